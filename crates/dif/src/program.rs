@@ -201,7 +201,8 @@ pub struct RecDesc {
     pub action: ActionKind,
     /// Size in bytes.
     pub size: u32,
-    /// Offset from the start of the record's data (after the EPID header).
+    /// Offset from the start of the whole record, its 12-byte header (`dtrace_rechdr_t`: EPID, then the
+    /// timestamp as high and low 32-bit halves) included, so the first data record is at offset 12 or more.
     pub offset: u32,
     /// Alignment in bytes.
     pub alignment: u16,
