@@ -114,7 +114,7 @@ fn llq_valid(factor: u16, low: u16, high: u16, nsteps: u16) -> bool {
     while v < nsteps as u64 {
         v *= factor as u64;
     }
-    v % nsteps as u64 == 0 && nsteps % factor == 0
+    v.is_multiple_of(nsteps as u64) && nsteps.is_multiple_of(factor)
 }
 
 /// The size in bytes of an aggregating function's value, validating its parameters.
@@ -163,16 +163,8 @@ pub fn apply(kind: ActionKind, data: &mut [u64], val: u64, incr: u64) {
     match kind {
         ActionKind::AggCount => data[0] = data[0].wrapping_add(1),
         ActionKind::AggSum => data[0] = data[0].wrapping_add(val),
-        ActionKind::AggMin => {
-            if (val as i64) < data[0] as i64 {
-                data[0] = val;
-            }
-        }
-        ActionKind::AggMax => {
-            if (val as i64) > data[0] as i64 {
-                data[0] = val;
-            }
-        }
+        ActionKind::AggMin if (val as i64) < data[0] as i64 => data[0] = val,
+        ActionKind::AggMax if (val as i64) > data[0] as i64 => data[0] = val,
         ActionKind::AggAvg => {
             data[0] = data[0].wrapping_add(1);
             data[1] = data[1].wrapping_add(val);
@@ -269,6 +261,9 @@ pub fn merge_value(kind: ActionKind, into: &mut [u8], from: &[u8]) {
     }
 }
 
+/// A drained entry: aggregation id, key bytes, value bytes.
+pub type DrainedEntry = (u32, Vec<u8>, Vec<u8>);
+
 /// One entry of an aggregation buffer.
 #[derive(Debug, Clone)]
 struct AggEntry {
@@ -349,7 +344,7 @@ impl AggBuffer {
     }
 
     /// Drains the entries (in creation order) as `(aggid, key bytes, value bytes)` and the drops.
-    pub fn drain(&mut self) -> (Vec<(u32, Vec<u8>, Vec<u8>)>, u64) {
+    pub fn drain(&mut self) -> (Vec<DrainedEntry>, u64) {
         self.map.clear();
         self.used = 0;
         let out = self

@@ -218,7 +218,7 @@ pub fn parse_rate(arg: &str) -> Option<u64> {
         time_suffix(suffix)?
     };
     if mul == 0 {
-        Some(if val == 0 { 0 } else { NANOSEC / val })
+        Some(NANOSEC.checked_div(val).unwrap_or(0))
     } else {
         val.checked_mul(mul).filter(|&v| v <= i64::MAX as u64)
     }

@@ -37,6 +37,10 @@ pub enum SpecLookup {
     Illegal,
 }
 
+/// A speculation id beyond `nspec` (an illegal-operation fault in probe context).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IllegalSpecId(pub u64);
+
 /// One speculation.
 #[derive(Debug, Clone)]
 struct Speculation {
@@ -148,11 +152,11 @@ impl Speculations {
     }
 
     /// `commit(id)` on `cpu`: returns this CPU's buffer to copy into the principal buffer now, if any.
-    pub fn commit(&mut self, id: u64, cpu: usize) -> Result<Option<SpecBuffer>, ()> {
+    pub fn commit(&mut self, id: u64, cpu: usize) -> Result<Option<SpecBuffer>, IllegalSpecId> {
         let i = match self.lookup(id) {
             SpecLookup::Use(i) => i,
             SpecLookup::Nothing => return Ok(None),
-            SpecLookup::Illegal => return Err(()),
+            SpecLookup::Illegal => return Err(IllegalSpecId(id)),
         };
         let s = &mut self.specs[i];
         let here_nonempty = s.bufs.get(cpu).is_some_and(|b| !b.is_empty());
@@ -178,11 +182,11 @@ impl Speculations {
     }
 
     /// `discard(id)` on `cpu`.
-    pub fn discard(&mut self, id: u64, cpu: usize) -> Result<(), ()> {
+    pub fn discard(&mut self, id: u64, cpu: usize) -> Result<(), IllegalSpecId> {
         let i = match self.lookup(id) {
             SpecLookup::Use(i) => i,
             SpecLookup::Nothing => return Ok(()),
-            SpecLookup::Illegal => return Err(()),
+            SpecLookup::Illegal => return Err(IllegalSpecId(id)),
         };
         let s = &mut self.specs[i];
         let here_nonempty = s.bufs.get(cpu).is_some_and(|b| !b.is_empty());
