@@ -10,6 +10,10 @@ use crate::model::*;
 /// How deep reference chains may go before we call them a cycle.
 pub(crate) const MAX_DEPTH: usize = 512;
 
+/// How many aggregates one member search may visit (anonymous members nest; hostile input could
+/// make the search exponential).
+const MEMBER_SEARCH_BUDGET: usize = 100_000;
+
 /// A member found by [`Container::member`]: its type and offset from the start of the outermost
 /// aggregate (anonymous members are searched through, their offsets added).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,9 +34,8 @@ impl Container {
         let mut stars = 0usize;
         for w in name.split_whitespace() {
             let trimmed = w.trim_end_matches('*');
-            stars += w.len() - trimmed.len();
             let (lead, rest) = split_leading_stars(trimmed);
-            if lead > 0 {
+            if lead > 0 && !rest.is_empty() {
                 return None; // '*' before a name: not a type name
             }
             if !rest.is_empty() {
@@ -41,6 +44,7 @@ impl Container {
                 }
                 words.push(rest);
             }
+            stars += w.len() - rest.len();
         }
         let mut quals: Vec<u32> = Vec::new();
         let mut base_words: Vec<&str> = Vec::new();
@@ -129,28 +133,39 @@ impl Container {
     /// Alignment in bytes: scalars align to their size (at most 16, at least 1), pointers to the pointer
     /// size, arrays to their element, structs and unions to their most aligned member.
     pub fn align_of(&self, id: TypeId) -> Result<u64> {
-        self.align_of_depth(id, 0)
+        let mut memo = std::collections::HashMap::new();
+        self.align_of_memo(id, 0, &mut memo)
     }
 
-    fn align_of_depth(&self, id: TypeId, depth: usize) -> Result<u64> {
+    fn align_of_memo(
+        &self,
+        id: TypeId,
+        depth: usize,
+        memo: &mut std::collections::HashMap<TypeId, Option<u64>>,
+    ) -> Result<u64> {
         if depth > MAX_DEPTH {
             return Err(CtfError::Cycle(id.0));
         }
         if id == TypeId::VOID {
             return Ok(1);
         }
+        match memo.get(&id) {
+            Some(Some(a)) => return Ok(*a),
+            Some(None) => return Err(CtfError::Cycle(id.0)), // still being computed: a cycle
+            None => {}
+        }
+        memo.insert(id, None);
         let t = self.get(id)?;
-        Ok(match &t.kind {
+        let a = match &t.kind {
             TypeKind::Pointer(_) => u64::from(self.pointer_size),
-            TypeKind::Array(a) => self.align_of_depth(a.contents, depth + 1)?,
-            TypeKind::Typedef(r)
-            | TypeKind::Const(r)
-            | TypeKind::Volatile(r)
-            | TypeKind::Restrict(r) => self.align_of_depth(*r, depth + 1)?,
+            TypeKind::Array(a) => self.align_of_memo(a.contents, depth + 1, memo)?,
+            TypeKind::Typedef(r) | TypeKind::Const(r) | TypeKind::Volatile(r) | TypeKind::Restrict(r) => {
+                self.align_of_memo(*r, depth + 1, memo)?
+            }
             TypeKind::Struct(ms) | TypeKind::Union(ms) => {
                 let mut a = 1;
                 for m in ms {
-                    a = a.max(self.align_of_depth(m.type_id, depth + 1)?);
+                    a = a.max(self.align_of_memo(m.type_id, depth + 1, memo)?);
                 }
                 a
             }
@@ -160,7 +175,9 @@ impl Container {
                 // largest power of two not above the size
                 1u64 << (63 - s.leading_zeros())
             }
-        })
+        };
+        memo.insert(id, Some(a));
+        Ok(a)
     }
 
     /// The members of the struct or union `id` stands for (through typedefs and qualifiers).
@@ -186,13 +203,15 @@ impl Container {
     /// Finds member `name` of the struct or union `id` stands for, searching anonymous struct and union
     /// members too (as C does). `Ok(None)` if there is no such member.
     pub fn member(&self, id: TypeId, name: &str) -> Result<Option<MemberInfo>> {
-        self.member_depth(id, name, 0)
+        let mut budget = MEMBER_SEARCH_BUDGET;
+        self.member_depth(id, name, 0, &mut budget)
     }
 
-    fn member_depth(&self, id: TypeId, name: &str, depth: usize) -> Result<Option<MemberInfo>> {
-        if depth > MAX_DEPTH {
+    fn member_depth(&self, id: TypeId, name: &str, depth: usize, budget: &mut usize) -> Result<Option<MemberInfo>> {
+        if depth > MAX_DEPTH || *budget == 0 {
             return Err(CtfError::Cycle(id.0));
         }
+        *budget -= 1;
         let members = self.members(id)?;
         for m in members {
             if m.name == name {
@@ -207,7 +226,7 @@ impl Container {
                 if let Ok(Some(TypeKind::Struct(_) | TypeKind::Union(_))) =
                     self.resolved_kind(m.type_id)
                 {
-                    if let Some(inner) = self.member_depth(m.type_id, name, depth + 1)? {
+                    if let Some(inner) = self.member_depth(m.type_id, name, depth + 1, budget)? {
                         return Ok(Some(MemberInfo {
                             type_id: inner.type_id,
                             offset_bits: inner.offset_bits.saturating_add(m.offset_bits),
