@@ -129,3 +129,81 @@ pub fn sample() -> Sample {
     ];
     Sample { c, int, char_, point, big, huge, outer, list }
 }
+
+/// A small BTF encoder for tests: types are pushed in id order (first id 1, or after a base).
+pub struct BtfBuilder {
+    pub types: Vec<u8>,
+    pub strings: Vec<u8>,
+    pub str_base: u32,
+}
+
+impl BtfBuilder {
+    pub fn new() -> Self {
+        BtfBuilder { types: Vec::new(), strings: vec![0], str_base: 0 }
+    }
+    /// For split BTF: strings continue after the base's `str_len` bytes.
+    pub fn split(str_base: u32) -> Self {
+        BtfBuilder { types: Vec::new(), strings: Vec::new(), str_base }
+    }
+    pub fn s(&mut self, s: &str) -> u32 {
+        if s.is_empty() {
+            return 0;
+        }
+        let o = self.str_base + self.strings.len() as u32;
+        self.strings.extend_from_slice(s.as_bytes());
+        self.strings.push(0);
+        o
+    }
+    pub fn t(&mut self, name: &str, kind: u32, vlen: u32, kflag: bool, size_or_type: u32, extra: &[u32]) {
+        let n = self.s(name);
+        let info = (kind << 24) | vlen | (u32::from(kflag) << 31);
+        for w in [n, info, size_or_type].iter().chain(extra) {
+            self.types.extend_from_slice(&w.to_le_bytes());
+        }
+    }
+    pub fn finish(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        out.extend_from_slice(&0xeb9fu16.to_le_bytes());
+        out.push(1);
+        out.push(0);
+        for w in [24u32, 0, self.types.len() as u32, self.types.len() as u32, self.strings.len() as u32] {
+            out.extend_from_slice(&w.to_le_bytes());
+        }
+        out.extend_from_slice(&self.types);
+        out.extend_from_slice(&self.strings);
+        out
+    }
+}
+
+/// BTF with every kind: returns the blob.
+pub fn sample_btf() -> Vec<u8> {
+    let mut b = BtfBuilder::new();
+    b.t("int", 1, 0, false, 4, &[(1 << 24) | 32]); // 1
+    b.t("unsigned int", 1, 0, false, 4, &[32]); // 2
+    b.t("", 2, 0, false, 1, &[]); // 3: int *
+    b.t("", 3, 0, false, 0, &[1, 2, 10]); // 4: int[10]
+    let (x, y, f, g) = (b.s("x"), b.s("y"), b.s("flags"), b.s("more"));
+    // 5: struct s { int x; int *y; unsigned int flags:3; unsigned int more:5; } with kind_flag bit-fields
+    b.t("s", 4, 4, true, 24, &[x, 1, 0, y, 3, 64, f, 2, (3 << 24) | 128, g, 2, (5 << 24) | 131]);
+    let (a, bb) = (b.s("a"), b.s("b"));
+    b.t("u", 5, 2, false, 8, &[a, 1, 0, bb, 3, 0]); // 6
+    let (r, gr) = (b.s("RED"), b.s("GREEN"));
+    b.t("color", 6, 2, false, 4, &[r, 0, gr, 7]); // 7
+    b.t("fwd_u", 7, 0, true, 0, &[]); // 8: union forward
+    b.t("myint", 8, 0, false, 1, &[]); // 9
+    b.t("", 9, 0, false, 1, &[]); // 10 volatile int
+    b.t("", 10, 0, false, 1, &[]); // 11 const int
+    b.t("", 11, 0, false, 3, &[]); // 12 restrict int*
+    let pa = b.s("fmt");
+    b.t("", 13, 2, false, 1, &[pa, 3, 0, 0]); // 13: int (int *, ...)
+    b.t("my_printf", 12, 0, false, 13, &[]); // 14 FUNC
+    b.t("counter", 14, 0, false, 1, &[1]); // 15 VAR
+    b.t(".data", 15, 1, false, 4, &[15, 0, 4]); // 16 DATASEC
+    b.t("double", 16, 0, false, 8, &[]); // 17 FLOAT
+    b.t("user", 18, 0, false, 1, &[]); // 18 TYPE_TAG over int
+    b.t("", 2, 0, false, 18, &[]); // 19 pointer to tagged int
+    b.t("tag", 17, 0, false, 5, &[u32::MAX]); // 20 DECL_TAG
+    let (e1, e2) = (b.s("BIG"), b.s("SMALL"));
+    b.t("e64", 19, 2, false, 8, &[e1, 0, 1, e2, 5, 0]); // 21 ENUM64
+    b.finish()
+}
