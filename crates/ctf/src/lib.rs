@@ -29,6 +29,8 @@ mod container;
 mod decl;
 pub mod dump;
 mod error;
+#[doc(hidden)]
+pub mod fuzz_entry;
 mod lookup;
 mod model;
 mod read;

@@ -159,9 +159,10 @@ impl Container {
         let a = match &t.kind {
             TypeKind::Pointer(_) => u64::from(self.pointer_size),
             TypeKind::Array(a) => self.align_of_memo(a.contents, depth + 1, memo)?,
-            TypeKind::Typedef(r) | TypeKind::Const(r) | TypeKind::Volatile(r) | TypeKind::Restrict(r) => {
-                self.align_of_memo(*r, depth + 1, memo)?
-            }
+            TypeKind::Typedef(r)
+            | TypeKind::Const(r)
+            | TypeKind::Volatile(r)
+            | TypeKind::Restrict(r) => self.align_of_memo(*r, depth + 1, memo)?,
             TypeKind::Struct(ms) | TypeKind::Union(ms) => {
                 let mut a = 1;
                 for m in ms {
@@ -207,7 +208,13 @@ impl Container {
         self.member_depth(id, name, 0, &mut budget)
     }
 
-    fn member_depth(&self, id: TypeId, name: &str, depth: usize, budget: &mut usize) -> Result<Option<MemberInfo>> {
+    fn member_depth(
+        &self,
+        id: TypeId,
+        name: &str,
+        depth: usize,
+        budget: &mut usize,
+    ) -> Result<Option<MemberInfo>> {
         if depth > MAX_DEPTH || *budget == 0 {
             return Err(CtfError::Cycle(id.0));
         }

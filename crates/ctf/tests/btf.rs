@@ -16,32 +16,67 @@ fn every_btf_kind_converts() {
     let s = c.lookup_by_name("struct s").unwrap();
     assert_eq!(c.size_of(s).unwrap(), 24);
     let y = c.member(s, "y").unwrap().unwrap();
-    assert_eq!((y.offset_bits, c.type_name(y.type_id).unwrap().as_str()), (64, "int *"));
+    assert_eq!(
+        (y.offset_bits, c.type_name(y.type_id).unwrap().as_str()),
+        (64, "int *")
+    );
     let f = c.member(s, "flags").unwrap().unwrap();
     assert_eq!(f.offset_bits, 128);
-    assert!(matches!(c.get(f.type_id).unwrap(), Type { kind: TypeKind::Integer(IntEncoding { bits: 3, flags: 0, .. }), root: false, size: 4, .. }));
+    assert!(matches!(
+        c.get(f.type_id).unwrap(),
+        Type {
+            kind: TypeKind::Integer(IntEncoding {
+                bits: 3,
+                flags: 0,
+                ..
+            }),
+            root: false,
+            size: 4,
+            ..
+        }
+    ));
     let g = c.member(s, "more").unwrap().unwrap();
     assert_eq!(g.offset_bits, 131);
-    assert!(matches!(c.get(g.type_id).unwrap().kind, TypeKind::Integer(IntEncoding { bits: 5, .. })));
-    assert_eq!(c.lookup_by_name("unsigned int").map(|u| c.size_of(u).unwrap()), Some(4));
+    assert!(matches!(
+        c.get(g.type_id).unwrap().kind,
+        TypeKind::Integer(IntEncoding { bits: 5, .. })
+    ));
+    assert_eq!(
+        c.lookup_by_name("unsigned int")
+            .map(|u| c.size_of(u).unwrap()),
+        Some(4)
+    );
     assert!(c.lookup_by_name("union u").is_some());
     assert!(c.lookup_by_name("union fwd_u").is_some());
-    assert_eq!(c.enum_value(c.lookup_by_name("enum color").unwrap(), "GREEN").unwrap(), Some(7));
+    assert_eq!(
+        c.enum_value(c.lookup_by_name("enum color").unwrap(), "GREEN")
+            .unwrap(),
+        Some(7)
+    );
     let e64 = c.lookup_by_name("enum e64").unwrap();
     assert_eq!(c.size_of(e64).unwrap(), 8);
     assert_eq!(c.enum_value(e64, "SMALL").unwrap(), Some(5));
     let myint = c.lookup_by_name("myint").unwrap();
     assert_eq!(c.type_name(c.resolve(myint).unwrap()).unwrap(), "int");
     let p = c.lookup_by_name("my_printf").unwrap();
-    let TypeKind::Function(fi) = &c.get(p).unwrap().kind else { panic!("not a function") };
+    let TypeKind::Function(fi) = &c.get(p).unwrap().kind else {
+        panic!("not a function")
+    };
     assert!(fi.varargs);
     assert_eq!(fi.args.len(), 1);
     assert_eq!(c.type_name(fi.args[0]).unwrap(), "int *");
-    assert_eq!(c.lookup_by_name("double").map(|d| c.size_of(d).unwrap()), Some(8));
+    assert_eq!(
+        c.lookup_by_name("double").map(|d| c.size_of(d).unwrap()),
+        Some(8)
+    );
     // VAR, DATASEC, DECL_TAG dropped; TYPE_TAG transparent: the pointer to the tagged int is int *
     assert!(c.lookup_by_name("counter").is_none());
     let names: Vec<String> = c.iter().map(|(id, _)| c.type_name(id).unwrap()).collect();
-    assert_eq!(names.iter().filter(|n| *n == "int *").count(), 2, "{names:?}");
+    assert_eq!(
+        names.iter().filter(|n| *n == "int *").count(),
+        2,
+        "{names:?}"
+    );
     let back = read_ctf(&write_ctf(&c, WriteOptions::default()).unwrap()).unwrap();
     assert_eq!(back, c);
 }
@@ -66,7 +101,12 @@ fn split_btf_becomes_a_child_container() {
     assert!(ms.is_child());
     let sp = child.member(ms, "sp").unwrap().unwrap();
     assert_eq!(child.type_name(sp.type_id).unwrap(), "struct s *");
-    assert_eq!(child.size_of(child.lookup_by_name("struct s").unwrap()).unwrap(), 24);
+    assert_eq!(
+        child
+            .size_of(child.lookup_by_name("struct s").unwrap())
+            .unwrap(),
+        24
+    );
     let bytes = write_ctf(&child, WriteOptions::default()).unwrap();
     let mut back = read_ctf(&bytes).unwrap();
     back.set_parent(parent).unwrap();
@@ -100,7 +140,11 @@ fn parse_bpftool(text: &str) -> (HashMap<String, BpfStruct>, usize) {
     let mut type_records = 0;
     let field = |line: &str, key: &str| -> Option<u64> {
         let i = line.find(key)? + key.len();
-        line[i..].split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
+        line[i..]
+            .split(|c: char| !c.is_ascii_digit())
+            .next()?
+            .parse()
+            .ok()
     };
     for line in text.lines() {
         if line.starts_with('[') {
@@ -115,12 +159,23 @@ fn parse_bpftool(text: &str) -> (HashMap<String, BpfStruct>, usize) {
                 let name = line.split('\'').nth(1).unwrap_or("").to_string();
                 if name != "(anon)" {
                     let size = field(line, "size=").unwrap_or(0);
-                    cur = Some((format!("{} {name}", kind.to_lowercase()), BpfStruct { kind: kind.into(), size, members: vec![] }));
+                    cur = Some((
+                        format!("{} {name}", kind.to_lowercase()),
+                        BpfStruct {
+                            kind: kind.into(),
+                            size,
+                            members: vec![],
+                        },
+                    ));
                 }
             }
         } else if let Some((_, s)) = cur.as_mut() {
             let name = line.split('\'').nth(1).unwrap_or("").to_string();
-            let name = if name == "(anon)" { String::new() } else { name };
+            let name = if name == "(anon)" {
+                String::new()
+            } else {
+                name
+            };
             let off = field(line, "bits_offset=").unwrap_or(u64::MAX);
             let bits = field(line, "bitfield_size=").unwrap_or(0) as u32;
             s.members.push((name, off, bits));
@@ -135,33 +190,63 @@ fn parse_bpftool(text: &str) -> (HashMap<String, BpfStruct>, usize) {
 #[test]
 fn vmlinux_btf_matches_bpftool() {
     let path = "/sys/kernel/btf/vmlinux";
-    if !dtrace_testkit::skip_unless(std::path::Path::new(path).exists(), "vmlinux_btf_matches_bpftool", "no /sys/kernel/btf/vmlinux") {
+    if !dtrace_testkit::skip_unless(
+        std::path::Path::new(path).exists(),
+        "vmlinux_btf_matches_bpftool",
+        "no /sys/kernel/btf/vmlinux",
+    ) {
         return;
     }
-    let bpftool = ["/usr/sbin/bpftool", "/sbin/bpftool", "/usr/bin/bpftool"].into_iter().find(|p| std::path::Path::new(p).exists());
-    if !dtrace_testkit::skip_unless(bpftool.is_some(), "vmlinux_btf_matches_bpftool", "bpftool not installed (scripts/setup installs it)") {
+    let bpftool = ["/usr/sbin/bpftool", "/sbin/bpftool", "/usr/bin/bpftool"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists());
+    if !dtrace_testkit::skip_unless(
+        bpftool.is_some(),
+        "vmlinux_btf_matches_bpftool",
+        "bpftool not installed (scripts/setup installs it)",
+    ) {
         return;
     }
     let blob = std::fs::read(path).unwrap();
     let c = btf_to_ctf(&blob).unwrap();
-    let out = std::process::Command::new(bpftool.unwrap()).args(["btf", "dump", "file", path]).output().unwrap();
-    assert!(out.status.success(), "bpftool failed: {}", String::from_utf8_lossy(&out.stderr));
+    let out = std::process::Command::new(bpftool.unwrap())
+        .args(["btf", "dump", "file", path])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "bpftool failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8(out.stdout).unwrap();
     let (structs, type_records) = parse_bpftool(&text);
     let non_root = c.iter().filter(|(_, t)| !t.root).count();
-    assert_eq!(c.len() - non_root, type_records, "one CTF type per BTF type record");
+    assert_eq!(
+        c.len() - non_root,
+        type_records,
+        "one CTF type per BTF type record"
+    );
 
     // the check: struct task_struct's comm at the offset BTF gives
-    let ts = c.lookup_by_name("struct task_struct").expect("struct task_struct");
+    let ts = c
+        .lookup_by_name("struct task_struct")
+        .expect("struct task_struct");
     let comm = c.member(ts, "comm").unwrap().expect("comm member");
-    let want = structs["struct task_struct"].members.iter().find(|m| m.0 == "comm").unwrap().1;
+    let want = structs["struct task_struct"]
+        .members
+        .iter()
+        .find(|m| m.0 == "comm")
+        .unwrap()
+        .1;
     assert_eq!(comm.offset_bits, want);
     assert_eq!(c.type_name(comm.type_id).unwrap(), "char [16]");
 
     // and every named struct and union, member by member
     let mut checked = 0;
     for (name, s) in &structs {
-        let id = c.lookup_by_name(name).unwrap_or_else(|| panic!("{name} missing"));
+        let id = c
+            .lookup_by_name(name)
+            .unwrap_or_else(|| panic!("{name} missing"));
         assert_eq!(c.size_of(id).unwrap(), s.size, "{name} size");
         let members = c.members(id).unwrap();
         assert_eq!(members.len(), s.members.len(), "{name} member count");
@@ -169,13 +254,18 @@ fn vmlinux_btf_matches_bpftool() {
             assert_eq!((&m.name, m.offset_bits), (bn, *boff), "{name} member");
             if *bbits != 0 {
                 match &c.get(m.type_id).unwrap().kind {
-                    TypeKind::Integer(e) => assert_eq!(u32::from(e.bits), *bbits, "{name}.{bn} width"),
+                    TypeKind::Integer(e) => {
+                        assert_eq!(u32::from(e.bits), *bbits, "{name}.{bn} width")
+                    }
                     TypeKind::Enum(_) => {}
                     k => panic!("{name}.{bn}: bit-field of kind {}", k.kind_name()),
                 }
             }
         }
-        assert_eq!(s.kind == "STRUCT", matches!(c.get(id).unwrap().kind, TypeKind::Struct(_)));
+        assert_eq!(
+            s.kind == "STRUCT",
+            matches!(c.get(id).unwrap().kind, TypeKind::Struct(_))
+        );
         checked += 1;
     }
     assert!(checked > 1000, "only {checked} structs checked");
@@ -185,9 +275,23 @@ fn vmlinux_btf_matches_bpftool() {
     assert_eq!(read_header(&bytes).unwrap().version, 3);
     let back = read_ctf(&bytes).unwrap();
     assert!(back == c);
-    let dump = dump::dump(&back, None, dump::DumpOptions { header: false, sections: false, types: true });
-    let start = dump.find(") STRUCT struct task_struct (").or_else(|| dump.find("> STRUCT struct task_struct (")).unwrap();
+    let dump = dump::dump(
+        &back,
+        None,
+        dump::DumpOptions {
+            header: false,
+            sections: false,
+            types: true,
+        },
+    );
+    let start = dump
+        .find(") STRUCT struct task_struct (")
+        .or_else(|| dump.find("> STRUCT struct task_struct ("))
+        .unwrap();
     let section = &dump[start..];
-    let line = section.lines().find(|l| l.trim_start().starts_with("comm ")).unwrap();
+    let line = section
+        .lines()
+        .find(|l| l.trim_start().starts_with("comm "))
+        .unwrap();
     assert!(line.contains(&format!("off={want} bits")), "{line}");
 }
