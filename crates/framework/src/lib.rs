@@ -7,9 +7,23 @@
 
 pub mod aggregate;
 pub mod buffer;
+pub mod context;
+pub mod error;
+pub mod exec;
+pub mod framework;
 pub mod glob;
 pub mod layout;
 pub mod options;
 pub mod provider;
+pub mod providers;
 pub mod records;
 pub mod speculation;
+
+pub use context::FiringContext;
+pub use error::FrameworkError;
+pub use framework::{
+    Activity, Clock, DestructiveRequest, Enabling, EventSender, Framework, ManualClock, ProbeEvent,
+    Status, SystemClock,
+};
+pub use options::{BufPolicy, BufResize, OptionError, Options};
+pub use provider::{ProbeRegistry, Provider};
