@@ -495,7 +495,10 @@ impl Framework {
         let needed = self
             .ecbs
             .iter()
-            .map(|e| e.layout.size as u64)
+            .map(|e| {
+                let aggs = e.layout.aggs.iter().map(|a| a.needed()).max().unwrap_or(0);
+                (e.layout.size as u64).max(aggs)
+            })
             .max()
             .unwrap_or(0);
         let needed = crate::buffer::align8(needed as usize) as u64;
@@ -508,7 +511,12 @@ impl Framework {
                     .sum()
             })
             .unwrap_or(0);
-        let min = needed.max(end_reserve as u64 + needed).max(8);
+        let min = if self.options.bufpolicy == crate::options::BufPolicy::Fill {
+            end_reserve as u64 + needed
+        } else {
+            needed
+        }
+        .max(8);
         let mut cpus = Vec::with_capacity(self.ncpus as usize);
         let mut bufsize = self.options.bufsize;
         for _ in 0..self.ncpus {

@@ -36,7 +36,7 @@ pub enum LayoutError {
     /// An aggregating function's parameters are invalid.
     #[error("action #{0}: {1}")]
     AggParam(usize, AggParamError),
-    /// The record would be larger than 4 GiB.
+    /// The record (or an aggregation's key and value) would be larger than [`MAX_RECORD`].
     #[error("action #{0}: record too large")]
     TooLarge(usize),
 }
@@ -68,6 +68,13 @@ pub struct AggLayout {
     pub value_words: usize,
 }
 
+impl AggLayout {
+    /// Bytes of scratch one update needs: aggregation id, keys and value.
+    pub fn needed(&self) -> u64 {
+        4 + self.key_size as u64 + self.value_words as u64 * 8
+    }
+}
+
 /// The layout of one ECB.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EcbLayout {
@@ -94,6 +101,10 @@ impl EcbLayout {
             .collect()
     }
 }
+
+/// Largest record, and largest aggregation key plus value, an ECB may have (64 MiB; DTrace's records are
+/// further bounded by `bufsize`, which is checked when tracing starts).
+pub const MAX_RECORD: u64 = 64 << 20;
 
 fn round_up(n: u64, a: u64) -> u64 {
     n.div_ceil(a) * a
@@ -224,7 +235,10 @@ pub fn layout_ecb(ecb: &EcbDesc, opts: &Options) -> Result<EcbLayout, LayoutErro
     let mut committed = false;
     for (i, a) in acts.iter().enumerate() {
         let (rsize, arg) = action_size(i, a, opts)?;
-        let rsize32 = u32::try_from(rsize).map_err(|_| LayoutError::TooLarge(i + 1))?;
+        if rsize > MAX_RECORD {
+            return Err(LayoutError::TooLarge(i + 1));
+        }
+        let rsize32 = rsize as u32;
         let align = alignment_for(rsize32);
         let mut rec = RecDesc {
             action: a.kind,
@@ -289,6 +303,9 @@ pub fn layout_ecb(ecb: &EcbDesc, opts: &Options) -> Result<EcbLayout, LayoutErro
             key_off = round_up(key_off, align as u64);
             rec.offset = u32::try_from(key_off).map_err(|_| LayoutError::TooLarge(i + 1))?;
             key_off += rsize;
+            if key_off > MAX_RECORD {
+                return Err(LayoutError::TooLarge(i + 1));
+            }
             keys.push(i);
             key_recs.push(rec);
             out.push(ActionLayout {
@@ -300,7 +317,7 @@ pub fn layout_ecb(ecb: &EcbDesc, opts: &Options) -> Result<EcbLayout, LayoutErro
             size = round_up(size, align as u64);
             rec.offset = u32::try_from(size).map_err(|_| LayoutError::TooLarge(i + 1))?;
             size += rsize;
-            if size > u32::MAX as u64 {
+            if size > MAX_RECORD {
                 return Err(LayoutError::TooLarge(i + 1));
             }
             out.push(ActionLayout {

@@ -11,6 +11,7 @@ pub mod context;
 pub mod error;
 pub mod exec;
 pub mod framework;
+pub mod fuzzing;
 pub mod glob;
 pub mod layout;
 pub mod options;

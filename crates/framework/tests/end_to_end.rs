@@ -663,3 +663,29 @@ fn thread_locals_are_per_thread() {
     // Only the third firing (thread 7 again) sees its own earlier value.
     assert_eq!(vals, vec![7]);
 }
+
+#[test]
+fn fuzz_smoke_random_programs() {
+    // A few thousand random programs (random DIF, actions, options) must run without panicking.
+    let mut started = 0;
+    for seed in 0..4000u64 {
+        let bytes = dtrace_framework::fuzzing::smoke_bytes(seed, 256);
+        started += dtrace_framework::fuzzing::fire_program(&bytes) as u32;
+    }
+    // Enough of them get past enabling to exercise probe context.
+    eprintln!("{started} of 4000 random programs ran");
+    assert!(started > 400, "only {started} random programs ran");
+}
+
+#[test]
+fn fuzz_smoke_inputs() {
+    for seed in 0..3000u64 {
+        let len = (seed % 40) as usize;
+        let mut bytes = dtrace_framework::fuzzing::smoke_bytes(seed, len);
+        // Bias towards printable text and glob characters.
+        for c in bytes.iter_mut() {
+            *c = b"0123456789kmgtKxX*?[]!\\-hzsecmin. "[(*c as usize) % 34];
+        }
+        dtrace_framework::fuzzing::parse_inputs(&bytes);
+    }
+}
