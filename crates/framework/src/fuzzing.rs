@@ -101,7 +101,7 @@ fn difo(b: &mut Bytes<'_>) -> DifObject {
     let n = b.u8() as usize % 12;
     let mut text: Vec<u32> = (0..n).map(|_| b.u32()).collect();
     // Usually end with a `ret` of a register so objects do something.
-    if b.u8() % 4 != 0 {
+    if !b.u8().is_multiple_of(4) {
         text.push(0x2300_0000 | (b.u8() as u32 % 8));
     }
     let inttab = (0..b.u8() % 3).map(|_| b.u64()).collect();
@@ -159,13 +159,13 @@ pub fn fire_program(data: &[u8]) -> bool {
     let mut b = Bytes { data, pos: 0 };
     let mut ecbs = Vec::new();
     for _ in 0..1 + b.u8() % 3 {
-        let predicate = (b.u8() % 3 == 0).then(|| difo(&mut b));
+        let predicate = b.u8().is_multiple_of(3).then(|| difo(&mut b));
         let actions = (0..b.u8() % 6)
             .map(|_| {
                 let kind = *b.pick(KINDS);
                 ActionDesc {
                     kind,
-                    difo: (b.u8() % 5 != 0).then(|| difo(&mut b)),
+                    difo: (!b.u8().is_multiple_of(5)).then(|| difo(&mut b)),
                     arg: match b.u8() % 4 {
                         0 => 0,
                         1 => b.u8() as u64,
@@ -216,14 +216,14 @@ pub fn fire_program(data: &[u8]) -> bool {
     };
     // chill() is left out of the action kinds: it really sleeps.
     let opts = Options {
-        destructive: b.u8() % 2 == 0,
+        destructive: b.u8().is_multiple_of(2),
         ..Options::default()
     };
     let mut fw = Framework::new(opts, 2);
     let clock = ManualClock::default();
     clock.set(1);
     fw.set_clock(Box::new(clock.clone()));
-    if fw.enable(&program, b.u8() % 2 == 0).is_err() {
+    if fw.enable(&program, b.u8().is_multiple_of(2)).is_err() {
         return false;
     }
     if fw.go().is_err() {

@@ -107,7 +107,7 @@ impl EcbLayout {
 pub const MAX_RECORD: u64 = 64 << 20;
 
 fn round_up(n: u64, a: u64) -> u64 {
-    n.div_ceil(a) * a
+    n.div_ceil(a).saturating_mul(a)
 }
 
 /// Record alignment from size as DTrace derives it: the largest power of two up to 8 dividing it.
@@ -157,7 +157,7 @@ fn action_size(i: usize, a: &ActionDesc, opts: &Options) -> Result<(u64, u64), L
         }
         K::Stack => {
             let frames = if a.arg == 0 { opts.stackframes } else { a.arg };
-            (frames * 8, frames)
+            (frames.saturating_mul(8), frames)
         }
         K::Ustack | K::Jstack => {
             let mut frames = a.arg & 0xffff_ffff;
@@ -172,7 +172,12 @@ fn action_size(i: usize, a: &ActionDesc, opts: &Options) -> Result<(u64, u64), L
             } else if frames == 0 {
                 frames = opts.ustackframes;
             }
-            let size = round_up((frames + 1) * 8 + strsize, 8);
+            let size = round_up(
+                (frames.saturating_add(1))
+                    .saturating_mul(8)
+                    .saturating_add(strsize),
+                8,
+            );
             (size, frames | (strsize << 32))
         }
         K::Sym | K::Mod => {
