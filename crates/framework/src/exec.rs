@@ -62,34 +62,44 @@ fn store_int(rec: &mut [u8], off: usize, size: usize, val: u64) {
     }
 }
 
-/// Writes the value a DIF object returned into `dst` (exactly `dst.len()` bytes): integers by value,
-/// strings NUL-padded, other by-reference data copied.
+/// Writes the value a DIF object returned into `dst`: integers by value, strings NUL-terminated (and
+/// NUL-padded to `dst.len()` when `pad`), other by-reference data copied. Returns the number of bytes
+/// that matter: `dst.len()`, or a string's length with its NUL when not padded.
 fn store_value(
     m: &Machine,
     obj: &DifObject,
     mem: &mut dyn Memory,
     val: u64,
     dst: &mut [u8],
-) -> Result<(), Fault> {
+    pad: bool,
+) -> Result<usize, Fault> {
     let t = &obj.rtype;
     if !t.is_by_ref() {
         let n = dst.len();
         store_int(dst, 0, n, val);
-        return Ok(());
+        return Ok(n);
     }
     if t.is_string() {
+        if dst.is_empty() {
+            return Ok(0);
+        }
         let s = m.read_string_result(obj, mem, val)?;
-        let n = s.len().min(dst.len().saturating_sub(1));
+        let n = s.len().min(dst.len() - 1);
         dst[..n].copy_from_slice(&s[..n]);
-        dst[n..].fill(0);
-        return Ok(());
+        if pad {
+            dst[n..].fill(0);
+            return Ok(dst.len());
+        }
+        dst[n] = 0;
+        return Ok(n + 1);
     }
     if t.flags & dtrace_dif::object::DIF_TF_BYUREF != 0 {
-        return mem.read_user(val, dst).map_err(|k| Fault::new(k, val));
+        mem.read_user(val, dst).map_err(|k| Fault::new(k, val))?;
+        return Ok(dst.len());
     }
     let b = m.read_result(obj, mem, val, dst.len())?;
     dst.copy_from_slice(&b);
-    Ok(())
+    Ok(dst.len())
 }
 
 /// Writes a stack record: `frames` u64 program counters, zero-filled.
@@ -103,6 +113,7 @@ impl Framework {
     /// Runs every ECB of `probe` for one firing.
     pub(crate) fn run_probe(
         &mut self,
+        ecbs: &[Ecb],
         probe: u32,
         cpu: u32,
         ctx: &FiringContext,
@@ -119,7 +130,6 @@ impl Framework {
         } else {
             self.machine.begin_firing();
         }
-        let ecbs = std::sync::Arc::clone(&self.ecbs);
         for k in 0..n {
             let i = self.probe_ecbs[probe as usize][k];
             let e = &ecbs[i];
@@ -142,14 +152,21 @@ impl Framework {
                     kind: kind.code(),
                     addr,
                 };
-                self.fire_error(cpu, rec, ts, mem);
+                self.fire_error(ecbs, cpu, rec, ts, mem);
             }
         }
     }
 
     /// Reports a fault: a fault record in the CPU's buffer, then `dtrace:::ERROR` with arg1 = EPID, arg2 =
     /// action index, arg3 = DIF offset, arg4 = fault kind, arg5 = address.
-    fn fire_error(&mut self, cpu: u32, rec: FaultRecord, ts: u64, mem: &mut dyn Memory) {
+    fn fire_error(
+        &mut self,
+        ecbs: &[Ecb],
+        cpu: u32,
+        rec: FaultRecord,
+        ts: u64,
+        mem: &mut dyn Memory,
+    ) {
         if let Some(c) = self.cpus.get_mut(cpu as usize) {
             c.principal.append(&rec.encode(ts), self.firing_end);
         }
@@ -163,7 +180,7 @@ impl Framework {
         ectx.args[4] = rec.kind as u64;
         ectx.args[5] = rec.addr;
         self.in_error = true;
-        self.run_probe(ERROR, cpu, &ectx, mem);
+        self.run_probe(ecbs, ERROR, cpu, &ectx, mem);
         self.in_error = false;
     }
 
@@ -253,9 +270,12 @@ impl Framework {
                     mem: &mut *mem,
                     record: &mut record,
                     key: &mut key,
+                    key_end: self.key_end,
                     dest: &mut dest,
                 };
-                self.do_action(e, ai, obj, val, cpu, &mut st)
+                let r = self.do_action(e, ai, obj, val, cpu, &mut st);
+                self.key_end = st.key_end;
+                r
             });
             match result {
                 Ok(true) => {}
@@ -314,22 +334,25 @@ impl Framework {
         let size = rec.size as usize;
         if in_tuple {
             // Aggregation key: the keys of one aggregation are laid out from offset 0 of the key bytes,
-            // which follow the 4-byte aggregation id in `key`.
-            if e.layout.aggs.iter().any(|a| a.keys.first() == Some(&ai)) {
-                st.key.clear();
+            // which follow the 4-byte aggregation id in `key`. Only the significant bytes are kept:
+            // gaps are zeroed, and a last string key ends at its NUL (its zero padding is implied).
+            if l.key_first {
+                st.key_end = 4;
             }
             let start = 4 + off;
             if st.key.len() < start + size {
                 st.key.resize(start + size, 0);
             }
+            st.key[st.key_end.min(start)..start].fill(0);
+            let dst = &mut st.key[start..start + size];
+            st.key_end = start + size;
             if let Some(o) = obj {
-                store_value(
-                    self.machine(),
-                    o,
-                    st.mem,
-                    val,
-                    &mut st.key[start..start + size],
-                )?;
+                let n = store_value(self.machine(), o, st.mem, val, dst, !l.key_last)?;
+                if l.key_last {
+                    st.key_end = start + n;
+                }
+            } else {
+                dst.fill(0);
             }
             return Ok(true);
         }
@@ -342,12 +365,16 @@ impl Framework {
                 l.keys.len(),
             );
             if nkeys == 0 {
-                st.key.clear();
+                st.key_end = 4;
             }
-            st.key.resize(4 + key_size, 0);
+            if st.key.len() < 4 {
+                st.key.resize(4, 0);
+            }
             st.key[0..4].copy_from_slice(&aggid.to_ne_bytes());
+            let sig = &st.key[..st.key_end];
             if let Some(c) = self.cpus.get_mut(cpu as usize) {
-                c.aggs.aggregate(st.key, kind, rec.arg, value_words, val, 1);
+                c.aggs
+                    .aggregate(sig, 4 + key_size, kind, rec.arg, value_words, val, 1);
             }
             return Ok(true);
         }
@@ -438,7 +465,7 @@ impl Framework {
                 // Data-recording actions: trace(), printf() and printa() arguments, sym(), mod(),
                 // system(), freopen(), library actions.
                 if let (Some(r), Some(o)) = (range, obj) {
-                    store_value(self.machine(), o, st.mem, val, &mut st.record[r])?;
+                    store_value(self.machine(), o, st.mem, val, &mut st.record[r], true)?;
                 }
             }
         }
@@ -452,5 +479,7 @@ struct ActionState<'a> {
     mem: &'a mut dyn Memory,
     record: &'a mut Vec<u8>,
     key: &'a mut Vec<u8>,
+    /// End of the significant key bytes written so far.
+    key_end: usize,
     dest: &'a mut Dest,
 }

@@ -197,8 +197,9 @@ pub struct Framework {
     pub(crate) options: Options,
     pub(crate) ncpus: u32,
     pub(crate) registry: ProbeRegistry,
-    /// Shared so that probe context can hold them while mutating the rest of the framework.
-    pub(crate) ecbs: std::sync::Arc<Vec<Ecb>>,
+    /// Taken out of the framework while a probe fires (so probe context can read them while mutating the
+    /// rest), and put back after.
+    pub(crate) ecbs: Vec<Ecb>,
     /// ECB indices per probe id.
     pub(crate) probe_ecbs: Vec<Vec<usize>>,
     pub(crate) enabled: Vec<u32>,
@@ -214,6 +215,8 @@ pub struct Framework {
     pub(crate) firing_end: bool,
     pub(crate) record: Vec<u8>,
     pub(crate) key: Vec<u8>,
+    /// End of the significant bytes in `key` (kept across the actions of an ECB).
+    pub(crate) key_end: usize,
     pub(crate) rng: u64,
     pub(crate) requests: Vec<DestructiveRequest>,
     pub(crate) next_aggid: u32,
@@ -246,7 +249,7 @@ impl Framework {
             options,
             ncpus,
             registry,
-            ecbs: std::sync::Arc::new(Vec::new()),
+            ecbs: Vec::new(),
             probe_ecbs: Vec::new(),
             enabled: Vec::new(),
             cpus: Vec::new(),
@@ -259,6 +262,7 @@ impl Framework {
             firing_end: false,
             record: Vec::new(),
             key: Vec::new(),
+            key_end: 4,
             rng: 0x9e37_79b9_7f4a_7c15,
             requests: Vec::new(),
             next_aggid: 1,
@@ -422,7 +426,7 @@ impl Framework {
                     self.probe_ecbs.resize(id as usize + 1, Vec::new());
                 }
                 self.probe_ecbs[id as usize].push(self.ecbs.len());
-                std::sync::Arc::make_mut(&mut self.ecbs).push(Ecb {
+                self.ecbs.push(Ecb {
                     epid,
                     probe: id,
                     predicate: e.predicate.clone(),
@@ -596,7 +600,9 @@ impl Framework {
             // Only the framework fires ERROR, on faults.
             return;
         }
-        self.run_probe(probe, cpu, ctx, mem);
+        let ecbs = std::mem::take(&mut self.ecbs);
+        self.run_probe(&ecbs, probe, cpu, ctx, mem);
+        self.ecbs = ecbs;
     }
 
     /// Fires every queued event from other threads, in order.

@@ -49,6 +49,10 @@ pub struct ActionLayout {
     pub rec: RecDesc,
     /// Whether it is an aggregation key.
     pub in_tuple: bool,
+    /// For a key: whether it is the first key of its aggregation.
+    pub key_first: bool,
+    /// For a key: whether it is the last key of its aggregation.
+    pub key_last: bool,
     /// For an aggregating action: index into [`EcbLayout::aggs`].
     pub agg: Option<usize>,
 }
@@ -302,6 +306,8 @@ pub fn layout_ecb(ecb: &EcbDesc, opts: &Options) -> Result<EcbLayout, LayoutErro
             out.push(ActionLayout {
                 rec,
                 in_tuple: false,
+                key_first: false,
+                key_last: false,
                 agg: Some(aggs.len() - 1),
             });
         } else if in_tuple[i] {
@@ -316,6 +322,8 @@ pub fn layout_ecb(ecb: &EcbDesc, opts: &Options) -> Result<EcbLayout, LayoutErro
             out.push(ActionLayout {
                 rec,
                 in_tuple: true,
+                key_first: keys.len() == 1,
+                key_last: acts.get(i + 1).is_some_and(|n| n.kind.is_aggregation()),
                 agg: None,
             });
         } else {
@@ -328,6 +336,8 @@ pub fn layout_ecb(ecb: &EcbDesc, opts: &Options) -> Result<EcbLayout, LayoutErro
             out.push(ActionLayout {
                 rec,
                 in_tuple: false,
+                key_first: false,
+                key_last: false,
                 agg: None,
             });
         }

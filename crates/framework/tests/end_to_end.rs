@@ -689,3 +689,78 @@ fn fuzz_smoke_inputs() {
         dtrace_framework::fuzzing::parse_inputs(&bytes);
     }
 }
+
+#[test]
+fn compound_and_prefix_string_keys() {
+    let (mut fw, _c) = new_fw();
+    // @a[execname, arg0] = sum(arg1); @b[execname] = count();
+    let exe = || {
+        act(
+            ActionKind::DifExpr,
+            Some(asm("ldgs execname, %r1\nret %r1\n.rtype string\n")),
+        )
+    };
+    let arg = |n: u32| {
+        act(
+            ActionKind::DifExpr,
+            Some(asm(&format!("ldgs arg{n}, %r1\nret %r1\n"))),
+        )
+    };
+    let mut sum = act(ActionKind::AggSum, Some(asm("ldgs arg1, %r1\nret %r1\n")));
+    sum.ntuple = 2;
+    let mut count = act(ActionKind::AggCount, None);
+    count.ntuple = 1;
+    count.uarg = 1;
+    let p = program(vec![ecb(
+        "profile:::tick-1",
+        None,
+        vec![exe(), arg(0), sum, exe(), count],
+    )]);
+    let en = fw.enable(&p, false).unwrap();
+    assert_eq!(
+        en.aggs[0].recs.iter().map(|r| r.offset).collect::<Vec<_>>(),
+        [0, 256, 264]
+    );
+    fw.go().unwrap();
+    let tick = fw.list_probes(&pd("profile:::tick-1"))[0].id;
+    for (name, a0, a1) in [("ab", 1, 10), ("abc", 1, 20), ("ab", 1, 30), ("ab", 2, 40)] {
+        let mut ctx = FiringContext {
+            execname: name.into(),
+            ..FiringContext::default()
+        };
+        ctx.args[0] = a0;
+        ctx.args[1] = a1;
+        fw.fire(tick, 0, &ctx);
+    }
+    let snap = fw.snapshot_aggregations();
+    let mut got: Vec<(u32, String, Vec<u64>)> = snap[0]
+        .records
+        .iter()
+        .map(|r| {
+            let name_end = r.key.iter().position(|&b| b == 0).unwrap();
+            assert!(r.key[name_end..256].iter().all(|&b| b == 0));
+            let rest: Vec<u64> = r.key[256..]
+                .chunks(8)
+                .map(|c| u64::from_ne_bytes(c.try_into().unwrap()))
+                .collect();
+            let mut v = rest;
+            v.push(u64_at(&r.value, 0));
+            (
+                r.aggid,
+                String::from_utf8(r.key[..name_end].to_vec()).unwrap(),
+                v,
+            )
+        })
+        .collect();
+    got.sort();
+    assert_eq!(
+        got,
+        vec![
+            (1, "ab".into(), vec![1, 40]),
+            (1, "ab".into(), vec![2, 40]),
+            (1, "abc".into(), vec![1, 20]),
+            (2, "ab".into(), vec![3]),
+            (2, "abc".into(), vec![1]),
+        ]
+    );
+}
