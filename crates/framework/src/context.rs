@@ -47,6 +47,12 @@ pub struct FiringContext {
     pub vtimestamp: u64,
 }
 
+/// The key of thread `tid`'s thread-local variables: never 0, so thread 0 (an idle or unknown thread)
+/// still gets its own.
+pub fn thread_key(tid: u64) -> u64 {
+    tid | (1 << 63)
+}
+
 /// Adapter from a firing to the interpreter's [`ProbeContext`].
 pub struct ContextAdapter<'a> {
     /// The firing.
@@ -121,8 +127,7 @@ impl ProbeContext for ContextAdapter<'_> {
     }
 
     fn thread_key(&mut self) -> u64 {
-        // Never 0: thread 0 (an idle or unknown thread) still gets its own key.
-        self.ctx.tid | (1 << 63)
+        thread_key(self.ctx.tid)
     }
 
     fn speculation(&mut self) -> u64 {

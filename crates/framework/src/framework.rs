@@ -175,6 +175,7 @@ pub struct Status {
 #[derive(Clone)]
 pub(crate) struct Ecb {
     pub(crate) epid: u32,
+    pub(crate) ecb_index: u32,
     pub(crate) probe: u32,
     pub(crate) predicate: Option<DifObject>,
     pub(crate) actions: Vec<ActionDesc>,
@@ -428,6 +429,7 @@ impl Framework {
                 self.probe_ecbs[id as usize].push(self.ecbs.len());
                 self.ecbs.push(Ecb {
                     epid,
+                    ecb_index: i as u32,
                     probe: id,
                     predicate: e.predicate.clone(),
                     actions: e.actions.clone(),
@@ -459,7 +461,7 @@ impl Framework {
         Some(EprobeDesc {
             epid,
             probe_id: e.probe,
-            ecb_index: 0,
+            ecb_index: e.ecb_index,
             size: e.layout.size,
             recs: e.layout.principal_recs(),
         })
@@ -717,6 +719,13 @@ impl Framework {
     /// Takes the destructive requests (`stop()`, `raise()`) made since the last call.
     pub fn take_requests(&mut self) -> Vec<DestructiveRequest> {
         std::mem::take(&mut self.requests)
+    }
+
+    /// A thread has exited: frees its thread-local variables (as DTrace does when a thread dies).
+    pub fn thread_exit(&mut self, tid: u64) {
+        self.vars
+            .dynvars
+            .remove_thread(crate::context::thread_key(tid));
     }
 
     /// The variable state (globals, dynamic variables), e.g. to inspect in tests.

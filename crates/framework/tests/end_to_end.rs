@@ -662,6 +662,14 @@ fn thread_locals_are_per_thread() {
         .collect();
     // Only the third firing (thread 7 again) sees its own earlier value.
     assert_eq!(vals, vec![7]);
+    // When thread 7 exits its variables go.
+    fw.thread_exit(7);
+    let ctx = FiringContext {
+        tid: 7,
+        ..FiringContext::default()
+    };
+    fw.fire(tick, 0, &ctx);
+    assert!(fw.switch_buffer(0).unwrap().data.is_empty());
 }
 
 #[test]
