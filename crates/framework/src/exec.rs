@@ -152,7 +152,7 @@ impl Framework {
                     kind: kind.code(),
                     addr,
                 };
-                self.fire_error(ecbs, cpu, rec, ts, mem);
+                self.fire_error(ecbs, cpu, rec, ctx, ts, mem);
             }
         }
     }
@@ -164,15 +164,18 @@ impl Framework {
         ecbs: &[Ecb],
         cpu: u32,
         rec: FaultRecord,
+        ctx: &FiringContext,
         ts: u64,
         mem: &mut dyn Memory,
     ) {
         if let Some(c) = self.cpus.get_mut(cpu as usize) {
             c.principal.append(&rec.encode(ts), self.firing_end);
         }
+        // ERROR fires in the context of the faulting probe, with its own arguments.
         let mut ectx = FiringContext {
             timestamp: Some(ts),
-            ..FiringContext::default()
+            args: [0; 10],
+            ..ctx.clone()
         };
         ectx.args[1] = rec.epid as u64;
         ectx.args[2] = rec.action;

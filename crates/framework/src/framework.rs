@@ -222,6 +222,8 @@ pub struct Framework {
     pub(crate) requests: Vec<DestructiveRequest>,
     pub(crate) next_aggid: u32,
     pub(crate) last_clean: u64,
+    /// The context BEGIN and END fire in (the consumer's process).
+    pub(crate) consumer_ctx: FiringContext,
     tx: mpsc::Sender<ProbeEvent>,
     rx: mpsc::Receiver<ProbeEvent>,
 }
@@ -268,9 +270,16 @@ impl Framework {
             requests: Vec::new(),
             next_aggid: 1,
             last_clean: 0,
+            consumer_ctx: FiringContext::default(),
             tx,
             rx,
         }
+    }
+
+    /// Sets the context `dtrace:::BEGIN` and `dtrace:::END` fire in: in DTrace they fire in the consumer
+    /// process, so `pid`, `tid`, `execname`... are the consumer's (the CLI fills them in).
+    pub fn set_consumer_context(&mut self, ctx: FiringContext) {
+        self.consumer_ctx = ctx;
     }
 
     /// Replaces the clock.
@@ -552,7 +561,8 @@ impl Framework {
         self.activity = Activity::Active;
         self.last_clean = self.clock.now();
         let cpu = self.options.cpu.unwrap_or(0).min(self.ncpus - 1);
-        self.fire(BEGIN, cpu, &FiringContext::default());
+        let ctx = self.consumer_ctx.clone();
+        self.fire(BEGIN, cpu, &ctx);
         Ok(())
     }
 
@@ -564,7 +574,8 @@ impl Framework {
         self.process_events();
         let cpu = self.options.cpu.unwrap_or(0).min(self.ncpus - 1);
         self.firing_end = true;
-        self.fire(END, cpu, &FiringContext::default());
+        let ctx = self.consumer_ctx.clone();
+        self.fire(END, cpu, &ctx);
         self.firing_end = false;
         self.activity = Activity::Stopped;
         for id in std::mem::take(&mut self.enabled) {

@@ -772,3 +772,24 @@ fn compound_and_prefix_string_keys() {
         ]
     );
 }
+
+#[test]
+fn begin_fires_in_the_consumer_context() {
+    let (mut fw, _c) = new_fw();
+    fw.set_consumer_context(FiringContext {
+        pid: 1234,
+        execname: "dtrace".into(),
+        ..FiringContext::default()
+    });
+    let p = program(vec![ecb(
+        "dtrace:::BEGIN",
+        None,
+        vec![act(
+            ActionKind::DifExpr,
+            Some(asm("ldgs pid, %r1\nret %r1\n")),
+        )],
+    )]);
+    fw.enable(&p, false).unwrap();
+    fw.go().unwrap();
+    assert_eq!(u64_at(&fw.switch_buffer(0).unwrap().data, 16), 1234);
+}
