@@ -408,7 +408,24 @@ impl Framework {
             matched,
             ..Enabling::default()
         };
-        let mut newly = Vec::new();
+        // Enable the probes not enabled yet; if a provider refuses, undo and create nothing.
+        let mut newly: Vec<u32> = Vec::new();
+        for (_, _, ids) in &planned {
+            for &id in ids {
+                if !self.enabled.contains(&id) && !newly.contains(&id) {
+                    newly.push(id);
+                }
+            }
+        }
+        for (n, &id) in newly.iter().enumerate() {
+            if let Err(e) = self.registry.enable(id) {
+                for &done in &newly[..n] {
+                    self.registry.disable(done);
+                }
+                return Err(e.into());
+            }
+        }
+        self.enabled.extend_from_slice(&newly);
         for (i, layout, ids) in planned {
             let e = &program.ecbs[i];
             for id in ids {
@@ -445,14 +462,7 @@ impl Framework {
                     layout: layout.clone(),
                     aggids,
                 });
-                if !self.enabled.contains(&id) && !newly.contains(&id) {
-                    newly.push(id);
-                }
             }
-        }
-        for &id in &newly {
-            self.registry.enable(id)?;
-            self.enabled.push(id);
         }
         let mut probes: Vec<u32> = self.ecbs.iter().map(|e| e.probe).collect();
         probes.sort_unstable();

@@ -793,3 +793,68 @@ fn begin_fires_in_the_consumer_context() {
     fw.go().unwrap();
     assert_eq!(u64_at(&fw.switch_buffer(0).unwrap().data, 16), 1234);
 }
+
+#[test]
+fn framework_is_send() {
+    fn assert_send<T: Send>() {}
+    assert_send::<Framework>();
+    assert_send::<EventSender>();
+}
+
+/// A provider that refuses to enable its probe.
+struct Refusing;
+
+impl Provider for Refusing {
+    fn name(&self) -> &str {
+        "refusing"
+    }
+    fn attributes(&self) -> dtrace_framework::provider::ProviderAttributes {
+        use dtrace_framework::provider::{Attribute, DepClass, Stability};
+        let a = Attribute::new(Stability::Private, Stability::Private, DepClass::Unknown);
+        dtrace_framework::provider::ProviderAttributes {
+            provider: a,
+            module: a,
+            function: a,
+            name: a,
+            args: a,
+        }
+    }
+    fn provide(
+        &mut self,
+        desc: Option<&ProbeDesc>,
+        sink: &mut dtrace_framework::provider::ProbeSink<'_>,
+    ) {
+        if desc.is_none() {
+            sink.create("mod", "func", "never");
+        }
+    }
+    fn enable(
+        &mut self,
+        probe: &dtrace_framework::records::ProbeInfo,
+    ) -> Result<(), dtrace_framework::provider::ProviderError> {
+        Err(dtrace_framework::provider::ProviderError::Enable {
+            probe: probe.name.clone(),
+            reason: "no such thing".into(),
+        })
+    }
+    fn disable(&mut self, _probe: &dtrace_framework::records::ProbeInfo) {}
+}
+
+#[test]
+fn provider_refusal_enables_nothing() {
+    let (mut fw, _c) = new_fw();
+    fw.register_provider(Box::new(Refusing)).unwrap();
+    assert!(fw.register_provider(Box::new(Refusing)).is_err());
+    let info = fw.list_probes(&pd("refusing:::"));
+    assert_eq!(info.len(), 1);
+    assert_eq!((info[0].id, info[0].module.as_str()), (4 + 13, "mod"));
+    let p = program(vec![
+        ecb("dtrace:::BEGIN", None, vec![]),
+        ecb("refusing:::never", None, vec![]),
+    ]);
+    let e = fw.enable(&p, false).unwrap_err();
+    assert_eq!(e.to_string(), "cannot enable probe never: no such thing");
+    assert_eq!(fw.eprobe(1), None);
+    let p = program(vec![ecb("dtrace:::BEGIN", None, vec![])]);
+    assert_eq!(fw.enable(&p, false).unwrap().eprobes[0].epid, 1);
+}
