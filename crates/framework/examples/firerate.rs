@@ -25,12 +25,18 @@ fn main() {
         uarg: 1,
         ntuple: 1,
     };
+    // `firerate N plain` measures `@ = count()` (no key, no DIF): the framework's own cost.
+    let actions = if std::env::args().nth(2).as_deref() == Some("plain") {
+        vec![ActionDesc { ntuple: 0, ..count }]
+    } else {
+        vec![key, count]
+    };
     let mut fw = Framework::new(Options::default(), 1);
     let p = Program {
         ecbs: vec![EcbDesc {
             probe: probe.clone(),
             predicate: None,
-            actions: vec![key, count],
+            actions,
         }],
         ..Program::default()
     };
