@@ -517,6 +517,9 @@ impl Framework {
         if self.activity != Activity::Inactive {
             return Err(FrameworkError::AlreadyActive);
         }
+        if let Some(c) = self.options.cpu.filter(|&c| c >= self.ncpus) {
+            return Err(FrameworkError::BadCpu(c));
+        }
         let needed = self
             .ecbs
             .iter()

@@ -858,3 +858,29 @@ fn provider_refusal_enables_nothing() {
     let p = program(vec![ecb("dtrace:::BEGIN", None, vec![])]);
     assert_eq!(fw.enable(&p, false).unwrap().eprobes[0].epid, 1);
 }
+
+#[test]
+fn cpu_option_restricts_tracing() {
+    let (mut fw, _c) = new_fw();
+    fw.set_option("cpu", Some("1")).unwrap();
+    let p = program(vec![
+        ecb("dtrace:::BEGIN", None, vec![trace_int(1)]),
+        ecb("profile:::tick-1", None, vec![trace_int(2)]),
+    ]);
+    fw.enable(&p, false).unwrap();
+    fw.go().unwrap();
+    let tick = fw.list_probes(&pd("profile:::tick-1"))[0].id;
+    fw.fire(tick, 0, &FiringContext::default());
+    fw.fire(tick, 1, &FiringContext::default());
+    assert!(fw.switch_buffer(0).unwrap().data.is_empty());
+    let vals: Vec<u64> = records(&fw.switch_buffer(1).unwrap().data, &|_| 24)
+        .iter()
+        .map(|r| u64_at(r.1, 16))
+        .collect();
+    assert_eq!(vals, vec![1, 2]);
+
+    let (mut fw, _c) = new_fw();
+    fw.set_option("cpu", Some("5")).unwrap();
+    fw.enable(&p, false).unwrap();
+    assert_eq!(fw.go().unwrap_err(), FrameworkError::BadCpu(5));
+}
