@@ -884,3 +884,14 @@ fn cpu_option_restricts_tracing() {
     fw.enable(&p, false).unwrap();
     assert_eq!(fw.go().unwrap_err(), FrameworkError::BadCpu(5));
 }
+
+#[test]
+fn buffer_too_small_for_a_record() {
+    let (mut fw, _c) = new_fw();
+    fw.set_option("bufsize", Some("16")).unwrap();
+    let p = program(vec![ecb("dtrace:::BEGIN", None, vec![trace_int(1)])]);
+    fw.enable(&p, false).unwrap();
+    let e = fw.go().unwrap_err();
+    assert_eq!(e, FrameworkError::BufferTooSmall);
+    assert_eq!(e.to_string(), "Enabling exceeds size of buffer");
+}
