@@ -895,3 +895,33 @@ fn buffer_too_small_for_a_record() {
     assert_eq!(e, FrameworkError::BufferTooSmall);
     assert_eq!(e.to_string(), "Enabling exceeds size of buffer");
 }
+
+#[test]
+fn dynamic_variable_drops_are_counted() {
+    let (mut fw, _c) = new_fw();
+    fw.set_option("dynvarsize", Some("256")).unwrap();
+    let v = ".var ts 1280 scl tls r/w int 8\n";
+    let p = program(vec![ecb(
+        "profile:::tick-1",
+        None,
+        vec![act(
+            ActionKind::DifExpr,
+            Some(asm(&format!(
+                "{v}setx 1, %r1\nstts %r1, ts\nret %r0\n.rtype int 0\n"
+            ))),
+        )],
+    )]);
+    fw.enable(&p, false).unwrap();
+    fw.go().unwrap();
+    let tick = fw.list_probes(&pd("profile:::tick-1"))[0].id;
+    for tid in 1..=100u64 {
+        let ctx = FiringContext {
+            tid,
+            ..FiringContext::default()
+        };
+        fw.fire(tick, 0, &ctx);
+    }
+    let st = fw.status();
+    assert!(st.dynvar_drops > 0, "{st:?}");
+    assert!(fw.vars().dynvars.len() < 100);
+}
