@@ -7,6 +7,7 @@ use crate::context::FiringContext;
 use crate::framework::{Framework, ManualClock};
 use crate::options::{parse_rate, parse_size, Options};
 use crate::records::{read_header, FaultRecord};
+
 use dtrace_dif::object::{DifObject, DifType, VarEntry, DIF_TF_BYREF, DIF_TF_BYUREF};
 use dtrace_dif::program::{ActionDesc, ActionKind, EcbDesc, ProbeDesc, Program};
 
@@ -52,6 +53,12 @@ pub fn parse_inputs(data: &[u8]) {
     let _ = crate::glob::field_matches(&String::from_utf8_lossy(pat), &String::from_utf8_lossy(s));
     let _ = FaultRecord::decode(data);
     let _ = read_header(data);
+    let size_of = |e: u32| (e % 7 != 0).then_some(e % 64);
+    for r in crate::records::RecordIter::new(data, size_of) {
+        if r.is_err() {
+            break;
+        }
+    }
 }
 
 const KINDS: &[ActionKind] = &[
@@ -251,16 +258,11 @@ pub fn fire_program(data: &[u8]) -> bool {
     fw.poll();
     let _ = fw.stop();
     for snap in fw.switch_all() {
-        let mut off = 0;
-        while let Some((epid, _)) = read_header(&snap.data[off..]) {
-            let size = if epid == crate::records::FAULT_EPID {
-                56
-            } else {
-                fw.eprobe(epid).map(|e| e.size as usize).unwrap_or(4)
-            };
-            off += size.max(4).next_multiple_of(if epid == 0 { 4 } else { 8 });
-            if off >= snap.data.len() {
-                break;
+        let size_of = |epid: u32| fw.eprobe(epid).map(|e| e.size);
+        for r in crate::records::RecordIter::new(&snap.data, size_of) {
+            // The framework's own buffers always decode.
+            if let Err(e) = r {
+                panic!("framework wrote an undecodable buffer: {e}");
             }
         }
     }
