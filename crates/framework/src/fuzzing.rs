@@ -53,7 +53,7 @@ pub fn parse_inputs(data: &[u8]) {
     let _ = crate::glob::field_matches(&String::from_utf8_lossy(pat), &String::from_utf8_lossy(s));
     let _ = FaultRecord::decode(data);
     let _ = read_header(data);
-    let size_of = |e: u32| (e % 7 != 0).then_some(e % 64);
+    let size_of = |e: u32| (!e.is_multiple_of(7)).then_some(e % 64);
     for r in crate::records::RecordIter::new(data, size_of) {
         if r.is_err() {
             break;
