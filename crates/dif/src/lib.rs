@@ -14,6 +14,7 @@ pub mod opcode;
 pub mod program;
 pub mod subr;
 pub mod vars;
+pub mod verify;
 pub mod vm;
 
 pub use instr::{DecodeError, Instr, Reg};
