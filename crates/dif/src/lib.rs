@@ -8,6 +8,7 @@
 
 pub mod asm;
 pub mod disasm;
+pub mod fuzzing;
 pub mod instr;
 pub mod object;
 pub mod opcode;

@@ -238,7 +238,10 @@ fn memory_helpers() {
     );
     assert_eq!(int(&mut h, "memstr", &[I(0x1000), I(32), I(0)]), Ok(0));
     // A pointer pushed by reference with its size works the same.
-    assert_eq!(st(&mut h, "memstr", &[P(0x1000, 5), I(b'-' as i64), I(6)]).unwrap(), "a-b-c");
+    assert_eq!(
+        st(&mut h, "memstr", &[P(0x1000, 5), I(b'-' as i64), I(6)]).unwrap(),
+        "a-b-c"
+    );
     assert_eq!(
         kind(int(&mut h, "memstr", &[I(0x1000), I(32), I(5000)])),
         FaultKind::IllOp
