@@ -386,6 +386,23 @@ impl Machine {
             return Ok(0);
         }
         let lim = self.opts.strsize;
+        // Fast path: both strings VM-owned, compared in place.
+        if a != 0 && b != 0 {
+            if let (Some(x), Some(y)) = (self.vm_tail(env.obj, a)?, self.vm_tail(env.obj, b)?) {
+                let (x, y) = (&x[..x.len().min(lim)], &y[..y.len().min(lim)]);
+                for i in 0..lim {
+                    let c1 = x.get(i).copied().unwrap_or(0);
+                    let c2 = y.get(i).copied().unwrap_or(0);
+                    if c1 != c2 {
+                        return Ok(c1 as i64 - c2 as i64);
+                    }
+                    if c1 == 0 {
+                        break;
+                    }
+                }
+                return Ok(0);
+            }
+        }
         let mut s1 = std::mem::take(&mut self.tmp);
         let mut s2 = std::mem::take(&mut self.tmp2);
         let mut r = Ok(());
@@ -581,6 +598,18 @@ impl Machine {
         let r = if v == 0 {
             env.state.dynvars.remove(&key);
             Ok(())
+        } else if var.ty.is_string() {
+            // Strings are read once into a reused buffer and updated in place when the length matches.
+            let mut buf = std::mem::take(&mut self.tmp);
+            let size = var_size(var, self.opts.strsize);
+            let r = self.read_str(env.obj, env.mem, v, size.saturating_sub(1), false, &mut buf);
+            if r.is_ok() && !env.state.dynvars.overwrite_bytes(&key, &buf) {
+                env.state
+                    .dynvars
+                    .put_ref(&key, Stored::Bytes(buf.as_slice().into()));
+            }
+            self.tmp = buf;
+            r
         } else {
             self.stored_value(env, var, v).map(|s| {
                 env.state.dynvars.put_ref(&key, s);

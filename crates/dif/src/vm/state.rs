@@ -282,6 +282,18 @@ impl DynVarSpace {
         true
     }
 
+    /// Overwrites the bytes stored under `key` when an entry exists with exactly `bytes.len()` bytes;
+    /// returns whether it did.
+    pub fn overwrite_bytes(&mut self, key: &DynKey, bytes: &[u8]) -> bool {
+        match self.map.get_mut(key) {
+            Some(Stored::Bytes(old)) if old.len() == bytes.len() => {
+                old.copy_from_slice(bytes);
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// Counts a dynamic-variable drop for a store that could not be made.
     pub fn count_drop(&mut self) {
         self.drops += 1;
