@@ -378,6 +378,9 @@ impl VarState {
         let Some(i) = id.checked_sub(crate::vars::DIF_VAR_OTHER_UBASE) else {
             return;
         };
+        if id > 0xffff {
+            return;
+        }
         let i = i as usize;
         if i >= self.globals.len() {
             self.globals.resize(i + 1, None);
