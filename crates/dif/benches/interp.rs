@@ -3,11 +3,12 @@
 
 use std::time::Duration;
 
-use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use dtrace_dif::asm::assemble;
 use dtrace_dif::verify::verify;
 use dtrace_dif::vm::fake::{FakeContext, FakeMemory};
 use dtrace_dif::vm::{Machine, VarState, VmOptions};
+use std::hint::black_box;
 
 /// CPU time consumed by this thread so far, in ns (`/proc/thread-self/schedstat`), so figures on a
 /// shared, loaded machine reflect our work rather than the wait for a core. `None` where unavailable.
