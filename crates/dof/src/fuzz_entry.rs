@@ -1,0 +1,26 @@
+//! Entry points shared by the cargo-fuzz targets and the in-tree fuzz smoke: decode untrusted bytes
+//! (DOF or ELF), and on success exercise the dump, the DIFO and provider views, and a write/read round
+//! trip. None may panic, hang or allocate without bound.
+
+/// DOF bytes (or an ELF file carrying DOF).
+pub fn dof(data: &[u8]) {
+    if let Ok(Some(secs)) = crate::dof_sections_from_elf(data) {
+        for s in secs {
+            one(&s);
+        }
+        return;
+    }
+    one(data);
+}
+
+fn one(data: &[u8]) {
+    let Ok(f) = crate::read_dof(data) else { return };
+    let _ = crate::dump::dump(&f);
+    let _ = f.usdt_providers();
+    for i in 0..f.sections.len() as u32 {
+        let _ = f.difo(i);
+    }
+    let bytes = crate::write_dof(&f).expect("a valid object encodes");
+    let back = crate::read_dof(&bytes).expect("our own output must read back");
+    assert!(back == f, "round trip changed the object");
+}
