@@ -104,13 +104,22 @@ fn btf_converter_survives_mutations() {
 /// start a cargo-fuzz corpus from.
 #[test]
 fn write_fuzz_seeds_when_asked() {
-    let Ok(dir) = std::env::var("DTRACE_FUZZ_SEED_DIR") else { return };
+    let Ok(dir) = std::env::var("DTRACE_FUZZ_SEED_DIR") else {
+        return;
+    };
     let dir = std::path::Path::new(&dir);
     std::fs::create_dir_all(dir.join("ctf")).unwrap();
     std::fs::create_dir_all(dir.join("btf")).unwrap();
     let s = common::sample();
     for (i, (v, z)) in [(2, false), (3, false), (2, true)].into_iter().enumerate() {
-        let b = write_ctf(&s.c, WriteOptions { version: Some(v), compress: z }).unwrap();
+        let b = write_ctf(
+            &s.c,
+            WriteOptions {
+                version: Some(v),
+                compress: z,
+            },
+        )
+        .unwrap();
         std::fs::write(dir.join("ctf").join(format!("seed{i}")), b).unwrap();
     }
     std::fs::write(dir.join("btf").join("seed0"), common::sample_btf()).unwrap();

@@ -56,6 +56,10 @@ pub enum DofError {
     /// The object file around the DOF could not be read or written.
     #[error("ELF: {0}")]
     Elf(String),
+    /// The object would encode to more than [`crate::MAX_DOF_SIZE`] bytes (alignments of hostile
+    /// input can demand huge padding).
+    #[error("DOF would be {0} bytes, more than the {max} byte limit", max = crate::MAX_DOF_SIZE)]
+    TooLarge(u64),
     /// A feature of the input that is not implemented yet.
     #[error("not yet supported: {0}")]
     Unsupported(String),

@@ -41,4 +41,4 @@ pub use error::{DofError, Result};
 pub use model::*;
 pub use read::{read_dof, read_header, read_section_headers, DofHeaderInfo, RawSection};
 pub use validate::validate;
-pub use write::{encoded_size, write_dof};
+pub use write::{encoded_size, write_dof, MAX_DOF_SIZE};

@@ -412,9 +412,13 @@ fn decode_section(e: Endian, index: u32, s: &RawSection, d: &[u8]) -> Result<Sec
             })
         })?),
         sect::PRARGS => SectionData::PrArgs(d.to_vec()),
-        sect::PROFFS => SectionData::PrOffs(words(index, s, d, e)?),
-        sect::PRENOFFS => SectionData::PrEnOffs(words(index, s, d, e)?),
-        sect::PREXPORT => SectionData::PrExport(words(index, s, d, e)?),
+        sect::PROFFS => SectionData::PrOffs(entries(index, s, d, 4, |x| e.u32(x, 0, "u32 array"))?),
+        sect::PRENOFFS => {
+            SectionData::PrEnOffs(entries(index, s, d, 4, |x| e.u32(x, 0, "u32 array"))?)
+        }
+        sect::PREXPORT => {
+            SectionData::PrExport(entries(index, s, d, 4, |x| e.u32(x, 0, "u32 array"))?)
+        }
         sect::INTTAB => SectionData::IntTab(entries(index, s, d, 8, |x| e.u64(x, 0, "inttab"))?),
         sect::UTSNAME => {
             need(index, s, d, size::UTSNAME)?;
@@ -451,18 +455,4 @@ fn decode_section(e: Endian, index: u32, s: &RawSection, d: &[u8]) -> Result<Sec
         }
         t => SectionData::Unknown(t, d.to_vec()),
     })
-}
-
-fn words(index: u32, s: &RawSection, d: &[u8], e: Endian) -> Result<Vec<u32>> {
-    if d.len() % 4 != 0 {
-        return Err(DofError::BadSection {
-            index,
-            kind: sect_name(s.kind),
-            why: "size is not a whole number of 32-bit words".into(),
-        });
-    }
-    (0..d.len())
-        .step_by(4)
-        .map(|o| e.u32(d, o, "u32 array"))
-        .collect()
 }

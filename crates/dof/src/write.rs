@@ -3,7 +3,10 @@
 
 use crate::bytes::Endian;
 use crate::consts::*;
-use crate::error::Result;
+use crate::error::{DofError, Result};
+
+/// The largest DOF object [`write_dof`] produces (64 MiB; illumos loads at most 8 MiB by default).
+pub const MAX_DOF_SIZE: u64 = 64 << 20;
 use crate::model::*;
 
 fn put_diftype(e: Endian, o: &mut Vec<u8>, t: &DifType) {
@@ -204,6 +207,9 @@ pub fn write_dof(f: &DofFile) -> Result<Vec<u8>> {
         .collect();
     let mut loadsz = pos;
     for &i in &order {
+        if datas[i].is_empty() {
+            continue; // an empty section needs no place (offset 0 is aligned to anything)
+        }
         let a = u64::from(f.sections[i].align.max(1));
         pos = pos.div_ceil(a) * a;
         offsets[i] = pos;
@@ -213,6 +219,9 @@ pub fn write_dof(f: &DofFile) -> Result<Vec<u8>> {
         }
     }
     let filesz = pos;
+    if filesz > MAX_DOF_SIZE {
+        return Err(DofError::TooLarge(filesz));
+    }
     let mut out = Vec::with_capacity(filesz as usize);
     out.extend_from_slice(&DOF_MAG);
     out.extend_from_slice(&[
@@ -248,6 +257,9 @@ pub fn write_dof(f: &DofFile) -> Result<Vec<u8>> {
         e.put64(&mut out, datas[i].len() as u64);
     }
     for &i in &order {
+        if datas[i].is_empty() {
+            continue;
+        }
         out.resize(offsets[i] as usize, 0);
         out.extend_from_slice(&datas[i]);
     }
