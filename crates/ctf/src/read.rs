@@ -11,7 +11,10 @@ use crate::error::{CtfError, Result};
 use crate::model::*;
 
 /// Largest decompressed container we accept (guards against zlib bombs).
-pub const MAX_DECOMPRESSED: u64 = 1 << 30;
+pub const MAX_DECOMPRESSED: u64 = 256 << 20;
+
+/// Deflate cannot expand data by more than about 1032:1; a header claiming more is lying.
+const MAX_DEFLATE_RATIO: u64 = 1032;
 
 /// The decoded header of a CTF container.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,7 +88,7 @@ pub fn read_ctf(b: &[u8]) -> Result<Container> {
     let raw = &b[CTF_HEADER_SIZE.min(b.len())..];
     let decompressed;
     let body: &[u8] = if h.flags & CTF_F_COMPRESS != 0 {
-        if body_len > MAX_DECOMPRESSED {
+        if body_len > MAX_DECOMPRESSED || body_len > (raw.len() as u64 + 64) * MAX_DEFLATE_RATIO {
             return Err(CtfError::BadHeader(format!(
                 "decompressed size {body_len} too large"
             )));
