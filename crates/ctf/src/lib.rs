@@ -39,6 +39,7 @@ mod write;
 pub mod btf;
 pub mod dwarf;
 mod elf;
+pub mod kernel;
 
 pub use btf::{btf_to_ctf, btf_to_ctf_child, Btf};
 pub use consts::*;
@@ -46,6 +47,7 @@ pub use container::{Container, Namespace};
 pub use dwarf::dwarf_to_ctf_from_elf;
 pub use elf::elf_ctf_section;
 pub use error::{CtfError, Result};
+pub use kernel::{KernelTypes, SYS_KERNEL_BTF};
 pub use lookup::MemberInfo;
 pub use model::*;
 pub use read::{read_ctf, read_header, CtfHeader};
