@@ -131,7 +131,7 @@ impl<'a> Btf<'a> {
                 need: hdr_len as u64,
                 have: b.len() as u64,
             })?;
-        if type_off % 4 != 0 {
+        if !type_off.is_multiple_of(4) {
             return Err(CtfError::BadHeader("misaligned BTF type section".into()));
         }
         let types_bytes = slice(body, type_off, type_len, "BTF type section")?;

@@ -121,6 +121,9 @@ fn apply_relocations(
     Ok(data)
 }
 
+/// Identity of a named aggregate: kind, name, size, and (member name, bit offset) list.
+type ShallowKey = (u32, String, u64, Vec<(String, u64)>);
+
 enum State {
     InProgress(Option<TypeId>),
     Done(TypeId),
@@ -131,7 +134,7 @@ struct Conv<'d, 'u, 'a> {
     units: &'u [gimli::Unit<R<'a>>],
     state: HashMap<DebugInfoOffset, State>,
     dedup: HashMap<Type, TypeId>,
-    shallow: HashMap<(u32, String, u64, Vec<(String, u64)>), TypeId>,
+    shallow: HashMap<ShallowKey, TypeId>,
     depth: usize,
 }
 

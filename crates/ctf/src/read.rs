@@ -135,7 +135,7 @@ pub fn read_ctf(b: &[u8]) -> Result<Container> {
 
     // labels
     let lbl = &body[h.lbloff as usize..h.objtoff as usize];
-    if lbl.len() % 8 != 0 {
+    if !lbl.len().is_multiple_of(8) {
         return Err(CtfError::BadHeader(
             "label section is not a whole number of entries".into(),
         ));
@@ -154,7 +154,7 @@ pub fn read_ctf(b: &[u8]) -> Result<Container> {
     // data objects
     let idw = layout.id_bytes;
     let obj = &body[h.objtoff as usize..h.funcoff as usize];
-    if obj.len() % idw != 0 {
+    if !obj.len().is_multiple_of(idw) {
         return Err(CtfError::BadHeader(
             "data object section is not a whole number of entries".into(),
         ));
@@ -219,7 +219,11 @@ fn check_sections(h: &CtfHeader, layout: &Layout, body_len: usize) -> Result<()>
         });
     }
     let ida = layout.id_bytes as u32;
-    if h.lbloff % 4 != 0 || h.objtoff % ida != 0 || h.funcoff % ida != 0 || h.typeoff % 4 != 0 {
+    if !h.lbloff.is_multiple_of(4)
+        || !h.objtoff.is_multiple_of(ida)
+        || !h.funcoff.is_multiple_of(ida)
+        || !h.typeoff.is_multiple_of(4)
+    {
         return Err(CtfError::BadHeader("misaligned section offset".into()));
     }
     Ok(())

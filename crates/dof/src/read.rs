@@ -98,10 +98,10 @@ pub fn read_header(b: &[u8]) -> Result<(DofIdent, DofHeaderInfo)> {
     if (h.hdrsize as usize) < size::HDR {
         return bad(format!("header size {}", h.hdrsize));
     }
-    if (h.secsize as usize) < size::SEC || h.secsize % 8 != 0 {
+    if (h.secsize as usize) < size::SEC || !h.secsize.is_multiple_of(8) {
         return bad(format!("section header size {}", h.secsize));
     }
-    if h.secoff % 8 != 0 {
+    if !h.secoff.is_multiple_of(8) {
         return bad("misaligned section headers".into());
     }
     if h.filesz > b.len() as u64 {
@@ -161,7 +161,7 @@ pub fn read_section_headers(
             if s.align == 0 || !s.align.is_power_of_two() {
                 return Err(bad(format!("alignment {} is not a power of two", s.align)));
             }
-            if s.offset % u64::from(s.align) != 0 {
+            if !s.offset.is_multiple_of(u64::from(s.align)) {
                 return Err(bad(format!(
                     "offset {} not aligned to {}",
                     s.offset, s.align
@@ -228,7 +228,7 @@ fn entries<T>(
     if ent < min {
         return Err(bad(format!("entry size {ent}, need at least {min}")));
     }
-    if data.len() % ent != 0 {
+    if !data.len().is_multiple_of(ent) {
         return Err(bad(format!(
             "size {} is not a multiple of the entry size {ent}",
             data.len()
@@ -324,7 +324,7 @@ fn decode_section(e: Endian, index: u32, s: &RawSection, d: &[u8]) -> Result<Sec
         })?),
         sect::DIFOHDR => {
             need(index, s, d, size::DIFOHDR)?;
-            if (d.len() - size::DIFTYPE) % 4 != 0 {
+            if !(d.len() - size::DIFTYPE).is_multiple_of(4) {
                 return Err(bad("DIFO header size is not a whole number of links".into()));
             }
             let rtype = diftype(d, 0, e)?;

@@ -101,10 +101,8 @@ pub fn validate(f: &DofFile) -> Result<()> {
             })
         };
         match &s.data {
-            SectionData::StrTab(b) => {
-                if b.last().is_some_and(|&c| c != 0) {
-                    return bad("string table does not end with a NUL".into());
-                }
+            SectionData::StrTab(b) if b.last().is_some_and(|&c| c != 0) => {
+                return bad("string table does not end with a NUL".into());
             }
             SectionData::EcbDesc(e) => {
                 v.link(i, e.probes, &[sect::PROBEDESC], false)?;

@@ -7,6 +7,9 @@ use std::collections::BTreeMap;
 
 use dtrace_dof::*;
 
+/// (name, function, address, offsets, is-enabled offsets, argument types)
+type ProbeSummary = (String, String, u64, Vec<u32>, Vec<u32>, Vec<String>);
+
 #[test]
 fn independent_reader_accepts_our_dof() {
     let mut f = DofFile::new();
@@ -77,7 +80,7 @@ fn our_reader_accepts_independent_dof() {
     let ps = f.usdt_providers().unwrap();
     assert_eq!(ps.len(), 1);
     assert_eq!(ps[0].name, "web");
-    let mut got: Vec<(String, String, u64, Vec<u32>, Vec<u32>, Vec<String>)> = ps[0]
+    let mut got: Vec<ProbeSummary> = ps[0]
         .probes
         .iter()
         .map(|p| {
