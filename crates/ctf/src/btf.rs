@@ -326,6 +326,11 @@ impl<'a> Btf<'a> {
                         self.check_ref(id, self.word(t, 3 * j, id), false)?;
                     }
                 }
+                kind::FLOAT => {
+                    if !matches!(t.size_or_type, 2 | 4 | 8 | 12 | 16) {
+                        return Err(CtfError::BadType { id, why: format!("float of {} bytes", t.size_or_type) });
+                    }
+                }
                 kind::INT => {
                     let enc = self.word(t, 0, id);
                     if enc & 0xff > 128 || t.size_or_type > 16 {
@@ -463,7 +468,7 @@ impl<'b, 'a> Converter<'b, 'a> {
                     let e = FloatEncoding {
                         format,
                         offset: 0,
-                        bits: (t.size_or_type * 8) as u16,
+                        bits: t.size_or_type.saturating_mul(8).min(0xffff) as u16,
                     };
                     (TypeKind::Float(e), u64::from(t.size_or_type))
                 }

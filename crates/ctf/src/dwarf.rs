@@ -328,7 +328,7 @@ impl<'d, 'u, 'a> Conv<'d, 'u, 'a> {
                     _ => gimli::DW_ATE_signed,
                 };
                 let bits = Self::udata(&e, gimli::DW_AT_bit_size)?
-                    .unwrap_or(size * 8)
+                    .unwrap_or(size.saturating_mul(8))
                     .min(0xffff) as u16;
                 let k = match enc {
                     gimli::DW_ATE_float
@@ -534,7 +534,7 @@ impl<'d, 'u, 'a> Conv<'d, 'u, 'a> {
             {
                 // DWARF 2/3: bit_offset counts from the most significant bit of the storage unit
                 let storage = Self::udata(m, gimli::DW_AT_byte_size)?.unwrap_or(4);
-                (byte_off * 8 + storage * 8).saturating_sub(bo + bs)
+                byte_off.saturating_add(storage).saturating_mul(8).saturating_sub(bo.saturating_add(bs))
             } else {
                 byte_off.saturating_mul(8)
             };
@@ -636,7 +636,7 @@ impl<'d, 'u, 'a> Conv<'d, 'u, 'a> {
                     count
                 } else if let Some(ub) = Self::sdata(&ce, gimli::DW_AT_upper_bound)? {
                     let lb = Self::sdata(&ce, gimli::DW_AT_lower_bound)?.unwrap_or(0);
-                    (ub - lb + 1).max(0) as u64
+                    ub.saturating_sub(lb).saturating_add(1).max(0) as u64
                 } else {
                     0 // flexible array member
                 };

@@ -124,3 +124,21 @@ fn write_fuzz_seeds_when_asked() {
     }
     std::fs::write(dir.join("btf").join("seed0"), common::sample_btf()).unwrap();
 }
+
+/// Inputs the cargo-fuzz runs found crashing, kept so they stay fixed.
+#[test]
+fn fuzz_regressions() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/fuzz_regressions");
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        let data = std::fs::read(&p).unwrap();
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        if name.starts_with("btf") {
+            fuzz_entry::btf(&data);
+        } else if name.starts_with("ctf") {
+            fuzz_entry::ctf(&data);
+        } else {
+            fuzz_entry::dwarf(&data);
+        }
+    }
+}
