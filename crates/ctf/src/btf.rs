@@ -328,7 +328,10 @@ impl<'a> Btf<'a> {
                 }
                 kind::FLOAT => {
                     if !matches!(t.size_or_type, 2 | 4 | 8 | 12 | 16) {
-                        return Err(CtfError::BadType { id, why: format!("float of {} bytes", t.size_or_type) });
+                        return Err(CtfError::BadType {
+                            id,
+                            why: format!("float of {} bytes", t.size_or_type),
+                        });
                     }
                 }
                 kind::INT => {

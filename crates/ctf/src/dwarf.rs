@@ -534,7 +534,10 @@ impl<'d, 'u, 'a> Conv<'d, 'u, 'a> {
             {
                 // DWARF 2/3: bit_offset counts from the most significant bit of the storage unit
                 let storage = Self::udata(m, gimli::DW_AT_byte_size)?.unwrap_or(4);
-                byte_off.saturating_add(storage).saturating_mul(8).saturating_sub(bo.saturating_add(bs))
+                byte_off
+                    .saturating_add(storage)
+                    .saturating_mul(8)
+                    .saturating_sub(bo.saturating_add(bs))
             } else {
                 byte_off.saturating_mul(8)
             };
