@@ -298,7 +298,9 @@ impl<'a> Btf<'a> {
                     self.check_ref(id, t.size_or_type, true)?;
                     for j in 0..t.vlen as usize {
                         self.string(self.word(t, 2 * j, id))?;
-                        self.check_ref(id, self.word(t, 2 * j + 1, id), true)?;
+                        // only the last parameter may be void, and then it means `...`
+                        let last = j + 1 == t.vlen as usize;
+                        self.check_ref(id, self.word(t, 2 * j + 1, id), last)?;
                     }
                 }
                 kind::ARRAY => {

@@ -250,7 +250,11 @@ pub fn dump(f: &DofFile) -> String {
                 let _ = writeln!(o, "  {w:?}");
             }
             SectionData::Utsname(u) => {
-                let _ = writeln!(o, "  {}", u.fields.join(" "));
+                let _ = writeln!(
+                    o,
+                    "  {}",
+                    (0..5).map(|i| u.field(i)).collect::<Vec<_>>().join(" ")
+                );
             }
             SectionData::XlTab(v) => {
                 for r in v {

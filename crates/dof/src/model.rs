@@ -257,11 +257,28 @@ pub struct XlRef {
     pub argn: u32,
 }
 
-/// The Solaris `struct utsname`: five NUL-padded fields of 257 bytes.
+/// The Solaris `struct utsname`: five NUL-padded fields of 257 bytes, kept as the bytes before each
+/// field's first NUL (at most 256).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Utsname {
     /// sysname, nodename, release, version, machine.
-    pub fields: [String; 5],
+    pub fields: [Vec<u8>; 5],
+}
+
+impl Utsname {
+    /// From five strings (each cut to 256 bytes).
+    pub fn new(fields: [&str; 5]) -> Utsname {
+        Utsname {
+            fields: fields
+                .map(|f| f.as_bytes()[..f.len().min(crate::consts::size::UTS_FIELD - 1)].to_vec()),
+        }
+    }
+    /// Field `i` as text (lossy).
+    pub fn field(&self, i: usize) -> String {
+        self.fields
+            .get(i)
+            .map_or(String::new(), |f| String::from_utf8_lossy(f).into_owned())
+    }
 }
 
 /// The contents of a section, typed by its section type.

@@ -424,8 +424,8 @@ fn decode_section(e: Endian, index: u32, s: &RawSection, d: &[u8]) -> Result<Sec
             need(index, s, d, size::UTSNAME)?;
             let field = |i: usize| {
                 let f = &d[i * size::UTS_FIELD..(i + 1) * size::UTS_FIELD];
-                let n = f.iter().position(|&c| c == 0).unwrap_or(f.len());
-                String::from_utf8_lossy(&f[..n]).into_owned()
+                let n = f.iter().position(|&c| c == 0).unwrap_or(f.len() - 1);
+                f[..n].to_vec()
             };
             SectionData::Utsname(Utsname {
                 fields: [field(0), field(1), field(2), field(3), field(4)],

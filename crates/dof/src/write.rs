@@ -147,7 +147,7 @@ fn encode_data(e: Endian, s: &Section) -> Vec<u8> {
         }
         SectionData::Utsname(u) => {
             for f in &u.fields {
-                let b = f.as_bytes();
+                let b = f.as_slice();
                 let n = b.len().min(size::UTS_FIELD - 1);
                 o.extend_from_slice(&b[..n]);
                 o.resize(o.len() + size::UTS_FIELD - n, 0);

@@ -100,3 +100,12 @@ fn write_fuzz_seeds_when_asked() {
         std::fs::write(dir.join(format!("seed{i}")), s).unwrap();
     }
 }
+
+/// Inputs the cargo-fuzz runs found failing, kept so they stay fixed.
+#[test]
+fn fuzz_regressions() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/fuzz_regressions");
+    for e in std::fs::read_dir(dir).unwrap() {
+        fuzz_entry::dof(&std::fs::read(e.unwrap().path()).unwrap());
+    }
+}

@@ -224,15 +224,9 @@ pub fn sample(version: u8, encoding: u8) -> Sample {
     f.add(Section::new(SectionData::Source(
         b"syscall::read:entry { trace(x); }".to_vec(),
     )));
-    f.add(Section::new(SectionData::Utsname(Utsname {
-        fields: [
-            "Linux".into(),
-            "host".into(),
-            "6.8.0".into(),
-            "#1 SMP".into(),
-            "x86_64".into(),
-        ],
-    })));
+    f.add(Section::new(SectionData::Utsname(Utsname::new([
+        "Linux", "host", "6.8.0", "#1 SMP", "x86_64",
+    ]))));
     Sample {
         f,
         pred,
