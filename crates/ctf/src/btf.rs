@@ -328,13 +328,11 @@ impl<'a> Btf<'a> {
                         self.check_ref(id, self.word(t, 3 * j, id), false)?;
                     }
                 }
-                kind::FLOAT => {
-                    if !matches!(t.size_or_type, 2 | 4 | 8 | 12 | 16) {
-                        return Err(CtfError::BadType {
-                            id,
-                            why: format!("float of {} bytes", t.size_or_type),
-                        });
-                    }
+                kind::FLOAT if !matches!(t.size_or_type, 2 | 4 | 8 | 12 | 16) => {
+                    return Err(CtfError::BadType {
+                        id,
+                        why: format!("float of {} bytes", t.size_or_type),
+                    });
                 }
                 kind::INT => {
                     let enc = self.word(t, 0, id);
