@@ -472,6 +472,23 @@ impl<'d, 'u, 'a> Conv<'d, 'u, 'a> {
         Ok(out)
     }
 
+    /// The byte size of the type a DIE's `DW_AT_type` names, through typedefs and qualifiers.
+    fn type_byte_size(&self, ui: usize, e: &Die<'u, 'a>) -> Result<Option<u64>> {
+        let units = self.units;
+        let mut cur = e.clone();
+        for _ in 0..16 {
+            let off = match cur.attr_value(gimli::DW_AT_type).map_err(derr)? {
+                Some(AttributeValue::UnitRef(o)) => o,
+                _ => return Ok(None),
+            };
+            cur = units[ui].entry(off).map_err(derr)?;
+            if let Some(b) = Self::udata(&cur, gimli::DW_AT_byte_size)? {
+                return Ok(Some(b));
+            }
+        }
+        Ok(None)
+    }
+
     fn member_offset(&self, e: &Die<'u, 'a>, unit_enc: gimli::Encoding) -> Result<Option<u64>> {
         Ok(
             match e
@@ -479,7 +496,12 @@ impl<'d, 'u, 'a> Conv<'d, 'u, 'a> {
                 .map_err(derr)?
             {
                 None => None,
-                Some(AttributeValue::Exprloc(expr)) => {
+                Some(v @ (AttributeValue::Exprloc(_) | AttributeValue::Block(_))) => {
+                    let expr = match v {
+                        AttributeValue::Exprloc(x) => x,
+                        AttributeValue::Block(b) => gimli::Expression(b),
+                        _ => return Ok(None),
+                    };
                     let mut ops = expr.operations(unit_enc);
                     match ops.next().map_err(derr)? {
                         Some(gimli::Operation::PlusConstant { value }) => Some(value),
@@ -533,7 +555,10 @@ impl<'d, 'u, 'a> Conv<'d, 'u, 'a> {
                 (Self::udata(m, gimli::DW_AT_bit_offset)?, bit_size)
             {
                 // DWARF 2/3: bit_offset counts from the most significant bit of the storage unit
-                let storage = Self::udata(m, gimli::DW_AT_byte_size)?.unwrap_or(4);
+                let storage = match Self::udata(m, gimli::DW_AT_byte_size)? {
+                    Some(b) => b,
+                    None => self.type_byte_size(ui, m)?.unwrap_or(4),
+                };
                 byte_off
                     .saturating_add(storage)
                     .saturating_mul(8)

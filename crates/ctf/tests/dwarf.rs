@@ -292,3 +292,48 @@ fn dwarf_converter_survives_mutations() {
         fuzz_entry::dwarf(&d);
     }
 }
+
+#[test]
+fn dwarf2_bit_offsets_and_block_locations_agree_with_dwarf5() {
+    if !dtrace_testkit::skip_unless(
+        have("gcc"),
+        "dwarf2_agrees_with_dwarf5",
+        "gcc not installed",
+    ) {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("dtrace-ctf-dwarf2-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/types.c");
+    let conv = |flags: &[&str], out: &str| {
+        let o = dir.join(out);
+        let st = Command::new("gcc")
+            .args(flags)
+            .args(["-c", "-o"])
+            .arg(&o)
+            .arg(&src)
+            .status()
+            .unwrap();
+        assert!(st.success());
+        dwarf_to_ctf_from_elf(&std::fs::read(o).unwrap()).unwrap()
+    };
+    let v2 = conv(&["-gdwarf-2", "-gstrict-dwarf"], "v2.o");
+    let v5 = conv(&["-gdwarf-5"], "v5.o");
+    for name in ["struct node", "struct flags", "union value"] {
+        let a = v2.members(v2.lookup_by_name(name).unwrap()).unwrap();
+        let b = v5.members(v5.lookup_by_name(name).unwrap()).unwrap();
+        let key = |c: &Container, ms: &[Member]| -> Vec<(String, u64, String)> {
+            ms.iter()
+                .map(|m| {
+                    (
+                        m.name.clone(),
+                        m.offset_bits,
+                        c.type_name(m.type_id).unwrap(),
+                    )
+                })
+                .collect()
+        };
+        assert_eq!(key(&v2, a), key(&v5, b), "{name}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
