@@ -175,6 +175,17 @@ fn signal_caught(tid: i32, sig: i32) -> bool {
         .is_some_and(|mask| (1..=64).contains(&sig) && mask & (1u64 << (sig - 1)) != 0)
 }
 
+/// Whether a SIGTRAP is pending for thread `tid` (SigPnd in /proc/TID/status).
+fn sigtrap_pending(tid: i32) -> bool {
+    let Ok(s) = std::fs::read_to_string(format!("/proc/{tid}/status")) else {
+        return false;
+    };
+    s.lines()
+        .find_map(|l| l.strip_prefix("SigPnd:"))
+        .and_then(|h| u64::from_str_radix(h.trim(), 16).ok())
+        .is_some_and(|mask| mask & (1u64 << (libc::SIGTRAP - 1)) != 0)
+}
+
 fn tgid_of(tid: i32) -> Option<i32> {
     let s = std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?;
     s.lines()
@@ -688,6 +699,13 @@ impl Tracer {
                 // Any stopped thread can restore the shared text of its process.
                 crate::block::strip_all(self, tid);
                 stripped = true;
+            }
+            if event == libc::PTRACE_EVENT_STOP && sigtrap_pending(tid) {
+                // A step trap is queued behind our interrupt: take it first, or it would kill the
+                // process once we let go.
+                if ptrace::cont(tid, 0).is_ok() {
+                    continue;
+                }
             }
             let mut deliver = 0;
             match event {
