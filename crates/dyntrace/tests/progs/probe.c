@@ -23,6 +23,23 @@ static void spin(long n) {
                      : "rax", "cc");
 }
 
+/* About ten straight-line instructions per iteration, like a typical compiled loop body. */
+static long mix(long n) {
+    long a = 1, b = 2, c = 3, d = 4;
+    for (long i = 0; i < n; i++) {
+        __asm__ volatile("add %1, %0\n\t"
+                         "xor %2, %1\n\t"
+                         "lea 7(%0,%1), %2\n\t"
+                         "imul $3, %3, %3\n\t"
+                         "sub %0, %3\n\t"
+                         "rol $5, %1\n\t"
+                         "and $0xffff, %2\n\t"
+                         "or %3, %0\n\t"
+                         : "+r"(a), "+r"(b), "+r"(c), "+r"(d));
+    }
+    return a + b + c + d;
+}
+
 static long n_for_handler;
 static void on_usr1(int sig) {
     (void)sig;
@@ -41,6 +58,9 @@ int main(int argc, char **argv) {
     long n = atol(argv[2]);
     if (!strcmp(mode, "spin")) {
         spin(n);
+    } else if (!strcmp(mode, "mix")) {
+        volatile long r = mix(n);
+        (void)r;
     } else if (!strcmp(mode, "threads")) {
         pthread_t a, b;
         pthread_create(&a, NULL, thread_main, (void *)n);
