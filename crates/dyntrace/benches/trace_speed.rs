@@ -61,6 +61,8 @@ fn raw_loop(prog: &Path, args: &[&str]) -> (u64, f64, f64) {
 }
 
 /// Runs dyntrace in `mode`: (instructions counted, wall, cpu of dyntrace and the tracee).
+// The child is reaped with wait4 (for its resource usage), which clippy cannot see.
+#[allow(clippy::zombie_processes)]
 fn dyntrace(mode: &str, prog: &Path, args: &[&str], out: &Path) -> (u64, f64, f64) {
     let start = Instant::now();
     let child = Command::new(env!("CARGO_BIN_EXE_dyntrace"))
