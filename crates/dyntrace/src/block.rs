@@ -160,6 +160,23 @@ fn build(t: &mut Tracer, tid: i32, tgid: i32, pc: u64) -> Option<Rc<Block>> {
     Some(b)
 }
 
+/// Single-steps thread `tid` at `pc`, lifting our breakpoint there first (a thread can come back to a
+/// breakpointed terminator other than through its block: a restarted system call, a signal return).
+fn step(t: &mut Tracer, tid: i32, tgid: i32, pc: u64, sig: i32) -> io::Result<()> {
+    let lifted = t.threads.get(&tid).and_then(|th| th.lifted);
+    if lifted.is_none() {
+        if let Some(p) = t.procs.get(&tgid) {
+            if p.bps.contains(pc) {
+                p.bps.lift(tid, pc)?;
+                if let Some(th) = t.threads.get_mut(&tid) {
+                    th.lifted = Some(pc);
+                }
+            }
+        }
+    }
+    ptrace::singlestep(tid, sig)
+}
+
 /// Resumes thread `tid`: free-running to the end of its block when it can, else one step.
 pub(crate) fn resume(t: &mut Tracer, tid: i32, sig: i32) -> io::Result<()> {
     let Some(th) = t.threads.get(&tid) else {
@@ -172,10 +189,10 @@ pub(crate) fn resume(t: &mut Tracer, tid: i32, sig: i32) -> io::Result<()> {
         return ptrace::singlestep(tid, sig);
     };
     if sig != 0 || p.fresh || stepping_over || !blocks_allowed(t, tgid) {
-        return ptrace::singlestep(tid, sig);
+        return step(t, tid, tgid, p.pc, sig);
     }
     let Some(block) = build(t, tid, tgid, p.pc) else {
-        return ptrace::singlestep(tid, sig);
+        return step(t, tid, tgid, p.pc, sig);
     };
     let placed = match t.procs.get_mut(&tgid) {
         Some(proc) => proc.bps.insert(tid, block.term).is_ok(),
@@ -319,21 +336,14 @@ pub(crate) fn on_trap(t: &mut Tracer, tid: i32) -> io::Result<bool> {
 }
 
 /// At a stop that is not a step trap: if the thread was running free, count the part of its block that
-/// ran, move it back off a breakpoint it just hit, and make the interrupted instruction pending; a lifted
-/// breakpoint goes back in.
+/// ran, move it back off a breakpoint it just hit, and make the interrupted instruction pending.
 pub(crate) fn settle(t: &mut Tracer, tid: i32) -> io::Result<()> {
     let Some(th) = t.threads.get_mut(&tid) else {
         return Ok(());
     };
+    // A lifted breakpoint stays lifted until its step completes: a system call interrupted here is
+    // restarted at the same instruction.
     let tgid = th.tgid;
-    if let Some(addr) = th.lifted.take() {
-        if let Some(p) = t.procs.get(&tgid) {
-            p.bps.relay(tid, addr)?;
-        }
-    }
-    let Some(th) = t.threads.get_mut(&tid) else {
-        return Ok(());
-    };
     let Some(block) = th.run.take() else {
         return Ok(());
     };
@@ -358,6 +368,23 @@ pub(crate) fn vfork_started(t: &mut Tracer, parent: i32) {
 
 /// The parent of a vfork got its memory back; breakpoints return as blocks are entered.
 pub(crate) fn vfork_done(_t: &mut Tracer, _tid: i32) {}
+
+/// The breakpoints a child forked by thread `parent` inherits: the parent's, less one lifted for a step
+/// (the child's copy of that byte is the original).
+pub(crate) fn inherited(t: &Tracer, parent: i32) -> Breakpoints {
+    let Some(th) = t.threads.get(&parent) else {
+        return Breakpoints::default();
+    };
+    let mut b = t
+        .procs
+        .get(&th.tgid)
+        .map(|p| p.bps.clone())
+        .unwrap_or_default();
+    if let Some(addr) = th.lifted {
+        b.sites.remove(&addr);
+    }
+    b
+}
 
 /// Records the breakpoints a forked child inherited (none when it shares the parent's memory).
 pub(crate) fn remember_child_bps(

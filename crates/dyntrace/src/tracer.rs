@@ -663,10 +663,11 @@ impl Tracer {
                 .map(|p| p.exe.clone())
                 .unwrap_or_default();
             let program = self.profile.add_program(&exe, new);
-            let (map, cache, bps) = match self.procs.get(&parent_tgid) {
-                Some(p) => (p.map.clone(), p.cache.clone(), p.bps.clone()),
+            let (map, cache) = match self.procs.get(&parent_tgid) {
+                Some(p) => (p.map.clone(), p.cache.clone()),
                 None => Default::default(),
             };
+            let bps = crate::block::inherited(self, tid);
             let shares_mm = event == libc::PTRACE_EVENT_VFORK;
             self.procs.insert(
                 new,
@@ -699,11 +700,7 @@ impl Tracer {
                 crate::block::vfork_started(self, tid);
             }
             // The child's copy of the parent's breakpoints is removed before it runs.
-            let bps = self
-                .procs
-                .get(&parent_tgid)
-                .map(|p| p.bps.clone())
-                .unwrap_or_default();
+            let bps = crate::block::inherited(self, tid);
             crate::block::remember_child_bps(self, new, bps, event == libc::PTRACE_EVENT_VFORK);
         }
         self.threads.insert(new, t);

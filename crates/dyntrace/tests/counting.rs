@@ -95,7 +95,11 @@ fn both_modes_give_identical_profiles() {
         let b = trace(&dir, "b", &["-m", "block"], &prog, args);
         assert_eq!(s.programs.len(), 1);
         assert_eq!(b.programs.len(), 1);
-        let (x, y) = (&s.programs[0], &b.programs[0]);
+        let (mut x, mut y) = (s.programs[0].clone(), b.programs[0].clone());
+        // The vDSO's clock reader retries when it races the kernel's clock update: its count
+        // depends on timing, not on the tracer.
+        x.regions.remove("text:vdso");
+        y.regions.remove("text:vdso");
         assert!(x.total("text:program") > 1000);
         assert_eq!(
             x.regions, y.regions,

@@ -121,10 +121,19 @@ fn periodic_checkpoints() {
 
 #[test]
 fn attach_and_detach_on_term_leaves_the_process_running() {
+    attach_detach("step");
+}
+
+#[test]
+fn attach_and_detach_in_block_mode_removes_breakpoints() {
+    attach_detach("block");
+}
+
+fn attach_detach(mode: &str) {
     let Some(prog) = setup("attach_detach") else {
         return;
     };
-    let dir = scratch("attach");
+    let dir = scratch(&format!("attach-{mode}"));
     let out = dir.join("a.trace");
     let flag = dir.join("flag");
     let mut target = Command::new(&prog)
@@ -134,7 +143,7 @@ fn attach_and_detach_on_term_leaves_the_process_running() {
         .expect("start target");
     let pid = target.id();
     let pid_s = pid.to_string();
-    let child = spawn_dyntrace(&["-p", &pid_s, "-o", out.to_str().unwrap()]);
+    let child = spawn_dyntrace(&["-m", mode, "-p", &pid_s, "-o", out.to_str().unwrap()]);
     let attached = eventually(1500, || {
         status_field(pid, "TracerPid:").is_some_and(|t| t != "0")
     });
@@ -209,13 +218,15 @@ fn children_are_followed_only_when_asked() {
     let dir = scratch("fork");
     let status = dir.join("status");
     let st = status.to_str().unwrap();
-    let t = trace(&dir, "f", &["-F"], &prog, &["fork", "700", st]);
-    assert_eq!(t.programs.len(), 2);
-    assert_ne!(t.programs[0].pid, t.programs[1].pid);
-    assert_eq!(t.programs[0].mnemonic("text:program", "DEC"), 0);
-    assert_eq!(t.programs[1].mnemonic("text:program", "DEC"), 700);
-    assert_eq!(std::fs::read_to_string(&status).unwrap().trim(), "7");
-    std::fs::remove_file(&status).unwrap();
+    for mode in ["step", "block"] {
+        let t = trace(&dir, "f", &["-F", "-m", mode], &prog, &["fork", "700", st]);
+        assert_eq!(t.programs.len(), 2);
+        assert_ne!(t.programs[0].pid, t.programs[1].pid);
+        assert_eq!(t.programs[0].mnemonic("text:program", "DEC"), 0);
+        assert_eq!(t.programs[1].mnemonic("text:program", "DEC"), 700);
+        assert_eq!(std::fs::read_to_string(&status).unwrap().trim(), "7");
+        std::fs::remove_file(&status).unwrap();
+    }
     for mode in ["step", "block"] {
         let t = trace(&dir, "n", &["-m", mode], &prog, &["fork", "700", st]);
         assert_eq!(t.programs.len(), 1);
