@@ -538,8 +538,19 @@ impl Tracer {
                 crate::block::vfork_done(self, tid);
                 self.resume(tid, 0)
             }
+            libc::PTRACE_EVENT_STOP
+                if matches!(
+                    sig,
+                    libc::SIGSTOP | libc::SIGTSTP | libc::SIGTTIN | libc::SIGTTOU
+                ) =>
+            {
+                // A group-stop (job control): stay stopped until SIGCONT, without letting go.
+                crate::block::settle(self, tid)?;
+                self.log(2, || format!("thread {tid} stopped by signal {sig}"));
+                ptrace::listen(tid)
+            }
             _ => {
-                // A group-stop or an interrupt: carry on from here.
+                // An interrupt or the end of a group-stop: carry on from here.
                 crate::block::settle(self, tid)?;
                 self.rearm_fresh(tid)?;
                 self.resume(tid, 0)

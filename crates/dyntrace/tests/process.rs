@@ -309,3 +309,100 @@ fn default_output_is_procname_trace() {
     let name = format!("{}.trace", prog.file_name().unwrap().to_string_lossy());
     assert_eq!(read_trace(&dir.join(name)).state, "final");
 }
+
+#[test]
+fn a_process_already_traced_is_refused() {
+    let Some(prog) = setup("already_traced") else {
+        return;
+    };
+    let dir = scratch("already-traced");
+    let flag = dir.join("flag");
+    let out = dir.join("first.trace");
+    let p = prog.to_string_lossy().into_owned();
+    let first = spawn_dyntrace(&[
+        "-o",
+        out.to_str().unwrap(),
+        &p,
+        "wait",
+        "1",
+        flag.to_str().unwrap(),
+    ]);
+    // Find the traced program: the child whose tracer is the first dyntrace.
+    let mut traced = None;
+    eventually(1500, || {
+        traced = std::fs::read_dir("/proc").ok().and_then(|d| {
+            d.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+                .find(|pid| {
+                    status_field(*pid, "TracerPid:").as_deref() == Some(&first.id().to_string())
+                })
+        });
+        traced.is_some()
+    });
+    let second = traced.map(|pid| {
+        run(&[
+            "-o",
+            dir.join("second.trace").to_str().unwrap(),
+            "-p",
+            &pid.to_string(),
+        ])
+    });
+    std::fs::write(&flag, "").unwrap();
+    let o = finish(first);
+    assert!(o.status.success());
+    let second = second.expect("the traced program never appeared");
+    assert_eq!(
+        second.status.code(),
+        Some(77),
+        "{}",
+        String::from_utf8_lossy(&second.stderr)
+    );
+    assert!(String::from_utf8_lossy(&second.stderr).contains("cannot trace process"));
+}
+
+#[test]
+fn job_control_stops_are_kept() {
+    let Some(prog) = setup("job_control") else {
+        return;
+    };
+    let dir = scratch("job-control");
+    let flag = dir.join("flag");
+    let out = dir.join("j.trace");
+    let p = prog.to_string_lossy().into_owned();
+    let first = spawn_dyntrace(&[
+        "-o",
+        out.to_str().unwrap(),
+        &p,
+        "wait",
+        "1",
+        flag.to_str().unwrap(),
+    ]);
+    let mut traced = None;
+    eventually(1500, || {
+        traced = std::fs::read_dir("/proc").ok().and_then(|d| {
+            d.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+                .find(|pid| {
+                    status_field(*pid, "TracerPid:").as_deref() == Some(&first.id().to_string())
+                })
+        });
+        traced.is_some()
+    });
+    let pid = traced.expect("the traced program never appeared");
+    signal(pid, libc::SIGSTOP);
+    // Stopped (group-stop under a tracer shows as 't' or 'T'), and it stays so.
+    let stopped = eventually(1500, || {
+        status_field(pid, "State:").is_some_and(|s| s.starts_with('t') || s.starts_with('T'))
+    });
+    // Running, it would see the flag and exit; stopped, it must still be there a while later.
+    std::fs::write(&flag, "").unwrap();
+    std::thread::sleep(Duration::from_millis(2500));
+    let still = status_field(pid, "State:").is_some_and(|s| !s.starts_with('Z'));
+    signal(pid, libc::SIGCONT);
+    let o = finish(first);
+    assert!(stopped, "SIGSTOP did not stop the traced program");
+    assert!(still, "the traced program ran on while stopped");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        read_trace(&out).programs[0].mnemonic("text:program", "DEC"),
+        2
+    );
+}
