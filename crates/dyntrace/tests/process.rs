@@ -392,10 +392,19 @@ fn job_control_stops_are_kept() {
     let stopped = eventually(1500, || {
         status_field(pid, "State:").is_some_and(|s| s.starts_with('t') || s.starts_with('T'))
     });
-    // Running, it would see the flag and exit; stopped, it must still be there a while later.
+    // Running, it would sleep in its wait loop (state S) and exit once the flag exists; stopped, it
+    // stays in a stopped state all along.
     std::fs::write(&flag, "").unwrap();
-    std::thread::sleep(Duration::from_millis(2500));
-    let still = status_field(pid, "State:").is_some_and(|s| !s.starts_with('Z'));
+    let mut still = true;
+    for _ in 0..60 {
+        std::thread::sleep(Duration::from_millis(40));
+        let st = status_field(pid, "State:").unwrap_or_default();
+        if !(st.starts_with('t') || st.starts_with('T')) {
+            still = false;
+            eprintln!("state while stopped: {st:?}");
+            break;
+        }
+    }
     signal(pid, libc::SIGCONT);
     let o = finish(first);
     assert!(stopped, "SIGSTOP did not stop the traced program");
