@@ -1,0 +1,346 @@
+//! The checker's state ("cooking" in DTrace's vocabulary): variable scopes (global, `self->`,
+//! `this->`), aggregations, inlines, enum constants, the format table and pragma options, and the
+//! per-clause driver that cooks a clause's predicate and statements into typed expressions and planned
+//! actions. Expression rules are in [`crate::check_expr`], actions in [`crate::check_action`],
+//! declarations in [`crate::check_decl`].
+
+use std::collections::HashMap;
+
+use dtrace_dif::program::ActionKind;
+
+use crate::ast::{Clause, Stmt, VarScope};
+use crate::error::{CResult, CompileError, ErrTag};
+use crate::options::CompileOptions;
+use crate::tree::TExpr;
+use crate::types::{Basic, TypeId, TypeTable};
+use dtrace_dif::vars::DIF_VAR_OTHER_UBASE;
+
+/// A user variable as the checker knows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VarInfo {
+    pub id: u32,
+    /// Type, once declared or assigned.
+    pub ty: Option<TypeId>,
+    /// Associative array with this key signature (once known).
+    pub keys: Option<Vec<TypeId>>,
+    pub array: bool,
+}
+
+/// One namespace of user variables.
+#[derive(Debug, Clone, Default)]
+pub struct VarTable {
+    pub vars: HashMap<String, VarInfo>,
+    next: u32,
+}
+
+impl VarTable {
+    /// Creates `name` (scalar or array) with the next id.
+    pub fn create(&mut self, name: &str, array: bool, line: u32, scope: &str) -> CResult<VarInfo> {
+        if self.next >= 0xffff - DIF_VAR_OTHER_UBASE {
+            return Err(CompileError::new(
+                ErrTag::D_ID_OFLOW,
+                line,
+                format!("cannot create {name}: limit on number of {scope} variables exceeded"),
+            ));
+        }
+        let v = VarInfo {
+            id: DIF_VAR_OTHER_UBASE + self.next,
+            ty: None,
+            keys: None,
+            array,
+        };
+        self.next += 1;
+        self.vars.insert(name.to_string(), v.clone());
+        Ok(v)
+    }
+}
+
+/// The aggregating functions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AggFunc {
+    Count,
+    Sum,
+    Avg,
+    Min,
+    Max,
+    Stddev,
+    Quantize,
+    Lquantize,
+    Llquantize,
+}
+
+impl AggFunc {
+    /// By name.
+    pub fn from_name(s: &str) -> Option<AggFunc> {
+        Some(match s {
+            "count" => AggFunc::Count,
+            "sum" => AggFunc::Sum,
+            "avg" => AggFunc::Avg,
+            "min" => AggFunc::Min,
+            "max" => AggFunc::Max,
+            "stddev" => AggFunc::Stddev,
+            "quantize" => AggFunc::Quantize,
+            "lquantize" => AggFunc::Lquantize,
+            "llquantize" => AggFunc::Llquantize,
+            _ => return None,
+        })
+    }
+
+    /// Name.
+    pub fn name(self) -> &'static str {
+        match self {
+            AggFunc::Count => "count",
+            AggFunc::Sum => "sum",
+            AggFunc::Avg => "avg",
+            AggFunc::Min => "min",
+            AggFunc::Max => "max",
+            AggFunc::Stddev => "stddev",
+            AggFunc::Quantize => "quantize",
+            AggFunc::Lquantize => "lquantize",
+            AggFunc::Llquantize => "llquantize",
+        }
+    }
+
+    /// The action kind.
+    pub fn kind(self) -> ActionKind {
+        match self {
+            AggFunc::Count => ActionKind::AggCount,
+            AggFunc::Sum => ActionKind::AggSum,
+            AggFunc::Avg => ActionKind::AggAvg,
+            AggFunc::Min => ActionKind::AggMin,
+            AggFunc::Max => ActionKind::AggMax,
+            AggFunc::Stddev => ActionKind::AggStddev,
+            AggFunc::Quantize => ActionKind::AggQuantize,
+            AggFunc::Lquantize => ActionKind::AggLquantize,
+            AggFunc::Llquantize => ActionKind::AggLlquantize,
+        }
+    }
+}
+
+/// An aggregation.
+#[derive(Debug, Clone)]
+pub struct AggInfo {
+    pub id: u32,
+    pub name: String,
+    /// Function and the line of its first use.
+    pub func: Option<(AggFunc, u32, u64)>,
+    pub keys: Option<Vec<TypeId>>,
+}
+
+/// One action to lower: its kind, arguments and the expression its DIF object computes.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub kind: ActionKind,
+    pub arg: u64,
+    pub uarg: u64,
+    pub ntuple: u32,
+    pub expr: Option<TExpr>,
+    /// The object's value is not recorded (statement expressions): void return type.
+    pub void_result: bool,
+}
+
+impl Plan {
+    /// A plan with no arguments.
+    pub fn new(kind: ActionKind, expr: Option<TExpr>) -> Plan {
+        Plan {
+            kind,
+            arg: 0,
+            uarg: 0,
+            ntuple: 0,
+            expr,
+            void_result: false,
+        }
+    }
+}
+
+/// A cooked clause.
+#[derive(Debug, Clone)]
+pub struct Cooked {
+    pub pred: Option<TExpr>,
+    pub plans: Vec<Plan>,
+    /// Clause-local variables referenced (for variable tables).
+    pub locals: VarTable,
+}
+
+/// An inline definition.
+#[derive(Debug, Clone)]
+pub struct Inline {
+    pub ty: TypeId,
+    pub expr: TExpr,
+}
+
+/// Checker state for one compilation.
+pub struct Checker<'o> {
+    pub types: TypeTable,
+    pub basic: Basic,
+    pub opts: &'o CompileOptions,
+    pub globals: VarTable,
+    pub tls: VarTable,
+    pub locals: VarTable,
+    /// `this` variables declared at the top level (the start of every clause's locals).
+    pub local_decls: VarTable,
+    /// Current string size (`-x strsize`, `#pragma D option strsize`).
+    pub strsize: u32,
+    pub aggs: Vec<AggInfo>,
+    pub inlines: HashMap<String, Inline>,
+    pub enums: HashMap<String, (i64, TypeId)>,
+    pub formats: Vec<String>,
+    pub options: Vec<(String, Option<String>)>,
+    /// "action list" or "predicate" while cooking those.
+    pub region: Option<&'static str>,
+    /// Typedef names known to the parser.
+    pub declared_types: Vec<String>,
+    /// Translators declared (input type name, output type name).
+    pub translators: Vec<(String, String)>,
+}
+
+impl<'o> Checker<'o> {
+    /// A checker for `opts`.
+    pub fn new(opts: &'o CompileOptions, types: TypeTable, basic: Basic) -> Checker<'o> {
+        Checker {
+            types,
+            basic,
+            opts,
+            globals: VarTable::default(),
+            tls: VarTable::default(),
+            locals: VarTable::default(),
+            local_decls: VarTable::default(),
+            strsize: opts.strsize,
+            aggs: Vec::new(),
+            inlines: HashMap::new(),
+            enums: HashMap::new(),
+            formats: Vec::new(),
+            options: Vec::new(),
+            region: None,
+            declared_types: Vec::new(),
+            translators: Vec::new(),
+        }
+    }
+
+    /// The variable table of a scope.
+    pub fn table(&mut self, scope: VarScope) -> &mut VarTable {
+        match scope {
+            VarScope::Global => &mut self.globals,
+            VarScope::Thread => &mut self.tls,
+            VarScope::Local => &mut self.locals,
+        }
+    }
+
+    /// Index of a format string in the program's table (deduplicated).
+    pub fn format_index(&mut self, s: &str) -> u64 {
+        if let Some(i) = self.formats.iter().position(|f| f == s) {
+            return i as u64;
+        }
+        self.formats.push(s.to_string());
+        (self.formats.len() - 1) as u64
+    }
+
+    /// The aggregation named `name`, created on first use.
+    pub fn agg(&mut self, name: &str) -> usize {
+        if let Some(i) = self.aggs.iter().position(|a| a.name == name) {
+            return i;
+        }
+        self.aggs.push(AggInfo {
+            id: self.aggs.len() as u32 + 1,
+            name: name.to_string(),
+            func: None,
+            keys: None,
+        });
+        self.aggs.len() - 1
+    }
+
+    /// Cooks a clause: actions first, then the predicate; if the actions refer to a variable the
+    /// predicate creates, the predicate first (DTrace's `dt_cook_clause` order).
+    pub fn cook_clause(&mut self, c: &Clause) -> CResult<Cooked> {
+        self.cook_clause_inner(c).map_err(|e| {
+            let e = self.in_region(e);
+            self.region = None;
+            e
+        })
+    }
+
+    fn cook_clause_inner(&mut self, c: &Clause) -> CResult<Cooked> {
+        let saved = (
+            self.globals.clone(),
+            self.tls.clone(),
+            self.aggs.clone(),
+            self.formats.clone(),
+        );
+        self.locals = self.local_decls.clone();
+        let body: &[Stmt] = c.body.as_deref().unwrap_or(&[]);
+        self.region = Some("action list");
+        let first = self.cook_stmts(body);
+        let (pred, plans) = match first {
+            Ok(plans) => {
+                self.region = Some("predicate");
+                let pred = self.cook_pred(c)?;
+                (pred, plans)
+            }
+            Err(e)
+                if c.pred.is_some()
+                    && (e.tag == ErrTag::D_IDENT_UNDEF || e.tag == ErrTag::D_VAR_UNDEF) =>
+            {
+                self.globals = saved.0;
+                self.tls = saved.1;
+                self.aggs = saved.2;
+                self.formats = saved.3;
+                self.locals = self.local_decls.clone();
+                self.region = Some("predicate");
+                let pred = self.cook_pred(c)?;
+                self.region = Some("action list");
+                let plans = self.cook_stmts(body)?;
+                (pred, plans)
+            }
+            Err(e) => return Err(e),
+        };
+        self.region = None;
+        Ok(Cooked {
+            pred,
+            plans,
+            locals: std::mem::take(&mut self.locals),
+        })
+    }
+
+    fn cook_pred(&mut self, c: &Clause) -> CResult<Option<TExpr>> {
+        let Some(p) = &c.pred else { return Ok(None) };
+        let e = self.cook(p)?;
+        if !self.types.is_scalar(e.ty) {
+            return Err(CompileError::new(
+                ErrTag::D_PRED_SCALAR,
+                p.line,
+                "predicate result must be of scalar type",
+            ));
+        }
+        Ok(Some(e))
+    }
+
+    fn cook_stmts(&mut self, body: &[Stmt]) -> CResult<Vec<Plan>> {
+        let mut plans = Vec::new();
+        let mut state = crate::check_action::SpecState::default();
+        for s in body {
+            match s {
+                Stmt::Expr(e) => {
+                    let start = plans.len();
+                    self.cook_statement(e, &mut plans)?;
+                    state.check(&plans[start..], e.line)?;
+                }
+                Stmt::If(_, _, _, line) => {
+                    return Err(CompileError::new(
+                        ErrTag::D_NOT_SUPPORTED,
+                        *line,
+                        "not yet supported: if statements in clause bodies",
+                    ))
+                }
+            }
+        }
+        Ok(plans)
+    }
+
+    /// Attaches the current region to an error that has none.
+    pub fn in_region(&self, mut e: CompileError) -> CompileError {
+        if e.region.is_none() {
+            e.region = self.region;
+        }
+        e
+    }
+}

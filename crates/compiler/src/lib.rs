@@ -1,0 +1,121 @@
+//! The D compiler: D source text to the program description the framework executes.
+//!
+//! It owns D's lexer ([`lexer`]), parser ([`parser`], [`ast`]), macro variables ([`macros`]), types
+//! ([`types`], with [`types::TypeSource`] for CTF-backed types), the checker that types and resolves
+//! every expression and reports DTrace's `D_*` errors ([`check`], [`check_expr`], [`check_decl`],
+//! [`check_action`], [`printf`]), code generation to DIF ([`cg`]), lowering to ECB descriptions
+//! ([`lower`]) and the `dtrace -S` listing ([`listing`]). It does not execute DIF (that is
+//! `dtrace-dif`/`dtrace-framework`) nor know which probes exist (the consumer matches descriptions).
+//!
+//! Entry point: [`compile`].
+
+pub mod ast;
+pub mod cg;
+pub mod check;
+pub mod check_action;
+pub mod check_decl;
+pub mod check_expr;
+pub mod cpp;
+pub mod error;
+pub mod idents;
+pub mod lexer;
+pub mod listing;
+pub mod lower;
+pub mod macros;
+pub mod options;
+pub mod parser;
+pub mod printf;
+pub mod tree;
+pub mod types;
+
+use std::collections::HashSet;
+
+use dtrace_dif::program::{AggregationDesc, Program};
+
+pub use check_action::NO_FORMAT;
+pub use error::{CompileError, ErrTag};
+pub use options::{CompileOptions, SourceKind};
+pub use types::{DataModel, TypeSource};
+
+use ast::Item;
+use check::Checker;
+use error::CResult;
+use macros::MacroEnv;
+use types::TypeTable;
+
+/// Compiles a D program.
+pub fn compile(source: &str, opts: &CompileOptions) -> Result<Program, CompileError> {
+    compile_with_types(source, opts, Vec::new())
+}
+
+/// Compiles a D program with extra type sources (CTF, BTF).
+pub fn compile_with_types(
+    source: &str,
+    opts: &CompileOptions,
+    sources: Vec<Box<dyn TypeSource>>,
+) -> Result<Program, CompileError> {
+    let pre;
+    let text = if opts.cpp {
+        pre = cpp::preprocess(source, opts)?;
+        pre.as_str()
+    } else {
+        source
+    };
+    let (mut types, basic) = TypeTable::new(opts.model);
+    for s in sources {
+        types.add_source(s);
+    }
+    let env = MacroEnv {
+        args: opts.args.clone(),
+        named: opts.macros.clone(),
+        default_args: opts.default_args,
+    };
+    let names: HashSet<String> = types.typedef_names().into_iter().collect();
+    let parser = parser::Parser::new(text, &env, names, opts.source == SourceKind::File);
+    let ast = parser.program()?;
+    check_macro_args(&ast, opts)?;
+    let mut ck = Checker::new(opts, types, basic);
+    let mut program = Program::default();
+    for item in &ast.items {
+        match item {
+            Item::Clause(c) => {
+                let cooked = ck.cook_clause(c)?;
+                let ecbs = ck.lower(&c.probes, &cooked)?;
+                program.ecbs.extend(ecbs);
+            }
+            other => ck.declare(other)?,
+        }
+    }
+    program.formats = ck.formats.clone();
+    program.aggregations = ck
+        .aggs
+        .iter()
+        .map(|a| AggregationDesc {
+            id: a.id,
+            name: a.name.clone(),
+        })
+        .collect();
+    program.options = ck.options.clone();
+    Ok(program)
+}
+
+fn check_macro_args(ast: &ast::Program, opts: &CompileOptions) -> CResult<()> {
+    if opts.default_args {
+        return Ok(());
+    }
+    let n = opts.args.len().saturating_sub(1);
+    if n > ast.max_macro_arg {
+        let i = ast.max_macro_arg + 1;
+        return Err(CompileError::new(
+            ErrTag::D_MACRO_UNUSED,
+            0,
+            format!("extraneous argument '{}' (${i})", opts.args[i]),
+        ));
+    }
+    Ok(())
+}
+
+/// The `dtrace -S` listing of a compiled program.
+pub fn listing(p: &Program) -> String {
+    listing::listing(p)
+}
