@@ -3,10 +3,18 @@
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let (src, kind, name) = if args.get(1).map(String::as_str) == Some("-n") {
-        (args[2].clone(), dtrace_compiler::SourceKind::String, args[2].clone())
+        (
+            args[2].clone(),
+            dtrace_compiler::SourceKind::String,
+            args[2].clone(),
+        )
     } else {
         let p = args.get(1).cloned().unwrap_or_default();
-        (std::fs::read_to_string(&p).unwrap_or_default(), dtrace_compiler::SourceKind::File, p)
+        (
+            std::fs::read_to_string(&p).unwrap_or_default(),
+            dtrace_compiler::SourceKind::File,
+            p,
+        )
     };
     let opts = dtrace_compiler::CompileOptions {
         source: kind,

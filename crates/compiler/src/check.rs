@@ -31,9 +31,23 @@ pub struct VarInfo {
 pub struct VarTable {
     pub vars: HashMap<String, VarInfo>,
     next: u32,
+    order: Vec<String>,
 }
 
 impl VarTable {
+    /// A point to roll back to.
+    pub fn mark(&self) -> usize {
+        self.order.len()
+    }
+
+    /// Forgets the variables created since `mark`.
+    pub fn rollback(&mut self, mark: usize) {
+        for n in self.order.drain(mark..) {
+            self.vars.remove(&n);
+            self.next -= 1;
+        }
+    }
+
     /// Creates `name` (scalar or array) with the next id.
     pub fn create(&mut self, name: &str, array: bool, line: u32, scope: &str) -> CResult<VarInfo> {
         if self.next >= 0xffff - DIF_VAR_OTHER_UBASE {
@@ -51,6 +65,7 @@ impl VarTable {
         };
         self.next += 1;
         self.vars.insert(name.to_string(), v.clone());
+        self.order.push(name.to_string());
         Ok(v)
     }
 }
@@ -182,6 +197,8 @@ pub struct Checker<'o> {
     /// Current string size (`-x strsize`, `#pragma D option strsize`).
     pub strsize: u32,
     pub aggs: Vec<AggInfo>,
+    /// Earlier states of aggregations changed while cooking the current clause (for the retry).
+    pub agg_undo: Vec<(usize, AggInfo)>,
     pub inlines: HashMap<String, Inline>,
     pub enums: HashMap<String, (i64, TypeId)>,
     pub formats: Vec<String>,
@@ -207,6 +224,7 @@ impl<'o> Checker<'o> {
             local_decls: VarTable::default(),
             strsize: opts.strsize,
             aggs: Vec::new(),
+            agg_undo: Vec::new(),
             inlines: HashMap::new(),
             enums: HashMap::new(),
             formats: Vec::new(),
@@ -261,11 +279,12 @@ impl<'o> Checker<'o> {
 
     fn cook_clause_inner(&mut self, c: &Clause) -> CResult<Cooked> {
         let saved = (
-            self.globals.clone(),
-            self.tls.clone(),
-            self.aggs.clone(),
-            self.formats.clone(),
+            self.globals.mark(),
+            self.tls.mark(),
+            self.aggs.len(),
+            self.formats.len(),
         );
+        self.agg_undo.clear();
         self.locals = self.local_decls.clone();
         let body: &[Stmt] = c.body.as_deref().unwrap_or(&[]);
         self.region = Some("action list");
@@ -280,10 +299,15 @@ impl<'o> Checker<'o> {
                 if c.pred.is_some()
                     && (e.tag == ErrTag::D_IDENT_UNDEF || e.tag == ErrTag::D_VAR_UNDEF) =>
             {
-                self.globals = saved.0;
-                self.tls = saved.1;
-                self.aggs = saved.2;
-                self.formats = saved.3;
+                self.globals.rollback(saved.0);
+                self.tls.rollback(saved.1);
+                while let Some((i, old)) = self.agg_undo.pop() {
+                    if i < self.aggs.len() {
+                        self.aggs[i] = old;
+                    }
+                }
+                self.aggs.truncate(saved.2);
+                self.formats.truncate(saved.3);
                 self.locals = self.local_decls.clone();
                 self.region = Some("predicate");
                 let pred = self.cook_pred(c)?;

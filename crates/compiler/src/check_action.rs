@@ -610,26 +610,30 @@ impl<'o> Checker<'o> {
                     None => df,
                     Some(a) => match self.const_arg(a)? {
                         Some((v, _)) if v > 0 => v as u64,
-                        _ => return err(
-                            ErrTag::D_USTACK_FRAMES,
-                            line,
-                            format!(
+                        _ => {
+                            return err(
+                                ErrTag::D_USTACK_FRAMES,
+                                line,
+                                format!(
                                 "{n}( ) argument #1 must be a non-zero positive integer constant"
                             ),
-                        ),
+                            )
+                        }
                     },
                 };
                 let strsize = match args.get(1) {
                     None => ds,
                     Some(a) => match self.const_arg(a)? {
                         Some((v, _)) if v > 0 => v as u64,
-                        _ => return err(
-                            ErrTag::D_USTACK_STRSIZE,
-                            line,
-                            format!(
+                        _ => {
+                            return err(
+                                ErrTag::D_USTACK_STRSIZE,
+                                line,
+                                format!(
                                 "{n}( ) argument #2 must be a non-zero positive integer constant"
                             ),
-                        ),
+                            )
+                        }
                     },
                 };
                 let mut p = Plan::new(
@@ -841,6 +845,7 @@ impl<'o> Checker<'o> {
         };
         let idx = self.agg(&name);
         let agg = self.aggs[idx].clone();
+        self.agg_undo.push((idx, agg.clone()));
         if let Some((f, fline, farg)) = agg.func {
             if f != func {
                 return err(

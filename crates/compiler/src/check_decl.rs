@@ -523,6 +523,14 @@ impl<'o> Checker<'o> {
             );
         }
         let v = self.convert(v, t);
+        let (nodes, depth) = crate::tree::stats(&v);
+        if nodes > 4096 || depth > 64 {
+            return err(
+                ErrTag::D_NOT_SUPPORTED,
+                line,
+                format!("not yet supported: inline {name} expands to an expression too large to compile"),
+            );
+        }
         self.inlines.insert(name, Inline { ty: t, expr: v });
         Ok(())
     }

@@ -49,7 +49,34 @@ pub fn compile(source: &str, opts: &CompileOptions) -> Result<Program, CompileEr
 }
 
 /// Compiles a D program with extra type sources (CTF, BTF).
+///
+/// The passes run on a thread of their own with a large stack, so that the recursion the depth limits
+/// allow never exhausts a small caller stack.
 pub fn compile_with_types(
+    source: &str,
+    opts: &CompileOptions,
+    sources: Vec<Box<dyn TypeSource>>,
+) -> Result<Program, CompileError> {
+    std::thread::scope(|s| {
+        match std::thread::Builder::new()
+            .name("dtrace-compile".into())
+            .stack_size(COMPILE_STACK)
+            .spawn_scoped(s, || compile_here(source, opts, sources))
+        {
+            Ok(h) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
+            Err(_) => Err(CompileError::new(
+                ErrTag::D_UNKNOWN,
+                0,
+                "failed to start the compiler thread",
+            )),
+        }
+    })
+}
+
+/// Stack size of the compiler thread.
+const COMPILE_STACK: usize = 64 << 20;
+
+fn compile_here(
     source: &str,
     opts: &CompileOptions,
     sources: Vec<Box<dyn TypeSource>>,

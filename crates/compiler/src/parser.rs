@@ -18,7 +18,7 @@ const DECL_WORDS: &[&str] = &[
 ];
 
 /// Maximum nesting of expressions (recursion guard against hostile input).
-const MAX_DEPTH: u32 = 200;
+const MAX_DEPTH: u32 = 100;
 
 /// Parser state.
 pub struct Parser<'a> {
@@ -236,6 +236,7 @@ impl<'a> Parser<'a> {
             }
             if matches!(&self.peek()?.tok, Tok::Ident(s) if s == "if") {
                 let line = self.next()?.line;
+                self.enter(line)?;
                 self.expect("(")?;
                 let c = self.expr()?;
                 self.expect(")")?;
@@ -247,6 +248,7 @@ impl<'a> Parser<'a> {
                     Vec::new()
                 };
                 out.push(Stmt::If(c, then, els, line));
+                self.depth -= 1;
                 continue;
             }
             let e = self.expr()?;
@@ -276,14 +278,17 @@ impl<'a> Parser<'a> {
     /// A full expression (with commas).
     pub fn expr(&mut self) -> CResult<Expr> {
         let mut e = self.assign()?;
+        let mark = self.depth;
         while self.is_punct(",")? {
             let line = self.next()?.line;
+            self.enter(line)?;
             let r = self.assign()?;
             e = Expr {
                 kind: ExprKind::Comma(Box::new(e), Box::new(r)),
                 line,
             };
         }
+        self.depth = mark;
         Ok(e)
     }
 
@@ -382,14 +387,17 @@ impl<'a> Parser<'a> {
             return self.unary();
         }
         let mut l = self.binary(level + 1)?;
+        let mark = self.depth;
         while let Some(op) = self.binop_at(level)? {
             let line = self.next()?.line;
+            self.enter(line)?;
             let r = self.binary(level + 1)?;
             l = Expr {
                 kind: ExprKind::Binary(op, Box::new(l), Box::new(r)),
                 line,
             };
         }
+        self.depth = mark;
         Ok(l)
     }
 
@@ -497,10 +505,20 @@ impl<'a> Parser<'a> {
     }
 
     fn postfix(&mut self) -> CResult<Expr> {
+        let mark = self.depth;
+        let r = self.postfix_inner();
+        self.depth = mark;
+        r
+    }
+
+    fn postfix_inner(&mut self) -> CResult<Expr> {
         let mut e = self.primary()?;
         loop {
             let t = self.peek()?.clone();
             let line = t.line;
+            if matches!(t.tok, Tok::Punct("[" | "(" | "." | "->" | "++" | "--")) {
+                self.enter(line)?;
+            }
             match t.tok {
                 Tok::Punct("[") => {
                     self.next()?;
@@ -822,10 +840,17 @@ impl<'a> Parser<'a> {
     }
 
     fn declarator_inner(&mut self, abstract_ok: bool) -> CResult<Declarator> {
-        let mut ptrs = 0;
+        let mut ptrs: u32 = 0;
         loop {
             if self.eat("*")? {
                 ptrs += 1;
+                if ptrs > MAX_DEPTH {
+                    return err(
+                        ErrTag::D_SYNTAX,
+                        self.lex.line(),
+                        "declaration is too deeply nested",
+                    );
+                }
                 continue;
             }
             if let Tok::Ident(s) = &self.peek()?.tok {
@@ -893,7 +918,7 @@ impl<'a> Parser<'a> {
                 break;
             }
         }
-        let mut derived = vec![Derived::Pointer; ptrs];
+        let mut derived = vec![Derived::Pointer; ptrs as usize];
         derived.extend(suffixes.into_iter().rev());
         derived.extend(inner.derived);
         Ok(Declarator {

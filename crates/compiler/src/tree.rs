@@ -104,3 +104,37 @@ impl TExpr {
         }
     }
 }
+
+/// Node count and depth of a typed expression (bounds inline expansion).
+pub fn stats(e: &TExpr) -> (usize, usize) {
+    fn place(p: &Place) -> (usize, usize) {
+        match p {
+            Place::Var(_) => (1, 1),
+            Place::Assoc(_, k) => list(k),
+            Place::Mem(a, _) => stats(a),
+        }
+    }
+    fn list(v: &[TExpr]) -> (usize, usize) {
+        v.iter().fold((1, 1), |(n, d), e| {
+            let (a, b) = stats(e);
+            (n + a, d.max(b + 1))
+        })
+    }
+    let kids: (usize, usize) = match &e.kind {
+        TK::Int(_) | TK::Str(_) | TK::Builtin(_) => (0, 0),
+        TK::Read(p) => place(p),
+        TK::BuiltinArray(_, x) | TK::Unary(_, x) | TK::Convert(x) | TK::Retype(x) => stats(x),
+        TK::Binary(_, a, b) | TK::Cmp(_, a, b, _) | TK::Logical(_, a, b) | TK::Comma(a, b) => {
+            let (x, y) = (stats(a), stats(b));
+            (x.0 + y.0, x.1.max(y.1))
+        }
+        TK::Cond(a, b, c) => list(&[(**a).clone(), (**b).clone(), (**c).clone()]),
+        TK::Assign(p, v) => {
+            let (x, y) = (place(p), stats(v));
+            (x.0 + y.0, x.1.max(y.1))
+        }
+        TK::IncDec { place: p, .. } => place(p),
+        TK::Call(_, a) => list(a),
+    };
+    (kids.0 + 1, kids.1 + 1)
+}

@@ -70,7 +70,7 @@ pub struct TypeInfo {
 
 /// A provider of named C types (CTF or BTF containers); it adds the type (and what it refers to) to
 /// the table and returns its id.
-pub trait TypeSource {
+pub trait TypeSource: Send {
     /// Imports `name` (`"struct task_struct"`, `"pid_t"`) into `table`, if this source knows it.
     fn import(&self, name: &str, table: &mut TypeTable) -> Option<TypeId>;
     /// Typedef names this source knows (so the parser can recognize casts).

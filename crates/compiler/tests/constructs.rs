@@ -25,7 +25,10 @@ fn kinds(p: &Program) -> Vec<ActionKind> {
 }
 
 fn instrs(o: &DifObject) -> Vec<Instr> {
-    o.text.iter().map(|w| Instr::decode(*w).expect("valid")).collect()
+    o.text
+        .iter()
+        .map(|w| Instr::decode(*w).expect("valid"))
+        .collect()
 }
 
 fn ops(o: &DifObject) -> Vec<Opcode> {
@@ -36,12 +39,18 @@ fn ops(o: &DifObject) -> Vec<Opcode> {
 /// table references in range, ends with `ret`, no writes to `%r0`.
 fn check_object(o: &DifObject) {
     let is = instrs(o);
-    assert!(matches!(is.last(), Some(Instr::Ret { .. })), "ends with ret");
+    assert!(
+        matches!(is.last(), Some(Instr::Ret { .. })),
+        "ends with ret"
+    );
     for (pc, i) in is.iter().enumerate() {
         assert_eq!(i.encode(), o.text[pc], "reserved bits clear");
         match *i {
             Instr::Branch { label, .. } => {
-                assert!(label as usize > pc && (label as usize) < is.len(), "forward branch")
+                assert!(
+                    label as usize > pc && (label as usize) < is.len(),
+                    "forward branch"
+                )
             }
             Instr::Setx { idx, rd } => {
                 assert!((idx as usize) < o.inttab.len());
@@ -53,10 +62,8 @@ fn check_object(o: &DifObject) {
             }
             Instr::Alu { r1, r2, rd, .. } => assert!(r1 < 8 && r2 < 8 && rd > 0 && rd < 8),
             Instr::Mov { r1, rd } | Instr::Not { r1, rd } => assert!(r1 < 8 && rd > 0 && rd < 8),
-            Instr::LoadVar { var, .. } | Instr::StoreVar { var, .. } => {
-                if var >= 0x500 {
-                    assert!(o.vartab.iter().any(|v| v.id == var as u32), "var in vartab");
-                }
+            Instr::LoadVar { var, .. } | Instr::StoreVar { var, .. } if var >= 0x500 => {
+                assert!(o.vartab.iter().any(|v| v.id == var as u32), "var in vartab");
             }
             _ => {}
         }
@@ -85,14 +92,18 @@ fn check_program(p: &Program) {
 
 #[test]
 fn clauses_and_probe_descriptions() {
-    let p = c("syscall::read:entry, syscall::write:entry /pid == 1/ { trace(arg0); } BEGIN {} END { }");
+    let p = c(
+        "syscall::read:entry, syscall::write:entry /pid == 1/ { trace(arg0); } BEGIN {} END { }",
+    );
     assert_eq!(p.ecbs.len(), 4);
     assert_eq!(p.ecbs[0].probe.function, "read");
     assert_eq!(p.ecbs[1].probe.function, "write");
     assert!(p.ecbs[0].predicate.is_some());
     assert_eq!(p.ecbs[0].actions, p.ecbs[1].actions);
     assert!(p.ecbs[2].actions.is_empty());
-    let p = c("fbt::vfs_*:entry, pid123:libc.so.6:mal?oc:entry, tick-1sec, profile:::profile-[0-9]* { }");
+    let p = c(
+        "fbt::vfs_*:entry, pid123:libc.so.6:mal?oc:entry, tick-1sec, profile:::profile-[0-9]* { }",
+    );
     assert_eq!(p.ecbs[0].probe.function, "vfs_*");
     assert_eq!(p.ecbs[2].probe.name, "tick-1sec");
     let o = CompileOptions {
@@ -177,7 +188,13 @@ fn aggregation_shapes() {
     let ks = kinds(&p);
     assert_eq!(
         ks,
-        [ActionKind::Sym, ActionKind::Ustack, ActionKind::AggCount, ActionKind::Stack, ActionKind::AggCount]
+        [
+            ActionKind::Sym,
+            ActionKind::Ustack,
+            ActionKind::AggCount,
+            ActionKind::Stack,
+            ActionKind::AggCount
+        ]
     );
 }
 
@@ -188,7 +205,10 @@ fn printa_and_aggregation_library_actions() {
     let a = &p.ecbs[1].actions;
     let ks: Vec<ActionKind> = a.iter().map(|x| x.kind).collect();
     use ActionKind::*;
-    assert_eq!(ks, [Printa, Printa, DifExpr, LibAct, LibAct, DifExpr, LibAct, LibAct, DifExpr, LibAct]);
+    assert_eq!(
+        ks,
+        [Printa, Printa, DifExpr, LibAct, LibAct, DifExpr, LibAct, LibAct, DifExpr, LibAct]
+    );
     assert_eq!(a[0].arg, dtrace_compiler::NO_FORMAT);
     assert_eq!(a[1].arg, 0);
     assert_eq!(p.formats, ["%d %@d %@d\n"]);
@@ -220,10 +240,14 @@ fn other_actions() {
     assert_eq!(kinds(&p)[1], Speculate);
     assert_eq!(p.ecbs[1].actions[0].kind, Commit);
     assert_eq!(p.ecbs[2].actions[0].kind, Discard);
-    let p = c("BEGIN { setopt(\"quiet\"); setopt(\"bufsize\", \"4m\"); ftruncate(); print(arg0); }");
+    let p =
+        c("BEGIN { setopt(\"quiet\"); setopt(\"bufsize\", \"4m\"); ftruncate(); print(arg0); }");
     assert_eq!(kinds(&p), [LibAct, LibAct, DifExpr, LibAct, LibAct]);
     let p = cw("BEGIN { raise(9); stop(); system(\"echo %d\", pid); chill(100); breakpoint(); panic(); freopen(\"/tmp/x\"); copyoutstr(\"a\", arg0, 2); }");
-    assert_eq!(kinds(&p), [Raise, Stop, System, Chill, Breakpoint, Panic, Freopen, DifExpr]);
+    assert_eq!(
+        kinds(&p),
+        [Raise, Stop, System, Chill, Breakpoint, Panic, Freopen, DifExpr]
+    );
     assert!(kinds(&p).iter().filter(|k| k.is_destructive()).count() >= 6);
 }
 
@@ -232,11 +256,17 @@ fn short_circuit_uses_forward_branches() {
     let p = c("BEGIN /arg0 && arg1 || arg2/ { }");
     let o = p.ecbs[0].predicate.as_ref().unwrap();
     let is = instrs(o);
-    let branches = is.iter().filter(|i| matches!(i, Instr::Branch { .. })).count();
+    let branches = is
+        .iter()
+        .filter(|i| matches!(i, Instr::Branch { .. }))
+        .count();
     assert!(branches >= 4);
     check_object(o);
     // arg1 is evaluated after the first test-and-branch
-    let first_branch = is.iter().position(|i| matches!(i, Instr::Branch { .. })).unwrap();
+    let first_branch = is
+        .iter()
+        .position(|i| matches!(i, Instr::Branch { .. }))
+        .unwrap();
     let ldgs_arg1 = is
         .iter()
         .position(|i| matches!(i, Instr::LoadVar { var: 0x107, .. }))
@@ -252,7 +282,9 @@ fn strings_compare_with_scmp_and_keys_use_the_tuple_stack() {
     assert!(!pr.contains(&Opcode::Cmp));
     let act = ops(p.ecbs[0].actions[0].difo.as_ref().unwrap());
     assert_eq!(
-        act.iter().filter(|o| matches!(o, Opcode::Pushtr | Opcode::Pushtv)).count(),
+        act.iter()
+            .filter(|o| matches!(o, Opcode::Pushtr | Opcode::Pushtv))
+            .count(),
         2
     );
     assert!(act.contains(&Opcode::Flushts));
@@ -276,7 +308,8 @@ fn tables_are_deduplicated_and_constants_folded() {
 
 #[test]
 fn variables_get_their_scopes_and_types() {
-    let p = c("int g; self int t; this int l; BEGIN { g = 1; self->t = 2; this->l = 3; s = \"x\"; }");
+    let p =
+        c("int g; self int t; this int l; BEGIN { g = 1; self->t = 2; this->l = 3; s = \"x\"; }");
     let a = &p.ecbs[0].actions;
     let op = |i: usize| ops(a[i].difo.as_ref().unwrap());
     assert!(op(0).contains(&Opcode::Stgs));

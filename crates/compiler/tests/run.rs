@@ -139,7 +139,10 @@ fn casts_truncate_and_extend() {
     assert_eq!(val("(char)0x1ff"), "255");
     assert_eq!(val("(int)(char)arg0 + (char)0xff"), "9");
     assert_eq!(val("(unsigned char)(arg0 + 250)"), "4");
-    assert_eq!(val("(short)(arg0 * 4000)"), ((10i64 * 4000) as i16 as u16).to_string());
+    assert_eq!(
+        val("(short)(arg0 * 4000)"),
+        ((10i64 * 4000) as i16 as u16).to_string()
+    );
     assert_eq!(val("sizeof (int) + sizeof (long) + sizeof (char)"), "13");
 }
 
@@ -194,7 +197,14 @@ fn struct_members_through_pointers() {
     let v = r.fire(&p);
     assert_eq!(
         v,
-        [(-3i32 as u32).to_string(), "77".into(), "99".into(), "65".into(), "8".into(), "32".into()]
+        [
+            (-3i32 as u32).to_string(),
+            "77".into(),
+            "99".into(),
+            "65".into(),
+            "8".into(),
+            "32".into()
+        ]
     );
 }
 
