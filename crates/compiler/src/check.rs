@@ -173,8 +173,6 @@ impl Plan {
 pub struct Cooked {
     pub pred: Option<TExpr>,
     pub plans: Vec<Plan>,
-    /// Clause-local variables referenced (for variable tables).
-    pub locals: VarTable,
 }
 
 /// An inline definition.
@@ -191,9 +189,9 @@ pub struct Checker<'o> {
     pub opts: &'o CompileOptions,
     pub globals: VarTable,
     pub tls: VarTable,
+    /// Clause-local (`this->`) variables: their names, ids and types are program-wide, as in
+    /// DTrace; their values live for one probe firing and are shared by the clauses it runs.
     pub locals: VarTable,
-    /// `this` variables declared at the top level (the start of every clause's locals).
-    pub local_decls: VarTable,
     /// Current string size (`-x strsize`, `#pragma D option strsize`).
     pub strsize: u32,
     pub aggs: Vec<AggInfo>,
@@ -221,7 +219,6 @@ impl<'o> Checker<'o> {
             globals: VarTable::default(),
             tls: VarTable::default(),
             locals: VarTable::default(),
-            local_decls: VarTable::default(),
             strsize: opts.strsize,
             aggs: Vec::new(),
             agg_undo: Vec::new(),
@@ -283,9 +280,9 @@ impl<'o> Checker<'o> {
             self.tls.mark(),
             self.aggs.len(),
             self.formats.len(),
+            self.locals.mark(),
         );
         self.agg_undo.clear();
-        self.locals = self.local_decls.clone();
         let body: &[Stmt] = c.body.as_deref().unwrap_or(&[]);
         self.region = Some("action list");
         let first = self.cook_stmts(body);
@@ -308,7 +305,7 @@ impl<'o> Checker<'o> {
                 }
                 self.aggs.truncate(saved.2);
                 self.formats.truncate(saved.3);
-                self.locals = self.local_decls.clone();
+                self.locals.rollback(saved.4);
                 self.region = Some("predicate");
                 let pred = self.cook_pred(c)?;
                 self.region = Some("action list");
@@ -318,11 +315,7 @@ impl<'o> Checker<'o> {
             Err(e) => return Err(e),
         };
         self.region = None;
-        Ok(Cooked {
-            pred,
-            plans,
-            locals: std::mem::take(&mut self.locals),
-        })
+        Ok(Cooked { pred, plans })
     }
 
     fn cook_pred(&mut self, c: &Clause) -> CResult<Option<TExpr>> {
@@ -349,11 +342,12 @@ impl<'o> Checker<'o> {
                     state.check(&plans[start..], e.line)?;
                 }
                 Stmt::If(_, _, _, line) => {
+                    // split into clauses by `ifsplit` before cooking
                     return Err(CompileError::new(
-                        ErrTag::D_NOT_SUPPORTED,
+                        ErrTag::D_UNKNOWN,
                         *line,
-                        "not yet supported: if statements in clause bodies",
-                    ))
+                        "internal error: if statement reached the checker",
+                    ));
                 }
             }
         }

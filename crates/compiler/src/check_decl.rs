@@ -443,7 +443,7 @@ impl<'o> Checker<'o> {
                     let table = match scope {
                         VarScope::Global => &mut self.globals,
                         VarScope::Thread => &mut self.tls,
-                        VarScope::Local => &mut self.local_decls,
+                        VarScope::Local => &mut self.locals,
                     };
                     if let Some(old) = table.vars.get(&name) {
                         if old.ty == Some(t) && old.keys == keys {

@@ -18,6 +18,7 @@ pub mod check_expr;
 pub mod cpp;
 pub mod error;
 pub mod idents;
+pub mod ifsplit;
 pub mod lexer;
 pub mod listing;
 pub mod lower;
@@ -103,12 +104,15 @@ fn compile_here(
     check_macro_args(&ast, opts)?;
     let mut ck = Checker::new(opts, types, basic);
     let mut program = Program::default();
+    let mut if_vars = 0;
     for item in &ast.items {
         match item {
             Item::Clause(c) => {
-                let cooked = ck.cook_clause(c)?;
-                let ecbs = ck.lower(&c.probes, &cooked)?;
-                program.ecbs.extend(ecbs);
+                for c in ifsplit::split(c, &mut if_vars) {
+                    let cooked = ck.cook_clause(&c)?;
+                    let ecbs = ck.lower(&c.probes, &cooked)?;
+                    program.ecbs.extend(ecbs);
+                }
             }
             other => ck.declare(other)?,
         }

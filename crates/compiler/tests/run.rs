@@ -49,8 +49,9 @@ impl Run {
     /// Runs every ECB of `p` once (predicate, then actions) and returns the traced values.
     fn fire(&mut self, p: &Program) -> Vec<String> {
         let mut out = Vec::new();
+        // one firing of the probe: every ECB runs, sharing clause-local variables
+        self.m.begin_firing();
         for ecb in &p.ecbs {
-            self.m.begin_firing();
             if let Some(pr) = &ecb.predicate {
                 if let V::I(0) = self.eval(pr) {
                     continue;
@@ -222,4 +223,24 @@ fn macro_arguments() {
     };
     let p = compile("BEGIN { trace($1 + 1); trace($$2); trace($$1); }", &opts).unwrap();
     assert_eq!(Run::new().fire(&p), ["43", "hello", "42"]);
+}
+
+#[test]
+fn if_else_statements() {
+    let v = run(r#"
+        BEGIN /arg0 == 10/ {
+            trace(1);
+            if (arg1 == 20) {
+                trace(2);
+                if (arg2 == 31) trace(3); else { trace(4); }
+            } else {
+                trace(5);
+            }
+            trace(6);
+        }
+        BEGIN /arg0 == 11/ { if (1) { trace(7); } }
+        BEGIN { this->x = 1; }
+        BEGIN { if (this->x) trace(8); }
+    "#);
+    assert_eq!(v, ["1", "2", "4", "6", "8"]);
 }
