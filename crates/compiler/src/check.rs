@@ -175,6 +175,15 @@ pub struct Cooked {
     pub plans: Vec<Plan>,
 }
 
+/// A translator: member conversions from an input type to a struct or union.
+#[derive(Debug, Clone)]
+pub struct Xlator {
+    pub input: TypeId,
+    pub output: TypeId,
+    pub param: String,
+    pub members: Vec<crate::ast::XlatorMember>,
+}
+
 /// An inline definition.
 #[derive(Debug, Clone)]
 pub struct Inline {
@@ -205,13 +214,14 @@ pub struct Checker<'o> {
     pub region: Option<&'static str>,
     /// Typedef names known to the parser.
     pub declared_types: Vec<String>,
-    /// Translators declared (input type name, output type name).
-    pub translators: Vec<(String, String)>,
+    /// Translators declared.
+    pub translators: Vec<Xlator>,
 }
 
 impl<'o> Checker<'o> {
     /// A checker for `opts`.
-    pub fn new(opts: &'o CompileOptions, types: TypeTable, basic: Basic) -> Checker<'o> {
+    pub fn new(opts: &'o CompileOptions, mut types: TypeTable, basic: Basic) -> Checker<'o> {
+        types.strsize = opts.strsize;
         Checker {
             types,
             basic,

@@ -339,10 +339,21 @@ impl<'o> Checker<'o> {
             Item::Decl(spec, decls) => self.declare_vars(spec, decls),
             Item::Inline(tn, e, line) => self.declare_inline(tn, e, *line),
             Item::Translator {
-                out, input, line, ..
+                out,
+                input,
+                param,
+                members,
+                line,
             } => {
                 let o = self.resolve_type_name(out)?;
                 let i = self.resolve_type_name(input)?;
+                if matches!(self.types.rkind(o), TypeKind::Sou { members: None, .. }) {
+                    return err(
+                        ErrTag::D_XLATE_SOU,
+                        *line,
+                        format!("incomplete struct/union/enum {}", self.tname(o)),
+                    );
+                }
                 if !matches!(self.types.rkind(o), TypeKind::Sou { .. }) {
                     return err(
                         ErrTag::D_XLATE_SOU,
@@ -350,18 +361,40 @@ impl<'o> Checker<'o> {
                         "translator output type must be a struct or union",
                     );
                 }
-                let key = (self.tname(i), self.tname(o));
-                if self.translators.contains(&key) {
+                if self
+                    .translators
+                    .iter()
+                    .any(|x| self.types.compat(x.input, i) && self.types.compat(x.output, o))
+                {
                     return err(
                         ErrTag::D_XLATE_REDECL,
                         *line,
                         format!(
                             "translator from {} to {} has already been declared",
-                            key.0, key.1
+                            self.tname(i),
+                            self.tname(o)
                         ),
                     );
                 }
-                self.translators.push(key);
+                for m in members {
+                    if self.types.member(o, &m.name).is_none() {
+                        return err(
+                            ErrTag::D_XLATE_MEMB,
+                            m.line,
+                            format!(
+                                "translator member {} is not a member of {}",
+                                m.name,
+                                self.tname(o)
+                            ),
+                        );
+                    }
+                }
+                self.translators.push(crate::check::Xlator {
+                    input: i,
+                    output: o,
+                    param: param.clone(),
+                    members: members.clone(),
+                });
                 Ok(())
             }
             Item::Pragma(words, line) => self.pragma(words, *line),
@@ -560,7 +593,10 @@ impl<'o> Checker<'o> {
                     }
                     if name == "strsize" {
                         match value.as_deref().and_then(crate::check_decl::parse_size) {
-                            Some(v) if v > 0 && v <= u32::MAX as u64 => self.strsize = v as u32,
+                            Some(v) if v > 0 && v <= u32::MAX as u64 => {
+                                self.strsize = v as u32;
+                                self.types.strsize = v as u32;
+                            }
                             _ => {
                                 return err(
                                     ErrTag::D_PRAGMA_OPTSET,

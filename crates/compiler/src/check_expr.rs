@@ -202,6 +202,9 @@ impl<'o> Checker<'o> {
                 let (p, ty) = self.index_place(b, keys, line, false)?;
                 Ok(self.read_place(p, ty, line))
             }
+            ExprKind::Member(b, m, arrow) if matches!(b.kind, ExprKind::Xlate(..)) => {
+                self.cook_xlate_member(b, m, *arrow, line)
+            }
             ExprKind::Member(b, m, arrow) => {
                 let (p, ty) = self.member_place(b, m, *arrow, line)?;
                 Ok(self.read_place(p, ty, line))
@@ -1516,5 +1519,90 @@ impl<'o> Checker<'o> {
             ty: ret,
             line,
         })
+    }
+
+    /// `xlate<T>(e).m` / `xlate<T *>(e)->m`: the translator's conversion for `m` with its parameter
+    /// bound to `e`.
+    fn cook_xlate_member(&mut self, b: &Expr, m: &str, arrow: bool, line: u32) -> CResult<TExpr> {
+        let ExprKind::Xlate(tn, x) = &b.kind else {
+            return err(ErrTag::D_UNKNOWN, line, "invalid translation");
+        };
+        let to = self.resolve_type_name(tn)?;
+        let out = if arrow {
+            match self.types.pointee(to).filter(|_| self.types.is_pointer(to)) {
+                Some(t) => t,
+                None => {
+                    return err(
+                        ErrTag::D_OP_PTR,
+                        line,
+                        "operator -> must be applied to a pointer",
+                    )
+                }
+            }
+        } else {
+            to
+        };
+        let v = self.cook(x)?;
+        let found = self.translators.iter().find(|t| {
+            self.types.compat(t.output, out)
+                && (self.types.compat(t.input, v.ty)
+                    || (self.types.is_integer(t.input) && self.types.is_integer(v.ty))
+                    || (self.types.is_pointer(t.input) && self.types.is_pointer(v.ty)))
+        });
+        let Some(xl) = found.cloned() else {
+            return err(
+                ErrTag::D_XLATE_NONE,
+                line,
+                format!(
+                    "cannot translate from \"{}\" to \"{}\"",
+                    self.tname(v.ty),
+                    self.tname(to)
+                ),
+            );
+        };
+        let Some(mb) = xl.members.iter().find(|mb| mb.name == m) else {
+            return err(
+                ErrTag::D_XLATE_NOCONV,
+                line,
+                format!("translator does not define conversion for member: {m}"),
+            );
+        };
+        let Some(target) = self.types.member(xl.output, m) else {
+            return err(
+                ErrTag::D_TYPE_MEMBER,
+                line,
+                format!("{m} is not a member of {}", self.tname(xl.output)),
+            );
+        };
+        let arg = self.convert(v, xl.input);
+        let saved = self.inlines.insert(
+            xl.param.clone(),
+            crate::check::Inline {
+                ty: xl.input,
+                expr: arg,
+            },
+        );
+        let r = self.cook(&mb.expr);
+        match saved {
+            Some(s) => {
+                self.inlines.insert(xl.param.clone(), s);
+            }
+            None => {
+                self.inlines.remove(&xl.param);
+            }
+        }
+        let r = r?;
+        if !self.argcompat(target.ty, &r) {
+            return err(
+                ErrTag::D_XLATE_INCOMPAT,
+                mb.line,
+                format!(
+                    "translator member {m} definition uses incompatible types: \"{}\" = \"{}\"",
+                    self.tname(target.ty),
+                    self.tname(r.ty)
+                ),
+            );
+        }
+        Ok(self.convert(r, target.ty))
     }
 }

@@ -83,6 +83,8 @@ pub struct TypeTable {
     by_name: HashMap<String, TypeId>,
     /// The data model.
     pub model: DataModel,
+    /// The size of `string` objects (`strsize`).
+    pub strsize: u32,
     sources: Vec<Box<dyn TypeSource>>,
 }
 
@@ -114,6 +116,7 @@ impl TypeTable {
             types: Vec::new(),
             by_name: HashMap::new(),
             model,
+            strsize: 256,
             sources: Vec::new(),
         };
         let lp = model == DataModel::Lp64;
@@ -333,7 +336,7 @@ impl TypeTable {
         match self.rkind(id) {
             TypeKind::Void => 0,
             TypeKind::Int { size, .. } | TypeKind::Float { size } => *size as u64,
-            TypeKind::String => 0,
+            TypeKind::String => self.strsize as u64,
             TypeKind::Pointer(_) => ptr,
             TypeKind::Array(e, n) => self.size(*e).saturating_mul(*n as u64),
             TypeKind::Sou { size, .. } => *size as u64,

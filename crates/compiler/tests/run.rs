@@ -244,3 +244,18 @@ fn if_else_statements() {
     "#);
     assert_eq!(v, ["1", "2", "4", "6", "8"]);
 }
+
+#[test]
+fn translators() {
+    let v = run(r#"
+        struct info { int doubled; string name; long sum; };
+        translator struct info < long x > {
+            doubled = x * 2;
+            name = x > 5 ? "big" : "small";
+            sum = x + arg1;
+        };
+        BEGIN { trace(xlate<struct info>(arg0).doubled); trace(xlate<struct info *>(arg0)->name);
+                trace(xlate<struct info>(arg0 - 8).name); trace(xlate<struct info>(arg0).sum); }
+    "#);
+    assert_eq!(v, ["20", "big", "small", "30"]);
+}
