@@ -275,4 +275,6 @@ pub struct Program {
     pub max_macro_arg: usize,
     /// Line count of the source.
     pub last_line: u32,
+    /// `defaultargs` was in effect (option or pragma).
+    pub default_args: bool,
 }

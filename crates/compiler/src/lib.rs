@@ -99,7 +99,7 @@ fn compile_here(
         default_args: opts.default_args,
     };
     let names: HashSet<String> = types.typedef_names().into_iter().collect();
-    let parser = parser::Parser::new(text, &env, names, opts.source == SourceKind::File);
+    let parser = parser::Parser::new(text, env, names, opts.source == SourceKind::File);
     let ast = parser.program()?;
     check_macro_args(&ast, opts)?;
     let mut ck = Checker::new(opts, types, basic);
@@ -131,7 +131,7 @@ fn compile_here(
 }
 
 fn check_macro_args(ast: &ast::Program, opts: &CompileOptions) -> CResult<()> {
-    if opts.default_args {
+    if opts.default_args || ast.default_args {
         return Ok(());
     }
     let n = opts.args.len().saturating_sub(1);

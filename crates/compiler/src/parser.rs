@@ -26,7 +26,7 @@ pub struct Parser<'a> {
     peeked: VecDeque<Token>,
     /// Typedef names known so far (built-in ones included).
     pub typenames: HashSet<String>,
-    macros: &'a MacroEnv,
+    macros: MacroEnv,
     max_arg: usize,
     from_file: bool,
     depth: u32,
@@ -49,7 +49,7 @@ impl<'a> Parser<'a> {
     /// `from_file` makes a bare probe description an error as DTrace does for files.
     pub fn new(
         src: &'a str,
-        macros: &'a MacroEnv,
+        macros: MacroEnv,
         typenames: HashSet<String>,
         from_file: bool,
     ) -> Parser<'a> {
@@ -126,7 +126,17 @@ impl<'a> Parser<'a> {
         loop {
             if let Some((line, words)) = self.lex.control_line()? {
                 match words.first().map(String::as_str) {
-                    Some("pragma") => items.push(Item::Pragma(words[1..].to_vec(), line)),
+                    Some("pragma") => {
+                        // options that change how the rest of the program is read
+                        if words.len() >= 4 && words[1] == "D" && words[2] == "option" {
+                            for w in &words[3..] {
+                                if w == "defaultargs" {
+                                    self.macros.default_args = true;
+                                }
+                            }
+                        }
+                        items.push(Item::Pragma(words[1..].to_vec(), line))
+                    }
                     Some("error") => {
                         return err(
                             ErrTag::D_PRAGERR,
@@ -165,6 +175,7 @@ impl<'a> Parser<'a> {
             items,
             max_macro_arg: self.max_arg,
             last_line: self.lex.line(),
+            default_args: self.macros.default_args,
         })
     }
 
