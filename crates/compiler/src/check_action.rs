@@ -286,7 +286,7 @@ impl<'o> Checker<'o> {
         line: u32,
         aggs: bool,
     ) -> CResult<Vec<Plan>> {
-        if fmt.is_empty() {
+        if fmt.is_empty() && fname != "freopen" {
             return err(
                 ErrTag::D_PRINTF_FMT_EMPTY,
                 line,

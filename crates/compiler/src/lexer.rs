@@ -103,9 +103,16 @@ fn is_pspec_char(c: u8) -> bool {
 impl<'a> Lexer<'a> {
     /// A lexer at the start of `src`.
     pub fn new(src: &'a str) -> Lexer<'a> {
+        let src = src.as_bytes();
+        // an interpreter line (`#!/usr/sbin/dtrace -s`) is not part of the program
+        let pos = if src.starts_with(b"#!") {
+            src.iter().position(|c| *c == b'\n').unwrap_or(src.len())
+        } else {
+            0
+        };
         Lexer {
-            src: src.as_bytes(),
-            pos: 0,
+            src,
+            pos,
             line: 1,
             in_predicate: false,
         }

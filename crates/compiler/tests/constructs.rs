@@ -385,6 +385,9 @@ fn subroutines_compile_with_their_prototypes() {
 }
 
 const CORPUS: &[&str] = &[
+    r#"#!/usr/sbin/dtrace -qs
+BEGIN { freopen(""); printf("%Y\n", walltimestamp); }
+"#,
     r#"
 #pragma D option quiet
 syscall::read:entry
