@@ -96,3 +96,12 @@ fn c_preprocessor() {
     let e = compile(src, &o).unwrap_err();
     assert_eq!(e.line, Some(4));
 }
+
+#[test]
+fn freopen_with_an_empty_name_restores_stdout() {
+    let o = CompileOptions {
+        destructive: true,
+        ..Default::default()
+    };
+    assert!(compile("BEGIN { freopen(\"\"); }", &o).is_ok());
+}
