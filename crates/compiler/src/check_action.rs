@@ -831,13 +831,27 @@ impl<'o> Checker<'o> {
             AggFunc::Llquantize => 5,
             _ => usize::MAX,
         };
-        if args.len() > incr_pos {
-            return err(
-                ErrTag::D_NOT_SUPPORTED,
-                line,
-                format!("not yet supported: {fname}( ) increment argument"),
-            );
-        }
+        // the increment: a DIFEXPR of size 0 just before the aggregating action, counted in ntuple
+        // (DTrace's `dtag_hasarg` convention)
+        let incr = match args.get(incr_pos) {
+            Some(a) => {
+                let v = self.cook(a)?;
+                if !self.types.is_scalar(v.ty) {
+                    return err(
+                        ErrTag::D_AGG_SCALAR,
+                        line,
+                        format!(
+                            "{fname}( ) argument #{} must be of scalar type",
+                            incr_pos + 1
+                        ),
+                    );
+                }
+                let mut p = Plan::new(ActionKind::DifExpr, Some(v));
+                p.void_result = true;
+                Some(p)
+            }
+            None => None,
+        };
         let arg = match func {
             AggFunc::Lquantize => self.lquantize_params(&args[1..], line)?,
             AggFunc::Llquantize => self.llquantize_params(&args[1..], line)?,
@@ -904,8 +918,9 @@ impl<'o> Checker<'o> {
             }
             None => self.aggs[idx].keys = Some(key_types.clone()),
         }
-        let ntuple = key_plans.len() as u32;
+        let ntuple = (key_plans.len() + usize::from(incr.is_some())) as u32;
         plans.extend(key_plans);
+        plans.extend(incr);
         let mut p = Plan::new(func.kind(), value);
         p.arg = arg;
         p.uarg = agg.id as u64;

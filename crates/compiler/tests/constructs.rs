@@ -457,3 +457,28 @@ fn corpus_objects_are_well_formed() {
         assert!(!dtrace_compiler::listing(&p).is_empty());
     }
 }
+
+#[test]
+fn aggregation_increments_follow_dtrace_hasarg() {
+    let p = c("BEGIN { @q[pid] = quantize(arg0, 5); @l = lquantize(arg0, 0, 10, 1, arg1); @ll = llquantize(arg0, 10, 0, 3, 10, 2); }");
+    let a = &p.ecbs[0].actions;
+    use ActionKind::*;
+    let ks: Vec<ActionKind> = a.iter().map(|x| x.kind).collect();
+    assert_eq!(
+        ks,
+        [
+            DifExpr,
+            DifExpr,
+            AggQuantize,
+            DifExpr,
+            AggLquantize,
+            DifExpr,
+            AggLlquantize
+        ]
+    );
+    // the increment is a zero-size DIFEXPR counted in ntuple
+    assert_eq!(a[1].difo.as_ref().unwrap().rtype.size, 0);
+    assert_eq!(a[2].ntuple, 2);
+    assert_eq!(a[4].ntuple, 1);
+    assert_eq!(a[6].ntuple, 1);
+}
