@@ -1030,7 +1030,7 @@ impl<'o> Checker<'o> {
         if t.is_integer(l) && t.is_integer(r.ty) {
             return true;
         }
-        if t.is_strcompat(l) && t.is_strcompat(r.ty) && (t.is_string(l) || t.is_string(r.ty)) {
+        if t.is_strcompat(l) && t.is_strcompat(r.ty) {
             return true;
         }
         if t.is_pointer(l) && t.is_pointer(r.ty) {

@@ -385,6 +385,7 @@ fn subroutines_compile_with_their_prototypes() {
 }
 
 const CORPUS: &[&str] = &[
+    include_str!("scripts/opens.d"),
     r#"#!/usr/sbin/dtrace -qs
 BEGIN { printf("%Y\n", walltimestamp); }
 "#,
