@@ -2,8 +2,8 @@
 //!
 //! It owns D's lexer ([`lexer`]), parser ([`parser`], [`ast`]), macro variables ([`macros`]), types
 //! ([`types`], with [`types::TypeSource`] for CTF-backed types), the checker that types and resolves
-//! every expression and reports DTrace's `D_*` errors ([`check`], [`check_expr`], [`check_decl`],
-//! [`check_action`], [`printf`]), code generation to DIF ([`cg`]), lowering to ECB descriptions
+//! every expression and reports DTrace's `D_*` errors ([`check`], [`check_expr`], [`check_place`], [`check_decl`],
+//! [`check_action`], [`printf`], [`ifsplit`]), code generation to DIF ([`cg`]), lowering to ECB descriptions
 //! ([`lower`]) and the `dtrace -S` listing ([`listing`]). It does not execute DIF (that is
 //! `dtrace-dif`/`dtrace-framework`) nor know which probes exist (the consumer matches descriptions).
 //!
@@ -15,6 +15,7 @@ pub mod check;
 pub mod check_action;
 pub mod check_decl;
 pub mod check_expr;
+pub mod check_place;
 pub mod cpp;
 pub mod error;
 pub mod idents;
