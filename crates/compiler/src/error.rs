@@ -1,8 +1,6 @@
 //! Compile errors as DTrace reports them: a message, the `D_*` error tag shown under `-x errtags`, and
 //! where it happened (a line when compiling a file, a region such as "action list" for `-n` strings).
 
-use std::fmt;
-
 macro_rules! errtags {
     ($($name:ident,)*) => {
         /// DTrace's compiler error tags (`dt_errtag_t`); the tag name is what `-x errtags` prints.
@@ -46,8 +44,10 @@ errtags! {
     D_TRUNC_SCALAR, D_TRUNC_AGGARG, D_ACT_DESTRUCT, D_NOT_SUPPORTED, D_NOREG,
 }
 
-/// Where a compile error happened, to the extent DTrace reports it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A compile error: DTrace's tag and message, and where it happened to the extent DTrace reports it.
+/// It displays as `dtrace_errmsg()` does for a file (`line N: message`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", self.file_message(false))]
 pub struct CompileError {
     /// The error tag.
     pub tag: ErrTag,
@@ -58,8 +58,6 @@ pub struct CompileError {
     /// The region being compiled ("action list", "predicate"), when known.
     pub region: Option<&'static str>,
 }
-
-impl std::error::Error for CompileError {}
 
 impl CompileError {
     /// An error with a tag and message at a line.
@@ -117,12 +115,6 @@ impl CompileError {
         } else {
             String::new()
         }
-    }
-}
-
-impl fmt::Display for CompileError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.file_message(false))
     }
 }
 
