@@ -5,7 +5,7 @@
 use dtrace_dif::subr::Subr;
 use dtrace_dif::vars::*;
 
-/// `cpu`: not in `dtrace_dif::vars`; numbered as in FreeBSD/OpenDTrace (`DIF_VAR_CPU`).
+/// `cpu`: not in `dtrace_dif::vars`; numbered as in FreeBSD/OpenDTrace (`DIF_VAR_CPU`, type `int`).
 pub const DIF_VAR_CPU: u32 = 0x0200;
 
 /// A built-in variable.
@@ -82,7 +82,7 @@ pub const BUILTIN_VARS: &[BuiltinVar] = &[
     bv("gid", DIF_VAR_GID, "gid_t"),
     bv("errno", DIF_VAR_ERRNO, "int"),
     bv("execargs", DIF_VAR_EXECARGS, "string"),
-    bv("cpu", DIF_VAR_CPU, "processorid_t"),
+    bv("cpu", DIF_VAR_CPU, "int"),
 ];
 
 /// Looks up a built-in variable.
