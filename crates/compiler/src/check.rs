@@ -274,6 +274,22 @@ impl<'o> Checker<'o> {
         self.aggs.len() - 1
     }
 
+    /// The id of an aggregation referenced (not assigned): it must have been assigned before.
+    pub fn agg_ref(&mut self, name: &str, line: u32) -> CResult<u64> {
+        match self
+            .aggs
+            .iter()
+            .find(|a| a.name == name && a.func.is_some())
+        {
+            Some(a) => Ok(a.id as u64),
+            None => Err(CompileError::new(
+                ErrTag::D_IDENT_UNDEF,
+                line,
+                format!("failed to resolve @{name}: Unknown variable name"),
+            )),
+        }
+    }
+
     /// Cooks a clause: actions first, then the predicate; if the actions refer to a variable the
     /// predicate creates, the predicate first (DTrace's `dt_cook_clause` order).
     pub fn cook_clause(&mut self, c: &Clause) -> CResult<Cooked> {

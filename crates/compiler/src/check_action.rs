@@ -229,12 +229,8 @@ impl<'o> Checker<'o> {
     }
 
     fn agg_arg(&mut self, fname: &str, i: usize, a: &Expr) -> CResult<u64> {
-        let _ = (fname, i);
         match a.kind {
-            ExprKind::Agg(ref n) => {
-                let idx = self.agg(n);
-                Ok(self.aggs[idx].id as u64)
-            }
+            ExprKind::Agg(ref n) => self.agg_ref(n, a.line),
             _ => {
                 let t = self.cook(a)?;
                 let tag = match fname {

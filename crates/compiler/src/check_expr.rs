@@ -181,9 +181,8 @@ impl<'o> Checker<'o> {
             ExprKind::Ident(n) => self.cook_ident(n, line),
             ExprKind::Agg(a) => {
                 // the value of an aggregation reference is its id (printa, clear, ...)
-                let i = self.agg(a);
-                let id = self.aggs[i].id;
-                Ok(TExpr::int(id as u64, self.basic.int, line))
+                let id = self.agg_ref(a, line)?;
+                Ok(TExpr::int(id, self.basic.int, line))
             }
             ExprKind::ScopedVar(sc, n) => {
                 let (p, ty) = self.var_place(*sc, n, line, false)?;

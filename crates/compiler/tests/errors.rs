@@ -370,7 +370,7 @@ fn action_errors() {
         "line 1: clear( ) prototype mismatch: 0 args passed, 1 expected",
     );
     golden(
-        "BEGIN { trunc(@a, \"x\"); }",
+        "BEGIN { @a = count(); trunc(@a, \"x\"); }",
         ErrTag::D_TRUNC_SCALAR,
         "line 1: trunc( ) argument #2 must be of scalar type",
     );
@@ -385,7 +385,7 @@ fn action_errors() {
         "line 1: normalize( ) prototype mismatch: 1 arg passed, 2 expected",
     );
     golden(
-        "BEGIN { normalize(@a, \"x\"); }",
+        "BEGIN { @a = count(); normalize(@a, \"x\"); }",
         ErrTag::D_NORMALIZE_SCALAR,
         "line 1: normalize( ) argument #2 must be of scalar type",
     );
@@ -443,6 +443,11 @@ fn speculation_ordering() {
 
 #[test]
 fn aggregation_errors() {
+    golden(
+        "END { printa(@nope); }",
+        ErrTag::D_IDENT_UNDEF,
+        "line 1: failed to resolve @nope: Unknown variable name",
+    );
     golden(
         "BEGIN { @a = 1; }",
         ErrTag::D_AGG_FUNC,
