@@ -403,6 +403,9 @@ impl<'o> Checker<'o> {
     }
 
     fn declare_vars(&mut self, spec: &DeclSpec, decls: &[(Declarator, u32)]) -> CResult<()> {
+        if decls.is_empty() && matches!(spec.base, BaseType::Named(_)) {
+            return err(ErrTag::D_DECL_USELESS, spec.line, "useless declaration");
+        }
         let base = self.base_type(spec)?;
         for (d, line) in decls {
             let (t, keys) = self.apply_declarator(base, d, *line)?;

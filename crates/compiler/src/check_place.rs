@@ -136,6 +136,16 @@ impl<'o> Checker<'o> {
         let (scope, name) = match &b.kind {
             ExprKind::Ident(n) => (VarScope::Global, n.clone()),
             ExprKind::ScopedVar(sc, n) => (*sc, n.clone()),
+            ExprKind::Index(ib, _) if matches!(&ib.kind, ExprKind::Agg(_)) => {
+                let ExprKind::Agg(a) = &ib.kind else {
+                    return err(ErrTag::D_UNKNOWN, line, "invalid aggregation reference");
+                };
+                return err(
+                    ErrTag::D_AGG_MDIM,
+                    line,
+                    format!("improper attempt to reference @{a} as a multi-dimensional array"),
+                );
+            }
             ExprKind::Agg(a) => {
                 return err(
                     ErrTag::D_AGG_FUNC,

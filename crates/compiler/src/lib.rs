@@ -102,6 +102,13 @@ fn compile_here(
     let names: HashSet<String> = types.typedef_names().into_iter().collect();
     let parser = parser::Parser::new(text, env, names, opts.source == SourceKind::File);
     let ast = parser.program()?;
+    if ast.items.is_empty() {
+        return Err(CompileError::new(
+            ErrTag::D_EMPTY,
+            ast.last_line,
+            "empty D program translation unit",
+        ));
+    }
     check_macro_args(&ast, opts)?;
     let mut ck = Checker::new(opts, types, basic);
     let mut program = Program::default();

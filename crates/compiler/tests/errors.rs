@@ -523,6 +523,21 @@ fn aggregation_errors() {
 #[test]
 fn declaration_errors() {
     golden(
+        "int;",
+        ErrTag::D_DECL_USELESS,
+        "line 1: useless declaration",
+    );
+    golden(
+        "\n/* nothing */\n",
+        ErrTag::D_EMPTY,
+        "line 3: empty D program translation unit",
+    );
+    golden(
+        "BEGIN { @a[1][2] = count(); }",
+        ErrTag::D_AGG_MDIM,
+        "line 1: improper attempt to reference @a as a multi-dimensional array",
+    );
+    golden(
         "int x; int x[4];",
         ErrTag::D_DECL_IDRED,
         "line 1: identifier redeclared: x",
