@@ -17,6 +17,9 @@ use crate::error::{err, CResult, ErrTag};
 use crate::tree::{CmpKind, Place, TExpr, VarRef, TK};
 use crate::types::TypeTable;
 
+/// Tuple-stack entries a call or key list may use (`dtc_diftupregs`).
+pub const TUPLE_REGS: usize = 8;
+
 enum Ins {
     I(Instr),
     Br(Opcode, usize),
@@ -475,6 +478,13 @@ impl<'a> Cg<'a> {
 
     /// Evaluates `args`, flushes the tuple stack and pushes them (DTrace's `dt_cg_arglist`).
     fn push_tuple(&mut self, args: &[TExpr]) -> CResult<()> {
+        if args.len() > TUPLE_REGS {
+            return err(
+                ErrTag::D_NOREG,
+                self.line,
+                "Insufficient tuple registers to generate code",
+            );
+        }
         let mut regs = Vec::new();
         for a in args {
             regs.push(self.gen(a)?);

@@ -639,3 +639,23 @@ fn line_numbers_follow_the_source() {
     let err = e("#line 100\nBEGIN { y = z; }\n");
     assert_eq!(err.line, Some(100));
 }
+
+#[test]
+fn code_generation_limits() {
+    let e = e("BEGIN { a[1, 2, 3, 4, 5, 6, 7, 8, 9] = 1; }");
+    assert_eq!(e.tag, ErrTag::D_NOREG);
+    assert_eq!(
+        e.file_message(false),
+        "line 1: Insufficient tuple registers to generate code"
+    );
+    let e = super_deep_registers();
+    assert_eq!(e.tag, ErrTag::D_NOREG);
+    assert_eq!(
+        e.file_message(false),
+        "line 1: Insufficient registers to generate code"
+    );
+}
+
+fn super_deep_registers() -> dtrace_compiler::CompileError {
+    e("BEGIN { trace(arg0 + (arg1 + (arg2 + (arg3 + (arg4 + (arg5 + (arg6 + (arg7 + arg8)))))))); }")
+}
