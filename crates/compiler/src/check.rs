@@ -214,6 +214,12 @@ pub struct Checker<'o> {
     pub region: Option<&'static str>,
     /// Typedef names known to the parser.
     pub declared_types: Vec<String>,
+    /// Argument types of the probes of the clause being cooked, when known.
+    pub probe_args: Option<Vec<TypeId>>,
+    /// The clause's first probe description (for messages).
+    pub probe_name: String,
+    /// Where probe argument types come from.
+    pub probe_info: Option<&'o dyn crate::ProbeInfo>,
     /// Translators declared.
     pub translators: Vec<Xlator>,
 }
@@ -239,6 +245,9 @@ impl<'o> Checker<'o> {
             region: None,
             declared_types: Vec::new(),
             translators: Vec::new(),
+            probe_args: None,
+            probe_name: String::new(),
+            probe_info: None,
         }
     }
 
@@ -274,6 +283,63 @@ impl<'o> Checker<'o> {
         self.aggs.len() - 1
     }
 
+    /// Looks up the argument types of the clause's probes: known only when every description
+    /// yields the same types.
+    fn set_probe_args(&mut self, c: &Clause) -> CResult<()> {
+        self.probe_args = None;
+        self.probe_name = c.probes.first().map(|p| p.0.clone()).unwrap_or_default();
+        let Some(info) = self.probe_info else {
+            return Ok(());
+        };
+        let mut common: Option<Vec<String>> = None;
+        for (spec, line) in &c.probes {
+            let desc = crate::lower::probe_desc(spec, *line)?;
+            let Some(t) = info.arg_types(&desc) else {
+                return Ok(());
+            };
+            match &common {
+                Some(c) if *c != t => return Ok(()),
+                _ => common = Some(t),
+            }
+        }
+        let Some(names) = common else { return Ok(()) };
+        let mut ids = Vec::new();
+        for n in &names {
+            let t = self.parse_type_name(n).ok_or_else(|| {
+                CompileError::new(
+                    ErrTag::D_ARGS_TYPE,
+                    c.line,
+                    format!(
+                        "failed to resolve native argument type {n} for {}",
+                        self.probe_name
+                    ),
+                )
+            })?;
+            ids.push(t);
+        }
+        self.probe_args = Some(ids);
+        Ok(())
+    }
+
+    /// A type named by a string such as `char *` or `struct file *`.
+    pub fn parse_type_name(&mut self, s: &str) -> Option<TypeId> {
+        let (base, ptrs) = {
+            let t = s.trim_end();
+            let n = t
+                .chars()
+                .rev()
+                .take_while(|c| *c == '*' || *c == ' ')
+                .filter(|c| *c == '*')
+                .count();
+            (t.trim_end_matches(['*', ' ']).trim(), n)
+        };
+        let mut t = self.types.lookup(base)?;
+        for _ in 0..ptrs {
+            t = self.types.pointer_to(t);
+        }
+        Some(t)
+    }
+
     /// The id of an aggregation referenced (not assigned): it must have been assigned before.
     pub fn agg_ref(&mut self, name: &str, line: u32) -> CResult<u64> {
         match self
@@ -301,6 +367,7 @@ impl<'o> Checker<'o> {
     }
 
     fn cook_clause_inner(&mut self, c: &Clause) -> CResult<Cooked> {
+        self.set_probe_args(c)?;
         let saved = (
             self.globals.mark(),
             self.tls.mark(),

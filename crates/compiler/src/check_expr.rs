@@ -197,6 +197,9 @@ impl<'o> Checker<'o> {
             ExprKind::Assign(op, l, r) => self.cook_assign(*op, l, r, line),
             ExprKind::Cond(c, a, b) => self.cook_cond(c, a, b, line),
             ExprKind::Call(n, args) => self.cook_call(n, args, line),
+            ExprKind::Index(b, keys) if self.is_builtin_array(b) => {
+                self.cook_builtin_index(b, keys, line)
+            }
             ExprKind::Index(b, keys) => {
                 let (p, ty) = self.index_place(b, keys, line, false)?;
                 Ok(self.read_place(p, ty, line))
@@ -1049,5 +1052,88 @@ impl<'o> Checker<'o> {
             ty: ret,
             line,
         })
+    }
+
+    fn is_builtin_array(&self, b: &Expr) -> bool {
+        match &b.kind {
+            ExprKind::Ident(n) => {
+                !self.globals.vars.contains_key(n)
+                    && !self.inlines.contains_key(n)
+                    && builtin_var(n).is_some_and(|v| v.array)
+            }
+            _ => false,
+        }
+    }
+
+    /// `args[i]`, `regs[i]`, `uregs[i]`: `args[]` takes the probe's argument types when the
+    /// [`crate::ProbeInfo`] knows them (the index must then be a constant in range).
+    fn cook_builtin_index(&mut self, b: &Expr, keys: &[Expr], line: u32) -> CResult<TExpr> {
+        let ExprKind::Ident(n) = &b.kind else {
+            return err(ErrTag::D_UNKNOWN, line, "invalid built-in array reference");
+        };
+        let Some(bv) = builtin_var(n) else {
+            return err(ErrTag::D_UNKNOWN, line, "invalid built-in array reference");
+        };
+        if keys.len() != 1 {
+            return err(
+                ErrTag::D_PROTO_LEN,
+                line,
+                format!(
+                    "{n}[ ] prototype mismatch: {} args passed, 1 expected",
+                    keys.len()
+                ),
+            );
+        }
+        let idx = self.cook(&keys[0])?;
+        if !self.types.is_integer(idx.ty) {
+            return err(
+                ErrTag::D_PROTO_ARG,
+                line,
+                format!(
+                    "{n}[ ] argument #1 is incompatible with prototype:\n\tprototype: int\n\t argument: {}",
+                    self.tname(idx.ty)
+                ),
+            );
+        }
+        let mut ty = self.named_type(bv.ty);
+        if bv.id == dtrace_dif::vars::DIF_VAR_ARGS {
+            if let Some(types) = self.probe_args.clone() {
+                let Some(i) = idx.as_const() else {
+                    return err(
+                        ErrTag::D_ARGS_IDX,
+                        line,
+                        "index for args[ ] must be an integer constant",
+                    );
+                };
+                match types.get(i as usize) {
+                    Some(t) => ty = *t,
+                    None => {
+                        return err(
+                            ErrTag::D_ARGS_IDX,
+                            line,
+                            format!(
+                                "index {} is out of range for {} args[ ]",
+                                i as i64, self.probe_name
+                            ),
+                        )
+                    }
+                }
+            }
+        }
+        let idx = self.convert(idx, self.basic.int64);
+        let raw = TExpr {
+            kind: TK::BuiltinArray(bv.id, Box::new(idx)),
+            ty: self.basic.int64,
+            line,
+        };
+        if self.types.is_integer(ty) {
+            Ok(self.convert(raw, ty))
+        } else {
+            Ok(TExpr {
+                kind: TK::Retype(Box::new(raw)),
+                ty,
+                line,
+            })
+        }
     }
 }

@@ -39,6 +39,15 @@ pub use error::{CompileError, ErrTag};
 pub use options::{CompileOptions, SourceKind};
 pub use types::{DataModel, TypeSource};
 
+use dtrace_dif::program::ProbeDesc;
+
+/// What the compiler may learn about probes: the native argument types (`args[]`) of the probes a
+/// description matches, as C type names (`"int"`, `"char *"`), when the provider knows them.
+pub trait ProbeInfo: Sync {
+    /// Argument types of the probes `desc` matches, or `None` when unknown or not uniform.
+    fn arg_types(&self, desc: &ProbeDesc) -> Option<Vec<String>>;
+}
+
 use ast::Item;
 use check::Checker;
 use error::CResult;
@@ -59,11 +68,21 @@ pub fn compile_with_types(
     opts: &CompileOptions,
     sources: Vec<Box<dyn TypeSource>>,
 ) -> Result<Program, CompileError> {
+    compile_with(source, opts, sources, None)
+}
+
+/// Compiles a D program with extra type sources and a source of probe argument types.
+pub fn compile_with(
+    source: &str,
+    opts: &CompileOptions,
+    sources: Vec<Box<dyn TypeSource>>,
+    probes: Option<&dyn ProbeInfo>,
+) -> Result<Program, CompileError> {
     std::thread::scope(|s| {
         match std::thread::Builder::new()
             .name("dtrace-compile".into())
             .stack_size(COMPILE_STACK)
-            .spawn_scoped(s, || compile_here(source, opts, sources))
+            .spawn_scoped(s, || compile_here(source, opts, sources, probes))
         {
             Ok(h) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
             Err(_) => Err(CompileError::new(
@@ -82,6 +101,7 @@ fn compile_here(
     source: &str,
     opts: &CompileOptions,
     sources: Vec<Box<dyn TypeSource>>,
+    probes: Option<&dyn ProbeInfo>,
 ) -> Result<Program, CompileError> {
     let pre;
     let text = if opts.cpp {
@@ -111,6 +131,7 @@ fn compile_here(
     }
     check_macro_args(&ast, opts)?;
     let mut ck = Checker::new(opts, types, basic);
+    ck.probe_info = probes;
     let mut program = Program::default();
     let mut if_vars = 0;
     for item in &ast.items {

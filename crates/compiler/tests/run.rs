@@ -259,3 +259,45 @@ fn translators() {
     "#);
     assert_eq!(v, ["20", "big", "small", "30"]);
 }
+
+struct Syscalls;
+
+impl dtrace_compiler::ProbeInfo for Syscalls {
+    fn arg_types(&self, d: &dtrace_dif::program::ProbeDesc) -> Option<Vec<String>> {
+        (d.function == "read").then(|| vec!["int".into(), "char *".into(), "size_t".into()])
+    }
+}
+
+#[test]
+fn args_array_and_probe_argument_types() {
+    assert_eq!(val("args[1] + args[2]"), "50");
+    let p = dtrace_compiler::compile_with(
+        "syscall::read:entry { trace(args[0]); trace(args[1]); trace(args[2]); }",
+        &CompileOptions::default(),
+        Vec::new(),
+        Some(&Syscalls),
+    )
+    .unwrap();
+    let a = &p.ecbs[0].actions;
+    let rt: Vec<u32> = a
+        .iter()
+        .map(|x| x.difo.as_ref().unwrap().rtype.size)
+        .collect();
+    assert_eq!(rt, [4, 8, 8]);
+    assert_eq!(Run::new().fire(&p), ["10", "20", "30"]);
+    let e = dtrace_compiler::compile_with(
+        "syscall::read:entry { trace(args[3]); }",
+        &CompileOptions::default(),
+        Vec::new(),
+        Some(&Syscalls),
+    )
+    .unwrap_err();
+    assert_eq!(e.tag, dtrace_compiler::ErrTag::D_ARGS_IDX);
+    assert_eq!(
+        e.file_message(false),
+        "line 1: index 3 is out of range for syscall::read:entry args[ ]"
+    );
+    // args[] cannot be assigned
+    let e = compile("BEGIN { args[0] = 1; }", &CompileOptions::default()).unwrap_err();
+    assert_eq!(e.tag, dtrace_compiler::ErrTag::D_OP_WRITE);
+}
