@@ -312,6 +312,9 @@ impl<'o> Checker<'o> {
     }
 
     fn cook_ident(&mut self, n: &str, line: u32) -> CResult<TExpr> {
+        if n == "self" || n == "this" {
+            return err(ErrTag::D_SYNTAX, line, format!("syntax error near \"{n}\""));
+        }
         if let Some(inl) = self.inlines.get(n) {
             let mut e = inl.expr.clone();
             e.line = line;

@@ -457,6 +457,9 @@ impl<'o> Checker<'o> {
         create: bool,
     ) -> CResult<(Place, TypeId)> {
         match &x.kind {
+            ExprKind::Ident(n) if n == "self" || n == "this" => {
+                err(ErrTag::D_SYNTAX, line, format!("syntax error near \"{n}\""))
+            }
             ExprKind::Ident(n) => {
                 if self.inlines.contains_key(n)
                     || builtin_var(n).is_some()

@@ -301,3 +301,21 @@ fn args_array_and_probe_argument_types() {
     let e = compile("BEGIN { args[0] = 1; }", &CompileOptions::default()).unwrap_err();
     assert_eq!(e.tag, dtrace_compiler::ErrTag::D_OP_WRITE);
 }
+
+#[test]
+fn associative_arrays_update_in_place() {
+    let v = run(r#"
+        BEGIN { a["x"]++; a["x"] += 5; ++a["y"]; self->c[pid, "k"] = 2; self->c[pid, "k"] *= 21; }
+        BEGIN { trace(a["x"]); trace(a["y"]); trace(self->c[100, "k"]); trace(a["nope"]); }
+    "#);
+    assert_eq!(v, ["6", "1", "42", "0"]);
+}
+
+#[test]
+fn strings_in_variables_and_conditionals() {
+    let v = run(r#"
+        BEGIN { s = execname; t = strjoin(s, "!"); self->u = t; }
+        BEGIN /self->u == "fake!"/ { trace(self->u); trace(strlen(self->u) > 3 ? "long" : "short"); }
+    "#);
+    assert_eq!(v, ["fake!", "long"]);
+}
