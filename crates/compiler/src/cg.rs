@@ -354,7 +354,7 @@ impl<'a> Cg<'a> {
             }
             TK::Assign(p, v) => {
                 let rv = self.gen(v)?;
-                self.store(p, rv)?;
+                self.store(p, rv, e.ty)?;
                 Ok(rv)
             }
             TK::IncDec { place, delta, post } => {
@@ -367,7 +367,7 @@ impl<'a> Cg<'a> {
                     r2: rd,
                     rd,
                 });
-                self.store(place, rd)?;
+                self.store(place, rd, e.ty)?;
                 if *post {
                     self.free(rd);
                     Ok(rv)
@@ -575,7 +575,7 @@ impl<'a> Cg<'a> {
         }
     }
 
-    fn store(&mut self, p: &Place, rv: Reg) -> CResult<()> {
+    fn store(&mut self, p: &Place, rv: Reg, ty: crate::types::TypeId) -> CResult<()> {
         match p {
             Place::Var(v) => {
                 self.note_var(v, DIFV_F_MOD);
@@ -606,11 +606,19 @@ impl<'a> Cg<'a> {
                 });
                 Ok(())
             }
-            Place::Mem(..) => err(
-                ErrTag::D_OP_WRITE,
-                self.line,
-                "operator = can only be applied to a writable variable",
-            ),
+            Place::Mem(addr, _) => {
+                // a store into a D variable's storage (scalar arrays, members)
+                let ra = self.gen(addr)?;
+                let op = match self.types.size(ty) {
+                    1 => Opcode::Stb,
+                    2 => Opcode::Sth,
+                    4 => Opcode::Stw,
+                    _ => Opcode::Stx,
+                };
+                self.emit(Instr::Store { op, r1: rv, rd: ra });
+                self.free(ra);
+                Ok(())
+            }
         }
     }
 }

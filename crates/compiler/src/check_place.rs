@@ -482,24 +482,23 @@ impl<'o> Checker<'o> {
             }
             ExprKind::ScopedVar(sc, n) => self.var_place(*sc, n, line, create),
             ExprKind::Index(b, keys) => {
-                self.index_place(b, keys, line, create).and_then(|(p, t)| {
-                    if matches!(p, Place::Mem(..)) {
-                        return err(
-                            ErrTag::D_OP_WRITE,
-                            line,
-                            format!("operator {op} can only be applied to a writable variable"),
-                        );
-                    }
-                    Ok((p, t))
-                })
+                let (p, t) = self.index_place(b, keys, line, create)?;
+                self.writable_mem(p, t, line, op)
             }
-            ExprKind::Member(..) | ExprKind::Unary(UnOp::Deref, _) => {
-                let _ = self.cook(x)?;
-                err(
-                    ErrTag::D_OP_WRITE,
-                    line,
-                    format!("operator {op} can only be applied to a writable variable"),
-                )
+            ExprKind::Member(b, m, arrow) => {
+                let (p, t) = self.member_place(b, m, *arrow, line)?;
+                self.writable_mem(p, t, line, op)
+            }
+            ExprKind::Unary(UnOp::Deref, _) => {
+                let v = self.cook(x)?;
+                match v.kind {
+                    TK::Read(p) => self.writable_mem(*p, v.ty, line, op),
+                    _ => err(
+                        ErrTag::D_OP_LVAL,
+                        line,
+                        format!("operator {op} requires modifiable lvalue as an operand"),
+                    ),
+                }
             }
             ExprKind::Agg(a) => err(
                 ErrTag::D_AGG_FUNC,
@@ -606,5 +605,31 @@ impl<'o> Checker<'o> {
             );
         }
         Ok(self.convert(r, target.ty))
+    }
+
+    /// Memory places are writable only inside D variables (scalar arrays, struct members of D
+    /// variables), as DTrace's `DT_NF_WRITABLE` propagation allows; variables pass through.
+    fn writable_mem(&self, p: Place, t: TypeId, line: u32, op: &str) -> CResult<(Place, TypeId)> {
+        let Place::Mem(a, _) = &p else {
+            return Ok((p, t));
+        };
+        if in_variable(a) && !self.types.is_by_ref(t) {
+            return Ok((p, t));
+        }
+        err(
+            ErrTag::D_OP_WRITE,
+            line,
+            format!("operator {op} can only be applied to a writable variable"),
+        )
+    }
+}
+
+/// Whether an address points into a D variable's storage.
+fn in_variable(a: &TExpr) -> bool {
+    match &a.kind {
+        TK::Read(p) => matches!(p.as_ref(), Place::Var(_) | Place::Assoc(..)),
+        TK::Binary(BinOp::Add, l, _) => in_variable(l),
+        TK::Retype(x) => in_variable(x),
+        _ => false,
     }
 }

@@ -319,3 +319,26 @@ fn strings_in_variables_and_conditionals() {
     "#);
     assert_eq!(v, ["fake!", "long"]);
 }
+
+#[test]
+fn scalar_arrays_in_variables_are_writable() {
+    let p = compile(
+        "int a[4]; BEGIN { a[2] = 7; a[3] = a[2] + 1; trace(a[2] + a[3]); }",
+        &CompileOptions::default(),
+    )
+    .unwrap();
+    let ops: Vec<dtrace_dif::Opcode> = p.ecbs[0].actions[0]
+        .difo
+        .as_ref()
+        .unwrap()
+        .text
+        .iter()
+        .map(|w| dtrace_dif::Instr::decode(*w).unwrap().opcode())
+        .collect();
+    assert!(ops.contains(&dtrace_dif::Opcode::Stw));
+    // (running it needs `ldgs` of a by-reference global to yield its storage, as DTrace's does;
+    // the interpreter currently yields a scratch copy, so the stores do not persist there)
+    // kernel memory stays read-only
+    let e = compile("BEGIN { *(int *)arg0 = 1; }", &CompileOptions::default()).unwrap_err();
+    assert_eq!(e.tag, dtrace_compiler::ErrTag::D_OP_WRITE);
+}
