@@ -364,11 +364,7 @@ impl<'o> Checker<'o> {
             return Ok(TExpr::int(*v as u64, *t, line));
         }
         if n.contains('`') {
-            return err(
-                ErrTag::D_IDENT_UNDEF,
-                line,
-                format!("failed to resolve {n}: Unknown symbol name"),
-            );
+            return self.cook_symbol(n, line);
         }
         if is_action_name(n) || subr_proto(n).is_some() {
             return err(
@@ -1138,5 +1134,34 @@ impl<'o> Checker<'o> {
                 line,
             })
         }
+    }
+
+    /// A kernel or user symbol (`` `sym ``, ``mod`sym``, ``` ``sym ```): the object at its address,
+    /// typed as the [`crate::ProbeInfo`] describes it.
+    fn cook_symbol(&mut self, n: &str, line: u32) -> CResult<TExpr> {
+        let (scope, name) = match n.rfind('`') {
+            Some(i) => (&n[..i], &n[i + 1..]),
+            None => ("", n),
+        };
+        let user = scope.ends_with('`');
+        let module = scope.trim_end_matches('`');
+        let module = (!module.is_empty()).then_some(module);
+        let found = self.probe_info.and_then(|p| p.symbol(module, name, user));
+        let Some((addr, tyname)) = found else {
+            return err(
+                ErrTag::D_IDENT_UNDEF,
+                line,
+                format!("failed to resolve {n}: Unknown symbol name"),
+            );
+        };
+        let Some(ty) = self.parse_type_name(&tyname) else {
+            return err(
+                ErrTag::D_SYM_NOTYPES,
+                line,
+                format!("no symbolic type information is available for {n}: {tyname}"),
+            );
+        };
+        let a = TExpr::int(addr, self.types.pointer_to(ty), line);
+        Ok(self.read_place(Place::Mem(Box::new(a), user), ty, line))
     }
 }

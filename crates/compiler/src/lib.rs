@@ -41,11 +41,18 @@ pub use types::{DataModel, TypeSource};
 
 use dtrace_dif::program::ProbeDesc;
 
-/// What the compiler may learn about probes: the native argument types (`args[]`) of the probes a
-/// description matches, as C type names (`"int"`, `"char *"`), when the provider knows them.
+/// What the compiler may learn about the traced system: the native argument types (`args[]`) of the
+/// probes a description matches, and kernel or user symbols, with C type names (`"int"`,
+/// `"char *"`, `"struct file *"`) resolved through the type table and its [`TypeSource`]s.
 pub trait ProbeInfo: Sync {
     /// Argument types of the probes `desc` matches, or `None` when unknown or not uniform.
     fn arg_types(&self, desc: &ProbeDesc) -> Option<Vec<String>>;
+
+    /// Address and type of symbol `name` (in `module`, or any module; `user` for ``` `` ```).
+    fn symbol(&self, module: Option<&str>, name: &str, user: bool) -> Option<(u64, String)> {
+        let _ = (module, name, user);
+        None
+    }
 }
 
 use ast::Item;

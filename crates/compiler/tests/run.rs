@@ -266,6 +266,30 @@ impl dtrace_compiler::ProbeInfo for Syscalls {
     fn arg_types(&self, d: &dtrace_dif::program::ProbeDesc) -> Option<Vec<String>> {
         (d.function == "read").then(|| vec!["int".into(), "char *".into(), "size_t".into()])
     }
+
+    fn symbol(&self, module: Option<&str>, name: &str, user: bool) -> Option<(u64, String)> {
+        (name == "max_ncpus" && !user && module.is_none_or(|m| m == "vmlinux"))
+            .then(|| (0x2000, "int".to_string()))
+    }
+}
+
+#[test]
+fn kernel_symbols() {
+    let p = dtrace_compiler::compile_with(
+        "BEGIN { trace(`max_ncpus); trace(vmlinux`max_ncpus + 1); }",
+        &CompileOptions::default(),
+        Vec::new(),
+        Some(&Syscalls),
+    )
+    .unwrap();
+    let mut r = Run::new();
+    r.mem.kernel.insert(0x2000, 64i32.to_ne_bytes().to_vec());
+    assert_eq!(r.fire(&p), ["64", "65"]);
+    let e = compile("BEGIN { trace(`nosuch); }", &CompileOptions::default()).unwrap_err();
+    assert_eq!(
+        e.file_message(false),
+        "line 1: failed to resolve `nosuch: Unknown symbol name"
+    );
 }
 
 #[test]
