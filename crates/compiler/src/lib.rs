@@ -7,7 +7,24 @@
 //! ([`lower`]) and the `dtrace -S` listing ([`listing`]). It does not execute DIF (that is
 //! `dtrace-dif`/`dtrace-framework`) nor know which probes exist (the consumer matches descriptions).
 //!
-//! Entry point: [`compile`].
+//! Entry points: [`compile`] (and [`compile_with`] for CTF-backed [`TypeSource`]s and a
+//! [`ProbeInfo`] giving `args[]` types and symbols); errors are [`CompileError`]s that render as
+//! `dtrace(1)` prints them for `-s` ([`CompileError::render_script`]) and `-n`
+//! ([`CompileError::render_specifier`]); [`listing`] is the `-S` listing.
+//!
+//! Conventions beyond those of `dtrace_dif::program` (what the framework and consumer must know):
+//! - a statement that records nothing (`x = 1;`) is a `DifExpr` action whose object returns a
+//!   zero-size type: no record;
+//! - `quantize`/`lquantize`/`llquantize` increments are a zero-size `DifExpr` just before the
+//!   aggregating action, counted in its `ntuple` (DTrace's `dtag_hasarg`);
+//! - `printa()` without a format has `arg` = [`NO_FORMAT`];
+//! - `trunc(@a, n)`, `normalize(@a, n)`, `setopt(name, value)`: the library action's object yields
+//!   the aggregation id (or option name); the second argument follows as a `DifExpr`;
+//! - `sym()`/`func()`/`mod()`/`usym()`/`ufunc()`/`umod()`/`uaddr()` keys and `printf` arguments are
+//!   actions of those kinds; `stack()`/`ustack()`/`jstack()` likewise;
+//! - `if`/`else` is compiled by splitting the clause into several ECBs for the same probes guarded by
+//!   clause-local variables, so clause-locals must keep their values across the ECBs of one firing;
+//! - `cpu` is built-in variable `0x0200` (`idents::DIF_VAR_CPU`).
 
 pub mod ast;
 pub mod cg;
