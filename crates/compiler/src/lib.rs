@@ -10,7 +10,7 @@
 //! Entry points: [`compile`] (and [`compile_with`] for CTF-backed [`TypeSource`]s and a
 //! [`ProbeInfo`] giving `args[]` types and symbols); errors are [`CompileError`]s that render as
 //! `dtrace(1)` prints them for `-s` ([`CompileError::render_script`]) and `-n`
-//! ([`CompileError::render_specifier`]); [`listing`] is the `-S` listing.
+//! ([`CompileError::render_specifier`]); [`listing()`] is the `-S` listing.
 //!
 //! Conventions beyond those of `dtrace_dif::program` (what the framework and consumer must know):
 //! - a statement that records nothing (`x = 1;`) is a `DifExpr` action whose object returns a
