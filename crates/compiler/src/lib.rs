@@ -4,7 +4,7 @@
 //! ([`types`], with [`types::TypeSource`] for CTF-backed types), the checker that types and resolves
 //! every expression and reports DTrace's `D_*` errors ([`check`], [`check_expr`], [`check_place`], [`check_decl`],
 //! [`check_action`], [`printf`], [`ifsplit`]), code generation to DIF ([`cg`]), lowering to ECB descriptions
-//! ([`lower`]) and the `dtrace -S` listing ([`listing`]). It does not execute DIF (that is
+//! ([`lower`]) and the `dtrace -S` listing ([`mod@listing`]). It does not execute DIF (that is
 //! `dtrace-dif`/`dtrace-framework`) nor know which probes exist (the consumer matches descriptions).
 //!
 //! Entry points: [`compile`] (and [`compile_with`] for CTF-backed [`TypeSource`]s and a
