@@ -252,6 +252,58 @@ impl<'o> Checker<'o> {
         }
     }
 
+    /// `printa()` of several aggregations: their key signatures must match (`dt_printa_validate`).
+    fn printa_keys_match(&self, ids: &[u64], line: u32) -> CResult<()> {
+        let find = |id: u64| self.aggs.iter().find(|a| a.id as u64 == id);
+        let Some(first) = ids.first().and_then(|i| find(*i)) else {
+            return Ok(());
+        };
+        let lk = first.keys.clone().unwrap_or_default();
+        for id in &ids[1..] {
+            let Some(other) = find(*id) else { continue };
+            let rk = other.keys.clone().unwrap_or_default();
+            if lk.len() != rk.len() {
+                return err(
+                    ErrTag::D_PRINTA_AGGKEY,
+                    line,
+                    format!(
+                        "printa( ): @{} and @{} do not have matching key signatures: @{} has {} key{}, @{} has {} key{}",
+                        first.name,
+                        other.name,
+                        first.name,
+                        lk.len(),
+                        plural(lk.len()),
+                        other.name,
+                        rk.len(),
+                        plural(rk.len())
+                    ),
+                );
+            }
+            for (k, (a, b)) in lk.iter().zip(&rk).enumerate() {
+                let probe = TExpr::int(1, *b, line);
+                if !(self.types.compat(*a, *b) || self.argcompat(*a, &probe)) {
+                    return err(
+                        ErrTag::D_PRINTA_AGGPROTO,
+                        line,
+                        format!(
+                            "printa( ): @{}[ ] key #{} is incompatible with @{}:\n{:>9} key #{}: {}\n{:>9} key #{}: {}",
+                            other.name,
+                            k + 1,
+                            first.name,
+                            first.name,
+                            k + 1,
+                            self.tname(*a),
+                            other.name,
+                            k + 1,
+                            self.tname(*b)
+                        ),
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn agg_id_expr(&self, id: u64, line: u32) -> TExpr {
         TExpr::int(id, self.basic.int, line)
     }
@@ -463,6 +515,7 @@ impl<'o> Checker<'o> {
                 for (i, a) in rest.iter().enumerate() {
                     ids.push(self.agg_arg(n, i + off, a)?);
                 }
+                self.printa_keys_match(&ids, line)?;
                 let arg = match &fmt {
                     Some(f) => {
                         self.printf_args(n, f, &[], line, true)?;

@@ -444,6 +444,16 @@ fn speculation_ordering() {
 #[test]
 fn aggregation_errors() {
     golden(
+        "BEGIN { @a[1] = count(); @b[1, 2] = count(); } END { printa(\"%d %@d %@d\", @a, @b); }",
+        ErrTag::D_PRINTA_AGGKEY,
+        "line 1: printa( ): @a and @b do not have matching key signatures: @a has 1 key, @b has 2 keys",
+    );
+    golden(
+        "BEGIN { @a[1] = count(); @b[\"s\"] = count(); } END { printa(\"%d %@d %@d\", @a, @b); }",
+        ErrTag::D_PRINTA_AGGPROTO,
+        "line 1: printa( ): @b[ ] key #1 is incompatible with @a:\n        a key #1: int\n        b key #1: string",
+    );
+    golden(
         "END { printa(@nope); }",
         ErrTag::D_IDENT_UNDEF,
         "line 1: failed to resolve @nope: Unknown variable name",
