@@ -721,3 +721,51 @@ pub fn trace_value(out: &mut Vec<u8>, b: &[u8], quiet: bool, rawbytes: bool) {
         _ => bytes::print_bytes(out, b, -33, quiet, rawbytes),
     }
 }
+
+/// `dtrace(1)`'s default callbacks (`chew` and `chewrec`): the heading once, then per probe
+/// `CPU ID FUNCTION:NAME` (or the flow-indented function), a newline after each probe's records unless
+/// quiet, and `exit()` records left unprinted.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DefaultOutput {
+    /// The heading has been printed.
+    pub heading_printed: bool,
+    /// `-q` / `quiet`.
+    pub quiet: bool,
+    /// `-F` / `flowindent`.
+    pub flowindent: bool,
+}
+
+impl DefaultOutput {
+    /// The per-probe callback.
+    pub fn probe(&mut self, pd: &ProbeData<'_>, out: &mut Vec<u8>) -> ConsumeAction {
+        if !self.heading_printed {
+            if self.flowindent || !self.quiet {
+                out.extend_from_slice(heading(self.flowindent).as_bytes());
+            }
+            self.heading_printed = true;
+        }
+        if self.flowindent || !self.quiet {
+            probe_line(pd, self.flowindent, out);
+        }
+        ConsumeAction::This
+    }
+
+    /// The per-record callback.
+    pub fn record(
+        &mut self,
+        _pd: &ProbeData<'_>,
+        rec: Option<&RecDesc>,
+        out: &mut Vec<u8>,
+    ) -> ConsumeAction {
+        match rec {
+            None => {
+                if !self.quiet {
+                    out.push(b'\n');
+                }
+                ConsumeAction::Next
+            }
+            Some(r) if r.action == ActionKind::Exit => ConsumeAction::Next,
+            Some(_) => ConsumeAction::This,
+        }
+    }
+}

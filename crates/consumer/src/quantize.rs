@@ -191,7 +191,7 @@ pub fn print_llquantize(out: &mut Vec<u8>, data: &[u8], normal: u64) -> Result<(
     let arg = recdata::u64_at(data, 0).ok_or(mismatch(data.len(), "llquantize()"))?;
     let (factor, low, high, nsteps) = llquantize_params(arg);
     let body = &data[8..];
-    if body.len() % 8 != 0
+    if !body.len().is_multiple_of(8)
         || body.is_empty()
         || factor < 2
         || low >= high
