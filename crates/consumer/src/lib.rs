@@ -17,6 +17,7 @@ pub mod bytes;
 pub mod cformat;
 pub mod consume;
 pub mod error;
+pub mod fuzz_entry;
 pub mod handle;
 pub mod options;
 pub mod printf;

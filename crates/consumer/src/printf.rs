@@ -125,7 +125,11 @@ pub struct FmtEnv<'a> {
 
 fn conv_for(name: &str) -> Option<(ConvKind, u8)> {
     use ConvKind::*;
-    let last = *name.as_bytes().last()?;
+    let lastc = name.chars().last()?;
+    if !lastc.is_ascii() {
+        return None;
+    }
+    let last = lastc as u8;
     let mods = &name[..name.len() - 1];
     let int_mods = ["", "h", "hh", "l", "ll"];
     Some(match last {
