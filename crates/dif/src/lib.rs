@@ -6,12 +6,15 @@
 //! are traits the caller hands in. It does not parse D (that is `dtrace-compiler`) nor manage buffers or
 //! providers (that is `dtrace-framework`).
 
+pub mod asm;
+pub mod disasm;
 pub mod instr;
 pub mod object;
 pub mod opcode;
 pub mod program;
 pub mod subr;
 pub mod vars;
+pub mod vm;
 
 pub use instr::{DecodeError, Instr, Reg};
 pub use object::{DifObject, DifType, VarEntry};

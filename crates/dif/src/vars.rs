@@ -66,3 +66,54 @@ pub const DIF_VAR_EXECARGS: u32 = 0x0121;
 pub const DIF_VAR_OTHER_MAX: u32 = 0x04ff;
 /// First id of user-defined variables.
 pub const DIF_VAR_OTHER_UBASE: u32 = 0x0500;
+
+/// D names of the built-in variables, by id.
+const BUILTIN_NAMES: &[(u32, &str)] = &[
+    (DIF_VAR_ARGS, "args"),
+    (DIF_VAR_REGS, "regs"),
+    (DIF_VAR_UREGS, "uregs"),
+    (DIF_VAR_CURTHREAD, "curthread"),
+    (DIF_VAR_TIMESTAMP, "timestamp"),
+    (DIF_VAR_VTIMESTAMP, "vtimestamp"),
+    (DIF_VAR_IPL, "ipl"),
+    (DIF_VAR_EPID, "epid"),
+    (DIF_VAR_ID, "id"),
+    (DIF_VAR_ARG0, "arg0"),
+    (DIF_VAR_ARG0 + 1, "arg1"),
+    (DIF_VAR_ARG0 + 2, "arg2"),
+    (DIF_VAR_ARG0 + 3, "arg3"),
+    (DIF_VAR_ARG0 + 4, "arg4"),
+    (DIF_VAR_ARG0 + 5, "arg5"),
+    (DIF_VAR_ARG0 + 6, "arg6"),
+    (DIF_VAR_ARG0 + 7, "arg7"),
+    (DIF_VAR_ARG0 + 8, "arg8"),
+    (DIF_VAR_ARG9, "arg9"),
+    (DIF_VAR_STACKDEPTH, "stackdepth"),
+    (DIF_VAR_CALLER, "caller"),
+    (DIF_VAR_PROBEPROV, "probeprov"),
+    (DIF_VAR_PROBEMOD, "probemod"),
+    (DIF_VAR_PROBEFUNC, "probefunc"),
+    (DIF_VAR_PROBENAME, "probename"),
+    (DIF_VAR_PID, "pid"),
+    (DIF_VAR_TID, "tid"),
+    (DIF_VAR_EXECNAME, "execname"),
+    (DIF_VAR_ZONENAME, "zonename"),
+    (DIF_VAR_WALLTIMESTAMP, "walltimestamp"),
+    (DIF_VAR_USTACKDEPTH, "ustackdepth"),
+    (DIF_VAR_UCALLER, "ucaller"),
+    (DIF_VAR_PPID, "ppid"),
+    (DIF_VAR_UID, "uid"),
+    (DIF_VAR_GID, "gid"),
+    (DIF_VAR_ERRNO, "errno"),
+    (DIF_VAR_EXECARGS, "execargs"),
+];
+
+/// The D name of a built-in variable id.
+pub fn builtin_name(id: u32) -> Option<&'static str> {
+    BUILTIN_NAMES.iter().find(|b| b.0 == id).map(|b| b.1)
+}
+
+/// The id of a built-in variable by D name.
+pub fn builtin_id(name: &str) -> Option<u32> {
+    BUILTIN_NAMES.iter().find(|b| b.1 == name).map(|b| b.0)
+}

@@ -5,4 +5,11 @@
 //! `dtrace` provider. It hands the consumer bytes in the published record format plus the metadata to
 //! decode them ([`records`]). It does not compile D nor format output.
 
+pub mod aggregate;
+pub mod buffer;
+pub mod glob;
+pub mod layout;
+pub mod options;
+pub mod provider;
 pub mod records;
+pub mod speculation;
