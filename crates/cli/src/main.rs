@@ -1,1 +1,236 @@
-fn main() {}
+//! `dtrace(1)`: parses DTrace's command line, sets options (from `DTRACE_OPT_*`, `-x` and the short
+//! flags), compiles each `-n/-P/-m/-f/-i` description and `-s` script with the macro arguments, enables
+//! them with DTrace's status lines, runs until `exit()`, a signal or the end of `-c` commands, prints the
+//! aggregations, and exits with DTrace's statuses: the `exit()` value, 1 on error, 2 on usage errors.
+
+mod args;
+mod backend;
+mod output;
+mod signals;
+mod usage;
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use dtrace_consumer::consume::DefaultOutput;
+use dtrace_consumer::handle::{CompileFlags, Handle, ProbeSpec, WorkStatus};
+use dtrace_consumer::status::{DropReport, ErrorReport};
+
+/// Exit status for errors (`E_ERROR`).
+const E_ERROR: u8 = 1;
+/// Exit status for usage errors (`E_USAGE`).
+const E_USAGE: u8 = 2;
+
+fn pname() -> String {
+    std::env::args()
+        .next()
+        .and_then(|a| {
+            std::path::Path::new(&a)
+                .file_name()
+                .map(|f| f.to_string_lossy().into_owned())
+        })
+        .unwrap_or_else(|| "dtrace".to_string())
+}
+
+fn fatal(msg: &str) -> ExitCode {
+    eprintln!("dtrace: {msg}");
+    ExitCode::from(E_ERROR)
+}
+
+fn main() -> ExitCode {
+    let pname = pname();
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    if argv.is_empty() {
+        eprint!("{}", usage::usage(&pname));
+        return ExitCode::from(E_USAGE);
+    }
+    let cfg = match args::parse(&argv) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("{pname}: {e}");
+            eprint!("{}", usage::usage(&pname));
+            return ExitCode::from(E_USAGE);
+        }
+    };
+    if cfg.version {
+        println!("{pname}: {}", usage::VERSION);
+        return ExitCode::SUCCESS;
+    }
+    run(&pname, cfg)
+}
+
+fn spec_of(kind: char) -> ProbeSpec {
+    match kind {
+        'P' => ProbeSpec::Provider,
+        'm' => ProbeSpec::Module,
+        'f' => ProbeSpec::Function,
+        _ => ProbeSpec::Name,
+    }
+}
+
+fn run(pname: &str, cfg: args::Config) -> ExitCode {
+    if let Some(c) = cfg.unsupported.first() {
+        let what = match c {
+            'a' => "claiming anonymous tracing state",
+            'A' => "anonymous tracing directives",
+            'G' => "ELF files with embedded D programs",
+            'h' => "header files for static probes",
+            _ => "this option",
+        };
+        return fatal(&format!("-{c}: not yet supported: {what}"));
+    }
+    if cfg.cmds.is_empty() && !cfg.list {
+        eprint!("{}", usage::usage(pname));
+        return ExitCode::from(E_USAGE);
+    }
+    let mut h = Handle::open(backend::tracer(), backend::compiler());
+    for (name, value) in args::env_options(std::env::vars()) {
+        if let Err(e) = h.setopt(&name, value.as_deref()) {
+            return fatal(&format!(
+                "failed to set option {name} from the environment: {e}"
+            ));
+        }
+    }
+    for (name, value) in &cfg.options {
+        if let Err(e) = h.setopt(name, value.as_deref()) {
+            let shown = match value {
+                Some(v) => format!("{name}={v}"),
+                None => name.clone(),
+            };
+            let flag = if name == "bufsize" { "-b" } else { "-x" };
+            let shown = if flag == "-b" {
+                value.clone().unwrap_or_default()
+            } else {
+                shown
+            };
+            eprintln!("dtrace: failed to set {flag} {shown}: {e}");
+            return ExitCode::from(E_USAGE);
+        }
+    }
+    if cfg.list {
+        return fatal(
+            "-l: not yet supported: listing probes needs the probe registry of the framework",
+        );
+    }
+    if !cfg.commands.is_empty() || !cfg.pids.is_empty() {
+        return fatal("-c/-p: not yet supported: process control");
+    }
+    let flags = CompileFlags {
+        zero_defs: cfg.zdefs,
+        cpp: cfg.cpp,
+        show_dif: cfg.show_dif,
+        no_exec: cfg.exit_after_compile,
+    };
+    // Compile everything first, as DTrace does.
+    let mut progs = Vec::new();
+    for cmd in &cfg.cmds {
+        let r = if cmd.kind == 's' {
+            let mut argv = vec![cmd.arg.clone()];
+            argv.extend(cfg.args.iter().cloned());
+            h.compile_file(std::path::Path::new(&cmd.arg), flags, &argv)
+        } else {
+            let mut argv = vec![pname.to_string()];
+            argv.extend(cfg.args.iter().cloned());
+            h.compile_str(&cmd.arg, spec_of(cmd.kind), flags, &argv)
+        };
+        match r {
+            Ok(p) => progs.push(p),
+            Err(e) if cmd.kind == 's' => {
+                return fatal(&format!("failed to compile script {}: {e}", cmd.arg))
+            }
+            Err(e) => return fatal(&format!("invalid probe specifier {}: {e}", cmd.arg)),
+        }
+    }
+    if cfg.exit_after_compile {
+        return ExitCode::SUCCESS;
+    }
+    let out = match output::Output::open(cfg.output.as_deref()) {
+        Ok(o) => o,
+        Err(e) => {
+            return fatal(&format!(
+                "failed to open output file '{}': {e}",
+                cfg.output.as_deref().unwrap_or("")
+            ))
+        }
+    };
+    h.decoder.effects = Box::new(out.clone());
+    let quiet = cfg.quiet || h.decoder.options.is_set("quiet");
+    let err_handler = Box::new(|e: &ErrorReport| {
+        eprint!("dtrace: {}", e.msg);
+        true
+    });
+    if let Err(e) = h.handle_err(err_handler.clone()) {
+        // Without a compiler the library's ERROR program cannot be built; a tracer that enables it
+        // itself still gets the handler.
+        let _ = e;
+        h.set_err_handler(err_handler);
+    }
+    h.handle_drop(Box::new(|d: &DropReport| {
+        eprintln!("dtrace: {}", d.msg);
+        true
+    }));
+    for (cmd, prog) in cfg.cmds.iter().zip(&progs) {
+        match h.exec(prog) {
+            Ok(info) => {
+                if !quiet {
+                    eprintln!(
+                        "dtrace: {} '{}' matched {} probe{}",
+                        cmd.desc(),
+                        cmd.arg,
+                        info.matches,
+                        if info.matches == 1 { "" } else { "s" }
+                    );
+                }
+            }
+            Err(e) => return fatal(&format!("could not enable tracing: {e}")),
+        }
+    }
+    signals::install();
+    if let Err(e) = h.go() {
+        return fatal(&format!("could not enable tracing: {e}"));
+    }
+    let quiet = cfg.quiet || h.decoder.options.is_set("quiet");
+    let flowindent = cfg.flowindent || h.decoder.options.is_set("flowindent");
+    let mut printer = DefaultOutput {
+        quiet,
+        flowindent,
+        ..Default::default()
+    };
+    let printer = std::cell::RefCell::new(&mut printer);
+    let mut w = out.clone();
+    loop {
+        if signals::interrupted() && !h.stopped() {
+            if let Err(e) = h.stop() {
+                return fatal(&format!("couldn't stop tracing: {e}"));
+            }
+        }
+        let r = h.work(
+            &mut w,
+            &mut |pd, o| printer.borrow_mut().probe(pd, o),
+            &mut |pd, r, o| printer.borrow_mut().record(pd, r, o),
+        );
+        match r {
+            Ok(WorkStatus::Done) => break,
+            Ok(WorkStatus::Okay) => {}
+            Err(e) => return fatal(&format!("processing aborted: {e}")),
+        }
+        if h.stopped() {
+            continue;
+        }
+        // Sleep until the next rate is due, waking early for signals.
+        let until = std::time::Instant::now() + h.time_to_next();
+        while !signals::interrupted() && std::time::Instant::now() < until {
+            std::thread::sleep(
+                Duration::from_millis(5)
+                    .min(until.saturating_duration_since(std::time::Instant::now())),
+            );
+        }
+    }
+    let _ = w.write_all(b"\n");
+    if let Err(e) = h.aggregate_print(&mut w) {
+        return fatal(&format!("failed to print aggregations: {e}"));
+    }
+    let _ = w.flush();
+    ExitCode::from(h.exit_status().unwrap_or(0) as u8)
+}

@@ -343,16 +343,19 @@ impl Handle {
         Duration::from_nanos(if v > 0 { v as u64 } else { 1_000_000_000 })
     }
 
-    /// `dtrace_sleep`: waits until the next buffer switch, status check or aggregation snapshot is due.
-    pub fn sleep(&mut self) {
+    /// How long until the next buffer switch, status check or aggregation snapshot is due.
+    pub fn time_to_next(&self) -> Duration {
         let now = Instant::now();
         let due = |last: Option<Instant>, every: Duration| last.map_or(now, |l| l + every);
         let next = due(self.last_switch, self.rate("switchrate"))
             .min(due(self.last_status, self.rate("statusrate")))
             .min(due(self.last_agg, self.rate("aggrate")));
-        if next > now {
-            std::thread::sleep(next - now);
-        }
+        next.saturating_duration_since(now)
+    }
+
+    /// `dtrace_sleep`: waits until the next buffer switch, status check or aggregation snapshot is due.
+    pub fn sleep(&mut self) {
+        std::thread::sleep(self.time_to_next());
     }
 
     /// `dtrace_status` plus drop reporting: checks the framework's counters.
