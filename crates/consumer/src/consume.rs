@@ -6,6 +6,7 @@
 //! indentation, ERROR-probe records turned into DTrace's error messages, and drop counts.
 
 use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
 
 use dtrace_dif::program::{ActionKind, LibAction, RecDesc};
 use dtrace_framework::records::{BufferSnapshot, EprobeDesc, ProbeInfo, EPID_NONE, RECHDR_SIZE};
@@ -310,22 +311,40 @@ impl Decoder {
     ) -> Result<()> {
         let data = &snap.data;
         let mut offs = 0usize;
+        // Descriptions are cloned once per EPID per buffer, not once per record.
+        let mut cache: HashMap<u32, Rc<(EprobeDesc, ProbeInfo)>> = HashMap::new();
         while offs + 4 <= data.len() {
             let epid = recdata::uint(&data[offs..offs + 4]).unwrap_or(0) as u32;
             if epid == EPID_NONE {
                 offs += 4;
                 continue;
             }
-            let edesc = self
-                .eprobes
-                .get(&epid)
-                .cloned()
-                .ok_or(ConsumerError::BadEpid(epid))?;
+            let descs = match cache.get(&epid) {
+                Some(d) => d.clone(),
+                None => {
+                    let e = self
+                        .eprobes
+                        .get(&epid)
+                        .cloned()
+                        .ok_or(ConsumerError::BadEpid(epid))?;
+                    let p = self.probes.get(&e.probe_id).cloned().unwrap_or(ProbeInfo {
+                        id: e.probe_id,
+                        provider: String::new(),
+                        module: String::new(),
+                        function: String::new(),
+                        name: String::new(),
+                    });
+                    let d = Rc::new((e, p));
+                    cache.insert(epid, d.clone());
+                    d
+                }
+            };
+            let (edesc, pdesc) = (&descs.0, &descs.1);
             let size = (edesc.size as usize).max(RECHDR_SIZE as usize);
             let rec = recdata::slice(data, offs, size)?;
             let next_offs = offs + size;
             self.consume_record(
-                snap.cpu, &edesc, rec, data, next_offs, out, pfunc, rfunc, errfn,
+                snap.cpu, edesc, pdesc, rec, data, next_offs, out, pfunc, rfunc, errfn,
             )?;
             self.last_epid = epid;
             offs = next_offs;
@@ -362,6 +381,7 @@ impl Decoder {
         &mut self,
         cpu: u32,
         edesc: &EprobeDesc,
+        pdesc: &ProbeInfo,
         rec: &[u8],
         buf: &[u8],
         next_offs: usize,
@@ -370,17 +390,6 @@ impl Decoder {
         rfunc: &mut RecFn<'_>,
         errfn: &mut ErrFn<'_>,
     ) -> Result<()> {
-        let pdesc = self
-            .probes
-            .get(&edesc.probe_id)
-            .cloned()
-            .unwrap_or(ProbeInfo {
-                id: edesc.probe_id,
-                provider: String::new(),
-                module: String::new(),
-                function: String::new(),
-                name: String::new(),
-            });
         if self.error_epids.contains(&edesc.epid) {
             let report = self.error_report(cpu, edesc, rec)?;
             if !errfn(&report) {
@@ -394,7 +403,7 @@ impl Decoder {
         let mut quiet = self.options.is_set("quiet");
         let (mut flow, mut prefix) = (Flow::None, "");
         if flowindent {
-            let (f, p) = flow_of(&pdesc);
+            let (f, p) = flow_of(pdesc);
             flow = f;
             prefix = p;
             let last_probe = self.eprobes.get(&self.last_epid).map(|e| e.probe_id);
@@ -420,7 +429,7 @@ impl Decoder {
         let pd = ProbeData {
             cpu,
             edesc,
-            pdesc: &pdesc,
+            pdesc,
             data: rec,
             timestamp: (hi << 32) | lo,
             flow,
