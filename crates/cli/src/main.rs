@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use dtrace_consumer::consume::DefaultOutput;
 use dtrace_consumer::handle::{CompileFlags, Handle, ProbeSpec, WorkStatus};
+use dtrace_consumer::listing;
 use dtrace_consumer::status::{DropReport, ErrorReport};
 
 /// Exit status for errors (`E_ERROR`).
@@ -109,9 +110,7 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
         }
     }
     if cfg.list {
-        return fatal(
-            "-l: not yet supported: listing probes needs the probe registry of the framework",
-        );
+        return list(&mut h, &cfg);
     }
     if !cfg.commands.is_empty() || !cfg.pids.is_empty() {
         return fatal("-c/-p: not yet supported: process control");
@@ -233,4 +232,40 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
     }
     let _ = w.flush();
     ExitCode::from(h.exit_status().unwrap_or(0) as u8)
+}
+
+/// `-l`: the probes matching each description (all probes when none is given).
+fn list(h: &mut Handle, cfg: &args::Config) -> ExitCode {
+    let mut descs = Vec::new();
+    for c in &cfg.cmds {
+        if c.kind == 's' || c.kind == 'i' {
+            return fatal(&format!(
+                "-l -{}: not yet supported: listing needs the compiler",
+                c.kind
+            ));
+        }
+        // Only the description itself: a predicate or action after it is not needed to list.
+        let d = c.arg.split(['/', '{']).next().unwrap_or("").trim();
+        descs.push((c.arg.clone(), listing::str2desc(spec_of(c.kind), d)));
+    }
+    if descs.is_empty() {
+        descs.push((String::new(), Default::default()));
+    }
+    let mut text = listing::list_heading();
+    for (arg, d) in &descs {
+        match h.list_probes(d) {
+            Ok(ps) if ps.is_empty() && !cfg.zdefs => {
+                print!("{text}");
+                return fatal(&format!(
+                    "failed to match {arg}: No probe matches description"
+                ));
+            }
+            Ok(ps) => ps
+                .iter()
+                .for_each(|p| text.push_str(&listing::list_line(p))),
+            Err(e) => return fatal(&format!("failed to list probes: {e}")),
+        }
+    }
+    print!("{text}");
+    ExitCode::SUCCESS
 }

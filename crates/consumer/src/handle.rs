@@ -9,7 +9,7 @@
 use std::io::Write;
 use std::time::{Duration, Instant};
 
-use dtrace_dif::program::Program;
+use dtrace_dif::program::{ProbeDesc, Program};
 use dtrace_framework::records::{AggDesc, AggRecord, BufferSnapshot, EprobeDesc, ProbeInfo};
 
 use crate::consume::{ConsumeAction, Decoder, DropFn, ErrFn, ProbeFn, RecFn};
@@ -84,6 +84,13 @@ pub trait Tracer {
     fn aggregate_snapshot(&mut self) -> Result<Vec<AggRecord>>;
     /// Status counters (drops, exit requested).
     fn status(&mut self) -> Result<StatusCounters>;
+    /// The probes matching a description (for `-l`).
+    fn list(&mut self, desc: &ProbeDesc) -> Result<Vec<ProbeInfo>> {
+        let _ = desc;
+        Err(ConsumerError::NotSupported(
+            "listing probes with this tracer".into(),
+        ))
+    }
 }
 
 /// A tracer that cannot trace: every operation reports what is missing.
@@ -483,6 +490,12 @@ impl Handle {
                 break;
             }
         }
+    }
+
+    /// `dtrace_probe_iter`: the probes matching a description.
+    pub fn list_probes(&mut self, desc: &ProbeDesc) -> Result<Vec<ProbeInfo>> {
+        let r = self.tracer.list(desc);
+        self.record(r)
     }
 
     /// The status passed to `exit()`, if a record of it was consumed.

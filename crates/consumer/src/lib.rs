@@ -19,6 +19,7 @@ pub mod consume;
 pub mod error;
 pub mod fuzz_entry;
 pub mod handle;
+pub mod listing;
 pub mod options;
 pub mod printf;
 pub mod quantize;
