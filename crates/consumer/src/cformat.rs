@@ -83,15 +83,16 @@ fn digits(mut v: u64, radix: u64, upper: bool, buf: &mut [u8; 24]) -> usize {
 }
 
 /// Applies an integer precision: at least `prec` digits, and none at all for zero with precision 0.
-fn int_body(raw: &[u8], prec: Option<usize>, is_zero: bool) -> Vec<u8> {
+fn int_body(raw: &[u8], prec: Option<usize>, is_zero: bool) -> std::borrow::Cow<'_, [u8]> {
+    use std::borrow::Cow;
     match prec {
-        Some(0) if is_zero => Vec::new(),
+        Some(0) if is_zero => Cow::Borrowed(&[]),
         Some(p) if p > raw.len() => {
             let mut v = vec![b'0'; p - raw.len()];
             v.extend_from_slice(raw);
-            v
+            Cow::Owned(v)
         }
-        _ => raw.to_vec(),
+        _ => Cow::Borrowed(raw),
     }
 }
 
@@ -117,7 +118,7 @@ pub fn fmt_unsigned(out: &mut Vec<u8>, spec: &Spec, v: u64, conv: u8) {
     let mut prefix: &[u8] = b"";
     if spec.alt {
         match conv {
-            b'o' if body.first() != Some(&b'0') => body.insert(0, b'0'),
+            b'o' if body.first() != Some(&b'0') => body.to_mut().insert(0, b'0'),
             b'x' if v != 0 => prefix = b"0x",
             b'X' if v != 0 => prefix = b"0X",
             _ => {}

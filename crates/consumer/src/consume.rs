@@ -135,6 +135,16 @@ pub struct Decoder {
     pub exit_status: Option<i32>,
     last_epid: u32,
     indent: usize,
+    flags: RunFlags,
+}
+
+/// Option values read once per buffer.
+#[derive(Debug, Clone, Copy, Default)]
+struct RunFlags {
+    quiet: bool,
+    flowindent: bool,
+    rawbytes: bool,
+    stackindent: usize,
 }
 
 impl Default for Decoder {
@@ -153,6 +163,7 @@ impl Default for Decoder {
             exit_status: None,
             last_epid: EPID_NONE,
             indent: 0,
+            flags: RunFlags::default(),
         }
     }
 }
@@ -311,6 +322,12 @@ impl Decoder {
     ) -> Result<()> {
         let data = &snap.data;
         let mut offs = 0usize;
+        self.flags = RunFlags {
+            quiet: self.options.is_set("quiet"),
+            flowindent: self.options.is_set("flowindent"),
+            rawbytes: self.options.is_set("rawbytes"),
+            stackindent: self.stackindent(),
+        };
         // Descriptions are cloned once per EPID per buffer, not once per record.
         let mut cache: HashMap<u32, Rc<(EprobeDesc, ProbeInfo)>> = HashMap::new();
         while offs + 4 <= data.len() {
@@ -399,8 +416,7 @@ impl Decoder {
         }
         let hi = recdata::uint(&rec[4..8]).unwrap_or(0);
         let lo = recdata::uint(&rec[8..12]).unwrap_or(0);
-        let mut flowindent = self.options.is_set("flowindent");
-        let mut quiet = self.options.is_set("quiet");
+        let flowindent = self.flags.flowindent;
         let (mut flow, mut prefix) = (Flow::None, "");
         if flowindent {
             let (f, p) = flow_of(pdesc);
@@ -454,9 +470,8 @@ impl Decoder {
             let bytes = recdata::slice(rec, r.offset as usize, r.size as usize)?;
             if r.action == ActionKind::LibAct {
                 i += self.lib_act(recs, i, rec, out)?;
-                flowindent = self.options.is_set("flowindent");
-                quiet = self.options.is_set("quiet");
-                let _ = flowindent;
+                self.flags.quiet = self.options.is_set("quiet");
+                self.flags.flowindent = self.options.is_set("flowindent");
                 continue;
             }
             if r.action == ActionKind::TracememDynsize && r.size == 8 {
@@ -475,6 +490,7 @@ impl Decoder {
                 ConsumeAction::This => {}
                 _ => return Err(ConsumerError::DirectAbort),
             }
+            let quiet = self.flags.quiet;
             i += self.print_record(edesc.epid, i, rec, bytes, quiet, &mut tracememsize, out)?;
         }
         match rfunc(&pd, None, out) {
@@ -626,7 +642,7 @@ impl Decoder {
             }
             _ => {}
         }
-        trace_value(out, bytes, quiet, self.options.is_set("rawbytes"));
+        trace_value(out, bytes, quiet, self.flags.rawbytes);
         Ok(1)
     }
 
