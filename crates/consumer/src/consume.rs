@@ -593,7 +593,7 @@ impl Decoder {
         let r = &recs[i];
         let env = FmtEnv {
             symbols: self.symbols.as_ref(),
-            stackindent: self.stackindent(),
+            stackindent: self.flags.stackindent,
         };
         match r.action {
             ActionKind::Stack | ActionKind::Ustack | ActionKind::Jstack => {
