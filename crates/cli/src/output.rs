@@ -11,16 +11,21 @@ use dtrace_consumer::{ConsumerError, Result};
 
 /// The output state shared by the writer and the effects.
 pub struct OutState {
-    base: Box<dyn Write>,
+    stdout: io::Stdout,
+    file: Option<File>,
     redirected: Option<File>,
 }
 
 impl OutState {
     fn current(&mut self) -> &mut dyn Write {
-        match self.redirected.as_mut() {
-            Some(f) => f,
-            None => self.base.as_mut(),
+        match (self.redirected.as_mut(), self.file.as_mut()) {
+            (Some(f), _) | (None, Some(f)) => f,
+            (None, None) => &mut self.stdout,
         }
+    }
+
+    fn current_file(&self) -> Option<&File> {
+        self.redirected.as_ref().or(self.file.as_ref())
     }
 }
 
@@ -31,12 +36,13 @@ pub struct Output(pub Rc<RefCell<OutState>>);
 impl Output {
     /// Output to stdout, or appended to `path`.
     pub fn open(path: Option<&str>) -> io::Result<Output> {
-        let base: Box<dyn Write> = match path {
-            Some(p) => Box::new(OpenOptions::new().create(true).append(true).open(p)?),
-            None => Box::new(io::stdout()),
+        let file = match path {
+            Some(p) => Some(OpenOptions::new().create(true).append(true).open(p)?),
+            None => None,
         };
         Ok(Output(Rc::new(RefCell::new(OutState {
-            base,
+            stdout: io::stdout(),
+            file,
             redirected: None,
         }))))
     }
@@ -90,7 +96,7 @@ impl Effects for Output {
         pending.clear();
         self.flush()?;
         let st = self.0.borrow_mut();
-        if let Some(f) = st.redirected.as_ref() {
+        if let Some(f) = st.current_file() {
             f.set_len(0)?;
         }
         Ok(())
