@@ -605,3 +605,28 @@ fn bad_buffers_are_errors_not_panics() {
         Err(dtrace_consumer::ConsumerError::BadEpid(99))
     ));
 }
+
+struct Syms;
+impl dtrace_consumer::symbols::Symbolizer for Syms {
+    fn kernel(&self, a: u64) -> Option<dtrace_consumer::symbols::SymInfo> {
+        (a >= 0x1000).then(|| dtrace_consumer::symbols::SymInfo {
+            object: "vmlinux".into(),
+            symbol: Some(("do_sys_open".into(), 0x1000)),
+        })
+    }
+}
+
+#[test]
+fn stack_records_print_one_frame_per_line() {
+    let ep = eprobe(1, 1, &[(A::Stack, 32, 0, 4), (A::Sym, 8, 0, 0)]);
+    let mut d = setup(std::slice::from_ref(&ep), &[]);
+    d.symbols = Box::new(Syms);
+    let r = record(&ep, &[words(&[0x1010, 0x1000, 0x20, 0]), i64b(0x1004)]);
+    let got = run(&mut d, &[buf(0, &[r])], true).out;
+    let want = format!(
+        "\n{0}vmlinux`do_sys_open+0x10\n{0}vmlinux`do_sys_open\n{0}0x20\n  {1:<50}",
+        " ".repeat(14),
+        "vmlinux`do_sys_open"
+    );
+    assert_eq!(got, want);
+}
