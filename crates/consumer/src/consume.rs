@@ -136,6 +136,7 @@ pub struct Decoder {
     last_epid: u32,
     indent: usize,
     flags: RunFlags,
+    cur_prog: Option<usize>,
 }
 
 /// Option values read once per buffer.
@@ -164,6 +165,7 @@ impl Default for Decoder {
             last_epid: EPID_NONE,
             indent: 0,
             flags: RunFlags::default(),
+            cur_prog: None,
         }
     }
 }
@@ -283,13 +285,12 @@ impl Decoder {
         Ok(idx)
     }
 
-    fn format(&self, epid: u32, rec: &RecDesc) -> Result<Option<&PrintfFormat>> {
+    fn format(&self, rec: &RecDesc) -> Result<Option<&PrintfFormat>> {
         if rec.format == 0 {
             return Ok(None);
         }
-        self.epid_program
-            .get(&epid)
-            .and_then(|&p| self.formats.get(p))
+        self.cur_prog
+            .and_then(|p| self.formats.get(p))
             .and_then(|f| f.get(rec.format as usize - 1))
             .map(Some)
             .ok_or(ConsumerError::BadFormat(rec.format as u32))
@@ -329,7 +330,7 @@ impl Decoder {
             stackindent: self.stackindent(),
         };
         // Descriptions are cloned once per EPID per buffer, not once per record.
-        let mut cache: HashMap<u32, Rc<(EprobeDesc, ProbeInfo)>> = HashMap::new();
+        let mut cache: HashMap<u32, Rc<(EprobeDesc, ProbeInfo, Option<usize>)>> = HashMap::new();
         while offs + 4 <= data.len() {
             let epid = recdata::uint(&data[offs..offs + 4]).unwrap_or(0) as u32;
             if epid == EPID_NONE {
@@ -351,12 +352,14 @@ impl Decoder {
                         function: String::new(),
                         name: String::new(),
                     });
-                    let d = Rc::new((e, p));
+                    let prog = self.epid_program.get(&epid).copied();
+                    let d = Rc::new((e, p, prog));
                     cache.insert(epid, d.clone());
                     d
                 }
             };
             let (edesc, pdesc) = (&descs.0, &descs.1);
+            self.cur_prog = descs.2;
             let size = (edesc.size as usize).max(RECHDR_SIZE as usize);
             let rec = recdata::slice(data, offs, size)?;
             let next_offs = offs + size;
@@ -491,7 +494,7 @@ impl Decoder {
                 _ => return Err(ConsumerError::DirectAbort),
             }
             let quiet = self.flags.quiet;
-            i += self.print_record(edesc.epid, i, rec, bytes, quiet, &mut tracememsize, out)?;
+            i += self.print_record(recs, i, rec, bytes, quiet, &mut tracememsize, out)?;
         }
         match rfunc(&pd, None, out) {
             ConsumeAction::Abort | ConsumeAction::Error => Err(ConsumerError::DirectAbort),
@@ -577,7 +580,7 @@ impl Decoder {
     #[allow(clippy::too_many_arguments)]
     fn print_record(
         &mut self,
-        epid: u32,
+        recs: &[RecDesc],
         i: usize,
         rec: &[u8],
         bytes: &[u8],
@@ -585,11 +588,6 @@ impl Decoder {
         tracememsize: &mut u64,
         out: &mut Vec<u8>,
     ) -> Result<usize> {
-        let edesc = self
-            .eprobes
-            .get(&epid)
-            .ok_or(ConsumerError::BadEpid(epid))?;
-        let recs = &edesc.recs;
         let r = &recs[i];
         let env = FmtEnv {
             symbols: self.symbols.as_ref(),
@@ -609,12 +607,12 @@ impl Decoder {
                 return Ok(1);
             }
             ActionKind::Printf => {
-                if let Some(f) = self.format(epid, r)? {
+                if let Some(f) = self.format(r)? {
                     return f.format(out, &env, &recs[i..], rec, &[]).map(|n| n.max(1));
                 }
             }
             ActionKind::System | ActionKind::Freopen => {
-                if let Some(f) = self.format(epid, r)? {
+                if let Some(f) = self.format(r)? {
                     let mut s = Vec::new();
                     let n = f.format(&mut s, &env, &recs[i..], rec, &[])?.max(1);
                     let text = String::from_utf8_lossy(&s).into_owned();
@@ -626,10 +624,7 @@ impl Decoder {
                     return Ok(n);
                 }
             }
-            ActionKind::Printa => {
-                let recs = recs.clone();
-                return self.printa(epid, &recs, i, rec, out);
-            }
+            ActionKind::Printa => return self.printa(recs, i, rec, out),
             ActionKind::Tracemem => {
                 let n = if *tracememsize == 0 || *tracememsize > bytes.len() as u64 {
                     bytes.len()
@@ -648,7 +643,6 @@ impl Decoder {
 
     fn printa(
         &mut self,
-        epid: u32,
         recs: &[RecDesc],
         i: usize,
         rec: &[u8],
@@ -669,7 +663,7 @@ impl Decoder {
             stackindent: self.stackindent(),
         };
         let (order, pos) = (self.sort_order(), self.sortpos());
-        match self.format(epid, r)? {
+        match self.format(r)? {
             Some(f) => {
                 aggprint::print_formatted(out, &env, &self.aggs, f, &varids, order, pos)?;
             }
