@@ -651,11 +651,27 @@ impl Decoder {
         let r = &recs[i];
         let mut varids = vec![u64_rec(r, rec)? as u32];
         let mut n = 1;
+        // Further aggregations of one printa() come as further Printa records with the same format,
+        // or (the compiler's form) as DifExpr records holding aggregation ids, as many as the format
+        // has %@ conversions.
+        let wanted = match self.format(r)? {
+            Some(f) => f.agg_conversions().max(1),
+            None => 1,
+        };
         while let Some(nr) = recs.get(i + n) {
-            if nr.action != ActionKind::Printa || nr.format != r.format || nr.arg != r.arg {
+            let same_printa =
+                nr.action == ActionKind::Printa && nr.format == r.format && nr.arg == r.arg;
+            let id_expr = nr.action == ActionKind::DifExpr
+                && varids.len() < wanted
+                && matches!(nr.size, 4 | 8);
+            if !same_printa && !id_expr {
                 break;
             }
-            varids.push(u64_rec(nr, rec)? as u32);
+            let id = u64_rec(nr, rec)? as u32;
+            if id_expr && !same_printa && self.aggs.desc_for_var(id).is_none() {
+                break;
+            }
+            varids.push(id);
             n += 1;
         }
         let env = FmtEnv {

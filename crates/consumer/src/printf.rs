@@ -296,6 +296,14 @@ impl PrintfFormat {
         Ok(PrintfFormat { segments })
     }
 
+    /// How many conversions consume an aggregation value (`%@`).
+    pub fn agg_conversions(&self) -> usize {
+        self.segments
+            .iter()
+            .filter(|s| s.conv.as_ref().is_some_and(|c| c.agg))
+            .count()
+    }
+
     /// Whether any conversion consumes an aggregation value.
     pub fn has_agg_conversion(&self) -> bool {
         self.segments

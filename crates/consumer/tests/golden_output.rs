@@ -630,3 +630,31 @@ fn stack_records_print_one_frame_per_line() {
     );
     assert_eq!(got, want);
 }
+
+#[test]
+fn printa_aggregation_ids_as_difexpr_records() {
+    // The compiler's form: printa(fmt, @a, @b) is a Printa record then a DifExpr per further
+    // aggregation; a trace() after it is not taken as an aggregation.
+    let ep = eprobe(
+        1,
+        2,
+        &[
+            (A::Printa, 4, 1, 0),
+            (A::DifExpr, 4, 0, 0),
+            (A::DifExpr, 8, 0, 0),
+        ],
+    );
+    let mut d = setup(std::slice::from_ref(&ep), &["%s:%@d:%@d\n"]);
+    let a = aggdesc(1, 0, &[(A::DifExpr, 8, 0, 0)], (A::AggCount, 8, 0, 0));
+    let b = aggdesc(2, 1, &[(A::DifExpr, 8, 0, 0)], (A::AggSum, 8, 0, 0));
+    d.aggs.add_desc(a.clone());
+    d.aggs.add_desc(b.clone());
+    d.aggs
+        .merge(&[
+            aggrec(&a, &[strb("k", 8)], i64b(2)),
+            aggrec(&b, &[strb("k", 8)], i64b(9)),
+        ])
+        .unwrap();
+    let r = record(&ep, &[i32b(0), i32b(1), i64b(77)]);
+    assert_eq!(run(&mut d, &[buf(0, &[r])], true).out, "k:2:9\n77");
+}
