@@ -137,6 +137,7 @@ pub struct Decoder {
     indent: usize,
     flags: RunFlags,
     cur_prog: Option<usize>,
+    lib_errors: Vec<String>,
 }
 
 /// Option values read once per buffer.
@@ -166,6 +167,7 @@ impl Default for Decoder {
             indent: 0,
             flags: RunFlags::default(),
             cur_prog: None,
+            lib_errors: Vec::new(),
         }
     }
 }
@@ -473,6 +475,12 @@ impl Decoder {
             let bytes = recdata::slice(rec, r.offset as usize, r.size as usize)?;
             if r.action == ActionKind::LibAct {
                 i += self.lib_act(recs, i, rec, out)?;
+                for msg in std::mem::take(&mut self.lib_errors) {
+                    let report = status::library_error(cpu, edesc.epid, pdesc, msg);
+                    if !errfn(&report) {
+                        return Err(ConsumerError::DirectAbort);
+                    }
+                }
                 self.flags.quiet = self.options.is_set("quiet");
                 self.flags.flowindent = self.options.is_set("flowindent");
                 continue;
@@ -511,14 +519,11 @@ impl Decoder {
         out: &mut Vec<u8>,
     ) -> Result<usize> {
         let r = &recs[i];
-        let paired = |what: &'static str| -> Result<&RecDesc> {
-            recs.get(i + 1)
-                .filter(|n| n.action == ActionKind::LibAct && n.arg == r.arg)
-                .ok_or(ConsumerError::SizeMismatch {
-                    size: r.size as usize,
-                    what,
-                })
-        };
+        // The value of normalize/trunc/setopt follows as a LibAct record with the same number
+        // (DTrace's form) or as a DifExpr record (the compiler's form).
+        let paired = recs.get(i + 1).filter(|n| {
+            (n.action == ActionKind::LibAct && n.arg == r.arg) || n.action == ActionKind::DifExpr
+        });
         match lib_action(r.arg) {
             Some(LibAction::Clear) => {
                 let id = u64_rec(r, rec)? as u32;
@@ -532,38 +537,51 @@ impl Decoder {
             }
             Some(LibAction::Normalize) => {
                 let id = u64_rec(r, rec)? as u32;
-                let n = u64_rec(paired("normalize()")?, rec)?;
+                let v = paired.ok_or(ConsumerError::SizeMismatch {
+                    size: r.size as usize,
+                    what: "normalize() without a factor",
+                })?;
+                let n = u64_rec(v, rec)?;
                 self.aggs.normalize(id, n);
                 Ok(2)
             }
             Some(LibAction::Trunc) => {
                 let id = u64_rec(r, rec)? as u32;
-                let v = paired("trunc()")?;
-                let b = recdata::slice(rec, v.offset as usize, v.size as usize)?;
-                let n = recdata::sint(b).ok_or(ConsumerError::SizeMismatch {
-                    size: b.len(),
-                    what: "trunc()",
-                })?;
+                let (n, used) = match paired {
+                    Some(v) => {
+                        let b = recdata::slice(rec, v.offset as usize, v.size as usize)?;
+                        let n = recdata::sint(b).ok_or(ConsumerError::SizeMismatch {
+                            size: b.len(),
+                            what: "trunc()",
+                        })?;
+                        (n, 2)
+                    }
+                    None => (0, 1),
+                };
                 self.aggs.trunc(id, n);
-                Ok(2)
+                Ok(used)
             }
             Some(LibAction::Setopt) => {
                 let name_b = recdata::slice(rec, r.offset as usize, r.size as usize)?;
                 let name = String::from_utf8_lossy(recdata::cstr(name_b)).into_owned();
-                let v = paired("setopt()")?;
-                let val_b = recdata::slice(rec, v.offset as usize, v.size as usize)?;
-                let value = if v.size > 8 {
-                    String::from_utf8_lossy(recdata::cstr(val_b)).into_owned()
-                } else {
-                    "1".to_string()
+                let (value, used) = match paired {
+                    Some(v) if v.size > 8 => {
+                        let val_b = recdata::slice(rec, v.offset as usize, v.size as usize)?;
+                        (
+                            Some(String::from_utf8_lossy(recdata::cstr(val_b)).into_owned()),
+                            2,
+                        )
+                    }
+                    Some(_) => (Some("1".to_string()), 2),
+                    None => (None, 1),
                 };
-                if let Err(e) = self.options.set(&name, Some(&value), true) {
-                    out.extend_from_slice(
-                        format!("dtrace: couldn't set option \"{name}\" to \"{value}\": {e}\n")
-                            .as_bytes(),
-                    );
+                if let Err(e) = self.options.set(&name, value.as_deref(), true) {
+                    self.lib_errors.push(format!(
+                        "couldn't set option \"{name}\" to \"{}\": {e}",
+                        value.as_deref().unwrap_or("")
+                    ));
                 }
-                Ok(2)
+                Ok(used)
             }
             Some(LibAction::Ftruncate) => {
                 self.effects.ftruncate(out)?;

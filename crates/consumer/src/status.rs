@@ -236,6 +236,22 @@ pub fn error_report(
     }
 }
 
+/// A library-level fault in a probe's processing (`dt_handle_liberr`), e.g. a failed `setopt()`.
+pub fn library_error(cpu: u32, epid: u32, probe: &ProbeInfo, fault: String) -> ErrorReport {
+    ErrorReport {
+        cpu,
+        epid,
+        action: -1,
+        offset: -1,
+        fault: 1000,
+        addr: 0,
+        msg: format!(
+            "error on enabled probe ID {epid} (ID {}: {}:{}:{}:{}): {fault}\n",
+            probe.id, probe.provider, probe.module, probe.function, probe.name
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -658,3 +658,40 @@ fn printa_aggregation_ids_as_difexpr_records() {
     let r = record(&ep, &[i32b(0), i32b(1), i64b(77)]);
     assert_eq!(run(&mut d, &[buf(0, &[r])], true).out, "k:2:9\n77");
 }
+
+#[test]
+fn compiler_form_library_actions_and_setopt_errors() {
+    // normalize(@, 3) with the factor as a DifExpr; trunc(@) with no count; setopt("nosuch").
+    let ep = eprobe(
+        1,
+        2,
+        &[
+            (A::LibAct, 4, 0, 2),
+            (A::DifExpr, 8, 0, 0),
+            (A::Printa, 4, 1, 0),
+            (A::LibAct, 4, 0, 4),
+            (A::Printa, 4, 1, 0),
+            (A::LibAct, 16, 0, 5),
+        ],
+    );
+    let mut d = key_count_aggs();
+    d.eprobes.insert(1, ep.clone());
+    d.add_program(&["%s=%@d\n".to_string()], &[1]).unwrap();
+    let r = record(
+        &ep,
+        &[
+            i32b(0),
+            i64b(3),
+            i32b(0),
+            i32b(0),
+            i32b(0),
+            strb("nosuch", 16),
+        ],
+    );
+    let res = run(&mut d, &[buf(0, &[r])], true);
+    assert_eq!(res.out, "cat=0\nbash=1\nsshd=3\n");
+    assert_eq!(
+        res.errors,
+        ["error on enabled probe ID 1 (ID 2: dtrace:::END): couldn't set option \"nosuch\" to \"\": invalid option name\n"]
+    );
+}
