@@ -54,6 +54,7 @@ pub trait Compiler {
         spec: ProbeSpec,
         flags: CompileFlags,
         argv: &[String],
+        options: &crate::options::Options,
     ) -> Result<Program>;
 }
 
@@ -226,7 +227,7 @@ impl Handle {
         argv: &[String],
     ) -> Result<Program> {
         let r = match self.compiler.as_mut() {
-            Some(c) => c.compile(source, spec, flags, argv),
+            Some(c) => c.compile(source, spec, flags, argv, &self.decoder.options),
             None => Err(ConsumerError::NotSupported(
                 "compiling D: no compiler is linked into this consumer".into(),
             )),

@@ -115,7 +115,7 @@ const TABLE: &[(&str, OptKind, bool)] = &[
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Options {
     values: BTreeMap<&'static str, i64>,
-    strings: BTreeMap<&'static str, String>,
+    strings: BTreeMap<&'static str, Vec<String>>,
 }
 
 impl Default for Options {
@@ -259,7 +259,7 @@ impl Options {
         let v = match kind {
             OptKind::Compile => {
                 if let Some(s) = value {
-                    self.strings.insert(key, s.to_string());
+                    self.strings.entry(key).or_default().push(s.to_string());
                 }
                 0
             }
@@ -300,9 +300,17 @@ impl Options {
         self.value(name) != UNSET
     }
 
-    /// The string given to a compile-time option, if any.
+    /// The last string given to a compile-time option, if any.
     pub fn string(&self, name: &str) -> Option<&str> {
-        self.strings.get(name).map(String::as_str)
+        self.strings
+            .get(name)
+            .and_then(|v| v.last())
+            .map(String::as_str)
+    }
+
+    /// Every string given to a compile-time option, in order (`-D`, `-U`, `-I` accumulate).
+    pub fn strings(&self, name: &str) -> &[String] {
+        self.strings.get(name).map_or(&[], Vec::as_slice)
     }
 }
 
@@ -346,5 +354,9 @@ mod tests {
         assert!(o.set("bufpolicy", Some("ring"), false).is_ok());
         assert_eq!(o.get("bufpolicy").unwrap(), BUFPOLICY_RING);
         assert!(o.set("quiet", Some("maybe"), false).is_err());
+        o.set("define", Some("A=1"), false).unwrap();
+        o.set("define", Some("B"), false).unwrap();
+        assert_eq!(o.strings("define"), ["A=1", "B"]);
+        assert_eq!(o.string("define"), Some("B"));
     }
 }
