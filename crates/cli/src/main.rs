@@ -217,13 +217,16 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
         if h.stopped() {
             continue;
         }
-        // Sleep until the next rate is due, waking early for signals.
-        let until = std::time::Instant::now() + h.time_to_next();
-        while !signals::interrupted() && std::time::Instant::now() < until {
-            std::thread::sleep(
-                Duration::from_millis(5)
-                    .min(until.saturating_duration_since(std::time::Instant::now())),
-            );
+        // Wait until the next rate is due, running the tracer's timers and waking for signals.
+        loop {
+            let rate = h.time_to_next_rate();
+            if rate.is_zero() || signals::interrupted() {
+                break;
+            }
+            std::thread::sleep(h.time_to_next().min(rate).min(Duration::from_millis(5)));
+            if let Err(e) = h.poll() {
+                return fatal(&format!("processing aborted: {e}"));
+            }
         }
     }
     let _ = w.write_all(b"\n");

@@ -85,6 +85,18 @@ pub trait Tracer {
     fn aggregate_snapshot(&mut self) -> Result<Vec<AggRecord>>;
     /// Status counters (drops, exit requested).
     fn status(&mut self) -> Result<StatusCounters>;
+    /// Runs what is due in the tracer itself (timer probes, queued events); called often.
+    fn poll(&mut self) -> Result<()> {
+        Ok(())
+    }
+    /// How long until the tracer next has timer work, if it has any.
+    fn time_to_next_event(&self) -> Option<Duration> {
+        None
+    }
+    /// Aggregation drops per CPU (cpu, count) since the previous call.
+    fn take_aggregation_drops(&mut self) -> Vec<(u32, u64)> {
+        Vec::new()
+    }
     /// The probes matching a description (for `-l`).
     fn list(&mut self, desc: &ProbeDesc) -> Result<Vec<ProbeInfo>> {
         let _ = desc;
@@ -351,8 +363,22 @@ impl Handle {
         Duration::from_nanos(if v > 0 { v as u64 } else { 1_000_000_000 })
     }
 
-    /// How long until the next buffer switch, status check or aggregation snapshot is due.
+    /// How long until the next buffer switch, status check, aggregation snapshot or tracer timer.
     pub fn time_to_next(&self) -> Duration {
+        match self.tracer.time_to_next_event() {
+            Some(t) => t.min(self.time_to_next_rate()),
+            None => self.time_to_next_rate(),
+        }
+    }
+
+    /// Lets the tracer run its due timers and queued events (`dtrace_sleep` does this implicitly).
+    pub fn poll(&mut self) -> Result<()> {
+        let r = self.tracer.poll();
+        self.record(r)
+    }
+
+    /// How long until the next buffer switch, status check or aggregation snapshot is due.
+    pub fn time_to_next_rate(&self) -> Duration {
         let now = Instant::now();
         let due = |last: Option<Instant>, every: Duration| last.map_or(now, |l| l + every);
         let next = due(self.last_switch, self.rate("switchrate"))
@@ -361,9 +387,17 @@ impl Handle {
         next.saturating_duration_since(now)
     }
 
-    /// `dtrace_sleep`: waits until the next buffer switch, status check or aggregation snapshot is due.
-    pub fn sleep(&mut self) {
-        std::thread::sleep(self.time_to_next());
+    /// `dtrace_sleep`: waits until the next buffer switch, status check or aggregation snapshot is
+    /// due, running the tracer's timers meanwhile.
+    pub fn sleep(&mut self) -> Result<()> {
+        loop {
+            let rate = self.time_to_next_rate();
+            if rate.is_zero() {
+                return Ok(());
+            }
+            std::thread::sleep(self.time_to_next().min(rate));
+            self.poll()?;
+        }
     }
 
     /// `dtrace_status` plus drop reporting: checks the framework's counters.
@@ -405,7 +439,18 @@ impl Handle {
             .aggregate_snapshot()
             .and_then(|recs| self.decoder.aggs.merge(&recs));
         self.last_agg = Some(Instant::now());
-        self.record(r)
+        self.record(r)?;
+        for (cpu, n) in self.tracer.take_aggregation_drops() {
+            let d = DropReport {
+                cpu: Some(cpu),
+                kind: status::DropKind::Aggregation,
+                drops: n,
+                msg: status::cpu_drop_message(status::DropKind::Aggregation, n, cpu),
+            };
+            let r = self.report_drop(&d);
+            self.record(r)?;
+        }
+        Ok(())
     }
 
     /// `dtrace_consume`: switches and consumes every CPU's buffer into `out`.
@@ -458,7 +503,7 @@ impl Handle {
         pfunc: &mut ProbeFn<'_>,
         rfunc: &mut RecFn<'_>,
     ) -> Result<WorkStatus> {
-        let r = self.check_status();
+        let r = self.tracer.poll().and_then(|_| self.check_status());
         self.record(r)?;
         self.aggregate_snap()?;
         self.consume(out, pfunc, rfunc)?;
