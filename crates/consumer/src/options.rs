@@ -115,6 +115,7 @@ const TABLE: &[(&str, OptKind, bool)] = &[
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Options {
     values: BTreeMap<&'static str, i64>,
+    explicit: Vec<(&'static str, Option<String>)>,
     strings: BTreeMap<&'static str, Vec<String>>,
 }
 
@@ -122,6 +123,7 @@ impl Default for Options {
     fn default() -> Self {
         let mut o = Options {
             values: TABLE.iter().map(|(n, _, _)| (*n, UNSET)).collect(),
+            explicit: Vec::new(),
             strings: BTreeMap::new(),
         };
         for (name, v) in [
@@ -279,7 +281,14 @@ impl Options {
             },
         };
         self.values.insert(key, v);
+        self.explicit.push((key, value.map(str::to_string)));
         Ok(())
+    }
+
+    /// Every successful `set` in order, with its textual value (to hand on to the framework, which
+    /// parses them with the same rules).
+    pub fn explicit(&self) -> &[(&'static str, Option<String>)] {
+        &self.explicit
     }
 
     /// The stored value (`UNSET` when unset), or an error for an unknown name.
