@@ -249,8 +249,24 @@ fn hex_float(a: f64, prec: Option<usize>, upper: bool) -> Vec<u8> {
     s
 }
 
+/// The largest floating-point precision honoured.
+pub const MAX_FLOAT_PREC: usize = 60_000;
+
 /// `%e %E %f %F %g %G %a %A` of a double.
 pub fn fmt_float(out: &mut Vec<u8>, spec: &Spec, v: f64, conv: u8) {
+    // Past a few thousand digits a double has only zeros left to show; the cap keeps the precision
+    // within what Rust's formatter accepts.
+    let capped;
+    let spec = match spec.prec {
+        Some(p) if p > MAX_FLOAT_PREC => {
+            capped = Spec {
+                prec: Some(MAX_FLOAT_PREC),
+                ..*spec
+            };
+            &capped
+        }
+        _ => spec,
+    };
     let upper = conv.is_ascii_uppercase();
     let neg = v.is_sign_negative() && !v.is_nan();
     let a = v.abs();
@@ -410,6 +426,10 @@ mod tests {
             "-0X1.999999999999AP-4"
         );
         assert_eq!(s(|o| fmt_float(o, &sp("", 0, None), 0.0, b'a')), "0x0p+0");
+        for c in [b'e', b'f', b'g', b'a'] {
+            let n = s(|o| fmt_float(o, &sp("", 0, Some(1 << 20)), 1.5, c)).len();
+            assert!(n < 70_000 && (c == b'g' || n > 1000));
+        }
         assert_eq!(
             s(|o| fmt_float(o, &sp("", 0, Some(1)), 1.97, b'a')),
             "0x2.0p+0"

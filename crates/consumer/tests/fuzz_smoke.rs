@@ -50,3 +50,9 @@ fn random_and_mutated_inputs_never_panic() {
         format_bytes(&input);
     }
 }
+
+#[test]
+fn found_by_fuzzing() {
+    // A float conversion with an enormous precision.
+    format_bytes(b"%.@0+17777777777777777777777777777777777777777777777777777Le+2@e\0\0\0+");
+}
