@@ -171,3 +171,38 @@ fn without_a_compiler_compiling_is_not_supported() {
         Err(ConsumerError::BadOptionName(_))
     ));
 }
+
+struct Capture(std::rc::Rc<std::cell::RefCell<Vec<(String, Vec<String>)>>>);
+impl dtrace_consumer::Compiler for Capture {
+    fn compile(
+        &mut self,
+        source: &str,
+        _: dtrace_consumer::ProbeSpec,
+        _: dtrace_consumer::CompileFlags,
+        argv: &[String],
+        _: &Options,
+    ) -> Result<Program> {
+        self.0
+            .borrow_mut()
+            .push((source.to_string(), argv.to_vec()));
+        Ok(Program::default())
+    }
+}
+
+#[test]
+fn scripts_lose_their_interpreter_line_and_get_their_arguments() {
+    let seen = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    let mut h = Handle::open(
+        Box::new(dtrace_consumer::handle::NoTracer("x".into())),
+        Some(Box::new(Capture(seen.clone()))),
+    );
+    let path = std::env::temp_dir().join(format!("dtrace-consumer-{}.d", std::process::id()));
+    std::fs::write(&path, "#!/usr/sbin/dtrace -qs\nBEGIN { trace($1); }\n").unwrap();
+    let argv = vec![path.display().to_string(), "42".to_string()];
+    h.compile_file(&path, Default::default(), &argv).unwrap();
+    let _ = std::fs::remove_file(&path);
+    let seen = seen.borrow();
+    // The #! line becomes an empty line, so line numbers in errors stay right.
+    assert_eq!(seen[0].0, "\nBEGIN { trace($1); }\n");
+    assert_eq!(seen[0].1, argv);
+}
