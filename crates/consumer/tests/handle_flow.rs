@@ -172,7 +172,8 @@ fn without_a_compiler_compiling_is_not_supported() {
     ));
 }
 
-struct Capture(std::rc::Rc<std::cell::RefCell<Vec<(String, Vec<String>)>>>);
+type Seen = std::rc::Rc<std::cell::RefCell<Vec<(String, Vec<String>)>>>;
+struct Capture(Seen);
 impl dtrace_consumer::Compiler for Capture {
     fn compile(
         &mut self,
