@@ -257,6 +257,13 @@ impl Options {
         if active && !dynamic {
             return Err(ConsumerError::Active);
         }
+        if matches!(key, "agghist" | "aggpack" | "aggzoom")
+            && parse_runtime(value).is_ok_and(|v| v != UNSET)
+        {
+            return Err(ConsumerError::NotSupported(format!(
+                "the {key} option (histogram and packed aggregation output)"
+            )));
+        }
         let need = |v: Option<&str>| v.map(str::to_string).ok_or_else(|| bad(""));
         let v = match kind {
             OptKind::Compile => {
@@ -361,6 +368,11 @@ mod tests {
             Err(ConsumerError::BadOptionName(_))
         ));
         assert!(o.set("bufpolicy", Some("ring"), false).is_ok());
+        assert!(matches!(
+            o.set("aggpack", None, false),
+            Err(ConsumerError::NotSupported(_))
+        ));
+        assert!(o.set("aggpack", Some("no"), false).is_ok());
         assert_eq!(o.get("bufpolicy").unwrap(), BUFPOLICY_RING);
         assert!(o.set("quiet", Some("maybe"), false).is_err());
         o.set("define", Some("A=1"), false).unwrap();
