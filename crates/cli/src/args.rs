@@ -46,8 +46,10 @@ impl Cmd {
 pub struct Config {
     /// Probe specifications and scripts in order.
     pub cmds: Vec<Cmd>,
-    /// `-x name[=value]`, `-b`, `-D`, ... as options to set, in order.
-    pub options: Vec<(String, Option<String>)>,
+    /// `-x name[=value]`, `-b`, `-D`, ... as options to set, in order, with the flag that set them.
+    pub options: Vec<(char, String, Option<String>)>,
+    /// How many of the mode options `-A -G -h -l -V` were given.
+    pub modes: usize,
     /// Macro arguments (non-option words).
     pub args: Vec<String>,
     /// `-l`.
@@ -129,8 +131,8 @@ pub fn parse(argv: &[String]) -> Result<Config, UsageError> {
     Ok(cfg)
 }
 
-fn opt(cfg: &mut Config, name: &str, value: Option<String>) {
-    cfg.options.push((name.to_string(), value));
+fn opt(cfg: &mut Config, flag: char, name: &str, value: Option<String>) {
+    cfg.options.push((flag, name.to_string(), value));
 }
 
 fn apply(cfg: &mut Config, c: char, arg: String) -> Result<(), UsageError> {
@@ -141,47 +143,57 @@ fn apply(cfg: &mut Config, c: char, arg: String) -> Result<(), UsageError> {
                 return Err(UsageError::BadModel(format!("{c}{arg}")));
             }
         }
-        'b' => opt(cfg, "bufsize", Some(arg)),
+        'b' => opt(cfg, c, "bufsize", Some(arg)),
         'c' => cfg.commands.push(arg),
         'C' => {
             cfg.cpp = true;
-            opt(cfg, "cpp", None);
+            opt(cfg, c, "cpp", None);
         }
-        'D' => opt(cfg, "define", Some(arg)),
+        'D' => opt(cfg, c, "define", Some(arg)),
         'e' => cfg.exit_after_compile = true,
         'f' | 'i' | 'm' | 'n' | 'P' | 's' => cfg.cmds.push(Cmd { kind: c, arg }),
         'F' => {
             cfg.flowindent = true;
-            opt(cfg, "flowindent", None);
+            opt(cfg, c, "flowindent", None);
         }
-        'H' => opt(cfg, "cpphdrs", None),
-        'I' => opt(cfg, "incdir", Some(arg)),
-        'l' => cfg.list = true,
-        'L' => opt(cfg, "libdir", Some(arg)),
+        'H' => opt(cfg, c, "cpphdrs", None),
+        'I' => opt(cfg, c, "incdir", Some(arg)),
+        'l' => {
+            cfg.list = true;
+            cfg.modes += 1;
+        }
+        'L' => opt(cfg, c, "libdir", Some(arg)),
         'o' => cfg.output = Some(arg),
         'p' => cfg.pids.push(arg),
         'q' => {
             cfg.quiet = true;
-            opt(cfg, "quiet", None);
+            opt(cfg, c, "quiet", None);
         }
         'S' => cfg.show_dif = true,
-        'U' => opt(cfg, "undef", Some(arg)),
+        'U' => opt(cfg, c, "undef", Some(arg)),
         'v' => cfg.verbose = true,
-        'V' => cfg.version = true,
+        'V' => {
+            cfg.version = true;
+            cfg.modes += 1;
+        }
         'w' => {
             cfg.destructive = true;
-            opt(cfg, "destructive", None);
+            opt(cfg, c, "destructive", None);
         }
         'x' => match arg.split_once('=') {
-            Some((n, v)) => opt(cfg, n, Some(v.to_string())),
-            None => opt(cfg, &arg, None),
+            Some((n, v)) => opt(cfg, c, n, Some(v.to_string())),
+            None => opt(cfg, c, &arg, None),
         },
-        'X' => opt(cfg, "stdc", Some(arg)),
+        'X' => opt(cfg, c, "stdc", Some(arg)),
         'Z' => {
             cfg.zdefs = true;
-            opt(cfg, "zdefs", None);
+            opt(cfg, c, "zdefs", None);
         }
-        'a' | 'A' | 'B' | 'G' | 'h' => cfg.unsupported.push(c),
+        'A' | 'G' | 'h' => {
+            cfg.modes += 1;
+            cfg.unsupported.push(c);
+        }
+        'a' | 'B' => cfg.unsupported.push(c),
         _ => return Err(UsageError::Illegal(c)),
     }
     Ok(())
@@ -219,9 +231,9 @@ mod tests {
         assert_eq!(
             c.options,
             vec![
-                ("quiet".into(), None),
-                ("bufsize".into(), Some("1m".into())),
-                ("quiet".into(), None)
+                ('q', "quiet".into(), None),
+                ('x', "bufsize".into(), Some("1m".into())),
+                ('x', "quiet".into(), None)
             ]
         );
     }

@@ -54,6 +54,10 @@ fn main() -> ExitCode {
             return ExitCode::from(E_USAGE);
         }
     };
+    if cfg.modes > 1 {
+        eprintln!("{pname}: only one of the [-AGhlV] options can be specified at a time");
+        return ExitCode::from(E_USAGE);
+    }
     if cfg.version {
         println!("{pname}: {}", usage::VERSION);
         return ExitCode::SUCCESS;
@@ -93,20 +97,16 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
             ));
         }
     }
-    for (name, value) in &cfg.options {
+    for (flag, name, value) in &cfg.options {
         if let Err(e) = h.setopt(name, value.as_deref()) {
-            let shown = match value {
-                Some(v) => format!("{name}={v}"),
-                None => name.clone(),
+            let what = match flag {
+                'x' => format!("-x {name}"),
+                'b' | 'D' | 'I' | 'L' | 'U' | 'X' => {
+                    format!("-{flag} {}", value.as_deref().unwrap_or(""))
+                }
+                _ => format!("-{flag}"),
             };
-            let flag = if name == "bufsize" { "-b" } else { "-x" };
-            let shown = if flag == "-b" {
-                value.clone().unwrap_or_default()
-            } else {
-                shown
-            };
-            eprintln!("dtrace: failed to set {flag} {shown}: {e}");
-            return ExitCode::from(E_USAGE);
+            return fatal(&format!("failed to set {what}: {e}"));
         }
     }
     if cfg.list {
@@ -127,6 +127,9 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
         let r = if cmd.kind == 's' {
             let mut argv = vec![cmd.arg.clone()];
             argv.extend(cfg.args.iter().cloned());
+            if let Err(e) = std::fs::metadata(&cmd.arg) {
+                return fatal(&format!("failed to open {}: {}", cmd.arg, io_reason(&e)));
+            }
             h.compile_file(std::path::Path::new(&cmd.arg), flags, &argv)
         } else {
             let mut argv = vec![pname.to_string()];
@@ -169,25 +172,39 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
         eprintln!("dtrace: {}", d.msg);
         true
     }));
+    let mut total = 0;
     for (cmd, prog) in cfg.cmds.iter().zip(&progs) {
+        // Descriptions are reported cut before any predicate or action.
+        let name = if cmd.kind == 's' {
+            cmd.arg.as_str()
+        } else {
+            cmd.arg.split(['{', '/', ';']).next().unwrap_or("")
+        };
         match h.exec(prog) {
             Ok(info) => {
+                total += info.matches;
                 if !quiet {
                     eprintln!(
                         "dtrace: {} '{}' matched {} probe{}",
                         cmd.desc(),
-                        cmd.arg,
+                        name,
                         info.matches,
                         if info.matches == 1 { "" } else { "s" }
                     );
                 }
             }
-            Err(e) => return fatal(&format!("could not enable tracing: {e}")),
+            Err(e) => return fatal(&format!("failed to enable '{name}': {e}")),
         }
+    }
+    if total == 0 && !cfg.zdefs {
+        return fatal("no probes matched");
+    }
+    if h.decoder.options.is_set("destructive") && !quiet {
+        eprintln!("dtrace: allowing destructive actions");
     }
     signals::install();
     if let Err(e) = h.go() {
-        return fatal(&format!("could not enable tracing: {e}"));
+        return fatal(&format!("dtrace_go(): {e}"));
     }
     let quiet = cfg.quiet || h.decoder.options.is_set("quiet");
     let flowindent = cfg.flowindent || h.decoder.options.is_set("flowindent");
@@ -198,7 +215,13 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
     };
     let printer = std::cell::RefCell::new(&mut printer);
     let mut w = out.clone();
+    let mut newline_done = false;
     loop {
+        if signals::interrupted() && !newline_done {
+            // DTrace ends the interrupted line (the terminal's ^C), even when quiet.
+            let _ = w.write_all(b"\n");
+            newline_done = true;
+        }
         if signals::interrupted() && !h.stopped() {
             if let Err(e) = h.stop() {
                 return fatal(&format!("couldn't stop tracing: {e}"));
@@ -257,11 +280,12 @@ fn list(h: &mut Handle, cfg: &args::Config) -> ExitCode {
     let mut text = listing::list_heading();
     for (arg, d) in &descs {
         match h.list_probes(d) {
-            Ok(ps) if ps.is_empty() && !cfg.zdefs => {
-                print!("{text}");
-                return fatal(&format!(
-                    "failed to match {arg}: No probe matches description"
-                ));
+            Ok(ps) if ps.is_empty() => {
+                let _ = arg;
+                eprintln!(
+                    "dtrace: failed to match {}:{}:{}:{}: No probe matches description",
+                    d.provider, d.module, d.function, d.name
+                );
             }
             Ok(ps) => ps
                 .iter()
@@ -271,4 +295,13 @@ fn list(h: &mut Handle, cfg: &args::Config) -> ExitCode {
     }
     print!("{text}");
     ExitCode::SUCCESS
+}
+
+/// The reason part of an I/O error as C's strerror(3) words it.
+fn io_reason(e: &std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => "No such file or directory".to_string(),
+        std::io::ErrorKind::PermissionDenied => "Permission denied".to_string(),
+        _ => e.to_string(),
+    }
 }

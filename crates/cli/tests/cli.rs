@@ -44,20 +44,29 @@ fn illegal_option_is_a_usage_error() {
 #[test]
 fn bad_option_names_and_values() {
     let (rc, _, err) = dtrace(&["-x", "nosuch", "-n", "BEGIN"]);
-    assert_eq!(rc, 2);
+    assert_eq!(rc, 1);
     assert_eq!(
         err,
         "dtrace: failed to set -x nosuch: invalid option name\n"
     );
     let (rc, _, err) = dtrace(&["-b", "4q", "-n", "BEGIN"]);
-    assert_eq!(rc, 2);
+    assert_eq!(rc, 1);
     assert_eq!(
         err,
         "dtrace: failed to set -b 4q: invalid value for specified option\n"
     );
     let (rc, _, err) = dtrace(&["-x", "switchrate=fast", "-n", "BEGIN"]);
+    assert_eq!(rc, 1);
+    assert_eq!(
+        err,
+        "dtrace: failed to set -x switchrate: invalid value for specified option\n"
+    );
+    let (rc, _, err) = dtrace(&["-l", "-V"]);
     assert_eq!(rc, 2);
-    assert!(err.contains("switchrate=fast"));
+    assert_eq!(
+        err,
+        "dtrace: only one of the [-AGhlV] options can be specified at a time\n"
+    );
 }
 
 #[test]
@@ -85,8 +94,8 @@ fn unsupported_features_say_so_and_exit_1() {
 fn missing_script_is_a_compile_failure() {
     let (rc, _, err) = dtrace(&["-s", "/nonexistent/x.d"]);
     assert_eq!(rc, 1);
-    assert!(
-        err.starts_with("dtrace: failed to compile script /nonexistent/x.d: "),
-        "{err}"
+    assert_eq!(
+        err,
+        "dtrace: failed to open /nonexistent/x.d: No such file or directory\n"
     );
 }
