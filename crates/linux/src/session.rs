@@ -1,0 +1,343 @@
+//! A capture session: the ring buffer and drop counter shared by every enabled probe, one generated
+//! program and attachment per probe, and the loop that turns records into [`CapturedEvent`]s. Entry
+//! events whose user copies faulted are held until the re-read at the syscall's return arrives (or,
+//! failing that, are completed from `/proc/<pid>/mem`). Dropping the session detaches everything.
+
+use crate::attach::Attachment;
+use crate::bpf::{Map, MapKind, ProgKind, Program, RingBuf};
+use crate::capture::codegen::{gen_capture, gen_retry, MapFds, PENDING_VALUE_SIZE};
+use crate::capture::{
+    decode_record, ArgSource, CaptureSpec, CapturedEvent, CopySource, CtxKind, Identity,
+    ProbeShape, Record, RecordLayout,
+};
+use crate::catalog::{AttachPoint, Probe};
+use crate::error::{LinuxError, Result};
+use std::collections::HashMap;
+
+/// Session settings.
+#[derive(Clone, Debug)]
+pub struct SessionOptions {
+    /// Ring buffer bytes (rounded up to a power of two).
+    pub ring_bytes: usize,
+    /// Prefix of the kernel object names (`bpftool prog` shows `<prefix>_<tag>`).
+    pub name_prefix: String,
+    /// How long an entry event may wait for its return-time re-read, in nanoseconds.
+    pub retry_wait_ns: u64,
+}
+
+impl Default for SessionOptions {
+    fn default() -> Self {
+        SessionOptions {
+            ring_bytes: 8 << 20,
+            name_prefix: "dtrace".into(),
+            retry_wait_ns: 2_000_000_000,
+        }
+    }
+}
+
+struct Enabled {
+    // Field order is drop order: detach before closing programs and maps.
+    _attachments: Vec<Attachment>,
+    _programs: Vec<Program>,
+    _pending: Option<Map>,
+}
+
+struct ProbeInfo {
+    layout: RecordLayout,
+    syscall_return: bool,
+    identity_from_fields: bool,
+}
+
+/// A set of enabled probes feeding one ring buffer.
+pub struct Session {
+    enabled: Vec<Enabled>,
+    info: HashMap<u32, ProbeInfo>,
+    held: HashMap<(u32, u64), CapturedEvent>,
+    tgid_of: HashMap<u32, u32>,
+    ppid_of: HashMap<u32, u32>,
+    bad_records: u64,
+    opts: SessionOptions,
+    drops: Map,
+    ring: RingBuf,
+}
+
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: valid timespec out-parameter.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+impl Session {
+    /// Creates the ring buffer and the drop counter.
+    pub fn new(opts: SessionOptions) -> Result<Session> {
+        let ring = RingBuf::create(&format!("{}_ring", opts.name_prefix), opts.ring_bytes)?;
+        let drops = Map::create(
+            MapKind::PerCpuArray,
+            &format!("{}_drops", opts.name_prefix),
+            4,
+            8,
+            1,
+        )?;
+        Ok(Session {
+            enabled: Vec::new(),
+            info: HashMap::new(),
+            held: HashMap::new(),
+            tgid_of: HashMap::new(),
+            ppid_of: HashMap::new(),
+            bad_records: 0,
+            opts,
+            drops,
+            ring,
+        })
+    }
+
+    /// Enables `probe`, tagging its records with `tag` (the framework's probe id), capturing what
+    /// `spec` asks for. Errors name the probe.
+    pub fn enable(&mut self, probe: &Probe, tag: u32, spec: &CaptureSpec) -> Result<()> {
+        let name = probe.desc.to_string();
+        if self.info.contains_key(&tag) {
+            return Err(LinuxError::BadCapture {
+                probe: name,
+                reason: format!("tag {tag} is already enabled"),
+            });
+        }
+        let layout = RecordLayout::for_spec(spec, &name)?;
+        let obj = format!("{}_{tag}", self.opts.name_prefix);
+        let mut fds = MapFds {
+            ring: self.ring.map().raw_fd(),
+            drops: self.drops.raw_fd(),
+            pending: None,
+        };
+        let mut programs = Vec::new();
+        let mut attachments = Vec::new();
+        let mut pending = None;
+        let (syscall_return, identity_from_fields) = match &probe.attach {
+            AttachPoint::Tracepoint {
+                id,
+                args,
+                conditions,
+                identity,
+                return_event,
+                syscall_return,
+                ..
+            } => {
+                let shape = ProbeShape {
+                    ctx: CtxKind::Tracepoint,
+                    args: args.clone(),
+                    conditions: conditions.clone(),
+                    identity: *identity,
+                };
+                let wants_retry =
+                    spec.retry_at_return && spec.copies.iter().any(|c| c.kind.is_user());
+                if let (true, Some(ret_id)) = (wants_retry, return_event) {
+                    let map = Map::create(
+                        MapKind::LruHash,
+                        &format!("{obj}_p"),
+                        4,
+                        PENDING_VALUE_SIZE,
+                        16_384,
+                    )?;
+                    fds.pending = Some(map.raw_fd());
+                    // The return-side program goes in first, so no entry can arm a retry nobody serves.
+                    let insns = gen_retry(spec, &layout, tag, &fds)?;
+                    let prog =
+                        Program::load(ProgKind::Tracepoint, &insns, &format!("{obj}_r"), &name)?;
+                    attachments.push(Attachment::tracepoint(&prog, *ret_id, &name)?);
+                    programs.push(prog);
+                    pending = Some(map);
+                }
+                let insns = gen_capture(&shape, spec, &layout, tag, &fds)?;
+                let prog = Program::load(ProgKind::Tracepoint, &insns, &obj, &name)?;
+                attachments.push(Attachment::tracepoint(&prog, *id, &name)?);
+                programs.push(prog);
+                (
+                    *syscall_return,
+                    matches!(identity, Identity::FromFields { .. }),
+                )
+            }
+            AttachPoint::Profile {
+                period_ns,
+                all_cpus,
+            } => {
+                let shape = ProbeShape {
+                    ctx: CtxKind::PerfEvent,
+                    args: vec![ArgSource::KernelPc, ArgSource::UserPc],
+                    conditions: Vec::new(),
+                    identity: Identity::Current,
+                };
+                let insns = gen_capture(&shape, spec, &layout, tag, &fds)?;
+                let prog = Program::load(ProgKind::PerfEvent, &insns, &obj, &name)?;
+                let online = crate::bpf::map::online_cpus()?;
+                let cpus: Vec<u32> = if *all_cpus {
+                    online
+                } else {
+                    online.into_iter().take(1).collect()
+                };
+                attachments.push(Attachment::cpu_clock(&prog, *period_ns, &cpus, &name)?);
+                programs.push(prog);
+                (false, false)
+            }
+        };
+        self.enabled.push(Enabled {
+            _attachments: attachments,
+            _programs: programs,
+            _pending: pending,
+        });
+        self.info.insert(
+            tag,
+            ProbeInfo {
+                layout,
+                syscall_return,
+                identity_from_fields,
+            },
+        );
+        Ok(())
+    }
+
+    /// Number of enabled probes.
+    pub fn enabled_count(&self) -> usize {
+        self.enabled.len()
+    }
+
+    /// Records lost because the ring buffer was full (summed over CPUs).
+    pub fn drops(&self) -> Result<u64> {
+        self.drops.percpu_sum_u64(0)
+    }
+
+    /// Records that could not be decoded (should stay 0).
+    pub fn bad_records(&self) -> u64 {
+        self.bad_records
+    }
+
+    /// Entry events still waiting for their return-time re-read.
+    pub fn held_count(&self) -> usize {
+        self.held.len()
+    }
+
+    /// Waits up to `timeout_ms` for records, then delivers every available event to `f`. Returns the
+    /// number delivered.
+    pub fn poll(&mut self, timeout_ms: i32, f: &mut dyn FnMut(CapturedEvent)) -> Result<usize> {
+        let mut n = self.drain(f);
+        if n == 0 {
+            self.ring.wait(timeout_ms)?;
+            n = self.drain(f);
+        }
+        Ok(n)
+    }
+
+    /// Delivers every available event without waiting.
+    pub fn drain(&mut self, f: &mut dyn FnMut(CapturedEvent)) -> usize {
+        let mut records = Vec::new();
+        let info = &self.info;
+        let mut bad = 0;
+        self.ring.consume(
+            |b| match decode_record(b, |t| info.get(&t).map(|i| &i.layout)) {
+                Ok(r) => records.push(r),
+                Err(_) => bad += 1,
+            },
+        );
+        self.bad_records += bad;
+        let mut n = 0;
+        for r in records {
+            match r {
+                Record::Event(ev) if ev.retry_armed => {
+                    self.held.insert((ev.tid, ev.ktime_ns), ev);
+                }
+                Record::Event(ev) => {
+                    f(self.finish(ev));
+                    n += 1;
+                }
+                Record::Retry {
+                    tid,
+                    ktime_ns,
+                    copies,
+                    ..
+                } => {
+                    if let Some(mut ev) = self.held.remove(&(tid, ktime_ns)) {
+                        for (orig, again) in ev.copies.iter_mut().zip(copies) {
+                            if orig.data.is_err() && again.data.is_ok() {
+                                *orig = again;
+                            }
+                        }
+                        f(self.finish(ev));
+                        n += 1;
+                    }
+                }
+            }
+        }
+        n + self.release_expired(f, false)
+    }
+
+    /// Delivers every held event now (at the end of a run), completing faulted copies from the
+    /// process's memory where it can still be read.
+    pub fn flush_held(&mut self, f: &mut dyn FnMut(CapturedEvent)) -> usize {
+        self.release_expired(f, true)
+    }
+
+    fn release_expired(&mut self, f: &mut dyn FnMut(CapturedEvent), all: bool) -> usize {
+        if self.held.is_empty() {
+            return 0;
+        }
+        let now = monotonic_ns();
+        let wait = self.opts.retry_wait_ns;
+        let mut keys: Vec<(u32, u64)> = self
+            .held
+            .keys()
+            .filter(|(_, t)| all || now.saturating_sub(*t) > wait)
+            .copied()
+            .collect();
+        keys.sort_by_key(|k| k.1);
+        let mut n = 0;
+        for k in keys {
+            if let Some(mut ev) = self.held.remove(&k) {
+                let sizes: Vec<usize> = self
+                    .info
+                    .get(&ev.tag)
+                    .map(|i| i.layout.copies.iter().map(|c| c.size).collect())
+                    .unwrap_or_default();
+                for (c, cap) in ev.copies.iter_mut().zip(sizes) {
+                    if c.data.is_err() && c.kind.is_user() {
+                        if let Ok(bytes) = crate::process::read_memory(ev.pid, c.addr, c.kind, cap)
+                        {
+                            c.data = Ok(bytes);
+                            c.source = CopySource::ProcessMemory;
+                        }
+                    }
+                }
+                f(self.finish(ev));
+                n += 1;
+            }
+        }
+        n
+    }
+
+    fn finish(&mut self, mut ev: CapturedEvent) -> CapturedEvent {
+        if let Some(info) = self.info.get(&ev.tag) {
+            if info.syscall_return {
+                let ret = ev.args[0] as i64;
+                if (-4095..0).contains(&ret) {
+                    ev.errno = (-ret) as i32;
+                }
+            }
+            if info.identity_from_fields && ev.pid == 0 && ev.tid != 0 {
+                let tid = ev.tid;
+                ev.pid = *self
+                    .tgid_of
+                    .entry(tid)
+                    .or_insert_with(|| crate::process::tgid_of(tid).unwrap_or(tid));
+            }
+        }
+        if ev.ppid == 0 && ev.pid != 0 {
+            let pid = ev.pid;
+            ev.ppid = *self
+                .ppid_of
+                .entry(pid)
+                .or_insert_with(|| crate::process::ppid_of(pid).unwrap_or(0));
+        }
+        ev
+    }
+}
