@@ -24,6 +24,7 @@ pub mod error;
 pub mod features;
 pub mod process;
 pub mod session;
+pub mod signals;
 pub mod symbols;
 pub mod tracefs;
 
