@@ -74,8 +74,10 @@ fn split_decl(decl: &str) -> Option<(String, String, Option<usize>, bool)> {
         None => (decl, None),
     };
     let split = head
-        .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-        .map(|i| i + 1)
+        .char_indices()
+        .rev()
+        .find(|(_, c)| !(c.is_ascii_alphanumeric() || *c == '_'))
+        .map(|(i, c)| i + c.len_utf8())
         .unwrap_or(0);
     let (ty, name) = head.split_at(split);
     let ty = ty.trim();
