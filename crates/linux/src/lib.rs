@@ -18,6 +18,7 @@
 
 pub mod attach;
 pub mod bpf;
+pub mod btf;
 pub mod capture;
 pub mod catalog;
 pub mod error;

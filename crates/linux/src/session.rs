@@ -56,6 +56,7 @@ pub struct Session {
     tgid_of: HashMap<u32, u32>,
     ppid_of: HashMap<u32, u32>,
     bad_records: u64,
+    task: Option<crate::btf::TaskOffsets>,
     opts: SessionOptions,
     drops: Map,
     ring: RingBuf,
@@ -89,6 +90,7 @@ impl Session {
             tgid_of: HashMap::new(),
             ppid_of: HashMap::new(),
             bad_records: 0,
+            task: crate::btf::TaskOffsets::from_vmlinux().ok(),
             opts,
             drops,
             ring,
@@ -130,6 +132,7 @@ impl Session {
                     args: args.clone(),
                     conditions: conditions.clone(),
                     identity: *identity,
+                    task: self.task,
                 };
                 let wants_retry =
                     spec.retry_at_return && spec.copies.iter().any(|c| c.kind.is_user());
@@ -168,6 +171,7 @@ impl Session {
                     args: vec![ArgSource::KernelPc, ArgSource::UserPc],
                     conditions: Vec::new(),
                     identity: Identity::Current,
+                    task: self.task,
                 };
                 let insns = gen_capture(&shape, spec, &layout, tag, &fds)?;
                 let prog = Program::load(ProgKind::PerfEvent, &insns, &obj, &name)?;

@@ -143,3 +143,50 @@ fn elf_reader_survives_mutations() {
         }
     }
 }
+
+#[test]
+fn btf_reader_survives_mutations() {
+    // A small valid BTF: a struct `s` {int a; struct {int b;} (anonymous)} built by hand.
+    let mut strings = b"\0s\0a\0b\0int\0".to_vec();
+    strings.push(0);
+    let mut types = Vec::new();
+    let mut ty = |words: &[u32]| {
+        words
+            .iter()
+            .for_each(|w| types.extend_from_slice(&w.to_le_bytes()))
+    };
+    ty(&[7, 1 << 24, 4, 32]); // 1: int (INT, 4 bytes, 32 bits)
+    ty(&[0, (4 << 24) | 1, 4, 5, 1, 0]); // 2: anonymous struct { int b; }
+    ty(&[1, (4 << 24) | 2, 8, 3, 1, 0, 0, 2, 32]); // 3: struct s { int a; <anon> at bit 32 }
+    let mut btf = Vec::new();
+    btf.extend_from_slice(&0xeb9fu16.to_le_bytes());
+    btf.extend_from_slice(&[1, 0]);
+    for w in [
+        24u32,
+        0,
+        types.len() as u32,
+        types.len() as u32,
+        strings.len() as u32,
+    ] {
+        btf.extend_from_slice(&w.to_le_bytes());
+    }
+    btf.extend_from_slice(&types);
+    btf.extend_from_slice(&strings);
+    let b = dtrace_linux::btf::Btf::parse(&btf).unwrap();
+    let id = b.struct_id("s").unwrap();
+    assert_eq!(b.member_offset(id, "a"), Some(0));
+    assert_eq!(
+        b.member_offset(id, "b"),
+        Some(4),
+        "found through the anonymous member"
+    );
+    let mut rng = Rng(99);
+    for _ in 0..4000 {
+        let m = rng.mutate(&btf);
+        if let Ok(b) = dtrace_linux::btf::Btf::parse(&m) {
+            if let Some(id) = b.struct_id("s") {
+                let _ = b.member_offset(id, "b");
+            }
+        }
+    }
+}

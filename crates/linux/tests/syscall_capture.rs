@@ -51,7 +51,11 @@ fn write_entry_counts_exactly_n_for_the_target() {
         assert_eq!((e.pid, e.tid), (pid, pid));
         assert_eq!(e.execname(), "writer");
         assert_eq!(e.args[2], 3, "arg2 is the byte count");
-        assert!(e.ppid != 0);
+        assert_eq!(
+            e.ppid,
+            std::process::id(),
+            "ppid is the test process that forked the child"
+        );
         assert_eq!(e.uid, 0);
     }
     assert_eq!(s.drops().unwrap(), 0);

@@ -33,6 +33,9 @@ pub struct ProbeShape {
     pub conditions: Vec<Condition>,
     /// Whose identity the record carries.
     pub identity: Identity,
+    /// `task_struct` offsets (from BTF) to read the parent's pid at the probe; without them the
+    /// session fills ppid from /proc.
+    pub task: Option<crate::btf::TaskOffsets>,
 }
 
 /// Map descriptors a program refers to.
@@ -266,6 +269,20 @@ pub fn gen_capture(
         .store(Size::W, R7, hdr::GID as i16, R0);
     a.call(helper::GET_CURRENT_TASK)
         .store(Size::DW, R7, hdr::TASK as i16, R0);
+    if let (Some(t), Identity::Current) = (shape.task, shape.identity) {
+        // ppid = current->real_parent->tgid
+        a.mov(R3, R0).alu_imm(op::ADD, R3, t.real_parent as i32);
+        a.mov(R1, R10)
+            .alu_imm(op::ADD, R1, SCRATCH as i32)
+            .mov_imm(R2, 8)
+            .call(helper::PROBE_READ_KERNEL);
+        a.load(Size::DW, R3, R10, SCRATCH)
+            .alu_imm(op::ADD, R3, t.tgid as i32);
+        a.mov(R1, R7)
+            .alu_imm(op::ADD, R1, hdr::PPID as i32)
+            .mov_imm(R2, 4)
+            .call(helper::PROBE_READ_KERNEL);
+    }
     for i in 0..NARGS {
         match shape.args.get(i) {
             Some(src) => {
