@@ -23,6 +23,9 @@ pub struct SessionOptions {
     pub name_prefix: String,
     /// How long an entry event may wait for its return-time re-read, in nanoseconds.
     pub retry_wait_ns: u64,
+    /// Wake the consumer when 1/n of the ring is filled; between wake-ups it reads at its poll
+    /// timeout (DTrace's switchrate). 0 wakes it at every record.
+    pub wakeup_divisor: u32,
 }
 
 impl Default for SessionOptions {
@@ -31,6 +34,7 @@ impl Default for SessionOptions {
             ring_bytes: 8 << 20,
             name_prefix: "dtrace".into(),
             retry_wait_ns: 2_000_000_000,
+            wakeup_divisor: 8,
         }
     }
 }
@@ -113,6 +117,10 @@ impl Session {
             ring: self.ring.map().raw_fd(),
             drops: self.drops.raw_fd(),
             pending: None,
+            wakeup_bytes: match self.opts.wakeup_divisor {
+                0 => 0,
+                d => (self.ring.size() / d as usize).max(1) as u32,
+            },
         };
         let mut programs = Vec::new();
         let mut attachments = Vec::new();

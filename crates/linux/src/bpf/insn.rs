@@ -163,6 +163,7 @@ pub mod helper {
     pub const RINGBUF_RESERVE: i32 = 131;
     pub const RINGBUF_SUBMIT: i32 = 132;
     pub const RINGBUF_DISCARD: i32 = 133;
+    pub const RINGBUF_QUERY: i32 = 134;
 }
 
 /// A jump target, bound later with [`Asm::bind`].

@@ -47,6 +47,30 @@ pub struct MapFds {
     pub drops: i32,
     /// The pending-retry hash (tid -> ktime and addresses), when retry at return is on.
     pub pending: Option<i32>,
+    /// Wake the consumer only once this many bytes wait in the ring (0: at every record). Between
+    /// wake-ups the consumer reads at its own rate (its poll timeout), as DTrace's switchrate does;
+    /// sparing a wake-up per record is most of the cost of a capture.
+    pub wakeup_bytes: u32,
+}
+
+const BPF_RB_NO_WAKEUP: i32 = 1;
+const BPF_RB_FORCE_WAKEUP: i32 = 2;
+const BPF_RB_AVAIL_DATA: i32 = 0;
+
+/// Submits the record in r7, waking the consumer only when enough data waits.
+fn emit_submit(a: &mut Asm, maps: &MapFds) {
+    if maps.wakeup_bytes == 0 {
+        a.mov(R1, R7).mov_imm(R2, 0).call(helper::RINGBUF_SUBMIT);
+        return;
+    }
+    let quiet = a.label();
+    a.ld_map_fd(R1, maps.ring)
+        .mov_imm(R2, BPF_RB_AVAIL_DATA)
+        .call(helper::RINGBUF_QUERY);
+    a.mov_imm(R2, BPF_RB_NO_WAKEUP);
+    a.jmp_imm(op::JLT, R0, maps.wakeup_bytes as i32, quiet);
+    a.mov_imm(R2, BPF_RB_FORCE_WAKEUP);
+    a.bind(quiet).mov(R1, R7).call(helper::RINGBUF_SUBMIT);
 }
 
 /// Stack slots.
@@ -371,7 +395,7 @@ pub fn gen_capture(
             .call(helper::MAP_UPDATE_ELEM);
         a.bind(submit);
     }
-    a.mov(R1, R7).mov_imm(R2, 0).call(helper::RINGBUF_SUBMIT);
+    emit_submit(&mut a, maps);
     a.bind(out).mov_imm(R0, 0).exit();
     a.finish()
 }
@@ -426,7 +450,7 @@ pub fn gen_retry(
         a.call(read_helper(req.kind))
             .store(Size::DW, R7, off16(so, "copy")?, R0);
     }
-    a.mov(R1, R7).mov_imm(R2, 0).call(helper::RINGBUF_SUBMIT);
+    emit_submit(&mut a, maps);
     a.bind(del);
     a.ld_map_fd(R1, pending)
         .mov(R2, R10)
