@@ -1,5 +1,6 @@
 //! A small tracer over the library, for trying probes by hand and for the teardown tests:
-//! `capture [-p prefix] [-s] [-u] [-t seconds] probe-description [-- command args]`
+//! `capture [-p prefix] [-s] [-u|-B] [-t seconds] probe-description [-- command args]`
+//! (`-B`: user stacks by build-id, resolvable after the process exits)
 //! prints `CPU ID FUNCTION:NAME`-style lines with pid and execname (and stacks with -s/-u), and exits
 //! on SIGINT/SIGTERM, when the command exits, or after the time limit, detaching everything.
 
@@ -18,6 +19,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
     let mut prefix = "dtcap".to_string();
     let (mut kstack, mut ustack, mut seconds) = (false, false, 0u64);
+    let mut build_id = false;
     let cmd = args
         .iter()
         .position(|a| a == "--")
@@ -30,6 +32,10 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             "-p" => prefix = it.next().ok_or("-p needs a prefix")?,
             "-s" => kstack = true,
             "-u" => ustack = true,
+            "-B" => {
+                ustack = true;
+                build_id = true;
+            }
             "-t" => seconds = it.next().ok_or("-t needs seconds")?.parse()?,
             _ => desc = Some(a),
         }
@@ -49,6 +55,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let spec = CaptureSpec {
         kstack: kstack.then_some(16),
         ustack: ustack.then_some(16),
+        ustack_build_id: build_id,
         filter_pid: child.as_ref().map(|c| c.pid()),
         ..CaptureSpec::new()
     };
@@ -80,6 +87,9 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             }
             for pc in e.ustack.iter().flatten().flatten() {
                 println!("              {}", sym.user_frame(e.pid, *pc));
+            }
+            for f in e.ustack_files.iter().flatten().flatten() {
+                println!("              {}", sym.user_file_frame(e.pid, f));
             }
         }
         if signals::received().is_some() || (seconds > 0 && start.elapsed().as_secs() >= seconds) {

@@ -36,7 +36,13 @@ pub fn compile(name: &str, src: &str) -> PathBuf {
     let exe = dir.join(name);
     std::fs::write(&c, src).unwrap();
     let st = std::process::Command::new("gcc")
-        .args(["-O0", "-g", "-o"])
+        .args([
+            "-O0",
+            "-g",
+            "-fno-omit-frame-pointer",
+            "-Wl,--build-id",
+            "-o",
+        ])
         .arg(&exe)
         .arg(&c)
         .status()

@@ -196,6 +196,13 @@ fn profile_samples_with_symbolized_stacks() {
         },
     )
     .unwrap();
+    let by_file = CaptureSpec {
+        ustack: Some(32),
+        ustack_build_id: true,
+        filter_pid: Some(pid),
+        ..CaptureSpec::new()
+    };
+    s.enable(&prof, 2, &by_file).unwrap();
     child.release().unwrap();
     let mut events = Vec::new();
     loop {
@@ -210,7 +217,27 @@ fn profile_samples_with_symbolized_stacks() {
     }
     s.drain(&mut |e| events.push(e));
     drop(s);
-    let mine: Vec<_> = events.iter().filter(|e| e.pid == pid).collect();
+    // Build-id frames resolve after the process is gone, from a symbolizer that never saw it alive.
+    let mut late = Symbolizer::new();
+    late.index_file(&exe.display().to_string());
+    let file_frames: Vec<String> = events
+        .iter()
+        .filter(|e| e.tag == 2)
+        .flat_map(|e| e.ustack_files.clone().unwrap().unwrap())
+        .map(|f| late.user_file_frame(pid, &f))
+        .collect();
+    assert!(!file_frames.is_empty(), "no build-id user frames");
+    assert!(
+        file_frames
+            .iter()
+            .any(|f| f.starts_with("spinner`spin_here+0x")),
+        "{:?}",
+        &file_frames[..file_frames.len().min(10)]
+    );
+    let mine: Vec<_> = events
+        .iter()
+        .filter(|e| e.pid == pid && e.tag == 1)
+        .collect();
     assert!(
         mine.len() > 10,
         "only {} samples of the spinner",

@@ -3,7 +3,8 @@
 //! program that re-reads user memory at a syscall's return when it was not resident at entry.
 
 use super::layout::{
-    hdr, RecordLayout, COPY_HDR, FLAG_RETRY_ARMED, KIND_EVENT, KIND_RETRY, NARGS, STACK_HDR,
+    hdr, RecordLayout, BUILD_ID_FRAME, COPY_HDR, FLAG_RETRY_ARMED, KIND_EVENT, KIND_RETRY, NARGS,
+    STACK_HDR,
 };
 use super::spec::{AddrBase, ArgSource, CaptureSpec, Condition, Identity, MemKind, MAX_COPIES};
 use crate::bpf::insn::{
@@ -84,6 +85,7 @@ const PENDING: i16 = KEY - PENDING_VALUE_SIZE as i16;
 const REGS_IP: i16 = 16 * 8;
 const REGS_CS: i16 = 17 * 8;
 const BPF_F_USER_STACK: i32 = 1 << 8;
+const BPF_F_USER_BUILD_ID: i32 = 1 << 11;
 
 fn off16(v: usize, what: &str) -> Result<i16> {
     i16::try_from(v).map_err(|_| LinuxError::Asm(format!("{what} offset {v} out of range")))
@@ -367,12 +369,17 @@ pub fn gen_capture(
             a.jmp_imm(op::JSGE, R0, 0, fine).mov_imm(R9, 1).bind(fine);
         }
     }
-    for (at, flags) in [(layout.kstack, 0), (layout.ustack, BPF_F_USER_STACK)] {
+    let (uflags, uframe) = if layout.ustack_build_id {
+        (BPF_F_USER_STACK | BPF_F_USER_BUILD_ID, BUILD_ID_FRAME)
+    } else {
+        (BPF_F_USER_STACK, 8)
+    };
+    for (at, flags, frame) in [(layout.kstack, 0, 8), (layout.ustack, uflags, uframe)] {
         if let Some((off, depth)) = at {
             a.mov(R1, R6)
                 .mov(R2, R7)
                 .alu_imm(op::ADD, R2, (off + STACK_HDR) as i32);
-            a.mov_imm(R3, (8 * depth) as i32)
+            a.mov_imm(R3, (frame * depth) as i32)
                 .mov_imm(R4, flags)
                 .call(helper::GET_STACK);
             a.store(Size::DW, R7, off16(off, "stack")?, R0);

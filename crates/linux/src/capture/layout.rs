@@ -37,6 +37,8 @@ pub const NARGS: usize = 8;
 pub const COPY_HDR: usize = 16;
 /// Bytes before a stack's frames: i64 result (bytes written or -errno).
 pub const STACK_HDR: usize = 8;
+/// Bytes per frame of a build-id user stack (`struct bpf_stack_build_id`).
+pub const BUILD_ID_FRAME: usize = 32;
 /// The largest record we generate.
 pub const MAX_RECORD: usize = 64 * 1024;
 
@@ -60,6 +62,8 @@ pub struct RecordLayout {
     pub kstack: Option<(usize, usize)>,
     /// User stack: offset of its header and depth.
     pub ustack: Option<(usize, usize)>,
+    /// Whether the user stack holds build-id frames.
+    pub ustack_build_id: bool,
     /// Size of a full event record.
     pub size: usize,
     /// Size of a retry record (header and copies only).
@@ -111,21 +115,27 @@ impl RecordLayout {
             off += COPY_HDR + round8(c.size as usize);
         }
         let retry_size = off;
-        let stack = |depth: Option<u32>, off: &mut usize| -> Result<Option<(usize, usize)>> {
-            match depth {
-                None => Ok(None),
-                Some(d) if d == 0 || d > MAX_STACK_DEPTH => Err(bad(format!(
-                    "stack depth {d}; depths run from 1 to {MAX_STACK_DEPTH}"
-                ))),
-                Some(d) => {
-                    let at = *off;
-                    *off += STACK_HDR + 8 * d as usize;
-                    Ok(Some((at, d as usize)))
+        let stack =
+            |depth: Option<u32>, off: &mut usize, frame: usize| -> Result<Option<(usize, usize)>> {
+                match depth {
+                    None => Ok(None),
+                    Some(d) if d == 0 || d > MAX_STACK_DEPTH => Err(bad(format!(
+                        "stack depth {d}; depths run from 1 to {MAX_STACK_DEPTH}"
+                    ))),
+                    Some(d) => {
+                        let at = *off;
+                        *off += STACK_HDR + frame * d as usize;
+                        Ok(Some((at, d as usize)))
+                    }
                 }
-            }
+            };
+        let kstack = stack(spec.kstack, &mut off, 8)?;
+        let ustack_frame = if spec.ustack_build_id {
+            BUILD_ID_FRAME
+        } else {
+            8
         };
-        let kstack = stack(spec.kstack, &mut off)?;
-        let ustack = stack(spec.ustack, &mut off)?;
+        let ustack = stack(spec.ustack, &mut off, ustack_frame)?;
         if off > MAX_RECORD {
             return Err(bad(format!("record of {off} bytes exceeds {MAX_RECORD}")));
         }
@@ -133,6 +143,7 @@ impl RecordLayout {
             copies,
             kstack,
             ustack,
+            ustack_build_id: spec.ustack_build_id,
             size: off,
             retry_size,
         })

@@ -8,7 +8,10 @@ pub mod spec;
 
 pub use codegen::{CtxKind, ProbeShape};
 pub use layout::RecordLayout;
-pub use record::{decode_record, CapturedEvent, CapturedMemory, CopySource, Record, StackCapture};
+pub use record::{
+    decode_record, CapturedEvent, CapturedMemory, CopySource, FileStackCapture, Record,
+    StackCapture, UserFrame,
+};
 pub use spec::{
     AddrBase, AddrExpr, ArgSource, CaptureSpec, Condition, CopyRequest, Identity, MemKind,
 };

@@ -3,7 +3,8 @@
 //! checked and a bad record is a [`LinuxError::BadRecord`].
 
 use super::layout::{
-    hdr, RecordLayout, COPY_HDR, FLAG_RETRY_ARMED, KIND_EVENT, KIND_RETRY, NARGS, STACK_HDR,
+    hdr, RecordLayout, BUILD_ID_FRAME, COPY_HDR, FLAG_RETRY_ARMED, KIND_EVENT, KIND_RETRY, NARGS,
+    STACK_HDR,
 };
 use super::spec::MemKind;
 use crate::error::{LinuxError, Result};
@@ -34,6 +35,23 @@ pub struct CapturedMemory {
 
 /// A captured stack: frame addresses (innermost first), or the helper's negative errno.
 pub type StackCapture = std::result::Result<Vec<u64>, i64>;
+
+/// One user frame captured with its file identity.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum UserFrame {
+    /// The ELF build-id of the mapped file and the frame's offset in that file.
+    File {
+        /// Build-id bytes (20 for SHA-1 ids).
+        build_id: [u8; 20],
+        /// Offset in the file.
+        offset: u64,
+    },
+    /// Only the address (the kernel could not read the file's build-id at the probe).
+    Ip(u64),
+}
+
+/// A build-id user stack, or the helper's negative errno.
+pub type FileStackCapture = std::result::Result<Vec<UserFrame>, i64>;
 
 /// One probe firing, decoded.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -66,8 +84,10 @@ pub struct CapturedEvent {
     pub copies: Vec<CapturedMemory>,
     /// Kernel stack, if requested.
     pub kstack: Option<StackCapture>,
-    /// User stack, if requested.
+    /// User stack as addresses, if requested.
     pub ustack: Option<StackCapture>,
+    /// User stack as file identities, if requested with `ustack_build_id`.
+    pub ustack_files: Option<FileStackCapture>,
     /// A user copy faulted and the bytes will be re-read at the syscall's return.
     pub retry_armed: bool,
 }
@@ -167,7 +187,44 @@ fn decode_copies(
     Ok(out)
 }
 
-fn decode_stack(b: &[u8], at: Option<(usize, usize)>) -> Result<Option<StackCapture>> {
+fn decode_file_stack(b: &[u8], at: Option<(usize, usize)>) -> Result<Option<FileStackCapture>> {
+    let Some((off, depth)) = at else {
+        return Ok(None);
+    };
+    let result = u64_at(b, off)? as i64;
+    if result < 0 {
+        return Ok(Some(Err(result)));
+    }
+    let frames = (result as usize / BUILD_ID_FRAME).min(depth);
+    let mut v = Vec::with_capacity(frames);
+    for i in 0..frames {
+        let at = off + STACK_HDR + BUILD_ID_FRAME * i;
+        let status = u32_at(b, at)?;
+        let value = u64_at(b, at + 24)?;
+        match status {
+            1 => {
+                let mut build_id = [0u8; 20];
+                build_id.copy_from_slice(
+                    b.get(at + 4..at + 24)
+                        .ok_or_else(|| bad("truncated build-id"))?,
+                );
+                v.push(UserFrame::File {
+                    build_id,
+                    offset: value,
+                });
+            }
+            2 if value != 0 && value < USER_LIMIT => v.push(UserFrame::Ip(value)),
+            _ => break,
+        }
+    }
+    Ok(Some(Ok(v)))
+}
+
+/// x86-64 user addresses lie below this; a "user frame" above it is the walker reading garbage
+/// where a binary keeps no frame pointers, and ends the stack.
+const USER_LIMIT: u64 = 0x0000_8000_0000_0000;
+
+fn decode_stack(b: &[u8], at: Option<(usize, usize)>, user: bool) -> Result<Option<StackCapture>> {
     let Some((off, depth)) = at else {
         return Ok(None);
     };
@@ -179,7 +236,7 @@ fn decode_stack(b: &[u8], at: Option<(usize, usize)>) -> Result<Option<StackCapt
     let mut v = Vec::with_capacity(frames);
     for i in 0..frames {
         let pc = u64_at(b, off + STACK_HDR + 8 * i)?;
-        if pc == 0 {
+        if pc == 0 || (user && pc >= USER_LIMIT) {
             break;
         }
         v.push(pc);
@@ -231,8 +288,17 @@ pub fn decode_record<'a>(
                 args,
                 errno: 0,
                 copies: decode_copies(b, layout, CopySource::AtProbe)?,
-                kstack: decode_stack(b, layout.kstack)?,
-                ustack: decode_stack(b, layout.ustack)?,
+                kstack: decode_stack(b, layout.kstack, false)?,
+                ustack: if layout.ustack_build_id {
+                    None
+                } else {
+                    decode_stack(b, layout.ustack, true)?
+                },
+                ustack_files: if layout.ustack_build_id {
+                    decode_file_stack(b, layout.ustack)?
+                } else {
+                    None
+                },
                 retry_armed: u16_at(b, hdr::FLAGS)? & FLAG_RETRY_ARMED != 0,
             }))
         }

@@ -101,6 +101,10 @@ pub struct CaptureSpec {
     pub kstack: Option<u32>,
     /// User stack frames to capture (`ustack()`), if any.
     pub ustack: Option<u32>,
+    /// Capture the user stack as (ELF build-id, file offset) pairs instead of addresses, so frames
+    /// resolve from the files themselves even after the process (and its mappings) are gone. The
+    /// kernel falls back to the plain address for a frame whose build-id it cannot read.
+    pub ustack_build_id: bool,
     /// Only fire for this process id (a `pid == $target` predicate pushed into the kernel).
     pub filter_pid: Option<u32>,
     /// For syscall entry probes: when a user copy faults at entry (page not resident), read it again

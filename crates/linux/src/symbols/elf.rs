@@ -10,6 +10,7 @@ use object::{Object, ObjectSegment, ObjectSymbol, SymbolKind};
 pub struct ElfSymbols {
     syms: Vec<(u64, u64, String)>,
     segments: Vec<(u64, u64, u64)>,
+    build_id: Option<Vec<u8>>,
 }
 
 /// The largest ELF file we read (bigger ones are skipped, frames print as addresses).
@@ -47,7 +48,12 @@ impl ElfSymbols {
                 (s.address(), off, size)
             })
             .collect();
-        Ok(ElfSymbols { syms, segments })
+        let build_id = file.build_id().ok().flatten().map(|b| b.to_vec());
+        Ok(ElfSymbols {
+            syms,
+            segments,
+            build_id,
+        })
     }
 
     /// Reads and parses the file at `path`.
@@ -88,6 +94,11 @@ impl ElfSymbols {
         Some((name.as_str(), off))
     }
 
+    /// The file's GNU build-id, if it has one.
+    pub fn build_id(&self) -> Option<&[u8]> {
+        self.build_id.as_deref()
+    }
+
     /// Number of function symbols.
     pub fn len(&self) -> usize {
         self.syms.len()
@@ -97,6 +108,14 @@ impl ElfSymbols {
     pub fn is_empty(&self) -> bool {
         self.syms.is_empty()
     }
+}
+
+/// Reads only the build-id of the ELF file at `path` (a few small reads, whatever the file's size).
+pub fn read_build_id(path: &str) -> Option<Vec<u8>> {
+    let f = std::fs::File::open(path).ok()?;
+    let cache = object::ReadCache::new(f);
+    let file = object::File::parse(&cache).ok()?;
+    file.build_id().ok().flatten().map(|b| b.to_vec())
 }
 
 #[cfg(test)]

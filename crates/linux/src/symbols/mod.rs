@@ -8,11 +8,12 @@ pub mod elf;
 pub mod kallsyms;
 pub mod procmaps;
 
-pub use elf::ElfSymbols;
+pub use elf::{read_build_id, ElfSymbols};
 pub use kallsyms::KernelSymbols;
 pub use procmaps::{parse_maps, read_maps, Mapping};
 
-use std::collections::HashMap;
+use crate::capture::UserFrame;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 /// Formats one frame from its parts.
@@ -31,6 +32,9 @@ pub struct Symbolizer {
     kernel: Option<KernelSymbols>,
     maps: HashMap<u32, Vec<Mapping>>,
     files: HashMap<String, Option<Arc<ElfSymbols>>>,
+    by_build_id: HashMap<Vec<u8>, String>,
+    scanned: HashSet<String>,
+    missing: HashSet<Vec<u8>>,
 }
 
 impl Symbolizer {
@@ -67,10 +71,90 @@ impl Symbolizer {
     }
 
     fn elf(&mut self, path: &str) -> Option<Arc<ElfSymbols>> {
-        self.files
-            .entry(path.to_string())
-            .or_insert_with(|| ElfSymbols::load(path).ok().map(Arc::new))
-            .clone()
+        if let Some(e) = self.files.get(path) {
+            return e.clone();
+        }
+        let e = ElfSymbols::load(path).ok().map(Arc::new);
+        if let Some(id) = e.as_ref().and_then(|e| e.build_id()) {
+            self.by_build_id
+                .entry(id.to_vec())
+                .or_insert_with(|| path.to_string());
+        }
+        self.files.insert(path.to_string(), e.clone());
+        e
+    }
+
+    /// Makes the file at `path` known for build-id lookups (e.g. a `-c` command's executable).
+    pub fn index_file(&mut self, path: &str) {
+        if self.scanned.insert(path.to_string()) {
+            if let Some(id) = read_build_id(path) {
+                self.by_build_id
+                    .entry(id)
+                    .or_insert_with(|| path.to_string());
+            }
+        }
+    }
+
+    /// Indexes the build-ids of every executable mapping of every running process (done once per
+    /// unknown build-id; each file is read only for its notes, once).
+    fn scan_running(&mut self) {
+        let Ok(rd) = std::fs::read_dir("/proc") else {
+            return;
+        };
+        let pids: Vec<u32> = rd
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse().ok())
+            .collect();
+        for pid in pids {
+            if let Ok(maps) = read_maps(pid) {
+                for m in maps.iter().filter(|m| m.exec && m.path.starts_with('/')) {
+                    self.index_file(&m.path);
+                }
+            }
+        }
+    }
+
+    /// Formats a user frame captured with its file identity: resolved from the file with that
+    /// build-id, which needs nothing from the process (it may be long gone).
+    pub fn user_file_frame(&mut self, pid: u32, frame: &UserFrame) -> String {
+        let (build_id, offset) = match frame {
+            UserFrame::Ip(addr) => return self.user_frame(pid, *addr),
+            UserFrame::File { build_id, offset } => (build_id, *offset),
+        };
+        let mut path = self.path_of_build_id(build_id);
+        if path.is_none() && !self.missing.contains(build_id.as_slice()) {
+            self.scan_running();
+            path = self.path_of_build_id(build_id);
+            if path.is_none() {
+                self.missing.insert(build_id.to_vec());
+            }
+        }
+        let Some(path) = path else {
+            return format!("0x{offset:x}");
+        };
+        let module = path.rsplit('/').next().unwrap_or(&path).to_string();
+        let found = self.elf(&path).and_then(|e| {
+            let vaddr = e.vaddr_of_file_offset(offset)?;
+            e.lookup(vaddr).map(|(n, off)| (n.to_string(), off))
+        });
+        match found {
+            Some((name, off)) => format_frame(Some(&module), Some((&name, off)), offset),
+            None => format_frame(Some(&module), None, offset),
+        }
+    }
+
+    /// The indexed file whose build-id is `id` (the kernel zero-pads ids shorter than 20 bytes).
+    fn path_of_build_id(&self, id: &[u8; 20]) -> Option<String> {
+        let mut n = id.len();
+        loop {
+            if let Some(p) = self.by_build_id.get(&id[..n]) {
+                return Some(p.clone());
+            }
+            if n == 0 || id[n - 1] != 0 {
+                return None;
+            }
+            n -= 1;
+        }
     }
 
     /// `module`function+0xoff` for a kernel address.
