@@ -204,6 +204,8 @@ pub struct TaskOffsets {
     pub real_parent: u32,
     /// `tgid`.
     pub tgid: u32,
+    /// `se.sum_exec_runtime` (the thread's on-CPU nanoseconds, for `vtimestamp`), when found.
+    pub sum_exec_runtime: Option<u32>,
 }
 
 impl TaskOffsets {
@@ -225,6 +227,10 @@ impl TaskOffsets {
             tgid: btf
                 .member_offset(id, "tgid")
                 .ok_or_else(|| bad("no task_struct.tgid"))?,
+            sum_exec_runtime: btf.member_offset(id, "se").and_then(|se| {
+                let sid = btf.struct_id("sched_entity")?;
+                Some(se + btf.member_offset(sid, "sum_exec_runtime")?)
+            }),
         })
     }
 }
@@ -249,5 +255,6 @@ mod tests {
         }
         let t = TaskOffsets::from_vmlinux().unwrap();
         assert!(t.real_parent > 0 && t.tgid > 0 && t.real_parent != t.tgid);
+        assert!(t.sum_exec_runtime.is_some());
     }
 }

@@ -61,9 +61,22 @@ pub struct Session {
     ppid_of: HashMap<u32, u32>,
     bad_records: u64,
     task: Option<crate::btf::TaskOffsets>,
+    wall_offset_ns: i64,
     opts: SessionOptions,
     drops: Map,
     ring: RingBuf,
+}
+
+/// CLOCK_REALTIME minus CLOCK_MONOTONIC, to turn probe timestamps into `walltimestamp`.
+fn wall_offset_ns() -> i64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: valid timespec out-parameter.
+    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+    let real = ts.tv_sec as i64 * 1_000_000_000 + ts.tv_nsec as i64;
+    real - monotonic_ns() as i64
 }
 
 fn monotonic_ns() -> u64 {
@@ -95,6 +108,7 @@ impl Session {
             ppid_of: HashMap::new(),
             bad_records: 0,
             task: crate::btf::TaskOffsets::from_vmlinux().ok(),
+            wall_offset_ns: wall_offset_ns(),
             opts,
             drops,
             ring,
@@ -328,6 +342,9 @@ impl Session {
     }
 
     fn finish(&mut self, mut ev: CapturedEvent) -> CapturedEvent {
+        ev.walltime_ns = (ev.ktime_ns as i64)
+            .saturating_add(self.wall_offset_ns)
+            .max(0) as u64;
         if let Some(info) = self.info.get(&ev.tag) {
             if info.syscall_return {
                 let ret = ev.args[0] as i64;

@@ -92,8 +92,9 @@ fn record_decoder_survives_mutations() {
     let layout = RecordLayout::for_spec(&spec, "smoke").unwrap();
     let mut seed = vec![0u8; layout.size];
     seed[0] = 1; // KIND_EVENT
-    seed[128..136].copy_from_slice(&5i64.to_le_bytes());
-    seed[144..149].copy_from_slice(b"abcd\0");
+    let c0 = layout.copies[0].offset;
+    seed[c0..c0 + 8].copy_from_slice(&5i64.to_le_bytes());
+    seed[c0 + 16..c0 + 21].copy_from_slice(b"abcd\0");
     let mut rng = Rng(0x1234_5678_9abc_def1);
     let mut decoded = 0;
     for _ in 0..4000 {

@@ -57,7 +57,21 @@ fn write_entry_counts_exactly_n_for_the_target() {
             "ppid is the test process that forked the child"
         );
         assert_eq!(e.uid, 0);
+        assert!(e.vtime_ns > 0, "vtimestamp captured");
     }
+    // Timestamps and the thread's virtual time never go backwards within one thread.
+    for w in kernel_filtered.windows(2) {
+        assert!(w[0].ktime_ns <= w[1].ktime_ns && w[0].vtime_ns <= w[1].vtime_ns);
+    }
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as i128;
+    let wall = kernel_filtered[0].walltime_ns as i128;
+    assert!(
+        (now - wall).abs() < 3_600_000_000_000,
+        "walltimestamp {wall} far from now {now}"
+    );
     assert_eq!(s.drops().unwrap(), 0);
     assert_eq!(s.bad_records(), 0);
 }

@@ -309,6 +309,18 @@ pub fn gen_capture(
             .mov_imm(R2, 4)
             .call(helper::PROBE_READ_KERNEL);
     }
+    a.store_imm(Size::DW, R7, hdr::VTIME as i16, 0);
+    if let (Some(off), Identity::Current) =
+        (shape.task.and_then(|t| t.sum_exec_runtime), shape.identity)
+    {
+        // vtimestamp = current->se.sum_exec_runtime
+        a.load(Size::DW, R3, R7, hdr::TASK as i16)
+            .alu_imm(op::ADD, R3, off as i32);
+        a.mov(R1, R7)
+            .alu_imm(op::ADD, R1, hdr::VTIME as i32)
+            .mov_imm(R2, 8)
+            .call(helper::PROBE_READ_KERNEL);
+    }
     for i in 0..NARGS {
         match shape.args.get(i) {
             Some(src) => {

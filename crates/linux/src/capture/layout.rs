@@ -1,4 +1,4 @@
-//! The byte layout of capture records in the ring buffer: a fixed 128-byte header, then one slot per
+//! The byte layout of capture records in the ring buffer: a fixed 136-byte header, then one slot per
 //! memory copy, then the kernel and user stacks. The generator writes it; the decoder reads it; both
 //! take offsets from here only.
 
@@ -28,7 +28,8 @@ pub mod hdr {
     pub const COMM: usize = 40;
     pub const TASK: usize = 56;
     pub const ARGS: usize = 64;
-    pub const SIZE: usize = 128;
+    pub const VTIME: usize = 128;
+    pub const SIZE: usize = 136;
 }
 
 /// Arguments carried in every record.
@@ -165,10 +166,10 @@ mod tests {
         });
         s.kstack = Some(4);
         let l = RecordLayout::for_spec(&s, "p").unwrap();
-        assert_eq!(l.copies[0].offset, 128);
-        assert_eq!(l.kstack, Some((128 + 16 + 16, 4)));
-        assert_eq!(l.size, 160 + 8 + 32);
-        assert_eq!(l.retry_size, 160);
+        assert_eq!(l.copies[0].offset, 136);
+        assert_eq!(l.kstack, Some((136 + 16 + 16, 4)));
+        assert_eq!(l.size, 168 + 8 + 32);
+        assert_eq!(l.retry_size, 168);
     }
 
     #[test]

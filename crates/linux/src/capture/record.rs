@@ -78,6 +78,11 @@ pub struct CapturedEvent {
     pub task: u64,
     /// Arguments.
     pub args: [u64; NARGS],
+    /// The thread's on-CPU nanoseconds (`vtimestamp`; 0 when BTF offsets were unavailable). The kernel
+    /// updates it at scheduler events, so it can lag by up to one tick.
+    pub vtime_ns: u64,
+    /// Wall-clock nanoseconds since the epoch (`walltimestamp`), filled by the session from `ktime_ns`.
+    pub walltime_ns: u64,
     /// For syscall return probes: the errno (0 on success).
     pub errno: i32,
     /// Memory copies, in request order.
@@ -286,6 +291,8 @@ pub fn decode_record<'a>(
                 comm,
                 task: u64_at(b, hdr::TASK)?,
                 args,
+                vtime_ns: u64_at(b, hdr::VTIME)?,
+                walltime_ns: 0,
                 errno: 0,
                 copies: decode_copies(b, layout, CopySource::AtProbe)?,
                 kstack: decode_stack(b, layout.kstack, false)?,
