@@ -75,7 +75,7 @@ fn wall_offset_ns() -> i64 {
     };
     // SAFETY: valid timespec out-parameter.
     unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
-    let real = ts.tv_sec as i64 * 1_000_000_000 + ts.tv_nsec as i64;
+    let real = ts.tv_sec * 1_000_000_000 + ts.tv_nsec;
     real - monotonic_ns() as i64
 }
 
@@ -271,10 +271,10 @@ impl Session {
         for r in records {
             match r {
                 Record::Event(ev) if ev.retry_armed => {
-                    self.held.insert((ev.tid, ev.ktime_ns), ev);
+                    self.held.insert((ev.tid, ev.ktime_ns), *ev);
                 }
                 Record::Event(ev) => {
-                    f(self.finish(ev));
+                    f(self.finish(*ev));
                     n += 1;
                 }
                 Record::Retry {

@@ -113,7 +113,7 @@ impl CapturedEvent {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Record {
     /// A probe firing.
-    Event(CapturedEvent),
+    Event(Box<CapturedEvent>),
     /// Copies re-read at a syscall's return for the entry event of `tid` at `ktime_ns`.
     Retry {
         /// Tag of the entry probe.
@@ -279,7 +279,7 @@ pub fn decode_record<'a>(
             for (i, a) in args.iter_mut().enumerate() {
                 *a = u64_at(b, hdr::ARGS + 8 * i)?;
             }
-            Ok(Record::Event(CapturedEvent {
+            Ok(Record::Event(Box::new(CapturedEvent {
                 tag,
                 ktime_ns: u64_at(b, hdr::KTIME)?,
                 cpu: u32_at(b, hdr::CPU)?,
@@ -307,7 +307,7 @@ pub fn decode_record<'a>(
                     None
                 },
                 retry_armed: u16_at(b, hdr::FLAGS)? & FLAG_RETRY_ARMED != 0,
-            }))
+            })))
         }
         KIND_RETRY => {
             if b.len() < layout.retry_size {
