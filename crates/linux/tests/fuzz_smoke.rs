@@ -104,6 +104,31 @@ fn record_decoder_survives_mutations() {
         }
     }
     assert!(decoded > 0);
+    // The same with a build-id user stack.
+    let bspec = CaptureSpec {
+        ustack_build_id: true,
+        ..spec.clone()
+    };
+    let blayout = RecordLayout::for_spec(&bspec, "smoke").unwrap();
+    let (uoff, _) = blayout.ustack.unwrap();
+    let mut bseed = vec![0u8; blayout.size];
+    bseed[0] = 1;
+    bseed[uoff..uoff + 8].copy_from_slice(&64i64.to_le_bytes());
+    bseed[uoff + 8] = 1; // status VALID
+    bseed[uoff + 8 + 32] = 2; // status IP
+    bseed[uoff + 8 + 32 + 24] = 0x40;
+    match decode_record(&bseed, |_| Some(&blayout)).unwrap() {
+        dtrace_linux::capture::Record::Event(e) => {
+            let frames = e.ustack_files.unwrap().unwrap();
+            assert_eq!(frames.len(), 2);
+            assert_eq!(frames[1], dtrace_linux::capture::UserFrame::Ip(0x40));
+        }
+        other => panic!("{other:?}"),
+    }
+    for _ in 0..2000 {
+        let m = rng.mutate(&bseed);
+        let _ = decode_record(&m, |_| Some(&blayout));
+    }
     let ev = decode_record(&seed, |_| Some(&layout)).unwrap();
     match ev {
         dtrace_linux::capture::Record::Event(e) => {

@@ -15,4 +15,7 @@ fuzz_target!(|data: &[u8]| {
     };
     let layout = RecordLayout::for_spec(&spec, "fuzz").expect("valid spec");
     let _ = decode_record(data, |_| Some(&layout));
+    let by_file = CaptureSpec { ustack_build_id: true, ..spec };
+    let layout = RecordLayout::for_spec(&by_file, "fuzz").expect("valid spec");
+    let _ = decode_record(data, |_| Some(&layout));
 });
