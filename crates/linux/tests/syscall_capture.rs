@@ -3,7 +3,7 @@
 
 mod common;
 use common::*;
-use dtrace_linux::capture::{AddrExpr, CaptureSpec, CopyRequest, CopySource, MemKind};
+use dtrace_linux::capture::{AddrBase, AddrExpr, CaptureSpec, CopyRequest, CopySource, MemKind};
 use dtrace_linux::process::ExitStatus;
 
 const WRITER: &str = r#"
@@ -40,8 +40,51 @@ fn write_entry_counts_exactly_n_for_the_target() {
             },
         )
         .unwrap();
+        // Tag 3: `stringof(curthread->comm)` and `curthread->real_parent->tgid` as copies reached
+        // from the task pointer with BTF member offsets.
+        let btf = dtrace_linux::btf::Btf::load_vmlinux().unwrap();
+        let task = btf.struct_id("task_struct").unwrap();
+        let comm = btf.member_offset(task, "comm").unwrap() as i32;
+        let parent = btf.member_offset(task, "real_parent").unwrap() as i32;
+        let tgid = btf.member_offset(task, "tgid").unwrap() as i32;
+        let at = |offset, derefs| AddrExpr {
+            base: AddrBase::CurrentTask,
+            offset,
+            derefs,
+        };
+        let copies = vec![
+            CopyRequest {
+                addr: at(comm, vec![]),
+                kind: MemKind::KernelString,
+                size: 16,
+            },
+            CopyRequest {
+                addr: at(parent, vec![tgid]),
+                kind: MemKind::KernelBytes,
+                size: 4,
+            },
+        ];
+        s.enable(
+            &p,
+            3,
+            &CaptureSpec {
+                filter_pid: Some(pid),
+                copies,
+                ..CaptureSpec::new()
+            },
+        )
+        .unwrap();
         s.enable(&p, 2, &CaptureSpec::new()).unwrap();
     });
+    let via_task: Vec<_> = events.iter().filter(|e| e.tag == 3).collect();
+    assert_eq!(via_task.len(), N);
+    for e in via_task {
+        assert_eq!(e.copies[0].data.as_deref(), Ok(b"writer".as_slice()));
+        assert_eq!(
+            e.copies[1].data.as_deref(),
+            Ok(std::process::id().to_le_bytes().as_slice())
+        );
+    }
     assert_eq!(st, ExitStatus::Exited(0));
     let kernel_filtered: Vec<_> = events.iter().filter(|e| e.tag == 1).collect();
     let user_filtered = events.iter().filter(|e| e.tag == 2 && e.pid == pid).count();

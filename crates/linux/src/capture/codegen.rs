@@ -352,6 +352,9 @@ pub fn gen_capture(
                 a.load(Size::W, R3, R6, off16(off as usize, "data_loc")?);
                 a.alu_imm(op::AND, R3, 0xffff).alu(op::ADD, R3, R6);
             }
+            AddrBase::CurrentTask => {
+                a.load(Size::DW, R3, R7, hdr::TASK as i16);
+            }
         }
         if req.addr.offset != 0 {
             a.alu_imm(op::ADD, R3, req.addr.offset);

@@ -46,6 +46,9 @@ pub enum AddrBase {
     Context(u16),
     /// A `__data_loc` field at `offset` of a tracepoint record: the address of the bytes it points at.
     DataLoc(u16),
+    /// The current task (`curthread`): with `offset` and `derefs` this reaches any
+    /// `curthread->a->b` chain, using member offsets from the kernel's BTF.
+    CurrentTask,
 }
 
 /// An address computable at the probe: `base + offset`, then for each entry `d` of `derefs`, the
