@@ -268,3 +268,60 @@ fn profile_samples_with_symbolized_stacks() {
     let f = sym.kernel_frame(k[0]);
     assert!(f.starts_with("vmlinux`") || f.contains('`'), "{f}");
 }
+
+#[test]
+fn every_syscall_entry_enables_and_counts_by_execname() {
+    if !kernel_ok("every_syscall_entry_enables_and_counts_by_execname") {
+        return;
+    }
+    let cat = catalog();
+    let entries = cat.matching(&ProbeDesc::parse("syscall:::entry")).unwrap();
+    assert!(
+        entries.len() > 300,
+        "{} syscall entry probes",
+        entries.len()
+    );
+    let mut s = session("a");
+    let t = std::time::Instant::now();
+    let mut enabled = 0;
+    let (pid, st, events) = run_traced(&mut s, &["true".to_string()], |s, pid| {
+        for (i, p) in entries.iter().enumerate() {
+            // A syscall whose tracepoint exists but cannot take a program is reported, not fatal.
+            match s.enable(
+                p,
+                i as u32,
+                &CaptureSpec {
+                    filter_pid: Some(pid),
+                    ..CaptureSpec::new()
+                },
+            ) {
+                Ok(()) => enabled += 1,
+                Err(e) => eprintln!("{}: {e}", p.desc),
+            }
+        }
+    });
+    eprintln!(
+        "enabled {enabled} syscall entry probes in {:?}",
+        t.elapsed()
+    );
+    let t = std::time::Instant::now();
+    drop(s);
+    eprintln!("detached them in {:?}", t.elapsed());
+    assert_eq!(enabled, entries.len());
+    assert_eq!(st, ExitStatus::Exited(0));
+    // @[execname] = count() over the child's syscalls: execve's entry is seen as the parent's
+    // name (before exec), everything after as "true".
+    let mut by_name: std::collections::BTreeMap<String, usize> = Default::default();
+    for e in events.iter().filter(|e| e.pid == pid) {
+        *by_name.entry(e.execname()).or_default() += 1;
+    }
+    assert!(by_name.get("true").copied().unwrap_or(0) > 5, "{by_name:?}");
+    let names: std::collections::BTreeSet<&str> = events
+        .iter()
+        .filter(|e| e.pid == pid)
+        .map(|e| entries[e.tag as usize].desc.function.as_str())
+        .collect();
+    for call in ["execve", "exit_group"] {
+        assert!(names.contains(call), "no {call} entry among {names:?}");
+    }
+}

@@ -83,13 +83,14 @@ fn dropping_a_session_detaches_everything() {
         },
     )
     .unwrap();
-    // openat has its entry program and its return-side re-read program.
-    assert_eq!(ours(&prefix), 4);
+    // openat has its entry program and its return-side re-read program, each in a slot of the
+    // sys_enter / sys_exit dispatchers (two more programs); on-cpu and profile one each.
+    assert_eq!(ours(&prefix), 6);
     let cpus = dtrace_linux::bpf::map::online_cpus().unwrap().len();
     assert_eq!(
         perf_fds_of_self(),
-        perf_before + 3 + cpus,
-        "one perf event per tracepoint, one per CPU for profile"
+        perf_before + 1 + cpus,
+        "one perf event for the sched tracepoint, one per CPU for profile (syscalls use raw tracepoint links)"
     );
     drop(s);
     assert_eq!(
@@ -143,7 +144,11 @@ fn a_terminated_tracer_leaves_nothing_attached() {
         let mut line = String::new();
         err.read_line(&mut line).unwrap();
         assert!(line.contains("matched 1 probes"), "{line}");
-        assert_eq!(ours(&prefix), 1);
+        assert_eq!(
+            ours(&prefix),
+            2,
+            "the write:entry program and the sys_enter dispatcher"
+        );
         // SAFETY: signalling our own child.
         unsafe { libc::kill(child.id() as i32, sig) };
         let st = child.wait().unwrap();

@@ -16,6 +16,8 @@ pub enum MapKind {
     Hash,
     /// `BPF_MAP_TYPE_LRU_HASH` (old entries are evicted when full).
     LruHash,
+    /// `BPF_MAP_TYPE_PROG_ARRAY` (tail-call targets; values are program descriptors).
+    ProgArray,
     /// `BPF_MAP_TYPE_RINGBUF` (key and value size 0; max_entries is the byte size, a power of two
     /// multiple of the page size).
     RingBuf,
@@ -30,6 +32,7 @@ impl MapKind {
             MapKind::PerCpuArray => map_type::PERCPU_ARRAY,
             MapKind::Hash => map_type::HASH,
             MapKind::LruHash => map_type::LRU_HASH,
+            MapKind::ProgArray => map_type::PROG_ARRAY,
             MapKind::RingBuf => map_type::RINGBUF,
             MapKind::StackTrace => map_type::STACK_TRACE,
         }

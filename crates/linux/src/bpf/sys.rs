@@ -22,6 +22,7 @@ pub mod cmd {
 pub mod map_type {
     pub const HASH: u32 = 1;
     pub const ARRAY: u32 = 2;
+    pub const PROG_ARRAY: u32 = 3;
     pub const LRU_HASH: u32 = 9;
     pub const PERCPU_ARRAY: u32 = 6;
     pub const STACK_TRACE: u32 = 7;

@@ -85,6 +85,10 @@ const PENDING: i16 = KEY - PENDING_VALUE_SIZE as i16;
 const REGS_IP: i16 = 16 * 8;
 const REGS_CS: i16 = 17 * 8;
 const BPF_F_USER_STACK: i32 = 1 << 8;
+/// x86-64 `struct pt_regs` offsets of the syscall argument registers: rdi, rsi, rdx, r10, r8, r9.
+const SYSCALL_ARG_REGS: [i32; 6] = [14 * 8, 13 * 8, 12 * 8, 7 * 8, 9 * 8, 8 * 8];
+/// Highest syscall number the dispatcher accepts (exclusive).
+pub const MAX_SYSCALL_NR: u32 = 1024;
 const BPF_F_USER_BUILD_ID: i32 = 1 << 11;
 
 fn off16(v: usize, what: &str) -> Result<i16> {
@@ -185,6 +189,18 @@ fn emit_arg(a: &mut Asm, shape: &ProbeShape, src: ArgSource) -> Result<()> {
                 a.mov_imm(R0, 0);
             }
             a.bind(done);
+        }
+        ArgSource::SyscallArg(n) => {
+            need_ctx(shape, CtxKind::RawTracepoint, "a syscall argument")?;
+            let off = *SYSCALL_ARG_REGS
+                .get(n as usize)
+                .ok_or_else(|| LinuxError::Asm(format!("syscall argument {n}")))?;
+            a.load(Size::DW, R3, R6, 0).alu_imm(op::ADD, R3, off);
+            a.mov(R1, R10)
+                .alu_imm(op::ADD, R1, SCRATCH as i32)
+                .mov_imm(R2, 8)
+                .call(helper::PROBE_READ_KERNEL);
+            a.load(Size::DW, R0, R10, SCRATCH);
         }
         ArgSource::Zero => {
             a.mov_imm(R0, 0);
@@ -478,6 +494,30 @@ pub fn gen_retry(
         .mov(R2, R10)
         .alu_imm(op::ADD, R2, KEY as i32)
         .call(helper::MAP_DELETE_ELEM);
+    a.bind(out).mov_imm(R0, 0).exit();
+    a.finish()
+}
+
+/// Generates the dispatcher attached to the `sys_enter` or `sys_exit` raw tracepoint: it tail-calls
+/// the program in `slots` at the syscall's number (`ctx[1]` at entry is the number; at exit the
+/// number is read from the saved registers' `orig_ax`), and does nothing for syscalls nobody traces.
+pub fn gen_syscall_dispatcher(slots: i32, exit: bool) -> Result<Vec<Insn>> {
+    const ORIG_AX: i32 = 15 * 8;
+    let mut a = Asm::new();
+    let out = a.label();
+    a.mov(R6, R1);
+    if exit {
+        a.load(Size::DW, R3, R6, 0).alu_imm(op::ADD, R3, ORIG_AX);
+        a.mov(R1, R10)
+            .alu_imm(op::ADD, R1, SCRATCH as i32)
+            .mov_imm(R2, 8)
+            .call(helper::PROBE_READ_KERNEL);
+        a.load(Size::DW, R3, R10, SCRATCH);
+    } else {
+        a.load(Size::DW, R3, R6, 8);
+    }
+    a.jmp_imm(op::JGE, R3, MAX_SYSCALL_NR as i32, out);
+    a.mov(R1, R6).ld_map_fd(R2, slots).call(helper::TAIL_CALL);
     a.bind(out).mov_imm(R0, 0).exit();
     a.finish()
 }

@@ -151,6 +151,9 @@ pub enum ArgSource {
     KernelPc,
     /// The user PC of a perf-event sample (0 when it interrupted kernel mode).
     UserPc,
+    /// Syscall argument `n` (0-5) read from the user registers saved at syscall entry (the
+    /// `sys_enter` raw tracepoint's `struct pt_regs *`).
+    SyscallArg(u8),
     /// Not available on this kernel: always 0 (the catalogue documents it).
     Zero,
 }

@@ -7,6 +7,7 @@ pub mod proc_sched;
 pub mod profile;
 pub mod sdt;
 pub mod syscall;
+pub mod syscall_nr;
 
 use crate::capture::{ArgSource, Condition, CopyRequest, Identity};
 use crate::error::{LinuxError, Result};
@@ -94,6 +95,9 @@ pub enum AttachPoint {
         return_event: Option<u64>,
         /// Whether this is a syscall return probe (errno is derived from arg0).
         syscall_return: bool,
+        /// For syscall probes: the number and argument sources to fire from the `sys_enter`/`sys_exit`
+        /// raw tracepoints through one dispatcher (fast to attach and detach by the hundred).
+        syscall: Option<SyscallRoute>,
     },
     /// A cpu-clock perf event.
     Profile {
@@ -102,6 +106,15 @@ pub enum AttachPoint {
         /// Every CPU (`profile-N`) or one (`tick-N`).
         all_cpus: bool,
     },
+}
+
+/// How a syscall probe fires from the raw syscall tracepoints.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SyscallRoute {
+    /// Syscall number.
+    pub nr: u32,
+    /// Argument sources in the raw tracepoint's context.
+    pub args: Vec<ArgSource>,
 }
 
 /// A probe and how to attach it.

@@ -304,6 +304,7 @@ fn build(spec: &Spec, f: &EventFormat) -> Option<Probe> {
             identity,
             return_event: None,
             syscall_return: false,
+            syscall: None,
         },
     })
 }

@@ -26,6 +26,7 @@ pub fn probes(formats: &HashMap<(String, String), EventFormat>) -> Vec<Probe> {
                     identity: Identity::Current,
                     return_event: None,
                     syscall_return: false,
+                    syscall: None,
                 },
             }
         })

@@ -2,7 +2,7 @@
 //! `sys_enter_<name>`/`sys_exit_<name>` tracepoints. Entry arguments are the syscall's arguments typed
 //! from the format file; return probes carry the return value in arg0 and arg1, and `errno`.
 
-use super::{AttachPoint, Probe, ProbeArg, ProbeDesc};
+use super::{AttachPoint, Probe, ProbeArg, ProbeDesc, SyscallRoute};
 use crate::capture::{ArgSource, Identity};
 use crate::tracefs::EventFormat;
 use std::collections::HashMap;
@@ -22,6 +22,7 @@ pub fn probes(formats: &HashMap<(String, String), EventFormat>) -> Vec<Probe> {
             continue;
         };
         let exit = formats.get(&("syscalls".to_string(), format!("sys_exit_{name}")));
+        let nr = super::syscall_nr::syscall_nr(name);
         let fields: Vec<_> = enter
             .fields
             .iter()
@@ -62,6 +63,12 @@ pub fn probes(formats: &HashMap<(String, String), EventFormat>) -> Vec<Probe> {
                 identity: Identity::Current,
                 return_event: exit.map(|e| e.id),
                 syscall_return: false,
+                syscall: nr.map(|nr| SyscallRoute {
+                    nr,
+                    args: (0..fields.len().min(6) as u8)
+                        .map(ArgSource::SyscallArg)
+                        .collect(),
+                }),
             },
         });
         if let Some(exit) = exit {
@@ -88,6 +95,10 @@ pub fn probes(formats: &HashMap<(String, String), EventFormat>) -> Vec<Probe> {
                         identity: Identity::Current,
                         return_event: None,
                         syscall_return: true,
+                        syscall: nr.map(|nr| SyscallRoute {
+                            nr,
+                            args: vec![ArgSource::RawArg(1), ArgSource::RawArg(1)],
+                        }),
                     },
                 });
             }
