@@ -143,10 +143,21 @@ fn sched_on_cpu_fires_for_the_thread_switched_in() {
     let off = probe(&cat, "sched:::off-cpu");
     let mut s = session("s");
     let argv: Vec<String> = ["sleep", "0.05"].iter().map(|s| s.to_string()).collect();
-    let (pid, _st, events) = run_traced(&mut s, &argv, |s, _| {
-        s.enable(&on, 1, &CaptureSpec::new()).unwrap();
-        s.enable(&off, 2, &CaptureSpec::new()).unwrap();
+    let (pid, _st, events) = run_traced(&mut s, &argv, |s, pid| {
+        // `/pid == $target/` pushed into the kernel: for on-cpu it tests the incoming thread.
+        let only = CaptureSpec {
+            filter_pid: Some(pid),
+            ..CaptureSpec::new()
+        };
+        s.enable(&on, 1, &only).unwrap();
+        s.enable(&off, 2, &only).unwrap();
+        // Unfiltered on-cpu too: the child shows up as the thread switched in.
+        s.enable(&on, 3, &CaptureSpec::new()).unwrap();
     });
+    let all_on: Vec<_> = events.iter().filter(|e| e.tag == 3).collect();
+    assert!(all_on
+        .iter()
+        .any(|e| e.tid == pid && e.execname() == "sleep"));
     let ons: Vec<_> = events
         .iter()
         .filter(|e| e.tag == 1 && e.tid == pid)

@@ -126,13 +126,15 @@ impl RingBuf {
         unsafe { &*(self.producer as *const AtomicU64) }
     }
 
-    /// Hands every committed record to `f`, in order, and frees their space. Returns how many.
+    /// Hands every record committed before the call to `f`, in order, and frees their space.
+    /// Returns how many.
     pub fn consume(&mut self, mut f: impl FnMut(&[u8])) -> usize {
         let mask = (self.size - 1) as u64;
         let mut n = 0;
         let mut cons = self.consumer_pos().load(Ordering::Acquire);
+        // Only what was produced before this call: a producer as fast as we are cannot keep us here.
+        let prod = self.producer_pos().load(Ordering::Acquire);
         loop {
-            let prod = self.producer_pos().load(Ordering::Acquire);
             if cons >= prod {
                 break;
             }

@@ -265,8 +265,17 @@ pub fn gen_capture(
     a.mov(R6, R1);
     emit_conditions(&mut a, shape, out)?;
     if let Some(pid) = spec.filter_pid {
-        a.call(helper::GET_CURRENT_PID_TGID)
-            .alu_imm(op::RSH, R0, 32);
+        match shape.identity {
+            Identity::Current => {
+                a.call(helper::GET_CURRENT_PID_TGID)
+                    .alu_imm(op::RSH, R0, 32);
+            }
+            // The record speaks for another thread: filter on its id (the main thread's id is the
+            // process id).
+            Identity::FromFields { tid_offset, .. } => {
+                a.load(Size::W, R0, R6, off16(tid_offset as usize, "tid")?);
+            }
+        }
         a.jmp_imm(op::JNE, R0, pid as i32, out);
     }
     emit_ring_reserve(&mut a, maps, layout.size)?;
