@@ -157,8 +157,8 @@ impl Framework {
         }
     }
 
-    /// Reports a fault: a fault record in the CPU's buffer, then `dtrace:::ERROR` with arg1 = EPID, arg2 =
-    /// action index, arg3 = DIF offset, arg4 = fault kind, arg5 = address.
+    /// Reports a fault: a fault record in the CPU's buffer (when enabled), then `dtrace:::ERROR` with
+    /// arg1 = EPID, arg2 = action index, arg3 = DIF offset, arg4 = fault kind, arg5 = address.
     fn fire_error(
         &mut self,
         ecbs: &[Ecb],
@@ -168,8 +168,10 @@ impl Framework {
         ts: u64,
         mem: &mut dyn Memory,
     ) {
-        if let Some(c) = self.cpus.get_mut(cpu as usize) {
-            c.principal.append(&rec.encode(ts), self.firing_end);
+        if self.fault_records {
+            if let Some(c) = self.cpus.get_mut(cpu as usize) {
+                c.principal.append(&rec.encode(ts), self.firing_end);
+            }
         }
         // ERROR fires in the context of the faulting probe, with its own arguments.
         let mut ectx = FiringContext {

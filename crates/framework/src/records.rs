@@ -19,7 +19,9 @@
 //! and the value record's offset is `key.len()` (the key bytes padded to 8); strings are NUL-padded to
 //! their record size, so equal keys have equal bytes. Records of size 0 (`speculate()`, `commit()`,
 //! `printf()` without arguments, ...) are listed in `EprobeDesc::recs` with the offset they would have.
-//! Faults are reported in the principal buffer as records with EPID [`FAULT_EPID`].
+//! Faults fire `dtrace:::ERROR` (arg1..arg5 as DTrace defines them), so a consumer enabling DTrace's ERROR
+//! program sees them in order with the other records; on request (`Framework::set_fault_records`) they
+//! are also written as records with EPID [`FAULT_EPID`].
 
 pub use dtrace_dif::program::RecDesc;
 
@@ -94,8 +96,8 @@ pub struct BufferSnapshot {
     pub drops: u64,
 }
 
-/// The EPID of fault records: when DIF faults in probe context the framework writes, into the firing
-/// CPU's principal buffer, a record with this EPID (laid out by [`fault_eprobe_desc`]) carrying what
+/// The EPID of fault records: when DIF faults in probe context and fault records are on, the framework
+/// writes, into the firing CPU's principal buffer, a record with this EPID (laid out by [`fault_eprobe_desc`]) carrying what
 /// `dtrace: error on enabled probe ID ...` prints, in order with the other records.
 pub const FAULT_EPID: u32 = u32::MAX;
 
