@@ -965,3 +965,21 @@ fn faults_reach_the_error_program_without_fault_records() {
     let args: Vec<u64> = (0..5).map(|i| u64_at(recs[0].2, 16 + 8 * i)).collect();
     assert_eq!(args, vec![1, 1, 4, 1, 0]);
 }
+
+#[test]
+fn unverifiable_dif_is_refused() {
+    let (mut fw, _c) = new_fw();
+    let p = program(vec![ecb(
+        "dtrace:::BEGIN",
+        None,
+        vec![act(ActionKind::DifExpr, Some(DifObject::default()))],
+    )]);
+    match fw.enable(&p, false) {
+        Err(FrameworkError::InvalidDif { desc, reason }) => {
+            assert_eq!(desc, "dtrace:::BEGIN");
+            assert!(reason.contains("ret"), "{reason}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(fw.eprobe(1), None);
+}
