@@ -678,9 +678,9 @@ impl Framework {
         }
         let mut due = Vec::new();
         self.registry.poll(now, self.ncpus, &mut due);
-        for (probe, cpu) in due {
+        for (probe, cpu, at) in due {
             let ctx = FiringContext {
-                timestamp: Some(now),
+                timestamp: Some(at),
                 ..FiringContext::default()
             };
             self.fire(probe, cpu, &ctx);

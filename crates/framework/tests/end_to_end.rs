@@ -983,3 +983,32 @@ fn unverifiable_dif_is_refused() {
     }
     assert_eq!(fw.eprobe(1), None);
 }
+
+#[test]
+fn tick_firings_carry_their_expiration_times() {
+    let (mut fw, clock) = new_fw();
+    clock.set(10);
+    let p = program(vec![ecb(
+        "profile:::tick-1sec",
+        None,
+        vec![act(
+            ActionKind::DifExpr,
+            Some(asm("ldgs timestamp, %r1\nret %r1\n")),
+        )],
+    )]);
+    fw.enable(&p, false).unwrap();
+    fw.go().unwrap();
+    assert_eq!(fw.poll(), 0);
+    assert_eq!(fw.next_deadline(), Some(10 + 1_000_000_000));
+    clock.set(10 + 3_500_000_000);
+    assert_eq!(fw.poll(), 3);
+    let data = fw.switch_buffer(0).unwrap().data;
+    let got: Vec<(u64, u64)> = records(&data, &|_| 24)
+        .iter()
+        .map(|r| (read_header(r.1).unwrap().1, u64_at(r.1, 16)))
+        .collect();
+    let want: Vec<(u64, u64)> = (1..=3u64)
+        .map(|k| (10 + k * 1_000_000_000, 10 + k * 1_000_000_000))
+        .collect();
+    assert_eq!(got, want);
+}
