@@ -55,6 +55,7 @@ pub mod framework;
 pub mod fuzzing;
 pub mod glob;
 pub mod layout;
+pub mod memory;
 pub mod options;
 pub mod provider;
 pub mod providers;
@@ -67,5 +68,6 @@ pub use framework::{
     Activity, Clock, DestructiveRequest, Enabling, EventSender, Framework, ManualClock, ProbeEvent,
     Status, SystemClock,
 };
+pub use memory::CapturedMemory;
 pub use options::{BufPolicy, BufResize, OptionError, Options};
 pub use provider::{ProbeRegistry, Provider};

@@ -1012,3 +1012,38 @@ fn tick_firings_carry_their_expiration_times() {
         .collect();
     assert_eq!(got, want);
 }
+
+#[test]
+fn copyinstr_reads_captured_memory_and_faults_outside_it() {
+    let (mut fw, _c) = new_fw();
+    // trace(copyinstr(arg0))
+    let p = program(vec![ecb(
+        "profile:::tick-1",
+        None,
+        vec![act(
+            ActionKind::DifExpr,
+            Some(asm(
+                "ldgs arg0, %r1\npushtv int, %r1\ncall copyinstr, %r2\nret %r2\n.rtype string\n",
+            )),
+        )],
+    )]);
+    fw.enable(&p, false).unwrap();
+    fw.go().unwrap();
+    let tick = fw.list_probes(&pd("profile:::tick-1"))[0].id;
+    let mut mem = CapturedMemory::new();
+    mem.add(0x7000, b"/etc/passwd\0".to_vec(), true);
+    let mut ctx = FiringContext::default();
+    ctx.args[0] = 0x7000;
+    fw.fire_with_memory(tick, 0, &ctx, &mut mem);
+    ctx.args[0] = 0x9000;
+    fw.fire_with_memory(tick, 0, &ctx, &mut mem);
+    let data = fw.switch_buffer(0).unwrap().data;
+    let recs: Vec<_> =
+        dtrace_framework::records::RecordIter::new(&data, |e| fw.eprobe(e).map(|d| d.size))
+            .map(|r| r.unwrap())
+            .collect();
+    assert_eq!(recs.len(), 2);
+    assert_eq!(&recs[0].2[16..28], b"/etc/passwd\0");
+    let f = FaultRecord::decode(recs[1].2).unwrap();
+    assert_eq!((f.kind, f.addr), (1, 0x9000));
+}
