@@ -149,6 +149,9 @@ fn action_size(i: usize, a: &ActionDesc, opts: &Options) -> Result<(u64, u64), L
         }
     };
     Ok(match a.kind {
+        // A printf-like action without arguments still records a 4-byte zero, as libdtrace gives it
+        // a `ret %r0` object of type int: so `BEGIN { printf("hello\n"); }` records something.
+        K::Printf | K::Printa | K::System | K::Freopen if a.difo.is_none() => (4, a.arg),
         K::DifExpr | K::Printf | K::Printa | K::System | K::Freopen | K::LibAct => {
             (expr_size(a), a.arg)
         }
@@ -422,8 +425,13 @@ mod tests {
         )
         .unwrap();
         let r = l.principal_recs();
-        assert_eq!((r[0].offset, r[0].size, r[0].format), (12, 0, 3));
-        assert_eq!((r[1].offset, r[1].size, r[1].alignment), (12, 4, 4));
+        assert_eq!((r[0].offset, r[0].size, r[0].format), (12, 4, 3));
+        assert_eq!((r[1].offset, r[1].size, r[1].alignment), (16, 4, 4));
+        assert_eq!(l.size, 20);
+        // printf("hello\n") alone still makes a record.
+        let mut p = act(ActionKind::Printf, None);
+        p.arg = 0;
+        let l = layout_ecb(&ecb(vec![p]), &Options::default()).unwrap();
         assert_eq!(l.size, 16);
     }
 

@@ -1047,3 +1047,19 @@ fn copyinstr_reads_captured_memory_and_faults_outside_it() {
     let f = FaultRecord::decode(recs[1].2).unwrap();
     assert_eq!((f.kind, f.addr), (1, 0x9000));
 }
+
+#[test]
+fn printf_without_arguments_records() {
+    let (mut fw, _c) = new_fw();
+    let mut printf = act(ActionKind::Printf, None);
+    printf.arg = 0;
+    let mut p = program(vec![ecb("dtrace:::BEGIN", None, vec![printf])]);
+    p.formats.push("hello\n".into());
+    let en = fw.enable(&p, false).unwrap();
+    let r = en.eprobes[0].recs[0];
+    assert_eq!((r.offset, r.size, r.format), (12, 4, 1));
+    fw.go().unwrap();
+    let data = fw.switch_buffer(0).unwrap().data;
+    assert_eq!(data.len(), 16);
+    assert_eq!(read_header(&data).unwrap().0, 1);
+}
