@@ -1063,3 +1063,35 @@ fn printf_without_arguments_records() {
     assert_eq!(data.len(), 16);
     assert_eq!(read_header(&data).unwrap().0, 1);
 }
+
+#[test]
+fn quantize_increment_weights_the_bucket() {
+    let (mut fw, _c) = new_fw();
+    // @ = quantize(arg0, arg1): the increment is a zero-size expression counted in ntuple.
+    let mut q = act(
+        ActionKind::AggQuantize,
+        Some(asm("ldgs arg0, %r1\nret %r1\n")),
+    );
+    q.ntuple = 1;
+    let incr = act(
+        ActionKind::DifExpr,
+        Some(asm("ldgs arg1, %r1\nret %r1\n.rtype int 0\n")),
+    );
+    let p = program(vec![ecb("profile:::tick-1", None, vec![incr, q])]);
+    let en = fw.enable(&p, false).unwrap();
+    assert_eq!(en.aggs[0].recs.len(), 1);
+    fw.go().unwrap();
+    let tick = fw.list_probes(&pd("profile:::tick-1"))[0].id;
+    for (a0, a1) in [(5u64, 3u64), (5, 4), (100, 1)] {
+        let mut ctx = FiringContext::default();
+        ctx.args[0] = a0;
+        ctx.args[1] = a1;
+        fw.fire(tick, 1, &ctx);
+    }
+    let snap = fw.snapshot_aggregations();
+    let r = &snap[1].records[0];
+    assert!(r.key.is_empty());
+    let b = |i: usize| u64_at(&r.value, i * 8);
+    assert_eq!(b(QUANTIZE_ZEROBUCKET + 3), 7); // 4..7
+    assert_eq!(b(QUANTIZE_ZEROBUCKET + 7), 1); // 64..127
+}
