@@ -72,3 +72,64 @@ fn trace_printf_exit_and_aggregations() {
     assert_eq!(u64_at(&count.value, 0), 3);
     assert_eq!(aggs[0].records.len(), 2);
 }
+
+fn records(fw: &Framework, data: &[u8]) -> Vec<(u32, Vec<u8>)> {
+    RecordIter::new(data, |e| fw.eprobe(e).map(|d| d.size))
+        .map(|r| {
+            let (_, e, b) = r.unwrap();
+            (e, b.to_vec())
+        })
+        .collect()
+}
+
+#[test]
+fn speculation_commit_and_discard() {
+    let (fw, data, _) = run(r#"
+        profile:::tick-1 { self->spec = speculation(); }
+        profile:::tick-1 /self->spec/ { speculate(self->spec); trace(arg0 + 100); }
+        profile:::tick-1 /self->spec && arg0 == 2/ { commit(self->spec); self->spec = 0; }
+        profile:::tick-1 /self->spec && arg0 != 2/ { discard(self->spec); self->spec = 0; }
+    "#);
+    let recs = records(&fw, &data);
+    assert_eq!(recs.len(), 1);
+    let d = fw.eprobe(recs[0].0).unwrap();
+    let r = d.recs.iter().find(|r| r.size == 8).unwrap();
+    assert_eq!(u64_at(&recs[0].1, r.offset as usize), 102);
+}
+
+#[test]
+fn faults_reach_the_error_program() {
+    let (fw, data, _) = run(r#"
+        BEGIN { trace(*(int *)0); }
+        dtrace:::ERROR { trace(arg1); trace(arg2); trace(arg3); trace(arg4); trace(arg5); }
+    "#);
+    let recs = records(&fw, &data);
+    assert_eq!(recs.len(), 1);
+    let (epid, b) = &recs[0];
+    let d = fw.eprobe(*epid).unwrap();
+    assert_eq!(d.probe_id, 3);
+    let args: Vec<u64> = d
+        .recs
+        .iter()
+        .map(|r| u64_at(b, r.offset as usize))
+        .collect();
+    // EPID 1, action #1, some DIF offset, invalid address (1) at 0.
+    assert_eq!((args[0], args[1], args[3], args[4]), (1, 1, 1, 0));
+}
+
+#[test]
+fn predicates_globals_and_clause_locals() {
+    let (fw, data, _) = run(r#"
+        BEGIN { x = 5; }
+        profile:::tick-1 /x == 5 && arg0 > 0/ { this->v = arg0 * 10; }
+        profile:::tick-1 /arg0 > 0/ { trace(this->v + x); }
+    "#);
+    let vals: Vec<u64> = records(&fw, &data)
+        .iter()
+        .map(|(e, b)| {
+            let d = fw.eprobe(*e).unwrap();
+            u64_at(b, d.recs[0].offset as usize)
+        })
+        .collect();
+    assert_eq!(vals, vec![15, 25]);
+}
