@@ -133,3 +133,74 @@ fn predicates_globals_and_clause_locals() {
         .collect();
     assert_eq!(vals, vec![15, 25]);
 }
+
+#[test]
+fn every_aggregating_function_compiled() {
+    let (mut fw, _data, en) = run(r#"
+        profile:::tick-1
+        {
+            @c = count(); @s = sum(arg0); @a = avg(arg0); @mn = min(arg0); @mx = max(arg0);
+            @sd = stddev(arg0); @q = quantize(arg0); @l = lquantize(arg0, 0, 10, 1);
+            @ll = llquantize(arg0, 10, 0, 2, 10); @k[execname, arg0 % 2] = sum(1);
+        }
+    "#);
+    let snap = fw.snapshot_aggregations();
+    let vals: Vec<(u32, Vec<u64>)> = snap[0]
+        .records
+        .iter()
+        .map(|r| {
+            (
+                r.aggid,
+                r.value
+                    .chunks(8)
+                    .map(|c| u64::from_ne_bytes(c.try_into().unwrap()))
+                    .collect(),
+            )
+        })
+        .collect();
+    let get = |aggid: u32| -> Vec<Vec<u64>> {
+        vals.iter()
+            .filter(|v| v.0 == aggid)
+            .map(|v| v.1.clone())
+            .collect()
+    };
+    // arg0 = 0, 1, 2 over the three firings.
+    let kinds: Vec<dtrace_dif::program::ActionKind> = en
+        .aggs
+        .iter()
+        .map(|a| a.recs.last().unwrap().action)
+        .collect();
+    use dtrace_dif::program::ActionKind as K;
+    for (i, k) in kinds.iter().enumerate() {
+        let v = get(en.aggs[i].aggid);
+        match k {
+            K::AggCount => assert_eq!(v, vec![vec![3]]),
+            K::AggSum if en.aggs[i].recs.len() == 1 => assert_eq!(v, vec![vec![3]]),
+            K::AggSum => {
+                // @k[execname, arg0 % 2]: keys ("sh", 0) twice and ("sh", 1) once.
+                let mut s: Vec<u64> = v.iter().map(|x| x[0]).collect();
+                s.sort();
+                assert_eq!(s, vec![1, 2]);
+            }
+            K::AggAvg => assert_eq!(v, vec![vec![3, 3]]),
+            K::AggMin => assert_eq!(v, vec![vec![0]]),
+            K::AggMax => assert_eq!(v, vec![vec![2]]),
+            K::AggStddev => assert_eq!(v, vec![vec![3, 3, 5, 0]]),
+            K::AggQuantize => {
+                let q = &v[0];
+                assert_eq!((q[63], q[64], q[65]), (1, 1, 1));
+            }
+            K::AggLquantize => {
+                let q = &v[0];
+                assert_eq!(q[0], dtrace_dif::program::lquantize_arg(0, 10, 1));
+                assert_eq!((q[2], q[3], q[4]), (1, 1, 1));
+            }
+            K::AggLlquantize => {
+                let q = &v[0];
+                assert_eq!((q[1], q[2], q[3]), (1, 1, 1));
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!(kinds.len(), 10);
+}
