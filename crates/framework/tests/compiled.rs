@@ -204,3 +204,44 @@ fn every_aggregating_function_compiled() {
     }
     assert_eq!(kinds.len(), 10);
 }
+
+#[test]
+fn if_else_and_strings() {
+    let (fw, data, _) = run(r#"
+        profile:::tick-1
+        {
+            if (arg0 == 1) { trace(probename); } else { trace(arg0 + 40); }
+        }
+    "#);
+    let recs = records(&fw, &data);
+    assert_eq!(recs.len(), 3);
+    let d = |e: u32| fw.eprobe(e).unwrap();
+    let first = &recs[0];
+    let r = d(first.0)
+        .recs
+        .iter()
+        .find(|r| r.size == 4 || r.size == 8)
+        .copied()
+        .unwrap();
+    let v = if r.size == 4 {
+        u32::from_ne_bytes(
+            first.1[r.offset as usize..r.offset as usize + 4]
+                .try_into()
+                .unwrap(),
+        ) as u64
+    } else {
+        u64_at(&first.1, r.offset as usize)
+    };
+    assert_eq!(v, 40);
+    let second = &recs[1];
+    let r = d(second.0)
+        .recs
+        .iter()
+        .find(|r| r.size >= 16)
+        .copied()
+        .unwrap();
+    assert_eq!(
+        &second.1[r.offset as usize..r.offset as usize + 7],
+        b"tick-1\0"
+    );
+}
