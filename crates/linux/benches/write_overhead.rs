@@ -149,6 +149,25 @@ fn main() {
         println!("write_overhead: BPF unavailable (needs root); nothing measured");
         return;
     }
+    let t = std::time::Instant::now();
+    if let Ok(cat) = Catalog::load() {
+        let count = |prov: &str| {
+            cat.probes()
+                .iter()
+                .filter(|p| p.desc.provider == prov)
+                .count()
+        };
+        println!(
+            "catalogue: {} probes (syscall {}, sdt {}, proc {}, sched {}, profile {} listed) read in {:.0} ms",
+            cat.probes().len(),
+            count("syscall"),
+            count("sdt"),
+            count("proc"),
+            count("sched"),
+            count("profile"),
+            t.elapsed().as_secs_f64() * 1e3
+        );
+    }
     let base = best_of(runs, n);
     println!(
         "write(2) of 1 byte to /dev/null x {n}, best of {runs} (load average {}):",
