@@ -5,10 +5,50 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use dtrace_dif::asm::assemble;
+use dtrace_dif::vars;
 use dtrace_dif::verify::verify;
 use dtrace_dif::vm::fake::{FakeContext, FakeMemory};
-use dtrace_dif::vm::{Machine, VarState, VmOptions};
+use dtrace_dif::vm::{FaultKind, Machine, ProbeContext, VarState, VmOptions};
 use std::hint::black_box;
+
+/// A probe context with plain fields, as the framework's will be (the test fake uses maps).
+struct BenchContext {
+    pid: u64,
+    execname: &'static [u8],
+}
+
+impl ProbeContext for BenchContext {
+    fn int_var(&mut self, id: u32) -> Result<u64, FaultKind> {
+        match id {
+            vars::DIF_VAR_PID => Ok(self.pid),
+            _ => Err(FaultKind::IllOp),
+        }
+    }
+    fn str_var(&mut self, id: u32, out: &mut Vec<u8>) -> Result<(), FaultKind> {
+        match id {
+            vars::DIF_VAR_EXECNAME => {
+                out.extend_from_slice(self.execname);
+                Ok(())
+            }
+            _ => Err(FaultKind::IllOp),
+        }
+    }
+    fn array_var(&mut self, _id: u32, _index: u64) -> Result<u64, FaultKind> {
+        Err(FaultKind::IllOp)
+    }
+    fn thread_key(&mut self) -> u64 {
+        1
+    }
+    fn speculation(&mut self) -> u64 {
+        0
+    }
+    fn progenyof(&mut self, _pid: u64) -> bool {
+        false
+    }
+    fn random(&mut self) -> u64 {
+        4
+    }
+}
 
 /// CPU time consumed by this thread so far, in ns (`/proc/thread-self/schedstat`), so figures on a
 /// shared, loaded machine reflect our work rather than the wait for a core. `None` where unavailable.
@@ -92,7 +132,10 @@ fn typical_clause(c: &mut Criterion) {
     verify(&action).unwrap();
     let mut state = VarState::new(VmOptions::default());
     let mut m = Machine::new();
-    let mut ctx = FakeContext::new();
+    let mut ctx = BenchContext {
+        pid: 100,
+        execname: b"fake",
+    };
     let mut mem = FakeMemory::new();
     c.bench_function("typical_clause", |b| {
         b.iter(|| {

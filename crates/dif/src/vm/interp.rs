@@ -556,7 +556,7 @@ impl Machine {
                     key.push_int(t.value);
                     continue;
                 }
-                if t.size > env.state.options.dynvarsize as u64 {
+                if t.size > (env.state.options.dynvarsize as u64).min(MAX_KEY_SIZE) {
                     r = Ok(false);
                     break;
                 }
@@ -619,6 +619,9 @@ impl Machine {
         r
     }
 }
+
+/// Largest by-reference key element read (larger ones can never be stored and count as drops).
+const MAX_KEY_SIZE: u64 = 1 << 20;
 
 /// Bytes of storage of a by-reference variable: its type size, strings bounded by `strsize`, everything
 /// bounded by 1 MiB.
