@@ -66,6 +66,8 @@ impl Machine {
         mem: &mut dyn Memory,
     ) -> Result<u64, Fault> {
         self.opts = state.options;
+        // String-table addresses mean another object's bytes now.
+        self.key_from = None;
         let mut env = Env {
             obj,
             state,
@@ -176,6 +178,7 @@ impl Machine {
                     self.load(env, op, a, true)?
                 }
                 Stb | Sth | Stw | Stx => {
+                    self.key_from = None;
                     let dst = regs[rd];
                     let n: u64 = match op {
                         Stb => 1,
@@ -256,6 +259,7 @@ impl Machine {
                     continue;
                 }
                 Call => {
+                    self.key_from = None;
                     let r = self.call(env, idx as u16, &tuple)?;
                     regs[rd] = r;
                     regs[0] = 0;
@@ -305,6 +309,7 @@ impl Machine {
                 }
                 Allocs => self.alloc(a)?,
                 Copys => {
+                    self.key_from = None;
                     let n = b;
                     let dst = regs[rd];
                     self.scratch_mut(dst, n)?;
@@ -547,6 +552,23 @@ impl Machine {
         } else {
             env.ctx.thread_key()
         };
+        let mut args = [(0u64, 0u64); TUPLE_REGS];
+        if with_tuple {
+            for (a, t) in args.iter_mut().zip(tuple.args()) {
+                *a = (t.value, t.size);
+            }
+        }
+        let source = crate::vm::machine::KeySource {
+            scope,
+            id,
+            with_tuple,
+            top: if with_tuple { tuple.top } else { 0 },
+            args,
+        };
+        if self.key_from == Some(source) {
+            return Ok(true);
+        }
+        self.key_from = None;
         let mut key = std::mem::take(&mut self.key);
         key.reset(scope, id, thread);
         let mut r = Ok(true);
@@ -583,6 +605,9 @@ impl Machine {
             }
         }
         self.key = key;
+        if matches!(r, Ok(true)) {
+            self.key_from = Some(source);
+        }
         r
     }
 
