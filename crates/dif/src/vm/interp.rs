@@ -552,22 +552,31 @@ impl Machine {
         } else {
             env.ctx.thread_key()
         };
-        let mut args = [(0u64, 0u64); TUPLE_REGS];
-        if with_tuple {
-            for (a, t) in args.iter_mut().zip(tuple.args()) {
-                *a = (t.value, t.size);
+        let top = if with_tuple { tuple.top } else { 0 };
+        if let Some(k) = &self.key_from {
+            if k.scope == scope
+                && k.id == id
+                && k.with_tuple == with_tuple
+                && k.top == top
+                && k.args[..top]
+                    .iter()
+                    .zip(tuple.args())
+                    .all(|(a, t)| a.0 == t.value && a.1 == t.size)
+            {
+                return Ok(true);
             }
+        }
+        let mut args = [(0u64, 0u64); TUPLE_REGS];
+        for (a, t) in args.iter_mut().zip(&tuple.regs[..top]) {
+            *a = (t.value, t.size);
         }
         let source = crate::vm::machine::KeySource {
             scope,
             id,
             with_tuple,
-            top: if with_tuple { tuple.top } else { 0 },
+            top,
             args,
         };
-        if self.key_from == Some(source) {
-            return Ok(true);
-        }
         self.key_from = None;
         let mut key = std::mem::take(&mut self.key);
         key.reset(scope, id, thread);
