@@ -346,3 +346,22 @@ fn unverified_objects_never_loop_or_panic() {
     };
     assert_eq!(h.run_obj(&o).unwrap_err().kind, FaultKind::IllOp);
 }
+
+#[test]
+fn tuple_push_edge_cases() {
+    // A by-reference push with a size above i64::MAX is an illegal operation.
+    let f = run("setx 0xffffffffffffffff, %r1\npushtr int, %r1, %r1\nret %r0\n").unwrap_err();
+    assert_eq!((f.kind, f.pc), (FaultKind::IllOp, 1));
+    // popts on an empty stack is harmless.
+    assert_eq!(run("popts\nret %r0\n"), Ok(0));
+    // A string push is sized strlen + 1 with strlen bounded by the r2 limit when given, so the key
+    // holds limit + 1 bytes of the string, as DTrace copies them.
+    let store = ".var a 0x500 arr glb int 8\nsets \"abcdef\", %r1\nsetx 3, %r2\nflushts\npushtr string, %r2, %r1\nsetx 9, %r3\nstgaa %r3, a\n";
+    let mut h = H::new();
+    for (k, want) in [("abc", 0), ("abcd", 9)] {
+        let src = format!(
+            "{store}sets \"{k}\", %r4\nflushts\npushtr string, %r0, %r4\nldgaa a, %r5\nret %r5\n"
+        );
+        assert_eq!(h.run(&src), Ok(want), "{k}");
+    }
+}

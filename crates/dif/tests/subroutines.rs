@@ -315,3 +315,29 @@ fn missing_arguments_and_null_strings_fault() {
     let f = int(&mut H::new(), "toupper", &[I(0)]).unwrap_err();
     assert_eq!((f.kind, f.addr), (FaultKind::BadAddr, 0));
 }
+
+#[test]
+fn results_are_bounded_by_strsize() {
+    let mut h = H::with(VmOptions {
+        strsize: 8,
+        ..Default::default()
+    });
+    h.mem.user.insert(0x7000, b"user string\0".to_vec());
+    // At most strsize - 1 characters, then the NUL.
+    assert_eq!(st(&mut h, "copyinstr", &[I(0x7000)]).unwrap(), "user st");
+    assert_eq!(
+        st(&mut h, "toupper", &[S("abcdefghij")]).unwrap(),
+        "ABCDEFG"
+    );
+    assert_eq!(
+        st(&mut h, "substr", &[S("abcdefghij"), I(0)]).unwrap(),
+        "abcdefg"
+    );
+    // Inputs are read as strings of at most strsize - 1 characters first.
+    assert_eq!(
+        st(&mut h, "basename", &[S("/abcdefghij")]).unwrap(),
+        "abcdef"
+    );
+    // lltostr builds all digits; reading the string back is bounded by strsize like any string.
+    assert_eq!(st(&mut h, "lltostr", &[I(i64::MIN)]).unwrap(), "-922337");
+}

@@ -140,3 +140,17 @@ fn variable_table_mismatch_faults_when_unverified() {
     let o = dtrace_dif::asm::assemble("stgs %r1, DT_VAR(280)\nret %r1\n").unwrap();
     assert_eq!(kind(h.run_obj(&o)), FaultKind::IllOp);
 }
+
+#[test]
+fn keys_follow_memory_changes_within_a_run() {
+    // Key "ab" stored, then the key bytes in scratch are changed to "xb" by a store between two
+    // lookups with the same tuple registers: the second lookup must see the new key.
+    let mut h = H::new();
+    h.run(&src(
+        "flushts\nsets \"ab\", %r1\npushtr string, %r0, %r1\nsetx 5, %r2\nstgaa %r2, a\nret %r0\n",
+    ))
+    .unwrap();
+    let body = "sets \"ab\", %r1\nsetx 3, %r2\nallocs %r2, %r3\ncopys %r1, %r2, %r3\nflushts\npushtr string, %r0, %r3\nldgaa a, %r4\nsetx 0x78, %r5\nstb %r5, [%r3]\nldgaa a, %r6\nsetx 10, %r7\nmul %r4, %r7, %r4\nadd %r4, %r6, %r4\nret %r4\n";
+    // First lookup finds 5, second ("xb") finds nothing: 5 * 10 + 0.
+    assert_eq!(h.run(&src(body)), Ok(50));
+}

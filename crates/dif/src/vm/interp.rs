@@ -66,6 +66,8 @@ impl Machine {
         mem: &mut dyn Memory,
     ) -> Result<u64, Fault> {
         self.opts = state.options;
+        // String-table addresses mean another object's bytes now.
+        self.key_from = None;
         let mut env = Env {
             obj,
             state,
@@ -176,6 +178,7 @@ impl Machine {
                     self.load(env, op, a, true)?
                 }
                 Stb | Sth | Stw | Stx => {
+                    self.key_from = None;
                     let dst = regs[rd];
                     let n: u64 = match op {
                         Stb => 1,
@@ -256,6 +259,7 @@ impl Machine {
                     continue;
                 }
                 Call => {
+                    self.key_from = None;
                     let r = self.call(env, idx as u16, &tuple)?;
                     regs[rd] = r;
                     regs[0] = 0;
@@ -305,6 +309,7 @@ impl Machine {
                 }
                 Allocs => self.alloc(a)?,
                 Copys => {
+                    self.key_from = None;
                     let n = b;
                     let dst = regs[rd];
                     self.scratch_mut(dst, n)?;
@@ -547,6 +552,32 @@ impl Machine {
         } else {
             env.ctx.thread_key()
         };
+        let top = if with_tuple { tuple.top } else { 0 };
+        if let Some(k) = &self.key_from {
+            if k.scope == scope
+                && k.id == id
+                && k.with_tuple == with_tuple
+                && k.top == top
+                && k.args[..top]
+                    .iter()
+                    .zip(tuple.args())
+                    .all(|(a, t)| a.0 == t.value && a.1 == t.size)
+            {
+                return Ok(true);
+            }
+        }
+        let mut args = [(0u64, 0u64); TUPLE_REGS];
+        for (a, t) in args.iter_mut().zip(&tuple.regs[..top]) {
+            *a = (t.value, t.size);
+        }
+        let source = crate::vm::machine::KeySource {
+            scope,
+            id,
+            with_tuple,
+            top,
+            args,
+        };
+        self.key_from = None;
         let mut key = std::mem::take(&mut self.key);
         key.reset(scope, id, thread);
         let mut r = Ok(true);
@@ -556,7 +587,7 @@ impl Machine {
                     key.push_int(t.value);
                     continue;
                 }
-                if t.size > env.state.options.dynvarsize as u64 {
+                if t.size > (env.state.options.dynvarsize as u64).min(MAX_KEY_SIZE) {
                     r = Ok(false);
                     break;
                 }
@@ -583,6 +614,9 @@ impl Machine {
             }
         }
         self.key = key;
+        if matches!(r, Ok(true)) {
+            self.key_from = Some(source);
+        }
         r
     }
 
@@ -619,6 +653,9 @@ impl Machine {
         r
     }
 }
+
+/// Largest by-reference key element read (larger ones can never be stored and count as drops).
+const MAX_KEY_SIZE: u64 = 1 << 20;
 
 /// Bytes of storage of a by-reference variable: its type size, strings bounded by `strsize`, everything
 /// bounded by 1 MiB.

@@ -40,6 +40,19 @@ pub struct Machine {
     pub(crate) tmp2: Vec<u8>,
     /// Reused dynamic-variable key.
     pub(crate) key: crate::vm::state::DynKey,
+    /// What `key` was built from, while it is still valid (see `dyn_key`).
+    pub(crate) key_from: Option<KeySource>,
+}
+
+/// The inputs a dynamic-variable key was built from: same inputs and no memory written since means the
+/// same key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct KeySource {
+    pub scope: crate::vm::state::DynScope,
+    pub id: u32,
+    pub with_tuple: bool,
+    pub top: usize,
+    pub args: [(u64, u64); TUPLE_REGS],
 }
 
 /// Where a VM address points.

@@ -113,6 +113,7 @@ pub enum KeyElem {
 
 /// Which kind of dynamic variable a key names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u8)]
 pub enum DynScope {
     /// A thread-local scalar (`self->x`).
     ThreadScalar,
@@ -123,21 +124,41 @@ pub enum DynScope {
 }
 
 /// The key of a dynamic variable: variable id, scope, thread key (0 for globals) and the tuple, the
-/// tuple flattened into bytes (see [`DynKey::push_int`], [`DynKey::push_bytes`], [`DynKey::elems`]) so a
-/// key can be rebuilt in place without allocating.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+/// tuple flattened into bytes so a key can be rebuilt in place without allocating, and its hash computed
+/// as it is built so lookups do not rehash it.
+#[derive(Debug, Clone, Default)]
 pub struct DynKey {
-    /// Kind of variable.
-    pub scope: DynScopeTag,
-    /// The variable id (`DIF_VAR_OTHER_UBASE` and up).
-    pub var: u32,
-    /// The thread key for thread-local variables, 0 otherwise.
-    pub thread: u64,
-    /// Number of tuple elements.
-    pub nelems: u32,
-    /// The encoded tuple: per element a tag byte (0 integer, 1 bytes), then 8 bytes of integer or a
-    /// 4-byte length and the bytes.
-    pub tuple: Vec<u8>,
+    scope: DynScopeTag,
+    var: u32,
+    thread: u64,
+    nelems: u32,
+    /// Per element a tag byte (0 integer, 1 bytes), then 8 bytes of integer or a 4-byte length and the
+    /// bytes.
+    tuple: Vec<u8>,
+    hash: u64,
+}
+
+impl PartialEq for DynKey {
+    fn eq(&self, o: &DynKey) -> bool {
+        self.hash == o.hash
+            && self.var == o.var
+            && self.thread == o.thread
+            && self.scope == o.scope
+            && self.nelems == o.nelems
+            && self.tuple == o.tuple
+    }
+}
+
+impl Eq for DynKey {}
+
+impl std::hash::Hash for DynKey {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u64(self.hash);
+    }
+}
+
+fn mix(h: u64, w: u64) -> u64 {
+    (h.rotate_left(5) ^ w).wrapping_mul(FX_SEED)
 }
 
 /// [`DynScope`] wrapped so [`DynKey`] can have a `Default`.
@@ -153,13 +174,9 @@ impl Default for DynScopeTag {
 impl DynKey {
     /// A key with an empty tuple.
     pub fn new(scope: DynScope, var: u32, thread: u64) -> DynKey {
-        DynKey {
-            scope: DynScopeTag(scope),
-            var,
-            thread,
-            nelems: 0,
-            tuple: Vec::new(),
-        }
+        let mut k = DynKey::default();
+        k.reset(scope, var, thread);
+        k
     }
 
     /// Resets this key for reuse, keeping its buffer.
@@ -169,6 +186,7 @@ impl DynKey {
         self.thread = thread;
         self.nelems = 0;
         self.tuple.clear();
+        self.hash = mix(mix(mix(0, scope as u64), var as u64), thread);
     }
 
     /// Appends an integer element.
@@ -176,6 +194,7 @@ impl DynKey {
         self.tuple.push(0);
         self.tuple.extend_from_slice(&v.to_le_bytes());
         self.nelems += 1;
+        self.hash = mix(self.hash, v);
     }
 
     /// Appends a by-reference element.
@@ -185,6 +204,35 @@ impl DynKey {
             .extend_from_slice(&(b.len() as u32).to_le_bytes());
         self.tuple.extend_from_slice(b);
         self.nelems += 1;
+        let mut h = mix(self.hash, 1 << 63 | b.len() as u64);
+        let mut chunks = b.chunks_exact(8);
+        for c in &mut chunks {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(c);
+            h = mix(h, u64::from_le_bytes(w));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut w = [0u8; 8];
+            w[..rest.len()].copy_from_slice(rest);
+            h = mix(h, u64::from_le_bytes(w));
+        }
+        self.hash = h;
+    }
+
+    /// The kind of variable.
+    pub fn scope(&self) -> DynScope {
+        self.scope.0
+    }
+
+    /// The variable id.
+    pub fn var(&self) -> u32 {
+        self.var
+    }
+
+    /// The thread key (0 for global arrays).
+    pub fn thread(&self) -> u64 {
+        self.thread
     }
 
     /// The tuple's elements, decoded.
@@ -311,7 +359,7 @@ impl DynVarSpace {
         let keys: Vec<DynKey> = self
             .map
             .keys()
-            .filter(|k| k.thread == thread && k.scope.0 != DynScope::GlobalArray)
+            .filter(|k| k.thread == thread && k.scope() != DynScope::GlobalArray)
             .cloned()
             .collect();
         for k in keys {

@@ -176,6 +176,9 @@ impl P<'_> {
 /// The selected scalar of `doc`, as text.
 pub fn json(doc: &[u8], selector: &[u8]) -> Option<Vec<u8>> {
     let steps = parse_selector(selector)?;
+    if steps.len() > MAX_DEPTH {
+        return None;
+    }
     let mut p = P { s: doc, i: 0 };
     let (a, b) = p.select(&steps)?;
     Some(doc[a..b].to_vec())
@@ -206,5 +209,6 @@ mod tests {
         assert_eq!(j("", "a"), None);
         assert_eq!(j(&"[".repeat(1000), "a"), None);
         assert_eq!(j("{\"a\":{}}", "a.b"), None);
+        assert_eq!(j("{}", &"a.".repeat(100_000)), None);
     }
 }

@@ -185,7 +185,8 @@ impl Machine {
                         ));
                     }
                     a.extend_from_slice(&b);
-                    self.ret_str(&a)
+                    // Like DTrace, strjoin consumes only the scratch its result needs.
+                    self.put_str(&a)
                 });
                 self.tmp = a;
                 self.tmp2 = b;

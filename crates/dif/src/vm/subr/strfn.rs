@@ -239,6 +239,48 @@ pub fn strtoll(s: &[u8], base: u64) -> Option<i64> {
     Some(if neg { val.wrapping_neg() } else { val })
 }
 
+/// Knuth-Morris-Pratt failure table of `needle`.
+fn kmp_table(needle: &[u8]) -> Vec<usize> {
+    let mut t = vec![0usize; needle.len()];
+    let mut k = 0;
+    for i in 1..needle.len() {
+        while k > 0 && needle[i] != needle[k] {
+            k = t[k - 1];
+        }
+        if needle[i] == needle[k] {
+            k += 1;
+        }
+        t[i] = k;
+    }
+    t
+}
+
+/// First position `>= start` where `needle` (non-empty) occurs in `hay`, in linear time.
+fn find_from(hay: &[u8], needle: &[u8], start: usize) -> Option<usize> {
+    let t = kmp_table(needle);
+    let mut k = 0;
+    for (i, &c) in hay.iter().enumerate().skip(start) {
+        while k > 0 && c != needle[k] {
+            k = t[k - 1];
+        }
+        if c == needle[k] {
+            k += 1;
+            if k == needle.len() {
+                return Some(i + 1 - k);
+            }
+        }
+    }
+    None
+}
+
+/// Last position `<= start` where `needle` (non-empty) occurs in `hay`, in linear time.
+fn rfind_to(hay: &[u8], needle: &[u8], start: usize) -> Option<usize> {
+    let end = start.checked_add(needle.len())?.min(hay.len());
+    let rh: Vec<u8> = hay[..end].iter().rev().copied().collect();
+    let rn: Vec<u8> = needle.iter().rev().copied().collect();
+    find_from(&rh, &rn, 0).map(|p| end - p - needle.len())
+}
+
 /// The match position of `index`/`rindex` (`reverse`), with the optional start position, as DTrace
 /// computes it; -1 when not found.
 pub fn index_of(s: &[u8], sub: &[u8], pos: Option<i64>, reverse: bool) -> i64 {
@@ -247,8 +289,6 @@ pub fn index_of(s: &[u8], sub: &[u8], pos: Option<i64>, reverse: bool) -> i64 {
     if sublen == 0 && len == 0 {
         return 0;
     }
-    let matches =
-        |p: i64| p >= 0 && p + sublen <= len && &s[p as usize..(p + sublen) as usize] == sub;
     if reverse {
         let mut start = len;
         if let Some(p) = pos {
@@ -257,14 +297,10 @@ pub fn index_of(s: &[u8], sub: &[u8], pos: Option<i64>, reverse: bool) -> i64 {
             }
             start = p.min(len);
         }
-        let mut p = start;
-        while p >= 0 {
-            if matches(p) {
-                return p;
-            }
-            p -= 1;
+        if sublen == 0 {
+            return start;
         }
-        -1
+        rfind_to(s, sub, start as usize).map_or(-1, |p| p as i64)
     } else {
         let mut start = 0;
         if let Some(p) = pos {
@@ -274,7 +310,10 @@ pub fn index_of(s: &[u8], sub: &[u8], pos: Option<i64>, reverse: bool) -> i64 {
             }
             start = p;
         }
-        (start..len).find(|&p| matches(p)).unwrap_or(-1)
+        if sublen == 0 {
+            return start;
+        }
+        find_from(s, sub, start as usize).map_or(-1, |p| p as i64)
     }
 }
 
@@ -283,7 +322,7 @@ pub fn strstr(s: &[u8], sub: &[u8]) -> Option<usize> {
     if sub.is_empty() {
         return Some(0);
     }
-    s.windows(sub.len()).position(|w| w == sub)
+    find_from(s, sub, 0)
 }
 
 /// `inet_ntoa`/`inet_ntop(AF_INET)`: dotted quad.
@@ -467,6 +506,16 @@ mod tests {
         assert_eq!(index_of(b"hello", b"lo", Some(100), true), 3);
         assert_eq!(strstr(b"hello", b"ll"), Some(2));
         assert_eq!(strstr(b"hello", b"x"), None);
+        assert_eq!(strstr(b"aaab", b"aab"), Some(1));
+        assert_eq!(index_of(b"abababa", b"aba", None, true), 4);
+        assert_eq!(index_of(b"abababa", b"aba", Some(3), true), 2);
+        assert_eq!(index_of(b"abababa", b"aba", Some(1), false), 2);
+        // Linear time on adversarial input.
+        let hay = vec![b'a'; 1 << 20];
+        let mut needle = vec![b'a'; 1 << 19];
+        needle.push(b'b');
+        assert_eq!(index_of(&hay, &needle, None, false), -1);
+        assert_eq!(index_of(&hay, &needle, None, true), -1);
     }
 
     #[test]
