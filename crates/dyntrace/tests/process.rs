@@ -50,7 +50,7 @@ fn finish(child: Child) -> std::process::Output {
 
 #[test]
 fn checkpoint_on_sigusr1_then_final() {
-    let Some(prog) = setup("checkpoint_usr1") else {
+    let Some(prog) = setup_static("checkpoint_usr1") else {
         return;
     };
     let dir = scratch("usr1");
@@ -91,7 +91,7 @@ fn checkpoint_on_sigusr1_then_final() {
 
 #[test]
 fn periodic_checkpoints() {
-    let Some(prog) = setup("checkpoint_periodic") else {
+    let Some(prog) = setup_static("checkpoint_periodic") else {
         return;
     };
     let dir = scratch("periodic");
@@ -214,7 +214,9 @@ fn exec_chains_give_one_program_each() {
 
 #[test]
 fn children_are_followed_only_when_asked() {
-    let Some(prog) = setup("fork") else { return };
+    let Some(prog) = setup_static("fork") else {
+        return;
+    };
     let dir = scratch("fork");
     let status = dir.join("status");
     let st = status.to_str().unwrap();
@@ -312,7 +314,7 @@ fn default_output_is_procname_trace() {
 
 #[test]
 fn a_process_already_traced_is_refused() {
-    let Some(prog) = setup("already_traced") else {
+    let Some(prog) = setup_static("already_traced") else {
         return;
     };
     let dir = scratch("already-traced");
@@ -361,7 +363,7 @@ fn a_process_already_traced_is_refused() {
 
 #[test]
 fn job_control_stops_are_kept() {
-    let Some(prog) = setup("job_control") else {
+    let Some(prog) = setup_static("job_control") else {
         return;
     };
     let dir = scratch("job-control");
