@@ -10,7 +10,9 @@ pub const REQUIRE_ENV: &str = "DTRACE_TEST_REQUIRE_KERNEL";
 
 /// Whether skips are forbidden in this run.
 pub fn skips_forbidden() -> bool {
-    std::env::var(REQUIRE_ENV).map(|v| v == "1").unwrap_or(false)
+    std::env::var(REQUIRE_ENV)
+        .map(|v| v == "1")
+        .unwrap_or(false)
 }
 
 /// Returns `true` when the test may go on. When `available` is `false`, prints why the test is skipped

@@ -1,0 +1,624 @@
+//! Code generation (`dt_cg` in DTrace's vocabulary): a typed expression to a DIF object. Registers
+//! `%r1`-`%r7` are allocated as a free set (`%r0` is zero); `&&`, `||`, `?:` and comparisons use
+//! forward branches; strings compare with `scmp`; subroutine arguments and associative-array keys go on
+//! the tuple stack; integer and string tables are deduplicated.
+
+use std::collections::HashMap;
+
+use dtrace_dif::instr::{Instr, Reg, DIF_TYPE_CTF, DIF_TYPE_STRING};
+use dtrace_dif::object::{
+    DifObject, DifType, VarEntry, DIFV_F_MOD, DIFV_F_REF, DIFV_KIND_ARRAY, DIFV_KIND_SCALAR,
+    DIFV_SCOPE_GLOBAL, DIFV_SCOPE_LOCAL, DIFV_SCOPE_THREAD,
+};
+use dtrace_dif::opcode::Opcode;
+
+use crate::ast::{BinOp, UnOp, VarScope};
+use crate::error::{err, CResult, ErrTag};
+use crate::tree::{CmpKind, Place, TExpr, VarRef, TK};
+use crate::types::TypeTable;
+
+/// Tuple-stack entries a call or key list may use (`dtc_diftupregs`).
+pub const TUPLE_REGS: usize = 8;
+
+enum Ins {
+    I(Instr),
+    Br(Opcode, usize),
+    Label(usize),
+}
+
+/// Builds one DIF object.
+pub struct Cg<'a> {
+    types: &'a TypeTable,
+    strsize: u32,
+    code: Vec<Ins>,
+    nlabels: usize,
+    inttab: Vec<u64>,
+    intmap: HashMap<u64, u16>,
+    strtab: Vec<u8>,
+    strmap: HashMap<Vec<u8>, u32>,
+    vars: Vec<VarEntry>,
+    used: [bool; 8],
+    line: u32,
+}
+
+fn noreg(line: u32) -> crate::error::CompileError {
+    crate::error::CompileError::new(
+        ErrTag::D_NOREG,
+        line,
+        "Insufficient registers to generate code",
+    )
+}
+
+impl<'a> Cg<'a> {
+    /// A builder using `types` and the string size.
+    pub fn new(types: &'a TypeTable, strsize: u32) -> Cg<'a> {
+        Cg {
+            types,
+            strsize,
+            code: Vec::new(),
+            nlabels: 0,
+            inttab: Vec::new(),
+            intmap: HashMap::new(),
+            strtab: Vec::new(),
+            strmap: HashMap::new(),
+            vars: Vec::new(),
+            used: [true, false, false, false, false, false, false, false],
+            line: 0,
+        }
+    }
+
+    /// Compiles `e` into an object returning its value (`void_result`: a zero-size return type).
+    pub fn object(mut self, e: &TExpr, void_result: bool) -> CResult<DifObject> {
+        self.line = e.line;
+        let r = self.gen(e)?;
+        self.emit(Instr::Ret { rd: r });
+        let rtype = if void_result {
+            DifType {
+                size: 0,
+                ..DifType::integer(0)
+            }
+        } else {
+            self.types.diftype(e.ty, self.strsize)
+        };
+        self.finish(rtype)
+    }
+
+    fn finish(self, rtype: DifType) -> CResult<DifObject> {
+        let mut addr = vec![0u32; self.nlabels];
+        let mut pc = 0u32;
+        for i in &self.code {
+            match i {
+                Ins::Label(l) => addr[*l] = pc,
+                _ => pc += 1,
+            }
+        }
+        let mut text = Vec::new();
+        for i in &self.code {
+            match i {
+                Ins::I(x) => text.push(x.encode()),
+                Ins::Br(op, l) => text.push(
+                    Instr::Branch {
+                        op: *op,
+                        label: addr[*l],
+                    }
+                    .encode(),
+                ),
+                Ins::Label(_) => {}
+            }
+        }
+        Ok(DifObject {
+            text,
+            inttab: self.inttab,
+            strtab: self.strtab,
+            vartab: self.vars,
+            rtype,
+        })
+    }
+
+    fn emit(&mut self, i: Instr) {
+        self.code.push(Ins::I(i));
+    }
+
+    fn label(&mut self) -> usize {
+        self.nlabels += 1;
+        self.nlabels - 1
+    }
+
+    fn place_label(&mut self, l: usize) {
+        self.code.push(Ins::Label(l));
+    }
+
+    fn branch(&mut self, op: Opcode, l: usize) {
+        self.code.push(Ins::Br(op, l));
+    }
+
+    fn alloc(&mut self) -> CResult<Reg> {
+        for r in 1..8 {
+            if !self.used[r] {
+                self.used[r] = true;
+                return Ok(r as Reg);
+            }
+        }
+        Err(noreg(self.line))
+    }
+
+    fn free(&mut self, r: Reg) {
+        if r != 0 {
+            self.used[r as usize] = false;
+        }
+    }
+
+    fn setx(&mut self, v: u64, rd: Reg) -> CResult<()> {
+        let idx = match self.intmap.get(&v) {
+            Some(i) => *i,
+            None => {
+                if self.inttab.len() >= u16::MAX as usize {
+                    return err(ErrTag::D_NOREG, self.line, "integer table overflow");
+                }
+                let i = self.inttab.len() as u16;
+                self.inttab.push(v);
+                self.intmap.insert(v, i);
+                i
+            }
+        };
+        self.emit(Instr::Setx { idx, rd });
+        Ok(())
+    }
+
+    /// Offset of `s` (NUL added) in the string table.
+    fn string(&mut self, s: &[u8]) -> u32 {
+        if let Some(o) = self.strmap.get(s) {
+            return *o;
+        }
+        let o = self.strtab.len() as u32;
+        self.strtab.extend_from_slice(s);
+        self.strtab.push(0);
+        self.strmap.insert(s.to_vec(), o);
+        o
+    }
+
+    fn note_var(&mut self, v: &VarRef, flag: u16) {
+        let scope = match v.scope {
+            VarScope::Global => DIFV_SCOPE_GLOBAL,
+            VarScope::Thread => DIFV_SCOPE_THREAD,
+            VarScope::Local => DIFV_SCOPE_LOCAL,
+        };
+        let kind = if v.array {
+            DIFV_KIND_ARRAY
+        } else {
+            DIFV_KIND_SCALAR
+        };
+        if let Some(e) = self
+            .vars
+            .iter_mut()
+            .find(|e| e.id == v.id && e.scope == scope && e.kind == kind)
+        {
+            e.flags |= flag;
+            return;
+        }
+        let name = self.string(v.name.as_bytes());
+        let ty = self.types.diftype(v.ty, self.strsize);
+        self.vars.push(VarEntry {
+            name,
+            id: v.id,
+            kind,
+            scope,
+            flags: flag,
+            ty,
+        });
+    }
+
+    fn gen(&mut self, e: &TExpr) -> CResult<Reg> {
+        self.line = e.line;
+        match &e.kind {
+            TK::Int(v) => {
+                let r = self.alloc()?;
+                self.setx(*v, r)?;
+                Ok(r)
+            }
+            TK::Str(s) => {
+                let r = self.alloc()?;
+                let o = self.string(s);
+                if o > u16::MAX as u32 {
+                    return err(ErrTag::D_NOREG, e.line, "string table overflow");
+                }
+                self.emit(Instr::Sets {
+                    idx: o as u16,
+                    rd: r,
+                });
+                Ok(r)
+            }
+            TK::Read(p) => self.read(p, e),
+            TK::Builtin(id) => {
+                let r = self.alloc()?;
+                self.emit(Instr::LoadVar {
+                    op: Opcode::Ldgs,
+                    var: *id as u16,
+                    rd: r,
+                });
+                Ok(r)
+            }
+            TK::BuiltinArray(id, idx) => {
+                let ri = self.gen(idx)?;
+                self.emit(Instr::LoadArray {
+                    op: Opcode::Ldga,
+                    var: *id as u8,
+                    r2: ri,
+                    rd: ri,
+                });
+                Ok(ri)
+            }
+            TK::Unary(op, x) => {
+                let r = self.gen(x)?;
+                match op {
+                    UnOp::Neg => self.emit(Instr::Alu {
+                        op: Opcode::Sub,
+                        r1: 0,
+                        r2: r,
+                        rd: r,
+                    }),
+                    UnOp::BitNot => self.emit(Instr::Not { r1: r, rd: r }),
+                    _ => {
+                        // logical not
+                        let lz = self.label();
+                        let end = self.label();
+                        self.emit(Instr::Tst { r1: r });
+                        self.branch(Opcode::Bne, lz);
+                        self.setx(1, r)?;
+                        self.branch(Opcode::Ba, end);
+                        self.place_label(lz);
+                        self.emit(Instr::Mov { r1: 0, rd: r });
+                        self.place_label(end);
+                    }
+                }
+                Ok(r)
+            }
+            TK::Binary(op, l, r) => {
+                let rl = self.gen(l)?;
+                let rr = self.gen(r)?;
+                let signed = self.types.is_signed(e.ty);
+                let opc = match op {
+                    BinOp::Add => Opcode::Add,
+                    BinOp::Sub => Opcode::Sub,
+                    BinOp::Mul => Opcode::Mul,
+                    BinOp::Div if signed => Opcode::Sdiv,
+                    BinOp::Div => Opcode::Udiv,
+                    BinOp::Mod if signed => Opcode::Srem,
+                    BinOp::Mod => Opcode::Urem,
+                    BinOp::BitAnd => Opcode::And,
+                    BinOp::BitOr => Opcode::Or,
+                    BinOp::BitXor => Opcode::Xor,
+                    BinOp::Shl => Opcode::Sll,
+                    BinOp::Shr if signed => Opcode::Sra,
+                    BinOp::Shr => Opcode::Srl,
+                    _ => return err(ErrTag::D_UNKNOWN, e.line, "invalid binary operator"),
+                };
+                self.emit(Instr::Alu {
+                    op: opc,
+                    r1: rl,
+                    r2: rr,
+                    rd: rl,
+                });
+                self.free(rr);
+                Ok(rl)
+            }
+            TK::Cmp(op, l, r, kind) => {
+                let rl = self.gen(l)?;
+                let rr = self.gen(r)?;
+                if *kind == CmpKind::String {
+                    self.emit(Instr::Scmp { r1: rl, r2: rr });
+                } else {
+                    self.emit(Instr::Cmp { r1: rl, r2: rr });
+                }
+                self.free(rr);
+                let u = *kind == CmpKind::Unsigned;
+                let bop = match op {
+                    BinOp::Eq => Opcode::Be,
+                    BinOp::Ne => Opcode::Bne,
+                    BinOp::Lt if u => Opcode::Blu,
+                    BinOp::Lt => Opcode::Bl,
+                    BinOp::Le if u => Opcode::Bleu,
+                    BinOp::Le => Opcode::Ble,
+                    BinOp::Gt if u => Opcode::Bgu,
+                    BinOp::Gt => Opcode::Bg,
+                    BinOp::Ge if u => Opcode::Bgeu,
+                    _ => Opcode::Bge,
+                };
+                let lt = self.label();
+                let end = self.label();
+                self.branch(bop, lt);
+                self.emit(Instr::Mov { r1: 0, rd: rl });
+                self.branch(Opcode::Ba, end);
+                self.place_label(lt);
+                self.setx(1, rl)?;
+                self.place_label(end);
+                Ok(rl)
+            }
+            TK::Logical(op, l, r) => self.logical(*op, l, r),
+            TK::Cond(c, a, b) => {
+                let rd = self.gen(c)?;
+                let le = self.label();
+                let end = self.label();
+                self.emit(Instr::Tst { r1: rd });
+                self.branch(Opcode::Be, le);
+                let ra = self.gen(a)?;
+                self.emit(Instr::Mov { r1: ra, rd });
+                self.free(ra);
+                self.branch(Opcode::Ba, end);
+                self.place_label(le);
+                let rb = self.gen(b)?;
+                self.emit(Instr::Mov { r1: rb, rd });
+                self.free(rb);
+                self.place_label(end);
+                Ok(rd)
+            }
+            TK::Assign(p, v) => {
+                let rv = self.gen(v)?;
+                self.store(p, rv, e.ty)?;
+                Ok(rv)
+            }
+            TK::IncDec { place, delta, post } => {
+                let rv = self.read(place, e)?;
+                let rd = self.alloc()?;
+                self.setx(delta.unsigned_abs(), rd)?;
+                self.emit(Instr::Alu {
+                    op: if *delta < 0 { Opcode::Sub } else { Opcode::Add },
+                    r1: rv,
+                    r2: rd,
+                    rd,
+                });
+                self.store(place, rd, e.ty)?;
+                if *post {
+                    self.free(rd);
+                    Ok(rv)
+                } else {
+                    self.free(rv);
+                    Ok(rd)
+                }
+            }
+            TK::Call(subr, args) => {
+                self.push_tuple(args)?;
+                let rd = self.alloc()?;
+                self.emit(Instr::Call { subr: *subr, rd });
+                Ok(rd)
+            }
+            TK::Convert(x) => {
+                let r = self.gen(x)?;
+                let size = self.types.size(e.ty);
+                if size < 8 && size > 0 {
+                    let rt = self.alloc()?;
+                    self.setx(64 - size * 8, rt)?;
+                    self.emit(Instr::Alu {
+                        op: Opcode::Sll,
+                        r1: r,
+                        r2: rt,
+                        rd: r,
+                    });
+                    let op = if self.types.is_signed(e.ty) {
+                        Opcode::Sra
+                    } else {
+                        Opcode::Srl
+                    };
+                    self.emit(Instr::Alu {
+                        op,
+                        r1: r,
+                        r2: rt,
+                        rd: r,
+                    });
+                    self.free(rt);
+                }
+                Ok(r)
+            }
+            TK::Retype(x) => self.gen(x),
+            TK::Comma(a, b) => {
+                let ra = self.gen(a)?;
+                self.free(ra);
+                self.gen(b)
+            }
+        }
+    }
+
+    fn logical(&mut self, op: BinOp, l: &TExpr, r: &TExpr) -> CResult<Reg> {
+        let rl = self.gen(l)?;
+        match op {
+            BinOp::LogAnd | BinOp::LogOr => {
+                let short = self.label();
+                let end = self.label();
+                let (br, short_val, other) = if op == BinOp::LogAnd {
+                    (Opcode::Be, 0u64, 1u64)
+                } else {
+                    (Opcode::Bne, 1, 0)
+                };
+                self.emit(Instr::Tst { r1: rl });
+                self.branch(br, short);
+                let rr = self.gen(r)?;
+                self.emit(Instr::Tst { r1: rr });
+                self.free(rr);
+                self.branch(br, short);
+                self.set_bool(other, rl)?;
+                self.branch(Opcode::Ba, end);
+                self.place_label(short);
+                self.set_bool(short_val, rl)?;
+                self.place_label(end);
+                Ok(rl)
+            }
+            _ => {
+                self.make_bool(rl)?;
+                let rr = self.gen(r)?;
+                self.make_bool(rr)?;
+                self.emit(Instr::Alu {
+                    op: Opcode::Xor,
+                    r1: rl,
+                    r2: rr,
+                    rd: rl,
+                });
+                self.free(rr);
+                Ok(rl)
+            }
+        }
+    }
+
+    fn set_bool(&mut self, v: u64, r: Reg) -> CResult<()> {
+        if v == 0 {
+            self.emit(Instr::Mov { r1: 0, rd: r });
+            Ok(())
+        } else {
+            self.setx(1, r)
+        }
+    }
+
+    fn make_bool(&mut self, r: Reg) -> CResult<()> {
+        let l = self.label();
+        self.emit(Instr::Tst { r1: r });
+        self.branch(Opcode::Be, l);
+        self.setx(1, r)?;
+        self.place_label(l);
+        Ok(())
+    }
+
+    /// Evaluates `args`, flushes the tuple stack and pushes them (DTrace's `dt_cg_arglist`).
+    fn push_tuple(&mut self, args: &[TExpr]) -> CResult<()> {
+        if args.len() > TUPLE_REGS {
+            return err(
+                ErrTag::D_NOREG,
+                self.line,
+                "Insufficient tuple registers to generate code",
+            );
+        }
+        let mut regs = Vec::new();
+        for a in args {
+            regs.push(self.gen(a)?);
+        }
+        self.emit(Instr::Flushts);
+        for (a, r) in args.iter().zip(regs) {
+            let t = self.types.diftype(a.ty, self.strsize);
+            if t.is_by_ref() {
+                let (ty, sr) = if t.is_string() {
+                    (DIF_TYPE_STRING, 0)
+                } else {
+                    let sr = self.alloc()?;
+                    self.setx(t.size as u64, sr)?;
+                    (DIF_TYPE_CTF, sr)
+                };
+                self.emit(Instr::Pushtr { ty, r2: sr, rs: r });
+                self.free(sr);
+            } else {
+                self.emit(Instr::Pushtv {
+                    ty: DIF_TYPE_CTF,
+                    rs: r,
+                });
+            }
+            self.free(r);
+        }
+        Ok(())
+    }
+
+    fn read(&mut self, p: &Place, e: &TExpr) -> CResult<Reg> {
+        match p {
+            Place::Var(v) => {
+                self.note_var(v, DIFV_F_REF);
+                let r = self.alloc()?;
+                let op = match v.scope {
+                    VarScope::Global => Opcode::Ldgs,
+                    VarScope::Thread => Opcode::Ldts,
+                    VarScope::Local => Opcode::Ldls,
+                };
+                self.emit(Instr::LoadVar {
+                    op,
+                    var: v.id as u16,
+                    rd: r,
+                });
+                Ok(r)
+            }
+            Place::Assoc(v, keys) => {
+                self.note_var(v, DIFV_F_REF);
+                self.push_tuple(keys)?;
+                let r = self.alloc()?;
+                let op = if v.scope == VarScope::Thread {
+                    Opcode::Ldtaa
+                } else {
+                    Opcode::Ldgaa
+                };
+                self.emit(Instr::LoadVar {
+                    op,
+                    var: v.id as u16,
+                    rd: r,
+                });
+                Ok(r)
+            }
+            Place::Mem(addr, user) => {
+                let r = self.gen(addr)?;
+                if self.types.is_by_ref(e.ty) {
+                    return Ok(r);
+                }
+                let size = self.types.size(e.ty);
+                let s = self.types.is_signed(e.ty);
+                let op = match (size, s, user) {
+                    (1, true, false) => Opcode::Ldsb,
+                    (1, false, false) => Opcode::Ldub,
+                    (2, true, false) => Opcode::Ldsh,
+                    (2, false, false) => Opcode::Lduh,
+                    (4, true, false) => Opcode::Ldsw,
+                    (4, false, false) => Opcode::Lduw,
+                    (_, _, false) => Opcode::Ldx,
+                    (1, true, true) => Opcode::Uldsb,
+                    (1, false, true) => Opcode::Uldub,
+                    (2, true, true) => Opcode::Uldsh,
+                    (2, false, true) => Opcode::Ulduh,
+                    (4, true, true) => Opcode::Uldsw,
+                    (4, false, true) => Opcode::Ulduw,
+                    _ => Opcode::Uldx,
+                };
+                self.emit(Instr::Load { op, r1: r, rd: r });
+                Ok(r)
+            }
+        }
+    }
+
+    fn store(&mut self, p: &Place, rv: Reg, ty: crate::types::TypeId) -> CResult<()> {
+        match p {
+            Place::Var(v) => {
+                self.note_var(v, DIFV_F_MOD);
+                let op = match v.scope {
+                    VarScope::Global => Opcode::Stgs,
+                    VarScope::Thread => Opcode::Stts,
+                    VarScope::Local => Opcode::Stls,
+                };
+                self.emit(Instr::StoreVar {
+                    op,
+                    var: v.id as u16,
+                    rs: rv,
+                });
+                Ok(())
+            }
+            Place::Assoc(v, keys) => {
+                self.note_var(v, DIFV_F_MOD);
+                self.push_tuple(keys)?;
+                let op = if v.scope == VarScope::Thread {
+                    Opcode::Sttaa
+                } else {
+                    Opcode::Stgaa
+                };
+                self.emit(Instr::StoreVar {
+                    op,
+                    var: v.id as u16,
+                    rs: rv,
+                });
+                Ok(())
+            }
+            Place::Mem(addr, _) => {
+                // a store into a D variable's storage (scalar arrays, members)
+                let ra = self.gen(addr)?;
+                let op = match self.types.size(ty) {
+                    1 => Opcode::Stb,
+                    2 => Opcode::Sth,
+                    4 => Opcode::Stw,
+                    _ => Opcode::Stx,
+                };
+                self.emit(Instr::Store { op, r1: rv, rd: ra });
+                self.free(ra);
+                Ok(())
+            }
+        }
+    }
+}

@@ -1,0 +1,457 @@
+//! The checker's state ("cooking" in DTrace's vocabulary): variable scopes (global, `self->`,
+//! `this->`), aggregations, inlines, enum constants, the format table and pragma options, and the
+//! per-clause driver that cooks a clause's predicate and statements into typed expressions and planned
+//! actions. Expression rules are in [`crate::check_expr`], actions in [`crate::check_action`],
+//! declarations in [`crate::check_decl`].
+
+use std::collections::HashMap;
+
+use dtrace_dif::program::ActionKind;
+
+use crate::ast::{Clause, Stmt, VarScope};
+use crate::error::{CResult, CompileError, ErrTag};
+use crate::options::CompileOptions;
+use crate::tree::TExpr;
+use crate::types::{Basic, TypeId, TypeTable};
+use dtrace_dif::vars::DIF_VAR_OTHER_UBASE;
+
+/// A user variable as the checker knows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VarInfo {
+    pub id: u32,
+    /// Type, once declared or assigned.
+    pub ty: Option<TypeId>,
+    /// Associative array with this key signature (once known).
+    pub keys: Option<Vec<TypeId>>,
+    pub array: bool,
+}
+
+/// One namespace of user variables.
+#[derive(Debug, Clone, Default)]
+pub struct VarTable {
+    pub vars: HashMap<String, VarInfo>,
+    next: u32,
+    order: Vec<String>,
+}
+
+impl VarTable {
+    /// A point to roll back to.
+    pub fn mark(&self) -> usize {
+        self.order.len()
+    }
+
+    /// Forgets the variables created since `mark`.
+    pub fn rollback(&mut self, mark: usize) {
+        for n in self.order.drain(mark..) {
+            self.vars.remove(&n);
+            self.next -= 1;
+        }
+    }
+
+    /// Creates `name` (scalar or array) with the next id.
+    pub fn create(&mut self, name: &str, array: bool, line: u32, scope: &str) -> CResult<VarInfo> {
+        if self.next >= 0xffff - DIF_VAR_OTHER_UBASE {
+            return Err(CompileError::new(
+                ErrTag::D_ID_OFLOW,
+                line,
+                format!("cannot create {name}: limit on number of {scope} variables exceeded"),
+            ));
+        }
+        let v = VarInfo {
+            id: DIF_VAR_OTHER_UBASE + self.next,
+            ty: None,
+            keys: None,
+            array,
+        };
+        self.next += 1;
+        self.vars.insert(name.to_string(), v.clone());
+        self.order.push(name.to_string());
+        Ok(v)
+    }
+}
+
+/// The aggregating functions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AggFunc {
+    Count,
+    Sum,
+    Avg,
+    Min,
+    Max,
+    Stddev,
+    Quantize,
+    Lquantize,
+    Llquantize,
+}
+
+impl AggFunc {
+    /// By name.
+    pub fn from_name(s: &str) -> Option<AggFunc> {
+        Some(match s {
+            "count" => AggFunc::Count,
+            "sum" => AggFunc::Sum,
+            "avg" => AggFunc::Avg,
+            "min" => AggFunc::Min,
+            "max" => AggFunc::Max,
+            "stddev" => AggFunc::Stddev,
+            "quantize" => AggFunc::Quantize,
+            "lquantize" => AggFunc::Lquantize,
+            "llquantize" => AggFunc::Llquantize,
+            _ => return None,
+        })
+    }
+
+    /// Name.
+    pub fn name(self) -> &'static str {
+        match self {
+            AggFunc::Count => "count",
+            AggFunc::Sum => "sum",
+            AggFunc::Avg => "avg",
+            AggFunc::Min => "min",
+            AggFunc::Max => "max",
+            AggFunc::Stddev => "stddev",
+            AggFunc::Quantize => "quantize",
+            AggFunc::Lquantize => "lquantize",
+            AggFunc::Llquantize => "llquantize",
+        }
+    }
+
+    /// The action kind.
+    pub fn kind(self) -> ActionKind {
+        match self {
+            AggFunc::Count => ActionKind::AggCount,
+            AggFunc::Sum => ActionKind::AggSum,
+            AggFunc::Avg => ActionKind::AggAvg,
+            AggFunc::Min => ActionKind::AggMin,
+            AggFunc::Max => ActionKind::AggMax,
+            AggFunc::Stddev => ActionKind::AggStddev,
+            AggFunc::Quantize => ActionKind::AggQuantize,
+            AggFunc::Lquantize => ActionKind::AggLquantize,
+            AggFunc::Llquantize => ActionKind::AggLlquantize,
+        }
+    }
+}
+
+/// An aggregation.
+#[derive(Debug, Clone)]
+pub struct AggInfo {
+    pub id: u32,
+    pub name: String,
+    /// Function and the line of its first use.
+    pub func: Option<(AggFunc, u32, u64)>,
+    pub keys: Option<Vec<TypeId>>,
+}
+
+/// One action to lower: its kind, arguments and the expression its DIF object computes.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub kind: ActionKind,
+    pub arg: u64,
+    pub uarg: u64,
+    pub ntuple: u32,
+    pub expr: Option<TExpr>,
+    /// The object's value is not recorded (statement expressions): void return type.
+    pub void_result: bool,
+}
+
+impl Plan {
+    /// A plan with no arguments.
+    pub fn new(kind: ActionKind, expr: Option<TExpr>) -> Plan {
+        Plan {
+            kind,
+            arg: 0,
+            uarg: 0,
+            ntuple: 0,
+            expr,
+            void_result: false,
+        }
+    }
+}
+
+/// A cooked clause.
+#[derive(Debug, Clone)]
+pub struct Cooked {
+    pub pred: Option<TExpr>,
+    pub plans: Vec<Plan>,
+}
+
+/// A translator: member conversions from an input type to a struct or union.
+#[derive(Debug, Clone)]
+pub struct Xlator {
+    pub input: TypeId,
+    pub output: TypeId,
+    pub param: String,
+    pub members: Vec<crate::ast::XlatorMember>,
+}
+
+/// An inline definition.
+#[derive(Debug, Clone)]
+pub struct Inline {
+    pub ty: TypeId,
+    pub expr: TExpr,
+}
+
+/// Checker state for one compilation.
+pub struct Checker<'o> {
+    pub types: TypeTable,
+    pub basic: Basic,
+    pub opts: &'o CompileOptions,
+    pub globals: VarTable,
+    pub tls: VarTable,
+    /// Clause-local (`this->`) variables: their names, ids and types are program-wide, as in
+    /// DTrace; their values live for one probe firing and are shared by the clauses it runs.
+    pub locals: VarTable,
+    /// Current string size (`-x strsize`, `#pragma D option strsize`).
+    pub strsize: u32,
+    pub aggs: Vec<AggInfo>,
+    /// Earlier states of aggregations changed while cooking the current clause (for the retry).
+    pub agg_undo: Vec<(usize, AggInfo)>,
+    pub inlines: HashMap<String, Inline>,
+    pub enums: HashMap<String, (i64, TypeId)>,
+    pub formats: Vec<String>,
+    pub options: Vec<(String, Option<String>)>,
+    /// "action list" or "predicate" while cooking those.
+    pub region: Option<&'static str>,
+    /// Typedef names known to the parser.
+    pub declared_types: Vec<String>,
+    /// Argument types of the probes of the clause being cooked, when known.
+    pub probe_args: Option<Vec<TypeId>>,
+    /// The clause's first probe description (for messages).
+    pub probe_name: String,
+    /// Where probe argument types come from.
+    pub probe_info: Option<&'o dyn crate::ProbeInfo>,
+    /// Translators declared.
+    pub translators: Vec<Xlator>,
+}
+
+impl<'o> Checker<'o> {
+    /// A checker for `opts`.
+    pub fn new(opts: &'o CompileOptions, mut types: TypeTable, basic: Basic) -> Checker<'o> {
+        types.strsize = opts.strsize;
+        Checker {
+            types,
+            basic,
+            opts,
+            globals: VarTable::default(),
+            tls: VarTable::default(),
+            locals: VarTable::default(),
+            strsize: opts.strsize,
+            aggs: Vec::new(),
+            agg_undo: Vec::new(),
+            inlines: HashMap::new(),
+            enums: HashMap::new(),
+            formats: Vec::new(),
+            options: Vec::new(),
+            region: None,
+            declared_types: Vec::new(),
+            translators: Vec::new(),
+            probe_args: None,
+            probe_name: String::new(),
+            probe_info: None,
+        }
+    }
+
+    /// The variable table of a scope.
+    pub fn table(&mut self, scope: VarScope) -> &mut VarTable {
+        match scope {
+            VarScope::Global => &mut self.globals,
+            VarScope::Thread => &mut self.tls,
+            VarScope::Local => &mut self.locals,
+        }
+    }
+
+    /// Index of a format string in the program's table (deduplicated).
+    pub fn format_index(&mut self, s: &str) -> u64 {
+        if let Some(i) = self.formats.iter().position(|f| f == s) {
+            return i as u64;
+        }
+        self.formats.push(s.to_string());
+        (self.formats.len() - 1) as u64
+    }
+
+    /// The aggregation named `name`, created on first use.
+    pub fn agg(&mut self, name: &str) -> usize {
+        if let Some(i) = self.aggs.iter().position(|a| a.name == name) {
+            return i;
+        }
+        self.aggs.push(AggInfo {
+            id: self.aggs.len() as u32 + 1,
+            name: name.to_string(),
+            func: None,
+            keys: None,
+        });
+        self.aggs.len() - 1
+    }
+
+    /// Looks up the argument types of the clause's probes: known only when every description
+    /// yields the same types.
+    fn set_probe_args(&mut self, c: &Clause) -> CResult<()> {
+        self.probe_args = None;
+        self.probe_name = c.probes.first().map(|p| p.0.clone()).unwrap_or_default();
+        let Some(info) = self.probe_info else {
+            return Ok(());
+        };
+        let mut common: Option<Vec<String>> = None;
+        for (spec, line) in &c.probes {
+            let desc = crate::lower::probe_desc(spec, *line)?;
+            let Some(t) = info.arg_types(&desc) else {
+                return Ok(());
+            };
+            match &common {
+                Some(c) if *c != t => return Ok(()),
+                _ => common = Some(t),
+            }
+        }
+        let Some(names) = common else { return Ok(()) };
+        let mut ids = Vec::new();
+        for n in &names {
+            let t = self.parse_type_name(n).ok_or_else(|| {
+                CompileError::new(
+                    ErrTag::D_ARGS_TYPE,
+                    c.line,
+                    format!(
+                        "failed to resolve native argument type {n} for {}",
+                        self.probe_name
+                    ),
+                )
+            })?;
+            ids.push(t);
+        }
+        self.probe_args = Some(ids);
+        Ok(())
+    }
+
+    /// A type named by a string such as `char *` or `struct file *`.
+    pub fn parse_type_name(&mut self, s: &str) -> Option<TypeId> {
+        let (base, ptrs) = {
+            let t = s.trim_end();
+            let n = t
+                .chars()
+                .rev()
+                .take_while(|c| *c == '*' || *c == ' ')
+                .filter(|c| *c == '*')
+                .count();
+            (t.trim_end_matches(['*', ' ']).trim(), n)
+        };
+        let mut t = self.types.lookup(base)?;
+        for _ in 0..ptrs {
+            t = self.types.pointer_to(t);
+        }
+        Some(t)
+    }
+
+    /// The id of an aggregation referenced (not assigned): it must have been assigned before.
+    pub fn agg_ref(&mut self, name: &str, line: u32) -> CResult<u64> {
+        match self
+            .aggs
+            .iter()
+            .find(|a| a.name == name && a.func.is_some())
+        {
+            Some(a) => Ok(a.id as u64),
+            None => Err(CompileError::new(
+                ErrTag::D_IDENT_UNDEF,
+                line,
+                format!("failed to resolve @{name}: Unknown variable name"),
+            )),
+        }
+    }
+
+    /// Cooks a clause: actions first, then the predicate; if the actions refer to a variable the
+    /// predicate creates, the predicate first (DTrace's `dt_cook_clause` order).
+    pub fn cook_clause(&mut self, c: &Clause) -> CResult<Cooked> {
+        self.cook_clause_inner(c).map_err(|e| {
+            let e = self.in_region(e);
+            self.region = None;
+            e
+        })
+    }
+
+    fn cook_clause_inner(&mut self, c: &Clause) -> CResult<Cooked> {
+        self.set_probe_args(c)?;
+        let saved = (
+            self.globals.mark(),
+            self.tls.mark(),
+            self.aggs.len(),
+            self.formats.len(),
+            self.locals.mark(),
+        );
+        self.agg_undo.clear();
+        let body: &[Stmt] = c.body.as_deref().unwrap_or(&[]);
+        self.region = Some("action list");
+        let first = self.cook_stmts(body);
+        let (pred, plans) = match first {
+            Ok(plans) => {
+                self.region = Some("predicate");
+                let pred = self.cook_pred(c)?;
+                (pred, plans)
+            }
+            Err(e)
+                if c.pred.is_some()
+                    && (e.tag == ErrTag::D_IDENT_UNDEF || e.tag == ErrTag::D_VAR_UNDEF) =>
+            {
+                self.globals.rollback(saved.0);
+                self.tls.rollback(saved.1);
+                while let Some((i, old)) = self.agg_undo.pop() {
+                    if i < self.aggs.len() {
+                        self.aggs[i] = old;
+                    }
+                }
+                self.aggs.truncate(saved.2);
+                self.formats.truncate(saved.3);
+                self.locals.rollback(saved.4);
+                self.region = Some("predicate");
+                let pred = self.cook_pred(c)?;
+                self.region = Some("action list");
+                let plans = self.cook_stmts(body)?;
+                (pred, plans)
+            }
+            Err(e) => return Err(e),
+        };
+        self.region = None;
+        Ok(Cooked { pred, plans })
+    }
+
+    fn cook_pred(&mut self, c: &Clause) -> CResult<Option<TExpr>> {
+        let Some(p) = &c.pred else { return Ok(None) };
+        let e = self.cook(p)?;
+        if !self.types.is_scalar(e.ty) {
+            return Err(CompileError::new(
+                ErrTag::D_PRED_SCALAR,
+                p.line,
+                "predicate result must be of scalar type",
+            ));
+        }
+        Ok(Some(e))
+    }
+
+    fn cook_stmts(&mut self, body: &[Stmt]) -> CResult<Vec<Plan>> {
+        let mut plans = Vec::new();
+        let mut state = crate::check_action::SpecState::default();
+        for s in body {
+            match s {
+                Stmt::Expr(e) => {
+                    let start = plans.len();
+                    self.cook_statement(e, &mut plans)?;
+                    state.check(&plans[start..], e.line)?;
+                }
+                Stmt::If(_, _, _, line) => {
+                    // split into clauses by `ifsplit` before cooking
+                    return Err(CompileError::new(
+                        ErrTag::D_UNKNOWN,
+                        *line,
+                        "internal error: if statement reached the checker",
+                    ));
+                }
+            }
+        }
+        Ok(plans)
+    }
+
+    /// Attaches the current region to an error that has none.
+    pub fn in_region(&self, mut e: CompileError) -> CompileError {
+        if e.region.is_none() {
+            e.region = self.region;
+        }
+        e
+    }
+}

@@ -1,0 +1,1142 @@
+//! Statements to planned actions: `trace`, `printf`, `printa`, `exit`, `tracemem`, the stack actions,
+//! speculations, aggregation library actions, destructive actions (gated on `-w`), aggregations with
+//! their keys and argument checks, and the ordering rules around `speculate()`/`commit()`.
+
+use dtrace_dif::program::{llquantize_arg, lquantize_arg, ActionKind, LibAction};
+
+use crate::ast::{Expr, ExprKind};
+use crate::check::{AggFunc, Checker, Plan};
+use crate::check_expr::is_action_name;
+use crate::error::{err, CResult, CompileError, ErrTag};
+use crate::printf::{self, ConvArg};
+use crate::tree::TExpr;
+
+/// The `arg` of a `printa()` without a format string.
+pub const NO_FORMAT: u64 = u64::MAX;
+
+/// Tracks `speculate()`/`commit()` ordering within a clause.
+#[derive(Debug, Default)]
+pub struct SpecState {
+    spec: bool,
+    commit: bool,
+    data: bool,
+}
+
+fn e(tag: ErrTag, line: u32, m: &str) -> CResult<()> {
+    Err(CompileError::new(tag, line, m))
+}
+
+impl SpecState {
+    /// Checks the plans of one statement against what came before.
+    pub fn check(&mut self, plans: &[Plan], line: u32) -> CResult<()> {
+        let Some(last) = plans.last() else {
+            return Ok(());
+        };
+        let k = last.kind;
+        if k == ActionKind::DifExpr && last.void_result {
+            return Ok(());
+        }
+        match k {
+            ActionKind::Speculate => {
+                if self.spec {
+                    return e(
+                        ErrTag::D_SPEC_SPEC,
+                        line,
+                        "speculate( ) may not follow speculate( )",
+                    );
+                }
+                if self.commit {
+                    return e(
+                        ErrTag::D_SPEC_COMM,
+                        line,
+                        "speculate( ) may not follow commit( )",
+                    );
+                }
+                if self.data {
+                    return e(
+                        ErrTag::D_SPEC_DREC,
+                        line,
+                        "speculate( ) may not follow data-recording actions",
+                    );
+                }
+                self.spec = true;
+            }
+            ActionKind::Commit => {
+                if self.commit {
+                    return e(
+                        ErrTag::D_COMM_COMM,
+                        line,
+                        "commit( ) may not follow commit( )",
+                    );
+                }
+                if self.data {
+                    return e(
+                        ErrTag::D_COMM_DREC,
+                        line,
+                        "commit( ) may not follow data-recording actions",
+                    );
+                }
+                self.commit = true;
+            }
+            ActionKind::Discard => {}
+            k if k.is_aggregation() => {
+                if self.spec {
+                    return e(
+                        ErrTag::D_AGG_SPEC,
+                        line,
+                        "aggregating actions may not follow speculate( )",
+                    );
+                }
+                if self.commit {
+                    return e(
+                        ErrTag::D_AGG_COMM,
+                        line,
+                        "aggregating actions may not follow commit( )",
+                    );
+                }
+            }
+            ActionKind::Exit => {
+                if self.spec {
+                    return e(
+                        ErrTag::D_EXIT_SPEC,
+                        line,
+                        "exit( ) may not follow speculate( )",
+                    );
+                }
+            }
+            k if k.is_destructive() => {
+                if self.spec {
+                    return e(
+                        ErrTag::D_ACT_SPEC,
+                        line,
+                        "destructive actions may not follow speculate( )",
+                    );
+                }
+            }
+            _ => {
+                if self.commit {
+                    return e(
+                        ErrTag::D_DREC_COMM,
+                        line,
+                        "data-recording actions may not follow commit( )",
+                    );
+                }
+                self.data = true;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+/// Record-producing functions usable as keys and printf arguments.
+fn record_kind(name: &str) -> Option<ActionKind> {
+    Some(match name {
+        "sym" | "func" => ActionKind::Sym,
+        "mod" => ActionKind::Mod,
+        "usym" | "ufunc" => ActionKind::Usym,
+        "umod" => ActionKind::Umod,
+        "uaddr" => ActionKind::Uaddr,
+        _ => return None,
+    })
+}
+
+impl<'o> Checker<'o> {
+    fn proto_len(&self, name: &str, got: usize, min: usize, max: usize, line: u32) -> CResult<()> {
+        if got < min || got > max {
+            let (tag, want) = if min == max {
+                (ErrTag::D_PROTO_LEN, format!("{min}"))
+            } else if got < min {
+                (ErrTag::D_PROTO_LEN, format!("at least {min}"))
+            } else {
+                (ErrTag::D_PROTO_LEN, format!("no more than {max}"))
+            };
+            return err(
+                tag,
+                line,
+                format!(
+                    "{name}( ) prototype mismatch: {got} arg{} passed, {want} expected",
+                    plural(got)
+                ),
+            );
+        }
+        Ok(())
+    }
+
+    /// The integer constant value of an argument, if it is one.
+    fn const_arg(&mut self, a: &Expr) -> CResult<Option<(i64, TExpr)>> {
+        let t = self.cook(a)?;
+        if !self.types.is_integer(t.ty) {
+            return Ok(None);
+        }
+        Ok(t.as_const().map(|v| (v as i64, t)))
+    }
+
+    /// A plan recording one value: a D expression, or a record function (`sym()`, `stack()`...).
+    fn value_plan(&mut self, a: &Expr) -> CResult<Plan> {
+        if let ExprKind::Call(n, args) = &a.kind {
+            if let Some(k) = record_kind(n) {
+                self.proto_len(n, args.len(), 1, 1, a.line)?;
+                let v = self.cook(&args[0])?;
+                return Ok(Plan::new(k, Some(v)));
+            }
+            if matches!(n.as_str(), "stack" | "ustack" | "jstack") {
+                let mut v = Vec::new();
+                self.cook_action(n, args, a.line, &mut v)?;
+                if let Some(p) = v.pop() {
+                    return Ok(p);
+                }
+            }
+        }
+        let v = self.cook(a)?;
+        if self.types.is_void(v.ty) {
+            return err(
+                ErrTag::D_TRACE_VOID,
+                a.line,
+                "trace( ) may not be applied to a void expression",
+            );
+        }
+        Ok(Plan::new(ActionKind::DifExpr, Some(v)))
+    }
+
+    /// Cooks one statement into plans.
+    pub fn cook_statement(&mut self, e: &Expr, plans: &mut Vec<Plan>) -> CResult<()> {
+        match &e.kind {
+            ExprKind::Assign(None, l, r)
+                if matches!(l.kind, ExprKind::Agg(_))
+                    || matches!(&l.kind, ExprKind::Index(b, _) if matches!(b.kind, ExprKind::Agg(_))) =>
+            {
+                self.cook_aggregation(l, r, e.line, plans)
+            }
+            ExprKind::Call(n, args) if is_action_name(n) && AggFunc::from_name(n).is_none() => {
+                self.cook_action(n, args, e.line, plans)
+            }
+            _ => {
+                let t = self.cook(e)?;
+                let mut p = Plan::new(ActionKind::DifExpr, Some(t));
+                p.void_result = true;
+                plans.push(p);
+                Ok(())
+            }
+        }
+    }
+
+    fn agg_arg(&mut self, fname: &str, i: usize, a: &Expr) -> CResult<u64> {
+        match a.kind {
+            ExprKind::Agg(ref n) => self.agg_ref(n, a.line),
+            _ => {
+                let t = self.cook(a)?;
+                let tag = match fname {
+                    "clear" => ErrTag::D_CLEAR_AGGARG,
+                    "trunc" => ErrTag::D_TRUNC_AGGARG,
+                    "normalize" | "denormalize" => ErrTag::D_NORMALIZE_AGGARG,
+                    _ => ErrTag::D_PRINTA_AGGARG,
+                };
+                err(
+                    tag,
+                    a.line,
+                    format!(
+                        "{fname}( ) argument #{} is incompatible with prototype:\n\tprototype: aggregation\n\t argument: {}",
+                        i + 1,
+                        self.tname(t.ty)
+                    ),
+                )
+            }
+        }
+    }
+
+    /// `printa()` of several aggregations: their key signatures must match (`dt_printa_validate`).
+    fn printa_keys_match(&self, ids: &[u64], line: u32) -> CResult<()> {
+        let find = |id: u64| self.aggs.iter().find(|a| a.id as u64 == id);
+        let Some(first) = ids.first().and_then(|i| find(*i)) else {
+            return Ok(());
+        };
+        let lk = first.keys.clone().unwrap_or_default();
+        for id in &ids[1..] {
+            let Some(other) = find(*id) else { continue };
+            let rk = other.keys.clone().unwrap_or_default();
+            if lk.len() != rk.len() {
+                return err(
+                    ErrTag::D_PRINTA_AGGKEY,
+                    line,
+                    format!(
+                        "printa( ): @{} and @{} do not have matching key signatures: @{} has {} key{}, @{} has {} key{}",
+                        first.name,
+                        other.name,
+                        first.name,
+                        lk.len(),
+                        plural(lk.len()),
+                        other.name,
+                        rk.len(),
+                        plural(rk.len())
+                    ),
+                );
+            }
+            for (k, (a, b)) in lk.iter().zip(&rk).enumerate() {
+                let probe = TExpr::int(1, *b, line);
+                if !(self.types.compat(*a, *b) || self.argcompat(*a, &probe)) {
+                    return err(
+                        ErrTag::D_PRINTA_AGGPROTO,
+                        line,
+                        format!(
+                            "printa( ): @{}[ ] key #{} is incompatible with @{}:\n{:>9} key #{}: {}\n{:>9} key #{}: {}",
+                            other.name,
+                            k + 1,
+                            first.name,
+                            first.name,
+                            k + 1,
+                            self.tname(*a),
+                            other.name,
+                            k + 1,
+                            self.tname(*b)
+                        ),
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn agg_id_expr(&self, id: u64, line: u32) -> TExpr {
+        TExpr::int(id, self.basic.int, line)
+    }
+
+    fn format_arg(&mut self, fname: &str, a: &Expr) -> CResult<String> {
+        match &a.kind {
+            ExprKind::Str(s) => Ok(String::from_utf8_lossy(s).to_string()),
+            _ => {
+                let t = self.cook(a)?;
+                err(
+                    ErrTag::D_PRINTF_ARG_FMT,
+                    a.line,
+                    format!(
+                        "{fname}( ) argument #1 is incompatible with prototype:\n\tprototype: string constant\n\t argument: {}",
+                        self.tname(t.ty)
+                    ),
+                )
+            }
+        }
+    }
+
+    /// Validates printf-style arguments against the format and returns their plans.
+    fn printf_args(
+        &mut self,
+        fname: &str,
+        fmt: &str,
+        args: &[Expr],
+        line: u32,
+        aggs: bool,
+    ) -> CResult<Vec<Plan>> {
+        if fmt.is_empty() && fname != "freopen" {
+            return err(
+                ErrTag::D_PRINTF_FMT_EMPTY,
+                line,
+                format!("{fname}( ) format string is empty"),
+            );
+        }
+        let convs = printf::parse(fmt, fname, line)?;
+        let mut plans = Vec::new();
+        let mut j = 0;
+        for (i, c) in convs.iter().enumerate() {
+            if c.arg == ConvArg::None {
+                continue;
+            }
+            for _ in 0..c.dynamic {
+                let Some(a) = args.get(j) else {
+                    return err(
+                        ErrTag::D_PRINTF_ARG_PROTO,
+                        line,
+                        format!("{fname}( ) prototype mismatch: conversion #{} (%{}) is missing a corresponding \"*\" argument", i + 1, c.name),
+                    );
+                };
+                let p = self.value_plan(a)?;
+                plans.push(p);
+                j += 1;
+            }
+            if c.arg == ConvArg::Agg {
+                if !aggs {
+                    return err(
+                        ErrTag::D_PRINTF_AGG_CONV,
+                        line,
+                        format!("%@ conversion requires an aggregation and is not for use with {fname}( )"),
+                    );
+                }
+                continue;
+            }
+            let Some(a) = args.get(j) else {
+                if aggs {
+                    // printa: key conversions consume aggregation keys, not arguments
+                    continue;
+                }
+                return err(
+                    ErrTag::D_PRINTF_ARG_PROTO,
+                    line,
+                    format!("{fname}( ) prototype mismatch: conversion #{} (%{}) is missing a corresponding value argument", i + 1, c.name),
+                );
+            };
+            if aggs {
+                continue;
+            }
+            let p = self.value_plan(a)?;
+            if let Some(v) = &p.expr {
+                let t = &self.types;
+                let ok = match (c.arg, p.kind) {
+                    (_, k) if k != ActionKind::DifExpr => true,
+                    (ConvArg::Int | ConvArg::Char | ConvArg::Time, _) => t.is_integer(v.ty),
+                    (ConvArg::IntOrPtr, _) => t.is_integer(v.ty) || t.is_pointer(v.ty),
+                    (ConvArg::Str, _) => t.is_strcompat(v.ty),
+                    (ConvArg::Float, _) => t.is_float(v.ty),
+                    (ConvArg::Stack, _) => false,
+                    _ => true,
+                };
+                if !ok {
+                    return err(
+                        ErrTag::D_PRINTF_ARG_TYPE,
+                        line,
+                        format!(
+                            "{fname}( ) argument #{} is incompatible with conversion #{} prototype:\n\tconversion: %{}\n\t prototype: {}\n\t  argument: {}",
+                            j + 2,
+                            i + 1,
+                            c.name,
+                            c.arg.proto(),
+                            self.tname(v.ty)
+                        ),
+                    );
+                }
+            }
+            plans.push(p);
+            j += 1;
+        }
+        if !aggs && j < args.len() {
+            return err(
+                ErrTag::D_PRINTF_ARG_EXTRA,
+                line,
+                format!("{fname}( ) prototype mismatch: only {j} arguments required by this format string"),
+            );
+        }
+        Ok(plans)
+    }
+
+    /// Cooks an action call.
+    pub fn cook_action(
+        &mut self,
+        n: &str,
+        args: &[Expr],
+        line: u32,
+        plans: &mut Vec<Plan>,
+    ) -> CResult<()> {
+        let start = plans.len();
+        match n {
+            "trace" => {
+                self.proto_len(n, args.len(), 1, 1, line)?;
+                if matches!(args[0].kind, ExprKind::Agg(_)) {
+                    return err(
+                        ErrTag::D_TRACE_DYN,
+                        line,
+                        "trace( ) may not be applied to a dynamic expression",
+                    );
+                }
+                let v = self.cook(&args[0])?;
+                if self.types.is_void(v.ty) {
+                    return err(
+                        ErrTag::D_TRACE_VOID,
+                        line,
+                        "trace( ) may not be applied to a void expression",
+                    );
+                }
+                plans.push(Plan::new(ActionKind::DifExpr, Some(v)));
+            }
+            "print" => {
+                self.proto_len(n, args.len(), 1, 1, line)?;
+                let v = self.cook(&args[0])?;
+                if self.types.is_void(v.ty) {
+                    return err(
+                        ErrTag::D_TRACE_VOID,
+                        line,
+                        "print( ) may not be applied to a void expression",
+                    );
+                }
+                let mut p = Plan::new(ActionKind::LibAct, Some(v));
+                p.arg = LibAction::Print as u64;
+                plans.push(p);
+            }
+            "printf" | "system" | "freopen" => {
+                self.proto_len(n, args.len(), 1, usize::MAX, line)?;
+                let fmt = self.format_arg(n, &args[0])?;
+                let mut vals = self.printf_args(n, &fmt, &args[1..], line, false)?;
+                let kind = match n {
+                    "printf" => ActionKind::Printf,
+                    "system" => ActionKind::System,
+                    _ => ActionKind::Freopen,
+                };
+                let fi = self.format_index(&fmt);
+                let first = if vals.is_empty() {
+                    None
+                } else {
+                    Some(vals.remove(0))
+                };
+                let mut p = Plan::new(kind, first.as_ref().and_then(|f| f.expr.clone()));
+                p.arg = fi;
+                plans.push(p);
+                plans.extend(vals);
+            }
+            "printa" => {
+                self.proto_len(n, args.len(), 1, usize::MAX, line)?;
+                let (fmt, rest) = match &args[0].kind {
+                    ExprKind::Str(_) => (Some(self.format_arg(n, &args[0])?), &args[1..]),
+                    _ => (None, args),
+                };
+                if rest.is_empty() {
+                    return err(
+                        ErrTag::D_PRINTA_PROTO,
+                        line,
+                        "printa( ) prototype mismatch: 1 arg passed, at least 2 expected",
+                    );
+                }
+                if fmt.is_none() && rest.len() > 1 {
+                    return err(
+                        ErrTag::D_PRINTA_PROTO,
+                        line,
+                        format!(
+                            "printa( ) prototype mismatch: {} args passed, 1 expected",
+                            rest.len()
+                        ),
+                    );
+                }
+                let off = usize::from(fmt.is_some());
+                let mut ids = Vec::new();
+                for (i, a) in rest.iter().enumerate() {
+                    ids.push(self.agg_arg(n, i + off, a)?);
+                }
+                self.printa_keys_match(&ids, line)?;
+                let arg = match &fmt {
+                    Some(f) => {
+                        self.printf_args(n, f, &[], line, true)?;
+                        self.format_index(f)
+                    }
+                    None => NO_FORMAT,
+                };
+                let mut p = Plan::new(ActionKind::Printa, Some(self.agg_id_expr(ids[0], line)));
+                p.arg = arg;
+                plans.push(p);
+                for id in &ids[1..] {
+                    plans.push(Plan::new(
+                        ActionKind::DifExpr,
+                        Some(self.agg_id_expr(*id, line)),
+                    ));
+                }
+            }
+            "exit" | "raise" | "chill" | "speculate" | "commit" | "discard" => {
+                self.proto_len(n, args.len(), 1, 1, line)?;
+                let v = self.cook(&args[0])?;
+                if !self.types.is_integer(v.ty) {
+                    return err(
+                        ErrTag::D_PROTO_ARG,
+                        line,
+                        format!(
+                            "{n}( ) argument #1 is incompatible with prototype:\n\tprototype: int\n\t argument: {}",
+                            self.tname(v.ty)
+                        ),
+                    );
+                }
+                let kind = match n {
+                    "exit" => ActionKind::Exit,
+                    "raise" => ActionKind::Raise,
+                    "chill" => ActionKind::Chill,
+                    "speculate" => ActionKind::Speculate,
+                    "commit" => ActionKind::Commit,
+                    _ => ActionKind::Discard,
+                };
+                let ty = self.basic.int;
+                let v = if kind == ActionKind::Exit {
+                    self.convert(v, ty)
+                } else {
+                    v
+                };
+                plans.push(Plan::new(kind, Some(v)));
+            }
+            "stop" | "breakpoint" | "panic" | "ftruncate" => {
+                self.proto_len(n, args.len(), 0, 0, line)?;
+                let mut p = Plan::new(
+                    match n {
+                        "stop" => ActionKind::Stop,
+                        "breakpoint" => ActionKind::Breakpoint,
+                        "panic" => ActionKind::Panic,
+                        _ => ActionKind::LibAct,
+                    },
+                    None,
+                );
+                if n == "ftruncate" {
+                    p.arg = LibAction::Ftruncate as u64;
+                }
+                plans.push(p);
+            }
+            "tracemem" => {
+                self.proto_len(n, args.len(), 2, 3, line)?;
+                let addr = self.cook(&args[0])?;
+                if !self.types.is_scalar(addr.ty) {
+                    return err(
+                        ErrTag::D_TRACEMEM_ADDR,
+                        line,
+                        format!("tracemem( ) argument #1 is incompatible with prototype:\n\tprototype: pointer or integer\n\t argument: {}", self.tname(addr.ty)),
+                    );
+                }
+                let size = match self.const_arg(&args[1])? {
+                    Some((v, _)) if v > 0 => v as u64,
+                    _ => {
+                        return err(
+                            ErrTag::D_TRACEMEM_SIZE,
+                            line,
+                            "tracemem( ) argument #2 must be a non-zero positive integral constant expression",
+                        )
+                    }
+                };
+                let mut p = Plan::new(
+                    if args.len() == 3 {
+                        ActionKind::TracememDynsize
+                    } else {
+                        ActionKind::Tracemem
+                    },
+                    Some(addr),
+                );
+                p.arg = size;
+                plans.push(p);
+                if args.len() == 3 {
+                    let d = self.cook(&args[2])?;
+                    if !self.types.is_integer(d.ty) {
+                        return err(
+                            ErrTag::D_TRACEMEM_SIZE,
+                            line,
+                            "tracemem( ) argument #3 must be an integral expression",
+                        );
+                    }
+                    plans.push(Plan::new(ActionKind::DifExpr, Some(d)));
+                }
+            }
+            "stack" => {
+                self.proto_len(n, args.len(), 0, 1, line).map_err(|mut e| {
+                    e.tag = ErrTag::D_STACK_PROTO;
+                    e
+                })?;
+                let frames = match args.first() {
+                    None => self.opts.stackframes as u64,
+                    Some(a) => match self.const_arg(a)? {
+                        Some((v, _)) if v > 0 => v as u64,
+                        _ => {
+                            return err(
+                                ErrTag::D_STACK_SIZE,
+                                line,
+                                "stack( ) size must be a non-zero positive integer constant",
+                            )
+                        }
+                    },
+                };
+                let mut p = Plan::new(ActionKind::Stack, None);
+                p.arg = frames;
+                plans.push(p);
+            }
+            "ustack" | "jstack" => {
+                self.proto_len(n, args.len(), 0, 2, line).map_err(|mut e| {
+                    e.tag = ErrTag::D_USTACK_PROTO;
+                    e
+                })?;
+                let (df, ds) = if n == "ustack" {
+                    (self.opts.ustackframes as u64, 0)
+                } else {
+                    (
+                        self.opts.jstackframes as u64,
+                        self.opts.jstackstrsize as u64,
+                    )
+                };
+                let frames = match args.first() {
+                    None => df,
+                    Some(a) => match self.const_arg(a)? {
+                        Some((v, _)) if v > 0 => v as u64,
+                        _ => {
+                            return err(
+                                ErrTag::D_USTACK_FRAMES,
+                                line,
+                                format!(
+                                "{n}( ) argument #1 must be a non-zero positive integer constant"
+                            ),
+                            )
+                        }
+                    },
+                };
+                let strsize = match args.get(1) {
+                    None => ds,
+                    Some(a) => match self.const_arg(a)? {
+                        Some((v, _)) if v > 0 => v as u64,
+                        _ => {
+                            return err(
+                                ErrTag::D_USTACK_STRSIZE,
+                                line,
+                                format!(
+                                "{n}( ) argument #2 must be a non-zero positive integer constant"
+                            ),
+                            )
+                        }
+                    },
+                };
+                let mut p = Plan::new(
+                    if n == "ustack" {
+                        ActionKind::Ustack
+                    } else {
+                        ActionKind::Jstack
+                    },
+                    None,
+                );
+                p.arg = (frames & 0xffff_ffff) | (strsize << 32);
+                plans.push(p);
+            }
+            "clear" | "denormalize" => {
+                self.proto_len(n, args.len(), 1, 1, line).map_err(|mut e| {
+                    e.tag = if n == "clear" {
+                        ErrTag::D_CLEAR_PROTO
+                    } else {
+                        ErrTag::D_NORMALIZE_PROTO
+                    };
+                    e
+                })?;
+                let id = self.agg_arg(n, 0, &args[0])?;
+                let mut p = Plan::new(ActionKind::LibAct, Some(self.agg_id_expr(id, line)));
+                p.arg = if n == "clear" {
+                    LibAction::Clear
+                } else {
+                    LibAction::Denormalize
+                } as u64;
+                plans.push(p);
+            }
+            "trunc" | "normalize" => {
+                let (min, ptag, stag) = if n == "trunc" {
+                    (1, ErrTag::D_TRUNC_PROTO, ErrTag::D_TRUNC_SCALAR)
+                } else {
+                    (2, ErrTag::D_NORMALIZE_PROTO, ErrTag::D_NORMALIZE_SCALAR)
+                };
+                self.proto_len(n, args.len(), min, 2, line)
+                    .map_err(|mut e| {
+                        e.tag = ptag;
+                        e
+                    })?;
+                let id = self.agg_arg(n, 0, &args[0])?;
+                let mut p = Plan::new(ActionKind::LibAct, Some(self.agg_id_expr(id, line)));
+                p.arg = if n == "trunc" {
+                    LibAction::Trunc
+                } else {
+                    LibAction::Normalize
+                } as u64;
+                plans.push(p);
+                if let Some(a) = args.get(1) {
+                    let v = self.cook(a)?;
+                    if !self.types.is_scalar(v.ty) {
+                        return err(
+                            stag,
+                            line,
+                            format!("{n}( ) argument #2 must be of scalar type"),
+                        );
+                    }
+                    plans.push(Plan::new(ActionKind::DifExpr, Some(v)));
+                }
+            }
+            "setopt" => {
+                self.proto_len(n, args.len(), 1, 2, line)?;
+                let mut vals = Vec::new();
+                for (i, a) in args.iter().enumerate() {
+                    let v = self.cook(a)?;
+                    if !self.types.is_strcompat(v.ty) {
+                        return err(
+                            ErrTag::D_PROTO_ARG,
+                            line,
+                            format!(
+                                "setopt( ) argument #{} is incompatible with prototype:\n\tprototype: string\n\t argument: {}",
+                                i + 1,
+                                self.tname(v.ty)
+                            ),
+                        );
+                    }
+                    vals.push(v);
+                }
+                let mut it = vals.into_iter();
+                let mut p = Plan::new(ActionKind::LibAct, it.next());
+                p.arg = LibAction::Setopt as u64;
+                plans.push(p);
+                for v in it {
+                    plans.push(Plan::new(ActionKind::DifExpr, Some(v)));
+                }
+            }
+            _ if record_kind(n).is_some() => {
+                let p = self.value_plan(&Expr {
+                    kind: ExprKind::Call(n.to_string(), args.to_vec()),
+                    line,
+                })?;
+                plans.push(p);
+            }
+            _ => {
+                return err(
+                    ErrTag::D_CG_EXPR,
+                    line,
+                    format!(
+                        "{n}( ) may not be called from a D expression (D program context required)"
+                    ),
+                )
+            }
+        }
+        if plans[start..].iter().any(|p| p.kind.is_destructive()) && !self.opts.destructive {
+            return err(
+                ErrTag::D_ACT_DESTRUCT,
+                line,
+                format!(
+                    "{n}( ) is a destructive action: destructive actions are not allowed (use -w)"
+                ),
+            );
+        }
+        Ok(())
+    }
+
+    fn cook_aggregation(
+        &mut self,
+        l: &Expr,
+        r: &Expr,
+        line: u32,
+        plans: &mut Vec<Plan>,
+    ) -> CResult<()> {
+        let (name, keys): (String, &[Expr]) = match &l.kind {
+            ExprKind::Agg(a) => (a.clone(), &[]),
+            ExprKind::Index(b, k) => match &b.kind {
+                ExprKind::Agg(a) => (a.clone(), k.as_slice()),
+                _ => unreachable_agg(line)?,
+            },
+            _ => unreachable_agg(line)?,
+        };
+        let (fname, args) = match &r.kind {
+            ExprKind::Call(f, a) if AggFunc::from_name(f).is_some() => (f.clone(), a.as_slice()),
+            _ => {
+                return err(
+                    ErrTag::D_AGG_FUNC,
+                    line,
+                    format!("@{name} must be assigned the result of an aggregating function"),
+                )
+            }
+        };
+        let func = AggFunc::from_name(&fname).unwrap_or(AggFunc::Count);
+        // keys
+        let mut key_plans = Vec::new();
+        let mut key_types = Vec::new();
+        for k in keys {
+            let p = self.value_plan(k)?;
+            let kt = p.expr.as_ref().map(|e| e.ty).unwrap_or(self.basic.uint64);
+            if let Some(ex) = &p.expr {
+                if p.kind == ActionKind::DifExpr
+                    && !self.types.is_scalar(ex.ty)
+                    && !self.types.is_string(ex.ty)
+                {
+                    return err(
+                        ErrTag::D_KEY_TYPE,
+                        k.line,
+                        format!(
+                            "@{name}[ ] key #{} is of invalid type: {}",
+                            key_types.len() + 1,
+                            self.tname(ex.ty)
+                        ),
+                    );
+                }
+            }
+            key_types.push(kt);
+            key_plans.push(p);
+        }
+        // arguments
+        let (min, max) = match func {
+            AggFunc::Count => (0, 0),
+            AggFunc::Quantize => (1, 2),
+            AggFunc::Lquantize => (3, 5),
+            AggFunc::Llquantize => (5, 6),
+            _ => (1, 1),
+        };
+        self.proto_len(&fname, args.len(), min, max, line)?;
+        let value = match args.first() {
+            Some(a) => {
+                let v = self.cook(a)?;
+                if !self.types.is_scalar(v.ty) {
+                    return err(
+                        ErrTag::D_AGG_SCALAR,
+                        line,
+                        format!("{fname}( ) argument #1 must be of scalar type"),
+                    );
+                }
+                Some(v)
+            }
+            None => None,
+        };
+        let incr_pos = match func {
+            AggFunc::Quantize => 1,
+            AggFunc::Lquantize => 4,
+            AggFunc::Llquantize => 5,
+            _ => usize::MAX,
+        };
+        // the increment: a DIFEXPR of size 0 just before the aggregating action, counted in ntuple
+        // (DTrace's `dtag_hasarg` convention)
+        let incr = match args.get(incr_pos) {
+            Some(a) => {
+                let v = self.cook(a)?;
+                if !self.types.is_scalar(v.ty) {
+                    return err(
+                        ErrTag::D_AGG_SCALAR,
+                        line,
+                        format!(
+                            "{fname}( ) argument #{} must be of scalar type",
+                            incr_pos + 1
+                        ),
+                    );
+                }
+                let mut p = Plan::new(ActionKind::DifExpr, Some(v));
+                p.void_result = true;
+                Some(p)
+            }
+            None => None,
+        };
+        let arg = match func {
+            AggFunc::Lquantize => self.lquantize_params(&args[1..], line)?,
+            AggFunc::Llquantize => self.llquantize_params(&args[1..], line)?,
+            _ => 0,
+        };
+        let idx = self.agg(&name);
+        let agg = self.aggs[idx].clone();
+        self.agg_undo.push((idx, agg.clone()));
+        if let Some((f, fline, farg)) = agg.func {
+            if f != func {
+                return err(
+                    ErrTag::D_AGG_REDEF,
+                    line,
+                    format!(
+                        "aggregation redefined: @{name}\n\t current: @{name} = {}( )\n\tprevious: @{name} = {}( ) : line {fline}",
+                        func.name(),
+                        f.name()
+                    ),
+                );
+            }
+            if farg != arg {
+                return err(
+                    ErrTag::D_AGG_REDEF,
+                    line,
+                    format!("{fname}( ) parameters do not match previous declaration of @{name}"),
+                );
+            }
+        } else {
+            self.aggs[idx].func = Some((func, line, arg));
+        }
+        match &agg.keys {
+            Some(sig) => {
+                if sig.len() != key_types.len() {
+                    return err(
+                        ErrTag::D_PROTO_LEN,
+                        line,
+                        format!(
+                            "@{name}[ ] prototype mismatch: {} arg{} passed, {} expected",
+                            key_types.len(),
+                            plural(key_types.len()),
+                            sig.len()
+                        ),
+                    );
+                }
+                for (i, (a, b)) in sig.iter().zip(&key_types).enumerate() {
+                    let probe = TExpr::int(1, *b, line);
+                    let compat = self.types.compat(*a, *b)
+                        || (self.types.is_integer(*a) && self.types.is_integer(*b))
+                        || (self.types.is_strcompat(*a) && self.types.is_strcompat(*b))
+                        || self.argcompat(*a, &probe);
+                    if !compat {
+                        return err(
+                            ErrTag::D_PROTO_ARG,
+                            line,
+                            format!(
+                                "@{name}[ ] argument #{} is incompatible with prototype:\n\tprototype: {}\n\t argument: {}",
+                                i + 1,
+                                self.tname(*a),
+                                self.tname(*b)
+                            ),
+                        );
+                    }
+                }
+            }
+            None => self.aggs[idx].keys = Some(key_types.clone()),
+        }
+        let ntuple = (key_plans.len() + usize::from(incr.is_some())) as u32;
+        plans.extend(key_plans);
+        plans.extend(incr);
+        let mut p = Plan::new(func.kind(), value);
+        p.arg = arg;
+        p.uarg = agg.id as u64;
+        p.ntuple = ntuple;
+        plans.push(p);
+        Ok(())
+    }
+
+    fn lquantize_params(&mut self, a: &[Expr], line: u32) -> CResult<u64> {
+        let base = match self.const_arg(&a[0])? {
+            Some((v, _)) => v,
+            None => {
+                return err(
+                    ErrTag::D_LQUANT_BASETYPE,
+                    line,
+                    "lquantize( ) argument #2 must be a constant integer",
+                )
+            }
+        };
+        if base < i32::MIN as i64 || base > i32::MAX as i64 {
+            return err(
+                ErrTag::D_LQUANT_BASEVAL,
+                line,
+                "lquantize( ) argument #2 must be a 32-bit quantity",
+            );
+        }
+        let limit = match self.const_arg(&a[1])? {
+            Some((v, _)) => v,
+            None => {
+                return err(
+                    ErrTag::D_LQUANT_LIMTYPE,
+                    line,
+                    "lquantize( ) argument #3 must be a constant integer",
+                )
+            }
+        };
+        if limit < i32::MIN as i64 || limit > i32::MAX as i64 {
+            return err(
+                ErrTag::D_LQUANT_LIMVAL,
+                line,
+                "lquantize( ) argument #3 must be a 32-bit quantity",
+            );
+        }
+        if limit <= base {
+            return err(
+                ErrTag::D_LQUANT_MISMATCH,
+                line,
+                "lquantize( ) base (argument #2) must be less than limit (argument #3)",
+            );
+        }
+        let step = match a.get(2) {
+            None => 1,
+            Some(s) => match self.const_arg(s)? {
+                Some((v, _)) => v,
+                None => {
+                    return err(
+                        ErrTag::D_LQUANT_STEPTYPE,
+                        line,
+                        "lquantize( ) argument #4 must be a constant integer",
+                    )
+                }
+            },
+        };
+        if step <= 0 || step > u16::MAX as i64 {
+            return err(
+                ErrTag::D_LQUANT_STEPVAL,
+                line,
+                "lquantize( ) argument #4 must be a non-zero positive 16-bit quantity",
+            );
+        }
+        let levels = (limit - base) / step;
+        if levels == 0 {
+            return err(
+                ErrTag::D_LQUANT_STEPLARGE,
+                line,
+                format!(
+                    "lquantize( ) step (argument #4) too large (must be at most {})",
+                    limit - base
+                ),
+            );
+        }
+        if levels > u16::MAX as i64 {
+            return err(
+                ErrTag::D_LQUANT_STEPSMALL,
+                line,
+                format!(
+                    "lquantize( ) step (argument #4) too small to quantize from {base} to {limit}"
+                ),
+            );
+        }
+        Ok(lquantize_arg(base as i32, levels as u16, step as u16))
+    }
+
+    fn llquantize_params(&mut self, a: &[Expr], line: u32) -> CResult<u64> {
+        let mut v = [0i64; 4];
+        let tags = [
+            (ErrTag::D_LLQUANT_FACTORTYPE, "factor"),
+            (ErrTag::D_LLQUANT_LOWTYPE, "low magnitude"),
+            (ErrTag::D_LLQUANT_HIGHTYPE, "high magnitude"),
+            (ErrTag::D_LLQUANT_NSTEPTYPE, "linear steps per magnitude"),
+        ];
+        for i in 0..4 {
+            match self.const_arg(&a[i])? {
+                Some((x, _)) => v[i] = x,
+                None => {
+                    return err(
+                        tags[i].0,
+                        line,
+                        format!(
+                            "llquantize( ) argument #{} ({}) must be a constant integer",
+                            i + 2,
+                            tags[i].1
+                        ),
+                    )
+                }
+            }
+        }
+        let [factor, low, high, nsteps] = v;
+        if !(2..=u16::MAX as i64).contains(&factor) {
+            return err(ErrTag::D_LLQUANT_FACTORVAL, line, "llquantize( ) argument #2 (factor) must be a 16-bit quantity greater than or equal to 2");
+        }
+        if !(0..=u16::MAX as i64).contains(&low) {
+            return err(
+                ErrTag::D_LLQUANT_LOWVAL,
+                line,
+                "llquantize( ) argument #3 (low magnitude) must be a 16-bit quantity",
+            );
+        }
+        if !(0..=u16::MAX as i64).contains(&high) {
+            return err(
+                ErrTag::D_LLQUANT_HIGHVAL,
+                line,
+                "llquantize( ) argument #4 (high magnitude) must be a 16-bit quantity",
+            );
+        }
+        if high < low {
+            return err(ErrTag::D_LLQUANT_HIGHVAL, line, "llquantize( ) argument #4 (high magnitude) must be at least argument #3 (low magnitude)");
+        }
+        if !(1..=u16::MAX as i64).contains(&nsteps) {
+            return err(
+                ErrTag::D_LLQUANT_NSTEPVAL,
+                line,
+                "llquantize( ) argument #5 (linear steps per magnitude) must be a 16-bit quantity",
+            );
+        }
+        if nsteps % factor != 0 && factor % nsteps != 0 {
+            return err(ErrTag::D_LLQUANT_FACTORNSTEPS, line, "llquantize( ) argument #5 (linear steps per magnitude) must evenly divide or be evenly divisible by argument #2 (factor)");
+        }
+        if nsteps > factor && factor * factor % nsteps != 0 {
+            return err(ErrTag::D_LLQUANT_FACTOREVEN, line, "llquantize( ) argument #2 (factor) raised to the second power must be a multiple of argument #5 (linear steps per magnitude)");
+        }
+        let mut p: u64 = 1;
+        for _ in 0..=high {
+            p = match p.checked_mul(factor as u64) {
+                Some(x) => x,
+                None => return err(ErrTag::D_LLQUANT_MAGTOOBIG, line, "llquantize( ) argument #2 (factor) raised to power of argument #4 (high magnitude) plus 1 overflows 64-bits"),
+            };
+        }
+        Ok(llquantize_arg(
+            factor as u16,
+            low as u16,
+            high as u16,
+            nsteps as u16,
+        ))
+    }
+}
+
+fn unreachable_agg(line: u32) -> CResult<(String, &'static [Expr])> {
+    err(ErrTag::D_SYNTAX, line, "invalid aggregation reference")
+}

@@ -1,0 +1,649 @@
+//! Declarations: type names to types (with struct/union layout and enum values), typedefs, variable
+//! declarations in the three scopes, inline definitions, translators (recorded) and `#pragma D`
+//! directives (options, and the accepted-but-inert `depends_on`, `attributes`, `binding`).
+
+use crate::ast::{
+    BaseType, DeclSpec, Declarator, Derived, Expr, Item, SouKind, StorageClass, TypeName, VarScope,
+};
+use crate::check::{Checker, Inline};
+use crate::error::{err, CResult, ErrTag};
+use crate::types::{Member, TypeId, TypeKind};
+
+/// Options `#pragma D option` accepts (DTrace's option names).
+const KNOWN_OPTIONS: &[&str] = &[
+    "aggpercpu",
+    "aggrate",
+    "aggsize",
+    "aggsortkey",
+    "aggsortkeypos",
+    "aggsortpos",
+    "aggsortrev",
+    "aggzoom",
+    "amin",
+    "argref",
+    "bufpolicy",
+    "bufresize",
+    "bufsize",
+    "cleanrate",
+    "core",
+    "cpp",
+    "cpphdrs",
+    "cpppath",
+    "cpu",
+    "ctypes",
+    "defaultargs",
+    "destructive",
+    "droptags",
+    "dtypes",
+    "dynvarsize",
+    "errtags",
+    "evaltime",
+    "flowindent",
+    "grabanon",
+    "iregs",
+    "jstackframes",
+    "jstackstrsize",
+    "lazyload",
+    "ldpath",
+    "libdir",
+    "linkmode",
+    "linktype",
+    "modpath",
+    "noresolve",
+    "nolibs",
+    "nspec",
+    "pgmax",
+    "preallocate",
+    "pspec",
+    "quiet",
+    "rawbytes",
+    "specsize",
+    "stackframes",
+    "stackindent",
+    "statusrate",
+    "strip",
+    "strsize",
+    "switchrate",
+    "syslibdir",
+    "temporal",
+    "unodefs",
+    "ustackframes",
+    "verbose",
+    "version",
+    "zdefs",
+    "zone",
+];
+
+impl<'o> Checker<'o> {
+    /// Resolves a type name.
+    pub fn resolve_type_name(&mut self, tn: &TypeName) -> CResult<TypeId> {
+        let base = self.base_type(&tn.spec)?;
+        let (t, keys) = self.apply_declarator(base, &tn.decl, tn.spec.line)?;
+        if keys.is_some() {
+            return err(
+                ErrTag::D_DECL_ARRNULL,
+                tn.spec.line,
+                "associative array signature is not permitted in a type name",
+            );
+        }
+        Ok(t)
+    }
+
+    fn base_type(&mut self, spec: &DeclSpec) -> CResult<TypeId> {
+        let line = spec.line;
+        match &spec.base {
+            BaseType::Named(n) => match self.types.lookup(n) {
+                Some(t) => Ok(t),
+                None => err(
+                    ErrTag::D_TYPE_ERR,
+                    line,
+                    format!("failed to resolve type {n}: Unknown type name"),
+                ),
+            },
+            BaseType::Sou(kind, name, members) => {
+                let kw = if *kind == SouKind::Struct {
+                    "struct"
+                } else {
+                    "union"
+                };
+                let full = name.as_ref().map(|n| format!("{kw} {n}"));
+                let existing = full.as_ref().and_then(|f| self.types.lookup(f));
+                let Some(members) = members else {
+                    if let Some(t) = existing {
+                        return Ok(t);
+                    }
+                    let fname = full.unwrap_or_else(|| format!("{kw} <anon>"));
+                    let kind = TypeKind::Sou {
+                        kind: *kind,
+                        members: None,
+                        size: 0,
+                        align: 1,
+                    };
+                    return Ok(self.types.add_named(&fname, kind));
+                };
+                if let Some(t) = existing {
+                    if matches!(
+                        self.types.kind(t),
+                        TypeKind::Sou {
+                            members: Some(_),
+                            ..
+                        }
+                    ) {
+                        return err(
+                            ErrTag::D_DECL_TYPERED,
+                            line,
+                            format!("type redeclared: {}", full.unwrap_or_default()),
+                        );
+                    }
+                }
+                let id = match existing {
+                    Some(t) => t,
+                    None => {
+                        let fname = full.clone().unwrap_or_else(|| format!("{kw} <anon>"));
+                        let k = TypeKind::Sou {
+                            kind: *kind,
+                            members: None,
+                            size: 0,
+                            align: 1,
+                        };
+                        if full.is_some() {
+                            self.types.add_named(&fname, k)
+                        } else {
+                            self.types.add(fname, k)
+                        }
+                    }
+                };
+                let mut out: Vec<Member> = Vec::new();
+                let (mut off, mut size, mut align) = (0u64, 0u64, 1u64);
+                for m in members {
+                    if m.bits.is_some() {
+                        return err(
+                            ErrTag::D_NOT_SUPPORTED,
+                            m.line,
+                            "not yet supported: bit-field members",
+                        );
+                    }
+                    let mb = self.base_type(&m.spec)?;
+                    let (mt, keys) = self.apply_declarator(mb, &m.decl, m.line)?;
+                    if keys.is_some() {
+                        return err(
+                            ErrTag::D_DECL_ARRNULL,
+                            m.line,
+                            "associative arrays may not be struct members",
+                        );
+                    }
+                    let Some(mname) = m.decl.name.clone() else {
+                        return err(ErrTag::D_DECL_USELESS, m.line, "member name missing");
+                    };
+                    if out.iter().any(|x| x.name == mname) {
+                        return err(
+                            ErrTag::D_DECL_IDRED,
+                            m.line,
+                            format!("member redeclared: {mname}"),
+                        );
+                    }
+                    let msize = self.types.size(mt);
+                    if msize == 0 {
+                        return err(
+                            ErrTag::D_DECL_INCOMPLETE,
+                            m.line,
+                            format!("incomplete struct/union/enum {}: {mname}", self.tname(mt)),
+                        );
+                    }
+                    let malign = self.types.align(mt);
+                    align = align.max(malign);
+                    let o = if *kind == SouKind::Struct {
+                        let o = off.div_ceil(malign) * malign;
+                        off = o + msize;
+                        o
+                    } else {
+                        size = size.max(msize);
+                        0
+                    };
+                    out.push(Member {
+                        name: mname,
+                        ty: mt,
+                        offset: o as u32,
+                    });
+                }
+                let total = if *kind == SouKind::Struct { off } else { size };
+                let total = total.div_ceil(align) * align;
+                self.types.set_kind(
+                    id,
+                    TypeKind::Sou {
+                        kind: *kind,
+                        members: Some(out),
+                        size: total as u32,
+                        align: align as u32,
+                    },
+                );
+                Ok(id)
+            }
+            BaseType::Enum(name, values) => {
+                let full = name.as_ref().map(|n| format!("enum {n}"));
+                let Some(values) = values else {
+                    if let Some(t) = full.as_ref().and_then(|f| self.types.lookup(f)) {
+                        return Ok(t);
+                    }
+                    let f = full.unwrap_or_else(|| "enum <anon>".into());
+                    return Ok(self
+                        .types
+                        .add_named(&f, TypeKind::Enum { values: Vec::new() }));
+                };
+                let f = full.clone().unwrap_or_else(|| "enum <anon>".into());
+                let id = if full.is_some() {
+                    self.types
+                        .add_named(&f, TypeKind::Enum { values: Vec::new() })
+                } else {
+                    self.types.add(f, TypeKind::Enum { values: Vec::new() })
+                };
+                let mut next: i64 = 0;
+                let mut vals = Vec::new();
+                for (n, v, l) in values {
+                    if let Some(e) = v {
+                        let c = self.cook(e)?;
+                        match c.as_const() {
+                            Some(x) => next = x as i64,
+                            None => {
+                                return err(
+                                    ErrTag::D_DECL_ENCONST,
+                                    *l,
+                                    format!("enumerator '{n}' must be assigned to an integral constant expression"),
+                                )
+                            }
+                        }
+                    }
+                    if self.enums.contains_key(n) || self.globals.vars.contains_key(n) {
+                        return err(
+                            ErrTag::D_DECL_IDRED,
+                            *l,
+                            format!("identifier redeclared: {n}"),
+                        );
+                    }
+                    self.enums.insert(n.clone(), (next, id));
+                    vals.push((n.clone(), next));
+                    next = next.wrapping_add(1);
+                }
+                self.types.set_kind(id, TypeKind::Enum { values: vals });
+                Ok(id)
+            }
+        }
+    }
+
+    /// Applies a declarator to a base type; returns the type and, for associative arrays, the key
+    /// signature.
+    fn apply_declarator(
+        &mut self,
+        base: TypeId,
+        d: &Declarator,
+        line: u32,
+    ) -> CResult<(TypeId, Option<Vec<TypeId>>)> {
+        let mut t = base;
+        let mut keys = None;
+        let n = d.derived.len();
+        for (i, dv) in d.derived.iter().enumerate() {
+            match dv {
+                Derived::Pointer => t = self.types.pointer_to(t),
+                Derived::Array(None) => {
+                    return err(
+                        ErrTag::D_DECL_ARRNULL,
+                        line,
+                        "array declaration requires array dimension or tuple signature",
+                    )
+                }
+                Derived::Array(Some(e)) => {
+                    let c = self.cook(e)?;
+                    match c.as_const() {
+                        Some(v) if self.types.is_integer(c.ty) && (v as i64) > 0 && v <= i32::MAX as u64 => {
+                            t = self.types.array_of(t, v as u32)
+                        }
+                        _ => {
+                            return err(
+                                ErrTag::D_DECL_ARRSUB,
+                                line,
+                                "positive integral constant expression or tuple signature expected as array declaration subscript",
+                            )
+                        }
+                    }
+                }
+                Derived::Assoc(sig) => {
+                    if i + 1 != n {
+                        return err(
+                            ErrTag::D_DECL_ARRNULL,
+                            line,
+                            "associative arrays may only be declared as variables",
+                        );
+                    }
+                    let mut k = Vec::new();
+                    for tn in sig {
+                        k.push(self.resolve_type_name(tn)?);
+                    }
+                    keys = Some(k);
+                }
+                Derived::Function(params) => {
+                    let mut ps = Vec::new();
+                    for p in params {
+                        ps.push(self.resolve_type_name(p)?);
+                    }
+                    let name = format!("{} (*)()", self.tname(t));
+                    t = self.types.add(name, TypeKind::Function(t, ps));
+                }
+            }
+        }
+        Ok((t, keys))
+    }
+
+    /// Processes a top-level declaration item (not clauses or pragmas).
+    pub fn declare(&mut self, item: &Item) -> CResult<()> {
+        match item {
+            Item::Decl(spec, decls) => self.declare_vars(spec, decls),
+            Item::Inline(tn, e, line) => self.declare_inline(tn, e, *line),
+            Item::Translator {
+                out,
+                input,
+                param,
+                members,
+                line,
+            } => {
+                let o = self.resolve_type_name(out)?;
+                let i = self.resolve_type_name(input)?;
+                if matches!(self.types.rkind(o), TypeKind::Sou { members: None, .. }) {
+                    return err(
+                        ErrTag::D_XLATE_SOU,
+                        *line,
+                        format!("incomplete struct/union/enum {}", self.tname(o)),
+                    );
+                }
+                if !matches!(self.types.rkind(o), TypeKind::Sou { .. }) {
+                    return err(
+                        ErrTag::D_XLATE_SOU,
+                        *line,
+                        "translator output type must be a struct or union",
+                    );
+                }
+                if self
+                    .translators
+                    .iter()
+                    .any(|x| self.types.compat(x.input, i) && self.types.compat(x.output, o))
+                {
+                    return err(
+                        ErrTag::D_XLATE_REDECL,
+                        *line,
+                        format!(
+                            "translator from {} to {} has already been declared",
+                            self.tname(i),
+                            self.tname(o)
+                        ),
+                    );
+                }
+                for m in members {
+                    if self.types.member(o, &m.name).is_none() {
+                        return err(
+                            ErrTag::D_XLATE_MEMB,
+                            m.line,
+                            format!(
+                                "translator member {} is not a member of {}",
+                                m.name,
+                                self.tname(o)
+                            ),
+                        );
+                    }
+                }
+                self.translators.push(crate::check::Xlator {
+                    input: i,
+                    output: o,
+                    param: param.clone(),
+                    members: members.clone(),
+                });
+                Ok(())
+            }
+            Item::Pragma(words, line) => self.pragma(words, *line),
+            Item::Provider(..) | Item::Clause(_) => Ok(()),
+        }
+    }
+
+    fn declare_vars(&mut self, spec: &DeclSpec, decls: &[(Declarator, u32)]) -> CResult<()> {
+        if decls.is_empty() && matches!(spec.base, BaseType::Named(_)) {
+            return err(ErrTag::D_DECL_USELESS, spec.line, "useless declaration");
+        }
+        let base = self.base_type(spec)?;
+        for (d, line) in decls {
+            let (t, keys) = self.apply_declarator(base, d, *line)?;
+            let Some(name) = d.name.clone() else { continue };
+            match spec.class {
+                Some(StorageClass::Typedef) => {
+                    if let Some(old) = self.types.lookup(&name) {
+                        if matches!(self.types.kind(old), TypeKind::Typedef(x) if self.types.compat(*x, t))
+                        {
+                            continue;
+                        }
+                        if !self.declared_types.contains(&name)
+                            && !matches!(self.types.kind(old), TypeKind::Typedef(_))
+                        {
+                            return err(
+                                ErrTag::D_DECL_TYPERED,
+                                *line,
+                                format!("type redeclared: {name}"),
+                            );
+                        }
+                        return err(
+                            ErrTag::D_DECL_TYPERED,
+                            *line,
+                            format!("type redeclared: {name}"),
+                        );
+                    }
+                    self.types.add_named(&name, TypeKind::Typedef(t));
+                    self.declared_types.push(name);
+                }
+                Some(StorageClass::Extern) => {
+                    // kernel symbol declarations: resolved through symbol tables, not variables
+                }
+                Some(StorageClass::Static)
+                | Some(StorageClass::Register)
+                | Some(StorageClass::Auto) => {
+                    return err(
+                        ErrTag::D_DECL_COMBO,
+                        *line,
+                        "specified storage class not appropriate in D",
+                    )
+                }
+                _ => {
+                    let scope = match spec.class {
+                        Some(StorageClass::SelfVar) => VarScope::Thread,
+                        Some(StorageClass::ThisVar) => VarScope::Local,
+                        _ => VarScope::Global,
+                    };
+                    if self.types.is_void(t) {
+                        return err(
+                            ErrTag::D_DECL_VOIDOBJ,
+                            *line,
+                            format!("cannot have void object: {name}"),
+                        );
+                    }
+                    if scope == VarScope::Local && keys.is_some() {
+                        return err(
+                            ErrTag::D_DECL_LOCASSC,
+                            *line,
+                            format!(
+                                "associative arrays may not be declared as local variables: {name}"
+                            ),
+                        );
+                    }
+                    if matches!(self.types.rkind(t), TypeKind::Sou { members: None, .. }) {
+                        return err(
+                            ErrTag::D_DECL_INCOMPLETE,
+                            *line,
+                            format!("incomplete struct/union/enum {}: {name}", self.tname(t)),
+                        );
+                    }
+                    let table = match scope {
+                        VarScope::Global => &mut self.globals,
+                        VarScope::Thread => &mut self.tls,
+                        VarScope::Local => &mut self.locals,
+                    };
+                    if let Some(old) = table.vars.get(&name) {
+                        if old.ty == Some(t) && old.keys == keys {
+                            continue;
+                        }
+                        return err(
+                            ErrTag::D_DECL_IDRED,
+                            *line,
+                            format!("identifier redeclared: {name}"),
+                        );
+                    }
+                    if scope == VarScope::Global
+                        && (self.inlines.contains_key(&name)
+                            || crate::idents::builtin_var(&name).is_some())
+                    {
+                        return err(
+                            ErrTag::D_DECL_IDRED,
+                            *line,
+                            format!("identifier redeclared: {name}"),
+                        );
+                    }
+                    let array = keys.is_some();
+                    let mut v = table.create(&name, array, *line, "global")?;
+                    v.ty = Some(t);
+                    v.keys = keys;
+                    table.vars.insert(name, v);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn declare_inline(&mut self, tn: &TypeName, e: &Expr, line: u32) -> CResult<()> {
+        let base = self.base_type(&tn.spec)?;
+        let (t, keys) = self.apply_declarator(base, &tn.decl, line)?;
+        let Some(name) = tn.decl.name.clone() else {
+            return err(
+                ErrTag::D_DECL_USELESS,
+                line,
+                "inline declaration requires a name",
+            );
+        };
+        if keys.is_some() {
+            return err(
+                ErrTag::D_NOT_SUPPORTED,
+                line,
+                "not yet supported: inline associative arrays",
+            );
+        }
+        if self.inlines.contains_key(&name)
+            || self.globals.vars.contains_key(&name)
+            || crate::idents::builtin_var(&name).is_some()
+        {
+            return err(
+                ErrTag::D_DECL_IDRED,
+                line,
+                format!("identifier redefined: {name}\n\t current: inline definition\n\tprevious: inline"),
+            );
+        }
+        if self.types.is_void(t) {
+            return err(
+                ErrTag::D_DECL_VOIDOBJ,
+                line,
+                format!("cannot declare void inline: {name}"),
+            );
+        }
+        let v = self.cook(e)?;
+        if !self.argcompat(t, &v) {
+            return err(
+                ErrTag::D_OP_INCOMPAT,
+                line,
+                format!(
+                    "inline {name} definition uses incompatible types: \"{}\" = \"{}\"",
+                    self.tname(t),
+                    self.tname(v.ty)
+                ),
+            );
+        }
+        let v = self.convert(v, t);
+        let (nodes, depth) = crate::tree::stats(&v);
+        if nodes > 4096 || depth > 64 {
+            return err(
+                ErrTag::D_NOT_SUPPORTED,
+                line,
+                format!("not yet supported: inline {name} expands to an expression too large to compile"),
+            );
+        }
+        self.inlines.insert(name, Inline { ty: t, expr: v });
+        Ok(())
+    }
+
+    fn pragma(&mut self, words: &[String], line: u32) -> CResult<()> {
+        match words.first().map(String::as_str) {
+            Some("D") => {}
+            Some("ident") | Some("once") | None => return Ok(()),
+            Some(_) => return Ok(()), // other pragmas are ignored, as DTrace does
+        }
+        match words.get(1).map(String::as_str) {
+            Some("option") => {
+                if words.len() < 3 {
+                    return err(ErrTag::D_PRAGMA_MALFORM, line, "malformed #pragma D option");
+                }
+                for w in &words[2..] {
+                    let (name, value) = match w.split_once('=') {
+                        Some((n, v)) => (n.to_string(), Some(v.to_string())),
+                        None => (w.clone(), None),
+                    };
+                    if !KNOWN_OPTIONS.contains(&name.as_str()) {
+                        return err(
+                            ErrTag::D_PRAGMA_OPTSET,
+                            line,
+                            format!("failed to set option '{name}': Invalid option name"),
+                        );
+                    }
+                    if name == "strsize" {
+                        match value.as_deref().and_then(crate::check_decl::parse_size) {
+                            Some(v) if v > 0 && v <= u32::MAX as u64 => {
+                                self.strsize = v as u32;
+                                self.types.strsize = v as u32;
+                            }
+                            _ => {
+                                return err(
+                                    ErrTag::D_PRAGMA_OPTSET,
+                                    line,
+                                    format!("failed to set option '{name}': Invalid value for specified option"),
+                                )
+                            }
+                        }
+                    }
+                    self.options.push((name, value));
+                }
+                Ok(())
+            }
+            Some("depends_on") | Some("attributes") | Some("binding") | Some("error") => {
+                if words.get(1).map(String::as_str) == Some("error") {
+                    return err(ErrTag::D_PRAGERR, line, words[2..].join(" "));
+                }
+                if words.len() < 3 {
+                    return err(
+                        ErrTag::D_PRAGMA_MALFORM,
+                        line,
+                        format!("malformed #pragma D {}", words[1]),
+                    );
+                }
+                Ok(())
+            }
+            Some(other) => err(
+                ErrTag::D_PRAGMA_INVAL,
+                line,
+                format!("invalid control directive: #pragma D {other}"),
+            ),
+            None => err(ErrTag::D_PRAGMA_MALFORM, line, "malformed #pragma D"),
+        }
+    }
+}
+
+/// Parses a size option value with an optional k/m/g/t suffix.
+pub fn parse_size(s: &str) -> Option<u64> {
+    let (num, mult) = match s.chars().last()? {
+        'k' | 'K' => (&s[..s.len() - 1], 1u64 << 10),
+        'm' | 'M' => (&s[..s.len() - 1], 1 << 20),
+        'g' | 'G' => (&s[..s.len() - 1], 1 << 30),
+        't' | 'T' => (&s[..s.len() - 1], 1 << 40),
+        _ => (s, 1),
+    };
+    num.parse::<u64>().ok()?.checked_mul(mult)
+}

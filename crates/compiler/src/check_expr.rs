@@ -1,0 +1,1167 @@
+//! Cooking expressions: resolving identifiers (variables, built-ins, inlines, enum constants), typing
+//! every operator by C's rules as D relaxes them (strings compare as values, pointers are numbers),
+//! creating variables on first assignment, associative-array signatures, subroutine prototype checks,
+//! and constant folding of integer operations. Errors carry DTrace's tags and messages.
+
+use crate::ast::{BinOp, Expr, ExprKind, UnOp, VarScope};
+use crate::check::Checker;
+use crate::error::{err, CResult, ErrTag};
+use crate::idents::{builtin_var, subr_proto};
+use crate::lexer::IntSuffix;
+use crate::tree::{CmpKind, Place, TExpr, VarRef, TK};
+use crate::types::{TypeId, TypeKind};
+
+fn bx<T>(t: T) -> Box<T> {
+    Box::new(t)
+}
+
+pub(crate) fn scope_prefix(s: VarScope) -> &'static str {
+    match s {
+        VarScope::Global => "",
+        VarScope::Thread => "self->",
+        VarScope::Local => "this->",
+    }
+}
+
+pub(crate) fn scope_name(s: VarScope) -> &'static str {
+    match s {
+        VarScope::Global => "global",
+        VarScope::Thread => "thread local",
+        VarScope::Local => "clause local",
+    }
+}
+
+/// Whether a name is an action or aggregating function (not usable in expressions).
+pub fn is_action_name(n: &str) -> bool {
+    matches!(
+        n,
+        "trace"
+            | "printf"
+            | "printa"
+            | "print"
+            | "exit"
+            | "tracemem"
+            | "stack"
+            | "ustack"
+            | "jstack"
+            | "speculate"
+            | "commit"
+            | "discard"
+            | "clear"
+            | "trunc"
+            | "normalize"
+            | "denormalize"
+            | "setopt"
+            | "freopen"
+            | "ftruncate"
+            | "raise"
+            | "stop"
+            | "system"
+            | "chill"
+            | "breakpoint"
+            | "panic"
+            | "sym"
+            | "func"
+            | "mod"
+            | "usym"
+            | "ufunc"
+            | "umod"
+            | "uaddr"
+            | "count"
+            | "sum"
+            | "avg"
+            | "min"
+            | "max"
+            | "stddev"
+            | "quantize"
+            | "lquantize"
+            | "llquantize"
+    )
+}
+
+impl<'o> Checker<'o> {
+    /// The type name for messages.
+    pub fn tname(&self, t: TypeId) -> String {
+        self.types.name(t)
+    }
+
+    /// The type of an integer constant (the first of int, unsigned int, long, unsigned long,
+    /// long long, unsigned long long that holds it and agrees with the suffix).
+    pub fn int_type(&self, v: u64, s: IntSuffix, line: u32) -> CResult<TypeId> {
+        let b = &self.basic;
+        let cands = [b.int, b.uint, b.long, b.ulong, b.llong, b.ullong];
+        for &t in &cands {
+            let size = self.types.size(t);
+            let signed = self.types.is_signed(t);
+            let longs = if t == b.long || t == b.ulong {
+                1
+            } else if t == b.llong || t == b.ullong {
+                2
+            } else {
+                0
+            };
+            if s.unsigned && signed || longs < s.longs {
+                continue;
+            }
+            let max = match (size, signed) {
+                (4, true) => i32::MAX as u64,
+                (4, false) => u32::MAX as u64,
+                (_, true) => i64::MAX as u64,
+                _ => u64::MAX,
+            };
+            if v <= max {
+                return Ok(t);
+            }
+        }
+        err(
+            ErrTag::D_INT_OFLOW,
+            line,
+            format!("integer constant 0x{v:x} cannot be represented in any built-in integral type"),
+        )
+    }
+
+    /// Converts an integer expression to `to` (folding constants).
+    pub fn convert(&self, e: TExpr, to: TypeId) -> TExpr {
+        if !self.types.is_integer(to)
+            || !(self.types.is_integer(e.ty) || self.types.is_pointer(e.ty))
+        {
+            return TExpr { ty: to, ..e };
+        }
+        let size = self.types.size(to);
+        let same =
+            self.types.size(e.ty) == size && self.types.is_signed(e.ty) == self.types.is_signed(to);
+        if size >= 8 || same {
+            return TExpr { ty: to, ..e };
+        }
+        if let Some(v) = e.as_const() {
+            return TExpr::int(self.fold_convert(v, to), to, e.line);
+        }
+        let line = e.line;
+        TExpr {
+            kind: TK::Convert(bx(e)),
+            ty: to,
+            line,
+        }
+    }
+
+    /// The 64-bit representation of `v` converted to `to`.
+    pub fn fold_convert(&self, v: u64, to: TypeId) -> u64 {
+        let size = self.types.size(to);
+        if size == 0 || size >= 8 {
+            return v;
+        }
+        let bits = size * 8;
+        let m = v & ((1u64 << bits) - 1);
+        if self.types.is_signed(to) && (m >> (bits - 1)) & 1 == 1 {
+            m | !((1u64 << bits) - 1)
+        } else {
+            m
+        }
+    }
+
+    /// Cooks an expression for its value.
+    pub fn cook(&mut self, e: &Expr) -> CResult<TExpr> {
+        let line = e.line;
+        match &e.kind {
+            ExprKind::Int(v, s) => {
+                let t = self.int_type(*v, *s, line)?;
+                Ok(TExpr::int(*v, t, line))
+            }
+            ExprKind::Char(c) => Ok(TExpr::int(*c as u64, self.basic.int, line)),
+            ExprKind::Float(_) => err(
+                ErrTag::D_SYNTAX,
+                line,
+                "floating-point constants are not permitted",
+            ),
+            ExprKind::Str(s) => Ok(TExpr {
+                kind: TK::Str(s.clone()),
+                ty: self.basic.string,
+                line,
+            }),
+            ExprKind::Ident(n) => self.cook_ident(n, line),
+            ExprKind::Agg(a) => {
+                // the value of an aggregation reference is its id (printa, clear, ...)
+                let id = self.agg_ref(a, line)?;
+                Ok(TExpr::int(id, self.basic.int, line))
+            }
+            ExprKind::ScopedVar(sc, n) => {
+                let (p, ty) = self.var_place(*sc, n, line, false)?;
+                Ok(TExpr {
+                    kind: TK::Read(bx(p)),
+                    ty,
+                    line,
+                })
+            }
+            ExprKind::Unary(op, x) => self.cook_unary(*op, x, line),
+            ExprKind::Binary(op, l, r) => self.cook_binary(*op, l, r, line),
+            ExprKind::Assign(op, l, r) => self.cook_assign(*op, l, r, line),
+            ExprKind::Cond(c, a, b) => self.cook_cond(c, a, b, line),
+            ExprKind::Call(n, args) => self.cook_call(n, args, line),
+            ExprKind::Index(b, keys) if self.is_builtin_array(b) => {
+                self.cook_builtin_index(b, keys, line)
+            }
+            ExprKind::Index(b, keys) => {
+                let (p, ty) = self.index_place(b, keys, line, false)?;
+                Ok(self.read_place(p, ty, line))
+            }
+            ExprKind::Member(b, m, arrow) if matches!(b.kind, ExprKind::Xlate(..)) => {
+                self.cook_xlate_member(b, m, *arrow, line)
+            }
+            ExprKind::Member(b, m, arrow) => {
+                let (p, ty) = self.member_place(b, m, *arrow, line)?;
+                Ok(self.read_place(p, ty, line))
+            }
+            ExprKind::Cast(tn, x) => {
+                let to = self.resolve_type_name(tn)?;
+                let v = self.cook(x)?;
+                self.cook_cast(v, to, line)
+            }
+            ExprKind::SizeofType(tn) => {
+                let t = self.resolve_type_name(tn)?;
+                self.sizeof(t, line)
+            }
+            ExprKind::SizeofExpr(x) => {
+                let v = self.cook(x)?;
+                self.sizeof(v.ty, line)
+            }
+            ExprKind::Stringof(x) => {
+                let v = self.cook(x)?;
+                if !self.types.is_scalar(v.ty) && !self.types.is_strcompat(v.ty) {
+                    return err(
+                        ErrTag::D_STRINGOF_TYPE,
+                        line,
+                        format!(
+                            "cannot apply stringof to a value of type {}",
+                            self.tname(v.ty)
+                        ),
+                    );
+                }
+                Ok(TExpr {
+                    kind: TK::Retype(bx(v)),
+                    ty: self.basic.string,
+                    line,
+                })
+            }
+            ExprKind::Offsetof(tn, m) => {
+                let t = self.resolve_type_name(tn)?;
+                if !matches!(self.types.rkind(t), TypeKind::Sou { .. }) {
+                    return err(
+                        ErrTag::D_OFFSETOF_TYPE,
+                        line,
+                        "offsetof operand must be a struct or union type",
+                    );
+                }
+                match self.types.member(t, m) {
+                    Some(mb) => Ok(TExpr::int(mb.offset as u64, self.basic.size_t, line)),
+                    None => err(
+                        ErrTag::D_TYPE_MEMBER,
+                        line,
+                        format!("{m} is not a member of {}", self.tname(t)),
+                    ),
+                }
+            }
+            ExprKind::Xlate(tn, x) => {
+                let to = self.resolve_type_name(tn)?;
+                let v = self.cook(x)?;
+                err(
+                    ErrTag::D_XLATE_NONE,
+                    line,
+                    format!(
+                        "cannot translate from \"{}\" to \"{}\"",
+                        self.tname(v.ty),
+                        self.tname(to)
+                    ),
+                )
+            }
+            ExprKind::Comma(a, b) => {
+                let a = self.cook(a)?;
+                let b = self.cook(b)?;
+                let ty = b.ty;
+                Ok(TExpr {
+                    kind: TK::Comma(bx(a), bx(b)),
+                    ty,
+                    line,
+                })
+            }
+        }
+    }
+
+    fn sizeof(&self, t: TypeId, line: u32) -> CResult<TExpr> {
+        let sz = if self.types.is_string(t) {
+            self.strsize as u64
+        } else {
+            self.types.size(t)
+        };
+        if sz == 0 {
+            return err(
+                ErrTag::D_SIZEOF_TYPE,
+                line,
+                "cannot apply sizeof to an operand of unknown size",
+            );
+        }
+        Ok(TExpr::int(sz, self.basic.size_t, line))
+    }
+
+    /// Reading a place: by-reference objects yield their address.
+    pub fn read_place(&self, p: Place, ty: TypeId, line: u32) -> TExpr {
+        TExpr {
+            kind: TK::Read(bx(p)),
+            ty,
+            line,
+        }
+    }
+
+    fn cook_ident(&mut self, n: &str, line: u32) -> CResult<TExpr> {
+        if n == "self" || n == "this" {
+            return err(ErrTag::D_SYNTAX, line, format!("syntax error near \"{n}\""));
+        }
+        if let Some(inl) = self.inlines.get(n) {
+            let mut e = inl.expr.clone();
+            e.line = line;
+            let ty = inl.ty;
+            return Ok(self.convert(e, ty));
+        }
+        if let Some(v) = self.globals.vars.get(n).cloned() {
+            if v.array {
+                return err(
+                    ErrTag::D_IDENT_BADREF,
+                    line,
+                    format!("array '{n}' may not be referenced as scalar"),
+                );
+            }
+            let Some(ty) = v.ty else {
+                return err(
+                    ErrTag::D_VAR_UNDEF,
+                    line,
+                    format!("{n} has not yet been declared or assigned"),
+                );
+            };
+            let r = VarRef {
+                scope: VarScope::Global,
+                id: v.id,
+                name: n.to_string(),
+                array: false,
+                ty,
+            };
+            return Ok(self.read_place(Place::Var(r), ty, line));
+        }
+        if let Some(b) = builtin_var(n) {
+            if b.array {
+                return err(
+                    ErrTag::D_IDENT_BADREF,
+                    line,
+                    format!("array '{n}' may not be referenced as scalar"),
+                );
+            }
+            let ty = self.named_type(b.ty);
+            return Ok(TExpr {
+                kind: TK::Builtin(b.id),
+                ty,
+                line,
+            });
+        }
+        if let Some((v, t)) = self.enums.get(n) {
+            return Ok(TExpr::int(*v as u64, *t, line));
+        }
+        if n.contains('`') {
+            return self.cook_symbol(n, line);
+        }
+        if is_action_name(n) || subr_proto(n).is_some() {
+            return err(
+                ErrTag::D_IDENT_BADREF,
+                line,
+                format!("function '{n}' may not be referenced as scalar"),
+            );
+        }
+        err(
+            ErrTag::D_IDENT_UNDEF,
+            line,
+            format!("failed to resolve {n}: Unknown variable name"),
+        )
+    }
+
+    /// A type by name from the built-in table (names in our own tables always exist).
+    pub fn named_type(&mut self, name: &str) -> TypeId {
+        if let Some(base) = name.strip_suffix(" *") {
+            let b = self.named_type(base);
+            return self.types.pointer_to(b);
+        }
+        self.types.lookup(name).unwrap_or(self.basic.int64)
+    }
+
+    fn cook_unary(&mut self, op: UnOp, x: &Expr, line: u32) -> CResult<TExpr> {
+        match op {
+            UnOp::PreInc | UnOp::PreDec | UnOp::PostInc | UnOp::PostDec => {
+                let (place, ty) = self.lvalue(x, line, op.text(), true)?;
+                let ty = if self.types.is_void(ty) {
+                    // a variable created by ++: int64_t
+                    let t = self.basic.int64;
+                    self.set_place_type(&place, t);
+                    t
+                } else {
+                    ty
+                };
+                if !self.types.is_scalar(ty) {
+                    return err(
+                        ErrTag::D_OP_SCALAR,
+                        line,
+                        format!("operator {} requires operand of scalar type", op.text()),
+                    );
+                }
+                if self.types.is_vfptr(ty) {
+                    return err(
+                        ErrTag::D_OP_VFPTR,
+                        line,
+                        format!("operator {} requires an operand of known size", op.text()),
+                    );
+                }
+                let step = match self.types.pointee(ty) {
+                    Some(p) if self.types.is_pointer(ty) => self.types.size(p) as i64,
+                    _ => 1,
+                };
+                let delta = if matches!(op, UnOp::PreInc | UnOp::PostInc) {
+                    step
+                } else {
+                    -step
+                };
+                let place = self.retype_place(place, ty);
+                Ok(TExpr {
+                    kind: TK::IncDec {
+                        place: bx(place),
+                        delta,
+                        post: matches!(op, UnOp::PostInc | UnOp::PostDec),
+                    },
+                    ty,
+                    line,
+                })
+            }
+            UnOp::Deref => {
+                let v = self.cook(x)?;
+                let Some(t) = self.types.pointee(v.ty) else {
+                    return err(
+                        ErrTag::D_DEREF_NONPTR,
+                        line,
+                        "cannot dereference non-pointer type",
+                    );
+                };
+                if self.types.is_void(t) {
+                    return err(
+                        ErrTag::D_DEREF_VOID,
+                        line,
+                        "cannot dereference pointer to void",
+                    );
+                }
+                let addr = if self.types.is_pointer(v.ty) {
+                    v
+                } else {
+                    self.address_of(v)
+                        .unwrap_or_else(|| TExpr::int(0, self.basic.void_ptr, line))
+                };
+                Ok(self.read_place(Place::Mem(bx(addr), false), t, line))
+            }
+            UnOp::AddrOf => {
+                let v = self.cook(x)?;
+                if let TK::Read(p) = &v.kind {
+                    match p.as_ref() {
+                        Place::Mem(a, _) => {
+                            let pt = self.types.pointer_to(v.ty);
+                            let mut a = (**a).clone();
+                            a.ty = pt;
+                            return Ok(a);
+                        }
+                        _ => {
+                            return err(
+                                ErrTag::D_ADDROF_VAR,
+                                line,
+                                "cannot take address of dynamic variable",
+                            )
+                        }
+                    }
+                }
+                err(
+                    ErrTag::D_ADDROF_LVAL,
+                    line,
+                    "unacceptable operand for unary & operator",
+                )
+            }
+            UnOp::Neg | UnOp::Pos => {
+                let v = self.cook(x)?;
+                if !self.types.is_arith(v.ty) {
+                    return err(
+                        ErrTag::D_OP_ARITH,
+                        line,
+                        format!(
+                            "operator {} requires an operand of arithmetic type",
+                            op.text()
+                        ),
+                    );
+                }
+                if op == UnOp::Pos {
+                    return Ok(v);
+                }
+                let ty = self.types.promote_one(v.ty, &self.basic);
+                if let Some(c) = v.as_const() {
+                    return Ok(TExpr::int(
+                        self.fold_convert(c.wrapping_neg(), ty),
+                        ty,
+                        line,
+                    ));
+                }
+                Ok(TExpr {
+                    kind: TK::Unary(op, bx(v)),
+                    ty,
+                    line,
+                })
+            }
+            UnOp::BitNot => {
+                let v = self.cook(x)?;
+                if !self.types.is_integer(v.ty) {
+                    return err(
+                        ErrTag::D_OP_INT,
+                        line,
+                        "operator ~ requires an operand of integral type",
+                    );
+                }
+                let ty = self.types.promote_one(v.ty, &self.basic);
+                if let Some(c) = v.as_const() {
+                    return Ok(TExpr::int(self.fold_convert(!c, ty), ty, line));
+                }
+                Ok(TExpr {
+                    kind: TK::Unary(op, bx(v)),
+                    ty,
+                    line,
+                })
+            }
+            UnOp::LogNot => {
+                let v = self.cook(x)?;
+                if !self.types.is_scalar(v.ty) {
+                    return err(
+                        ErrTag::D_OP_SCALAR,
+                        line,
+                        "operator ! requires an operand of scalar type",
+                    );
+                }
+                if let Some(c) = v.as_const() {
+                    return Ok(TExpr::int((c == 0) as u64, self.basic.int, line));
+                }
+                Ok(TExpr {
+                    kind: TK::Unary(op, bx(v)),
+                    ty: self.basic.int,
+                    line,
+                })
+            }
+        }
+    }
+
+    /// `dt_node_is_argcompat`: whether a value of `r`'s type may be stored in or passed as `l`.
+    pub fn argcompat(&self, l: TypeId, r: &TExpr) -> bool {
+        let t = &self.types;
+        if t.compat(l, r.ty) {
+            return true;
+        }
+        if t.is_integer(l) && t.is_integer(r.ty) {
+            return true;
+        }
+        if t.is_strcompat(l) && t.is_strcompat(r.ty) {
+            return true;
+        }
+        if t.is_pointer(l) && t.is_pointer(r.ty) {
+            return t.is_vfptr(l) || t.is_vfptr(r.ty) || t.compat(l, r.ty);
+        }
+        if t.is_pointer(l) && r.as_const() == Some(0) {
+            return true;
+        }
+        false
+    }
+
+    fn cook_assign(&mut self, op: Option<BinOp>, l: &Expr, r: &Expr, line: u32) -> CResult<TExpr> {
+        let optext = op
+            .map(|o| format!("{}=", o.text()))
+            .unwrap_or_else(|| "=".into());
+        let Some(bop) = op else {
+            let (place, lty) = self.lvalue(l, line, &optext, true)?;
+            let rv = self.cook(r)?;
+            if self.types.is_void(rv.ty) {
+                return err(
+                    ErrTag::D_OP_INCOMPAT,
+                    line,
+                    format!(
+                        "operands have incompatible types: \"{}\" = \"void\"",
+                        self.tname(lty)
+                    ),
+                );
+            }
+            let lty = if self.types.is_void(lty) {
+                self.set_place_type(&place, rv.ty);
+                rv.ty
+            } else {
+                lty
+            };
+            if matches!(
+                self.types.rkind(lty),
+                TypeKind::Array(..) | TypeKind::Function(..)
+            ) && !self.types.is_string(lty)
+            {
+                return err(
+                    ErrTag::D_OP_ARRFUN,
+                    line,
+                    format!(
+                        "operator = may not be applied to operand of type \"{}\"",
+                        self.tname(lty)
+                    ),
+                );
+            }
+            if !self.argcompat(lty, &rv) {
+                return err(
+                    ErrTag::D_OP_INCOMPAT,
+                    line,
+                    format!(
+                        "operands have incompatible types: \"{}\" = \"{}\"",
+                        self.tname(lty),
+                        self.tname(rv.ty)
+                    ),
+                );
+            }
+            let place = self.retype_place(place, lty);
+            let rv = self.convert(rv, lty);
+            return Ok(TExpr {
+                kind: TK::Assign(bx(place), bx(rv)),
+                ty: lty,
+                line,
+            });
+        };
+        let (place, lty) = self.lvalue(l, line, &optext, true)?;
+        if self.types.is_void(lty) {
+            let name = match &l.kind {
+                ExprKind::ScopedVar(sc, n) => format!("{}{n}", scope_prefix(*sc)),
+                ExprKind::Ident(n) => n.clone(),
+                _ => "variable".into(),
+            };
+            return err(
+                ErrTag::D_VAR_UNDEF,
+                line,
+                format!("{name} has not yet been declared or assigned"),
+            );
+        }
+        let place = self.retype_place(place, lty);
+        let cur = TExpr {
+            kind: TK::Read(bx(place.clone())),
+            ty: lty,
+            line,
+        };
+        let rv = self.cook(r)?;
+        let val = self.binary_typed(bop, cur, rv, line, &optext)?;
+        if !self.argcompat(lty, &val) {
+            return err(
+                ErrTag::D_OP_INCOMPAT,
+                line,
+                format!(
+                    "operands have incompatible types: \"{}\" {optext} \"{}\"",
+                    self.tname(lty),
+                    self.tname(val.ty)
+                ),
+            );
+        }
+        let val = self.convert(val, lty);
+        Ok(TExpr {
+            kind: TK::Assign(bx(place), bx(val)),
+            ty: lty,
+            line,
+        })
+    }
+
+    fn cook_cond(&mut self, c: &Expr, a: &Expr, b: &Expr, line: u32) -> CResult<TExpr> {
+        let c = self.cook(c)?;
+        let a = self.cook(a)?;
+        let b = self.cook(b)?;
+        if !self.types.is_scalar(c.ty) {
+            return err(
+                ErrTag::D_OP_SCALAR,
+                line,
+                "operator ?: expression must be of scalar type",
+            );
+        }
+        let t = &self.types;
+        let ty = if t.compat(a.ty, b.ty) {
+            a.ty
+        } else if t.is_integer(a.ty) && t.is_integer(b.ty) {
+            t.promote(a.ty, b.ty, &self.basic)
+        } else if t.is_strcompat(a.ty)
+            && t.is_strcompat(b.ty)
+            && (t.is_string(a.ty) || t.is_string(b.ty))
+        {
+            self.basic.string
+        } else if t.is_pointer(a.ty) && (t.is_pointer(b.ty) || b.as_const() == Some(0)) {
+            a.ty
+        } else if t.is_pointer(b.ty) && a.as_const() == Some(0) {
+            b.ty
+        } else {
+            return err(
+                ErrTag::D_OP_INCOMPAT,
+                line,
+                "operator ?: operands must have compatible types",
+            );
+        };
+        if let Some(v) = c.as_const() {
+            return Ok(if v != 0 {
+                TExpr { ty, ..a }
+            } else {
+                TExpr { ty, ..b }
+            });
+        }
+        Ok(TExpr {
+            kind: TK::Cond(bx(c), bx(a), bx(b)),
+            ty,
+            line,
+        })
+    }
+
+    fn cook_binary(&mut self, op: BinOp, l: &Expr, r: &Expr, line: u32) -> CResult<TExpr> {
+        let lv = self.cook(l)?;
+        let rv = self.cook(r)?;
+        self.binary_typed(op, lv, rv, line, op.text())
+    }
+
+    fn binary_typed(
+        &mut self,
+        op: BinOp,
+        lv: TExpr,
+        rv: TExpr,
+        line: u32,
+        optext: &str,
+    ) -> CResult<TExpr> {
+        use BinOp::*;
+        let incompat = |s: &Self, lv: &TExpr, rv: &TExpr| {
+            err(
+                ErrTag::D_OP_INCOMPAT,
+                line,
+                format!(
+                    "operands have incompatible types: \"{}\" {optext} \"{}\"",
+                    s.tname(lv.ty),
+                    s.tname(rv.ty)
+                ),
+            )
+        };
+        match op {
+            LogAnd | LogOr | LogXor => {
+                if !self.types.is_scalar(lv.ty) || !self.types.is_scalar(rv.ty) {
+                    return err(
+                        ErrTag::D_OP_SCALAR,
+                        line,
+                        format!("operator {optext} requires operands of scalar type"),
+                    );
+                }
+                if let (Some(a), Some(b)) = (lv.as_const(), rv.as_const()) {
+                    let (a, b) = (a != 0, b != 0);
+                    let v = match op {
+                        LogAnd => a && b,
+                        LogOr => a || b,
+                        _ => a ^ b,
+                    };
+                    return Ok(TExpr::int(v as u64, self.basic.int, line));
+                }
+                Ok(TExpr {
+                    kind: TK::Logical(op, bx(lv), bx(rv)),
+                    ty: self.basic.int,
+                    line,
+                })
+            }
+            Lt | Le | Gt | Ge | Eq | Ne => {
+                let t = &self.types;
+                let kind = if t.is_strcompat(lv.ty)
+                    && t.is_strcompat(rv.ty)
+                    && (t.is_string(lv.ty) || t.is_string(rv.ty))
+                {
+                    CmpKind::String
+                } else if t.is_integer(lv.ty) && t.is_integer(rv.ty) {
+                    if t.is_signed(t.promote(lv.ty, rv.ty, &self.basic)) {
+                        CmpKind::Signed
+                    } else {
+                        CmpKind::Unsigned
+                    }
+                } else if t.compat(lv.ty, rv.ty)
+                    || (t.is_pointer(lv.ty) && (t.is_pointer(rv.ty) || t.is_integer(rv.ty)))
+                    || (t.is_pointer(rv.ty) && t.is_integer(lv.ty))
+                {
+                    if t.is_string(lv.ty) {
+                        CmpKind::String
+                    } else if t.is_scalar(lv.ty) {
+                        CmpKind::Unsigned
+                    } else {
+                        return incompat(self, &lv, &rv);
+                    }
+                } else {
+                    return incompat(self, &lv, &rv);
+                };
+                if let (Some(a), Some(b), CmpKind::Signed | CmpKind::Unsigned) =
+                    (lv.as_const(), rv.as_const(), kind)
+                {
+                    let ord = if kind == CmpKind::Signed {
+                        (a as i64).cmp(&(b as i64))
+                    } else {
+                        a.cmp(&b)
+                    };
+                    let v = match op {
+                        Lt => ord.is_lt(),
+                        Le => ord.is_le(),
+                        Gt => ord.is_gt(),
+                        Ge => ord.is_ge(),
+                        Eq => ord.is_eq(),
+                        _ => ord.is_ne(),
+                    };
+                    return Ok(TExpr::int(v as u64, self.basic.int, line));
+                }
+                Ok(TExpr {
+                    kind: TK::Cmp(op, bx(lv), bx(rv), kind),
+                    ty: self.basic.int,
+                    line,
+                })
+            }
+            Add | Sub => {
+                let t = &self.types;
+                let lp = t.is_string(lv.ty) || (t.is_pointer(lv.ty) && !t.is_vfptr(lv.ty));
+                let rp = t.is_string(rv.ty) || (t.is_pointer(rv.ty) && !t.is_vfptr(rv.ty));
+                let li = t.is_integer(lv.ty);
+                let ri = t.is_integer(rv.ty);
+                if li && ri {
+                    let ty = t.promote(lv.ty, rv.ty, &self.basic);
+                    return self.arith(op, lv, rv, ty, line);
+                }
+                if lp && ri && !t.is_string(lv.ty) {
+                    let elem = t.pointee(lv.ty).unwrap_or(self.basic.char);
+                    return Ok(self.ptr_add(lv, rv, elem, op, line));
+                }
+                if li && rp && op == Add && !t.is_string(rv.ty) {
+                    let elem = t.pointee(rv.ty).unwrap_or(self.basic.char);
+                    return Ok(self.ptr_add(rv, lv, elem, Add, line));
+                }
+                if lp && rp && op == Sub && t.compat(lv.ty, rv.ty) && !t.is_string(lv.ty) {
+                    let elem = t.pointee(lv.ty).unwrap_or(self.basic.char);
+                    let size = t.size(elem).max(1);
+                    let pd = self.basic.ptrdiff_t;
+                    let diff = TExpr {
+                        kind: TK::Binary(Sub, bx(lv), bx(rv)),
+                        ty: pd,
+                        line,
+                    };
+                    if size == 1 {
+                        return Ok(diff);
+                    }
+                    return Ok(TExpr {
+                        kind: TK::Binary(Div, bx(diff), bx(TExpr::int(size, pd, line))),
+                        ty: pd,
+                        line,
+                    });
+                }
+                incompat(self, &lv, &rv)
+            }
+            Mul | Div => {
+                if !self.types.is_arith(lv.ty) || !self.types.is_arith(rv.ty) {
+                    return err(
+                        ErrTag::D_OP_ARITH,
+                        line,
+                        format!("operator {optext} requires operands of arithmetic type"),
+                    );
+                }
+                let ty = self.types.promote(lv.ty, rv.ty, &self.basic);
+                self.arith(op, lv, rv, ty, line)
+            }
+            Mod | BitAnd | BitOr | BitXor => {
+                if !self.types.is_integer(lv.ty) || !self.types.is_integer(rv.ty) {
+                    return err(
+                        ErrTag::D_OP_INT,
+                        line,
+                        format!("operator {optext} requires operands of integral type"),
+                    );
+                }
+                let ty = self.types.promote(lv.ty, rv.ty, &self.basic);
+                self.arith(op, lv, rv, ty, line)
+            }
+            Shl | Shr => {
+                if !self.types.is_integer(lv.ty) || !self.types.is_integer(rv.ty) {
+                    return err(
+                        ErrTag::D_OP_INT,
+                        line,
+                        format!("operator {optext} requires operands of integral type"),
+                    );
+                }
+                let ty = self.types.promote_one(lv.ty, &self.basic);
+                self.arith(op, lv, rv, ty, line)
+            }
+        }
+    }
+
+    /// An integer or pointer arithmetic node of type `ty`, folded when both sides are constant.
+    fn arith(&self, op: BinOp, lv: TExpr, rv: TExpr, ty: TypeId, line: u32) -> CResult<TExpr> {
+        use BinOp::*;
+        if matches!(op, Div | Mod) && rv.as_const() == Some(0) {
+            return err(
+                ErrTag::D_DIV_ZERO,
+                line,
+                "expression contains division by zero",
+            );
+        }
+        if let (Some(a), Some(b)) = (lv.as_const(), rv.as_const()) {
+            let signed = self.types.is_signed(ty);
+            let v = match op {
+                Add => a.wrapping_add(b),
+                Sub => a.wrapping_sub(b),
+                Mul => a.wrapping_mul(b),
+                Div if signed => (a as i64).wrapping_div(b as i64) as u64,
+                Div => a / b,
+                Mod if signed => (a as i64).wrapping_rem(b as i64) as u64,
+                Mod => a % b,
+                BitAnd => a & b,
+                BitOr => a | b,
+                BitXor => a ^ b,
+                Shl => a.wrapping_shl(b as u32),
+                Shr if signed => ((a as i64).wrapping_shr(b as u32)) as u64,
+                Shr => a.wrapping_shr(b as u32),
+                _ => a,
+            };
+            return Ok(TExpr::int(self.fold_convert(v, ty), ty, line));
+        }
+        Ok(TExpr {
+            kind: TK::Binary(op, bx(lv), bx(rv)),
+            ty,
+            line,
+        })
+    }
+
+    /// A cast of `v` to `to`.
+    pub fn cook_cast(&mut self, v: TExpr, to: TypeId, line: u32) -> CResult<TExpr> {
+        let t = &self.types;
+        let ok = t.compat(to, v.ty)
+            || (t.is_scalar(to) && t.is_scalar(v.ty))
+            || t.is_void(to)
+            || (t.is_pointer(to) && t.pointee(v.ty).is_some())
+            || (t.is_string(to) && (t.is_scalar(v.ty) || t.is_strcompat(v.ty)));
+        if !ok {
+            return err(
+                ErrTag::D_CAST_INVAL,
+                line,
+                format!(
+                    "invalid cast expression: \"{}\" to \"{}\"",
+                    self.tname(v.ty),
+                    self.tname(to)
+                ),
+            );
+        }
+        if t.is_integer(to) {
+            return Ok(self.convert(v, to));
+        }
+        if t.is_pointer(to) && t.is_integer(v.ty) && t.size(v.ty) < t.size(to) {
+            let ul = self.basic.ulong;
+            let w = self.convert(v, ul);
+            return Ok(TExpr {
+                kind: TK::Retype(bx(w)),
+                ty: to,
+                line,
+            });
+        }
+        if let Some(c) = v.as_const() {
+            return Ok(TExpr::int(c, to, line));
+        }
+        Ok(TExpr {
+            kind: TK::Retype(bx(v)),
+            ty: to,
+            line,
+        })
+    }
+
+    fn cook_call(&mut self, n: &str, args: &[Expr], line: u32) -> CResult<TExpr> {
+        let Some(p) = subr_proto(n) else {
+            if is_action_name(n) {
+                return err(
+                    ErrTag::D_CG_EXPR,
+                    line,
+                    format!(
+                        "{n}( ) may not be called from a D expression (D program context required)"
+                    ),
+                );
+            }
+            if self.globals.vars.contains_key(n) || builtin_var(n).is_some() {
+                return err(
+                    ErrTag::D_FUNC_IDKIND,
+                    line,
+                    format!("variable '{n}' may not be referenced as function"),
+                );
+            }
+            return err(
+                ErrTag::D_FUNC_UNDEF,
+                line,
+                format!("undefined function name: {n}"),
+            );
+        };
+        if p.destructive && !self.opts.destructive {
+            return err(
+                ErrTag::D_ACT_DESTRUCT,
+                line,
+                format!("{n}( ) is a destructive subroutine: destructive actions are not allowed (use -w)"),
+            );
+        }
+        if args.len() < p.required || args.len() > p.params.len() {
+            let atleast = if p.required < p.params.len() {
+                "at least "
+            } else {
+                ""
+            };
+            return err(
+                ErrTag::D_PROTO_LEN,
+                line,
+                format!(
+                    "{n}( ) prototype mismatch: {} arg{} passed, {atleast}{} expected",
+                    args.len(),
+                    if args.len() == 1 { "" } else { "s" },
+                    p.required
+                ),
+            );
+        }
+        let mut targs = Vec::new();
+        for (i, a) in args.iter().enumerate() {
+            let v = self.cook(a)?;
+            let pt = self.named_type(p.params[i]);
+            let ok = if self.types.is_pointer(pt) {
+                self.types.is_pointer(v.ty) || v.as_const() == Some(0)
+            } else {
+                self.argcompat(pt, &v)
+            };
+            if !ok {
+                return err(
+                    ErrTag::D_PROTO_ARG,
+                    line,
+                    format!(
+                        "{n}( ) argument #{} is incompatible with prototype:\n\tprototype: {}\n\t argument: {}",
+                        i + 1,
+                        p.params[i],
+                        self.tname(v.ty)
+                    ),
+                );
+            }
+            let v = if self.types.is_integer(pt) {
+                self.convert(v, pt)
+            } else {
+                v
+            };
+            targs.push(v);
+        }
+        let ret = self.named_type(p.ret);
+        Ok(TExpr {
+            kind: TK::Call(p.subr as u16, targs),
+            ty: ret,
+            line,
+        })
+    }
+
+    fn is_builtin_array(&self, b: &Expr) -> bool {
+        match &b.kind {
+            ExprKind::Ident(n) => {
+                !self.globals.vars.contains_key(n)
+                    && !self.inlines.contains_key(n)
+                    && builtin_var(n).is_some_and(|v| v.array)
+            }
+            _ => false,
+        }
+    }
+
+    /// `args[i]`, `regs[i]`, `uregs[i]`: `args[]` takes the probe's argument types when the
+    /// [`crate::ProbeInfo`] knows them (the index must then be a constant in range).
+    fn cook_builtin_index(&mut self, b: &Expr, keys: &[Expr], line: u32) -> CResult<TExpr> {
+        let ExprKind::Ident(n) = &b.kind else {
+            return err(ErrTag::D_UNKNOWN, line, "invalid built-in array reference");
+        };
+        let Some(bv) = builtin_var(n) else {
+            return err(ErrTag::D_UNKNOWN, line, "invalid built-in array reference");
+        };
+        if keys.len() != 1 {
+            return err(
+                ErrTag::D_PROTO_LEN,
+                line,
+                format!(
+                    "{n}[ ] prototype mismatch: {} args passed, 1 expected",
+                    keys.len()
+                ),
+            );
+        }
+        let idx = self.cook(&keys[0])?;
+        if !self.types.is_integer(idx.ty) {
+            return err(
+                ErrTag::D_PROTO_ARG,
+                line,
+                format!(
+                    "{n}[ ] argument #1 is incompatible with prototype:\n\tprototype: int\n\t argument: {}",
+                    self.tname(idx.ty)
+                ),
+            );
+        }
+        let mut ty = self.named_type(bv.ty);
+        if bv.id == dtrace_dif::vars::DIF_VAR_ARGS {
+            if let Some(types) = self.probe_args.clone() {
+                let Some(i) = idx.as_const() else {
+                    return err(
+                        ErrTag::D_ARGS_IDX,
+                        line,
+                        "index for args[ ] must be an integer constant",
+                    );
+                };
+                match types.get(i as usize) {
+                    Some(t) => ty = *t,
+                    None => {
+                        return err(
+                            ErrTag::D_ARGS_IDX,
+                            line,
+                            format!(
+                                "index {} is out of range for {} args[ ]",
+                                i as i64, self.probe_name
+                            ),
+                        )
+                    }
+                }
+            }
+        }
+        let idx = self.convert(idx, self.basic.int64);
+        let raw = TExpr {
+            kind: TK::BuiltinArray(bv.id, Box::new(idx)),
+            ty: self.basic.int64,
+            line,
+        };
+        if self.types.is_integer(ty) {
+            Ok(self.convert(raw, ty))
+        } else {
+            Ok(TExpr {
+                kind: TK::Retype(Box::new(raw)),
+                ty,
+                line,
+            })
+        }
+    }
+
+    /// A kernel or user symbol (`` `sym ``, ``mod`sym``, ``` ``sym ```): the object at its address,
+    /// typed as the [`crate::ProbeInfo`] describes it.
+    fn cook_symbol(&mut self, n: &str, line: u32) -> CResult<TExpr> {
+        let (scope, name) = match n.rfind('`') {
+            Some(i) => (&n[..i], &n[i + 1..]),
+            None => ("", n),
+        };
+        let user = scope.ends_with('`');
+        let module = scope.trim_end_matches('`');
+        let module = (!module.is_empty()).then_some(module);
+        let found = self.probe_info.and_then(|p| p.symbol(module, name, user));
+        let Some((addr, tyname)) = found else {
+            return err(
+                ErrTag::D_IDENT_UNDEF,
+                line,
+                format!("failed to resolve {n}: Unknown symbol name"),
+            );
+        };
+        let Some(ty) = self.parse_type_name(&tyname) else {
+            return err(
+                ErrTag::D_SYM_NOTYPES,
+                line,
+                format!("no symbolic type information is available for {n}: {tyname}"),
+            );
+        };
+        let a = TExpr::int(addr, self.types.pointer_to(ty), line);
+        Ok(self.read_place(Place::Mem(Box::new(a), user), ty, line))
+    }
+}

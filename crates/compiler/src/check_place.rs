@@ -1,0 +1,635 @@
+//! Places: where values live and how expressions name them. `self->`/`this->`/global variables
+//! (created on first assignment), associative-array elements and their key signatures, built-in
+//! arrays, pointer and array indexing, struct and union members, lvalues for assignment and `++`/`--`,
+//! and members of translated structures (`xlate`).
+
+use crate::ast::{BinOp, Expr, ExprKind, UnOp, VarScope};
+use crate::check::Checker;
+use crate::error::{err, CResult, ErrTag};
+use crate::idents::builtin_var;
+use crate::tree::{Place, TExpr, VarRef, TK};
+use crate::types::{TypeId, TypeKind};
+
+use crate::check_expr::{scope_name, scope_prefix};
+
+fn bx<T>(t: T) -> Box<T> {
+    Box::new(t)
+}
+
+impl<'o> Checker<'o> {
+    /// The place of `self->n` / `this->n` / global `n`; `create` makes it when missing.
+    pub(crate) fn var_place(
+        &mut self,
+        sc: VarScope,
+        n: &str,
+        line: u32,
+        create: bool,
+    ) -> CResult<(Place, TypeId)> {
+        let existing = self.table(sc).vars.get(n).cloned();
+        let v = match existing {
+            Some(v) => v,
+            None if create => self.table(sc).create(n, false, line, scope_name(sc))?,
+            None => {
+                return err(
+                    ErrTag::D_VAR_UNDEF,
+                    line,
+                    format!(
+                        "{}{n} has not yet been declared or assigned",
+                        scope_prefix(sc)
+                    ),
+                )
+            }
+        };
+        if v.array {
+            return err(
+                ErrTag::D_IDENT_BADREF,
+                line,
+                format!("array '{n}' may not be referenced as scalar"),
+            );
+        }
+        let ty = match v.ty {
+            Some(t) => t,
+            None if create => self.basic.void,
+            None => {
+                return err(
+                    ErrTag::D_VAR_UNDEF,
+                    line,
+                    format!(
+                        "{}{n} has not yet been declared or assigned",
+                        scope_prefix(sc)
+                    ),
+                )
+            }
+        };
+        Ok((
+            Place::Var(VarRef {
+                scope: sc,
+                id: v.id,
+                name: n.to_string(),
+                array: false,
+                ty,
+            }),
+            ty,
+        ))
+    }
+
+    pub(crate) fn check_keys(
+        &mut self,
+        name: &str,
+        keys: &[TExpr],
+        proto: &[TypeId],
+        line: u32,
+    ) -> CResult<()> {
+        if keys.len() != proto.len() {
+            return err(
+                ErrTag::D_PROTO_LEN,
+                line,
+                format!(
+                    "{name}[ ] prototype mismatch: {} arg{} passed, {} expected",
+                    keys.len(),
+                    if keys.len() == 1 { "" } else { "s" },
+                    proto.len()
+                ),
+            );
+        }
+        for (i, (k, p)) in keys.iter().zip(proto).enumerate() {
+            if !self.argcompat(*p, k) {
+                return err(
+                    ErrTag::D_PROTO_ARG,
+                    line,
+                    format!(
+                        "{name}[ ] argument #{} is incompatible with prototype:\n\tprototype: {}\n\t argument: {}",
+                        i + 1,
+                        self.tname(*p),
+                        self.tname(k.ty)
+                    ),
+                );
+            }
+        }
+        Ok(())
+    }
+
+    pub(crate) fn cook_keys(&mut self, keys: &[Expr]) -> CResult<Vec<TExpr>> {
+        let mut out = Vec::new();
+        for (i, k) in keys.iter().enumerate() {
+            let t = self.cook(k)?;
+            if !self.types.is_scalar(t.ty) && !self.types.is_string(t.ty) {
+                return err(
+                    ErrTag::D_KEY_TYPE,
+                    k.line,
+                    format!("key #{} is of invalid type: {}", i + 1, self.tname(t.ty)),
+                );
+            }
+            out.push(t);
+        }
+        Ok(out)
+    }
+
+    /// `b[keys]`: an associative array element, a built-in array element or pointer indexing.
+    pub(crate) fn index_place(
+        &mut self,
+        b: &Expr,
+        keys: &[Expr],
+        line: u32,
+        create: bool,
+    ) -> CResult<(Place, TypeId)> {
+        let (scope, name) = match &b.kind {
+            ExprKind::Ident(n) => (VarScope::Global, n.clone()),
+            ExprKind::ScopedVar(sc, n) => (*sc, n.clone()),
+            ExprKind::Index(ib, _) if matches!(&ib.kind, ExprKind::Agg(_)) => {
+                let ExprKind::Agg(a) = &ib.kind else {
+                    return err(ErrTag::D_UNKNOWN, line, "invalid aggregation reference");
+                };
+                return err(
+                    ErrTag::D_AGG_MDIM,
+                    line,
+                    format!("improper attempt to reference @{a} as a multi-dimensional array"),
+                );
+            }
+            ExprKind::Agg(a) => {
+                return err(
+                    ErrTag::D_AGG_FUNC,
+                    line,
+                    format!("@{a} must be assigned the result of an aggregating function"),
+                )
+            }
+            _ => return self.pointer_index(b, keys, line),
+        };
+        if scope == VarScope::Global {
+            if let Some(bv) = builtin_var(&name) {
+                if !bv.array {
+                    return self.pointer_index(b, keys, line);
+                }
+                let _ = bv;
+                return err(
+                    ErrTag::D_OP_WRITE,
+                    line,
+                    "operator = can only be applied to a writable variable",
+                );
+            }
+        }
+        let existing = self.table(scope).vars.get(&name).cloned();
+        if let Some(v) = &existing {
+            if !v.array && v.ty.is_some() {
+                return self.pointer_index(b, keys, line);
+            }
+        }
+        if scope == VarScope::Local {
+            return err(
+                ErrTag::D_ARR_LOCAL,
+                line,
+                format!("local variables may not be used as associative arrays: {name}"),
+            );
+        }
+        let tk = self.cook_keys(keys)?;
+        let v = match existing {
+            Some(v) if v.array => v,
+            Some(_) => {
+                // declared or created but never typed: morph to an array
+                let t = self.table(scope);
+                let v = t.vars.get_mut(&name).expect("present");
+                v.array = true;
+                v.clone()
+            }
+            None if create => self
+                .table(scope)
+                .create(&name, true, line, scope_name(scope))?,
+            None => {
+                return err(
+                    ErrTag::D_VAR_UNDEF,
+                    line,
+                    format!(
+                        "{}{name} has not yet been declared or assigned",
+                        scope_prefix(scope)
+                    ),
+                )
+            }
+        };
+        match &v.keys {
+            Some(p) => {
+                let p = p.clone();
+                self.check_keys(&name, &tk, &p, line)?;
+            }
+            None => {
+                let sig: Vec<TypeId> = tk.iter().map(|k| k.ty).collect();
+                if let Some(v) = self.table(scope).vars.get_mut(&name) {
+                    v.keys = Some(sig);
+                }
+            }
+        }
+        let ty = match v.ty {
+            Some(t) => t,
+            None if create => self.basic.void,
+            None => {
+                return err(
+                    ErrTag::D_VAR_UNDEF,
+                    line,
+                    format!(
+                        "{}{name} has not yet been declared or assigned",
+                        scope_prefix(scope)
+                    ),
+                )
+            }
+        };
+        Ok((
+            Place::Assoc(
+                VarRef {
+                    scope,
+                    id: v.id,
+                    name,
+                    array: true,
+                    ty,
+                },
+                tk,
+            ),
+            ty,
+        ))
+    }
+
+    /// `p[i]` on pointers and arrays, `args[i]` and `regs[i]`.
+    pub(crate) fn pointer_index(
+        &mut self,
+        b: &Expr,
+        keys: &[Expr],
+        line: u32,
+    ) -> CResult<(Place, TypeId)> {
+        let base = self.cook(b)?;
+        if keys.len() != 1 {
+            return err(
+                ErrTag::D_ARR_BADREF,
+                line,
+                "cannot access expression as an associative array",
+            );
+        }
+        let idx = self.cook(&keys[0])?;
+        if !self.types.is_integer(idx.ty) {
+            return err(
+                ErrTag::D_OP_INT,
+                line,
+                "operator [ ] requires an integer index",
+            );
+        }
+        let Some(elem) = self.types.pointee(base.ty) else {
+            return err(
+                ErrTag::D_OP_INCOMPAT,
+                line,
+                format!(
+                    "operands have incompatible types: \"{}\" [ ] \"{}\"",
+                    self.tname(base.ty),
+                    self.tname(idx.ty)
+                ),
+            );
+        };
+        let addr = self.ptr_add(base, idx, elem, BinOp::Add, line);
+        Ok((Place::Mem(bx(addr), false), elem))
+    }
+
+    /// `ptr op idx * sizeof (elem)` typed as the pointer.
+    pub(crate) fn ptr_add(
+        &self,
+        ptr: TExpr,
+        idx: TExpr,
+        elem: TypeId,
+        op: BinOp,
+        line: u32,
+    ) -> TExpr {
+        let size = self.types.size(elem).max(1);
+        let pty = ptr.ty;
+        let idx = self.convert(idx, self.basic.long);
+        let scaled = if size == 1 {
+            idx
+        } else if let Some(v) = idx.as_const() {
+            TExpr::int(v.wrapping_mul(size), self.basic.long, line)
+        } else {
+            TExpr {
+                kind: TK::Binary(
+                    BinOp::Mul,
+                    bx(idx),
+                    bx(TExpr::int(size, self.basic.long, line)),
+                ),
+                ty: self.basic.long,
+                line,
+            }
+        };
+        TExpr {
+            kind: TK::Binary(op, bx(ptr), bx(scaled)),
+            ty: pty,
+            line,
+        }
+    }
+
+    /// The address of an object: for memory places, the address; for by-reference values, the value.
+    pub(crate) fn address_of(&self, e: TExpr) -> Option<TExpr> {
+        if let TK::Read(p) = &e.kind {
+            if let Place::Mem(a, _) = p.as_ref() {
+                return Some((**a).clone());
+            }
+        }
+        if self.types.is_by_ref(e.ty) {
+            return Some(e);
+        }
+        None
+    }
+
+    pub(crate) fn member_place(
+        &mut self,
+        b: &Expr,
+        m: &str,
+        arrow: bool,
+        line: u32,
+    ) -> CResult<(Place, TypeId)> {
+        let base = self.cook(b)?;
+        let op = if arrow { "->" } else { "." };
+        let (sou, addr) = if arrow {
+            let Some(t) = self
+                .types
+                .pointee(base.ty)
+                .filter(|_| self.types.is_pointer(base.ty))
+            else {
+                return err(
+                    ErrTag::D_OP_PTR,
+                    line,
+                    "operator -> must be applied to a pointer",
+                );
+            };
+            (t, base)
+        } else {
+            let t = base.ty;
+            let a = self.address_of(base);
+            (
+                t,
+                a.unwrap_or_else(|| TExpr::int(0, self.basic.void_ptr, line)),
+            )
+        };
+        match self.types.rkind(sou) {
+            TypeKind::Sou { members: Some(_), .. } => {}
+            TypeKind::Sou { members: None, .. } => {
+                return err(
+                    ErrTag::D_OP_INCOMPLETE,
+                    line,
+                    format!(
+                        "operator {op} cannot be applied to a forward declaration: no {} definition is available",
+                        self.tname(sou)
+                    ),
+                )
+            }
+            _ if arrow => {
+                return err(
+                    ErrTag::D_OP_SOU,
+                    line,
+                    format!(
+                        "operator -> cannot be applied to pointer to type \"{}\"; must be applied to a struct or union pointer",
+                        self.tname(sou)
+                    ),
+                )
+            }
+            _ => {
+                return err(
+                    ErrTag::D_OP_SOU,
+                    line,
+                    format!(
+                        "operator . cannot be applied to type \"{}\"; must be applied to a struct or union",
+                        self.tname(sou)
+                    ),
+                )
+            }
+        }
+        let Some(mb) = self.types.member(sou, m) else {
+            return err(
+                ErrTag::D_TYPE_MEMBER,
+                line,
+                format!(
+                    "{m} is not a member of {}",
+                    self.tname(self.types.resolve(sou))
+                ),
+            );
+        };
+        let ty = addr.ty;
+        let a = if mb.offset == 0 {
+            addr
+        } else {
+            TExpr {
+                kind: TK::Binary(
+                    BinOp::Add,
+                    bx(addr),
+                    bx(TExpr::int(mb.offset as u64, self.basic.long, line)),
+                ),
+                ty,
+                line,
+            }
+        };
+        Ok((Place::Mem(bx(a), false), mb.ty))
+    }
+
+    pub(crate) fn retype_place(&self, p: Place, ty: TypeId) -> Place {
+        match p {
+            Place::Var(mut v) => {
+                v.ty = ty;
+                Place::Var(v)
+            }
+            Place::Assoc(mut v, k) => {
+                v.ty = ty;
+                Place::Assoc(v, k)
+            }
+            m => m,
+        }
+    }
+
+    pub(crate) fn set_place_type(&mut self, p: &Place, ty: TypeId) {
+        let (v, _) = match p {
+            Place::Var(v) => (v, false),
+            Place::Assoc(v, _) => (v, true),
+            Place::Mem(..) => return,
+        };
+        if let Some(info) = self.table(v.scope).vars.get_mut(&v.name) {
+            if info.ty.is_none() {
+                info.ty = Some(ty);
+            }
+        }
+    }
+
+    /// A writable place for an assignment or `++`/`--`; `create` instantiates variables.
+    pub(crate) fn lvalue(
+        &mut self,
+        x: &Expr,
+        line: u32,
+        op: &str,
+        create: bool,
+    ) -> CResult<(Place, TypeId)> {
+        match &x.kind {
+            ExprKind::Ident(n) if n == "self" || n == "this" => {
+                err(ErrTag::D_SYNTAX, line, format!("syntax error near \"{n}\""))
+            }
+            ExprKind::Ident(n) => {
+                if self.inlines.contains_key(n)
+                    || builtin_var(n).is_some()
+                    || self.enums.contains_key(n)
+                {
+                    return err(
+                        ErrTag::D_OP_WRITE,
+                        line,
+                        format!("operator {op} can only be applied to a writable variable"),
+                    );
+                }
+                if n.contains('`') {
+                    return err(
+                        ErrTag::D_IDENT_UNDEF,
+                        line,
+                        format!("failed to resolve {n}: Unknown symbol name"),
+                    );
+                }
+                self.var_place(VarScope::Global, n, line, create)
+            }
+            ExprKind::ScopedVar(sc, n) => self.var_place(*sc, n, line, create),
+            ExprKind::Index(b, keys) => {
+                let (p, t) = self.index_place(b, keys, line, create)?;
+                self.writable_mem(p, t, line, op)
+            }
+            ExprKind::Member(b, m, arrow) => {
+                let (p, t) = self.member_place(b, m, *arrow, line)?;
+                self.writable_mem(p, t, line, op)
+            }
+            ExprKind::Unary(UnOp::Deref, _) => {
+                let v = self.cook(x)?;
+                match v.kind {
+                    TK::Read(p) => self.writable_mem(*p, v.ty, line, op),
+                    _ => err(
+                        ErrTag::D_OP_LVAL,
+                        line,
+                        format!("operator {op} requires modifiable lvalue as an operand"),
+                    ),
+                }
+            }
+            ExprKind::Agg(a) => err(
+                ErrTag::D_AGG_FUNC,
+                line,
+                format!("@{a} must be assigned the result of an aggregating function"),
+            ),
+            _ => {
+                let _ = self.cook(x)?;
+                err(
+                    ErrTag::D_OP_LVAL,
+                    line,
+                    format!("operator {op} requires modifiable lvalue as an operand"),
+                )
+            }
+        }
+    }
+
+    /// `xlate<T>(e).m` / `xlate<T *>(e)->m`: the translator's conversion for `m` with its parameter
+    /// bound to `e`.
+    pub(crate) fn cook_xlate_member(
+        &mut self,
+        b: &Expr,
+        m: &str,
+        arrow: bool,
+        line: u32,
+    ) -> CResult<TExpr> {
+        let ExprKind::Xlate(tn, x) = &b.kind else {
+            return err(ErrTag::D_UNKNOWN, line, "invalid translation");
+        };
+        let to = self.resolve_type_name(tn)?;
+        let out = if arrow {
+            match self.types.pointee(to).filter(|_| self.types.is_pointer(to)) {
+                Some(t) => t,
+                None => {
+                    return err(
+                        ErrTag::D_OP_PTR,
+                        line,
+                        "operator -> must be applied to a pointer",
+                    )
+                }
+            }
+        } else {
+            to
+        };
+        let v = self.cook(x)?;
+        let found = self.translators.iter().find(|t| {
+            self.types.compat(t.output, out)
+                && (self.types.compat(t.input, v.ty)
+                    || (self.types.is_integer(t.input) && self.types.is_integer(v.ty))
+                    || (self.types.is_pointer(t.input) && self.types.is_pointer(v.ty)))
+        });
+        let Some(xl) = found.cloned() else {
+            return err(
+                ErrTag::D_XLATE_NONE,
+                line,
+                format!(
+                    "cannot translate from \"{}\" to \"{}\"",
+                    self.tname(v.ty),
+                    self.tname(to)
+                ),
+            );
+        };
+        let Some(mb) = xl.members.iter().find(|mb| mb.name == m) else {
+            return err(
+                ErrTag::D_XLATE_NOCONV,
+                line,
+                format!("translator does not define conversion for member: {m}"),
+            );
+        };
+        let Some(target) = self.types.member(xl.output, m) else {
+            return err(
+                ErrTag::D_TYPE_MEMBER,
+                line,
+                format!("{m} is not a member of {}", self.tname(xl.output)),
+            );
+        };
+        let arg = self.convert(v, xl.input);
+        let saved = self.inlines.insert(
+            xl.param.clone(),
+            crate::check::Inline {
+                ty: xl.input,
+                expr: arg,
+            },
+        );
+        let r = self.cook(&mb.expr);
+        match saved {
+            Some(s) => {
+                self.inlines.insert(xl.param.clone(), s);
+            }
+            None => {
+                self.inlines.remove(&xl.param);
+            }
+        }
+        let r = r?;
+        if !self.argcompat(target.ty, &r) {
+            return err(
+                ErrTag::D_XLATE_INCOMPAT,
+                mb.line,
+                format!(
+                    "translator member {m} definition uses incompatible types: \"{}\" = \"{}\"",
+                    self.tname(target.ty),
+                    self.tname(r.ty)
+                ),
+            );
+        }
+        Ok(self.convert(r, target.ty))
+    }
+
+    /// Memory places are writable only inside D variables (scalar arrays, struct members of D
+    /// variables), as DTrace's `DT_NF_WRITABLE` propagation allows; variables pass through.
+    fn writable_mem(&self, p: Place, t: TypeId, line: u32, op: &str) -> CResult<(Place, TypeId)> {
+        let Place::Mem(a, _) = &p else {
+            return Ok((p, t));
+        };
+        if in_variable(a) && !self.types.is_by_ref(t) {
+            return Ok((p, t));
+        }
+        err(
+            ErrTag::D_OP_WRITE,
+            line,
+            format!("operator {op} can only be applied to a writable variable"),
+        )
+    }
+}
+
+/// Whether an address points into a D variable's storage.
+fn in_variable(a: &TExpr) -> bool {
+    match &a.kind {
+        TK::Read(p) => matches!(p.as_ref(), Place::Var(_) | Place::Assoc(..)),
+        TK::Binary(BinOp::Add, l, _) => in_variable(l),
+        TK::Retype(x) => in_variable(x),
+        _ => false,
+    }
+}

@@ -1,0 +1,201 @@
+//! The identifiers D predefines: built-in variables (spec ch.9) with their types and DIF ids, and the
+//! subroutines (spec ch.10) with their prototypes. Actions and aggregating functions are in
+//! [`crate::check_action`].
+
+use dtrace_dif::subr::Subr;
+use dtrace_dif::vars::*;
+
+/// `cpu`: not in `dtrace_dif::vars`; numbered as in FreeBSD/OpenDTrace (`DIF_VAR_CPU`, type `int`).
+pub const DIF_VAR_CPU: u32 = 0x0200;
+
+/// A built-in variable.
+#[derive(Debug, Clone, Copy)]
+pub struct BuiltinVar {
+    pub name: &'static str,
+    pub id: u32,
+    /// Type name (element type for arrays).
+    pub ty: &'static str,
+    /// Indexed with `[]` (`args`, `regs`, `uregs`).
+    pub array: bool,
+}
+
+const fn bv(name: &'static str, id: u32, ty: &'static str) -> BuiltinVar {
+    BuiltinVar {
+        name,
+        id,
+        ty,
+        array: false,
+    }
+}
+
+/// Every built-in variable.
+pub const BUILTIN_VARS: &[BuiltinVar] = &[
+    BuiltinVar {
+        name: "args",
+        id: DIF_VAR_ARGS,
+        ty: "int64_t",
+        array: true,
+    },
+    BuiltinVar {
+        name: "regs",
+        id: DIF_VAR_REGS,
+        ty: "uint64_t",
+        array: true,
+    },
+    BuiltinVar {
+        name: "uregs",
+        id: DIF_VAR_UREGS,
+        ty: "uint64_t",
+        array: true,
+    },
+    bv("curthread", DIF_VAR_CURTHREAD, "void *"),
+    bv("timestamp", DIF_VAR_TIMESTAMP, "uint64_t"),
+    bv("vtimestamp", DIF_VAR_VTIMESTAMP, "uint64_t"),
+    bv("ipl", DIF_VAR_IPL, "uint_t"),
+    bv("epid", DIF_VAR_EPID, "uint_t"),
+    bv("id", DIF_VAR_ID, "uint_t"),
+    bv("arg0", DIF_VAR_ARG0, "int64_t"),
+    bv("arg1", DIF_VAR_ARG0 + 1, "int64_t"),
+    bv("arg2", DIF_VAR_ARG0 + 2, "int64_t"),
+    bv("arg3", DIF_VAR_ARG0 + 3, "int64_t"),
+    bv("arg4", DIF_VAR_ARG0 + 4, "int64_t"),
+    bv("arg5", DIF_VAR_ARG0 + 5, "int64_t"),
+    bv("arg6", DIF_VAR_ARG0 + 6, "int64_t"),
+    bv("arg7", DIF_VAR_ARG0 + 7, "int64_t"),
+    bv("arg8", DIF_VAR_ARG0 + 8, "int64_t"),
+    bv("arg9", DIF_VAR_ARG9, "int64_t"),
+    bv("stackdepth", DIF_VAR_STACKDEPTH, "uint_t"),
+    bv("caller", DIF_VAR_CALLER, "uintptr_t"),
+    bv("probeprov", DIF_VAR_PROBEPROV, "string"),
+    bv("probemod", DIF_VAR_PROBEMOD, "string"),
+    bv("probefunc", DIF_VAR_PROBEFUNC, "string"),
+    bv("probename", DIF_VAR_PROBENAME, "string"),
+    bv("pid", DIF_VAR_PID, "pid_t"),
+    bv("tid", DIF_VAR_TID, "id_t"),
+    bv("execname", DIF_VAR_EXECNAME, "string"),
+    bv("zonename", DIF_VAR_ZONENAME, "string"),
+    bv("walltimestamp", DIF_VAR_WALLTIMESTAMP, "int64_t"),
+    bv("ustackdepth", DIF_VAR_USTACKDEPTH, "uint_t"),
+    bv("ucaller", DIF_VAR_UCALLER, "uint64_t"),
+    bv("ppid", DIF_VAR_PPID, "pid_t"),
+    bv("uid", DIF_VAR_UID, "uid_t"),
+    bv("gid", DIF_VAR_GID, "gid_t"),
+    bv("errno", DIF_VAR_ERRNO, "int"),
+    bv("execargs", DIF_VAR_EXECARGS, "string"),
+    bv("cpu", DIF_VAR_CPU, "int"),
+];
+
+/// Looks up a built-in variable.
+pub fn builtin_var(name: &str) -> Option<&'static BuiltinVar> {
+    BUILTIN_VARS.iter().find(|v| v.name == name)
+}
+
+/// A subroutine prototype: parameter type names, how many are required, the return type name.
+#[derive(Debug, Clone, Copy)]
+pub struct SubrProto {
+    pub subr: Subr,
+    pub ret: &'static str,
+    pub params: &'static [&'static str],
+    pub required: usize,
+    pub destructive: bool,
+}
+
+const fn sp(subr: Subr, ret: &'static str, params: &'static [&'static str]) -> SubrProto {
+    SubrProto {
+        subr,
+        ret,
+        params,
+        required: params.len(),
+        destructive: false,
+    }
+}
+
+const fn spo(
+    subr: Subr,
+    ret: &'static str,
+    params: &'static [&'static str],
+    required: usize,
+) -> SubrProto {
+    SubrProto {
+        subr,
+        ret,
+        params,
+        required,
+        destructive: false,
+    }
+}
+
+const fn spd(subr: Subr, ret: &'static str, params: &'static [&'static str]) -> SubrProto {
+    SubrProto {
+        subr,
+        ret,
+        params,
+        required: params.len(),
+        destructive: true,
+    }
+}
+
+/// Every subroutine D scripts may call.
+pub const SUBR_PROTOS: &[SubrProto] = &[
+    sp(Subr::Rand, "int", &[]),
+    sp(Subr::MutexOwned, "int", &["void *"]),
+    sp(Subr::MutexOwner, "void *", &["void *"]),
+    sp(Subr::MutexTypeAdaptive, "int", &["void *"]),
+    sp(Subr::MutexTypeSpin, "int", &["void *"]),
+    sp(Subr::RwReadHeld, "int", &["void *"]),
+    sp(Subr::RwWriteHeld, "int", &["void *"]),
+    sp(Subr::RwIswriter, "int", &["void *"]),
+    sp(Subr::Copyin, "void *", &["uintptr_t", "size_t"]),
+    spo(Subr::Copyinstr, "string", &["uintptr_t", "size_t"], 1),
+    sp(Subr::Speculation, "int", &[]),
+    sp(Subr::Progenyof, "int", &["pid_t"]),
+    sp(Subr::Strlen, "size_t", &["string"]),
+    spd(Subr::Copyout, "void", &["void *", "uintptr_t", "size_t"]),
+    spd(Subr::Copyoutstr, "void", &["string", "uintptr_t", "size_t"]),
+    sp(Subr::Alloca, "void *", &["size_t"]),
+    sp(Subr::Bcopy, "void", &["void *", "void *", "size_t"]),
+    sp(Subr::Copyinto, "void", &["uintptr_t", "size_t", "void *"]),
+    sp(Subr::Msgdsize, "size_t", &["void *"]),
+    sp(Subr::Msgsize, "size_t", &["void *"]),
+    sp(Subr::Getmajor, "major_t", &["dev_t"]),
+    sp(Subr::Getminor, "minor_t", &["dev_t"]),
+    sp(Subr::DdiPathname, "string", &["void *", "int"]),
+    sp(Subr::Strjoin, "string", &["string", "string"]),
+    spo(Subr::Lltostr, "string", &["int64_t", "int"], 1),
+    sp(Subr::Basename, "string", &["string"]),
+    sp(Subr::Dirname, "string", &["string"]),
+    sp(Subr::Cleanpath, "string", &["string"]),
+    sp(Subr::Strchr, "string", &["string", "char"]),
+    sp(Subr::Strrchr, "string", &["string", "char"]),
+    sp(Subr::Strstr, "string", &["string", "string"]),
+    sp(Subr::Strtok, "string", &["string", "string"]),
+    spo(Subr::Substr, "string", &["string", "int", "int"], 2),
+    spo(Subr::Index, "int", &["string", "string", "int"], 2),
+    spo(Subr::Rindex, "int", &["string", "string", "int"], 2),
+    sp(Subr::Htons, "uint16_t", &["uint16_t"]),
+    sp(Subr::Htonl, "uint32_t", &["uint32_t"]),
+    sp(Subr::Htonll, "uint64_t", &["uint64_t"]),
+    sp(Subr::Ntohs, "uint16_t", &["uint16_t"]),
+    sp(Subr::Ntohl, "uint32_t", &["uint32_t"]),
+    sp(Subr::Ntohll, "uint64_t", &["uint64_t"]),
+    sp(Subr::InetNtop, "string", &["int", "void *"]),
+    sp(Subr::InetNtoa, "string", &["ipaddr_t *"]),
+    sp(Subr::InetNtoa6, "string", &["void *"]),
+    sp(Subr::Toupper, "string", &["string"]),
+    sp(Subr::Tolower, "string", &["string"]),
+    sp(Subr::Memref, "uintptr_t *", &["uintptr_t", "size_t"]),
+    sp(Subr::SxSharedHeld, "int", &["void *"]),
+    sp(Subr::SxExclusiveHeld, "int", &["void *"]),
+    sp(Subr::SxIsexclusive, "int", &["void *"]),
+    sp(Subr::Memstr, "string", &["void *", "char", "size_t"]),
+    sp(Subr::Getf, "void *", &["int"]),
+    sp(Subr::Json, "string", &["string", "string"]),
+    spo(Subr::Strtoll, "int64_t", &["string", "int"], 1),
+    sp(Subr::Random, "uint64_t", &[]),
+];
+
+/// Looks up a subroutine prototype by D name.
+pub fn subr_proto(name: &str) -> Option<&'static SubrProto> {
+    let s = Subr::from_name(name)?;
+    SUBR_PROTOS.iter().find(|p| p.subr == s)
+}

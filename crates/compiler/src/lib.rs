@@ -1,0 +1,205 @@
+//! The D compiler: D source text to the program description the framework executes.
+//!
+//! It owns D's lexer ([`lexer`]), parser ([`parser`], [`ast`]), macro variables ([`macros`]), types
+//! ([`types`], with [`types::TypeSource`] for CTF-backed types), the checker that types and resolves
+//! every expression and reports DTrace's `D_*` errors ([`check`], [`check_expr`], [`check_place`], [`check_decl`],
+//! [`check_action`], [`printf`], [`ifsplit`]), code generation to DIF ([`cg`]), lowering to ECB descriptions
+//! ([`lower`]) and the `dtrace -S` listing ([`mod@listing`]). It does not execute DIF (that is
+//! `dtrace-dif`/`dtrace-framework`) nor know which probes exist (the consumer matches descriptions).
+//!
+//! Entry points: [`compile`] (and [`compile_with`] for CTF-backed [`TypeSource`]s and a
+//! [`ProbeInfo`] giving `args[]` types and symbols); errors are [`CompileError`]s that render as
+//! `dtrace(1)` prints them for `-s` ([`CompileError::render_script`]) and `-n`
+//! ([`CompileError::render_specifier`]); [`listing()`] is the `-S` listing.
+//!
+//! Conventions beyond those of `dtrace_dif::program` (what the framework and consumer must know):
+//! - a statement that records nothing (`x = 1;`) is a `DifExpr` action whose object returns a
+//!   zero-size type: no record;
+//! - `quantize`/`lquantize`/`llquantize` increments are a zero-size `DifExpr` just before the
+//!   aggregating action, counted in its `ntuple` (DTrace's `dtag_hasarg`);
+//! - `printa()` without a format has `arg` = [`NO_FORMAT`];
+//! - `trunc(@a, n)`, `normalize(@a, n)`, `setopt(name, value)`: the library action's object yields
+//!   the aggregation id (or option name); the second argument follows as a `DifExpr`;
+//! - `sym()`/`func()`/`mod()`/`usym()`/`ufunc()`/`umod()`/`uaddr()` keys and `printf` arguments are
+//!   actions of those kinds; `stack()`/`ustack()`/`jstack()` likewise;
+//! - `if`/`else` is compiled by splitting the clause into several ECBs for the same probes guarded by
+//!   clause-local variables, so clause-locals must keep their values across the ECBs of one firing;
+//! - `cpu` is built-in variable `0x0200` (`idents::DIF_VAR_CPU`).
+
+pub mod ast;
+pub mod cg;
+pub mod check;
+pub mod check_action;
+pub mod check_decl;
+pub mod check_expr;
+pub mod check_place;
+pub mod cpp;
+pub mod error;
+pub mod idents;
+pub mod ifsplit;
+pub mod lexer;
+pub mod listing;
+pub mod lower;
+pub mod macros;
+pub mod options;
+pub mod parser;
+pub mod printf;
+pub mod tree;
+pub mod types;
+
+use std::collections::HashSet;
+
+use dtrace_dif::program::{AggregationDesc, Program};
+
+pub use check_action::NO_FORMAT;
+pub use error::{CompileError, ErrTag};
+pub use options::{CompileOptions, SourceKind};
+pub use types::{DataModel, TypeSource};
+
+use dtrace_dif::program::ProbeDesc;
+
+/// What the compiler may learn about the traced system: the native argument types (`args[]`) of the
+/// probes a description matches, and kernel or user symbols, with C type names (`"int"`,
+/// `"char *"`, `"struct file *"`) resolved through the type table and its [`TypeSource`]s.
+pub trait ProbeInfo: Sync {
+    /// Argument types of the probes `desc` matches, or `None` when unknown or not uniform.
+    fn arg_types(&self, desc: &ProbeDesc) -> Option<Vec<String>>;
+
+    /// Address and type of symbol `name` (in `module`, or any module; `user` for ``` `` ```).
+    fn symbol(&self, module: Option<&str>, name: &str, user: bool) -> Option<(u64, String)> {
+        let _ = (module, name, user);
+        None
+    }
+}
+
+use ast::Item;
+use check::Checker;
+use error::CResult;
+use macros::MacroEnv;
+use types::TypeTable;
+
+/// Compiles a D program.
+pub fn compile(source: &str, opts: &CompileOptions) -> Result<Program, CompileError> {
+    compile_with_types(source, opts, Vec::new())
+}
+
+/// Compiles a D program with extra type sources (CTF, BTF).
+///
+/// The passes run on a thread of their own with a large stack, so that the recursion the depth limits
+/// allow never exhausts a small caller stack.
+pub fn compile_with_types(
+    source: &str,
+    opts: &CompileOptions,
+    sources: Vec<Box<dyn TypeSource>>,
+) -> Result<Program, CompileError> {
+    compile_with(source, opts, sources, None)
+}
+
+/// Compiles a D program with extra type sources and a source of probe argument types.
+pub fn compile_with(
+    source: &str,
+    opts: &CompileOptions,
+    sources: Vec<Box<dyn TypeSource>>,
+    probes: Option<&dyn ProbeInfo>,
+) -> Result<Program, CompileError> {
+    std::thread::scope(|s| {
+        match std::thread::Builder::new()
+            .name("dtrace-compile".into())
+            .stack_size(COMPILE_STACK)
+            .spawn_scoped(s, || compile_here(source, opts, sources, probes))
+        {
+            Ok(h) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
+            Err(_) => Err(CompileError::new(
+                ErrTag::D_UNKNOWN,
+                0,
+                "failed to start the compiler thread",
+            )),
+        }
+    })
+}
+
+/// Stack size of the compiler thread.
+const COMPILE_STACK: usize = 64 << 20;
+
+fn compile_here(
+    source: &str,
+    opts: &CompileOptions,
+    sources: Vec<Box<dyn TypeSource>>,
+    probes: Option<&dyn ProbeInfo>,
+) -> Result<Program, CompileError> {
+    let pre;
+    let text = if opts.cpp {
+        pre = cpp::preprocess(source, opts)?;
+        pre.as_str()
+    } else {
+        source
+    };
+    let (mut types, basic) = TypeTable::new(opts.model);
+    for s in sources {
+        types.add_source(s);
+    }
+    let env = MacroEnv {
+        args: opts.args.clone(),
+        named: opts.macros.clone(),
+        default_args: opts.default_args,
+    };
+    let names: HashSet<String> = types.typedef_names().into_iter().collect();
+    let parser = parser::Parser::new(text, env, names, opts.source == SourceKind::File);
+    let ast = parser.program()?;
+    if ast.items.is_empty() {
+        return Err(CompileError::new(
+            ErrTag::D_EMPTY,
+            ast.last_line,
+            "empty D program translation unit",
+        ));
+    }
+    check_macro_args(&ast, opts)?;
+    let mut ck = Checker::new(opts, types, basic);
+    ck.probe_info = probes;
+    let mut program = Program::default();
+    let mut if_vars = 0;
+    for item in &ast.items {
+        match item {
+            Item::Clause(c) => {
+                for c in ifsplit::split(c, &mut if_vars) {
+                    let cooked = ck.cook_clause(&c)?;
+                    let ecbs = ck.lower(&c.probes, &cooked)?;
+                    program.ecbs.extend(ecbs);
+                }
+            }
+            other => ck.declare(other)?,
+        }
+    }
+    program.formats = ck.formats.clone();
+    program.aggregations = ck
+        .aggs
+        .iter()
+        .map(|a| AggregationDesc {
+            id: a.id,
+            name: a.name.clone(),
+        })
+        .collect();
+    program.options = ck.options.clone();
+    Ok(program)
+}
+
+fn check_macro_args(ast: &ast::Program, opts: &CompileOptions) -> CResult<()> {
+    if opts.default_args || ast.default_args {
+        return Ok(());
+    }
+    let n = opts.args.len().saturating_sub(1);
+    if n > ast.max_macro_arg {
+        let i = ast.max_macro_arg + 1;
+        return Err(CompileError::new(
+            ErrTag::D_MACRO_UNUSED,
+            0,
+            format!("extraneous argument '{}' (${i})", opts.args[i]),
+        ));
+    }
+    Ok(())
+}
+
+/// The `dtrace -S` listing of a compiled program.
+pub fn listing(p: &Program) -> String {
+    listing::listing(p)
+}

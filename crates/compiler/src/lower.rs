@@ -1,0 +1,87 @@
+//! Lowering cooked clauses to the program the framework executes: one ECB per probe description,
+//! the predicate and every planned action compiled to its DIF object, and the program-wide tables
+//! (formats, aggregations, options).
+
+use dtrace_dif::program::{ActionDesc, EcbDesc, ProbeDesc};
+
+use crate::cg::Cg;
+use crate::check::{Checker, Cooked};
+use crate::error::{err, CResult, ErrTag};
+
+/// Parses `provider:module:function:name` (fewer fields are right-aligned, as DTrace does).
+pub fn probe_desc(spec: &str, line: u32) -> CResult<ProbeDesc> {
+    let parts: Vec<&str> = spec.split(':').collect();
+    if parts.len() > 4 {
+        return err(
+            ErrTag::D_PDESC_INVAL,
+            line,
+            format!("invalid probe description \"{spec}\": Overspecified probe description"),
+        );
+    }
+    let mut f = [""; 4];
+    let off = 4 - parts.len();
+    for (i, p) in parts.iter().enumerate() {
+        f[off + i] = p;
+    }
+    Ok(ProbeDesc {
+        provider: f[0].to_string(),
+        module: f[1].to_string(),
+        function: f[2].to_string(),
+        name: f[3].to_string(),
+    })
+}
+
+impl<'o> Checker<'o> {
+    /// Compiles a cooked clause into ECB descriptions for each of its probe specifiers.
+    pub fn lower(&self, probes: &[(String, u32)], c: &Cooked) -> CResult<Vec<EcbDesc>> {
+        let predicate = match &c.pred {
+            Some(p) => Some(Cg::new(&self.types, self.strsize).object(p, false)?),
+            None => None,
+        };
+        let mut actions = Vec::new();
+        for p in &c.plans {
+            let difo = match &p.expr {
+                Some(e) => Some(Cg::new(&self.types, self.strsize).object(e, p.void_result)?),
+                None => None,
+            };
+            actions.push(ActionDesc {
+                kind: p.kind,
+                difo,
+                arg: p.arg,
+                uarg: p.uarg,
+                ntuple: p.ntuple,
+            });
+        }
+        let mut out = Vec::new();
+        for (spec, line) in probes {
+            out.push(EcbDesc {
+                probe: probe_desc(spec, *line)?,
+                predicate: predicate.clone(),
+                actions: actions.clone(),
+            });
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn probe_fields_right_align() {
+        let d = probe_desc("BEGIN", 1).unwrap();
+        assert_eq!((d.provider.as_str(), d.name.as_str()), ("", "BEGIN"));
+        let d = probe_desc("syscall::read:entry", 1).unwrap();
+        assert_eq!(d.provider, "syscall");
+        assert_eq!(d.module, "");
+        assert_eq!(d.function, "read");
+        assert_eq!(d.name, "entry");
+        let d = probe_desc("read:entry", 1).unwrap();
+        assert_eq!((d.function.as_str(), d.name.as_str()), ("read", "entry"));
+        assert_eq!(
+            probe_desc("a:b:c:d:e", 1).unwrap_err().tag,
+            ErrTag::D_PDESC_INVAL
+        );
+    }
+}

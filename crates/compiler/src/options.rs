@@ -1,0 +1,75 @@
+//! What a compilation is told by its caller: macro arguments and variables, data model, string size,
+//! preprocessing, destructive-action permission, and the defaults of options that shape actions.
+
+use crate::types::DataModel;
+
+/// Where the program text came from; decides how errors are located and whether a bare probe
+/// description is accepted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SourceKind {
+    /// A script file (`-s`): errors carry line numbers.
+    #[default]
+    File,
+    /// A string (`-n`, `-P`, `-m`, `-f`, `-i`): errors carry the region.
+    String,
+}
+
+/// Options for one compilation.
+#[derive(Debug, Clone)]
+pub struct CompileOptions {
+    /// `$0` (script name) followed by the macro arguments `$1`...
+    pub args: Vec<String>,
+    /// Named macro variables: `target`, `pid`, `ppid`, `uid`, `gid`, `sid`, `pgid`, `projid`,
+    /// `taskid`, `zonename`...
+    pub macros: Vec<(String, String)>,
+    /// `-x defaultargs`: undefined arguments are 0 or "" and extra arguments are not an error.
+    pub default_args: bool,
+    /// Data model (`-32`/`-64`).
+    pub model: DataModel,
+    /// `-x strsize` (bytes, including the NUL).
+    pub strsize: u32,
+    /// `-w`: destructive actions allowed.
+    pub destructive: bool,
+    /// `-x stackframes` default for `stack()`.
+    pub stackframes: u32,
+    /// `-x ustackframes` default for `ustack()`.
+    pub ustackframes: u32,
+    /// `-x jstackframes` and `-x jstackstrsize` defaults for `jstack()`.
+    pub jstackframes: u32,
+    pub jstackstrsize: u32,
+    /// `-C`: run the C preprocessor first.
+    pub cpp: bool,
+    /// `-D name[=value]` for the preprocessor.
+    pub defines: Vec<String>,
+    /// `-U name`.
+    pub undefs: Vec<String>,
+    /// `-I dir`.
+    pub includes: Vec<String>,
+    /// `-x cpppath`.
+    pub cpp_path: String,
+    /// How the source was given.
+    pub source: SourceKind,
+}
+
+impl Default for CompileOptions {
+    fn default() -> Self {
+        CompileOptions {
+            args: vec![String::new()],
+            macros: Vec::new(),
+            default_args: false,
+            model: DataModel::Lp64,
+            strsize: 256,
+            destructive: false,
+            stackframes: 20,
+            ustackframes: 100,
+            jstackframes: 50,
+            jstackstrsize: 512,
+            cpp: false,
+            defines: Vec::new(),
+            undefs: Vec::new(),
+            includes: Vec::new(),
+            cpp_path: "cpp".to_string(),
+            source: SourceKind::File,
+        }
+    }
+}

@@ -1,0 +1,154 @@
+//! printf-style format strings: parsing conversions as DTrace's `dt_printf` does and checking each
+//! against the type of its argument (`printf`, `printa`, `system`, `freopen`).
+
+use crate::error::{err, CResult, ErrTag};
+
+/// What a conversion accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConvArg {
+    /// `%d`, `%u`, `%x`, ... (any integer).
+    Int,
+    /// `%x`, `%p`, `%a`: integer or pointer.
+    IntOrPtr,
+    /// `%c`.
+    Char,
+    /// `%s`, `%S`.
+    Str,
+    /// `%e`, `%f`, `%g`.
+    Float,
+    /// `%k`: a stack.
+    Stack,
+    /// `%Y`: a time (integer).
+    Time,
+    /// `%@`: the aggregation value (printa only).
+    Agg,
+    /// `%%`.
+    None,
+}
+
+/// One conversion of a format string.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Conv {
+    /// Its name (`d`, `llx`, `s`, ...).
+    pub name: String,
+    /// `*` width and `.*` precision arguments it consumes first.
+    pub dynamic: u32,
+    pub arg: ConvArg,
+}
+
+impl ConvArg {
+    /// The prototype string DTrace prints for the conversion's expected type.
+    pub fn proto(self) -> &'static str {
+        match self {
+            ConvArg::Int => "int",
+            ConvArg::IntOrPtr => "pointer or integer",
+            ConvArg::Char => "char",
+            ConvArg::Str => "char [] or string (or use stringof)",
+            ConvArg::Float => "double",
+            ConvArg::Stack => "stack",
+            ConvArg::Time => "int64_t",
+            ConvArg::Agg => "aggregation",
+            ConvArg::None => "",
+        }
+    }
+}
+
+/// Parses the conversions of `fmt`.
+pub fn parse(fmt: &str, func: &str, line: u32) -> CResult<Vec<Conv>> {
+    let b = fmt.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] != b'%' {
+            i += 1;
+            continue;
+        }
+        i += 1;
+        let mut dynamic = 0;
+        let mut agg = false;
+        // flags
+        while i < b.len() && b"-+ #0'?@".contains(&b[i]) {
+            agg |= b[i] == b'@';
+            i += 1;
+        }
+        // width
+        if i < b.len() && b[i] == b'*' {
+            dynamic += 1;
+            i += 1;
+        }
+        while i < b.len() && b[i].is_ascii_digit() {
+            i += 1;
+        }
+        if i < b.len() && b[i] == b'.' {
+            i += 1;
+            if i < b.len() && b[i] == b'*' {
+                dynamic += 1;
+                i += 1;
+            }
+            while i < b.len() && b[i].is_ascii_digit() {
+                i += 1;
+            }
+        }
+        let start = i;
+        while i < b.len() && b"hlLwqjzt".contains(&b[i]) {
+            i += 1;
+        }
+        if i >= b.len() {
+            return err(
+                ErrTag::D_PRINTF_ARG_PROTO,
+                line,
+                format!(
+                    "{func}( ) format conversion #{} name expected before end of format string",
+                    out.len() + 1
+                ),
+            );
+        }
+        let c = b[i] as char;
+        i += 1;
+        let name = format!("{}{c}", &fmt[start..i - 1]);
+        let arg = match c {
+            '%' => ConvArg::None,
+            'd' | 'i' | 'o' | 'u' | 'D' | 'O' | 'U' => ConvArg::Int,
+            'x' | 'X' | 'p' | 'P' | 'a' | 'A' => ConvArg::IntOrPtr,
+            'c' | 'C' => ConvArg::Char,
+            's' | 'S' => ConvArg::Str,
+            'e' | 'E' | 'f' | 'F' | 'g' | 'G' => ConvArg::Float,
+            'k' => ConvArg::Stack,
+            'Y' => ConvArg::Time,
+            '@' => ConvArg::Agg,
+            _ => {
+                return err(
+                    ErrTag::D_PRINTF_ARG_TYPE,
+                    line,
+                    format!(
+                        "{func}( ) format conversion #{} is undefined: %{name}",
+                        out.len() + 1
+                    ),
+                )
+            }
+        };
+        let arg = if agg && arg != ConvArg::None {
+            ConvArg::Agg
+        } else {
+            arg
+        };
+        out.push(Conv { name, dynamic, arg });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn conversions() {
+        let v = parse("%d %-*s %llx %% %@d %5.2f", "printf", 1).unwrap();
+        let names: Vec<&str> = v.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["d", "s", "llx", "%", "d", "f"]);
+        assert_eq!(v[1].dynamic, 1);
+        assert_eq!(v[4].arg, ConvArg::Agg);
+        assert!(parse("%", "printf", 1).is_err());
+        assert!(parse("%v", "printf", 1).is_err());
+    }
+}

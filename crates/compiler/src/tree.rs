@@ -1,0 +1,140 @@
+//! The typed tree the checker produces from the AST and the code generator consumes: every expression
+//! carries its type, identifiers are resolved to variables, built-ins or constants, and C's implicit
+//! conversions and pointer scaling are explicit.
+
+use crate::ast::{BinOp, UnOp, VarScope};
+use crate::types::TypeId;
+
+/// A resolved user variable.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VarRef {
+    /// Scope (global, thread-local, clause-local).
+    pub scope: VarScope,
+    /// Variable id (from `DIF_VAR_OTHER_UBASE` up, per scope).
+    pub id: u32,
+    /// Name (for the variable table).
+    pub name: String,
+    /// Associative array (keys on the tuple stack) or scalar.
+    pub array: bool,
+    /// Type of the variable (array: element type).
+    pub ty: TypeId,
+}
+
+/// Something that can be read, and perhaps assigned.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Place {
+    /// A scalar D variable.
+    Var(VarRef),
+    /// An associative array element.
+    Assoc(VarRef, Vec<TExpr>),
+    /// Memory at an address (kernel or, with `user`, user space).
+    Mem(Box<TExpr>, bool),
+}
+
+/// How a comparison compares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CmpKind {
+    Signed,
+    Unsigned,
+    String,
+}
+
+/// A typed expression.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TExpr {
+    pub kind: TK,
+    pub ty: TypeId,
+    pub line: u32,
+}
+
+/// Typed expression forms.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TK {
+    /// Integer constant (already converted to `ty`).
+    Int(u64),
+    /// String constant.
+    Str(Vec<u8>),
+    /// The value of a place (a load for scalars in memory; the address for by-reference objects).
+    Read(Box<Place>),
+    /// A built-in scalar variable.
+    Builtin(u32),
+    /// An element of a built-in array variable (`args[i]`, `regs[i]`).
+    BuiltinArray(u32, Box<TExpr>),
+    /// `-e`, `~e`, `!e`.
+    Unary(UnOp, Box<TExpr>),
+    /// Arithmetic or bitwise operation; signedness from `ty`.
+    Binary(BinOp, Box<TExpr>, Box<TExpr>),
+    /// A comparison yielding 0 or 1.
+    Cmp(BinOp, Box<TExpr>, Box<TExpr>, CmpKind),
+    /// `&&`, `||`, `^^`.
+    Logical(BinOp, Box<TExpr>, Box<TExpr>),
+    Cond(Box<TExpr>, Box<TExpr>, Box<TExpr>),
+    /// Store into a place; the value is the stored value.
+    Assign(Box<Place>, Box<TExpr>),
+    /// `++`/`--`: add `delta` to the place; `post` yields the old value.
+    IncDec {
+        place: Box<Place>,
+        delta: i64,
+        post: bool,
+    },
+    /// A subroutine call.
+    Call(u16, Vec<TExpr>),
+    /// Integer conversion of the operand to `ty` (truncation and sign or zero extension).
+    Convert(Box<TExpr>),
+    /// A change of type only (casts between pointers, `stringof`).
+    Retype(Box<TExpr>),
+    Comma(Box<TExpr>, Box<TExpr>),
+}
+
+impl TExpr {
+    /// A constant.
+    pub fn int(v: u64, ty: TypeId, line: u32) -> TExpr {
+        TExpr {
+            kind: TK::Int(v),
+            ty,
+            line,
+        }
+    }
+
+    /// The constant value, if this is a constant.
+    pub fn as_const(&self) -> Option<u64> {
+        match self.kind {
+            TK::Int(v) => Some(v),
+            _ => None,
+        }
+    }
+}
+
+/// Node count and depth of a typed expression (bounds inline expansion).
+pub fn stats(e: &TExpr) -> (usize, usize) {
+    fn place(p: &Place) -> (usize, usize) {
+        match p {
+            Place::Var(_) => (1, 1),
+            Place::Assoc(_, k) => list(k),
+            Place::Mem(a, _) => stats(a),
+        }
+    }
+    fn list(v: &[TExpr]) -> (usize, usize) {
+        v.iter().fold((1, 1), |(n, d), e| {
+            let (a, b) = stats(e);
+            (n + a, d.max(b + 1))
+        })
+    }
+    let kids: (usize, usize) = match &e.kind {
+        TK::Int(_) | TK::Str(_) | TK::Builtin(_) => (0, 0),
+        TK::Read(p) => place(p),
+        TK::BuiltinArray(_, x) | TK::Unary(_, x) | TK::Convert(x) | TK::Retype(x) => stats(x),
+        TK::Binary(_, a, b) | TK::Cmp(_, a, b, _) | TK::Logical(_, a, b) | TK::Comma(a, b) => {
+            let (x, y) = (stats(a), stats(b));
+            (x.0 + y.0, x.1.max(y.1))
+        }
+        TK::Cond(a, b, c) => list(&[(**a).clone(), (**b).clone(), (**c).clone()]),
+        TK::Assign(p, v) => {
+            let (x, y) = (place(p), stats(v));
+            (x.0 + y.0, x.1.max(y.1))
+        }
+        TK::IncDec { place: p, .. } => place(p),
+        TK::Call(_, a) => list(a),
+    };
+    (kids.0 + 1, kids.1 + 1)
+}

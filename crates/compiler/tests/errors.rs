@@ -1,0 +1,671 @@
+//! Golden tests: each error tag the compiler reports, with DTrace's message text and location.
+
+use dtrace_compiler::{compile, CompileOptions, ErrTag, SourceKind};
+
+fn e(src: &str) -> dtrace_compiler::CompileError {
+    match compile(src, &CompileOptions::default()) {
+        Ok(_) => panic!("compiled: {src}"),
+        Err(e) => e,
+    }
+}
+
+fn golden(src: &str, tag: ErrTag, msg: &str) {
+    let err = e(src);
+    assert_eq!(err.tag, tag, "{src}: {err}");
+    assert_eq!(err.file_message(false), msg, "{src}");
+}
+
+#[test]
+fn rendering_for_files_and_strings() {
+    let err = e("BEGIN\n{\n\ttrace(\"a\" + 1);\n}\n");
+    assert_eq!(
+        err.render_script("t.d", false),
+        "failed to compile script t.d: line 3: operands have incompatible types: \"string\" + \"int\""
+    );
+    assert_eq!(
+        err.render_script("t.d", true),
+        "failed to compile script t.d: [D_OP_INCOMPAT] line 3: operands have incompatible types: \"string\" + \"int\""
+    );
+    let opts = CompileOptions {
+        source: SourceKind::String,
+        ..Default::default()
+    };
+    let err = compile("BEGIN { trace(x) }", &opts).unwrap_err();
+    assert_eq!(
+        err.render_specifier("BEGIN { trace(x) }", false),
+        "invalid probe specifier BEGIN { trace(x) }: in action list: failed to resolve x: Unknown variable name"
+    );
+    let err = compile("BEGIN /y/ { trace(1) }", &opts).unwrap_err();
+    assert_eq!(
+        err.string_message(false),
+        "in predicate: failed to resolve y: Unknown variable name"
+    );
+}
+
+#[test]
+fn syntax_errors() {
+    golden(
+        "BEGIN { x = ; }",
+        ErrTag::D_SYNTAX,
+        "line 1: syntax error near \";\"",
+    );
+    golden(
+        "BEGIN { trace(1) ",
+        ErrTag::D_SYNTAX,
+        "line 1: syntax error near end of input",
+    );
+    golden(
+        "BEGIN\n",
+        ErrTag::D_SYNTAX,
+        "line 1: expected predicate and/or actions following probe description",
+    );
+    golden(
+        "BEGIN { x = 1 # }",
+        ErrTag::D_SYNTAX,
+        "line 1: invalid character (0x23)",
+    );
+    golden(
+        "BEGIN { x = \"abc\n\"; }",
+        ErrTag::D_STR_NL,
+        "line 1: newline encountered in string literal",
+    );
+    golden(
+        "BEGIN { x = ''; }",
+        ErrTag::D_CHR_NULL,
+        "line 1: empty character constant",
+    );
+    golden(
+        "BEGIN { x = 'abcdefghi'; }",
+        ErrTag::D_CHR_OFLOW,
+        "line 1: character constant is too long",
+    );
+    golden(
+        "BEGIN { x = 08; }",
+        ErrTag::D_INT_DIGIT,
+        "line 1: invalid digit (8) in octal integer constant 08",
+    );
+    golden(
+        "BEGIN { x = 123456789012345678901234; }",
+        ErrTag::D_INT_OFLOW,
+        "line 1: integer constant 123456789012345678901234 cannot be represented in any built-in integral type",
+    );
+    golden(
+        "a:b:c:d:e { }",
+        ErrTag::D_PDESC_INVAL,
+        "line 1: invalid probe description \"a:b:c:d:e\": Overspecified probe description",
+    );
+}
+
+#[test]
+fn identifier_errors() {
+    golden(
+        "BEGIN { trace(y); }",
+        ErrTag::D_IDENT_UNDEF,
+        "line 1: failed to resolve y: Unknown variable name",
+    );
+    golden(
+        "BEGIN { trace(self->y); }",
+        ErrTag::D_VAR_UNDEF,
+        "line 1: self->y has not yet been declared or assigned",
+    );
+    golden(
+        "BEGIN { trace(this->y); }",
+        ErrTag::D_VAR_UNDEF,
+        "line 1: this->y has not yet been declared or assigned",
+    );
+    golden(
+        "BEGIN { x = foo(1); }",
+        ErrTag::D_FUNC_UNDEF,
+        "line 1: undefined function name: foo",
+    );
+    golden(
+        "BEGIN { a[1] = 1; trace(a); }",
+        ErrTag::D_IDENT_BADREF,
+        "line 1: array 'a' may not be referenced as scalar",
+    );
+    golden(
+        "BEGIN { this->a[1] = 2; }",
+        ErrTag::D_ARR_LOCAL,
+        "line 1: local variables may not be used as associative arrays: a",
+    );
+    golden(
+        "BEGIN { timestamp = 1; }",
+        ErrTag::D_OP_WRITE,
+        "line 1: operator = can only be applied to a writable variable",
+    );
+    golden(
+        "BEGIN { 1 = 2; }",
+        ErrTag::D_OP_LVAL,
+        "line 1: operator = requires modifiable lvalue as an operand",
+    );
+    golden(
+        "BEGIN { x = trace(1); }",
+        ErrTag::D_CG_EXPR,
+        "line 1: trace( ) may not be called from a D expression (D program context required)",
+    );
+}
+
+#[test]
+fn operator_errors() {
+    golden(
+        "BEGIN { x = \"a\" * 2; }",
+        ErrTag::D_OP_ARITH,
+        "line 1: operator * requires operands of arithmetic type",
+    );
+    golden(
+        "BEGIN { x = \"a\" % 2; }",
+        ErrTag::D_OP_INT,
+        "line 1: operator % requires operands of integral type",
+    );
+    golden(
+        "BEGIN { x = ~\"a\"; }",
+        ErrTag::D_OP_INT,
+        "line 1: operator ~ requires an operand of integral type",
+    );
+    golden(
+        "BEGIN { x = -\"a\"; }",
+        ErrTag::D_OP_ARITH,
+        "line 1: operator - requires an operand of arithmetic type",
+    );
+    golden(
+        "BEGIN { x = !\"a\"; }",
+        ErrTag::D_OP_SCALAR,
+        "line 1: operator ! requires an operand of scalar type",
+    );
+    golden(
+        "BEGIN { x = \"a\" && 1; }",
+        ErrTag::D_OP_SCALAR,
+        "line 1: operator && requires operands of scalar type",
+    );
+    golden(
+        "BEGIN { x = \"a\" == 1; }",
+        ErrTag::D_OP_INCOMPAT,
+        "line 1: operands have incompatible types: \"string\" == \"int\"",
+    );
+    golden(
+        "BEGIN { x = 1; x = \"s\"; }",
+        ErrTag::D_OP_INCOMPAT,
+        "line 1: operands have incompatible types: \"int\" = \"string\"",
+    );
+    golden(
+        "BEGIN { x = 1 / 0; }",
+        ErrTag::D_DIV_ZERO,
+        "line 1: expression contains division by zero",
+    );
+    golden(
+        "BEGIN { x = *arg0; }",
+        ErrTag::D_DEREF_NONPTR,
+        "line 1: cannot dereference non-pointer type",
+    );
+    golden(
+        "BEGIN { x = *(void *)arg0; }",
+        ErrTag::D_DEREF_VOID,
+        "line 1: cannot dereference pointer to void",
+    );
+    golden(
+        "BEGIN { x = &arg0; }",
+        ErrTag::D_ADDROF_LVAL,
+        "line 1: unacceptable operand for unary & operator",
+    );
+    golden(
+        "BEGIN { y = 1; x = &y; }",
+        ErrTag::D_ADDROF_VAR,
+        "line 1: cannot take address of dynamic variable",
+    );
+    golden(
+        "BEGIN { x = (int)\"a\"; }",
+        ErrTag::D_CAST_INVAL,
+        "line 1: invalid cast expression: \"string\" to \"int\"",
+    );
+    golden(
+        "BEGIN { x = arg0->foo; }",
+        ErrTag::D_OP_PTR,
+        "line 1: operator -> must be applied to a pointer",
+    );
+    golden(
+        "BEGIN { x = ((int *)arg0)->foo; }",
+        ErrTag::D_OP_SOU,
+        "line 1: operator -> cannot be applied to pointer to type \"int\"; must be applied to a struct or union pointer",
+    );
+    golden(
+        "struct s { int a; }; BEGIN { x = ((struct s *)arg0)->b; }",
+        ErrTag::D_TYPE_MEMBER,
+        "line 1: b is not a member of struct s",
+    );
+    golden(
+        "struct s; BEGIN { x = ((struct s *)arg0)->b; }",
+        ErrTag::D_OP_INCOMPLETE,
+        "line 1: operator -> cannot be applied to a forward declaration: no struct s definition is available",
+    );
+    golden(
+        "BEGIN { x = arg0 ? 1 : \"a\"; }",
+        ErrTag::D_OP_INCOMPAT,
+        "line 1: operator ?: operands must have compatible types",
+    );
+    golden(
+        "BEGIN { x = \"a\" ? 1 : 2; }",
+        ErrTag::D_OP_SCALAR,
+        "line 1: operator ?: expression must be of scalar type",
+    );
+    golden("BEGIN { x = stringof(curthread->x); }", ErrTag::D_OP_SOU, "line 1: operator -> cannot be applied to pointer to type \"void\"; must be applied to a struct or union pointer");
+    golden(
+        "BEGIN { x = sizeof (void); }",
+        ErrTag::D_SIZEOF_TYPE,
+        "line 1: cannot apply sizeof to an operand of unknown size",
+    );
+    golden(
+        "BEGIN { x = offsetof(int, a); }",
+        ErrTag::D_OFFSETOF_TYPE,
+        "line 1: offsetof operand must be a struct or union type",
+    );
+    golden(
+        "BEGIN /\"x\"/ { }",
+        ErrTag::D_PRED_SCALAR,
+        "line 1: predicate result must be of scalar type",
+    );
+    golden(
+        "BEGIN { self->x += 1; }",
+        ErrTag::D_VAR_UNDEF,
+        "line 1: self->x has not yet been declared or assigned",
+    );
+}
+
+#[test]
+fn prototype_errors() {
+    golden("BEGIN { x = strlen(1); }", ErrTag::D_PROTO_ARG, "line 1: strlen( ) argument #1 is incompatible with prototype:\n\tprototype: string\n\t argument: int");
+    golden(
+        "BEGIN { x = strlen(); }",
+        ErrTag::D_PROTO_LEN,
+        "line 1: strlen( ) prototype mismatch: 0 args passed, 1 expected",
+    );
+    golden(
+        "BEGIN { x = substr(\"a\"); }",
+        ErrTag::D_PROTO_LEN,
+        "line 1: substr( ) prototype mismatch: 1 arg passed, at least 2 expected",
+    );
+    golden("BEGIN { a[1] = 1; x = a[\"s\"]; }", ErrTag::D_PROTO_ARG, "line 1: a[ ] argument #1 is incompatible with prototype:\n\tprototype: int\n\t argument: string");
+    golden(
+        "BEGIN { a[1] = 1; x = a[1, 2]; }",
+        ErrTag::D_PROTO_LEN,
+        "line 1: a[ ] prototype mismatch: 2 args passed, 1 expected",
+    );
+    golden(
+        "BEGIN { trace(); }",
+        ErrTag::D_PROTO_LEN,
+        "line 1: trace( ) prototype mismatch: 0 args passed, 1 expected",
+    );
+}
+
+#[test]
+fn action_errors() {
+    golden("BEGIN { printf(\"%d\\n\"); }", ErrTag::D_PRINTF_ARG_PROTO, "line 1: printf( ) prototype mismatch: conversion #1 (%d) is missing a corresponding value argument");
+    golden(
+        "BEGIN { printf(\"%d\\n\", 1, 2); }",
+        ErrTag::D_PRINTF_ARG_EXTRA,
+        "line 1: printf( ) prototype mismatch: only 1 arguments required by this format string",
+    );
+    golden(
+        "BEGIN { printf(\"%d\\n\", \"s\"); }",
+        ErrTag::D_PRINTF_ARG_TYPE,
+        "line 1: printf( ) argument #2 is incompatible with conversion #1 prototype:\n\tconversion: %d\n\t prototype: int\n\t  argument: string",
+    );
+    golden("BEGIN { printf(execname); }", ErrTag::D_PRINTF_ARG_FMT, "line 1: printf( ) argument #1 is incompatible with prototype:\n\tprototype: string constant\n\t argument: string");
+    golden(
+        "BEGIN { printf(\"\"); }",
+        ErrTag::D_PRINTF_FMT_EMPTY,
+        "line 1: printf( ) format string is empty",
+    );
+    golden(
+        "BEGIN { printf(\"%@d\", 1); }",
+        ErrTag::D_PRINTF_AGG_CONV,
+        "line 1: %@ conversion requires an aggregation and is not for use with printf( )",
+    );
+    golden("BEGIN { trace(copyout(0, 0, 0)); }", ErrTag::D_ACT_DESTRUCT, "line 1: copyout( ) is a destructive subroutine: destructive actions are not allowed (use -w)");
+    golden(
+        "BEGIN { stack(0); }",
+        ErrTag::D_STACK_SIZE,
+        "line 1: stack( ) size must be a non-zero positive integer constant",
+    );
+    golden(
+        "BEGIN { stack(1, 2); }",
+        ErrTag::D_STACK_PROTO,
+        "line 1: stack( ) prototype mismatch: 2 args passed, no more than 1 expected",
+    );
+    golden(
+        "BEGIN { ustack(arg0); }",
+        ErrTag::D_USTACK_FRAMES,
+        "line 1: ustack( ) argument #1 must be a non-zero positive integer constant",
+    );
+    golden(
+        "BEGIN { ustack(1, arg0); }",
+        ErrTag::D_USTACK_STRSIZE,
+        "line 1: ustack( ) argument #2 must be a non-zero positive integer constant",
+    );
+    golden(
+        "BEGIN { tracemem(arg0, arg1); }",
+        ErrTag::D_TRACEMEM_SIZE,
+        "line 1: tracemem( ) argument #2 must be a non-zero positive integral constant expression",
+    );
+    golden("BEGIN { tracemem(\"a\", 1); }", ErrTag::D_TRACEMEM_ADDR, "line 1: tracemem( ) argument #1 is incompatible with prototype:\n\tprototype: pointer or integer\n\t argument: string");
+    golden(
+        "BEGIN { raise(9); }",
+        ErrTag::D_ACT_DESTRUCT,
+        "line 1: raise( ) is a destructive action: destructive actions are not allowed (use -w)",
+    );
+    golden(
+        "BEGIN { trace(@a); }",
+        ErrTag::D_TRACE_DYN,
+        "line 1: trace( ) may not be applied to a dynamic expression",
+    );
+    golden(
+        "BEGIN { trace(bcopy(0, 0, 0)); }",
+        ErrTag::D_TRACE_VOID,
+        "line 1: trace( ) may not be applied to a void expression",
+    );
+    golden("BEGIN { printa(1); }", ErrTag::D_PRINTA_AGGARG, "line 1: printa( ) argument #1 is incompatible with prototype:\n\tprototype: aggregation\n\t argument: int");
+    golden("BEGIN { clear(1); }", ErrTag::D_CLEAR_AGGARG, "line 1: clear( ) argument #1 is incompatible with prototype:\n\tprototype: aggregation\n\t argument: int");
+    golden(
+        "BEGIN { clear(); }",
+        ErrTag::D_CLEAR_PROTO,
+        "line 1: clear( ) prototype mismatch: 0 args passed, 1 expected",
+    );
+    golden(
+        "BEGIN { @a = count(); trunc(@a, \"x\"); }",
+        ErrTag::D_TRUNC_SCALAR,
+        "line 1: trunc( ) argument #2 must be of scalar type",
+    );
+    golden(
+        "BEGIN { trunc(); }",
+        ErrTag::D_TRUNC_PROTO,
+        "line 1: trunc( ) prototype mismatch: 0 args passed, at least 1 expected",
+    );
+    golden(
+        "BEGIN { normalize(@a); }",
+        ErrTag::D_NORMALIZE_PROTO,
+        "line 1: normalize( ) prototype mismatch: 1 arg passed, 2 expected",
+    );
+    golden(
+        "BEGIN { @a = count(); normalize(@a, \"x\"); }",
+        ErrTag::D_NORMALIZE_SCALAR,
+        "line 1: normalize( ) argument #2 must be of scalar type",
+    );
+    golden("BEGIN { normalize(1, 2); }", ErrTag::D_NORMALIZE_AGGARG, "line 1: normalize( ) argument #1 is incompatible with prototype:\n\tprototype: aggregation\n\t argument: int");
+}
+
+#[test]
+fn speculation_ordering() {
+    golden(
+        "BEGIN { speculate(1); speculate(1); }",
+        ErrTag::D_SPEC_SPEC,
+        "line 1: speculate( ) may not follow speculate( )",
+    );
+    golden(
+        "BEGIN { commit(1); speculate(1); }",
+        ErrTag::D_SPEC_COMM,
+        "line 1: speculate( ) may not follow commit( )",
+    );
+    golden(
+        "BEGIN { trace(1); speculate(1); }",
+        ErrTag::D_SPEC_DREC,
+        "line 1: speculate( ) may not follow data-recording actions",
+    );
+    golden(
+        "BEGIN { commit(1); commit(1); }",
+        ErrTag::D_COMM_COMM,
+        "line 1: commit( ) may not follow commit( )",
+    );
+    golden(
+        "BEGIN { trace(1); commit(1); }",
+        ErrTag::D_COMM_DREC,
+        "line 1: commit( ) may not follow data-recording actions",
+    );
+    golden(
+        "BEGIN { commit(1); trace(1); }",
+        ErrTag::D_DREC_COMM,
+        "line 1: data-recording actions may not follow commit( )",
+    );
+    golden(
+        "BEGIN { speculate(1); @a = count(); }",
+        ErrTag::D_AGG_SPEC,
+        "line 1: aggregating actions may not follow speculate( )",
+    );
+    golden(
+        "BEGIN { commit(1); @a = count(); }",
+        ErrTag::D_AGG_COMM,
+        "line 1: aggregating actions may not follow commit( )",
+    );
+    golden(
+        "BEGIN { speculate(1); exit(0); }",
+        ErrTag::D_EXIT_SPEC,
+        "line 1: exit( ) may not follow speculate( )",
+    );
+}
+
+#[test]
+fn aggregation_errors() {
+    golden(
+        "BEGIN { @a[1] = count(); @b[1, 2] = count(); } END { printa(\"%d %@d %@d\", @a, @b); }",
+        ErrTag::D_PRINTA_AGGKEY,
+        "line 1: printa( ): @a and @b do not have matching key signatures: @a has 1 key, @b has 2 keys",
+    );
+    golden(
+        "BEGIN { @a[1] = count(); @b[\"s\"] = count(); } END { printa(\"%d %@d %@d\", @a, @b); }",
+        ErrTag::D_PRINTA_AGGPROTO,
+        "line 1: printa( ): @b[ ] key #1 is incompatible with @a:\n        a key #1: int\n        b key #1: string",
+    );
+    golden(
+        "END { printa(@nope); }",
+        ErrTag::D_IDENT_UNDEF,
+        "line 1: failed to resolve @nope: Unknown variable name",
+    );
+    golden(
+        "BEGIN { @a = 1; }",
+        ErrTag::D_AGG_FUNC,
+        "line 1: @a must be assigned the result of an aggregating function",
+    );
+    golden(
+        "BEGIN { @a = count(); }\nEND { @a = sum(1); }",
+        ErrTag::D_AGG_REDEF,
+        "line 2: aggregation redefined: @a\n\t current: @a = sum( )\n\tprevious: @a = count( ) : line 1",
+    );
+    golden(
+        "BEGIN { @a = sum(\"x\"); }",
+        ErrTag::D_AGG_SCALAR,
+        "line 1: sum( ) argument #1 must be of scalar type",
+    );
+    golden(
+        "BEGIN { @a = count(1); }",
+        ErrTag::D_PROTO_LEN,
+        "line 1: count( ) prototype mismatch: 1 arg passed, 0 expected",
+    );
+    golden("BEGIN { @a[1] = count(); @a[\"s\"] = count(); }", ErrTag::D_PROTO_ARG, "line 1: @a[ ] argument #1 is incompatible with prototype:\n\tprototype: int\n\t argument: string");
+    golden(
+        "BEGIN { @a[1] = count(); @a[1, 2] = count(); }",
+        ErrTag::D_PROTO_LEN,
+        "line 1: @a[ ] prototype mismatch: 2 args passed, 1 expected",
+    );
+    golden(
+        "BEGIN { @a = lquantize(1, arg0, 10); }",
+        ErrTag::D_LQUANT_BASETYPE,
+        "line 1: lquantize( ) argument #2 must be a constant integer",
+    );
+    golden(
+        "BEGIN { @a = lquantize(1, 0, arg0); }",
+        ErrTag::D_LQUANT_LIMTYPE,
+        "line 1: lquantize( ) argument #3 must be a constant integer",
+    );
+    golden(
+        "BEGIN { @a = lquantize(1, 10, 0); }",
+        ErrTag::D_LQUANT_MISMATCH,
+        "line 1: lquantize( ) base (argument #2) must be less than limit (argument #3)",
+    );
+    golden(
+        "BEGIN { @a = lquantize(1, 0, 10, 0); }",
+        ErrTag::D_LQUANT_STEPVAL,
+        "line 1: lquantize( ) argument #4 must be a non-zero positive 16-bit quantity",
+    );
+    golden(
+        "BEGIN { @a = lquantize(1, 0, 10, 20); }",
+        ErrTag::D_LQUANT_STEPLARGE,
+        "line 1: lquantize( ) step (argument #4) too large (must be at most 10)",
+    );
+    golden(
+        "BEGIN { @a = lquantize(1, 0, 1000000, 1); }",
+        ErrTag::D_LQUANT_STEPSMALL,
+        "line 1: lquantize( ) step (argument #4) too small to quantize from 0 to 1000000",
+    );
+    golden(
+        "BEGIN { @a = lquantize(1, 5000000000, 6000000000); }",
+        ErrTag::D_LQUANT_BASEVAL,
+        "line 1: lquantize( ) argument #2 must be a 32-bit quantity",
+    );
+    golden("BEGIN { @a = llquantize(1, 1, 0, 5, 10); }", ErrTag::D_LLQUANT_FACTORVAL, "line 1: llquantize( ) argument #2 (factor) must be a 16-bit quantity greater than or equal to 2");
+    golden("BEGIN { @a = llquantize(1, 10, 5, 2, 10); }", ErrTag::D_LLQUANT_HIGHVAL, "line 1: llquantize( ) argument #4 (high magnitude) must be at least argument #3 (low magnitude)");
+    golden("BEGIN { @a = llquantize(1, 10, 0, 5, 3); }", ErrTag::D_LLQUANT_FACTORNSTEPS, "line 1: llquantize( ) argument #5 (linear steps per magnitude) must evenly divide or be evenly divisible by argument #2 (factor)");
+    golden("BEGIN { @a = llquantize(1, 10, 0, 30, 10); }", ErrTag::D_LLQUANT_MAGTOOBIG, "line 1: llquantize( ) argument #2 (factor) raised to power of argument #4 (high magnitude) plus 1 overflows 64-bits");
+    golden(
+        "BEGIN { @a = llquantize(arg0, arg0, 0, 3, 10); }",
+        ErrTag::D_LLQUANT_FACTORTYPE,
+        "line 1: llquantize( ) argument #2 (factor) must be a constant integer",
+    );
+}
+
+#[test]
+fn declaration_errors() {
+    golden(
+        "int;",
+        ErrTag::D_DECL_USELESS,
+        "line 1: useless declaration",
+    );
+    golden(
+        "\n/* nothing */\n",
+        ErrTag::D_EMPTY,
+        "line 3: empty D program translation unit",
+    );
+    golden(
+        "BEGIN { @a[1][2] = count(); }",
+        ErrTag::D_AGG_MDIM,
+        "line 1: improper attempt to reference @a as a multi-dimensional array",
+    );
+    golden(
+        "int x; int x[4];",
+        ErrTag::D_DECL_IDRED,
+        "line 1: identifier redeclared: x",
+    );
+    golden(
+        "struct s { int a; }; struct s { int b; };",
+        ErrTag::D_DECL_TYPERED,
+        "line 1: type redeclared: struct s",
+    );
+    golden("int x[arg0];", ErrTag::D_DECL_ARRSUB, "line 1: positive integral constant expression or tuple signature expected as array declaration subscript");
+    golden(
+        "void x;",
+        ErrTag::D_DECL_VOIDOBJ,
+        "line 1: cannot have void object: x",
+    );
+    golden(
+        "this int a[int];",
+        ErrTag::D_DECL_LOCASSC,
+        "line 1: associative arrays may not be declared as local variables: a",
+    );
+    golden(
+        "unsigned string s;",
+        ErrTag::D_DECL_SIGNINT,
+        "line 1: invalid type combination: unsigned may only be applied to integer types",
+    );
+    golden(
+        "enum e { A = arg0 };",
+        ErrTag::D_DECL_ENCONST,
+        "line 1: enumerator 'A' must be assigned to an integral constant expression",
+    );
+    golden(
+        "inline int x = \"s\";",
+        ErrTag::D_OP_INCOMPAT,
+        "line 1: inline x definition uses incompatible types: \"int\" = \"string\"",
+    );
+    golden(
+        "struct s; struct s x;",
+        ErrTag::D_DECL_INCOMPLETE,
+        "line 1: incomplete struct/union/enum struct s: x",
+    );
+    golden(
+        "translator int < int x > { a = 1; };",
+        ErrTag::D_XLATE_SOU,
+        "line 1: translator output type must be a struct or union",
+    );
+    golden(
+        "BEGIN { x = xlate<int>(1); }",
+        ErrTag::D_XLATE_NONE,
+        "line 1: cannot translate from \"int\" to \"int\"",
+    );
+}
+
+#[test]
+fn pragma_and_macro_errors() {
+    golden(
+        "#pragma D option nosuchoption\nBEGIN { }",
+        ErrTag::D_PRAGMA_OPTSET,
+        "line 1: failed to set option 'nosuchoption': Invalid option name",
+    );
+    golden(
+        "#pragma D frobnicate\n",
+        ErrTag::D_PRAGMA_INVAL,
+        "line 1: invalid control directive: #pragma D frobnicate",
+    );
+    golden(
+        "#pragma D option\n",
+        ErrTag::D_PRAGMA_MALFORM,
+        "line 1: malformed #pragma D option",
+    );
+    golden(
+        "#define X 1\n",
+        ErrTag::D_PRAGCTL_INVAL,
+        "line 1: invalid control directive: #define X 1",
+    );
+    golden(
+        "BEGIN { trace($1); }",
+        ErrTag::D_MACRO_UNDEF,
+        "line 1: macro argument $1 is not defined",
+    );
+    let opts = CompileOptions {
+        args: vec!["t.d".into(), "a".into()],
+        ..Default::default()
+    };
+    let err = compile("BEGIN { }", &opts).unwrap_err();
+    assert_eq!(err.tag, ErrTag::D_MACRO_UNUSED);
+    assert_eq!(err.file_message(false), "extraneous argument 'a' ($1)");
+    let opts = CompileOptions {
+        args: vec!["t.d".into(), "a".into()],
+        default_args: true,
+        ..Default::default()
+    };
+    assert!(compile("BEGIN { trace($2); }", &opts).is_ok());
+}
+
+#[test]
+fn line_numbers_follow_the_source() {
+    let err = e("/* header\n comment */\nBEGIN\n{\n\tx = 1;\n\ty = z;\n}\n");
+    assert_eq!(err.line, Some(6));
+    let err = e("#line 100\nBEGIN { y = z; }\n");
+    assert_eq!(err.line, Some(100));
+}
+
+#[test]
+fn code_generation_limits() {
+    let e = e("BEGIN { a[1, 2, 3, 4, 5, 6, 7, 8, 9] = 1; }");
+    assert_eq!(e.tag, ErrTag::D_NOREG);
+    assert_eq!(
+        e.file_message(false),
+        "line 1: Insufficient tuple registers to generate code"
+    );
+    let e = super_deep_registers();
+    assert_eq!(e.tag, ErrTag::D_NOREG);
+    assert_eq!(
+        e.file_message(false),
+        "line 1: Insufficient registers to generate code"
+    );
+}
+
+fn super_deep_registers() -> dtrace_compiler::CompileError {
+    e("BEGIN { trace(arg0 + (arg1 + (arg2 + (arg3 + (arg4 + (arg5 + (arg6 + (arg7 + arg8)))))))); }")
+}

@@ -1,0 +1,107 @@
+//! Compile options: data models, string size, C preprocessing, `defaultargs`, destructive actions.
+
+use dtrace_compiler::{compile, CompileOptions, DataModel, ErrTag};
+
+fn const_of(p: &dtrace_dif::Program, action: usize) -> u64 {
+    let o = p.ecbs[0].actions[action].difo.as_ref().expect("object");
+    o.inttab[0]
+}
+
+#[test]
+fn data_models_size_longs_and_pointers() {
+    let src = "BEGIN { trace(sizeof (long)); trace(sizeof (char *)); trace(sizeof (long long)); trace(sizeof (size_t)); }";
+    let p = compile(src, &CompileOptions::default()).unwrap();
+    assert_eq!(
+        [
+            const_of(&p, 0),
+            const_of(&p, 1),
+            const_of(&p, 2),
+            const_of(&p, 3)
+        ],
+        [8, 8, 8, 8]
+    );
+    let o = CompileOptions {
+        model: DataModel::Ilp32,
+        ..Default::default()
+    };
+    let p = compile(src, &o).unwrap();
+    assert_eq!(
+        [
+            const_of(&p, 0),
+            const_of(&p, 1),
+            const_of(&p, 2),
+            const_of(&p, 3)
+        ],
+        [4, 4, 8, 4]
+    );
+}
+
+#[test]
+fn strsize_shapes_string_records() {
+    let o = CompileOptions {
+        strsize: 32,
+        ..Default::default()
+    };
+    let p = compile("BEGIN { trace(execname); trace(sizeof (string)); }", &o).unwrap();
+    assert_eq!(p.ecbs[0].actions[0].difo.as_ref().unwrap().rtype.size, 32);
+    assert_eq!(const_of(&p, 1), 32);
+}
+
+#[test]
+fn defaultargs_by_pragma() {
+    assert_eq!(
+        compile("BEGIN { trace($3); }", &CompileOptions::default())
+            .unwrap_err()
+            .tag,
+        ErrTag::D_MACRO_UNDEF
+    );
+    let p = compile(
+        "#pragma D option defaultargs\nBEGIN { trace($3); trace($$4); }",
+        &CompileOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(p.ecbs[0].actions.len(), 2);
+}
+
+#[test]
+fn destructive_actions_need_permission() {
+    let src = "BEGIN { system(\"date\"); }";
+    assert_eq!(
+        compile(src, &CompileOptions::default()).unwrap_err().tag,
+        ErrTag::D_ACT_DESTRUCT
+    );
+    let o = CompileOptions {
+        destructive: true,
+        ..Default::default()
+    };
+    assert!(compile(src, &o).is_ok());
+}
+
+#[test]
+fn c_preprocessor() {
+    let have_cpp = dtrace_testkit::have_program("cpp");
+    if !dtrace_testkit::skip_unless(have_cpp, "c_preprocessor", "no cpp on this machine") {
+        return;
+    }
+    let o = CompileOptions {
+        cpp: true,
+        defines: vec!["LIMIT=7".into()],
+        ..Default::default()
+    };
+    let src = "#define TWICE(x) ((x) * 2)\n#ifdef LIMIT\nBEGIN { trace(TWICE(LIMIT)); }\n#endif\n";
+    let p = compile(src, &o).unwrap();
+    assert_eq!(const_of(&p, 0), 14);
+    // line numbers survive preprocessing
+    let src = "#define A 1\n\n\nBEGIN { trace(nosuchvar); }\n";
+    let e = compile(src, &o).unwrap_err();
+    assert_eq!(e.line, Some(4));
+}
+
+#[test]
+fn freopen_with_an_empty_name_restores_stdout() {
+    let o = CompileOptions {
+        destructive: true,
+        ..Default::default()
+    };
+    assert!(compile("BEGIN { freopen(\"\"); }", &o).is_ok());
+}

@@ -1,0 +1,225 @@
+//! What a compiled D program is, as the framework executes it: ECB descriptions (a probe description, an
+//! optional predicate and a list of actions, each action with an optional DIF object), plus the
+//! program-wide tables the consumer needs to print records (format strings, aggregation names) and the
+//! options set by pragmas. This is the in-memory form of the DOF ECB, probe, action and option sections
+//! (spec ch.5-6); action kinds use DTrace's `DTRACEACT_*`/`DTRACEAGG_*` numbers.
+//!
+//! Conventions between the compiler (producer), the framework (executes, lays out records) and the consumer
+//! (decodes and prints), following DTrace:
+//! - Each record-producing action yields one record; the framework computes each record's size, offset and
+//!   alignment from the action's DIF return type (by-reference values copy `rtype.size` bytes, strings up to
+//!   `strsize`) and publishes them as [`RecDesc`]s per EPID.
+//! - `printf(fmt, a, b)` is one `Printf` action whose `arg` is the index of `fmt` in [`Program::formats`] and
+//!   whose DIF object computes `a` (no object when there are no arguments), followed by one `DifExpr` action
+//!   per further argument. `printa`, `system` and `freopen` use the same scheme.
+//! - `@name[k1, k2] = func(v)`: one `DifExpr` action per key, then the aggregating action (`kind` an
+//!   `Agg*`) with `ntuple` = number of keys, `uarg` = the aggregation's id in [`Program::aggregations`],
+//!   its DIF object computing the value (none for `count()`), and `arg` carrying the quantization
+//!   parameters for `lquantize`/`llquantize` as DTrace encodes them (see [`lquantize_arg`]).
+//! - `trace(x)` is a `DifExpr` action; `tracemem(a, n)` a `Tracemem` action with `arg` = n.
+//! - `stack(n)`/`ustack(n, strsize)`: `arg` = frames (`ustack`: `frames | strsize << 32`), no object.
+
+use crate::object::DifObject;
+
+/// `DTRACEACT_*` and `DTRACEAGG_*` action kinds, with DTrace's numbers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u16)]
+pub enum ActionKind {
+    /// No action.
+    None = 0,
+    /// Trace the value of a D expression (`trace()`, keys, extra printf arguments).
+    DifExpr = 1,
+    /// `exit(status)`.
+    Exit = 2,
+    /// `printf()`.
+    Printf = 3,
+    /// `printa()`.
+    Printa = 4,
+    /// A library (consumer-side) action; `arg` is a [`LibAction`] number.
+    LibAct = 5,
+    /// `tracemem(addr, size)`.
+    Tracemem = 6,
+    /// `tracemem(addr, size, dynsize)`.
+    TracememDynsize = 7,
+    /// `ustack()`.
+    Ustack = 0x0101,
+    /// `jstack()`.
+    Jstack = 0x0102,
+    /// `usym()`.
+    Usym = 0x0103,
+    /// `umod()`.
+    Umod = 0x0104,
+    /// `uaddr()`.
+    Uaddr = 0x0105,
+    /// `stop()` (destructive).
+    Stop = 0x0201,
+    /// `raise(sig)` (destructive).
+    Raise = 0x0202,
+    /// `system(fmt, ...)` (destructive).
+    System = 0x0203,
+    /// `freopen(fmt, ...)` (destructive).
+    Freopen = 0x0204,
+    /// `stack()`.
+    Stack = 0x0401,
+    /// `sym()`.
+    Sym = 0x0402,
+    /// `mod()`.
+    Mod = 0x0403,
+    /// `breakpoint()` (destructive).
+    Breakpoint = 0x0501,
+    /// `panic()` (destructive).
+    Panic = 0x0502,
+    /// `chill(ns)` (destructive).
+    Chill = 0x0503,
+    /// `speculate(id)`.
+    Speculate = 0x0601,
+    /// `commit(id)`.
+    Commit = 0x0602,
+    /// `discard(id)`.
+    Discard = 0x0603,
+    /// `count()`.
+    AggCount = 0x0701,
+    /// `min()`.
+    AggMin = 0x0702,
+    /// `max()`.
+    AggMax = 0x0703,
+    /// `avg()`.
+    AggAvg = 0x0704,
+    /// `sum()`.
+    AggSum = 0x0705,
+    /// `stddev()`.
+    AggStddev = 0x0706,
+    /// `quantize()`.
+    AggQuantize = 0x0707,
+    /// `lquantize()`.
+    AggLquantize = 0x0708,
+    /// `llquantize()`.
+    AggLlquantize = 0x0709,
+}
+
+impl ActionKind {
+    /// Whether this is an aggregating function.
+    pub fn is_aggregation(self) -> bool {
+        (self as u16) & 0xff00 == 0x0700
+    }
+
+    /// Whether this action is destructive (needs `-w`).
+    pub fn is_destructive(self) -> bool {
+        matches!((self as u16) & 0xff00, 0x0200 | 0x0500)
+    }
+}
+
+/// Consumer-side actions carried as `ActionKind::LibAct` with this number in `arg`; their DIF object (if
+/// any) yields the aggregation id or option value the consumer acts on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u16)]
+pub enum LibAction {
+    /// `clear(@a)`.
+    Clear = 1,
+    /// `normalize(@a, n)`.
+    Normalize = 2,
+    /// `denormalize(@a)`.
+    Denormalize = 3,
+    /// `trunc(@a [, n])`.
+    Trunc = 4,
+    /// `setopt(name [, value])`.
+    Setopt = 5,
+    /// `ftruncate()`.
+    Ftruncate = 6,
+    /// `print(x)` (typed print).
+    Print = 7,
+}
+
+/// A probe description pattern `provider:module:function:name`; an empty field matches anything, and
+/// fields may hold the glob characters `*`, `?`, `[...]` and `\`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct ProbeDesc {
+    /// Provider.
+    pub provider: String,
+    /// Module.
+    pub module: String,
+    /// Function.
+    pub function: String,
+    /// Name.
+    pub name: String,
+}
+
+/// One action of an ECB (`dtrace_actdesc_t`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ActionDesc {
+    /// What the action does.
+    pub kind: ActionKind,
+    /// The expression it evaluates, if any.
+    pub difo: Option<DifObject>,
+    /// Kind-specific argument (see the module documentation).
+    pub arg: u64,
+    /// Kind-specific user argument (aggregation id for aggregating actions).
+    pub uarg: u64,
+    /// Number of key records that precede an aggregating action.
+    pub ntuple: u32,
+}
+
+/// An enabling control block description: which probes, when, and what to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EcbDesc {
+    /// Probes this clause enables.
+    pub probe: ProbeDesc,
+    /// Predicate, if any: the actions run when it returns non-zero.
+    pub predicate: Option<DifObject>,
+    /// Actions in order.
+    pub actions: Vec<ActionDesc>,
+}
+
+/// An aggregation of the program: its id (as in `ActionDesc::uarg`) and its name without the `@`
+/// (empty for the anonymous `@`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AggregationDesc {
+    /// Aggregation variable id.
+    pub id: u32,
+    /// Name without `@`.
+    pub name: String,
+}
+
+/// A whole compiled program.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Program {
+    /// Clauses in source order; one clause with several probe descriptions yields one ECB per description.
+    pub ecbs: Vec<EcbDesc>,
+    /// Format strings of printf-like actions, referenced by index.
+    pub formats: Vec<String>,
+    /// Aggregations referenced by aggregating actions and printa/clear/trunc/normalize.
+    pub aggregations: Vec<AggregationDesc>,
+    /// Options set in the program (`#pragma D option name=value`); value `None` for boolean options.
+    pub options: Vec<(String, Option<String>)>,
+}
+
+/// One record of an enabled probe's trace data or of an aggregation (`dtrace_recdesc_t`), laid out by the
+/// framework.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecDesc {
+    /// The action that produced it.
+    pub action: ActionKind,
+    /// Size in bytes.
+    pub size: u32,
+    /// Offset from the start of the whole record, its 12-byte header (`dtrace_rechdr_t`: EPID, then the
+    /// timestamp as high and low 32-bit halves) included, so the first data record is at offset 12 or more.
+    pub offset: u32,
+    /// Alignment in bytes.
+    pub alignment: u16,
+    /// Index into `Program::formats` plus one, or 0 when the record has no format.
+    pub format: u16,
+    /// The action's `arg`.
+    pub arg: u64,
+}
+
+/// Encodes `lquantize(value, base, limit, step)` parameters into an action `arg` as DTrace does:
+/// step in bits 63-48, number of levels in bits 47-32, base (as i32) in bits 31-0.
+pub fn lquantize_arg(base: i32, levels: u16, step: u16) -> u64 {
+    ((step as u64) << 48) | ((levels as u64) << 32) | (base as u32 as u64)
+}
+
+/// Encodes `llquantize(value, factor, low, high, nsteps)` parameters into an action `arg` as DTrace does:
+/// factor in bits 63-48, low magnitude in 47-32, high magnitude in 31-16, steps in 15-0.
+pub fn llquantize_arg(factor: u16, low: u16, high: u16, nsteps: u16) -> u64 {
+    ((factor as u64) << 48) | ((low as u64) << 32) | ((high as u64) << 16) | nsteps as u64
+}

@@ -1,0 +1,270 @@
+//! The per-firing machine state and the VM's address space.
+//!
+//! DIF code sees 64-bit addresses. Memory the VM owns lives at fixed, non-canonical addresses that no
+//! x86-64 or arm64 kernel or user pointer can have: scratch space at [`SCRATCH_BASE`] and the running
+//! object's string table at [`STRTAB_BASE`]. Every other address is kernel memory, read through the
+//! [`Memory`] trait (user memory only by the `uld*` instructions and `copyin*`). By-reference variables
+//! and string built-ins are copied into scratch when loaded, so stores (allowed only into scratch) can
+//! never reach variable storage or the traced system.
+//!
+//! Scratch and clause-local variables live for one probe firing ([`Machine::begin_firing`]); clause-locals
+//! persist across the clauses (DIF objects) run for that firing, as in DTrace.
+
+use crate::object::DifObject;
+use crate::vm::env::Memory;
+use crate::vm::fault::{Fault, FaultKind};
+use crate::vm::state::{Stored, VmOptions};
+
+/// Address of the first byte of scratch space.
+pub const SCRATCH_BASE: u64 = 0x5ca7_0000_0000_0000;
+/// Address of the first byte of the running object's string table.
+pub const STRTAB_BASE: u64 = 0x57a6_0000_0000_0000;
+/// Size of the address range reserved for each VM region.
+const REGION_SPAN: u64 = 1 << 40;
+
+/// Number of tuple-stack registers (`DIF_DTR_NREGS`).
+pub const TUPLE_REGS: usize = 8;
+
+/// The state of one probe firing: scratch, clause-local variables, `strtok` position. Reuse one
+/// `Machine` per CPU/thread of the framework; call [`begin_firing`](Machine::begin_firing) at each firing.
+#[derive(Debug, Clone, Default)]
+pub struct Machine {
+    pub(crate) opts: VmOptions,
+    pub(crate) scratch: Vec<u8>,
+    pub(crate) locals: Vec<Option<Stored>>,
+    /// Where `strtok(NULL, ...)` continues: an address and the end of its string, 0 when none.
+    pub(crate) strtok: u64,
+    pub(crate) strtok_end: u64,
+    /// Reused buffers.
+    pub(crate) tmp: Vec<u8>,
+    pub(crate) tmp2: Vec<u8>,
+    /// Reused dynamic-variable key.
+    pub(crate) key: crate::vm::state::DynKey,
+}
+
+/// Where a VM address points.
+pub(crate) enum Region<'a> {
+    /// VM-owned bytes.
+    Vm(&'a [u8]),
+    /// Outside the VM (kernel memory).
+    Outside,
+}
+
+impl Machine {
+    /// A machine with default options; the options of the [`VarState`](crate::vm::VarState) passed to
+    /// `run` take effect at each run.
+    pub fn new() -> Machine {
+        Machine::default()
+    }
+
+    /// Starts a probe firing: empties scratch, forgets clause-local variables and the `strtok` position.
+    pub fn begin_firing(&mut self) {
+        self.scratch.clear();
+        self.locals.clear();
+        self.strtok = 0;
+        self.strtok_end = 0;
+    }
+
+    /// Bytes of scratch in use in this firing.
+    pub fn scratch_used(&self) -> usize {
+        self.scratch.len()
+    }
+
+    /// Resolves `len` bytes at `addr` if they are VM-owned; `Err(BadAddr)` when the address is in a VM
+    /// region but the range is not valid there.
+    pub(crate) fn region<'a>(
+        &'a self,
+        obj: &'a DifObject,
+        addr: u64,
+        len: usize,
+    ) -> Result<Region<'a>, Fault> {
+        let (bytes, off) = if addr.wrapping_sub(SCRATCH_BASE) < REGION_SPAN {
+            (&self.scratch[..], addr - SCRATCH_BASE)
+        } else if addr.wrapping_sub(STRTAB_BASE) < REGION_SPAN {
+            (&obj.strtab[..], addr - STRTAB_BASE)
+        } else {
+            return Ok(Region::Outside);
+        };
+        let off = usize::try_from(off).map_err(|_| Fault::new(FaultKind::BadAddr, addr))?;
+        let end = off
+            .checked_add(len)
+            .ok_or(Fault::new(FaultKind::BadAddr, addr))?;
+        bytes
+            .get(off..end)
+            .map(Region::Vm)
+            .ok_or(Fault::new(FaultKind::BadAddr, addr))
+    }
+
+    /// Reads `buf.len()` bytes at `addr` (VM memory or kernel memory).
+    pub(crate) fn read(
+        &self,
+        obj: &DifObject,
+        mem: &mut dyn Memory,
+        addr: u64,
+        buf: &mut [u8],
+    ) -> Result<(), Fault> {
+        match self.region(obj, addr, buf.len())? {
+            Region::Vm(b) => {
+                buf.copy_from_slice(b);
+                Ok(())
+            }
+            Region::Outside => mem.read_kernel(addr, buf).map_err(|k| Fault::new(k, addr)),
+        }
+    }
+
+    /// Reads a NUL-terminated string at `addr` of at most `max` bytes (NUL excluded) into `out`
+    /// (cleared first). `user` selects user memory for addresses outside the VM. Address 0 faults.
+    pub(crate) fn read_str(
+        &self,
+        obj: &DifObject,
+        mem: &mut dyn Memory,
+        addr: u64,
+        max: usize,
+        user: bool,
+        out: &mut Vec<u8>,
+    ) -> Result<(), Fault> {
+        out.clear();
+        if addr == 0 {
+            return Err(Fault::new(FaultKind::BadAddr, 0));
+        }
+        if let Some(bytes) = self.vm_tail(obj, addr)? {
+            let b = &bytes[..bytes.len().min(max)];
+            let n = b.iter().position(|&c| c == 0).unwrap_or(b.len());
+            out.extend_from_slice(&b[..n]);
+            return Ok(());
+        }
+        let mut chunk = [0u8; 64];
+        let mut a = addr;
+        while out.len() < max {
+            // Read up to the next 64-byte boundary so a chunk never crosses a page.
+            let want = (64 - (a % 64) as usize).min(max - out.len());
+            let buf = &mut chunk[..want];
+            let ok = if user {
+                mem.read_user(a, buf)
+            } else {
+                mem.read_kernel(a, buf)
+            };
+            if ok.is_err() {
+                // Retry byte by byte: the string may end before the unreadable part.
+                for i in 0..want {
+                    let at = a.wrapping_add(i as u64);
+                    let mut one = [0u8; 1];
+                    let r = if user {
+                        mem.read_user(at, &mut one)
+                    } else {
+                        mem.read_kernel(at, &mut one)
+                    };
+                    r.map_err(|k| Fault::new(k, at))?;
+                    if one[0] == 0 {
+                        return Ok(());
+                    }
+                    out.push(one[0]);
+                }
+            } else if let Some(n) = buf.iter().position(|&c| c == 0) {
+                out.extend_from_slice(&buf[..n]);
+                return Ok(());
+            } else {
+                out.extend_from_slice(buf);
+            }
+            a = a.wrapping_add(want as u64);
+        }
+        Ok(())
+    }
+
+    /// The VM-owned bytes from `addr` to the end of its region, or `None` when `addr` is outside.
+    pub(crate) fn vm_tail<'a>(
+        &'a self,
+        obj: &'a DifObject,
+        addr: u64,
+    ) -> Result<Option<&'a [u8]>, Fault> {
+        let (bytes, off) = if addr.wrapping_sub(SCRATCH_BASE) < REGION_SPAN {
+            (&self.scratch[..], addr - SCRATCH_BASE)
+        } else if addr.wrapping_sub(STRTAB_BASE) < REGION_SPAN {
+            (&obj.strtab[..], addr - STRTAB_BASE)
+        } else {
+            return Ok(None);
+        };
+        let off = usize::try_from(off).map_err(|_| Fault::new(FaultKind::BadAddr, addr))?;
+        match bytes.get(off..) {
+            Some(b) if off < bytes.len() => Ok(Some(b)),
+            _ => Err(Fault::new(FaultKind::BadAddr, addr)),
+        }
+    }
+
+    /// Allocates `size` zeroed bytes of scratch aligned on 8 bytes; `NoScratch` when it does not fit.
+    pub(crate) fn alloc(&mut self, size: u64) -> Result<u64, Fault> {
+        let start = self.scratch.len().next_multiple_of(8);
+        let size = usize::try_from(size).map_err(|_| Fault::new(FaultKind::NoScratch, 0))?;
+        let end = start
+            .checked_add(size)
+            .filter(|&e| e <= self.opts.scratch_size)
+            .ok_or(Fault::new(FaultKind::NoScratch, 0))?;
+        self.scratch.resize(end, 0);
+        Ok(SCRATCH_BASE + start as u64)
+    }
+
+    /// Whether `len` bytes at `addr` are allocated scratch (the only memory DIF may store into).
+    pub(crate) fn scratch_mut(&mut self, addr: u64, len: u64) -> Result<&mut [u8], Fault> {
+        let bad = Fault::new(FaultKind::BadAddr, addr);
+        if addr.wrapping_sub(SCRATCH_BASE) >= REGION_SPAN {
+            return Err(bad);
+        }
+        let off = usize::try_from(addr - SCRATCH_BASE).map_err(|_| bad)?;
+        let len = usize::try_from(len).map_err(|_| bad)?;
+        let end = off.checked_add(len).ok_or(bad)?;
+        self.scratch.get_mut(off..end).ok_or(bad)
+    }
+
+    /// Copies `bytes` plus a NUL into fresh scratch and returns its address.
+    pub(crate) fn put_str(&mut self, bytes: &[u8]) -> Result<u64, Fault> {
+        let len = bytes.len() as u64 + 1;
+        let addr = self.alloc(len)?;
+        let dst = self.scratch_mut(addr, len)?;
+        dst[..bytes.len()].copy_from_slice(bytes);
+        Ok(addr)
+    }
+
+    /// Copies `bytes` into fresh scratch and returns its address.
+    pub(crate) fn put_bytes(&mut self, bytes: &[u8]) -> Result<u64, Fault> {
+        let addr = self.alloc(bytes.len() as u64)?;
+        self.scratch_mut(addr, bytes.len() as u64)?
+            .copy_from_slice(bytes);
+        Ok(addr)
+    }
+
+    /// Reads back `len` bytes of a by-reference result (a string-table string, scratch, a copied variable
+    /// or kernel memory) after [`run`](Machine::run) returned its address, before the next firing.
+    pub fn read_result(
+        &self,
+        obj: &DifObject,
+        mem: &mut dyn Memory,
+        addr: u64,
+        len: usize,
+    ) -> Result<Vec<u8>, Fault> {
+        if len > self.opts.scratch_size.max(self.opts.strsize).max(1 << 20) {
+            return Err(Fault::new(FaultKind::BadSize, len as u64));
+        }
+        let mut v = vec![0u8; len];
+        self.read(obj, mem, addr, &mut v)?;
+        Ok(v)
+    }
+
+    /// Reads back a string result: its bytes without the NUL, at most `strsize - 1` of them.
+    pub fn read_string_result(
+        &self,
+        obj: &DifObject,
+        mem: &mut dyn Memory,
+        addr: u64,
+    ) -> Result<Vec<u8>, Fault> {
+        let mut v = Vec::new();
+        self.read_str(
+            obj,
+            mem,
+            addr,
+            self.opts.strsize.saturating_sub(1),
+            false,
+            &mut v,
+        )?;
+        Ok(v)
+    }
+}

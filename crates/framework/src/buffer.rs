@@ -1,0 +1,269 @@
+//! Principal buffers: one per CPU, holding whole records (each 8-byte aligned, padded with
+//! [`EPID_NONE`](crate::records::EPID_NONE) words) under one of DTrace's policies. `switch` keeps records
+//! until the consumer switches the buffer and drops what does not fit; `fill` records until full, then
+//! drops and reports itself filled (space for END records is reserved so END always fits); `ring` keeps
+//! the newest records, evicting the oldest. Every record refused is counted as a drop.
+
+use crate::options::BufPolicy;
+use std::collections::VecDeque;
+
+/// Rounds `n` up to a multiple of 8.
+pub fn align8(n: usize) -> usize {
+    (n + 7) & !7
+}
+
+/// One CPU's principal buffer.
+#[derive(Debug)]
+pub struct PrincipalBuffer {
+    policy: BufPolicy,
+    size: usize,
+    /// Bytes kept free for END records under the fill policy.
+    reserve: usize,
+    data: Vec<u8>,
+    /// Ring policy: the bytes, oldest first, and the length of each record in them.
+    ring: VecDeque<u8>,
+    ring_lens: VecDeque<usize>,
+    drops: u64,
+    full: bool,
+}
+
+impl PrincipalBuffer {
+    /// A buffer of `size` bytes (rounded down to a multiple of 8) under `policy`. `data` is a vector
+    /// already holding that capacity (the framework allocates it fallibly).
+    pub fn new(policy: BufPolicy, size: usize, data: Vec<u8>) -> PrincipalBuffer {
+        PrincipalBuffer {
+            policy,
+            size: size & !7,
+            reserve: 0,
+            data,
+            ring: VecDeque::new(),
+            ring_lens: VecDeque::new(),
+            drops: 0,
+            full: false,
+        }
+    }
+
+    /// Sets the space kept for END records (fill policy).
+    pub fn set_reserve(&mut self, reserve: usize) {
+        self.reserve = align8(reserve).min(self.size);
+    }
+
+    /// Size in bytes.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    /// Bytes of records held.
+    pub fn used(&self) -> usize {
+        match self.policy {
+            BufPolicy::Ring => self.ring.len(),
+            _ => self.data.len(),
+        }
+    }
+
+    /// Whether a fill-policy buffer has filled.
+    pub fn is_full(&self) -> bool {
+        self.full
+    }
+
+    /// Appends one whole record; `for_end` records may use the END reserve. Returns `false` (and counts a
+    /// drop) when the record is refused.
+    pub fn append(&mut self, record: &[u8], for_end: bool) -> bool {
+        let len = align8(record.len());
+        match self.policy {
+            BufPolicy::Ring => {
+                if len > self.size {
+                    self.drops += 1;
+                    return false;
+                }
+                while self.ring.len() + len > self.size {
+                    let Some(old) = self.ring_lens.pop_front() else {
+                        break;
+                    };
+                    self.ring.drain(..old);
+                }
+                self.ring.extend(record);
+                self.ring
+                    .extend(std::iter::repeat_n(0u8, len - record.len()));
+                self.ring_lens.push_back(len);
+                true
+            }
+            BufPolicy::Switch | BufPolicy::Fill => {
+                let limit = if self.policy == BufPolicy::Fill && !for_end {
+                    self.size - self.reserve
+                } else {
+                    self.size
+                };
+                if (self.full && !for_end) || self.data.len() + len > limit {
+                    self.drops += 1;
+                    if self.policy == BufPolicy::Fill && !for_end {
+                        self.full = true;
+                    }
+                    return false;
+                }
+                self.data.extend_from_slice(record);
+                self.data.resize(self.data.len() + len - record.len(), 0);
+                true
+            }
+        }
+    }
+
+    /// Appends bytes that are already a sequence of aligned records (a committed speculation) as one
+    /// unit: all or nothing.
+    pub fn append_many(&mut self, records: &[u8], lens: &[usize]) -> bool {
+        match self.policy {
+            BufPolicy::Ring => {
+                let mut off = 0;
+                for &l in lens {
+                    self.append(&records[off..off + l], false);
+                    off += l;
+                }
+                true
+            }
+            _ => {
+                if self.full || self.data.len() + records.len() > self.size - self.reserve {
+                    self.drops += 1;
+                    if self.policy == BufPolicy::Fill {
+                        self.full = true;
+                    }
+                    return false;
+                }
+                self.data.extend_from_slice(records);
+                true
+            }
+        }
+    }
+
+    /// Counts a drop decided by the caller.
+    pub fn count_drop(&mut self) {
+        self.drops += 1;
+    }
+
+    /// Takes the records (oldest first) and the drops counted since the last take, leaving the buffer
+    /// empty. A filled fill-policy buffer stays full.
+    pub fn take(&mut self) -> (Vec<u8>, u64) {
+        let drops = std::mem::take(&mut self.drops);
+        let data = match self.policy {
+            BufPolicy::Ring => {
+                self.ring_lens.clear();
+                self.ring.drain(..).collect()
+            }
+            _ => {
+                let cap = self.data.capacity().min(self.size);
+                let mut fresh = Vec::new();
+                // Best effort: if the memory is not there now, the buffer grows as records arrive.
+                let _ = fresh.try_reserve_exact(cap);
+                std::mem::replace(&mut self.data, fresh)
+            }
+        };
+        (data, drops)
+    }
+}
+
+/// A speculative buffer for one CPU: whole records and their lengths, bounded by `specsize`.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct SpecBuffer {
+    /// Record bytes.
+    pub data: Vec<u8>,
+    /// Length of each record in `data`.
+    pub lens: Vec<usize>,
+    /// Records that did not fit.
+    pub drops: u64,
+}
+
+impl SpecBuffer {
+    /// Appends a record if it fits in `limit` bytes; counts a drop otherwise.
+    pub fn append(&mut self, record: &[u8], limit: usize) -> bool {
+        let len = align8(record.len());
+        if self.data.len() + len > limit {
+            self.drops += 1;
+            return false;
+        }
+        self.data.extend_from_slice(record);
+        self.data.resize(self.data.len() + len - record.len(), 0);
+        self.lens.push(len);
+        true
+    }
+
+    /// Whether anything was speculated on this CPU.
+    pub fn is_empty(&self) -> bool {
+        self.data.is_empty()
+    }
+
+    /// Empties it.
+    pub fn clear(&mut self) {
+        self.data.clear();
+        self.lens.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(epid: u32, len: usize) -> Vec<u8> {
+        let mut v = vec![0u8; len];
+        v[..4].copy_from_slice(&epid.to_ne_bytes());
+        v
+    }
+
+    #[test]
+    fn switch_drops_when_full() {
+        let mut b = PrincipalBuffer::new(BufPolicy::Switch, 64, Vec::new());
+        assert!(b.append(&rec(1, 12), false));
+        assert_eq!(b.used(), 16);
+        for _ in 0..3 {
+            assert!(b.append(&rec(1, 16), false));
+        }
+        assert!(!b.append(&rec(1, 12), false));
+        let (data, drops) = b.take();
+        assert_eq!(data.len(), 64);
+        assert_eq!(drops, 1);
+        assert_eq!(&data[12..16], &[0, 0, 0, 0]);
+        assert!(b.append(&rec(1, 12), false));
+        assert_eq!(b.take().1, 0);
+    }
+
+    #[test]
+    fn fill_reserves_for_end() {
+        let mut b = PrincipalBuffer::new(BufPolicy::Fill, 64, Vec::new());
+        b.set_reserve(16);
+        for _ in 0..3 {
+            assert!(b.append(&rec(1, 16), false));
+        }
+        assert!(!b.append(&rec(1, 16), false));
+        assert!(b.is_full());
+        assert!(!b.append(&rec(1, 8), false));
+        assert!(b.append(&rec(2, 16), true));
+        let (data, drops) = b.take();
+        assert_eq!(data.len(), 64);
+        assert_eq!(drops, 2);
+    }
+
+    #[test]
+    fn ring_keeps_newest() {
+        let mut b = PrincipalBuffer::new(BufPolicy::Ring, 48, Vec::new());
+        for epid in 1..=5 {
+            assert!(b.append(&rec(epid, 16), false));
+        }
+        let (data, drops) = b.take();
+        assert_eq!(drops, 0);
+        let epids: Vec<u32> = data
+            .chunks(16)
+            .map(|c| u32::from_ne_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
+        assert_eq!(epids, vec![3, 4, 5]);
+        assert!(!b.append(&rec(9, 56), false));
+        assert_eq!(b.take().1, 1);
+    }
+
+    #[test]
+    fn spec_buffer_bounds() {
+        let mut s = SpecBuffer::default();
+        assert!(s.append(&rec(1, 12), 32));
+        assert!(s.append(&rec(1, 12), 32));
+        assert!(!s.append(&rec(1, 12), 32));
+        assert_eq!(s.drops, 1);
+        assert_eq!(s.lens, vec![16, 16]);
+    }
+}

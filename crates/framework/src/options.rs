@@ -1,0 +1,440 @@
+//! Framework options: DTrace's runtime options that govern probe context (buffer sizes and policies,
+//! rates, speculation counts, string and stack sizes, `destructive`), their defaults, and DTrace's value
+//! syntax (sizes `4m`, `512k`, `0x1000`; times `10ms`, `1sec`, `97hz`, a bare number being nanoseconds) with
+//! its error messages. Consumer-side options (`quiet`, `flowindent`, `aggsort*`, ...) are not held here:
+//! [`Options::set`] answers [`OptionError::UnknownOption`] for them so the consumer can handle its own.
+
+use thiserror::Error;
+
+/// Errors setting an option, with libdtrace's messages (`EDT_BADOPTNAME`, `EDT_BADOPTVAL`, ...).
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum OptionError {
+    /// No framework option has this name.
+    #[error("Invalid option name")]
+    UnknownOption(String),
+    /// The value does not parse or is out of range for this option.
+    #[error("Invalid value for specified option")]
+    BadValue {
+        /// Option name.
+        option: String,
+        /// Offending value.
+        value: String,
+    },
+    /// The option may not change once tracing is active.
+    #[error("Operation illegal when tracing is active")]
+    BadContext(String),
+}
+
+/// `bufpolicy`: what a full principal buffer does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BufPolicy {
+    /// Two buffers per CPU; the consumer switches them; records that do not fit are dropped.
+    Switch,
+    /// Record until the buffer is full, then drop (and report the buffer filled).
+    Fill,
+    /// Overwrite the oldest records.
+    Ring,
+}
+
+/// `bufresize`: what happens when a buffer of the requested size cannot be allocated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BufResize {
+    /// Halve the size until it can be allocated.
+    Auto,
+    /// Fail.
+    Manual,
+}
+
+/// Nanoseconds per second.
+pub const NANOSEC: u64 = 1_000_000_000;
+
+/// The framework's options with DTrace's defaults.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Options {
+    /// `bufsize`: bytes per CPU principal buffer (default 4m).
+    pub bufsize: u64,
+    /// `bufpolicy` (default switch).
+    pub bufpolicy: BufPolicy,
+    /// `bufresize` (default auto).
+    pub bufresize: BufResize,
+    /// `aggsize`: bytes per CPU aggregation buffer (default 4m).
+    pub aggsize: u64,
+    /// `aggrate`: nanoseconds between aggregation snapshots (default 1s).
+    pub aggrate: u64,
+    /// `switchrate`: nanoseconds between buffer switches (default 1s).
+    pub switchrate: u64,
+    /// `statusrate`: nanoseconds between status checks (default 1s).
+    pub statusrate: u64,
+    /// `cleanrate`: nanoseconds between speculation cleanings (default 101hz).
+    pub cleanrate: u64,
+    /// `dynvarsize`: bytes of dynamic variable space (default 1m).
+    pub dynvarsize: u64,
+    /// `strsize`: maximum string size, NUL included (default 256).
+    pub strsize: u64,
+    /// `nspec`: number of speculation buffers (default 1).
+    pub nspec: u64,
+    /// `specsize`: bytes per CPU per speculation buffer (default 32k).
+    pub specsize: u64,
+    /// `cpu`: trace only this CPU (default: all).
+    pub cpu: Option<u32>,
+    /// `destructive`: allow destructive actions (default off; `-w`).
+    pub destructive: bool,
+    /// `stackframes` (default 20).
+    pub stackframes: u64,
+    /// `ustackframes` (default 20).
+    pub ustackframes: u64,
+    /// `jstackframes` (default 50).
+    pub jstackframes: u64,
+    /// `jstackstrsize` (default 512).
+    pub jstackstrsize: u64,
+    /// `temporal`: keep records in time order (accepted; buffers are already per CPU in order).
+    pub temporal: bool,
+    /// `zone`: restrict to a zone (accepted and ignored on Linux).
+    pub zone: Option<String>,
+    /// `grabanon`/anonymous tracing (accepted; not applicable).
+    pub grabanon: bool,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            bufsize: 4 << 20,
+            bufpolicy: BufPolicy::Switch,
+            bufresize: BufResize::Auto,
+            aggsize: 4 << 20,
+            aggrate: NANOSEC,
+            switchrate: NANOSEC,
+            statusrate: NANOSEC,
+            cleanrate: NANOSEC / 101,
+            dynvarsize: 1 << 20,
+            strsize: 256,
+            nspec: 1,
+            specsize: 32 << 10,
+            cpu: None,
+            destructive: false,
+            stackframes: 20,
+            ustackframes: 20,
+            jstackframes: 50,
+            jstackstrsize: 512,
+            temporal: false,
+            zone: None,
+            grabanon: false,
+        }
+    }
+}
+
+/// Largest `strsize`, `stackframes` and similar counts we accept, to keep allocations bounded.
+const MAX_STRSIZE: u64 = 1 << 20;
+const MAX_FRAMES: u64 = 1 << 16;
+const MAX_NSPEC: u64 = 1 << 16;
+/// Smallest and largest clean rates (DTrace clamps `cleanrate` the same way).
+const CLEANRATE_MIN: u64 = 200_000;
+const CLEANRATE_MAX: u64 = 60 * NANOSEC;
+
+/// The names of every option [`Options::set`] knows.
+pub const FRAMEWORK_OPTIONS: &[&str] = &[
+    "aggrate",
+    "aggsize",
+    "bufpolicy",
+    "bufresize",
+    "bufsize",
+    "cleanrate",
+    "cpu",
+    "destructive",
+    "dynvarsize",
+    "grabanon",
+    "jstackframes",
+    "jstackstrsize",
+    "nspec",
+    "specsize",
+    "stackframes",
+    "statusrate",
+    "strsize",
+    "switchrate",
+    "temporal",
+    "ustackframes",
+    "zone",
+];
+
+/// Options that may still change while tracing is active (DTrace lets these be set by `setopt()`).
+pub const RUNTIME_OPTIONS: &[&str] = &["aggrate", "switchrate", "statusrate", "cleanrate"];
+
+/// Parses a size the way `dt_opt_size` does: an unsigned number in C notation (decimal, `0x` hex, `0`
+/// octal) optionally followed by one of `k`, `m`, `g`, `t` (either case), each a factor of 1024.
+pub fn parse_size(arg: &str) -> Option<u64> {
+    let last = arg.chars().last()?;
+    let (digits, mul): (&str, u64) = match last.to_ascii_lowercase() {
+        'k' => (&arg[..arg.len() - 1], 1 << 10),
+        'm' => (&arg[..arg.len() - 1], 1 << 20),
+        'g' => (&arg[..arg.len() - 1], 1 << 30),
+        't' => (&arg[..arg.len() - 1], 1 << 40),
+        _ => (arg, 1),
+    };
+    let v = parse_c_unsigned(digits)?;
+    let v = v.checked_mul(mul)?;
+    if v > i64::MAX as u64 {
+        return None;
+    }
+    Some(v)
+}
+
+/// Time suffixes shared by rate options and the profile provider, with nanoseconds per unit
+/// (0 for `hz`, meaning a frequency per second).
+pub const TIME_SUFFIXES: &[(&str, u64)] = &[
+    ("ns", 1),
+    ("nsec", 1),
+    ("us", 1_000),
+    ("usec", 1_000),
+    ("ms", 1_000_000),
+    ("msec", 1_000_000),
+    ("s", NANOSEC),
+    ("sec", NANOSEC),
+    ("m", 60 * NANOSEC),
+    ("min", 60 * NANOSEC),
+    ("h", 3600 * NANOSEC),
+    ("hour", 3600 * NANOSEC),
+    ("d", 86400 * NANOSEC),
+    ("day", 86400 * NANOSEC),
+    ("hz", 0),
+];
+
+/// Looks a time suffix up (case-insensitively): nanoseconds per unit, 0 for `hz`.
+pub fn time_suffix(s: &str) -> Option<u64> {
+    TIME_SUFFIXES
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case(s))
+        .map(|&(_, m)| m)
+}
+
+/// Parses a rate the way `dt_opt_rate` does into nanoseconds: a number in C notation with an optional
+/// time suffix; `hz` is a frequency (`10hz` = 100000000 ns); a bare number is nanoseconds.
+pub fn parse_rate(arg: &str) -> Option<u64> {
+    let split = c_number_len(arg);
+    let (digits, suffix) = arg.split_at(split);
+    let val = parse_c_unsigned(digits)?;
+    let mul = if suffix.is_empty() {
+        1
+    } else {
+        time_suffix(suffix)?
+    };
+    if mul == 0 {
+        Some(NANOSEC.checked_div(val).unwrap_or(0))
+    } else {
+        val.checked_mul(mul).filter(|&v| v <= i64::MAX as u64)
+    }
+}
+
+/// Length of the leading C-notation unsigned number in `s` (what `strtoull(s, &end, 0)` consumes).
+fn c_number_len(s: &str) -> usize {
+    let b = s.as_bytes();
+    if b.len() >= 3 && b[0] == b'0' && (b[1] | 0x20) == b'x' && b[2].is_ascii_hexdigit() {
+        return 2 + b[2..].iter().take_while(|c| c.is_ascii_hexdigit()).count();
+    }
+    b.iter().take_while(|c| c.is_ascii_digit()).count()
+}
+
+/// Parses a whole string as a C-notation unsigned number (decimal, `0x` hex, leading-`0` octal).
+pub fn parse_c_unsigned(s: &str) -> Option<u64> {
+    if s.is_empty() {
+        return None;
+    }
+    if let Some(hex) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        if hex.is_empty() || !hex.bytes().all(|c| c.is_ascii_hexdigit()) {
+            return None;
+        }
+        return u64::from_str_radix(hex, 16).ok();
+    }
+    if !s.bytes().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    if s.len() > 1 && s.starts_with('0') {
+        return u64::from_str_radix(&s[1..], 8).ok();
+    }
+    s.parse().ok()
+}
+
+impl Options {
+    /// Sets option `name` to `value` (`None` for a bare `-x name`), with DTrace's parsing and errors.
+    pub fn set(&mut self, name: &str, value: Option<&str>) -> Result<(), OptionError> {
+        let bad = || OptionError::BadValue {
+            option: name.to_string(),
+            value: value.unwrap_or("").to_string(),
+        };
+        let size = || value.and_then(parse_size).ok_or_else(bad);
+        let rate = || value.and_then(parse_rate).ok_or_else(bad);
+        let count = |max: u64| {
+            value
+                .and_then(parse_c_unsigned)
+                .filter(|&v| v <= max)
+                .ok_or_else(bad)
+        };
+        match name {
+            "bufsize" => self.bufsize = size()?,
+            "aggsize" => self.aggsize = size()?,
+            "dynvarsize" => self.dynvarsize = size()?,
+            "specsize" => self.specsize = size()?,
+            "strsize" => {
+                let v = size()?;
+                if v == 0 || v > MAX_STRSIZE {
+                    return Err(bad());
+                }
+                self.strsize = v;
+            }
+            "jstackstrsize" => {
+                let v = size()?;
+                if v > MAX_STRSIZE {
+                    return Err(bad());
+                }
+                self.jstackstrsize = v;
+            }
+            "aggrate" => self.aggrate = rate()?,
+            "switchrate" => self.switchrate = rate()?,
+            "statusrate" => self.statusrate = rate()?,
+            "cleanrate" => self.cleanrate = rate()?.clamp(CLEANRATE_MIN, CLEANRATE_MAX),
+            "nspec" => self.nspec = count(MAX_NSPEC)?,
+            "stackframes" => self.stackframes = count(MAX_FRAMES)?.max(1),
+            "ustackframes" => self.ustackframes = count(MAX_FRAMES)?.max(1),
+            "jstackframes" => self.jstackframes = count(MAX_FRAMES)?.max(1),
+            "cpu" => self.cpu = Some(count(u32::MAX as u64)? as u32),
+            "bufpolicy" => {
+                self.bufpolicy = match value {
+                    Some("switch") => BufPolicy::Switch,
+                    Some("fill") => BufPolicy::Fill,
+                    Some("ring") => BufPolicy::Ring,
+                    _ => return Err(bad()),
+                }
+            }
+            "bufresize" => {
+                self.bufresize = match value {
+                    Some("auto") => BufResize::Auto,
+                    Some("manual") => BufResize::Manual,
+                    _ => return Err(bad()),
+                }
+            }
+            "destructive" => self.destructive = flag(value).ok_or_else(bad)?,
+            "temporal" => self.temporal = flag(value).ok_or_else(bad)?,
+            "grabanon" => self.grabanon = flag(value).ok_or_else(bad)?,
+            "zone" => self.zone = Some(value.ok_or_else(bad)?.to_string()),
+            _ => return Err(OptionError::UnknownOption(name.to_string())),
+        }
+        Ok(())
+    }
+
+    /// The current value of option `name` as DTrace's `dtrace_getopt` reports it (sizes in bytes, rates in
+    /// nanoseconds, booleans 0/1, policies as their `DTRACEOPT_*` numbers), or `None` for an unknown name.
+    pub fn get(&self, name: &str) -> Option<i64> {
+        let v = match name {
+            "bufsize" => self.bufsize,
+            "aggsize" => self.aggsize,
+            "dynvarsize" => self.dynvarsize,
+            "specsize" => self.specsize,
+            "strsize" => self.strsize,
+            "jstackstrsize" => self.jstackstrsize,
+            "aggrate" => self.aggrate,
+            "switchrate" => self.switchrate,
+            "statusrate" => self.statusrate,
+            "cleanrate" => self.cleanrate,
+            "nspec" => self.nspec,
+            "stackframes" => self.stackframes,
+            "ustackframes" => self.ustackframes,
+            "jstackframes" => self.jstackframes,
+            "cpu" => return Some(self.cpu.map(i64::from).unwrap_or(-1)),
+            "bufpolicy" => match self.bufpolicy {
+                BufPolicy::Ring => 0,
+                BufPolicy::Fill => 1,
+                BufPolicy::Switch => 2,
+            },
+            "bufresize" => match self.bufresize {
+                BufResize::Auto => 0,
+                BufResize::Manual => 1,
+            },
+            "destructive" => self.destructive as u64,
+            "temporal" => self.temporal as u64,
+            "grabanon" => self.grabanon as u64,
+            "zone" => return Some(self.zone.is_some() as i64),
+            _ => return None,
+        };
+        Some(v as i64)
+    }
+}
+
+/// A boolean option's value: no value or "1"/"yes"/"true" set it, "0"/"no"/"false" clear it.
+fn flag(value: Option<&str>) -> Option<bool> {
+    match value {
+        None | Some("") | Some("1") | Some("yes") | Some("true") | Some("on") => Some(true),
+        Some("0") | Some("no") | Some("false") | Some("off") => Some(false),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse_like_dtrace() {
+        assert_eq!(parse_size("4m"), Some(4 << 20));
+        assert_eq!(parse_size("4M"), Some(4 << 20));
+        assert_eq!(parse_size("512k"), Some(512 << 10));
+        assert_eq!(parse_size("2g"), Some(2 << 30));
+        assert_eq!(parse_size("1t"), Some(1 << 40));
+        assert_eq!(parse_size("1024"), Some(1024));
+        assert_eq!(parse_size("0x100"), Some(256));
+        assert_eq!(parse_size("010"), Some(8));
+        assert_eq!(parse_size("4mb"), None);
+        assert_eq!(parse_size("m"), None);
+        assert_eq!(parse_size(""), None);
+        assert_eq!(parse_size("-1"), None);
+        assert_eq!(parse_size("99999999999t"), None);
+    }
+
+    #[test]
+    fn rates_parse_like_dtrace() {
+        assert_eq!(parse_rate("10hz"), Some(100_000_000));
+        assert_eq!(parse_rate("1s"), Some(NANOSEC));
+        assert_eq!(parse_rate("1sec"), Some(NANOSEC));
+        assert_eq!(parse_rate("250ms"), Some(250_000_000));
+        assert_eq!(parse_rate("3MSEC"), Some(3_000_000));
+        assert_eq!(parse_rate("5us"), Some(5_000));
+        assert_eq!(parse_rate("7usec"), Some(7_000));
+        assert_eq!(parse_rate("2min"), Some(120 * NANOSEC));
+        assert_eq!(parse_rate("1h"), Some(3600 * NANOSEC));
+        assert_eq!(parse_rate("1day"), Some(86400 * NANOSEC));
+        assert_eq!(parse_rate("500"), Some(500));
+        assert_eq!(parse_rate("0hz"), Some(0));
+        assert_eq!(parse_rate("10 hz"), None);
+        assert_eq!(parse_rate("10fortnights"), None);
+        assert_eq!(parse_rate("hz"), None);
+    }
+
+    #[test]
+    fn set_and_get() {
+        let mut o = Options::default();
+        o.set("bufsize", Some("8m")).unwrap();
+        assert_eq!(o.get("bufsize"), Some(8 << 20));
+        o.set("bufpolicy", Some("ring")).unwrap();
+        assert_eq!(o.bufpolicy, BufPolicy::Ring);
+        o.set("destructive", None).unwrap();
+        assert!(o.destructive);
+        o.set("switchrate", Some("10hz")).unwrap();
+        assert_eq!(o.switchrate, 100_000_000);
+        o.set("cleanrate", Some("1ns")).unwrap();
+        assert_eq!(o.cleanrate, CLEANRATE_MIN);
+        assert_eq!(o.get("cpu"), Some(-1));
+        o.set("cpu", Some("1")).unwrap();
+        assert_eq!(o.cpu, Some(1));
+
+        let e = o.set("bufpolicy", Some("wrap")).unwrap_err();
+        assert_eq!(e.to_string(), "Invalid value for specified option");
+        let e = o.set("bufsize", None).unwrap_err();
+        assert!(matches!(e, OptionError::BadValue { .. }));
+        let e = o.set("strsize", Some("0")).unwrap_err();
+        assert!(matches!(e, OptionError::BadValue { .. }));
+        let e = o.set("quiet", None).unwrap_err();
+        assert_eq!(e, OptionError::UnknownOption("quiet".into()));
+        assert_eq!(e.to_string(), "Invalid option name");
+        for name in FRAMEWORK_OPTIONS {
+            assert!(o.get(name).is_some(), "{name}");
+        }
+    }
+}

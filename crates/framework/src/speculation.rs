@@ -1,0 +1,301 @@
+//! Speculative tracing: `nspec` speculation buffers, each with one [`SpecBuffer`] per CPU bounded by
+//! `specsize`, and DTrace's state machine (`dtrace_speculation*`): `speculation()` hands out an inactive
+//! buffer (or fails, counted as *busy* when some buffer is still being committed or discarded, else as
+//! *unavailable*); `speculate(id)` sends a clause's record to the buffer; `commit(id)` copies this CPU's
+//! buffer to its principal buffer (other CPUs' buffers are committed by the cleaner); `discard(id)` throws
+//! it away. An id beyond `nspec` is an illegal operation; id 0 or an inactive id silently does nothing.
+
+use crate::buffer::SpecBuffer;
+
+/// States of a speculation (`dtrace_speculation_state_t`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpecState {
+    /// Free.
+    Inactive,
+    /// Handed out by `speculation()`, nothing speculated yet.
+    Active,
+    /// Speculated on exactly one CPU.
+    ActiveOne,
+    /// Speculated on several CPUs.
+    ActiveMany,
+    /// Being committed by the CPU that speculated.
+    Committing,
+    /// Committed; other CPUs' buffers wait for the cleaner.
+    CommittingMany,
+    /// Discarded; buffers wait for the cleaner.
+    Discarding,
+}
+
+/// Result of looking up a speculation for `speculate()`, `commit()` or `discard()`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpecLookup {
+    /// Proceed with this speculation index.
+    Use(usize),
+    /// Silently nothing to do (id 0 or not active).
+    Nothing,
+    /// The id is beyond `nspec`: an illegal-operation fault.
+    Illegal,
+}
+
+/// A speculation id beyond `nspec` (an illegal-operation fault in probe context).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IllegalSpecId(pub u64);
+
+/// One speculation.
+#[derive(Debug, Clone)]
+struct Speculation {
+    state: SpecState,
+    bufs: Vec<SpecBuffer>,
+}
+
+/// All speculations of a tracing session and their counters.
+#[derive(Debug, Clone)]
+pub struct Speculations {
+    specs: Vec<Speculation>,
+    specsize: usize,
+    /// `speculation()` failures while some buffer was busy.
+    pub busy: u64,
+    /// `speculation()` failures with every buffer in use.
+    pub unavail: u64,
+    /// Records dropped because a speculative buffer was full (accumulated at commit/discard).
+    pub drops: u64,
+}
+
+impl Speculations {
+    /// `nspec` speculations over `ncpus` CPUs of `specsize` bytes each.
+    pub fn new(nspec: usize, ncpus: usize, specsize: usize) -> Speculations {
+        Speculations {
+            specs: vec![
+                Speculation {
+                    state: SpecState::Inactive,
+                    bufs: vec![SpecBuffer::default(); ncpus],
+                };
+                nspec
+            ],
+            specsize,
+            busy: 0,
+            unavail: 0,
+            drops: 0,
+        }
+    }
+
+    /// The state of speculation `id` (1-based), if it exists.
+    pub fn state(&self, id: u64) -> Option<SpecState> {
+        let i = (id as usize).checked_sub(1)?;
+        self.specs.get(i).map(|s| s.state)
+    }
+
+    /// `speculation()`: a new speculation id, or 0 (counting busy/unavailable).
+    pub fn speculation(&mut self) -> u64 {
+        let mut busy = false;
+        for (i, s) in self.specs.iter_mut().enumerate() {
+            match s.state {
+                SpecState::Inactive => {
+                    s.state = SpecState::Active;
+                    return i as u64 + 1;
+                }
+                SpecState::Committing | SpecState::CommittingMany | SpecState::Discarding => {
+                    busy = true
+                }
+                _ => {}
+            }
+        }
+        if busy {
+            self.busy += 1;
+        } else {
+            self.unavail += 1;
+        }
+        0
+    }
+
+    fn lookup(&self, id: u64) -> SpecLookup {
+        if id == 0 {
+            return SpecLookup::Nothing;
+        }
+        if id > self.specs.len() as u64 {
+            return SpecLookup::Illegal;
+        }
+        SpecLookup::Use(id as usize - 1)
+    }
+
+    /// `speculate(id)` on `cpu`: which speculation the clause's record goes to.
+    pub fn speculate(&mut self, id: u64, cpu: usize) -> SpecLookup {
+        let i = match self.lookup(id) {
+            SpecLookup::Use(i) => i,
+            other => return other,
+        };
+        let s = &mut self.specs[i];
+        let here_nonempty = s.bufs.get(cpu).is_some_and(|b| !b.is_empty());
+        match s.state {
+            SpecState::Inactive
+            | SpecState::CommittingMany
+            | SpecState::Discarding
+            | SpecState::Committing => return SpecLookup::Nothing,
+            SpecState::ActiveOne => {
+                if !here_nonempty {
+                    s.state = SpecState::ActiveMany;
+                }
+            }
+            SpecState::ActiveMany => {}
+            SpecState::Active => s.state = SpecState::ActiveOne,
+        }
+        SpecLookup::Use(i)
+    }
+
+    /// Records into speculation `i`'s buffer for `cpu` (after [`Speculations::speculate`]).
+    pub fn record(&mut self, i: usize, cpu: usize, record: &[u8]) -> bool {
+        let limit = self.specsize;
+        match self.specs.get_mut(i).and_then(|s| s.bufs.get_mut(cpu)) {
+            Some(b) => b.append(record, limit),
+            None => false,
+        }
+    }
+
+    /// `commit(id)` on `cpu`: returns this CPU's buffer to copy into the principal buffer now, if any.
+    pub fn commit(&mut self, id: u64, cpu: usize) -> Result<Option<SpecBuffer>, IllegalSpecId> {
+        let i = match self.lookup(id) {
+            SpecLookup::Use(i) => i,
+            SpecLookup::Nothing => return Ok(None),
+            SpecLookup::Illegal => return Err(IllegalSpecId(id)),
+        };
+        let s = &mut self.specs[i];
+        let here_nonempty = s.bufs.get(cpu).is_some_and(|b| !b.is_empty());
+        let current = s.state;
+        let new = match current {
+            SpecState::CommittingMany => SpecState::CommittingMany,
+            SpecState::Inactive | SpecState::Discarding | SpecState::Committing => return Ok(None),
+            SpecState::Active => SpecState::Committing,
+            SpecState::ActiveOne if here_nonempty => SpecState::Committing,
+            SpecState::ActiveOne | SpecState::ActiveMany => SpecState::CommittingMany,
+        };
+        s.state = new;
+        let taken = s.bufs.get_mut(cpu).map(std::mem::take);
+        if let Some(b) = &taken {
+            self.drops += b.drops;
+        }
+        if current == SpecState::Active
+            || (current == SpecState::ActiveOne && new == SpecState::Committing)
+        {
+            s.state = SpecState::Inactive;
+        }
+        Ok(taken.filter(|b| !b.is_empty()))
+    }
+
+    /// `discard(id)` on `cpu`.
+    pub fn discard(&mut self, id: u64, cpu: usize) -> Result<(), IllegalSpecId> {
+        let i = match self.lookup(id) {
+            SpecLookup::Use(i) => i,
+            SpecLookup::Nothing => return Ok(()),
+            SpecLookup::Illegal => return Err(IllegalSpecId(id)),
+        };
+        let s = &mut self.specs[i];
+        let here_nonempty = s.bufs.get(cpu).is_some_and(|b| !b.is_empty());
+        let new = match s.state {
+            SpecState::Inactive
+            | SpecState::CommittingMany
+            | SpecState::Committing
+            | SpecState::Discarding => return Ok(()),
+            SpecState::Active | SpecState::ActiveMany => SpecState::Discarding,
+            SpecState::ActiveOne if here_nonempty => SpecState::Inactive,
+            SpecState::ActiveOne => SpecState::Discarding,
+        };
+        s.state = new;
+        if let Some(b) = s.bufs.get_mut(cpu) {
+            self.drops += b.drops;
+            b.drops = 0;
+            b.clear();
+        }
+        Ok(())
+    }
+
+    /// The cleaner (`dtrace_speculation_clean`): commits every CPU's buffer of speculations being
+    /// committed, empties those being discarded, and frees both. Returns `(cpu, buffer)` pairs to copy
+    /// into principal buffers, in speculation then CPU order.
+    pub fn clean(&mut self) -> Vec<(usize, SpecBuffer)> {
+        let mut out = Vec::new();
+        for s in &mut self.specs {
+            match s.state {
+                SpecState::CommittingMany => {
+                    for (cpu, b) in s.bufs.iter_mut().enumerate() {
+                        self.drops += b.drops;
+                        let b = std::mem::take(b);
+                        if !b.is_empty() {
+                            out.push((cpu, b));
+                        }
+                    }
+                    s.state = SpecState::Inactive;
+                }
+                SpecState::Discarding => {
+                    for b in &mut s.bufs {
+                        self.drops += b.drops;
+                        *b = SpecBuffer::default();
+                    }
+                    s.state = SpecState::Inactive;
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn allocate_until_unavailable() {
+        let mut s = Speculations::new(2, 2, 64);
+        assert_eq!(s.speculation(), 1);
+        assert_eq!(s.speculation(), 2);
+        assert_eq!(s.speculation(), 0);
+        assert_eq!(s.unavail, 1);
+        assert_eq!(s.busy, 0);
+    }
+
+    #[test]
+    fn commit_on_same_cpu_frees_at_once() {
+        let mut s = Speculations::new(1, 2, 64);
+        let id = s.speculation();
+        assert_eq!(s.speculate(id, 0), SpecLookup::Use(0));
+        assert_eq!(s.state(id), Some(SpecState::ActiveOne));
+        assert!(s.record(0, 0, &[1u8; 12]));
+        let b = s.commit(id, 0).unwrap().unwrap();
+        assert_eq!(b.data.len(), 16);
+        assert_eq!(s.state(id), Some(SpecState::Inactive));
+    }
+
+    #[test]
+    fn commit_on_other_cpu_waits_for_cleaner_and_counts_busy() {
+        let mut s = Speculations::new(1, 2, 64);
+        let id = s.speculation();
+        s.speculate(id, 0);
+        s.record(0, 0, &[1u8; 12]);
+        assert_eq!(s.commit(id, 1).unwrap(), None);
+        assert_eq!(s.state(id), Some(SpecState::CommittingMany));
+        assert_eq!(s.speculation(), 0);
+        assert_eq!(s.busy, 1);
+        assert_eq!(s.speculate(id, 0), SpecLookup::Nothing);
+        let out = s.clean();
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].0, 0);
+        assert_eq!(s.state(id), Some(SpecState::Inactive));
+    }
+
+    #[test]
+    fn discard_and_illegal_ids() {
+        let mut s = Speculations::new(1, 1, 16);
+        let id = s.speculation();
+        s.speculate(id, 0);
+        assert!(s.record(0, 0, &[1u8; 12]));
+        assert!(!s.record(0, 0, &[1u8; 12]));
+        s.discard(id, 0).unwrap();
+        assert_eq!(s.state(id), Some(SpecState::Inactive));
+        assert_eq!(s.drops, 1);
+        assert_eq!(s.speculate(0, 0), SpecLookup::Nothing);
+        assert_eq!(s.speculate(5, 0), SpecLookup::Illegal);
+        assert!(s.commit(5, 0).is_err());
+        assert!(s.discard(5, 0).is_err());
+        assert_eq!(s.commit(1, 0).unwrap(), None);
+    }
+}
