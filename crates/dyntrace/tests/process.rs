@@ -417,3 +417,53 @@ fn job_control_stops_are_kept() {
         2
     );
 }
+
+#[test]
+fn hup_ends_the_trace_and_lets_a_started_command_run_on() {
+    let Some(prog) = setup_static("hup") else {
+        return;
+    };
+    let dir = scratch("hup");
+    let flag = dir.join("flag");
+    let out = dir.join("h.trace");
+    let p = prog.to_string_lossy().into_owned();
+    // The command inherits dyntrace's stderr: it must not be a pipe we wait to close.
+    let first = Command::new(dyntrace())
+        .args([
+            "-m",
+            "block",
+            "-o",
+            out.to_str().unwrap(),
+            &p,
+            "wait",
+            "1",
+            flag.to_str().unwrap(),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn dyntrace");
+    let mut traced = None;
+    eventually(1500, || {
+        traced = std::fs::read_dir("/proc").ok().and_then(|d| {
+            d.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+                .find(|pid| {
+                    status_field(*pid, "TracerPid:").as_deref() == Some(&first.id().to_string())
+                })
+        });
+        traced.is_some()
+    });
+    let pid = traced.expect("the traced program never appeared");
+    signal(first.id(), libc::SIGHUP);
+    let o = finish(first);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(read_trace(&out).state, "final");
+    assert_eq!(status_field(pid, "TracerPid:").as_deref(), Some("0"));
+    // Untraced, with no breakpoint left in it, it finishes normally once the flag appears (it was our
+    // child: now a zombie of init, or reaped).
+    std::fs::write(&flag, "").unwrap();
+    let done = eventually(1500, || {
+        status_field(pid, "State:").is_none_or(|s| s.starts_with('Z'))
+    });
+    assert!(done, "the command did not finish after the trace ended");
+}
