@@ -188,7 +188,7 @@ pub(crate) fn resume(t: &mut Tracer, tid: i32, sig: i32) -> io::Result<()> {
     let Some(p) = pending else {
         return ptrace::singlestep(tid, sig);
     };
-    if sig != 0 || p.fresh || stepping_over || !blocks_allowed(t, tgid) {
+    if sig != 0 || p.fresh || p.bits != 64 || stepping_over || !blocks_allowed(t, tgid) {
         return step(t, tid, tgid, p.pc, sig);
     }
     let Some(block) = build(t, tid, tgid, p.pc) else {
@@ -235,6 +235,61 @@ fn condition_holds(cc: ConditionCode, r: &libc::user_regs_struct) -> Option<bool
     })
 }
 
+/// The value of a register for address computation.
+fn register_value(reg: iced_x86::Register, r: &libc::user_regs_struct) -> Option<u64> {
+    use iced_x86::Register as R;
+    let full = reg.full_register();
+    let v = match full {
+        R::RAX => r.rax,
+        R::RBX => r.rbx,
+        R::RCX => r.rcx,
+        R::RDX => r.rdx,
+        R::RSI => r.rsi,
+        R::RDI => r.rdi,
+        R::RBP => r.rbp,
+        R::RSP => r.rsp,
+        R::R8 => r.r8,
+        R::R9 => r.r9,
+        R::R10 => r.r10,
+        R::R11 => r.r11,
+        R::R12 => r.r12,
+        R::R13 => r.r13,
+        R::R14 => r.r14,
+        R::R15 => r.r15,
+        R::RIP => r.rip,
+        R::ES | R::CS | R::SS | R::DS => 0,
+        R::FS => r.fs_base,
+        R::GS => r.gs_base,
+        _ => return None,
+    };
+    if reg.is_segment_register() {
+        return Some(v);
+    }
+    Some(match reg.size() {
+        8 => v,
+        4 => v & 0xffff_ffff,
+        2 => v & 0xffff,
+        _ => return None,
+    })
+}
+
+/// Where an indirect `jmp`/`call r/m64` goes.
+fn indirect_target(
+    insn: &iced_x86::Instruction,
+    r: &libc::user_regs_struct,
+    tid: i32,
+) -> Option<u64> {
+    match insn.op0_kind() {
+        OpKind::Register => register_value(insn.op0_register(), r),
+        OpKind::Memory => {
+            let addr = insn.try_virtual_address(0, 0, |reg, _, _| register_value(reg, r))?;
+            let mut b = [0u8; 8];
+            (ptrace::read_mem(tid, addr, &mut b) == 8).then(|| u64::from_le_bytes(b))
+        }
+        _ => None,
+    }
+}
+
 /// The registers after executing `d` at `regs.rip`, for the terminators we emulate; `None` for others.
 fn emulate(
     d: &Decoded,
@@ -259,6 +314,21 @@ fn emulate(
             r.rsp = regs.rsp.wrapping_sub(8);
             ptrace::poke(tid, r.rsp, next)?;
             r.rip = d.target;
+        }
+        FlowControl::IndirectBranch | FlowControl::IndirectCall
+            if matches!(
+                insn.code(),
+                iced_x86::Code::Jmp_rm64 | iced_x86::Code::Call_rm64
+            ) && !(shadow_stack && insn.flow_control() == FlowControl::IndirectCall) =>
+        {
+            let Some(target) = indirect_target(insn, regs, tid) else {
+                return Ok(None);
+            };
+            if insn.flow_control() == FlowControl::IndirectCall {
+                r.rsp = regs.rsp.wrapping_sub(8);
+                ptrace::poke(tid, r.rsp, next)?;
+            }
+            r.rip = target;
         }
         FlowControl::Return
             if !shadow_stack
@@ -444,6 +514,21 @@ mod tests {
         assert_eq!(condition_holds(ConditionCode::a, &cf), Some(false));
         assert_eq!(condition_holds(ConditionCode::be, &cf), Some(true));
         assert_eq!(condition_holds(ConditionCode::None, &cf), None);
+    }
+
+    #[test]
+    fn indirect_targets_from_registers() {
+        let mut r = regs_with_flags(0);
+        r.rax = 0x1122_3344_5566_7788;
+        r.fs_base = 0x7fff_0000_1000;
+        use iced_x86::Register as R;
+        assert_eq!(register_value(R::RAX, &r), Some(0x1122_3344_5566_7788));
+        assert_eq!(register_value(R::EAX, &r), Some(0x5566_7788));
+        assert_eq!(register_value(R::FS, &r), Some(0x7fff_0000_1000));
+        assert_eq!(register_value(R::XMM0, &r), None);
+        // jmp rax
+        let insn = iced_x86::Decoder::new(64, &[0xff, 0xe0], 0).decode();
+        assert_eq!(indirect_target(&insn, &r, 0), Some(0x1122_3344_5566_7788));
     }
 
     #[test]

@@ -44,6 +44,9 @@ pub struct Args {
         default_value = "step"
     )]
     pub mode: String,
+    /// Run the command without address-space randomization (reproducible profiles).
+    #[arg(long = "no-randomize")]
+    pub no_randomize: bool,
     /// Do not pin dyntrace and the command to one CPU.
     #[arg(long = "no-pin")]
     pub no_pin: bool,
@@ -212,7 +215,7 @@ fn run(args: &[String]) -> Result<()> {
     }
     match &target {
         Target::Command(argv) => {
-            let pid = crate::launch::spawn(argv, tracer.ptrace_options())?;
+            let pid = crate::launch::spawn(argv, tracer.ptrace_options(), a.no_randomize)?;
             tracer.adopt_spawned(pid)?;
         }
         Target::Pid(pid) => {

@@ -57,7 +57,9 @@ pub fn pin_to_current_cpu() -> bool {
 
 /// Runs `argv` under trace with `options`; returns its pid once it has completed its exec (the first
 /// instruction of the new program not yet executed).
-pub fn spawn(argv: &[String], options: libc::c_int) -> Result<i32> {
+/// With `no_randomize` the command runs without address-space randomization, so repeated traces take
+/// the same paths through alignment-sensitive library code.
+pub fn spawn(argv: &[String], options: libc::c_int, no_randomize: bool) -> Result<i32> {
     let first = argv
         .first()
         .ok_or_else(|| Error::Usage("no command given".into()))?;
@@ -80,6 +82,13 @@ pub fn spawn(argv: &[String], options: libc::c_int) -> Result<i32> {
     if pid == 0 {
         // SAFETY: async-signal-safe calls only, then exec or _exit.
         unsafe {
+            if no_randomize {
+                const ADDR_NO_RANDOMIZE: libc::c_ulong = 0x0040000;
+                let current = libc::personality(0xffff_ffff);
+                if current != -1 {
+                    libc::personality(current as libc::c_ulong | ADDR_NO_RANDOMIZE);
+                }
+            }
             libc::raise(libc::SIGSTOP);
             libc::execv(cpath.as_ptr(), ptrs.as_ptr());
             libc::_exit(127);

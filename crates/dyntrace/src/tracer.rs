@@ -118,6 +118,8 @@ pub(crate) struct Pending {
     pub(crate) cell: Cell,
     pub(crate) kind: Kind,
     pub(crate) sysno: u64,
+    /// Code segment width (32 or 64).
+    pub(crate) bits: u32,
     /// Armed at a stop that was not a step trap: a first trap at the same pc shows no execution.
     pub(crate) fresh: bool,
 }
@@ -189,8 +191,12 @@ fn changes_maps(nr: u64, bits: u32) -> bool {
     }
 }
 
-fn is_exit_syscall(nr: u64) -> bool {
-    matches!(nr, 60 | 231 | 1 | 252)
+fn is_exit_syscall(nr: u64, bits: u32) -> bool {
+    if bits == 64 {
+        matches!(nr, 60 | 231)
+    } else {
+        matches!(nr, 1 | 252)
+    }
 }
 
 /// Whether the process has a handler installed for `sig` (SigCgt in /proc/PID/status).
@@ -398,6 +404,7 @@ impl Tracer {
                 cell: (program, region, d.key),
                 kind: d.kind,
                 sysno,
+                bits,
                 fresh,
             });
         }
@@ -411,7 +418,7 @@ impl Tracer {
         let tgid = t.tgid;
         self.profile
             .count(p.cell, 1, if self.opts.timing { cycles } else { None });
-        if p.kind == Kind::Syscall && changes_maps(p.sysno, 64) {
+        if p.kind == Kind::Syscall && changes_maps(p.sysno, p.bits) {
             if let Some(proc) = self.procs.get_mut(&tgid) {
                 proc.maps_stale = true;
             }
@@ -492,7 +499,7 @@ impl Tracer {
     fn gone(&mut self, tid: i32) {
         if let Some(t) = self.threads.get(&tid) {
             if let Some(p) = t.pending {
-                if p.kind == Kind::Syscall && is_exit_syscall(p.sysno) {
+                if p.kind == Kind::Syscall && is_exit_syscall(p.sysno, p.bits) {
                     self.complete(tid);
                 }
             }

@@ -50,7 +50,7 @@ fn finish(child: Child) -> std::process::Output {
 
 #[test]
 fn checkpoint_on_sigusr1_then_final() {
-    let Some(prog) = setup("checkpoint_usr1") else {
+    let Some(prog) = setup_static("checkpoint_usr1") else {
         return;
     };
     let dir = scratch("usr1");
@@ -91,7 +91,7 @@ fn checkpoint_on_sigusr1_then_final() {
 
 #[test]
 fn periodic_checkpoints() {
-    let Some(prog) = setup("checkpoint_periodic") else {
+    let Some(prog) = setup_static("checkpoint_periodic") else {
         return;
     };
     let dir = scratch("periodic");
@@ -214,7 +214,9 @@ fn exec_chains_give_one_program_each() {
 
 #[test]
 fn children_are_followed_only_when_asked() {
-    let Some(prog) = setup("fork") else { return };
+    let Some(prog) = setup_static("fork") else {
+        return;
+    };
     let dir = scratch("fork");
     let status = dir.join("status");
     let st = status.to_str().unwrap();
@@ -312,7 +314,7 @@ fn default_output_is_procname_trace() {
 
 #[test]
 fn a_process_already_traced_is_refused() {
-    let Some(prog) = setup("already_traced") else {
+    let Some(prog) = setup_static("already_traced") else {
         return;
     };
     let dir = scratch("already-traced");
@@ -361,7 +363,7 @@ fn a_process_already_traced_is_refused() {
 
 #[test]
 fn job_control_stops_are_kept() {
-    let Some(prog) = setup("job_control") else {
+    let Some(prog) = setup_static("job_control") else {
         return;
     };
     let dir = scratch("job-control");
@@ -414,4 +416,54 @@ fn job_control_stops_are_kept() {
         read_trace(&out).programs[0].mnemonic("text:program", "DEC"),
         2
     );
+}
+
+#[test]
+fn hup_ends_the_trace_and_lets_a_started_command_run_on() {
+    let Some(prog) = setup_static("hup") else {
+        return;
+    };
+    let dir = scratch("hup");
+    let flag = dir.join("flag");
+    let out = dir.join("h.trace");
+    let p = prog.to_string_lossy().into_owned();
+    // The command inherits dyntrace's stderr: it must not be a pipe we wait to close.
+    let first = Command::new(dyntrace())
+        .args([
+            "-m",
+            "block",
+            "-o",
+            out.to_str().unwrap(),
+            &p,
+            "wait",
+            "1",
+            flag.to_str().unwrap(),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn dyntrace");
+    let mut traced = None;
+    eventually(1500, || {
+        traced = std::fs::read_dir("/proc").ok().and_then(|d| {
+            d.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+                .find(|pid| {
+                    status_field(*pid, "TracerPid:").as_deref() == Some(&first.id().to_string())
+                })
+        });
+        traced.is_some()
+    });
+    let pid = traced.expect("the traced program never appeared");
+    signal(first.id(), libc::SIGHUP);
+    let o = finish(first);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(read_trace(&out).state, "final");
+    assert_eq!(status_field(pid, "TracerPid:").as_deref(), Some("0"));
+    // Untraced, with no breakpoint left in it, it finishes normally once the flag appears (it was our
+    // child: now a zombie of init, or reaped).
+    std::fs::write(&flag, "").unwrap();
+    let done = eventually(1500, || {
+        status_field(pid, "State:").is_none_or(|s| s.starts_with('Z'))
+    });
+    assert!(done, "the command did not finish after the trace ended");
 }

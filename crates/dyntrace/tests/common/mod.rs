@@ -84,6 +84,20 @@ pub fn setup(test: &str) -> Option<PathBuf> {
     prog
 }
 
+/// Like [`setup`], but the statically linked probe (fast start-up: no dynamic linking to trace).
+pub fn setup_static(test: &str) -> Option<PathBuf> {
+    setup(test)?;
+    let prog = static_probe_program();
+    if !dtrace_testkit::skip_unless(
+        prog.is_some(),
+        test,
+        "gcc cannot link statically (libc6-dev)",
+    ) {
+        return None;
+    }
+    prog
+}
+
 /// Runs dyntrace with `args`.
 pub fn run(args: &[&str]) -> Output {
     Command::new(dyntrace())
