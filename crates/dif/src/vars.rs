@@ -62,6 +62,8 @@ pub const DIF_VAR_GID: u32 = 0x011f;
 pub const DIF_VAR_ERRNO: u32 = 0x0120;
 /// `execargs`.
 pub const DIF_VAR_EXECARGS: u32 = 0x0121;
+/// `cpu` (FreeBSD/OpenDTrace number; illumos derives `cpu` from `curcpu` in its D library instead).
+pub const DIF_VAR_CPU: u32 = 0x0200;
 /// Last id reserved for built-ins.
 pub const DIF_VAR_OTHER_MAX: u32 = 0x04ff;
 /// First id of user-defined variables.
@@ -106,6 +108,7 @@ const BUILTIN_NAMES: &[(u32, &str)] = &[
     (DIF_VAR_GID, "gid"),
     (DIF_VAR_ERRNO, "errno"),
     (DIF_VAR_EXECARGS, "execargs"),
+    (DIF_VAR_CPU, "cpu"),
 ];
 
 /// The D name of a built-in variable id.

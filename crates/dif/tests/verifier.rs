@@ -208,3 +208,9 @@ fn every_violation_is_reported_and_displayed() {
         "{text}"
     );
 }
+
+#[test]
+fn cpu_is_a_builtin_the_verifier_accepts() {
+    let o = words(&[0x2902_0001, RET]); // ldgs cpu (0x200), %r1; ret %r1
+    assert_eq!(errors(&o), vec![]);
+}

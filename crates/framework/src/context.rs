@@ -7,8 +7,8 @@ use crate::speculation::Speculations;
 use dtrace_dif::vars;
 use dtrace_dif::vm::{FaultKind, ProbeContext};
 
-/// `cpu`: not in `dtrace_dif::vars`; numbered as in FreeBSD/OpenDTrace, as the compiler does.
-pub const DIF_VAR_CPU: u32 = 0x0200;
+/// `cpu`, numbered as in FreeBSD/OpenDTrace (re-exported from `dtrace_dif::vars`).
+pub use dtrace_dif::vars::DIF_VAR_CPU;
 
 /// What a provider knows about one probe firing. Fields not known are left at their defaults (0, empty).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
