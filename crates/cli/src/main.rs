@@ -162,12 +162,9 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
         eprint!("dtrace: {}", e.msg);
         true
     });
-    if let Err(e) = h.handle_err(err_handler.clone()) {
-        // Without a compiler the library's ERROR program cannot be built; a tracer that enables it
-        // itself still gets the handler.
-        let _ = e;
-        h.set_err_handler(err_handler);
-    }
+    // The framework reports faults itself (fault records), so the library's ERROR program is not
+    // needed: only the handler.
+    h.set_err_handler(err_handler);
     h.handle_drop(Box::new(|d: &DropReport| {
         eprintln!("dtrace: {}", d.msg);
         true
