@@ -89,6 +89,7 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
         eprint!("{}", usage::usage(pname));
         return ExitCode::from(E_USAGE);
     }
+    signals::install();
     let mut h = Handle::open(backend::tracer(), backend::compiler());
     for (name, value) in args::env_options(std::env::vars()) {
         if let Err(e) = h.setopt(&name, value.as_deref()) {
@@ -199,7 +200,6 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
     if h.decoder.options.is_set("destructive") && !quiet {
         eprintln!("dtrace: allowing destructive actions");
     }
-    signals::install();
     if let Err(e) = h.go() {
         return fatal(&format!("dtrace_go(): {e}"));
     }

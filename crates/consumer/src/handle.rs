@@ -248,6 +248,16 @@ impl Handle {
                 "compiling D: no compiler is linked into this consumer".into(),
             )),
         };
+        // Pragmas take effect when the program is compiled, as DTrace's do (so `quiet` silences
+        // the status lines of the command that follows).
+        let r = r.and_then(|p| {
+            for (name, value) in &p.options {
+                self.decoder
+                    .options
+                    .set(name, value.as_deref(), self.state == State::Going)?;
+            }
+            Ok(p)
+        });
         self.record(r)
     }
 
