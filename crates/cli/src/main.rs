@@ -138,7 +138,12 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
             h.compile_str(&cmd.arg, spec_of(cmd.kind), flags, &argv)
         };
         match r {
-            Ok(p) => progs.push(p),
+            Ok(p) => {
+                if cfg.show_dif {
+                    eprint!("{}", dtrace_consumer::dcompile::listing(&p));
+                }
+                progs.push(p)
+            }
             Err(e) if cmd.kind == 's' => {
                 return fatal(&format!("failed to compile script {}: {e}", cmd.arg))
             }

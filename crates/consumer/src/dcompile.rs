@@ -88,3 +88,8 @@ impl Compiler for DCompiler {
         })
     }
 }
+
+/// The `-S` listing of a compiled program (its DIF, disassembled).
+pub fn listing(p: &Program) -> String {
+    dtrace_compiler::listing::listing(p)
+}
