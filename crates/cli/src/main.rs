@@ -196,6 +196,15 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
                     );
                 }
             }
+            // DTrace matches probes while compiling, so a description that matches nothing is
+            // reported as a compilation error.
+            Err(e) if e.to_string().contains("does not match any probes") => {
+                return fatal(&if cmd.kind == 's' {
+                    format!("failed to compile script {}: {e}", cmd.arg)
+                } else {
+                    format!("invalid probe specifier {}: {e}", cmd.arg)
+                })
+            }
             Err(e) => return fatal(&format!("failed to enable '{name}': {e}")),
         }
     }

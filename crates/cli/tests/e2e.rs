@@ -201,3 +201,19 @@ extern "C" {
     #[link_name = "kill"]
     fn libc_kill(pid: i32, sig: i32) -> i32;
 }
+
+#[test]
+fn descriptions_matching_nothing() {
+    let o = dtrace(&["-n", "nosuch:::probe { trace(1); }"]);
+    assert_eq!(o.rc, 1);
+    assert_eq!(
+        o.stderr,
+        "dtrace: invalid probe specifier nosuch:::probe { trace(1); }: probe description nosuch:::probe does not match any probes\n"
+    );
+    let o = dtrace(&[
+        "-Z",
+        "-qn",
+        "nosuch:::probe { trace(1); } BEGIN { exit(0); }",
+    ]);
+    assert_eq!((o.rc, o.stdout.as_str()), (0, "\n"));
+}
