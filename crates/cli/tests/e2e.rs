@@ -247,3 +247,13 @@ fn descriptions_matching_nothing() {
     ]);
     assert_eq!((o.rc, o.stdout.as_str()), (0, "\n"));
 }
+
+#[test]
+fn printf_without_arguments_in_a_clause_of_its_own() {
+    let o = dtrace(&["-n", "BEGIN { exit(0); } END { printf(\"done\\n\"); }"]);
+    assert_eq!(o.rc, 0);
+    assert_eq!(
+        o.stdout,
+        "CPU     ID                    FUNCTION:NAME\n  0      1                           :BEGIN \n  0      2                             :END done\n\n\n"
+    );
+}

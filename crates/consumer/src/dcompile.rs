@@ -3,7 +3,8 @@
 //! bare `-P/-m/-f` argument into a full probe description, and reports errors in DTrace's words.
 
 use dtrace_compiler::{CompileOptions, SourceKind};
-use dtrace_dif::program::Program;
+use dtrace_dif::program::{ActionKind, Program};
+use dtrace_dif::{DifObject, DifType, Instr};
 
 use crate::error::{ConsumerError, Result};
 use crate::handle::{CompileFlags, Compiler, ProbeSpec};
@@ -79,13 +80,36 @@ impl Compiler for DCompiler {
         }
         let text = expand_spec(spec, source);
         let errtags = o.is_set("errtags");
-        dtrace_compiler::compile(&text, &c).map_err(|e| {
+        let mut prog = dtrace_compiler::compile(&text, &c).map_err(|e| {
             ConsumerError::Compile(if spec == ProbeSpec::Script {
                 e.file_message(errtags)
             } else {
                 e.string_message(errtags)
             })
-        })
+        })?;
+        give_printf_a_record(&mut prog);
+        Ok(prog)
+    }
+}
+
+/// A printf-like action without value arguments still records something, as in DTrace (whose
+/// `dt_action_printflike` gives it a `ret %r0` object of type int): otherwise a clause holding only
+/// `printf("...")` would store no record and print nothing.
+pub fn give_printf_a_record(prog: &mut Program) {
+    for ecb in &mut prog.ecbs {
+        for a in &mut ecb.actions {
+            let printflike = matches!(
+                a.kind,
+                ActionKind::Printf | ActionKind::System | ActionKind::Freopen
+            );
+            if printflike && a.difo.is_none() {
+                a.difo = Some(DifObject {
+                    text: vec![Instr::Ret { rd: 0 }.encode()],
+                    rtype: DifType::integer(4),
+                    ..DifObject::default()
+                });
+            }
+        }
     }
 }
 
