@@ -162,3 +162,28 @@ fn hostile_references_are_rejected() {
     let b = write_ctf(&c, WriteOptions::default()).unwrap();
     assert!(matches!(read_ctf(&b), Err(CtfError::BadType { .. })));
 }
+
+#[test]
+fn odd_object_count_keeps_the_type_section_aligned() {
+    let s = common::sample();
+    for (objs, funcs) in [(1usize, 0usize), (3, 1), (1, 2), (2, 1), (0, 1)] {
+        let mut c = s.c.clone();
+        c.objects.truncate(objs);
+        c.functions.truncate(funcs);
+        let b = write_ctf(
+            &c,
+            WriteOptions {
+                version: Some(2),
+                compress: false,
+            },
+        )
+        .unwrap();
+        let h = read_header(&b).unwrap();
+        assert_eq!(h.typeoff % 4, 0);
+        assert_eq!(
+            read_ctf(&b).unwrap(),
+            c,
+            "{objs} objects, {funcs} functions"
+        );
+    }
+}

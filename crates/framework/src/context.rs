@@ -7,6 +7,9 @@ use crate::speculation::Speculations;
 use dtrace_dif::vars;
 use dtrace_dif::vm::{FaultKind, ProbeContext};
 
+/// `cpu`: not in `dtrace_dif::vars`; numbered as in FreeBSD/OpenDTrace, as the compiler does.
+pub const DIF_VAR_CPU: u32 = 0x0200;
+
 /// What a provider knows about one probe firing. Fields not known are left at their defaults (0, empty).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FiringContext {
@@ -61,6 +64,8 @@ pub struct ContextAdapter<'a> {
     pub probe: &'a ProbeInfo,
     /// The EPID of the ECB running.
     pub epid: u32,
+    /// The CPU the probe fired on (`cpu`).
+    pub cpu: u32,
     /// `timestamp`.
     pub timestamp: u64,
     /// The clock `walltimestamp` is read from (only when a clause uses it).
@@ -95,6 +100,7 @@ impl ProbeContext for ContextAdapter<'_> {
             vars::DIF_VAR_UID => c.uid,
             vars::DIF_VAR_GID => c.gid,
             vars::DIF_VAR_ERRNO => c.errno,
+            DIF_VAR_CPU => self.cpu as u64,
             _ => return Err(FaultKind::IllOp),
         })
     }

@@ -157,8 +157,8 @@ impl Framework {
         }
     }
 
-    /// Reports a fault: a fault record in the CPU's buffer, then `dtrace:::ERROR` with arg1 = EPID, arg2 =
-    /// action index, arg3 = DIF offset, arg4 = fault kind, arg5 = address.
+    /// Reports a fault: a fault record in the CPU's buffer (when enabled), then `dtrace:::ERROR` with
+    /// arg1 = EPID, arg2 = action index, arg3 = DIF offset, arg4 = fault kind, arg5 = address.
     fn fire_error(
         &mut self,
         ecbs: &[Ecb],
@@ -168,8 +168,10 @@ impl Framework {
         ts: u64,
         mem: &mut dyn Memory,
     ) {
-        if let Some(c) = self.cpus.get_mut(cpu as usize) {
-            c.principal.append(&rec.encode(ts), self.firing_end);
+        if self.fault_records {
+            if let Some(c) = self.cpus.get_mut(cpu as usize) {
+                c.principal.append(&rec.encode(ts), self.firing_end);
+            }
         }
         // ERROR fires in the context of the faulting probe, with its own arguments.
         let mut ectx = FiringContext {
@@ -192,6 +194,7 @@ impl Framework {
         &mut self,
         obj: &DifObject,
         e: &Ecb,
+        cpu: u32,
         ctx: &FiringContext,
         mem: &mut dyn Memory,
         ts: u64,
@@ -203,6 +206,7 @@ impl Framework {
             ctx,
             probe: &probe.info,
             epid: e.epid,
+            cpu,
             timestamp: ts,
             clock: self.clock.as_ref(),
             specs: &mut self.specs,
@@ -234,7 +238,7 @@ impl Framework {
         ts: u64,
     ) -> Outcome {
         if let Some(pred) = &e.predicate {
-            match self.run_difo(pred, e, ctx, mem, ts) {
+            match self.run_difo(pred, e, cpu, ctx, mem, ts) {
                 Ok(0) => return Outcome::Done,
                 Ok(_) => {}
                 Err(f) => {
@@ -259,12 +263,15 @@ impl Framework {
         }
         let mut key = std::mem::take(&mut self.key);
         let mut dest = Dest::Principal;
+        let mut incr: u64 = 1;
         let nactions = e.actions.len();
         let mut outcome = Outcome::Done;
         for ai in 0..nactions {
             let obj = e.actions[ai].difo.as_ref();
             let result = match obj {
-                Some(o) => self.run_difo(o, e, ctx, mem, ts).map_err(ActFault::Dif),
+                Some(o) => self
+                    .run_difo(o, e, cpu, ctx, mem, ts)
+                    .map_err(ActFault::Dif),
                 None => Ok(0),
             }
             .and_then(|val| {
@@ -274,10 +281,16 @@ impl Framework {
                     record: &mut record,
                     key: &mut key,
                     key_end: self.key_end,
+                    incr,
                     dest: &mut dest,
                 };
                 let r = self.do_action(e, ai, obj, val, cpu, &mut st);
                 self.key_end = st.key_end;
+                incr = if e.layout.actions[ai].agg.is_some() {
+                    1
+                } else {
+                    st.incr
+                };
                 r
             });
             match result {
@@ -335,6 +348,10 @@ impl Framework {
         let (kind, rec, in_tuple, agg) = (e.actions[ai].kind, &l.rec, l.in_tuple, l.agg);
         let off = rec.offset as usize;
         let size = rec.size as usize;
+        if l.is_incr {
+            st.incr = val;
+            return Ok(true);
+        }
         if in_tuple {
             // Aggregation key: the keys of one aggregation are laid out from offset 0 of the key bytes,
             // which follow the 4-byte aggregation id in `key`. Only the significant bytes are kept:
@@ -377,7 +394,7 @@ impl Framework {
             let sig = &st.key[..st.key_end];
             if let Some(c) = self.cpus.get_mut(cpu as usize) {
                 c.aggs
-                    .aggregate(sig, 4 + key_size, kind, rec.arg, value_words, val, 1);
+                    .aggregate(sig, 4 + key_size, kind, rec.arg, value_words, val, st.incr);
             }
             return Ok(true);
         }
@@ -484,5 +501,7 @@ struct ActionState<'a> {
     key: &'a mut Vec<u8>,
     /// End of the significant key bytes written so far.
     key_end: usize,
+    /// The increment of the next quantize-family aggregation (1 unless given).
+    incr: u64,
     dest: &'a mut Dest,
 }

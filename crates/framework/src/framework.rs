@@ -224,6 +224,8 @@ pub struct Framework {
     pub(crate) last_clean: u64,
     /// The context BEGIN and END fire in (the consumer's process).
     pub(crate) consumer_ctx: FiringContext,
+    /// Whether faults also write [`crate::records::FAULT_EPID`] records.
+    pub(crate) fault_records: bool,
     tx: mpsc::Sender<ProbeEvent>,
     rx: mpsc::Receiver<ProbeEvent>,
 }
@@ -271,6 +273,7 @@ impl Framework {
             next_aggid: 1,
             last_clean: 0,
             consumer_ctx: FiringContext::default(),
+            fault_records: false,
             tx,
             rx,
         }
@@ -280,6 +283,14 @@ impl Framework {
     /// process, so `pid`, `tid`, `execname`... are the consumer's (the CLI fills them in).
     pub fn set_consumer_context(&mut self, ctx: FiringContext) {
         self.consumer_ctx = ctx;
+    }
+
+    /// Whether faults also write a [`crate::records::FAULT_EPID`] record into the principal buffer
+    /// (default off). A consumer that enables DTrace's own ERROR program
+    /// (`dtrace:::ERROR{trace(arg1);trace(arg2);trace(arg3);trace(arg4);trace(arg5);}`, as libdtrace
+    /// does) gets every fault through it and leaves this off; a consumer that does not can turn it on.
+    pub fn set_fault_records(&mut self, on: bool) {
+        self.fault_records = on;
     }
 
     /// Replaces the clock.
@@ -391,6 +402,19 @@ impl Framework {
             }
             if e.predicate.as_ref().is_some_and(calls_destructive) && !opts.destructive {
                 return Err(FrameworkError::Destructive);
+            }
+            // Every DIF object passes the verifier before anything is enabled.
+            let objects = e
+                .predicate
+                .iter()
+                .chain(e.actions.iter().filter_map(|a| a.difo.as_ref()));
+            for obj in objects {
+                if let Err(err) = dtrace_dif::verify::verify(obj) {
+                    return Err(FrameworkError::InvalidDif {
+                        desc: desc.clone(),
+                        reason: err.to_string(),
+                    });
+                }
             }
             let layout = layout_ecb(e, &opts).map_err(|source| FrameworkError::Layout {
                 desc: desc.clone(),
@@ -654,9 +678,9 @@ impl Framework {
         }
         let mut due = Vec::new();
         self.registry.poll(now, self.ncpus, &mut due);
-        for (probe, cpu) in due {
+        for (probe, cpu, at) in due {
             let ctx = FiringContext {
-                timestamp: Some(now),
+                timestamp: Some(at),
                 ..FiringContext::default()
             };
             self.fire(probe, cpu, &ctx);

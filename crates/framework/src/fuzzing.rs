@@ -7,6 +7,7 @@ use crate::context::FiringContext;
 use crate::framework::{Framework, ManualClock};
 use crate::options::{parse_rate, parse_size, Options};
 use crate::records::{read_header, FaultRecord};
+
 use dtrace_dif::object::{DifObject, DifType, VarEntry, DIF_TF_BYREF, DIF_TF_BYUREF};
 use dtrace_dif::program::{ActionDesc, ActionKind, EcbDesc, ProbeDesc, Program};
 
@@ -52,6 +53,12 @@ pub fn parse_inputs(data: &[u8]) {
     let _ = crate::glob::field_matches(&String::from_utf8_lossy(pat), &String::from_utf8_lossy(s));
     let _ = FaultRecord::decode(data);
     let _ = read_header(data);
+    let size_of = |e: u32| (!e.is_multiple_of(7)).then_some(e % 64);
+    for r in crate::records::RecordIter::new(data, size_of) {
+        if r.is_err() {
+            break;
+        }
+    }
 }
 
 const KINDS: &[ActionKind] = &[
@@ -98,20 +105,79 @@ const PROBES: &[&str] = &[
 ];
 
 fn difo(b: &mut Bytes<'_>) -> DifObject {
-    let n = b.u8() as usize % 12;
-    let mut text: Vec<u32> = (0..n).map(|_| b.u32()).collect();
-    // Usually end with a `ret` of a register so objects do something.
-    if !b.u8().is_multiple_of(4) {
-        text.push(0x2300_0000 | (b.u8() as u32 % 8));
+    use dtrace_dif::{Instr, Opcode};
+    let reg = |b: &mut Bytes<'_>| b.u8() % 8;
+    let dest = |b: &mut Bytes<'_>| 1 + b.u8() % 7;
+    let ninst = b.u8() as usize % 8;
+    let mut text: Vec<u32> = Vec::with_capacity(ninst + 1);
+    // Mostly well-formed instructions (so objects pass the verifier and run), some raw words.
+    for _ in 0..ninst {
+        let ins = match b.u8() % 16 {
+            0 => Instr::Setx {
+                idx: (b.u8() % 2) as u16,
+                rd: dest(b),
+            },
+            1 | 2 => Instr::Alu {
+                op: *b.pick(&[
+                    Opcode::Add,
+                    Opcode::Sub,
+                    Opcode::Mul,
+                    Opcode::Sdiv,
+                    Opcode::Urem,
+                    Opcode::Sll,
+                ]),
+                r1: reg(b),
+                r2: reg(b),
+                rd: dest(b),
+            },
+            3 => Instr::LoadVar {
+                op: Opcode::Ldgs,
+                var: *b.pick(&[0x106, 0x107, 0x101, 0x115, 0x118, 0x116, 0x104]),
+                rd: dest(b),
+            },
+            4 => Instr::Load {
+                op: *b.pick(&[Opcode::Ldx, Opcode::Ldsw, Opcode::Ldub]),
+                r1: reg(b),
+                rd: dest(b),
+            },
+            5 => Instr::Call {
+                subr: *b.pick(&[10, 12, 23, 24, 25, 0, 8, 9]),
+                rd: dest(b),
+            },
+            6 => Instr::Sets {
+                idx: 0,
+                rd: dest(b),
+            },
+            7..=13 => Instr::LoadVar {
+                op: *b.pick(&[Opcode::Ldgs, Opcode::Ldts, Opcode::Ldls]),
+                var: 0x500 + (b.u8() % 2) as u16,
+                rd: dest(b),
+            },
+            14 => Instr::StoreVar {
+                op: *b.pick(&[Opcode::Stgs, Opcode::Stts, Opcode::Stls]),
+                var: 0x500 + (b.u8() % 2) as u16,
+                rs: reg(b),
+            },
+            _ => {
+                text.push(b.u32());
+                continue;
+            }
+        };
+        text.push(ins.encode());
     }
-    let inttab = (0..b.u8() % 3).map(|_| b.u64()).collect();
-    let strtab = (0..b.u8() % 24).map(|_| b.u8() % 4 * 40).collect();
-    let vartab = (0..b.u8() % 3)
-        .map(|_| VarEntry {
+    if !b.u8().is_multiple_of(32) {
+        text.push(Instr::Ret { rd: reg(b) }.encode());
+    }
+    let inttab = (0..2).map(|_| b.u64()).collect();
+    let mut strtab: Vec<u8> = (0..b.u8() % 24).map(|_| b.u8() % 4 * 40).collect();
+    strtab.push(0);
+    // Both user variables in every scope, so loads and stores of them verify.
+    let vartab = (0..6u32)
+        .map(|i| VarEntry {
             name: 0,
-            id: 0x500 + b.u8() as u32 % 4,
-            kind: b.u8() % 2,
-            scope: b.u8() % 3,
+            id: 0x500 + i % 2,
+            kind: dtrace_dif::object::DIFV_KIND_SCALAR,
+            scope: (i / 2) as u8,
             flags: 3,
             ty: DifType::integer(8),
         })
@@ -204,7 +270,8 @@ pub fn fire_program(data: &[u8]) -> bool {
             "bufsize" | "specsize" | "aggsize" => {
                 b.pick(&["64", "256", "1k", "4k", "0"]).to_string()
             }
-            _ => b.str(3),
+            "destructive" => b.pick(&["1", "0", "yes"]).to_string(),
+            _ => (b.u8() % 4).to_string(),
         };
         options.push((name.to_string(), Some(value)));
     }
@@ -223,6 +290,7 @@ pub fn fire_program(data: &[u8]) -> bool {
     let clock = ManualClock::default();
     clock.set(1);
     fw.set_clock(Box::new(clock.clone()));
+    fw.set_fault_records(b.u8().is_multiple_of(2));
     if fw.enable(&program, b.u8().is_multiple_of(2)).is_err() {
         return false;
     }
@@ -251,16 +319,11 @@ pub fn fire_program(data: &[u8]) -> bool {
     fw.poll();
     let _ = fw.stop();
     for snap in fw.switch_all() {
-        let mut off = 0;
-        while let Some((epid, _)) = read_header(&snap.data[off..]) {
-            let size = if epid == crate::records::FAULT_EPID {
-                56
-            } else {
-                fw.eprobe(epid).map(|e| e.size as usize).unwrap_or(4)
-            };
-            off += size.max(4).next_multiple_of(if epid == 0 { 4 } else { 8 });
-            if off >= snap.data.len() {
-                break;
+        let size_of = |epid: u32| fw.eprobe(epid).map(|e| e.size);
+        for r in crate::records::RecordIter::new(&snap.data, size_of) {
+            // The framework's own buffers always decode.
+            if let Err(e) = r {
+                panic!("framework wrote an undecodable buffer: {e}");
             }
         }
     }

@@ -53,6 +53,9 @@ pub struct ActionLayout {
     pub key_first: bool,
     /// For a key: whether it is the last key of its aggregation.
     pub key_last: bool,
+    /// Whether it is the increment (weight) of a quantize-family aggregating action: a zero-size
+    /// `DifExpr` counted in the action's `ntuple` (DTrace's `dtag_hasarg`), not a key.
+    pub is_incr: bool,
     /// For an aggregating action: index into [`EcbLayout::aggs`].
     pub agg: Option<usize>,
 }
@@ -64,6 +67,8 @@ pub struct AggLayout {
     pub action: usize,
     /// Indices of its key actions.
     pub keys: Vec<usize>,
+    /// Index of its increment action, if it has one.
+    pub incr: Option<usize>,
     /// Key records (offsets from the start of the key bytes) then the value record.
     pub recs: Vec<RecDesc>,
     /// Length of the key bytes (the value record's offset).
@@ -149,6 +154,9 @@ fn action_size(i: usize, a: &ActionDesc, opts: &Options) -> Result<(u64, u64), L
         }
     };
     Ok(match a.kind {
+        // A printf-like action without arguments still records a 4-byte zero, as libdtrace gives it
+        // a `ret %r0` object of type int: so `BEGIN { printf("hello\n"); }` records something.
+        K::Printf | K::Printa | K::System | K::Freopen if a.difo.is_none() => (4, a.arg),
         K::DifExpr | K::Printf | K::Printa | K::System | K::Freopen | K::LibAct => {
             (expr_size(a), a.arg)
         }
@@ -218,6 +226,7 @@ pub fn layout_ecb(ecb: &EcbDesc, opts: &Options) -> Result<EcbLayout, LayoutErro
     let acts = &ecb.actions;
     // Mark the key actions of each aggregating action.
     let mut in_tuple = vec![false; acts.len()];
+    let mut is_incr = vec![false; acts.len()];
     for (i, a) in acts.iter().enumerate() {
         if a.kind.is_aggregation() {
             let k = a.ntuple as usize;
@@ -229,6 +238,18 @@ pub fn layout_ecb(ecb: &EcbDesc, opts: &Options) -> Result<EcbLayout, LayoutErro
                     return Err(LayoutError::BadTuple(i + 1));
                 }
                 in_tuple[j] = true;
+            }
+            let quantizing = matches!(
+                a.kind,
+                ActionKind::AggQuantize | ActionKind::AggLquantize | ActionKind::AggLlquantize
+            );
+            let zero_size = |d: &ActionDesc| {
+                d.difo
+                    .as_ref()
+                    .is_some_and(|o| o.rtype.size == 0 && !o.rtype.is_string())
+            };
+            if quantizing && k >= 1 && zero_size(&acts[i - 1]) {
+                is_incr[i - 1] = true;
             }
         }
     }
@@ -297,6 +318,7 @@ pub fn layout_ecb(ecb: &EcbDesc, opts: &Options) -> Result<EcbLayout, LayoutErro
             recs.push(rec);
             aggs.push(AggLayout {
                 action: i,
+                incr: (i > 0 && is_incr[i - 1]).then(|| i - 1),
                 keys: std::mem::take(&mut keys),
                 recs,
                 key_size: rec.offset,
@@ -308,7 +330,17 @@ pub fn layout_ecb(ecb: &EcbDesc, opts: &Options) -> Result<EcbLayout, LayoutErro
                 in_tuple: false,
                 key_first: false,
                 key_last: false,
+                is_incr: false,
                 agg: Some(aggs.len() - 1),
+            });
+        } else if is_incr[i] {
+            out.push(ActionLayout {
+                rec,
+                in_tuple: true,
+                key_first: false,
+                key_last: false,
+                is_incr: true,
+                agg: None,
             });
         } else if in_tuple[i] {
             key_off = round_up(key_off, align as u64);
@@ -323,7 +355,9 @@ pub fn layout_ecb(ecb: &EcbDesc, opts: &Options) -> Result<EcbLayout, LayoutErro
                 rec,
                 in_tuple: true,
                 key_first: keys.len() == 1,
-                key_last: acts.get(i + 1).is_some_and(|n| n.kind.is_aggregation()),
+                key_last: acts.get(i + 1).is_some_and(|n| n.kind.is_aggregation())
+                    || is_incr.get(i + 1).copied().unwrap_or(false),
+                is_incr: false,
                 agg: None,
             });
         } else {
@@ -338,6 +372,7 @@ pub fn layout_ecb(ecb: &EcbDesc, opts: &Options) -> Result<EcbLayout, LayoutErro
                 in_tuple: false,
                 key_first: false,
                 key_last: false,
+                is_incr: false,
                 agg: None,
             });
         }
@@ -422,8 +457,13 @@ mod tests {
         )
         .unwrap();
         let r = l.principal_recs();
-        assert_eq!((r[0].offset, r[0].size, r[0].format), (12, 0, 3));
-        assert_eq!((r[1].offset, r[1].size, r[1].alignment), (12, 4, 4));
+        assert_eq!((r[0].offset, r[0].size, r[0].format), (12, 4, 3));
+        assert_eq!((r[1].offset, r[1].size, r[1].alignment), (16, 4, 4));
+        assert_eq!(l.size, 20);
+        // printf("hello\n") alone still makes a record.
+        let mut p = act(ActionKind::Printf, None);
+        p.arg = 0;
+        let l = layout_ecb(&ecb(vec![p]), &Options::default()).unwrap();
         assert_eq!(l.size, 16);
     }
 
@@ -460,6 +500,28 @@ mod tests {
         assert_eq!((a.recs[2].offset, a.recs[2].size), (264, 13 * 8));
         assert_eq!(a.key_size, 264);
         assert_eq!(a.value_words, 13);
+    }
+
+    #[test]
+    fn quantize_increment_is_not_a_key() {
+        let mut q = act(ActionKind::AggQuantize, Some(DifType::integer(8)));
+        q.ntuple = 2;
+        let l = layout_ecb(
+            &ecb(vec![
+                act(ActionKind::DifExpr, Some(DifType::integer(8))),
+                act(ActionKind::DifExpr, Some(DifType::integer(0))),
+                q,
+            ]),
+            &Options::default(),
+        )
+        .unwrap();
+        let a = &l.aggs[0];
+        assert_eq!(a.keys, vec![0]);
+        assert_eq!(a.incr, Some(1));
+        assert_eq!(a.recs.len(), 2);
+        assert_eq!(a.key_size, 8);
+        assert!(l.actions[0].key_last);
+        assert!(l.actions[1].is_incr);
     }
 
     #[test]

@@ -9,9 +9,13 @@
 //! [`provider`] (the provider trait and probe registry), [`glob`] (probe description matching),
 //! [`layout`] (record layout of ECBs), [`framework`] (the session: enabling, go, stop, snapshots,
 //! status), [`exec`] (probe context: predicates, actions, faults and the ERROR probe), [`context`] (what
-//! a firing carries), [`buffer`] (principal buffers and their policies), [`aggregate`] (the aggregating
+//! a firing carries), [`memory`] (memory captured with a firing), [`buffer`] (principal buffers and their policies), [`aggregate`] (the aggregating
 //! functions and aggregation buffers), [`speculation`], [`providers`] (`dtrace`, `profile`), [`records`]
 //! (the contract with the consumer), [`fuzzing`] (fuzz entry points).
+//!
+//! Threads: a [`Framework`] is driven by one thread (it is `Send`, not shared); providers on other
+//! threads send firings through an [`EventSender`], fired in order by [`Framework::process_events`] (also
+//! called by [`Framework::poll`] and [`Framework::stop`]).
 //!
 //! How a consumer drives it:
 //! ```
@@ -55,6 +59,7 @@ pub mod framework;
 pub mod fuzzing;
 pub mod glob;
 pub mod layout;
+pub mod memory;
 pub mod options;
 pub mod provider;
 pub mod providers;
@@ -67,5 +72,6 @@ pub use framework::{
     Activity, Clock, DestructiveRequest, Enabling, EventSender, Framework, ManualClock, ProbeEvent,
     Status, SystemClock,
 };
+pub use memory::CapturedMemory;
 pub use options::{BufPolicy, BufResize, OptionError, Options};
 pub use provider::{ProbeRegistry, Provider};

@@ -181,8 +181,9 @@ pub trait Provider: Send {
     }
 
     /// Timer-driven providers: the probe firings due at `now` (monotonic nanoseconds), pushed as
-    /// `(probe id, cpu)`; `ncpus` is the number of CPUs being traced. Others fire nothing here.
-    fn poll(&mut self, _now: u64, _ncpus: u32, _due: &mut Vec<(u32, u32)>) {}
+    /// `(probe id, cpu, time it was due)`; `ncpus` is the number of CPUs being traced. Others fire
+    /// nothing here.
+    fn poll(&mut self, _now: u64, _ncpus: u32, _due: &mut Vec<(u32, u32, u64)>) {}
 
     /// The earliest time a call to [`Provider::poll`] could fire something, if ever.
     fn next_deadline(&self) -> Option<u64> {
@@ -330,7 +331,7 @@ impl ProbeRegistry {
     }
 
     /// Polls every provider for due timer firings.
-    pub fn poll(&mut self, now: u64, ncpus: u32, due: &mut Vec<(u32, u32)>) {
+    pub fn poll(&mut self, now: u64, ncpus: u32, due: &mut Vec<(u32, u32, u64)>) {
         for p in &mut self.providers {
             p.poll(now, ncpus, due);
         }

@@ -19,7 +19,9 @@
 //! and the value record's offset is `key.len()` (the key bytes padded to 8); strings are NUL-padded to
 //! their record size, so equal keys have equal bytes. Records of size 0 (`speculate()`, `commit()`,
 //! `printf()` without arguments, ...) are listed in `EprobeDesc::recs` with the offset they would have.
-//! Faults are reported in the principal buffer as records with EPID [`FAULT_EPID`].
+//! Faults fire `dtrace:::ERROR` (arg1..arg5 as DTrace defines them), so a consumer enabling DTrace's ERROR
+//! program sees them in order with the other records; on request (`Framework::set_fault_records`) they
+//! are also written as records with EPID [`FAULT_EPID`].
 
 pub use dtrace_dif::program::RecDesc;
 
@@ -94,8 +96,8 @@ pub struct BufferSnapshot {
     pub drops: u64,
 }
 
-/// The EPID of fault records: when DIF faults in probe context the framework writes, into the firing
-/// CPU's principal buffer, a record with this EPID (laid out by [`fault_eprobe_desc`]) carrying what
+/// The EPID of fault records: when DIF faults in probe context and fault records are on, the framework
+/// writes, into the firing CPU's principal buffer, a record with this EPID (laid out by [`fault_eprobe_desc`]) carrying what
 /// `dtrace: error on enabled probe ID ...` prints, in order with the other records.
 pub const FAULT_EPID: u32 = u32::MAX;
 
@@ -195,4 +197,128 @@ pub struct AggSnapshot {
     pub records: Vec<AggRecord>,
     /// New entries dropped on this CPU (aggregation buffer full) since the previous snapshot.
     pub drops: u64,
+}
+
+/// Errors walking the records of a principal buffer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RecordError {
+    /// A record's EPID has no description.
+    #[error("record at offset {offset} has unknown EPID {epid}")]
+    UnknownEpid {
+        /// Offset of the record.
+        offset: usize,
+        /// Its EPID.
+        epid: u32,
+    },
+    /// A record runs past the end of the buffer.
+    #[error("record at offset {offset} (EPID {epid}) is truncated")]
+    Truncated {
+        /// Offset of the record.
+        offset: usize,
+        /// Its EPID.
+        epid: u32,
+    },
+}
+
+/// Walks the records of a principal buffer: yields `(offset, epid, record bytes)` with the header
+/// included, skipping [`EPID_NONE`] padding words, sizing [`FAULT_EPID`] records itself and others with
+/// `size_of(epid)` (e.g. from the `EprobeDesc`s of the enabling). Stops at the first error.
+pub struct RecordIter<'a, F> {
+    data: &'a [u8],
+    off: usize,
+    size_of: F,
+    failed: bool,
+}
+
+impl<'a, F: Fn(u32) -> Option<u32>> RecordIter<'a, F> {
+    /// Walks `data`.
+    pub fn new(data: &'a [u8], size_of: F) -> Self {
+        RecordIter {
+            data,
+            off: 0,
+            size_of,
+            failed: false,
+        }
+    }
+}
+
+impl<'a, F: Fn(u32) -> Option<u32>> Iterator for RecordIter<'a, F> {
+    type Item = Result<(usize, u32, &'a [u8]), RecordError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed {
+            return None;
+        }
+        loop {
+            let rest = self.data.get(self.off..)?;
+            if rest.len() < 4 {
+                return None;
+            }
+            let epid = u32::from_ne_bytes([rest[0], rest[1], rest[2], rest[3]]);
+            if epid == EPID_NONE {
+                self.off += 4;
+                continue;
+            }
+            let offset = self.off;
+            let size = if epid == FAULT_EPID {
+                Some(56)
+            } else {
+                (self.size_of)(epid)
+            };
+            let Some(size) = size.filter(|&s| s >= RECHDR_SIZE) else {
+                self.failed = true;
+                return Some(Err(RecordError::UnknownEpid { offset, epid }));
+            };
+            let Some(rec) = rest.get(..size as usize) else {
+                self.failed = true;
+                return Some(Err(RecordError::Truncated { offset, epid }));
+            };
+            self.off += (size as usize).next_multiple_of(8);
+            return Some(Ok((offset, epid, rec)));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn walks_records_padding_and_faults() {
+        let mut buf = Vec::new();
+        let mut rec = vec![0u8; 20];
+        rec[..4].copy_from_slice(&7u32.to_ne_bytes());
+        buf.extend_from_slice(&rec);
+        buf.extend_from_slice(&[0; 4]); // to 24
+        buf.extend_from_slice(&[0; 4]); // an EPID_NONE word
+        buf.extend_from_slice(&[0; 4]);
+        let f = FaultRecord {
+            epid: 7,
+            action: 1,
+            dif_offset: 12,
+            kind: 1,
+            addr: 0,
+        };
+        buf.extend_from_slice(&f.encode(99));
+        let got: Vec<_> = RecordIter::new(&buf, |e| (e == 7).then_some(20)).collect();
+        assert_eq!(got.len(), 2);
+        let (off, epid, bytes) = got[0].clone().unwrap();
+        assert_eq!((off, epid, bytes.len()), (0, 7, 20));
+        let (off, epid, bytes) = got[1].clone().unwrap();
+        assert_eq!((off, epid), (32, FAULT_EPID));
+        assert_eq!(FaultRecord::decode(bytes), Some(f));
+        assert_eq!(read_header(bytes), Some((FAULT_EPID, 99)));
+
+        let got: Vec<_> = RecordIter::new(&buf, |_| None).collect();
+        assert_eq!(
+            got,
+            vec![Err(RecordError::UnknownEpid { offset: 0, epid: 7 })]
+        );
+        let got: Vec<_> = RecordIter::new(&buf[..16], |_| Some(20)).collect();
+        assert_eq!(
+            got,
+            vec![Err(RecordError::Truncated { offset: 0, epid: 7 })]
+        );
+        assert_eq!(fault_eprobe_desc().size, 56);
+    }
 }

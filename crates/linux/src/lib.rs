@@ -7,6 +7,10 @@
 //! sessions ([`session`]), symbolization of kernel and user stacks ([`symbols`]), process control for
 //! `-c`/`-p` ([`process`]) and kernel feature detection ([`features`]).
 //!
+//! Syscall probes fire from the `sys_enter`/`sys_exit` raw tracepoints through one generated dispatcher
+//! per direction that tail-calls the enabled probe's program by syscall number, so `syscall:::entry`
+//! attaches and detaches hundreds of probes in about a second; other tracepoints use perf events.
+//!
 //! It does not run D: it delivers [`capture::CapturedEvent`]s (probe context, copied memory, stacks)
 //! to the framework, which runs predicates and actions in the DIF interpreter.
 //!

@@ -79,6 +79,22 @@ pub struct Session {
     ring: RingBuf,
 }
 
+/// Every enabled probe holds a program descriptor (and a perf event or link): enabling all syscalls
+/// needs more than the usual soft limit of 1024, so raise the soft limit to the hard one (best effort).
+fn raise_fd_limit() {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: valid rlimit out-parameter, then the same structure in.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && lim.rlim_cur < lim.rlim_max {
+            lim.rlim_cur = lim.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+        }
+    }
+}
+
 /// CLOCK_REALTIME minus CLOCK_MONOTONIC, to turn probe timestamps into `walltimestamp`.
 fn wall_offset_ns() -> i64 {
     let mut ts = libc::timespec {
@@ -130,6 +146,7 @@ impl Drop for Session {
 impl Session {
     /// Creates the ring buffer and the drop counter.
     pub fn new(opts: SessionOptions) -> Result<Session> {
+        raise_fd_limit();
         let ring = RingBuf::create(&format!("{}_ring", opts.name_prefix), opts.ring_bytes)?;
         let drops = Map::create(
             MapKind::PerCpuArray,

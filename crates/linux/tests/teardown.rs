@@ -135,7 +135,8 @@ fn a_terminated_tracer_leaves_nothing_attached() {
     for (i, sig) in [libc::SIGTERM, libc::SIGINT].into_iter().enumerate() {
         let prefix = format!("dt{}k{i}", std::process::id() % 10000);
         let mut child = std::process::Command::new(&tool)
-            .args(["-p", &prefix, "syscall::write:entry"])
+            // A time limit, so a failing assertion below cannot leave the tracer running for good.
+            .args(["-p", &prefix, "-t", "60", "syscall::write:entry"])
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::piped())
             .spawn()

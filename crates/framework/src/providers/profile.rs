@@ -159,7 +159,7 @@ impl Provider for ProfileProvider {
         }
     }
 
-    fn poll(&mut self, now: u64, ncpus: u32, due: &mut Vec<(u32, u32)>) {
+    fn poll(&mut self, now: u64, ncpus: u32, due: &mut Vec<(u32, u32, u64)>) {
         let mut ids: Vec<u32> = self
             .timers
             .iter()
@@ -176,10 +176,11 @@ impl Provider for ProfileProvider {
                 continue;
             }
             let expirations = (now - next) / t.interval + 1;
-            for _ in 0..expirations.min(MAX_CATCHUP) {
+            for k in 0..expirations.min(MAX_CATCHUP) {
+                let at = next.saturating_add(k.saturating_mul(t.interval));
                 match t.kind {
-                    ProfileKind::Tick => due.push((id, self.tick_cpu)),
-                    ProfileKind::Profile => due.extend((0..ncpus).map(|c| (id, c))),
+                    ProfileKind::Tick => due.push((id, self.tick_cpu, at)),
+                    ProfileKind::Profile => due.extend((0..ncpus).map(|c| (id, c, at))),
                 }
             }
             t.next = Some(next.saturating_add(expirations.saturating_mul(t.interval)));
@@ -262,9 +263,18 @@ mod tests {
         p.poll(1099, 2, &mut due);
         assert!(due.is_empty());
         p.poll(1350, 2, &mut due);
-        assert_eq!(due, vec![(7, 0), (7, 0), (7, 0), (8, 0), (8, 1)]);
+        assert_eq!(
+            due,
+            vec![
+                (7, 0, 1100),
+                (7, 0, 1200),
+                (7, 0, 1300),
+                (8, 0, 1250),
+                (8, 1, 1250)
+            ]
+        );
         due.clear();
         p.poll(1400, 2, &mut due);
-        assert_eq!(due, vec![(7, 0)]);
+        assert_eq!(due, vec![(7, 0, 1400)]);
     }
 }

@@ -87,6 +87,21 @@ const REGS_CS: i16 = 17 * 8;
 const BPF_F_USER_STACK: i32 = 1 << 8;
 /// x86-64 `struct pt_regs` offsets of the syscall argument registers: rdi, rsi, rdx, r10, r8, r9.
 const SYSCALL_ARG_REGS: [i32; 6] = [14 * 8, 13 * 8, 12 * 8, 7 * 8, 9 * 8, 8 * 8];
+/// The lowest of those offsets and the bytes from there to the end of rdi: one read copies all six.
+const REGS_FIRST: i32 = 7 * 8;
+const REGS_SPAN: i32 = 15 * 8 - REGS_FIRST;
+/// Stack slot of that copy (below the pending value).
+const REGS_COPY: i16 = PENDING - REGS_SPAN as i16;
+
+/// Copies the saved argument registers (`ctx[0]`, a `struct pt_regs *`) to the stack with one read.
+fn emit_syscall_regs(a: &mut Asm) {
+    a.load(Size::DW, R3, R6, 0).alu_imm(op::ADD, R3, REGS_FIRST);
+    a.mov(R1, R10)
+        .alu_imm(op::ADD, R1, REGS_COPY as i32)
+        .mov_imm(R2, REGS_SPAN)
+        .call(helper::PROBE_READ_KERNEL);
+}
+
 /// Highest syscall number the dispatcher accepts (exclusive).
 pub const MAX_SYSCALL_NR: u32 = 1024;
 const BPF_F_USER_BUILD_ID: i32 = 1 << 11;
@@ -191,16 +206,12 @@ fn emit_arg(a: &mut Asm, shape: &ProbeShape, src: ArgSource) -> Result<()> {
             a.bind(done);
         }
         ArgSource::SyscallArg(n) => {
+            // Read from the copy of the argument registers made once by `emit_syscall_regs`.
             need_ctx(shape, CtxKind::RawTracepoint, "a syscall argument")?;
             let off = *SYSCALL_ARG_REGS
                 .get(n as usize)
                 .ok_or_else(|| LinuxError::Asm(format!("syscall argument {n}")))?;
-            a.load(Size::DW, R3, R6, 0).alu_imm(op::ADD, R3, off);
-            a.mov(R1, R10)
-                .alu_imm(op::ADD, R1, SCRATCH as i32)
-                .mov_imm(R2, 8)
-                .call(helper::PROBE_READ_KERNEL);
-            a.load(Size::DW, R0, R10, SCRATCH);
+            a.load(Size::DW, R0, R10, REGS_COPY + (off - REGS_FIRST) as i16);
         }
         ArgSource::Zero => {
             a.mov_imm(R0, 0);
@@ -345,6 +356,13 @@ pub fn gen_capture(
             .alu_imm(op::ADD, R1, hdr::VTIME as i32)
             .mov_imm(R2, 8)
             .call(helper::PROBE_READ_KERNEL);
+    }
+    if shape
+        .args
+        .iter()
+        .any(|a| matches!(a, ArgSource::SyscallArg(_)))
+    {
+        emit_syscall_regs(&mut a);
     }
     for i in 0..NARGS {
         match shape.args.get(i) {
