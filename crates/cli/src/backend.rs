@@ -5,6 +5,7 @@
 use dtrace_consumer::dcompile::DCompiler;
 use dtrace_consumer::fwtracer::FrameworkTracer;
 use dtrace_consumer::handle::{Compiler, Tracer};
+use dtrace_framework::FiringContext;
 
 /// The D compiler.
 pub fn compiler() -> Option<Box<dyn Compiler>> {
@@ -16,5 +17,26 @@ pub fn tracer() -> Box<dyn Tracer> {
     let ncpus = std::thread::available_parallelism()
         .map(|n| n.get() as u32)
         .unwrap_or(1);
-    Box::new(FrameworkTracer::new(ncpus))
+    let mut t = FrameworkTracer::new(ncpus);
+    t.framework().set_consumer_context(consumer_context());
+    Box::new(t)
+}
+
+/// The context BEGIN and END fire in: this process, as in DTrace.
+fn consumer_context() -> FiringContext {
+    // SAFETY: these calls only read the process's own credentials and ids.
+    let (ppid, uid, gid) = unsafe { (libc::getppid(), libc::getuid(), libc::getgid()) };
+    let execname = std::fs::read_to_string("/proc/self/comm")
+        .map(|s| s.trim_end().to_string())
+        .unwrap_or_else(|_| "dtrace".to_string());
+    FiringContext {
+        pid: std::process::id() as u64,
+        ppid: ppid as u64,
+        tid: std::process::id() as u64,
+        uid: uid as u64,
+        gid: gid as u64,
+        execname,
+        execargs: std::env::args().collect::<Vec<_>>().join(" "),
+        ..FiringContext::default()
+    }
 }

@@ -168,9 +168,10 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
         eprint!("dtrace: {}", e.msg);
         true
     });
-    // The framework reports faults itself (fault records), so the library's ERROR program is not
-    // needed: only the handler.
-    h.set_err_handler(err_handler);
+    // Faults reach the consumer through the library's ERROR program, as in DTrace.
+    if let Err(e) = h.handle_err(err_handler) {
+        return fatal(&format!("failed to establish error handler: {e}"));
+    }
     h.handle_drop(Box::new(|d: &DropReport| {
         eprintln!("dtrace: {}", d.msg);
         true
