@@ -1,17 +1,42 @@
-//! Where `dtrace(1)` gets its compiler and its execution substrate. This is the seam to the crates
-//! being written in parallel: until `dtrace-compiler` and the framework's execution engine are on main,
-//! compiling reports "not yet supported" through the consumer's error path, and nothing else pretends.
+//! Where `dtrace(1)` gets its compiler and its execution substrate: the D compiler, and the in-process
+//! framework with its `dtrace` (BEGIN/END/ERROR) and `profile` (tick-N, profile-N) providers. The
+//! kernel providers of `dtrace-linux` join here when they are wired to the framework.
 
-use dtrace_consumer::handle::{Compiler, NoTracer, Tracer};
+use dtrace_consumer::dcompile::DCompiler;
+use dtrace_consumer::fwtracer::FrameworkTracer;
+use dtrace_consumer::handle::{Compiler, Tracer};
+use dtrace_framework::FiringContext;
 
-/// The D compiler, when one is linked in.
+/// The D compiler.
 pub fn compiler() -> Option<Box<dyn Compiler>> {
-    None
+    Some(Box::new(DCompiler))
 }
 
-/// The tracer (framework plus providers).
+/// The tracer (framework plus providers), over every CPU of the machine.
 pub fn tracer() -> Box<dyn Tracer> {
-    Box::new(NoTracer(
-        "tracing: the framework's execution engine is not linked into dtrace yet".into(),
-    ))
+    let ncpus = std::thread::available_parallelism()
+        .map(|n| n.get() as u32)
+        .unwrap_or(1);
+    let mut t = FrameworkTracer::new(ncpus);
+    t.framework().set_consumer_context(consumer_context());
+    Box::new(t)
+}
+
+/// The context BEGIN and END fire in: this process, as in DTrace.
+fn consumer_context() -> FiringContext {
+    // SAFETY: these calls only read the process's own credentials and ids.
+    let (ppid, uid, gid) = unsafe { (libc::getppid(), libc::getuid(), libc::getgid()) };
+    let execname = std::fs::read_to_string("/proc/self/comm")
+        .map(|s| s.trim_end().to_string())
+        .unwrap_or_else(|_| "dtrace".to_string());
+    FiringContext {
+        pid: std::process::id() as u64,
+        ppid: ppid as u64,
+        tid: std::process::id() as u64,
+        uid: uid as u64,
+        gid: gid as u64,
+        execname,
+        execargs: std::env::args().collect::<Vec<_>>().join(" "),
+        ..FiringContext::default()
+    }
 }

@@ -89,6 +89,7 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
         eprint!("{}", usage::usage(pname));
         return ExitCode::from(E_USAGE);
     }
+    signals::install();
     let mut h = Handle::open(backend::tracer(), backend::compiler());
     for (name, value) in args::env_options(std::env::vars()) {
         if let Err(e) = h.setopt(&name, value.as_deref()) {
@@ -137,7 +138,12 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
             h.compile_str(&cmd.arg, spec_of(cmd.kind), flags, &argv)
         };
         match r {
-            Ok(p) => progs.push(p),
+            Ok(p) => {
+                if cfg.show_dif {
+                    eprint!("{}", dtrace_consumer::dcompile::listing(&p));
+                }
+                progs.push(p)
+            }
             Err(e) if cmd.kind == 's' => {
                 return fatal(&format!("failed to compile script {}: {e}", cmd.arg))
             }
@@ -162,11 +168,9 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
         eprint!("dtrace: {}", e.msg);
         true
     });
-    if let Err(e) = h.handle_err(err_handler.clone()) {
-        // Without a compiler the library's ERROR program cannot be built; a tracer that enables it
-        // itself still gets the handler.
-        let _ = e;
-        h.set_err_handler(err_handler);
+    // Faults reach the consumer through the library's ERROR program, as in DTrace.
+    if let Err(e) = h.handle_err(err_handler) {
+        return fatal(&format!("failed to establish error handler: {e}"));
     }
     h.handle_drop(Box::new(|d: &DropReport| {
         eprintln!("dtrace: {}", d.msg);
@@ -193,6 +197,15 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
                     );
                 }
             }
+            // DTrace matches probes while compiling, so a description that matches nothing is
+            // reported as a compilation error.
+            Err(e) if e.to_string().contains("does not match any probes") => {
+                return fatal(&if cmd.kind == 's' {
+                    format!("failed to compile script {}: {e}", cmd.arg)
+                } else {
+                    format!("invalid probe specifier {}: {e}", cmd.arg)
+                })
+            }
             Err(e) => return fatal(&format!("failed to enable '{name}': {e}")),
         }
     }
@@ -202,7 +215,6 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
     if h.decoder.options.is_set("destructive") && !quiet {
         eprintln!("dtrace: allowing destructive actions");
     }
-    signals::install();
     if let Err(e) = h.go() {
         return fatal(&format!("dtrace_go(): {e}"));
     }

@@ -9,7 +9,9 @@ use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
 use dtrace_dif::program::{ActionKind, LibAction, RecDesc};
-use dtrace_framework::records::{BufferSnapshot, EprobeDesc, ProbeInfo, EPID_NONE, RECHDR_SIZE};
+use dtrace_framework::records::{
+    fault_eprobe_desc, BufferSnapshot, EprobeDesc, ProbeInfo, EPID_NONE, FAULT_EPID, RECHDR_SIZE,
+};
 
 use crate::aggprint;
 use crate::aggregate::{Aggregations, SortOrder};
@@ -342,11 +344,12 @@ impl Decoder {
             let descs = match cache.get(&epid) {
                 Some(d) => d.clone(),
                 None => {
-                    let e = self
-                        .eprobes
-                        .get(&epid)
-                        .cloned()
-                        .ok_or(ConsumerError::BadEpid(epid))?;
+                    let e = match self.eprobes.get(&epid) {
+                        Some(e) => e.clone(),
+                        // The framework's fault records (DTrace's ERROR reports).
+                        None if epid == FAULT_EPID => fault_eprobe_desc(),
+                        None => return Err(ConsumerError::BadEpid(epid)),
+                    };
                     let p = self.probes.get(&e.probe_id).cloned().unwrap_or(ProbeInfo {
                         id: e.probe_id,
                         provider: String::new(),
@@ -412,7 +415,7 @@ impl Decoder {
         rfunc: &mut RecFn<'_>,
         errfn: &mut ErrFn<'_>,
     ) -> Result<()> {
-        if self.error_epids.contains(&edesc.epid) {
+        if edesc.epid == FAULT_EPID || self.error_epids.contains(&edesc.epid) {
             let report = self.error_report(cpu, edesc, rec)?;
             if !errfn(&report) {
                 return Err(ConsumerError::DirectAbort);

@@ -93,6 +93,10 @@ pub trait Tracer {
     fn time_to_next_event(&self) -> Option<Duration> {
         None
     }
+    /// Whether `exit()` has been called (the run should be drained now, not at the next status check).
+    fn exit_requested(&mut self) -> bool {
+        false
+    }
     /// Aggregation drops per CPU (cpu, count) since the previous call.
     fn take_aggregation_drops(&mut self) -> Vec<(u32, u64)> {
         Vec::new()
@@ -244,6 +248,16 @@ impl Handle {
                 "compiling D: no compiler is linked into this consumer".into(),
             )),
         };
+        // Pragmas take effect when the program is compiled, as DTrace's do (so `quiet` silences
+        // the status lines of the command that follows).
+        let r = r.and_then(|p| {
+            for (name, value) in &p.options {
+                self.decoder
+                    .options
+                    .set(name, value.as_deref(), self.state == State::Going)?;
+            }
+            Ok(p)
+        });
         self.record(r)
     }
 
@@ -366,8 +380,8 @@ impl Handle {
     /// How long until the next buffer switch, status check, aggregation snapshot or tracer timer.
     pub fn time_to_next(&self) -> Duration {
         match self.tracer.time_to_next_event() {
-            Some(t) => t.min(self.time_to_next_rate()),
-            None => self.time_to_next_rate(),
+            Some(t) => t.min(self.time_to_next_rate_only()),
+            None => self.time_to_next_rate_only(),
         }
     }
 
@@ -377,8 +391,16 @@ impl Handle {
         self.record(r)
     }
 
-    /// How long until the next buffer switch, status check or aggregation snapshot is due.
-    pub fn time_to_next_rate(&self) -> Duration {
+    /// How long until the next buffer switch, status check or aggregation snapshot is due (zero once
+    /// the tracer reports an `exit()`).
+    pub fn time_to_next_rate(&mut self) -> Duration {
+        if self.state == State::Going && self.tracer.exit_requested() {
+            return Duration::ZERO;
+        }
+        self.time_to_next_rate_only()
+    }
+
+    fn time_to_next_rate_only(&self) -> Duration {
         let now = Instant::now();
         let due = |last: Option<Instant>, every: Duration| last.map_or(now, |l| l + every);
         let next = due(self.last_switch, self.rate("switchrate"))

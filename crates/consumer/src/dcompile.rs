@@ -1,0 +1,119 @@
+//! The D compiler behind the handle's [`Compiler`] seam: turns the handle's options (`strsize`,
+//! `defaultargs`, `-w`, `-C -D -U -I`, stack frame defaults) into `dtrace-compiler` options, expands a
+//! bare `-P/-m/-f` argument into a full probe description, and reports errors in DTrace's words.
+
+use dtrace_compiler::{CompileOptions, SourceKind};
+use dtrace_dif::program::{ActionKind, Program};
+use dtrace_dif::{DifObject, DifType, Instr};
+
+use crate::error::{ConsumerError, Result};
+use crate::handle::{CompileFlags, Compiler, ProbeSpec};
+use crate::listing::str2desc;
+use crate::options::Options;
+
+/// The D compiler.
+#[derive(Debug, Default)]
+pub struct DCompiler;
+
+fn num(o: &Options, name: &str, default: u32) -> u32 {
+    let v = o.value(name);
+    if v > 0 {
+        v.min(u32::MAX as i64) as u32
+    } else {
+        default
+    }
+}
+
+/// `-P foo` is `foo:::`, `-m foo` is `:foo::`, `-f foo` is `::foo:`; what follows the description (a
+/// predicate or an action) is kept.
+pub fn expand_spec(spec: ProbeSpec, source: &str) -> String {
+    if matches!(spec, ProbeSpec::Name | ProbeSpec::Script) {
+        return source.to_string();
+    }
+    let cut = source.find(['/', '{']).unwrap_or(source.len());
+    let d = str2desc(spec, source[..cut].trim());
+    format!(
+        "{}:{}:{}:{} {}",
+        d.provider,
+        d.module,
+        d.function,
+        d.name,
+        &source[cut..]
+    )
+}
+
+impl Compiler for DCompiler {
+    fn compile(
+        &mut self,
+        source: &str,
+        spec: ProbeSpec,
+        flags: CompileFlags,
+        argv: &[String],
+        o: &Options,
+    ) -> Result<Program> {
+        let mut c = CompileOptions {
+            args: if argv.is_empty() {
+                vec![String::new()]
+            } else {
+                argv.to_vec()
+            },
+            default_args: o.is_set("defaultargs"),
+            strsize: num(o, "strsize", 256),
+            destructive: o.is_set("destructive"),
+            stackframes: num(o, "stackframes", 20),
+            ustackframes: num(o, "ustackframes", 100),
+            jstackframes: num(o, "jstackframes", 50),
+            jstackstrsize: num(o, "jstackstrsize", 512),
+            cpp: flags.cpp || o.is_set("cpp"),
+            defines: o.strings("define").to_vec(),
+            undefs: o.strings("undef").to_vec(),
+            includes: o.strings("incdir").to_vec(),
+            source: if spec == ProbeSpec::Script {
+                SourceKind::File
+            } else {
+                SourceKind::String
+            },
+            ..CompileOptions::default()
+        };
+        if let Some(p) = o.string("cpppath") {
+            c.cpp_path = p.to_string();
+        }
+        let text = expand_spec(spec, source);
+        let errtags = o.is_set("errtags");
+        let mut prog = dtrace_compiler::compile(&text, &c).map_err(|e| {
+            ConsumerError::Compile(if spec == ProbeSpec::Script {
+                e.file_message(errtags)
+            } else {
+                e.string_message(errtags)
+            })
+        })?;
+        give_printf_a_record(&mut prog);
+        Ok(prog)
+    }
+}
+
+/// A printf-like action without value arguments still records something, as in DTrace (whose
+/// `dt_action_printflike` gives it a `ret %r0` object of type int): otherwise a clause holding only
+/// `printf("...")` would store no record and print nothing.
+pub fn give_printf_a_record(prog: &mut Program) {
+    for ecb in &mut prog.ecbs {
+        for a in &mut ecb.actions {
+            let printflike = matches!(
+                a.kind,
+                ActionKind::Printf | ActionKind::System | ActionKind::Freopen
+            );
+            if printflike && a.difo.is_none() {
+                a.difo = Some(DifObject {
+                    text: vec![Instr::Ret { rd: 0 }.encode()],
+                    rtype: DifType::integer(4),
+                    ..DifObject::default()
+                });
+            }
+        }
+    }
+}
+
+/// The `-S` listing of a compiled program (its DIF, disassembled).
+pub fn listing(p: &Program) -> String {
+    dtrace_compiler::listing::listing(p)
+}
