@@ -228,6 +228,16 @@ impl<'o> Checker<'o> {
     /// A checker for `opts`.
     pub fn new(opts: &'o CompileOptions, mut types: TypeTable, basic: Basic) -> Checker<'o> {
         types.strsize = opts.strsize;
+        let mut inlines = HashMap::new();
+        for (name, v) in crate::prelude::ERRNO.iter().chain(crate::prelude::SIGNALS) {
+            inlines.insert(
+                name.to_string(),
+                Inline {
+                    ty: basic.int,
+                    expr: TExpr::int(*v as u64, basic.int, 0),
+                },
+            );
+        }
         Checker {
             types,
             basic,
@@ -238,7 +248,7 @@ impl<'o> Checker<'o> {
             strsize: opts.strsize,
             aggs: Vec::new(),
             agg_undo: Vec::new(),
-            inlines: HashMap::new(),
+            inlines,
             enums: HashMap::new(),
             formats: Vec::new(),
             options: Vec::new(),

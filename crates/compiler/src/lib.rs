@@ -43,6 +43,7 @@ pub mod lower;
 pub mod macros;
 pub mod options;
 pub mod parser;
+pub mod prelude;
 pub mod printf;
 pub mod tree;
 pub mod types;

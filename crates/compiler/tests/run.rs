@@ -366,3 +366,9 @@ fn scalar_arrays_in_variables_are_writable() {
     let e = compile("BEGIN { *(int *)arg0 = 1; }", &CompileOptions::default()).unwrap_err();
     assert_eq!(e.tag, dtrace_compiler::ErrTag::D_OP_WRITE);
 }
+
+#[test]
+fn errno_and_signal_constants() {
+    assert_eq!(val("ENOENT + EINVAL"), "24");
+    assert_eq!(val("SIGKILL * 10 + SIGTERM"), "105");
+}
