@@ -811,3 +811,12 @@ fn more_tags() {
     );
     golden("BEGIN { @a = llquantize(1, 4, 0, 5, 12); }", ErrTag::D_LLQUANT_FACTOREVEN, "line 1: llquantize( ) argument #2 (factor) raised to the second power must be a multiple of argument #5 (linear steps per magnitude)");
 }
+
+#[test]
+fn nul_bytes_are_not_end_of_input() {
+    golden(
+        "BEGIN { }\0 junk",
+        ErrTag::D_SYNTAX,
+        "line 1: invalid character (0x00)",
+    );
+}
