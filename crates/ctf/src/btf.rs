@@ -131,7 +131,7 @@ impl<'a> Btf<'a> {
                 need: hdr_len as u64,
                 have: b.len() as u64,
             })?;
-        if type_off % 4 != 0 {
+        if !type_off.is_multiple_of(4) {
             return Err(CtfError::BadHeader("misaligned BTF type section".into()));
         }
         let types_bytes = slice(body, type_off, type_len, "BTF type section")?;
@@ -298,7 +298,9 @@ impl<'a> Btf<'a> {
                     self.check_ref(id, t.size_or_type, true)?;
                     for j in 0..t.vlen as usize {
                         self.string(self.word(t, 2 * j, id))?;
-                        self.check_ref(id, self.word(t, 2 * j + 1, id), true)?;
+                        // only the last parameter may be void, and then it means `...`
+                        let last = j + 1 == t.vlen as usize;
+                        self.check_ref(id, self.word(t, 2 * j + 1, id), last)?;
                     }
                 }
                 kind::ARRAY => {
@@ -325,6 +327,12 @@ impl<'a> Btf<'a> {
                     for j in 0..t.vlen as usize {
                         self.check_ref(id, self.word(t, 3 * j, id), false)?;
                     }
+                }
+                kind::FLOAT if !matches!(t.size_or_type, 2 | 4 | 8 | 12 | 16) => {
+                    return Err(CtfError::BadType {
+                        id,
+                        why: format!("float of {} bytes", t.size_or_type),
+                    });
                 }
                 kind::INT => {
                     let enc = self.word(t, 0, id);
@@ -463,7 +471,7 @@ impl<'b, 'a> Converter<'b, 'a> {
                     let e = FloatEncoding {
                         format,
                         offset: 0,
-                        bits: (t.size_or_type * 8) as u16,
+                        bits: t.size_or_type.saturating_mul(8).min(0xffff) as u16,
                     };
                     (TypeKind::Float(e), u64::from(t.size_or_type))
                 }

@@ -27,7 +27,7 @@ type DerivedKey = (u32, TypeId);
 /// optional parent it extends, labels, data-object and function entries, and indexes by name.
 ///
 /// Build one with [`Container::new`] and [`Container::add`], read one with [`crate::read_ctf`], or
-/// convert one with [`crate::btf_to_ctf`] / [`crate::dwarf_to_ctf`]. Query it through the methods of
+/// convert one with [`crate::btf_to_ctf`] / [`crate::dwarf_to_ctf_from_elf`]. Query it through the methods of
 /// `lookup.rs` (by name, id, size, alignment, members, resolution).
 #[derive(Debug, Clone)]
 pub struct Container {
@@ -234,6 +234,26 @@ impl Container {
         self.parent
             .as_ref()
             .and_then(|p| p.derived(kind_code, target))
+    }
+
+    /// The pointer type to `target`: an existing one (here or in the parent) or a new one added here.
+    pub fn pointer_to(&mut self, target: TypeId) -> TypeId {
+        self.derived_or_add(crate::consts::CTF_K_POINTER, target)
+    }
+
+    /// The `const`, `volatile` or `restrict` (kind code `CTF_K_CONST`, ...) or pointer type over
+    /// `target`: an existing one or a new one added here.
+    pub fn derived_or_add(&mut self, kind_code: u32, target: TypeId) -> TypeId {
+        if let Some(id) = self.derived(kind_code, target) {
+            return id;
+        }
+        let kind = match kind_code {
+            crate::consts::CTF_K_CONST => TypeKind::Const(target),
+            crate::consts::CTF_K_VOLATILE => TypeKind::Volatile(target),
+            crate::consts::CTF_K_RESTRICT => TypeKind::Restrict(target),
+            _ => TypeKind::Pointer(target),
+        };
+        self.add(Type::new("", kind, 0))
     }
 
     pub(crate) fn local_slot(&self, id: TypeId) -> Option<usize> {

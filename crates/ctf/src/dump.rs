@@ -182,9 +182,9 @@ pub fn dump_type(o: &mut String, c: &Container, id: TypeId, t: &Type) {
                     .and_then(|r| c.get(r).ok())
                     .map(|t| &t.kind)
                 {
-                    Some(TypeKind::Integer(e)) if u64::from(e.bits) != t.size * 8 => {
+                    Some(TypeKind::Integer(e)) if u64::from(e.bits) != t.size.saturating_mul(8) => {
                         let sz = c.size_of(m.type_id).unwrap_or(0);
-                        if u64::from(e.bits) != sz * 8 {
+                        if u64::from(e.bits) != sz.saturating_mul(8) {
                             format!(" :{}", e.bits)
                         } else {
                             String::new()

@@ -23,6 +23,23 @@
 //! assert_eq!(read_ctf(&bytes).unwrap(), c);
 //! ```
 
+//! # The API at a glance
+//! - Build: [`Container::new`], [`Container::new_child`], [`Container::add`], [`Container::replace`]
+//!   (reserve an id, fill it in later), [`Container::pointer_to`], [`Container::derived_or_add`].
+//! - Query: [`Container::lookup_by_name`] (`"struct task_struct"`, `"unsigned int"`, `"const char *"`),
+//!   [`Container::lookup_in`] (one namespace), [`Container::get`] (by id), [`Container::resolve`]
+//!   (through typedefs and qualifiers), [`Container::size_of`], [`Container::align_of`],
+//!   [`Container::members`], [`Container::member`] (offset in bits, through anonymous members),
+//!   [`Container::enumerators`], [`Container::enum_value`], [`Container::type_name`] (C spelling),
+//!   [`Container::iter`]. Ids are [`TypeId`]s; `TypeId::VOID` (0) is `void`.
+//! - Bytes: [`read_ctf`] / [`write_ctf`] (v2 when it fits, else v3; optional zlib), [`read_header`],
+//!   [`elf_ctf_section`].
+//! - Converters: [`btf_to_ctf`], [`btf_to_ctf_child`], [`KernelTypes`] (vmlinux plus modules on
+//!   demand), [`dwarf_to_ctf_from_elf`].
+//! - Text: [`dump::dump`], as `ctfdump` prints it.
+//!
+//! Every error is a [`CtfError`]; nothing here panics on bad input.
+
 mod bytes;
 pub mod consts;
 mod container;
@@ -39,6 +56,7 @@ mod write;
 pub mod btf;
 pub mod dwarf;
 mod elf;
+pub mod kernel;
 
 pub use btf::{btf_to_ctf, btf_to_ctf_child, Btf};
 pub use consts::*;
@@ -46,6 +64,7 @@ pub use container::{Container, Namespace};
 pub use dwarf::dwarf_to_ctf_from_elf;
 pub use elf::elf_ctf_section;
 pub use error::{CtfError, Result};
+pub use kernel::{KernelTypes, SYS_KERNEL_BTF};
 pub use lookup::MemberInfo;
 pub use model::*;
 pub use read::{read_ctf, read_header, CtfHeader};

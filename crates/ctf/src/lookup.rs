@@ -30,6 +30,26 @@ impl Container {
     /// (`const char *`, `struct file **`). Pointer and qualifier forms are found only if the container
     /// has such a type. `void` is [`TypeId::VOID`]. Each step is a hash lookup.
     pub fn lookup_by_name(&self, name: &str) -> Option<TypeId> {
+        // fast paths without allocation: "name", "struct tag", "union tag", "enum tag"
+        let plain = |s: &str| !s.is_empty() && !s.contains(|c: char| c == '*' || c.is_whitespace());
+        if plain(name) {
+            return match name {
+                "void" => Some(TypeId::VOID),
+                "const" | "volatile" | "restrict" | "struct" | "union" | "enum" => None,
+                _ => self.lookup_in(Namespace::Ordinary, name),
+            };
+        }
+        for (kw, ns) in [
+            ("struct ", Namespace::Struct),
+            ("union ", Namespace::Union),
+            ("enum ", Namespace::Enum),
+        ] {
+            if let Some(tag) = name.strip_prefix(kw) {
+                if plain(tag) {
+                    return self.lookup_in(ns, tag);
+                }
+            }
+        }
         let mut words: Vec<&str> = Vec::new();
         let mut stars = 0usize;
         for w in name.split_whitespace() {

@@ -11,7 +11,10 @@ use crate::error::{CtfError, Result};
 use crate::model::*;
 
 /// Largest decompressed container we accept (guards against zlib bombs).
-pub const MAX_DECOMPRESSED: u64 = 1 << 30;
+pub const MAX_DECOMPRESSED: u64 = 256 << 20;
+
+/// Deflate cannot expand data by more than about 1032:1; a header claiming more is lying.
+const MAX_DEFLATE_RATIO: u64 = 1032;
 
 /// The decoded header of a CTF container.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,7 +88,7 @@ pub fn read_ctf(b: &[u8]) -> Result<Container> {
     let raw = &b[CTF_HEADER_SIZE.min(b.len())..];
     let decompressed;
     let body: &[u8] = if h.flags & CTF_F_COMPRESS != 0 {
-        if body_len > MAX_DECOMPRESSED {
+        if body_len > MAX_DECOMPRESSED || body_len > (raw.len() as u64 + 64) * MAX_DEFLATE_RATIO {
             return Err(CtfError::BadHeader(format!(
                 "decompressed size {body_len} too large"
             )));
@@ -132,7 +135,7 @@ pub fn read_ctf(b: &[u8]) -> Result<Container> {
 
     // labels
     let lbl = &body[h.lbloff as usize..h.objtoff as usize];
-    if lbl.len() % 8 != 0 {
+    if !lbl.len().is_multiple_of(8) {
         return Err(CtfError::BadHeader(
             "label section is not a whole number of entries".into(),
         ));
@@ -151,7 +154,7 @@ pub fn read_ctf(b: &[u8]) -> Result<Container> {
     // data objects
     let idw = layout.id_bytes;
     let obj = &body[h.objtoff as usize..h.funcoff as usize];
-    if obj.len() % idw != 0 {
+    if !obj.len().is_multiple_of(idw) {
         return Err(CtfError::BadHeader(
             "data object section is not a whole number of entries".into(),
         ));
@@ -216,7 +219,11 @@ fn check_sections(h: &CtfHeader, layout: &Layout, body_len: usize) -> Result<()>
         });
     }
     let ida = layout.id_bytes as u32;
-    if h.lbloff % 4 != 0 || h.objtoff % ida != 0 || h.funcoff % ida != 0 || h.typeoff % 4 != 0 {
+    if !h.lbloff.is_multiple_of(4)
+        || !h.objtoff.is_multiple_of(ida)
+        || !h.funcoff.is_multiple_of(ida)
+        || !h.typeoff.is_multiple_of(4)
+    {
         return Err(CtfError::BadHeader("misaligned section offset".into()));
     }
     Ok(())

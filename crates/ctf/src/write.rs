@@ -97,6 +97,14 @@ pub fn check_fits(c: &Container, layout: &Layout) -> Result<()> {
                 }
             }
         }
+        if let TypeKind::Function(f) = &t.kind {
+            if !f.varargs && f.args.last() == Some(&TypeId::VOID) {
+                return Err(CtfError::BadType {
+                    id: id.0,
+                    why: "a last argument of type void reads back as `...`".into(),
+                });
+            }
+        }
         if let Some(r) = t.kind.reference() {
             // a reference equal to the large-size sentinel would be read back as a large record
             if id_to_file(r, layout) == layout.max_size + 1 {
@@ -107,6 +115,12 @@ pub fn check_fits(c: &Container, layout: &Layout) -> Result<()> {
         }
     }
     for f in c.functions.iter().flatten() {
+        if !f.varargs && f.args.last() == Some(&TypeId::VOID) {
+            return Err(CtfError::BadType {
+                id: 0,
+                why: "function entry whose last argument is void".into(),
+            });
+        }
         if (f.args.len() + usize::from(f.varargs)) as u64 > u64::from(layout.max_vlen) {
             return too("function entry with too many arguments".into());
         }

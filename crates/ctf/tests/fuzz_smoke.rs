@@ -99,3 +99,46 @@ fn btf_converter_survives_mutations() {
     }
     assert!(accepted > 0);
 }
+
+/// With `DTRACE_FUZZ_SEED_DIR=dir`, writes the seeds the smoke uses into `dir/ctf` and `dir/btf`, to
+/// start a cargo-fuzz corpus from.
+#[test]
+fn write_fuzz_seeds_when_asked() {
+    let Ok(dir) = std::env::var("DTRACE_FUZZ_SEED_DIR") else {
+        return;
+    };
+    let dir = std::path::Path::new(&dir);
+    std::fs::create_dir_all(dir.join("ctf")).unwrap();
+    std::fs::create_dir_all(dir.join("btf")).unwrap();
+    let s = common::sample();
+    for (i, (v, z)) in [(2, false), (3, false), (2, true)].into_iter().enumerate() {
+        let b = write_ctf(
+            &s.c,
+            WriteOptions {
+                version: Some(v),
+                compress: z,
+            },
+        )
+        .unwrap();
+        std::fs::write(dir.join("ctf").join(format!("seed{i}")), b).unwrap();
+    }
+    std::fs::write(dir.join("btf").join("seed0"), common::sample_btf()).unwrap();
+}
+
+/// Inputs the cargo-fuzz runs found crashing, kept so they stay fixed.
+#[test]
+fn fuzz_regressions() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/fuzz_regressions");
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        let data = std::fs::read(&p).unwrap();
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        if name.starts_with("btf") {
+            fuzz_entry::btf(&data);
+        } else if name.starts_with("ctf") {
+            fuzz_entry::ctf(&data);
+        } else {
+            fuzz_entry::dwarf(&data);
+        }
+    }
+}

@@ -184,3 +184,18 @@ fn cycles_are_errors_not_hangs() {
     assert!(c.align_of(s).is_err());
     assert!(c.member(s, "nosuch").is_err());
 }
+
+#[test]
+fn pointer_to_reuses_or_adds() {
+    let mut s = common::sample();
+    let before = s.c.len();
+    let pc = s.c.pointer_to(s.char_);
+    assert_eq!(s.c.len(), before, "char * already exists");
+    assert_eq!(s.c.type_name(pc).unwrap(), "char *");
+    let pp = s.c.pointer_to(pc);
+    assert_eq!(s.c.len(), before + 1);
+    assert_eq!(s.c.type_name(pp).unwrap(), "char **");
+    assert_eq!(s.c.lookup_by_name("char **"), Some(pp));
+    let cv = s.c.derived_or_add(CTF_K_VOLATILE, s.point);
+    assert_eq!(s.c.type_name(cv).unwrap(), "volatile struct point");
+}

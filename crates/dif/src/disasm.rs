@@ -198,3 +198,59 @@ pub fn disassemble(obj: &DifObject, label: &str) -> String {
         listing_body(obj)
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::asm::assemble;
+
+    #[test]
+    fn listing_matches_dtrace_layout() {
+        let o = assemble(
+            ".var x 0x500 scl glb r/w int 8\nsetx 0x2a, %r1\nstgs %r1, x\nsets \"abc\", %r2\nflushts\npushtr string, %r0, %r2\ncall strlen, %r3\nldx [%r2], %r4\nstb %r4, [%r2]\nbe 9\nret %r1\n",
+        )
+        .unwrap();
+        let want = "\nDIFO 0x1 returns D type (integer) (size 8)\n\
+OFF OPCODE      INSTRUCTION\n\
+00: 25000001    setx DT_INTEGER[0], %r1\t\t! 0x2a\n\
+01: 2a050001    stgs %r1, DT_VAR(1280)\t\t! DT_VAR(1280) = \"x\"\n\
+02: 26000202    sets DT_STRING[2], %r2\t\t! \"abc\"\n\
+03: 33000000    flushts\n\
+04: 30010002    pushtr DT_TYPE(1), %r0, %r2\t! DT_TYPE(1) = string\n\
+05: 2f000c03    call DIF_SUBR(12), %r3\t\t! strlen\n\
+06: 22020004    ldx  [%r2], %r4\n\
+07: 3c040002    stb  %r4, [%r2]\n\
+08: 12000009    be   9\n\
+09: 23000001    ret  %r1\n\
+\n\
+NAME             ID   KND SCP FLAG TYPE\n\
+x                500  scl glb r/w  D type (integer) (size 8)\n\n";
+        assert_eq!(disassemble(&o, "0x1"), want);
+    }
+
+    #[test]
+    fn types_print_like_dtrace() {
+        assert_eq!(
+            type_str(&DifType::string(256)),
+            "string (unknown) by ref (size 256)"
+        );
+        let t = DifType {
+            kind: DIF_TYPE_CTF,
+            ckind: ctf_kind::STRUCT,
+            flags: DIF_TF_BYUREF,
+            size: 24,
+        };
+        assert_eq!(type_str(&t), "D type (struct) by user ref (size 24)");
+    }
+
+    #[test]
+    fn bad_words_still_print() {
+        let o = DifObject {
+            text: vec![0xff00_0000, 0x2500_0901, 0x2600_0902],
+            ..Default::default()
+        };
+        let l = listing_body(&o);
+        assert!(l.contains("invalid opcode 255"));
+        assert!(l.contains("setx DT_INTEGER[9], %r1\n"));
+    }
+}

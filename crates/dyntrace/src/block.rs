@@ -1,13 +1,43 @@
-//! Block mode: one trap per basic block instead of one per instruction.
+//! Block mode: one trap per basic block instead of one per instruction, with identical counts.
 //!
-//! (Being written: in this version every hook is inert and block mode single-steps.)
+//! From a thread's program counter the straight-line run of instructions up to the next one that
+//! transfers control or enters the kernel (the block's *terminator*) is decoded once and cached. A
+//! breakpoint (`int3`) goes on the terminator and the thread runs free to it; every instruction of the
+//! block then counts once. Direct jumps, conditional jumps, direct calls and returns are emulated at the
+//! breakpoint (no second trap); any other terminator is single-stepped with its breakpoint lifted, and
+//! everything that needs exactness stays single-stepped: signal delivery, writable or shared memory
+//! (self-modifying code), 32-bit code, processes with more than one thread (breakpoints lifted for a
+//! step would race), and a vfork child sharing its parent's memory. A stop inside a block (a fault, a
+//! signal) counts the instructions before it. Breakpoints are removed from forked children we do not
+//! follow and before every detach.
 
-use crate::tracer::{PcMap, Tracer};
+use crate::decode::{Decoded, Kind};
+use crate::profile::Cell;
+use crate::ptrace;
+use crate::tracer::{Mode, PcMap, Tracer};
+use iced_x86::{ConditionCode, FlowControl, OpKind};
+use std::io;
+use std::rc::Rc;
+
+/// Most instructions in one block.
+const MAX_BLOCK: usize = 512;
+
+const INT3: u8 = 0xcc;
 
 /// Breakpoints placed in one address space: address to original byte.
 #[derive(Debug, Clone, Default)]
 pub struct Breakpoints {
     sites: PcMap<u8>,
+}
+
+fn patch_byte(tid: i32, addr: u64, byte: u8) -> io::Result<u8> {
+    let base = addr & !7;
+    let shift = 8 * (addr - base);
+    let word = ptrace::peek(tid, base)?;
+    let old = (word >> shift) as u8;
+    let new = (word & !(0xffu64 << shift)) | ((byte as u64) << shift);
+    ptrace::poke(tid, base, new)?;
+    Ok(old)
 }
 
 impl Breakpoints {
@@ -17,23 +47,413 @@ impl Breakpoints {
             return;
         }
         for (i, b) in buf.iter_mut().enumerate() {
-            if let Some(orig) = self.sites.get(&(pc + i as u64)) {
+            if let Some(orig) = self.sites.get(&(pc.wrapping_add(i as u64))) {
                 *b = *orig;
             }
         }
     }
+
+    /// Whether a breakpoint is placed at `addr`.
+    pub fn contains(&self, addr: u64) -> bool {
+        self.sites.contains_key(&addr)
+    }
+
+    /// Number of breakpoints placed.
+    pub fn len(&self) -> usize {
+        self.sites.len()
+    }
+
+    /// Whether none are placed.
+    pub fn is_empty(&self) -> bool {
+        self.sites.is_empty()
+    }
+
+    fn insert(&mut self, tid: i32, addr: u64) -> io::Result<()> {
+        if self.sites.contains_key(&addr) {
+            return Ok(());
+        }
+        let orig = patch_byte(tid, addr, INT3)?;
+        self.sites.insert(addr, orig);
+        Ok(())
+    }
+
+    fn lift(&self, tid: i32, addr: u64) -> io::Result<()> {
+        match self.sites.get(&addr) {
+            Some(&orig) => patch_byte(tid, addr, orig).map(|_| ()),
+            None => Ok(()),
+        }
+    }
+
+    fn relay(&self, tid: i32, addr: u64) -> io::Result<()> {
+        if self.sites.contains_key(&addr) {
+            patch_byte(tid, addr, INT3)?;
+        }
+        Ok(())
+    }
+
+    /// Removes every breakpoint (through stopped thread `tid`).
+    pub fn strip(&mut self, tid: i32) {
+        for (&addr, &orig) in &self.sites {
+            let _ = patch_byte(tid, addr, orig);
+        }
+        self.sites.clear();
+    }
+
+    /// Forgets breakpoints whose memory was unmapped or replaced (their byte is no longer `int3`).
+    pub fn revalidate(&mut self, tid: i32) {
+        self.sites.retain(|&addr, _| {
+            let mut b = [0u8; 1];
+            ptrace::read_mem(tid, addr, &mut b) == 1 && b[0] == INT3
+        });
+    }
 }
 
-pub(crate) fn resume(_t: &mut Tracer, tid: i32, sig: i32) -> std::io::Result<()> {
-    crate::ptrace::singlestep(tid, sig)
+/// A straight-line run of instructions and the instruction that ends it.
+#[derive(Debug)]
+pub struct Block {
+    /// Address and profile cell of each instruction before the terminator.
+    pub insns: Vec<(u64, Cell)>,
+    /// Address of the terminator.
+    pub term: u64,
 }
-pub(crate) fn on_trap(_t: &mut Tracer, _tid: i32) -> std::io::Result<bool> {
-    Ok(false)
+
+impl Block {
+    fn count_before(&self, t: &mut Tracer, stop: u64) {
+        for &(pc, cell) in &self.insns {
+            if pc >= stop {
+                break;
+            }
+            t.profile.count(cell, 1, None);
+        }
+    }
 }
-pub(crate) fn before_signal(_t: &mut Tracer, _tid: i32) {}
-pub(crate) fn vfork_started(_t: &mut Tracer, _tid: i32) {}
+
+fn blocks_allowed(t: &Tracer, tgid: i32) -> bool {
+    t.opts.mode == Mode::Block
+        && t.procs.get(&tgid).is_some_and(|p| !p.no_blocks)
+        && t.threads.values().filter(|th| th.tgid == tgid).count() == 1
+}
+
+fn build(t: &mut Tracer, tid: i32, tgid: i32, pc: u64) -> Option<Rc<Block>> {
+    if let Some(b) = t.procs.get(&tgid)?.blocks.get(&pc) {
+        return Some(b.clone());
+    }
+    let program = t.procs.get(&tgid)?.program;
+    let mut insns = Vec::new();
+    let mut cur = pc;
+    loop {
+        let (region, d, stable) = t.decode_at(tid, tgid, cur, 64);
+        if !stable {
+            return None;
+        }
+        if insns.len() >= MAX_BLOCK || !matches!(d.kind, Kind::Plain | Kind::RepString) {
+            break;
+        }
+        insns.push((cur, (program, region, d.key)));
+        cur = cur.wrapping_add(d.len as u64);
+    }
+    if insns.is_empty() {
+        return None;
+    }
+    let b = Rc::new(Block { insns, term: cur });
+    t.procs.get_mut(&tgid)?.blocks.insert(pc, b.clone());
+    Some(b)
+}
+
+/// Single-steps thread `tid` at `pc`, lifting our breakpoint there first (a thread can come back to a
+/// breakpointed terminator other than through its block: a restarted system call, a signal return).
+fn step(t: &mut Tracer, tid: i32, tgid: i32, pc: u64, sig: i32) -> io::Result<()> {
+    let lifted = t.threads.get(&tid).and_then(|th| th.lifted);
+    if lifted.is_none() {
+        if let Some(p) = t.procs.get(&tgid) {
+            if p.bps.contains(pc) {
+                p.bps.lift(tid, pc)?;
+                if let Some(th) = t.threads.get_mut(&tid) {
+                    th.lifted = Some(pc);
+                }
+            }
+        }
+    }
+    ptrace::singlestep(tid, sig)
+}
+
+/// Resumes thread `tid`: free-running to the end of its block when it can, else one step.
+pub(crate) fn resume(t: &mut Tracer, tid: i32, sig: i32) -> io::Result<()> {
+    let Some(th) = t.threads.get(&tid) else {
+        return ptrace::singlestep(tid, sig);
+    };
+    let tgid = th.tgid;
+    let pending = th.pending;
+    let stepping_over = th.lifted.is_some();
+    let Some(p) = pending else {
+        return ptrace::singlestep(tid, sig);
+    };
+    if sig != 0 || p.fresh || stepping_over || !blocks_allowed(t, tgid) {
+        return step(t, tid, tgid, p.pc, sig);
+    }
+    let Some(block) = build(t, tid, tgid, p.pc) else {
+        return step(t, tid, tgid, p.pc, sig);
+    };
+    let placed = match t.procs.get_mut(&tgid) {
+        Some(proc) => proc.bps.insert(tid, block.term).is_ok(),
+        None => false,
+    };
+    if !placed {
+        return ptrace::singlestep(tid, sig);
+    }
+    if let Some(th) = t.threads.get_mut(&tid) {
+        th.pending = None;
+        th.run = Some(block);
+    }
+    ptrace::cont(tid, 0)
+}
+
+fn flag(regs: &libc::user_regs_struct, bit: u32) -> bool {
+    regs.eflags & (1 << bit) != 0
+}
+
+fn condition_holds(cc: ConditionCode, r: &libc::user_regs_struct) -> Option<bool> {
+    let (cf, pf, zf, sf, of) = (flag(r, 0), flag(r, 2), flag(r, 6), flag(r, 7), flag(r, 11));
+    Some(match cc {
+        ConditionCode::o => of,
+        ConditionCode::no => !of,
+        ConditionCode::b => cf,
+        ConditionCode::ae => !cf,
+        ConditionCode::e => zf,
+        ConditionCode::ne => !zf,
+        ConditionCode::be => cf || zf,
+        ConditionCode::a => !cf && !zf,
+        ConditionCode::s => sf,
+        ConditionCode::ns => !sf,
+        ConditionCode::p => pf,
+        ConditionCode::np => !pf,
+        ConditionCode::l => sf != of,
+        ConditionCode::ge => sf == of,
+        ConditionCode::le => zf || sf != of,
+        ConditionCode::g => !zf && sf == of,
+        ConditionCode::None => return None,
+    })
+}
+
+/// The registers after executing `d` at `regs.rip`, for the terminators we emulate; `None` for others.
+fn emulate(
+    d: &Decoded,
+    regs: &libc::user_regs_struct,
+    tid: i32,
+    shadow_stack: bool,
+) -> io::Result<Option<libc::user_regs_struct>> {
+    let insn = &d.insn;
+    let next = regs.rip.wrapping_add(d.len as u64);
+    let mut r = *regs;
+    let direct = insn.op_count() == 1 && insn.op0_kind() == OpKind::NearBranch64;
+    match insn.flow_control() {
+        FlowControl::UnconditionalBranch if direct => r.rip = d.target,
+        FlowControl::ConditionalBranch if direct && insn.code().is_jcc_short_or_near() => {
+            match condition_holds(insn.condition_code(), regs) {
+                Some(true) => r.rip = d.target,
+                Some(false) => r.rip = next,
+                None => return Ok(None),
+            }
+        }
+        FlowControl::Call if direct && !shadow_stack => {
+            r.rsp = regs.rsp.wrapping_sub(8);
+            ptrace::poke(tid, r.rsp, next)?;
+            r.rip = d.target;
+        }
+        FlowControl::Return
+            if !shadow_stack
+                && matches!(
+                    insn.code(),
+                    iced_x86::Code::Retnq | iced_x86::Code::Retnq_imm16
+                ) =>
+        {
+            let mut b = [0u8; 8];
+            if ptrace::read_mem(tid, regs.rsp, &mut b) != 8 {
+                return Ok(None);
+            }
+            r.rip = u64::from_le_bytes(b);
+            let extra = if insn.code() == iced_x86::Code::Retnq_imm16 {
+                insn.immediate16() as u64
+            } else {
+                0
+            };
+            r.rsp = regs.rsp.wrapping_add(8 + extra);
+        }
+        _ => return Ok(None),
+    }
+    Ok(Some(r))
+}
+
+/// Handles a SIGTRAP in block mode; `Ok(false)` hands it to the single-step logic.
+pub(crate) fn on_trap(t: &mut Tracer, tid: i32) -> io::Result<bool> {
+    let Some(th) = t.threads.get_mut(&tid) else {
+        return Ok(false);
+    };
+    let tgid = th.tgid;
+    if let Some(addr) = th.lifted.take() {
+        // Stepped over a terminator: put its breakpoint back, then count as usual.
+        if let Some(p) = t.procs.get(&tgid) {
+            p.bps.relay(tid, addr)?;
+        }
+        return Ok(false);
+    }
+    let Some(block) = th.run.take() else {
+        return Ok(false);
+    };
+    let mut regs = ptrace::getregs(tid)?;
+    let ours = regs.rip == block.term.wrapping_add(1)
+        && t.procs
+            .get(&tgid)
+            .is_some_and(|p| p.bps.contains(block.term));
+    if !ours {
+        // Someone else's SIGTRAP (kill -TRAP): count what ran and deliver it.
+        block.count_before(t, regs.rip);
+        t.arm_with(tid, &regs, false);
+        ptrace::singlestep(tid, libc::SIGTRAP)?;
+        return Ok(true);
+    }
+    block.count_before(t, u64::MAX);
+    regs.rip = block.term;
+    t.arm_with(tid, &regs, false);
+    let (_, d, _) = t.decode_at(tid, tgid, block.term, 64);
+    let shadow = t.procs.get(&tgid).is_some_and(|p| p.shadow_stack);
+    if let Some(after) = emulate(&d, &regs, tid, shadow)? {
+        ptrace::setregs(tid, &after)?;
+        t.complete(tid);
+        t.arm_with(tid, &after, false);
+        resume(t, tid, 0)?;
+        return Ok(true);
+    }
+    if let Some(p) = t.procs.get(&tgid) {
+        p.bps.lift(tid, block.term)?;
+    }
+    ptrace::setregs(tid, &regs)?;
+    if let Some(th) = t.threads.get_mut(&tid) {
+        th.lifted = Some(block.term);
+    }
+    ptrace::singlestep(tid, 0)?;
+    Ok(true)
+}
+
+/// At a stop that is not a step trap: if the thread was running free, count the part of its block that
+/// ran, move it back off a breakpoint it just hit, and make the interrupted instruction pending.
+pub(crate) fn settle(t: &mut Tracer, tid: i32) -> io::Result<()> {
+    let Some(th) = t.threads.get_mut(&tid) else {
+        return Ok(());
+    };
+    // A lifted breakpoint stays lifted until its step completes: a system call interrupted here is
+    // restarted at the same instruction.
+    let tgid = th.tgid;
+    let Some(block) = th.run.take() else {
+        return Ok(());
+    };
+    let mut regs = ptrace::getregs(tid)?;
+    if regs.rip == block.term.wrapping_add(1)
+        && t.procs
+            .get(&tgid)
+            .is_some_and(|p| p.bps.contains(block.term))
+    {
+        regs.rip = block.term;
+        ptrace::setregs(tid, &regs)?;
+    }
+    block.count_before(t, regs.rip);
+    t.arm_with(tid, &regs, false);
+    Ok(())
+}
+
+/// A vfork child is about to share the parent's memory: take the breakpoints out of it.
+pub(crate) fn vfork_started(t: &mut Tracer, parent: i32) {
+    strip_all(t, parent);
+}
+
+/// The parent of a vfork got its memory back; breakpoints return as blocks are entered.
 pub(crate) fn vfork_done(_t: &mut Tracer, _tid: i32) {}
-pub(crate) fn strip_child(_t: &mut Tracer, _tid: i32) {}
-pub(crate) fn strip_all(_t: &mut Tracer, _tid: i32) {}
-pub(crate) fn remember_child_bps(_t: &mut Tracer, _tid: i32, _b: Breakpoints, _shared: bool) {}
-pub(crate) fn fix_trap_pc(_t: &mut Tracer, _tid: i32, _regs: libc::user_regs_struct) {}
+
+/// The breakpoints a child forked by thread `parent` inherits: the parent's, less one lifted for a step
+/// (the child's copy of that byte is the original).
+pub(crate) fn inherited(t: &Tracer, parent: i32) -> Breakpoints {
+    let Some(th) = t.threads.get(&parent) else {
+        return Breakpoints::default();
+    };
+    let mut b = t
+        .procs
+        .get(&th.tgid)
+        .map(|p| p.bps.clone())
+        .unwrap_or_default();
+    if let Some(addr) = th.lifted {
+        b.sites.remove(&addr);
+    }
+    b
+}
+
+/// Records the breakpoints a forked child inherited (none when it shares the parent's memory).
+pub(crate) fn remember_child_bps(
+    t: &mut Tracer,
+    child: i32,
+    bps: Breakpoints,
+    shares_memory: bool,
+) {
+    if !shares_memory && !bps.is_empty() {
+        t.child_bps.insert(child, bps);
+    }
+}
+
+/// Removes inherited breakpoints from a child we are letting go.
+pub(crate) fn strip_child(t: &mut Tracer, child: i32) {
+    if let Some(mut bps) = t.child_bps.remove(&child) {
+        bps.strip(child);
+    }
+}
+
+/// Removes every breakpoint from the memory of thread `tid`'s process (and of `tid` itself when it is
+/// a child being let go).
+pub(crate) fn strip_all(t: &mut Tracer, tid: i32) {
+    strip_child(t, tid);
+    let Some(tgid) = t.threads.get(&tid).map(|th| th.tgid) else {
+        return;
+    };
+    if let Some(p) = t.procs.get_mut(&tgid) {
+        p.bps.strip(tid);
+        p.blocks.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn regs_with_flags(eflags: u64) -> libc::user_regs_struct {
+        // SAFETY: plain data.
+        let mut r: libc::user_regs_struct = unsafe { std::mem::zeroed() };
+        r.eflags = eflags;
+        r
+    }
+
+    #[test]
+    fn conditions_follow_the_flags() {
+        let zf = regs_with_flags(1 << 6);
+        assert_eq!(condition_holds(ConditionCode::e, &zf), Some(true));
+        assert_eq!(condition_holds(ConditionCode::ne, &zf), Some(false));
+        assert_eq!(condition_holds(ConditionCode::le, &zf), Some(true));
+        let sf = regs_with_flags(1 << 7);
+        assert_eq!(condition_holds(ConditionCode::l, &sf), Some(true));
+        assert_eq!(condition_holds(ConditionCode::ge, &sf), Some(false));
+        let sf_of = regs_with_flags((1 << 7) | (1 << 11));
+        assert_eq!(condition_holds(ConditionCode::ge, &sf_of), Some(true));
+        let cf = regs_with_flags(1);
+        assert_eq!(condition_holds(ConditionCode::a, &cf), Some(false));
+        assert_eq!(condition_holds(ConditionCode::be, &cf), Some(true));
+        assert_eq!(condition_holds(ConditionCode::None, &cf), None);
+    }
+
+    #[test]
+    fn unpatch_restores_original_bytes() {
+        let mut b = Breakpoints::default();
+        b.sites.insert(0x1002, 0x90);
+        let mut buf = [0x48, 0x89, 0xcc, 0xc3];
+        b.unpatch(0x1000, &mut buf);
+        assert_eq!(buf, [0x48, 0x89, 0x90, 0xc3]);
+        assert!(b.contains(0x1002));
+        assert_eq!(b.len(), 1);
+    }
+}

@@ -205,7 +205,9 @@ fn run(args: &[String]) -> Result<()> {
         timing,
     };
     let mut tracer = Tracer::new(ops, opts);
-    if !a.no_pin && !crate::launch::pin_to_current_cpu() {
+    // Pinning helps when tracer and tracee share the CPU: the command inherits it; an attached
+    // process keeps its own affinity, so dyntrace is not pinned then.
+    if !a.no_pin && matches!(target, Target::Command(_)) && !crate::launch::pin_to_current_cpu() {
         tracer_log(a.verbose, "could not pin to one CPU");
     }
     match &target {

@@ -11,6 +11,7 @@ pub mod block;
 pub mod cli;
 pub mod decode;
 pub mod error;
+mod fuzz_smoke;
 pub mod launch;
 pub mod maps;
 pub mod oplist;

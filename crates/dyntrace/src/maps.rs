@@ -63,6 +63,8 @@ pub struct Mapping {
     pub write: bool,
     /// Executable.
     pub exec: bool,
+    /// Shared (writes reach the file or other processes).
+    pub shared: bool,
     /// File path or pseudo-name (`[stack]`, `[heap]`, `[vdso]`), empty when anonymous.
     pub path: String,
 }
@@ -113,6 +115,7 @@ pub fn parse_maps(text: &str) -> Result<Vec<Mapping>, MapsError> {
             read: p[0] == b'r',
             write: p[1] == b'w',
             exec: p[2] == b'x',
+            shared: p.get(3) == Some(&b's'),
             path,
         });
     }
@@ -134,6 +137,8 @@ pub struct Place {
     pub region: RegionType,
     /// Code here can be rewritten by the process.
     pub writable: bool,
+    /// A shared mapping (never patched with breakpoints).
+    pub shared: bool,
     /// The mapping's bounds (0..0 when unknown).
     pub start: u64,
     /// One past the mapping's end.
@@ -196,6 +201,7 @@ impl MemoryMap {
         (addr < m.end).then_some(Place {
             region: *t,
             writable: m.write,
+            shared: m.shared,
             start: m.start,
             end: m.end,
         })

@@ -90,8 +90,13 @@ fn err(path: &str, reason: impl Into<String>) -> crate::Error {
     }
 }
 
-fn line_of(doc: &roxmltree::Document, node: roxmltree::Node) -> u32 {
-    doc.text_pos_at(node.range().start).row
+/// A node's line number, computed only when an error message shows it.
+struct LazyLine<'a, 'input>(&'a roxmltree::Document<'input>, roxmltree::Node<'a, 'input>);
+
+impl std::fmt::Display for LazyLine<'_, '_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0.text_pos_at(self.1.range().start).row)
+    }
 }
 
 fn code_names() -> HashMap<String, Code> {
@@ -120,7 +125,7 @@ impl OpList {
         let mut ops = Vec::new();
         let mut names: Option<HashMap<String, Code>> = None;
         for node in root.children().filter(|n| n.is_element()) {
-            let line = line_of(&doc, node);
+            let line = LazyLine(&doc, node);
             let attr = |name: &str| -> crate::Result<String> {
                 node.attribute(name).map(str::to_string).ok_or_else(|| {
                     err(
@@ -177,7 +182,7 @@ impl OpList {
                     };
                     let mut described = 0;
                     for child in node.children().filter(|n| n.is_element()) {
-                        let cl = line_of(&doc, child);
+                        let cl = LazyLine(&doc, child);
                         match child.tag_name().name() {
                             "arg" => {
                                 if described > 0 {

@@ -33,6 +33,12 @@ pub fn interrupt(tid: i32) -> io::Result<()> {
     check(unsafe { libc::ptrace(libc::PTRACE_INTERRUPT, tid, 0usize, 0usize) }).map(|_| ())
 }
 
+/// PTRACE_LISTEN: leave a group-stopped tracee stopped but report when it continues.
+pub fn listen(tid: i32) -> io::Result<()> {
+    // SAFETY: plain system call.
+    check(unsafe { libc::ptrace(libc::PTRACE_LISTEN, tid, 0usize, 0usize) }).map(|_| ())
+}
+
 /// PTRACE_SINGLESTEP, delivering `sig` (0 for none).
 #[inline]
 pub fn singlestep(tid: i32, sig: i32) -> io::Result<()> {

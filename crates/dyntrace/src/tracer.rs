@@ -7,7 +7,7 @@
 //! call, the report at a fresh exec or signal handler) leaves it pending; a signal with a handler
 //! discards it, since the handler runs first and the instruction runs again later.
 
-use crate::block::Breakpoints;
+use crate::block::{Block, Breakpoints};
 use crate::decode::{decode, Decoded, Kind};
 use crate::error::{Error, Result};
 use crate::maps::{MemoryMap, RegionType};
@@ -19,6 +19,7 @@ use crate::signals;
 use std::collections::{HashMap, HashSet};
 use std::hash::BuildHasherDefault;
 use std::path::PathBuf;
+use std::rc::Rc;
 
 /// How instructions are counted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,8 +85,31 @@ pub(crate) struct Proc {
     pub(crate) exe: String,
     pub(crate) map: MemoryMap,
     pub(crate) maps_stale: bool,
-    pub(crate) cache: PcMap<(RegionType, Decoded)>,
+    pub(crate) cache: PcMap<(RegionType, Decoded, bool)>,
     pub(crate) bps: Breakpoints,
+    /// Block mode: straight-line runs decoded so far, by first address.
+    pub(crate) blocks: PcMap<Rc<Block>>,
+    /// Block mode is off for this process (it shares its memory with a vfork parent).
+    pub(crate) no_blocks: bool,
+    /// The process uses a shadow stack: calls and returns are stepped, not emulated.
+    pub(crate) shadow_stack: bool,
+}
+
+impl Proc {
+    fn forget_code(&mut self) {
+        self.cache.clear();
+        self.blocks.clear();
+    }
+}
+
+/// Whether the thread has the x86 shadow stack enabled.
+fn shadow_stack_enabled(tid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{tid}/status"))
+        .map(|s| {
+            s.lines()
+                .any(|l| l.starts_with("x86_Thread_features:") && l.contains("shstk"))
+        })
+        .unwrap_or(false)
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -104,8 +128,10 @@ pub(crate) struct Thread {
     pub(crate) counter: Option<CycleCounter>,
     pub(crate) awaiting_first_stop: bool,
     pub(crate) detach_on_first_stop: bool,
-    /// Block mode: the thread is running free to a breakpoint.
-    pub(crate) free_running: bool,
+    /// Block mode: the block the thread is running free through, to the breakpoint at its end.
+    pub(crate) run: Option<Rc<Block>>,
+    /// Block mode: the breakpoint lifted while the thread steps over its instruction.
+    pub(crate) lifted: Option<u64>,
 }
 
 impl Thread {
@@ -116,7 +142,8 @@ impl Thread {
             counter: None,
             awaiting_first_stop: true,
             detach_on_first_stop: false,
-            free_running: false,
+            run: None,
+            lifted: None,
         }
     }
 }
@@ -130,6 +157,8 @@ pub struct Tracer {
     pub(crate) procs: HashMap<i32, Proc>,
     pub(crate) threads: HashMap<i32, Thread>,
     early: HashMap<i32, Status>,
+    /// Block mode: breakpoints in the memory of forked children we let go.
+    pub(crate) child_bps: HashMap<i32, Breakpoints>,
     warned: HashSet<u64>,
     /// Traps taken (stops handled), for the benchmark.
     pub stops: u64,
@@ -154,7 +183,7 @@ fn bitness(regs: &libc::user_regs_struct) -> u32 {
 /// Whether system call `nr` (of a `bits`-bit process) can change the memory map.
 fn changes_maps(nr: u64, bits: u32) -> bool {
     if bits == 64 {
-        matches!(nr, 9 | 10 | 11 | 12 | 25 | 30 | 31 | 67 | 329 | 330)
+        matches!(nr, 9 | 10 | 11 | 12 | 25 | 30 | 31 | 67 | 158 | 329 | 330)
     } else {
         matches!(nr, 45 | 90 | 91 | 125 | 163 | 192)
     }
@@ -173,6 +202,17 @@ fn signal_caught(tid: i32, sig: i32) -> bool {
         .find_map(|l| l.strip_prefix("SigCgt:"))
         .and_then(|h| u64::from_str_radix(h.trim(), 16).ok())
         .is_some_and(|mask| (1..=64).contains(&sig) && mask & (1u64 << (sig - 1)) != 0)
+}
+
+/// Whether a SIGTRAP is pending for thread `tid` (SigPnd in /proc/TID/status).
+fn sigtrap_pending(tid: i32) -> bool {
+    let Ok(s) = std::fs::read_to_string(format!("/proc/{tid}/status")) else {
+        return false;
+    };
+    s.lines()
+        .find_map(|l| l.strip_prefix("SigPnd:"))
+        .and_then(|h| u64::from_str_radix(h.trim(), 16).ok())
+        .is_some_and(|mask| mask & (1u64 << (libc::SIGTRAP - 1)) != 0)
 }
 
 fn tgid_of(tid: i32) -> Option<i32> {
@@ -207,6 +247,7 @@ impl Tracer {
             procs: HashMap::new(),
             threads: HashMap::new(),
             early: HashMap::new(),
+            child_bps: HashMap::new(),
             warned: HashSet::new(),
             stops: 0,
         }
@@ -239,6 +280,9 @@ impl Tracer {
             maps_stale: false,
             cache: PcMap::default(),
             bps: Breakpoints::default(),
+            blocks: PcMap::default(),
+            no_blocks: false,
+            shadow_stack: shadow_stack_enabled(tgid),
         }
     }
 
@@ -271,23 +315,26 @@ impl Tracer {
         }
     }
 
-    /// Decodes the instruction at `pc` in thread `tid`.
+    /// Decodes the instruction at `pc` in thread `tid`: its region, the instruction, and whether it
+    /// lies in private read-only memory (where decodings are cached and breakpoints may go).
     pub(crate) fn decode_at(
         &mut self,
         tid: i32,
         tgid: i32,
         pc: u64,
         bits: u32,
-    ) -> (RegionType, Decoded) {
+    ) -> (RegionType, Decoded, bool) {
         let Some(proc) = self.procs.get_mut(&tgid) else {
             let d = decode(&self.ops, &[], pc, bits);
-            return (RegionType::Unknown, d);
+            return (RegionType::Unknown, d, false);
         };
         if proc.maps_stale {
             if let Ok(m) = MemoryMap::read(tgid, &proc.exe) {
                 proc.map = m;
             }
-            proc.cache.clear();
+            proc.forget_code();
+            proc.bps.revalidate(tid);
+            proc.shadow_stack = shadow_stack_enabled(tid);
             proc.maps_stale = false;
         }
         if let Some(hit) = proc.cache.get(&pc) {
@@ -297,7 +344,7 @@ impl Tracer {
         if place.is_none() {
             if let Ok(m) = MemoryMap::read(tgid, &proc.exe) {
                 proc.map = m;
-                proc.cache.clear();
+                proc.forget_code();
             }
             place = proc.map.lookup(pc);
         }
@@ -307,13 +354,14 @@ impl Tracer {
         proc.bps.unpatch(pc, &mut buf[..n]);
         let d = decode(&self.ops, &buf[..n], pc, bits);
         let region = place.map_or(RegionType::Unknown, |p| p.region);
+        let stable = place.is_some_and(|p| !p.writable && !p.shared);
         if place.is_some_and(|p| !p.writable) {
-            proc.cache.insert(pc, (region, d));
+            proc.cache.insert(pc, (region, d, stable));
         }
         if matches!(d.key.op, OpId::Unknown(_)) && self.warned.insert(pc) {
             eprintln!("dyntrace: warning: unknown opcode at pc 0x{pc:x}");
         }
-        (region, d)
+        (region, d, stable)
     }
 
     /// Makes the instruction at thread `tid`'s program counter pending. `fresh`: armed at a stop that was
@@ -339,7 +387,7 @@ impl Tracer {
             sysno = regs.orig_rax;
         }
         let bits = bitness(regs);
-        let (region, d) = self.decode_at(tid, tgid, pc, bits);
+        let (region, d, _) = self.decode_at(tid, tgid, pc, bits);
         let program = self.procs.get(&tgid).map_or(0, |p| p.program);
         if let Some(t) = self.threads.get_mut(&tid) {
             if let Some(c) = t.counter.as_mut() {
@@ -490,11 +538,20 @@ impl Tracer {
                 crate::block::vfork_done(self, tid);
                 self.resume(tid, 0)
             }
+            libc::PTRACE_EVENT_STOP
+                if matches!(
+                    sig,
+                    libc::SIGSTOP | libc::SIGTSTP | libc::SIGTTIN | libc::SIGTTOU
+                ) =>
+            {
+                // A group-stop (job control): stay stopped until SIGCONT, without letting go.
+                crate::block::settle(self, tid)?;
+                self.log(2, || format!("thread {tid} stopped by signal {sig}"));
+                ptrace::listen(tid)
+            }
             _ => {
-                // A group-stop or an interrupt: carry on from here.
-                if let Some(t) = self.threads.get_mut(&tid) {
-                    t.free_running = false;
-                }
+                // An interrupt or the end of a group-stop: carry on from here.
+                crate::block::settle(self, tid)?;
                 self.rearm_fresh(tid)?;
                 self.resume(tid, 0)
             }
@@ -558,13 +615,13 @@ impl Tracer {
 
     fn signal_stop(&mut self, tid: i32, sig: i32) -> std::io::Result<()> {
         self.log(2, || format!("thread {tid} gets signal {sig}"));
+        crate::block::settle(self, tid)?;
         if signal_caught(tid, sig) {
             // The handler runs first; the interrupted instruction runs (and is counted) later.
             if let Some(t) = self.threads.get_mut(&tid) {
                 t.pending = None;
             }
         }
-        crate::block::before_signal(self, tid);
         self.resume(tid, sig)
     }
 
@@ -592,7 +649,8 @@ impl Tracer {
         self.log(1, || format!("process {tgid} exec'd {}", p.exe));
         self.procs.insert(tgid, p);
         if let Some(t) = self.threads.get_mut(&tid) {
-            t.free_running = false;
+            t.run = None;
+            t.lifted = None;
         }
         self.arm(tid, true)?;
         self.resume(tid, 0)
@@ -605,6 +663,8 @@ impl Tracer {
         let mut t = Thread::new(parent_tgid);
         if is_thread {
             self.log(1, || format!("process {parent_tgid} started thread {new}"));
+            // Threads share the text: breakpoints would race, so the process is single-stepped.
+            crate::block::strip_all(self, tid);
         } else if self.opts.follow_forks {
             self.log(1, || format!("process {parent_tgid} forked {new}"));
             t.tgid = new;
@@ -614,10 +674,11 @@ impl Tracer {
                 .map(|p| p.exe.clone())
                 .unwrap_or_default();
             let program = self.profile.add_program(&exe, new);
-            let (map, cache, bps) = match self.procs.get(&parent_tgid) {
-                Some(p) => (p.map.clone(), p.cache.clone(), p.bps.clone()),
+            let (map, cache) = match self.procs.get(&parent_tgid) {
+                Some(p) => (p.map.clone(), p.cache.clone()),
                 None => Default::default(),
             };
+            let bps = crate::block::inherited(self, tid);
             let shares_mm = event == libc::PTRACE_EVENT_VFORK;
             self.procs.insert(
                 new,
@@ -632,6 +693,9 @@ impl Tracer {
                     } else {
                         bps
                     },
+                    blocks: PcMap::default(),
+                    no_blocks: shares_mm,
+                    shadow_stack: false,
                 },
             );
             if shares_mm {
@@ -647,11 +711,7 @@ impl Tracer {
                 crate::block::vfork_started(self, tid);
             }
             // The child's copy of the parent's breakpoints is removed before it runs.
-            let bps = self
-                .procs
-                .get(&parent_tgid)
-                .map(|p| p.bps.clone())
-                .unwrap_or_default();
+            let bps = crate::block::inherited(self, tid);
             crate::block::remember_child_bps(self, new, bps, event == libc::PTRACE_EVENT_VFORK);
         }
         self.threads.insert(new, t);
@@ -668,7 +728,6 @@ impl Tracer {
         for tid in &tids {
             let _ = ptrace::interrupt(*tid);
         }
-        let mut stripped = false;
         while !self.threads.is_empty() {
             let (tid, st) = match ptrace::wait(-1) {
                 Ok(x) => x,
@@ -684,23 +743,28 @@ impl Tracer {
                 let _ = ptrace::detach(tid, 0);
                 continue;
             }
-            if !stripped {
-                // Any stopped thread can restore the shared text of its process.
-                crate::block::strip_all(self, tid);
-                stripped = true;
+            if event == libc::PTRACE_EVENT_STOP && sigtrap_pending(tid) {
+                // A step trap is queued behind our interrupt: take it first, or it would kill the
+                // process once we let go.
+                if ptrace::cont(tid, 0).is_ok() {
+                    continue;
+                }
             }
             let mut deliver = 0;
             match event {
                 0 if sig == libc::SIGTRAP => {
+                    let _ = crate::block::settle(self, tid);
                     if let Ok(regs) = ptrace::getregs(tid) {
-                        crate::block::fix_trap_pc(self, tid, regs);
                         let p = self.threads.get(&tid).and_then(|t| t.pending);
                         if p.is_some_and(|p| p.pc != regs.rip) {
                             self.complete(tid);
                         }
                     }
                 }
-                0 => deliver = sig,
+                0 => {
+                    let _ = crate::block::settle(self, tid);
+                    deliver = sig;
+                }
                 libc::PTRACE_EVENT_CLONE | libc::PTRACE_EVENT_FORK | libc::PTRACE_EVENT_VFORK => {
                     if let Ok(new) = ptrace::event_msg(tid) {
                         let mut t = Thread::new(new as i32);
@@ -708,12 +772,17 @@ impl Tracer {
                         self.threads.insert(new as i32, t);
                         if self.early.remove(&(new as i32)).is_some() {
                             self.threads.remove(&(new as i32));
+                            crate::block::strip_child(self, new as i32);
                             let _ = ptrace::detach(new as i32, 0);
                         }
                     }
                 }
-                _ => {}
+                _ => {
+                    let _ = crate::block::settle(self, tid);
+                }
             }
+            // Any stopped thread can restore the text of its process.
+            crate::block::strip_all(self, tid);
             let _ = ptrace::detach(tid, deliver);
             let tg = self.threads.remove(&tid).map(|t| t.tgid);
             if let Some(tg) = tg {

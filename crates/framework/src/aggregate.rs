@@ -268,8 +268,10 @@ pub type DrainedEntry = (u32, Vec<u8>, Vec<u8>);
 #[derive(Debug, Clone)]
 struct AggEntry {
     aggid: u32,
-    /// Aggregation id (4 bytes) followed by the key bytes.
+    /// Aggregation id (4 bytes) followed by the significant key bytes.
     full_key: Box<[u8]>,
+    /// Length of the whole key with its id (the rest is zeros).
+    full_len: usize,
     value: Vec<u64>,
 }
 
@@ -295,11 +297,14 @@ impl AggBuffer {
         }
     }
 
-    /// Aggregates `val` into the entry `full_key` (the aggregation id as native-endian u32, then the key
-    /// bytes), creating it (charged against `aggsize`) if new. Returns `false` on a drop.
+    /// Aggregates `val` into the entry `key` (the aggregation id as native-endian u32, then the
+    /// significant key bytes: the full key is `key` zero-padded to `full_len` bytes), creating it (charged
+    /// against `aggsize`) if new. Returns `false` on a drop.
+    #[allow(clippy::too_many_arguments)]
     pub fn aggregate(
         &mut self,
         full_key: &[u8],
+        full_len: usize,
         kind: ActionKind,
         arg: u64,
         value_words: usize,
@@ -310,7 +315,9 @@ impl AggBuffer {
             apply(kind, &mut self.entries[i].value, val, incr);
             return true;
         }
-        let cost = crate::buffer::align8(full_key.len()) + value_words * 8 + AGG_ENTRY_OVERHEAD;
+        let cost = crate::buffer::align8(full_len.max(full_key.len()))
+            + value_words * 8
+            + AGG_ENTRY_OVERHEAD;
         if self.used + cost > self.limit {
             self.drops += 1;
             return false;
@@ -327,6 +334,7 @@ impl AggBuffer {
         self.entries.push(AggEntry {
             aggid,
             full_key: key.clone(),
+            full_len,
             value,
         });
         self.map.insert(key, self.entries.len() - 1);
@@ -352,7 +360,9 @@ impl AggBuffer {
             .drain(..)
             .map(|e| {
                 let value = e.value.iter().flat_map(|w| w.to_ne_bytes()).collect();
-                (e.aggid, e.full_key[4..].to_vec(), value)
+                let mut key = e.full_key.get(4..).unwrap_or(&[]).to_vec();
+                key.resize(e.full_len.saturating_sub(4).max(key.len()), 0);
+                (e.aggid, key, value)
             })
             .collect();
         (out, std::mem::take(&mut self.drops))
@@ -486,10 +496,10 @@ mod tests {
             v.extend_from_slice(&[k; 8]);
             v
         };
-        assert!(buf.aggregate(&key(1, 1), ActionKind::AggCount, 0, 1, 0, 1));
-        assert!(buf.aggregate(&key(1, 1), ActionKind::AggCount, 0, 1, 0, 1));
-        assert!(buf.aggregate(&key(1, 2), ActionKind::AggCount, 0, 1, 0, 1));
-        assert!(!buf.aggregate(&key(1, 3), ActionKind::AggCount, 0, 1, 0, 1));
+        assert!(buf.aggregate(&key(1, 1), 12, ActionKind::AggCount, 0, 1, 0, 1));
+        assert!(buf.aggregate(&key(1, 1), 12, ActionKind::AggCount, 0, 1, 0, 1));
+        assert!(buf.aggregate(&key(1, 2), 12, ActionKind::AggCount, 0, 1, 0, 1));
+        assert!(!buf.aggregate(&key(1, 3), 12, ActionKind::AggCount, 0, 1, 0, 1));
         let (entries, drops) = buf.drain();
         assert_eq!(drops, 1);
         assert_eq!(entries.len(), 2);

@@ -149,8 +149,11 @@ impl PrincipalBuffer {
                 self.ring.drain(..).collect()
             }
             _ => {
-                let cap = self.data.capacity();
-                std::mem::replace(&mut self.data, Vec::with_capacity(cap.min(self.size)))
+                let cap = self.data.capacity().min(self.size);
+                let mut fresh = Vec::new();
+                // Best effort: if the memory is not there now, the buffer grows as records arrive.
+                let _ = fresh.try_reserve_exact(cap);
+                std::mem::replace(&mut self.data, fresh)
             }
         };
         (data, drops)

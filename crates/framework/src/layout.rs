@@ -36,7 +36,7 @@ pub enum LayoutError {
     /// An aggregating function's parameters are invalid.
     #[error("action #{0}: {1}")]
     AggParam(usize, AggParamError),
-    /// The record would be larger than 4 GiB.
+    /// The record (or an aggregation's key and value) would be larger than [`MAX_RECORD`].
     #[error("action #{0}: record too large")]
     TooLarge(usize),
 }
@@ -49,6 +49,10 @@ pub struct ActionLayout {
     pub rec: RecDesc,
     /// Whether it is an aggregation key.
     pub in_tuple: bool,
+    /// For a key: whether it is the first key of its aggregation.
+    pub key_first: bool,
+    /// For a key: whether it is the last key of its aggregation.
+    pub key_last: bool,
     /// For an aggregating action: index into [`EcbLayout::aggs`].
     pub agg: Option<usize>,
 }
@@ -66,6 +70,13 @@ pub struct AggLayout {
     pub key_size: u32,
     /// Value words.
     pub value_words: usize,
+}
+
+impl AggLayout {
+    /// Bytes of scratch one update needs: aggregation id, keys and value.
+    pub fn needed(&self) -> u64 {
+        4 + self.key_size as u64 + self.value_words as u64 * 8
+    }
 }
 
 /// The layout of one ECB.
@@ -95,8 +106,12 @@ impl EcbLayout {
     }
 }
 
+/// Largest record, and largest aggregation key plus value, an ECB may have (64 MiB; DTrace's records are
+/// further bounded by `bufsize`, which is checked when tracing starts).
+pub const MAX_RECORD: u64 = 64 << 20;
+
 fn round_up(n: u64, a: u64) -> u64 {
-    n.div_ceil(a) * a
+    n.div_ceil(a).saturating_mul(a)
 }
 
 /// Record alignment from size as DTrace derives it: the largest power of two up to 8 dividing it.
@@ -146,7 +161,7 @@ fn action_size(i: usize, a: &ActionDesc, opts: &Options) -> Result<(u64, u64), L
         }
         K::Stack => {
             let frames = if a.arg == 0 { opts.stackframes } else { a.arg };
-            (frames * 8, frames)
+            (frames.saturating_mul(8), frames)
         }
         K::Ustack | K::Jstack => {
             let mut frames = a.arg & 0xffff_ffff;
@@ -161,7 +176,12 @@ fn action_size(i: usize, a: &ActionDesc, opts: &Options) -> Result<(u64, u64), L
             } else if frames == 0 {
                 frames = opts.ustackframes;
             }
-            let size = round_up((frames + 1) * 8 + strsize, 8);
+            let size = round_up(
+                (frames.saturating_add(1))
+                    .saturating_mul(8)
+                    .saturating_add(strsize),
+                8,
+            );
             (size, frames | (strsize << 32))
         }
         K::Sym | K::Mod => {
@@ -224,7 +244,10 @@ pub fn layout_ecb(ecb: &EcbDesc, opts: &Options) -> Result<EcbLayout, LayoutErro
     let mut committed = false;
     for (i, a) in acts.iter().enumerate() {
         let (rsize, arg) = action_size(i, a, opts)?;
-        let rsize32 = u32::try_from(rsize).map_err(|_| LayoutError::TooLarge(i + 1))?;
+        if rsize > MAX_RECORD {
+            return Err(LayoutError::TooLarge(i + 1));
+        }
+        let rsize32 = rsize as u32;
         let align = alignment_for(rsize32);
         let mut rec = RecDesc {
             action: a.kind,
@@ -283,29 +306,38 @@ pub fn layout_ecb(ecb: &EcbDesc, opts: &Options) -> Result<EcbLayout, LayoutErro
             out.push(ActionLayout {
                 rec,
                 in_tuple: false,
+                key_first: false,
+                key_last: false,
                 agg: Some(aggs.len() - 1),
             });
         } else if in_tuple[i] {
             key_off = round_up(key_off, align as u64);
             rec.offset = u32::try_from(key_off).map_err(|_| LayoutError::TooLarge(i + 1))?;
             key_off += rsize;
+            if key_off > MAX_RECORD {
+                return Err(LayoutError::TooLarge(i + 1));
+            }
             keys.push(i);
             key_recs.push(rec);
             out.push(ActionLayout {
                 rec,
                 in_tuple: true,
+                key_first: keys.len() == 1,
+                key_last: acts.get(i + 1).is_some_and(|n| n.kind.is_aggregation()),
                 agg: None,
             });
         } else {
             size = round_up(size, align as u64);
             rec.offset = u32::try_from(size).map_err(|_| LayoutError::TooLarge(i + 1))?;
             size += rsize;
-            if size > u32::MAX as u64 {
+            if size > MAX_RECORD {
                 return Err(LayoutError::TooLarge(i + 1));
             }
             out.push(ActionLayout {
                 rec,
                 in_tuple: false,
+                key_first: false,
+                key_last: false,
                 agg: None,
             });
         }

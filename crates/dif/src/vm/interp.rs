@@ -12,7 +12,7 @@ use crate::vars::DIF_VAR_OTHER_UBASE;
 use crate::vm::env::{is_string_var, Memory, ProbeContext};
 use crate::vm::fault::{Fault, FaultKind};
 use crate::vm::machine::{Machine, STRTAB_BASE, TUPLE_REGS};
-use crate::vm::state::{DynKey, DynScope, KeyElem, Stored, VarState};
+use crate::vm::state::{DynScope, Stored, VarState};
 
 /// One tuple-stack entry: a value and, for references, the size of the referenced data (0 = by value).
 #[derive(Debug, Clone, Copy, Default)]
@@ -213,14 +213,14 @@ impl Machine {
                     continue;
                 }
                 Ldts => {
-                    let key = self.dyn_key(env, DynScope::ThreadScalar, idx, &tuple, false)?;
                     let var = find_var(obj, idx, DIFV_SCOPE_THREAD, DIFV_KIND_SCALAR)?;
-                    self.load_dyn(env, key, &var)?
+                    self.dyn_key(env, DynScope::ThreadScalar, idx, &tuple, false)?;
+                    self.load_dyn(env, &var)?
                 }
                 Stts => {
-                    let key = self.dyn_key(env, DynScope::ThreadScalar, idx, &tuple, false)?;
                     let var = find_var(obj, idx, DIFV_SCOPE_THREAD, DIFV_KIND_SCALAR)?;
-                    self.store_dyn(env, key, &var, regs[rd])?;
+                    self.dyn_key(env, DynScope::ThreadScalar, idx, &tuple, false)?;
+                    self.store_dyn(env, &var, regs[rd])?;
                     continue;
                 }
                 Ldgaa | Ldtaa => {
@@ -230,9 +230,10 @@ impl Machine {
                         (DynScope::ThreadArray, DIFV_SCOPE_THREAD)
                     };
                     let var = find_var(obj, idx, s, DIFV_KIND_ARRAY)?;
-                    match self.dyn_key(env, scope, idx, &tuple, true)? {
-                        Some(key) => self.load_dyn(env, Some(key), &var)?,
-                        None => 0,
+                    if self.dyn_key(env, scope, idx, &tuple, true)? {
+                        self.load_dyn(env, &var)?
+                    } else {
+                        0
                     }
                 }
                 Stgaa | Sttaa => {
@@ -242,9 +243,10 @@ impl Machine {
                         (DynScope::ThreadArray, DIFV_SCOPE_THREAD)
                     };
                     let var = find_var(obj, idx, s, DIFV_KIND_ARRAY)?;
-                    match self.dyn_key(env, scope, idx, &tuple, true)? {
-                        Some(key) => self.store_dyn(env, Some(key), &var, regs[rd])?,
-                        None => env.state.dynvars.count_drop(),
+                    if self.dyn_key(env, scope, idx, &tuple, true)? {
+                        self.store_dyn(env, &var, regs[rd])?;
+                    } else {
+                        env.state.dynvars.count_drop();
                     }
                     continue;
                 }
@@ -254,7 +256,7 @@ impl Machine {
                     continue;
                 }
                 Call => {
-                    let r = self.call(env, idx as u16, &mut tuple)?;
+                    let r = self.call(env, idx as u16, &tuple)?;
                     regs[rd] = r;
                     regs[0] = 0;
                     continue;
@@ -368,6 +370,10 @@ impl Machine {
         if addr == 0 {
             return Ok(0);
         }
+        if let Some(b) = self.vm_tail(env.obj, addr)? {
+            let b = &b[..b.len().min(lim)];
+            return Ok(b.iter().position(|&c| c == 0).unwrap_or(b.len()));
+        }
         let mut s = std::mem::take(&mut self.tmp2);
         let r = self.read_str(env.obj, env.mem, addr, lim, false, &mut s);
         let n = s.len();
@@ -380,6 +386,23 @@ impl Machine {
             return Ok(0);
         }
         let lim = self.opts.strsize;
+        // Fast path: both strings VM-owned, compared in place.
+        if a != 0 && b != 0 {
+            if let (Some(x), Some(y)) = (self.vm_tail(env.obj, a)?, self.vm_tail(env.obj, b)?) {
+                let (x, y) = (&x[..x.len().min(lim)], &y[..y.len().min(lim)]);
+                for i in 0..lim {
+                    let c1 = x.get(i).copied().unwrap_or(0);
+                    let c2 = y.get(i).copied().unwrap_or(0);
+                    if c1 != c2 {
+                        return Ok(c1 as i64 - c2 as i64);
+                    }
+                    if c1 == 0 {
+                        break;
+                    }
+                }
+                return Ok(0);
+            }
+        }
         let mut s1 = std::mem::take(&mut self.tmp);
         let mut s2 = std::mem::take(&mut self.tmp2);
         let mut r = Ok(());
@@ -426,8 +449,7 @@ impl Machine {
             return env.ctx.int_var(id).map_err(|k| Fault::new(k, 0));
         }
         let var = find_var(env.obj, id, DIFV_SCOPE_GLOBAL, DIFV_KIND_SCALAR)?;
-        let stored = env.state.global(id).cloned();
-        self.load_stored(stored.as_ref(), &var, true)
+        self.load_stored(env.state.global(id), &var, true)
     }
 
     /// The register value of a stored variable: the integer, or the address of a scratch copy of its
@@ -507,8 +529,8 @@ impl Machine {
         Ok(())
     }
 
-    /// The dynamic-variable key for variable `id` with the current tuple (arrays) and thread. `None`
-    /// when a by-reference key is too large to ever be stored.
+    /// Builds in `self.key` the dynamic-variable key for variable `id` with the current tuple (arrays)
+    /// and thread. Returns false when a by-reference key is too large to ever be stored.
     fn dyn_key(
         &mut self,
         env: &mut Env<'_>,
@@ -516,7 +538,7 @@ impl Machine {
         id: u32,
         tuple: &Tuple,
         with_tuple: bool,
-    ) -> Result<Option<DynKey>, Fault> {
+    ) -> Result<bool, Fault> {
         if id < DIF_VAR_OTHER_UBASE {
             return Err(illop("built-in variables are not dynamic"));
         }
@@ -525,63 +547,76 @@ impl Machine {
         } else {
             env.ctx.thread_key()
         };
-        let mut elems = Vec::new();
+        let mut key = std::mem::take(&mut self.key);
+        key.reset(scope, id, thread);
+        let mut r = Ok(true);
         if with_tuple {
-            elems.reserve(tuple.top);
             for t in tuple.args() {
                 if t.size == 0 {
-                    elems.push(KeyElem::Int(t.value));
+                    key.push_int(t.value);
                     continue;
                 }
                 if t.size > env.state.options.dynvarsize as u64 {
-                    return Ok(None);
+                    r = Ok(false);
+                    break;
                 }
-                let mut buf = vec![0u8; t.size as usize];
-                self.read(env.obj, env.mem, t.value, &mut buf)?;
-                // String keys are compared up to their NUL.
-                if let Some(n) = buf.iter().position(|&c| c == 0) {
-                    buf.truncate(n);
+                let res = match self.region(env.obj, t.value, t.size as usize) {
+                    Ok(crate::vm::machine::Region::Vm(b)) => {
+                        // String keys are compared up to their NUL.
+                        let n = b.iter().position(|&c| c == 0).unwrap_or(b.len());
+                        key.push_bytes(&b[..n]);
+                        Ok(())
+                    }
+                    Ok(crate::vm::machine::Region::Outside) => {
+                        let mut buf = vec![0u8; t.size as usize];
+                        let res = self.read(env.obj, env.mem, t.value, &mut buf);
+                        let n = buf.iter().position(|&c| c == 0).unwrap_or(buf.len());
+                        key.push_bytes(&buf[..n]);
+                        res
+                    }
+                    Err(e) => Err(e),
+                };
+                if let Err(e) = res {
+                    r = Err(e);
+                    break;
                 }
-                elems.push(KeyElem::Bytes(buf.into_boxed_slice()));
             }
         }
-        Ok(Some(DynKey {
-            scope,
-            var: id,
-            thread,
-            tuple: elems,
-        }))
+        self.key = key;
+        r
     }
 
-    fn load_dyn(
-        &mut self,
-        env: &mut Env<'_>,
-        key: Option<DynKey>,
-        var: &VarEntry,
-    ) -> Result<u64, Fault> {
-        let Some(key) = key else { return Ok(0) };
-        let stored = env.state.dynvars.get(&key).cloned();
-        self.load_stored(stored.as_ref(), var, false)
+    fn load_dyn(&mut self, env: &mut Env<'_>, var: &VarEntry) -> Result<u64, Fault> {
+        let key = std::mem::take(&mut self.key);
+        let r = self.load_stored(env.state.dynvars.get(&key), var, false);
+        self.key = key;
+        r
     }
 
-    fn store_dyn(
-        &mut self,
-        env: &mut Env<'_>,
-        key: Option<DynKey>,
-        var: &VarEntry,
-        v: u64,
-    ) -> Result<(), Fault> {
-        let Some(key) = key else {
-            env.state.dynvars.count_drop();
-            return Ok(());
-        };
-        if v == 0 {
+    fn store_dyn(&mut self, env: &mut Env<'_>, var: &VarEntry, v: u64) -> Result<(), Fault> {
+        let key = std::mem::take(&mut self.key);
+        let r = if v == 0 {
             env.state.dynvars.remove(&key);
-            return Ok(());
-        }
-        let s = self.stored_value(env, var, v)?;
-        env.state.dynvars.put(key, s);
-        Ok(())
+            Ok(())
+        } else if var.ty.is_string() {
+            // Strings are read once into a reused buffer and updated in place when the length matches.
+            let mut buf = std::mem::take(&mut self.tmp);
+            let size = var_size(var, self.opts.strsize);
+            let r = self.read_str(env.obj, env.mem, v, size.saturating_sub(1), false, &mut buf);
+            if r.is_ok() && !env.state.dynvars.overwrite_bytes(&key, &buf) {
+                env.state
+                    .dynvars
+                    .put_ref(&key, Stored::Bytes(buf.as_slice().into()));
+            }
+            self.tmp = buf;
+            r
+        } else {
+            self.stored_value(env, var, v).map(|s| {
+                env.state.dynvars.put_ref(&key, s);
+            })
+        };
+        self.key = key;
+        r
     }
 }
 

@@ -38,6 +38,8 @@ pub struct Machine {
     /// Reused buffers.
     pub(crate) tmp: Vec<u8>,
     pub(crate) tmp2: Vec<u8>,
+    /// Reused dynamic-variable key.
+    pub(crate) key: crate::vm::state::DynKey,
 }
 
 /// Where a VM address points.
@@ -170,7 +172,11 @@ impl Machine {
     }
 
     /// The VM-owned bytes from `addr` to the end of its region, or `None` when `addr` is outside.
-    fn vm_tail<'a>(&'a self, obj: &'a DifObject, addr: u64) -> Result<Option<&'a [u8]>, Fault> {
+    pub(crate) fn vm_tail<'a>(
+        &'a self,
+        obj: &'a DifObject,
+        addr: u64,
+    ) -> Result<Option<&'a [u8]>, Fault> {
         let (bytes, off) = if addr.wrapping_sub(SCRATCH_BASE) < REGION_SPAN {
             (&self.scratch[..], addr - SCRATCH_BASE)
         } else if addr.wrapping_sub(STRTAB_BASE) < REGION_SPAN {

@@ -31,4 +31,4 @@ pub mod subr;
 pub use env::{is_string_var, Memory, NoMemory, ProbeContext};
 pub use fault::{Fault, FaultKind};
 pub use machine::{Machine, SCRATCH_BASE, STRTAB_BASE};
-pub use state::{DynKey, DynScope, DynVarSpace, KeyElem, Stored, VarState, VmOptions};
+pub use state::{DynKey, DynScope, DynScopeTag, DynVarSpace, KeyElem, Stored, VarState, VmOptions};

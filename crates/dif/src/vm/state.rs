@@ -2,6 +2,63 @@
 //! variable space (thread-local variables and associative arrays) bounded by `dynvarsize`.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// A fast non-cryptographic hasher (the Fx multiply-rotate scheme) for dynamic-variable keys: keys come
+/// from D programs, not from an adversary that could exploit collisions.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct FxHasher {
+    hash: u64,
+}
+
+const FX_SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+
+impl FxHasher {
+    #[inline]
+    fn add(&mut self, w: u64) {
+        self.hash = (self.hash.rotate_left(5) ^ w).wrapping_mul(FX_SEED);
+    }
+}
+
+impl Hasher for FxHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(c);
+            self.add(u64::from_le_bytes(w));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut w = [0u8; 8];
+            w[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(w));
+        }
+    }
+    #[inline]
+    fn write_u8(&mut self, i: u8) {
+        self.add(i as u64);
+    }
+    #[inline]
+    fn write_u32(&mut self, i: u32) {
+        self.add(i as u64);
+    }
+    #[inline]
+    fn write_u64(&mut self, i: u64) {
+        self.add(i);
+    }
+    #[inline]
+    fn write_usize(&mut self, i: usize) {
+        self.add(i as u64);
+    }
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.hash
+    }
+}
+
+type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
 
 /// Options that bound the interpreter (DTrace's `strsize`, `dynvarsize` and the scratch size).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,17 +122,95 @@ pub enum DynScope {
     GlobalArray,
 }
 
-/// The key of a dynamic variable: variable id, scope, thread key (0 for globals) and the tuple.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// The key of a dynamic variable: variable id, scope, thread key (0 for globals) and the tuple, the
+/// tuple flattened into bytes (see [`DynKey::push_int`], [`DynKey::push_bytes`], [`DynKey::elems`]) so a
+/// key can be rebuilt in place without allocating.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct DynKey {
     /// Kind of variable.
-    pub scope: DynScope,
+    pub scope: DynScopeTag,
     /// The variable id (`DIF_VAR_OTHER_UBASE` and up).
     pub var: u32,
     /// The thread key for thread-local variables, 0 otherwise.
     pub thread: u64,
-    /// The array key tuple (empty for scalars).
-    pub tuple: Vec<KeyElem>,
+    /// Number of tuple elements.
+    pub nelems: u32,
+    /// The encoded tuple: per element a tag byte (0 integer, 1 bytes), then 8 bytes of integer or a
+    /// 4-byte length and the bytes.
+    pub tuple: Vec<u8>,
+}
+
+/// [`DynScope`] wrapped so [`DynKey`] can have a `Default`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct DynScopeTag(pub DynScope);
+
+impl Default for DynScopeTag {
+    fn default() -> DynScopeTag {
+        DynScopeTag(DynScope::GlobalArray)
+    }
+}
+
+impl DynKey {
+    /// A key with an empty tuple.
+    pub fn new(scope: DynScope, var: u32, thread: u64) -> DynKey {
+        DynKey {
+            scope: DynScopeTag(scope),
+            var,
+            thread,
+            nelems: 0,
+            tuple: Vec::new(),
+        }
+    }
+
+    /// Resets this key for reuse, keeping its buffer.
+    pub fn reset(&mut self, scope: DynScope, var: u32, thread: u64) {
+        self.scope = DynScopeTag(scope);
+        self.var = var;
+        self.thread = thread;
+        self.nelems = 0;
+        self.tuple.clear();
+    }
+
+    /// Appends an integer element.
+    pub fn push_int(&mut self, v: u64) {
+        self.tuple.push(0);
+        self.tuple.extend_from_slice(&v.to_le_bytes());
+        self.nelems += 1;
+    }
+
+    /// Appends a by-reference element.
+    pub fn push_bytes(&mut self, b: &[u8]) {
+        self.tuple.push(1);
+        self.tuple
+            .extend_from_slice(&(b.len() as u32).to_le_bytes());
+        self.tuple.extend_from_slice(b);
+        self.nelems += 1;
+    }
+
+    /// The tuple's elements, decoded.
+    pub fn elems(&self) -> Vec<KeyElem> {
+        let mut out = Vec::new();
+        let t = &self.tuple[..];
+        let mut i = 0;
+        while i < t.len() {
+            let tag = t[i];
+            i += 1;
+            if tag == 0 {
+                let mut w = [0u8; 8];
+                w.copy_from_slice(&t[i..i + 8]);
+                out.push(KeyElem::Int(u64::from_le_bytes(w)));
+                i += 8;
+            } else {
+                let mut w = [0u8; 4];
+                w.copy_from_slice(&t[i..i + 4]);
+                let n = u32::from_le_bytes(w) as usize;
+                i += 4;
+                out.push(KeyElem::Bytes(t[i..i + n].to_vec().into_boxed_slice()));
+                i += n;
+            }
+        }
+        out
+    }
 }
 
 /// Fixed cost charged per dynamic variable, like DTrace's `dtrace_dynvar_t` header.
@@ -84,14 +219,7 @@ const ENTRY_OVERHEAD: usize = 64;
 const KEY_OVERHEAD: usize = 16;
 
 fn entry_cost(key: &DynKey, value: &Stored) -> usize {
-    let keys: usize = key
-        .tuple
-        .iter()
-        .map(|k| match k {
-            KeyElem::Int(_) => KEY_OVERHEAD,
-            KeyElem::Bytes(b) => KEY_OVERHEAD + b.len(),
-        })
-        .sum();
+    let keys = key.nelems as usize * KEY_OVERHEAD + key.tuple.len();
     let val = match value {
         Stored::Int(_) => 8,
         Stored::Bytes(b) => b.len().max(8),
@@ -103,7 +231,7 @@ fn entry_cost(key: &DynKey, value: &Stored) -> usize {
 /// Storing zero frees an entry; a store that does not fit is dropped and counted.
 #[derive(Debug, Clone, Default)]
 pub struct DynVarSpace {
-    map: HashMap<DynKey, Stored>,
+    map: FxMap<DynKey, Stored>,
     used: usize,
     limit: usize,
     drops: u64,
@@ -113,7 +241,7 @@ impl DynVarSpace {
     /// An empty space of `limit` bytes.
     pub fn new(limit: usize) -> DynVarSpace {
         DynVarSpace {
-            map: HashMap::new(),
+            map: FxMap::default(),
             used: 0,
             limit,
             drops: 0,
@@ -128,9 +256,14 @@ impl DynVarSpace {
     /// Stores `value` under `key`; returns false (and counts a dynamic-variable drop) when the space is
     /// full.
     pub fn put(&mut self, key: DynKey, value: Stored) -> bool {
-        if let Some(old) = self.map.get_mut(&key) {
-            let old_cost = entry_cost(&key, old);
-            let new_cost = entry_cost(&key, &value);
+        self.put_ref(&key, value)
+    }
+
+    /// Like [`put`](DynVarSpace::put), cloning the key only when it is new.
+    pub fn put_ref(&mut self, key: &DynKey, value: Stored) -> bool {
+        if let Some(old) = self.map.get_mut(key) {
+            let old_cost = entry_cost(key, old);
+            let new_cost = entry_cost(key, &value);
             if self.used - old_cost + new_cost > self.limit {
                 self.drops += 1;
                 return false;
@@ -139,14 +272,26 @@ impl DynVarSpace {
             *old = value;
             return true;
         }
-        let cost = entry_cost(&key, &value);
+        let cost = entry_cost(key, &value);
         if self.used.saturating_add(cost) > self.limit {
             self.drops += 1;
             return false;
         }
         self.used += cost;
-        self.map.insert(key, value);
+        self.map.insert(key.clone(), value);
         true
+    }
+
+    /// Overwrites the bytes stored under `key` when an entry exists with exactly `bytes.len()` bytes;
+    /// returns whether it did.
+    pub fn overwrite_bytes(&mut self, key: &DynKey, bytes: &[u8]) -> bool {
+        match self.map.get_mut(key) {
+            Some(Stored::Bytes(old)) if old.len() == bytes.len() => {
+                old.copy_from_slice(bytes);
+                true
+            }
+            _ => false,
+        }
     }
 
     /// Counts a dynamic-variable drop for a store that could not be made.
@@ -166,7 +311,7 @@ impl DynVarSpace {
         let keys: Vec<DynKey> = self
             .map
             .keys()
-            .filter(|k| k.thread == thread && k.scope != DynScope::GlobalArray)
+            .filter(|k| k.thread == thread && k.scope.0 != DynScope::GlobalArray)
             .cloned()
             .collect();
         for k in keys {
@@ -233,6 +378,9 @@ impl VarState {
         let Some(i) = id.checked_sub(crate::vars::DIF_VAR_OTHER_UBASE) else {
             return;
         };
+        if id > 0xffff {
+            return;
+        }
         let i = i as usize;
         if i >= self.globals.len() {
             self.globals.resize(i + 1, None);
@@ -257,12 +405,23 @@ mod tests {
     use super::*;
 
     fn key(n: u64) -> DynKey {
-        DynKey {
-            scope: DynScope::GlobalArray,
-            var: 0x500,
-            thread: 0,
-            tuple: vec![KeyElem::Int(n)],
-        }
+        let mut k = DynKey::new(DynScope::GlobalArray, 0x500, 0);
+        k.push_int(n);
+        k
+    }
+
+    #[test]
+    fn keys_decode() {
+        let mut k = DynKey::new(DynScope::ThreadArray, 0x501, 7);
+        k.push_int(5);
+        k.push_bytes(b"ab");
+        assert_eq!(
+            k.elems(),
+            vec![
+                KeyElem::Int(5),
+                KeyElem::Bytes(b"ab".to_vec().into_boxed_slice())
+            ]
+        );
     }
 
     #[test]
@@ -286,12 +445,7 @@ mod tests {
         let mut s = DynVarSpace::new(1 << 20);
         for t in 1..=2 {
             s.put(
-                DynKey {
-                    scope: DynScope::ThreadScalar,
-                    var: 0x500,
-                    thread: t,
-                    tuple: vec![],
-                },
+                DynKey::new(DynScope::ThreadScalar, 0x500, t),
                 Stored::Int(5),
             );
         }

@@ -89,23 +89,18 @@ impl Machine {
     }
 
     /// Runs subroutine number `n` with the arguments on the tuple stack.
-    pub(crate) fn call(
-        &mut self,
-        env: &mut Env<'_>,
-        n: u16,
-        tuple: &mut Tuple,
-    ) -> Result<u64, Fault> {
+    pub(crate) fn call(&mut self, env: &mut Env<'_>, n: u16, tuple: &Tuple) -> Result<u64, Fault> {
         use Subr::*;
         let s = Subr::from_u16(n).ok_or(illop("unknown subroutine"))?;
         if let Some(why) = unavailable(s) {
             return Err(illop(why));
         }
-        let args: Vec<(u64, u64)> = tuple.args().iter().map(|t| (t.value, t.size)).collect();
-        if args.len() < min_args(s) {
+        let nargs = tuple.top;
+        if nargs < min_args(s) {
             return Err(illop("too few subroutine arguments"));
         }
-        let arg = |i: usize| args.get(i).map(|a| a.0).unwrap_or(0);
-        let nargs = args.len();
+        let regs = tuple.regs;
+        let arg = |i: usize| if i < nargs { regs[i].value } else { 0 };
         let strsize = self.opts.strsize;
         match s {
             Rand => Ok(env.ctx.random() % 1_771_875),
@@ -175,18 +170,26 @@ impl Machine {
             Getmajor => Ok(arg(0) >> 20),
             Getminor => Ok(arg(0) & 0xf_ffff),
             Strjoin => {
-                let a = self.arg_str(env, arg(0))?;
-                let b = self.arg_str(env, arg(1))?;
-                if a.len() + b.len() + 1 > strsize {
-                    return Err(Fault::with_detail(
-                        FaultKind::NoScratch,
-                        0,
-                        "strjoin result longer than strsize",
-                    ));
+                let mut a = std::mem::take(&mut self.tmp);
+                let mut b = std::mem::take(&mut self.tmp2);
+                let mut r = self.read_str(env.obj, env.mem, arg(0), strsize - 1, false, &mut a);
+                if r.is_ok() {
+                    r = self.read_str(env.obj, env.mem, arg(1), strsize - 1, false, &mut b);
                 }
-                let mut v = a;
-                v.extend_from_slice(&b);
-                self.ret_str(&v)
+                let res = r.and_then(|_| {
+                    if a.len() + b.len() + 1 > strsize {
+                        return Err(Fault::with_detail(
+                            FaultKind::NoScratch,
+                            0,
+                            "strjoin result longer than strsize",
+                        ));
+                    }
+                    a.extend_from_slice(&b);
+                    self.ret_str(&a)
+                });
+                self.tmp = a;
+                self.tmp2 = b;
+                res
             }
             Lltostr => {
                 let base = if nargs > 1 { arg(1) } else { 10 };

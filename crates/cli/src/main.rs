@@ -1,0 +1,307 @@
+//! `dtrace(1)`: parses DTrace's command line, sets options (from `DTRACE_OPT_*`, `-x` and the short
+//! flags), compiles each `-n/-P/-m/-f/-i` description and `-s` script with the macro arguments, enables
+//! them with DTrace's status lines, runs until `exit()`, a signal or the end of `-c` commands, prints the
+//! aggregations, and exits with DTrace's statuses: the `exit()` value, 1 on error, 2 on usage errors.
+
+mod args;
+mod backend;
+mod output;
+mod signals;
+mod usage;
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use dtrace_consumer::consume::DefaultOutput;
+use dtrace_consumer::handle::{CompileFlags, Handle, ProbeSpec, WorkStatus};
+use dtrace_consumer::listing;
+use dtrace_consumer::status::{DropReport, ErrorReport};
+
+/// Exit status for errors (`E_ERROR`).
+const E_ERROR: u8 = 1;
+/// Exit status for usage errors (`E_USAGE`).
+const E_USAGE: u8 = 2;
+
+fn pname() -> String {
+    std::env::args()
+        .next()
+        .and_then(|a| {
+            std::path::Path::new(&a)
+                .file_name()
+                .map(|f| f.to_string_lossy().into_owned())
+        })
+        .unwrap_or_else(|| "dtrace".to_string())
+}
+
+fn fatal(msg: &str) -> ExitCode {
+    eprintln!("dtrace: {msg}");
+    ExitCode::from(E_ERROR)
+}
+
+fn main() -> ExitCode {
+    let pname = pname();
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    if argv.is_empty() {
+        eprint!("{}", usage::usage(&pname));
+        return ExitCode::from(E_USAGE);
+    }
+    let cfg = match args::parse(&argv) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("{pname}: {e}");
+            eprint!("{}", usage::usage(&pname));
+            return ExitCode::from(E_USAGE);
+        }
+    };
+    if cfg.modes > 1 {
+        eprintln!("{pname}: only one of the [-AGhlV] options can be specified at a time");
+        return ExitCode::from(E_USAGE);
+    }
+    if cfg.version {
+        println!("{pname}: {}", usage::VERSION);
+        return ExitCode::SUCCESS;
+    }
+    run(&pname, cfg)
+}
+
+fn spec_of(kind: char) -> ProbeSpec {
+    match kind {
+        'P' => ProbeSpec::Provider,
+        'm' => ProbeSpec::Module,
+        'f' => ProbeSpec::Function,
+        _ => ProbeSpec::Name,
+    }
+}
+
+fn run(pname: &str, cfg: args::Config) -> ExitCode {
+    if let Some(c) = cfg.unsupported.first() {
+        let what = match c {
+            'a' => "claiming anonymous tracing state",
+            'A' => "anonymous tracing directives",
+            'G' => "ELF files with embedded D programs",
+            'h' => "header files for static probes",
+            _ => "this option",
+        };
+        return fatal(&format!("-{c}: not yet supported: {what}"));
+    }
+    if cfg.cmds.is_empty() && !cfg.list {
+        eprint!("{}", usage::usage(pname));
+        return ExitCode::from(E_USAGE);
+    }
+    let mut h = Handle::open(backend::tracer(), backend::compiler());
+    for (name, value) in args::env_options(std::env::vars()) {
+        if let Err(e) = h.setopt(&name, value.as_deref()) {
+            return fatal(&format!(
+                "failed to set option {name} from the environment: {e}"
+            ));
+        }
+    }
+    for (flag, name, value) in &cfg.options {
+        if let Err(e) = h.setopt(name, value.as_deref()) {
+            let what = match flag {
+                'x' => format!("-x {name}"),
+                'b' | 'D' | 'I' | 'L' | 'U' | 'X' => {
+                    format!("-{flag} {}", value.as_deref().unwrap_or(""))
+                }
+                _ => format!("-{flag}"),
+            };
+            return fatal(&format!("failed to set {what}: {e}"));
+        }
+    }
+    if cfg.list {
+        return list(&mut h, &cfg);
+    }
+    if !cfg.commands.is_empty() || !cfg.pids.is_empty() {
+        return fatal("-c/-p: not yet supported: process control");
+    }
+    let flags = CompileFlags {
+        zero_defs: cfg.zdefs,
+        cpp: cfg.cpp,
+        show_dif: cfg.show_dif,
+        no_exec: cfg.exit_after_compile,
+    };
+    // Compile everything first, as DTrace does.
+    let mut progs = Vec::new();
+    for cmd in &cfg.cmds {
+        let r = if cmd.kind == 's' {
+            let mut argv = vec![cmd.arg.clone()];
+            argv.extend(cfg.args.iter().cloned());
+            if let Err(e) = std::fs::metadata(&cmd.arg) {
+                return fatal(&format!("failed to open {}: {}", cmd.arg, io_reason(&e)));
+            }
+            h.compile_file(std::path::Path::new(&cmd.arg), flags, &argv)
+        } else {
+            let mut argv = vec![pname.to_string()];
+            argv.extend(cfg.args.iter().cloned());
+            h.compile_str(&cmd.arg, spec_of(cmd.kind), flags, &argv)
+        };
+        match r {
+            Ok(p) => progs.push(p),
+            Err(e) if cmd.kind == 's' => {
+                return fatal(&format!("failed to compile script {}: {e}", cmd.arg))
+            }
+            Err(e) => return fatal(&format!("invalid probe specifier {}: {e}", cmd.arg)),
+        }
+    }
+    if cfg.exit_after_compile {
+        return ExitCode::SUCCESS;
+    }
+    let out = match output::Output::open(cfg.output.as_deref()) {
+        Ok(o) => o,
+        Err(e) => {
+            return fatal(&format!(
+                "failed to open output file '{}': {e}",
+                cfg.output.as_deref().unwrap_or("")
+            ))
+        }
+    };
+    h.decoder.effects = Box::new(out.clone());
+    let quiet = cfg.quiet || h.decoder.options.is_set("quiet");
+    let err_handler = Box::new(|e: &ErrorReport| {
+        eprint!("dtrace: {}", e.msg);
+        true
+    });
+    if let Err(e) = h.handle_err(err_handler.clone()) {
+        // Without a compiler the library's ERROR program cannot be built; a tracer that enables it
+        // itself still gets the handler.
+        let _ = e;
+        h.set_err_handler(err_handler);
+    }
+    h.handle_drop(Box::new(|d: &DropReport| {
+        eprintln!("dtrace: {}", d.msg);
+        true
+    }));
+    let mut total = 0;
+    for (cmd, prog) in cfg.cmds.iter().zip(&progs) {
+        // Descriptions are reported cut before any predicate or action.
+        let name = if cmd.kind == 's' {
+            cmd.arg.as_str()
+        } else {
+            cmd.arg.split(['{', '/', ';']).next().unwrap_or("")
+        };
+        match h.exec(prog) {
+            Ok(info) => {
+                total += info.matches;
+                if !quiet {
+                    eprintln!(
+                        "dtrace: {} '{}' matched {} probe{}",
+                        cmd.desc(),
+                        name,
+                        info.matches,
+                        if info.matches == 1 { "" } else { "s" }
+                    );
+                }
+            }
+            Err(e) => return fatal(&format!("failed to enable '{name}': {e}")),
+        }
+    }
+    if total == 0 && !cfg.zdefs {
+        return fatal("no probes matched");
+    }
+    if h.decoder.options.is_set("destructive") && !quiet {
+        eprintln!("dtrace: allowing destructive actions");
+    }
+    signals::install();
+    if let Err(e) = h.go() {
+        return fatal(&format!("dtrace_go(): {e}"));
+    }
+    let quiet = cfg.quiet || h.decoder.options.is_set("quiet");
+    let flowindent = cfg.flowindent || h.decoder.options.is_set("flowindent");
+    let mut printer = DefaultOutput {
+        quiet,
+        flowindent,
+        ..Default::default()
+    };
+    let printer = std::cell::RefCell::new(&mut printer);
+    let mut w = out.clone();
+    let mut newline_done = false;
+    loop {
+        if signals::interrupted() && !newline_done {
+            // DTrace ends the interrupted line (the terminal's ^C), even when quiet.
+            let _ = w.write_all(b"\n");
+            newline_done = true;
+        }
+        if signals::interrupted() && !h.stopped() {
+            if let Err(e) = h.stop() {
+                return fatal(&format!("couldn't stop tracing: {e}"));
+            }
+        }
+        let r = h.work(
+            &mut w,
+            &mut |pd, o| printer.borrow_mut().probe(pd, o),
+            &mut |pd, r, o| printer.borrow_mut().record(pd, r, o),
+        );
+        match r {
+            Ok(WorkStatus::Done) => break,
+            Ok(WorkStatus::Okay) => {}
+            Err(e) => return fatal(&format!("processing aborted: {e}")),
+        }
+        if h.stopped() {
+            continue;
+        }
+        // Wait until the next rate is due, running the tracer's timers and waking for signals.
+        loop {
+            let rate = h.time_to_next_rate();
+            if rate.is_zero() || signals::interrupted() {
+                break;
+            }
+            std::thread::sleep(h.time_to_next().min(rate).min(Duration::from_millis(5)));
+            if let Err(e) = h.poll() {
+                return fatal(&format!("processing aborted: {e}"));
+            }
+        }
+    }
+    let _ = w.write_all(b"\n");
+    if let Err(e) = h.aggregate_print(&mut w) {
+        return fatal(&format!("failed to print aggregations: {e}"));
+    }
+    let _ = w.flush();
+    ExitCode::from(h.exit_status().unwrap_or(0) as u8)
+}
+
+/// `-l`: the probes matching each description (all probes when none is given).
+fn list(h: &mut Handle, cfg: &args::Config) -> ExitCode {
+    let mut descs = Vec::new();
+    for c in &cfg.cmds {
+        if c.kind == 's' || c.kind == 'i' {
+            return fatal(&format!(
+                "-l -{}: not yet supported: listing needs the compiler",
+                c.kind
+            ));
+        }
+        // Only the description itself: a predicate or action after it is not needed to list.
+        let d = c.arg.split(['/', '{']).next().unwrap_or("").trim();
+        descs.push((c.arg.clone(), listing::str2desc(spec_of(c.kind), d)));
+    }
+    if descs.is_empty() {
+        descs.push((String::new(), Default::default()));
+    }
+    let mut text = listing::list_heading();
+    for (arg, d) in &descs {
+        match h.list_probes(d) {
+            Ok(ps) if ps.is_empty() => {
+                let _ = arg;
+                eprintln!(
+                    "dtrace: failed to match {}:{}:{}:{}: No probe matches description",
+                    d.provider, d.module, d.function, d.name
+                );
+            }
+            Ok(ps) => ps
+                .iter()
+                .for_each(|p| text.push_str(&listing::list_line(p))),
+            Err(e) => return fatal(&format!("failed to list probes: {e}")),
+        }
+    }
+    print!("{text}");
+    ExitCode::SUCCESS
+}
+
+/// The reason part of an I/O error as C's strerror(3) words it.
+fn io_reason(e: &std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => "No such file or directory".to_string(),
+        std::io::ErrorKind::PermissionDenied => "Permission denied".to_string(),
+        _ => e.to_string(),
+    }
+}

@@ -1,0 +1,101 @@
+//! Runs the built `dtrace` binary: usage, version, option errors and exit statuses.
+
+use std::process::Command;
+
+fn dtrace(args: &[&str]) -> (i32, String, String) {
+    let o = Command::new(env!("CARGO_BIN_EXE_dtrace"))
+        .args(args)
+        .env_remove("DTRACE_OPT_QUIET")
+        .output()
+        .unwrap();
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn no_arguments_prints_usage_and_exits_2() {
+    let (rc, out, err) = dtrace(&[]);
+    assert_eq!(rc, 2);
+    assert!(out.is_empty());
+    assert!(err.starts_with("Usage: dtrace [-32|-64] [-aACeFGhHlqSvVwZ] [-b bufsz]"));
+    assert!(err.contains("\t-Z  permit probe descriptions that match zero probes\n"));
+}
+
+#[test]
+fn version() {
+    let (rc, out, _) = dtrace(&["-V"]);
+    assert_eq!(rc, 0);
+    assert_eq!(out, "dtrace: Sun D 1.13\n");
+}
+
+#[test]
+fn illegal_option_is_a_usage_error() {
+    let (rc, _, err) = dtrace(&["-k"]);
+    assert_eq!(rc, 2);
+    assert!(err.starts_with("dtrace: illegal option -- k\nUsage: dtrace "));
+    let (rc, _, err) = dtrace(&["-n"]);
+    assert_eq!(rc, 2);
+    assert!(err.starts_with("dtrace: option requires an argument -- n\n"));
+}
+
+#[test]
+fn bad_option_names_and_values() {
+    let (rc, _, err) = dtrace(&["-x", "nosuch", "-n", "BEGIN"]);
+    assert_eq!(rc, 1);
+    assert_eq!(
+        err,
+        "dtrace: failed to set -x nosuch: invalid option name\n"
+    );
+    let (rc, _, err) = dtrace(&["-b", "4q", "-n", "BEGIN"]);
+    assert_eq!(rc, 1);
+    assert_eq!(
+        err,
+        "dtrace: failed to set -b 4q: invalid value for specified option\n"
+    );
+    let (rc, _, err) = dtrace(&["-x", "switchrate=fast", "-n", "BEGIN"]);
+    assert_eq!(rc, 1);
+    assert_eq!(
+        err,
+        "dtrace: failed to set -x switchrate: invalid value for specified option\n"
+    );
+    let (rc, _, err) = dtrace(&["-l", "-V"]);
+    assert_eq!(rc, 2);
+    assert_eq!(
+        err,
+        "dtrace: only one of the [-AGhlV] options can be specified at a time\n"
+    );
+}
+
+#[test]
+fn environment_options_are_checked() {
+    let o = Command::new(env!("CARGO_BIN_EXE_dtrace"))
+        .args(["-n", "BEGIN"])
+        .env("DTRACE_OPT_BUFSIZE", "lots")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("failed to set option bufsize"));
+}
+
+#[test]
+fn unsupported_features_say_so_and_exit_1() {
+    let (rc, _, err) = dtrace(&["-c", "true", "-n", "BEGIN"]);
+    assert_eq!(rc, 1);
+    assert!(err.contains("not yet supported: process control"), "{err}");
+    let (rc, _, err) = dtrace(&["-G", "-s", "x.d"]);
+    assert_eq!(rc, 1);
+    assert!(err.contains("not yet supported"), "{err}");
+}
+
+#[test]
+fn missing_script_is_a_compile_failure() {
+    let (rc, _, err) = dtrace(&["-s", "/nonexistent/x.d"]);
+    assert_eq!(rc, 1);
+    assert_eq!(
+        err,
+        "dtrace: failed to open /nonexistent/x.d: No such file or directory\n"
+    );
+}

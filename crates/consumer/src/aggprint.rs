@@ -1,0 +1,263 @@
+//! Printing aggregations: the default layout (`dt_print_aggs`: each key as `trace()` would print it in
+//! its column width, then the value — ` %16lld` for count/sum/min/max/avg, the graph for quantizations),
+//! `printa()` with and without a format string, one or several aggregations joined by key, and the
+//! print-everything-unprinted pass at the end of a run.
+
+use std::collections::BTreeSet;
+
+use dtrace_dif::program::{ActionKind, RecDesc};
+use dtrace_framework::records::AggDesc;
+
+use crate::aggregate::{AggEntry, Aggregations, SortOrder};
+use crate::aggvalue;
+use crate::bytes;
+use crate::cformat::{self, Spec};
+use crate::error::{ConsumerError, Result};
+use crate::printf::{AggValue, FmtEnv, PrintfFormat};
+use crate::quantize;
+use crate::recdata;
+use crate::stack;
+
+/// One datum in the default layout (`dt_print_datum`).
+pub fn print_datum(
+    out: &mut Vec<u8>,
+    env: &FmtEnv<'_>,
+    rec: &RecDesc,
+    b: &[u8],
+    normal: u64,
+) -> Result<()> {
+    let normal = normal.max(1);
+    match rec.action {
+        ActionKind::Stack | ActionKind::Ustack | ActionKind::Jstack => {
+            return stack::print_any(out, env.symbols, rec, b, env.stackindent, None)
+        }
+        ActionKind::Sym
+        | ActionKind::Mod
+        | ActionKind::Usym
+        | ActionKind::Umod
+        | ActionKind::Uaddr => return stack::print_symbol_record(out, env.symbols, rec.action, b),
+        ActionKind::AggQuantize => return quantize::print_quantize(out, b, normal),
+        ActionKind::AggLquantize => return quantize::print_lquantize(out, b, normal),
+        ActionKind::AggLlquantize => return quantize::print_llquantize(out, b, normal),
+        ActionKind::AggAvg => {
+            let v = aggvalue::average(b, normal)?;
+            out.push(b' ');
+            cformat::fmt_signed(out, &Spec::width(16), v);
+            return Ok(());
+        }
+        ActionKind::AggStddev => {
+            let v = aggvalue::stddev(b, normal)?;
+            out.push(b' ');
+            cformat::fmt_unsigned(out, &Spec::width(16), v, b'u');
+            return Ok(());
+        }
+        _ => {}
+    }
+    match b.len() {
+        8 => {
+            let v = recdata::sint(b).unwrap_or(0).wrapping_div(normal as i64);
+            out.push(b' ');
+            cformat::fmt_signed(out, &Spec::width(16), v);
+        }
+        4 | 2 | 1 => {
+            let (w, v) = match b.len() {
+                4 => (8, recdata::uint(b).unwrap_or(0) as u32 / normal as u32),
+                2 => (5, recdata::uint(b).unwrap_or(0) as u32 / normal as u32),
+                _ => (3, recdata::uint(b).unwrap_or(0) as u32 / normal as u32),
+            };
+            out.push(b' ');
+            cformat::fmt_signed(out, &Spec::width(w), v as i32 as i64);
+        }
+        _ => bytes::print_bytes(out, b, -50, false, false),
+    }
+    Ok(())
+}
+
+fn key_recs(desc: &AggDesc) -> &[RecDesc] {
+    &desc.recs[..desc.recs.len().saturating_sub(1)]
+}
+
+fn value_rec(desc: &AggDesc) -> Result<&RecDesc> {
+    desc.recs.last().ok_or(ConsumerError::BadAggId(desc.aggid))
+}
+
+/// One row in the default layout: the keys, then each value, then a newline.
+pub fn print_row(
+    out: &mut Vec<u8>,
+    env: &FmtEnv<'_>,
+    desc: &AggDesc,
+    key: &[u8],
+    values: &[(&RecDesc, &[u8], u64)],
+) -> Result<()> {
+    for r in key_recs(desc) {
+        let b = recdata::slice(key, r.offset as usize, r.size as usize)?;
+        print_datum(out, env, r, b, 1)?;
+    }
+    for (r, v, normal) in values {
+        print_datum(out, env, r, v, *normal)?;
+    }
+    out.push(b'\n');
+    Ok(())
+}
+
+/// `printa(@a)` without a format, and the end-of-run print of one aggregation: sorted rows.
+pub fn print_aggregation(
+    out: &mut Vec<u8>,
+    env: &FmtEnv<'_>,
+    aggs: &Aggregations,
+    varid: u32,
+    order: SortOrder,
+) -> Result<()> {
+    let Some(desc) = aggs.desc_for_var(varid) else {
+        return Ok(());
+    };
+    let vrec = *value_rec(desc)?;
+    let normal = aggs.normal(varid);
+    for e in aggs.sorted(order).into_iter().filter(|e| e.varid == varid) {
+        print_row(out, env, desc, &e.key, &[(&vrec, &e.value, normal)])?;
+    }
+    Ok(())
+}
+
+/// A key with the value of each joined aggregation (zero where an aggregation lacks the key).
+pub struct JoinedRow {
+    /// Key bytes.
+    pub key: Vec<u8>,
+    /// Value bytes per aggregation, in the order asked for.
+    pub values: Vec<Vec<u8>>,
+}
+
+/// Joins several aggregations by key and sorts the rows (`dtrace_aggregate_walk_joined`): by the value
+/// of the aggregation at `sortpos`, then by key; by key first with `aggsortkey`.
+pub fn joined_rows(
+    aggs: &Aggregations,
+    varids: &[u32],
+    order: SortOrder,
+    sortpos: usize,
+) -> Vec<JoinedRow> {
+    let per: Vec<Vec<AggEntry>> = varids.iter().map(|&v| aggs.entries_of(v)).collect();
+    let keys: BTreeSet<Vec<u8>> = per.iter().flatten().map(|e| e.key.clone()).collect();
+    let mut rows: Vec<JoinedRow> = keys
+        .into_iter()
+        .map(|k| {
+            let values = per
+                .iter()
+                .zip(varids)
+                .map(|(ents, &v)| match ents.iter().find(|e| e.key == k) {
+                    Some(e) => e.value.clone(),
+                    None => zero_like(aggs, v, ents),
+                })
+                .collect();
+            JoinedRow { key: k, values }
+        })
+        .collect();
+    let pos = sortpos.min(varids.len().saturating_sub(1));
+    let desc = varids.first().and_then(|&v| aggs.desc_for_var(v));
+    let action = varids
+        .get(pos)
+        .and_then(|&v| aggs.action_of(v))
+        .unwrap_or(ActionKind::AggSum);
+    rows.sort_by(|a, b| {
+        let key = || Aggregations::key_cmp(desc, order.keypos, &a.key, &b.key);
+        let val = || match (a.values.get(pos), b.values.get(pos)) {
+            (Some(x), Some(y)) => Aggregations::value_cmp(action, x, y),
+            _ => std::cmp::Ordering::Equal,
+        };
+        let c = if order.by_key {
+            key().then_with(val)
+        } else {
+            val().then_with(key)
+        };
+        if order.reverse {
+            c.reverse()
+        } else {
+            c
+        }
+    });
+    rows
+}
+
+fn zero_like(aggs: &Aggregations, varid: u32, ents: &[AggEntry]) -> Vec<u8> {
+    let size = aggs
+        .desc_for_var(varid)
+        .and_then(|d| d.recs.last())
+        .map(|r| r.size as usize)
+        .unwrap_or(8);
+    let mut z = vec![0u8; size];
+    if let Some(e) = ents.first() {
+        if matches!(
+            aggs.action_of(varid),
+            Some(ActionKind::AggLquantize | ActionKind::AggLlquantize)
+        ) && e.value.len() >= 8
+            && z.len() >= 8
+        {
+            z[..8].copy_from_slice(&e.value[..8]);
+        }
+    }
+    z
+}
+
+/// `printa(@a, @b, ...)` without a format: joined rows in the default layout.
+pub fn print_joined(
+    out: &mut Vec<u8>,
+    env: &FmtEnv<'_>,
+    aggs: &Aggregations,
+    varids: &[u32],
+    order: SortOrder,
+    sortpos: usize,
+) -> Result<()> {
+    let Some(desc) = varids.first().and_then(|&v| aggs.desc_for_var(v)) else {
+        return Ok(());
+    };
+    let mut vrecs = Vec::new();
+    for &v in varids {
+        let d = aggs.desc_for_var(v).ok_or(ConsumerError::BadAggId(v))?;
+        vrecs.push((*value_rec(d)?, aggs.normal(v)));
+    }
+    for row in joined_rows(aggs, varids, order, sortpos) {
+        let vals: Vec<(&RecDesc, &[u8], u64)> = vrecs
+            .iter()
+            .zip(&row.values)
+            .map(|((r, n), v)| (r, v.as_slice(), *n))
+            .collect();
+        print_row(out, env, desc, &row.key, &vals)?;
+    }
+    Ok(())
+}
+
+/// `printa(fmt, @a, ...)`: the format once per (joined) row, keys feeding the plain conversions and
+/// the aggregation values feeding `%@` conversions.
+pub fn print_formatted(
+    out: &mut Vec<u8>,
+    env: &FmtEnv<'_>,
+    aggs: &Aggregations,
+    fmt: &PrintfFormat,
+    varids: &[u32],
+    order: SortOrder,
+    sortpos: usize,
+) -> Result<()> {
+    let Some(desc) = varids.first().and_then(|&v| aggs.desc_for_var(v)) else {
+        return Ok(());
+    };
+    let mut actions = Vec::new();
+    for &v in varids {
+        actions.push((
+            aggs.action_of(v).ok_or(ConsumerError::BadAggId(v))?,
+            aggs.normal(v),
+        ));
+    }
+    let keys = key_recs(desc);
+    for row in joined_rows(aggs, varids, order, sortpos) {
+        let vals: Vec<AggValue<'_>> = actions
+            .iter()
+            .zip(&row.values)
+            .map(|((a, n), v)| AggValue {
+                action: *a,
+                data: v,
+                normal: *n,
+            })
+            .collect();
+        fmt.format(out, env, keys, &row.key, &vals)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,395 @@
+//! The consumer's copy of the aggregations (`dt_aggregate`): per-CPU snapshot records merged by
+//! aggregation variable and key with each function's rule (count/sum add, min/max keep the extreme,
+//! avg/stddev add their parts, quantizations add buckets), DTrace's sort orders (by value then key, or
+//! by key with `aggsortkey`, reversed by `aggsortrev`, key rotation by `aggsortkeypos`), and the
+//! consumer-side actions `clear()`, `trunc()`, `normalize()` and `denormalize()`.
+//!
+//! Snapshots carry what accumulated since the previous snapshot (DTrace's semantics: the framework
+//! resets its per-CPU aggregation buffers when it hands them over), so merging adds.
+
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, HashMap};
+
+use dtrace_dif::program::ActionKind;
+use dtrace_framework::records::{AggDesc, AggRecord};
+
+use crate::aggvalue;
+use crate::error::{ConsumerError, Result};
+use crate::quantize;
+use crate::recdata;
+
+/// One merged aggregation entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AggEntry {
+    /// Aggregation variable id (`AggDesc::varid`).
+    pub varid: u32,
+    /// Key bytes (laid out by the description's key records).
+    pub key: Vec<u8>,
+    /// Value bytes in the function's layout.
+    pub value: Vec<u8>,
+}
+
+/// How to order entries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SortOrder {
+    /// `aggsortkey`: by key first.
+    pub by_key: bool,
+    /// `aggsortrev`: reverse.
+    pub reverse: bool,
+    /// `aggsortkeypos`: the key position compared first.
+    pub keypos: usize,
+}
+
+/// All aggregations a handle knows.
+#[derive(Debug, Clone, Default)]
+pub struct Aggregations {
+    descs: HashMap<u32, AggDesc>,
+    by_var: BTreeMap<u32, u32>,
+    entries: BTreeMap<(u32, Vec<u8>), Vec<u8>>,
+    normals: HashMap<u32, u64>,
+}
+
+fn merge_value(action: ActionKind, into: &mut [u8], from: &[u8]) {
+    let n = into.len().min(from.len()) / 8;
+    let get = |b: &[u8], i: usize| recdata::i64_at(b, i).unwrap_or(0);
+    let put =
+        |b: &mut [u8], i: usize, v: i64| b[i * 8..i * 8 + 8].copy_from_slice(&v.to_ne_bytes());
+    match action {
+        ActionKind::AggMin | ActionKind::AggMax if n >= 1 => {
+            let (a, b) = (get(into, 0), get(from, 0));
+            let v = if action == ActionKind::AggMin {
+                a.min(b)
+            } else {
+                a.max(b)
+            };
+            put(into, 0, v);
+        }
+        ActionKind::AggStddev if n >= 4 => {
+            for i in 0..2 {
+                put(into, i, get(into, i).wrapping_add(get(from, i)));
+            }
+            let sq = |b: &[u8]| (get(b, 3) as u64 as u128) << 64 | get(b, 2) as u64 as u128;
+            let s = sq(into).wrapping_add(sq(from));
+            put(into, 2, s as u64 as i64);
+            put(into, 3, (s >> 64) as u64 as i64);
+        }
+        ActionKind::AggLquantize | ActionKind::AggLlquantize => {
+            for i in 1..n {
+                put(into, i, get(into, i).wrapping_add(get(from, i)));
+            }
+        }
+        _ => {
+            for i in 0..n {
+                put(into, i, get(into, i).wrapping_add(get(from, i)));
+            }
+        }
+    }
+}
+
+/// A zero value of the shape of `v` (quantization parameters kept).
+fn zeroed(action: ActionKind, v: &[u8]) -> Vec<u8> {
+    let mut z = vec![0u8; v.len()];
+    if matches!(action, ActionKind::AggLquantize | ActionKind::AggLlquantize) && v.len() >= 8 {
+        z[..8].copy_from_slice(&v[..8]);
+    }
+    z
+}
+
+impl Aggregations {
+    /// Records the description of an aggregation id.
+    pub fn add_desc(&mut self, desc: AggDesc) {
+        self.by_var.entry(desc.varid).or_insert(desc.aggid);
+        self.descs.insert(desc.aggid, desc);
+    }
+
+    /// The description used to lay out entries of a variable.
+    pub fn desc_for_var(&self, varid: u32) -> Option<&AggDesc> {
+        self.by_var.get(&varid).and_then(|a| self.descs.get(a))
+    }
+
+    /// The aggregating function of a variable.
+    pub fn action_of(&self, varid: u32) -> Option<ActionKind> {
+        self.desc_for_var(varid)
+            .and_then(|d| d.recs.last())
+            .map(|r| r.action)
+    }
+
+    /// Merges one snapshot's records (from any number of CPUs).
+    pub fn merge(&mut self, records: &[AggRecord]) -> Result<()> {
+        for r in records {
+            let desc = self
+                .descs
+                .get(&r.aggid)
+                .ok_or(ConsumerError::BadAggId(r.aggid))?;
+            let action = desc
+                .recs
+                .last()
+                .map(|x| x.action)
+                .ok_or(ConsumerError::BadAggId(r.aggid))?;
+            match self.entries.get_mut(&(desc.varid, r.key.clone())) {
+                Some(v) => merge_value(action, v, &r.value),
+                None => {
+                    self.entries
+                        .insert((desc.varid, r.key.clone()), r.value.clone());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The normalization factor of a variable (1 when not normalized).
+    pub fn normal(&self, varid: u32) -> u64 {
+        self.normals.get(&varid).copied().unwrap_or(1).max(1)
+    }
+
+    /// `normalize(@a, n)`.
+    pub fn normalize(&mut self, varid: u32, n: u64) {
+        self.normals.insert(varid, n.max(1));
+    }
+
+    /// `denormalize(@a)`.
+    pub fn denormalize(&mut self, varid: u32) {
+        self.normals.remove(&varid);
+    }
+
+    /// `clear(@a)`: zero every value, keep the keys.
+    pub fn clear(&mut self, varid: u32) {
+        let Some(action) = self.action_of(varid) else {
+            return;
+        };
+        for ((v, _), val) in self.entries.iter_mut() {
+            if *v == varid {
+                *val = zeroed(action, val);
+            }
+        }
+    }
+
+    /// `trunc(@a, n)`: keep the `n` largest entries (the `-n` smallest when negative).
+    pub fn trunc(&mut self, varid: u32, n: i64) {
+        let order = SortOrder {
+            reverse: n >= 0,
+            ..SortOrder::default()
+        };
+        let keep: Vec<Vec<u8>> = self
+            .sorted(order)
+            .into_iter()
+            .filter(|e| e.varid == varid)
+            .take(n.unsigned_abs() as usize)
+            .map(|e| e.key)
+            .collect();
+        self.entries
+            .retain(|(v, k), _| *v != varid || keep.contains(k));
+    }
+
+    /// Forgets every entry (used between runs).
+    pub fn remove_all(&mut self) {
+        self.entries.clear();
+    }
+
+    /// Every entry of one variable (unsorted).
+    pub fn entries_of(&self, varid: u32) -> Vec<AggEntry> {
+        self.entries
+            .iter()
+            .filter(|((v, _), _)| *v == varid)
+            .map(|((v, k), val)| AggEntry {
+                varid: *v,
+                key: k.clone(),
+                value: val.clone(),
+            })
+            .collect()
+    }
+
+    /// The variables that have entries, in id order.
+    pub fn varids(&self) -> Vec<u32> {
+        let mut v: Vec<u32> = self.entries.keys().map(|(v, _)| *v).collect();
+        v.dedup();
+        v
+    }
+
+    /// Compares two values of the same function as DTrace's sort does.
+    pub fn value_cmp(action: ActionKind, a: &[u8], b: &[u8]) -> Ordering {
+        let i = |x: &[u8]| recdata::i64_at(x, 0).unwrap_or(0);
+        let f = |o: Option<Ordering>| o.unwrap_or(Ordering::Equal);
+        match action {
+            ActionKind::AggAvg => {
+                let v = |x: &[u8]| {
+                    let c = i(x);
+                    if c == 0 {
+                        0.0
+                    } else {
+                        recdata::i64_at(x, 1).unwrap_or(0) as f64 / c as f64
+                    }
+                };
+                f(v(a).partial_cmp(&v(b)))
+            }
+            ActionKind::AggStddev => {
+                let v = |x: &[u8]| aggvalue::stddev(x, 1).unwrap_or(0);
+                v(a).cmp(&v(b))
+            }
+            ActionKind::AggQuantize | ActionKind::AggLquantize | ActionKind::AggLlquantize => {
+                let k = |x: &[u8]| match action {
+                    ActionKind::AggQuantize => quantize::quantize_sort_key(x),
+                    ActionKind::AggLquantize => quantize::lquantize_sort_key(x),
+                    _ => {
+                        let n = x.len() / 8;
+                        let s = (1..n)
+                            .map(|j| j as f64 * recdata::i64_at(x, j).unwrap_or(0) as f64)
+                            .sum();
+                        (s, 0)
+                    }
+                };
+                let (ka, kb) = (k(a), k(b));
+                f(ka.0.partial_cmp(&kb.0)).then(ka.1.cmp(&kb.1))
+            }
+            _ => i(a).cmp(&i(b)),
+        }
+    }
+
+    /// Compares two keys record by record starting at `keypos` (`dt_aggregate_keycmp`).
+    pub fn key_cmp(desc: Option<&AggDesc>, keypos: usize, a: &[u8], b: &[u8]) -> Ordering {
+        let Some(desc) = desc else { return a.cmp(b) };
+        let nkeys = desc.recs.len().saturating_sub(1);
+        for j in 0..nkeys {
+            let r = &desc.recs[(j + keypos) % nkeys];
+            let (o, s) = (r.offset as usize, r.size as usize);
+            let (Ok(x), Ok(y)) = (recdata::slice(a, o, s), recdata::slice(b, o, s)) else {
+                return a.cmp(b);
+            };
+            let c = match (recdata::uint(x), recdata::uint(y)) {
+                (Some(p), Some(q)) => p.cmp(&q),
+                _ => x.cmp(y),
+            };
+            if c != Ordering::Equal {
+                return c;
+            }
+        }
+        Ordering::Equal
+    }
+
+    /// All entries in DTrace's print order for `order`.
+    pub fn sorted(&self, order: SortOrder) -> Vec<AggEntry> {
+        let mut all: Vec<AggEntry> = self
+            .entries
+            .iter()
+            .map(|((v, k), val)| AggEntry {
+                varid: *v,
+                key: k.clone(),
+                value: val.clone(),
+            })
+            .collect();
+        all.sort_by(|x, y| {
+            let var = x.varid.cmp(&y.varid);
+            let desc = self.desc_for_var(x.varid);
+            let key = || Self::key_cmp(desc, order.keypos, &x.key, &y.key);
+            let val = || {
+                let act = self.action_of(x.varid).unwrap_or(ActionKind::AggSum);
+                Self::value_cmp(act, &x.value, &y.value)
+            };
+            let c = if order.by_key {
+                var.then_with(key).then_with(val)
+            } else {
+                var.then_with(val).then_with(key)
+            };
+            if order.reverse {
+                c.reverse()
+            } else {
+                c
+            }
+        });
+        all
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dtrace_dif::program::RecDesc;
+
+    fn desc(aggid: u32, varid: u32, action: ActionKind, vsize: u32) -> AggDesc {
+        AggDesc {
+            aggid,
+            varid,
+            epid: 1,
+            recs: vec![
+                RecDesc {
+                    action: ActionKind::DifExpr,
+                    size: 8,
+                    offset: 0,
+                    alignment: 8,
+                    format: 0,
+                    arg: 0,
+                },
+                RecDesc {
+                    action,
+                    size: vsize,
+                    offset: 8,
+                    alignment: 8,
+                    format: 0,
+                    arg: 0,
+                },
+            ],
+        }
+    }
+
+    fn rec(aggid: u32, key: u64, vals: &[i64]) -> AggRecord {
+        AggRecord {
+            aggid,
+            key: key.to_ne_bytes().to_vec(),
+            value: vals.iter().flat_map(|v| v.to_ne_bytes()).collect(),
+        }
+    }
+
+    #[test]
+    fn merges_cpus_and_sorts() {
+        let mut a = Aggregations::default();
+        a.add_desc(desc(1, 0, ActionKind::AggCount, 8));
+        a.add_desc(desc(2, 1, ActionKind::AggMax, 8));
+        a.merge(&[
+            rec(1, 5, &[3]),
+            rec(1, 6, &[1]),
+            rec(1, 5, &[4]),
+            rec(2, 1, &[9]),
+        ])
+        .unwrap();
+        a.merge(&[rec(2, 1, &[2])]).unwrap();
+        let s = a.sorted(SortOrder::default());
+        let got: Vec<(u32, i64)> = s
+            .iter()
+            .map(|e| (e.varid, recdata::i64_at(&e.value, 0).unwrap()))
+            .collect();
+        assert_eq!(got, vec![(0, 1), (0, 7), (1, 9)]);
+        let s = a.sorted(SortOrder {
+            by_key: true,
+            reverse: true,
+            keypos: 0,
+        });
+        assert_eq!(s[0].varid, 1);
+        assert!(a.merge(&[rec(9, 1, &[1])]).is_err());
+    }
+
+    #[test]
+    fn clear_trunc_normalize() {
+        let mut a = Aggregations::default();
+        a.add_desc(desc(1, 0, ActionKind::AggSum, 8));
+        a.merge(&[rec(1, 1, &[10]), rec(1, 2, &[30]), rec(1, 3, &[20])])
+            .unwrap();
+        a.trunc(0, 2);
+        let keys: Vec<u64> = a
+            .entries_of(0)
+            .iter()
+            .map(|e| recdata::u64_at(&e.key, 0).unwrap())
+            .collect();
+        assert_eq!(keys, vec![2, 3]);
+        a.normalize(0, 10);
+        assert_eq!(a.normal(0), 10);
+        a.denormalize(0);
+        assert_eq!(a.normal(0), 1);
+        a.clear(0);
+        assert!(a
+            .entries_of(0)
+            .iter()
+            .all(|e| recdata::i64_at(&e.value, 0) == Some(0)));
+        a.trunc(0, -1);
+        assert_eq!(a.entries_of(0).len(), 1);
+    }
+}

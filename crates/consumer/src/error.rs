@@ -1,0 +1,88 @@
+//! The consumer's error type: every way decoding, formatting, option handling or the handle API can fail,
+//! with DTrace's messages (`dtrace_errmsg`) where DTrace has one.
+
+use thiserror::Error;
+
+/// Errors of the consumer library.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+pub enum ConsumerError {
+    /// A record lies (partly) outside its buffer.
+    #[error("record at offset {offset} of size {size} lies outside the {len}-byte buffer")]
+    RecordOutOfBounds {
+        /// Offset of the record.
+        offset: usize,
+        /// Size of the record.
+        size: usize,
+        /// Length of the data.
+        len: usize,
+    },
+    /// A record's size does not fit its use (`EDT_DMISMATCH`).
+    #[error("data record has unexpected size ({size} bytes) for {what}")]
+    SizeMismatch {
+        /// The record size.
+        size: usize,
+        /// What it was decoded as.
+        what: &'static str,
+    },
+    /// A record is misaligned (`EDT_DALIGN`).
+    #[error("data record at offset {0} is not properly aligned")]
+    Misaligned(usize),
+    /// The buffer names an EPID we have no description for (`EDT_BADEPID`).
+    #[error("invalid enabled probe ID {0}")]
+    BadEpid(u32),
+    /// An aggregation id we have no description for (`EDT_BADAGGVAR`).
+    #[error("invalid aggregation ID {0}")]
+    BadAggId(u32),
+    /// A record names a format string that does not exist.
+    #[error("invalid format string index {0}")]
+    BadFormat(u32),
+    /// A printf-like format string could not be parsed.
+    #[error("printf( ) format conversion #{index} {reason}")]
+    FormatSyntax {
+        /// One-based conversion number.
+        index: usize,
+        /// What is wrong, in DTrace's words.
+        reason: String,
+    },
+    /// The format needs more data records than the action supplied.
+    #[error(
+        "printf( ) prototype mismatch: conversion #{0} is missing a corresponding value argument"
+    )]
+    MissingArgument(usize),
+    /// An unknown option name (`EDT_BADOPTNAME`).
+    #[error("invalid option name")]
+    BadOptionName(String),
+    /// A bad option value (`EDT_BADOPTVAL`).
+    #[error("invalid value for specified option")]
+    BadOptionValue(String),
+    /// An option that cannot change once tracing is running (`EDT_ACTIVE`).
+    #[error("operation illegal when tracing is active")]
+    Active,
+    /// `go` before any program was executed, or work without `go`.
+    #[error("operation not supported in this state: {0}")]
+    BadState(&'static str),
+    /// A consume callback returned abort (`EDT_DIRABORT`).
+    #[error("abort requested by consumer callback")]
+    DirectAbort,
+    /// A program could not be compiled.
+    #[error("{0}")]
+    Compile(String),
+    /// The execution substrate reported an error.
+    #[error("{0}")]
+    Backend(String),
+    /// A feature that is not implemented yet; says which.
+    #[error("not yet supported: {0}")]
+    NotSupported(String),
+    /// Writing the output failed.
+    #[error("failed to write output: {0}")]
+    Io(String),
+}
+
+impl From<std::io::Error> for ConsumerError {
+    fn from(e: std::io::Error) -> Self {
+        ConsumerError::Io(e.to_string())
+    }
+}
+
+/// Result alias of the crate.
+pub type Result<T> = std::result::Result<T, ConsumerError>;

@@ -1,0 +1,192 @@
+//! Entry points that turn arbitrary bytes into consumer inputs — enabled-probe descriptions, principal
+//! buffers, aggregation records, format strings — and run them through decoding and formatting. They
+//! back the cargo-fuzz targets in `fuzz/` and the fuzz smoke test; they must never panic.
+
+use dtrace_dif::program::{ActionKind, RecDesc};
+use dtrace_framework::records::{AggDesc, AggRecord, BufferSnapshot, EprobeDesc, ProbeInfo};
+
+use crate::consume::{ConsumeAction, Decoder, DefaultOutput};
+use crate::printf::{AggValue, FmtEnv, PrintfFormat};
+use crate::symbols::NoSymbols;
+
+const ACTIONS: [ActionKind; 20] = [
+    ActionKind::DifExpr,
+    ActionKind::Exit,
+    ActionKind::Printf,
+    ActionKind::Printa,
+    ActionKind::LibAct,
+    ActionKind::Tracemem,
+    ActionKind::TracememDynsize,
+    ActionKind::Ustack,
+    ActionKind::Usym,
+    ActionKind::Stack,
+    ActionKind::Sym,
+    ActionKind::Mod,
+    ActionKind::AggCount,
+    ActionKind::AggAvg,
+    ActionKind::AggStddev,
+    ActionKind::AggQuantize,
+    ActionKind::AggLquantize,
+    ActionKind::AggLlquantize,
+    ActionKind::AggMin,
+    ActionKind::Freopen,
+];
+
+const FORMATS: [&str; 6] = [
+    "%d %s\n",
+    "%*.*d|%-10s|%x|%c",
+    "%@d %k %a %A",
+    "%Y %T %S %C %P %I",
+    "%f %e %g %a",
+    "%@8u %@d %s %s %s",
+];
+
+struct Bytes<'a>(&'a [u8]);
+
+impl Bytes<'_> {
+    fn u8(&mut self) -> u8 {
+        match self.0.split_first() {
+            Some((&b, rest)) => {
+                self.0 = rest;
+                b
+            }
+            None => 0,
+        }
+    }
+    fn u64(&mut self) -> u64 {
+        (0..8).fold(0u64, |a, i| a | (self.u8() as u64) << (8 * i))
+    }
+}
+
+fn rec(b: &mut Bytes<'_>) -> RecDesc {
+    let action = ACTIONS[b.u8() as usize % ACTIONS.len()];
+    let size = match b.u8() % 8 {
+        0 => 1,
+        1 => 2,
+        2 => 4,
+        3 => 8,
+        4 => 16,
+        5 => 127 * 8,
+        _ => b.u8() as u32,
+    };
+    RecDesc {
+        action,
+        size,
+        offset: b.u8() as u32,
+        alignment: 1,
+        format: (b.u8() % 8) as u16,
+        arg: if b.u8() & 1 == 0 {
+            b.u8() as u64
+        } else {
+            b.u64()
+        },
+    }
+}
+
+/// Decodes descriptions and a buffer from `data`, consumes it, and prints the aggregations.
+pub fn consume_bytes(data: &[u8]) {
+    let mut b = Bytes(data);
+    let mut d = Decoder::default();
+    let formats: Vec<String> = FORMATS.iter().map(|s| s.to_string()).collect();
+    let n = b.u8() % 5;
+    let mut epids = Vec::new();
+    for i in 0..n {
+        let epid = i as u32 + 1;
+        let nrecs = b.u8() % 7;
+        let recs = (0..nrecs).map(|_| rec(&mut b)).collect();
+        let size = b.u8() as u32 + 12;
+        d.eprobes.insert(
+            epid,
+            EprobeDesc {
+                epid,
+                probe_id: epid,
+                ecb_index: epid,
+                size,
+                recs,
+            },
+        );
+        d.probes.insert(
+            epid,
+            ProbeInfo {
+                id: epid,
+                provider: "fbt".into(),
+                module: "m".into(),
+                function: "f".into(),
+                name: if i % 2 == 0 { "entry" } else { "return" }.into(),
+            },
+        );
+        epids.push(epid);
+    }
+    if b.u8() & 1 == 1 {
+        d.error_epids.insert(1);
+    }
+    if b.u8() & 1 == 1 {
+        let _ = d.options.set("flowindent", None, false);
+    }
+    let _ = d.add_program(&formats, &epids);
+    let na = b.u8() % 3;
+    for a in 0..na {
+        let nrecs = b.u8() % 4 + 1;
+        let recs = (0..nrecs).map(|_| rec(&mut b)).collect();
+        d.aggs.add_desc(AggDesc {
+            aggid: a as u32,
+            varid: a as u32 % 2,
+            epid: 1,
+            recs,
+        });
+    }
+    let mut aggrecs = Vec::new();
+    for _ in 0..b.u8() % 4 {
+        let aggid = (b.u8() % 3) as u32;
+        let kl = b.u8() as usize % 40;
+        let vl = [8usize, 16, 32, 127 * 8, 40][b.u8() as usize % 5];
+        let key = (0..kl).map(|_| b.u8()).collect();
+        let value = (0..vl).map(|_| b.u8()).collect();
+        aggrecs.push(AggRecord { aggid, key, value });
+    }
+    let _ = d.aggs.merge(&aggrecs);
+    let snap = BufferSnapshot {
+        cpu: 0,
+        data: b.0.to_vec(),
+        drops: 1,
+    };
+    let mut o = DefaultOutput::default();
+    let o = std::cell::RefCell::new(&mut o);
+    let mut out = Vec::new();
+    let _ = d.consume_buffer(
+        &snap,
+        &mut out,
+        &mut |pd, out| o.borrow_mut().probe(pd, out),
+        &mut |pd, r, out| o.borrow_mut().record(pd, r, out),
+        &mut |_| true,
+        &mut |_| true,
+    );
+    let _ = d.print_all_aggregations(&mut out);
+}
+
+/// Parses a format string from `data` (up to the first NUL) and formats the rest as records.
+pub fn format_bytes(data: &[u8]) {
+    let (fmt, rest) = match data.iter().position(|&c| c == 0) {
+        Some(n) => (&data[..n], &data[n + 1..]),
+        None => (data, &[][..]),
+    };
+    let Ok(f) = PrintfFormat::parse(&String::from_utf8_lossy(fmt)) else {
+        return;
+    };
+    let mut b = Bytes(rest);
+    let recs: Vec<RecDesc> = (0..b.u8() % 8).map(|_| rec(&mut b)).collect();
+    let action = ACTIONS[b.u8() as usize % ACTIONS.len()];
+    let body = b.0;
+    let aggs = [AggValue {
+        action,
+        data: body,
+        normal: 1 + (body.first().copied().unwrap_or(0) as u64 % 3),
+    }];
+    let env = FmtEnv {
+        symbols: &NoSymbols,
+        stackindent: 14,
+    };
+    let mut out = Vec::new();
+    let _ = f.format(&mut out, &env, &recs, body, &aggs);
+    let _ = ConsumeAction::This;
+}

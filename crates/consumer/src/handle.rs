@@ -1,0 +1,556 @@
+//! The consumer handle (`dtrace_hdl_t` and the API of the Oracle guide, in Rust form): open, compile a
+//! string or file, exec, setopt/getopt, go, sleep, work, consume, stop, aggregate snap/walk/print,
+//! error and drop handlers, errno/errmsg, close.
+//!
+//! The compiler and the framework are reached through two small seams, [`Compiler`] and [`Tracer`], so
+//! the handle works against any execution substrate (the in-process framework, eBPF, or a test double)
+//! that produces the record format of `dtrace_framework::records`.
+
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use dtrace_dif::program::{ProbeDesc, Program};
+use dtrace_framework::records::{AggDesc, AggRecord, BufferSnapshot, EprobeDesc, ProbeInfo};
+
+use crate::consume::{ConsumeAction, Decoder, DropFn, ErrFn, ProbeFn, RecFn};
+use crate::error::{ConsumerError, Result};
+use crate::status::{self, DropReport, ErrorReport, StatusCounters};
+
+/// Which part of a probe description a bare `-P/-m/-f/-n` argument names (`dtrace_probespec_t`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProbeSpec {
+    /// `-P provider`.
+    Provider,
+    /// `-m module`.
+    Module,
+    /// `-f function`.
+    Function,
+    /// `-n name` (or a full description).
+    Name,
+    /// A whole D program (`-s`, or `dtrace_program_strcompile` of a script).
+    Script,
+}
+
+/// Compilation flags (`DTRACE_C_*`) the command line can ask for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CompileFlags {
+    /// `-Z`: permit descriptions that match no probes.
+    pub zero_defs: bool,
+    /// `-C`: run the C preprocessor.
+    pub cpp: bool,
+    /// `-S`: show the intermediate code.
+    pub show_dif: bool,
+    /// `-e`: exit after compiling.
+    pub no_exec: bool,
+}
+
+/// The compiler seam: D source to a [`Program`].
+pub trait Compiler {
+    /// Compiles `source` (a probe description or a whole script per `spec`) with macro arguments
+    /// `argv` (`$0` is `argv[0]`).
+    fn compile(
+        &mut self,
+        source: &str,
+        spec: ProbeSpec,
+        flags: CompileFlags,
+        argv: &[String],
+        options: &crate::options::Options,
+    ) -> Result<Program>;
+}
+
+/// What enabling a program produced (`dtrace_proginfo_t` plus the descriptions the consumer needs).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExecInfo {
+    /// Number of probes matched.
+    pub matches: usize,
+    /// The enabled probe descriptions created.
+    pub eprobes: Vec<EprobeDesc>,
+    /// The probes involved.
+    pub probes: Vec<ProbeInfo>,
+    /// The aggregations created.
+    pub aggs: Vec<AggDesc>,
+}
+
+/// The execution seam: the framework (probe context) side of DTrace.
+pub trait Tracer {
+    /// Enables a program's ECBs.
+    fn exec(&mut self, prog: &Program, options: &crate::options::Options) -> Result<ExecInfo>;
+    /// Starts tracing (fires BEGIN).
+    fn go(&mut self) -> Result<()>;
+    /// Stops tracing (fires END).
+    fn stop(&mut self) -> Result<()>;
+    /// Switches and returns every CPU's principal buffer.
+    fn switch_buffers(&mut self) -> Result<Vec<BufferSnapshot>>;
+    /// Aggregation records accumulated since the previous snapshot, all CPUs.
+    fn aggregate_snapshot(&mut self) -> Result<Vec<AggRecord>>;
+    /// Status counters (drops, exit requested).
+    fn status(&mut self) -> Result<StatusCounters>;
+    /// Runs what is due in the tracer itself (timer probes, queued events); called often.
+    fn poll(&mut self) -> Result<()> {
+        Ok(())
+    }
+    /// How long until the tracer next has timer work, if it has any.
+    fn time_to_next_event(&self) -> Option<Duration> {
+        None
+    }
+    /// Aggregation drops per CPU (cpu, count) since the previous call.
+    fn take_aggregation_drops(&mut self) -> Vec<(u32, u64)> {
+        Vec::new()
+    }
+    /// The probes matching a description (for `-l`).
+    fn list(&mut self, desc: &ProbeDesc) -> Result<Vec<ProbeInfo>> {
+        let _ = desc;
+        Err(ConsumerError::NotSupported(
+            "listing probes with this tracer".into(),
+        ))
+    }
+}
+
+/// A tracer that cannot trace: every operation reports what is missing.
+#[derive(Debug, Clone, Default)]
+pub struct NoTracer(pub String);
+
+impl NoTracer {
+    fn err<T>(&self) -> Result<T> {
+        Err(ConsumerError::NotSupported(self.0.clone()))
+    }
+}
+
+impl Tracer for NoTracer {
+    fn exec(&mut self, _: &Program, _: &crate::options::Options) -> Result<ExecInfo> {
+        self.err()
+    }
+    fn go(&mut self) -> Result<()> {
+        self.err()
+    }
+    fn stop(&mut self) -> Result<()> {
+        self.err()
+    }
+    fn switch_buffers(&mut self) -> Result<Vec<BufferSnapshot>> {
+        self.err()
+    }
+    fn aggregate_snapshot(&mut self) -> Result<Vec<AggRecord>> {
+        self.err()
+    }
+    fn status(&mut self) -> Result<StatusCounters> {
+        self.err()
+    }
+}
+
+/// What `work` found (`dtrace_workstatus_t`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WorkStatus {
+    /// Keep going.
+    Okay,
+    /// Tracing has stopped and everything was consumed.
+    Done,
+}
+
+/// Information about an executed program (`dtrace_proginfo_t`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProgInfo {
+    /// Probes matched.
+    pub matches: usize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Idle,
+    Going,
+    Stopped,
+}
+
+/// The library's ERROR program (`_dt_errprog`).
+pub const ERROR_PROGRAM: &str =
+    "dtrace:::ERROR{trace(arg1);trace(arg2);trace(arg3);trace(arg4);trace(arg5);}";
+
+/// A consumer handle.
+pub struct Handle {
+    compiler: Option<Box<dyn Compiler>>,
+    tracer: Box<dyn Tracer>,
+    /// The decoding state (options, aggregations, descriptions).
+    pub decoder: Decoder,
+    state: State,
+    last_error: Option<ConsumerError>,
+    err_handler: Option<Box<ErrFn<'static>>>,
+    drop_handler: Option<Box<DropFn<'static>>>,
+    status: StatusCounters,
+    last_switch: Option<Instant>,
+    last_status: Option<Instant>,
+    last_agg: Option<Instant>,
+}
+
+impl Handle {
+    /// `dtrace_open`: a handle over a tracer and, when available, a compiler.
+    pub fn open(tracer: Box<dyn Tracer>, compiler: Option<Box<dyn Compiler>>) -> Handle {
+        Handle {
+            compiler,
+            tracer,
+            decoder: Decoder::default(),
+            state: State::Idle,
+            last_error: None,
+            err_handler: None,
+            drop_handler: None,
+            status: StatusCounters::default(),
+            last_switch: None,
+            last_status: None,
+            last_agg: None,
+        }
+    }
+
+    fn record<T>(&mut self, r: Result<T>) -> Result<T> {
+        if let Err(e) = &r {
+            self.last_error = Some(e.clone());
+        }
+        r
+    }
+
+    /// `dtrace_errno`: the last error, if any.
+    pub fn errno(&self) -> Option<&ConsumerError> {
+        self.last_error.as_ref()
+    }
+
+    /// `dtrace_errmsg`: the last error's message (`"no error"` when none).
+    pub fn errmsg(&self) -> String {
+        self.last_error
+            .as_ref()
+            .map_or_else(|| "no error".to_string(), |e| e.to_string())
+    }
+
+    /// `dtrace_setopt`.
+    pub fn setopt(&mut self, name: &str, value: Option<&str>) -> Result<()> {
+        let active = self.state == State::Going;
+        let r = self.decoder.options.set(name, value, active);
+        self.record(r)
+    }
+
+    /// `dtrace_getopt`.
+    pub fn getopt(&mut self, name: &str) -> Result<i64> {
+        let r = self.decoder.options.get(name);
+        self.record(r)
+    }
+
+    /// `dtrace_program_strcompile`.
+    pub fn compile_str(
+        &mut self,
+        source: &str,
+        spec: ProbeSpec,
+        flags: CompileFlags,
+        argv: &[String],
+    ) -> Result<Program> {
+        let r = match self.compiler.as_mut() {
+            Some(c) => c.compile(source, spec, flags, argv, &self.decoder.options),
+            None => Err(ConsumerError::NotSupported(
+                "compiling D: no compiler is linked into this consumer".into(),
+            )),
+        };
+        self.record(r)
+    }
+
+    /// `dtrace_program_fcompile`.
+    pub fn compile_file(
+        &mut self,
+        path: &std::path::Path,
+        flags: CompileFlags,
+        argv: &[String],
+    ) -> Result<Program> {
+        let src = match std::fs::read_to_string(path) {
+            Ok(s) => s,
+            Err(e) => {
+                let r = Err(ConsumerError::Compile(format!(
+                    "failed to open {}: {e}",
+                    path.display()
+                )));
+                return self.record(r);
+            }
+        };
+        // A leading #! line is a comment to D.
+        let src = if src.starts_with("#!") {
+            let nl = src.find('\n').unwrap_or(src.len());
+            src[nl..].to_string()
+        } else {
+            src
+        };
+        self.compile_str(&src, ProbeSpec::Script, flags, argv)
+    }
+
+    /// `dtrace_program_exec`: applies the program's pragmas and enables it.
+    pub fn exec(&mut self, prog: &Program) -> Result<ProgInfo> {
+        let r = self.exec_inner(prog, false);
+        self.record(r)
+    }
+
+    fn exec_inner(&mut self, prog: &Program, is_error_prog: bool) -> Result<ProgInfo> {
+        for (name, value) in &prog.options {
+            self.decoder
+                .options
+                .set(name, value.as_deref(), self.state == State::Going)?;
+        }
+        let info = self.tracer.exec(prog, &self.decoder.options)?;
+        let epids: Vec<u32> = info.eprobes.iter().map(|e| e.epid).collect();
+        self.decoder.add_program(&prog.formats, &epids)?;
+        if is_error_prog {
+            self.decoder.error_epids.extend(epids.iter().copied());
+        }
+        for e in info.eprobes {
+            self.decoder.eprobes.insert(e.epid, e);
+        }
+        for p in info.probes {
+            self.decoder.probes.insert(p.id, p);
+        }
+        for a in info.aggs {
+            self.decoder.aggs.add_desc(a);
+        }
+        Ok(ProgInfo {
+            matches: info.matches,
+        })
+    }
+
+    /// `dtrace_handle_err`: installs the error handler and enables the library's ERROR program.
+    pub fn handle_err(&mut self, f: Box<ErrFn<'static>>) -> Result<()> {
+        let r = self
+            .compile_str(
+                ERROR_PROGRAM,
+                ProbeSpec::Script,
+                CompileFlags::default(),
+                &[],
+            )
+            .and_then(|p| self.exec_inner(&p, true));
+        self.err_handler = Some(f);
+        self.record(r.map(|_| ()))
+    }
+
+    /// Installs the error handler only (for tracers that enable the ERROR program themselves).
+    pub fn set_err_handler(&mut self, f: Box<ErrFn<'static>>) {
+        self.err_handler = Some(f);
+    }
+
+    /// `dtrace_handle_drop`.
+    pub fn handle_drop(&mut self, f: Box<DropFn<'static>>) {
+        self.drop_handler = Some(f);
+    }
+
+    /// `dtrace_go`.
+    pub fn go(&mut self) -> Result<()> {
+        if self.state != State::Idle {
+            let r = Err(ConsumerError::BadState("dtrace_go() called twice"));
+            return self.record(r);
+        }
+        let r = self.tracer.go();
+        if r.is_ok() {
+            self.state = State::Going;
+        }
+        self.record(r)
+    }
+
+    /// `dtrace_stop`.
+    pub fn stop(&mut self) -> Result<()> {
+        if self.state != State::Going {
+            return Ok(());
+        }
+        let r = self.tracer.stop();
+        self.state = State::Stopped;
+        self.record(r)
+    }
+
+    /// Whether tracing has stopped.
+    pub fn stopped(&self) -> bool {
+        self.state == State::Stopped
+    }
+
+    fn rate(&self, name: &str) -> Duration {
+        let v = self.decoder.options.value(name);
+        Duration::from_nanos(if v > 0 { v as u64 } else { 1_000_000_000 })
+    }
+
+    /// How long until the next buffer switch, status check, aggregation snapshot or tracer timer.
+    pub fn time_to_next(&self) -> Duration {
+        match self.tracer.time_to_next_event() {
+            Some(t) => t.min(self.time_to_next_rate()),
+            None => self.time_to_next_rate(),
+        }
+    }
+
+    /// Lets the tracer run its due timers and queued events (`dtrace_sleep` does this implicitly).
+    pub fn poll(&mut self) -> Result<()> {
+        let r = self.tracer.poll();
+        self.record(r)
+    }
+
+    /// How long until the next buffer switch, status check or aggregation snapshot is due.
+    pub fn time_to_next_rate(&self) -> Duration {
+        let now = Instant::now();
+        let due = |last: Option<Instant>, every: Duration| last.map_or(now, |l| l + every);
+        let next = due(self.last_switch, self.rate("switchrate"))
+            .min(due(self.last_status, self.rate("statusrate")))
+            .min(due(self.last_agg, self.rate("aggrate")));
+        next.saturating_duration_since(now)
+    }
+
+    /// `dtrace_sleep`: waits until the next buffer switch, status check or aggregation snapshot is
+    /// due, running the tracer's timers meanwhile.
+    pub fn sleep(&mut self) -> Result<()> {
+        loop {
+            let rate = self.time_to_next_rate();
+            if rate.is_zero() {
+                return Ok(());
+            }
+            std::thread::sleep(self.time_to_next().min(rate));
+            self.poll()?;
+        }
+    }
+
+    /// `dtrace_status` plus drop reporting: checks the framework's counters.
+    pub fn check_status(&mut self) -> Result<()> {
+        let new = self.tracer.status()?;
+        self.last_status = Some(Instant::now());
+        for d in status::status_drops(&self.status, &new) {
+            self.report_drop(&d)?;
+        }
+        if new.killed && !self.status.killed {
+            self.status = new;
+            return Err(ConsumerError::Backend(
+                "aborted: the deadman timer fired (the system was unresponsive)".into(),
+            ));
+        }
+        self.status = new;
+        if new.exited && self.state == State::Going {
+            self.stop()?;
+        }
+        Ok(())
+    }
+
+    fn report_drop(&mut self, d: &DropReport) -> Result<()> {
+        let keep_going = match self.drop_handler.as_mut() {
+            Some(h) => h(d),
+            None => false,
+        };
+        if keep_going {
+            Ok(())
+        } else {
+            Err(ConsumerError::DirectAbort)
+        }
+    }
+
+    /// `dtrace_aggregate_snap`.
+    pub fn aggregate_snap(&mut self) -> Result<()> {
+        let r = self
+            .tracer
+            .aggregate_snapshot()
+            .and_then(|recs| self.decoder.aggs.merge(&recs));
+        self.last_agg = Some(Instant::now());
+        self.record(r)?;
+        for (cpu, n) in self.tracer.take_aggregation_drops() {
+            let d = DropReport {
+                cpu: Some(cpu),
+                kind: status::DropKind::Aggregation,
+                drops: n,
+                msg: status::cpu_drop_message(status::DropKind::Aggregation, n, cpu),
+            };
+            let r = self.report_drop(&d);
+            self.record(r)?;
+        }
+        Ok(())
+    }
+
+    /// `dtrace_consume`: switches and consumes every CPU's buffer into `out`.
+    pub fn consume(
+        &mut self,
+        out: &mut dyn Write,
+        pfunc: &mut ProbeFn<'_>,
+        rfunc: &mut RecFn<'_>,
+    ) -> Result<()> {
+        let r = self.consume_inner(out, pfunc, rfunc);
+        self.record(r)
+    }
+
+    fn consume_inner(
+        &mut self,
+        out: &mut dyn Write,
+        pfunc: &mut ProbeFn<'_>,
+        rfunc: &mut RecFn<'_>,
+    ) -> Result<()> {
+        let mut bufs = self.tracer.switch_buffers()?;
+        self.last_switch = Some(Instant::now());
+        bufs.sort_by_key(|b| b.cpu);
+        let mut noerr = |_: &ErrorReport| false;
+        let mut nodrop = |_: &DropReport| false;
+        let mut text = Vec::new();
+        for b in &bufs {
+            let errfn: &mut ErrFn<'_> = match self.err_handler.as_mut() {
+                Some(h) => h.as_mut(),
+                None => &mut noerr,
+            };
+            let dropfn: &mut DropFn<'_> = match self.drop_handler.as_mut() {
+                Some(h) => h.as_mut(),
+                None => &mut nodrop,
+            };
+            let r = self
+                .decoder
+                .consume_buffer(b, &mut text, pfunc, rfunc, errfn, dropfn);
+            out.write_all(&text)?;
+            text.clear();
+            r?;
+        }
+        out.flush()?;
+        Ok(())
+    }
+
+    /// `dtrace_work`: status, aggregation snapshot and consumption as they fall due.
+    pub fn work(
+        &mut self,
+        out: &mut dyn Write,
+        pfunc: &mut ProbeFn<'_>,
+        rfunc: &mut RecFn<'_>,
+    ) -> Result<WorkStatus> {
+        let r = self.tracer.poll().and_then(|_| self.check_status());
+        self.record(r)?;
+        self.aggregate_snap()?;
+        self.consume(out, pfunc, rfunc)?;
+        if self.state == State::Stopped {
+            // Collect what END produced.
+            self.aggregate_snap()?;
+            self.consume(out, pfunc, rfunc)?;
+            return Ok(WorkStatus::Done);
+        }
+        Ok(WorkStatus::Okay)
+    }
+
+    /// `dtrace_aggregate_print`: every aggregation not printed by `printa()`.
+    pub fn aggregate_print(&mut self, out: &mut dyn Write) -> Result<()> {
+        let mut text = Vec::new();
+        let r = self
+            .decoder
+            .print_all_aggregations(&mut text)
+            .and_then(|_| out.write_all(&text).map_err(ConsumerError::from));
+        self.record(r)
+    }
+
+    /// `dtrace_aggregate_walk_sorted`: visits each merged entry in print order.
+    pub fn aggregate_walk_sorted(
+        &self,
+        f: &mut dyn FnMut(&crate::aggregate::AggEntry) -> ConsumeAction,
+    ) {
+        for e in self.decoder.aggs.sorted(self.decoder.sort_order()) {
+            if f(&e) == ConsumeAction::Abort {
+                break;
+            }
+        }
+    }
+
+    /// `dtrace_probe_iter`: the probes matching a description.
+    pub fn list_probes(&mut self, desc: &ProbeDesc) -> Result<Vec<ProbeInfo>> {
+        let r = self.tracer.list(desc);
+        self.record(r)
+    }
+
+    /// The status passed to `exit()`, if a record of it was consumed.
+    pub fn exit_status(&self) -> Option<i32> {
+        self.decoder.exit_status
+    }
+
+    /// `dtrace_close`: stops tracing if needed and releases the handle.
+    pub fn close(mut self) -> Result<()> {
+        self.stop()
+    }
+}

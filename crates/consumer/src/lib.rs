@@ -1,0 +1,34 @@
+//! The DTrace consumer library (libdtrace's consumer half): the handle API of the Oracle guide in Rust
+//! form ([`handle`]), decoding the framework's buffers by EPID and record descriptions ([`consume`]),
+//! the consumer's merged copy of the aggregations ([`aggregate`]), and every output format byte-exact
+//! with DTrace: `printf` ([`printf`], on the C engine [`cformat`]), `trace()` and byte dumps
+//! ([`bytes`]), aggregation printing and `printa` ([`aggprint`]), distribution graphs ([`quantize`]),
+//! stacks and symbols ([`stack`], [`symbols`]), options ([`options`]), drop and error messages
+//! ([`status`]).
+//!
+//! It does not compile D (`dtrace-compiler`) nor run probes (`dtrace-framework`, `dtrace-linux`): those
+//! are reached through the [`handle::Compiler`] and [`handle::Tracer`] seams. It makes no OS calls of its
+//! own: `system()`, `freopen()` and symbol lookups go through traits the embedding program implements.
+
+pub mod aggprint;
+pub mod aggregate;
+pub mod aggvalue;
+pub mod bytes;
+pub mod cformat;
+pub mod consume;
+pub mod error;
+pub mod fuzz_entry;
+pub mod handle;
+pub mod listing;
+pub mod options;
+pub mod printf;
+pub mod quantize;
+pub mod recdata;
+pub mod stack;
+pub mod status;
+pub mod symbols;
+pub mod timefmt;
+
+pub use consume::{ConsumeAction, Decoder, ProbeData};
+pub use error::{ConsumerError, Result};
+pub use handle::{CompileFlags, Compiler, ExecInfo, Handle, ProbeSpec, Tracer, WorkStatus};

@@ -1,0 +1,301 @@
+//! The distribution graphs of `quantize()`, `lquantize()` and `llquantize()`, byte for byte as DTrace
+//! draws them: the `value  ---- Distribution ---- count` header, one row per bucket from one below the
+//! first non-zero bucket to one above the last, `@` bars scaled to 40 columns (half-width bars either side
+//! of a centre line when there are negative counts), and the `< base` / `>= limit` rows of lquantize.
+
+use crate::error::{ConsumerError, Result};
+use crate::recdata;
+
+/// Number of `quantize()` buckets (`DTRACE_QUANTIZE_NBUCKETS`).
+pub const QUANTIZE_NBUCKETS: usize = 127;
+/// Index of the zero bucket (`DTRACE_QUANTIZE_ZEROBUCKET`).
+pub const QUANTIZE_ZEROBUCKET: usize = 63;
+
+/// The lower bound of quantize bucket `i` (`DTRACE_QUANTIZE_BUCKETVAL`).
+pub fn quantize_bucket_value(i: usize) -> i64 {
+    if i < QUANTIZE_ZEROBUCKET {
+        -(1i64 << (QUANTIZE_ZEROBUCKET - 1 - i))
+    } else if i == QUANTIZE_ZEROBUCKET {
+        0
+    } else {
+        1i64 << (i - QUANTIZE_ZEROBUCKET - 1)
+    }
+}
+
+/// Decoded `lquantize()` parameters: base, step and number of levels.
+pub fn lquantize_params(arg: u64) -> (i32, u16, u16) {
+    (arg as u32 as i32, (arg >> 48) as u16, (arg >> 32) as u16)
+}
+
+/// Decoded `llquantize()` parameters: factor, low, high, steps.
+pub fn llquantize_params(arg: u64) -> (u16, u16, u16, u16) {
+    (
+        (arg >> 48) as u16,
+        (arg >> 32) as u16,
+        (arg >> 16) as u16,
+        arg as u16,
+    )
+}
+
+fn mismatch(size: usize, what: &'static str) -> ConsumerError {
+    ConsumerError::SizeMismatch { size, what }
+}
+
+fn buckets(data: &[u8]) -> Vec<i64> {
+    (0..data.len() / 8)
+        .map(|i| recdata::i64_at(data, i).unwrap_or(0))
+        .collect()
+}
+
+const ATS: &str = "@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@";
+const SPACES: &str = "                                        ";
+
+/// One bar with its count (`dt_print_quantline`).
+fn quantline(out: &mut String, val: i64, normal: u64, total: f64, pos: bool, neg: bool) {
+    use std::fmt::Write;
+    let shown = val.wrapping_div((normal as i64).max(1));
+    let depth_of = |len: usize| -> usize {
+        if total == 0.0 {
+            return 0;
+        }
+        let f = (val.unsigned_abs() as f64 * len as f64) / total;
+        ((f + 0.5) as usize).min(len)
+    };
+    if !neg {
+        let depth = if pos { depth_of(40) } else { 0 };
+        let _ = writeln!(
+            out,
+            "|{}{} {:<9}",
+            &ATS[..depth],
+            &SPACES[..40 - depth],
+            shown
+        );
+        return;
+    }
+    if !pos {
+        let depth = depth_of(40);
+        let _ = writeln!(
+            out,
+            "{}{}| {:<9}",
+            &SPACES[..40 - depth],
+            &ATS[..depth],
+            shown
+        );
+        return;
+    }
+    let depth = depth_of(20);
+    if val <= 0 {
+        let _ = writeln!(
+            out,
+            "{}{}|{:20} {:<9}",
+            &SPACES[..20 - depth],
+            &ATS[..depth],
+            "",
+            shown
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "{:20}|{}{} {:<9}",
+            "",
+            &ATS[..depth],
+            &SPACES[..20 - depth],
+            shown
+        );
+    }
+}
+
+fn header(out: &mut String) {
+    out.push_str(&format!(
+        "\n{:>16} {:>41} {:<9}\n",
+        "value", "------------- Distribution -------------", "count"
+    ));
+}
+
+/// First and last rows to show: one zero row either side of the non-zero ones, or `empty` when all
+/// buckets are zero.
+fn row_range(data: &[i64], empty: (usize, usize)) -> (usize, usize) {
+    let n = data.len();
+    let Some(first) = data.iter().position(|&v| v != 0) else {
+        return empty;
+    };
+    let last = data.iter().rposition(|&v| v != 0).unwrap_or(first);
+    (first.saturating_sub(1), (last + 1).min(n - 1))
+}
+
+fn totals(data: &[i64], first: usize, last: usize) -> (f64, bool, bool) {
+    let mut total = 0.0;
+    let (mut pos, mut neg) = (false, false);
+    for &v in &data[first..=last] {
+        pos |= v > 0;
+        neg |= v < 0;
+        total += (v as f64).abs();
+    }
+    (total, pos, neg)
+}
+
+/// `quantize()` graph.
+pub fn print_quantize(out: &mut Vec<u8>, data: &[u8], normal: u64) -> Result<()> {
+    if data.len() != QUANTIZE_NBUCKETS * 8 {
+        return Err(mismatch(data.len(), "quantize()"));
+    }
+    let d = buckets(data);
+    // DTrace never treats the last bucket as "first non-zero": all-zero data shows around zero.
+    let (first, last) = if d[..QUANTIZE_NBUCKETS - 1].iter().all(|&v| v == 0) {
+        (QUANTIZE_ZEROBUCKET - 1, QUANTIZE_ZEROBUCKET + 1)
+    } else {
+        row_range(&d, (0, 0))
+    };
+    let (total, pos, neg) = totals(&d, first, last);
+    let mut s = String::new();
+    header(&mut s);
+    for (i, &v) in d.iter().enumerate().take(last + 1).skip(first) {
+        s.push_str(&format!("{:>16} ", quantize_bucket_value(i)));
+        quantline(&mut s, v, normal, total, pos, neg);
+    }
+    out.extend_from_slice(s.as_bytes());
+    Ok(())
+}
+
+/// `lquantize()` graph: the first u64 is the encoded parameters, then levels + 2 buckets.
+pub fn print_lquantize(out: &mut Vec<u8>, data: &[u8], normal: u64) -> Result<()> {
+    let arg = recdata::u64_at(data, 0).ok_or(mismatch(data.len(), "lquantize()"))?;
+    let (base, step, levels) = lquantize_params(arg);
+    let levels = levels as usize;
+    if data.len() != 8 * (levels + 3) {
+        return Err(mismatch(data.len(), "lquantize()"));
+    }
+    let d = buckets(&data[8..]);
+    let (first, last) = row_range(&d, (0, 2.min(d.len() - 1)));
+    let (total, pos, neg) = totals(&d, first, last);
+    let mut s = String::new();
+    header(&mut s);
+    let (base, step) = (base as i64, step as i64);
+    for (i, &v) in d.iter().enumerate().take(last + 1).skip(first) {
+        let label = if i == 0 {
+            format!("< {base}")
+        } else if i == levels + 1 {
+            format!(">= {}", base + levels as i64 * step)
+        } else {
+            (base + (i as i64 - 1) * step).to_string()
+        };
+        s.push_str(&format!("{label:>16} "));
+        quantline(&mut s, v, normal, total, pos, neg);
+    }
+    out.extend_from_slice(s.as_bytes());
+    Ok(())
+}
+
+/// `llquantize()` graph: the first u64 is the encoded parameters, then the buckets.
+pub fn print_llquantize(out: &mut Vec<u8>, data: &[u8], normal: u64) -> Result<()> {
+    let arg = recdata::u64_at(data, 0).ok_or(mismatch(data.len(), "llquantize()"))?;
+    let (factor, low, high, nsteps) = llquantize_params(arg);
+    let body = &data[8..];
+    if !body.len().is_multiple_of(8)
+        || body.is_empty()
+        || factor < 2
+        || low >= high
+        || nsteps == 0
+        || factor > nsteps
+        || data.len() > i32::MAX as usize
+    {
+        return Err(mismatch(data.len(), "llquantize()"));
+    }
+    let d = buckets(body);
+    let levels = d.len();
+    let (first, last) = row_range(&d, (0, 1.min(levels - 1)));
+    let (total, pos, neg) = totals(&d, first, last);
+    let mut s = String::new();
+    header(&mut s);
+    let factor = factor as i64;
+    let mut value: i64 = 1;
+    for _ in 0..low {
+        value = value.saturating_mul(factor);
+    }
+    let mut order = low;
+    let mut next = value.saturating_mul(factor);
+    let mut step = if next > nsteps as i64 {
+        next / nsteps as i64
+    } else {
+        1
+    };
+    if first == 0 {
+        s.push_str(&format!("{:>16} ", format!("< {value}")));
+        quantline(&mut s, d[0], normal, total, pos, neg);
+    }
+    let mut bin = 1usize;
+    while order <= high {
+        // Valid data has exactly one bucket per step; more steps than buckets means bad parameters,
+        // and stopping here also bounds the loop.
+        let Some(&v) = d.get(bin) else {
+            return Err(mismatch(data.len(), "llquantize()"));
+        };
+        if bin >= first && bin <= last {
+            s.push_str(&format!("{value:>16} "));
+            quantline(&mut s, v, normal, total, pos, neg);
+        }
+        bin += 1;
+        value = value.saturating_add(step);
+        if value != next {
+            continue;
+        }
+        next = value.saturating_mul(factor);
+        step = if next > nsteps as i64 {
+            next / nsteps as i64
+        } else {
+            1
+        };
+        order += 1;
+    }
+    if last >= bin {
+        let Some(&v) = d.get(bin) else {
+            return Err(mismatch(data.len(), "llquantize()"));
+        };
+        s.push_str(&format!("{:>16} ", format!(">= {value}")));
+        quantline(&mut s, v, normal, total, pos, neg);
+    }
+    out.extend_from_slice(s.as_bytes());
+    Ok(())
+}
+
+/// Sum of bucket lower bounds weighted by counts and the zero bucket's count, DTrace's sort key for
+/// quantized aggregations.
+pub fn quantize_sort_key(data: &[u8]) -> (f64, i64) {
+    let d = buckets(data);
+    let mut total = 0.0;
+    let mut zero = 0;
+    for (i, &v) in d.iter().enumerate() {
+        let b = quantize_bucket_value(i);
+        if b == 0 {
+            zero = v;
+        }
+        total += b as f64 * v as f64;
+    }
+    (total, zero)
+}
+
+/// The lquantize sort key: weighted sum over buckets and the count of the bucket holding zero.
+pub fn lquantize_sort_key(data: &[u8]) -> (f64, i64) {
+    let Some(arg) = recdata::u64_at(data, 0) else {
+        return (0.0, 0);
+    };
+    let (base, step, levels) = lquantize_params(arg);
+    let d = buckets(data.get(8..).unwrap_or(&[]));
+    let mut total = 0.0;
+    let mut zero = 0;
+    let (base, step) = (base as i64, step as i64);
+    for (i, &v) in d.iter().enumerate() {
+        let lo = if i == 0 {
+            base - 1
+        } else if i == levels as usize + 1 {
+            base + levels as i64 * step
+        } else {
+            base + (i as i64 - 1) * step
+        };
+        if lo == 0 {
+            zero = v;
+        }
+        total += lo as f64 * v as f64;
+    }
+    (total, zero)
+}

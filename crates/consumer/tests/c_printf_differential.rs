@@ -1,0 +1,129 @@
+//! Differential test of the C printf engine against the system C library: every combination of flags,
+//! width and precision over integer and floating-point conversions is printed by a small C program
+//! compiled with gcc and by `cformat`, and the outputs must match byte for byte.
+
+use dtrace_consumer::cformat::{self, Spec};
+use std::fmt::Write as _;
+use std::process::Command;
+
+enum Val {
+    I(i64),
+    U(u64),
+    F(f64),
+}
+
+fn cases() -> Vec<(String, Spec, u8, Val)> {
+    let flagsets = ["", "-", "0", "+", " ", "#", "-+", "0#", "+0", "- #"];
+    let widths = [0usize, 1, 6, 14];
+    let precs = [None, Some(0), Some(1), Some(4), Some(10)];
+    let ints: [i64; 6] = [0, 1, -1, 42, -123456789, i64::MIN];
+    let uints: [u64; 4] = [0, 7, 0xdeadbeef, u64::MAX];
+    let floats: [f64; 10] = [
+        0.0,
+        -0.0,
+        1.0,
+        -2.5,
+        std::f64::consts::PI,
+        0.000123456,
+        123456789.0,
+        1e-300,
+        6.02214076e23,
+        0.5,
+    ];
+    let mut v = Vec::new();
+    for f in flagsets {
+        for &w in &widths {
+            for &p in &precs {
+                let spec = Spec {
+                    alt: f.contains('#'),
+                    zero: f.contains('0'),
+                    left: f.contains('-'),
+                    plus: f.contains('+'),
+                    space: f.contains(' '),
+                    width: w,
+                    prec: p,
+                };
+                let mut cf = format!("%{f}");
+                if w > 0 {
+                    write!(cf, "{w}").unwrap();
+                }
+                if let Some(p) = p {
+                    write!(cf, ".{p}").unwrap();
+                }
+                for &i in &ints {
+                    v.push((format!("{cf}lld"), spec, b'd', Val::I(i)));
+                }
+                for &u in &uints {
+                    for c in [b'u', b'x', b'X', b'o'] {
+                        v.push((format!("{cf}ll{}", c as char), spec, c, Val::U(u)));
+                    }
+                }
+                for &x in &floats {
+                    for c in [b'f', b'e', b'E', b'g', b'G', b'a', b'A'] {
+                        v.push((format!("{cf}{}", c as char), spec, c, Val::F(x)));
+                    }
+                }
+            }
+        }
+    }
+    v
+}
+
+#[test]
+fn cformat_matches_the_c_library() {
+    if !dtrace_testkit::skip_unless(
+        dtrace_testkit::have_program("gcc"),
+        "cformat_matches_the_c_library",
+        "gcc is not installed",
+    ) {
+        return;
+    }
+    let cases = cases();
+    let dir = std::env::temp_dir().join(format!("dtrace-cformat-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut c = String::from("#include <stdio.h>\nint main(void){\n");
+    for (fmt, _, _, val) in &cases {
+        let arg = match val {
+            Val::I(i) if *i == i64::MIN => "(-9223372036854775807LL-1)".to_string(),
+            Val::I(i) => format!("{i}LL"),
+            Val::U(u) => format!("{u}ULL"),
+            Val::F(x) => format!("{:?}", x),
+        };
+        writeln!(c, "printf(\"[{fmt}]\\n\", {arg});").unwrap();
+    }
+    c.push_str("return 0;}\n");
+    let src = dir.join("t.c");
+    let bin = dir.join("t");
+    std::fs::write(&src, c).unwrap();
+    let st = Command::new("gcc")
+        .args(["-w", "-O0", "-o"])
+        .arg(&bin)
+        .arg(&src)
+        .status()
+        .unwrap();
+    assert!(st.success(), "gcc failed");
+    let out = Command::new(&bin).output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), cases.len());
+    let mut bad = Vec::new();
+    for ((fmt, spec, conv, val), want) in cases.iter().zip(lines) {
+        let mut o = Vec::new();
+        match val {
+            Val::I(i) => cformat::fmt_signed(&mut o, spec, *i),
+            Val::U(u) => cformat::fmt_unsigned(&mut o, spec, *u, *conv),
+            Val::F(x) => cformat::fmt_float(&mut o, spec, *x, *conv),
+        }
+        let got = format!("[{}]", String::from_utf8(o).unwrap());
+        if got != want {
+            bad.push(format!("{fmt}: C {want} ours {got}"));
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        bad.is_empty(),
+        "{} mismatches, first: {:#?}",
+        bad.len(),
+        &bad[..bad.len().min(20)]
+    );
+}

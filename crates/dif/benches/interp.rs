@@ -1,0 +1,118 @@
+//! Interpreter benchmarks: (a) a straight-line integer block, (b) a typical D clause (predicate on `pid`
+//! and a string, an associative-array update, a `strjoin`). Figures are reported, never asserted.
+
+use std::time::Duration;
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use dtrace_dif::asm::assemble;
+use dtrace_dif::verify::verify;
+use dtrace_dif::vm::fake::{FakeContext, FakeMemory};
+use dtrace_dif::vm::{Machine, VarState, VmOptions};
+use std::hint::black_box;
+
+/// CPU time consumed by this thread so far, in ns (`/proc/thread-self/schedstat`), so figures on a
+/// shared, loaded machine reflect our work rather than the wait for a core. `None` where unavailable.
+fn thread_cpu_ns() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    s.split_whitespace().next()?.parse().ok()
+}
+
+/// Runs `f` `iters` times and returns the thread CPU time it took (wall time when unavailable); used
+/// over long runs because the kernel updates the figure only at scheduling events.
+fn cpu_time(iters: u64, mut f: impl FnMut()) -> Duration {
+    let wall = std::time::Instant::now();
+    let t0 = thread_cpu_ns();
+    for _ in 0..iters {
+        f();
+    }
+    match (t0, thread_cpu_ns()) {
+        (Some(a), Some(b)) => Duration::from_nanos(b.saturating_sub(a)),
+        _ => wall.elapsed(),
+    }
+}
+
+fn straight_line(c: &mut Criterion) {
+    let mut src = String::from("setx 3, %r1\nsetx 5, %r2\n");
+    let ops = ["add", "mul", "xor", "sub", "or", "and", "sll", "srl"];
+    for i in 0..1000 {
+        let op = ops[i % ops.len()];
+        src.push_str(&format!("{op} %r1, %r2, %r{}\n", 3 + i % 5));
+    }
+    src.push_str("ret %r3\n");
+    let obj = assemble(&src).unwrap();
+    verify(&obj).unwrap();
+    let n = obj.text.len() as u64;
+    let mut state = VarState::new(VmOptions::default());
+    let mut m = Machine::new();
+    let mut ctx = FakeContext::new();
+    let mut mem = FakeMemory::new();
+    let mut g = c.benchmark_group("straight_line");
+    g.throughput(Throughput::Elements(n));
+    g.bench_function("1002_integer_instructions", |b| {
+        b.iter(|| {
+            m.begin_firing();
+            black_box(
+                m.run(black_box(&obj), &mut state, &mut ctx, &mut mem)
+                    .unwrap(),
+            )
+        })
+    });
+    let t = cpu_time(20_000, || {
+        m.begin_firing();
+        black_box(
+            m.run(black_box(&obj), &mut state, &mut ctx, &mut mem)
+                .unwrap(),
+        );
+    });
+    let per = t.as_nanos() as f64 / 20_000.0;
+    println!(
+        "straight_line CPU time: {per:.0} ns/run, {:.0} M DIF instructions/s",
+        n as f64 / per * 1e3
+    );
+    g.finish();
+}
+
+/// `/pid == 100 && execname == "fake"/ { @counts[execname] ... ; names[pid] = strjoin(execname, "-x") }`
+/// as the compiler would lower it: a predicate object, an associative-array increment, and a strjoin
+/// stored into a global associative array.
+fn typical_clause(c: &mut Criterion) {
+    let pred = assemble(
+        "ldgs pid, %r1\nsetx 100, %r2\ncmp %r1, %r2\nbne f\nldgs execname, %r1\nsets \"fake\", %r2\nscmp %r1, %r2\nbne f\nsetx 1, %r1\nret %r1\nf:\nret %r0\n",
+    )
+    .unwrap();
+    let action = assemble(
+        ".var counts 0x500 arr glb int 8\n.var names 0x501 arr glb string 256\n\
+         flushts\nldgs execname, %r1\npushtr string, %r0, %r1\nldgaa counts, %r2\nsetx 1, %r3\nadd %r2, %r3, %r2\n\
+         flushts\npushtr string, %r0, %r1\nstgaa %r2, counts\n\
+         flushts\npushtr string, %r0, %r1\nsets \"-x\", %r4\npushtr string, %r0, %r4\ncall strjoin, %r5\n\
+         flushts\nldgs pid, %r6\npushtv int, %r6\nstgaa %r5, names\nret %r5\n",
+    )
+    .unwrap();
+    verify(&pred).unwrap();
+    verify(&action).unwrap();
+    let mut state = VarState::new(VmOptions::default());
+    let mut m = Machine::new();
+    let mut ctx = FakeContext::new();
+    let mut mem = FakeMemory::new();
+    c.bench_function("typical_clause", |b| {
+        b.iter(|| {
+            m.begin_firing();
+            let p = m.run(&pred, &mut state, &mut ctx, &mut mem).unwrap();
+            assert_eq!(p, 1);
+            black_box(m.run(&action, &mut state, &mut ctx, &mut mem).unwrap())
+        })
+    });
+    let t = cpu_time(200_000, || {
+        m.begin_firing();
+        let p = m.run(&pred, &mut state, &mut ctx, &mut mem).unwrap();
+        assert_eq!(p, 1);
+        black_box(m.run(&action, &mut state, &mut ctx, &mut mem).unwrap());
+    });
+    println!(
+        "typical_clause CPU time: {:.0} ns/firing",
+        t.as_nanos() as f64 / 200_000.0
+    );
+}
+
+criterion_group!(benches, straight_line, typical_clause);
+criterion_main!(benches);

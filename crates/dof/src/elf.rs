@@ -1,0 +1,109 @@
+//! ELF embedding: a relocatable object carrying DOF in a `.SUNW_dof` section with a `___SUNW_dof`
+//! symbol, as `dtrace -G` produces, and extraction of the DOF sections of an ELF file.
+
+use object::write::{Object, Relocation, StandardSegment, Symbol, SymbolSection};
+use object::{
+    Architecture, BinaryFormat, Endianness, Object as _, ObjectSection as _, RelocationEncoding,
+    RelocationFlags, RelocationKind, SectionKind, SymbolFlags, SymbolKind, SymbolScope,
+};
+
+use crate::error::{DofError, Result};
+
+/// `SHT_SUNW_dof`.
+pub const SHT_SUNW_DOF: u32 = 0x6fff_fff4;
+/// Name of the section.
+pub const SUNW_DOF_SECTION: &str = ".SUNW_dof";
+/// Name of the symbol marking the DOF.
+pub const SUNW_DOF_SYMBOL: &str = "___SUNW_dof";
+
+/// A 64-bit absolute relocation of the DOF: at `offset` bytes into the DOF, put the address of
+/// `symbol` plus `addend` (used for probe addresses).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DofElfReloc {
+    /// Byte offset in the DOF.
+    pub offset: u64,
+    /// Symbol whose address is stored.
+    pub symbol: String,
+    /// Addend.
+    pub addend: i64,
+}
+
+/// Builds a relocatable ELF object (x86-64 or AArch64, little-endian) whose `.SUNW_dof` section holds
+/// `dof`, with the hidden global symbol `___SUNW_dof` over it and the given relocations.
+pub fn dof_to_elf(dof: &[u8], arch: Architecture, relocs: &[DofElfReloc]) -> Result<Vec<u8>> {
+    if !matches!(arch, Architecture::X86_64 | Architecture::Aarch64) {
+        return Err(DofError::Unsupported(format!("ELF embedding for {arch:?}")));
+    }
+    let mut obj = Object::new(BinaryFormat::Elf, arch, Endianness::Little);
+    let seg = obj.segment_name(StandardSegment::Data).to_vec();
+    let sec = obj.add_section(
+        seg,
+        SUNW_DOF_SECTION.as_bytes().to_vec(),
+        SectionKind::Elf(SHT_SUNW_DOF),
+    );
+    obj.section_mut(sec).flags = object::SectionFlags::Elf {
+        sh_flags: u64::from(object::elf::SHF_ALLOC),
+    };
+    let off = obj.append_section_data(sec, dof, 8);
+    obj.add_symbol(Symbol {
+        name: SUNW_DOF_SYMBOL.as_bytes().to_vec(),
+        value: off,
+        size: dof.len() as u64,
+        kind: SymbolKind::Data,
+        scope: SymbolScope::Linkage,
+        weak: false,
+        section: SymbolSection::Section(sec),
+        flags: SymbolFlags::None,
+    });
+    for r in relocs {
+        if r.offset.checked_add(8).is_none_or(|e| e > dof.len() as u64) {
+            return Err(DofError::Elf(format!(
+                "relocation at {} outside the DOF",
+                r.offset
+            )));
+        }
+        let sym = obj.symbol_id(r.symbol.as_bytes()).unwrap_or_else(|| {
+            obj.add_symbol(Symbol {
+                name: r.symbol.as_bytes().to_vec(),
+                value: 0,
+                size: 0,
+                kind: SymbolKind::Text,
+                scope: SymbolScope::Dynamic,
+                weak: false,
+                section: SymbolSection::Undefined,
+                flags: SymbolFlags::None,
+            })
+        });
+        obj.add_relocation(
+            sec,
+            Relocation {
+                offset: off + r.offset,
+                symbol: sym,
+                addend: r.addend,
+                flags: RelocationFlags::Generic {
+                    kind: RelocationKind::Absolute,
+                    encoding: RelocationEncoding::Generic,
+                    size: 64,
+                },
+            },
+        )
+        .map_err(|e| DofError::Elf(e.to_string()))?;
+    }
+    obj.write().map_err(|e| DofError::Elf(e.to_string()))
+}
+
+/// The contents of every `.SUNW_dof` section of an ELF file (there may be several in a linked
+/// program). `Ok(None)` if `bytes` is not ELF.
+pub fn dof_sections_from_elf(bytes: &[u8]) -> Result<Option<Vec<Vec<u8>>>> {
+    if !bytes.starts_with(b"\x7fELF") {
+        return Ok(None);
+    }
+    let f = object::File::parse(bytes).map_err(|e| DofError::Elf(e.to_string()))?;
+    let mut out = Vec::new();
+    for s in f.sections() {
+        if s.name().ok() == Some(SUNW_DOF_SECTION) {
+            out.push(s.data().map_err(|e| DofError::Elf(e.to_string()))?.to_vec());
+        }
+    }
+    Ok(Some(out))
+}

@@ -1,0 +1,37 @@
+//! Entry points shared by the cargo-fuzz targets and the in-tree fuzz smoke: decode untrusted bytes
+//! (DOF or ELF), and on success exercise the dump, the DIFO and provider views, and a write/read round
+//! trip. None may panic, hang or allocate without bound.
+
+/// DOF bytes (or an ELF file carrying DOF).
+pub fn dof(data: &[u8]) {
+    if let Ok(Some(secs)) = crate::dof_sections_from_elf(data) {
+        for s in secs {
+            one(&s);
+        }
+        return;
+    }
+    one(data);
+}
+
+fn one(data: &[u8]) {
+    let Ok(f) = crate::read_dof(data) else { return };
+    let _ = crate::dump::dump(&f);
+    let _ = f.usdt_providers();
+    for i in 0..f.sections.len() as u32 {
+        let _ = f.difo(i);
+    }
+    let bytes = match crate::write_dof(&f) {
+        Ok(b) => b,
+        Err(crate::DofError::TooLarge(_)) => return, // hostile alignments: refused, not allocated
+        Err(e) => panic!("a valid object failed to encode: {e}"),
+    };
+    let back = crate::read_dof(&bytes).expect("our own output must read back");
+    if back != f {
+        let differs = f
+            .sections
+            .iter()
+            .zip(&back.sections)
+            .position(|(a, b)| a != b);
+        panic!("round trip changed the object (first differing section: {differs:?})");
+    }
+}

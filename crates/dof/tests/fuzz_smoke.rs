@@ -1,0 +1,111 @@
+//! A short deterministic fuzz of the entry point the cargo-fuzz target uses: thousands of mutations of
+//! valid DOF (and of an ELF file carrying it) must give errors or objects, never panics or hangs.
+
+mod common;
+
+use dtrace_dof::*;
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+fn mutate(rng: &mut Rng, seed: &[u8]) -> Vec<u8> {
+    let mut d = seed.to_vec();
+    for _ in 0..1 + rng.below(3) {
+        match rng.below(5) {
+            0 if !d.is_empty() => {
+                let i = rng.below(d.len());
+                d[i] ^= 1 << rng.below(8);
+            }
+            1 if !d.is_empty() => {
+                let i = rng.below(d.len());
+                d[i] = rng.next() as u8;
+            }
+            2 => d.truncate(rng.below(d.len() + 1)),
+            3 if d.len() >= 4 => {
+                let i = rng.below(d.len() - 3) & !3;
+                let v: u32 = [0, 1, 8, 0xffff_ffff, 0x7fff_ffff, 48][rng.below(6)];
+                d[i..i + 4].copy_from_slice(&v.to_le_bytes());
+            }
+            _ => {
+                let i = rng.below(d.len() + 1);
+                d.insert(i, rng.next() as u8);
+            }
+        }
+    }
+    d
+}
+
+fn seeds() -> Vec<Vec<u8>> {
+    let mut v: Vec<Vec<u8>> = [
+        (2, DOF_ENCODE_LSB),
+        (1, DOF_ENCODE_LSB),
+        (2, DOF_ENCODE_MSB),
+    ]
+    .into_iter()
+    .map(|(ver, e)| write_dof(&common::sample(ver, e).f).unwrap())
+    .collect();
+    let mut usdt = DofFile::new();
+    usdt.add_usdt_provider(&common::usdt());
+    v.push(write_dof(&usdt).unwrap());
+    v
+}
+
+#[test]
+fn dof_reader_survives_mutations() {
+    let seeds = seeds();
+    let mut rng = Rng(0xd0f_5eed);
+    let mut accepted = 0;
+    for i in 0..5000 {
+        let d = mutate(&mut rng, &seeds[i % seeds.len()]);
+        if read_dof(&d).is_ok() {
+            accepted += 1;
+        }
+        fuzz_entry::dof(&d);
+    }
+    assert!(
+        accepted > 0,
+        "no mutation was accepted: the smoke only tested the error paths"
+    );
+}
+
+#[test]
+fn elf_wrapped_dof_survives_mutations() {
+    let dof = seeds().pop().unwrap();
+    let elf = dof_to_elf(&dof, object::Architecture::X86_64, &[]).unwrap();
+    let mut rng = Rng(0xe1f);
+    for _ in 0..1500 {
+        fuzz_entry::dof(&mutate(&mut rng, &elf));
+    }
+}
+
+/// With `DTRACE_FUZZ_SEED_DIR=dir`, writes the smoke's seeds into `dir/dof` for a cargo-fuzz corpus.
+#[test]
+fn write_fuzz_seeds_when_asked() {
+    let Ok(dir) = std::env::var("DTRACE_FUZZ_SEED_DIR") else {
+        return;
+    };
+    let dir = std::path::Path::new(&dir).join("dof");
+    std::fs::create_dir_all(&dir).unwrap();
+    for (i, s) in seeds().into_iter().enumerate() {
+        std::fs::write(dir.join(format!("seed{i}")), s).unwrap();
+    }
+}
+
+/// Inputs the cargo-fuzz runs found failing, kept so they stay fixed.
+#[test]
+fn fuzz_regressions() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/fuzz_regressions");
+    for e in std::fs::read_dir(dir).unwrap() {
+        fuzz_entry::dof(&std::fs::read(e.unwrap().path()).unwrap());
+    }
+}

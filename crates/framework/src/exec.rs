@@ -1,0 +1,488 @@
+//! Probe context: running the ECBs of a firing probe (`dtrace_probe`). For each ECB: the predicate,
+//! then each action through the DIF interpreter, building the record in the layout of the ECB and
+//! committing it to the CPU's principal buffer (or a speculation); aggregating actions update the CPU's
+//! aggregation buffer. A fault stops the ECB (its record is not committed), writes a fault record and
+//! fires `dtrace:::ERROR` with DTrace's arguments; a fault in an ERROR clause only counts a double error.
+
+use crate::context::{ContextAdapter, FiringContext};
+use crate::framework::{DestructiveRequest, Ecb, Framework};
+use crate::providers::dtrace::{END, ERROR};
+use crate::records::{FaultRecord, FAULT_NO_OFFSET};
+use crate::speculation::SpecLookup;
+use dtrace_dif::object::DifObject;
+use dtrace_dif::program::ActionKind;
+use dtrace_dif::vm::{Fault, FaultKind, Machine, Memory};
+
+/// Most nanoseconds `chill()` may spend per CPU per second (`dtrace_chill_max`).
+pub const CHILL_MAX: u64 = 500_000_000;
+
+/// Where the record of the ECB being run goes.
+enum Dest {
+    Principal,
+    Spec(usize),
+    Nowhere,
+}
+
+/// How one ECB ended.
+enum Outcome {
+    Done,
+    Fault {
+        action: u64,
+        kind: FaultKind,
+        addr: u64,
+        dif_offset: u64,
+    },
+}
+
+/// A fault while performing an action.
+enum ActFault {
+    /// In DIF code (has a DIF offset).
+    Dif(Fault),
+    /// Outside DIF (storing the result, speculation ids, chill): no DIF offset.
+    Outside(FaultKind, u64),
+}
+
+impl From<Fault> for ActFault {
+    fn from(f: Fault) -> ActFault {
+        ActFault::Outside(f.kind, f.addr)
+    }
+}
+
+/// Stores the `size` low bytes of `val` (native-endian) at `off`.
+fn store_int(rec: &mut [u8], off: usize, size: usize, val: u64) {
+    let bytes = val.to_ne_bytes();
+    let n = size.min(8);
+    let src = if cfg!(target_endian = "big") {
+        &bytes[8 - n..]
+    } else {
+        &bytes[..n]
+    };
+    if let Some(d) = rec.get_mut(off..off + n) {
+        d.copy_from_slice(src);
+    }
+}
+
+/// Writes the value a DIF object returned into `dst`: integers by value, strings NUL-terminated (and
+/// NUL-padded to `dst.len()` when `pad`), other by-reference data copied. Returns the number of bytes
+/// that matter: `dst.len()`, or a string's length with its NUL when not padded.
+fn store_value(
+    m: &Machine,
+    obj: &DifObject,
+    mem: &mut dyn Memory,
+    val: u64,
+    dst: &mut [u8],
+    pad: bool,
+) -> Result<usize, Fault> {
+    let t = &obj.rtype;
+    if !t.is_by_ref() {
+        let n = dst.len();
+        store_int(dst, 0, n, val);
+        return Ok(n);
+    }
+    if t.is_string() {
+        if dst.is_empty() {
+            return Ok(0);
+        }
+        let s = m.read_string_result(obj, mem, val)?;
+        let n = s.len().min(dst.len() - 1);
+        dst[..n].copy_from_slice(&s[..n]);
+        if pad {
+            dst[n..].fill(0);
+            return Ok(dst.len());
+        }
+        dst[n] = 0;
+        return Ok(n + 1);
+    }
+    if t.flags & dtrace_dif::object::DIF_TF_BYUREF != 0 {
+        mem.read_user(val, dst).map_err(|k| Fault::new(k, val))?;
+        return Ok(dst.len());
+    }
+    let b = m.read_result(obj, mem, val, dst.len())?;
+    dst.copy_from_slice(&b);
+    Ok(dst.len())
+}
+
+/// Writes a stack record: `frames` u64 program counters, zero-filled.
+fn store_stack(dst: &mut [u8], pcs: &[u64]) {
+    for (i, chunk) in dst.chunks_exact_mut(8).enumerate() {
+        chunk.copy_from_slice(&pcs.get(i).copied().unwrap_or(0).to_ne_bytes());
+    }
+}
+
+impl Framework {
+    /// Runs every ECB of `probe` for one firing.
+    pub(crate) fn run_probe(
+        &mut self,
+        ecbs: &[Ecb],
+        probe: u32,
+        cpu: u32,
+        ctx: &FiringContext,
+        mem: &mut dyn Memory,
+    ) {
+        let n = match self.probe_ecbs.get(probe as usize) {
+            Some(v) if !v.is_empty() => v.len(),
+            _ => return,
+        };
+        let ts = ctx.timestamp.unwrap_or_else(|| self.clock.now());
+        let in_error = self.in_error;
+        if in_error {
+            self.error_machine.begin_firing();
+        } else {
+            self.machine.begin_firing();
+        }
+        for k in 0..n {
+            let i = self.probe_ecbs[probe as usize][k];
+            let e = &ecbs[i];
+            if let Outcome::Fault {
+                action,
+                kind,
+                addr,
+                dif_offset,
+            } = self.run_ecb(e, cpu, ctx, mem, ts)
+            {
+                self.status.errors += 1;
+                if in_error {
+                    self.status.dblerrors += 1;
+                    continue;
+                }
+                let rec = FaultRecord {
+                    epid: e.epid,
+                    action,
+                    dif_offset,
+                    kind: kind.code(),
+                    addr,
+                };
+                self.fire_error(ecbs, cpu, rec, ctx, ts, mem);
+            }
+        }
+    }
+
+    /// Reports a fault: a fault record in the CPU's buffer, then `dtrace:::ERROR` with arg1 = EPID, arg2 =
+    /// action index, arg3 = DIF offset, arg4 = fault kind, arg5 = address.
+    fn fire_error(
+        &mut self,
+        ecbs: &[Ecb],
+        cpu: u32,
+        rec: FaultRecord,
+        ctx: &FiringContext,
+        ts: u64,
+        mem: &mut dyn Memory,
+    ) {
+        if let Some(c) = self.cpus.get_mut(cpu as usize) {
+            c.principal.append(&rec.encode(ts), self.firing_end);
+        }
+        // ERROR fires in the context of the faulting probe, with its own arguments.
+        let mut ectx = FiringContext {
+            timestamp: Some(ts),
+            args: [0; 10],
+            ..ctx.clone()
+        };
+        ectx.args[1] = rec.epid as u64;
+        ectx.args[2] = rec.action;
+        ectx.args[3] = rec.dif_offset;
+        ectx.args[4] = rec.kind as u64;
+        ectx.args[5] = rec.addr;
+        self.in_error = true;
+        self.run_probe(ecbs, ERROR, cpu, &ectx, mem);
+        self.in_error = false;
+    }
+
+    /// Runs one DIF object of ECB `e` in this firing.
+    fn run_difo(
+        &mut self,
+        obj: &DifObject,
+        e: &Ecb,
+        ctx: &FiringContext,
+        mem: &mut dyn Memory,
+        ts: u64,
+    ) -> Result<u64, Fault> {
+        let Some(probe) = self.registry.probe(e.probe) else {
+            return Err(Fault::new(FaultKind::Unknown, 0));
+        };
+        let mut adapter = ContextAdapter {
+            ctx,
+            probe: &probe.info,
+            epid: e.epid,
+            timestamp: ts,
+            clock: self.clock.as_ref(),
+            specs: &mut self.specs,
+            rng: &mut self.rng,
+        };
+        let m = if self.in_error {
+            &mut self.error_machine
+        } else {
+            &mut self.machine
+        };
+        m.run(obj, &mut self.vars, &mut adapter, mem)
+    }
+
+    fn machine(&self) -> &Machine {
+        if self.in_error {
+            &self.error_machine
+        } else {
+            &self.machine
+        }
+    }
+
+    /// Runs ECB `e`.
+    fn run_ecb(
+        &mut self,
+        e: &Ecb,
+        cpu: u32,
+        ctx: &FiringContext,
+        mem: &mut dyn Memory,
+        ts: u64,
+    ) -> Outcome {
+        if let Some(pred) = &e.predicate {
+            match self.run_difo(pred, e, ctx, mem, ts) {
+                Ok(0) => return Outcome::Done,
+                Ok(_) => {}
+                Err(f) => {
+                    return Outcome::Fault {
+                        action: 0,
+                        kind: f.kind,
+                        addr: f.addr,
+                        dif_offset: f.dif_offset(),
+                    }
+                }
+            }
+        }
+        let size = e.layout.size as usize;
+        let epid = e.epid;
+        let mut record = std::mem::take(&mut self.record);
+        record.clear();
+        if size > 0 {
+            record.resize(size, 0);
+            record[0..4].copy_from_slice(&epid.to_ne_bytes());
+            record[4..8].copy_from_slice(&((ts >> 32) as u32).to_ne_bytes());
+            record[8..12].copy_from_slice(&(ts as u32).to_ne_bytes());
+        }
+        let mut key = std::mem::take(&mut self.key);
+        let mut dest = Dest::Principal;
+        let nactions = e.actions.len();
+        let mut outcome = Outcome::Done;
+        for ai in 0..nactions {
+            let obj = e.actions[ai].difo.as_ref();
+            let result = match obj {
+                Some(o) => self.run_difo(o, e, ctx, mem, ts).map_err(ActFault::Dif),
+                None => Ok(0),
+            }
+            .and_then(|val| {
+                let mut st = ActionState {
+                    ctx,
+                    mem: &mut *mem,
+                    record: &mut record,
+                    key: &mut key,
+                    key_end: self.key_end,
+                    dest: &mut dest,
+                };
+                let r = self.do_action(e, ai, obj, val, cpu, &mut st);
+                self.key_end = st.key_end;
+                r
+            });
+            match result {
+                Ok(true) => {}
+                Ok(false) => {
+                    dest = Dest::Nowhere;
+                    break;
+                }
+                Err(f) => {
+                    let (kind, addr, dif_offset) = match f {
+                        ActFault::Dif(f) => (f.kind, f.addr, f.dif_offset()),
+                        ActFault::Outside(k, a) => (k, a, FAULT_NO_OFFSET),
+                    };
+                    outcome = Outcome::Fault {
+                        action: ai as u64 + 1,
+                        kind,
+                        addr,
+                        dif_offset,
+                    };
+                    break;
+                }
+            }
+        }
+        if matches!(outcome, Outcome::Done) && size > 0 {
+            match dest {
+                Dest::Principal => {
+                    if let Some(c) = self.cpus.get_mut(cpu as usize) {
+                        let is_end = self.firing_end && e.probe == END;
+                        c.principal.append(&record, is_end);
+                    }
+                }
+                Dest::Spec(s) => {
+                    self.specs.record(s, cpu as usize, &record);
+                }
+                Dest::Nowhere => {}
+            }
+        }
+        self.record = record;
+        self.key = key;
+        outcome
+    }
+
+    /// Performs action `ai` of ECB `i` with its evaluated value. `Ok(false)` drops the rest of the ECB
+    /// silently (a `speculate()` on a speculation that is not active).
+    fn do_action(
+        &mut self,
+        e: &Ecb,
+        ai: usize,
+        obj: Option<&DifObject>,
+        val: u64,
+        cpu: u32,
+        st: &mut ActionState<'_>,
+    ) -> Result<bool, ActFault> {
+        let l = &e.layout.actions[ai];
+        let (kind, rec, in_tuple, agg) = (e.actions[ai].kind, &l.rec, l.in_tuple, l.agg);
+        let off = rec.offset as usize;
+        let size = rec.size as usize;
+        if in_tuple {
+            // Aggregation key: the keys of one aggregation are laid out from offset 0 of the key bytes,
+            // which follow the 4-byte aggregation id in `key`. Only the significant bytes are kept:
+            // gaps are zeroed, and a last string key ends at its NUL (its zero padding is implied).
+            if l.key_first {
+                st.key_end = 4;
+            }
+            let start = 4 + off;
+            if st.key.len() < start + size {
+                st.key.resize(start + size, 0);
+            }
+            st.key[st.key_end.min(start)..start].fill(0);
+            let dst = &mut st.key[start..start + size];
+            st.key_end = start + size;
+            if let Some(o) = obj {
+                let n = store_value(self.machine(), o, st.mem, val, dst, !l.key_last)?;
+                if l.key_last {
+                    st.key_end = start + n;
+                }
+            } else {
+                dst.fill(0);
+            }
+            return Ok(true);
+        }
+        if let Some(a) = agg {
+            let l = &e.layout.aggs[a];
+            let (aggid, key_size, value_words, nkeys) = (
+                e.aggids[a],
+                l.key_size as usize,
+                l.value_words,
+                l.keys.len(),
+            );
+            if nkeys == 0 {
+                st.key_end = 4;
+            }
+            if st.key.len() < 4 {
+                st.key.resize(4, 0);
+            }
+            st.key[0..4].copy_from_slice(&aggid.to_ne_bytes());
+            let sig = &st.key[..st.key_end];
+            if let Some(c) = self.cpus.get_mut(cpu as usize) {
+                c.aggs
+                    .aggregate(sig, 4 + key_size, kind, rec.arg, value_words, val, 1);
+            }
+            return Ok(true);
+        }
+        let range = if size == 0 || off + size > st.record.len() {
+            None
+        } else {
+            Some(off..off + size)
+        };
+        let ctx = st.ctx;
+        match kind {
+            ActionKind::Speculate => match self.specs.speculate(val, cpu as usize) {
+                SpecLookup::Use(s) => *st.dest = Dest::Spec(s),
+                SpecLookup::Nothing => return Ok(false),
+                SpecLookup::Illegal => return Err(ActFault::Outside(FaultKind::IllOp, 0)),
+            },
+            ActionKind::Commit => match self.specs.commit(val, cpu as usize) {
+                Ok(Some(buf)) => {
+                    if let Some(c) = self.cpus.get_mut(cpu as usize) {
+                        c.principal.append_many(&buf.data, &buf.lens);
+                    }
+                }
+                Ok(None) => {}
+                Err(_) => return Err(ActFault::Outside(FaultKind::IllOp, 0)),
+            },
+            ActionKind::Discard => {
+                if self.specs.discard(val, cpu as usize).is_err() {
+                    return Err(ActFault::Outside(FaultKind::IllOp, 0));
+                }
+            }
+            ActionKind::Exit => {
+                if let Some(r) = range {
+                    store_int(st.record, r.start, 4, val);
+                }
+                if self.status.exit_status.is_none() {
+                    self.status.exit_status = Some(val as i32);
+                }
+            }
+            ActionKind::Stack => {
+                if let Some(r) = range {
+                    store_stack(&mut st.record[r], &ctx.kstack);
+                }
+            }
+            ActionKind::Ustack | ActionKind::Jstack => {
+                if let Some(r) = range {
+                    let frames = (rec.arg & 0xffff_ffff) as usize;
+                    let b = &mut st.record[r];
+                    b[..8].copy_from_slice(&ctx.pid.to_ne_bytes());
+                    let end = (8 + frames * 8).min(b.len());
+                    store_stack(&mut b[8..end], &ctx.ustack);
+                    b[end..].fill(0);
+                }
+            }
+            ActionKind::Usym | ActionKind::Umod | ActionKind::Uaddr => {
+                if let Some(r) = range {
+                    store_int(st.record, r.start, 8, ctx.pid);
+                    store_int(st.record, r.start + 8, 8, val);
+                }
+            }
+            ActionKind::Tracemem | ActionKind::TracememDynsize => {
+                if let (Some(r), Some(o)) = (range, obj) {
+                    let b = self.machine().read_result(o, st.mem, val, size)?;
+                    st.record[r].copy_from_slice(&b);
+                }
+            }
+            ActionKind::Stop => self
+                .requests
+                .push(DestructiveRequest::Stop { pid: ctx.pid }),
+            ActionKind::Raise => self.requests.push(DestructiveRequest::Raise {
+                pid: ctx.pid,
+                tid: ctx.tid,
+                signal: val,
+            }),
+            ActionKind::Chill => {
+                let now = self.clock.now();
+                if let Some(c) = self.cpus.get_mut(cpu as usize) {
+                    if now.saturating_sub(c.chill_mark) > crate::options::NANOSEC {
+                        c.chill_mark = now;
+                        c.chilled = 0;
+                    }
+                    if c.chilled.saturating_add(val) > CHILL_MAX {
+                        return Err(ActFault::Outside(FaultKind::IllOp, 0));
+                    }
+                    c.chilled += val;
+                }
+                std::thread::sleep(std::time::Duration::from_nanos(val));
+            }
+            _ => {
+                // Data-recording actions: trace(), printf() and printa() arguments, sym(), mod(),
+                // system(), freopen(), library actions.
+                if let (Some(r), Some(o)) = (range, obj) {
+                    store_value(self.machine(), o, st.mem, val, &mut st.record[r], true)?;
+                }
+            }
+        }
+        Ok(true)
+    }
+}
+
+/// The per-ECB scratch an action works on.
+struct ActionState<'a> {
+    ctx: &'a FiringContext,
+    mem: &'a mut dyn Memory,
+    record: &'a mut Vec<u8>,
+    key: &'a mut Vec<u8>,
+    /// End of the significant key bytes written so far.
+    key_end: usize,
+    dest: &'a mut Dest,
+}

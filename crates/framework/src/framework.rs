@@ -1,0 +1,759 @@
+//! The [`Framework`]: one tracing session (DTrace's `dtrace_state_t`). The consumer creates it with
+//! options, registers providers, enables programs (getting EPID and aggregation descriptions back),
+//! calls [`Framework::go`] (which fires BEGIN), feeds probe firings ([`Framework::fire`], events sent
+//! from other threads through an [`EventSender`] and processed by [`Framework::process_events`], timers by
+//! [`Framework::poll`]), takes buffer and aggregation snapshots, reads the status, and finally calls
+//! [`Framework::stop`] (which fires END).
+//!
+//! Threads: the framework is driven by one thread (the consumer's); it is `Send` but not shared. Providers
+//! that see events on other threads send them through a cloned [`EventSender`]; they are fired in the
+//! order received, each on the CPU it names. This keeps probe context single-threaded and lock-free.
+
+use crate::aggregate::AggBuffer;
+use crate::buffer::PrincipalBuffer;
+use crate::context::FiringContext;
+use crate::error::FrameworkError;
+use crate::layout::{layout_ecb, EcbLayout};
+use crate::options::{BufResize, Options};
+use crate::provider::{desc_string, ProbeRegistry, Provider, ProviderAttributes};
+use crate::providers::dtrace::{DtraceProvider, BEGIN, END, ERROR};
+use crate::providers::profile::ProfileProvider;
+use crate::records::{AggDesc, AggRecord, AggSnapshot, BufferSnapshot, EprobeDesc, ProbeInfo};
+use crate::speculation::Speculations;
+use dtrace_dif::object::DifObject;
+use dtrace_dif::program::{ActionDesc, ActionKind, ProbeDesc, Program};
+use dtrace_dif::vm::{Machine, Memory, NoMemory, VarState, VmOptions};
+use dtrace_dif::{Instr, Subr};
+use std::sync::mpsc;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+/// Where time comes from: `timestamp` (monotonic ns) and `walltimestamp` (ns since the epoch).
+pub trait Clock: Send {
+    /// Monotonic nanoseconds.
+    fn now(&self) -> u64;
+    /// Wall-clock nanoseconds since 1970.
+    fn wall(&self) -> u64;
+}
+
+/// The system clock.
+#[derive(Debug, Clone, Copy)]
+pub struct SystemClock {
+    origin: Instant,
+}
+
+impl Default for SystemClock {
+    fn default() -> SystemClock {
+        SystemClock {
+            origin: Instant::now(),
+        }
+    }
+}
+
+impl Clock for SystemClock {
+    fn now(&self) -> u64 {
+        // Offset by one second so that no firing has timestamp 0.
+        self.origin.elapsed().as_nanos() as u64 + crate::options::NANOSEC
+    }
+    fn wall(&self) -> u64 {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0)
+    }
+}
+
+/// A clock that moves only when told (tests, replay).
+#[derive(Debug, Clone, Default)]
+pub struct ManualClock(pub std::sync::Arc<std::sync::atomic::AtomicU64>);
+
+impl ManualClock {
+    /// Sets the time.
+    pub fn set(&self, ns: u64) {
+        self.0.store(ns, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+impl Clock for ManualClock {
+    fn now(&self) -> u64 {
+        self.0.load(std::sync::atomic::Ordering::Relaxed)
+    }
+    fn wall(&self) -> u64 {
+        self.now()
+    }
+}
+
+/// A probe firing sent from another thread.
+pub struct ProbeEvent {
+    /// Probe id.
+    pub probe: u32,
+    /// CPU it fired on.
+    pub cpu: u32,
+    /// Its context.
+    pub ctx: FiringContext,
+    /// Memory captured with it (reads outside it fault), if any.
+    pub memory: Option<Box<dyn Memory + Send>>,
+}
+
+/// Sends probe firings to the framework from any thread.
+#[derive(Clone)]
+pub struct EventSender(mpsc::Sender<ProbeEvent>);
+
+impl EventSender {
+    /// Queues a firing; returns `false` if the framework is gone.
+    pub fn send(&self, ev: ProbeEvent) -> bool {
+        self.0.send(ev).is_ok()
+    }
+}
+
+/// A destructive action the framework cannot carry out itself; the caller (the `linux` layer) does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DestructiveRequest {
+    /// `stop()`: stop process `pid`.
+    Stop {
+        /// Process.
+        pid: u64,
+    },
+    /// `raise(sig)`: send `signal` to thread `tid` of `pid`.
+    Raise {
+        /// Process.
+        pid: u64,
+        /// Thread.
+        tid: u64,
+        /// Signal number.
+        signal: u64,
+    },
+}
+
+/// Activity of the session (`dtrace_activity_t`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Activity {
+    /// Not started.
+    Inactive,
+    /// Tracing.
+    Active,
+    /// Stopped (END has fired).
+    Stopped,
+}
+
+/// What an enabling produced.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Enabling {
+    /// One per enabled probe (ECB), in EPID order.
+    pub eprobes: Vec<EprobeDesc>,
+    /// One per aggregating action of each ECB.
+    pub aggs: Vec<AggDesc>,
+    /// The probes enabled, in id order, without duplicates.
+    pub probes: Vec<ProbeInfo>,
+    /// Sum over the program's ECB descriptions of the probes each matched ("matched N probes").
+    pub matched: usize,
+}
+
+/// Cumulative counters (the consumer reports the increase since it last looked, as `dtrace` does).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Status {
+    /// Activity.
+    pub activity: Option<Activity>,
+    /// `exit()` was called; the value of the first call.
+    pub exit_status: Option<i32>,
+    /// A fill-policy buffer filled.
+    pub filled: bool,
+    /// Faults in probe context.
+    pub errors: u64,
+    /// Faults in ERROR probe clauses.
+    pub dblerrors: u64,
+    /// Dynamic variable drops.
+    pub dynvar_drops: u64,
+    /// Speculative records dropped (speculation buffer full).
+    pub spec_drops: u64,
+    /// `speculation()` failures with busy buffers.
+    pub spec_busy: u64,
+    /// `speculation()` failures with no buffer available.
+    pub spec_unavail: u64,
+}
+
+/// One ECB in the framework.
+#[derive(Clone)]
+pub(crate) struct Ecb {
+    pub(crate) epid: u32,
+    pub(crate) ecb_index: u32,
+    pub(crate) probe: u32,
+    pub(crate) predicate: Option<DifObject>,
+    pub(crate) actions: Vec<ActionDesc>,
+    pub(crate) layout: EcbLayout,
+    /// Framework aggregation id of each of `layout.aggs`.
+    pub(crate) aggids: Vec<u32>,
+}
+
+/// One CPU's buffers.
+pub(crate) struct CpuState {
+    pub(crate) principal: PrincipalBuffer,
+    pub(crate) aggs: AggBuffer,
+    /// Chill accounting: start of the current interval and nanoseconds chilled in it.
+    pub(crate) chill_mark: u64,
+    pub(crate) chilled: u64,
+}
+
+/// One tracing session.
+pub struct Framework {
+    pub(crate) options: Options,
+    pub(crate) ncpus: u32,
+    pub(crate) registry: ProbeRegistry,
+    /// Taken out of the framework while a probe fires (so probe context can read them while mutating the
+    /// rest), and put back after.
+    pub(crate) ecbs: Vec<Ecb>,
+    /// ECB indices per probe id.
+    pub(crate) probe_ecbs: Vec<Vec<usize>>,
+    pub(crate) enabled: Vec<u32>,
+    pub(crate) cpus: Vec<CpuState>,
+    pub(crate) specs: Speculations,
+    pub(crate) vars: VarState,
+    pub(crate) machine: Machine,
+    pub(crate) error_machine: Machine,
+    pub(crate) clock: Box<dyn Clock>,
+    pub(crate) activity: Activity,
+    pub(crate) status: Status,
+    pub(crate) in_error: bool,
+    pub(crate) firing_end: bool,
+    pub(crate) record: Vec<u8>,
+    pub(crate) key: Vec<u8>,
+    /// End of the significant bytes in `key` (kept across the actions of an ECB).
+    pub(crate) key_end: usize,
+    pub(crate) rng: u64,
+    pub(crate) requests: Vec<DestructiveRequest>,
+    pub(crate) next_aggid: u32,
+    pub(crate) last_clean: u64,
+    /// The context BEGIN and END fire in (the consumer's process).
+    pub(crate) consumer_ctx: FiringContext,
+    tx: mpsc::Sender<ProbeEvent>,
+    rx: mpsc::Receiver<ProbeEvent>,
+}
+
+/// Whether a DIF object calls a destructive subroutine (`copyout`, `copyoutstr`).
+fn calls_destructive(d: &DifObject) -> bool {
+    d.text.iter().any(|&w| {
+        matches!(Instr::decode(w), Ok(Instr::Call { subr, .. })
+            if subr == Subr::Copyout as u16 || subr == Subr::Copyoutstr as u16)
+    })
+}
+
+impl Framework {
+    /// A session over `ncpus` CPUs with these options, with the `dtrace` and `profile` providers
+    /// registered (probes 1-3 are BEGIN, END, ERROR).
+    pub fn new(options: Options, ncpus: u32) -> Framework {
+        let (tx, rx) = mpsc::channel();
+        let ncpus = ncpus.max(1);
+        let mut registry = ProbeRegistry::default();
+        // Registering into an empty registry cannot collide.
+        let _ = registry.register(Box::new(DtraceProvider));
+        let _ = registry.register(Box::new(ProfileProvider::new()));
+        Framework {
+            specs: Speculations::new(0, ncpus as usize, 0),
+            vars: VarState::new(VmOptions::default()),
+            options,
+            ncpus,
+            registry,
+            ecbs: Vec::new(),
+            probe_ecbs: Vec::new(),
+            enabled: Vec::new(),
+            cpus: Vec::new(),
+            machine: Machine::new(),
+            error_machine: Machine::new(),
+            clock: Box::new(SystemClock::default()),
+            activity: Activity::Inactive,
+            status: Status::default(),
+            in_error: false,
+            firing_end: false,
+            record: Vec::new(),
+            key: Vec::new(),
+            key_end: 4,
+            rng: 0x9e37_79b9_7f4a_7c15,
+            requests: Vec::new(),
+            next_aggid: 1,
+            last_clean: 0,
+            consumer_ctx: FiringContext::default(),
+            tx,
+            rx,
+        }
+    }
+
+    /// Sets the context `dtrace:::BEGIN` and `dtrace:::END` fire in: in DTrace they fire in the consumer
+    /// process, so `pid`, `tid`, `execname`... are the consumer's (the CLI fills them in).
+    pub fn set_consumer_context(&mut self, ctx: FiringContext) {
+        self.consumer_ctx = ctx;
+    }
+
+    /// Replaces the clock.
+    pub fn set_clock(&mut self, clock: Box<dyn Clock>) {
+        self.clock = clock;
+    }
+
+    /// Number of CPUs.
+    pub fn ncpus(&self) -> u32 {
+        self.ncpus
+    }
+
+    /// The options in effect (after [`Framework::go`], sizes are the ones actually allocated).
+    pub fn options(&self) -> &Options {
+        &self.options
+    }
+
+    /// Sets a framework option. Before `go` any option; afterwards only the rates.
+    pub fn set_option(&mut self, name: &str, value: Option<&str>) -> Result<(), FrameworkError> {
+        if self.activity != Activity::Inactive
+            && !crate::options::RUNTIME_OPTIONS.contains(&name)
+            && crate::options::FRAMEWORK_OPTIONS.contains(&name)
+        {
+            return Err(FrameworkError::AlreadyActive);
+        }
+        self.options.set(name, value)?;
+        Ok(())
+    }
+
+    /// Registers a provider; it creates its standing probes now.
+    pub fn register_provider(&mut self, p: Box<dyn Provider>) -> Result<(), FrameworkError> {
+        self.registry.register(p)?;
+        Ok(())
+    }
+
+    /// The probes matching a description (after letting providers create matching probes), for
+    /// `dtrace -l`.
+    pub fn list_probes(&mut self, desc: &ProbeDesc) -> Vec<ProbeInfo> {
+        self.registry
+            .matching(desc)
+            .into_iter()
+            .filter_map(|id| self.registry.probe(id).map(|p| p.info.clone()))
+            .collect()
+    }
+
+    /// A probe by id.
+    pub fn probe_info(&self, id: u32) -> Option<&ProbeInfo> {
+        self.registry.probe(id).map(|p| &p.info)
+    }
+
+    /// Stability attributes of a provider.
+    pub fn provider_attributes(&self, provider: &str) -> Option<ProviderAttributes> {
+        self.registry.attributes(provider)
+    }
+
+    /// Typed argument `index` of probe `id`, if its provider describes one.
+    pub fn arg_desc(&self, id: u32, index: u32) -> Option<crate::provider::ArgDesc> {
+        let info = &self.registry.probe(id)?.info;
+        self.registry.provider_of(id)?.arg_desc(info, index)
+    }
+
+    /// A sender providers on other threads use to deliver firings.
+    pub fn event_sender(&self) -> EventSender {
+        EventSender(self.tx.clone())
+    }
+
+    /// Enables a program: applies its option pragmas, lays out and creates an ECB for every probe each
+    /// ECB description matches, and enables those probes. A description matching nothing is an error
+    /// unless `allow_zero_matches` (`-Z`). Nothing is enabled when an error is returned.
+    pub fn enable(
+        &mut self,
+        program: &Program,
+        allow_zero_matches: bool,
+    ) -> Result<Enabling, FrameworkError> {
+        if self.activity != Activity::Inactive {
+            return Err(FrameworkError::AlreadyActive);
+        }
+        let mut opts = self.options.clone();
+        for (name, value) in &program.options {
+            match opts.set(name, value.as_deref()) {
+                Ok(()) | Err(crate::options::OptionError::UnknownOption(_)) => {}
+                Err(source) => {
+                    return Err(FrameworkError::PragmaOption {
+                        name: name.clone(),
+                        source,
+                    })
+                }
+            }
+        }
+        // Check every clause before creating anything.
+        let mut planned = Vec::new();
+        let mut matched = 0usize;
+        for (i, e) in program.ecbs.iter().enumerate() {
+            let desc = desc_string(&e.probe);
+            for a in &e.actions {
+                if matches!(a.kind, ActionKind::Breakpoint | ActionKind::Panic) {
+                    let what = if a.kind == ActionKind::Panic {
+                        "panic()"
+                    } else {
+                        "breakpoint()"
+                    };
+                    return Err(FrameworkError::Unsupported(format!("{what} on Linux")));
+                }
+                let destructive =
+                    a.kind.is_destructive() || a.difo.as_ref().is_some_and(calls_destructive);
+                if destructive && !opts.destructive {
+                    return Err(FrameworkError::Destructive);
+                }
+            }
+            if e.predicate.as_ref().is_some_and(calls_destructive) && !opts.destructive {
+                return Err(FrameworkError::Destructive);
+            }
+            let layout = layout_ecb(e, &opts).map_err(|source| FrameworkError::Layout {
+                desc: desc.clone(),
+                source,
+            })?;
+            let ids = self.registry.matching(&e.probe);
+            if ids.is_empty() && !allow_zero_matches {
+                return Err(FrameworkError::NoMatch(desc));
+            }
+            matched += ids.len();
+            planned.push((i, layout, ids));
+        }
+        self.options = opts;
+        let mut out = Enabling {
+            matched,
+            ..Enabling::default()
+        };
+        // Enable the probes not enabled yet; if a provider refuses, undo and create nothing.
+        let mut newly: Vec<u32> = Vec::new();
+        for (_, _, ids) in &planned {
+            for &id in ids {
+                if !self.enabled.contains(&id) && !newly.contains(&id) {
+                    newly.push(id);
+                }
+            }
+        }
+        for (n, &id) in newly.iter().enumerate() {
+            if let Err(e) = self.registry.enable(id) {
+                for &done in &newly[..n] {
+                    self.registry.disable(done);
+                }
+                return Err(e.into());
+            }
+        }
+        self.enabled.extend_from_slice(&newly);
+        for (i, layout, ids) in planned {
+            let e = &program.ecbs[i];
+            for id in ids {
+                let epid = self.ecbs.len() as u32 + 1;
+                let mut aggids = Vec::new();
+                for a in &layout.aggs {
+                    let aggid = self.next_aggid;
+                    self.next_aggid += 1;
+                    aggids.push(aggid);
+                    out.aggs.push(AggDesc {
+                        aggid,
+                        varid: e.actions[a.action].uarg as u32,
+                        epid,
+                        recs: a.recs.clone(),
+                    });
+                }
+                out.eprobes.push(EprobeDesc {
+                    epid,
+                    probe_id: id,
+                    ecb_index: i as u32,
+                    size: layout.size,
+                    recs: layout.principal_recs(),
+                });
+                if self.probe_ecbs.len() <= id as usize {
+                    self.probe_ecbs.resize(id as usize + 1, Vec::new());
+                }
+                self.probe_ecbs[id as usize].push(self.ecbs.len());
+                self.ecbs.push(Ecb {
+                    epid,
+                    ecb_index: i as u32,
+                    probe: id,
+                    predicate: e.predicate.clone(),
+                    actions: e.actions.clone(),
+                    layout: layout.clone(),
+                    aggids,
+                });
+            }
+        }
+        let mut probes: Vec<u32> = self.ecbs.iter().map(|e| e.probe).collect();
+        probes.sort_unstable();
+        probes.dedup();
+        out.probes = probes
+            .into_iter()
+            .filter_map(|id| self.probe_info(id).cloned())
+            .collect();
+        Ok(out)
+    }
+
+    /// The description of an enabled probe.
+    pub fn eprobe(&self, epid: u32) -> Option<EprobeDesc> {
+        let e = self.ecbs.get((epid as usize).checked_sub(1)?)?;
+        Some(EprobeDesc {
+            epid,
+            probe_id: e.probe,
+            ecb_index: e.ecb_index,
+            size: e.layout.size,
+            recs: e.layout.principal_recs(),
+        })
+    }
+
+    /// Allocates a buffer of `size` bytes, halving under `bufresize=auto` until it can.
+    fn alloc(
+        &self,
+        what: &'static str,
+        size: u64,
+        min: u64,
+    ) -> Result<(Vec<u8>, u64), FrameworkError> {
+        let mut size = size & !7;
+        loop {
+            if size < min {
+                return Err(FrameworkError::BufferTooSmall);
+            }
+            let mut v: Vec<u8> = Vec::new();
+            match usize::try_from(size)
+                .ok()
+                .filter(|_| v.try_reserve_exact(size as usize).is_ok())
+            {
+                Some(_) => return Ok((v, size)),
+                None if self.options.bufresize == BufResize::Auto && size > 8 => {
+                    size = (size / 2) & !7
+                }
+                None => return Err(FrameworkError::NoMemory { what, size }),
+            }
+        }
+    }
+
+    /// Starts tracing: allocates buffers and fires BEGIN (before any other probe).
+    pub fn go(&mut self) -> Result<(), FrameworkError> {
+        if self.activity != Activity::Inactive {
+            return Err(FrameworkError::AlreadyActive);
+        }
+        if let Some(c) = self.options.cpu.filter(|&c| c >= self.ncpus) {
+            return Err(FrameworkError::BadCpu(c));
+        }
+        let needed = self
+            .ecbs
+            .iter()
+            .map(|e| {
+                let aggs = e.layout.aggs.iter().map(|a| a.needed()).max().unwrap_or(0);
+                (e.layout.size as u64).max(aggs)
+            })
+            .max()
+            .unwrap_or(0);
+        let needed = crate::buffer::align8(needed as usize) as u64;
+        let end_reserve: usize = self
+            .probe_ecbs
+            .get(END as usize)
+            .map(|v| {
+                v.iter()
+                    .map(|&i| crate::buffer::align8(self.ecbs[i].layout.size as usize))
+                    .sum()
+            })
+            .unwrap_or(0);
+        let min = if self.options.bufpolicy == crate::options::BufPolicy::Fill {
+            end_reserve as u64 + needed
+        } else {
+            needed
+        }
+        .max(8);
+        let mut cpus = Vec::with_capacity(self.ncpus as usize);
+        let mut bufsize = self.options.bufsize;
+        for _ in 0..self.ncpus {
+            let (data, size) = self.alloc("principal buffer", bufsize, min)?;
+            bufsize = size;
+            let mut principal = PrincipalBuffer::new(self.options.bufpolicy, size as usize, data);
+            principal.set_reserve(end_reserve);
+            cpus.push(CpuState {
+                principal,
+                aggs: AggBuffer::new(self.options.aggsize.min(usize::MAX as u64) as usize),
+                chill_mark: 0,
+                chilled: 0,
+            });
+        }
+        self.options.bufsize = bufsize;
+        self.cpus = cpus;
+        self.specs = Speculations::new(
+            self.options.nspec as usize,
+            self.ncpus as usize,
+            self.options.specsize.min(usize::MAX as u64) as usize,
+        );
+        self.vars = VarState::new(VmOptions {
+            strsize: self.options.strsize as usize,
+            dynvarsize: self.options.dynvarsize.min(usize::MAX as u64) as usize,
+            ..VmOptions::default()
+        });
+        self.activity = Activity::Active;
+        self.last_clean = self.clock.now();
+        let cpu = self.options.cpu.unwrap_or(0).min(self.ncpus - 1);
+        let ctx = self.consumer_ctx.clone();
+        self.fire(BEGIN, cpu, &ctx);
+        Ok(())
+    }
+
+    /// Fires END (after every other probe) and stops tracing; probes are disabled.
+    pub fn stop(&mut self) -> Result<(), FrameworkError> {
+        if self.activity != Activity::Active {
+            return Err(FrameworkError::NotActive);
+        }
+        self.process_events();
+        let cpu = self.options.cpu.unwrap_or(0).min(self.ncpus - 1);
+        self.firing_end = true;
+        let ctx = self.consumer_ctx.clone();
+        self.fire(END, cpu, &ctx);
+        self.firing_end = false;
+        self.activity = Activity::Stopped;
+        for id in std::mem::take(&mut self.enabled) {
+            self.registry.disable(id);
+        }
+        Ok(())
+    }
+
+    /// Activity.
+    pub fn activity(&self) -> Activity {
+        self.activity
+    }
+
+    /// Fires a probe on `cpu` with no memory to read.
+    pub fn fire(&mut self, probe: u32, cpu: u32, ctx: &FiringContext) {
+        self.fire_with_memory(probe, cpu, ctx, &mut NoMemory);
+    }
+
+    /// Fires a probe on `cpu`, reading memory through `mem`.
+    pub fn fire_with_memory(
+        &mut self,
+        probe: u32,
+        cpu: u32,
+        ctx: &FiringContext,
+        mem: &mut dyn Memory,
+    ) {
+        let active = match self.activity {
+            Activity::Active => probe != END || self.firing_end,
+            _ => false,
+        };
+        if !active || cpu >= self.ncpus || self.options.cpu.is_some_and(|c| c != cpu) {
+            return;
+        }
+        if probe == ERROR {
+            // Only the framework fires ERROR, on faults.
+            return;
+        }
+        let ecbs = std::mem::take(&mut self.ecbs);
+        self.run_probe(&ecbs, probe, cpu, ctx, mem);
+        self.ecbs = ecbs;
+    }
+
+    /// Fires every queued event from other threads, in order.
+    pub fn process_events(&mut self) -> usize {
+        let mut n = 0;
+        while let Ok(mut ev) = self.rx.try_recv() {
+            match ev.memory.as_mut() {
+                Some(m) => self.fire_with_memory(ev.probe, ev.cpu, &ev.ctx, m.as_mut()),
+                None => self.fire(ev.probe, ev.cpu, &ev.ctx),
+            }
+            n += 1;
+        }
+        n
+    }
+
+    /// Runs timers due at the current time (profile and tick probes), queued events, and the
+    /// speculation cleaner at `cleanrate`. Returns the number of firings.
+    pub fn poll(&mut self) -> usize {
+        let now = self.clock.now();
+        let mut n = self.process_events();
+        if self.activity != Activity::Active {
+            return n;
+        }
+        let mut due = Vec::new();
+        self.registry.poll(now, self.ncpus, &mut due);
+        for (probe, cpu) in due {
+            let ctx = FiringContext {
+                timestamp: Some(now),
+                ..FiringContext::default()
+            };
+            self.fire(probe, cpu, &ctx);
+            n += 1;
+        }
+        if now.saturating_sub(self.last_clean) >= self.options.cleanrate {
+            self.clean_speculations();
+            self.last_clean = now;
+        }
+        n
+    }
+
+    /// When [`Framework::poll`] next has timer work (monotonic ns), if any.
+    pub fn next_deadline(&self) -> Option<u64> {
+        self.registry.next_deadline()
+    }
+
+    /// The current monotonic time of the framework's clock.
+    pub fn now(&self) -> u64 {
+        self.clock.now()
+    }
+
+    /// Runs the speculation cleaner now: commits speculations committed on other CPUs and frees
+    /// discarded ones.
+    pub fn clean_speculations(&mut self) {
+        for (cpu, buf) in self.specs.clean() {
+            if let Some(c) = self.cpus.get_mut(cpu) {
+                c.principal.append_many(&buf.data, &buf.lens);
+            }
+        }
+    }
+
+    /// Takes the records of one CPU's principal buffer (switching it) and its drop count.
+    pub fn switch_buffer(&mut self, cpu: u32) -> Result<BufferSnapshot, FrameworkError> {
+        let c = self
+            .cpus
+            .get_mut(cpu as usize)
+            .ok_or(FrameworkError::BadCpu(cpu))?;
+        if c.principal.is_full() {
+            self.status.filled = true;
+        }
+        let (data, drops) = c.principal.take();
+        Ok(BufferSnapshot { cpu, data, drops })
+    }
+
+    /// Takes every CPU's principal buffer.
+    pub fn switch_all(&mut self) -> Vec<BufferSnapshot> {
+        (0..self.cpus.len() as u32)
+            .filter_map(|c| self.switch_buffer(c).ok())
+            .collect()
+    }
+
+    /// Drains every CPU's aggregation buffer: the entries aggregated since the previous snapshot.
+    pub fn snapshot_aggregations(&mut self) -> Vec<AggSnapshot> {
+        self.cpus
+            .iter_mut()
+            .enumerate()
+            .map(|(cpu, c)| {
+                let (entries, drops) = c.aggs.drain();
+                AggSnapshot {
+                    cpu: cpu as u32,
+                    records: entries
+                        .into_iter()
+                        .map(|(aggid, key, value)| AggRecord { aggid, key, value })
+                        .collect(),
+                    drops,
+                }
+            })
+            .collect()
+    }
+
+    /// The status counters.
+    pub fn status(&mut self) -> Status {
+        let mut s = self.status;
+        s.activity = Some(self.activity);
+        s.filled |= self.cpus.iter().any(|c| c.principal.is_full());
+        s.dynvar_drops = self.vars.dynvar_drops();
+        s.spec_drops = self.specs.drops;
+        s.spec_busy = self.specs.busy;
+        s.spec_unavail = self.specs.unavail;
+        s
+    }
+
+    /// Takes the destructive requests (`stop()`, `raise()`) made since the last call.
+    pub fn take_requests(&mut self) -> Vec<DestructiveRequest> {
+        std::mem::take(&mut self.requests)
+    }
+
+    /// A thread has exited: frees its thread-local variables (as DTrace does when a thread dies).
+    pub fn thread_exit(&mut self, tid: u64) {
+        self.vars
+            .dynvars
+            .remove_thread(crate::context::thread_key(tid));
+    }
+
+    /// The variable state (globals, dynamic variables), e.g. to inspect in tests.
+    pub fn vars(&self) -> &VarState {
+        &self.vars
+    }
+}

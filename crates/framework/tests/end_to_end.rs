@@ -1,0 +1,927 @@
+//! End-to-end tests: hand-built programs (DIF from the `dif` assembler) enabled, fired and checked byte
+//! by byte in the buffers and aggregation snapshots.
+
+use dtrace_dif::asm::assemble;
+use dtrace_dif::object::DifObject;
+use dtrace_dif::program::{
+    lquantize_arg, ActionDesc, ActionKind, AggregationDesc, EcbDesc, ProbeDesc, Program,
+};
+use dtrace_framework::aggregate::{merge_value, QUANTIZE_ZEROBUCKET};
+use dtrace_framework::records::{read_header, FaultRecord, FAULT_EPID, FAULT_NO_OFFSET};
+use dtrace_framework::*;
+
+fn asm(src: &str) -> DifObject {
+    assemble(src).unwrap_or_else(|e| panic!("{e}\n{src}"))
+}
+
+fn pd(s: &str) -> ProbeDesc {
+    let f: Vec<&str> = s.split(':').collect();
+    ProbeDesc {
+        provider: f[0].into(),
+        module: f[1].into(),
+        function: f[2].into(),
+        name: f[3].into(),
+    }
+}
+
+fn act(kind: ActionKind, difo: Option<DifObject>) -> ActionDesc {
+    ActionDesc {
+        kind,
+        difo,
+        arg: 0,
+        uarg: 0,
+        ntuple: 0,
+    }
+}
+
+fn trace_int(v: i64) -> ActionDesc {
+    act(
+        ActionKind::DifExpr,
+        Some(asm(&format!("setx {v}, %r1\nret %r1\n"))),
+    )
+}
+
+fn ecb(probe: &str, pred: Option<DifObject>, actions: Vec<ActionDesc>) -> EcbDesc {
+    EcbDesc {
+        probe: pd(probe),
+        predicate: pred,
+        actions,
+    }
+}
+
+fn program(ecbs: Vec<EcbDesc>) -> Program {
+    Program {
+        ecbs,
+        ..Program::default()
+    }
+}
+
+fn u32_at(b: &[u8], o: usize) -> u32 {
+    u32::from_ne_bytes(b[o..o + 4].try_into().unwrap())
+}
+
+fn u64_at(b: &[u8], o: usize) -> u64 {
+    u64::from_ne_bytes(b[o..o + 8].try_into().unwrap())
+}
+
+/// Splits a buffer into records using the EPID sizes.
+fn records<'a>(data: &'a [u8], size_of: &dyn Fn(u32) -> usize) -> Vec<(u32, &'a [u8])> {
+    let mut out = Vec::new();
+    let mut off = 0;
+    while off + 4 <= data.len() {
+        let epid = u32_at(data, off);
+        if epid == 0 {
+            off += 4;
+            continue;
+        }
+        let len = size_of(epid);
+        out.push((epid, &data[off..off + len]));
+        off += (len + 7) & !7;
+    }
+    out
+}
+
+fn new_fw() -> (Framework, ManualClock) {
+    let mut fw = Framework::new(Options::default(), 2);
+    let clock = ManualClock::default();
+    clock.set(1_000_000_000);
+    fw.set_clock(Box::new(clock.clone()));
+    (fw, clock)
+}
+
+#[test]
+fn begin_trace_and_exit() {
+    let (mut fw, _clock) = new_fw();
+    let p = program(vec![ecb(
+        "dtrace:::BEGIN",
+        None,
+        vec![
+            trace_int(42),
+            act(
+                ActionKind::Exit,
+                Some(asm("setx 3, %r1\nret %r1\n.rtype int 4\n")),
+            ),
+        ],
+    )]);
+    let en = fw.enable(&p, false).unwrap();
+    assert_eq!(en.matched, 1);
+    assert_eq!(en.eprobes.len(), 1);
+    let ep = &en.eprobes[0];
+    assert_eq!((ep.epid, ep.probe_id, ep.size), (1, 1, 28));
+    assert_eq!((ep.recs[0].offset, ep.recs[0].size), (16, 8));
+    assert_eq!((ep.recs[1].offset, ep.recs[1].size), (24, 4));
+    assert_eq!(en.probes[0].name, "BEGIN");
+    fw.go().unwrap();
+    let snap = fw.switch_buffer(0).unwrap();
+    assert_eq!(snap.data.len(), 32);
+    let (epid, ts) = read_header(&snap.data).unwrap();
+    assert_eq!((epid, ts), (1, 1_000_000_000));
+    assert_eq!(u64_at(&snap.data, 16), 42);
+    assert_eq!(u32_at(&snap.data, 24), 3);
+    assert_eq!(fw.status().exit_status, Some(3));
+    assert!(fw.switch_buffer(1).unwrap().data.is_empty());
+}
+
+#[test]
+fn begin_before_end_and_empty_clause_records_header() {
+    let (mut fw, _c) = new_fw();
+    let p = program(vec![
+        ecb("dtrace:::END", None, vec![]),
+        ecb("dtrace:::BEGIN", None, vec![]),
+    ]);
+    let en = fw.enable(&p, false).unwrap();
+    assert_eq!(en.eprobes[0].size, 12);
+    fw.go().unwrap();
+    fw.stop().unwrap();
+    let snap = fw.switch_buffer(0).unwrap();
+    let epids: Vec<u32> = records(&snap.data, &|_| 12).iter().map(|r| r.0).collect();
+    assert_eq!(epids, vec![2, 1]);
+    assert_eq!(fw.activity(), Activity::Stopped);
+}
+
+#[test]
+fn matching_counts_and_errors() {
+    let (mut fw, _c) = new_fw();
+    let p = program(vec![
+        ecb("dtrace:::B*", None, vec![]),
+        ecb(":::END", None, vec![]),
+    ]);
+    assert_eq!(fw.enable(&p, false).unwrap().matched, 2);
+
+    let (mut fw, _c) = new_fw();
+    let p = program(vec![ecb("dtrace:::*", None, vec![])]);
+    let en = fw.enable(&p, false).unwrap();
+    assert_eq!(en.matched, 3);
+    assert_eq!(
+        en.eprobes.iter().map(|e| e.epid).collect::<Vec<_>>(),
+        [1, 2, 3]
+    );
+
+    let (mut fw, _c) = new_fw();
+    let p = program(vec![
+        ecb("dtrace:::BEGIN", None, vec![]),
+        ecb("foo:::bar", None, vec![]),
+    ]);
+    let e = fw.enable(&p, false).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "probe description foo:::bar does not match any probes"
+    );
+    let en = fw.enable(&p, true).unwrap();
+    assert_eq!(en.matched, 1);
+}
+
+#[test]
+fn predicate_selects() {
+    let (mut fw, _c) = new_fw();
+    let p = program(vec![
+        ecb(
+            "dtrace:::BEGIN",
+            Some(asm("setx 0, %r1\nret %r1\n")),
+            vec![trace_int(1)],
+        ),
+        ecb(
+            "dtrace:::BEGIN",
+            Some(asm("setx 7, %r1\nret %r1\n")),
+            vec![trace_int(2)],
+        ),
+    ]);
+    fw.enable(&p, false).unwrap();
+    fw.go().unwrap();
+    let snap = fw.switch_buffer(0).unwrap();
+    let recs = records(&snap.data, &|_| 24);
+    assert_eq!(recs.len(), 1);
+    assert_eq!(recs[0].0, 2);
+    assert_eq!(u64_at(recs[0].1, 16), 2);
+}
+
+#[test]
+fn strings_are_nul_padded() {
+    let (mut fw, _c) = new_fw();
+    fw.set_option("strsize", Some("16")).unwrap();
+    let p = program(vec![ecb(
+        "dtrace:::BEGIN",
+        None,
+        vec![act(
+            ActionKind::DifExpr,
+            Some(asm("ldgs probename, %r1\nret %r1\n.rtype string 0\n")),
+        )],
+    )]);
+    let en = fw.enable(&p, false).unwrap();
+    let r = en.eprobes[0].recs[0];
+    assert_eq!((r.offset, r.size, r.alignment), (16, 16, 8));
+    fw.go().unwrap();
+    let snap = fw.switch_buffer(0).unwrap();
+    assert_eq!(&snap.data[16..32], b"BEGIN\0\0\0\0\0\0\0\0\0\0\0");
+}
+
+#[test]
+fn fault_fires_error_probe() {
+    let (mut fw, _c) = new_fw();
+    // trace(*(int *)0): load from address 0 at instruction 1 (DIF offset 4).
+    let bad = asm("setx 0, %r1\nldsw [%r1], %r2\nret %r2\n");
+    let p = program(vec![
+        ecb(
+            "dtrace:::BEGIN",
+            None,
+            vec![trace_int(5), act(ActionKind::DifExpr, Some(bad))],
+        ),
+        ecb(
+            "dtrace:::ERROR",
+            None,
+            (1..=5)
+                .map(|n| {
+                    act(
+                        ActionKind::DifExpr,
+                        Some(asm(&format!("ldgs arg{n}, %r1\nret %r1\n"))),
+                    )
+                })
+                .collect(),
+        ),
+    ]);
+    fw.enable(&p, false).unwrap();
+    fw.go().unwrap();
+    let snap = fw.switch_buffer(0).unwrap();
+    // Fault records and the ERROR clause's records (5 x u64) are both 56 bytes.
+    let recs = records(&snap.data, &|_| 56);
+    // The faulting clause's record is not committed: a fault record, then the ERROR clause's record.
+    assert_eq!(recs.len(), 2);
+    assert_eq!(recs[0].0, FAULT_EPID);
+    let f = FaultRecord::decode(recs[0].1).unwrap();
+    assert_eq!(
+        f,
+        FaultRecord {
+            epid: 1,
+            action: 2,
+            dif_offset: 4,
+            kind: 1,
+            addr: 0
+        }
+    );
+    assert_eq!(recs[1].0, 2);
+    let args: Vec<u64> = (0..5).map(|i| u64_at(recs[1].1, 16 + 8 * i)).collect();
+    assert_eq!(args, vec![1, 2, 4, 1, 0]);
+    assert_eq!(fw.status().errors, 1);
+}
+
+#[test]
+fn fault_in_predicate_and_in_error_clause() {
+    let (mut fw, _c) = new_fw();
+    let div0 = || asm("setx 1, %r1\nsetx 0, %r2\nsdiv %r1, %r2, %r3\nret %r3\n");
+    let p = program(vec![
+        ecb("dtrace:::BEGIN", Some(div0()), vec![trace_int(1)]),
+        ecb("dtrace:::ERROR", Some(div0()), vec![]),
+    ]);
+    fw.enable(&p, false).unwrap();
+    fw.go().unwrap();
+    let f = FaultRecord::decode(&fw.switch_buffer(0).unwrap().data).unwrap();
+    assert_eq!((f.action, f.dif_offset, f.kind), (0, 8, 4));
+    let st = fw.status();
+    assert_eq!((st.errors, st.dblerrors), (2, 1));
+}
+
+#[test]
+fn aggregations_count_by_probename() {
+    let (mut fw, _c) = new_fw();
+    let key = act(
+        ActionKind::DifExpr,
+        Some(asm("ldgs probename, %r1\nret %r1\n.rtype string\n")),
+    );
+    let mut count = act(ActionKind::AggCount, None);
+    count.ntuple = 1;
+    count.uarg = 1;
+    let mut p = program(vec![
+        ecb("dtrace:::BEGIN", None, vec![key.clone(), count.clone()]),
+        ecb("profile:::tick-1sec", None, vec![key, count]),
+    ]);
+    p.aggregations.push(AggregationDesc {
+        id: 1,
+        name: String::new(),
+    });
+    let (mut fw2, clock) = (
+        Framework::new(Options::default(), 1),
+        ManualClock::default(),
+    );
+    std::mem::swap(&mut fw, &mut fw2);
+    clock.set(10);
+    fw.set_clock(Box::new(clock.clone()));
+    let en = fw.enable(&p, false).unwrap();
+    assert_eq!(en.eprobes[0].size, 0);
+    assert_eq!(en.aggs.len(), 2);
+    let a = &en.aggs[0];
+    assert_eq!((a.varid, a.epid), (1, 1));
+    assert_eq!((a.recs[0].offset, a.recs[0].size), (0, 256));
+    assert_eq!((a.recs[1].offset, a.recs[1].size), (256, 8));
+    fw.go().unwrap();
+    fw.poll(); // arms the timer
+    clock.set(10 + 3_500_000_000);
+    assert_eq!(fw.poll(), 3);
+    let snaps = fw.snapshot_aggregations();
+    assert!(fw.switch_buffer(0).unwrap().data.is_empty());
+    let recs = &snaps[0].records;
+    assert_eq!(recs.len(), 2);
+    let find = |name: &[u8]| {
+        recs.iter()
+            .find(|r| r.key.starts_with(name) && r.key[name.len()] == 0)
+            .unwrap()
+    };
+    assert_eq!(u64_at(&find(b"BEGIN").value, 0), 1);
+    let tick = find(b"tick-1sec");
+    assert_eq!(tick.aggid, 2);
+    assert_eq!(tick.key.len(), 256);
+    assert_eq!(u64_at(&tick.value, 0), 3);
+    // Snapshots drain.
+    assert!(fw.snapshot_aggregations()[0].records.is_empty());
+}
+
+#[test]
+fn every_aggregating_function() {
+    let (mut fw, _c) = new_fw();
+    let val = |v: i64| Some(asm(&format!("setx {v}, %r1\nret %r1\n")));
+    let mut actions = Vec::new();
+    let kinds = [
+        (ActionKind::AggCount, 0),
+        (ActionKind::AggSum, 0),
+        (ActionKind::AggAvg, 0),
+        (ActionKind::AggMin, 0),
+        (ActionKind::AggMax, 0),
+        (ActionKind::AggStddev, 0),
+        (ActionKind::AggQuantize, 0),
+        (ActionKind::AggLquantize, lquantize_arg(0, 10, 10)),
+        (
+            ActionKind::AggLlquantize,
+            dtrace_dif::program::llquantize_arg(10, 0, 2, 10),
+        ),
+    ];
+    for (i, &(k, arg)) in kinds.iter().enumerate() {
+        let mut a = act(
+            k,
+            if k == ActionKind::AggCount {
+                None
+            } else {
+                val(-7 + 12 * i as i64)
+            },
+        );
+        a.arg = arg;
+        a.uarg = i as u64;
+        actions.push(a);
+    }
+    let p = program(vec![ecb("dtrace:::BEGIN", None, actions)]);
+    let en = fw.enable(&p, false).unwrap();
+    let sizes: Vec<u32> = en
+        .aggs
+        .iter()
+        .map(|a| a.recs.last().unwrap().size)
+        .collect();
+    // llquantize(x, 10, 0, 2, 10): bucket 0, 9 per magnitude 0..2 after the first, top bucket: 29.
+    assert_eq!(
+        sizes,
+        vec![8, 8, 16, 8, 8, 32, 127 * 8, 13 * 8, (28 + 2) * 8]
+    );
+    fw.go().unwrap();
+    let snap = fw.snapshot_aggregations();
+    let vals: Vec<Vec<u64>> = snap[0]
+        .records
+        .iter()
+        .map(|r| {
+            r.value
+                .chunks(8)
+                .map(|c| u64::from_ne_bytes(c.try_into().unwrap()))
+                .collect()
+        })
+        .collect();
+    assert_eq!(vals[0], vec![1]);
+    assert_eq!(vals[1], vec![5]); // sum(5)
+    assert_eq!(vals[2], vec![1, 17]); // avg(17)
+    assert_eq!(vals[3], vec![29]); // min(29)
+    assert_eq!(vals[4], vec![41]); // max(41)
+    assert_eq!(vals[5], vec![1, 53, 53 * 53, 0]); // stddev(53)
+    assert_eq!(vals[6][QUANTIZE_ZEROBUCKET + 7], 1); // quantize(65): 64..127
+    assert_eq!(vals[7][0], lquantize_arg(0, 10, 10));
+    assert_eq!(vals[7][1 + 1 + 7], 1); // lquantize(77): after the arg and underflow, 70..79
+    assert_eq!(vals[8][1 + 17], 1); // llquantize(89, 10, 0, 2, 10): the 80..89 bucket
+                                    // The consumer merges snapshots.
+    let mut a = snap[0].records[3].value.clone();
+    merge_value(ActionKind::AggMin, &mut a, &(-1i64).to_ne_bytes());
+    assert_eq!(i64::from_ne_bytes(a[..8].try_into().unwrap()), -1);
+}
+
+#[test]
+fn aggregation_drops_when_aggsize_exceeded() {
+    let (mut fw, _c) = new_fw();
+    fw.set_option("aggsize", Some("128")).unwrap();
+    let key = act(ActionKind::DifExpr, Some(asm("ldgs arg0, %r1\nret %r1\n")));
+    let mut count = act(ActionKind::AggCount, None);
+    count.ntuple = 1;
+    let p = program(vec![ecb("profile:::tick-1", None, vec![key, count])]);
+    fw.enable(&p, false).unwrap();
+    fw.go().unwrap();
+    let tick = fw.list_probes(&pd("profile:::tick-1"))[0].id;
+    for i in 0..10u64 {
+        let mut ctx = FiringContext::default();
+        ctx.args[0] = i;
+        fw.fire(tick, 1, &ctx);
+    }
+    let snap = fw.snapshot_aggregations();
+    assert_eq!(snap[1].records.len(), 2);
+    assert_eq!(snap[1].drops, 8);
+}
+
+#[test]
+fn speculation_commit_and_discard() {
+    let (mut fw, _c) = new_fw();
+    // BEGIN: spec = speculation(); speculate(spec); trace(11)
+    // END:   commit(spec) when arg... (two clauses: one discards a second speculation)
+    let spec_var = ".var spec 1280 scl glb r/w int 8\n";
+    let p = program(vec![
+        ecb(
+            "dtrace:::BEGIN",
+            None,
+            vec![act(
+                ActionKind::DifExpr,
+                Some(asm(&format!(
+                    "{spec_var}call speculation, %r1\nstgs %r1, spec\nret %r0\n.rtype int 0\n"
+                ))),
+            )],
+        ),
+        ecb(
+            "dtrace:::BEGIN",
+            None,
+            vec![
+                act(
+                    ActionKind::Speculate,
+                    Some(asm(&format!("{spec_var}ldgs spec, %r1\nret %r1\n"))),
+                ),
+                trace_int(11),
+            ],
+        ),
+        ecb(
+            "dtrace:::END",
+            None,
+            vec![act(
+                ActionKind::Commit,
+                Some(asm(&format!("{spec_var}ldgs spec, %r1\nret %r1\n"))),
+            )],
+        ),
+    ]);
+    let en = fw.enable(&p, false).unwrap();
+    assert_eq!(en.eprobes[0].size, 0);
+    assert_eq!(en.eprobes[1].size, 24);
+    assert_eq!(en.eprobes[2].size, 0);
+    fw.go().unwrap();
+    assert!(fw.switch_buffer(0).unwrap().data.is_empty());
+    fw.stop().unwrap();
+    let snap = fw.switch_buffer(0).unwrap();
+    assert_eq!(snap.data.len(), 24);
+    assert_eq!(u32_at(&snap.data, 0), 2);
+    assert_eq!(u64_at(&snap.data, 16), 11);
+
+    // With nspec=1, a second speculation() fails as unavailable; speculate(5) is illegal.
+    let (mut fw, _c) = new_fw();
+    let p = program(vec![
+        ecb(
+            "dtrace:::BEGIN",
+            None,
+            vec![
+                trace_int(0),
+                act(
+                    ActionKind::DifExpr,
+                    Some(asm("call speculation, %r1\nret %r1\n")),
+                ),
+                act(
+                    ActionKind::DifExpr,
+                    Some(asm("call speculation, %r1\nret %r1\n")),
+                ),
+            ],
+        ),
+        ecb(
+            "dtrace:::BEGIN",
+            None,
+            vec![act(
+                ActionKind::Speculate,
+                Some(asm("setx 5, %r1\nret %r1\n")),
+            )],
+        ),
+    ]);
+    fw.enable(&p, false).unwrap();
+    fw.go().unwrap();
+    let data = fw.switch_buffer(0).unwrap().data;
+    assert_eq!(u64_at(&data, 24), 1);
+    assert_eq!(u64_at(&data, 32), 0);
+    assert_eq!(fw.status().spec_unavail, 1);
+    let f = FaultRecord::decode(&data[40..]).unwrap();
+    assert_eq!(
+        (f.epid, f.action, f.kind, f.dif_offset),
+        (2, 1, 3, FAULT_NO_OFFSET)
+    );
+}
+
+#[test]
+fn destructive_actions_need_the_option() {
+    let (mut fw, _c) = new_fw();
+    let p = program(vec![ecb(
+        "dtrace:::BEGIN",
+        None,
+        vec![act(ActionKind::Raise, Some(asm("setx 9, %r1\nret %r1\n")))],
+    )]);
+    assert_eq!(
+        fw.enable(&p, false).unwrap_err().to_string(),
+        "Destructive actions not allowed"
+    );
+    fw.set_option("destructive", None).unwrap();
+    fw.enable(&p, false).unwrap();
+    fw.go().unwrap();
+    assert_eq!(
+        fw.take_requests(),
+        vec![DestructiveRequest::Raise {
+            pid: 0,
+            tid: 0,
+            signal: 9
+        }]
+    );
+}
+
+#[test]
+fn switch_buffer_counts_drops_and_fill_reports_filled() {
+    for policy in ["switch", "fill", "ring"] {
+        let (mut fw, _c) = new_fw();
+        fw.set_option("bufsize", Some("64")).unwrap();
+        fw.set_option("bufpolicy", Some(policy)).unwrap();
+        let p = program(vec![
+            ecb("profile:::tick-1", None, vec![trace_int(1)]),
+            ecb("dtrace:::END", None, vec![trace_int(2)]),
+        ]);
+        fw.enable(&p, false).unwrap();
+        fw.go().unwrap();
+        let tick = fw.list_probes(&pd("profile:::tick-1"))[0].id;
+        for _ in 0..5 {
+            fw.fire(tick, 0, &FiringContext::default());
+        }
+        fw.stop().unwrap();
+        let snap = fw.switch_buffer(0).unwrap();
+        let vals: Vec<u64> = records(&snap.data, &|_| 24)
+            .iter()
+            .map(|r| u64_at(r.1, 16))
+            .collect();
+        match policy {
+            "switch" => {
+                assert_eq!(vals, vec![1, 1]);
+                assert_eq!(snap.drops, 4);
+            }
+            "fill" => {
+                // 24 bytes are reserved for END: one tick record fits, END fits.
+                assert_eq!(vals, vec![1, 2]);
+                assert_eq!(snap.drops, 4);
+                assert!(fw.status().filled);
+            }
+            _ => {
+                assert_eq!(vals, vec![1, 2]);
+                assert_eq!(snap.drops, 0);
+            }
+        }
+    }
+}
+
+#[test]
+fn events_from_other_threads() {
+    let (mut fw, _c) = new_fw();
+    let p = program(vec![ecb(
+        "profile:::tick-1",
+        None,
+        vec![act(
+            ActionKind::DifExpr,
+            Some(asm("ldgs pid, %r1\nret %r1\n")),
+        )],
+    )]);
+    fw.enable(&p, false).unwrap();
+    fw.go().unwrap();
+    let tick = fw.list_probes(&pd("profile:::tick-1"))[0].id;
+    let tx = fw.event_sender();
+    let h = std::thread::spawn(move || {
+        for pid in 1..=3u64 {
+            let ctx = FiringContext {
+                pid,
+                ..FiringContext::default()
+            };
+            assert!(tx.send(ProbeEvent {
+                probe: tick,
+                cpu: 1,
+                ctx,
+                memory: None
+            }));
+        }
+    });
+    h.join().unwrap();
+    assert_eq!(fw.process_events(), 3);
+    let snap = fw.switch_buffer(1).unwrap();
+    let pids: Vec<u64> = records(&snap.data, &|_| 24)
+        .iter()
+        .map(|r| u64_at(r.1, 16))
+        .collect();
+    assert_eq!(pids, vec![1, 2, 3]);
+}
+
+#[test]
+fn thread_locals_are_per_thread() {
+    let (mut fw, _c) = new_fw();
+    let v = ".var ts 1280 scl tls r/w int 8\n";
+    let p = program(vec![
+        ecb(
+            "profile:::tick-1",
+            Some(asm(&format!("{v}ldts ts, %r1\nret %r1\n"))),
+            vec![act(
+                ActionKind::DifExpr,
+                Some(asm(&format!("{v}ldts ts, %r1\nret %r1\n"))),
+            )],
+        ),
+        ecb(
+            "profile:::tick-1",
+            None,
+            vec![act(
+                ActionKind::DifExpr,
+                Some(asm(&format!(
+                    "{v}ldgs tid, %r1\nstts %r1, ts\nret %r0\n.rtype int 0\n"
+                ))),
+            )],
+        ),
+    ]);
+    fw.enable(&p, false).unwrap();
+    fw.go().unwrap();
+    let tick = fw.list_probes(&pd("profile:::tick-1"))[0].id;
+    for tid in [7u64, 8, 7] {
+        let ctx = FiringContext {
+            tid,
+            ..FiringContext::default()
+        };
+        fw.fire(tick, 0, &ctx);
+    }
+    let snap = fw.switch_buffer(0).unwrap();
+    let vals: Vec<u64> = records(&snap.data, &|_| 24)
+        .iter()
+        .map(|r| u64_at(r.1, 16))
+        .collect();
+    // Only the third firing (thread 7 again) sees its own earlier value.
+    assert_eq!(vals, vec![7]);
+    // When thread 7 exits its variables go.
+    fw.thread_exit(7);
+    let ctx = FiringContext {
+        tid: 7,
+        ..FiringContext::default()
+    };
+    fw.fire(tick, 0, &ctx);
+    assert!(fw.switch_buffer(0).unwrap().data.is_empty());
+}
+
+#[test]
+fn fuzz_smoke_random_programs() {
+    // A few thousand random programs (random DIF, actions, options) must run without panicking.
+    let mut started = 0;
+    for seed in 0..4000u64 {
+        let bytes = dtrace_framework::fuzzing::smoke_bytes(seed, 256);
+        started += dtrace_framework::fuzzing::fire_program(&bytes) as u32;
+    }
+    // Enough of them get past enabling to exercise probe context.
+    eprintln!("{started} of 4000 random programs ran");
+    assert!(started > 400, "only {started} random programs ran");
+}
+
+#[test]
+fn fuzz_smoke_inputs() {
+    for seed in 0..3000u64 {
+        let len = (seed % 40) as usize;
+        let mut bytes = dtrace_framework::fuzzing::smoke_bytes(seed, len);
+        // Bias towards printable text and glob characters.
+        for c in bytes.iter_mut() {
+            *c = b"0123456789kmgtKxX*?[]!\\-hzsecmin. "[(*c as usize) % 34];
+        }
+        dtrace_framework::fuzzing::parse_inputs(&bytes);
+    }
+}
+
+#[test]
+fn compound_and_prefix_string_keys() {
+    let (mut fw, _c) = new_fw();
+    // @a[execname, arg0] = sum(arg1); @b[execname] = count();
+    let exe = || {
+        act(
+            ActionKind::DifExpr,
+            Some(asm("ldgs execname, %r1\nret %r1\n.rtype string\n")),
+        )
+    };
+    let arg = |n: u32| {
+        act(
+            ActionKind::DifExpr,
+            Some(asm(&format!("ldgs arg{n}, %r1\nret %r1\n"))),
+        )
+    };
+    let mut sum = act(ActionKind::AggSum, Some(asm("ldgs arg1, %r1\nret %r1\n")));
+    sum.ntuple = 2;
+    let mut count = act(ActionKind::AggCount, None);
+    count.ntuple = 1;
+    count.uarg = 1;
+    let p = program(vec![ecb(
+        "profile:::tick-1",
+        None,
+        vec![exe(), arg(0), sum, exe(), count],
+    )]);
+    let en = fw.enable(&p, false).unwrap();
+    assert_eq!(
+        en.aggs[0].recs.iter().map(|r| r.offset).collect::<Vec<_>>(),
+        [0, 256, 264]
+    );
+    fw.go().unwrap();
+    let tick = fw.list_probes(&pd("profile:::tick-1"))[0].id;
+    for (name, a0, a1) in [("ab", 1, 10), ("abc", 1, 20), ("ab", 1, 30), ("ab", 2, 40)] {
+        let mut ctx = FiringContext {
+            execname: name.into(),
+            ..FiringContext::default()
+        };
+        ctx.args[0] = a0;
+        ctx.args[1] = a1;
+        fw.fire(tick, 0, &ctx);
+    }
+    let snap = fw.snapshot_aggregations();
+    let mut got: Vec<(u32, String, Vec<u64>)> = snap[0]
+        .records
+        .iter()
+        .map(|r| {
+            let name_end = r.key.iter().position(|&b| b == 0).unwrap();
+            assert!(r.key[name_end..256].iter().all(|&b| b == 0));
+            let rest: Vec<u64> = r.key[256..]
+                .chunks(8)
+                .map(|c| u64::from_ne_bytes(c.try_into().unwrap()))
+                .collect();
+            let mut v = rest;
+            v.push(u64_at(&r.value, 0));
+            (
+                r.aggid,
+                String::from_utf8(r.key[..name_end].to_vec()).unwrap(),
+                v,
+            )
+        })
+        .collect();
+    got.sort();
+    assert_eq!(
+        got,
+        vec![
+            (1, "ab".into(), vec![1, 40]),
+            (1, "ab".into(), vec![2, 40]),
+            (1, "abc".into(), vec![1, 20]),
+            (2, "ab".into(), vec![3]),
+            (2, "abc".into(), vec![1]),
+        ]
+    );
+}
+
+#[test]
+fn begin_fires_in_the_consumer_context() {
+    let (mut fw, _c) = new_fw();
+    fw.set_consumer_context(FiringContext {
+        pid: 1234,
+        execname: "dtrace".into(),
+        ..FiringContext::default()
+    });
+    let p = program(vec![ecb(
+        "dtrace:::BEGIN",
+        None,
+        vec![act(
+            ActionKind::DifExpr,
+            Some(asm("ldgs pid, %r1\nret %r1\n")),
+        )],
+    )]);
+    fw.enable(&p, false).unwrap();
+    fw.go().unwrap();
+    assert_eq!(u64_at(&fw.switch_buffer(0).unwrap().data, 16), 1234);
+}
+
+#[test]
+fn framework_is_send() {
+    fn assert_send<T: Send>() {}
+    assert_send::<Framework>();
+    assert_send::<EventSender>();
+}
+
+/// A provider that refuses to enable its probe.
+struct Refusing;
+
+impl Provider for Refusing {
+    fn name(&self) -> &str {
+        "refusing"
+    }
+    fn attributes(&self) -> dtrace_framework::provider::ProviderAttributes {
+        use dtrace_framework::provider::{Attribute, DepClass, Stability};
+        let a = Attribute::new(Stability::Private, Stability::Private, DepClass::Unknown);
+        dtrace_framework::provider::ProviderAttributes {
+            provider: a,
+            module: a,
+            function: a,
+            name: a,
+            args: a,
+        }
+    }
+    fn provide(
+        &mut self,
+        desc: Option<&ProbeDesc>,
+        sink: &mut dtrace_framework::provider::ProbeSink<'_>,
+    ) {
+        if desc.is_none() {
+            sink.create("mod", "func", "never");
+        }
+    }
+    fn enable(
+        &mut self,
+        probe: &dtrace_framework::records::ProbeInfo,
+    ) -> Result<(), dtrace_framework::provider::ProviderError> {
+        Err(dtrace_framework::provider::ProviderError::Enable {
+            probe: probe.name.clone(),
+            reason: "no such thing".into(),
+        })
+    }
+    fn disable(&mut self, _probe: &dtrace_framework::records::ProbeInfo) {}
+}
+
+#[test]
+fn provider_refusal_enables_nothing() {
+    let (mut fw, _c) = new_fw();
+    fw.register_provider(Box::new(Refusing)).unwrap();
+    assert!(fw.register_provider(Box::new(Refusing)).is_err());
+    let info = fw.list_probes(&pd("refusing:::"));
+    assert_eq!(info.len(), 1);
+    assert_eq!((info[0].id, info[0].module.as_str()), (4 + 13, "mod"));
+    let p = program(vec![
+        ecb("dtrace:::BEGIN", None, vec![]),
+        ecb("refusing:::never", None, vec![]),
+    ]);
+    let e = fw.enable(&p, false).unwrap_err();
+    assert_eq!(e.to_string(), "cannot enable probe never: no such thing");
+    assert_eq!(fw.eprobe(1), None);
+    let p = program(vec![ecb("dtrace:::BEGIN", None, vec![])]);
+    assert_eq!(fw.enable(&p, false).unwrap().eprobes[0].epid, 1);
+}
+
+#[test]
+fn cpu_option_restricts_tracing() {
+    let (mut fw, _c) = new_fw();
+    fw.set_option("cpu", Some("1")).unwrap();
+    let p = program(vec![
+        ecb("dtrace:::BEGIN", None, vec![trace_int(1)]),
+        ecb("profile:::tick-1", None, vec![trace_int(2)]),
+    ]);
+    fw.enable(&p, false).unwrap();
+    fw.go().unwrap();
+    let tick = fw.list_probes(&pd("profile:::tick-1"))[0].id;
+    fw.fire(tick, 0, &FiringContext::default());
+    fw.fire(tick, 1, &FiringContext::default());
+    assert!(fw.switch_buffer(0).unwrap().data.is_empty());
+    let vals: Vec<u64> = records(&fw.switch_buffer(1).unwrap().data, &|_| 24)
+        .iter()
+        .map(|r| u64_at(r.1, 16))
+        .collect();
+    assert_eq!(vals, vec![1, 2]);
+
+    let (mut fw, _c) = new_fw();
+    fw.set_option("cpu", Some("5")).unwrap();
+    fw.enable(&p, false).unwrap();
+    assert_eq!(fw.go().unwrap_err(), FrameworkError::BadCpu(5));
+}
+
+#[test]
+fn buffer_too_small_for_a_record() {
+    let (mut fw, _c) = new_fw();
+    fw.set_option("bufsize", Some("16")).unwrap();
+    let p = program(vec![ecb("dtrace:::BEGIN", None, vec![trace_int(1)])]);
+    fw.enable(&p, false).unwrap();
+    let e = fw.go().unwrap_err();
+    assert_eq!(e, FrameworkError::BufferTooSmall);
+    assert_eq!(e.to_string(), "Enabling exceeds size of buffer");
+}
+
+#[test]
+fn dynamic_variable_drops_are_counted() {
+    let (mut fw, _c) = new_fw();
+    fw.set_option("dynvarsize", Some("256")).unwrap();
+    let v = ".var ts 1280 scl tls r/w int 8\n";
+    let p = program(vec![ecb(
+        "profile:::tick-1",
+        None,
+        vec![act(
+            ActionKind::DifExpr,
+            Some(asm(&format!(
+                "{v}setx 1, %r1\nstts %r1, ts\nret %r0\n.rtype int 0\n"
+            ))),
+        )],
+    )]);
+    fw.enable(&p, false).unwrap();
+    fw.go().unwrap();
+    let tick = fw.list_probes(&pd("profile:::tick-1"))[0].id;
+    for tid in 1..=100u64 {
+        let ctx = FiringContext {
+            tid,
+            ..FiringContext::default()
+        };
+        fw.fire(tick, 0, &ctx);
+    }
+    let st = fw.status();
+    assert!(st.dynvar_drops > 0, "{st:?}");
+    assert!(fw.vars().dynvars.len() < 100);
+}

@@ -1,0 +1,21 @@
+//! Fuzzes the ring-buffer record decoder against a layout with copies and both stacks.
+#![no_main]
+use dtrace_linux::capture::{AddrExpr, CaptureSpec, CopyRequest, MemKind, RecordLayout, decode_record};
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let spec = CaptureSpec {
+        copies: vec![
+            CopyRequest { addr: AddrExpr::arg(1), kind: MemKind::UserString, size: 64 },
+            CopyRequest { addr: AddrExpr::arg(0), kind: MemKind::KernelBytes, size: 16 },
+        ],
+        kstack: Some(8),
+        ustack: Some(8),
+        ..CaptureSpec::new()
+    };
+    let layout = RecordLayout::for_spec(&spec, "fuzz").expect("valid spec");
+    let _ = decode_record(data, |_| Some(&layout));
+    let by_file = CaptureSpec { ustack_build_id: true, ..spec };
+    let layout = RecordLayout::for_spec(&by_file, "fuzz").expect("valid spec");
+    let _ = decode_record(data, |_| Some(&layout));
+});

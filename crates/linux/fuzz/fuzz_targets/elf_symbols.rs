@@ -1,0 +1,10 @@
+//! Fuzzes ELF symbol-table reading.
+#![no_main]
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    if let Ok(e) = dtrace_linux::symbols::ElfSymbols::parse(data) {
+        let _ = e.lookup(0x1000);
+        let _ = e.vaddr_of_file_offset(0x1000);
+    }
+});

@@ -1,0 +1,394 @@
+//! eBPF instructions and a small assembler with forward labels, so capture programs are generated at run
+//! time by our own code (no clang, no LLVM). Encoding follows the kernel's `struct bpf_insn`.
+
+use crate::error::{LinuxError, Result};
+
+/// An eBPF register (r0..r10).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reg(pub u8);
+
+/// Named registers.
+pub const R0: Reg = Reg(0);
+/// Argument 1 / context on entry.
+pub const R1: Reg = Reg(1);
+/// Argument 2.
+pub const R2: Reg = Reg(2);
+/// Argument 3.
+pub const R3: Reg = Reg(3);
+/// Argument 4.
+pub const R4: Reg = Reg(4);
+/// Argument 5.
+pub const R5: Reg = Reg(5);
+/// Callee-saved 6.
+pub const R6: Reg = Reg(6);
+/// Callee-saved 7.
+pub const R7: Reg = Reg(7);
+/// Callee-saved 8.
+pub const R8: Reg = Reg(8);
+/// Callee-saved 9.
+pub const R9: Reg = Reg(9);
+/// Frame pointer (read-only).
+pub const R10: Reg = Reg(10);
+
+/// One encoded instruction (`struct bpf_insn`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Insn {
+    /// Opcode byte.
+    pub code: u8,
+    /// Destination register (low nibble).
+    pub dst: u8,
+    /// Source register (high nibble).
+    pub src: u8,
+    /// Signed offset.
+    pub off: i16,
+    /// Immediate.
+    pub imm: i32,
+}
+
+impl Insn {
+    /// The 8 bytes the kernel reads.
+    pub fn to_bytes(self) -> [u8; 8] {
+        let mut b = [0u8; 8];
+        b[0] = self.code;
+        b[1] = (self.dst & 0xf) | (self.src << 4);
+        b[2..4].copy_from_slice(&self.off.to_le_bytes());
+        b[4..8].copy_from_slice(&self.imm.to_le_bytes());
+        b
+    }
+
+    /// The instruction as one little-endian u64 (how the kernel array is laid out on x86-64).
+    pub fn to_u64(self) -> u64 {
+        u64::from_le_bytes(self.to_bytes())
+    }
+}
+
+/// Opcode pieces.
+#[allow(missing_docs)]
+pub mod op {
+    pub const LD: u8 = 0x00;
+    pub const LDX: u8 = 0x01;
+    pub const ST: u8 = 0x02;
+    pub const STX: u8 = 0x03;
+    pub const ALU: u8 = 0x04;
+    pub const JMP: u8 = 0x05;
+    pub const ALU64: u8 = 0x07;
+    pub const W: u8 = 0x00;
+    pub const H: u8 = 0x08;
+    pub const B: u8 = 0x10;
+    pub const DW: u8 = 0x18;
+    pub const IMM: u8 = 0x00;
+    pub const MEM: u8 = 0x60;
+    pub const ATOMIC: u8 = 0xc0;
+    pub const K: u8 = 0x00;
+    pub const X: u8 = 0x08;
+    pub const ADD: u8 = 0x00;
+    pub const SUB: u8 = 0x10;
+    pub const MUL: u8 = 0x20;
+    pub const OR: u8 = 0x40;
+    pub const AND: u8 = 0x50;
+    pub const LSH: u8 = 0x60;
+    pub const RSH: u8 = 0x70;
+    pub const XOR: u8 = 0xa0;
+    pub const MOV: u8 = 0xb0;
+    pub const ARSH: u8 = 0xc0;
+    pub const JA: u8 = 0x00;
+    pub const JEQ: u8 = 0x10;
+    pub const JGT: u8 = 0x20;
+    pub const JGE: u8 = 0x30;
+    pub const JSET: u8 = 0x40;
+    pub const JNE: u8 = 0x50;
+    pub const JSGT: u8 = 0x60;
+    pub const JSGE: u8 = 0x70;
+    pub const CALL: u8 = 0x80;
+    pub const EXIT: u8 = 0x90;
+    pub const JLT: u8 = 0xa0;
+    pub const JLE: u8 = 0xb0;
+    pub const JSLT: u8 = 0xc0;
+    pub const JSLE: u8 = 0xd0;
+}
+
+/// Memory access sizes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Size {
+    /// 1 byte.
+    B,
+    /// 2 bytes.
+    H,
+    /// 4 bytes.
+    W,
+    /// 8 bytes.
+    DW,
+}
+
+impl Size {
+    fn code(self) -> u8 {
+        match self {
+            Size::B => op::B,
+            Size::H => op::H,
+            Size::W => op::W,
+            Size::DW => op::DW,
+        }
+    }
+
+    /// The size for a field of `bytes` bytes, if it is a natural size.
+    pub fn for_bytes(bytes: usize) -> Option<Size> {
+        match bytes {
+            1 => Some(Size::B),
+            2 => Some(Size::H),
+            4 => Some(Size::W),
+            8 => Some(Size::DW),
+            _ => None,
+        }
+    }
+}
+
+/// Helper function numbers (`enum bpf_func_id`).
+#[allow(missing_docs)]
+pub mod helper {
+    pub const MAP_LOOKUP_ELEM: i32 = 1;
+    pub const MAP_UPDATE_ELEM: i32 = 2;
+    pub const MAP_DELETE_ELEM: i32 = 3;
+    pub const KTIME_GET_NS: i32 = 5;
+    pub const TAIL_CALL: i32 = 12;
+    pub const GET_SMP_PROCESSOR_ID: i32 = 8;
+    pub const GET_CURRENT_PID_TGID: i32 = 14;
+    pub const GET_CURRENT_UID_GID: i32 = 15;
+    pub const GET_CURRENT_COMM: i32 = 16;
+    pub const GET_CURRENT_TASK: i32 = 35;
+    pub const GET_STACK: i32 = 67;
+    pub const PROBE_READ_USER: i32 = 112;
+    pub const PROBE_READ_KERNEL: i32 = 113;
+    pub const PROBE_READ_USER_STR: i32 = 114;
+    pub const PROBE_READ_KERNEL_STR: i32 = 115;
+    pub const RINGBUF_OUTPUT: i32 = 130;
+    pub const RINGBUF_RESERVE: i32 = 131;
+    pub const RINGBUF_SUBMIT: i32 = 132;
+    pub const RINGBUF_DISCARD: i32 = 133;
+    pub const RINGBUF_QUERY: i32 = 134;
+}
+
+/// A jump target, bound later with [`Asm::bind`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Label(usize);
+
+/// An assembler: emits instructions and resolves label jumps when finished.
+#[derive(Default, Debug)]
+pub struct Asm {
+    insns: Vec<Insn>,
+    labels: Vec<Option<usize>>,
+    fixups: Vec<(usize, Label)>,
+}
+
+/// The most instructions a program may have (the kernel's limit for privileged loaders is higher, but
+/// our capture programs are far below this; the bound keeps a buggy generator from looping forever).
+pub const MAX_INSNS: usize = 1_000_000;
+
+impl Asm {
+    /// An empty program.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Number of instruction slots so far.
+    pub fn len(&self) -> usize {
+        self.insns.len()
+    }
+
+    /// Whether nothing was emitted yet.
+    pub fn is_empty(&self) -> bool {
+        self.insns.is_empty()
+    }
+
+    /// Emits a raw instruction.
+    pub fn raw(&mut self, insn: Insn) -> &mut Self {
+        self.insns.push(insn);
+        self
+    }
+
+    fn emit(&mut self, code: u8, dst: Reg, src: Reg, off: i16, imm: i32) -> &mut Self {
+        self.raw(Insn {
+            code,
+            dst: dst.0,
+            src: src.0,
+            off,
+            imm,
+        })
+    }
+
+    /// A fresh, unbound label.
+    pub fn label(&mut self) -> Label {
+        self.labels.push(None);
+        Label(self.labels.len() - 1)
+    }
+
+    /// Binds `l` to the next instruction.
+    pub fn bind(&mut self, l: Label) -> &mut Self {
+        if let Some(slot) = self.labels.get_mut(l.0) {
+            *slot = Some(self.insns.len());
+        }
+        self
+    }
+
+    /// `dst = imm` (64-bit, sign-extended imm32).
+    pub fn mov_imm(&mut self, dst: Reg, imm: i32) -> &mut Self {
+        self.emit(op::ALU64 | op::MOV | op::K, dst, R0, 0, imm)
+    }
+
+    /// `dst = src` (64-bit).
+    pub fn mov(&mut self, dst: Reg, src: Reg) -> &mut Self {
+        self.emit(op::ALU64 | op::MOV | op::X, dst, src, 0, 0)
+    }
+
+    /// `dst = imm64` (two slots).
+    pub fn ld_imm64(&mut self, dst: Reg, imm: u64) -> &mut Self {
+        self.emit(op::LD | op::DW | op::IMM, dst, R0, 0, imm as u32 as i32);
+        self.emit(0, R0, R0, 0, (imm >> 32) as u32 as i32)
+    }
+
+    /// `dst = map` (two slots, `BPF_PSEUDO_MAP_FD`).
+    pub fn ld_map_fd(&mut self, dst: Reg, fd: i32) -> &mut Self {
+        self.emit(op::LD | op::DW | op::IMM, dst, Reg(1), 0, fd);
+        self.emit(0, R0, R0, 0, 0)
+    }
+
+    /// 64-bit ALU with an immediate: `dst op= imm`.
+    pub fn alu_imm(&mut self, aluop: u8, dst: Reg, imm: i32) -> &mut Self {
+        self.emit(op::ALU64 | aluop | op::K, dst, R0, 0, imm)
+    }
+
+    /// 64-bit ALU with a register: `dst op= src`.
+    pub fn alu(&mut self, aluop: u8, dst: Reg, src: Reg) -> &mut Self {
+        self.emit(op::ALU64 | aluop | op::X, dst, src, 0, 0)
+    }
+
+    /// 32-bit ALU with an immediate (zero-extends the result).
+    pub fn alu32_imm(&mut self, aluop: u8, dst: Reg, imm: i32) -> &mut Self {
+        self.emit(op::ALU | aluop | op::K, dst, R0, 0, imm)
+    }
+
+    /// `dst = *(size *)(src + off)`.
+    pub fn load(&mut self, size: Size, dst: Reg, src: Reg, off: i16) -> &mut Self {
+        self.emit(op::LDX | op::MEM | size.code(), dst, src, off, 0)
+    }
+
+    /// `*(size *)(dst + off) = src`.
+    pub fn store(&mut self, size: Size, dst: Reg, off: i16, src: Reg) -> &mut Self {
+        self.emit(op::STX | op::MEM | size.code(), dst, src, off, 0)
+    }
+
+    /// `*(size *)(dst + off) = imm`.
+    pub fn store_imm(&mut self, size: Size, dst: Reg, off: i16, imm: i32) -> &mut Self {
+        self.emit(op::ST | op::MEM | size.code(), dst, R0, off, imm)
+    }
+
+    /// Atomic `*(u64 *)(dst + off) += src`.
+    pub fn atomic_add64(&mut self, dst: Reg, off: i16, src: Reg) -> &mut Self {
+        self.emit(op::STX | op::ATOMIC | op::DW, dst, src, off, 0)
+    }
+
+    /// Conditional jump comparing a register with an immediate.
+    pub fn jmp_imm(&mut self, jop: u8, dst: Reg, imm: i32, target: Label) -> &mut Self {
+        self.fixups.push((self.insns.len(), target));
+        self.emit(op::JMP | jop | op::K, dst, R0, 0, imm)
+    }
+
+    /// Conditional jump comparing two registers.
+    pub fn jmp_reg(&mut self, jop: u8, dst: Reg, src: Reg, target: Label) -> &mut Self {
+        self.fixups.push((self.insns.len(), target));
+        self.emit(op::JMP | jop | op::X, dst, src, 0, 0)
+    }
+
+    /// Unconditional jump.
+    pub fn ja(&mut self, target: Label) -> &mut Self {
+        self.fixups.push((self.insns.len(), target));
+        self.emit(op::JMP | op::JA, R0, R0, 0, 0)
+    }
+
+    /// Calls helper `id`.
+    pub fn call(&mut self, id: i32) -> &mut Self {
+        self.emit(op::JMP | op::CALL, R0, R0, 0, id)
+    }
+
+    /// `exit`.
+    pub fn exit(&mut self) -> &mut Self {
+        self.emit(op::JMP | op::EXIT, R0, R0, 0, 0)
+    }
+
+    /// Sign-extends the low `bytes` bytes of `dst` to 64 bits.
+    pub fn sign_extend(&mut self, dst: Reg, bytes: usize) -> &mut Self {
+        if (1..8).contains(&bytes) {
+            let shift = (64 - 8 * bytes) as i32;
+            self.alu_imm(op::LSH, dst, shift);
+            self.alu_imm(op::ARSH, dst, shift);
+        }
+        self
+    }
+
+    /// Resolves every label and returns the instructions.
+    pub fn finish(mut self) -> Result<Vec<Insn>> {
+        if self.insns.len() > MAX_INSNS {
+            return Err(LinuxError::Asm(format!(
+                "program of {} instructions is too long",
+                self.insns.len()
+            )));
+        }
+        for &(at, label) in &self.fixups {
+            let target = self.labels.get(label.0).copied().flatten().ok_or_else(|| {
+                LinuxError::Asm(format!("label {} used but never bound", label.0))
+            })?;
+            let off = target as i64 - at as i64 - 1;
+            let off = i16::try_from(off).map_err(|_| {
+                LinuxError::Asm(format!("jump from {at} to {target} is out of range"))
+            })?;
+            self.insns[at].off = off;
+        }
+        Ok(self.insns)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encodes_like_the_kernel_headers() {
+        // BPF_MOV64_IMM(BPF_REG_0, 0) = b7 00 00 00 00 00 00 00; BPF_EXIT_INSN() = 95 ...
+        let mut a = Asm::new();
+        a.mov_imm(R0, 0).exit();
+        let p = a.finish().unwrap();
+        assert_eq!(p[0].to_bytes(), [0xb7, 0, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(p[1].to_bytes(), [0x95, 0, 0, 0, 0, 0, 0, 0]);
+        // BPF_LDX_MEM(BPF_DW, R1, R6, 16) = 79 61 10 00 00 00 00 00
+        let mut a = Asm::new();
+        a.load(Size::DW, R1, R6, 16);
+        assert_eq!(
+            a.finish().unwrap()[0].to_bytes(),
+            [0x79, 0x61, 0x10, 0, 0, 0, 0, 0]
+        );
+    }
+
+    #[test]
+    fn labels_resolve_forward_and_backward_and_unbound_is_an_error() {
+        let mut a = Asm::new();
+        let out = a.label();
+        a.jmp_imm(op::JEQ, R0, 0, out);
+        a.mov_imm(R0, 1);
+        a.bind(out);
+        a.exit();
+        let p = a.finish().unwrap();
+        assert_eq!(p[0].off, 1);
+        let mut b = Asm::new();
+        let never = b.label();
+        b.ja(never);
+        assert!(matches!(b.finish(), Err(LinuxError::Asm(_))));
+    }
+
+    #[test]
+    fn ld_map_fd_takes_two_slots_with_pseudo_src() {
+        let mut a = Asm::new();
+        a.ld_map_fd(R1, 7);
+        let p = a.finish().unwrap();
+        assert_eq!(p.len(), 2);
+        assert_eq!(p[0].to_bytes(), [0x18, 0x11, 0, 0, 7, 0, 0, 0]);
+    }
+}

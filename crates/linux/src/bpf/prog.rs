@@ -1,0 +1,135 @@
+//! Program loading: hands generated instructions to the kernel and, when the verifier refuses them,
+//! returns its complete log in the error. A [`Program`] owns its descriptor.
+
+use super::insn::Insn;
+use super::sys::{self, cmd, prog_type, ProgLoadAttr};
+use crate::error::{LinuxError, Result};
+use std::os::fd::{AsRawFd, OwnedFd};
+
+/// The program types we load.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProgKind {
+    /// Attached to a tracefs tracepoint through perf (`ctx` is the raw trace record).
+    Tracepoint,
+    /// Attached to a raw tracepoint (`ctx` is an array of u64 arguments).
+    RawTracepoint,
+    /// Attached to a perf event such as cpu-clock (`ctx` is `struct bpf_perf_event_data`).
+    PerfEvent,
+    /// A kprobe (not loadable on kernels without kprobes).
+    Kprobe,
+}
+
+impl ProgKind {
+    fn code(self) -> u32 {
+        match self {
+            ProgKind::Tracepoint => prog_type::TRACEPOINT,
+            ProgKind::RawTracepoint => prog_type::RAW_TRACEPOINT,
+            ProgKind::PerfEvent => prog_type::PERF_EVENT,
+            ProgKind::Kprobe => prog_type::KPROBE,
+        }
+    }
+}
+
+/// A loaded program.
+#[derive(Debug)]
+pub struct Program {
+    fd: OwnedFd,
+    kind: ProgKind,
+    insn_count: usize,
+}
+
+const LICENSE: &[u8] = b"GPL\0";
+const FIRST_LOG: usize = 1 << 20;
+const MAX_LOG: usize = 64 << 20;
+
+impl Program {
+    /// Loads `insns` as a program of `kind`. `probe` names what it is for (used in errors) and
+    /// `name` is the kernel object name (15 characters at most are kept).
+    pub fn load(kind: ProgKind, insns: &[Insn], name: &str, probe: &str) -> Result<Program> {
+        let words: Vec<u64> = insns.iter().map(|i| i.to_u64()).collect();
+        match Self::try_load(kind, &words, name, None) {
+            Ok(fd) => Ok(Program {
+                fd,
+                kind,
+                insn_count: insns.len(),
+            }),
+            Err(first) => {
+                // Load again with the log on, growing the buffer until the log fits.
+                let mut size = FIRST_LOG;
+                loop {
+                    let mut log = vec![0u8; size];
+                    match Self::try_load(kind, &words, name, Some(&mut log)) {
+                        Ok(fd) => {
+                            return Ok(Program {
+                                fd,
+                                kind,
+                                insn_count: insns.len(),
+                            })
+                        }
+                        Err(e) if e.raw_os_error() == Some(libc::ENOSPC) && size < MAX_LOG => {
+                            size *= 4
+                        }
+                        Err(e) => {
+                            let end = log.iter().position(|b| *b == 0).unwrap_or(log.len());
+                            let text = String::from_utf8_lossy(&log[..end]).trim_end().to_string();
+                            if e.raw_os_error() == Some(libc::EPERM) && text.is_empty() {
+                                return Err(LinuxError::Permission(format!(
+                                    "loading the BPF program for {probe}"
+                                )));
+                            }
+                            return Err(LinuxError::VerifierRejected {
+                                probe: probe.to_string(),
+                                reason: if text.is_empty() {
+                                    first.to_string()
+                                } else {
+                                    e.to_string()
+                                },
+                                log: text,
+                            });
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn try_load(
+        kind: ProgKind,
+        words: &[u64],
+        name: &str,
+        log: Option<&mut Vec<u8>>,
+    ) -> std::io::Result<OwnedFd> {
+        let mut attr = ProgLoadAttr {
+            prog_type: kind.code(),
+            insn_cnt: words.len() as u32,
+            insns: words.as_ptr() as u64,
+            license: LICENSE.as_ptr() as u64,
+            prog_name: sys::object_name(name),
+            ..Default::default()
+        };
+        if let Some(log) = log {
+            attr.log_level = 1;
+            attr.log_size = log.len() as u32;
+            attr.log_buf = log.as_mut_ptr() as u64;
+        }
+        // SAFETY: insns, license and log buffers are valid for the call and sized as declared.
+        let fd = unsafe { sys::bpf(cmd::PROG_LOAD, &mut attr) }?;
+        // SAFETY: a fresh descriptor returned by the kernel.
+        Ok(unsafe { std::os::fd::FromRawFd::from_raw_fd(fd as i32) })
+    }
+
+    /// The raw descriptor.
+    pub fn raw_fd(&self) -> i32 {
+        self.fd.as_raw_fd()
+    }
+
+    /// The program kind.
+    pub fn kind(&self) -> ProgKind {
+        self.kind
+    }
+
+    /// Instruction slots loaded.
+    pub fn insn_count(&self) -> usize {
+        self.insn_count
+    }
+}

@@ -1,0 +1,173 @@
+//! The bpf(2) system call: command numbers, the parts of `union bpf_attr` we use, and a wrapper that
+//! returns owned file descriptors. Everything unsafe about talking to the BPF subsystem lives here.
+
+use crate::error::{LinuxError, Result};
+use std::os::fd::{FromRawFd, OwnedFd};
+
+/// `enum bpf_cmd` values we use.
+#[allow(missing_docs)]
+pub mod cmd {
+    pub const MAP_CREATE: u32 = 0;
+    pub const MAP_LOOKUP_ELEM: u32 = 1;
+    pub const MAP_UPDATE_ELEM: u32 = 2;
+    pub const MAP_DELETE_ELEM: u32 = 3;
+    pub const MAP_GET_NEXT_KEY: u32 = 4;
+    pub const PROG_LOAD: u32 = 5;
+    pub const OBJ_GET_INFO_BY_FD: u32 = 15;
+    pub const RAW_TRACEPOINT_OPEN: u32 = 17;
+}
+
+/// `enum bpf_map_type` values we use.
+#[allow(missing_docs)]
+pub mod map_type {
+    pub const HASH: u32 = 1;
+    pub const ARRAY: u32 = 2;
+    pub const PROG_ARRAY: u32 = 3;
+    pub const LRU_HASH: u32 = 9;
+    pub const PERCPU_ARRAY: u32 = 6;
+    pub const STACK_TRACE: u32 = 7;
+    pub const RINGBUF: u32 = 27;
+}
+
+/// `enum bpf_prog_type` values we use.
+#[allow(missing_docs)]
+pub mod prog_type {
+    pub const KPROBE: u32 = 2;
+    pub const TRACEPOINT: u32 = 5;
+    pub const PERF_EVENT: u32 = 7;
+    pub const RAW_TRACEPOINT: u32 = 17;
+}
+
+/// `union bpf_attr` for `BPF_MAP_CREATE` (the prefix we fill).
+#[repr(C)]
+#[derive(Default)]
+pub struct MapCreateAttr {
+    pub map_type: u32,
+    pub key_size: u32,
+    pub value_size: u32,
+    pub max_entries: u32,
+    pub map_flags: u32,
+    pub inner_map_fd: u32,
+    pub numa_node: u32,
+    pub map_name: [u8; 16],
+    pub map_ifindex: u32,
+    pub btf_fd: u32,
+    pub btf_key_type_id: u32,
+    pub btf_value_type_id: u32,
+    pub btf_vmlinux_value_type_id: u32,
+    pub map_extra: u64,
+}
+
+/// `union bpf_attr` for the element commands.
+#[repr(C)]
+#[derive(Default)]
+pub struct MapElemAttr {
+    pub map_fd: u32,
+    pub pad: u32,
+    pub key: u64,
+    pub value: u64,
+    pub flags: u64,
+}
+
+/// `union bpf_attr` for `BPF_PROG_LOAD` (the prefix we fill).
+#[repr(C)]
+#[derive(Default)]
+pub struct ProgLoadAttr {
+    pub prog_type: u32,
+    pub insn_cnt: u32,
+    pub insns: u64,
+    pub license: u64,
+    pub log_level: u32,
+    pub log_size: u32,
+    pub log_buf: u64,
+    pub kern_version: u32,
+    pub prog_flags: u32,
+    pub prog_name: [u8; 16],
+    pub prog_ifindex: u32,
+    pub expected_attach_type: u32,
+}
+
+/// `union bpf_attr` for `BPF_RAW_TRACEPOINT_OPEN`.
+#[repr(C)]
+#[derive(Default)]
+pub struct RawTpAttr {
+    pub name: u64,
+    pub prog_fd: u32,
+    pub pad: u32,
+}
+
+/// `union bpf_attr` for `BPF_OBJ_GET_INFO_BY_FD`.
+#[repr(C)]
+#[derive(Default)]
+pub struct InfoAttr {
+    pub bpf_fd: u32,
+    pub info_len: u32,
+    pub info: u64,
+}
+
+/// Calls bpf(2) with `attr`; returns the non-negative result or the errno as an `io::Error`.
+///
+/// # Safety
+/// `attr` must be the attribute structure `cmd` expects, and every pointer inside it must be valid for
+/// the kernel to read or write for the duration of the call.
+pub unsafe fn bpf<T>(cmd: u32, attr: &mut T) -> std::io::Result<i64> {
+    // SAFETY: the caller guarantees `attr` matches `cmd`; size is the structure's own size.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_bpf,
+            cmd as libc::c_long,
+            attr as *mut T as *mut libc::c_void,
+            std::mem::size_of::<T>() as libc::c_uint,
+        )
+    };
+    if r < 0 {
+        Err(std::io::Error::last_os_error())
+    } else {
+        Ok(r)
+    }
+}
+
+/// Calls bpf(2) for a command that returns a new file descriptor.
+///
+/// # Safety
+/// As for [`bpf`].
+pub unsafe fn bpf_fd<T>(cmd: u32, attr: &mut T, what: &str) -> Result<OwnedFd> {
+    // SAFETY: forwarded contract.
+    let fd = unsafe { bpf(cmd, attr) }.map_err(|e| LinuxError::from_io(what, e))?;
+    // SAFETY: the kernel just returned this descriptor to us; nobody else owns it.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}
+
+/// Copies `name` into a 16-byte object-name field, keeping only the characters the kernel accepts.
+pub fn object_name(name: &str) -> [u8; 16] {
+    let mut out = [0u8; 16];
+    for (dst, b) in out.iter_mut().zip(
+        name.bytes()
+            .filter(|b| b.is_ascii_alphanumeric() || *b == b'_' || *b == b'.')
+            .take(15),
+    ) {
+        *dst = b;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn attr_layouts_match_the_kernel_abi() {
+        assert_eq!(std::mem::size_of::<MapElemAttr>(), 32);
+        assert_eq!(std::mem::offset_of!(ProgLoadAttr, prog_name), 48);
+        assert_eq!(std::mem::offset_of!(ProgLoadAttr, expected_attach_type), 68);
+        assert_eq!(std::mem::offset_of!(MapCreateAttr, map_name), 28);
+        assert_eq!(std::mem::offset_of!(MapCreateAttr, map_extra), 64);
+    }
+
+    #[test]
+    fn object_names_are_sanitized_and_bounded() {
+        let n = object_name("dt-ring buffer/for:everything");
+        assert_eq!(&n[..15], b"dtringbufferfor");
+        assert_eq!(n[15], 0);
+    }
+}

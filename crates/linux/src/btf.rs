@@ -1,0 +1,260 @@
+//! A minimal reader of the kernel's BTF (`/sys/kernel/btf/vmlinux`): enough to find a struct member's
+//! byte offset (e.g. `task_struct.real_parent`, `task_struct.tgid`) so capture programs can read the
+//! probe context the kernel does not hand to tracepoints (ppid). Full BTF-to-CTF conversion belongs to
+//! the `ctf` crate; this is only what capture needs. BTF is outside data: every bound is checked.
+
+use crate::error::{LinuxError, Result};
+
+const MAGIC: u16 = 0xeb9f;
+const KIND_STRUCT: u32 = 4;
+const KIND_UNION: u32 = 5;
+/// The most types we walk.
+pub const MAX_TYPES: usize = 1 << 22;
+
+/// One struct or union member.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Member {
+    /// Name (empty for anonymous members).
+    pub name: String,
+    /// Type id.
+    pub type_id: u32,
+    /// Offset in bits.
+    pub bit_offset: u32,
+}
+
+#[derive(Clone, Debug)]
+struct TypeRec {
+    name_off: u32,
+    kind: u32,
+    size: u32,
+    members: Vec<Member>,
+}
+
+/// Parsed BTF: the struct and union types and their members (other kinds kept as placeholders so
+/// type ids stay right).
+#[derive(Debug)]
+pub struct Btf {
+    types: Vec<TypeRec>,
+    strings: Vec<u8>,
+}
+
+fn bad(reason: impl Into<String>) -> LinuxError {
+    LinuxError::BadFile {
+        path: "BTF".into(),
+        reason: reason.into(),
+    }
+}
+
+fn u32_at(b: &[u8], off: usize) -> Result<u32> {
+    b.get(off..off.checked_add(4).ok_or_else(|| bad("offset overflow"))?)
+        .and_then(|s| s.try_into().ok())
+        .map(u32::from_le_bytes)
+        .ok_or_else(|| bad(format!("truncated at {off}")))
+}
+
+impl Btf {
+    /// Reads the running kernel's BTF.
+    pub fn load_vmlinux() -> Result<Btf> {
+        let data = std::fs::read("/sys/kernel/btf/vmlinux").map_err(|e| {
+            LinuxError::Unavailable(format!("kernel BTF (/sys/kernel/btf/vmlinux): {e}"))
+        })?;
+        Self::parse(&data)
+    }
+
+    /// Parses BTF bytes (little-endian).
+    pub fn parse(b: &[u8]) -> Result<Btf> {
+        if b.len() < 24 || u16::from_le_bytes([b[0], b[1]]) != MAGIC {
+            return Err(bad("not little-endian BTF (bad magic)"));
+        }
+        let hdr_len = u32_at(b, 4)? as usize;
+        let (type_off, type_len) = (u32_at(b, 8)? as usize, u32_at(b, 12)? as usize);
+        let (str_off, str_len) = (u32_at(b, 16)? as usize, u32_at(b, 20)? as usize);
+        let section = |off: usize, len: usize| {
+            hdr_len
+                .checked_add(off)
+                .and_then(|s| s.checked_add(len).map(|e| (s, e)))
+                .and_then(|(s, e)| b.get(s..e))
+                .ok_or_else(|| bad("section outside the data"))
+        };
+        let tsec = section(type_off, type_len)?;
+        let strings = section(str_off, str_len)?.to_vec();
+        let mut types = vec![TypeRec {
+            name_off: 0,
+            kind: 0,
+            size: 0,
+            members: Vec::new(),
+        }];
+        let mut at = 0usize;
+        while at < tsec.len() {
+            if types.len() > MAX_TYPES {
+                return Err(bad("too many types"));
+            }
+            let name_off = u32_at(tsec, at)?;
+            let info = u32_at(tsec, at + 4)?;
+            let size = u32_at(tsec, at + 8)?;
+            at += 12;
+            let kind = (info >> 24) & 0x1f;
+            let vlen = (info & 0xffff) as usize;
+            let kflag = info >> 31 == 1;
+            let extra = match kind {
+                1 | 14 | 17 => 4,
+                3 => 12,
+                4 | 5 | 15 | 19 => 12 * vlen,
+                6 | 13 => 8 * vlen,
+                2 | 7 | 8 | 9 | 10 | 11 | 12 | 16 | 18 => 0,
+                k => return Err(bad(format!("unknown BTF kind {k}"))),
+            };
+            let mut members = Vec::new();
+            if kind == KIND_STRUCT || kind == KIND_UNION {
+                for m in 0..vlen {
+                    let mo = at + 12 * m;
+                    let off = u32_at(tsec, mo + 8)?;
+                    members.push(Member {
+                        name: str_at(&strings, u32_at(tsec, mo)?).to_string(),
+                        type_id: u32_at(tsec, mo + 4)?,
+                        bit_offset: if kflag { off & 0x00ff_ffff } else { off },
+                    });
+                }
+            }
+            at = at
+                .checked_add(extra)
+                .ok_or_else(|| bad("offset overflow"))?;
+            if at > tsec.len() {
+                return Err(bad("type runs past the type section"));
+            }
+            types.push(TypeRec {
+                name_off,
+                kind,
+                size,
+                members,
+            });
+        }
+        Ok(Btf { types, strings })
+    }
+
+    /// Number of types (plus the void type 0).
+    pub fn len(&self) -> usize {
+        self.types.len()
+    }
+
+    /// Whether there are no types besides void.
+    pub fn is_empty(&self) -> bool {
+        self.types.len() <= 1
+    }
+
+    /// The id of the complete struct named `name`.
+    pub fn struct_id(&self, name: &str) -> Option<u32> {
+        self.types
+            .iter()
+            .position(|t| {
+                t.kind == KIND_STRUCT && t.size > 0 && str_at(&self.strings, t.name_off) == name
+            })
+            .map(|i| i as u32)
+    }
+
+    /// The byte offset of member `member` in struct/union `id`, looking through anonymous members
+    /// (at most 8 levels deep and a bounded number of members visited, whatever the input).
+    pub fn member_offset(&self, id: u32, member: &str) -> Option<u32> {
+        let mut budget = 100_000usize;
+        self.member_offset_depth(id, member, 0, &mut budget)
+    }
+
+    fn member_offset_depth(
+        &self,
+        id: u32,
+        member: &str,
+        depth: usize,
+        budget: &mut usize,
+    ) -> Option<u32> {
+        if depth > 8 {
+            return None;
+        }
+        let t = self.types.get(id as usize)?;
+        for m in &t.members {
+            *budget = budget.checked_sub(1)?;
+            if m.name == member {
+                return Some(m.bit_offset / 8);
+            }
+        }
+        for m in t.members.iter().filter(|m| m.name.is_empty()) {
+            *budget = budget.checked_sub(1)?;
+            let inner = self.types.get(m.type_id as usize)?;
+            if inner.kind == KIND_STRUCT || inner.kind == KIND_UNION {
+                if let Some(o) = self.member_offset_depth(m.type_id, member, depth + 1, budget) {
+                    return Some(m.bit_offset / 8 + o);
+                }
+            }
+        }
+        None
+    }
+}
+
+fn str_at(strings: &[u8], off: u32) -> &str {
+    let Some(rest) = strings.get(off as usize..) else {
+        return "";
+    };
+    let end = rest.iter().position(|b| *b == 0).unwrap_or(rest.len());
+    std::str::from_utf8(&rest[..end]).unwrap_or("")
+}
+
+/// Offsets in `struct task_struct` that capture programs use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TaskOffsets {
+    /// `real_parent` (a `struct task_struct *`).
+    pub real_parent: u32,
+    /// `tgid`.
+    pub tgid: u32,
+    /// `se.sum_exec_runtime` (the thread's on-CPU nanoseconds, for `vtimestamp`), when found.
+    pub sum_exec_runtime: Option<u32>,
+}
+
+impl TaskOffsets {
+    /// From the running kernel's BTF.
+    pub fn from_vmlinux() -> Result<TaskOffsets> {
+        let btf = Btf::load_vmlinux()?;
+        Self::from_btf(&btf)
+    }
+
+    /// From parsed BTF.
+    pub fn from_btf(btf: &Btf) -> Result<TaskOffsets> {
+        let id = btf
+            .struct_id("task_struct")
+            .ok_or_else(|| bad("no struct task_struct"))?;
+        Ok(TaskOffsets {
+            real_parent: btf
+                .member_offset(id, "real_parent")
+                .ok_or_else(|| bad("no task_struct.real_parent"))?,
+            tgid: btf
+                .member_offset(id, "tgid")
+                .ok_or_else(|| bad("no task_struct.tgid"))?,
+            sum_exec_runtime: btf.member_offset(id, "se").and_then(|se| {
+                let sid = btf.struct_id("sched_entity")?;
+                Some(se + btf.member_offset(sid, "sum_exec_runtime")?)
+            }),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn garbage_is_an_error() {
+        assert!(Btf::parse(b"").is_err());
+        assert!(Btf::parse(&[
+            0x9f, 0xeb, 1, 0, 24, 0, 0, 0, 0, 0, 0, 0, 99, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
+        ])
+        .is_err());
+    }
+
+    #[test]
+    fn task_struct_offsets_from_the_running_kernel() {
+        if !std::path::Path::new("/sys/kernel/btf/vmlinux").exists() {
+            return;
+        }
+        let t = TaskOffsets::from_vmlinux().unwrap();
+        assert!(t.real_parent > 0 && t.tgid > 0 && t.real_parent != t.tgid);
+        assert!(t.sum_exec_runtime.is_some());
+    }
+}

@@ -1,0 +1,532 @@
+//! Generation of capture programs: from a probe's argument sources and a [`CaptureSpec`] to eBPF
+//! instructions that fill one ring-buffer record laid out by [`RecordLayout`]. Also the companion
+//! program that re-reads user memory at a syscall's return when it was not resident at entry.
+
+use super::layout::{
+    hdr, RecordLayout, BUILD_ID_FRAME, COPY_HDR, FLAG_RETRY_ARMED, KIND_EVENT, KIND_RETRY, NARGS,
+    STACK_HDR,
+};
+use super::spec::{AddrBase, ArgSource, CaptureSpec, Condition, Identity, MemKind, MAX_COPIES};
+use crate::bpf::insn::{
+    helper, op, Asm, Insn, Label, Size, R0, R1, R10, R2, R3, R4, R6, R7, R8, R9,
+};
+use crate::error::{LinuxError, Result};
+
+/// The context a program receives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CtxKind {
+    /// A tracefs tracepoint record.
+    Tracepoint,
+    /// A raw tracepoint's u64 argument array.
+    RawTracepoint,
+    /// `struct bpf_perf_event_data` (pt_regs first).
+    PerfEvent,
+}
+
+/// How a probe's context is read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProbeShape {
+    /// The context kind.
+    pub ctx: CtxKind,
+    /// Argument sources, arg0 first (at most 8).
+    pub args: Vec<ArgSource>,
+    /// Tests that must hold for the probe to fire.
+    pub conditions: Vec<Condition>,
+    /// Whose identity the record carries.
+    pub identity: Identity,
+    /// `task_struct` offsets (from BTF) to read the parent's pid at the probe; without them the
+    /// session fills ppid from /proc.
+    pub task: Option<crate::btf::TaskOffsets>,
+}
+
+/// Map descriptors a program refers to.
+#[derive(Clone, Copy, Debug)]
+pub struct MapFds {
+    /// The ring buffer.
+    pub ring: i32,
+    /// The per-CPU drop counter (array of one u64).
+    pub drops: i32,
+    /// The pending-retry hash (tid -> ktime and addresses), when retry at return is on.
+    pub pending: Option<i32>,
+    /// Wake the consumer only once this many bytes wait in the ring (0: at every record). Between
+    /// wake-ups the consumer reads at its own rate (its poll timeout), as DTrace's switchrate does;
+    /// sparing a wake-up per record is most of the cost of a capture.
+    pub wakeup_bytes: u32,
+}
+
+const BPF_RB_NO_WAKEUP: i32 = 1;
+const BPF_RB_FORCE_WAKEUP: i32 = 2;
+const BPF_RB_AVAIL_DATA: i32 = 0;
+
+/// Submits the record in r7, waking the consumer only when enough data waits.
+fn emit_submit(a: &mut Asm, maps: &MapFds) {
+    if maps.wakeup_bytes == 0 {
+        a.mov(R1, R7).mov_imm(R2, 0).call(helper::RINGBUF_SUBMIT);
+        return;
+    }
+    let quiet = a.label();
+    a.ld_map_fd(R1, maps.ring)
+        .mov_imm(R2, BPF_RB_AVAIL_DATA)
+        .call(helper::RINGBUF_QUERY);
+    a.mov_imm(R2, BPF_RB_NO_WAKEUP);
+    a.jmp_imm(op::JLT, R0, maps.wakeup_bytes as i32, quiet);
+    a.mov_imm(R2, BPF_RB_FORCE_WAKEUP);
+    a.bind(quiet).mov(R1, R7).call(helper::RINGBUF_SUBMIT);
+}
+
+/// Stack slots.
+const SCRATCH: i16 = -8;
+const KEY: i16 = -16;
+/// The pending value: ktime then one address per copy.
+pub const PENDING_VALUE_SIZE: u32 = 8 * (1 + MAX_COPIES as u32);
+const PENDING: i16 = KEY - PENDING_VALUE_SIZE as i16;
+
+// pt_regs offsets on x86-64 (ip and cs).
+const REGS_IP: i16 = 16 * 8;
+const REGS_CS: i16 = 17 * 8;
+const BPF_F_USER_STACK: i32 = 1 << 8;
+/// x86-64 `struct pt_regs` offsets of the syscall argument registers: rdi, rsi, rdx, r10, r8, r9.
+const SYSCALL_ARG_REGS: [i32; 6] = [14 * 8, 13 * 8, 12 * 8, 7 * 8, 9 * 8, 8 * 8];
+/// Highest syscall number the dispatcher accepts (exclusive).
+pub const MAX_SYSCALL_NR: u32 = 1024;
+const BPF_F_USER_BUILD_ID: i32 = 1 << 11;
+
+fn off16(v: usize, what: &str) -> Result<i16> {
+    i16::try_from(v).map_err(|_| LinuxError::Asm(format!("{what} offset {v} out of range")))
+}
+
+fn load_field(
+    a: &mut Asm,
+    dst: crate::bpf::Reg,
+    offset: u16,
+    size: u8,
+    signed: bool,
+) -> Result<()> {
+    let sz = Size::for_bytes(size as usize)
+        .ok_or_else(|| LinuxError::Asm(format!("field of {size} bytes")))?;
+    a.load(sz, dst, R6, off16(offset as usize, "field")?);
+    if signed {
+        a.sign_extend(dst, size as usize);
+    }
+    Ok(())
+}
+
+fn need_ctx(shape: &ProbeShape, want: CtxKind, what: &str) -> Result<()> {
+    if shape.ctx != want {
+        return Err(LinuxError::Asm(format!(
+            "{what} needs a {want:?} context, probe has {:?}",
+            shape.ctx
+        )));
+    }
+    Ok(())
+}
+
+fn emit_conditions(a: &mut Asm, shape: &ProbeShape, out: Label) -> Result<()> {
+    for c in &shape.conditions {
+        need_ctx(shape, CtxKind::Tracepoint, "a record condition")?;
+        match *c {
+            Condition::MaskSet { offset, size, mask } => {
+                load_field(a, R0, offset, size, false)?;
+                a.alu_imm(op::AND, R0, mask as i32);
+                a.jmp_imm(op::JEQ, R0, 0, out);
+            }
+            Condition::MaskClear { offset, size, mask } => {
+                load_field(a, R0, offset, size, false)?;
+                a.alu_imm(op::AND, R0, mask as i32);
+                a.jmp_imm(op::JNE, R0, 0, out);
+            }
+            Condition::Equals {
+                offset,
+                size,
+                value,
+            } => {
+                load_field(a, R0, offset, size, true)?;
+                a.jmp_imm(op::JNE, R0, value, out);
+            }
+            Condition::Negative { offset, size } => {
+                load_field(a, R0, offset, size, true)?;
+                a.jmp_imm(op::JSGE, R0, 0, out);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn emit_arg(a: &mut Asm, shape: &ProbeShape, src: ArgSource) -> Result<()> {
+    match src {
+        ArgSource::Field {
+            offset,
+            size,
+            signed,
+        } => {
+            need_ctx(shape, CtxKind::Tracepoint, "a record field")?;
+            load_field(a, R0, offset, size, signed)?;
+        }
+        ArgSource::NegField { offset, size } => {
+            need_ctx(shape, CtxKind::Tracepoint, "a record field")?;
+            load_field(a, R0, offset, size, true)?;
+            a.mov_imm(R1, 0).alu(op::SUB, R1, R0).mov(R0, R1);
+        }
+        ArgSource::RawArg(n) => {
+            need_ctx(shape, CtxKind::RawTracepoint, "a raw argument")?;
+            a.load(Size::DW, R0, R6, off16(8 * n as usize, "raw argument")?);
+        }
+        ArgSource::KernelPc | ArgSource::UserPc => {
+            need_ctx(shape, CtxKind::PerfEvent, "a sampled PC")?;
+            let (user, done) = (a.label(), a.label());
+            a.load(Size::DW, R0, R6, REGS_CS).alu_imm(op::AND, R0, 3);
+            a.jmp_imm(op::JNE, R0, 0, user);
+            // Kernel mode.
+            if src == ArgSource::KernelPc {
+                a.load(Size::DW, R0, R6, REGS_IP);
+            } else {
+                a.mov_imm(R0, 0);
+            }
+            a.ja(done).bind(user);
+            if src == ArgSource::UserPc {
+                a.load(Size::DW, R0, R6, REGS_IP);
+            } else {
+                a.mov_imm(R0, 0);
+            }
+            a.bind(done);
+        }
+        ArgSource::SyscallArg(n) => {
+            need_ctx(shape, CtxKind::RawTracepoint, "a syscall argument")?;
+            let off = *SYSCALL_ARG_REGS
+                .get(n as usize)
+                .ok_or_else(|| LinuxError::Asm(format!("syscall argument {n}")))?;
+            a.load(Size::DW, R3, R6, 0).alu_imm(op::ADD, R3, off);
+            a.mov(R1, R10)
+                .alu_imm(op::ADD, R1, SCRATCH as i32)
+                .mov_imm(R2, 8)
+                .call(helper::PROBE_READ_KERNEL);
+            a.load(Size::DW, R0, R10, SCRATCH);
+        }
+        ArgSource::Zero => {
+            a.mov_imm(R0, 0);
+        }
+    }
+    Ok(())
+}
+
+fn read_helper(kind: MemKind) -> i32 {
+    match kind {
+        MemKind::UserString => helper::PROBE_READ_USER_STR,
+        MemKind::UserBytes => helper::PROBE_READ_USER,
+        MemKind::KernelString => helper::PROBE_READ_KERNEL_STR,
+        MemKind::KernelBytes => helper::PROBE_READ_KERNEL,
+    }
+}
+
+fn emit_ring_reserve(a: &mut Asm, maps: &MapFds, size: usize) -> Result<()> {
+    a.ld_map_fd(R1, maps.ring)
+        .mov_imm(R2, size as i32)
+        .mov_imm(R3, 0)
+        .call(helper::RINGBUF_RESERVE);
+    Ok(())
+}
+
+fn emit_count_drop(a: &mut Asm, maps: &MapFds, out: Label) {
+    a.store_imm(Size::W, R10, KEY, 0);
+    a.ld_map_fd(R1, maps.drops)
+        .mov(R2, R10)
+        .alu_imm(op::ADD, R2, KEY as i32);
+    a.call(helper::MAP_LOOKUP_ELEM);
+    a.jmp_imm(op::JEQ, R0, 0, out);
+    a.mov_imm(R1, 1).atomic_add64(R0, 0, R1);
+    a.ja(out);
+}
+
+fn emit_header(a: &mut Asm, kind: u16, tag: u32) {
+    a.store_imm(Size::H, R7, hdr::KIND as i16, kind as i32);
+    a.store_imm(Size::H, R7, hdr::FLAGS as i16, 0);
+    a.store_imm(Size::W, R7, hdr::TAG as i16, tag as i32);
+}
+
+/// Generates the capture program of one enabled probe.
+pub fn gen_capture(
+    shape: &ProbeShape,
+    spec: &CaptureSpec,
+    layout: &RecordLayout,
+    tag: u32,
+    maps: &MapFds,
+) -> Result<Vec<Insn>> {
+    if shape.args.len() > NARGS {
+        return Err(LinuxError::Asm(format!(
+            "{} arguments, records carry {NARGS}",
+            shape.args.len()
+        )));
+    }
+    let retry = maps
+        .pending
+        .filter(|_| spec.retry_at_return && spec.copies.iter().any(|c| c.kind.is_user()));
+    let mut a = Asm::new();
+    let out = a.label();
+    a.mov(R6, R1);
+    emit_conditions(&mut a, shape, out)?;
+    if let Some(pid) = spec.filter_pid {
+        match shape.identity {
+            Identity::Current => {
+                a.call(helper::GET_CURRENT_PID_TGID)
+                    .alu_imm(op::RSH, R0, 32);
+            }
+            // The record speaks for another thread: filter on its id (the main thread's id is the
+            // process id).
+            Identity::FromFields { tid_offset, .. } => {
+                a.load(Size::W, R0, R6, off16(tid_offset as usize, "tid")?);
+            }
+        }
+        a.jmp_imm(op::JNE, R0, pid as i32, out);
+    }
+    emit_ring_reserve(&mut a, maps, layout.size)?;
+    let have = a.label();
+    a.jmp_imm(op::JNE, R0, 0, have);
+    emit_count_drop(&mut a, maps, out);
+    a.bind(have).mov(R7, R0);
+    emit_header(&mut a, KIND_EVENT, tag);
+    a.call(helper::KTIME_GET_NS)
+        .store(Size::DW, R7, hdr::KTIME as i16, R0);
+    a.call(helper::GET_SMP_PROCESSOR_ID)
+        .store(Size::W, R7, hdr::CPU as i16, R0);
+    match shape.identity {
+        Identity::Current => {
+            a.call(helper::GET_CURRENT_PID_TGID)
+                .store(Size::W, R7, hdr::TID as i16, R0);
+            a.alu_imm(op::RSH, R0, 32)
+                .store(Size::W, R7, hdr::PID as i16, R0);
+            a.mov(R1, R7)
+                .alu_imm(op::ADD, R1, hdr::COMM as i32)
+                .mov_imm(R2, 16)
+                .call(helper::GET_CURRENT_COMM);
+        }
+        Identity::FromFields {
+            tid_offset,
+            comm_offset,
+        } => {
+            need_ctx(shape, CtxKind::Tracepoint, "identity from fields")?;
+            a.load(Size::W, R0, R6, off16(tid_offset as usize, "tid")?)
+                .store(Size::W, R7, hdr::TID as i16, R0);
+            a.store_imm(Size::W, R7, hdr::PID as i16, 0);
+            for j in 0..16usize {
+                a.load(Size::B, R0, R6, off16(comm_offset as usize + j, "comm")?);
+                a.store(Size::B, R7, (hdr::COMM + j) as i16, R0);
+            }
+        }
+    }
+    a.store_imm(Size::W, R7, hdr::PPID as i16, 0);
+    a.call(helper::GET_CURRENT_UID_GID)
+        .store(Size::W, R7, hdr::UID as i16, R0);
+    a.alu_imm(op::RSH, R0, 32)
+        .store(Size::W, R7, hdr::GID as i16, R0);
+    a.call(helper::GET_CURRENT_TASK)
+        .store(Size::DW, R7, hdr::TASK as i16, R0);
+    if let (Some(t), Identity::Current) = (shape.task, shape.identity) {
+        // ppid = current->real_parent->tgid
+        a.mov(R3, R0).alu_imm(op::ADD, R3, t.real_parent as i32);
+        a.mov(R1, R10)
+            .alu_imm(op::ADD, R1, SCRATCH as i32)
+            .mov_imm(R2, 8)
+            .call(helper::PROBE_READ_KERNEL);
+        a.load(Size::DW, R3, R10, SCRATCH)
+            .alu_imm(op::ADD, R3, t.tgid as i32);
+        a.mov(R1, R7)
+            .alu_imm(op::ADD, R1, hdr::PPID as i32)
+            .mov_imm(R2, 4)
+            .call(helper::PROBE_READ_KERNEL);
+    }
+    a.store_imm(Size::DW, R7, hdr::VTIME as i16, 0);
+    if let (Some(off), Identity::Current) =
+        (shape.task.and_then(|t| t.sum_exec_runtime), shape.identity)
+    {
+        // vtimestamp = current->se.sum_exec_runtime
+        a.load(Size::DW, R3, R7, hdr::TASK as i16)
+            .alu_imm(op::ADD, R3, off as i32);
+        a.mov(R1, R7)
+            .alu_imm(op::ADD, R1, hdr::VTIME as i32)
+            .mov_imm(R2, 8)
+            .call(helper::PROBE_READ_KERNEL);
+    }
+    for i in 0..NARGS {
+        match shape.args.get(i) {
+            Some(src) => {
+                emit_arg(&mut a, shape, *src)?;
+                a.store(Size::DW, R7, (hdr::ARGS + 8 * i) as i16, R0);
+            }
+            None => {
+                a.store_imm(Size::DW, R7, (hdr::ARGS + 8 * i) as i16, 0);
+            }
+        }
+    }
+    if retry.is_some() {
+        a.mov_imm(R9, 0);
+        for k in 0..=MAX_COPIES {
+            a.store_imm(Size::DW, R10, PENDING + 8 * k as i16, 0);
+        }
+    }
+    for (i, (req, slot)) in spec.copies.iter().zip(&layout.copies).enumerate() {
+        match req.addr.base {
+            AddrBase::Arg(n) => {
+                a.load(Size::DW, R3, R7, (hdr::ARGS + 8 * n) as i16);
+            }
+            AddrBase::Context(off) => {
+                need_ctx(shape, CtxKind::Tracepoint, "a record address")?;
+                a.mov(R3, R6).alu_imm(op::ADD, R3, off as i32);
+            }
+            AddrBase::DataLoc(off) => {
+                need_ctx(shape, CtxKind::Tracepoint, "a __data_loc field")?;
+                a.load(Size::W, R3, R6, off16(off as usize, "data_loc")?);
+                a.alu_imm(op::AND, R3, 0xffff).alu(op::ADD, R3, R6);
+            }
+            AddrBase::CurrentTask => {
+                a.load(Size::DW, R3, R7, hdr::TASK as i16);
+            }
+        }
+        if req.addr.offset != 0 {
+            a.alu_imm(op::ADD, R3, req.addr.offset);
+        }
+        for d in &req.addr.derefs {
+            a.mov(R1, R10)
+                .alu_imm(op::ADD, R1, SCRATCH as i32)
+                .mov_imm(R2, 8)
+                .call(helper::PROBE_READ_KERNEL);
+            a.load(Size::DW, R3, R10, SCRATCH);
+            if *d != 0 {
+                a.alu_imm(op::ADD, R3, *d);
+            }
+        }
+        let so = slot.offset;
+        a.store(Size::DW, R7, off16(so + 8, "copy")?, R3);
+        if retry.is_some() && req.kind.is_user() {
+            a.store(Size::DW, R10, PENDING + 8 + 8 * i as i16, R3);
+        }
+        a.mov(R1, R7)
+            .alu_imm(op::ADD, R1, (so + COPY_HDR) as i32)
+            .mov_imm(R2, slot.size as i32);
+        a.call(read_helper(req.kind));
+        a.store(Size::DW, R7, off16(so, "copy")?, R0);
+        if retry.is_some() && req.kind.is_user() {
+            let fine = a.label();
+            a.jmp_imm(op::JSGE, R0, 0, fine).mov_imm(R9, 1).bind(fine);
+        }
+    }
+    let (uflags, uframe) = if layout.ustack_build_id {
+        (BPF_F_USER_STACK | BPF_F_USER_BUILD_ID, BUILD_ID_FRAME)
+    } else {
+        (BPF_F_USER_STACK, 8)
+    };
+    for (at, flags, frame) in [(layout.kstack, 0, 8), (layout.ustack, uflags, uframe)] {
+        if let Some((off, depth)) = at {
+            a.mov(R1, R6)
+                .mov(R2, R7)
+                .alu_imm(op::ADD, R2, (off + STACK_HDR) as i32);
+            a.mov_imm(R3, (frame * depth) as i32)
+                .mov_imm(R4, flags)
+                .call(helper::GET_STACK);
+            a.store(Size::DW, R7, off16(off, "stack")?, R0);
+        }
+    }
+    if let Some(pending) = retry {
+        let submit = a.label();
+        a.jmp_imm(op::JEQ, R9, 0, submit);
+        a.store_imm(Size::H, R7, hdr::FLAGS as i16, FLAG_RETRY_ARMED as i32);
+        a.load(Size::DW, R1, R7, hdr::KTIME as i16)
+            .store(Size::DW, R10, PENDING, R1);
+        a.load(Size::W, R1, R7, hdr::TID as i16)
+            .store(Size::W, R10, KEY, R1);
+        a.ld_map_fd(R1, pending)
+            .mov(R2, R10)
+            .alu_imm(op::ADD, R2, KEY as i32);
+        a.mov(R3, R10)
+            .alu_imm(op::ADD, R3, PENDING as i32)
+            .mov_imm(R4, 0)
+            .call(helper::MAP_UPDATE_ELEM);
+        a.bind(submit);
+    }
+    emit_submit(&mut a, maps);
+    a.bind(out).mov_imm(R0, 0).exit();
+    a.finish()
+}
+
+/// Generates the program attached to a syscall's exit tracepoint that re-reads the user copies of an
+/// entry event whose reads faulted, and emits them as a retry record.
+pub fn gen_retry(
+    spec: &CaptureSpec,
+    layout: &RecordLayout,
+    tag: u32,
+    maps: &MapFds,
+) -> Result<Vec<Insn>> {
+    let pending = maps
+        .pending
+        .ok_or_else(|| LinuxError::Asm("retry program without a pending map".into()))?;
+    let mut a = Asm::new();
+    let (out, del) = (a.label(), a.label());
+    a.mov(R6, R1);
+    a.call(helper::GET_CURRENT_PID_TGID)
+        .store(Size::W, R10, KEY, R0);
+    a.ld_map_fd(R1, pending)
+        .mov(R2, R10)
+        .alu_imm(op::ADD, R2, KEY as i32)
+        .call(helper::MAP_LOOKUP_ELEM);
+    a.jmp_imm(op::JEQ, R0, 0, out).mov(R8, R0);
+    emit_ring_reserve(&mut a, maps, layout.retry_size)?;
+    let have = a.label();
+    a.jmp_imm(op::JNE, R0, 0, have);
+    emit_count_drop(&mut a, maps, del);
+    a.bind(have).mov(R7, R0);
+    emit_header(&mut a, KIND_RETRY, tag);
+    a.load(Size::DW, R1, R8, 0)
+        .store(Size::DW, R7, hdr::KTIME as i16, R1);
+    a.load(Size::W, R1, R10, KEY)
+        .store(Size::W, R7, hdr::TID as i16, R1);
+    for (i, (req, slot)) in spec.copies.iter().zip(&layout.copies).enumerate() {
+        let so = slot.offset;
+        if !req.kind.is_user() {
+            a.store_imm(Size::DW, R7, off16(so, "copy")?, -libc::EFAULT);
+            a.store_imm(Size::DW, R7, off16(so + 8, "copy")?, 0);
+            continue;
+        }
+        a.load(Size::DW, R3, R8, (8 + 8 * i) as i16).store(
+            Size::DW,
+            R7,
+            off16(so + 8, "copy")?,
+            R3,
+        );
+        a.mov(R1, R7)
+            .alu_imm(op::ADD, R1, (so + COPY_HDR) as i32)
+            .mov_imm(R2, slot.size as i32);
+        a.call(read_helper(req.kind))
+            .store(Size::DW, R7, off16(so, "copy")?, R0);
+    }
+    emit_submit(&mut a, maps);
+    a.bind(del);
+    a.ld_map_fd(R1, pending)
+        .mov(R2, R10)
+        .alu_imm(op::ADD, R2, KEY as i32)
+        .call(helper::MAP_DELETE_ELEM);
+    a.bind(out).mov_imm(R0, 0).exit();
+    a.finish()
+}
+
+/// Generates the dispatcher attached to the `sys_enter` or `sys_exit` raw tracepoint: it tail-calls
+/// the program in `slots` at the syscall's number (`ctx[1]` at entry is the number; at exit the
+/// number is read from the saved registers' `orig_ax`), and does nothing for syscalls nobody traces.
+pub fn gen_syscall_dispatcher(slots: i32, exit: bool) -> Result<Vec<Insn>> {
+    const ORIG_AX: i32 = 15 * 8;
+    let mut a = Asm::new();
+    let out = a.label();
+    a.mov(R6, R1);
+    if exit {
+        a.load(Size::DW, R3, R6, 0).alu_imm(op::ADD, R3, ORIG_AX);
+        a.mov(R1, R10)
+            .alu_imm(op::ADD, R1, SCRATCH as i32)
+            .mov_imm(R2, 8)
+            .call(helper::PROBE_READ_KERNEL);
+        a.load(Size::DW, R3, R10, SCRATCH);
+    } else {
+        a.load(Size::DW, R3, R6, 8);
+    }
+    a.jmp_imm(op::JGE, R3, MAX_SYSCALL_NR as i32, out);
+    a.mov(R1, R6).ld_map_fd(R2, slots).call(helper::TAIL_CALL);
+    a.bind(out).mov_imm(R0, 0).exit();
+    a.finish()
+}

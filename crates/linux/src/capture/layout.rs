@@ -1,0 +1,195 @@
+//! The byte layout of capture records in the ring buffer: a fixed 136-byte header, then one slot per
+//! memory copy, then the kernel and user stacks. The generator writes it; the decoder reads it; both
+//! take offsets from here only.
+
+use super::spec::{CaptureSpec, MemKind, MAX_COPIES, MAX_COPY_SIZE, MAX_DEREFS, MAX_STACK_DEPTH};
+use crate::error::{LinuxError, Result};
+
+/// Record kind: a probe firing.
+pub const KIND_EVENT: u16 = 1;
+/// Record kind: bytes re-read at a syscall's return for an earlier entry event.
+pub const KIND_RETRY: u16 = 2;
+/// Header flag: a user copy faulted and a retry at return was armed.
+pub const FLAG_RETRY_ARMED: u16 = 1;
+
+/// Header field offsets.
+#[allow(missing_docs)]
+pub mod hdr {
+    pub const KIND: usize = 0;
+    pub const FLAGS: usize = 2;
+    pub const TAG: usize = 4;
+    pub const KTIME: usize = 8;
+    pub const CPU: usize = 16;
+    pub const PID: usize = 20;
+    pub const TID: usize = 24;
+    pub const PPID: usize = 28;
+    pub const UID: usize = 32;
+    pub const GID: usize = 36;
+    pub const COMM: usize = 40;
+    pub const TASK: usize = 56;
+    pub const ARGS: usize = 64;
+    pub const VTIME: usize = 128;
+    pub const SIZE: usize = 136;
+}
+
+/// Arguments carried in every record.
+pub const NARGS: usize = 8;
+/// Bytes before a copy's data: i64 result, u64 address.
+pub const COPY_HDR: usize = 16;
+/// Bytes before a stack's frames: i64 result (bytes written or -errno).
+pub const STACK_HDR: usize = 8;
+/// Bytes per frame of a build-id user stack (`struct bpf_stack_build_id`).
+pub const BUILD_ID_FRAME: usize = 32;
+/// The largest record we generate.
+pub const MAX_RECORD: usize = 64 * 1024;
+
+/// One copy slot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CopySlot {
+    /// Offset of the slot header.
+    pub offset: usize,
+    /// Memory kind.
+    pub kind: MemKind,
+    /// Capacity in bytes.
+    pub size: usize,
+}
+
+/// Where everything sits in a probe's records.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecordLayout {
+    /// Copy slots, in request order.
+    pub copies: Vec<CopySlot>,
+    /// Kernel stack: offset of its header and depth.
+    pub kstack: Option<(usize, usize)>,
+    /// User stack: offset of its header and depth.
+    pub ustack: Option<(usize, usize)>,
+    /// Whether the user stack holds build-id frames.
+    pub ustack_build_id: bool,
+    /// Size of a full event record.
+    pub size: usize,
+    /// Size of a retry record (header and copies only).
+    pub retry_size: usize,
+}
+
+fn round8(n: usize) -> usize {
+    n.div_ceil(8) * 8
+}
+
+impl RecordLayout {
+    /// Lays out records for `spec`, checking its bounds. `probe` names it in errors.
+    pub fn for_spec(spec: &CaptureSpec, probe: &str) -> Result<RecordLayout> {
+        let bad = |reason: String| LinuxError::BadCapture {
+            probe: probe.to_string(),
+            reason,
+        };
+        if spec.copies.len() > MAX_COPIES {
+            return Err(bad(format!(
+                "{} memory copies requested, at most {MAX_COPIES}",
+                spec.copies.len()
+            )));
+        }
+        let mut off = hdr::SIZE;
+        let mut copies = Vec::with_capacity(spec.copies.len());
+        for c in &spec.copies {
+            if c.size == 0 || c.size > MAX_COPY_SIZE {
+                return Err(bad(format!(
+                    "copy of {} bytes; sizes run from 1 to {MAX_COPY_SIZE}",
+                    c.size
+                )));
+            }
+            if c.addr.derefs.len() > MAX_DEREFS {
+                return Err(bad(format!("more than {MAX_DEREFS} pointer hops")));
+            }
+            if let super::spec::AddrBase::Arg(n) = c.addr.base {
+                if n >= NARGS {
+                    return Err(bad(format!(
+                        "copy from arg{n}; probes carry arg0 to arg{}",
+                        NARGS - 1
+                    )));
+                }
+            }
+            copies.push(CopySlot {
+                offset: off,
+                kind: c.kind,
+                size: c.size as usize,
+            });
+            off += COPY_HDR + round8(c.size as usize);
+        }
+        let retry_size = off;
+        let stack =
+            |depth: Option<u32>, off: &mut usize, frame: usize| -> Result<Option<(usize, usize)>> {
+                match depth {
+                    None => Ok(None),
+                    Some(d) if d == 0 || d > MAX_STACK_DEPTH => Err(bad(format!(
+                        "stack depth {d}; depths run from 1 to {MAX_STACK_DEPTH}"
+                    ))),
+                    Some(d) => {
+                        let at = *off;
+                        *off += STACK_HDR + frame * d as usize;
+                        Ok(Some((at, d as usize)))
+                    }
+                }
+            };
+        let kstack = stack(spec.kstack, &mut off, 8)?;
+        let ustack_frame = if spec.ustack_build_id {
+            BUILD_ID_FRAME
+        } else {
+            8
+        };
+        let ustack = stack(spec.ustack, &mut off, ustack_frame)?;
+        if off > MAX_RECORD {
+            return Err(bad(format!("record of {off} bytes exceeds {MAX_RECORD}")));
+        }
+        Ok(RecordLayout {
+            copies,
+            kstack,
+            ustack,
+            ustack_build_id: spec.ustack_build_id,
+            size: off,
+            retry_size,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::spec::{AddrExpr, CopyRequest};
+    use super::*;
+
+    #[test]
+    fn layout_places_copies_then_stacks() {
+        let mut s = CaptureSpec::new();
+        s.copies.push(CopyRequest {
+            addr: AddrExpr::arg(1),
+            kind: MemKind::UserString,
+            size: 13,
+        });
+        s.kstack = Some(4);
+        let l = RecordLayout::for_spec(&s, "p").unwrap();
+        assert_eq!(l.copies[0].offset, 136);
+        assert_eq!(l.kstack, Some((136 + 16 + 16, 4)));
+        assert_eq!(l.size, 168 + 8 + 32);
+        assert_eq!(l.retry_size, 168);
+    }
+
+    #[test]
+    fn layout_rejects_out_of_bounds_requests() {
+        let mut s = CaptureSpec::new();
+        s.kstack = Some(1000);
+        assert!(RecordLayout::for_spec(&s, "p").is_err());
+        let mut s = CaptureSpec::new();
+        s.copies.push(CopyRequest {
+            addr: AddrExpr::arg(9),
+            kind: MemKind::UserBytes,
+            size: 8,
+        });
+        assert!(RecordLayout::for_spec(&s, "p").is_err());
+        let mut s = CaptureSpec::new();
+        s.copies.push(CopyRequest {
+            addr: AddrExpr::arg(0),
+            kind: MemKind::UserBytes,
+            size: 0,
+        });
+        assert!(RecordLayout::for_spec(&s, "p").is_err());
+    }
+}

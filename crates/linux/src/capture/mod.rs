@@ -1,0 +1,17 @@
+//! Capture: what a consumer asks to record at a probe ([`spec`]), where it sits in a ring-buffer record
+//! ([`layout`]), the eBPF that records it ([`codegen`]) and the decoder back to Rust values ([`record`]).
+
+pub mod codegen;
+pub mod layout;
+pub mod record;
+pub mod spec;
+
+pub use codegen::{CtxKind, ProbeShape};
+pub use layout::RecordLayout;
+pub use record::{
+    decode_record, CapturedEvent, CapturedMemory, CopySource, FileStackCapture, Record,
+    StackCapture, UserFrame,
+};
+pub use spec::{
+    AddrBase, AddrExpr, ArgSource, CaptureSpec, Condition, CopyRequest, Identity, MemKind,
+};

@@ -1,0 +1,325 @@
+//! Decoding capture records from the ring buffer into [`CapturedEvent`]s. Records are outside bytes
+//! (the kernel writes them, but a bug or a stale layout must not crash us): every length and offset is
+//! checked and a bad record is a [`LinuxError::BadRecord`].
+
+use super::layout::{
+    hdr, RecordLayout, BUILD_ID_FRAME, COPY_HDR, FLAG_RETRY_ARMED, KIND_EVENT, KIND_RETRY, NARGS,
+    STACK_HDR,
+};
+use super::spec::MemKind;
+use crate::error::{LinuxError, Result};
+
+/// Where the bytes of a copy were obtained.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CopySource {
+    /// Read by the capture program when the probe fired.
+    AtProbe,
+    /// Read again at the syscall's return because the page was not resident at entry.
+    AtReturn,
+    /// Read from `/proc/<pid>/mem` by the consumer after both kernel reads failed.
+    ProcessMemory,
+}
+
+/// One copied piece of memory.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CapturedMemory {
+    /// The address read.
+    pub addr: u64,
+    /// What kind of read.
+    pub kind: MemKind,
+    /// The bytes (strings without their NUL), or the negative errno of the failed read.
+    pub data: std::result::Result<Vec<u8>, i64>,
+    /// How it was obtained.
+    pub source: CopySource,
+}
+
+/// A captured stack: frame addresses (innermost first), or the helper's negative errno.
+pub type StackCapture = std::result::Result<Vec<u64>, i64>;
+
+/// One user frame captured with its file identity.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum UserFrame {
+    /// The ELF build-id of the mapped file and the frame's offset in that file.
+    File {
+        /// Build-id bytes (20 for SHA-1 ids).
+        build_id: [u8; 20],
+        /// Offset in the file.
+        offset: u64,
+    },
+    /// Only the address (the kernel could not read the file's build-id at the probe).
+    Ip(u64),
+}
+
+/// A build-id user stack, or the helper's negative errno.
+pub type FileStackCapture = std::result::Result<Vec<UserFrame>, i64>;
+
+/// One probe firing, decoded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CapturedEvent {
+    /// The tag given when the probe was enabled (the framework's probe id).
+    pub tag: u32,
+    /// `bpf_ktime_get_ns()` at the probe (CLOCK_MONOTONIC nanoseconds).
+    pub ktime_ns: u64,
+    /// CPU.
+    pub cpu: u32,
+    /// Process id (0 if the identity is resolved in user space and not known yet).
+    pub pid: u32,
+    /// Thread id.
+    pub tid: u32,
+    /// Parent process id (0 when not captured; the session fills it from /proc when it can).
+    pub ppid: u32,
+    /// User id.
+    pub uid: u32,
+    /// Group id.
+    pub gid: u32,
+    /// `comm`, NUL-padded.
+    pub comm: [u8; 16],
+    /// The current task pointer (`curthread`).
+    pub task: u64,
+    /// Arguments.
+    pub args: [u64; NARGS],
+    /// The thread's on-CPU nanoseconds (`vtimestamp`; 0 when BTF offsets were unavailable). The kernel
+    /// updates it at scheduler events, so it can lag by up to one tick.
+    pub vtime_ns: u64,
+    /// Wall-clock nanoseconds since the epoch (`walltimestamp`), filled by the session from `ktime_ns`.
+    pub walltime_ns: u64,
+    /// For syscall return probes: the errno (0 on success).
+    pub errno: i32,
+    /// Memory copies, in request order.
+    pub copies: Vec<CapturedMemory>,
+    /// Kernel stack, if requested.
+    pub kstack: Option<StackCapture>,
+    /// User stack as addresses, if requested.
+    pub ustack: Option<StackCapture>,
+    /// User stack as file identities, if requested with `ustack_build_id`.
+    pub ustack_files: Option<FileStackCapture>,
+    /// A user copy faulted and the bytes will be re-read at the syscall's return.
+    pub retry_armed: bool,
+}
+
+impl CapturedEvent {
+    /// `execname`: comm up to its NUL.
+    pub fn execname(&self) -> String {
+        let end = self
+            .comm
+            .iter()
+            .position(|b| *b == 0)
+            .unwrap_or(self.comm.len());
+        String::from_utf8_lossy(&self.comm[..end]).into_owned()
+    }
+}
+
+/// A decoded record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Record {
+    /// A probe firing.
+    Event(Box<CapturedEvent>),
+    /// Copies re-read at a syscall's return for the entry event of `tid` at `ktime_ns`.
+    Retry {
+        /// Tag of the entry probe.
+        tag: u32,
+        /// Thread.
+        tid: u32,
+        /// The entry event's timestamp.
+        ktime_ns: u64,
+        /// The copies, as read at return.
+        copies: Vec<CapturedMemory>,
+    },
+}
+
+fn bad(s: impl Into<String>) -> LinuxError {
+    LinuxError::BadRecord(s.into())
+}
+
+fn u16_at(b: &[u8], off: usize) -> Result<u16> {
+    b.get(off..off + 2)
+        .and_then(|s| s.try_into().ok())
+        .map(u16::from_le_bytes)
+        .ok_or_else(|| bad(format!("truncated at {off}")))
+}
+
+fn u32_at(b: &[u8], off: usize) -> Result<u32> {
+    b.get(off..off + 4)
+        .and_then(|s| s.try_into().ok())
+        .map(u32::from_le_bytes)
+        .ok_or_else(|| bad(format!("truncated at {off}")))
+}
+
+fn u64_at(b: &[u8], off: usize) -> Result<u64> {
+    b.get(off..off + 8)
+        .and_then(|s| s.try_into().ok())
+        .map(u64::from_le_bytes)
+        .ok_or_else(|| bad(format!("truncated at {off}")))
+}
+
+fn decode_copies(
+    b: &[u8],
+    layout: &RecordLayout,
+    source: CopySource,
+) -> Result<Vec<CapturedMemory>> {
+    let mut out = Vec::with_capacity(layout.copies.len());
+    for slot in &layout.copies {
+        let result = u64_at(b, slot.offset)? as i64;
+        let addr = u64_at(b, slot.offset + 8)?;
+        let data_at = slot.offset + COPY_HDR;
+        let data = if result < 0 {
+            Err(result)
+        } else {
+            let n = if slot.kind.is_string() {
+                // bpf_probe_read_*_str returns the length with its NUL.
+                (result as usize).saturating_sub(1).min(slot.size)
+            } else {
+                slot.size
+            };
+            let bytes = b
+                .get(data_at..data_at + n)
+                .ok_or_else(|| bad("copy runs past the record"))?;
+            let bytes = if slot.kind.is_string() {
+                let end = bytes.iter().position(|c| *c == 0).unwrap_or(bytes.len());
+                &bytes[..end]
+            } else {
+                bytes
+            };
+            Ok(bytes.to_vec())
+        };
+        out.push(CapturedMemory {
+            addr,
+            kind: slot.kind,
+            data,
+            source,
+        });
+    }
+    Ok(out)
+}
+
+fn decode_file_stack(b: &[u8], at: Option<(usize, usize)>) -> Result<Option<FileStackCapture>> {
+    let Some((off, depth)) = at else {
+        return Ok(None);
+    };
+    let result = u64_at(b, off)? as i64;
+    if result < 0 {
+        return Ok(Some(Err(result)));
+    }
+    let frames = (result as usize / BUILD_ID_FRAME).min(depth);
+    let mut v = Vec::with_capacity(frames);
+    for i in 0..frames {
+        let at = off + STACK_HDR + BUILD_ID_FRAME * i;
+        let status = u32_at(b, at)?;
+        let value = u64_at(b, at + 24)?;
+        match status {
+            1 => {
+                let mut build_id = [0u8; 20];
+                build_id.copy_from_slice(
+                    b.get(at + 4..at + 24)
+                        .ok_or_else(|| bad("truncated build-id"))?,
+                );
+                v.push(UserFrame::File {
+                    build_id,
+                    offset: value,
+                });
+            }
+            2 if value != 0 && value < USER_LIMIT => v.push(UserFrame::Ip(value)),
+            _ => break,
+        }
+    }
+    Ok(Some(Ok(v)))
+}
+
+/// x86-64 user addresses lie below this; a "user frame" above it is the walker reading garbage
+/// where a binary keeps no frame pointers, and ends the stack.
+const USER_LIMIT: u64 = 0x0000_8000_0000_0000;
+
+fn decode_stack(b: &[u8], at: Option<(usize, usize)>, user: bool) -> Result<Option<StackCapture>> {
+    let Some((off, depth)) = at else {
+        return Ok(None);
+    };
+    let result = u64_at(b, off)? as i64;
+    if result < 0 {
+        return Ok(Some(Err(result)));
+    }
+    let frames = (result as usize / 8).min(depth);
+    let mut v = Vec::with_capacity(frames);
+    for i in 0..frames {
+        let pc = u64_at(b, off + STACK_HDR + 8 * i)?;
+        if pc == 0 || (user && pc >= USER_LIMIT) {
+            break;
+        }
+        v.push(pc);
+    }
+    Ok(Some(Ok(v)))
+}
+
+/// Decodes one record; `layout_of` gives the layout of the probe a tag was enabled with.
+pub fn decode_record<'a>(
+    b: &[u8],
+    layout_of: impl Fn(u32) -> Option<&'a RecordLayout>,
+) -> Result<Record> {
+    if b.len() < hdr::SIZE {
+        return Err(bad(format!(
+            "record of {} bytes is shorter than the header",
+            b.len()
+        )));
+    }
+    let kind = u16_at(b, hdr::KIND)?;
+    let tag = u32_at(b, hdr::TAG)?;
+    let layout =
+        layout_of(tag).ok_or_else(|| bad(format!("record for unknown probe tag {tag}")))?;
+    match kind {
+        KIND_EVENT => {
+            if b.len() < layout.size {
+                return Err(bad(format!(
+                    "event record of {} bytes, layout needs {}",
+                    b.len(),
+                    layout.size
+                )));
+            }
+            let mut comm = [0u8; 16];
+            comm.copy_from_slice(&b[hdr::COMM..hdr::COMM + 16]);
+            let mut args = [0u64; NARGS];
+            for (i, a) in args.iter_mut().enumerate() {
+                *a = u64_at(b, hdr::ARGS + 8 * i)?;
+            }
+            Ok(Record::Event(Box::new(CapturedEvent {
+                tag,
+                ktime_ns: u64_at(b, hdr::KTIME)?,
+                cpu: u32_at(b, hdr::CPU)?,
+                pid: u32_at(b, hdr::PID)?,
+                tid: u32_at(b, hdr::TID)?,
+                ppid: u32_at(b, hdr::PPID)?,
+                uid: u32_at(b, hdr::UID)?,
+                gid: u32_at(b, hdr::GID)?,
+                comm,
+                task: u64_at(b, hdr::TASK)?,
+                args,
+                vtime_ns: u64_at(b, hdr::VTIME)?,
+                walltime_ns: 0,
+                errno: 0,
+                copies: decode_copies(b, layout, CopySource::AtProbe)?,
+                kstack: decode_stack(b, layout.kstack, false)?,
+                ustack: if layout.ustack_build_id {
+                    None
+                } else {
+                    decode_stack(b, layout.ustack, true)?
+                },
+                ustack_files: if layout.ustack_build_id {
+                    decode_file_stack(b, layout.ustack)?
+                } else {
+                    None
+                },
+                retry_armed: u16_at(b, hdr::FLAGS)? & FLAG_RETRY_ARMED != 0,
+            })))
+        }
+        KIND_RETRY => {
+            if b.len() < layout.retry_size {
+                return Err(bad("retry record shorter than its layout"));
+            }
+            Ok(Record::Retry {
+                tag,
+                tid: u32_at(b, hdr::TID)?,
+                ktime_ns: u64_at(b, hdr::KTIME)?,
+                copies: decode_copies(b, layout, CopySource::AtReturn)?,
+            })
+        }
+        k => Err(bad(format!("unknown record kind {k}"))),
+    }
+}

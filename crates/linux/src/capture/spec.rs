@@ -1,0 +1,214 @@
+//! What to capture at a probe: the [`CaptureSpec`] a consumer hands in (memory copies, stacks, an
+//! in-kernel pid filter) and the [`ArgSource`]/[`Condition`]/[`Identity`] vocabulary a probe uses to
+//! say where its arguments come from. Pure data; the code generator turns it into eBPF.
+
+/// Which address space a copy reads, and whether it stops at a NUL.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MemKind {
+    /// A NUL-terminated user string (`copyinstr`).
+    UserString,
+    /// User bytes (`copyin`).
+    UserBytes,
+    /// A NUL-terminated kernel string.
+    KernelString,
+    /// Kernel bytes (`args[0]->field`, `stringof` of kernel memory).
+    KernelBytes,
+}
+
+impl MemKind {
+    /// Whether it reads user memory.
+    pub fn is_user(self) -> bool {
+        matches!(self, MemKind::UserString | MemKind::UserBytes)
+    }
+
+    /// Whether it stops at a NUL.
+    pub fn is_string(self) -> bool {
+        matches!(self, MemKind::UserString | MemKind::KernelString)
+    }
+
+    /// Stable code used in records.
+    pub fn code(self) -> u8 {
+        match self {
+            MemKind::UserString => 0,
+            MemKind::UserBytes => 1,
+            MemKind::KernelString => 2,
+            MemKind::KernelBytes => 3,
+        }
+    }
+}
+
+/// Where an address starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AddrBase {
+    /// The value of probe argument `n` (as captured).
+    Arg(usize),
+    /// The address of byte `offset` of the probe's context record (tracepoint inline arrays).
+    Context(u16),
+    /// A `__data_loc` field at `offset` of a tracepoint record: the address of the bytes it points at.
+    DataLoc(u16),
+    /// The current task (`curthread`): with `offset` and `derefs` this reaches any
+    /// `curthread->a->b` chain, using member offsets from the kernel's BTF.
+    CurrentTask,
+}
+
+/// An address computable at the probe: `base + offset`, then for each entry `d` of `derefs`, the
+/// kernel pointer stored at the current address plus `d` (so `args[0]->a->b` is
+/// `Arg(0)`, offset of `a`, derefs `[offset of b]`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct AddrExpr {
+    /// Start.
+    pub base: AddrBase,
+    /// Added to the base.
+    pub offset: i32,
+    /// Pointer hops, each followed by adding its offset.
+    pub derefs: Vec<i32>,
+}
+
+impl AddrExpr {
+    /// The value of argument `n`, unchanged.
+    pub fn arg(n: usize) -> Self {
+        AddrExpr {
+            base: AddrBase::Arg(n),
+            offset: 0,
+            derefs: Vec::new(),
+        }
+    }
+}
+
+/// One memory copy to make at the probe.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct CopyRequest {
+    /// Where.
+    pub addr: AddrExpr,
+    /// What kind of memory.
+    pub kind: MemKind,
+    /// Bytes to copy (strings: the most bytes, NUL included).
+    pub size: u32,
+}
+
+/// The most copies one probe may request.
+pub const MAX_COPIES: usize = 8;
+/// The most bytes one copy may take.
+pub const MAX_COPY_SIZE: u32 = 8192;
+/// The deepest stack we capture (the kernel's default `perf_event_max_stack`).
+pub const MAX_STACK_DEPTH: u32 = 127;
+/// The most pointer hops in one address.
+pub const MAX_DEREFS: usize = 8;
+
+/// What a consumer wants recorded at a probe, beyond the fixed header (ids, cpu, time, comm, args).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CaptureSpec {
+    /// Memory copies, in the order the clause wants them.
+    pub copies: Vec<CopyRequest>,
+    /// Kernel stack frames to capture (`stack()`), if any.
+    pub kstack: Option<u32>,
+    /// User stack frames to capture (`ustack()`), if any.
+    pub ustack: Option<u32>,
+    /// Capture the user stack as (ELF build-id, file offset) pairs instead of addresses, so frames
+    /// resolve from the files themselves even after the process (and its mappings) are gone. The
+    /// kernel falls back to the plain address for a frame whose build-id it cannot read.
+    pub ustack_build_id: bool,
+    /// Only fire for this process id (a `pid == $target` predicate pushed into the kernel).
+    pub filter_pid: Option<u32>,
+    /// For syscall entry probes: when a user copy faults at entry (page not resident), read it again
+    /// at the syscall's return and deliver the entry event with those bytes. On by default through
+    /// [`CaptureSpec::new`].
+    pub retry_at_return: bool,
+}
+
+impl CaptureSpec {
+    /// No copies, no stacks, no filter, retry at return on.
+    pub fn new() -> Self {
+        CaptureSpec {
+            retry_at_return: true,
+            ..Default::default()
+        }
+    }
+}
+
+/// Where one probe argument comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ArgSource {
+    /// A scalar field of the tracepoint record.
+    Field {
+        /// Offset.
+        offset: u16,
+        /// Size (1, 2, 4 or 8).
+        size: u8,
+        /// Sign-extend.
+        signed: bool,
+    },
+    /// A scalar field, negated (errno from a negative return value).
+    NegField {
+        /// Offset.
+        offset: u16,
+        /// Size (1, 2, 4 or 8).
+        size: u8,
+    },
+    /// Argument `n` of a raw tracepoint (`ctx[n]`).
+    RawArg(u8),
+    /// The kernel PC of a perf-event sample (0 when it interrupted user mode).
+    KernelPc,
+    /// The user PC of a perf-event sample (0 when it interrupted kernel mode).
+    UserPc,
+    /// Syscall argument `n` (0-5) read from the user registers saved at syscall entry (the
+    /// `sys_enter` raw tracepoint's `struct pt_regs *`).
+    SyscallArg(u8),
+    /// Not available on this kernel: always 0 (the catalogue documents it).
+    Zero,
+}
+
+/// A test on the tracepoint record made before anything is recorded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Condition {
+    /// `field & mask != 0`.
+    MaskSet {
+        /// Offset.
+        offset: u16,
+        /// Size.
+        size: u8,
+        /// Mask.
+        mask: u32,
+    },
+    /// `field & mask == 0`.
+    MaskClear {
+        /// Offset.
+        offset: u16,
+        /// Size.
+        size: u8,
+        /// Mask.
+        mask: u32,
+    },
+    /// `field == value`.
+    Equals {
+        /// Offset.
+        offset: u16,
+        /// Size.
+        size: u8,
+        /// Value.
+        value: i32,
+    },
+    /// `(signed) field < 0`.
+    Negative {
+        /// Offset.
+        offset: u16,
+        /// Size.
+        size: u8,
+    },
+}
+
+/// Whose identity (tid, comm) the record carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Identity {
+    /// The current task (the normal case).
+    Current,
+    /// The thread named by a record field (sched_switch's `next_pid`/`next_comm` for `on-cpu`, which
+    /// the tracepoint reports from the outgoing thread's context). The process id is then resolved in
+    /// user space.
+    FromFields {
+        /// Offset of the tid field (4 bytes).
+        tid_offset: u16,
+        /// Offset of the 16-byte comm field.
+        comm_offset: u16,
+    },
+}

@@ -1,0 +1,93 @@
+//! The crate's error type: every way the kernel-facing layer can fail, each with the probe or object it
+//! concerns and the reason, so the CLI can print one clear line.
+
+use std::io;
+
+/// Errors of the Linux substrate.
+#[derive(Debug, thiserror::Error)]
+pub enum LinuxError {
+    /// A system call failed.
+    #[error("{what}: {source}")]
+    Sys {
+        /// What we were doing (e.g. `bpf(BPF_MAP_CREATE) for ring buffer`).
+        what: String,
+        /// The OS error.
+        source: io::Error,
+    },
+    /// The BPF verifier rejected a program; `log` is its complete log.
+    #[error("BPF verifier rejected the program for {probe}: {reason}\n{log}")]
+    VerifierRejected {
+        /// The probe whose program was rejected.
+        probe: String,
+        /// The errno text.
+        reason: String,
+        /// The verifier's log.
+        log: String,
+    },
+    /// The process lacks the privileges tracing needs.
+    #[error("permission denied: {0} (DTrace on Linux needs root or CAP_BPF+CAP_PERFMON)")]
+    Permission(String),
+    /// A probe that does not exist was named.
+    #[error("probe description {0} does not match any probes")]
+    NoSuchProbe(String),
+    /// A feature this kernel lacks.
+    #[error("not available on this kernel: {0}")]
+    Unavailable(String),
+    /// A feature we have not built yet.
+    #[error("not yet supported: {0}")]
+    NotYetSupported(String),
+    /// A tracefs `format` file could not be parsed.
+    #[error("bad tracepoint format file {path}: line {line}: {reason}")]
+    BadFormat {
+        /// The file (or `<input>`).
+        path: String,
+        /// 1-based line number.
+        line: usize,
+        /// What was wrong.
+        reason: String,
+    },
+    /// A captured record from the ring buffer was malformed.
+    #[error("malformed capture record: {0}")]
+    BadRecord(String),
+    /// An eBPF program could not be assembled (bad label, too long...).
+    #[error("eBPF assembly error: {0}")]
+    Asm(String),
+    /// A capture request that cannot be expressed for this probe.
+    #[error("invalid capture request for {probe}: {reason}")]
+    BadCapture {
+        /// The probe.
+        probe: String,
+        /// Why.
+        reason: String,
+    },
+    /// A file under /proc or /sys could not be read or parsed.
+    #[error("{path}: {reason}")]
+    BadFile {
+        /// The file.
+        path: String,
+        /// Why.
+        reason: String,
+    },
+    /// Process control failed.
+    #[error("process control: {0}")]
+    Process(String),
+}
+
+/// Result alias of the crate.
+pub type Result<T> = std::result::Result<T, LinuxError>;
+
+impl LinuxError {
+    /// Wraps the last OS error with a description of the call.
+    pub fn last_os(what: impl Into<String>) -> Self {
+        Self::from_io(what, io::Error::last_os_error())
+    }
+
+    /// Wraps an OS error, turning EPERM/EACCES into [`LinuxError::Permission`].
+    pub fn from_io(what: impl Into<String>, source: io::Error) -> Self {
+        let what = what.into();
+        match source.raw_os_error() {
+            Some(libc::EPERM) | Some(libc::EACCES) => Self::Permission(what),
+            _ => Self::Sys { what, source },
+        }
+    }
+}

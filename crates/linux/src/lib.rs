@@ -1,0 +1,40 @@
+//! The Linux substrate of DTrace: everything that talks to the running kernel.
+//!
+//! It owns the eBPF layer ([`bpf`]: the bpf(2) wrapper, our own instruction assembler, maps, program
+//! loading with the verifier log, ring buffers), attachment to tracepoints, raw tracepoints and perf
+//! events ([`attach`]), the probe catalogue read from tracefs ([`catalog`], [`tracefs`]), the capture
+//! programs generated per enabled probe and the decoding of what they record ([`capture`]), capture
+//! sessions ([`session`]), symbolization of kernel and user stacks ([`symbols`]), process control for
+//! `-c`/`-p` ([`process`]) and kernel feature detection ([`features`]).
+//!
+//! It does not run D: it delivers [`capture::CapturedEvent`]s (probe context, copied memory, stacks)
+//! to the framework, which runs predicates and actions in the DIF interpreter.
+//!
+//! The BPF layer is a thin one of our own over `libc` rather than a crate such as `aya`: every program
+//! we load is generated at run time as raw instructions, we use a handful of commands (map create and
+//! element access, program load, raw tracepoint open) and perf_event_open, and owning these ~300 lines
+//! keeps the verifier-log handling, teardown order and error messages under our control with no
+//! build-time dependency on BTF-relocating loaders or their ELF object model.
+
+pub mod attach;
+pub mod bpf;
+pub mod btf;
+pub mod capture;
+pub mod catalog;
+pub mod error;
+pub mod features;
+pub mod process;
+pub mod session;
+pub mod signals;
+pub mod symbols;
+pub mod tracefs;
+
+pub use catalog::{Catalog, Probe, ProbeDesc};
+pub use error::{LinuxError, Result};
+pub use session::{Session, SessionOptions};
+
+/// Whether this process can use BPF tracing here: root (or the capabilities), the bpf(2) call
+/// present. Used by tests to decide whether to skip.
+pub fn bpf_available() -> bool {
+    bpf::Map::create(bpf::MapKind::Array, "dt_probe", 4, 8, 1).is_ok()
+}

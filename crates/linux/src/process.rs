@@ -1,0 +1,359 @@
+//! Process control for `-c` and `-p`: starting a command held before `exec` until the probes are
+//! enabled, releasing it, reporting how it ended; following an existing pid through a pidfd; and the
+//! small `/proc` readers the session uses (thread group, parent, memory).
+
+use crate::capture::MemKind;
+use crate::error::{LinuxError, Result};
+use std::ffi::CString;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+/// How a process ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExitStatus {
+    /// `exit(code)`.
+    Exited(i32),
+    /// Killed by a signal.
+    Signaled(i32),
+}
+
+/// A command started with [`spawn_held`]: forked, waiting before `exec` until [`HeldChild::release`].
+#[derive(Debug)]
+pub struct HeldChild {
+    pid: i32,
+    go: Option<OwnedFd>,
+    exec_err: OwnedFd,
+    reaped: Option<ExitStatus>,
+}
+
+fn pipe() -> Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0i32; 2];
+    // SAFETY: fds is a two-element array for pipe2 to fill.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } < 0 {
+        return Err(LinuxError::last_os("pipe2"));
+    }
+    // SAFETY: fresh descriptors.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// Forks `argv` (searched on `PATH`), holding the child before `exec` until released. Dropping the
+/// handle without releasing makes the child exit with status 126 instead of running.
+pub fn spawn_held(argv: &[String]) -> Result<HeldChild> {
+    if argv.is_empty() {
+        return Err(LinuxError::Process("empty command".into()));
+    }
+    let cargs: Vec<CString> = argv
+        .iter()
+        .map(|a| CString::new(a.as_bytes()))
+        .collect::<std::result::Result<_, _>>()
+        .map_err(|_| LinuxError::Process("command argument contains a NUL byte".into()))?;
+    let mut ptrs: Vec<*const libc::c_char> = cargs.iter().map(|c| c.as_ptr()).collect();
+    ptrs.push(std::ptr::null());
+    let (go_r, go_w) = pipe()?;
+    let (err_r, err_w) = pipe()?;
+    // SAFETY: fork; the child only calls async-signal-safe functions (close, read, execvp, write,
+    // _exit) on memory prepared before the fork.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(LinuxError::last_os("fork"));
+    }
+    if pid == 0 {
+        // SAFETY: child side, see above.
+        unsafe {
+            libc::close(go_w.as_raw_fd());
+            libc::close(err_r.as_raw_fd());
+            let mut b = 0u8;
+            let r = loop {
+                let r = libc::read(go_r.as_raw_fd(), &mut b as *mut u8 as *mut libc::c_void, 1);
+                if r >= 0 || *libc::__errno_location() != libc::EINTR {
+                    break r;
+                }
+            };
+            if r != 1 {
+                libc::_exit(126);
+            }
+            libc::close(go_r.as_raw_fd());
+            libc::execvp(ptrs[0], ptrs.as_ptr());
+            let e = *libc::__errno_location();
+            libc::write(
+                err_w.as_raw_fd(),
+                &e as *const i32 as *const libc::c_void,
+                4,
+            );
+            libc::_exit(127);
+        }
+    }
+    drop(go_r);
+    drop(err_w);
+    Ok(HeldChild {
+        pid,
+        go: Some(go_w),
+        exec_err: err_r,
+        reaped: None,
+    })
+}
+
+impl HeldChild {
+    /// The child's pid (`$target`).
+    pub fn pid(&self) -> u32 {
+        self.pid as u32
+    }
+
+    /// Lets the child `exec`. Fails if `exec` failed (command not found...).
+    pub fn release(&mut self) -> Result<()> {
+        let Some(go) = self.go.take() else {
+            return Ok(());
+        };
+        // SAFETY: writing one byte from a local to our pipe.
+        let w = unsafe { libc::write(go.as_raw_fd(), b"g".as_ptr() as *const libc::c_void, 1) };
+        if w != 1 {
+            return Err(LinuxError::last_os("releasing the held command"));
+        }
+        drop(go);
+        let mut e = 0i32;
+        // Blocks until exec succeeds (pipe closed by CLOEXEC) or fails (errno written).
+        // SAFETY: reading into a local i32.
+        let r = unsafe {
+            libc::read(
+                self.exec_err.as_raw_fd(),
+                &mut e as *mut i32 as *mut libc::c_void,
+                4,
+            )
+        };
+        if r == 4 {
+            let _ = self.wait();
+            return Err(LinuxError::Process(format!(
+                "failed to execute command: {}",
+                std::io::Error::from_raw_os_error(e)
+            )));
+        }
+        Ok(())
+    }
+
+    /// Non-blocking: how the child ended, if it has.
+    pub fn try_wait(&mut self) -> Result<Option<ExitStatus>> {
+        self.waitpid(libc::WNOHANG)
+    }
+
+    /// Blocks until the child ends.
+    pub fn wait(&mut self) -> Result<ExitStatus> {
+        loop {
+            if let Some(s) = self.waitpid(0)? {
+                return Ok(s);
+            }
+        }
+    }
+
+    fn waitpid(&mut self, flags: i32) -> Result<Option<ExitStatus>> {
+        if let Some(s) = self.reaped {
+            return Ok(Some(s));
+        }
+        let mut status = 0;
+        // SAFETY: waiting for our own child.
+        let r = unsafe { libc::waitpid(self.pid, &mut status, flags) };
+        if r < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.raw_os_error() == Some(libc::EINTR) {
+                return Ok(None);
+            }
+            return Err(LinuxError::from_io("waitpid", e));
+        }
+        if r == 0 {
+            return Ok(None);
+        }
+        let s = if libc::WIFEXITED(status) {
+            ExitStatus::Exited(libc::WEXITSTATUS(status))
+        } else {
+            ExitStatus::Signaled(libc::WTERMSIG(status))
+        };
+        self.reaped = Some(s);
+        Ok(Some(s))
+    }
+}
+
+impl Drop for HeldChild {
+    fn drop(&mut self) {
+        // An unreleased child reads EOF and exits 126; reap it if it is done so no zombie stays.
+        self.go = None;
+        if self.reaped.is_none() {
+            let _ = self.waitpid(libc::WNOHANG);
+        }
+    }
+}
+
+/// An existing process followed with `-p`.
+#[derive(Debug)]
+pub struct Followed {
+    pid: u32,
+    pidfd: OwnedFd,
+}
+
+impl Followed {
+    /// Opens a pidfd on `pid`; errors if there is no such process.
+    pub fn attach(pid: u32) -> Result<Followed> {
+        // SAFETY: pidfd_open takes a pid and flags.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
+        if fd < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.raw_os_error() == Some(libc::ESRCH) {
+                return Err(LinuxError::Process(format!(
+                    "failed to grab pid {pid}: no such process"
+                )));
+            }
+            return Err(LinuxError::from_io(format!("pidfd_open({pid})"), e));
+        }
+        // SAFETY: fresh descriptor.
+        Ok(Followed {
+            pid,
+            pidfd: unsafe { OwnedFd::from_raw_fd(fd as i32) },
+        })
+    }
+
+    /// The pid.
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// Waits up to `timeout_ms` for the process to exit; true once it has.
+    pub fn wait_exit(&self, timeout_ms: i32) -> Result<bool> {
+        let mut p = libc::pollfd {
+            fd: self.pidfd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one pollfd.
+        let r = unsafe { libc::poll(&mut p, 1, timeout_ms) };
+        if r < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.raw_os_error() == Some(libc::EINTR) {
+                return Ok(false);
+            }
+            return Err(LinuxError::from_io("poll on pidfd", e));
+        }
+        Ok(r > 0)
+    }
+}
+
+/// The thread-group id (process id) of thread `tid`, from `/proc/<tid>/status`.
+pub fn tgid_of(tid: u32) -> Option<u32> {
+    let s = std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?;
+    s.lines()
+        .find_map(|l| l.strip_prefix("Tgid:"))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// The parent pid of `pid`, from `/proc/<pid>/stat`.
+pub fn ppid_of(pid: u32) -> Option<u32> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parse_stat_ppid(&s)
+}
+
+/// Extracts the ppid from the text of a `/proc/<pid>/stat` file (the comm may contain spaces and
+/// parentheses, so fields are counted after the last `)`).
+pub fn parse_stat_ppid(s: &str) -> Option<u32> {
+    let rest = &s[s.rfind(')')? + 1..];
+    rest.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Reads `cap` bytes (strings: up to the NUL) of process `pid`'s memory at `addr` through
+/// `/proc/<pid>/mem`, which faults pages in as needed.
+pub fn read_memory(pid: u32, addr: u64, kind: MemKind, cap: usize) -> std::io::Result<Vec<u8>> {
+    use std::os::unix::fs::FileExt;
+    let f = std::fs::File::open(format!("/proc/{pid}/mem"))?;
+    let mut out = Vec::new();
+    let mut at = addr;
+    while out.len() < cap {
+        let to_page_end = 4096 - (at % 4096) as usize;
+        let mut buf = vec![0u8; to_page_end.min(cap - out.len())];
+        let n = f.read_at(&mut buf, at)?;
+        if n == 0 {
+            break;
+        }
+        buf.truncate(n);
+        if kind.is_string() {
+            if let Some(z) = buf.iter().position(|b| *b == 0) {
+                out.extend_from_slice(&buf[..z]);
+                return Ok(out);
+            }
+        }
+        out.extend_from_slice(&buf);
+        at += n as u64;
+    }
+    if out.is_empty() {
+        return Err(std::io::Error::from_raw_os_error(libc::EFAULT));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_ppid_survives_odd_comms() {
+        assert_eq!(parse_stat_ppid("12 (a) b) S 34 12 12"), Some(34));
+        assert_eq!(parse_stat_ppid("garbage"), None);
+        assert_eq!(parse_stat_ppid("1 (x)"), None);
+    }
+
+    #[test]
+    fn held_child_runs_only_when_released_and_reports_exit() {
+        let mut c = spawn_held(&["sh".into(), "-c".into(), "exit 7".into()]).unwrap();
+        assert_eq!(c.try_wait().unwrap(), None, "child ran before release");
+        c.release().unwrap();
+        assert_eq!(c.wait().unwrap(), ExitStatus::Exited(7));
+    }
+
+    #[test]
+    fn missing_command_is_a_clear_error() {
+        let mut c = spawn_held(&["/nonexistent/cmd".into()]).unwrap();
+        let e = c.release().unwrap_err().to_string();
+        assert!(e.contains("failed to execute command"), "{e}");
+    }
+
+    #[test]
+    fn unreleased_child_exits_126() {
+        let c = spawn_held(&["true".into()]).unwrap();
+        let pid = c.pid() as i32;
+        drop(c);
+        let mut status = 0;
+        // SAFETY: reaping our own child if Drop did not.
+        let r = unsafe { libc::waitpid(pid, &mut status, 0) };
+        if r == pid {
+            assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 126);
+        }
+    }
+
+    #[test]
+    fn followed_process_exit_is_seen_and_missing_pid_errors() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("0.2")
+            .spawn()
+            .unwrap();
+        let f = Followed::attach(child.id()).unwrap();
+        assert!(!f.wait_exit(0).unwrap());
+        child.wait().unwrap();
+        assert!(f.wait_exit(5000).unwrap());
+        assert!(Followed::attach(0x3fff_fff0).is_err());
+    }
+
+    #[test]
+    fn own_memory_reads_through_proc() {
+        let s = b"hello\0world";
+        let v = read_memory(
+            std::process::id(),
+            s.as_ptr() as u64,
+            MemKind::UserString,
+            64,
+        )
+        .unwrap();
+        assert_eq!(v, b"hello");
+        let v = read_memory(
+            std::process::id(),
+            s.as_ptr() as u64,
+            MemKind::UserBytes,
+            11,
+        )
+        .unwrap();
+        assert_eq!(v, s);
+    }
+}

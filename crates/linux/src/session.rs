@@ -1,0 +1,495 @@
+//! A capture session: the ring buffer and drop counter shared by every enabled probe, one generated
+//! program and attachment per probe, and the loop that turns records into [`CapturedEvent`]s. Entry
+//! events whose user copies faulted are held until the re-read at the syscall's return arrives (or,
+//! failing that, are completed from `/proc/<pid>/mem`). Dropping the session detaches everything.
+
+use crate::attach::Attachment;
+use crate::bpf::{Map, MapKind, ProgKind, Program, RingBuf};
+use crate::capture::codegen::{
+    gen_capture, gen_retry, gen_syscall_dispatcher, MapFds, MAX_SYSCALL_NR, PENDING_VALUE_SIZE,
+};
+use crate::capture::{
+    decode_record, ArgSource, CaptureSpec, CapturedEvent, CopySource, CtxKind, Identity,
+    ProbeShape, Record, RecordLayout,
+};
+use crate::catalog::{AttachPoint, Probe};
+use crate::error::{LinuxError, Result};
+use std::collections::HashMap;
+
+/// Session settings.
+#[derive(Clone, Debug)]
+pub struct SessionOptions {
+    /// Ring buffer bytes (rounded up to a power of two).
+    pub ring_bytes: usize,
+    /// Prefix of the kernel object names (`bpftool prog` shows `<prefix>_<tag>`).
+    pub name_prefix: String,
+    /// How long an entry event may wait for its return-time re-read, in nanoseconds.
+    pub retry_wait_ns: u64,
+    /// Wake the consumer when 1/n of the ring is filled; between wake-ups it reads at its poll
+    /// timeout (DTrace's switchrate). 0 wakes it at every record.
+    pub wakeup_divisor: u32,
+}
+
+impl Default for SessionOptions {
+    fn default() -> Self {
+        SessionOptions {
+            ring_bytes: 8 << 20,
+            name_prefix: "dtrace".into(),
+            retry_wait_ns: 2_000_000_000,
+            wakeup_divisor: 8,
+        }
+    }
+}
+
+struct Enabled {
+    // Field order is drop order: detach before closing programs and maps.
+    _attachments: Vec<Attachment>,
+    _programs: Vec<Program>,
+    _pending: Option<Map>,
+}
+
+/// One raw syscall tracepoint with its dispatcher and the per-syscall tail-call slots.
+struct Dispatch {
+    _link: Attachment,
+    _prog: Program,
+    slots: Map,
+    used: std::collections::HashSet<u32>,
+}
+
+struct ProbeInfo {
+    layout: RecordLayout,
+    syscall_return: bool,
+    identity_from_fields: bool,
+}
+
+/// A set of enabled probes feeding one ring buffer.
+pub struct Session {
+    enabled: Vec<Enabled>,
+    /// The `sys_enter` and `sys_exit` dispatchers, created with the first syscall probe.
+    dispatch: [Option<Dispatch>; 2],
+    info: HashMap<u32, ProbeInfo>,
+    held: HashMap<(u32, u64), CapturedEvent>,
+    tgid_of: HashMap<u32, u32>,
+    ppid_of: HashMap<u32, u32>,
+    bad_records: u64,
+    task: Option<crate::btf::TaskOffsets>,
+    wall_offset_ns: i64,
+    opts: SessionOptions,
+    drops: Map,
+    ring: RingBuf,
+}
+
+/// CLOCK_REALTIME minus CLOCK_MONOTONIC, to turn probe timestamps into `walltimestamp`.
+fn wall_offset_ns() -> i64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: valid timespec out-parameter.
+    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+    let real = ts.tv_sec * 1_000_000_000 + ts.tv_nsec;
+    real - monotonic_ns() as i64
+}
+
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: valid timespec out-parameter.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Threads used to detach many probes at once.
+const DETACH_THREADS: usize = 32;
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        // Detaching a tracepoint program waits for an RCU grace period in the kernel; detaching on
+        // several threads lets those waits overlap (hundreds of probes detach in a fraction of the
+        // time a sequential close takes).
+        let enabled = std::mem::take(&mut self.enabled);
+        if enabled.len() < 8 {
+            return;
+        }
+        let per = enabled.len().div_ceil(DETACH_THREADS);
+        let mut chunks: Vec<Vec<Enabled>> = Vec::new();
+        let mut it = enabled.into_iter().peekable();
+        while it.peek().is_some() {
+            chunks.push(it.by_ref().take(per).collect());
+        }
+        std::thread::scope(|s| {
+            for c in chunks {
+                s.spawn(move || drop(c));
+            }
+        });
+    }
+}
+
+impl Session {
+    /// Creates the ring buffer and the drop counter.
+    pub fn new(opts: SessionOptions) -> Result<Session> {
+        let ring = RingBuf::create(&format!("{}_ring", opts.name_prefix), opts.ring_bytes)?;
+        let drops = Map::create(
+            MapKind::PerCpuArray,
+            &format!("{}_drops", opts.name_prefix),
+            4,
+            8,
+            1,
+        )?;
+        Ok(Session {
+            enabled: Vec::new(),
+            dispatch: [None, None],
+            info: HashMap::new(),
+            held: HashMap::new(),
+            tgid_of: HashMap::new(),
+            ppid_of: HashMap::new(),
+            bad_records: 0,
+            task: crate::btf::TaskOffsets::from_vmlinux().ok(),
+            wall_offset_ns: wall_offset_ns(),
+            opts,
+            drops,
+            ring,
+        })
+    }
+
+    /// Enables `probe`, tagging its records with `tag` (the framework's probe id), capturing what
+    /// `spec` asks for. Errors name the probe.
+    pub fn enable(&mut self, probe: &Probe, tag: u32, spec: &CaptureSpec) -> Result<()> {
+        let name = probe.desc.to_string();
+        if self.info.contains_key(&tag) {
+            return Err(LinuxError::BadCapture {
+                probe: name,
+                reason: format!("tag {tag} is already enabled"),
+            });
+        }
+        let layout = RecordLayout::for_spec(spec, &name)?;
+        let obj = format!("{}_{tag}", self.opts.name_prefix);
+        let mut fds = MapFds {
+            ring: self.ring.map().raw_fd(),
+            drops: self.drops.raw_fd(),
+            pending: None,
+            wakeup_bytes: match self.opts.wakeup_divisor {
+                0 => 0,
+                d => (self.ring.size() / d as usize).max(1) as u32,
+            },
+        };
+        let mut programs = Vec::new();
+        let mut attachments = Vec::new();
+        let mut pending = None;
+        let (syscall_return, identity_from_fields) = match &probe.attach {
+            AttachPoint::Tracepoint {
+                id,
+                args,
+                conditions,
+                identity,
+                return_event,
+                syscall_return,
+                syscall,
+                ..
+            } => {
+                let wants_retry = spec.retry_at_return
+                    && !*syscall_return
+                    && spec.copies.iter().any(|c| c.kind.is_user());
+                let raw = syscall
+                    .as_ref()
+                    .filter(|r| self.slot_free(*syscall_return, r.nr));
+                let can_retry =
+                    raw.is_some_and(|r| self.slot_free(true, r.nr)) || return_event.is_some();
+                if wants_retry && can_retry {
+                    let map = Map::create(
+                        MapKind::LruHash,
+                        &format!("{obj}_p"),
+                        4,
+                        PENDING_VALUE_SIZE,
+                        16_384,
+                    )?;
+                    fds.pending = Some(map.raw_fd());
+                    // The return-side program goes in first, so no entry can arm a retry nobody serves.
+                    let insns = gen_retry(spec, &layout, tag, &fds)?;
+                    let rname = format!("{obj}_r");
+                    match (raw, return_event) {
+                        (Some(r), _) if self.slot_free(true, r.nr) => {
+                            let prog =
+                                Program::load(ProgKind::RawTracepoint, &insns, &rname, &name)?;
+                            self.install(true, r.nr, &prog)?;
+                            programs.push(prog);
+                        }
+                        (_, Some(ret_id)) => {
+                            let prog = Program::load(ProgKind::Tracepoint, &insns, &rname, &name)?;
+                            attachments.push(Attachment::tracepoint(&prog, *ret_id, &name)?);
+                            programs.push(prog);
+                        }
+                        _ => {}
+                    }
+                    pending = Some(map);
+                }
+                match raw {
+                    Some(route) => {
+                        let shape = ProbeShape {
+                            ctx: CtxKind::RawTracepoint,
+                            args: route.args.clone(),
+                            conditions: Vec::new(),
+                            identity: *identity,
+                            task: self.task,
+                        };
+                        let insns = gen_capture(&shape, spec, &layout, tag, &fds)?;
+                        let prog = Program::load(ProgKind::RawTracepoint, &insns, &obj, &name)?;
+                        self.install(*syscall_return, route.nr, &prog)?;
+                        programs.push(prog);
+                    }
+                    None => {
+                        let shape = ProbeShape {
+                            ctx: CtxKind::Tracepoint,
+                            args: args.clone(),
+                            conditions: conditions.clone(),
+                            identity: *identity,
+                            task: self.task,
+                        };
+                        let insns = gen_capture(&shape, spec, &layout, tag, &fds)?;
+                        let prog = Program::load(ProgKind::Tracepoint, &insns, &obj, &name)?;
+                        attachments.push(Attachment::tracepoint(&prog, *id, &name)?);
+                        programs.push(prog);
+                    }
+                }
+                (
+                    *syscall_return,
+                    matches!(identity, Identity::FromFields { .. }),
+                )
+            }
+            AttachPoint::Profile {
+                period_ns,
+                all_cpus,
+            } => {
+                let shape = ProbeShape {
+                    ctx: CtxKind::PerfEvent,
+                    args: vec![ArgSource::KernelPc, ArgSource::UserPc],
+                    conditions: Vec::new(),
+                    identity: Identity::Current,
+                    task: self.task,
+                };
+                let insns = gen_capture(&shape, spec, &layout, tag, &fds)?;
+                let prog = Program::load(ProgKind::PerfEvent, &insns, &obj, &name)?;
+                let online = crate::bpf::map::online_cpus()?;
+                let cpus: Vec<u32> = if *all_cpus {
+                    online
+                } else {
+                    online.into_iter().take(1).collect()
+                };
+                attachments.push(Attachment::cpu_clock(&prog, *period_ns, &cpus, &name)?);
+                programs.push(prog);
+                (false, false)
+            }
+        };
+        self.enabled.push(Enabled {
+            _attachments: attachments,
+            _programs: programs,
+            _pending: pending,
+        });
+        self.info.insert(
+            tag,
+            ProbeInfo {
+                layout,
+                syscall_return,
+                identity_from_fields,
+            },
+        );
+        Ok(())
+    }
+
+    fn slot_free(&self, exit: bool, nr: u32) -> bool {
+        nr < MAX_SYSCALL_NR
+            && self.dispatch[usize::from(exit)]
+                .as_ref()
+                .is_none_or(|d| !d.used.contains(&nr))
+    }
+
+    /// Puts `prog` in the dispatcher slot of syscall `nr`, creating and attaching the dispatcher on
+    /// first use.
+    fn install(&mut self, exit: bool, nr: u32, prog: &Program) -> Result<()> {
+        let i = usize::from(exit);
+        if self.dispatch[i].is_none() {
+            let which = if exit { "sys_exit" } else { "sys_enter" };
+            let slots = Map::create(
+                MapKind::ProgArray,
+                &format!("{}_{which}", self.opts.name_prefix),
+                4,
+                4,
+                MAX_SYSCALL_NR,
+            )?;
+            let insns = gen_syscall_dispatcher(slots.raw_fd(), exit)?;
+            let obj = format!(
+                "{}_{}",
+                self.opts.name_prefix,
+                if exit { "sx" } else { "se" }
+            );
+            let dprog = Program::load(
+                ProgKind::RawTracepoint,
+                &insns,
+                &obj,
+                &format!("{which} dispatcher"),
+            )?;
+            let link = Attachment::raw_tracepoint(&dprog, which)?;
+            self.dispatch[i] = Some(Dispatch {
+                _link: link,
+                _prog: dprog,
+                slots,
+                used: Default::default(),
+            });
+        }
+        let d = self.dispatch[i]
+            .as_mut()
+            .ok_or_else(|| LinuxError::Unavailable("syscall dispatcher".into()))?;
+        d.slots
+            .update(&nr.to_le_bytes(), &(prog.raw_fd() as u32).to_le_bytes())?;
+        d.used.insert(nr);
+        Ok(())
+    }
+
+    /// Number of enabled probes.
+    pub fn enabled_count(&self) -> usize {
+        self.enabled.len()
+    }
+
+    /// Records lost because the ring buffer was full (summed over CPUs).
+    pub fn drops(&self) -> Result<u64> {
+        self.drops.percpu_sum_u64(0)
+    }
+
+    /// Records that could not be decoded (should stay 0).
+    pub fn bad_records(&self) -> u64 {
+        self.bad_records
+    }
+
+    /// Entry events still waiting for their return-time re-read.
+    pub fn held_count(&self) -> usize {
+        self.held.len()
+    }
+
+    /// Waits up to `timeout_ms` for records, then delivers every available event to `f`. Returns the
+    /// number delivered.
+    pub fn poll(&mut self, timeout_ms: i32, f: &mut dyn FnMut(CapturedEvent)) -> Result<usize> {
+        let mut n = self.drain(f);
+        if n == 0 {
+            self.ring.wait(timeout_ms)?;
+            n = self.drain(f);
+        }
+        Ok(n)
+    }
+
+    /// Delivers every available event without waiting.
+    pub fn drain(&mut self, f: &mut dyn FnMut(CapturedEvent)) -> usize {
+        let mut records = Vec::new();
+        let info = &self.info;
+        let mut bad = 0;
+        self.ring.consume(
+            |b| match decode_record(b, |t| info.get(&t).map(|i| &i.layout)) {
+                Ok(r) => records.push(r),
+                Err(_) => bad += 1,
+            },
+        );
+        self.bad_records += bad;
+        let mut n = 0;
+        for r in records {
+            match r {
+                Record::Event(ev) if ev.retry_armed => {
+                    self.held.insert((ev.tid, ev.ktime_ns), *ev);
+                }
+                Record::Event(ev) => {
+                    f(self.finish(*ev));
+                    n += 1;
+                }
+                Record::Retry {
+                    tid,
+                    ktime_ns,
+                    copies,
+                    ..
+                } => {
+                    if let Some(mut ev) = self.held.remove(&(tid, ktime_ns)) {
+                        for (orig, again) in ev.copies.iter_mut().zip(copies) {
+                            if orig.data.is_err() && again.data.is_ok() {
+                                *orig = again;
+                            }
+                        }
+                        f(self.finish(ev));
+                        n += 1;
+                    }
+                }
+            }
+        }
+        n + self.release_expired(f, false)
+    }
+
+    /// Delivers every held event now (at the end of a run), completing faulted copies from the
+    /// process's memory where it can still be read.
+    pub fn flush_held(&mut self, f: &mut dyn FnMut(CapturedEvent)) -> usize {
+        self.release_expired(f, true)
+    }
+
+    fn release_expired(&mut self, f: &mut dyn FnMut(CapturedEvent), all: bool) -> usize {
+        if self.held.is_empty() {
+            return 0;
+        }
+        let now = monotonic_ns();
+        let wait = self.opts.retry_wait_ns;
+        let mut keys: Vec<(u32, u64)> = self
+            .held
+            .keys()
+            .filter(|(_, t)| all || now.saturating_sub(*t) > wait)
+            .copied()
+            .collect();
+        keys.sort_by_key(|k| k.1);
+        let mut n = 0;
+        for k in keys {
+            if let Some(mut ev) = self.held.remove(&k) {
+                let sizes: Vec<usize> = self
+                    .info
+                    .get(&ev.tag)
+                    .map(|i| i.layout.copies.iter().map(|c| c.size).collect())
+                    .unwrap_or_default();
+                for (c, cap) in ev.copies.iter_mut().zip(sizes) {
+                    if c.data.is_err() && c.kind.is_user() {
+                        if let Ok(bytes) = crate::process::read_memory(ev.pid, c.addr, c.kind, cap)
+                        {
+                            c.data = Ok(bytes);
+                            c.source = CopySource::ProcessMemory;
+                        }
+                    }
+                }
+                f(self.finish(ev));
+                n += 1;
+            }
+        }
+        n
+    }
+
+    fn finish(&mut self, mut ev: CapturedEvent) -> CapturedEvent {
+        ev.walltime_ns = (ev.ktime_ns as i64)
+            .saturating_add(self.wall_offset_ns)
+            .max(0) as u64;
+        if let Some(info) = self.info.get(&ev.tag) {
+            if info.syscall_return {
+                let ret = ev.args[0] as i64;
+                if (-4095..0).contains(&ret) {
+                    ev.errno = (-ret) as i32;
+                }
+            }
+            if info.identity_from_fields && ev.pid == 0 && ev.tid != 0 {
+                let tid = ev.tid;
+                ev.pid = *self
+                    .tgid_of
+                    .entry(tid)
+                    .or_insert_with(|| crate::process::tgid_of(tid).unwrap_or(tid));
+            }
+        }
+        if ev.ppid == 0 && ev.pid != 0 {
+            let pid = ev.pid;
+            ev.ppid = *self
+                .ppid_of
+                .entry(pid)
+                .or_insert_with(|| crate::process::ppid_of(pid).unwrap_or(0));
+        }
+        ev
+    }
+}

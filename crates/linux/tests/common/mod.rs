@@ -1,0 +1,115 @@
+//! Shared helpers of the kernel tests: capability checks, compiling small C programs, and running a
+//! held command under a session until it exits.
+
+#![allow(dead_code)]
+
+use dtrace_linux::capture::CapturedEvent;
+use dtrace_linux::process::{spawn_held, ExitStatus};
+use dtrace_linux::{Catalog, Probe, ProbeDesc, Session, SessionOptions};
+use std::path::PathBuf;
+
+/// Whether kernel tests can run; prints SKIP (or panics under DTRACE_TEST_REQUIRE_KERNEL=1) if not.
+pub fn kernel_ok(test: &str) -> bool {
+    if !dtrace_testkit::skip_unless(dtrace_testkit::is_root(), test, "needs root") {
+        return false;
+    }
+    if !dtrace_testkit::skip_unless(dtrace_linux::bpf_available(), test, "bpf(2) unavailable") {
+        return false;
+    }
+    dtrace_testkit::skip_unless(
+        dtrace_linux::tracefs::ensure_tracefs().is_ok(),
+        test,
+        "no tracefs",
+    )
+}
+
+/// Whether gcc is there.
+pub fn gcc_ok(test: &str) -> bool {
+    dtrace_testkit::skip_unless(dtrace_testkit::have_program("gcc"), test, "needs gcc")
+}
+
+/// Compiles `src` into an executable named `name` in a per-test temporary directory.
+pub fn compile(name: &str, src: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("dtrace-linux-test-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let c = dir.join(format!("{name}.c"));
+    let exe = dir.join(name);
+    std::fs::write(&c, src).unwrap();
+    let st = std::process::Command::new("gcc")
+        .args([
+            "-O0",
+            "-g",
+            "-fno-omit-frame-pointer",
+            "-Wl,--build-id",
+            "-o",
+        ])
+        .arg(&exe)
+        .arg(&c)
+        .status()
+        .unwrap();
+    assert!(st.success(), "gcc failed for {name}");
+    exe
+}
+
+/// The catalogue (loaded once per call; cheap enough for tests).
+pub fn catalog() -> Catalog {
+    Catalog::load().unwrap()
+}
+
+/// The probe named `desc`.
+pub fn probe(cat: &Catalog, desc: &str) -> Probe {
+    let mut m = cat
+        .matching(&ProbeDesc::parse(desc))
+        .unwrap_or_else(|e| panic!("{desc}: {e}"));
+    assert_eq!(m.len(), 1, "{desc} matches {} probes", m.len());
+    m.remove(0)
+}
+
+/// A session whose kernel objects carry a prefix unique to this test.
+pub fn session(tag: &str) -> Session {
+    Session::new(SessionOptions {
+        name_prefix: format!("dt{}{tag}", std::process::id() % 10000),
+        ..Default::default()
+    })
+    .unwrap()
+}
+
+/// Starts `argv` held, runs `enable` (which enables probes for the child's pid), releases it, and
+/// collects events until it exits and the ring is drained.
+pub fn run_traced(
+    s: &mut Session,
+    argv: &[String],
+    enable: impl FnOnce(&mut Session, u32),
+) -> (u32, ExitStatus, Vec<CapturedEvent>) {
+    let mut child = spawn_held(argv).unwrap();
+    let pid = child.pid();
+    enable(s, pid);
+    child.release().unwrap();
+    let mut events = Vec::new();
+    let status = loop {
+        s.poll(50, &mut |e| events.push(e)).unwrap();
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+    };
+    s.drain(&mut |e| events.push(e));
+    s.flush_held(&mut |e| events.push(e));
+    (pid, status, events)
+}
+
+/// Names of loaded BPF programs (from bpftool), for teardown checks.
+pub fn bpf_prog_names() -> Option<Vec<String>> {
+    let out = std::process::Command::new("bpftool")
+        .args(["prog", "show"])
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    Some(
+        text.split_whitespace()
+            .collect::<Vec<_>>()
+            .windows(2)
+            .filter(|w| w[0] == "name")
+            .map(|w| w[1].to_string())
+            .collect(),
+    )
+}
