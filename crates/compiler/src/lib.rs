@@ -34,6 +34,7 @@ pub mod check_decl;
 pub mod check_expr;
 pub mod check_place;
 pub mod cpp;
+pub mod ctf_types;
 pub mod error;
 pub mod idents;
 pub mod ifsplit;

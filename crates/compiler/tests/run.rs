@@ -372,3 +372,63 @@ fn errno_and_signal_constants() {
     assert_eq!(val("ENOENT + EINVAL"), "24");
     assert_eq!(val("SIGKILL * 10 + SIGTERM"), "105");
 }
+
+#[test]
+fn ctf_backed_types() {
+    use dtrace_ctf::{Container, IntEncoding, Member, Type, TypeKind, CTF_INT_SIGNED};
+    let mut c = Container::new();
+    let int = c.add(Type::new(
+        "int",
+        TypeKind::Integer(IntEncoding {
+            flags: CTF_INT_SIGNED,
+            offset: 0,
+            bits: 32,
+        }),
+        4,
+    ));
+    let fwd = dtrace_ctf::TypeId(c.next_id().0 + 1);
+    let ptr = c.add(Type::new("", TypeKind::Pointer(fwd), 0));
+    let s = c.add(Type::new(
+        "point",
+        TypeKind::Struct(vec![
+            Member {
+                name: "x".into(),
+                type_id: int,
+                offset_bits: 0,
+            },
+            Member {
+                name: "y".into(),
+                type_id: int,
+                offset_bits: 32,
+            },
+            Member {
+                name: "next".into(),
+                type_id: ptr,
+                offset_bits: 64,
+            },
+        ]),
+        16,
+    ));
+    assert_eq!(s, fwd);
+    c.add(Type::new("point_t", TypeKind::Typedef(s), 0));
+    let src = "BEGIN { trace(((struct point *)arg0)->y); trace(((point_t *)arg0)->next->x); trace(sizeof (point_t)); }";
+    let p = dtrace_compiler::compile_with_types(
+        src,
+        &CompileOptions::default(),
+        vec![Box::new(dtrace_compiler::ctf_types::CtfTypes::new(
+            std::sync::Arc::new(c),
+        ))],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let mut r = Run::new();
+    let mut a = vec![0u8; 16];
+    a[0..4].copy_from_slice(&1i32.to_ne_bytes());
+    a[4..8].copy_from_slice(&2i32.to_ne_bytes());
+    a[8..16].copy_from_slice(&0x3000u64.to_ne_bytes());
+    let mut b = vec![0u8; 16];
+    b[0..4].copy_from_slice(&30i32.to_ne_bytes());
+    r.mem.kernel.insert(0x1000, a);
+    r.mem.kernel.insert(0x3000, b);
+    r.ctx.args = vec![0x1000];
+    assert_eq!(r.fire(&p), ["2", "30", "16"]);
+}
