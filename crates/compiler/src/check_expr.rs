@@ -353,7 +353,13 @@ impl<'o> Checker<'o> {
                     format!("array '{n}' may not be referenced as scalar"),
                 );
             }
-            let ty = self.named_type(b.ty);
+            let mut ty = self.named_type(b.ty);
+            if b.id == dtrace_dif::vars::DIF_VAR_CURTHREAD {
+                // on Linux the current thread is a `struct task_struct` when types are known
+                if let Some(t) = self.types.lookup("struct task_struct") {
+                    ty = self.types.pointer_to(t);
+                }
+            }
             return Ok(TExpr {
                 kind: TK::Builtin(b.id),
                 ty,
