@@ -14,12 +14,18 @@ use crate::types::{Member, TypeId, TypeKind, TypeSource, TypeTable};
 /// Types from a CTF container.
 pub struct CtfTypes {
     ctf: Arc<Container>,
+    typedefs: Vec<String>,
 }
 
 impl CtfTypes {
-    /// A source over `ctf`.
+    /// A source over `ctf` (its typedef names are collected once, here).
     pub fn new(ctf: Arc<Container>) -> CtfTypes {
-        CtfTypes { ctf }
+        let typedefs = ctf
+            .iter()
+            .filter(|(_, t)| t.root && !t.name.is_empty() && matches!(t.kind, Ck::Typedef(_)))
+            .map(|(_, t)| t.name.clone())
+            .collect();
+        CtfTypes { ctf, typedefs }
     }
 }
 
@@ -201,10 +207,6 @@ impl TypeSource for CtfTypes {
     }
 
     fn typedef_names(&self) -> Vec<String> {
-        self.ctf
-            .iter()
-            .filter(|(_, t)| t.root && !t.name.is_empty() && matches!(t.kind, Ck::Typedef(_)))
-            .map(|(_, t)| t.name.clone())
-            .collect()
+        self.typedefs.clone()
     }
 }
