@@ -286,7 +286,8 @@ impl<'o> Checker<'o> {
         }
     }
 
-    fn sizeof(&self, t: TypeId, line: u32) -> CResult<TExpr> {
+    fn sizeof(&mut self, t: TypeId, line: u32) -> CResult<TExpr> {
+        self.types.complete(t);
         let sz = if self.types.is_string(t) {
             self.strsize as u64
         } else {
@@ -450,6 +451,7 @@ impl<'o> Checker<'o> {
                         "cannot dereference non-pointer type",
                     );
                 };
+                self.types.complete(t);
                 if self.types.is_void(t) {
                     return err(
                         ErrTag::D_DEREF_VOID,

@@ -367,6 +367,7 @@ impl<'o> Checker<'o> {
                 a.unwrap_or_else(|| TExpr::int(0, self.basic.void_ptr, line)),
             )
         };
+        self.types.complete(sou);
         match self.types.rkind(sou) {
             TypeKind::Sou { members: Some(_), .. } => {}
             TypeKind::Sou { members: None, .. } => {

@@ -73,9 +73,12 @@ impl Importer<'_> {
                 ),
             },
             Ck::Pointer(to) => {
-                let to = self
-                    .convert(*to, depth + 1)
-                    .or_else(|| self.table.lookup("void"))?;
+                let to = match self.shallow(*to) {
+                    Some(t) => t,
+                    None => self
+                        .convert(*to, depth + 1)
+                        .or_else(|| self.table.lookup("void"))?,
+                };
                 self.table.pointer_to(to)
             }
             Ck::Array(a) => {
@@ -107,7 +110,12 @@ impl Importer<'_> {
                 } else {
                     format!("{kw} {name}")
                 };
-                if let Some(ours) = self.table.lookup(&full) {
+                let existing = if name.is_empty() {
+                    None
+                } else {
+                    self.table.lookup(&full)
+                };
+                if let Some(ours) = existing {
                     if matches!(
                         self.table.kind(ours),
                         TypeKind::Sou {
@@ -125,10 +133,11 @@ impl Importer<'_> {
                     size: 0,
                     align: 1,
                 };
-                let sid = if name.is_empty() {
-                    self.table.add(full, placeholder)
-                } else {
-                    self.table.add_named(&full, placeholder)
+                let sid = match existing {
+                    // a forward declaration made earlier (a pointer target): complete it in place
+                    Some(f) => f,
+                    None if name.is_empty() => self.table.add(full, placeholder),
+                    None => self.table.add_named(&full, placeholder),
                 };
                 self.memo.insert(id.0, sid);
                 let mut members = Vec::new();
@@ -192,6 +201,40 @@ impl Importer<'_> {
         };
         self.memo.insert(id.0, out);
         Some(out)
+    }
+}
+
+impl Importer<'_> {
+    /// A pointer target that is a named struct or union becomes (or reuses) a forward declaration,
+    /// completed from the source only when a member, size or value is needed.
+    fn shallow(&mut self, id: CtfId) -> Option<TypeId> {
+        let t = self.c.get(id).ok()?;
+        let kw = match &t.kind {
+            Ck::Struct(_) => "struct",
+            Ck::Union(_) => "union",
+            _ => return None,
+        };
+        if t.name.is_empty() {
+            return None;
+        }
+        let full = format!("{kw} {}", t.name);
+        if let Some(ours) = self.table.lookup(&full) {
+            return Some(ours);
+        }
+        let kind = if kw == "struct" {
+            SouKind::Struct
+        } else {
+            SouKind::Union
+        };
+        Some(self.table.add_named(
+            &full,
+            TypeKind::Sou {
+                kind,
+                members: None,
+                size: 0,
+                align: 1,
+            },
+        ))
     }
 }
 
