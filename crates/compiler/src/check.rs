@@ -214,8 +214,9 @@ pub struct Checker<'o> {
     pub region: Option<&'static str>,
     /// Typedef names known to the parser.
     pub declared_types: Vec<String>,
-    /// Argument types of the probes of the clause being cooked, when known.
-    pub probe_args: Option<Vec<TypeId>>,
+    /// Argument type names of the probes of the clause being cooked, when known (resolved to
+    /// types on the first use of `args[]`).
+    pub probe_args: Option<Vec<String>>,
     /// The clause's first probe description (for messages).
     pub probe_name: String,
     /// Where probe argument types come from.

@@ -432,3 +432,43 @@ fn ctf_backed_types() {
     r.ctx.args = vec![0x1000];
     assert_eq!(r.fire(&p), ["2", "30", "16"]);
 }
+
+struct Unknowns;
+
+impl dtrace_compiler::ProbeInfo for Unknowns {
+    fn arg_types(&self, _: &dtrace_dif::program::ProbeDesc) -> Option<Vec<String>> {
+        Some(vec!["struct nosuch *".into()])
+    }
+
+    fn symbol(&self, _: Option<&str>, _: &str, _: bool) -> Option<(u64, String)> {
+        Some((0x10, "nosuch_t".into()))
+    }
+}
+
+#[test]
+fn unknown_probe_and_symbol_types_are_errors() {
+    let e = dtrace_compiler::compile_with(
+        "BEGIN { trace(args[0]); }",
+        &CompileOptions::default(),
+        Vec::new(),
+        Some(&Unknowns),
+    )
+    .unwrap_err();
+    assert_eq!(e.tag, dtrace_compiler::ErrTag::D_ARGS_TYPE);
+    assert_eq!(
+        e.file_message(false),
+        "line 1: failed to resolve native argument type struct nosuch * for BEGIN"
+    );
+    let e = dtrace_compiler::compile_with(
+        "tick-1s { trace(`x); }",
+        &CompileOptions::default(),
+        Vec::new(),
+        Some(&Unknowns),
+    )
+    .unwrap_err();
+    assert_eq!(e.tag, dtrace_compiler::ErrTag::D_SYM_NOTYPES);
+    assert_eq!(
+        e.file_message(false),
+        "line 1: no symbolic type information is available for `x: nosuch_t"
+    );
+}
