@@ -313,22 +313,7 @@ impl<'o> Checker<'o> {
                 _ => common = Some(t),
             }
         }
-        let Some(names) = common else { return Ok(()) };
-        let mut ids = Vec::new();
-        for n in &names {
-            let t = self.parse_type_name(n).ok_or_else(|| {
-                CompileError::new(
-                    ErrTag::D_ARGS_TYPE,
-                    c.line,
-                    format!(
-                        "failed to resolve native argument type {n} for {}",
-                        self.probe_name
-                    ),
-                )
-            })?;
-            ids.push(t);
-        }
-        self.probe_args = Some(ids);
+        self.probe_args = common;
         Ok(())
     }
 

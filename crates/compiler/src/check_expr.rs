@@ -1104,7 +1104,21 @@ impl<'o> Checker<'o> {
         }
         let mut ty = self.named_type(bv.ty);
         if bv.id == dtrace_dif::vars::DIF_VAR_ARGS {
-            if let Some(types) = self.probe_args.clone() {
+            if let Some(names) = self.probe_args.clone() {
+                let mut types = Vec::new();
+                for tn in &names {
+                    let Some(t) = self.parse_type_name(tn) else {
+                        return err(
+                            ErrTag::D_ARGS_TYPE,
+                            line,
+                            format!(
+                                "failed to resolve native argument type {tn} for {}",
+                                self.probe_name
+                            ),
+                        );
+                    };
+                    types.push(t);
+                }
                 let Some(i) = idx.as_const() else {
                     return err(
                         ErrTag::D_ARGS_IDX,
