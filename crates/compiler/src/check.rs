@@ -214,8 +214,9 @@ pub struct Checker<'o> {
     pub region: Option<&'static str>,
     /// Typedef names known to the parser.
     pub declared_types: Vec<String>,
-    /// Argument types of the probes of the clause being cooked, when known.
-    pub probe_args: Option<Vec<TypeId>>,
+    /// Argument type names of the probes of the clause being cooked, when known (resolved to
+    /// types on the first use of `args[]`).
+    pub probe_args: Option<Vec<String>>,
     /// The clause's first probe description (for messages).
     pub probe_name: String,
     /// Where probe argument types come from.
@@ -228,6 +229,16 @@ impl<'o> Checker<'o> {
     /// A checker for `opts`.
     pub fn new(opts: &'o CompileOptions, mut types: TypeTable, basic: Basic) -> Checker<'o> {
         types.strsize = opts.strsize;
+        let mut inlines = HashMap::new();
+        for (name, v) in crate::prelude::ERRNO.iter().chain(crate::prelude::SIGNALS) {
+            inlines.insert(
+                name.to_string(),
+                Inline {
+                    ty: basic.int,
+                    expr: TExpr::int(*v as u64, basic.int, 0),
+                },
+            );
+        }
         Checker {
             types,
             basic,
@@ -238,7 +249,7 @@ impl<'o> Checker<'o> {
             strsize: opts.strsize,
             aggs: Vec::new(),
             agg_undo: Vec::new(),
-            inlines: HashMap::new(),
+            inlines,
             enums: HashMap::new(),
             formats: Vec::new(),
             options: Vec::new(),
@@ -302,22 +313,7 @@ impl<'o> Checker<'o> {
                 _ => common = Some(t),
             }
         }
-        let Some(names) = common else { return Ok(()) };
-        let mut ids = Vec::new();
-        for n in &names {
-            let t = self.parse_type_name(n).ok_or_else(|| {
-                CompileError::new(
-                    ErrTag::D_ARGS_TYPE,
-                    c.line,
-                    format!(
-                        "failed to resolve native argument type {n} for {}",
-                        self.probe_name
-                    ),
-                )
-            })?;
-            ids.push(t);
-        }
-        self.probe_args = Some(ids);
+        self.probe_args = common;
         Ok(())
     }
 

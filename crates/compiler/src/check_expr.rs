@@ -286,7 +286,8 @@ impl<'o> Checker<'o> {
         }
     }
 
-    fn sizeof(&self, t: TypeId, line: u32) -> CResult<TExpr> {
+    fn sizeof(&mut self, t: TypeId, line: u32) -> CResult<TExpr> {
+        self.types.complete(t);
         let sz = if self.types.is_string(t) {
             self.strsize as u64
         } else {
@@ -353,7 +354,13 @@ impl<'o> Checker<'o> {
                     format!("array '{n}' may not be referenced as scalar"),
                 );
             }
-            let ty = self.named_type(b.ty);
+            let mut ty = self.named_type(b.ty);
+            if b.id == dtrace_dif::vars::DIF_VAR_CURTHREAD {
+                // on Linux the current thread is a `struct task_struct` when types are known
+                if let Some(t) = self.types.lookup("struct task_struct") {
+                    ty = self.types.pointer_to(t);
+                }
+            }
             return Ok(TExpr {
                 kind: TK::Builtin(b.id),
                 ty,
@@ -444,6 +451,7 @@ impl<'o> Checker<'o> {
                         "cannot dereference non-pointer type",
                     );
                 };
+                self.types.complete(t);
                 if self.types.is_void(t) {
                     return err(
                         ErrTag::D_DEREF_VOID,
@@ -1096,7 +1104,21 @@ impl<'o> Checker<'o> {
         }
         let mut ty = self.named_type(bv.ty);
         if bv.id == dtrace_dif::vars::DIF_VAR_ARGS {
-            if let Some(types) = self.probe_args.clone() {
+            if let Some(names) = self.probe_args.clone() {
+                let mut types = Vec::new();
+                for tn in &names {
+                    let Some(t) = self.parse_type_name(tn) else {
+                        return err(
+                            ErrTag::D_ARGS_TYPE,
+                            line,
+                            format!(
+                                "failed to resolve native argument type {tn} for {}",
+                                self.probe_name
+                            ),
+                        );
+                    };
+                    types.push(t);
+                }
                 let Some(i) = idx.as_const() else {
                     return err(
                         ErrTag::D_ARGS_IDX,

@@ -187,7 +187,13 @@ impl<'o> Checker<'o> {
             Some(_) => {
                 // declared or created but never typed: morph to an array
                 let t = self.table(scope);
-                let v = t.vars.get_mut(&name).expect("present");
+                let Some(v) = t.vars.get_mut(&name) else {
+                    return err(
+                        ErrTag::D_UNKNOWN,
+                        line,
+                        format!("internal error: lost variable {name}"),
+                    );
+                };
                 v.array = true;
                 v.clone()
             }
@@ -361,6 +367,7 @@ impl<'o> Checker<'o> {
                 a.unwrap_or_else(|| TExpr::int(0, self.basic.void_ptr, line)),
             )
         };
+        self.types.complete(sou);
         match self.types.rkind(sou) {
             TypeKind::Sou { members: Some(_), .. } => {}
             TypeKind::Sou { members: None, .. } => {

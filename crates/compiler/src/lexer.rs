@@ -288,6 +288,12 @@ impl<'a> Lexer<'a> {
         Ok(String::from_utf8_lossy(&self.src[self.pos..end]).to_string())
     }
 
+    /// Whether only space and comments remain.
+    pub fn at_end(&mut self) -> CResult<bool> {
+        self.skip_space()?;
+        Ok(self.at_eof())
+    }
+
     /// The next non-space byte, without consuming anything but space.
     pub fn peek_byte(&mut self) -> CResult<u8> {
         self.skip_space()?;

@@ -1,7 +1,7 @@
 //! The D compiler: D source text to the program description the framework executes.
 //!
 //! It owns D's lexer ([`lexer`]), parser ([`parser`], [`ast`]), macro variables ([`macros`]), types
-//! ([`types`], with [`types::TypeSource`] for CTF-backed types), the checker that types and resolves
+//! ([`types`], with [`types::TypeSource`] and [`ctf_types`] for CTF-backed types), the checker that types and resolves
 //! every expression and reports DTrace's `D_*` errors ([`check`], [`check_expr`], [`check_place`], [`check_decl`],
 //! [`check_action`], [`printf`], [`ifsplit`]), code generation to DIF ([`cg`]), lowering to ECB descriptions
 //! ([`lower`]) and the `dtrace -S` listing ([`mod@listing`]). It does not execute DIF (that is
@@ -34,6 +34,7 @@ pub mod check_decl;
 pub mod check_expr;
 pub mod check_place;
 pub mod cpp;
+pub mod ctf_types;
 pub mod error;
 pub mod idents;
 pub mod ifsplit;
@@ -43,6 +44,7 @@ pub mod lower;
 pub mod macros;
 pub mod options;
 pub mod parser;
+pub mod prelude;
 pub mod printf;
 pub mod tree;
 pub mod types;

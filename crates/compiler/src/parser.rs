@@ -154,7 +154,7 @@ impl<'a> Parser<'a> {
                 }
                 continue;
             }
-            if self.lex.peek_byte()? == 0 {
+            if self.peeked.is_empty() && self.lex.at_end()? {
                 break;
             }
             if self.lex.peek_byte()? == b';' {

@@ -271,6 +271,22 @@ impl TypeTable {
         found
     }
 
+    /// Completes a forward-declared struct or union from the type sources, if one defines it.
+    pub fn complete(&mut self, id: TypeId) {
+        let r = self.resolve(id);
+        if !matches!(self.kind(r), TypeKind::Sou { members: None, .. }) || self.sources.is_empty() {
+            return;
+        }
+        let name = self.info(r).name.clone();
+        let sources = std::mem::take(&mut self.sources);
+        for s in &sources {
+            if s.import(&name, self).is_some() {
+                break;
+            }
+        }
+        self.sources = sources;
+    }
+
     /// Whether a name is bound.
     pub fn has(&self, name: &str) -> bool {
         self.by_name.contains_key(name)

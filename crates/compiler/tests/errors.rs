@@ -669,3 +669,154 @@ fn code_generation_limits() {
 fn super_deep_registers() -> dtrace_compiler::CompileError {
     e("BEGIN { trace(arg0 + (arg1 + (arg2 + (arg3 + (arg4 + (arg5 + (arg6 + (arg7 + arg8)))))))); }")
 }
+
+#[test]
+fn more_tags() {
+    golden(
+        "struct o { int a; int b; }; translator struct o < int x > { a = x; }; BEGIN { trace(xlate<struct o>(1).b); }",
+        ErrTag::D_XLATE_NOCONV,
+        "line 1: translator does not define conversion for member: b",
+    );
+    golden(
+        "struct o { int a; }; translator struct o < int x > { c = x; };",
+        ErrTag::D_XLATE_MEMB,
+        "line 1: translator member c is not a member of struct o",
+    );
+    golden(
+        "struct o { int a; }; translator struct o < int x > { a = x; }; translator struct o < int y > { a = y; };",
+        ErrTag::D_XLATE_REDECL,
+        "line 1: translator from int to struct o has already been declared",
+    );
+    golden(
+        "struct o { int a; }; translator struct o < int x > { a = \"s\"; }; BEGIN { trace(xlate<struct o>(1).a); }",
+        ErrTag::D_XLATE_INCOMPAT,
+        "line 1: translator member a definition uses incompatible types: \"int\" = \"string\"",
+    );
+    golden(
+        "BEGIN { speculate(1); raise(9); }",
+        ErrTag::D_ACT_DESTRUCT,
+        "line 1: raise( ) is a destructive action: destructive actions are not allowed (use -w)",
+    );
+    let o = CompileOptions {
+        destructive: true,
+        ..Default::default()
+    };
+    let err = compile("BEGIN { speculate(1); raise(9); }", &o).unwrap_err();
+    assert_eq!(err.tag, ErrTag::D_ACT_SPEC);
+    assert_eq!(
+        err.file_message(false),
+        "line 1: destructive actions may not follow speculate( )"
+    );
+    golden(
+        "BEGIN { x = 1; y = x[1, 2]; }",
+        ErrTag::D_ARR_BADREF,
+        "line 1: cannot access expression as an associative array",
+    );
+    golden(
+        "int x[];",
+        ErrTag::D_DECL_ARRNULL,
+        "line 1: array declaration requires array dimension or tuple signature",
+    );
+    golden(
+        "long long long x;",
+        ErrTag::D_DECL_LONGINT,
+        "line 1: invalid type combination: long",
+    );
+    golden(
+        "short long x;",
+        ErrTag::D_DECL_COMBO,
+        "line 1: invalid type combination: short",
+    );
+    golden(
+        "int char x;",
+        ErrTag::D_DECL_COMBO,
+        "line 1: invalid type combination",
+    );
+    golden(
+        "BEGIN { x = (1)(2); }",
+        ErrTag::D_FUNC_IDENT,
+        "line 1: function designator is not of function type",
+    );
+    golden(
+        "BEGIN { x = 1; y = x(2); }",
+        ErrTag::D_FUNC_IDKIND,
+        "line 1: variable 'x' may not be referenced as function",
+    );
+    golden(
+        "struct s { int a; }; BEGIN { a[*(struct s *)arg0] = 1; }",
+        ErrTag::D_KEY_TYPE,
+        "line 1: key #1 is of invalid type: struct s",
+    );
+    golden(
+        "BEGIN { x = arg0.; }",
+        ErrTag::D_OP_IDENT,
+        "line 1: operator . must be followed by an identifier",
+    );
+    golden(
+        "BEGIN { p = (void *)arg0; p++; }",
+        ErrTag::D_OP_VFPTR,
+        "line 1: operator ++ requires an operand of known size",
+    );
+    golden(
+        "BEGIN { x = stringof(*(struct foo_s *)0); }",
+        ErrTag::D_STRINGOF_TYPE,
+        "line 1: cannot apply stringof to a value of type struct foo_s",
+    );
+    golden("#pragma D error boom\n", ErrTag::D_PRAGERR, "line 1: boom");
+    golden(
+        "BEGIN { printa(\"%d\"); }",
+        ErrTag::D_PRINTA_PROTO,
+        "line 1: printa( ) prototype mismatch: 1 arg passed, at least 2 expected",
+    );
+    golden("BEGIN { @a = count(); trunc(1); }", ErrTag::D_TRUNC_AGGARG, "line 1: trunc( ) argument #1 is incompatible with prototype:\n\tprototype: aggregation\n\t argument: int");
+    golden(
+        "BEGIN { ustack(1, 2, 3); }",
+        ErrTag::D_USTACK_PROTO,
+        "line 1: ustack( ) prototype mismatch: 3 args passed, no more than 2 expected",
+    );
+    golden(
+        "BEGIN { @a = lquantize(1, 0, 5000000000); }",
+        ErrTag::D_LQUANT_LIMVAL,
+        "line 1: lquantize( ) argument #3 must be a 32-bit quantity",
+    );
+    golden(
+        "BEGIN { @a = lquantize(1, 0, 10, arg0); }",
+        ErrTag::D_LQUANT_STEPTYPE,
+        "line 1: lquantize( ) argument #4 must be a constant integer",
+    );
+    golden(
+        "BEGIN { @a = llquantize(1, 10, arg0, 5, 10); }",
+        ErrTag::D_LLQUANT_LOWTYPE,
+        "line 1: llquantize( ) argument #3 (low magnitude) must be a constant integer",
+    );
+    golden(
+        "BEGIN { @a = llquantize(1, 10, 0, arg0, 10); }",
+        ErrTag::D_LLQUANT_HIGHTYPE,
+        "line 1: llquantize( ) argument #4 (high magnitude) must be a constant integer",
+    );
+    golden(
+        "BEGIN { @a = llquantize(1, 10, 0, 5, arg0); }",
+        ErrTag::D_LLQUANT_NSTEPTYPE,
+        "line 1: llquantize( ) argument #5 (linear steps per magnitude) must be a constant integer",
+    );
+    golden(
+        "BEGIN { @a = llquantize(1, 10, 70000, 80000, 10); }",
+        ErrTag::D_LLQUANT_LOWVAL,
+        "line 1: llquantize( ) argument #3 (low magnitude) must be a 16-bit quantity",
+    );
+    golden(
+        "BEGIN { @a = llquantize(1, 10, 0, 5, 0); }",
+        ErrTag::D_LLQUANT_NSTEPVAL,
+        "line 1: llquantize( ) argument #5 (linear steps per magnitude) must be a 16-bit quantity",
+    );
+    golden("BEGIN { @a = llquantize(1, 4, 0, 5, 12); }", ErrTag::D_LLQUANT_FACTOREVEN, "line 1: llquantize( ) argument #2 (factor) raised to the second power must be a multiple of argument #5 (linear steps per magnitude)");
+}
+
+#[test]
+fn nul_bytes_are_not_end_of_input() {
+    golden(
+        "BEGIN { }\0 junk",
+        ErrTag::D_SYNTAX,
+        "line 1: invalid character (0x00)",
+    );
+}

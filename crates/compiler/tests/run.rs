@@ -366,3 +366,109 @@ fn scalar_arrays_in_variables_are_writable() {
     let e = compile("BEGIN { *(int *)arg0 = 1; }", &CompileOptions::default()).unwrap_err();
     assert_eq!(e.tag, dtrace_compiler::ErrTag::D_OP_WRITE);
 }
+
+#[test]
+fn errno_and_signal_constants() {
+    assert_eq!(val("ENOENT + EINVAL"), "24");
+    assert_eq!(val("SIGKILL * 10 + SIGTERM"), "105");
+}
+
+#[test]
+fn ctf_backed_types() {
+    use dtrace_ctf::{Container, IntEncoding, Member, Type, TypeKind, CTF_INT_SIGNED};
+    let mut c = Container::new();
+    let int = c.add(Type::new(
+        "int",
+        TypeKind::Integer(IntEncoding {
+            flags: CTF_INT_SIGNED,
+            offset: 0,
+            bits: 32,
+        }),
+        4,
+    ));
+    let fwd = dtrace_ctf::TypeId(c.next_id().0 + 1);
+    let ptr = c.add(Type::new("", TypeKind::Pointer(fwd), 0));
+    let s = c.add(Type::new(
+        "point",
+        TypeKind::Struct(vec![
+            Member {
+                name: "x".into(),
+                type_id: int,
+                offset_bits: 0,
+            },
+            Member {
+                name: "y".into(),
+                type_id: int,
+                offset_bits: 32,
+            },
+            Member {
+                name: "next".into(),
+                type_id: ptr,
+                offset_bits: 64,
+            },
+        ]),
+        16,
+    ));
+    assert_eq!(s, fwd);
+    c.add(Type::new("point_t", TypeKind::Typedef(s), 0));
+    let src = "BEGIN { trace(((struct point *)arg0)->y); trace(((point_t *)arg0)->next->x); trace(sizeof (point_t)); }";
+    let p = dtrace_compiler::compile_with_types(
+        src,
+        &CompileOptions::default(),
+        vec![Box::new(dtrace_compiler::ctf_types::CtfTypes::new(
+            std::sync::Arc::new(c),
+        ))],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let mut r = Run::new();
+    let mut a = vec![0u8; 16];
+    a[0..4].copy_from_slice(&1i32.to_ne_bytes());
+    a[4..8].copy_from_slice(&2i32.to_ne_bytes());
+    a[8..16].copy_from_slice(&0x3000u64.to_ne_bytes());
+    let mut b = vec![0u8; 16];
+    b[0..4].copy_from_slice(&30i32.to_ne_bytes());
+    r.mem.kernel.insert(0x1000, a);
+    r.mem.kernel.insert(0x3000, b);
+    r.ctx.args = vec![0x1000];
+    assert_eq!(r.fire(&p), ["2", "30", "16"]);
+}
+
+struct Unknowns;
+
+impl dtrace_compiler::ProbeInfo for Unknowns {
+    fn arg_types(&self, _: &dtrace_dif::program::ProbeDesc) -> Option<Vec<String>> {
+        Some(vec!["struct nosuch *".into()])
+    }
+
+    fn symbol(&self, _: Option<&str>, _: &str, _: bool) -> Option<(u64, String)> {
+        Some((0x10, "nosuch_t".into()))
+    }
+}
+
+#[test]
+fn unknown_probe_and_symbol_types_are_errors() {
+    let e = dtrace_compiler::compile_with(
+        "BEGIN { trace(args[0]); }",
+        &CompileOptions::default(),
+        Vec::new(),
+        Some(&Unknowns),
+    )
+    .unwrap_err();
+    assert_eq!(e.tag, dtrace_compiler::ErrTag::D_ARGS_TYPE);
+    assert_eq!(
+        e.file_message(false),
+        "line 1: failed to resolve native argument type struct nosuch * for BEGIN"
+    );
+    let e = dtrace_compiler::compile_with(
+        "tick-1s { trace(`x); }",
+        &CompileOptions::default(),
+        Vec::new(),
+        Some(&Unknowns),
+    )
+    .unwrap_err();
+    assert_eq!(e.tag, dtrace_compiler::ErrTag::D_SYM_NOTYPES);
+    assert_eq!(
+        e.file_message(false),
+        "line 1: no symbolic type information is available for `x: nosuch_t"
+    );
+}

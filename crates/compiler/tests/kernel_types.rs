@@ -1,0 +1,54 @@
+//! The running kernel's types (BTF converted to CTF) through the compiler: `curthread->pid`,
+//! casts to kernel structs, typedefs from BTF. Skipped (with a reason) where no BTF is published.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use dtrace_compiler::ctf_types::CtfTypes;
+use dtrace_compiler::{compile_with_types, CompileOptions};
+use dtrace_ctf::{KernelTypes, SYS_KERNEL_BTF};
+
+#[test]
+fn kernel_btf_types_compile() {
+    let have = Path::new(SYS_KERNEL_BTF).join("vmlinux").exists();
+    if !dtrace_testkit::skip_unless(
+        have,
+        "kernel_btf_types_compile",
+        "no /sys/kernel/btf/vmlinux",
+    ) {
+        return;
+    }
+    let k = KernelTypes::load(Path::new(SYS_KERNEL_BTF)).expect("vmlinux BTF converts");
+    let src = r#"
+        BEGIN {
+            trace(curthread->pid);
+            trace(((struct task_struct *)arg0)->tgid);
+            trace(stringof(curthread->comm));
+            trace(sizeof (struct task_struct) > 0);
+            trace((pid_t)arg1);
+        }
+    "#;
+    let t0 = std::time::Instant::now();
+    let plain = CtfTypes::new(Arc::clone(&k.vmlinux));
+    compile_with_types(
+        "BEGIN { trace(1); }",
+        &CompileOptions::default(),
+        vec![Box::new(plain)],
+    )
+    .expect("compiles");
+    eprintln!("trivial program with vmlinux types: {:?}", t0.elapsed());
+    let source = CtfTypes::new(Arc::clone(&k.vmlinux));
+    let start = std::time::Instant::now();
+    let p = compile_with_types(src, &CompileOptions::default(), vec![Box::new(source)])
+        .unwrap_or_else(|e| panic!("{e}"));
+    eprintln!("compiled against vmlinux types in {:?}", start.elapsed());
+    let a = &p.ecbs[0].actions;
+    // pid_t is 4 bytes; comm is a char array
+    assert_eq!(a[0].difo.as_ref().unwrap().rtype.size, 4);
+    assert!(a[2].difo.as_ref().unwrap().rtype.is_string());
+    for x in a {
+        if let Some(o) = &x.difo {
+            dtrace_dif::verify::verify(o).expect("verifies");
+        }
+    }
+}
