@@ -5,8 +5,8 @@
 use dtrace_dif::subr::Subr;
 use dtrace_dif::vars::*;
 
-/// `cpu`: not in `dtrace_dif::vars`; numbered as in FreeBSD/OpenDTrace (`DIF_VAR_CPU`, type `int`).
-pub const DIF_VAR_CPU: u32 = 0x0200;
+/// `cpu` (numbered as in FreeBSD/OpenDTrace, type `int`).
+pub use dtrace_dif::vars::DIF_VAR_CPU;
 
 /// A built-in variable.
 #[derive(Debug, Clone, Copy)]

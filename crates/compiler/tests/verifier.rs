@@ -39,9 +39,7 @@ fn scripts_pass_the_verifier() {
         ("types.d", include_str!("scripts/types.d")),
         ("actions.d", include_str!("scripts/actions.d")),
     ] {
-        // `cpu` (DIF_VAR_CPU 0x0200) is not yet known to the verifier
-        let src = src.replace("[cpu]", "[arg0 % 4]");
-        n += verify_program(name, &src);
+        n += verify_program(name, src);
     }
     assert!(n > 100, "{n} objects");
 }
