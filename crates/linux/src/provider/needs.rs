@@ -1,0 +1,359 @@
+//! What a D program needs captured at each probe: the user memory its clauses read with `copyinstr`
+//! and `copyin` (found by following probe arguments through the DIF registers to the subroutine
+//! call) and the stacks its `stack()`/`ustack()` actions record. The provider turns these into one
+//! [`CaptureSpec`] per enabled probe, the union over every clause enabled on it.
+
+use crate::capture::spec::{MAX_COPIES, MAX_COPY_SIZE, MAX_STACK_DEPTH};
+use crate::capture::{AddrExpr, CaptureSpec, CopyRequest, MemKind};
+use dtrace_dif::instr::Instr;
+use dtrace_dif::object::DifObject;
+use dtrace_dif::opcode::Opcode;
+use dtrace_dif::program::{ActionKind, ProbeDesc, Program};
+use dtrace_dif::subr::Subr;
+use dtrace_dif::vars;
+
+/// Default `strsize` (bytes a `copyinstr` copies, NUL included).
+pub const DEFAULT_STRSIZE: u32 = 256;
+/// Default `stackframes`.
+pub const DEFAULT_STACKFRAMES: u32 = 20;
+/// Default `ustackframes`.
+pub const DEFAULT_USTACKFRAMES: u32 = 100;
+
+/// What one clause needs captured.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ClauseNeeds {
+    /// Copies of memory addressed by a probe argument.
+    pub copies: Vec<CopyRequest>,
+    /// The clause calls `copyinstr` on something other than a plain argument: capture every
+    /// string-pointer argument of the probe.
+    pub any_string_arg: bool,
+    /// The clause calls `copyin` on something other than a plain argument with a constant size.
+    pub unresolved_copyin: bool,
+    /// Kernel stack frames.
+    pub kstack: Option<u32>,
+    /// User stack frames.
+    pub ustack: Option<u32>,
+}
+
+impl ClauseNeeds {
+    fn add_copy(&mut self, c: CopyRequest) {
+        if !self.copies.contains(&c) {
+            self.copies.push(c);
+        }
+    }
+}
+
+/// The needs of every clause of a program, with the probe description each applies to.
+#[derive(Clone, Debug, Default)]
+pub struct ProgramNeeds {
+    /// `(description, needs)` per ECB description.
+    pub clauses: Vec<(ProbeDesc, ClauseNeeds)>,
+}
+
+/// The `strsize` of a program (its pragma, else the default).
+fn strsize_of(program: &Program) -> u32 {
+    program
+        .options
+        .iter()
+        .rev()
+        .find(|(n, _)| n == "strsize")
+        .and_then(|(_, v)| v.as_deref())
+        .and_then(parse_size)
+        .map(|s| s.clamp(1, u64::from(MAX_COPY_SIZE)) as u32)
+        .unwrap_or(DEFAULT_STRSIZE)
+}
+
+/// DTrace's size syntax: a number with an optional k/m/g suffix.
+fn parse_size(s: &str) -> Option<u64> {
+    let s = s.trim();
+    let (num, mult) = match s.char_indices().last()? {
+        (i, 'k' | 'K') => (&s[..i], 1u64 << 10),
+        (i, 'm' | 'M') => (&s[..i], 1 << 20),
+        (i, 'g' | 'G') => (&s[..i], 1 << 30),
+        _ => (s, 1),
+    };
+    num.parse::<u64>().ok()?.checked_mul(mult)
+}
+
+/// Analyses every clause of `program`.
+pub fn program_needs(program: &Program) -> ProgramNeeds {
+    let strsize = strsize_of(program);
+    let mut out = ProgramNeeds::default();
+    for e in &program.ecbs {
+        let mut n = ClauseNeeds::default();
+        for obj in e
+            .predicate
+            .iter()
+            .chain(e.actions.iter().filter_map(|a| a.difo.as_ref()))
+        {
+            scan_object(obj, strsize, &mut n);
+        }
+        for a in &e.actions {
+            match a.kind {
+                ActionKind::Stack => {
+                    let frames = if a.arg == 0 {
+                        DEFAULT_STACKFRAMES
+                    } else {
+                        a.arg as u32
+                    };
+                    n.kstack = Some(n.kstack.unwrap_or(0).max(frames.min(MAX_STACK_DEPTH)));
+                }
+                ActionKind::Ustack | ActionKind::Jstack => {
+                    let frames = match (a.arg & 0xffff_ffff) as u32 {
+                        0 => DEFAULT_USTACKFRAMES,
+                        f => f,
+                    };
+                    n.ustack = Some(n.ustack.unwrap_or(0).max(frames.min(MAX_STACK_DEPTH)));
+                }
+                _ => {}
+            }
+        }
+        out.clauses.push((e.probe.clone(), n));
+    }
+    out
+}
+
+/// What a register is known to hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Val {
+    Unknown,
+    Const(u64),
+    Arg(usize),
+}
+
+/// Follows probe arguments and constants through one DIF object to its `copyinstr`/`copyin` calls.
+/// Straight-line approximation: a register's value is the last one written before the call, which
+/// is what the compiler emits for an argument expression; anything else is "unknown" and handled
+/// conservatively by the caller.
+fn scan_object(obj: &DifObject, strsize: u32, n: &mut ClauseNeeds) {
+    let mut regs = [Val::Unknown; 8];
+    let mut stack: Vec<Val> = Vec::new();
+    for &word in &obj.text {
+        let Ok(ins) = Instr::decode(word) else {
+            continue;
+        };
+        let set = |regs: &mut [Val; 8], rd: u8, v: Val| {
+            if let Some(r) = regs.get_mut(rd as usize) {
+                *r = if rd == 0 { Val::Const(0) } else { v };
+            }
+        };
+        let get = |regs: &[Val; 8], r: u8| match r {
+            0 => Val::Const(0),
+            _ => regs.get(r as usize).copied().unwrap_or(Val::Unknown),
+        };
+        match ins {
+            Instr::Setx { idx, rd } => {
+                let v = obj
+                    .inttab
+                    .get(idx as usize)
+                    .map_or(Val::Unknown, |v| Val::Const(*v));
+                set(&mut regs, rd, v);
+            }
+            Instr::Mov { r1, rd } => {
+                let v = get(&regs, r1);
+                set(&mut regs, rd, v);
+            }
+            Instr::LoadVar {
+                op: Opcode::Ldgs,
+                var,
+                rd,
+            } => {
+                let var = u32::from(var);
+                let v = if (vars::DIF_VAR_ARG0..=vars::DIF_VAR_ARG0 + 9).contains(&var) {
+                    Val::Arg((var - vars::DIF_VAR_ARG0) as usize)
+                } else {
+                    Val::Unknown
+                };
+                set(&mut regs, rd, v);
+            }
+            Instr::LoadArray { var, r2, rd, .. } => {
+                let v = match get(&regs, r2) {
+                    Val::Const(i) if u32::from(var) == vars::DIF_VAR_ARGS && i < 10 => {
+                        Val::Arg(i as usize)
+                    }
+                    _ => Val::Unknown,
+                };
+                set(&mut regs, rd, v);
+            }
+            Instr::Pushtr { rs, .. } | Instr::Pushtv { rs, .. } => stack.push(get(&regs, rs)),
+            Instr::Popts => {
+                stack.pop();
+            }
+            Instr::Flushts => stack.clear(),
+            Instr::Call { subr, rd } => {
+                if subr == Subr::Copyinstr as u16 {
+                    match stack.first() {
+                        // copyinstr(addr, maxlen) copies at most strsize bytes either way.
+                        Some(Val::Arg(a)) => n.add_copy(CopyRequest {
+                            addr: AddrExpr::arg(*a),
+                            kind: MemKind::UserString,
+                            size: strsize,
+                        }),
+                        _ => n.any_string_arg = true,
+                    }
+                } else if subr == Subr::Copyin as u16 || subr == Subr::Copyinto as u16 {
+                    match (stack.first(), stack.get(1)) {
+                        (Some(Val::Arg(a)), Some(Val::Const(size)))
+                            if (1..=u64::from(MAX_COPY_SIZE)).contains(size) =>
+                        {
+                            n.add_copy(CopyRequest {
+                                addr: AddrExpr::arg(*a),
+                                kind: MemKind::UserBytes,
+                                size: *size as u32,
+                            })
+                        }
+                        _ => n.unresolved_copyin = true,
+                    }
+                }
+                set(&mut regs, rd, Val::Unknown);
+            }
+            Instr::Alu { rd, .. }
+            | Instr::Not { rd, .. }
+            | Instr::Load { rd, .. }
+            | Instr::Sets { rd, .. }
+            | Instr::LoadVar { rd, .. }
+            | Instr::Allocs { rd, .. }
+            | Instr::Xlate { rd, .. } => set(&mut regs, rd, Val::Unknown),
+            _ => {}
+        }
+    }
+}
+
+/// Merges the needs of the clauses matching a probe into one capture spec. `string_args` are the
+/// probe's arguments that are user string pointers (used when a clause's `copyinstr` address could
+/// not be resolved to one argument).
+pub fn spec_for(
+    clauses: &[&ClauseNeeds],
+    string_args: &[usize],
+    strsize: u32,
+) -> Result<CaptureSpec, String> {
+    let mut spec = CaptureSpec::new();
+    let push = |spec: &mut CaptureSpec, c: CopyRequest| {
+        if let Some(old) = spec
+            .copies
+            .iter_mut()
+            .find(|o| o.addr == c.addr && o.kind == c.kind)
+        {
+            old.size = old.size.max(c.size);
+        } else {
+            spec.copies.push(c);
+        }
+    };
+    for n in clauses {
+        if n.unresolved_copyin {
+            return Err(
+                "not yet supported: copyin() of an address or size computed in D \
+                        (only copyin(argN, constant) is captured)"
+                    .into(),
+            );
+        }
+        for c in &n.copies {
+            push(&mut spec, c.clone());
+        }
+        if n.any_string_arg {
+            for &a in string_args {
+                push(
+                    &mut spec,
+                    CopyRequest {
+                        addr: AddrExpr::arg(a),
+                        kind: MemKind::UserString,
+                        size: strsize,
+                    },
+                );
+            }
+        }
+        spec.kstack = spec.kstack.max(n.kstack);
+        spec.ustack = spec.ustack.max(n.ustack);
+    }
+    if spec.copies.len() > MAX_COPIES {
+        return Err(format!(
+            "not yet supported: more than {} distinct memory copies at one probe",
+            MAX_COPIES
+        ));
+    }
+    Ok(spec)
+}
+
+/// The `strsize` the needs were computed with (for [`spec_for`]).
+pub fn program_strsize(program: &Program) -> u32 {
+    strsize_of(program)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn needs(src: &str) -> ProgramNeeds {
+        let p = dtrace_compiler::compile(src, &dtrace_compiler::CompileOptions::default())
+            .unwrap_or_else(|e| panic!("{e:?}"));
+        program_needs(&p)
+    }
+
+    #[test]
+    fn copyinstr_of_an_argument_is_found() {
+        let n = needs(r#"syscall::openat:entry { printf("%s", copyinstr(arg1)); }"#);
+        assert_eq!(n.clauses.len(), 1);
+        assert_eq!(n.clauses[0].0.function, "openat");
+        let c = &n.clauses[0].1;
+        assert!(!c.any_string_arg);
+        assert_eq!(
+            c.copies,
+            vec![CopyRequest {
+                addr: AddrExpr::arg(1),
+                kind: MemKind::UserString,
+                size: DEFAULT_STRSIZE
+            }]
+        );
+    }
+
+    #[test]
+    fn args_array_and_copyin_with_constant_size() {
+        let n = needs(
+            r#"syscall::write:entry { trace(copyinstr(args[1])); tracemem(copyin(arg1, 16), 16); }"#,
+        );
+        let c = &n.clauses[0].1;
+        assert!(c
+            .copies
+            .iter()
+            .any(|c| c.addr == AddrExpr::arg(1) && c.kind == MemKind::UserBytes && c.size == 16));
+        assert!(!c.unresolved_copyin);
+    }
+
+    #[test]
+    fn computed_addresses_fall_back() {
+        let n = needs(r#"syscall::write:entry { trace(copyinstr(arg1 + 4)); }"#);
+        assert!(n.clauses[0].1.any_string_arg);
+        let spec = spec_for(&[&n.clauses[0].1], &[1], 64).unwrap();
+        assert_eq!(spec.copies.len(), 1);
+        assert_eq!(spec.copies[0].size, 64);
+        let n = needs(r#"syscall::write:entry { trace(*(int *)copyin(arg1 + 4, 4)); }"#);
+        assert!(spec_for(&[&n.clauses[0].1], &[], 64).is_err());
+    }
+
+    #[test]
+    fn stacks_and_union() {
+        let n = needs(
+            r#"syscall::read:entry { stack(); } syscall::read:entry { ustack(5); trace(copyinstr(arg0)); }"#,
+        );
+        let all: Vec<&ClauseNeeds> = n.clauses.iter().map(|(_, c)| c).collect();
+        let spec = spec_for(&all, &[], DEFAULT_STRSIZE).unwrap();
+        assert_eq!(spec.kstack, Some(DEFAULT_STACKFRAMES));
+        assert_eq!(spec.ustack, Some(5));
+        assert_eq!(spec.copies.len(), 1);
+        assert!(spec.retry_at_return);
+    }
+
+    #[test]
+    fn no_needs_for_counting() {
+        let n = needs("syscall::write:entry /pid == 1/ { @c = count(); }");
+        assert_eq!(n.clauses[0].1, ClauseNeeds::default());
+    }
+
+    #[test]
+    fn sizes_parse() {
+        assert_eq!(parse_size("1k"), Some(1024));
+        assert_eq!(parse_size("512"), Some(512));
+        assert_eq!(parse_size("x"), None);
+        assert_eq!(parse_size(""), None);
+    }
+}

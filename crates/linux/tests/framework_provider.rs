@@ -1,0 +1,141 @@
+//! The Linux providers driving the framework end to end: D compiled by `dtrace-compiler`, enabled
+//! through the framework on real syscall probes, run over a gcc-compiled program.
+
+mod common;
+
+use common::{compile, gcc_ok, kernel_ok};
+use dtrace_compiler::{compile as compile_d, CompileOptions};
+use dtrace_framework::records::RecordIter;
+use dtrace_framework::{Enabling, Framework, Options};
+use dtrace_linux::process::{spawn_held, ExitStatus};
+use dtrace_linux::provider::framework_ncpus;
+use dtrace_linux::{Catalog, LinuxTracing, SessionOptions};
+
+const WRITER: &str = r#"
+#include <stdlib.h>
+#include <unistd.h>
+#include <fcntl.h>
+int main(int argc, char **argv) {
+    int n = atoi(argv[1]);
+    int fd = open("/dev/null", O_WRONLY);
+    for (int i = 0; i < n; i++)
+        if (write(fd, "x", 1) != 1) return 1;
+    if (argc > 2) {
+        int f = openat(AT_FDCWD, argv[2], O_RDONLY);
+        if (f >= 0) close(f);
+    }
+    return 0;
+}
+"#;
+
+fn tracing(tag: &str) -> LinuxTracing {
+    LinuxTracing::new(
+        Catalog::load().unwrap(),
+        SessionOptions {
+            name_prefix: format!("dt{}{tag}", std::process::id() % 10000),
+            ..Default::default()
+        },
+    )
+}
+
+/// Compiles `src` (with `PID` replaced by the held child's pid), runs `argv` under it and returns the
+/// framework after `stop` with its principal buffers' contents.
+fn run(tag: &str, argv: &[String], src: &str) -> (Framework, Enabling, Vec<u8>) {
+    let linux = tracing(tag);
+    let mut fw = Framework::new(Options::default(), framework_ncpus().unwrap());
+    fw.set_option("bufsize", Some("1m")).unwrap();
+    linux.register(&mut fw).unwrap();
+    let mut child = spawn_held(argv).unwrap();
+    let src = src.replace("PID", &child.pid().to_string());
+    let program = compile_d(&src, &CompileOptions::default()).unwrap_or_else(|e| panic!("{e:?}"));
+    linux.plan(&program);
+    let en = fw.enable(&program, false).unwrap();
+    assert_eq!(en.matched, 1);
+    assert_eq!(linux.enabled_count(), 1);
+    fw.go().unwrap();
+    child.release().unwrap();
+    let status = loop {
+        linux.pump(&mut fw, 50).unwrap();
+        fw.poll();
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+    };
+    assert_eq!(status, ExitStatus::Exited(0));
+    // Every record of the child is in the ring by the time it has exited.
+    linux.finish(&mut fw);
+    assert_eq!(linux.drops().unwrap(), 0);
+    fw.stop().unwrap();
+    let mut data = Vec::new();
+    for snap in fw.switch_all() {
+        data.extend_from_slice(&snap.data);
+    }
+    (fw, en, data)
+}
+
+#[test]
+fn counts_exactly_the_writes_of_the_target() {
+    if !kernel_ok("counts_exactly_the_writes_of_the_target") || !gcc_ok("counts_exactly_the_writes")
+    {
+        return;
+    }
+    let exe = compile("fwwriter", WRITER);
+    for n in [0u64, 1, 37] {
+        let argv = vec![exe.display().to_string(), n.to_string()];
+        let (mut fw, en, _) = run(
+            "cw",
+            &argv,
+            "syscall::write:entry /pid == PID/ { @c = count(); @e[execname] = count(); }",
+        );
+        let aggs = fw.snapshot_aggregations();
+        assert_eq!(en.aggs.len(), 2);
+        let recs = |i: usize| {
+            let id = en.aggs[i].aggid;
+            aggs.iter()
+                .flat_map(|a| a.records.iter())
+                .filter(move |r| r.aggid == id)
+        };
+        let total: u64 = recs(0)
+            .map(|r| u64::from_ne_bytes(r.value[..8].try_into().unwrap()))
+            .sum();
+        assert_eq!(total, n, "@c for {n} writes");
+        let by_name: u64 = recs(1)
+            .filter(|r| r.key.starts_with(b"fwwriter\0"))
+            .map(|r| u64::from_ne_bytes(r.value[..8].try_into().unwrap()))
+            .sum();
+        assert_eq!(by_name, n, "@e[execname] for {n} writes");
+    }
+}
+
+#[test]
+fn copyinstr_of_openat_path() {
+    if !kernel_ok("copyinstr_of_openat_path") || !gcc_ok("copyinstr_of_openat_path") {
+        return;
+    }
+    let exe = compile("fwopener", WRITER);
+    let path = format!("/tmp/dtrace-linuxprov-{}-no-such-file", std::process::id());
+    let argv = vec![exe.display().to_string(), "0".into(), path.clone()];
+    let (fw, _, data) = run(
+        "oa",
+        &argv,
+        r#"syscall::openat:entry /pid == PID/ { printf("%s|%d|%d", copyinstr(arg1), errno, tid == pid); }"#,
+    );
+    let mut seen = Vec::new();
+    for r in RecordIter::new(&data, |e| fw.eprobe(e).map(|d| d.size)) {
+        let (_, _, bytes) = r.unwrap();
+        seen.push(bytes.to_vec());
+    }
+    // The loader opens libraries, then /dev/null, then our path: all through openat.
+    let hay: Vec<u8> = seen.concat();
+    let needle = path.as_bytes();
+    assert!(
+        hay.windows(needle.len()).any(|w| w == needle),
+        "path not among {} records",
+        seen.len()
+    );
+    assert!(
+        hay.windows(11)
+            .any(|w| w == b"/dev/null\0\0" || w.starts_with(b"/dev/null\0")),
+        "/dev/null not seen"
+    );
+}
