@@ -139,3 +139,35 @@ fn copyinstr_of_openat_path() {
         "/dev/null not seen"
     );
 }
+
+#[test]
+fn probes_are_listed_with_argument_types() {
+    if !kernel_ok("probes_are_listed_with_argument_types") {
+        return;
+    }
+    let linux = tracing("ls");
+    let mut fw = Framework::new(Options::default(), 1);
+    linux.register(&mut fw).unwrap();
+    let desc = |p: &str, f: &str, n: &str| dtrace_dif::program::ProbeDesc {
+        provider: p.into(),
+        function: f.into(),
+        name: n.into(),
+        ..Default::default()
+    };
+    let open = fw.list_probes(&desc("syscall", "openat", "entry"));
+    assert_eq!(open.len(), 1);
+    assert_eq!(open[0].module, "vmlinux");
+    let a1 = fw.arg_desc(open[0].id, 1).unwrap();
+    assert!(
+        a1.native.contains("char") && a1.native.contains('*'),
+        "{a1:?}"
+    );
+    assert!(fw.arg_desc(open[0].id, 40).is_none());
+    assert!(fw.list_probes(&desc("syscall", "", "return")).len() > 100);
+    assert!(!fw.list_probes(&desc("proc", "", "exec-success")).is_empty());
+    assert!(fw.provider_attributes("syscall").is_some());
+    // The framework's own profile provider stays; ours does not clash with it.
+    assert!(!fw.list_probes(&desc("profile", "", "tick-1")).is_empty());
+    // Listing needs no BPF objects.
+    assert_eq!(linux.enabled_count(), 0);
+}
