@@ -12,7 +12,8 @@
 pub mod deliver;
 pub mod needs;
 
-use crate::catalog::{Catalog, Probe};
+use crate::capture::Identity;
+use crate::catalog::{AttachPoint, Catalog, Probe};
 use crate::error::{LinuxError, Result};
 use crate::session::{Session, SessionOptions};
 use dtrace_dif::program::{ProbeDesc as DifProbeDesc, Program};
@@ -69,7 +70,16 @@ impl Shared {
             })
             .map(|(_, n)| n)
             .collect();
-        let spec = needs::spec_for(&matching, &string_args(&probe), self.strsize)?;
+        let mut spec = needs::spec_for(&matching, &string_args(&probe), self.strsize)?;
+        // A record that speaks for another thread (`on-cpu`) is filtered in the kernel on that
+        // thread's id, not its process id: leave such predicates to the framework.
+        if let AttachPoint::Tracepoint {
+            identity: Identity::FromFields { .. },
+            ..
+        } = probe.attach
+        {
+            spec.filter_pid = None;
+        }
         if self.session.is_none() {
             self.session =
                 Some(Session::new(self.session_opts.clone()).map_err(|e| e.to_string())?);

@@ -33,6 +33,9 @@ pub struct ClauseNeeds {
     pub kstack: Option<u32>,
     /// User stack frames.
     pub ustack: Option<u32>,
+    /// The clause's predicate is exactly `pid == N` (or `N == pid`): the probe may be filtered in the
+    /// kernel when every clause on it has the same filter.
+    pub filter_pid: Option<u32>,
 }
 
 impl ClauseNeeds {
@@ -80,7 +83,10 @@ pub fn program_needs(program: &Program) -> ProgramNeeds {
     let strsize = strsize_of(program);
     let mut out = ProgramNeeds::default();
     for e in &program.ecbs {
-        let mut n = ClauseNeeds::default();
+        let mut n = ClauseNeeds {
+            filter_pid: e.predicate.as_ref().and_then(pid_equality),
+            ..ClauseNeeds::default()
+        };
         for obj in e
             .predicate
             .iter()
@@ -111,6 +117,54 @@ pub fn program_needs(program: &Program) -> ProgramNeeds {
         out.clauses.push((e.probe.clone(), n));
     }
     out
+}
+
+/// The pid `N` of a predicate that is exactly `pid == N` or `N == pid`, as the compiler emits it:
+/// the two loads, `cmp`, `be` to the true arm, `mov %r0` / `ba` to the end, `setx` of a non-zero
+/// constant, `ret`. Anything else is not recognised (the predicate then only runs in the framework,
+/// which it does in every case: the kernel filter is an optimisation, never the only test).
+fn pid_equality(obj: &DifObject) -> Option<u32> {
+    let ins: Vec<Instr> = obj
+        .text
+        .iter()
+        .map(|w| Instr::decode(*w).ok())
+        .collect::<Option<_>>()?;
+    let [a, b, Instr::Cmp { r1, r2 }, Instr::Branch {
+        op: Opcode::Be,
+        label: 6,
+    }, Instr::Mov { r1: 0, rd: f }, Instr::Branch {
+        op: Opcode::Ba,
+        label: 7,
+    }, Instr::Setx { idx: t, rd: tr }, Instr::Ret { rd }] = ins.as_slice()
+    else {
+        return None;
+    };
+    if f != tr || tr != rd || obj.inttab.get(*t as usize).copied().unwrap_or(0) == 0 {
+        return None;
+    }
+    let load = |i: &Instr| match *i {
+        Instr::LoadVar {
+            op: Opcode::Ldgs,
+            var,
+            rd,
+        } if u32::from(var) == vars::DIF_VAR_PID => Some((rd, None)),
+        Instr::Setx { idx, rd } => Some((rd, Some(*obj.inttab.get(idx as usize)?))),
+        _ => None,
+    };
+    let (ra, va) = load(a)?;
+    let (rb, vb) = load(b)?;
+    if ra == 0
+        || rb == 0
+        || ra == rb
+        || !matches!((r1, r2), (x, y) if (*x, *y) == (ra, rb) || (*x, *y) == (rb, ra))
+    {
+        return None;
+    }
+    let pid = match (va, vb) {
+        (None, Some(v)) | (Some(v), None) => v,
+        _ => return None,
+    };
+    u32::try_from(pid).ok().filter(|p| *p > 0)
 }
 
 /// What a register is known to hold.
@@ -239,6 +293,10 @@ pub fn spec_for(
             spec.copies.push(c);
         }
     };
+    let first_pid = clauses.first().and_then(|n| n.filter_pid);
+    if clauses.iter().all(|n| n.filter_pid == first_pid) {
+        spec.filter_pid = first_pid;
+    }
     for n in clauses {
         if n.unresolved_copyin {
             return Err(
@@ -345,8 +403,53 @@ mod tests {
 
     #[test]
     fn no_needs_for_counting() {
-        let n = needs("syscall::write:entry /pid == 1/ { @c = count(); }");
+        let n = needs("syscall::write:entry /execname == \"sh\"/ { @c = count(); }");
         assert_eq!(n.clauses[0].1, ClauseNeeds::default());
+    }
+
+    #[test]
+    fn pid_predicates_filter_in_the_kernel() {
+        let pid = |src: &str| needs(src).clauses[0].1.filter_pid;
+        assert_eq!(
+            pid("syscall::write:entry /pid == 1234/ { @c = count(); }"),
+            Some(1234)
+        );
+        assert_eq!(
+            pid("syscall::write:entry /1234 == pid/ { @c = count(); }"),
+            Some(1234)
+        );
+        assert_eq!(
+            pid("syscall::write:entry /pid != 1234/ { @c = count(); }"),
+            None
+        );
+        assert_eq!(
+            pid("syscall::write:entry /tid == 1234/ { @c = count(); }"),
+            None
+        );
+        assert_eq!(
+            pid("syscall::write:entry /pid == 1234 && arg0 == 1/ { @c = count(); }"),
+            None
+        );
+        assert_eq!(
+            pid("syscall::write:entry /pid == 0/ { @c = count(); }"),
+            None
+        );
+        assert_eq!(
+            pid("syscall::write:entry /pid == 5000000000/ { @c = count(); }"),
+            None
+        );
+        assert_eq!(pid("syscall::write:entry { @c = count(); }"), None);
+        // The union: one filter only when every clause on the probe has the same one.
+        let n = needs(
+            "syscall::write:entry /pid == 7/ { @c = count(); } syscall::write:entry /pid == 7/ { trace(1); }",
+        );
+        let all: Vec<&ClauseNeeds> = n.clauses.iter().map(|(_, c)| c).collect();
+        assert_eq!(spec_for(&all, &[], 256).unwrap().filter_pid, Some(7));
+        let n = needs(
+            "syscall::write:entry /pid == 7/ { @c = count(); } syscall::write:entry { trace(1); }",
+        );
+        let all: Vec<&ClauseNeeds> = n.clauses.iter().map(|(_, c)| c).collect();
+        assert_eq!(spec_for(&all, &[], 256).unwrap().filter_pid, None);
     }
 
     #[test]
