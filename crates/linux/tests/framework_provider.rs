@@ -171,3 +171,45 @@ fn probes_are_listed_with_argument_types() {
     // Listing needs no BPF objects.
     assert_eq!(linux.enabled_count(), 0);
 }
+
+#[test]
+fn return_probe_errno_and_identity() {
+    if !kernel_ok("return_probe_errno_and_identity") || !gcc_ok("return_probe_errno_and_identity") {
+        return;
+    }
+    let exe = compile("fwerrno", WRITER);
+    let path = format!("/tmp/dtrace-linuxprov-{}-absent", std::process::id());
+    let argv = vec![exe.display().to_string(), "0".into(), path];
+    // The last openat of the program is of a path that does not exist: ENOENT (2). Keys: errno,
+    // whether arg0 is -1 as DTrace reports it, and whether the identity variables are the child's.
+    let (mut fw, en, _) = run(
+        "er",
+        &argv,
+        "syscall::openat:return /pid == PID/ { @r[errno, (int)arg0, ppid > 0, uid == 0, tid == PID, execname] = count(); }",
+    );
+    let aggs = fw.snapshot_aggregations();
+    let keys: Vec<Vec<u8>> = aggs
+        .iter()
+        .flat_map(|a| a.records.iter())
+        .filter(|r| r.aggid == en.aggs[0].aggid)
+        .map(|r| r.key.clone())
+        .collect();
+    assert!(!keys.is_empty());
+    // Keys are five 4-byte ints, then the string.
+    let ints = |k: &[u8]| -> Vec<i32> {
+        k.chunks(4)
+            .take(5)
+            .map(|c| i32::from_ne_bytes(c.try_into().unwrap()))
+            .collect()
+    };
+    let all: Vec<Vec<i32>> = keys.iter().map(|k| ints(k)).collect();
+    let enoent: Vec<&Vec<i32>> = all.iter().filter(|v| v[0] == 2).collect();
+    assert!(!enoent.is_empty(), "no ENOENT among {all:?}");
+    for v in &all {
+        // arg0 is the kernel's return value: negative on failure (the catalogue's convention).
+        assert_eq!(v[0] != 0, v[1] < 0, "errno and arg0 agree: {v:?}");
+        assert_eq!(&v[2..], &[1, 1, 1], "ppid/uid/tid: {v:?}");
+    }
+    assert!(all.iter().any(|v| v[0] == 0), "successful openat calls");
+    assert!(keys.iter().all(|k| k.windows(7).any(|w| w == b"fwerrno")));
+}
