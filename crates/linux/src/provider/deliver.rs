@@ -1,12 +1,78 @@
 //! Delivering captured events to the framework: each [`CapturedEvent`] becomes a firing of its
 //! probe (the tag is the framework's probe id) with the probe context (arguments, identity,
 //! `execname`, CPU, timestamp, errno, `curthread`, stacks) and the memory captured with it, so that
-//! built-in variables and `copyinstr(arg1)` read what the probe saw.
+//! built-in variables and `copyinstr(arg1)` read what the probe saw. User reads the capture could
+//! not foresee (computed addresses) go to the process's memory while it can still be read, and
+//! fault as DTrace faults otherwise ([`EventMemory`]).
 
 use super::LinuxTracing;
 use crate::capture::CapturedEvent;
-use crate::error::Result;
+use dtrace_dif::vm::{FaultKind, Memory};
 use dtrace_framework::{CapturedMemory, FiringContext, Framework};
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+
+/// The memory a clause reads at one firing: the bytes captured at the probe, and for user addresses
+/// outside every captured range, the process's memory read through `/proc/<pid>/mem` (opened at the
+/// first such read). A read starting inside a captured range never goes to the process: the VM then
+/// retries byte by byte within the capture, so what the probe saw is what the clause reads.
+pub struct EventMemory {
+    captured: CapturedMemory,
+    pid: u32,
+    /// `None`: not tried yet; `Some(None)`: cannot be opened.
+    proc_mem: Option<Option<File>>,
+}
+
+impl EventMemory {
+    /// Captured memory of an event of process `pid` (0: no process memory to fall back on).
+    pub fn new(captured: CapturedMemory, pid: u32) -> EventMemory {
+        EventMemory {
+            captured,
+            pid,
+            proc_mem: None,
+        }
+    }
+
+    fn in_capture(&self, addr: u64) -> bool {
+        self.captured
+            .regions()
+            .iter()
+            .any(|r| r.user && addr >= r.addr && addr - r.addr < r.bytes.len() as u64)
+    }
+
+    fn read_process(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), FaultKind> {
+        if self.pid == 0 {
+            return Err(FaultKind::BadAddr);
+        }
+        let pid = self.pid;
+        let f = self
+            .proc_mem
+            .get_or_insert_with(|| File::open(format!("/proc/{pid}/mem")).ok());
+        let f = f.as_ref().ok_or(FaultKind::BadAddr)?;
+        match f.read_exact_at(buf, addr) {
+            Ok(()) => Ok(()),
+            Err(_) => Err(FaultKind::BadAddr),
+        }
+    }
+}
+
+impl Memory for EventMemory {
+    fn read_kernel(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), FaultKind> {
+        self.captured.read_kernel(addr, buf)
+    }
+
+    fn read_user(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), FaultKind> {
+        match self.captured.read_user(addr, buf) {
+            Ok(()) => Ok(()),
+            Err(e) if self.in_capture(addr) => Err(e),
+            Err(_) => self.read_process(addr, buf),
+        }
+    }
+
+    fn write_user(&mut self, _addr: u64, _data: &[u8]) -> Result<(), FaultKind> {
+        Err(FaultKind::UPriv)
+    }
+}
 
 /// The framework's view of one captured event. `clock_offset` turns `bpf_ktime_get_ns()` into the
 /// framework's clock.
@@ -60,7 +126,7 @@ fn monotonic_ns() -> u64 {
 impl LinuxTracing {
     /// Waits up to `timeout_ms` for captured events and fires each in `fw`. Returns how many were
     /// fired. Call it from the thread driving the framework, alongside `Framework::poll`.
-    pub fn pump(&self, fw: &mut Framework, timeout_ms: i32) -> Result<usize> {
+    pub fn pump(&self, fw: &mut Framework, timeout_ms: i32) -> crate::error::Result<usize> {
         let mut events = Vec::new();
         let offset = {
             let mut sh = self.lock();
@@ -100,7 +166,8 @@ impl LinuxTracing {
         let active = self.lock().active.clone();
         let mut n = 0;
         for ev in events.iter().filter(|e| active.contains(&e.tag)) {
-            let (ctx, mut mem) = firing_of(ev, offset);
+            let (ctx, mem) = firing_of(ev, offset);
+            let mut mem = EventMemory::new(mem, ev.pid);
             fw.fire_with_memory(ev.tag, ev.cpu, &ctx, &mut mem);
             n += 1;
         }
@@ -178,6 +245,33 @@ mod tests {
         // User copies are not kernel memory.
         assert!(mem.read_kernel(0x7fff_0000, &mut one).is_err());
         assert_eq!(mem.regions().len(), 1);
+    }
+
+    #[test]
+    fn uncaptured_user_reads_go_to_the_process() {
+        let secret = *b"read from the process\0";
+        let addr = secret.as_ptr() as u64;
+        let mut captured = CapturedMemory::new();
+        captured.add(0x10_0000, b"abc\0".to_vec(), true);
+        let mut m = EventMemory::new(captured, std::process::id());
+        let mut b = [0u8; 4];
+        m.read_user(0x10_0000, &mut b).unwrap();
+        assert_eq!(&b, b"abc\0");
+        // Past the end of a captured range: a fault, never the process's current bytes.
+        let mut b8 = [0u8; 8];
+        assert_eq!(m.read_user(0x10_0002, &mut b8), Err(FaultKind::BadAddr));
+        // Outside every range: this process's memory.
+        let mut got = [0u8; 22];
+        m.read_user(addr, &mut got).unwrap();
+        assert_eq!(&got, &secret);
+        // Unmapped: a fault.
+        assert_eq!(m.read_user(8, &mut b), Err(FaultKind::BadAddr));
+        // Kernel memory never comes from the process; writes are refused.
+        assert_eq!(m.read_kernel(addr, &mut b), Err(FaultKind::BadAddr));
+        assert_eq!(m.write_user(addr, b"x"), Err(FaultKind::UPriv));
+        // No process: nothing to fall back on.
+        let mut none = EventMemory::new(CapturedMemory::new(), 0);
+        assert_eq!(none.read_user(addr, &mut b), Err(FaultKind::BadAddr));
     }
 
     #[test]
