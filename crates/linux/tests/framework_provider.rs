@@ -251,3 +251,27 @@ fn proc_and_sched_probes_fire_for_the_target() {
     let on = count_of(&mut fw, &en, 0, &1i32.to_ne_bytes());
     assert!(on >= 1, "on-cpu of the target: {on}");
 }
+
+#[test]
+fn sdt_data_loc_string_argument() {
+    if !kernel_ok("sdt_data_loc_string_argument") || !gcc_ok("sdt_data_loc_string_argument") {
+        return;
+    }
+    let exe = compile("fwsdt", WRITER);
+    let argv = vec![exe.display().to_string(), "0".into()];
+    // sched_process_exec's filename is a __data_loc string in the tracepoint record.
+    let (fw, _, data) = run(
+        "sd",
+        &argv,
+        r#"sdt:sched::sched_process_exec /pid == PID/ { printf("<%s>", stringof(args[0])); }"#,
+    );
+    let hay: Vec<u8> = RecordIter::new(&data, |e| fw.eprobe(e).map(|d| d.size))
+        .flat_map(|r| r.unwrap().2.to_vec())
+        .collect();
+    let needle = exe.display().to_string();
+    assert!(
+        hay.windows(needle.len()).any(|w| w == needle.as_bytes()),
+        "{needle} not in {:?}",
+        String::from_utf8_lossy(&hay)
+    );
+}

@@ -113,6 +113,18 @@ pub fn firing_of(ev: &CapturedEvent, clock_offset: i64) -> (FiringContext, Captu
     (ctx, mem)
 }
 
+/// Gives each argument whose data was captured (`__data_loc` strings, inline arrays) the address
+/// of its capture, so `stringof(args[n])` reads it; `map` holds `(argument, copy index)`.
+pub fn set_copy_args(ctx: &mut FiringContext, ev: &CapturedEvent, map: &[(usize, usize)]) {
+    for &(arg, copy) in map {
+        if let (Some(slot), Some(c)) = (ctx.args.get_mut(arg), ev.copies.get(copy)) {
+            if c.data.is_ok() {
+                *slot = c.addr;
+            }
+        }
+    }
+}
+
 fn monotonic_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
@@ -163,10 +175,16 @@ impl LinuxTracing {
         if events.is_empty() {
             return 0;
         }
-        let active = self.lock().active.clone();
+        let (active, arg_copies) = {
+            let sh = self.lock();
+            (sh.active.clone(), sh.arg_copies.clone())
+        };
         let mut n = 0;
         for ev in events.iter().filter(|e| active.contains(&e.tag)) {
-            let (ctx, mem) = firing_of(ev, offset);
+            let (mut ctx, mem) = firing_of(ev, offset);
+            if let Some(map) = arg_copies.get(&ev.tag) {
+                set_copy_args(&mut ctx, ev, map);
+            }
             let mut mem = EventMemory::new(mem, ev.pid);
             fw.fire_with_memory(ev.tag, ev.cpu, &ctx, &mut mem);
             n += 1;
@@ -272,6 +290,17 @@ mod tests {
         // No process: nothing to fall back on.
         let mut none = EventMemory::new(CapturedMemory::new(), 0);
         assert_eq!(none.read_user(addr, &mut b), Err(FaultKind::BadAddr));
+    }
+
+    #[test]
+    fn data_loc_arguments_take_the_capture_address() {
+        let ev = event();
+        let (mut ctx, _) = firing_of(&ev, 0);
+        set_copy_args(&mut ctx, &ev, &[(3, 0), (4, 1), (12, 0), (5, 9)]);
+        assert_eq!(ctx.args[3], 0x7fff_0000);
+        // A failed copy or one out of range leaves the argument alone.
+        assert_eq!(ctx.args[4], 5);
+        assert_eq!(ctx.args[5], 6);
     }
 
     #[test]

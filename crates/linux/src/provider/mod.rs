@@ -12,6 +12,7 @@
 pub mod deliver;
 pub mod needs;
 
+use crate::capture::spec::MAX_COPIES;
 use crate::capture::Identity;
 use crate::catalog::{AttachPoint, Catalog, Probe};
 use crate::error::{LinuxError, Result};
@@ -23,7 +24,7 @@ use dtrace_framework::provider::{
 use dtrace_framework::records::ProbeInfo;
 use dtrace_framework::{Framework, FrameworkError, Provider};
 use needs::ClauseNeeds;
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Providers of the catalogue that are registered with the framework (in this order).
@@ -41,6 +42,8 @@ pub(crate) struct Shared {
     in_session: HashSet<u32>,
     /// Tags whose events are delivered.
     pub(crate) active: HashSet<u32>,
+    /// Per tag: `(argument, copy index)` of arguments delivered as the address of a capture.
+    pub(crate) arg_copies: HashMap<u32, Vec<(usize, usize)>>,
     /// Framework clock minus CLOCK_MONOTONIC, fixed at the first delivery.
     pub(crate) clock_offset: Option<i64>,
 }
@@ -84,6 +87,29 @@ impl Shared {
             self.session =
                 Some(Session::new(self.session_opts.clone()).map_err(|e| e.to_string())?);
         }
+        // Arguments whose data lives in the record (`__data_loc` strings, inline arrays) are
+        // captured when a clause reads them; the argument's value becomes the captured address.
+        let used = matching.iter().fold(0u16, |m, n| m | n.used_args);
+        let mut arg_copies = Vec::new();
+        for (i, a) in probe.args.iter().enumerate().take(10) {
+            let Some(c) = &a.copy else { continue };
+            if used & (1 << i) == 0 {
+                continue;
+            }
+            let idx = match spec.copies.iter().position(|o| o == c) {
+                Some(idx) => idx,
+                None => {
+                    if spec.copies.len() >= MAX_COPIES {
+                        return Err(format!(
+                            "not yet supported: more than {MAX_COPIES} distinct memory copies at one probe"
+                        ));
+                    }
+                    spec.copies.push(c.clone());
+                    spec.copies.len() - 1
+                }
+            };
+            arg_copies.push((i, idx));
+        }
         let session = self
             .session
             .as_mut()
@@ -93,6 +119,9 @@ impl Shared {
             .map_err(|e| e.to_string())?;
         self.in_session.insert(info.id);
         self.active.insert(info.id);
+        if !arg_copies.is_empty() {
+            self.arg_copies.insert(info.id, arg_copies);
+        }
         Ok(())
     }
 }
@@ -106,7 +135,7 @@ fn string_args(probe: &Probe) -> Vec<usize> {
         .enumerate()
         .filter(|(_, a)| a.copy.is_none() && a.native.contains("char") && a.native.contains('*'))
         .map(|(i, _)| i)
-        .take(crate::capture::spec::MAX_COPIES)
+        .take(MAX_COPIES)
         .collect()
 }
 
@@ -129,6 +158,7 @@ impl LinuxTracing {
                 strsize: needs::DEFAULT_STRSIZE,
                 in_session: HashSet::new(),
                 active: HashSet::new(),
+                arg_copies: HashMap::new(),
                 clock_offset: None,
             })),
         }

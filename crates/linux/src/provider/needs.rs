@@ -34,6 +34,8 @@ pub struct ClauseNeeds {
     pub kstack: Option<u32>,
     /// User stack frames.
     pub ustack: Option<u32>,
+    /// Probe arguments the clause reads (bit n: `argN`/`args[N]`; all when an index is computed).
+    pub used_args: u16,
     /// The clause's predicate is exactly `pid == N` (or `N == pid`): the probe may be filtered in the
     /// kernel when every clause on it has the same filter.
     pub filter_pid: Option<u32>,
@@ -168,6 +170,9 @@ fn pid_equality(obj: &DifObject) -> Option<u32> {
     u32::try_from(pid).ok().filter(|p| *p > 0)
 }
 
+/// `used_args` when an `args[]` index is computed.
+pub const ALL_ARGS: u16 = 0x3ff;
+
 /// What a register is known to hold.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Val {
@@ -215,6 +220,7 @@ fn scan_object(obj: &DifObject, strsize: u32, n: &mut ClauseNeeds) {
             } => {
                 let var = u32::from(var);
                 let v = if (vars::DIF_VAR_ARG0..=vars::DIF_VAR_ARG0 + 9).contains(&var) {
+                    n.used_args |= 1 << (var - vars::DIF_VAR_ARG0);
                     Val::Arg((var - vars::DIF_VAR_ARG0) as usize)
                 } else {
                     Val::Unknown
@@ -222,11 +228,18 @@ fn scan_object(obj: &DifObject, strsize: u32, n: &mut ClauseNeeds) {
                 set(&mut regs, rd, v);
             }
             Instr::LoadArray { var, r2, rd, .. } => {
+                let is_args = u32::from(var) == vars::DIF_VAR_ARGS;
                 let v = match get(&regs, r2) {
-                    Val::Const(i) if u32::from(var) == vars::DIF_VAR_ARGS && i < 10 => {
+                    Val::Const(i) if is_args && i < 10 => {
+                        n.used_args |= 1 << i;
                         Val::Arg(i as usize)
                     }
-                    _ => Val::Unknown,
+                    _ => {
+                        if is_args {
+                            n.used_args = ALL_ARGS;
+                        }
+                        Val::Unknown
+                    }
                 };
                 set(&mut regs, rd, v);
             }
@@ -448,6 +461,15 @@ mod tests {
         );
         let all: Vec<&ClauseNeeds> = n.clauses.iter().map(|(_, c)| c).collect();
         assert_eq!(spec_for(&all, &[], 256).unwrap().filter_pid, None);
+    }
+
+    #[test]
+    fn used_arguments() {
+        let used = |src: &str| needs(src).clauses[0].1.used_args;
+        assert_eq!(used("sdt:::x { trace(arg2); }"), 1 << 2);
+        assert_eq!(used("sdt:::x /args[0] == 1/ { trace(args[3]); }"), 0b1001);
+        assert_eq!(used("sdt:::x { trace(args[arg1]); }"), ALL_ARGS);
+        assert_eq!(used("sdt:::x { trace(pid); }"), 0);
     }
 
     #[test]
