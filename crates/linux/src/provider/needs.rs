@@ -344,6 +344,64 @@ pub fn program_strsize(program: &Program) -> u32 {
     strsize_of(program)
 }
 
+/// Fuzz entry point: a clause built from arbitrary bytes (first byte: action kind and argument;
+/// then 8-byte integer-table entries up to a count given by the second byte; the rest instruction
+/// words) is analysed and merged; nothing may panic and the spec must stay within the capture limits.
+pub fn fuzz_entry(data: &[u8]) {
+    let (Some(&head), Some(&nint)) = (data.first(), data.get(1)) else {
+        return;
+    };
+    let rest = &data[2..];
+    let nint = (usize::from(nint) % 8).min(rest.len() / 8);
+    let inttab: Vec<u64> = rest[..nint * 8]
+        .chunks_exact(8)
+        .map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
+        .collect();
+    let text: Vec<u32> = rest[nint * 8..]
+        .chunks_exact(4)
+        .take(4096)
+        .map(|c| u32::from_le_bytes(c.try_into().unwrap_or([0; 4])))
+        .collect();
+    let obj = DifObject {
+        text,
+        inttab,
+        ..DifObject::default()
+    };
+    let kind = match head % 3 {
+        0 => ActionKind::Stack,
+        1 => ActionKind::Ustack,
+        _ => ActionKind::DifExpr,
+    };
+    let action = dtrace_dif::program::ActionDesc {
+        kind,
+        difo: Some(obj.clone()),
+        arg: u64::from(head) << 24,
+        uarg: 0,
+        ntuple: 0,
+    };
+    let p = Program {
+        ecbs: vec![dtrace_dif::program::EcbDesc {
+            probe: ProbeDesc::default(),
+            predicate: Some(obj),
+            actions: vec![action],
+        }],
+        ..Program::default()
+    };
+    let n = program_needs(&p);
+    for (_, c) in &n.clauses {
+        assert!(c
+            .copies
+            .iter()
+            .all(|c| (1..=MAX_COPY_SIZE).contains(&c.size)));
+        assert!(
+            c.kstack.unwrap_or(0) <= MAX_STACK_DEPTH && c.ustack.unwrap_or(0) <= MAX_STACK_DEPTH
+        );
+        if let Ok(spec) = spec_for(&[c], &[0, 1, 2], DEFAULT_STRSIZE) {
+            assert!(spec.copies.len() <= MAX_COPIES);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -555,5 +613,25 @@ mod smoke {
                 assert!(spec.copies.len() <= MAX_COPIES);
             }
         }
+    }
+
+    /// The fuzz target's entry point over pseudo-random and truncated inputs.
+    #[test]
+    fn fuzz_entry_smoke() {
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        for i in 0..3000usize {
+            let len = i % 97;
+            let bytes: Vec<u8> = (0..len)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    x as u8
+                })
+                .collect();
+            fuzz_entry(&bytes);
+        }
+        fuzz_entry(&[]);
+        fuzz_entry(&[1]);
     }
 }
