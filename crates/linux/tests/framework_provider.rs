@@ -38,7 +38,7 @@ fn tracing(tag: &str) -> LinuxTracing {
     )
 }
 
-/// Compiles `src` (with `PID` replaced by the held child's pid), runs `argv` under it and returns the
+/// Compiles `src` (with `PID` replaced by the held child's pid, which is also `$target`), runs `argv` under it and returns the
 /// framework after `stop` with its principal buffers' contents.
 fn run(tag: &str, argv: &[String], src: &str) -> (Framework, Enabling, Vec<u8>) {
     let linux = tracing(tag);
@@ -46,8 +46,14 @@ fn run(tag: &str, argv: &[String], src: &str) -> (Framework, Enabling, Vec<u8>) 
     fw.set_option("bufsize", Some("1m")).unwrap();
     linux.register(&mut fw).unwrap();
     let mut child = spawn_held(argv).unwrap();
-    let src = src.replace("PID", &child.pid().to_string());
-    let program = compile_d(&src, &CompileOptions::default()).unwrap_or_else(|e| panic!("{e:?}"));
+    let pid = child.pid().to_string();
+    let src = src.replace("PID", &pid);
+    // `$target` as dtrace -c/-p define it.
+    let opts = CompileOptions {
+        macros: vec![("target".into(), pid)],
+        ..CompileOptions::default()
+    };
+    let program = compile_d(&src, &opts).unwrap_or_else(|e| panic!("{e:?}"));
     linux.plan(&program);
     let en = fw.enable(&program, false).unwrap();
     assert!(en.matched >= 1);
@@ -85,7 +91,7 @@ fn counts_exactly_the_writes_of_the_target() {
         let (mut fw, en, _) = run(
             "cw",
             &argv,
-            "syscall::write:entry /pid == PID/ { @c = count(); @e[execname] = count(); }",
+            "syscall::write:entry /pid == $target/ { @c = count(); @e[execname] = count(); }",
         );
         let aggs = fw.snapshot_aggregations();
         assert_eq!(en.aggs.len(), 2);

@@ -522,6 +522,20 @@ mod tests {
     }
 
     #[test]
+    fn target_predicates_filter_in_the_kernel() {
+        let opts = dtrace_compiler::CompileOptions {
+            macros: vec![("target".into(), "4321".into())],
+            ..dtrace_compiler::CompileOptions::default()
+        };
+        let p = dtrace_compiler::compile(
+            "syscall::write:entry /pid == $target/ { @c = count(); }",
+            &opts,
+        )
+        .unwrap_or_else(|e| panic!("{e:?}"));
+        assert_eq!(program_needs(&p).clauses[0].1.filter_pid, Some(4321));
+    }
+
+    #[test]
     fn used_arguments() {
         let used = |src: &str| needs(src).clauses[0].1.used_args;
         assert_eq!(used("sdt:::x { trace(arg2); }"), 1 << 2);
