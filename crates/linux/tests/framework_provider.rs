@@ -72,6 +72,8 @@ fn run(tag: &str, argv: &[String], src: &str) -> (Framework, Enabling, Vec<u8>) 
     linux.finish(&mut fw);
     assert_eq!(linux.drops().unwrap(), 0);
     fw.stop().unwrap();
+    linux.close();
+    assert_eq!(linux.enabled_count(), 0);
     let mut data = Vec::new();
     for snap in fw.switch_all() {
         data.extend_from_slice(&snap.data);

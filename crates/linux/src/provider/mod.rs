@@ -223,6 +223,20 @@ impl LinuxTracing {
         }
     }
 
+    /// Detaches every probe and frees the kernel objects now (otherwise that happens when the
+    /// framework, which holds the providers, and every clone of this handle are dropped). Events
+    /// not yet delivered are lost: call [`LinuxTracing::finish`] first. Enabling again later
+    /// creates a fresh session.
+    pub fn close(&self) {
+        let mut sh = self.lock();
+        let session = sh.session.take();
+        sh.in_session.clear();
+        sh.active.clear();
+        sh.arg_copies.clear();
+        drop(sh);
+        drop(session);
+    }
+
     /// Number of probes enabled in the kernel.
     pub fn enabled_count(&self) -> usize {
         self.lock()
