@@ -399,7 +399,7 @@ impl DynVarSpace {
 pub struct VarState {
     /// Options.
     pub options: VmOptions,
-    globals: Vec<Option<Stored>>,
+    pub(crate) globals: Vec<Option<Stored>>,
     /// Thread-locals and associative arrays.
     pub dynvars: DynVarSpace,
 }
