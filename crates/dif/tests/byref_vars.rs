@@ -133,3 +133,42 @@ fn strings_keep_copy_semantics() {
         "abc"
     );
 }
+
+#[test]
+fn non_allocating_result_readers_match_the_allocating_ones() {
+    let mut h = H::new();
+    // A scratch string, a string-table string and a kernel string.
+    h.mem.kernel.insert(0x1000, b"kernel-string\0tail".to_vec());
+    for body in [
+        "sets \"abc\", %r1\nsetx 1, %r2\npushtr string, %r0, %r1\nsets \"de\", %r3\npushtr string, %r0, %r3\ncall strjoin, %r1\nret %r1\n",
+        "sets \"table\", %r1\nret %r1\n",
+        "setx 0x1000, %r1\nret %r1\n",
+    ] {
+        let o = H::obj(&format!(".rtype string 256\n{body}"));
+        let a = h.run_obj(&o).unwrap();
+        let want = h.m.read_string_result(&o, &mut h.mem, a).unwrap();
+        let mut v = vec![9u8; 3];
+        h.m.read_string_into(&o, &mut h.mem, a, &mut v).unwrap();
+        assert_eq!(v, want);
+        let mut dst = [0xffu8; 64];
+        let n = h.m.copy_string_result(&o, &mut h.mem, a, &mut dst).unwrap();
+        assert_eq!(&dst[..n], &want[..]);
+        // A short destination gets a prefix.
+        let mut short = [0u8; 2];
+        assert_eq!(h.m.copy_string_result(&o, &mut h.mem, a, &mut short), Ok(2));
+        assert_eq!(&short, &want[..2]);
+        let mut raw = [0u8; 3];
+        h.m.read_result_into(&o, &mut h.mem, a, &mut raw).unwrap();
+        assert_eq!(&raw, &want[..3]);
+    }
+    // Unreadable and NULL addresses fault like read_string_result.
+    let o = H::obj(".rtype string 256\nsetx 0x9000, %r1\nret %r1\n");
+    let a = h.run_obj(&o).unwrap();
+    let mut dst = [0u8; 16];
+    assert_eq!(
+        h.m.copy_string_result(&o, &mut h.mem, a, &mut dst)
+            .map_err(|f| f.kind),
+        Err(FaultKind::BadAddr)
+    );
+    assert!(h.m.copy_string_result(&o, &mut h.mem, 0, &mut dst).is_err());
+}

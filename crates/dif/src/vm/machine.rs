@@ -332,6 +332,82 @@ impl Machine {
         Ok(v)
     }
 
+    /// Like [`read_result`](Machine::read_result), into `dst` (its length is the size read), without
+    /// allocating.
+    pub fn read_result_into(
+        &self,
+        obj: &DifObject,
+        mem: &mut dyn Memory,
+        addr: u64,
+        dst: &mut [u8],
+    ) -> Result<(), Fault> {
+        self.read(obj, mem, addr, dst)
+    }
+
+    /// Like [`read_string_result`](Machine::read_string_result), into `out` (cleared first), so a
+    /// caller that reuses `out` does not allocate.
+    pub fn read_string_into(
+        &self,
+        obj: &DifObject,
+        mem: &mut dyn Memory,
+        addr: u64,
+        out: &mut Vec<u8>,
+    ) -> Result<(), Fault> {
+        self.read_str(
+            obj,
+            mem,
+            addr,
+            self.opts.strsize.saturating_sub(1),
+            false,
+            out,
+        )
+    }
+
+    /// Copies a string result into `dst` without allocating: at most `dst.len()` bytes and at most
+    /// `strsize - 1`, stopping at the NUL (not copied). Returns the number of bytes copied. Memory past
+    /// what fits in `dst` is not read.
+    pub fn copy_string_result(
+        &self,
+        obj: &DifObject,
+        mem: &mut dyn Memory,
+        addr: u64,
+        dst: &mut [u8],
+    ) -> Result<usize, Fault> {
+        let max = dst.len().min(self.opts.strsize.saturating_sub(1));
+        if addr == 0 {
+            return Err(Fault::new(FaultKind::BadAddr, 0));
+        }
+        if let Some(bytes) = self.vm_tail(obj, addr)? {
+            let b = &bytes[..bytes.len().min(max)];
+            let n = b.iter().position(|&c| c == 0).unwrap_or(b.len());
+            dst[..n].copy_from_slice(&b[..n]);
+            return Ok(n);
+        }
+        let mut n = 0;
+        let mut a = addr;
+        while n < max {
+            // Up to the next 64-byte boundary so a read never crosses a page.
+            let want = (64 - (a % 64) as usize).min(max - n);
+            let buf = &mut dst[n..n + want];
+            if mem.read_kernel(a, buf).is_err() {
+                // Byte by byte: the string may end before the unreadable part.
+                for i in 0..want {
+                    let at = a.wrapping_add(i as u64);
+                    mem.read_kernel(at, &mut buf[i..i + 1])
+                        .map_err(|k| Fault::new(k, at))?;
+                    if buf[i] == 0 {
+                        return Ok(n + i);
+                    }
+                }
+            } else if let Some(z) = buf.iter().position(|&c| c == 0) {
+                return Ok(n + z);
+            }
+            n += want;
+            a = a.wrapping_add(want as u64);
+        }
+        Ok(n)
+    }
+
     /// Reads back a string result: its bytes without the NUL, at most `strsize - 1` of them.
     pub fn read_string_result(
         &self,
