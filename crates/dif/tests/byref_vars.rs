@@ -172,3 +172,25 @@ fn non_allocating_result_readers_match_the_allocating_ones() {
     );
     assert!(h.m.copy_string_result(&o, &mut h.mem, 0, &mut dst).is_err());
 }
+
+#[test]
+fn static_storage_is_bounded() {
+    // 80 globals of 1 MiB each: the first 64 get storage, then loads fault with NoScratch.
+    let mut decls = String::new();
+    let mut body = String::new();
+    for i in 0..80 {
+        decls.push_str(&format!(
+            ".var v{i} {} scl glb r/w ref 1048576\n",
+            0x500 + i
+        ));
+        body.push_str(&format!("ldgs v{i}, %r1\n"));
+    }
+    let mut h = H::new();
+    let r = h.run(&format!("{decls}{body}ret %r0\n"));
+    assert_eq!(kind(r), FaultKind::NoScratch);
+    // What was created stays usable.
+    assert_eq!(
+        h.run(&format!("{decls}ldgs v3, %r1\nldx [%r1], %r2\nret %r2\n")),
+        Ok(0)
+    );
+}

@@ -78,8 +78,10 @@ impl Machine {
         // The globals are the VM's while it runs, so by-reference ones have VM addresses.
         self.globals.clear();
         std::mem::swap(&mut self.globals, &mut env.state.globals);
+        std::mem::swap(&mut self.global_bytes, &mut env.state.global_bytes);
         let r = self.exec(&mut env, &mut at);
         std::mem::swap(&mut self.globals, &mut env.state.globals);
+        std::mem::swap(&mut self.global_bytes, &mut env.state.global_bytes);
         if let Ok(v) = r {
             self.keep_result_global(env.state, v);
         }
@@ -514,12 +516,36 @@ impl Machine {
             return r;
         }
         if !matches!(slot, Some(Stored::Bytes(b)) if b.len() == size) {
-            if i >= vars.len() {
-                vars.resize(i + 1, None);
-            }
-            vars[i] = Some(Stored::Bytes(vec![0u8; size].into_boxed_slice()));
+            self.set_static(local, i, Stored::Bytes(vec![0u8; size].into_boxed_slice()))?;
         }
         Ok(var_addr(local, i))
+    }
+
+    /// Puts `s` in static slot `i`, keeping the bytes of all global (or clause-local) variables within
+    /// [`STATIC_LIMIT`]; `NoScratch` when they would not fit.
+    fn set_static(&mut self, local: bool, i: usize, s: Stored) -> Result<(), Fault> {
+        fn bytes(s: Option<&Stored>) -> usize {
+            match s {
+                Some(Stored::Bytes(b)) => b.len(),
+                _ => 0,
+            }
+        }
+        let (vars, used) = if local {
+            (&mut self.locals, &mut self.local_bytes)
+        } else {
+            (&mut self.globals, &mut self.global_bytes)
+        };
+        let old = bytes(vars.get(i).and_then(|v| v.as_ref()));
+        let new_used = (*used - old.min(*used)).saturating_add(bytes(Some(&s)));
+        if new_used > STATIC_LIMIT {
+            return Err(Fault::new(FaultKind::NoScratch, 0));
+        }
+        *used = new_used;
+        if i >= vars.len() {
+            vars.resize(i + 1, None);
+        }
+        vars[i] = Some(s);
+        Ok(())
     }
 
     /// Stores `v` into global or clause-local scalar `id`.
@@ -536,16 +562,7 @@ impl Machine {
             .filter(|&i| i <= 0xffff)
             .ok_or(illop("built-in variables cannot be stored to"))? as usize;
         let s = self.stored_value(env, var, v)?;
-        let vars = if local {
-            &mut self.locals
-        } else {
-            &mut self.globals
-        };
-        if i >= vars.len() {
-            vars.resize(i + 1, None);
-        }
-        vars[i] = Some(s);
-        Ok(())
+        self.set_static(local, i, s)
     }
 
     /// The register value of a stored variable: the integer, or the address of a scratch copy of its
@@ -733,6 +750,10 @@ impl Machine {
         r
     }
 }
+
+/// Most bytes the global (and, separately, the clause-local) by-reference variables may hold, so a
+/// program with many large variables cannot make the VM allocate without bound.
+pub(crate) const STATIC_LIMIT: usize = 64 << 20;
 
 /// Largest by-reference key element read (larger ones can never be stored and count as drops).
 const MAX_KEY_SIZE: u64 = 1 << 20;

@@ -51,6 +51,9 @@ pub struct Machine {
     /// Global scalar variables: the caller's during a run (moved in from the `VarState` and back), after
     /// it at most a copy of the variable a by-reference result points into, for `read_result`.
     pub(crate) globals: Vec<Option<Stored>>,
+    /// Bytes of by-reference values in `locals` and (during a run) `globals`.
+    pub(crate) local_bytes: usize,
+    pub(crate) global_bytes: usize,
     /// Where `strtok(NULL, ...)` continues: an address and the end of its string, 0 when none.
     pub(crate) strtok: u64,
     pub(crate) strtok_end: u64,
@@ -105,6 +108,7 @@ impl Machine {
     pub fn begin_firing(&mut self) {
         self.scratch.clear();
         self.locals.clear();
+        self.local_bytes = 0;
         self.globals.clear();
         self.strtok = 0;
         self.strtok_end = 0;
