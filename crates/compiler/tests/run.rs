@@ -472,3 +472,15 @@ fn unknown_probe_and_symbol_types_are_errors() {
         "line 1: no symbolic type information is available for `x: nosuch_t"
     );
 }
+
+#[test]
+fn global_arrays_and_structs_keep_stores() {
+    let v = run(r#"
+        struct foo { int x; long y; };
+        int a[4];
+        struct foo s;
+        BEGIN { a[2] = 7; a[3] = 8; s.x = 1; s.y = 30; }
+        BEGIN { trace(a[2]); trace(a[3] + a[1]); trace(s.x + s.y); }
+    "#);
+    assert_eq!(v, ["7", "8", "31"]);
+}

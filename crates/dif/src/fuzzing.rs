@@ -116,6 +116,11 @@ pub fn decode_verify_run(data: &[u8]) {
         if let Ok(v) = r {
             if obj.rtype.is_string() {
                 let _ = m.read_string_result(&obj, &mut mem, v);
+                let mut dst = [0u8; 40];
+                let _ = m.copy_string_result(&obj, &mut mem, v, &mut dst);
+            } else {
+                let mut dst = [0u8; 24];
+                let _ = m.read_result_into(&obj, &mut mem, v, &mut dst);
             }
         }
         let _ = verified;

@@ -83,9 +83,8 @@ fn store_value(
         if dst.is_empty() {
             return Ok(0);
         }
-        let s = m.read_string_result(obj, mem, val)?;
-        let n = s.len().min(dst.len() - 1);
-        dst[..n].copy_from_slice(&s[..n]);
+        let last = dst.len() - 1;
+        let n = m.copy_string_result(obj, mem, val, &mut dst[..last])?;
         if pad {
             dst[n..].fill(0);
             return Ok(dst.len());
@@ -97,8 +96,7 @@ fn store_value(
         mem.read_user(val, dst).map_err(|k| Fault::new(k, val))?;
         return Ok(dst.len());
     }
-    let b = m.read_result(obj, mem, val, dst.len())?;
-    dst.copy_from_slice(&b);
+    m.read_result_into(obj, mem, val, dst)?;
     Ok(dst.len())
 }
 
@@ -455,8 +453,8 @@ impl Framework {
             }
             ActionKind::Tracemem | ActionKind::TracememDynsize => {
                 if let (Some(r), Some(o)) = (range, obj) {
-                    let b = self.machine().read_result(o, st.mem, val, size)?;
-                    st.record[r].copy_from_slice(&b);
+                    self.machine()
+                        .read_result_into(o, st.mem, val, &mut st.record[r])?;
                 }
             }
             ActionKind::Stop => self

@@ -11,7 +11,7 @@ use crate::opcode::Opcode;
 use crate::vars::DIF_VAR_OTHER_UBASE;
 use crate::vm::env::{is_string_var, Memory, ProbeContext};
 use crate::vm::fault::{Fault, FaultKind};
-use crate::vm::machine::{Machine, STRTAB_BASE, TUPLE_REGS};
+use crate::vm::machine::{var_addr, Machine, STRTAB_BASE, TUPLE_REGS, VAR_BASE};
 use crate::vm::state::{DynScope, Stored, VarState};
 
 /// One tuple-stack entry: a value and, for references, the size of the referenced data (0 = by value).
@@ -75,10 +75,34 @@ impl Machine {
             mem,
         };
         let mut at = 0usize;
-        self.exec(&mut env, &mut at).map_err(|mut f| {
+        // The globals are the VM's while it runs, so by-reference ones have VM addresses.
+        self.globals.clear();
+        std::mem::swap(&mut self.globals, &mut env.state.globals);
+        std::mem::swap(&mut self.global_bytes, &mut env.state.global_bytes);
+        let r = self.exec(&mut env, &mut at);
+        std::mem::swap(&mut self.globals, &mut env.state.globals);
+        std::mem::swap(&mut self.global_bytes, &mut env.state.global_bytes);
+        if let Ok(v) = r {
+            self.keep_result_global(env.state, v);
+        }
+        r.map_err(|mut f| {
             f.pc = at as u32;
             f
         })
+    }
+
+    /// When result `v` points into a global variable's storage, keeps a copy of that variable so
+    /// `read_result` can read it after the run.
+    fn keep_result_global(&mut self, state: &VarState, v: u64) {
+        let rel = v.wrapping_sub(VAR_BASE);
+        if rel >= 1 << 44 {
+            return;
+        }
+        let i = (rel >> 20) as usize;
+        if let Some(Some(s)) = state.globals.get(i) {
+            self.globals.resize(i + 1, None);
+            self.globals[i] = Some(s.clone());
+        }
     }
 
     fn exec(&mut self, env: &mut Env<'_>, at: &mut usize) -> Result<u64, Fault> {
@@ -186,7 +210,7 @@ impl Machine {
                         Stw => 4,
                         _ => 8,
                     };
-                    let slot = self.scratch_mut(dst, n)?;
+                    let slot = self.store_mut(dst, n)?;
                     if dst & (n - 1) != 0 {
                         return Err(Fault::new(FaultKind::BadAlign, dst));
                     }
@@ -312,13 +336,13 @@ impl Machine {
                     self.key_from = None;
                     let n = b;
                     let dst = regs[rd];
-                    self.scratch_mut(dst, n)?;
+                    self.store_mut(dst, n)?;
                     let mut buf = std::mem::take(&mut self.tmp);
                     buf.clear();
                     buf.resize(n as usize, 0);
                     let r = self.read(obj, env.mem, a, &mut buf);
                     if r.is_ok() {
-                        self.scratch_mut(dst, n)?.copy_from_slice(&buf);
+                        self.store_mut(dst, n)?.copy_from_slice(&buf);
                     }
                     self.tmp = buf;
                     r?;
@@ -454,7 +478,91 @@ impl Machine {
             return env.ctx.int_var(id).map_err(|k| Fault::new(k, 0));
         }
         let var = find_var(env.obj, id, DIFV_SCOPE_GLOBAL, DIFV_KIND_SCALAR)?;
-        self.load_stored(env.state.global(id), &var, true)
+        self.load_static(&var, id, false)
+    }
+
+    /// Loads global (`local` false) or clause-local scalar `id`: integers by value, strings as a scratch
+    /// copy, other by-reference variables as the address of their storage (created zero-filled).
+    fn load_static(&mut self, var: &VarEntry, id: u32, local: bool) -> Result<u64, Fault> {
+        let i = id
+            .checked_sub(DIF_VAR_OTHER_UBASE)
+            .filter(|&i| i <= 0xffff)
+            .ok_or(illop("variable id out of range"))? as usize;
+        let size = var_size(var, self.opts.strsize);
+        let vars = if local {
+            &mut self.locals
+        } else {
+            &mut self.globals
+        };
+        let slot = vars.get(i).and_then(|s| s.as_ref());
+        if !var.ty.is_by_ref() {
+            return Ok(match slot {
+                Some(Stored::Int(v)) => *v,
+                _ => 0,
+            });
+        }
+        if var.ty.is_string() {
+            let mut t = std::mem::take(&mut self.tmp);
+            t.clear();
+            if let Some(Stored::Bytes(b)) = slot {
+                t.extend_from_slice(b);
+            }
+            let r = if t.is_empty() && slot.is_none() {
+                self.alloc(size as u64)
+            } else {
+                self.put_str(&t)
+            };
+            self.tmp = t;
+            return r;
+        }
+        if !matches!(slot, Some(Stored::Bytes(b)) if b.len() == size) {
+            self.set_static(local, i, Stored::Bytes(vec![0u8; size].into_boxed_slice()))?;
+        }
+        Ok(var_addr(local, i))
+    }
+
+    /// Puts `s` in static slot `i`, keeping the bytes of all global (or clause-local) variables within
+    /// [`STATIC_LIMIT`]; `NoScratch` when they would not fit.
+    fn set_static(&mut self, local: bool, i: usize, s: Stored) -> Result<(), Fault> {
+        fn bytes(s: Option<&Stored>) -> usize {
+            match s {
+                Some(Stored::Bytes(b)) => b.len(),
+                _ => 0,
+            }
+        }
+        let (vars, used) = if local {
+            (&mut self.locals, &mut self.local_bytes)
+        } else {
+            (&mut self.globals, &mut self.global_bytes)
+        };
+        let old = bytes(vars.get(i).and_then(|v| v.as_ref()));
+        let new_used = (*used - old.min(*used)).saturating_add(bytes(Some(&s)));
+        if new_used > STATIC_LIMIT {
+            return Err(Fault::new(FaultKind::NoScratch, 0));
+        }
+        *used = new_used;
+        if i >= vars.len() {
+            vars.resize(i + 1, None);
+        }
+        vars[i] = Some(s);
+        Ok(())
+    }
+
+    /// Stores `v` into global or clause-local scalar `id`.
+    fn store_static(
+        &mut self,
+        env: &mut Env<'_>,
+        var: &VarEntry,
+        id: u32,
+        local: bool,
+        v: u64,
+    ) -> Result<(), Fault> {
+        let i = id
+            .checked_sub(DIF_VAR_OTHER_UBASE)
+            .filter(|&i| i <= 0xffff)
+            .ok_or(illop("built-in variables cannot be stored to"))? as usize;
+        let s = self.stored_value(env, var, v)?;
+        self.set_static(local, i, s)
     }
 
     /// The register value of a stored variable: the integer, or the address of a scratch copy of its
@@ -510,28 +618,17 @@ impl Machine {
             return Err(illop("built-in variables cannot be stored to"));
         }
         let var = find_var(env.obj, id, DIFV_SCOPE_GLOBAL, DIFV_KIND_SCALAR)?;
-        let s = self.stored_value(env, &var, v)?;
-        env.state.set_global(id, s);
-        Ok(())
+        self.store_static(env, &var, id, false, v)
     }
 
     fn load_local(&mut self, env: &mut Env<'_>, id: u32) -> Result<u64, Fault> {
         let var = find_var(env.obj, id, DIFV_SCOPE_LOCAL, DIFV_KIND_SCALAR)?;
-        let i = (id - DIF_VAR_OTHER_UBASE.min(id)) as usize;
-        let stored = self.locals.get(i).cloned().flatten();
-        self.load_stored(stored.as_ref(), &var, true)
+        self.load_static(&var, id, true)
     }
 
     fn store_local(&mut self, env: &mut Env<'_>, id: u32, v: u64) -> Result<(), Fault> {
         let var = find_var(env.obj, id, DIFV_SCOPE_LOCAL, DIFV_KIND_SCALAR)?;
-        let i = (id.checked_sub(DIF_VAR_OTHER_UBASE))
-            .ok_or(illop("built-in variables cannot be stored to"))? as usize;
-        let s = self.stored_value(env, &var, v)?;
-        if i >= self.locals.len() {
-            self.locals.resize(i + 1, None);
-        }
-        self.locals[i] = Some(s);
-        Ok(())
+        self.store_static(env, &var, id, true, v)
     }
 
     /// Builds in `self.key` the dynamic-variable key for variable `id` with the current tuple (arrays)
@@ -653,6 +750,10 @@ impl Machine {
         r
     }
 }
+
+/// Most bytes the global (and, separately, the clause-local) by-reference variables may hold, so a
+/// program with many large variables cannot make the VM allocate without bound.
+pub(crate) const STATIC_LIMIT: usize = 64 << 20;
 
 /// Largest by-reference key element read (larger ones can never be stored and count as drops).
 const MAX_KEY_SIZE: u64 = 1 << 20;

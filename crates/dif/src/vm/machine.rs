@@ -3,9 +3,11 @@
 //! DIF code sees 64-bit addresses. Memory the VM owns lives at fixed, non-canonical addresses that no
 //! x86-64 or arm64 kernel or user pointer can have: scratch space at [`SCRATCH_BASE`] and the running
 //! object's string table at [`STRTAB_BASE`]. Every other address is kernel memory, read through the
-//! [`Memory`] trait (user memory only by the `uld*` instructions and `copyin*`). By-reference variables
-//! and string built-ins are copied into scratch when loaded, so stores (allowed only into scratch) can
-//! never reach variable storage or the traced system.
+//! [`Memory`] trait (user memory only by the `uld*` instructions and `copyin*`). Global and clause-local
+//! by-reference variables that are not strings (D arrays, structs, unions) are loaded as the address of
+//! their real storage at [`VAR_BASE`], so `st*` into `a[2]` or `s.x` persists, as in DTrace; strings,
+//! dynamic variables and string built-ins are copied into scratch when loaded. Stores are allowed only
+//! into scratch and variable storage, so they can never reach the traced system.
 //!
 //! Scratch and clause-local variables live for one probe firing ([`Machine::begin_firing`]); clause-locals
 //! persist across the clauses (DIF objects) run for that firing, as in DTrace.
@@ -19,8 +21,22 @@ use crate::vm::state::{Stored, VmOptions};
 pub const SCRATCH_BASE: u64 = 0x5ca7_0000_0000_0000;
 /// Address of the first byte of the running object's string table.
 pub const STRTAB_BASE: u64 = 0x57a6_0000_0000_0000;
+/// Address of the storage of global by-reference variables; clause-locals follow at
+/// `VAR_BASE + (1 << 44)`. Variable `DIF_VAR_OTHER_UBASE + i` starts at `(i << 20)` in its half.
+pub const VAR_BASE: u64 = 0x7a55_0000_0000_0000;
 /// Size of the address range reserved for each VM region.
 const REGION_SPAN: u64 = 1 << 40;
+/// Size of the variable-storage region (globals, then clause-locals).
+const VAR_SPAN: u64 = 1 << 45;
+/// Bit of a variable address that selects clause-locals.
+const VAR_LOCAL_BIT: u64 = 1 << 44;
+/// Log2 of the room each variable has (variables are at most 1 MiB).
+const VAR_SHIFT: u32 = 20;
+
+/// The address of byte 0 of by-reference variable slot `index` (`id - DIF_VAR_OTHER_UBASE`).
+pub(crate) fn var_addr(local: bool, index: usize) -> u64 {
+    VAR_BASE + if local { VAR_LOCAL_BIT } else { 0 } + ((index as u64) << VAR_SHIFT)
+}
 
 /// Number of tuple-stack registers (`DIF_DTR_NREGS`).
 pub const TUPLE_REGS: usize = 8;
@@ -32,6 +48,12 @@ pub struct Machine {
     pub(crate) opts: VmOptions,
     pub(crate) scratch: Vec<u8>,
     pub(crate) locals: Vec<Option<Stored>>,
+    /// Global scalar variables: the caller's during a run (moved in from the `VarState` and back), after
+    /// it at most a copy of the variable a by-reference result points into, for `read_result`.
+    pub(crate) globals: Vec<Option<Stored>>,
+    /// Bytes of by-reference values in `locals` and (during a run) `globals`.
+    pub(crate) local_bytes: usize,
+    pub(crate) global_bytes: usize,
     /// Where `strtok(NULL, ...)` continues: an address and the end of its string, 0 when none.
     pub(crate) strtok: u64,
     pub(crate) strtok_end: u64,
@@ -55,6 +77,18 @@ pub(crate) struct KeySource {
     pub args: [(u64, u64); TUPLE_REGS],
 }
 
+/// Splits an address of the variable region into (clause-local?, slot index, offset in the variable).
+fn split_var_addr(addr: u64) -> (bool, usize, u64) {
+    let rel = addr - VAR_BASE;
+    let local = rel & VAR_LOCAL_BIT != 0;
+    let rel = rel & (VAR_LOCAL_BIT - 1);
+    (
+        local,
+        (rel >> VAR_SHIFT) as usize,
+        rel & ((1 << VAR_SHIFT) - 1),
+    )
+}
+
 /// Where a VM address points.
 pub(crate) enum Region<'a> {
     /// VM-owned bytes.
@@ -74,6 +108,8 @@ impl Machine {
     pub fn begin_firing(&mut self) {
         self.scratch.clear();
         self.locals.clear();
+        self.local_bytes = 0;
+        self.globals.clear();
         self.strtok = 0;
         self.strtok_end = 0;
     }
@@ -91,12 +127,9 @@ impl Machine {
         addr: u64,
         len: usize,
     ) -> Result<Region<'a>, Fault> {
-        let (bytes, off) = if addr.wrapping_sub(SCRATCH_BASE) < REGION_SPAN {
-            (&self.scratch[..], addr - SCRATCH_BASE)
-        } else if addr.wrapping_sub(STRTAB_BASE) < REGION_SPAN {
-            (&obj.strtab[..], addr - STRTAB_BASE)
-        } else {
-            return Ok(Region::Outside);
+        let (bytes, off) = match self.vm_bytes(obj, addr)? {
+            Some(b) => b,
+            None => return Ok(Region::Outside),
         };
         let off = usize::try_from(off).map_err(|_| Fault::new(FaultKind::BadAddr, addr))?;
         let end = off
@@ -184,18 +217,38 @@ impl Machine {
         Ok(())
     }
 
+    /// The VM-owned bytes `addr` is in (a whole region or variable) and its offset there; `None` when
+    /// `addr` is outside the VM, `BadAddr` when it is in the variable region but names no variable.
+    fn vm_bytes<'a>(
+        &'a self,
+        obj: &'a DifObject,
+        addr: u64,
+    ) -> Result<Option<(&'a [u8], u64)>, Fault> {
+        Ok(Some(if addr.wrapping_sub(SCRATCH_BASE) < REGION_SPAN {
+            (&self.scratch[..], addr - SCRATCH_BASE)
+        } else if addr.wrapping_sub(STRTAB_BASE) < REGION_SPAN {
+            (&obj.strtab[..], addr - STRTAB_BASE)
+        } else if addr.wrapping_sub(VAR_BASE) < VAR_SPAN {
+            let (local, index, off) = split_var_addr(addr);
+            let vars = if local { &self.locals } else { &self.globals };
+            match vars.get(index) {
+                Some(Some(Stored::Bytes(b))) => (&b[..], off),
+                _ => return Err(Fault::new(FaultKind::BadAddr, addr)),
+            }
+        } else {
+            return Ok(None);
+        }))
+    }
+
     /// The VM-owned bytes from `addr` to the end of its region, or `None` when `addr` is outside.
     pub(crate) fn vm_tail<'a>(
         &'a self,
         obj: &'a DifObject,
         addr: u64,
     ) -> Result<Option<&'a [u8]>, Fault> {
-        let (bytes, off) = if addr.wrapping_sub(SCRATCH_BASE) < REGION_SPAN {
-            (&self.scratch[..], addr - SCRATCH_BASE)
-        } else if addr.wrapping_sub(STRTAB_BASE) < REGION_SPAN {
-            (&obj.strtab[..], addr - STRTAB_BASE)
-        } else {
-            return Ok(None);
+        let (bytes, off) = match self.vm_bytes(obj, addr)? {
+            Some(b) => b,
+            None => return Ok(None),
         };
         let off = usize::try_from(off).map_err(|_| Fault::new(FaultKind::BadAddr, addr))?;
         match bytes.get(off..) {
@@ -226,6 +279,27 @@ impl Machine {
         let len = usize::try_from(len).map_err(|_| bad)?;
         let end = off.checked_add(len).ok_or(bad)?;
         self.scratch.get_mut(off..end).ok_or(bad)
+    }
+
+    /// The `len` bytes at `addr` for a store: allocated scratch or variable storage.
+    pub(crate) fn store_mut(&mut self, addr: u64, len: u64) -> Result<&mut [u8], Fault> {
+        if addr.wrapping_sub(VAR_BASE) >= VAR_SPAN {
+            return self.scratch_mut(addr, len);
+        }
+        let bad = Fault::new(FaultKind::BadAddr, addr);
+        let (local, index, off) = split_var_addr(addr);
+        let vars = if local {
+            &mut self.locals
+        } else {
+            &mut self.globals
+        };
+        let Some(Some(Stored::Bytes(b))) = vars.get_mut(index) else {
+            return Err(bad);
+        };
+        let off = usize::try_from(off).map_err(|_| bad)?;
+        let len = usize::try_from(len).map_err(|_| bad)?;
+        let end = off.checked_add(len).ok_or(bad)?;
+        b.get_mut(off..end).ok_or(bad)
     }
 
     /// Copies `bytes` plus a NUL into fresh scratch and returns its address.
@@ -260,6 +334,82 @@ impl Machine {
         let mut v = vec![0u8; len];
         self.read(obj, mem, addr, &mut v)?;
         Ok(v)
+    }
+
+    /// Like [`read_result`](Machine::read_result), into `dst` (its length is the size read), without
+    /// allocating.
+    pub fn read_result_into(
+        &self,
+        obj: &DifObject,
+        mem: &mut dyn Memory,
+        addr: u64,
+        dst: &mut [u8],
+    ) -> Result<(), Fault> {
+        self.read(obj, mem, addr, dst)
+    }
+
+    /// Like [`read_string_result`](Machine::read_string_result), into `out` (cleared first), so a
+    /// caller that reuses `out` does not allocate.
+    pub fn read_string_into(
+        &self,
+        obj: &DifObject,
+        mem: &mut dyn Memory,
+        addr: u64,
+        out: &mut Vec<u8>,
+    ) -> Result<(), Fault> {
+        self.read_str(
+            obj,
+            mem,
+            addr,
+            self.opts.strsize.saturating_sub(1),
+            false,
+            out,
+        )
+    }
+
+    /// Copies a string result into `dst` without allocating: at most `dst.len()` bytes and at most
+    /// `strsize - 1`, stopping at the NUL (not copied). Returns the number of bytes copied. Memory past
+    /// what fits in `dst` is not read.
+    pub fn copy_string_result(
+        &self,
+        obj: &DifObject,
+        mem: &mut dyn Memory,
+        addr: u64,
+        dst: &mut [u8],
+    ) -> Result<usize, Fault> {
+        let max = dst.len().min(self.opts.strsize.saturating_sub(1));
+        if addr == 0 {
+            return Err(Fault::new(FaultKind::BadAddr, 0));
+        }
+        if let Some(bytes) = self.vm_tail(obj, addr)? {
+            let b = &bytes[..bytes.len().min(max)];
+            let n = b.iter().position(|&c| c == 0).unwrap_or(b.len());
+            dst[..n].copy_from_slice(&b[..n]);
+            return Ok(n);
+        }
+        let mut n = 0;
+        let mut a = addr;
+        while n < max {
+            // Up to the next 64-byte boundary so a read never crosses a page.
+            let want = (64 - (a % 64) as usize).min(max - n);
+            let buf = &mut dst[n..n + want];
+            if mem.read_kernel(a, buf).is_err() {
+                // Byte by byte: the string may end before the unreadable part.
+                for i in 0..want {
+                    let at = a.wrapping_add(i as u64);
+                    mem.read_kernel(at, &mut buf[i..i + 1])
+                        .map_err(|k| Fault::new(k, at))?;
+                    if buf[i] == 0 {
+                        return Ok(n + i);
+                    }
+                }
+            } else if let Some(z) = buf.iter().position(|&c| c == 0) {
+                return Ok(n + z);
+            }
+            n += want;
+            a = a.wrapping_add(want as u64);
+        }
+        Ok(n)
     }
 
     /// Reads back a string result: its bytes without the NUL, at most `strsize - 1` of them.

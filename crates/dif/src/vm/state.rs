@@ -399,7 +399,9 @@ impl DynVarSpace {
 pub struct VarState {
     /// Options.
     pub options: VmOptions,
-    globals: Vec<Option<Stored>>,
+    pub(crate) globals: Vec<Option<Stored>>,
+    /// Bytes of by-reference values in `globals`.
+    pub(crate) global_bytes: usize,
     /// Thread-locals and associative arrays.
     pub dynvars: DynVarSpace,
 }
@@ -411,6 +413,7 @@ impl VarState {
         VarState {
             options,
             globals: Vec::new(),
+            global_bytes: 0,
             dynvars: DynVarSpace::new(options.dynvarsize),
         }
     }
@@ -433,7 +436,13 @@ impl VarState {
         if i >= self.globals.len() {
             self.globals.resize(i + 1, None);
         }
+        let len = |s: &Option<Stored>| match s {
+            Some(Stored::Bytes(b)) => b.len(),
+            _ => 0,
+        };
+        let old = len(&self.globals[i]);
         self.globals[i] = Some(value);
+        self.global_bytes = self.global_bytes.saturating_sub(old) + len(&self.globals[i]);
     }
 
     /// Dynamic-variable drops so far.
