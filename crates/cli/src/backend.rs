@@ -9,7 +9,7 @@ use dtrace_framework::FiringContext;
 
 /// The D compiler.
 pub fn compiler() -> Option<Box<dyn Compiler>> {
-    Some(Box::new(DCompiler))
+    Some(Box::new(DCompiler::default()))
 }
 
 /// The tracer (framework plus providers), over every CPU of the machine.
