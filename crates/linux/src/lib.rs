@@ -12,7 +12,8 @@
 //! attaches and detaches hundreds of probes in about a second; other tracepoints use perf events.
 //!
 //! It does not run D: it delivers [`capture::CapturedEvent`]s (probe context, copied memory, stacks)
-//! to the framework, which runs predicates and actions in the DIF interpreter.
+//! to the framework, which runs predicates and actions in the DIF interpreter; [`provider`] registers
+//! the catalogue as framework providers and does that delivery.
 //!
 //! The BPF layer is a thin one of our own over `libc` rather than a crate such as `aya`: every program
 //! we load is generated at run time as raw instructions, we use a handful of commands (map create and
@@ -28,6 +29,7 @@ pub mod catalog;
 pub mod error;
 pub mod features;
 pub mod process;
+pub mod provider;
 pub mod session;
 pub mod signals;
 pub mod symbols;
@@ -35,6 +37,7 @@ pub mod tracefs;
 
 pub use catalog::{Catalog, Probe, ProbeDesc};
 pub use error::{LinuxError, Result};
+pub use provider::LinuxTracing;
 pub use session::{Session, SessionOptions};
 
 /// Whether this process can use BPF tracing here: root (or the capabilities), the bpf(2) call

@@ -1,0 +1,311 @@
+//! Delivering captured events to the framework: each [`CapturedEvent`] becomes a firing of its
+//! probe (the tag is the framework's probe id) with the probe context (arguments, identity,
+//! `execname`, CPU, timestamp, errno, `curthread`, stacks) and the memory captured with it, so that
+//! built-in variables and `copyinstr(arg1)` read what the probe saw. User reads the capture could
+//! not foresee (computed addresses) go to the process's memory while it can still be read, and
+//! fault as DTrace faults otherwise ([`EventMemory`]).
+
+use super::LinuxTracing;
+use crate::capture::CapturedEvent;
+use dtrace_dif::vm::{FaultKind, Memory};
+use dtrace_framework::{CapturedMemory, FiringContext, Framework};
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+
+/// The memory a clause reads at one firing: the bytes captured at the probe, and for user addresses
+/// outside every captured range, the process's memory read through `/proc/<pid>/mem` (opened at the
+/// first such read). A read starting inside a captured range never goes to the process: the VM then
+/// retries byte by byte within the capture, so what the probe saw is what the clause reads.
+pub struct EventMemory {
+    captured: CapturedMemory,
+    pid: u32,
+    /// `None`: not tried yet; `Some(None)`: cannot be opened.
+    proc_mem: Option<Option<File>>,
+}
+
+impl EventMemory {
+    /// Captured memory of an event of process `pid` (0: no process memory to fall back on).
+    pub fn new(captured: CapturedMemory, pid: u32) -> EventMemory {
+        EventMemory {
+            captured,
+            pid,
+            proc_mem: None,
+        }
+    }
+
+    fn in_capture(&self, addr: u64) -> bool {
+        self.captured
+            .regions()
+            .iter()
+            .any(|r| r.user && addr >= r.addr && addr - r.addr < r.bytes.len() as u64)
+    }
+
+    fn read_process(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), FaultKind> {
+        if self.pid == 0 {
+            return Err(FaultKind::BadAddr);
+        }
+        let pid = self.pid;
+        let f = self
+            .proc_mem
+            .get_or_insert_with(|| File::open(format!("/proc/{pid}/mem")).ok());
+        let f = f.as_ref().ok_or(FaultKind::BadAddr)?;
+        match f.read_exact_at(buf, addr) {
+            Ok(()) => Ok(()),
+            Err(_) => Err(FaultKind::BadAddr),
+        }
+    }
+}
+
+impl Memory for EventMemory {
+    fn read_kernel(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), FaultKind> {
+        self.captured.read_kernel(addr, buf)
+    }
+
+    fn read_user(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), FaultKind> {
+        match self.captured.read_user(addr, buf) {
+            Ok(()) => Ok(()),
+            Err(e) if self.in_capture(addr) => Err(e),
+            Err(_) => self.read_process(addr, buf),
+        }
+    }
+
+    fn write_user(&mut self, _addr: u64, _data: &[u8]) -> Result<(), FaultKind> {
+        Err(FaultKind::UPriv)
+    }
+}
+
+/// The framework's view of one captured event. `clock_offset` turns `bpf_ktime_get_ns()` into the
+/// framework's clock.
+pub fn firing_of(ev: &CapturedEvent, clock_offset: i64) -> (FiringContext, CapturedMemory) {
+    let mut ctx = FiringContext {
+        pid: u64::from(ev.pid),
+        ppid: u64::from(ev.ppid),
+        tid: u64::from(ev.tid),
+        uid: u64::from(ev.uid),
+        gid: u64::from(ev.gid),
+        errno: ev.errno as i64 as u64,
+        curthread: ev.task,
+        execname: ev.execname(),
+        vtimestamp: ev.vtime_ns,
+        timestamp: Some((ev.ktime_ns as i64).saturating_add(clock_offset).max(0) as u64),
+        ..FiringContext::default()
+    };
+    for (dst, src) in ctx.args.iter_mut().zip(ev.args.iter()) {
+        *dst = *src;
+    }
+    if let Some(Ok(frames)) = &ev.kstack {
+        ctx.kstack = frames.clone();
+    }
+    if let Some(Ok(frames)) = &ev.ustack {
+        ctx.ustack = frames.clone();
+    }
+    let mut mem = CapturedMemory::new();
+    for c in &ev.copies {
+        if let Ok(bytes) = &c.data {
+            let mut b = bytes.clone();
+            if c.kind.is_string() {
+                // Strings come without their NUL; copyinstr() stops at it.
+                b.push(0);
+            }
+            mem.add(c.addr, b, c.kind.is_user());
+        }
+    }
+    (ctx, mem)
+}
+
+/// Gives each argument whose data was captured (`__data_loc` strings, inline arrays) the address
+/// of its capture, so `stringof(args[n])` reads it; `map` holds `(argument, copy index)`.
+pub fn set_copy_args(ctx: &mut FiringContext, ev: &CapturedEvent, map: &[(usize, usize)]) {
+    for &(arg, copy) in map {
+        if let (Some(slot), Some(c)) = (ctx.args.get_mut(arg), ev.copies.get(copy)) {
+            if c.data.is_ok() {
+                *slot = c.addr;
+            }
+        }
+    }
+}
+
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: valid timespec out-parameter.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+impl LinuxTracing {
+    /// Waits up to `timeout_ms` for captured events and fires each in `fw`. Returns how many were
+    /// fired. Call it from the thread driving the framework, alongside `Framework::poll`.
+    pub fn pump(&self, fw: &mut Framework, timeout_ms: i32) -> crate::error::Result<usize> {
+        let mut events = Vec::new();
+        let offset = {
+            let mut sh = self.lock();
+            let offset = *sh
+                .clock_offset
+                .get_or_insert_with(|| fw.now() as i64 - monotonic_ns() as i64);
+            if let Some(s) = sh.session.as_mut() {
+                s.poll(timeout_ms, &mut |e| events.push(e))?;
+            }
+            offset
+        };
+        Ok(self.fire_all(fw, events, offset))
+    }
+
+    /// Delivers everything still pending (ring contents and entry events held for a re-read). Call
+    /// once the traced work is over, before `Framework::stop`.
+    pub fn finish(&self, fw: &mut Framework) -> usize {
+        let mut events = Vec::new();
+        let offset = {
+            let mut sh = self.lock();
+            let offset = *sh
+                .clock_offset
+                .get_or_insert_with(|| fw.now() as i64 - monotonic_ns() as i64);
+            if let Some(s) = sh.session.as_mut() {
+                s.drain(&mut |e| events.push(e));
+                s.flush_held(&mut |e| events.push(e));
+            }
+            offset
+        };
+        self.fire_all(fw, events, offset)
+    }
+
+    fn fire_all(&self, fw: &mut Framework, events: Vec<CapturedEvent>, offset: i64) -> usize {
+        if events.is_empty() {
+            return 0;
+        }
+        let (active, arg_copies) = {
+            let sh = self.lock();
+            (sh.active.clone(), sh.arg_copies.clone())
+        };
+        let mut n = 0;
+        for ev in events.iter().filter(|e| active.contains(&e.tag)) {
+            let (mut ctx, mem) = firing_of(ev, offset);
+            if let Some(map) = arg_copies.get(&ev.tag) {
+                set_copy_args(&mut ctx, ev, map);
+            }
+            let mut mem = EventMemory::new(mem, ev.pid);
+            fw.fire_with_memory(ev.tag, ev.cpu, &ctx, &mut mem);
+            n += 1;
+        }
+        n
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capture::{CapturedMemory as Copy, CopySource, MemKind};
+    use dtrace_dif::vm::Memory;
+
+    fn event() -> CapturedEvent {
+        let mut comm = [0u8; 16];
+        comm[..4].copy_from_slice(b"true");
+        CapturedEvent {
+            tag: 7,
+            ktime_ns: 1_000,
+            cpu: 1,
+            pid: 10,
+            tid: 11,
+            ppid: 1,
+            uid: 1000,
+            gid: 100,
+            comm,
+            task: 0xffff_8888_0000_1000,
+            args: [1, 0x7fff_0000, 3, 4, 5, 6, 7, 8],
+            vtime_ns: 55,
+            walltime_ns: 0,
+            errno: 2,
+            copies: vec![
+                Copy {
+                    addr: 0x7fff_0000,
+                    kind: MemKind::UserString,
+                    data: Ok(b"/etc/passwd".to_vec()),
+                    source: CopySource::AtProbe,
+                },
+                Copy {
+                    addr: 0x1000,
+                    kind: MemKind::UserBytes,
+                    data: Err(-14),
+                    source: CopySource::AtProbe,
+                },
+            ],
+            kstack: Some(Ok(vec![0xffff_ffff_8100_0000])),
+            ustack: Some(Err(-14)),
+            ustack_files: None,
+            retry_armed: false,
+        }
+    }
+
+    #[test]
+    fn context_and_memory_of_an_event() {
+        let (ctx, mut mem) = firing_of(&event(), 500);
+        assert_eq!(ctx.pid, 10);
+        assert_eq!(ctx.tid, 11);
+        assert_eq!(ctx.ppid, 1);
+        assert_eq!((ctx.uid, ctx.gid), (1000, 100));
+        assert_eq!(ctx.execname, "true");
+        assert_eq!(ctx.errno, 2);
+        assert_eq!(ctx.curthread, 0xffff_8888_0000_1000);
+        assert_eq!(ctx.timestamp, Some(1_500));
+        assert_eq!(ctx.vtimestamp, 55);
+        assert_eq!(&ctx.args[..8], &[1, 0x7fff_0000, 3, 4, 5, 6, 7, 8]);
+        assert_eq!(ctx.args[8..], [0, 0]);
+        assert_eq!(ctx.kstack, vec![0xffff_ffff_8100_0000]);
+        assert!(ctx.ustack.is_empty());
+        let mut b = [0u8; 12];
+        mem.read_user(0x7fff_0000, &mut b).unwrap();
+        assert_eq!(&b, b"/etc/passwd\0");
+        // The failed copy is not memory: reading it faults.
+        let mut one = [0u8; 1];
+        assert!(mem.read_user(0x1000, &mut one).is_err());
+        // User copies are not kernel memory.
+        assert!(mem.read_kernel(0x7fff_0000, &mut one).is_err());
+        assert_eq!(mem.regions().len(), 1);
+    }
+
+    #[test]
+    fn uncaptured_user_reads_go_to_the_process() {
+        let secret = *b"read from the process\0";
+        let addr = secret.as_ptr() as u64;
+        let mut captured = CapturedMemory::new();
+        captured.add(0x10_0000, b"abc\0".to_vec(), true);
+        let mut m = EventMemory::new(captured, std::process::id());
+        let mut b = [0u8; 4];
+        m.read_user(0x10_0000, &mut b).unwrap();
+        assert_eq!(&b, b"abc\0");
+        // Past the end of a captured range: a fault, never the process's current bytes.
+        let mut b8 = [0u8; 8];
+        assert_eq!(m.read_user(0x10_0002, &mut b8), Err(FaultKind::BadAddr));
+        // Outside every range: this process's memory.
+        let mut got = [0u8; 22];
+        m.read_user(addr, &mut got).unwrap();
+        assert_eq!(&got, &secret);
+        // Unmapped: a fault.
+        assert_eq!(m.read_user(8, &mut b), Err(FaultKind::BadAddr));
+        // Kernel memory never comes from the process; writes are refused.
+        assert_eq!(m.read_kernel(addr, &mut b), Err(FaultKind::BadAddr));
+        assert_eq!(m.write_user(addr, b"x"), Err(FaultKind::UPriv));
+        // No process: nothing to fall back on.
+        let mut none = EventMemory::new(CapturedMemory::new(), 0);
+        assert_eq!(none.read_user(addr, &mut b), Err(FaultKind::BadAddr));
+    }
+
+    #[test]
+    fn data_loc_arguments_take_the_capture_address() {
+        let ev = event();
+        let (mut ctx, _) = firing_of(&ev, 0);
+        set_copy_args(&mut ctx, &ev, &[(3, 0), (4, 1), (12, 0), (5, 9)]);
+        assert_eq!(ctx.args[3], 0x7fff_0000);
+        // A failed copy or one out of range leaves the argument alone.
+        assert_eq!(ctx.args[4], 5);
+        assert_eq!(ctx.args[5], 6);
+    }
+
+    #[test]
+    fn timestamps_never_go_negative() {
+        let (ctx, _) = firing_of(&event(), -5_000);
+        assert_eq!(ctx.timestamp, Some(0));
+    }
+}

@@ -1,0 +1,335 @@
+//! The Linux probe catalogue as framework providers (`syscall`, `sdt`, `proc`, `sched`): probes are
+//! published with their argument types, enabled through one capture [`Session`] (one enabling per
+//! probe, tagged with the framework's probe id, capturing the union of what the clauses enabled on it
+//! read), and the captured events are delivered to the framework as firings ([`deliver`]).
+//!
+//! Use: build a [`LinuxTracing`], [`LinuxTracing::register`] it with the [`Framework`], call
+//! [`LinuxTracing::plan`] with each program before `Framework::enable`, then alternate
+//! [`LinuxTracing::pump`] and `Framework::poll` while tracing, and [`LinuxTracing::finish`] before
+//! `Framework::stop`. The framework keeps its own timer-driven `profile` provider, so the
+//! catalogue's `profile` probes are not registered here.
+
+pub mod deliver;
+pub mod needs;
+
+use crate::capture::spec::MAX_COPIES;
+use crate::capture::Identity;
+use crate::catalog::{AttachPoint, Catalog, Probe};
+use crate::error::{LinuxError, Result};
+use crate::session::{Session, SessionOptions};
+use dtrace_dif::program::{ProbeDesc as DifProbeDesc, Program};
+use dtrace_framework::provider::{
+    ArgDesc, Attribute, DepClass, ProbeSink, ProviderAttributes, ProviderError, Stability,
+};
+use dtrace_framework::records::ProbeInfo;
+use dtrace_framework::{Framework, FrameworkError, Provider};
+use needs::ClauseNeeds;
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// Providers of the catalogue that are registered with the framework (in this order).
+pub const PROVIDERS: [&str; 4] = ["syscall", "proc", "sched", "sdt"];
+
+/// The state the providers share: the catalogue, the session (created at the first enabling, so
+/// listing probes needs no BPF), the capture needs of the planned programs and the enabled tags.
+pub(crate) struct Shared {
+    pub(crate) catalog: Catalog,
+    pub(crate) session: Option<Session>,
+    session_opts: SessionOptions,
+    clauses: Vec<(DifProbeDesc, ClauseNeeds)>,
+    strsize: u32,
+    /// Tags enabled in the session (a session cannot take a tag back).
+    in_session: HashSet<u32>,
+    /// Tags whose events are delivered.
+    pub(crate) active: HashSet<u32>,
+    /// Per tag: `(argument, copy index)` of arguments delivered as the address of a capture.
+    pub(crate) arg_copies: HashMap<u32, Vec<(usize, usize)>>,
+    /// Framework clock minus CLOCK_MONOTONIC, fixed at the first delivery.
+    pub(crate) clock_offset: Option<i64>,
+}
+
+impl Shared {
+    fn enable(&mut self, info: &ProbeInfo) -> std::result::Result<(), String> {
+        if self.in_session.contains(&info.id) {
+            self.active.insert(info.id);
+            return Ok(());
+        }
+        let desc = crate::ProbeDesc::new(&info.provider, &info.module, &info.function, &info.name);
+        let probe = self
+            .catalog
+            .get(&desc)
+            .ok_or_else(|| "no such probe in the kernel's catalogue".to_string())?;
+        let matching: Vec<&ClauseNeeds> = self
+            .clauses
+            .iter()
+            .filter(|(d, _)| {
+                dtrace_framework::glob::desc_matches(
+                    d,
+                    &info.provider,
+                    &info.module,
+                    &info.function,
+                    &info.name,
+                )
+            })
+            .map(|(_, n)| n)
+            .collect();
+        let mut spec = needs::spec_for(&matching, &string_args(&probe), self.strsize)?;
+        // A record that speaks for another thread (`on-cpu`) is filtered in the kernel on that
+        // thread's id, not its process id: leave such predicates to the framework.
+        if let AttachPoint::Tracepoint {
+            identity: Identity::FromFields { .. },
+            ..
+        } = probe.attach
+        {
+            spec.filter_pid = None;
+        }
+        if self.session.is_none() {
+            self.session =
+                Some(Session::new(self.session_opts.clone()).map_err(|e| e.to_string())?);
+        }
+        // Arguments whose data lives in the record (`__data_loc` strings, inline arrays) are
+        // captured when a clause reads them; the argument's value becomes the captured address.
+        let used = matching.iter().fold(0u16, |m, n| m | n.used_args);
+        let mut arg_copies = Vec::new();
+        for (i, a) in probe.args.iter().enumerate().take(10) {
+            let Some(c) = &a.copy else { continue };
+            if used & (1 << i) == 0 {
+                continue;
+            }
+            let idx = match spec.copies.iter().position(|o| o == c) {
+                Some(idx) => idx,
+                None => {
+                    if spec.copies.len() >= MAX_COPIES {
+                        return Err(format!(
+                            "not yet supported: more than {MAX_COPIES} distinct memory copies at one probe"
+                        ));
+                    }
+                    spec.copies.push(c.clone());
+                    spec.copies.len() - 1
+                }
+            };
+            arg_copies.push((i, idx));
+        }
+        let session = self
+            .session
+            .as_mut()
+            .ok_or_else(|| "no capture session".to_string())?;
+        session
+            .enable(&probe, info.id, &spec)
+            .map_err(|e| e.to_string())?;
+        self.in_session.insert(info.id);
+        self.active.insert(info.id);
+        if !arg_copies.is_empty() {
+            self.arg_copies.insert(info.id, arg_copies);
+        }
+        Ok(())
+    }
+}
+
+/// Arguments of `probe` that point at user strings (`char *`), for clauses whose `copyinstr`
+/// address is computed.
+fn string_args(probe: &Probe) -> Vec<usize> {
+    probe
+        .args
+        .iter()
+        .enumerate()
+        .filter(|(_, a)| a.copy.is_none() && a.native.contains("char") && a.native.contains('*'))
+        .map(|(i, _)| i)
+        .take(MAX_COPIES)
+        .collect()
+}
+
+/// The Linux providers of one tracing session, shared between the framework (which owns the
+/// [`Provider`] handles) and the thread driving the framework (which pumps events).
+#[derive(Clone)]
+pub struct LinuxTracing {
+    shared: Arc<Mutex<Shared>>,
+}
+
+impl LinuxTracing {
+    /// Providers over `catalog`; kernel objects are created with `opts` at the first enabling.
+    pub fn new(catalog: Catalog, opts: SessionOptions) -> LinuxTracing {
+        LinuxTracing {
+            shared: Arc::new(Mutex::new(Shared {
+                catalog,
+                session: None,
+                session_opts: opts,
+                clauses: Vec::new(),
+                strsize: needs::DEFAULT_STRSIZE,
+                in_session: HashSet::new(),
+                active: HashSet::new(),
+                arg_copies: HashMap::new(),
+                clock_offset: None,
+            })),
+        }
+    }
+
+    /// Providers over this kernel's catalogue (read from tracefs, mounting it if needed).
+    pub fn load() -> Result<LinuxTracing> {
+        Ok(LinuxTracing::new(
+            Catalog::load()?,
+            SessionOptions::default(),
+        ))
+    }
+
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Shared> {
+        // A panic while holding the lock leaves plain data behind; keep using it.
+        self.shared.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The provider handles to register, one per provider name of [`PROVIDERS`] the catalogue has.
+    pub fn providers(&self) -> Vec<Box<dyn Provider>> {
+        let names: BTreeSet<String> = self
+            .lock()
+            .catalog
+            .probes()
+            .iter()
+            .map(|p| p.desc.provider.clone())
+            .collect();
+        PROVIDERS
+            .iter()
+            .filter(|n| names.contains(**n))
+            .map(|n| {
+                Box::new(LinuxProvider {
+                    name: n.to_string(),
+                    shared: self.clone(),
+                }) as Box<dyn Provider>
+            })
+            .collect()
+    }
+
+    /// Registers every provider with `fw`.
+    pub fn register(&self, fw: &mut Framework) -> std::result::Result<(), FrameworkError> {
+        for p in self.providers() {
+            fw.register_provider(p)?;
+        }
+        Ok(())
+    }
+
+    /// Records what `program`'s clauses read, so the probes they enable capture it. Call before
+    /// `Framework::enable(program)`.
+    pub fn plan(&self, program: &Program) {
+        let n = needs::program_needs(program);
+        let mut sh = self.lock();
+        sh.strsize = sh.strsize.max(needs::program_strsize(program));
+        sh.clauses.extend(n.clauses);
+    }
+
+    /// Records lost in the kernel because the ring buffer was full.
+    pub fn drops(&self) -> Result<u64> {
+        match &self.lock().session {
+            Some(s) => s.drops(),
+            None => Ok(0),
+        }
+    }
+
+    /// Number of probes enabled in the kernel.
+    pub fn enabled_count(&self) -> usize {
+        self.lock()
+            .session
+            .as_ref()
+            .map_or(0, |s| s.enabled_count())
+    }
+}
+
+/// The number of CPUs to create the framework with: one more than the highest online CPU number, so
+/// every CPU an event can come from has a buffer.
+pub fn framework_ncpus() -> Result<u32> {
+    let cpus = crate::bpf::map::online_cpus()?;
+    cpus.iter()
+        .max()
+        .map(|m| m + 1)
+        .ok_or_else(|| LinuxError::Unavailable("no online CPU".into()))
+}
+
+/// One provider of the catalogue, as the framework sees it.
+struct LinuxProvider {
+    name: String,
+    shared: LinuxTracing,
+}
+
+fn attr(n: Stability, d: Stability, c: DepClass) -> Attribute {
+    Attribute::new(n, d, c)
+}
+
+impl Provider for LinuxProvider {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn attributes(&self) -> ProviderAttributes {
+        use DepClass::*;
+        use Stability::*;
+        let private = attr(Private, Private, Unknown);
+        match self.name.as_str() {
+            "syscall" => ProviderAttributes {
+                provider: attr(Evolving, Evolving, Common),
+                module: private,
+                function: attr(Private, Private, Isa),
+                name: attr(Evolving, Evolving, Common),
+                args: attr(Private, Private, Isa),
+            },
+            "proc" | "sched" => ProviderAttributes {
+                provider: attr(Evolving, Evolving, Isa),
+                module: private,
+                function: private,
+                name: attr(Evolving, Evolving, Isa),
+                args: attr(Evolving, Evolving, Isa),
+            },
+            _ => ProviderAttributes {
+                provider: attr(Evolving, Evolving, Isa),
+                module: private,
+                function: private,
+                name: attr(Evolving, Evolving, Isa),
+                args: attr(Private, Private, Isa),
+            },
+        }
+    }
+
+    fn provide(&mut self, desc: Option<&DifProbeDesc>, sink: &mut ProbeSink<'_>) {
+        // Every probe of the catalogue is created up front (ids then follow the catalogue's order);
+        // later descriptions find them already there.
+        if desc.is_some() {
+            return;
+        }
+        let sh = self.shared.lock();
+        for p in sh
+            .catalog
+            .probes()
+            .iter()
+            .filter(|p| p.desc.provider == self.name)
+        {
+            sink.create(&p.desc.module, &p.desc.function, &p.desc.name);
+        }
+    }
+
+    fn enable(&mut self, probe: &ProbeInfo) -> std::result::Result<(), ProviderError> {
+        self.shared
+            .lock()
+            .enable(probe)
+            .map_err(|reason| ProviderError::Enable {
+                probe: format!(
+                    "{}:{}:{}:{}",
+                    probe.provider, probe.module, probe.function, probe.name
+                ),
+                reason,
+            })
+    }
+
+    fn disable(&mut self, probe: &ProbeInfo) {
+        self.shared.lock().active.remove(&probe.id);
+    }
+
+    fn arg_desc(&self, probe: &ProbeInfo, index: u32) -> Option<ArgDesc> {
+        let sh = self.shared.lock();
+        let desc =
+            crate::ProbeDesc::new(&probe.provider, &probe.module, &probe.function, &probe.name);
+        let p = sh.catalog.get(&desc)?;
+        let a = p.args.get(index as usize)?;
+        Some(ArgDesc {
+            native: a.native.clone(),
+            xlate: (a.dtype != a.native).then(|| a.dtype.clone()),
+            mapping: index,
+        })
+    }
+}
