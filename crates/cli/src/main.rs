@@ -332,7 +332,11 @@ fn list(h: &mut Handle, cfg: &args::Config) -> ExitCode {
             Err(e) => return fatal(&format!("failed to list probes: {e}")),
         }
     }
-    print!("{text}");
+    // A closed pipe (`dtrace -l | head`) ends the listing quietly.
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout
+        .write_all(text.as_bytes())
+        .and_then(|_| stdout.flush());
     ExitCode::SUCCESS
 }
 
