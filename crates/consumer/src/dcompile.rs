@@ -170,3 +170,38 @@ pub fn give_printf_a_record(prog: &mut Program) {
 pub fn listing(p: &Program) -> String {
     dtrace_compiler::listing::listing(p)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn named_macros_default_and_set() {
+        let m = default_macros();
+        let get = |n: &str| m.iter().find(|(k, _)| k == n).map(|(_, v)| v.clone());
+        assert_eq!(get("pid"), Some(std::process::id().to_string()));
+        assert_eq!(get("target").as_deref(), Some("0"));
+        let mut c = DCompiler::default();
+        let o = Options::default();
+        let flags = CompileFlags::default();
+        // $target is 0 until set; then the set value is used.
+        let p = c.compile("BEGIN { trace($target); }", ProbeSpec::Name, flags, &[], &o);
+        assert!(p.is_ok(), "{p:?}");
+        c.set_macro("target", "4321");
+        c.set_macro("target", "1234");
+        assert_eq!(c.macros, vec![("target".to_string(), "1234".to_string())]);
+        let p = c.compile(
+            "BEGIN { trace($target + $uid); }",
+            ProbeSpec::Name,
+            flags,
+            &[],
+            &o,
+        );
+        assert!(p.is_ok(), "{p:?}");
+        let e = c.compile("BEGIN { trace($nosuch); }", ProbeSpec::Name, flags, &[], &o);
+        assert!(e
+            .unwrap_err()
+            .to_string()
+            .contains("$nosuch is not defined"));
+    }
+}

@@ -640,8 +640,12 @@ impl Framework {
         ctx: &FiringContext,
         mem: &mut dyn Memory,
     ) {
+        // After exit() the session drains, as DTrace's DRAINING state: nothing but END fires (so a
+        // batch of due timer firings stops at the one that called exit()).
+        let draining = self.status.exit_status.is_some();
         let active = match self.activity {
-            Activity::Active => probe != END || self.firing_end,
+            Activity::Active if probe == END => self.firing_end,
+            Activity::Active => !draining,
             _ => false,
         };
         if !active || cpu >= self.ncpus || self.options.cpu.is_some_and(|c| c != cpu) {
