@@ -16,11 +16,7 @@ pub fn compiler() -> Option<Box<dyn Compiler>> {
 
 /// The tracer (framework plus providers), over every CPU of the machine.
 pub fn tracer() -> Box<dyn Tracer> {
-    let linux = if std::env::var_os("DTRACE_NO_KERNEL_PROVIDERS").is_some() {
-        None
-    } else {
-        dtrace_linux::LinuxTracing::load().ok()
-    };
+    let linux = dtrace_linux::LinuxTracing::load().ok();
     let ncpus = dtrace_linux::provider::framework_ncpus()
         .ok()
         .or_else(|| {
