@@ -1,25 +1,39 @@
 //! Where `dtrace(1)` gets its compiler and its execution substrate: the D compiler, and the in-process
-//! framework with its `dtrace` (BEGIN/END/ERROR) and `profile` (tick-N, profile-N) providers. The
-//! kernel providers of `dtrace-linux` join here when they are wired to the framework.
+//! framework with its `dtrace` (BEGIN/END/ERROR) and `profile` (tick-N, profile-N) providers, joined
+//! by the kernel providers of `dtrace-linux` (`syscall`, `proc`, `sched`, `sdt`) when this kernel's
+//! probe catalogue can be read (tracefs, usually root); without it the kernel probes are simply not
+//! offered.
 
 use dtrace_consumer::dcompile::DCompiler;
 use dtrace_consumer::fwtracer::FrameworkTracer;
-use dtrace_consumer::handle::{Compiler, Tracer};
+use dtrace_consumer::handle::{Compiler, NoTracer, Tracer};
 use dtrace_framework::FiringContext;
 
 /// The D compiler.
 pub fn compiler() -> Option<Box<dyn Compiler>> {
-    Some(Box::new(DCompiler))
+    Some(Box::new(DCompiler::default()))
 }
 
 /// The tracer (framework plus providers), over every CPU of the machine.
 pub fn tracer() -> Box<dyn Tracer> {
-    let ncpus = std::thread::available_parallelism()
-        .map(|n| n.get() as u32)
+    let linux = dtrace_linux::LinuxTracing::load().ok();
+    let ncpus = dtrace_linux::provider::framework_ncpus()
+        .ok()
+        .or_else(|| {
+            std::thread::available_parallelism()
+                .ok()
+                .map(|n| n.get() as u32)
+        })
         .unwrap_or(1);
     let mut t = FrameworkTracer::new(ncpus);
     t.framework().set_consumer_context(consumer_context());
-    Box::new(t)
+    match linux {
+        Some(l) => match crate::kernel::KernelTracer::new(t, l) {
+            Ok(k) => Box::new(k),
+            Err(e) => Box::new(NoTracer(format!("kernel providers: {e}"))),
+        },
+        None => Box::new(t),
+    }
 }
 
 /// The context BEGIN and END fire in: this process, as in DTrace.

@@ -5,7 +5,9 @@
 
 mod args;
 mod backend;
+mod kernel;
 mod output;
+mod procs;
 mod signals;
 mod usage;
 
@@ -113,8 +115,24 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
     if cfg.list {
         return list(&mut h, &cfg);
     }
-    if !cfg.commands.is_empty() || !cfg.pids.is_empty() {
-        return fatal("-c/-p: not yet supported: process control");
+    // Create and grab the processes before compiling, so `$target` is known (the first one's pid,
+    // as in DTrace).
+    let mut procs = procs::Procs::default();
+    let mut pids = Vec::new();
+    for cmd in &cfg.commands {
+        match procs.create(cmd) {
+            Ok(pid) => pids.push(pid),
+            Err(e) => return fatal(&e),
+        }
+    }
+    for arg in &cfg.pids {
+        match procs.grab(arg) {
+            Ok(pid) => pids.push(pid),
+            Err(e) => return fatal(&e),
+        }
+    }
+    if let Some(pid) = pids.first() {
+        h.set_macro("target", &pid.to_string());
     }
     let flags = CompileFlags {
         zero_defs: cfg.zdefs,
@@ -218,6 +236,9 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
     if let Err(e) = h.go() {
         return fatal(&format!("dtrace_go(): {e}"));
     }
+    if let Err(e) = procs.release() {
+        return fatal(&e);
+    }
     let quiet = cfg.quiet || h.decoder.options.is_set("quiet");
     let flowindent = cfg.flowindent || h.decoder.options.is_set("flowindent");
     let mut printer = DefaultOutput {
@@ -234,7 +255,14 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
             let _ = w.write_all(b"\n");
             newline_done = true;
         }
-        if signals::interrupted() && !h.stopped() {
+        procs.poll();
+        for n in procs.take_notices() {
+            if !quiet {
+                eprintln!("dtrace: {n}");
+            }
+        }
+        let all_exited = !procs.is_empty() && procs.live() == 0;
+        if (signals::interrupted() || all_exited) && !h.stopped() {
             if let Err(e) = h.stop() {
                 return fatal(&format!("couldn't stop tracing: {e}"));
             }
@@ -255,7 +283,7 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
         // Wait until the next rate is due, running the tracer's timers and waking for signals.
         loop {
             let rate = h.time_to_next_rate();
-            if rate.is_zero() || signals::interrupted() {
+            if rate.is_zero() || signals::interrupted() || procs.poll() {
                 break;
             }
             std::thread::sleep(h.time_to_next().min(rate).min(Duration::from_millis(5)));
@@ -305,7 +333,11 @@ fn list(h: &mut Handle, cfg: &args::Config) -> ExitCode {
             Err(e) => return fatal(&format!("failed to list probes: {e}")),
         }
     }
-    print!("{text}");
+    // A closed pipe (`dtrace -l | head`) ends the listing quietly.
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout
+        .write_all(text.as_bytes())
+        .and_then(|_| stdout.flush());
     ExitCode::SUCCESS
 }
 

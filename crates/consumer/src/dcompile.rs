@@ -11,9 +11,47 @@ use crate::handle::{CompileFlags, Compiler, ProbeSpec};
 use crate::listing::str2desc;
 use crate::options::Options;
 
-/// The D compiler.
+/// The D compiler, with the named macro variables set on the handle (`$target`...).
 #[derive(Debug, Default)]
-pub struct DCompiler;
+pub struct DCompiler {
+    /// Macro variables set through [`Compiler::set_macro`], overriding the defaults of
+    /// [`default_macros`].
+    pub macros: Vec<(String, String)>,
+}
+
+/// The named macro variables DTrace defines for every compilation, from this process's ids:
+/// `$pid`, `$ppid`, `$uid`, `$gid`, `$euid`, `$egid`, `$pgid`, `$sid`, `$projid` and `$taskid`
+/// (0 on Linux), and `$target` (0 until a process is created or grabbed).
+pub fn default_macros() -> Vec<(String, String)> {
+    // SAFETY: these calls only read the calling process's own ids.
+    let (ppid, uid, gid, euid, egid, pgid, sid) = unsafe {
+        (
+            libc::getppid(),
+            libc::getuid(),
+            libc::getgid(),
+            libc::geteuid(),
+            libc::getegid(),
+            libc::getpgid(0),
+            libc::getsid(0),
+        )
+    };
+    [
+        ("egid", egid as i64),
+        ("euid", euid as i64),
+        ("gid", gid as i64),
+        ("pgid", pgid as i64),
+        ("pid", std::process::id() as i64),
+        ("ppid", ppid as i64),
+        ("projid", 0),
+        ("sid", sid as i64),
+        ("target", 0),
+        ("taskid", 0),
+        ("uid", uid as i64),
+    ]
+    .into_iter()
+    .map(|(n, v)| (n.to_string(), v.to_string()))
+    .collect()
+}
 
 fn num(o: &Options, name: &str, default: u32) -> u32 {
     let v = o.value(name);
@@ -75,6 +113,14 @@ impl Compiler for DCompiler {
             },
             ..CompileOptions::default()
         };
+        let mut macros = default_macros();
+        for (n, v) in &self.macros {
+            match macros.iter_mut().find(|(k, _)| k == n) {
+                Some(slot) => slot.1 = v.clone(),
+                None => macros.push((n.clone(), v.clone())),
+            }
+        }
+        c.macros = macros;
         if let Some(p) = o.string("cpppath") {
             c.cpp_path = p.to_string();
         }
@@ -89,6 +135,13 @@ impl Compiler for DCompiler {
         })?;
         give_printf_a_record(&mut prog);
         Ok(prog)
+    }
+
+    fn set_macro(&mut self, name: &str, value: &str) {
+        match self.macros.iter_mut().find(|(k, _)| k == name) {
+            Some(slot) => slot.1 = value.to_string(),
+            None => self.macros.push((name.to_string(), value.to_string())),
+        }
     }
 }
 
@@ -116,4 +169,39 @@ pub fn give_printf_a_record(prog: &mut Program) {
 /// The `-S` listing of a compiled program (its DIF, disassembled).
 pub fn listing(p: &Program) -> String {
     dtrace_compiler::listing::listing(p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn named_macros_default_and_set() {
+        let m = default_macros();
+        let get = |n: &str| m.iter().find(|(k, _)| k == n).map(|(_, v)| v.clone());
+        assert_eq!(get("pid"), Some(std::process::id().to_string()));
+        assert_eq!(get("target").as_deref(), Some("0"));
+        let mut c = DCompiler::default();
+        let o = Options::default();
+        let flags = CompileFlags::default();
+        // $target is 0 until set; then the set value is used.
+        let p = c.compile("BEGIN { trace($target); }", ProbeSpec::Name, flags, &[], &o);
+        assert!(p.is_ok(), "{p:?}");
+        c.set_macro("target", "4321");
+        c.set_macro("target", "1234");
+        assert_eq!(c.macros, vec![("target".to_string(), "1234".to_string())]);
+        let p = c.compile(
+            "BEGIN { trace($target + $uid); }",
+            ProbeSpec::Name,
+            flags,
+            &[],
+            &o,
+        );
+        assert!(p.is_ok(), "{p:?}");
+        let e = c.compile("BEGIN { trace($nosuch); }", ProbeSpec::Name, flags, &[], &o);
+        assert!(e
+            .unwrap_err()
+            .to_string()
+            .contains("$nosuch is not defined"));
+    }
 }

@@ -56,6 +56,12 @@ pub trait Compiler {
         argv: &[String],
         options: &crate::options::Options,
     ) -> Result<Program>;
+
+    /// Defines the named macro variable `$name` (e.g. `target` once `-c`/`-p` made a process) for
+    /// the compilations that follow. Compilers without named macros ignore it.
+    fn set_macro(&mut self, name: &str, value: &str) {
+        let _ = (name, value);
+    }
 }
 
 /// What enabling a program produced (`dtrace_proginfo_t` plus the descriptions the consumer needs).
@@ -259,6 +265,14 @@ impl Handle {
             Ok(p)
         });
         self.record(r)
+    }
+
+    /// Sets the named macro variable `$name` for later compilations (`dtrace_proc_create` and
+    /// `dtrace_proc_grab` set `$target` this way).
+    pub fn set_macro(&mut self, name: &str, value: &str) {
+        if let Some(c) = self.compiler.as_mut() {
+            c.set_macro(name, value);
+        }
     }
 
     /// `dtrace_program_fcompile`.

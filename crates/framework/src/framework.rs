@@ -279,7 +279,8 @@ impl Framework {
         }
     }
 
-    /// Sets the context `dtrace:::BEGIN` and `dtrace:::END` fire in: in DTrace they fire in the consumer
+    /// Sets the context `dtrace:::BEGIN`, `dtrace:::END` and the timer probes (tick-N, profile-N, run
+    /// on the consumer's timer thread) fire in: in DTrace BEGIN and END fire in the consumer
     /// process, so `pid`, `tid`, `execname`... are the consumer's (the CLI fills them in).
     pub fn set_consumer_context(&mut self, ctx: FiringContext) {
         self.consumer_ctx = ctx;
@@ -639,8 +640,12 @@ impl Framework {
         ctx: &FiringContext,
         mem: &mut dyn Memory,
     ) {
+        // After exit() the session drains, as DTrace's DRAINING state: nothing but END fires (so a
+        // batch of due timer firings stops at the one that called exit()).
+        let draining = self.status.exit_status.is_some();
         let active = match self.activity {
-            Activity::Active => probe != END || self.firing_end,
+            Activity::Active if probe == END => self.firing_end,
+            Activity::Active => !draining,
             _ => false,
         };
         if !active || cpu >= self.ncpus || self.options.cpu.is_some_and(|c| c != cpu) {
@@ -678,11 +683,11 @@ impl Framework {
         }
         let mut due = Vec::new();
         self.registry.poll(now, self.ncpus, &mut due);
+        // Timer probes fire on the consumer's timer thread, so the context they see is the
+        // consumer's own (as a tick in DTrace sees whatever ran on the CPU).
+        let mut ctx = self.consumer_ctx.clone();
         for (probe, cpu, at) in due {
-            let ctx = FiringContext {
-                timestamp: Some(at),
-                ..FiringContext::default()
-            };
+            ctx.timestamp = Some(at);
             self.fire(probe, cpu, &ctx);
             n += 1;
         }

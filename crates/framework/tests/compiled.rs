@@ -245,3 +245,24 @@ fn if_else_and_strings() {
         b"tick-1\0"
     );
 }
+
+#[test]
+fn after_exit_nothing_but_end_fires() {
+    // Three ticks fire; the first calls exit(), so the other two are not traced (DTrace's DRAINING
+    // state), and END still fires at stop.
+    let (mut fw, data, _) = run(r#"
+        profile:::tick-1 { trace(arg0); exit(3); }
+        END { trace((uint64_t)99); }
+    "#);
+    let recs = records(&fw, &data);
+    let values: Vec<u64> = recs
+        .iter()
+        .map(|(e, b)| {
+            let d = fw.eprobe(*e).unwrap();
+            let r = d.recs.iter().find(|r| r.size == 8).unwrap();
+            u64_at(b, r.offset as usize)
+        })
+        .collect();
+    assert_eq!(values, vec![0, 99]);
+    assert_eq!(fw.status().exit_status, Some(3));
+}

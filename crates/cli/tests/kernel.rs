@@ -1,0 +1,92 @@
+//! `dtrace` with the kernel providers (root, BPF and tracefs; skipped otherwise): syscall probes
+//! counted for a `-c` command, the kernel's probes in `dtrace -l`, and a kernel-probe predicate on
+//! `$target` that sees only the target.
+
+use std::process::Command;
+
+fn kernel_ok(test: &str) -> bool {
+    dtrace_testkit::skip_unless(dtrace_testkit::is_root(), test, "needs root")
+        && dtrace_testkit::skip_unless(dtrace_linux::bpf_available(), test, "bpf(2) unavailable")
+        && dtrace_testkit::skip_unless(
+            dtrace_linux::tracefs::ensure_tracefs().is_ok(),
+            test,
+            "no tracefs",
+        )
+}
+
+fn dtrace(args: &[&str]) -> (i32, String, String) {
+    let o = Command::new(env!("CARGO_BIN_EXE_dtrace"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn syscall_writes_of_the_target_are_counted() {
+    if !kernel_ok("syscall_writes_of_the_target_are_counted") {
+        return;
+    }
+    for n in [1, 37] {
+        let cmd = format!("dd if=/dev/zero of=/dev/null bs=1 count={n} status=none");
+        let (rc, out, err) = dtrace(&[
+            "-n",
+            "syscall::write:entry /pid == $target/ { @ = count(); }",
+            "-c",
+            &cmd,
+        ]);
+        assert_eq!(rc, 0, "{err}");
+        assert_eq!(out, format!("\n{n:>17}\n"));
+        let lines: Vec<&str> = err.lines().collect();
+        assert_eq!(
+            lines[0],
+            "dtrace: description 'syscall::write:entry ' matched 1 probe"
+        );
+        assert!(
+            lines[1].starts_with("dtrace: pid ") && lines[1].ends_with(" has exited"),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn execname_and_probefunc_of_kernel_probes() {
+    if !kernel_ok("execname_and_probefunc_of_kernel_probes") {
+        return;
+    }
+    let (rc, out, err) = dtrace(&[
+        "-qn",
+        "syscall::write:entry /pid == $target/ { printf(\"%s %s %s %d\\n\", execname, probeprov, probefunc, arg2); }",
+        "-c",
+        "dd if=/dev/zero of=/dev/null bs=3 count=2 status=none",
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    assert_eq!(out, "dd syscall write 3\ndd syscall write 3\n\n");
+}
+
+#[test]
+fn listing_shows_kernel_probes() {
+    if !kernel_ok("listing_shows_kernel_probes") {
+        return;
+    }
+    let (rc, out, err) = dtrace(&["-l", "-n", "syscall::write:"]);
+    assert_eq!(rc, 0, "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 3, "{out}");
+    assert!(lines[1].ends_with("syscall           vmlinux                             write entry"));
+    assert!(
+        lines[2].ends_with("syscall           vmlinux                             write return")
+    );
+    let (rc, out, _) = dtrace(&["-l"]);
+    assert_eq!(rc, 0);
+    for p in ["syscall", "proc", "sched"] {
+        assert!(
+            out.lines().any(|l| l.split_whitespace().nth(1) == Some(p)),
+            "provider {p} not listed"
+        );
+    }
+}
