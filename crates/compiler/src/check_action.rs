@@ -179,6 +179,34 @@ impl<'o> Checker<'o> {
         Ok(t.as_const().map(|v| (v as i64, t)))
     }
 
+    /// The value of an argument that must be an integer constant, or the error `tag` with `msg`.
+    fn required_const(
+        &mut self,
+        a: &Expr,
+        tag: ErrTag,
+        line: u32,
+        msg: impl Into<String>,
+    ) -> CResult<i64> {
+        match self.const_arg(a)? {
+            Some((v, _)) => Ok(v),
+            None => err(tag, line, msg),
+        }
+    }
+
+    /// The value of an argument that must be a positive integer constant, or the error `tag` with `msg`.
+    fn positive_const(
+        &mut self,
+        a: &Expr,
+        tag: ErrTag,
+        line: u32,
+        msg: impl Into<String>,
+    ) -> CResult<u64> {
+        match self.const_arg(a)? {
+            Some((v, _)) if v > 0 => Ok(v as u64),
+            _ => err(tag, line, msg),
+        }
+    }
+
     /// A plan recording one value: a D expression, or a record function (`sym()`, `stack()`...).
     fn value_plan(&mut self, a: &Expr) -> CResult<Plan> {
         if let ExprKind::Call(n, args) = &a.kind {
@@ -588,16 +616,7 @@ impl<'o> Checker<'o> {
                         format!("tracemem( ) argument #1 is incompatible with prototype:\n\tprototype: pointer or integer\n\t argument: {}", self.tname(addr.ty)),
                     );
                 }
-                let size = match self.const_arg(&args[1])? {
-                    Some((v, _)) if v > 0 => v as u64,
-                    _ => {
-                        return err(
-                            ErrTag::D_TRACEMEM_SIZE,
-                            line,
-                            "tracemem( ) argument #2 must be a non-zero positive integral constant expression",
-                        )
-                    }
-                };
+                let size = self.positive_const(&args[1], ErrTag::D_TRACEMEM_SIZE, line, "tracemem( ) argument #2 must be a non-zero positive integral constant expression")?;
                 let mut p = Plan::new(
                     if args.len() == 3 {
                         ActionKind::TracememDynsize
@@ -627,16 +646,12 @@ impl<'o> Checker<'o> {
                 })?;
                 let frames = match args.first() {
                     None => self.opts.stackframes as u64,
-                    Some(a) => match self.const_arg(a)? {
-                        Some((v, _)) if v > 0 => v as u64,
-                        _ => {
-                            return err(
-                                ErrTag::D_STACK_SIZE,
-                                line,
-                                "stack( ) size must be a non-zero positive integer constant",
-                            )
-                        }
-                    },
+                    Some(a) => self.positive_const(
+                        a,
+                        ErrTag::D_STACK_SIZE,
+                        line,
+                        "stack( ) size must be a non-zero positive integer constant",
+                    )?,
                 };
                 let mut p = Plan::new(ActionKind::Stack, None);
                 p.arg = frames;
@@ -657,33 +672,21 @@ impl<'o> Checker<'o> {
                 };
                 let frames = match args.first() {
                     None => df,
-                    Some(a) => match self.const_arg(a)? {
-                        Some((v, _)) if v > 0 => v as u64,
-                        _ => {
-                            return err(
-                                ErrTag::D_USTACK_FRAMES,
-                                line,
-                                format!(
-                                "{n}( ) argument #1 must be a non-zero positive integer constant"
-                            ),
-                            )
-                        }
-                    },
+                    Some(a) => self.positive_const(
+                        a,
+                        ErrTag::D_USTACK_FRAMES,
+                        line,
+                        format!("{n}( ) argument #1 must be a non-zero positive integer constant"),
+                    )?,
                 };
                 let strsize = match args.get(1) {
                     None => ds,
-                    Some(a) => match self.const_arg(a)? {
-                        Some((v, _)) if v > 0 => v as u64,
-                        _ => {
-                            return err(
-                                ErrTag::D_USTACK_STRSIZE,
-                                line,
-                                format!(
-                                "{n}( ) argument #2 must be a non-zero positive integer constant"
-                            ),
-                            )
-                        }
-                    },
+                    Some(a) => self.positive_const(
+                        a,
+                        ErrTag::D_USTACK_STRSIZE,
+                        line,
+                        format!("{n}( ) argument #2 must be a non-zero positive integer constant"),
+                    )?,
                 };
                 let mut p = Plan::new(
                     if n == "ustack" {
@@ -979,16 +982,12 @@ impl<'o> Checker<'o> {
     }
 
     fn lquantize_params(&mut self, a: &[Expr], line: u32) -> CResult<u64> {
-        let base = match self.const_arg(&a[0])? {
-            Some((v, _)) => v,
-            None => {
-                return err(
-                    ErrTag::D_LQUANT_BASETYPE,
-                    line,
-                    "lquantize( ) argument #2 must be a constant integer",
-                )
-            }
-        };
+        let base = self.required_const(
+            &a[0],
+            ErrTag::D_LQUANT_BASETYPE,
+            line,
+            "lquantize( ) argument #2 must be a constant integer",
+        )?;
         if base < i32::MIN as i64 || base > i32::MAX as i64 {
             return err(
                 ErrTag::D_LQUANT_BASEVAL,
@@ -996,16 +995,12 @@ impl<'o> Checker<'o> {
                 "lquantize( ) argument #2 must be a 32-bit quantity",
             );
         }
-        let limit = match self.const_arg(&a[1])? {
-            Some((v, _)) => v,
-            None => {
-                return err(
-                    ErrTag::D_LQUANT_LIMTYPE,
-                    line,
-                    "lquantize( ) argument #3 must be a constant integer",
-                )
-            }
-        };
+        let limit = self.required_const(
+            &a[1],
+            ErrTag::D_LQUANT_LIMTYPE,
+            line,
+            "lquantize( ) argument #3 must be a constant integer",
+        )?;
         if limit < i32::MIN as i64 || limit > i32::MAX as i64 {
             return err(
                 ErrTag::D_LQUANT_LIMVAL,
@@ -1022,16 +1017,12 @@ impl<'o> Checker<'o> {
         }
         let step = match a.get(2) {
             None => 1,
-            Some(s) => match self.const_arg(s)? {
-                Some((v, _)) => v,
-                None => {
-                    return err(
-                        ErrTag::D_LQUANT_STEPTYPE,
-                        line,
-                        "lquantize( ) argument #4 must be a constant integer",
-                    )
-                }
-            },
+            Some(s) => self.required_const(
+                s,
+                ErrTag::D_LQUANT_STEPTYPE,
+                line,
+                "lquantize( ) argument #4 must be a constant integer",
+            )?,
         };
         if step <= 0 || step > u16::MAX as i64 {
             return err(
@@ -1072,20 +1063,16 @@ impl<'o> Checker<'o> {
             (ErrTag::D_LLQUANT_NSTEPTYPE, "linear steps per magnitude"),
         ];
         for i in 0..4 {
-            match self.const_arg(&a[i])? {
-                Some((x, _)) => v[i] = x,
-                None => {
-                    return err(
-                        tags[i].0,
-                        line,
-                        format!(
-                            "llquantize( ) argument #{} ({}) must be a constant integer",
-                            i + 2,
-                            tags[i].1
-                        ),
-                    )
-                }
-            }
+            v[i] = self.required_const(
+                &a[i],
+                tags[i].0,
+                line,
+                format!(
+                    "llquantize( ) argument #{} ({}) must be a constant integer",
+                    i + 2,
+                    tags[i].1
+                ),
+            )?;
         }
         let [factor, low, high, nsteps] = v;
         if !(2..=u16::MAX as i64).contains(&factor) {
