@@ -12,16 +12,7 @@ const SEEDS: &[&str] = &[
     "typedef unsigned long u_t; self u_t v[string]; BEGIN { self->v[\"a\"]++; trace(self->v[\"a\"] ? 1 : 2); }",
 ];
 
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
+use dtrace_testkit::XorShift as Rng;
 
 const TOKENS: &[&str] = &[
     "(",

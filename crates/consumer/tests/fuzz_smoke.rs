@@ -3,15 +3,7 @@
 
 use dtrace_consumer::fuzz_entry::{consume_bytes, format_bytes};
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
+use dtrace_testkit::XorShift as Rng;
 
 fn seeds() -> Vec<Vec<u8>> {
     let mut s = vec![

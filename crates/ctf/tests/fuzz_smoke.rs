@@ -5,18 +5,7 @@ mod common;
 
 use dtrace_ctf::*;
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
+use dtrace_testkit::XorShift as Rng;
 
 fn mutate(rng: &mut Rng, seed: &[u8]) -> Vec<u8> {
     let mut d = seed.to_vec();

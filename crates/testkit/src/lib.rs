@@ -63,3 +63,38 @@ mod tests {
         assert!(!have_program("no-such-program-dtrace-testkit"));
     }
 }
+
+/// The deterministic pseudo-random generator (xorshift64) the fuzz smokes of every crate draw from, so a
+/// smoke run is the same inputs every time. The seed must be non-zero.
+#[derive(Debug, Clone)]
+pub struct XorShift(pub u64);
+
+impl XorShift {
+    /// The next 64 pseudo-random bits.
+    #[allow(clippy::should_implement_trait)]
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    /// A number below `n` (0 when `n` is 0).
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+#[cfg(test)]
+mod xorshift_tests {
+    use super::XorShift;
+
+    #[test]
+    fn sequence_is_xorshift64_and_below_stays_below() {
+        let mut r = XorShift(1);
+        assert_eq!(r.next(), 0x4082_2041);
+        let mut r = XorShift(7);
+        assert!((0..1000).all(|_| r.below(5) < 5));
+        assert_eq!(r.below(0), 0);
+    }
+}
