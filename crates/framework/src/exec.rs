@@ -107,6 +107,39 @@ fn store_stack(dst: &mut [u8], pcs: &[u64]) {
     }
 }
 
+/// Writes the record of an action whose data comes from the probe context rather than (only) its
+/// DIF value: `stack()` (kernel pcs), `ustack()`/`jstack()` (pid, then user pcs, then zeroed string
+/// space) and `usym()`/`umod()`/`uaddr()` (pid, then the address). The same bytes serve as a trace
+/// record and as an aggregation key. Returns `false` for any other action.
+fn store_context_record(
+    kind: ActionKind,
+    arg: u64,
+    ctx: &FiringContext,
+    val: u64,
+    dst: &mut [u8],
+) -> bool {
+    match kind {
+        ActionKind::Stack => store_stack(dst, &ctx.kstack),
+        ActionKind::Ustack | ActionKind::Jstack => {
+            let frames = (arg & 0xffff_ffff) as usize;
+            let n = 8.min(dst.len());
+            dst[..n].copy_from_slice(&ctx.pid.to_ne_bytes()[..n]);
+            let end = frames.saturating_mul(8).saturating_add(8).min(dst.len());
+            store_stack(&mut dst[n..end], &ctx.ustack);
+            dst[end..].fill(0);
+        }
+        ActionKind::Usym | ActionKind::Umod | ActionKind::Uaddr => {
+            let n = dst.len().min(16);
+            store_int(dst, 0, n.min(8), ctx.pid);
+            if n == 16 {
+                store_int(dst, 8, 8, val);
+            }
+        }
+        _ => return false,
+    }
+    true
+}
+
 impl Framework {
     /// Runs every ECB of `probe` for one firing.
     pub(crate) fn run_probe(
@@ -364,7 +397,9 @@ impl Framework {
             st.key[st.key_end.min(start)..start].fill(0);
             let dst = &mut st.key[start..start + size];
             st.key_end = start + size;
-            if let Some(o) = obj {
+            if store_context_record(kind, rec.arg, st.ctx, val, dst) {
+                // Stacks and user symbols key by their whole record.
+            } else if let Some(o) = obj {
                 let n = store_value(self.machine(), o, st.mem, val, dst, !l.key_last)?;
                 if l.key_last {
                     st.key_end = start + n;
@@ -430,25 +465,14 @@ impl Framework {
                     self.status.exit_status = Some(val as i32);
                 }
             }
-            ActionKind::Stack => {
+            ActionKind::Stack
+            | ActionKind::Ustack
+            | ActionKind::Jstack
+            | ActionKind::Usym
+            | ActionKind::Umod
+            | ActionKind::Uaddr => {
                 if let Some(r) = range {
-                    store_stack(&mut st.record[r], &ctx.kstack);
-                }
-            }
-            ActionKind::Ustack | ActionKind::Jstack => {
-                if let Some(r) = range {
-                    let frames = (rec.arg & 0xffff_ffff) as usize;
-                    let b = &mut st.record[r];
-                    b[..8].copy_from_slice(&ctx.pid.to_ne_bytes());
-                    let end = (8 + frames * 8).min(b.len());
-                    store_stack(&mut b[8..end], &ctx.ustack);
-                    b[end..].fill(0);
-                }
-            }
-            ActionKind::Usym | ActionKind::Umod | ActionKind::Uaddr => {
-                if let Some(r) = range {
-                    store_int(st.record, r.start, 8, ctx.pid);
-                    store_int(st.record, r.start + 8, 8, val);
+                    store_context_record(kind, rec.arg, ctx, val, &mut st.record[r]);
                 }
             }
             ActionKind::Tracemem | ActionKind::TracememDynsize => {

@@ -321,6 +321,16 @@ impl Framework {
         Ok(())
     }
 
+    /// Makes enabled `profile` probes fire from `driver` (perf events) instead of the framework's
+    /// timers. Call before enabling any profile probe.
+    pub fn set_profile_driver(
+        &mut self,
+        driver: Box<dyn crate::providers::profile::ProfileDriver>,
+    ) {
+        self.registry
+            .replace(Box::new(ProfileProvider::with_driver(driver)));
+    }
+
     /// Registers a provider; it creates its standing probes now.
     pub fn register_provider(&mut self, p: Box<dyn Provider>) -> Result<(), FrameworkError> {
         self.registry.register(p)?;

@@ -221,6 +221,24 @@ fn action_size(i: usize, a: &ActionDesc, opts: &Options) -> Result<(u64, u64), L
     })
 }
 
+/// Whether an action may be an aggregation key: a D expression, or a stack or symbol record
+/// (`@[stack()]`, `@[ustack()]`, `@[sym(arg0)]`, `@[usym(arg1)]`...), as in DTrace.
+fn is_key_kind(kind: ActionKind) -> bool {
+    use ActionKind as K;
+    matches!(
+        kind,
+        K::DifExpr
+            | K::Stack
+            | K::Ustack
+            | K::Jstack
+            | K::Sym
+            | K::Mod
+            | K::Usym
+            | K::Umod
+            | K::Uaddr
+    )
+}
+
 /// Lays out one ECB's actions under `opts`.
 pub fn layout_ecb(ecb: &EcbDesc, opts: &Options) -> Result<EcbLayout, LayoutError> {
     let acts = &ecb.actions;
@@ -234,7 +252,7 @@ pub fn layout_ecb(ecb: &EcbDesc, opts: &Options) -> Result<EcbLayout, LayoutErro
                 return Err(LayoutError::BadTuple(i + 1));
             }
             for j in i - k..i {
-                if acts[j].kind != ActionKind::DifExpr || in_tuple[j] {
+                if !is_key_kind(acts[j].kind) || in_tuple[j] {
                     return Err(LayoutError::BadTuple(i + 1));
                 }
                 in_tuple[j] = true;

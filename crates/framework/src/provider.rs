@@ -220,6 +220,28 @@ impl ProbeRegistry {
         Ok(idx)
     }
 
+    /// Puts `provider` in the place of the registered provider of the same name (registering it
+    /// when there is none): the probes already created keep their ids and now belong to it.
+    pub fn replace(&mut self, provider: Box<dyn Provider>) -> usize {
+        match self
+            .providers
+            .iter()
+            .position(|p| p.name() == provider.name())
+        {
+            Some(idx) => {
+                self.providers[idx] = provider;
+                self.provide(idx, None);
+                idx
+            }
+            None => {
+                self.providers.push(provider);
+                let idx = self.providers.len() - 1;
+                self.provide(idx, None);
+                idx
+            }
+        }
+    }
+
     fn provide(&mut self, idx: usize, desc: Option<&ProbeDesc>) {
         // Take the provider out while it writes into the registry.
         let mut p = std::mem::replace(&mut self.providers[idx], Box::new(NullProvider));

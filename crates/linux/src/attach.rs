@@ -57,6 +57,22 @@ fn perf_event_open(typ: u32, config: u64, period: u64, cpu: i32, what: &str) -> 
     Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
 }
 
+/// Whether a cpu-clock perf event can be opened on the first online CPU (it is closed at once).
+pub fn cpu_clock_available() -> bool {
+    let cpu = crate::bpf::map::online_cpus()
+        .ok()
+        .and_then(|c| c.first().copied())
+        .unwrap_or(0);
+    perf_event_open(
+        PERF_TYPE_SOFTWARE,
+        PERF_COUNT_SW_CPU_CLOCK,
+        1_000_000_000,
+        cpu as i32,
+        "cpu-clock",
+    )
+    .is_ok()
+}
+
 fn ioctl(fd: &OwnedFd, req: u64, arg: libc::c_ulong, what: &str) -> Result<()> {
     // SAFETY: perf ioctls on a perf descriptor with an integer argument.
     if unsafe { libc::ioctl(fd.as_raw_fd(), req as _, arg) } < 0 {

@@ -151,7 +151,7 @@ fn proc_text_parsers_survive_mutations() {
         let _ = dtrace_linux::bpf::map::parse_cpu_list(&text);
         let d = dtrace_linux::ProbeDesc::parse(&text);
         let _ = dtrace_linux::catalog::glob::matches(&d.name, &d.function);
-        let _ = dtrace_linux::catalog::profile::parse_rate(&text);
+        let _ = dtrace_linux::catalog::profile::probe(&text);
     }
 }
 

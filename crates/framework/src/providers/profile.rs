@@ -3,8 +3,12 @@
 //! `s`, `sec`, `m`, `min`, `h`, `hour`, `d`, `day`, `hz`; a bare number is a frequency in hertz).
 //! Probes are created on demand when a description names them, plus DTrace's standing set
 //! (`profile-97` ... `profile-4999`, `tick-1` ... `tick-5000`). Intervals under 200us are refused, as
-//! DTrace does. Here the timers are polled: [`crate::Framework::poll`] fires every expiration that has
-//! passed (at most [`MAX_CATCHUP`] per probe per poll; the Linux provider will move this onto perf events).
+//! DTrace does. Probe names, units and the standing set live here, and so does the way probes fire
+//! when nothing better is available: timers polled by [`crate::Framework::poll`], which fires every
+//! expiration that has passed (at most [`MAX_CATCHUP`] per probe per poll) in the consumer's context.
+//! An OS layer that can interrupt the CPUs (the Linux provider, on perf events) installs a
+//! [`ProfileDriver`] with [`crate::Framework::set_profile_driver`]; enabled probes then fire from it,
+//! with the interrupted thread's context and program counters.
 
 use crate::options::{time_suffix, NANOSEC};
 use crate::provider::{
@@ -68,6 +72,22 @@ pub fn parse_probe_name(name: &str) -> Option<(ProfileKind, u64)> {
     Some((kind, interval))
 }
 
+/// Fires enabled profile probes from outside the framework (perf events on Linux). The provider
+/// keeps naming and parsing; the driver gets each probe with its kind and interval when it is
+/// enabled, and must deliver its firings itself (with the probe's id).
+pub trait ProfileDriver: Send {
+    /// Starts firing `probe` every `interval_ns` nanoseconds, on every CPU (`Profile`) or on one
+    /// (`Tick`).
+    fn start(
+        &mut self,
+        probe: &ProbeInfo,
+        kind: ProfileKind,
+        interval_ns: u64,
+    ) -> Result<(), ProviderError>;
+    /// Stops firing `probe`.
+    fn stop(&mut self, probe: &ProbeInfo);
+}
+
 #[derive(Debug, Clone)]
 struct Timer {
     kind: ProfileKind,
@@ -77,17 +97,36 @@ struct Timer {
 }
 
 /// The `profile` provider.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct ProfileProvider {
     timers: HashMap<u32, Timer>,
     /// The CPU `tick-N` probes fire on.
     pub tick_cpu: u32,
+    driver: Option<Box<dyn ProfileDriver>>,
+}
+
+impl std::fmt::Debug for ProfileProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProfileProvider")
+            .field("timers", &self.timers)
+            .field("tick_cpu", &self.tick_cpu)
+            .field("driver", &self.driver.is_some())
+            .finish()
+    }
 }
 
 impl ProfileProvider {
-    /// A provider whose tick probes fire on CPU 0.
+    /// A provider whose tick probes fire on CPU 0, from timers.
     pub fn new() -> ProfileProvider {
         ProfileProvider::default()
+    }
+
+    /// A provider whose enabled probes fire from `driver` instead of timers.
+    pub fn with_driver(driver: Box<dyn ProfileDriver>) -> ProfileProvider {
+        ProfileProvider {
+            driver: Some(driver),
+            ..ProfileProvider::default()
+        }
     }
 
     fn create(&mut self, sink: &mut ProbeSink<'_>, name: &str) {
@@ -139,20 +178,36 @@ impl Provider for ProfileProvider {
     }
 
     fn enable(&mut self, probe: &ProbeInfo) -> Result<(), ProviderError> {
-        match self.timers.get_mut(&probe.id) {
-            Some(t) => {
-                t.enabled = true;
-                t.next = None;
-                Ok(())
-            }
-            None => Err(ProviderError::Enable {
+        // Probes created by an earlier provider of this name (before a driver was installed) are
+        // known by their names alone.
+        let parsed = match self.timers.get(&probe.id) {
+            Some(t) => Some((t.kind, t.interval)),
+            None => parse_probe_name(&probe.name),
+        };
+        let Some((kind, interval)) = parsed else {
+            return Err(ProviderError::Enable {
                 probe: format!("profile:::{}", probe.name),
                 reason: "not a profile probe".into(),
-            }),
+            });
+        };
+        if let Some(d) = self.driver.as_mut() {
+            return d.start(probe, kind, interval);
         }
+        let t = self.timers.entry(probe.id).or_insert(Timer {
+            kind,
+            interval,
+            enabled: false,
+            next: None,
+        });
+        t.enabled = true;
+        t.next = None;
+        Ok(())
     }
 
     fn disable(&mut self, probe: &ProbeInfo) {
+        if let Some(d) = self.driver.as_mut() {
+            d.stop(probe);
+        }
         if let Some(t) = self.timers.get_mut(&probe.id) {
             t.enabled = false;
             t.next = None;

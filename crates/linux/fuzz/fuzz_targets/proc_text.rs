@@ -11,6 +11,6 @@ fuzz_target!(|data: &[u8]| {
         let _ = dtrace_linux::bpf::map::parse_cpu_list(text);
         let d = dtrace_linux::ProbeDesc::parse(text);
         let _ = dtrace_linux::catalog::glob::matches(&d.name, &d.function);
-        let _ = dtrace_linux::catalog::profile::parse_rate(text);
+        let _ = dtrace_linux::catalog::profile::probe(text);
     }
 });

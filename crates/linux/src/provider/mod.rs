@@ -6,11 +6,13 @@
 //! Use: build a [`LinuxTracing`], [`LinuxTracing::register`] it with the [`Framework`], call
 //! [`LinuxTracing::plan`] with each program before `Framework::enable`, then alternate
 //! [`LinuxTracing::pump`] and `Framework::poll` while tracing, and [`LinuxTracing::finish`] before
-//! `Framework::stop`. The framework keeps its own timer-driven `profile` provider, so the
-//! catalogue's `profile` probes are not registered here.
+//! `Framework::stop`. The framework's `profile` provider keeps naming its probes; `register` makes
+//! them fire from perf events of the same session ([`profile::PerfProfileDriver`]) when the kernel
+//! allows it, and leaves the framework's timers in charge otherwise.
 
 pub mod deliver;
 pub mod needs;
+pub mod profile;
 
 use crate::capture::spec::MAX_COPIES;
 use crate::capture::Identity;
@@ -198,12 +200,21 @@ impl LinuxTracing {
             .collect()
     }
 
-    /// Registers every provider with `fw`.
+    /// Registers every provider with `fw`, and drives its `profile` probes from perf events when
+    /// [`profile::perf_profile_available`].
     pub fn register(&self, fw: &mut Framework) -> std::result::Result<(), FrameworkError> {
         for p in self.providers() {
             fw.register_provider(p)?;
         }
+        if profile::perf_profile_available() {
+            self.drive_profile(fw);
+        }
         Ok(())
+    }
+
+    /// Makes `fw`'s `profile` probes fire from perf events of this session.
+    pub fn drive_profile(&self, fw: &mut Framework) {
+        fw.set_profile_driver(Box::new(profile::PerfProfileDriver::new(self.clone())));
     }
 
     /// Records what `program`'s clauses read, so the probes they enable capture it. Call before
