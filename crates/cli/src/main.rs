@@ -9,6 +9,7 @@ mod kernel;
 mod output;
 mod procs;
 mod signals;
+mod symbols;
 mod usage;
 
 use std::io::Write;
@@ -92,7 +93,9 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
         return ExitCode::from(E_USAGE);
     }
     signals::install();
-    let mut h = Handle::open(backend::tracer(), backend::compiler());
+    let (tracer, symbols) = backend::tracer();
+    let mut h = Handle::open(tracer, backend::compiler());
+    h.decoder.symbols = symbols;
     for (name, value) in args::env_options(std::env::vars()) {
         if let Err(e) = h.setopt(&name, value.as_deref()) {
             return fatal(&format!(

@@ -114,6 +114,38 @@ impl Aggregations {
             .map(|r| r.action)
     }
 
+    /// Merges one snapshot's records after normalizing their address-like keys through `syms`
+    /// ([`crate::symbols::normalize_key`]: every `sym()` address in one function is one key).
+    pub fn merge_symbolized(
+        &mut self,
+        records: &[AggRecord],
+        syms: &dyn crate::symbols::Symbolizer,
+    ) -> Result<()> {
+        let mut normalized: Option<Vec<AggRecord>> = None;
+        for (i, r) in records.iter().enumerate() {
+            let Some(desc) = self.descs.get(&r.aggid) else {
+                continue;
+            };
+            let keys = &desc.recs[..desc.recs.len().saturating_sub(1)];
+            for k in keys.iter().filter(|k| {
+                matches!(
+                    k.action,
+                    ActionKind::Sym | ActionKind::Mod | ActionKind::Usym | ActionKind::Umod
+                )
+            }) {
+                let recs = normalized.get_or_insert_with(|| records.to_vec());
+                let (off, size) = (k.offset as usize, k.size as usize);
+                if let Some(b) = off
+                    .checked_add(size)
+                    .and_then(|end| recs[i].key.get_mut(off..end))
+                {
+                    crate::symbols::normalize_key(syms, k.action, b);
+                }
+            }
+        }
+        self.merge(normalized.as_deref().unwrap_or(records))
+    }
+
     /// Merges one snapshot's records (from any number of CPUs).
     pub fn merge(&mut self, records: &[AggRecord]) -> Result<()> {
         for r in records {

@@ -470,10 +470,10 @@ impl Handle {
 
     /// `dtrace_aggregate_snap`.
     pub fn aggregate_snap(&mut self) -> Result<()> {
-        let r = self
-            .tracer
-            .aggregate_snapshot()
-            .and_then(|recs| self.decoder.aggs.merge(&recs));
+        let r = self.tracer.aggregate_snapshot().and_then(|recs| {
+            let d = &mut self.decoder;
+            d.aggs.merge_symbolized(&recs, d.symbols.as_ref())
+        });
         self.last_agg = Some(Instant::now());
         self.record(r)?;
         for (cpu, n) in self.tracer.take_aggregation_drops() {

@@ -21,6 +21,61 @@ pub trait Symbolizer {
     fn user(&self, _pid: u64, _addr: u64) -> Option<SymInfo> {
         None
     }
+    /// The lowest address of the kernel module holding `addr` (so `mod()` keys of one module
+    /// aggregate together).
+    fn kernel_object_base(&self, _addr: u64) -> Option<u64> {
+        None
+    }
+    /// The lowest address of the object holding user address `addr` of process `pid` (so `umod()`
+    /// keys of one object aggregate together).
+    fn user_object_base(&self, _pid: u64, _addr: u64) -> Option<u64> {
+        None
+    }
+}
+
+/// The value an address-like aggregation key is replaced with before keys are compared, as
+/// `dt_aggregate` does: `sym()`/`usym()` by the start of their symbol, `mod()`/`umod()` by the base
+/// of their object, so every address in one function (object) is one key. Other records, and
+/// addresses nothing is known about, are left alone.
+pub fn normalize_key(
+    syms: &dyn Symbolizer,
+    action: dtrace_dif::program::ActionKind,
+    rec: &mut [u8],
+) {
+    use dtrace_dif::program::ActionKind as K;
+    let word = |b: &[u8], i: usize| -> Option<u64> {
+        Some(u64::from_ne_bytes(
+            b.get(i * 8..i * 8 + 8)?.try_into().ok()?,
+        ))
+    };
+    let (slot, new) = match action {
+        K::Sym | K::Mod => {
+            let Some(pc) = word(rec, 0) else { return };
+            let new = if action == K::Sym {
+                syms.kernel(pc).and_then(|i| i.symbol).map(|(_, base)| base)
+            } else {
+                syms.kernel_object_base(pc)
+            };
+            (0, new)
+        }
+        K::Usym | K::Umod => {
+            let (Some(pid), Some(pc)) = (word(rec, 0), word(rec, 1)) else {
+                return;
+            };
+            let new = if action == K::Usym {
+                syms.user(pid, pc)
+                    .and_then(|i| i.symbol)
+                    .map(|(_, base)| base)
+            } else {
+                syms.user_object_base(pid, pc)
+            };
+            (1, new)
+        }
+        _ => return,
+    };
+    if let Some(v) = new {
+        rec[slot * 8..slot * 8 + 8].copy_from_slice(&v.to_ne_bytes());
+    }
 }
 
 /// A symbolizer that knows no symbols: every address prints in hex.
@@ -76,6 +131,53 @@ pub fn mod_to_string(info: Option<SymInfo>, addr: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    struct Fixed;
+    impl Symbolizer for Fixed {
+        fn kernel(&self, addr: u64) -> Option<SymInfo> {
+            (addr >= 0x1000).then(|| SymInfo {
+                object: "vmlinux".into(),
+                symbol: Some(("f".into(), addr & !0xff)),
+            })
+        }
+        fn user(&self, _pid: u64, addr: u64) -> Option<SymInfo> {
+            self.kernel(addr)
+        }
+        fn kernel_object_base(&self, _addr: u64) -> Option<u64> {
+            Some(0x1000)
+        }
+        fn user_object_base(&self, _pid: u64, _addr: u64) -> Option<u64> {
+            Some(0x2000)
+        }
+    }
+
+    #[test]
+    fn address_keys_normalize_to_their_symbol_or_object() {
+        use dtrace_dif::program::ActionKind as K;
+        let words = |w: &[u64]| w.iter().flat_map(|v| v.to_ne_bytes()).collect::<Vec<u8>>();
+        let mut k = words(&[0x1234]);
+        normalize_key(&Fixed, K::Sym, &mut k);
+        assert_eq!(k, words(&[0x1200]));
+        let mut k = words(&[0x1234]);
+        normalize_key(&Fixed, K::Mod, &mut k);
+        assert_eq!(k, words(&[0x1000]));
+        let mut k = words(&[7, 0x5678]);
+        normalize_key(&Fixed, K::Usym, &mut k);
+        assert_eq!(k, words(&[7, 0x5600]));
+        let mut k = words(&[7, 0x5678]);
+        normalize_key(&Fixed, K::Umod, &mut k);
+        assert_eq!(k, words(&[7, 0x2000]));
+        // Unknown addresses, other records and short records stay as they are.
+        let mut k = words(&[0x10]);
+        normalize_key(&Fixed, K::Sym, &mut k);
+        assert_eq!(k, words(&[0x10]));
+        let mut k = words(&[7, 0x5678]);
+        normalize_key(&Fixed, K::Uaddr, &mut k);
+        assert_eq!(k, words(&[7, 0x5678]));
+        let mut short = vec![1u8, 2, 3];
+        normalize_key(&Fixed, K::Usym, &mut short);
+        assert_eq!(short, vec![1, 2, 3]);
+    }
 
     #[test]
     fn spellings() {

@@ -180,8 +180,17 @@ impl LinuxTracing {
             (sh.active.clone(), sh.arg_copies.clone())
         };
         let mut n = 0;
+        let mut syms = self.lock_symbols();
         for ev in events.iter().filter(|e| active.contains(&e.tag)) {
             let (mut ctx, mem) = firing_of(ev, offset);
+            if ev.pid != 0 {
+                // Remember the process's mappings while it lives, for user symbols printed later.
+                syms.note_process_as(ev.pid, &ctx.execname);
+            }
+            if !ctx.kstack.is_empty() {
+                let skip = syms.kernel_symbols().tracing_prefix(&ctx.kstack);
+                ctx.kstack.drain(..skip);
+            }
             if let Some(map) = arg_copies.get(&ev.tag) {
                 set_copy_args(&mut ctx, ev, map);
             }

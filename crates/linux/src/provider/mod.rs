@@ -19,6 +19,7 @@ use crate::capture::Identity;
 use crate::catalog::{AttachPoint, Catalog, Probe};
 use crate::error::{LinuxError, Result};
 use crate::session::{Session, SessionOptions};
+use crate::symbols::Symbolizer;
 use dtrace_dif::program::{ProbeDesc as DifProbeDesc, Program};
 use dtrace_framework::provider::{
     ArgDesc, Attribute, DepClass, ProbeSink, ProviderAttributes, ProviderError, Stability,
@@ -146,6 +147,7 @@ fn string_args(probe: &Probe) -> Vec<usize> {
 #[derive(Clone)]
 pub struct LinuxTracing {
     shared: Arc<Mutex<Shared>>,
+    symbols: Arc<Mutex<Symbolizer>>,
 }
 
 impl LinuxTracing {
@@ -163,6 +165,7 @@ impl LinuxTracing {
                 arg_copies: HashMap::new(),
                 clock_offset: None,
             })),
+            symbols: Arc::new(Mutex::new(Symbolizer::new())),
         }
     }
 
@@ -172,6 +175,16 @@ impl LinuxTracing {
             Catalog::load()?,
             SessionOptions::default(),
         ))
+    }
+
+    /// The symbolizer that remembers the mappings of every process an event came from (noted at
+    /// delivery, while the process lives), for the consumer to print stacks and symbols with.
+    pub fn symbolizer(&self) -> Arc<Mutex<Symbolizer>> {
+        self.symbols.clone()
+    }
+
+    pub(crate) fn lock_symbols(&self) -> MutexGuard<'_, Symbolizer> {
+        self.symbols.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     pub(crate) fn lock(&self) -> MutexGuard<'_, Shared> {

@@ -19,6 +19,8 @@ pub struct KernelSym {
 #[derive(Clone, Debug, Default)]
 pub struct KernelSymbols {
     syms: Vec<KernelSym>,
+    /// Lowest symbol address of each module.
+    bases: std::collections::HashMap<String, u64>,
 }
 
 /// The most lines we read (the running kernel has a few hundred thousand).
@@ -70,7 +72,11 @@ impl KernelSymbols {
             });
         }
         syms.sort_by_key(|s| s.addr);
-        KernelSymbols { syms }
+        let mut bases = std::collections::HashMap::new();
+        for s in &syms {
+            bases.entry(s.module.clone()).or_insert(s.addr);
+        }
+        KernelSymbols { syms, bases }
     }
 
     /// Number of symbols.
@@ -90,15 +96,90 @@ impl KernelSymbols {
         Some((s, addr - s.addr))
     }
 
+    /// How many frames at the top of a kernel stack captured by a BPF program belong to the
+    /// tracing machinery (the BPF program itself, the BPF and perf glue, the tracepoint's
+    /// dispatch) rather than to the code that hit the probe. They are cut so the first frame shown
+    /// is the probed code, as DTrace shows it.
+    pub fn tracing_prefix(&self, pcs: &[u64]) -> usize {
+        pcs.iter()
+            .take_while(|&&pc| match self.lookup(pc) {
+                Some((s, _)) => is_tracing_symbol(&s.module, &s.name),
+                // BPF programs' JIT images are listed in kallsyms only with bpf_jit_kallsyms.
+                None => pc >= BPF_JIT_REGION,
+            })
+            .count()
+    }
+
+    /// The lowest symbol address of the module holding `addr`.
+    pub fn module_base(&self, addr: u64) -> Option<u64> {
+        let (s, _) = self.lookup(addr)?;
+        self.bases.get(&s.module).copied()
+    }
+
     /// The address of symbol `name`, if present.
     pub fn address_of(&self, name: &str) -> Option<u64> {
         self.syms.iter().find(|s| s.name == name).map(|s| s.addr)
     }
 }
 
+/// Start of the module and BPF JIT area on x86-64 (an unnamed address there is taken for a BPF
+/// program when it tops a stack).
+const BPF_JIT_REGION: u64 = 0xffff_ffff_a000_0000;
+
+/// Whether a kernel function belongs to the machinery that runs a BPF program at a probe.
+pub fn is_tracing_symbol(module: &str, name: &str) -> bool {
+    const PREFIXES: &[&str] = &[
+        "bpf_",
+        "__bpf_",
+        "___bpf_",
+        "trace_call_bpf",
+        "perf_trace_",
+        "perf_tp_",
+        "perf_syscall_",
+        "perf_swevent_",
+        "perf_event_",
+        "__perf_event_",
+        "perf_prepare_sample",
+        "__perf_",
+        "___perf_",
+        "trace_event_raw_event_",
+        "__traceiter_",
+        "__trace_",
+        "tracing_",
+        "__do_trace_",
+        "do_trace_",
+        "__probestub_",
+    ];
+    module == "bpf" || PREFIXES.iter().any(|p| name.starts_with(p))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tracing_frames_are_a_prefix() {
+        let k = KernelSymbols::parse(
+            "ffffffff81000000 T bpf_trace_run2\nffffffff81000100 t __bpf_trace_sys_enter\n\
+             ffffffff81000200 T syscall_trace_enter\nffffffff81000300 T do_syscall_64\n\
+             ffffffffc0100000 t bpf_prog_abc_dt\t[bpf]\n",
+        );
+        let pcs = [
+            0xffff_ffff_c010_0010,
+            0xffff_ffff_8100_0010,
+            0xffff_ffff_8100_0110,
+            0xffff_ffff_8100_0210,
+            0xffff_ffff_8100_0310,
+            0xffff_ffff_8100_0010,
+        ];
+        assert_eq!(k.tracing_prefix(&pcs), 3);
+        assert_eq!(k.tracing_prefix(&pcs[3..]), 0);
+        assert_eq!(k.tracing_prefix(&[]), 0);
+        // An unnamed address in the JIT area tops the stack: a BPF program.
+        assert_eq!(k.tracing_prefix(&[0xffff_ffff_c800_0000, pcs[3]]), 1);
+        assert!(is_tracing_symbol("vmlinux", "perf_trace_sched_switch"));
+        assert!(!is_tracing_symbol("vmlinux", "ksys_write"));
+    }
 
     #[test]
     fn parses_core_and_module_symbols_and_skips_junk() {
@@ -114,6 +195,9 @@ mod tests {
         );
         let (s, _) = k.lookup(0xffffffffc0001004).unwrap();
         assert_eq!(s.module, "ext4");
+        assert_eq!(k.module_base(0xffffffffc0001004), Some(0xffffffffc0001000));
+        assert_eq!(k.module_base(0xffffffff8100011c), Some(0xffffffff81000000));
+        assert_eq!(k.module_base(0x1000), None);
         assert!(k.lookup(0x1000).is_none());
     }
 }

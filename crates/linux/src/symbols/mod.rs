@@ -26,11 +26,49 @@ pub fn format_frame(module: Option<&str>, func: Option<(&str, u64)>, addr: u64) 
     }
 }
 
+/// A resolved address: the object holding it (kernel module, `vmlinux`, or the basename of the
+/// mapped file) and, when a symbol contains it, the symbol's name and start address.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Resolved {
+    /// Module or file basename.
+    pub object: String,
+    /// Symbol name and start address.
+    pub symbol: Option<(String, u64)>,
+}
+
+impl Resolved {
+    /// DTrace's spelling of `addr` as this resolution: `obj`sym+0xoff`, `obj`sym`, `obj`0xaddr`.
+    pub fn format(&self, addr: u64) -> String {
+        match &self.symbol {
+            Some((name, base)) => format_frame(
+                Some(&self.object),
+                Some((name, addr.wrapping_sub(*base))),
+                addr,
+            ),
+            None => format_frame(Some(&self.object), None, addr),
+        }
+    }
+}
+
+/// The most processes whose mappings are remembered at once (the oldest half is forgotten past it).
+pub const MAX_PROCESSES: usize = 1 << 15;
+
+/// The mappings of one process as first seen, with the `execname` it had then (a different one
+/// later means it has exec'd, and the mappings are read again).
+struct ProcessMaps {
+    comm: Option<String>,
+    maps: Vec<Mapping>,
+    /// Read again once since, for an address outside every mapping.
+    refreshed: bool,
+    seq: u64,
+}
+
 /// Resolves kernel and user addresses; caches process mappings and ELF tables.
 #[derive(Default)]
 pub struct Symbolizer {
     kernel: Option<KernelSymbols>,
-    maps: HashMap<u32, Vec<Mapping>>,
+    maps: HashMap<u32, ProcessMaps>,
+    seq: u64,
     files: HashMap<String, Option<Arc<ElfSymbols>>>,
     by_build_id: HashMap<Vec<u8>, String>,
     scanned: HashSet<String>,
@@ -51,23 +89,91 @@ impl Symbolizer {
         }
     }
 
-    /// Records the mappings of `pid` now (call at first sight of a process, while it is alive), and
-    /// reads the ELF tables of its executable mappings so later lookups need nothing from the process.
+    /// Records the mappings of `pid` now (call at first sight of a process, while it is alive), so
+    /// its addresses resolve after it has exited. The ELF files are read when first needed.
     pub fn note_process(&mut self, pid: u32) {
-        if self.maps.contains_key(&pid) {
+        if !self.maps.contains_key(&pid) {
+            self.read_process(pid, None);
+        }
+    }
+
+    /// Like [`Symbolizer::note_process`] for an event of `pid` whose thread was running `comm`:
+    /// the mappings are read again when the process has exec'd since they were read (a new
+    /// `execname`). Cheap when nothing changed (one lookup).
+    pub fn note_process_as(&mut self, pid: u32, comm: &str) {
+        match self.maps.get(&pid) {
+            Some(p) if p.comm.as_deref().is_none_or(|c| c == comm) => {}
+            _ => self.read_process(pid, Some(comm.to_string())),
+        }
+    }
+
+    fn read_process(&mut self, pid: u32, comm: Option<String>) {
+        let Ok(maps) = read_maps(pid) else {
             return;
+        };
+        if self.maps.len() >= MAX_PROCESSES && !self.maps.contains_key(&pid) {
+            self.forget_oldest();
         }
-        if let Ok(m) = read_maps(pid) {
-            for map in m.iter().filter(|m| m.exec && m.path.starts_with('/')) {
-                self.elf(&map.path);
-            }
-            self.maps.insert(pid, m);
-        }
+        self.seq += 1;
+        self.maps.insert(
+            pid,
+            ProcessMaps {
+                comm,
+                maps,
+                refreshed: false,
+                seq: self.seq,
+            },
+        );
+    }
+
+    fn forget_oldest(&mut self) {
+        let mut seqs: Vec<u64> = self.maps.values().map(|p| p.seq).collect();
+        seqs.sort_unstable();
+        let cut = seqs[seqs.len() / 2];
+        self.maps.retain(|_, p| p.seq > cut);
     }
 
     /// Forgets `pid`'s mappings (when the pid may be reused).
     pub fn forget_process(&mut self, pid: u32) {
         self.maps.remove(&pid);
+    }
+
+    /// Number of processes whose mappings are remembered.
+    pub fn processes(&self) -> usize {
+        self.maps.len()
+    }
+
+    /// The mapping of `pid` holding `addr`: from the remembered mappings, read at first need, and
+    /// read once more when `addr` is outside all of them (the process may have mapped more since).
+    fn mapping_of(&mut self, pid: u32, addr: u64) -> Option<Mapping> {
+        let find = |p: &ProcessMaps| {
+            p.maps
+                .iter()
+                .find(|m| addr >= m.start && addr < m.end)
+                .cloned()
+        };
+        match self.maps.get(&pid) {
+            None => self.read_process(pid, None),
+            Some(p) => {
+                if let Some(m) = find(p) {
+                    return Some(m);
+                }
+                if p.refreshed {
+                    return None;
+                }
+                let comm = p.comm.clone();
+                if let Ok(maps) = read_maps(pid) {
+                    if let Some(p) = self.maps.get_mut(&pid) {
+                        p.maps = maps;
+                        p.comm = comm;
+                    }
+                }
+                if let Some(p) = self.maps.get_mut(&pid) {
+                    p.refreshed = true;
+                }
+            }
+        }
+        self.maps.get(&pid).and_then(find)
     }
 
     fn elf(&mut self, path: &str) -> Option<Arc<ElfSymbols>> {
@@ -157,44 +263,74 @@ impl Symbolizer {
         }
     }
 
-    /// `module`function+0xoff` for a kernel address.
-    pub fn kernel_frame(&mut self, addr: u64) -> String {
-        if self.kernel.is_none() {
-            self.kernel = Some(KernelSymbols::load().unwrap_or_default());
-        }
-        match self.kernel.as_ref().and_then(|k| k.lookup(addr)) {
-            Some((s, off)) => format_frame(Some(&s.module), Some((&s.name, off)), addr),
-            None => format_frame(None, None, addr),
-        }
+    fn kernel_table(&mut self) -> &KernelSymbols {
+        self.kernel
+            .get_or_insert_with(|| KernelSymbols::load().unwrap_or_default())
     }
 
-    /// `module`function+0xoff` for a user address of `pid`.
-    pub fn user_frame(&mut self, pid: u32, addr: u64) -> String {
-        self.note_process(pid);
-        let Some(map) = self
-            .maps
-            .get(&pid)
-            .and_then(|ms| ms.iter().find(|m| addr >= m.start && addr < m.end))
-            .cloned()
-        else {
-            return format_frame(None, None, addr);
-        };
-        let module = map.path.rsplit('/').next().unwrap_or(&map.path).to_string();
-        if module.is_empty() {
-            return format_frame(None, None, addr);
+    /// The kernel symbol table (read from `/proc/kallsyms` at first use; empty without privileges).
+    pub fn kernel_symbols(&mut self) -> &KernelSymbols {
+        self.kernel_table()
+    }
+
+    /// What holds kernel address `addr`.
+    pub fn resolve_kernel(&mut self, addr: u64) -> Option<Resolved> {
+        let (s, _) = self.kernel_table().lookup(addr)?;
+        Some(Resolved {
+            object: s.module.clone(),
+            symbol: Some((s.name.clone(), s.addr)),
+        })
+    }
+
+    /// What holds user address `addr` of process `pid`.
+    pub fn resolve_user(&mut self, pid: u32, addr: u64) -> Option<Resolved> {
+        let map = self.mapping_of(pid, addr)?;
+        let object = map.path.rsplit('/').next().unwrap_or(&map.path).to_string();
+        if object.is_empty() {
+            return None;
         }
         let sym = if map.path.starts_with('/') {
             self.elf(&map.path)
         } else {
             None
         };
-        let found = sym.as_ref().and_then(|e| {
-            let vaddr = e.vaddr_of_file_offset(addr - map.start + map.offset)?;
-            e.lookup(vaddr).map(|(n, off)| (n.to_string(), off))
+        let symbol = sym.as_ref().and_then(|e| {
+            let vaddr = e.vaddr_of_file_offset((addr - map.start).wrapping_add(map.offset))?;
+            e.lookup(vaddr)
+                .map(|(n, off)| (n.to_string(), addr.wrapping_sub(off)))
         });
-        match found {
-            Some((name, off)) => format_frame(Some(&module), Some((&name, off)), addr),
-            None => format_frame(Some(&module), None, addr),
+        Some(Resolved { object, symbol })
+    }
+
+    /// The lowest address of the kernel module (or `vmlinux`) holding `addr`.
+    pub fn kernel_object_base(&mut self, addr: u64) -> Option<u64> {
+        self.kernel_table().module_base(addr)
+    }
+
+    /// The lowest mapped address of the file mapped at user address `addr` of `pid`.
+    pub fn user_object_base(&mut self, pid: u32, addr: u64) -> Option<u64> {
+        let map = self.mapping_of(pid, addr)?;
+        let p = self.maps.get(&pid)?;
+        p.maps
+            .iter()
+            .filter(|m| m.path == map.path)
+            .map(|m| m.start)
+            .min()
+    }
+
+    /// `module`function+0xoff` for a kernel address.
+    pub fn kernel_frame(&mut self, addr: u64) -> String {
+        match self.resolve_kernel(addr) {
+            Some(r) => r.format(addr),
+            None => format_frame(None, None, addr),
+        }
+    }
+
+    /// `module`function+0xoff` for a user address of `pid`.
+    pub fn user_frame(&mut self, pid: u32, addr: u64) -> String {
+        match self.resolve_user(pid, addr) {
+            Some(r) => r.format(addr),
+            None => format_frame(None, None, addr),
         }
     }
 }
