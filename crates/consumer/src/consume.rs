@@ -129,6 +129,8 @@ pub struct Decoder {
     pub symbols: Box<dyn Symbolizer>,
     /// Side effects.
     pub effects: Box<dyn Effects>,
+    /// `$target` (the `-c`/`-p` process), whose addresses `%A` of a bare address resolves in.
+    pub target: u64,
     /// EPIDs whose firings are the library's ERROR handler (`DT_ECB_ERROR`).
     pub error_epids: HashSet<u32>,
     /// Aggregation variables printed by `printa()` (skipped at the end of the run).
@@ -162,6 +164,7 @@ impl Default for Decoder {
             options: Options::default(),
             symbols: Box::new(NoSymbols),
             effects: Box::new(NoEffects),
+            target: 0,
             error_epids: HashSet::new(),
             printed: HashSet::new(),
             exit_status: None,
@@ -305,6 +308,7 @@ impl Decoder {
         let env = FmtEnv {
             symbols: self.symbols.as_ref(),
             stackindent: self.stackindent(),
+            target: self.target,
         };
         for varid in self.aggs.varids() {
             if self.printed.contains(&varid) {
@@ -613,6 +617,7 @@ impl Decoder {
         let env = FmtEnv {
             symbols: self.symbols.as_ref(),
             stackindent: self.flags.stackindent,
+            target: self.target,
         };
         match r.action {
             ActionKind::Stack | ActionKind::Ustack | ActionKind::Jstack => {
@@ -698,6 +703,7 @@ impl Decoder {
         let env = FmtEnv {
             symbols: self.symbols.as_ref(),
             stackindent: self.stackindent(),
+            target: self.target,
         };
         let (order, pos) = (self.sort_order(), self.sortpos());
         match self.format(r)? {

@@ -185,6 +185,7 @@ pub fn format_bytes(data: &[u8]) {
     let env = FmtEnv {
         symbols: &NoSymbols,
         stackindent: 14,
+        target: 0,
     };
     let mut out = Vec::new();
     let _ = f.format(&mut out, &env, &recs, body, &aggs);

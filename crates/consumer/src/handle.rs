@@ -270,6 +270,9 @@ impl Handle {
     /// Sets the named macro variable `$name` for later compilations (`dtrace_proc_create` and
     /// `dtrace_proc_grab` set `$target` this way).
     pub fn set_macro(&mut self, name: &str, value: &str) {
+        if name == "target" {
+            self.decoder.target = value.parse().unwrap_or(0);
+        }
         if let Some(c) = self.compiler.as_mut() {
             c.set_macro(name, value);
         }

@@ -121,6 +121,9 @@ pub struct FmtEnv<'a> {
     pub symbols: &'a dyn Symbolizer,
     /// The `stackindent` option.
     pub stackindent: usize,
+    /// `$target`'s pid (0: none): `%A` of a bare address resolves in that process, as
+    /// `pfprint_uaddr` does.
+    pub target: u64,
 }
 
 fn conv_for(name: &str) -> Option<(ConvKind, u8)> {
@@ -374,6 +377,10 @@ impl PrintfFormat {
             };
             next += 1;
             let bytes = recdata::slice(data, rec.offset as usize, rec.size as usize)?;
+            if let Some(text) = stack::symbol_text(env.symbols, rec.action, bytes) {
+                cformat::fmt_str(out, &spec, text?.as_bytes());
+                continue;
+            }
             value(out, env, conv, &spec, rec, bytes, width)?;
         }
         Ok(next.max(usize::from(!recs.is_empty())))
@@ -530,7 +537,7 @@ fn value(
         }
         ConvKind::UAddr => {
             let (pid, a) = match b.len() {
-                4 | 8 => (0, recdata::uint(b).unwrap_or(0)),
+                4 | 8 => (env.target, recdata::uint(b).unwrap_or(0)),
                 16 => (
                     recdata::u64_at(b, 0).unwrap_or(0),
                     recdata::u64_at(b, 1).unwrap_or(0),

@@ -128,7 +128,24 @@ pub fn print_symbol_record(
     action: ActionKind,
     b: &[u8],
 ) -> Result<()> {
-    let text = match action {
+    let text = symbol_record_text(syms, action, b)?;
+    out.extend_from_slice(format!("  {text:<50}").as_bytes());
+    Ok(())
+}
+
+/// The text of a `sym()`, `mod()`, `usym()`, `umod()` or `uaddr()` record (`None` for other
+/// records): what any printf conversion of such a record prints, as `dt_printf_format` switches
+/// to the symbol printers for them.
+pub fn symbol_text(syms: &dyn Symbolizer, action: ActionKind, b: &[u8]) -> Option<Result<String>> {
+    matches!(
+        action,
+        ActionKind::Sym | ActionKind::Mod | ActionKind::Usym | ActionKind::Umod | ActionKind::Uaddr
+    )
+    .then(|| symbol_record_text(syms, action, b))
+}
+
+fn symbol_record_text(syms: &dyn Symbolizer, action: ActionKind, b: &[u8]) -> Result<String> {
+    Ok(match action {
         ActionKind::Sym | ActionKind::Mod => {
             let pc = recdata::u64_at(b, 0).ok_or(ConsumerError::SizeMismatch {
                 size: b.len(),
@@ -155,7 +172,5 @@ pub fn print_symbol_record(
                 _ => symbols::addr_to_string(info, pc),
             }
         }
-    };
-    out.extend_from_slice(format!("  {text:<50}").as_bytes());
-    Ok(())
+    })
 }

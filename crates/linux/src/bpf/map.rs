@@ -253,11 +253,6 @@ pub fn possible_cpus() -> Result<usize> {
         .unwrap_or(1))
 }
 
-/// Whether this process may create BPF maps (a one-entry array, closed at once).
-pub fn bpf_available() -> bool {
-    Map::create(MapKind::Array, "dt_probe", 4, 8, 1).is_ok()
-}
-
 /// The online CPUs (where per-CPU perf events are opened).
 pub fn online_cpus() -> Result<Vec<u32>> {
     cpu_list("/sys/devices/system/cpu/online")

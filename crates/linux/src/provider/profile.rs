@@ -49,5 +49,5 @@ impl ProfileDriver for PerfProfileDriver {
 /// and a BPF map created (root, or the capabilities for both). Without it the framework's timers
 /// stay in charge.
 pub fn perf_profile_available() -> bool {
-    crate::attach::cpu_clock_available() && crate::bpf::map::bpf_available()
+    crate::attach::cpu_clock_available() && crate::bpf_available()
 }
