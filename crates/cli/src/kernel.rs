@@ -36,7 +36,10 @@ impl Tracer for KernelTracer {
         self.inner.exec(prog, options)
     }
     fn go(&mut self) -> Result<()> {
-        self.inner.go()
+        self.inner.go()?;
+        // BEGIN has fired: nothing captured before it is delivered.
+        self.linux.go_live();
+        Ok(())
     }
     fn stop(&mut self) -> Result<()> {
         // Everything the traced work produced fires before END.

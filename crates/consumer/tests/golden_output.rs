@@ -695,3 +695,33 @@ fn compiler_form_library_actions_and_setopt_errors() {
         ["error on enabled probe ID 1 (ID 2: dtrace:::END): couldn't set option \"nosuch\" to \"\": invalid option name\n"]
     );
 }
+
+#[test]
+fn symbol_keys_merge_by_function_and_print_through_any_conversion() {
+    // printa("%-24s|%@d\n", @) over @[sym(arg0)]: two pcs of one function are one key, and %s of a
+    // sym() record prints the symbol (dt_printf_format switches to the symbol printer); a sym()
+    // traced after it prints in its default layout.
+    let ep = eprobe(1, 2, &[(A::Printa, 4, 1, 0), (A::Sym, 8, 0, 0)]);
+    let mut d = setup(std::slice::from_ref(&ep), &["%-24s|%@d\n"]);
+    d.symbols = Box::new(Syms);
+    let a = aggdesc(1, 0, &[(A::Sym, 8, 0, 0)], (A::AggCount, 8, 0, 0));
+    d.aggs.add_desc(a.clone());
+    d.aggs
+        .merge_symbolized(
+            &[
+                aggrec(&a, &[i64b(0x1004)], i64b(2)),
+                aggrec(&a, &[i64b(0x1010)], i64b(3)),
+                aggrec(&a, &[i64b(0x20)], i64b(1)),
+            ],
+            &Syms,
+        )
+        .unwrap();
+    let r = record(&ep, &[i32b(0), i64b(0x1008)]);
+    assert_eq!(
+        run(&mut d, &[buf(0, &[r])], true).out,
+        format!(
+            "0x20                    |1\nvmlinux`do_sys_open     |5\n  {:<50}",
+            "vmlinux`do_sys_open"
+        )
+    );
+}

@@ -136,6 +136,13 @@ fn monotonic_ns() -> u64 {
 }
 
 impl LinuxTracing {
+    /// Marks tracing live (call once BEGIN has fired): events captured before now (probes are
+    /// attached when programs are enabled, before `go`) are discarded rather than fired after
+    /// BEGIN with earlier timestamps.
+    pub fn go_live(&self) {
+        self.lock().live_since = Some(monotonic_ns());
+    }
+
     /// Waits up to `timeout_ms` for captured events and fires each in `fw`. Returns how many were
     /// fired. Call it from the thread driving the framework, alongside `Framework::poll`.
     pub fn pump(&self, fw: &mut Framework, timeout_ms: i32) -> crate::error::Result<usize> {
@@ -175,13 +182,20 @@ impl LinuxTracing {
         if events.is_empty() {
             return 0;
         }
-        let (active, arg_copies) = {
+        let (active, arg_copies, since) = {
             let sh = self.lock();
-            (sh.active.clone(), sh.arg_copies.clone())
+            (
+                sh.active.clone(),
+                sh.arg_copies.clone(),
+                sh.live_since.unwrap_or(0),
+            )
         };
         let mut n = 0;
         let mut syms = self.lock_symbols();
-        for ev in events.iter().filter(|e| active.contains(&e.tag)) {
+        for ev in events
+            .iter()
+            .filter(|e| active.contains(&e.tag) && e.ktime_ns >= since)
+        {
             let (mut ctx, mem) = firing_of(ev, offset);
             if ev.pid != 0 {
                 // Remember the process's mappings while it lives, for user symbols printed later.

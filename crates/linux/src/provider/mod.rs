@@ -49,6 +49,9 @@ pub(crate) struct Shared {
     pub(crate) arg_copies: HashMap<u32, Vec<(usize, usize)>>,
     /// Framework clock minus CLOCK_MONOTONIC, fixed at the first delivery.
     pub(crate) clock_offset: Option<i64>,
+    /// CLOCK_MONOTONIC time tracing went live (after BEGIN): events from before it are not
+    /// delivered, as no probe fires before `dtrace_go` in DTrace.
+    pub(crate) live_since: Option<u64>,
 }
 
 impl Shared {
@@ -164,6 +167,7 @@ impl LinuxTracing {
                 active: HashSet::new(),
                 arg_copies: HashMap::new(),
                 clock_offset: None,
+                live_since: None,
             })),
             symbols: Arc::new(Mutex::new(Symbolizer::new())),
         }
