@@ -145,7 +145,10 @@ fn proc_text_parsers_survive_mutations() {
     for _ in 0..4000 {
         let m = rng.mutate(seed);
         let text = String::from_utf8_lossy(&m);
-        let _ = dtrace_linux::symbols::KernelSymbols::parse(&text).lookup(0xffff_ffff_8100_0010);
+        let k = dtrace_linux::symbols::KernelSymbols::parse(&text);
+        let _ = k.lookup(0xffff_ffff_8100_0010);
+        let _ = k.module_base(0xffff_ffff_c000_1004);
+        let _ = k.tracing_prefix(&[0xffff_ffff_c000_1004, 0xffff_ffff_8100_0010, 0]);
         let _ = dtrace_linux::symbols::parse_maps(&text);
         let _ = dtrace_linux::process::parse_stat_ppid(&text);
         let _ = dtrace_linux::bpf::map::parse_cpu_list(&text);
