@@ -50,6 +50,28 @@ impl Resolved {
     }
 }
 
+/// The name of the kernel's vDSO mapping in `/proc/<pid>/maps`.
+pub const VDSO: &str = "[vdso]";
+
+/// The vDSO's symbols (`__vdso_clock_gettime`...), read from this process's own copy: the kernel
+/// maps the same image into every process, so offsets into the mapping resolve alike in all.
+pub fn load_vdso() -> Option<ElfSymbols> {
+    use std::os::unix::fs::FileExt;
+    let map = read_maps(std::process::id())
+        .ok()?
+        .into_iter()
+        .find(|m| m.path == VDSO)?;
+    let len = usize::try_from(map.end - map.start)
+        .ok()
+        .filter(|&l| l <= 1 << 20)?;
+    let mut image = vec![0u8; len];
+    std::fs::File::open("/proc/self/mem")
+        .ok()?
+        .read_exact_at(&mut image, map.start)
+        .ok()?;
+    ElfSymbols::parse(&image).ok()
+}
+
 /// The most processes whose mappings are remembered at once (the oldest half is forgotten past it).
 pub const MAX_PROCESSES: usize = 1 << 15;
 
@@ -180,7 +202,11 @@ impl Symbolizer {
         if let Some(e) = self.files.get(path) {
             return e.clone();
         }
-        let e = ElfSymbols::load(path).ok().map(Arc::new);
+        let e = if path == VDSO {
+            load_vdso().map(Arc::new)
+        } else {
+            ElfSymbols::load(path).ok().map(Arc::new)
+        };
         if let Some(id) = e.as_ref().and_then(|e| e.build_id()) {
             self.by_build_id
                 .entry(id.to_vec())
@@ -289,7 +315,7 @@ impl Symbolizer {
         if object.is_empty() {
             return None;
         }
-        let sym = if map.path.starts_with('/') {
+        let sym = if map.path.starts_with('/') || map.path == VDSO {
             self.elf(&map.path)
         } else {
             None
@@ -354,6 +380,28 @@ mod tests {
             "libc.so.6`0x7f00"
         );
         assert_eq!(format_frame(None, None, 0xdead), "0xdead");
+    }
+
+    #[test]
+    fn vdso_frames_resolve_to_its_functions() {
+        let Some(v) = load_vdso() else {
+            return; // a kernel without a vDSO
+        };
+        assert!(!v.is_empty());
+        let me = std::process::id();
+        let map = read_maps(me)
+            .unwrap()
+            .into_iter()
+            .find(|m| m.path == VDSO)
+            .unwrap();
+        // Some function of the image, found by scanning the mapping.
+        let mut s = Symbolizer::new();
+        let named = (map.start..map.end)
+            .step_by(16)
+            .filter_map(|a| s.resolve_user(me, a))
+            .find(|r| r.symbol.is_some())
+            .expect("no vDSO symbol");
+        assert_eq!(named.object, VDSO);
     }
 
     #[test]
