@@ -182,12 +182,13 @@ impl LinuxTracing {
         if events.is_empty() {
             return 0;
         }
-        let (active, arg_copies, since) = {
+        let (active, arg_copies, since, sampled) = {
             let sh = self.lock();
             (
                 sh.active.clone(),
                 sh.arg_copies.clone(),
                 sh.live_since.unwrap_or(0),
+                sh.sampled.clone(),
             )
         };
         let mut n = 0;
@@ -201,7 +202,7 @@ impl LinuxTracing {
                 // Remember the process's mappings while it lives, for user symbols printed later.
                 syms.note_process_as(ev.pid, &ctx.execname);
             }
-            if !ctx.kstack.is_empty() {
+            if !ctx.kstack.is_empty() && !sampled.contains(&ev.tag) {
                 let skip = syms.kernel_symbols().tracing_prefix(&ctx.kstack);
                 ctx.kstack.drain(..skip);
             }

@@ -47,6 +47,9 @@ pub(crate) struct Shared {
     pub(crate) active: HashSet<u32>,
     /// Per tag: `(argument, copy index)` of arguments delivered as the address of a capture.
     pub(crate) arg_copies: HashMap<u32, Vec<(usize, usize)>>,
+    /// Tags of perf-event probes (`profile-N`, `tick-N`): their kernel stacks start at the
+    /// interrupted instruction, so nothing is trimmed off them.
+    pub(crate) sampled: HashSet<u32>,
     /// Framework clock minus CLOCK_MONOTONIC, fixed at the first delivery.
     pub(crate) clock_offset: Option<i64>,
     /// CLOCK_MONOTONIC time tracing went live (after BEGIN): events from before it are not
@@ -125,6 +128,9 @@ impl Shared {
             .map_err(|e| e.to_string())?;
         self.in_session.insert(info.id);
         self.active.insert(info.id);
+        if matches!(probe.attach, AttachPoint::Profile { .. }) {
+            self.sampled.insert(info.id);
+        }
         if !arg_copies.is_empty() {
             self.arg_copies.insert(info.id, arg_copies);
         }
@@ -166,6 +172,7 @@ impl LinuxTracing {
                 in_session: HashSet::new(),
                 active: HashSet::new(),
                 arg_copies: HashMap::new(),
+                sampled: HashSet::new(),
                 clock_offset: None,
                 live_since: None,
             })),
@@ -238,6 +245,11 @@ impl LinuxTracing {
     /// `Framework::enable(program)`.
     pub fn plan(&self, program: &Program) {
         let n = needs::program_needs(program);
+        if n.clauses.iter().any(|(_, c)| c.kstack.is_some()) {
+            // Kernel stacks are trimmed at delivery with the kernel's symbols: read them now,
+            // not while events wait in the ring.
+            self.lock_symbols().kernel_symbols();
+        }
         let mut sh = self.lock();
         sh.strsize = sh.strsize.max(needs::program_strsize(program));
         sh.clauses.extend(n.clauses);
@@ -261,6 +273,7 @@ impl LinuxTracing {
         sh.in_session.clear();
         sh.active.clear();
         sh.arg_copies.clear();
+        sh.sampled.clear();
         drop(sh);
         drop(session);
     }
