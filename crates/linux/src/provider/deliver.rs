@@ -182,13 +182,14 @@ impl LinuxTracing {
         if events.is_empty() {
             return 0;
         }
-        let (active, arg_copies, since, sampled) = {
+        let (active, arg_copies, since, sampled, note) = {
             let sh = self.lock();
             (
                 sh.active.clone(),
                 sh.arg_copies.clone(),
                 sh.live_since.unwrap_or(0),
                 sh.sampled.clone(),
+                sh.note_processes,
             )
         };
         let mut n = 0;
@@ -198,7 +199,7 @@ impl LinuxTracing {
             .filter(|e| active.contains(&e.tag) && e.ktime_ns >= since)
         {
             let (mut ctx, mem) = firing_of(ev, offset);
-            if ev.pid != 0 {
+            if note && ev.pid != 0 {
                 // Remember the process's mappings while it lives, for user symbols printed later.
                 syms.note_process_as(ev.pid, &ctx.execname);
             }

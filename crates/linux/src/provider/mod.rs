@@ -50,6 +50,9 @@ pub(crate) struct Shared {
     /// Tags of perf-event probes (`profile-N`, `tick-N`): their kernel stacks start at the
     /// interrupted instruction, so nothing is trimmed off them.
     pub(crate) sampled: HashSet<u32>,
+    /// A planned program prints user symbols (`ustack()`, `usym()`, `%A`...): the mappings of each
+    /// process an event comes from are remembered at delivery.
+    pub(crate) note_processes: bool,
     /// Framework clock minus CLOCK_MONOTONIC, fixed at the first delivery.
     pub(crate) clock_offset: Option<i64>,
     /// CLOCK_MONOTONIC time tracing went live (after BEGIN): events from before it are not
@@ -138,6 +141,42 @@ impl Shared {
     }
 }
 
+/// Whether `program` records user stacks or user symbols, or formats with `%A`: then the
+/// consumer will resolve user addresses, perhaps after the process is gone.
+pub fn prints_user_symbols(program: &Program) -> bool {
+    use dtrace_dif::program::ActionKind as K;
+    let by_action = program
+        .ecbs
+        .iter()
+        .flat_map(|e| &e.actions)
+        .any(|a| matches!(a.kind, K::Ustack | K::Jstack | K::Usym | K::Umod | K::Uaddr));
+    by_action || program.formats.iter().any(|f| has_uaddr_conversion(f))
+}
+
+/// Whether a printf format has a `%A` conversion (flags, width and precision allowed).
+fn has_uaddr_conversion(format: &str) -> bool {
+    let b = format.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] != b'%' {
+            i += 1;
+            continue;
+        }
+        i += 1;
+        if b.get(i) == Some(&b'%') {
+            i += 1;
+            continue;
+        }
+        while i < b.len() && b"-+ #0123456789.*?@'".contains(&b[i]) {
+            i += 1;
+        }
+        if b.get(i) == Some(&b'A') {
+            return true;
+        }
+    }
+    false
+}
+
 /// Arguments of `probe` that point at user strings (`char *`), for clauses whose `copyinstr`
 /// address is computed.
 fn string_args(probe: &Probe) -> Vec<usize> {
@@ -173,6 +212,7 @@ impl LinuxTracing {
                 active: HashSet::new(),
                 arg_copies: HashMap::new(),
                 sampled: HashSet::new(),
+                note_processes: false,
                 clock_offset: None,
                 live_since: None,
             })),
@@ -251,6 +291,7 @@ impl LinuxTracing {
             self.lock_symbols().kernel_symbols();
         }
         let mut sh = self.lock();
+        sh.note_processes |= prints_user_symbols(program);
         sh.strsize = sh.strsize.max(needs::program_strsize(program));
         sh.clauses.extend(n.clauses);
     }
@@ -386,5 +427,19 @@ impl Provider for LinuxProvider {
             xlate: (a.dtype != a.native).then(|| a.dtype.clone()),
             mapping: index,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uaddr_conversions_are_found() {
+        assert!(has_uaddr_conversion("%A\n"));
+        assert!(has_uaddr_conversion("x %-20A y"));
+        assert!(!has_uaddr_conversion("%a %d 100%% A"));
+        assert!(!has_uaddr_conversion("%%A"));
+        assert!(!has_uaddr_conversion("%"));
     }
 }
