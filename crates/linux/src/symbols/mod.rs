@@ -130,8 +130,11 @@ impl Symbolizer {
     }
 
     fn read_process(&mut self, pid: u32, comm: Option<String>) {
-        let Ok(maps) = read_maps(pid) else {
-            return;
+        // A process that is gone is remembered without mappings (and not read again) until it
+        // shows up under another name.
+        let (maps, gone) = match read_maps(pid) {
+            Ok(m) => (m, false),
+            Err(_) => (Vec::new(), true),
         };
         if self.maps.len() >= MAX_PROCESSES && !self.maps.contains_key(&pid) {
             self.forget_oldest();
@@ -142,7 +145,7 @@ impl Symbolizer {
             ProcessMaps {
                 comm,
                 maps,
-                refreshed: false,
+                refreshed: gone,
                 seq: self.seq,
             },
         );
@@ -311,7 +314,9 @@ impl Symbolizer {
     /// What holds user address `addr` of process `pid`.
     pub fn resolve_user(&mut self, pid: u32, addr: u64) -> Option<Resolved> {
         let map = self.mapping_of(pid, addr)?;
-        let object = map.path.rsplit('/').next().unwrap_or(&map.path).to_string();
+        // A file removed since it was mapped is still named by its path.
+        let path = map.path.strip_suffix(" (deleted)").unwrap_or(&map.path);
+        let object = path.rsplit('/').next().unwrap_or(path).to_string();
         if object.is_empty() {
             return None;
         }
