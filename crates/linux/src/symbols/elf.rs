@@ -65,7 +65,9 @@ impl ElfSymbols {
                 reason: "too large".into(),
             });
         }
-        let data = std::fs::read(path).map_err(|e| LinuxError::from_io(path, e))?;
+        let data = std::fs::File::open(path)
+            .and_then(|f| super::elfimage::read_image(&f, meta.len()))
+            .map_err(|e| LinuxError::from_io(path, e))?;
         Self::parse(&data).map_err(|e| match e {
             LinuxError::BadFile { reason, .. } => LinuxError::BadFile {
                 path: path.into(),

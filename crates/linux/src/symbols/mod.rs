@@ -5,6 +5,7 @@
 //! sight so stacks of processes that have exited still resolve.
 
 pub mod elf;
+pub mod elfimage;
 pub mod kallsyms;
 pub mod procmaps;
 
