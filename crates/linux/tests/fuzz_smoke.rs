@@ -170,6 +170,12 @@ fn elf_reader_survives_mutations() {
             let _ = e.lookup(0x1000);
             let _ = e.vaddr_of_file_offset(0x1000);
         }
+        // The partial reader follows the same headers' offsets and sizes.
+        if let Ok(img) = dtrace_linux::symbols::elfimage::sparse_image(m.as_slice(), m.len() as u64)
+        {
+            assert_eq!(img.len(), m.len());
+            let _ = dtrace_linux::symbols::ElfSymbols::parse(&img);
+        }
     }
 }
 

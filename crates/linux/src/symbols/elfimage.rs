@@ -6,7 +6,31 @@
 //! from the file and are clamped to it, never trusted.
 
 use std::fs::File;
+use std::io::{Error, ErrorKind, Result};
 use std::os::unix::fs::FileExt;
+
+/// Where the bytes come from: `read_at(buf, offset)` fills `buf` from `offset` or fails.
+pub trait Source {
+    /// Fills `buf` with the bytes at `off`.
+    fn read_at(&self, buf: &mut [u8], off: u64) -> Result<()>;
+}
+
+impl Source for File {
+    fn read_at(&self, buf: &mut [u8], off: u64) -> Result<()> {
+        self.read_exact_at(buf, off)
+    }
+}
+
+impl Source for [u8] {
+    fn read_at(&self, buf: &mut [u8], off: u64) -> Result<()> {
+        let src = usize::try_from(off)
+            .ok()
+            .and_then(|o| self.get(o..o.checked_add(buf.len())?))
+            .ok_or_else(|| Error::from(ErrorKind::UnexpectedEof))?;
+        buf.copy_from_slice(src);
+        Ok(())
+    }
+}
 
 /// Files up to this size are read whole.
 pub const READ_WHOLE_BELOW: u64 = 1 << 20;
@@ -30,24 +54,24 @@ fn u64_at(b: &[u8], o: usize) -> Option<u64> {
 }
 
 /// Copies `[off, off + size)` of `file` (clamped to `img`) into `img` at the same offset.
-fn fill(file: &File, img: &mut [u8], off: u64, size: u64) -> std::io::Result<()> {
+fn fill(file: &(impl Source + ?Sized), img: &mut [u8], off: u64, size: u64) -> Result<()> {
     let len = img.len() as u64;
     let start = off.min(len);
     let end = off.saturating_add(size).min(len);
     if start < end {
-        file.read_exact_at(&mut img[start as usize..end as usize], start)?;
+        file.read_at(&mut img[start as usize..end as usize], start)?;
     }
     Ok(())
 }
 
 /// A table of `num` entries of `entsize` bytes at `off`, read into `img` and returned.
 fn table(
-    file: &File,
+    file: &(impl Source + ?Sized),
     img: &mut [u8],
     off: u64,
     entsize: u64,
     num: u64,
-) -> std::io::Result<Vec<u8>> {
+) -> Result<Vec<u8>> {
     let size = entsize.saturating_mul(num);
     fill(file, img, off, size)?;
     let len = img.len() as u64;
@@ -59,11 +83,23 @@ fn table(
 }
 
 /// The image of `file` (of `len` bytes) with what symbolization reads filled in.
-pub fn read_image(file: &File, len: u64) -> std::io::Result<Vec<u8>> {
-    let n = usize::try_from(len).map_err(|_| std::io::Error::other("file too large"))?;
-    let mut img = vec![0u8; n];
+pub fn read_image(file: &(impl Source + ?Sized), len: u64) -> Result<Vec<u8>> {
     if len < READ_WHOLE_BELOW {
-        file.read_exact_at(&mut img, 0)?;
+        let n = usize::try_from(len).map_err(|_| Error::other("file too large"))?;
+        let mut img = vec![0u8; n];
+        file.read_at(&mut img, 0)?;
+        return Ok(img);
+    }
+    sparse_image(file, len)
+}
+
+/// The sparse image of `file` whatever its size (the whole file when it is not a 64-bit
+/// little-endian ELF file).
+pub fn sparse_image(file: &(impl Source + ?Sized), len: u64) -> Result<Vec<u8>> {
+    let n = usize::try_from(len).map_err(|_| Error::other("file too large"))?;
+    let mut img = vec![0u8; n];
+    if n < 64 {
+        file.read_at(&mut img, 0)?;
         return Ok(img);
     }
     fill(file, &mut img, 0, 64)?;
@@ -71,7 +107,7 @@ pub fn read_image(file: &File, len: u64) -> std::io::Result<Vec<u8>> {
     let shnum = u16_at(h, 0x3c).unwrap_or(0);
     if &h[..4] != b"\x7fELF" || h[4] != 2 || h[5] != 1 || shnum == 0 {
         // Not 64-bit little-endian, or extended section numbering: read it all.
-        file.read_exact_at(&mut img, 0)?;
+        file.read_at(&mut img, 0)?;
         return Ok(img);
     }
     let (phoff, phentsize, phnum) = (
@@ -110,6 +146,14 @@ mod tests {
         let len = f.metadata().unwrap().len();
         assert!(len >= READ_WHOLE_BELOW, "test binary unexpectedly small");
         let img = read_image(&f, len).unwrap();
+        // The same from bytes in memory, through the sparse path.
+        let whole_bytes = std::fs::read(&me).unwrap();
+        assert_eq!(
+            ElfSymbols::parse(&sparse_image(whole_bytes.as_slice(), len).unwrap())
+                .unwrap()
+                .len(),
+            ElfSymbols::parse(&img).unwrap().len()
+        );
         let whole = std::fs::read(&me).unwrap();
         let (a, b) = (
             ElfSymbols::parse(&img).unwrap(),
