@@ -13,7 +13,9 @@
 //!
 //! It does not run D: it delivers [`capture::CapturedEvent`]s (probe context, copied memory, stacks)
 //! to the framework, which runs predicates and actions in the DIF interpreter; [`provider`] registers
-//! the catalogue as framework providers and does that delivery.
+//! the catalogue as framework providers and does that delivery, and drives the framework's `profile`
+//! probes from cpu-clock perf events ([`provider::profile`]). The delivery remembers the mappings of
+//! the processes events come from, so the consumer prints user stacks of processes that have exited.
 //!
 //! The BPF layer is a thin one of our own over `libc` rather than a crate such as `aya`: every program
 //! we load is generated at run time as raw instructions, we use a handful of commands (map create and
