@@ -546,7 +546,8 @@ impl<'o> Checker<'o> {
                 format!("cannot declare void inline: {name}"),
             );
         }
-        let v = self.cook(e)?;
+        // a translation stays unexpanded so that `curpsinfo->pr_pid` converts one member
+        let v = self.cook_any(e)?;
         if !self.argcompat(t, &v) {
             return err(
                 ErrTag::D_OP_INCOMPAT,

@@ -159,8 +159,17 @@ impl<'o> Checker<'o> {
         }
     }
 
-    /// Cooks an expression for its value.
+    /// Cooks an expression for its value (a translation is expanded into the struct it builds).
     pub fn cook(&mut self, e: &Expr) -> CResult<TExpr> {
+        let t = self.cook_any(e)?;
+        if matches!(t.kind, TK::Xlate(..)) {
+            return self.expand_xlate(t);
+        }
+        Ok(t)
+    }
+
+    /// Cooks an expression, leaving a translation ([`TK::Xlate`]) unexpanded.
+    pub fn cook_any(&mut self, e: &Expr) -> CResult<TExpr> {
         let line = e.line;
         match &e.kind {
             ExprKind::Int(v, s) => {
@@ -204,11 +213,12 @@ impl<'o> Checker<'o> {
                 let (p, ty) = self.index_place(b, keys, line, false)?;
                 Ok(self.read_place(p, ty, line))
             }
-            ExprKind::Member(b, m, arrow) if matches!(b.kind, ExprKind::Xlate(..)) => {
-                self.cook_xlate_member(b, m, *arrow, line)
-            }
             ExprKind::Member(b, m, arrow) => {
-                let (p, ty) = self.member_place(b, m, *arrow, line)?;
+                let base = self.cook_any(b)?;
+                if matches!(base.kind, TK::Xlate(..)) {
+                    return self.xlate_member(base, m, *arrow, line);
+                }
+                let (p, ty) = self.member_place_of(base, m, *arrow, line)?;
                 Ok(self.read_place(p, ty, line))
             }
             ExprKind::Cast(tn, x) => {
@@ -260,19 +270,7 @@ impl<'o> Checker<'o> {
                     ),
                 }
             }
-            ExprKind::Xlate(tn, x) => {
-                let to = self.resolve_type_name(tn)?;
-                let v = self.cook(x)?;
-                err(
-                    ErrTag::D_XLATE_NONE,
-                    line,
-                    format!(
-                        "cannot translate from \"{}\" to \"{}\"",
-                        self.tname(v.ty),
-                        self.tname(to)
-                    ),
-                )
-            }
+            ExprKind::Xlate(tn, x) => self.cook_xlate(tn, x, line),
             ExprKind::Comma(a, b) => {
                 let a = self.cook(a)?;
                 let b = self.cook(b)?;

@@ -122,6 +122,16 @@ impl<'a> Parser<'a> {
 
     /// Parses a whole program.
     pub fn program(mut self) -> CResult<Program> {
+        self.program_mut()
+    }
+
+    /// Parses a whole program and returns it with the typedef names known at its end.
+    pub fn program_with_names(mut self) -> CResult<(Program, HashSet<String>)> {
+        let p = self.program_mut()?;
+        Ok((p, self.typenames))
+    }
+
+    fn program_mut(&mut self) -> CResult<Program> {
         let mut items = Vec::new();
         loop {
             if let Some((line, words)) = self.lex.control_line()? {

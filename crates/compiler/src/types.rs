@@ -547,12 +547,29 @@ impl TypeTable {
 
     /// Looks up a member of a struct or union type.
     pub fn member(&self, sou: TypeId, name: &str) -> Option<Member> {
-        match self.rkind(sou) {
-            TypeKind::Sou {
-                members: Some(m), ..
-            } => m.iter().find(|m| m.name == name).cloned(),
-            _ => None,
+        self.member_within(sou, name, 0)
+    }
+
+    /// Member `name` of `sou`, looking through anonymous struct and union members (C11, and how
+    /// the kernel nests `struct file`'s `f_path` or `mm_struct`'s fields) with their offsets added.
+    fn member_within(&self, sou: TypeId, name: &str, depth: u32) -> Option<Member> {
+        let TypeKind::Sou {
+            members: Some(m), ..
+        } = self.rkind(sou)
+        else {
+            return None;
+        };
+        if let Some(x) = m.iter().find(|m| m.name == name) {
+            return Some(x.clone());
         }
+        if depth >= 16 || name.is_empty() {
+            return None;
+        }
+        m.iter().filter(|a| a.name.is_empty()).find_map(|a| {
+            let mut x = self.member_within(a.ty, name, depth + 1)?;
+            x.offset += a.offset;
+            Some(x)
+        })
     }
 }
 
