@@ -411,6 +411,49 @@ impl<'a> Cg<'a> {
             }
             TK::Retype(x) => self.gen(x),
             TK::XlateStruct(size, members) => self.xlate_struct(*size, members),
+            TK::Bits(word, bf) => {
+                let r = self.gen(word)?;
+                let (w, sh) = (bf.width as u64, bf.shift as u64);
+                let rt = self.alloc()?;
+                if self.types.is_signed(e.ty) {
+                    // move the field's top bit to bit 63, then shift back arithmetically
+                    self.setx(64 - sh - w, rt)?;
+                    self.emit(Instr::Alu {
+                        op: Opcode::Sll,
+                        r1: r,
+                        r2: rt,
+                        rd: r,
+                    });
+                    self.setx(64 - w, rt)?;
+                    self.emit(Instr::Alu {
+                        op: Opcode::Sra,
+                        r1: r,
+                        r2: rt,
+                        rd: r,
+                    });
+                } else {
+                    if sh > 0 {
+                        self.setx(sh, rt)?;
+                        self.emit(Instr::Alu {
+                            op: Opcode::Srl,
+                            r1: r,
+                            r2: rt,
+                            rd: r,
+                        });
+                    }
+                    if w < 64 {
+                        self.setx((1u64 << w) - 1, rt)?;
+                        self.emit(Instr::Alu {
+                            op: Opcode::And,
+                            r1: r,
+                            r2: rt,
+                            rd: r,
+                        });
+                    }
+                }
+                self.free(rt);
+                Ok(r)
+            }
             TK::Xlate(..) => err(
                 ErrTag::D_UNKNOWN,
                 e.line,

@@ -218,8 +218,16 @@ impl<'o> Checker<'o> {
                 if matches!(base.kind, TK::Xlate(..)) {
                     return self.xlate_member(base, m, *arrow, line);
                 }
-                let (p, ty) = self.member_place_of(base, m, *arrow, line)?;
-                Ok(self.read_place(p, ty, line))
+                let (p, ty, bits) = self.member_place_of(base, m, *arrow, line)?;
+                let word = self.read_place(p, ty, line);
+                match bits {
+                    Some((bf, mty)) => Ok(TExpr {
+                        kind: TK::Bits(bx(word), bf),
+                        ty: mty,
+                        line,
+                    }),
+                    None => Ok(word),
+                }
             }
             ExprKind::Cast(tn, x) => {
                 let to = self.resolve_type_name(tn)?;
@@ -232,6 +240,13 @@ impl<'o> Checker<'o> {
             }
             ExprKind::SizeofExpr(x) => {
                 let v = self.cook(x)?;
+                if matches!(v.kind, TK::Bits(..)) {
+                    return err(
+                        ErrTag::D_SIZEOF_BITFIELD,
+                        line,
+                        "cannot apply sizeof to a bit-field",
+                    );
+                }
                 self.sizeof(v.ty, line)
             }
             ExprKind::Stringof(x) => {
@@ -262,6 +277,11 @@ impl<'o> Checker<'o> {
                     );
                 }
                 match self.types.member(t, m) {
+                    Some(mb) if mb.bits.is_some() => err(
+                        ErrTag::D_OFFSETOF_BITFIELD,
+                        line,
+                        format!("cannot take offset of a bit-field: {m}"),
+                    ),
                     Some(mb) => Ok(TExpr::int(mb.offset as u64, self.basic.size_t, line)),
                     None => err(
                         ErrTag::D_TYPE_MEMBER,
@@ -467,6 +487,13 @@ impl<'o> Checker<'o> {
             }
             UnOp::AddrOf => {
                 let v = self.cook(x)?;
+                if matches!(v.kind, TK::Bits(..)) {
+                    return err(
+                        ErrTag::D_ADDROF_BITFIELD,
+                        line,
+                        "cannot take address of bit-field",
+                    );
+                }
                 if let TK::Read(p) = &v.kind {
                     match p.as_ref() {
                         Place::Mem(a, _) => {

@@ -8,9 +8,12 @@ use crate::check::Checker;
 use crate::error::{err, CResult, ErrTag};
 use crate::idents::builtin_var;
 use crate::tree::{Place, TExpr, VarRef, TK};
-use crate::types::{TypeId, TypeKind};
+use crate::types::{BitField, TypeId, TypeKind};
 
 use crate::check_expr::{scope_name, scope_prefix};
+
+/// A bit-field member: where it lies in the word its place reads, and its declared type.
+pub(crate) type BitMember = (BitField, TypeId);
 
 fn bx<T>(t: T) -> Box<T> {
     Box::new(t)
@@ -345,17 +348,25 @@ impl<'o> Checker<'o> {
         line: u32,
     ) -> CResult<(Place, TypeId)> {
         let base = self.cook(b)?;
-        self.member_place_of(base, m, arrow, line)
+        match self.member_place_of(base, m, arrow, line)? {
+            (_, _, Some(_)) => err(
+                ErrTag::D_NOT_SUPPORTED,
+                line,
+                format!("not yet supported: assignment to bit-field {m}"),
+            ),
+            (p, t, None) => Ok((p, t)),
+        }
     }
 
-    /// The place of member `m` of the cooked `base` (`base.m`, or `base->m` when `arrow`).
+    /// The place of member `m` of the cooked `base` (`base.m`, or `base->m` when `arrow`); for a
+    /// bit-field, the place of the unsigned word holding it, where it lies there and its type.
     pub(crate) fn member_place_of(
         &mut self,
         base: TExpr,
         m: &str,
         arrow: bool,
         line: u32,
-    ) -> CResult<(Place, TypeId)> {
+    ) -> CResult<(Place, TypeId, Option<BitMember>)> {
         let op = if arrow { "->" } else { "." };
         let (sou, addr) = if arrow {
             let Some(t) = self
@@ -436,7 +447,17 @@ impl<'o> Checker<'o> {
                 line,
             }
         };
-        Ok((Place::Mem(bx(a), false), mb.ty))
+        if let Some(bf) = mb.bits {
+            let word = match bf.load {
+                1 => "unsigned char",
+                2 => "unsigned short",
+                4 => "unsigned int",
+                _ => "unsigned long long",
+            };
+            let wt = self.named_type(word);
+            return Ok((Place::Mem(bx(a), false), wt, Some((bf, mb.ty))));
+        }
+        Ok((Place::Mem(bx(a), false), mb.ty, None))
     }
 
     pub(crate) fn retype_place(&self, p: Place, ty: TypeId) -> Place {

@@ -84,6 +84,8 @@ pub enum TK {
     /// A change of type only (casts between pointers, `stringof`).
     Retype(Box<TExpr>),
     Comma(Box<TExpr>, Box<TExpr>),
+    /// A bit-field's value: extracted from the word the operand reads (signed per `ty`).
+    Bits(Box<TExpr>, crate::types::BitField),
     /// A translation not yet expanded: translator number `.0` of the checker applied to the input
     /// `.1`. It exists only between the checker's steps (the base of `.`/`->` selects one member's
     /// conversion); any other use expands it into [`TK::XlateStruct`].
@@ -142,7 +144,7 @@ pub fn stats(e: &TExpr) -> (usize, usize) {
         }
         TK::IncDec { place: p, .. } => place(p),
         TK::Call(_, a) => list(a),
-        TK::Xlate(_, x) => stats(x),
+        TK::Xlate(_, x) | TK::Bits(x, _) => stats(x),
         TK::XlateStruct(_, m) => m.iter().fold((1, 1), |(n, d), (_, e)| {
             let (a, b) = stats(e);
             (n + a, d.max(b + 1))
