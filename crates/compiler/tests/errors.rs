@@ -82,12 +82,28 @@ fn syntax_errors() {
     golden(
         "BEGIN { x = 08; }",
         ErrTag::D_INT_DIGIT,
-        "line 1: invalid digit (8) in octal integer constant 08",
+        "line 1: constant 08 contains invalid digit 8",
     );
     golden(
         "BEGIN { x = 123456789012345678901234; }",
         ErrTag::D_INT_OFLOW,
-        "line 1: integer constant 123456789012345678901234 cannot be represented in any built-in integral type",
+        "line 1: constant 123456789012345678901234 results in integer overflow",
+    );
+    // DTrace's lexer rejects floating-point constants where it reads them
+    golden(
+        "BEGIN { x = 1; }\nBEGIN { y = 2.5 + 1; }",
+        ErrTag::D_SYNTAX,
+        "line 2: floating-point constants are not permitted",
+    );
+    golden(
+        "BEGIN { x = 1e3; }",
+        ErrTag::D_SYNTAX,
+        "line 1: floating-point constants are not permitted",
+    );
+    golden(
+        "BEGIN { x = 12abc; }",
+        ErrTag::D_SYNTAX,
+        "line 1: syntax error near \"abc\"",
     );
     golden(
         "a:b:c:d:e { }",
