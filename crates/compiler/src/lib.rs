@@ -132,7 +132,7 @@ fn compile_here(
     probes: Option<&dyn ProbeInfo>,
 ) -> Result<Program, CompileError> {
     let pre;
-    let text = if opts.cpp {
+    let text = if opts.cpp || opts.cpp_headers {
         pre = cpp::preprocess(source, opts)?;
         pre.as_str()
     } else {

@@ -98,6 +98,39 @@ fn c_preprocessor() {
 }
 
 #[test]
+fn cpp_headers_lists_included_files() {
+    let have_cpp = dtrace_testkit::have_program("cpp");
+    if !dtrace_testkit::skip_unless(have_cpp, "cpp_headers_lists_included_files", "no cpp") {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("dtrace-cpp-h-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("sub")).unwrap();
+    std::fs::write(dir.join("outer.h"), "#include \"sub/inner.h\"\n").unwrap();
+    std::fs::write(dir.join("sub/inner.h"), "#define SEVEN 7\n").unwrap();
+    // -H alone implies -C
+    let o = CompileOptions {
+        cpp_headers: true,
+        includes: vec![dir.display().to_string()],
+        ..Default::default()
+    };
+    let src = "#include \"outer.h\"\nBEGIN { trace(SEVEN); }\n";
+    let (_, headers) = dtrace_compiler::cpp::preprocess_with_headers(src, &o).unwrap();
+    let lines: Vec<&str> = headers.lines().collect();
+    assert_eq!(lines.len(), 2, "{headers}");
+    assert!(
+        lines[0].starts_with(". ") && lines[0].ends_with("outer.h"),
+        "{headers}"
+    );
+    assert!(
+        lines[1].starts_with(".. ") && lines[1].ends_with("sub/inner.h"),
+        "{headers}"
+    );
+    let p = compile(src, &o).unwrap();
+    assert_eq!(const_of(&p, 0), 7);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn freopen_with_an_empty_name_restores_stdout() {
     let o = CompileOptions {
         destructive: true,
