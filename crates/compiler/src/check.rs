@@ -140,6 +140,8 @@ pub struct AggInfo {
     /// Function and the line of its first use.
     pub func: Option<(AggFunc, u32, u64)>,
     pub keys: Option<Vec<TypeId>>,
+    /// Whether each key is a D value (not a `stack()`, `sym()`... record), once known.
+    pub key_values: Vec<bool>,
 }
 
 /// One action to lower: its kind, arguments and the expression its DIF object computes.
@@ -290,6 +292,7 @@ impl<'o> Checker<'o> {
             name: name.to_string(),
             func: None,
             keys: None,
+            key_values: Vec::new(),
         });
         self.aggs.len() - 1
     }
