@@ -727,7 +727,7 @@ impl<'o> Checker<'o> {
                 plans.push(p);
             }
             "tracemem" => {
-                self.proto_len(n, args.len(), 2, 3, line)?;
+                self.proto_len(n, args.len(), 2, usize::MAX, line)?;
                 let addr = self.cook(&args[0])?;
                 if !self.types.is_scalar(addr.ty) {
                     return err(
@@ -747,30 +747,41 @@ impl<'o> Checker<'o> {
                 );
                 p.arg = size;
                 plans.push(p);
+                if args.len() > 3 {
+                    return err(
+                        ErrTag::D_TRACEMEM_ARGS,
+                        line,
+                        "tracemem ( ) prototype mismatch: expected at most 3 args",
+                    );
+                }
                 if args.len() == 3 {
                     let d = self.cook(&args[2])?;
-                    if !self.types.is_integer(d.ty) {
+                    if !self.types.is_scalar(d.ty) {
                         return err(
-                            ErrTag::D_TRACEMEM_SIZE,
+                            ErrTag::D_TRACEMEM_DYNSIZE,
                             line,
-                            "tracemem( ) argument #3 must be an integral expression",
+                            "tracemem ( ) dynamic size (argument #3) must be of scalar type",
                         );
                     }
                     plans.push(Plan::new(ActionKind::DifExpr, Some(d)));
                 }
             }
             "stack" => {
-                self.proto_len(n, args.len(), 0, 1, line).map_err(|mut e| {
-                    e.tag = ErrTag::D_STACK_PROTO;
-                    e
-                })?;
+                // stack_t(...): DTrace checks the count and the size itself
+                if args.len() > 1 {
+                    return err(
+                        ErrTag::D_STACK_PROTO,
+                        line,
+                        "stack( ) prototype mismatch: too many arguments",
+                    );
+                }
                 let frames = match args.first() {
                     None => self.opts.stackframes as u64,
                     Some(a) => self.positive_const(
                         a,
                         ErrTag::D_STACK_SIZE,
                         line,
-                        "stack( ) size must be a non-zero positive integer constant",
+                        "stack( ) size must be a non-zero positive integral constant expression",
                     )?,
                 };
                 let mut p = Plan::new(ActionKind::Stack, None);
@@ -778,10 +789,14 @@ impl<'o> Checker<'o> {
                 plans.push(p);
             }
             "ustack" | "jstack" => {
-                self.proto_len(n, args.len(), 0, 2, line).map_err(|mut e| {
-                    e.tag = ErrTag::D_USTACK_PROTO;
-                    e
-                })?;
+                // stack_t(...); DTrace's messages say ustack( ) for jstack( ) too
+                if args.len() > 2 {
+                    return err(
+                        ErrTag::D_USTACK_PROTO,
+                        line,
+                        "ustack( ) prototype mismatch: too many arguments",
+                    );
+                }
                 let (df, ds) = if n == "ustack" {
                     (self.opts.ustackframes as u64, 0)
                 } else {
@@ -796,17 +811,21 @@ impl<'o> Checker<'o> {
                         a,
                         ErrTag::D_USTACK_FRAMES,
                         line,
-                        format!("{n}( ) argument #1 must be a non-zero positive integer constant"),
+                        "ustack( ) argument #1 must be a non-zero positive integer constant",
                     )?,
                 };
                 let strsize = match args.get(1) {
                     None => ds,
-                    Some(a) => self.positive_const(
-                        a,
-                        ErrTag::D_USTACK_STRSIZE,
-                        line,
-                        format!("{n}( ) argument #2 must be a non-zero positive integer constant"),
-                    )?,
+                    Some(a) => match self.const_arg(a)? {
+                        Some((v, _)) if v >= 0 => v as u64,
+                        _ => {
+                            return err(
+                                ErrTag::D_USTACK_STRSIZE,
+                                line,
+                                "ustack( ) argument #2 must be a positive integer constant",
+                            )
+                        }
+                    },
                 };
                 let mut p = Plan::new(
                     if n == "ustack" {

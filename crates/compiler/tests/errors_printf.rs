@@ -107,3 +107,29 @@ fn macro_arguments_that_overflow_or_are_missing() {
         "line 1: macro variable $nosuch is not defined",
     );
 }
+
+#[test]
+fn stack_and_tracemem_wordings() {
+    golden(
+        "BEGIN { jstack(1, 2, 3); }",
+        ErrTag::D_USTACK_PROTO,
+        "line 1: ustack( ) prototype mismatch: too many arguments",
+    );
+    golden(
+        "BEGIN { jstack(0); }",
+        ErrTag::D_USTACK_FRAMES,
+        "line 1: ustack( ) argument #1 must be a non-zero positive integer constant",
+    );
+    ok("BEGIN { ustack(5, 0); }");
+    golden(
+        "BEGIN { tracemem(arg0, 16, 8, 1); }",
+        ErrTag::D_TRACEMEM_ARGS,
+        "line 1: tracemem ( ) prototype mismatch: expected at most 3 args",
+    );
+    golden(
+        "BEGIN { tracemem(arg0, 16, \"x\"); }",
+        ErrTag::D_TRACEMEM_DYNSIZE,
+        "line 1: tracemem ( ) dynamic size (argument #3) must be of scalar type",
+    );
+    ok("BEGIN { tracemem(arg0, 16, arg1); }");
+}
