@@ -578,7 +578,6 @@ impl<'o> Checker<'o> {
         line: u32,
         plans: &mut Vec<Plan>,
     ) -> CResult<()> {
-        let start = plans.len();
         match n {
             "trace" => {
                 self.proto_len(n, args.len(), 1, 1, line)?;
@@ -930,15 +929,8 @@ impl<'o> Checker<'o> {
                 )
             }
         }
-        if plans[start..].iter().any(|p| p.kind.is_destructive()) && !self.opts.destructive {
-            return err(
-                ErrTag::D_ACT_DESTRUCT,
-                line,
-                format!(
-                    "{n}( ) is a destructive action: destructive actions are not allowed (use -w)"
-                ),
-            );
-        }
+        // destructive actions compile without -w; enabling refuses them, as in DTrace (see
+        // [`crate::destructive`])
         Ok(())
     }
 

@@ -1026,13 +1026,6 @@ impl<'o> Checker<'o> {
                 format!("undefined function name: {n}"),
             );
         };
-        if p.destructive && !self.opts.destructive {
-            return err(
-                ErrTag::D_ACT_DESTRUCT,
-                line,
-                format!("{n}( ) is a destructive subroutine: destructive actions are not allowed (use -w)"),
-            );
-        }
         if args.len() < p.required || args.len() > p.params.len() {
             let atleast = if p.required < p.params.len() {
                 "at least "

@@ -204,6 +204,29 @@ fn check_macro_args(ast: &ast::Program, opts: &CompileOptions) -> CResult<()> {
     Ok(())
 }
 
+/// Whether `p` is destructive: an action that is (`raise`, `system`, `stop`, `copyout`...) or a DIF
+/// object calling a destructive subroutine (`copyout`, `copyoutstr`). DTrace compiles such programs
+/// without `-w` and refuses them when tracing starts (`dtrace: could not enable tracing:
+/// Destructive actions not allowed`); consumers call this before starting.
+pub fn destructive(p: &Program) -> bool {
+    use dtrace_dif::subr::Subr;
+    let calls_destructive = |o: &dtrace_dif::DifObject| {
+        o.text.iter().any(|w| {
+            matches!(
+                dtrace_dif::Instr::decode(*w),
+                Ok(dtrace_dif::Instr::Call { subr, .. })
+                    if subr == Subr::Copyout as u16 || subr == Subr::Copyoutstr as u16
+            )
+        })
+    };
+    p.ecbs.iter().any(|e| {
+        e.predicate.as_ref().is_some_and(calls_destructive)
+            || e.actions
+                .iter()
+                .any(|a| a.kind.is_destructive() || a.difo.as_ref().is_some_and(calls_destructive))
+    })
+}
+
 /// The `dtrace -S` listing of a compiled program.
 pub fn listing(p: &Program) -> String {
     listing::listing(p)

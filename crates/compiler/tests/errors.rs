@@ -336,7 +336,6 @@ fn action_errors() {
         ErrTag::D_PRINTF_AGG_CONV,
         "line 1: %@ conversion requires an aggregation and is not for use with printf( )",
     );
-    golden("BEGIN { trace(copyout(0, 0, 0)); }", ErrTag::D_ACT_DESTRUCT, "line 1: copyout( ) is a destructive subroutine: destructive actions are not allowed (use -w)");
     golden(
         "BEGIN { stack(0); }",
         ErrTag::D_STACK_SIZE,
@@ -363,11 +362,6 @@ fn action_errors() {
         "line 1: tracemem( ) argument #2 must be a non-zero positive integral constant expression",
     );
     golden("BEGIN { tracemem(\"a\", 1); }", ErrTag::D_TRACEMEM_ADDR, "line 1: tracemem( ) argument #1 is incompatible with prototype:\n\tprototype: pointer or integer\n\t argument: string");
-    golden(
-        "BEGIN { raise(9); }",
-        ErrTag::D_ACT_DESTRUCT,
-        "line 1: raise( ) is a destructive action: destructive actions are not allowed (use -w)",
-    );
     golden(
         "BEGIN { trace(@a); }",
         ErrTag::D_TRACE_DYN,
@@ -708,16 +702,12 @@ fn more_tags() {
         ErrTag::D_XLATE_INCOMPAT,
         "line 1: translator member a definition uses incompatible types: \"int\" = \"string\"",
     );
-    golden(
+    // with or without -w: destructive actions are refused when enabling, not compiling
+    let err = compile(
         "BEGIN { speculate(1); raise(9); }",
-        ErrTag::D_ACT_DESTRUCT,
-        "line 1: raise( ) is a destructive action: destructive actions are not allowed (use -w)",
-    );
-    let o = CompileOptions {
-        destructive: true,
-        ..Default::default()
-    };
-    let err = compile("BEGIN { speculate(1); raise(9); }", &o).unwrap_err();
+        &CompileOptions::default(),
+    )
+    .unwrap_err();
     assert_eq!(err.tag, ErrTag::D_ACT_SPEC);
     assert_eq!(
         err.file_message(false),

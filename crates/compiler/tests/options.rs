@@ -64,17 +64,27 @@ fn defaultargs_by_pragma() {
 }
 
 #[test]
-fn destructive_actions_need_permission() {
-    let src = "BEGIN { system(\"date\"); }";
-    assert_eq!(
-        compile(src, &CompileOptions::default()).unwrap_err().tag,
-        ErrTag::D_ACT_DESTRUCT
-    );
-    let o = CompileOptions {
-        destructive: true,
-        ..Default::default()
-    };
-    assert!(compile(src, &o).is_ok());
+fn destructive_programs_compile_and_are_flagged() {
+    // DTrace compiles them without -w and refuses them when tracing starts
+    let o = CompileOptions::default();
+    for src in [
+        "BEGIN { system(\"date\"); }",
+        "BEGIN { raise(9); }",
+        "BEGIN { stop(); }",
+        "BEGIN { copyout((void *)arg1, arg0, 4); }",
+        "BEGIN { copyoutstr(\"a\", arg0, 2); }",
+        "BEGIN /copyoutstr(\"a\", arg0, 2), 1/ { }",
+    ] {
+        let p = compile(src, &o).unwrap_or_else(|e| panic!("{src}: {e}"));
+        assert!(dtrace_compiler::destructive(&p), "{src}");
+    }
+    for src in [
+        "BEGIN { trace(1); exit(0); }",
+        "BEGIN { printf(\"%d\", strlen(\"ab\")); }",
+    ] {
+        let p = compile(src, &o).unwrap_or_else(|e| panic!("{src}: {e}"));
+        assert!(!dtrace_compiler::destructive(&p), "{src}");
+    }
 }
 
 #[test]
