@@ -30,6 +30,9 @@ pub struct Parser<'a> {
     max_arg: usize,
     from_file: bool,
     depth: u32,
+    /// Line of the last token read from the lexer (lookahead included): the line DTrace gives a
+    /// node, which its yacc parser builds once it has read the token that ends it.
+    lexed_line: u32,
 }
 
 fn syntax(t: &Token) -> CompileError {
@@ -61,12 +64,14 @@ impl<'a> Parser<'a> {
             max_arg: 0,
             from_file,
             depth: 0,
+            lexed_line: 1,
         }
     }
 
     fn fill(&mut self, n: usize) -> CResult<()> {
         while self.peeked.len() <= n {
             let t = self.lex.next_token()?;
+            self.lexed_line = t.line;
             self.peeked.push_back(t);
         }
         Ok(())
@@ -304,9 +309,10 @@ impl<'a> Parser<'a> {
             let line = self.next()?.line;
             self.enter(line)?;
             let r = self.assign()?;
+            self.peek()?;
             e = Expr {
                 kind: ExprKind::Comma(Box::new(e), Box::new(r)),
-                line,
+                line: self.lexed_line,
             };
         }
         self.depth = mark;
@@ -349,11 +355,12 @@ impl<'a> Parser<'a> {
             _ => None,
         };
         if let Some(op) = op {
-            let line = self.next()?.line;
+            self.next()?;
             let rhs = self.assign()?;
+            self.peek()?;
             return Ok(Expr {
                 kind: ExprKind::Assign(op, Box::new(lhs), Box::new(rhs)),
-                line,
+                line: self.lexed_line,
             });
         }
         Ok(lhs)
@@ -362,13 +369,14 @@ impl<'a> Parser<'a> {
     fn cond(&mut self) -> CResult<Expr> {
         let c = self.binary(0)?;
         if self.is_punct("?")? {
-            let line = self.next()?.line;
+            self.next()?;
             let a = self.expr()?;
             self.expect(":")?;
             let b = self.cond()?;
+            self.peek()?;
             return Ok(Expr {
                 kind: ExprKind::Cond(Box::new(c), Box::new(a), Box::new(b)),
-                line,
+                line: self.lexed_line,
             });
         }
         Ok(c)
@@ -413,9 +421,10 @@ impl<'a> Parser<'a> {
             let line = self.next()?.line;
             self.enter(line)?;
             let r = self.binary(level + 1)?;
+            self.peek()?;
             l = Expr {
                 kind: ExprKind::Binary(op, Box::new(l), Box::new(r)),
-                line,
+                line: self.lexed_line,
             };
         }
         self.depth = mark;
@@ -447,7 +456,6 @@ impl<'a> Parser<'a> {
 
     fn unary_inner(&mut self) -> CResult<Expr> {
         let t = self.peek()?.clone();
-        let line = t.line;
         let op = match &t.tok {
             Tok::Punct(p) => match *p {
                 "++" => Some(UnOp::PreInc),
@@ -465,9 +473,10 @@ impl<'a> Parser<'a> {
         if let Some(op) = op {
             self.next()?;
             let e = self.unary()?;
+            self.peek()?;
             return Ok(Expr {
                 kind: ExprKind::Unary(op, Box::new(e)),
-                line,
+                line: self.lexed_line,
             });
         }
         if let Tok::Ident(s) = &t.tok {
@@ -479,21 +488,23 @@ impl<'a> Parser<'a> {
                     self.expect(")")?;
                     return Ok(Expr {
                         kind: ExprKind::SizeofType(Box::new(tn)),
-                        line,
+                        line: self.lexed_line,
                     });
                 }
                 let e = self.unary()?;
+                self.peek()?;
                 return Ok(Expr {
                     kind: ExprKind::SizeofExpr(Box::new(e)),
-                    line,
+                    line: self.lexed_line,
                 });
             }
             if s == "stringof" {
                 self.next()?;
                 let e = self.unary()?;
+                self.peek()?;
                 return Ok(Expr {
                     kind: ExprKind::Stringof(Box::new(e)),
-                    line,
+                    line: self.lexed_line,
                 });
             }
         }
@@ -502,9 +513,10 @@ impl<'a> Parser<'a> {
             let tn = self.type_name()?;
             self.expect(")")?;
             let e = self.unary()?;
+            self.peek()?;
             return Ok(Expr {
                 kind: ExprKind::Cast(Box::new(tn), Box::new(e)),
-                line,
+                line: self.lexed_line,
             });
         }
         self.postfix()
@@ -550,7 +562,7 @@ impl<'a> Parser<'a> {
                     self.expect("]")?;
                     e = Expr {
                         kind: ExprKind::Index(Box::new(e), keys),
-                        line,
+                        line: self.lexed_line,
                     };
                 }
                 Tok::Punct("(") => {
@@ -568,7 +580,7 @@ impl<'a> Parser<'a> {
                     let a = self.args()?;
                     e = Expr {
                         kind: ExprKind::Call(name, a),
-                        line: e.line,
+                        line: self.lexed_line,
                     };
                 }
                 Tok::Punct(p @ ("." | "->")) => {
@@ -596,7 +608,7 @@ impl<'a> Parser<'a> {
                         },
                         None => Expr {
                             kind: ExprKind::Member(Box::new(e), name, p == "->"),
-                            line,
+                            line: nt.line,
                         },
                     };
                 }

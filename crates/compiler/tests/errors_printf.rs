@@ -133,3 +133,34 @@ fn stack_and_tracemem_wordings() {
     );
     ok("BEGIN { tracemem(arg0, 16, arg1); }");
 }
+
+/// The line of an error is where DTrace's parser builds the node: once it has read the token
+/// that ends it (the lookahead after an operator's right operand, a call's `)`).
+#[test]
+fn multi_line_expressions_report_dtraces_line() {
+    let e = e_with(
+        "BEGIN\n{\n\tx = \"a\" +\n\t    1;\n}\n",
+        &CompileOptions::default(),
+    );
+    assert_eq!(e.tag, ErrTag::D_OP_INCOMPAT);
+    assert_eq!(e.line, Some(4));
+    let e = e_with(
+        "BEGIN\n{\n\tprintf(\"%d\\n\",\n\t    \"s\"\n\t);\n}\n",
+        &CompileOptions::default(),
+    );
+    assert_eq!(e.tag, ErrTag::D_PRINTF_ARG_TYPE);
+    assert_eq!(e.line, Some(5));
+    // a single-line construct keeps its line
+    let e = e_with(
+        "BEGIN\n{\n\ttrace(\"a\" + 1);\n}\n",
+        &CompileOptions::default(),
+    );
+    assert_eq!(e.line, Some(3));
+    // an undefined identifier is reported on its own line
+    let e = e_with(
+        "BEGIN\n{\n\ttrace(1 +\n\t    nosuch);\n}\n",
+        &CompileOptions::default(),
+    );
+    assert_eq!(e.tag, ErrTag::D_IDENT_UNDEF);
+    assert_eq!(e.line, Some(4));
+}
