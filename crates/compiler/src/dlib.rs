@@ -24,16 +24,18 @@ const FILES: &[(&str, &str, &str)] = &[
     ("struct file", "io.d", include_str!("dlib/io.d")),
 ];
 
-/// Parses and declares the library files whose types are present; returns the typedef names they
-/// add (for the parser of the program).
-pub fn load(ck: &mut Checker<'_>, typenames: &HashSet<String>) -> HashSet<String> {
-    let mut names = typenames.clone();
+/// Parses and declares the library files whose types are present; returns `typenames` with the
+/// typedef names they add (for the parser of the program).
+pub fn load(ck: &mut Checker<'_>, typenames: HashSet<String>) -> HashSet<String> {
+    let mut names = typenames;
     for (needs, _name, text) in FILES {
         if ck.types.lookup(needs).is_none() {
             continue;
         }
-        let p = Parser::new(text, MacroEnv::default(), names.clone(), true);
-        let Ok((prog, n)) = p.program_with_names() else {
+        let p = Parser::new(text, MacroEnv::default(), std::mem::take(&mut names), true);
+        let (prog, n) = p.program_with_names_always();
+        names = n;
+        let Ok(prog) = prog else {
             continue;
         };
         for item in &prog.items {
@@ -42,7 +44,6 @@ pub fn load(ck: &mut Checker<'_>, typenames: &HashSet<String>) -> HashSet<String
             }
             let _ = ck.declare(item);
         }
-        names = n;
     }
     names
 }

@@ -130,10 +130,11 @@ impl<'a> Parser<'a> {
         self.program_mut()
     }
 
-    /// Parses a whole program and returns it with the typedef names known at its end.
-    pub fn program_with_names(mut self) -> CResult<(Program, HashSet<String>)> {
-        let p = self.program_mut()?;
-        Ok((p, self.typenames))
+    /// Parses a whole program and returns it (or its error) with the typedef names known at its
+    /// end (those given to [`Parser::new`] plus the program's).
+    pub fn program_with_names_always(mut self) -> (CResult<Program>, HashSet<String>) {
+        let p = self.program_mut();
+        (p, self.typenames)
     }
 
     fn program_mut(&mut self) -> CResult<Program> {
