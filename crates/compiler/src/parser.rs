@@ -1133,31 +1133,37 @@ fn normalize_base(
     line: u32,
 ) -> CResult<String> {
     let b = base.as_deref();
-    if let Some(s) = signed {
-        if !matches!(b, None | Some("char") | Some("int")) {
-            return err(
-                ErrTag::D_DECL_SIGNINT,
-                line,
-                format!(
-                    "invalid type combination: {} may only be applied to integer types",
-                    if s { "signed" } else { "unsigned" }
-                ),
-            );
-        }
+    // dt_decl_check's order and words
+    if b == Some("char") && (shorts > 0 || longs > 0) {
+        return err(
+            ErrTag::D_DECL_CHARATTR,
+            line,
+            "invalid type declaration: short and long may not be used with char type",
+        );
+    }
+    if b == Some("void") && (shorts > 0 || longs > 0 || signed.is_some()) {
+        return err(
+            ErrTag::D_DECL_VOIDATTR,
+            line,
+            "invalid type declaration: attributes may not be used with void type",
+        );
+    }
+    if signed.is_some() && !matches!(b, None | Some("char") | Some("int")) {
+        return err(
+            ErrTag::D_DECL_SIGNINT,
+            line,
+            "invalid type declaration: signed and unsigned may only be used with integer type",
+        );
     }
     if longs > 0 && !matches!(b, None | Some("int") | Some("double")) || longs > 2 {
         return err(
             ErrTag::D_DECL_LONGINT,
             line,
-            "invalid type combination: long",
+            "invalid type declaration: long and long long may only be used with integer or floating-point type",
         );
     }
     if shorts > 0 && (!matches!(b, None | Some("int")) || longs > 0 || shorts > 1) {
-        return err(
-            ErrTag::D_DECL_COMBO,
-            line,
-            "invalid type combination: short",
-        );
+        return err(ErrTag::D_DECL_COMBO, line, "invalid type combination");
     }
     let u = signed == Some(false);
     Ok(match b {

@@ -581,7 +581,7 @@ fn declaration_errors() {
     golden(
         "unsigned string s;",
         ErrTag::D_DECL_SIGNINT,
-        "line 1: invalid type combination: unsigned may only be applied to integer types",
+        "line 1: invalid type declaration: signed and unsigned may only be used with integer type",
     );
     golden(
         "enum e { A = arg0 };",
@@ -726,12 +726,12 @@ fn more_tags() {
     golden(
         "long long long x;",
         ErrTag::D_DECL_LONGINT,
-        "line 1: invalid type combination: long",
+        "line 1: invalid type declaration: long and long long may only be used with integer or floating-point type",
     );
     golden(
         "short long x;",
         ErrTag::D_DECL_COMBO,
-        "line 1: invalid type combination: short",
+        "line 1: invalid type combination",
     );
     golden(
         "int char x;",

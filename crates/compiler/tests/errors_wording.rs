@@ -1,6 +1,7 @@
-//! Golden errors of printf-style formats (DTrace's `dt_printf_validate` wording): `printa()` formats
-//! checked against the aggregation's keys and value, dynamic width and precision arguments, and
-//! macro arguments that overflow.
+//! Golden errors in DTrace's own words (dt_printf.c, dt_cc.c, dt_decl.c, dt_lex.l): `printa()`
+//! formats checked against the aggregation's keys and value, dynamic width and precision
+//! arguments, macro arguments, stack/tracemem arguments, declaration attributes, and the lines
+//! multi-line expressions are reported on.
 
 use dtrace_compiler::{compile, CompileError, CompileOptions, ErrTag};
 
@@ -163,4 +164,24 @@ fn multi_line_expressions_report_dtraces_line() {
     );
     assert_eq!(e.tag, ErrTag::D_IDENT_UNDEF);
     assert_eq!(e.line, Some(4));
+}
+
+#[test]
+fn declaration_attribute_wordings() {
+    golden(
+        "long char c;",
+        ErrTag::D_DECL_CHARATTR,
+        "line 1: invalid type declaration: short and long may not be used with char type",
+    );
+    golden(
+        "unsigned void *p;",
+        ErrTag::D_DECL_VOIDATTR,
+        "line 1: invalid type declaration: attributes may not be used with void type",
+    );
+    golden(
+        "long string s;",
+        ErrTag::D_DECL_LONGINT,
+        "line 1: invalid type declaration: long and long long may only be used with integer or floating-point type",
+    );
+    ok("unsigned long long x; signed char c; long double d; short int s; BEGIN { x = 1; }");
 }
