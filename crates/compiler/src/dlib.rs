@@ -1,8 +1,8 @@
 //! The D library: declarations every program sees when the types they need are present, as
 //! DTrace's `/usr/lib/dtrace/*.d` files provide them. Our library is written for Linux kernels:
 //! `procfs.d` (`psinfo_t`, `lwpsinfo_t`, their translators from `struct task_struct *`,
-//! `curpsinfo`, `curlwpsinfo` and the constants they use) and `io.d` (`fileinfo_t` from
-//! `struct file *`). A file is loaded only when the kernel type it translates from is known (kernel
+//! `curpsinfo`, `curlwpsinfo` and the constants they use), `io.d` (`fileinfo_t` from
+//! `struct file *`) and `bio.d` (`bufinfo_t`, `devinfo_t` from `struct bio *`). A file is loaded only when the kernel type it translates from is known (kernel
 //! BTF given as a [`crate::TypeSource`]); without it `curpsinfo` is an unknown identifier, as in
 //! DTrace without the library. An item the running kernel's types cannot satisfy is left out, so
 //! using what it declares fails as an unknown name rather than failing every compilation.
@@ -22,6 +22,7 @@ const FILES: &[(&str, &str, &str)] = &[
         include_str!("dlib/procfs.d"),
     ),
     ("struct file", "io.d", include_str!("dlib/io.d")),
+    ("struct bio", "bio.d", include_str!("dlib/bio.d")),
 ];
 
 /// Parses and declares the library files whose types are present; returns `typenames` with the

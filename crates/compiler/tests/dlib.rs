@@ -153,3 +153,19 @@ fn user_translators_beside_the_library() {
     .unwrap_or_else(|e| panic!("{e}"));
     verified(&p);
 }
+
+#[test]
+fn bufinfo_and_devinfo_from_struct_bio() {
+    let Some(k) = have_kernel("bufinfo_and_devinfo_from_struct_bio") else {
+        return;
+    };
+    let p = compile_k(
+        &k,
+        "BEGIN { b = (struct bio *)arg0; trace(xlate<bufinfo_t *>(b)->b_flags & B_READ); \
+         trace(xlate<bufinfo_t *>(b)->b_bcount); trace(xlate<devinfo_t *>(b)->dev_statname); \
+         trace(xlate<devinfo_t *>(b)->dev_pathname); trace(xlate<devinfo_t *>(b)->dev_major); \
+         this->d = xlate<devinfo_t>(b); trace(this->d.dev_minor); }",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    verified(&p);
+}
