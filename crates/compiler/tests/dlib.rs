@@ -169,3 +169,76 @@ fn bufinfo_and_devinfo_from_struct_bio() {
     .unwrap_or_else(|e| panic!("{e}"));
     verified(&p);
 }
+
+/// Runs each action of the first ECB of `p` and returns the values (strings as text).
+fn run_values(
+    p: &Program,
+    ctx: &mut dtrace_dif::vm::fake::FakeContext,
+    mem: &mut dtrace_dif::vm::fake::FakeMemory,
+) -> Vec<String> {
+    use dtrace_dif::vm::{Machine, VarState, VmOptions};
+    let mut state = VarState::new(VmOptions::default());
+    let mut m = Machine::new();
+    m.begin_firing();
+    let mut out = Vec::new();
+    for a in &p.ecbs[0].actions {
+        let o = a.difo.as_ref().expect("object");
+        let r = m
+            .run(o, &mut state, ctx, mem)
+            .unwrap_or_else(|f| panic!("fault {f:?}\n{}", listing(p)));
+        if o.rtype.is_string() {
+            let s = m.read_string_result(o, mem, r).expect("string");
+            out.push(String::from_utf8_lossy(&s).into_owned());
+        } else {
+            out.push(r.to_string());
+        }
+    }
+    out
+}
+
+#[test]
+fn curpsinfo_values_from_a_task_in_memory() {
+    let Some(k) = have_kernel("curpsinfo_values_from_a_task_in_memory") else {
+        return;
+    };
+    // the offsets of the running kernel's task_struct, as the compiler sees them
+    let offs = compile_k(
+        &k,
+        "BEGIN { trace(offsetof(struct task_struct, tgid)); trace(offsetof(struct task_struct, pid)); \
+         trace(offsetof(struct task_struct, real_parent)); trace(offsetof(struct task_struct, comm)); \
+         trace(offsetof(struct task_struct, prio)); trace(sizeof (struct task_struct)); }",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let mut ctx = dtrace_dif::vm::fake::FakeContext::new();
+    let mut mem = dtrace_dif::vm::fake::FakeMemory::new();
+    let o: Vec<usize> = run_values(&offs, &mut ctx, &mut mem)
+        .iter()
+        .map(|v| v.parse().unwrap())
+        .collect();
+    let (tgid, pid, parent, comm, prio, size) = (o[0], o[1], o[2], o[3], o[4], o[5]);
+    let (me, dad) = (0x10_0000u64, 0x20_0000u64);
+    let mut task = vec![0u8; size];
+    task[tgid..tgid + 4].copy_from_slice(&4242i32.to_le_bytes());
+    task[pid..pid + 4].copy_from_slice(&4243i32.to_le_bytes());
+    task[parent..parent + 8].copy_from_slice(&dad.to_le_bytes());
+    task[comm..comm + 6].copy_from_slice(b"mycmd\0");
+    task[prio..prio + 4].copy_from_slice(&120i32.to_le_bytes());
+    let mut father = vec![0u8; size];
+    father[tgid..tgid + 4].copy_from_slice(&1i32.to_le_bytes());
+    mem.kernel.insert(me, task);
+    mem.kernel.insert(dad, father);
+    ctx.ints.insert(dtrace_dif::vars::DIF_VAR_CURTHREAD, me);
+    let p = compile_k(
+        &k,
+        "BEGIN { trace(curpsinfo->pr_pid); trace(curpsinfo->pr_ppid); \
+         trace(stringof(curpsinfo->pr_fname)); trace(curlwpsinfo->pr_lwpid); \
+         trace(curlwpsinfo->pr_pri); trace(curpsinfo->pr_addr == (uintptr_t)curthread); \
+         trace(curpsinfo->pr_dmodel == PR_MODEL_LP64); trace(curpsinfo->pr_zoneid); }",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    verified(&p);
+    assert_eq!(
+        run_values(&p, &mut ctx, &mut mem),
+        ["4242", "1", "mycmd", "4243", "120", "1", "1", "0"]
+    );
+}
