@@ -595,14 +595,8 @@ impl<'o> Checker<'o> {
                 "inline declaration requires a name",
             );
         };
-        if keys.is_some() {
-            return err(
-                ErrTag::D_NOT_SUPPORTED,
-                line,
-                "not yet supported: inline associative arrays",
-            );
-        }
         if self.inlines.contains_key(&name)
+            || self.inline_arrays.contains_key(&name)
             || self.globals.vars.contains_key(&name)
             || crate::idents::builtin_var(&name).is_some()
         {
@@ -618,6 +612,37 @@ impl<'o> Checker<'o> {
                 line,
                 format!("cannot declare void inline: {name}"),
             );
+        }
+        if let Some(keys) = keys {
+            let names: Vec<Option<String>> = match tn.decl.derived.last() {
+                Some(crate::ast::Derived::Assoc(sig)) => {
+                    sig.iter().map(|p| p.decl.name.clone()).collect()
+                }
+                _ => Vec::new(),
+            };
+            let mut params = Vec::new();
+            for (i, (n, t)) in names.into_iter().zip(keys).enumerate() {
+                let Some(n) = n else {
+                    return err(
+                        ErrTag::D_DECL_PROTO_NAME,
+                        line,
+                        format!(
+                            "parameter declaration requires a name: parameter #{}",
+                            i + 1
+                        ),
+                    );
+                };
+                params.push((n, t));
+            }
+            self.inline_arrays.insert(
+                name,
+                crate::check::InlineArray {
+                    ty: t,
+                    params,
+                    body: e.clone(),
+                },
+            );
+            return Ok(());
         }
         // a translation stays unexpanded so that `curpsinfo->pr_pid` converts one member
         let v = self.cook_any(e)?;

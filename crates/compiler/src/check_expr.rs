@@ -209,6 +209,9 @@ impl<'o> Checker<'o> {
             ExprKind::Index(b, keys) if self.is_builtin_array(b) => {
                 self.cook_builtin_index(b, keys, line)
             }
+            ExprKind::Index(b, keys) if matches!(&b.kind, ExprKind::Ident(n) if self.inline_arrays.contains_key(n)) => {
+                self.cook_inline_array(b, keys, line)
+            }
             ExprKind::Index(b, keys) => {
                 let (p, ty) = self.index_place(b, keys, line, false)?;
                 Ok(self.read_place(p, ty, line))

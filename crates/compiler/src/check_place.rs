@@ -520,6 +520,13 @@ impl<'o> Checker<'o> {
                 self.var_place(VarScope::Global, n, line, create)
             }
             ExprKind::ScopedVar(sc, n) => self.var_place(*sc, n, line, create),
+            ExprKind::Index(b, _) if matches!(&b.kind, ExprKind::Ident(n) if self.inline_arrays.contains_key(n)) => {
+                err(
+                    ErrTag::D_OP_WRITE,
+                    line,
+                    format!("operator {op} can only be applied to a writable variable"),
+                )
+            }
             ExprKind::Index(b, keys) => {
                 let (p, t) = self.index_place(b, keys, line, create)?;
                 self.writable_mem(p, t, line, op)

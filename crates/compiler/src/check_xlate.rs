@@ -4,8 +4,11 @@
 //! compiles to the plain loads the conversion names (nothing is built). Any other use of a
 //! translation (`this->ps = xlate<psinfo_t>(curthread)`, `trace(curpsinfo)`, `*curpsinfo`) expands
 //! it into [`TK::XlateStruct`]: the whole struct built in scratch, member by member.
+//!
+//! Inline associative arrays (`fds[fd]`) live here too: their body, usually a translation, is
+//! cooked at each use with the parameters bound to the keys.
 
-use crate::ast::{Expr, TypeName};
+use crate::ast::{Expr, ExprKind, TypeName};
 use crate::check::{Checker, Inline};
 use crate::error::{err, CResult, ErrTag};
 use crate::tree::{TExpr, TK};
@@ -196,5 +199,70 @@ impl Checker<'_> {
             );
         }
         Ok(x)
+    }
+
+    /// `name[keys]` for an inline associative array: the keys checked against its parameters as
+    /// for an associative array, then its body cooked with each parameter bound to its key.
+    pub(crate) fn cook_inline_array(
+        &mut self,
+        b: &Expr,
+        keys: &[Expr],
+        line: u32,
+    ) -> CResult<TExpr> {
+        let ExprKind::Ident(name) = &b.kind else {
+            return err(
+                ErrTag::D_UNKNOWN,
+                line,
+                "internal error: not an inline array",
+            );
+        };
+        let Some(ia) = self.inline_arrays.get(name).cloned() else {
+            return err(ErrTag::D_UNKNOWN, line, "internal error: lost inline array");
+        };
+        if self.inline_depth >= 32 {
+            return err(
+                ErrTag::D_NOT_SUPPORTED,
+                line,
+                format!("not yet supported: inline {name} expands itself"),
+            );
+        }
+        let tk = self.cook_keys(keys)?;
+        let proto: Vec<TypeId> = ia.params.iter().map(|p| p.1).collect();
+        self.check_keys(name, &tk, &proto, line)?;
+        let mut saved = Vec::new();
+        for ((p, t), k) in ia.params.iter().zip(tk) {
+            let k = self.convert(k, *t);
+            saved.push((
+                p.clone(),
+                self.inlines.insert(p.clone(), Inline { ty: *t, expr: k }),
+            ));
+        }
+        self.inline_depth += 1;
+        let r = self.cook_any(&ia.body);
+        self.inline_depth -= 1;
+        for (p, old) in saved.into_iter().rev() {
+            match old {
+                Some(o) => {
+                    self.inlines.insert(p, o);
+                }
+                None => {
+                    self.inlines.remove(&p);
+                }
+            }
+        }
+        let mut r = r?;
+        if !self.argcompat(ia.ty, &r) {
+            return err(
+                ErrTag::D_OP_INCOMPAT,
+                line,
+                format!(
+                    "inline {name} definition uses incompatible types: \"{}\" = \"{}\"",
+                    self.tname(ia.ty),
+                    self.tname(r.ty)
+                ),
+            );
+        }
+        r.line = line;
+        Ok(self.convert(r, ia.ty))
     }
 }

@@ -242,3 +242,26 @@ fn curpsinfo_values_from_a_task_in_memory() {
         ["4242", "1", "mycmd", "4243", "120", "1", "1", "0"]
     );
 }
+
+#[test]
+fn fds_inline_array() {
+    let Some(k) = have_kernel("fds_inline_array") else {
+        return;
+    };
+    let p = compile_k(
+        &k,
+        "syscall::write:entry { trace(fds[arg0].fi_name); trace(fds[1].fi_oflags & O_WRONLY); \
+         this->f = fds[0]; trace(this->f.fi_offset); }",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    verified(&p);
+    let e = compile_k(&k, "BEGIN { fds[0] = 1; }").unwrap_err();
+    assert_eq!(
+        e.message,
+        "operator = can only be applied to a writable variable"
+    );
+    let e = compile_k(&k, "BEGIN { trace(fds[\"a\"].fi_name); }").unwrap_err();
+    assert_eq!(e.tag, dtrace_compiler::ErrTag::D_PROTO_ARG, "{e}");
+    let e = compile_k(&k, "BEGIN { trace(fds[1, 2].fi_name); }").unwrap_err();
+    assert_eq!(e.tag, dtrace_compiler::ErrTag::D_PROTO_LEN, "{e}");
+}

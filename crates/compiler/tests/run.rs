@@ -504,3 +504,13 @@ fn global_arrays_and_structs_keep_stores() {
     "#);
     assert_eq!(v, ["7", "8", "31"]);
 }
+
+#[test]
+fn inline_associative_arrays() {
+    let v = run(r#"
+        inline int sq[int x] = x * x;
+        inline string pick[int a, string s] = a > 1 ? s : "none";
+        BEGIN { trace(sq[7]); trace(sq[arg0] + 1); trace(pick[2, "yes"]); trace(pick[sq[1], "yes"]); }
+    "#);
+    assert_eq!(v, ["49", "101", "yes", "none"]);
+}

@@ -3,7 +3,7 @@
  *
  * Not available: fi_dirname and fi_pathname need the path of the file's dentry in its mount
  * (a d_path subroutine we do not have yet): "" rather than a made-up path. fi_mount is
- * "<unknown>", as DTrace on Linux defines it. The fds[] inline array is not defined yet. The O_*
+ * "<unknown>", as DTrace on Linux defines it. The O_*
  * values are those of x86-64 (and arm64 but for O_DIRECT, O_LARGEFILE, O_DIRECTORY, O_NOFOLLOW).
  */
 
@@ -49,3 +49,8 @@ translator fileinfo_t < struct file *F > {
 	fi_mount = F == 0 ? "<none>" : "<unknown>";
 	fi_oflags = F == 0 ? 0 : F->f_flags;
 };
+
+/* fds[fd]: the fileinfo_t of the current process's file descriptor fd ("<none>" when not open) */
+inline fileinfo_t fds[int fd] = xlate <fileinfo_t> (
+    fd >= 0 && fd < curthread->files->fdt->max_fds ?
+    curthread->files->fdt->fd[fd] : (struct file *)0);
