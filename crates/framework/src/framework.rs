@@ -226,6 +226,8 @@ pub struct Framework {
     pub(crate) consumer_ctx: FiringContext,
     /// Whether faults also write [`crate::records::FAULT_EPID`] records.
     pub(crate) fault_records: bool,
+    /// An enabled ECB has a destructive action (checked against the option at `go`).
+    destructive_enabled: bool,
     tx: mpsc::Sender<ProbeEvent>,
     rx: mpsc::Receiver<ProbeEvent>,
 }
@@ -273,6 +275,7 @@ impl Framework {
             next_aggid: 1,
             last_clean: 0,
             consumer_ctx: FiringContext::default(),
+            destructive_enabled: false,
             fault_records: false,
             tx,
             rx,
@@ -394,6 +397,7 @@ impl Framework {
         // Check every clause before creating anything.
         let mut planned = Vec::new();
         let mut matched = 0usize;
+        let mut has_destructive = false;
         for (i, e) in program.ecbs.iter().enumerate() {
             let desc = desc_string(&e.probe);
             for a in &e.actions {
@@ -405,15 +409,11 @@ impl Framework {
                     };
                     return Err(FrameworkError::Unsupported(format!("{what} on Linux")));
                 }
-                let destructive =
+                // destructive actions are refused when tracing starts (`go`), as DTrace does
+                has_destructive |=
                     a.kind.is_destructive() || a.difo.as_ref().is_some_and(calls_destructive);
-                if destructive && !opts.destructive {
-                    return Err(FrameworkError::Destructive);
-                }
             }
-            if e.predicate.as_ref().is_some_and(calls_destructive) && !opts.destructive {
-                return Err(FrameworkError::Destructive);
-            }
+            has_destructive |= e.predicate.as_ref().is_some_and(calls_destructive);
             // Every DIF object passes the verifier before anything is enabled.
             let objects = e
                 .predicate
@@ -439,6 +439,7 @@ impl Framework {
             planned.push((i, layout, ids));
         }
         self.options = opts;
+        self.destructive_enabled |= has_destructive;
         let mut out = Enabling {
             matched,
             ..Enabling::default()
@@ -554,6 +555,10 @@ impl Framework {
         }
         if let Some(c) = self.options.cpu.filter(|&c| c >= self.ncpus) {
             return Err(FrameworkError::BadCpu(c));
+        }
+        // DTrace enables destructive ECBs but refuses to start without `destructive` (`-w`)
+        if self.destructive_enabled && !self.options.destructive {
+            return Err(FrameworkError::Destructive);
         }
         let needed = self
             .ecbs

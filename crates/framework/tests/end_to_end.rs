@@ -525,12 +525,13 @@ fn destructive_actions_need_the_option() {
         None,
         vec![act(ActionKind::Raise, Some(asm("setx 9, %r1\nret %r1\n")))],
     )]);
+    // enabled, then refused when tracing starts (DTrace's EDT_DESTRUCTIVE from go)
+    fw.enable(&p, false).unwrap();
     assert_eq!(
-        fw.enable(&p, false).unwrap_err().to_string(),
+        fw.go().unwrap_err().to_string(),
         "Destructive actions not allowed"
     );
     fw.set_option("destructive", None).unwrap();
-    fw.enable(&p, false).unwrap();
     fw.go().unwrap();
     assert_eq!(
         fw.take_requests(),
