@@ -114,3 +114,12 @@ fn clause_local_structs_copy_and_store() {
     );
     assert_eq!(run(&src, false), [3, 42]);
 }
+
+#[test]
+fn clause_local_arrays_keep_element_stores_within_the_firing() {
+    let src = "this int a[4];\nBEGIN { this->a[1] = 4; this->a[3] = 6; }\nBEGIN { trace(this->a[1] + this->a[3]); }\n";
+    // Clause-locals live for the firing: the second clause sees the first's stores.
+    assert_eq!(run(src, false), [10]);
+    // A new firing starts them over.
+    assert_eq!(run(src, true), [0]);
+}

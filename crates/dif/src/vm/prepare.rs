@@ -48,7 +48,9 @@ impl BadOp {
             BadOp::BuiltinDynamic => "built-in variables are not dynamic",
             BadOp::VarRange => "variable id out of range",
             BadOp::ThreadArray => "there are no built-in thread-local arrays",
-            BadOp::Translator => "translators are resolved by the compiler",
+            BadOp::Translator => {
+                "not yet supported: xlate/xlarg (the compiler resolves translators itself)"
+            }
         }
     }
 }
