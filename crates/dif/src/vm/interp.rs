@@ -103,6 +103,7 @@ impl Machine {
         // So are the dynamic variables, so by-reference ones have VM addresses too.
         self.globals.clear();
         self.key_slot = None;
+        self.thread = None;
         std::mem::swap(&mut self.globals, &mut env.state.globals);
         std::mem::swap(&mut self.global_bytes, &mut env.state.global_bytes);
         std::mem::swap(&mut self.dynvars, &mut env.state.dynvars);
@@ -701,11 +702,6 @@ impl Machine {
         if id < DIF_VAR_OTHER_UBASE {
             return Err(illop("built-in variables are not dynamic"));
         }
-        let thread = if scope == DynScope::GlobalArray {
-            0
-        } else {
-            env.ctx.thread_key()
-        };
         let top = if with_tuple { tuple.top } else { 0 };
         if let Some(k) = &self.key_from {
             if k.scope == scope
@@ -730,6 +726,12 @@ impl Machine {
             with_tuple,
             top,
             args,
+        };
+        let thread = if scope == DynScope::GlobalArray {
+            0
+        } else {
+            // The thread does not change during a run: asked once.
+            *self.thread.get_or_insert_with(|| env.ctx.thread_key())
         };
         self.key_from = None;
         self.key_slot = None;

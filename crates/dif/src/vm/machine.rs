@@ -86,6 +86,8 @@ pub struct Machine {
     pub(crate) key: crate::vm::state::DynKey,
     /// What `key` was built from, while it is still valid (see `dyn_key`).
     pub(crate) key_from: Option<KeySource>,
+    /// The probe context's thread key, once asked in this run.
+    pub(crate) thread: Option<u64>,
     /// String built-ins copied into scratch in this firing: id and address.
     pub(crate) builtin_strs: Vec<(u32, u64)>,
     /// The fault of the last out-of-line instruction that faulted.
