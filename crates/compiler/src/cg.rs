@@ -562,37 +562,59 @@ impl<'a> Cg<'a> {
         Ok(())
     }
 
+    /// The size of a dynamic variable's storage when it is a struct, union or array (by reference, not a
+    /// string): such variables are loaded as the address of their storage.
+    fn dyn_ref_size(&self, v: &VarRef) -> Option<u32> {
+        let dynamic = v.array || v.scope == VarScope::Thread;
+        let t = self.types.diftype(v.ty, self.strsize);
+        (dynamic && t.is_by_ref() && !t.is_string()).then_some(t.size)
+    }
+
+    /// Loads variable `v` into `r` with `ld`; for a by-reference dynamic variable, first creates it
+    /// zero-filled when it does not exist (DTrace's `dt_cg_assoc_op`: load, and when NULL `allocs` a
+    /// zeroed copy, store it with `st` and load again), so members and elements can be stored through
+    /// the address. The tuple, if any, is already on the stack.
+    fn load_var(&mut self, v: &VarRef, ld: Opcode, st: Opcode, r: Reg) -> CResult<()> {
+        let var = v.id as u16;
+        self.emit(Instr::LoadVar { op: ld, var, rd: r });
+        let Some(size) = self.dyn_ref_size(v) else {
+            return Ok(());
+        };
+        self.note_var(v, DIFV_F_MOD);
+        let done = self.label();
+        self.emit(Instr::Tst { r1: r });
+        self.branch(Opcode::Bne, done);
+        self.setx(size as u64, r)?;
+        self.emit(Instr::Allocs { r1: r, rd: r });
+        self.emit(Instr::StoreVar { op: st, var, rs: r });
+        self.emit(Instr::LoadVar { op: ld, var, rd: r });
+        self.place_label(done);
+        Ok(())
+    }
+
     fn read(&mut self, p: &Place, e: &TExpr) -> CResult<Reg> {
         match p {
             Place::Var(v) => {
                 self.note_var(v, DIFV_F_REF);
                 let r = self.alloc()?;
-                let op = match v.scope {
-                    VarScope::Global => Opcode::Ldgs,
-                    VarScope::Thread => Opcode::Ldts,
-                    VarScope::Local => Opcode::Ldls,
+                let (ld, st) = match v.scope {
+                    VarScope::Global => (Opcode::Ldgs, Opcode::Stgs),
+                    VarScope::Thread => (Opcode::Ldts, Opcode::Stts),
+                    VarScope::Local => (Opcode::Ldls, Opcode::Stls),
                 };
-                self.emit(Instr::LoadVar {
-                    op,
-                    var: v.id as u16,
-                    rd: r,
-                });
+                self.load_var(v, ld, st, r)?;
                 Ok(r)
             }
             Place::Assoc(v, keys) => {
                 self.note_var(v, DIFV_F_REF);
                 self.push_tuple(keys)?;
                 let r = self.alloc()?;
-                let op = if v.scope == VarScope::Thread {
-                    Opcode::Ldtaa
+                let (ld, st) = if v.scope == VarScope::Thread {
+                    (Opcode::Ldtaa, Opcode::Sttaa)
                 } else {
-                    Opcode::Ldgaa
+                    (Opcode::Ldgaa, Opcode::Stgaa)
                 };
-                self.emit(Instr::LoadVar {
-                    op,
-                    var: v.id as u16,
-                    rd: r,
-                });
+                self.load_var(v, ld, st, r)?;
                 Ok(r)
             }
             Place::Mem(addr, user) => {

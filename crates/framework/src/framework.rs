@@ -22,7 +22,7 @@ use crate::records::{AggDesc, AggRecord, AggSnapshot, BufferSnapshot, EprobeDesc
 use crate::speculation::Speculations;
 use dtrace_dif::object::DifObject;
 use dtrace_dif::program::{ActionDesc, ActionKind, ProbeDesc, Program};
-use dtrace_dif::vm::{Machine, Memory, NoMemory, VarState, VmOptions};
+use dtrace_dif::vm::{Machine, Memory, NoMemory, Prepared, VarState, VmOptions};
 use dtrace_dif::{Instr, Subr};
 use std::sync::mpsc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
@@ -161,8 +161,12 @@ pub struct Status {
     pub errors: u64,
     /// Faults in ERROR probe clauses.
     pub dblerrors: u64,
-    /// Dynamic variable drops.
+    /// Dynamic variable drops (out of space, nothing waiting to be cleaned).
     pub dynvar_drops: u64,
+    /// Dynamic variable drops while freed space was on the dirty list.
+    pub dynvar_dirty_drops: u64,
+    /// Dynamic variable drops while freed space was on the rinsing list.
+    pub dynvar_rinsing_drops: u64,
     /// Speculative records dropped (speculation buffer full).
     pub spec_drops: u64,
     /// `speculation()` failures with busy buffers.
@@ -177,8 +181,11 @@ pub(crate) struct Ecb {
     pub(crate) epid: u32,
     pub(crate) ecb_index: u32,
     pub(crate) probe: u32,
-    pub(crate) predicate: Option<DifObject>,
+    /// The predicate, decoded once for the interpreter.
+    pub(crate) predicate: Option<Prepared>,
     pub(crate) actions: Vec<ActionDesc>,
+    /// Each action's DIF object, decoded once for the interpreter (`None` where it has none).
+    pub(crate) difos: Vec<Option<Prepared>>,
     pub(crate) layout: EcbLayout,
     /// Framework aggregation id of each of `layout.aggs`.
     pub(crate) aggids: Vec<u32>,
@@ -493,8 +500,13 @@ impl Framework {
                     epid,
                     ecb_index: i as u32,
                     probe: id,
-                    predicate: e.predicate.clone(),
+                    predicate: e.predicate.clone().map(Prepared::new),
                     actions: e.actions.clone(),
+                    difos: e
+                        .actions
+                        .iter()
+                        .map(|a| a.difo.clone().map(Prepared::new))
+                        .collect(),
                     layout: layout.clone(),
                     aggids,
                 });
@@ -778,6 +790,8 @@ impl Framework {
         s.activity = Some(self.activity);
         s.filled |= self.cpus.iter().any(|c| c.principal.is_full());
         s.dynvar_drops = self.vars.dynvar_drops();
+        s.dynvar_dirty_drops = self.vars.dynvar_dirty_drops();
+        s.dynvar_rinsing_drops = self.vars.dynvar_rinsing_drops();
         s.spec_drops = self.specs.drops;
         s.spec_busy = self.specs.busy;
         s.spec_unavail = self.specs.unavail;

@@ -1096,3 +1096,58 @@ fn quantize_increment_weights_the_bucket() {
     assert_eq!(b(QUANTIZE_ZEROBUCKET + 3), 7); // 4..7
     assert_eq!(b(QUANTIZE_ZEROBUCKET + 7), 1); // 64..127
 }
+
+#[test]
+fn dirty_and_rinsing_dynamic_variable_drops_are_reported_and_cleaned_between_firings() {
+    let (mut fw, _c) = new_fw();
+    // Room for one thread-local (an entry costs about 104 bytes here), not two.
+    fw.set_option("dynvarsize", Some("150")).unwrap();
+    let v = ".var ts 1280 scl tls r/w int 8\n.var u 1281 scl tls r/w int 8\n";
+    // One firing: set self->ts, free it, then set self->u: the freed space is still dirty.
+    let p = program(vec![ecb(
+        "profile:::tick-1",
+        None,
+        vec![act(
+            ActionKind::DifExpr,
+            Some(asm(&format!(
+                "{v}setx 1, %r1\nstts %r1, ts\nstts %r0, ts\nstts %r1, u\nstts %r0, u\nret %r0\n.rtype int 0\n"
+            ))),
+        )],
+    )]);
+    fw.enable(&p, false).unwrap();
+    fw.go().unwrap();
+    let tick = fw.list_probes(&pd("profile:::tick-1"))[0].id;
+    let ctx = FiringContext {
+        tid: 7,
+        ..FiringContext::default()
+    };
+    fw.fire(tick, 0, &ctx);
+    let st = fw.status();
+    assert_eq!(
+        (
+            st.dynvar_drops,
+            st.dynvar_dirty_drops,
+            st.dynvar_rinsing_drops
+        ),
+        (0, 1, 0),
+        "{st:?}"
+    );
+    // The next firing starts with the cleaner's pass: the space is rinsing, not yet free, so both
+    // stores drop.
+    fw.fire(tick, 0, &ctx);
+    let st = fw.status();
+    assert_eq!(st.dynvar_rinsing_drops, 2, "{st:?}");
+    // After another pass it is free again: self->ts fits; self->u then meets the dirty list again.
+    fw.fire(tick, 0, &ctx);
+    let st = fw.status();
+    assert_eq!(
+        (
+            st.dynvar_drops,
+            st.dynvar_dirty_drops,
+            st.dynvar_rinsing_drops
+        ),
+        (0, 2, 2),
+        "{st:?}"
+    );
+    assert!(fw.vars().dynvars.is_empty());
+}
