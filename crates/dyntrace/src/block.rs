@@ -12,10 +12,11 @@
 //! follow and before every detach.
 
 use crate::decode::{Decoded, Kind};
+use crate::emu::{self, Cpu, Op};
 use crate::profile::Cell;
 use crate::ptrace;
 use crate::tracer::{Mode, PcMap, Tracer};
-use iced_x86::{ConditionCode, FlowControl, OpKind};
+use iced_x86::{FlowControl, OpKind};
 use std::io;
 use std::rc::Rc;
 
@@ -115,6 +116,11 @@ pub struct Block {
     pub insns: Vec<(u64, Cell)>,
     /// Address of the terminator.
     pub term: u64,
+    /// Profile cell of the terminator.
+    pub term_cell: Cell,
+    /// The whole block (terminator last) as emulated instructions, when every one of them can be
+    /// emulated and the terminator is a direct jump.
+    pub emu: Option<Box<[Op]>>,
 }
 
 impl Block {
@@ -140,24 +146,92 @@ fn build(t: &mut Tracer, tid: i32, tgid: i32, pc: u64) -> Option<Rc<Block>> {
     }
     let program = t.procs.get(&tgid)?.program;
     let mut insns = Vec::new();
+    let mut ops = Some(Vec::new());
     let mut cur = pc;
-    loop {
+    let term_cell = loop {
         let (region, d, stable) = t.decode_at(tid, tgid, cur, 64);
         if !stable {
             return None;
         }
+        let op = emu::compile(&d.insn);
         if insns.len() >= MAX_BLOCK || !matches!(d.kind, Kind::Plain | Kind::RepString) {
-            break;
+            let jumps = matches!(op, Some(Op::Jcc { .. } | Op::Jmp { .. }));
+            match (&mut ops, op) {
+                (Some(v), Some(o)) if jumps => v.push(o),
+                _ => ops = None,
+            }
+            break (program, region, d.key);
+        }
+        match (&mut ops, op) {
+            (Some(v), Some(o)) => v.push(o),
+            _ => ops = None,
         }
         insns.push((cur, (program, region, d.key)));
         cur = cur.wrapping_add(d.len as u64);
-    }
+    };
     if insns.is_empty() {
         return None;
     }
-    let b = Rc::new(Block { insns, term: cur });
+    let b = Rc::new(Block {
+        insns,
+        term: cur,
+        term_cell,
+        emu: ops.map(Vec::into_boxed_slice),
+    });
     t.procs.get_mut(&tgid)?.blocks.insert(pc, b.clone());
     Some(b)
+}
+
+/// Most instructions emulated in one go before the thread runs natively again (a bound on how long
+/// the tracer keeps a thread to itself; the thread just continues natively after).
+const EMULATION_BUDGET: u64 = 1 << 22;
+
+/// Runs thread `tid` (registers `regs`, in the tracer) through consecutive emulable blocks from
+/// `regs.rip`, counting every instruction; leaves `regs` at the first instruction to run natively.
+fn run_emulated(t: &mut Tracer, tid: i32, tgid: i32, regs: &mut libc::user_regs_struct) {
+    let mut cpu = Cpu::from_regs(regs);
+    let mut ran: Vec<(Rc<Block>, u64)> = Vec::new();
+    let mut budget = EMULATION_BUDGET;
+    while budget > 0 && ran.len() < 4096 {
+        let Some(block) = build(t, tid, tgid, cpu.rip) else {
+            break;
+        };
+        let Some(ops) = block.emu.as_deref() else {
+            break;
+        };
+        let Some((term, body)) = ops.split_last() else {
+            break;
+        };
+        let start = cpu.rip;
+        let mut n = 0u64;
+        loop {
+            for op in body {
+                cpu.exec(op);
+            }
+            n += 1;
+            budget = budget.saturating_sub(ops.len() as u64);
+            let Some(next) = cpu.exec(term) else {
+                // Not a jump: never compiled as a terminator.
+                cpu.rip = block.term;
+                break;
+            };
+            cpu.rip = next;
+            if next != start || budget == 0 {
+                break;
+            }
+        }
+        match ran.iter_mut().find(|(b, _)| Rc::ptr_eq(b, &block)) {
+            Some(e) => e.1 += n,
+            None => ran.push((block.clone(), n)),
+        }
+    }
+    for (b, n) in ran {
+        for &(_, cell) in &b.insns {
+            t.profile.count(cell, n, None);
+        }
+        t.profile.count(b.term_cell, n, None);
+    }
+    cpu.to_regs(regs);
 }
 
 /// Single-steps thread `tid` at `pc`, lifting our breakpoint there first (a thread can come back to a
@@ -206,33 +280,6 @@ pub(crate) fn resume(t: &mut Tracer, tid: i32, sig: i32) -> io::Result<()> {
         th.run = Some(block);
     }
     ptrace::cont(tid, 0)
-}
-
-fn flag(regs: &libc::user_regs_struct, bit: u32) -> bool {
-    regs.eflags & (1 << bit) != 0
-}
-
-fn condition_holds(cc: ConditionCode, r: &libc::user_regs_struct) -> Option<bool> {
-    let (cf, pf, zf, sf, of) = (flag(r, 0), flag(r, 2), flag(r, 6), flag(r, 7), flag(r, 11));
-    Some(match cc {
-        ConditionCode::o => of,
-        ConditionCode::no => !of,
-        ConditionCode::b => cf,
-        ConditionCode::ae => !cf,
-        ConditionCode::e => zf,
-        ConditionCode::ne => !zf,
-        ConditionCode::be => cf || zf,
-        ConditionCode::a => !cf && !zf,
-        ConditionCode::s => sf,
-        ConditionCode::ns => !sf,
-        ConditionCode::p => pf,
-        ConditionCode::np => !pf,
-        ConditionCode::l => sf != of,
-        ConditionCode::ge => sf == of,
-        ConditionCode::le => zf || sf != of,
-        ConditionCode::g => !zf && sf == of,
-        ConditionCode::None => return None,
-    })
 }
 
 /// The value of a register for address computation.
@@ -304,7 +351,7 @@ fn emulate(
     match insn.flow_control() {
         FlowControl::UnconditionalBranch if direct => r.rip = d.target,
         FlowControl::ConditionalBranch if direct && insn.code().is_jcc_short_or_near() => {
-            match condition_holds(insn.condition_code(), regs) {
+            match emu::condition_holds(insn.condition_code(), regs.eflags) {
                 Some(true) => r.rip = d.target,
                 Some(false) => r.rip = next,
                 None => return Ok(None),
@@ -387,9 +434,12 @@ pub(crate) fn on_trap(t: &mut Tracer, tid: i32) -> io::Result<bool> {
     t.arm_with(tid, &regs, false);
     let (_, d, _) = t.decode_at(tid, tgid, block.term, 64);
     let shadow = t.procs.get(&tgid).is_some_and(|p| p.shadow_stack);
-    if let Some(after) = emulate(&d, &regs, tid, shadow)? {
-        ptrace::setregs(tid, &after)?;
+    if let Some(mut after) = emulate(&d, &regs, tid, shadow)? {
         t.complete(tid);
+        if t.opts.emulate {
+            run_emulated(t, tid, tgid, &mut after);
+        }
+        ptrace::setregs(tid, &after)?;
         t.arm_with(tid, &after, false);
         resume(t, tid, 0)?;
         return Ok(true);
@@ -491,6 +541,7 @@ pub(crate) fn strip_all(t: &mut Tracer, tid: i32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use iced_x86::ConditionCode;
 
     fn regs_with_flags(eflags: u64) -> libc::user_regs_struct {
         // SAFETY: plain data.
@@ -502,18 +553,42 @@ mod tests {
     #[test]
     fn conditions_follow_the_flags() {
         let zf = regs_with_flags(1 << 6);
-        assert_eq!(condition_holds(ConditionCode::e, &zf), Some(true));
-        assert_eq!(condition_holds(ConditionCode::ne, &zf), Some(false));
-        assert_eq!(condition_holds(ConditionCode::le, &zf), Some(true));
+        assert_eq!(
+            emu::condition_holds(ConditionCode::e, zf.eflags),
+            Some(true)
+        );
+        assert_eq!(
+            emu::condition_holds(ConditionCode::ne, zf.eflags),
+            Some(false)
+        );
+        assert_eq!(
+            emu::condition_holds(ConditionCode::le, zf.eflags),
+            Some(true)
+        );
         let sf = regs_with_flags(1 << 7);
-        assert_eq!(condition_holds(ConditionCode::l, &sf), Some(true));
-        assert_eq!(condition_holds(ConditionCode::ge, &sf), Some(false));
+        assert_eq!(
+            emu::condition_holds(ConditionCode::l, sf.eflags),
+            Some(true)
+        );
+        assert_eq!(
+            emu::condition_holds(ConditionCode::ge, sf.eflags),
+            Some(false)
+        );
         let sf_of = regs_with_flags((1 << 7) | (1 << 11));
-        assert_eq!(condition_holds(ConditionCode::ge, &sf_of), Some(true));
+        assert_eq!(
+            emu::condition_holds(ConditionCode::ge, sf_of.eflags),
+            Some(true)
+        );
         let cf = regs_with_flags(1);
-        assert_eq!(condition_holds(ConditionCode::a, &cf), Some(false));
-        assert_eq!(condition_holds(ConditionCode::be, &cf), Some(true));
-        assert_eq!(condition_holds(ConditionCode::None, &cf), None);
+        assert_eq!(
+            emu::condition_holds(ConditionCode::a, cf.eflags),
+            Some(false)
+        );
+        assert_eq!(
+            emu::condition_holds(ConditionCode::be, cf.eflags),
+            Some(true)
+        );
+        assert_eq!(emu::condition_holds(ConditionCode::None, cf.eflags), None);
     }
 
     #[test]

@@ -10,6 +10,8 @@ pub mod bitmask;
 pub mod block;
 pub mod cli;
 pub mod decode;
+pub mod emu;
+pub mod emu_alu;
 pub mod error;
 mod fuzz_smoke;
 pub mod launch;

@@ -56,6 +56,8 @@ pub struct Options {
     pub pin: bool,
     /// Time instructions (only when the machine can).
     pub timing: bool,
+    /// Block mode: run hot blocks of simple integer instructions in the tracer's emulator.
+    pub emulate: bool,
 }
 
 /// A fast hasher for program counters.
