@@ -237,7 +237,7 @@ fn emulated_blocks_match_the_cpu() {
         return;
     }
     let Some(child) = child else { return };
-    let mut r = XorShift(0x5eed_0f_d1ff);
+    let mut r = XorShift(0x005e_ed0f_d1ff);
     let (mut accepted, mut refused, mut blocks) = (0u32, 0u32, 0u32);
     while blocks < 3000 {
         // A block of one to six emulable instructions, then `jcc +1; int3; int3`.
