@@ -92,6 +92,18 @@ impl Breakpoints {
         Ok(())
     }
 
+    /// The addresses of the breakpoints.
+    pub fn addresses(&self) -> Vec<u64> {
+        self.sites.keys().copied().collect()
+    }
+
+    /// Removes the breakpoint at `addr` (through stopped thread `tid`).
+    pub fn remove(&mut self, tid: i32, addr: u64) {
+        if let Some(orig) = self.sites.remove(&addr) {
+            let _ = patch_byte(tid, addr, orig);
+        }
+    }
+
     /// Removes every breakpoint (through stopped thread `tid`).
     pub fn strip(&mut self, tid: i32) {
         for (&addr, &orig) in &self.sites {
@@ -118,6 +130,9 @@ pub struct Block {
     pub term: u64,
     /// Profile cell of the terminator.
     pub term_cell: Cell,
+    /// The terminator is a `syscall`: the block runs to the system call's entry (PTRACE_SYSCALL)
+    /// with no breakpoint.
+    pub to_syscall: bool,
     /// The whole block (terminator last) as emulated instructions, when every one of them can be
     /// emulated and the terminator is a direct jump.
     pub emu: Option<Box<[Op]>>,
@@ -136,8 +151,37 @@ impl Block {
 
 fn blocks_allowed(t: &Tracer, tgid: i32) -> bool {
     t.opts.mode == Mode::Block
-        && t.procs.get(&tgid).is_some_and(|p| !p.no_blocks)
-        && t.threads.values().filter(|th| th.tgid == tgid).count() == 1
+        && t.procs
+            .get(&tgid)
+            .is_some_and(|p| !p.no_blocks && p.vforks == 0)
+}
+
+/// Whether the process has more than one thread: then a breakpoint is never lifted (another thread
+/// could run through the gap), so only terminators that are emulated (or system calls) end blocks.
+pub(crate) fn multithreaded(t: &Tracer, tgid: i32) -> bool {
+    t.threads
+        .values()
+        .filter(|th| th.tgid == tgid)
+        .nth(1)
+        .is_some()
+}
+
+/// Whether [`emulate`] handles terminator `d` (barring unreadable memory).
+pub(crate) fn emulated_terminator(d: &Decoded, shadow_stack: bool) -> bool {
+    use iced_x86::Code;
+    let insn = &d.insn;
+    let direct = insn.op_count() == 1 && insn.op0_kind() == OpKind::NearBranch64;
+    match insn.flow_control() {
+        FlowControl::UnconditionalBranch => direct,
+        FlowControl::ConditionalBranch => direct && insn.code().is_jcc_short_or_near(),
+        FlowControl::Call => direct && !shadow_stack,
+        FlowControl::IndirectBranch => insn.code() == Code::Jmp_rm64,
+        FlowControl::IndirectCall => insn.code() == Code::Call_rm64 && !shadow_stack,
+        FlowControl::Return => {
+            !shadow_stack && matches!(insn.code(), Code::Retnq | Code::Retnq_imm16)
+        }
+        _ => false,
+    }
 }
 
 fn build(t: &mut Tracer, tid: i32, tgid: i32, pc: u64) -> Option<Rc<Block>> {
@@ -145,10 +189,12 @@ fn build(t: &mut Tracer, tid: i32, tgid: i32, pc: u64) -> Option<Rc<Block>> {
         return Some(b.clone());
     }
     let program = t.procs.get(&tgid)?.program;
+    let shadow = t.procs.get(&tgid)?.shadow_stack;
+    let threads = multithreaded(t, tgid);
     let mut insns = Vec::new();
     let mut ops = Some(Vec::new());
     let mut cur = pc;
-    let term_cell = loop {
+    let (term_cell, to_syscall) = loop {
         let (region, d, stable) = t.decode_at(tid, tgid, cur, 64);
         if !stable {
             return None;
@@ -156,11 +202,15 @@ fn build(t: &mut Tracer, tid: i32, tgid: i32, pc: u64) -> Option<Rc<Block>> {
         let op = emu::compile(&d.insn);
         if insns.len() >= MAX_BLOCK || !matches!(d.kind, Kind::Plain | Kind::RepString) {
             let jumps = matches!(op, Some(Op::Jcc { .. } | Op::Jmp { .. }));
+            let to_syscall = d.kind == Kind::Syscall && d.insn.code() == iced_x86::Code::Syscall;
+            if threads && !to_syscall && !emulated_terminator(&d, shadow) {
+                return None;
+            }
             match (&mut ops, op) {
                 (Some(v), Some(o)) if jumps => v.push(o),
                 _ => ops = None,
             }
-            break (program, region, d.key);
+            break ((program, region, d.key), to_syscall);
         }
         match (&mut ops, op) {
             (Some(v), Some(o)) => v.push(o),
@@ -176,6 +226,7 @@ fn build(t: &mut Tracer, tid: i32, tgid: i32, pc: u64) -> Option<Rc<Block>> {
         insns,
         term: cur,
         term_cell,
+        to_syscall,
         emu: ops.map(Vec::into_boxed_slice),
     });
     t.procs.get_mut(&tgid)?.blocks.insert(pc, b.clone());
@@ -236,19 +287,49 @@ fn run_emulated(t: &mut Tracer, tid: i32, tgid: i32, regs: &mut libc::user_regs_
 
 /// Single-steps thread `tid` at `pc`, lifting our breakpoint there first (a thread can come back to a
 /// breakpointed terminator other than through its block: a restarted system call, a signal return).
+/// In a multithreaded process the breakpoint stays and the terminator is emulated instead.
 fn step(t: &mut Tracer, tid: i32, tgid: i32, pc: u64, sig: i32) -> io::Result<()> {
     let lifted = t.threads.get(&tid).and_then(|th| th.lifted);
-    if lifted.is_none() {
+    if lifted.is_none() && t.procs.get(&tgid).is_some_and(|p| p.bps.contains(pc)) {
+        if sig == 0 && multithreaded(t, tgid) && step_by_emulation(t, tid, tgid, pc)? {
+            return Ok(());
+        }
         if let Some(p) = t.procs.get(&tgid) {
-            if p.bps.contains(pc) {
-                p.bps.lift(tid, pc)?;
-                if let Some(th) = t.threads.get_mut(&tid) {
-                    th.lifted = Some(pc);
-                }
-            }
+            p.bps.lift(tid, pc)?;
+        }
+        if let Some(th) = t.threads.get_mut(&tid) {
+            th.lifted = Some(pc);
         }
     }
     ptrace::singlestep(tid, sig)
+}
+
+/// Runs the breakpointed terminator at `pc` (thread `tid`'s pending instruction) in the tracer, then
+/// resumes the thread from where it went. `Ok(false)` when it cannot be emulated (unreadable memory)
+/// or the thread keeps coming back to breakpoints this way (a tight loop of bare jumps).
+fn step_by_emulation(t: &mut Tracer, tid: i32, tgid: i32, pc: u64) -> io::Result<bool> {
+    thread_local! {
+        static DEPTH: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+    }
+    if DEPTH.with(|d| d.get()) >= 64 {
+        return Ok(false);
+    }
+    let regs = ptrace::getregs(tid)?;
+    if regs.rip != pc {
+        return Ok(false);
+    }
+    let (_, d, _) = t.decode_at(tid, tgid, pc, 64);
+    let shadow = t.procs.get(&tgid).is_some_and(|p| p.shadow_stack);
+    let Some(after) = emulate(&d, &regs, tid, shadow)? else {
+        return Ok(false);
+    };
+    ptrace::setregs(tid, &after)?;
+    t.complete(tid);
+    t.arm_with(tid, &after, false);
+    DEPTH.with(|d| d.set(d.get() + 1));
+    let r = resume(t, tid, 0);
+    DEPTH.with(|d| d.set(d.get() - 1));
+    r.map(|()| true)
 }
 
 /// Resumes thread `tid`: free-running to the end of its block when it can, else one step.
@@ -268,6 +349,13 @@ pub(crate) fn resume(t: &mut Tracer, tid: i32, sig: i32) -> io::Result<()> {
     let Some(block) = build(t, tid, tgid, p.pc) else {
         return step(t, tid, tgid, p.pc, sig);
     };
+    if block.to_syscall {
+        if let Some(th) = t.threads.get_mut(&tid) {
+            th.pending = None;
+            th.run = Some(block);
+        }
+        return ptrace::syscall(tid, 0);
+    }
     let placed = match t.procs.get_mut(&tgid) {
         Some(proc) => proc.bps.insert(tid, block.term).is_ok(),
         None => false,
@@ -401,6 +489,26 @@ fn emulate(
     Ok(Some(r))
 }
 
+/// A step trap of a thread that was stepping its pending instruction: if another thread's block put a
+/// breakpoint on that instruction after the step was requested, the thread ran our `int3` instead.
+/// Then it goes back to the instruction, which is run again (emulated, as the breakpoint stays).
+fn stepped_into_breakpoint(t: &mut Tracer, tid: i32, tgid: i32) -> io::Result<bool> {
+    let Some(p) = t.threads.get(&tid).and_then(|th| th.pending) else {
+        return Ok(false);
+    };
+    if !t.procs.get(&tgid).is_some_and(|pr| pr.bps.contains(p.pc)) {
+        return Ok(false);
+    }
+    let mut regs = ptrace::getregs(tid)?;
+    if regs.rip != p.pc.wrapping_add(1) {
+        return Ok(false);
+    }
+    regs.rip = p.pc;
+    ptrace::setregs(tid, &regs)?;
+    resume(t, tid, 0)?;
+    Ok(true)
+}
+
 /// Handles a SIGTRAP in block mode; `Ok(false)` hands it to the single-step logic.
 pub(crate) fn on_trap(t: &mut Tracer, tid: i32) -> io::Result<bool> {
     let Some(th) = t.threads.get_mut(&tid) else {
@@ -415,13 +523,11 @@ pub(crate) fn on_trap(t: &mut Tracer, tid: i32) -> io::Result<bool> {
         return Ok(false);
     }
     let Some(block) = th.run.take() else {
-        return Ok(false);
+        return stepped_into_breakpoint(t, tid, tgid);
     };
     let mut regs = ptrace::getregs(tid)?;
-    let ours = regs.rip == block.term.wrapping_add(1)
-        && t.procs
-            .get(&tgid)
-            .is_some_and(|p| p.bps.contains(block.term));
+    // Our breakpoint (even if it was removed since, as for a vfork, while this trap waited).
+    let ours = regs.rip == block.term.wrapping_add(1);
     if !ours {
         // Someone else's SIGTRAP (kill -TRAP): count what ran and deliver it.
         block.count_before(t, regs.rip);
@@ -455,6 +561,29 @@ pub(crate) fn on_trap(t: &mut Tracer, tid: i32) -> io::Result<bool> {
     Ok(true)
 }
 
+/// A system-call-entry stop: the thread ran its block to the `syscall` ending it. Counts the block,
+/// makes the system call pending and steps it (its completion is the next step trap).
+pub(crate) fn on_syscall_stop(t: &mut Tracer, tid: i32) -> io::Result<()> {
+    let run = t.threads.get_mut(&tid).and_then(|th| th.run.take());
+    let mut regs = ptrace::getregs(tid)?;
+    match run {
+        Some(block) if block.to_syscall && regs.rip == block.term.wrapping_add(2) => {
+            block.count_before(t, u64::MAX);
+            regs.rip = block.term;
+            regs.rax = regs.orig_rax;
+            t.arm_with(tid, &regs, false);
+        }
+        Some(block) => {
+            // Not the block's own system call (cannot happen short of the kernel changing the
+            // program counter): count what ran and carry on from here.
+            block.count_before(t, regs.rip);
+            t.arm_with(tid, &regs, false);
+        }
+        None => {}
+    }
+    ptrace::singlestep(tid, 0)
+}
+
 /// At a stop that is not a step trap: if the thread was running free, count the part of its block that
 /// ran, move it back off a breakpoint it just hit, and make the interrupted instruction pending.
 pub(crate) fn settle(t: &mut Tracer, tid: i32) -> io::Result<()> {
@@ -483,11 +612,18 @@ pub(crate) fn settle(t: &mut Tracer, tid: i32) -> io::Result<()> {
 
 /// A vfork child is about to share the parent's memory: take the breakpoints out of it.
 pub(crate) fn vfork_started(t: &mut Tracer, parent: i32) {
-    strip_all(t, parent);
+    crate::block_threads::vfork_started(t, parent);
 }
 
 /// The parent of a vfork got its memory back; breakpoints return as blocks are entered.
-pub(crate) fn vfork_done(_t: &mut Tracer, _tid: i32) {}
+pub(crate) fn vfork_done(t: &mut Tracer, tid: i32) {
+    let Some(tgid) = t.threads.get(&tid).map(|th| th.tgid) else {
+        return;
+    };
+    if let Some(p) = t.procs.get_mut(&tgid) {
+        p.vforks = p.vforks.saturating_sub(1);
+    }
+}
 
 /// The breakpoints a child forked by thread `parent` inherits: the parent's, less one lifted for a step
 /// (the child's copy of that byte is the original).

@@ -8,6 +8,7 @@
 
 pub mod bitmask;
 pub mod block;
+pub mod block_threads;
 pub mod cli;
 pub mod decode;
 pub mod emu;

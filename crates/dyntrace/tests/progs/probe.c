@@ -2,6 +2,7 @@
  * (spin: three instructions per iteration: ADD, DEC, JNZ). */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <spawn.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,6 +75,16 @@ static void *thread_main(void *arg) {
     return NULL;
 }
 
+/* n system calls, each followed by a call to a three-iteration spin. */
+static __attribute__((noinline)) void spin3(void) { spin(3); }
+static void *thread_sys(void *arg) {
+    for (long i = 0; i < (long)arg; i++) {
+        (void)getppid();
+        spin3();
+    }
+    return NULL;
+}
+
 int main(int argc, char **argv) {
     if (argc < 3)
         return 2;
@@ -91,6 +102,25 @@ int main(int argc, char **argv) {
         pthread_t a, b;
         pthread_create(&a, NULL, thread_main, (void *)n);
         pthread_create(&b, NULL, thread_main, (void *)n);
+        pthread_join(a, NULL);
+        pthread_join(b, NULL);
+    } else if (!strcmp(mode, "tsys")) {
+        pthread_t a, b;
+        pthread_create(&a, NULL, thread_sys, (void *)n);
+        pthread_create(&b, NULL, thread_sys, (void *)n);
+        pthread_join(a, NULL);
+        pthread_join(b, NULL);
+    } else if (!strcmp(mode, "tspawn")) {
+        /* Threads spin while the main thread vforks (posix_spawn) a program and waits for it. */
+        pthread_t a, b;
+        pthread_create(&a, NULL, thread_main, (void *)n);
+        pthread_create(&b, NULL, thread_main, (void *)n);
+        for (int i = 0; i < 3; i++) {
+            char *args[] = {"true", NULL};
+            pid_t c;
+            if (posix_spawnp(&c, "true", NULL, NULL, args, NULL) == 0)
+                waitpid(c, NULL, 0);
+        }
         pthread_join(a, NULL);
         pthread_join(b, NULL);
     } else if (!strcmp(mode, "fork")) {
