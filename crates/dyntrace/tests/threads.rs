@@ -20,7 +20,9 @@ fn summary(stderr: &[u8]) -> (u64, u64) {
 
 /// Runs `probe args` in block mode (plus `extra` options): (profile, instructions, stops).
 fn block_trace(extra: &[&str], prog: &std::path::Path, args: &[&str]) -> (Trace, u64, u64) {
-    let dir = scratch("threads");
+    static RUNS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let k = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = scratch(&format!("threads-{k}"));
     let out = dir.join("t.trace");
     let mut all = vec!["-v", "-m", "block", "-o", out.to_str().unwrap()];
     all.extend(extra);
