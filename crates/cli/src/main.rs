@@ -237,7 +237,7 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
         eprintln!("dtrace: allowing destructive actions");
     }
     if let Err(e) = h.go() {
-        return fatal(&format!("dtrace_go(): {e}"));
+        return fatal(&format!("could not enable tracing: {e}"));
     }
     if let Err(e) = procs.release() {
         return fatal(&e);

@@ -257,3 +257,15 @@ fn printf_without_arguments_in_a_clause_of_its_own() {
         "CPU     ID                    FUNCTION:NAME\n  0      1                           :BEGIN \n  0      2                             :END done\n\n\n"
     );
 }
+
+#[test]
+fn destructive_actions_are_refused_when_tracing_starts() {
+    // compiled and enabled, then refused by dtrace_go(), as DTrace reports it
+    let o = dtrace(&["-n", "BEGIN { raise(0); exit(0); }"]);
+    assert_eq!(o.rc, 1);
+    assert_eq!(
+        o.stderr,
+        "dtrace: description 'BEGIN ' matched 1 probe\ndtrace: could not enable tracing: Destructive actions not allowed\n"
+    );
+    assert_eq!(o.stdout, "");
+}

@@ -410,6 +410,55 @@ impl<'a> Cg<'a> {
                 Ok(r)
             }
             TK::Retype(x) => self.gen(x),
+            TK::XlateStruct(size, members) => self.xlate_struct(*size, members),
+            TK::Bits(word, bf) => {
+                let r = self.gen(word)?;
+                let (w, sh) = (bf.width as u64, bf.shift as u64);
+                let rt = self.alloc()?;
+                if self.types.is_signed(e.ty) {
+                    // move the field's top bit to bit 63, then shift back arithmetically
+                    self.setx(64 - sh - w, rt)?;
+                    self.emit(Instr::Alu {
+                        op: Opcode::Sll,
+                        r1: r,
+                        r2: rt,
+                        rd: r,
+                    });
+                    self.setx(64 - w, rt)?;
+                    self.emit(Instr::Alu {
+                        op: Opcode::Sra,
+                        r1: r,
+                        r2: rt,
+                        rd: r,
+                    });
+                } else {
+                    if sh > 0 {
+                        self.setx(sh, rt)?;
+                        self.emit(Instr::Alu {
+                            op: Opcode::Srl,
+                            r1: r,
+                            r2: rt,
+                            rd: r,
+                        });
+                    }
+                    if w < 64 {
+                        self.setx((1u64 << w) - 1, rt)?;
+                        self.emit(Instr::Alu {
+                            op: Opcode::And,
+                            r1: r,
+                            r2: rt,
+                            rd: r,
+                        });
+                    }
+                }
+                self.free(rt);
+                Ok(r)
+            }
+            TK::Xlate(..) => err(
+                ErrTag::D_UNKNOWN,
+                e.line,
+                "internal error: unexpanded translation reached code generation",
+            ),
             TK::Comma(a, b) => {
                 let ra = self.gen(a)?;
                 self.free(ra);
@@ -513,37 +562,59 @@ impl<'a> Cg<'a> {
         Ok(())
     }
 
+    /// The size of a dynamic variable's storage when it is a struct, union or array (by reference, not a
+    /// string): such variables are loaded as the address of their storage.
+    fn dyn_ref_size(&self, v: &VarRef) -> Option<u32> {
+        let dynamic = v.array || v.scope == VarScope::Thread;
+        let t = self.types.diftype(v.ty, self.strsize);
+        (dynamic && t.is_by_ref() && !t.is_string()).then_some(t.size)
+    }
+
+    /// Loads variable `v` into `r` with `ld`; for a by-reference dynamic variable, first creates it
+    /// zero-filled when it does not exist (DTrace's `dt_cg_assoc_op`: load, and when NULL `allocs` a
+    /// zeroed copy, store it with `st` and load again), so members and elements can be stored through
+    /// the address. The tuple, if any, is already on the stack.
+    fn load_var(&mut self, v: &VarRef, ld: Opcode, st: Opcode, r: Reg) -> CResult<()> {
+        let var = v.id as u16;
+        self.emit(Instr::LoadVar { op: ld, var, rd: r });
+        let Some(size) = self.dyn_ref_size(v) else {
+            return Ok(());
+        };
+        self.note_var(v, DIFV_F_MOD);
+        let done = self.label();
+        self.emit(Instr::Tst { r1: r });
+        self.branch(Opcode::Bne, done);
+        self.setx(size as u64, r)?;
+        self.emit(Instr::Allocs { r1: r, rd: r });
+        self.emit(Instr::StoreVar { op: st, var, rs: r });
+        self.emit(Instr::LoadVar { op: ld, var, rd: r });
+        self.place_label(done);
+        Ok(())
+    }
+
     fn read(&mut self, p: &Place, e: &TExpr) -> CResult<Reg> {
         match p {
             Place::Var(v) => {
                 self.note_var(v, DIFV_F_REF);
                 let r = self.alloc()?;
-                let op = match v.scope {
-                    VarScope::Global => Opcode::Ldgs,
-                    VarScope::Thread => Opcode::Ldts,
-                    VarScope::Local => Opcode::Ldls,
+                let (ld, st) = match v.scope {
+                    VarScope::Global => (Opcode::Ldgs, Opcode::Stgs),
+                    VarScope::Thread => (Opcode::Ldts, Opcode::Stts),
+                    VarScope::Local => (Opcode::Ldls, Opcode::Stls),
                 };
-                self.emit(Instr::LoadVar {
-                    op,
-                    var: v.id as u16,
-                    rd: r,
-                });
+                self.load_var(v, ld, st, r)?;
                 Ok(r)
             }
             Place::Assoc(v, keys) => {
                 self.note_var(v, DIFV_F_REF);
                 self.push_tuple(keys)?;
                 let r = self.alloc()?;
-                let op = if v.scope == VarScope::Thread {
-                    Opcode::Ldtaa
+                let (ld, st) = if v.scope == VarScope::Thread {
+                    (Opcode::Ldtaa, Opcode::Sttaa)
                 } else {
-                    Opcode::Ldgaa
+                    (Opcode::Ldgaa, Opcode::Stgaa)
                 };
-                self.emit(Instr::LoadVar {
-                    op,
-                    var: v.id as u16,
-                    rd: r,
-                });
+                self.load_var(v, ld, st, r)?;
                 Ok(r)
             }
             Place::Mem(addr, user) => {
@@ -617,6 +688,88 @@ impl<'a> Cg<'a> {
                 };
                 self.emit(Instr::Store { op, r1: rv, rd: ra });
                 self.free(ra);
+                Ok(())
+            }
+        }
+    }
+
+    /// A translated struct: scratch of `size` bytes (zeroed by `allocs`), each converted member
+    /// stored at its offset; the register holds the address.
+    fn xlate_struct(&mut self, size: u64, members: &[(u32, TExpr)]) -> CResult<Reg> {
+        let rd = self.alloc()?;
+        self.setx(size, rd)?;
+        self.emit(Instr::Allocs { r1: rd, rd });
+        for (off, v) in members {
+            self.store_member(rd, *off, v)?;
+        }
+        Ok(rd)
+    }
+
+    /// `base + off` in a new register.
+    fn offset_reg(&mut self, base: Reg, off: u32) -> CResult<Reg> {
+        let ra = self.alloc()?;
+        self.setx(off as u64, ra)?;
+        self.emit(Instr::Alu {
+            op: Opcode::Add,
+            r1: base,
+            r2: ra,
+            rd: ra,
+        });
+        Ok(ra)
+    }
+
+    /// Stores one translated member: scalars by size, arrays and structs by copy, strings by a
+    /// copy bounded by the constant's length where the value is a string constant (per arm of `?:`)
+    /// and by `strsize` otherwise.
+    fn store_member(&mut self, base: Reg, off: u32, v: &TExpr) -> CResult<()> {
+        if !self.types.is_by_ref(v.ty) {
+            let rv = self.gen(v)?;
+            let ra = self.offset_reg(base, off)?;
+            let op = match self.types.size(v.ty) {
+                1 => Opcode::Stb,
+                2 => Opcode::Sth,
+                4 => Opcode::Stw,
+                _ => Opcode::Stx,
+            };
+            self.emit(Instr::Store { op, r1: rv, rd: ra });
+            self.free(ra);
+            self.free(rv);
+            return Ok(());
+        }
+        let is_string = self.types.is_string(v.ty);
+        match &v.kind {
+            TK::Cond(c, a, b) if is_string => {
+                let rc = self.gen(c)?;
+                let le = self.label();
+                let end = self.label();
+                self.emit(Instr::Tst { r1: rc });
+                self.free(rc);
+                self.branch(Opcode::Be, le);
+                self.store_member(base, off, a)?;
+                self.branch(Opcode::Ba, end);
+                self.place_label(le);
+                self.store_member(base, off, b)?;
+                self.place_label(end);
+                Ok(())
+            }
+            _ => {
+                let len = match &v.kind {
+                    TK::Str(s) => (s.len() as u64 + 1).min(self.strsize as u64),
+                    _ if is_string => self.strsize as u64,
+                    _ => self.types.size(v.ty),
+                };
+                let rv = self.gen(v)?;
+                let ra = self.offset_reg(base, off)?;
+                let rn = self.alloc()?;
+                self.setx(len, rn)?;
+                self.emit(Instr::Copys {
+                    r1: rv,
+                    r2: rn,
+                    rd: ra,
+                });
+                self.free(rn);
+                self.free(ra);
+                self.free(rv);
                 Ok(())
             }
         }

@@ -140,6 +140,8 @@ pub struct AggInfo {
     /// Function and the line of its first use.
     pub func: Option<(AggFunc, u32, u64)>,
     pub keys: Option<Vec<TypeId>>,
+    /// Whether each key is a D value (not a `stack()`, `sym()`... record), once known.
+    pub key_values: Vec<bool>,
 }
 
 /// One action to lower: its kind, arguments and the expression its DIF object computes.
@@ -191,6 +193,15 @@ pub struct Inline {
     pub expr: TExpr,
 }
 
+/// An inline associative array (`inline fileinfo_t fds[int fd] = ...;`): its body is cooked at
+/// each use with the parameters bound to the keys.
+#[derive(Debug, Clone)]
+pub struct InlineArray {
+    pub ty: TypeId,
+    pub params: Vec<(String, TypeId)>,
+    pub body: crate::ast::Expr,
+}
+
 /// Checker state for one compilation.
 pub struct Checker<'o> {
     pub types: TypeTable,
@@ -207,6 +218,9 @@ pub struct Checker<'o> {
     /// Earlier states of aggregations changed while cooking the current clause (for the retry).
     pub agg_undo: Vec<(usize, AggInfo)>,
     pub inlines: HashMap<String, Inline>,
+    pub inline_arrays: HashMap<String, InlineArray>,
+    /// Nesting of inline array expansions (bounds self-reference).
+    pub inline_depth: u32,
     pub enums: HashMap<String, (i64, TypeId)>,
     pub formats: Vec<String>,
     pub options: Vec<(String, Option<String>)>,
@@ -250,6 +264,8 @@ impl<'o> Checker<'o> {
             aggs: Vec::new(),
             agg_undo: Vec::new(),
             inlines,
+            inline_arrays: HashMap::new(),
+            inline_depth: 0,
             enums: HashMap::new(),
             formats: Vec::new(),
             options: Vec::new(),
@@ -290,6 +306,7 @@ impl<'o> Checker<'o> {
             name: name.to_string(),
             func: None,
             keys: None,
+            key_values: Vec::new(),
         });
         self.aggs.len() - 1
     }

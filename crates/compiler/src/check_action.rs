@@ -360,7 +360,6 @@ impl<'o> Checker<'o> {
         fmt: &str,
         args: &[Expr],
         line: u32,
-        aggs: bool,
     ) -> CResult<Vec<Plan>> {
         if fmt.is_empty() && fname != "freopen" {
             return err(
@@ -376,73 +375,69 @@ impl<'o> Checker<'o> {
             if c.arg == ConvArg::None {
                 continue;
             }
-            for _ in 0..c.dynamic {
+            for d in 0..c.dynamic {
                 let Some(a) = args.get(j) else {
                     return err(
-                        ErrTag::D_PRINTF_ARG_PROTO,
+                        ErrTag::D_PRINTF_DYN_PROTO,
                         line,
-                        format!("{fname}( ) prototype mismatch: conversion #{} (%{}) is missing a corresponding \"*\" argument", i + 1, c.name),
+                        format!(
+                            "{fname}( ) prototype mismatch: conversion #{} (%{}) is missing a corresponding \"{}\" argument",
+                            i + 1,
+                            c.name,
+                            dyn_name(c.dynamic, d)
+                        ),
                     );
                 };
                 let p = self.value_plan(a)?;
+                if let Some(v) = p.expr.as_ref().filter(|_| p.kind == ActionKind::DifExpr) {
+                    if !self.types.is_integer(v.ty) {
+                        return err(
+                            ErrTag::D_PRINTF_DYN_TYPE,
+                            line,
+                            format!(
+                                "{fname}( ) argument #{} is incompatible with conversion #{} prototype:\n\tconversion: % {} {}\n\t prototype: int\n\t  argument: {}",
+                                j + 2,
+                                i + 1,
+                                dyn_name(c.dynamic, d),
+                                c.name,
+                                self.tname(v.ty)
+                            ),
+                        );
+                    }
+                }
                 plans.push(p);
                 j += 1;
             }
             if c.arg == ConvArg::Agg {
-                if !aggs {
-                    return err(
-                        ErrTag::D_PRINTF_AGG_CONV,
-                        line,
-                        format!("%@ conversion requires an aggregation and is not for use with {fname}( )"),
-                    );
-                }
-                continue;
+                return err(
+                    ErrTag::D_PRINTF_AGG_CONV,
+                    line,
+                    format!(
+                        "%@ conversion requires an aggregation and is not for use with {fname}( )"
+                    ),
+                );
             }
             let Some(a) = args.get(j) else {
-                if aggs {
-                    // printa: key conversions consume aggregation keys, not arguments
-                    continue;
-                }
                 return err(
                     ErrTag::D_PRINTF_ARG_PROTO,
                     line,
                     format!("{fname}( ) prototype mismatch: conversion #{} (%{}) is missing a corresponding value argument", i + 1, c.name),
                 );
             };
-            if aggs {
-                continue;
-            }
             let p = self.value_plan(a)?;
-            if let Some(v) = &p.expr {
-                let t = &self.types;
-                let ok = match (c.arg, p.kind) {
-                    (_, k) if k != ActionKind::DifExpr => true,
-                    (ConvArg::Int | ConvArg::Char | ConvArg::Time, _) => t.is_integer(v.ty),
-                    (ConvArg::IntOrPtr, _) => t.is_integer(v.ty) || t.is_pointer(v.ty),
-                    (ConvArg::Str, _) => t.is_strcompat(v.ty),
-                    (ConvArg::Float, _) => t.is_float(v.ty),
-                    (ConvArg::Stack, _) => false,
-                    _ => true,
-                };
-                if !ok {
+            if let Some(v) = p.expr.as_ref().filter(|_| p.kind == ActionKind::DifExpr) {
+                if !self.conv_accepts(c.arg, v.ty) {
                     return err(
                         ErrTag::D_PRINTF_ARG_TYPE,
                         line,
-                        format!(
-                            "{fname}( ) argument #{} is incompatible with conversion #{} prototype:\n\tconversion: %{}\n\t prototype: {}\n\t  argument: {}",
-                            j + 2,
-                            i + 1,
-                            c.name,
-                            c.arg.proto(),
-                            self.tname(v.ty)
-                        ),
+                        self.conv_mismatch(fname, &format!("argument #{}", j + 2), i, c, v.ty),
                     );
                 }
             }
             plans.push(p);
             j += 1;
         }
-        if !aggs && j < args.len() {
+        if j < args.len() {
             return err(
                 ErrTag::D_PRINTF_ARG_EXTRA,
                 line,
@@ -450,6 +445,129 @@ impl<'o> Checker<'o> {
             );
         }
         Ok(plans)
+    }
+
+    /// Whether conversion kind `c` accepts a value of type `t`.
+    fn conv_accepts(&self, c: ConvArg, ty: crate::types::TypeId) -> bool {
+        let t = &self.types;
+        match c {
+            ConvArg::Int | ConvArg::Char | ConvArg::Time => t.is_integer(ty),
+            ConvArg::IntOrPtr => t.is_integer(ty) || t.is_pointer(ty),
+            ConvArg::Str => t.is_strcompat(ty),
+            ConvArg::Float => t.is_float(ty),
+            ConvArg::Stack => false,
+            _ => true,
+        }
+    }
+
+    /// DTrace's D_PRINTF_ARG_TYPE message for conversion `i` and the value named `what`.
+    fn conv_mismatch(
+        &self,
+        fname: &str,
+        what: &str,
+        i: usize,
+        c: &printf::Conv,
+        ty: crate::types::TypeId,
+    ) -> String {
+        format!(
+            "{fname}( ) {what} is incompatible with conversion #{} prototype:\n\tconversion: %{}\n\t prototype: {}\n\t  argument: {}",
+            i + 1,
+            c.name,
+            c.arg.proto(),
+            self.tname(ty)
+        )
+    }
+
+    /// A `printa()` format checked against aggregation `id`: its conversions take the keys in
+    /// order (`*` widths too), `%@` the value (`uint64_t` for `count()`, `int64_t` otherwise), as
+    /// `dt_printf_validate` does for aggregations. Keys that are records (`stack()`, `sym()`...)
+    /// are not type-checked.
+    fn printa_format(&mut self, fmt: &str, id: u64, line: u32) -> CResult<()> {
+        let fname = "printa";
+        let convs = printf::parse(fmt, fname, line)?;
+        let Some(agg) = self.aggs.iter().find(|a| a.id as u64 == id).cloned() else {
+            return Ok(());
+        };
+        let keys = agg.keys.clone().unwrap_or_default();
+        let value_ty = match agg.func {
+            Some((AggFunc::Count, ..)) => self.basic.uint64,
+            _ => self.basic.int64,
+        };
+        let mut j = 0;
+        for (i, c) in convs.iter().enumerate() {
+            if c.arg == ConvArg::None {
+                continue;
+            }
+            for d in 0..c.dynamic {
+                let Some(kt) = keys.get(j) else {
+                    return err(
+                        ErrTag::D_PRINTF_DYN_PROTO,
+                        line,
+                        format!(
+                            "{fname}( ) prototype mismatch: conversion #{} (%{}) is missing a corresponding \"{}\" argument",
+                            i + 1,
+                            c.name,
+                            dyn_name(c.dynamic, d)
+                        ),
+                    );
+                };
+                if agg.key_values.get(j).copied().unwrap_or(true) && !self.types.is_integer(*kt) {
+                    return err(
+                        ErrTag::D_PRINTF_DYN_TYPE,
+                        line,
+                        format!(
+                            "{fname}( ) argument #{} is incompatible with conversion #{} prototype:\n\tconversion: % {} {}\n\t prototype: int\n\t  argument: {}",
+                            j + 2,
+                            i + 1,
+                            dyn_name(c.dynamic, d),
+                            c.name,
+                            self.tname(*kt)
+                        ),
+                    );
+                }
+                j += 1;
+            }
+            let (what, ty, checked) = if c.arg == ConvArg::Agg {
+                ("aggregating action".to_string(), value_ty, true)
+            } else {
+                let Some(kt) = keys.get(j) else {
+                    return err(
+                        ErrTag::D_PRINTF_ARG_PROTO,
+                        line,
+                        format!("{fname}( ) prototype mismatch: conversion #{} (%{}) is missing a corresponding value argument", i + 1, c.name),
+                    );
+                };
+                let checked = agg.key_values.get(j).copied().unwrap_or(true);
+                j += 1;
+                (format!("argument #{j}", j = j + 1), *kt, checked)
+            };
+            let accepts = match c.arg {
+                ConvArg::Agg => {
+                    // the value conversion's own letter decides (`%@d`, `%@s`)
+                    let base = printf::parse(&format!("%{}", c.name), fname, line)?;
+                    base.first().is_none_or(|b| self.conv_accepts(b.arg, ty))
+                }
+                other => self.conv_accepts(other, ty),
+            };
+            if checked && !accepts {
+                let shown = printf::Conv {
+                    arg: if c.arg == ConvArg::Agg {
+                        printf::parse(&format!("%{}", c.name), fname, line)?
+                            .first()
+                            .map_or(ConvArg::Int, |b| b.arg)
+                    } else {
+                        c.arg
+                    },
+                    ..c.clone()
+                };
+                return err(
+                    ErrTag::D_PRINTF_ARG_TYPE,
+                    line,
+                    self.conv_mismatch(fname, &what, i, &shown, ty),
+                );
+            }
+        }
+        Ok(())
     }
 
     /// Cooks an action call.
@@ -460,7 +578,6 @@ impl<'o> Checker<'o> {
         line: u32,
         plans: &mut Vec<Plan>,
     ) -> CResult<()> {
-        let start = plans.len();
         match n {
             "trace" => {
                 self.proto_len(n, args.len(), 1, 1, line)?;
@@ -498,7 +615,7 @@ impl<'o> Checker<'o> {
             "printf" | "system" | "freopen" => {
                 self.proto_len(n, args.len(), 1, usize::MAX, line)?;
                 let fmt = self.format_arg(n, &args[0])?;
-                let mut vals = self.printf_args(n, &fmt, &args[1..], line, false)?;
+                let mut vals = self.printf_args(n, &fmt, &args[1..], line)?;
                 let kind = match n {
                     "printf" => ActionKind::Printf,
                     "system" => ActionKind::System,
@@ -546,7 +663,9 @@ impl<'o> Checker<'o> {
                 self.printa_keys_match(&ids, line)?;
                 let arg = match &fmt {
                     Some(f) => {
-                        self.printf_args(n, f, &[], line, true)?;
+                        for id in &ids {
+                            self.printa_format(f, *id, line)?;
+                        }
                         self.format_index(f)
                     }
                     None => NO_FORMAT,
@@ -607,7 +726,7 @@ impl<'o> Checker<'o> {
                 plans.push(p);
             }
             "tracemem" => {
-                self.proto_len(n, args.len(), 2, 3, line)?;
+                self.proto_len(n, args.len(), 2, usize::MAX, line)?;
                 let addr = self.cook(&args[0])?;
                 if !self.types.is_scalar(addr.ty) {
                     return err(
@@ -627,30 +746,41 @@ impl<'o> Checker<'o> {
                 );
                 p.arg = size;
                 plans.push(p);
+                if args.len() > 3 {
+                    return err(
+                        ErrTag::D_TRACEMEM_ARGS,
+                        line,
+                        "tracemem ( ) prototype mismatch: expected at most 3 args",
+                    );
+                }
                 if args.len() == 3 {
                     let d = self.cook(&args[2])?;
-                    if !self.types.is_integer(d.ty) {
+                    if !self.types.is_scalar(d.ty) {
                         return err(
-                            ErrTag::D_TRACEMEM_SIZE,
+                            ErrTag::D_TRACEMEM_DYNSIZE,
                             line,
-                            "tracemem( ) argument #3 must be an integral expression",
+                            "tracemem ( ) dynamic size (argument #3) must be of scalar type",
                         );
                     }
                     plans.push(Plan::new(ActionKind::DifExpr, Some(d)));
                 }
             }
             "stack" => {
-                self.proto_len(n, args.len(), 0, 1, line).map_err(|mut e| {
-                    e.tag = ErrTag::D_STACK_PROTO;
-                    e
-                })?;
+                // stack_t(...): DTrace checks the count and the size itself
+                if args.len() > 1 {
+                    return err(
+                        ErrTag::D_STACK_PROTO,
+                        line,
+                        "stack( ) prototype mismatch: too many arguments",
+                    );
+                }
                 let frames = match args.first() {
                     None => self.opts.stackframes as u64,
                     Some(a) => self.positive_const(
                         a,
                         ErrTag::D_STACK_SIZE,
                         line,
-                        "stack( ) size must be a non-zero positive integer constant",
+                        "stack( ) size must be a non-zero positive integral constant expression",
                     )?,
                 };
                 let mut p = Plan::new(ActionKind::Stack, None);
@@ -658,10 +788,14 @@ impl<'o> Checker<'o> {
                 plans.push(p);
             }
             "ustack" | "jstack" => {
-                self.proto_len(n, args.len(), 0, 2, line).map_err(|mut e| {
-                    e.tag = ErrTag::D_USTACK_PROTO;
-                    e
-                })?;
+                // stack_t(...); DTrace's messages say ustack( ) for jstack( ) too
+                if args.len() > 2 {
+                    return err(
+                        ErrTag::D_USTACK_PROTO,
+                        line,
+                        "ustack( ) prototype mismatch: too many arguments",
+                    );
+                }
                 let (df, ds) = if n == "ustack" {
                     (self.opts.ustackframes as u64, 0)
                 } else {
@@ -676,17 +810,21 @@ impl<'o> Checker<'o> {
                         a,
                         ErrTag::D_USTACK_FRAMES,
                         line,
-                        format!("{n}( ) argument #1 must be a non-zero positive integer constant"),
+                        "ustack( ) argument #1 must be a non-zero positive integer constant",
                     )?,
                 };
                 let strsize = match args.get(1) {
                     None => ds,
-                    Some(a) => self.positive_const(
-                        a,
-                        ErrTag::D_USTACK_STRSIZE,
-                        line,
-                        format!("{n}( ) argument #2 must be a non-zero positive integer constant"),
-                    )?,
+                    Some(a) => match self.const_arg(a)? {
+                        Some((v, _)) if v >= 0 => v as u64,
+                        _ => {
+                            return err(
+                                ErrTag::D_USTACK_STRSIZE,
+                                line,
+                                "ustack( ) argument #2 must be a positive integer constant",
+                            )
+                        }
+                    },
                 };
                 let mut p = Plan::new(
                     if n == "ustack" {
@@ -791,15 +929,8 @@ impl<'o> Checker<'o> {
                 )
             }
         }
-        if plans[start..].iter().any(|p| p.kind.is_destructive()) && !self.opts.destructive {
-            return err(
-                ErrTag::D_ACT_DESTRUCT,
-                line,
-                format!(
-                    "{n}( ) is a destructive action: destructive actions are not allowed (use -w)"
-                ),
-            );
-        }
+        // destructive actions compile without -w; enabling refuses them, as in DTrace (see
+        // [`crate::destructive`])
         Ok(())
     }
 
@@ -968,7 +1099,13 @@ impl<'o> Checker<'o> {
                     }
                 }
             }
-            None => self.aggs[idx].keys = Some(key_types.clone()),
+            None => {
+                self.aggs[idx].keys = Some(key_types.clone());
+                self.aggs[idx].key_values = key_plans
+                    .iter()
+                    .map(|p| p.kind == ActionKind::DifExpr)
+                    .collect();
+            }
         }
         let ntuple = (key_plans.len() + usize::from(incr.is_some())) as u32;
         plans.extend(key_plans);
@@ -1126,4 +1263,15 @@ impl<'o> Checker<'o> {
 
 fn unreachable_agg(line: u32) -> CResult<(String, &'static [Expr])> {
     err(ErrTag::D_SYNTAX, line, "invalid aggregation reference")
+}
+
+/// The name DTrace gives the `k`th dynamic argument of a conversion with `count` of them: the
+/// width (`*`) is consumed before the precision (`.*`), as `dt_printf_validate` orders them; a
+/// lone one is taken for a width.
+fn dyn_name(count: u32, k: u32) -> &'static str {
+    if count == 2 && k == 1 {
+        ".*"
+    } else {
+        "*"
+    }
 }

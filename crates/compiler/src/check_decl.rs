@@ -156,13 +156,6 @@ impl<'o> Checker<'o> {
                 let mut out: Vec<Member> = Vec::new();
                 let (mut off, mut size, mut align) = (0u64, 0u64, 1u64);
                 for m in members {
-                    if m.bits.is_some() {
-                        return err(
-                            ErrTag::D_NOT_SUPPORTED,
-                            m.line,
-                            "not yet supported: bit-field members",
-                        );
-                    }
                     let mb = self.base_type(&m.spec)?;
                     let (mt, keys) = self.apply_declarator(mb, &m.decl, m.line)?;
                     if keys.is_some() {
@@ -171,6 +164,45 @@ impl<'o> Checker<'o> {
                             m.line,
                             "associative arrays may not be struct members",
                         );
+                    }
+                    if let Some(bits) = &m.bits {
+                        let width = self.bitfield_width(mt, bits, m)?;
+                        if width == 0 {
+                            continue; // `int : 0;` ends packing, which DTrace never does anyway
+                        }
+                        // DTrace's layout (libctf's): each bit-field starts on a byte boundary, in the
+                        // smallest power-of-two number of bytes holding it, aligned to that size
+                        let msize = (width as u64).div_ceil(8).next_power_of_two();
+                        align = align.max(msize);
+                        let o = if *kind == SouKind::Struct {
+                            let o = off.div_ceil(msize) * msize;
+                            off = o + (width as u64).div_ceil(8);
+                            o
+                        } else {
+                            size = size.max(msize);
+                            0
+                        };
+                        let Some(mname) = m.decl.name.clone() else {
+                            continue;
+                        };
+                        if out.iter().any(|x| x.name == mname) {
+                            return err(
+                                ErrTag::D_DECL_IDRED,
+                                m.line,
+                                format!("member redeclared: {mname}"),
+                            );
+                        }
+                        out.push(Member {
+                            name: mname,
+                            ty: mt,
+                            offset: o as u32,
+                            bits: Some(crate::types::BitField {
+                                shift: 0,
+                                width: width as u8,
+                                load: msize as u8,
+                            }),
+                        });
+                        continue;
                     }
                     let Some(mname) = m.decl.name.clone() else {
                         return err(ErrTag::D_DECL_USELESS, m.line, "member name missing");
@@ -204,6 +236,7 @@ impl<'o> Checker<'o> {
                         name: mname,
                         ty: mt,
                         offset: o as u32,
+                        bits: None,
                     });
                 }
                 let total = if *kind == SouKind::Struct { off } else { size };
@@ -331,6 +364,46 @@ impl<'o> Checker<'o> {
             }
         }
         Ok((t, keys))
+    }
+
+    /// The width of bit-field member `m` of type `ty`, checked as DTrace checks it.
+    fn bitfield_width(
+        &mut self,
+        ty: TypeId,
+        bits: &crate::ast::Expr,
+        m: &crate::ast::MemberDecl,
+    ) -> CResult<u32> {
+        let idname = m.decl.name.clone().unwrap_or_else(|| "(anon)".into());
+        let v = self.cook(bits)?;
+        let w = match v.as_const() {
+            Some(0) if m.decl.name.is_none() => return Ok(0),
+            Some(w) if self.types.is_integer(v.ty) && w > 0 && (w as i64) > 0 => w,
+            _ => {
+                return err(
+                    ErrTag::D_DECL_BFCONST,
+                    m.line,
+                    "positive integral constant expression expected as bit-field size",
+                )
+            }
+        };
+        let base_bits = match self.types.rkind(ty) {
+            TypeKind::Int { size, .. } => *size as u64 * 8,
+            _ => {
+                return err(
+                    ErrTag::D_DECL_BFTYPE,
+                    m.line,
+                    format!("invalid type for bit-field: {idname}"),
+                )
+            }
+        };
+        if w > base_bits {
+            return err(
+                ErrTag::D_DECL_BFSIZE,
+                m.line,
+                format!("bit-field too big for type: {idname}"),
+            );
+        }
+        Ok(w as u32)
     }
 
     /// Processes a top-level declaration item (not clauses or pragmas).
@@ -522,14 +595,8 @@ impl<'o> Checker<'o> {
                 "inline declaration requires a name",
             );
         };
-        if keys.is_some() {
-            return err(
-                ErrTag::D_NOT_SUPPORTED,
-                line,
-                "not yet supported: inline associative arrays",
-            );
-        }
         if self.inlines.contains_key(&name)
+            || self.inline_arrays.contains_key(&name)
             || self.globals.vars.contains_key(&name)
             || crate::idents::builtin_var(&name).is_some()
         {
@@ -546,7 +613,39 @@ impl<'o> Checker<'o> {
                 format!("cannot declare void inline: {name}"),
             );
         }
-        let v = self.cook(e)?;
+        if let Some(keys) = keys {
+            let names: Vec<Option<String>> = match tn.decl.derived.last() {
+                Some(crate::ast::Derived::Assoc(sig)) => {
+                    sig.iter().map(|p| p.decl.name.clone()).collect()
+                }
+                _ => Vec::new(),
+            };
+            let mut params = Vec::new();
+            for (i, (n, t)) in names.into_iter().zip(keys).enumerate() {
+                let Some(n) = n else {
+                    return err(
+                        ErrTag::D_DECL_PROTO_NAME,
+                        line,
+                        format!(
+                            "parameter declaration requires a name: parameter #{}",
+                            i + 1
+                        ),
+                    );
+                };
+                params.push((n, t));
+            }
+            self.inline_arrays.insert(
+                name,
+                crate::check::InlineArray {
+                    ty: t,
+                    params,
+                    body: e.clone(),
+                },
+            );
+            return Ok(());
+        }
+        // a translation stays unexpanded so that `curpsinfo->pr_pid` converts one member
+        let v = self.cook_any(e)?;
         if !self.argcompat(t, &v) {
             return err(
                 ErrTag::D_OP_INCOMPAT,

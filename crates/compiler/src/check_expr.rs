@@ -159,8 +159,17 @@ impl<'o> Checker<'o> {
         }
     }
 
-    /// Cooks an expression for its value.
+    /// Cooks an expression for its value (a translation is expanded into the struct it builds).
     pub fn cook(&mut self, e: &Expr) -> CResult<TExpr> {
+        let t = self.cook_any(e)?;
+        if matches!(t.kind, TK::Xlate(..)) {
+            return self.expand_xlate(t);
+        }
+        Ok(t)
+    }
+
+    /// Cooks an expression, leaving a translation ([`TK::Xlate`]) unexpanded.
+    pub fn cook_any(&mut self, e: &Expr) -> CResult<TExpr> {
         let line = e.line;
         match &e.kind {
             ExprKind::Int(v, s) => {
@@ -200,16 +209,28 @@ impl<'o> Checker<'o> {
             ExprKind::Index(b, keys) if self.is_builtin_array(b) => {
                 self.cook_builtin_index(b, keys, line)
             }
+            ExprKind::Index(b, keys) if matches!(&b.kind, ExprKind::Ident(n) if self.inline_arrays.contains_key(n)) => {
+                self.cook_inline_array(b, keys, line)
+            }
             ExprKind::Index(b, keys) => {
                 let (p, ty) = self.index_place(b, keys, line, false)?;
                 Ok(self.read_place(p, ty, line))
             }
-            ExprKind::Member(b, m, arrow) if matches!(b.kind, ExprKind::Xlate(..)) => {
-                self.cook_xlate_member(b, m, *arrow, line)
-            }
             ExprKind::Member(b, m, arrow) => {
-                let (p, ty) = self.member_place(b, m, *arrow, line)?;
-                Ok(self.read_place(p, ty, line))
+                let base = self.cook_any(b)?;
+                if matches!(base.kind, TK::Xlate(..)) {
+                    return self.xlate_member(base, m, *arrow, line);
+                }
+                let (p, ty, bits) = self.member_place_of(base, m, *arrow, line)?;
+                let word = self.read_place(p, ty, line);
+                match bits {
+                    Some((bf, mty)) => Ok(TExpr {
+                        kind: TK::Bits(bx(word), bf),
+                        ty: mty,
+                        line,
+                    }),
+                    None => Ok(word),
+                }
             }
             ExprKind::Cast(tn, x) => {
                 let to = self.resolve_type_name(tn)?;
@@ -222,6 +243,13 @@ impl<'o> Checker<'o> {
             }
             ExprKind::SizeofExpr(x) => {
                 let v = self.cook(x)?;
+                if matches!(v.kind, TK::Bits(..)) {
+                    return err(
+                        ErrTag::D_SIZEOF_BITFIELD,
+                        line,
+                        "cannot apply sizeof to a bit-field",
+                    );
+                }
                 self.sizeof(v.ty, line)
             }
             ExprKind::Stringof(x) => {
@@ -252,6 +280,11 @@ impl<'o> Checker<'o> {
                     );
                 }
                 match self.types.member(t, m) {
+                    Some(mb) if mb.bits.is_some() => err(
+                        ErrTag::D_OFFSETOF_BITFIELD,
+                        line,
+                        format!("cannot take offset of a bit-field: {m}"),
+                    ),
                     Some(mb) => Ok(TExpr::int(mb.offset as u64, self.basic.size_t, line)),
                     None => err(
                         ErrTag::D_TYPE_MEMBER,
@@ -260,19 +293,7 @@ impl<'o> Checker<'o> {
                     ),
                 }
             }
-            ExprKind::Xlate(tn, x) => {
-                let to = self.resolve_type_name(tn)?;
-                let v = self.cook(x)?;
-                err(
-                    ErrTag::D_XLATE_NONE,
-                    line,
-                    format!(
-                        "cannot translate from \"{}\" to \"{}\"",
-                        self.tname(v.ty),
-                        self.tname(to)
-                    ),
-                )
-            }
+            ExprKind::Xlate(tn, x) => self.cook_xlate(tn, x, line),
             ExprKind::Comma(a, b) => {
                 let a = self.cook(a)?;
                 let b = self.cook(b)?;
@@ -469,6 +490,13 @@ impl<'o> Checker<'o> {
             }
             UnOp::AddrOf => {
                 let v = self.cook(x)?;
+                if matches!(v.kind, TK::Bits(..)) {
+                    return err(
+                        ErrTag::D_ADDROF_BITFIELD,
+                        line,
+                        "cannot take address of bit-field",
+                    );
+                }
                 if let TK::Read(p) = &v.kind {
                     match p.as_ref() {
                         Place::Mem(a, _) => {
@@ -1001,13 +1029,6 @@ impl<'o> Checker<'o> {
                 format!("undefined function name: {n}"),
             );
         };
-        if p.destructive && !self.opts.destructive {
-            return err(
-                ErrTag::D_ACT_DESTRUCT,
-                line,
-                format!("{n}( ) is a destructive subroutine: destructive actions are not allowed (use -w)"),
-            );
-        }
         if args.len() < p.required || args.len() > p.params.len() {
             let atleast = if p.required < p.params.len() {
                 "at least "

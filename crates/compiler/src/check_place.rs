@@ -1,16 +1,19 @@
 //! Places: where values live and how expressions name them. `self->`/`this->`/global variables
 //! (created on first assignment), associative-array elements and their key signatures, built-in
 //! arrays, pointer and array indexing, struct and union members, lvalues for assignment and `++`/`--`,
-//! and members of translated structures (`xlate`).
+//! (members of translations are in [`crate::check_xlate`]).
 
 use crate::ast::{BinOp, Expr, ExprKind, UnOp, VarScope};
 use crate::check::Checker;
 use crate::error::{err, CResult, ErrTag};
 use crate::idents::builtin_var;
 use crate::tree::{Place, TExpr, VarRef, TK};
-use crate::types::{TypeId, TypeKind};
+use crate::types::{BitField, TypeId, TypeKind};
 
 use crate::check_expr::{scope_name, scope_prefix};
+
+/// A bit-field member: where it lies in the word its place reads, and its declared type.
+pub(crate) type BitMember = (BitField, TypeId);
 
 fn bx<T>(t: T) -> Box<T> {
     Box::new(t)
@@ -345,6 +348,25 @@ impl<'o> Checker<'o> {
         line: u32,
     ) -> CResult<(Place, TypeId)> {
         let base = self.cook(b)?;
+        match self.member_place_of(base, m, arrow, line)? {
+            (_, _, Some(_)) => err(
+                ErrTag::D_NOT_SUPPORTED,
+                line,
+                format!("not yet supported: assignment to bit-field {m}"),
+            ),
+            (p, t, None) => Ok((p, t)),
+        }
+    }
+
+    /// The place of member `m` of the cooked `base` (`base.m`, or `base->m` when `arrow`); for a
+    /// bit-field, the place of the unsigned word holding it, where it lies there and its type.
+    pub(crate) fn member_place_of(
+        &mut self,
+        base: TExpr,
+        m: &str,
+        arrow: bool,
+        line: u32,
+    ) -> CResult<(Place, TypeId, Option<BitMember>)> {
         let op = if arrow { "->" } else { "." };
         let (sou, addr) = if arrow {
             let Some(t) = self
@@ -425,7 +447,17 @@ impl<'o> Checker<'o> {
                 line,
             }
         };
-        Ok((Place::Mem(bx(a), false), mb.ty))
+        if let Some(bf) = mb.bits {
+            let word = match bf.load {
+                1 => "unsigned char",
+                2 => "unsigned short",
+                4 => "unsigned int",
+                _ => "unsigned long long",
+            };
+            let wt = self.named_type(word);
+            return Ok((Place::Mem(bx(a), false), wt, Some((bf, mb.ty))));
+        }
+        Ok((Place::Mem(bx(a), false), mb.ty, None))
     }
 
     pub(crate) fn retype_place(&self, p: Place, ty: TypeId) -> Place {
@@ -488,6 +520,13 @@ impl<'o> Checker<'o> {
                 self.var_place(VarScope::Global, n, line, create)
             }
             ExprKind::ScopedVar(sc, n) => self.var_place(*sc, n, line, create),
+            ExprKind::Index(b, _) if matches!(&b.kind, ExprKind::Ident(n) if self.inline_arrays.contains_key(n)) => {
+                err(
+                    ErrTag::D_OP_WRITE,
+                    line,
+                    format!("operator {op} can only be applied to a writable variable"),
+                )
+            }
             ExprKind::Index(b, keys) => {
                 let (p, t) = self.index_place(b, keys, line, create)?;
                 self.writable_mem(p, t, line, op)
@@ -521,97 +560,6 @@ impl<'o> Checker<'o> {
                 )
             }
         }
-    }
-
-    /// `xlate<T>(e).m` / `xlate<T *>(e)->m`: the translator's conversion for `m` with its parameter
-    /// bound to `e`.
-    pub(crate) fn cook_xlate_member(
-        &mut self,
-        b: &Expr,
-        m: &str,
-        arrow: bool,
-        line: u32,
-    ) -> CResult<TExpr> {
-        let ExprKind::Xlate(tn, x) = &b.kind else {
-            return err(ErrTag::D_UNKNOWN, line, "invalid translation");
-        };
-        let to = self.resolve_type_name(tn)?;
-        let out = if arrow {
-            match self.types.pointee(to).filter(|_| self.types.is_pointer(to)) {
-                Some(t) => t,
-                None => {
-                    return err(
-                        ErrTag::D_OP_PTR,
-                        line,
-                        "operator -> must be applied to a pointer",
-                    )
-                }
-            }
-        } else {
-            to
-        };
-        let v = self.cook(x)?;
-        let found = self.translators.iter().find(|t| {
-            self.types.compat(t.output, out)
-                && (self.types.compat(t.input, v.ty)
-                    || (self.types.is_integer(t.input) && self.types.is_integer(v.ty))
-                    || (self.types.is_pointer(t.input) && self.types.is_pointer(v.ty)))
-        });
-        let Some(xl) = found.cloned() else {
-            return err(
-                ErrTag::D_XLATE_NONE,
-                line,
-                format!(
-                    "cannot translate from \"{}\" to \"{}\"",
-                    self.tname(v.ty),
-                    self.tname(to)
-                ),
-            );
-        };
-        let Some(mb) = xl.members.iter().find(|mb| mb.name == m) else {
-            return err(
-                ErrTag::D_XLATE_NOCONV,
-                line,
-                format!("translator does not define conversion for member: {m}"),
-            );
-        };
-        let Some(target) = self.types.member(xl.output, m) else {
-            return err(
-                ErrTag::D_TYPE_MEMBER,
-                line,
-                format!("{m} is not a member of {}", self.tname(xl.output)),
-            );
-        };
-        let arg = self.convert(v, xl.input);
-        let saved = self.inlines.insert(
-            xl.param.clone(),
-            crate::check::Inline {
-                ty: xl.input,
-                expr: arg,
-            },
-        );
-        let r = self.cook(&mb.expr);
-        match saved {
-            Some(s) => {
-                self.inlines.insert(xl.param.clone(), s);
-            }
-            None => {
-                self.inlines.remove(&xl.param);
-            }
-        }
-        let r = r?;
-        if !self.argcompat(target.ty, &r) {
-            return err(
-                ErrTag::D_XLATE_INCOMPAT,
-                mb.line,
-                format!(
-                    "translator member {m} definition uses incompatible types: \"{}\" = \"{}\"",
-                    self.tname(target.ty),
-                    self.tname(r.ty)
-                ),
-            );
-        }
-        Ok(self.convert(r, target.ty))
     }
 
     /// Memory places are writable only inside D variables (scalar arrays, struct members of D

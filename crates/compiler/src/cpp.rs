@@ -9,9 +9,23 @@ use crate::error::{CResult, CompileError, ErrTag};
 use crate::options::CompileOptions;
 use crate::types::DataModel;
 
-/// Runs the preprocessor over `src`.
+/// Runs the preprocessor over `src`; under `-H` the list of included files it prints goes to
+/// standard error, as DTrace lets `cpp -H` print it.
 pub fn preprocess(src: &str, opts: &CompileOptions) -> CResult<String> {
+    let (text, headers) = preprocess_with_headers(src, opts)?;
+    if !headers.is_empty() {
+        let _ = std::io::stderr().write_all(headers.as_bytes());
+    }
+    Ok(text)
+}
+
+/// Runs the preprocessor over `src` and returns its output and, under `-H`, the pathnames of the
+/// included files as `cpp -H` lists them (one per line, dots giving the nesting depth).
+pub fn preprocess_with_headers(src: &str, opts: &CompileOptions) -> CResult<(String, String)> {
     let mut cmd = Command::new(&opts.cpp_path);
+    if opts.cpp_headers {
+        cmd.arg("-H");
+    }
     cmd.arg("-undef").arg("-D__linux").arg("-D__SUNW_D=1");
     cmd.arg(if opts.model == DataModel::Lp64 {
         "-D_LP64"
@@ -43,9 +57,19 @@ pub fn preprocess(src: &str, opts: &CompileOptions) -> CResult<String> {
     let out = child
         .wait_with_output()
         .map_err(|e| fail(format!("failed to run {}: {e}", opts.cpp_path)))?;
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
     if !out.status.success() {
-        let msg = String::from_utf8_lossy(&out.stderr).trim().to_string();
-        return Err(fail(format!("preprocessor failed: {msg}")));
+        return Err(fail(format!("preprocessor failed: {}", stderr.trim())));
     }
-    Ok(String::from_utf8_lossy(&out.stdout).to_string())
+    // `cpp -H` lists included files as lines starting with dots
+    let headers = if opts.cpp_headers {
+        stderr
+            .lines()
+            .filter(|l| l.starts_with('.'))
+            .map(|l| format!("{l}\n"))
+            .collect()
+    } else {
+        String::new()
+    };
+    Ok((String::from_utf8_lossy(&out.stdout).to_string(), headers))
 }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use dtrace_ctf::{Container, TypeId as CtfId, TypeKind as Ck, CTF_INT_SIGNED};
 
 use crate::ast::SouKind;
-use crate::types::{Member, TypeId, TypeKind, TypeSource, TypeTable};
+use crate::types::{BitField, Member, TypeId, TypeKind, TypeSource, TypeTable};
 
 /// Types from a CTF container.
 pub struct CtfTypes {
@@ -145,10 +145,24 @@ impl Importer<'_> {
                     let Some(mt) = self.convert(m.type_id, depth + 1) else {
                         continue;
                     };
+                    // a bit-field has an integer type narrower than its storage
+                    let field = match self.c.get(m.type_id).map(|t| (t.size, &t.kind)) {
+                        Ok((size, Ck::Integer(e)))
+                            if u64::from(e.bits) < size * 8 || e.offset != 0 =>
+                        {
+                            BitField::at(m.offset_bits + u64::from(e.offset), u32::from(e.bits))
+                        }
+                        _ => None,
+                    };
+                    let (offset, bits) = match field {
+                        Some((o, b)) => (o, Some(b)),
+                        None => ((m.offset_bits / 8) as u32, None),
+                    };
                     members.push(Member {
                         name: m.name.clone(),
                         ty: mt,
-                        offset: (m.offset_bits / 8) as u32,
+                        offset,
+                        bits,
                     });
                 }
                 let align = self.c.align_of(id).unwrap_or(1).max(1) as u32;

@@ -423,32 +423,20 @@ impl<'a> Lexer<'a> {
             while self.peek(0).is_ascii_digit() {
                 self.pos += 1;
             }
+            // DTrace's lexer matches floating-point constants (digits with a '.', an exponent or
+            // an `f`/`F` suffix) and rejects them right there
             let is_float = self.peek(0) == b'.'
+                || matches!(self.peek(0), b'f' | b'F')
                 || ((self.peek(0) == b'e' || self.peek(0) == b'E')
                     && (self.peek(1).is_ascii_digit()
                         || ((self.peek(1) == b'-' || self.peek(1) == b'+')
                             && self.peek(2).is_ascii_digit())));
             if is_float {
-                if self.peek(0) == b'.' {
-                    self.pos += 1;
-                    while self.peek(0).is_ascii_digit() {
-                        self.pos += 1;
-                    }
-                }
-                if self.peek(0) == b'e' || self.peek(0) == b'E' {
-                    self.pos += 1;
-                    if self.peek(0) == b'-' || self.peek(0) == b'+' {
-                        self.pos += 1;
-                    }
-                    while self.peek(0).is_ascii_digit() {
-                        self.pos += 1;
-                    }
-                }
-                let text = String::from_utf8_lossy(&self.src[s..self.pos]).to_string();
-                while matches!(self.peek(0), b'f' | b'F' | b'l' | b'L') {
-                    self.pos += 1;
-                }
-                return Ok(Tok::Float(text.parse::<f64>().unwrap_or(0.0)));
+                return err(
+                    ErrTag::D_SYNTAX,
+                    line,
+                    "floating-point constants are not permitted",
+                );
             }
         }
         let digits = String::from_utf8_lossy(&self.src[s..self.pos]).to_string();
@@ -461,14 +449,6 @@ impl<'a> Lexer<'a> {
             }
             self.pos += 1;
         }
-        if is_ident_char(self.peek(0)) {
-            let bad = self.peek(0) as char;
-            return err(
-                ErrTag::D_INT_DIGIT,
-                line,
-                format!("invalid digit ({bad}) in integer constant {digits}{bad}"),
-            );
-        }
         let (body, radix) = if hex {
             (&digits[2..], 16)
         } else if digits.len() > 1 && digits.starts_with('0') {
@@ -479,10 +459,11 @@ impl<'a> Lexer<'a> {
         suf.radix_not_decimal = radix != 10;
         if radix == 8 {
             if let Some(b) = body.chars().find(|c| *c == '8' || *c == '9') {
+                let text = String::from_utf8_lossy(&self.src[s..self.pos]).to_string();
                 return err(
                     ErrTag::D_INT_DIGIT,
                     line,
-                    format!("invalid digit ({b}) in octal integer constant {digits}"),
+                    format!("constant {text} contains invalid digit {b}"),
                 );
             }
         }
@@ -499,7 +480,8 @@ impl<'a> Lexer<'a> {
                 ErrTag::D_INT_OFLOW,
                 line,
                 format!(
-                    "integer constant {digits} cannot be represented in any built-in integral type"
+                    "constant {} results in integer overflow",
+                    String::from_utf8_lossy(&self.src[s..self.pos])
                 ),
             ),
         }
@@ -726,7 +708,9 @@ mod tests {
             ("'abcdefghij'", ErrTag::D_CHR_OFLOW),
             ("09", ErrTag::D_INT_DIGIT),
             ("99999999999999999999999", ErrTag::D_INT_OFLOW),
-            ("12abc", ErrTag::D_INT_DIGIT),
+            ("1.5", ErrTag::D_SYNTAX),
+            ("2e10", ErrTag::D_SYNTAX),
+            ("3f", ErrTag::D_SYNTAX),
         ];
         for (src, tag) in cases {
             let mut l = Lexer::new(src);

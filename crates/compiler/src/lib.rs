@@ -3,8 +3,8 @@
 //! It owns D's lexer ([`lexer`]), parser ([`parser`], [`ast`]), macro variables ([`macros`]), types
 //! ([`types`], with [`types::TypeSource`] and [`ctf_types`] for CTF-backed types), the checker that types and resolves
 //! every expression and reports DTrace's `D_*` errors ([`check`], [`check_expr`], [`check_place`], [`check_decl`],
-//! [`check_action`], [`printf`], [`ifsplit`]), code generation to DIF ([`cg`]), lowering to ECB descriptions
-//! ([`lower`]) and the `dtrace -S` listing ([`mod@listing`]). It does not execute DIF (that is
+//! [`check_action`], [`check_xlate`], [`printf`], [`ifsplit`]), code generation to DIF ([`cg`]), lowering to ECB descriptions
+//! ([`lower`]), the `dtrace -S` listing ([`mod@listing`]) and the D library of translators ([`dlib`]). It does not execute DIF (that is
 //! `dtrace-dif`/`dtrace-framework`) nor know which probes exist (the consumer matches descriptions).
 //!
 //! Entry points: [`compile`] (and [`compile_with`] for CTF-backed [`TypeSource`]s and a
@@ -33,8 +33,10 @@ pub mod check_action;
 pub mod check_decl;
 pub mod check_expr;
 pub mod check_place;
+pub mod check_xlate;
 pub mod cpp;
 pub mod ctf_types;
+pub mod dlib;
 pub mod error;
 pub mod idents;
 pub mod ifsplit;
@@ -130,7 +132,7 @@ fn compile_here(
     probes: Option<&dyn ProbeInfo>,
 ) -> Result<Program, CompileError> {
     let pre;
-    let text = if opts.cpp {
+    let text = if opts.cpp || opts.cpp_headers {
         pre = cpp::preprocess(source, opts)?;
         pre.as_str()
     } else {
@@ -146,6 +148,8 @@ fn compile_here(
         default_args: opts.default_args,
     };
     let names: HashSet<String> = types.typedef_names().into_iter().collect();
+    let mut ck = Checker::new(opts, types, basic);
+    let names = dlib::load(&mut ck, names);
     let parser = parser::Parser::new(text, env, names, opts.source == SourceKind::File);
     let ast = parser.program()?;
     if ast.items.is_empty() {
@@ -156,7 +160,6 @@ fn compile_here(
         ));
     }
     check_macro_args(&ast, opts)?;
-    let mut ck = Checker::new(opts, types, basic);
     ck.probe_info = probes;
     let mut program = Program::default();
     let mut if_vars = 0;
@@ -199,6 +202,29 @@ fn check_macro_args(ast: &ast::Program, opts: &CompileOptions) -> CResult<()> {
         ));
     }
     Ok(())
+}
+
+/// Whether `p` is destructive: an action that is (`raise`, `system`, `stop`, `copyout`...) or a DIF
+/// object calling a destructive subroutine (`copyout`, `copyoutstr`). DTrace compiles such programs
+/// without `-w` and refuses them when tracing starts (`dtrace: could not enable tracing:
+/// Destructive actions not allowed`); consumers call this before starting.
+pub fn destructive(p: &Program) -> bool {
+    use dtrace_dif::subr::Subr;
+    let calls_destructive = |o: &dtrace_dif::DifObject| {
+        o.text.iter().any(|w| {
+            matches!(
+                dtrace_dif::Instr::decode(*w),
+                Ok(dtrace_dif::Instr::Call { subr, .. })
+                    if subr == Subr::Copyout as u16 || subr == Subr::Copyoutstr as u16
+            )
+        })
+    };
+    p.ecbs.iter().any(|e| {
+        e.predicate.as_ref().is_some_and(calls_destructive)
+            || e.actions
+                .iter()
+                .any(|a| a.kind.is_destructive() || a.difo.as_ref().is_some_and(calls_destructive))
+    })
 }
 
 /// The `dtrace -S` listing of a compiled program.

@@ -30,7 +30,7 @@ pub struct MacroEnv {
 pub fn parse_int(s: &str) -> Option<u64> {
     let (neg, body) = match s.strip_prefix('-') {
         Some(b) => (true, b),
-        None => (false, s),
+        None => (false, s.strip_prefix('+').unwrap_or(s)),
     };
     let v = if let Some(h) = body.strip_prefix("0x").or_else(|| body.strip_prefix("0X")) {
         u64::from_str_radix(h, 16).ok()?
@@ -82,6 +82,26 @@ impl MacroEnv {
         }
         if let Some(v) = parse_int(&raw) {
             return Ok(MacroValue::Int(v));
+        }
+        let body = raw.strip_prefix(['-', '+']).unwrap_or(&raw);
+        let numeric = match body.strip_prefix("0x").or_else(|| body.strip_prefix("0X")) {
+            Some(h) => !h.is_empty() && h.bytes().all(|c| c.is_ascii_hexdigit()),
+            None => !body.is_empty() && body.bytes().all(|c| c.is_ascii_digit()),
+        };
+        if numeric {
+            // an integer too large for 64 bits (DTrace's strtoull reports ERANGE)
+            if body.len() > 1
+                && body.starts_with('0')
+                && !body[1..].starts_with(['x', 'X'])
+                && body.bytes().any(|c| c == b'8' || c == b'9')
+            {
+                return Ok(MacroValue::Str(raw));
+            }
+            return err(
+                ErrTag::D_MACRO_OFLOW,
+                line,
+                format!("macro argument ${name} constant {body} results in integer overflow"),
+            );
         }
         if is_ident(&raw) {
             return Ok(MacroValue::Ident(raw));

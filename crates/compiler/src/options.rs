@@ -39,6 +39,9 @@ pub struct CompileOptions {
     pub jstackstrsize: u32,
     /// `-C`: run the C preprocessor first.
     pub cpp: bool,
+    /// `-H` (`-x cpphdrs`): the preprocessor prints the pathname of each file it includes on
+    /// standard error (this implies `-C`).
+    pub cpp_headers: bool,
     /// `-D name[=value]` for the preprocessor.
     pub defines: Vec<String>,
     /// `-U name`.
@@ -65,6 +68,7 @@ impl Default for CompileOptions {
             jstackframes: 50,
             jstackstrsize: 512,
             cpp: false,
+            cpp_headers: false,
             defines: Vec::new(),
             undefs: Vec::new(),
             includes: Vec::new(),

@@ -30,6 +30,9 @@ pub struct Parser<'a> {
     max_arg: usize,
     from_file: bool,
     depth: u32,
+    /// Line of the last token read from the lexer (lookahead included): the line DTrace gives a
+    /// node, which its yacc parser builds once it has read the token that ends it.
+    lexed_line: u32,
 }
 
 fn syntax(t: &Token) -> CompileError {
@@ -61,12 +64,14 @@ impl<'a> Parser<'a> {
             max_arg: 0,
             from_file,
             depth: 0,
+            lexed_line: 1,
         }
     }
 
     fn fill(&mut self, n: usize) -> CResult<()> {
         while self.peeked.len() <= n {
             let t = self.lex.next_token()?;
+            self.lexed_line = t.line;
             self.peeked.push_back(t);
         }
         Ok(())
@@ -122,6 +127,17 @@ impl<'a> Parser<'a> {
 
     /// Parses a whole program.
     pub fn program(mut self) -> CResult<Program> {
+        self.program_mut()
+    }
+
+    /// Parses a whole program and returns it (or its error) with the typedef names known at its
+    /// end (those given to [`Parser::new`] plus the program's).
+    pub fn program_with_names_always(mut self) -> (CResult<Program>, HashSet<String>) {
+        let p = self.program_mut();
+        (p, self.typenames)
+    }
+
+    fn program_mut(&mut self) -> CResult<Program> {
         let mut items = Vec::new();
         loop {
             if let Some((line, words)) = self.lex.control_line()? {
@@ -294,9 +310,10 @@ impl<'a> Parser<'a> {
             let line = self.next()?.line;
             self.enter(line)?;
             let r = self.assign()?;
+            self.peek()?;
             e = Expr {
                 kind: ExprKind::Comma(Box::new(e), Box::new(r)),
-                line,
+                line: self.lexed_line,
             };
         }
         self.depth = mark;
@@ -339,11 +356,12 @@ impl<'a> Parser<'a> {
             _ => None,
         };
         if let Some(op) = op {
-            let line = self.next()?.line;
+            self.next()?;
             let rhs = self.assign()?;
+            self.peek()?;
             return Ok(Expr {
                 kind: ExprKind::Assign(op, Box::new(lhs), Box::new(rhs)),
-                line,
+                line: self.lexed_line,
             });
         }
         Ok(lhs)
@@ -352,13 +370,14 @@ impl<'a> Parser<'a> {
     fn cond(&mut self) -> CResult<Expr> {
         let c = self.binary(0)?;
         if self.is_punct("?")? {
-            let line = self.next()?.line;
+            self.next()?;
             let a = self.expr()?;
             self.expect(":")?;
             let b = self.cond()?;
+            self.peek()?;
             return Ok(Expr {
                 kind: ExprKind::Cond(Box::new(c), Box::new(a), Box::new(b)),
-                line,
+                line: self.lexed_line,
             });
         }
         Ok(c)
@@ -403,9 +422,10 @@ impl<'a> Parser<'a> {
             let line = self.next()?.line;
             self.enter(line)?;
             let r = self.binary(level + 1)?;
+            self.peek()?;
             l = Expr {
                 kind: ExprKind::Binary(op, Box::new(l), Box::new(r)),
-                line,
+                line: self.lexed_line,
             };
         }
         self.depth = mark;
@@ -437,7 +457,6 @@ impl<'a> Parser<'a> {
 
     fn unary_inner(&mut self) -> CResult<Expr> {
         let t = self.peek()?.clone();
-        let line = t.line;
         let op = match &t.tok {
             Tok::Punct(p) => match *p {
                 "++" => Some(UnOp::PreInc),
@@ -455,9 +474,10 @@ impl<'a> Parser<'a> {
         if let Some(op) = op {
             self.next()?;
             let e = self.unary()?;
+            self.peek()?;
             return Ok(Expr {
                 kind: ExprKind::Unary(op, Box::new(e)),
-                line,
+                line: self.lexed_line,
             });
         }
         if let Tok::Ident(s) = &t.tok {
@@ -469,21 +489,23 @@ impl<'a> Parser<'a> {
                     self.expect(")")?;
                     return Ok(Expr {
                         kind: ExprKind::SizeofType(Box::new(tn)),
-                        line,
+                        line: self.lexed_line,
                     });
                 }
                 let e = self.unary()?;
+                self.peek()?;
                 return Ok(Expr {
                     kind: ExprKind::SizeofExpr(Box::new(e)),
-                    line,
+                    line: self.lexed_line,
                 });
             }
             if s == "stringof" {
                 self.next()?;
                 let e = self.unary()?;
+                self.peek()?;
                 return Ok(Expr {
                     kind: ExprKind::Stringof(Box::new(e)),
-                    line,
+                    line: self.lexed_line,
                 });
             }
         }
@@ -492,9 +514,10 @@ impl<'a> Parser<'a> {
             let tn = self.type_name()?;
             self.expect(")")?;
             let e = self.unary()?;
+            self.peek()?;
             return Ok(Expr {
                 kind: ExprKind::Cast(Box::new(tn), Box::new(e)),
-                line,
+                line: self.lexed_line,
             });
         }
         self.postfix()
@@ -540,7 +563,7 @@ impl<'a> Parser<'a> {
                     self.expect("]")?;
                     e = Expr {
                         kind: ExprKind::Index(Box::new(e), keys),
-                        line,
+                        line: self.lexed_line,
                     };
                 }
                 Tok::Punct("(") => {
@@ -558,7 +581,7 @@ impl<'a> Parser<'a> {
                     let a = self.args()?;
                     e = Expr {
                         kind: ExprKind::Call(name, a),
-                        line: e.line,
+                        line: self.lexed_line,
                     };
                 }
                 Tok::Punct(p @ ("." | "->")) => {
@@ -586,7 +609,7 @@ impl<'a> Parser<'a> {
                         },
                         None => Expr {
                             kind: ExprKind::Member(Box::new(e), name, p == "->"),
-                            line,
+                            line: nt.line,
                         },
                     };
                 }
@@ -1110,31 +1133,37 @@ fn normalize_base(
     line: u32,
 ) -> CResult<String> {
     let b = base.as_deref();
-    if let Some(s) = signed {
-        if !matches!(b, None | Some("char") | Some("int")) {
-            return err(
-                ErrTag::D_DECL_SIGNINT,
-                line,
-                format!(
-                    "invalid type combination: {} may only be applied to integer types",
-                    if s { "signed" } else { "unsigned" }
-                ),
-            );
-        }
+    // dt_decl_check's order and words
+    if b == Some("char") && (shorts > 0 || longs > 0) {
+        return err(
+            ErrTag::D_DECL_CHARATTR,
+            line,
+            "invalid type declaration: short and long may not be used with char type",
+        );
+    }
+    if b == Some("void") && (shorts > 0 || longs > 0 || signed.is_some()) {
+        return err(
+            ErrTag::D_DECL_VOIDATTR,
+            line,
+            "invalid type declaration: attributes may not be used with void type",
+        );
+    }
+    if signed.is_some() && !matches!(b, None | Some("char") | Some("int")) {
+        return err(
+            ErrTag::D_DECL_SIGNINT,
+            line,
+            "invalid type declaration: signed and unsigned may only be used with integer type",
+        );
     }
     if longs > 0 && !matches!(b, None | Some("int") | Some("double")) || longs > 2 {
         return err(
             ErrTag::D_DECL_LONGINT,
             line,
-            "invalid type combination: long",
+            "invalid type declaration: long and long long may only be used with integer or floating-point type",
         );
     }
     if shorts > 0 && (!matches!(b, None | Some("int")) || longs > 0 || shorts > 1) {
-        return err(
-            ErrTag::D_DECL_COMBO,
-            line,
-            "invalid type combination: short",
-        );
+        return err(ErrTag::D_DECL_COMBO, line, "invalid type combination");
     }
     let u = signed == Some(false);
     Ok(match b {

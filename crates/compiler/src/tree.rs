@@ -84,6 +84,15 @@ pub enum TK {
     /// A change of type only (casts between pointers, `stringof`).
     Retype(Box<TExpr>),
     Comma(Box<TExpr>, Box<TExpr>),
+    /// A bit-field's value: extracted from the word the operand reads (signed per `ty`).
+    Bits(Box<TExpr>, crate::types::BitField),
+    /// A translation not yet expanded: translator number `.0` of the checker applied to the input
+    /// `.1`. It exists only between the checker's steps (the base of `.`/`->` selects one member's
+    /// conversion); any other use expands it into [`TK::XlateStruct`].
+    Xlate(usize, Box<TExpr>),
+    /// A translated struct built in scratch: its size and the members the translator converts
+    /// (byte offset, value converted to the member's type). The value is the struct's address.
+    XlateStruct(u64, Vec<(u32, TExpr)>),
 }
 
 impl TExpr {
@@ -135,6 +144,11 @@ pub fn stats(e: &TExpr) -> (usize, usize) {
         }
         TK::IncDec { place: p, .. } => place(p),
         TK::Call(_, a) => list(a),
+        TK::Xlate(_, x) | TK::Bits(x, _) => stats(x),
+        TK::XlateStruct(_, m) => m.iter().fold((1, 1), |(n, d), (_, e)| {
+            let (a, b) = stats(e);
+            (n + a, d.max(b + 1))
+        }),
     };
     (kids.0 + 1, kids.1 + 1)
 }

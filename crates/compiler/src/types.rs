@@ -27,8 +27,45 @@ pub enum DataModel {
 pub struct Member {
     pub name: String,
     pub ty: TypeId,
-    /// Byte offset.
+    /// Byte offset (of a bit-field: of the aligned word holding it).
     pub offset: u32,
+    /// A bit-field: where it lies in the word at `offset`.
+    pub bits: Option<BitField>,
+}
+
+/// A bit-field's place (little-endian): `width` bits from bit `shift` of the naturally aligned
+/// `load`-byte word at the member's offset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BitField {
+    pub shift: u8,
+    pub width: u8,
+    pub load: u8,
+}
+
+impl BitField {
+    /// The bit-field of `width` bits at bit `bit_offset` of its aggregate: the byte offset of the
+    /// smallest naturally aligned word (1, 2, 4 or 8 bytes) holding it, and its place there;
+    /// `None` when no such word holds it (a packed field straddling 8-byte words).
+    pub fn at(bit_offset: u64, width: u32) -> Option<(u32, BitField)> {
+        if width == 0 || width > 64 {
+            return None;
+        }
+        for load in [1u64, 2, 4, 8] {
+            let start = bit_offset / (8 * load) * (8 * load);
+            if bit_offset + width as u64 <= start + 8 * load {
+                let off = u32::try_from(start / 8).ok()?;
+                return Some((
+                    off,
+                    BitField {
+                        shift: (bit_offset - start) as u8,
+                        width: width as u8,
+                        load: load as u8,
+                    },
+                ));
+            }
+        }
+        None
+    }
 }
 
 /// What a type is.
@@ -547,12 +584,29 @@ impl TypeTable {
 
     /// Looks up a member of a struct or union type.
     pub fn member(&self, sou: TypeId, name: &str) -> Option<Member> {
-        match self.rkind(sou) {
-            TypeKind::Sou {
-                members: Some(m), ..
-            } => m.iter().find(|m| m.name == name).cloned(),
-            _ => None,
+        self.member_within(sou, name, 0)
+    }
+
+    /// Member `name` of `sou`, looking through anonymous struct and union members (C11, and how
+    /// the kernel nests `struct file`'s `f_path` or `mm_struct`'s fields) with their offsets added.
+    fn member_within(&self, sou: TypeId, name: &str, depth: u32) -> Option<Member> {
+        let TypeKind::Sou {
+            members: Some(m), ..
+        } = self.rkind(sou)
+        else {
+            return None;
+        };
+        if let Some(x) = m.iter().find(|m| m.name == name) {
+            return Some(x.clone());
         }
+        if depth >= 16 || name.is_empty() {
+            return None;
+        }
+        m.iter().filter(|a| a.name.is_empty()).find_map(|a| {
+            let mut x = self.member_within(a.ty, name, depth + 1)?;
+            x.offset += a.offset;
+            Some(x)
+        })
     }
 }
 

@@ -53,6 +53,13 @@ const TOKENS: &[&str] = &[
     "typedef ",
     "inline ",
     "::",
+    "struct s { int a:3; int b; };",
+    "translator struct s < int x > { a = x; b = x + 1; };",
+    "xlate<struct s *>(",
+    "xlate<struct s>(",
+    ".a",
+    "1.5",
+    "printa(\"%s %@d\", @a)",
 ];
 
 fn try_compile(src: &str) {

@@ -64,17 +64,27 @@ fn defaultargs_by_pragma() {
 }
 
 #[test]
-fn destructive_actions_need_permission() {
-    let src = "BEGIN { system(\"date\"); }";
-    assert_eq!(
-        compile(src, &CompileOptions::default()).unwrap_err().tag,
-        ErrTag::D_ACT_DESTRUCT
-    );
-    let o = CompileOptions {
-        destructive: true,
-        ..Default::default()
-    };
-    assert!(compile(src, &o).is_ok());
+fn destructive_programs_compile_and_are_flagged() {
+    // DTrace compiles them without -w and refuses them when tracing starts
+    let o = CompileOptions::default();
+    for src in [
+        "BEGIN { system(\"date\"); }",
+        "BEGIN { raise(9); }",
+        "BEGIN { stop(); }",
+        "BEGIN { copyout((void *)arg1, arg0, 4); }",
+        "BEGIN { copyoutstr(\"a\", arg0, 2); }",
+        "BEGIN /copyoutstr(\"a\", arg0, 2), 1/ { }",
+    ] {
+        let p = compile(src, &o).unwrap_or_else(|e| panic!("{src}: {e}"));
+        assert!(dtrace_compiler::destructive(&p), "{src}");
+    }
+    for src in [
+        "BEGIN { trace(1); exit(0); }",
+        "BEGIN { printf(\"%d\", strlen(\"ab\")); }",
+    ] {
+        let p = compile(src, &o).unwrap_or_else(|e| panic!("{src}: {e}"));
+        assert!(!dtrace_compiler::destructive(&p), "{src}");
+    }
 }
 
 #[test]
@@ -95,6 +105,39 @@ fn c_preprocessor() {
     let src = "#define A 1\n\n\nBEGIN { trace(nosuchvar); }\n";
     let e = compile(src, &o).unwrap_err();
     assert_eq!(e.line, Some(4));
+}
+
+#[test]
+fn cpp_headers_lists_included_files() {
+    let have_cpp = dtrace_testkit::have_program("cpp");
+    if !dtrace_testkit::skip_unless(have_cpp, "cpp_headers_lists_included_files", "no cpp") {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("dtrace-cpp-h-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("sub")).unwrap();
+    std::fs::write(dir.join("outer.h"), "#include \"sub/inner.h\"\n").unwrap();
+    std::fs::write(dir.join("sub/inner.h"), "#define SEVEN 7\n").unwrap();
+    // -H alone implies -C
+    let o = CompileOptions {
+        cpp_headers: true,
+        includes: vec![dir.display().to_string()],
+        ..Default::default()
+    };
+    let src = "#include \"outer.h\"\nBEGIN { trace(SEVEN); }\n";
+    let (_, headers) = dtrace_compiler::cpp::preprocess_with_headers(src, &o).unwrap();
+    let lines: Vec<&str> = headers.lines().collect();
+    assert_eq!(lines.len(), 2, "{headers}");
+    assert!(
+        lines[0].starts_with(". ") && lines[0].ends_with("outer.h"),
+        "{headers}"
+    );
+    assert!(
+        lines[1].starts_with(".. ") && lines[1].ends_with("sub/inner.h"),
+        "{headers}"
+    );
+    let p = compile(src, &o).unwrap();
+    assert_eq!(const_of(&p, 0), 7);
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

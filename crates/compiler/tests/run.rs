@@ -260,6 +260,26 @@ fn translators() {
     assert_eq!(v, ["20", "big", "small", "30"]);
 }
 
+#[test]
+fn whole_translated_structs() {
+    // the struct is built in scratch member by member (strings copied, members without a
+    // conversion zero) and copied into a clause-local by assignment
+    let v = run(r#"
+        struct info { int doubled; string name; char c; long unset; long sum; };
+        translator struct info < long x > {
+            doubled = x * 2;
+            name = x > 5 ? "big" : "small";
+            c = 'q';
+            sum = x + arg1;
+        };
+        BEGIN { this->i = xlate<struct info>(arg0); trace(this->i.doubled); trace(this->i.name);
+                trace(this->i.c); trace(this->i.unset); trace(this->i.sum);
+                this->p = xlate<struct info *>(arg0 - 8); trace(this->p->name);
+                trace((*xlate<struct info *>(arg0)).doubled); trace(sizeof (this->i) > 256); }
+    "#);
+    assert_eq!(v, ["20", "big", "113", "0", "30", "small", "20", "1"]);
+}
+
 struct Syscalls;
 
 impl dtrace_compiler::ProbeInfo for Syscalls {
@@ -483,4 +503,14 @@ fn global_arrays_and_structs_keep_stores() {
         BEGIN { trace(a[2]); trace(a[3] + a[1]); trace(s.x + s.y); }
     "#);
     assert_eq!(v, ["7", "8", "31"]);
+}
+
+#[test]
+fn inline_associative_arrays() {
+    let v = run(r#"
+        inline int sq[int x] = x * x;
+        inline string pick[int a, string s] = a > 1 ? s : "none";
+        BEGIN { trace(sq[7]); trace(sq[arg0] + 1); trace(pick[2, "yes"]); trace(pick[sq[1], "yes"]); }
+    "#);
+    assert_eq!(v, ["49", "101", "yes", "none"]);
 }

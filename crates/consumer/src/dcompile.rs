@@ -103,6 +103,7 @@ impl Compiler for DCompiler {
             jstackframes: num(o, "jstackframes", 50),
             jstackstrsize: num(o, "jstackstrsize", 512),
             cpp: flags.cpp || o.is_set("cpp"),
+            cpp_headers: o.is_set("cpphdrs"),
             defines: o.strings("define").to_vec(),
             undefs: o.strings("undef").to_vec(),
             includes: o.strings("incdir").to_vec(),

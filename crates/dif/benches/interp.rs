@@ -8,7 +8,7 @@ use dtrace_dif::asm::assemble;
 use dtrace_dif::vars;
 use dtrace_dif::verify::verify;
 use dtrace_dif::vm::fake::{FakeContext, FakeMemory};
-use dtrace_dif::vm::{FaultKind, Machine, ProbeContext, VarState, VmOptions};
+use dtrace_dif::vm::{FaultKind, Machine, Prepared, ProbeContext, VarState, VmOptions};
 use std::hint::black_box;
 
 /// A probe context with plain fields, as the framework's will be (the test fake uses maps).
@@ -82,6 +82,7 @@ fn straight_line(c: &mut Criterion) {
     let obj = assemble(&src).unwrap();
     verify(&obj).unwrap();
     let n = obj.text.len() as u64;
+    let obj = Prepared::new(obj);
     let mut state = VarState::new(VmOptions::default());
     let mut m = Machine::new();
     let mut ctx = FakeContext::new();
@@ -92,7 +93,7 @@ fn straight_line(c: &mut Criterion) {
         b.iter(|| {
             m.begin_firing();
             black_box(
-                m.run(black_box(&obj), &mut state, &mut ctx, &mut mem)
+                m.run_prepared(black_box(&obj), &mut state, &mut ctx, &mut mem)
                     .unwrap(),
             )
         })
@@ -105,7 +106,7 @@ fn straight_line(c: &mut Criterion) {
     let t = cpu_time(reps, || {
         m.begin_firing();
         black_box(
-            m.run(black_box(&obj), &mut state, &mut ctx, &mut mem)
+            m.run_prepared(black_box(&obj), &mut state, &mut ctx, &mut mem)
                 .unwrap(),
         );
     });
@@ -135,6 +136,8 @@ fn typical_clause(c: &mut Criterion) {
     .unwrap();
     verify(&pred).unwrap();
     verify(&action).unwrap();
+    // Prepared once, as the framework does per ECB.
+    let (pred, action) = (Prepared::new(pred), Prepared::new(action));
     let mut state = VarState::new(VmOptions::default());
     let mut m = Machine::new();
     let mut ctx = BenchContext {
@@ -145,16 +148,26 @@ fn typical_clause(c: &mut Criterion) {
     c.bench_function("typical_clause", |b| {
         b.iter(|| {
             m.begin_firing();
-            let p = m.run(&pred, &mut state, &mut ctx, &mut mem).unwrap();
+            let p = m
+                .run_prepared(&pred, &mut state, &mut ctx, &mut mem)
+                .unwrap();
             assert_eq!(p, 1);
-            black_box(m.run(&action, &mut state, &mut ctx, &mut mem).unwrap())
+            black_box(
+                m.run_prepared(&action, &mut state, &mut ctx, &mut mem)
+                    .unwrap(),
+            )
         })
     });
     let t = cpu_time(2_000_000, || {
         m.begin_firing();
-        let p = m.run(&pred, &mut state, &mut ctx, &mut mem).unwrap();
+        let p = m
+            .run_prepared(&pred, &mut state, &mut ctx, &mut mem)
+            .unwrap();
         assert_eq!(p, 1);
-        black_box(m.run(&action, &mut state, &mut ctx, &mut mem).unwrap());
+        black_box(
+            m.run_prepared(&action, &mut state, &mut ctx, &mut mem)
+                .unwrap(),
+        );
     });
     println!(
         "typical_clause CPU time: {:.0} ns/firing",

@@ -110,9 +110,12 @@ pub fn decode_verify_run(data: &[u8]) {
         .insert(0x1000, b"kernel string\0 more bytes here".to_vec());
     mem.user.insert(0x7000, b"user/path/../x\0".to_vec());
     mem.writable = true;
-    for _ in 0..2 {
+    let prepared = crate::vm::Prepared::new(obj.clone());
+    for _ in 0..3 {
+        // As the framework does between firings: the dynamic-variable cleaner, then a new firing.
+        state.dynvars.clean();
         m.begin_firing();
-        let r = m.run(&obj, &mut state, &mut ctx, &mut mem);
+        let r = m.run_prepared(&prepared, &mut state, &mut ctx, &mut mem);
         if let Ok(v) = r {
             if obj.rtype.is_string() {
                 let _ = m.read_string_result(&obj, &mut mem, v);

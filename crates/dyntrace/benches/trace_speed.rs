@@ -1,6 +1,8 @@
 //! Instructions traced per second, in one run: a raw ptrace single-step loop (the floor any
-//! single-stepper pays), dyntrace in step mode and dyntrace in block mode, all on the same statically
-//! linked program (tests/progs/probe.c, "mix": about ten straight-line instructions per loop iteration).
+//! single-stepper pays), dyntrace in step mode, in block mode, and in block mode without the in-tracer
+//! emulator, all on the same statically linked program (tests/progs/probe.c: "mix", about ten
+//! straight-line instructions per loop iteration; "spin", a three-instruction loop; "alu", about forty
+//! instructions of compiled integer code per iteration).
 //! Prints wall-clock and CPU-time rates (the machine may be shared; CPU time is the steadier figure)
 //! and checks that both modes counted the same instructions. Reports, never asserts, the speeds.
 //!
@@ -63,10 +65,12 @@ fn raw_loop(prog: &Path, args: &[&str]) -> (u64, f64, f64) {
 /// Runs dyntrace in `mode`: (instructions counted, wall, cpu of dyntrace and the tracee).
 // The child is reaped with wait4 (for its resource usage), which clippy cannot see.
 #[allow(clippy::zombie_processes)]
-fn dyntrace(mode: &str, prog: &Path, args: &[&str], out: &Path) -> (u64, f64, f64) {
+fn dyntrace(mode: &[&str], prog: &Path, args: &[&str], out: &Path) -> (u64, f64, f64) {
     let start = Instant::now();
     let child = Command::new(env!("CARGO_BIN_EXE_dyntrace"))
-        .args(["-v", "-c", "0", "-m", mode, "-o"])
+        .args(["-v", "-c", "0", "-m"])
+        .args(mode)
+        .arg("-o")
         .arg(out)
         .arg(prog)
         .args(args)
@@ -113,12 +117,19 @@ fn main() {
         return;
     }
     let n = std::env::var("DYNTRACE_BENCH_N").unwrap_or_else(|_| "30000".into());
-    for workload in ["mix", "spin"] {
+    for workload in ["mix", "spin", "alu"] {
         let args = [workload, n.as_str()];
         let (raw_n, raw_wall, raw_cpu) = raw_loop(&prog, &args);
-        let (step_n, step_wall, step_cpu) = dyntrace("step", &prog, &args, &dir.join("step.trace"));
+        let (step_n, step_wall, step_cpu) =
+            dyntrace(&["step"], &prog, &args, &dir.join("step.trace"));
         let (block_n, block_wall, block_cpu) =
-            dyntrace("block", &prog, &args, &dir.join("block.trace"));
+            dyntrace(&["block"], &prog, &args, &dir.join("block.trace"));
+        let (native_n, native_wall, native_cpu) = dyntrace(
+            &["block", "--no-emulate"],
+            &prog,
+            &args,
+            &dir.join("native.trace"),
+        );
         let step_profile = std::fs::read_to_string(dir.join("step.trace")).unwrap_or_default();
         let block_profile = std::fs::read_to_string(dir.join("block.trace")).unwrap_or_default();
         let strip = |s: &str| {
@@ -136,6 +147,7 @@ fn main() {
             ("raw ptrace step loop", raw_n, raw_wall, raw_cpu),
             ("dyntrace -m step", step_n, step_wall, step_cpu),
             ("dyntrace -m block", block_n, block_wall, block_cpu),
+            ("block, --no-emulate", native_n, native_wall, native_cpu),
         ] {
             println!(
                 "  {name:<22} {count:>10} {wall:>9.3} {:>14.0} {cpu:>9.3} {:>14.0}",
@@ -149,6 +161,11 @@ fn main() {
             (block_n as f64 / block_cpu) / (step_n as f64 / step_cpu),
             (block_n as f64 / block_wall) / (step_n as f64 / step_wall),
             step_n == block_n && strip(&step_profile) == strip(&block_profile)
+        );
+        println!(
+            "  block --no-emulate/step (cpu rate): {:.2}; same count: {}",
+            (native_n as f64 / native_cpu) / (step_n as f64 / step_cpu),
+            native_n == step_n
         );
     }
 }

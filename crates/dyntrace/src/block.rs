@@ -12,10 +12,11 @@
 //! follow and before every detach.
 
 use crate::decode::{Decoded, Kind};
+use crate::emu::{self, Cpu, Op};
 use crate::profile::Cell;
 use crate::ptrace;
 use crate::tracer::{Mode, PcMap, Tracer};
-use iced_x86::{ConditionCode, FlowControl, OpKind};
+use iced_x86::{FlowControl, OpKind};
 use std::io;
 use std::rc::Rc;
 
@@ -91,6 +92,18 @@ impl Breakpoints {
         Ok(())
     }
 
+    /// The addresses of the breakpoints.
+    pub fn addresses(&self) -> Vec<u64> {
+        self.sites.keys().copied().collect()
+    }
+
+    /// Removes the breakpoint at `addr` (through stopped thread `tid`).
+    pub fn remove(&mut self, tid: i32, addr: u64) {
+        if let Some(orig) = self.sites.remove(&addr) {
+            let _ = patch_byte(tid, addr, orig);
+        }
+    }
+
     /// Removes every breakpoint (through stopped thread `tid`).
     pub fn strip(&mut self, tid: i32) {
         for (&addr, &orig) in &self.sites {
@@ -115,6 +128,14 @@ pub struct Block {
     pub insns: Vec<(u64, Cell)>,
     /// Address of the terminator.
     pub term: u64,
+    /// Profile cell of the terminator.
+    pub term_cell: Cell,
+    /// The terminator is a `syscall`: the block runs to the system call's entry (PTRACE_SYSCALL)
+    /// with no breakpoint.
+    pub to_syscall: bool,
+    /// The whole block (terminator last) as emulated instructions, when every one of them can be
+    /// emulated and the terminator is a direct jump.
+    pub emu: Option<Box<[Op]>>,
 }
 
 impl Block {
@@ -130,8 +151,37 @@ impl Block {
 
 fn blocks_allowed(t: &Tracer, tgid: i32) -> bool {
     t.opts.mode == Mode::Block
-        && t.procs.get(&tgid).is_some_and(|p| !p.no_blocks)
-        && t.threads.values().filter(|th| th.tgid == tgid).count() == 1
+        && t.procs
+            .get(&tgid)
+            .is_some_and(|p| !p.no_blocks && p.vforks == 0)
+}
+
+/// Whether the process has more than one thread: then a breakpoint is never lifted (another thread
+/// could run through the gap), so only terminators that are emulated (or system calls) end blocks.
+pub(crate) fn multithreaded(t: &Tracer, tgid: i32) -> bool {
+    t.threads
+        .values()
+        .filter(|th| th.tgid == tgid)
+        .nth(1)
+        .is_some()
+}
+
+/// Whether [`emulate`] handles terminator `d` (barring unreadable memory).
+pub(crate) fn emulated_terminator(d: &Decoded, shadow_stack: bool) -> bool {
+    use iced_x86::Code;
+    let insn = &d.insn;
+    let direct = insn.op_count() == 1 && insn.op0_kind() == OpKind::NearBranch64;
+    match insn.flow_control() {
+        FlowControl::UnconditionalBranch => direct,
+        FlowControl::ConditionalBranch => direct && insn.code().is_jcc_short_or_near(),
+        FlowControl::Call => direct && !shadow_stack,
+        FlowControl::IndirectBranch => insn.code() == Code::Jmp_rm64,
+        FlowControl::IndirectCall => insn.code() == Code::Call_rm64 && !shadow_stack,
+        FlowControl::Return => {
+            !shadow_stack && matches!(insn.code(), Code::Retnq | Code::Retnq_imm16)
+        }
+        _ => false,
+    }
 }
 
 fn build(t: &mut Tracer, tid: i32, tgid: i32, pc: u64) -> Option<Rc<Block>> {
@@ -139,42 +189,147 @@ fn build(t: &mut Tracer, tid: i32, tgid: i32, pc: u64) -> Option<Rc<Block>> {
         return Some(b.clone());
     }
     let program = t.procs.get(&tgid)?.program;
+    let shadow = t.procs.get(&tgid)?.shadow_stack;
+    let threads = multithreaded(t, tgid);
     let mut insns = Vec::new();
+    let mut ops = Some(Vec::new());
     let mut cur = pc;
-    loop {
+    let (term_cell, to_syscall) = loop {
         let (region, d, stable) = t.decode_at(tid, tgid, cur, 64);
         if !stable {
             return None;
         }
+        let op = emu::compile(&d.insn);
         if insns.len() >= MAX_BLOCK || !matches!(d.kind, Kind::Plain | Kind::RepString) {
-            break;
+            let jumps = matches!(op, Some(Op::Jcc { .. } | Op::Jmp { .. }));
+            let to_syscall = d.kind == Kind::Syscall && d.insn.code() == iced_x86::Code::Syscall;
+            if threads && !to_syscall && !emulated_terminator(&d, shadow) {
+                return None;
+            }
+            match (&mut ops, op) {
+                (Some(v), Some(o)) if jumps => v.push(o),
+                _ => ops = None,
+            }
+            break ((program, region, d.key), to_syscall);
+        }
+        match (&mut ops, op) {
+            (Some(v), Some(o)) => v.push(o),
+            _ => ops = None,
         }
         insns.push((cur, (program, region, d.key)));
         cur = cur.wrapping_add(d.len as u64);
-    }
+    };
     if insns.is_empty() {
         return None;
     }
-    let b = Rc::new(Block { insns, term: cur });
+    let b = Rc::new(Block {
+        insns,
+        term: cur,
+        term_cell,
+        to_syscall,
+        emu: ops.map(Vec::into_boxed_slice),
+    });
     t.procs.get_mut(&tgid)?.blocks.insert(pc, b.clone());
     Some(b)
 }
 
+/// Most instructions emulated in one go before the thread runs natively again (a bound on how long
+/// the tracer keeps a thread to itself; the thread just continues natively after).
+const EMULATION_BUDGET: u64 = 1 << 22;
+
+/// Runs thread `tid` (registers `regs`, in the tracer) through consecutive emulable blocks from
+/// `regs.rip`, counting every instruction; leaves `regs` at the first instruction to run natively.
+fn run_emulated(t: &mut Tracer, tid: i32, tgid: i32, regs: &mut libc::user_regs_struct) {
+    let mut cpu = Cpu::from_regs(regs);
+    let mut ran: Vec<(Rc<Block>, u64)> = Vec::new();
+    let mut budget = EMULATION_BUDGET;
+    while budget > 0 && ran.len() < 4096 {
+        let Some(block) = build(t, tid, tgid, cpu.rip) else {
+            break;
+        };
+        let Some(ops) = block.emu.as_deref() else {
+            break;
+        };
+        let Some((term, body)) = ops.split_last() else {
+            break;
+        };
+        let start = cpu.rip;
+        let mut n = 0u64;
+        loop {
+            for op in body {
+                cpu.exec(op);
+            }
+            n += 1;
+            budget = budget.saturating_sub(ops.len() as u64);
+            let Some(next) = cpu.exec(term) else {
+                // Not a jump: never compiled as a terminator.
+                cpu.rip = block.term;
+                break;
+            };
+            cpu.rip = next;
+            if next != start || budget == 0 {
+                break;
+            }
+        }
+        match ran.iter_mut().find(|(b, _)| Rc::ptr_eq(b, &block)) {
+            Some(e) => e.1 += n,
+            None => ran.push((block.clone(), n)),
+        }
+    }
+    for (b, n) in ran {
+        for &(_, cell) in &b.insns {
+            t.profile.count(cell, n, None);
+        }
+        t.profile.count(b.term_cell, n, None);
+    }
+    cpu.to_regs(regs);
+}
+
 /// Single-steps thread `tid` at `pc`, lifting our breakpoint there first (a thread can come back to a
 /// breakpointed terminator other than through its block: a restarted system call, a signal return).
+/// In a multithreaded process the breakpoint stays and the terminator is emulated instead.
 fn step(t: &mut Tracer, tid: i32, tgid: i32, pc: u64, sig: i32) -> io::Result<()> {
     let lifted = t.threads.get(&tid).and_then(|th| th.lifted);
-    if lifted.is_none() {
+    if lifted.is_none() && t.procs.get(&tgid).is_some_and(|p| p.bps.contains(pc)) {
+        if sig == 0 && multithreaded(t, tgid) && step_by_emulation(t, tid, tgid, pc)? {
+            return Ok(());
+        }
         if let Some(p) = t.procs.get(&tgid) {
-            if p.bps.contains(pc) {
-                p.bps.lift(tid, pc)?;
-                if let Some(th) = t.threads.get_mut(&tid) {
-                    th.lifted = Some(pc);
-                }
-            }
+            p.bps.lift(tid, pc)?;
+        }
+        if let Some(th) = t.threads.get_mut(&tid) {
+            th.lifted = Some(pc);
         }
     }
     ptrace::singlestep(tid, sig)
+}
+
+/// Runs the breakpointed terminator at `pc` (thread `tid`'s pending instruction) in the tracer, then
+/// resumes the thread from where it went. `Ok(false)` when it cannot be emulated (unreadable memory)
+/// or the thread keeps coming back to breakpoints this way (a tight loop of bare jumps).
+fn step_by_emulation(t: &mut Tracer, tid: i32, tgid: i32, pc: u64) -> io::Result<bool> {
+    thread_local! {
+        static DEPTH: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+    }
+    if DEPTH.with(|d| d.get()) >= 64 {
+        return Ok(false);
+    }
+    let regs = ptrace::getregs(tid)?;
+    if regs.rip != pc {
+        return Ok(false);
+    }
+    let (_, d, _) = t.decode_at(tid, tgid, pc, 64);
+    let shadow = t.procs.get(&tgid).is_some_and(|p| p.shadow_stack);
+    let Some(after) = emulate(&d, &regs, tid, shadow)? else {
+        return Ok(false);
+    };
+    ptrace::setregs(tid, &after)?;
+    t.complete(tid);
+    t.arm_with(tid, &after, false);
+    DEPTH.with(|d| d.set(d.get() + 1));
+    let r = resume(t, tid, 0);
+    DEPTH.with(|d| d.set(d.get() - 1));
+    r.map(|()| true)
 }
 
 /// Resumes thread `tid`: free-running to the end of its block when it can, else one step.
@@ -194,6 +349,13 @@ pub(crate) fn resume(t: &mut Tracer, tid: i32, sig: i32) -> io::Result<()> {
     let Some(block) = build(t, tid, tgid, p.pc) else {
         return step(t, tid, tgid, p.pc, sig);
     };
+    if block.to_syscall {
+        if let Some(th) = t.threads.get_mut(&tid) {
+            th.pending = None;
+            th.run = Some(block);
+        }
+        return ptrace::syscall(tid, 0);
+    }
     let placed = match t.procs.get_mut(&tgid) {
         Some(proc) => proc.bps.insert(tid, block.term).is_ok(),
         None => false,
@@ -206,33 +368,6 @@ pub(crate) fn resume(t: &mut Tracer, tid: i32, sig: i32) -> io::Result<()> {
         th.run = Some(block);
     }
     ptrace::cont(tid, 0)
-}
-
-fn flag(regs: &libc::user_regs_struct, bit: u32) -> bool {
-    regs.eflags & (1 << bit) != 0
-}
-
-fn condition_holds(cc: ConditionCode, r: &libc::user_regs_struct) -> Option<bool> {
-    let (cf, pf, zf, sf, of) = (flag(r, 0), flag(r, 2), flag(r, 6), flag(r, 7), flag(r, 11));
-    Some(match cc {
-        ConditionCode::o => of,
-        ConditionCode::no => !of,
-        ConditionCode::b => cf,
-        ConditionCode::ae => !cf,
-        ConditionCode::e => zf,
-        ConditionCode::ne => !zf,
-        ConditionCode::be => cf || zf,
-        ConditionCode::a => !cf && !zf,
-        ConditionCode::s => sf,
-        ConditionCode::ns => !sf,
-        ConditionCode::p => pf,
-        ConditionCode::np => !pf,
-        ConditionCode::l => sf != of,
-        ConditionCode::ge => sf == of,
-        ConditionCode::le => zf || sf != of,
-        ConditionCode::g => !zf && sf == of,
-        ConditionCode::None => return None,
-    })
 }
 
 /// The value of a register for address computation.
@@ -304,7 +439,7 @@ fn emulate(
     match insn.flow_control() {
         FlowControl::UnconditionalBranch if direct => r.rip = d.target,
         FlowControl::ConditionalBranch if direct && insn.code().is_jcc_short_or_near() => {
-            match condition_holds(insn.condition_code(), regs) {
+            match emu::condition_holds(insn.condition_code(), regs.eflags) {
                 Some(true) => r.rip = d.target,
                 Some(false) => r.rip = next,
                 None => return Ok(None),
@@ -354,6 +489,26 @@ fn emulate(
     Ok(Some(r))
 }
 
+/// A step trap of a thread that was stepping its pending instruction: if another thread's block put a
+/// breakpoint on that instruction after the step was requested, the thread ran our `int3` instead.
+/// Then it goes back to the instruction, which is run again (emulated, as the breakpoint stays).
+fn stepped_into_breakpoint(t: &mut Tracer, tid: i32, tgid: i32) -> io::Result<bool> {
+    let Some(p) = t.threads.get(&tid).and_then(|th| th.pending) else {
+        return Ok(false);
+    };
+    if !t.procs.get(&tgid).is_some_and(|pr| pr.bps.contains(p.pc)) {
+        return Ok(false);
+    }
+    let mut regs = ptrace::getregs(tid)?;
+    if regs.rip != p.pc.wrapping_add(1) {
+        return Ok(false);
+    }
+    regs.rip = p.pc;
+    ptrace::setregs(tid, &regs)?;
+    resume(t, tid, 0)?;
+    Ok(true)
+}
+
 /// Handles a SIGTRAP in block mode; `Ok(false)` hands it to the single-step logic.
 pub(crate) fn on_trap(t: &mut Tracer, tid: i32) -> io::Result<bool> {
     let Some(th) = t.threads.get_mut(&tid) else {
@@ -368,13 +523,11 @@ pub(crate) fn on_trap(t: &mut Tracer, tid: i32) -> io::Result<bool> {
         return Ok(false);
     }
     let Some(block) = th.run.take() else {
-        return Ok(false);
+        return stepped_into_breakpoint(t, tid, tgid);
     };
     let mut regs = ptrace::getregs(tid)?;
-    let ours = regs.rip == block.term.wrapping_add(1)
-        && t.procs
-            .get(&tgid)
-            .is_some_and(|p| p.bps.contains(block.term));
+    // Our breakpoint (even if it was removed since, as for a vfork, while this trap waited).
+    let ours = regs.rip == block.term.wrapping_add(1);
     if !ours {
         // Someone else's SIGTRAP (kill -TRAP): count what ran and deliver it.
         block.count_before(t, regs.rip);
@@ -387,9 +540,12 @@ pub(crate) fn on_trap(t: &mut Tracer, tid: i32) -> io::Result<bool> {
     t.arm_with(tid, &regs, false);
     let (_, d, _) = t.decode_at(tid, tgid, block.term, 64);
     let shadow = t.procs.get(&tgid).is_some_and(|p| p.shadow_stack);
-    if let Some(after) = emulate(&d, &regs, tid, shadow)? {
-        ptrace::setregs(tid, &after)?;
+    if let Some(mut after) = emulate(&d, &regs, tid, shadow)? {
         t.complete(tid);
+        if t.opts.emulate {
+            run_emulated(t, tid, tgid, &mut after);
+        }
+        ptrace::setregs(tid, &after)?;
         t.arm_with(tid, &after, false);
         resume(t, tid, 0)?;
         return Ok(true);
@@ -403,6 +559,29 @@ pub(crate) fn on_trap(t: &mut Tracer, tid: i32) -> io::Result<bool> {
     }
     ptrace::singlestep(tid, 0)?;
     Ok(true)
+}
+
+/// A system-call-entry stop: the thread ran its block to the `syscall` ending it. Counts the block,
+/// makes the system call pending and steps it (its completion is the next step trap).
+pub(crate) fn on_syscall_stop(t: &mut Tracer, tid: i32) -> io::Result<()> {
+    let run = t.threads.get_mut(&tid).and_then(|th| th.run.take());
+    let mut regs = ptrace::getregs(tid)?;
+    match run {
+        Some(block) if block.to_syscall && regs.rip == block.term.wrapping_add(2) => {
+            block.count_before(t, u64::MAX);
+            regs.rip = block.term;
+            regs.rax = regs.orig_rax;
+            t.arm_with(tid, &regs, false);
+        }
+        Some(block) => {
+            // Not the block's own system call (cannot happen short of the kernel changing the
+            // program counter): count what ran and carry on from here.
+            block.count_before(t, regs.rip);
+            t.arm_with(tid, &regs, false);
+        }
+        None => {}
+    }
+    ptrace::singlestep(tid, 0)
 }
 
 /// At a stop that is not a step trap: if the thread was running free, count the part of its block that
@@ -433,11 +612,18 @@ pub(crate) fn settle(t: &mut Tracer, tid: i32) -> io::Result<()> {
 
 /// A vfork child is about to share the parent's memory: take the breakpoints out of it.
 pub(crate) fn vfork_started(t: &mut Tracer, parent: i32) {
-    strip_all(t, parent);
+    crate::block_threads::vfork_started(t, parent);
 }
 
 /// The parent of a vfork got its memory back; breakpoints return as blocks are entered.
-pub(crate) fn vfork_done(_t: &mut Tracer, _tid: i32) {}
+pub(crate) fn vfork_done(t: &mut Tracer, tid: i32) {
+    let Some(tgid) = t.threads.get(&tid).map(|th| th.tgid) else {
+        return;
+    };
+    if let Some(p) = t.procs.get_mut(&tgid) {
+        p.vforks = p.vforks.saturating_sub(1);
+    }
+}
 
 /// The breakpoints a child forked by thread `parent` inherits: the parent's, less one lifted for a step
 /// (the child's copy of that byte is the original).
@@ -491,6 +677,7 @@ pub(crate) fn strip_all(t: &mut Tracer, tid: i32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use iced_x86::ConditionCode;
 
     fn regs_with_flags(eflags: u64) -> libc::user_regs_struct {
         // SAFETY: plain data.
@@ -502,18 +689,42 @@ mod tests {
     #[test]
     fn conditions_follow_the_flags() {
         let zf = regs_with_flags(1 << 6);
-        assert_eq!(condition_holds(ConditionCode::e, &zf), Some(true));
-        assert_eq!(condition_holds(ConditionCode::ne, &zf), Some(false));
-        assert_eq!(condition_holds(ConditionCode::le, &zf), Some(true));
+        assert_eq!(
+            emu::condition_holds(ConditionCode::e, zf.eflags),
+            Some(true)
+        );
+        assert_eq!(
+            emu::condition_holds(ConditionCode::ne, zf.eflags),
+            Some(false)
+        );
+        assert_eq!(
+            emu::condition_holds(ConditionCode::le, zf.eflags),
+            Some(true)
+        );
         let sf = regs_with_flags(1 << 7);
-        assert_eq!(condition_holds(ConditionCode::l, &sf), Some(true));
-        assert_eq!(condition_holds(ConditionCode::ge, &sf), Some(false));
+        assert_eq!(
+            emu::condition_holds(ConditionCode::l, sf.eflags),
+            Some(true)
+        );
+        assert_eq!(
+            emu::condition_holds(ConditionCode::ge, sf.eflags),
+            Some(false)
+        );
         let sf_of = regs_with_flags((1 << 7) | (1 << 11));
-        assert_eq!(condition_holds(ConditionCode::ge, &sf_of), Some(true));
+        assert_eq!(
+            emu::condition_holds(ConditionCode::ge, sf_of.eflags),
+            Some(true)
+        );
         let cf = regs_with_flags(1);
-        assert_eq!(condition_holds(ConditionCode::a, &cf), Some(false));
-        assert_eq!(condition_holds(ConditionCode::be, &cf), Some(true));
-        assert_eq!(condition_holds(ConditionCode::None, &cf), None);
+        assert_eq!(
+            emu::condition_holds(ConditionCode::a, cf.eflags),
+            Some(false)
+        );
+        assert_eq!(
+            emu::condition_holds(ConditionCode::be, cf.eflags),
+            Some(true)
+        );
+        assert_eq!(emu::condition_holds(ConditionCode::None, cf.eflags), None);
     }
 
     #[test]

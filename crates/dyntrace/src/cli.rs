@@ -50,6 +50,9 @@ pub struct Args {
     /// Do not pin dyntrace and the command to one CPU.
     #[arg(long = "no-pin")]
     pub no_pin: bool,
+    /// Block mode: never emulate hot blocks in the tracer (every block runs natively).
+    #[arg(long = "no-emulate")]
+    pub no_emulate: bool,
     /// The command to run and its arguments.
     #[arg(trailing_var_arg = true, value_name = "command")]
     pub command: Vec<String>,
@@ -206,6 +209,7 @@ fn run(args: &[String]) -> Result<()> {
         output: output.clone(),
         pin: !a.no_pin,
         timing,
+        emulate: !a.no_emulate,
     };
     let mut tracer = Tracer::new(ops, opts);
     // Pinning helps when tracer and tracee share the CPU: the command inherits it; an attached

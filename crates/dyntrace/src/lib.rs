@@ -8,8 +8,11 @@
 
 pub mod bitmask;
 pub mod block;
+pub mod block_threads;
 pub mod cli;
 pub mod decode;
+pub mod emu;
+pub mod emu_alu;
 pub mod error;
 mod fuzz_smoke;
 pub mod launch;

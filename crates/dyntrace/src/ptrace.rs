@@ -46,6 +46,12 @@ pub fn singlestep(tid: i32, sig: i32) -> io::Result<()> {
     check(unsafe { libc::ptrace(libc::PTRACE_SINGLESTEP, tid, 0usize, sig as usize) }).map(|_| ())
 }
 
+/// PTRACE_SYSCALL: run to the next system call entry, delivering `sig` (0 for none).
+pub fn syscall(tid: i32, sig: i32) -> io::Result<()> {
+    // SAFETY: plain system call.
+    check(unsafe { libc::ptrace(libc::PTRACE_SYSCALL, tid, 0usize, sig as usize) }).map(|_| ())
+}
+
 /// PTRACE_CONT, delivering `sig` (0 for none).
 pub fn cont(tid: i32, sig: i32) -> io::Result<()> {
     // SAFETY: plain system call.

@@ -56,6 +56,8 @@ pub struct Options {
     pub pin: bool,
     /// Time instructions (only when the machine can).
     pub timing: bool,
+    /// Block mode: run hot blocks of simple integer instructions in the tracer's emulator.
+    pub emulate: bool,
 }
 
 /// A fast hasher for program counters.
@@ -93,6 +95,8 @@ pub(crate) struct Proc {
     pub(crate) no_blocks: bool,
     /// The process uses a shadow stack: calls and returns are stepped, not emulated.
     pub(crate) shadow_stack: bool,
+    /// vfork children sharing this process's memory right now: no breakpoints until they let go.
+    pub(crate) vforks: u32,
 }
 
 impl Proc {
@@ -159,6 +163,8 @@ pub struct Tracer {
     pub(crate) procs: HashMap<i32, Proc>,
     pub(crate) threads: HashMap<i32, Thread>,
     early: HashMap<i32, Status>,
+    /// Stops taken out of order (while stopping a process's other threads), handled next.
+    pub(crate) deferred: std::collections::VecDeque<(i32, Status)>,
     /// Block mode: breakpoints in the memory of forked children we let go.
     pub(crate) child_bps: HashMap<i32, Breakpoints>,
     warned: HashSet<u64>,
@@ -253,6 +259,7 @@ impl Tracer {
             procs: HashMap::new(),
             threads: HashMap::new(),
             early: HashMap::new(),
+            deferred: Default::default(),
             child_bps: HashMap::new(),
             warned: HashSet::new(),
             stops: 0,
@@ -270,6 +277,10 @@ impl Tracer {
         let mut o = ptrace::BASE_OPTIONS;
         if self.opts.follow_forks || self.opts.mode == Mode::Block {
             o |= ptrace::FORK_OPTIONS | libc::PTRACE_O_TRACEVFORKDONE;
+        }
+        if self.opts.mode == Mode::Block {
+            // Blocks ending in a system call run to its entry (PTRACE_SYSCALL) instead of a breakpoint.
+            o |= libc::PTRACE_O_TRACESYSGOOD;
         }
         o
     }
@@ -289,6 +300,7 @@ impl Tracer {
             blocks: PcMap::default(),
             no_blocks: false,
             shadow_stack: shadow_stack_enabled(tgid),
+            vforks: 0,
         }
     }
 
@@ -448,7 +460,11 @@ impl Tracer {
             if self.threads.is_empty() {
                 return Ok(());
             }
-            let (tid, st) = match ptrace::wait(-1) {
+            let next = match self.deferred.pop_front() {
+                Some(x) => Ok(x),
+                None => ptrace::wait(-1),
+            };
+            let (tid, st) = match next {
                 Ok(x) => x,
                 Err(e) if is_errno(&e, libc::EINTR) => continue,
                 Err(e) if is_errno(&e, libc::ECHILD) => return Ok(()),
@@ -536,6 +552,7 @@ impl Tracer {
         }
         match event {
             0 if sig == libc::SIGTRAP => self.step_trap(tid),
+            0 if sig == libc::SIGTRAP | 0x80 => crate::block::on_syscall_stop(self, tid),
             0 => self.signal_stop(tid, sig),
             libc::PTRACE_EVENT_EXEC => self.exec_event(tid),
             libc::PTRACE_EVENT_CLONE | libc::PTRACE_EVENT_FORK | libc::PTRACE_EVENT_VFORK => {
@@ -621,6 +638,18 @@ impl Tracer {
     }
 
     fn signal_stop(&mut self, tid: i32, sig: i32) -> std::io::Result<()> {
+        if self.opts.verbose >= 3 {
+            if let Ok(r) = ptrace::getregs(tid) {
+                let th = self.threads.get(&tid);
+                eprintln!(
+                    "dyntrace: thread {tid} signal {sig} at rip {:#x} rsp {:#x} (run {:?}, pending {:?})",
+                    r.rip,
+                    r.rsp,
+                    th.and_then(|t| t.run.as_ref().map(|b| (b.insns[0].0, b.term))),
+                    th.and_then(|t| t.pending.map(|p| p.pc))
+                );
+            }
+        }
         self.log(2, || format!("thread {tid} gets signal {sig}"));
         crate::block::settle(self, tid)?;
         if signal_caught(tid, sig) {
@@ -670,8 +699,10 @@ impl Tracer {
         let mut t = Thread::new(parent_tgid);
         if is_thread {
             self.log(1, || format!("process {parent_tgid} started thread {new}"));
-            // Threads share the text: breakpoints would race, so the process is single-stepped.
-            crate::block::strip_all(self, tid);
+            // Threads share the text: breakpoints placed while the process had one thread may be ones
+            // that are lifted to step over; they go, and blocks are rebuilt with only breakpoints that
+            // are never lifted.
+            crate::block_threads::strip_liftable(self, tid);
         } else if self.opts.follow_forks {
             self.log(1, || format!("process {parent_tgid} forked {new}"));
             t.tgid = new;
@@ -703,6 +734,7 @@ impl Tracer {
                     blocks: PcMap::default(),
                     no_blocks: shares_mm,
                     shadow_stack: false,
+                    vforks: 0,
                 },
             );
             if shares_mm {
@@ -731,6 +763,19 @@ impl Tracer {
     /// Stops every thread, counts what completed, removes breakpoints and detaches, leaving the
     /// processes running untraced.
     pub fn detach_all(&mut self) {
+        // Stops taken out of order go back to their threads first (detaching delivers their signals).
+        for (tid, st) in std::mem::take(&mut self.deferred) {
+            if let Status::Stopped { sig, event: 0 } = st {
+                if sig != libc::SIGTRAP && sig != libc::SIGTRAP | 0x80 {
+                    let _ = ptrace::detach(tid, sig);
+                    self.threads.remove(&tid);
+                    continue;
+                }
+            }
+            if !matches!(st, Status::Stopped { .. }) {
+                self.gone(tid);
+            }
+        }
         let tids: Vec<i32> = self.threads.keys().copied().collect();
         for tid in &tids {
             let _ = ptrace::interrupt(*tid);
@@ -767,6 +812,11 @@ impl Tracer {
                             self.complete(tid);
                         }
                     }
+                }
+                0 if sig == libc::SIGTRAP | 0x80 => {
+                    // At the entry of the system call ending a block: the block ran, the system call
+                    // completes after we let go.
+                    let _ = crate::block::settle(self, tid);
                 }
                 0 => {
                     let _ = crate::block::settle(self, tid);

@@ -192,3 +192,89 @@ fn zero_counts_are_listed_with_z() {
     assert!(region.values().any(|n| *n == 0));
     assert!(region.len() > 4000, "every op is listed");
 }
+
+/// Stops dyntrace -v reports for one trace.
+fn stops_of(stderr: &[u8]) -> u64 {
+    let text = String::from_utf8_lossy(stderr);
+    text.lines()
+        .find_map(|l| {
+            l.split(" instructions counted in ")
+                .nth(1)?
+                .split(" stops")
+                .next()?
+                .parse()
+                .ok()
+        })
+        .unwrap_or_else(|| panic!("no stop count in:\n{text}"))
+}
+
+#[test]
+fn emulated_blocks_give_identical_profiles() {
+    if setup("emulated_profiles").is_none() {
+        return;
+    }
+    let Some(prog) = static_probe_program() else {
+        dtrace_testkit::skip_unless(
+            false,
+            "emulated_profiles",
+            "gcc cannot link statically (libc6-dev)",
+        );
+        return;
+    };
+    let dir = scratch("emulated");
+    for args in [&["spin", "3000"][..], &["mix", "1500"], &["alu", "1500"]] {
+        let s = trace(&dir, "s", &["--no-randomize", "-m", "step"], &prog, args);
+        let b = trace(&dir, "b", &["--no-randomize", "-m", "block"], &prog, args);
+        let n = trace(
+            &dir,
+            "n",
+            &["--no-randomize", "-m", "block", "--no-emulate"],
+            &prog,
+            args,
+        );
+        let strip = |t: &Trace| {
+            let mut p = t.programs[0].clone();
+            p.regions.remove("text:vdso");
+            p.regions
+        };
+        assert!(s.programs[0].total("text:program") > 4000);
+        assert_eq!(strip(&s), strip(&b), "{args:?}: step and block differ");
+        assert_eq!(
+            strip(&s),
+            strip(&n),
+            "{args:?}: step and block --no-emulate differ"
+        );
+    }
+    // The loops really are emulated: far fewer stops than loop iterations (a native block run
+    // costs at least one stop per iteration).
+    let out = dir.join("v.trace");
+    let o = run(&[
+        "-v",
+        "-m",
+        "block",
+        "-o",
+        out.to_str().unwrap(),
+        prog.to_str().unwrap(),
+        "spin",
+        "20000",
+    ]);
+    assert!(o.status.success());
+    let emulated = stops_of(&o.stderr);
+    let o = run(&[
+        "-v",
+        "-m",
+        "block",
+        "--no-emulate",
+        "-o",
+        out.to_str().unwrap(),
+        prog.to_str().unwrap(),
+        "spin",
+        "20000",
+    ]);
+    let native = stops_of(&o.stderr);
+    assert!(native > 20000, "{native} stops without emulation");
+    assert!(
+        emulated + 15000 < native,
+        "{emulated} stops with emulation, {native} without"
+    );
+}

@@ -11,7 +11,7 @@ use crate::records::{FaultRecord, FAULT_NO_OFFSET};
 use crate::speculation::SpecLookup;
 use dtrace_dif::object::DifObject;
 use dtrace_dif::program::ActionKind;
-use dtrace_dif::vm::{Fault, FaultKind, Machine, Memory};
+use dtrace_dif::vm::{Fault, FaultKind, Machine, Memory, Prepared};
 
 /// Most nanoseconds `chill()` may spend per CPU per second (`dtrace_chill_max`).
 pub const CHILL_MAX: u64 = 500_000_000;
@@ -159,6 +159,9 @@ impl Framework {
         if in_error {
             self.error_machine.begin_firing();
         } else {
+            // Between firings no DIF code holds addresses of dynamic variables: the cleaner may run
+            // (freed space goes dirty -> rinsing -> free, as DTrace's cleaner moves it).
+            self.vars.dynvars.clean();
             self.machine.begin_firing();
         }
         for k in 0..n {
@@ -223,7 +226,7 @@ impl Framework {
     /// Runs one DIF object of ECB `e` in this firing.
     fn run_difo(
         &mut self,
-        obj: &DifObject,
+        obj: &Prepared,
         e: &Ecb,
         cpu: u32,
         ctx: &FiringContext,
@@ -248,7 +251,7 @@ impl Framework {
         } else {
             &mut self.machine
         };
-        m.run(obj, &mut self.vars, &mut adapter, mem)
+        m.run_prepared(obj, &mut self.vars, &mut adapter, mem)
     }
 
     fn machine(&self) -> &Machine {
@@ -298,8 +301,9 @@ impl Framework {
         let nactions = e.actions.len();
         let mut outcome = Outcome::Done;
         for ai in 0..nactions {
-            let obj = e.actions[ai].difo.as_ref();
-            let result = match obj {
+            let prepared = e.difos[ai].as_ref();
+            let obj = prepared.map(Prepared::object);
+            let result = match prepared {
                 Some(o) => self
                     .run_difo(o, e, cpu, ctx, mem, ts)
                     .map_err(ActFault::Dif),

@@ -22,7 +22,7 @@ use crate::records::{AggDesc, AggRecord, AggSnapshot, BufferSnapshot, EprobeDesc
 use crate::speculation::Speculations;
 use dtrace_dif::object::DifObject;
 use dtrace_dif::program::{ActionDesc, ActionKind, ProbeDesc, Program};
-use dtrace_dif::vm::{Machine, Memory, NoMemory, VarState, VmOptions};
+use dtrace_dif::vm::{Machine, Memory, NoMemory, Prepared, VarState, VmOptions};
 use dtrace_dif::{Instr, Subr};
 use std::sync::mpsc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
@@ -161,8 +161,12 @@ pub struct Status {
     pub errors: u64,
     /// Faults in ERROR probe clauses.
     pub dblerrors: u64,
-    /// Dynamic variable drops.
+    /// Dynamic variable drops (out of space, nothing waiting to be cleaned).
     pub dynvar_drops: u64,
+    /// Dynamic variable drops while freed space was on the dirty list.
+    pub dynvar_dirty_drops: u64,
+    /// Dynamic variable drops while freed space was on the rinsing list.
+    pub dynvar_rinsing_drops: u64,
     /// Speculative records dropped (speculation buffer full).
     pub spec_drops: u64,
     /// `speculation()` failures with busy buffers.
@@ -177,8 +181,11 @@ pub(crate) struct Ecb {
     pub(crate) epid: u32,
     pub(crate) ecb_index: u32,
     pub(crate) probe: u32,
-    pub(crate) predicate: Option<DifObject>,
+    /// The predicate, decoded once for the interpreter.
+    pub(crate) predicate: Option<Prepared>,
     pub(crate) actions: Vec<ActionDesc>,
+    /// Each action's DIF object, decoded once for the interpreter (`None` where it has none).
+    pub(crate) difos: Vec<Option<Prepared>>,
     pub(crate) layout: EcbLayout,
     /// Framework aggregation id of each of `layout.aggs`.
     pub(crate) aggids: Vec<u32>,
@@ -226,6 +233,8 @@ pub struct Framework {
     pub(crate) consumer_ctx: FiringContext,
     /// Whether faults also write [`crate::records::FAULT_EPID`] records.
     pub(crate) fault_records: bool,
+    /// An enabled ECB has a destructive action (checked against the option at `go`).
+    destructive_enabled: bool,
     tx: mpsc::Sender<ProbeEvent>,
     rx: mpsc::Receiver<ProbeEvent>,
 }
@@ -273,6 +282,7 @@ impl Framework {
             next_aggid: 1,
             last_clean: 0,
             consumer_ctx: FiringContext::default(),
+            destructive_enabled: false,
             fault_records: false,
             tx,
             rx,
@@ -394,6 +404,7 @@ impl Framework {
         // Check every clause before creating anything.
         let mut planned = Vec::new();
         let mut matched = 0usize;
+        let mut has_destructive = false;
         for (i, e) in program.ecbs.iter().enumerate() {
             let desc = desc_string(&e.probe);
             for a in &e.actions {
@@ -405,15 +416,11 @@ impl Framework {
                     };
                     return Err(FrameworkError::Unsupported(format!("{what} on Linux")));
                 }
-                let destructive =
+                // destructive actions are refused when tracing starts (`go`), as DTrace does
+                has_destructive |=
                     a.kind.is_destructive() || a.difo.as_ref().is_some_and(calls_destructive);
-                if destructive && !opts.destructive {
-                    return Err(FrameworkError::Destructive);
-                }
             }
-            if e.predicate.as_ref().is_some_and(calls_destructive) && !opts.destructive {
-                return Err(FrameworkError::Destructive);
-            }
+            has_destructive |= e.predicate.as_ref().is_some_and(calls_destructive);
             // Every DIF object passes the verifier before anything is enabled.
             let objects = e
                 .predicate
@@ -439,6 +446,7 @@ impl Framework {
             planned.push((i, layout, ids));
         }
         self.options = opts;
+        self.destructive_enabled |= has_destructive;
         let mut out = Enabling {
             matched,
             ..Enabling::default()
@@ -492,8 +500,13 @@ impl Framework {
                     epid,
                     ecb_index: i as u32,
                     probe: id,
-                    predicate: e.predicate.clone(),
+                    predicate: e.predicate.clone().map(Prepared::new),
                     actions: e.actions.clone(),
+                    difos: e
+                        .actions
+                        .iter()
+                        .map(|a| a.difo.clone().map(Prepared::new))
+                        .collect(),
                     layout: layout.clone(),
                     aggids,
                 });
@@ -554,6 +567,10 @@ impl Framework {
         }
         if let Some(c) = self.options.cpu.filter(|&c| c >= self.ncpus) {
             return Err(FrameworkError::BadCpu(c));
+        }
+        // DTrace enables destructive ECBs but refuses to start without `destructive` (`-w`)
+        if self.destructive_enabled && !self.options.destructive {
+            return Err(FrameworkError::Destructive);
         }
         let needed = self
             .ecbs
@@ -773,6 +790,8 @@ impl Framework {
         s.activity = Some(self.activity);
         s.filled |= self.cpus.iter().any(|c| c.principal.is_full());
         s.dynvar_drops = self.vars.dynvar_drops();
+        s.dynvar_dirty_drops = self.vars.dynvar_dirty_drops();
+        s.dynvar_rinsing_drops = self.vars.dynvar_rinsing_drops();
         s.spec_drops = self.specs.drops;
         s.spec_busy = self.specs.busy;
         s.spec_unavail = self.specs.unavail;

@@ -525,12 +525,13 @@ fn destructive_actions_need_the_option() {
         None,
         vec![act(ActionKind::Raise, Some(asm("setx 9, %r1\nret %r1\n")))],
     )]);
+    // enabled, then refused when tracing starts (DTrace's EDT_DESTRUCTIVE from go)
+    fw.enable(&p, false).unwrap();
     assert_eq!(
-        fw.enable(&p, false).unwrap_err().to_string(),
+        fw.go().unwrap_err().to_string(),
         "Destructive actions not allowed"
     );
     fw.set_option("destructive", None).unwrap();
-    fw.enable(&p, false).unwrap();
     fw.go().unwrap();
     assert_eq!(
         fw.take_requests(),
@@ -1094,4 +1095,59 @@ fn quantize_increment_weights_the_bucket() {
     let b = |i: usize| u64_at(&r.value, i * 8);
     assert_eq!(b(QUANTIZE_ZEROBUCKET + 3), 7); // 4..7
     assert_eq!(b(QUANTIZE_ZEROBUCKET + 7), 1); // 64..127
+}
+
+#[test]
+fn dirty_and_rinsing_dynamic_variable_drops_are_reported_and_cleaned_between_firings() {
+    let (mut fw, _c) = new_fw();
+    // Room for one thread-local (an entry costs about 104 bytes here), not two.
+    fw.set_option("dynvarsize", Some("150")).unwrap();
+    let v = ".var ts 1280 scl tls r/w int 8\n.var u 1281 scl tls r/w int 8\n";
+    // One firing: set self->ts, free it, then set self->u: the freed space is still dirty.
+    let p = program(vec![ecb(
+        "profile:::tick-1",
+        None,
+        vec![act(
+            ActionKind::DifExpr,
+            Some(asm(&format!(
+                "{v}setx 1, %r1\nstts %r1, ts\nstts %r0, ts\nstts %r1, u\nstts %r0, u\nret %r0\n.rtype int 0\n"
+            ))),
+        )],
+    )]);
+    fw.enable(&p, false).unwrap();
+    fw.go().unwrap();
+    let tick = fw.list_probes(&pd("profile:::tick-1"))[0].id;
+    let ctx = FiringContext {
+        tid: 7,
+        ..FiringContext::default()
+    };
+    fw.fire(tick, 0, &ctx);
+    let st = fw.status();
+    assert_eq!(
+        (
+            st.dynvar_drops,
+            st.dynvar_dirty_drops,
+            st.dynvar_rinsing_drops
+        ),
+        (0, 1, 0),
+        "{st:?}"
+    );
+    // The next firing starts with the cleaner's pass: the space is rinsing, not yet free, so both
+    // stores drop.
+    fw.fire(tick, 0, &ctx);
+    let st = fw.status();
+    assert_eq!(st.dynvar_rinsing_drops, 2, "{st:?}");
+    // After another pass it is free again: self->ts fits; self->u then meets the dirty list again.
+    fw.fire(tick, 0, &ctx);
+    let st = fw.status();
+    assert_eq!(
+        (
+            st.dynvar_drops,
+            st.dynvar_dirty_drops,
+            st.dynvar_rinsing_drops
+        ),
+        (0, 2, 2),
+        "{st:?}"
+    );
+    assert!(fw.vars().dynvars.is_empty());
 }

@@ -123,6 +123,12 @@ impl Fault {
     }
 }
 
+impl Default for Fault {
+    fn default() -> Fault {
+        Fault::new(FaultKind::Unknown, 0)
+    }
+}
+
 impl From<FaultKind> for Fault {
     fn from(kind: FaultKind) -> Fault {
         Fault::new(kind, 0)

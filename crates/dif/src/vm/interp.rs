@@ -5,13 +5,14 @@
 //! references are checked, and a branch that is not strictly forward and inside the object faults with
 //! `IllOp`, so execution always ends within `text.len()` instructions.
 
-use crate::object::{DifObject, VarEntry, DIFV_SCOPE_GLOBAL, DIFV_SCOPE_LOCAL, DIFV_SCOPE_THREAD};
-use crate::object::{DIFV_KIND_ARRAY, DIFV_KIND_SCALAR, DIF_TYPE_STRING};
-use crate::opcode::Opcode;
+use crate::object::{DifObject, VarEntry};
+use crate::subr::Subr;
 use crate::vars::DIF_VAR_OTHER_UBASE;
-use crate::vm::env::{is_string_var, Memory, ProbeContext};
+use crate::vm::env::{Memory, ProbeContext};
 use crate::vm::fault::{Fault, FaultKind};
-use crate::vm::machine::{var_addr, Machine, STRTAB_BASE, TUPLE_REGS, VAR_BASE};
+use crate::vm::machine::{dyn_addr, split_dyn_addr, var_addr, Machine};
+use crate::vm::machine::{SCRATCH_BASE, STRTAB_BASE, TUPLE_REGS, VAR_BASE};
+use crate::vm::prepare::{BadOp, Code, Op, Prepared};
 use crate::vm::state::{DynScope, Stored, VarState};
 
 /// One tuple-stack entry: a value and, for references, the size of the referenced data (0 = by value).
@@ -46,21 +47,45 @@ fn illop(detail: &'static str) -> Fault {
     Fault::with_detail(FaultKind::IllOp, 0, detail)
 }
 
-fn find_var(obj: &DifObject, id: u32, scope: u8, kind: u8) -> Result<VarEntry, Fault> {
-    obj.vartab
-        .iter()
-        .find(|v| v.id == id && v.scope == scope && v.kind == kind)
-        .copied()
-        .ok_or(illop("variable not in the variable table"))
+/// `f` raised by the instruction before `pc` (the interpreter has moved past it).
+fn at(mut f: Fault, pc: usize) -> Fault {
+    f.pc = pc.saturating_sub(1) as u32;
+    f
+}
+
+/// What an out-of-line instruction did.
+enum Step {
+    /// Nothing to write back.
+    Next,
+    /// Write this into `rd`.
+    Set(u64),
+    /// Set the condition codes from this comparison result (`scmp`).
+    Cc(i64),
+    /// Stop with the fault left in `Machine::fault`.
+    Fault,
 }
 
 impl Machine {
     /// Runs a DIF object for the current firing and returns the value of its `ret` register. By-reference
     /// results (strings, copied memory) are addresses to read back with
     /// [`read_result`](Machine::read_result) / [`read_string_result`](Machine::read_string_result).
+    ///
+    /// This decodes `obj` on every call; callers that run an object repeatedly prepare it once
+    /// ([`Prepared::new`]) and use [`run_prepared`](Machine::run_prepared).
     pub fn run(
         &mut self,
         obj: &DifObject,
+        state: &mut VarState,
+        ctx: &mut dyn ProbeContext,
+        mem: &mut dyn Memory,
+    ) -> Result<u64, Fault> {
+        self.run_prepared(&Prepared::new(obj.clone()), state, ctx, mem)
+    }
+
+    /// Runs a prepared DIF object for the current firing (see [`run`](Machine::run)).
+    pub fn run_prepared(
+        &mut self,
+        p: &Prepared,
         state: &mut VarState,
         ctx: &mut dyn ProbeContext,
         mem: &mut dyn Memory,
@@ -69,26 +94,40 @@ impl Machine {
         // String-table addresses mean another object's bytes now.
         self.key_from = None;
         let mut env = Env {
-            obj,
+            obj: p.object(),
             state,
             ctx,
             mem,
         };
-        let mut at = 0usize;
         // The globals are the VM's while it runs, so by-reference ones have VM addresses.
+        // So are the dynamic variables, so by-reference ones have VM addresses too.
         self.globals.clear();
+        self.key_slot = None;
+        self.thread = None;
         std::mem::swap(&mut self.globals, &mut env.state.globals);
         std::mem::swap(&mut self.global_bytes, &mut env.state.global_bytes);
-        let r = self.exec(&mut env, &mut at);
+        std::mem::swap(&mut self.dynvars, &mut env.state.dynvars);
+        let r = self.exec(p, &mut env);
+        if let Ok(v) = r {
+            self.keep_result_dyn(v);
+        }
+        std::mem::swap(&mut self.dynvars, &mut env.state.dynvars);
         std::mem::swap(&mut self.globals, &mut env.state.globals);
         std::mem::swap(&mut self.global_bytes, &mut env.state.global_bytes);
         if let Ok(v) = r {
             self.keep_result_global(env.state, v);
         }
-        r.map_err(|mut f| {
-            f.pc = at as u32;
-            f
-        })
+        r
+    }
+
+    /// When result `v` points into a dynamic variable's storage, keeps a copy of its bytes so
+    /// `read_result` can read it after the run.
+    fn keep_result_dyn(&mut self, v: u64) {
+        if let Some((slot, _)) = split_dyn_addr(v) {
+            if let Some(Stored::Bytes(b)) = self.dynvars.value(slot) {
+                self.dyn_kept = Some((slot, b.clone()));
+            }
+        }
     }
 
     /// When result `v` points into a global variable's storage, keeps a copy of that variable so
@@ -105,52 +144,35 @@ impl Machine {
         }
     }
 
-    fn exec(&mut self, env: &mut Env<'_>, at: &mut usize) -> Result<u64, Fault> {
-        use Opcode::*;
-        let obj = env.obj;
-        let text = &obj.text[..];
-        let len = text.len();
+    /// The instruction loop. Integer, compare, branch and constant instructions run inline; the rest go
+    /// through [`step`](Machine::step), kept out of line so the hot loop stays small.
+    #[inline(never)]
+    fn exec(&mut self, p: &Prepared, env: &mut Env<'_>) -> Result<u64, Fault> {
+        let ops = &p.ops[..];
+        let len = ops.len();
+        let inttab = &env.obj.inttab[..];
         let mut regs = [0u64; 8];
         let mut tuple = Tuple::default();
         let (mut cc_n, mut cc_z, mut cc_v, mut cc_c) = (false, false, false, false);
         let mut pc = 0usize;
         while pc < len {
-            let w = text[pc];
-            *at = pc;
+            let op = ops[pc];
             pc += 1;
-            let r1 = ((w >> 16) & 7) as usize;
-            let r2 = ((w >> 8) & 7) as usize;
-            let rd = (w & 7) as usize;
-            let idx = (w >> 8) & 0xffff;
-            let Some(op) = Opcode::from_u8((w >> 24) as u8) else {
-                return Err(illop("invalid opcode"));
-            };
-            let a = regs[r1];
-            let b = regs[r2];
-            let v: u64 = match op {
-                Or => a | b,
-                Xor => a ^ b,
-                And => a & b,
-                Sll => a.wrapping_shl(b as u32),
-                Srl => a.wrapping_shr(b as u32),
-                Sra => (a as i64).wrapping_shr(b as u32) as u64,
-                Sub => a.wrapping_sub(b),
-                Add => a.wrapping_add(b),
-                Mul => a.wrapping_mul(b),
-                Sdiv | Udiv | Srem | Urem => {
-                    if b == 0 {
-                        return Err(Fault::new(FaultKind::DivZero, 0));
-                    }
-                    match op {
-                        Sdiv => (a as i64).wrapping_div(b as i64) as u64,
-                        Udiv => a / b,
-                        Srem => (a as i64).wrapping_rem(b as i64) as u64,
-                        _ => a % b,
-                    }
-                }
-                Not => !a,
-                Mov => a,
-                Cmp => {
+            let a = regs[(op.r1 & 7) as usize];
+            let b = regs[(op.r2 & 7) as usize];
+            let v: u64 = match op.code {
+                Code::Or => a | b,
+                Code::Xor => a ^ b,
+                Code::And => a & b,
+                Code::Sll => a.wrapping_shl(b as u32),
+                Code::Srl => a.wrapping_shr(b as u32),
+                Code::Sra => (a as i64).wrapping_shr(b as u32) as u64,
+                Code::Sub => a.wrapping_sub(b),
+                Code::Add => a.wrapping_add(b),
+                Code::Mul => a.wrapping_mul(b),
+                Code::Not => !a,
+                Code::Mov => a,
+                Code::Cmp => {
                     let r = a.wrapping_sub(b) as i64;
                     cc_n = r < 0;
                     cc_z = r == 0;
@@ -158,217 +180,295 @@ impl Machine {
                     cc_c = a < b;
                     continue;
                 }
-                Tst => {
+                Code::Tst => {
                     cc_n = false;
                     cc_v = false;
                     cc_c = false;
                     cc_z = a == 0;
                     continue;
                 }
-                Scmp => {
-                    let r = self.scmp(env, a, b)?;
-                    cc_n = r < 0;
-                    cc_z = r == 0;
-                    cc_v = false;
-                    cc_c = false;
+                Code::Ba => {
+                    pc = op.x as usize;
                     continue;
                 }
-                Ba | Be | Bne | Bg | Bgu | Bge | Bgeu | Bl | Blu | Ble | Bleu => {
-                    let taken = match op {
-                        Ba => true,
-                        Be => cc_z,
-                        Bne => !cc_z,
-                        Bg => !(cc_z | (cc_n ^ cc_v)),
-                        Bgu => !(cc_c | cc_z),
-                        Bge => !(cc_n ^ cc_v),
-                        Bgeu => !cc_c,
-                        Bl => cc_n ^ cc_v,
-                        Blu => cc_c,
-                        Ble => cc_z | (cc_n ^ cc_v),
+                Code::Be
+                | Code::Bne
+                | Code::Bg
+                | Code::Bgu
+                | Code::Bge
+                | Code::Bgeu
+                | Code::Bl
+                | Code::Blu
+                | Code::Ble
+                | Code::Bleu => {
+                    let taken = match op.code {
+                        Code::Be => cc_z,
+                        Code::Bne => !cc_z,
+                        Code::Bg => !(cc_z | (cc_n ^ cc_v)),
+                        Code::Bgu => !(cc_c | cc_z),
+                        Code::Bge => !(cc_n ^ cc_v),
+                        Code::Bgeu => !cc_c,
+                        Code::Bl => cc_n ^ cc_v,
+                        Code::Blu => cc_c,
+                        Code::Ble => cc_z | (cc_n ^ cc_v),
                         _ => cc_c | cc_z,
                     };
-                    let label = (w & 0x00ff_ffff) as usize;
-                    if label < pc || label >= len {
-                        return Err(illop("branch not forward within the object"));
-                    }
                     if taken {
-                        pc = label;
+                        pc = op.x as usize;
                     }
                     continue;
                 }
-                Ldsb | Ldsh | Ldsw | Ldub | Lduh | Lduw | Ldx | Rldsb | Rldsh | Rldsw | Rldub
-                | Rlduh | Rlduw | Rldx => self.load(env, op, a, false)?,
-                Uldsb | Uldsh | Uldsw | Uldub | Ulduh | Ulduw | Uldx => {
-                    self.load(env, op, a, true)?
-                }
-                Stb | Sth | Stw | Stx => {
-                    self.key_from = None;
-                    let dst = regs[rd];
-                    let n: u64 = match op {
-                        Stb => 1,
-                        Sth => 2,
-                        Stw => 4,
-                        _ => 8,
-                    };
-                    let slot = self.store_mut(dst, n)?;
-                    if dst & (n - 1) != 0 {
-                        return Err(Fault::new(FaultKind::BadAlign, dst));
-                    }
-                    slot.copy_from_slice(&a.to_le_bytes()[..n as usize]);
-                    continue;
-                }
-                Ret => return Ok(regs[rd]),
-                Nop => continue,
-                Setx => *obj
-                    .inttab
-                    .get(idx as usize)
-                    .ok_or(illop("integer table index out of range"))?,
-                Sets => {
-                    if idx as usize >= obj.strtab.len() {
-                        return Err(illop("string table offset out of range"));
-                    }
-                    STRTAB_BASE + idx as u64
-                }
-                Ldga => {
-                    let var = (w >> 16) & 0xff;
-                    env.ctx.array_var(var, b).map_err(|k| Fault::new(k, 0))?
-                }
-                Ldta => return Err(illop("there are no built-in thread-local arrays")),
-                Ldgs => self.load_global(env, idx)?,
-                Stgs => {
-                    self.store_global(env, idx, regs[rd])?;
-                    continue;
-                }
-                Ldts => {
-                    let var = find_var(obj, idx, DIFV_SCOPE_THREAD, DIFV_KIND_SCALAR)?;
-                    self.dyn_key(env, DynScope::ThreadScalar, idx, &tuple, false)?;
-                    self.load_dyn(env, &var)?
-                }
-                Stts => {
-                    let var = find_var(obj, idx, DIFV_SCOPE_THREAD, DIFV_KIND_SCALAR)?;
-                    self.dyn_key(env, DynScope::ThreadScalar, idx, &tuple, false)?;
-                    self.store_dyn(env, &var, regs[rd])?;
-                    continue;
-                }
-                Ldgaa | Ldtaa => {
-                    let (scope, s) = if op == Ldgaa {
-                        (DynScope::GlobalArray, DIFV_SCOPE_GLOBAL)
-                    } else {
-                        (DynScope::ThreadArray, DIFV_SCOPE_THREAD)
-                    };
-                    let var = find_var(obj, idx, s, DIFV_KIND_ARRAY)?;
-                    if self.dyn_key(env, scope, idx, &tuple, true)? {
-                        self.load_dyn(env, &var)?
-                    } else {
-                        0
-                    }
-                }
-                Stgaa | Sttaa => {
-                    let (scope, s) = if op == Stgaa {
-                        (DynScope::GlobalArray, DIFV_SCOPE_GLOBAL)
-                    } else {
-                        (DynScope::ThreadArray, DIFV_SCOPE_THREAD)
-                    };
-                    let var = find_var(obj, idx, s, DIFV_KIND_ARRAY)?;
-                    if self.dyn_key(env, scope, idx, &tuple, true)? {
-                        self.store_dyn(env, &var, regs[rd])?;
-                    } else {
-                        env.state.dynvars.count_drop();
-                    }
-                    continue;
-                }
-                Ldls => self.load_local(env, idx)?,
-                Stls => {
-                    self.store_local(env, idx, regs[rd])?;
-                    continue;
-                }
-                Call => {
-                    self.key_from = None;
-                    let r = self.call(env, idx as u16, &tuple)?;
-                    regs[rd] = r;
-                    regs[0] = 0;
-                    continue;
-                }
-                Pushtr => {
-                    if tuple.top >= TUPLE_REGS {
-                        return Err(Fault::new(FaultKind::TupOflow, 0));
-                    }
-                    let ty = (w >> 16) & 0xff;
-                    let value = regs[rd];
-                    let size = if ty == DIF_TYPE_STRING as u32 {
-                        let lim = if b != 0 {
-                            (b as usize).min(self.opts.strsize)
-                        } else {
-                            self.opts.strsize
-                        };
-                        self.strlen(env, value, lim)? as u64 + 1
-                    } else {
-                        if b > i64::MAX as u64 {
-                            return Err(illop("reference size too large"));
-                        }
-                        b
-                    };
-                    tuple.regs[tuple.top] = TupleReg { value, size };
-                    tuple.top += 1;
-                    continue;
-                }
-                Pushtv => {
-                    if tuple.top >= TUPLE_REGS {
-                        return Err(Fault::new(FaultKind::TupOflow, 0));
-                    }
+                Code::Ret => return Ok(regs[(op.rd & 7) as usize]),
+                Code::Nop => continue,
+                Code::Setx => match inttab.get(op.x as usize) {
+                    Some(&v) => v,
+                    None => return Err(at(illop(BadOp::IntIndex.detail()), pc)),
+                },
+                Code::Sets => STRTAB_BASE + op.x as u64,
+                Code::Pushtv if tuple.top < TUPLE_REGS => {
                     tuple.regs[tuple.top] = TupleReg {
-                        value: regs[rd],
+                        value: regs[(op.rd & 7) as usize],
                         size: 0,
                     };
                     tuple.top += 1;
                     continue;
                 }
-                Popts => {
-                    tuple.top = tuple.top.saturating_sub(1);
-                    continue;
-                }
-                Flushts => {
+                Code::Flushts => {
                     tuple.top = 0;
                     continue;
                 }
-                Allocs => self.alloc(a)?,
-                Copys => {
-                    self.key_from = None;
-                    let n = b;
-                    let dst = regs[rd];
-                    self.store_mut(dst, n)?;
-                    let mut buf = std::mem::take(&mut self.tmp);
-                    buf.clear();
-                    buf.resize(n as usize, 0);
-                    let r = self.read(obj, env.mem, a, &mut buf);
-                    if r.is_ok() {
-                        self.store_mut(dst, n)?.copy_from_slice(&buf);
+                _ => {
+                    let d = regs[(op.rd & 7) as usize];
+                    match self.step(p, env, op, a, b, d, &mut tuple) {
+                        Step::Set(v) => v,
+                        Step::Next => continue,
+                        Step::Cc(r) => {
+                            cc_n = r < 0;
+                            cc_z = r == 0;
+                            cc_v = false;
+                            cc_c = false;
+                            continue;
+                        }
+                        Step::Fault => return Err(at(self.fault, pc)),
                     }
-                    self.tmp = buf;
-                    r?;
-                    continue;
-                }
-                Xlate | Xlarg => {
-                    return Err(illop("translators are resolved by the compiler"));
                 }
             };
-            regs[rd] = v;
+            regs[(op.rd & 7) as usize] = v;
             regs[0] = 0;
         }
-        Err(illop("DIF object ended without ret"))
+        Err(at(illop("DIF object ended without ret"), len))
     }
 
-    fn load(&self, env: &mut Env<'_>, op: Opcode, addr: u64, user: bool) -> Result<u64, Fault> {
-        use Opcode::*;
-        let (n, signed) = match op {
-            Ldsb | Rldsb | Uldsb => (1, true),
-            Ldsh | Rldsh | Uldsh => (2, true),
-            Ldsw | Rldsw | Uldsw => (4, true),
-            Ldub | Rldub | Uldub => (1, false),
-            Lduh | Rlduh | Ulduh => (2, false),
-            Lduw | Rlduw | Ulduw => (4, false),
-            _ => (8, false),
+    /// One instruction other than the inline ones of [`exec`](Machine::exec): `a`, `b` and `d` are the
+    /// values of its `r1`, `r2` and `rd` registers.
+    /// A fault is left in `self.fault` (so the common results come back in registers).
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    fn step(
+        &mut self,
+        p: &Prepared,
+        env: &mut Env<'_>,
+        op: Op,
+        a: u64,
+        b: u64,
+        d: u64,
+        tuple: &mut Tuple,
+    ) -> Step {
+        match self.step_inner(p, env, op, a, b, d, tuple) {
+            Ok(s) => s,
+            Err(f) => {
+                self.fault = f;
+                Step::Fault
+            }
+        }
+    }
+
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn step_inner(
+        &mut self,
+        p: &Prepared,
+        env: &mut Env<'_>,
+        op: Op,
+        a: u64,
+        b: u64,
+        d: u64,
+        tuple: &mut Tuple,
+    ) -> Result<Step, Fault> {
+        let v = match op.code {
+            Code::Sdiv | Code::Udiv | Code::Srem | Code::Urem => {
+                if b == 0 {
+                    return Err(Fault::new(FaultKind::DivZero, 0));
+                }
+                match op.code {
+                    Code::Sdiv => (a as i64).wrapping_div(b as i64) as u64,
+                    Code::Udiv => a / b,
+                    Code::Srem => (a as i64).wrapping_rem(b as i64) as u64,
+                    _ => a % b,
+                }
+            }
+            Code::Scmp => return self.scmp(env, a, b).map(Step::Cc),
+            Code::Ld1s => self.load(env, 1, true, a, false)?,
+            Code::Ld2s => self.load(env, 2, true, a, false)?,
+            Code::Ld4s => self.load(env, 4, true, a, false)?,
+            Code::Ld1 => self.load(env, 1, false, a, false)?,
+            Code::Ld2 => self.load(env, 2, false, a, false)?,
+            Code::Ld4 => self.load(env, 4, false, a, false)?,
+            Code::Ld8 => self.load(env, 8, false, a, false)?,
+            Code::Uld1s => self.load(env, 1, true, a, true)?,
+            Code::Uld2s => self.load(env, 2, true, a, true)?,
+            Code::Uld4s => self.load(env, 4, true, a, true)?,
+            Code::Uld1 => self.load(env, 1, false, a, true)?,
+            Code::Uld2 => self.load(env, 2, false, a, true)?,
+            Code::Uld4 => self.load(env, 4, false, a, true)?,
+            Code::Uld8 => self.load(env, 8, false, a, true)?,
+            Code::St1 | Code::St2 | Code::St4 | Code::St8 => {
+                self.key_from = None;
+                self.builtin_strs.clear();
+                let n: u64 = match op.code {
+                    Code::St1 => 1,
+                    Code::St2 => 2,
+                    Code::St4 => 4,
+                    _ => 8,
+                };
+                let slot = self.store_mut(d, n)?;
+                if d & (n - 1) != 0 {
+                    return Err(Fault::new(FaultKind::BadAlign, d));
+                }
+                slot.copy_from_slice(&a.to_le_bytes()[..n as usize]);
+                return Ok(Step::Next);
+            }
+            Code::LdBuiltinArray => env.ctx.array_var(op.x, b).map_err(|k| Fault::new(k, 0))?,
+            Code::LdBuiltinInt => env.ctx.int_var(op.x).map_err(|k| Fault::new(k, 0))?,
+            Code::LdBuiltinStr => self.load_builtin_str(env, op.x)?,
+            Code::LdGlobal => self.load_static(&p.vars[op.x as usize], false)?,
+            Code::StGlobal => {
+                self.store_static(env, &p.vars[op.x as usize], false, d)?;
+                return Ok(Step::Next);
+            }
+            Code::LdLocal => self.load_static(&p.vars[op.x as usize], true)?,
+            Code::StLocal => {
+                self.store_static(env, &p.vars[op.x as usize], true, d)?;
+                return Ok(Step::Next);
+            }
+            Code::Ldts => {
+                let var = &p.vars[op.x as usize];
+                self.dyn_key(env, DynScope::ThreadScalar, var.id, tuple, false)?;
+                self.load_dyn(var)?
+            }
+            Code::Stts => {
+                let var = &p.vars[op.x as usize];
+                self.dyn_key(env, DynScope::ThreadScalar, var.id, tuple, false)?;
+                self.store_dyn(env, var, d)?;
+                return Ok(Step::Next);
+            }
+            Code::Ldgaa | Code::Ldtaa => {
+                let scope = if op.code == Code::Ldgaa {
+                    DynScope::GlobalArray
+                } else {
+                    DynScope::ThreadArray
+                };
+                let var = &p.vars[op.x as usize];
+                if self.dyn_key(env, scope, var.id, tuple, true)? {
+                    self.load_dyn(var)?
+                } else {
+                    0
+                }
+            }
+            Code::Stgaa | Code::Sttaa => {
+                let scope = if op.code == Code::Stgaa {
+                    DynScope::GlobalArray
+                } else {
+                    DynScope::ThreadArray
+                };
+                let var = &p.vars[op.x as usize];
+                if self.dyn_key(env, scope, var.id, tuple, true)? {
+                    self.store_dyn(env, var, d)?;
+                } else {
+                    self.dynvars.count_drop();
+                }
+                return Ok(Step::Next);
+            }
+            Code::Call => {
+                self.key_from = None;
+                if op.x == Subr::Bcopy as u32 || op.x == Subr::Copyinto as u32 {
+                    self.builtin_strs.clear();
+                }
+                self.call(env, op.x as u16, tuple)?
+            }
+            Code::Pushtr => {
+                if tuple.top >= TUPLE_REGS {
+                    return Err(Fault::new(FaultKind::TupOflow, 0));
+                }
+                let size = if op.x != 0 {
+                    let lim = if b != 0 {
+                        (b as usize).min(self.opts.strsize)
+                    } else {
+                        self.opts.strsize
+                    };
+                    self.strlen(env, d, lim)? as u64 + 1
+                } else {
+                    if b > i64::MAX as u64 {
+                        return Err(illop("reference size too large"));
+                    }
+                    b
+                };
+                tuple.regs[tuple.top] = TupleReg { value: d, size };
+                tuple.top += 1;
+                return Ok(Step::Next);
+            }
+            Code::Pushtv => {
+                if tuple.top >= TUPLE_REGS {
+                    return Err(Fault::new(FaultKind::TupOflow, 0));
+                }
+                tuple.regs[tuple.top] = TupleReg { value: d, size: 0 };
+                tuple.top += 1;
+                return Ok(Step::Next);
+            }
+            Code::Popts => {
+                tuple.top = tuple.top.saturating_sub(1);
+                return Ok(Step::Next);
+            }
+            Code::Flushts => {
+                tuple.top = 0;
+                return Ok(Step::Next);
+            }
+            Code::Allocs => self.alloc(a)?,
+            Code::Copys => {
+                self.key_from = None;
+                self.builtin_strs.clear();
+                self.copys(env, a, b, d)?;
+                return Ok(Step::Next);
+            }
+            Code::Fault => return Err(illop(BadOp::from_x(op.x).detail())),
+            // The inline instructions never get here.
+            _ => return Err(illop(BadOp::Opcode.detail())),
         };
+        Ok(Step::Set(v))
+    }
+
+    /// `copys`: copies `n` bytes from `src` to `dst` (scratch or variable storage).
+    fn copys(&mut self, env: &mut Env<'_>, src: u64, n: u64, dst: u64) -> Result<(), Fault> {
+        self.store_mut(dst, n)?;
+        let mut buf = std::mem::take(&mut self.tmp);
+        buf.clear();
+        buf.resize(n as usize, 0);
+        let r = self.read(env.obj, env.mem, src, &mut buf);
+        if r.is_ok() {
+            self.store_mut(dst, n)?.copy_from_slice(&buf);
+        }
+        self.tmp = buf;
+        r
+    }
+
+    fn load(
+        &self,
+        env: &mut Env<'_>,
+        n: usize,
+        signed: bool,
+        addr: u64,
+        user: bool,
+    ) -> Result<u64, Fault> {
         if !user && addr & (n as u64 - 1) != 0 {
             return Err(Fault::new(FaultKind::BadAlign, addr));
         }
@@ -464,27 +564,30 @@ impl Machine {
         r.map(|_| res)
     }
 
-    fn load_global(&mut self, env: &mut Env<'_>, id: u32) -> Result<u64, Fault> {
-        if id < DIF_VAR_OTHER_UBASE {
-            if is_string_var(id) {
-                let mut s = std::mem::take(&mut self.tmp);
-                s.clear();
-                let r = env.ctx.str_var(id, &mut s).map_err(|k| Fault::new(k, 0));
-                s.truncate(self.opts.strsize.saturating_sub(1));
-                let addr = r.and_then(|_| self.put_str(&s));
-                self.tmp = s;
-                return addr;
-            }
-            return env.ctx.int_var(id).map_err(|k| Fault::new(k, 0));
+    /// A string built-in, copied into scratch.
+    /// String built-ins do not change during a firing, so each is copied once per firing; the copy is
+    /// forgotten when DIF code may have written scratch.
+    fn load_builtin_str(&mut self, env: &mut Env<'_>, id: u32) -> Result<u64, Fault> {
+        if let Some(&(_, addr)) = self.builtin_strs.iter().find(|b| b.0 == id) {
+            return Ok(addr);
         }
-        let var = find_var(env.obj, id, DIFV_SCOPE_GLOBAL, DIFV_KIND_SCALAR)?;
-        self.load_static(&var, id, false)
+        let mut s = std::mem::take(&mut self.tmp);
+        s.clear();
+        let r = env.ctx.str_var(id, &mut s).map_err(|k| Fault::new(k, 0));
+        s.truncate(self.opts.strsize.saturating_sub(1));
+        let addr = r.and_then(|_| self.put_str(&s));
+        self.tmp = s;
+        if let Ok(a) = addr {
+            self.builtin_strs.push((id, a));
+        }
+        addr
     }
 
     /// Loads global (`local` false) or clause-local scalar `id`: integers by value, strings as a scratch
     /// copy, other by-reference variables as the address of their storage (created zero-filled).
-    fn load_static(&mut self, var: &VarEntry, id: u32, local: bool) -> Result<u64, Fault> {
-        let i = id
+    fn load_static(&mut self, var: &VarEntry, local: bool) -> Result<u64, Fault> {
+        let i = var
+            .id
             .checked_sub(DIF_VAR_OTHER_UBASE)
             .filter(|&i| i <= 0xffff)
             .ok_or(illop("variable id out of range"))? as usize;
@@ -553,43 +656,16 @@ impl Machine {
         &mut self,
         env: &mut Env<'_>,
         var: &VarEntry,
-        id: u32,
         local: bool,
         v: u64,
     ) -> Result<(), Fault> {
-        let i = id
+        let i = var
+            .id
             .checked_sub(DIF_VAR_OTHER_UBASE)
             .filter(|&i| i <= 0xffff)
             .ok_or(illop("built-in variables cannot be stored to"))? as usize;
         let s = self.stored_value(env, var, v)?;
         self.set_static(local, i, s)
-    }
-
-    /// The register value of a stored variable: the integer, or the address of a scratch copy of its
-    /// bytes. Missing values are 0 for dynamic variables and zero bytes for static ones.
-    fn load_stored(
-        &mut self,
-        s: Option<&Stored>,
-        var: &VarEntry,
-        fill: bool,
-    ) -> Result<u64, Fault> {
-        if !var.ty.is_by_ref() {
-            return Ok(match s {
-                Some(Stored::Int(v)) => *v,
-                _ => 0,
-            });
-        }
-        match s {
-            Some(Stored::Bytes(b)) => {
-                if var.ty.is_string() {
-                    self.put_str(b)
-                } else {
-                    self.put_bytes(b)
-                }
-            }
-            _ if fill => self.alloc(var_size(var, self.opts.strsize) as u64),
-            _ => Ok(0),
-        }
     }
 
     /// What storing register value `v` into a variable of type `var` stores.
@@ -613,24 +689,6 @@ impl Machine {
         }
     }
 
-    fn store_global(&mut self, env: &mut Env<'_>, id: u32, v: u64) -> Result<(), Fault> {
-        if id < DIF_VAR_OTHER_UBASE {
-            return Err(illop("built-in variables cannot be stored to"));
-        }
-        let var = find_var(env.obj, id, DIFV_SCOPE_GLOBAL, DIFV_KIND_SCALAR)?;
-        self.store_static(env, &var, id, false, v)
-    }
-
-    fn load_local(&mut self, env: &mut Env<'_>, id: u32) -> Result<u64, Fault> {
-        let var = find_var(env.obj, id, DIFV_SCOPE_LOCAL, DIFV_KIND_SCALAR)?;
-        self.load_static(&var, id, true)
-    }
-
-    fn store_local(&mut self, env: &mut Env<'_>, id: u32, v: u64) -> Result<(), Fault> {
-        let var = find_var(env.obj, id, DIFV_SCOPE_LOCAL, DIFV_KIND_SCALAR)?;
-        self.store_static(env, &var, id, true, v)
-    }
-
     /// Builds in `self.key` the dynamic-variable key for variable `id` with the current tuple (arrays)
     /// and thread. Returns false when a by-reference key is too large to ever be stored.
     fn dyn_key(
@@ -644,11 +702,6 @@ impl Machine {
         if id < DIF_VAR_OTHER_UBASE {
             return Err(illop("built-in variables are not dynamic"));
         }
-        let thread = if scope == DynScope::GlobalArray {
-            0
-        } else {
-            env.ctx.thread_key()
-        };
         let top = if with_tuple { tuple.top } else { 0 };
         if let Some(k) = &self.key_from {
             if k.scope == scope
@@ -674,7 +727,14 @@ impl Machine {
             top,
             args,
         };
+        let thread = if scope == DynScope::GlobalArray {
+            0
+        } else {
+            // The thread does not change during a run: asked once.
+            *self.thread.get_or_insert_with(|| env.ctx.thread_key())
+        };
         self.key_from = None;
+        self.key_slot = None;
         let mut key = std::mem::take(&mut self.key);
         key.reset(scope, id, thread);
         let mut r = Ok(true);
@@ -717,36 +777,87 @@ impl Machine {
         r
     }
 
-    fn load_dyn(&mut self, env: &mut Env<'_>, var: &VarEntry) -> Result<u64, Fault> {
-        let key = std::mem::take(&mut self.key);
-        let r = self.load_stored(env.state.dynvars.get(&key), var, false);
-        self.key = key;
-        r
+    /// The slot of the variable `self.key` names, looked up once per key.
+    fn key_slot(&mut self) -> Option<u32> {
+        if self.key_slot.is_none() {
+            self.key_slot = self.dynvars.slot_of(&self.key);
+        }
+        self.key_slot
     }
 
-    fn store_dyn(&mut self, env: &mut Env<'_>, var: &VarEntry, v: u64) -> Result<(), Fault> {
-        let key = std::mem::take(&mut self.key);
-        let r = if v == 0 {
-            env.state.dynvars.remove(&key);
-            Ok(())
-        } else if var.ty.is_string() {
-            // Strings are read once into a reused buffer and updated in place when the length matches.
-            let mut buf = std::mem::take(&mut self.tmp);
-            let size = var_size(var, self.opts.strsize);
-            let r = self.read_str(env.obj, env.mem, v, size.saturating_sub(1), false, &mut buf);
-            if r.is_ok() && !env.state.dynvars.overwrite_bytes(&key, &buf) {
-                env.state
-                    .dynvars
-                    .put_ref(&key, Stored::Bytes(buf.as_slice().into()));
-            }
-            self.tmp = buf;
-            r
-        } else {
-            self.stored_value(env, var, v).map(|s| {
-                env.state.dynvars.put_ref(&key, s);
-            })
+    /// Loads the dynamic variable `self.key` names: integers by value, strings as a scratch copy,
+    /// structs and arrays as the address of their storage; 0 when it does not exist.
+    fn load_dyn(&mut self, var: &VarEntry) -> Result<u64, Fault> {
+        let Some(slot) = self.key_slot() else {
+            return Ok(0);
         };
-        self.key = key;
+        if !var.ty.is_by_ref() {
+            return Ok(match self.dynvars.value(slot) {
+                Some(Stored::Int(v)) => *v,
+                _ => 0,
+            });
+        }
+        if !var.ty.is_string() {
+            return Ok(dyn_addr(slot));
+        }
+        let n = match self.dynvars.value(slot) {
+            Some(Stored::Bytes(b)) => b.len(),
+            _ => return Ok(0),
+        };
+        let addr = self.alloc(n as u64 + 1)?;
+        let off = (addr - SCRATCH_BASE) as usize;
+        if let (Some(Stored::Bytes(b)), Some(dst)) =
+            (self.dynvars.value(slot), self.scratch.get_mut(off..off + n))
+        {
+            dst.copy_from_slice(b);
+        }
+        Ok(addr)
+    }
+
+    /// Stores `v` into the dynamic variable `self.key` names: 0 frees it; integers by value; strings
+    /// and by-reference values (structs, arrays) by copying the bytes `v` points to into its storage.
+    fn store_dyn(&mut self, env: &mut Env<'_>, var: &VarEntry, v: u64) -> Result<(), Fault> {
+        if v == 0 {
+            self.dynvars.remove(&self.key);
+            self.key_slot = None;
+            return Ok(());
+        }
+        if !var.ty.is_by_ref() {
+            if let Some(slot) = self.key_slot() {
+                if let Some(Stored::Int(x)) = self.dynvars.value_mut(slot) {
+                    *x = v;
+                    return Ok(());
+                }
+            }
+            self.key_slot = self.dynvars.put_slot(&self.key, Stored::Int(v));
+            return Ok(());
+        }
+        let size = var_size(var, self.opts.strsize);
+        let mut buf = std::mem::take(&mut self.tmp);
+        let r = if var.ty.is_string() {
+            self.read_str(env.obj, env.mem, v, size.saturating_sub(1), false, &mut buf)
+        } else {
+            buf.clear();
+            buf.resize(size, 0);
+            self.read(env.obj, env.mem, v, &mut buf)
+        };
+        if r.is_ok() {
+            // Updated in place when the size matches, as most stores do.
+            let slot = self.key_slot();
+            let done = match slot.and_then(|s| self.dynvars.value_mut(s)) {
+                Some(Stored::Bytes(old)) if old.len() == buf.len() => {
+                    old.copy_from_slice(&buf);
+                    true
+                }
+                _ => false,
+            };
+            if !done {
+                self.key_slot = self
+                    .dynvars
+                    .put_slot(&self.key, Stored::Bytes(buf.as_slice().into()));
+            }
+        }
+        self.tmp = buf;
         r
     }
 }

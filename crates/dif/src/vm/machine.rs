@@ -5,9 +5,10 @@
 //! object's string table at [`STRTAB_BASE`]. Every other address is kernel memory, read through the
 //! [`Memory`] trait (user memory only by the `uld*` instructions and `copyin*`). Global and clause-local
 //! by-reference variables that are not strings (D arrays, structs, unions) are loaded as the address of
-//! their real storage at [`VAR_BASE`], so `st*` into `a[2]` or `s.x` persists, as in DTrace; strings,
-//! dynamic variables and string built-ins are copied into scratch when loaded. Stores are allowed only
-//! into scratch and variable storage, so they can never reach the traced system.
+//! their real storage at [`VAR_BASE`], so `st*` into `a[2]` or `s.x` persists, as in DTrace; by-reference
+//! dynamic variables (`self->s`, `a[k]` of struct or array type) likewise at [`DYN_BASE`]. Strings and
+//! string built-ins are copied into scratch when loaded. Stores are allowed only into scratch and
+//! variable storage, so they can never reach the traced system.
 //!
 //! Scratch and clause-local variables live for one probe firing ([`Machine::begin_firing`]); clause-locals
 //! persist across the clauses (DIF objects) run for that firing, as in DTrace.
@@ -24,6 +25,11 @@ pub const STRTAB_BASE: u64 = 0x57a6_0000_0000_0000;
 /// Address of the storage of global by-reference variables; clause-locals follow at
 /// `VAR_BASE + (1 << 44)`. Variable `DIF_VAR_OTHER_UBASE + i` starts at `(i << 20)` in its half.
 pub const VAR_BASE: u64 = 0x7a55_0000_0000_0000;
+/// Address of the storage of by-reference dynamic variables (thread-locals and associative-array
+/// elements that are structs or arrays): slot `n` of the dynamic variable space starts at `n << 20`.
+pub const DYN_BASE: u64 = 0x6479_0000_0000_0000;
+/// Size of the dynamic-variable region.
+const DYN_SPAN: u64 = 1 << 44;
 /// Size of the address range reserved for each VM region.
 const REGION_SPAN: u64 = 1 << 40;
 /// Size of the variable-storage region (globals, then clause-locals).
@@ -32,6 +38,22 @@ const VAR_SPAN: u64 = 1 << 45;
 const VAR_LOCAL_BIT: u64 = 1 << 44;
 /// Log2 of the room each variable has (variables are at most 1 MiB).
 const VAR_SHIFT: u32 = 20;
+
+/// The address of byte 0 of the dynamic variable in `slot`.
+pub(crate) fn dyn_addr(slot: u32) -> u64 {
+    DYN_BASE + ((slot as u64) << VAR_SHIFT)
+}
+
+/// The slot and offset of an address in the dynamic-variable region, if it is in it.
+pub(crate) fn split_dyn_addr(addr: u64) -> Option<(u32, usize)> {
+    let rel = addr.wrapping_sub(DYN_BASE);
+    (rel < DYN_SPAN).then_some({
+        (
+            (rel >> VAR_SHIFT) as u32,
+            (rel & ((1 << VAR_SHIFT) - 1)) as usize,
+        )
+    })
+}
 
 /// The address of byte 0 of by-reference variable slot `index` (`id - DIF_VAR_OTHER_UBASE`).
 pub(crate) fn var_addr(local: bool, index: usize) -> u64 {
@@ -64,6 +86,19 @@ pub struct Machine {
     pub(crate) key: crate::vm::state::DynKey,
     /// What `key` was built from, while it is still valid (see `dyn_key`).
     pub(crate) key_from: Option<KeySource>,
+    /// The probe context's thread key, once asked in this run.
+    pub(crate) thread: Option<u64>,
+    /// String built-ins copied into scratch in this firing: id and address.
+    pub(crate) builtin_strs: Vec<(u32, u64)>,
+    /// The fault of the last out-of-line instruction that faulted.
+    pub(crate) fault: Fault,
+    /// The slot of the variable `key` names, while `key_from` is valid and it was looked up.
+    pub(crate) key_slot: Option<u32>,
+    /// The dynamic variable space: the caller's during a run (moved in from the `VarState` and back).
+    pub(crate) dynvars: crate::vm::dynvar::DynVarSpace,
+    /// After a run whose result points into a dynamic variable: that variable's slot and bytes, for
+    /// `read_result`.
+    pub(crate) dyn_kept: Option<(u32, Box<[u8]>)>,
 }
 
 /// The inputs a dynamic-variable key was built from: same inputs and no memory written since means the
@@ -110,6 +145,8 @@ impl Machine {
         self.locals.clear();
         self.local_bytes = 0;
         self.globals.clear();
+        self.dyn_kept = None;
+        self.builtin_strs.clear();
         self.strtok = 0;
         self.strtok_end = 0;
     }
@@ -235,6 +272,12 @@ impl Machine {
                 Some(Some(Stored::Bytes(b))) => (&b[..], off),
                 _ => return Err(Fault::new(FaultKind::BadAddr, addr)),
             }
+        } else if let Some((slot, off)) = split_dyn_addr(addr) {
+            match (self.dynvars.value(slot), &self.dyn_kept) {
+                (Some(Stored::Bytes(b)), _) => (&b[..], off as u64),
+                (None, Some((s, b))) if *s == slot => (&b[..], off as u64),
+                _ => return Err(Fault::new(FaultKind::BadAddr, addr)),
+            }
         } else {
             return Ok(None);
         }))
@@ -283,10 +326,18 @@ impl Machine {
 
     /// The `len` bytes at `addr` for a store: allocated scratch or variable storage.
     pub(crate) fn store_mut(&mut self, addr: u64, len: u64) -> Result<&mut [u8], Fault> {
+        let bad = Fault::new(FaultKind::BadAddr, addr);
+        if let Some((slot, off)) = split_dyn_addr(addr) {
+            let Some(Stored::Bytes(b)) = self.dynvars.value_mut(slot) else {
+                return Err(bad);
+            };
+            let len = usize::try_from(len).map_err(|_| bad)?;
+            let end = off.checked_add(len).ok_or(bad)?;
+            return b.get_mut(off..end).ok_or(bad);
+        }
         if addr.wrapping_sub(VAR_BASE) >= VAR_SPAN {
             return self.scratch_mut(addr, len);
         }
-        let bad = Fault::new(FaultKind::BadAddr, addr);
         let (local, index, off) = split_var_addr(addr);
         let vars = if local {
             &mut self.locals

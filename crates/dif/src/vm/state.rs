@@ -4,6 +4,8 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
+pub use crate::vm::dynvar::DynVarSpace;
+
 /// A fast non-cryptographic hasher (the Fx multiply-rotate scheme) for dynamic-variable keys: keys come
 /// from D programs, not from an adversary that could exploit collisions.
 #[derive(Debug, Default, Clone, Copy)]
@@ -58,7 +60,7 @@ impl Hasher for FxHasher {
     }
 }
 
-type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+pub(crate) type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
 
 /// Options that bound the interpreter (DTrace's `strsize`, `dynvarsize` and the scratch size).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -157,7 +159,7 @@ impl std::hash::Hash for DynKey {
     }
 }
 
-fn mix(h: u64, w: u64) -> u64 {
+pub(crate) fn mix(h: u64, w: u64) -> u64 {
     (h.rotate_left(5) ^ w).wrapping_mul(FX_SEED)
 }
 
@@ -220,6 +222,12 @@ impl DynKey {
         self.hash = h;
     }
 
+    /// Bytes the key costs in the dynamic variable space (DTrace's `dtrace_key_t` per element plus the
+    /// key data).
+    pub(crate) fn cost(&self) -> usize {
+        self.nelems as usize * 16 + self.tuple.len()
+    }
+
     /// The kind of variable.
     pub fn scope(&self) -> DynScope {
         self.scope.0
@@ -258,138 +266,6 @@ impl DynKey {
             }
         }
         out
-    }
-}
-
-/// Fixed cost charged per dynamic variable, like DTrace's `dtrace_dynvar_t` header.
-const ENTRY_OVERHEAD: usize = 64;
-/// Cost charged per key element (DTrace's `dtrace_key_t`).
-const KEY_OVERHEAD: usize = 16;
-
-fn entry_cost(key: &DynKey, value: &Stored) -> usize {
-    let keys = key.nelems as usize * KEY_OVERHEAD + key.tuple.len();
-    let val = match value {
-        Stored::Int(_) => 8,
-        Stored::Bytes(b) => b.len().max(8),
-    };
-    ENTRY_OVERHEAD + 2 * KEY_OVERHEAD + keys + val
-}
-
-/// The dynamic variable space: thread-local variables and associative arrays, bounded by `dynvarsize`.
-/// Storing zero frees an entry; a store that does not fit is dropped and counted.
-#[derive(Debug, Clone, Default)]
-pub struct DynVarSpace {
-    map: FxMap<DynKey, Stored>,
-    used: usize,
-    limit: usize,
-    drops: u64,
-}
-
-impl DynVarSpace {
-    /// An empty space of `limit` bytes.
-    pub fn new(limit: usize) -> DynVarSpace {
-        DynVarSpace {
-            map: FxMap::default(),
-            used: 0,
-            limit,
-            drops: 0,
-        }
-    }
-
-    /// The value stored under `key`.
-    pub fn get(&self, key: &DynKey) -> Option<&Stored> {
-        self.map.get(key)
-    }
-
-    /// Stores `value` under `key`; returns false (and counts a dynamic-variable drop) when the space is
-    /// full.
-    pub fn put(&mut self, key: DynKey, value: Stored) -> bool {
-        self.put_ref(&key, value)
-    }
-
-    /// Like [`put`](DynVarSpace::put), cloning the key only when it is new.
-    pub fn put_ref(&mut self, key: &DynKey, value: Stored) -> bool {
-        if let Some(old) = self.map.get_mut(key) {
-            let old_cost = entry_cost(key, old);
-            let new_cost = entry_cost(key, &value);
-            if self.used - old_cost + new_cost > self.limit {
-                self.drops += 1;
-                return false;
-            }
-            self.used = self.used - old_cost + new_cost;
-            *old = value;
-            return true;
-        }
-        let cost = entry_cost(key, &value);
-        if self.used.saturating_add(cost) > self.limit {
-            self.drops += 1;
-            return false;
-        }
-        self.used += cost;
-        self.map.insert(key.clone(), value);
-        true
-    }
-
-    /// Overwrites the bytes stored under `key` when an entry exists with exactly `bytes.len()` bytes;
-    /// returns whether it did.
-    pub fn overwrite_bytes(&mut self, key: &DynKey, bytes: &[u8]) -> bool {
-        match self.map.get_mut(key) {
-            Some(Stored::Bytes(old)) if old.len() == bytes.len() => {
-                old.copy_from_slice(bytes);
-                true
-            }
-            _ => false,
-        }
-    }
-
-    /// Counts a dynamic-variable drop for a store that could not be made.
-    pub fn count_drop(&mut self) {
-        self.drops += 1;
-    }
-
-    /// Frees the entry under `key`, if any.
-    pub fn remove(&mut self, key: &DynKey) {
-        if let Some((k, v)) = self.map.remove_entry(key) {
-            self.used -= entry_cost(&k, &v);
-        }
-    }
-
-    /// Frees every thread-local variable of a thread (when it exits).
-    pub fn remove_thread(&mut self, thread: u64) {
-        let keys: Vec<DynKey> = self
-            .map
-            .keys()
-            .filter(|k| k.thread == thread && k.scope() != DynScope::GlobalArray)
-            .cloned()
-            .collect();
-        for k in keys {
-            self.remove(&k);
-        }
-    }
-
-    /// Number of live entries.
-    pub fn len(&self) -> usize {
-        self.map.len()
-    }
-
-    /// Whether there are no live entries.
-    pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
-    }
-
-    /// Bytes in use.
-    pub fn used(&self) -> usize {
-        self.used
-    }
-
-    /// Dynamic-variable drops so far (stores that did not fit).
-    pub fn drops(&self) -> u64 {
-        self.drops
-    }
-
-    /// Every entry, in no particular order (for inspection and tests).
-    pub fn iter(&self) -> impl Iterator<Item = (&DynKey, &Stored)> {
-        self.map.iter()
     }
 }
 
@@ -445,9 +321,19 @@ impl VarState {
         self.global_bytes = self.global_bytes.saturating_sub(old) + len(&self.globals[i]);
     }
 
-    /// Dynamic-variable drops so far.
+    /// Dynamic-variable drops so far (out of space with empty dirty and rinsing lists).
     pub fn dynvar_drops(&self) -> u64 {
         self.dynvars.drops()
+    }
+
+    /// Dynamic-variable drops with a non-empty dirty list.
+    pub fn dynvar_dirty_drops(&self) -> u64 {
+        self.dynvars.dirty_drops()
+    }
+
+    /// Dynamic-variable drops with a non-empty rinsing list.
+    pub fn dynvar_rinsing_drops(&self) -> u64 {
+        self.dynvars.rinsing_drops()
     }
 }
 
@@ -460,6 +346,7 @@ impl Default for VarState {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::vm::dynvar::DynVarSpace;
 
     fn key(n: u64) -> DynKey {
         let mut k = DynKey::new(DynScope::GlobalArray, 0x500, 0);
@@ -493,8 +380,16 @@ mod tests {
         assert!(stored > 0 && stored < 100);
         assert_eq!(s.drops(), 100 - stored);
         assert!(s.used() <= 1000);
+        // A freed entry's space is dirty until the cleaner has run twice (dirty, then rinsing).
         s.remove(&key(0));
+        assert!(!s.put(key(1000), Stored::Int(1)));
+        assert_eq!(s.dirty_drops(), 1);
+        s.clean();
+        assert!(!s.put(key(1000), Stored::Int(1)));
+        assert_eq!(s.rinsing_drops(), 1);
+        s.clean();
         assert!(s.put(key(1000), Stored::Int(1)));
+        assert_eq!(s.drops(), 100 - stored);
     }
 
     #[test]

@@ -2,6 +2,7 @@
  * (spin: three instructions per iteration: ADD, DEC, JNZ). */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <spawn.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +41,29 @@ static long mix(long n) {
     return a + b + c + d;
 }
 
+/* Compiled integer code of many kinds (8/16/32/64-bit operands, shifts, rotates, multiplies,
+ * conditional moves and sets, sign and zero extensions) in one register-only loop. */
+static unsigned long alu(long n) {
+    unsigned long h = 1469598103934665603UL;
+    unsigned int x = 7;
+    long s = 0;
+    unsigned short w = 3;
+    signed char c = 1;
+    for (long i = 0; i < n; i++) {
+        h ^= (unsigned long)i;
+        h *= 1099511628211UL;
+        x = x * 1103515245u + 12345u;
+        s += ((x >> 16) & 1) ? (long)(signed char)x : -(long)(unsigned short)x;
+        h = (h << 7) | (h >> 57);
+        s = s < 0 ? -s : s;
+        w = (unsigned short)(w * 5 + (x > 0x80000000u));
+        c = (signed char)(c ^ (signed char)(h >> 3)) + (s & 1);
+        s += (long)w - (long)c + (long)((h >> 11) % 2 == 0);
+        __asm__ volatile("" : "+r"(h), "+r"(x), "+r"(s), "+r"(w), "+q"(c));
+    }
+    return h + x + (unsigned long)s + w + (unsigned long)c;
+}
+
 static long n_for_handler;
 static void on_usr1(int sig) {
     (void)sig;
@@ -48,6 +72,16 @@ static void on_usr1(int sig) {
 
 static void *thread_main(void *arg) {
     spin((long)arg);
+    return NULL;
+}
+
+/* n system calls, each followed by a call to a three-iteration spin. */
+static __attribute__((noinline)) void spin3(void) { spin(3); }
+static void *thread_sys(void *arg) {
+    for (long i = 0; i < (long)arg; i++) {
+        (void)getppid();
+        spin3();
+    }
     return NULL;
 }
 
@@ -61,10 +95,32 @@ int main(int argc, char **argv) {
     } else if (!strcmp(mode, "mix")) {
         volatile long r = mix(n);
         (void)r;
+    } else if (!strcmp(mode, "alu")) {
+        volatile unsigned long r = alu(n);
+        (void)r;
     } else if (!strcmp(mode, "threads")) {
         pthread_t a, b;
         pthread_create(&a, NULL, thread_main, (void *)n);
         pthread_create(&b, NULL, thread_main, (void *)n);
+        pthread_join(a, NULL);
+        pthread_join(b, NULL);
+    } else if (!strcmp(mode, "tsys")) {
+        pthread_t a, b;
+        pthread_create(&a, NULL, thread_sys, (void *)n);
+        pthread_create(&b, NULL, thread_sys, (void *)n);
+        pthread_join(a, NULL);
+        pthread_join(b, NULL);
+    } else if (!strcmp(mode, "tspawn")) {
+        /* Threads spin while the main thread vforks (posix_spawn) a program and waits for it. */
+        pthread_t a, b;
+        pthread_create(&a, NULL, thread_main, (void *)n);
+        pthread_create(&b, NULL, thread_main, (void *)n);
+        for (int i = 0; i < 3; i++) {
+            char *args[] = {"true", NULL};
+            pid_t c;
+            if (posix_spawnp(&c, "true", NULL, NULL, args, NULL) == 0)
+                waitpid(c, NULL, 0);
+        }
         pthread_join(a, NULL);
         pthread_join(b, NULL);
     } else if (!strcmp(mode, "fork")) {

@@ -341,8 +341,10 @@ impl Machine {
         // The input is copied into scratch the first time so later calls in other clauses of this firing
         // can continue from it.
         let (start, end) = if addr == 0 {
+            // As DTrace: with no saved position (first call of the firing, or the previous string was
+            // used up) strtok(NULL, ...) returns NULL.
             if self.strtok == 0 {
-                return Err(Fault::new(FaultKind::BadAddr, 0));
+                return Ok(0);
             }
             (self.strtok, self.strtok_end)
         } else {

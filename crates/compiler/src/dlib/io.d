@@ -1,0 +1,56 @@
+/*
+ * The I/O model of DTrace's D library: fileinfo_t over the Linux struct file.
+ *
+ * Not available: fi_dirname and fi_pathname need the path of the file's dentry in its mount
+ * (a d_path subroutine we do not have yet): "" rather than a made-up path. fi_mount is
+ * "<unknown>", as DTrace on Linux defines it. The O_*
+ * values are those of x86-64 (and arm64 but for O_DIRECT, O_LARGEFILE, O_DIRECTORY, O_NOFOLLOW).
+ */
+
+typedef struct fileinfo {
+	string fi_name;			/* name (last component of the path) */
+	string fi_dirname;		/* directory: "" (see above) */
+	string fi_pathname;		/* full path: "" (see above) */
+	loff_t fi_offset;		/* offset within the file */
+	string fi_fs;			/* file system type */
+	string fi_mount;		/* mount point: "<unknown>" */
+	int fi_oflags;			/* open(2) flags */
+} fileinfo_t;
+
+inline int O_ACCMODE = 0x0003;
+inline int O_RDONLY = 0x0000;
+inline int O_WRONLY = 0x0001;
+inline int O_RDWR = 0x0002;
+inline int O_CREAT = 0x0040;
+inline int O_EXCL = 0x0080;
+inline int O_NOCTTY = 0x0100;
+inline int O_TRUNC = 0x0200;
+inline int O_APPEND = 0x0400;
+inline int O_NONBLOCK = 0x0800;
+inline int O_NDELAY = 0x0800;
+inline int O_DSYNC = 0x1000;
+inline int O_ASYNC = 0x2000;
+inline int O_DIRECT = 0x4000;
+inline int O_LARGEFILE = 0x8000;
+inline int O_DIRECTORY = 0x10000;
+inline int O_NOFOLLOW = 0x20000;
+inline int O_NOATIME = 0x40000;
+inline int O_CLOEXEC = 0x80000;
+inline int O_SYNC = 0x101000;
+inline int O_FSYNC = 0x101000;
+inline int O_RSYNC = 0x101000;
+
+translator fileinfo_t < struct file *F > {
+	fi_name = F == 0 ? "<none>" : stringof(F->f_path.dentry->d_name.name);
+	fi_dirname = F == 0 ? "<none>" : "";
+	fi_pathname = F == 0 ? "<none>" : "";
+	fi_offset = F == 0 ? 0 : F->f_pos;
+	fi_fs = F == 0 ? "<none>" : stringof(F->f_path.mnt->mnt_sb->s_type->name);
+	fi_mount = F == 0 ? "<none>" : "<unknown>";
+	fi_oflags = F == 0 ? 0 : F->f_flags;
+};
+
+/* fds[fd]: the fileinfo_t of the current process's file descriptor fd ("<none>" when not open) */
+inline fileinfo_t fds[int fd] = xlate <fileinfo_t> (
+    fd >= 0 && fd < curthread->files->fdt->max_fds ?
+    curthread->files->fdt->fd[fd] : (struct file *)0);

@@ -1,0 +1,179 @@
+//! Bit-fields: D declarations laid out as DTrace (libctf) lays them out, CTF/BTF bit-fields at any
+//! bit offset, their values (shift, mask, sign extension) through the DIF interpreter, and the
+//! errors DTrace gives for `&`, `sizeof`, `offsetof` of a bit-field and bad declarations.
+
+use std::sync::Arc;
+
+use dtrace_compiler::{compile, compile_with_types, CompileOptions, ErrTag};
+use dtrace_ctf::{Container, IntEncoding, Member, Type, TypeKind, CTF_INT_SIGNED};
+use dtrace_dif::program::Program;
+use dtrace_dif::vm::fake::{FakeContext, FakeMemory};
+use dtrace_dif::vm::{Machine, VarState, VmOptions};
+
+/// Runs every action of the first ECB with `bytes` at kernel address 0x1000 (= `arg0`), each value
+/// cut to its object's size and printed signed when `signed`.
+fn values(p: &Program, bytes: Vec<u8>) -> Vec<i64> {
+    let mut state = VarState::new(VmOptions::default());
+    let mut m = Machine::new();
+    let mut ctx = FakeContext::new();
+    ctx.args = vec![0x1000];
+    let mut mem = FakeMemory::new();
+    mem.kernel.insert(0x1000, bytes);
+    m.begin_firing();
+    let mut out = Vec::new();
+    for a in &p.ecbs[0].actions {
+        let o = a.difo.as_ref().expect("object");
+        dtrace_dif::verify::verify(o).expect("verifies");
+        let r = m
+            .run(o, &mut state, &mut ctx, &mut mem)
+            .unwrap_or_else(|f| panic!("fault {f:?}"));
+        let bits = o.rtype.size * 8;
+        let v = if bits > 0 && bits < 64 {
+            ((r << (64 - bits)) as i64) >> (64 - bits)
+        } else {
+            r as i64
+        };
+        out.push(v);
+    }
+    out
+}
+
+#[test]
+fn d_declared_bitfields_in_dtrace_layout() {
+    let src = "struct bf { unsigned int a:3; int b:5; unsigned int c:12; char d; long e:40; };
+        BEGIN { trace(((struct bf *)arg0)->a); trace(((struct bf *)arg0)->b);
+                trace(((struct bf *)arg0)->c); trace(((struct bf *)arg0)->d);
+                trace(((struct bf *)arg0)->e); trace(sizeof (struct bf));
+                trace(offsetof(struct bf, d)); trace(((struct bf *)arg0)->b + 1); }";
+    let p = compile(src, &CompileOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+    // a: byte 0; b: byte 1; c: bytes 2-3; d: byte 4; e: bytes 8-15 (8-byte word); size 16
+    let mut b = vec![0u8; 16];
+    b[0] = 0xf8 | 5; // a = 5, garbage above its 3 bits
+    b[1] = 0xe0 | 0b11101; // b = -3 in 5 bits
+    b[2..4].copy_from_slice(&(0xf000u16 | 0xabc).to_le_bytes());
+    b[4] = b'x';
+    b[8..16].copy_from_slice(&((-2i64 as u64 & 0xff_ffff_ffff) | 0xabcd << 48).to_le_bytes());
+    assert_eq!(values(&p, b), [5, -3, 0xabc, b'x' as i64, -2, 16, 4, -2]);
+}
+
+#[test]
+fn ctf_bitfields_at_bit_offsets() {
+    // struct flags { int lo; unsigned int f1:1, f2:4; int s:7; unsigned long long hi:20; }
+    // as a C compiler packs it: f1 at bit 32, f2 at 33, s at 37, hi at 64
+    let mut c = Container::new();
+    let int = c.add(Type::new(
+        "int",
+        TypeKind::Integer(IntEncoding {
+            flags: CTF_INT_SIGNED,
+            offset: 0,
+            bits: 32,
+        }),
+        4,
+    ));
+    let field = |c: &mut Container, name: &str, signed: bool, bits: u16, size: u64| {
+        c.add(Type {
+            name: name.into(),
+            kind: TypeKind::Integer(IntEncoding {
+                flags: if signed { CTF_INT_SIGNED } else { 0 },
+                offset: 0,
+                bits,
+            }),
+            size,
+            root: false,
+        })
+    };
+    let u1 = field(&mut c, "unsigned int", false, 1, 4);
+    let u4 = field(&mut c, "unsigned int", false, 4, 4);
+    let s7 = field(&mut c, "int", true, 7, 4);
+    let h20 = field(&mut c, "unsigned long long", false, 20, 8);
+    let m = |name: &str, type_id, offset_bits| Member {
+        name: name.into(),
+        type_id,
+        offset_bits,
+    };
+    c.add(Type::new(
+        "flags",
+        TypeKind::Struct(vec![
+            m("lo", int, 0),
+            m("f1", u1, 32),
+            m("f2", u4, 33),
+            m("s", s7, 37),
+            m("hi", h20, 64),
+        ]),
+        16,
+    ));
+    let src = "BEGIN { this->f = (struct flags *)arg0; trace(this->f->lo); trace(this->f->f1);
+        trace(this->f->f2); trace(this->f->s); trace(this->f->hi); trace(sizeof (this->f->lo)); }";
+    let p = compile_with_types(
+        src,
+        &CompileOptions::default(),
+        vec![Box::new(dtrace_compiler::ctf_types::CtfTypes::new(
+            Arc::new(c),
+        ))],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let word: u32 = 1 | (9 << 1) | ((-5i32 as u32 & 0x7f) << 5) | (0xfff << 20);
+    let mut b = vec![0u8; 16];
+    b[0..4].copy_from_slice(&(-7i32).to_le_bytes());
+    b[4..8].copy_from_slice(&word.to_le_bytes());
+    b[8..16].copy_from_slice(&(0x12345u64 | 0xfff << 40).to_le_bytes());
+    // trace(this->f) is the first action (an assignment): skip it
+    let v = values(&p, b);
+    assert_eq!(&v[1..], [-7, 1, 9, -5, 0x12345, 4]);
+}
+
+fn tag(src: &str) -> (ErrTag, String) {
+    let e = compile(src, &CompileOptions::default()).unwrap_err();
+    (e.tag, e.message)
+}
+
+#[test]
+fn bitfield_errors_are_dtraces() {
+    let decl = "struct bf { int a:3; int b; };\n";
+    assert_eq!(
+        tag(&format!(
+            "{decl}BEGIN {{ trace(&((struct bf *)arg0)->a); }}"
+        )),
+        (
+            ErrTag::D_ADDROF_BITFIELD,
+            "cannot take address of bit-field".into()
+        )
+    );
+    assert_eq!(
+        tag(&format!(
+            "{decl}BEGIN {{ trace(sizeof (((struct bf *)arg0)->a)); }}"
+        )),
+        (
+            ErrTag::D_SIZEOF_BITFIELD,
+            "cannot apply sizeof to a bit-field".into()
+        )
+    );
+    assert_eq!(
+        tag(&format!("{decl}BEGIN {{ trace(offsetof(struct bf, a)); }}")),
+        (
+            ErrTag::D_OFFSETOF_BITFIELD,
+            "cannot take offset of a bit-field: a".into()
+        )
+    );
+    assert_eq!(
+        tag("struct bf { int a:33; };"),
+        (
+            ErrTag::D_DECL_BFSIZE,
+            "bit-field too big for type: a".into()
+        )
+    );
+    assert_eq!(
+        tag("struct bf { string a:3; };"),
+        (
+            ErrTag::D_DECL_BFTYPE,
+            "invalid type for bit-field: a".into()
+        )
+    );
+    assert_eq!(
+        tag("struct bf { int a:-1; };"),
+        (
+            ErrTag::D_DECL_BFCONST,
+            "positive integral constant expression expected as bit-field size".into()
+        )
+    );
+}

@@ -1,0 +1,267 @@
+//! The D library over the running kernel's types (BTF converted to CTF): `curpsinfo`,
+//! `curlwpsinfo`, `xlate<psinfo_t *>(curthread)`, whole translated structs in clause-locals and
+//! `fileinfo_t`; the DIF they compile to (plain loads off `curthread` for one member, a struct built
+//! in scratch for a whole translation) and its verification. Skipped where no BTF is published.
+
+use std::path::Path;
+use std::sync::{Arc, OnceLock};
+
+use dtrace_compiler::ctf_types::CtfTypes;
+use dtrace_compiler::{compile_with_types, listing, CompileError, CompileOptions};
+use dtrace_ctf::{Container, KernelTypes, SYS_KERNEL_BTF};
+use dtrace_dif::program::Program;
+
+fn vmlinux() -> Option<Arc<Container>> {
+    static K: OnceLock<Option<Arc<Container>>> = OnceLock::new();
+    K.get_or_init(|| {
+        let have = Path::new(SYS_KERNEL_BTF).join("vmlinux").exists();
+        if !have {
+            return None;
+        }
+        let k = KernelTypes::load(Path::new(SYS_KERNEL_BTF)).expect("vmlinux BTF converts");
+        Some(Arc::clone(&k.vmlinux))
+    })
+    .clone()
+}
+
+fn have_kernel(test: &str) -> Option<Arc<Container>> {
+    let k = vmlinux();
+    if !dtrace_testkit::skip_unless(k.is_some(), test, "no /sys/kernel/btf/vmlinux") {
+        return None;
+    }
+    k
+}
+
+fn compile_k(k: &Arc<Container>, src: &str) -> Result<Program, CompileError> {
+    compile_with_types(
+        src,
+        &CompileOptions::default(),
+        vec![Box::new(CtfTypes::new(Arc::clone(k)))],
+    )
+}
+
+fn verified(p: &Program) {
+    for e in &p.ecbs {
+        for o in e
+            .predicate
+            .iter()
+            .chain(e.actions.iter().filter_map(|a| a.difo.as_ref()))
+        {
+            dtrace_dif::verify::verify(o).unwrap_or_else(|v| panic!("{v:?}\n{}", listing(p)));
+        }
+    }
+}
+
+#[test]
+fn curpsinfo_members_are_loads_off_curthread() {
+    let Some(k) = have_kernel("curpsinfo_members_are_loads_off_curthread") else {
+        return;
+    };
+    let p = compile_k(
+        &k,
+        "syscall::openat:entry { trace(curpsinfo->pr_fname); trace(curpsinfo->pr_pid); \
+         trace(curpsinfo->pr_ppid); trace(curlwpsinfo->pr_lwpid); trace(curpsinfo->pr_uid); }",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    verified(&p);
+    let l = listing(&p);
+    assert!(!l.contains("allocs"), "a member needs no struct: {l}");
+    // every object starts from curthread (built-in variable 0x100) and loads members off it
+    let objs: Vec<_> = p.ecbs[0]
+        .actions
+        .iter()
+        .filter_map(|a| a.difo.as_ref())
+        .collect();
+    assert_eq!(objs.len(), 5);
+    for o in &objs {
+        let text = dtrace_dif::disasm::listing_body(o);
+        assert!(text.contains("ldgs DT_VAR(256)"), "{text}");
+    }
+    // pr_fname is the task's comm: a 16-byte char array; pr_pid a 4-byte pid_t
+    assert_eq!(objs[0].rtype.size, 16);
+    assert_eq!(objs[1].rtype.size, 4);
+}
+
+#[test]
+fn whole_translations_build_the_struct_in_scratch() {
+    let Some(k) = have_kernel("whole_translations_build_the_struct_in_scratch") else {
+        return;
+    };
+    let p = compile_k(
+        &k,
+        "BEGIN { this->ps = xlate<psinfo_t>(curthread); trace(this->ps.pr_pid); \
+         trace(sizeof (this->ps)); this->p = curpsinfo; trace(this->p->pr_ppid); \
+         trace(xlate<lwpsinfo_t *>(curthread)->pr_sname); trace(xlate<psinfo_t>(curthread).pr_sid); }",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    verified(&p);
+    let l = listing(&p);
+    assert_eq!(l.matches("allocs").count(), 2, "{l}");
+    // sizeof (psinfo_t) with its nested lwpsinfo_t: 416 bytes, as gcc lays out the same C struct
+    let sz = &p.ecbs[0].actions[2];
+    let text = dtrace_dif::disasm::listing_body(sz.difo.as_ref().unwrap());
+    assert!(text.contains("0x1a0"), "{text}");
+}
+
+#[test]
+fn fileinfo_from_struct_file() {
+    let Some(k) = have_kernel("fileinfo_from_struct_file") else {
+        return;
+    };
+    let p = compile_k(
+        &k,
+        "BEGIN { f = (struct file *)arg0; trace(xlate<fileinfo_t *>(f)->fi_name); \
+         trace(xlate<fileinfo_t>(f).fi_offset); this->fi = xlate<fileinfo_t>(f); \
+         trace(this->fi.fi_fs); trace(O_WRONLY | O_CREAT); }",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    verified(&p);
+}
+
+#[test]
+fn library_errors_read_as_dtrace_writes_them() {
+    let Some(k) = have_kernel("library_errors_read_as_dtrace_writes_them") else {
+        return;
+    };
+    let e = compile_k(&k, "BEGIN { trace(curpsinfo->pr_lwp.pr_lwpid); }").unwrap_err();
+    assert_eq!(
+        e.message,
+        "translator does not define conversion for member: pr_lwp"
+    );
+    let e = compile_k(&k, "BEGIN { trace(curpsinfo->pr_nosuch); }").unwrap_err();
+    assert_eq!(e.message, "pr_nosuch is not a member of psinfo_t");
+    let e = compile_k(&k, "BEGIN { trace(curpsinfo.pr_pid); }").unwrap_err();
+    assert!(e.message.contains("operator . cannot be applied"), "{e}");
+    let e = compile_k(&k, "BEGIN { curpsinfo->pr_pid = 1; }").unwrap_err();
+    assert!(e.message.contains("writable"), "{e}");
+    let e = compile_k(&k, "BEGIN { trace(xlate<psinfo_t *>(1)->pr_pid); }").unwrap_err();
+    assert!(e.message.contains("cannot translate from"), "{e}");
+}
+
+#[test]
+fn user_translators_beside_the_library() {
+    let Some(k) = have_kernel("user_translators_beside_the_library") else {
+        return;
+    };
+    let p = compile_k(
+        &k,
+        "typedef struct mine { int m_pid; string m_name; } mine_t;\n\
+         translator mine_t < struct task_struct *T > { m_pid = T->pid; m_name = stringof(T->comm); };\n\
+         BEGIN { trace(xlate<mine_t *>(curthread)->m_name); this->m = xlate<mine_t>(curthread); \
+         trace(this->m.m_pid); trace(curpsinfo->pr_pid); }",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    verified(&p);
+}
+
+#[test]
+fn bufinfo_and_devinfo_from_struct_bio() {
+    let Some(k) = have_kernel("bufinfo_and_devinfo_from_struct_bio") else {
+        return;
+    };
+    let p = compile_k(
+        &k,
+        "BEGIN { b = (struct bio *)arg0; trace(xlate<bufinfo_t *>(b)->b_flags & B_READ); \
+         trace(xlate<bufinfo_t *>(b)->b_bcount); trace(xlate<devinfo_t *>(b)->dev_statname); \
+         trace(xlate<devinfo_t *>(b)->dev_pathname); trace(xlate<devinfo_t *>(b)->dev_major); \
+         this->d = xlate<devinfo_t>(b); trace(this->d.dev_minor); }",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    verified(&p);
+}
+
+/// Runs each action of the first ECB of `p` and returns the values (strings as text).
+fn run_values(
+    p: &Program,
+    ctx: &mut dtrace_dif::vm::fake::FakeContext,
+    mem: &mut dtrace_dif::vm::fake::FakeMemory,
+) -> Vec<String> {
+    use dtrace_dif::vm::{Machine, VarState, VmOptions};
+    let mut state = VarState::new(VmOptions::default());
+    let mut m = Machine::new();
+    m.begin_firing();
+    let mut out = Vec::new();
+    for a in &p.ecbs[0].actions {
+        let o = a.difo.as_ref().expect("object");
+        let r = m
+            .run(o, &mut state, ctx, mem)
+            .unwrap_or_else(|f| panic!("fault {f:?}\n{}", listing(p)));
+        if o.rtype.is_string() {
+            let s = m.read_string_result(o, mem, r).expect("string");
+            out.push(String::from_utf8_lossy(&s).into_owned());
+        } else {
+            out.push(r.to_string());
+        }
+    }
+    out
+}
+
+#[test]
+fn curpsinfo_values_from_a_task_in_memory() {
+    let Some(k) = have_kernel("curpsinfo_values_from_a_task_in_memory") else {
+        return;
+    };
+    // the offsets of the running kernel's task_struct, as the compiler sees them
+    let offs = compile_k(
+        &k,
+        "BEGIN { trace(offsetof(struct task_struct, tgid)); trace(offsetof(struct task_struct, pid)); \
+         trace(offsetof(struct task_struct, real_parent)); trace(offsetof(struct task_struct, comm)); \
+         trace(offsetof(struct task_struct, prio)); trace(sizeof (struct task_struct)); }",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let mut ctx = dtrace_dif::vm::fake::FakeContext::new();
+    let mut mem = dtrace_dif::vm::fake::FakeMemory::new();
+    let o: Vec<usize> = run_values(&offs, &mut ctx, &mut mem)
+        .iter()
+        .map(|v| v.parse().unwrap())
+        .collect();
+    let (tgid, pid, parent, comm, prio, size) = (o[0], o[1], o[2], o[3], o[4], o[5]);
+    let (me, dad) = (0x10_0000u64, 0x20_0000u64);
+    let mut task = vec![0u8; size];
+    task[tgid..tgid + 4].copy_from_slice(&4242i32.to_le_bytes());
+    task[pid..pid + 4].copy_from_slice(&4243i32.to_le_bytes());
+    task[parent..parent + 8].copy_from_slice(&dad.to_le_bytes());
+    task[comm..comm + 6].copy_from_slice(b"mycmd\0");
+    task[prio..prio + 4].copy_from_slice(&120i32.to_le_bytes());
+    let mut father = vec![0u8; size];
+    father[tgid..tgid + 4].copy_from_slice(&1i32.to_le_bytes());
+    mem.kernel.insert(me, task);
+    mem.kernel.insert(dad, father);
+    ctx.ints.insert(dtrace_dif::vars::DIF_VAR_CURTHREAD, me);
+    let p = compile_k(
+        &k,
+        "BEGIN { trace(curpsinfo->pr_pid); trace(curpsinfo->pr_ppid); \
+         trace(stringof(curpsinfo->pr_fname)); trace(curlwpsinfo->pr_lwpid); \
+         trace(curlwpsinfo->pr_pri); trace(curpsinfo->pr_addr == (uintptr_t)curthread); \
+         trace(curpsinfo->pr_dmodel == PR_MODEL_LP64); trace(curpsinfo->pr_zoneid); }",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    verified(&p);
+    assert_eq!(
+        run_values(&p, &mut ctx, &mut mem),
+        ["4242", "1", "mycmd", "4243", "120", "1", "1", "0"]
+    );
+}
+
+#[test]
+fn fds_inline_array() {
+    let Some(k) = have_kernel("fds_inline_array") else {
+        return;
+    };
+    let p = compile_k(
+        &k,
+        "syscall::write:entry { trace(fds[arg0].fi_name); trace(fds[1].fi_oflags & O_WRONLY); \
+         this->f = fds[0]; trace(this->f.fi_offset); }",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    verified(&p);
+    let e = compile_k(&k, "BEGIN { fds[0] = 1; }").unwrap_err();
+    assert_eq!(
+        e.message,
+        "operator = can only be applied to a writable variable"
+    );
+    let e = compile_k(&k, "BEGIN { trace(fds[\"a\"].fi_name); }").unwrap_err();
+    assert_eq!(e.tag, dtrace_compiler::ErrTag::D_PROTO_ARG, "{e}");
+    let e = compile_k(&k, "BEGIN { trace(fds[1, 2].fi_name); }").unwrap_err();
+    assert_eq!(e.tag, dtrace_compiler::ErrTag::D_PROTO_LEN, "{e}");
+}
