@@ -185,6 +185,22 @@ fn ustack_of_the_target_names_its_functions_after_it_exited() {
 }
 
 #[test]
+fn ustack_with_a_depth_and_string_space_keeps_that_many_frames() {
+    if !kernel_ok("ustack_with_a_depth_and_string_space_keeps_that_many_frames") {
+        return;
+    }
+    let out = run_on_prog("profile-997 /pid == $target && arg1/ { @[ustack(2, 64)] = count(); }");
+    let entries = stacks(&out);
+    assert!(entries.iter().all(|(f, _)| f.len() <= 2), "{out}");
+    assert!(
+        entries.iter().any(|(f, _)| f.len() == 2
+            && f[0].starts_with("lpspin`spin+0x")
+            && f[1].starts_with("lpspin`main+0x")),
+        "{out}"
+    );
+}
+
+#[test]
 fn kernel_stacks_of_samples_are_vmlinux_frames() {
     if !kernel_ok("kernel_stacks_of_samples_are_vmlinux_frames") {
         return;
