@@ -76,10 +76,13 @@ pub fn load_vdso() -> Option<ElfSymbols> {
 /// The most processes whose mappings are remembered at once (the oldest half is forgotten past it).
 pub const MAX_PROCESSES: usize = 1 << 15;
 
-/// The mappings of one process as first seen, with the `execname` it had then (a different one
-/// later means it has exec'd, and the mappings are read again).
+/// The most thread names remembered for one process (past it, names no longer trigger a re-read).
+pub const MAX_NAMES: usize = 32;
+
+/// The mappings of one process as first seen, with the thread names (`execname`) seen since they
+/// were read: a name never seen means it has probably exec'd, and the mappings are read again.
 struct ProcessMaps {
-    comm: Option<String>,
+    comms: Vec<String>,
     maps: Vec<Mapping>,
     /// Read again once since, for an address outside every mapping.
     refreshed: bool,
@@ -116,7 +119,7 @@ impl Symbolizer {
     /// its addresses resolve after it has exited. The ELF files are read when first needed.
     pub fn note_process(&mut self, pid: u32) {
         if !self.maps.contains_key(&pid) {
-            self.read_process(pid, None);
+            self.read_process(pid, Vec::new());
         }
     }
 
@@ -124,13 +127,23 @@ impl Symbolizer {
     /// the mappings are read again when the process has exec'd since they were read (a new
     /// `execname`). Cheap when nothing changed (one lookup).
     pub fn note_process_as(&mut self, pid: u32, comm: &str) {
-        match self.maps.get(&pid) {
-            Some(p) if p.comm.as_deref().is_none_or(|c| c == comm) => {}
-            _ => self.read_process(pid, Some(comm.to_string())),
-        }
+        let comms = match self.maps.get_mut(&pid) {
+            Some(p) if p.comms.is_empty() => {
+                p.comms.push(comm.to_string());
+                return;
+            }
+            Some(p) if p.comms.len() >= MAX_NAMES || p.comms.iter().any(|c| c == comm) => return,
+            Some(p) => {
+                let mut c = std::mem::take(&mut p.comms);
+                c.push(comm.to_string());
+                c
+            }
+            None => vec![comm.to_string()],
+        };
+        self.read_process(pid, comms);
     }
 
-    fn read_process(&mut self, pid: u32, comm: Option<String>) {
+    fn read_process(&mut self, pid: u32, comms: Vec<String>) {
         // A process that is gone is remembered without mappings (and not read again) until it
         // shows up under another name.
         let (maps, gone) = match read_maps(pid) {
@@ -144,7 +157,7 @@ impl Symbolizer {
         self.maps.insert(
             pid,
             ProcessMaps {
-                comm,
+                comms,
                 maps,
                 refreshed: gone,
                 seq: self.seq,
@@ -179,7 +192,7 @@ impl Symbolizer {
                 .cloned()
         };
         match self.maps.get(&pid) {
-            None => self.read_process(pid, None),
+            None => self.read_process(pid, Vec::new()),
             Some(p) => {
                 if let Some(m) = find(p) {
                     return Some(m);
@@ -187,11 +200,9 @@ impl Symbolizer {
                 if p.refreshed {
                     return None;
                 }
-                let comm = p.comm.clone();
                 if let Ok(maps) = read_maps(pid) {
                     if let Some(p) = self.maps.get_mut(&pid) {
                         p.maps = maps;
-                        p.comm = comm;
                     }
                 }
                 if let Some(p) = self.maps.get_mut(&pid) {
@@ -386,6 +397,27 @@ mod tests {
             "libc.so.6`0x7f00"
         );
         assert_eq!(format_frame(None, None, 0xdead), "0xdead");
+    }
+
+    #[test]
+    fn processes_are_read_again_only_under_new_names() {
+        let me = std::process::id();
+        let mut s = Symbolizer::new();
+        s.note_process_as(me, "main");
+        assert_eq!(s.processes(), 1);
+        let seq = s.maps[&me].seq;
+        // Threads of the process with their own names: one re-read each, then none.
+        for name in ["main", "worker", "main", "worker", "worker"] {
+            s.note_process_as(me, name);
+        }
+        assert_eq!(s.maps[&me].seq, seq + 1);
+        assert_eq!(s.maps[&me].comms, ["main", "worker"]);
+        // A gone process is remembered as gone, not read at every event.
+        let gone = u32::MAX - 1;
+        s.note_process_as(gone, "x");
+        s.note_process_as(gone, "x");
+        assert!(s.maps[&gone].maps.is_empty() && s.maps[&gone].refreshed);
+        assert_eq!(s.resolve_user(gone, 0x1000), None);
     }
 
     #[test]
