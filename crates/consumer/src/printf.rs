@@ -124,6 +124,12 @@ pub struct FmtEnv<'a> {
     /// `$target`'s pid (0: none): `%A` of a bare address resolves in that process, as
     /// `pfprint_uaddr` does.
     pub target: u64,
+    /// How distribution bars are drawn (`aggzoom`, `encoding`).
+    pub style: quantize::GraphStyle,
+    /// The `agghist` option.
+    pub agghist: bool,
+    /// The `aggpack` option.
+    pub aggpack: bool,
 }
 
 fn conv_for(name: &str) -> Option<(ConvKind, u8)> {
@@ -600,7 +606,6 @@ fn agg_value(
     spec: &Spec,
     av: &AggValue<'_>,
 ) -> Result<()> {
-    let _ = env;
     match av.action {
         ActionKind::AggAvg => {
             let v = aggvalue::average(av.data, av.normal)?;
@@ -610,9 +615,11 @@ fn agg_value(
             let v = aggvalue::stddev(av.data, av.normal)? as i64;
             print_int_value(out, conv, spec, v)
         }
-        ActionKind::AggQuantize => quantize::print_quantize(out, av.data, av.normal),
-        ActionKind::AggLquantize => quantize::print_lquantize(out, av.data, av.normal),
-        ActionKind::AggLlquantize => quantize::print_llquantize(out, av.data, av.normal),
+        ActionKind::AggQuantize => quantize::print_quantize(out, av.data, av.normal, &env.style),
+        ActionKind::AggLquantize => quantize::print_lquantize(out, av.data, av.normal, &env.style),
+        ActionKind::AggLlquantize => {
+            quantize::print_llquantize(out, av.data, av.normal, &env.style)
+        }
         _ => match conv.kind {
             ConvKind::Uint => print_uint(out, conv, spec, av.data, av.normal),
             ConvKind::Sint => print_sint(out, conv, spec, av.data, av.normal),
