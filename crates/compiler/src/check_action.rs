@@ -904,6 +904,15 @@ impl<'o> Checker<'o> {
                     }
                     vals.push(v);
                 }
+                // The value record always follows, as in DTrace: without a value it is the
+                // constant 0, which the consumer reads as "set" (so the next action's record is
+                // never taken for this option's value).
+                if vals.len() == 1 {
+                    vals.push(self.cook(&Expr {
+                        kind: ExprKind::Int(0, Default::default()),
+                        line,
+                    })?);
+                }
                 let mut it = vals.into_iter();
                 let mut p = Plan::new(ActionKind::LibAct, it.next());
                 p.arg = LibAction::Setopt as u64;
