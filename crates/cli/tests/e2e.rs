@@ -338,3 +338,21 @@ fn aggregation_display_options_from_x_pragma_and_setopt() {
         )
     );
 }
+
+#[test]
+fn wide_character_printf_conversions() {
+    let o = dtrace(&[
+        "-qn",
+        "int w[4]; BEGIN { w[0] = 0x68; w[1] = 0xe9; printf(\"%lc%lc|%3wc|[%ls|%-4ws]\\n\", 0x48, 0xe9, 0x20ac, w, w); exit(0); }",
+    ]);
+    assert_eq!(o.rc, 0, "{}", o.stderr);
+    assert_eq!(o.stderr, "");
+    assert_eq!(o.stdout, "H\u{e9}|\u{20ac}|[h\u{e9}|h\u{e9} ]\n\n");
+    // A value with no multibyte form stops processing, as the C library's EILSEQ does DTrace's.
+    let o = dtrace(&["-qn", "BEGIN { printf(\"[%lc]\\n\", 0xd800); exit(0); }"]);
+    assert_eq!(o.rc, 1);
+    assert_eq!(
+        o.stderr,
+        "dtrace: processing aborted: wide character 0xd800 has no multibyte form: Illegal byte sequence\n"
+    );
+}

@@ -454,6 +454,7 @@ impl<'o> Checker<'o> {
             ConvArg::Int | ConvArg::Char | ConvArg::Time => t.is_integer(ty),
             ConvArg::IntOrPtr => t.is_integer(ty) || t.is_pointer(ty),
             ConvArg::Str => t.is_strcompat(ty),
+            ConvArg::WideStr => t.is_wstrcompat(ty),
             ConvArg::Float => t.is_float(ty),
             ConvArg::Stack => false,
             _ => true,
