@@ -3,9 +3,8 @@
 //! the consumer's merged copy of the aggregations ([`aggregate`]), and every output format byte-exact
 //! with DTrace: `printf` ([`printf`], on the C engine [`cformat`]), `trace()` and byte dumps
 //! ([`bytes`]), aggregation printing and `printa` ([`aggprint`]), the `agghist`/`aggpack` layouts
-//! ([`aggdisplay`]), distribution graphs ([`quantize`]),
-//! stacks and symbols ([`stack`], [`symbols`]), options ([`options`]), drop and error messages
-//! ([`status`]).
+//! ([`aggdisplay`]), distribution graphs ([`quantize`]), stacks and symbols ([`stack`], [`symbols`]),
+//! options ([`options`]), drop and error messages ([`status`]).
 //!
 //! It does not compile D (`dtrace-compiler`) nor run probes (`dtrace-framework`, `dtrace-linux`): those
 //! are reached through the [`handle::Compiler`] and [`handle::Tracer`] seams. It makes no OS calls of its
