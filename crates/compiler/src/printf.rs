@@ -14,6 +14,8 @@ pub enum ConvArg {
     Char,
     /// `%s`, `%S`.
     Str,
+    /// `%ls`, `%ws`: an array of 32-bit integers (`wchar_t []`).
+    WideStr,
     /// `%e`, `%f`, `%g`.
     Float,
     /// `%k`: a stack.
@@ -44,6 +46,7 @@ impl ConvArg {
             ConvArg::IntOrPtr => "pointer or integer",
             ConvArg::Char => "char",
             ConvArg::Str => "char [] or string (or use stringof)",
+            ConvArg::WideStr => "wchar_t []",
             ConvArg::Float => "double",
             ConvArg::Stack => "stack",
             ConvArg::Time => "int64_t",
@@ -98,7 +101,11 @@ pub fn parse(fmt: &str, func: &str, line: u32) -> CResult<Vec<Conv>> {
             }
         };
         let name = format!("{mods}{c}");
+        let wide = mods == "l" || mods == "w";
         let arg = match c {
+            // %lc and %wc take a wint_t / wchar_t: an int.
+            'c' if wide => ConvArg::Int,
+            's' if wide => ConvArg::WideStr,
             '%' => ConvArg::None,
             'd' | 'i' | 'o' | 'u' | 'D' | 'O' | 'U' => ConvArg::Int,
             'x' | 'X' | 'p' | 'P' | 'a' | 'A' => ConvArg::IntOrPtr,
