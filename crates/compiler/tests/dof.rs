@@ -95,7 +95,13 @@ fn every_script_round_trips_through_dof() {
         let bytes = write_dof(&f).unwrap();
         assert_eq!(read_dof(&bytes).unwrap(), f);
         assert_eq!(program_from_dof_bytes(&bytes).unwrap(), expected(&p));
-        let elf = dof_to_elf(&bytes, object::Architecture::X86_64, &[]).unwrap();
+        let extras = ProgramDofExtras {
+            comments: Some("Sun D 1.13".into()),
+            utsname: Some(Utsname::new(["Linux", "h", "6", "#1", "x86_64"])),
+        };
+        let dt = program_to_dof_bytes(&p, &extras).unwrap();
+        assert_eq!(program_from_dof_bytes(&dt).unwrap(), expected(&p));
+        let elf = dof_to_elf(&dt, object::Architecture::X86_64, &[]).unwrap();
         assert_eq!(program_from_dof_bytes(&elf).unwrap(), expected(&p));
     }
 }
@@ -286,6 +292,30 @@ fn small_program_section_layout() {
             u64s(&b, o + 24) as usize,
         )
     };
+    // DTrace's layout: after the header and section headers, each loadable section's data in
+    // section order at its alignment, the string table's after them all, then from the next 8-byte
+    // boundary the unloadable sections'.
+    let mut pos = 64 + 32 * n;
+    let mut want_off = vec![0; n];
+    for i in (1..n - 2).chain([0]) {
+        let (_, align, _, _, _, size) = hdr(i);
+        pos = pos.div_ceil(align as usize) * align as usize;
+        want_off[i] = pos;
+        pos += size;
+    }
+    let want_loadsz = pos;
+    pos = pos.div_ceil(8) * 8;
+    for (i, w) in want_off.iter_mut().enumerate().skip(n - 2) {
+        *w = pos;
+        pos += hdr(i).5;
+    }
+    assert_eq!(
+        (0..n).map(|i| hdr(i).4).collect::<Vec<_>>(),
+        want_off,
+        "section offsets"
+    );
+    assert_eq!(pos, b.len());
+    assert_eq!(u64s(&b, 40) as usize, want_loadsz);
     let mut loadsz = 0;
     for (i, &t) in types.iter().enumerate() {
         let (ty, align, flags, entsize, off, size) = hdr(i);

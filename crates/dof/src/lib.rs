@@ -48,4 +48,4 @@ pub use program::{
 };
 pub use read::{read_dof, read_header, read_section_headers, DofHeaderInfo, RawSection};
 pub use validate::validate;
-pub use write::{encoded_size, write_dof, MAX_DOF_SIZE};
+pub use write::{encoded_size, write_dof, write_dof_dtrace_layout, MAX_DOF_SIZE};

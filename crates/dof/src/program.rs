@@ -495,10 +495,17 @@ pub fn program_to_dof(p: &Program, extras: &ProgramDofExtras) -> Result<DofFile>
     Ok(f)
 }
 
-/// The DOF bytes of a compiled program ([`program_to_dof`] then [`crate::write_dof`]).
+/// The DOF bytes of a compiled program: [`program_to_dof`], written in DTrace's layout (the string
+/// table's data after the other loadable sections', see [`crate::write_dof_dtrace_layout`]).
 pub fn program_to_dof_bytes(p: &Program, extras: &ProgramDofExtras) -> Result<Vec<u8>> {
-    Ok(crate::write_dof(&program_to_dof(p, extras)?)?)
+    Ok(crate::write_dof_dtrace_layout(
+        &program_to_dof(p, extras)?,
+        PROGRAM_STRTAB,
+    )?)
 }
+
+/// The section index of a program's string table.
+pub const PROGRAM_STRTAB: u32 = 0;
 
 fn string(f: &DofFile, section: u32, strtab: u32, off: u64) -> Result<String> {
     let bad = |why: String| ProgramDofError::BadSection { section, why };
