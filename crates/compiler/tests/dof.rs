@@ -213,6 +213,15 @@ fn loader_rejects_what_dtrace_rejects() {
         program_from_dof(&f),
         Err(ProgramDofError::UnknownAction { kind: 0x0999, .. })
     ));
+    // printf needs its format string.
+    if let SectionData::ActDesc(a) = &mut f.sections[k].data {
+        a[0].kind = ActionKind::Printf as u32;
+        a[0].strtab = DOF_SECIDX_NONE;
+    }
+    assert!(matches!(
+        program_from_dof(&f),
+        Err(ProgramDofError::BadSection { .. })
+    ));
     let mut f = program_to_dof(&p, &ProgramDofExtras::default()).unwrap();
     let k = f
         .sections
@@ -231,6 +240,21 @@ fn loader_rejects_what_dtrace_rejects() {
         o[0].value = 0;
     }
     assert!(program_from_dof(&f).is_err());
+    // A DIF object the verifier refuses (its last instruction is not `ret`) is not loaded.
+    let mut f = program_to_dof(&p, &ProgramDofExtras::default()).unwrap();
+    let k = f
+        .sections
+        .iter()
+        .position(|s| matches!(s.data, SectionData::Dif(_)))
+        .unwrap();
+    if let SectionData::Dif(w) = &mut f.sections[k].data {
+        w.pop();
+        w.push(0x0000_0000);
+    }
+    assert!(matches!(
+        program_from_dof(&f),
+        Err(ProgramDofError::BadDifo { .. })
+    ));
 }
 
 fn u32s(b: &[u8], at: usize) -> u32 {

@@ -65,6 +65,14 @@ pub enum ProgramDofError {
         /// What is wrong.
         why: String,
     },
+    /// A DIF object fails the load-time verifier (DTrace's `dtrace_difo_validate`).
+    #[error("section {section}: {source}")]
+    BadDifo {
+        /// The object's `DIFOHDR` section.
+        section: u32,
+        /// What the verifier found.
+        source: dtrace_dif::verify::VerifyError,
+    },
     /// An action kind DTrace does not define.
     #[error("section {section}: unknown action kind {kind:#x}")]
     UnknownAction {
@@ -521,13 +529,19 @@ fn string(f: &DofFile, section: u32, strtab: u32, off: u64) -> Result<String> {
         .ok_or_else(|| bad(format!("bad string offset {off} in section {strtab}")))
 }
 
+/// The DIF object whose `DIFOHDR` is section `hdr`, verified as DTrace's kernel verifies it on load.
 fn load_difo(f: &DofFile, hdr: u32) -> Result<DifObject> {
-    Ok(DifObject::from(&f.difo(hdr)?))
+    let o = DifObject::from(&f.difo(hdr)?);
+    dtrace_dif::verify::verify(&o).map_err(|source| ProgramDofError::BadDifo {
+        section: hdr,
+        source,
+    })?;
+    Ok(o)
 }
 
 /// Loads the program a DOF object describes, as DTrace's kernel does: every loadable `ECBDESC` in
 /// section order with its probe description, predicate and actions, and every `OPTDESC`. The object
-/// is validated first ([`crate::validate`]); see the module documentation for what comes back
+/// is validated first ([`crate::validate`]) and every DIF object passes the DIF verifier; see the module documentation for what comes back
 /// differently from what was written.
 pub fn program_from_dof(f: &DofFile) -> Result<Program> {
     crate::validate(f)?;
@@ -567,6 +581,15 @@ pub fn program_from_dof(f: &DofFile) -> Result<Program> {
                             section: e.actions,
                             kind: a.kind,
                         })?;
+                        if a.strtab == DOF_SECIDX_NONE
+                            && has_format(kind, 0)
+                            && kind != ActionKind::Printa
+                        {
+                            return Err(ProgramDofError::BadSection {
+                                section: e.actions,
+                                why: format!("{kind:?} action without a format string"),
+                            });
+                        }
                         let arg = if a.strtab != DOF_SECIDX_NONE && has_format(kind, 0) {
                             let fmt = string(f, e.actions, a.strtab, a.arg)?;
                             match p.formats.iter().position(|x| *x == fmt) {
