@@ -372,6 +372,9 @@ pub fn dof_option(name: &str, value: Option<&str>) -> Result<Option<(u32, u64)>>
 /// The name and value text of option number `id` with DOF value `v`, as the loader gives it back.
 fn option_text(id: u32, v: u64) -> Option<(String, Option<String>)> {
     let &(name, _, kind) = OPTIONS.iter().find(|o| o.1 == id)?;
+    if v > i64::MAX as u64 {
+        return None; // a negative dtrace_optval_t
+    }
     let value = match kind {
         OptKind::Flag if v == 0 => None,
         OptKind::BufPolicy => Some(["ring", "fill", "switch"].get(v as usize)?.to_string()),
@@ -590,7 +593,9 @@ pub fn program_from_dof(f: &DofFile) -> Result<Program> {
                                 why: format!("{kind:?} action without a format string"),
                             });
                         }
-                        let arg = if a.strtab != DOF_SECIDX_NONE && has_format(kind, 0) {
+                        let arg = if kind == ActionKind::Printa && a.strtab == DOF_SECIDX_NONE {
+                            NO_FORMAT // a printa without a format: its arg means nothing more
+                        } else if a.strtab != DOF_SECIDX_NONE && has_format(kind, 0) {
                             let fmt = string(f, e.actions, a.strtab, a.arg)?;
                             match p.formats.iter().position(|x| *x == fmt) {
                                 Some(k) => k as u64,
