@@ -22,7 +22,9 @@
 //!   canonical form ([`canonical_options`] says which); compile-time options (`defaultargs`,
 //!   `strip`, ...) have already acted and are not written, as in DTrace; `zone` (a zone id in
 //!   DTrace) cannot be written.
-//! - unused format strings (the compiler makes none): formats are rebuilt from the actions in order.
+//! - unused format strings (the compiler makes none): formats are rebuilt from the actions in order;
+//! - the `arg` of a `printa` without a format (the kernel ignores it): it loads as the compiler's
+//!   `NO_FORMAT` (`u64::MAX`).
 //!
 //! DTrace also marks the extra-argument actions of a printf statement with the format string; the
 //! kernel ignores that, and so do we (their `arg` stays as the compiler set it).
