@@ -274,8 +274,8 @@ fn small_program_section_layout() {
         utsname: Some(Utsname::new(["Linux", "host", "6.1", "#1", "x86_64"])),
     };
     let b = program_to_dof_bytes(&p, &extras).unwrap();
-    // dof_hdr_t: magic, LP64, LSB, DOF version 2, DIF version 2, 8 + 8 registers.
-    assert_eq!(&b[..10], b"\x7fDOF\x02\x01\x02\x02\x08\x08");
+    // dof_hdr_t: magic, LP64, LSB, DOF version 1, DIF version 2, 8 + 8 registers.
+    assert_eq!(&b[..10], b"\x7fDOF\x02\x01\x01\x02\x08\x08");
     assert_eq!(u32s(&b, 16), 0); // dofh_flags
     assert_eq!(u32s(&b, 20), 64); // dofh_hdrsize
     assert_eq!(u32s(&b, 24), 32); // dofh_secsize

@@ -4,7 +4,7 @@
 //! [`program_from_dof`]), plus the conversions between the `dif` crate's [`DifObject`] and this
 //! crate's plain [`Difo`].
 //!
-//! Layout, as DTrace writes it: section 0 is the program's string table (probe description fields and
+//! Layout, as DTrace writes it (DOF version 1, as for any program without providers): section 0 is the program's string table (probe description fields and
 //! format strings); then, for each ECB in order, its `PROBEDESC`, the predicate's DIFO sections, each
 //! action's DIFO sections, one `ACTDESC` array (when there are actions) and the `ECBDESC`; then one
 //! `OPTDESC` array for the options set by pragmas (when there are any); then, unloadable, the
@@ -422,6 +422,8 @@ fn sect(data: SectionData, align: u32, entsize: u32) -> Section {
 /// documentation).
 pub fn program_to_dof(p: &Program, extras: &ProgramDofExtras) -> Result<DofFile> {
     let mut f = DofFile::new();
+    // DTrace writes a program without providers as DOF version 1 (`dp_dofversion`).
+    f.ident.version = DOF_VERSION_1;
     let strsec = f.add(sect(SectionData::StrTab(Vec::new()), 1, 0));
     let mut st = StrTabBuilder::new();
     for ecb in &p.ecbs {
