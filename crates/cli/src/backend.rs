@@ -32,6 +32,15 @@ pub fn open() -> (Box<dyn Tracer>, Box<dyn Symbolizer>, Box<dyn Compiler>) {
     (tracer, symbols, Box::new(compiler))
 }
 
+/// The D compiler alone (nothing traced, as for `-G`), with the kernel's types.
+pub fn compiler() -> Box<dyn Compiler> {
+    let types = KernelTypeLoader::start();
+    Box::new(DCompiler {
+        types: Some(Box::new(move || types.sources())),
+        ..DCompiler::default()
+    })
+}
+
 fn tracer(linux: Option<dtrace_linux::LinuxTracing>) -> (Box<dyn Tracer>, Box<dyn Symbolizer>) {
     let ncpus = dtrace_linux::provider::framework_ncpus()
         .ok()

@@ -7,6 +7,7 @@ mod args;
 mod backend;
 mod kernel;
 mod ktypes;
+mod link;
 mod output;
 mod procs;
 mod signals;
@@ -25,7 +26,7 @@ use dtrace_consumer::status::{DropReport, ErrorReport};
 /// Exit status for errors (`E_ERROR`).
 const E_ERROR: u8 = 1;
 /// Exit status for usage errors (`E_USAGE`).
-const E_USAGE: u8 = 2;
+pub(crate) const E_USAGE: u8 = 2;
 
 fn pname() -> String {
     std::env::args()
@@ -38,7 +39,7 @@ fn pname() -> String {
         .unwrap_or_else(|| "dtrace".to_string())
 }
 
-fn fatal(msg: &str) -> ExitCode {
+pub(crate) fn fatal(msg: &str) -> ExitCode {
     eprintln!("dtrace: {msg}");
     ExitCode::from(E_ERROR)
 }
@@ -69,7 +70,7 @@ fn main() -> ExitCode {
     run(&pname, cfg)
 }
 
-fn spec_of(kind: char) -> ProbeSpec {
+pub(crate) fn spec_of(kind: char) -> ProbeSpec {
     match kind {
         'P' => ProbeSpec::Provider,
         'm' => ProbeSpec::Module,
@@ -83,11 +84,13 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
         let what = match c {
             'a' => "claiming anonymous tracing state",
             'A' => "anonymous tracing directives",
-            'G' => "ELF files with embedded D programs",
             'h' => "header files for static probes",
             _ => "this option",
         };
         return fatal(&format!("-{c}: not yet supported: {what}"));
+    }
+    if cfg.link {
+        return link::run(pname, &cfg);
     }
     if cfg.cmds.is_empty() && !cfg.list {
         eprint!("{}", usage::usage(pname));
@@ -97,24 +100,8 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
     let (tracer, symbols, compiler) = backend::open();
     let mut h = Handle::open(tracer, Some(compiler));
     h.decoder.symbols = symbols;
-    for (name, value) in args::env_options(std::env::vars()) {
-        if let Err(e) = h.setopt(&name, value.as_deref()) {
-            return fatal(&format!(
-                "failed to set option {name} from the environment: {e}"
-            ));
-        }
-    }
-    for (flag, name, value) in &cfg.options {
-        if let Err(e) = h.setopt(name, value.as_deref()) {
-            let what = match flag {
-                'x' => format!("-x {name}"),
-                'b' | 'D' | 'I' | 'L' | 'U' | 'X' => {
-                    format!("-{flag} {}", value.as_deref().unwrap_or(""))
-                }
-                _ => format!("-{flag}"),
-            };
-            return fatal(&format!("failed to set {what}: {e}"));
-        }
+    if let Some(code) = set_options(&mut h, &cfg) {
+        return code;
     }
     if cfg.list {
         return list(&mut h, &cfg);
@@ -346,10 +333,35 @@ fn list(h: &mut Handle, cfg: &args::Config) -> ExitCode {
 }
 
 /// The reason part of an I/O error as C's strerror(3) words it.
-fn io_reason(e: &std::io::Error) -> String {
+pub(crate) fn io_reason(e: &std::io::Error) -> String {
     match e.kind() {
         std::io::ErrorKind::NotFound => "No such file or directory".to_string(),
         std::io::ErrorKind::PermissionDenied => "Permission denied".to_string(),
         _ => e.to_string(),
     }
+}
+
+/// Sets the options of the environment (`DTRACE_OPT_*`), then those of the command line; on an error,
+/// the exit status after reporting it.
+pub(crate) fn set_options(h: &mut Handle, cfg: &args::Config) -> Option<ExitCode> {
+    for (name, value) in args::env_options(std::env::vars()) {
+        if let Err(e) = h.setopt(&name, value.as_deref()) {
+            return Some(fatal(&format!(
+                "failed to set option {name} from the environment: {e}"
+            )));
+        }
+    }
+    for (flag, name, value) in &cfg.options {
+        if let Err(e) = h.setopt(name, value.as_deref()) {
+            let what = match flag {
+                'x' => format!("-x {name}"),
+                'b' | 'D' | 'I' | 'L' | 'U' | 'X' => {
+                    format!("-{flag} {}", value.as_deref().unwrap_or(""))
+                }
+                _ => format!("-{flag}"),
+            };
+            return Some(fatal(&format!("failed to set {what}: {e}")));
+        }
+    }
+    None
 }
