@@ -66,28 +66,14 @@ pub fn parse(fmt: &str, func: &str, line: u32) -> CResult<Vec<Conv>> {
         i += 1;
         let mut dynamic = 0;
         let mut agg = false;
-        // flags
-        while i < b.len() && b"-+ #0'?@".contains(&b[i]) {
+        // Flags, width, precision and the `@` of aggregation values, in any order, as DTrace's
+        // own scanner takes them (`%@16d` and `%16@d` are the same conversion).
+        while i < b.len() && b"-+ #0'?@123456789.*".contains(&b[i]) {
             agg |= b[i] == b'@';
-            i += 1;
-        }
-        // width
-        if i < b.len() && b[i] == b'*' {
-            dynamic += 1;
-            i += 1;
-        }
-        while i < b.len() && b[i].is_ascii_digit() {
-            i += 1;
-        }
-        if i < b.len() && b[i] == b'.' {
-            i += 1;
-            if i < b.len() && b[i] == b'*' {
+            if b[i] == b'*' {
                 dynamic += 1;
-                i += 1;
             }
-            while i < b.len() && b[i].is_ascii_digit() {
-                i += 1;
-            }
+            i += 1;
         }
         let start = i;
         while i < b.len() && b"hlLwqjzt".contains(&b[i]) {
@@ -148,6 +134,10 @@ mod tests {
         assert_eq!(names, ["d", "s", "llx", "%", "d", "f"]);
         assert_eq!(v[1].dynamic, 1);
         assert_eq!(v[4].arg, ConvArg::Agg);
+        let v = parse("%9d %16@d %-@8.3d", "printa", 1).unwrap();
+        assert_eq!(v[1].arg, ConvArg::Agg);
+        assert_eq!(v[2].arg, ConvArg::Agg);
+        assert_eq!(v[0].arg, ConvArg::Int);
         assert!(parse("%", "printf", 1).is_err());
         assert!(parse("%v", "printf", 1).is_err());
     }
