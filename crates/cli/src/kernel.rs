@@ -8,6 +8,7 @@ use std::time::Duration;
 use dtrace_consumer::error::{ConsumerError, Result};
 use dtrace_consumer::fwtracer::FrameworkTracer;
 use dtrace_consumer::handle::{ExecInfo, Tracer};
+use dtrace_consumer::listing::ProbeDetail;
 use dtrace_consumer::options::Options;
 use dtrace_consumer::status::StatusCounters;
 use dtrace_dif::program::{ProbeDesc, Program};
@@ -131,6 +132,9 @@ impl Tracer for KernelTracer {
     }
     fn list(&mut self, desc: &ProbeDesc) -> Result<Vec<ProbeInfo>> {
         self.inner.list(desc)
+    }
+    fn probe_detail(&mut self, probe: &ProbeInfo) -> Result<ProbeDetail> {
+        self.inner.probe_detail(probe)
     }
 }
 

@@ -124,3 +124,35 @@ fn ring_buffer_drops_are_reported_per_cpu() {
     assert!(dropped > 0, "no drops reported: {err}");
     assert_eq!(counted + dropped, n, "{out}\n{err}");
 }
+
+#[test]
+fn verbose_listing_of_a_syscall_probe() {
+    if !kernel_ok("verbose_listing_of_a_syscall_probe") {
+        return;
+    }
+    let (rc, out, err) = dtrace(&["-lv", "-n", "syscall::write:entry"]);
+    assert_eq!(rc, 0, "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines[1].ends_with("syscall           vmlinux                             write entry"));
+    // The module and function are named: the description is as stable as the least stable of
+    // the provider's provider, module, function and name attributes.
+    assert_eq!(
+        lines[2..].join("\n"),
+        "
+\tProbe Description Attributes
+\t\tIdentifier Names: Private
+\t\tData Semantics:   Private
+\t\tDependency Class: Unknown
+
+\tArgument Attributes
+\t\tIdentifier Names: Private
+\t\tData Semantics:   Private
+\t\tDependency Class: ISA
+
+\tArgument Types
+\t\targs[0]: uint64_t
+\t\targs[1]: const char *
+\t\targs[2]: uint64_t
+"
+    );
+}
