@@ -377,11 +377,18 @@ fn list(pname: &str, h: &mut Handle, cfg: &args::Config) -> ExitCode {
             Err(e) => return fatal(&format!("failed to list probes: {e}")),
         }
     }
-    // A closed pipe (`dtrace -l | head`) ends the listing quietly.
-    let mut stdout = std::io::stdout().lock();
-    let _ = stdout
-        .write_all(text.as_bytes())
-        .and_then(|_| stdout.flush());
+    // As in DTrace, `-o` takes the listing too (appended). A closed pipe (`dtrace -l | head`) ends
+    // the listing quietly.
+    let mut out = match output::Output::open(cfg.output.as_deref()) {
+        Ok(o) => o,
+        Err(e) => {
+            return fatal(&format!(
+                "failed to open output file '{}': {e}",
+                cfg.output.as_deref().unwrap_or("")
+            ))
+        }
+    };
+    let _ = out.write_all(text.as_bytes()).and_then(|_| out.flush());
     ExitCode::SUCCESS
 }
 

@@ -204,6 +204,21 @@ fn listing_the_probes_of_a_script_and_of_clauses() {
         o.stderr,
         "dtrace: failed to match nosuch:::probe: No probe matches description\n"
     );
+    let f = std::env::temp_dir().join(format!("dtrace-e2e-{}-list.out", std::process::id()));
+    let _ = std::fs::remove_file(&f);
+    let o = dtrace(&[
+        "-l",
+        "-n",
+        "BEGIN, END /0/ { exit(0); }",
+        "-o",
+        &f.display().to_string(),
+    ]);
+    assert_eq!((o.rc, o.stdout.as_str()), (0, ""), "{}", o.stderr);
+    assert_eq!(
+        std::fs::read_to_string(&f).unwrap(),
+        format!("{HEADING}{begin}{end}")
+    );
+    let _ = std::fs::remove_file(&f);
     let o = dtrace(&["-l", "-n", "BEGIN, END /0/ { exit(0); }"]);
     assert_eq!(o.rc, 0, "{}", o.stderr);
     assert_eq!(o.stdout, format!("{HEADING}{begin}{end}"));
