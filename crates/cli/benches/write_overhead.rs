@@ -7,7 +7,9 @@
 //! The writer is this binary run again (`DTBENCH_WRITER=n,rate,file`) under `-c`: it names itself
 //! `dtbenchw`, makes `n` one-byte writes to /dev/null (paced at `rate` a second, or as fast as it can
 //! at 0) and records its own CPU time per write, so a loaded machine slows it without changing the
-//! figure. Needs root; prints figures and never asserts them.
+//! figure. Needs root; prints figures and never asserts them. The ladder prints the rate the writer
+//! achieved: one traced writer thread has a ceiling of its own (about 1/(traced ns per write)), so
+//! when every step passes, dtrace kept up with the fastest single writer, not with an upper bound.
 //! `cargo bench -p dtrace-cli --bench write_overhead [-- N]`.
 
 use std::process::Command;
