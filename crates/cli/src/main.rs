@@ -104,7 +104,13 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
         return code;
     }
     if cfg.list {
-        return list(&mut h, &cfg);
+        return list(pname, &mut h, &cfg);
+    }
+    if cfg.verbose {
+        // The report's minimum statement attributes are the compiler's to compute.
+        return fatal(
+            "-v: not yet supported: stability reports of programs (use -l -v for probes)",
+        );
     }
     // Create and grab the processes before compiling, so `$target` is known (the first one's pid,
     // as in DTrace).
@@ -291,44 +297,86 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
     ExitCode::from(h.exit_status().unwrap_or(0) as u8)
 }
 
-/// `-l`: the probes matching each description (all probes when none is given).
-fn list(h: &mut Handle, cfg: &args::Config) -> ExitCode {
+/// `-l`: the probes matching each description (all probes when none is given); with `-s` or a
+/// description carrying a predicate or actions, the probes each clause of the compiled program
+/// matches; with `-v`, each probe's stability attributes and argument types under its line.
+fn list(pname: &str, h: &mut Handle, cfg: &args::Config) -> ExitCode {
+    // -l implies -Z: a clause matching nothing is reported, not fatal.
+    let flags = CompileFlags {
+        zero_defs: true,
+        cpp: cfg.cpp,
+        show_dif: false,
+        no_exec: true,
+    };
     let mut descs = Vec::new();
     for c in &cfg.cmds {
-        if c.kind == 's' || c.kind == 'i' {
-            return fatal(&format!(
-                "-l -{}: not yet supported: listing needs the compiler",
-                c.kind
-            ));
+        if c.kind == 'i' {
+            return fatal("-l -i: not yet supported: probe descriptions by id");
         }
-        // Only the description itself: a predicate or action after it is not needed to list.
-        let d = c.arg.split(['/', '{']).next().unwrap_or("").trim();
-        descs.push((c.arg.clone(), listing::str2desc(spec_of(c.kind), d)));
+        let plain = c.kind != 's' && !c.arg.contains(['/', '{', ',', ';']);
+        if plain {
+            descs.push(listing::str2desc(spec_of(c.kind), c.arg.trim()));
+            continue;
+        }
+        let r = if c.kind == 's' {
+            if let Err(e) = std::fs::metadata(&c.arg) {
+                return fatal(&format!("failed to open {}: {}", c.arg, io_reason(&e)));
+            }
+            let mut argv = vec![c.arg.clone()];
+            argv.extend(cfg.args.iter().cloned());
+            h.compile_file(std::path::Path::new(&c.arg), flags, &argv)
+        } else {
+            let mut argv = vec![pname.to_string()];
+            argv.extend(cfg.args.iter().cloned());
+            h.compile_str(&c.arg, spec_of(c.kind), flags, &argv)
+        };
+        match r {
+            Ok(p) => descs.extend(p.ecbs.iter().map(|e| e.probe.clone())),
+            Err(e) if c.kind == 's' => {
+                return fatal(&format!("failed to compile script {}: {e}", c.arg))
+            }
+            Err(e) => return fatal(&format!("invalid probe specifier {}: {e}", c.arg)),
+        }
     }
-    if descs.is_empty() {
-        descs.push((String::new(), Default::default()));
+    let all = cfg.cmds.is_empty();
+    if all {
+        descs.push(Default::default());
     }
     let mut text = listing::list_heading();
-    for (arg, d) in &descs {
+    for d in &descs {
         match h.list_probes(d) {
-            Ok(ps) if ps.is_empty() => {
-                let _ = arg;
+            Ok(ps) if ps.is_empty() && !all => {
                 eprintln!(
                     "dtrace: failed to match {}:{}:{}:{}: No probe matches description",
                     d.provider, d.module, d.function, d.name
                 );
             }
-            Ok(ps) => ps
-                .iter()
-                .for_each(|p| text.push_str(&listing::list_line(p))),
+            Ok(ps) => {
+                for p in &ps {
+                    text.push_str(&listing::list_line(p));
+                    // As dtrace(1M), a probe whose details cannot be had is listed without them.
+                    if cfg.verbose {
+                        if let Ok(detail) = h.probe_detail(p) {
+                            text.push_str(&listing::verbose_info(p, &detail));
+                        }
+                    }
+                }
+            }
             Err(e) => return fatal(&format!("failed to list probes: {e}")),
         }
     }
-    // A closed pipe (`dtrace -l | head`) ends the listing quietly.
-    let mut stdout = std::io::stdout().lock();
-    let _ = stdout
-        .write_all(text.as_bytes())
-        .and_then(|_| stdout.flush());
+    // As in DTrace, `-o` takes the listing too (appended). A closed pipe (`dtrace -l | head`) ends
+    // the listing quietly.
+    let mut out = match output::Output::open(cfg.output.as_deref()) {
+        Ok(o) => o,
+        Err(e) => {
+            return fatal(&format!(
+                "failed to open output file '{}': {e}",
+                cfg.output.as_deref().unwrap_or("")
+            ))
+        }
+    };
+    let _ = out.write_all(text.as_bytes()).and_then(|_| out.flush());
     ExitCode::SUCCESS
 }
 

@@ -88,6 +88,9 @@ fn unsupported_features_say_so_and_exit_1() {
     let (rc, _, err) = dtrace(&["-A", "-s", "x.d"]);
     assert_eq!(rc, 1);
     assert!(err.contains("not yet supported"), "{err}");
+    let (rc, _, err) = dtrace(&["-v", "-n", "BEGIN"]);
+    assert_eq!(rc, 1);
+    assert!(err.starts_with("dtrace: -v: not yet supported"), "{err}");
 }
 
 #[test]

@@ -156,6 +156,82 @@ fn output_file_and_environment_options() {
     let _ = std::fs::remove_file(&f);
 }
 
+/// The `-l` heading.
+const HEADING: &str = "   ID   PROVIDER            MODULE                          FUNCTION NAME\n";
+
+#[test]
+fn verbose_listing_of_begin() {
+    let o = dtrace(&["-lv", "-n", "BEGIN"]);
+    assert_eq!(o.rc, 0, "{}", o.stderr);
+    assert_eq!(
+        o.stdout,
+        format!(
+            "{HEADING}    1     dtrace {:17} {:33} BEGIN
+
+\tProbe Description Attributes
+\t\tIdentifier Names: Stable
+\t\tData Semantics:   Stable
+\t\tDependency Class: Common
+
+\tArgument Attributes
+\t\tIdentifier Names: Stable
+\t\tData Semantics:   Stable
+\t\tDependency Class: Common
+
+\tArgument Types
+\t\tNone
+
+",
+            "", ""
+        )
+    );
+}
+
+#[test]
+fn listing_the_probes_of_a_script_and_of_clauses() {
+    let d = script(
+        "list.d",
+        "END { printf(\"bye\"); }\nBEGIN /1/ { trace(1); }\nBEGIN { trace(2); }\nnosuch:::probe { }\n",
+    );
+    let o = dtrace(&["-l", "-s", &d.display().to_string()]);
+    let _ = std::fs::remove_file(&d);
+    assert_eq!(o.rc, 0, "{}", o.stderr);
+    // One listing per clause, in the script's order; a clause matching nothing is reported.
+    let end = format!("    2     dtrace {:17} {:33} END\n", "", "");
+    let begin = format!("    1     dtrace {:17} {:33} BEGIN\n", "", "");
+    assert_eq!(o.stdout, format!("{HEADING}{end}{begin}{begin}"));
+    assert_eq!(
+        o.stderr,
+        "dtrace: failed to match nosuch:::probe: No probe matches description\n"
+    );
+    let f = std::env::temp_dir().join(format!("dtrace-e2e-{}-list.out", std::process::id()));
+    let _ = std::fs::remove_file(&f);
+    let o = dtrace(&[
+        "-l",
+        "-n",
+        "BEGIN, END /0/ { exit(0); }",
+        "-o",
+        &f.display().to_string(),
+    ]);
+    assert_eq!((o.rc, o.stdout.as_str()), (0, ""), "{}", o.stderr);
+    assert_eq!(
+        std::fs::read_to_string(&f).unwrap(),
+        format!("{HEADING}{begin}{end}")
+    );
+    let _ = std::fs::remove_file(&f);
+    let o = dtrace(&["-l", "-n", "BEGIN, END /0/ { exit(0); }"]);
+    assert_eq!(o.rc, 0, "{}", o.stderr);
+    assert_eq!(o.stdout, format!("{HEADING}{begin}{end}"));
+    let o = dtrace(&["-l", "-n", "BEGIN { trace( }"]);
+    assert_eq!(o.rc, 1);
+    assert!(
+        o.stderr
+            .starts_with("dtrace: invalid probe specifier BEGIN { trace( }: "),
+        "{}",
+        o.stderr
+    );
+}
+
 #[test]
 fn listing_probes() {
     let o = dtrace(&["-l", "-n", "dtrace:::BEGIN"]);

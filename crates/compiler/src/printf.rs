@@ -147,6 +147,10 @@ mod tests {
         assert_eq!(names, ["d", "s", "llx", "%", "d", "f"]);
         assert_eq!(v[1].dynamic, 1);
         assert_eq!(v[4].arg, ConvArg::Agg);
+        let v = parse("%9d %16@d %-@8.3d", "printa", 1).unwrap();
+        assert_eq!(v[1].arg, ConvArg::Agg);
+        assert_eq!(v[2].arg, ConvArg::Agg);
+        assert_eq!(v[0].arg, ConvArg::Int);
         assert!(parse("%", "printf", 1).is_err());
         assert!(parse("%v", "printf", 1).is_err());
     }

@@ -322,6 +322,27 @@ impl LinuxTracing {
         }
     }
 
+    /// Records lost in the kernel because the ring buffer was full, per CPU (indexed by CPU
+    /// number; empty before the first enabling). The counts only grow.
+    pub fn cpu_drops(&self) -> Result<Vec<u64>> {
+        match &self.lock().session {
+            Some(s) => s.cpu_drops(),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// Sets the size of the ring buffer the kernel probes write to (rounded up to a power of two of
+    /// at least a page). Takes effect when the session is created, at the first enabling; returns
+    /// `false` when the session already exists.
+    pub fn set_ring_bytes(&self, bytes: usize) -> bool {
+        let mut sh = self.lock();
+        if sh.session.is_some() {
+            return false;
+        }
+        sh.session_opts.ring_bytes = bytes;
+        true
+    }
+
     /// Detaches every probe and frees the kernel objects now (otherwise that happens when the
     /// framework, which holds the providers, and every clone of this handle are dropped). Events
     /// not yet delivered are lost: call [`LinuxTracing::finish`] first. Enabling again later
