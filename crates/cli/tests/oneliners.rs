@@ -1,0 +1,122 @@
+//! The one-liners and short scripts DTrace users type (Brendan Gregg's one-liners, the DTrace
+//! Guide's examples), run unchanged through `dtrace` with golden outputs: BEGIN-only scripts
+//! everywhere, and kernel-probe scripts (root, BPF, tracefs and gcc; skipped otherwise) with `-c`
+//! on a small program compiled here, so that nothing depends on the machine.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::OnceLock;
+
+/// Opens /dev/zero three times and reads 64 bytes from it each time, fails to open a missing
+/// file, runs `/bin/true` in a child, and exits with status 3.
+const PROG: &str = r#"
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+int main(void) {
+    char buf[64];
+    for (int i = 0; i < 3; i++) {
+        int fd = open("/dev/zero", O_RDONLY);
+        read(fd, buf, sizeof buf);
+        close(fd);
+    }
+    open("/nonexistent/olprog", O_RDONLY);
+    pid_t p = fork();
+    if (p == 0) {
+        execl("/bin/true", "true", (char *)0);
+        _exit(1);
+    }
+    waitpid(p, 0, 0);
+    return 3;
+}
+"#;
+
+fn kernel_ok(test: &str) -> bool {
+    dtrace_testkit::skip_unless(dtrace_testkit::is_root(), test, "needs root")
+        && dtrace_testkit::skip_unless(dtrace_linux::bpf_available(), test, "bpf(2) unavailable")
+        && dtrace_testkit::skip_unless(
+            dtrace_linux::tracefs::ensure_tracefs().is_ok(),
+            test,
+            "no tracefs",
+        )
+        && dtrace_testkit::skip_unless(dtrace_testkit::have_program("gcc"), test, "needs gcc")
+}
+
+/// The test program, compiled once.
+fn prog() -> &'static PathBuf {
+    static PROG_PATH: OnceLock<PathBuf> = OnceLock::new();
+    PROG_PATH.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("dtrace-cli-oneliners-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let src = dir.join("olprog.c");
+        let exe = dir.join("olprog");
+        std::fs::write(&src, PROG).unwrap();
+        let st = Command::new("gcc")
+            .args(["-O1", "-o"])
+            .arg(&exe)
+            .arg(&src)
+            .status()
+            .unwrap();
+        assert!(st.success(), "gcc failed");
+        exe
+    })
+}
+
+fn dtrace(args: &[&str]) -> (i32, String, String) {
+    let o = Command::new(env!("CARGO_BIN_EXE_dtrace"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// Runs `dtrace ARGS -c olprog`; returns stdout and stderr.
+fn on_prog(args: &[&str]) -> (String, String) {
+    let exe = prog().display().to_string();
+    let mut all: Vec<&str> = args.to_vec();
+    all.extend(["-c", &exe]);
+    let (rc, out, err) = dtrace(&all);
+    assert_eq!(rc, 0, "{err}");
+    (out, err)
+}
+
+/// `syscall:::entry /pid == $target/ { @[execname] = count(); }`: the command is held from just
+/// after its exec, so nothing of the forked `dtrace` (its name, its wait for the go-ahead, the
+/// execve itself) is counted.
+#[test]
+fn target_syscalls_are_only_the_commands_own() {
+    if !kernel_ok("target_syscalls_are_only_the_commands_own") {
+        return;
+    }
+    let (out, err) = on_prog(&[
+        "-n",
+        "syscall:::entry /pid == $target/ { @[execname] = count(); } \
+         syscall::execve:entry /pid == $target/ { @execs = count(); }",
+    ]);
+    let rows: Vec<&str> = out.lines().filter(|l| !l.is_empty()).collect();
+    assert_eq!(rows.len(), 1, "{out}");
+    let words: Vec<&str> = rows[0].split_whitespace().collect();
+    assert_eq!(words[0], "olprog", "{out}");
+    assert!(words[1].parse::<u64>().unwrap() > 10, "{out}");
+    assert!(err.ends_with(" exited with status 3\n"), "{err}");
+}
+
+/// The DTrace Guide's `trussrw.d`, on the reads the program makes of /dev/zero.
+#[test]
+fn trussrw_of_the_target() {
+    if !kernel_ok("trussrw_of_the_target") {
+        return;
+    }
+    let (out, _) = on_prog(&[
+        "-n",
+        "#pragma D option quiet
+         syscall::read:entry /pid == $target && arg2 == 64/
+         { printf(\"%s(%d, %4d)\", probefunc, arg0, arg2); self->r = 1; }
+         syscall::read:return /self->r/ { printf(\"\\t\\t = %d\\n\", arg1); self->r = 0; }",
+    ]);
+    assert_eq!(out, "read(3,   64)\t\t = 64\n".repeat(3) + "\n");
+}
