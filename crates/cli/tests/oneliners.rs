@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::sync::OnceLock;
 
-/// Opens /dev/zero three times and reads 64 bytes from it each time, fails to open a missing
-/// file, runs `/bin/true` in a child, and exits with status 3.
+/// Opens /dev/zero three times and reads 64 bytes from it each time, writes "hello\n" to
+/// /dev/null, fails to open a missing file, runs `/bin/true` in a child, and exits with status 3.
 const PROG: &str = r#"
 #include <fcntl.h>
 #include <sys/wait.h>
@@ -20,6 +20,8 @@ int main(void) {
         read(fd, buf, sizeof buf);
         close(fd);
     }
+    int null = open("/dev/null", O_WRONLY);
+    write(null, "hello\n", 6);
     open("/nonexistent/olprog", O_RDONLY);
     pid_t p = fork();
     if (p == 0) {
@@ -119,4 +121,40 @@ fn trussrw_of_the_target() {
          syscall::read:return /self->r/ { printf(\"\\t\\t = %d\\n\", arg1); self->r = 0; }",
     ]);
     assert_eq!(out, "read(3,   64)\t\t = 64\n".repeat(3) + "\n");
+}
+
+/// `copyinstr(addr, maxlen)` keeps maxlen characters (the NUL comes on top), and `%S` escapes them.
+#[test]
+fn copyinstr_with_a_length_keeps_that_many_characters() {
+    if !kernel_ok("copyinstr_with_a_length_keeps_that_many_characters") {
+        return;
+    }
+    let (out, _) = on_prog(&[
+        "-qn",
+        "syscall::write:entry /pid == $target/ \
+         { printf(\"[%S] [%s]\\n\", copyinstr(arg1, arg2), copyinstr(arg1, 4)); }",
+    ]);
+    assert_eq!(out, "[hello\\n] [hell]\n\n");
+}
+
+/// `tracemem()` of what `copyin()` fetched: the constant size is recorded (scratch past the
+/// copied bytes reads as zeros), and a third argument limits what is printed.
+#[test]
+fn tracemem_of_copied_in_bytes() {
+    if !kernel_ok("tracemem_of_copied_in_bytes") {
+        return;
+    }
+    let (out, _) = on_prog(&[
+        "-qn",
+        "syscall::write:entry /pid == $target/ \
+         { tracemem(copyin(arg1, 6), 16); tracemem(copyin(arg1, 6), 16, arg2); }",
+    ]);
+    let head = "             0  1  2  3  4  5  6  7  8  9  a  b  c  d  e  f  0123456789abcdef\n";
+    assert_eq!(
+        out,
+        format!(
+            "\n{head}         0: 68 65 6c 6c 6f 0a 00 00 00 00 00 00 00 00 00 00  hello...........\n\
+             \n{head}         0: 68 65 6c 6c 6f 0a                                hello.\n\n"
+        )
+    );
 }

@@ -737,16 +737,6 @@ impl<'o> Checker<'o> {
                     );
                 }
                 let size = self.positive_const(&args[1], ErrTag::D_TRACEMEM_SIZE, line, "tracemem( ) argument #2 must be a non-zero positive integral constant expression")?;
-                let mut p = Plan::new(
-                    if args.len() == 3 {
-                        ActionKind::TracememDynsize
-                    } else {
-                        ActionKind::Tracemem
-                    },
-                    Some(addr),
-                );
-                p.arg = size;
-                plans.push(p);
                 if args.len() > 3 {
                     return err(
                         ErrTag::D_TRACEMEM_ARGS,
@@ -755,6 +745,8 @@ impl<'o> Checker<'o> {
                     );
                 }
                 if args.len() == 3 {
+                    // As libdtrace lays it out: the dynamic size first (an integer record), then
+                    // the memory.
                     let d = self.cook(&args[2])?;
                     if !self.types.is_scalar(d.ty) {
                         return err(
@@ -763,8 +755,12 @@ impl<'o> Checker<'o> {
                             "tracemem ( ) dynamic size (argument #3) must be of scalar type",
                         );
                     }
-                    plans.push(Plan::new(ActionKind::DifExpr, Some(d)));
+                    plans.push(Plan::new(ActionKind::TracememDynsize, Some(d)));
                 }
+                // The object returns the address by reference: `size` bytes are recorded.
+                let mut p = Plan::new(ActionKind::Tracemem, Some(addr));
+                p.arg = size;
+                plans.push(p);
             }
             "stack" => {
                 // stack_t(...): DTrace checks the count and the size itself

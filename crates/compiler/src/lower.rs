@@ -2,7 +2,8 @@
 //! the predicate and every planned action compiled to its DIF object, and the program-wide tables
 //! (formats, aggregations, options).
 
-use dtrace_dif::program::{ActionDesc, EcbDesc, ProbeDesc};
+use dtrace_dif::object::DIF_TF_BYREF;
+use dtrace_dif::program::{ActionDesc, ActionKind, EcbDesc, ProbeDesc};
 
 use crate::cg::Cg;
 use crate::check::{Checker, Cooked};
@@ -40,10 +41,15 @@ impl<'o> Checker<'o> {
         };
         let mut actions = Vec::new();
         for p in &c.plans {
-            let difo = match &p.expr {
+            let mut difo = match &p.expr {
                 Some(e) => Some(Cg::new(&self.types, self.strsize).object(e, p.void_result)?),
                 None => None,
             };
+            if let (ActionKind::Tracemem, Some(d)) = (p.kind, difo.as_mut()) {
+                // tracemem(addr, n): the address is returned by reference, n bytes of it recorded.
+                d.rtype.flags |= DIF_TF_BYREF;
+                d.rtype.size = u32::try_from(p.arg).unwrap_or(u32::MAX);
+            }
             actions.push(ActionDesc {
                 kind: p.kind,
                 difo,

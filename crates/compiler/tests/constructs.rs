@@ -235,7 +235,13 @@ fn other_actions() {
     assert_eq!(a[3].kind, Jstack);
     assert_eq!(a[3].arg, 50 | (512 << 32));
     assert_eq!((a[4].kind, a[4].arg), (Tracemem, 32));
-    assert_eq!((a[5].kind, a[6].kind), (TracememDynsize, DifExpr));
+    // The address comes back by reference, 32 bytes of it (libdtrace's dt_action_tracemem).
+    let rt = a[4].difo.as_ref().unwrap().rtype;
+    assert!(rt.is_by_ref() && rt.size == 32, "{rt:?}");
+    // With a dynamic size, its integer record comes first, then the memory.
+    assert_eq!((a[5].kind, a[6].kind), (TracememDynsize, Tracemem));
+    assert_eq!(a[5].difo.as_ref().unwrap().rtype.size, 8);
+    assert_eq!(a[6].arg, 32);
     let p = c("BEGIN { self->spec = speculation(); speculate(self->spec); trace(1); } END { commit(1); } END { discard(1); }");
     assert_eq!(kinds(&p)[1], Speculate);
     assert_eq!(p.ecbs[1].actions[0].kind, Commit);

@@ -186,13 +186,29 @@ impl Machine {
         addr: u64,
         buf: &mut [u8],
     ) -> Result<(), Fault> {
-        match self.region(obj, addr, buf.len())? {
-            Region::Vm(b) => {
+        match self.region(obj, addr, buf.len()) {
+            Ok(Region::Vm(b)) => {
                 buf.copy_from_slice(b);
                 Ok(())
             }
-            Region::Outside => mem.read_kernel(addr, buf).map_err(|k| Fault::new(k, addr)),
+            Ok(Region::Outside) => mem.read_kernel(addr, buf).map_err(|k| Fault::new(k, addr)),
+            Err(f) => self.read_scratch_beyond(addr, buf).ok_or(f),
         }
+    }
+
+    /// Scratch is readable up to its configured size, as DTrace's whole scratch buffer is
+    /// (`tracemem(copyin(arg1, arg2), 64)` reads past the `arg2` bytes copied in): what lies past
+    /// the bytes allocated in this firing reads as zeros. `None` when `addr` is not in that range.
+    fn read_scratch_beyond(&self, addr: u64, buf: &mut [u8]) -> Option<()> {
+        let off = usize::try_from(addr.checked_sub(SCRATCH_BASE)?).ok()?;
+        if off.checked_add(buf.len())? > self.opts.scratch_size {
+            return None;
+        }
+        let have = self.scratch.get(off..).unwrap_or(&[]);
+        let n = have.len().min(buf.len());
+        buf[..n].copy_from_slice(&have[..n]);
+        buf[n..].fill(0);
+        Some(())
     }
 
     /// Reads a NUL-terminated string at `addr` of at most `max` bytes (NUL excluded) into `out`
