@@ -158,3 +158,23 @@ fn tracemem_of_copied_in_bytes() {
         )
     );
 }
+
+/// Runs a BEGIN-only script quietly; returns stdout.
+fn begin_only(script: &str) -> String {
+    let (rc, out, err) = dtrace(&["-qn", script]);
+    assert_eq!(rc, 0, "{err}");
+    out
+}
+
+/// `printa()` of several aggregations joins them by key (a missing value is 0), sorted by the
+/// first one's values, whether or not the format has a `%@` for each; a printed aggregation is
+/// not printed again at exit.
+#[test]
+fn printa_joins_its_aggregations() {
+    let out = begin_only(
+        r#"BEGIN { @a["x"] = count(); @b["y"] = count(); @b["y"] = count();
+           printa("%s %@d\n", @a, @b); printa("%s %@d %@d\n", @a, @b);
+           printa("%s %@d\n", @b); printa("%s %@d\n", @b); exit(0); }"#,
+    );
+    assert_eq!(out, "y 0\nx 1\ny 0 2\nx 1 0\ny 2\ny 2\n\n");
+}

@@ -667,18 +667,16 @@ impl<'o> Checker<'o> {
                         for id in &ids {
                             self.printa_format(f, *id, line)?;
                         }
-                        self.format_index(f)
+                        self.printa_format_index(f)
                     }
                     None => NO_FORMAT,
                 };
-                let mut p = Plan::new(ActionKind::Printa, Some(self.agg_id_expr(ids[0], line)));
-                p.arg = arg;
-                plans.push(p);
-                for id in &ids[1..] {
-                    plans.push(Plan::new(
-                        ActionKind::DifExpr,
-                        Some(self.agg_id_expr(*id, line)),
-                    ));
+                // One printa record per aggregation, all with the statement's format (libdtrace's
+                // dt_action_printa): a format may use fewer %@ than there are aggregations.
+                for id in &ids {
+                    let mut p = Plan::new(ActionKind::Printa, Some(self.agg_id_expr(*id, line)));
+                    p.arg = arg;
+                    plans.push(p);
                 }
             }
             "exit" | "raise" | "chill" | "speculate" | "commit" | "discard" => {

@@ -207,11 +207,17 @@ fn printa_and_aggregation_library_actions() {
     use ActionKind::*;
     assert_eq!(
         ks,
-        [Printa, Printa, DifExpr, LibAct, LibAct, DifExpr, LibAct, LibAct, DifExpr, LibAct]
+        [Printa, Printa, Printa, LibAct, LibAct, DifExpr, LibAct, LibAct, DifExpr, LibAct]
     );
     assert_eq!(a[0].arg, dtrace_compiler::NO_FORMAT);
-    assert_eq!(a[1].arg, 0);
+    // Every aggregation of one printa() is a printa record with the statement's format.
+    assert_eq!((a[1].arg, a[2].arg), (0, 0));
     assert_eq!(p.formats, ["%d %@d %@d\n"]);
+    // Each printa() statement has its own format entry, even when the text repeats.
+    let p = c(r#"BEGIN { @a = count(); @b = count(); printa("%@d\n", @a); printa("%@d\n", @b); }"#);
+    let args: Vec<u64> = p.ecbs[0].actions[2..].iter().map(|x| x.arg).collect();
+    assert_eq!(args, [0, 1]);
+    assert_eq!(p.formats, ["%@d\n", "%@d\n"]);
     assert_eq!(a[3].arg, LibAction::Clear as u64);
     assert_eq!(a[4].arg, LibAction::Trunc as u64);
     assert_eq!(a[6].arg, LibAction::Trunc as u64);
