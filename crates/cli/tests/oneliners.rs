@@ -178,3 +178,18 @@ fn printa_joins_its_aggregations() {
     );
     assert_eq!(out, "y 0\nx 1\ny 0 2\nx 1 0\ny 2\ny 2\n\n");
 }
+
+/// `proc:::exec-success` and `proc:::exit` of the target's progeny: the command's own exec
+/// happened before tracing (it is held after it), its child's exec and both exits are seen.
+#[test]
+fn exec_and_exit_of_the_targets_progeny() {
+    if !kernel_ok("exec_and_exit_of_the_targets_progeny") {
+        return;
+    }
+    let (out, _) = on_prog(&[
+        "-qn",
+        "proc:::exec-success /progenyof($target)/ { printf(\"exec %s\\n\", execname); } \
+         proc:::exit /progenyof($target)/ { printf(\"exit %s\\n\", execname); }",
+    ]);
+    assert_eq!(out, "exec true\nexit true\nexit olprog\n\n");
+}
