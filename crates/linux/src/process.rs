@@ -208,12 +208,13 @@ impl HeldChild {
     /// found...).
     pub fn release(&mut self) -> Result<()> {
         if self.stopped {
-            self.stopped = false;
             let null: *mut libc::c_void = std::ptr::null_mut();
             // SAFETY: detaching from our stopped tracee; signal 0 discards the exec SIGTRAP.
             if unsafe { libc::ptrace(libc::PTRACE_DETACH, self.pid, null, null) } < 0 {
+                // Still stopped: dropping the handle kills it.
                 return Err(LinuxError::last_os("releasing the held command"));
             }
+            self.stopped = false;
             return Ok(());
         }
         let Some(go) = self.go.take() else {
