@@ -193,3 +193,22 @@ fn exec_and_exit_of_the_targets_progeny() {
     ]);
     assert_eq!(out, "exec true\nexit true\nexit olprog\n\n");
 }
+
+/// `tracemem()` records its constant size, and a dynamic size (any integer type) limits what is
+/// printed, in quiet mode too.
+#[test]
+fn tracemem_of_scratch_with_a_dynamic_size() {
+    let out = begin_only(
+        "BEGIN { this->p = (char *)alloca(4); this->p[0] = 0x41; this->p[1] = 0x42; \
+         tracemem(this->p, 20); tracemem(this->p, 20, 3); exit(0); }",
+    );
+    let head = "             0  1  2  3  4  5  6  7  8  9  a  b  c  d  e  f  0123456789abcdef\n";
+    assert_eq!(
+        out,
+        format!(
+            "\n{head}         0: 41 42 00 00 00 00 00 00 00 00 00 00 00 00 00 00  AB..............\n\
+             \x20       10: 00 00 00 00                                      ....\n\
+             \n{head}         0: 41 42 00                                         AB.\n\n"
+        )
+    );
+}

@@ -2,7 +2,7 @@
 //! the predicate and every planned action compiled to its DIF object, and the program-wide tables
 //! (formats, aggregations, options).
 
-use dtrace_dif::object::DIF_TF_BYREF;
+use dtrace_dif::object::{DifType, DIF_TF_BYREF};
 use dtrace_dif::program::{ActionDesc, ActionKind, EcbDesc, ProbeDesc};
 
 use crate::cg::Cg;
@@ -45,10 +45,17 @@ impl<'o> Checker<'o> {
                 Some(e) => Some(Cg::new(&self.types, self.strsize).object(e, p.void_result)?),
                 None => None,
             };
-            if let (ActionKind::Tracemem, Some(d)) = (p.kind, difo.as_mut()) {
-                // tracemem(addr, n): the address is returned by reference, n bytes of it recorded.
-                d.rtype.flags |= DIF_TF_BYREF;
-                d.rtype.size = u32::try_from(p.arg).unwrap_or(u32::MAX);
+            match (p.kind, difo.as_mut()) {
+                (ActionKind::Tracemem, Some(d)) => {
+                    // tracemem(addr, n): the address is returned by reference, n bytes recorded.
+                    d.rtype.flags |= DIF_TF_BYREF;
+                    d.rtype.size = u32::try_from(p.arg).unwrap_or(u32::MAX);
+                }
+                (ActionKind::TracememDynsize, Some(d)) => {
+                    // Its dynamic size is always a 64-bit integer record (libdtrace's dt_int_rtype).
+                    d.rtype = DifType::integer(8);
+                }
+                _ => {}
             }
             actions.push(ActionDesc {
                 kind: p.kind,

@@ -248,6 +248,9 @@ fn other_actions() {
     assert_eq!((a[5].kind, a[6].kind), (TracememDynsize, Tracemem));
     assert_eq!(a[5].difo.as_ref().unwrap().rtype.size, 8);
     assert_eq!(a[6].arg, 32);
+    // Even an int dynamic size is recorded as 64 bits.
+    let p = c("BEGIN { tracemem(arg0, 32, 3); }");
+    assert_eq!(p.ecbs[0].actions[0].difo.as_ref().unwrap().rtype.size, 8);
     let p = c("BEGIN { self->spec = speculation(); speculate(self->spec); trace(1); } END { commit(1); } END { discard(1); }");
     assert_eq!(kinds(&p)[1], Speculate);
     assert_eq!(p.ecbs[1].actions[0].kind, Commit);
