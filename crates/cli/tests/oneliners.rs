@@ -212,3 +212,19 @@ fn tracemem_of_scratch_with_a_dynamic_size() {
         )
     );
 }
+
+/// Several `-n` programs run together without sharing storage by accident: each one's globals
+/// and aggregations are its own.
+#[test]
+fn programs_of_several_descriptions_keep_their_own_variables() {
+    let (rc, out, err) = dtrace(&[
+        "-q",
+        "-n",
+        "BEGIN { x = 7; @a = count(); }",
+        "-n",
+        "int y; BEGIN { @b = sum(5); exit(0); } END { printf(\"y=%d\\n\", y); }",
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    // (Before, the second program's y and @b were the first one's x and @a: "y=7" and "6".)
+    assert_eq!(out, "y=0\n\n                1\n                5\n");
+}

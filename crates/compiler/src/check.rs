@@ -35,6 +35,14 @@ pub struct VarTable {
 }
 
 impl VarTable {
+    /// An empty namespace whose first variable gets id `DIF_VAR_OTHER_UBASE + first`.
+    pub fn starting_at(first: u32) -> VarTable {
+        VarTable {
+            next: first,
+            ..VarTable::default()
+        }
+    }
+
     /// A point to roll back to.
     pub fn mark(&self) -> usize {
         self.order.len()
@@ -261,8 +269,8 @@ impl<'o> Checker<'o> {
             types,
             basic,
             opts,
-            globals: VarTable::default(),
-            tls: VarTable::default(),
+            globals: VarTable::starting_at(opts.id_base.globals),
+            tls: VarTable::starting_at(opts.id_base.tls),
             locals: VarTable::default(),
             strsize: opts.strsize,
             aggs: Vec::new(),
@@ -314,7 +322,7 @@ impl<'o> Checker<'o> {
             return i;
         }
         self.aggs.push(AggInfo {
-            id: self.aggs.len() as u32 + 1,
+            id: self.opts.id_base.aggs + self.aggs.len() as u32 + 1,
             name: name.to_string(),
             func: None,
             keys: None,

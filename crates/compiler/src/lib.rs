@@ -57,7 +57,7 @@ use dtrace_dif::program::{AggregationDesc, Program};
 
 pub use check_action::NO_FORMAT;
 pub use error::{CompileError, ErrTag};
-pub use options::{CompileOptions, SourceKind};
+pub use options::{CompileOptions, IdBase, SourceKind};
 pub use types::{DataModel, TypeSource};
 
 use dtrace_dif::program::ProbeDesc;

@@ -3,7 +3,7 @@
 //! bare `-P/-m/-f` argument into a full probe description, and reports errors in DTrace's words. The
 //! embedding program may give it the traced system's C types and probe argument types.
 
-use dtrace_compiler::{CompileOptions, ProbeInfo, SourceKind, TypeSource};
+use dtrace_compiler::{CompileOptions, IdBase, ProbeInfo, SourceKind, TypeSource};
 use dtrace_dif::program::{ActionKind, Program};
 use dtrace_dif::{DifObject, DifType, Instr};
 
@@ -22,6 +22,9 @@ pub struct DCompiler {
     pub types: Option<TypeSources>,
     /// The traced system's probe argument types (`args[]`) and symbols, if known.
     pub probes: Option<Box<dyn ProbeInfo + Send>>,
+    /// The variable and aggregation ids the programs compiled so far use: each program gets
+    /// its own, as the programs of one libdtrace handle do.
+    pub ids: IdBase,
 }
 
 /// A maker of the type sources one compilation consumes.
@@ -130,6 +133,7 @@ impl Compiler for DCompiler {
             } else {
                 SourceKind::String
             },
+            id_base: self.ids,
             ..CompileOptions::default()
         };
         let mut macros = default_macros();
@@ -155,6 +159,7 @@ impl Compiler for DCompiler {
             })
         })?;
         give_printf_a_record(&mut prog);
+        self.ids = self.ids.after(&prog);
         Ok(prog)
     }
 
@@ -224,5 +229,26 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("$nosuch is not defined"));
+    }
+
+    #[test]
+    fn each_program_gets_its_own_variable_and_aggregation_ids() {
+        let mut c = DCompiler::default();
+        let (o, flags) = (Options::default(), CompileFlags::default());
+        let src = "BEGIN { x = 1; self->t = 2; @a = count(); }";
+        let p1 = c.compile(src, ProbeSpec::Name, flags, &[], &o).unwrap();
+        let p2 = c.compile(src, ProbeSpec::Name, flags, &[], &o).unwrap();
+        let ids = |p: &Program| -> Vec<(u8, u32)> {
+            p.ecbs[0]
+                .actions
+                .iter()
+                .filter_map(|a| a.difo.as_ref())
+                .flat_map(|d| d.vartab.iter().map(|v| (v.scope, v.id)))
+                .collect()
+        };
+        let ubase = dtrace_dif::vars::DIF_VAR_OTHER_UBASE;
+        assert_eq!(ids(&p1), [(0, ubase), (1, ubase)]);
+        assert_eq!(ids(&p2), [(0, ubase + 1), (1, ubase + 1)]);
+        assert_eq!((p1.aggregations[0].id, p2.aggregations[0].id), (1, 2));
     }
 }
