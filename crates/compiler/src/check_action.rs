@@ -2,7 +2,7 @@
 //! speculations, aggregation library actions, destructive actions (gated on `-w`), aggregations with
 //! their keys and argument checks, and the ordering rules around `speculate()`/`commit()`.
 
-use dtrace_dif::program::{llquantize_arg, lquantize_arg, ActionKind, LibAction};
+use dtrace_dif::program::{llquantize_arg, lquantize_arg, print_arg, ActionKind, LibAction};
 
 use crate::ast::{Expr, ExprKind};
 use crate::check::{AggFunc, Checker, Plan};
@@ -600,16 +600,24 @@ impl<'o> Checker<'o> {
             }
             "print" => {
                 self.proto_len(n, args.len(), 1, 1, line)?;
+                if matches!(args[0].kind, ExprKind::Agg(_)) {
+                    return err(
+                        ErrTag::D_PRINT_AGG,
+                        line,
+                        "print( ) may not be applied to an aggregation -- did you mean printa()?",
+                    );
+                }
                 let v = self.cook(&args[0])?;
                 if self.types.is_void(v.ty) {
                     return err(
-                        ErrTag::D_TRACE_VOID,
+                        ErrTag::D_PRINT_VOID,
                         line,
                         "print( ) may not be applied to a void expression",
                     );
                 }
+                let ty = self.print_type_index(v.ty);
                 let mut p = Plan::new(ActionKind::LibAct, Some(v));
-                p.arg = LibAction::Print as u64;
+                p.arg = print_arg(ty);
                 plans.push(p);
             }
             "printf" | "system" | "freopen" => {

@@ -2,13 +2,14 @@
 //! handing each enabled probe and each data record to the caller's callbacks (which answer with
 //! [`ConsumeAction`]), and printing what the callbacks leave to the library: `trace()` values by size,
 //! strings and byte dumps, `printf`/`printa`/`system`/`freopen`, stacks and symbols, the consumer-side
-//! aggregation actions (`clear`, `trunc`, `normalize`, `denormalize`, `setopt`, `ftruncate`), flow
+//! aggregation actions (`clear`, `trunc`, `normalize`, `denormalize`, `setopt`, `ftruncate`), `print()`
+//! of typed data (through [`crate::typeprint`]), flow
 //! indentation, ERROR-probe records turned into DTrace's error messages, and drop counts.
 
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
-use dtrace_dif::program::{ActionKind, LibAction, RecDesc};
+use dtrace_dif::program::{split_libact_arg, ActionKind, LibAction, PrintType, RecDesc};
 use dtrace_framework::records::{
     fault_eprobe_desc, BufferSnapshot, EprobeDesc, ProbeInfo, EPID_NONE, FAULT_EPID, RECHDR_SIZE,
 };
@@ -24,6 +25,7 @@ use crate::recdata;
 use crate::stack;
 use crate::status::{self, DropKind, DropReport, ErrorReport};
 use crate::symbols::{NoSymbols, Symbolizer};
+use crate::typeprint;
 
 /// What a consume callback asks the library to do (`DTRACE_CONSUME_*`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -119,6 +121,9 @@ pub struct Decoder {
     pub probes: HashMap<u32, ProbeInfo>,
     /// Parsed format strings per executed program (index = `RecDesc::format - 1`).
     pub formats: Vec<Vec<PrintfFormat>>,
+    /// Types of `print()` values per executed program (`Program::print_types`; same index as
+    /// `formats`).
+    pub print_types: Vec<Vec<PrintType>>,
     /// Which program (index into `formats`) each EPID came from.
     pub epid_program: HashMap<u32, usize>,
     /// The consumer's aggregation copy.
@@ -159,6 +164,7 @@ impl Default for Decoder {
             eprobes: HashMap::new(),
             probes: HashMap::new(),
             formats: Vec::new(),
+            print_types: Vec::new(),
             epid_program: HashMap::new(),
             aggs: Aggregations::default(),
             options: Options::default(),
@@ -236,7 +242,7 @@ fn u64_rec(rec: &RecDesc, data: &[u8]) -> Result<u64> {
 }
 
 fn lib_action(arg: u64) -> Option<LibAction> {
-    Some(match arg {
+    Some(match split_libact_arg(arg).0 {
         1 => LibAction::Clear,
         2 => LibAction::Normalize,
         3 => LibAction::Denormalize,
@@ -290,6 +296,14 @@ impl Decoder {
             self.epid_program.insert(e, idx);
         }
         Ok(idx)
+    }
+
+    /// Installs the `print()` types of program `program` (as [`Decoder::add_program`] numbered it).
+    pub fn set_print_types(&mut self, program: usize, types: Vec<PrintType>) {
+        if self.print_types.len() <= program {
+            self.print_types.resize_with(program + 1, Vec::new);
+        }
+        self.print_types[program] = types;
     }
 
     fn format(&self, rec: &RecDesc) -> Result<Option<&PrintfFormat>> {
@@ -594,9 +608,22 @@ impl Decoder {
                 self.effects.ftruncate(out)?;
                 Ok(1)
             }
-            Some(LibAction::Print) => Err(ConsumerError::NotSupported(
-                "print() of typed data (needs CTF type names)".into(),
-            )),
+            Some(LibAction::Print) => {
+                let bytes = recdata::slice(rec, r.offset as usize, r.size as usize)?;
+                let types = self
+                    .cur_prog
+                    .and_then(|p| self.print_types.get(p))
+                    .filter(|t| !t.is_empty());
+                match types {
+                    Some(t) => {
+                        let root = split_libact_arg(r.arg).1;
+                        typeprint::print_typed(out, t, root, bytes, self.symbols.as_ref())?
+                    }
+                    // no type known: print as trace() would, as DTrace falls back to
+                    None => trace_value(out, bytes, self.flags.quiet, self.flags.rawbytes),
+                }
+                Ok(1)
+            }
             None => Ok(1),
         }
     }

@@ -319,7 +319,8 @@ impl Handle {
         }
         let info = self.tracer.exec(prog, &self.decoder.options)?;
         let epids: Vec<u32> = info.eprobes.iter().map(|e| e.epid).collect();
-        self.decoder.add_program(&prog.formats, &epids)?;
+        let idx = self.decoder.add_program(&prog.formats, &epids)?;
+        self.decoder.set_print_types(idx, prog.print_types.clone());
         if is_error_prog {
             self.decoder.error_epids.extend(epids.iter().copied());
         }

@@ -2,7 +2,7 @@
 //! form ([`handle`]), decoding the framework's buffers by EPID and record descriptions ([`consume`]),
 //! the consumer's merged copy of the aggregations ([`aggregate`]), and every output format byte-exact
 //! with DTrace: `printf` ([`printf`], on the C engine [`cformat`]), `trace()` and byte dumps
-//! ([`bytes`]), aggregation printing and `printa` ([`aggprint`]), distribution graphs ([`quantize`]),
+//! ([`bytes`]), `print()` of typed data ([`typeprint`]), aggregation printing and `printa` ([`aggprint`]), distribution graphs ([`quantize`]),
 //! stacks and symbols ([`stack`], [`symbols`]), options ([`options`]), drop and error messages
 //! ([`status`]).
 //!
@@ -30,6 +30,7 @@ pub mod stack;
 pub mod status;
 pub mod symbols;
 pub mod timefmt;
+pub mod typeprint;
 
 pub use consume::{ConsumeAction, Decoder, ProbeData};
 pub use error::{ConsumerError, Result};
