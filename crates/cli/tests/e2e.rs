@@ -269,3 +269,65 @@ fn destructive_actions_are_refused_when_tracing_starts() {
     );
     assert_eq!(o.stdout, "");
 }
+
+#[test]
+fn print_shows_values_with_their_types() {
+    // DTrace's tst.primitive and tst.struct shapes, plus a union, an enum, bit-fields and arrays
+    let p = script(
+        "print.d",
+        "#pragma D option quiet\n\
+         enum color { RED = 1, GREEN, BLUE };\n\
+         typedef struct point { int x; int y; } point_t;\n\
+         struct shape {\n\
+         \tchar name[8];\n\
+         \tenum color color;\n\
+         \tpoint_t corner[2];\n\
+         \tunion { int i; unsigned char b[4]; } u;\n\
+         \tunsigned int visible:1;\n\
+         \tunsigned int layer:5;\n\
+         \tstruct shape *next;\n\
+         };\n\
+         BEGIN\n{\n\
+         \tprint(10);\n\
+         \tprint((char)'a');\n\
+         \tprint(\"hello\");\n\
+         \tprint((void *)0x1234);\n\
+         \tthis->s = (struct shape *)alloca(sizeof (struct shape));\n\
+         \tthis->s->color = BLUE;\n\
+         \tthis->s->next = this->s;\n\
+         \tthis->s->u.i = 0x01020304;\n\
+         \tthis->c = (char *)this->s;\n\
+         \tthis->c[0] = 'b'; this->c[1] = 'o'; this->c[2] = 'x';\n\
+         \tthis->pt = (int *)((char *)this->s + offsetof(struct shape, corner));\n\
+         \tthis->pt[2] = 3; this->pt[3] = 4;\n\
+         \tthis->c[offsetof(struct shape, next) - 8] = 0x1;\n\
+         \tthis->c[offsetof(struct shape, next) - 7] = 0x6;\n\
+         \tprint(*this->s);\n\
+         \texit(0);\n}\n",
+    );
+    let o = dtrace(&["-s", p.to_str().unwrap()]);
+    let _ = std::fs::remove_file(&p);
+    assert_eq!(o.rc, 0, "{}", o.stderr);
+    assert_eq!(o.stderr, "");
+    let addr = o
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("    struct shape *next = "))
+        .expect("next pointer printed")
+        .to_string();
+    assert!(addr.starts_with("0x"), "{addr}");
+    let want = format!(
+        "int 0xa\nchar 'a'\nstring \"hello\"\nvoid * 0x1234\n\
+         struct shape {{\n\
+         \x20   char [8] name = [ \"box\" ]\n\
+         \x20   enum color color = BLUE\n\
+         \x20   point_t [2] corner = [ \n\
+         \x20       point_t {{\n            int x = 0\n            int y = 0\n        }}, \n\
+         \x20       point_t {{\n            int x = 0x3\n            int y = 0x4\n        }}\n    ]\n\
+         \x20   union u = {{\n        int i = 0x1020304\n        unsigned char [4] b = [ 0x4, 0x3, 0x2, 0x1 ]\n    }}\n\
+         \x20   unsigned int visible :1 = 0x1\n\
+         \x20   unsigned int layer :5 = 0x6\n\
+         \x20   struct shape *next = {addr}\n}}\n"
+    );
+    assert_eq!(o.stdout, want);
+}

@@ -25,11 +25,23 @@ pub struct PrintTypes {
 }
 
 /// The name DTrace's `ctf_type_name` gives a type: anonymous structs, unions and enums have an
-/// empty tag (`"struct "`), and a pointer to a function is spelled as the function (`"int (*)()"`).
+/// empty tag (`"struct "`), a pointer to a function is spelled as the function (`"int (*)()"`), and
+/// an array of arrays lists its dimensions outermost first (`"int [2][3]"`).
 fn printed_name(ck: &Checker<'_>, ty: TypeId) -> String {
     let name = match ck.types.kind(ty) {
         TypeKind::Pointer(to) if matches!(ck.types.kind(*to), TypeKind::Function(..)) => {
             ck.types.name(*to)
+        }
+        TypeKind::Array(..) => {
+            let mut dims = String::new();
+            let mut t = ty;
+            while let TypeKind::Array(e, n) = ck.types.kind(t) {
+                dims.push_str(&format!("[{n}]"));
+                t = *e;
+            }
+            let base = printed_name(ck, t);
+            let sep = if base.ends_with('*') { "" } else { " " };
+            return format!("{base}{sep}{dims}");
         }
         _ => ck.types.name(ty),
     };

@@ -428,6 +428,173 @@ mod tests {
         assert!(x87_to_f64(0x7fffu128 << 64 | 1).is_nan());
     }
 
+    use crate::symbols::{NoSymbols, SymInfo};
+    use dtrace_dif::program::PrintMember;
+
+    fn ty(name: &str, size: u64, kind: PrintKind) -> PrintType {
+        PrintType {
+            name: name.into(),
+            size,
+            kind,
+        }
+    }
+
+    fn member(name: &str, ty: u32, offset_bits: u64) -> PrintMember {
+        PrintMember {
+            name: name.into(),
+            ty,
+            offset_bits,
+        }
+    }
+
+    fn show(types: &[PrintType], root: u32, data: &[u8], syms: &dyn Symbolizer) -> String {
+        let mut out = Vec::new();
+        print_typed(&mut out, types, root, data, syms).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    struct OneSymbol;
+    impl Symbolizer for OneSymbol {
+        fn kernel(&self, addr: u64) -> Option<SymInfo> {
+            (0x1000..0x1100).contains(&addr).then(|| SymInfo {
+                object: "vmlinux".into(),
+                symbol: Some(("do_sys_open".into(), 0x1000)),
+            })
+        }
+    }
+
+    #[test]
+    fn function_pointers_print_by_symbol() {
+        let types = [
+            ty("int (*)()", 8, PrintKind::Pointer { function: true }),
+            ty(
+                "struct ops",
+                16,
+                PrintKind::Struct(vec![member("open", 0, 0), member("close", 0, 64)]),
+            ),
+        ];
+        let mut data = 0x1010u64.to_le_bytes().to_vec();
+        data.extend_from_slice(&0x9999u64.to_le_bytes());
+        assert_eq!(
+            show(&types, 1, &data, &OneSymbol),
+            "struct ops {\n    int (*)() open = vmlinux`do_sys_open\n    int (*)() close = 0x9999\n}"
+        );
+        assert_eq!(
+            show(&types, 1, &data, &NoSymbols),
+            "struct ops {\n    int (*)() open = 0x1010\n    int (*)() close = 0x9999\n}"
+        );
+    }
+
+    #[test]
+    fn floats_forward_declarations_and_small_enums() {
+        let types = [
+            ty("float", 4, PrintKind::Float),
+            ty("double", 8, PrintKind::Float),
+            ty("long double", 16, PrintKind::Float),
+            ty("struct hidden", 0, PrintKind::Forward),
+            ty("enum small", 1, PrintKind::Enum(vec![("ONE".into(), 1)])),
+            ty("enum odd", 3, PrintKind::Enum(vec![])),
+            ty(
+                "struct f",
+                40,
+                PrintKind::Struct(vec![
+                    member("f", 0, 0),
+                    member("d", 1, 64),
+                    member("ld", 2, 128),
+                    member("h", 3, 256),
+                    member("e", 4, 264),
+                    member("o", 5, 272),
+                ]),
+            ),
+        ];
+        let mut data = vec![0u8; 40];
+        data[..4].copy_from_slice(&1.5f32.to_le_bytes());
+        data[8..16].copy_from_slice(&(-0.25f64).to_le_bytes());
+        // 2.0 in x87 extended precision
+        let two = (16384u128 << 64) | (1u128 << 63);
+        data[16..32].copy_from_slice(&two.to_le_bytes());
+        data[33] = 1;
+        assert_eq!(
+            show(&types, 6, &data, &NoSymbols),
+            "struct f {\n    float f = +1.5000000e+00\n    double d = -2.5000000e-01\n\
+             \x20   long double ld = +2.0000000000000000E+00\n    struct hidden h = <forward decl>\n\
+             \x20   enum small e = ONE\n    enum odd o = <invalid enum size 3>\n}"
+        );
+    }
+
+    #[test]
+    fn bit_fields_crossing_bytes_keep_their_high_bits() {
+        let types = [
+            ty(
+                "unsigned",
+                2,
+                PrintKind::Integer {
+                    bits: 10,
+                    signed: false,
+                    char: false,
+                },
+            ),
+            ty("struct b", 4, PrintKind::Struct(vec![member("x", 0, 5)])),
+        ];
+        // bits 5..15 hold 0x3ff
+        let data = (0x3ffu32 << 5).to_le_bytes();
+        assert_eq!(
+            show(&types, 1, &data, &NoSymbols),
+            "struct b {\n    unsigned x :10 = 0x3ff\n}"
+        );
+    }
+
+    #[test]
+    fn malformed_descriptions_are_errors_not_hangs() {
+        // a struct that contains itself
+        let types = [ty(
+            "struct loop",
+            4,
+            PrintKind::Struct(vec![member("l", 0, 0)]),
+        )];
+        let mut out = Vec::new();
+        assert!(matches!(
+            print_typed(&mut out, &types, 0, &[0; 4], &NoSymbols),
+            Err(ConsumerError::BadPrintType(_))
+        ));
+        // an array of a million million zero-size elements
+        let types = [
+            ty("struct e", 0, PrintKind::Struct(vec![])),
+            ty(
+                "struct e [4294967295]",
+                0,
+                PrintKind::Array {
+                    element: 0,
+                    count: u32::MAX,
+                },
+            ),
+        ];
+        let mut out = Vec::new();
+        assert!(print_typed(&mut out, &types, 1, &[], &NoSymbols).is_err());
+        // unknown root, and a record too short for the type
+        assert!(print_typed(&mut out, &types, 7, &[], &NoSymbols).is_err());
+        let types = [ty(
+            "long",
+            8,
+            PrintKind::Integer {
+                bits: 64,
+                signed: true,
+                char: false,
+            },
+        )];
+        assert!(print_typed(&mut out, &types, 0, &[0; 4], &NoSymbols).is_err());
+        // a member of an unknown type
+        let types = [ty(
+            "struct s",
+            4,
+            PrintKind::Struct(vec![member("m", 9, 0)]),
+        )];
+        assert_eq!(
+            show(&types, 0, &[0; 4], &NoSymbols),
+            "struct s {\n    m = <invalid type 9>}"
+        );
+    }
+
     #[test]
     fn alternate_hex() {
         assert_eq!(alt_hex(0), "0");
