@@ -494,7 +494,9 @@ impl Decoder {
         while i < recs.len() {
             let r = &recs[i];
             let bytes = recdata::slice(rec, r.offset as usize, r.size as usize)?;
-            if r.action == ActionKind::LibAct {
+            // print() records are data (DTrace's are DIFEXPR records): they go through the record
+            // callback below like trace()'s
+            if r.action == ActionKind::LibAct && lib_action(r.arg) != Some(LibAction::Print) {
                 i += self.lib_act(recs, i, rec, out)?;
                 for msg in std::mem::take(&mut self.lib_errors) {
                     let report = status::library_error(cpu, edesc.epid, pdesc, msg);
@@ -608,23 +610,7 @@ impl Decoder {
                 self.effects.ftruncate(out)?;
                 Ok(1)
             }
-            Some(LibAction::Print) => {
-                let bytes = recdata::slice(rec, r.offset as usize, r.size as usize)?;
-                let types = self
-                    .cur_prog
-                    .and_then(|p| self.print_types.get(p))
-                    .filter(|t| !t.is_empty());
-                match types {
-                    Some(t) => {
-                        let root = split_libact_arg(r.arg).1;
-                        typeprint::print_typed(out, t, root, bytes, self.symbols.as_ref())?
-                    }
-                    // no type known: print as trace() would, as DTrace falls back to
-                    None => trace_value(out, bytes, self.flags.quiet, self.flags.rawbytes),
-                }
-                Ok(1)
-            }
-            None => Ok(1),
+            Some(LibAction::Print) | None => Ok(1),
         }
     }
 
@@ -678,6 +664,18 @@ impl Decoder {
                 }
             }
             ActionKind::Printa => return self.printa(recs, i, rec, out),
+            ActionKind::LibAct if lib_action(r.arg) == Some(LibAction::Print) => {
+                let types = self
+                    .cur_prog
+                    .and_then(|p| self.print_types.get(p))
+                    .filter(|t| !t.is_empty());
+                // without a type description, print as trace() does (DTrace's fallback too)
+                if let Some(t) = types {
+                    let root = split_libact_arg(r.arg).1;
+                    typeprint::print_typed(out, t, root, bytes, self.symbols.as_ref())?;
+                    return Ok(1);
+                }
+            }
             ActionKind::Tracemem => {
                 let n = if *tracememsize == 0 || *tracememsize > bytes.len() as u64 {
                     bytes.len()

@@ -11,9 +11,10 @@ use crate::cformat::{self, Spec};
 use crate::error::{ConsumerError, Result};
 use crate::symbols::Symbolizer;
 
-/// Most members and elements one `print()` visits (bounds the work a malformed description can
-/// ask for).
-const MAX_VISITS: u64 = 1 << 20;
+/// Members and elements one `print()` may visit beyond eight per byte of its record (a real type
+/// has no more than a member per bit, plus a few empty structs): this bounds the work a malformed
+/// description can ask for.
+const EXTRA_VISITS: u64 = 1024;
 /// Deepest nesting of members and arrays followed.
 const MAX_NESTING: usize = 128;
 
@@ -32,6 +33,7 @@ struct Printer<'a> {
     syms: &'a dyn Symbolizer,
     out: &'a mut Vec<u8>,
     visits: u64,
+    max_visits: u64,
 }
 
 /// Prints `data`, a value of type `root` of `types`, as DTrace's `print()` does.
@@ -57,6 +59,7 @@ pub fn print_typed(
         syms,
         out,
         visits: 0,
+        max_visits: (data.len() as u64).saturating_mul(8) + EXTRA_VISITS,
     };
     let mut pa = Place {
         base: 0,
@@ -119,7 +122,7 @@ impl Printer<'_> {
     /// and unions) each member, one level deeper.
     fn visit(&mut self, pa: &mut Place, name: &str, ty: u32, off: u64, depth: usize) -> Result<()> {
         self.visits += 1;
-        if self.visits > MAX_VISITS || depth + pa.nest > MAX_NESTING {
+        if self.visits > self.max_visits || depth + pa.nest > MAX_NESTING {
             return Err(ConsumerError::BadPrintType(ty));
         }
         self.member(pa, name, ty, off, depth)?;

@@ -274,3 +274,46 @@ fn kernel_types_from_btf() {
          struct timespec64 {\n    time64_t tv_sec = 0xc\n    long int tv_nsec = 0x159\n}"
     );
 }
+
+#[test]
+fn print_records_go_through_the_record_callback() {
+    let prog = compile_with_types(
+        "BEGIN { print(1); print(2); exit(0); }",
+        &CompileOptions::default(),
+        Vec::new(),
+    )
+    .expect("compiles");
+    let mut h = Handle::open(Box::new(FrameworkTracer::new(1)), None);
+    h.exec(&prog).expect("exec");
+    h.go().expect("go");
+    let mut out = Vec::new();
+    let mut seen = 0;
+    for _ in 0..1000 {
+        let r = h
+            .work(
+                &mut out,
+                &mut |_, _| dtrace_consumer::ConsumeAction::This,
+                &mut |_, r, _| match r {
+                    // the first print() is let through, the second skipped
+                    Some(r) if r.action == dtrace_dif::program::ActionKind::LibAct => {
+                        seen += 1;
+                        if seen == 1 {
+                            dtrace_consumer::ConsumeAction::This
+                        } else {
+                            dtrace_consumer::ConsumeAction::Next
+                        }
+                    }
+                    Some(_) => dtrace_consumer::ConsumeAction::Next,
+                    None => dtrace_consumer::ConsumeAction::Next,
+                },
+            )
+            .expect("work");
+        if r == WorkStatus::Done {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+        h.poll().expect("poll");
+    }
+    assert_eq!(seen, 2);
+    assert_eq!(String::from_utf8(out).unwrap(), "int 0x1\n");
+}
