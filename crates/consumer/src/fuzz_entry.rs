@@ -61,7 +61,7 @@ impl Bytes<'_> {
 
 fn rec(b: &mut Bytes<'_>) -> RecDesc {
     let action = ACTIONS[b.u8() as usize % ACTIONS.len()];
-    let print = b.u8() % 4 == 0;
+    let print = b.u8().is_multiple_of(4);
     let size = match b.u8() % 8 {
         0 => 1,
         1 => 2,
