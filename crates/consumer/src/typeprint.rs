@@ -334,11 +334,15 @@ impl Printer<'_> {
         let elem_at = |i: u32| at.saturating_add(eltsize.saturating_mul(i as usize));
         let ekind = et.kind.clone();
         let mut isstring = false;
-        if let PrintKind::Integer {
-            bits: 8,
-            signed: true,
-            char: true,
-        } = ekind
+        // (a character type of size 0 only comes from a malformed description; it is no string)
+        if let (
+            PrintKind::Integer {
+                bits: 8,
+                signed: true,
+                char: true,
+            },
+            1..,
+        ) = (&ekind, eltsize)
         {
             let mut i = 0;
             let mut c = 1u8;
@@ -560,7 +564,28 @@ mod tests {
             print_typed(&mut out, &types, 0, &[0; 4], &NoSymbols),
             Err(ConsumerError::BadPrintType(_))
         ));
-        // an array of a million million zero-size elements
+        // zero-size characters (a string test over them would never meet a NUL)
+        let types = [
+            ty(
+                "char",
+                0,
+                PrintKind::Integer {
+                    bits: 8,
+                    signed: true,
+                    char: true,
+                },
+            ),
+            ty(
+                "char [4294967295]",
+                0,
+                PrintKind::Array {
+                    element: 0,
+                    count: u32::MAX,
+                },
+            ),
+        ];
+        assert!(print_typed(&mut Vec::new(), &types, 1, b"aaaa", &NoSymbols).is_err());
+        // an array of four thousand million zero-size elements
         let types = [
             ty("struct e", 0, PrintKind::Struct(vec![])),
             ty(
