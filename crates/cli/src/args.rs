@@ -78,7 +78,9 @@ pub struct Config {
     pub commands: Vec<String>,
     /// `-p pid` (each).
     pub pids: Vec<String>,
-    /// Options accepted but whose features are not there yet (`-a -A -G -h -B`), by letter.
+    /// `-G`: write each program as an ELF object holding its DOF instead of running it.
+    pub link: bool,
+    /// Options accepted but whose features are not there yet (`-a -A -h -B`), by letter.
     pub unsupported: Vec<char>,
 }
 
@@ -189,7 +191,11 @@ fn apply(cfg: &mut Config, c: char, arg: String) -> Result<(), UsageError> {
             cfg.zdefs = true;
             opt(cfg, c, "zdefs", None);
         }
-        'A' | 'G' | 'h' => {
+        'G' => {
+            cfg.modes += 1;
+            cfg.link = true;
+        }
+        'A' | 'h' => {
             cfg.modes += 1;
             cfg.unsupported.push(c);
         }

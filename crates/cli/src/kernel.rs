@@ -8,6 +8,7 @@ use std::time::Duration;
 use dtrace_consumer::error::{ConsumerError, Result};
 use dtrace_consumer::fwtracer::FrameworkTracer;
 use dtrace_consumer::handle::{ExecInfo, Tracer};
+use dtrace_consumer::listing::ProbeDetail;
 use dtrace_consumer::options::Options;
 use dtrace_consumer::status::StatusCounters;
 use dtrace_dif::program::{ProbeDesc, Program};
@@ -18,6 +19,33 @@ use dtrace_linux::LinuxTracing;
 pub struct KernelTracer {
     inner: FrameworkTracer,
     linux: LinuxTracing,
+    /// Kernel drops per CPU already reported.
+    reported_drops: Vec<u64>,
+}
+
+/// The kernel ring's size for a per-CPU `bufsize` (DTrace's buffers are per CPU; the ring is shared
+/// by every CPU): `bufsize` times the number of CPUs, at least a page.
+fn ring_bytes(bufsize: u64, ncpus: u32) -> usize {
+    usize::try_from(bufsize.saturating_mul(ncpus.max(1) as u64))
+        .unwrap_or(usize::MAX)
+        .max(4096)
+}
+
+/// The `bufsize` a program runs with: its last `#pragma D option bufsize`, else the handle's.
+fn bufsize_of(prog: &Program, options: &Options) -> u64 {
+    let pragma = prog
+        .options
+        .iter()
+        .rev()
+        .find(|(n, _)| n == "bufsize")
+        .and_then(|(_, v)| v.as_deref())
+        .and_then(|v| dtrace_consumer::options::parse_size(v).ok());
+    let v = pragma.unwrap_or_else(|| options.value("bufsize"));
+    if v > 0 {
+        v as u64
+    } else {
+        4 << 20
+    }
 }
 
 impl KernelTracer {
@@ -26,13 +54,20 @@ impl KernelTracer {
         linux
             .register(inner.framework())
             .map_err(|e| ConsumerError::Backend(e.to_string()))?;
-        Ok(KernelTracer { inner, linux })
+        Ok(KernelTracer {
+            inner,
+            linux,
+            reported_drops: Vec::new(),
+        })
     }
 }
 
 impl Tracer for KernelTracer {
     fn exec(&mut self, prog: &Program, options: &Options) -> Result<ExecInfo> {
         self.linux.plan(prog);
+        let ncpus = dtrace_linux::provider::framework_ncpus().unwrap_or(1);
+        self.linux
+            .set_ring_bytes(ring_bytes(bufsize_of(prog, options), ncpus));
         self.inner.exec(prog, options)
     }
     fn go(&mut self) -> Result<()> {
@@ -47,7 +82,29 @@ impl Tracer for KernelTracer {
         self.inner.stop()
     }
     fn switch_buffers(&mut self) -> Result<Vec<BufferSnapshot>> {
-        self.inner.switch_buffers()
+        let mut snaps = self.inner.switch_buffers()?;
+        let now = self
+            .linux
+            .cpu_drops()
+            .map_err(|e| ConsumerError::Backend(e.to_string()))?;
+        self.reported_drops.resize(now.len(), 0);
+        for (cpu, (&n, seen)) in now.iter().zip(self.reported_drops.iter_mut()).enumerate() {
+            let new = n.saturating_sub(*seen);
+            if new == 0 {
+                continue;
+            }
+            *seen = n;
+            let cpu = cpu as u32;
+            match snaps.iter_mut().find(|s| s.cpu == cpu) {
+                Some(s) => s.drops += new,
+                None => snaps.push(BufferSnapshot {
+                    cpu,
+                    data: Vec::new(),
+                    drops: new,
+                }),
+            }
+        }
+        Ok(snaps)
     }
     fn aggregate_snapshot(&mut self) -> Result<Vec<AggRecord>> {
         self.inner.aggregate_snapshot()
@@ -75,5 +132,27 @@ impl Tracer for KernelTracer {
     }
     fn list(&mut self, desc: &ProbeDesc) -> Result<Vec<ProbeInfo>> {
         self.inner.list(desc)
+    }
+    fn probe_detail(&mut self, probe: &ProbeInfo) -> Result<ProbeDetail> {
+        self.inner.probe_detail(probe)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ring_follows_bufsize_per_cpu() {
+        assert_eq!(ring_bytes(4 << 20, 2), 8 << 20);
+        assert_eq!(ring_bytes(1, 2), 4096);
+        assert_eq!(ring_bytes(u64::MAX, 4), usize::MAX);
+        let mut p = Program::default();
+        let mut o = Options::default();
+        assert_eq!(bufsize_of(&p, &o), 4 << 20);
+        o.set("bufsize", Some("16k"), false).unwrap();
+        assert_eq!(bufsize_of(&p, &o), 16 << 10);
+        p.options.push(("bufsize".into(), Some("2m".into())));
+        assert_eq!(bufsize_of(&p, &o), 2 << 20);
     }
 }

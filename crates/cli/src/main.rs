@@ -6,6 +6,8 @@
 mod args;
 mod backend;
 mod kernel;
+mod ktypes;
+mod link;
 mod output;
 mod procs;
 mod signals;
@@ -24,7 +26,7 @@ use dtrace_consumer::status::{DropReport, ErrorReport};
 /// Exit status for errors (`E_ERROR`).
 const E_ERROR: u8 = 1;
 /// Exit status for usage errors (`E_USAGE`).
-const E_USAGE: u8 = 2;
+pub(crate) const E_USAGE: u8 = 2;
 
 fn pname() -> String {
     std::env::args()
@@ -37,7 +39,7 @@ fn pname() -> String {
         .unwrap_or_else(|| "dtrace".to_string())
 }
 
-fn fatal(msg: &str) -> ExitCode {
+pub(crate) fn fatal(msg: &str) -> ExitCode {
     eprintln!("dtrace: {msg}");
     ExitCode::from(E_ERROR)
 }
@@ -68,7 +70,7 @@ fn main() -> ExitCode {
     run(&pname, cfg)
 }
 
-fn spec_of(kind: char) -> ProbeSpec {
+pub(crate) fn spec_of(kind: char) -> ProbeSpec {
     match kind {
         'P' => ProbeSpec::Provider,
         'm' => ProbeSpec::Module,
@@ -82,41 +84,33 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
         let what = match c {
             'a' => "claiming anonymous tracing state",
             'A' => "anonymous tracing directives",
-            'G' => "ELF files with embedded D programs",
             'h' => "header files for static probes",
             _ => "this option",
         };
         return fatal(&format!("-{c}: not yet supported: {what}"));
+    }
+    if cfg.link {
+        return link::run(pname, &cfg);
     }
     if cfg.cmds.is_empty() && !cfg.list {
         eprint!("{}", usage::usage(pname));
         return ExitCode::from(E_USAGE);
     }
     signals::install();
-    let (tracer, symbols) = backend::tracer();
-    let mut h = Handle::open(tracer, backend::compiler());
+    let (tracer, symbols, compiler) = backend::open();
+    let mut h = Handle::open(tracer, Some(compiler));
     h.decoder.symbols = symbols;
-    for (name, value) in args::env_options(std::env::vars()) {
-        if let Err(e) = h.setopt(&name, value.as_deref()) {
-            return fatal(&format!(
-                "failed to set option {name} from the environment: {e}"
-            ));
-        }
-    }
-    for (flag, name, value) in &cfg.options {
-        if let Err(e) = h.setopt(name, value.as_deref()) {
-            let what = match flag {
-                'x' => format!("-x {name}"),
-                'b' | 'D' | 'I' | 'L' | 'U' | 'X' => {
-                    format!("-{flag} {}", value.as_deref().unwrap_or(""))
-                }
-                _ => format!("-{flag}"),
-            };
-            return fatal(&format!("failed to set {what}: {e}"));
-        }
+    if let Some(code) = set_options(&mut h, &cfg) {
+        return code;
     }
     if cfg.list {
-        return list(&mut h, &cfg);
+        return list(pname, &mut h, &cfg);
+    }
+    if cfg.verbose {
+        // The report's minimum statement attributes are the compiler's to compute.
+        return fatal(
+            "-v: not yet supported: stability reports of programs (use -l -v for probes)",
+        );
     }
     // Create and grab the processes before compiling, so `$target` is known (the first one's pid,
     // as in DTrace).
@@ -303,52 +297,119 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
     ExitCode::from(h.exit_status().unwrap_or(0) as u8)
 }
 
-/// `-l`: the probes matching each description (all probes when none is given).
-fn list(h: &mut Handle, cfg: &args::Config) -> ExitCode {
+/// `-l`: the probes matching each description (all probes when none is given); with `-s` or a
+/// description carrying a predicate or actions, the probes each clause of the compiled program
+/// matches; with `-v`, each probe's stability attributes and argument types under its line.
+fn list(pname: &str, h: &mut Handle, cfg: &args::Config) -> ExitCode {
+    // -l implies -Z: a clause matching nothing is reported, not fatal.
+    let flags = CompileFlags {
+        zero_defs: true,
+        cpp: cfg.cpp,
+        show_dif: false,
+        no_exec: true,
+    };
     let mut descs = Vec::new();
     for c in &cfg.cmds {
-        if c.kind == 's' || c.kind == 'i' {
-            return fatal(&format!(
-                "-l -{}: not yet supported: listing needs the compiler",
-                c.kind
-            ));
+        if c.kind == 'i' {
+            return fatal("-l -i: not yet supported: probe descriptions by id");
         }
-        // Only the description itself: a predicate or action after it is not needed to list.
-        let d = c.arg.split(['/', '{']).next().unwrap_or("").trim();
-        descs.push((c.arg.clone(), listing::str2desc(spec_of(c.kind), d)));
+        let plain = c.kind != 's' && !c.arg.contains(['/', '{', ',', ';']);
+        if plain {
+            descs.push(listing::str2desc(spec_of(c.kind), c.arg.trim()));
+            continue;
+        }
+        let r = if c.kind == 's' {
+            if let Err(e) = std::fs::metadata(&c.arg) {
+                return fatal(&format!("failed to open {}: {}", c.arg, io_reason(&e)));
+            }
+            let mut argv = vec![c.arg.clone()];
+            argv.extend(cfg.args.iter().cloned());
+            h.compile_file(std::path::Path::new(&c.arg), flags, &argv)
+        } else {
+            let mut argv = vec![pname.to_string()];
+            argv.extend(cfg.args.iter().cloned());
+            h.compile_str(&c.arg, spec_of(c.kind), flags, &argv)
+        };
+        match r {
+            Ok(p) => descs.extend(p.ecbs.iter().map(|e| e.probe.clone())),
+            Err(e) if c.kind == 's' => {
+                return fatal(&format!("failed to compile script {}: {e}", c.arg))
+            }
+            Err(e) => return fatal(&format!("invalid probe specifier {}: {e}", c.arg)),
+        }
     }
-    if descs.is_empty() {
-        descs.push((String::new(), Default::default()));
+    let all = cfg.cmds.is_empty();
+    if all {
+        descs.push(Default::default());
     }
     let mut text = listing::list_heading();
-    for (arg, d) in &descs {
+    for d in &descs {
         match h.list_probes(d) {
-            Ok(ps) if ps.is_empty() => {
-                let _ = arg;
+            Ok(ps) if ps.is_empty() && !all => {
                 eprintln!(
                     "dtrace: failed to match {}:{}:{}:{}: No probe matches description",
                     d.provider, d.module, d.function, d.name
                 );
             }
-            Ok(ps) => ps
-                .iter()
-                .for_each(|p| text.push_str(&listing::list_line(p))),
+            Ok(ps) => {
+                for p in &ps {
+                    text.push_str(&listing::list_line(p));
+                    // As dtrace(1M), a probe whose details cannot be had is listed without them.
+                    if cfg.verbose {
+                        if let Ok(detail) = h.probe_detail(p) {
+                            text.push_str(&listing::verbose_info(p, &detail));
+                        }
+                    }
+                }
+            }
             Err(e) => return fatal(&format!("failed to list probes: {e}")),
         }
     }
-    // A closed pipe (`dtrace -l | head`) ends the listing quietly.
-    let mut stdout = std::io::stdout().lock();
-    let _ = stdout
-        .write_all(text.as_bytes())
-        .and_then(|_| stdout.flush());
+    // As in DTrace, `-o` takes the listing too (appended). A closed pipe (`dtrace -l | head`) ends
+    // the listing quietly.
+    let mut out = match output::Output::open(cfg.output.as_deref()) {
+        Ok(o) => o,
+        Err(e) => {
+            return fatal(&format!(
+                "failed to open output file '{}': {e}",
+                cfg.output.as_deref().unwrap_or("")
+            ))
+        }
+    };
+    let _ = out.write_all(text.as_bytes()).and_then(|_| out.flush());
     ExitCode::SUCCESS
 }
 
 /// The reason part of an I/O error as C's strerror(3) words it.
-fn io_reason(e: &std::io::Error) -> String {
+pub(crate) fn io_reason(e: &std::io::Error) -> String {
     match e.kind() {
         std::io::ErrorKind::NotFound => "No such file or directory".to_string(),
         std::io::ErrorKind::PermissionDenied => "Permission denied".to_string(),
         _ => e.to_string(),
     }
+}
+
+/// Sets the options of the environment (`DTRACE_OPT_*`), then those of the command line; on an error,
+/// the exit status after reporting it.
+pub(crate) fn set_options(h: &mut Handle, cfg: &args::Config) -> Option<ExitCode> {
+    for (name, value) in args::env_options(std::env::vars()) {
+        if let Err(e) = h.setopt(&name, value.as_deref()) {
+            return Some(fatal(&format!(
+                "failed to set option {name} from the environment: {e}"
+            )));
+        }
+    }
+    for (flag, name, value) in &cfg.options {
+        if let Err(e) = h.setopt(name, value.as_deref()) {
+            let what = match flag {
+                'x' => format!("-x {name}"),
+                'b' | 'D' | 'I' | 'L' | 'U' | 'X' => {
+                    format!("-{flag} {}", value.as_deref().unwrap_or(""))
+                }
+                _ => format!("-{flag}"),
+            };
+            return Some(fatal(&format!("failed to set {what}: {e}")));
+        }
+    }
+    None
 }

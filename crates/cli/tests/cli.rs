@@ -85,9 +85,12 @@ fn unsupported_features_say_so_and_exit_1() {
     // -c is supported now: the run ends with the command.
     let (rc, _, err) = dtrace(&["-c", "true", "-n", "BEGIN"]);
     assert_eq!(rc, 0, "{err}");
-    let (rc, _, err) = dtrace(&["-G", "-s", "x.d"]);
+    let (rc, _, err) = dtrace(&["-A", "-s", "x.d"]);
     assert_eq!(rc, 1);
     assert!(err.contains("not yet supported"), "{err}");
+    let (rc, _, err) = dtrace(&["-v", "-n", "BEGIN"]);
+    assert_eq!(rc, 1);
+    assert!(err.starts_with("dtrace: -v: not yet supported"), "{err}");
 }
 
 #[test]

@@ -156,6 +156,82 @@ fn output_file_and_environment_options() {
     let _ = std::fs::remove_file(&f);
 }
 
+/// The `-l` heading.
+const HEADING: &str = "   ID   PROVIDER            MODULE                          FUNCTION NAME\n";
+
+#[test]
+fn verbose_listing_of_begin() {
+    let o = dtrace(&["-lv", "-n", "BEGIN"]);
+    assert_eq!(o.rc, 0, "{}", o.stderr);
+    assert_eq!(
+        o.stdout,
+        format!(
+            "{HEADING}    1     dtrace {:17} {:33} BEGIN
+
+\tProbe Description Attributes
+\t\tIdentifier Names: Stable
+\t\tData Semantics:   Stable
+\t\tDependency Class: Common
+
+\tArgument Attributes
+\t\tIdentifier Names: Stable
+\t\tData Semantics:   Stable
+\t\tDependency Class: Common
+
+\tArgument Types
+\t\tNone
+
+",
+            "", ""
+        )
+    );
+}
+
+#[test]
+fn listing_the_probes_of_a_script_and_of_clauses() {
+    let d = script(
+        "list.d",
+        "END { printf(\"bye\"); }\nBEGIN /1/ { trace(1); }\nBEGIN { trace(2); }\nnosuch:::probe { }\n",
+    );
+    let o = dtrace(&["-l", "-s", &d.display().to_string()]);
+    let _ = std::fs::remove_file(&d);
+    assert_eq!(o.rc, 0, "{}", o.stderr);
+    // One listing per clause, in the script's order; a clause matching nothing is reported.
+    let end = format!("    2     dtrace {:17} {:33} END\n", "", "");
+    let begin = format!("    1     dtrace {:17} {:33} BEGIN\n", "", "");
+    assert_eq!(o.stdout, format!("{HEADING}{end}{begin}{begin}"));
+    assert_eq!(
+        o.stderr,
+        "dtrace: failed to match nosuch:::probe: No probe matches description\n"
+    );
+    let f = std::env::temp_dir().join(format!("dtrace-e2e-{}-list.out", std::process::id()));
+    let _ = std::fs::remove_file(&f);
+    let o = dtrace(&[
+        "-l",
+        "-n",
+        "BEGIN, END /0/ { exit(0); }",
+        "-o",
+        &f.display().to_string(),
+    ]);
+    assert_eq!((o.rc, o.stdout.as_str()), (0, ""), "{}", o.stderr);
+    assert_eq!(
+        std::fs::read_to_string(&f).unwrap(),
+        format!("{HEADING}{begin}{end}")
+    );
+    let _ = std::fs::remove_file(&f);
+    let o = dtrace(&["-l", "-n", "BEGIN, END /0/ { exit(0); }"]);
+    assert_eq!(o.rc, 0, "{}", o.stderr);
+    assert_eq!(o.stdout, format!("{HEADING}{begin}{end}"));
+    let o = dtrace(&["-l", "-n", "BEGIN { trace( }"]);
+    assert_eq!(o.rc, 1);
+    assert!(
+        o.stderr
+            .starts_with("dtrace: invalid probe specifier BEGIN { trace( }: "),
+        "{}",
+        o.stderr
+    );
+}
+
 #[test]
 fn listing_probes() {
     let o = dtrace(&["-l", "-n", "dtrace:::BEGIN"]);
@@ -271,6 +347,93 @@ fn destructive_actions_are_refused_when_tracing_starts() {
 }
 
 #[test]
+fn aggregation_display_options_from_x_pragma_and_setopt() {
+    // -x aggpack: quantize() on one line, ASCII cells by the -x encoding.
+    let o = dtrace(&[
+        "-q",
+        "-x",
+        "aggpack",
+        "-x",
+        "encoding=ascii",
+        "-n",
+        "BEGIN { @ = quantize(1); @ = quantize(4, 4); exit(0); }",
+    ]);
+    assert_eq!(o.rc, 0, "{}", o.stderr);
+    assert_eq!(o.stderr, "");
+    assert_eq!(
+        o.stdout,
+        "\n\n  min .-----. max  | count\n    0 : _ X : 8    | 5\n"
+    );
+
+    // #pragma D option agghist and aggzoom: counts and sums as histograms scaled to the largest.
+    let p = script(
+        "agghist.d",
+        "#pragma D option quiet\n\
+         #pragma D option agghist\n\
+         #pragma D option aggzoom\n\
+         BEGIN\n{\n\
+         \t@c[\"read\"] = count(); @c[\"read\"] = count(); @c[\"write\"] = count();\n\
+         \t@s[1] = sum(-3); @s[2] = sum(6);\n\
+         \texit(0);\n}\n",
+    );
+    let o = dtrace(&["-s", p.to_str().unwrap()]);
+    let _ = std::fs::remove_file(&p);
+    assert_eq!(o.rc, 0, "{}", o.stderr);
+    assert_eq!(o.stderr, "");
+    let dist = "------------- Distribution -------------";
+    let want = format!(
+        "\n\n{:>17}  {dist} count    \n{:>17} |{:<40} 1        \n{:>17} |{} 2        \n\n{:>9}  {dist} count    \n{:>9} {:>20}|{:20} -3       \n{:>9} {:20}|{} 6        \n",
+        "key",
+        "write",
+        "@".repeat(20),
+        "read",
+        "@".repeat(40),
+        "key",
+        1,
+        "@".repeat(10),
+        "",
+        2,
+        "",
+        "@".repeat(20)
+    );
+    assert_eq!(o.stdout, want);
+
+    // setopt() while tracing, then printa() without a format: lquantize() packed over its whole
+    // range, in UTF-8 block elements.
+    let o = dtrace(&[
+        "-qn",
+        "BEGIN { setopt(\"aggpack\"); setopt(\"encoding\", \"utf8\"); @l[\"x\"] = lquantize(3, 0, 10, 5); printa(@l); exit(0); }",
+    ]);
+    assert_eq!(o.rc, 0, "{}", o.stderr);
+    assert_eq!(o.stderr, "");
+    assert_eq!(
+        o.stdout,
+        format!(
+            "\n\n{:>17}     min .----. max      | count\n{:>17}     < 0 : \u{2588}  : >= 10    | 1\n\n",
+            "key", "x"
+        )
+    );
+}
+
+#[test]
+fn wide_character_printf_conversions() {
+    let o = dtrace(&[
+        "-qn",
+        "int w[4]; BEGIN { w[0] = 0x68; w[1] = 0xe9; printf(\"%lc%lc|%3wc|[%ls|%-4ws]\\n\", 0x48, 0xe9, 0x20ac, w, w); exit(0); }",
+    ]);
+    assert_eq!(o.rc, 0, "{}", o.stderr);
+    assert_eq!(o.stderr, "");
+    assert_eq!(o.stdout, "H\u{e9}|\u{20ac}|[h\u{e9}|h\u{e9} ]\n\n");
+    // A value with no multibyte form stops processing, as the C library's EILSEQ does DTrace's.
+    let o = dtrace(&["-qn", "BEGIN { printf(\"[%lc]\\n\", 0xd800); exit(0); }"]);
+    assert_eq!(o.rc, 1);
+    assert_eq!(
+        o.stderr,
+        "dtrace: processing aborted: wide character 0xd800 has no multibyte form: Illegal byte sequence\n"
+    );
+}
+
+#[test]
 fn print_shows_values_with_their_types() {
     // DTrace's tst.primitive and tst.struct shapes, plus a union, an enum, bit-fields and arrays
     let p = script(
@@ -330,4 +493,28 @@ fn print_shows_values_with_their_types() {
          \x20   struct shape *next = {addr}\n}}\n"
     );
     assert_eq!(o.stdout, want);
+}
+
+#[test]
+fn print_shows_kernel_types_from_btf() {
+    if !dtrace_testkit::skip_unless(
+        std::path::Path::new("/sys/kernel/btf/vmlinux").exists(),
+        "print_shows_kernel_types_from_btf",
+        "no /sys/kernel/btf/vmlinux",
+    ) {
+        return;
+    }
+    let o = dtrace(&[
+        "-qn",
+        "BEGIN { this->t = (struct timespec64 *)alloca(sizeof (struct timespec64)); \
+         this->t->tv_sec = 12; this->t->tv_nsec = 345; print(*this->t); \
+         this->l = (struct list_head *)alloca(sizeof (struct list_head)); \
+         this->l->next = (struct list_head *)0xffff888000001000; print(*this->l); exit(0); }",
+    ]);
+    assert_eq!(o.rc, 0, "{}", o.stderr);
+    assert_eq!(
+        o.stdout,
+        "struct timespec64 {\n    time64_t tv_sec = 0xc\n    long int tv_nsec = 0x159\n}\
+         struct list_head {\n    struct list_head *next = 0xffff888000001000\n    struct list_head *prev = 0\n}\n"
+    );
 }

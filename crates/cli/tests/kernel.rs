@@ -90,3 +90,88 @@ fn listing_shows_kernel_probes() {
         );
     }
 }
+
+#[test]
+fn ring_buffer_drops_are_reported_per_cpu() {
+    if !kernel_ok("ring_buffer_drops_are_reported_per_cpu") {
+        return;
+    }
+    // A 4k buffer per CPU (a ring of a page or two) cannot hold a burst of 200000 writes: what
+    // is lost is reported, and what was counted plus what was dropped is every write.
+    let n = 200_000u64;
+    let cmd = format!("dd if=/dev/zero of=/dev/null bs=1 count={n} status=none");
+    let (rc, out, err) = dtrace(&[
+        "-b",
+        "4k",
+        "-n",
+        "syscall::write:entry /pid == $target/ { @ = count(); }",
+        "-c",
+        &cmd,
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    let counted: u64 = out.trim().parse().unwrap_or_else(|_| panic!("{out:?}"));
+    let mut dropped = 0;
+    for l in err.lines().filter(|l| l.contains("drop")) {
+        let words: Vec<&str> = l.split(' ').collect();
+        assert_eq!(words.len(), 6, "{l}");
+        let d: u64 = words[1].parse().unwrap();
+        assert_eq!(words[0], "dtrace:", "{l}");
+        assert_eq!(words[2], if d == 1 { "drop" } else { "drops" }, "{l}");
+        assert_eq!(&words[3..5], ["on", "CPU"], "{l}");
+        assert!(words[5].parse::<u32>().is_ok(), "{l}");
+        dropped += d;
+    }
+    assert!(dropped > 0, "no drops reported: {err}");
+    assert_eq!(counted + dropped, n, "{out}\n{err}");
+}
+
+#[test]
+fn verbose_listing_of_a_syscall_probe() {
+    if !kernel_ok("verbose_listing_of_a_syscall_probe") {
+        return;
+    }
+    let (rc, out, err) = dtrace(&["-lv", "-n", "syscall::write:entry"]);
+    assert_eq!(rc, 0, "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines[1].ends_with("syscall           vmlinux                             write entry"));
+    // The module and function are named: the description is as stable as the least stable of
+    // the provider's provider, module, function and name attributes.
+    assert_eq!(
+        lines[2..].join("\n"),
+        "
+\tProbe Description Attributes
+\t\tIdentifier Names: Private
+\t\tData Semantics:   Private
+\t\tDependency Class: Unknown
+
+\tArgument Attributes
+\t\tIdentifier Names: Private
+\t\tData Semantics:   Private
+\t\tDependency Class: ISA
+
+\tArgument Types
+\t\targs[0]: uint64_t
+\t\targs[1]: const char *
+\t\targs[2]: uint64_t
+"
+    );
+}
+
+#[test]
+fn print_of_a_kernel_type_copied_in_at_a_syscall() {
+    if !kernel_ok("print_of_a_kernel_type_copied_in_at_a_syscall") {
+        return;
+    }
+    // sleep 1.5 asks clock_nanosleep for { 1, 500000000 }
+    let (rc, out, err) = dtrace(&[
+        "-qn",
+        "syscall::clock_nanosleep:entry /pid == $target/ { print(*(struct __kernel_timespec *)copyin(arg2, sizeof (struct __kernel_timespec))); exit(0); }",
+        "-c",
+        "sleep 1.5",
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    assert_eq!(
+        out,
+        "struct __kernel_timespec {\n    __kernel_time64_t tv_sec = 0x1\n    long long int tv_nsec = 0x1dcd6500\n}\n"
+    );
+}

@@ -1,8 +1,9 @@
 //! The D compiler behind the handle's [`Compiler`] seam: turns the handle's options (`strsize`,
 //! `defaultargs`, `-w`, `-C -D -U -I`, stack frame defaults) into `dtrace-compiler` options, expands a
-//! bare `-P/-m/-f` argument into a full probe description, and reports errors in DTrace's words.
+//! bare `-P/-m/-f` argument into a full probe description, and reports errors in DTrace's words. The
+//! embedding program may give it the traced system's C types and probe argument types.
 
-use dtrace_compiler::{CompileOptions, SourceKind};
+use dtrace_compiler::{CompileOptions, ProbeInfo, SourceKind, TypeSource};
 use dtrace_dif::program::{ActionKind, Program};
 use dtrace_dif::{DifObject, DifType, Instr};
 
@@ -12,11 +13,28 @@ use crate::listing::str2desc;
 use crate::options::Options;
 
 /// The D compiler, with the named macro variables set on the handle (`$target`...).
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct DCompiler {
     /// Macro variables set through [`Compiler::set_macro`], overriding the defaults of
     /// [`default_macros`].
     pub macros: Vec<(String, String)>,
+    /// Makes the C type sources each compilation sees (the running kernel's types), if any.
+    pub types: Option<TypeSources>,
+    /// The traced system's probe argument types (`args[]`) and symbols, if known.
+    pub probes: Option<Box<dyn ProbeInfo + Send>>,
+}
+
+/// A maker of the type sources one compilation consumes.
+pub type TypeSources = Box<dyn Fn() -> Vec<Box<dyn TypeSource>> + Send>;
+
+impl std::fmt::Debug for DCompiler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DCompiler")
+            .field("macros", &self.macros)
+            .field("types", &self.types.is_some())
+            .field("probes", &self.probes.is_some())
+            .finish()
+    }
 }
 
 /// The named macro variables DTrace defines for every compilation, from this process's ids:
@@ -127,7 +145,9 @@ impl Compiler for DCompiler {
         }
         let text = expand_spec(spec, source);
         let errtags = o.is_set("errtags");
-        let mut prog = dtrace_compiler::compile(&text, &c).map_err(|e| {
+        let sources = self.types.as_ref().map(|f| f()).unwrap_or_default();
+        let probes = self.probes.as_deref().map(|p| p as &dyn ProbeInfo);
+        let mut prog = dtrace_compiler::compile_with(&text, &c, sources, probes).map_err(|e| {
             ConsumerError::Compile(if spec == ProbeSpec::Script {
                 e.file_message(errtags)
             } else {

@@ -11,8 +11,12 @@ use dtrace_framework::{Activity, Framework, FrameworkError, OptionError};
 
 use crate::error::{ConsumerError, Result};
 use crate::handle::{ExecInfo, Tracer};
+use crate::listing::ProbeDetail;
 use crate::options::{OptKind, Options};
 use crate::status::StatusCounters;
+
+/// The most arguments a probe is asked to describe.
+const MAX_PROBE_ARGS: u32 = 128;
 
 /// A [`Tracer`] over [`Framework`].
 pub struct FrameworkTracer {
@@ -123,5 +127,19 @@ impl Tracer for FrameworkTracer {
     }
     fn list(&mut self, desc: &ProbeDesc) -> Result<Vec<ProbeInfo>> {
         Ok(self.fw.list_probes(desc))
+    }
+    fn probe_detail(&mut self, probe: &ProbeInfo) -> Result<ProbeDetail> {
+        let attributes = self
+            .fw
+            .provider_attributes(&probe.provider)
+            .ok_or_else(|| {
+                ConsumerError::Backend(format!("no provider named {}", probe.provider))
+            })?;
+        // Argument descriptions are numbered from 0 without gaps (DTrace's dtargd_ndx).
+        let args = (0..MAX_PROBE_ARGS)
+            .map_while(|i| self.fw.arg_desc(probe.id, i))
+            .map(|a| a.xlate.unwrap_or(a.native))
+            .collect();
+        Ok(ProbeDetail { attributes, args })
     }
 }

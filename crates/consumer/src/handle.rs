@@ -114,6 +114,13 @@ pub trait Tracer {
             "listing probes with this tracer".into(),
         ))
     }
+    /// A probe's provider attributes and argument types (for `-l -v`).
+    fn probe_detail(&mut self, probe: &ProbeInfo) -> Result<crate::listing::ProbeDetail> {
+        let _ = probe;
+        Err(ConsumerError::NotSupported(
+            "probe attributes with this tracer".into(),
+        ))
+    }
 }
 
 /// A tracer that cannot trace: every operation reports what is missing.
@@ -581,6 +588,12 @@ impl Handle {
     /// `dtrace_probe_iter`: the probes matching a description.
     pub fn list_probes(&mut self, desc: &ProbeDesc) -> Result<Vec<ProbeInfo>> {
         let r = self.tracer.list(desc);
+        self.record(r)
+    }
+
+    /// `dtrace_probe_info`: a probe's provider attributes and argument types.
+    pub fn probe_detail(&mut self, probe: &ProbeInfo) -> Result<crate::listing::ProbeDetail> {
+        let r = self.tracer.probe_detail(probe);
         self.record(r)
     }
 

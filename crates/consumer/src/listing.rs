@@ -1,8 +1,11 @@
 //! Probe descriptions on the command line and probe listings: `dtrace_str2desc` (a `-n/-P/-m/-f`
 //! argument split into provider, module, function and name, filled from the right per its kind) and
-//! the `-l` table (`   ID   PROVIDER            MODULE                          FUNCTION NAME`).
+//! the `-l` table (`   ID   PROVIDER            MODULE                          FUNCTION NAME`), and the
+//! `-l -v` report under each line: the probe's description and argument stability attributes and
+//! its argument types (`dtrace_probe_info` and dtrace(1M)'s `print_probe_info`).
 
 use dtrace_dif::program::ProbeDesc;
+use dtrace_framework::provider::{Attribute, ProviderAttributes};
 use dtrace_framework::records::ProbeInfo;
 
 use crate::handle::ProbeSpec;
@@ -48,6 +51,78 @@ pub fn list_line(p: &ProbeInfo) -> String {
         "{:>5} {:>10} {:>17} {:>33} {}\n",
         p.id, p.provider, p.module, p.function, p.name
     )
+}
+
+/// What `-l -v` reports of a probe: its provider's stability attributes and the types of its
+/// arguments as D sees them (`args[0]`, ...).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProbeDetail {
+    /// The provider's attributes.
+    pub attributes: ProviderAttributes,
+    /// Argument types, translated where a translator applies.
+    pub args: Vec<String>,
+}
+
+/// The smaller of two attribute triples, field by field (`dt_attr_min`).
+pub fn attr_min(a: Attribute, b: Attribute) -> Attribute {
+    Attribute {
+        name: a.name.min(b.name),
+        data: a.data.min(b.data),
+        class: a.class.min(b.class),
+    }
+}
+
+/// Whether a description field names no single value (empty or a glob pattern).
+fn is_glob(s: &str) -> bool {
+    s.is_empty() || s.contains(['*', '?', '['])
+}
+
+/// The attributes of a probe description (`dtrace_probe_info`): the provider's own, lowered by
+/// those of each field that names a value; a description without a single provider has the
+/// attributes of an unnamed one (Unstable).
+pub fn description_attributes(desc: &ProbeInfo, pa: &ProviderAttributes) -> Attribute {
+    use dtrace_framework::provider::{DepClass, Stability};
+    if is_glob(&desc.provider) {
+        return Attribute::new(Stability::Unstable, Stability::Unstable, DepClass::Common);
+    }
+    let mut a = pa.provider;
+    for (field, attr) in [
+        (&desc.module, pa.module),
+        (&desc.function, pa.function),
+        (&desc.name, pa.name),
+    ] {
+        if !is_glob(field) {
+            a = attr_min(a, attr);
+        }
+    }
+    a
+}
+
+fn attribute_lines(title: &str, a: Attribute) -> String {
+    format!(
+        "\n\t{title}\n\t\tIdentifier Names: {}\n\t\tData Semantics:   {}\n\t\tDependency Class: {}\n",
+        a.name.name(),
+        a.data.name(),
+        a.class.name()
+    )
+}
+
+/// The `-v` report printed under a probe's `-l` line.
+pub fn verbose_info(p: &ProbeInfo, d: &ProbeDetail) -> String {
+    let mut s = attribute_lines(
+        "Probe Description Attributes",
+        description_attributes(p, &d.attributes),
+    );
+    s.push_str(&attribute_lines("Argument Attributes", d.attributes.args));
+    s.push_str("\n\tArgument Types\n");
+    for (i, t) in d.args.iter().enumerate() {
+        s.push_str(&format!("\t\targs[{i}]: {t}\n"));
+    }
+    if d.args.is_empty() {
+        s.push_str("\t\tNone\n");
+    }
+    s.push('\n');
+    s
 }
 
 #[cfg(test)]
@@ -101,6 +176,58 @@ mod tests {
         assert_eq!(
             list_line(&p),
             format!("    1     dtrace {:17} {:33} BEGIN\n", "", "")
+        );
+    }
+
+    #[test]
+    fn verbose_report_of_begin_and_a_typed_probe() {
+        use dtrace_framework::provider::{DepClass, Stability};
+        let stable = Attribute::new(Stability::Stable, Stability::Stable, DepClass::Common);
+        let private = Attribute::new(Stability::Private, Stability::Private, DepClass::Unknown);
+        let pa = ProviderAttributes {
+            provider: stable,
+            module: private,
+            function: private,
+            name: stable,
+            args: stable,
+        };
+        let begin = ProbeInfo {
+            id: 1,
+            provider: "dtrace".into(),
+            module: String::new(),
+            function: String::new(),
+            name: "BEGIN".into(),
+        };
+        let d = ProbeDetail {
+            attributes: pa,
+            args: vec![],
+        };
+        assert_eq!(
+            verbose_info(&begin, &d),
+            "\n\tProbe Description Attributes\n\t\tIdentifier Names: Stable\n\t\tData Semantics:   Stable\n\t\tDependency Class: Common\n\n\tArgument Attributes\n\t\tIdentifier Names: Stable\n\t\tData Semantics:   Stable\n\t\tDependency Class: Common\n\n\tArgument Types\n\t\tNone\n\n"
+        );
+        // A named module lowers the description to the module's attributes.
+        let p = ProbeInfo {
+            module: "vmlinux".into(),
+            function: "write".into(),
+            name: "entry".into(),
+            ..begin.clone()
+        };
+        let d = ProbeDetail {
+            attributes: pa,
+            args: vec!["int".into(), "char *".into()],
+        };
+        let r = verbose_info(&p, &d);
+        assert!(r.starts_with("\n\tProbe Description Attributes\n\t\tIdentifier Names: Private\n\t\tData Semantics:   Private\n\t\tDependency Class: Unknown\n"));
+        assert!(r.ends_with("\n\tArgument Types\n\t\targs[0]: int\n\t\targs[1]: char *\n\n"));
+        // Glob providers are Unstable.
+        let g = ProbeInfo {
+            provider: "sys*".into(),
+            ..p
+        };
+        assert_eq!(
+            description_attributes(&g, &pa),
+            Attribute::new(Stability::Unstable, Stability::Unstable, DepClass::Common)
         );
     }
 }

@@ -45,6 +45,14 @@ pub fn dof_to_elf(dof: &[u8], arch: Architecture, relocs: &[DofElfReloc]) -> Res
         sh_flags: u64::from(object::elf::SHF_ALLOC),
     };
     let off = obj.append_section_data(sec, dof, 8);
+    // An empty `.note.GNU-stack` says the object needs no executable stack (without it GNU ld warns
+    // and marks the stack executable).
+    let note = obj.add_section(
+        Vec::new(),
+        b".note.GNU-stack".to_vec(),
+        SectionKind::Elf(object::elf::SHT_PROGBITS),
+    );
+    obj.section_mut(note).flags = object::SectionFlags::Elf { sh_flags: 0 };
     obj.add_symbol(Symbol {
         name: SUNW_DOF_SYMBOL.as_bytes().to_vec(),
         value: off,

@@ -1,6 +1,6 @@
 //! Entry points shared by the cargo-fuzz targets and the in-tree fuzz smoke: decode untrusted bytes
-//! (DOF or ELF), and on success exercise the dump, the DIFO and provider views, and a write/read round
-//! trip. None may panic, hang or allocate without bound.
+//! (DOF or ELF), and on success exercise the dump, the DIFO and provider views, the program loader,
+//! and write/read round trips. None may panic, hang or allocate without bound.
 
 /// DOF bytes (or an ELF file carrying DOF).
 pub fn dof(data: &[u8]) {
@@ -19,6 +19,17 @@ fn one(data: &[u8]) {
     let _ = f.usdt_providers();
     for i in 0..f.sections.len() as u32 {
         let _ = f.difo(i);
+    }
+    // A program loaded from DOF is a fixed point of writing and loading again.
+    if let Ok(p) = crate::program::program_from_dof(&f) {
+        let extras = crate::program::ProgramDofExtras::default();
+        let again = crate::program::program_to_dof(&p, &extras)
+            .and_then(|g| crate::program::program_from_dof(&g))
+            .expect("a loaded program must write and load again");
+        assert_eq!(
+            again, p,
+            "a loaded program changed when written and loaded again"
+        );
     }
     let bytes = match crate::write_dof(&f) {
         Ok(b) => b,

@@ -6,8 +6,10 @@
 //! their types, string references, loadable flags, relocations, provider probe tables), a writer that
 //! lays out loadable sections first, plain-data DIF objects ([`Difo`]) and USDT providers
 //! ([`UsdtProvider`]) with conversions to and from their sections, `dofdump`-style text, and ELF
-//! embedding in a `.SUNW_dof` section as `dtrace -G` does. It does not interpret DIF (that is the
-//! `dif` crate's job) and does no I/O beyond what callers hand it.
+//! embedding in a `.SUNW_dof` section as `dtrace -G` does, and (module [`program`]) a compiled D
+//! program (`dtrace_dif::Program`) as DOF and back, as libdtrace writes it and DTrace's kernel loads
+//! it. It does not interpret DIF (that is the `dif` crate's job) and does no I/O beyond what callers
+//! hand it.
 //!
 //! ```
 //! use dtrace_dof::*;
@@ -28,6 +30,7 @@ mod error;
 #[doc(hidden)]
 pub mod fuzz_entry;
 mod model;
+pub mod program;
 mod read;
 mod validate;
 mod write;
@@ -39,6 +42,10 @@ pub use elf::{
 };
 pub use error::{DofError, Result};
 pub use model::*;
+pub use program::{
+    program_from_dof, program_from_dof_bytes, program_to_dof, program_to_dof_bytes,
+    ProgramDofError, ProgramDofExtras,
+};
 pub use read::{read_dof, read_header, read_section_headers, DofHeaderInfo, RawSection};
 pub use validate::validate;
-pub use write::{encoded_size, write_dof, MAX_DOF_SIZE};
+pub use write::{encoded_size, write_dof, write_dof_dtrace_layout, MAX_DOF_SIZE};

@@ -194,6 +194,18 @@ pub fn encoded_size(f: &DofFile, s: &Section) -> usize {
 /// Encodes a DOF object. The result is what [`crate::read_dof`] accepts when `f` is valid (call
 /// [`crate::validate`] first to be sure).
 pub fn write_dof(f: &DofFile) -> Result<Vec<u8>> {
+    write_laid_out(f, None)
+}
+
+/// Encodes a DOF object laid out as libdtrace's `dtrace_dof_create` lays out a program: the loadable
+/// sections' data in section order, except the program's string table (section `strtab`), which
+/// follows them; then, from the next 8-byte boundary, the unloadable sections' data. Every section,
+/// even an empty one, gets the offset where its data would start.
+pub fn write_dof_dtrace_layout(f: &DofFile, strtab: u32) -> Result<Vec<u8>> {
+    write_laid_out(f, Some(strtab as usize))
+}
+
+fn write_laid_out(f: &DofFile, dtrace_strtab: Option<usize>) -> Result<Vec<u8>> {
     let e = Endian {
         big: f.ident.encoding == DOF_ENCODE_MSB,
     };
@@ -201,20 +213,27 @@ pub fn write_dof(f: &DofFile) -> Result<Vec<u8>> {
     let datas: Vec<Vec<u8>> = f.sections.iter().map(|s| encode_data(e, s)).collect();
     let mut offsets = vec![0u64; n];
     let mut pos = (size::HDR + n * size::SEC) as u64;
+    let loadable = |i: usize| f.sections[i].is_loadable();
     let order: Vec<usize> = (0..n)
-        .filter(|&i| f.sections[i].is_loadable())
-        .chain((0..n).filter(|&i| !f.sections[i].is_loadable()))
+        .filter(|&i| loadable(i) && Some(i) != dtrace_strtab)
+        .chain(dtrace_strtab.filter(|&i| i < n && loadable(i)))
+        .chain((0..n).filter(|&i| !loadable(i)))
         .collect();
     let mut loadsz = pos;
+    let mut in_udata = false;
     for &i in &order {
-        if datas[i].is_empty() {
+        if dtrace_strtab.is_some() && !loadable(i) && !in_udata {
+            in_udata = true;
+            pos = pos.div_ceil(8) * 8;
+        }
+        if datas[i].is_empty() && dtrace_strtab.is_none() {
             continue; // an empty section needs no place (offset 0 is aligned to anything)
         }
         let a = u64::from(f.sections[i].align.max(1));
         pos = pos.div_ceil(a) * a;
         offsets[i] = pos;
         pos += datas[i].len() as u64;
-        if f.sections[i].is_loadable() {
+        if loadable(i) {
             loadsz = pos;
         }
     }
@@ -248,7 +267,7 @@ pub fn write_dof(f: &DofFile) -> Result<Vec<u8>> {
         e.put32(&mut out, s.entsize);
         e.put64(
             &mut out,
-            if datas[i].is_empty() && s.data.sect_type() == sect::NONE {
+            if datas[i].is_empty() && s.data.sect_type() == sect::NONE && dtrace_strtab.is_none() {
                 0
             } else {
                 offsets[i]
@@ -263,5 +282,6 @@ pub fn write_dof(f: &DofFile) -> Result<Vec<u8>> {
         out.resize(offsets[i] as usize, 0);
         out.extend_from_slice(&datas[i]);
     }
+    out.resize(filesz as usize, 0);
     Ok(out)
 }

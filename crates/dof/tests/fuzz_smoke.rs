@@ -43,10 +43,82 @@ fn seeds() -> Vec<Vec<u8>> {
     .into_iter()
     .map(|(ver, e)| write_dof(&common::sample(ver, e).f).unwrap())
     .collect();
+    v.push(program_seed());
     let mut usdt = DofFile::new();
     usdt.add_usdt_provider(&common::usdt());
     v.push(write_dof(&usdt).unwrap());
     v
+}
+
+/// The DOF of a small compiled-program shape: a predicate, printf with a format and an argument,
+/// an aggregation with a key, printa, and options.
+fn program_seed() -> Vec<u8> {
+    use dtrace_dif::asm::assemble;
+    use dtrace_dif::program::*;
+    let obj = |src: &str| assemble(src).unwrap();
+    let act = |kind, difo, arg, uarg, ntuple| ActionDesc {
+        kind,
+        difo,
+        arg,
+        uarg,
+        ntuple,
+    };
+    let p = Program {
+        ecbs: vec![EcbDesc {
+            probe: ProbeDesc {
+                provider: "syscall".into(),
+                function: "read".into(),
+                name: "entry".into(),
+                ..Default::default()
+            },
+            predicate: Some(obj("ldgs pid, %r1\nret %r1")),
+            actions: vec![
+                act(
+                    ActionKind::Printf,
+                    Some(obj("setx 7, %r1\nret %r1")),
+                    0,
+                    0,
+                    0,
+                ),
+                act(
+                    ActionKind::DifExpr,
+                    Some(obj("ldgs tid, %r1\nret %r1")),
+                    0,
+                    0,
+                    0,
+                ),
+                act(ActionKind::AggCount, None, 0, 1, 1),
+                act(
+                    ActionKind::Printa,
+                    Some(obj("setx 1, %r1\nret %r1")),
+                    1,
+                    0,
+                    0,
+                ),
+                act(
+                    ActionKind::Printa,
+                    Some(obj("setx 1, %r1\nret %r1")),
+                    u64::MAX,
+                    0,
+                    0,
+                ),
+            ],
+        }],
+        formats: vec!["%d %d\n".into(), "%@d\n".into()],
+        aggregations: vec![AggregationDesc {
+            id: 1,
+            name: String::new(),
+        }],
+        options: vec![
+            ("quiet".into(), None),
+            ("bufsize".into(), Some("65536".into())),
+            ("bufpolicy".into(), Some("ring".into())),
+        ],
+        print_types: Vec::new(),
+    };
+    let bytes = program::program_to_dof_bytes(&p, &Default::default()).unwrap();
+    assert_eq!(program::program_from_dof_bytes(&bytes).unwrap(), p);
+    bytes
 }
 
 #[test]
@@ -97,4 +169,22 @@ fn fuzz_regressions() {
     for e in std::fs::read_dir(dir).unwrap() {
         fuzz_entry::dof(&std::fs::read(e.unwrap().path()).unwrap());
     }
+}
+
+#[test]
+fn program_loader_survives_mutations() {
+    let seed = program_seed();
+    let mut rng = Rng(0x9_0d0f);
+    let mut loaded = 0;
+    for _ in 0..3000 {
+        let d = mutate(&mut rng, &seed);
+        if program::program_from_dof_bytes(&d).is_ok() {
+            loaded += 1;
+        }
+        fuzz_entry::dof(&d);
+    }
+    assert!(
+        loaded > 0,
+        "no mutation loaded: only error paths were tested"
+    );
 }

@@ -116,3 +116,33 @@ fn dump_names_sections_and_strings() {
         assert!(text.contains(want), "missing {want:?} in\n{text}");
     }
 }
+
+#[test]
+fn dtrace_layout_puts_the_string_table_last_and_reads_back() {
+    let mut f = DofFile::new();
+    let st = f.add(Section::new(SectionData::StrTab(b"\0abc\0".to_vec())));
+    let h = f.add_difo(&Difo {
+        text: vec![0x2300_0100],
+        inttab: vec![1],
+        ..Default::default()
+    });
+    f.add(Section::new(SectionData::Comments(b"x\0".to_vec())));
+    f.add(Section::new(SectionData::Source(Vec::new())));
+    let b = write_dof_dtrace_layout(&f, st).unwrap();
+    assert_eq!(read_dof(&b).unwrap(), f);
+    let (info, hdr) = read_header(&b).unwrap();
+    let raws = read_section_headers(&b, &info, &hdr).unwrap();
+    let hdrs_end = 64 + 32 * f.sections.len() as u64;
+    // DIF, INTTAB (8-aligned), DIFOHDR, then the string table, then unloadable data at 8.
+    assert_eq!(raws[1].offset, hdrs_end);
+    assert_eq!(raws[2].offset, (hdrs_end + 4).div_ceil(8) * 8);
+    assert_eq!(raws[3].offset, raws[2].offset + 8);
+    assert_eq!(raws[st as usize].offset, raws[3].offset + raws[3].size);
+    let loadsz = raws[0].offset + 5;
+    assert_eq!(hdr.loadsz, loadsz);
+    assert_eq!(raws[4].offset, loadsz.div_ceil(8) * 8);
+    // An empty section still has its place.
+    assert_eq!(raws[5].offset, raws[4].offset + 2);
+    assert_eq!(hdr.filesz, b.len() as u64);
+    assert_eq!(f.difo(h).unwrap().inttab, vec![1]);
+}

@@ -374,6 +374,12 @@ impl Session {
         self.drops.percpu_sum_u64(0)
     }
 
+    /// Records lost because the ring buffer was full, per CPU (indexed by the CPU the probe fired
+    /// on; possible CPUs that never dropped count 0).
+    pub fn cpu_drops(&self) -> Result<Vec<u64>> {
+        self.drops.percpu_u64(0)
+    }
+
     /// Records that could not be decoded (should stay 0).
     pub fn bad_records(&self) -> u64 {
         self.bad_records

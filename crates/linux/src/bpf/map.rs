@@ -205,12 +205,21 @@ impl Map {
 
     /// Sums a per-CPU array's u64 counter at `index` over every CPU.
     pub fn percpu_sum_u64(&self, index: u32) -> Result<u64> {
+        Ok(self
+            .percpu_u64(index)?
+            .into_iter()
+            .fold(0u64, |a, b| a.wrapping_add(b)))
+    }
+
+    /// A per-CPU array's u64 counter at `index`, one value per possible CPU (indexed by CPU
+    /// number, as the kernel lays per-CPU values out).
+    pub fn percpu_u64(&self, index: u32) -> Result<Vec<u64>> {
         let v = self.lookup(&index.to_le_bytes())?.unwrap_or_default();
         let slot = round8(self.value_size as usize).max(8);
         Ok(v.chunks(slot)
             .filter_map(|c| c.get(..8))
             .map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
-            .fold(0u64, |a, b| a.wrapping_add(b)))
+            .collect())
     }
 }
 

@@ -228,6 +228,24 @@ impl LinuxTracing {
         ))
     }
 
+    /// The types D sees for `args[]` of the probes `desc` matches (globs allowed), when every
+    /// matching probe has the same ones; `None` when none match or they differ (as DTrace leaves
+    /// `args[]` untyped then).
+    pub fn arg_types(&self, desc: &crate::ProbeDesc) -> Option<Vec<String>> {
+        let sh = self.lock();
+        let probes = sh.catalog.matching(desc).ok()?;
+        let mut common: Option<Vec<String>> = None;
+        for p in probes {
+            let t: Vec<String> = p.args.iter().map(|a| a.dtype.clone()).collect();
+            match &common {
+                Some(c) if *c != t => return None,
+                Some(_) => {}
+                None => common = Some(t),
+            }
+        }
+        common
+    }
+
     /// The symbolizer that remembers the mappings of every process an event came from (noted at
     /// delivery, while the process lives), for the consumer to print stacks and symbols with.
     pub fn symbolizer(&self) -> Arc<Mutex<Symbolizer>> {
@@ -302,6 +320,27 @@ impl LinuxTracing {
             Some(s) => s.drops(),
             None => Ok(0),
         }
+    }
+
+    /// Records lost in the kernel because the ring buffer was full, per CPU (indexed by CPU
+    /// number; empty before the first enabling). The counts only grow.
+    pub fn cpu_drops(&self) -> Result<Vec<u64>> {
+        match &self.lock().session {
+            Some(s) => s.cpu_drops(),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// Sets the size of the ring buffer the kernel probes write to (rounded up to a power of two of
+    /// at least a page). Takes effect when the session is created, at the first enabling; returns
+    /// `false` when the session already exists.
+    pub fn set_ring_bytes(&self, bytes: usize) -> bool {
+        let mut sh = self.lock();
+        if sh.session.is_some() {
+            return false;
+        }
+        sh.session_opts.ring_bytes = bytes;
+        true
     }
 
     /// Detaches every probe and frees the kernel objects now (otherwise that happens when the

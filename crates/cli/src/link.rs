@@ -1,0 +1,156 @@
+//! `dtrace -G`: compiles each script or description and writes it as a relocatable ELF object whose
+//! `.SUNW_dof` section holds the program's DOF, named as DTrace names it (the `-o` path when there is
+//! one program, else `name.o` for a script `name.d`, else `d.out`, or `d.out.N` among several); with
+//! several programs and `-o`, the objects are then joined into the `-o` file by `ld -r`, as DTrace
+//! does. Operands after the options are object files whose USDT probe sites DTrace would process:
+//! that is not done yet and says so.
+
+use std::process::ExitCode;
+
+use dtrace_consumer::handle::{CompileFlags, Handle, NoTracer};
+use dtrace_dof::program::{program_to_dof_bytes, ProgramDofExtras};
+use dtrace_dof::Utsname;
+
+use crate::args::{Cmd, Config};
+use crate::{backend, fatal, io_reason, spec_of, usage, E_USAGE};
+
+/// The output path of command `i` of `n` (DTrace's `link_prog`).
+pub fn output_name(cmd: &Cmd, i: usize, n: usize, ofile: Option<&str>) -> String {
+    if let (1, Some(o)) = (n, ofile) {
+        return o.to_string();
+    }
+    if let Some(stem) = cmd.arg.strip_suffix(".d").filter(|_| cmd.kind == 's') {
+        let base = stem.rsplit('/').next().unwrap_or(stem);
+        return format!("{base}.o");
+    }
+    if n > 1 {
+        format!("d.out.{i}")
+    } else {
+        "d.out".to_string()
+    }
+}
+
+/// This machine's `uname`, for the DOF's `UTSNAME` section.
+fn utsname() -> Option<Utsname> {
+    // SAFETY: `uname` fills the zeroed struct it is given; every field is NUL-terminated.
+    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    if unsafe { libc::uname(&mut u) } != 0 {
+        return None;
+    }
+    let field = |f: &[libc::c_char]| {
+        let b: Vec<u8> = f
+            .iter()
+            .take_while(|&&c| c != 0)
+            .map(|&c| c as u8)
+            .collect();
+        String::from_utf8_lossy(&b).into_owned()
+    };
+    let f = [
+        field(&u.sysname),
+        field(&u.nodename),
+        field(&u.release),
+        field(&u.version),
+        field(&u.machine),
+    ];
+    Some(Utsname::new([&f[0], &f[1], &f[2], &f[3], &f[4]]))
+}
+
+fn arch() -> Option<object::Architecture> {
+    if cfg!(target_arch = "x86_64") {
+        Some(object::Architecture::X86_64)
+    } else if cfg!(target_arch = "aarch64") {
+        Some(object::Architecture::Aarch64)
+    } else {
+        None
+    }
+}
+
+/// Runs `dtrace -G`.
+pub fn run(pname: &str, cfg: &Config) -> ExitCode {
+    if cfg.cmds.is_empty() {
+        eprintln!("{pname}: -G requires one or more scripts or enabling options");
+        return ExitCode::from(E_USAGE);
+    }
+    if let Some(obj) = cfg.args.first() {
+        return fatal(&format!(
+            "-G: not yet supported: processing the USDT probe sites of object files ({obj})"
+        ));
+    }
+    let Some(arch) = arch() else {
+        return fatal("-G: not yet supported: ELF objects for this architecture");
+    };
+    // Nothing is traced: the handle needs no tracer.
+    let mut h = Handle::open(
+        Box::new(NoTracer("dtrace -G does not trace".into())),
+        Some(backend::compiler()),
+    );
+    if let Some(code) = crate::set_options(&mut h, cfg) {
+        return code;
+    }
+    let flags = CompileFlags {
+        zero_defs: true, // -G implies -Z: probes need not exist here
+        cpp: cfg.cpp,
+        show_dif: cfg.show_dif,
+        no_exec: true,
+    };
+    let extras = ProgramDofExtras {
+        comments: Some(usage::VERSION.to_string()),
+        utsname: utsname(),
+    };
+    let n = cfg.cmds.len();
+    let mut outputs = Vec::new();
+    for (i, cmd) in cfg.cmds.iter().enumerate() {
+        let prog = if cmd.kind == 's' {
+            if let Err(e) = std::fs::metadata(&cmd.arg) {
+                return fatal(&format!("failed to open {}: {}", cmd.arg, io_reason(&e)));
+            }
+            match h.compile_file(
+                std::path::Path::new(&cmd.arg),
+                flags,
+                std::slice::from_ref(&cmd.arg),
+            ) {
+                Ok(p) => p,
+                Err(e) => return fatal(&format!("failed to compile script {}: {e}", cmd.arg)),
+            }
+        } else {
+            match h.compile_str(&cmd.arg, spec_of(cmd.kind), flags, &[pname.to_string()]) {
+                Ok(p) => p,
+                Err(e) => return fatal(&format!("invalid probe specifier {}: {e}", cmd.arg)),
+            }
+        };
+        if cfg.show_dif {
+            eprint!("{}", dtrace_consumer::dcompile::listing(&prog));
+        }
+        let out = output_name(cmd, i, n, cfg.output.as_deref());
+        let linked = program_to_dof_bytes(&prog, &extras)
+            .map_err(|e| e.to_string())
+            .and_then(|dof| dtrace_dof::dof_to_elf(&dof, arch, &[]).map_err(|e| e.to_string()))
+            .and_then(|elf| {
+                std::fs::write(&out, elf)
+                    .map_err(|e| format!("failed to write {out}: {}", io_reason(&e)))
+            });
+        if let Err(e) = linked {
+            return fatal(&format!("failed to link {} {}: {e}", cmd.desc(), cmd.arg));
+        }
+        outputs.push(out);
+    }
+    if let (true, Some(o)) = (n > 1, cfg.output.as_deref()) {
+        let r = std::process::Command::new("ld")
+            .arg("-r")
+            .arg("-o")
+            .arg(o)
+            .args(&outputs)
+            .output();
+        match r {
+            Ok(r) if r.status.success() => {}
+            Ok(r) => {
+                return fatal(&format!(
+                    "failed to link {o}: {}",
+                    String::from_utf8_lossy(&r.stderr).trim_end()
+                ))
+            }
+            Err(e) => return fatal(&format!("failed to link {o}: ld: {}", io_reason(&e))),
+        }
+    }
+    ExitCode::SUCCESS
+}
