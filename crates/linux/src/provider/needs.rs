@@ -732,6 +732,10 @@ pub fn fuzz_entry(data: &[u8]) {
         );
         if let Ok(spec) = spec_for(&[c], &[0, 1, 2], DEFAULT_STRSIZE) {
             assert!(spec.copies.len() <= MAX_COPIES);
+            // Every copy asked for is one the capture can make.
+            assert!(spec.copies.iter().all(|c| c.addr.derefs.len() <= MAX_DEREFS
+                && !matches!(c.addr.base, AddrBase::Arg(n) if n >= crate::capture::layout::NARGS)));
+            let _ = crate::capture::RecordLayout::for_spec(&spec, "fuzz");
         }
     }
 }
@@ -1083,7 +1087,12 @@ mod smoke {
             x
         };
         // Opcodes that matter here, so random words often reach them.
-        let ops = [0x0e, 0x25, 0x28, 0x29, 0x2f, 0x30, 0x31, 0x32, 0x33];
+        // setx, ldga, ldgs, call, pushtr, pushtv, popts, flushts, add, the kernel loads, ret,
+        // scmp, copys, stls/ldls.
+        let ops = [
+            0x0e, 0x25, 0x28, 0x29, 0x2f, 0x30, 0x31, 0x32, 0x33, 0x07, 0x1c, 0x1e, 0x22, 0x22,
+            0x23, 0x27, 0x3b, 0x39, 0x38,
+        ];
         for _ in 0..4000 {
             let len = (next() % 24) as usize;
             let text: Vec<u32> = (0..len)
@@ -1095,8 +1104,11 @@ mod smoke {
                             // call copyin / copyinstr / copyinto
                             let subr = [8, 9, 17][(w as usize >> 8) % 3];
                             (op << 24) | (subr << 8) | (w & 7)
+                        } else if op == 0x29 && w & 0x100 != 0 {
+                            // ldgs curthread
+                            (op << 24) | (0x100 << 8) | (w & 7)
                         } else {
-                            (op << 24) | (w & 0x00ff_ffff)
+                            (op << 24) | (w & 0x00ff_ff07)
                         }
                     } else {
                         w
