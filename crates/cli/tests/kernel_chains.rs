@@ -120,3 +120,21 @@ fn a_member_of_a_tracepoint_pointer_argument() {
     assert_eq!(words.len(), 2, "{out}");
     assert!(words[1].parse::<u64>().unwrap() >= 1, "{out}");
 }
+
+#[test]
+fn the_argument_strings_of_the_target_through_curpsinfo() {
+    if !ready("the_argument_strings_of_the_target_through_curpsinfo") {
+        return;
+    }
+    // pr_argv is the user address of the argument strings, read from the task's mm at the probe
+    // (the NULL arm of the translator's `T->mm ? ... : 0` notwithstanding); the first string is
+    // copied there too, so it is read even when dd has exited by the time the clause runs.
+    let (rc, out, err) = dtrace(&[
+        "-qn",
+        r#"syscall::write:entry /pid == $target/ { printf("<%s>\n", copyinstr(curpsinfo->pr_argv)); }"#,
+        "-c",
+        DD2,
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    assert_eq!(out, "<dd>\n<dd>\n\n", "{err}");
+}

@@ -219,6 +219,20 @@ impl Val {
     }
 }
 
+/// The value of a register where two paths join.
+fn join_val(a: Val, b: Val) -> Val {
+    match (a, b) {
+        (a, b) if a == b => a,
+        (Val::Addr(e), Val::Const(_)) | (Val::Const(_), Val::Addr(e)) => Val::Addr(e),
+        _ => Val::Unknown,
+    }
+}
+
+fn join(a: [Val; 8], b: [Val; 8]) -> [Val; 8] {
+    let mut b = b.into_iter();
+    a.map(|x| join_val(x, b.next().unwrap_or(Val::Unknown)))
+}
+
 /// `e + c`, if it still fits the capture's 32-bit offsets.
 fn add_offset(e: &AddrExpr, c: i64) -> Val {
     let mut e = e.clone();
@@ -292,9 +306,11 @@ impl ClauseNeeds {
 /// values reached from `curthread` or an argument through constant offsets and pointer loads
 /// (`curthread->real_parent->pid`, `args[0]->field`), each of which asks for a kernel copy. Every
 /// step of a chain is asked for, so the interpreter finds each pointer it loads on its own walk.
-/// Straight-line approximation: a register's value is the last one written before its use, which
-/// is what the compiler emits for an expression; a wrong guess only costs a copy, never a wrong
-/// result (reads are served by address), and what is not captured faults at delivery as before.
+/// One forward pass (DIF branches only go forward): where branches join, a register keeps a value
+/// the paths agree on, or the address one of them computed when the other holds a constant (the
+/// NULL arm of `T->mm ? T->mm->arg_start : 0`); anything else is unknown. A wrong guess only costs
+/// a copy, never a wrong result (reads are served by address), and what is not captured faults at
+/// delivery as before.
 /// `locals` carries clause-local variables (`this->`) from one object of the clause to the next.
 fn scan_object(obj: &DifObject, strsize: u32, n: &mut ClauseNeeds, locals: &mut HashMap<u16, Val>) {
     let mut regs: [Val; 8] = std::array::from_fn(|_| Val::Unknown);
@@ -318,11 +334,50 @@ fn scan_object(obj: &DifObject, strsize: u32, n: &mut ClauseNeeds, locals: &mut 
             .iter()
             .any(|v| v.id == u32::from(var) && v.scope == scope && v.ty.is_string())
     };
-    for &word in &obj.text {
+    // Register states carried by branches to each later instruction; whether the previous
+    // instruction falls through.
+    let mut incoming: HashMap<usize, Vec<[Val; 8]>> = HashMap::new();
+    let mut falls_through = true;
+    for (pc, &word) in obj.text.iter().enumerate() {
+        if let Some(states) = incoming.remove(&pc) {
+            let mut joined = falls_through.then(|| regs.clone());
+            for st in states {
+                joined = Some(match joined {
+                    None => st,
+                    Some(a) => join(a, st),
+                });
+            }
+            if let Some(j) = joined {
+                regs = j;
+            }
+        }
+        falls_through = true;
         let Ok(ins) = Instr::decode(word) else {
             continue;
         };
         match ins {
+            Instr::Branch { op, label } => {
+                if label as usize > pc {
+                    incoming
+                        .entry(label as usize)
+                        .or_default()
+                        .push(regs.clone());
+                }
+                falls_through = op != Opcode::Ba;
+            }
+            Instr::Ret { rd } => {
+                falls_through = false;
+                let t = obj.rtype;
+                if t.flags & DIF_TF_BYREF != 0 {
+                    if let Some(e) = get(&regs, rd).kernel_addr() {
+                        if t.is_string() {
+                            n.kernel_copy(e, MemKind::KernelString, strsize);
+                        } else {
+                            n.kernel_copy(e, MemKind::KernelBytes, t.size.min(MAX_COPY_SIZE));
+                        }
+                    }
+                }
+            }
             Instr::Setx { idx, rd } => {
                 let v = obj
                     .inttab
@@ -460,18 +515,6 @@ fn scan_object(obj: &DifObject, strsize: u32, n: &mut ClauseNeeds, locals: &mut 
                     );
                 }
                 set(&mut regs, rd, Val::Unknown);
-            }
-            Instr::Ret { rd } => {
-                let t = obj.rtype;
-                if t.flags & DIF_TF_BYREF != 0 {
-                    if let Some(e) = get(&regs, rd).kernel_addr() {
-                        if t.is_string() {
-                            n.kernel_copy(e, MemKind::KernelString, strsize);
-                        } else {
-                            n.kernel_copy(e, MemKind::KernelBytes, t.size.min(MAX_COPY_SIZE));
-                        }
-                    }
-                }
             }
             Instr::Call { subr, rd } => {
                 if subr == Subr::Copyinstr as u16 {
@@ -999,6 +1042,26 @@ mod tests {
             MemKind::UserString,
             DEFAULT_STRSIZE
         )));
+    }
+
+    #[test]
+    fn both_arms_of_a_conditional_chain() {
+        // The NULL arm of the ternary does not hide the chain of the other arm.
+        let n = needs(&format!(
+            "{FOO} sdt:::x {{ this->f = (struct foo *)curthread;
+               trace(copyinstr(this->f->next ? this->f->next->b : 0));
+               trace(this->f->a > 0 ? this->f->next->a : this->f->next->next->a); }}"
+        ));
+        let c = &n.clauses[0].1;
+        let task = AddrBase::CurrentTask;
+        for want in [
+            kcopy(task, 16, &[8, 0], MemKind::UserString, DEFAULT_STRSIZE),
+            kcopy(task, 16, &[0], MemKind::KernelBytes, 4),
+            kcopy(task, 16, &[16, 0], MemKind::KernelBytes, 4),
+        ] {
+            assert!(c.copies.contains(&want), "{want:?} not in {:?}", c.copies);
+        }
+        assert!(!c.any_string_arg);
     }
 
     #[test]
