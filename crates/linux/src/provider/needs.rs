@@ -536,12 +536,20 @@ fn scan_object(obj: &DifObject, strsize: u32, n: &mut ClauseNeeds, locals: &mut 
                         _ => n.any_string_arg = true,
                     }
                 } else if subr == Subr::Copyin as u16 || subr == Subr::Copyinto as u16 {
-                    match (stack.first().and_then(Val::plain_arg), stack.get(1)) {
-                        (Some(a), Some(Val::Const(size)))
+                    let addr = match stack.first() {
+                        Some(v) if v.plain_arg().is_some() => v.plain_arg().map(AddrExpr::arg),
+                        // A user pointer read from the kernel (`curpsinfo->pr_argv`).
+                        Some(Val::Addr(e)) if !e.derefs.is_empty() && capturable(e) => {
+                            Some(e.clone())
+                        }
+                        _ => None,
+                    };
+                    match (addr, stack.get(1)) {
+                        (Some(addr), Some(Val::Const(size)))
                             if (1..=u64::from(MAX_COPY_SIZE)).contains(size) =>
                         {
                             n.add_copy(CopyRequest {
-                                addr: AddrExpr::arg(a),
+                                addr,
                                 kind: MemKind::UserBytes,
                                 size: *size as u32,
                             })
@@ -1041,6 +1049,18 @@ mod tests {
             &[8, 0],
             MemKind::UserString,
             DEFAULT_STRSIZE
+        )));
+        let n = needs(&format!(
+            "{FOO} sdt:::x {{ tracemem(copyin(((struct foo *)curthread)->next->b, 80), 80); }}"
+        ));
+        let c = &n.clauses[0].1;
+        assert!(!c.unresolved_copyin);
+        assert!(c.copies.contains(&kcopy(
+            AddrBase::CurrentTask,
+            16,
+            &[8, 0],
+            MemKind::UserBytes,
+            80
         )));
     }
 
