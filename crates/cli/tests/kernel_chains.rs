@@ -138,3 +138,35 @@ fn the_argument_strings_of_the_target_through_curpsinfo() {
     assert_eq!(rc, 0, "{err}");
     assert_eq!(out, "<dd>\n<dd>\n\n", "{err}");
 }
+
+#[test]
+fn psargs_of_the_target_show_its_arguments() {
+    if !ready("psargs_of_the_target_show_its_arguments") {
+        return;
+    }
+    // The argument strings joined by spaces, at most PRARGSZ - 1 = 79 characters, as in psinfo.
+    let long = "dd if=/dev/zero of=/dev/null bs=1 count=1 status=none conv=notrunc,noerror,sync iflag=fullblock";
+    for (cmd, want) in [
+        (
+            "dd if=/dev/zero of=/dev/null bs=1 count=1 status=none",
+            "dd if=/dev/zero of=/dev/null bs=1 count=1 status=none",
+        ),
+        (long, &long[..79]),
+    ] {
+        let (rc, out, err) = dtrace(&[
+            "-qn",
+            r#"syscall::write:entry /pid == $target/ { printf("<%s>\n", curpsinfo->pr_psargs); }"#,
+            "-c",
+            cmd,
+        ]);
+        assert_eq!(rc, 0, "{err}");
+        assert_eq!(out, format!("<{want}>\n\n"), "{err}");
+    }
+    // A kernel thread has no arguments.
+    let (rc, out, err) = dtrace(&[
+        "-qn",
+        r#"sdt:sched::sched_switch /curthread->mm == 0/ { printf("<%s>\n", curpsinfo->pr_psargs); exit(0); }"#,
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    assert_eq!(out, "<>\n\n", "{err}");
+}
