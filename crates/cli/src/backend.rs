@@ -3,25 +3,36 @@
 //! by the kernel providers of `dtrace-linux` (`syscall`, `proc`, `sched`, `sdt`) when this kernel's
 //! probe catalogue can be read (tracefs, usually root), which also move `profile` onto perf events;
 //! without it the kernel probes are simply not offered and profile probes run on timers. Stacks and
-//! symbols print through the Linux symbol tables ([`crate::symbols`]).
+//! symbols print through the Linux symbol tables ([`crate::symbols`]). The compiler sees the kernel's
+//! types and the Linux probes' argument types ([`crate::ktypes`]).
 
 use dtrace_consumer::dcompile::DCompiler;
 use dtrace_consumer::fwtracer::FrameworkTracer;
 use dtrace_consumer::handle::{Compiler, NoTracer, Tracer};
 use dtrace_consumer::symbols::Symbolizer;
 
+use crate::ktypes::{KernelTypeLoader, LinuxProbeArgs};
 use crate::symbols::LinuxSymbols;
+use dtrace_compiler::ProbeInfo;
 use dtrace_framework::FiringContext;
 
-/// The D compiler.
-pub fn compiler() -> Option<Box<dyn Compiler>> {
-    Some(Box::new(DCompiler::default()))
+/// The tracer (framework plus providers) over every CPU of the machine, the symbol lookups its
+/// stacks and addresses print with, and the D compiler for what it traces.
+pub fn open() -> (Box<dyn Tracer>, Box<dyn Symbolizer>, Box<dyn Compiler>) {
+    let types = KernelTypeLoader::start();
+    let linux = dtrace_linux::LinuxTracing::load().ok();
+    let compiler = DCompiler {
+        types: Some(Box::new(move || types.sources())),
+        probes: linux
+            .clone()
+            .map(|l| Box::new(LinuxProbeArgs(l)) as Box<dyn ProbeInfo + Send>),
+        ..DCompiler::default()
+    };
+    let (tracer, symbols) = tracer(linux);
+    (tracer, symbols, Box::new(compiler))
 }
 
-/// The tracer (framework plus providers), over every CPU of the machine, and the symbol lookups
-/// its stacks and addresses print with.
-pub fn tracer() -> (Box<dyn Tracer>, Box<dyn Symbolizer>) {
-    let linux = dtrace_linux::LinuxTracing::load().ok();
+fn tracer(linux: Option<dtrace_linux::LinuxTracing>) -> (Box<dyn Tracer>, Box<dyn Symbolizer>) {
     let ncpus = dtrace_linux::provider::framework_ncpus()
         .ok()
         .or_else(|| {

@@ -6,6 +6,7 @@
 mod args;
 mod backend;
 mod kernel;
+mod ktypes;
 mod output;
 mod procs;
 mod signals;
@@ -93,8 +94,8 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
         return ExitCode::from(E_USAGE);
     }
     signals::install();
-    let (tracer, symbols) = backend::tracer();
-    let mut h = Handle::open(tracer, backend::compiler());
+    let (tracer, symbols, compiler) = backend::open();
+    let mut h = Handle::open(tracer, Some(compiler));
     h.decoder.symbols = symbols;
     for (name, value) in args::env_options(std::env::vars()) {
         if let Err(e) = h.setopt(&name, value.as_deref()) {

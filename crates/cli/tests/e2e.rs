@@ -269,3 +269,90 @@ fn destructive_actions_are_refused_when_tracing_starts() {
     );
     assert_eq!(o.stdout, "");
 }
+
+#[test]
+fn aggregation_display_options_from_x_pragma_and_setopt() {
+    // -x aggpack: quantize() on one line, ASCII cells by the -x encoding.
+    let o = dtrace(&[
+        "-q",
+        "-x",
+        "aggpack",
+        "-x",
+        "encoding=ascii",
+        "-n",
+        "BEGIN { @ = quantize(1); @ = quantize(4, 4); exit(0); }",
+    ]);
+    assert_eq!(o.rc, 0, "{}", o.stderr);
+    assert_eq!(o.stderr, "");
+    assert_eq!(
+        o.stdout,
+        "\n\n  min .-----. max  | count\n    0 : _ X : 8    | 5\n"
+    );
+
+    // #pragma D option agghist and aggzoom: counts and sums as histograms scaled to the largest.
+    let p = script(
+        "agghist.d",
+        "#pragma D option quiet\n\
+         #pragma D option agghist\n\
+         #pragma D option aggzoom\n\
+         BEGIN\n{\n\
+         \t@c[\"read\"] = count(); @c[\"read\"] = count(); @c[\"write\"] = count();\n\
+         \t@s[1] = sum(-3); @s[2] = sum(6);\n\
+         \texit(0);\n}\n",
+    );
+    let o = dtrace(&["-s", p.to_str().unwrap()]);
+    let _ = std::fs::remove_file(&p);
+    assert_eq!(o.rc, 0, "{}", o.stderr);
+    assert_eq!(o.stderr, "");
+    let dist = "------------- Distribution -------------";
+    let want = format!(
+        "\n\n{:>17}  {dist} count    \n{:>17} |{:<40} 1        \n{:>17} |{} 2        \n\n{:>9}  {dist} count    \n{:>9} {:>20}|{:20} -3       \n{:>9} {:20}|{} 6        \n",
+        "key",
+        "write",
+        "@".repeat(20),
+        "read",
+        "@".repeat(40),
+        "key",
+        1,
+        "@".repeat(10),
+        "",
+        2,
+        "",
+        "@".repeat(20)
+    );
+    assert_eq!(o.stdout, want);
+
+    // setopt() while tracing, then printa() without a format: lquantize() packed over its whole
+    // range, in UTF-8 block elements.
+    let o = dtrace(&[
+        "-qn",
+        "BEGIN { setopt(\"aggpack\"); setopt(\"encoding\", \"utf8\"); @l[\"x\"] = lquantize(3, 0, 10, 5); printa(@l); exit(0); }",
+    ]);
+    assert_eq!(o.rc, 0, "{}", o.stderr);
+    assert_eq!(o.stderr, "");
+    assert_eq!(
+        o.stdout,
+        format!(
+            "\n\n{:>17}     min .----. max      | count\n{:>17}     < 0 : \u{2588}  : >= 10    | 1\n\n",
+            "key", "x"
+        )
+    );
+}
+
+#[test]
+fn wide_character_printf_conversions() {
+    let o = dtrace(&[
+        "-qn",
+        "int w[4]; BEGIN { w[0] = 0x68; w[1] = 0xe9; printf(\"%lc%lc|%3wc|[%ls|%-4ws]\\n\", 0x48, 0xe9, 0x20ac, w, w); exit(0); }",
+    ]);
+    assert_eq!(o.rc, 0, "{}", o.stderr);
+    assert_eq!(o.stderr, "");
+    assert_eq!(o.stdout, "H\u{e9}|\u{20ac}|[h\u{e9}|h\u{e9} ]\n\n");
+    // A value with no multibyte form stops processing, as the C library's EILSEQ does DTrace's.
+    let o = dtrace(&["-qn", "BEGIN { printf(\"[%lc]\\n\", 0xd800); exit(0); }"]);
+    assert_eq!(o.rc, 1);
+    assert_eq!(
+        o.stderr,
+        "dtrace: processing aborted: wide character 0xd800 has no multibyte form: Illegal byte sequence\n"
+    );
+}

@@ -244,7 +244,11 @@ impl<'o> Checker<'o> {
     pub fn new(opts: &'o CompileOptions, mut types: TypeTable, basic: Basic) -> Checker<'o> {
         types.strsize = opts.strsize;
         let mut inlines = HashMap::new();
-        for (name, v) in crate::prelude::ERRNO.iter().chain(crate::prelude::SIGNALS) {
+        for (name, v) in crate::prelude::ERRNO
+            .iter()
+            .chain(crate::prelude::SIGNALS)
+            .chain(crate::prelude::UNISTD)
+        {
             inlines.insert(
                 name.to_string(),
                 Inline {

@@ -454,6 +454,7 @@ impl<'o> Checker<'o> {
             ConvArg::Int | ConvArg::Char | ConvArg::Time => t.is_integer(ty),
             ConvArg::IntOrPtr => t.is_integer(ty) || t.is_pointer(ty),
             ConvArg::Str => t.is_strcompat(ty),
+            ConvArg::WideStr => t.is_wstrcompat(ty),
             ConvArg::Float => t.is_float(ty),
             ConvArg::Stack => false,
             _ => true,
@@ -903,6 +904,15 @@ impl<'o> Checker<'o> {
                         );
                     }
                     vals.push(v);
+                }
+                // The value record always follows, as in DTrace: without a value it is the
+                // constant 0, which the consumer reads as "set" (so the next action's record is
+                // never taken for this option's value).
+                if vals.len() == 1 {
+                    vals.push(self.cook(&Expr {
+                        kind: ExprKind::Int(0, Default::default()),
+                        line,
+                    })?);
                 }
                 let mut it = vals.into_iter();
                 let mut p = Plan::new(ActionKind::LibAct, it.next());

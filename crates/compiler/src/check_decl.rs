@@ -11,6 +11,8 @@ use crate::types::{Member, TypeId, TypeKind};
 
 /// Options `#pragma D option` accepts (DTrace's option names).
 const KNOWN_OPTIONS: &[&str] = &[
+    "agghist",
+    "aggpack",
     "aggpercpu",
     "aggrate",
     "aggsize",
@@ -36,6 +38,7 @@ const KNOWN_OPTIONS: &[&str] = &[
     "droptags",
     "dtypes",
     "dynvarsize",
+    "encoding",
     "errtags",
     "evaltime",
     "flowindent",

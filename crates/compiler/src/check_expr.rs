@@ -604,7 +604,9 @@ impl<'o> Checker<'o> {
         if t.is_pointer(l) && t.is_pointer(r.ty) {
             return t.is_vfptr(l) || t.is_vfptr(r.ty) || t.compat(l, r.ty);
         }
-        if t.is_pointer(l) && r.as_const() == Some(0) {
+        // dt_node_is_ptrcompat: a zero constant (`NULL`) fits any pointer, and D's string, an array
+        // of char to DTrace's type system, is one of those.
+        if (t.is_pointer(l) || t.is_string(l)) && r.as_const() == Some(0) {
             return true;
         }
         false
@@ -727,9 +729,11 @@ impl<'o> Checker<'o> {
             && (t.is_string(a.ty) || t.is_string(b.ty))
         {
             self.basic.string
-        } else if t.is_pointer(a.ty) && (t.is_pointer(b.ty) || b.as_const() == Some(0)) {
+        } else if (t.is_pointer(a.ty) || t.is_string(a.ty))
+            && (t.is_pointer(b.ty) || b.as_const() == Some(0))
+        {
             a.ty
-        } else if t.is_pointer(b.ty) && a.as_const() == Some(0) {
+        } else if (t.is_pointer(b.ty) || t.is_string(b.ty)) && a.as_const() == Some(0) {
             b.ty
         } else {
             return err(
@@ -804,10 +808,14 @@ impl<'o> Checker<'o> {
             }
             Lt | Le | Gt | Ge | Eq | Ne => {
                 let t = &self.types;
-                let kind = if t.is_strcompat(lv.ty)
+                let kind = if (t.is_strcompat(lv.ty)
                     && t.is_strcompat(rv.ty)
-                    && (t.is_string(lv.ty) || t.is_string(rv.ty))
+                    && (t.is_string(lv.ty) || t.is_string(rv.ty)))
+                    || (t.is_string(lv.ty) && rv.as_const() == Some(0))
+                    || (t.is_string(rv.ty) && lv.as_const() == Some(0))
                 {
+                    // A string against `NULL` compares as DTrace's string compare does: NULL is
+                    // the empty string.
                     CmpKind::String
                 } else if t.is_integer(lv.ty) && t.is_integer(rv.ty) {
                     if t.is_signed(t.promote(lv.ty, rv.ty, &self.basic)) {

@@ -1,5 +1,22 @@
-//! The constants DTrace's D library (`/usr/lib/dtrace/errno.d`, `signal.d`) defines as inlines,
-//! with their Linux values, so scripts can say `errno == ENOENT` or `raise(SIGKILL)`.
+//! The constants DTrace's D library (`/usr/lib/dtrace/errno.d`, `signal.d`, `unistd.d`) defines as
+//! inlines, with their Linux values, so scripts can say `errno == ENOENT`, `raise(SIGKILL)`,
+//! `arg4 == DTRACEFLT_BADADDR` in an ERROR clause, or `self->name = NULL`.
+
+/// The fault codes an ERROR clause sees in `arg4` (`unistd.d`), and the integer constant `NULL`.
+pub const UNISTD: &[(&str, i64)] = &[
+    ("NULL", 0),
+    ("DTRACEFLT_UNKNOWN", 0),
+    ("DTRACEFLT_BADADDR", 1),
+    ("DTRACEFLT_BADALIGN", 2),
+    ("DTRACEFLT_ILLOP", 3),
+    ("DTRACEFLT_DIVZERO", 4),
+    ("DTRACEFLT_NOSCRATCH", 5),
+    ("DTRACEFLT_KPRIV", 6),
+    ("DTRACEFLT_UPRIV", 7),
+    ("DTRACEFLT_TUPOFLOW", 8),
+    ("DTRACEFLT_BADSTACK", 9),
+    ("DTRACEFLT_LIBRARY", 1000),
+];
 
 /// `errno` values (Linux).
 pub const ERRNO: &[(&str, i64)] = &[

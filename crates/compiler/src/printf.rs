@@ -14,6 +14,8 @@ pub enum ConvArg {
     Char,
     /// `%s`, `%S`.
     Str,
+    /// `%ls`, `%ws`: an array of 32-bit integers (`wchar_t []`).
+    WideStr,
     /// `%e`, `%f`, `%g`.
     Float,
     /// `%k`: a stack.
@@ -44,6 +46,7 @@ impl ConvArg {
             ConvArg::IntOrPtr => "pointer or integer",
             ConvArg::Char => "char",
             ConvArg::Str => "char [] or string (or use stringof)",
+            ConvArg::WideStr => "wchar_t []",
             ConvArg::Float => "double",
             ConvArg::Stack => "stack",
             ConvArg::Time => "int64_t",
@@ -66,47 +69,43 @@ pub fn parse(fmt: &str, func: &str, line: u32) -> CResult<Vec<Conv>> {
         i += 1;
         let mut dynamic = 0;
         let mut agg = false;
-        // flags
-        while i < b.len() && b"-+ #0'?@".contains(&b[i]) {
-            agg |= b[i] == b'@';
+        let mut mods = String::new();
+        // As DTrace's dt_printf_create: flags, width, precision, `@` and size modifiers may come in any
+        // order (`%16@d` and `%@16d` are the same); the first other character is the conversion.
+        let first = i;
+        let c = loop {
+            let Some(&ch) = b.get(i) else {
+                return err(
+                    ErrTag::D_PRINTF_ARG_PROTO,
+                    line,
+                    format!(
+                        "{func}( ) format conversion #{} name expected before end of format string",
+                        out.len() + 1
+                    ),
+                );
+            };
             i += 1;
-        }
-        // width
-        if i < b.len() && b[i] == b'*' {
-            dynamic += 1;
-            i += 1;
-        }
-        while i < b.len() && b[i].is_ascii_digit() {
-            i += 1;
-        }
-        if i < b.len() && b[i] == b'.' {
-            i += 1;
-            if i < b.len() && b[i] == b'*' {
-                dynamic += 1;
-                i += 1;
+            match ch {
+                b'%' if i - 1 == first => break '%',
+                b'-' | b'+' | b' ' | b'#' | b'\'' | b'?' | b'.' | b'0'..=b'9' => {}
+                b'*' => dynamic += 1,
+                b'@' => agg = true,
+                b'h' | b'l' | b'L' | b'w' | b'q' | b'j' | b'z' | b't' => mods.push(ch as char),
+                _ => {
+                    // A conversion character (the whole UTF-8 character, for the error message).
+                    let rest = &fmt[i - 1..];
+                    let c = rest.chars().next().unwrap_or('?');
+                    i += c.len_utf8() - 1;
+                    break c;
+                }
             }
-            while i < b.len() && b[i].is_ascii_digit() {
-                i += 1;
-            }
-        }
-        let start = i;
-        while i < b.len() && b"hlLwqjzt".contains(&b[i]) {
-            i += 1;
-        }
-        if i >= b.len() {
-            return err(
-                ErrTag::D_PRINTF_ARG_PROTO,
-                line,
-                format!(
-                    "{func}( ) format conversion #{} name expected before end of format string",
-                    out.len() + 1
-                ),
-            );
-        }
-        let c = b[i] as char;
-        i += 1;
-        let name = format!("{}{c}", &fmt[start..i - 1]);
+        };
+        let name = format!("{mods}{c}");
+        let wide = mods == "l" || mods == "w";
         let arg = match c {
+            // %lc and %wc take a wint_t / wchar_t: an int.
+            'c' if wide => ConvArg::Int,
+            's' if wide => ConvArg::WideStr,
             '%' => ConvArg::None,
             'd' | 'i' | 'o' | 'u' | 'D' | 'O' | 'U' => ConvArg::Int,
             'x' | 'X' | 'p' | 'P' | 'a' | 'A' => ConvArg::IntOrPtr,

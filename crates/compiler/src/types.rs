@@ -453,6 +453,14 @@ impl TypeTable {
         }
     }
 
+    /// An array of 32-bit integers: usable where a `wchar_t []` is expected (`%ls`).
+    pub fn is_wstrcompat(&self, id: TypeId) -> bool {
+        match self.rkind(id) {
+            TypeKind::Array(t, _) => matches!(self.rkind(*t), TypeKind::Int { size: 4, .. }),
+            _ => false,
+        }
+    }
+
     /// Pointer to void or to a function.
     pub fn is_vfptr(&self, id: TypeId) -> bool {
         match self.rkind(id) {

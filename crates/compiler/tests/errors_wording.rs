@@ -185,3 +185,30 @@ fn declaration_attribute_wordings() {
     );
     ok("unsigned long long x; signed char c; long double d; short int s; BEGIN { x = 1; }");
 }
+
+#[test]
+fn wide_character_conversions_take_wchar_t_values_and_arrays() {
+    ok("BEGIN { printf(\"%lc %wc\\n\", 0x263a, 'x'); }");
+    ok("int w[4]; BEGIN { printf(\"%ls %-8ws\\n\", w, w); }");
+    ok("BEGIN { @c[\"a\"] = sum(0x41); } END { printa(\"%s %@lc\\n\", @c); }");
+    golden(
+        "BEGIN { printf(\"%ls\\n\", \"abc\"); }",
+        ErrTag::D_PRINTF_ARG_TYPE,
+        "line 1: printf( ) argument #2 is incompatible with conversion #1 prototype:\n\tconversion: %ls\n\t prototype: wchar_t []\n\t  argument: string",
+    );
+    golden(
+        "char c[4]; BEGIN { printf(\"%ws\\n\", c); }",
+        ErrTag::D_PRINTF_ARG_TYPE,
+        "line 1: printf( ) argument #2 is incompatible with conversion #1 prototype:\n\tconversion: %ws\n\t prototype: wchar_t []\n\t  argument: char [4]",
+    );
+    golden(
+        "BEGIN { printf(\"%lc\\n\", \"a\"); }",
+        ErrTag::D_PRINTF_ARG_TYPE,
+        "line 1: printf( ) argument #2 is incompatible with conversion #1 prototype:\n\tconversion: %lc\n\t prototype: int\n\t  argument: string",
+    );
+    golden(
+        "BEGIN { @c = count(); } END { printa(\"%@ls\\n\", @c); }",
+        ErrTag::D_PRINTF_ARG_TYPE,
+        "line 1: printa( ) aggregating action is incompatible with conversion #1 prototype:\n\tconversion: %ls\n\t prototype: wchar_t []\n\t  argument: uint64_t",
+    );
+}

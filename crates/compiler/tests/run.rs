@@ -514,3 +514,47 @@ fn inline_associative_arrays() {
     "#);
     assert_eq!(v, ["49", "101", "yes", "none"]);
 }
+
+/// `NULL` and the `DTRACEFLT_*` fault codes are D library constants; a string compares with and
+/// takes `NULL` as a pointer would (`dt_node_is_ptrcompat`), NULL reading as the empty string.
+#[test]
+fn null_and_library_constants() {
+    assert_eq!(val("NULL"), "0");
+    assert_eq!(val("sizeof (NULL)"), "4");
+    assert_eq!(val("DTRACEFLT_BADADDR + DTRACEFLT_BADSTACK"), "10");
+    assert_eq!(val("DTRACEFLT_LIBRARY"), "1000");
+    assert_eq!(val("execname != NULL"), "1");
+    assert_eq!(val("NULL == execname"), "0");
+    assert_eq!(val("execname == 0"), "0");
+    let v = run(r#"
+        BEGIN { self->sys = probefunc; trace(self->sys != NULL ? self->sys : "<none>"); }
+        BEGIN { self->sys = NULL; trace(self->sys != NULL ? self->sys : "<none>"); }
+        BEGIN { s = execname; s = NULL; trace(s == NULL); trace(strlen(s)); }
+    "#);
+    assert_eq!(v, ["func", "<none>", "1", "0"]);
+}
+
+/// Conversion flags, width, `@` and size modifiers come in any order, as in DTrace (`%16@d`).
+#[test]
+fn printf_conversion_parts_in_any_order() {
+    for fmt in [
+        r"%9d %13d %16@d\n",
+        r"%9d %13d %@16d\n",
+        r"%-9ld %13lld %@-16d\n",
+    ] {
+        let src = format!("BEGIN {{ @[1, 2] = count(); }} END {{ printa(\"{fmt}\", @); }}");
+        if let Err(e) = compile(&src, &CompileOptions::default()) {
+            panic!("{fmt:?}: {e}");
+        }
+    }
+    let e = compile(
+        "BEGIN { @[1] = count(); } END { printa(\"%16@\", @); }",
+        &CompileOptions::default(),
+    )
+    .expect_err("no conversion");
+    assert!(
+        e.to_string()
+            .contains("format conversion #1 name expected before end of format string"),
+        "{e}"
+    );
+}

@@ -1,13 +1,15 @@
 //! Printing aggregations: the default layout (`dt_print_aggs`: each key as `trace()` would print it in
 //! its column width, then the value — ` %16lld` for count/sum/min/max/avg, the graph for quantizations),
 //! `printa()` with and without a format string, one or several aggregations joined by key, and the
-//! print-everything-unprinted pass at the end of a run.
+//! print-everything-unprinted pass at the end of a run. With `agghist` or `aggpack` set, the
+//! sorted print of one aggregation takes the layouts of [`aggdisplay`].
 
 use std::collections::BTreeSet;
 
 use dtrace_dif::program::{ActionKind, RecDesc};
 use dtrace_framework::records::AggDesc;
 
+use crate::aggdisplay;
 use crate::aggregate::{AggEntry, Aggregations, SortOrder};
 use crate::aggvalue;
 use crate::bytes;
@@ -18,13 +20,15 @@ use crate::quantize;
 use crate::recdata;
 use crate::stack;
 
-/// One datum in the default layout (`dt_print_datum`).
+/// One datum in the default layout (`dt_print_datum`); `packed` (under `agghist` and `aggpack`)
+/// gives byte and string data a right-justified 16-column field instead of a left-justified 50.
 pub fn print_datum(
     out: &mut Vec<u8>,
     env: &FmtEnv<'_>,
     rec: &RecDesc,
     b: &[u8],
     normal: u64,
+    packed: bool,
 ) -> Result<()> {
     let normal = normal.max(1);
     match rec.action {
@@ -36,9 +40,9 @@ pub fn print_datum(
         | ActionKind::Usym
         | ActionKind::Umod
         | ActionKind::Uaddr => return stack::print_symbol_record(out, env.symbols, rec.action, b),
-        ActionKind::AggQuantize => return quantize::print_quantize(out, b, normal),
-        ActionKind::AggLquantize => return quantize::print_lquantize(out, b, normal),
-        ActionKind::AggLlquantize => return quantize::print_llquantize(out, b, normal),
+        ActionKind::AggQuantize => return quantize::print_quantize(out, b, normal, &env.style),
+        ActionKind::AggLquantize => return quantize::print_lquantize(out, b, normal, &env.style),
+        ActionKind::AggLlquantize => return quantize::print_llquantize(out, b, normal, &env.style),
         ActionKind::AggAvg => {
             let v = aggvalue::average(b, normal)?;
             out.push(b' ');
@@ -68,7 +72,7 @@ pub fn print_datum(
             out.push(b' ');
             cformat::fmt_signed(out, &Spec::width(w), v as i32 as i64);
         }
-        _ => bytes::print_bytes(out, b, -50, false, false),
+        _ => bytes::print_bytes(out, b, if packed { 16 } else { -50 }, false, false),
     }
     Ok(())
 }
@@ -89,14 +93,25 @@ pub fn print_row(
     key: &[u8],
     values: &[(&RecDesc, &[u8], u64)],
 ) -> Result<()> {
-    for r in key_recs(desc) {
-        let b = recdata::slice(key, r.offset as usize, r.size as usize)?;
-        print_datum(out, env, r, b, 1)?;
-    }
+    print_keys(out, env, desc, key, false)?;
     for (r, v, normal) in values {
-        print_datum(out, env, r, v, *normal)?;
+        print_datum(out, env, r, v, *normal, false)?;
     }
     out.push(b'\n');
+    Ok(())
+}
+
+fn print_keys(
+    out: &mut Vec<u8>,
+    env: &FmtEnv<'_>,
+    desc: &AggDesc,
+    key: &[u8],
+    packed: bool,
+) -> Result<()> {
+    for r in key_recs(desc) {
+        let b = recdata::slice(key, r.offset as usize, r.size as usize)?;
+        print_datum(out, env, r, b, 1, packed)?;
+    }
     Ok(())
 }
 
@@ -113,10 +128,81 @@ pub fn print_aggregation(
     };
     let vrec = *value_rec(desc)?;
     let normal = aggs.normal(varid);
-    for e in aggs.sorted(order).into_iter().filter(|e| e.varid == varid) {
+    let entries: Vec<AggEntry> = aggs
+        .sorted(order)
+        .into_iter()
+        .filter(|e| e.varid == varid)
+        .collect();
+    if entries.is_empty() {
+        return Ok(());
+    }
+    if env.agghist && print_hist(out, env, desc, &entries, vrec.action, normal)? {
+        return Ok(());
+    }
+    if env.aggpack && print_packed(out, env, desc, &entries, vrec.action)? {
+        return Ok(());
+    }
+    for e in &entries {
         print_row(out, env, desc, &e.key, &[(&vrec, &e.value, normal)])?;
     }
     Ok(())
+}
+
+/// `agghist`: one histogram over the entries, when the function is one it applies to.
+fn print_hist(
+    out: &mut Vec<u8>,
+    env: &FmtEnv<'_>,
+    desc: &AggDesc,
+    entries: &[AggEntry],
+    action: ActionKind,
+    normal: u64,
+) -> Result<bool> {
+    let mut values = Vec::with_capacity(entries.len());
+    for e in entries {
+        match aggdisplay::hist_value(action, &e.value)? {
+            Some(v) => values.push(v),
+            None => return Ok(false),
+        }
+    }
+    let (total, signs) = aggdisplay::hist_totals(&values, env.style.zoom);
+    aggdisplay::hist_header(out, aggdisplay::keys_width(key_recs(desc)));
+    for (e, &v) in entries.iter().zip(&values) {
+        print_keys(out, env, desc, &e.key, true)?;
+        aggdisplay::hist_line(out, v, normal, total, signs, &env.style);
+    }
+    Ok(true)
+}
+
+/// `aggpack`: one packed line per entry, when the function is `quantize()` or `lquantize()`.
+fn print_packed(
+    out: &mut Vec<u8>,
+    env: &FmtEnv<'_>,
+    desc: &AggDesc,
+    entries: &[AggEntry],
+    action: ActionKind,
+) -> Result<bool> {
+    let width = aggdisplay::keys_width(key_recs(desc));
+    match action {
+        ActionKind::AggQuantize => {
+            let (minbin, maxbin) =
+                aggdisplay::quantize_minmax(entries.iter().map(|e| e.value.as_slice()));
+            aggdisplay::quantize_packed_header(out, width, minbin, maxbin);
+            for e in entries {
+                print_keys(out, env, desc, &e.key, true)?;
+                aggdisplay::print_quantize_packed(out, &e.value, minbin, maxbin, &env.style)?;
+            }
+        }
+        ActionKind::AggLquantize => {
+            let levels = (entries[0].value.len() / 8).saturating_sub(3);
+            aggdisplay::lquantize_packed_header(out, width, levels);
+            for e in entries {
+                print_keys(out, env, desc, &e.key, true)?;
+                aggdisplay::print_lquantize_packed(out, &e.value, &env.style)?;
+            }
+        }
+        _ => return Ok(false),
+    }
+    Ok(true)
 }
 
 /// A key with the value of each joined aggregation (zero where an aggregation lacks the key).

@@ -1,5 +1,6 @@
 //! A C `printf(3)` conversion engine: given one conversion's flags, width and precision and a value, it
-//! writes exactly the bytes the C library (in the C locale) would. DTrace's own conversions (`%a`, `%Y`,
+//! writes exactly the bytes the C library (in the C locale; in a UTF-8 locale for the wide-character
+//! conversions `%lc` and `%ls`) would. DTrace's own conversions (`%a`, `%Y`,
 //! `%k`, ...) are built on top of it in [`crate::printf`]; this module knows nothing about records.
 
 /// Flags, width and precision of one conversion (`%-08.3d` and so on).
@@ -139,6 +140,68 @@ pub fn fmt_str(out: &mut Vec<u8>, spec: &Spec, s: &[u8]) {
         _ => s,
     };
     emit(out, spec, b"", s, false);
+}
+
+/// The multibyte (UTF-8) form of one wide character as glibc's `wcrtomb(3)` gives it in a UTF-8
+/// locale: the original UTF-8 scheme of up to six bytes for values up to 0x7fffffff, `None` (`EILSEQ`)
+/// for UTF-16 surrogates and negative values. The null wide character converts to one NUL byte.
+pub fn wide_to_utf8(wc: i64, buf: &mut [u8; 6]) -> Option<&[u8]> {
+    let v = u32::try_from(wc).ok().filter(|&v| v <= 0x7fff_ffff)?;
+    if (0xd800..=0xdfff).contains(&v) {
+        return None;
+    }
+    if v < 0x80 {
+        buf[0] = v as u8;
+        return Some(&buf[..1]);
+    }
+    // Number of bytes: 2 for 11 bits, then 5 more bits per extra byte.
+    let n = match v {
+        0..=0x7ff => 2,
+        0x800..=0xffff => 3,
+        0x1_0000..=0x1f_ffff => 4,
+        0x20_0000..=0x3ff_ffff => 5,
+        _ => 6,
+    };
+    let mut rest = v;
+    for i in (1..n).rev() {
+        buf[i] = 0x80 | (rest & 0x3f) as u8;
+        rest >>= 6;
+    }
+    buf[0] = ((0xff00u32 >> n) as u8) | rest as u8;
+    Some(&buf[..n])
+}
+
+/// `%lc`: one wide character in its multibyte form, padded to the width in bytes (the `0` flag pads
+/// with spaces, as for strings). `Err` carries the value that has no multibyte form.
+pub fn fmt_wchar(out: &mut Vec<u8>, spec: &Spec, wc: i64) -> Result<(), i64> {
+    let mut buf = [0u8; 6];
+    let b = wide_to_utf8(wc, &mut buf).ok_or(wc)?;
+    emit(out, spec, b"", b, false);
+    Ok(())
+}
+
+/// `%ls`: wide characters up to the first null one, converted to their multibyte form; a precision
+/// limits the bytes written, never splitting a character (`wcsrtombs(3)`); the width counts bytes.
+/// `Err` carries the first value that has no multibyte form.
+pub fn fmt_wstr(
+    out: &mut Vec<u8>,
+    spec: &Spec,
+    wide: impl IntoIterator<Item = i64>,
+) -> Result<(), i64> {
+    let mut s = Vec::new();
+    let mut buf = [0u8; 6];
+    for wc in wide {
+        if wc == 0 {
+            break;
+        }
+        let b = wide_to_utf8(wc, &mut buf).ok_or(wc)?;
+        if spec.prec.is_some_and(|p| s.len() + b.len() > p) {
+            break;
+        }
+        s.extend_from_slice(b);
+    }
+    emit(out, spec, b"", &s, false);
+    Ok(())
 }
 
 /// Rewrites Rust's `1.5e3`/`1.5e-3` exponent into C's `1.5e+03`/`1.5e-03`.

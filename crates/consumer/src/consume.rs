@@ -13,13 +13,15 @@ use dtrace_framework::records::{
     fault_eprobe_desc, BufferSnapshot, EprobeDesc, ProbeInfo, EPID_NONE, FAULT_EPID, RECHDR_SIZE,
 };
 
+use crate::aggdisplay;
 use crate::aggprint;
 use crate::aggregate::{Aggregations, SortOrder};
 use crate::bytes;
 use crate::cformat::{self, Spec};
 use crate::error::{ConsumerError, Result};
-use crate::options::Options;
+use crate::options::{Options, ENCODING_ASCII, ENCODING_UTF8};
 use crate::printf::{FmtEnv, PrintfFormat};
+use crate::quantize::GraphStyle;
 use crate::recdata;
 use crate::stack;
 use crate::status::{self, DropKind, DropReport, ErrorReport};
@@ -303,13 +305,32 @@ impl Decoder {
             .ok_or(ConsumerError::BadFormat(rec.format as u32))
     }
 
-    /// Prints every aggregation not yet printed by `printa()` (`dtrace_aggregate_print`).
-    pub fn print_all_aggregations(&self, out: &mut Vec<u8>) -> Result<()> {
-        let env = FmtEnv {
+    /// What aggregation printing needs from the handle: symbols, `$target`, and the display options
+    /// as they are now (`agghist`, `aggpack`, `aggzoom`, `encoding`; with no `encoding`, packed
+    /// cells use UTF-8 unless `TERM` names a terminal that cannot draw it).
+    fn agg_env(&self) -> FmtEnv<'_> {
+        let encoding = self.options.value("encoding");
+        FmtEnv {
             symbols: self.symbols.as_ref(),
             stackindent: self.stackindent(),
             target: self.target,
-        };
+            style: GraphStyle {
+                zoom: self.options.is_set("aggzoom"),
+                utf8: encoding == ENCODING_UTF8,
+                packed_utf8: match encoding {
+                    ENCODING_UTF8 => true,
+                    ENCODING_ASCII => false,
+                    _ => aggdisplay::utf8_for_term(std::env::var("TERM").ok().as_deref()),
+                },
+            },
+            agghist: self.options.is_set("agghist"),
+            aggpack: self.options.is_set("aggpack"),
+        }
+    }
+
+    /// Prints every aggregation not yet printed by `printa()` (`dtrace_aggregate_print`).
+    pub fn print_all_aggregations(&self, out: &mut Vec<u8>) -> Result<()> {
+        let env = self.agg_env();
         for varid in self.aggs.varids() {
             if self.printed.contains(&varid) {
                 continue;
@@ -618,6 +639,9 @@ impl Decoder {
             symbols: self.symbols.as_ref(),
             stackindent: self.flags.stackindent,
             target: self.target,
+            style: GraphStyle::default(),
+            agghist: false,
+            aggpack: false,
         };
         match r.action {
             ActionKind::Stack | ActionKind::Ustack | ActionKind::Jstack => {
@@ -700,11 +724,7 @@ impl Decoder {
             varids.push(id);
             n += 1;
         }
-        let env = FmtEnv {
-            symbols: self.symbols.as_ref(),
-            stackindent: self.stackindent(),
-            target: self.target,
-        };
+        let env = self.agg_env();
         let (order, pos) = (self.sort_order(), self.sortpos());
         match self.format(r)? {
             Some(f) => {

@@ -1,17 +1,11 @@
 //! The D compiler behind the handle's [`Compiler`] seam: turns the handle's options (`strsize`,
 //! `defaultargs`, `-w`, `-C -D -U -I`, stack frame defaults) into `dtrace-compiler` options, expands a
-//! bare `-P/-m/-f` argument into a full probe description, and reports errors in DTrace's words.
-//! A program that does not compile on its own is compiled again against the running kernel's types
-//! (its BTF, read once per process), so `curthread->pid`, kernel struct casts and the D library's
-//! `curpsinfo` work while programs that need no kernel types never pay for reading them.
+//! bare `-P/-m/-f` argument into a full probe description, and reports errors in DTrace's words. The
+//! embedding program may give it the traced system's C types and probe argument types.
 
-use dtrace_compiler::ctf_types::CtfTypes;
-use dtrace_compiler::{CompileOptions, SourceKind, TypeSource};
-use dtrace_ctf::{Container, KernelTypes, SYS_KERNEL_BTF};
+use dtrace_compiler::{CompileOptions, ProbeInfo, SourceKind, TypeSource};
 use dtrace_dif::program::{ActionKind, Program};
 use dtrace_dif::{DifObject, DifType, Instr};
-use std::path::Path;
-use std::sync::{Arc, OnceLock};
 
 use crate::error::{ConsumerError, Result};
 use crate::handle::{CompileFlags, Compiler, ProbeSpec};
@@ -19,11 +13,28 @@ use crate::listing::str2desc;
 use crate::options::Options;
 
 /// The D compiler, with the named macro variables set on the handle (`$target`...).
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct DCompiler {
     /// Macro variables set through [`Compiler::set_macro`], overriding the defaults of
     /// [`default_macros`].
     pub macros: Vec<(String, String)>,
+    /// Makes the C type sources each compilation sees (the running kernel's types), if any.
+    pub types: Option<TypeSources>,
+    /// The traced system's probe argument types (`args[]`) and symbols, if known.
+    pub probes: Option<Box<dyn ProbeInfo + Send>>,
+}
+
+/// A maker of the type sources one compilation consumes.
+pub type TypeSources = Box<dyn Fn() -> Vec<Box<dyn TypeSource>> + Send>;
+
+impl std::fmt::Debug for DCompiler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DCompiler")
+            .field("macros", &self.macros)
+            .field("types", &self.types.is_some())
+            .field("probes", &self.probes.is_some())
+            .finish()
+    }
 }
 
 /// The named macro variables DTrace defines for every compilation, from this process's ids:
@@ -134,21 +145,15 @@ impl Compiler for DCompiler {
         }
         let text = expand_spec(spec, source);
         let errtags = o.is_set("errtags");
-        let mut prog = dtrace_compiler::compile(&text, &c)
-            .or_else(|plain| match kernel_types() {
-                Some(k) => {
-                    let src: Vec<Box<dyn TypeSource>> = vec![Box::new(CtfTypes::new(k))];
-                    dtrace_compiler::compile_with_types(&text, &c, src)
-                }
-                None => Err(plain),
+        let sources = self.types.as_ref().map(|f| f()).unwrap_or_default();
+        let probes = self.probes.as_deref().map(|p| p as &dyn ProbeInfo);
+        let mut prog = dtrace_compiler::compile_with(&text, &c, sources, probes).map_err(|e| {
+            ConsumerError::Compile(if spec == ProbeSpec::Script {
+                e.file_message(errtags)
+            } else {
+                e.string_message(errtags)
             })
-            .map_err(|e| {
-                ConsumerError::Compile(if spec == ProbeSpec::Script {
-                    e.file_message(errtags)
-                } else {
-                    e.string_message(errtags)
-                })
-            })?;
+        })?;
         give_printf_a_record(&mut prog);
         Ok(prog)
     }
@@ -159,19 +164,6 @@ impl Compiler for DCompiler {
             None => self.macros.push((name.to_string(), value.to_string())),
         }
     }
-}
-
-/// The running kernel's types (`/sys/kernel/btf/vmlinux`), read at the first call; `None` where
-/// the kernel publishes no BTF or it cannot be converted.
-fn kernel_types() -> Option<Arc<Container>> {
-    static TYPES: OnceLock<Option<Arc<Container>>> = OnceLock::new();
-    TYPES
-        .get_or_init(|| {
-            KernelTypes::load(Path::new(SYS_KERNEL_BTF))
-                .ok()
-                .map(|k| k.vmlinux)
-        })
-        .clone()
 }
 
 /// A printf-like action without value arguments still records something, as in DTrace (whose
@@ -232,30 +224,5 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("$nosuch is not defined"));
-    }
-
-    #[test]
-    fn kernel_types_when_the_program_needs_them() {
-        let mut c = DCompiler::default();
-        let o = Options::default();
-        let flags = CompileFlags::default();
-        let src = "BEGIN { trace(curthread->real_parent->pid); trace(curpsinfo->pr_ppid); }";
-        let p = c.compile(src, ProbeSpec::Name, flags, &[], &o);
-        if kernel_types().is_some() {
-            let p = p.unwrap_or_else(|e| panic!("{e}"));
-            assert_eq!(p.ecbs[0].actions.len(), 2);
-        } else {
-            // Without the kernel's types curthread is a void pointer.
-            assert!(p.unwrap_err().to_string().contains("operator ->"));
-        }
-        // A member no kernel struct has: the error of the typed compile.
-        let e = c.compile(
-            "BEGIN { trace(curthread->no_such_member); }",
-            ProbeSpec::Name,
-            flags,
-            &[],
-            &o,
-        );
-        assert!(e.is_err());
     }
 }

@@ -70,6 +70,10 @@ pub enum ConsumerError {
     /// The execution substrate reported an error.
     #[error("{0}")]
     Backend(String),
+    /// A wide character (`%lc`, `%ls`) with no multibyte form: negative, a UTF-16 surrogate or
+    /// above U+10FFFF (`EILSEQ` from the C library's conversion).
+    #[error("wide character {0:#x} has no multibyte form: Illegal byte sequence")]
+    BadWideChar(i64),
     /// A feature that is not implemented yet; says which.
     #[error("not yet supported: {0}")]
     NotSupported(String),

@@ -186,6 +186,9 @@ pub fn format_bytes(data: &[u8]) {
         symbols: &NoSymbols,
         stackindent: 14,
         target: 0,
+        style: crate::quantize::GraphStyle::default(),
+        agghist: false,
+        aggpack: false,
     };
     let mut out = Vec::new();
     let _ = f.format(&mut out, &env, &recs, body, &aggs);

@@ -2,14 +2,15 @@
 //! form ([`handle`]), decoding the framework's buffers by EPID and record descriptions ([`consume`]),
 //! the consumer's merged copy of the aggregations ([`aggregate`]), and every output format byte-exact
 //! with DTrace: `printf` ([`printf`], on the C engine [`cformat`]), `trace()` and byte dumps
-//! ([`bytes`]), aggregation printing and `printa` ([`aggprint`]), distribution graphs ([`quantize`]),
-//! stacks and symbols ([`stack`], [`symbols`]), options ([`options`]), drop and error messages
-//! ([`status`]).
+//! ([`bytes`]), aggregation printing and `printa` ([`aggprint`]), the `agghist`/`aggpack` layouts
+//! ([`aggdisplay`]), distribution graphs ([`quantize`]), stacks and symbols ([`stack`], [`symbols`]),
+//! options ([`options`]), drop and error messages ([`status`]).
 //!
 //! It does not compile D (`dtrace-compiler`) nor run probes (`dtrace-framework`, `dtrace-linux`): those
 //! are reached through the [`handle::Compiler`] and [`handle::Tracer`] seams. It makes no OS calls of its
 //! own: `system()`, `freopen()` and symbol lookups go through traits the embedding program implements.
 
+pub mod aggdisplay;
 pub mod aggprint;
 pub mod aggregate;
 pub mod aggvalue;

@@ -25,6 +25,8 @@ pub enum OptKind {
     BufPolicy,
     /// `bufresize`: `auto` or `manual`.
     BufResize,
+    /// `encoding`: `ascii` or `utf8`, how graphs draw their bars.
+    Encoding,
 }
 
 /// `bufpolicy` values.
@@ -33,6 +35,11 @@ pub const BUFPOLICY_RING: i64 = 0;
 pub const BUFPOLICY_FILL: i64 = 1;
 /// `bufpolicy=switch`.
 pub const BUFPOLICY_SWITCH: i64 = 2;
+
+/// `encoding=ascii`.
+pub const ENCODING_ASCII: i64 = 1;
+/// `encoding=utf8`.
+pub const ENCODING_UTF8: i64 = 2;
 
 /// (name, kind, may change while tracing is active)
 const TABLE: &[(&str, OptKind, bool)] = &[
@@ -48,6 +55,7 @@ const TABLE: &[(&str, OptKind, bool)] = &[
     ("define", OptKind::Compile, false),
     ("droptags", OptKind::Compile, false),
     ("dtypes", OptKind::Compile, false),
+    ("encoding", OptKind::Encoding, true),
     ("debug", OptKind::Compile, false),
     ("empty", OptKind::Compile, false),
     ("errtags", OptKind::Compile, false),
@@ -257,13 +265,6 @@ impl Options {
         if active && !dynamic {
             return Err(ConsumerError::Active);
         }
-        if matches!(key, "agghist" | "aggpack" | "aggzoom")
-            && parse_runtime(value).is_ok_and(|v| v != UNSET)
-        {
-            return Err(ConsumerError::NotSupported(format!(
-                "the {key} option (histogram and packed aggregation output)"
-            )));
-        }
         let need = |v: Option<&str>| v.map(str::to_string).ok_or_else(|| bad(""));
         let v = match kind {
             OptKind::Compile => {
@@ -284,6 +285,11 @@ impl Options {
             OptKind::BufResize => match need(value)?.as_str() {
                 "auto" => 0,
                 "manual" => 1,
+                v => return Err(bad(v)),
+            },
+            OptKind::Encoding => match need(value)?.as_str() {
+                "ascii" => ENCODING_ASCII,
+                "utf8" => ENCODING_UTF8,
                 v => return Err(bad(v)),
             },
         };
@@ -368,11 +374,17 @@ mod tests {
             Err(ConsumerError::BadOptionName(_))
         ));
         assert!(o.set("bufpolicy", Some("ring"), false).is_ok());
-        assert!(matches!(
-            o.set("aggpack", None, false),
-            Err(ConsumerError::NotSupported(_))
-        ));
-        assert!(o.set("aggpack", Some("no"), false).is_ok());
+        o.set("aggpack", None, true).unwrap();
+        assert!(o.is_set("aggpack"));
+        o.set("aggpack", Some("no"), true).unwrap();
+        assert!(!o.is_set("aggpack"));
+        assert!(!o.is_set("encoding"));
+        o.set("encoding", Some("utf8"), true).unwrap();
+        assert_eq!(o.get("encoding").unwrap(), ENCODING_UTF8);
+        o.set("encoding", Some("ascii"), false).unwrap();
+        assert_eq!(o.get("encoding").unwrap(), ENCODING_ASCII);
+        assert!(o.set("encoding", Some("latin1"), false).is_err());
+        assert!(o.set("encoding", None, false).is_err());
         assert_eq!(o.get("bufpolicy").unwrap(), BUFPOLICY_RING);
         assert!(o.set("quiet", Some("maybe"), false).is_err());
         o.set("define", Some("A=1"), false).unwrap();

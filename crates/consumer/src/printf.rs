@@ -47,7 +47,8 @@ pub enum ConvKind {
     Port,
     /// Internet address string (`%I`).
     Inet,
-    /// Wide characters (`%lc %ls %wc %ws`): parsed, not yet printable.
+    /// Wide characters (`%lc %wc`: an integer `wchar_t`/`wint_t`; `%ls %ws`: a `wchar_t` array),
+    /// printed in their UTF-8 multibyte form.
     Wide,
     /// A literal `%` (`%%`).
     Pct,
@@ -124,6 +125,12 @@ pub struct FmtEnv<'a> {
     /// `$target`'s pid (0: none): `%A` of a bare address resolves in that process, as
     /// `pfprint_uaddr` does.
     pub target: u64,
+    /// How distribution bars are drawn (`aggzoom`, `encoding`).
+    pub style: quantize::GraphStyle,
+    /// The `agghist` option.
+    pub agghist: bool,
+    /// The `aggpack` option.
+    pub aggpack: bool,
 }
 
 fn conv_for(name: &str) -> Option<(ConvKind, u8)> {
@@ -448,6 +455,34 @@ pub(crate) fn print_uint(
     Ok(())
 }
 
+/// `%lc`/`%wc` (an integer record, read as C `int` and divided by `normal` like `%d`) and
+/// `%ls`/`%ws` (the record's bytes as native-endian 32-bit `wchar_t`s, up to the first null one),
+/// converted to UTF-8 as the C library does in a UTF-8 locale.
+pub(crate) fn print_wide(
+    out: &mut Vec<u8>,
+    conv: &Conv,
+    spec: &Spec,
+    b: &[u8],
+    normal: u64,
+) -> Result<()> {
+    let r = if conv.ofmt == b'c' {
+        let v = recdata::sint(b).ok_or(mismatch(b.len(), "a wide-character conversion"))?;
+        let v = if b.len() == 8 {
+            v.wrapping_div((normal as i64).max(1)) as i32
+        } else {
+            (v as i32).wrapping_div((normal as i32).max(1))
+        };
+        cformat::fmt_wchar(out, spec, v as i64)
+    } else {
+        // As pfprint_wstr: whole wchar_ts only, a trailing partial one is dropped.
+        let wide = b
+            .chunks_exact(4)
+            .map(|c| i32::from_ne_bytes([c[0], c[1], c[2], c[3]]) as i64);
+        cformat::fmt_wstr(out, spec, wide)
+    };
+    r.map_err(ConsumerError::BadWideChar)
+}
+
 /// An 80-bit x87 extended value (in 16 bytes) as a double.
 fn f80_to_f64(b: &[u8]) -> f64 {
     let mut m = [0u8; 8];
@@ -582,12 +617,7 @@ fn value(
             let s = recdata::uint(b).unwrap_or(0).to_string();
             cformat::fmt_str(out, spec, s.as_bytes());
         }
-        ConvKind::Wide => {
-            return Err(ConsumerError::NotSupported(format!(
-                "wide-character conversion %{}",
-                conv.name
-            )))
-        }
+        ConvKind::Wide => print_wide(out, conv, spec, b, 1)?,
         ConvKind::Pct => out.push(b'%'),
     }
     Ok(())
@@ -600,7 +630,6 @@ fn agg_value(
     spec: &Spec,
     av: &AggValue<'_>,
 ) -> Result<()> {
-    let _ = env;
     match av.action {
         ActionKind::AggAvg => {
             let v = aggvalue::average(av.data, av.normal)?;
@@ -610,12 +639,17 @@ fn agg_value(
             let v = aggvalue::stddev(av.data, av.normal)? as i64;
             print_int_value(out, conv, spec, v)
         }
-        ActionKind::AggQuantize => quantize::print_quantize(out, av.data, av.normal),
-        ActionKind::AggLquantize => quantize::print_lquantize(out, av.data, av.normal),
-        ActionKind::AggLlquantize => quantize::print_llquantize(out, av.data, av.normal),
+        ActionKind::AggQuantize => quantize::print_quantize(out, av.data, av.normal, &env.style),
+        ActionKind::AggLquantize => quantize::print_lquantize(out, av.data, av.normal, &env.style),
+        ActionKind::AggLlquantize => {
+            quantize::print_llquantize(out, av.data, av.normal, &env.style)
+        }
         _ => match conv.kind {
             ConvKind::Uint => print_uint(out, conv, spec, av.data, av.normal),
             ConvKind::Sint => print_sint(out, conv, spec, av.data, av.normal),
+            ConvKind::Wide if conv.ofmt == b'c' => print_wide(out, conv, spec, av.data, av.normal),
+            // An aggregation value is an int64_t, not a wchar_t array.
+            ConvKind::Wide => Err(mismatch(av.data.len(), "a wchar_t array (%ls)")),
             _ => {
                 let v = recdata::sint(av.data).ok_or(mismatch(av.data.len(), "%@"))?;
                 print_int_value(out, conv, spec, v / (av.normal as i64).max(1))

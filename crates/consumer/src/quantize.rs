@@ -2,6 +2,8 @@
 //! draws them: the `value  ---- Distribution ---- count` header, one row per bucket from one below the
 //! first non-zero bucket to one above the last, `@` bars scaled to 40 columns (half-width bars either side
 //! of a centre line when there are negative counts), and the `< base` / `>= limit` rows of lquantize.
+//! [`GraphStyle`] carries the options that change the bars: `aggzoom` (scale to the largest bucket,
+//! drawn at 95% of the bar) and `encoding=utf8` (block elements with eighth-cell resolution).
 
 use crate::error::{ConsumerError, Result};
 use crate::recdata;
@@ -50,9 +52,72 @@ fn buckets(data: &[u8]) -> Vec<i64> {
 const ATS: &str = "@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@";
 const SPACES: &str = "                                        ";
 
-/// One bar with its count (`dt_print_quantline`).
-fn quantline(out: &mut String, val: i64, normal: u64, total: f64, pos: bool, neg: bool) {
+/// The height of the largest bar under `aggzoom`, as a fraction of the full bar
+/// (`DTRACE_AGGZOOM_MAX`).
+pub const AGGZOOM_MAX: f64 = 0.95;
+
+/// Display options that change how bars are drawn.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GraphStyle {
+    /// `aggzoom`: bars scale to the largest bucket rather than to the sum of all buckets.
+    pub zoom: bool,
+    /// `encoding=utf8` given explicitly: all-positive bars drawn with Unicode block elements.
+    pub utf8: bool,
+    /// `aggpack` cells drawn with Unicode block elements (else the ASCII `_xX` / `vV` letters).
+    pub packed_utf8: bool,
+}
+
+/// Adds one bucket to a graph's total (`dt_quantize_total`): the sum of magnitudes, or under
+/// `aggzoom` the largest magnitude scaled up so that it draws at [`AGGZOOM_MAX`] of the bar.
+pub fn add_total(total: &mut f64, datum: i64, zoom: bool) {
+    let v = (datum as f64).abs();
+    if !zoom {
+        *total += v;
+        return;
+    }
+    let v = v * (1.0 / AGGZOOM_MAX);
+    if *total < v {
+        *total = v;
+    }
+}
+
+const FULL_BLOCK: char = '\u{2588}';
+
+/// An all-positive bar drawn with block elements (`dt_print_quantline_utf8`): whole cells, then one
+/// partial cell of 1/8 to 7/8 width.
+fn quantline_utf8(out: &mut String, val: i64, normal: u64, total: f64) {
     use std::fmt::Write;
+    let f = (val.unsigned_abs() as f64 * 40.0) / total;
+    let whole = f as u32;
+    let partial = ((f - whole as f64) * 8.0) as u32;
+    out.push('|');
+    let mut used = whole as usize;
+    for _ in 0..whole {
+        out.push(FULL_BLOCK);
+    }
+    if partial != 0 {
+        // U+258F is the one-eighth block, U+2589 the seven-eighths one.
+        out.push(char::from_u32(0x258f - (partial - 1)).unwrap_or(FULL_BLOCK));
+        used += 1;
+    }
+    let shown = val.wrapping_div((normal as i64).max(1));
+    let _ = writeln!(out, "{} {:<9}", &SPACES[used.min(40)..], shown);
+}
+
+/// One bar with its count (`dt_print_quantline`).
+pub(crate) fn quantline(
+    out: &mut String,
+    val: i64,
+    normal: u64,
+    total: f64,
+    (pos, neg): (bool, bool),
+    style: &GraphStyle,
+) {
+    use std::fmt::Write;
+    if !neg && pos && style.utf8 {
+        quantline_utf8(out, val, normal, total);
+        return;
+    }
     let shown = val.wrapping_div((normal as i64).max(1));
     let depth_of = |len: usize| -> usize {
         if total == 0.0 {
@@ -105,7 +170,7 @@ fn quantline(out: &mut String, val: i64, normal: u64, total: f64, pos: bool, neg
     }
 }
 
-fn header(out: &mut String) {
+pub(crate) fn header(out: &mut String) {
     out.push_str(&format!(
         "\n{:>16} {:>41} {:<9}\n",
         "value", "------------- Distribution -------------", "count"
@@ -123,19 +188,24 @@ fn row_range(data: &[i64], empty: (usize, usize)) -> (usize, usize) {
     (first.saturating_sub(1), (last + 1).min(n - 1))
 }
 
-fn totals(data: &[i64], first: usize, last: usize) -> (f64, bool, bool) {
+fn totals(data: &[i64], first: usize, last: usize, zoom: bool) -> (f64, (bool, bool)) {
     let mut total = 0.0;
     let (mut pos, mut neg) = (false, false);
     for &v in &data[first..=last] {
         pos |= v > 0;
         neg |= v < 0;
-        total += (v as f64).abs();
+        add_total(&mut total, v, zoom);
     }
-    (total, pos, neg)
+    (total, (pos, neg))
 }
 
 /// `quantize()` graph.
-pub fn print_quantize(out: &mut Vec<u8>, data: &[u8], normal: u64) -> Result<()> {
+pub fn print_quantize(
+    out: &mut Vec<u8>,
+    data: &[u8],
+    normal: u64,
+    style: &GraphStyle,
+) -> Result<()> {
     if data.len() != QUANTIZE_NBUCKETS * 8 {
         return Err(mismatch(data.len(), "quantize()"));
     }
@@ -146,19 +216,24 @@ pub fn print_quantize(out: &mut Vec<u8>, data: &[u8], normal: u64) -> Result<()>
     } else {
         row_range(&d, (0, 0))
     };
-    let (total, pos, neg) = totals(&d, first, last);
+    let (total, signs) = totals(&d, first, last, style.zoom);
     let mut s = String::new();
     header(&mut s);
     for (i, &v) in d.iter().enumerate().take(last + 1).skip(first) {
         s.push_str(&format!("{:>16} ", quantize_bucket_value(i)));
-        quantline(&mut s, v, normal, total, pos, neg);
+        quantline(&mut s, v, normal, total, signs, style);
     }
     out.extend_from_slice(s.as_bytes());
     Ok(())
 }
 
 /// `lquantize()` graph: the first u64 is the encoded parameters, then levels + 2 buckets.
-pub fn print_lquantize(out: &mut Vec<u8>, data: &[u8], normal: u64) -> Result<()> {
+pub fn print_lquantize(
+    out: &mut Vec<u8>,
+    data: &[u8],
+    normal: u64,
+    style: &GraphStyle,
+) -> Result<()> {
     let arg = recdata::u64_at(data, 0).ok_or(mismatch(data.len(), "lquantize()"))?;
     let (base, step, levels) = lquantize_params(arg);
     let levels = levels as usize;
@@ -167,7 +242,7 @@ pub fn print_lquantize(out: &mut Vec<u8>, data: &[u8], normal: u64) -> Result<()
     }
     let d = buckets(&data[8..]);
     let (first, last) = row_range(&d, (0, 2.min(d.len() - 1)));
-    let (total, pos, neg) = totals(&d, first, last);
+    let (total, signs) = totals(&d, first, last, style.zoom);
     let mut s = String::new();
     header(&mut s);
     let (base, step) = (base as i64, step as i64);
@@ -180,14 +255,19 @@ pub fn print_lquantize(out: &mut Vec<u8>, data: &[u8], normal: u64) -> Result<()
             (base + (i as i64 - 1) * step).to_string()
         };
         s.push_str(&format!("{label:>16} "));
-        quantline(&mut s, v, normal, total, pos, neg);
+        quantline(&mut s, v, normal, total, signs, style);
     }
     out.extend_from_slice(s.as_bytes());
     Ok(())
 }
 
 /// `llquantize()` graph: the first u64 is the encoded parameters, then the buckets.
-pub fn print_llquantize(out: &mut Vec<u8>, data: &[u8], normal: u64) -> Result<()> {
+pub fn print_llquantize(
+    out: &mut Vec<u8>,
+    data: &[u8],
+    normal: u64,
+    style: &GraphStyle,
+) -> Result<()> {
     let arg = recdata::u64_at(data, 0).ok_or(mismatch(data.len(), "llquantize()"))?;
     let (factor, low, high, nsteps) = llquantize_params(arg);
     let body = &data[8..];
@@ -204,7 +284,7 @@ pub fn print_llquantize(out: &mut Vec<u8>, data: &[u8], normal: u64) -> Result<(
     let d = buckets(body);
     let levels = d.len();
     let (first, last) = row_range(&d, (0, 1.min(levels - 1)));
-    let (total, pos, neg) = totals(&d, first, last);
+    let (total, signs) = totals(&d, first, last, style.zoom);
     let mut s = String::new();
     header(&mut s);
     let factor = factor as i64;
@@ -221,7 +301,7 @@ pub fn print_llquantize(out: &mut Vec<u8>, data: &[u8], normal: u64) -> Result<(
     };
     if first == 0 {
         s.push_str(&format!("{:>16} ", format!("< {value}")));
-        quantline(&mut s, d[0], normal, total, pos, neg);
+        quantline(&mut s, d[0], normal, total, signs, style);
     }
     let mut bin = 1usize;
     while order <= high {
@@ -232,7 +312,7 @@ pub fn print_llquantize(out: &mut Vec<u8>, data: &[u8], normal: u64) -> Result<(
         };
         if bin >= first && bin <= last {
             s.push_str(&format!("{value:>16} "));
-            quantline(&mut s, v, normal, total, pos, neg);
+            quantline(&mut s, v, normal, total, signs, style);
         }
         bin += 1;
         value = value.saturating_add(step);
@@ -252,7 +332,7 @@ pub fn print_llquantize(out: &mut Vec<u8>, data: &[u8], normal: u64) -> Result<(
             return Err(mismatch(data.len(), "llquantize()"));
         };
         s.push_str(&format!("{:>16} ", format!(">= {value}")));
-        quantline(&mut s, v, normal, total, pos, neg);
+        quantline(&mut s, v, normal, total, signs, style);
     }
     out.extend_from_slice(s.as_bytes());
     Ok(())

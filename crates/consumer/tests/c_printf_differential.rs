@@ -127,3 +127,142 @@ fn cformat_matches_the_c_library() {
         &bad[..bad.len().min(20)]
     );
 }
+
+/// The wide-character conversions against the C library in a UTF-8 locale: `%lc` and `%ls` over
+/// flags, widths (counted in bytes) and precisions (whole characters within that many bytes), and
+/// the values it refuses (`printf` returning -1).
+#[test]
+fn wide_conversions_match_the_c_library_in_utf8() {
+    if !dtrace_testkit::skip_unless(
+        dtrace_testkit::have_program("gcc"),
+        "wide_conversions_match_the_c_library_in_utf8",
+        "gcc is not installed",
+    ) {
+        return;
+    }
+    let chars: [i64; 9] = [
+        0x41,
+        0x7f,
+        0xe9,
+        0x7ff,
+        0x20ac,
+        0xffff,
+        0x1f600,
+        0x110000,
+        0x7fff_ffff,
+    ];
+    let strings: [&[i64]; 5] = [
+        &[],
+        &[0x61, 0x62, 0x63],
+        &[0x68, 0xe9, 0x6c, 0x6c, 0x6f],
+        &[0x20ac, 0x31, 0x1f600, 0x78],
+        &[0x61, 0, 0x62],
+    ];
+    let bad: [i64; 3] = [0xd800, 0xdfff, -1];
+    let mut cases: Vec<(String, Spec, usize, bool)> = Vec::new(); // fmt, spec, value index, is string
+    for f in ["", "-", "0", "-0"] {
+        for w in [0usize, 1, 3, 8] {
+            for p in [None, Some(0), Some(1), Some(2), Some(3), Some(5)] {
+                let spec = Spec {
+                    zero: f.contains('0'),
+                    left: f.contains('-'),
+                    width: w,
+                    prec: p,
+                    ..Spec::default()
+                };
+                let mut cf = format!("%{f}");
+                if w > 0 {
+                    write!(cf, "{w}").unwrap();
+                }
+                if let Some(p) = p {
+                    write!(cf, ".{p}").unwrap();
+                }
+                for i in 0..chars.len() {
+                    cases.push((format!("{cf}lc"), spec, i, false));
+                }
+                for i in 0..strings.len() {
+                    cases.push((format!("{cf}ls"), spec, i, true));
+                }
+            }
+        }
+    }
+    let dir = std::env::temp_dir().join(format!("dtrace-cformat-wide-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut c = String::from(
+        "#include <stdio.h>\n#include <wchar.h>\n#include <locale.h>\nint main(void){\n\
+         if (setlocale(LC_ALL, \"C.UTF-8\") == NULL) return 3;\n",
+    );
+    for (i, s) in strings.iter().enumerate() {
+        let elems: Vec<String> = s.iter().map(|v| format!("{v}")).collect();
+        writeln!(
+            c,
+            "static const int s{i}[] = {{{}{}0}};",
+            elems.join(","),
+            if s.is_empty() { "" } else { "," }
+        )
+        .unwrap();
+    }
+    for (fmt, _, i, is_str) in &cases {
+        if *is_str {
+            writeln!(c, "printf(\"[{fmt}]\\n\", (const wchar_t *)s{i});").unwrap();
+        } else {
+            writeln!(c, "printf(\"[{fmt}]\\n\", (wint_t){});", chars[*i]).unwrap();
+        }
+    }
+    for v in bad {
+        writeln!(c, "if (printf(\"%lc\", (wint_t){v}) != -1) return 4;").unwrap();
+    }
+    c.push_str("return 0;}\n");
+    let src = dir.join("w.c");
+    let bin = dir.join("w");
+    std::fs::write(&src, c).unwrap();
+    let st = Command::new("gcc")
+        .args(["-w", "-O0", "-o"])
+        .arg(&bin)
+        .arg(&src)
+        .status()
+        .unwrap();
+    assert!(st.success(), "gcc failed");
+    let out = Command::new(&bin).output().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    if out.status.code() == Some(3) {
+        eprintln!("skipping: no C.UTF-8 locale");
+        return;
+    }
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "the C library accepted a bad wide character"
+    );
+    let lines: Vec<&[u8]> = out.stdout.split(|&b| b == b'\n').collect();
+    assert!(lines.len() > cases.len());
+    let mut badcases = Vec::new();
+    for ((fmt, spec, i, is_str), want) in cases.iter().zip(lines) {
+        let mut o = b"[".to_vec();
+        if *is_str {
+            cformat::fmt_wstr(&mut o, spec, strings[*i].iter().copied()).unwrap();
+        } else {
+            cformat::fmt_wchar(&mut o, spec, chars[*i]).unwrap();
+        }
+        o.push(b']');
+        if o != want {
+            badcases.push(format!("{fmt} #{i}: C {want:?} ours {o:?}"));
+        }
+    }
+    for v in bad {
+        assert_eq!(
+            cformat::fmt_wchar(&mut Vec::new(), &Spec::default(), v),
+            Err(v)
+        );
+        assert_eq!(
+            cformat::fmt_wstr(&mut Vec::new(), &Spec::default(), [0x41, v]),
+            Err(v)
+        );
+    }
+    assert!(
+        badcases.is_empty(),
+        "{} mismatches, first: {:#?}",
+        badcases.len(),
+        &badcases[..badcases.len().min(20)]
+    );
+}

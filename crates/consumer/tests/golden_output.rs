@@ -725,3 +725,121 @@ fn symbol_keys_merge_by_function_and_print_through_any_conversion() {
         )
     );
 }
+
+fn wchars(s: &[u32], size: usize) -> Vec<u8> {
+    let mut v: Vec<u8> = s.iter().flat_map(|c| c.to_ne_bytes()).collect();
+    v.resize(size, 0);
+    v
+}
+
+#[test]
+fn wide_character_conversions_print_utf8() {
+    // printf("%lc|%-3lc|%3wc|%ls|%.3ws|%6ls|%ls|\n", 'A', 0xe9, 0x20ac, w, w, w, t): wchar_t
+    // values as C ints, wchar_t arrays up to their first null.
+    let ep = eprobe(
+        1,
+        1,
+        &[
+            (A::Printf, 4, 1, 0),
+            (A::DifExpr, 4, 0, 0),
+            (A::DifExpr, 2, 0, 0),
+            (A::DifExpr, 16, 0, 0),
+            (A::DifExpr, 16, 0, 0),
+            (A::DifExpr, 16, 0, 0),
+            (A::DifExpr, 10, 0, 0),
+        ],
+    );
+    let mut d = setup(
+        std::slice::from_ref(&ep),
+        &["%lc|%-3lc|%3wc|%ls|%.3ws|%6ls|%ls|\n"],
+    );
+    let w = wchars(&[0x68, 0xe9, 0, 0x7a], 16); // "hé", then a stray 'z' after the null
+    let r = record(
+        &ep,
+        &[
+            i32b(0x41),
+            i32b(0xe9),
+            0x20acu16.to_ne_bytes().to_vec(),
+            w.clone(),
+            w.clone(),
+            w,
+            // two whole wchar_ts and half of a third, which is dropped
+            wchars(&[0x1f600, 0x21, 0x41], 12)[..10].to_vec(),
+        ],
+    );
+    let got = run(&mut d, &[buf(0, &[r])], true).out;
+    assert_eq!(
+        got,
+        "A|\u{e9} |\u{20ac}|h\u{e9}|h\u{e9}|   h\u{e9}|\u{1f600}!|\n"
+    );
+}
+
+#[test]
+fn wide_characters_without_a_multibyte_form_are_errors() {
+    let ep = eprobe(1, 1, &[(A::Printf, 4, 1, 0)]);
+    let mut d = setup(std::slice::from_ref(&ep), &["%lc\n"]);
+    let r = record(&ep, &[i32b(0xd800)]);
+    let mut out = Vec::new();
+    let res = d.consume_buffer(
+        &buf(0, &[r]),
+        &mut out,
+        &mut |_, _| ConsumeAction::This,
+        &mut |_, _, _| ConsumeAction::This,
+        &mut |_| true,
+        &mut |_| true,
+    );
+    assert_eq!(
+        res.unwrap_err().to_string(),
+        "wide character 0xd800 has no multibyte form: Illegal byte sequence"
+    );
+    let ep = eprobe(1, 1, &[(A::Printf, 8, 1, 0)]);
+    let mut d = setup(std::slice::from_ref(&ep), &["%ls\n"]);
+    let r = record(&ep, &[wchars(&[0x41, u32::MAX], 8)]);
+    let res = d.consume_buffer(
+        &buf(0, &[r]),
+        &mut out,
+        &mut |_, _| ConsumeAction::This,
+        &mut |_, _, _| ConsumeAction::This,
+        &mut |_| true,
+        &mut |_| true,
+    );
+    assert!(matches!(
+        res,
+        Err(dtrace_consumer::ConsumerError::BadWideChar(-1))
+    ));
+}
+
+#[test]
+fn printa_wide_character_of_an_aggregation_value() {
+    // printa("%s=%@lc ", @c): the value (a count) read as a wide character, divided by the
+    // normalization; %@ls is refused (an aggregation value is no wchar_t array).
+    let ep = eprobe(1, 2, &[(A::Printa, 4, 1, 0)]);
+    let mut d = setup(std::slice::from_ref(&ep), &["%s=%@lc "]);
+    let a = aggdesc(1, 0, &[(A::DifExpr, 8, 0, 0)], (A::AggCount, 8, 0, 0));
+    d.aggs.add_desc(a.clone());
+    d.aggs
+        .merge(&[
+            aggrec(&a, &[strb("x", 8)], i64b(0x42)),
+            aggrec(&a, &[strb("y", 8)], i64b(0xe9)),
+        ])
+        .unwrap();
+    let r = record(&ep, &[i32b(0)]);
+    let got = run(&mut d, &[buf(0, &[r])], true).out;
+    assert_eq!(got, "x=B y=\u{e9} ");
+    let ep = eprobe(1, 2, &[(A::Printa, 4, 1, 0)]);
+    let mut d2 = setup(std::slice::from_ref(&ep), &["%@ls"]);
+    d2.aggs = d.aggs.clone();
+    let mut out = Vec::new();
+    let res = d2.consume_buffer(
+        &buf(0, &[record(&ep, &[i32b(0)])]),
+        &mut out,
+        &mut |_, _| ConsumeAction::This,
+        &mut |_, _, _| ConsumeAction::This,
+        &mut |_| true,
+        &mut |_| true,
+    );
+    assert!(matches!(
+        res,
+        Err(dtrace_consumer::ConsumerError::SizeMismatch { .. })
+    ));
+}

@@ -3,6 +3,7 @@
 
 use crate::error::{sysexits, Error, Result};
 use crate::oplist::{OpList, BUILTIN_OPLIST};
+use crate::perf::TimingEvent;
 use crate::tracer::{Mode, Options, Target, Tracer};
 use clap::Parser;
 use std::path::{Path, PathBuf};
@@ -50,6 +51,15 @@ pub struct Args {
     /// Do not pin dyntrace and the command to one CPU.
     #[arg(long = "no-pin")]
     pub no_pin: bool,
+    /// What times instructions (step mode): "cycles" (hardware counter, the default, where the
+    /// machine has one), "task-clock" (nanoseconds of the thread's CPU time, trap cost included, for
+    /// machines without cycle counters) or "none".
+    #[arg(
+        long = "timer",
+        value_name = "cycles|task-clock|none",
+        default_value = "cycles"
+    )]
+    pub timer: String,
     /// Block mode: never emulate hot blocks in the tracer (every block runs natively).
     #[arg(long = "no-emulate")]
     pub no_emulate: bool,
@@ -144,6 +154,12 @@ fn parse_args(args: &[String]) -> Result<(Args, Target)> {
         (None, false) => Target::Command(a.command.clone()),
         (None, true) => return Err(Error::Usage("no command or -p pid given".into())),
     };
+    if a.timer != "none" && TimingEvent::from_name(&a.timer).is_none() {
+        return Err(Error::Usage(format!(
+            "unknown timer \"{}\" (cycles, task-clock or none)",
+            a.timer
+        )));
+    }
     if !matches!(a.mode.as_str(), "step" | "block") {
         return Err(Error::Usage(format!(
             "unknown mode \"{}\" (step or block)",
@@ -189,13 +205,18 @@ fn run(args: &[String]) -> Result<()> {
     } else {
         Mode::Step
     };
-    let mut timing = false;
-    match crate::perf::probe() {
-        Ok(()) if mode == Mode::Step => timing = true,
-        Ok(()) => eprintln!("dyntrace: warning: instruction timing needs step mode; profiling without timing"),
-        Err(e) => eprintln!(
-            "dyntrace: warning: instruction timing unavailable (no cycle counter: {e}); profiling without timing"
-        ),
+    let mut timing = None;
+    if let Some(event) = TimingEvent::from_name(&a.timer) {
+        match crate::perf::probe(event) {
+            Ok(()) if mode == Mode::Step => timing = Some(event),
+            Ok(()) => eprintln!(
+                "dyntrace: warning: instruction timing needs step mode; profiling without timing"
+            ),
+            Err(e) => eprintln!(
+                "dyntrace: warning: instruction timing unavailable (no {} counter: {e}); profiling without timing",
+                event.name()
+            ),
+        }
     }
     crate::signals::install_all(a.checkpoint).map_err(|e| Error::Os {
         call: "sigaction",

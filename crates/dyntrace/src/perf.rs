@@ -1,5 +1,6 @@
-//! Per-thread cycle counters (`perf_event_open`, hardware CPU cycles, user mode only) used to time
-//! instructions when the machine has them.
+//! Per-thread counters (`perf_event_open`) used to time instructions: hardware CPU cycles in user mode
+//! where the machine has them, or, when asked for, the thread's software task clock (nanoseconds of CPU
+//! time, which also counts the kernel's cost of each single-step trap) on machines without them.
 
 use std::io;
 
@@ -20,11 +21,59 @@ struct PerfEventAttr {
 }
 
 const PERF_TYPE_HARDWARE: u32 = 0;
+const PERF_TYPE_SOFTWARE: u32 = 1;
 const PERF_COUNT_HW_CPU_CYCLES: u64 = 0;
+const PERF_COUNT_SW_TASK_CLOCK: u64 = 1;
 const FLAG_EXCLUDE_KERNEL: u64 = 1 << 5;
 const FLAG_EXCLUDE_HV: u64 = 1 << 6;
 
-/// A user-mode cycle counter on one thread.
+/// What the timing counters count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimingEvent {
+    /// Hardware CPU cycles in user mode (`PERF_COUNT_HW_CPU_CYCLES`).
+    Cycles,
+    /// The thread's task clock in nanoseconds (`PERF_COUNT_SW_TASK_CLOCK`), kernel time included.
+    TaskClock,
+}
+
+impl TimingEvent {
+    /// The name used on the command line and in the profile's `timer` attribute.
+    pub fn name(self) -> &'static str {
+        match self {
+            TimingEvent::Cycles => "cycles",
+            TimingEvent::TaskClock => "task-clock",
+        }
+    }
+
+    /// The event named `s`.
+    pub fn from_name(s: &str) -> Option<Self> {
+        match s {
+            "cycles" => Some(TimingEvent::Cycles),
+            "task-clock" => Some(TimingEvent::TaskClock),
+            _ => None,
+        }
+    }
+
+    fn attr(self) -> PerfEventAttr {
+        let (type_, config, flags) = match self {
+            TimingEvent::Cycles => (
+                PERF_TYPE_HARDWARE,
+                PERF_COUNT_HW_CPU_CYCLES,
+                FLAG_EXCLUDE_KERNEL | FLAG_EXCLUDE_HV,
+            ),
+            TimingEvent::TaskClock => (PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK, 0),
+        };
+        PerfEventAttr {
+            type_,
+            size: std::mem::size_of::<PerfEventAttr>() as u32,
+            config,
+            flags,
+            ..Default::default()
+        }
+    }
+}
+
+/// A counter of one [`TimingEvent`] on one thread.
 #[derive(Debug)]
 pub struct CycleCounter {
     fd: i32,
@@ -32,15 +81,9 @@ pub struct CycleCounter {
 }
 
 impl CycleCounter {
-    /// Opens a counter on thread `tid` (any CPU).
-    pub fn open(tid: i32) -> io::Result<Self> {
-        let attr = PerfEventAttr {
-            type_: PERF_TYPE_HARDWARE,
-            size: std::mem::size_of::<PerfEventAttr>() as u32,
-            config: PERF_COUNT_HW_CPU_CYCLES,
-            flags: FLAG_EXCLUDE_KERNEL | FLAG_EXCLUDE_HV,
-            ..Default::default()
-        };
+    /// Opens a counter of `event` on thread `tid` (any CPU).
+    pub fn open(tid: i32, event: TimingEvent) -> io::Result<Self> {
+        let attr = event.attr();
         // SAFETY: the attribute struct is live and its size field says how much the kernel may read.
         let fd = unsafe {
             libc::syscall(
@@ -70,7 +113,7 @@ impl CycleCounter {
         (n == 8).then_some(v)
     }
 
-    /// Cycles since the previous call (or since opening).
+    /// Counts since the previous call (or since opening).
     pub fn lap(&mut self) -> Option<u64> {
         let v = self.value()?;
         let d = v.wrapping_sub(self.last);
@@ -86,9 +129,9 @@ impl Drop for CycleCounter {
     }
 }
 
-/// Whether this machine can count cycles for a thread; the error says why not.
-pub fn probe() -> io::Result<()> {
+/// Whether this machine can count `event` for a thread; the error says why not.
+pub fn probe(event: TimingEvent) -> io::Result<()> {
     // SAFETY: gettid has no arguments.
     let tid = unsafe { libc::syscall(libc::SYS_gettid) } as i32;
-    CycleCounter::open(tid).map(|_| ())
+    CycleCounter::open(tid, event).map(|_| ())
 }

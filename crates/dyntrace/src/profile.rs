@@ -3,6 +3,7 @@
 
 use crate::maps::RegionType;
 use crate::oplist::{OpId, OpKey, OpList};
+use crate::perf::TimingEvent;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write;
 
@@ -38,8 +39,8 @@ pub struct Profile {
     pub programs: Vec<Program>,
     /// Counts.
     pub counts: HashMap<Cell, Stat>,
-    /// Whether instructions were timed.
-    pub timed: bool,
+    /// What timed the instructions, when they were timed.
+    pub timer: Option<TimingEvent>,
 }
 
 /// Whether the document is a checkpoint or the final profile.
@@ -99,7 +100,7 @@ impl Profile {
     pub fn count(&mut self, cell: Cell, n: u64, cycles: Option<u64>) {
         let s = self.counts.entry(cell).or_default();
         if let Some(c) = cycles {
-            if s.cycles == 0 && s.min == 0 && s.max == 0 {
+            if s.n == 0 {
                 s.min = c;
             }
             s.cycles += c;
@@ -122,7 +123,14 @@ impl Profile {
             State::Checkpoint => "checkpoint",
             State::Final => "final",
         };
-        let _ = writeln!(out, "<dyntrace state=\"{st}\">");
+        match self.timer {
+            Some(t) => {
+                let _ = writeln!(out, "<dyntrace state=\"{st}\" timer=\"{}\">", t.name());
+            }
+            None => {
+                let _ = writeln!(out, "<dyntrace state=\"{st}\">");
+            }
+        }
         for (i, p) in ops.prefixes.iter().enumerate() {
             let _ = writeln!(
                 out,
@@ -193,7 +201,7 @@ impl Profile {
             let _ = write!(out, " prefixes=\"{}\"", ids.join(","));
         }
         let _ = write!(out, " n=\"{}\"", stat.n);
-        if self.timed && stat.n > 0 {
+        if self.timer.is_some() && stat.n > 0 {
             let _ = write!(
                 out,
                 " cycles=\"{}\" min=\"{}\" max=\"{}\"",
@@ -273,7 +281,7 @@ mod tests {
         let xml = p.render(&ops, true, State::Checkpoint);
         assert!(xml.contains("<opcount bitmask=\"10010000\" mnemonic=\"NOP\" n=\"0\" />"));
         assert!(xml.contains("state=\"checkpoint\""));
-        p.timed = true;
+        p.timer = Some(TimingEvent::Cycles);
         p.count((prog, RegionType::Stack, key), 1, Some(40));
         p.count((prog, RegionType::Stack, key), 1, Some(10));
         let xml = p.render(&ops, false, State::Final);

@@ -54,8 +54,8 @@ pub struct Options {
     pub output: PathBuf,
     /// Pin tracer and tracee to one CPU.
     pub pin: bool,
-    /// Time instructions (only when the machine can).
-    pub timing: bool,
+    /// Time instructions with this counter (only when the machine has it).
+    pub timing: Option<crate::perf::TimingEvent>,
     /// Block mode: run hot blocks of simple integer instructions in the tracer's emulator.
     pub emulate: bool,
 }
@@ -249,7 +249,7 @@ impl Tracer {
     /// A tracer counting with `ops`.
     pub fn new(ops: OpList, opts: Options) -> Self {
         let profile = Profile {
-            timed: opts.timing,
+            timer: opts.timing,
             ..Default::default()
         };
         Tracer {
@@ -326,9 +326,9 @@ impl Tracer {
     }
 
     fn start_counter(&mut self, tid: i32) {
-        if self.opts.timing {
+        if let Some(event) = self.opts.timing {
             if let Some(t) = self.threads.get_mut(&tid) {
-                t.counter = CycleCounter::open(tid).ok();
+                t.counter = CycleCounter::open(tid, event).ok();
             }
         }
     }
@@ -428,8 +428,15 @@ impl Tracer {
         let p = t.pending.take()?;
         let cycles = t.counter.as_mut().and_then(|c| c.lap());
         let tgid = t.tgid;
-        self.profile
-            .count(p.cell, 1, if self.opts.timing { cycles } else { None });
+        self.profile.count(
+            p.cell,
+            1,
+            if self.opts.timing.is_some() {
+                cycles
+            } else {
+                None
+            },
+        );
         if p.kind == Kind::Syscall && changes_maps(p.sysno, p.bits) {
             if let Some(proc) = self.procs.get_mut(&tgid) {
                 proc.maps_stale = true;

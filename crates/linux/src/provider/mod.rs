@@ -228,6 +228,24 @@ impl LinuxTracing {
         ))
     }
 
+    /// The types D sees for `args[]` of the probes `desc` matches (globs allowed), when every
+    /// matching probe has the same ones; `None` when none match or they differ (as DTrace leaves
+    /// `args[]` untyped then).
+    pub fn arg_types(&self, desc: &crate::ProbeDesc) -> Option<Vec<String>> {
+        let sh = self.lock();
+        let probes = sh.catalog.matching(desc).ok()?;
+        let mut common: Option<Vec<String>> = None;
+        for p in probes {
+            let t: Vec<String> = p.args.iter().map(|a| a.dtype.clone()).collect();
+            match &common {
+                Some(c) if *c != t => return None,
+                Some(_) => {}
+                None => common = Some(t),
+            }
+        }
+        common
+    }
+
     /// The symbolizer that remembers the mappings of every process an event came from (noted at
     /// delivery, while the process lives), for the consumer to print stacks and symbols with.
     pub fn symbolizer(&self) -> Arc<Mutex<Symbolizer>> {

@@ -1,0 +1,69 @@
+//! What the D compiler of `dtrace(1)` knows about the running system: the kernel's C types (vmlinux
+//! BTF converted to CTF, read on a thread of its own as soon as dtrace starts, so that the work
+//! overlaps reading the probe catalogue) for `curthread->pid`, `curpsinfo`, casts to kernel
+//! structs and typed probe arguments; and the `args[]` types of the Linux providers' probes.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::thread::JoinHandle;
+
+use dtrace_compiler::ctf_types::CtfTypes;
+use dtrace_compiler::{ProbeInfo, TypeSource};
+use dtrace_ctf::{Container, KernelTypes, SYS_KERNEL_BTF};
+use dtrace_dif::program::ProbeDesc;
+
+/// The kernel's types, loading in the background until first asked for.
+pub struct KernelTypeLoader {
+    loading: Mutex<Option<JoinHandle<Option<Arc<Container>>>>>,
+    loaded: OnceLock<Option<Arc<Container>>>,
+}
+
+impl KernelTypeLoader {
+    /// Starts reading `/sys/kernel/btf/vmlinux` (a kernel without BTF gives no types).
+    pub fn start() -> Arc<KernelTypeLoader> {
+        let dir = Path::new(SYS_KERNEL_BTF);
+        let handle = dir.join("vmlinux").exists().then(|| {
+            std::thread::Builder::new()
+                .name("dtrace-ktypes".into())
+                .spawn(move || KernelTypes::load(dir).ok().map(|k| k.vmlinux))
+                .ok()
+        });
+        Arc::new(KernelTypeLoader {
+            loading: Mutex::new(handle.flatten()),
+            loaded: OnceLock::new(),
+        })
+    }
+
+    /// The kernel's types, waiting for the load to finish.
+    pub fn get(&self) -> Option<Arc<Container>> {
+        self.loaded
+            .get_or_init(|| {
+                let h = self
+                    .loading
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .take();
+                h.and_then(|h| h.join().ok().flatten())
+            })
+            .clone()
+    }
+
+    /// The type sources of one compilation.
+    pub fn sources(&self) -> Vec<Box<dyn TypeSource>> {
+        match self.get() {
+            Some(c) => vec![Box::new(CtfTypes::new(c))],
+            None => Vec::new(),
+        }
+    }
+}
+
+/// The `args[]` types of the Linux providers' probes.
+pub struct LinuxProbeArgs(pub dtrace_linux::LinuxTracing);
+
+impl ProbeInfo for LinuxProbeArgs {
+    fn arg_types(&self, desc: &ProbeDesc) -> Option<Vec<String>> {
+        let d =
+            dtrace_linux::ProbeDesc::new(&desc.provider, &desc.module, &desc.function, &desc.name);
+        self.0.arg_types(&d)
+    }
+}
