@@ -236,3 +236,23 @@ fn sched_switch_fields_agree_with_curthread() {
         assert_eq!(ints(k), vec![1, 1], "{a:?}");
     }
 }
+
+#[test]
+fn a_thread_local_holding_curthread_is_read_at_a_later_probe() {
+    if !ready("a_thread_local_holding_curthread_is_read_at_a_later_probe") {
+        return;
+    }
+    let (mut fw, en) = run(
+        "kt",
+        &DD,
+        r#"syscall::write:entry /pid == $target/ { self->t = curthread; }
+           syscall::write:return /self->t/ {
+               @[self->t->pid == tid, self->t->real_parent->tgid == ppid] = count(); self->t = 0;
+           }"#,
+        || {},
+    );
+    let a = &aggs(&mut fw, &en)[0];
+    assert_eq!(a.len(), 1, "{a:?}");
+    assert_eq!(ints(&a[0].0), vec![1, 1], "{a:?}");
+    assert_eq!(a[0].1, 3);
+}

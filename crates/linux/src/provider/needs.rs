@@ -96,18 +96,38 @@ fn parse_size(s: &str) -> Option<u64> {
 pub fn program_needs(program: &Program) -> ProgramNeeds {
     let strsize = strsize_of(program);
     let mut out = ProgramNeeds::default();
+    // First pass: what the program stores in its thread-local variables.
+    let mut first = ScanVars::default();
     for e in &program.ecbs {
-        let mut n = ClauseNeeds {
-            filter_pid: e.predicate.as_ref().and_then(pid_equality),
-            ..ClauseNeeds::default()
-        };
-        let mut locals = HashMap::new();
+        first.locals.clear();
         for obj in e
             .predicate
             .iter()
             .chain(e.actions.iter().filter_map(|a| a.difo.as_ref()))
         {
-            scan_object(obj, strsize, &mut n, &mut locals);
+            scan_object(obj, strsize, &mut ClauseNeeds::default(), &mut first);
+        }
+    }
+    let thread: HashMap<u16, Val> = first
+        .thread_stores
+        .into_iter()
+        .filter(|(_, v)| *v != Val::Unknown)
+        .collect();
+    for e in &program.ecbs {
+        let mut n = ClauseNeeds {
+            filter_pid: e.predicate.as_ref().and_then(pid_equality),
+            ..ClauseNeeds::default()
+        };
+        let mut vars = ScanVars {
+            thread: thread.clone(),
+            ..ScanVars::default()
+        };
+        for obj in e
+            .predicate
+            .iter()
+            .chain(e.actions.iter().filter_map(|a| a.difo.as_ref()))
+        {
+            scan_object(obj, strsize, &mut n, &mut vars);
         }
         for a in &e.actions {
             match a.kind {
@@ -301,6 +321,19 @@ impl ClauseNeeds {
     }
 }
 
+/// Variables whose values the analysis follows: clause-local ones (`this->`, carried from one
+/// object of a clause to the next), and thread-local ones (`self->`) that every store of the
+/// program sets to the same value computed from `curthread` (`self->t = curthread`): such a value
+/// is the same computation on the same thread wherever it is read, so it can be captured there too.
+#[derive(Default)]
+struct ScanVars {
+    locals: HashMap<u16, Val>,
+    /// Thread-local values known at loads (from a first pass over the program).
+    thread: HashMap<u16, Val>,
+    /// What the stores of each thread-local store (`Unknown`: not one `curthread` computation).
+    thread_stores: HashMap<u16, Val>,
+}
+
 /// Follows probe arguments, `curthread` and constants through one DIF object to the memory it
 /// reads: `copyinstr`/`copyin` of arguments (user memory), and kernel loads, strings and by-reference
 /// values reached from `curthread` or an argument through constant offsets and pointer loads
@@ -312,7 +345,7 @@ impl ClauseNeeds {
 /// a copy, never a wrong result (reads are served by address), and what is not captured faults at
 /// delivery as before.
 /// `locals` carries clause-local variables (`this->`) from one object of the clause to the next.
-fn scan_object(obj: &DifObject, strsize: u32, n: &mut ClauseNeeds, locals: &mut HashMap<u16, Val>) {
+fn scan_object(obj: &DifObject, strsize: u32, n: &mut ClauseNeeds, vars: &mut ScanVars) {
     let mut regs: [Val; 8] = std::array::from_fn(|_| Val::Unknown);
     let mut stack: Vec<Val> = Vec::new();
     let set = |regs: &mut [Val; 8], rd: u8, v: Val| {
@@ -448,7 +481,15 @@ fn scan_object(obj: &DifObject, strsize: u32, n: &mut ClauseNeeds, locals: &mut 
                 var,
                 rd,
             } => {
-                let v = locals.get(&var).cloned().unwrap_or(Val::Unknown);
+                let v = vars.locals.get(&var).cloned().unwrap_or(Val::Unknown);
+                set(&mut regs, rd, v);
+            }
+            Instr::LoadVar {
+                op: Opcode::Ldts,
+                var,
+                rd,
+            } => {
+                let v = vars.thread.get(&var).cloned().unwrap_or(Val::Unknown);
                 set(&mut regs, rd, v);
             }
             Instr::StoreVar { op, var, rs } => {
@@ -458,8 +499,25 @@ fn scan_object(obj: &DifObject, strsize: u32, n: &mut ClauseNeeds, locals: &mut 
                         n.kernel_copy(e, MemKind::KernelString, strsize);
                     }
                 }
-                if op == Opcode::Stls {
-                    locals.insert(var, v);
+                match op {
+                    Opcode::Stls => {
+                        vars.locals.insert(var, v);
+                    }
+                    Opcode::Stts => {
+                        // What every store of the thread-local stores (zero clears it).
+                        let task_based = match &v {
+                            Val::Addr(e) if e.base == AddrBase::CurrentTask => Some(v.clone()),
+                            Val::Const(0) => None,
+                            _ => Some(Val::Unknown),
+                        };
+                        if let Some(v) = task_based {
+                            let slot = vars.thread_stores.entry(var).or_insert(v.clone());
+                            if *slot != v {
+                                *slot = Val::Unknown;
+                            }
+                        }
+                    }
+                    _ => {}
                 }
             }
             Instr::LoadArray { var, r2, rd, .. } => {
@@ -1029,6 +1087,35 @@ mod tests {
             "{c:?}"
         );
         assert!(n.clauses[0].1.copies.is_empty());
+    }
+
+    #[test]
+    fn thread_locals_holding_curthread_chains() {
+        // Every store of self->t is curthread (or a clear): its reads are captured where they are.
+        let n = needs(&format!(
+            "{FOO} sdt:::a {{ self->t = (struct foo *)curthread; self->p = (struct foo *)arg0; }}
+             sdt:::b /self->t/ {{ trace(self->t->next->a); trace(self->p->a); self->t = 0; }}"
+        ));
+        let c = &n.clauses[1].1;
+        assert!(
+            c.copies.contains(&kcopy(
+                AddrBase::CurrentTask,
+                16,
+                &[0],
+                MemKind::KernelBytes,
+                4
+            )),
+            "{c:?}"
+        );
+        // self->p came from another probe's argument: not known at b.
+        assert_eq!(c.copies.len(), 2, "{c:?}");
+        // Two different stores: not followed.
+        let n = needs(&format!(
+            "{FOO} sdt:::a {{ self->t = (struct foo *)curthread; }}
+             sdt:::c {{ self->t = ((struct foo *)curthread)->next; }}
+             sdt:::b {{ trace(self->t->a); }}"
+        ));
+        assert!(n.clauses[2].1.copies.is_empty(), "{:?}", n.clauses[2].1);
     }
 
     #[test]
