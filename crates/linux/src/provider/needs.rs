@@ -575,34 +575,19 @@ fn scan_object(obj: &DifObject, strsize: u32, n: &mut ClauseNeeds, vars: &mut Sc
                 set(&mut regs, rd, Val::Unknown);
             }
             Instr::Call { subr, rd } => {
+                let user_addr = stack.first().and_then(user_addr);
                 if subr == Subr::Copyinstr as u16 {
-                    match stack.first() {
+                    match user_addr {
                         // copyinstr(addr, maxlen) copies at most strsize bytes either way.
-                        Some(v) if v.plain_arg().is_some() => n.add_copy(CopyRequest {
-                            addr: AddrExpr::arg(v.plain_arg().unwrap_or(0)),
+                        Some(addr) => n.add_copy(CopyRequest {
+                            addr,
                             kind: MemKind::UserString,
                             size: strsize,
                         }),
-                        // A user pointer read from the kernel (`curpsinfo->pr_argv`).
-                        Some(Val::Addr(e)) if !e.derefs.is_empty() && capturable(e) => {
-                            n.add_copy(CopyRequest {
-                                addr: e.clone(),
-                                kind: MemKind::UserString,
-                                size: strsize,
-                            })
-                        }
-                        _ => n.any_string_arg = true,
+                        None => n.any_string_arg = true,
                     }
                 } else if subr == Subr::Copyin as u16 || subr == Subr::Copyinto as u16 {
-                    let addr = match stack.first() {
-                        Some(v) if v.plain_arg().is_some() => v.plain_arg().map(AddrExpr::arg),
-                        // A user pointer read from the kernel (`curpsinfo->pr_argv`).
-                        Some(Val::Addr(e)) if !e.derefs.is_empty() && capturable(e) => {
-                            Some(e.clone())
-                        }
-                        _ => None,
-                    };
-                    match (addr, stack.get(1)) {
+                    match (user_addr, stack.get(1)) {
                         (Some(addr), Some(Val::Const(size)))
                             if (1..=u64::from(MAX_COPY_SIZE)).contains(size) =>
                         {
@@ -623,6 +608,18 @@ fn scan_object(obj: &DifObject, strsize: u32, n: &mut ClauseNeeds, vars: &mut Sc
             | Instr::Xlate { rd, .. } => set(&mut regs, rd, Val::Unknown),
             _ => {}
         }
+    }
+}
+
+/// The user address of a `copyin`/`copyinstr` the probe can copy from: a probe argument itself,
+/// or a user pointer read from the kernel (`curpsinfo->pr_argv`). Computed addresses (`arg1 + 4`)
+/// are not: they fall back on the string arguments or the process's memory.
+fn user_addr(v: &Val) -> Option<AddrExpr> {
+    match v {
+        Val::Addr(e) if capturable(e) && (v.plain_arg().is_some() || !e.derefs.is_empty()) => {
+            Some(e.clone())
+        }
+        _ => None,
     }
 }
 
