@@ -1,9 +1,11 @@
 //! Delivering captured events to the framework: each [`CapturedEvent`] becomes a firing of its
 //! probe (the tag is the framework's probe id) with the probe context (arguments, identity,
 //! `execname`, CPU, timestamp, errno, `curthread`, stacks) and the memory captured with it, so that
-//! built-in variables and `copyinstr(arg1)` read what the probe saw. User reads the capture could
-//! not foresee (computed addresses) go to the process's memory while it can still be read, and
-//! fault as DTrace faults otherwise ([`EventMemory`]).
+//! built-in variables and `copyinstr(arg1)` read what the probe saw. Kernel reads
+//! (`curthread->real_parent->pid`, `args[0]->field`) are served from the kernel copies the needs
+//! analysis asked for, found by the address the interpreter computes at each step of its walk. User
+//! reads the capture could not foresee (computed addresses) go to the process's memory while it can
+//! still be read; everything else faults as DTrace faults ([`EventMemory`]).
 
 use super::LinuxTracing;
 use crate::capture::CapturedEvent;
@@ -40,6 +42,18 @@ impl EventMemory {
             .any(|r| r.user && addr >= r.addr && addr - r.addr < r.bytes.len() as u64)
     }
 
+    fn assemble_kernel(&self, addr: u64, buf: &mut [u8]) -> Option<()> {
+        let regions = self.captured.regions();
+        for (i, b) in buf.iter_mut().enumerate() {
+            let at = addr.checked_add(i as u64)?;
+            *b = regions.iter().filter(|r| !r.user).find_map(|r| {
+                let off = at.checked_sub(r.addr)?;
+                r.bytes.get(usize::try_from(off).ok()?).copied()
+            })?;
+        }
+        Some(())
+    }
+
     fn read_process(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), FaultKind> {
         if self.pid == 0 {
             return Err(FaultKind::BadAddr);
@@ -58,7 +72,12 @@ impl EventMemory {
 
 impl Memory for EventMemory {
     fn read_kernel(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), FaultKind> {
-        self.captured.read_kernel(addr, buf)
+        match self.captured.read_kernel(addr, buf) {
+            Ok(()) => Ok(()),
+            // Copies of the same instant that together cover the range (a string beside a field,
+            // ranges of one object too far apart to merge) serve it byte by byte.
+            Err(e) => self.assemble_kernel(addr, buf).ok_or(e),
+        }
     }
 
     fn read_user(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), FaultKind> {
@@ -315,6 +334,65 @@ mod tests {
         // No process: nothing to fall back on.
         let mut none = EventMemory::new(CapturedMemory::new(), 0);
         assert_eq!(none.read_user(addr, &mut b), Err(FaultKind::BadAddr));
+    }
+
+    #[test]
+    fn kernel_chains_are_read_from_their_copies() {
+        // curthread->real_parent->pid as captured: the task's bytes around real_parent (the
+        // pointer the walk loads), then the parent's pid at the address that pointer gives.
+        let task = 0xffff_8888_0000_1000u64;
+        let parent = 0xffff_8888_0004_2000u64;
+        let mut ev = event();
+        let mut around = vec![0u8; 24];
+        around[8..16].copy_from_slice(&parent.to_le_bytes());
+        ev.copies = vec![
+            Copy {
+                addr: task + 0x4f8,
+                kind: MemKind::KernelBytes,
+                data: Ok(around),
+                source: CopySource::AtProbe,
+            },
+            Copy {
+                addr: parent + 0x4f0,
+                kind: MemKind::KernelBytes,
+                data: Ok(77i32.to_le_bytes().to_vec()),
+                source: CopySource::AtProbe,
+            },
+            Copy {
+                addr: task + 0x510,
+                kind: MemKind::KernelString,
+                data: Ok(b"sh".to_vec()),
+                source: CopySource::AtProbe,
+            },
+            Copy {
+                addr: 0x4f0,
+                kind: MemKind::KernelBytes,
+                data: Err(-14),
+                source: CopySource::AtProbe,
+            },
+        ];
+        let (ctx, captured) = firing_of(&ev, 0);
+        let mut m = EventMemory::new(captured, ev.pid);
+        let mut p = [0u8; 8];
+        m.read_kernel(ctx.curthread + 0x500, &mut p).unwrap();
+        assert_eq!(u64::from_le_bytes(p), parent);
+        let mut pid = [0u8; 4];
+        m.read_kernel(u64::from_le_bytes(p) + 0x4f0, &mut pid)
+            .unwrap();
+        assert_eq!(i32::from_le_bytes(pid), 77);
+        // A read across two copies of the same instant that touch: served from both.
+        let mut across = [0u8; 10];
+        m.read_kernel(task + 0x508, &mut across).unwrap();
+        assert_eq!(&across[8..], b"sh");
+        // Past the string's NUL, beside every copy, or where the copy failed (a NULL pointer's
+        // member): faults, never the process's memory.
+        let mut b = [0u8; 4];
+        assert_eq!(m.read_kernel(task + 0x511, &mut b), Err(FaultKind::BadAddr));
+        assert_eq!(
+            m.read_kernel(parent + 0x4f2, &mut b),
+            Err(FaultKind::BadAddr)
+        );
+        assert_eq!(m.read_kernel(0x4f0, &mut b), Err(FaultKind::BadAddr));
     }
 
     #[test]
