@@ -9,7 +9,7 @@ use crate::check::{AggFunc, Checker, Plan};
 use crate::check_expr::is_action_name;
 use crate::error::{err, CResult, CompileError, ErrTag};
 use crate::printf::{self, ConvArg};
-use crate::tree::TExpr;
+use crate::tree::{TExpr, TK};
 
 /// The `arg` of a `printa()` without a format string.
 pub const NO_FORMAT: u64 = u64::MAX;
@@ -614,6 +614,15 @@ impl<'o> Checker<'o> {
                         ErrTag::D_PRINT_VOID,
                         line,
                         "print( ) may not be applied to a void expression",
+                    );
+                }
+                if matches!(v.kind, TK::Xlate(..) | TK::XlateStruct(..))
+                    && self.types.is_pointer(v.ty)
+                {
+                    return err(
+                        ErrTag::D_PRINT_DYN,
+                        line,
+                        "print( ) may not be applied to a translated pointer",
                     );
                 }
                 let ty = self.print_type_index(v.ty);

@@ -378,6 +378,11 @@ fn action_errors() {
         "line 1: print( ) may not be applied to a void expression",
     );
     golden(
+        "struct i { int a; }; struct o { int b; }; translator struct o < struct i *I > { b = I->a; };\nBEGIN { print(xlate < struct o * > ((struct i *)0)); }",
+        ErrTag::D_PRINT_DYN,
+        "line 2: print( ) may not be applied to a translated pointer",
+    );
+    golden(
         "BEGIN { @a = count(); print(@a); }",
         ErrTag::D_PRINT_AGG,
         "line 1: print( ) may not be applied to an aggregation -- did you mean printa()?",

@@ -229,6 +229,26 @@ fn enums_and_unions() {
 }
 
 #[test]
+fn translated_structs() {
+    // the shape of DTrace's tst.xlate: print() of a dereferenced translation
+    let got = run(r#"
+        struct in { int a; long b; };
+        typedef struct out { int doubled; long b; char tag; } out_t;
+        translator out_t < struct in *I > { doubled = I->a * 2; b = I->b; tag = 'z'; };
+        BEGIN {
+            this->i = (struct in *)alloca(sizeof (struct in));
+            this->i->a = 21;
+            this->i->b = -1;
+            print(*(xlate < out_t * > (this->i)));
+            exit(0);
+        }"#);
+    assert_eq!(
+        got,
+        "out_t {\n    int doubled = 0x2a\n    long b = 0xffffffffffffffff\n    char tag = 'z'\n}"
+    );
+}
+
+#[test]
 fn default_output_puts_the_value_after_the_probe() {
     let got = run_with(
         "struct p { int x; int y; }; BEGIN { this->v = (struct p *)alloca(8); this->v->y = 2; print(*this->v); print(7); exit(0); }",
