@@ -175,3 +175,29 @@ fn print_of_a_kernel_type_copied_in_at_a_syscall() {
         "struct __kernel_timespec {\n    __kernel_time64_t tv_sec = 0x1\n    long long int tv_nsec = 0x1dcd6500\n}\n"
     );
 }
+
+#[test]
+fn print_of_curthread_shows_the_whole_task() {
+    if !kernel_ok("print_of_curthread_shows_the_whole_task") {
+        return;
+    }
+    let (rc, out, err) = dtrace(&[
+        "-qn",
+        "syscall::clock_nanosleep:entry /pid == $target/ { print(*curthread); exit(0); }",
+        "-c",
+        "sleep 0.2",
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(out.starts_with("struct task_struct {\n"), "{out}");
+    assert!(out.ends_with("\n}\n"), "{out}");
+    // members by name and type, nested structs and bit-fields, the command name as a string
+    assert!(
+        out.contains("\n    char [16] comm = [ \"sleep\" ]\n"),
+        "{out}"
+    );
+    assert!(out.contains("\n    pid_t pid = 0x"), "{out}");
+    assert!(out
+        .lines()
+        .any(|l| l.ends_with(":1 = 0") || l.ends_with(":1 = 0x1")));
+    assert!(out.lines().count() > 100);
+}
