@@ -150,7 +150,7 @@ fn compile_here(
     };
     let names: HashSet<String> = types.typedef_names().into_iter().collect();
     let mut ck = Checker::new(opts, types, basic);
-    let names = dlib::load(&mut ck, names);
+    let names = dlib::load(&mut ck, names, text);
     let parser = parser::Parser::new(text, env, names, opts.source == SourceKind::File);
     let ast = parser.program()?;
     if ast.items.is_empty() {
