@@ -139,6 +139,8 @@ pub struct Decoder {
     pub printed: HashSet<u32>,
     /// Status passed to `exit()`, once seen.
     pub exit_status: Option<i32>,
+    /// The time zone `%Y` and `%T` print in (the embedding program's local zone; UTC by default).
+    pub zone: crate::timefmt::Zone,
     last_epid: u32,
     indent: usize,
     flags: RunFlags,
@@ -170,6 +172,7 @@ impl Default for Decoder {
             error_epids: HashSet::new(),
             printed: HashSet::new(),
             exit_status: None,
+            zone: crate::timefmt::Zone::Utc,
             last_epid: EPID_NONE,
             indent: 0,
             flags: RunFlags::default(),
@@ -325,6 +328,7 @@ impl Decoder {
             },
             agghist: self.options.is_set("agghist"),
             aggpack: self.options.is_set("aggpack"),
+            zone: &self.zone,
         }
     }
 
@@ -642,6 +646,7 @@ impl Decoder {
             style: GraphStyle::default(),
             agghist: false,
             aggpack: false,
+            zone: &self.zone,
         };
         match r.action {
             ActionKind::Stack | ActionKind::Ustack | ActionKind::Jstack => {
