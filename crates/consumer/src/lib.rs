@@ -30,6 +30,7 @@ pub mod recdata;
 pub mod stack;
 pub mod status;
 pub mod symbols;
+pub mod temporal;
 pub mod timefmt;
 
 pub use consume::{ConsumeAction, Decoder, ProbeData};
