@@ -11,16 +11,26 @@ use std::time::{Duration, Instant};
 
 const PROG: &str = r#"
 #include <fcntl.h>
+#include <pthread.h>
 #include <unistd.h>
-int main(int argc, char **argv) {
-    int fd;
+static int fd;
+/* Counts in a tight loop, writing the count at offset 8 * slot. */
+static void *count(void *slot) {
     unsigned long n = 0;
-    if (argc < 2 || (fd = open(argv[1], O_RDWR | O_CREAT | O_TRUNC, 0644)) < 0)
-        return 2;
     for (;;) {
         n++;
-        pwrite(fd, &n, sizeof n, 0);
+        pwrite(fd, &n, sizeof n, 8 * (long)slot);
     }
+    return 0;
+}
+int main(int argc, char **argv) {
+    pthread_t t;
+    if (argc < 2 || (fd = open(argv[1], O_RDWR | O_CREAT | O_TRUNC, 0644)) < 0)
+        return 2;
+    /* With a third argument, a second thread counts too. */
+    if (argc > 2)
+        pthread_create(&t, 0, count, (void *)1);
+    count((void *)0);
 }
 "#;
 
@@ -45,7 +55,7 @@ fn prog() -> Option<&'static PathBuf> {
             let exe = dir().join("counter");
             std::fs::write(&src, PROG).unwrap();
             let st = Command::new("gcc")
-                .args(["-O1", "-o"])
+                .args(["-O1", "-pthread", "-o"])
                 .arg(&exe)
                 .arg(&src)
                 .status()
@@ -64,11 +74,20 @@ struct Counter {
 
 impl Counter {
     fn start(exe: &Path, name: &str) -> Counter {
+        Counter::start_threads(exe, name, 1)
+    }
+    /// With `threads` (1 or 2) counting threads.
+    fn start_threads(exe: &Path, name: &str, threads: usize) -> Counter {
         let file = dir().join(format!("{name}.count"));
-        let child = Command::new(exe).arg(&file).spawn().unwrap();
+        let mut cmd = Command::new(exe);
+        cmd.arg(&file);
+        if threads > 1 {
+            cmd.arg("2");
+        }
+        let child = cmd.spawn().unwrap();
         let c = Counter { child, file };
         let t0 = Instant::now();
-        while c.value() == 0 {
+        while c.values().len() < threads || c.values().contains(&0) {
             assert!(t0.elapsed() < Duration::from_secs(5), "counter never ran");
             std::thread::sleep(Duration::from_millis(5));
         }
@@ -77,15 +96,32 @@ impl Counter {
     fn pid(&self) -> u32 {
         self.child.id()
     }
+    /// The main thread's count.
     fn value(&self) -> u64 {
-        let b = std::fs::read(&self.file).unwrap_or_default();
-        b.get(..8)
-            .map(|b| u64::from_ne_bytes(b.try_into().unwrap()))
-            .unwrap_or(0)
+        self.values().first().copied().unwrap_or(0)
     }
+    /// Every thread's count.
+    fn values(&self) -> Vec<u64> {
+        let b = std::fs::read(&self.file).unwrap_or_default();
+        b.chunks_exact(8)
+            .map(|c| u64::from_ne_bytes(c.try_into().unwrap()))
+            .collect()
+    }
+    /// The process's state: `t` only when every thread is in a tracing stop.
     fn state(&self) -> char {
-        let s = std::fs::read_to_string(format!("/proc/{}/stat", self.pid())).unwrap();
-        s[s.rfind(')').unwrap() + 2..].chars().next().unwrap()
+        let mut states = Vec::new();
+        for t in std::fs::read_dir(format!("/proc/{}/task", self.pid())).unwrap() {
+            let path = t.unwrap().path().join("stat");
+            let s = std::fs::read_to_string(path).unwrap_or_default();
+            if let Some(i) = s.rfind(')') {
+                states.extend(s[i + 2..].chars().next());
+            }
+        }
+        if !states.is_empty() && states.iter().all(|&c| c == 't') {
+            't'
+        } else {
+            states.into_iter().find(|&c| c != 't').unwrap_or('?')
+        }
     }
     /// Waits up to 5 s for the state to become (or stop being) `t`.
     fn wait_state(&self, stopped: bool) {
@@ -101,9 +137,9 @@ impl Counter {
     }
     /// Asserts the counter does not move for a while.
     fn assert_frozen(&self) {
-        let a = self.value();
+        let a = self.values();
         std::thread::sleep(Duration::from_millis(100));
-        assert_eq!(self.value(), a, "the held process ran");
+        assert_eq!(self.values(), a, "the held process ran");
         assert_eq!(self.state(), 't');
     }
     /// Asserts the counter moves.
@@ -208,6 +244,41 @@ fn grabbed_process_runs_again_after_a_compile_error() {
     assert_eq!(o.status.code(), Some(1));
     assert!(
         String::from_utf8_lossy(&o.stderr).starts_with("dtrace: failed to compile script"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    c.assert_running();
+    // Failing to enable (a description matching no probe) lets it go as well.
+    let d = dtrace_on_fifo(c.pid(), &script, &[]);
+    c.wait_state(true);
+    c.assert_frozen();
+    std::fs::write(&script, "nosuchprovider:::nosuchprobe { }\n").unwrap();
+    let o = d.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("does not match any probes"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    c.assert_running();
+}
+
+#[test]
+fn every_thread_of_the_grabbed_process_is_held() {
+    let Some(exe) = prog() else {
+        eprintln!("skipped: needs gcc");
+        return;
+    };
+    let c = Counter::start_threads(exe, "threads", 2);
+    let script = fifo("threads");
+    let d = dtrace_on_fifo(c.pid(), &script, &[]);
+    c.wait_state(true);
+    c.assert_frozen();
+    std::fs::write(&script, "BEGIN { exit(0); }\n").unwrap();
+    let o = d.wait_with_output().unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );
