@@ -203,7 +203,7 @@ pub enum GrabError {
     #[error("no such process")]
     NoProcess,
     /// A zombie.
-    #[error("process is a zombie")]
+    #[error("zombie process")]
     Zombie,
     /// Another tracer has it.
     #[error("process is traced")]
@@ -548,6 +548,33 @@ mod tests {
         let mut f = Followed::attach(pid);
         if let Ok(f) = f.as_mut() {
             assert_eq!(f.stop(), Err(GrabError::NoProcess));
+        }
+    }
+
+    #[test]
+    fn zombies_and_kernel_threads_are_refused_in_pgrabs_words() {
+        // SAFETY: the child only calls _exit.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            // SAFETY: leaving the forked child at once.
+            unsafe { libc::_exit(0) };
+        }
+        assert!(pid > 0);
+        let t0 = std::time::Instant::now();
+        while state_of(pid as u32) != 'Z' {
+            assert!(t0.elapsed().as_secs() < 5);
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        let mut f = Followed::attach(pid as u32).unwrap();
+        assert_eq!(f.stop(), Err(GrabError::Zombie));
+        let mut status = 0;
+        // SAFETY: reaping our own child.
+        unsafe { libc::waitpid(pid, &mut status, 0) };
+        let kthreadd = std::fs::read_to_string("/proc/2/status")
+            .is_ok_and(|s| s.starts_with("Name:\tkthreadd\n"));
+        if kthreadd {
+            let mut f = Followed::attach(2).unwrap();
+            assert_eq!(f.stop(), Err(GrabError::System));
         }
     }
 
