@@ -48,7 +48,11 @@ fn prog() -> Option<&'static PathBuf> {
     static PROG_PATH: OnceLock<Option<PathBuf>> = OnceLock::new();
     PROG_PATH
         .get_or_init(|| {
-            if !dtrace_testkit::have_program("gcc") {
+            if !dtrace_testkit::skip_unless(
+                dtrace_testkit::have_program("gcc"),
+                "grab",
+                "needs gcc",
+            ) {
                 return None;
             }
             let src = dir().join("counter.c");
@@ -186,16 +190,20 @@ fn dtrace_on_fifo(pid: u32, script: &Path, extra: &[&str]) -> Child {
         .unwrap()
 }
 
-fn kernel_ok() -> bool {
-    dtrace_testkit::is_root()
-        && dtrace_linux::bpf_available()
-        && dtrace_linux::tracefs::ensure_tracefs().is_ok()
+/// Whether the kernel providers can run here (root, BPF, tracefs).
+fn kernel_ok(test: &str) -> bool {
+    dtrace_testkit::skip_unless(dtrace_testkit::is_root(), test, "needs root")
+        && dtrace_testkit::skip_unless(dtrace_linux::bpf_available(), test, "bpf(2) unavailable")
+        && dtrace_testkit::skip_unless(
+            dtrace_linux::tracefs::ensure_tracefs().is_ok(),
+            test,
+            "no tracefs",
+        )
 }
 
 #[test]
 fn grabbed_process_is_stopped_until_tracing_starts() {
     let Some(exe) = prog() else {
-        eprintln!("skipped: needs gcc");
         return;
     };
     let c = Counter::start(exe, "go");
@@ -206,7 +214,8 @@ fn grabbed_process_is_stopped_until_tracing_starts() {
     let held_at = c.value();
     // With the kernel providers, the first write traced carries the next count: nothing ran
     // between the grab and go.
-    let text = if kernel_ok() {
+    let kernel = kernel_ok("grabbed_process_is_stopped_until_tracing_starts (pwrite64 check)");
+    let text = if kernel {
         "BEGIN { printf(\"began %d\\n\", $target); }\n\
          syscall::pwrite64:entry /pid == $target/ \
          { printf(\"%d\\n\", *(uint64_t *)copyin(arg1, 8)); exit(0); }\n"
@@ -218,7 +227,7 @@ fn grabbed_process_is_stopped_until_tracing_starts() {
     let mut line = String::new();
     out.read_line(&mut line).unwrap();
     assert_eq!(line, format!("began {}\n", c.pid()));
-    if kernel_ok() {
+    if kernel {
         line.clear();
         out.read_line(&mut line).unwrap();
         assert_eq!(line, format!("{}\n", held_at + 1));
@@ -231,7 +240,6 @@ fn grabbed_process_is_stopped_until_tracing_starts() {
 #[test]
 fn grabbed_process_runs_again_after_a_compile_error() {
     let Some(exe) = prog() else {
-        eprintln!("skipped: needs gcc");
         return;
     };
     let c = Counter::start(exe, "err");
@@ -266,7 +274,6 @@ fn grabbed_process_runs_again_after_a_compile_error() {
 #[test]
 fn every_thread_of_the_grabbed_process_is_held() {
     let Some(exe) = prog() else {
-        eprintln!("skipped: needs gcc");
         return;
     };
     let c = Counter::start_threads(exe, "threads", 2);
@@ -288,7 +295,6 @@ fn every_thread_of_the_grabbed_process_is_held() {
 #[test]
 fn grabbed_process_runs_again_when_dtrace_is_killed_or_interrupted() {
     let Some(exe) = prog() else {
-        eprintln!("skipped: needs gcc");
         return;
     };
     let c = Counter::start(exe, "kill");
@@ -319,7 +325,6 @@ fn grabbed_process_runs_again_when_dtrace_is_killed_or_interrupted() {
 #[test]
 fn a_second_grab_of_a_held_process_is_refused() {
     let Some(exe) = prog() else {
-        eprintln!("skipped: needs gcc");
         return;
     };
     let c = Counter::start(exe, "twice");

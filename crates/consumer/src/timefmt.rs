@@ -271,8 +271,11 @@ mod tests {
 
     #[test]
     fn tzif_files_are_found_as_the_c_library_finds_them() {
-        if !std::path::Path::new("/usr/share/zoneinfo/America/New_York").exists() {
-            eprintln!("skipped: no /usr/share/zoneinfo (install tzdata)");
+        if !dtrace_testkit::skip_unless(
+            std::path::Path::new("/usr/share/zoneinfo/America/New_York").exists(),
+            "tzif_files_are_found_as_the_c_library_finds_them",
+            "no /usr/share/zoneinfo (scripts/setup installs tzdata)",
+        ) {
             return;
         }
         check_us_eastern(&Zone::from_tz_env(Some("America/New_York"), None, &files));
