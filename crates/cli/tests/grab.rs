@@ -92,7 +92,7 @@ impl Counter {
         let c = Counter { child, file };
         let t0 = Instant::now();
         while c.values().len() < threads || c.values().contains(&0) {
-            assert!(t0.elapsed() < Duration::from_secs(5), "counter never ran");
+            assert!(t0.elapsed() < Duration::from_secs(20), "counter never ran");
             std::thread::sleep(Duration::from_millis(5));
         }
         c
@@ -127,12 +127,12 @@ impl Counter {
             states.into_iter().find(|&c| c != 't').unwrap_or('?')
         }
     }
-    /// Waits up to 5 s for the state to become (or stop being) `t`.
+    /// Waits up to 20 s for the state to become (or stop being) `t`.
     fn wait_state(&self, stopped: bool) {
         let t0 = Instant::now();
         while (self.state() == 't') != stopped {
             assert!(
-                t0.elapsed() < Duration::from_secs(5),
+                t0.elapsed() < Duration::from_secs(20),
                 "state stayed {}",
                 self.state()
             );
@@ -153,7 +153,7 @@ impl Counter {
         let t0 = Instant::now();
         while self.value() == a {
             assert!(
-                t0.elapsed() < Duration::from_secs(5),
+                t0.elapsed() < Duration::from_secs(20),
                 "process left stopped"
             );
             std::thread::sleep(Duration::from_millis(5));
