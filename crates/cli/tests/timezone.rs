@@ -70,7 +70,10 @@ fn times_print_as_date_does_in_each_zone() {
         1_775_313_000,
         1_791_037_800,
     ];
-    let mut script = String::from("BEGIN {\nprintf(\"%Y|%T\\n\", walltimestamp, walltimestamp);\n");
+    // The current time, then its seconds for `date` to format.
+    let mut script = String::from(
+        "BEGIN {\nthis->w = walltimestamp;\nprintf(\"%Y|%T\\n%d\\n\", this->w, this->w, this->w / 1000000000);\n",
+    );
     for t in instants {
         for s in [t - 1, t] {
             script.push_str(&format!(
@@ -85,19 +88,20 @@ fn times_print_as_date_does_in_each_zone() {
             .flat_map(|&t| [t - 1, t])
             .map(|s| date(tz, Some(s)))
             .collect();
-        // Retry when a second ticks over between the two `date` runs.
-        let mut ok = false;
-        for _ in 0..5 {
-            let before = date(tz, None);
-            let got = dtrace(tz, &script);
-            let after = date(tz, None);
-            if before != after {
-                continue;
-            }
-            assert_eq!(got, format!("{before}{then}\n"), "TZ={tz:?}");
-            ok = true;
-            break;
-        }
-        assert!(ok, "TZ={tz:?}: the clock kept ticking");
+        let got = dtrace(tz, &script);
+        let (now, rest) = got.split_once('\n').unwrap();
+        let (secs, rest) = rest.split_once('\n').unwrap();
+        let secs: u64 = secs.parse().unwrap();
+        // walltimestamp is this run's clock.
+        let wall = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        assert!(
+            secs <= wall && wall - secs < 60,
+            "walltimestamp {secs}, now {wall}"
+        );
+        assert_eq!(format!("{now}\n"), date(tz, Some(secs)), "TZ={tz:?}");
+        assert_eq!(rest, format!("{then}\n"), "TZ={tz:?}");
     }
 }
