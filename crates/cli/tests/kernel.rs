@@ -201,3 +201,41 @@ fn print_of_curthread_shows_the_whole_task() {
         .any(|l| l.ends_with(":1 = 0") || l.ends_with(":1 = 0x1")));
     assert!(out.lines().count() > 100);
 }
+
+#[test]
+fn temporal_orders_records_of_every_cpu_by_time() {
+    if !kernel_ok("temporal_orders_records_of_every_cpu_by_time") {
+        return;
+    }
+    // Samples on every CPU and system calls, switched often so that records are held across
+    // switches; BEGIN and END bracket them.
+    let (rc, out, err) = dtrace(&[
+        "-x",
+        "temporal",
+        "-x",
+        "switchrate=20ms",
+        "-qn",
+        "BEGIN { printf(\"%d %d B\\n\", timestamp, cpu); }
+         profile-997 { printf(\"%d %d\\n\", timestamp, cpu); }
+         syscall::read:entry, syscall::write:entry { printf(\"%d %d\\n\", timestamp, cpu); }
+         tick-400ms { exit(0); }
+         END { printf(\"%d %d E\\n\", timestamp, cpu); }",
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    let lines: Vec<&str> = out.lines().filter(|l| !l.is_empty()).collect();
+    assert!(lines.first().is_some_and(|l| l.ends_with(" B")), "{out}");
+    assert!(lines.last().is_some_and(|l| l.ends_with(" E")), "{out}");
+    let mut last = 0u64;
+    let mut cpus = std::collections::HashSet::new();
+    for l in &lines {
+        let mut f = l.split(' ');
+        let ts: u64 = f.next().unwrap().parse().unwrap();
+        let cpu: u32 = f.next().unwrap().parse().unwrap();
+        assert!(ts >= last, "{ts} after {last}:\n{out}");
+        last = ts;
+        cpus.insert(cpu);
+    }
+    let online = dtrace_linux::bpf::map::online_cpus().unwrap().len();
+    assert_eq!(cpus.len(), online, "records not from every CPU:\n{out}");
+    assert!(lines.len() > 100, "{out}");
+}

@@ -144,6 +144,8 @@ pub struct Decoder {
     pub printed: HashSet<u32>,
     /// Status passed to `exit()`, once seen.
     pub exit_status: Option<i32>,
+    /// The time zone `%Y` and `%T` print in (the embedding program's local zone; UTC by default).
+    pub zone: crate::timefmt::Zone,
     last_epid: u32,
     indent: usize,
     flags: RunFlags,
@@ -158,6 +160,33 @@ struct RunFlags {
     flowindent: bool,
     rawbytes: bool,
     stackindent: usize,
+}
+
+/// Descriptions looked up by EPID, cloned once per EPID per buffer rather than once per record.
+#[derive(Default)]
+pub(crate) struct DescCache(HashMap<u32, Rc<(EprobeDesc, ProbeInfo, Option<usize>)>>);
+
+/// The offset of the first record at or after `offs` in a buffer (EPID_NONE padding skipped), if
+/// one starts there.
+pub(crate) fn next_record(data: &[u8], mut offs: usize) -> Option<usize> {
+    while offs + 4 <= data.len() {
+        let epid = recdata::uint(&data[offs..offs + 4]).unwrap_or(0) as u32;
+        if epid != EPID_NONE {
+            return Some(offs);
+        }
+        offs += 4;
+    }
+    None
+}
+
+/// The timestamp in the header of the record at `offs` (0 if the header is cut short).
+pub(crate) fn record_timestamp(data: &[u8], offs: usize) -> u64 {
+    let word = |o: usize| {
+        data.get(offs + o..offs + o + 4)
+            .and_then(recdata::uint)
+            .unwrap_or(0)
+    };
+    (word(4) << 32) | word(8)
 }
 
 impl Default for Decoder {
@@ -176,6 +205,7 @@ impl Default for Decoder {
             error_epids: HashSet::new(),
             printed: HashSet::new(),
             exit_status: None,
+            zone: crate::timefmt::Zone::Utc,
             last_epid: EPID_NONE,
             indent: 0,
             flags: RunFlags::default(),
@@ -339,6 +369,7 @@ impl Decoder {
             },
             agghist: self.options.is_set("agghist"),
             aggpack: self.options.is_set("aggpack"),
+            zone: &self.zone,
         }
     }
 
@@ -364,67 +395,105 @@ impl Decoder {
         errfn: &mut ErrFn<'_>,
         dropfn: &mut DropFn<'_>,
     ) -> Result<()> {
-        let data = &snap.data;
+        self.begin_pass();
+        let mut cache = DescCache::default();
         let mut offs = 0usize;
+        while let Some(at) = next_record(&snap.data, offs) {
+            offs = self.consume_at(
+                snap.cpu, &snap.data, at, &mut cache, out, pfunc, rfunc, errfn,
+            )?;
+        }
+        self.report_cpu_drops(snap.cpu, snap.drops, dropfn)
+    }
+
+    /// Reads the run-time flags a pass of consumption starts with.
+    pub(crate) fn begin_pass(&mut self) {
         self.flags = RunFlags {
             quiet: self.options.is_set("quiet"),
             flowindent: self.options.is_set("flowindent"),
             rawbytes: self.options.is_set("rawbytes"),
             stackindent: self.stackindent(),
         };
-        // Descriptions are cloned once per EPID per buffer, not once per record.
-        let mut cache: HashMap<u32, Rc<(EprobeDesc, ProbeInfo, Option<usize>)>> = HashMap::new();
-        while offs + 4 <= data.len() {
-            let epid = recdata::uint(&data[offs..offs + 4]).unwrap_or(0) as u32;
-            if epid == EPID_NONE {
-                offs += 4;
-                continue;
-            }
-            let descs = match cache.get(&epid) {
-                Some(d) => d.clone(),
-                None => {
-                    let e = match self.eprobes.get(&epid) {
-                        Some(e) => e.clone(),
-                        // The framework's fault records (DTrace's ERROR reports).
-                        None if epid == FAULT_EPID => fault_eprobe_desc(),
-                        None => return Err(ConsumerError::BadEpid(epid)),
-                    };
-                    let p = self.probes.get(&e.probe_id).cloned().unwrap_or(ProbeInfo {
-                        id: e.probe_id,
-                        provider: String::new(),
-                        module: String::new(),
-                        function: String::new(),
-                        name: String::new(),
-                    });
-                    let prog = self.epid_program.get(&epid).copied();
-                    let d = Rc::new((e, p, prog));
-                    cache.insert(epid, d.clone());
-                    d
-                }
-            };
-            let (edesc, pdesc) = (&descs.0, &descs.1);
-            self.cur_prog = descs.2;
-            let size = (edesc.size as usize).max(RECHDR_SIZE as usize);
-            let rec = recdata::slice(data, offs, size)?;
-            let next_offs = offs + size;
-            self.consume_record(
-                snap.cpu, edesc, pdesc, rec, data, next_offs, out, pfunc, rfunc, errfn,
-            )?;
-            self.last_epid = epid;
-            offs = next_offs;
-        }
-        if snap.drops > 0 {
+    }
+
+    /// Reports `drops` principal-buffer drops on `cpu` (none: nothing).
+    pub(crate) fn report_cpu_drops(
+        &mut self,
+        cpu: u32,
+        drops: u64,
+        dropfn: &mut DropFn<'_>,
+    ) -> Result<()> {
+        if drops > 0 {
             let r = DropReport {
-                cpu: Some(snap.cpu),
+                cpu: Some(cpu),
                 kind: DropKind::Principal,
-                drops: snap.drops,
-                msg: status::cpu_drop_message(DropKind::Principal, snap.drops, snap.cpu),
+                drops,
+                msg: status::cpu_drop_message(DropKind::Principal, drops, cpu),
             };
             if !dropfn(&r) {
                 return Err(ConsumerError::DirectAbort);
             }
         }
         Ok(())
+    }
+
+    /// The size of the records of `epid` in a principal buffer.
+    pub(crate) fn record_size(&self, epid: u32) -> Result<usize> {
+        let size = match self.eprobes.get(&epid) {
+            Some(e) => e.size,
+            None if epid == FAULT_EPID => fault_eprobe_desc().size,
+            None => return Err(ConsumerError::BadEpid(epid)),
+        };
+        Ok((size as usize).max(RECHDR_SIZE as usize))
+    }
+
+    /// Consumes the record at `offs` of `cpu`'s buffer `data` (as [`next_record`] found it);
+    /// returns the offset past it.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn consume_at(
+        &mut self,
+        cpu: u32,
+        data: &[u8],
+        offs: usize,
+        cache: &mut DescCache,
+        out: &mut Vec<u8>,
+        pfunc: &mut ProbeFn<'_>,
+        rfunc: &mut RecFn<'_>,
+        errfn: &mut ErrFn<'_>,
+    ) -> Result<usize> {
+        let epid = recdata::uint(recdata::slice(data, offs, 4)?).unwrap_or(0) as u32;
+        let descs = match cache.0.get(&epid) {
+            Some(d) => d.clone(),
+            None => {
+                let e = match self.eprobes.get(&epid) {
+                    Some(e) => e.clone(),
+                    // The framework's fault records (DTrace's ERROR reports).
+                    None if epid == FAULT_EPID => fault_eprobe_desc(),
+                    None => return Err(ConsumerError::BadEpid(epid)),
+                };
+                let p = self.probes.get(&e.probe_id).cloned().unwrap_or(ProbeInfo {
+                    id: e.probe_id,
+                    provider: String::new(),
+                    module: String::new(),
+                    function: String::new(),
+                    name: String::new(),
+                });
+                let prog = self.epid_program.get(&epid).copied();
+                let d = Rc::new((e, p, prog));
+                cache.0.insert(epid, d.clone());
+                d
+            }
+        };
+        let (edesc, pdesc) = (&descs.0, &descs.1);
+        self.cur_prog = descs.2;
+        let size = (edesc.size as usize).max(RECHDR_SIZE as usize);
+        let rec = recdata::slice(data, offs, size)?;
+        let next_offs = offs + size;
+        self.consume_record(
+            cpu, edesc, pdesc, rec, data, next_offs, out, pfunc, rfunc, errfn,
+        )?;
+        self.last_epid = epid;
+        Ok(next_offs)
     }
 
     /// Whether the next record after `offs` is another EPID of the same probe (for flow returns).
@@ -655,6 +724,7 @@ impl Decoder {
             style: GraphStyle::default(),
             agghist: false,
             aggpack: false,
+            zone: &self.zone,
         };
         match r.action {
             ActionKind::Stack | ActionKind::Ustack | ActionKind::Jstack => {

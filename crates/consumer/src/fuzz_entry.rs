@@ -263,6 +263,7 @@ pub fn format_bytes(data: &[u8]) {
         style: crate::quantize::GraphStyle::default(),
         agghist: false,
         aggpack: false,
+        zone: &crate::timefmt::Zone::Utc,
     };
     let mut out = Vec::new();
     let _ = f.format(&mut out, &env, &recs, body, &aggs);

@@ -31,6 +31,7 @@ pub mod recdata;
 pub mod stack;
 pub mod status;
 pub mod symbols;
+pub mod temporal;
 pub mod timefmt;
 pub mod typeprint;
 

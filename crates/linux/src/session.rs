@@ -390,6 +390,11 @@ impl Session {
         self.held.len()
     }
 
+    /// The capture time (`bpf_ktime_get_ns`) of the oldest entry event held for its re-read.
+    pub fn oldest_held_ns(&self) -> Option<u64> {
+        self.held.values().map(|e| e.ktime_ns).min()
+    }
+
     /// Waits up to `timeout_ms` for records, then delivers every available event to `f`. Returns the
     /// number delivered.
     pub fn poll(&mut self, timeout_ms: i32, f: &mut dyn FnMut(CapturedEvent)) -> Result<usize> {

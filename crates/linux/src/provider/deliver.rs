@@ -179,6 +179,15 @@ impl LinuxTracing {
         Ok(self.fire_all(fw, events, offset))
     }
 
+    /// The framework-clock time of the oldest event captured but held back for a re-read, if any:
+    /// it will fire later with that earlier timestamp.
+    pub fn oldest_held(&self) -> Option<u64> {
+        let sh = self.lock();
+        let offset = sh.clock_offset?;
+        let k = sh.session.as_ref()?.oldest_held_ns()?;
+        Some((k as i64).saturating_add(offset).max(0) as u64)
+    }
+
     /// Delivers everything still pending (ring contents and entry events held for a re-read). Call
     /// once the traced work is over, before `Framework::stop`.
     pub fn finish(&self, fw: &mut Framework) -> usize {
