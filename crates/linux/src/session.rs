@@ -275,6 +275,24 @@ impl Session {
                     matches!(identity, Identity::FromFields { .. }),
                 )
             }
+            AttachPoint::RawTracepoint {
+                name: tp,
+                args,
+                identity,
+            } => {
+                let shape = ProbeShape {
+                    ctx: CtxKind::RawTracepoint,
+                    args: args.clone(),
+                    conditions: Vec::new(),
+                    identity: *identity,
+                    task: self.task,
+                };
+                let insns = gen_capture(&shape, spec, &layout, tag, &fds)?;
+                let prog = Program::load(ProgKind::RawTracepoint, &insns, &obj, &name)?;
+                attachments.push(Attachment::raw_tracepoint(&prog, tp)?);
+                programs.push(prog);
+                (false, false)
+            }
             AttachPoint::Profile {
                 period_ns,
                 all_cpus,

@@ -4,6 +4,12 @@
 //! DTrace's documented argument (a `psinfo_t *` built from a task), the argument is the pid the
 //! translator needs, typed as the kernel gives it. Probes with no tracepoint behind them on the running
 //! kernel are simply absent; [`unavailable`] says why for the ones DTrace defines.
+//!
+//! Each probe fires in the context DTrace documents for it: `on-cpu` in the thread going on CPU (the
+//! `sched_switch` raw tracepoint's `next` task supplies every identity value and `curthread`, since
+//! the tracepoint itself runs on the outgoing thread), `off-cpu`, `sleep` and `preempt` in the
+//! outgoing thread, `wakeup` in the waking thread (`sched_waking`, which runs in the waker, where
+//! `sched_wakeup` may run on the target CPU), and the `proc` probes in the acting process.
 
 use super::{field_arg, AttachPoint, Probe, ProbeArg, ProbeDesc};
 use crate::capture::{ArgSource, Condition, Identity};
@@ -28,7 +34,13 @@ enum Arg {
     Neg(&'static str, &'static str),
     /// Not provided by this tracepoint.
     Zero(&'static str),
+    /// The exit reason (`CLD_*`) from the exiting task's `exit_code`.
+    ExitReason,
 }
+
+/// The raw tracepoint `on-cpu` attaches to, and the argument holding the incoming task.
+const SWITCH_RAW: &str = "sched_switch";
+const SWITCH_NEXT_ARG: u8 = 2;
 
 struct Spec {
     provider: &'static str,
@@ -73,7 +85,7 @@ const SPECS: &[Spec] = &[
         name: "exit",
         sys: "sched",
         event: "sched_process_exit",
-        args: &[],
+        args: &[Arg::ExitReason],
         conds: &[Cond::Equals("group_dead", 1)],
         next_identity: false,
     },
@@ -183,7 +195,7 @@ const SPECS: &[Spec] = &[
         provider: "sched",
         name: "wakeup",
         sys: "sched",
-        event: "sched_wakeup",
+        event: "sched_waking",
         args: &[Arg::Field("pid", None), Arg::Field("pid", None)],
         conds: &[],
         next_identity: false,
@@ -249,6 +261,14 @@ fn build(spec: &Spec, f: &EventFormat) -> Option<Probe> {
                     copy: None,
                 });
             }
+            Arg::ExitReason => {
+                args.push(ArgSource::ExitReason);
+                types.push(ProbeArg {
+                    native: "int".into(),
+                    dtype: "int".into(),
+                    copy: None,
+                });
+            }
             Arg::Zero(dt) => {
                 args.push(ArgSource::Zero);
                 types.push(ProbeArg {
@@ -283,15 +303,19 @@ fn build(spec: &Spec, f: &EventFormat) -> Option<Probe> {
             Cond::Negative(_) => Condition::Negative { offset, size },
         });
     }
-    let identity = if spec.next_identity {
-        let (tid, comm) = (field(f, "next_pid")?, field(f, "next_comm")?);
-        Identity::FromFields {
-            tid_offset: tid.offset as u16,
-            comm_offset: comm.offset as u16,
-        }
-    } else {
-        Identity::Current
-    };
+    if spec.next_identity {
+        // The incoming thread is a task pointer of the raw tracepoint, not a record field.
+        return Some(Probe {
+            desc: ProbeDesc::new(spec.provider, "", "", spec.name),
+            args: types,
+            attach: AttachPoint::RawTracepoint {
+                name: SWITCH_RAW.into(),
+                args,
+                identity: Identity::RawTask(SWITCH_NEXT_ARG),
+            },
+        });
+    }
+    let identity = Identity::Current;
     Some(Probe {
         desc: ProbeDesc::new(spec.provider, "", "", spec.name),
         args: types,

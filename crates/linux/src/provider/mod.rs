@@ -95,6 +95,26 @@ impl Shared {
         {
             spec.filter_pid = None;
         }
+        if let AttachPoint::RawTracepoint {
+            identity: Identity::RawTask(_),
+            ..
+        } = probe.attach
+        {
+            // The record speaks for the thread going on CPU while the outgoing one still runs:
+            // its user memory is not the one mapped.
+            if spec.ustack.is_some() {
+                return Err(
+                    "not yet supported: the user stack (ustack(), ucaller, ustackdepth) \
+                     of the thread going on CPU"
+                        .into(),
+                );
+            }
+            if spec.execargs.is_some() {
+                return Err("not yet supported: execargs of the thread going on CPU".into());
+            }
+            // User reads are served from the process's memory at delivery instead.
+            spec.copies.retain(|c| !c.kind.is_user());
+        }
         if self.session.is_none() {
             self.session =
                 Some(Session::new(self.session_opts.clone()).map_err(|e| e.to_string())?);
@@ -303,7 +323,10 @@ impl LinuxTracing {
     /// `Framework::enable(program)`.
     pub fn plan(&self, program: &Program) {
         let n = needs::program_needs(program);
-        if n.clauses.iter().any(|(_, c)| c.kstack.is_some()) {
+        if n.clauses
+            .iter()
+            .any(|(_, c)| c.kstack.is_some() || c.caller)
+        {
             // Kernel stacks are trimmed at delivery with the kernel's symbols: read them now,
             // not while events wait in the ring.
             self.lock_symbols().kernel_symbols();
