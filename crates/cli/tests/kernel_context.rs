@@ -104,6 +104,32 @@ fn on_cpu_describes_the_thread_going_on_cpu() {
 }
 
 #[test]
+fn on_cpu_execargs_and_progenyof_are_the_incoming_process() {
+    if !ready("on_cpu_execargs_and_progenyof_are_the_incoming_process") {
+        return;
+    }
+    let dir = scratch_dir("oncpu");
+    let sh = dir.join("two.sh");
+    std::fs::write(&sh, "sleep 0.3\nsleep 0.3\n").unwrap();
+    let cmd = format!("sh {}", sh.display());
+    let (rc, out, err) = dtrace(&[
+        "-qn",
+        r#"sched:::on-cpu /pid == $target && execname == "sh"/ {
+            printf("[%s] %d %d\n", execargs, progenyof($target), progenyof($target + 1000000));
+        }"#,
+        "-c",
+        &cmd,
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    let want = format!("[{cmd}] 1 0");
+    let lines: Vec<&str> = out.lines().filter(|l| !l.is_empty()).collect();
+    // The shell's arguments, read from the process at delivery: empty once it has exited.
+    assert!(lines.contains(&want.as_str()), "{out}");
+    assert!(lines.iter().all(|l| *l == want || *l == "[] 1 0"), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn off_cpu_and_sleep_describe_the_outgoing_thread() {
     if !ready("off_cpu_and_sleep_describe_the_outgoing_thread") {
         return;

@@ -227,7 +227,7 @@ impl LinuxTracing {
         if events.is_empty() {
             return 0;
         }
-        let (active, arg_copies, since, sampled, note) = {
+        let (active, arg_copies, since, sampled, note, proc_args) = {
             let sh = self.lock();
             (
                 sh.active.clone(),
@@ -235,6 +235,7 @@ impl LinuxTracing {
                 sh.live_since.unwrap_or(0),
                 sh.sampled.clone(),
                 sh.note_processes,
+                sh.execargs_from_proc.clone(),
             )
         };
         let mut n = 0;
@@ -254,6 +255,12 @@ impl LinuxTracing {
                 ctx.kstack.drain(..skip);
             }
             ctx.caller = caller_of(&ctx.kstack, is_sampled);
+            if let Some(&cap) = proc_args.get(&ev.tag) {
+                // Empty when the process is gone (or is a kernel thread), as on a kernel thread.
+                if let Ok(area) = std::fs::read(format!("/proc/{}/cmdline", ev.pid)) {
+                    ctx.execargs = execargs_string(&area[..area.len().min(cap as usize)]);
+                }
+            }
             if let Some(map) = arg_copies.get(&ev.tag) {
                 set_copy_args(&mut ctx, ev, map);
             }
