@@ -130,6 +130,30 @@ fn on_cpu_execargs_and_progenyof_are_the_incoming_process() {
 }
 
 #[test]
+fn on_cpu_stack_is_the_incoming_threads() {
+    if !ready("on_cpu_stack_is_the_incoming_threads") {
+        return;
+    }
+    let (rc, out, err) = dtrace(&[
+        "-qn",
+        r#"sched:::on-cpu /pid == $target && execname == "sleep"/ { printf("[%a]", caller); stack(); }"#,
+        "-c",
+        "sleep 0.2",
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    // The sleeper comes back on CPU inside its nanosleep (the outgoing thread, often idle, would
+    // show the scheduler's idle loop or another process's path instead).
+    let woke: Vec<&str> = out.split('[').filter(|r| r.contains("nanosleep")).collect();
+    assert!(!woke.is_empty(), "{out}");
+    for rec in woke {
+        let (caller, stack) = rec.split_once(']').unwrap_or_else(|| panic!("{out}"));
+        let first = stack.lines().map(str::trim).find(|l| !l.is_empty());
+        assert_eq!(first, Some(caller), "{out}");
+        assert!(!stack.contains("bpf"), "{out}");
+    }
+}
+
+#[test]
 fn off_cpu_and_sleep_describe_the_outgoing_thread() {
     if !ready("off_cpu_and_sleep_describe_the_outgoing_thread") {
         return;

@@ -8,6 +8,7 @@ use crate::error::{LinuxError, Result};
 const MAGIC: u16 = 0xeb9f;
 const KIND_STRUCT: u32 = 4;
 const KIND_UNION: u32 = 5;
+const KIND_TYPEDEF: u32 = 8;
 /// The most types we walk.
 pub const MAX_TYPES: usize = 1 << 22;
 
@@ -149,6 +150,15 @@ impl Btf {
             .position(|t| {
                 t.kind == KIND_STRUCT && t.size > 0 && str_at(&self.strings, t.name_off) == name
             })
+            .map(|i| i as u32)
+    }
+
+    /// The id of the typedef named `name` (e.g. `btf_trace_sched_switch`, which typed raw
+    /// tracepoint programs attach by).
+    pub fn typedef_id(&self, name: &str) -> Option<u32> {
+        self.types
+            .iter()
+            .position(|t| t.kind == KIND_TYPEDEF && str_at(&self.strings, t.name_off) == name)
             .map(|i| i as u32)
     }
 

@@ -21,6 +21,9 @@ pub enum CtxKind {
     Tracepoint,
     /// A raw tracepoint's u64 argument array.
     RawTracepoint,
+    /// The same array in a BTF-typed raw tracepoint (`tp_btf`): task arguments are typed pointers
+    /// helpers accept (the incoming task's kernel stack at `on-cpu`).
+    TypedRawTracepoint,
     /// `struct bpf_perf_event_data` (pt_regs first).
     PerfEvent,
 }
@@ -243,7 +246,11 @@ fn emit_ancestors(a: &mut Asm, shape: &ProbeShape, at: usize) -> Result<()> {
 }
 
 fn need_ctx(shape: &ProbeShape, want: CtxKind, what: &str) -> Result<()> {
-    if shape.ctx != want {
+    let have = match shape.ctx {
+        CtxKind::TypedRawTracepoint => CtxKind::RawTracepoint,
+        k => k,
+    };
+    if have != want {
         return Err(LinuxError::Asm(format!(
             "{what} needs a {want:?} context, probe has {:?}",
             shape.ctx
@@ -630,14 +637,35 @@ fn emit_body(
     } else {
         (BPF_F_USER_STACK, 8)
     };
+    let other_task = match shape.identity {
+        Identity::RawTask(n) => Some(n),
+        _ => None,
+    };
     for (at, flags, frame) in [(layout.kstack, 0, 8), (layout.ustack, uflags, uframe)] {
         if let Some((off, depth)) = at {
-            a.mov(R1, R6)
-                .mov(R2, R7)
-                .alu_imm(op::ADD, R2, (off + STACK_HDR) as i32);
+            let mut call = helper::GET_STACK;
+            if let Some(n) = other_task {
+                // The stack of the task the record speaks for, not of the one running.
+                if flags != 0 || shape.ctx != CtxKind::TypedRawTracepoint {
+                    return Err(LinuxError::Unavailable(format!(
+                        "the {} stack of a thread other than the current one{}",
+                        if flags != 0 { "user" } else { "kernel" },
+                        if flags != 0 {
+                            ""
+                        } else {
+                            " (needs BTF-typed raw tracepoints)"
+                        }
+                    )));
+                }
+                a.load(Size::DW, R1, R6, off16(8 * n as usize, "raw argument")?);
+                call = helper::GET_TASK_STACK;
+            } else {
+                a.mov(R1, R6);
+            }
+            a.mov(R2, R7).alu_imm(op::ADD, R2, (off + STACK_HDR) as i32);
             a.mov_imm(R3, (frame * depth) as i32)
                 .mov_imm(R4, flags)
-                .call(helper::GET_STACK);
+                .call(call);
             a.store(Size::DW, R7, off16(off, "stack")?, R0);
         }
     }
