@@ -331,3 +331,51 @@ fn exit_fires_once_per_process_and_lwp_exit_per_thread() {
     assert_eq!(out.trim(), "exit 1 reason 1 lwp 4", "{out}");
     let _ = std::fs::remove_dir_all(exe.parent().unwrap());
 }
+
+const START_PROG: &str = r#"
+#include <pthread.h>
+#include <unistd.h>
+static void *work(void *p) { return p; }
+int main(void) {
+    pthread_t t[3];
+    if (fork() == 0) _exit(0);
+    for (int i = 0; i < 3; i++) pthread_create(&t[i], 0, work, 0);
+    for (int i = 0; i < 3; i++) pthread_join(t[i], 0);
+    return 0;
+}
+"#;
+
+#[test]
+fn start_fires_for_new_processes_and_lwp_start_for_every_new_thread() {
+    if !ready("start_fires_for_new_processes_and_lwp_start_for_every_new_thread")
+        || !dtrace_testkit::skip_unless(dtrace_testkit::have_program("gcc"), "start", "needs gcc")
+    {
+        return;
+    }
+    let exe = compile("start", START_PROG);
+    // In the new task's context: its own pid, tid and parent.
+    let (rc, out, err) = dtrace(&[
+        "-qn",
+        r#"proc:::start /ppid == $target/ { printf("start %d=%d %d=%d\n", pid, tid, curpsinfo->pr_pid, pid); }
+           proc:::start /pid == $target/ { printf("start of the target\n"); }
+           proc:::lwp-start /pid == $target/ { @t = count(); }
+           proc:::lwp-start /ppid == $target/ { printf("lwp-start %d=%d\n", curlwpsinfo->pr_lwpid, tid); }
+           END { printa("threads %@d\n", @t); }"#,
+        "-c",
+        &exe.display().to_string(),
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    let mut lines: Vec<&str> = out.lines().filter(|l| !l.is_empty()).collect();
+    lines.sort_unstable();
+    // The forked child: one start, then its first lwp's start; the target's three new threads.
+    assert_eq!(lines.len(), 3, "{out}");
+    let start: Vec<&str> = lines[1].split(' ').collect();
+    assert_eq!(start[0], "start", "{out}");
+    for pair in &start[1..] {
+        let (a, b) = pair.split_once('=').unwrap();
+        assert_eq!(a, b, "{out}");
+    }
+    assert!(lines[0].starts_with("lwp-start "), "{out}");
+    assert_eq!(lines[2], "threads 3", "{out}");
+    let _ = std::fs::remove_dir_all(exe.parent().unwrap());
+}

@@ -281,12 +281,13 @@ impl Session {
             AttachPoint::RawTracepoint {
                 name: tp,
                 args,
+                conditions,
                 identity,
             } => {
                 let mut shape = ProbeShape {
                     ctx: CtxKind::TypedRawTracepoint,
                     args: args.clone(),
-                    conditions: Vec::new(),
+                    conditions: conditions.clone(),
                     identity: *identity,
                     task: self.task,
                 };

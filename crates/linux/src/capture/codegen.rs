@@ -259,8 +259,51 @@ fn need_ctx(shape: &ProbeShape, want: CtxKind, what: &str) -> Result<()> {
     Ok(())
 }
 
+/// Skips to `out` unless raw argument `arg`'s task is a user task that has never run (and, with
+/// `process_only`, is a process's first thread).
+fn emit_new_task(
+    a: &mut Asm,
+    shape: &ProbeShape,
+    arg: u8,
+    process_only: bool,
+    out: Label,
+) -> Result<()> {
+    need_ctx(shape, CtxKind::RawTracepoint, "a task condition")?;
+    let t = task_offsets(shape, "proc:::start and lwp-start")?;
+    let (run, mm) = match (t.sum_exec_runtime, t.args_area) {
+        (Some(run), Some(aa)) => (run, aa.mm),
+        _ => {
+            return Err(LinuxError::Unavailable(
+                "task_struct run time or mm offsets missing from the BTF".into(),
+            ))
+        }
+    };
+    let o = t.other.ok_or_else(|| {
+        LinuxError::Unavailable("task_struct pid offset missing from the BTF".into())
+    })?;
+    a.load(Size::DW, R8, R6, off16(8 * arg as usize, "raw argument")?);
+    read_kernel(a, R10, SCRATCH as i32, 8, R8, run as i32);
+    a.load(Size::DW, R0, R10, SCRATCH);
+    a.jmp_imm(op::JNE, R0, 0, out);
+    read_kernel(a, R10, SCRATCH as i32, 8, R8, mm as i32);
+    a.load(Size::DW, R0, R10, SCRATCH);
+    a.jmp_imm(op::JEQ, R0, 0, out);
+    if process_only {
+        read_kernel(a, R10, SCRATCH as i32, 4, R8, o.pid as i32);
+        read_kernel(a, R10, KEY as i32, 4, R8, t.tgid as i32);
+        a.load(Size::W, R0, R10, SCRATCH);
+        a.load(Size::W, R1, R10, KEY);
+        a.jmp_reg(op::JNE, R0, R1, out);
+    }
+    Ok(())
+}
+
 fn emit_conditions(a: &mut Asm, shape: &ProbeShape, out: Label) -> Result<()> {
     for c in &shape.conditions {
+        if let Condition::NewTask { arg, process_only } = *c {
+            emit_new_task(a, shape, arg, process_only, out)?;
+            continue;
+        }
         need_ctx(shape, CtxKind::Tracepoint, "a record condition")?;
         match *c {
             Condition::MaskSet { offset, size, mask } => {
@@ -285,6 +328,7 @@ fn emit_conditions(a: &mut Asm, shape: &ProbeShape, out: Label) -> Result<()> {
                 load_field(a, R0, offset, size, true)?;
                 a.jmp_imm(op::JSGE, R0, 0, out);
             }
+            Condition::NewTask { .. } => {}
         }
     }
     Ok(())

@@ -208,6 +208,15 @@ pub enum Condition {
         /// Size.
         size: u8,
     },
+    /// The task whose `struct task_struct *` is raw tracepoint argument `arg` is a user task that
+    /// has never run (no CPU time yet, an address space): its first switch-in, where `proc:::start`
+    /// and `lwp-start` fire. With `process_only`, only a process's first thread.
+    NewTask {
+        /// The raw argument holding the task.
+        arg: u8,
+        /// Only the first thread of a process (thread id equal to the process id).
+        process_only: bool,
+    },
 }
 
 /// Whose identity (tid, comm) the record carries.

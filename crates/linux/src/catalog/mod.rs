@@ -106,6 +106,8 @@ pub enum AttachPoint {
         name: String,
         /// Where each argument comes from.
         args: Vec<ArgSource>,
+        /// Tests that must hold for the probe to fire.
+        conditions: Vec<Condition>,
         /// Whose identity the record carries.
         identity: Identity,
     },

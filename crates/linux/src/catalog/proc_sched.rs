@@ -9,7 +9,9 @@
 //! `sched_switch` raw tracepoint's `next` task supplies every identity value and `curthread`, since
 //! the tracepoint itself runs on the outgoing thread), `off-cpu`, `sleep` and `preempt` in the
 //! outgoing thread, `wakeup` in the waking thread (`sched_waking`, which runs in the waker, where
-//! `sched_wakeup` may run on the target CPU), and the `proc` probes in the acting process.
+//! `sched_wakeup` may run on the target CPU), and the `proc` probes in the acting process. `start`
+//! and `lwp-start` fire at a new user task's first switch-in (before it runs any instruction), with
+//! the new task's identity, as `on-cpu` does.
 
 use super::{field_arg, AttachPoint, Probe, ProbeArg, ProbeDesc};
 use crate::capture::{ArgSource, Condition, Identity};
@@ -25,6 +27,9 @@ enum Cond {
     MaskClear(&'static str, u32),
     Equals(&'static str, i32),
     Negative(&'static str),
+    /// The incoming task's first run (see [`Condition::NewTask`]); for the first thread of a
+    /// process only when true.
+    FirstRun(bool),
 }
 
 enum Arg {
@@ -156,6 +161,24 @@ const SPECS: &[Spec] = &[
         next_identity: false,
     },
     Spec {
+        provider: "proc",
+        name: "start",
+        sys: "sched",
+        event: "sched_switch",
+        args: &[],
+        conds: &[Cond::FirstRun(true)],
+        next_identity: true,
+    },
+    Spec {
+        provider: "proc",
+        name: "lwp-start",
+        sys: "sched",
+        event: "sched_switch",
+        args: &[],
+        conds: &[Cond::FirstRun(false)],
+        next_identity: true,
+    },
+    Spec {
         provider: "sched",
         name: "on-cpu",
         sys: "sched",
@@ -225,7 +248,6 @@ pub fn unavailable(name: &str) -> Option<&'static str> {
         | "schedctl-nopreempt" | "schedctl-preempt" | "schedctl-yield" => {
             Some("no tracepoint of this kernel corresponds")
         }
-        "start" | "lwp-start" => Some("no tracepoint fires in the new task's context"),
         "fault" => Some("no tracepoint of this kernel corresponds"),
         _ => None,
     }
@@ -281,11 +303,19 @@ fn build(spec: &Spec, f: &EventFormat) -> Option<Probe> {
     }
     let mut conditions = Vec::new();
     for c in spec.conds {
+        if let Cond::FirstRun(process_only) = *c {
+            conditions.push(Condition::NewTask {
+                arg: SWITCH_NEXT_ARG,
+                process_only,
+            });
+            continue;
+        }
         let name = match c {
             Cond::MaskSet(n, _)
             | Cond::MaskClear(n, _)
             | Cond::Equals(n, _)
             | Cond::Negative(n) => *n,
+            Cond::FirstRun(_) => continue,
         };
         let fl = field(f, name)?;
         if !matches!(fl.size, 1 | 2 | 4 | 8) {
@@ -301,6 +331,7 @@ fn build(spec: &Spec, f: &EventFormat) -> Option<Probe> {
                 value,
             },
             Cond::Negative(_) => Condition::Negative { offset, size },
+            Cond::FirstRun(_) => continue,
         });
     }
     if spec.next_identity {
@@ -311,6 +342,7 @@ fn build(spec: &Spec, f: &EventFormat) -> Option<Probe> {
             attach: AttachPoint::RawTracepoint {
                 name: SWITCH_RAW.into(),
                 args,
+                conditions,
                 identity: Identity::RawTask(SWITCH_NEXT_ARG),
             },
         });
