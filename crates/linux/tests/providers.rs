@@ -38,6 +38,8 @@ fn catalogue_lists_every_syscall_twice_and_the_named_providers() {
         "proc:::exec-success",
         "proc:::exit",
         "proc:::create",
+        "proc:::start",
+        "proc:::lwp-start",
         "sched:::on-cpu",
         "sched:::off-cpu",
         "sched:::wakeup",
