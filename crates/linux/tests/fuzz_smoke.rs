@@ -87,6 +87,8 @@ fn record_decoder_survives_mutations() {
         ],
         kstack: Some(8),
         ustack: Some(8),
+        execargs: Some(24),
+        ancestors: true,
         ..CaptureSpec::new()
     };
     let layout = RecordLayout::for_spec(&spec, "smoke").unwrap();
@@ -95,6 +97,20 @@ fn record_decoder_survives_mutations() {
     let c0 = layout.copies[0].offset;
     seed[c0..c0 + 8].copy_from_slice(&5i64.to_le_bytes());
     seed[c0 + 16..c0 + 21].copy_from_slice(b"abcd\0");
+    let (ea, _) = layout.execargs.unwrap();
+    seed[ea..ea + 8].copy_from_slice(&7i64.to_le_bytes());
+    seed[ea + 8..ea + 15].copy_from_slice(b"sh\0-c\0x");
+    let an = layout.ancestors.unwrap();
+    seed[an..an + 4].copy_from_slice(&2u32.to_le_bytes());
+    seed[an + 8..an + 12].copy_from_slice(&77u32.to_le_bytes());
+    seed[an + 12..an + 16].copy_from_slice(&1u32.to_le_bytes());
+    match decode_record(&seed, |_| Some(&layout)).unwrap() {
+        dtrace_linux::capture::Record::Event(e) => {
+            assert_eq!(e.execargs, Some(Ok(b"sh\0-c\0x".to_vec())));
+            assert_eq!(e.ancestors, Some(vec![77, 1]));
+        }
+        other => panic!("{other:?}"),
+    }
     let mut rng = Rng(0x1234_5678_9abc_def1);
     let mut decoded = 0;
     for _ in 0..4000 {

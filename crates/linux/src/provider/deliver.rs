@@ -118,6 +118,15 @@ pub fn firing_of(ev: &CapturedEvent, clock_offset: i64) -> (FiringContext, Captu
     if let Some(Ok(frames)) = &ev.ustack {
         ctx.ustack = frames.clone();
     }
+    // ucaller: the return address of the function the user PC is in (the user stack's second
+    // frame, as DTrace's user PC stack gives it).
+    ctx.ucaller = ctx.ustack.get(1).copied().unwrap_or(0);
+    if let Some(Ok(bytes)) = &ev.execargs {
+        ctx.execargs = execargs_string(bytes);
+    }
+    if let Some(pids) = &ev.ancestors {
+        ctx.ancestors = pids.iter().map(|p| u64::from(*p)).collect();
+    }
     let mut mem = CapturedMemory::new();
     for c in &ev.copies {
         if let Ok(bytes) = &c.data {
@@ -130,6 +139,23 @@ pub fn firing_of(ev: &CapturedEvent, clock_offset: i64) -> (FiringContext, Captu
         }
     }
     (ctx, mem)
+}
+
+/// `execargs` from the process's argument area: the arguments separated by spaces (the area's NULs
+/// become spaces, its final NUL and anything after it dropped).
+pub fn execargs_string(area: &[u8]) -> String {
+    let end = area.iter().rposition(|b| *b != 0).map_or(0, |i| i + 1);
+    let joined: Vec<u8> = area[..end]
+        .iter()
+        .map(|b| if *b == 0 { b' ' } else { *b })
+        .collect();
+    String::from_utf8_lossy(&joined).into_owned()
+}
+
+/// `caller` from a kernel stack whose tracing frames were removed: the first frame, the function
+/// the probe site is in; for a sampled stack (which starts at the interrupted PC), the second.
+pub fn caller_of(kstack: &[u64], sampled: bool) -> u64 {
+    kstack.get(usize::from(sampled)).copied().unwrap_or(0)
 }
 
 /// Gives each argument whose data was captured (`__data_loc` strings, inline arrays) the address
@@ -210,7 +236,7 @@ impl LinuxTracing {
         if events.is_empty() {
             return 0;
         }
-        let (active, arg_copies, since, sampled, note) = {
+        let (active, arg_copies, since, sampled, note, proc_args) = {
             let sh = self.lock();
             (
                 sh.active.clone(),
@@ -218,6 +244,7 @@ impl LinuxTracing {
                 sh.live_since.unwrap_or(0),
                 sh.sampled.clone(),
                 sh.note_processes,
+                sh.execargs_from_proc.clone(),
             )
         };
         let mut n = 0;
@@ -231,9 +258,17 @@ impl LinuxTracing {
                 // Remember the process's mappings while it lives, for user symbols printed later.
                 syms.note_process_as(ev.pid, &ctx.execname);
             }
-            if !ctx.kstack.is_empty() && !sampled.contains(&ev.tag) {
+            let is_sampled = sampled.contains(&ev.tag);
+            if !ctx.kstack.is_empty() && !is_sampled {
                 let skip = syms.kernel_symbols().tracing_prefix(&ctx.kstack);
                 ctx.kstack.drain(..skip);
+            }
+            ctx.caller = caller_of(&ctx.kstack, is_sampled);
+            if let Some(&cap) = proc_args.get(&ev.tag) {
+                // Empty when the process is gone (or is a kernel thread), as on a kernel thread.
+                if let Ok(area) = std::fs::read(format!("/proc/{}/cmdline", ev.pid)) {
+                    ctx.execargs = execargs_string(&area[..area.len().min(cap as usize)]);
+                }
             }
             if let Some(map) = arg_copies.get(&ev.tag) {
                 set_copy_args(&mut ctx, ev, map);
@@ -288,6 +323,8 @@ mod tests {
             ustack: Some(Err(-14)),
             ustack_files: None,
             retry_armed: false,
+            execargs: None,
+            ancestors: None,
         }
     }
 
@@ -316,6 +353,30 @@ mod tests {
         // User copies are not kernel memory.
         assert!(mem.read_kernel(0x7fff_0000, &mut one).is_err());
         assert_eq!(mem.regions().len(), 1);
+    }
+
+    #[test]
+    fn process_context_values_of_an_event() {
+        let mut ev = event();
+        ev.ustack = Some(Ok(vec![0x40_1000, 0x40_2000, 0x40_3000]));
+        ev.execargs = Some(Ok(b"dd\0if=/dev/zero\0count=2\0".to_vec()));
+        ev.ancestors = Some(vec![9, 5, 1]);
+        let (ctx, _) = firing_of(&ev, 0);
+        assert_eq!(ctx.ucaller, 0x40_2000);
+        assert_eq!(ctx.execargs, "dd if=/dev/zero count=2");
+        assert_eq!(ctx.ancestors, vec![9, 5, 1]);
+        // Nothing captured: empty, as on a kernel thread.
+        let (ctx, _) = firing_of(&event(), 0);
+        assert_eq!((ctx.ucaller, ctx.execargs.as_str()), (0, ""));
+        assert!(ctx.ancestors.is_empty());
+        ev.execargs = Some(Err(-14));
+        ev.ustack = Some(Ok(vec![0x40_1000]));
+        let (ctx, _) = firing_of(&ev, 0);
+        assert_eq!((ctx.ucaller, ctx.execargs.as_str()), (0, ""));
+        assert_eq!(execargs_string(b"a\0\0b\0\0"), "a  b");
+        assert_eq!(caller_of(&[1, 2], false), 1);
+        assert_eq!(caller_of(&[1, 2], true), 2);
+        assert_eq!(caller_of(&[], false), 0);
     }
 
     #[test]

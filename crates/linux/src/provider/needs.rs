@@ -50,7 +50,20 @@ pub struct ClauseNeeds {
     /// A read the capture cannot make (why, in a "not yet supported" message): enabling the
     /// probe fails with it.
     pub unsupported: Option<String>,
+    /// The clause reads `caller` (the kernel stack's first frames are captured).
+    pub caller: bool,
+    /// The clause reads `ucaller` (the user stack's first frames are captured).
+    pub ucaller: bool,
+    /// The clause reads `execargs` (the process's argument area is captured).
+    pub execargs: bool,
+    /// The clause calls `progenyof()` (the task's ancestors are captured).
+    pub ancestors: bool,
 }
+
+/// Kernel frames captured for `caller`: enough to pass the tracing functions above the probe site.
+pub const CALLER_FRAMES: u32 = 16;
+/// User frames captured for `ucaller`: the PC and its caller.
+pub const UCALLER_FRAMES: u32 = 2;
 
 impl ClauseNeeds {
     fn add_copy(&mut self, c: CopyRequest) {
@@ -465,6 +478,22 @@ fn scan_object(obj: &DifObject, strsize: u32, n: &mut ClauseNeeds, vars: &mut Sc
                 let v = if (vars::DIF_VAR_ARG0..=vars::DIF_VAR_ARG0 + 9).contains(&var) {
                     n.used_args |= 1 << (var - vars::DIF_VAR_ARG0);
                     Val::Addr(AddrExpr::arg((var - vars::DIF_VAR_ARG0) as usize))
+                } else if var == vars::DIF_VAR_CALLER {
+                    n.caller = true;
+                    Val::Unknown
+                } else if var == vars::DIF_VAR_UCALLER {
+                    n.ucaller = true;
+                    Val::Unknown
+                } else if var == vars::DIF_VAR_EXECARGS {
+                    n.execargs = true;
+                    Val::Unknown
+                } else if var == vars::DIF_VAR_STACKDEPTH {
+                    // The depth of the whole stack, not of what a stack() action would print.
+                    n.kstack = Some(MAX_STACK_DEPTH);
+                    Val::Unknown
+                } else if var == vars::DIF_VAR_USTACKDEPTH {
+                    n.ustack = Some(MAX_STACK_DEPTH);
+                    Val::Unknown
                 } else if var == vars::DIF_VAR_CURTHREAD {
                     Val::Addr(AddrExpr {
                         base: AddrBase::CurrentTask,
@@ -576,7 +605,9 @@ fn scan_object(obj: &DifObject, strsize: u32, n: &mut ClauseNeeds, vars: &mut Sc
             }
             Instr::Call { subr, rd } => {
                 let user_addr = stack.first().and_then(user_addr);
-                if subr == Subr::Copyinstr as u16 {
+                if subr == Subr::Progenyof as u16 {
+                    n.ancestors = true;
+                } else if subr == Subr::Copyinstr as u16 {
                     match user_addr {
                         // copyinstr(addr, maxlen) copies at most strsize bytes either way.
                         Some(addr) => n.add_copy(CopyRequest {
@@ -765,6 +796,16 @@ pub fn spec_for(
         }
         spec.kstack = spec.kstack.max(n.kstack);
         spec.ustack = spec.ustack.max(n.ustack);
+        if n.caller {
+            spec.kstack = spec.kstack.max(Some(CALLER_FRAMES));
+        }
+        if n.ucaller {
+            spec.ustack = spec.ustack.max(Some(UCALLER_FRAMES));
+        }
+        if n.execargs {
+            spec.execargs = Some(strsize.clamp(1, MAX_COPY_SIZE));
+        }
+        spec.ancestors |= n.ancestors;
         if let Some(why) = &n.unsupported {
             return Err(why.clone());
         }
@@ -1226,6 +1267,45 @@ mod tests {
         assert!(spec_for(&[&n], &[], 64)
             .unwrap_err()
             .starts_with("not yet supported"));
+    }
+
+    #[test]
+    fn process_context_variables_ask_for_their_captures() {
+        let n = needs(
+            "syscall::write:entry { trace(caller); } syscall::write:entry { trace(ucaller); }
+             syscall::write:entry { trace(execargs); } syscall::write:entry /progenyof(1)/ { trace(1); }
+             syscall::write:entry { trace(stackdepth); trace(ustackdepth); }",
+        );
+        let c: Vec<&ClauseNeeds> = n.clauses.iter().map(|(_, c)| c).collect();
+        assert!(c[0].caller && !c[0].ucaller && !c[0].execargs && !c[0].ancestors);
+        assert!(c[1].ucaller && !c[1].caller);
+        assert!(c[2].execargs);
+        assert!(c[3].ancestors);
+        assert_eq!(
+            (c[4].kstack, c[4].ustack),
+            (Some(MAX_STACK_DEPTH), Some(MAX_STACK_DEPTH))
+        );
+        let one = |i: usize| spec_for(&[c[i]], &[], 300).unwrap();
+        assert_eq!((one(0).kstack, one(0).ustack), (Some(CALLER_FRAMES), None));
+        assert_eq!((one(1).kstack, one(1).ustack), (None, Some(UCALLER_FRAMES)));
+        assert_eq!(one(2).execargs, Some(300));
+        assert!(one(3).ancestors && !one(2).ancestors);
+        // A stack() deeper than the caller's frames keeps its depth.
+        let n = needs("syscall::write:entry { stack(40); trace(caller); }");
+        assert_eq!(
+            spec_for(&[&n.clauses[0].1], &[], 256).unwrap().kstack,
+            Some(40)
+        );
+        // Nothing is captured for clauses that do not read them.
+        assert_eq!(
+            spec_for(
+                &[&needs("syscall::write:entry { trace(pid); }").clauses[0].1],
+                &[],
+                256
+            )
+            .unwrap(),
+            CaptureSpec::new()
+        );
     }
 
     #[test]
