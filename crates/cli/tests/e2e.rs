@@ -518,3 +518,17 @@ fn print_shows_kernel_types_from_btf() {
          struct list_head {\n    struct list_head *next = 0xffff888000001000\n    struct list_head *prev = 0\n}\n"
     );
 }
+
+/// One aggregation fed by clauses whose keys differ in size (`ustack(1)` and `ustack(3)`): each
+/// entry's key is read with the layout of the clause that made it, as DTrace keeps one description
+/// per aggregation id.
+#[test]
+fn aggregation_keys_of_different_sizes() {
+    let o = dtrace(&[
+        "-qn",
+        "BEGIN { @[ustack(1)] = count(); @[ustack(3)] = count(); @[ustack(3)] = count(); exit(0); }",
+    ]);
+    assert_eq!(o.rc, 0, "{}", o.stderr);
+    // BEGIN runs in dtrace itself, where no user stack is captured: empty stacks, counts 1 and 2.
+    assert_eq!(o.stdout, "\n\n                1\n\n                2\n");
+}
