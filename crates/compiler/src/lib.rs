@@ -3,7 +3,7 @@
 //! It owns D's lexer ([`lexer`]), parser ([`parser`], [`ast`]), macro variables ([`macros`]), types
 //! ([`types`], with [`types::TypeSource`] and [`ctf_types`] for CTF-backed types), the checker that types and resolves
 //! every expression and reports DTrace's `D_*` errors ([`check`], [`check_expr`], [`check_place`], [`check_decl`],
-//! [`check_action`], [`check_xlate`], [`printf`], [`ifsplit`]), code generation to DIF ([`cg`]), lowering to ECB descriptions
+//! [`check_action`], [`check_xlate`], [`printf`], [`print_types`], [`ifsplit`]), code generation to DIF ([`cg`]), lowering to ECB descriptions
 //! ([`lower`]), the `dtrace -S` listing ([`mod@listing`]) and the D library of translators ([`dlib`]). It does not execute DIF (that is
 //! `dtrace-dif`/`dtrace-framework`) nor know which probes exist (the consumer matches descriptions).
 //!
@@ -47,6 +47,7 @@ pub mod macros;
 pub mod options;
 pub mod parser;
 pub mod prelude;
+pub mod print_types;
 pub mod printf;
 pub mod tree;
 pub mod types;
@@ -149,7 +150,7 @@ fn compile_here(
     };
     let names: HashSet<String> = types.typedef_names().into_iter().collect();
     let mut ck = Checker::new(opts, types, basic);
-    let names = dlib::load(&mut ck, names);
+    let names = dlib::load(&mut ck, names, text);
     let parser = parser::Parser::new(text, env, names, opts.source == SourceKind::File);
     let ast = parser.program()?;
     if ast.items.is_empty() {
@@ -185,6 +186,7 @@ fn compile_here(
         })
         .collect();
     program.options = ck.options.clone();
+    program.print_types = std::mem::take(&mut ck.print_types.table);
     Ok(program)
 }
 

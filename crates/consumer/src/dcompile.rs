@@ -27,8 +27,10 @@ pub struct DCompiler {
     pub ids: IdBase,
 }
 
-/// A maker of the type sources one compilation consumes.
-pub type TypeSources = Box<dyn Fn() -> Vec<Box<dyn TypeSource>> + Send>;
+/// A maker of the type sources one compilation consumes. With `false` it may leave out what is
+/// costly to get (a lazily loaded source's typedef names); a compilation that fails so is tried
+/// again with `true`.
+pub type TypeSources = Box<dyn Fn(bool) -> Vec<Box<dyn TypeSource>> + Send>;
 
 impl std::fmt::Debug for DCompiler {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -149,9 +151,17 @@ impl Compiler for DCompiler {
         }
         let text = expand_spec(spec, source);
         let errtags = o.is_set("errtags");
-        let sources = self.types.as_ref().map(|f| f()).unwrap_or_default();
         let probes = self.probes.as_deref().map(|p| p as &dyn ProbeInfo);
-        let mut prog = dtrace_compiler::compile_with(&text, &c, sources, probes).map_err(|e| {
+        let mut r = dtrace_compiler::compile_with(
+            &text,
+            &c,
+            self.types.as_ref().map(|f| f(false)).unwrap_or_default(),
+            probes,
+        );
+        if let (Err(_), Some(f)) = (&r, &self.types) {
+            r = dtrace_compiler::compile_with(&text, &c, f(true), probes);
+        }
+        let mut prog = r.map_err(|e| {
             ConsumerError::Compile(if spec == ProbeSpec::Script {
                 e.file_message(errtags)
             } else {

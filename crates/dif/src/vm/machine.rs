@@ -186,29 +186,34 @@ impl Machine {
         addr: u64,
         buf: &mut [u8],
     ) -> Result<(), Fault> {
-        match self.region(obj, addr, buf.len()) {
-            Ok(Region::Vm(b)) => {
+        if let Some(r) = self.read_scratch(addr, buf) {
+            return r;
+        }
+        match self.region(obj, addr, buf.len())? {
+            Region::Vm(b) => {
                 buf.copy_from_slice(b);
                 Ok(())
             }
-            Ok(Region::Outside) => mem.read_kernel(addr, buf).map_err(|k| Fault::new(k, addr)),
-            Err(f) => self.read_scratch_beyond(addr, buf).ok_or(f),
+            Region::Outside => mem.read_kernel(addr, buf).map_err(|k| Fault::new(k, addr)),
         }
     }
 
-    /// Scratch is readable up to its configured size, as DTrace's whole scratch buffer is
-    /// (`tracemem(copyin(arg1, arg2), 64)` reads past the `arg2` bytes copied in): what lies past
-    /// the bytes allocated in this firing reads as zeros. `None` when `addr` is not in that range.
-    fn read_scratch_beyond(&self, addr: u64, buf: &mut [u8]) -> Option<()> {
+    /// A read that starts in allocated scratch and runs past what this firing allocated: as in
+    /// DTrace, whose loads may read anywhere in the scratch region (`dtrace_canload` of scratch
+    /// checks the region, not the allocations), it succeeds up to `scratchsize`; bytes not allocated
+    /// read as zero. `None` for every other read.
+    fn read_scratch(&self, addr: u64, buf: &mut [u8]) -> Option<Result<(), Fault>> {
         let off = usize::try_from(addr.checked_sub(SCRATCH_BASE)?).ok()?;
-        if off.checked_add(buf.len())? > self.opts.scratch_size {
+        if off >= self.scratch.len() || off + buf.len() <= self.scratch.len() {
             return None;
         }
-        let have = self.scratch.get(off..).unwrap_or(&[]);
-        let n = have.len().min(buf.len());
-        buf[..n].copy_from_slice(&have[..n]);
-        buf[n..].fill(0);
-        Some(())
+        if off + buf.len() > self.opts.scratch_size {
+            return Some(Err(Fault::new(FaultKind::BadAddr, addr)));
+        }
+        let have = self.scratch.len() - off;
+        buf[..have].copy_from_slice(&self.scratch[off..]);
+        buf[have..].fill(0);
+        Some(Ok(()))
     }
 
     /// Reads a NUL-terminated string at `addr` of at most `max` bytes (NUL excluded) into `out`
