@@ -102,4 +102,10 @@ impl ProbeInfo for LinuxProbeArgs {
             dtrace_linux::ProbeDesc::new(&desc.provider, &desc.module, &desc.function, &desc.name);
         self.0.arg_types(&d)
     }
+
+    fn arg_native_types(&self, desc: &ProbeDesc) -> Option<Vec<String>> {
+        let d =
+            dtrace_linux::ProbeDesc::new(&desc.provider, &desc.module, &desc.function, &desc.name);
+        self.0.arg_native_types(&d)
+    }
 }

@@ -241,6 +241,9 @@ pub struct Checker<'o> {
     /// Argument type names of the probes of the clause being cooked, when known (resolved to
     /// types on the first use of `args[]`).
     pub probe_args: Option<Vec<String>>,
+    /// Native argument type names of the same probes, when the [`crate::ProbeInfo`] gives them
+    /// (an argument whose native type differs from its D type is translated).
+    pub probe_natives: Option<Vec<String>>,
     /// The clause's first probe description (for messages).
     pub probe_name: String,
     /// Where probe argument types come from.
@@ -288,6 +291,7 @@ impl<'o> Checker<'o> {
             declared_types: Vec::new(),
             translators: Vec::new(),
             probe_args: None,
+            probe_natives: None,
             probe_name: String::new(),
             probe_info: None,
         }
@@ -338,11 +342,13 @@ impl<'o> Checker<'o> {
     /// yields the same types.
     fn set_probe_args(&mut self, c: &Clause) -> CResult<()> {
         self.probe_args = None;
+        self.probe_natives = None;
         self.probe_name = c.probes.first().map(|p| p.0.clone()).unwrap_or_default();
         let Some(info) = self.probe_info else {
             return Ok(());
         };
         let mut common: Option<Vec<String>> = None;
+        let mut natives: Option<Option<Vec<String>>> = None;
         for (spec, line) in &c.probes {
             let desc = crate::lower::probe_desc(spec, *line)?;
             let Some(t) = info.arg_types(&desc) else {
@@ -352,8 +358,16 @@ impl<'o> Checker<'o> {
                 Some(c) if *c != t => return Ok(()),
                 _ => common = Some(t),
             }
+            let n = info.arg_native_types(&desc);
+            match &natives {
+                // Translations apply only where every description agrees on the native types.
+                Some(prev) if *prev != n => natives = Some(None),
+                Some(_) => {}
+                None => natives = Some(n),
+            }
         }
         self.probe_args = common;
+        self.probe_natives = natives.flatten();
         Ok(())
     }
 

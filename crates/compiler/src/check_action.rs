@@ -985,7 +985,22 @@ impl<'o> Checker<'o> {
         let mut key_plans = Vec::new();
         let mut key_types = Vec::new();
         for k in keys {
-            let p = self.value_plan(k)?;
+            let mut p = self.value_plan(k)?;
+            // A `char [n]` key (`curpsinfo->pr_fname`) is keyed and printed as the string it holds.
+            if let Some(ex) = p.expr.take() {
+                let chars = self.types.is_strcompat(ex.ty)
+                    && matches!(self.types.rkind(ex.ty), crate::types::TypeKind::Array(..));
+                p.expr = Some(if p.kind == ActionKind::DifExpr && chars {
+                    let line = ex.line;
+                    crate::tree::TExpr {
+                        kind: crate::tree::TK::Retype(Box::new(ex)),
+                        ty: self.basic.string,
+                        line,
+                    }
+                } else {
+                    ex
+                });
+            }
             let kt = p.expr.as_ref().map(|e| e.ty).unwrap_or(self.basic.uint64);
             if let Some(ex) = &p.expr {
                 if p.kind == ActionKind::DifExpr

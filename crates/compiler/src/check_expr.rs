@@ -1139,6 +1139,7 @@ impl<'o> Checker<'o> {
             );
         }
         let mut ty = self.named_type(bv.ty);
+        let mut xlate_from = None;
         if bv.id == dtrace_dif::vars::DIF_VAR_ARGS {
             if let Some(names) = self.probe_args.clone() {
                 let mut types = Vec::new();
@@ -1163,7 +1164,10 @@ impl<'o> Checker<'o> {
                     );
                 };
                 match types.get(i as usize) {
-                    Some(t) => ty = *t,
+                    Some(t) => {
+                        ty = *t;
+                        xlate_from = self.native_for_translation(i as usize, ty);
+                    }
                     None => {
                         return err(
                             ErrTag::D_ARGS_IDX,
@@ -1183,6 +1187,21 @@ impl<'o> Checker<'o> {
             ty: self.basic.int64,
             line,
         };
+        if let Some((xl, native)) = xlate_from {
+            // `args[n]` of a translated type: the translation of the native value, as
+            // `xlate<T *>(native)` would be (members then compile to the translator's loads).
+            let arg = TExpr {
+                kind: TK::Retype(Box::new(raw)),
+                ty: native,
+                line,
+            };
+            let arg = self.convert(arg, self.translators[xl].input);
+            return Ok(TExpr {
+                kind: TK::Xlate(xl, Box::new(arg)),
+                ty,
+                line,
+            });
+        }
         if self.types.is_integer(ty) {
             Ok(self.convert(raw, ty))
         } else {

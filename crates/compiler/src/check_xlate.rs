@@ -47,6 +47,30 @@ impl Checker<'_> {
         })
     }
 
+    /// For `args[i]` of D type `ty`: when the probe's native type for it differs and names a type
+    /// a translator converts to `ty` (or to what `ty` points to), that translator and the native
+    /// type. Native types that do not resolve, or with no such translator, leave `args[i]` as is.
+    pub(crate) fn native_for_translation(
+        &mut self,
+        i: usize,
+        ty: TypeId,
+    ) -> Option<(usize, TypeId)> {
+        let name = self.probe_natives.as_ref()?.get(i)?.clone();
+        let native = self.parse_type_name(&name)?;
+        if self.types.compat(native, ty) {
+            return None;
+        }
+        let out = if self.types.is_pointer(ty) {
+            self.types.pointee(ty).unwrap_or(ty)
+        } else {
+            ty
+        };
+        let to_out = (0..self.translators.len())
+            .filter(|&x| self.types.compat(self.translators[x].output, out))
+            .find(|&x| self.types.compat(self.translators[x].input, native))?;
+        Some((to_out, native))
+    }
+
     /// The translator to `out` whose input best matches `input`: the same type first, then any
     /// integer for an integer input, then any pointer for a pointer input.
     fn find_translator(&self, input: TypeId, out: TypeId) -> Option<usize> {

@@ -53,9 +53,19 @@ fn file_names() -> &'static [Option<HashSet<String>>] {
 
 /// Parses and declares the library files whose types are present and whose names the program
 /// mentions; returns `typenames` with the typedef names they add (for the parser of the program).
-pub fn load(ck: &mut Checker<'_>, typenames: HashSet<String>, program: &str) -> HashSet<String> {
+/// `also` is more text naming what the program uses implicitly (the D types of the `args[]` of
+/// its probes).
+pub fn load(
+    ck: &mut Checker<'_>,
+    typenames: HashSet<String>,
+    program: &str,
+    also: &[String],
+) -> HashSet<String> {
     let mut names = typenames;
-    let mentioned = identifiers(program);
+    let mut mentioned = identifiers(program);
+    for t in also {
+        mentioned.extend(identifiers(t));
+    }
     for ((needs, _name, text), declared) in FILES.iter().zip(file_names()) {
         if let Some(d) = declared {
             if !mentioned.iter().any(|m| d.contains(*m)) {
@@ -79,6 +89,11 @@ pub fn load(ck: &mut Checker<'_>, typenames: HashSet<String>, program: &str) -> 
         }
     }
     names
+}
+
+/// Whether `text` has the identifier `name`.
+pub fn mentions(text: &str, name: &str) -> bool {
+    identifiers(text).contains(name)
 }
 
 /// The identifiers of a program's text (words of letters, digits and `_`, not starting with a digit).

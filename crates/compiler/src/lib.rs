@@ -70,6 +70,15 @@ pub trait ProbeInfo: Sync {
     /// Argument types of the probes `desc` matches, or `None` when unknown or not uniform.
     fn arg_types(&self, desc: &ProbeDesc) -> Option<Vec<String>>;
 
+    /// The native types (`dtrace -lv`'s "native" column) of the same arguments, when they differ
+    /// from the D types somewhere: an `args[n]` whose D type is a translator's output (`psinfo_t *`)
+    /// and whose native type is that translator's input (`struct task_struct *`) is the translation
+    /// of the native value (`xlate<psinfo_t *>(task)`). `None`: every argument is as its D type says.
+    fn arg_native_types(&self, desc: &ProbeDesc) -> Option<Vec<String>> {
+        let _ = desc;
+        None
+    }
+
     /// Address and type of symbol `name` (in `module`, or any module; `user` for ``` `` ```).
     fn symbol(&self, module: Option<&str>, name: &str, user: bool) -> Option<(u64, String)> {
         let _ = (module, name, user);
@@ -150,7 +159,8 @@ fn compile_here(
     };
     let names: HashSet<String> = types.typedef_names().into_iter().collect();
     let mut ck = Checker::new(opts, types, basic);
-    let names = dlib::load(&mut ck, names, text);
+    let arg_names = probe_arg_type_names(text, &env, &names, opts, probes);
+    let names = dlib::load(&mut ck, names, text, &arg_names);
     let parser = parser::Parser::new(text, env, names, opts.source == SourceKind::File);
     let ast = parser.program()?;
     if ast.items.is_empty() {
@@ -188,6 +198,49 @@ fn compile_here(
     program.options = ck.options.clone();
     program.print_types = std::mem::take(&mut ck.print_types.table);
     Ok(program)
+}
+
+/// The identifiers in the `args[]` types of the probes a program's clauses name, when it uses
+/// `args` (`psinfo_t` for `sched:::wakeup`): the D library files declaring them are then loaded, as
+/// if the program had named them.
+fn probe_arg_type_names(
+    text: &str,
+    env: &MacroEnv,
+    names: &HashSet<String>,
+    opts: &CompileOptions,
+    probes: Option<&dyn ProbeInfo>,
+) -> Vec<String> {
+    let Some(info) = probes else {
+        return Vec::new();
+    };
+    if !dlib::mentions(text, "args") {
+        return Vec::new();
+    }
+    let parser = parser::Parser::new(
+        text,
+        env.clone(),
+        names.clone(),
+        opts.source == SourceKind::File,
+    );
+    // A program that does not parse without the library fails again (with its message) later.
+    let Ok(ast) = parser.program() else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for item in &ast.items {
+        let Item::Clause(c) = item else { continue };
+        for (spec, line) in &c.probes {
+            let Ok(desc) = lower::probe_desc(spec, *line) else {
+                continue;
+            };
+            for t in info.arg_types(&desc).into_iter().flatten() {
+                if !out.contains(&t) {
+                    out.push(t);
+                }
+            }
+        }
+    }
+    out
 }
 
 fn check_macro_args(ast: &ast::Program, opts: &CompileOptions) -> CResult<()> {

@@ -304,15 +304,14 @@ fn emit_conditions(a: &mut Asm, shape: &ProbeShape, out: Label) -> Result<()> {
             emit_new_task(a, shape, arg, process_only, out)?;
             continue;
         }
-        need_ctx(shape, CtxKind::Tracepoint, "a record condition")?;
         match *c {
             Condition::MaskSet { offset, size, mask } => {
-                load_field(a, R0, offset, size, false)?;
+                cond_load(a, shape, offset, size, false)?;
                 a.alu_imm(op::AND, R0, mask as i32);
                 a.jmp_imm(op::JEQ, R0, 0, out);
             }
             Condition::MaskClear { offset, size, mask } => {
-                load_field(a, R0, offset, size, false)?;
+                cond_load(a, shape, offset, size, false)?;
                 a.alu_imm(op::AND, R0, mask as i32);
                 a.jmp_imm(op::JNE, R0, 0, out);
             }
@@ -321,17 +320,45 @@ fn emit_conditions(a: &mut Asm, shape: &ProbeShape, out: Label) -> Result<()> {
                 size,
                 value,
             } => {
-                load_field(a, R0, offset, size, true)?;
+                cond_load(a, shape, offset, size, true)?;
                 a.jmp_imm(op::JNE, R0, value, out);
             }
             Condition::Negative { offset, size } => {
-                load_field(a, R0, offset, size, true)?;
+                cond_load(a, shape, offset, size, true)?;
                 a.jmp_imm(op::JSGE, R0, 0, out);
             }
             Condition::NewTask { .. } => {}
         }
     }
     Ok(())
+}
+
+/// Loads the value a condition tests into R0: a field of a tracepoint record, or in a raw
+/// tracepoint's context the argument at `offset` (a multiple of 8; every argument is widened to 8
+/// bytes there), of which the low `size` bytes are tested.
+fn cond_load(a: &mut Asm, shape: &ProbeShape, offset: u16, size: u8, signed: bool) -> Result<()> {
+    if matches!(
+        shape.ctx,
+        CtxKind::RawTracepoint | CtxKind::TypedRawTracepoint
+    ) {
+        if offset % 8 != 0 {
+            return Err(LinuxError::Asm(format!(
+                "raw tracepoint condition at offset {offset}"
+            )));
+        }
+        a.load(Size::DW, R0, R6, off16(offset as usize, "raw argument")?);
+        if size < 8 {
+            if signed {
+                a.sign_extend(R0, size as usize);
+            } else {
+                let bits = 64 - 8 * i32::from(size);
+                a.alu_imm(op::LSH, R0, bits).alu_imm(op::RSH, R0, bits);
+            }
+        }
+        return Ok(());
+    }
+    need_ctx(shape, CtxKind::Tracepoint, "a record condition")?;
+    load_field(a, R0, offset, size, signed)
 }
 
 fn emit_arg(a: &mut Asm, shape: &ProbeShape, src: ArgSource) -> Result<()> {

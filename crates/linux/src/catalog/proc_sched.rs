@@ -1,9 +1,13 @@
 //! The `proc` and `sched` providers, built on the scheduler, task and signal tracepoints of this
 //! kernel. Each probe names the tracepoint it fires from, any test on the record (e.g. `create` only
-//! for new processes, `lwp-create` only for new threads), and its arguments. Where a tracepoint lacks
-//! DTrace's documented argument (a `psinfo_t *` built from a task), the argument is the pid the
-//! translator needs, typed as the kernel gives it. Probes with no tracepoint behind them on the running
-//! kernel are simply absent; [`unavailable`] says why for the ones DTrace defines.
+//! for new processes, `lwp-create` only for new threads), and its arguments. A probe whose DTrace
+//! arguments describe a thread and its process (`lwpsinfo_t *`, `psinfo_t *`: the thread woken by
+//! `wakeup`, the child of `create`, the target of `signal-send`) fires from the tracepoint's raw form,
+//! whose arguments are the kernel's own `struct task_struct *` pointers: each such argument is the task
+//! pointer, native type `struct task_struct *`, D type the translated one, so the compiler applies the
+//! D library's translator (`args[1]->pr_fname` is `xlate<psinfo_t *>(task)->pr_fname`). Probes with
+//! no tracepoint behind them on the running kernel are simply absent; [`unavailable`] says why for
+//! the ones DTrace defines.
 //!
 //! Each probe fires in the context DTrace documents for it: `on-cpu` in the thread going on CPU (the
 //! `sched_switch` raw tracepoint's `next` task supplies every identity value and `curthread`, since
@@ -24,12 +28,17 @@ const TASK_REPORT_MAX: u32 = 0x100;
 
 enum Cond {
     MaskSet(&'static str, u32),
-    MaskClear(&'static str, u32),
     Equals(&'static str, i32),
     Negative(&'static str),
     /// The incoming task's first run (see [`Condition::NewTask`]); for the first thread of a
     /// process only when true.
     FirstRun(bool),
+    /// Raw tracepoint argument `n` has a bit of the mask set.
+    RawMaskSet(u8, u32),
+    /// Raw tracepoint argument `n` has every bit of the mask clear.
+    RawMaskClear(u8, u32),
+    /// Raw tracepoint argument `n` (an `int`) equals the value.
+    RawEquals(u8, i32),
 }
 
 enum Arg {
@@ -41,11 +50,26 @@ enum Arg {
     Zero(&'static str),
     /// The exit reason (`CLD_*`) from the exiting task's `exit_code`.
     ExitReason,
+    /// Raw tracepoint argument `n`, a `struct task_struct *`, seen in D as the translated type.
+    Task(u8, &'static str),
+    /// Raw tracepoint argument `n`, of this native and D type.
+    Raw(u8, &'static str, &'static str),
 }
+
+/// The native type of a task argument.
+const TASK: &str = "struct task_struct *";
+/// DTrace's type for the thread a probe describes.
+const LWPSINFO: &str = "lwpsinfo_t *";
+/// DTrace's type for the process a probe describes.
+const PSINFO: &str = "psinfo_t *";
 
 /// The raw tracepoint `on-cpu` attaches to, and the argument holding the incoming task.
 const SWITCH_RAW: &str = "sched_switch";
 const SWITCH_NEXT_ARG: u8 = 2;
+/// `signal_generate(int sig, struct kernel_siginfo *info, struct task_struct *task, int group,
+/// int result)`: the target task and the result.
+const SIGNAL_TASK: u8 = 2;
+const SIGNAL_RESULT: u8 = 4;
 
 struct Spec {
     provider: &'static str,
@@ -55,6 +79,9 @@ struct Spec {
     args: &'static [Arg],
     conds: &'static [Cond],
     next_identity: bool,
+    /// Fire from the raw tracepoint `event` (for task pointer arguments); the tracefs event must
+    /// still exist for the probe to be offered.
+    raw: bool,
 }
 
 const SPECS: &[Spec] = &[
@@ -66,6 +93,7 @@ const SPECS: &[Spec] = &[
         args: &[Arg::Field("filename", Some("string"))],
         conds: &[],
         next_identity: false,
+        raw: false,
     },
     Spec {
         provider: "proc",
@@ -75,6 +103,7 @@ const SPECS: &[Spec] = &[
         args: &[],
         conds: &[],
         next_identity: false,
+        raw: false,
     },
     Spec {
         provider: "proc",
@@ -84,6 +113,7 @@ const SPECS: &[Spec] = &[
         args: &[Arg::Neg("ret", "int")],
         conds: &[Cond::Negative("ret")],
         next_identity: false,
+        raw: false,
     },
     Spec {
         provider: "proc",
@@ -93,6 +123,7 @@ const SPECS: &[Spec] = &[
         args: &[Arg::ExitReason],
         conds: &[Cond::Equals("group_dead", 1)],
         next_identity: false,
+        raw: false,
     },
     Spec {
         provider: "proc",
@@ -102,24 +133,27 @@ const SPECS: &[Spec] = &[
         args: &[],
         conds: &[],
         next_identity: false,
+        raw: false,
     },
     Spec {
         provider: "proc",
         name: "create",
         sys: "task",
         event: "task_newtask",
-        args: &[Arg::Field("pid", None)],
-        conds: &[Cond::MaskClear("clone_flags", CLONE_THREAD)],
+        args: &[Arg::Task(0, PSINFO)],
+        conds: &[Cond::RawMaskClear(1, CLONE_THREAD)],
         next_identity: false,
+        raw: true,
     },
     Spec {
         provider: "proc",
         name: "lwp-create",
         sys: "task",
         event: "task_newtask",
-        args: &[Arg::Field("pid", None), Arg::Field("pid", None)],
-        conds: &[Cond::MaskSet("clone_flags", CLONE_THREAD)],
+        args: &[Arg::Task(0, LWPSINFO), Arg::Task(0, PSINFO)],
+        conds: &[Cond::RawMaskSet(1, CLONE_THREAD)],
         next_identity: false,
+        raw: true,
     },
     Spec {
         provider: "proc",
@@ -127,12 +161,13 @@ const SPECS: &[Spec] = &[
         sys: "signal",
         event: "signal_generate",
         args: &[
-            Arg::Field("pid", None),
-            Arg::Field("pid", None),
-            Arg::Field("sig", Some("int")),
+            Arg::Task(SIGNAL_TASK, LWPSINFO),
+            Arg::Task(SIGNAL_TASK, PSINFO),
+            Arg::Raw(0, "int", "int"),
         ],
         conds: &[],
         next_identity: false,
+        raw: true,
     },
     Spec {
         provider: "proc",
@@ -140,12 +175,13 @@ const SPECS: &[Spec] = &[
         sys: "signal",
         event: "signal_generate",
         args: &[
-            Arg::Field("pid", None),
-            Arg::Field("pid", None),
-            Arg::Field("sig", Some("int")),
+            Arg::Task(SIGNAL_TASK, LWPSINFO),
+            Arg::Task(SIGNAL_TASK, PSINFO),
+            Arg::Raw(0, "int", "int"),
         ],
-        conds: &[Cond::Equals("result", TRACE_SIGNAL_IGNORED)],
+        conds: &[Cond::RawEquals(SIGNAL_RESULT, TRACE_SIGNAL_IGNORED)],
         next_identity: false,
+        raw: true,
     },
     Spec {
         provider: "proc",
@@ -159,6 +195,7 @@ const SPECS: &[Spec] = &[
         ],
         conds: &[],
         next_identity: false,
+        raw: false,
     },
     Spec {
         provider: "proc",
@@ -168,6 +205,7 @@ const SPECS: &[Spec] = &[
         args: &[],
         conds: &[Cond::FirstRun(true)],
         next_identity: true,
+        raw: false,
     },
     Spec {
         provider: "proc",
@@ -177,6 +215,7 @@ const SPECS: &[Spec] = &[
         args: &[],
         conds: &[Cond::FirstRun(false)],
         next_identity: true,
+        raw: false,
     },
     Spec {
         provider: "sched",
@@ -186,15 +225,20 @@ const SPECS: &[Spec] = &[
         args: &[],
         conds: &[],
         next_identity: true,
+        raw: false,
     },
     Spec {
         provider: "sched",
         name: "off-cpu",
         sys: "sched",
         event: "sched_switch",
-        args: &[Arg::Field("next_pid", None), Arg::Field("next_pid", None)],
+        args: &[
+            Arg::Task(SWITCH_NEXT_ARG, LWPSINFO),
+            Arg::Task(SWITCH_NEXT_ARG, PSINFO),
+        ],
         conds: &[],
         next_identity: false,
+        raw: true,
     },
     Spec {
         provider: "sched",
@@ -204,6 +248,7 @@ const SPECS: &[Spec] = &[
         args: &[],
         conds: &[Cond::MaskSet("prev_state", TASK_REPORT_MAX - 1)],
         next_identity: false,
+        raw: false,
     },
     Spec {
         provider: "sched",
@@ -213,15 +258,17 @@ const SPECS: &[Spec] = &[
         args: &[],
         conds: &[Cond::MaskSet("prev_state", TASK_REPORT_MAX)],
         next_identity: false,
+        raw: false,
     },
     Spec {
         provider: "sched",
         name: "wakeup",
         sys: "sched",
         event: "sched_waking",
-        args: &[Arg::Field("pid", None), Arg::Field("pid", None)],
+        args: &[Arg::Task(0, LWPSINFO), Arg::Task(0, PSINFO)],
         conds: &[],
         next_identity: false,
+        raw: true,
     },
     Spec {
         provider: "sched",
@@ -235,6 +282,7 @@ const SPECS: &[Spec] = &[
         ],
         conds: &[],
         next_identity: false,
+        raw: false,
     },
 ];
 
@@ -291,6 +339,22 @@ fn build(spec: &Spec, f: &EventFormat) -> Option<Probe> {
                     copy: None,
                 });
             }
+            Arg::Task(n, dt) => {
+                args.push(ArgSource::RawArg(*n));
+                types.push(ProbeArg {
+                    native: TASK.into(),
+                    dtype: (*dt).into(),
+                    copy: None,
+                });
+            }
+            Arg::Raw(n, native, dt) => {
+                args.push(ArgSource::RawArg(*n));
+                types.push(ProbeArg {
+                    native: (*native).into(),
+                    dtype: (*dt).into(),
+                    copy: None,
+                });
+            }
             Arg::Zero(dt) => {
                 args.push(ArgSource::Zero);
                 types.push(ProbeArg {
@@ -303,19 +367,40 @@ fn build(spec: &Spec, f: &EventFormat) -> Option<Probe> {
     }
     let mut conditions = Vec::new();
     for c in spec.conds {
-        if let Cond::FirstRun(process_only) = *c {
-            conditions.push(Condition::NewTask {
-                arg: SWITCH_NEXT_ARG,
-                process_only,
-            });
-            continue;
+        let raw_at = |n: u8| (8 * n as u16, 8u8);
+        match *c {
+            Cond::FirstRun(process_only) => {
+                conditions.push(Condition::NewTask {
+                    arg: SWITCH_NEXT_ARG,
+                    process_only,
+                });
+                continue;
+            }
+            Cond::RawMaskSet(n, mask) => {
+                let (offset, size) = raw_at(n);
+                conditions.push(Condition::MaskSet { offset, size, mask });
+                continue;
+            }
+            Cond::RawMaskClear(n, mask) => {
+                let (offset, size) = raw_at(n);
+                conditions.push(Condition::MaskClear { offset, size, mask });
+                continue;
+            }
+            Cond::RawEquals(n, value) => {
+                // An `int` argument: its low 4 bytes (the raw context holds it widened).
+                let (offset, _) = raw_at(n);
+                conditions.push(Condition::Equals {
+                    offset,
+                    size: 4,
+                    value,
+                });
+                continue;
+            }
+            _ => {}
         }
         let name = match c {
-            Cond::MaskSet(n, _)
-            | Cond::MaskClear(n, _)
-            | Cond::Equals(n, _)
-            | Cond::Negative(n) => *n,
-            Cond::FirstRun(_) => continue,
+            Cond::MaskSet(n, _) | Cond::Equals(n, _) | Cond::Negative(n) => *n,
+            _ => continue,
         };
         let fl = field(f, name)?;
         if !matches!(fl.size, 1 | 2 | 4 | 8) {
@@ -324,14 +409,13 @@ fn build(spec: &Spec, f: &EventFormat) -> Option<Probe> {
         let (offset, size) = (fl.offset as u16, fl.size as u8);
         conditions.push(match *c {
             Cond::MaskSet(_, mask) => Condition::MaskSet { offset, size, mask },
-            Cond::MaskClear(_, mask) => Condition::MaskClear { offset, size, mask },
             Cond::Equals(_, value) => Condition::Equals {
                 offset,
                 size,
                 value,
             },
             Cond::Negative(_) => Condition::Negative { offset, size },
-            Cond::FirstRun(_) => continue,
+            _ => continue,
         });
     }
     if spec.next_identity {
@@ -344,6 +428,18 @@ fn build(spec: &Spec, f: &EventFormat) -> Option<Probe> {
                 args,
                 conditions,
                 identity: Identity::RawTask(SWITCH_NEXT_ARG),
+            },
+        });
+    }
+    if spec.raw {
+        return Some(Probe {
+            desc: ProbeDesc::new(spec.provider, "", "", spec.name),
+            args: types,
+            attach: AttachPoint::RawTracepoint {
+                name: spec.event.into(),
+                args,
+                conditions,
+                identity: Identity::Current,
             },
         });
     }

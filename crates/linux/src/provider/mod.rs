@@ -270,6 +270,23 @@ impl LinuxTracing {
         common
     }
 
+    /// The native types of the same arguments (as [`Self::arg_types`]), for the compiler to
+    /// translate an argument whose D type differs (`psinfo_t *` from `struct task_struct *`).
+    pub fn arg_native_types(&self, desc: &crate::ProbeDesc) -> Option<Vec<String>> {
+        let sh = self.lock();
+        let probes = sh.catalog.matching(desc).ok()?;
+        let mut common: Option<Vec<String>> = None;
+        for p in probes {
+            let t: Vec<String> = p.args.iter().map(|a| a.native.clone()).collect();
+            match &common {
+                Some(c) if *c != t => return None,
+                Some(_) => {}
+                None => common = Some(t),
+            }
+        }
+        common
+    }
+
     /// The symbolizer that remembers the mappings of every process an event came from (noted at
     /// delivery, while the process lives), for the consumer to print stacks and symbols with.
     pub fn symbolizer(&self) -> Arc<Mutex<Symbolizer>> {
