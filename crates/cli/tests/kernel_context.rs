@@ -1,7 +1,9 @@
 //! `dtrace` probe context on the real kernel (root, BPF, tracefs and the kernel's BTF; gcc for the
 //! programs compiled here; skipped otherwise): `sched:::on-cpu` describes the thread going on CPU
 //! through every identity value and `curthread`; `caller`, `ucaller`, `execargs` and `progenyof()`
-//! give what DTrace documents; `proc:::exit` gives the exit reason and fires once per process.
+//! give what DTrace documents; `proc:::exit` gives the exit reason and fires once per process;
+//! `sched:::wakeup`, `proc:::create` and `proc:::signal-send` give the `lwpsinfo_t *`/`psinfo_t *`
+//! arguments DTrace documents (the paper's `@[args[1]->pr_fname] = count()` among them).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -378,4 +380,168 @@ fn start_fires_for_new_processes_and_lwp_start_for_every_new_thread() {
     assert!(lines[0].starts_with("lwp-start "), "{out}");
     assert_eq!(lines[2], "threads 3", "{out}");
     let _ = std::fs::remove_dir_all(exe.parent().unwrap());
+}
+
+/// Forks a child that names itself `woken` and sleeps in pause(); the parent prints the child's
+/// pid, maps a page (the paper's "interested" moment), wakes the child with SIGUSR1 and reaps it.
+const WAKER_PROG: &str = r#"
+#include <signal.h>
+#include <stdio.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+static void on_usr1(int s) { (void)s; }
+int main(void) {
+    signal(SIGUSR1, on_usr1);
+    pid_t c = fork();
+    if (c == 0) { prctl(PR_SET_NAME, "woken"); pause(); _exit(0); }
+    printf("child=%d\n", (int)c);
+    fflush(stdout);
+    usleep(200000);
+    void *p = mmap(0, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    kill(c, SIGUSR1);
+    waitpid(c, NULL, 0);
+    munmap(p, 4096);
+    return 0;
+}
+"#;
+
+/// Runs `script` with `-q` over the waker program; returns the child's pid, the parent's pid
+/// (as `$target` printed by the script's BEGIN, when it prints `target=`) and the other lines.
+fn run_waker(script: &str) -> (i32, Vec<String>) {
+    let exe = compile("waker", WAKER_PROG);
+    let exe = exe.to_str().unwrap();
+    let (rc, out, err) = dtrace(&["-qn", script, "-c", exe]);
+    assert_eq!(rc, 0, "{err}");
+    let child = out
+        .lines()
+        .find_map(|l| l.strip_prefix("child="))
+        .and_then(|p| p.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no child pid: {out}"));
+    let rest = out
+        .lines()
+        .filter(|l| !l.starts_with("child=") && !l.trim().is_empty())
+        .map(|l| l.trim().to_string())
+        .collect();
+    (child, rest)
+}
+
+#[test]
+fn wakeup_args_are_the_woken_thread_and_process() {
+    if !ready("wakeup_args_are_the_woken_thread_and_process") {
+        return;
+    }
+    let (child, lines) = run_waker(
+        r#"sched:::wakeup /pid == $target && args[1]->pr_ppid == $target/ {
+            printf("woke %d %d %s %d\n", args[1]->pr_pid, args[0]->pr_lwpid, args[1]->pr_fname,
+                args[1]->pr_ppid == pid);
+        }"#,
+    );
+    let want = format!("woke {child} {child} woken 1");
+    assert!(lines.iter().any(|l| *l == want), "{want} in {lines:?}");
+    assert!(lines.iter().all(|l| l.starts_with("woke ")), "{lines:?}");
+}
+
+#[test]
+fn create_args0_is_the_child() {
+    if !ready("create_args0_is_the_child") {
+        return;
+    }
+    let (child, lines) = run_waker(
+        r#"proc:::create /pid == $target/ {
+            printf("create %d %d %d\n", args[0]->pr_pid, args[0]->pr_ppid == pid,
+                args[0]->pr_pid == pid);
+        }"#,
+    );
+    assert_eq!(lines, vec![format!("create {child} 1 0")]);
+}
+
+#[test]
+fn signal_send_args_are_the_target_and_the_signal() {
+    if !ready("signal_send_args_are_the_target_and_the_signal") {
+        return;
+    }
+    let (child, lines) = run_waker(
+        r#"proc:::signal-send /pid == $target && args[2] == 10/ {
+            printf("sig %d %d %d %s\n", args[2], args[1]->pr_pid, args[0]->pr_lwpid,
+                args[1]->pr_fname);
+        }"#,
+    );
+    assert_eq!(lines, vec![format!("sig 10 {child} {child} woken")]);
+}
+
+#[test]
+fn signal_send_from_kill_usr1() {
+    if !ready("signal_send_from_kill_usr1") {
+        return;
+    }
+    // The shell's `kill -USR1` of its sleeping child: the target is the child (a process whose
+    // parent is the shell), the signal SIGUSR1.
+    let script = scratch_dir("killusr1").join("kill.sh");
+    std::fs::write(&script, "sleep 5 &\nsleep 0.2\nkill -USR1 $!\nwait\n").unwrap();
+    let cmd = format!("/bin/sh {}", script.display());
+    let (rc, out, err) = dtrace(&[
+        "-qn",
+        r#"proc:::signal-send /pid == $target && args[1]->pr_ppid == $target/ {
+            printf("%d %d %d\n", args[2], args[1]->pr_pid != pid,
+                args[0]->pr_lwpid == args[1]->pr_pid);
+        }"#,
+        "-c",
+        &cmd,
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    let lines: Vec<&str> = out.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines, vec!["10 1 1"], "{out}");
+}
+
+#[test]
+fn papers_wakeup_script_counts_the_woken_process() {
+    if !ready("papers_wakeup_script_counts_the_woken_process") {
+        return;
+    }
+    // The paper's script (with the X server's mmap and poll as the moments of interest).
+    let (_child, lines) = run_waker(
+        r#"syscall::mmap:entry /pid == $target/ { self->interested = 1; }
+        syscall::poll:entry, syscall::ppoll:entry /pid == $target/ { self->interested = 0; }
+        sched:::wakeup /self->interested/ { @[args[1]->pr_fname] = count(); }"#,
+    );
+    let woken = lines
+        .iter()
+        .find_map(|l| l.strip_prefix("woken"))
+        .unwrap_or_else(|| panic!("no woken: {lines:?}"));
+    let n: u64 = woken.trim().parse().unwrap_or_else(|_| panic!("{lines:?}"));
+    assert!(n >= 1, "{lines:?}");
+}
+
+#[test]
+fn list_verbose_shows_the_translated_types() {
+    if !ready("list_verbose_shows_the_translated_types") {
+        return;
+    }
+    for (probe, want) in [
+        (
+            "sched:::wakeup",
+            &["args[0]: lwpsinfo_t *", "args[1]: psinfo_t *"][..],
+        ),
+        ("proc:::create", &["args[0]: psinfo_t *"][..]),
+        (
+            "proc:::signal-send",
+            &[
+                "args[0]: lwpsinfo_t *",
+                "args[1]: psinfo_t *",
+                "args[2]: int",
+            ][..],
+        ),
+        (
+            "sched:::off-cpu",
+            &["args[0]: lwpsinfo_t *", "args[1]: psinfo_t *"][..],
+        ),
+    ] {
+        let (rc, out, err) = dtrace(&["-lv", "-n", probe]);
+        assert_eq!(rc, 0, "{err}");
+        for w in want {
+            assert!(out.lines().any(|l| l.trim() == *w), "{probe}: {w} in {out}");
+        }
+    }
 }
