@@ -365,3 +365,100 @@ fn every_syscall_entry_enables_and_counts_by_execname() {
         assert!(names.contains(call), "no {call} entry among {names:?}");
     }
 }
+
+#[test]
+fn thread_and_process_args_are_task_pointers_typed_for_translation() {
+    if !kernel_ok("thread_and_process_args_are_task_pointers_typed_for_translation") {
+        return;
+    }
+    let cat = catalog();
+    for (name, want) in [
+        ("sched:::wakeup", &["lwpsinfo_t *", "psinfo_t *"][..]),
+        ("sched:::off-cpu", &["lwpsinfo_t *", "psinfo_t *"][..]),
+        ("proc:::create", &["psinfo_t *"][..]),
+        ("proc:::lwp-create", &["lwpsinfo_t *", "psinfo_t *"][..]),
+        (
+            "proc:::signal-send",
+            &["lwpsinfo_t *", "psinfo_t *", "int"][..],
+        ),
+        (
+            "proc:::signal-discard",
+            &["lwpsinfo_t *", "psinfo_t *", "int"][..],
+        ),
+    ] {
+        let p = probe(&cat, name);
+        let d: Vec<&str> = p.args.iter().map(|a| a.dtype.as_str()).collect();
+        assert_eq!(d, want, "{name}");
+        for a in &p.args {
+            if a.dtype != "int" {
+                assert_eq!(a.native, "struct task_struct *", "{name}");
+            }
+        }
+        assert!(
+            matches!(
+                p.attach,
+                dtrace_linux::catalog::AttachPoint::RawTracepoint { .. }
+            ),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn signal_and_create_args_name_the_target_task() {
+    if !kernel_ok("signal_and_create_args_name_the_target_task") {
+        return;
+    }
+    let cat = catalog();
+    let send = probe(&cat, "proc:::signal-send");
+    let discard = probe(&cat, "proc:::signal-discard");
+    let create = probe(&cat, "proc:::create");
+    let mut s = session("g");
+    // SIGUSR2 to itself while ignoring it (discarded), then SIGUSR1 to a sleeping child.
+    let argv: Vec<String> = [
+        "sh",
+        "-c",
+        "trap '' USR2; kill -USR2 $$; sleep 1 & kill -USR1 $!; wait",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let (pid, _st, events) = run_traced(&mut s, &argv, |s, pid| {
+        let only = CaptureSpec {
+            filter_pid: Some(pid),
+            ..CaptureSpec::new()
+        };
+        s.enable(&send, 1, &only).unwrap();
+        s.enable(&discard, 2, &only).unwrap();
+        s.enable(&create, 3, &only).unwrap();
+    });
+    let mine = |tag| -> Vec<_> {
+        events
+            .iter()
+            .filter(|e| e.tag == tag && e.pid == pid)
+            .collect()
+    };
+    let sends = mine(1);
+    // The ignored SIGUSR2 to itself: sent (signal-send) and discarded, the target its own task.
+    let usr2: Vec<_> = sends.iter().filter(|e| e.args[2] == 12).collect();
+    assert_eq!(usr2.len(), 1, "{sends:?}");
+    assert_eq!(usr2[0].args[0], usr2[0].task);
+    // (The shell's SIGCHLD to this test at its exit is discarded too: SIG_DFL ignores it.)
+    let discards: Vec<_> = mine(2).into_iter().filter(|e| e.args[2] != 17).collect();
+    assert_eq!(discards.len(), 1, "{discards:?}");
+    assert_eq!(discards[0].args[2], 12);
+    assert_eq!(discards[0].args[0], discards[0].task);
+    assert_eq!(discards[0].args[1], discards[0].task);
+    // SIGUSR1 to the child: another task.
+    let usr1: Vec<_> = sends.iter().filter(|e| e.args[2] == 10).collect();
+    assert_eq!(usr1.len(), 1, "{sends:?}");
+    assert!(usr1[0].args[0] != 0 && usr1[0].args[0] != usr1[0].task);
+    assert_eq!(usr1[0].args[0], usr1[0].args[1]);
+    // The child created for `sleep` is that task.
+    let creates = mine(3);
+    assert!(
+        creates.iter().any(|e| e.args[0] == usr1[0].args[0]),
+        "{creates:?}"
+    );
+    assert!(creates.iter().all(|e| e.args[0] != e.task));
+}

@@ -72,7 +72,9 @@ fn dropping_a_session_detaches_everything() {
         },
     )
     .unwrap();
-    s.enable(&probe(&cat, "sched:::off-cpu"), 2, &CaptureSpec::new())
+    // `sleep` fires from the sched_switch tracefs event (a perf event; `off-cpu` is a raw
+    // tracepoint link).
+    s.enable(&probe(&cat, "sched:::sleep"), 2, &CaptureSpec::new())
         .unwrap();
     s.enable(
         &probe(&cat, "profile:::profile-97"),
@@ -84,7 +86,7 @@ fn dropping_a_session_detaches_everything() {
     )
     .unwrap();
     // openat has its entry program and its return-side re-read program, each in a slot of the
-    // sys_enter / sys_exit dispatchers (two more programs); off-cpu and profile one each.
+    // sys_enter / sys_exit dispatchers (two more programs); sleep and profile one each.
     assert_eq!(ours(&prefix), 6);
     let cpus = dtrace_linux::bpf::map::online_cpus().unwrap().len();
     assert_eq!(
