@@ -315,3 +315,66 @@ fn psargs_from_the_argument_strings_in_user_memory() {
     let long: Vec<u8> = b"x\0".repeat(60);
     assert_eq!(psargs(&long, true), "x ".repeat(40)[..79].to_string());
 }
+
+/// `sched:::wakeup`'s argument types as the Linux provider gives them.
+struct Wakeup;
+
+impl dtrace_compiler::ProbeInfo for Wakeup {
+    fn arg_types(&self, d: &dtrace_dif::program::ProbeDesc) -> Option<Vec<String>> {
+        (d.name == "wakeup").then(|| vec!["lwpsinfo_t *".into(), "psinfo_t *".into()])
+    }
+
+    fn arg_native_types(&self, d: &dtrace_dif::program::ProbeDesc) -> Option<Vec<String>> {
+        (d.name == "wakeup").then(|| vec!["struct task_struct *".into(); 2])
+    }
+}
+
+#[test]
+fn translated_probe_args_load_the_library_and_key_aggregations() {
+    let Some(k) = have_kernel("translated_probe_args_load_the_library_and_key_aggregations") else {
+        return;
+    };
+    // The paper's script names nothing of the library: the probe's argument types load it.
+    let p = dtrace_compiler::compile_with(
+        "syscall::mmap:entry { self->interested = 1; }\n\
+         sched:::wakeup /self->interested/ { @[args[1]->pr_fname] = count(); }\n\
+         sched:::wakeup { trace(args[0]->pr_lwpid); trace(args[1]->pr_ppid); }",
+        &CompileOptions::default(),
+        vec![Box::new(CtfTypes::new(Arc::clone(&k)))],
+        Some(&Wakeup),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    verified(&p);
+    // `pr_fname` (char [16]) keys the aggregation as a string; the members are loads off args[].
+    let l = listing(&p);
+    assert!(l.contains("ecb1/action1 returns string"), "{l}");
+    // Without the native types the translated types are plain (and here unknown) pointers.
+    struct Untyped;
+    impl dtrace_compiler::ProbeInfo for Untyped {
+        fn arg_types(&self, _: &dtrace_dif::program::ProbeDesc) -> Option<Vec<String>> {
+            Some(vec!["lwpsinfo_t *".into(), "psinfo_t *".into()])
+        }
+    }
+    let e = dtrace_compiler::compile_with(
+        "sched:::wakeup { trace(args[1]->pr_pid); }",
+        &CompileOptions::default(),
+        vec![Box::new(CtfTypes::new(Arc::clone(&k)))],
+        Some(&Untyped),
+    );
+    // psinfo_t is loaded (the library is), but args[1] is then a plain psinfo_t pointer: it
+    // compiles to a load through it, not to the translator's task_struct loads.
+    let code = |p: &Program| {
+        let d = p.ecbs[0].actions[0].difo.as_ref().expect("a DIF action");
+        (d.text.clone(), d.inttab.clone())
+    };
+    let plain = code(&e.unwrap_or_else(|e| panic!("{e}")));
+    let translated = dtrace_compiler::compile_with(
+        "sched:::wakeup { trace(args[1]->pr_pid); }",
+        &CompileOptions::default(),
+        vec![Box::new(CtfTypes::new(Arc::clone(&k)))],
+        Some(&Wakeup),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    verified(&translated);
+    assert_ne!(plain, code(&translated));
+}

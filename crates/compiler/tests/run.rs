@@ -583,3 +583,35 @@ fn stores_through_pointers_from_variables() {
     .unwrap_err();
     assert!(e.to_string().contains("writable variable"), "{e}");
 }
+
+/// A probe whose `args[0]` is a translated type (`struct info *` from a native `long`), as
+/// `sched:::wakeup`'s `psinfo_t *` is from `struct task_struct *`.
+struct Translated;
+
+impl dtrace_compiler::ProbeInfo for Translated {
+    fn arg_types(&self, d: &dtrace_dif::program::ProbeDesc) -> Option<Vec<String>> {
+        (d.function == "xl").then(|| vec!["struct info *".into(), "long".into()])
+    }
+
+    fn arg_native_types(&self, d: &dtrace_dif::program::ProbeDesc) -> Option<Vec<String>> {
+        (d.function == "xl").then(|| vec!["long".into(), "long".into()])
+    }
+}
+
+#[test]
+fn args_of_a_translated_type_are_translations_of_the_native_value() {
+    let src = r#"
+        struct info { int doubled; string name; };
+        translator struct info < long x > { doubled = x * 2; name = x > 5 ? "big" : "small"; };
+        p::xl:entry { trace(args[0]->doubled); trace(args[0]->name); trace(args[1]);
+                      this->i = *args[0]; trace(this->i.doubled); }
+    "#;
+    let p = dtrace_compiler::compile_with(
+        src,
+        &CompileOptions::default(),
+        Vec::new(),
+        Some(&Translated),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(Run::new().fire(&p), ["20", "big", "20", "20"]);
+}
