@@ -341,7 +341,7 @@ fn cond_load(a: &mut Asm, shape: &ProbeShape, offset: u16, size: u8, signed: boo
         shape.ctx,
         CtxKind::RawTracepoint | CtxKind::TypedRawTracepoint
     ) {
-        if offset % 8 != 0 {
+        if !offset.is_multiple_of(8) {
             return Err(LinuxError::Asm(format!(
                 "raw tracepoint condition at offset {offset}"
             )));
