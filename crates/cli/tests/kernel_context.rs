@@ -382,6 +382,36 @@ fn start_fires_for_new_processes_and_lwp_start_for_every_new_thread() {
     let _ = std::fs::remove_dir_all(exe.parent().unwrap());
 }
 
+fn ready_gcc(test: &str) -> bool {
+    ready(test)
+        && dtrace_testkit::skip_unless(dtrace_testkit::have_program("gcc"), test, "needs gcc")
+}
+
+#[test]
+fn lwp_create_args_are_the_new_thread_and_its_process() {
+    if !ready_gcc("lwp_create_args_are_the_new_thread_and_its_process") {
+        return;
+    }
+    let exe = compile("lwpcreate", START_PROG);
+    // In the creating thread: the new thread (another lwp of this process); the fork's child is
+    // proc:::create's, not lwp-create's.
+    let (rc, out, err) = dtrace(&[
+        "-qn",
+        r#"proc:::lwp-create /pid == $target/ {
+            @[args[0]->pr_lwpid != tid, args[1]->pr_pid == pid, args[0]->pr_lwpid > 0] = count();
+        }"#,
+        "-c",
+        &exe.display().to_string(),
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    let lines: Vec<Vec<&str>> = out
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(lines, vec![vec!["1", "1", "1", "3"]], "{out}");
+}
+
 /// Forks a child that names itself `woken` and sleeps in pause(); the parent prints the child's
 /// pid, maps a page (the paper's "interested" moment), wakes the child with SIGUSR1 and reaps it.
 const WAKER_PROG: &str = r#"
@@ -429,7 +459,7 @@ fn run_waker(script: &str) -> (i32, Vec<String>) {
 
 #[test]
 fn wakeup_args_are_the_woken_thread_and_process() {
-    if !ready("wakeup_args_are_the_woken_thread_and_process") {
+    if !ready_gcc("wakeup_args_are_the_woken_thread_and_process") {
         return;
     }
     let (child, lines) = run_waker(
@@ -445,7 +475,7 @@ fn wakeup_args_are_the_woken_thread_and_process() {
 
 #[test]
 fn create_args0_is_the_child() {
-    if !ready("create_args0_is_the_child") {
+    if !ready_gcc("create_args0_is_the_child") {
         return;
     }
     let (child, lines) = run_waker(
@@ -459,7 +489,7 @@ fn create_args0_is_the_child() {
 
 #[test]
 fn signal_send_args_are_the_target_and_the_signal() {
-    if !ready("signal_send_args_are_the_target_and_the_signal") {
+    if !ready_gcc("signal_send_args_are_the_target_and_the_signal") {
         return;
     }
     let (child, lines) = run_waker(
@@ -497,7 +527,7 @@ fn signal_send_from_kill_usr1() {
 
 #[test]
 fn papers_wakeup_script_counts_the_woken_process() {
-    if !ready("papers_wakeup_script_counts_the_woken_process") {
+    if !ready_gcc("papers_wakeup_script_counts_the_woken_process") {
         return;
     }
     // The paper's script (with the X server's mmap and poll as the moments of interest).
