@@ -2,7 +2,7 @@
 //! programs compiled here; skipped otherwise): `sched:::on-cpu` describes the thread going on CPU
 //! through every identity value and `curthread`; `caller`, `ucaller`, `execargs` and `progenyof()`
 //! give what DTrace documents; `proc:::exit` gives the exit reason and fires once per process;
-//! `sched:::wakeup`, `proc:::create` and `proc:::signal-send` give the `lwpsinfo_t *`/`psinfo_t *`
+//! `sched:::wakeup`, `proc:::create`, `lwp-create`, `signal-send` and `change-pri` give the `lwpsinfo_t *`/`psinfo_t *`
 //! arguments DTrace documents (the paper's `@[args[1]->pr_fname] = count()` among them).
 
 use std::path::{Path, PathBuf};
@@ -567,6 +567,14 @@ fn list_verbose_shows_the_translated_types() {
             "sched:::off-cpu",
             &["args[0]: lwpsinfo_t *", "args[1]: psinfo_t *"][..],
         ),
+        (
+            "sched:::change-pri",
+            &[
+                "args[0]: lwpsinfo_t *",
+                "args[1]: psinfo_t *",
+                "args[2]: int",
+            ][..],
+        ),
     ] {
         let (rc, out, err) = dtrace(&["-lv", "-n", probe]);
         assert_eq!(rc, 0, "{err}");
@@ -574,4 +582,57 @@ fn list_verbose_shows_the_translated_types() {
             assert!(out.lines().any(|l| l.trim() == *w), "{probe}: {w} in {out}");
         }
     }
+}
+
+/// The main thread (nice 5: priority 125) holds a priority-inheritance mutex a nice-0 thread
+/// (priority 120) then waits for: the holder is boosted to 120, and back to 125 at the unlock.
+const PI_PROG: &str = r#"
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <sys/resource.h>
+#include <unistd.h>
+static pthread_mutex_t m;
+static void *waiter(void *p) {
+    setpriority(PRIO_PROCESS, gettid(), 0);
+    pthread_mutex_lock(&m);
+    pthread_mutex_unlock(&m);
+    return p;
+}
+int main(void) {
+    pthread_mutexattr_t a;
+    pthread_mutexattr_init(&a);
+    pthread_mutexattr_setprotocol(&a, PTHREAD_PRIO_INHERIT);
+    pthread_mutex_init(&m, &a);
+    setpriority(PRIO_PROCESS, gettid(), 5);
+    pthread_mutex_lock(&m);
+    pthread_t t;
+    pthread_create(&t, 0, waiter, 0);
+    usleep(200000);
+    pthread_mutex_unlock(&m);
+    pthread_join(t, 0);
+    return 0;
+}
+"#;
+
+#[test]
+fn change_pri_args_are_the_thread_its_process_and_the_new_priority() {
+    if !ready_gcc("change_pri_args_are_the_thread_its_process_and_the_new_priority") {
+        return;
+    }
+    let exe = compile("changepri", PI_PROG);
+    let (rc, out, err) = dtrace(&[
+        "-qn",
+        r#"sched:::change-pri /pid == $target/ {
+            printf("%d %d %d %d\n", args[0]->pr_lwpid == pid, args[1]->pr_pid == pid,
+                args[0]->pr_pri, args[2]);
+        }"#,
+        "-c",
+        &exe.display().to_string(),
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    // The boost (fired in the waiter) and the unboost (in the holder) may print in either order:
+    // each CPU's events come in their own buffer.
+    let mut lines: Vec<&str> = out.lines().filter(|l| !l.trim().is_empty()).collect();
+    lines.sort_unstable();
+    assert_eq!(lines, vec!["1 1 120 125", "1 1 125 120"], "{out}");
 }

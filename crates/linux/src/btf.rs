@@ -221,6 +221,8 @@ pub struct TaskOffsets {
     pub other: Option<OtherTaskOffsets>,
     /// `exit_code` (the wait status the task exits with), when found.
     pub exit_code: Option<u32>,
+    /// `normal_prio` and `prio` (the priority without and with inheritance), when found.
+    pub prios: Option<(u32, u32)>,
     /// `mm` and, in `struct mm_struct`, `arg_start` and `arg_end` (the process's argument area),
     /// when found.
     pub args_area: Option<ArgsAreaOffsets>,
@@ -287,6 +289,9 @@ impl TaskOffsets {
                 })
             })(),
             exit_code: btf.member_offset(id, "exit_code"),
+            prios: btf
+                .member_offset(id, "normal_prio")
+                .zip(btf.member_offset(id, "prio")),
             args_area: (|| {
                 let mid = btf.struct_id("mm_struct")?;
                 Some(ArgsAreaOffsets {

@@ -385,6 +385,10 @@ fn thread_and_process_args_are_task_pointers_typed_for_translation() {
             "proc:::signal-discard",
             &["lwpsinfo_t *", "psinfo_t *", "int"][..],
         ),
+        (
+            "sched:::change-pri",
+            &["lwpsinfo_t *", "psinfo_t *", "int"][..],
+        ),
     ] {
         let p = probe(&cat, name);
         let d: Vec<&str> = p.args.iter().map(|a| a.dtype.as_str()).collect();

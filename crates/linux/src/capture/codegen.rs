@@ -407,6 +407,29 @@ fn emit_arg(a: &mut Asm, shape: &ProbeShape, src: ArgSource) -> Result<()> {
                 .ok_or_else(|| LinuxError::Asm(format!("syscall argument {n}")))?;
             a.load(Size::DW, R0, R10, REGS_COPY + (off - REGS_FIRST) as i16);
         }
+        ArgSource::PiNewPrio { task, donor } => {
+            need_ctx(shape, CtxKind::RawTracepoint, "a task argument")?;
+            let (normal, prio) = task_offsets(shape, "sched:::change-pri")?
+                .prios
+                .ok_or_else(|| {
+                    LinuxError::Unavailable(
+                        "task_struct priority offsets missing from the BTF".into(),
+                    )
+                })?;
+            let (no_donor, done) = (a.label(), a.label());
+            a.load(Size::DW, R8, R6, off16(8 * task as usize, "raw argument")?);
+            read_kernel(a, R10, SCRATCH as i32, 4, R8, normal as i32);
+            a.store_imm(Size::W, R10, KEY, i32::MAX);
+            a.load(Size::DW, R8, R6, off16(8 * donor as usize, "raw argument")?);
+            a.jmp_imm(op::JEQ, R8, 0, no_donor);
+            read_kernel(a, R10, KEY as i32, 4, R8, prio as i32);
+            a.bind(no_donor);
+            a.load(Size::W, R0, R10, SCRATCH);
+            a.load(Size::W, R1, R10, KEY);
+            a.jmp_reg(op::JLE, R0, R1, done);
+            a.mov(R0, R1);
+            a.bind(done);
+        }
         ArgSource::ExitReason => {
             let off = task_offsets(shape, "the exit reason")?
                 .exit_code

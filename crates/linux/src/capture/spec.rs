@@ -167,6 +167,15 @@ pub enum ArgSource {
     /// Syscall argument `n` (0-5) read from the user registers saved at syscall entry (the
     /// `sys_enter` raw tracepoint's `struct pt_regs *`).
     SyscallArg(u8),
+    /// The priority a task gets when a priority-inheritance donor changes (`sched_pi_setprio`'s
+    /// `newprio`): the `normal_prio` of the task in raw argument `task`, or the donor's (raw
+    /// argument `donor`, when not NULL) `prio` when that is lower (more urgent).
+    PiNewPrio {
+        /// The raw argument holding the task.
+        task: u8,
+        /// The raw argument holding the donor task (may be NULL).
+        donor: u8,
+    },
     /// Not available on this kernel: always 0 (the catalogue documents it).
     Zero,
 }

@@ -54,6 +54,8 @@ enum Arg {
     Task(u8, &'static str),
     /// Raw tracepoint argument `n`, of this native and D type.
     Raw(u8, &'static str, &'static str),
+    /// `sched_pi_setprio(task, pi_task)`'s new priority (see [`ArgSource::PiNewPrio`]).
+    PiNewPrio,
 }
 
 /// The native type of a task argument.
@@ -275,14 +277,10 @@ const SPECS: &[Spec] = &[
         name: "change-pri",
         sys: "sched",
         event: "sched_pi_setprio",
-        args: &[
-            Arg::Field("pid", None),
-            Arg::Field("pid", None),
-            Arg::Field("newprio", Some("int")),
-        ],
+        args: &[Arg::Task(0, LWPSINFO), Arg::Task(0, PSINFO), Arg::PiNewPrio],
         conds: &[],
         next_identity: false,
-        raw: false,
+        raw: true,
     },
 ];
 
@@ -352,6 +350,14 @@ fn build(spec: &Spec, f: &EventFormat) -> Option<Probe> {
                 types.push(ProbeArg {
                     native: (*native).into(),
                     dtype: (*dt).into(),
+                    copy: None,
+                });
+            }
+            Arg::PiNewPrio => {
+                args.push(ArgSource::PiNewPrio { task: 0, donor: 1 });
+                types.push(ProbeArg {
+                    native: "int".into(),
+                    dtype: "int".into(),
                     copy: None,
                 });
             }
