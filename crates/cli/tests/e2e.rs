@@ -432,3 +432,53 @@ fn wide_character_printf_conversions() {
         "dtrace: processing aborted: wide character 0xd800 has no multibyte form: Illegal byte sequence\n"
     );
 }
+
+/// The programs of one command line share their identifiers, as in DTrace: a `self->` variable or a
+/// global set by one `-n` program is the one the next reads, and aggregations stay apart.
+#[test]
+fn programs_share_variables() {
+    let o = dtrace(&[
+        "-q",
+        "-n",
+        "BEGIN { self->t = 5; x = 3; @a = count(); }",
+        "-n",
+        "BEGIN /self->t/ { printf(\"%d %d\\n\", self->t, x); @b = sum(x); }",
+        "-n",
+        "tick-1ms { x++; } tick-1ms /x == 6/ { printf(\"x=%d\\n\", x); exit(0); }",
+    ]);
+    assert_eq!(o.stderr, "");
+    assert_eq!(o.rc, 0);
+    assert_eq!(
+        o.stdout,
+        "5 3\nx=6\n\n                1\n                3\n"
+    );
+}
+
+#[test]
+fn type_conflict_across_programs() {
+    let o = dtrace(&["-n", "BEGIN { x = 1; }", "-n", "BEGIN { x = \"a\"; }"]);
+    assert_eq!(o.rc, 1);
+    assert_eq!(
+        o.stderr,
+        "dtrace: invalid probe specifier BEGIN { x = \"a\"; }: in action list: operands have incompatible types: \"int\" = \"string\"\n"
+    );
+    let o = dtrace(&[
+        "-n",
+        "BEGIN { @a = count(); }",
+        "-n",
+        "BEGIN { @a = sum(1); }",
+    ]);
+    assert_eq!(o.rc, 1);
+    assert!(
+        o.stderr
+            .starts_with("dtrace: invalid probe specifier BEGIN { @a = sum(1); }: "),
+        "{}",
+        o.stderr
+    );
+    // Alone, the second program cannot know self->t.
+    let o = dtrace(&["-n", "BEGIN /self->t/ { exit(0); }"]);
+    assert_eq!(o.rc, 1);
+    assert!(o
+        .stderr
+        .contains("self->t has not yet been declared or assigned"));
+}

@@ -35,6 +35,20 @@ pub struct VarTable {
 }
 
 impl VarTable {
+    /// An empty table whose first variable takes id `DIF_VAR_OTHER_UBASE + next` (clause-locals
+    /// of a later program on the same handle).
+    pub fn starting_at(next: u32) -> VarTable {
+        VarTable {
+            next,
+            ..VarTable::default()
+        }
+    }
+
+    /// The index the next variable created takes (its id less `DIF_VAR_OTHER_UBASE`).
+    pub fn next_index(&self) -> u32 {
+        self.next
+    }
+
     /// A point to roll back to.
     pub fn mark(&self) -> usize {
         self.order.len()

@@ -1,9 +1,11 @@
 //! The D compiler behind the handle's [`Compiler`] seam: turns the handle's options (`strsize`,
 //! `defaultargs`, `-w`, `-C -D -U -I`, stack frame defaults) into `dtrace-compiler` options, expands a
 //! bare `-P/-m/-f` argument into a full probe description, and reports errors in DTrace's words. The
-//! embedding program may give it the traced system's C types and probe argument types.
+//! embedding program may give it the traced system's C types and probe argument types. The programs it
+//! compiles share their identifiers (globals, `self->` variables, aggregations, types), as those of one
+//! DTrace handle do.
 
-use dtrace_compiler::{CompileOptions, ProbeInfo, SourceKind, TypeSource};
+use dtrace_compiler::{CompileOptions, ProbeInfo, SharedState, SourceKind, TypeSource};
 use dtrace_dif::program::{ActionKind, Program};
 use dtrace_dif::{DifObject, DifType, Instr};
 
@@ -22,6 +24,8 @@ pub struct DCompiler {
     pub types: Option<TypeSources>,
     /// The traced system's probe argument types (`args[]`) and symbols, if known.
     pub probes: Option<Box<dyn ProbeInfo + Send>>,
+    /// The identifiers of the programs compiled so far, known to those compiled next.
+    pub shared: SharedState,
 }
 
 /// A maker of the type sources one compilation consumes.
@@ -33,6 +37,7 @@ impl std::fmt::Debug for DCompiler {
             .field("macros", &self.macros)
             .field("types", &self.types.is_some())
             .field("probes", &self.probes.is_some())
+            .field("shared", &self.shared)
             .finish()
     }
 }
@@ -145,15 +150,21 @@ impl Compiler for DCompiler {
         }
         let text = expand_spec(spec, source);
         let errtags = o.is_set("errtags");
-        let sources = self.types.as_ref().map(|f| f()).unwrap_or_default();
+        // Only the first compilation builds the type table; later ones reuse it.
+        let sources = match &self.types {
+            Some(f) if !self.shared.is_started() => f(),
+            _ => Vec::new(),
+        };
         let probes = self.probes.as_deref().map(|p| p as &dyn ProbeInfo);
-        let mut prog = dtrace_compiler::compile_with(&text, &c, sources, probes).map_err(|e| {
-            ConsumerError::Compile(if spec == ProbeSpec::Script {
-                e.file_message(errtags)
-            } else {
-                e.string_message(errtags)
-            })
-        })?;
+        let shared = &mut self.shared;
+        let mut prog = dtrace_compiler::compile_shared(&text, &c, sources, probes, shared)
+            .map_err(|e| {
+                ConsumerError::Compile(if spec == ProbeSpec::Script {
+                    e.file_message(errtags)
+                } else {
+                    e.string_message(errtags)
+                })
+            })?;
         give_printf_a_record(&mut prog);
         Ok(prog)
     }
