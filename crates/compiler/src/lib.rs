@@ -4,7 +4,8 @@
 //! ([`types`], with [`types::TypeSource`] and [`ctf_types`] for CTF-backed types), the checker that types and resolves
 //! every expression and reports DTrace's `D_*` errors ([`check`], [`check_expr`], [`check_place`], [`check_decl`],
 //! [`check_action`], [`check_xlate`], [`printf`], [`ifsplit`]), code generation to DIF ([`cg`]), lowering to ECB descriptions
-//! ([`lower`]), the `dtrace -S` listing ([`mod@listing`]) and the D library of translators ([`dlib`]). It does not execute DIF (that is
+//! ([`lower`]), stability attributes ([`stability`]), identifiers shared by the programs of one handle
+//! ([`shared`]), the `dtrace -S` listing ([`mod@listing`]) and the D library of translators ([`dlib`]). It does not execute DIF (that is
 //! `dtrace-dif`/`dtrace-framework`) nor know which probes exist (the consumer matches descriptions).
 //!
 //! Entry points: [`compile`] (and [`compile_with`] for CTF-backed [`TypeSource`]s and a
@@ -49,6 +50,7 @@ pub mod parser;
 pub mod prelude;
 pub mod printf;
 pub mod shared;
+pub mod stability;
 pub mod tree;
 pub mod types;
 
@@ -207,6 +209,8 @@ fn check_program(
                 for c in ifsplit::split(c, &mut if_vars) {
                     let cooked = ck.cook_clause(&c)?;
                     let ecbs = ck.lower(&c.probes, &cooked)?;
+                    let attrs = stability::clause_attrs(&c);
+                    program.attrs.extend(std::iter::repeat_n(attrs, ecbs.len()));
                     program.ecbs.extend(ecbs);
                 }
             }

@@ -98,7 +98,8 @@ pub fn description_attributes(desc: &ProbeInfo, pa: &ProviderAttributes) -> Attr
     a
 }
 
-fn attribute_lines(title: &str, a: Attribute) -> String {
+/// One titled attribute triple as `dtrace -v` prints it.
+pub(crate) fn attribute_lines(title: &str, a: Attribute) -> String {
     format!(
         "\n\t{title}\n\t\tIdentifier Names: {}\n\t\tData Semantics:   {}\n\t\tDependency Class: {}\n",
         a.name.name(),
