@@ -229,6 +229,9 @@ pub struct Checker<'o> {
     /// Current string size (`-x strsize`, `#pragma D option strsize`).
     pub strsize: u32,
     pub aggs: Vec<AggInfo>,
+    /// Ids of the aggregations this compilation names (`aggs` also holds those of earlier
+    /// programs on the handle).
+    pub aggs_used: std::collections::BTreeSet<u32>,
     /// Earlier states of aggregations changed while cooking the current clause (for the retry).
     pub agg_undo: Vec<(usize, AggInfo)>,
     pub inlines: HashMap<String, Inline>,
@@ -280,6 +283,7 @@ impl<'o> Checker<'o> {
             locals: VarTable::default(),
             strsize: opts.strsize,
             aggs: Vec::new(),
+            aggs_used: Default::default(),
             agg_undo: Vec::new(),
             inlines,
             inline_arrays: HashMap::new(),
@@ -317,8 +321,10 @@ impl<'o> Checker<'o> {
     /// The aggregation named `name`, created on first use.
     pub fn agg(&mut self, name: &str) -> usize {
         if let Some(i) = self.aggs.iter().position(|a| a.name == name) {
+            self.aggs_used.insert(self.aggs[i].id);
             return i;
         }
+        self.aggs_used.insert(self.aggs.len() as u32 + 1);
         self.aggs.push(AggInfo {
             id: self.aggs.len() as u32 + 1,
             name: name.to_string(),
@@ -378,7 +384,11 @@ impl<'o> Checker<'o> {
             .iter()
             .find(|a| a.name == name && a.func.is_some())
         {
-            Some(a) => Ok(a.id as u64),
+            Some(a) => {
+                let id = a.id;
+                self.aggs_used.insert(id);
+                Ok(id as u64)
+            }
             None => Err(CompileError::new(
                 ErrTag::D_IDENT_UNDEF,
                 line,

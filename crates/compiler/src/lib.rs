@@ -221,6 +221,7 @@ fn check_program(
     program.aggregations = ck
         .aggs
         .iter()
+        .filter(|a| ck.aggs_used.contains(&a.id))
         .map(|a| AggregationDesc {
             id: a.id,
             name: a.name.clone(),

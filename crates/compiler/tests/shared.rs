@@ -107,7 +107,16 @@ fn aggregations_are_shared_and_checked() {
     let p = ok("BEGIN { @b = sum(2); printa(@a); }", &mut st);
     let (a, b) = (st.agg_id("a").expect("@a"), st.agg_id("b").expect("@b"));
     assert_ne!(a, b);
-    assert!(p.aggregations.iter().any(|d| d.id == b && d.name == "b"));
+    // A program lists the aggregations it names, its own and earlier programs'.
+    let names: Vec<(u32, &str)> = p
+        .aggregations
+        .iter()
+        .map(|d| (d.id, d.name.as_str()))
+        .collect();
+    assert_eq!(names, vec![(a, "a"), (b, "b")]);
+    let p = ok("BEGIN { @c = count(); }", &mut st);
+    assert_eq!(p.aggregations.len(), 1);
+    assert_eq!(p.aggregations[0].name, "c");
     let within = fails(
         "BEGIN { @a[1] = count(); } BEGIN { @a[1] = sum(1); }",
         &mut SharedState::new(),
