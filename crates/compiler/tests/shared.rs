@@ -167,6 +167,14 @@ fn typedefs_and_inlines_carry_over() {
     ok("typedef int myint_t; inline int two = 2;", &mut st);
     ok("BEGIN { v = (myint_t)two; }", &mut st);
     assert_eq!(st.global_type("v").as_deref(), Some("myint_t"));
+    // struct types and variables of them
+    ok("struct pt { int x; int y; }; struct pt p;", &mut st);
+    ok(
+        "BEGIN { p.y = 3; q = (struct pt *)0; trace(p.y + sizeof (struct pt)); }",
+        &mut st,
+    );
+    assert_eq!(st.global_type("p").as_deref(), Some("struct pt"));
+    assert_eq!(st.global_type("q").as_deref(), Some("struct pt *"));
 }
 
 /// A value stored by one program's clause is the one the other program's predicate reads: both
