@@ -112,6 +112,9 @@ impl Compiler for DCompiler {
         argv: &[String],
         o: &Options,
     ) -> Result<Program> {
+        if o.string("amin").is_some() {
+            return Err(amin_unsupported());
+        }
         let mut c = CompileOptions {
             args: if argv.is_empty() {
                 vec![String::new()]
@@ -165,6 +168,9 @@ impl Compiler for DCompiler {
                     e.string_message(errtags)
                 })
             })?;
+        if prog.options.iter().any(|(n, _)| n == "amin") {
+            return Err(amin_unsupported());
+        }
         give_printf_a_record(&mut prog);
         Ok(prog)
     }
@@ -175,6 +181,14 @@ impl Compiler for DCompiler {
             None => self.macros.push((name.to_string(), value.to_string())),
         }
     }
+}
+
+/// `amin` (fail compilations whose attributes are below a minimum) is refused rather than ignored:
+/// the probe description attributes it checks need the provider, which the compiler does not see.
+fn amin_unsupported() -> ConsumerError {
+    ConsumerError::NotSupported(
+        "option amin (minimum stability enforcement); dtrace -v reports programs' stability".into(),
+    )
 }
 
 /// A printf-like action without value arguments still records something, as in DTrace (whose
@@ -235,5 +249,19 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("$nosuch is not defined"));
+    }
+
+    #[test]
+    fn amin_is_refused_not_ignored() {
+        let mut c = DCompiler::default();
+        let flags = CompileFlags::default();
+        let mut o = Options::default();
+        let src = "#pragma D option amin=Evolving/Evolving/Common\nBEGIN { trace(1); }";
+        let e = c.compile(src, ProbeSpec::Script, flags, &[], &o);
+        assert!(matches!(e, Err(ConsumerError::NotSupported(_))), "{e:?}");
+        o.set("amin", Some("Evolving/Evolving/Common"), false)
+            .expect("set");
+        let e = c.compile("BEGIN { trace(1); }", ProbeSpec::Name, flags, &[], &o);
+        assert!(matches!(e, Err(ConsumerError::NotSupported(_))), "{e:?}");
     }
 }
