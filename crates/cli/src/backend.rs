@@ -22,7 +22,7 @@ pub fn open() -> (Box<dyn Tracer>, Box<dyn Symbolizer>, Box<dyn Compiler>) {
     let types = KernelTypeLoader::start();
     let linux = dtrace_linux::LinuxTracing::load().ok();
     let compiler = DCompiler {
-        types: Some(Box::new(move || types.sources())),
+        types: Some(Box::new(move |complete| types.sources(complete))),
         probes: linux
             .clone()
             .map(|l| Box::new(LinuxProbeArgs(l)) as Box<dyn ProbeInfo + Send>),
@@ -36,7 +36,7 @@ pub fn open() -> (Box<dyn Tracer>, Box<dyn Symbolizer>, Box<dyn Compiler>) {
 pub fn compiler() -> Box<dyn Compiler> {
     let types = KernelTypeLoader::start();
     Box::new(DCompiler {
-        types: Some(Box::new(move || types.sources())),
+        types: Some(Box::new(move |complete| types.sources(complete))),
         ..DCompiler::default()
     })
 }

@@ -15,12 +15,19 @@ use dtrace_dif::program::{ProbeDesc, Program};
 use dtrace_framework::records::{AggRecord, BufferSnapshot, ProbeInfo};
 use dtrace_linux::LinuxTracing;
 
+/// How far before a pump an event may be stamped and still reach the ring after it (the time a
+/// probe program takes between reading the clock and committing its record, interrupts included).
+const RING_ORDER_SLACK_NS: u64 = 10_000_000;
+
 /// The framework with the Linux providers registered.
 pub struct KernelTracer {
     inner: FrameworkTracer,
     linux: LinuxTracing,
     /// Kernel drops per CPU already reported.
     reported_drops: Vec<u64>,
+    /// When (framework clock) the last pump of the kernel's ring began: events before it have been
+    /// delivered, later ones may still be in the ring.
+    pumped_from: Option<u64>,
 }
 
 /// The kernel ring's size for a per-CPU `bufsize` (DTrace's buffers are per CPU; the ring is shared
@@ -58,6 +65,7 @@ impl KernelTracer {
             inner,
             linux,
             reported_drops: Vec::new(),
+            pumped_from: None,
         })
     }
 }
@@ -115,6 +123,7 @@ impl Tracer for KernelTracer {
     fn poll(&mut self) -> Result<()> {
         // After exit() nothing but END fires.
         if !self.inner.exit_requested() {
+            self.pumped_from = Some(self.inner.framework().now());
             self.linux
                 .pump(self.inner.framework(), 0)
                 .map_err(|e| ConsumerError::Backend(e.to_string()))?;
@@ -123,6 +132,15 @@ impl Tracer for KernelTracer {
     }
     fn time_to_next_event(&self) -> Option<Duration> {
         self.inner.time_to_next_event()
+    }
+    fn complete_through(&self) -> Option<u64> {
+        // Kernel events reach the framework's buffers when the ring is pumped, with the time they
+        // happened. Those stamped after the last pump began may not be in the ring yet, nor those
+        // a little before (the ring takes records in reservation order, and a program interrupted
+        // between reading the clock and reserving commits after one that read it later), nor
+        // entry events held for a re-read.
+        let pumped = self.pumped_from?.saturating_sub(RING_ORDER_SLACK_NS);
+        Some(self.linux.oldest_held().map_or(pumped, |h| h.min(pumped)))
     }
     fn exit_requested(&mut self) -> bool {
         self.inner.exit_requested()

@@ -1,13 +1,16 @@
 //! What the D compiler of `dtrace(1)` knows about the running system: the kernel's C types (vmlinux
 //! BTF converted to CTF, read on a thread of its own as soon as dtrace starts, so that the work
 //! overlaps reading the probe catalogue) for `curthread->pid`, `curpsinfo`, casts to kernel
-//! structs and typed probe arguments; and the `args[]` types of the Linux providers' probes.
+//! structs and typed probe arguments; and the `args[]` types of the Linux providers' probes. A
+//! compilation waits for the kernel's types only when it looks a type up in them, so a program that
+//! uses none starts as fast as without them.
 
 use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
 
 use dtrace_compiler::ctf_types::CtfTypes;
+use dtrace_compiler::types::{TypeId, TypeTable};
 use dtrace_compiler::{ProbeInfo, TypeSource};
 use dtrace_ctf::{Container, KernelTypes, SYS_KERNEL_BTF};
 use dtrace_dif::program::ProbeDesc;
@@ -48,12 +51,45 @@ impl KernelTypeLoader {
             .clone()
     }
 
-    /// The type sources of one compilation.
-    pub fn sources(&self) -> Vec<Box<dyn TypeSource>> {
-        match self.get() {
-            Some(c) => vec![Box::new(CtfTypes::new(c))],
-            None => Vec::new(),
+    /// The type sources of one compilation: the kernel's types, waited for at the first lookup.
+    /// Unless `complete`, the kernel's typedef names (which the parser needs to read casts such as
+    /// `(u64)arg0`) are offered only if the types are already loaded: the consumer compiles again
+    /// with `complete` when a compilation without them fails.
+    pub fn sources(self: &Arc<Self>, complete: bool) -> Vec<Box<dyn TypeSource>> {
+        if complete {
+            self.get();
         }
+        vec![Box::new(LazyKernelTypes {
+            loader: Arc::clone(self),
+            types: OnceLock::new(),
+        })]
+    }
+}
+
+/// The kernel's types as a [`TypeSource`] that waits for them only when first asked.
+struct LazyKernelTypes {
+    loader: Arc<KernelTypeLoader>,
+    types: OnceLock<Option<CtfTypes>>,
+}
+
+impl LazyKernelTypes {
+    fn types(&self) -> Option<&CtfTypes> {
+        self.types
+            .get_or_init(|| self.loader.get().map(CtfTypes::new))
+            .as_ref()
+    }
+}
+
+impl TypeSource for LazyKernelTypes {
+    fn import(&self, name: &str, table: &mut TypeTable) -> Option<TypeId> {
+        self.types()?.import(name, table)
+    }
+
+    fn typedef_names(&self) -> Vec<String> {
+        if self.loader.loaded.get().is_none() {
+            return Vec::new();
+        }
+        self.types().map(|t| t.typedef_names()).unwrap_or_default()
     }
 }
 

@@ -101,6 +101,7 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
     let (tracer, symbols, compiler) = backend::open();
     let mut h = Handle::open(tracer, Some(compiler));
     h.decoder.symbols = symbols;
+    h.decoder.zone = output::local_zone();
     if let Some(code) = set_options(&mut h, &cfg) {
         return code;
     }

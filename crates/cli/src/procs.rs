@@ -1,5 +1,5 @@
 //! The processes of a run (`-c` and `-p`, DTrace's `g_psv`): commands created held before `exec`
-//! until tracing has started, pids grabbed through a pidfd, DTrace's notices when they end, and the
+//! until tracing has started, pids grabbed through a pidfd and held stopped (ptrace) until then, DTrace's notices when they end, and the
 //! kill of created commands still running when `dtrace` exits.
 
 use dtrace_linux::process::{spawn_held, ExitStatus, Followed, HeldChild};
@@ -101,8 +101,11 @@ impl Procs {
         if pid == std::process::id() {
             return Err(format!("failed to grab pid {pid}: process is traced"));
         }
-        let f = Followed::attach(pid)
+        let mut f = Followed::attach(pid)
             .map_err(|_| format!("failed to grab pid {pid}: no such process"))?;
+        // Held stopped until `release`, so nothing it does between now and go is missed.
+        f.stop()
+            .map_err(|e| format!("failed to grab pid {pid}: {e}"))?;
         self.list.push((Victim::Grabbed(f), true));
         Ok(pid)
     }
@@ -112,11 +115,13 @@ impl Procs {
         self.list.is_empty()
     }
 
-    /// `dtrace_proc_continue` of every process: created commands may now `exec`.
+    /// `dtrace_proc_continue` of every process: created commands may now `exec`, grabbed ones run
+    /// again.
     pub fn release(&mut self) -> Result<(), String> {
         for (v, _) in &mut self.list {
-            if let Victim::Created(c) = v {
-                c.release().map_err(|e| e.to_string())?;
+            match v {
+                Victim::Created(c) => c.release().map_err(|e| e.to_string())?,
+                Victim::Grabbed(f) => f.resume(),
             }
         }
         Ok(())
@@ -163,7 +168,7 @@ impl Procs {
 
 impl Drop for Procs {
     /// Created commands still running when the run ends are killed, as DTrace does on close;
-    /// grabbed processes are left to run.
+    /// grabbed processes are left to run (let go if still held, by `Followed`'s drop).
     fn drop(&mut self) {
         for (v, live) in &mut self.list {
             if let (Victim::Created(c), true) = (v, *live) {

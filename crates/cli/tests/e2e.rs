@@ -582,3 +582,103 @@ fn verbose_stability_report_without_enabling() {
         )
     );
 }
+
+#[test]
+fn print_shows_values_with_their_types() {
+    // DTrace's tst.primitive and tst.struct shapes, plus a union, an enum, bit-fields and arrays
+    let p = script(
+        "print.d",
+        "#pragma D option quiet\n\
+         enum color { RED = 1, GREEN, BLUE };\n\
+         typedef struct point { int x; int y; } point_t;\n\
+         struct shape {\n\
+         \tchar name[8];\n\
+         \tenum color color;\n\
+         \tpoint_t corner[2];\n\
+         \tunion { int i; unsigned char b[4]; } u;\n\
+         \tunsigned int visible:1;\n\
+         \tunsigned int layer:5;\n\
+         \tstruct shape *next;\n\
+         };\n\
+         BEGIN\n{\n\
+         \tprint(10);\n\
+         \tprint((char)'a');\n\
+         \tprint(\"hello\");\n\
+         \tprint((void *)0x1234);\n\
+         \tthis->s = (struct shape *)alloca(sizeof (struct shape));\n\
+         \tthis->s->color = BLUE;\n\
+         \tthis->s->next = this->s;\n\
+         \tthis->s->u.i = 0x01020304;\n\
+         \tthis->c = (char *)this->s;\n\
+         \tthis->c[0] = 'b'; this->c[1] = 'o'; this->c[2] = 'x';\n\
+         \tthis->pt = (int *)((char *)this->s + offsetof(struct shape, corner));\n\
+         \tthis->pt[2] = 3; this->pt[3] = 4;\n\
+         \tthis->c[offsetof(struct shape, next) - 8] = 0x1;\n\
+         \tthis->c[offsetof(struct shape, next) - 7] = 0x6;\n\
+         \tprint(*this->s);\n\
+         \texit(0);\n}\n",
+    );
+    let o = dtrace(&["-s", p.to_str().unwrap()]);
+    let _ = std::fs::remove_file(&p);
+    assert_eq!(o.rc, 0, "{}", o.stderr);
+    assert_eq!(o.stderr, "");
+    let addr = o
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("    struct shape *next = "))
+        .expect("next pointer printed")
+        .to_string();
+    assert!(addr.starts_with("0x"), "{addr}");
+    let want = format!(
+        "int 0xa\nchar 'a'\nstring \"hello\"\nvoid * 0x1234\n\
+         struct shape {{\n\
+         \x20   char [8] name = [ \"box\" ]\n\
+         \x20   enum color color = BLUE\n\
+         \x20   point_t [2] corner = [ \n\
+         \x20       point_t {{\n            int x = 0\n            int y = 0\n        }}, \n\
+         \x20       point_t {{\n            int x = 0x3\n            int y = 0x4\n        }}\n    ]\n\
+         \x20   union u = {{\n        int i = 0x1020304\n        unsigned char [4] b = [ 0x4, 0x3, 0x2, 0x1 ]\n    }}\n\
+         \x20   unsigned int visible :1 = 0x1\n\
+         \x20   unsigned int layer :5 = 0x6\n\
+         \x20   struct shape *next = {addr}\n}}\n"
+    );
+    assert_eq!(o.stdout, want);
+}
+
+#[test]
+fn print_shows_kernel_types_from_btf() {
+    if !dtrace_testkit::skip_unless(
+        std::path::Path::new("/sys/kernel/btf/vmlinux").exists(),
+        "print_shows_kernel_types_from_btf",
+        "no /sys/kernel/btf/vmlinux",
+    ) {
+        return;
+    }
+    let o = dtrace(&[
+        "-qn",
+        "BEGIN { this->t = (struct timespec64 *)alloca(sizeof (struct timespec64)); \
+         this->t->tv_sec = 12; this->t->tv_nsec = 345; print(*this->t); \
+         this->l = (struct list_head *)alloca(sizeof (struct list_head)); \
+         this->l->next = (struct list_head *)0xffff888000001000; print(*this->l); exit(0); }",
+    ]);
+    assert_eq!(o.rc, 0, "{}", o.stderr);
+    assert_eq!(
+        o.stdout,
+        "struct timespec64 {\n    time64_t tv_sec = 0xc\n    long int tv_nsec = 0x159\n}\
+         struct list_head {\n    struct list_head *next = 0xffff888000001000\n    struct list_head *prev = 0\n}\n"
+    );
+}
+
+/// One aggregation fed by clauses whose keys differ in size (`ustack(1)` and `ustack(3)`): each
+/// entry's key is read with the layout of the clause that made it, as DTrace keeps one description
+/// per aggregation id.
+#[test]
+fn aggregation_keys_of_different_sizes() {
+    let o = dtrace(&[
+        "-qn",
+        "BEGIN { @[ustack(1)] = count(); @[ustack(3)] = count(); @[ustack(3)] = count(); exit(0); }",
+    ]);
+    assert_eq!(o.rc, 0, "{}", o.stderr);
+    // BEGIN runs in dtrace itself, where no user stack is captured: empty stacks, counts 1 and 2.
+    assert_eq!(o.stdout, "\n\n                1\n\n                2\n");
+}

@@ -194,3 +194,86 @@ fn verbose_stability_report_of_a_syscall_probe() {
     );
     assert!(out.starts_with(&want), "{out}");
 }
+
+#[test]
+fn print_of_a_kernel_type_copied_in_at_a_syscall() {
+    if !kernel_ok("print_of_a_kernel_type_copied_in_at_a_syscall") {
+        return;
+    }
+    // sleep 1.5 asks clock_nanosleep for { 1, 500000000 }
+    let (rc, out, err) = dtrace(&[
+        "-qn",
+        "syscall::clock_nanosleep:entry /pid == $target/ { print(*(struct __kernel_timespec *)copyin(arg2, sizeof (struct __kernel_timespec))); exit(0); }",
+        "-c",
+        "sleep 1.5",
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    assert_eq!(
+        out,
+        "struct __kernel_timespec {\n    __kernel_time64_t tv_sec = 0x1\n    long long int tv_nsec = 0x1dcd6500\n}\n"
+    );
+}
+
+#[test]
+fn print_of_curthread_shows_the_whole_task() {
+    if !kernel_ok("print_of_curthread_shows_the_whole_task") {
+        return;
+    }
+    let (rc, out, err) = dtrace(&[
+        "-qn",
+        "syscall::clock_nanosleep:entry /pid == $target/ { print(*curthread); exit(0); }",
+        "-c",
+        "sleep 0.2",
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(out.starts_with("struct task_struct {\n"), "{out}");
+    assert!(out.ends_with("\n}\n"), "{out}");
+    // members by name and type, nested structs and bit-fields, the command name as a string
+    assert!(
+        out.contains("\n    char [16] comm = [ \"sleep\" ]\n"),
+        "{out}"
+    );
+    assert!(out.contains("\n    pid_t pid = 0x"), "{out}");
+    assert!(out
+        .lines()
+        .any(|l| l.ends_with(":1 = 0") || l.ends_with(":1 = 0x1")));
+    assert!(out.lines().count() > 100);
+}
+
+#[test]
+fn temporal_orders_records_of_every_cpu_by_time() {
+    if !kernel_ok("temporal_orders_records_of_every_cpu_by_time") {
+        return;
+    }
+    // Samples on every CPU and system calls, switched often so that records are held across
+    // switches; BEGIN and END bracket them.
+    let (rc, out, err) = dtrace(&[
+        "-x",
+        "temporal",
+        "-x",
+        "switchrate=20ms",
+        "-qn",
+        "BEGIN { printf(\"%d %d B\\n\", timestamp, cpu); }
+         profile-997 { printf(\"%d %d\\n\", timestamp, cpu); }
+         syscall::read:entry, syscall::write:entry { printf(\"%d %d\\n\", timestamp, cpu); }
+         tick-400ms { exit(0); }
+         END { printf(\"%d %d E\\n\", timestamp, cpu); }",
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    let lines: Vec<&str> = out.lines().filter(|l| !l.is_empty()).collect();
+    assert!(lines.first().is_some_and(|l| l.ends_with(" B")), "{out}");
+    assert!(lines.last().is_some_and(|l| l.ends_with(" E")), "{out}");
+    let mut last = 0u64;
+    let mut cpus = std::collections::HashSet::new();
+    for l in &lines {
+        let mut f = l.split(' ');
+        let ts: u64 = f.next().unwrap().parse().unwrap();
+        let cpu: u32 = f.next().unwrap().parse().unwrap();
+        assert!(ts >= last, "{ts} after {last}:\n{out}");
+        last = ts;
+        cpus.insert(cpu);
+    }
+    let online = dtrace_linux::bpf::map::online_cpus().unwrap().len();
+    assert_eq!(cpus.len(), online, "records not from every CPU:\n{out}");
+    assert!(lines.len() > 100, "{out}");
+}

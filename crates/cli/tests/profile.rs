@@ -1,6 +1,7 @@
 //! `profile-N` and `tick-N` on perf events, and symbol names, through `dtrace` (root, BPF, tracefs
 //! and gcc; skipped otherwise): user stacks of a `-c` program compiled here with frame pointers
-//! resolve to its functions after it has exited, kernel stacks of a workload making system calls
+//! resolve to its functions after it has exited (`jstack()` too, as the user stack without a Java
+//! helper), kernel stacks of a workload making system calls
 //! resolve to `vmlinux` frames (at tracepoints with no tracing machinery on top), `tick-1s` fires once a second on
 //! one CPU while `profile-N` fires on every CPU, arg0/arg1 are the kernel/user PC in the right mode,
 //! and `%a`, `%A`, `sym()`, `usym()`, `mod()`, `umod()`, `func()`, `ufunc()` print DTrace's formats.
@@ -196,6 +197,43 @@ fn ustack_with_a_depth_and_string_space_keeps_that_many_frames() {
         entries.iter().any(|(f, _)| f.len() == 2
             && f[0].starts_with("lpspin`spin+0x")
             && f[1].starts_with("lpspin`main+0x")),
+        "{out}"
+    );
+}
+
+#[test]
+fn jstack_without_a_java_helper_is_the_user_stack() {
+    if !kernel_ok("jstack_without_a_java_helper_is_the_user_stack") {
+        return;
+    }
+    // With no helper to translate frames, jstack() records and prints the user stack as ustack()
+    // does, `jstackframes` deep (default 50).
+    let out = run_on_prog("profile-997 /pid == $target && arg1/ { @[jstack()] = count(); }");
+    let entries = stacks(&out);
+    assert!(
+        entries.iter().any(|(f, _)| f.len() >= 2
+            && f[0].starts_with("lpspin`spin+0x")
+            && f[1].starts_with("lpspin`main+0x")),
+        "no lpspin`spin <- lpspin`main stack:\n{out}"
+    );
+    let exe = prog().display().to_string();
+    let (rc, out, err) = dtrace(&[
+        "-x",
+        "jstackframes=1",
+        "-x",
+        "jstackstrsize=64",
+        "-qn",
+        "profile-997 /pid == $target && arg1/ { @[jstack()] = count(); }",
+        "-c",
+        &exe,
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    let entries = stacks(&out);
+    assert!(entries.iter().all(|(f, _)| f.len() == 1), "{out}");
+    assert!(
+        entries
+            .iter()
+            .any(|(f, _)| f[0].starts_with("lpspin`spin+0x")),
         "{out}"
     );
 }

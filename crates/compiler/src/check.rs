@@ -240,6 +240,8 @@ pub struct Checker<'o> {
     pub inline_depth: u32,
     pub enums: HashMap<String, (i64, TypeId)>,
     pub formats: Vec<String>,
+    /// Types of `print()` values (`Program::print_types`).
+    pub print_types: crate::print_types::PrintTypes,
     pub options: Vec<(String, Option<String>)>,
     /// "action list" or "predicate" while cooking those.
     pub region: Option<&'static str>,
@@ -290,6 +292,7 @@ impl<'o> Checker<'o> {
             inline_depth: 0,
             enums: HashMap::new(),
             formats: Vec::new(),
+            print_types: Default::default(),
             options: Vec::new(),
             region: None,
             declared_types: Vec::new(),

@@ -2,14 +2,14 @@
 //! speculations, aggregation library actions, destructive actions (gated on `-w`), aggregations with
 //! their keys and argument checks, and the ordering rules around `speculate()`/`commit()`.
 
-use dtrace_dif::program::{llquantize_arg, lquantize_arg, ActionKind, LibAction};
+use dtrace_dif::program::{llquantize_arg, lquantize_arg, print_arg, ActionKind, LibAction};
 
 use crate::ast::{Expr, ExprKind};
 use crate::check::{AggFunc, Checker, Plan};
 use crate::check_expr::is_action_name;
 use crate::error::{err, CResult, CompileError, ErrTag};
 use crate::printf::{self, ConvArg};
-use crate::tree::TExpr;
+use crate::tree::{TExpr, TK};
 
 /// The `arg` of a `printa()` without a format string.
 pub const NO_FORMAT: u64 = u64::MAX;
@@ -601,16 +601,33 @@ impl<'o> Checker<'o> {
             }
             "print" => {
                 self.proto_len(n, args.len(), 1, 1, line)?;
+                if matches!(args[0].kind, ExprKind::Agg(_)) {
+                    return err(
+                        ErrTag::D_PRINT_AGG,
+                        line,
+                        "print( ) may not be applied to an aggregation -- did you mean printa()?",
+                    );
+                }
                 let v = self.cook(&args[0])?;
                 if self.types.is_void(v.ty) {
                     return err(
-                        ErrTag::D_TRACE_VOID,
+                        ErrTag::D_PRINT_VOID,
                         line,
                         "print( ) may not be applied to a void expression",
                     );
                 }
+                if matches!(v.kind, TK::Xlate(..) | TK::XlateStruct(..))
+                    && self.types.is_pointer(v.ty)
+                {
+                    return err(
+                        ErrTag::D_PRINT_DYN,
+                        line,
+                        "print( ) may not be applied to a translated pointer",
+                    );
+                }
+                let ty = self.print_type_index(v.ty);
                 let mut p = Plan::new(ActionKind::LibAct, Some(v));
-                p.arg = LibAction::Print as u64;
+                p.arg = print_arg(ty);
                 plans.push(p);
             }
             "printf" | "system" | "freopen" => {

@@ -115,6 +115,9 @@ impl<'o> Checker<'o> {
                     if let Some(t) = existing {
                         return Ok(t);
                     }
+                    if let Some(f) = &full {
+                        self.declared_types.push(f.clone());
+                    }
                     let fname = full.unwrap_or_else(|| format!("{kw} <anon>"));
                     let kind = TypeKind::Sou {
                         kind: *kind,
@@ -124,6 +127,16 @@ impl<'o> Checker<'o> {
                     };
                     return Ok(self.types.add_named(&fname, kind));
                 };
+                // A definition in D shadows a type of the same name from the kernel's types (DTrace
+                // keeps D definitions in a container of their own, searched first); only a second
+                // definition in D is a redeclaration.
+                let existing = existing.filter(|_| {
+                    full.as_ref()
+                        .is_some_and(|f| self.declared_types.contains(f))
+                });
+                if let Some(f) = &full {
+                    self.declared_types.push(f.clone());
+                }
                 if let Some(t) = existing {
                     if matches!(
                         self.types.kind(t),
@@ -493,20 +506,15 @@ impl<'o> Checker<'o> {
                         {
                             continue;
                         }
-                        if !self.declared_types.contains(&name)
-                            && !matches!(self.types.kind(old), TypeKind::Typedef(_))
-                        {
+                        // Only a name D itself declared is redeclared; a kernel type of that name
+                        // is shadowed, as in DTrace.
+                        if self.declared_types.contains(&name) || !self.types.is_imported(old) {
                             return err(
                                 ErrTag::D_DECL_TYPERED,
                                 *line,
                                 format!("type redeclared: {name}"),
                             );
                         }
-                        return err(
-                            ErrTag::D_DECL_TYPERED,
-                            *line,
-                            format!("type redeclared: {name}"),
-                        );
                     }
                     self.types.add_named(&name, TypeKind::Typedef(t));
                     self.declared_types.push(name);

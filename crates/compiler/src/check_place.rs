@@ -579,10 +579,15 @@ impl<'o> Checker<'o> {
     }
 }
 
-/// Whether an address points into a D variable's storage.
+/// Whether an address is reached from a D variable (its storage, or memory its pointers lead to
+/// through `->`, `.`, `[]` and `*`): DTrace propagates `DT_NF_WRITABLE` from a variable through
+/// those operators, leaving stores to memory that is not scratch to fault at run time.
 fn in_variable(a: &TExpr) -> bool {
     match &a.kind {
-        TK::Read(p) => matches!(p.as_ref(), Place::Var(_) | Place::Assoc(..)),
+        TK::Read(p) => match p.as_ref() {
+            Place::Var(_) | Place::Assoc(..) => true,
+            Place::Mem(inner, _) => in_variable(inner),
+        },
         TK::Binary(BinOp::Add, l, _) => in_variable(l),
         TK::Retype(x) => in_variable(x),
         _ => false,

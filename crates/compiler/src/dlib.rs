@@ -5,11 +5,13 @@
 //! `struct file *`) and `bio.d` (`bufinfo_t`, `devinfo_t` from `struct bio *`). A file is loaded only when the kernel type it translates from is known (kernel
 //! BTF given as a [`crate::TypeSource`]); without it `curpsinfo` is an unknown identifier, as in
 //! DTrace without the library. An item the running kernel's types cannot satisfy is left out, so
-//! using what it declares fails as an unknown name rather than failing every compilation.
+//! using what it declares fails as an unknown name rather than failing every compilation. A file is
+//! also loaded only when the program names something it declares (`curpsinfo`, `fileinfo_t`,
+//! `B_READ`...), so a program that uses none of it never makes the kernel's types load.
 
 use std::collections::HashSet;
 
-use crate::ast::Item;
+use crate::ast::{BaseType, DeclSpec, Item};
 use crate::check::Checker;
 use crate::macros::MacroEnv;
 use crate::parser::Parser;
@@ -25,20 +27,39 @@ const FILES: &[(&str, &str, &str)] = &[
     ("struct bio", "bio.d", include_str!("dlib/bio.d")),
 ];
 
-/// Parses and declares the library files whose types are present; returns `typenames` with the
-/// typedef names they add (for the parser of the program).
-pub fn load(ck: &mut Checker<'_>, typenames: HashSet<String>) -> HashSet<String> {
+/// Parses and declares the library files whose types are present and that `program` names
+/// something of, leaving out those in `loaded` (declared by an earlier program on the same handle)
+/// and adding those it declares; returns `typenames` with the typedef names they add (for the
+/// parser of the program).
+pub fn load(
+    ck: &mut Checker<'_>,
+    typenames: HashSet<String>,
+    program: &str,
+    loaded: &mut HashSet<&'static str>,
+) -> HashSet<String> {
     let mut names = typenames;
-    for (needs, _name, text) in FILES {
-        if ck.types.lookup(needs).is_none() {
+    let mentioned = identifiers(program);
+    for (needs, name, text) in FILES {
+        if loaded.contains(name) {
             continue;
         }
+        let before = names.clone();
         let p = Parser::new(text, MacroEnv::default(), std::mem::take(&mut names), true);
         let (prog, n) = p.program_with_names_always();
-        names = n;
         let Ok(prog) = prog else {
+            names = before;
             continue;
         };
+        if !declared_names(&prog.items).any(|d| mentioned.contains(d)) {
+            names = before;
+            continue;
+        }
+        if ck.types.lookup(needs).is_none() {
+            names = before;
+            continue;
+        }
+        names = n;
+        loaded.insert(name);
         for item in &prog.items {
             if matches!(item, Item::Clause(_)) {
                 continue;
@@ -49,7 +70,101 @@ pub fn load(ck: &mut Checker<'_>, typenames: HashSet<String>) -> HashSet<String>
     names
 }
 
+/// The identifiers of a program's text (words of letters, digits and `_`, not starting with a digit).
+fn identifiers(text: &str) -> HashSet<&str> {
+    text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|w| w.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_'))
+        .collect()
+}
+
+/// The names a library file declares: variables, inlines, typedefs, struct/union/enum tags and enum
+/// constants, and translator output types.
+fn declared_names(items: &[Item]) -> impl Iterator<Item = &str> {
+    fn spec_names<'a>(spec: &'a DeclSpec, out: &mut Vec<&'a str>) {
+        match &spec.base {
+            BaseType::Sou(_, name, _) => out.extend(name.as_deref()),
+            BaseType::Enum(name, consts) => {
+                out.extend(name.as_deref());
+                for (c, _, _) in consts.iter().flatten() {
+                    out.push(c);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    for item in items {
+        match item {
+            Item::Decl(spec, decls) => {
+                spec_names(spec, &mut out);
+                out.extend(decls.iter().filter_map(|(d, _)| d.name.as_deref()));
+            }
+            Item::Inline(t, _, _) => out.extend(t.decl.name.as_deref()),
+            Item::Translator { out: t, .. } => {
+                spec_names(&t.spec, &mut out);
+                if let BaseType::Named(n) = &t.spec.base {
+                    out.push(n);
+                }
+            }
+            _ => {}
+        }
+    }
+    out.into_iter()
+}
+
 /// The library texts by file name (for tests and `-l`-style listings).
 pub fn files() -> impl Iterator<Item = (&'static str, &'static str)> {
     FILES.iter().map(|(_, n, t)| (*n, *t))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names_of(file: &str) -> Vec<String> {
+        let (_, _, text) = FILES.iter().find(|f| f.1 == file).expect("a library file");
+        // As load() parses them: with the built-in typedef names and the kernel's (those the
+        // library uses).
+        let (types, _) = crate::types::TypeTable::new(crate::DataModel::Lp64);
+        let mut typedefs: HashSet<String> = types.typedef_names().into_iter().collect();
+        typedefs.extend(["loff_t", "caddr_t", "sector_t", "blkcnt_t"].map(String::from));
+        let p = Parser::new(text, MacroEnv::default(), typedefs, true);
+        let (prog, _) = p.program_with_names_always();
+        let prog = prog.expect("the library parses");
+        declared_names(&prog.items).map(str::to_string).collect()
+    }
+
+    #[test]
+    fn library_files_declare_the_names_that_load_them() {
+        let procfs = names_of("procfs.d");
+        for n in [
+            "curpsinfo",
+            "curlwpsinfo",
+            "psinfo_t",
+            "lwpsinfo_t",
+            "SRUN",
+            "PR_MODEL_LP64",
+            "timestruc_t",
+        ] {
+            assert!(
+                procfs.iter().any(|d| d == n),
+                "procfs.d declares {n}: {procfs:?}"
+            );
+        }
+        let io = names_of("io.d");
+        for n in ["fileinfo_t", "fds", "O_RDONLY"] {
+            assert!(io.iter().any(|d| d == n), "io.d declares {n}: {io:?}");
+        }
+        let bio = names_of("bio.d");
+        for n in ["bufinfo_t", "devinfo_t", "B_READ"] {
+            assert!(bio.iter().any(|d| d == n), "bio.d declares {n}: {bio:?}");
+        }
+    }
+
+    #[test]
+    fn program_identifiers() {
+        let ids = identifiers("BEGIN { trace(curpsinfo->pr_pid + 1); x = \"B_READ\"; }");
+        assert!(ids.contains("curpsinfo") && ids.contains("pr_pid") && ids.contains("BEGIN"));
+        assert!(!ids.contains("1"));
+    }
 }

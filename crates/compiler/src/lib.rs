@@ -3,7 +3,7 @@
 //! It owns D's lexer ([`lexer`]), parser ([`parser`], [`ast`]), macro variables ([`macros`]), types
 //! ([`types`], with [`types::TypeSource`] and [`ctf_types`] for CTF-backed types), the checker that types and resolves
 //! every expression and reports DTrace's `D_*` errors ([`check`], [`check_expr`], [`check_place`], [`check_decl`],
-//! [`check_action`], [`check_xlate`], [`printf`], [`ifsplit`]), code generation to DIF ([`cg`]), lowering to ECB descriptions
+//! [`check_action`], [`check_xlate`], [`printf`], [`print_types`], [`ifsplit`]), code generation to DIF ([`cg`]), lowering to ECB descriptions
 //! ([`lower`]), stability attributes ([`stability`]), identifiers shared by the programs of one handle
 //! ([`shared`]), the `dtrace -S` listing ([`mod@listing`]) and the D library of translators ([`dlib`]). It does not execute DIF (that is
 //! `dtrace-dif`/`dtrace-framework`) nor know which probes exist (the consumer matches descriptions).
@@ -48,6 +48,7 @@ pub mod macros;
 pub mod options;
 pub mod parser;
 pub mod prelude;
+pub mod print_types;
 pub mod printf;
 pub mod shared;
 pub mod stability;
@@ -156,6 +157,7 @@ fn compile_here(
         source
     };
     let (mut ck, names, undo) = shared.checker(opts, sources);
+    let names = shared.load_library(&mut ck, names, text);
     ck.probe_info = probes;
     let (r, names) = compile_program(&mut ck, text, opts, names);
     match r {
@@ -228,6 +230,7 @@ fn check_program(
         })
         .collect();
     program.options = ck.options.clone();
+    program.print_types = std::mem::take(&mut ck.print_types.table);
     Ok(program)
 }
 

@@ -113,7 +113,7 @@ pub fn parse(fmt: &str, func: &str, line: u32) -> CResult<Vec<Conv>> {
             's' | 'S' => ConvArg::Str,
             'e' | 'E' | 'f' | 'F' | 'g' | 'G' => ConvArg::Float,
             'k' => ConvArg::Stack,
-            'Y' => ConvArg::Time,
+            'Y' | 'T' => ConvArg::Time,
             '@' => ConvArg::Agg,
             _ => {
                 return err(
@@ -153,5 +153,9 @@ mod tests {
         assert_eq!(v[0].arg, ConvArg::Int);
         assert!(parse("%", "printf", 1).is_err());
         assert!(parse("%v", "printf", 1).is_err());
+        // %Y and %T (RFC 822) both take a time in nanoseconds.
+        let v = parse("%Y %-30T", "printf", 1).unwrap();
+        assert_eq!(v[0].arg, ConvArg::Time);
+        assert_eq!(v[1].arg, ConvArg::Time);
     }
 }

@@ -17,6 +17,9 @@ use crate::types::{Basic, TypeId, TypeSource, TypeTable};
 #[derive(Default)]
 pub struct SharedState {
     state: Option<State>,
+    /// The D library files declared so far (each is declared once, by the first program that
+    /// names something of it).
+    library: HashSet<&'static str>,
 }
 
 impl std::fmt::Debug for SharedState {
@@ -88,7 +91,7 @@ impl SharedState {
     }
 
     /// A checker for one compilation: over the kept state when there is one, else over a new type
-    /// table holding `sources` and the D library; with the typedef names the parser must know.
+    /// table holding `sources`; with the typedef names the parser must know.
     pub(crate) fn checker<'o>(
         &mut self,
         opts: &'o CompileOptions,
@@ -120,8 +123,7 @@ impl SharedState {
                     types.add_source(s);
                 }
                 let names: HashSet<String> = types.typedef_names().into_iter().collect();
-                let mut ck = Checker::new(opts, types, basic);
-                let names = crate::dlib::load(&mut ck, names);
+                let ck = Checker::new(opts, types, basic);
                 let undo = Undo {
                     globals: ck.globals.clone(),
                     tls: ck.tls.clone(),
@@ -131,6 +133,30 @@ impl SharedState {
                 (ck, names, undo)
             }
         }
+    }
+
+    /// Declares the D library files `program` needs that no earlier program declared (see
+    /// [`crate::dlib::load`]); returns `typenames` with the typedef names they add.
+    pub(crate) fn load_library(
+        &mut self,
+        ck: &mut Checker<'_>,
+        typenames: HashSet<String>,
+        program: &str,
+    ) -> HashSet<String> {
+        crate::dlib::load(ck, typenames, program, &mut self.library)
+    }
+
+    /// Adds the typedef names the kept type table's sources know now and did not before (a lazily
+    /// loaded source offers them once loaded); whether there were any.
+    pub fn refresh_typedef_names(&mut self) -> bool {
+        let Some(s) = self.state.as_mut() else {
+            return false;
+        };
+        let mut added = false;
+        for n in s.types.typedef_names() {
+            added |= s.typenames.insert(n);
+        }
+        added
     }
 
     /// Keeps the checker's state for the next compilation; when the compilation failed (`undo`),

@@ -103,6 +103,8 @@ pub enum TypeKind {
 pub struct TypeInfo {
     pub kind: TypeKind,
     pub name: String,
+    /// Added by a [`TypeSource`] (a kernel or program type), not declared in D or built in.
+    pub imported: bool,
 }
 
 /// A provider of named C types (CTF or BTF containers); it adds the type (and what it refers to) to
@@ -118,6 +120,8 @@ pub trait TypeSource: Send {
 pub struct TypeTable {
     types: Vec<TypeInfo>,
     by_name: HashMap<String, TypeId>,
+    /// Types added now come from a source (see [`TypeInfo::imported`]).
+    importing: bool,
     /// The data model.
     pub model: DataModel,
     /// The size of `string` objects (`strsize`).
@@ -152,6 +156,7 @@ impl TypeTable {
         let mut t = TypeTable {
             types: Vec::new(),
             by_name: HashMap::new(),
+            importing: false,
             model,
             strsize: 256,
             sources: Vec::new(),
@@ -280,8 +285,18 @@ impl TypeTable {
 
     /// Adds an anonymous or derived type.
     pub fn add(&mut self, name: String, kind: TypeKind) -> TypeId {
-        self.types.push(TypeInfo { kind, name });
+        let imported = self.importing;
+        self.types.push(TypeInfo {
+            kind,
+            name,
+            imported,
+        });
         (self.types.len() - 1) as TypeId
+    }
+
+    /// Whether `id` came from a [`TypeSource`] rather than from D.
+    pub fn is_imported(&self, id: TypeId) -> bool {
+        self.types.get(id as usize).is_some_and(|t| t.imported)
     }
 
     /// Replaces the kind of a type (completing a forward declaration).
@@ -299,7 +314,10 @@ impl TypeTable {
         let sources = std::mem::take(&mut self.sources);
         let mut found = None;
         for s in &sources {
-            if let Some(id) = s.import(name, self) {
+            self.importing = true;
+            let r = s.import(name, self);
+            self.importing = false;
+            if let Some(id) = r {
                 found = Some(id);
                 break;
             }
@@ -317,7 +335,10 @@ impl TypeTable {
         let name = self.info(r).name.clone();
         let sources = std::mem::take(&mut self.sources);
         for s in &sources {
-            if s.import(&name, self).is_some() {
+            self.importing = true;
+            let r = s.import(&name, self);
+            self.importing = false;
+            if r.is_some() {
                 break;
             }
         }

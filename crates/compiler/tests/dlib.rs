@@ -265,3 +265,53 @@ fn fds_inline_array() {
     let e = compile_k(&k, "BEGIN { trace(fds[1, 2].fi_name); }").unwrap_err();
     assert_eq!(e.tag, dtrace_compiler::ErrTag::D_PROTO_LEN, "{e}");
 }
+
+#[test]
+fn psargs_from_the_argument_strings_in_user_memory() {
+    let Some(k) = have_kernel("psargs_from_the_argument_strings_in_user_memory") else {
+        return;
+    };
+    let offs = compile_k(
+        &k,
+        "BEGIN { trace(offsetof(struct task_struct, mm)); trace(sizeof (struct task_struct)); \
+         trace((uintptr_t)&((struct mm_struct *)0)->arg_start); \
+         trace((uintptr_t)&((struct mm_struct *)0)->arg_end); \
+         trace(sizeof (struct mm_struct)); }",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let mut ctx = dtrace_dif::vm::fake::FakeContext::new();
+    let mut mem = dtrace_dif::vm::fake::FakeMemory::new();
+    let o: Vec<usize> = run_values(&offs, &mut ctx, &mut mem)
+        .iter()
+        .map(|v| v.parse().unwrap())
+        .collect();
+    let (mm_off, tsize, start_off, end_off, msize) = (o[0], o[1], o[2], o[3], o[4]);
+    let p = compile_k(&k, "BEGIN { trace(stringof(curpsinfo->pr_psargs)); }")
+        .unwrap_or_else(|e| panic!("{e}"));
+    verified(&p);
+    let (task, mm, args) = (0x10_0000u64, 0x20_0000u64, 0x7fff_0000u64);
+    let psargs = |argv: &[u8], with_mm: bool| {
+        let mut mem = dtrace_dif::vm::fake::FakeMemory::new();
+        let mut t = vec![0u8; tsize];
+        if with_mm {
+            t[mm_off..mm_off + 8].copy_from_slice(&mm.to_le_bytes());
+        }
+        let mut m = vec![0u8; msize];
+        m[start_off..start_off + 8].copy_from_slice(&args.to_le_bytes());
+        let end = args + argv.len() as u64;
+        m[end_off..end_off + 8].copy_from_slice(&end.to_le_bytes());
+        mem.kernel.insert(task, t);
+        mem.kernel.insert(mm, m);
+        // The environment follows the arguments.
+        let mut user = argv.to_vec();
+        user.extend_from_slice(&b"HOME=/root\0".repeat(10));
+        mem.user.insert(args, user);
+        let mut ctx = dtrace_dif::vm::fake::FakeContext::new();
+        ctx.ints.insert(dtrace_dif::vars::DIF_VAR_CURTHREAD, task);
+        run_values(&p, &mut ctx, &mut mem).remove(0)
+    };
+    assert_eq!(psargs(b"ls\0-l\0/tmp\0", true), "ls -l /tmp");
+    assert_eq!(psargs(b"ls\0-l\0/tmp\0", false), "");
+    let long: Vec<u8> = b"x\0".repeat(60);
+    assert_eq!(psargs(&long, true), "x ".repeat(40)[..79].to_string());
+}

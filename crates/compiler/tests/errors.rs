@@ -372,6 +372,21 @@ fn action_errors() {
         ErrTag::D_TRACE_VOID,
         "line 1: trace( ) may not be applied to a void expression",
     );
+    golden(
+        "BEGIN { print(bcopy(0, 0, 0)); }",
+        ErrTag::D_PRINT_VOID,
+        "line 1: print( ) may not be applied to a void expression",
+    );
+    golden(
+        "struct i { int a; }; struct o { int b; }; translator struct o < struct i *I > { b = I->a; };\nBEGIN { print(xlate < struct o * > ((struct i *)0)); }",
+        ErrTag::D_PRINT_DYN,
+        "line 2: print( ) may not be applied to a translated pointer",
+    );
+    golden(
+        "BEGIN { @a = count(); print(@a); }",
+        ErrTag::D_PRINT_AGG,
+        "line 1: print( ) may not be applied to an aggregation -- did you mean printa()?",
+    );
     golden("BEGIN { printa(1); }", ErrTag::D_PRINTA_AGGARG, "line 1: printa( ) argument #1 is incompatible with prototype:\n\tprototype: aggregation\n\t argument: int");
     golden("BEGIN { clear(1); }", ErrTag::D_CLEAR_AGGARG, "line 1: clear( ) argument #1 is incompatible with prototype:\n\tprototype: aggregation\n\t argument: int");
     golden(

@@ -78,3 +78,42 @@ fn kernel_btf_types_compile() {
         }
     }
 }
+
+/// A D definition shadows a kernel type of the same name (DTrace searches its D definitions before
+/// the kernel's types); only a second D definition is a redeclaration.
+#[test]
+fn d_definitions_shadow_kernel_types() {
+    let have = Path::new(SYS_KERNEL_BTF).join("vmlinux").exists();
+    if !dtrace_testkit::skip_unless(
+        have,
+        "d_definitions_shadow_kernel_types",
+        "no /sys/kernel/btf/vmlinux",
+    ) {
+        return;
+    }
+    let k = KernelTypes::load(Path::new(SYS_KERNEL_BTF)).expect("vmlinux BTF converts");
+    let compile = |src: &str| {
+        compile_with_types(
+            src,
+            &CompileOptions::default(),
+            vec![Box::new(CtfTypes::new(Arc::clone(&k.vmlinux)))],
+        )
+    };
+    // The kernel has struct timespec64 (16 bytes) and struct task_struct.
+    let p =
+        compile("struct timespec64 { int mine; }; BEGIN { trace(sizeof (struct timespec64)); }")
+            .expect("shadowing struct compiles");
+    assert_eq!(p.ecbs.len(), 1);
+    let k16 = compile("BEGIN { trace(sizeof (struct timespec64)); }").expect("kernel struct");
+    assert_ne!(
+        format!("{:?}", p.ecbs[0].actions[0].difo),
+        format!("{:?}", k16.ecbs[0].actions[0].difo),
+        "sizeof sees the D struct (4 bytes), not the kernel's (16)"
+    );
+    compile("typedef struct task_struct kthread_t; typedef int kthread_t; BEGIN { }")
+        .expect_err("a second D typedef is a redeclaration");
+    compile("struct timespec64 { int a; }; struct timespec64 { int b; }; BEGIN { }")
+        .expect_err("a second D definition is a redeclaration");
+    compile("struct fwd; struct fwd { int x; }; BEGIN { this->p = (struct fwd *)alloca(4); this->p->x = 1; }")
+        .expect("a D forward declaration completed in D");
+}

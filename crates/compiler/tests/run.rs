@@ -558,3 +558,28 @@ fn printf_conversion_parts_in_any_order() {
         "{e}"
     );
 }
+
+/// Stores through pointers held in D variables reach scratch memory (`alloca`) through `->`, `.`,
+/// `[]` and `*` chains, as DTrace's writable-propagation allows; memory reached from built-ins is
+/// not writable.
+#[test]
+fn stores_through_pointers_from_variables() {
+    let v = run(r#"
+        struct f { int a[4]; int b; struct f *next; };
+        BEGIN {
+            this->f = (struct f *)alloca(sizeof (struct f));
+            this->f->a[1] = 7;
+            this->f->next = this->f;
+            this->f->next->b = 5;
+            this->f->next->next->a[2] = 3;
+            trace(this->f->a[1] + this->f->b + this->f->a[2]);
+        }
+    "#);
+    assert_eq!(v, ["15"]);
+    let e = compile(
+        "BEGIN { ((int *)arg0)[1] = 1; }",
+        &CompileOptions::default(),
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("writable variable"), "{e}");
+}

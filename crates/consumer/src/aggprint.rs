@@ -4,7 +4,7 @@
 //! print-everything-unprinted pass at the end of a run. With `agghist` or `aggpack` set, the
 //! sorted print of one aggregation takes the layouts of [`aggdisplay`].
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 
 use dtrace_dif::program::{ActionKind, RecDesc};
 use dtrace_framework::records::AggDesc;
@@ -143,7 +143,8 @@ pub fn print_aggregation(
         return Ok(());
     }
     for e in &entries {
-        print_row(out, env, desc, &e.key, &[(&vrec, &e.value, normal)])?;
+        let d = aggs.desc_of(e).unwrap_or(desc);
+        print_row(out, env, d, &e.key, &[(&vrec, &e.value, normal)])?;
     }
     Ok(())
 }
@@ -209,6 +210,8 @@ fn print_packed(
 pub struct JoinedRow {
     /// Key bytes.
     pub key: Vec<u8>,
+    /// The aggregation id whose description lays the key out.
+    pub aggid: u32,
     /// Value bytes per aggregation, in the order asked for.
     pub values: Vec<Vec<u8>>,
 }
@@ -222,10 +225,14 @@ pub fn joined_rows(
     sortpos: usize,
 ) -> Vec<JoinedRow> {
     let per: Vec<Vec<AggEntry>> = varids.iter().map(|&v| aggs.entries_of(v)).collect();
-    let keys: BTreeSet<Vec<u8>> = per.iter().flatten().map(|e| e.key.clone()).collect();
+    let keys: BTreeMap<Vec<u8>, u32> = per
+        .iter()
+        .flatten()
+        .map(|e| (e.key.clone(), e.aggid))
+        .collect();
     let mut rows: Vec<JoinedRow> = keys
         .into_iter()
-        .map(|k| {
+        .map(|(k, aggid)| {
             let values = per
                 .iter()
                 .zip(varids)
@@ -234,7 +241,11 @@ pub fn joined_rows(
                     None => zero_like(aggs, v, ents),
                 })
                 .collect();
-            JoinedRow { key: k, values }
+            JoinedRow {
+                key: k,
+                aggid,
+                values,
+            }
         })
         .collect();
     let pos = sortpos.min(varids.len().saturating_sub(1));
@@ -306,7 +317,13 @@ pub fn print_joined(
             .zip(&row.values)
             .map(|((r, n), v)| (r, v.as_slice(), *n))
             .collect();
-        print_row(out, env, desc, &row.key, &vals)?;
+        print_row(
+            out,
+            env,
+            aggs.desc(row.aggid).unwrap_or(desc),
+            &row.key,
+            &vals,
+        )?;
     }
     Ok(())
 }
@@ -343,6 +360,7 @@ pub fn print_formatted(
                 normal: *n,
             })
             .collect();
+        let keys = aggs.desc(row.aggid).map_or(keys, key_recs);
         fmt.format(out, env, keys, &row.key, &vals)?;
     }
     Ok(())

@@ -23,6 +23,9 @@ use crate::recdata;
 pub struct AggEntry {
     /// Aggregation variable id (`AggDesc::varid`).
     pub varid: u32,
+    /// The aggregation id whose description lays the key out (one variable may be fed by clauses
+    /// with differently sized keys, such as `@[stack(2)]` and `@[stack(5)]`).
+    pub aggid: u32,
     /// Key bytes (laid out by the description's key records).
     pub key: Vec<u8>,
     /// Value bytes in the function's layout.
@@ -45,7 +48,8 @@ pub struct SortOrder {
 pub struct Aggregations {
     descs: HashMap<u32, AggDesc>,
     by_var: BTreeMap<u32, u32>,
-    entries: BTreeMap<(u32, Vec<u8>), Vec<u8>>,
+    /// (variable, key) -> (aggregation id that laid the key out, value).
+    entries: BTreeMap<(u32, Vec<u8>), (u32, Vec<u8>)>,
     normals: HashMap<u32, u64>,
 }
 
@@ -100,6 +104,16 @@ impl Aggregations {
     pub fn add_desc(&mut self, desc: AggDesc) {
         self.by_var.entry(desc.varid).or_insert(desc.aggid);
         self.descs.insert(desc.aggid, desc);
+    }
+
+    /// The description of an aggregation id.
+    pub fn desc(&self, aggid: u32) -> Option<&AggDesc> {
+        self.descs.get(&aggid)
+    }
+
+    /// The description laying out `e`'s key (the variable's first one if its own is unknown).
+    pub fn desc_of(&self, e: &AggEntry) -> Option<&AggDesc> {
+        self.desc(e.aggid).or_else(|| self.desc_for_var(e.varid))
     }
 
     /// The description used to lay out entries of a variable.
@@ -159,10 +173,10 @@ impl Aggregations {
                 .map(|x| x.action)
                 .ok_or(ConsumerError::BadAggId(r.aggid))?;
             match self.entries.get_mut(&(desc.varid, r.key.clone())) {
-                Some(v) => merge_value(action, v, &r.value),
+                Some((_, v)) => merge_value(action, v, &r.value),
                 None => {
                     self.entries
-                        .insert((desc.varid, r.key.clone()), r.value.clone());
+                        .insert((desc.varid, r.key.clone()), (r.aggid, r.value.clone()));
                 }
             }
         }
@@ -189,7 +203,7 @@ impl Aggregations {
         let Some(action) = self.action_of(varid) else {
             return;
         };
-        for ((v, _), val) in self.entries.iter_mut() {
+        for ((v, _), (_, val)) in self.entries.iter_mut() {
             if *v == varid {
                 *val = zeroed(action, val);
             }
@@ -223,8 +237,9 @@ impl Aggregations {
         self.entries
             .iter()
             .filter(|((v, _), _)| *v == varid)
-            .map(|((v, k), val)| AggEntry {
+            .map(|((v, k), (a, val))| AggEntry {
                 varid: *v,
+                aggid: *a,
                 key: k.clone(),
                 value: val.clone(),
             })
@@ -303,16 +318,26 @@ impl Aggregations {
         let mut all: Vec<AggEntry> = self
             .entries
             .iter()
-            .map(|((v, k), val)| AggEntry {
+            .map(|((v, k), (a, val))| AggEntry {
                 varid: *v,
+                aggid: *a,
                 key: k.clone(),
                 value: val.clone(),
             })
             .collect();
         all.sort_by(|x, y| {
             let var = x.varid.cmp(&y.varid);
-            let desc = self.desc_for_var(x.varid);
-            let key = || Self::key_cmp(desc, order.keypos, &x.key, &y.key);
+            let key = || {
+                if x.aggid == y.aggid {
+                    Self::key_cmp(self.desc_of(x), order.keypos, &x.key, &y.key)
+                } else {
+                    // Keys laid out differently: the shorter layout first, then the bytes.
+                    x.key
+                        .len()
+                        .cmp(&y.key.len())
+                        .then_with(|| x.key.cmp(&y.key))
+                }
+            };
             let val = || {
                 let act = self.action_of(x.varid).unwrap_or(ActionKind::AggSum);
                 Self::value_cmp(act, &x.value, &y.value)

@@ -2,13 +2,14 @@
 //! handing each enabled probe and each data record to the caller's callbacks (which answer with
 //! [`ConsumeAction`]), and printing what the callbacks leave to the library: `trace()` values by size,
 //! strings and byte dumps, `printf`/`printa`/`system`/`freopen`, stacks and symbols, the consumer-side
-//! aggregation actions (`clear`, `trunc`, `normalize`, `denormalize`, `setopt`, `ftruncate`), flow
+//! aggregation actions (`clear`, `trunc`, `normalize`, `denormalize`, `setopt`, `ftruncate`), `print()`
+//! of typed data (through [`crate::typeprint`]), flow
 //! indentation, ERROR-probe records turned into DTrace's error messages, and drop counts.
 
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
-use dtrace_dif::program::{ActionKind, LibAction, RecDesc};
+use dtrace_dif::program::{split_libact_arg, ActionKind, LibAction, PrintType, RecDesc};
 use dtrace_framework::records::{
     fault_eprobe_desc, BufferSnapshot, EprobeDesc, ProbeInfo, EPID_NONE, FAULT_EPID, RECHDR_SIZE,
 };
@@ -26,6 +27,7 @@ use crate::recdata;
 use crate::stack;
 use crate::status::{self, DropKind, DropReport, ErrorReport};
 use crate::symbols::{NoSymbols, Symbolizer};
+use crate::typeprint;
 
 /// What a consume callback asks the library to do (`DTRACE_CONSUME_*`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -121,6 +123,9 @@ pub struct Decoder {
     pub probes: HashMap<u32, ProbeInfo>,
     /// Parsed format strings per executed program (index = `RecDesc::format - 1`).
     pub formats: Vec<Vec<PrintfFormat>>,
+    /// Types of `print()` values per executed program (`Program::print_types`; same index as
+    /// `formats`).
+    pub print_types: Vec<Vec<PrintType>>,
     /// Which program (index into `formats`) each EPID came from.
     pub epid_program: HashMap<u32, usize>,
     /// The consumer's aggregation copy.
@@ -139,6 +144,8 @@ pub struct Decoder {
     pub printed: HashSet<u32>,
     /// Status passed to `exit()`, once seen.
     pub exit_status: Option<i32>,
+    /// The time zone `%Y` and `%T` print in (the embedding program's local zone; UTC by default).
+    pub zone: crate::timefmt::Zone,
     last_epid: u32,
     indent: usize,
     flags: RunFlags,
@@ -155,12 +162,40 @@ struct RunFlags {
     stackindent: usize,
 }
 
+/// Descriptions looked up by EPID, cloned once per EPID per buffer rather than once per record.
+#[derive(Default)]
+pub(crate) struct DescCache(HashMap<u32, Rc<(EprobeDesc, ProbeInfo, Option<usize>)>>);
+
+/// The offset of the first record at or after `offs` in a buffer (EPID_NONE padding skipped), if
+/// one starts there.
+pub(crate) fn next_record(data: &[u8], mut offs: usize) -> Option<usize> {
+    while offs + 4 <= data.len() {
+        let epid = recdata::uint(&data[offs..offs + 4]).unwrap_or(0) as u32;
+        if epid != EPID_NONE {
+            return Some(offs);
+        }
+        offs += 4;
+    }
+    None
+}
+
+/// The timestamp in the header of the record at `offs` (0 if the header is cut short).
+pub(crate) fn record_timestamp(data: &[u8], offs: usize) -> u64 {
+    let word = |o: usize| {
+        data.get(offs + o..offs + o + 4)
+            .and_then(recdata::uint)
+            .unwrap_or(0)
+    };
+    (word(4) << 32) | word(8)
+}
+
 impl Default for Decoder {
     fn default() -> Self {
         Decoder {
             eprobes: HashMap::new(),
             probes: HashMap::new(),
             formats: Vec::new(),
+            print_types: Vec::new(),
             epid_program: HashMap::new(),
             aggs: Aggregations::default(),
             options: Options::default(),
@@ -170,6 +205,7 @@ impl Default for Decoder {
             error_epids: HashSet::new(),
             printed: HashSet::new(),
             exit_status: None,
+            zone: crate::timefmt::Zone::Utc,
             last_epid: EPID_NONE,
             indent: 0,
             flags: RunFlags::default(),
@@ -238,7 +274,7 @@ fn u64_rec(rec: &RecDesc, data: &[u8]) -> Result<u64> {
 }
 
 fn lib_action(arg: u64) -> Option<LibAction> {
-    Some(match arg {
+    Some(match split_libact_arg(arg).0 {
         1 => LibAction::Clear,
         2 => LibAction::Normalize,
         3 => LibAction::Denormalize,
@@ -294,6 +330,14 @@ impl Decoder {
         Ok(idx)
     }
 
+    /// Installs the `print()` types of program `program` (as [`Decoder::add_program`] numbered it).
+    pub fn set_print_types(&mut self, program: usize, types: Vec<PrintType>) {
+        if self.print_types.len() <= program {
+            self.print_types.resize_with(program + 1, Vec::new);
+        }
+        self.print_types[program] = types;
+    }
+
     fn format(&self, rec: &RecDesc) -> Result<Option<&PrintfFormat>> {
         if rec.format == 0 {
             return Ok(None);
@@ -325,6 +369,7 @@ impl Decoder {
             },
             agghist: self.options.is_set("agghist"),
             aggpack: self.options.is_set("aggpack"),
+            zone: &self.zone,
         }
     }
 
@@ -350,67 +395,105 @@ impl Decoder {
         errfn: &mut ErrFn<'_>,
         dropfn: &mut DropFn<'_>,
     ) -> Result<()> {
-        let data = &snap.data;
+        self.begin_pass();
+        let mut cache = DescCache::default();
         let mut offs = 0usize;
+        while let Some(at) = next_record(&snap.data, offs) {
+            offs = self.consume_at(
+                snap.cpu, &snap.data, at, &mut cache, out, pfunc, rfunc, errfn,
+            )?;
+        }
+        self.report_cpu_drops(snap.cpu, snap.drops, dropfn)
+    }
+
+    /// Reads the run-time flags a pass of consumption starts with.
+    pub(crate) fn begin_pass(&mut self) {
         self.flags = RunFlags {
             quiet: self.options.is_set("quiet"),
             flowindent: self.options.is_set("flowindent"),
             rawbytes: self.options.is_set("rawbytes"),
             stackindent: self.stackindent(),
         };
-        // Descriptions are cloned once per EPID per buffer, not once per record.
-        let mut cache: HashMap<u32, Rc<(EprobeDesc, ProbeInfo, Option<usize>)>> = HashMap::new();
-        while offs + 4 <= data.len() {
-            let epid = recdata::uint(&data[offs..offs + 4]).unwrap_or(0) as u32;
-            if epid == EPID_NONE {
-                offs += 4;
-                continue;
-            }
-            let descs = match cache.get(&epid) {
-                Some(d) => d.clone(),
-                None => {
-                    let e = match self.eprobes.get(&epid) {
-                        Some(e) => e.clone(),
-                        // The framework's fault records (DTrace's ERROR reports).
-                        None if epid == FAULT_EPID => fault_eprobe_desc(),
-                        None => return Err(ConsumerError::BadEpid(epid)),
-                    };
-                    let p = self.probes.get(&e.probe_id).cloned().unwrap_or(ProbeInfo {
-                        id: e.probe_id,
-                        provider: String::new(),
-                        module: String::new(),
-                        function: String::new(),
-                        name: String::new(),
-                    });
-                    let prog = self.epid_program.get(&epid).copied();
-                    let d = Rc::new((e, p, prog));
-                    cache.insert(epid, d.clone());
-                    d
-                }
-            };
-            let (edesc, pdesc) = (&descs.0, &descs.1);
-            self.cur_prog = descs.2;
-            let size = (edesc.size as usize).max(RECHDR_SIZE as usize);
-            let rec = recdata::slice(data, offs, size)?;
-            let next_offs = offs + size;
-            self.consume_record(
-                snap.cpu, edesc, pdesc, rec, data, next_offs, out, pfunc, rfunc, errfn,
-            )?;
-            self.last_epid = epid;
-            offs = next_offs;
-        }
-        if snap.drops > 0 {
+    }
+
+    /// Reports `drops` principal-buffer drops on `cpu` (none: nothing).
+    pub(crate) fn report_cpu_drops(
+        &mut self,
+        cpu: u32,
+        drops: u64,
+        dropfn: &mut DropFn<'_>,
+    ) -> Result<()> {
+        if drops > 0 {
             let r = DropReport {
-                cpu: Some(snap.cpu),
+                cpu: Some(cpu),
                 kind: DropKind::Principal,
-                drops: snap.drops,
-                msg: status::cpu_drop_message(DropKind::Principal, snap.drops, snap.cpu),
+                drops,
+                msg: status::cpu_drop_message(DropKind::Principal, drops, cpu),
             };
             if !dropfn(&r) {
                 return Err(ConsumerError::DirectAbort);
             }
         }
         Ok(())
+    }
+
+    /// The size of the records of `epid` in a principal buffer.
+    pub(crate) fn record_size(&self, epid: u32) -> Result<usize> {
+        let size = match self.eprobes.get(&epid) {
+            Some(e) => e.size,
+            None if epid == FAULT_EPID => fault_eprobe_desc().size,
+            None => return Err(ConsumerError::BadEpid(epid)),
+        };
+        Ok((size as usize).max(RECHDR_SIZE as usize))
+    }
+
+    /// Consumes the record at `offs` of `cpu`'s buffer `data` (as [`next_record`] found it);
+    /// returns the offset past it.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn consume_at(
+        &mut self,
+        cpu: u32,
+        data: &[u8],
+        offs: usize,
+        cache: &mut DescCache,
+        out: &mut Vec<u8>,
+        pfunc: &mut ProbeFn<'_>,
+        rfunc: &mut RecFn<'_>,
+        errfn: &mut ErrFn<'_>,
+    ) -> Result<usize> {
+        let epid = recdata::uint(recdata::slice(data, offs, 4)?).unwrap_or(0) as u32;
+        let descs = match cache.0.get(&epid) {
+            Some(d) => d.clone(),
+            None => {
+                let e = match self.eprobes.get(&epid) {
+                    Some(e) => e.clone(),
+                    // The framework's fault records (DTrace's ERROR reports).
+                    None if epid == FAULT_EPID => fault_eprobe_desc(),
+                    None => return Err(ConsumerError::BadEpid(epid)),
+                };
+                let p = self.probes.get(&e.probe_id).cloned().unwrap_or(ProbeInfo {
+                    id: e.probe_id,
+                    provider: String::new(),
+                    module: String::new(),
+                    function: String::new(),
+                    name: String::new(),
+                });
+                let prog = self.epid_program.get(&epid).copied();
+                let d = Rc::new((e, p, prog));
+                cache.0.insert(epid, d.clone());
+                d
+            }
+        };
+        let (edesc, pdesc) = (&descs.0, &descs.1);
+        self.cur_prog = descs.2;
+        let size = (edesc.size as usize).max(RECHDR_SIZE as usize);
+        let rec = recdata::slice(data, offs, size)?;
+        let next_offs = offs + size;
+        self.consume_record(
+            cpu, edesc, pdesc, rec, data, next_offs, out, pfunc, rfunc, errfn,
+        )?;
+        self.last_epid = epid;
+        Ok(next_offs)
     }
 
     /// Whether the next record after `offs` is another EPID of the same probe (for flow returns).
@@ -501,7 +584,9 @@ impl Decoder {
         while i < recs.len() {
             let r = &recs[i];
             let bytes = recdata::slice(rec, r.offset as usize, r.size as usize)?;
-            if r.action == ActionKind::LibAct {
+            // print() records are data (DTrace's are DIFEXPR records): they go through the record
+            // callback below like trace()'s
+            if r.action == ActionKind::LibAct && lib_action(r.arg) != Some(LibAction::Print) {
                 i += self.lib_act(recs, i, rec, out)?;
                 for msg in std::mem::take(&mut self.lib_errors) {
                     let report = status::library_error(cpu, edesc.epid, pdesc, msg);
@@ -615,10 +700,7 @@ impl Decoder {
                 self.effects.ftruncate(out)?;
                 Ok(1)
             }
-            Some(LibAction::Print) => Err(ConsumerError::NotSupported(
-                "print() of typed data (needs CTF type names)".into(),
-            )),
-            None => Ok(1),
+            Some(LibAction::Print) | None => Ok(1),
         }
     }
 
@@ -642,6 +724,7 @@ impl Decoder {
             style: GraphStyle::default(),
             agghist: false,
             aggpack: false,
+            zone: &self.zone,
         };
         match r.action {
             ActionKind::Stack | ActionKind::Ustack | ActionKind::Jstack => {
@@ -675,6 +758,18 @@ impl Decoder {
                 }
             }
             ActionKind::Printa => return self.printa(recs, i, rec, out),
+            ActionKind::LibAct if lib_action(r.arg) == Some(LibAction::Print) => {
+                let types = self
+                    .cur_prog
+                    .and_then(|p| self.print_types.get(p))
+                    .filter(|t| !t.is_empty());
+                // without a type description, print as trace() does (DTrace's fallback too)
+                if let Some(t) = types {
+                    let root = split_libact_arg(r.arg).1;
+                    typeprint::print_typed(out, t, root, bytes, self.symbols.as_ref())?;
+                    return Ok(1);
+                }
+            }
             ActionKind::Tracemem => {
                 let n = if *tracememsize == 0 || *tracememsize > bytes.len() as u64 {
                     bytes.len()

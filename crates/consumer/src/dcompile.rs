@@ -28,8 +28,10 @@ pub struct DCompiler {
     pub shared: SharedState,
 }
 
-/// A maker of the type sources one compilation consumes.
-pub type TypeSources = Box<dyn Fn() -> Vec<Box<dyn TypeSource>> + Send>;
+/// A maker of the type sources one compilation consumes. With `false` it may leave out what is
+/// costly to get (a lazily loaded source's typedef names); a compilation that fails so is tried
+/// again with `true`.
+pub type TypeSources = Box<dyn Fn(bool) -> Vec<Box<dyn TypeSource>> + Send>;
 
 impl std::fmt::Debug for DCompiler {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -153,21 +155,35 @@ impl Compiler for DCompiler {
         }
         let text = expand_spec(spec, source);
         let errtags = o.is_set("errtags");
-        // Only the first compilation builds the type table; later ones reuse it.
+        // The first compilation builds the type table the later ones share; as long as the
+        // kernel's types have not been waited for, their typedef names may be missing: a
+        // compilation that fails then waits for them and is tried again with them.
         let sources = match &self.types {
-            Some(f) if !self.shared.is_started() => f(),
+            Some(f) if !self.shared.is_started() => f(false),
             _ => Vec::new(),
         };
         let probes = self.probes.as_deref().map(|p| p as &dyn ProbeInfo);
-        let shared = &mut self.shared;
-        let mut prog = dtrace_compiler::compile_shared(&text, &c, sources, probes, shared)
-            .map_err(|e| {
-                ConsumerError::Compile(if spec == ProbeSpec::Script {
-                    e.file_message(errtags)
-                } else {
-                    e.string_message(errtags)
-                })
-            })?;
+        let mut r = dtrace_compiler::compile_shared(&text, &c, sources, probes, &mut self.shared);
+        if let (Err(_), Some(f)) = (&r, &self.types) {
+            // The kept table's sources offer their typedef names once the types are loaded.
+            drop(f(true));
+            if self.shared.refresh_typedef_names() {
+                r = dtrace_compiler::compile_shared(
+                    &text,
+                    &c,
+                    Vec::new(),
+                    probes,
+                    &mut self.shared,
+                );
+            }
+        }
+        let mut prog = r.map_err(|e| {
+            ConsumerError::Compile(if spec == ProbeSpec::Script {
+                e.file_message(errtags)
+            } else {
+                e.string_message(errtags)
+            })
+        })?;
         if prog.options.iter().any(|(n, _)| n == "amin") {
             return Err(amin_unsupported());
         }

@@ -36,6 +36,10 @@ pub enum ConsumerError {
     /// A record names a format string that does not exist.
     #[error("invalid format string index {0}")]
     BadFormat(u32),
+    /// A `print()` record names a type the program does not describe, or a description too deep or
+    /// too large to walk.
+    #[error("invalid print( ) type description {0}")]
+    BadPrintType(u32),
     /// A printf-like format string could not be parsed.
     #[error("printf( ) format conversion #{index} {reason}")]
     FormatSyntax {

@@ -1,8 +1,9 @@
 //! Entry points that turn arbitrary bytes into consumer inputs — enabled-probe descriptions, principal
-//! buffers, aggregation records, format strings — and run them through decoding and formatting. They
+//! buffers, aggregation records, format strings, `print()` type descriptions — and run them through
+//! decoding and formatting. They
 //! back the cargo-fuzz targets in `fuzz/` and the fuzz smoke test; they must never panic.
 
-use dtrace_dif::program::{ActionKind, RecDesc};
+use dtrace_dif::program::{print_arg, ActionKind, PrintKind, PrintMember, PrintType, RecDesc};
 use dtrace_framework::records::{AggDesc, AggRecord, BufferSnapshot, EprobeDesc, ProbeInfo};
 
 use crate::consume::{ConsumeAction, Decoder, DefaultOutput};
@@ -60,6 +61,7 @@ impl Bytes<'_> {
 
 fn rec(b: &mut Bytes<'_>) -> RecDesc {
     let action = ACTIONS[b.u8() as usize % ACTIONS.len()];
+    let print = b.u8().is_multiple_of(4);
     let size = match b.u8() % 8 {
         0 => 1,
         1 => 2,
@@ -75,11 +77,80 @@ fn rec(b: &mut Bytes<'_>) -> RecDesc {
         offset: b.u8() as u32,
         alignment: 1,
         format: (b.u8() % 8) as u16,
-        arg: if b.u8() & 1 == 0 {
+        arg: if action == ActionKind::LibAct && print {
+            print_arg(u32::from(b.u8() % 8))
+        } else if b.u8() & 1 == 0 {
             b.u8() as u64
         } else {
             b.u64()
         },
+    }
+}
+
+/// A type table read from `b`: entries of every kind, with member, element and size fields as the
+/// bytes say (dangling indices, cycles and huge counts included).
+fn print_types(b: &mut Bytes<'_>) -> Vec<PrintType> {
+    let n = b.u8() % 8 + 1;
+    (0..n)
+        .map(|i| {
+            let kind = match b.u8() % 10 {
+                0 => PrintKind::Integer {
+                    bits: u16::from(b.u8()),
+                    signed: b.u8() & 1 == 1,
+                    char: b.u8() & 1 == 1,
+                },
+                1 => PrintKind::Float,
+                2 => PrintKind::Pointer {
+                    function: b.u8() & 1 == 1,
+                },
+                3 => PrintKind::Array {
+                    element: u32::from(b.u8() % 9),
+                    count: if b.u8() & 1 == 0 {
+                        u32::from(b.u8())
+                    } else {
+                        b.u64() as u32
+                    },
+                },
+                4 | 5 => {
+                    let m = (0..b.u8() % 4)
+                        .map(|j| PrintMember {
+                            name: format!("m{j}"),
+                            ty: u32::from(b.u8() % 9),
+                            offset_bits: u64::from(b.u8()) * 4,
+                        })
+                        .collect();
+                    if b.u8() & 1 == 0 {
+                        PrintKind::Struct(m)
+                    } else {
+                        PrintKind::Union(m)
+                    }
+                }
+                6 => PrintKind::Enum(vec![("A".into(), 0), ("B".into(), i64::from(b.u8()))]),
+                7 => PrintKind::Function,
+                _ => PrintKind::Forward,
+            };
+            PrintType {
+                name: if b.u8() & 1 == 0 {
+                    format!("t{i}")
+                } else {
+                    format!("t{i} *")
+                },
+                size: [0u64, 1, 2, 4, 8, 16, 3, 64][b.u8() as usize % 8],
+                kind,
+            }
+        })
+        .collect()
+}
+
+/// Decodes a `print()` type table from `data` and prints the rest of the bytes as each of its types.
+pub fn print_typed_bytes(data: &[u8]) {
+    let mut b = Bytes(data);
+    let types = print_types(&mut b);
+    let body = b.0;
+    let mut out = Vec::new();
+    for root in 0..=types.len() as u32 {
+        out.clear();
+        let _ = crate::typeprint::print_typed(&mut out, &types, root, body, &NoSymbols);
     }
 }
 
@@ -123,7 +194,10 @@ pub fn consume_bytes(data: &[u8]) {
     if b.u8() & 1 == 1 {
         let _ = d.options.set("flowindent", None, false);
     }
-    let _ = d.add_program(&formats, &epids);
+    if let Ok(p) = d.add_program(&formats, &epids) {
+        let types = print_types(&mut b);
+        d.set_print_types(p, types);
+    }
     let na = b.u8() % 3;
     for a in 0..na {
         let nrecs = b.u8() % 4 + 1;
@@ -189,6 +263,7 @@ pub fn format_bytes(data: &[u8]) {
         style: crate::quantize::GraphStyle::default(),
         agghist: false,
         aggpack: false,
+        zone: &crate::timefmt::Zone::Utc,
     };
     let mut out = Vec::new();
     let _ = f.format(&mut out, &env, &recs, body, &aggs);

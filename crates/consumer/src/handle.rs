@@ -99,6 +99,13 @@ pub trait Tracer {
     fn time_to_next_event(&self) -> Option<Duration> {
         None
     }
+    /// The time (in the records' clock) before which every record has reached the buffers
+    /// [`Tracer::switch_buffers`] returned or earlier ones: records stamped later may still be
+    /// joined by older ones from another CPU, so the `temporal` option holds them for the next
+    /// switch. None (the default): the buffers hold everything fired so far.
+    fn complete_through(&self) -> Option<u64> {
+        None
+    }
     /// Whether `exit()` has been called (the run should be drained now, not at the next status check).
     fn exit_requested(&mut self) -> bool {
         false
@@ -195,6 +202,8 @@ pub struct Handle {
     last_switch: Option<Instant>,
     last_status: Option<Instant>,
     last_agg: Option<Instant>,
+    /// Records held for time order (`temporal`).
+    temporal: crate::temporal::TemporalQueue,
 }
 
 impl Handle {
@@ -212,6 +221,7 @@ impl Handle {
             last_switch: None,
             last_status: None,
             last_agg: None,
+            temporal: Default::default(),
         }
     }
 
@@ -326,7 +336,8 @@ impl Handle {
         }
         let info = self.tracer.exec(prog, &self.decoder.options)?;
         let epids: Vec<u32> = info.eprobes.iter().map(|e| e.epid).collect();
-        self.decoder.add_program(&prog.formats, &epids)?;
+        let idx = self.decoder.add_program(&prog.formats, &epids)?;
+        self.decoder.set_print_types(idx, prog.print_types.clone());
         if is_error_prog {
             self.decoder.error_epids.extend(epids.iter().copied());
         }
@@ -521,6 +532,27 @@ impl Handle {
         bufs.sort_by_key(|b| b.cpu);
         let mut noerr = |_: &ErrorReport| false;
         let mut nodrop = |_: &DropReport| false;
+        if self.decoder.options.is_set("temporal") || !self.temporal.is_empty() {
+            let through = self.tracer.complete_through();
+            let stopped = self.state == State::Stopped;
+            let sinks = crate::temporal::Sinks {
+                out: &mut *out,
+                pfunc,
+                rfunc,
+                errfn: match self.err_handler.as_mut() {
+                    Some(h) => h.as_mut(),
+                    None => &mut noerr,
+                },
+                dropfn: match self.drop_handler.as_mut() {
+                    Some(h) => h.as_mut(),
+                    None => &mut nodrop,
+                },
+            };
+            self.temporal
+                .consume(&mut self.decoder, bufs, through, stopped, sinks)?;
+            out.flush()?;
+            return Ok(());
+        }
         let mut text = Vec::new();
         for b in &bufs {
             let errfn: &mut ErrFn<'_> = match self.err_handler.as_mut() {

@@ -2,9 +2,10 @@
 //! form ([`handle`]), decoding the framework's buffers by EPID and record descriptions ([`consume`]),
 //! the consumer's merged copy of the aggregations ([`aggregate`]), and every output format byte-exact
 //! with DTrace: `printf` ([`printf`], on the C engine [`cformat`]), `trace()` and byte dumps
-//! ([`bytes`]), aggregation printing and `printa` ([`aggprint`]), the `agghist`/`aggpack` layouts
-//! ([`aggdisplay`]), distribution graphs ([`quantize`]), stacks and symbols ([`stack`], [`symbols`]),
-//! options ([`options`]), drop and error messages ([`status`]), programs' stability reports ([`proginfo`]).
+//! ([`bytes`]), `print()` of typed data ([`typeprint`]), aggregation printing and `printa`
+//! ([`aggprint`]), the `agghist`/`aggpack` layouts ([`aggdisplay`]), distribution graphs
+//! ([`quantize`]), stacks and symbols ([`stack`], [`symbols`]), options ([`options`]), drop and error
+//! messages ([`status`]), programs' stability reports ([`proginfo`]).
 //!
 //! It does not compile D (`dtrace-compiler`) nor run probes (`dtrace-framework`, `dtrace-linux`): those
 //! are reached through the [`handle::Compiler`] and [`handle::Tracer`] seams. It makes no OS calls of its
@@ -31,7 +32,9 @@ pub mod recdata;
 pub mod stack;
 pub mod status;
 pub mod symbols;
+pub mod temporal;
 pub mod timefmt;
+pub mod typeprint;
 
 pub use consume::{ConsumeAction, Decoder, ProbeData};
 pub use error::{ConsumerError, Result};

@@ -131,6 +131,8 @@ pub struct FmtEnv<'a> {
     pub agghist: bool,
     /// The `aggpack` option.
     pub aggpack: bool,
+    /// The zone `%Y` and `%T` show times in.
+    pub zone: &'a timefmt::Zone,
 }
 
 fn conv_for(name: &str) -> Option<(ConvKind, u8)> {
@@ -604,9 +606,9 @@ fn value(
             }
             let ns = recdata::uint(b).unwrap_or(0);
             let s = if conv.kind == ConvKind::Time {
-                timefmt::ymdhms(ns)
+                timefmt::ymdhms(ns, env.zone)
             } else {
-                timefmt::rfc822(ns)
+                timefmt::rfc822(ns, env.zone)
             };
             cformat::fmt_str(out, spec, s.as_bytes());
         }

@@ -1,7 +1,7 @@
 //! A short deterministic fuzz run over the same entry points as the cargo-fuzz targets: thousands of
 //! pseudo-random and mutated inputs must all be handled without a panic or a hang.
 
-use dtrace_consumer::fuzz_entry::{consume_bytes, format_bytes};
+use dtrace_consumer::fuzz_entry::{consume_bytes, format_bytes, print_typed_bytes};
 
 use dtrace_testkit::XorShift as Rng;
 
@@ -40,6 +40,7 @@ fn random_and_mutated_inputs_never_panic() {
         }
         consume_bytes(&input);
         format_bytes(&input);
+        print_typed_bytes(&input);
     }
 }
 

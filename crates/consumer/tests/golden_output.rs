@@ -148,6 +148,62 @@ fn printf_conversions() {
 }
 
 #[test]
+fn time_conversions_print_in_the_decoders_zone() {
+    use dtrace_consumer::timefmt::Zone;
+    let ep = eprobe(1, 1, &[(A::Printf, 8, 1, 0), (A::DifExpr, 8, 0, 0)]);
+    let fmt = "%Y|%-32T|\n";
+    // Either side of the spring-forward and fall-back instants of US Eastern in 2026.
+    let cases = [
+        (
+            1_772_953_199u64,
+            "2026 Mar  8 01:59:59|Sun, 08 Mar 2026 01:59:59 EST   |\n",
+        ),
+        (
+            1_772_953_200,
+            "2026 Mar  8 03:00:00|Sun, 08 Mar 2026 03:00:00 EDT   |\n",
+        ),
+        (
+            1_793_512_799,
+            "2026 Nov  1 01:59:59|Sun, 01 Nov 2026 01:59:59 EDT   |\n",
+        ),
+        (
+            1_793_512_800,
+            "2026 Nov  1 01:00:00|Sun, 01 Nov 2026 01:00:00 EST   |\n",
+        ),
+    ];
+    let zones = [
+        Zone::from_posix("EST5EDT,M3.2.0,M11.1.0").unwrap(),
+        Zone::from_tz_env(Some("America/New_York"), None, &|p| std::fs::read(p).ok()),
+    ];
+    for (i, zone) in zones.into_iter().enumerate() {
+        if i == 1
+            && !dtrace_testkit::skip_unless(
+                std::path::Path::new("/usr/share/zoneinfo/America/New_York").exists(),
+                "time_conversions_print_in_the_decoders_zone (America/New_York)",
+                "no /usr/share/zoneinfo (scripts/setup installs tzdata)",
+            )
+        {
+            continue;
+        }
+        let mut d = setup(std::slice::from_ref(&ep), &[fmt]);
+        d.zone = zone;
+        for (secs, want) in cases {
+            let ns = secs * 1_000_000_000 + 999_999_999;
+            let r = record(&ep, &[ns.to_ne_bytes().to_vec(), ns.to_ne_bytes().to_vec()]);
+            assert_eq!(run(&mut d, &[buf(0, &[r])], true).out, want, "zone {i}");
+        }
+    }
+    // The default zone is UTC.
+    let mut d = setup(std::slice::from_ref(&ep), &[fmt]);
+    let ns = 1_772_953_200u64 * 1_000_000_000;
+    let r = record(&ep, &[ns.to_ne_bytes().to_vec(), ns.to_ne_bytes().to_vec()]);
+    assert_eq!(
+        run(&mut d, &[buf(0, &[r])], true).out,
+        "2026 Mar  8 07:00:00|Sun, 08 Mar 2026 07:00:00 UTC   |\n"
+    );
+}
+
+#[test]
 fn printf_star_width_and_precision() {
     let ep = eprobe(
         1,

@@ -18,6 +18,16 @@
 //!   parameters for `lquantize`/`llquantize` as DTrace encodes them (see [`lquantize_arg`]).
 //! - `trace(x)` is a `DifExpr` action; `tracemem(a, n)` a `Tracemem` action with `arg` = n.
 //! - `stack(n)`/`ustack(n, strsize)`: `arg` = frames (`ustack`: `frames | strsize << 32`), no object.
+//! - `print(x)` is a `LibAct` action whose DIF object computes `x` (by-reference values, structs,
+//!   unions, arrays and strings, are copied whole, `rtype.size` bytes) and whose `arg` is
+//!   [`print_arg`]`(i)`: [`LibAction::Print`] in the low 32 bits and, in the high 32 bits, the index
+//!   `i` of the value's type in [`Program::print_types`]. That table plays the part of the CTF type
+//!   reference DTrace keeps in its string table for `print()`: each [`PrintType`] has the name DTrace
+//!   prints (typedef names kept, `"struct foo"`, `"int [3]"`, `"char *"`, `"string"`) and the resolved
+//!   shape the consumer walks; members and array elements refer to other entries by index, so one
+//!   program's print types form a self-contained, acyclic graph. A bit-field member refers to an
+//!   integer entry `bits` wide (CTF's convention), and D's `string` is a `char [strsize]` array
+//!   named `"string"`.
 
 use crate::object::DifObject;
 
@@ -194,6 +204,82 @@ pub struct Program {
     /// The stability attributes of each ECB's statements, in the order of `ecbs` (empty when not
     /// computed, as for a program read from DOF, which does not carry them).
     pub attrs: Vec<crate::attr::EcbAttrs>,
+    /// Types of `print()` values and of what they contain, referenced by index (see the module
+    /// documentation).
+    pub print_types: Vec<PrintType>,
+}
+
+/// One type of a `print()` value: its printed name, size and resolved shape.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PrintType {
+    /// The name as DTrace prints it (`ctf_type_name`): `"int"`, `"foo_t"`, `"struct foo"`,
+    /// `"struct "` for an anonymous struct, `"int [3]"`, `"void *"`.
+    pub name: String,
+    /// Size in bytes.
+    pub size: u64,
+    /// What it is, typedefs resolved.
+    pub kind: PrintKind,
+}
+
+/// The resolved shape of a [`PrintType`] (the CTF kinds `print()` distinguishes).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PrintKind {
+    /// An integer `bits` wide (a bit-field's width, or 8 times the size); `char` marks C's
+    /// character types (`CTF_INT_CHAR`).
+    Integer {
+        /// Width in bits.
+        bits: u16,
+        /// Signed.
+        signed: bool,
+        /// A character type.
+        char: bool,
+    },
+    /// A floating-point number (`float`, `double`, `long double` by size).
+    Float,
+    /// A pointer; `function` when it points to a function.
+    Pointer {
+        /// Points to a function.
+        function: bool,
+    },
+    /// An array of `count` elements of type `element` (an index into [`Program::print_types`]).
+    Array {
+        /// Element type index.
+        element: u32,
+        /// Number of elements.
+        count: u32,
+    },
+    /// A struct.
+    Struct(Vec<PrintMember>),
+    /// A union.
+    Union(Vec<PrintMember>),
+    /// An enum with its enumerators.
+    Enum(Vec<(String, i64)>),
+    /// A function (shown as a pointer of size 0, as DTrace does).
+    Function,
+    /// A struct or union known only by name.
+    Forward,
+}
+
+/// A member of a struct or union [`PrintKind`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PrintMember {
+    /// Name; empty for an anonymous member.
+    pub name: String,
+    /// Type index into [`Program::print_types`].
+    pub ty: u32,
+    /// Offset from the start of the aggregate, in bits.
+    pub offset_bits: u64,
+}
+
+/// The `arg` of a `print()` action whose value has type `index` in [`Program::print_types`].
+pub fn print_arg(index: u32) -> u64 {
+    LibAction::Print as u64 | (u64::from(index) << 32)
+}
+
+/// Splits a `LibAct` action's `arg` into the library action number (low 32 bits) and its operand
+/// (high 32 bits: the type index of a `print()`).
+pub fn split_libact_arg(arg: u64) -> (u32, u32) {
+    (arg as u32, (arg >> 32) as u32)
 }
 
 /// One record of an enabled probe's trace data or of an aggregation (`dtrace_recdesc_t`), laid out by the

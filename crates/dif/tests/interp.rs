@@ -106,6 +106,24 @@ fn scratch_allocation_stores_and_loads() {
     assert_eq!(run(src), Ok(8));
 }
 
+/// Loads may read past this firing's scratch allocations (DTrace checks loads against the scratch
+/// region, so a `copys` of `strsize` bytes from a shorter `strjoin` result works); unallocated bytes
+/// read as zero (up to the scratch size).
+#[test]
+fn loads_read_past_scratch_allocations_within_the_region() {
+    let src =
+        "setx 4, %r1\nallocs %r1, %r2\nsetx 0x7f, %r3\nstb %r3, [%r2]\nldx [%r2], %r4\nret %r4\n";
+    assert_eq!(run(src), Ok(0x7f));
+    let src = "setx 8, %r1\nallocs %r1, %r2\nsetx 0x55, %r3\nstb %r3, [%r2]\nsetx 64, %r5\nallocs %r5, %r6\nsetx 32, %r5\ncopys %r2, %r5, %r6\nldx [%r6], %r4\nret %r4\n";
+    assert_eq!(run(src), Ok(0x55));
+    // A load that starts past every allocation still faults.
+    let f = run(
+        "setx 8, %r1\nallocs %r1, %r2\nsetx 64, %r3\nadd %r2, %r3, %r2\nldx [%r2], %r4\nret %r4\n",
+    )
+    .unwrap_err();
+    assert_eq!((f.kind, f.addr), (FaultKind::BadAddr, SCRATCH_BASE + 64));
+}
+
 #[test]
 fn stores_only_into_scratch() {
     // A store to kernel memory faults with the address.

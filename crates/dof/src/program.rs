@@ -22,6 +22,10 @@
 //!   canonical form ([`canonical_options`] says which); compile-time options (`defaultargs`,
 //!   `strip`, ...) have already acted and are not written, as in DTrace; `zone` (a zone id in
 //!   DTrace) cannot be written.
+//! - `print()` type descriptions (`Program::print_types`; DTrace writes a CTF type reference in the
+//!   string table, which has no counterpart without CTF in the object): a `print()` action keeps its
+//!   `arg`, and the loaded program has no print types, so the consumer prints such values as
+//!   `trace()` does (DTrace's fallback when it cannot resolve the type);
 //! - unused format strings (the compiler makes none): formats are rebuilt from the actions in order;
 //! - the `arg` of a `printa` without a format (the kernel ignores it): it loads as the compiler's
 //!   `NO_FORMAT` (`u64::MAX`).

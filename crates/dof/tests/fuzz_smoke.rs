@@ -115,6 +115,7 @@ fn program_seed() -> Vec<u8> {
             ("bufpolicy".into(), Some("ring".into())),
         ],
         attrs: Vec::new(),
+        print_types: Vec::new(),
     };
     let bytes = program::program_to_dof_bytes(&p, &Default::default()).unwrap();
     assert_eq!(program::program_from_dof_bytes(&bytes).unwrap(), p);

@@ -87,7 +87,8 @@ pub struct Options {
     pub jstackframes: u64,
     /// `jstackstrsize` (default 512).
     pub jstackstrsize: u64,
-    /// `temporal`: keep records in time order (accepted; buffers are already per CPU in order).
+    /// `temporal`: the consumer prints the records of all CPUs in time order (see the consumer's
+    /// `temporal` module); the framework records as usual.
     pub temporal: bool,
     /// `zone`: restrict to a zone (accepted and ignored on Linux).
     pub zone: Option<String>,

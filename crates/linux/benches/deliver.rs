@@ -44,6 +44,8 @@ fn event() -> CapturedEvent {
         ustack: None,
         ustack_files: None,
         retry_armed: false,
+        execargs: None,
+        ancestors: None,
     }
 }
 

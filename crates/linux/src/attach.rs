@@ -151,6 +151,28 @@ impl Attachment {
         })
     }
 
+    /// Attaches a BTF-typed raw tracepoint program (loaded as [`crate::bpf::ProgKind::TpBtf`],
+    /// which names its tracepoint).
+    pub fn tp_btf(prog: &Program, what: &str) -> Result<Attachment> {
+        let mut attr = RawTpAttr {
+            name: 0,
+            prog_fd: prog.raw_fd() as u32,
+            pad: 0,
+        };
+        // SAFETY: a raw-tracepoint attribute without a name, as typed programs require.
+        let fd = unsafe {
+            sys::bpf_fd(
+                cmd::RAW_TRACEPOINT_OPEN,
+                &mut attr,
+                &format!("typed raw tracepoint for {what}"),
+            )
+        }?;
+        Ok(Attachment {
+            perf_fds: Vec::new(),
+            raw_fd: Some(fd),
+        })
+    }
+
     /// Number of kernel objects (perf events or links) held.
     pub fn fd_count(&self) -> usize {
         self.perf_fds.len() + usize::from(self.raw_fd.is_some())

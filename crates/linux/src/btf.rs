@@ -8,6 +8,7 @@ use crate::error::{LinuxError, Result};
 const MAGIC: u16 = 0xeb9f;
 const KIND_STRUCT: u32 = 4;
 const KIND_UNION: u32 = 5;
+const KIND_TYPEDEF: u32 = 8;
 /// The most types we walk.
 pub const MAX_TYPES: usize = 1 << 22;
 
@@ -152,6 +153,15 @@ impl Btf {
             .map(|i| i as u32)
     }
 
+    /// The id of the typedef named `name` (e.g. `btf_trace_sched_switch`, which typed raw
+    /// tracepoint programs attach by).
+    pub fn typedef_id(&self, name: &str) -> Option<u32> {
+        self.types
+            .iter()
+            .position(|t| t.kind == KIND_TYPEDEF && str_at(&self.strings, t.name_off) == name)
+            .map(|i| i as u32)
+    }
+
     /// The byte offset of member `member` in struct/union `id`, looking through anonymous members
     /// (at most 8 levels deep and a bounded number of members visited, whatever the input).
     pub fn member_offset(&self, id: u32, member: &str) -> Option<u32> {
@@ -206,6 +216,41 @@ pub struct TaskOffsets {
     pub tgid: u32,
     /// `se.sum_exec_runtime` (the thread's on-CPU nanoseconds, for `vtimestamp`), when found.
     pub sum_exec_runtime: Option<u32>,
+    /// What a program needs to describe a task other than the current one (`on-cpu`'s incoming
+    /// thread), when found.
+    pub other: Option<OtherTaskOffsets>,
+    /// `exit_code` (the wait status the task exits with), when found.
+    pub exit_code: Option<u32>,
+    /// `mm` and, in `struct mm_struct`, `arg_start` and `arg_end` (the process's argument area),
+    /// when found.
+    pub args_area: Option<ArgsAreaOffsets>,
+}
+
+/// Offsets to read a task's identity from its `task_struct` (rather than through the helpers that
+/// only see the current task).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OtherTaskOffsets {
+    /// `task_struct.pid` (the thread id).
+    pub pid: u32,
+    /// `task_struct.comm`.
+    pub comm: u32,
+    /// `task_struct.cred` (a `const struct cred *`).
+    pub cred: u32,
+    /// `cred.uid` (a `kuid_t`, whose first member is the id).
+    pub uid: u32,
+    /// `cred.gid`.
+    pub gid: u32,
+}
+
+/// Where a process's argument strings are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ArgsAreaOffsets {
+    /// `task_struct.mm`.
+    pub mm: u32,
+    /// `mm_struct.arg_start`.
+    pub arg_start: u32,
+    /// `mm_struct.arg_end`.
+    pub arg_end: u32,
 }
 
 impl TaskOffsets {
@@ -231,6 +276,25 @@ impl TaskOffsets {
                 let sid = btf.struct_id("sched_entity")?;
                 Some(se + btf.member_offset(sid, "sum_exec_runtime")?)
             }),
+            other: (|| {
+                let cid = btf.struct_id("cred")?;
+                Some(OtherTaskOffsets {
+                    pid: btf.member_offset(id, "pid")?,
+                    comm: btf.member_offset(id, "comm")?,
+                    cred: btf.member_offset(id, "cred")?,
+                    uid: btf.member_offset(cid, "uid")?,
+                    gid: btf.member_offset(cid, "gid")?,
+                })
+            })(),
+            exit_code: btf.member_offset(id, "exit_code"),
+            args_area: (|| {
+                let mid = btf.struct_id("mm_struct")?;
+                Some(ArgsAreaOffsets {
+                    mm: btf.member_offset(id, "mm")?,
+                    arg_start: btf.member_offset(mid, "arg_start")?,
+                    arg_end: btf.member_offset(mid, "arg_end")?,
+                })
+            })(),
         })
     }
 }
@@ -256,5 +320,10 @@ mod tests {
         let t = TaskOffsets::from_vmlinux().unwrap();
         assert!(t.real_parent > 0 && t.tgid > 0 && t.real_parent != t.tgid);
         assert!(t.sum_exec_runtime.is_some());
+        let o = t.other.unwrap();
+        assert!(o.pid != t.tgid && o.comm > 0 && o.cred > 0 && o.uid != o.gid);
+        assert!(t.exit_code.is_some());
+        let a = t.args_area.unwrap();
+        assert_eq!(a.arg_end, a.arg_start + 8);
     }
 }

@@ -1,6 +1,7 @@
 //! Process control for `-c` and `-p`: starting a command held before `exec` until the probes are
-//! enabled, releasing it, reporting how it ended; following an existing pid through a pidfd; and the
-//! small `/proc` readers the session uses (thread group, parent, memory).
+//! enabled, releasing it, reporting how it ended; following an existing pid through a pidfd, stopped
+//! with ptrace (every thread seized and interrupted) while the probes are enabled; and the small
+//! `/proc` readers the session uses (thread group, parent, memory).
 
 use crate::capture::MemKind;
 use crate::error::{LinuxError, Result};
@@ -181,10 +182,85 @@ impl Drop for HeldChild {
 }
 
 /// An existing process followed with `-p`.
+///
+/// [`Followed::stop`] seizes and interrupts each of its threads with ptrace, so it stays stopped
+/// (state `t`) until [`Followed::resume`] or the drop of the handle detaches them; if this process
+/// dies first the kernel detaches and restarts them, so the process is never left stopped. Ptrace
+/// requests are per tracer thread: stop, resume and drop must happen on the same thread.
 #[derive(Debug)]
 pub struct Followed {
     pid: u32,
     pidfd: OwnedFd,
+    /// The threads seized, each with the signal to deliver when it is detached (a signal that
+    /// arrived while it was held).
+    held: Vec<(i32, i32)>,
+}
+
+/// Why a process cannot be grabbed, in `Pgrab_error`'s words.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum GrabError {
+    /// No such process.
+    #[error("no such process")]
+    NoProcess,
+    /// A zombie.
+    #[error("zombie process")]
+    Zombie,
+    /// Another tracer has it.
+    #[error("process is traced")]
+    Traced,
+    /// A kernel thread.
+    #[error("system process")]
+    System,
+    /// Not ours to trace.
+    #[error("permission denied")]
+    Permission,
+}
+
+/// The threads of `pid`, from `/proc/<pid>/task`.
+fn threads_of(pid: u32) -> Vec<i32> {
+    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect()
+}
+
+/// Why `PTRACE_SEIZE` of `pid` failed with `errno`, from what `/proc` says of it.
+fn grab_error(pid: u32, errno: i32) -> GrabError {
+    if errno == libc::ESRCH {
+        return GrabError::NoProcess;
+    }
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .map(|v| v.trim().to_string())
+    };
+    if field("State:").is_some_and(|s| s.starts_with('Z')) {
+        GrabError::Zombie
+    } else if field("TracerPid:").is_some_and(|t| t != "0") {
+        GrabError::Traced
+    } else if field("Kthread:").is_some_and(|k| k == "1")
+        || std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c.is_empty())
+            && field("VmSize:").is_none()
+    {
+        GrabError::System
+    } else if status.is_empty() {
+        GrabError::NoProcess
+    } else {
+        GrabError::Permission
+    }
+}
+
+/// `ptrace(req, tid, 0, data)`.
+fn ptrace(req: libc::c_uint, tid: i32, data: usize) -> std::io::Result<()> {
+    // SAFETY: the requests used here take no pointers (addr 0, data a number).
+    let r = unsafe { libc::ptrace(req, tid, 0usize, data) };
+    if r < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 impl Followed {
@@ -205,7 +281,101 @@ impl Followed {
         Ok(Followed {
             pid,
             pidfd: unsafe { OwnedFd::from_raw_fd(fd as i32) },
+            held: Vec::new(),
         })
+    }
+
+    /// Stops every thread of the process (`PTRACE_SEIZE` then `PTRACE_INTERRUPT`), returning once
+    /// each is in its ptrace stop. Threads are listed again until no new one appears, since a thread
+    /// not yet stopped may create others. On an error the threads already held are let go.
+    pub fn stop(&mut self) -> std::result::Result<(), GrabError> {
+        loop {
+            let fresh: Vec<i32> = threads_of(self.pid)
+                .into_iter()
+                .filter(|t| !self.held.iter().any(|(h, _)| h == t))
+                .collect();
+            if fresh.is_empty() {
+                break;
+            }
+            let mut seized = Vec::new();
+            for tid in fresh {
+                match ptrace(libc::PTRACE_SEIZE, tid, 0) {
+                    Ok(()) => {}
+                    // The thread exited meanwhile.
+                    Err(e) if e.raw_os_error() == Some(libc::ESRCH) && tid as u32 != self.pid => {
+                        continue
+                    }
+                    Err(e) => {
+                        let why = grab_error(self.pid, e.raw_os_error().unwrap_or(0));
+                        self.resume();
+                        return Err(why);
+                    }
+                }
+                self.held.push((tid, 0));
+                if ptrace(libc::PTRACE_INTERRUPT, tid, 0).is_ok() {
+                    seized.push(tid);
+                }
+            }
+            for tid in seized {
+                self.wait_stopped(tid);
+            }
+            if self.held.iter().all(|(t, _)| *t as u32 != self.pid) {
+                self.resume();
+                return Err(GrabError::NoProcess);
+            }
+        }
+        if self.held.is_empty() {
+            return Err(GrabError::NoProcess);
+        }
+        Ok(())
+    }
+
+    /// Waits for held thread `tid` to stop; one that ended is dropped from the held list, one
+    /// stopped for a signal keeps it to deliver at detach.
+    fn wait_stopped(&mut self, tid: i32) {
+        loop {
+            let mut status = 0;
+            // SAFETY: waiting for a tracee of this thread.
+            let r = unsafe { libc::waitpid(tid, &mut status, libc::__WALL) };
+            if r < 0 {
+                if std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+                    continue;
+                }
+                self.held.retain(|(t, _)| *t != tid);
+                return;
+            }
+            if libc::WIFSTOPPED(status) {
+                let event = status >> 16;
+                let sig = libc::WSTOPSIG(status);
+                if event == 0 && sig != libc::SIGTRAP {
+                    // Signal-delivery-stop: hand the signal back when detaching.
+                    if let Some(h) = self.held.iter_mut().find(|(t, _)| *t == tid) {
+                        h.1 = sig;
+                    }
+                }
+                return;
+            }
+            // Exited or killed.
+            self.held.retain(|(t, _)| *t != tid);
+            return;
+        }
+    }
+
+    /// Whether [`Followed::stop`] holds the process.
+    pub fn is_stopped(&self) -> bool {
+        !self.held.is_empty()
+    }
+
+    /// Lets every held thread run again (`PTRACE_DETACH`, with any signal that arrived meanwhile).
+    pub fn resume(&mut self) {
+        for (tid, sig) in std::mem::take(&mut self.held) {
+            if ptrace(libc::PTRACE_DETACH, tid, sig as usize).is_err() {
+                // Dead (SIGKILL while held): collect its ptrace notification.
+                let mut status = 0;
+                // SAFETY: reaping a tracee's notification without blocking.
+                unsafe { libc::waitpid(tid, &mut status, libc::__WALL | libc::WNOHANG) };
+            }
+        }
     }
 
     /// The pid.
@@ -230,6 +400,13 @@ impl Followed {
             return Err(LinuxError::from_io("poll on pidfd", e));
         }
         Ok(r > 0)
+    }
+}
+
+impl Drop for Followed {
+    /// A process still held is let go.
+    fn drop(&mut self) {
+        self.resume();
     }
 }
 
@@ -334,6 +511,71 @@ mod tests {
         child.wait().unwrap();
         assert!(f.wait_exit(5000).unwrap());
         assert!(Followed::attach(0x3fff_fff0).is_err());
+    }
+
+    fn state_of(pid: u32) -> char {
+        let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        s[s.rfind(')').unwrap() + 2..].chars().next().unwrap()
+    }
+
+    #[test]
+    fn followed_process_is_held_stopped_until_resumed_or_dropped() {
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "while :; do :; done"])
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let mut f = Followed::attach(pid).unwrap();
+        f.stop().unwrap();
+        assert!(f.is_stopped());
+        assert_eq!(state_of(pid), 't');
+        // A second tracer is refused, in DTrace's words.
+        let mut g = Followed::attach(pid).unwrap();
+        let e = std::thread::spawn(move || g.stop().unwrap_err())
+            .join()
+            .unwrap();
+        assert_eq!(e, GrabError::Traced);
+        f.resume();
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert_ne!(state_of(pid), 't');
+        f.stop().unwrap();
+        assert_eq!(state_of(pid), 't');
+        drop(f);
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert_ne!(state_of(pid), 't');
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let mut f = Followed::attach(pid);
+        if let Ok(f) = f.as_mut() {
+            assert_eq!(f.stop(), Err(GrabError::NoProcess));
+        }
+    }
+
+    #[test]
+    fn zombies_and_kernel_threads_are_refused_in_pgrabs_words() {
+        // SAFETY: the child only calls _exit.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            // SAFETY: leaving the forked child at once.
+            unsafe { libc::_exit(0) };
+        }
+        assert!(pid > 0);
+        let t0 = std::time::Instant::now();
+        while state_of(pid as u32) != 'Z' {
+            assert!(t0.elapsed().as_secs() < 5);
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        let mut f = Followed::attach(pid as u32).unwrap();
+        assert_eq!(f.stop(), Err(GrabError::Zombie));
+        let mut status = 0;
+        // SAFETY: reaping our own child.
+        unsafe { libc::waitpid(pid, &mut status, 0) };
+        let kthreadd = std::fs::read_to_string("/proc/2/status")
+            .is_ok_and(|s| s.starts_with("Name:\tkthreadd\n"));
+        if kthreadd {
+            let mut f = Followed::attach(2).unwrap();
+            assert_eq!(f.stop(), Err(GrabError::System));
+        }
     }
 
     #[test]

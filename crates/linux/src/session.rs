@@ -71,6 +71,8 @@ pub struct Session {
     held: HashMap<(u32, u64), CapturedEvent>,
     tgid_of: HashMap<u32, u32>,
     ppid_of: HashMap<u32, u32>,
+    /// BTF ids of typed raw tracepoints, by tracepoint name (`None`: not typed on this kernel).
+    tp_btf: HashMap<String, Option<u32>>,
     bad_records: u64,
     task: Option<crate::btf::TaskOffsets>,
     wall_offset_ns: i64,
@@ -162,6 +164,7 @@ impl Session {
             held: HashMap::new(),
             tgid_of: HashMap::new(),
             ppid_of: HashMap::new(),
+            tp_btf: HashMap::new(),
             bad_records: 0,
             task: crate::btf::TaskOffsets::from_vmlinux().ok(),
             wall_offset_ns: wall_offset_ns(),
@@ -275,6 +278,44 @@ impl Session {
                     matches!(identity, Identity::FromFields { .. }),
                 )
             }
+            AttachPoint::RawTracepoint {
+                name: tp,
+                args,
+                conditions,
+                identity,
+            } => {
+                let mut shape = ProbeShape {
+                    ctx: CtxKind::TypedRawTracepoint,
+                    args: args.clone(),
+                    conditions: conditions.clone(),
+                    identity: *identity,
+                    task: self.task,
+                };
+                // Typed (tp_btf) where the kernel's BTF names the tracepoint, so the stack of the
+                // task an argument points at can be taken; plain otherwise.
+                let typed = self.tp_btf_id(tp).and_then(|btf_id| {
+                    let insns = gen_capture(&shape, spec, &layout, tag, &fds).ok()?;
+                    let prog =
+                        Program::load(ProgKind::TpBtf { btf_id }, &insns, &obj, &name).ok()?;
+                    Some(prog)
+                });
+                let (prog, attachment) = match typed {
+                    Some(prog) => {
+                        let at = Attachment::tp_btf(&prog, &name)?;
+                        (prog, at)
+                    }
+                    None => {
+                        shape.ctx = CtxKind::RawTracepoint;
+                        let insns = gen_capture(&shape, spec, &layout, tag, &fds)?;
+                        let prog = Program::load(ProgKind::RawTracepoint, &insns, &obj, &name)?;
+                        let at = Attachment::raw_tracepoint(&prog, tp)?;
+                        (prog, at)
+                    }
+                };
+                attachments.push(attachment);
+                programs.push(prog);
+                (false, false)
+            }
             AttachPoint::Profile {
                 period_ns,
                 all_cpus,
@@ -313,6 +354,17 @@ impl Session {
             },
         );
         Ok(())
+    }
+
+    /// The vmlinux BTF id of raw tracepoint `name`'s `btf_trace_<name>` typedef (looked up once).
+    fn tp_btf_id(&mut self, name: &str) -> Option<u32> {
+        if !self.tp_btf.contains_key(name) {
+            let id = crate::btf::Btf::load_vmlinux()
+                .ok()
+                .and_then(|b| b.typedef_id(&format!("btf_trace_{name}")));
+            self.tp_btf.insert(name.to_string(), id);
+        }
+        self.tp_btf.get(name).copied().flatten()
     }
 
     fn slot_free(&self, exit: bool, nr: u32) -> bool {
@@ -388,6 +440,11 @@ impl Session {
     /// Entry events still waiting for their return-time re-read.
     pub fn held_count(&self) -> usize {
         self.held.len()
+    }
+
+    /// The capture time (`bpf_ktime_get_ns`) of the oldest entry event held for its re-read.
+    pub fn oldest_held_ns(&self) -> Option<u64> {
+        self.held.values().map(|e| e.ktime_ns).min()
     }
 
     /// Waits up to `timeout_ms` for records, then delivers every available event to `f`. Returns the

@@ -87,6 +87,8 @@ fn record_decoder_survives_mutations() {
         ],
         kstack: Some(8),
         ustack: Some(8),
+        execargs: Some(24),
+        ancestors: true,
         ..CaptureSpec::new()
     };
     let layout = RecordLayout::for_spec(&spec, "smoke").unwrap();
@@ -95,6 +97,20 @@ fn record_decoder_survives_mutations() {
     let c0 = layout.copies[0].offset;
     seed[c0..c0 + 8].copy_from_slice(&5i64.to_le_bytes());
     seed[c0 + 16..c0 + 21].copy_from_slice(b"abcd\0");
+    let (ea, _) = layout.execargs.unwrap();
+    seed[ea..ea + 8].copy_from_slice(&7i64.to_le_bytes());
+    seed[ea + 8..ea + 15].copy_from_slice(b"sh\0-c\0x");
+    let an = layout.ancestors.unwrap();
+    seed[an..an + 4].copy_from_slice(&2u32.to_le_bytes());
+    seed[an + 8..an + 12].copy_from_slice(&77u32.to_le_bytes());
+    seed[an + 12..an + 16].copy_from_slice(&1u32.to_le_bytes());
+    match decode_record(&seed, |_| Some(&layout)).unwrap() {
+        dtrace_linux::capture::Record::Event(e) => {
+            assert_eq!(e.execargs, Some(Ok(b"sh\0-c\0x".to_vec())));
+            assert_eq!(e.ancestors, Some(vec![77, 1]));
+        }
+        other => panic!("{other:?}"),
+    }
     let mut rng = Rng(0x1234_5678_9abc_def1);
     let mut decoded = 0;
     for _ in 0..4000 {
@@ -222,6 +238,54 @@ fn btf_reader_survives_mutations() {
             if let Some(id) = b.struct_id("s") {
                 let _ = b.member_offset(id, "b");
             }
+        }
+    }
+}
+
+/// The capture-needs analysis over mutations of real kernel-chain DIF (`curthread->a->b`,
+/// `args[N]->field`, strings and struct copies of kernel memory, clause-local variables), in the
+/// fuzz target's input format: never a panic, and every spec it accepts stays within the capture's
+/// limits and lays out.
+#[test]
+fn needs_analysis_survives_mutated_kernel_chains() {
+    use dtrace_linux::provider::needs::fuzz_entry;
+    let src = "struct foo { int a; long b; struct foo *next; char name[16]; };
+        sdt:::x /((struct foo *)curthread)->next->a == 3/ {
+            this->f = (struct foo *)arg0;
+            trace(this->f->next->next->b);
+            trace(stringof(((struct foo *)curthread)->name));
+            trace(*((struct foo *)args[1])->next);
+            @[stringof(((struct foo *)curthread)->next->name)] = count();
+            trace(copyinstr(((struct foo *)curthread)->next->b));
+        }";
+    let p = dtrace_compiler::compile(src, &dtrace_compiler::CompileOptions::default())
+        .unwrap_or_else(|e| panic!("{e:?}"));
+    let objs: Vec<&dtrace_dif::object::DifObject> = p.ecbs[0]
+        .predicate
+        .iter()
+        .chain(p.ecbs[0].actions.iter().filter_map(|a| a.difo.as_ref()))
+        .collect();
+    assert!(objs.len() >= 5);
+    // The real program asks for kernel copies.
+    let n = dtrace_linux::provider::needs::program_needs(&p);
+    assert!(n.clauses[0]
+        .1
+        .copies
+        .iter()
+        .any(|c| c.kind == MemKind::KernelBytes && c.addr.derefs.len() == 2));
+    let mut rng = Rng(0x5eed_0fc4_a100_0001);
+    for obj in objs {
+        // fuzz_entry's format: action byte, integer-table count, the table, the instruction words.
+        let mut seed = vec![2u8, obj.inttab.len().min(7) as u8];
+        for v in obj.inttab.iter().take(7) {
+            seed.extend_from_slice(&v.to_le_bytes());
+        }
+        for w in &obj.text {
+            seed.extend_from_slice(&w.to_le_bytes());
+        }
+        fuzz_entry(&seed);
+        for _ in 0..1500 {
+            fuzz_entry(&rng.mutate(&seed));
         }
     }
 }

@@ -38,6 +38,8 @@ fn catalogue_lists_every_syscall_twice_and_the_named_providers() {
         "proc:::exec-success",
         "proc:::exit",
         "proc:::create",
+        "proc:::start",
+        "proc:::lwp-start",
         "sched:::on-cpu",
         "sched:::off-cpu",
         "sched:::wakeup",
@@ -113,9 +115,29 @@ fn exec_success_sees_the_spawned_command() {
             },
         )
         .unwrap();
-        s.enable(&exit, 3, &CaptureSpec::new()).unwrap();
+        // The process's arguments and ancestors, as execargs and progenyof() want them.
+        s.enable(
+            &exit,
+            3,
+            &CaptureSpec {
+                execargs: Some(64),
+                ancestors: true,
+                ..CaptureSpec::new()
+            },
+        )
+        .unwrap();
     });
     assert_eq!(st, ExitStatus::Exited(0));
+    let ex = events
+        .iter()
+        .find(|e| e.tag == 3 && e.pid == pid)
+        .expect("proc:::exit of the child");
+    // CLD_EXITED, and the argument area of `true` (its one argument and the NUL after it).
+    assert_eq!(ex.args[0], 1);
+    assert_eq!(ex.execargs, Some(Ok(b"true\0".to_vec())));
+    let anc = ex.ancestors.clone().unwrap();
+    assert_eq!(anc.first(), Some(&std::process::id()), "{anc:?}");
+    assert_eq!(anc.last(), Some(&1), "{anc:?}");
     let e = events
         .iter()
         .find(|e| e.tag == 1 && e.pid == pid)
@@ -165,6 +187,13 @@ fn sched_on_cpu_fires_for_the_thread_switched_in() {
     assert!(!ons.is_empty(), "no on-cpu for the sleeping child");
     assert!(ons.iter().any(|e| e.execname() == "sleep"));
     assert!(ons.iter().all(|e| e.pid == pid));
+    // Every identity value is the incoming thread's, read from its task: its parent is this test.
+    assert!(ons
+        .iter()
+        .all(|e| e.ppid == std::process::id() && e.task != 0 && e.vtime_ns > 0));
+    // SAFETY: getuid has no preconditions.
+    let uid = unsafe { libc::getuid() };
+    assert!(ons.iter().all(|e| e.uid == uid));
     assert!(
         events.iter().any(|e| e.tag == 2 && e.pid == pid),
         "no off-cpu for the child"

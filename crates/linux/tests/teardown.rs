@@ -72,7 +72,7 @@ fn dropping_a_session_detaches_everything() {
         },
     )
     .unwrap();
-    s.enable(&probe(&cat, "sched:::on-cpu"), 2, &CaptureSpec::new())
+    s.enable(&probe(&cat, "sched:::off-cpu"), 2, &CaptureSpec::new())
         .unwrap();
     s.enable(
         &probe(&cat, "profile:::profile-97"),
@@ -84,7 +84,7 @@ fn dropping_a_session_detaches_everything() {
     )
     .unwrap();
     // openat has its entry program and its return-side re-read program, each in a slot of the
-    // sys_enter / sys_exit dispatchers (two more programs); on-cpu and profile one each.
+    // sys_enter / sys_exit dispatchers (two more programs); off-cpu and profile one each.
     assert_eq!(ours(&prefix), 6);
     let cpus = dtrace_linux::bpf::map::online_cpus().unwrap().len();
     assert_eq!(

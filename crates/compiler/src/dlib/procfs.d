@@ -6,8 +6,7 @@
  *
  * What a Linux kernel cannot supply is 0 (or all-zero bytes) rather than a made-up value:
  *   psinfo_t:   pr_flag, pr_size, pr_rssize, pr_pctcpu, pr_pctmem, pr_start, pr_time, pr_ctime
- *               (not converted: zero in a whole-struct translation), pr_psargs (the argument
- *               strings live in the process's memory), pr_wstat, pr_argc, pr_taskid, pr_projid,
+ *               (not converted: zero in a whole-struct translation), pr_wstat, pr_argc, pr_taskid, pr_projid,
  *               pr_nzomb, pr_poolid, pr_zoneid, pr_contract (no tasks, projects, pools, zones or
  *               contracts), pr_lwp (no representative thread is chosen).
  *   lwpsinfo_t: pr_wchan, pr_stype, pr_nice, pr_oldpri, pr_cpu, pr_pctcpu, pr_start, pr_time,
@@ -137,6 +136,16 @@ translator psinfo_t < struct task_struct *T > {
 	pr_addr = (uintptr_t)T;
 	pr_ttydev = T->signal->tty ? T->signal->tty : (struct tty_struct *)-1;
 	pr_fname = T->comm;
+	/*
+	 * The first PRARGSZ - 1 bytes of the argument strings (in the process's memory, between
+	 * mm->arg_start and mm->arg_end), the NULs between them made spaces. The copy is of a fixed
+	 * size so that it can be made at the probe (it faults where fewer than 80 readable bytes
+	 * follow arg_start); substr() cuts it at arg_end and returns it in a strsize-byte string, so
+	 * that the whole 80-byte member can be read from it (strsize of at least 80). Kernel threads
+	 * (no mm) have none.
+	 */
+	pr_psargs = T->mm ? substr(memstr(copyin(T->mm->arg_start, 80), ' ', 80), 0,
+	    T->mm->arg_end - T->mm->arg_start - 1) : substr("", 0);
 	pr_wstat = 0;
 	pr_argc = 0;
 	pr_argv = T->mm ? T->mm->arg_start : 0;

@@ -186,6 +186,9 @@ impl Machine {
         addr: u64,
         buf: &mut [u8],
     ) -> Result<(), Fault> {
+        if let Some(r) = self.read_scratch(addr, buf) {
+            return r;
+        }
         match self.region(obj, addr, buf.len())? {
             Region::Vm(b) => {
                 buf.copy_from_slice(b);
@@ -193,6 +196,24 @@ impl Machine {
             }
             Region::Outside => mem.read_kernel(addr, buf).map_err(|k| Fault::new(k, addr)),
         }
+    }
+
+    /// A read that starts in allocated scratch and runs past what this firing allocated: as in
+    /// DTrace, whose loads may read anywhere in the scratch region (`dtrace_canload` of scratch
+    /// checks the region, not the allocations), it succeeds up to `scratchsize`; bytes not allocated
+    /// read as zero. `None` for every other read.
+    fn read_scratch(&self, addr: u64, buf: &mut [u8]) -> Option<Result<(), Fault>> {
+        let off = usize::try_from(addr.checked_sub(SCRATCH_BASE)?).ok()?;
+        if off >= self.scratch.len() || off + buf.len() <= self.scratch.len() {
+            return None;
+        }
+        if off + buf.len() > self.opts.scratch_size {
+            return Some(Err(Fault::new(FaultKind::BadAddr, addr)));
+        }
+        let have = self.scratch.len() - off;
+        buf[..have].copy_from_slice(&self.scratch[off..]);
+        buf[have..].fill(0);
+        Some(Ok(()))
     }
 
     /// Reads a NUL-terminated string at `addr` of at most `max` bytes (NUL excluded) into `out`

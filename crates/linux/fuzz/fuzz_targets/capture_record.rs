@@ -1,4 +1,5 @@
-//! Fuzzes the ring-buffer record decoder against a layout with copies and both stacks.
+//! Fuzzes the ring-buffer record decoder against a layout with copies, the argument area, the
+//! ancestors and both stacks.
 #![no_main]
 use dtrace_linux::capture::{AddrExpr, CaptureSpec, CopyRequest, MemKind, RecordLayout, decode_record};
 use libfuzzer_sys::fuzz_target;
@@ -11,6 +12,8 @@ fuzz_target!(|data: &[u8]| {
         ],
         kstack: Some(8),
         ustack: Some(8),
+        execargs: Some(24),
+        ancestors: true,
         ..CaptureSpec::new()
     };
     let layout = RecordLayout::for_spec(&spec, "fuzz").expect("valid spec");

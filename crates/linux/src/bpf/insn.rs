@@ -165,6 +165,7 @@ pub mod helper {
     pub const RINGBUF_SUBMIT: i32 = 132;
     pub const RINGBUF_DISCARD: i32 = 133;
     pub const RINGBUF_QUERY: i32 = 134;
+    pub const GET_TASK_STACK: i32 = 141;
 }
 
 /// A jump target, bound later with [`Asm::bind`].

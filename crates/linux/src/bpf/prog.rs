@@ -2,7 +2,7 @@
 //! returns its complete log in the error. A [`Program`] owns its descriptor.
 
 use super::insn::Insn;
-use super::sys::{self, cmd, prog_type, ProgLoadAttr};
+use super::sys::{self, attach_type, cmd, prog_type, ProgLoadAttr};
 use crate::error::{LinuxError, Result};
 use std::os::fd::{AsRawFd, OwnedFd};
 
@@ -17,6 +17,13 @@ pub enum ProgKind {
     PerfEvent,
     /// A kprobe (not loadable on kernels without kprobes).
     Kprobe,
+    /// A BTF-typed raw tracepoint (`tp_btf`): `ctx` is the u64 argument array, but the verifier knows
+    /// the arguments' kernel types, so task pointers can be handed to helpers such as
+    /// `bpf_get_task_stack`. `btf_id` is the vmlinux BTF id of the `btf_trace_<name>` typedef.
+    TpBtf {
+        /// Id of the tracepoint's `btf_trace_<name>` typedef.
+        btf_id: u32,
+    },
 }
 
 impl ProgKind {
@@ -26,6 +33,7 @@ impl ProgKind {
             ProgKind::RawTracepoint => prog_type::RAW_TRACEPOINT,
             ProgKind::PerfEvent => prog_type::PERF_EVENT,
             ProgKind::Kprobe => prog_type::KPROBE,
+            ProgKind::TpBtf { .. } => prog_type::TRACING,
         }
     }
 }
@@ -107,6 +115,10 @@ impl Program {
             prog_name: sys::object_name(name),
             ..Default::default()
         };
+        if let ProgKind::TpBtf { btf_id } = kind {
+            attr.expected_attach_type = attach_type::TRACE_RAW_TP;
+            attr.attach_btf_id = btf_id;
+        }
         if let Some(log) = log {
             attr.log_level = 1;
             attr.log_size = log.len() as u32;

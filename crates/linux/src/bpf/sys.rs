@@ -36,6 +36,13 @@ pub mod prog_type {
     pub const TRACEPOINT: u32 = 5;
     pub const PERF_EVENT: u32 = 7;
     pub const RAW_TRACEPOINT: u32 = 17;
+    pub const TRACING: u32 = 26;
+}
+
+/// `enum bpf_attach_type` values we use.
+#[allow(missing_docs)]
+pub mod attach_type {
+    pub const TRACE_RAW_TP: u32 = 23;
 }
 
 /// `union bpf_attr` for `BPF_MAP_CREATE` (the prefix we fill).
@@ -85,6 +92,14 @@ pub struct ProgLoadAttr {
     pub prog_name: [u8; 16],
     pub prog_ifindex: u32,
     pub expected_attach_type: u32,
+    pub prog_btf_fd: u32,
+    pub func_info_rec_size: u32,
+    pub func_info: u64,
+    pub func_info_cnt: u32,
+    pub line_info_rec_size: u32,
+    pub line_info: u64,
+    pub line_info_cnt: u32,
+    pub attach_btf_id: u32,
 }
 
 /// `union bpf_attr` for `BPF_RAW_TRACEPOINT_OPEN`.

@@ -3,10 +3,12 @@
 //! program that re-reads user memory at a syscall's return when it was not resident at entry.
 
 use super::layout::{
-    hdr, RecordLayout, BUILD_ID_FRAME, COPY_HDR, FLAG_RETRY_ARMED, KIND_EVENT, KIND_RETRY, NARGS,
-    STACK_HDR,
+    hdr, RecordLayout, ANCESTORS_HDR, BUILD_ID_FRAME, COPY_HDR, EXECARGS_HDR, FLAG_RETRY_ARMED,
+    KIND_EVENT, KIND_RETRY, NARGS, STACK_HDR,
 };
-use super::spec::{AddrBase, ArgSource, CaptureSpec, Condition, Identity, MemKind, MAX_COPIES};
+use super::spec::{
+    AddrBase, ArgSource, CaptureSpec, Condition, Identity, MemKind, MAX_ANCESTORS, MAX_COPIES,
+};
 use crate::bpf::insn::{
     helper, op, Asm, Insn, Label, Size, R0, R1, R10, R2, R3, R4, R6, R7, R8, R9,
 };
@@ -19,6 +21,9 @@ pub enum CtxKind {
     Tracepoint,
     /// A raw tracepoint's u64 argument array.
     RawTracepoint,
+    /// The same array in a BTF-typed raw tracepoint (`tp_btf`): task arguments are typed pointers
+    /// helpers accept (the incoming task's kernel stack at `on-cpu`).
+    TypedRawTracepoint,
     /// `struct bpf_perf_event_data` (pt_regs first).
     PerfEvent,
 }
@@ -126,8 +131,126 @@ fn load_field(
     Ok(())
 }
 
+/// `bpf_probe_read_kernel(dst + dst_off, size, src + src_off)`.
+fn read_kernel(
+    a: &mut Asm,
+    dst: crate::bpf::Reg,
+    dst_off: i32,
+    size: i32,
+    src: crate::bpf::Reg,
+    src_off: i32,
+) {
+    a.mov(R3, src).alu_imm(op::ADD, R3, src_off);
+    a.mov(R1, dst)
+        .alu_imm(op::ADD, R1, dst_off)
+        .mov_imm(R2, size)
+        .call(helper::PROBE_READ_KERNEL);
+}
+
+/// The task offsets a probe needs, or an error saying what needs them.
+fn task_offsets(shape: &ProbeShape, what: &str) -> Result<crate::btf::TaskOffsets> {
+    shape.task.ok_or_else(|| {
+        LinuxError::Unavailable(format!(
+            "{what} needs task_struct offsets from the kernel's BTF (/sys/kernel/btf/vmlinux)"
+        ))
+    })
+}
+
+/// Fills the identity part of the header (tid, pid, ppid, comm, uid, gid, task, vtime) from the
+/// `struct task_struct *` in r8.
+fn emit_task_identity(a: &mut Asm, shape: &ProbeShape) -> Result<()> {
+    let t = task_offsets(shape, "the identity of another thread")?;
+    let o = t.other.ok_or_else(|| {
+        LinuxError::Unavailable("task_struct pid/comm/cred offsets missing from the BTF".into())
+    })?;
+    let rec = |f: usize| f as i32;
+    a.store(Size::DW, R7, hdr::TASK as i16, R8);
+    read_kernel(a, R7, rec(hdr::TID), 4, R8, o.pid as i32);
+    read_kernel(a, R7, rec(hdr::PID), 4, R8, t.tgid as i32);
+    read_kernel(a, R7, rec(hdr::COMM), 16, R8, o.comm as i32);
+    read_kernel(a, R10, SCRATCH as i32, 8, R8, t.real_parent as i32);
+    a.load(Size::DW, R4, R10, SCRATCH);
+    read_kernel(a, R7, rec(hdr::PPID), 4, R4, t.tgid as i32);
+    read_kernel(a, R10, SCRATCH as i32, 8, R8, o.cred as i32);
+    a.load(Size::DW, R4, R10, SCRATCH);
+    read_kernel(a, R7, rec(hdr::UID), 4, R4, o.uid as i32);
+    a.load(Size::DW, R4, R10, SCRATCH);
+    read_kernel(a, R7, rec(hdr::GID), 4, R4, o.gid as i32);
+    a.store_imm(Size::DW, R7, hdr::VTIME as i16, 0);
+    if let Some(off) = t.sum_exec_runtime {
+        read_kernel(a, R7, rec(hdr::VTIME), 8, R8, off as i32);
+    }
+    Ok(())
+}
+
+/// Copies the process's argument area (`mm->arg_start..arg_end`, at most `cap` bytes) into the
+/// record's slot at `at`: its header gets the bytes copied, 0 for a task without memory (a kernel
+/// thread), or the read's negative errno.
+fn emit_execargs(a: &mut Asm, shape: &ProbeShape, at: usize, cap: usize) -> Result<()> {
+    if shape.identity != Identity::Current {
+        return Err(LinuxError::Unavailable(
+            "execargs of a thread other than the current one (its memory is not mapped)".into(),
+        ));
+    }
+    let aa = task_offsets(shape, "execargs")?.args_area.ok_or_else(|| {
+        LinuxError::Unavailable("mm_struct.arg_start missing from the BTF".into())
+    })?;
+    let res = off16(at, "execargs")?;
+    let (done, pos, fits) = (a.label(), a.label(), a.label());
+    a.store_imm(Size::DW, R7, res, 0);
+    a.load(Size::DW, R4, R7, hdr::TASK as i16);
+    read_kernel(a, R10, SCRATCH as i32, 8, R4, aa.mm as i32);
+    a.load(Size::DW, R8, R10, SCRATCH);
+    a.jmp_imm(op::JEQ, R8, 0, done);
+    read_kernel(a, R10, KEY as i32, 8, R8, aa.arg_end as i32);
+    read_kernel(a, R10, SCRATCH as i32, 8, R8, aa.arg_start as i32);
+    a.load(Size::DW, R8, R10, SCRATCH);
+    a.load(Size::DW, R2, R10, KEY).alu(op::SUB, R2, R8);
+    a.jmp_imm(op::JSGT, R2, 0, pos).ja(done);
+    a.bind(pos);
+    a.jmp_imm(op::JLE, R2, cap as i32, fits)
+        .mov_imm(R2, cap as i32);
+    a.bind(fits).store(Size::DW, R10, KEY, R2);
+    a.mov(R1, R7)
+        .alu_imm(op::ADD, R1, (at + EXECARGS_HDR) as i32)
+        .mov(R3, R8)
+        .call(helper::PROBE_READ_USER);
+    let ok = a.label();
+    a.jmp_imm(op::JEQ, R0, 0, ok);
+    a.store(Size::DW, R7, res, R0).ja(done);
+    a.bind(ok).load(Size::DW, R0, R10, KEY);
+    a.store(Size::DW, R7, res, R0);
+    a.bind(done);
+    Ok(())
+}
+
+/// Records the process ids up the task's `real_parent` chain, nearest first, stopping after pid 1
+/// (or 0) or [`MAX_ANCESTORS`] of them, in the slot at `at` (count, then the pids).
+fn emit_ancestors(a: &mut Asm, shape: &ProbeShape, at: usize) -> Result<()> {
+    let t = task_offsets(shape, "progenyof()")?;
+    let done = a.label();
+    a.store_imm(Size::W, R7, off16(at, "ancestors")?, 0);
+    a.load(Size::DW, R8, R7, hdr::TASK as i16);
+    for i in 0..MAX_ANCESTORS {
+        let slot = at + ANCESTORS_HDR + 4 * i;
+        read_kernel(a, R10, SCRATCH as i32, 8, R8, t.real_parent as i32);
+        a.load(Size::DW, R8, R10, SCRATCH);
+        a.jmp_imm(op::JEQ, R8, 0, done);
+        read_kernel(a, R7, slot as i32, 4, R8, t.tgid as i32);
+        a.store_imm(Size::W, R7, off16(at, "ancestors")?, (i + 1) as i32);
+        a.load(Size::W, R0, R7, off16(slot, "ancestors")?);
+        a.jmp_imm(op::JLE, R0, 1, done);
+    }
+    a.bind(done);
+    Ok(())
+}
+
 fn need_ctx(shape: &ProbeShape, want: CtxKind, what: &str) -> Result<()> {
-    if shape.ctx != want {
+    let have = match shape.ctx {
+        CtxKind::TypedRawTracepoint => CtxKind::RawTracepoint,
+        k => k,
+    };
+    if have != want {
         return Err(LinuxError::Asm(format!(
             "{what} needs a {want:?} context, probe has {:?}",
             shape.ctx
@@ -136,8 +259,51 @@ fn need_ctx(shape: &ProbeShape, want: CtxKind, what: &str) -> Result<()> {
     Ok(())
 }
 
+/// Skips to `out` unless raw argument `arg`'s task is a user task that has never run (and, with
+/// `process_only`, is a process's first thread).
+fn emit_new_task(
+    a: &mut Asm,
+    shape: &ProbeShape,
+    arg: u8,
+    process_only: bool,
+    out: Label,
+) -> Result<()> {
+    need_ctx(shape, CtxKind::RawTracepoint, "a task condition")?;
+    let t = task_offsets(shape, "proc:::start and lwp-start")?;
+    let (run, mm) = match (t.sum_exec_runtime, t.args_area) {
+        (Some(run), Some(aa)) => (run, aa.mm),
+        _ => {
+            return Err(LinuxError::Unavailable(
+                "task_struct run time or mm offsets missing from the BTF".into(),
+            ))
+        }
+    };
+    let o = t.other.ok_or_else(|| {
+        LinuxError::Unavailable("task_struct pid offset missing from the BTF".into())
+    })?;
+    a.load(Size::DW, R8, R6, off16(8 * arg as usize, "raw argument")?);
+    read_kernel(a, R10, SCRATCH as i32, 8, R8, run as i32);
+    a.load(Size::DW, R0, R10, SCRATCH);
+    a.jmp_imm(op::JNE, R0, 0, out);
+    read_kernel(a, R10, SCRATCH as i32, 8, R8, mm as i32);
+    a.load(Size::DW, R0, R10, SCRATCH);
+    a.jmp_imm(op::JEQ, R0, 0, out);
+    if process_only {
+        read_kernel(a, R10, SCRATCH as i32, 4, R8, o.pid as i32);
+        read_kernel(a, R10, KEY as i32, 4, R8, t.tgid as i32);
+        a.load(Size::W, R0, R10, SCRATCH);
+        a.load(Size::W, R1, R10, KEY);
+        a.jmp_reg(op::JNE, R0, R1, out);
+    }
+    Ok(())
+}
+
 fn emit_conditions(a: &mut Asm, shape: &ProbeShape, out: Label) -> Result<()> {
     for c in &shape.conditions {
+        if let Condition::NewTask { arg, process_only } = *c {
+            emit_new_task(a, shape, arg, process_only, out)?;
+            continue;
+        }
         need_ctx(shape, CtxKind::Tracepoint, "a record condition")?;
         match *c {
             Condition::MaskSet { offset, size, mask } => {
@@ -162,6 +328,7 @@ fn emit_conditions(a: &mut Asm, shape: &ProbeShape, out: Label) -> Result<()> {
                 load_field(a, R0, offset, size, true)?;
                 a.jmp_imm(op::JSGE, R0, 0, out);
             }
+            Condition::NewTask { .. } => {}
         }
     }
     Ok(())
@@ -212,6 +379,30 @@ fn emit_arg(a: &mut Asm, shape: &ProbeShape, src: ArgSource) -> Result<()> {
                 .get(n as usize)
                 .ok_or_else(|| LinuxError::Asm(format!("syscall argument {n}")))?;
             a.load(Size::DW, R0, R10, REGS_COPY + (off - REGS_FIRST) as i16);
+        }
+        ArgSource::ExitReason => {
+            let off = task_offsets(shape, "the exit reason")?
+                .exit_code
+                .ok_or_else(|| {
+                    LinuxError::Unavailable("task_struct.exit_code missing from the BTF".into())
+                })?;
+            const CLD_EXITED: i32 = 1;
+            const CLD_KILLED: i32 = 2;
+            const CLD_DUMPED: i32 = 3;
+            let (done, signalled) = (a.label(), a.label());
+            a.call(helper::GET_CURRENT_TASK);
+            read_kernel(a, R10, SCRATCH as i32, 4, R0, off as i32);
+            a.load(Size::W, R0, R10, SCRATCH);
+            // The wait status: signal number in the low 7 bits, 0x80 when core was dumped.
+            a.mov(R1, R0).alu_imm(op::AND, R1, 0x7f);
+            a.jmp_imm(op::JNE, R1, 0, signalled);
+            a.mov_imm(R0, CLD_EXITED).ja(done);
+            a.bind(signalled).alu_imm(op::AND, R0, 0x80);
+            let killed = a.label();
+            a.jmp_imm(op::JEQ, R0, 0, killed);
+            a.mov_imm(R0, CLD_DUMPED).ja(done);
+            a.bind(killed).mov_imm(R0, CLD_KILLED);
+            a.bind(done);
         }
         ArgSource::Zero => {
             a.mov_imm(R0, 0);
@@ -286,6 +477,13 @@ pub fn gen_capture(
             Identity::FromFields { tid_offset, .. } => {
                 a.load(Size::W, R0, R6, off16(tid_offset as usize, "tid")?);
             }
+            Identity::RawTask(n) => {
+                need_ctx(shape, CtxKind::RawTracepoint, "a task argument")?;
+                let t = task_offsets(shape, "a pid filter on another thread")?;
+                a.load(Size::DW, R4, R6, off16(8 * n as usize, "raw argument")?);
+                read_kernel(&mut a, R10, SCRATCH as i32, 4, R4, t.tgid as i32);
+                a.load(Size::W, R0, R10, SCRATCH);
+            }
         }
         a.jmp_imm(op::JNE, R0, pid as i32, out);
     }
@@ -323,7 +521,49 @@ pub fn gen_capture(
                 a.store(Size::B, R7, (hdr::COMM + j) as i16, R0);
             }
         }
+        Identity::RawTask(n) => {
+            need_ctx(shape, CtxKind::RawTracepoint, "a task argument")?;
+            a.load(Size::DW, R8, R6, off16(8 * n as usize, "raw argument")?);
+            emit_task_identity(&mut a, shape)?;
+        }
     }
+    let current_ids = !matches!(shape.identity, Identity::RawTask(_));
+    if current_ids {
+        emit_current_ids(&mut a, shape);
+    }
+    if shape
+        .args
+        .iter()
+        .any(|a| matches!(a, ArgSource::SyscallArg(_)))
+    {
+        emit_syscall_regs(&mut a);
+    }
+    emit_body(&mut a, shape, spec, layout, retry.is_some())?;
+    if let Some(pending) = retry {
+        let submit = a.label();
+        a.jmp_imm(op::JEQ, R9, 0, submit);
+        a.store_imm(Size::H, R7, hdr::FLAGS as i16, FLAG_RETRY_ARMED as i32);
+        a.load(Size::DW, R1, R7, hdr::KTIME as i16)
+            .store(Size::DW, R10, PENDING, R1);
+        a.load(Size::W, R1, R7, hdr::TID as i16)
+            .store(Size::W, R10, KEY, R1);
+        a.ld_map_fd(R1, pending)
+            .mov(R2, R10)
+            .alu_imm(op::ADD, R2, KEY as i32);
+        a.mov(R3, R10)
+            .alu_imm(op::ADD, R3, PENDING as i32)
+            .mov_imm(R4, 0)
+            .call(helper::MAP_UPDATE_ELEM);
+        a.bind(submit);
+    }
+    emit_submit(&mut a, maps);
+    a.bind(out).mov_imm(R0, 0).exit();
+    a.finish()
+}
+
+/// The uid, gid, task, ppid and vtime of the current task (ppid and vtime only when the record
+/// speaks for it).
+fn emit_current_ids(a: &mut Asm, shape: &ProbeShape) {
     a.store_imm(Size::W, R7, hdr::PPID as i16, 0);
     a.call(helper::GET_CURRENT_UID_GID)
         .store(Size::W, R7, hdr::UID as i16, R0);
@@ -357,17 +597,20 @@ pub fn gen_capture(
             .mov_imm(R2, 8)
             .call(helper::PROBE_READ_KERNEL);
     }
-    if shape
-        .args
-        .iter()
-        .any(|a| matches!(a, ArgSource::SyscallArg(_)))
-    {
-        emit_syscall_regs(&mut a);
-    }
+}
+
+/// Arguments, memory copies, the argument area, ancestors and stacks.
+fn emit_body(
+    a: &mut Asm,
+    shape: &ProbeShape,
+    spec: &CaptureSpec,
+    layout: &RecordLayout,
+    retry: bool,
+) -> Result<()> {
     for i in 0..NARGS {
         match shape.args.get(i) {
             Some(src) => {
-                emit_arg(&mut a, shape, *src)?;
+                emit_arg(a, shape, *src)?;
                 a.store(Size::DW, R7, (hdr::ARGS + 8 * i) as i16, R0);
             }
             None => {
@@ -375,7 +618,7 @@ pub fn gen_capture(
             }
         }
     }
-    if retry.is_some() {
+    if retry {
         a.mov_imm(R9, 0);
         for k in 0..=MAX_COPIES {
             a.store_imm(Size::DW, R10, PENDING + 8 * k as i16, 0);
@@ -414,7 +657,7 @@ pub fn gen_capture(
         }
         let so = slot.offset;
         a.store(Size::DW, R7, off16(so + 8, "copy")?, R3);
-        if retry.is_some() && req.kind.is_user() {
+        if retry && req.kind.is_user() {
             a.store(Size::DW, R10, PENDING + 8 + 8 * i as i16, R3);
         }
         a.mov(R1, R7)
@@ -422,47 +665,55 @@ pub fn gen_capture(
             .mov_imm(R2, slot.size as i32);
         a.call(read_helper(req.kind));
         a.store(Size::DW, R7, off16(so, "copy")?, R0);
-        if retry.is_some() && req.kind.is_user() {
+        if retry && req.kind.is_user() {
             let fine = a.label();
             a.jmp_imm(op::JSGE, R0, 0, fine).mov_imm(R9, 1).bind(fine);
         }
+    }
+    if let Some((at, cap)) = layout.execargs {
+        emit_execargs(a, shape, at, cap)?;
+    }
+    if let Some(at) = layout.ancestors {
+        emit_ancestors(a, shape, at)?;
     }
     let (uflags, uframe) = if layout.ustack_build_id {
         (BPF_F_USER_STACK | BPF_F_USER_BUILD_ID, BUILD_ID_FRAME)
     } else {
         (BPF_F_USER_STACK, 8)
     };
+    let other_task = match shape.identity {
+        Identity::RawTask(n) => Some(n),
+        _ => None,
+    };
     for (at, flags, frame) in [(layout.kstack, 0, 8), (layout.ustack, uflags, uframe)] {
         if let Some((off, depth)) = at {
-            a.mov(R1, R6)
-                .mov(R2, R7)
-                .alu_imm(op::ADD, R2, (off + STACK_HDR) as i32);
+            let mut call = helper::GET_STACK;
+            if let Some(n) = other_task {
+                // The stack of the task the record speaks for, not of the one running.
+                if flags != 0 || shape.ctx != CtxKind::TypedRawTracepoint {
+                    return Err(LinuxError::Unavailable(format!(
+                        "the {} stack of a thread other than the current one{}",
+                        if flags != 0 { "user" } else { "kernel" },
+                        if flags != 0 {
+                            ""
+                        } else {
+                            " (needs BTF-typed raw tracepoints)"
+                        }
+                    )));
+                }
+                a.load(Size::DW, R1, R6, off16(8 * n as usize, "raw argument")?);
+                call = helper::GET_TASK_STACK;
+            } else {
+                a.mov(R1, R6);
+            }
+            a.mov(R2, R7).alu_imm(op::ADD, R2, (off + STACK_HDR) as i32);
             a.mov_imm(R3, (frame * depth) as i32)
                 .mov_imm(R4, flags)
-                .call(helper::GET_STACK);
+                .call(call);
             a.store(Size::DW, R7, off16(off, "stack")?, R0);
         }
     }
-    if let Some(pending) = retry {
-        let submit = a.label();
-        a.jmp_imm(op::JEQ, R9, 0, submit);
-        a.store_imm(Size::H, R7, hdr::FLAGS as i16, FLAG_RETRY_ARMED as i32);
-        a.load(Size::DW, R1, R7, hdr::KTIME as i16)
-            .store(Size::DW, R10, PENDING, R1);
-        a.load(Size::W, R1, R7, hdr::TID as i16)
-            .store(Size::W, R10, KEY, R1);
-        a.ld_map_fd(R1, pending)
-            .mov(R2, R10)
-            .alu_imm(op::ADD, R2, KEY as i32);
-        a.mov(R3, R10)
-            .alu_imm(op::ADD, R3, PENDING as i32)
-            .mov_imm(R4, 0)
-            .call(helper::MAP_UPDATE_ELEM);
-        a.bind(submit);
-    }
-    emit_submit(&mut a, maps);
-    a.bind(out).mov_imm(R0, 0).exit();
-    a.finish()
+    Ok(())
 }
 
 /// Generates the program attached to a syscall's exit tracepoint that re-reads the user copies of an

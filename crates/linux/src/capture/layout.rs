@@ -1,8 +1,11 @@
 //! The byte layout of capture records in the ring buffer: a fixed 136-byte header, then one slot per
-//! memory copy, then the kernel and user stacks. The generator writes it; the decoder reads it; both
+//! memory copy, then the process's arguments and ancestors when asked for, then the kernel and user
+//! stacks. The generator writes it; the decoder reads it; both
 //! take offsets from here only.
 
-use super::spec::{CaptureSpec, MemKind, MAX_COPIES, MAX_COPY_SIZE, MAX_DEREFS, MAX_STACK_DEPTH};
+use super::spec::{
+    CaptureSpec, MemKind, MAX_ANCESTORS, MAX_COPIES, MAX_COPY_SIZE, MAX_DEREFS, MAX_STACK_DEPTH,
+};
 use crate::error::{LinuxError, Result};
 
 /// Record kind: a probe firing.
@@ -38,6 +41,10 @@ pub const NARGS: usize = 8;
 pub const COPY_HDR: usize = 16;
 /// Bytes before a stack's frames: i64 result (bytes written or -errno).
 pub const STACK_HDR: usize = 8;
+/// Bytes before the argument area's bytes: i64 result (bytes copied or -errno).
+pub const EXECARGS_HDR: usize = 8;
+/// Bytes before the ancestors' pids: u32 count, u32 padding.
+pub const ANCESTORS_HDR: usize = 8;
 /// Bytes per frame of a build-id user stack (`struct bpf_stack_build_id`).
 pub const BUILD_ID_FRAME: usize = 32;
 /// The largest record we generate.
@@ -59,6 +66,10 @@ pub struct CopySlot {
 pub struct RecordLayout {
     /// Copy slots, in request order.
     pub copies: Vec<CopySlot>,
+    /// The argument area: offset of its header and capacity in bytes.
+    pub execargs: Option<(usize, usize)>,
+    /// The ancestors' pids: offset of their header (room for [`MAX_ANCESTORS`]).
+    pub ancestors: Option<usize>,
     /// Kernel stack: offset of its header and depth.
     pub kstack: Option<(usize, usize)>,
     /// User stack: offset of its header and depth.
@@ -116,6 +127,24 @@ impl RecordLayout {
             off += COPY_HDR + round8(c.size as usize);
         }
         let retry_size = off;
+        let execargs = match spec.execargs {
+            None => None,
+            Some(n) if n == 0 || n > MAX_COPY_SIZE => {
+                return Err(bad(format!(
+                    "argument area of {n} bytes; sizes run from 1 to {MAX_COPY_SIZE}"
+                )))
+            }
+            Some(n) => {
+                let at = off;
+                off += EXECARGS_HDR + round8(n as usize);
+                Some((at, n as usize))
+            }
+        };
+        let ancestors = spec.ancestors.then(|| {
+            let at = off;
+            off += ANCESTORS_HDR + 4 * MAX_ANCESTORS;
+            at
+        });
         let stack =
             |depth: Option<u32>, off: &mut usize, frame: usize| -> Result<Option<(usize, usize)>> {
                 match depth {
@@ -142,6 +171,8 @@ impl RecordLayout {
         }
         Ok(RecordLayout {
             copies,
+            execargs,
+            ancestors,
             kstack,
             ustack,
             ustack_build_id: spec.ustack_build_id,
@@ -170,6 +201,16 @@ mod tests {
         assert_eq!(l.kstack, Some((136 + 16 + 16, 4)));
         assert_eq!(l.size, 168 + 8 + 32);
         assert_eq!(l.retry_size, 168);
+        // The arguments and ancestors sit between the copies and the stacks.
+        s.execargs = Some(100);
+        s.ancestors = true;
+        let l = RecordLayout::for_spec(&s, "p").unwrap();
+        assert_eq!(l.execargs, Some((168, 100)));
+        assert_eq!(l.ancestors, Some(168 + 8 + 104));
+        assert_eq!(l.kstack, Some((168 + 8 + 104 + 8 + 4 * MAX_ANCESTORS, 4)));
+        assert_eq!(l.retry_size, 168);
+        s.execargs = Some(0);
+        assert!(RecordLayout::for_spec(&s, "p").is_err());
     }
 
     #[test]

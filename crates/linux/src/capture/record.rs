@@ -3,10 +3,10 @@
 //! checked and a bad record is a [`LinuxError::BadRecord`].
 
 use super::layout::{
-    hdr, RecordLayout, BUILD_ID_FRAME, COPY_HDR, FLAG_RETRY_ARMED, KIND_EVENT, KIND_RETRY, NARGS,
-    STACK_HDR,
+    hdr, RecordLayout, ANCESTORS_HDR, BUILD_ID_FRAME, COPY_HDR, EXECARGS_HDR, FLAG_RETRY_ARMED,
+    KIND_EVENT, KIND_RETRY, NARGS, STACK_HDR,
 };
-use super::spec::MemKind;
+use super::spec::{MemKind, MAX_ANCESTORS};
 use crate::error::{LinuxError, Result};
 
 /// Where the bytes of a copy were obtained.
@@ -95,6 +95,11 @@ pub struct CapturedEvent {
     pub ustack_files: Option<FileStackCapture>,
     /// A user copy faulted and the bytes will be re-read at the syscall's return.
     pub retry_armed: bool,
+    /// The process's argument area (NUL-separated arguments), if requested, or the read's negative
+    /// errno.
+    pub execargs: Option<std::result::Result<Vec<u8>, i64>>,
+    /// The process ids of the task's ancestors, nearest first, if requested.
+    pub ancestors: Option<Vec<u32>>,
 }
 
 impl CapturedEvent {
@@ -190,6 +195,35 @@ fn decode_copies(
         });
     }
     Ok(out)
+}
+
+fn decode_execargs(
+    b: &[u8],
+    at: Option<(usize, usize)>,
+) -> Result<Option<std::result::Result<Vec<u8>, i64>>> {
+    let Some((off, cap)) = at else {
+        return Ok(None);
+    };
+    let result = u64_at(b, off)? as i64;
+    if result < 0 {
+        return Ok(Some(Err(result)));
+    }
+    let n = (result as usize).min(cap);
+    let data = b
+        .get(off + EXECARGS_HDR..off + EXECARGS_HDR + n)
+        .ok_or_else(|| bad("argument area runs past the record"))?;
+    Ok(Some(Ok(data.to_vec())))
+}
+
+fn decode_ancestors(b: &[u8], at: Option<usize>) -> Result<Option<Vec<u32>>> {
+    let Some(off) = at else {
+        return Ok(None);
+    };
+    let n = (u32_at(b, off)? as usize).min(MAX_ANCESTORS);
+    (0..n)
+        .map(|i| u32_at(b, off + ANCESTORS_HDR + 4 * i))
+        .collect::<Result<Vec<u32>>>()
+        .map(Some)
 }
 
 fn decode_file_stack(b: &[u8], at: Option<(usize, usize)>) -> Result<Option<FileStackCapture>> {
@@ -307,6 +341,8 @@ pub fn decode_record<'a>(
                     None
                 },
                 retry_armed: u16_at(b, hdr::FLAGS)? & FLAG_RETRY_ARMED != 0,
+                execargs: decode_execargs(b, layout.execargs)?,
+                ancestors: decode_ancestors(b, layout.ancestors)?,
             })))
         }
         KIND_RETRY => {

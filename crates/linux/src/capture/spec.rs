@@ -114,7 +114,16 @@ pub struct CaptureSpec {
     /// at the syscall's return and deliver the entry event with those bytes. On by default through
     /// [`CaptureSpec::new`].
     pub retry_at_return: bool,
+    /// Copy at most this many bytes of the process's argument area (`mm->arg_start..arg_end`, the
+    /// NUL-separated arguments), for `execargs`.
+    pub execargs: Option<u32>,
+    /// Record the process ids of the task's ancestors (a bounded walk of `real_parent`), for
+    /// `progenyof()`.
+    pub ancestors: bool,
 }
+
+/// The most ancestors recorded (the walk stops at pid 1, the root of every user process tree).
+pub const MAX_ANCESTORS: usize = 32;
 
 impl CaptureSpec {
     /// No copies, no stacks, no filter, retry at return on.
@@ -151,6 +160,10 @@ pub enum ArgSource {
     KernelPc,
     /// The user PC of a perf-event sample (0 when it interrupted kernel mode).
     UserPc,
+    /// The exit reason of the current task, from its `exit_code` at exit: `CLD_EXITED` (1) for a
+    /// normal exit, `CLD_KILLED` (2) for a signal, `CLD_DUMPED` (3) for a signal that dumped core
+    /// (the `si_code` values of `<sys/wait.h>`).
+    ExitReason,
     /// Syscall argument `n` (0-5) read from the user registers saved at syscall entry (the
     /// `sys_enter` raw tracepoint's `struct pt_regs *`).
     SyscallArg(u8),
@@ -195,6 +208,15 @@ pub enum Condition {
         /// Size.
         size: u8,
     },
+    /// The task whose `struct task_struct *` is raw tracepoint argument `arg` is a user task that
+    /// has never run (no CPU time yet, an address space): its first switch-in, where `proc:::start`
+    /// and `lwp-start` fire. With `process_only`, only a process's first thread.
+    NewTask {
+        /// The raw argument holding the task.
+        arg: u8,
+        /// Only the first thread of a process (thread id equal to the process id).
+        process_only: bool,
+    },
 }
 
 /// Whose identity (tid, comm) the record carries.
@@ -211,4 +233,7 @@ pub enum Identity {
         /// Offset of the 16-byte comm field.
         comm_offset: u16,
     },
+    /// The task whose `struct task_struct *` is raw tracepoint argument `n` (sched_switch's `next`
+    /// for `on-cpu`): every identity value and `curthread` describe it, read from the task itself.
+    RawTask(u8),
 }

@@ -99,6 +99,18 @@ pub enum AttachPoint {
         /// raw tracepoints through one dispatcher (fast to attach and detach by the hundred).
         syscall: Option<SyscallRoute>,
     },
+    /// A raw tracepoint (the kernel's own arguments, e.g. `struct task_struct *` pointers), for
+    /// probes whose context is a task the tracefs record only names (`on-cpu`).
+    RawTracepoint {
+        /// The tracepoint's name (`sched_switch`).
+        name: String,
+        /// Where each argument comes from.
+        args: Vec<ArgSource>,
+        /// Tests that must hold for the probe to fire.
+        conditions: Vec<Condition>,
+        /// Whose identity the record carries.
+        identity: Identity,
+    },
     /// A cpu-clock perf event.
     Profile {
         /// Period in nanoseconds.

@@ -4,6 +4,14 @@
 //! DTrace's documented argument (a `psinfo_t *` built from a task), the argument is the pid the
 //! translator needs, typed as the kernel gives it. Probes with no tracepoint behind them on the running
 //! kernel are simply absent; [`unavailable`] says why for the ones DTrace defines.
+//!
+//! Each probe fires in the context DTrace documents for it: `on-cpu` in the thread going on CPU (the
+//! `sched_switch` raw tracepoint's `next` task supplies every identity value and `curthread`, since
+//! the tracepoint itself runs on the outgoing thread), `off-cpu`, `sleep` and `preempt` in the
+//! outgoing thread, `wakeup` in the waking thread (`sched_waking`, which runs in the waker, where
+//! `sched_wakeup` may run on the target CPU), and the `proc` probes in the acting process. `start`
+//! and `lwp-start` fire at a new user task's first switch-in (before it runs any instruction), with
+//! the new task's identity, as `on-cpu` does.
 
 use super::{field_arg, AttachPoint, Probe, ProbeArg, ProbeDesc};
 use crate::capture::{ArgSource, Condition, Identity};
@@ -19,6 +27,9 @@ enum Cond {
     MaskClear(&'static str, u32),
     Equals(&'static str, i32),
     Negative(&'static str),
+    /// The incoming task's first run (see [`Condition::NewTask`]); for the first thread of a
+    /// process only when true.
+    FirstRun(bool),
 }
 
 enum Arg {
@@ -28,7 +39,13 @@ enum Arg {
     Neg(&'static str, &'static str),
     /// Not provided by this tracepoint.
     Zero(&'static str),
+    /// The exit reason (`CLD_*`) from the exiting task's `exit_code`.
+    ExitReason,
 }
+
+/// The raw tracepoint `on-cpu` attaches to, and the argument holding the incoming task.
+const SWITCH_RAW: &str = "sched_switch";
+const SWITCH_NEXT_ARG: u8 = 2;
 
 struct Spec {
     provider: &'static str,
@@ -73,7 +90,7 @@ const SPECS: &[Spec] = &[
         name: "exit",
         sys: "sched",
         event: "sched_process_exit",
-        args: &[],
+        args: &[Arg::ExitReason],
         conds: &[Cond::Equals("group_dead", 1)],
         next_identity: false,
     },
@@ -144,6 +161,24 @@ const SPECS: &[Spec] = &[
         next_identity: false,
     },
     Spec {
+        provider: "proc",
+        name: "start",
+        sys: "sched",
+        event: "sched_switch",
+        args: &[],
+        conds: &[Cond::FirstRun(true)],
+        next_identity: true,
+    },
+    Spec {
+        provider: "proc",
+        name: "lwp-start",
+        sys: "sched",
+        event: "sched_switch",
+        args: &[],
+        conds: &[Cond::FirstRun(false)],
+        next_identity: true,
+    },
+    Spec {
         provider: "sched",
         name: "on-cpu",
         sys: "sched",
@@ -183,7 +218,7 @@ const SPECS: &[Spec] = &[
         provider: "sched",
         name: "wakeup",
         sys: "sched",
-        event: "sched_wakeup",
+        event: "sched_waking",
         args: &[Arg::Field("pid", None), Arg::Field("pid", None)],
         conds: &[],
         next_identity: false,
@@ -213,7 +248,6 @@ pub fn unavailable(name: &str) -> Option<&'static str> {
         | "schedctl-nopreempt" | "schedctl-preempt" | "schedctl-yield" => {
             Some("no tracepoint of this kernel corresponds")
         }
-        "start" | "lwp-start" => Some("no tracepoint fires in the new task's context"),
         "fault" => Some("no tracepoint of this kernel corresponds"),
         _ => None,
     }
@@ -249,6 +283,14 @@ fn build(spec: &Spec, f: &EventFormat) -> Option<Probe> {
                     copy: None,
                 });
             }
+            Arg::ExitReason => {
+                args.push(ArgSource::ExitReason);
+                types.push(ProbeArg {
+                    native: "int".into(),
+                    dtype: "int".into(),
+                    copy: None,
+                });
+            }
             Arg::Zero(dt) => {
                 args.push(ArgSource::Zero);
                 types.push(ProbeArg {
@@ -261,11 +303,19 @@ fn build(spec: &Spec, f: &EventFormat) -> Option<Probe> {
     }
     let mut conditions = Vec::new();
     for c in spec.conds {
+        if let Cond::FirstRun(process_only) = *c {
+            conditions.push(Condition::NewTask {
+                arg: SWITCH_NEXT_ARG,
+                process_only,
+            });
+            continue;
+        }
         let name = match c {
             Cond::MaskSet(n, _)
             | Cond::MaskClear(n, _)
             | Cond::Equals(n, _)
             | Cond::Negative(n) => *n,
+            Cond::FirstRun(_) => continue,
         };
         let fl = field(f, name)?;
         if !matches!(fl.size, 1 | 2 | 4 | 8) {
@@ -281,17 +331,23 @@ fn build(spec: &Spec, f: &EventFormat) -> Option<Probe> {
                 value,
             },
             Cond::Negative(_) => Condition::Negative { offset, size },
+            Cond::FirstRun(_) => continue,
         });
     }
-    let identity = if spec.next_identity {
-        let (tid, comm) = (field(f, "next_pid")?, field(f, "next_comm")?);
-        Identity::FromFields {
-            tid_offset: tid.offset as u16,
-            comm_offset: comm.offset as u16,
-        }
-    } else {
-        Identity::Current
-    };
+    if spec.next_identity {
+        // The incoming thread is a task pointer of the raw tracepoint, not a record field.
+        return Some(Probe {
+            desc: ProbeDesc::new(spec.provider, "", "", spec.name),
+            args: types,
+            attach: AttachPoint::RawTracepoint {
+                name: SWITCH_RAW.into(),
+                args,
+                conditions,
+                identity: Identity::RawTask(SWITCH_NEXT_ARG),
+            },
+        });
+    }
+    let identity = Identity::Current;
     Some(Probe {
         desc: ProbeDesc::new(spec.provider, "", "", spec.name),
         args: types,

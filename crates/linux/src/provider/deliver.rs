@@ -1,9 +1,11 @@
 //! Delivering captured events to the framework: each [`CapturedEvent`] becomes a firing of its
 //! probe (the tag is the framework's probe id) with the probe context (arguments, identity,
 //! `execname`, CPU, timestamp, errno, `curthread`, stacks) and the memory captured with it, so that
-//! built-in variables and `copyinstr(arg1)` read what the probe saw. User reads the capture could
-//! not foresee (computed addresses) go to the process's memory while it can still be read, and
-//! fault as DTrace faults otherwise ([`EventMemory`]).
+//! built-in variables and `copyinstr(arg1)` read what the probe saw. Kernel reads
+//! (`curthread->real_parent->pid`, `args[0]->field`) are served from the kernel copies the needs
+//! analysis asked for, found by the address the interpreter computes at each step of its walk. User
+//! reads the capture could not foresee (computed addresses) go to the process's memory while it can
+//! still be read; everything else faults as DTrace faults ([`EventMemory`]).
 
 use super::LinuxTracing;
 use crate::capture::CapturedEvent;
@@ -40,6 +42,18 @@ impl EventMemory {
             .any(|r| r.user && addr >= r.addr && addr - r.addr < r.bytes.len() as u64)
     }
 
+    fn assemble_kernel(&self, addr: u64, buf: &mut [u8]) -> Option<()> {
+        let regions = self.captured.regions();
+        for (i, b) in buf.iter_mut().enumerate() {
+            let at = addr.checked_add(i as u64)?;
+            *b = regions.iter().filter(|r| !r.user).find_map(|r| {
+                let off = at.checked_sub(r.addr)?;
+                r.bytes.get(usize::try_from(off).ok()?).copied()
+            })?;
+        }
+        Some(())
+    }
+
     fn read_process(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), FaultKind> {
         if self.pid == 0 {
             return Err(FaultKind::BadAddr);
@@ -58,7 +72,12 @@ impl EventMemory {
 
 impl Memory for EventMemory {
     fn read_kernel(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), FaultKind> {
-        self.captured.read_kernel(addr, buf)
+        match self.captured.read_kernel(addr, buf) {
+            Ok(()) => Ok(()),
+            // Copies of the same instant that together cover the range (a string beside a field,
+            // ranges of one object too far apart to merge) serve it byte by byte.
+            Err(e) => self.assemble_kernel(addr, buf).ok_or(e),
+        }
     }
 
     fn read_user(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), FaultKind> {
@@ -99,6 +118,15 @@ pub fn firing_of(ev: &CapturedEvent, clock_offset: i64) -> (FiringContext, Captu
     if let Some(Ok(frames)) = &ev.ustack {
         ctx.ustack = frames.clone();
     }
+    // ucaller: the return address of the function the user PC is in (the user stack's second
+    // frame, as DTrace's user PC stack gives it).
+    ctx.ucaller = ctx.ustack.get(1).copied().unwrap_or(0);
+    if let Some(Ok(bytes)) = &ev.execargs {
+        ctx.execargs = execargs_string(bytes);
+    }
+    if let Some(pids) = &ev.ancestors {
+        ctx.ancestors = pids.iter().map(|p| u64::from(*p)).collect();
+    }
     let mut mem = CapturedMemory::new();
     for c in &ev.copies {
         if let Ok(bytes) = &c.data {
@@ -111,6 +139,23 @@ pub fn firing_of(ev: &CapturedEvent, clock_offset: i64) -> (FiringContext, Captu
         }
     }
     (ctx, mem)
+}
+
+/// `execargs` from the process's argument area: the arguments separated by spaces (the area's NULs
+/// become spaces, its final NUL and anything after it dropped).
+pub fn execargs_string(area: &[u8]) -> String {
+    let end = area.iter().rposition(|b| *b != 0).map_or(0, |i| i + 1);
+    let joined: Vec<u8> = area[..end]
+        .iter()
+        .map(|b| if *b == 0 { b' ' } else { *b })
+        .collect();
+    String::from_utf8_lossy(&joined).into_owned()
+}
+
+/// `caller` from a kernel stack whose tracing frames were removed: the first frame, the function
+/// the probe site is in; for a sampled stack (which starts at the interrupted PC), the second.
+pub fn caller_of(kstack: &[u64], sampled: bool) -> u64 {
+    kstack.get(usize::from(sampled)).copied().unwrap_or(0)
 }
 
 /// Gives each argument whose data was captured (`__data_loc` strings, inline arrays) the address
@@ -160,6 +205,15 @@ impl LinuxTracing {
         Ok(self.fire_all(fw, events, offset))
     }
 
+    /// The framework-clock time of the oldest event captured but held back for a re-read, if any:
+    /// it will fire later with that earlier timestamp.
+    pub fn oldest_held(&self) -> Option<u64> {
+        let sh = self.lock();
+        let offset = sh.clock_offset?;
+        let k = sh.session.as_ref()?.oldest_held_ns()?;
+        Some((k as i64).saturating_add(offset).max(0) as u64)
+    }
+
     /// Delivers everything still pending (ring contents and entry events held for a re-read). Call
     /// once the traced work is over, before `Framework::stop`.
     pub fn finish(&self, fw: &mut Framework) -> usize {
@@ -182,7 +236,7 @@ impl LinuxTracing {
         if events.is_empty() {
             return 0;
         }
-        let (active, arg_copies, since, sampled, note) = {
+        let (active, arg_copies, since, sampled, note, proc_args) = {
             let sh = self.lock();
             (
                 sh.active.clone(),
@@ -190,6 +244,7 @@ impl LinuxTracing {
                 sh.live_since.unwrap_or(0),
                 sh.sampled.clone(),
                 sh.note_processes,
+                sh.execargs_from_proc.clone(),
             )
         };
         let mut n = 0;
@@ -203,9 +258,17 @@ impl LinuxTracing {
                 // Remember the process's mappings while it lives, for user symbols printed later.
                 syms.note_process_as(ev.pid, &ctx.execname);
             }
-            if !ctx.kstack.is_empty() && !sampled.contains(&ev.tag) {
+            let is_sampled = sampled.contains(&ev.tag);
+            if !ctx.kstack.is_empty() && !is_sampled {
                 let skip = syms.kernel_symbols().tracing_prefix(&ctx.kstack);
                 ctx.kstack.drain(..skip);
+            }
+            ctx.caller = caller_of(&ctx.kstack, is_sampled);
+            if let Some(&cap) = proc_args.get(&ev.tag) {
+                // Empty when the process is gone (or is a kernel thread), as on a kernel thread.
+                if let Ok(area) = std::fs::read(format!("/proc/{}/cmdline", ev.pid)) {
+                    ctx.execargs = execargs_string(&area[..area.len().min(cap as usize)]);
+                }
             }
             if let Some(map) = arg_copies.get(&ev.tag) {
                 set_copy_args(&mut ctx, ev, map);
@@ -260,6 +323,8 @@ mod tests {
             ustack: Some(Err(-14)),
             ustack_files: None,
             retry_armed: false,
+            execargs: None,
+            ancestors: None,
         }
     }
 
@@ -291,6 +356,30 @@ mod tests {
     }
 
     #[test]
+    fn process_context_values_of_an_event() {
+        let mut ev = event();
+        ev.ustack = Some(Ok(vec![0x40_1000, 0x40_2000, 0x40_3000]));
+        ev.execargs = Some(Ok(b"dd\0if=/dev/zero\0count=2\0".to_vec()));
+        ev.ancestors = Some(vec![9, 5, 1]);
+        let (ctx, _) = firing_of(&ev, 0);
+        assert_eq!(ctx.ucaller, 0x40_2000);
+        assert_eq!(ctx.execargs, "dd if=/dev/zero count=2");
+        assert_eq!(ctx.ancestors, vec![9, 5, 1]);
+        // Nothing captured: empty, as on a kernel thread.
+        let (ctx, _) = firing_of(&event(), 0);
+        assert_eq!((ctx.ucaller, ctx.execargs.as_str()), (0, ""));
+        assert!(ctx.ancestors.is_empty());
+        ev.execargs = Some(Err(-14));
+        ev.ustack = Some(Ok(vec![0x40_1000]));
+        let (ctx, _) = firing_of(&ev, 0);
+        assert_eq!((ctx.ucaller, ctx.execargs.as_str()), (0, ""));
+        assert_eq!(execargs_string(b"a\0\0b\0\0"), "a  b");
+        assert_eq!(caller_of(&[1, 2], false), 1);
+        assert_eq!(caller_of(&[1, 2], true), 2);
+        assert_eq!(caller_of(&[], false), 0);
+    }
+
+    #[test]
     fn uncaptured_user_reads_go_to_the_process() {
         let secret = *b"read from the process\0";
         let addr = secret.as_ptr() as u64;
@@ -315,6 +404,65 @@ mod tests {
         // No process: nothing to fall back on.
         let mut none = EventMemory::new(CapturedMemory::new(), 0);
         assert_eq!(none.read_user(addr, &mut b), Err(FaultKind::BadAddr));
+    }
+
+    #[test]
+    fn kernel_chains_are_read_from_their_copies() {
+        // curthread->real_parent->pid as captured: the task's bytes around real_parent (the
+        // pointer the walk loads), then the parent's pid at the address that pointer gives.
+        let task = 0xffff_8888_0000_1000u64;
+        let parent = 0xffff_8888_0004_2000u64;
+        let mut ev = event();
+        let mut around = vec![0u8; 24];
+        around[8..16].copy_from_slice(&parent.to_le_bytes());
+        ev.copies = vec![
+            Copy {
+                addr: task + 0x4f8,
+                kind: MemKind::KernelBytes,
+                data: Ok(around),
+                source: CopySource::AtProbe,
+            },
+            Copy {
+                addr: parent + 0x4f0,
+                kind: MemKind::KernelBytes,
+                data: Ok(77i32.to_le_bytes().to_vec()),
+                source: CopySource::AtProbe,
+            },
+            Copy {
+                addr: task + 0x510,
+                kind: MemKind::KernelString,
+                data: Ok(b"sh".to_vec()),
+                source: CopySource::AtProbe,
+            },
+            Copy {
+                addr: 0x4f0,
+                kind: MemKind::KernelBytes,
+                data: Err(-14),
+                source: CopySource::AtProbe,
+            },
+        ];
+        let (ctx, captured) = firing_of(&ev, 0);
+        let mut m = EventMemory::new(captured, ev.pid);
+        let mut p = [0u8; 8];
+        m.read_kernel(ctx.curthread + 0x500, &mut p).unwrap();
+        assert_eq!(u64::from_le_bytes(p), parent);
+        let mut pid = [0u8; 4];
+        m.read_kernel(u64::from_le_bytes(p) + 0x4f0, &mut pid)
+            .unwrap();
+        assert_eq!(i32::from_le_bytes(pid), 77);
+        // A read across two copies of the same instant that touch: served from both.
+        let mut across = [0u8; 10];
+        m.read_kernel(task + 0x508, &mut across).unwrap();
+        assert_eq!(&across[8..], b"sh");
+        // Past the string's NUL, beside every copy, or where the copy failed (a NULL pointer's
+        // member): faults, never the process's memory.
+        let mut b = [0u8; 4];
+        assert_eq!(m.read_kernel(task + 0x511, &mut b), Err(FaultKind::BadAddr));
+        assert_eq!(
+            m.read_kernel(parent + 0x4f2, &mut b),
+            Err(FaultKind::BadAddr)
+        );
+        assert_eq!(m.read_kernel(0x4f0, &mut b), Err(FaultKind::BadAddr));
     }
 
     #[test]

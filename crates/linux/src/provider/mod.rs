@@ -50,6 +50,9 @@ pub(crate) struct Shared {
     /// Tags of perf-event probes (`profile-N`, `tick-N`): their kernel stacks start at the
     /// interrupted instruction, so nothing is trimmed off them.
     pub(crate) sampled: HashSet<u32>,
+    /// Probes whose `execargs` are read from `/proc/<pid>/cmdline` at delivery (at most this many
+    /// bytes): the thread the record speaks for is not the one whose memory is mapped at the probe.
+    pub(crate) execargs_from_proc: HashMap<u32, u32>,
     /// A planned program prints user symbols (`ustack()`, `usym()`, `%A`...): the mappings of each
     /// process an event comes from are remembered at delivery.
     pub(crate) note_processes: bool,
@@ -94,6 +97,26 @@ impl Shared {
         } = probe.attach
         {
             spec.filter_pid = None;
+        }
+        if let AttachPoint::RawTracepoint {
+            identity: Identity::RawTask(_),
+            ..
+        } = probe.attach
+        {
+            // The record speaks for the thread going on CPU while the outgoing one still runs:
+            // its user memory is not the one mapped.
+            if spec.ustack.is_some() {
+                return Err(
+                    "not yet supported: the user stack (ustack(), ucaller, ustackdepth) \
+                     of the thread going on CPU"
+                        .into(),
+                );
+            }
+            if let Some(cap) = spec.execargs.take() {
+                self.execargs_from_proc.insert(info.id, cap);
+            }
+            // User reads are served from the process's memory at delivery instead.
+            spec.copies.retain(|c| !c.kind.is_user());
         }
         if self.session.is_none() {
             self.session =
@@ -212,6 +235,7 @@ impl LinuxTracing {
                 active: HashSet::new(),
                 arg_copies: HashMap::new(),
                 sampled: HashSet::new(),
+                execargs_from_proc: HashMap::new(),
                 note_processes: false,
                 clock_offset: None,
                 live_since: None,
@@ -303,7 +327,10 @@ impl LinuxTracing {
     /// `Framework::enable(program)`.
     pub fn plan(&self, program: &Program) {
         let n = needs::program_needs(program);
-        if n.clauses.iter().any(|(_, c)| c.kstack.is_some()) {
+        if n.clauses
+            .iter()
+            .any(|(_, c)| c.kstack.is_some() || c.caller)
+        {
             // Kernel stacks are trimmed at delivery with the kernel's symbols: read them now,
             // not while events wait in the ring.
             self.lock_symbols().kernel_symbols();
@@ -354,6 +381,7 @@ impl LinuxTracing {
         sh.active.clear();
         sh.arg_copies.clear();
         sh.sampled.clear();
+        sh.execargs_from_proc.clear();
         drop(sh);
         drop(session);
     }

@@ -1,16 +1,24 @@
 //! What a D program needs captured at each probe: the user memory its clauses read with `copyinstr`
 //! and `copyin` (found by following probe arguments through the DIF registers to the subroutine
-//! call) and the stacks its `stack()`/`ustack()` actions record. The provider turns these into one
-//! [`CaptureSpec`] per enabled probe, the union over every clause enabled on it.
+//! call), the kernel memory they read through `curthread` and probe arguments
+//! (`curthread->real_parent->pid`, `args[0]->field`, the D library's `curpsinfo` translations:
+//! chains of constant offsets and pointer loads, each step captured) and the stacks their
+//! `stack()`/`ustack()` actions record. The provider turns these into one [`CaptureSpec`] per
+//! enabled probe, the union over every clause enabled on it, with neighbouring kernel copies of one
+//! object merged.
 
-use crate::capture::spec::{MAX_COPIES, MAX_COPY_SIZE, MAX_STACK_DEPTH};
-use crate::capture::{AddrExpr, CaptureSpec, CopyRequest, MemKind};
+use crate::capture::spec::{MAX_COPIES, MAX_COPY_SIZE, MAX_DEREFS, MAX_STACK_DEPTH};
+use crate::capture::{AddrBase, AddrExpr, CaptureSpec, CopyRequest, MemKind};
 use dtrace_dif::instr::Instr;
-use dtrace_dif::object::DifObject;
+use dtrace_dif::object::{
+    DifObject, DIFV_SCOPE_GLOBAL, DIFV_SCOPE_LOCAL, DIFV_SCOPE_THREAD, DIF_TF_BYREF,
+    DIF_TYPE_STRING,
+};
 use dtrace_dif::opcode::Opcode;
 use dtrace_dif::program::{ActionKind, ProbeDesc, Program};
 use dtrace_dif::subr::Subr;
 use dtrace_dif::vars;
+use std::collections::HashMap;
 
 /// Default `strsize` (bytes a `copyinstr` copies, NUL included).
 pub const DEFAULT_STRSIZE: u32 = 256;
@@ -39,7 +47,23 @@ pub struct ClauseNeeds {
     /// The clause's predicate is exactly `pid == N` (or `N == pid`): the probe may be filtered in the
     /// kernel when every clause on it has the same filter.
     pub filter_pid: Option<u32>,
+    /// A read the capture cannot make (why, in a "not yet supported" message): enabling the
+    /// probe fails with it.
+    pub unsupported: Option<String>,
+    /// The clause reads `caller` (the kernel stack's first frames are captured).
+    pub caller: bool,
+    /// The clause reads `ucaller` (the user stack's first frames are captured).
+    pub ucaller: bool,
+    /// The clause reads `execargs` (the process's argument area is captured).
+    pub execargs: bool,
+    /// The clause calls `progenyof()` (the task's ancestors are captured).
+    pub ancestors: bool,
 }
+
+/// Kernel frames captured for `caller`: enough to pass the tracing functions above the probe site.
+pub const CALLER_FRAMES: u32 = 16;
+/// User frames captured for `ucaller`: the PC and its caller.
+pub const UCALLER_FRAMES: u32 = 2;
 
 impl ClauseNeeds {
     fn add_copy(&mut self, c: CopyRequest) {
@@ -85,17 +109,38 @@ fn parse_size(s: &str) -> Option<u64> {
 pub fn program_needs(program: &Program) -> ProgramNeeds {
     let strsize = strsize_of(program);
     let mut out = ProgramNeeds::default();
+    // First pass: what the program stores in its thread-local variables.
+    let mut first = ScanVars::default();
+    for e in &program.ecbs {
+        first.locals.clear();
+        for obj in e
+            .predicate
+            .iter()
+            .chain(e.actions.iter().filter_map(|a| a.difo.as_ref()))
+        {
+            scan_object(obj, strsize, &mut ClauseNeeds::default(), &mut first);
+        }
+    }
+    let thread: HashMap<u16, Val> = first
+        .thread_stores
+        .into_iter()
+        .filter(|(_, v)| *v != Val::Unknown)
+        .collect();
     for e in &program.ecbs {
         let mut n = ClauseNeeds {
             filter_pid: e.predicate.as_ref().and_then(pid_equality),
             ..ClauseNeeds::default()
+        };
+        let mut vars = ScanVars {
+            thread: thread.clone(),
+            ..ScanVars::default()
         };
         for obj in e
             .predicate
             .iter()
             .chain(e.actions.iter().filter_map(|a| a.difo.as_ref()))
         {
-            scan_object(obj, strsize, &mut n);
+            scan_object(obj, strsize, &mut n, &mut vars);
         }
         for a in &e.actions {
             match a.kind {
@@ -174,34 +219,211 @@ fn pid_equality(obj: &DifObject) -> Option<u32> {
 pub const ALL_ARGS: u16 = 0x3ff;
 
 /// What a register is known to hold.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 enum Val {
     Unknown,
     Const(u64),
-    Arg(usize),
+    /// A value computable at the probe: the address (or, after the last hop, the pointer) an
+    /// [`AddrExpr`] evaluates to. A plain probe argument is `Arg(n)` with no offset and no hops.
+    Addr(AddrExpr),
 }
 
-/// Follows probe arguments and constants through one DIF object to its `copyinstr`/`copyin` calls.
-/// Straight-line approximation: a register's value is the last one written before the call, which
-/// is what the compiler emits for an argument expression; anything else is "unknown" and handled
-/// conservatively by the caller.
-fn scan_object(obj: &DifObject, strsize: u32, n: &mut ClauseNeeds) {
-    let mut regs = [Val::Unknown; 8];
+impl Val {
+    /// `argN` itself, unchanged.
+    fn plain_arg(&self) -> Option<usize> {
+        match self {
+            Val::Addr(AddrExpr {
+                base: AddrBase::Arg(a),
+                offset: 0,
+                derefs,
+            }) if derefs.is_empty() => Some(*a),
+            _ => None,
+        }
+    }
+
+    /// An address whose bytes the probe can copy from kernel memory: reached from `curthread` or
+    /// from a probe argument through offsets or pointer hops (a plain argument used as a string or
+    /// struct is left alone: tracepoint arrays are delivered as the address of their capture).
+    fn kernel_addr(&self) -> Option<&AddrExpr> {
+        match self {
+            Val::Addr(e) if self.plain_arg().is_none() => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// The value of a register where two paths join.
+fn join_val(a: Val, b: Val) -> Val {
+    match (a, b) {
+        (a, b) if a == b => a,
+        (Val::Addr(e), Val::Const(_)) | (Val::Const(_), Val::Addr(e)) => Val::Addr(e),
+        _ => Val::Unknown,
+    }
+}
+
+fn join(a: [Val; 8], b: [Val; 8]) -> [Val; 8] {
+    let mut b = b.into_iter();
+    a.map(|x| join_val(x, b.next().unwrap_or(Val::Unknown)))
+}
+
+/// `e + c`, if it still fits the capture's 32-bit offsets.
+fn add_offset(e: &AddrExpr, c: i64) -> Val {
+    let mut e = e.clone();
+    let slot = match e.derefs.last_mut() {
+        Some(d) => d,
+        None => &mut e.offset,
+    };
+    match i32::try_from(i64::from(*slot).wrapping_add(c)) {
+        Ok(v) => {
+            *slot = v;
+            Val::Addr(e)
+        }
+        Err(_) => Val::Unknown,
+    }
+}
+
+/// Constant folding of the ALU operations array indexing and member offsets use.
+fn fold(op: Opcode, x: u64, y: u64) -> Option<u64> {
+    Some(match op {
+        Opcode::Add => x.wrapping_add(y),
+        Opcode::Sub => x.wrapping_sub(y),
+        Opcode::Mul => x.wrapping_mul(y),
+        Opcode::Sll => x.checked_shl(u32::try_from(y).ok()?)?,
+        Opcode::Srl => x.checked_shr(u32::try_from(y).ok()?)?,
+        Opcode::And => x & y,
+        Opcode::Or => x | y,
+        Opcode::Xor => x ^ y,
+        _ => return None,
+    })
+}
+
+/// Bytes a kernel load instruction reads (`None`: not a kernel load).
+fn kernel_load_size(op: Opcode) -> Option<u32> {
+    Some(match op {
+        Opcode::Ldsb | Opcode::Ldub => 1,
+        Opcode::Ldsh | Opcode::Lduh => 2,
+        Opcode::Ldsw | Opcode::Lduw => 4,
+        Opcode::Ldx => 8,
+        _ => return None,
+    })
+}
+
+/// Whether kernel bytes at `e` can be asked of the probe (arguments past the record's eight are
+/// always zero and not carried).
+fn capturable(e: &AddrExpr) -> bool {
+    !matches!(e.base, AddrBase::Arg(n) if n >= crate::capture::layout::NARGS)
+}
+
+impl ClauseNeeds {
+    /// Asks for `size` kernel bytes (or a string of at most `size` bytes) at `e`.
+    fn kernel_copy(&mut self, e: &AddrExpr, kind: MemKind, size: u32) {
+        if !capturable(e) || size == 0 {
+            return;
+        }
+        if e.derefs.len() > MAX_DEREFS {
+            self.unsupported.get_or_insert_with(|| {
+                format!("not yet supported: a chain of more than {MAX_DEREFS} pointers read at one probe")
+            });
+            return;
+        }
+        self.add_copy(CopyRequest {
+            addr: e.clone(),
+            kind,
+            size: size.min(MAX_COPY_SIZE),
+        });
+    }
+}
+
+/// Variables whose values the analysis follows: clause-local ones (`this->`, carried from one
+/// object of a clause to the next), and thread-local ones (`self->`) that every store of the
+/// program sets to the same value computed from `curthread` (`self->t = curthread`): such a value
+/// is the same computation on the same thread wherever it is read, so it can be captured there too.
+#[derive(Default)]
+struct ScanVars {
+    locals: HashMap<u16, Val>,
+    /// Thread-local values known at loads (from a first pass over the program).
+    thread: HashMap<u16, Val>,
+    /// What the stores of each thread-local store (`Unknown`: not one `curthread` computation).
+    thread_stores: HashMap<u16, Val>,
+}
+
+/// Follows probe arguments, `curthread` and constants through one DIF object to the memory it
+/// reads: `copyinstr`/`copyin` of arguments (user memory), and kernel loads, strings and by-reference
+/// values reached from `curthread` or an argument through constant offsets and pointer loads
+/// (`curthread->real_parent->pid`, `args[0]->field`), each of which asks for a kernel copy. Every
+/// step of a chain is asked for, so the interpreter finds each pointer it loads on its own walk.
+/// One forward pass (DIF branches only go forward): where branches join, a register keeps a value
+/// the paths agree on, or the address one of them computed when the other holds a constant (the
+/// NULL arm of `T->mm ? T->mm->arg_start : 0`); anything else is unknown. A wrong guess only costs
+/// a copy, never a wrong result (reads are served by address), and what is not captured faults at
+/// delivery as before.
+/// `locals` carries clause-local variables (`this->`) from one object of the clause to the next.
+fn scan_object(obj: &DifObject, strsize: u32, n: &mut ClauseNeeds, vars: &mut ScanVars) {
+    let mut regs: [Val; 8] = std::array::from_fn(|_| Val::Unknown);
     let mut stack: Vec<Val> = Vec::new();
-    for &word in &obj.text {
+    let set = |regs: &mut [Val; 8], rd: u8, v: Val| {
+        if let Some(r) = regs.get_mut(rd as usize) {
+            *r = if rd == 0 { Val::Const(0) } else { v };
+        }
+    };
+    let get = |regs: &[Val; 8], r: u8| match r {
+        0 => Val::Const(0),
+        _ => regs.get(r as usize).cloned().unwrap_or(Val::Unknown),
+    };
+    let string_var = |op: Opcode, var: u16| {
+        let scope = match op {
+            Opcode::Stts => DIFV_SCOPE_THREAD,
+            Opcode::Stls => DIFV_SCOPE_LOCAL,
+            _ => DIFV_SCOPE_GLOBAL,
+        };
+        obj.vartab
+            .iter()
+            .any(|v| v.id == u32::from(var) && v.scope == scope && v.ty.is_string())
+    };
+    // Register states carried by branches to each later instruction; whether the previous
+    // instruction falls through.
+    let mut incoming: HashMap<usize, Vec<[Val; 8]>> = HashMap::new();
+    let mut falls_through = true;
+    for (pc, &word) in obj.text.iter().enumerate() {
+        if let Some(states) = incoming.remove(&pc) {
+            let mut joined = falls_through.then(|| regs.clone());
+            for st in states {
+                joined = Some(match joined {
+                    None => st,
+                    Some(a) => join(a, st),
+                });
+            }
+            if let Some(j) = joined {
+                regs = j;
+            }
+        }
+        falls_through = true;
         let Ok(ins) = Instr::decode(word) else {
             continue;
         };
-        let set = |regs: &mut [Val; 8], rd: u8, v: Val| {
-            if let Some(r) = regs.get_mut(rd as usize) {
-                *r = if rd == 0 { Val::Const(0) } else { v };
-            }
-        };
-        let get = |regs: &[Val; 8], r: u8| match r {
-            0 => Val::Const(0),
-            _ => regs.get(r as usize).copied().unwrap_or(Val::Unknown),
-        };
         match ins {
+            Instr::Branch { op, label } => {
+                if label as usize > pc {
+                    incoming
+                        .entry(label as usize)
+                        .or_default()
+                        .push(regs.clone());
+                }
+                falls_through = op != Opcode::Ba;
+            }
+            Instr::Ret { rd } => {
+                falls_through = false;
+                let t = obj.rtype;
+                if t.flags & DIF_TF_BYREF != 0 {
+                    if let Some(e) = get(&regs, rd).kernel_addr() {
+                        if t.is_string() {
+                            n.kernel_copy(e, MemKind::KernelString, strsize);
+                        } else {
+                            n.kernel_copy(e, MemKind::KernelBytes, t.size.min(MAX_COPY_SIZE));
+                        }
+                    }
+                }
+            }
             Instr::Setx { idx, rd } => {
                 let v = obj
                     .inttab
@@ -213,6 +435,40 @@ fn scan_object(obj: &DifObject, strsize: u32, n: &mut ClauseNeeds) {
                 let v = get(&regs, r1);
                 set(&mut regs, rd, v);
             }
+            Instr::Alu { op, r1, r2, rd } => {
+                let v = match (op, get(&regs, r1), get(&regs, r2)) {
+                    (Opcode::Add, Val::Addr(e), Val::Const(c))
+                    | (Opcode::Add, Val::Const(c), Val::Addr(e)) => add_offset(&e, c as i64),
+                    (Opcode::Sub, Val::Addr(e), Val::Const(c)) => {
+                        add_offset(&e, (c as i64).wrapping_neg())
+                    }
+                    (op, Val::Const(x), Val::Const(y)) => {
+                        fold(op, x, y).map_or(Val::Unknown, Val::Const)
+                    }
+                    _ => Val::Unknown,
+                };
+                set(&mut regs, rd, v);
+            }
+            Instr::Not { r1, rd } => {
+                let v = match get(&regs, r1) {
+                    Val::Const(x) => Val::Const(!x),
+                    _ => Val::Unknown,
+                };
+                set(&mut regs, rd, v);
+            }
+            Instr::Load { op, r1, rd } => {
+                let mut v = Val::Unknown;
+                if let (Some(size), Val::Addr(e)) = (kernel_load_size(op), get(&regs, r1)) {
+                    n.kernel_copy(&e, MemKind::KernelBytes, size);
+                    if op == Opcode::Ldx {
+                        // The loaded value may be a pointer to follow.
+                        let mut next = e;
+                        next.derefs.push(0);
+                        v = Val::Addr(next);
+                    }
+                }
+                set(&mut regs, rd, v);
+            }
             Instr::LoadVar {
                 op: Opcode::Ldgs,
                 var,
@@ -221,18 +477,84 @@ fn scan_object(obj: &DifObject, strsize: u32, n: &mut ClauseNeeds) {
                 let var = u32::from(var);
                 let v = if (vars::DIF_VAR_ARG0..=vars::DIF_VAR_ARG0 + 9).contains(&var) {
                     n.used_args |= 1 << (var - vars::DIF_VAR_ARG0);
-                    Val::Arg((var - vars::DIF_VAR_ARG0) as usize)
+                    Val::Addr(AddrExpr::arg((var - vars::DIF_VAR_ARG0) as usize))
+                } else if var == vars::DIF_VAR_CALLER {
+                    n.caller = true;
+                    Val::Unknown
+                } else if var == vars::DIF_VAR_UCALLER {
+                    n.ucaller = true;
+                    Val::Unknown
+                } else if var == vars::DIF_VAR_EXECARGS {
+                    n.execargs = true;
+                    Val::Unknown
+                } else if var == vars::DIF_VAR_STACKDEPTH {
+                    // The depth of the whole stack, not of what a stack() action would print.
+                    n.kstack = Some(MAX_STACK_DEPTH);
+                    Val::Unknown
+                } else if var == vars::DIF_VAR_USTACKDEPTH {
+                    n.ustack = Some(MAX_STACK_DEPTH);
+                    Val::Unknown
+                } else if var == vars::DIF_VAR_CURTHREAD {
+                    Val::Addr(AddrExpr {
+                        base: AddrBase::CurrentTask,
+                        offset: 0,
+                        derefs: Vec::new(),
+                    })
                 } else {
                     Val::Unknown
                 };
                 set(&mut regs, rd, v);
+            }
+            Instr::LoadVar {
+                op: Opcode::Ldls,
+                var,
+                rd,
+            } => {
+                let v = vars.locals.get(&var).cloned().unwrap_or(Val::Unknown);
+                set(&mut regs, rd, v);
+            }
+            Instr::LoadVar {
+                op: Opcode::Ldts,
+                var,
+                rd,
+            } => {
+                let v = vars.thread.get(&var).cloned().unwrap_or(Val::Unknown);
+                set(&mut regs, rd, v);
+            }
+            Instr::StoreVar { op, var, rs } => {
+                let v = get(&regs, rs);
+                if let Some(e) = v.kernel_addr() {
+                    if string_var(op, var) {
+                        n.kernel_copy(e, MemKind::KernelString, strsize);
+                    }
+                }
+                match op {
+                    Opcode::Stls => {
+                        vars.locals.insert(var, v);
+                    }
+                    Opcode::Stts => {
+                        // What every store of the thread-local stores (zero clears it).
+                        let task_based = match &v {
+                            Val::Addr(e) if e.base == AddrBase::CurrentTask => Some(v.clone()),
+                            Val::Const(0) => None,
+                            _ => Some(Val::Unknown),
+                        };
+                        if let Some(v) = task_based {
+                            let slot = vars.thread_stores.entry(var).or_insert(v.clone());
+                            if *slot != v {
+                                *slot = Val::Unknown;
+                            }
+                        }
+                    }
+                    _ => {}
+                }
             }
             Instr::LoadArray { var, r2, rd, .. } => {
                 let is_args = u32::from(var) == vars::DIF_VAR_ARGS;
                 let v = match get(&regs, r2) {
                     Val::Const(i) if is_args && i < 10 => {
                         n.used_args |= 1 << i;
-                        Val::Arg(i as usize)
+                        Val::Addr(AddrExpr::arg(i as usize))
                     }
                     _ => {
                         if is_args {
@@ -243,29 +565,65 @@ fn scan_object(obj: &DifObject, strsize: u32, n: &mut ClauseNeeds) {
                 };
                 set(&mut regs, rd, v);
             }
-            Instr::Pushtr { rs, .. } | Instr::Pushtv { rs, .. } => stack.push(get(&regs, rs)),
+            Instr::Scmp { r1, r2 } => {
+                for r in [r1, r2] {
+                    if let Some(e) = get(&regs, r).kernel_addr() {
+                        n.kernel_copy(e, MemKind::KernelString, strsize);
+                    }
+                }
+            }
+            Instr::Pushtr { ty, r2, rs } => {
+                let v = get(&regs, rs);
+                if let Some(e) = v.kernel_addr() {
+                    if ty == DIF_TYPE_STRING {
+                        n.kernel_copy(e, MemKind::KernelString, strsize);
+                    } else if let Val::Const(size) = get(&regs, r2) {
+                        n.kernel_copy(
+                            e,
+                            MemKind::KernelBytes,
+                            size.min(u64::from(MAX_COPY_SIZE)) as u32,
+                        );
+                    }
+                }
+                stack.push(v);
+            }
+            Instr::Pushtv { rs, .. } => stack.push(get(&regs, rs)),
             Instr::Popts => {
                 stack.pop();
             }
             Instr::Flushts => stack.clear(),
+            Instr::Copys { r1, r2, rd } => {
+                if let (Some(e), Val::Const(size)) = (get(&regs, r1).kernel_addr(), get(&regs, r2))
+                {
+                    n.kernel_copy(
+                        e,
+                        MemKind::KernelBytes,
+                        size.min(u64::from(MAX_COPY_SIZE)) as u32,
+                    );
+                }
+                set(&mut regs, rd, Val::Unknown);
+            }
             Instr::Call { subr, rd } => {
-                if subr == Subr::Copyinstr as u16 {
-                    match stack.first() {
+                let user_addr = stack.first().and_then(user_addr);
+                if subr == Subr::Progenyof as u16 {
+                    n.ancestors = true;
+                } else if subr == Subr::Copyinstr as u16 {
+                    match user_addr {
                         // copyinstr(addr, maxlen) copies at most strsize bytes either way.
-                        Some(Val::Arg(a)) => n.add_copy(CopyRequest {
-                            addr: AddrExpr::arg(*a),
+                        Some(addr) => n.add_copy(CopyRequest {
+                            addr,
                             kind: MemKind::UserString,
                             size: strsize,
                         }),
-                        _ => n.any_string_arg = true,
+                        None => n.any_string_arg = true,
                     }
                 } else if subr == Subr::Copyin as u16 || subr == Subr::Copyinto as u16 {
-                    match (stack.first(), stack.get(1)) {
-                        (Some(Val::Arg(a)), Some(Val::Const(size)))
+                    match (user_addr, stack.get(1)) {
+                        (Some(addr), Some(Val::Const(size)))
                             if (1..=u64::from(MAX_COPY_SIZE)).contains(size) =>
                         {
                             n.add_copy(CopyRequest {
-                                addr: AddrExpr::arg(*a),
+                                addr,
                                 kind: MemKind::UserBytes,
                                 size: *size as u32,
                             })
@@ -275,16 +633,125 @@ fn scan_object(obj: &DifObject, strsize: u32, n: &mut ClauseNeeds) {
                 }
                 set(&mut regs, rd, Val::Unknown);
             }
-            Instr::Alu { rd, .. }
-            | Instr::Not { rd, .. }
-            | Instr::Load { rd, .. }
-            | Instr::Sets { rd, .. }
+            Instr::Sets { rd, .. }
             | Instr::LoadVar { rd, .. }
             | Instr::Allocs { rd, .. }
             | Instr::Xlate { rd, .. } => set(&mut regs, rd, Val::Unknown),
             _ => {}
         }
     }
+}
+
+/// The user address of a `copyin`/`copyinstr` the probe can copy from: a probe argument itself,
+/// or a user pointer read from the kernel (`curpsinfo->pr_argv`). Computed addresses (`arg1 + 4`)
+/// are not: they fall back on the string arguments or the process's memory.
+fn user_addr(v: &Val) -> Option<AddrExpr> {
+    match v {
+        Val::Addr(e) if capturable(e) && (v.plain_arg().is_some() || !e.derefs.is_empty()) => {
+            Some(e.clone())
+        }
+        _ => None,
+    }
+}
+
+/// Kernel copies closer than this many bytes to each other in one object are made as one.
+const MERGE_GAP: i64 = 256;
+
+/// One object kernel copies are read from: the base, and when the copy follows pointers, the offset
+/// and every hop but the last.
+type ObjectKey = (AddrBase, Option<i32>, Vec<i32>);
+
+/// The object a kernel copy reads (its base and every pointer hop but the last) and where in it the
+/// copy starts; `None` for copies that are not merged (user memory, strings, tracepoint records).
+fn copy_object(c: &CopyRequest) -> Option<(ObjectKey, i64)> {
+    if c.kind != MemKind::KernelBytes
+        || !matches!(c.addr.base, AddrBase::CurrentTask | AddrBase::Arg(_))
+    {
+        return None;
+    }
+    let a = &c.addr;
+    Some(match a.derefs.split_last() {
+        None => ((a.base, None, Vec::new()), i64::from(a.offset)),
+        Some((last, rest)) => ((a.base, Some(a.offset), rest.to_vec()), i64::from(*last)),
+    })
+}
+
+/// Merges the kernel copies of one object that overlap or lie close together (then, while there
+/// are more than [`MAX_COPIES`], the closest remaining ones) into single copies, so that
+/// `curthread->pid`, `curthread->real_parent` and `curthread->comm` cost one read, and a load the
+/// interpreter makes finds its bytes in one captured range. Other copies keep their order, first.
+fn merge_kernel_copies(copies: Vec<CopyRequest>) -> Vec<CopyRequest> {
+    let mut out = Vec::new();
+    let mut groups: Vec<(ObjectKey, Vec<(i64, i64)>)> = Vec::new();
+    for c in copies {
+        match copy_object(&c) {
+            Some((key, start)) => {
+                let r = (start, start + i64::from(c.size));
+                match groups.iter_mut().find(|(k, _)| *k == key) {
+                    Some((_, rs)) => rs.push(r),
+                    None => groups.push((key, vec![r])),
+                }
+            }
+            None => out.push(c),
+        }
+    }
+    let fits = |a: (i64, i64), b: (i64, i64)| b.1.max(a.1) - a.0 <= i64::from(MAX_COPY_SIZE);
+    for (_, rs) in &mut groups {
+        rs.sort_unstable();
+        let mut merged: Vec<(i64, i64)> = Vec::new();
+        for &r in rs.iter() {
+            match merged.last_mut() {
+                Some(m) if r.0 <= m.1 + MERGE_GAP && fits(*m, r) => m.1 = m.1.max(r.1),
+                _ => merged.push(r),
+            }
+        }
+        *rs = merged;
+    }
+    // Still too many: join the closest neighbours while the result stays a legal copy.
+    while out.len() + groups.iter().map(|(_, r)| r.len()).sum::<usize>() > MAX_COPIES {
+        let best = groups
+            .iter()
+            .enumerate()
+            .flat_map(|(g, (_, rs))| {
+                rs.windows(2)
+                    .enumerate()
+                    .filter(|(_, w)| fits(w[0], w[1]))
+                    .map(move |(i, w)| (w[1].0 - w[0].1, g, i))
+            })
+            .min();
+        let Some((_, g, i)) = best else { break };
+        let rs = &mut groups[g].1;
+        rs[i].1 = rs[i].1.max(rs[i + 1].1);
+        rs.remove(i + 1);
+    }
+    for ((base, offset, hops), rs) in groups {
+        for (start, end) in rs {
+            // Starts and sizes came from i32 offsets and legal sizes.
+            let start = i32::try_from(start).unwrap_or(i32::MAX);
+            let addr = match offset {
+                None => AddrExpr {
+                    base,
+                    offset: start,
+                    derefs: Vec::new(),
+                },
+                Some(offset) => {
+                    let mut derefs = hops.clone();
+                    derefs.push(start);
+                    AddrExpr {
+                        base,
+                        offset,
+                        derefs,
+                    }
+                }
+            };
+            out.push(CopyRequest {
+                addr,
+                kind: MemKind::KernelBytes,
+                size: u32::try_from(end - i64::from(start)).unwrap_or(MAX_COPY_SIZE),
+            });
+        }
+    }
+    out
 }
 
 /// Merges the needs of the clauses matching a probe into one capture spec. `string_args` are the
@@ -329,7 +796,21 @@ pub fn spec_for(
         }
         spec.kstack = spec.kstack.max(n.kstack);
         spec.ustack = spec.ustack.max(n.ustack);
+        if n.caller {
+            spec.kstack = spec.kstack.max(Some(CALLER_FRAMES));
+        }
+        if n.ucaller {
+            spec.ustack = spec.ustack.max(Some(UCALLER_FRAMES));
+        }
+        if n.execargs {
+            spec.execargs = Some(strsize.clamp(1, MAX_COPY_SIZE));
+        }
+        spec.ancestors |= n.ancestors;
+        if let Some(why) = &n.unsupported {
+            return Err(why.clone());
+        }
     }
+    spec.copies = merge_kernel_copies(std::mem::take(&mut spec.copies));
     if spec.copies.len() > MAX_COPIES {
         return Err(format!(
             "not yet supported: more than {} distinct memory copies at one probe",
@@ -398,6 +879,10 @@ pub fn fuzz_entry(data: &[u8]) {
         );
         if let Ok(spec) = spec_for(&[c], &[0, 1, 2], DEFAULT_STRSIZE) {
             assert!(spec.copies.len() <= MAX_COPIES);
+            // Every copy asked for is one the capture can make.
+            assert!(spec.copies.iter().all(|c| c.addr.derefs.len() <= MAX_DEREFS
+                && !matches!(c.addr.base, AddrBase::Arg(n) if n >= crate::capture::layout::NARGS)));
+            let _ = crate::capture::RecordLayout::for_spec(&spec, "fuzz");
         }
     }
 }
@@ -544,6 +1029,285 @@ mod tests {
         assert_eq!(used("sdt:::x { trace(pid); }"), 0);
     }
 
+    const FOO: &str = "struct foo { int a; long b; struct foo *next; char name[16]; };";
+
+    fn kcopy(base: AddrBase, offset: i32, derefs: &[i32], kind: MemKind, size: u32) -> CopyRequest {
+        CopyRequest {
+            addr: AddrExpr {
+                base,
+                offset,
+                derefs: derefs.to_vec(),
+            },
+            kind,
+            size,
+        }
+    }
+
+    #[test]
+    fn kernel_chains_through_arguments_ask_for_each_step() {
+        let n = needs(&format!(
+            "{FOO} sdt:::x {{ trace(((struct foo *)arg0)->next->a); trace(((struct foo *)args[1])->b); trace(args[2]); }}"
+        ));
+        let c = &n.clauses[0].1;
+        let bytes = MemKind::KernelBytes;
+        // The pointer `next` (8 bytes at 16), then `a` (4 bytes at 0 of what it points at).
+        assert!(
+            c.copies
+                .contains(&kcopy(AddrBase::Arg(0), 16, &[], bytes, 8)),
+            "{c:?}"
+        );
+        assert!(
+            c.copies
+                .contains(&kcopy(AddrBase::Arg(0), 16, &[0], bytes, 4)),
+            "{c:?}"
+        );
+        assert!(
+            c.copies
+                .contains(&kcopy(AddrBase::Arg(1), 8, &[], bytes, 8)),
+            "{c:?}"
+        );
+        // Arguments only traced are not memory.
+        assert_eq!(c.copies.len(), 3, "{c:?}");
+        assert_eq!(c.used_args, 0b111);
+        assert!(c.unsupported.is_none());
+    }
+
+    #[test]
+    fn kernel_chains_from_curthread_merge_per_object() {
+        let n = needs(&format!(
+            "{FOO} sdt:::x /((struct foo *)curthread)->a == 1/ {{ trace(((struct foo *)curthread)->b);
+               trace(stringof(((struct foo *)curthread)->name)); trace(((struct foo *)curthread)->name[3]);
+               trace(((struct foo *)curthread)->next->next->b); }}"
+        ));
+        let c = &n.clauses[0].1;
+        let (bytes, string) = (MemKind::KernelBytes, MemKind::KernelString);
+        let task = AddrBase::CurrentTask;
+        for want in [
+            kcopy(task, 0, &[], bytes, 4),
+            kcopy(task, 8, &[], bytes, 8),
+            kcopy(task, 24, &[], string, DEFAULT_STRSIZE),
+            kcopy(task, 27, &[], bytes, 1),
+            kcopy(task, 16, &[], bytes, 8),
+            kcopy(task, 16, &[16], bytes, 8),
+            kcopy(task, 16, &[16, 8], bytes, 8),
+        ] {
+            assert!(c.copies.contains(&want), "{want:?} not in {:?}", c.copies);
+        }
+        let spec = spec_for(&[c], &[], DEFAULT_STRSIZE).unwrap();
+        // The task's own fields in one copy, bytes 0..28; the string apart; one copy per hop.
+        assert!(
+            spec.copies.contains(&kcopy(task, 0, &[], bytes, 28)),
+            "{:?}",
+            spec.copies
+        );
+        assert!(spec
+            .copies
+            .contains(&kcopy(task, 24, &[], string, DEFAULT_STRSIZE)));
+        assert!(spec.copies.contains(&kcopy(task, 16, &[16], bytes, 8)));
+        assert!(spec.copies.contains(&kcopy(task, 16, &[16, 8], bytes, 8)));
+        assert_eq!(spec.copies.len(), 4, "{:?}", spec.copies);
+    }
+
+    #[test]
+    fn clause_locals_carry_chains() {
+        let n = needs(&format!(
+            "{FOO} sdt:::x {{ this->t = (struct foo *)curthread; }} sdt:::x {{ this->t = (struct foo *)curthread; trace(this->t->next->a); }}"
+        ));
+        let c = &n.clauses[1].1;
+        assert!(
+            c.copies.contains(&kcopy(
+                AddrBase::CurrentTask,
+                16,
+                &[0],
+                MemKind::KernelBytes,
+                4
+            )),
+            "{c:?}"
+        );
+        assert!(n.clauses[0].1.copies.is_empty());
+    }
+
+    #[test]
+    fn thread_locals_holding_curthread_chains() {
+        // Every store of self->t is curthread (or a clear): its reads are captured where they are.
+        let n = needs(&format!(
+            "{FOO} sdt:::a {{ self->t = (struct foo *)curthread; self->p = (struct foo *)arg0; }}
+             sdt:::b /self->t/ {{ trace(self->t->next->a); trace(self->p->a); self->t = 0; }}"
+        ));
+        let c = &n.clauses[1].1;
+        assert!(
+            c.copies.contains(&kcopy(
+                AddrBase::CurrentTask,
+                16,
+                &[0],
+                MemKind::KernelBytes,
+                4
+            )),
+            "{c:?}"
+        );
+        // self->p came from another probe's argument: not known at b.
+        assert_eq!(c.copies.len(), 2, "{c:?}");
+        // Two different stores: not followed.
+        let n = needs(&format!(
+            "{FOO} sdt:::a {{ self->t = (struct foo *)curthread; }}
+             sdt:::c {{ self->t = ((struct foo *)curthread)->next; }}
+             sdt:::b {{ trace(self->t->a); }}"
+        ));
+        assert!(n.clauses[2].1.copies.is_empty(), "{:?}", n.clauses[2].1);
+    }
+
+    #[test]
+    fn strings_of_plain_arguments_and_user_pointers() {
+        // A plain argument used as a string is a tracepoint array delivered as its capture's address:
+        // nothing to ask for.
+        let n = needs("sdt:::x { trace(stringof(args[0])); }");
+        assert!(n.clauses[0].1.copies.is_empty());
+        // A user pointer read from the kernel: a user string at the end of the chain.
+        let n = needs(&format!(
+            "{FOO} sdt:::x {{ trace(copyinstr(((struct foo *)curthread)->next->b)); }}"
+        ));
+        let c = &n.clauses[0].1;
+        assert!(!c.any_string_arg);
+        assert!(c.copies.contains(&kcopy(
+            AddrBase::CurrentTask,
+            16,
+            &[8, 0],
+            MemKind::UserString,
+            DEFAULT_STRSIZE
+        )));
+        let n = needs(&format!(
+            "{FOO} sdt:::x {{ tracemem(copyin(((struct foo *)curthread)->next->b, 80), 80); }}"
+        ));
+        let c = &n.clauses[0].1;
+        assert!(!c.unresolved_copyin);
+        assert!(c.copies.contains(&kcopy(
+            AddrBase::CurrentTask,
+            16,
+            &[8, 0],
+            MemKind::UserBytes,
+            80
+        )));
+    }
+
+    #[test]
+    fn both_arms_of_a_conditional_chain() {
+        // The NULL arm of the ternary does not hide the chain of the other arm.
+        let n = needs(&format!(
+            "{FOO} sdt:::x {{ this->f = (struct foo *)curthread;
+               trace(copyinstr(this->f->next ? this->f->next->b : 0));
+               trace(this->f->a > 0 ? this->f->next->a : this->f->next->next->a); }}"
+        ));
+        let c = &n.clauses[0].1;
+        let task = AddrBase::CurrentTask;
+        for want in [
+            kcopy(task, 16, &[8, 0], MemKind::UserString, DEFAULT_STRSIZE),
+            kcopy(task, 16, &[0], MemKind::KernelBytes, 4),
+            kcopy(task, 16, &[16, 0], MemKind::KernelBytes, 4),
+        ] {
+            assert!(c.copies.contains(&want), "{want:?} not in {:?}", c.copies);
+        }
+        assert!(!c.any_string_arg);
+    }
+
+    #[test]
+    fn chains_past_the_hop_limit_are_refused() {
+        let deep = format!(
+            "((struct foo *)curthread){}->a",
+            "->next".repeat(MAX_DEREFS + 1)
+        );
+        let n = needs(&format!("{FOO} sdt:::x {{ trace({deep}); }}"));
+        let c = &n.clauses[0].1;
+        let e = spec_for(&[c], &[], DEFAULT_STRSIZE).unwrap_err();
+        assert!(e.starts_with("not yet supported:"), "{e}");
+        // One copy per hop: the copy limit comes first.
+        let ok = format!(
+            "((struct foo *)curthread){}->a",
+            "->next".repeat(MAX_COPIES - 1)
+        );
+        let n = needs(&format!("{FOO} sdt:::x {{ trace({ok}); }}"));
+        assert!(spec_for(&[&n.clauses[0].1], &[], DEFAULT_STRSIZE).is_ok());
+    }
+
+    #[test]
+    fn merging_keeps_within_the_copy_limit() {
+        let task = AddrBase::CurrentTask;
+        // Far apart fields of one object: joined, closest first, down to the limit.
+        let far: Vec<CopyRequest> = (0..12)
+            .map(|i| kcopy(task, i * 600, &[], MemKind::KernelBytes, 8))
+            .collect();
+        let m = merge_kernel_copies(far);
+        assert_eq!(m.len(), MAX_COPIES);
+        assert!(m.iter().all(|c| c.size <= MAX_COPY_SIZE));
+        // Every original range is inside one merged copy.
+        for i in 0..12 {
+            assert!(m
+                .iter()
+                .any(|c| c.addr.offset <= i * 600 && i * 600 + 8 <= c.addr.offset + c.size as i32));
+        }
+        // Different objects and kinds are never joined; overlapping ones are.
+        let m = merge_kernel_copies(vec![
+            kcopy(task, 0, &[], MemKind::KernelBytes, 8),
+            kcopy(task, 4, &[], MemKind::KernelBytes, 8),
+            kcopy(task, 0, &[0], MemKind::KernelBytes, 8),
+            kcopy(AddrBase::Arg(0), 0, &[0], MemKind::KernelBytes, 8),
+            kcopy(task, 8, &[], MemKind::KernelString, 8),
+            kcopy(AddrBase::Arg(1), 0, &[], MemKind::UserString, 8),
+        ]);
+        assert_eq!(m.len(), 5, "{m:?}");
+        assert!(m.contains(&kcopy(task, 0, &[], MemKind::KernelBytes, 12)));
+        // Too large to join: left apart, and the spec says so.
+        let big: Vec<CopyRequest> = (0..9)
+            .map(|i| kcopy(task, i * 8192, &[], MemKind::KernelBytes, 8000))
+            .collect();
+        assert_eq!(merge_kernel_copies(big.clone()).len(), 9);
+        let n = ClauseNeeds {
+            copies: big,
+            ..ClauseNeeds::default()
+        };
+        assert!(spec_for(&[&n], &[], 64)
+            .unwrap_err()
+            .starts_with("not yet supported"));
+    }
+
+    #[test]
+    fn process_context_variables_ask_for_their_captures() {
+        let n = needs(
+            "syscall::write:entry { trace(caller); } syscall::write:entry { trace(ucaller); }
+             syscall::write:entry { trace(execargs); } syscall::write:entry /progenyof(1)/ { trace(1); }
+             syscall::write:entry { trace(stackdepth); trace(ustackdepth); }",
+        );
+        let c: Vec<&ClauseNeeds> = n.clauses.iter().map(|(_, c)| c).collect();
+        assert!(c[0].caller && !c[0].ucaller && !c[0].execargs && !c[0].ancestors);
+        assert!(c[1].ucaller && !c[1].caller);
+        assert!(c[2].execargs);
+        assert!(c[3].ancestors);
+        assert_eq!(
+            (c[4].kstack, c[4].ustack),
+            (Some(MAX_STACK_DEPTH), Some(MAX_STACK_DEPTH))
+        );
+        let one = |i: usize| spec_for(&[c[i]], &[], 300).unwrap();
+        assert_eq!((one(0).kstack, one(0).ustack), (Some(CALLER_FRAMES), None));
+        assert_eq!((one(1).kstack, one(1).ustack), (None, Some(UCALLER_FRAMES)));
+        assert_eq!(one(2).execargs, Some(300));
+        assert!(one(3).ancestors && !one(2).ancestors);
+        // A stack() deeper than the caller's frames keeps its depth.
+        let n = needs("syscall::write:entry { stack(40); trace(caller); }");
+        assert_eq!(
+            spec_for(&[&n.clauses[0].1], &[], 256).unwrap().kstack,
+            Some(40)
+        );
+        // Nothing is captured for clauses that do not read them.
+        assert_eq!(
+            spec_for(
+                &[&needs("syscall::write:entry { trace(pid); }").clauses[0].1],
+                &[],
+                256
+            )
+            .unwrap(),
+            CaptureSpec::new()
+        );
+    }
+
     #[test]
     fn sizes_parse() {
         assert_eq!(parse_size("1k"), Some(1024));
@@ -570,7 +1334,12 @@ mod smoke {
             x
         };
         // Opcodes that matter here, so random words often reach them.
-        let ops = [0x0e, 0x25, 0x28, 0x29, 0x2f, 0x30, 0x31, 0x32, 0x33];
+        // setx, ldga, ldgs, call, pushtr, pushtv, popts, flushts, add, the kernel loads, ret,
+        // scmp, copys, stls/ldls.
+        let ops = [
+            0x0e, 0x25, 0x28, 0x29, 0x2f, 0x30, 0x31, 0x32, 0x33, 0x07, 0x1c, 0x1e, 0x22, 0x22,
+            0x23, 0x27, 0x3b, 0x39, 0x38,
+        ];
         for _ in 0..4000 {
             let len = (next() % 24) as usize;
             let text: Vec<u32> = (0..len)
@@ -582,8 +1351,11 @@ mod smoke {
                             // call copyin / copyinstr / copyinto
                             let subr = [8, 9, 17][(w as usize >> 8) % 3];
                             (op << 24) | (subr << 8) | (w & 7)
+                        } else if op == 0x29 && w & 0x100 != 0 {
+                            // ldgs curthread
+                            (op << 24) | (0x100 << 8) | (w & 7)
                         } else {
-                            (op << 24) | (w & 0x00ff_ffff)
+                            (op << 24) | (w & 0x00ff_ff07)
                         }
                     } else {
                         w

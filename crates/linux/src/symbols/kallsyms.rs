@@ -23,6 +23,10 @@ pub struct KernelSymbols {
     bases: std::collections::HashMap<String, u64>,
 }
 
+/// No kernel function is this large: an address further into its nearest symbol lies outside
+/// every symbol.
+pub const MAX_SYMBOL_SIZE: u64 = 1 << 20;
+
 /// The most lines we read (the running kernel has a few hundred thousand).
 pub const MAX_LINES: usize = 4_000_000;
 
@@ -89,11 +93,14 @@ impl KernelSymbols {
         self.syms.is_empty()
     }
 
-    /// The symbol containing `addr` (the last one at or below it) and the offset into it.
+    /// The symbol containing `addr` (the last one at or below it) and the offset into it; none
+    /// when that would put `addr` further than [`MAX_SYMBOL_SIZE`] into it (past the last symbol of
+    /// the kernel or a module: a BPF program's JIT image, which kallsyms may not list).
     pub fn lookup(&self, addr: u64) -> Option<(&KernelSym, u64)> {
         let i = self.syms.partition_point(|s| s.addr <= addr);
         let s = self.syms.get(i.checked_sub(1)?)?;
-        Some((s, addr - s.addr))
+        let off = addr - s.addr;
+        (off < MAX_SYMBOL_SIZE).then_some((s, off))
     }
 
     /// How many frames at the top of a kernel stack captured by a BPF program belong to the
@@ -177,6 +184,8 @@ mod tests {
         assert_eq!(k.tracing_prefix(&[]), 0);
         // An unnamed address in the JIT area tops the stack: a BPF program.
         assert_eq!(k.tracing_prefix(&[0xffff_ffff_c800_0000, pcs[3]]), 1);
+        // Also one far past the last symbol of a module (not inside it).
+        assert_eq!(k.tracing_prefix(&[0xffff_ffff_c020_0000, pcs[3]]), 1);
         assert!(is_tracing_symbol("vmlinux", "perf_trace_sched_switch"));
         assert!(!is_tracing_symbol("vmlinux", "ksys_write"));
     }
@@ -199,5 +208,8 @@ mod tests {
         assert_eq!(k.module_base(0xffffffff8100011c), Some(0xffffffff81000000));
         assert_eq!(k.module_base(0x1000), None);
         assert!(k.lookup(0x1000).is_none());
+        // Far past the last symbol of the kernel (a JIT image kallsyms does not list): no symbol.
+        assert!(k.lookup(0xffffffff81000100 + MAX_SYMBOL_SIZE).is_none());
+        assert!(k.lookup(0xffffffff81000100 + MAX_SYMBOL_SIZE - 1).is_some());
     }
 }

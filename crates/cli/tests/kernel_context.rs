@@ -1,0 +1,381 @@
+//! `dtrace` probe context on the real kernel (root, BPF, tracefs and the kernel's BTF; gcc for the
+//! programs compiled here; skipped otherwise): `sched:::on-cpu` describes the thread going on CPU
+//! through every identity value and `curthread`; `caller`, `ucaller`, `execargs` and `progenyof()`
+//! give what DTrace documents; `proc:::exit` gives the exit reason and fires once per process.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn ready(test: &str) -> bool {
+    dtrace_testkit::skip_unless(dtrace_testkit::is_root(), test, "needs root")
+        && dtrace_testkit::skip_unless(dtrace_linux::bpf_available(), test, "bpf(2) unavailable")
+        && dtrace_testkit::skip_unless(
+            dtrace_linux::tracefs::ensure_tracefs().is_ok(),
+            test,
+            "no tracefs",
+        )
+        && dtrace_testkit::skip_unless(
+            Path::new("/sys/kernel/btf/vmlinux").exists(),
+            test,
+            "no kernel BTF",
+        )
+}
+
+fn dtrace(args: &[&str]) -> (i32, String, String) {
+    let o = Command::new(env!("CARGO_BIN_EXE_dtrace"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+fn scratch_dir(what: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("dtrace-kctx-{what}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Compiles `src` with frame pointers (and pthreads) into `name` in a scratch directory.
+fn compile(name: &str, src: &str) -> PathBuf {
+    let dir = scratch_dir(name);
+    let (c, exe) = (dir.join(format!("{name}.c")), dir.join(name));
+    std::fs::write(&c, src).unwrap();
+    let st = Command::new("gcc")
+        .args(["-O1", "-fno-omit-frame-pointer", "-pthread", "-o"])
+        .arg(&exe)
+        .arg(&c)
+        .status()
+        .unwrap();
+    assert!(st.success(), "gcc failed");
+    exe
+}
+
+/// Splits `a=b a=b ...` lines and checks each pair is equal; returns the lines' pairs.
+fn equal_pairs(out: &str, per_line: usize) -> Vec<Vec<(String, String)>> {
+    let lines: Vec<&str> = out.lines().filter(|l| !l.is_empty()).collect();
+    assert!(!lines.is_empty(), "no output");
+    lines
+        .iter()
+        .map(|l| {
+            let pairs: Vec<(String, String)> = l
+                .split(' ')
+                .map(|p| {
+                    let (a, b) = p.split_once('=').unwrap_or_else(|| panic!("{l}"));
+                    (a.to_string(), b.to_string())
+                })
+                .collect();
+            assert_eq!(pairs.len(), per_line, "{l}");
+            for (a, b) in &pairs {
+                assert_eq!(a, b, "{l}");
+            }
+            pairs
+        })
+        .collect()
+}
+
+#[test]
+fn on_cpu_describes_the_thread_going_on_cpu() {
+    if !ready("on_cpu_describes_the_thread_going_on_cpu") {
+        return;
+    }
+    let (rc, out, err) = dtrace(&[
+        "-qn",
+        r#"sched:::on-cpu /pid == $target/ {
+            printf("%d=%d %d=%d %d=%d %d=%d %d=%d %s=%s %s=%s %d=%d %d=%d %d=%d\n",
+                curthread->tgid, pid, $target, pid, curthread->pid, tid, curpsinfo->pr_pid, pid,
+                curlwpsinfo->pr_lwpid, tid, stringof(curthread->comm), execname,
+                curpsinfo->pr_fname, execname, curpsinfo->pr_ppid, ppid,
+                curthread->real_parent->tgid, ppid, curpsinfo->pr_uid, uid);
+        }"#,
+        "-c",
+        "sleep 0.2",
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    let lines = equal_pairs(&out, 10);
+    // The target runs as "sleep" once exec'd: at least its switch-in after the sleep shows it.
+    assert!(lines.iter().any(|p| p[5].0 == "sleep"), "{out}");
+    // Its parent is dtrace, not this test process.
+    let me = std::process::id().to_string();
+    assert!(lines.iter().all(|p| p[7].0 != me), "{out}");
+}
+
+#[test]
+fn on_cpu_execargs_and_progenyof_are_the_incoming_process() {
+    if !ready("on_cpu_execargs_and_progenyof_are_the_incoming_process") {
+        return;
+    }
+    let dir = scratch_dir("oncpu");
+    let sh = dir.join("two.sh");
+    std::fs::write(&sh, "sleep 0.3\nsleep 0.3\n").unwrap();
+    let cmd = format!("sh {}", sh.display());
+    let (rc, out, err) = dtrace(&[
+        "-qn",
+        r#"sched:::on-cpu /pid == $target && execname == "sh"/ {
+            printf("[%s] %d %d\n", execargs, progenyof($target), progenyof($target + 1000000));
+        }"#,
+        "-c",
+        &cmd,
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    let want = format!("[{cmd}] 1 0");
+    let lines: Vec<&str> = out.lines().filter(|l| !l.is_empty()).collect();
+    // The shell's arguments, read from the process at delivery: empty once it has exited.
+    assert!(lines.contains(&want.as_str()), "{out}");
+    assert!(lines.iter().all(|l| *l == want || *l == "[] 1 0"), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn on_cpu_stack_is_the_incoming_threads() {
+    if !ready("on_cpu_stack_is_the_incoming_threads") {
+        return;
+    }
+    let (rc, out, err) = dtrace(&[
+        "-qn",
+        r#"sched:::on-cpu /pid == $target && execname == "sleep"/ { printf("[%a]", caller); stack(); }"#,
+        "-c",
+        "sleep 0.2",
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    // The sleeper comes back on CPU inside its nanosleep (the outgoing thread, often idle, would
+    // show the scheduler's idle loop or another process's path instead).
+    let woke: Vec<&str> = out.split('[').filter(|r| r.contains("nanosleep")).collect();
+    assert!(!woke.is_empty(), "{out}");
+    for rec in woke {
+        let (caller, stack) = rec.split_once(']').unwrap_or_else(|| panic!("{out}"));
+        let first = stack.lines().map(str::trim).find(|l| !l.is_empty());
+        assert_eq!(first, Some(caller), "{out}");
+        assert!(!stack.contains("bpf"), "{out}");
+    }
+}
+
+#[test]
+fn off_cpu_and_sleep_describe_the_outgoing_thread() {
+    if !ready("off_cpu_and_sleep_describe_the_outgoing_thread") {
+        return;
+    }
+    let (rc, out, err) = dtrace(&[
+        "-qn",
+        r#"sched:::off-cpu, sched:::sleep /pid == $target && execname == "sleep"/ {
+            printf("%d=%d %d=%d %s=%s\n", curthread->tgid, pid, curthread->pid, tid,
+                stringof(curthread->comm), execname);
+        }"#,
+        "-c",
+        "sleep 0.2",
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    equal_pairs(&out, 3);
+}
+
+#[test]
+fn caller_is_the_first_frame_of_the_kernel_stack() {
+    if !ready("caller_is_the_first_frame_of_the_kernel_stack") {
+        return;
+    }
+    let (rc, out, err) = dtrace(&[
+        "-qn",
+        r#"syscall::write:entry /pid == $target/ { printf("[%a]", caller); stack(1); }"#,
+        "-c",
+        "dd if=/dev/zero of=/dev/null bs=1 count=1 status=none",
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    let (caller, frame) = out.split_once(']').unwrap_or_else(|| panic!("{out}"));
+    let caller = caller.trim_start_matches('[');
+    // A kernel function of the syscall path, named, not the tracing machinery.
+    assert!(caller.starts_with("vmlinux`"), "{out}");
+    assert!(!caller.contains("bpf"), "{out}");
+    assert_eq!(frame.trim(), caller, "{out}");
+}
+
+const UCALLER_PROG: &str = r#"
+#include <unistd.h>
+__attribute__((noinline)) void emit(void) { write(1, "x\n", 2); __asm__ volatile(""); }
+__attribute__((noinline)) void outer(void) { emit(); __asm__ volatile(""); }
+int main(void) { outer(); usleep(300000); return 0; }
+"#;
+
+#[test]
+fn ucaller_is_the_second_frame_of_the_user_stack() {
+    if !ready("ucaller_is_the_second_frame_of_the_user_stack")
+        || !dtrace_testkit::skip_unless(dtrace_testkit::have_program("gcc"), "ucaller", "needs gcc")
+    {
+        return;
+    }
+    let exe = compile("ucaller", UCALLER_PROG);
+    let (rc, out, err) = dtrace(&[
+        "-qn",
+        r#"syscall::write:entry /pid == $target/ { printf("[%A]\n", ucaller); ustack(2); }"#,
+        "-c",
+        &exe.display().to_string(),
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    // The program's own "x" shares the output.
+    let mut lines = out
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && *l != "x");
+    let first = lines.next().unwrap_or_else(|| panic!("{out}"));
+    let caller = first
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_string();
+    let frames: Vec<&str> = lines.collect();
+    assert_eq!(frames.len(), 2, "{out}");
+    assert_eq!(caller, frames[1], "{out}");
+    // With frame pointers, the frame above libc's write wrapper is in the program.
+    assert!(caller.starts_with("ucaller`"), "{out}");
+    let _ = std::fs::remove_dir_all(exe.parent().unwrap());
+}
+
+#[test]
+fn execargs_and_progenyof() {
+    if !ready("execargs_and_progenyof") {
+        return;
+    }
+    let me = std::process::id();
+    let script = format!(
+        r#"syscall::write:entry /pid == $target/ {{
+            printf("[%s] %d %d %d %d %d %d\n", execargs, progenyof($target), progenyof(ppid),
+                progenyof({me}), progenyof(1), progenyof(2), progenyof($target + 1000000));
+        }}"#
+    );
+    let (rc, out, err) = dtrace(&[
+        "-qn",
+        &script,
+        "-c",
+        "dd if=/dev/zero of=/dev/null bs=1 count=2 status=none",
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    let lines: Vec<&str> = out.lines().filter(|l| !l.is_empty()).collect();
+    assert_eq!(lines.len(), 2, "{out}");
+    for l in lines {
+        // The process itself, its parent (dtrace), this test (dtrace's parent) and init are its
+        // ancestors; kthreadd and an unused pid are not.
+        assert_eq!(
+            l,
+            "[dd if=/dev/zero of=/dev/null bs=1 count=2 status=none] 1 1 1 1 0 0"
+        );
+    }
+}
+
+/// `proc:::exit` of the target: its `args[0]`, once per process.
+fn exit_reasons(script_body: &str, dir: &Path) -> Vec<String> {
+    let sh = dir.join("run.sh");
+    std::fs::write(&sh, script_body).unwrap();
+    let cmd = format!("sh {}", sh.display());
+    let (rc, out, err) = dtrace(&[
+        "-qn",
+        r#"proc:::exit /pid == $target/ { printf("exit %d\n", args[0]); }"#,
+        "-c",
+        &cmd,
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    out.lines()
+        .filter(|l| !l.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn exit_reasons_follow_the_wait_status() {
+    if !ready("exit_reasons_follow_the_wait_status") {
+        return;
+    }
+    let dir = scratch_dir("exit");
+    // CLD_EXITED, CLD_KILLED and (where the kernel writes core files to the process's directory)
+    // CLD_DUMPED, as <sys/wait.h> numbers them.
+    assert_eq!(exit_reasons("exit 3\n", &dir), ["exit 1"]);
+    assert_eq!(exit_reasons("kill -9 $$\n", &dir), ["exit 2"]);
+    let pattern = std::fs::read_to_string("/proc/sys/kernel/core_pattern").unwrap_or_default();
+    if !pattern.starts_with('|') && !pattern.contains('/') && !pattern.trim().is_empty() {
+        let body = format!("ulimit -c unlimited\ncd {}\nkill -SEGV $$\n", dir.display());
+        assert_eq!(exit_reasons(&body, &dir), ["exit 3"]);
+    } else {
+        eprintln!("exit_reasons_follow_the_wait_status: core dumps go to {pattern:?}; skipped");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+const THREADS_PROG: &str = r#"
+#include <pthread.h>
+static void *work(void *p) { return p; }
+int main(void) {
+    pthread_t t[3];
+    for (int i = 0; i < 3; i++) pthread_create(&t[i], 0, work, 0);
+    for (int i = 0; i < 3; i++) pthread_join(t[i], 0);
+    return 0;
+}
+"#;
+
+#[test]
+fn exit_fires_once_per_process_and_lwp_exit_per_thread() {
+    if !ready("exit_fires_once_per_process_and_lwp_exit_per_thread")
+        || !dtrace_testkit::skip_unless(dtrace_testkit::have_program("gcc"), "threads", "needs gcc")
+    {
+        return;
+    }
+    let exe = compile("threads", THREADS_PROG);
+    let (rc, out, err) = dtrace(&[
+        "-qn",
+        r#"proc:::exit /pid == $target/ { @e = count(); @r = max(args[0]); }
+           proc:::lwp-exit /pid == $target/ { @l = count(); }
+           END { printa("exit %@d ", @e); printa("reason %@d ", @r); printa("lwp %@d\n", @l); }"#,
+        "-c",
+        &exe.display().to_string(),
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    assert_eq!(out.trim(), "exit 1 reason 1 lwp 4", "{out}");
+    let _ = std::fs::remove_dir_all(exe.parent().unwrap());
+}
+
+const START_PROG: &str = r#"
+#include <pthread.h>
+#include <unistd.h>
+static void *work(void *p) { return p; }
+int main(void) {
+    pthread_t t[3];
+    if (fork() == 0) _exit(0);
+    for (int i = 0; i < 3; i++) pthread_create(&t[i], 0, work, 0);
+    for (int i = 0; i < 3; i++) pthread_join(t[i], 0);
+    return 0;
+}
+"#;
+
+#[test]
+fn start_fires_for_new_processes_and_lwp_start_for_every_new_thread() {
+    if !ready("start_fires_for_new_processes_and_lwp_start_for_every_new_thread")
+        || !dtrace_testkit::skip_unless(dtrace_testkit::have_program("gcc"), "start", "needs gcc")
+    {
+        return;
+    }
+    let exe = compile("start", START_PROG);
+    // In the new task's context: its own pid, tid and parent.
+    let (rc, out, err) = dtrace(&[
+        "-qn",
+        r#"proc:::start /ppid == $target/ { printf("start %d=%d %d=%d\n", pid, tid, curpsinfo->pr_pid, pid); }
+           proc:::start /pid == $target/ { printf("start of the target\n"); }
+           proc:::lwp-start /pid == $target/ { @t = count(); }
+           proc:::lwp-start /ppid == $target/ { printf("lwp-start %d=%d\n", curlwpsinfo->pr_lwpid, tid); }
+           END { printa("threads %@d\n", @t); }"#,
+        "-c",
+        &exe.display().to_string(),
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    let mut lines: Vec<&str> = out.lines().filter(|l| !l.is_empty()).collect();
+    lines.sort_unstable();
+    // The forked child: one start, then its first lwp's start; the target's three new threads.
+    assert_eq!(lines.len(), 3, "{out}");
+    let start: Vec<&str> = lines[1].split(' ').collect();
+    assert_eq!(start[0], "start", "{out}");
+    for pair in &start[1..] {
+        let (a, b) = pair.split_once('=').unwrap();
+        assert_eq!(a, b, "{out}");
+    }
+    assert!(lines[0].starts_with("lwp-start "), "{out}");
+    assert_eq!(lines[2], "threads 3", "{out}");
+    let _ = std::fs::remove_dir_all(exe.parent().unwrap());
+}
