@@ -1,8 +1,9 @@
-//! The processes of a run (`-c` and `-p`, DTrace's `g_psv`): commands created held before `exec`
-//! until tracing has started, pids grabbed through a pidfd and held stopped (ptrace) until then, DTrace's notices when they end, and the
+//! The processes of a run (`-c` and `-p`, DTrace's `g_psv`): commands created and held stopped just
+//! after their `exec` until tracing has started, pids grabbed through a pidfd and held stopped
+//! (ptrace) until then, DTrace's notices when they end, and the
 //! kill of created commands still running when `dtrace` exits.
 
-use dtrace_linux::process::{spawn_held, ExitStatus, Followed, HeldChild};
+use dtrace_linux::process::{spawn_stopped, ExitStatus, Followed, HeldChild};
 
 /// One process of the run.
 enum Victim {
@@ -74,7 +75,8 @@ fn find_executable(file: &str) -> Result<(), &'static str> {
 }
 
 impl Procs {
-    /// `dtrace_proc_create`: starts `cmd` held before `exec`; returns its pid.
+    /// `dtrace_proc_create`: starts `cmd` held on the first instruction of its new image (what it
+    /// did before `exec` is not traced); returns its pid.
     pub fn create(&mut self, cmd: &str) -> Result<u32, String> {
         let argv = make_argv(cmd);
         let Some(file) = argv.first() else {
@@ -83,7 +85,7 @@ impl Procs {
         if let Err(why) = find_executable(file) {
             return Err(format!("failed to execute {file}: {why}"));
         }
-        let child = spawn_held(&argv).map_err(|e| format!("failed to execute {file}: {e}"))?;
+        let child = spawn_stopped(&argv).map_err(|e| format!("failed to execute {file}: {e}"))?;
         let pid = child.pid();
         self.list.push((Victim::Created(child), true));
         Ok(pid)
@@ -115,8 +117,7 @@ impl Procs {
         self.list.is_empty()
     }
 
-    /// `dtrace_proc_continue` of every process: created commands may now `exec`, grabbed ones run
-    /// again.
+    /// `dtrace_proc_continue` of every process: created commands and grabbed ones run again.
     pub fn release(&mut self) -> Result<(), String> {
         for (v, _) in &mut self.list {
             match v {

@@ -312,6 +312,14 @@ impl<'o> Checker<'o> {
         }
     }
 
+    /// A format entry of its own for one `printa()` statement: the consumer takes the run of
+    /// `printa` records sharing a format as the aggregations of one statement, as libdtrace does
+    /// with its per-statement format pointer.
+    pub fn printa_format_index(&mut self, s: &str) -> u64 {
+        self.formats.push(s.to_string());
+        (self.formats.len() - 1) as u64
+    }
+
     /// Index of a format string in the program's table (deduplicated).
     pub fn format_index(&mut self, s: &str) -> u64 {
         if let Some(i) = self.formats.iter().position(|f| f == s) {

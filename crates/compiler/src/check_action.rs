@@ -684,18 +684,16 @@ impl<'o> Checker<'o> {
                         for id in &ids {
                             self.printa_format(f, *id, line)?;
                         }
-                        self.format_index(f)
+                        self.printa_format_index(f)
                     }
                     None => NO_FORMAT,
                 };
-                let mut p = Plan::new(ActionKind::Printa, Some(self.agg_id_expr(ids[0], line)));
-                p.arg = arg;
-                plans.push(p);
-                for id in &ids[1..] {
-                    plans.push(Plan::new(
-                        ActionKind::DifExpr,
-                        Some(self.agg_id_expr(*id, line)),
-                    ));
+                // One printa record per aggregation, all with the statement's format (libdtrace's
+                // dt_action_printa): a format may use fewer %@ than there are aggregations.
+                for id in &ids {
+                    let mut p = Plan::new(ActionKind::Printa, Some(self.agg_id_expr(*id, line)));
+                    p.arg = arg;
+                    plans.push(p);
                 }
             }
             "exit" | "raise" | "chill" | "speculate" | "commit" | "discard" => {
@@ -754,16 +752,6 @@ impl<'o> Checker<'o> {
                     );
                 }
                 let size = self.positive_const(&args[1], ErrTag::D_TRACEMEM_SIZE, line, "tracemem( ) argument #2 must be a non-zero positive integral constant expression")?;
-                let mut p = Plan::new(
-                    if args.len() == 3 {
-                        ActionKind::TracememDynsize
-                    } else {
-                        ActionKind::Tracemem
-                    },
-                    Some(addr),
-                );
-                p.arg = size;
-                plans.push(p);
                 if args.len() > 3 {
                     return err(
                         ErrTag::D_TRACEMEM_ARGS,
@@ -772,6 +760,8 @@ impl<'o> Checker<'o> {
                     );
                 }
                 if args.len() == 3 {
+                    // As libdtrace lays it out: the dynamic size first (an integer record), then
+                    // the memory.
                     let d = self.cook(&args[2])?;
                     if !self.types.is_scalar(d.ty) {
                         return err(
@@ -780,8 +770,12 @@ impl<'o> Checker<'o> {
                             "tracemem ( ) dynamic size (argument #3) must be of scalar type",
                         );
                     }
-                    plans.push(Plan::new(ActionKind::DifExpr, Some(d)));
+                    plans.push(Plan::new(ActionKind::TracememDynsize, Some(d)));
                 }
+                // The object returns the address by reference: `size` bytes are recorded.
+                let mut p = Plan::new(ActionKind::Tracemem, Some(addr));
+                p.arg = size;
+                plans.push(p);
             }
             "stack" => {
                 // stack_t(...): DTrace checks the count and the size itself

@@ -401,6 +401,13 @@ impl<'o> Checker<'o> {
                 format!("function '{n}' may not be referenced as scalar"),
             );
         }
+        if let Some(why) = crate::idents::unsupported_builtin(n) {
+            return err(
+                ErrTag::D_IDENT_UNDEF,
+                line,
+                format!("not yet supported: built-in variable {n} ({why})"),
+            );
+        }
         err(
             ErrTag::D_IDENT_UNDEF,
             line,

@@ -27,10 +27,34 @@ const FILES: &[(&str, &str, &str)] = &[
     ("struct bio", "bio.d", include_str!("dlib/bio.d")),
 ];
 
-/// Parses and declares the library files whose types are present and that `program` names
-/// something of, leaving out those in `loaded` (declared by an earlier program on the same handle)
-/// and adding those it declares; returns `typenames` with the typedef names they add (for the
-/// parser of the program).
+/// Kernel typedef names the library files use (with the built-in ones, enough to parse them without
+/// the kernel's types, to learn what they declare).
+const KERNEL_TYPEDEFS: &[&str] = &["loff_t", "caddr_t", "sector_t", "blkcnt_t"];
+
+/// What each library file declares (by [`FILES`] index), parsed once per process; `None` for a file
+/// that cannot be parsed so (it is then loaded whenever its type is present, as before).
+fn file_names() -> &'static [Option<HashSet<String>>] {
+    static NAMES: std::sync::OnceLock<Vec<Option<HashSet<String>>>> = std::sync::OnceLock::new();
+    NAMES.get_or_init(|| {
+        let (types, _) = crate::types::TypeTable::new(crate::DataModel::Lp64);
+        let mut typedefs: HashSet<String> = types.typedef_names().into_iter().collect();
+        typedefs.extend(KERNEL_TYPEDEFS.iter().map(|s| s.to_string()));
+        FILES
+            .iter()
+            .map(|(_, _, text)| {
+                let p = Parser::new(text, MacroEnv::default(), typedefs.clone(), true);
+                let (prog, _) = p.program_with_names_always();
+                prog.ok()
+                    .map(|prog| declared_names(&prog.items).map(str::to_string).collect())
+            })
+            .collect()
+    })
+}
+
+/// Parses and declares the library files whose types are present and whose names the program
+/// mentions, leaving out those in `loaded` (declared by an earlier program on the same handle) and
+/// adding those it declares; returns `typenames` with the typedef names they add (for the parser
+/// of the program).
 pub fn load(
     ck: &mut Checker<'_>,
     typenames: HashSet<String>,
@@ -39,26 +63,24 @@ pub fn load(
 ) -> HashSet<String> {
     let mut names = typenames;
     let mentioned = identifiers(program);
-    for (needs, name, text) in FILES {
+    for ((needs, name, text), declared) in FILES.iter().zip(file_names()) {
         if loaded.contains(name) {
             continue;
         }
-        let before = names.clone();
-        let p = Parser::new(text, MacroEnv::default(), std::mem::take(&mut names), true);
-        let (prog, n) = p.program_with_names_always();
-        let Ok(prog) = prog else {
-            names = before;
-            continue;
-        };
-        if !declared_names(&prog.items).any(|d| mentioned.contains(d)) {
-            names = before;
-            continue;
+        if let Some(d) = declared {
+            if !mentioned.iter().any(|m| d.contains(*m)) {
+                continue;
+            }
         }
         if ck.types.lookup(needs).is_none() {
-            names = before;
             continue;
         }
+        let p = Parser::new(text, MacroEnv::default(), std::mem::take(&mut names), true);
+        let (prog, n) = p.program_with_names_always();
         names = n;
+        let Ok(prog) = prog else {
+            continue;
+        };
         loaded.insert(name);
         for item in &prog.items {
             if matches!(item, Item::Clause(_)) {
@@ -122,16 +144,12 @@ mod tests {
     use super::*;
 
     fn names_of(file: &str) -> Vec<String> {
-        let (_, _, text) = FILES.iter().find(|f| f.1 == file).expect("a library file");
-        // As load() parses them: with the built-in typedef names and the kernel's (those the
-        // library uses).
-        let (types, _) = crate::types::TypeTable::new(crate::DataModel::Lp64);
-        let mut typedefs: HashSet<String> = types.typedef_names().into_iter().collect();
-        typedefs.extend(["loff_t", "caddr_t", "sector_t", "blkcnt_t"].map(String::from));
-        let p = Parser::new(text, MacroEnv::default(), typedefs, true);
-        let (prog, _) = p.program_with_names_always();
-        let prog = prog.expect("the library parses");
-        declared_names(&prog.items).map(str::to_string).collect()
+        let i = FILES
+            .iter()
+            .position(|f| f.1 == file)
+            .expect("a library file");
+        let names = file_names()[i].as_ref().expect("the library parses");
+        names.iter().cloned().collect()
     }
 
     #[test]

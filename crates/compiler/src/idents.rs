@@ -85,6 +85,17 @@ pub const BUILTIN_VARS: &[BuiltinVar] = &[
     bv("cpu", DIF_VAR_CPU, "int"),
 ];
 
+/// DTrace built-in variables this implementation does not provide, with the reason, so that a
+/// script using one is told so rather than that the name is unknown.
+pub fn unsupported_builtin(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "cwd" => "the current directory's path is not captured at the probe",
+        "root" => "the root directory's path is not captured at the probe",
+        "curcpu" => "there is no cpuinfo_t for Linux CPUs yet; use cpu",
+        _ => return None,
+    })
+}
+
 /// Looks up a built-in variable.
 pub fn builtin_var(name: &str) -> Option<&'static BuiltinVar> {
     BUILTIN_VARS.iter().find(|v| v.name == name)

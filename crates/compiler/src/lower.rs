@@ -2,7 +2,8 @@
 //! the predicate and every planned action compiled to its DIF object, and the program-wide tables
 //! (formats, aggregations, options).
 
-use dtrace_dif::program::{ActionDesc, EcbDesc, ProbeDesc};
+use dtrace_dif::object::{DifType, DIF_TF_BYREF};
+use dtrace_dif::program::{ActionDesc, ActionKind, EcbDesc, ProbeDesc};
 
 use crate::cg::Cg;
 use crate::check::{Checker, Cooked};
@@ -40,10 +41,22 @@ impl<'o> Checker<'o> {
         };
         let mut actions = Vec::new();
         for p in &c.plans {
-            let difo = match &p.expr {
+            let mut difo = match &p.expr {
                 Some(e) => Some(Cg::new(&self.types, self.strsize).object(e, p.void_result)?),
                 None => None,
             };
+            match (p.kind, difo.as_mut()) {
+                (ActionKind::Tracemem, Some(d)) => {
+                    // tracemem(addr, n): the address is returned by reference, n bytes recorded.
+                    d.rtype.flags |= DIF_TF_BYREF;
+                    d.rtype.size = u32::try_from(p.arg).unwrap_or(u32::MAX);
+                }
+                (ActionKind::TracememDynsize, Some(d)) => {
+                    // Its dynamic size is always a 64-bit integer record (libdtrace's dt_int_rtype).
+                    d.rtype = DifType::integer(8);
+                }
+                _ => {}
+            }
             actions.push(ActionDesc {
                 kind: p.kind,
                 difo,

@@ -207,11 +207,17 @@ fn printa_and_aggregation_library_actions() {
     use ActionKind::*;
     assert_eq!(
         ks,
-        [Printa, Printa, DifExpr, LibAct, LibAct, DifExpr, LibAct, LibAct, DifExpr, LibAct]
+        [Printa, Printa, Printa, LibAct, LibAct, DifExpr, LibAct, LibAct, DifExpr, LibAct]
     );
     assert_eq!(a[0].arg, dtrace_compiler::NO_FORMAT);
-    assert_eq!(a[1].arg, 0);
+    // Every aggregation of one printa() is a printa record with the statement's format.
+    assert_eq!((a[1].arg, a[2].arg), (0, 0));
     assert_eq!(p.formats, ["%d %@d %@d\n"]);
+    // Each printa() statement has its own format entry, even when the text repeats.
+    let p = c(r#"BEGIN { @a = count(); @b = count(); printa("%@d\n", @a); printa("%@d\n", @b); }"#);
+    let args: Vec<u64> = p.ecbs[0].actions[2..].iter().map(|x| x.arg).collect();
+    assert_eq!(args, [0, 1]);
+    assert_eq!(p.formats, ["%@d\n", "%@d\n"]);
     assert_eq!(a[3].arg, LibAction::Clear as u64);
     assert_eq!(a[4].arg, LibAction::Trunc as u64);
     assert_eq!(a[6].arg, LibAction::Trunc as u64);
@@ -235,7 +241,16 @@ fn other_actions() {
     assert_eq!(a[3].kind, Jstack);
     assert_eq!(a[3].arg, 50 | (512 << 32));
     assert_eq!((a[4].kind, a[4].arg), (Tracemem, 32));
-    assert_eq!((a[5].kind, a[6].kind), (TracememDynsize, DifExpr));
+    // The address comes back by reference, 32 bytes of it (libdtrace's dt_action_tracemem).
+    let rt = a[4].difo.as_ref().unwrap().rtype;
+    assert!(rt.is_by_ref() && rt.size == 32, "{rt:?}");
+    // With a dynamic size, its integer record comes first, then the memory.
+    assert_eq!((a[5].kind, a[6].kind), (TracememDynsize, Tracemem));
+    assert_eq!(a[5].difo.as_ref().unwrap().rtype.size, 8);
+    assert_eq!(a[6].arg, 32);
+    // Even an int dynamic size is recorded as 64 bits.
+    let p = c("BEGIN { tracemem(arg0, 32, 3); }");
+    assert_eq!(p.ecbs[0].actions[0].difo.as_ref().unwrap().rtype.size, 8);
     let p = c("BEGIN { self->spec = speculation(); speculate(self->spec); trace(1); } END { commit(1); } END { discard(1); }");
     assert_eq!(kinds(&p)[1], Speculate);
     assert_eq!(p.ecbs[1].actions[0].kind, Commit);

@@ -115,6 +115,11 @@ fn syntax_errors() {
 #[test]
 fn identifier_errors() {
     golden(
+        "BEGIN { trace(cwd); }",
+        ErrTag::D_IDENT_UNDEF,
+        "line 1: not yet supported: built-in variable cwd (the current directory's path is not captured at the probe)",
+    );
+    golden(
         "BEGIN { trace(y); }",
         ErrTag::D_IDENT_UNDEF,
         "line 1: failed to resolve y: Unknown variable name",

@@ -280,4 +280,31 @@ mod tests {
         let e = c.compile("BEGIN { trace(1); }", ProbeSpec::Name, flags, &[], &o);
         assert!(matches!(e, Err(ConsumerError::NotSupported(_))), "{e:?}");
     }
+
+    #[test]
+    fn programs_share_variable_and_aggregation_ids_by_name() {
+        // As on one libdtrace handle: the same name is the same variable (same id, same storage)
+        // in every program; other names get ids of their own.
+        let mut c = DCompiler::default();
+        let (o, flags) = (Options::default(), CompileFlags::default());
+        let src = "BEGIN { x = 1; self->t = 2; @a = count(); }";
+        let p1 = c.compile(src, ProbeSpec::Name, flags, &[], &o).unwrap();
+        let p2 = c.compile(src, ProbeSpec::Name, flags, &[], &o).unwrap();
+        let src = "BEGIN { y = 1; self->u = 2; @b = count(); }";
+        let p3 = c.compile(src, ProbeSpec::Name, flags, &[], &o).unwrap();
+        let ids = |p: &Program| -> Vec<(u8, u32)> {
+            p.ecbs[0]
+                .actions
+                .iter()
+                .filter_map(|a| a.difo.as_ref())
+                .flat_map(|d| d.vartab.iter().map(|v| (v.scope, v.id)))
+                .collect()
+        };
+        let ubase = dtrace_dif::vars::DIF_VAR_OTHER_UBASE;
+        assert_eq!(ids(&p1), [(0, ubase), (1, ubase)]);
+        assert_eq!(ids(&p2), [(0, ubase), (1, ubase)]);
+        assert_eq!(ids(&p3), [(0, ubase + 1), (1, ubase + 1)]);
+        let agg = |p: &Program| p.aggregations[0].id;
+        assert_eq!((agg(&p1), agg(&p2), agg(&p3)), (1, 1, 2));
+    }
 }

@@ -195,10 +195,22 @@ fn user_memory_copies() {
         st(&mut h, "copyinstr", &[I(0x7000)]).unwrap(),
         "user string"
     );
-    assert_eq!(st(&mut h, "copyinstr", &[I(0x7000), I(5)]).unwrap(), "user");
+    // A length limit counts characters: the NUL comes on top (DTrace's size = maxlen + 1).
+    assert_eq!(
+        st(&mut h, "copyinstr", &[I(0x7000), I(5)]).unwrap(),
+        "user "
+    );
+    assert_eq!(st(&mut h, "copyinstr", &[I(0x7000), I(0)]).unwrap(), "");
     let p = int(&mut h, "copyin", &[I(0x7000), I(4)]).unwrap();
     let o = common::H::obj("ret %r0\n");
     assert_eq!(h.m.read_result(&o, &mut h.mem, p, 4).unwrap(), b"user");
+    // Scratch past what was copied in reads as zeros (tracemem(copyin(a, 4), 8)); past the
+    // scratch size it faults.
+    assert_eq!(
+        h.m.read_result(&o, &mut h.mem, p, 8).unwrap(),
+        b"user\0\0\0\0"
+    );
+    assert!(h.m.read_result(&o, &mut h.mem, p, 2 << 20).is_err());
     assert_eq!(
         kind(int(&mut h, "copyin", &[I(0x9000), I(4)])),
         FaultKind::BadAddr

@@ -141,7 +141,8 @@ impl ProbeContext for ContextAdapter<'_> {
     }
 
     fn progenyof(&mut self, pid: u64) -> bool {
-        self.ctx.pid == pid || self.ctx.ancestors.contains(&pid)
+        // The parent counts even when the provider gave no ancestor chain.
+        self.ctx.pid == pid || self.ctx.ppid == pid || self.ctx.ancestors.contains(&pid)
     }
 
     fn random(&mut self) -> u64 {

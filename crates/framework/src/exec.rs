@@ -479,7 +479,7 @@ impl Framework {
                     store_context_record(kind, rec.arg, ctx, val, &mut st.record[r]);
                 }
             }
-            ActionKind::Tracemem | ActionKind::TracememDynsize => {
+            ActionKind::Tracemem => {
                 if let (Some(r), Some(o)) = (range, obj) {
                     self.machine()
                         .read_result_into(o, st.mem, val, &mut st.record[r])?;

@@ -266,3 +266,46 @@ fn after_exit_nothing_but_end_fires() {
     assert_eq!(values, vec![0, 99]);
     assert_eq!(fw.status().exit_status, Some(3));
 }
+
+#[test]
+fn progenyof_is_the_process_its_parent_or_an_ancestor() {
+    let prog = compile(
+        "profile:::tick-1 { trace(progenyof(10)); trace(progenyof(5)); trace(progenyof(1)); trace(progenyof(7)); }",
+        &CompileOptions::default(),
+    )
+    .unwrap();
+    let mut fw = Framework::new(Options::default(), 1);
+    fw.enable(&prog, false).unwrap();
+    fw.go().unwrap();
+    let tick = fw.list_probes(&dtrace_dif::program::ProbeDesc {
+        provider: "profile".into(),
+        name: "tick-1".into(),
+        ..Default::default()
+    })[0]
+        .id;
+    for ancestors in [vec![], vec![5, 1]] {
+        let ctx = FiringContext {
+            pid: 10,
+            ppid: 5,
+            ancestors,
+            ..FiringContext::default()
+        };
+        fw.fire(tick, 0, &ctx);
+    }
+    fw.stop().unwrap();
+    let data = fw.switch_buffer(0).unwrap().data;
+    let got: Vec<Vec<u64>> = records(&fw, &data)
+        .iter()
+        .map(|(e, b)| {
+            let d = fw.eprobe(*e).unwrap();
+            d.recs
+                .iter()
+                .map(|r| match r.size {
+                    4 => u32::from_ne_bytes(b[r.offset as usize..][..4].try_into().unwrap()) as u64,
+                    _ => u64_at(b, r.offset as usize),
+                })
+                .collect()
+        })
+        .collect();
+    assert_eq!(got, [vec![1, 1, 0, 0], vec![1, 1, 1, 0]]);
+}

@@ -1,7 +1,8 @@
-//! Process control for `-c` and `-p`: starting a command held before `exec` until the probes are
-//! enabled, releasing it, reporting how it ended; following an existing pid through a pidfd, stopped
-//! with ptrace (every thread seized and interrupted) while the probes are enabled; and the small
-//! `/proc` readers the session uses (thread group, parent, memory).
+//! Process control for `-c` and `-p`: starting a command held until the probes are enabled (stopped
+//! just after its `exec`, as DTrace's `Pcreate` holds it, or before `exec`), releasing it, reporting
+//! how it ended; following an existing pid through a pidfd, stopped with ptrace (every thread
+//! seized and interrupted) while the probes are enabled; and the small `/proc` readers the session
+//! uses (thread group, parent, memory).
 
 use crate::capture::MemKind;
 use crate::error::{LinuxError, Result};
@@ -17,13 +18,16 @@ pub enum ExitStatus {
     Signaled(i32),
 }
 
-/// A command started with [`spawn_held`]: forked, waiting before `exec` until [`HeldChild::release`].
+/// A command started with [`spawn_held`] (forked, waiting before `exec`) or [`spawn_stopped`]
+/// (stopped in its new image), until [`HeldChild::release`].
 #[derive(Debug)]
 pub struct HeldChild {
     pid: i32,
     go: Option<OwnedFd>,
     exec_err: OwnedFd,
     reaped: Option<ExitStatus>,
+    /// Held in the ptrace stop that follows its `exec` (we are its tracer until released).
+    stopped: bool,
 }
 
 fn pipe() -> Result<(OwnedFd, OwnedFd)> {
@@ -90,7 +94,109 @@ pub fn spawn_held(argv: &[String]) -> Result<HeldChild> {
         go: Some(go_w),
         exec_err: err_r,
         reaped: None,
+        stopped: false,
     })
+}
+
+/// What the child of [`spawn_stopped`] writes when `PTRACE_TRACEME` fails (an errno is positive).
+const TRACEME_FAILED: i32 = -1;
+
+/// Starts `argv` (searched on `PATH`) and holds it stopped on the first instruction of its new
+/// image until released, as DTrace's `-c` does: nothing the command does before its `exec` (and
+/// nothing `dtrace` does in the forked child) is seen by the probes. Where this process cannot
+/// trace its children (`PTRACE_TRACEME` refused), falls back to [`spawn_held`]. Fails at once if
+/// the command cannot be executed. Dropping the handle without releasing kills the command.
+pub fn spawn_stopped(argv: &[String]) -> Result<HeldChild> {
+    if argv.is_empty() {
+        return Err(LinuxError::Process("empty command".into()));
+    }
+    let cargs: Vec<CString> = argv
+        .iter()
+        .map(|a| CString::new(a.as_bytes()))
+        .collect::<std::result::Result<_, _>>()
+        .map_err(|_| LinuxError::Process("command argument contains a NUL byte".into()))?;
+    let mut ptrs: Vec<*const libc::c_char> = cargs.iter().map(|c| c.as_ptr()).collect();
+    ptrs.push(std::ptr::null());
+    let (err_r, err_w) = pipe()?;
+    // SAFETY: fork; the child only calls async-signal-safe functions (close, ptrace, execvp,
+    // write, _exit) on memory prepared before the fork.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(LinuxError::last_os("fork"));
+    }
+    if pid == 0 {
+        // SAFETY: child side, see above.
+        unsafe {
+            libc::close(err_r.as_raw_fd());
+            let null: *mut libc::c_void = std::ptr::null_mut();
+            let e = if libc::ptrace(libc::PTRACE_TRACEME, 0, null, null) < 0 {
+                TRACEME_FAILED
+            } else {
+                // On success the kernel stops us with SIGTRAP in the new image.
+                libc::execvp(ptrs[0], ptrs.as_ptr());
+                *libc::__errno_location()
+            };
+            libc::write(
+                err_w.as_raw_fd(),
+                &e as *const i32 as *const libc::c_void,
+                4,
+            );
+            libc::_exit(127);
+        }
+    }
+    drop(err_w);
+    let mut child = HeldChild {
+        pid,
+        go: None,
+        exec_err: err_r,
+        reaped: None,
+        stopped: false,
+    };
+    let mut e = 0i32;
+    // Blocks until exec succeeds (pipe closed by CLOEXEC) or fails (errno written).
+    // SAFETY: reading into a local i32.
+    let r = unsafe {
+        libc::read(
+            child.exec_err.as_raw_fd(),
+            &mut e as *mut i32 as *mut libc::c_void,
+            4,
+        )
+    };
+    if r == 4 {
+        let _ = child.wait();
+        if e == TRACEME_FAILED {
+            return spawn_held(argv);
+        }
+        return Err(LinuxError::Process(format!(
+            "failed to execute command: {}",
+            std::io::Error::from_raw_os_error(e)
+        )));
+    }
+    let mut status = 0;
+    // SAFETY: waiting for our own child's exec stop.
+    let w = loop {
+        let w = unsafe { libc::waitpid(pid, &mut status, 0) };
+        if w >= 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            break w;
+        }
+    };
+    if w < 0 {
+        return Err(LinuxError::last_os("waitpid"));
+    }
+    if libc::WIFSTOPPED(status) {
+        child.stopped = true;
+    } else {
+        child.reaped = Some(exit_status(status));
+    }
+    Ok(child)
+}
+
+fn exit_status(status: i32) -> ExitStatus {
+    if libc::WIFEXITED(status) {
+        ExitStatus::Exited(libc::WEXITSTATUS(status))
+    } else {
+        ExitStatus::Signaled(libc::WTERMSIG(status))
+    }
 }
 
 impl HeldChild {
@@ -99,8 +205,19 @@ impl HeldChild {
         self.pid as u32
     }
 
-    /// Lets the child `exec`. Fails if `exec` failed (command not found...).
+    /// Lets the child run (`exec`, when held before it). Fails if `exec` failed (command not
+    /// found...).
     pub fn release(&mut self) -> Result<()> {
+        if self.stopped {
+            let null: *mut libc::c_void = std::ptr::null_mut();
+            // SAFETY: detaching from our stopped tracee; signal 0 discards the exec SIGTRAP.
+            if unsafe { libc::ptrace(libc::PTRACE_DETACH, self.pid, null, null) } < 0 {
+                // Still stopped: dropping the handle kills it.
+                return Err(LinuxError::last_os("releasing the held command"));
+            }
+            self.stopped = false;
+            return Ok(());
+        }
         let Some(go) = self.go.take() else {
             return Ok(());
         };
@@ -161,11 +278,7 @@ impl HeldChild {
         if r == 0 {
             return Ok(None);
         }
-        let s = if libc::WIFEXITED(status) {
-            ExitStatus::Exited(libc::WEXITSTATUS(status))
-        } else {
-            ExitStatus::Signaled(libc::WTERMSIG(status))
-        };
+        let s = exit_status(status);
         self.reaped = Some(s);
         Ok(Some(s))
     }
@@ -173,6 +286,13 @@ impl HeldChild {
 
 impl Drop for HeldChild {
     fn drop(&mut self) {
+        if self.stopped {
+            // A command held after its exec is killed, as DTrace kills what it created.
+            // SAFETY: signalling our own stopped child, then reaping it.
+            unsafe { libc::kill(self.pid, libc::SIGKILL) };
+            let _ = self.wait();
+            return;
+        }
         // An unreleased child reads EOF and exits 126; reap it if it is done so no zombie stays.
         self.go = None;
         if self.reaped.is_none() {
@@ -485,6 +605,33 @@ mod tests {
         let mut c = spawn_held(&["/nonexistent/cmd".into()]).unwrap();
         let e = c.release().unwrap_err().to_string();
         assert!(e.contains("failed to execute command"), "{e}");
+    }
+
+    #[test]
+    fn stopped_child_is_held_in_its_new_image() {
+        let mut c = spawn_stopped(&["sh".into(), "-c".into(), "exit 9".into()]).unwrap();
+        assert_eq!(c.try_wait().unwrap(), None, "child ran before release");
+        // Already exec'd: the held process is the command, not a copy of us.
+        let comm = std::fs::read_to_string(format!("/proc/{}/comm", c.pid())).unwrap();
+        assert_eq!(comm.trim(), "sh");
+        c.release().unwrap();
+        assert_eq!(c.wait().unwrap(), ExitStatus::Exited(9));
+    }
+
+    #[test]
+    fn stopped_spawn_of_a_missing_command_fails_at_once() {
+        let e = spawn_stopped(&["/nonexistent/cmd".into()])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("failed to execute command"), "{e}");
+    }
+
+    #[test]
+    fn unreleased_stopped_child_is_killed() {
+        let c = spawn_stopped(&["sleep".into(), "100".into()]).unwrap();
+        let pid = c.pid();
+        drop(c);
+        assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists());
     }
 
     #[test]

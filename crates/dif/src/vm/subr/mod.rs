@@ -121,9 +121,10 @@ impl Machine {
                 Ok(0)
             }
             Copyinstr => {
+                // copyinstr(addr, maxlen) copies up to maxlen characters and the NUL.
                 let mut size = strsize as u64;
                 if nargs > 1 && arg(1) < size {
-                    size = arg(1);
+                    size = arg(1) + 1;
                 }
                 let dst = self.alloc(size)?;
                 if size > 0 {
