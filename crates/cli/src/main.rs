@@ -21,6 +21,7 @@ use std::time::Duration;
 use dtrace_consumer::consume::DefaultOutput;
 use dtrace_consumer::handle::{CompileFlags, Handle, ProbeSpec, WorkStatus};
 use dtrace_consumer::listing;
+use dtrace_consumer::proginfo::stability_report;
 use dtrace_consumer::status::{DropReport, ErrorReport};
 
 /// Exit status for errors (`E_ERROR`).
@@ -107,12 +108,6 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
     if cfg.list {
         return list(pname, &mut h, &cfg);
     }
-    if cfg.verbose {
-        // The report's minimum statement attributes are the compiler's to compute.
-        return fatal(
-            "-v: not yet supported: stability reports of programs (use -l -v for probes)",
-        );
-    }
     // Create and grab the processes before compiling, so `$target` is known (the first one's pid,
     // as in DTrace).
     let mut procs = procs::Procs::default();
@@ -166,9 +161,6 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
             Err(e) => return fatal(&format!("invalid probe specifier {}: {e}", cmd.arg)),
         }
     }
-    if cfg.exit_after_compile {
-        return ExitCode::SUCCESS;
-    }
     let out = match output::Output::open(cfg.output.as_deref()) {
         Ok(o) => o,
         Err(e) => {
@@ -178,6 +170,19 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
             ))
         }
     };
+    if cfg.exit_after_compile {
+        // -e: with -v, each program's stability report and its descriptions' probe information.
+        if cfg.verbose {
+            let mut w = out.clone();
+            for (cmd, prog) in cfg.cmds.iter().zip(&progs) {
+                let a = h.program_attributes(prog);
+                let r = stability_report(cmd.desc(), report_name(cmd), &a, true);
+                let _ = w.write_all(r.as_bytes());
+            }
+            let _ = w.flush();
+        }
+        return ExitCode::SUCCESS;
+    }
     h.decoder.effects = Box::new(out.clone());
     let quiet = cfg.quiet || h.decoder.options.is_set("quiet");
     let err_handler = Box::new(|e: &ErrorReport| {
@@ -194,12 +199,7 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
     }));
     let mut total = 0;
     for (cmd, prog) in cfg.cmds.iter().zip(&progs) {
-        // Descriptions are reported cut before any predicate or action.
-        let name = if cmd.kind == 's' {
-            cmd.arg.as_str()
-        } else {
-            cmd.arg.split(['{', '/', ';']).next().unwrap_or("")
-        };
+        let name = report_name(cmd);
         match h.exec(prog) {
             Ok(info) => {
                 total += info.matches;
@@ -223,6 +223,13 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
                 })
             }
             Err(e) => return fatal(&format!("failed to enable '{name}': {e}")),
+        }
+        if cfg.verbose {
+            // -v: the program's stability report, after it is enabled.
+            let a = h.program_attributes(prog);
+            let r = stability_report(cmd.desc(), name, &a, false);
+            let mut w = out.clone();
+            let _ = w.write_all(r.as_bytes()).and_then(|_| w.flush());
         }
     }
     if total == 0 && !cfg.zdefs {
@@ -296,6 +303,16 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
     }
     let _ = w.flush();
     ExitCode::from(h.exit_status().unwrap_or(0) as u8)
+}
+
+/// How a program is named in messages and reports: a script by its path, a description cut before
+/// any predicate or action.
+fn report_name(cmd: &args::Cmd) -> &str {
+    if cmd.kind == 's' {
+        cmd.arg.as_str()
+    } else {
+        cmd.arg.split(['{', '/', ';']).next().unwrap_or("")
+    }
 }
 
 /// `-l`: the probes matching each description (all probes when none is given); with `-s` or a

@@ -52,11 +52,21 @@ fn file_names() -> &'static [Option<HashSet<String>>] {
 }
 
 /// Parses and declares the library files whose types are present and whose names the program
-/// mentions; returns `typenames` with the typedef names they add (for the parser of the program).
-pub fn load(ck: &mut Checker<'_>, typenames: HashSet<String>, program: &str) -> HashSet<String> {
+/// mentions, leaving out those in `loaded` (declared by an earlier program on the same handle) and
+/// adding those it declares; returns `typenames` with the typedef names they add (for the parser
+/// of the program).
+pub fn load(
+    ck: &mut Checker<'_>,
+    typenames: HashSet<String>,
+    program: &str,
+    loaded: &mut HashSet<&'static str>,
+) -> HashSet<String> {
     let mut names = typenames;
     let mentioned = identifiers(program);
-    for ((needs, _name, text), declared) in FILES.iter().zip(file_names()) {
+    for ((needs, name, text), declared) in FILES.iter().zip(file_names()) {
+        if loaded.contains(name) {
+            continue;
+        }
         if let Some(d) = declared {
             if !mentioned.iter().any(|m| d.contains(*m)) {
                 continue;
@@ -71,6 +81,7 @@ pub fn load(ck: &mut Checker<'_>, typenames: HashSet<String>, program: &str) -> 
         let Ok(prog) = prog else {
             continue;
         };
+        loaded.insert(name);
         for item in &prog.items {
             if matches!(item, Item::Clause(_)) {
                 continue;
