@@ -71,6 +71,31 @@ fn main() -> ExitCode {
     run(&pname, cfg)
 }
 
+/// `-i id [predicate/action]`: the probe with that id, as its full description (DTrace's
+/// dt_node_pdesc_by_id), followed by whatever came after the id.
+fn probe_by_id(h: &mut Handle, arg: &str) -> Result<String, String> {
+    let arg = arg.trim_start();
+    let end = arg.find(|c: char| !c.is_ascii_digit()).unwrap_or(arg.len());
+    let (digits, rest) = arg.split_at(end);
+    let id: u64 = digits
+        .parse()
+        .map_err(|_| format!("probe identifier expected: {arg}"))?;
+    if id > u64::from(u32::MAX) {
+        return Err(format!("identifier {id} exceeds maximum probe id"));
+    }
+    let all = h
+        .list_probes(&dtrace_dif::program::ProbeDesc::default())
+        .map_err(|e| e.to_string())?;
+    let p = all
+        .iter()
+        .find(|p| u64::from(p.id) == id)
+        .ok_or_else(|| format!("invalid probe identifier {id}"))?;
+    Ok(format!(
+        "{}:{}:{}:{}{rest}",
+        p.provider, p.module, p.function, p.name
+    ))
+}
+
 pub(crate) fn spec_of(kind: char) -> ProbeSpec {
     match kind {
         'P' => ProbeSpec::Provider,
@@ -146,7 +171,15 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
         } else {
             let mut argv = vec![pname.to_string()];
             argv.extend(cfg.args.iter().cloned());
-            h.compile_str(&cmd.arg, spec_of(cmd.kind), flags, &argv)
+            let text = if cmd.kind == 'i' {
+                match probe_by_id(&mut h, &cmd.arg) {
+                    Ok(t) => t,
+                    Err(e) => return fatal(&format!("invalid probe specifier {}: {e}", cmd.arg)),
+                }
+            } else {
+                cmd.arg.clone()
+            };
+            h.compile_str(&text, spec_of(cmd.kind), flags, &argv)
         };
         match r {
             Ok(p) => {
@@ -329,7 +362,11 @@ fn list(pname: &str, h: &mut Handle, cfg: &args::Config) -> ExitCode {
     let mut descs = Vec::new();
     for c in &cfg.cmds {
         if c.kind == 'i' {
-            return fatal("-l -i: not yet supported: probe descriptions by id");
+            match probe_by_id(h, &c.arg) {
+                Ok(t) => descs.push(listing::str2desc(ProbeSpec::Name, t.trim())),
+                Err(e) => return fatal(&format!("invalid probe specifier {}: {e}", c.arg)),
+            }
+            continue;
         }
         let plain = c.kind != 's' && !c.arg.contains(['/', '{', ',', ';']);
         if plain {

@@ -682,3 +682,32 @@ fn aggregation_keys_of_different_sizes() {
     // BEGIN runs in dtrace itself, where no user stack is captured: empty stacks, counts 1 and 2.
     assert_eq!(o.stdout, "\n\n                1\n\n                2\n");
 }
+
+/// `-i id`: a probe named by its id, to list or to trace (with an optional clause after the id);
+/// an unknown id is DTrace's "invalid probe identifier".
+#[test]
+fn probes_by_id() {
+    let o = dtrace(&["-l", "-i", "1"]);
+    assert_eq!(o.rc, 0, "{}", o.stderr);
+    assert_eq!(
+        o.stdout,
+        "   ID   PROVIDER            MODULE                          FUNCTION NAME\n    1     dtrace                                                     BEGIN\n"
+    );
+    let o = dtrace(&[
+        "-q",
+        "-i",
+        "1 { printf(\"hi %s\\n\", probename); exit(0); }",
+    ]);
+    assert_eq!(
+        (o.rc, o.stdout.as_str()),
+        (0, "hi BEGIN\n\n"),
+        "{}",
+        o.stderr
+    );
+    let o = dtrace(&["-i", "4000000"]);
+    assert_eq!(o.rc, 1);
+    assert_eq!(
+        o.stderr,
+        "dtrace: invalid probe specifier 4000000: invalid probe identifier 4000000\n"
+    );
+}
