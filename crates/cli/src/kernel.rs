@@ -145,6 +145,9 @@ impl Tracer for KernelTracer {
     fn exit_requested(&mut self) -> bool {
         self.inner.exit_requested()
     }
+    fn end_cpu(&self) -> Option<u32> {
+        self.inner.end_cpu()
+    }
     fn take_aggregation_drops(&mut self) -> Vec<(u32, u64)> {
         self.inner.take_aggregation_drops()
     }

@@ -21,6 +21,7 @@ use std::time::Duration;
 use dtrace_consumer::consume::DefaultOutput;
 use dtrace_consumer::handle::{CompileFlags, Handle, ProbeSpec, WorkStatus};
 use dtrace_consumer::listing;
+use dtrace_consumer::proginfo::stability_report;
 use dtrace_consumer::status::{DropReport, ErrorReport};
 
 /// Exit status for errors (`E_ERROR`).
@@ -70,6 +71,31 @@ fn main() -> ExitCode {
     run(&pname, cfg)
 }
 
+/// `-i id [predicate/action]`: the probe with that id, as its full description (DTrace's
+/// dt_node_pdesc_by_id), followed by whatever came after the id.
+fn probe_by_id(h: &mut Handle, arg: &str) -> Result<String, String> {
+    let arg = arg.trim_start();
+    let end = arg.find(|c: char| !c.is_ascii_digit()).unwrap_or(arg.len());
+    let (digits, rest) = arg.split_at(end);
+    let id: u64 = digits
+        .parse()
+        .map_err(|_| format!("probe identifier expected: {arg}"))?;
+    if id > u64::from(u32::MAX) {
+        return Err(format!("identifier {id} exceeds maximum probe id"));
+    }
+    let all = h
+        .list_probes(&dtrace_dif::program::ProbeDesc::default())
+        .map_err(|e| e.to_string())?;
+    let p = all
+        .iter()
+        .find(|p| u64::from(p.id) == id)
+        .ok_or_else(|| format!("invalid probe identifier {id}"))?;
+    Ok(format!(
+        "{}:{}:{}:{}{rest}",
+        p.provider, p.module, p.function, p.name
+    ))
+}
+
 pub(crate) fn spec_of(kind: char) -> ProbeSpec {
     match kind {
         'P' => ProbeSpec::Provider,
@@ -106,12 +132,6 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
     }
     if cfg.list {
         return list(pname, &mut h, &cfg);
-    }
-    if cfg.verbose {
-        // The report's minimum statement attributes are the compiler's to compute.
-        return fatal(
-            "-v: not yet supported: stability reports of programs (use -l -v for probes)",
-        );
     }
     // Create and grab the processes before compiling, so `$target` is known (the first one's pid,
     // as in DTrace).
@@ -151,7 +171,15 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
         } else {
             let mut argv = vec![pname.to_string()];
             argv.extend(cfg.args.iter().cloned());
-            h.compile_str(&cmd.arg, spec_of(cmd.kind), flags, &argv)
+            let text = if cmd.kind == 'i' {
+                match probe_by_id(&mut h, &cmd.arg) {
+                    Ok(t) => t,
+                    Err(e) => return fatal(&format!("invalid probe specifier {}: {e}", cmd.arg)),
+                }
+            } else {
+                cmd.arg.clone()
+            };
+            h.compile_str(&text, spec_of(cmd.kind), flags, &argv)
         };
         match r {
             Ok(p) => {
@@ -166,9 +194,6 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
             Err(e) => return fatal(&format!("invalid probe specifier {}: {e}", cmd.arg)),
         }
     }
-    if cfg.exit_after_compile {
-        return ExitCode::SUCCESS;
-    }
     let out = match output::Output::open(cfg.output.as_deref()) {
         Ok(o) => o,
         Err(e) => {
@@ -178,6 +203,19 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
             ))
         }
     };
+    if cfg.exit_after_compile {
+        // -e: with -v, each program's stability report and its descriptions' probe information.
+        if cfg.verbose {
+            let mut w = out.clone();
+            for (cmd, prog) in cfg.cmds.iter().zip(&progs) {
+                let a = h.program_attributes(prog);
+                let r = stability_report(cmd.desc(), report_name(cmd), &a, true);
+                let _ = w.write_all(r.as_bytes());
+            }
+            let _ = w.flush();
+        }
+        return ExitCode::SUCCESS;
+    }
     h.decoder.effects = Box::new(out.clone());
     let quiet = cfg.quiet || h.decoder.options.is_set("quiet");
     let err_handler = Box::new(|e: &ErrorReport| {
@@ -194,12 +232,7 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
     }));
     let mut total = 0;
     for (cmd, prog) in cfg.cmds.iter().zip(&progs) {
-        // Descriptions are reported cut before any predicate or action.
-        let name = if cmd.kind == 's' {
-            cmd.arg.as_str()
-        } else {
-            cmd.arg.split(['{', '/', ';']).next().unwrap_or("")
-        };
+        let name = report_name(cmd);
         match h.exec(prog) {
             Ok(info) => {
                 total += info.matches;
@@ -223,6 +256,13 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
                 })
             }
             Err(e) => return fatal(&format!("failed to enable '{name}': {e}")),
+        }
+        if cfg.verbose {
+            // -v: the program's stability report, after it is enabled.
+            let a = h.program_attributes(prog);
+            let r = stability_report(cmd.desc(), name, &a, false);
+            let mut w = out.clone();
+            let _ = w.write_all(r.as_bytes()).and_then(|_| w.flush());
         }
     }
     if total == 0 && !cfg.zdefs {
@@ -298,6 +338,16 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
     ExitCode::from(h.exit_status().unwrap_or(0) as u8)
 }
 
+/// How a program is named in messages and reports: a script by its path, a description cut before
+/// any predicate or action.
+fn report_name(cmd: &args::Cmd) -> &str {
+    if cmd.kind == 's' {
+        cmd.arg.as_str()
+    } else {
+        cmd.arg.split(['{', '/', ';']).next().unwrap_or("")
+    }
+}
+
 /// `-l`: the probes matching each description (all probes when none is given); with `-s` or a
 /// description carrying a predicate or actions, the probes each clause of the compiled program
 /// matches; with `-v`, each probe's stability attributes and argument types under its line.
@@ -312,7 +362,11 @@ fn list(pname: &str, h: &mut Handle, cfg: &args::Config) -> ExitCode {
     let mut descs = Vec::new();
     for c in &cfg.cmds {
         if c.kind == 'i' {
-            return fatal("-l -i: not yet supported: probe descriptions by id");
+            match probe_by_id(h, &c.arg) {
+                Ok(t) => descs.push(listing::str2desc(ProbeSpec::Name, t.trim())),
+                Err(e) => return fatal(&format!("invalid probe specifier {}: {e}", c.arg)),
+            }
+            continue;
         }
         let plain = c.kind != 's' && !c.arg.contains(['/', '{', ',', ';']);
         if plain {

@@ -433,6 +433,156 @@ fn wide_character_printf_conversions() {
     );
 }
 
+/// The programs of one command line share their identifiers, as in DTrace: a `self->` variable or a
+/// global set by one `-n` program is the one the next reads, and aggregations stay apart.
+#[test]
+fn programs_share_variables() {
+    let o = dtrace(&[
+        "-q",
+        "-n",
+        "BEGIN { self->t = 5; x = 3; @a = count(); }",
+        "-n",
+        "BEGIN /self->t/ { printf(\"%d %d\\n\", self->t, x); @b = sum(x); }",
+        "-n",
+        "tick-1ms { x++; } tick-1ms /x == 6/ { printf(\"x=%d\\n\", x); exit(0); }",
+    ]);
+    assert_eq!(o.stderr, "");
+    assert_eq!(o.rc, 0);
+    assert_eq!(
+        o.stdout,
+        "5 3\nx=6\n\n                1\n                3\n"
+    );
+}
+
+#[test]
+fn type_conflict_across_programs() {
+    let o = dtrace(&["-n", "BEGIN { x = 1; }", "-n", "BEGIN { x = \"a\"; }"]);
+    assert_eq!(o.rc, 1);
+    assert_eq!(
+        o.stderr,
+        "dtrace: invalid probe specifier BEGIN { x = \"a\"; }: in action list: operands have incompatible types: \"int\" = \"string\"\n"
+    );
+    let o = dtrace(&[
+        "-n",
+        "BEGIN { @a = count(); }",
+        "-n",
+        "BEGIN { @a = sum(1); }",
+    ]);
+    assert_eq!(o.rc, 1);
+    assert!(
+        o.stderr
+            .starts_with("dtrace: invalid probe specifier BEGIN { @a = sum(1); }: "),
+        "{}",
+        o.stderr
+    );
+    // Alone, the second program cannot know self->t.
+    let o = dtrace(&["-n", "BEGIN /self->t/ { exit(0); }"]);
+    assert_eq!(o.rc, 1);
+    assert!(o
+        .stderr
+        .contains("self->t has not yet been declared or assigned"));
+}
+
+/// A `dtrace -v` stability report as DTrace prints it (`Stability attributes for ...`), from
+/// (name, data, class) triples of the description and of the statements.
+fn stability(what: &str, desc: [&str; 3], stmt: [&str; 3]) -> String {
+    format!(
+        "\nStability attributes for {what}:\n\
+         \n\tMinimum Probe Description Attributes\n\
+         \t\tIdentifier Names: {}\n\t\tData Semantics:   {}\n\t\tDependency Class: {}\n\
+         \n\tMinimum Statement Attributes\n\
+         \t\tIdentifier Names: {}\n\t\tData Semantics:   {}\n\t\tDependency Class: {}\n",
+        desc[0], desc[1], desc[2], stmt[0], stmt[1], stmt[2]
+    )
+}
+
+const STABLE: [&str; 3] = ["Stable", "Stable", "Common"];
+const UNSTABLE: [&str; 3] = ["Unstable", "Unstable", "Common"];
+
+#[test]
+fn verbose_stability_report_of_begin() {
+    // No provider named: the description is Unstable; trace(1) is D's own, Stable.
+    let o = dtrace(&["-v", "-n", "BEGIN { trace(1); exit(0); }"]);
+    assert_eq!(o.rc, 0, "{}", o.stderr);
+    assert_eq!(o.stderr, "dtrace: description 'BEGIN ' matched 1 probe\n");
+    assert_eq!(
+        o.stdout,
+        format!(
+            "{}\nCPU     ID                    FUNCTION:NAME\n  0      1                           :BEGIN         1\n\n",
+            stability("description BEGIN ", UNSTABLE, STABLE)
+        )
+    );
+}
+
+#[test]
+fn verbose_stability_report_with_builtin_variables() {
+    // dtrace:::BEGIN names the dtrace provider (Stable provider and name); curthread has Private
+    // data; probefunc takes the provider's function attributes (Private/Private/Unknown); a
+    // script is reported by its path.
+    let p = script(
+        "stab.d",
+        "dtrace:::BEGIN { self->t = curthread; }\ndtrace:::BEGIN { exit(0); }\n",
+    );
+    let path = p.to_str().unwrap().to_string();
+    let o = dtrace(&[
+        "-qv",
+        "-s",
+        &path,
+        "-n",
+        "dtrace:::BEGIN { x = probefunc; }",
+        "-n",
+        "BEGIN { y = execname; z = htons(1); }",
+    ]);
+    let _ = std::fs::remove_file(&p);
+    assert_eq!(o.rc, 0, "{}", o.stderr);
+    let want = [
+        stability(
+            &format!("script {path}"),
+            STABLE,
+            ["Stable", "Private", "Common"],
+        ),
+        stability(
+            "description dtrace:::BEGIN ",
+            STABLE,
+            ["Private", "Private", "Unknown"],
+        ),
+        stability(
+            "description BEGIN ",
+            UNSTABLE,
+            ["Evolving", "Evolving", "Common"],
+        ),
+    ]
+    .join("\n");
+    assert_eq!(o.stdout, format!("{want}\n\n"));
+}
+
+#[test]
+fn verbose_stability_report_without_enabling() {
+    // -e: compiled, not enabled; each description follows with its probe's information.
+    let o = dtrace(&["-ev", "-n", "dtrace:::BEGIN, tick-1s { trace(timestamp); }"]);
+    assert_eq!(o.rc, 0, "{}", o.stderr);
+    assert_eq!(o.stderr, "");
+    let info = |desc: [&str; 3], args: [&str; 3]| {
+        format!(
+            "\n\tProbe Description Attributes\n\
+             \t\tIdentifier Names: {}\n\t\tData Semantics:   {}\n\t\tDependency Class: {}\n\
+             \n\tArgument Attributes\n\
+             \t\tIdentifier Names: {}\n\t\tData Semantics:   {}\n\t\tDependency Class: {}\n\
+             \n\tArgument Types\n\t\tNone\n\n",
+            desc[0], desc[1], desc[2], args[0], args[1], args[2]
+        )
+    };
+    assert_eq!(
+        o.stdout,
+        format!(
+            "{}\ndtrace:::BEGIN\n{}\n:::tick-1s\n{}",
+            stability("description dtrace:::BEGIN, tick-1s ", UNSTABLE, STABLE),
+            info(STABLE, STABLE),
+            info(UNSTABLE, UNSTABLE),
+        )
+    );
+}
+
 #[test]
 fn print_shows_values_with_their_types() {
     // DTrace's tst.primitive and tst.struct shapes, plus a union, an enum, bit-fields and arrays
@@ -531,4 +681,33 @@ fn aggregation_keys_of_different_sizes() {
     assert_eq!(o.rc, 0, "{}", o.stderr);
     // BEGIN runs in dtrace itself, where no user stack is captured: empty stacks, counts 1 and 2.
     assert_eq!(o.stdout, "\n\n                1\n\n                2\n");
+}
+
+/// `-i id`: a probe named by its id, to list or to trace (with an optional clause after the id);
+/// an unknown id is DTrace's "invalid probe identifier".
+#[test]
+fn probes_by_id() {
+    let o = dtrace(&["-l", "-i", "1"]);
+    assert_eq!(o.rc, 0, "{}", o.stderr);
+    assert_eq!(
+        o.stdout,
+        "   ID   PROVIDER            MODULE                          FUNCTION NAME\n    1     dtrace                                                     BEGIN\n"
+    );
+    let o = dtrace(&[
+        "-q",
+        "-i",
+        "1 { printf(\"hi %s\\n\", probename); exit(0); }",
+    ]);
+    assert_eq!(
+        (o.rc, o.stdout.as_str()),
+        (0, "hi BEGIN\n\n"),
+        "{}",
+        o.stderr
+    );
+    let o = dtrace(&["-i", "4000000"]);
+    assert_eq!(o.rc, 1);
+    assert_eq!(
+        o.stderr,
+        "dtrace: invalid probe specifier 4000000: invalid probe identifier 4000000\n"
+    );
 }

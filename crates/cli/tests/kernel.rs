@@ -158,6 +158,44 @@ fn verbose_listing_of_a_syscall_probe() {
 }
 
 #[test]
+fn verbose_stability_report_of_a_syscall_probe() {
+    if !kernel_ok("verbose_stability_report_of_a_syscall_probe") {
+        return;
+    }
+    // The description names the syscall provider, function and name: the minimum of Evolving
+    // provider and name and Private/Private/ISA function. probename takes the name's Evolving
+    // attributes, execname is Stable.
+    let (rc, out, err) = dtrace(&[
+        "-qv",
+        "-n",
+        "syscall::read:entry /probename == \"entry\"/ { @[execname] = count(); }",
+        "-n",
+        "BEGIN { exit(0); }",
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    let report = |what: &str, d: [&str; 3], s: [&str; 3]| {
+        format!(
+            "\nStability attributes for description {what}:\n\
+             \n\tMinimum Probe Description Attributes\n\
+             \t\tIdentifier Names: {}\n\t\tData Semantics:   {}\n\t\tDependency Class: {}\n\
+             \n\tMinimum Statement Attributes\n\
+             \t\tIdentifier Names: {}\n\t\tData Semantics:   {}\n\t\tDependency Class: {}\n\n",
+            d[0], d[1], d[2], s[0], s[1], s[2]
+        )
+    };
+    let want = report(
+        "syscall::read:entry ",
+        ["Private", "Private", "ISA"],
+        ["Evolving", "Evolving", "Common"],
+    ) + &report(
+        "BEGIN ",
+        ["Unstable", "Unstable", "Common"],
+        ["Stable", "Stable", "Common"],
+    );
+    assert!(out.starts_with(&want), "{out}");
+}
+
+#[test]
 fn print_of_a_kernel_type_copied_in_at_a_syscall() {
     if !kernel_ok("print_of_a_kernel_type_copied_in_at_a_syscall") {
         return;

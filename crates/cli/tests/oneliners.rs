@@ -186,7 +186,11 @@ fn exec_and_exit_of_the_targets_progeny() {
     if !kernel_ok("exec_and_exit_of_the_targets_progeny") {
         return;
     }
+    // -x temporal: the parent and its child run on different CPUs, whose buffers would otherwise
+    // print one after the other.
     let (out, _) = on_prog(&[
+        "-x",
+        "temporal",
         "-qn",
         "proc:::exec-success /progenyof($target)/ { printf(\"exec %s\\n\", execname); } \
          proc:::exit /progenyof($target)/ { printf(\"exit %s\\n\", execname); }",

@@ -35,12 +35,18 @@ pub struct VarTable {
 }
 
 impl VarTable {
-    /// An empty namespace whose first variable gets id `DIF_VAR_OTHER_UBASE + first`.
-    pub fn starting_at(first: u32) -> VarTable {
+    /// An empty table whose first variable takes id `DIF_VAR_OTHER_UBASE + next` (clause-locals
+    /// of a later program on the same handle).
+    pub fn starting_at(next: u32) -> VarTable {
         VarTable {
-            next: first,
+            next,
             ..VarTable::default()
         }
+    }
+
+    /// The index the next variable created takes (its id less `DIF_VAR_OTHER_UBASE`).
+    pub fn next_index(&self) -> u32 {
+        self.next
     }
 
     /// A point to roll back to.
@@ -223,6 +229,9 @@ pub struct Checker<'o> {
     /// Current string size (`-x strsize`, `#pragma D option strsize`).
     pub strsize: u32,
     pub aggs: Vec<AggInfo>,
+    /// Ids of the aggregations this compilation names (`aggs` also holds those of earlier
+    /// programs on the handle).
+    pub aggs_used: std::collections::BTreeSet<u32>,
     /// Earlier states of aggregations changed while cooking the current clause (for the retry).
     pub agg_undo: Vec<(usize, AggInfo)>,
     pub inlines: HashMap<String, Inline>,
@@ -274,11 +283,12 @@ impl<'o> Checker<'o> {
             types,
             basic,
             opts,
-            globals: VarTable::starting_at(opts.id_base.globals),
-            tls: VarTable::starting_at(opts.id_base.tls),
+            globals: VarTable::default(),
+            tls: VarTable::default(),
             locals: VarTable::default(),
             strsize: opts.strsize,
             aggs: Vec::new(),
+            aggs_used: Default::default(),
             agg_undo: Vec::new(),
             inlines,
             inline_arrays: HashMap::new(),
@@ -326,10 +336,12 @@ impl<'o> Checker<'o> {
     /// The aggregation named `name`, created on first use.
     pub fn agg(&mut self, name: &str) -> usize {
         if let Some(i) = self.aggs.iter().position(|a| a.name == name) {
+            self.aggs_used.insert(self.aggs[i].id);
             return i;
         }
+        self.aggs_used.insert(self.aggs.len() as u32 + 1);
         self.aggs.push(AggInfo {
-            id: self.opts.id_base.aggs + self.aggs.len() as u32 + 1,
+            id: self.aggs.len() as u32 + 1,
             name: name.to_string(),
             func: None,
             keys: None,
@@ -397,7 +409,11 @@ impl<'o> Checker<'o> {
             .iter()
             .find(|a| a.name == name && a.func.is_some())
         {
-            Some(a) => Ok(a.id as u64),
+            Some(a) => {
+                let id = a.id;
+                self.aggs_used.insert(id);
+                Ok(id as u64)
+            }
             None => Err(CompileError::new(
                 ErrTag::D_IDENT_UNDEF,
                 line,

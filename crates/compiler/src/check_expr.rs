@@ -131,6 +131,22 @@ impl<'o> Checker<'o> {
         let same =
             self.types.size(e.ty) == size && self.types.is_signed(e.ty) == self.types.is_signed(to);
         if size >= 8 || same {
+            // The value in its register is already right; but a memory read's own type says how
+            // many bytes it loads (and a conversion's or bit-field's how it extends), so it keeps
+            // it under a change of type.
+            let sized_by_type = match &e.kind {
+                TK::Read(p) => matches!(p.as_ref(), Place::Mem(..)),
+                TK::Bits(..) | TK::Convert(_) => true,
+                _ => false,
+            };
+            if sized_by_type && e.ty != to {
+                let line = e.line;
+                return TExpr {
+                    kind: TK::Retype(bx(e)),
+                    ty: to,
+                    line,
+                };
+            }
             return TExpr { ty: to, ..e };
         }
         if let Some(v) = e.as_const() {
@@ -623,6 +639,11 @@ impl<'o> Checker<'o> {
         let optext = op
             .map(|o| format!("{}=", o.text()))
             .unwrap_or_else(|| "=".into());
+        if let ExprKind::Member(b, m, arrow) = &l.kind {
+            if let Some(e) = self.bitfield_assign(op, (b, m, *arrow), r, line, &optext)? {
+                return Ok(e);
+            }
+        }
         let Some(bop) = op else {
             let (place, lty) = self.lvalue(l, line, &optext, true)?;
             let rv = self.cook(r)?;
@@ -769,7 +790,7 @@ impl<'o> Checker<'o> {
         self.binary_typed(op, lv, rv, line, op.text())
     }
 
-    fn binary_typed(
+    pub(crate) fn binary_typed(
         &mut self,
         op: BinOp,
         lv: TExpr,

@@ -358,6 +358,95 @@ impl<'o> Checker<'o> {
         }
     }
 
+    /// `base.m = r` / `base->m op= r` where `m` is a bit-field: the word holding it is read, the
+    /// field's bits replaced by the new value's low bits, and the word written back; the expression's
+    /// value is the field read again. `None` when `m` is not a bit-field (the caller goes on as for
+    /// any member).
+    pub(crate) fn bitfield_assign(
+        &mut self,
+        op: Option<BinOp>,
+        l: (&Expr, &str, bool),
+        r: &Expr,
+        line: u32,
+        optext: &str,
+    ) -> CResult<Option<TExpr>> {
+        let (b, m, arrow) = l;
+        let base = self.cook(b)?;
+        let (place, wty, Some((bf, fty))) = self.member_place_of(base, m, arrow, line)? else {
+            return Ok(None);
+        };
+        let (place, wty) = self.writable_mem(place, wty, line, optext)?;
+        let rv = self.cook(r)?;
+        let word = || TExpr {
+            kind: TK::Read(bx(place.clone())),
+            ty: wty,
+            line,
+        };
+        let val = match op {
+            None => rv,
+            Some(bop) => {
+                let cur = TExpr {
+                    kind: TK::Bits(bx(word()), bf),
+                    ty: fty,
+                    line,
+                };
+                self.binary_typed(bop, cur, rv, line, optext)?
+            }
+        };
+        if !self.types.is_integer(val.ty) {
+            return err(
+                ErrTag::D_OP_INCOMPAT,
+                line,
+                format!(
+                    "operands have incompatible types: \"{}\" {optext} \"{}\"",
+                    self.tname(fty),
+                    self.tname(val.ty)
+                ),
+            );
+        }
+        let u64t = self.basic.uint64;
+        let mask = if bf.width >= 64 {
+            u64::MAX
+        } else {
+            (1u64 << bf.width) - 1
+        };
+        let bin = |op: BinOp, a: TExpr, b: TExpr| TExpr {
+            kind: TK::Binary(op, bx(a), bx(b)),
+            ty: u64t,
+            line,
+        };
+        let field = bin(
+            BinOp::Shl,
+            bin(
+                BinOp::BitAnd,
+                self.convert(val, u64t),
+                TExpr::int(mask, u64t, line),
+            ),
+            TExpr::int(u64::from(bf.shift), u64t, line),
+        );
+        let kept = bin(
+            BinOp::BitAnd,
+            self.convert(word(), u64t),
+            TExpr::int(!(mask << bf.shift), u64t, line),
+        );
+        let new_word = self.convert(bin(BinOp::BitOr, kept, field), wty);
+        let store = TExpr {
+            kind: TK::Assign(bx(place.clone()), bx(new_word)),
+            ty: wty,
+            line,
+        };
+        let after = TExpr {
+            kind: TK::Bits(bx(word()), bf),
+            ty: fty,
+            line,
+        };
+        Ok(Some(TExpr {
+            kind: TK::Comma(bx(store), bx(after)),
+            ty: fty,
+            line,
+        }))
+    }
+
     /// The place of member `m` of the cooked `base` (`base.m`, or `base->m` when `arrow`); for a
     /// bit-field, the place of the unsigned word holding it, where it lies there and its type.
     pub(crate) fn member_place_of(

@@ -52,21 +52,26 @@ fn file_names() -> &'static [Option<HashSet<String>>] {
 }
 
 /// Parses and declares the library files whose types are present and whose names the program
-/// mentions; returns `typenames` with the typedef names they add (for the parser of the program).
-/// `also` is more text naming what the program uses implicitly (the D types of the `args[]` of
-/// its probes).
+/// mentions, leaving out those in `loaded` (declared by an earlier program on the same handle) and
+/// adding those it declares; returns `typenames` with the typedef names they add (for the parser
+/// of the program). `also` is more text naming what the program uses implicitly (the D types
+/// of the `args[]` of its probes).
 pub fn load(
     ck: &mut Checker<'_>,
     typenames: HashSet<String>,
     program: &str,
     also: &[String],
+    loaded: &mut HashSet<&'static str>,
 ) -> HashSet<String> {
     let mut names = typenames;
     let mut mentioned = identifiers(program);
     for t in also {
         mentioned.extend(identifiers(t));
     }
-    for ((needs, _name, text), declared) in FILES.iter().zip(file_names()) {
+    for ((needs, name, text), declared) in FILES.iter().zip(file_names()) {
+        if loaded.contains(name) {
+            continue;
+        }
         if let Some(d) = declared {
             if !mentioned.iter().any(|m| d.contains(*m)) {
                 continue;
@@ -81,6 +86,7 @@ pub fn load(
         let Ok(prog) = prog else {
             continue;
         };
+        loaded.insert(name);
         for item in &prog.items {
             if matches!(item, Item::Clause(_)) {
                 continue;

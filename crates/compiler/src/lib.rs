@@ -4,7 +4,8 @@
 //! ([`types`], with [`types::TypeSource`] and [`ctf_types`] for CTF-backed types), the checker that types and resolves
 //! every expression and reports DTrace's `D_*` errors ([`check`], [`check_expr`], [`check_place`], [`check_decl`],
 //! [`check_action`], [`check_xlate`], [`printf`], [`print_types`], [`ifsplit`]), code generation to DIF ([`cg`]), lowering to ECB descriptions
-//! ([`lower`]), the `dtrace -S` listing ([`mod@listing`]) and the D library of translators ([`dlib`]). It does not execute DIF (that is
+//! ([`lower`]), stability attributes ([`stability`]), identifiers shared by the programs of one handle
+//! ([`shared`]), the `dtrace -S` listing ([`mod@listing`]) and the D library of translators ([`dlib`]). It does not execute DIF (that is
 //! `dtrace-dif`/`dtrace-framework`) nor know which probes exist (the consumer matches descriptions).
 //!
 //! Entry points: [`compile`] (and [`compile_with`] for CTF-backed [`TypeSource`]s and a
@@ -49,6 +50,8 @@ pub mod parser;
 pub mod prelude;
 pub mod print_types;
 pub mod printf;
+pub mod shared;
+pub mod stability;
 pub mod tree;
 pub mod types;
 
@@ -58,7 +61,8 @@ use dtrace_dif::program::{AggregationDesc, Program};
 
 pub use check_action::NO_FORMAT;
 pub use error::{CompileError, ErrTag};
-pub use options::{CompileOptions, IdBase, SourceKind};
+pub use options::{CompileOptions, SourceKind};
+pub use shared::SharedState;
 pub use types::{DataModel, TypeSource};
 
 use dtrace_dif::program::ProbeDesc;
@@ -90,7 +94,6 @@ use ast::Item;
 use check::Checker;
 use error::CResult;
 use macros::MacroEnv;
-use types::TypeTable;
 
 /// Compiles a D program.
 pub fn compile(source: &str, opts: &CompileOptions) -> Result<Program, CompileError> {
@@ -116,11 +119,24 @@ pub fn compile_with(
     sources: Vec<Box<dyn TypeSource>>,
     probes: Option<&dyn ProbeInfo>,
 ) -> Result<Program, CompileError> {
+    compile_shared(source, opts, sources, probes, &mut SharedState::new())
+}
+
+/// Compiles a D program in the identifier state `shared` of earlier compilations on the same
+/// handle (their globals, thread-locals, aggregations, types, inlines and translators), and adds
+/// this program's to it. `sources` are used by the first compilation only.
+pub fn compile_shared(
+    source: &str,
+    opts: &CompileOptions,
+    sources: Vec<Box<dyn TypeSource>>,
+    probes: Option<&dyn ProbeInfo>,
+    shared: &mut SharedState,
+) -> Result<Program, CompileError> {
     std::thread::scope(|s| {
         match std::thread::Builder::new()
             .name("dtrace-compile".into())
             .stack_size(COMPILE_STACK)
-            .spawn_scoped(s, || compile_here(source, opts, sources, probes))
+            .spawn_scoped(s, || compile_here(source, opts, sources, probes, shared))
         {
             Ok(h) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
             Err(_) => Err(CompileError::new(
@@ -140,6 +156,7 @@ fn compile_here(
     opts: &CompileOptions,
     sources: Vec<Box<dyn TypeSource>>,
     probes: Option<&dyn ProbeInfo>,
+    shared: &mut SharedState,
 ) -> Result<Program, CompileError> {
     let pre;
     let text = if opts.cpp || opts.cpp_headers {
@@ -148,21 +165,46 @@ fn compile_here(
     } else {
         source
     };
-    let (mut types, basic) = TypeTable::new(opts.model);
-    for s in sources {
-        types.add_source(s);
+    let (mut ck, names, undo) = shared.checker(opts, sources);
+    let arg_names = probe_arg_type_names(text, &names, opts, probes);
+    let names = shared.load_library(&mut ck, names, text, &arg_names);
+    ck.probe_info = probes;
+    let (r, names) = compile_program(&mut ck, text, opts, names);
+    match r {
+        Ok(p) => {
+            shared.keep(ck, names, None);
+            Ok(p)
+        }
+        Err(e) => {
+            shared.keep(ck, names, Some(undo));
+            Err(e)
+        }
     }
+}
+
+/// Parses, checks and lowers one program with checker `ck`; returns the typedef names known at
+/// its end with the result.
+fn compile_program(
+    ck: &mut Checker<'_>,
+    text: &str,
+    opts: &CompileOptions,
+    names: HashSet<String>,
+) -> (Result<Program, CompileError>, HashSet<String>) {
     let env = MacroEnv {
         args: opts.args.clone(),
         named: opts.macros.clone(),
         default_args: opts.default_args,
     };
-    let names: HashSet<String> = types.typedef_names().into_iter().collect();
-    let mut ck = Checker::new(opts, types, basic);
-    let arg_names = probe_arg_type_names(text, &env, &names, opts, probes);
-    let names = dlib::load(&mut ck, names, text, &arg_names);
     let parser = parser::Parser::new(text, env, names, opts.source == SourceKind::File);
-    let ast = parser.program()?;
+    let (ast, names) = parser.program_with_names_always();
+    (ast.and_then(|ast| check_program(ck, &ast, opts)), names)
+}
+
+fn check_program(
+    ck: &mut Checker<'_>,
+    ast: &ast::Program,
+    opts: &CompileOptions,
+) -> Result<Program, CompileError> {
     if ast.items.is_empty() {
         return Err(CompileError::new(
             ErrTag::D_EMPTY,
@@ -170,8 +212,7 @@ fn compile_here(
             "empty D program translation unit",
         ));
     }
-    check_macro_args(&ast, opts)?;
-    ck.probe_info = probes;
+    check_macro_args(ast, opts)?;
     let mut program = Program::default();
     let mut if_vars = 0;
     for item in &ast.items {
@@ -180,6 +221,8 @@ fn compile_here(
                 for c in ifsplit::split(c, &mut if_vars) {
                     let cooked = ck.cook_clause(&c)?;
                     let ecbs = ck.lower(&c.probes, &cooked)?;
+                    let attrs = stability::clause_attrs(&c);
+                    program.attrs.extend(std::iter::repeat_n(attrs, ecbs.len()));
                     program.ecbs.extend(ecbs);
                 }
             }
@@ -190,6 +233,7 @@ fn compile_here(
     program.aggregations = ck
         .aggs
         .iter()
+        .filter(|a| ck.aggs_used.contains(&a.id))
         .map(|a| AggregationDesc {
             id: a.id,
             name: a.name.clone(),
@@ -205,7 +249,6 @@ fn compile_here(
 /// if the program had named them.
 fn probe_arg_type_names(
     text: &str,
-    env: &MacroEnv,
     names: &HashSet<String>,
     opts: &CompileOptions,
     probes: Option<&dyn ProbeInfo>,
@@ -216,12 +259,12 @@ fn probe_arg_type_names(
     if !dlib::mentions(text, "args") {
         return Vec::new();
     }
-    let parser = parser::Parser::new(
-        text,
-        env.clone(),
-        names.clone(),
-        opts.source == SourceKind::File,
-    );
+    let env = MacroEnv {
+        args: opts.args.clone(),
+        named: opts.macros.clone(),
+        default_args: opts.default_args,
+    };
+    let parser = parser::Parser::new(text, env, names.clone(), opts.source == SourceKind::File);
     // A program that does not parse without the library fails again (with its message) later.
     let Ok(ast) = parser.program() else {
         return Vec::new();

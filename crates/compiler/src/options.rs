@@ -52,49 +52,6 @@ pub struct CompileOptions {
     pub cpp_path: String,
     /// How the source was given.
     pub source: SourceKind,
-    /// Ids already taken by programs compiled earlier for the same consumer.
-    pub id_base: IdBase,
-}
-
-/// Variable and aggregation ids already taken by the programs compiled earlier for the same
-/// consumer: a later program numbers its globals, thread-locals and aggregations after them, so
-/// that programs enabled together (several `-n`) never share storage by accident.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct IdBase {
-    /// Global variables taken (ids `DIF_VAR_OTHER_UBASE` to `DIF_VAR_OTHER_UBASE + globals - 1`).
-    pub globals: u32,
-    /// Thread-local variables taken, likewise.
-    pub tls: u32,
-    /// The highest aggregation id taken (0: none).
-    pub aggs: u32,
-}
-
-impl IdBase {
-    /// The ids `prog` uses on top of these (the ids it names in its objects and aggregations).
-    pub fn after(self, prog: &dtrace_dif::program::Program) -> IdBase {
-        use dtrace_dif::object::{DIFV_SCOPE_GLOBAL, DIFV_SCOPE_THREAD};
-        use dtrace_dif::vars::DIF_VAR_OTHER_UBASE;
-        let mut next = self;
-        let objects = prog.ecbs.iter().flat_map(|e| {
-            e.predicate
-                .iter()
-                .chain(e.actions.iter().filter_map(|a| a.difo.as_ref()))
-        });
-        for v in objects.flat_map(|o| o.vartab.iter()) {
-            let Some(n) = (v.id + 1).checked_sub(DIF_VAR_OTHER_UBASE) else {
-                continue;
-            };
-            match v.scope {
-                DIFV_SCOPE_GLOBAL => next.globals = next.globals.max(n),
-                DIFV_SCOPE_THREAD => next.tls = next.tls.max(n),
-                _ => {}
-            }
-        }
-        for a in &prog.aggregations {
-            next.aggs = next.aggs.max(a.id);
-        }
-        next
-    }
 }
 
 impl Default for CompileOptions {
@@ -117,7 +74,6 @@ impl Default for CompileOptions {
             includes: Vec::new(),
             cpp_path: "cpp".to_string(),
             source: SourceKind::File,
-            id_base: IdBase::default(),
         }
     }
 }

@@ -18,11 +18,12 @@ fn cw(src: &str) -> Program {
     compile(src, &o).unwrap_or_else(|e| panic!("{src}: {e}"))
 }
 
-/// The program as DOF gives it back: aggregation names, option spellings and print() types are not
-/// carried.
+/// The program as DOF gives it back: aggregation names, option spellings, print() types and
+/// stability attributes are not carried.
 fn expected(p: &Program) -> Program {
     let mut e = p.clone();
     e.print_types.clear();
+    e.attrs.clear();
     for a in &mut e.aggregations {
         a.name.clear();
     }

@@ -1,9 +1,11 @@
 //! The D compiler behind the handle's [`Compiler`] seam: turns the handle's options (`strsize`,
 //! `defaultargs`, `-w`, `-C -D -U -I`, stack frame defaults) into `dtrace-compiler` options, expands a
 //! bare `-P/-m/-f` argument into a full probe description, and reports errors in DTrace's words. The
-//! embedding program may give it the traced system's C types and probe argument types.
+//! embedding program may give it the traced system's C types and probe argument types. The programs it
+//! compiles share their identifiers (globals, `self->` variables, aggregations, types), as those of one
+//! DTrace handle do.
 
-use dtrace_compiler::{CompileOptions, IdBase, ProbeInfo, SourceKind, TypeSource};
+use dtrace_compiler::{CompileOptions, ProbeInfo, SharedState, SourceKind, TypeSource};
 use dtrace_dif::program::{ActionKind, Program};
 use dtrace_dif::{DifObject, DifType, Instr};
 
@@ -22,9 +24,8 @@ pub struct DCompiler {
     pub types: Option<TypeSources>,
     /// The traced system's probe argument types (`args[]`) and symbols, if known.
     pub probes: Option<Box<dyn ProbeInfo + Send>>,
-    /// The variable and aggregation ids the programs compiled so far use: each program gets
-    /// its own, as the programs of one libdtrace handle do.
-    pub ids: IdBase,
+    /// The identifiers of the programs compiled so far, known to those compiled next.
+    pub shared: SharedState,
 }
 
 /// A maker of the type sources one compilation consumes. With `false` it may leave out what is
@@ -38,6 +39,7 @@ impl std::fmt::Debug for DCompiler {
             .field("macros", &self.macros)
             .field("types", &self.types.is_some())
             .field("probes", &self.probes.is_some())
+            .field("shared", &self.shared)
             .finish()
     }
 }
@@ -112,6 +114,9 @@ impl Compiler for DCompiler {
         argv: &[String],
         o: &Options,
     ) -> Result<Program> {
+        if o.string("amin").is_some() {
+            return Err(amin_unsupported());
+        }
         let mut c = CompileOptions {
             args: if argv.is_empty() {
                 vec![String::new()]
@@ -135,7 +140,6 @@ impl Compiler for DCompiler {
             } else {
                 SourceKind::String
             },
-            id_base: self.ids,
             ..CompileOptions::default()
         };
         let mut macros = default_macros();
@@ -151,15 +155,27 @@ impl Compiler for DCompiler {
         }
         let text = expand_spec(spec, source);
         let errtags = o.is_set("errtags");
+        // The first compilation builds the type table the later ones share; as long as the
+        // kernel's types have not been waited for, their typedef names may be missing: a
+        // compilation that fails then waits for them and is tried again with them.
+        let sources = match &self.types {
+            Some(f) if !self.shared.is_started() => f(false),
+            _ => Vec::new(),
+        };
         let probes = self.probes.as_deref().map(|p| p as &dyn ProbeInfo);
-        let mut r = dtrace_compiler::compile_with(
-            &text,
-            &c,
-            self.types.as_ref().map(|f| f(false)).unwrap_or_default(),
-            probes,
-        );
+        let mut r = dtrace_compiler::compile_shared(&text, &c, sources, probes, &mut self.shared);
         if let (Err(_), Some(f)) = (&r, &self.types) {
-            r = dtrace_compiler::compile_with(&text, &c, f(true), probes);
+            // The kept table's sources offer their typedef names once the types are loaded.
+            drop(f(true));
+            if self.shared.refresh_typedef_names() {
+                r = dtrace_compiler::compile_shared(
+                    &text,
+                    &c,
+                    Vec::new(),
+                    probes,
+                    &mut self.shared,
+                );
+            }
         }
         let mut prog = r.map_err(|e| {
             ConsumerError::Compile(if spec == ProbeSpec::Script {
@@ -168,8 +184,10 @@ impl Compiler for DCompiler {
                 e.string_message(errtags)
             })
         })?;
+        if prog.options.iter().any(|(n, _)| n == "amin") {
+            return Err(amin_unsupported());
+        }
         give_printf_a_record(&mut prog);
-        self.ids = self.ids.after(&prog);
         Ok(prog)
     }
 
@@ -179,6 +197,14 @@ impl Compiler for DCompiler {
             None => self.macros.push((name.to_string(), value.to_string())),
         }
     }
+}
+
+/// `amin` (fail compilations whose attributes are below a minimum) is refused rather than ignored:
+/// the probe description attributes it checks need the provider, which the compiler does not see.
+fn amin_unsupported() -> ConsumerError {
+    ConsumerError::NotSupported(
+        "option amin (minimum stability enforcement); dtrace -v reports programs' stability".into(),
+    )
 }
 
 /// A printf-like action without value arguments still records something, as in DTrace (whose
@@ -242,12 +268,30 @@ mod tests {
     }
 
     #[test]
-    fn each_program_gets_its_own_variable_and_aggregation_ids() {
+    fn amin_is_refused_not_ignored() {
+        let mut c = DCompiler::default();
+        let flags = CompileFlags::default();
+        let mut o = Options::default();
+        let src = "#pragma D option amin=Evolving/Evolving/Common\nBEGIN { trace(1); }";
+        let e = c.compile(src, ProbeSpec::Script, flags, &[], &o);
+        assert!(matches!(e, Err(ConsumerError::NotSupported(_))), "{e:?}");
+        o.set("amin", Some("Evolving/Evolving/Common"), false)
+            .expect("set");
+        let e = c.compile("BEGIN { trace(1); }", ProbeSpec::Name, flags, &[], &o);
+        assert!(matches!(e, Err(ConsumerError::NotSupported(_))), "{e:?}");
+    }
+
+    #[test]
+    fn programs_share_variable_and_aggregation_ids_by_name() {
+        // As on one libdtrace handle: the same name is the same variable (same id, same storage)
+        // in every program; other names get ids of their own.
         let mut c = DCompiler::default();
         let (o, flags) = (Options::default(), CompileFlags::default());
         let src = "BEGIN { x = 1; self->t = 2; @a = count(); }";
         let p1 = c.compile(src, ProbeSpec::Name, flags, &[], &o).unwrap();
         let p2 = c.compile(src, ProbeSpec::Name, flags, &[], &o).unwrap();
+        let src = "BEGIN { y = 1; self->u = 2; @b = count(); }";
+        let p3 = c.compile(src, ProbeSpec::Name, flags, &[], &o).unwrap();
         let ids = |p: &Program| -> Vec<(u8, u32)> {
             p.ecbs[0]
                 .actions
@@ -258,7 +302,9 @@ mod tests {
         };
         let ubase = dtrace_dif::vars::DIF_VAR_OTHER_UBASE;
         assert_eq!(ids(&p1), [(0, ubase), (1, ubase)]);
-        assert_eq!(ids(&p2), [(0, ubase + 1), (1, ubase + 1)]);
-        assert_eq!((p1.aggregations[0].id, p2.aggregations[0].id), (1, 2));
+        assert_eq!(ids(&p2), [(0, ubase), (1, ubase)]);
+        assert_eq!(ids(&p3), [(0, ubase + 1), (1, ubase + 1)]);
+        let agg = |p: &Program| p.aggregations[0].id;
+        assert_eq!((agg(&p1), agg(&p2), agg(&p3)), (1, 1, 2));
     }
 }

@@ -121,6 +121,9 @@ impl Tracer for FrameworkTracer {
         let s = self.fw.status();
         s.exit_status.is_some() || s.filled
     }
+    fn end_cpu(&self) -> Option<u32> {
+        Some(self.fw.consumer_cpu())
+    }
     fn time_to_next_event(&self) -> Option<Duration> {
         let d = self.fw.next_deadline()?;
         Some(Duration::from_nanos(d.saturating_sub(self.fw.now())))

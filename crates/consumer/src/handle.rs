@@ -110,6 +110,11 @@ pub trait Tracer {
     fn exit_requested(&mut self) -> bool {
         false
     }
+    /// The CPU END fires on, if known: once tracing has stopped its buffer is consumed after the
+    /// others, so END's output comes last (DTrace's `dt_endedon`).
+    fn end_cpu(&self) -> Option<u32> {
+        None
+    }
     /// Aggregation drops per CPU (cpu, count) since the previous call.
     fn take_aggregation_drops(&mut self) -> Vec<(u32, u64)> {
         Vec::new()
@@ -530,6 +535,11 @@ impl Handle {
         let mut bufs = self.tracer.switch_buffers()?;
         self.last_switch = Some(Instant::now());
         bufs.sort_by_key(|b| b.cpu);
+        if self.state == State::Stopped {
+            if let Some(end) = self.tracer.end_cpu() {
+                bufs.sort_by_key(|b| b.cpu == end);
+            }
+        }
         let mut noerr = |_: &ErrorReport| false;
         let mut nodrop = |_: &DropReport| false;
         if self.decoder.options.is_set("temporal") || !self.temporal.is_empty() {

@@ -5,7 +5,7 @@
 //! ([`bytes`]), `print()` of typed data ([`typeprint`]), aggregation printing and `printa`
 //! ([`aggprint`]), the `agghist`/`aggpack` layouts ([`aggdisplay`]), distribution graphs
 //! ([`quantize`]), stacks and symbols ([`stack`], [`symbols`]), options ([`options`]), drop and error
-//! messages ([`status`]).
+//! messages ([`status`]), programs' stability reports ([`proginfo`]).
 //!
 //! It does not compile D (`dtrace-compiler`) nor run probes (`dtrace-framework`, `dtrace-linux`): those
 //! are reached through the [`handle::Compiler`] and [`handle::Tracer`] seams. It makes no OS calls of its
@@ -26,6 +26,7 @@ pub mod handle;
 pub mod listing;
 pub mod options;
 pub mod printf;
+pub mod proginfo;
 pub mod quantize;
 pub mod recdata;
 pub mod stack;

@@ -65,40 +65,24 @@ pub struct ProbeDetail {
 
 /// The smaller of two attribute triples, field by field (`dt_attr_min`).
 pub fn attr_min(a: Attribute, b: Attribute) -> Attribute {
-    Attribute {
-        name: a.name.min(b.name),
-        data: a.data.min(b.data),
-        class: a.class.min(b.class),
-    }
-}
-
-/// Whether a description field names no single value (empty or a glob pattern).
-fn is_glob(s: &str) -> bool {
-    s.is_empty() || s.contains(['*', '?', '['])
+    a.min(b)
 }
 
 /// The attributes of a probe description (`dtrace_probe_info`): the provider's own, lowered by
 /// those of each field that names a value; a description without a single provider has the
 /// attributes of an unnamed one (Unstable).
 pub fn description_attributes(desc: &ProbeInfo, pa: &ProviderAttributes) -> Attribute {
-    use dtrace_framework::provider::{DepClass, Stability};
-    if is_glob(&desc.provider) {
-        return Attribute::new(Stability::Unstable, Stability::Unstable, DepClass::Common);
-    }
-    let mut a = pa.provider;
-    for (field, attr) in [
-        (&desc.module, pa.module),
-        (&desc.function, pa.function),
-        (&desc.name, pa.name),
-    ] {
-        if !is_glob(field) {
-            a = attr_min(a, attr);
-        }
-    }
-    a
+    let d = ProbeDesc {
+        provider: desc.provider.clone(),
+        module: desc.module.clone(),
+        function: desc.function.clone(),
+        name: desc.name.clone(),
+    };
+    dtrace_dif::attr::probe_attrs(&d, Some((pa, false))).map_or(Attribute::UNSTABLE, |a| a.desc)
 }
 
-fn attribute_lines(title: &str, a: Attribute) -> String {
+/// One titled attribute triple as `dtrace -v` prints it.
+pub(crate) fn attribute_lines(title: &str, a: Attribute) -> String {
     format!(
         "\n\t{title}\n\t\tIdentifier Names: {}\n\t\tData Semantics:   {}\n\t\tDependency Class: {}\n",
         a.name.name(),

@@ -78,7 +78,18 @@ impl Run {
 
     /// [`Run::start`] with options set first (as `dtrace -x name`, e.g. `quiet` for `-q`).
     fn start_with(providers: Vec<Synthetic>, script: &str, argv: &[&str], options: &[&str]) -> Run {
-        let mut t = FrameworkTracer::new(1);
+        Run::start_on(providers, script, argv, options, 1)
+    }
+
+    /// [`Run::start_with`] over `ncpus` CPUs.
+    fn start_on(
+        providers: Vec<Synthetic>,
+        script: &str,
+        argv: &[&str],
+        options: &[&str],
+        ncpus: u32,
+    ) -> Run {
+        let mut t = FrameworkTracer::new(ncpus);
         for p in providers {
             t.framework()
                 .register_provider(Box::new(p))
@@ -140,6 +151,17 @@ impl Run {
         };
         assert!(self.events.send(ev));
         self.work();
+    }
+
+    /// Fires probe `desc` on `cpu` without consuming (its record waits in that CPU's buffer).
+    fn fire_on(&mut self, desc: &str, ctx: FiringContext, cpu: u32) {
+        let probe = self.probe_id(desc);
+        assert!(self.events.send(ProbeEvent {
+            probe,
+            cpu,
+            ctx,
+            memory: None,
+        }));
     }
 
     fn fire(&mut self, desc: &str, ctx: FiringContext) {
@@ -506,4 +528,21 @@ fn section9_mmap_by_pid_and_fd_printa() {
          \x20   38710             4             1907\n\
          \x20    9973             4             1948\n"
     );
+}
+
+/// END's output comes after every other CPU's records drained with it: DTrace consumes the buffer
+/// of the CPU END fired on (CPU 0 here) last.
+#[test]
+fn end_output_comes_last() {
+    let mut r = Run::start_on(
+        vec![syscalls(&["write"])],
+        "syscall::write:entry { printf(\"w%d\\n\", cpu); } END { printf(\"end\\n\"); }",
+        &[],
+        &["quiet"],
+        2,
+    );
+    r.fire_on("syscall::write:entry", ctx("sh", 1, 1, &[]), 1);
+    r.fire_on("syscall::write:entry", ctx("sh", 1, 1, &[]), 0);
+    // CPU 1's buffer, then END's CPU 0 (its own earlier record first).
+    assert_eq!(r.finish(), "w1\nw0\nend\n");
 }

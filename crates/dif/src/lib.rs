@@ -2,7 +2,7 @@
 //!
 //! This crate owns the DIF instruction set ([`opcode`], [`instr`]), DIF objects and their tables
 //! ([`object`]), built-in variable and subroutine numbers ([`vars`], [`subr`]), the description of a
-//! compiled program that the framework executes ([`program`]), the text assembler ([`asm`]) and the
+//! compiled program that the framework executes ([`program`]) with its stability attributes ([`attr`]), the text assembler ([`asm`]) and the
 //! `dtrace -S` disassembler ([`disasm`]), the load-time verifier ([`verify`]) and the interpreter with its
 //! subroutines, variable spaces and faults ([`vm`]). [`fuzzing`] holds the entry points of the fuzz targets.
 //! It has no OS code: probe context and memory are traits the caller hands in ([`vm::ProbeContext`],
@@ -10,6 +10,7 @@
 //! is `dtrace-framework`).
 
 pub mod asm;
+pub mod attr;
 pub mod disasm;
 pub mod fuzzing;
 pub mod instr;

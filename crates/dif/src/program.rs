@@ -201,6 +201,9 @@ pub struct Program {
     pub aggregations: Vec<AggregationDesc>,
     /// Options set in the program (`#pragma D option name=value`); value `None` for boolean options.
     pub options: Vec<(String, Option<String>)>,
+    /// The stability attributes of each ECB's statements, in the order of `ecbs` (empty when not
+    /// computed, as for a program read from DOF, which does not carry them).
+    pub attrs: Vec<crate::attr::EcbAttrs>,
     /// Types of `print()` values and of what they contain, referenced by index (see the module
     /// documentation).
     pub print_types: Vec<PrintType>,

@@ -114,6 +114,7 @@ fn program_seed() -> Vec<u8> {
             ("bufsize".into(), Some("65536".into())),
             ("bufpolicy".into(), Some("ring".into())),
         ],
+        attrs: Vec::new(),
         print_types: Vec::new(),
     };
     let bytes = program::program_to_dof_bytes(&p, &Default::default()).unwrap();

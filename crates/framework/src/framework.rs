@@ -625,10 +625,18 @@ impl Framework {
         });
         self.activity = Activity::Active;
         self.last_clean = self.clock.now();
-        let cpu = self.options.cpu.unwrap_or(0).min(self.ncpus - 1);
+        let cpu = self.consumer_cpu();
         let ctx = self.consumer_ctx.clone();
         self.fire(BEGIN, cpu, &ctx);
         Ok(())
+    }
+
+    /// The CPU BEGIN and END fire on (the `cpu` option's, else CPU 0).
+    pub fn consumer_cpu(&self) -> u32 {
+        self.options
+            .cpu
+            .unwrap_or(0)
+            .min(self.ncpus.saturating_sub(1))
     }
 
     /// Fires END (after every other probe) and stops tracing; probes are disabled.
@@ -637,7 +645,7 @@ impl Framework {
             return Err(FrameworkError::NotActive);
         }
         self.process_events();
-        let cpu = self.options.cpu.unwrap_or(0).min(self.ncpus - 1);
+        let cpu = self.consumer_cpu();
         self.firing_end = true;
         let ctx = self.consumer_ctx.clone();
         self.fire(END, cpu, &ctx);

@@ -280,6 +280,7 @@ pub fn fire_program(data: &[u8]) -> bool {
         formats: vec!["%d".into()],
         aggregations: Vec::new(),
         options,
+        attrs: Vec::new(),
         print_types: Vec::new(),
     };
     // chill() is left out of the action kinds: it really sleeps.

@@ -1,0 +1,188 @@
+//! Identifier state shared by the programs compiled on one consumer handle, as libdtrace keeps it in
+//! the handle (`dt_globals`, `dt_tls`, `dt_aggs`, its D type container, inlines and translators):
+//! a global, a `self->` variable or an aggregation declared or inferred by one program is known,
+//! with its type and variable id, to the programs compiled after it, so both refer to the same
+//! storage when enabled together. Clause-local (`this->`) variables stay private to each program
+//! but take ids from a handle-wide counter, so two programs' locals never share a slot.
+//!
+//! A compilation that fails leaves the variables and aggregations as they were before it.
+
+use std::collections::{HashMap, HashSet};
+
+use crate::check::{AggInfo, Checker, Inline, InlineArray, VarTable, Xlator};
+use crate::options::CompileOptions;
+use crate::types::{Basic, TypeId, TypeSource, TypeTable};
+
+/// The state one handle's compilations share; empty until the first compilation.
+#[derive(Default)]
+pub struct SharedState {
+    state: Option<State>,
+    /// The D library files declared so far (each is declared once, by the first program that
+    /// names something of it).
+    library: HashSet<&'static str>,
+}
+
+impl std::fmt::Debug for SharedState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut d = f.debug_struct("SharedState");
+        if let Some(s) = &self.state {
+            d.field("globals", &s.globals.vars.len())
+                .field("tls", &s.tls.vars.len())
+                .field("aggs", &s.aggs.len());
+        }
+        d.finish()
+    }
+}
+
+/// What a checker keeps from one compilation to the next.
+pub(crate) struct State {
+    types: TypeTable,
+    basic: Basic,
+    typenames: HashSet<String>,
+    globals: VarTable,
+    tls: VarTable,
+    next_local: u32,
+    aggs: Vec<AggInfo>,
+    inlines: HashMap<String, Inline>,
+    inline_arrays: HashMap<String, InlineArray>,
+    enums: HashMap<String, (i64, TypeId)>,
+    translators: Vec<Xlator>,
+    declared_types: Vec<String>,
+}
+
+/// What to restore when a compilation fails.
+pub(crate) struct Undo {
+    globals: VarTable,
+    tls: VarTable,
+    next_local: u32,
+    aggs: Vec<AggInfo>,
+}
+
+impl SharedState {
+    /// An empty state (the first compilation creates the type table and loads the D library).
+    pub fn new() -> SharedState {
+        SharedState::default()
+    }
+
+    /// Whether a compilation has run (later ones ignore the type sources they are given: the
+    /// table of the first one, with its sources, is kept).
+    pub fn is_started(&self) -> bool {
+        self.state.is_some()
+    }
+
+    /// The type of global variable `name`, as the checker prints types (`"int"`, `"string"`).
+    pub fn global_type(&self, name: &str) -> Option<String> {
+        let s = self.state.as_ref()?;
+        let ty = s.globals.vars.get(name)?.ty?;
+        Some(s.types.name(ty))
+    }
+
+    /// The variable id of global `name`, or of thread-local `name` when `thread`.
+    pub fn var_id(&self, name: &str, thread: bool) -> Option<u32> {
+        let s = self.state.as_ref()?;
+        let t = if thread { &s.tls } else { &s.globals };
+        t.vars.get(name).map(|v| v.id)
+    }
+
+    /// The id of aggregation `@name`.
+    pub fn agg_id(&self, name: &str) -> Option<u32> {
+        let s = self.state.as_ref()?;
+        s.aggs.iter().find(|a| a.name == name).map(|a| a.id)
+    }
+
+    /// A checker for one compilation: over the kept state when there is one, else over a new type
+    /// table holding `sources`; with the typedef names the parser must know.
+    pub(crate) fn checker<'o>(
+        &mut self,
+        opts: &'o CompileOptions,
+        sources: Vec<Box<dyn TypeSource>>,
+    ) -> (Checker<'o>, HashSet<String>, Undo) {
+        match self.state.take() {
+            Some(s) => {
+                let undo = Undo {
+                    globals: s.globals.clone(),
+                    tls: s.tls.clone(),
+                    next_local: s.next_local,
+                    aggs: s.aggs.clone(),
+                };
+                let mut ck = Checker::new(opts, s.types, s.basic);
+                ck.globals = s.globals;
+                ck.tls = s.tls;
+                ck.locals = VarTable::starting_at(s.next_local);
+                ck.aggs = s.aggs;
+                ck.inlines = s.inlines;
+                ck.inline_arrays = s.inline_arrays;
+                ck.enums = s.enums;
+                ck.translators = s.translators;
+                ck.declared_types = s.declared_types;
+                (ck, s.typenames, undo)
+            }
+            None => {
+                let (mut types, basic) = TypeTable::new(opts.model);
+                for s in sources {
+                    types.add_source(s);
+                }
+                let names: HashSet<String> = types.typedef_names().into_iter().collect();
+                let ck = Checker::new(opts, types, basic);
+                let undo = Undo {
+                    globals: ck.globals.clone(),
+                    tls: ck.tls.clone(),
+                    next_local: 0,
+                    aggs: ck.aggs.clone(),
+                };
+                (ck, names, undo)
+            }
+        }
+    }
+
+    /// Declares the D library files `program` needs that no earlier program declared (see
+    /// [`crate::dlib::load`]); returns `typenames` with the typedef names they add.
+    pub(crate) fn load_library(
+        &mut self,
+        ck: &mut Checker<'_>,
+        typenames: HashSet<String>,
+        program: &str,
+        also: &[String],
+    ) -> HashSet<String> {
+        crate::dlib::load(ck, typenames, program, also, &mut self.library)
+    }
+
+    /// Adds the typedef names the kept type table's sources know now and did not before (a lazily
+    /// loaded source offers them once loaded); whether there were any.
+    pub fn refresh_typedef_names(&mut self) -> bool {
+        let Some(s) = self.state.as_mut() else {
+            return false;
+        };
+        let mut added = false;
+        for n in s.types.typedef_names() {
+            added |= s.typenames.insert(n);
+        }
+        added
+    }
+
+    /// Keeps the checker's state for the next compilation; when the compilation failed (`undo`),
+    /// with the variables and aggregations it had before.
+    pub(crate) fn keep(&mut self, ck: Checker<'_>, typenames: HashSet<String>, undo: Option<Undo>) {
+        let mut s = State {
+            next_local: ck.locals.next_index(),
+            types: ck.types,
+            basic: ck.basic,
+            typenames,
+            globals: ck.globals,
+            tls: ck.tls,
+            aggs: ck.aggs,
+            inlines: ck.inlines,
+            inline_arrays: ck.inline_arrays,
+            enums: ck.enums,
+            translators: ck.translators,
+            declared_types: ck.declared_types,
+        };
+        if let Some(u) = undo {
+            s.globals = u.globals;
+            s.tls = u.tls;
+            s.next_local = u.next_local;
+            s.aggs = u.aggs;
+        }
+        self.state = Some(s);
+    }
+}
