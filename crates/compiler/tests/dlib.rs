@@ -378,3 +378,77 @@ fn translated_probe_args_load_the_library_and_key_aggregations() {
     verified(&translated);
     assert_ne!(plain, code(&translated));
 }
+
+/// The `io` provider's argument types: D types translated from the kernel's `struct request *`.
+struct IoArgs;
+
+impl dtrace_compiler::ProbeInfo for IoArgs {
+    fn arg_types(&self, d: &dtrace_dif::program::ProbeDesc) -> Option<Vec<String>> {
+        (d.provider == "io").then(|| {
+            ["bufinfo_t *", "devinfo_t *", "fileinfo_t *"]
+                .map(String::from)
+                .to_vec()
+        })
+    }
+
+    fn arg_native_types(&self, d: &dtrace_dif::program::ProbeDesc) -> Option<Vec<String>> {
+        (d.provider == "io").then(|| {
+            ["struct request *", "struct request *", "struct file *"]
+                .map(String::from)
+                .to_vec()
+        })
+    }
+}
+
+fn compile_io(k: &Arc<Container>, src: &str) -> Result<Program, CompileError> {
+    dtrace_compiler::compile_with(
+        src,
+        &CompileOptions::default(),
+        vec![Box::new(CtfTypes::new(Arc::clone(k)))],
+        Some(&IoArgs),
+    )
+}
+
+#[test]
+fn translated_probe_arguments_from_struct_request() {
+    let Some(k) = have_kernel("translated_probe_arguments_from_struct_request") else {
+        return;
+    };
+    // The programs name none of the library's types: the argument types load bio.d and io.d.
+    let p = compile_io(
+        &k,
+        "io:::start { trace(args[0]->b_bcount); trace(args[1]->dev_major); \
+         trace(args[1]->dev_statname); trace(args[2]->fi_name); trace(arg0); \
+         this->b = *args[0]; trace(this->b.b_blkno); }",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    verified(&p);
+    // b_bcount (size_t) is the request's 32-bit __data_len: one 32-bit load off the raw argument.
+    let p =
+        compile_io(&k, "io:::done { trace(args[0]->b_bcount); }").unwrap_or_else(|e| panic!("{e}"));
+    let l = listing(&p);
+    assert_eq!(l.matches("lduw").count(), 1, "{l}");
+    assert_eq!(l.matches("ldx").count(), 0, "{l}");
+    assert_eq!(l.matches("ldga").count(), 1, "{l}");
+    // A probe whose types are not translated keeps its args[] as they are.
+    let e = compile_io(&k, "syscall::read:entry { trace(args[0]->b_bcount); }");
+    assert!(e.is_err());
+}
+
+#[test]
+fn widening_a_member_keeps_its_load_width() {
+    let Some(k) = have_kernel("widening_a_member_keeps_its_load_width") else {
+        return;
+    };
+    // __data_len is an unsigned int: read as 4 bytes, then used as a 64-bit value.
+    let p = compile_k(
+        &k,
+        "BEGIN { this->n = (size_t)((struct request *)arg0)->__data_len; trace(this->n); \
+         trace(xlate<bufinfo_t *>((struct request *)arg0)->b_bcount); }",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    verified(&p);
+    let l = listing(&p);
+    assert!(!l.contains("ldx"), "{l}");
+    assert_eq!(l.matches("lduw").count(), 2, "{l}");
+}

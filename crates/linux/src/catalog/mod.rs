@@ -1,8 +1,9 @@
 //! The probe catalogue: every probe this kernel offers, named as DTrace on Linux names them
 //! (`syscall:vmlinux:read:entry`, `sdt:sched::sched_switch`, `proc:::exec-success`,
-//! `sched:::on-cpu`, `profile:::profile-997`), each with typed arguments and what it takes to attach it.
+//! `sched:::on-cpu`, `io:::start`, `profile:::profile-997`), each with typed arguments and what it takes to attach it.
 
 pub mod glob;
+pub mod io;
 pub mod proc_sched;
 pub mod profile;
 pub mod sdt;
@@ -168,6 +169,7 @@ impl Catalog {
         let mut probes = Vec::new();
         probes.extend(syscall::probes(&formats));
         probes.extend(proc_sched::probes(&formats));
+        probes.extend(io::probes(&formats));
         probes.extend(profile::listed_probes());
         probes.extend(sdt::probes(&formats));
         let mut cat = Catalog {

@@ -31,7 +31,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Providers of the catalogue that are registered with the framework (in this order).
-pub const PROVIDERS: [&str; 4] = ["syscall", "proc", "sched", "sdt"];
+pub const PROVIDERS: [&str; 5] = ["syscall", "proc", "sched", "io", "sdt"];
 
 /// The state the providers share: the catalogue, the session (created at the first enabling, so
 /// listing probes needs no BPF), the capture needs of the planned programs and the enabled tags.
@@ -449,7 +449,7 @@ impl Provider for LinuxProvider {
                 name: attr(Evolving, Evolving, Common),
                 args: attr(Private, Private, Isa),
             },
-            "proc" | "sched" => ProviderAttributes {
+            "proc" | "sched" | "io" => ProviderAttributes {
                 provider: attr(Evolving, Evolving, Isa),
                 module: private,
                 function: private,
