@@ -204,13 +204,27 @@ impl Importer<'_> {
                     ),
                 }
             }
-            Ck::Typedef(to) => match self.table.lookup(&name) {
-                Some(ours) => ours,
-                None => {
-                    let to = self.convert(*to, depth + 1)?;
-                    self.table.add_named(&name, TypeKind::Typedef(to))
+            Ck::Typedef(to) => {
+                // A name D also defines (`dev_t` is 64-bit in D, 32-bit in Linux) means the kernel's
+                // own type inside kernel types, as in DTrace where each CTF container keeps its own;
+                // the name stays D's for the program.
+                let existing = self.table.lookup(&name);
+                let same = existing.is_some_and(|ours| {
+                    self.table.is_imported(ours)
+                        || self.c.size_of(id).ok() == Some(self.table.size(ours))
+                });
+                match existing {
+                    Some(ours) if same => ours,
+                    _ => {
+                        let to = self.convert(*to, depth + 1)?;
+                        if existing.is_some() {
+                            self.table.add(name.clone(), TypeKind::Typedef(to))
+                        } else {
+                            self.table.add_named(&name, TypeKind::Typedef(to))
+                        }
+                    }
                 }
-            },
+            }
             Ck::Volatile(to) | Ck::Const(to) | Ck::Restrict(to) => self.convert(*to, depth + 1)?,
         };
         self.memo.insert(id.0, out);

@@ -117,3 +117,32 @@ fn d_definitions_shadow_kernel_types() {
     compile("struct fwd; struct fwd { int x; }; BEGIN { this->p = (struct fwd *)alloca(4); this->p->x = 1; }")
         .expect("a D forward declaration completed in D");
 }
+
+/// A kernel typedef whose name D also defines with another size (`dev_t`: 32-bit in Linux, 64-bit
+/// in D) keeps the kernel's size inside kernel structs; the name stays D's in the program.
+#[test]
+fn kernel_typedefs_keep_their_size_inside_kernel_types() {
+    let have = Path::new(SYS_KERNEL_BTF).join("vmlinux").exists();
+    if !dtrace_testkit::skip_unless(
+        have,
+        "kernel_typedefs_keep_their_size_inside_kernel_types",
+        "no /sys/kernel/btf/vmlinux",
+    ) {
+        return;
+    }
+    let k = KernelTypes::load(Path::new(SYS_KERNEL_BTF)).expect("vmlinux BTF converts");
+    let src = "BEGIN { trace(sizeof (((struct super_block *)0)->s_dev)); trace(sizeof (dev_t)); }";
+    let p = compile_with_types(
+        src,
+        &CompileOptions::default(),
+        vec![Box::new(CtfTypes::new(Arc::clone(&k.vmlinux)))],
+    )
+    .expect("compiles");
+    let consts: Vec<String> = p.ecbs[0]
+        .actions
+        .iter()
+        .filter_map(|a| a.difo.as_ref())
+        .map(|d| format!("{:?}", d.inttab))
+        .collect();
+    assert_eq!(consts, ["[4]", "[8]"], "{consts:?}");
+}
