@@ -110,8 +110,8 @@ pub trait Tracer {
     fn exit_requested(&mut self) -> bool {
         false
     }
-    /// The CPU END fires on, if known: once tracing has stopped its buffer is consumed after the
-    /// others, so END's output comes last (DTrace's `dt_endedon`).
+    /// The CPU BEGIN and END fire on, if known: its buffer is consumed first the first time (BEGIN's
+    /// output first) and last once tracing has stopped (END's output last), as DTrace does.
     fn end_cpu(&self) -> Option<u32> {
         None
     }
@@ -533,11 +533,16 @@ impl Handle {
         rfunc: &mut RecFn<'_>,
     ) -> Result<()> {
         let mut bufs = self.tracer.switch_buffers()?;
+        let first = self.last_switch.is_none();
         self.last_switch = Some(Instant::now());
         bufs.sort_by_key(|b| b.cpu);
-        if self.state == State::Stopped {
-            if let Some(end) = self.tracer.end_cpu() {
-                bufs.sort_by_key(|b| b.cpu == end);
+        if let Some(c) = self.tracer.end_cpu() {
+            if first {
+                // BEGIN's output first (dt_consume_begin), even when the run already ended.
+                bufs.sort_by_key(|b| b.cpu != c);
+            } else if self.state == State::Stopped {
+                // END's output last (dt_endedon).
+                bufs.sort_by_key(|b| b.cpu == c);
             }
         }
         let mut noerr = |_: &ErrorReport| false;

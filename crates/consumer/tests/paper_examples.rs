@@ -541,8 +541,24 @@ fn end_output_comes_last() {
         &["quiet"],
         2,
     );
+    r.work(); // a first consumption (BEGIN's CPU goes first in that one)
     r.fire_on("syscall::write:entry", ctx("sh", 1, 1, &[]), 1);
     r.fire_on("syscall::write:entry", ctx("sh", 1, 1, &[]), 0);
     // CPU 1's buffer, then END's CPU 0 (its own earlier record first).
     assert_eq!(r.finish(), "w1\nw0\nend\n");
+}
+
+/// BEGIN's output comes first even when the run has ended before anything was consumed: DTrace
+/// consumes the BEGIN CPU's buffer first the first time (dt_consume_begin).
+#[test]
+fn begin_output_comes_first() {
+    let mut r = Run::start_on(
+        vec![syscalls(&["write"])],
+        "BEGIN { printf(\"begin\\n\"); } syscall::write:entry { printf(\"w%d\\n\", cpu); }",
+        &[],
+        &["quiet"],
+        2,
+    );
+    r.fire_on("syscall::write:entry", ctx("sh", 1, 1, &[]), 1);
+    assert_eq!(r.finish(), "begin\nw1\n");
 }
