@@ -3,6 +3,8 @@
 //! killed). The target is a program compiled here that counts in a tight loop, writing its counter
 //! to a file; the script comes through a FIFO so the test decides when enabling proceeds.
 
+mod common;
+use common::kernel_ok;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -36,11 +38,7 @@ int main(int argc, char **argv) {
 
 fn dir() -> &'static PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let d = std::env::temp_dir().join(format!("dtrace-cli-grab-{}", std::process::id()));
-        std::fs::create_dir_all(&d).unwrap();
-        d
-    })
+    DIR.get_or_init(|| common::test_dir("grab"))
 }
 
 /// The counting program, compiled once; None without gcc.
@@ -55,17 +53,12 @@ fn prog() -> Option<&'static PathBuf> {
             ) {
                 return None;
             }
-            let src = dir().join("counter.c");
-            let exe = dir().join("counter");
-            std::fs::write(&src, PROG).unwrap();
-            let st = Command::new("gcc")
-                .args(["-O1", "-pthread", "-o"])
-                .arg(&exe)
-                .arg(&src)
-                .status()
-                .unwrap();
-            assert!(st.success(), "gcc failed");
-            Some(exe)
+            Some(common::compile_c(
+                dir(),
+                "counter",
+                PROG,
+                &["-O1", "-pthread"],
+            ))
         })
         .as_ref()
 }
@@ -188,17 +181,6 @@ fn dtrace_on_fifo(pid: u32, script: &Path, extra: &[&str]) -> Child {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap()
-}
-
-/// Whether the kernel providers can run here (root, BPF, tracefs).
-fn kernel_ok(test: &str) -> bool {
-    dtrace_testkit::skip_unless(dtrace_testkit::is_root(), test, "needs root")
-        && dtrace_testkit::skip_unless(dtrace_linux::bpf_available(), test, "bpf(2) unavailable")
-        && dtrace_testkit::skip_unless(
-            dtrace_linux::tracefs::ensure_tracefs().is_ok(),
-            test,
-            "no tracefs",
-        )
 }
 
 #[test]

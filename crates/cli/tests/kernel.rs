@@ -2,29 +2,8 @@
 //! counted for a `-c` command, the kernel's probes in `dtrace -l`, and a kernel-probe predicate on
 //! `$target` that sees only the target.
 
-use std::process::Command;
-
-fn kernel_ok(test: &str) -> bool {
-    dtrace_testkit::skip_unless(dtrace_testkit::is_root(), test, "needs root")
-        && dtrace_testkit::skip_unless(dtrace_linux::bpf_available(), test, "bpf(2) unavailable")
-        && dtrace_testkit::skip_unless(
-            dtrace_linux::tracefs::ensure_tracefs().is_ok(),
-            test,
-            "no tracefs",
-        )
-}
-
-fn dtrace(args: &[&str]) -> (i32, String, String) {
-    let o = Command::new(env!("CARGO_BIN_EXE_dtrace"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        o.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
-}
+mod common;
+use common::{dtrace, kernel_ok};
 
 #[test]
 fn syscall_writes_of_the_target_are_counted() {

@@ -4,33 +4,11 @@
 //! library's `curpsinfo`/`curlwpsinfo` agree with the built-in variables, and a chain through a NULL
 //! pointer reports DTrace's error.
 
-use std::process::Command;
+mod common;
+use common::dtrace;
 
 fn ready(test: &str) -> bool {
-    dtrace_testkit::skip_unless(dtrace_testkit::is_root(), test, "needs root")
-        && dtrace_testkit::skip_unless(dtrace_linux::bpf_available(), test, "bpf(2) unavailable")
-        && dtrace_testkit::skip_unless(
-            dtrace_linux::tracefs::ensure_tracefs().is_ok(),
-            test,
-            "no tracefs",
-        )
-        && dtrace_testkit::skip_unless(
-            std::path::Path::new("/sys/kernel/btf/vmlinux").exists(),
-            test,
-            "no kernel BTF",
-        )
-}
-
-fn dtrace(args: &[&str]) -> (i32, String, String) {
-    let o = Command::new(env!("CARGO_BIN_EXE_dtrace"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        o.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
+    common::kernel_ok(test) && common::have_btf(test)
 }
 
 const DD2: &str = "dd if=/dev/zero of=/dev/null bs=1 count=2 status=none";

@@ -5,55 +5,22 @@
 //! `sched:::wakeup`, `proc:::create`, `lwp-create`, `signal-send` and `change-pri` give the `lwpsinfo_t *`/`psinfo_t *`
 //! arguments DTrace documents (the paper's `@[args[1]->pr_fname] = count()` among them).
 
+mod common;
+use common::dtrace;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 fn ready(test: &str) -> bool {
-    dtrace_testkit::skip_unless(dtrace_testkit::is_root(), test, "needs root")
-        && dtrace_testkit::skip_unless(dtrace_linux::bpf_available(), test, "bpf(2) unavailable")
-        && dtrace_testkit::skip_unless(
-            dtrace_linux::tracefs::ensure_tracefs().is_ok(),
-            test,
-            "no tracefs",
-        )
-        && dtrace_testkit::skip_unless(
-            Path::new("/sys/kernel/btf/vmlinux").exists(),
-            test,
-            "no kernel BTF",
-        )
-}
-
-fn dtrace(args: &[&str]) -> (i32, String, String) {
-    let o = Command::new(env!("CARGO_BIN_EXE_dtrace"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        o.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
+    common::kernel_ok(test) && common::have_btf(test)
 }
 
 fn scratch_dir(what: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("dtrace-kctx-{what}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    common::test_dir(&format!("kctx-{what}"))
 }
 
 /// Compiles `src` with frame pointers (and pthreads) into `name` in a scratch directory.
 fn compile(name: &str, src: &str) -> PathBuf {
-    let dir = scratch_dir(name);
-    let (c, exe) = (dir.join(format!("{name}.c")), dir.join(name));
-    std::fs::write(&c, src).unwrap();
-    let st = Command::new("gcc")
-        .args(["-O1", "-fno-omit-frame-pointer", "-pthread", "-o"])
-        .arg(&exe)
-        .arg(&c)
-        .status()
-        .unwrap();
-    assert!(st.success(), "gcc failed");
-    exe
+    let flags = ["-O1", "-fno-omit-frame-pointer", "-pthread"];
+    common::compile_c(&scratch_dir(name), name, src, &flags)
 }
 
 /// Splits `a=b a=b ...` lines and checks each pair is equal; returns the lines' pairs.

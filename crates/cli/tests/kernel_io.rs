@@ -4,22 +4,14 @@
 //! `devinfo_t` arguments (device name, direction, byte count), and `io:::done` fires once for each
 //! request `io:::start` saw. The probes are listed with their translated argument types.
 
+mod common;
+use common::dtrace;
 use std::path::PathBuf;
 use std::process::Command;
 
 fn ready(test: &str) -> bool {
-    dtrace_testkit::skip_unless(dtrace_testkit::is_root(), test, "needs root")
-        && dtrace_testkit::skip_unless(dtrace_linux::bpf_available(), test, "bpf(2) unavailable")
-        && dtrace_testkit::skip_unless(
-            dtrace_linux::tracefs::ensure_tracefs().is_ok(),
-            test,
-            "no tracefs",
-        )
-        && dtrace_testkit::skip_unless(
-            std::path::Path::new("/sys/kernel/btf/vmlinux").exists(),
-            test,
-            "no kernel BTF",
-        )
+    common::kernel_ok(test)
+        && common::have_btf(test)
         && dtrace_testkit::skip_unless(
             std::path::Path::new("/sys/kernel/tracing/events/block/block_rq_issue").exists()
                 || std::path::Path::new("/sys/kernel/debug/tracing/events/block/block_rq_issue")
@@ -27,18 +19,6 @@ fn ready(test: &str) -> bool {
             test,
             "no block tracepoints",
         )
-}
-
-fn dtrace(args: &[&str]) -> (i32, String, String) {
-    let o = Command::new(env!("CARGO_BIN_EXE_dtrace"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        o.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
 }
 
 /// A loop device over a file of the test's own, detached (and the file removed) when dropped.

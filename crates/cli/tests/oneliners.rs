@@ -3,8 +3,9 @@
 //! everywhere, and kernel-probe scripts (root, BPF, tracefs and gcc; skipped otherwise) with `-c`
 //! on a small program compiled here, so that nothing depends on the machine.
 
+mod common;
+use common::dtrace;
 use std::path::PathBuf;
-use std::process::Command;
 use std::sync::OnceLock;
 
 /// Opens /dev/zero three times and reads 64 bytes from it each time, writes "hello\n" to
@@ -34,46 +35,14 @@ int main(void) {
 "#;
 
 fn kernel_ok(test: &str) -> bool {
-    dtrace_testkit::skip_unless(dtrace_testkit::is_root(), test, "needs root")
-        && dtrace_testkit::skip_unless(dtrace_linux::bpf_available(), test, "bpf(2) unavailable")
-        && dtrace_testkit::skip_unless(
-            dtrace_linux::tracefs::ensure_tracefs().is_ok(),
-            test,
-            "no tracefs",
-        )
-        && dtrace_testkit::skip_unless(dtrace_testkit::have_program("gcc"), test, "needs gcc")
+    common::kernel_ok(test) && common::have_gcc(test)
 }
 
 /// The test program, compiled once.
 fn prog() -> &'static PathBuf {
     static PROG_PATH: OnceLock<PathBuf> = OnceLock::new();
-    PROG_PATH.get_or_init(|| {
-        let dir = std::env::temp_dir().join(format!("dtrace-cli-oneliners-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let src = dir.join("olprog.c");
-        let exe = dir.join("olprog");
-        std::fs::write(&src, PROG).unwrap();
-        let st = Command::new("gcc")
-            .args(["-O1", "-o"])
-            .arg(&exe)
-            .arg(&src)
-            .status()
-            .unwrap();
-        assert!(st.success(), "gcc failed");
-        exe
-    })
-}
-
-fn dtrace(args: &[&str]) -> (i32, String, String) {
-    let o = Command::new(env!("CARGO_BIN_EXE_dtrace"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        o.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
+    PROG_PATH
+        .get_or_init(|| common::compile_c(&common::test_dir("oneliners"), "olprog", PROG, &["-O1"]))
 }
 
 /// Runs `dtrace ARGS -c olprog`; returns stdout and stderr.

@@ -6,6 +6,7 @@
 //! set of calls under names it gives itself (`prctl(PR_SET_NAME)`, so the loader's own calls stay
 //! out), which makes the outputs exact: headers, keys, counts and graph rows.
 
+mod common;
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::OnceLock;
@@ -64,34 +65,14 @@ int main(int argc, char **argv) {
 "#;
 
 fn kernel_ok(test: &str) -> bool {
-    dtrace_testkit::skip_unless(dtrace_testkit::is_root(), test, "needs root")
-        && dtrace_testkit::skip_unless(dtrace_linux::bpf_available(), test, "bpf(2) unavailable")
-        && dtrace_testkit::skip_unless(
-            dtrace_linux::tracefs::ensure_tracefs().is_ok(),
-            test,
-            "no tracefs",
-        )
-        && dtrace_testkit::skip_unless(dtrace_testkit::have_program("gcc"), test, "needs gcc")
+    common::kernel_ok(test) && common::have_gcc(test)
 }
 
 /// The test program, compiled once.
 fn prog() -> &'static PathBuf {
     static PROG_PATH: OnceLock<PathBuf> = OnceLock::new();
-    PROG_PATH.get_or_init(|| {
-        let dir = std::env::temp_dir().join(format!("dtrace-cli-paper-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let src = dir.join("paperprog.c");
-        let exe = dir.join("paperprog");
-        std::fs::write(&src, PROG).unwrap();
-        let st = Command::new("gcc")
-            .args(["-O1", "-o"])
-            .arg(&exe)
-            .arg(&src)
-            .status()
-            .unwrap();
-        assert!(st.success(), "gcc failed");
-        exe
-    })
+    PROG_PATH
+        .get_or_init(|| common::compile_c(&common::test_dir("paper"), "paperprog", PROG, &["-O1"]))
 }
 
 struct Run {

@@ -7,8 +7,9 @@
 //! and `%a`, `%A`, `sym()`, `usym()`, `mod()`, `umod()`, `func()`, `ufunc()` print DTrace's formats.
 //! The checks are on formats and on the names this program defines, never on kernel offsets.
 
+mod common;
+use common::dtrace;
 use std::path::PathBuf;
-use std::process::Command;
 use std::sync::OnceLock;
 
 /// Spins in `spin` (user mode) for 400 ms, then reads /dev/zero in `readzero` (kernel mode, in
@@ -46,51 +47,22 @@ int main(void) {
 "#;
 
 fn kernel_ok(test: &str) -> bool {
-    dtrace_testkit::skip_unless(dtrace_testkit::is_root(), test, "needs root")
-        && dtrace_testkit::skip_unless(dtrace_linux::bpf_available(), test, "bpf(2) unavailable")
-        && dtrace_testkit::skip_unless(
-            dtrace_linux::tracefs::ensure_tracefs().is_ok(),
-            test,
-            "no tracefs",
-        )
+    common::kernel_ok(test)
         && dtrace_testkit::skip_unless(
             dtrace_linux::provider::profile::perf_profile_available(),
             test,
             "no cpu-clock perf events",
         )
-        && dtrace_testkit::skip_unless(dtrace_testkit::have_program("gcc"), test, "needs gcc")
+        && common::have_gcc(test)
 }
 
 /// The test program, compiled once (`lpspin`, with frame pointers so user stacks can be walked).
 fn prog() -> &'static PathBuf {
     static PROG_PATH: OnceLock<PathBuf> = OnceLock::new();
     PROG_PATH.get_or_init(|| {
-        let dir = std::env::temp_dir().join(format!("dtrace-cli-profile-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let src = dir.join("lpspin.c");
-        let exe = dir.join("lpspin");
-        std::fs::write(&src, PROG).unwrap();
-        let st = Command::new("gcc")
-            .args(["-O1", "-fno-omit-frame-pointer", "-o"])
-            .arg(&exe)
-            .arg(&src)
-            .status()
-            .unwrap();
-        assert!(st.success(), "gcc failed");
-        exe
+        let flags = ["-O1", "-fno-omit-frame-pointer"];
+        common::compile_c(&common::test_dir("profile"), "lpspin", PROG, &flags)
     })
-}
-
-fn dtrace(args: &[&str]) -> (i32, String, String) {
-    let o = Command::new(env!("CARGO_BIN_EXE_dtrace"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        o.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
 }
 
 /// Runs `script` with `-c` on the test program.
