@@ -117,7 +117,7 @@ fn identifier_errors() {
     golden(
         "BEGIN { trace(cwd); }",
         ErrTag::D_IDENT_UNDEF,
-        "line 1: not yet supported: built-in variable cwd (the current directory's path is not captured at the probe)",
+        "line 1: not yet supported: built-in variable cwd (the current directory's path needs the kernel's types (BTF))",
     );
     golden(
         "BEGIN { trace(y); }",
