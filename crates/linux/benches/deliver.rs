@@ -46,6 +46,7 @@ fn event() -> CapturedEvent {
         retry_armed: false,
         execargs: None,
         ancestors: None,
+        paths: Vec::new(),
     }
 }
 

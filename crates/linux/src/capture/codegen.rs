@@ -726,6 +726,14 @@ fn emit_body(
     if let Some(at) = layout.ancestors {
         emit_ancestors(a, shape, at)?;
     }
+    if !layout.paths.is_empty() {
+        let o = task_offsets(shape, "d_path()")?.paths.ok_or_else(|| {
+            LinuxError::Unavailable("dentry and mount offsets missing from the BTF".into())
+        })?;
+        for (addr, at) in spec.paths.iter().zip(&layout.paths) {
+            super::path::emit_path_walk(a, &o, addr, *at)?;
+        }
+    }
     let (uflags, uframe) = if layout.ustack_build_id {
         (BPF_F_USER_STACK | BPF_F_USER_BUILD_ID, BUILD_ID_FRAME)
     } else {

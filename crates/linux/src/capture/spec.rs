@@ -120,6 +120,9 @@ pub struct CaptureSpec {
     /// Record the process ids of the task's ancestors (a bounded walk of `real_parent`), for
     /// `progenyof()`.
     pub ancestors: bool,
+    /// Record the paths of the `struct path` objects at these addresses (a bounded walk of the
+    /// dentries and mounts, see [`super::path`]), for `d_path()`.
+    pub paths: Vec<AddrExpr>,
 }
 
 /// The most ancestors recorded (the walk stops at pid 1, the root of every user process tree).

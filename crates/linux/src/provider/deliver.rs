@@ -20,6 +20,8 @@ use std::os::unix::fs::FileExt;
 /// retries byte by byte within the capture, so what the probe saw is what the clause reads.
 pub struct EventMemory {
     captured: CapturedMemory,
+    /// The `d_path()` paths recorded at the probe, by `struct path` address.
+    paths: Vec<(u64, Option<Vec<u8>>)>,
     pid: u32,
     /// `None`: not tried yet; `Some(None)`: cannot be opened.
     proc_mem: Option<Option<File>>,
@@ -30,9 +32,19 @@ impl EventMemory {
     pub fn new(captured: CapturedMemory, pid: u32) -> EventMemory {
         EventMemory {
             captured,
+            paths: Vec::new(),
             pid,
             proc_mem: None,
         }
+    }
+
+    /// Adds the paths recorded with the event (those that could not be made fault when read).
+    pub fn with_paths(mut self, paths: &[crate::capture::CapturedPath]) -> EventMemory {
+        self.paths = paths
+            .iter()
+            .map(|p| (p.addr, p.path.as_ref().ok().cloned()))
+            .collect();
+        self
     }
 
     fn in_capture(&self, addr: u64) -> bool {
@@ -90,6 +102,14 @@ impl Memory for EventMemory {
 
     fn write_user(&mut self, _addr: u64, _data: &[u8]) -> Result<(), FaultKind> {
         Err(FaultKind::UPriv)
+    }
+
+    fn d_path(&mut self, path: u64) -> Result<Vec<u8>, FaultKind> {
+        self.paths
+            .iter()
+            .find(|(a, _)| *a == path)
+            .and_then(|(_, p)| p.clone())
+            .ok_or(FaultKind::BadAddr)
     }
 }
 
@@ -273,7 +293,7 @@ impl LinuxTracing {
             if let Some(map) = arg_copies.get(&ev.tag) {
                 set_copy_args(&mut ctx, ev, map);
             }
-            let mut mem = EventMemory::new(mem, ev.pid);
+            let mut mem = EventMemory::new(mem, ev.pid).with_paths(&ev.paths);
             fw.fire_with_memory(ev.tag, ev.cpu, &ctx, &mut mem);
             n += 1;
         }
@@ -325,6 +345,7 @@ mod tests {
             retry_armed: false,
             execargs: None,
             ancestors: None,
+            paths: Vec::new(),
         }
     }
 

@@ -58,6 +58,9 @@ pub struct ClauseNeeds {
     pub execargs: bool,
     /// The clause calls `progenyof()` (the task's ancestors are captured).
     pub ancestors: bool,
+    /// The `struct path` addresses the clause calls `d_path()` on (`cwd`, `root`, `fi_pathname`):
+    /// their paths are walked at the probe.
+    pub paths: Vec<AddrExpr>,
 }
 
 /// Kernel frames captured for `caller`: enough to pass the tracing functions above the probe site.
@@ -334,6 +337,27 @@ impl ClauseNeeds {
     }
 }
 
+impl ClauseNeeds {
+    /// Asks for the path of the `struct path` a `d_path()` call is given, when the probe can
+    /// compute its address; otherwise the clause cannot be enabled (its path would not be known).
+    fn d_path(&mut self, arg: Option<&Val>) {
+        match arg {
+            Some(Val::Addr(e)) if capturable(e) && e.derefs.len() <= MAX_DEREFS => {
+                if !self.paths.contains(e) {
+                    self.paths.push(e.clone());
+                }
+            }
+            _ => {
+                self.unsupported.get_or_insert_with(|| {
+                    "not yet supported: d_path() of a struct path whose address is not a chain \
+                     of members from curthread or a probe argument"
+                        .to_string()
+                });
+            }
+        }
+    }
+}
+
 /// Variables whose values the analysis follows: clause-local ones (`this->`, carried from one
 /// object of a clause to the next), and thread-local ones (`self->`) that every store of the
 /// program sets to the same value computed from `curthread` (`self->t = curthread`): such a value
@@ -607,6 +631,8 @@ fn scan_object(obj: &DifObject, strsize: u32, n: &mut ClauseNeeds, vars: &mut Sc
                 let user_addr = stack.first().and_then(user_addr);
                 if subr == Subr::Progenyof as u16 {
                     n.ancestors = true;
+                } else if subr == Subr::DPath as u16 {
+                    n.d_path(stack.first());
                 } else if subr == Subr::Copyinstr as u16 {
                     match user_addr {
                         // copyinstr(addr, maxlen) copies at most strsize bytes either way.
@@ -806,9 +832,20 @@ pub fn spec_for(
             spec.execargs = Some(strsize.clamp(1, MAX_COPY_SIZE));
         }
         spec.ancestors |= n.ancestors;
+        for p in &n.paths {
+            if !spec.paths.contains(p) {
+                spec.paths.push(p.clone());
+            }
+        }
         if let Some(why) = &n.unsupported {
             return Err(why.clone());
         }
+    }
+    if spec.paths.len() > crate::capture::path::MAX_PATHS {
+        return Err(format!(
+            "not yet supported: more than {} d_path() paths at one probe",
+            crate::capture::path::MAX_PATHS
+        ));
     }
     spec.copies = merge_kernel_copies(std::mem::take(&mut spec.copies));
     if spec.copies.len() > MAX_COPIES {
