@@ -51,6 +51,7 @@ fn write_entry_counts_exactly_n_for_the_target() {
             base: AddrBase::CurrentTask,
             offset,
             derefs,
+            index: None,
         };
         let copies = vec![
             CopyRequest {

@@ -695,7 +695,8 @@ fn emit_body(
         if req.addr.offset != 0 {
             a.alu_imm(op::ADD, R3, req.addr.offset);
         }
-        for d in &req.addr.derefs {
+        emit_index(a, &req.addr, 0);
+        for (hop, d) in req.addr.derefs.iter().enumerate() {
             a.mov(R1, R10)
                 .alu_imm(op::ADD, R1, SCRATCH as i32)
                 .mov_imm(R2, 8)
@@ -704,6 +705,7 @@ fn emit_body(
             if *d != 0 {
                 a.alu_imm(op::ADD, R3, *d);
             }
+            emit_index(a, &req.addr, hop + 1);
         }
         let so = slot.offset;
         a.store(Size::DW, R7, off16(so + 8, "copy")?, R3);
@@ -772,6 +774,24 @@ fn emit_body(
         }
     }
     Ok(())
+}
+
+/// Adds the argument index of `addr` to the address in R3 when it applies after `hop` pointer
+/// hops (uses R2; the record is in R7).
+pub(crate) fn emit_index(a: &mut Asm, addr: &super::spec::AddrExpr, hop: usize) {
+    let Some(i) = addr.index.filter(|i| usize::from(i.hop) == hop) else {
+        return;
+    };
+    a.load(
+        Size::DW,
+        R2,
+        R7,
+        (hdr::ARGS + 8 * usize::from(i.arg)) as i16,
+    );
+    if i.sext32 {
+        a.alu_imm(op::LSH, R2, 32).alu_imm(op::ARSH, R2, 32);
+    }
+    a.alu_imm(op::MUL, R2, i.scale).alu(op::ADD, R3, R2);
 }
 
 /// Generates the program attached to a syscall's exit tracepoint that re-reads the user copies of an

@@ -113,6 +113,9 @@ impl RecordLayout {
             if c.addr.derefs.len() > MAX_DEREFS {
                 return Err(bad(format!("more than {MAX_DEREFS} pointer hops")));
             }
+            if c.addr.index.is_some_and(|i| usize::from(i.arg) >= NARGS) {
+                return Err(bad("copy indexed by an argument past those carried".into()));
+            }
             if let super::spec::AddrBase::Arg(n) = c.addr.base {
                 if n >= NARGS {
                     return Err(bad(format!(

@@ -161,6 +161,11 @@ pub fn layout_paths(
                 super::spec::MAX_DEREFS
             ));
         }
+        if p.index
+            .is_some_and(|i| usize::from(i.arg) >= super::layout::NARGS)
+        {
+            return Err("d_path() address indexed by an argument past those carried".into());
+        }
         match p.base {
             AddrBase::Arg(n) if n < super::layout::NARGS => {}
             AddrBase::CurrentTask => {}
@@ -239,7 +244,8 @@ pub fn emit_path_walk(a: &mut Asm, o: &PathOffsets, addr: &AddrExpr, at: usize) 
         }
     }
     a.alu_imm(op::ADD, R3, addr.offset);
-    for d in &addr.derefs {
+    super::codegen::emit_index(a, addr, 0);
+    for (hop, d) in addr.derefs.iter().enumerate() {
         a.store(Size::DW, R8, slot::TMP, R3);
         a.load(Size::DW, R2, R8, slot::TMP);
         rk(a, slot::TMP, 8, R2, 0);
@@ -247,6 +253,7 @@ pub fn emit_path_walk(a: &mut Asm, o: &PathOffsets, addr: &AddrExpr, at: usize) 
         a.load(Size::DW, R3, R8, slot::TMP);
         a.jmp_imm(op::JEQ, R3, 0, fault);
         a.alu_imm(op::ADD, R3, *d);
+        super::codegen::emit_index(a, addr, hop + 1);
     }
     a.store(Size::DW, R8, slot::ADDR, R3);
     // Its mount and dentry.

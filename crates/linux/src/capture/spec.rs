@@ -53,7 +53,8 @@ pub enum AddrBase {
 
 /// An address computable at the probe: `base + offset`, then for each entry `d` of `derefs`, the
 /// kernel pointer stored at the current address plus `d` (so `args[0]->a->b` is
-/// `Arg(0)`, offset of `a`, derefs `[offset of b]`).
+/// `Arg(0)`, offset of `a`, derefs `[offset of b]`), with an array index by a probe argument
+/// added at one step when `index` says so (`curthread->files->fdt->fd[arg0]`).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct AddrExpr {
     /// Start.
@@ -62,6 +63,22 @@ pub struct AddrExpr {
     pub offset: i32,
     /// Pointer hops, each followed by adding its offset.
     pub derefs: Vec<i32>,
+    /// An index by a probe argument, if any.
+    pub index: Option<ArgIndex>,
+}
+
+/// `argN * scale` (`argN` first sign-extended from 32 bits when `sext32`), added to an address after
+/// its first `hop` pointer hops (0: to `base + offset`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ArgIndex {
+    /// Hops made before it is added.
+    pub hop: u8,
+    /// The argument.
+    pub arg: u8,
+    /// Bytes per element.
+    pub scale: i32,
+    /// The argument is an `int`: only its low 32 bits count, sign-extended.
+    pub sext32: bool,
 }
 
 impl AddrExpr {
@@ -71,6 +88,7 @@ impl AddrExpr {
             base: AddrBase::Arg(n),
             offset: 0,
             derefs: Vec::new(),
+            index: None,
         }
     }
 }

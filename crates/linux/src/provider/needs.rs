@@ -7,6 +7,7 @@
 //! enabled probe, the union over every clause enabled on it, with neighbouring kernel copies of one
 //! object merged.
 
+use crate::capture::spec::ArgIndex;
 use crate::capture::spec::{MAX_COPIES, MAX_COPY_SIZE, MAX_DEREFS, MAX_STACK_DEPTH};
 use crate::capture::{AddrBase, AddrExpr, CaptureSpec, CopyRequest, MemKind};
 use dtrace_dif::instr::Instr;
@@ -229,6 +230,20 @@ enum Val {
     /// A value computable at the probe: the address (or, after the last hop, the pointer) an
     /// [`AddrExpr`] evaluates to. A plain probe argument is `Arg(n)` with no offset and no hops.
     Addr(AddrExpr),
+    /// A string constant (`sets`): at a join with an address, the address (the `"<none>"` arm of
+    /// `F == 0 ? "<none>" : stringof(F->...)`).
+    StrConst,
+    /// Argument `n` shifted left by 32 (the first half of its conversion to `int`).
+    ArgHigh(u8),
+    /// An array offset by a probe argument (`argN * scale`), to be added to an address.
+    Index {
+        /// The argument.
+        arg: u8,
+        /// Bytes per element.
+        scale: i32,
+        /// Converted to `int` first.
+        sext32: bool,
+    },
 }
 
 impl Val {
@@ -239,6 +254,7 @@ impl Val {
                 base: AddrBase::Arg(a),
                 offset: 0,
                 derefs,
+                index: None,
             }) if derefs.is_empty() => Some(*a),
             _ => None,
         }
@@ -259,7 +275,8 @@ impl Val {
 fn join_val(a: Val, b: Val) -> Val {
     match (a, b) {
         (a, b) if a == b => a,
-        (Val::Addr(e), Val::Const(_)) | (Val::Const(_), Val::Addr(e)) => Val::Addr(e),
+        (Val::Addr(e), Val::Const(_) | Val::StrConst)
+        | (Val::Const(_) | Val::StrConst, Val::Addr(e)) => Val::Addr(e),
         _ => Val::Unknown,
     }
 }
@@ -315,6 +332,47 @@ fn kernel_load_size(op: Opcode) -> Option<u32> {
 /// always zero and not carried).
 fn capturable(e: &AddrExpr) -> bool {
     !matches!(e.base, AddrBase::Arg(n) if n >= crate::capture::layout::NARGS)
+        && e.index
+            .is_none_or(|i| usize::from(i.arg) < crate::capture::layout::NARGS)
+}
+
+/// The value of the ALU operations that index an array by a probe argument: `(int)argN` (a shift
+/// left and an arithmetic shift right by 32), its scaling by the element size, and its addition to
+/// an address (`fdt->fd[arg0]`). `None` when `op` is not one of them.
+fn index_op(op: Opcode, x: &Val, y: &Val) -> Option<Val> {
+    let arg = |v: &Val| v.plain_arg().and_then(|n| u8::try_from(n).ok());
+    let scaled = |arg: u8, scale: i64, sext32: bool| {
+        i32::try_from(scale)
+            .ok()
+            .map(|scale| Val::Index { arg, scale, sext32 })
+    };
+    match (op, x, y) {
+        (Opcode::Sll, v, Val::Const(32)) => arg(v).map(Val::ArgHigh),
+        (Opcode::Sra, Val::ArgHigh(n), Val::Const(32)) => scaled(*n, 1, true),
+        (Opcode::Mul, v, Val::Const(c)) | (Opcode::Mul, Val::Const(c), v) => match v {
+            Val::Index { arg, scale, sext32 } => {
+                scaled(*arg, i64::from(*scale).checked_mul(*c as i64)?, *sext32)
+            }
+            v => scaled(arg(v)?, *c as i64, false),
+        },
+        (Opcode::Sll, Val::Index { arg, scale, sext32 }, Val::Const(k)) if *k < 16 => {
+            scaled(*arg, i64::from(*scale) << k, *sext32)
+        }
+        (Opcode::Add, Val::Addr(e), Val::Index { arg, scale, sext32 })
+        | (Opcode::Add, Val::Index { arg, scale, sext32 }, Val::Addr(e))
+            if e.index.is_none() && x.plain_arg().is_none() && y.plain_arg().is_none() =>
+        {
+            let mut e = e.clone();
+            e.index = Some(ArgIndex {
+                hop: u8::try_from(e.derefs.len()).ok()?,
+                arg: *arg,
+                scale: *scale,
+                sext32: *sext32,
+            });
+            Some(Val::Addr(e))
+        }
+        _ => None,
+    }
 }
 
 impl ClauseNeeds {
@@ -460,6 +518,10 @@ fn scan_object(obj: &DifObject, strsize: u32, n: &mut ClauseNeeds, vars: &mut Sc
                 set(&mut regs, rd, v);
             }
             Instr::Alu { op, r1, r2, rd } => {
+                if let Some(v) = index_op(op, &get(&regs, r1), &get(&regs, r2)) {
+                    set(&mut regs, rd, v);
+                    continue;
+                }
                 let v = match (op, get(&regs, r1), get(&regs, r2)) {
                     (Opcode::Add, Val::Addr(e), Val::Const(c))
                     | (Opcode::Add, Val::Const(c), Val::Addr(e)) => add_offset(&e, c as i64),
@@ -523,6 +585,7 @@ fn scan_object(obj: &DifObject, strsize: u32, n: &mut ClauseNeeds, vars: &mut Sc
                         base: AddrBase::CurrentTask,
                         offset: 0,
                         derefs: Vec::new(),
+                        index: None,
                     })
                 } else {
                     Val::Unknown
@@ -659,10 +722,10 @@ fn scan_object(obj: &DifObject, strsize: u32, n: &mut ClauseNeeds, vars: &mut Sc
                 }
                 set(&mut regs, rd, Val::Unknown);
             }
-            Instr::Sets { rd, .. }
-            | Instr::LoadVar { rd, .. }
-            | Instr::Allocs { rd, .. }
-            | Instr::Xlate { rd, .. } => set(&mut regs, rd, Val::Unknown),
+            Instr::Sets { rd, .. } => set(&mut regs, rd, Val::StrConst),
+            Instr::LoadVar { rd, .. } | Instr::Allocs { rd, .. } | Instr::Xlate { rd, .. } => {
+                set(&mut regs, rd, Val::Unknown)
+            }
             _ => {}
         }
     }
@@ -684,8 +747,8 @@ fn user_addr(v: &Val) -> Option<AddrExpr> {
 const MERGE_GAP: i64 = 256;
 
 /// One object kernel copies are read from: the base, and when the copy follows pointers, the offset
-/// and every hop but the last.
-type ObjectKey = (AddrBase, Option<i32>, Vec<i32>);
+/// and every hop but the last; and the argument index on the way, if any.
+type ObjectKey = (AddrBase, Option<i32>, Vec<i32>, Option<ArgIndex>);
 
 /// The object a kernel copy reads (its base and every pointer hop but the last) and where in it the
 /// copy starts; `None` for copies that are not merged (user memory, strings, tracepoint records).
@@ -697,8 +760,11 @@ fn copy_object(c: &CopyRequest) -> Option<(ObjectKey, i64)> {
     }
     let a = &c.addr;
     Some(match a.derefs.split_last() {
-        None => ((a.base, None, Vec::new()), i64::from(a.offset)),
-        Some((last, rest)) => ((a.base, Some(a.offset), rest.to_vec()), i64::from(*last)),
+        None => ((a.base, None, Vec::new(), a.index), i64::from(a.offset)),
+        Some((last, rest)) => (
+            (a.base, Some(a.offset), rest.to_vec(), a.index),
+            i64::from(*last),
+        ),
     })
 }
 
@@ -750,7 +816,7 @@ fn merge_kernel_copies(copies: Vec<CopyRequest>) -> Vec<CopyRequest> {
         rs[i].1 = rs[i].1.max(rs[i + 1].1);
         rs.remove(i + 1);
     }
-    for ((base, offset, hops), rs) in groups {
+    for ((base, offset, hops, index), rs) in groups {
         for (start, end) in rs {
             // Starts and sizes came from i32 offsets and legal sizes.
             let start = i32::try_from(start).unwrap_or(i32::MAX);
@@ -759,6 +825,7 @@ fn merge_kernel_copies(copies: Vec<CopyRequest>) -> Vec<CopyRequest> {
                     base,
                     offset: start,
                     derefs: Vec::new(),
+                    index,
                 },
                 Some(offset) => {
                     let mut derefs = hops.clone();
@@ -767,6 +834,7 @@ fn merge_kernel_copies(copies: Vec<CopyRequest>) -> Vec<CopyRequest> {
                         base,
                         offset,
                         derefs,
+                        index,
                     }
                 }
             };
@@ -1074,6 +1142,7 @@ mod tests {
                 base,
                 offset,
                 derefs: derefs.to_vec(),
+                index: None,
             },
             kind,
             size,
