@@ -102,6 +102,10 @@ fn needs_ask_for_path_walks() {
     let why = n.clauses[0].1.unsupported.clone().expect("refused");
     assert!(why.starts_with("not yet supported: d_path()"), "{why}");
     assert!(spec_for(&[&n.clauses[0].1], &[], 256).is_err());
+    // A NULL path: no walk, d_path() faults at run time as DTrace's does.
+    let p = compile("syscall::close:entry { trace(d_path((struct path *)0)); }");
+    let n = program_needs(&p);
+    assert!(n.clauses[0].1.unsupported.is_none() && n.clauses[0].1.paths.is_empty());
 }
 
 const WALKER: &str = r#"

@@ -397,7 +397,8 @@ impl ClauseNeeds {
 
 impl ClauseNeeds {
     /// Asks for the path of the `struct path` a `d_path()` call is given, when the probe can
-    /// compute its address; otherwise the clause cannot be enabled (its path would not be known).
+    /// compute its address; otherwise (but for a constant, where it faults) the clause cannot be
+    /// enabled: its path would not be known.
     fn d_path(&mut self, arg: Option<&Val>) {
         match arg {
             Some(Val::Addr(e)) if capturable(e) && e.derefs.len() <= MAX_DEREFS => {
@@ -405,6 +406,8 @@ impl ClauseNeeds {
                     self.paths.push(e.clone());
                 }
             }
+            // A constant (NULL) path: nothing to walk; d_path() faults at it, as in DTrace.
+            Some(Val::Const(_)) => {}
             _ => {
                 self.unsupported.get_or_insert_with(|| {
                     "not yet supported: d_path() of a struct path whose address is not a chain \
