@@ -250,3 +250,37 @@ fn paths_are_walked_at_the_probe() {
     assert_eq!(text(&ours[5].paths[0]), Ok(sub));
     let _ = std::fs::remove_dir_all(&shm);
 }
+
+#[test]
+fn path_slots_in_the_record_layout() {
+    let at = |offset| AddrExpr {
+        base: AddrBase::CurrentTask,
+        offset,
+        derefs: vec![8],
+        index: None,
+    };
+    let mut spec = CaptureSpec {
+        ancestors: true,
+        paths: vec![at(0), at(16)],
+        ..CaptureSpec::new()
+    };
+    spec.kstack = Some(4);
+    let l = RecordLayout::for_spec(&spec, "p").unwrap();
+    // After the ancestors (8 + 4 * 32 bytes), before the stack.
+    assert_eq!(l.paths, vec![136 + 136, 136 + 136 + PATH_SLOT]);
+    assert_eq!(l.kstack, Some((136 + 136 + 2 * PATH_SLOT, 4)));
+    // Bounds: at most MAX_PATHS walks, addresses the probe carries.
+    spec.paths = vec![at(0); dtrace_linux::capture::path::MAX_PATHS + 1];
+    assert!(RecordLayout::for_spec(&spec, "p").is_err());
+    let mut far = at(0);
+    far.index = Some(ArgIndex {
+        hop: 1,
+        arg: 9,
+        scale: 8,
+        sext32: true,
+    });
+    spec.paths = vec![far];
+    assert!(RecordLayout::for_spec(&spec, "p").is_err());
+    spec.paths = vec![AddrExpr::arg(9)];
+    assert!(RecordLayout::for_spec(&spec, "p").is_err());
+}
