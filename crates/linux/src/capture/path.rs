@@ -39,14 +39,18 @@ pub mod slot {
     pub const FLAGS: i16 = 8;
     pub const USED: i16 = 12;
     pub const INO: i16 = 16;
-    pub const DENTRY: i16 = 24;
-    pub const VFSMNT: i16 = 32;
-    pub const ROOT_DENTRY: i16 = 40;
-    pub const ROOT_MNT: i16 = 48;
+    /// `VFSMNT`/`DENTRY` and `ROOT_MNT`/`ROOT_DENTRY` are laid out as a `struct path` is (mount
+    /// first), so that each pair is read with one copy where the kernel's layout allows.
+    pub const VFSMNT: i16 = 24;
+    pub const DENTRY: i16 = 32;
+    pub const ROOT_MNT: i16 = 40;
+    pub const ROOT_DENTRY: i16 = 48;
     pub const PARENT: i16 = 56;
     pub const TMP: i16 = 64;
+    /// The current mount's root dentry (read again only when the walk crosses a mount).
+    pub const MNT_ROOT: i16 = 72;
     /// Size of the header; the names follow.
-    pub const HDR: usize = 72;
+    pub const HDR: usize = 80;
 }
 
 /// Bytes of one path slot in a record.
@@ -192,6 +196,24 @@ fn ptr(a: &mut Asm, src: crate::bpf::Reg, off: u32) {
     a.load(Size::DW, R3, R8, slot::TMP);
 }
 
+/// Reads the `struct path` at R3 + `at` (mount, dentry) into the slot's pair at `dst`, jumping to
+/// `fail` when it cannot be read. One copy when the kernel keeps the two pointers side by side.
+fn read_path(a: &mut Asm, o: &PathOffsets, dst: i16, at: u32, fail: Label) {
+    a.store(Size::DW, R8, slot::TMP, R3);
+    if o.path_dentry == o.path_mnt + 8 {
+        a.load(Size::DW, R0, R8, slot::TMP);
+        rk(a, dst, 16, R0, at + o.path_mnt);
+        a.jmp_imm(op::JNE, R0, 0, fail);
+        return;
+    }
+    a.load(Size::DW, R0, R8, slot::TMP);
+    rk(a, dst, 8, R0, at + o.path_mnt);
+    a.jmp_imm(op::JNE, R0, 0, fail);
+    a.load(Size::DW, R0, R8, slot::TMP);
+    rk(a, dst + 8, 8, R0, at + o.path_dentry);
+    a.jmp_imm(op::JNE, R0, 0, fail);
+}
+
 /// `flags |= f`.
 fn set_flag(a: &mut Asm, f: u32) {
     a.load(Size::W, R0, R8, slot::FLAGS)
@@ -257,13 +279,7 @@ pub fn emit_path_walk(a: &mut Asm, o: &PathOffsets, addr: &AddrExpr, at: usize) 
     }
     a.store(Size::DW, R8, slot::ADDR, R3);
     // Its mount and dentry.
-    a.store(Size::DW, R8, slot::TMP, R3);
-    a.load(Size::DW, R2, R8, slot::TMP);
-    rk(a, slot::VFSMNT, 8, R2, o.path_mnt);
-    a.jmp_imm(op::JNE, R0, 0, fault);
-    a.load(Size::DW, R2, R8, slot::ADDR);
-    rk(a, slot::DENTRY, 8, R2, o.path_dentry);
-    a.jmp_imm(op::JNE, R0, 0, fault);
+    read_path(a, o, slot::VFSMNT, 0, fault);
     a.load(Size::DW, R0, R8, slot::VFSMNT);
     a.jmp_imm(op::JEQ, R0, 0, fault);
     a.load(Size::DW, R0, R8, slot::DENTRY);
@@ -319,12 +335,10 @@ pub fn emit_path_walk(a: &mut Asm, o: &PathOffsets, addr: &AddrExpr, at: usize) 
     a.load(Size::DW, R0, R7, hdr::TASK as i16);
     ptr(a, R0, o.task_fs);
     a.jmp_imm(op::JEQ, R3, 0, no_fs);
-    a.store(Size::DW, R8, slot::PARENT, R3);
-    a.load(Size::DW, R0, R8, slot::PARENT);
-    rk(a, slot::ROOT_MNT, 8, R0, o.fs_root + o.path_mnt);
-    a.load(Size::DW, R0, R8, slot::PARENT);
-    rk(a, slot::ROOT_DENTRY, 8, R0, o.fs_root + o.path_dentry);
+    read_path(a, o, slot::ROOT_MNT, o.fs_root, no_fs);
     a.bind(no_fs);
+    a.load(Size::DW, R0, R8, slot::VFSMNT);
+    rk(a, slot::MNT_ROOT, 8, R0, o.mnt_root);
     let escaped = a.label();
     for _ in 0..MAX_PATH_STEPS {
         let (next, not_root, not_mnt_root) = (a.label(), a.label(), a.label());
@@ -337,8 +351,7 @@ pub fn emit_path_walk(a: &mut Asm, o: &PathOffsets, addr: &AddrExpr, at: usize) 
         a.jmp_reg(op::JEQ, R0, R1, done);
         a.bind(not_root);
         // At the root of a mount: on to where it is mounted, or done at the global root.
-        a.load(Size::DW, R0, R8, slot::VFSMNT);
-        ptr(a, R0, o.mnt_root);
+        a.load(Size::DW, R3, R8, slot::MNT_ROOT);
         a.load(Size::DW, R0, R8, slot::DENTRY);
         a.jmp_reg(op::JNE, R3, R0, not_mnt_root);
         a.load(Size::DW, R0, R8, slot::VFSMNT);
@@ -350,6 +363,8 @@ pub fn emit_path_walk(a: &mut Asm, o: &PathOffsets, addr: &AddrExpr, at: usize) 
         a.jmp_imm(op::JEQ, R3, 0, fault);
         a.alu_imm(op::ADD, R3, o.mount_mnt as i32);
         a.store(Size::DW, R8, slot::VFSMNT, R3);
+        rk(a, slot::MNT_ROOT, 8, R3, o.mnt_root);
+        a.load(Size::DW, R0, R8, slot::PARENT);
         rk(a, slot::DENTRY, 8, R0, o.mnt_mountpoint);
         a.ja(next);
         a.bind(not_mnt_root);
