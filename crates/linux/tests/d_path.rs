@@ -284,3 +284,37 @@ fn path_slots_in_the_record_layout() {
     spec.paths = vec![AddrExpr::arg(9)];
     assert!(RecordLayout::for_spec(&spec, "p").is_err());
 }
+
+#[test]
+fn path_records_from_arbitrary_bytes_never_panic() {
+    use dtrace_linux::capture::decode_record;
+    let spec = CaptureSpec {
+        paths: vec![AddrExpr::arg(0), AddrExpr::arg(1)],
+        ..CaptureSpec::new()
+    };
+    let layout = RecordLayout::for_spec(&spec, "fuzz").unwrap();
+    // xorshift bytes, with the kind field set to an event so the path slots are decoded.
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    for round in 0..300 {
+        let mut b: Vec<u8> = (0..layout.size + round % 7)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect();
+        b[0..2].copy_from_slice(&1u16.to_le_bytes());
+        if round % 3 == 0 {
+            // Plausible flags and lengths, names anywhere.
+            for at in &layout.paths {
+                b[at + 8..at + 12].copy_from_slice(&((round as u32) % 64).to_le_bytes());
+            }
+        }
+        if let Ok(dtrace_linux::capture::Record::Event(e)) = decode_record(&b, |_| Some(&layout)) {
+            assert_eq!(e.paths.len(), 2);
+        }
+    }
+    // Shorter than the layout: an error, not a panic.
+    assert!(decode_record(&[1, 0, 0, 0, 0, 0, 0, 0], |_| Some(&layout)).is_err());
+}
