@@ -603,3 +603,41 @@ fn change_pri_args_are_the_thread_its_process_and_the_new_priority() {
     lines.sort_unstable();
     assert_eq!(lines, vec!["1 1 120 125", "1 1 125 120"], "{out}");
 }
+
+/// BEGIN and END fire in dtrace's own thread, as in DTrace: `curthread` is that thread's task, read
+/// at that moment (its pid, its parent: this test process), and `curpsinfo` translates it.
+#[test]
+fn begin_and_end_have_dtraces_own_curthread() {
+    if !ready("begin_and_end_have_dtraces_own_curthread") {
+        return;
+    }
+    let (rc, out, err) = dtrace(&[
+        "-qn",
+        r#"BEGIN {
+            printf("%d=%d %d=%d %s=%s %d=%d\n", curthread->pid, pid, curthread->tgid, tid,
+                stringof(curthread->comm), execname, curthread->real_parent->tgid, ppid);
+            printf("%s=%s\n", curpsinfo->pr_fname, execname);
+            exit(0);
+        }
+        END { printf("end %d=%d\n", curthread->pid, pid); }"#,
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(err.is_empty(), "{err}");
+    let lines: Vec<&str> = out.lines().filter(|l| !l.is_empty()).collect();
+    assert_eq!(lines.len(), 3, "{out}");
+    for pair in lines[0].split(' ').chain([lines[1]]) {
+        let (a, b) = pair.split_once('=').unwrap_or_else(|| panic!("{out}"));
+        assert_eq!(a, b, "{out}");
+    }
+    assert!(
+        lines[0].ends_with(&format!("={}", std::process::id())),
+        "{out}"
+    );
+    assert!(lines[0].contains("dtrace=dtrace"), "{out}");
+    let (a, b) = lines[2]
+        .strip_prefix("end ")
+        .and_then(|p| p.split_once('='))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert_eq!(a, b, "{out}");
+    assert_ne!(a, "0", "{out}");
+}

@@ -30,6 +30,7 @@ pub mod capture;
 pub mod catalog;
 pub mod error;
 pub mod features;
+pub mod live;
 pub mod process;
 pub mod provider;
 pub mod session;
