@@ -641,3 +641,27 @@ fn begin_and_end_have_dtraces_own_curthread() {
     assert_eq!(a, b, "{out}");
     assert_ne!(a, "0", "{out}");
 }
+
+/// A kernel symbol is looked up in /proc/kallsyms; with no type for it (the kernel's BTF describes
+/// no global variables), the compiler says so in DTrace's words; an unknown one is unknown.
+#[test]
+fn kernel_symbols_without_types_are_reported_as_such() {
+    if !ready("kernel_symbols_without_types_are_reported_as_such") {
+        return;
+    }
+    let (rc, _, err) = dtrace(&["-qn", "BEGIN { trace(`vfs_read); exit(0); }"]);
+    assert_eq!(rc, 1, "{err}");
+    assert!(
+        err.contains(
+            "no symbolic type information is available for vmlinux`vfs_read: \
+             No type information available for symbol"
+        ),
+        "{err}"
+    );
+    let (rc, _, err) = dtrace(&["-qn", "BEGIN { trace(`no_such_symbol_here); exit(0); }"]);
+    assert_eq!(rc, 1, "{err}");
+    assert!(
+        err.contains("failed to resolve `no_such_symbol_here: Unknown symbol name"),
+        "{err}"
+    );
+}
