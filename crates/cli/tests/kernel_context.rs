@@ -665,3 +665,45 @@ fn kernel_symbols_without_types_are_reported_as_such() {
         "{err}"
     );
 }
+
+/// `proc:::signal-handle` gives the signal, the `siginfo_t *` DTrace documents (its fields read at
+/// the probe) and the handler about to run.
+#[test]
+fn signal_handle_gives_siginfo_and_handler() {
+    if !ready("signal_handle_gives_siginfo_and_handler") || !common::have_gcc("signal_handle") {
+        return;
+    }
+    let prog = compile(
+        "sighandle",
+        r#"#include <signal.h>
+#include <stdio.h>
+#include <unistd.h>
+static volatile int got;
+static void handler(int s) { got = s; }
+int main(void) {
+    signal(SIGUSR1, handler);
+    printf("handler=%lx\n", (unsigned long)handler);
+    fflush(stdout);
+    kill(getpid(), SIGUSR1);
+    return got == SIGUSR1 ? 0 : 1;
+}
+"#,
+    );
+    let (rc, out, err) = dtrace(&[
+        "-qn",
+        r#"proc:::signal-handle /pid == $target/ {
+            printf("sig=%d signo=%d code=%d errno=%d handler=%x\n", arg0, args[1]->si_signo,
+                args[1]->si_code, args[1]->si_errno, (uint64_t)args[2]);
+        }"#,
+        "-c",
+        prog.to_str().unwrap(),
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    let handler = out
+        .lines()
+        .find_map(|l| l.strip_prefix("handler="))
+        .unwrap_or_else(|| panic!("{out}"));
+    // SIGUSR1 (10 on x86-64 and arm64) sent by kill(2): si_code SI_USER (0).
+    let want = format!("sig=10 signo=10 code=0 errno=0 handler={handler}");
+    assert!(out.lines().any(|l| l == want), "{out}\n{err}");
+}

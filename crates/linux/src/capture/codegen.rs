@@ -380,6 +380,15 @@ fn emit_arg(a: &mut Asm, shape: &ProbeShape, src: ArgSource) -> Result<()> {
             need_ctx(shape, CtxKind::RawTracepoint, "a raw argument")?;
             a.load(Size::DW, R0, R6, off16(8 * n as usize, "raw argument")?);
         }
+        ArgSource::RawArgLoad { arg, offset } => {
+            need_ctx(shape, CtxKind::RawTracepoint, "a raw argument")?;
+            let done = a.label();
+            a.store_imm(Size::DW, R10, SCRATCH, 0);
+            a.load(Size::DW, R8, R6, off16(8 * arg as usize, "raw argument")?);
+            a.jmp_imm(op::JEQ, R8, 0, done);
+            read_kernel(a, R10, SCRATCH as i32, 8, R8, i32::from(offset));
+            a.bind(done).load(Size::DW, R0, R10, SCRATCH);
+        }
         ArgSource::KernelPc | ArgSource::UserPc => {
             need_ctx(shape, CtxKind::PerfEvent, "a sampled PC")?;
             let (user, done) = (a.label(), a.label());

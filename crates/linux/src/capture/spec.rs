@@ -156,6 +156,14 @@ pub enum ArgSource {
     },
     /// Argument `n` of a raw tracepoint (`ctx[n]`).
     RawArg(u8),
+    /// The 8 bytes at `offset` in the kernel object raw tracepoint argument `arg` points at (0 when
+    /// the pointer is NULL or the read fails): `signal_deliver`'s handler from its `k_sigaction *`.
+    RawArgLoad {
+        /// The raw argument holding the pointer.
+        arg: u8,
+        /// Offset of the value in the object.
+        offset: u16,
+    },
     /// The kernel PC of a perf-event sample (0 when it interrupted user mode).
     KernelPc,
     /// The user PC of a perf-event sample (0 when it interrupted kernel mode).
