@@ -43,6 +43,7 @@ fn event() -> CapturedEvent {
         kstack: None,
         ustack: None,
         ustack_files: None,
+        ustack_regs: None,
         retry_armed: false,
         execargs: None,
         ancestors: None,

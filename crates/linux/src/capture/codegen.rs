@@ -4,7 +4,7 @@
 
 use super::layout::{
     hdr, RecordLayout, ANCESTORS_HDR, BUILD_ID_FRAME, COPY_HDR, EXECARGS_HDR, FLAG_RETRY_ARMED,
-    KIND_EVENT, KIND_RETRY, NARGS, STACK_HDR,
+    KIND_EVENT, KIND_RETRY, NARGS, STACK_HDR, UNWIND_HDR,
 };
 use super::spec::{
     AddrBase, ArgSource, CaptureSpec, Condition, Identity, MemKind, MAX_ANCESTORS, MAX_COPIES,
@@ -772,6 +772,50 @@ fn emit_body(
             a.store(Size::DW, R7, off16(off, "stack")?, R0);
         }
     }
+    if let Some((at, cap)) = layout.ustack_unwind {
+        emit_user_unwind(a, at, cap)?;
+    }
+    Ok(())
+}
+
+// x86-64 pt_regs offsets of the frame pointer and stack pointer.
+const REGS_BP: i32 = 4 * 8;
+const REGS_SP: i32 = 19 * 8;
+
+/// The user registers (pc, sp, fp, from the task's saved user `pt_regs`) and as much of the user
+/// stack above sp as is mapped (`cap` bytes, else halves of it down to 512) at `at` of the record.
+/// A kernel thread (no user mode registers) records -EFAULT and no registers. Uses r8.
+fn emit_user_unwind(a: &mut Asm, at: usize, cap: usize) -> Result<()> {
+    let at16 = |o: usize| off16(at + o, "user stack copy");
+    let done = a.label();
+    a.store_imm(Size::DW, R7, at16(0)?, -libc::EFAULT);
+    for o in [8, 16, 24] {
+        a.store_imm(Size::DW, R7, at16(o)?, 0);
+    }
+    a.call(helper::GET_CURRENT_TASK_BTF)
+        .mov(R1, R0)
+        .call(helper::TASK_PT_REGS)
+        .mov(R8, R0);
+    read_kernel(a, R10, SCRATCH as i32, 8, R8, REGS_CS as i32);
+    a.load(Size::DW, R0, R10, SCRATCH).alu_imm(op::AND, R0, 3);
+    a.jmp_imm(op::JNE, R0, 3, done);
+    for (o, reg) in [(8usize, REGS_IP as i32), (16, REGS_SP), (24, REGS_BP)] {
+        read_kernel(a, R7, (at + o) as i32, 8, R8, reg);
+    }
+    let mut size = cap;
+    while size >= 512 {
+        a.load(Size::DW, R3, R7, at16(16)?);
+        a.mov(R1, R7)
+            .alu_imm(op::ADD, R1, (at + UNWIND_HDR) as i32)
+            .mov_imm(R2, size as i32)
+            .call(helper::PROBE_READ_USER);
+        let failed = a.label();
+        a.jmp_imm(op::JNE, R0, 0, failed);
+        a.store_imm(Size::DW, R7, at16(0)?, size as i32).ja(done);
+        a.bind(failed).store(Size::DW, R7, at16(0)?, R0);
+        size /= 2;
+    }
+    a.bind(done);
     Ok(())
 }
 

@@ -10,7 +10,7 @@ pub use codegen::{CtxKind, ProbeShape};
 pub use layout::RecordLayout;
 pub use record::{
     decode_record, CapturedEvent, CapturedMemory, CopySource, FileStackCapture, Record,
-    StackCapture, UserFrame,
+    StackCapture, UserFrame, UserStackCopy,
 };
 pub use spec::{
     AddrBase, AddrExpr, ArgSource, CaptureSpec, Condition, CopyRequest, Identity, MemKind,

@@ -108,6 +108,10 @@ pub struct CaptureSpec {
     /// resolve from the files themselves even after the process (and its mappings) are gone. The
     /// kernel falls back to the plain address for a frame whose build-id it cannot read.
     pub ustack_build_id: bool,
+    /// Also record the user registers (pc, sp, fp) and up to this many bytes of the user stack
+    /// above the stack pointer, so the stack can be unwound with the files' `.eh_frame`
+    /// information where the kernel's frame-pointer walk stops (code without frame pointers).
+    pub ustack_unwind: Option<u32>,
     /// Only fire for this process id (a `pid == $target` predicate pushed into the kernel).
     pub filter_pid: Option<u32>,
     /// For syscall entry probes: when a user copy faults at entry (page not resident), read it again
@@ -121,6 +125,9 @@ pub struct CaptureSpec {
     /// `progenyof()`.
     pub ancestors: bool,
 }
+
+/// Bytes of user stack copied for unwinding (as much of it as is mapped, down to 512 bytes).
+pub const USTACK_UNWIND_BYTES: u32 = 8192;
 
 /// The most ancestors recorded (the walk stops at pid 1, the root of every user process tree).
 pub const MAX_ANCESTORS: usize = 32;

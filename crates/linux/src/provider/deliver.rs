@@ -8,6 +8,7 @@
 //! still be read; everything else faults as DTrace faults ([`EventMemory`]).
 
 use super::LinuxTracing;
+use crate::capture::spec::MAX_STACK_DEPTH;
 use crate::capture::CapturedEvent;
 use dtrace_dif::vm::{FaultKind, Memory};
 use dtrace_framework::{CapturedMemory, FiringContext, Framework};
@@ -152,6 +153,32 @@ pub fn execargs_string(area: &[u8]) -> String {
     String::from_utf8_lossy(&joined).into_owned()
 }
 
+/// Replaces the user stack the kernel walked (frame pointers) by the one unwound from the
+/// registers and stack bytes copied at the probe with the files' `.eh_frame`, when that one goes
+/// further (code without frame pointers stops the kernel's walk after a frame or two).
+fn unwind_ustack(
+    syms: &mut crate::symbols::Symbolizer,
+    pid: u32,
+    u: &crate::capture::UserStackCopy,
+    ctx: &mut FiringContext,
+) {
+    use crate::symbols::unwind::{StackBytes, UserRegs};
+    let regs = UserRegs {
+        pc: u.pc,
+        sp: u.sp,
+        fp: u.fp,
+    };
+    let stack = StackBytes {
+        base: u.sp,
+        bytes: &u.stack,
+    };
+    let frames = syms.unwind_user(pid, regs, stack, MAX_STACK_DEPTH as usize);
+    if frames.len() > ctx.ustack.len() {
+        ctx.ustack = frames;
+        ctx.ucaller = ctx.ustack.get(1).copied().unwrap_or(0);
+    }
+}
+
 /// `caller` from a kernel stack whose tracing frames were removed: the first frame, the function
 /// the probe site is in; for a sampled stack (which starts at the interrupted PC), the second.
 pub fn caller_of(kstack: &[u64], sampled: bool) -> u64 {
@@ -258,6 +285,9 @@ impl LinuxTracing {
                 // Remember the process's mappings while it lives, for user symbols printed later.
                 syms.note_process_as(ev.pid, &ctx.execname);
             }
+            if let Some(Ok(u)) = &ev.ustack_regs {
+                unwind_ustack(&mut syms, ev.pid, u, &mut ctx);
+            }
             let is_sampled = sampled.contains(&ev.tag);
             if !ctx.kstack.is_empty() && !is_sampled {
                 let skip = syms.kernel_symbols().tracing_prefix(&ctx.kstack);
@@ -322,6 +352,7 @@ mod tests {
             kstack: Some(Ok(vec![0xffff_ffff_8100_0000])),
             ustack: Some(Err(-14)),
             ustack_files: None,
+            ustack_regs: None,
             retry_armed: false,
             execargs: None,
             ancestors: None,

@@ -118,6 +118,10 @@ impl Shared {
             // User reads are served from the process's memory at delivery instead.
             spec.copies.retain(|c| !c.kind.is_user());
         }
+        if spec.ustack.is_some() && !spec.ustack_build_id {
+            // Unwound at delivery with .eh_frame where the kernel's frame-pointer walk stops.
+            spec.ustack_unwind = Some(crate::capture::spec::USTACK_UNWIND_BYTES);
+        }
         if self.session.is_none() {
             self.session =
                 Some(Session::new(self.session_opts.clone()).map_err(|e| e.to_string())?);

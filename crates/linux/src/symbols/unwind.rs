@@ -45,13 +45,30 @@ impl UnwindTable {
     pub fn parse(data: &[u8]) -> Option<UnwindTable> {
         let file = object::File::parse(data).ok()?;
         let sec = file.section_by_name(".eh_frame")?;
-        let bytes: Arc<[u8]> = Arc::from(sec.data().ok()?);
-        let mut bases = BaseAddresses::default().set_eh_frame(sec.address());
-        if let Some(t) = file.section_by_name(".text") {
-            bases = bases.set_text(t.address());
+        let addr = |name: &str| file.section_by_name(name).map(|s| s.address());
+        Some(Self::from_eh_frame(
+            sec.data().ok()?,
+            sec.address(),
+            addr(".text"),
+            addr(".eh_frame_hdr"),
+        ))
+    }
+
+    /// Indexes the bytes of an `.eh_frame` section loaded at `addr` (with the addresses of
+    /// `.text` and `.eh_frame_hdr`, which some pointer encodings are relative to).
+    pub fn from_eh_frame(
+        data: &[u8],
+        addr: u64,
+        text: Option<u64>,
+        hdr: Option<u64>,
+    ) -> UnwindTable {
+        let bytes: Arc<[u8]> = Arc::from(data);
+        let mut bases = BaseAddresses::default().set_eh_frame(addr);
+        if let Some(t) = text {
+            bases = bases.set_text(t);
         }
-        if let Some(h) = file.section_by_name(".eh_frame_hdr") {
-            bases = bases.set_eh_frame_hdr(h.address());
+        if let Some(h) = hdr {
+            bases = bases.set_eh_frame_hdr(h);
         }
         let eh_frame = EhFrame::from(Reader::new(bytes, LittleEndian));
         let mut fdes = Vec::new();
@@ -67,11 +84,11 @@ impl UnwindTable {
             }
         }
         fdes.sort_by_key(|f| f.0);
-        Some(UnwindTable {
+        UnwindTable {
             eh_frame,
             bases,
             fdes,
-        })
+        }
     }
 
     /// Reads the parts of the file at `path` unwinding needs and indexes them.
@@ -252,4 +269,26 @@ pub fn unwind(
         (pc, sp, fp) = (ra, new_sp, new_fp);
     }
     out
+}
+
+/// The fuzz entry point (the cargo-fuzz target and the test smoke): `data`'s first half is an
+/// `.eh_frame` section at 0x1000, the rest the stack, whose first three words are pc, sp and fp.
+pub fn fuzz_unwind(data: &[u8]) -> Vec<u64> {
+    let (eh, stack) = data.split_at(data.len() / 2);
+    let table = Arc::new(UnwindTable::from_eh_frame(eh, 0x1000, Some(0x2000), None));
+    let word = |i: usize| {
+        stack
+            .get(8 * i..8 * i + 8)
+            .and_then(|b| b.try_into().ok())
+            .map_or(0, u64::from_le_bytes)
+    };
+    let base = word(1) & !7;
+    let regs = UserRegs {
+        pc: word(0) % 0x10000,
+        sp: base,
+        fp: word(2),
+    };
+    unwind(regs, StackBytes { base, bytes: stack }, 64, |_| {
+        Some((table.clone(), 0))
+    })
 }
