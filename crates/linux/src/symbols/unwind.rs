@@ -13,11 +13,12 @@
 
 use crate::symbols::elfimage::{self, Source};
 use gimli::{
-    BaseAddresses, CfaRule, EhFrame, EndianArcSlice, LittleEndian, Register, RegisterRule,
-    UnwindContext, UnwindSection, X86_64,
+    BaseAddresses, CfaRule, EhFrame, EndianArcSlice, LittleEndian, RegisterRule, UnwindContext,
+    UnwindSection, X86_64,
 };
 use object::{Object, ObjectSection};
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 type Reader = EndianArcSlice<LittleEndian>;
 type Fde = gimli::FrameDescriptionEntry<Reader>;
@@ -28,6 +29,8 @@ pub struct UnwindTable {
     bases: BaseAddresses,
     /// `(start, end, entry)`, sorted by start.
     fdes: Vec<(u64, u64, Fde)>,
+    /// Rules already evaluated, by address.
+    memo: Mutex<HashMap<u64, Option<Option<Rule>>>>,
 }
 
 impl std::fmt::Debug for UnwindTable {
@@ -88,6 +91,7 @@ impl UnwindTable {
             eh_frame,
             bases,
             fdes,
+            memo: Mutex::new(HashMap::new()),
         }
     }
 
@@ -110,6 +114,31 @@ impl UnwindTable {
     /// Whether it has none.
     pub fn is_empty(&self) -> bool {
         self.fdes.is_empty()
+    }
+
+    /// The rule at `addr` (in the file's addresses): `None` when no entry covers it,
+    /// `Some(None)` when one does but its rules are beyond what we follow (expressions, other
+    /// registers). Evaluating a row runs the entry's instructions from its start, so results
+    /// are remembered per address.
+    pub fn rule_at(&self, addr: u64) -> Option<Option<Rule>> {
+        if let Ok(memo) = self.memo.lock() {
+            if let Some(r) = memo.get(&addr) {
+                return *r;
+            }
+        }
+        let r = self.fde_for(addr).map(|fde| {
+            let mut ctx = UnwindContext::<usize>::new();
+            fde.unwind_info_for_address(&self.eh_frame, &self.bases, &mut ctx, addr)
+                .ok()
+                .and_then(Rule::of_row)
+        });
+        if let Ok(mut memo) = self.memo.lock() {
+            if memo.len() >= MAX_MEMO {
+                memo.clear();
+            }
+            memo.insert(addr, r);
+        }
+        r
     }
 
     fn fde_for(&self, addr: u64) -> Option<&Fde> {
@@ -168,6 +197,69 @@ fn image_with_eh_frame(file: &(impl Source + ?Sized), len: u64) -> std::io::Resu
     Ok(img)
 }
 
+/// How to find the caller's frame at one address, from the unwind row there: the canonical
+/// frame address (CFA) is a register plus an offset; the return address is saved at the CFA plus
+/// an offset; the frame pointer is kept, saved at the CFA plus an offset, or undefined.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rule {
+    cfa_from_fp: bool,
+    cfa_offset: i64,
+    ra_offset: i64,
+    fp: FpRule,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum FpRule {
+    Same,
+    Saved(i64),
+    Undefined,
+}
+
+impl Rule {
+    fn of_row(row: &gimli::UnwindTableRow<usize>) -> Option<Rule> {
+        let (cfa_from_fp, cfa_offset) = match row.cfa() {
+            CfaRule::RegisterAndOffset { register, offset } => match *register {
+                X86_64::RSP => (false, *offset),
+                X86_64::RBP => (true, *offset),
+                _ => return None,
+            },
+            CfaRule::Expression(_) => return None,
+        };
+        let ra_offset = match row.register(X86_64::RA) {
+            RegisterRule::Offset(o) => o,
+            _ => return None,
+        };
+        let fp = match row.register(X86_64::RBP) {
+            RegisterRule::SameValue => FpRule::Same,
+            RegisterRule::Offset(o) => FpRule::Saved(o),
+            RegisterRule::Undefined => FpRule::Undefined,
+            _ => return None,
+        };
+        Some(Rule {
+            cfa_from_fp,
+            cfa_offset,
+            ra_offset,
+            fp,
+        })
+    }
+
+    /// The caller's `(pc, sp, fp)`, reading saved values from `stack`.
+    fn apply(self, sp: u64, fp: u64, stack: &StackBytes<'_>) -> Option<(u64, u64, u64)> {
+        let base = if self.cfa_from_fp { fp } else { sp };
+        let cfa = base.wrapping_add(self.cfa_offset as u64);
+        let ra = stack.u64_at(cfa.wrapping_add(self.ra_offset as u64))?;
+        let new_fp = match self.fp {
+            FpRule::Same => fp,
+            FpRule::Saved(o) => stack.u64_at(cfa.wrapping_add(o as u64))?,
+            FpRule::Undefined => 0,
+        };
+        Some((ra, cfa, new_fp))
+    }
+}
+
+/// The most rules remembered per file (the memo starts over when full).
+const MAX_MEMO: usize = 1 << 16;
+
 /// The user registers an unwind starts from.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct UserRegs {
@@ -206,47 +298,14 @@ pub fn unwind(
     mut table_of: impl FnMut(u64) -> Option<(Arc<UnwindTable>, u64)>,
 ) -> Vec<u64> {
     let mut out = Vec::new();
-    let mut ctx = UnwindContext::<usize>::new();
     let (mut pc, mut sp, mut fp) = (regs.pc, regs.sp, regs.fp);
     while pc != 0 && out.len() < max {
         out.push(pc);
         // A return address points after the call: look up the call itself.
         let lookup = if out.len() == 1 { pc } else { pc - 1 };
         let step = table_of(lookup).and_then(|(t, bias)| {
-            let fde = t.fde_for(lookup.wrapping_sub(bias))?;
-            let row = fde
-                .unwind_info_for_address(&t.eh_frame, &t.bases, &mut ctx, lookup.wrapping_sub(bias))
-                .ok()?;
-            let cfa = match row.cfa() {
-                CfaRule::RegisterAndOffset { register, offset } => {
-                    let base = match *register {
-                        X86_64::RSP => sp,
-                        X86_64::RBP => fp,
-                        _ => return Some(None),
-                    };
-                    base.wrapping_add(*offset as u64)
-                }
-                CfaRule::Expression(_) => return Some(None),
-            };
-            let saved = |r: Register| match row.register(r) {
-                RegisterRule::Offset(o) => Some(stack.u64_at(cfa.wrapping_add(o as u64))),
-                RegisterRule::Undefined => Some(None),
-                RegisterRule::SameValue => None,
-                _ => Some(None),
-            };
-            let ra = match saved(X86_64::RA) {
-                Some(Some(ra)) => ra,
-                _ => return Some(None),
-            };
-            let new_fp = match saved(X86_64::RBP) {
-                None => fp,
-                Some(Some(v)) => v,
-                Some(None) => match row.register(X86_64::RBP) {
-                    RegisterRule::Undefined => 0,
-                    _ => return Some(None),
-                },
-            };
-            Some(Some((ra, cfa, new_fp)))
+            t.rule_at(lookup.wrapping_sub(bias))
+                .map(|rule| rule.and_then(|r| r.apply(sp, fp, &stack)))
         });
         let next = match step {
             Some(s) => s,
