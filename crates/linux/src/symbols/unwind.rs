@@ -314,7 +314,7 @@ pub fn unwind(
                 let ra = fp.checked_add(8).and_then(|a| stack.u64_at(a));
                 let up = stack.u64_at(fp);
                 match (ra, up) {
-                    (Some(ra), Some(up)) => Some((ra, fp + 16, up)),
+                    (Some(ra), Some(up)) => fp.checked_add(16).map(|s| (ra, s, up)),
                     _ => None,
                 }
             }
