@@ -10,8 +10,11 @@ use dtrace_linux::capture::{AddrBase, AddrExpr, CaptureSpec, CopyRequest, CopySo
 use dtrace_linux::process::ExitStatus;
 
 const WRITER: &str = r#"
+#define _GNU_SOURCE
+#include <sys/mman.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <sys/uio.h>
 #include <unistd.h>
 /* Alone in a 64 KiB-aligned window of .rodata: not resident until write(2) itself copies it. */
 __attribute__((aligned(65536))) const char cold[65536] = "from a cold page";
@@ -26,6 +29,14 @@ int main(void) {
     write(fd, big, 6000);
     write(fd, cold, 16);
     write(fd, "", 0);
+    /* The vector is on the (resident) stack; the bytes it points at are in a shared mapping never
+       touched by this process (written through the file, not the mapping). */
+    int m = memfd_create("cold", 0);
+    if (m < 0 || pwrite(m, "cold via iov", 13, 0) != 13) return 2;
+    char *cold2 = mmap(NULL, 4096, PROT_READ, MAP_SHARED, m, 0);
+    if (cold2 == MAP_FAILED) return 3;
+    struct iovec iov = { cold2, 12 };
+    writev(fd, &iov, 1);
     return 0;
 }
 "#;
@@ -38,7 +49,18 @@ fn write_buffers_are_captured_by_their_count() {
     let exe = compile("sized_writer", WRITER);
     let cat = catalog();
     let p = probe(&cat, "syscall::write:entry");
+    let pv = probe(&cat, "syscall::writev:entry");
     let mut s = session("sz");
+    // copyinstr(*(uint64_t *)copyin(arg1, 8)): iov[0].iov_base, one user hop from the argument.
+    let via_iov = CopyRequest {
+        addr: AddrExpr {
+            user_derefs: vec![0],
+            ..AddrExpr::arg(1)
+        },
+        kind: MemKind::UserString,
+        size: 64,
+        size_arg: None,
+    };
     let mut copy = CopyRequest::new(AddrExpr::arg(1), MemKind::UserBytes, SIZED_COPY_CAP);
     copy.size_arg = Some(2);
     let (pid, st, events) = run_traced(&mut s, &[exe.display().to_string()], |s, pid| {
@@ -48,9 +70,15 @@ fn write_buffers_are_captured_by_their_count() {
             ..CaptureSpec::new()
         };
         s.enable(&p, 5, &spec).unwrap();
+        let spec = CaptureSpec {
+            filter_pid: Some(pid),
+            copies: vec![via_iov],
+            ..CaptureSpec::new()
+        };
+        s.enable(&pv, 6, &spec).unwrap();
     });
     assert_eq!(st, ExitStatus::Exited(0));
-    let writes: Vec<_> = events.iter().filter(|e| e.pid == pid).collect();
+    let writes: Vec<_> = events.iter().filter(|e| e.tag == 5).collect();
     assert_eq!(writes.len(), 4, "{writes:#?}");
     let data = |i: usize| writes[i].copies[0].data.clone();
     assert_eq!(data(0), Ok(b"hello".to_vec()));
@@ -71,6 +99,17 @@ fn write_buffers_are_captured_by_their_count() {
     );
     assert_eq!(writes[2].copies[0].requested, Some(16));
     assert_eq!(data(3), Ok(Vec::new()));
+    // The chain's last read faulted at entry: the retry follows the hop again at the return.
+    let v: Vec<_> = events.iter().filter(|e| e.tag == 6).collect();
+    assert_eq!(v.len(), 1, "{events:#?}");
+    assert_eq!(
+        v[0].copies[0].data,
+        Ok(b"cold via iov".to_vec()),
+        "{:#?}",
+        v[0]
+    );
+    assert_eq!(v[0].copies[0].source, CopySource::AtReturn);
+    assert!(events.iter().all(|e| e.pid == pid));
     assert_eq!(s.held_count(), 0);
     assert_eq!(s.bad_records(), 0);
 }
