@@ -548,3 +548,26 @@ mod tests {
         assert!(!has_uaddr_conversion("%"));
     }
 }
+
+#[cfg(test)]
+mod exec_tests {
+    use super::*;
+
+    #[test]
+    fn only_exec_entries_replace_the_image() {
+        let info = |function: &str, name: &str| ProbeInfo {
+            id: 1,
+            provider: "syscall".into(),
+            module: "vmlinux".into(),
+            function: function.into(),
+            name: name.into(),
+        };
+        assert!(replaces_image(&info("execve", "entry")));
+        assert!(replaces_image(&info("execveat", "entry")));
+        assert!(!replaces_image(&info("execve", "return")));
+        assert!(!replaces_image(&info("write", "entry")));
+        let mut p = info("execve", "entry");
+        p.provider = "proc".into();
+        assert!(!replaces_image(&p));
+    }
+}

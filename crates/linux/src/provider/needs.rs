@@ -1,6 +1,8 @@
 //! What a D program needs captured at each probe: the user memory its clauses read with `copyinstr`
 //! and `copyin` (found by following probe arguments through the DIF registers to the subroutine
-//! call), the kernel memory they read through `curthread` and probe arguments
+//! call; the length too when a probe argument gives it, and user pointers read from memory a
+//! `copyin` of the same probe copied, as in execve's argv), the kernel memory they read through
+//! `curthread` and probe arguments
 //! (`curthread->real_parent->pid`, `args[0]->field`, the D library's `curpsinfo` translations:
 //! chains of constant offsets and pointer loads, each step captured) and the stacks their
 //! `stack()`/`ustack()` actions record. The provider turns these into one [`CaptureSpec`] per
@@ -37,8 +39,9 @@ pub struct ClauseNeeds {
     /// The clause calls `copyinstr` on something other than a plain argument: capture every
     /// string-pointer argument of the probe.
     pub any_string_arg: bool,
-    /// The clause calls `copyin` on something other than a plain argument with a constant size: it
-    /// is served from the process's memory at delivery (see `deliver::EventMemory`).
+    /// The clause calls `copyin` with an address or a length the probe cannot compute (`arg1 +
+    /// arg2`, `arg2 * 2`): it is served from the process's memory at delivery (see
+    /// `deliver::EventMemory`).
     pub unresolved_copyin: bool,
     /// Kernel stack frames.
     pub kstack: Option<u32>,
