@@ -25,6 +25,7 @@ fn event_with(copy: Copy) -> CapturedEvent {
         kstack: None,
         ustack: None,
         ustack_files: None,
+        ustack_regs: None,
         retry_armed: false,
         execargs: None,
         ancestors: None,
