@@ -39,6 +39,7 @@ fn event() -> CapturedEvent {
             kind: MemKind::UserString,
             data: Ok(b"/usr/lib/x86_64-linux-gnu/libc.so.6".to_vec()),
             source: CopySource::AtProbe,
+            requested: None,
         }],
         kstack: None,
         ustack: None,

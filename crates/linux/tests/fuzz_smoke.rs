@@ -78,11 +78,13 @@ fn record_decoder_survives_mutations() {
                 addr: AddrExpr::arg(1),
                 kind: MemKind::UserString,
                 size: 64,
+                size_arg: None,
             },
             CopyRequest {
                 addr: AddrExpr::arg(0),
                 kind: MemKind::KernelBytes,
                 size: 16,
+                size_arg: None,
             },
         ],
         kstack: Some(8),

@@ -51,17 +51,20 @@ fn write_entry_counts_exactly_n_for_the_target() {
             base: AddrBase::CurrentTask,
             offset,
             derefs,
+            user_derefs: Vec::new(),
         };
         let copies = vec![
             CopyRequest {
                 addr: at(comm, vec![]),
                 kind: MemKind::KernelString,
                 size: 16,
+                size_arg: None,
             },
             CopyRequest {
                 addr: at(parent, vec![tgid]),
                 kind: MemKind::KernelBytes,
                 size: 4,
+                size_arg: None,
             },
         ];
         s.enable(
@@ -146,6 +149,7 @@ fn openat_path_is_captured_even_from_an_untouched_page() {
             addr: AddrExpr::arg(1),
             kind: MemKind::UserString,
             size: 256,
+            size_arg: None,
         }],
         ..CaptureSpec::new()
     };

@@ -82,8 +82,13 @@ fn emit_submit(a: &mut Asm, maps: &MapFds) {
 /// Stack slots.
 const SCRATCH: i16 = -8;
 const KEY: i16 = -16;
-/// The pending value: ktime then one address per copy.
-pub const PENDING_VALUE_SIZE: u32 = 8 * (1 + MAX_COPIES as u32);
+/// The pending value: ktime, one address per copy (before its user pointer hops), then one length
+/// per copy (the sizing argument's value, for copies sized at the probe).
+pub const PENDING_VALUE_SIZE: u32 = 8 * (1 + 2 * MAX_COPIES as u32);
+/// Offset in the pending value of copy `i`'s length.
+const fn pending_len(i: usize) -> i16 {
+    (8 * (1 + MAX_COPIES + i)) as i16
+}
 const PENDING: i16 = KEY - PENDING_VALUE_SIZE as i16;
 
 // pt_regs offsets on x86-64 (ip and cs).
@@ -679,8 +684,8 @@ fn emit_body(
     }
     if retry {
         a.mov_imm(R9, 0);
-        for k in 0..=MAX_COPIES {
-            a.store_imm(Size::DW, R10, PENDING + 8 * k as i16, 0);
+        for k in 0..PENDING_VALUE_SIZE as i16 / 8 {
+            a.store_imm(Size::DW, R10, PENDING + 8 * k, 0);
         }
     }
     for (i, (req, slot)) in spec.copies.iter().zip(&layout.copies).enumerate() {
@@ -714,14 +719,33 @@ fn emit_body(
                 a.alu_imm(op::ADD, R3, *d);
             }
         }
+        let hops = &req.addr.user_derefs;
+        if !hops.is_empty() {
+            // The retry re-reads the chain from its last kernel address.
+            if retry {
+                a.store(Size::DW, R10, PENDING + 8 + 8 * i as i16, R3);
+            }
+            super::sized::emit_user_hops(a, hops, SCRATCH, retry.then_some(R9));
+        }
         let so = slot.offset;
         a.store(Size::DW, R7, off16(so + 8, "copy")?, R3);
-        if retry && req.kind.is_user() {
+        if retry && req.kind.is_user() && hops.is_empty() {
             a.store(Size::DW, R10, PENDING + 8 + 8 * i as i16, R3);
         }
-        a.mov(R1, R7)
-            .alu_imm(op::ADD, R1, (so + COPY_HDR) as i32)
-            .mov_imm(R2, slot.size as i32);
+        a.mov(R1, R7).alu_imm(op::ADD, R1, (so + COPY_HDR) as i32);
+        match slot.size_arg {
+            None => {
+                a.mov_imm(R2, slot.size as i32);
+            }
+            Some(n) => {
+                let at = super::sized::size_arg_offset(n);
+                a.load(Size::DW, R2, R7, off16(at, "argument")?);
+                if retry {
+                    a.store(Size::DW, R10, PENDING + pending_len(i), R2);
+                }
+                super::sized::emit_bounded_size(a, slot);
+            }
+        }
         a.call(read_helper(req.kind));
         a.store(Size::DW, R7, off16(so, "copy")?, R0);
         if retry && req.kind.is_user() {
@@ -857,15 +881,22 @@ pub fn gen_retry(
             a.store_imm(Size::DW, R7, off16(so + 8, "copy")?, 0);
             continue;
         }
-        a.load(Size::DW, R3, R8, (8 + 8 * i) as i16).store(
-            Size::DW,
-            R7,
-            off16(so + 8, "copy")?,
-            R3,
-        );
-        a.mov(R1, R7)
-            .alu_imm(op::ADD, R1, (so + COPY_HDR) as i32)
-            .mov_imm(R2, slot.size as i32);
+        a.load(Size::DW, R3, R8, (8 + 8 * i) as i16);
+        super::sized::emit_user_hops(&mut a, &req.addr.user_derefs, SCRATCH, None);
+        a.store(Size::DW, R7, off16(so + 8, "copy")?, R3);
+        a.mov(R1, R7).alu_imm(op::ADD, R1, (so + COPY_HDR) as i32);
+        match slot.size_arg {
+            None => {
+                a.mov_imm(R2, slot.size as i32);
+            }
+            Some(n) => {
+                // The length the entry saw, written where the decoder reads it.
+                a.load(Size::DW, R2, R8, pending_len(i));
+                let at = super::sized::size_arg_offset(n);
+                a.store(Size::DW, R7, off16(at, "argument")?, R2);
+                super::sized::emit_bounded_size(&mut a, slot);
+            }
+        }
         a.call(read_helper(req.kind))
             .store(Size::DW, R7, off16(so, "copy")?, R0);
     }

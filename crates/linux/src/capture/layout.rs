@@ -62,6 +62,8 @@ pub struct CopySlot {
     pub kind: MemKind,
     /// Capacity in bytes.
     pub size: usize,
+    /// The probe argument holding the copy's length (at most `size`), for copies sized at the probe.
+    pub size_arg: Option<usize>,
 }
 
 /// Where everything sits in a probe's records.
@@ -124,10 +126,12 @@ impl RecordLayout {
                     )));
                 }
             }
+            super::sized::check_request(c).map_err(bad)?;
             copies.push(CopySlot {
                 offset: off,
                 kind: c.kind,
                 size: c.size as usize,
+                size_arg: c.size_arg,
             });
             off += COPY_HDR + round8(c.size as usize);
         }
@@ -213,6 +217,7 @@ mod tests {
             addr: AddrExpr::arg(1),
             kind: MemKind::UserString,
             size: 13,
+            size_arg: None,
         });
         s.kstack = Some(4);
         let l = RecordLayout::for_spec(&s, "p").unwrap();
@@ -242,6 +247,7 @@ mod tests {
             addr: AddrExpr::arg(9),
             kind: MemKind::UserBytes,
             size: 8,
+            size_arg: None,
         });
         assert!(RecordLayout::for_spec(&s, "p").is_err());
         let mut s = CaptureSpec::new();
@@ -249,6 +255,7 @@ mod tests {
             addr: AddrExpr::arg(0),
             kind: MemKind::UserBytes,
             size: 0,
+            size_arg: None,
         });
         assert!(RecordLayout::for_spec(&s, "p").is_err());
     }

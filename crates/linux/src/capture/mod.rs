@@ -4,6 +4,7 @@
 pub mod codegen;
 pub mod layout;
 pub mod record;
+mod sized;
 pub mod spec;
 
 pub use codegen::{CtxKind, ProbeShape};

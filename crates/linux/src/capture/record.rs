@@ -31,6 +31,9 @@ pub struct CapturedMemory {
     pub data: std::result::Result<Vec<u8>, i64>,
     /// How it was obtained.
     pub source: CopySource,
+    /// For a copy sized at the probe (`copyin(arg1, arg2)`), the length it asked for: the bytes held
+    /// are at most the copy's capacity, so fewer when this is larger.
+    pub requested: Option<u64>,
 }
 
 /// A captured stack: frame addresses (innermost first), or the helper's negative errno.
@@ -208,6 +211,7 @@ fn decode_copies(
         let result = u64_at(b, slot.offset)? as i64;
         let addr = u64_at(b, slot.offset + 8)?;
         let data_at = slot.offset + COPY_HDR;
+        let requested = super::sized::requested(b, slot);
         let data = if result < 0 {
             Err(result)
         } else {
@@ -215,7 +219,7 @@ fn decode_copies(
                 // bpf_probe_read_*_str returns the length with its NUL.
                 (result as usize).saturating_sub(1).min(slot.size)
             } else {
-                slot.size
+                super::sized::held_bytes(slot, requested)
             };
             let bytes = b
                 .get(data_at..data_at + n)
@@ -233,6 +237,7 @@ fn decode_copies(
             kind: slot.kind,
             data,
             source,
+            requested,
         });
     }
     Ok(out)

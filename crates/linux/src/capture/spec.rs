@@ -53,7 +53,9 @@ pub enum AddrBase {
 
 /// An address computable at the probe: `base + offset`, then for each entry `d` of `derefs`, the
 /// kernel pointer stored at the current address plus `d` (so `args[0]->a->b` is
-/// `Arg(0)`, offset of `a`, derefs `[offset of b]`).
+/// `Arg(0)`, offset of `a`, derefs `[offset of b]`), then for each entry `d` of `user_derefs`, the
+/// user pointer stored at the current (user) address plus `d` (execve's `argv[1]`, read from the
+/// argument vector the probe copies: `Arg(1)`, offset 8, user derefs `[0]`).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct AddrExpr {
     /// Start.
@@ -62,6 +64,8 @@ pub struct AddrExpr {
     pub offset: i32,
     /// Pointer hops, each followed by adding its offset.
     pub derefs: Vec<i32>,
+    /// User pointer hops after the kernel ones, each followed by adding its offset.
+    pub user_derefs: Vec<i32>,
 }
 
 impl AddrExpr {
@@ -71,6 +75,17 @@ impl AddrExpr {
             base: AddrBase::Arg(n),
             offset: 0,
             derefs: Vec::new(),
+            user_derefs: Vec::new(),
+        }
+    }
+
+    /// `base + offset` then the kernel pointer hops `derefs` (no user hops).
+    pub fn kernel(base: AddrBase, offset: i32, derefs: Vec<i32>) -> Self {
+        AddrExpr {
+            base,
+            offset,
+            derefs,
+            user_derefs: Vec::new(),
         }
     }
 }
@@ -82,8 +97,24 @@ pub struct CopyRequest {
     pub addr: AddrExpr,
     /// What kind of memory.
     pub kind: MemKind,
-    /// Bytes to copy (strings: the most bytes, NUL included).
+    /// Bytes to copy (strings: the most bytes, NUL included). With `size_arg`, the most bytes.
     pub size: u32,
+    /// The copy's length is the value of this probe argument at the probe (`copyin(arg1, arg2)`,
+    /// `copyinstr(arg1, arg2)`), at most `size` bytes (strings: at most that many characters and
+    /// the NUL, within `size`). User copies only.
+    pub size_arg: Option<usize>,
+}
+
+impl CopyRequest {
+    /// A copy of a constant `size` bytes.
+    pub fn new(addr: AddrExpr, kind: MemKind, size: u32) -> Self {
+        CopyRequest {
+            addr,
+            kind,
+            size,
+            size_arg: None,
+        }
+    }
 }
 
 /// The most copies one probe may request.
@@ -94,6 +125,13 @@ pub const MAX_COPY_SIZE: u32 = 8192;
 pub const MAX_STACK_DEPTH: u32 = 127;
 /// The most pointer hops in one address.
 pub const MAX_DEREFS: usize = 8;
+/// The most user pointer hops in one address (`**argv` chains).
+pub const MAX_USER_DEREFS: usize = 4;
+/// The most bytes a copy whose length comes from a probe argument takes (`copyin(arg1, arg2)`):
+/// one page. Every record of the probe reserves this much in the ring buffer, whatever the length
+/// at the firing, so it is kept small; a longer read is served from the process's memory at
+/// delivery while the process lives, and faults after.
+pub const SIZED_COPY_CAP: u32 = 4096;
 
 /// What a consumer wants recorded at a probe, beyond the fixed header (ids, cpu, time, comm, args).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -268,9 +268,11 @@ pub fn field_arg(f: &tracefs::Field) -> (ArgSource, ProbeArg) {
                 base: AddrBase::DataLoc(f.offset as u16),
                 offset: 0,
                 derefs: Vec::new(),
+                user_derefs: Vec::new(),
             },
             kind: MemKind::KernelString,
             size: 256,
+            size_arg: None,
         };
         return (
             ArgSource::Zero,
@@ -292,9 +294,11 @@ pub fn field_arg(f: &tracefs::Field) -> (ArgSource, ProbeArg) {
                 base: AddrBase::Context(f.offset as u16),
                 offset: 0,
                 derefs: Vec::new(),
+                user_derefs: Vec::new(),
             },
             kind,
             size: f.size.clamp(1, 8192) as u32,
+            size_arg: None,
         };
         return (
             ArgSource::Zero,
