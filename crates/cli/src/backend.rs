@@ -51,7 +51,19 @@ fn tracer(linux: Option<dtrace_linux::LinuxTracing>) -> (Box<dyn Tracer>, Box<dy
         })
         .unwrap_or(1);
     let mut t = FrameworkTracer::new(ncpus);
-    t.framework().set_consumer_context(consumer_context());
+    let mut ctx = consumer_context();
+    // BEGIN and END run in this thread: with a kernel reader, `curthread` is its task and kernel
+    // reads through it are made now (without one, they fault as before).
+    if linux.is_some() {
+        if let Ok(reader) = dtrace_linux::live::KernelReader::new() {
+            if let Ok(task) = reader.current_task() {
+                ctx.curthread = task;
+                t.framework()
+                    .set_consumer_memory(Box::new(dtrace_linux::live::LiveMemory::new(reader)));
+            }
+        }
+    }
+    t.framework().set_consumer_context(ctx);
     match linux {
         Some(l) => {
             let syms = Box::new(LinuxSymbols::new(l.symbolizer()));

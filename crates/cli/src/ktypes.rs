@@ -108,4 +108,17 @@ impl ProbeInfo for LinuxProbeArgs {
             dtrace_linux::ProbeDesc::new(&desc.provider, &desc.module, &desc.function, &desc.name);
         self.0.arg_native_types(&d)
     }
+
+    /// Kernel symbols from `/proc/kallsyms`. The kernel's BTF describes no global variables (only
+    /// per-CPU ones, whose addresses are offsets), so a symbol found there has no type: the
+    /// compiler then says so (`D_SYM_NOTYPES`) rather than that the name is unknown.
+    fn symbol(&self, module: Option<&str>, name: &str, user: bool) -> Option<(u64, String)> {
+        if user || module.is_some_and(|m| m != "vmlinux") {
+            return None;
+        }
+        let syms = self.0.symbolizer();
+        let mut syms = syms.lock().ok()?;
+        let addr = syms.kernel_symbols().address_of(name)?;
+        Some((addr, String::new()))
+    }
 }

@@ -603,3 +603,107 @@ fn change_pri_args_are_the_thread_its_process_and_the_new_priority() {
     lines.sort_unstable();
     assert_eq!(lines, vec!["1 1 120 125", "1 1 125 120"], "{out}");
 }
+
+/// BEGIN and END fire in dtrace's own thread, as in DTrace: `curthread` is that thread's task, read
+/// at that moment (its pid, its parent: this test process), and `curpsinfo` translates it.
+#[test]
+fn begin_and_end_have_dtraces_own_curthread() {
+    if !ready("begin_and_end_have_dtraces_own_curthread") {
+        return;
+    }
+    let (rc, out, err) = dtrace(&[
+        "-qn",
+        r#"BEGIN {
+            printf("%d=%d %d=%d %s=%s %d=%d\n", curthread->pid, pid, curthread->tgid, tid,
+                stringof(curthread->comm), execname, curthread->real_parent->tgid, ppid);
+            printf("%s=%s\n", curpsinfo->pr_fname, execname);
+            exit(0);
+        }
+        END { printf("end %d=%d\n", curthread->pid, pid); }"#,
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(err.is_empty(), "{err}");
+    let lines: Vec<&str> = out.lines().filter(|l| !l.is_empty()).collect();
+    assert_eq!(lines.len(), 3, "{out}");
+    for pair in lines[0].split(' ').chain([lines[1]]) {
+        let (a, b) = pair.split_once('=').unwrap_or_else(|| panic!("{out}"));
+        assert_eq!(a, b, "{out}");
+    }
+    assert!(
+        lines[0].ends_with(&format!("={}", std::process::id())),
+        "{out}"
+    );
+    assert!(lines[0].contains("dtrace=dtrace"), "{out}");
+    let (a, b) = lines[2]
+        .strip_prefix("end ")
+        .and_then(|p| p.split_once('='))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert_eq!(a, b, "{out}");
+    assert_ne!(a, "0", "{out}");
+}
+
+/// A kernel symbol is looked up in /proc/kallsyms; with no type for it (the kernel's BTF describes
+/// no global variables), the compiler says so in DTrace's words; an unknown one is unknown.
+#[test]
+fn kernel_symbols_without_types_are_reported_as_such() {
+    if !ready("kernel_symbols_without_types_are_reported_as_such") {
+        return;
+    }
+    let (rc, _, err) = dtrace(&["-qn", "BEGIN { trace(`vfs_read); exit(0); }"]);
+    assert_eq!(rc, 1, "{err}");
+    assert!(
+        err.contains(
+            "no symbolic type information is available for vmlinux`vfs_read: \
+             No type information available for symbol"
+        ),
+        "{err}"
+    );
+    let (rc, _, err) = dtrace(&["-qn", "BEGIN { trace(`no_such_symbol_here); exit(0); }"]);
+    assert_eq!(rc, 1, "{err}");
+    assert!(
+        err.contains("failed to resolve `no_such_symbol_here: Unknown symbol name"),
+        "{err}"
+    );
+}
+
+/// `proc:::signal-handle` gives the signal, the `siginfo_t *` DTrace documents (its fields read at
+/// the probe) and the handler about to run.
+#[test]
+fn signal_handle_gives_siginfo_and_handler() {
+    if !ready("signal_handle_gives_siginfo_and_handler") || !common::have_gcc("signal_handle") {
+        return;
+    }
+    let prog = compile(
+        "sighandle",
+        r#"#include <signal.h>
+#include <stdio.h>
+#include <unistd.h>
+static volatile int got;
+static void handler(int s) { got = s; }
+int main(void) {
+    signal(SIGUSR1, handler);
+    printf("handler=%lx\n", (unsigned long)handler);
+    fflush(stdout);
+    kill(getpid(), SIGUSR1);
+    return got == SIGUSR1 ? 0 : 1;
+}
+"#,
+    );
+    let (rc, out, err) = dtrace(&[
+        "-qn",
+        r#"proc:::signal-handle /pid == $target/ {
+            printf("sig=%d signo=%d code=%d errno=%d handler=%x\n", arg0, args[1]->si_signo,
+                args[1]->si_code, args[1]->si_errno, (uint64_t)args[2]);
+        }"#,
+        "-c",
+        prog.to_str().unwrap(),
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    let handler = out
+        .lines()
+        .find_map(|l| l.strip_prefix("handler="))
+        .unwrap_or_else(|| panic!("{out}"));
+    // SIGUSR1 (10 on x86-64 and arm64) sent by kill(2): si_code SI_USER (0).
+    let want = format!("sig=10 signo=10 code=0 errno=0 handler={handler}");
+    assert!(out.lines().any(|l| l == want), "{out}\n{err}");
+}

@@ -395,7 +395,21 @@ impl<'o> Checker<'o> {
                 .count();
             (t.trim_end_matches(['*', ' ']).trim(), n)
         };
-        let mut t = self.types.lookup(base)?;
+        let Some(mut t) = self.types.lookup(base) else {
+            // Declarators the simple form does not cover (`void (*)(void)`, `char [16]`): the
+            // parser's type-name rule.
+            if !s.contains(['(', '[']) {
+                return None;
+            }
+            let mut p = crate::parser::Parser::new(
+                s,
+                crate::macros::MacroEnv::default(),
+                Default::default(),
+                false,
+            );
+            let tn = p.type_name().ok()?;
+            return self.resolve_type_name(&tn).ok();
+        };
         for _ in 0..ptrs {
             t = self.types.pointer_to(t);
         }

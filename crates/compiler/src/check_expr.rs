@@ -1253,10 +1253,17 @@ impl<'o> Checker<'o> {
             );
         };
         let Some(ty) = self.parse_type_name(&tyname) else {
+            // DTrace names the symbol as object`name and gives the type lookup's error.
+            let object = module.unwrap_or(if user { "a.out" } else { "vmlinux" });
+            let why = if tyname.is_empty() {
+                "No type information available for symbol".to_string()
+            } else {
+                format!("unknown type {tyname}")
+            };
             return err(
                 ErrTag::D_SYM_NOTYPES,
                 line,
-                format!("no symbolic type information is available for {n}: {tyname}"),
+                format!("no symbolic type information is available for {object}`{name}: {why}"),
             );
         };
         let a = TExpr::int(addr, self.types.pointer_to(ty), line);

@@ -489,8 +489,46 @@ fn unknown_probe_and_symbol_types_are_errors() {
     assert_eq!(e.tag, dtrace_compiler::ErrTag::D_SYM_NOTYPES);
     assert_eq!(
         e.file_message(false),
-        "line 1: no symbolic type information is available for `x: nosuch_t"
+        "line 1: no symbolic type information is available for vmlinux`x: unknown type nosuch_t"
     );
+}
+
+/// A symbol the system knows without a type (a kernel global where BTF describes none).
+struct Untyped;
+
+impl dtrace_compiler::ProbeInfo for Untyped {
+    fn arg_types(&self, _: &dtrace_dif::program::ProbeDesc) -> Option<Vec<String>> {
+        None
+    }
+
+    fn symbol(&self, m: Option<&str>, n: &str, user: bool) -> Option<(u64, String)> {
+        (n == "max_threads" && !user && m.is_none()).then(|| (0xffff_ffff_8200_0000, String::new()))
+    }
+}
+
+#[test]
+fn symbols_without_types_are_named_as_dtrace_names_them() {
+    let e = dtrace_compiler::compile_with(
+        "BEGIN { trace(`max_threads); }",
+        &CompileOptions::default(),
+        Vec::new(),
+        Some(&Untyped),
+    )
+    .unwrap_err();
+    assert_eq!(e.tag, dtrace_compiler::ErrTag::D_SYM_NOTYPES);
+    assert_eq!(
+        e.file_message(false),
+        "line 1: no symbolic type information is available for \
+         vmlinux`max_threads: No type information available for symbol"
+    );
+    let e = dtrace_compiler::compile_with(
+        "BEGIN { trace(`no_such_symbol); }",
+        &CompileOptions::default(),
+        Vec::new(),
+        Some(&Untyped),
+    )
+    .unwrap_err();
+    assert_eq!(e.tag, dtrace_compiler::ErrTag::D_IDENT_UNDEF);
 }
 
 #[test]

@@ -231,6 +231,8 @@ pub struct Framework {
     pub(crate) last_clean: u64,
     /// The context BEGIN and END fire in (the consumer's process).
     pub(crate) consumer_ctx: FiringContext,
+    /// The memory BEGIN and END read (none: every read faults).
+    consumer_mem: Option<Box<dyn Memory + Send>>,
     /// Whether faults also write [`crate::records::FAULT_EPID`] records.
     pub(crate) fault_records: bool,
     /// An enabled ECB has a destructive action (checked against the option at `go`).
@@ -282,6 +284,7 @@ impl Framework {
             next_aggid: 1,
             last_clean: 0,
             consumer_ctx: FiringContext::default(),
+            consumer_mem: None,
             destructive_enabled: false,
             fault_records: false,
             tx,
@@ -294,6 +297,25 @@ impl Framework {
     /// process, so `pid`, `tid`, `execname`... are the consumer's (the CLI fills them in).
     pub fn set_consumer_context(&mut self, ctx: FiringContext) {
         self.consumer_ctx = ctx;
+    }
+
+    /// Sets the memory BEGIN and END read (kernel memory through `curthread`, the consumer's own
+    /// user memory); without it their reads fault.
+    pub fn set_consumer_memory(&mut self, mem: Box<dyn Memory + Send>) {
+        self.consumer_mem = Some(mem);
+    }
+
+    /// Fires BEGIN or END in the consumer's context, with the consumer's memory.
+    fn fire_consumer_probe(&mut self, probe: u32) {
+        let cpu = self.consumer_cpu();
+        let ctx = self.consumer_ctx.clone();
+        match self.consumer_mem.take() {
+            Some(mut m) => {
+                self.fire_with_memory(probe, cpu, &ctx, m.as_mut());
+                self.consumer_mem = Some(m);
+            }
+            None => self.fire(probe, cpu, &ctx),
+        }
     }
 
     /// Whether faults also write a [`crate::records::FAULT_EPID`] record into the principal buffer
@@ -625,9 +647,7 @@ impl Framework {
         });
         self.activity = Activity::Active;
         self.last_clean = self.clock.now();
-        let cpu = self.consumer_cpu();
-        let ctx = self.consumer_ctx.clone();
-        self.fire(BEGIN, cpu, &ctx);
+        self.fire_consumer_probe(BEGIN);
         Ok(())
     }
 
@@ -645,10 +665,8 @@ impl Framework {
             return Err(FrameworkError::NotActive);
         }
         self.process_events();
-        let cpu = self.consumer_cpu();
         self.firing_end = true;
-        let ctx = self.consumer_ctx.clone();
-        self.fire(END, cpu, &ctx);
+        self.fire_consumer_probe(END);
         self.firing_end = false;
         self.activity = Activity::Stopped;
         for id in std::mem::take(&mut self.enabled) {

@@ -796,6 +796,37 @@ fn begin_fires_in_the_consumer_context() {
     assert_eq!(u64_at(&fw.switch_buffer(0).unwrap().data, 16), 1234);
 }
 
+/// BEGIN and END read the consumer's memory when one is set (kernel reads through `curthread`).
+#[test]
+fn begin_and_end_read_the_consumer_memory() {
+    let (mut fw, _c) = new_fw();
+    let task = 0xffff_8880_0000_1000u64;
+    fw.set_consumer_context(FiringContext {
+        curthread: task,
+        ..FiringContext::default()
+    });
+    let mut mem = dtrace_dif::vm::fake::FakeMemory::new();
+    mem.kernel.insert(task + 8, 4321u64.to_ne_bytes().to_vec());
+    fw.set_consumer_memory(Box::new(mem));
+    let read = || {
+        act(
+            ActionKind::DifExpr,
+            Some(asm(
+                "ldgs curthread, %r1\nsetx 8, %r2\nadd %r1, %r2, %r1\nldx [%r1], %r1\nret %r1\n",
+            )),
+        )
+    };
+    let p = program(vec![
+        ecb("dtrace:::BEGIN", None, vec![read()]),
+        ecb("dtrace:::END", None, vec![read()]),
+    ]);
+    fw.enable(&p, false).unwrap();
+    fw.go().unwrap();
+    assert_eq!(u64_at(&fw.switch_buffer(0).unwrap().data, 16), 4321);
+    fw.stop().unwrap();
+    assert_eq!(u64_at(&fw.switch_buffer(0).unwrap().data, 16), 4321);
+}
+
 #[test]
 fn framework_is_send() {
     fn assert_send<T: Send>() {}

@@ -4,8 +4,10 @@
 //! loading with the verifier log, ring buffers), attachment to tracepoints, raw tracepoints and perf
 //! events ([`attach`]), the probe catalogue read from tracefs ([`catalog`], [`tracefs`]), the capture
 //! programs generated per enabled probe and the decoding of what they record ([`capture`]), capture
-//! sessions ([`session`]), symbolization of kernel and user stacks ([`symbols`]), process control for
-//! `-c`/`-p` ([`process`]) and kernel feature detection ([`features`]).
+//! sessions ([`session`]), symbolization of kernel and user stacks ([`symbols`], with `.eh_frame`
+//! unwinding of user stacks captured as registers and stack bytes), process control for `-c`/`-p`
+//! ([`process`]), kernel feature detection ([`features`]) and reading the kernel on demand from the
+//! calling thread for the probes that fire in `dtrace` itself ([`live`]).
 //!
 //! Syscall probes fire from the `sys_enter`/`sys_exit` raw tracepoints through one generated dispatcher
 //! per direction that tail-calls the enabled probe's program by syscall number, so `syscall:::entry`
@@ -30,6 +32,7 @@ pub mod capture;
 pub mod catalog;
 pub mod error;
 pub mod features;
+pub mod live;
 pub mod process;
 pub mod provider;
 pub mod session;

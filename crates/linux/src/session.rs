@@ -530,6 +530,12 @@ impl Session {
                     .unwrap_or_default();
                 for (c, cap) in ev.copies.iter_mut().zip(sizes) {
                     if c.data.is_err() && c.kind.is_user() {
+                        // A copy sized at the probe: no more than the probe would have taken.
+                        let cap = match c.requested {
+                            Some(r) if c.kind.is_string() => cap.saturating_sub(1).min(r as usize),
+                            Some(r) => cap.min(r as usize),
+                            None => cap,
+                        };
                         if let Ok(bytes) = crate::process::read_memory(ev.pid, c.addr, c.kind, cap)
                         {
                             c.data = Ok(bytes);

@@ -34,6 +34,7 @@ fn addresses(btf: &Btf) -> (AddrExpr, AddrExpr, AddrExpr) {
         base: AddrBase::CurrentTask,
         offset: off("task_struct", "fs"),
         derefs: vec![off("fs_struct", m)],
+        user_derefs: Vec::new(),
         index: None,
     };
     let file = AddrExpr {
@@ -45,6 +46,7 @@ fn addresses(btf: &Btf) -> (AddrExpr, AddrExpr, AddrExpr) {
             0,
             off("file", "f_path"),
         ],
+        user_derefs: Vec::new(),
         index: Some(ArgIndex {
             hop: 3,
             arg: 0,
@@ -257,6 +259,7 @@ fn path_slots_in_the_record_layout() {
         base: AddrBase::CurrentTask,
         offset,
         derefs: vec![8],
+        user_derefs: Vec::new(),
         index: None,
     };
     let mut spec = CaptureSpec {

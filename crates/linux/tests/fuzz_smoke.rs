@@ -78,11 +78,13 @@ fn record_decoder_survives_mutations() {
                 addr: AddrExpr::arg(1),
                 kind: MemKind::UserString,
                 size: 64,
+                size_arg: None,
             },
             CopyRequest {
                 addr: AddrExpr::arg(0),
                 kind: MemKind::KernelBytes,
                 size: 16,
+                size_arg: None,
             },
         ],
         kstack: Some(8),
@@ -287,5 +289,27 @@ fn needs_analysis_survives_mutated_kernel_chains() {
         for _ in 0..1500 {
             fuzz_entry(&rng.mutate(&seed));
         }
+    }
+}
+
+#[test]
+fn unwinder_survives_mutations() {
+    // A real .eh_frame (this test binary's) beside stack-like bytes.
+    let exe = std::fs::read("/proc/self/exe").unwrap();
+    let file = object::File::parse(exe.as_slice()).unwrap();
+    use object::{Object, ObjectSection};
+    let eh = file.section_by_name(".eh_frame").unwrap().data().unwrap();
+    let eh = &eh[..eh.len().min(4096)];
+    let mut seed = eh.to_vec();
+    let mut stack = vec![0u8; eh.len()];
+    for (i, w) in stack.chunks_mut(8).enumerate() {
+        let v = (0x1000 + 16 * i as u64).to_le_bytes();
+        w.copy_from_slice(&v[..w.len()]);
+    }
+    seed.extend_from_slice(&stack);
+    let mut rng = Rng(11);
+    for _ in 0..1500 {
+        let m = rng.mutate(&seed);
+        assert!(dtrace_linux::symbols::unwind::fuzz_unwind(&m).len() <= 64);
     }
 }

@@ -51,6 +51,7 @@ fn write_entry_counts_exactly_n_for_the_target() {
             base: AddrBase::CurrentTask,
             offset,
             derefs,
+            user_derefs: Vec::new(),
             index: None,
         };
         let copies = vec![
@@ -58,11 +59,13 @@ fn write_entry_counts_exactly_n_for_the_target() {
                 addr: at(comm, vec![]),
                 kind: MemKind::KernelString,
                 size: 16,
+                size_arg: None,
             },
             CopyRequest {
                 addr: at(parent, vec![tgid]),
                 kind: MemKind::KernelBytes,
                 size: 4,
+                size_arg: None,
             },
         ];
         s.enable(
@@ -147,6 +150,7 @@ fn openat_path_is_captured_even_from_an_untouched_page() {
             addr: AddrExpr::arg(1),
             kind: MemKind::UserString,
             size: 256,
+            size_arg: None,
         }],
         ..CaptureSpec::new()
     };

@@ -62,6 +62,7 @@ fn dropping_a_session_detaches_everything() {
         addr: AddrExpr::arg(1),
         kind: MemKind::UserString,
         size: 64,
+        size_arg: None,
     };
     s.enable(
         &probe(&cat, "syscall::openat:entry"),

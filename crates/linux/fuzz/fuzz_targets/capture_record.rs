@@ -7,8 +7,8 @@ use libfuzzer_sys::fuzz_target;
 fuzz_target!(|data: &[u8]| {
     let spec = CaptureSpec {
         copies: vec![
-            CopyRequest { addr: AddrExpr::arg(1), kind: MemKind::UserString, size: 64 },
-            CopyRequest { addr: AddrExpr::arg(0), kind: MemKind::KernelBytes, size: 16 },
+            CopyRequest { addr: AddrExpr::arg(1), kind: MemKind::UserString, size: 64, size_arg: None },
+            CopyRequest { addr: AddrExpr::arg(0), kind: MemKind::KernelBytes, size: 16, size_arg: None },
         ],
         kstack: Some(8),
         ustack: Some(8),

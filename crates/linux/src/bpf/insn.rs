@@ -166,6 +166,8 @@ pub mod helper {
     pub const RINGBUF_DISCARD: i32 = 133;
     pub const RINGBUF_QUERY: i32 = 134;
     pub const GET_TASK_STACK: i32 = 141;
+    pub const GET_CURRENT_TASK_BTF: i32 = 158;
+    pub const TASK_PT_REGS: i32 = 175;
 }
 
 /// A jump target, bound later with [`Asm::bind`].

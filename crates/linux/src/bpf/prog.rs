@@ -144,4 +144,26 @@ impl Program {
     pub fn insn_count(&self) -> usize {
         self.insn_count
     }
+
+    /// Runs a raw tracepoint program once, now, in the calling thread (`BPF_PROG_TEST_RUN`), with
+    /// `args` as its context (at most 12 arguments); returns the program's return value.
+    pub fn test_run_raw_tp(&self, args: &[u64]) -> Result<u32> {
+        if self.kind != ProgKind::RawTracepoint || args.len() > 12 {
+            return Err(LinuxError::Asm(format!(
+                "test run of a {:?} program with {} arguments",
+                self.kind,
+                args.len()
+            )));
+        }
+        let mut attr = sys::TestRunAttr {
+            prog_fd: self.fd.as_raw_fd() as u32,
+            ctx_size_in: std::mem::size_of_val(args) as u32,
+            ctx_in: args.as_ptr() as u64,
+            ..Default::default()
+        };
+        // SAFETY: ctx_in points at `args`, valid for the call and of the declared size.
+        unsafe { sys::bpf(cmd::PROG_TEST_RUN, &mut attr) }
+            .map_err(|e| LinuxError::from_io("running a BPF program", e))?;
+        Ok(attr.retval)
+    }
 }

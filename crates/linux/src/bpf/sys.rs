@@ -13,6 +13,7 @@ pub mod cmd {
     pub const MAP_DELETE_ELEM: u32 = 3;
     pub const MAP_GET_NEXT_KEY: u32 = 4;
     pub const PROG_LOAD: u32 = 5;
+    pub const PROG_TEST_RUN: u32 = 10;
     pub const OBJ_GET_INFO_BY_FD: u32 = 15;
     pub const RAW_TRACEPOINT_OPEN: u32 = 17;
 }
@@ -111,6 +112,28 @@ pub struct RawTpAttr {
     pub pad: u32,
 }
 
+/// `union bpf_attr` for `BPF_PROG_TEST_RUN`.
+#[repr(C)]
+#[derive(Default)]
+pub struct TestRunAttr {
+    pub prog_fd: u32,
+    pub retval: u32,
+    pub data_size_in: u32,
+    pub data_size_out: u32,
+    pub data_in: u64,
+    pub data_out: u64,
+    pub repeat: u32,
+    pub duration: u32,
+    pub ctx_size_in: u32,
+    pub ctx_size_out: u32,
+    pub ctx_in: u64,
+    pub ctx_out: u64,
+    pub flags: u32,
+    pub cpu: u32,
+    pub batch_size: u32,
+    pub pad: u32,
+}
+
 /// `union bpf_attr` for `BPF_OBJ_GET_INFO_BY_FD`.
 #[repr(C)]
 #[derive(Default)]
@@ -177,6 +200,8 @@ mod tests {
         assert_eq!(std::mem::offset_of!(ProgLoadAttr, expected_attach_type), 68);
         assert_eq!(std::mem::offset_of!(MapCreateAttr, map_name), 28);
         assert_eq!(std::mem::offset_of!(MapCreateAttr, map_extra), 64);
+        assert_eq!(std::mem::offset_of!(TestRunAttr, ctx_in), 48);
+        assert_eq!(std::mem::offset_of!(TestRunAttr, flags), 64);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 use super::layout::{
     hdr, RecordLayout, ANCESTORS_HDR, BUILD_ID_FRAME, COPY_HDR, EXECARGS_HDR, FLAG_RETRY_ARMED,
-    KIND_EVENT, KIND_RETRY, NARGS, STACK_HDR,
+    KIND_EVENT, KIND_RETRY, NARGS, STACK_HDR, UNWIND_HDR,
 };
 use super::spec::{
     AddrBase, ArgSource, CaptureSpec, Condition, Identity, MemKind, MAX_ANCESTORS, MAX_COPIES,
@@ -82,8 +82,13 @@ fn emit_submit(a: &mut Asm, maps: &MapFds) {
 /// Stack slots.
 const SCRATCH: i16 = -8;
 const KEY: i16 = -16;
-/// The pending value: ktime then one address per copy.
-pub const PENDING_VALUE_SIZE: u32 = 8 * (1 + MAX_COPIES as u32);
+/// The pending value: ktime, one address per copy (before its user pointer hops), then one length
+/// per copy (the sizing argument's value, for copies sized at the probe).
+pub const PENDING_VALUE_SIZE: u32 = 8 * (1 + 2 * MAX_COPIES as u32);
+/// Offset in the pending value of copy `i`'s length.
+const fn pending_len(i: usize) -> i16 {
+    (8 * (1 + MAX_COPIES + i)) as i16
+}
 const PENDING: i16 = KEY - PENDING_VALUE_SIZE as i16;
 
 // pt_regs offsets on x86-64 (ip and cs).
@@ -380,6 +385,15 @@ fn emit_arg(a: &mut Asm, shape: &ProbeShape, src: ArgSource) -> Result<()> {
             need_ctx(shape, CtxKind::RawTracepoint, "a raw argument")?;
             a.load(Size::DW, R0, R6, off16(8 * n as usize, "raw argument")?);
         }
+        ArgSource::RawArgLoad { arg, offset } => {
+            need_ctx(shape, CtxKind::RawTracepoint, "a raw argument")?;
+            let done = a.label();
+            a.store_imm(Size::DW, R10, SCRATCH, 0);
+            a.load(Size::DW, R8, R6, off16(8 * arg as usize, "raw argument")?);
+            a.jmp_imm(op::JEQ, R8, 0, done);
+            read_kernel(a, R10, SCRATCH as i32, 8, R8, i32::from(offset));
+            a.bind(done).load(Size::DW, R0, R10, SCRATCH);
+        }
         ArgSource::KernelPc | ArgSource::UserPc => {
             need_ctx(shape, CtxKind::PerfEvent, "a sampled PC")?;
             let (user, done) = (a.label(), a.label());
@@ -670,8 +684,8 @@ fn emit_body(
     }
     if retry {
         a.mov_imm(R9, 0);
-        for k in 0..=MAX_COPIES {
-            a.store_imm(Size::DW, R10, PENDING + 8 * k as i16, 0);
+        for k in 0..PENDING_VALUE_SIZE as i16 / 8 {
+            a.store_imm(Size::DW, R10, PENDING + 8 * k, 0);
         }
     }
     for (i, (req, slot)) in spec.copies.iter().zip(&layout.copies).enumerate() {
@@ -707,14 +721,33 @@ fn emit_body(
             }
             emit_index(a, &req.addr, hop + 1);
         }
+        let hops = &req.addr.user_derefs;
+        if !hops.is_empty() {
+            // The retry re-reads the chain from its last kernel address.
+            if retry {
+                a.store(Size::DW, R10, PENDING + 8 + 8 * i as i16, R3);
+            }
+            super::sized::emit_user_hops(a, hops, SCRATCH, retry.then_some(R9));
+        }
         let so = slot.offset;
         a.store(Size::DW, R7, off16(so + 8, "copy")?, R3);
-        if retry && req.kind.is_user() {
+        if retry && req.kind.is_user() && hops.is_empty() {
             a.store(Size::DW, R10, PENDING + 8 + 8 * i as i16, R3);
         }
-        a.mov(R1, R7)
-            .alu_imm(op::ADD, R1, (so + COPY_HDR) as i32)
-            .mov_imm(R2, slot.size as i32);
+        a.mov(R1, R7).alu_imm(op::ADD, R1, (so + COPY_HDR) as i32);
+        match slot.size_arg {
+            None => {
+                a.mov_imm(R2, slot.size as i32);
+            }
+            Some(n) => {
+                let at = super::sized::size_arg_offset(n);
+                a.load(Size::DW, R2, R7, off16(at, "argument")?);
+                if retry {
+                    a.store(Size::DW, R10, PENDING + pending_len(i), R2);
+                }
+                super::sized::emit_bounded_size(a, slot);
+            }
+        }
         a.call(read_helper(req.kind));
         a.store(Size::DW, R7, off16(so, "copy")?, R0);
         if retry && req.kind.is_user() {
@@ -773,6 +806,50 @@ fn emit_body(
             a.store(Size::DW, R7, off16(off, "stack")?, R0);
         }
     }
+    if let Some((at, cap)) = layout.ustack_unwind {
+        emit_user_unwind(a, at, cap)?;
+    }
+    Ok(())
+}
+
+// x86-64 pt_regs offsets of the frame pointer and stack pointer.
+const REGS_BP: i32 = 4 * 8;
+const REGS_SP: i32 = 19 * 8;
+
+/// The user registers (pc, sp, fp, from the task's saved user `pt_regs`) and as much of the user
+/// stack above sp as is mapped (`cap` bytes, else halves of it down to 512) at `at` of the record.
+/// A kernel thread (no user mode registers) records -EFAULT and no registers. Uses r8.
+fn emit_user_unwind(a: &mut Asm, at: usize, cap: usize) -> Result<()> {
+    let at16 = |o: usize| off16(at + o, "user stack copy");
+    let done = a.label();
+    a.store_imm(Size::DW, R7, at16(0)?, -libc::EFAULT);
+    for o in [8, 16, 24] {
+        a.store_imm(Size::DW, R7, at16(o)?, 0);
+    }
+    a.call(helper::GET_CURRENT_TASK_BTF)
+        .mov(R1, R0)
+        .call(helper::TASK_PT_REGS)
+        .mov(R8, R0);
+    read_kernel(a, R10, SCRATCH as i32, 8, R8, REGS_CS as i32);
+    a.load(Size::DW, R0, R10, SCRATCH).alu_imm(op::AND, R0, 3);
+    a.jmp_imm(op::JNE, R0, 3, done);
+    for (o, reg) in [(8usize, REGS_IP as i32), (16, REGS_SP), (24, REGS_BP)] {
+        read_kernel(a, R7, (at + o) as i32, 8, R8, reg);
+    }
+    let mut size = cap;
+    while size >= 512 {
+        a.load(Size::DW, R3, R7, at16(16)?);
+        a.mov(R1, R7)
+            .alu_imm(op::ADD, R1, (at + UNWIND_HDR) as i32)
+            .mov_imm(R2, size as i32)
+            .call(helper::PROBE_READ_USER);
+        let failed = a.label();
+        a.jmp_imm(op::JNE, R0, 0, failed);
+        a.store_imm(Size::DW, R7, at16(0)?, size as i32).ja(done);
+        a.bind(failed).store(Size::DW, R7, at16(0)?, R0);
+        size /= 2;
+    }
+    a.bind(done);
     Ok(())
 }
 
@@ -832,15 +909,22 @@ pub fn gen_retry(
             a.store_imm(Size::DW, R7, off16(so + 8, "copy")?, 0);
             continue;
         }
-        a.load(Size::DW, R3, R8, (8 + 8 * i) as i16).store(
-            Size::DW,
-            R7,
-            off16(so + 8, "copy")?,
-            R3,
-        );
-        a.mov(R1, R7)
-            .alu_imm(op::ADD, R1, (so + COPY_HDR) as i32)
-            .mov_imm(R2, slot.size as i32);
+        a.load(Size::DW, R3, R8, (8 + 8 * i) as i16);
+        super::sized::emit_user_hops(&mut a, &req.addr.user_derefs, SCRATCH, None);
+        a.store(Size::DW, R7, off16(so + 8, "copy")?, R3);
+        a.mov(R1, R7).alu_imm(op::ADD, R1, (so + COPY_HDR) as i32);
+        match slot.size_arg {
+            None => {
+                a.mov_imm(R2, slot.size as i32);
+            }
+            Some(n) => {
+                // The length the entry saw, written where the decoder reads it.
+                a.load(Size::DW, R2, R8, pending_len(i));
+                let at = super::sized::size_arg_offset(n);
+                a.store(Size::DW, R7, off16(at, "argument")?, R2);
+                super::sized::emit_bounded_size(&mut a, slot);
+            }
+        }
         a.call(read_helper(req.kind))
             .store(Size::DW, R7, off16(so, "copy")?, R0);
     }

@@ -45,6 +45,9 @@ pub const STACK_HDR: usize = 8;
 pub const EXECARGS_HDR: usize = 8;
 /// Bytes before the ancestors' pids: u32 count, u32 padding.
 pub const ANCESTORS_HDR: usize = 8;
+/// Bytes before the user stack copy for unwinding: i64 result (bytes copied or -errno), then
+/// the user pc, sp and fp.
+pub const UNWIND_HDR: usize = 32;
 /// Bytes per frame of a build-id user stack (`struct bpf_stack_build_id`).
 pub const BUILD_ID_FRAME: usize = 32;
 /// The largest record we generate.
@@ -59,6 +62,8 @@ pub struct CopySlot {
     pub kind: MemKind,
     /// Capacity in bytes.
     pub size: usize,
+    /// The probe argument holding the copy's length (at most `size`), for copies sized at the probe.
+    pub size_arg: Option<usize>,
 }
 
 /// Where everything sits in a probe's records.
@@ -78,6 +83,8 @@ pub struct RecordLayout {
     pub ustack: Option<(usize, usize)>,
     /// Whether the user stack holds build-id frames.
     pub ustack_build_id: bool,
+    /// User registers and stack bytes for unwinding: offset of the header and capacity in bytes.
+    pub ustack_unwind: Option<(usize, usize)>,
     /// Size of a full event record.
     pub size: usize,
     /// Size of a retry record (header and copies only).
@@ -124,10 +131,12 @@ impl RecordLayout {
                     )));
                 }
             }
+            super::sized::check_request(c).map_err(bad)?;
             copies.push(CopySlot {
                 offset: off,
                 kind: c.kind,
                 size: c.size as usize,
+                size_arg: c.size_arg,
             });
             off += COPY_HDR + round8(c.size as usize);
         }
@@ -172,6 +181,19 @@ impl RecordLayout {
             8
         };
         let ustack = stack(spec.ustack, &mut off, ustack_frame)?;
+        let ustack_unwind = match spec.ustack_unwind {
+            None => None,
+            Some(n) if !(512..=MAX_COPY_SIZE).contains(&n) || n % 8 != 0 => {
+                return Err(bad(format!(
+                    "user stack copy of {n} bytes; sizes run from 512 to {MAX_COPY_SIZE}, in 8s"
+                )))
+            }
+            Some(n) => {
+                let at = off;
+                off += UNWIND_HDR + n as usize;
+                Some((at, n as usize))
+            }
+        };
         if off > MAX_RECORD {
             return Err(bad(format!("record of {off} bytes exceeds {MAX_RECORD}")));
         }
@@ -183,6 +205,7 @@ impl RecordLayout {
             kstack,
             ustack,
             ustack_build_id: spec.ustack_build_id,
+            ustack_unwind,
             size: off,
             retry_size,
         })
@@ -201,6 +224,7 @@ mod tests {
             addr: AddrExpr::arg(1),
             kind: MemKind::UserString,
             size: 13,
+            size_arg: None,
         });
         s.kstack = Some(4);
         let l = RecordLayout::for_spec(&s, "p").unwrap();
@@ -230,6 +254,7 @@ mod tests {
             addr: AddrExpr::arg(9),
             kind: MemKind::UserBytes,
             size: 8,
+            size_arg: None,
         });
         assert!(RecordLayout::for_spec(&s, "p").is_err());
         let mut s = CaptureSpec::new();
@@ -237,6 +262,7 @@ mod tests {
             addr: AddrExpr::arg(0),
             kind: MemKind::UserBytes,
             size: 0,
+            size_arg: None,
         });
         assert!(RecordLayout::for_spec(&s, "p").is_err());
     }

@@ -5,6 +5,7 @@ pub mod codegen;
 pub mod layout;
 pub mod path;
 pub mod record;
+mod sized;
 pub mod spec;
 
 pub use codegen::{CtxKind, ProbeShape};
@@ -12,7 +13,7 @@ pub use layout::RecordLayout;
 pub use path::{CapturedPath, PathError};
 pub use record::{
     decode_record, CapturedEvent, CapturedMemory, CopySource, FileStackCapture, Record,
-    StackCapture, UserFrame,
+    StackCapture, UserFrame, UserStackCopy,
 };
 pub use spec::{
     AddrBase, AddrExpr, ArgSource, CaptureSpec, Condition, CopyRequest, Identity, MemKind,

@@ -165,6 +165,9 @@ pub fn layout_paths(
                 super::spec::MAX_DEREFS
             ));
         }
+        if !p.user_derefs.is_empty() {
+            return Err("d_path() of a struct path in user memory".into());
+        }
         if p.index
             .is_some_and(|i| usize::from(i.arg) >= super::layout::NARGS)
         {

@@ -4,7 +4,7 @@
 
 use super::layout::{
     hdr, RecordLayout, ANCESTORS_HDR, BUILD_ID_FRAME, COPY_HDR, EXECARGS_HDR, FLAG_RETRY_ARMED,
-    KIND_EVENT, KIND_RETRY, NARGS, STACK_HDR,
+    KIND_EVENT, KIND_RETRY, NARGS, STACK_HDR, UNWIND_HDR,
 };
 use super::spec::{MemKind, MAX_ANCESTORS};
 use crate::error::{LinuxError, Result};
@@ -31,6 +31,9 @@ pub struct CapturedMemory {
     pub data: std::result::Result<Vec<u8>, i64>,
     /// How it was obtained.
     pub source: CopySource,
+    /// For a copy sized at the probe (`copyin(arg1, arg2)`), the length it asked for: the bytes held
+    /// are at most the copy's capacity, so fewer when this is larger.
+    pub requested: Option<u64>,
 }
 
 /// A captured stack: frame addresses (innermost first), or the helper's negative errno.
@@ -93,6 +96,9 @@ pub struct CapturedEvent {
     pub ustack: Option<StackCapture>,
     /// User stack as file identities, if requested with `ustack_build_id`.
     pub ustack_files: Option<FileStackCapture>,
+    /// The user registers and stack bytes for unwinding, if requested (`Err`: the negative errno
+    /// of the stack read, or -EFAULT for a thread with no user registers).
+    pub ustack_regs: Option<std::result::Result<UserStackCopy, i64>>,
     /// A user copy faulted and the bytes will be re-read at the syscall's return.
     pub retry_armed: bool,
     /// The process's argument area (NUL-separated arguments), if requested, or the read's negative
@@ -114,6 +120,44 @@ impl CapturedEvent {
             .unwrap_or(self.comm.len());
         String::from_utf8_lossy(&self.comm[..end]).into_owned()
     }
+}
+
+/// User registers and the user stack above the stack pointer, copied at the probe.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UserStackCopy {
+    /// Program counter.
+    pub pc: u64,
+    /// Stack pointer (the address of `stack[0]`).
+    pub sp: u64,
+    /// Frame pointer.
+    pub fp: u64,
+    /// The bytes.
+    pub stack: Vec<u8>,
+}
+
+fn decode_unwind(
+    b: &[u8],
+    at: Option<(usize, usize)>,
+) -> Result<Option<std::result::Result<UserStackCopy, i64>>> {
+    let Some((off, cap)) = at else {
+        return Ok(None);
+    };
+    let result = u64_at(b, off)? as i64;
+    if result < 0 {
+        return Ok(Some(Err(result)));
+    }
+    let n = (result as usize).min(cap);
+    let data = off + UNWIND_HDR;
+    let stack = b
+        .get(data..data + n)
+        .ok_or_else(|| bad("user stack copy past the record"))?
+        .to_vec();
+    Ok(Some(Ok(UserStackCopy {
+        pc: u64_at(b, off + 8)?,
+        sp: u64_at(b, off + 16)?,
+        fp: u64_at(b, off + 24)?,
+        stack,
+    })))
 }
 
 /// A decoded record.
@@ -169,6 +213,7 @@ fn decode_copies(
         let result = u64_at(b, slot.offset)? as i64;
         let addr = u64_at(b, slot.offset + 8)?;
         let data_at = slot.offset + COPY_HDR;
+        let requested = super::sized::requested(b, slot);
         let data = if result < 0 {
             Err(result)
         } else {
@@ -176,7 +221,7 @@ fn decode_copies(
                 // bpf_probe_read_*_str returns the length with its NUL.
                 (result as usize).saturating_sub(1).min(slot.size)
             } else {
-                slot.size
+                super::sized::held_bytes(slot, requested)
             };
             let bytes = b
                 .get(data_at..data_at + n)
@@ -194,6 +239,7 @@ fn decode_copies(
             kind: slot.kind,
             data,
             source,
+            requested,
         });
     }
     Ok(out)
@@ -342,6 +388,7 @@ pub fn decode_record<'a>(
                 } else {
                     None
                 },
+                ustack_regs: decode_unwind(b, layout.ustack_unwind)?,
                 retry_armed: u16_at(b, hdr::FLAGS)? & FLAG_RETRY_ARMED != 0,
                 execargs: decode_execargs(b, layout.execargs)?,
                 ancestors: decode_ancestors(b, layout.ancestors)?,

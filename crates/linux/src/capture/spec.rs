@@ -53,8 +53,11 @@ pub enum AddrBase {
 
 /// An address computable at the probe: `base + offset`, then for each entry `d` of `derefs`, the
 /// kernel pointer stored at the current address plus `d` (so `args[0]->a->b` is
-/// `Arg(0)`, offset of `a`, derefs `[offset of b]`), with an array index by a probe argument
-/// added at one step when `index` says so (`curthread->files->fdt->fd[arg0]`).
+/// `Arg(0)`, offset of `a`, derefs `[offset of b]`), then for each entry `d` of `user_derefs`, the
+/// user pointer stored at the current (user) address plus `d` (execve's `argv[1]`, read from the
+/// argument vector the probe copies: `Arg(1)`, offset 8, user derefs `[0]`); with an array index
+/// by a probe argument added at one kernel step when `index` says so
+/// (`curthread->files->fdt->fd[arg0]`).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct AddrExpr {
     /// Start.
@@ -63,6 +66,8 @@ pub struct AddrExpr {
     pub offset: i32,
     /// Pointer hops, each followed by adding its offset.
     pub derefs: Vec<i32>,
+    /// User pointer hops after the kernel ones, each followed by adding its offset.
+    pub user_derefs: Vec<i32>,
     /// An index by a probe argument, if any.
     pub index: Option<ArgIndex>,
 }
@@ -88,6 +93,18 @@ impl AddrExpr {
             base: AddrBase::Arg(n),
             offset: 0,
             derefs: Vec::new(),
+            user_derefs: Vec::new(),
+            index: None,
+        }
+    }
+
+    /// `base + offset` then the kernel pointer hops `derefs` (no user hops).
+    pub fn kernel(base: AddrBase, offset: i32, derefs: Vec<i32>) -> Self {
+        AddrExpr {
+            base,
+            offset,
+            derefs,
+            user_derefs: Vec::new(),
             index: None,
         }
     }
@@ -100,8 +117,24 @@ pub struct CopyRequest {
     pub addr: AddrExpr,
     /// What kind of memory.
     pub kind: MemKind,
-    /// Bytes to copy (strings: the most bytes, NUL included).
+    /// Bytes to copy (strings: the most bytes, NUL included). With `size_arg`, the most bytes.
     pub size: u32,
+    /// The copy's length is the value of this probe argument at the probe (`copyin(arg1, arg2)`,
+    /// `copyinstr(arg1, arg2)`), at most `size` bytes (strings: at most that many characters and
+    /// the NUL, within `size`). User copies only.
+    pub size_arg: Option<usize>,
+}
+
+impl CopyRequest {
+    /// A copy of a constant `size` bytes.
+    pub fn new(addr: AddrExpr, kind: MemKind, size: u32) -> Self {
+        CopyRequest {
+            addr,
+            kind,
+            size,
+            size_arg: None,
+        }
+    }
 }
 
 /// The most copies one probe may request.
@@ -112,6 +145,13 @@ pub const MAX_COPY_SIZE: u32 = 8192;
 pub const MAX_STACK_DEPTH: u32 = 127;
 /// The most pointer hops in one address.
 pub const MAX_DEREFS: usize = 8;
+/// The most user pointer hops in one address (`**argv` chains).
+pub const MAX_USER_DEREFS: usize = 4;
+/// The most bytes a copy whose length comes from a probe argument takes (`copyin(arg1, arg2)`):
+/// one page. Every record of the probe reserves this much in the ring buffer, whatever the length
+/// at the firing, so it is kept small; a longer read is served from the process's memory at
+/// delivery while the process lives, and faults after.
+pub const SIZED_COPY_CAP: u32 = 4096;
 
 /// What a consumer wants recorded at a probe, beyond the fixed header (ids, cpu, time, comm, args).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -126,6 +166,10 @@ pub struct CaptureSpec {
     /// resolve from the files themselves even after the process (and its mappings) are gone. The
     /// kernel falls back to the plain address for a frame whose build-id it cannot read.
     pub ustack_build_id: bool,
+    /// Also record the user registers (pc, sp, fp) and up to this many bytes of the user stack
+    /// above the stack pointer, so the stack can be unwound with the files' `.eh_frame`
+    /// information where the kernel's frame-pointer walk stops (code without frame pointers).
+    pub ustack_unwind: Option<u32>,
     /// Only fire for this process id (a `pid == $target` predicate pushed into the kernel).
     pub filter_pid: Option<u32>,
     /// For syscall entry probes: when a user copy faults at entry (page not resident), read it again
@@ -142,6 +186,9 @@ pub struct CaptureSpec {
     /// dentries and mounts, see [`super::path`]), for `d_path()`.
     pub paths: Vec<AddrExpr>,
 }
+
+/// Bytes of user stack copied for unwinding (as much of it as is mapped, down to 512 bytes).
+pub const USTACK_UNWIND_BYTES: u32 = 8192;
 
 /// The most ancestors recorded (the walk stops at pid 1, the root of every user process tree).
 pub const MAX_ANCESTORS: usize = 32;
@@ -177,6 +224,14 @@ pub enum ArgSource {
     },
     /// Argument `n` of a raw tracepoint (`ctx[n]`).
     RawArg(u8),
+    /// The 8 bytes at `offset` in the kernel object raw tracepoint argument `arg` points at (0 when
+    /// the pointer is NULL or the read fails): `signal_deliver`'s handler from its `k_sigaction *`.
+    RawArgLoad {
+        /// The raw argument holding the pointer.
+        arg: u8,
+        /// Offset of the value in the object.
+        offset: u16,
+    },
     /// The kernel PC of a perf-event sample (0 when it interrupted user mode).
     KernelPc,
     /// The user PC of a perf-event sample (0 when it interrupted kernel mode).

@@ -268,10 +268,12 @@ pub fn field_arg(f: &tracefs::Field) -> (ArgSource, ProbeArg) {
                 base: AddrBase::DataLoc(f.offset as u16),
                 offset: 0,
                 derefs: Vec::new(),
+                user_derefs: Vec::new(),
                 index: None,
             },
             kind: MemKind::KernelString,
             size: 256,
+            size_arg: None,
         };
         return (
             ArgSource::Zero,
@@ -293,10 +295,12 @@ pub fn field_arg(f: &tracefs::Field) -> (ArgSource, ProbeArg) {
                 base: AddrBase::Context(f.offset as u16),
                 offset: 0,
                 derefs: Vec::new(),
+                user_derefs: Vec::new(),
                 index: None,
             },
             kind,
             size: f.size.clamp(1, 8192) as u32,
+            size_arg: None,
         };
         return (
             ArgSource::Zero,

@@ -46,14 +46,15 @@ enum Arg {
     Field(&'static str, Option<&'static str>),
     /// A negated record field (errno from a return value).
     Neg(&'static str, &'static str),
-    /// Not provided by this tracepoint.
-    Zero(&'static str),
     /// The exit reason (`CLD_*`) from the exiting task's `exit_code`.
     ExitReason,
     /// Raw tracepoint argument `n`, a `struct task_struct *`, seen in D as the translated type.
     Task(u8, &'static str),
     /// Raw tracepoint argument `n`, of this native and D type.
     Raw(u8, &'static str, &'static str),
+    /// The 8 bytes at an offset of the object raw tracepoint argument `n` points at, of this
+    /// native and D type.
+    RawLoad(u8, u16, &'static str, &'static str),
     /// `sched_pi_setprio(task, pi_task)`'s new priority (see [`ArgSource::PiNewPrio`]).
     PiNewPrio,
 }
@@ -72,6 +73,11 @@ const SWITCH_NEXT_ARG: u8 = 2;
 /// int result)`: the target task and the result.
 const SIGNAL_TASK: u8 = 2;
 const SIGNAL_RESULT: u8 = 4;
+/// `signal_deliver(int sig, struct kernel_siginfo *info, struct k_sigaction *ka)`: the handler is
+/// `ka->sa.sa_handler`, the first member of `struct sigaction` (first in `struct k_sigaction`) on
+/// every architecture but MIPS. `info` is the kernel's siginfo, whose fields (`si_signo`,
+/// `si_errno`, `si_code`, the `_sifields` union) lie as in the user `siginfo_t`.
+const SA_HANDLER_OFFSET: u16 = 0;
 
 struct Spec {
     provider: &'static str,
@@ -191,13 +197,13 @@ const SPECS: &[Spec] = &[
         sys: "signal",
         event: "signal_deliver",
         args: &[
-            Arg::Field("sig", Some("int")),
-            Arg::Zero("siginfo_t *"),
-            Arg::Field("sa_handler", Some("void (*)(void)")),
+            Arg::Raw(0, "int", "int"),
+            Arg::Raw(1, "siginfo_t *", "siginfo_t *"),
+            Arg::RawLoad(2, SA_HANDLER_OFFSET, "unsigned long", "void (*)(void)"),
         ],
         conds: &[],
         next_identity: false,
-        raw: false,
+        raw: true,
     },
     Spec {
         provider: "proc",
@@ -353,19 +359,22 @@ fn build(spec: &Spec, f: &EventFormat) -> Option<Probe> {
                     copy: None,
                 });
             }
+            Arg::RawLoad(n, offset, native, dt) => {
+                args.push(ArgSource::RawArgLoad {
+                    arg: *n,
+                    offset: *offset,
+                });
+                types.push(ProbeArg {
+                    native: (*native).into(),
+                    dtype: (*dt).into(),
+                    copy: None,
+                });
+            }
             Arg::PiNewPrio => {
                 args.push(ArgSource::PiNewPrio { task: 0, donor: 1 });
                 types.push(ProbeArg {
                     native: "int".into(),
                     dtype: "int".into(),
-                    copy: None,
-                });
-            }
-            Arg::Zero(dt) => {
-                args.push(ArgSource::Zero);
-                types.push(ProbeArg {
-                    native: "(not provided by the tracepoint)".into(),
-                    dtype: (*dt).into(),
                     copy: None,
                 });
             }

@@ -5,9 +5,12 @@
 //! (`curthread->real_parent->pid`, `args[0]->field`) are served from the kernel copies the needs
 //! analysis asked for, found by the address the interpreter computes at each step of its walk. User
 //! reads the capture could not foresee (computed addresses) go to the process's memory while it can
-//! still be read; everything else faults as DTrace faults ([`EventMemory`]).
+//! still be read; everything else faults as DTrace faults ([`EventMemory`]). A copy sized at the probe
+//! (`copyin(arg1, arg2)`) holds at most its capacity: a longer read from it is served from the
+//! process's memory as a whole while the process lives, and faults after.
 
 use super::LinuxTracing;
+use crate::capture::spec::MAX_STACK_DEPTH;
 use crate::capture::CapturedEvent;
 use dtrace_dif::vm::{FaultKind, Memory};
 use dtrace_framework::{CapturedMemory, FiringContext, Framework};
@@ -25,6 +28,9 @@ pub struct EventMemory {
     pid: u32,
     /// `None`: not tried yet; `Some(None)`: cannot be opened.
     proc_mem: Option<Option<File>>,
+    /// User ranges `(address, bytes held)` of copies sized at the probe: a read starting in one and
+    /// running past what it holds goes to the process whole.
+    prefixes: Vec<(u64, u64)>,
 }
 
 impl EventMemory {
@@ -35,6 +41,7 @@ impl EventMemory {
             paths: Vec::new(),
             pid,
             proc_mem: None,
+            prefixes: Vec::new(),
         }
     }
 
@@ -45,6 +52,18 @@ impl EventMemory {
             .map(|p| (p.addr, p.path.as_ref().ok().cloned()))
             .collect();
         self
+    }
+
+    /// The same, knowing which of `ev`'s user copies were sized at the probe ([`sized_prefixes`]).
+    pub fn with_prefixes(mut self, prefixes: Vec<(u64, u64)>) -> EventMemory {
+        self.prefixes = prefixes;
+        self
+    }
+
+    fn in_prefix(&self, addr: u64) -> bool {
+        self.prefixes
+            .iter()
+            .any(|&(at, n)| addr >= at && addr - at < n.max(1))
     }
 
     fn in_capture(&self, addr: u64) -> bool {
@@ -95,6 +114,8 @@ impl Memory for EventMemory {
     fn read_user(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), FaultKind> {
         match self.captured.read_user(addr, buf) {
             Ok(()) => Ok(()),
+            // Longer than a sized copy holds: the whole read from the process, never a mix.
+            Err(_) if self.in_prefix(addr) => self.read_process(addr, buf),
             Err(e) if self.in_capture(addr) => Err(e),
             Err(_) => self.read_process(addr, buf),
         }
@@ -161,6 +182,15 @@ pub fn firing_of(ev: &CapturedEvent, clock_offset: i64) -> (FiringContext, Captu
     (ctx, mem)
 }
 
+/// The user ranges of `ev`'s copies sized at the probe that were captured: `(address, bytes held)`.
+pub fn sized_prefixes(ev: &CapturedEvent) -> Vec<(u64, u64)> {
+    ev.copies
+        .iter()
+        .filter(|c| c.requested.is_some() && c.kind == crate::capture::MemKind::UserBytes)
+        .filter_map(|c| Some((c.addr, c.data.as_ref().ok()?.len() as u64)))
+        .collect()
+}
+
 /// `execargs` from the process's argument area: the arguments separated by spaces (the area's NULs
 /// become spaces, its final NUL and anything after it dropped).
 pub fn execargs_string(area: &[u8]) -> String {
@@ -170,6 +200,32 @@ pub fn execargs_string(area: &[u8]) -> String {
         .map(|b| if *b == 0 { b' ' } else { *b })
         .collect();
     String::from_utf8_lossy(&joined).into_owned()
+}
+
+/// Replaces the user stack the kernel walked (frame pointers) by the one unwound from the
+/// registers and stack bytes copied at the probe with the files' `.eh_frame`, when that one goes
+/// further (code without frame pointers stops the kernel's walk after a frame or two).
+fn unwind_ustack(
+    syms: &mut crate::symbols::Symbolizer,
+    pid: u32,
+    u: &crate::capture::UserStackCopy,
+    ctx: &mut FiringContext,
+) {
+    use crate::symbols::unwind::{StackBytes, UserRegs};
+    let regs = UserRegs {
+        pc: u.pc,
+        sp: u.sp,
+        fp: u.fp,
+    };
+    let stack = StackBytes {
+        base: u.sp,
+        bytes: &u.stack,
+    };
+    let frames = syms.unwind_user(pid, regs, stack, MAX_STACK_DEPTH as usize);
+    if frames.len() > ctx.ustack.len() {
+        ctx.ustack = frames;
+        ctx.ucaller = ctx.ustack.get(1).copied().unwrap_or(0);
+    }
 }
 
 /// `caller` from a kernel stack whose tracing frames were removed: the first frame, the function
@@ -256,7 +312,7 @@ impl LinuxTracing {
         if events.is_empty() {
             return 0;
         }
-        let (active, arg_copies, since, sampled, note, proc_args) = {
+        let (active, arg_copies, since, sampled, note, proc_args, exec) = {
             let sh = self.lock();
             (
                 sh.active.clone(),
@@ -265,6 +321,7 @@ impl LinuxTracing {
                 sh.sampled.clone(),
                 sh.note_processes,
                 sh.execargs_from_proc.clone(),
+                sh.image_replaced.clone(),
             )
         };
         let mut n = 0;
@@ -277,6 +334,9 @@ impl LinuxTracing {
             if note && ev.pid != 0 {
                 // Remember the process's mappings while it lives, for user symbols printed later.
                 syms.note_process_as(ev.pid, &ctx.execname);
+            }
+            if let Some(Ok(u)) = &ev.ustack_regs {
+                unwind_ustack(&mut syms, ev.pid, u, &mut ctx);
             }
             let is_sampled = sampled.contains(&ev.tag);
             if !ctx.kstack.is_empty() && !is_sampled {
@@ -293,7 +353,11 @@ impl LinuxTracing {
             if let Some(map) = arg_copies.get(&ev.tag) {
                 set_copy_args(&mut ctx, ev, map);
             }
-            let mut mem = EventMemory::new(mem, ev.pid).with_paths(&ev.paths);
+            // After an exec the process's memory is the new program's: nothing to fall back on.
+            let mem_pid = if exec.contains(&ev.tag) { 0 } else { ev.pid };
+            let mut mem = EventMemory::new(mem, mem_pid)
+                .with_prefixes(sized_prefixes(ev))
+                .with_paths(&ev.paths);
             fw.fire_with_memory(ev.tag, ev.cpu, &ctx, &mut mem);
             n += 1;
         }
@@ -331,17 +395,20 @@ mod tests {
                     kind: MemKind::UserString,
                     data: Ok(b"/etc/passwd".to_vec()),
                     source: CopySource::AtProbe,
+                    requested: None,
                 },
                 Copy {
                     addr: 0x1000,
                     kind: MemKind::UserBytes,
                     data: Err(-14),
                     source: CopySource::AtProbe,
+                    requested: None,
                 },
             ],
             kstack: Some(Ok(vec![0xffff_ffff_8100_0000])),
             ustack: Some(Err(-14)),
             ustack_files: None,
+            ustack_regs: None,
             retry_armed: false,
             execargs: None,
             ancestors: None,
@@ -442,24 +509,28 @@ mod tests {
                 kind: MemKind::KernelBytes,
                 data: Ok(around),
                 source: CopySource::AtProbe,
+                requested: None,
             },
             Copy {
                 addr: parent + 0x4f0,
                 kind: MemKind::KernelBytes,
                 data: Ok(77i32.to_le_bytes().to_vec()),
                 source: CopySource::AtProbe,
+                requested: None,
             },
             Copy {
                 addr: task + 0x510,
                 kind: MemKind::KernelString,
                 data: Ok(b"sh".to_vec()),
                 source: CopySource::AtProbe,
+                requested: None,
             },
             Copy {
                 addr: 0x4f0,
                 kind: MemKind::KernelBytes,
                 data: Err(-14),
                 source: CopySource::AtProbe,
+                requested: None,
             },
         ];
         let (ctx, captured) = firing_of(&ev, 0);
@@ -503,3 +574,6 @@ mod tests {
         assert_eq!(ctx.timestamp, Some(0));
     }
 }
+
+#[cfg(test)]
+mod sized_tests;

@@ -53,6 +53,10 @@ pub(crate) struct Shared {
     /// Probes whose `execargs` are read from `/proc/<pid>/cmdline` at delivery (at most this many
     /// bytes): the thread the record speaks for is not the one whose memory is mapped at the probe.
     pub(crate) execargs_from_proc: HashMap<u32, u32>,
+    /// Tags of probes at the entry of a call that replaces the process's image (`execve`): their
+    /// user memory is read at the probe only, as at the call's return or at delivery the addresses
+    /// belong to the new program.
+    pub(crate) image_replaced: HashSet<u32>,
     /// A planned program prints user symbols (`ustack()`, `usym()`, `%A`...): the mappings of each
     /// process an event comes from are remembered at delivery.
     pub(crate) note_processes: bool,
@@ -89,6 +93,10 @@ impl Shared {
             .map(|(_, n)| n)
             .collect();
         let mut spec = needs::spec_for(&matching, &string_args(&probe), self.strsize)?;
+        if replaces_image(info) {
+            spec.retry_at_return = false;
+            self.image_replaced.insert(info.id);
+        }
         // A record that speaks for another thread (`on-cpu`) is filtered in the kernel on that
         // thread's id, not its process id: leave such predicates to the framework.
         if let AttachPoint::Tracepoint {
@@ -117,6 +125,10 @@ impl Shared {
             }
             // User reads are served from the process's memory at delivery instead.
             spec.copies.retain(|c| !c.kind.is_user());
+        }
+        if spec.ustack.is_some() && !spec.ustack_build_id {
+            // Unwound at delivery with .eh_frame where the kernel's frame-pointer walk stops.
+            spec.ustack_unwind = Some(crate::capture::spec::USTACK_UNWIND_BYTES);
         }
         if self.session.is_none() {
             self.session =
@@ -162,6 +174,13 @@ impl Shared {
         }
         Ok(())
     }
+}
+
+/// Whether `info` is the entry of a system call that replaces the process's image when it succeeds.
+fn replaces_image(info: &ProbeInfo) -> bool {
+    info.provider == "syscall"
+        && info.name == "entry"
+        && matches!(info.function.as_str(), "execve" | "execveat")
 }
 
 /// Whether `program` records user stacks or user symbols, or formats with `%A`: then the
@@ -236,6 +255,7 @@ impl LinuxTracing {
                 arg_copies: HashMap::new(),
                 sampled: HashSet::new(),
                 execargs_from_proc: HashMap::new(),
+                image_replaced: HashSet::new(),
                 note_processes: false,
                 clock_offset: None,
                 live_since: None,
@@ -399,6 +419,7 @@ impl LinuxTracing {
         sh.arg_copies.clear();
         sh.sampled.clear();
         sh.execargs_from_proc.clear();
+        sh.image_replaced.clear();
         drop(sh);
         drop(session);
     }
@@ -525,5 +546,28 @@ mod tests {
         assert!(!has_uaddr_conversion("%a %d 100%% A"));
         assert!(!has_uaddr_conversion("%%A"));
         assert!(!has_uaddr_conversion("%"));
+    }
+}
+
+#[cfg(test)]
+mod exec_tests {
+    use super::*;
+
+    #[test]
+    fn only_exec_entries_replace_the_image() {
+        let info = |function: &str, name: &str| ProbeInfo {
+            id: 1,
+            provider: "syscall".into(),
+            module: "vmlinux".into(),
+            function: function.into(),
+            name: name.into(),
+        };
+        assert!(replaces_image(&info("execve", "entry")));
+        assert!(replaces_image(&info("execveat", "entry")));
+        assert!(!replaces_image(&info("execve", "return")));
+        assert!(!replaces_image(&info("write", "entry")));
+        let mut p = info("execve", "entry");
+        p.provider = "proc".into();
+        assert!(!replaces_image(&p));
     }
 }

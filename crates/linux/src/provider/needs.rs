@@ -1,6 +1,8 @@
 //! What a D program needs captured at each probe: the user memory its clauses read with `copyinstr`
 //! and `copyin` (found by following probe arguments through the DIF registers to the subroutine
-//! call), the kernel memory they read through `curthread` and probe arguments
+//! call; the length too when a probe argument gives it, and user pointers read from memory a
+//! `copyin` of the same probe copied, as in execve's argv), the kernel memory they read through
+//! `curthread` and probe arguments
 //! (`curthread->real_parent->pid`, `args[0]->field`, the D library's `curpsinfo` translations:
 //! chains of constant offsets and pointer loads, each step captured) and the stacks their
 //! `stack()`/`ustack()` actions record. The provider turns these into one [`CaptureSpec`] per
@@ -8,7 +10,9 @@
 //! object merged.
 
 use crate::capture::spec::ArgIndex;
-use crate::capture::spec::{MAX_COPIES, MAX_COPY_SIZE, MAX_DEREFS, MAX_STACK_DEPTH};
+use crate::capture::spec::{
+    MAX_COPIES, MAX_COPY_SIZE, MAX_DEREFS, MAX_STACK_DEPTH, MAX_USER_DEREFS, SIZED_COPY_CAP,
+};
 use crate::capture::{AddrBase, AddrExpr, CaptureSpec, CopyRequest, MemKind};
 use dtrace_dif::instr::Instr;
 use dtrace_dif::object::{
@@ -36,8 +40,9 @@ pub struct ClauseNeeds {
     /// The clause calls `copyinstr` on something other than a plain argument: capture every
     /// string-pointer argument of the probe.
     pub any_string_arg: bool,
-    /// The clause calls `copyin` on something other than a plain argument with a constant size: it
-    /// is served from the process's memory at delivery (see `deliver::EventMemory`).
+    /// The clause calls `copyin` with an address or a length the probe cannot compute (`arg1 +
+    /// arg2`, `arg2 * 2`): it is served from the process's memory at delivery (see
+    /// `deliver::EventMemory`).
     pub unresolved_copyin: bool,
     /// Kernel stack frames.
     pub kstack: Option<u32>,
@@ -244,6 +249,19 @@ enum Val {
         /// Converted to `int` first.
         sext32: bool,
     },
+    /// The scratch buffer a `copyin` filled from the user address an [`AddrExpr`] gives, moved by
+    /// the same offset as that address (`this->argv[1]` after `this->argv = copyin(arg1, 32)`):
+    /// a pointer loaded from it is a user pointer hop of that address.
+    Scratch(AddrExpr),
+    /// A length taken from probe argument `arg` and limited to `max` (`arg2 & 0xfff`, or the
+    /// constant arm of `arg2 > 64 ? 64 : arg2`): a copy it sizes takes at most `max` bytes of it.
+    /// The limit is only a capture hint: a read longer than what was captured is served at delivery.
+    ArgAtMost {
+        /// The argument.
+        arg: usize,
+        /// The limit.
+        max: u64,
+    },
 }
 
 impl Val {
@@ -254,8 +272,9 @@ impl Val {
                 base: AddrBase::Arg(a),
                 offset: 0,
                 derefs,
+                user_derefs,
                 index: None,
-            }) if derefs.is_empty() => Some(*a),
+            }) if derefs.is_empty() && user_derefs.is_empty() => Some(*a),
             _ => None,
         }
     }
@@ -265,7 +284,7 @@ impl Val {
     /// struct is left alone: tracepoint arrays are delivered as the address of their capture).
     fn kernel_addr(&self) -> Option<&AddrExpr> {
         match self {
-            Val::Addr(e) if self.plain_arg().is_none() => Some(e),
+            Val::Addr(e) if self.plain_arg().is_none() && e.user_derefs.is_empty() => Some(e),
             _ => None,
         }
     }
@@ -273,6 +292,9 @@ impl Val {
 
 /// The value of a register where two paths join.
 fn join_val(a: Val, b: Val) -> Val {
+    if let Some(v) = join_length(&a, &b) {
+        return v;
+    }
     match (a, b) {
         (a, b) if a == b => a,
         (Val::Addr(e), Val::Const(_) | Val::StrConst)
@@ -288,18 +310,18 @@ fn join(a: [Val; 8], b: [Val; 8]) -> [Val; 8] {
 
 /// `e + c`, if it still fits the capture's 32-bit offsets.
 fn add_offset(e: &AddrExpr, c: i64) -> Val {
+    offset_expr(e, c).map_or(Val::Unknown, Val::Addr)
+}
+
+/// `e + c` as an address expression: the offset added after the last hop.
+fn offset_expr(e: &AddrExpr, c: i64) -> Option<AddrExpr> {
     let mut e = e.clone();
-    let slot = match e.derefs.last_mut() {
-        Some(d) => d,
-        None => &mut e.offset,
+    let slot = match (e.user_derefs.last_mut(), e.derefs.last_mut()) {
+        (Some(d), _) | (None, Some(d)) => d,
+        (None, None) => &mut e.offset,
     };
-    match i32::try_from(i64::from(*slot).wrapping_add(c)) {
-        Ok(v) => {
-            *slot = v;
-            Val::Addr(e)
-        }
-        Err(_) => Val::Unknown,
-    }
+    *slot = i32::try_from(i64::from(*slot).wrapping_add(c)).ok()?;
+    Some(e)
 }
 
 /// Constant folding of the ALU operations array indexing and member offsets use.
@@ -360,7 +382,10 @@ fn index_op(op: Opcode, x: &Val, y: &Val) -> Option<Val> {
         }
         (Opcode::Add, Val::Addr(e), Val::Index { arg, scale, sext32 })
         | (Opcode::Add, Val::Index { arg, scale, sext32 }, Val::Addr(e))
-            if e.index.is_none() && x.plain_arg().is_none() && y.plain_arg().is_none() =>
+            if e.index.is_none()
+                && e.user_derefs.is_empty()
+                && x.plain_arg().is_none()
+                && y.plain_arg().is_none() =>
         {
             let mut e = e.clone();
             e.index = Some(ArgIndex {
@@ -378,7 +403,7 @@ fn index_op(op: Opcode, x: &Val, y: &Val) -> Option<Val> {
 impl ClauseNeeds {
     /// Asks for `size` kernel bytes (or a string of at most `size` bytes) at `e`.
     fn kernel_copy(&mut self, e: &AddrExpr, kind: MemKind, size: u32) {
-        if !capturable(e) || size == 0 {
+        if !capturable(e) || size == 0 || !e.user_derefs.is_empty() {
             return;
         }
         if e.derefs.len() > MAX_DEREFS {
@@ -387,11 +412,7 @@ impl ClauseNeeds {
             });
             return;
         }
-        self.add_copy(CopyRequest {
-            addr: e.clone(),
-            kind,
-            size: size.min(MAX_COPY_SIZE),
-        });
+        self.add_copy(CopyRequest::new(e.clone(), kind, size.min(MAX_COPY_SIZE)));
     }
 }
 
@@ -401,7 +422,9 @@ impl ClauseNeeds {
     /// enabled: its path would not be known.
     fn d_path(&mut self, arg: Option<&Val>) {
         match arg {
-            Some(Val::Addr(e)) if capturable(e) && e.derefs.len() <= MAX_DEREFS => {
+            Some(Val::Addr(e))
+                if capturable(e) && e.derefs.len() <= MAX_DEREFS && e.user_derefs.is_empty() =>
+            {
                 if !self.paths.contains(e) {
                     self.paths.push(e.clone());
                 }
@@ -534,7 +557,7 @@ fn scan_object(obj: &DifObject, strsize: u32, n: &mut ClauseNeeds, vars: &mut Sc
                     (op, Val::Const(x), Val::Const(y)) => {
                         fold(op, x, y).map_or(Val::Unknown, Val::Const)
                     }
-                    _ => Val::Unknown,
+                    (op, x, y) => alu_user(op, &x, &y),
                 };
                 set(&mut regs, rd, v);
             }
@@ -547,9 +570,11 @@ fn scan_object(obj: &DifObject, strsize: u32, n: &mut ClauseNeeds, vars: &mut Sc
             }
             Instr::Load { op, r1, rd } => {
                 let mut v = Val::Unknown;
-                if let (Some(size), Val::Addr(e)) = (kernel_load_size(op), get(&regs, r1)) {
+                if let (Opcode::Ldx, Val::Scratch(e)) = (op, get(&regs, r1)) {
+                    v = user_hop(e);
+                } else if let (Some(size), Val::Addr(e)) = (kernel_load_size(op), get(&regs, r1)) {
                     n.kernel_copy(&e, MemKind::KernelBytes, size);
-                    if op == Opcode::Ldx {
+                    if op == Opcode::Ldx && e.user_derefs.is_empty() {
                         // The loaded value may be a pointer to follow.
                         let mut next = e;
                         next.derefs.push(0);
@@ -584,12 +609,7 @@ fn scan_object(obj: &DifObject, strsize: u32, n: &mut ClauseNeeds, vars: &mut Sc
                     n.ustack = Some(MAX_STACK_DEPTH);
                     Val::Unknown
                 } else if var == vars::DIF_VAR_CURTHREAD {
-                    Val::Addr(AddrExpr {
-                        base: AddrBase::CurrentTask,
-                        offset: 0,
-                        derefs: Vec::new(),
-                        index: None,
-                    })
+                    Val::Addr(AddrExpr::kernel(AddrBase::CurrentTask, 0, Vec::new()))
                 } else {
                     Val::Unknown
                 };
@@ -695,18 +715,16 @@ fn scan_object(obj: &DifObject, strsize: u32, n: &mut ClauseNeeds, vars: &mut Sc
             }
             Instr::Call { subr, rd } => {
                 let user_addr = stack.first().and_then(user_addr);
+                let mut result = Val::Unknown;
                 if subr == Subr::Progenyof as u16 {
                     n.ancestors = true;
                 } else if subr == Subr::DPath as u16 {
                     n.d_path(stack.first());
                 } else if subr == Subr::Copyinstr as u16 {
                     match user_addr {
-                        // copyinstr(addr, maxlen) copies at most strsize bytes either way.
-                        Some(addr) => n.add_copy(CopyRequest {
-                            addr,
-                            kind: MemKind::UserString,
-                            size: strsize,
-                        }),
+                        // copyinstr(addr, maxlen) copies at most strsize bytes either way, at most
+                        // maxlen characters when a probe argument gives it.
+                        Some(addr) => n.add_copy(sized_string(addr, stack.get(1), strsize)),
                         None => n.any_string_arg = true,
                     }
                 } else if subr == Subr::Copyin as u16 || subr == Subr::Copyinto as u16 {
@@ -714,16 +732,24 @@ fn scan_object(obj: &DifObject, strsize: u32, n: &mut ClauseNeeds, vars: &mut Sc
                         (Some(addr), Some(Val::Const(size)))
                             if (1..=u64::from(MAX_COPY_SIZE)).contains(size) =>
                         {
-                            n.add_copy(CopyRequest {
-                                addr,
-                                kind: MemKind::UserBytes,
-                                size: *size as u32,
-                            })
+                            if subr == Subr::Copyin as u16 {
+                                result = Val::Scratch(addr.clone());
+                            }
+                            n.add_copy(CopyRequest::new(addr, MemKind::UserBytes, *size as u32))
                         }
+                        (Some(addr), Some(len)) => match sized_bytes(&addr, len) {
+                            Some(c) => {
+                                if subr == Subr::Copyin as u16 {
+                                    result = Val::Scratch(addr);
+                                }
+                                n.add_copy(c)
+                            }
+                            None => n.unresolved_copyin = true,
+                        },
                         _ => n.unresolved_copyin = true,
                     }
                 }
-                set(&mut regs, rd, Val::Unknown);
+                set(&mut regs, rd, result);
             }
             Instr::Sets { rd, .. } => set(&mut regs, rd, Val::StrConst),
             Instr::LoadVar { rd, .. } | Instr::Allocs { rd, .. } | Instr::Xlate { rd, .. } => {
@@ -734,15 +760,106 @@ fn scan_object(obj: &DifObject, strsize: u32, n: &mut ClauseNeeds, vars: &mut Sc
     }
 }
 
-/// The user address of a `copyin`/`copyinstr` the probe can copy from: a probe argument itself,
-/// or a user pointer read from the kernel (`curpsinfo->pr_argv`). Computed addresses (`arg1 + 4`)
-/// are not: they fall back on the string arguments or the process's memory.
+/// The user address of a `copyin`/`copyinstr` the probe can copy from: a probe argument plus a
+/// constant (`arg1`, `arg1 + 8`), a user pointer read from the kernel (`curpsinfo->pr_argv`), or
+/// one read from user memory a `copyin` of the same probe captured (`this->argv[1]`). Addresses
+/// computed otherwise (`arg1 + arg2`) are not: they fall back on the string arguments or the
+/// process's memory.
 fn user_addr(v: &Val) -> Option<AddrExpr> {
     match v {
-        Val::Addr(e) if capturable(e) && (v.plain_arg().is_some() || !e.derefs.is_empty()) => {
+        Val::Addr(e)
+            if capturable(e)
+                && (matches!(e.base, AddrBase::Arg(_))
+                    || !e.derefs.is_empty()
+                    || !e.user_derefs.is_empty()) =>
+        {
             Some(e.clone())
         }
         _ => None,
+    }
+}
+
+/// A probe argument a copy's length can come from: `(argument, most bytes)`.
+fn length_arg(len: &Val) -> Option<(usize, u64)> {
+    let (arg, max) = match len {
+        Val::ArgAtMost { arg, max } => (*arg, *max),
+        v => (v.plain_arg()?, u64::MAX),
+    };
+    (arg < crate::capture::layout::NARGS).then_some((arg, max))
+}
+
+/// `copyin(addr, len)` with a length known only at the probe: at most [`SIZED_COPY_CAP`] bytes
+/// (fewer when the length is limited by a constant).
+fn sized_bytes(addr: &AddrExpr, len: &Val) -> Option<CopyRequest> {
+    let (arg, max) = length_arg(len)?;
+    let size = max.min(u64::from(SIZED_COPY_CAP)) as u32;
+    (size > 0).then(|| CopyRequest {
+        addr: addr.clone(),
+        kind: MemKind::UserBytes,
+        size,
+        size_arg: Some(arg),
+    })
+}
+
+/// `copyinstr(addr)` or `copyinstr(addr, maxlen)`: `strsize` bytes, and when a probe argument gives
+/// `maxlen`, no more characters than it says (the bytes past a buffer that is not NUL-terminated
+/// may not be mapped).
+fn sized_string(addr: AddrExpr, maxlen: Option<&Val>, strsize: u32) -> CopyRequest {
+    let mut c = CopyRequest::new(addr, MemKind::UserString, strsize);
+    if let Some((arg, max)) = maxlen.and_then(length_arg) {
+        c.size = u64::from(strsize).min(max.saturating_add(1)) as u32;
+        c.size_arg = Some(arg);
+    }
+    c
+}
+
+/// A pointer loaded from the scratch copy of user memory at `e`: the user pointer stored there, as
+/// one more user hop (within [`MAX_USER_DEREFS`]; past them, not followed).
+fn user_hop(mut e: AddrExpr) -> Val {
+    if e.user_derefs.len() >= MAX_USER_DEREFS {
+        return Val::Unknown;
+    }
+    e.user_derefs.push(0);
+    Val::Addr(e)
+}
+
+/// ALU operations on scratch copies and lengths: an offset into a copy of user memory
+/// (`this->argv + 8`) and a probe argument masked by a constant (`arg2 & 0xfff`).
+fn alu_user(op: Opcode, x: &Val, y: &Val) -> Val {
+    match (op, x, y) {
+        (Opcode::Add, Val::Scratch(e), Val::Const(c))
+        | (Opcode::Add, Val::Const(c), Val::Scratch(e)) => {
+            offset_expr(e, *c as i64).map_or(Val::Unknown, Val::Scratch)
+        }
+        (Opcode::Sub, Val::Scratch(e), Val::Const(c)) => {
+            offset_expr(e, (*c as i64).wrapping_neg()).map_or(Val::Unknown, Val::Scratch)
+        }
+        (Opcode::And, v, Val::Const(m)) | (Opcode::And, Val::Const(m), v) => match v {
+            Val::ArgAtMost { arg, max } => Val::ArgAtMost {
+                arg: *arg,
+                max: (*max).min(*m),
+            },
+            v => v
+                .plain_arg()
+                .map_or(Val::Unknown, |arg| Val::ArgAtMost { arg, max: *m }),
+        },
+        _ => Val::Unknown,
+    }
+}
+
+/// Where a probe argument and a non-zero constant join (`arg2 > 64 ? 64 : arg2`): a length of that
+/// argument limited to the constant (as a capture hint). Other joins are left to [`join_val`].
+fn join_length(a: &Val, b: &Val) -> Option<Val> {
+    let (v, c) = match (a, b) {
+        (v, Val::Const(c)) | (Val::Const(c), v) if *c != 0 => (v, *c),
+        _ => return None,
+    };
+    match v {
+        Val::ArgAtMost { arg, max } => Some(Val::ArgAtMost {
+            arg: *arg,
+            max: (*max).max(c),
+        }),
+        v => v.plain_arg().map(|arg| Val::ArgAtMost { arg, max: c }),
     }
 }
 
@@ -824,28 +941,19 @@ fn merge_kernel_copies(copies: Vec<CopyRequest>) -> Vec<CopyRequest> {
             // Starts and sizes came from i32 offsets and legal sizes.
             let start = i32::try_from(start).unwrap_or(i32::MAX);
             let addr = match offset {
-                None => AddrExpr {
-                    base,
-                    offset: start,
-                    derefs: Vec::new(),
-                    index,
-                },
+                None => AddrExpr::kernel(base, start, Vec::new()),
                 Some(offset) => {
                     let mut derefs = hops.clone();
                     derefs.push(start);
-                    AddrExpr {
-                        base,
-                        offset,
-                        derefs,
-                        index,
-                    }
+                    AddrExpr::kernel(base, offset, derefs)
                 }
             };
-            out.push(CopyRequest {
+            let addr = AddrExpr { index, ..addr };
+            out.push(CopyRequest::new(
                 addr,
-                kind: MemKind::KernelBytes,
-                size: u32::try_from(end - i64::from(start)).unwrap_or(MAX_COPY_SIZE),
-            });
+                MemKind::KernelBytes,
+                u32::try_from(end - i64::from(start)).unwrap_or(MAX_COPY_SIZE),
+            ));
         }
     }
     out
@@ -864,7 +972,7 @@ pub fn spec_for(
         if let Some(old) = spec
             .copies
             .iter_mut()
-            .find(|o| o.addr == c.addr && o.kind == c.kind)
+            .find(|o| o.addr == c.addr && o.kind == c.kind && o.size_arg == c.size_arg)
         {
             old.size = old.size.max(c.size);
         } else {
@@ -883,11 +991,7 @@ pub fn spec_for(
             for &a in string_args {
                 push(
                     &mut spec,
-                    CopyRequest {
-                        addr: AddrExpr::arg(a),
-                        kind: MemKind::UserString,
-                        size: strsize,
-                    },
+                    CopyRequest::new(AddrExpr::arg(a), MemKind::UserString, strsize),
                 );
             }
         }
@@ -989,6 +1093,7 @@ pub fn fuzz_entry(data: &[u8]) {
             assert!(spec.copies.len() <= MAX_COPIES);
             // Every copy asked for is one the capture can make.
             assert!(spec.copies.iter().all(|c| c.addr.derefs.len() <= MAX_DEREFS
+                && c.addr.user_derefs.len() <= MAX_USER_DEREFS
                 && !matches!(c.addr.base, AddrBase::Arg(n) if n >= crate::capture::layout::NARGS)));
             let _ = crate::capture::RecordLayout::for_spec(&spec, "fuzz");
         }
@@ -1014,11 +1119,11 @@ mod tests {
         assert!(!c.any_string_arg);
         assert_eq!(
             c.copies,
-            vec![CopyRequest {
-                addr: AddrExpr::arg(1),
-                kind: MemKind::UserString,
-                size: DEFAULT_STRSIZE
-            }]
+            vec![CopyRequest::new(
+                AddrExpr::arg(1),
+                MemKind::UserString,
+                DEFAULT_STRSIZE
+            )]
         );
     }
 
@@ -1037,12 +1142,12 @@ mod tests {
 
     #[test]
     fn computed_addresses_fall_back() {
-        let n = needs(r#"syscall::write:entry { trace(copyinstr(arg1 + 4)); }"#);
+        let n = needs(r#"syscall::write:entry { trace(copyinstr(arg1 + arg2)); }"#);
         assert!(n.clauses[0].1.any_string_arg);
         let spec = spec_for(&[&n.clauses[0].1], &[1], 64).unwrap();
         assert_eq!(spec.copies.len(), 1);
         assert_eq!(spec.copies[0].size, 64);
-        let n = needs(r#"syscall::write:entry { trace(*(int *)copyin(arg1 + 4, 4)); }"#);
+        let n = needs(r#"syscall::write:entry { trace(*(int *)copyin(arg1 + arg2, 4)); }"#);
         assert!(n.clauses[0].1.unresolved_copyin);
         assert!(spec_for(&[&n.clauses[0].1], &[], 64)
             .unwrap()
@@ -1140,16 +1245,7 @@ mod tests {
     const FOO: &str = "struct foo { int a; long b; struct foo *next; char name[16]; };";
 
     fn kcopy(base: AddrBase, offset: i32, derefs: &[i32], kind: MemKind, size: u32) -> CopyRequest {
-        CopyRequest {
-            addr: AddrExpr {
-                base,
-                offset,
-                derefs: derefs.to_vec(),
-                index: None,
-            },
-            kind,
-            size,
-        }
+        CopyRequest::new(AddrExpr::kernel(base, offset, derefs.to_vec()), kind, size)
     }
 
     #[test]
@@ -1530,3 +1626,6 @@ mod smoke {
         fuzz_entry(&[1]);
     }
 }
+
+#[cfg(test)]
+mod sized_tests;

@@ -41,20 +41,25 @@ const SHT_NOTE: u32 = 7;
 const SHT_DYNSYM: u32 = 11;
 const PT_NOTE: u32 = 4;
 
-fn u16_at(b: &[u8], o: usize) -> Option<u64> {
+pub(crate) fn u16_at(b: &[u8], o: usize) -> Option<u64> {
     Some(u16::from_le_bytes(b.get(o..o + 2)?.try_into().ok()?) as u64)
 }
 
-fn u32_at(b: &[u8], o: usize) -> Option<u32> {
+pub(crate) fn u32_at(b: &[u8], o: usize) -> Option<u32> {
     Some(u32::from_le_bytes(b.get(o..o + 4)?.try_into().ok()?))
 }
 
-fn u64_at(b: &[u8], o: usize) -> Option<u64> {
+pub(crate) fn u64_at(b: &[u8], o: usize) -> Option<u64> {
     Some(u64::from_le_bytes(b.get(o..o + 8)?.try_into().ok()?))
 }
 
 /// Copies `[off, off + size)` of `file` (clamped to `img`) into `img` at the same offset.
-fn fill(file: &(impl Source + ?Sized), img: &mut [u8], off: u64, size: u64) -> Result<()> {
+pub(crate) fn fill(
+    file: &(impl Source + ?Sized),
+    img: &mut [u8],
+    off: u64,
+    size: u64,
+) -> Result<()> {
     let len = img.len() as u64;
     let start = off.min(len);
     let end = off.saturating_add(size).min(len);

@@ -8,6 +8,7 @@ pub mod elf;
 pub mod elfimage;
 pub mod kallsyms;
 pub mod procmaps;
+pub mod unwind;
 
 pub use elf::{read_build_id, ElfSymbols};
 pub use kallsyms::KernelSymbols;
@@ -99,6 +100,7 @@ pub struct Symbolizer {
     by_build_id: HashMap<Vec<u8>, String>,
     scanned: HashSet<String>,
     missing: HashSet<Vec<u8>>,
+    unwind_tables: HashMap<String, Option<Arc<unwind::UnwindTable>>>,
 }
 
 impl Symbolizer {
@@ -367,6 +369,34 @@ impl Symbolizer {
             Some(r) => r.format(addr),
             None => format_frame(None, None, addr),
         }
+    }
+
+    /// The user stack of `pid` unwound from `regs` through the stack bytes copied at the probe
+    /// with the `.eh_frame` information of the files mapped (see [`unwind`]): up to `max` PCs.
+    pub fn unwind_user(
+        &mut self,
+        pid: u32,
+        regs: unwind::UserRegs,
+        stack: unwind::StackBytes<'_>,
+        max: usize,
+    ) -> Vec<u64> {
+        unwind::unwind(regs, stack, max, |pc| self.unwind_table_at(pid, pc))
+    }
+
+    /// The unwind table of the file `pid` maps at `pc`, and its load bias.
+    fn unwind_table_at(&mut self, pid: u32, pc: u64) -> Option<(Arc<unwind::UnwindTable>, u64)> {
+        let map = self.mapping_of(pid, pc)?;
+        if !map.path.starts_with('/') {
+            return None;
+        }
+        let elf = self.elf(&map.path)?;
+        let vaddr = elf.vaddr_of_file_offset((pc - map.start).wrapping_add(map.offset))?;
+        let table = self
+            .unwind_tables
+            .entry(map.path.clone())
+            .or_insert_with(|| unwind::UnwindTable::load(&map.path).map(Arc::new))
+            .clone()?;
+        Some((table, pc.wrapping_sub(vaddr)))
     }
 
     /// `module`function+0xoff` for a user address of `pid`.

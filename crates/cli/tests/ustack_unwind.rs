@@ -1,0 +1,88 @@
+//! `ustack()` of code built without frame pointers (as most distributions build their binaries):
+//! the stack is unwound at delivery from the user registers and stack bytes captured at the probe,
+//! with the files' `.eh_frame`, so every caller shows, down to the program's entry point (root,
+//! BPF, tracefs; gcc).
+
+mod common;
+use common::dtrace;
+
+const SRC: &str = r#"
+#include <unistd.h>
+volatile unsigned long sink;
+__attribute__((noinline)) int level3(int x) {
+    for (unsigned long i = 0; i < 200000000UL; i++) sink += i ^ (unsigned long)x;
+    return (int)getppid() + x;
+}
+__attribute__((noinline)) int level2(int x) { return level3(x * 3) + 1; }
+__attribute__((noinline)) int level1(int x) { return level2(x + 5) * 2; }
+int main(void) { return level1(1) > 0 ? 0 : 1; }
+"#;
+
+/// The frames of each stack printed (stacks separated by blank lines or counts).
+fn stacks(out: &str) -> Vec<Vec<String>> {
+    let mut all = Vec::new();
+    let mut cur = Vec::new();
+    for l in out.lines().map(str::trim) {
+        if l.contains('`') {
+            cur.push(l.to_string());
+        } else if !cur.is_empty() {
+            all.push(std::mem::take(&mut cur));
+        }
+    }
+    if !cur.is_empty() {
+        all.push(cur);
+    }
+    all
+}
+
+/// Whether `frames` holds level3, level2, level1 and main of `nofp`, consecutive and in order.
+fn has_chain(frames: &[String]) -> bool {
+    let names = ["level3", "level2", "level1", "main"];
+    frames.windows(4).any(|w| {
+        w.iter()
+            .zip(names)
+            .all(|(f, n)| f.starts_with(&format!("nofp`{n}+")))
+    })
+}
+
+#[test]
+fn ustack_unwinds_code_without_frame_pointers() {
+    if !common::kernel_ok("ustack_unwinds_code_without_frame_pointers")
+        || !common::have_gcc("ustack_unwinds_code_without_frame_pointers")
+    {
+        return;
+    }
+    let dir = common::test_dir("ustack-unwind");
+    let exe = common::compile_c(
+        &dir,
+        "nofp",
+        SRC,
+        &[
+            "-O2",
+            "-fomit-frame-pointer",
+            "-fasynchronous-unwind-tables",
+        ],
+    );
+    let (rc, out, err) = dtrace(&[
+        "-qn",
+        "syscall::getppid:entry /pid == $target/ { ustack(); }
+         profile-997 /pid == $target/ { @[ustack()] = count(); }",
+        "-c",
+        exe.to_str().unwrap(),
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    let all = stacks(&out);
+    // The syscall's stack: libc's getppid, then every caller, then libc's start code.
+    let sys = all
+        .iter()
+        .find(|s| s[0].starts_with("libc.so.6`getppid"))
+        .unwrap_or_else(|| panic!("no getppid stack in {out}"));
+    assert!(has_chain(&sys[1..]), "{sys:#?}");
+    assert!(sys.last().unwrap().starts_with("nofp`_start+"), "{sys:#?}");
+    // Samples in the loop: level3 on top, its callers below.
+    assert!(
+        all.iter()
+            .any(|s| s[0].starts_with("nofp`level3+") && has_chain(s)),
+        "{out}"
+    );
+}
