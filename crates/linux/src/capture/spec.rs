@@ -120,6 +120,9 @@ pub struct CaptureSpec {
     /// Record the process ids of the task's ancestors (a bounded walk of `real_parent`), for
     /// `progenyof()`.
     pub ancestors: bool,
+    /// Compute `vtimestamp` exactly at the probe (see [`crate::vtime`]) rather than reading the
+    /// scheduler's last accounting, which lags by up to a tick.
+    pub exact_vtime: bool,
 }
 
 /// The most ancestors recorded (the walk stops at pid 1, the root of every user process tree).
