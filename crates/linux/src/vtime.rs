@@ -277,10 +277,11 @@ const FLOOR_STALE_NS: u64 = 10_000_000_000;
 
 /// Keeps each thread's `vtimestamp` from going backwards across its time slices (see the module
 /// notes). Threads are told apart by thread id and task address, so a reused thread id starts
-/// afresh.
+/// afresh, and the idle threads (all thread 0) are one each.
 #[derive(Debug, Default)]
 pub struct VtimeFloor {
-    last: HashMap<u32, (u64, u64, u64)>,
+    /// (tid, task) -> (last value, ktime of its event).
+    last: HashMap<(u32, u64), (u64, u64)>,
 }
 
 impl VtimeFloor {
@@ -292,17 +293,15 @@ impl VtimeFloor {
     /// The value to report for thread `tid` (task `task`) whose probe at `ktime_ns` computed
     /// `vtime`: at least the last value reported for it.
     pub fn apply(&mut self, tid: u32, task: u64, ktime_ns: u64, vtime: u64) -> u64 {
-        if self.last.len() >= FLOOR_PRUNE_AT && !self.last.contains_key(&tid) {
+        let key = (tid, task);
+        if self.last.len() >= FLOOR_PRUNE_AT && !self.last.contains_key(&key) {
             self.last
-                .retain(|_, (_, _, at)| ktime_ns.saturating_sub(*at) < FLOOR_STALE_NS);
+                .retain(|_, (_, at)| ktime_ns.saturating_sub(*at) < FLOOR_STALE_NS);
         }
-        let e = self.last.entry(tid).or_insert((task, vtime, ktime_ns));
-        if e.0 != task {
-            *e = (task, vtime, ktime_ns);
-        }
-        e.1 = e.1.max(vtime);
-        e.2 = ktime_ns;
-        e.1
+        let e = self.last.entry(key).or_insert((vtime, ktime_ns));
+        e.0 = e.0.max(vtime);
+        e.1 = ktime_ns;
+        e.0
     }
 
     /// Threads remembered.
@@ -327,9 +326,11 @@ mod tests {
         assert_eq!(f.apply(10, 0xa, 2, 90), 100);
         assert_eq!(f.apply(11, 0xb, 3, 50), 50);
         assert_eq!(f.apply(10, 0xa, 4, 130), 130);
-        // Same id, another task: a new thread, its own values.
+        // Same id, another task: a new thread (or another CPU's idle thread), its own values.
         assert_eq!(f.apply(10, 0xc, 5, 7), 7);
-        assert_eq!(f.len(), 2);
+        assert_eq!(f.apply(10, 0xa, 6, 120), 130);
+        assert_eq!(f.apply(10, 0xc, 7, 6), 7);
+        assert_eq!(f.len(), 3);
     }
 
     #[test]
