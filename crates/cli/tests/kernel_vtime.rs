@@ -215,3 +215,18 @@ fn a_syscalls_entry_to_return_delta_is_positive() {
     // A getppid(2) takes well under a millisecond of CPU.
     assert!(avg > 0 && avg < 1_000_000, "{out}");
 }
+
+#[test]
+fn begin_and_end_report_the_consumer_threads_cpu_time() {
+    // BEGIN and END fire in dtrace's own thread: its CPU time, which only grows.
+    let (rc, out, err) = dtrace(&[
+        "-qn",
+        r#"BEGIN { printf("B %d\n", vtimestamp); exit(0); } END { printf("E %d\n", vtimestamp); }"#,
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    let (b, e) = (numbers(&out, "B "), numbers(&out, "E "));
+    assert_eq!((b.len(), e.len()), (1, 1), "{out}");
+    assert!(b[0] > 0 && e[0] >= b[0], "{out}");
+    // Less than the process's whole life on CPU so far: a thread's time, not a clock's.
+    assert!(e[0] < 60_000_000_000, "{out}");
+}

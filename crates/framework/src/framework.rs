@@ -35,6 +35,10 @@ pub trait Clock: Send {
     fn wall(&self) -> u64;
 }
 
+/// A reader of the calling thread's on-CPU nanoseconds (for `vtimestamp` in the consumer's
+/// context; see [`Framework::set_consumer_vtime`]).
+type ThreadCpuClock = Box<dyn Fn() -> u64 + Send>;
+
 /// The system clock.
 #[derive(Debug, Clone, Copy)]
 pub struct SystemClock {
@@ -231,6 +235,9 @@ pub struct Framework {
     pub(crate) last_clean: u64,
     /// The context BEGIN and END fire in (the consumer's process).
     pub(crate) consumer_ctx: FiringContext,
+    /// Reads the on-CPU nanoseconds of the thread firing consumer-context probes (their
+    /// `vtimestamp`), when the embedder supplies it.
+    consumer_vtime: Option<ThreadCpuClock>,
     /// Whether faults also write [`crate::records::FAULT_EPID`] records.
     pub(crate) fault_records: bool,
     /// An enabled ECB has a destructive action (checked against the option at `go`).
@@ -282,6 +289,7 @@ impl Framework {
             next_aggid: 1,
             last_clean: 0,
             consumer_ctx: FiringContext::default(),
+            consumer_vtime: None,
             destructive_enabled: false,
             fault_records: false,
             tx,
@@ -294,6 +302,23 @@ impl Framework {
     /// process, so `pid`, `tid`, `execname`... are the consumer's (the CLI fills them in).
     pub fn set_consumer_context(&mut self, ctx: FiringContext) {
         self.consumer_ctx = ctx;
+    }
+
+    /// Sets how `vtimestamp` is read for the probes that fire in the consumer's context (BEGIN,
+    /// END, timer probes the framework runs): `f` returns the calling thread's on-CPU nanoseconds
+    /// (the framework makes no system calls itself). Without it their `vtimestamp` is the consumer
+    /// context's.
+    pub fn set_consumer_vtime(&mut self, f: Box<dyn Fn() -> u64 + Send>) {
+        self.consumer_vtime = Some(f);
+    }
+
+    /// The consumer context of a firing now, with its `vtimestamp` read.
+    fn consumer_context(&self) -> FiringContext {
+        let mut ctx = self.consumer_ctx.clone();
+        if let Some(f) = &self.consumer_vtime {
+            ctx.vtimestamp = f();
+        }
+        ctx
     }
 
     /// Whether faults also write a [`crate::records::FAULT_EPID`] record into the principal buffer
@@ -626,7 +651,7 @@ impl Framework {
         self.activity = Activity::Active;
         self.last_clean = self.clock.now();
         let cpu = self.consumer_cpu();
-        let ctx = self.consumer_ctx.clone();
+        let ctx = self.consumer_context();
         self.fire(BEGIN, cpu, &ctx);
         Ok(())
     }
@@ -647,7 +672,7 @@ impl Framework {
         self.process_events();
         let cpu = self.consumer_cpu();
         self.firing_end = true;
-        let ctx = self.consumer_ctx.clone();
+        let ctx = self.consumer_context();
         self.fire(END, cpu, &ctx);
         self.firing_end = false;
         self.activity = Activity::Stopped;
@@ -720,9 +745,12 @@ impl Framework {
         self.registry.poll(now, self.ncpus, &mut due);
         // Timer probes fire on the consumer's timer thread, so the context they see is the
         // consumer's own (as a tick in DTrace sees whatever ran on the CPU).
-        let mut ctx = self.consumer_ctx.clone();
+        let mut ctx = self.consumer_context();
         for (probe, cpu, at) in due {
             ctx.timestamp = Some(at);
+            if let Some(f) = &self.consumer_vtime {
+                ctx.vtimestamp = f();
+            }
             self.fire(probe, cpu, &ctx);
             n += 1;
         }
