@@ -91,7 +91,8 @@ fn delta_across_a_cpu_burn_matches_the_threads_own_cpu_time() {
     }
 }
 
-/// Two threads each make many getppid(2) calls, sleeping now and then and moving between CPUs.
+/// Two threads each make many getppid(2) calls, sleeping now and then and moving between CPUs
+/// (`sched:::on-cpu` gives the thread switched in its total from the scheduler).
 const HOPPER: &str = r#"
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -142,14 +143,22 @@ fn a_threads_vtimestamp_never_decreases() {
     std::fs::write(
         &script,
         r#"self uint64_t last;
-syscall::getppid:entry, syscall::getppid:return /pid == $target && self->last > vtimestamp/
+syscall::getppid:entry, syscall::getppid:return, sched:::on-cpu
+/pid == $target && self->last > vtimestamp/
 {
-    printf("back %d %d -> %d\n", tid, self->last, vtimestamp);
+    printf("back %s %d %d -> %d\n", probename, tid, self->last, vtimestamp);
+}
+syscall::getppid:entry, syscall::getppid:return, sched:::on-cpu /pid == $target/
+{
+    self->last = vtimestamp;
 }
 syscall::getppid:entry, syscall::getppid:return /pid == $target/
 {
-    self->last = vtimestamp;
     @events = count();
+}
+sched:::on-cpu /pid == $target/
+{
+    @switches = count();
 }
 syscall::getppid:entry /pid == $target && !self->seen/
 {
@@ -160,6 +169,7 @@ END
 {
     printa("events %@d\n", @events);
     printa("tids %@d\n", @tids);
+    printa("switches %@d\n", @switches);
 }
 "#,
     )
@@ -169,6 +179,8 @@ END
     assert!(!out.contains("back"), "vtimestamp went backwards:\n{out}");
     assert_eq!(numbers(&out, "events "), vec![2 * 2 * 3000], "{out}{err}");
     assert_eq!(numbers(&out, "tids "), vec![2], "{out}{err}");
+    // Each sleep puts the thread back on a CPU.
+    assert!(numbers(&out, "switches ")[0] >= 2 * 300, "{out}");
 }
 
 /// getppid(2) calls in a loop.

@@ -60,7 +60,8 @@ struct ProbeInfo {
     layout: RecordLayout,
     syscall_return: bool,
     identity_from_fields: bool,
-    /// Its `vtimestamp` is computed exactly (and kept non-decreasing per thread).
+    /// Its clauses read `vtimestamp`, which its records carry exactly (computed at the probe, or
+    /// the scheduler's total of a thread just switched in): kept non-decreasing per thread.
     exact_vtime: bool,
 }
 
@@ -130,6 +131,17 @@ fn speaks_for_current(attach: &AttachPoint) -> bool {
     match attach {
         AttachPoint::Tracepoint { identity, .. } | AttachPoint::RawTracepoint { identity, .. } => {
             *identity == Identity::Current
+        }
+        AttachPoint::Profile { .. } => true,
+    }
+}
+
+/// Whether records of probes at `attach` carry a thread's `vtimestamp`: the running thread's, or
+/// (`on-cpu`) that of the thread switched in, whose total the scheduler has just brought up to date.
+fn vtime_of_a_task(attach: &AttachPoint) -> bool {
+    match attach {
+        AttachPoint::Tracepoint { identity, .. } | AttachPoint::RawTracepoint { identity, .. } => {
+            !matches!(identity, Identity::FromFields { .. })
         }
         AttachPoint::Profile { .. } => true,
     }
@@ -214,10 +226,10 @@ impl Session {
             },
             vclock: None,
         };
-        let exact_vtime = spec.exact_vtime && speaks_for_current(&probe.attach);
-        if exact_vtime {
+        if spec.exact_vtime && speaks_for_current(&probe.attach) {
             fds.vclock = Some(self.vclock()?);
         }
+        let exact_vtime = spec.exact_vtime && vtime_of_a_task(&probe.attach);
         let mut programs = Vec::new();
         let mut attachments = Vec::new();
         let mut pending = None;
