@@ -43,8 +43,10 @@ fn best<F: FnMut() -> f64>(runs: usize, mut f: F) -> f64 {
     (0..runs).map(|_| f()).fold(f64::INFINITY, f64::min)
 }
 
-/// ns per write with `syscall::write:entry` captured for this process.
-fn traced_writes(n: u64, runs: usize, exact_vtime: bool) -> Option<(f64, u64)> {
+/// ns per write with `syscall::write:entry` captured for this process, events seen, and (with
+/// run-time statistics on) the kernel's ns per run of the `sys_enter` dispatcher and the capture
+/// it tail-calls (mostly this loop's writes; other syscalls of the machine add short runs).
+fn traced_writes(n: u64, runs: usize, exact_vtime: bool) -> Option<(f64, u64, Option<f64>)> {
     let cat = Catalog::load().ok()?;
     let p = cat
         .matching(&ProbeDesc::parse("syscall::write:entry"))
@@ -71,7 +73,10 @@ fn traced_writes(n: u64, runs: usize, exact_vtime: bool) -> Option<(f64, u64)> {
         ns = ns.min(write_loop(n));
         s.drain(&mut |_| seen += 1);
     }
-    Some((ns, seen))
+    let per_run = run_stats("dtvbench_se")
+        .filter(|r| r.1 > 0)
+        .map(|(t, c)| t as f64 / c as f64);
+    Some((ns, seen, per_run))
 }
 
 /// CPU ns per round trip of a byte between two threads pinned to the same CPU.
@@ -144,6 +149,7 @@ fn main() {
         println!("vtime_overhead: BPF unavailable (needs root); nothing measured");
         return;
     }
+    let stats = enable_bpf_stats();
     let base = best(runs, || write_loop(n));
     println!("write(2) of 1 byte to /dev/null x {n}, best of {runs}, writer's CPU time:");
     println!("  no tracing                                   {base:8.1} ns/write");
@@ -153,18 +159,25 @@ fn main() {
         ("write:entry captured", plain),
         ("write:entry captured, exact vtimestamp", exact),
     ] {
-        if let Some((ns, seen)) = r {
+        if let Some((ns, seen, per_run)) = r {
             println!(
-                "  {label:<44} {ns:8.1} ns/write  (+{:.1} ns; {seen} events)",
-                ns - base
+                "  {label:<44} {ns:8.1} ns/write  (+{:.1} ns; {seen} events{})",
+                ns - base,
+                per_run.map_or(String::new(), |p| format!("; kernel: {p:.1} ns per run"))
             );
         }
     }
-    if let (Some((p, _)), Some((e, _))) = (plain, exact) {
-        println!("  exact vtimestamp adds {:.1} ns per event", e - p);
+    if let (Some((p, _, kp)), Some((e, _, ke))) = (plain, exact) {
+        print!(
+            "  exact vtimestamp adds {:.1} ns per event (writer's CPU time)",
+            e - p
+        );
+        match (kp, ke) {
+            (Some(kp), Some(ke)) => println!(", {:.1} ns (kernel run-time statistics)", ke - kp),
+            _ => println!(),
+        }
     }
     let rounds = (n / 10).max(10_000);
-    let stats = enable_bpf_stats();
     let without = best(runs, || ping_pong(rounds));
     let mut per_run = None;
     let with = match dtrace_linux::vtime::Vclock::start("dtvbclk") {

@@ -91,7 +91,13 @@ pub struct VclockRef {
     pub map: i32,
     /// Task field offsets.
     pub offsets: VclockOffsets,
+    /// Every capture program type may read the current task's fields directly (through
+    /// `bpf_get_current_task_btf`) rather than with `bpf_probe_read_kernel`.
+    pub direct: bool,
 }
+
+/// `bpf_get_current_task_btf`: the current task as a BTF-typed pointer.
+const GET_CURRENT_TASK_BTF: i32 = 158;
 
 /// `raw_tp/sched_switch` arguments: `(bool preempt, struct task_struct *prev, struct task_struct
 /// *next, unsigned int prev_state)`.
@@ -151,7 +157,12 @@ pub fn emit_exact_vtime(a: &mut Asm, v: &VclockRef) {
         .alu_imm(op::ADD, R2, READ_AT as i32)
         .call(helper::MAP_LOOKUP_ELEM);
     a.mov(R8, R0);
-    // exec_start at READ_AT, sum_exec_runtime at READ_AT + 8 (one read when adjacent).
+    // exec_start at READ_AT, sum_exec_runtime at READ_AT + 8: direct loads where allowed, else
+    // one read when the fields are adjacent.
+    let direct = v
+        .direct
+        .then(|| Some((off16(o.exec_start).ok()?, off16(o.sum_exec_runtime).ok()?)))
+        .flatten();
     let read = |a: &mut Asm, at: i16, off: u32, len: i32| {
         a.load(Size::DW, R3, R7, hdr::TASK as i16)
             .alu_imm(op::ADD, R3, off as i32);
@@ -160,7 +171,13 @@ pub fn emit_exact_vtime(a: &mut Asm, v: &VclockRef) {
             .mov_imm(R2, len)
             .call(helper::PROBE_READ_KERNEL);
     };
-    if o.sum_exec_runtime == o.exec_start + 8 {
+    if let Some((start, sum)) = direct {
+        a.call(GET_CURRENT_TASK_BTF);
+        a.load(Size::DW, R1, R0, start)
+            .store(Size::DW, R10, READ_AT, R1);
+        a.load(Size::DW, R1, R0, sum)
+            .store(Size::DW, R10, READ_AT + 8, R1);
+    } else if o.sum_exec_runtime == o.exec_start + 8 {
         read(a, READ_AT, o.exec_start, 16);
     } else {
         read(a, READ_AT, o.exec_start, 8);
@@ -194,7 +211,7 @@ pub struct Vclock {
     _link: Attachment,
     _prog: Program,
     map: Map,
-    offsets: VclockOffsets,
+    reference: VclockRef,
 }
 
 impl Vclock {
@@ -211,15 +228,17 @@ impl Vclock {
             slot::SIZE,
             1,
         )?;
+        let switch_btf = btf.typedef_id("btf_trace_sched_switch");
         let r = VclockRef {
             map: map.raw_fd(),
             offsets,
+            direct: direct_task_loads(&offsets, switch_btf),
         };
         let name = format!("{name_prefix}_vclk");
         let what = "vtimestamp (sched_switch)";
         // Typed where the kernel's BTF names the tracepoint (a direct read of the field, about
         // half the program's cost); plain otherwise.
-        let typed = btf.typedef_id("btf_trace_sched_switch").and_then(|btf_id| {
+        let typed = switch_btf.and_then(|btf_id| {
             let insns = gen_switch(&r, true).ok()?;
             let prog = Program::load(ProgKind::TpBtf { btf_id }, &insns, &name, what).ok()?;
             let link = Attachment::tp_btf(&prog, what).ok()?;
@@ -239,16 +258,13 @@ impl Vclock {
             _link: link,
             _prog: prog,
             map,
-            offsets,
+            reference: r,
         })
     }
 
     /// What capture programs refer to.
     pub fn reference(&self) -> VclockRef {
-        VclockRef {
-            map: self.map.raw_fd(),
-            offsets: self.offsets,
-        }
+        self.reference
     }
 
     /// Each CPU's last switch time (0: none seen), indexed by CPU number.
@@ -263,6 +279,30 @@ impl Vclock {
             })
             .collect())
     }
+}
+
+/// Whether programs of every type a capture uses accept direct loads of the current task's
+/// fields (a small program of each kind is loaded and dropped).
+fn direct_task_loads(o: &VclockOffsets, switch_btf: Option<u32>) -> bool {
+    let (Ok(start), Ok(sum)) = (off16(o.exec_start), off16(o.sum_exec_runtime)) else {
+        return false;
+    };
+    let mut a = Asm::new();
+    a.call(GET_CURRENT_TASK_BTF);
+    a.load(Size::DW, R1, R0, start).load(Size::DW, R1, R0, sum);
+    a.mov_imm(R0, 0).exit();
+    let Ok(insns) = a.finish() else {
+        return false;
+    };
+    let mut kinds = vec![
+        ProgKind::Tracepoint,
+        ProgKind::RawTracepoint,
+        ProgKind::PerfEvent,
+    ];
+    kinds.extend(switch_btf.map(|btf_id| ProgKind::TpBtf { btf_id }));
+    kinds
+        .into_iter()
+        .all(|k| Program::load(k, &insns, "dt_vclk_probe", "a direct task read").is_ok())
 }
 
 /// Runs a short-lived thread on each online CPU in turn (where this process's affinity allows):
@@ -374,6 +414,7 @@ mod tests {
                 exec_start: 200,
                 sum_exec_runtime: 208,
             },
+            direct: false,
         };
         assert!(gen_switch(&r, true).is_ok());
         assert!(gen_switch(&r, false).is_ok());
@@ -392,6 +433,11 @@ mod tests {
         emit_exact_vtime(&mut a, &apart);
         a.mov_imm(R0, 0).exit();
         assert!(a.finish().unwrap().len() > one_read);
+        let mut a = Asm::new();
+        emit_exact_vtime(&mut a, &VclockRef { direct: true, ..r });
+        a.mov_imm(R0, 0).exit();
+        let insns = a.finish().unwrap();
+        assert!(insns.len() < one_read);
     }
 
     #[test]
