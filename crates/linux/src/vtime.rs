@@ -8,20 +8,24 @@
 //! to one what it adds to the other), so the exact value is
 //! `sum_exec_runtime + (task clock now - exec_start)`, and only "task clock now" is missing.
 //!
-//! The [`Vclock`] supplies it: a program on the `sched_switch` raw tracepoint records, per CPU, the
-//! offset between `bpf_ktime_get_ns()` and the task clock (the incoming thread's `exec_start` was
-//! set from that clock just before the tracepoint) and the time of the switch. At a probe,
-//! [`emit_exact_vtime`] computes `sum + (now - offset - exec_start)`, bounded by the time since
-//! this CPU's last switch, and falls back to the plain `sum_exec_runtime` on a CPU that has not
-//! switched since tracing began (the session makes every CPU switch once at start, see
-//! [`Vclock::start`]). The offset measured at the switch lags the task clock by the microsecond
-//! between the scheduler reading its clock and the tracepoint, which errs low (safe); time the task
-//! clock leaves out (steal time under a hypervisor, interrupts with IRQ time accounting) errs
-//! high within a slice, so a thread could read a value below one it read in its previous slice:
-//! [`VtimeFloor`] keeps each thread's values non-decreasing in capture order.
+//! The [`Vclock`] supplies it, as DTrace's own scheduler hook does when a clause uses
+//! `vtimestamp`: a program on the `sched_switch` tracepoint (BTF-typed where the kernel allows)
+//! records, per CPU, the offset between `bpf_ktime_get_ns()` and the task clock (the incoming
+//! thread's `exec_start` was set from that clock just before the tracepoint) and the time of the
+//! switch. At a probe, [`emit_exact_vtime`] computes `sum + (now - offset - exec_start)`, bounded
+//! by the time since this CPU's last switch, and falls back to the plain `sum_exec_runtime` on a
+//! CPU that has not switched since tracing began ([`Vclock::start`] makes every CPU switch once).
+//!
+//! Errors: the offset measured at the switch lags the task clock by the time between the
+//! scheduler reading its clock and the tracepoint, which errs low (harmless); time the task clock
+//! leaves out (steal time under a hypervisor, interrupt time with IRQ time accounting) errs high
+//! within a slice, so a thread could read a value below one it read in its previous slice (a few
+//! microseconds were seen under a hypervisor): [`VtimeFloor`] keeps each thread's values
+//! non-decreasing in capture order.
 //!
 //! Nothing here runs unless an enabled clause reads `vtimestamp`. Unlike DTrace, the value includes
-//! the time of the capture programs themselves (DTrace subtracts its probe processing).
+//! the time of the capture programs themselves (DTrace subtracts its probe processing), so a delta
+//! spanning a probe counts that probe's cost.
 
 use crate::attach::Attachment;
 use crate::bpf::insn::{helper, op, Asm, Insn, Size, R0, R1, R10, R2, R3, R4, R5, R6, R7, R8};
