@@ -745,7 +745,7 @@ impl Framework {
         self.registry.poll(now, self.ncpus, &mut due);
         // Timer probes fire on the consumer's timer thread, so the context they see is the
         // consumer's own (as a tick in DTrace sees whatever ran on the CPU).
-        let mut ctx = self.consumer_context();
+        let mut ctx = self.consumer_ctx.clone();
         for (probe, cpu, at) in due {
             ctx.timestamp = Some(at);
             if let Some(f) = &self.consumer_vtime {

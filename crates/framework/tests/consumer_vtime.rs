@@ -10,7 +10,12 @@ use std::sync::Arc;
 
 fn probe(name: &str) -> ProbeDesc {
     ProbeDesc {
-        provider: "dtrace".into(),
+        provider: if name.starts_with("tick") {
+            "profile"
+        } else {
+            "dtrace"
+        }
+        .into(),
         module: String::new(),
         function: String::new(),
         name: name.into(),
@@ -73,4 +78,31 @@ fn without_a_reader_the_consumer_contexts_value_stands() {
     fw.enable(&p, false).unwrap();
     fw.go().unwrap();
     assert_eq!(u64_at(&fw.switch_buffer(0).unwrap().data, 16), 42);
+}
+
+#[test]
+fn each_timer_firing_reads_the_clock_anew() {
+    let mut fw = Framework::new(Options::default(), 1);
+    let clock = ManualClock::default();
+    clock.set(10);
+    fw.set_clock(Box::new(clock.clone()));
+    let reads = Arc::new(AtomicU64::new(0));
+    let counter = reads.clone();
+    // Every read is 1000 ns later than the one before.
+    fw.set_consumer_vtime(Box::new(move || {
+        1000 * (counter.fetch_add(1, Ordering::Relaxed) + 1)
+    }));
+    let p = Program {
+        ecbs: vec![trace_vtimestamp("tick-1sec")],
+        ..Program::default()
+    };
+    fw.enable(&p, false).unwrap();
+    fw.go().unwrap();
+    fw.poll();
+    clock.set(10 + 3_500_000_000);
+    assert_eq!(fw.poll(), 3);
+    let data = fw.switch_buffer(0).unwrap().data;
+    // Three 24-byte records (EPID, padding, timestamp, value): increasing values.
+    let got: Vec<u64> = (0..3).map(|i| u64_at(&data, 24 * i + 16)).collect();
+    assert!(got[0] > 0 && got[0] < got[1] && got[1] < got[2], "{got:?}");
 }
