@@ -64,6 +64,7 @@ fn tracer(linux: Option<dtrace_linux::LinuxTracing>) -> (Box<dyn Tracer>, Box<dy
         }
     }
     t.framework().set_consumer_context(ctx);
+    t.framework().set_consumer_vtime(Box::new(thread_cpu_ns));
     match linux {
         Some(l) => {
             let syms = Box::new(LinuxSymbols::new(l.symbolizer()));
@@ -74,6 +75,20 @@ fn tracer(linux: Option<dtrace_linux::LinuxTracing>) -> (Box<dyn Tracer>, Box<dy
         }
         None => (Box::new(t), Box::new(LinuxSymbols::standalone())),
     }
+}
+
+/// The calling thread's on-CPU nanoseconds: `vtimestamp` of BEGIN, END and the timer probes, which
+/// fire in this process's thread as in DTrace.
+fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid timespec out-parameter.
+    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } != 0 {
+        return 0;
+    }
+    (ts.tv_sec as u64).saturating_mul(1_000_000_000) + ts.tv_nsec as u64
 }
 
 /// The context BEGIN and END fire in: this process, as in DTrace.

@@ -162,6 +162,9 @@ pub struct CaptureSpec {
     /// Record the process ids of the task's ancestors (a bounded walk of `real_parent`), for
     /// `progenyof()`.
     pub ancestors: bool,
+    /// Compute `vtimestamp` exactly at the probe (see [`crate::vtime`]) rather than reading the
+    /// scheduler's last accounting, which lags by up to a tick.
+    pub exact_vtime: bool,
 }
 
 /// Bytes of user stack copied for unwinding (as much of it as is mapped, down to 512 bytes).

@@ -63,6 +63,8 @@ pub struct ClauseNeeds {
     pub execargs: bool,
     /// The clause calls `progenyof()` (the task's ancestors are captured).
     pub ancestors: bool,
+    /// The clause reads `vtimestamp` (computed exactly at the probe, see [`crate::vtime`]).
+    pub vtimestamp: bool,
 }
 
 /// Kernel frames captured for `caller`: enough to pass the tracing functions above the probe site.
@@ -514,6 +516,9 @@ fn scan_object(obj: &DifObject, strsize: u32, n: &mut ClauseNeeds, vars: &mut Sc
                 } else if var == vars::DIF_VAR_USTACKDEPTH {
                     n.ustack = Some(MAX_STACK_DEPTH);
                     Val::Unknown
+                } else if var == vars::DIF_VAR_VTIMESTAMP {
+                    n.vtimestamp = true;
+                    Val::Unknown
                 } else if var == vars::DIF_VAR_CURTHREAD {
                     Val::Addr(AddrExpr::kernel(AddrBase::CurrentTask, 0, Vec::new()))
                 } else {
@@ -907,6 +912,7 @@ pub fn spec_for(
             spec.execargs = Some(strsize.clamp(1, MAX_COPY_SIZE));
         }
         spec.ancestors |= n.ancestors;
+        spec.exact_vtime |= n.vtimestamp;
         if let Some(why) = &n.unsupported {
             return Err(why.clone());
         }
