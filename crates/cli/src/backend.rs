@@ -17,9 +17,14 @@ use dtrace_compiler::ProbeInfo;
 use dtrace_framework::FiringContext;
 
 /// The tracer (framework plus providers) over every CPU of the machine, the symbol lookups its
-/// stacks and addresses print with, and the D compiler for what it traces.
-pub fn open() -> (Box<dyn Tracer>, Box<dyn Symbolizer>, Box<dyn Compiler>) {
-    let types = KernelTypeLoader::start();
+/// stacks and addresses print with, and the D compiler for what it traces. Unless `compiles` (D
+/// will be compiled), the kernel's types are read only if a lookup asks for them.
+pub fn open(compiles: bool) -> (Box<dyn Tracer>, Box<dyn Symbolizer>, Box<dyn Compiler>) {
+    let types = if compiles {
+        KernelTypeLoader::start()
+    } else {
+        KernelTypeLoader::on_demand()
+    };
     let linux = dtrace_linux::LinuxTracing::load().ok();
     let compiler = DCompiler {
         types: Some(Box::new(move |complete| types.sources(complete))),
