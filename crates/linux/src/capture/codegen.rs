@@ -57,6 +57,9 @@ pub struct MapFds {
     /// wake-ups the consumer reads at its own rate (its poll timeout), as DTrace's switchrate does;
     /// sparing a wake-up per record is most of the cost of a capture.
     pub wakeup_bytes: u32,
+    /// The per-CPU switch records of an exact `vtimestamp`, when a clause reads it
+    /// ([`crate::vtime`]); without it `vtimestamp` is the scheduler's last accounting.
+    pub vclock: Option<crate::vtime::VclockRef>,
 }
 
 const BPF_RB_NO_WAKEUP: i32 = 1;
@@ -593,7 +596,7 @@ pub fn gen_capture(
     }
     let current_ids = !matches!(shape.identity, Identity::RawTask(_));
     if current_ids {
-        emit_current_ids(&mut a, shape);
+        emit_current_ids(&mut a, shape, maps.vclock.as_ref());
     }
     if shape
         .args
@@ -627,7 +630,7 @@ pub fn gen_capture(
 
 /// The uid, gid, task, ppid and vtime of the current task (ppid and vtime only when the record
 /// speaks for it).
-fn emit_current_ids(a: &mut Asm, shape: &ProbeShape) {
+fn emit_current_ids(a: &mut Asm, shape: &ProbeShape, vclock: Option<&crate::vtime::VclockRef>) {
     a.store_imm(Size::W, R7, hdr::PPID as i16, 0);
     a.call(helper::GET_CURRENT_UID_GID)
         .store(Size::W, R7, hdr::UID as i16, R0);
@@ -648,6 +651,10 @@ fn emit_current_ids(a: &mut Asm, shape: &ProbeShape) {
             .alu_imm(op::ADD, R1, hdr::PPID as i32)
             .mov_imm(R2, 4)
             .call(helper::PROBE_READ_KERNEL);
+    }
+    if let (Some(v), Identity::Current) = (vclock, shape.identity) {
+        crate::vtime::emit_exact_vtime(a, v);
+        return;
     }
     a.store_imm(Size::DW, R7, hdr::VTIME as i16, 0);
     if let (Some(off), Identity::Current) =

@@ -185,6 +185,9 @@ pub struct CaptureSpec {
     /// Record the paths of the `struct path` objects at these addresses (a bounded walk of the
     /// dentries and mounts, see [`super::path`]), for `d_path()`.
     pub paths: Vec<AddrExpr>,
+    /// Compute `vtimestamp` exactly at the probe (see [`crate::vtime`]) rather than reading the
+    /// scheduler's last accounting, which lags by up to a tick.
+    pub exact_vtime: bool,
 }
 
 /// Bytes of user stack copied for unwinding (as much of it as is mapped, down to 512 bytes).

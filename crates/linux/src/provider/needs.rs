@@ -67,6 +67,8 @@ pub struct ClauseNeeds {
     /// The `struct path` addresses the clause calls `d_path()` on (`cwd`, `root`, `fi_pathname`):
     /// their paths are walked at the probe.
     pub paths: Vec<AddrExpr>,
+    /// The clause reads `vtimestamp` (computed exactly at the probe, see [`crate::vtime`]).
+    pub vtimestamp: bool,
 }
 
 /// Kernel frames captured for `caller`: enough to pass the tracing functions above the probe site.
@@ -608,6 +610,9 @@ fn scan_object(obj: &DifObject, strsize: u32, n: &mut ClauseNeeds, vars: &mut Sc
                 } else if var == vars::DIF_VAR_USTACKDEPTH {
                     n.ustack = Some(MAX_STACK_DEPTH);
                     Val::Unknown
+                } else if var == vars::DIF_VAR_VTIMESTAMP {
+                    n.vtimestamp = true;
+                    Val::Unknown
                 } else if var == vars::DIF_VAR_CURTHREAD {
                     Val::Addr(AddrExpr::kernel(AddrBase::CurrentTask, 0, Vec::new()))
                 } else {
@@ -1012,6 +1017,7 @@ pub fn spec_for(
                 spec.paths.push(p.clone());
             }
         }
+        spec.exact_vtime |= n.vtimestamp;
         if let Some(why) = &n.unsupported {
             return Err(why.clone());
         }
