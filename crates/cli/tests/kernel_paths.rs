@@ -2,7 +2,8 @@
 //! otherwise): `fds[arg0].fi_pathname`, `fi_dirname` and `fi_name` at `close(2)`, `cwd` and `root`
 //! of a `-c` command started in a directory of the test's own, across a mount point (`/dev/shm`),
 //! after the command's `chdir(2)`, for an unlinked file, a pipe, a descriptor that is not open, and
-//! a path deeper than the capture walks (marked with a leading `...`, never cut silently).
+//! a path deeper than the capture walks (marked with a leading `...`, never cut silently); and in
+//! BEGIN and END, `dtrace`'s own.
 
 mod common;
 use std::path::{Path, PathBuf};
@@ -146,4 +147,25 @@ fn d_path_errors() {
         err.contains("d_path( ) argument #1 is incompatible with prototype"),
         "{err}"
     );
+}
+
+#[test]
+fn begin_and_end_see_dtrace_own_paths() {
+    if !ready("begin_and_end_see_dtrace_own_paths") {
+        return;
+    }
+    let dir = common::test_dir("begin-paths").canonicalize().unwrap();
+    let (st, out, err) = dtrace_in(
+        &dir,
+        &[
+            "-q",
+            "-n",
+            "BEGIN { printf(\"%s|%s|%s\\n\", cwd, root, fds[0].fi_pathname); exit(0); } \
+             END { printf(\"%s\\n\", cwd); }",
+        ],
+    );
+    assert_eq!(st, 0, "{err}");
+    let d = dir.display().to_string();
+    // The test runs dtrace with stdin from /dev/null.
+    assert_eq!(out.trim_end(), format!("{d}|/|/dev/null\n{d}"), "{err}");
 }

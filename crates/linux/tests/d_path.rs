@@ -321,3 +321,62 @@ fn path_records_from_arbitrary_bytes_never_panic() {
     // Shorter than the layout: an error, not a panic.
     assert!(decode_record(&[1, 0, 0, 0, 0, 0, 0, 0], |_| Some(&layout)).is_err());
 }
+
+#[test]
+fn live_memory_gives_this_process_paths() {
+    use dtrace_dif::vm::Memory;
+    use dtrace_linux::live::{KernelReader, LiveMemory};
+    use std::os::fd::AsRawFd;
+    if !kernel_ok("live_memory_gives_this_process_paths")
+        || !btf_ok("live_memory_gives_this_process_paths")
+    {
+        return;
+    }
+    let o = dtrace_linux::btf::TaskOffsets::from_vmlinux()
+        .unwrap()
+        .paths
+        .expect("path offsets");
+    let reader = KernelReader::new().expect("kernel reader");
+    let ptr = |r: &KernelReader, at: u64| {
+        let mut b = [0u8; 8];
+        r.read(at, &mut b).expect("read");
+        u64::from_ne_bytes(b)
+    };
+    let task = reader.current_task().unwrap();
+    let fs = ptr(&reader, task + u64::from(o.task_fs));
+    let fdt = ptr(
+        &reader,
+        ptr(&reader, task + u64::from(o.task_files)) + u64::from(o.files_fdt),
+    );
+    let dir = std::env::temp_dir().join(format!("dtrace-live-dpath-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let dir = dir.canonicalize().unwrap();
+    let name = dir.join("open file.txt");
+    let f = std::fs::File::create(&name).unwrap();
+    let file = ptr(
+        &reader,
+        ptr(&reader, fdt + u64::from(o.fdt_fd)) + 8 * f.as_raw_fd() as u64,
+    );
+    let mut m = LiveMemory::new(reader);
+    let text = |v: Vec<u8>| String::from_utf8(v).unwrap();
+    let cwd = std::env::current_dir().unwrap();
+    assert_eq!(
+        text(m.d_path(fs + u64::from(o.fs_pwd)).unwrap()),
+        cwd.display().to_string()
+    );
+    assert_eq!(text(m.d_path(fs + u64::from(o.fs_root)).unwrap()), "/");
+    assert_eq!(
+        text(m.d_path(file + u64::from(o.f_path)).unwrap()),
+        name.display().to_string()
+    );
+    std::fs::remove_file(&name).unwrap();
+    assert_eq!(
+        text(m.d_path(file + u64::from(o.f_path)).unwrap()),
+        format!("{} (deleted)", name.display())
+    );
+    // Anything else is not a path of this process.
+    assert!(m.d_path(fs + 1).is_err());
+    assert!(m.d_path(0).is_err());
+    drop(f);
+    let _ = std::fs::remove_dir_all(&dir);
+}

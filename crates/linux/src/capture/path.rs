@@ -80,6 +80,18 @@ pub struct PathOffsets {
     pub task_fs: u32,
     /// `fs_struct.root`.
     pub fs_root: u32,
+    /// `fs_struct.pwd`.
+    pub fs_pwd: u32,
+    /// `task_struct.files`.
+    pub task_files: u32,
+    /// `files_struct.fdt`.
+    pub files_fdt: u32,
+    /// `fdtable.fd` (the `struct file **` array).
+    pub fdt_fd: u32,
+    /// `fdtable.max_fds`.
+    pub fdt_max_fds: u32,
+    /// `file.f_path`.
+    pub f_path: u32,
     /// `path.mnt`.
     pub path_mnt: u32,
     /// `path.dentry`.
@@ -123,9 +135,16 @@ impl PathOffsets {
         let (qstr, node, ops) = (s("qstr")?, s("hlist_bl_node")?, s("dentry_operations")?);
         let (inode, sb, fst) = (s("inode")?, s("super_block")?, s("file_system_type")?);
         let (vfsmount, mount) = (s("vfsmount")?, s("mount")?);
+        let (files, fdt, file) = (s("files_struct")?, s("fdtable")?, s("file")?);
         Some(PathOffsets {
             task_fs: m(task, "fs")?,
             fs_root: m(fs, "root")?,
+            fs_pwd: m(fs, "pwd")?,
+            task_files: m(task, "files")?,
+            files_fdt: m(files, "fdt")?,
+            fdt_fd: m(fdt, "fd")?,
+            fdt_max_fds: m(fdt, "max_fds")?,
+            f_path: m(file, "f_path")?,
             path_mnt: m(path, "mnt")?,
             path_dentry: m(path, "dentry")?,
             d_parent: m(dentry, "d_parent")?,
