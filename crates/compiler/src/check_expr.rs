@@ -135,8 +135,8 @@ impl<'o> Checker<'o> {
             // many bytes it loads (and a conversion's or bit-field's how it extends), so it keeps
             // it under a change of type.
             let sized_by_type = match &e.kind {
-                TK::Read(p) => matches!(p.as_ref(), Place::Mem(..)),
-                TK::Bits(..) | TK::Convert(_) => true,
+                TK::Read(p) => matches!(p.as_ref(), Place::Mem(..) | Place::Bits(..)),
+                TK::Convert(_) => true,
                 _ => false,
             };
             if sized_by_type && e.ty != to {
@@ -237,16 +237,8 @@ impl<'o> Checker<'o> {
                 if matches!(base.kind, TK::Xlate(..)) {
                     return self.xlate_member(base, m, *arrow, line);
                 }
-                let (p, ty, bits) = self.member_place_of(base, m, *arrow, line)?;
-                let word = self.read_place(p, ty, line);
-                match bits {
-                    Some((bf, mty)) => Ok(TExpr {
-                        kind: TK::Bits(bx(word), bf),
-                        ty: mty,
-                        line,
-                    }),
-                    None => Ok(word),
-                }
+                let (p, ty) = self.member_place_of(base, m, *arrow, line)?;
+                Ok(self.read_place(p, ty, line))
             }
             ExprKind::Cast(tn, x) => {
                 let to = self.resolve_type_name(tn)?;
@@ -259,7 +251,7 @@ impl<'o> Checker<'o> {
             }
             ExprKind::SizeofExpr(x) => {
                 let v = self.cook(x)?;
-                if matches!(v.kind, TK::Bits(..)) {
+                if v.is_bitfield() {
                     return err(
                         ErrTag::D_SIZEOF_BITFIELD,
                         line,
@@ -513,7 +505,7 @@ impl<'o> Checker<'o> {
             }
             UnOp::AddrOf => {
                 let v = self.cook(x)?;
-                if matches!(v.kind, TK::Bits(..)) {
+                if v.is_bitfield() {
                     return err(
                         ErrTag::D_ADDROF_BITFIELD,
                         line,
@@ -639,11 +631,6 @@ impl<'o> Checker<'o> {
         let optext = op
             .map(|o| format!("{}=", o.text()))
             .unwrap_or_else(|| "=".into());
-        if let ExprKind::Member(b, m, arrow) = &l.kind {
-            if let Some(e) = self.bitfield_assign(op, (b, m, *arrow), r, line, &optext)? {
-                return Ok(e);
-            }
-        }
         let Some(bop) = op else {
             let (place, lty) = self.lvalue(l, line, &optext, true)?;
             let rv = self.cook(r)?;
