@@ -280,6 +280,8 @@ impl<'o> Checker<'o> {
             }
             ExprKind::Offsetof(tn, m) => {
                 let t = self.resolve_type_name(tn)?;
+                // a kernel struct first named as a pointer's target is only forward-declared
+                self.types.complete(t);
                 if !matches!(self.types.rkind(t), TypeKind::Sou { .. }) {
                     return err(
                         ErrTag::D_OFFSETOF_TYPE,
