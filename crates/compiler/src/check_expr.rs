@@ -11,6 +11,9 @@ use crate::lexer::IntSuffix;
 use crate::tree::{CmpKind, Place, TExpr, VarRef, TK};
 use crate::types::{TypeId, TypeKind};
 
+/// The highest `uregs[]` index on x86-64 (`R_TRAPNO` of the D library's `regs.d`).
+const UREGS_MAX: u64 = 25;
+
 fn bx<T>(t: T) -> Box<T> {
     Box::new(t)
 }
@@ -1118,6 +1121,37 @@ impl<'o> Checker<'o> {
         }
     }
 
+    /// The index of `regs[]`/`uregs[]` (DTrace's `dt_idcook_regs`): an integer constant, not
+    /// negative, and for `uregs[]` one of the x86-64 register indices of `regs.d` (0 to
+    /// `R_TRAPNO`, 25), as DTrace for Linux bounds it.
+    fn check_regs_index(&self, n: &str, idx: &TExpr, line: u32) -> CResult<()> {
+        let Some(v) = idx.as_const().filter(|_| self.types.is_integer(idx.ty)) else {
+            return err(
+                ErrTag::D_PROTO_ARG,
+                line,
+                format!(
+                    "{n}[ ] argument #1 is incompatible with prototype:\n\tprototype: integer constant\n\t argument: {}",
+                    self.tname(idx.ty)
+                ),
+            );
+        };
+        if self.types.is_signed(idx.ty) && (v as i64) < 0 {
+            return err(
+                ErrTag::D_REGS_IDX,
+                line,
+                format!("index {} is out of range for array {n}", v as i64),
+            );
+        }
+        if n == "uregs" && v > UREGS_MAX {
+            return err(
+                ErrTag::D_UNKNOWN,
+                line,
+                format!("uregs[]: index out of bounds ({v})"),
+            );
+        }
+        Ok(())
+    }
+
     /// `args[i]`, `regs[i]`, `uregs[i]`: `args[]` takes the probe's argument types when the
     /// [`crate::ProbeInfo`] knows them (the index must then be a constant in range).
     fn cook_builtin_index(&mut self, b: &Expr, keys: &[Expr], line: u32) -> CResult<TExpr> {
@@ -1138,6 +1172,9 @@ impl<'o> Checker<'o> {
             );
         }
         let idx = self.cook(&keys[0])?;
+        if bv.id != dtrace_dif::vars::DIF_VAR_ARGS {
+            self.check_regs_index(n, &idx, line)?;
+        }
         if !self.types.is_integer(idx.ty) {
             return err(
                 ErrTag::D_PROTO_ARG,
