@@ -672,9 +672,23 @@ impl<'a> Cg<'a> {
         rv: Reg,
         signed: bool,
     ) -> CResult<()> {
+        let ra = self.gen(addr)?;
+        self.field_set_at(ra, user, bf, rv, signed)?;
+        self.free(ra);
+        Ok(())
+    }
+
+    /// [`Self::field_set`] with the word's address in `ra` (left allocated).
+    fn field_set_at(
+        &mut self,
+        ra: Reg,
+        user: bool,
+        bf: BitField,
+        rv: Reg,
+        signed: bool,
+    ) -> CResult<()> {
         let (w, sh) = (u64::from(bf.width), u64::from(bf.shift));
         let mask = if w >= 64 { u64::MAX } else { (1u64 << w) - 1 };
-        let ra = self.gen(addr)?;
         let rw = self.alloc()?;
         self.emit(Instr::Load {
             op: load_op(u64::from(bf.load), false, user),
@@ -700,7 +714,6 @@ impl<'a> Cg<'a> {
             rd: ra,
         });
         self.free(rw);
-        self.free(ra);
         // the assignment's value: the field as it now reads
         if w < 64 {
             let rt = self.alloc()?;
@@ -766,12 +779,25 @@ impl<'a> Cg<'a> {
 
     /// A translated struct: scratch of `size` bytes (zeroed by `allocs`), each converted member
     /// stored at its offset; the register holds the address.
-    fn xlate_struct(&mut self, size: u64, members: &[(u32, TExpr)]) -> CResult<Reg> {
+    fn xlate_struct(
+        &mut self,
+        size: u64,
+        members: &[(u32, Option<BitField>, TExpr)],
+    ) -> CResult<Reg> {
         let rd = self.alloc()?;
         self.setx(size, rd)?;
         self.emit(Instr::Allocs { r1: rd, rd });
-        for (off, v) in members {
-            self.store_member(rd, *off, v)?;
+        for (off, bits, v) in members {
+            match bits {
+                Some(bf) => {
+                    let rv = self.gen(v)?;
+                    let ra = self.offset_reg(rd, *off)?;
+                    self.field_set_at(ra, false, *bf, rv, self.types.is_signed(v.ty))?;
+                    self.free(ra);
+                    self.free(rv);
+                }
+                None => self.store_member(rd, *off, v)?,
+            }
         }
         Ok(rd)
     }

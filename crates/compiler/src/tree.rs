@@ -96,7 +96,7 @@ pub enum TK {
     Xlate(usize, Box<TExpr>),
     /// A translated struct built in scratch: its size and the members the translator converts
     /// (byte offset, value converted to the member's type). The value is the struct's address.
-    XlateStruct(u64, Vec<(u32, TExpr)>),
+    XlateStruct(u64, Vec<(u32, Option<crate::types::BitField>, TExpr)>),
 }
 
 impl TExpr {
@@ -154,7 +154,7 @@ pub fn stats(e: &TExpr) -> (usize, usize) {
         TK::IncDec { place: p, .. } => place(p),
         TK::Call(_, a) => list(a),
         TK::Xlate(_, x) => stats(x),
-        TK::XlateStruct(_, m) => m.iter().fold((1, 1), |(n, d), (_, e)| {
+        TK::XlateStruct(_, m) => m.iter().fold((1, 1), |(n, d), (_, _, e)| {
             let (a, b) = stats(e);
             (n + a, d.max(b + 1))
         }),

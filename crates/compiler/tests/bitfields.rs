@@ -350,3 +350,24 @@ fn ctf_bitfields_assigned_in_d_variables() {
         [-7, 0, 12, -60, 0x12344, 0xfffff, -64, 1, 0, 0]
     );
 }
+
+/// A translator whose output struct has bit-fields: the whole translated struct (built in
+/// scratch) holds each converted value cut to its field, the neighbours intact.
+#[test]
+fn translated_structs_with_bitfields() {
+    let src = "struct in_t { int a; int b; };
+        struct out_t { unsigned int x:3; int y:5; int z; };
+        translator struct out_t < struct in_t *p > { x = p->a; y = p->b; z = p->a + p->b; };
+        BEGIN {
+            this->o = xlate<struct out_t>((struct in_t *)arg0);
+            trace(this->o.x); trace(this->o.y); trace(this->o.z);
+            trace(*(unsigned int *)xlate<struct out_t *>((struct in_t *)arg0));
+        }";
+    let p = compile(src, &CompileOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+    let mut b = vec![0u8; 8];
+    b[0..4].copy_from_slice(&13i32.to_le_bytes());
+    b[4..8].copy_from_slice(&(-20i32).to_le_bytes());
+    // x = 13 cut to 3 bits = 5; y = -20 in 5 signed bits = 12; z = -7
+    let word = 5 | (12 << 8);
+    assert_eq!(traced(&p, b), [5, 12, -7, word]);
+}
