@@ -1,6 +1,7 @@
 //! Places: where values live and how expressions name them. `self->`/`this->`/global variables
 //! (created on first assignment), associative-array elements and their key signatures, built-in
-//! arrays, pointer and array indexing, struct and union members, lvalues for assignment and `++`/`--`,
+//! arrays, pointer and array indexing, struct and union members (bit-fields as [`Place::Bits`],
+//! read, assigned and stepped like any member), lvalues for assignment and `++`/`--`
 //! (members of translations are in [`crate::check_xlate`]).
 
 use crate::ast::{BinOp, Expr, ExprKind, UnOp, VarScope};
