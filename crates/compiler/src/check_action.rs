@@ -468,8 +468,13 @@ impl<'o> Checker<'o> {
                 self.c_int_name(ty).is_some_and(|(n, _)| n == "long long")
                     || self.typedef_chain_has(ty, &["int64_t", "uint64_t"])
             }
-            ConvArg::Addr | ConvArg::KAddr | ConvArg::UAddr => {
+            ConvArg::Addr | ConvArg::KAddr => {
                 self.types.is_integer(ty) || self.types.is_pointer(ty)
+            }
+            // a plain value names a user address only when there is a target process (-p/-c);
+            // uaddr() records are not checked here
+            ConvArg::UAddr => {
+                self.has_target() && (self.types.is_integer(ty) || self.types.is_pointer(ty))
             }
             ConvArg::Str => self.types.is_strcompat(ty),
             ConvArg::WideStr => self.types.is_wstrcompat(ty),
@@ -480,6 +485,14 @@ impl<'o> Checker<'o> {
             ConvArg::Stack => false,
             ConvArg::None => true,
         }
+    }
+
+    /// Whether the `$target` macro names a process (`-p`/`-c`), as DTrace's `pfcheck_uaddr` asks.
+    fn has_target(&self) -> bool {
+        self.opts
+            .macros
+            .iter()
+            .any(|(n, v)| n == "target" && v.trim() != "0" && !v.trim().is_empty())
     }
 
     /// The C base name of the integer type `ty` resolves to, without `signed`/`unsigned` and

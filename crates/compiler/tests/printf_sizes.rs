@@ -213,3 +213,24 @@ fn kernel_integer_names() {
     let e = compile_k("printf(\"%lx\\n\", this->k->llu);").unwrap_err();
     assert_eq!(e.tag, ErrTag::D_PRINTF_ARG_TYPE, "{e}");
 }
+
+/// `%A` takes a plain integer or pointer only with a target process (`-p`/`-c`: the `target`
+/// macro set); without one, DTrace wants `uaddr()` (`pfcheck_uaddr`).
+#[test]
+fn user_address_conversion_needs_a_target() {
+    let src = "syscall::write:entry { printf(\"%A\\n\", ucaller); }";
+    let e = check(src).unwrap_err();
+    assert_eq!(e.tag, ErrTag::D_PRINTF_ARG_TYPE);
+    assert_eq!(
+        e.message,
+        "printf( ) argument #2 is incompatible with conversion #1 prototype:\n\tconversion: %A\n\t prototype: pointer or integer (with -p/-c) or _usymaddr (without -p/-c)\n\t  argument: uint64_t"
+    );
+    let with = |target: &str| CompileOptions {
+        macros: vec![("target".into(), target.into())],
+        ..Default::default()
+    };
+    assert!(compile(src, &with("0")).is_err());
+    compile(src, &with("1234")).unwrap_or_else(|e| panic!("{e}"));
+    check("syscall::write:entry { printf(\"%A\\n\", uaddr(ucaller)); }")
+        .unwrap_or_else(|e| panic!("{e}"));
+}
