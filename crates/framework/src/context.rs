@@ -48,6 +48,9 @@ pub struct FiringContext {
     pub timestamp: Option<u64>,
     /// `vtimestamp`, if known.
     pub vtimestamp: u64,
+    /// The thread's user registers (`uregs[]`) in the order of the `R_*` indexes, when the
+    /// provider captured them; reading any other index, or with none captured, faults.
+    pub uregs: Option<Vec<u64>>,
 }
 
 /// The key of thread `tid`'s thread-local variables: never 0, so thread 0 (an idle or unknown thread)
@@ -126,6 +129,13 @@ impl ProbeContext for ContextAdapter<'_> {
                 .ctx
                 .args
                 .get(index as usize)
+                .copied()
+                .ok_or(FaultKind::IllOp),
+            vars::DIF_VAR_UREGS => self
+                .ctx
+                .uregs
+                .as_ref()
+                .and_then(|r| r.get(usize::try_from(index).ok()?))
                 .copied()
                 .ok_or(FaultKind::IllOp),
             _ => Err(FaultKind::IllOp),

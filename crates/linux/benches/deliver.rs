@@ -45,6 +45,7 @@ fn event() -> CapturedEvent {
         ustack: None,
         ustack_files: None,
         ustack_regs: None,
+        uregs: None,
         retry_armed: false,
         execargs: None,
         ancestors: None,

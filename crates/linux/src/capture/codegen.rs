@@ -4,7 +4,7 @@
 
 use super::layout::{
     hdr, RecordLayout, ANCESTORS_HDR, BUILD_ID_FRAME, COPY_HDR, EXECARGS_HDR, FLAG_RETRY_ARMED,
-    KIND_EVENT, KIND_RETRY, NARGS, STACK_HDR, UNWIND_HDR,
+    KIND_EVENT, KIND_RETRY, NARGS, STACK_HDR, UNWIND_HDR, UREGS_COUNT, UREGS_HDR,
 };
 use super::spec::{
     AddrBase, ArgSource, CaptureSpec, Condition, Identity, MemKind, MAX_ANCESTORS, MAX_COPIES,
@@ -816,12 +816,40 @@ fn emit_body(
     if let Some((at, cap)) = layout.ustack_unwind {
         emit_user_unwind(a, at, cap)?;
     }
+    if let Some(at) = layout.uregs {
+        emit_uregs(a, at)?;
+    }
     Ok(())
 }
 
 // x86-64 pt_regs offsets of the frame pointer and stack pointer.
 const REGS_BP: i32 = 4 * 8;
 const REGS_SP: i32 = 19 * 8;
+
+/// The current thread's saved user registers (its `struct pt_regs`) at `at` of the record, for
+/// `uregs[]`; a kernel thread (no user mode registers) records -EFAULT. Uses r8.
+fn emit_uregs(a: &mut Asm, at: usize) -> Result<()> {
+    let done = a.label();
+    a.store_imm(Size::DW, R7, off16(at, "user registers")?, -libc::EFAULT);
+    a.call(helper::GET_CURRENT_TASK_BTF)
+        .mov(R1, R0)
+        .call(helper::TASK_PT_REGS)
+        .mov(R8, R0);
+    read_kernel(a, R10, SCRATCH as i32, 8, R8, REGS_CS as i32);
+    a.load(Size::DW, R0, R10, SCRATCH).alu_imm(op::AND, R0, 3);
+    a.jmp_imm(op::JNE, R0, 3, done);
+    read_kernel(
+        a,
+        R7,
+        (at + UREGS_HDR) as i32,
+        (8 * UREGS_COUNT) as i32,
+        R8,
+        0,
+    );
+    a.store(Size::DW, R7, off16(at, "user registers")?, R0);
+    a.bind(done);
+    Ok(())
+}
 
 /// The user registers (pc, sp, fp, from the task's saved user `pt_regs`) and as much of the user
 /// stack above sp as is mapped (`cap` bytes, else halves of it down to 512) at `at` of the record.

@@ -48,6 +48,11 @@ pub const ANCESTORS_HDR: usize = 8;
 /// Bytes before the user stack copy for unwinding: i64 result (bytes copied or -errno), then
 /// the user pc, sp and fp.
 pub const UNWIND_HDR: usize = 32;
+/// The saved user registers for `uregs[]`: i64 result (0, or -EFAULT for a thread with no user
+/// registers), then the x86-64 `struct pt_regs` (21 registers, in `R_*` index order).
+pub const UREGS_HDR: usize = 8;
+/// Registers of the x86-64 `struct pt_regs`.
+pub const UREGS_COUNT: usize = 21;
 /// Bytes per frame of a build-id user stack (`struct bpf_stack_build_id`).
 pub const BUILD_ID_FRAME: usize = 32;
 /// The largest record we generate.
@@ -85,6 +90,8 @@ pub struct RecordLayout {
     pub ustack_build_id: bool,
     /// User registers and stack bytes for unwinding: offset of the header and capacity in bytes.
     pub ustack_unwind: Option<(usize, usize)>,
+    /// Offset of the saved user registers, when recorded.
+    pub uregs: Option<usize>,
     /// Size of a full event record.
     pub size: usize,
     /// Size of a retry record (header and copies only).
@@ -181,6 +188,11 @@ impl RecordLayout {
             8
         };
         let ustack = stack(spec.ustack, &mut off, ustack_frame)?;
+        let uregs = spec.uregs.then(|| {
+            let at = off;
+            off += UREGS_HDR + 8 * UREGS_COUNT;
+            at
+        });
         let ustack_unwind = match spec.ustack_unwind {
             None => None,
             Some(n) if !(512..=MAX_COPY_SIZE).contains(&n) || n % 8 != 0 => {
@@ -206,6 +218,7 @@ impl RecordLayout {
             ustack,
             ustack_build_id: spec.ustack_build_id,
             ustack_unwind,
+            uregs,
             size: off,
             retry_size,
         })

@@ -4,7 +4,7 @@
 
 use super::layout::{
     hdr, RecordLayout, ANCESTORS_HDR, BUILD_ID_FRAME, COPY_HDR, EXECARGS_HDR, FLAG_RETRY_ARMED,
-    KIND_EVENT, KIND_RETRY, NARGS, STACK_HDR, UNWIND_HDR,
+    KIND_EVENT, KIND_RETRY, NARGS, STACK_HDR, UNWIND_HDR, UREGS_COUNT, UREGS_HDR,
 };
 use super::spec::{MemKind, MAX_ANCESTORS};
 use crate::error::{LinuxError, Result};
@@ -99,6 +99,9 @@ pub struct CapturedEvent {
     /// The user registers and stack bytes for unwinding, if requested (`Err`: the negative errno
     /// of the stack read, or -EFAULT for a thread with no user registers).
     pub ustack_regs: Option<std::result::Result<UserStackCopy, i64>>,
+    /// The saved user registers (`uregs[]`), if requested (`Err`: -EFAULT for a thread with no
+    /// user registers, or the read's negative errno).
+    pub uregs: Option<std::result::Result<Vec<u64>, i64>>,
     /// A user copy faulted and the bytes will be re-read at the syscall's return.
     pub retry_armed: bool,
     /// The process's argument area (NUL-separated arguments), if requested, or the read's negative
@@ -158,6 +161,20 @@ fn decode_unwind(
         fp: u64_at(b, off + 24)?,
         stack,
     })))
+}
+
+fn decode_uregs(b: &[u8], at: Option<usize>) -> Result<Option<std::result::Result<Vec<u64>, i64>>> {
+    let Some(off) = at else {
+        return Ok(None);
+    };
+    let result = u64_at(b, off)? as i64;
+    if result < 0 {
+        return Ok(Some(Err(result)));
+    }
+    let regs = (0..UREGS_COUNT)
+        .map(|i| u64_at(b, off + UREGS_HDR + 8 * i))
+        .collect::<Result<Vec<u64>>>()?;
+    Ok(Some(Ok(regs)))
 }
 
 /// A decoded record.
@@ -389,6 +406,7 @@ pub fn decode_record<'a>(
                     None
                 },
                 ustack_regs: decode_unwind(b, layout.ustack_unwind)?,
+                uregs: decode_uregs(b, layout.uregs)?,
                 retry_armed: u16_at(b, hdr::FLAGS)? & FLAG_RETRY_ARMED != 0,
                 execargs: decode_execargs(b, layout.execargs)?,
                 ancestors: decode_ancestors(b, layout.ancestors)?,

@@ -170,6 +170,8 @@ pub struct CaptureSpec {
     /// above the stack pointer, so the stack can be unwound with the files' `.eh_frame`
     /// information where the kernel's frame-pointer walk stops (code without frame pointers).
     pub ustack_unwind: Option<u32>,
+    /// Record the thread's saved user registers (`struct pt_regs`, for `uregs[]`).
+    pub uregs: bool,
     /// Only fire for this process id (a `pid == $target` predicate pushed into the kernel).
     pub filter_pid: Option<u32>,
     /// For syscall entry probes: when a user copy faults at entry (page not resident), read it again

@@ -335,6 +335,9 @@ impl LinuxTracing {
                 // Remember the process's mappings while it lives, for user symbols printed later.
                 syms.note_process_as(ev.pid, &ctx.execname);
             }
+            if let Some(Ok(r)) = &ev.uregs {
+                ctx.uregs = Some(r.clone());
+            }
             if let Some(Ok(u)) = &ev.ustack_regs {
                 unwind_ustack(&mut syms, ev.pid, u, &mut ctx);
             }
@@ -409,6 +412,7 @@ mod tests {
             ustack: Some(Err(-14)),
             ustack_files: None,
             ustack_regs: None,
+            uregs: None,
             retry_armed: false,
             execargs: None,
             ancestors: None,

@@ -113,6 +113,9 @@ impl Shared {
         {
             // The record speaks for the thread going on CPU while the outgoing one still runs:
             // its user memory is not the one mapped.
+            if spec.uregs {
+                return Err("not yet supported: uregs[] of the thread going on CPU".into());
+            }
             if spec.ustack.is_some() {
                 return Err(
                     "not yet supported: the user stack (ustack(), ucaller, ustackdepth) \

@@ -62,6 +62,8 @@ pub struct ClauseNeeds {
     pub ucaller: bool,
     /// The clause reads `execargs` (the process's argument area is captured).
     pub execargs: bool,
+    /// The clause reads `uregs[]` (the thread's saved user registers are captured).
+    pub uregs: bool,
     /// The clause calls `progenyof()` (the task's ancestors are captured).
     pub ancestors: bool,
     /// The `struct path` addresses the clause calls `d_path()` on (`cwd`, `root`, `fi_pathname`):
@@ -666,6 +668,9 @@ fn scan_object(obj: &DifObject, strsize: u32, n: &mut ClauseNeeds, vars: &mut Sc
             }
             Instr::LoadArray { var, r2, rd, .. } => {
                 let is_args = u32::from(var) == vars::DIF_VAR_ARGS;
+                if u32::from(var) == vars::DIF_VAR_UREGS {
+                    n.uregs = true;
+                }
                 let v = match get(&regs, r2) {
                     Val::Const(i) if is_args && i < 10 => {
                         n.used_args |= 1 << i;
@@ -1011,6 +1016,7 @@ pub fn spec_for(
         if n.execargs {
             spec.execargs = Some(strsize.clamp(1, MAX_COPY_SIZE));
         }
+        spec.uregs |= n.uregs;
         spec.ancestors |= n.ancestors;
         for p in &n.paths {
             if !spec.paths.contains(p) {

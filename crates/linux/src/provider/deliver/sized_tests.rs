@@ -26,6 +26,7 @@ fn event_with(copy: Copy) -> CapturedEvent {
         ustack: None,
         ustack_files: None,
         ustack_regs: None,
+        uregs: None,
         retry_armed: false,
         execargs: None,
         ancestors: None,
