@@ -1,9 +1,9 @@
 //! What the D compiler of `dtrace(1)` knows about the running system: the kernel's C types (vmlinux
 //! BTF converted to CTF) for `curthread->pid`, `curpsinfo`, casts to kernel structs and typed probe
 //! arguments; and the `args[]` types of the Linux providers' probes. When dtrace will compile
-//! something, the conversion runs on a thread of its own from the start, so that it overlaps
-//! reading the probe catalogue (about 35 ms of CPU against 50 ms or more of catalogue); when it
-//! will not (a plain `-l` listing), nothing is converted unless a lookup asks for it. A compilation
+//! something, the conversion (about 35 ms of CPU) runs on a thread of its own from the start, so
+//! that it overlaps the rest of startup (listing the probe catalogue, compiling); when it will
+//! not (a plain `-l` listing), nothing is converted unless a lookup asks for it. A compilation
 //! waits for the kernel's types only when it looks a type up in them, so a program that uses none
 //! starts as fast as without them. The converted types live until the process exits and are never
 //! freed (freeing some 100,000 types at exit would cost more than a third of the conversion).

@@ -151,20 +151,23 @@ fn main() {
     }
     let t = std::time::Instant::now();
     if let Ok(cat) = Catalog::load() {
-        let count = |prov: &str| {
-            cat.probes()
-                .iter()
-                .filter(|p| p.desc.provider == prov)
-                .count()
-        };
+        let listed = t.elapsed();
+        let count = |prov: &str| cat.descs().filter(|d| d.provider == prov).count();
         println!(
-            "catalogue: {} probes (syscall {}, sdt {}, proc {}, sched {}, profile {} listed) read in {:.0} ms",
-            cat.probes().len(),
+            "catalogue: {} probes (syscall {}, sdt {}, proc {}, sched {}, profile {} listed) listed in {:.1} ms ({} formats read)",
+            cat.len(),
             count("syscall"),
             count("sdt"),
             count("proc"),
             count("sched"),
             count("profile"),
+            listed.as_secs_f64() * 1e3,
+            cat.formats_read()
+        );
+        let t = std::time::Instant::now();
+        let all = cat.probes().len();
+        println!(
+            "catalogue: {all} probes built (every format read) in {:.1} ms",
             t.elapsed().as_secs_f64() * 1e3
         );
     }

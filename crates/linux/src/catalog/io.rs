@@ -51,9 +51,15 @@ fn args() -> (Vec<ArgSource>, Vec<ProbeArg>) {
 
 /// The `io` probes whose block tracepoints exist in `formats`.
 pub fn probes(formats: &HashMap<(String, String), EventFormat>) -> Vec<Probe> {
+    probes_where(|sys, ev| formats.contains_key(&(sys.to_string(), ev.to_string())))
+}
+
+/// The `io` probes whose block tracepoints `exists(subsystem, event)` says are there (their
+/// formats are not needed).
+pub fn probes_where(exists: impl Fn(&str, &str) -> bool) -> Vec<Probe> {
     SPECS
         .iter()
-        .filter(|(_, tp)| formats.contains_key(&("block".to_string(), tp.to_string())))
+        .filter(|(_, tp)| exists("block", tp))
         .map(|(name, tp)| {
             let (sources, types) = args();
             Probe {

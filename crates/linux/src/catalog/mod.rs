@@ -13,8 +13,10 @@ pub mod syscall_nr;
 use crate::capture::{ArgSource, Condition, CopyRequest, Identity};
 use crate::error::{LinuxError, Result};
 use crate::tracefs::{self, EventFormat};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// A probe's four-part name.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -141,28 +143,125 @@ pub struct Probe {
     pub attach: AttachPoint,
 }
 
+/// How a listed probe is built when first asked for.
+#[derive(Debug)]
+enum Source {
+    /// Built when the catalogue was read.
+    Built,
+    /// `syscall:vmlinux:<name>:entry`, from `sys_enter_<name>` (and `sys_exit_<name>`'s id).
+    SyscallEntry(String),
+    /// `syscall:vmlinux:<name>:return`, from `sys_exit_<name>`.
+    SyscallReturn(String),
+    /// `sdt:<subsystem>::<event>`, from that event's format.
+    Sdt(String, String),
+}
+
+/// One listed probe: its name, and the probe once built (`None` inside when its format file
+/// turned out unreadable or unusable: the probe then answers as absent).
+#[derive(Debug)]
+struct Entry {
+    desc: ProbeDesc,
+    source: Source,
+    built: OnceLock<Option<Probe>>,
+}
+
+/// Formats read so far by `(subsystem, event)` (`None`: unreadable).
+type FormatCache = HashMap<(String, String), Option<Arc<EventFormat>>>;
+
 /// Every probe of the running kernel.
+///
+/// The catalogue is read lazily: [`Catalog::load`] lists the tracefs events by name (one
+/// directory read per subsystem) and reads only the handful of `format` files the `proc`, `sched`
+/// and `io` providers are built from; a `syscall` or `sdt` probe's format is read and parsed the
+/// first time the probe itself is asked for ([`Catalog::get`], [`Catalog::matching`],
+/// [`Catalog::probes`]). The probes listed, their order (which fixes the framework's probe ids)
+/// and what each answers are those of [`Catalog::load_eager_from`], which parses every format
+/// up front, as long as every format file reads and parses (a tracepoint whose format does not is
+/// listed, but then answers as absent).
 #[derive(Debug, Default)]
 pub struct Catalog {
-    probes: Vec<Probe>,
+    entries: Vec<Entry>,
     index: HashMap<ProbeDesc, usize>,
     root: PathBuf,
+    /// Formats read so far (`None`: unreadable), shared by the probes built from them.
+    formats: Mutex<FormatCache>,
+    /// How many format files have been read and parsed.
+    reads: AtomicUsize,
 }
 
 impl Catalog {
-    /// Enumerates tracefs (mounting it if needed) into probes.
+    /// Enumerates tracefs (mounting it if needed) into probes, reading formats lazily.
     pub fn load() -> Result<Catalog> {
         let root = tracefs::ensure_tracefs()?;
         Self::load_from(&root)
     }
 
-    /// Enumerates the tracefs at `root`.
+    /// Enumerates the tracefs at `root`, reading formats lazily (see [`Catalog`]).
     pub fn load_from(root: &Path) -> Result<Catalog> {
+        let events = tracefs::list_events(root)?;
+        let mut cat = Catalog {
+            root: root.to_path_buf(),
+            ..Catalog::default()
+        };
+        let exists: HashSet<(&str, &str)> = events
+            .iter()
+            .map(|(s, e)| (s.as_str(), e.as_str()))
+            .collect();
+        for name in syscall::names(&events) {
+            cat.push_lazy(
+                ProbeDesc::new("syscall", "vmlinux", &name, "entry"),
+                Source::SyscallEntry(name.clone()),
+            );
+            if exists.contains(&("syscalls", &*format!("sys_exit_{name}"))) {
+                cat.push_lazy(
+                    ProbeDesc::new("syscall", "vmlinux", &name, "return"),
+                    Source::SyscallReturn(name),
+                );
+            }
+        }
+        // The proc and sched probes depend on their formats' fields: read those few now.
+        let mut some: HashMap<(String, String), EventFormat> = HashMap::new();
+        for (sys, ev) in proc_sched::events() {
+            if exists.contains(&(sys, ev)) {
+                if let Some(f) = cat.format(sys, ev) {
+                    some.insert((sys.to_string(), ev.to_string()), (*f).clone());
+                }
+            }
+        }
+        for p in proc_sched::probes(&some) {
+            cat.push(p);
+        }
+        for p in io::probes_where(|sys, ev| exists.contains(&(sys, ev))) {
+            cat.push(p);
+        }
+        for p in profile::listed_probes() {
+            cat.push(p);
+        }
+        for (sys, ev) in &events {
+            cat.push_lazy(
+                ProbeDesc::new("sdt", sys, "", ev),
+                Source::Sdt(sys.clone(), ev.clone()),
+            );
+        }
+        Ok(cat)
+    }
+
+    /// Enumerates tracefs (mounting it if needed), reading every format now.
+    pub fn load_eager() -> Result<Catalog> {
+        let root = tracefs::ensure_tracefs()?;
+        Self::load_eager_from(&root)
+    }
+
+    /// Enumerates the tracefs at `root`, reading and parsing every event's format file now (what
+    /// [`Catalog::load_from`] answers lazily; kept to check it against).
+    pub fn load_eager_from(root: &Path) -> Result<Catalog> {
         let mut formats: HashMap<(String, String), EventFormat> = HashMap::new();
+        let mut reads = 0;
         for (sys, ev) in tracefs::list_events(root)? {
             // A tracepoint that vanishes or whose format we cannot read is skipped; it is then
             // simply not offered (enabling it by name reports that it does not exist).
             if let Ok(f) = tracefs::read_format(root, &sys, &ev) {
+                reads += 1;
                 formats.insert((sys, ev), f);
             }
         }
@@ -173,9 +272,9 @@ impl Catalog {
         probes.extend(profile::listed_probes());
         probes.extend(sdt::probes(&formats));
         let mut cat = Catalog {
-            probes: Vec::new(),
-            index: HashMap::new(),
             root: root.to_path_buf(),
+            reads: AtomicUsize::new(reads),
+            ..Catalog::default()
         };
         for p in probes {
             cat.push(p);
@@ -184,10 +283,60 @@ impl Catalog {
     }
 
     fn push(&mut self, p: Probe) {
-        if !self.index.contains_key(&p.desc) {
-            self.index.insert(p.desc.clone(), self.probes.len());
-            self.probes.push(p);
+        let desc = p.desc.clone();
+        self.push_entry(desc, Source::Built, OnceLock::from(Some(p)));
+    }
+
+    fn push_lazy(&mut self, desc: ProbeDesc, source: Source) {
+        self.push_entry(desc, source, OnceLock::new());
+    }
+
+    fn push_entry(&mut self, desc: ProbeDesc, source: Source, built: OnceLock<Option<Probe>>) {
+        if !self.index.contains_key(&desc) {
+            self.index.insert(desc.clone(), self.entries.len());
+            self.entries.push(Entry {
+                desc,
+                source,
+                built,
+            });
         }
+    }
+
+    /// The format of one event, read and parsed at the first asking (`None` when it cannot be).
+    fn format(&self, sys: &str, ev: &str) -> Option<Arc<EventFormat>> {
+        let key = (sys.to_string(), ev.to_string());
+        let mut formats = self.formats.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(f) = formats.get(&key) {
+            return f.clone();
+        }
+        let f = tracefs::read_format(&self.root, sys, ev).ok().map(Arc::new);
+        if f.is_some() {
+            self.reads.fetch_add(1, Ordering::Relaxed);
+        }
+        formats.insert(key, f.clone());
+        f
+    }
+
+    /// Builds a listed probe from its formats.
+    fn build(&self, e: &Entry) -> Option<Probe> {
+        match &e.source {
+            Source::Built => None,
+            Source::SyscallEntry(name) => {
+                let enter = self.format("syscalls", &format!("sys_enter_{name}"))?;
+                let exit = self.format("syscalls", &format!("sys_exit_{name}"));
+                Some(syscall::entry_probe(name, &enter, exit.as_deref()))
+            }
+            Source::SyscallReturn(name) => {
+                let exit = self.format("syscalls", &format!("sys_exit_{name}"))?;
+                syscall::return_probe(name, &exit)
+            }
+            Source::Sdt(sys, ev) => Some(sdt::probe(sys, ev, &*self.format(sys, ev)?)),
+        }
+    }
+
+    /// The probe of an entry, built at the first asking.
+    fn resolve<'a>(&self, e: &'a Entry) -> Option<&'a Probe> {
+        e.built.get_or_init(|| self.build(e)).as_ref()
     }
 
     /// The tracefs root this catalogue was read from.
@@ -195,15 +344,40 @@ impl Catalog {
         &self.root
     }
 
-    /// Every listed probe (`profile-N`/`tick-N` exist for any N; the usual rates are listed).
-    pub fn probes(&self) -> &[Probe] {
-        &self.probes
+    /// The names of every listed probe, in the catalogue's order (no format is read).
+    pub fn descs(&self) -> impl Iterator<Item = &ProbeDesc> + '_ {
+        self.entries.iter().map(|e| &e.desc)
+    }
+
+    /// How many probes are listed.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether no probe is listed.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// How many format files this catalogue has read and parsed so far.
+    pub fn formats_read(&self) -> usize {
+        self.reads.load(Ordering::Relaxed)
+    }
+
+    /// Every listed probe, built (this reads the format of every one not built yet; a probe whose
+    /// format cannot be read is left out). `profile-N`/`tick-N` exist for any N; the usual rates
+    /// are listed.
+    pub fn probes(&self) -> Vec<Probe> {
+        self.entries
+            .iter()
+            .filter_map(|e| self.resolve(e).cloned())
+            .collect()
     }
 
     /// The probe with exactly this name, including `profile-N`/`tick-N` for any rate.
     pub fn get(&self, desc: &ProbeDesc) -> Option<Probe> {
         if let Some(i) = self.index.get(desc) {
-            return self.probes.get(*i).cloned();
+            return self.entries.get(*i).and_then(|e| self.resolve(e).cloned());
         }
         if desc.provider == "profile" && desc.module.is_empty() && desc.function.is_empty() {
             return profile::probe(&desc.name);
@@ -213,21 +387,23 @@ impl Catalog {
 
     /// Every probe matching a description whose parts may use `*`, `?` and `[...]` (an empty part
     /// matches everything). A `fbt` description on a kernel without kprobes or fentry is an error
-    /// saying so; one that matches nothing is [`LinuxError::NoSuchProbe`].
+    /// saying so; one that matches nothing is [`LinuxError::NoSuchProbe`]. Only the matching
+    /// probes' formats are read.
     pub fn matching(&self, pattern: &ProbeDesc) -> Result<Vec<Probe>> {
         if glob::matches(&pattern.provider, "fbt") && !pattern.provider.is_empty() {
             crate::features::fbt_support()?;
         }
         let mut out: Vec<Probe> = self
-            .probes
+            .entries
             .iter()
-            .filter(|p| {
-                glob::matches(&pattern.provider, &p.desc.provider)
-                    && glob::matches(&pattern.module, &p.desc.module)
-                    && glob::matches(&pattern.function, &p.desc.function)
-                    && glob::matches(&pattern.name, &p.desc.name)
+            .filter(|e| {
+                let d = &e.desc;
+                glob::matches(&pattern.provider, &d.provider)
+                    && glob::matches(&pattern.module, &d.module)
+                    && glob::matches(&pattern.function, &d.function)
+                    && glob::matches(&pattern.name, &d.name)
             })
-            .cloned()
+            .filter_map(|e| self.resolve(e).cloned())
             .collect();
         if out.is_empty() && !glob::has_meta(&pattern.name) {
             if let Some(p) = self.get(pattern) {

@@ -476,6 +476,12 @@ fn build(spec: &Spec, f: &EventFormat) -> Option<Probe> {
     })
 }
 
+/// The `(subsystem, event)` tracepoints the `proc` and `sched` probes are built from (the formats
+/// [`probes`] looks at).
+pub fn events() -> impl Iterator<Item = (&'static str, &'static str)> {
+    SPECS.iter().map(|s| (s.sys, s.event))
+}
+
 /// The `proc` and `sched` probes whose tracepoints exist in `formats`.
 pub fn probes(formats: &HashMap<(String, String), EventFormat>) -> Vec<Probe> {
     SPECS

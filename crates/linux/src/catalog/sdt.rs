@@ -12,23 +12,26 @@ pub fn probes(formats: &HashMap<(String, String), EventFormat>) -> Vec<Probe> {
     keys.sort();
     keys.into_iter()
         .filter_map(|k| formats.get(k).map(|f| (k, f)))
-        .map(|((sys, ev), f)| {
-            let (args, types): (Vec<_>, Vec<_>) = f.fields.iter().take(8).map(field_arg).unzip();
-            Probe {
-                desc: ProbeDesc::new("sdt", sys, "", ev),
-                args: types,
-                attach: AttachPoint::Tracepoint {
-                    subsystem: sys.clone(),
-                    event: ev.clone(),
-                    id: f.id,
-                    args,
-                    conditions: Vec::new(),
-                    identity: Identity::Current,
-                    return_event: None,
-                    syscall_return: false,
-                    syscall: None,
-                },
-            }
-        })
+        .map(|((sys, ev), f)| probe(sys, ev, f))
         .collect()
+}
+
+/// `sdt:<sys>::<ev>`, from the event's format.
+pub fn probe(sys: &str, ev: &str, f: &EventFormat) -> Probe {
+    let (args, types): (Vec<_>, Vec<_>) = f.fields.iter().take(8).map(field_arg).unzip();
+    Probe {
+        desc: ProbeDesc::new("sdt", sys, "", ev),
+        args: types,
+        attach: AttachPoint::Tracepoint {
+            subsystem: sys.to_string(),
+            event: ev.to_string(),
+            id: f.id,
+            args,
+            conditions: Vec::new(),
+            identity: Identity::Current,
+            return_event: None,
+            syscall_return: false,
+            syscall: None,
+        },
+    }
 }

@@ -330,9 +330,8 @@ impl LinuxTracing {
         let names: BTreeSet<String> = self
             .lock()
             .catalog
-            .probes()
-            .iter()
-            .map(|p| p.desc.provider.clone())
+            .descs()
+            .map(|d| d.provider.clone())
             .collect();
         PROVIDERS
             .iter()
@@ -497,13 +496,8 @@ impl Provider for LinuxProvider {
             return;
         }
         let sh = self.shared.lock();
-        for p in sh
-            .catalog
-            .probes()
-            .iter()
-            .filter(|p| p.desc.provider == self.name)
-        {
-            sink.create(&p.desc.module, &p.desc.function, &p.desc.name);
+        for d in sh.catalog.descs().filter(|d| d.provider == self.name) {
+            sink.create(&d.module, &d.function, &d.name);
         }
     }
 
