@@ -12,7 +12,7 @@
 use crate::capture::spec::{
     MAX_COPIES, MAX_COPY_SIZE, MAX_DEREFS, MAX_STACK_DEPTH, MAX_USER_DEREFS, SIZED_COPY_CAP,
 };
-use crate::capture::{AddrBase, AddrExpr, CaptureSpec, CopyRequest, MemKind};
+use crate::capture::{AddrBase, AddrExpr, CaptureSpec, CopyRequest, MemKind, MirrorOp};
 use dtrace_dif::instr::Instr;
 use dtrace_dif::object::{
     DifObject, DIFV_SCOPE_GLOBAL, DIFV_SCOPE_LOCAL, DIFV_SCOPE_THREAD, DIF_TF_BYREF,
@@ -22,7 +22,7 @@ use dtrace_dif::opcode::Opcode;
 use dtrace_dif::program::{ActionKind, ProbeDesc, Program};
 use dtrace_dif::subr::Subr;
 use dtrace_dif::vars;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// Default `strsize` (bytes a `copyinstr` copies, NUL included).
 pub const DEFAULT_STRSIZE: u32 = 256;
@@ -63,6 +63,9 @@ pub struct ClauseNeeds {
     pub execargs: bool,
     /// The clause calls `progenyof()` (the task's ancestors are captured).
     pub ancestors: bool,
+    /// Thread-local variables the clause stores whose addresses other probes copy from (see
+    /// [`mirror`]), in the order it stores them.
+    pub mirror: Vec<MirrorOp>,
 }
 
 /// Kernel frames captured for `caller`: enough to pass the tracing functions above the probe site.
@@ -126,6 +129,7 @@ pub fn program_needs(program: &Program) -> ProgramNeeds {
             scan_object(obj, strsize, &mut ClauseNeeds::default(), &mut first);
         }
     }
+    let mirrorable = std::mem::take(&mut first.mirror_sources);
     let thread: HashMap<u16, Val> = first
         .thread_stores
         .into_iter()
@@ -138,6 +142,7 @@ pub fn program_needs(program: &Program) -> ProgramNeeds {
         };
         let mut vars = ScanVars {
             thread: thread.clone(),
+            mirrorable: mirrorable.clone(),
             ..ScanVars::default()
         };
         for obj in e
@@ -169,6 +174,7 @@ pub fn program_needs(program: &Program) -> ProgramNeeds {
         }
         out.clauses.push((e.probe.clone(), n));
     }
+    mirror::keep_loaded(&mut out.clauses);
     out
 }
 
@@ -265,7 +271,13 @@ impl Val {
     /// struct is left alone: tracepoint arrays are delivered as the address of their capture).
     fn kernel_addr(&self) -> Option<&AddrExpr> {
         match self {
-            Val::Addr(e) if self.plain_arg().is_none() && e.user_derefs.is_empty() => Some(e),
+            Val::Addr(e)
+                if self.plain_arg().is_none()
+                    && e.user_derefs.is_empty()
+                    && !mirror::is_mirror(e) =>
+            {
+                Some(e)
+            }
             _ => None,
         }
     }
@@ -339,7 +351,7 @@ fn capturable(e: &AddrExpr) -> bool {
 impl ClauseNeeds {
     /// Asks for `size` kernel bytes (or a string of at most `size` bytes) at `e`.
     fn kernel_copy(&mut self, e: &AddrExpr, kind: MemKind, size: u32) {
-        if !capturable(e) || size == 0 || !e.user_derefs.is_empty() {
+        if !capturable(e) || size == 0 || !e.user_derefs.is_empty() || mirror::is_mirror(e) {
             return;
         }
         if e.derefs.len() > MAX_DEREFS {
@@ -363,6 +375,10 @@ struct ScanVars {
     thread: HashMap<u16, Val>,
     /// What the stores of each thread-local store (`Unknown`: not one `curthread` computation).
     thread_stores: HashMap<u16, Val>,
+    /// Thread-locals some store sets to an address a probe can compute (filled by the first pass).
+    mirror_sources: HashSet<u16>,
+    /// Those of the first pass: their loads are mirror addresses ([`AddrBase::ThreadVar`]).
+    mirrorable: HashSet<u16>,
 }
 
 /// Follows probe arguments, `curthread` and constants through one DIF object to the memory it
@@ -479,6 +495,11 @@ fn scan_object(obj: &DifObject, strsize: u32, n: &mut ClauseNeeds, vars: &mut Sc
                 if let (Opcode::Ldx, Val::Scratch(e)) = (op, get(&regs, r1)) {
                     v = user_hop(e);
                 } else if let (Some(size), Val::Addr(e)) = (kernel_load_size(op), get(&regs, r1)) {
+                    if mirror::is_mirror(&e) {
+                        // Kernel memory at a mirrored address is not captured.
+                        set(&mut regs, rd, Val::Unknown);
+                        continue;
+                    }
                     n.kernel_copy(&e, MemKind::KernelBytes, size);
                     if op == Opcode::Ldx && e.user_derefs.is_empty() {
                         // The loaded value may be a pointer to follow.
@@ -534,7 +555,11 @@ fn scan_object(obj: &DifObject, strsize: u32, n: &mut ClauseNeeds, vars: &mut Sc
                 var,
                 rd,
             } => {
-                let v = vars.thread.get(&var).cloned().unwrap_or(Val::Unknown);
+                let v = match vars.thread.get(&var) {
+                    Some(v) => v.clone(),
+                    None if vars.mirrorable.contains(&var) => mirror::load(var),
+                    None => Val::Unknown,
+                };
                 set(&mut regs, rd, v);
             }
             Instr::StoreVar { op, var, rs } => {
@@ -549,6 +574,12 @@ fn scan_object(obj: &DifObject, strsize: u32, n: &mut ClauseNeeds, vars: &mut Sc
                         vars.locals.insert(var, v);
                     }
                     Opcode::Stts => {
+                        if let Some(op) = mirror::store(obj, var, &v) {
+                            if op.value.is_some() {
+                                vars.mirror_sources.insert(var);
+                            }
+                            n.mirror.push(op);
+                        }
                         // What every store of the thread-local stores (zero clears it).
                         let task_based = match &v {
                             Val::Addr(e) if e.base == AddrBase::CurrentTask => Some(v.clone()),
@@ -673,7 +704,7 @@ fn user_addr(v: &Val) -> Option<AddrExpr> {
     match v {
         Val::Addr(e)
             if capturable(e)
-                && (matches!(e.base, AddrBase::Arg(_))
+                && (matches!(e.base, AddrBase::Arg(_) | AddrBase::ThreadVar(_))
                     || !e.derefs.is_empty()
                     || !e.user_derefs.is_empty()) =>
         {
@@ -907,6 +938,7 @@ pub fn spec_for(
             spec.execargs = Some(strsize.clamp(1, MAX_COPY_SIZE));
         }
         spec.ancestors |= n.ancestors;
+        mirror::merge_ops(&mut spec.mirror, &n.mirror);
         if let Some(why) = &n.unsupported {
             return Err(why.clone());
         }
@@ -1518,3 +1550,7 @@ mod smoke {
 
 #[cfg(test)]
 mod sized_tests;
+
+mod mirror;
+#[cfg(test)]
+mod mirror_tests;
