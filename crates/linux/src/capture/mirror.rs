@@ -164,6 +164,93 @@ mod tests {
         assert!(uses_mirror(&s) && check(&s).is_ok());
     }
 
+    /// Calls to `helper` in `insns`.
+    fn calls(insns: &[crate::bpf::insn::Insn], helper: i32) -> usize {
+        insns
+            .iter()
+            .filter(|i| i.code == 0x85 && i.src == 0 && i.imm == helper)
+            .count()
+    }
+
+    #[test]
+    fn programs_save_look_up_and_remove() {
+        use crate::capture::codegen::{gen_capture, CtxKind, MapFds, ProbeShape};
+        use crate::capture::spec::{ArgSource, Identity, SIZED_COPY_CAP};
+        use crate::capture::RecordLayout;
+        let shape = ProbeShape {
+            ctx: CtxKind::RawTracepoint,
+            args: vec![ArgSource::RawArg(0), ArgSource::RawArg(1)],
+            conditions: Vec::new(),
+            identity: Identity::Current,
+            task: None,
+        };
+        let mut maps = MapFds {
+            ring: 3,
+            drops: 4,
+            pending: None,
+            wakeup_bytes: 0,
+            mirror: Some(5),
+        };
+        let gen = |spec: &CaptureSpec, maps: &MapFds| {
+            let layout = RecordLayout::for_spec(spec, "p").unwrap();
+            gen_capture(&shape, spec, &layout, 1, maps)
+        };
+        let plain = gen(&CaptureSpec::new(), &maps).unwrap();
+        let save = CaptureSpec {
+            mirror: vec![MirrorOp {
+                var: 1280,
+                value: Some(AddrExpr::arg(1)),
+            }],
+            ..CaptureSpec::new()
+        };
+        let saving = gen(&save, &maps).unwrap();
+        assert_eq!(calls(&saving, helper::MAP_UPDATE_ELEM), 1);
+        let mut copy = CopyRequest::new(
+            AddrExpr::kernel(AddrBase::ThreadVar(1280), 0, Vec::new()),
+            MemKind::UserBytes,
+            SIZED_COPY_CAP,
+        );
+        copy.size_arg = Some(0);
+        let read = CaptureSpec {
+            copies: vec![copy.clone()],
+            mirror: vec![MirrorOp {
+                var: 1280,
+                value: None,
+            }],
+            ..CaptureSpec::new()
+        };
+        let reading = gen(&read, &maps).unwrap();
+        // One lookup more than the drop counter's.
+        assert_eq!(
+            calls(&reading, helper::MAP_LOOKUP_ELEM),
+            calls(&plain, helper::MAP_LOOKUP_ELEM) + 1
+        );
+        assert_eq!(calls(&reading, helper::MAP_DELETE_ELEM), 1);
+        // The same copy from an argument, for the cost of the lookup.
+        let by_arg = CaptureSpec {
+            copies: vec![CopyRequest {
+                addr: AddrExpr::arg(1),
+                ..copy
+            }],
+            ..CaptureSpec::new()
+        };
+        let direct = gen(&by_arg, &maps).unwrap();
+        let (store_cost, lookup_cost) = (saving.len() - plain.len(), reading.len() - direct.len());
+        eprintln!(
+            "instructions: save {store_cost}, look up and remove {lookup_cost} (plain program {})",
+            plain.len()
+        );
+        assert!(
+            store_cost <= 16 && lookup_cost <= 32,
+            "{store_cost} {lookup_cost}"
+        );
+        // Without the map, no program.
+        maps.mirror = None;
+        assert!(gen(&read, &maps).is_err());
+        assert!(gen(&save, &maps).is_err());
+        assert!(gen(&CaptureSpec::new(), &maps).is_ok());
+    }
+
     #[test]
     fn only_probe_computable_addresses_are_mirrored() {
         let mut s = CaptureSpec::new();
