@@ -5,7 +5,10 @@
 //! `curthread` and probe arguments
 //! (`curthread->real_parent->pid`, `args[0]->field`, the D library's `curpsinfo` translations:
 //! chains of constant offsets and pointer loads, each step captured) and the stacks their
-//! `stack()`/`ustack()` actions record. The provider turns these into one [`CaptureSpec`] per
+//! `stack()`/`ustack()` actions record, and the thread-locals whose addresses another probe copies
+//! from (`self->buf = arg1` at `read:entry`, `copyin(self->buf, arg0)` at `read:return`: the
+//! storing probe mirrors the address in the kernel, see `needs/mirror.rs`). The provider turns these into
+//! one [`CaptureSpec`] per
 //! enabled probe, the union over every clause enabled on it, with neighbouring kernel copies of one
 //! object merged.
 
@@ -121,6 +124,7 @@ pub fn program_needs(program: &Program) -> ProgramNeeds {
     let mut first = ScanVars::default();
     for e in &program.ecbs {
         first.locals.clear();
+        first.stored.clear();
         for obj in e
             .predicate
             .iter()
@@ -379,6 +383,9 @@ struct ScanVars {
     mirror_sources: HashSet<u16>,
     /// Those of the first pass: their loads are mirror addresses ([`AddrBase::ThreadVar`]).
     mirrorable: HashSet<u16>,
+    /// What the clause itself stored in thread-locals so far: a later load in the clause reads it
+    /// (`self->b = arg1; copyinstr(self->b)` copies from arg1, not from the mirror).
+    stored: HashMap<u16, Val>,
 }
 
 /// Follows probe arguments, `curthread` and constants through one DIF object to the memory it
@@ -555,10 +562,11 @@ fn scan_object(obj: &DifObject, strsize: u32, n: &mut ClauseNeeds, vars: &mut Sc
                 var,
                 rd,
             } => {
-                let v = match vars.thread.get(&var) {
-                    Some(v) => v.clone(),
-                    None if vars.mirrorable.contains(&var) => mirror::load(var),
-                    None => Val::Unknown,
+                let v = match (vars.stored.get(&var), vars.thread.get(&var)) {
+                    (Some(v), _) if *v != Val::Unknown => v.clone(),
+                    (_, Some(v)) => v.clone(),
+                    _ if vars.mirrorable.contains(&var) => mirror::load(var),
+                    _ => Val::Unknown,
                 };
                 set(&mut regs, rd, v);
             }
@@ -574,6 +582,7 @@ fn scan_object(obj: &DifObject, strsize: u32, n: &mut ClauseNeeds, vars: &mut Sc
                         vars.locals.insert(var, v);
                     }
                     Opcode::Stts => {
+                        vars.stored.insert(var, v.clone());
                         if let Some(op) = mirror::store(obj, var, &v) {
                             if op.value.is_some() {
                                 vars.mirror_sources.insert(var);

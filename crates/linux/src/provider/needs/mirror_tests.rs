@@ -259,3 +259,33 @@ fn by_reference_variables_are_never_mirrored() {
     assert_eq!(mirror::store(&obj, 7, &Val::Addr(AddrExpr::arg(1))), None);
     assert!(mirror::store(&obj, 8, &Val::Addr(AddrExpr::arg(1))).is_some());
 }
+
+#[test]
+fn a_load_after_a_store_in_the_same_clause_reads_what_was_stored() {
+    let n = needs(
+        r#"syscall::openat:entry { self->p = arg1; printf("%s", copyinstr(self->p)); }
+           syscall::openat:return /self->p/ { printf("%s", copyinstr(self->p)); self->p = 0; }"#,
+    );
+    let entry = &n.clauses[0].1;
+    // The entry copies its own argument; the return reads the mirror the entry saves.
+    assert_eq!(
+        entry.copies,
+        vec![CopyRequest::new(
+            AddrExpr::arg(1),
+            MemKind::UserString,
+            DEFAULT_STRSIZE
+        )]
+    );
+    let var = thread_var(&n.clauses[1].1);
+    assert_eq!(
+        entry.mirror,
+        vec![MirrorOp {
+            var,
+            value: Some(AddrExpr::arg(1))
+        }]
+    );
+    // Alone, nothing is mirrored.
+    let n = needs(r#"syscall::openat:entry { self->p = arg1; printf("%s", copyinstr(self->p)); }"#);
+    assert!(n.clauses[0].1.mirror.is_empty());
+    assert_eq!(n.clauses[0].1.copies.len(), 1);
+}
