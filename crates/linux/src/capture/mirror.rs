@@ -2,7 +2,7 @@
 //! `read:return` reads an address the return probe's eBPF cannot compute, since it lives in a D
 //! thread-local in the framework. The storing probe's eBPF also saves the address in an LRU hash
 //! keyed by (thread id, variable id) ([`MirrorOp`]); the reading probe's looks it up
-//! ([`AddrBase::ThreadVar`](super::spec::AddrBase::ThreadVar)) and copies from it, recording the
+//! ([`AddrBase::ThreadVar`]) and copies from it, recording the
 //! address it used. Delivery serves the clause's read from the capture only when that address is
 //! the one the interpreter reads, so a mirror that differs from the D variable (a predicate kept
 //! the D store from happening) costs a copy, never a wrong result.

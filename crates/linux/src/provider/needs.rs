@@ -67,7 +67,7 @@ pub struct ClauseNeeds {
     /// The clause calls `progenyof()` (the task's ancestors are captured).
     pub ancestors: bool,
     /// Thread-local variables the clause stores whose addresses other probes copy from (see
-    /// [`mirror`]), in the order it stores them.
+    /// `needs/mirror.rs`), in the order it stores them.
     pub mirror: Vec<MirrorOp>,
 }
 
