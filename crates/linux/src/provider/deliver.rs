@@ -554,3 +554,6 @@ mod tests {
 
 #[cfg(test)]
 mod sized_tests;
+
+#[cfg(test)]
+mod mirror_tests;
