@@ -74,6 +74,30 @@ fn read_return_prints_the_bytes_read_into_the_buffer_saved_at_entry() {
 }
 
 #[test]
+fn the_store_and_the_copy_may_be_in_different_programs() {
+    let Some((_, cmd)) = setup("store_and_copy_in_different_programs") else {
+        return;
+    };
+    // Two -n programs share self->buf, as in DTrace.
+    let (rc, out, err) = dtrace(&[
+        "-q",
+        "-n",
+        "syscall::read:entry /pid == $target && arg0 == 42/ { self->buf = arg1; }",
+        "-n",
+        r#"syscall::read:return /self->buf/ {
+               printf("<%d:%s>\n", arg0, stringof(copyin(self->buf, arg0))); self->buf = 0; }"#,
+        "-c",
+        &cmd,
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(error_lines(&err).is_empty(), "{err}");
+    assert_eq!(
+        out.trim_end_matches('\n'),
+        "<11:first bytes>\n<15:the second read>"
+    );
+}
+
+#[test]
 fn opensnoop_prints_the_paths_saved_at_entry() {
     let Some((data, cmd)) = setup("opensnoop_prints_the_paths") else {
         return;

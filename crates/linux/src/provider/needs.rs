@@ -118,6 +118,58 @@ fn parse_size(s: &str) -> Option<u64> {
 
 /// Analyses every clause of `program`.
 pub fn program_needs(program: &Program) -> ProgramNeeds {
+    program_needs_in(program, &MirrorContext::default())
+}
+
+/// What the other programs of one consumer do with thread-locals, which they share with it (`dtrace
+/// -n 'read:entry { self->buf = arg1; }' -n 'read:return { ... copyin(self->buf, arg0) ... }'`):
+/// the variables they store from probe-computable addresses and those they copy from.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MirrorContext {
+    /// Variables some program stores from an address its probe computes.
+    pub sources: HashSet<u16>,
+    /// Variables some program copies from.
+    pub loaded: HashSet<u32>,
+}
+
+/// The mirror context of `programs` together (see [`program_needs_in`]).
+pub fn mirror_context(programs: &[&Program]) -> MirrorContext {
+    let mut ctx = MirrorContext::default();
+    for p in programs {
+        ctx.sources.extend(mirror_sources(p, strsize_of(p)));
+    }
+    for p in programs {
+        let n = program_needs_in(p, &ctx);
+        ctx.loaded.extend(n.clauses.iter().flat_map(|(_, c)| {
+            c.copies.iter().filter_map(|r| match r.addr.base {
+                AddrBase::ThreadVar(v) => Some(v),
+                _ => None,
+            })
+        }));
+    }
+    ctx
+}
+
+/// The thread-locals `program` stores from probe-computable addresses.
+fn mirror_sources(program: &Program, strsize: u32) -> HashSet<u16> {
+    let mut first = ScanVars::default();
+    for e in &program.ecbs {
+        first.locals.clear();
+        first.stored.clear();
+        for obj in e
+            .predicate
+            .iter()
+            .chain(e.actions.iter().filter_map(|a| a.difo.as_ref()))
+        {
+            scan_object(obj, strsize, &mut ClauseNeeds::default(), &mut first);
+        }
+    }
+    first.mirror_sources
+}
+
+/// Analyses every clause of `program`, one of several programs sharing thread-locals whose mirror
+/// needs `ctx` gives (from [`mirror_context`]).
+pub fn program_needs_in(program: &Program, ctx: &MirrorContext) -> ProgramNeeds {
     let strsize = strsize_of(program);
     let mut out = ProgramNeeds::default();
     // First pass: what the program stores in its thread-local variables.
@@ -133,7 +185,8 @@ pub fn program_needs(program: &Program) -> ProgramNeeds {
             scan_object(obj, strsize, &mut ClauseNeeds::default(), &mut first);
         }
     }
-    let mirrorable = std::mem::take(&mut first.mirror_sources);
+    let mut mirrorable = std::mem::take(&mut first.mirror_sources);
+    mirrorable.extend(ctx.sources.iter().copied());
     let thread: HashMap<u16, Val> = first
         .thread_stores
         .into_iter()
@@ -178,7 +231,7 @@ pub fn program_needs(program: &Program) -> ProgramNeeds {
         }
         out.clauses.push((e.probe.clone(), n));
     }
-    mirror::keep_loaded(&mut out.clauses);
+    mirror::keep_loaded(&mut out.clauses, &ctx.loaded);
     out
 }
 

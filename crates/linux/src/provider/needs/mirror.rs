@@ -59,9 +59,10 @@ pub(super) fn store(obj: &DifObject, var: u16, v: &Val) -> Option<MirrorOp> {
     })
 }
 
-/// Keeps, in each clause, only the mirror ops of variables some clause copies from.
-pub(super) fn keep_loaded(clauses: &mut [(ProbeDesc, ClauseNeeds)]) {
-    let loaded: HashSet<u32> = clauses
+/// Keeps, in each clause, only the mirror ops of variables some clause (or, in `elsewhere`, some
+/// other program) copies from.
+pub(super) fn keep_loaded(clauses: &mut [(ProbeDesc, ClauseNeeds)], elsewhere: &HashSet<u32>) {
+    let mut loaded: HashSet<u32> = clauses
         .iter()
         .flat_map(|(_, n)| &n.copies)
         .filter_map(|c| match c.addr.base {
@@ -69,6 +70,7 @@ pub(super) fn keep_loaded(clauses: &mut [(ProbeDesc, ClauseNeeds)]) {
             _ => None,
         })
         .collect();
+    loaded.extend(elsewhere.iter().copied());
     for (_, n) in clauses {
         n.mirror.retain(|m| loaded.contains(&m.var));
     }

@@ -289,3 +289,40 @@ fn a_load_after_a_store_in_the_same_clause_reads_what_was_stored() {
     assert!(n.clauses[0].1.mirror.is_empty());
     assert_eq!(n.clauses[0].1.copies.len(), 1);
 }
+
+#[test]
+fn programs_sharing_thread_locals_mirror_for_each_other() {
+    let compile = |src: &str| {
+        dtrace_compiler::compile(src, &dtrace_compiler::CompileOptions::default())
+            .unwrap_or_else(|e| panic!("{e:?}"))
+    };
+    let store = compile("syscall::read:entry { self->buf = arg1; }");
+    // Compiled apart here, so the variable is declared (the consumer shares one identifier table).
+    let load = compile(
+        "self uint64_t buf; syscall::read:return /self->buf/ { tracemem(copyin(self->buf, arg0), 64); self->buf = 0; }",
+    );
+    // Alone, neither mirrors anything.
+    assert!(program_needs(&store).clauses[0].1.mirror.is_empty());
+    assert!(program_needs(&load).clauses[0].1.unresolved_copyin);
+    let ctx = mirror_context(&[&store, &load]);
+    let s = program_needs_in(&store, &ctx);
+    let l = program_needs_in(&load, &ctx);
+    let var = thread_var(&l.clauses[0].1);
+    assert_eq!(
+        s.clauses[0].1.mirror,
+        vec![MirrorOp {
+            var,
+            value: Some(AddrExpr::arg(1))
+        }]
+    );
+    assert_eq!(l.clauses[0].1.mirror, vec![MirrorOp { var, value: None }]);
+    assert_eq!(ctx.loaded, [var].into_iter().collect());
+    // A context of programs that copy from nothing changes nothing.
+    let other = compile("syscall::write:entry { self->x = arg1; }");
+    let ctx = mirror_context(&[&store, &other]);
+    assert!(ctx.loaded.is_empty());
+    assert!(program_needs_in(&store, &ctx).clauses[0]
+        .1
+        .mirror
+        .is_empty());
+}
