@@ -17,9 +17,14 @@ use dtrace_compiler::ProbeInfo;
 use dtrace_framework::FiringContext;
 
 /// The tracer (framework plus providers) over every CPU of the machine, the symbol lookups its
-/// stacks and addresses print with, and the D compiler for what it traces.
-pub fn open() -> (Box<dyn Tracer>, Box<dyn Symbolizer>, Box<dyn Compiler>) {
-    let types = KernelTypeLoader::start();
+/// stacks and addresses print with, and the D compiler for what it traces. Unless `compiles` (D
+/// will be compiled), the kernel's types are read only if a lookup asks for them.
+pub fn open(compiles: bool) -> (Box<dyn Tracer>, Box<dyn Symbolizer>, Box<dyn Compiler>) {
+    let types = if compiles {
+        KernelTypeLoader::start()
+    } else {
+        KernelTypeLoader::on_demand()
+    };
     let linux = dtrace_linux::LinuxTracing::load().ok();
     if let Some(l) = &linux {
         let _ = KERNEL.set(l.clone());
@@ -80,6 +85,7 @@ fn tracer(linux: Option<dtrace_linux::LinuxTracing>) -> (Box<dyn Tracer>, Box<dy
         }
     }
     t.framework().set_consumer_context(ctx);
+    t.framework().set_consumer_vtime(Box::new(thread_cpu_ns));
     match linux {
         Some(l) => {
             let syms = Box::new(LinuxSymbols::new(l.symbolizer()));
@@ -90,6 +96,20 @@ fn tracer(linux: Option<dtrace_linux::LinuxTracing>) -> (Box<dyn Tracer>, Box<dy
         }
         None => (Box::new(t), Box::new(LinuxSymbols::standalone())),
     }
+}
+
+/// The calling thread's on-CPU nanoseconds: `vtimestamp` of BEGIN, END and the timer probes, which
+/// fire in this process's thread as in DTrace.
+fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid timespec out-parameter.
+    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } != 0 {
+        return 0;
+    }
+    (ts.tv_sec as u64).saturating_mul(1_000_000_000) + ts.tv_nsec as u64
 }
 
 /// The context BEGIN and END fire in: this process, as in DTrace.

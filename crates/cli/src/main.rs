@@ -123,7 +123,7 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
         return ExitCode::from(E_USAGE);
     }
     signals::install();
-    let (tracer, symbols, compiler) = backend::open();
+    let (tracer, symbols, compiler) = backend::open(compiles(&cfg));
     let mut h = Handle::open(tracer, Some(compiler));
     h.decoder.symbols = symbols;
     h.decoder.zone = output::local_zone();
@@ -339,6 +339,17 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
     ExitCode::from(h.exit_status().unwrap_or(0) as u8)
 }
 
+/// Whether this run will compile D: always unless listing, and when listing only for a script or a
+/// description with a predicate or actions (a plain description is matched, not compiled).
+fn compiles(cfg: &args::Config) -> bool {
+    !cfg.list || cfg.cmds.iter().any(|c| c.kind != 'i' && !list_plain(c))
+}
+
+/// Whether `-l` lists the probes of this description by matching it, without compiling it.
+fn list_plain(c: &args::Cmd) -> bool {
+    c.kind != 's' && !c.arg.contains(['/', '{', ',', ';'])
+}
+
 /// How a program is named in messages and reports: a script by its path, a description cut before
 /// any predicate or action.
 fn report_name(cmd: &args::Cmd) -> &str {
@@ -369,8 +380,7 @@ fn list(pname: &str, h: &mut Handle, cfg: &args::Config) -> ExitCode {
             }
             continue;
         }
-        let plain = c.kind != 's' && !c.arg.contains(['/', '{', ',', ';']);
-        if plain {
+        if list_plain(c) {
             descs.push(listing::str2desc(spec_of(c.kind), c.arg.trim()));
             continue;
         }

@@ -15,7 +15,37 @@ use dtrace_dif::opcode::Opcode;
 use crate::ast::{BinOp, UnOp, VarScope};
 use crate::error::{err, CResult, ErrTag};
 use crate::tree::{CmpKind, Place, TExpr, VarRef, TK};
-use crate::types::TypeTable;
+use crate::types::{BitField, TypeTable};
+
+/// The load of `size` bytes, sign-extending when `signed`, from kernel or `user` memory.
+fn load_op(size: u64, signed: bool, user: bool) -> Opcode {
+    match (size, signed, user) {
+        (1, true, false) => Opcode::Ldsb,
+        (1, false, false) => Opcode::Ldub,
+        (2, true, false) => Opcode::Ldsh,
+        (2, false, false) => Opcode::Lduh,
+        (4, true, false) => Opcode::Ldsw,
+        (4, false, false) => Opcode::Lduw,
+        (_, _, false) => Opcode::Ldx,
+        (1, true, true) => Opcode::Uldsb,
+        (1, false, true) => Opcode::Uldub,
+        (2, true, true) => Opcode::Uldsh,
+        (2, false, true) => Opcode::Ulduh,
+        (4, true, true) => Opcode::Uldsw,
+        (4, false, true) => Opcode::Ulduw,
+        _ => Opcode::Uldx,
+    }
+}
+
+/// The store of `size` bytes.
+fn store_op(size: u64) -> Opcode {
+    match size {
+        1 => Opcode::Stb,
+        2 => Opcode::Sth,
+        4 => Opcode::Stw,
+        _ => Opcode::Stx,
+    }
+}
 
 /// Tuple-stack entries a call or key list may use (`dtc_diftupregs`).
 pub const TUPLE_REGS: usize = 8;
@@ -411,49 +441,6 @@ impl<'a> Cg<'a> {
             }
             TK::Retype(x) => self.gen(x),
             TK::XlateStruct(size, members) => self.xlate_struct(*size, members),
-            TK::Bits(word, bf) => {
-                let r = self.gen(word)?;
-                let (w, sh) = (bf.width as u64, bf.shift as u64);
-                let rt = self.alloc()?;
-                if self.types.is_signed(e.ty) {
-                    // move the field's top bit to bit 63, then shift back arithmetically
-                    self.setx(64 - sh - w, rt)?;
-                    self.emit(Instr::Alu {
-                        op: Opcode::Sll,
-                        r1: r,
-                        r2: rt,
-                        rd: r,
-                    });
-                    self.setx(64 - w, rt)?;
-                    self.emit(Instr::Alu {
-                        op: Opcode::Sra,
-                        r1: r,
-                        r2: rt,
-                        rd: r,
-                    });
-                } else {
-                    if sh > 0 {
-                        self.setx(sh, rt)?;
-                        self.emit(Instr::Alu {
-                            op: Opcode::Srl,
-                            r1: r,
-                            r2: rt,
-                            rd: r,
-                        });
-                    }
-                    if w < 64 {
-                        self.setx((1u64 << w) - 1, rt)?;
-                        self.emit(Instr::Alu {
-                            op: Opcode::And,
-                            r1: r,
-                            r2: rt,
-                            rd: r,
-                        });
-                    }
-                }
-                self.free(rt);
-                Ok(r)
-            }
             TK::Xlate(..) => err(
                 ErrTag::D_UNKNOWN,
                 e.line,
@@ -624,26 +611,122 @@ impl<'a> Cg<'a> {
                 }
                 let size = self.types.size(e.ty);
                 let s = self.types.is_signed(e.ty);
-                let op = match (size, s, user) {
-                    (1, true, false) => Opcode::Ldsb,
-                    (1, false, false) => Opcode::Ldub,
-                    (2, true, false) => Opcode::Ldsh,
-                    (2, false, false) => Opcode::Lduh,
-                    (4, true, false) => Opcode::Ldsw,
-                    (4, false, false) => Opcode::Lduw,
-                    (_, _, false) => Opcode::Ldx,
-                    (1, true, true) => Opcode::Uldsb,
-                    (1, false, true) => Opcode::Uldub,
-                    (2, true, true) => Opcode::Uldsh,
-                    (2, false, true) => Opcode::Ulduh,
-                    (4, true, true) => Opcode::Uldsw,
-                    (4, false, true) => Opcode::Ulduw,
-                    _ => Opcode::Uldx,
-                };
-                self.emit(Instr::Load { op, r1: r, rd: r });
+                self.emit(Instr::Load {
+                    op: load_op(size, s, *user),
+                    r1: r,
+                    rd: r,
+                });
+                Ok(r)
+            }
+            Place::Bits(addr, user, bf) => {
+                let r = self.gen(addr)?;
+                self.emit(Instr::Load {
+                    op: load_op(u64::from(bf.load), false, *user),
+                    r1: r,
+                    rd: r,
+                });
+                self.field_get(r, *bf, self.types.is_signed(e.ty))?;
                 Ok(r)
             }
         }
+    }
+
+    /// Shifts the field `bf` of the word in `r` down to bit 0, sign-extending it when `signed` and
+    /// clearing the bits above it otherwise (`dt_cg_field_get`).
+    fn field_get(&mut self, r: Reg, bf: BitField, signed: bool) -> CResult<()> {
+        let (w, sh) = (u64::from(bf.width), u64::from(bf.shift));
+        let rt = self.alloc()?;
+        if signed {
+            // move the field's top bit to bit 63, then shift back arithmetically
+            if 64 - sh - w > 0 {
+                self.setx(64 - sh - w, rt)?;
+                self.alu(Opcode::Sll, r, rt, r);
+            }
+            if w < 64 {
+                self.setx(64 - w, rt)?;
+                self.alu(Opcode::Sra, r, rt, r);
+            }
+        } else {
+            if sh > 0 {
+                self.setx(sh, rt)?;
+                self.alu(Opcode::Srl, r, rt, r);
+            }
+            if w < 64 {
+                self.setx((1u64 << w) - 1, rt)?;
+                self.alu(Opcode::And, r, rt, r);
+            }
+        }
+        self.free(rt);
+        Ok(())
+    }
+
+    /// Stores the low bits of `rv` into the field `bf` of the word at `addr` (`dt_cg_field_set`:
+    /// the word is loaded, the field's bits cleared with the inverted mask, the value masked and
+    /// shifted into place and or-ed in, and the word stored back); then `rv` is made the value the
+    /// field now holds (cut to its width, sign-extended when `signed`), the value of the assignment.
+    fn field_set(
+        &mut self,
+        addr: &TExpr,
+        user: bool,
+        bf: BitField,
+        rv: Reg,
+        signed: bool,
+    ) -> CResult<()> {
+        let ra = self.gen(addr)?;
+        self.field_set_at(ra, user, bf, rv, signed)?;
+        self.free(ra);
+        Ok(())
+    }
+
+    /// [`Self::field_set`] with the word's address in `ra` (left allocated).
+    fn field_set_at(
+        &mut self,
+        ra: Reg,
+        user: bool,
+        bf: BitField,
+        rv: Reg,
+        signed: bool,
+    ) -> CResult<()> {
+        let (w, sh) = (u64::from(bf.width), u64::from(bf.shift));
+        let mask = if w >= 64 { u64::MAX } else { (1u64 << w) - 1 };
+        let rw = self.alloc()?;
+        self.emit(Instr::Load {
+            op: load_op(u64::from(bf.load), false, user),
+            r1: ra,
+            rd: rw,
+        });
+        let rt = self.alloc()?;
+        self.setx(!(mask << sh), rt)?;
+        self.alu(Opcode::And, rw, rt, rw);
+        let rf = self.alloc()?;
+        self.setx(mask, rf)?;
+        self.alu(Opcode::And, rv, rf, rf);
+        if sh > 0 {
+            self.setx(sh, rt)?;
+            self.alu(Opcode::Sll, rf, rt, rf);
+        }
+        self.alu(Opcode::Or, rw, rf, rw);
+        self.free(rf);
+        self.free(rt);
+        self.emit(Instr::Store {
+            op: store_op(u64::from(bf.load)),
+            r1: rw,
+            rd: ra,
+        });
+        self.free(rw);
+        // the assignment's value: the field as it now reads
+        if w < 64 {
+            let rt = self.alloc()?;
+            self.setx(64 - w, rt)?;
+            self.alu(Opcode::Sll, rv, rt, rv);
+            self.alu(if signed { Opcode::Sra } else { Opcode::Srl }, rv, rt, rv);
+            self.free(rt);
+        }
+        Ok(())
+    }
+
+    fn alu(&mut self, op: Opcode, r1: Reg, r2: Reg, rd: Reg) {
+        self.emit(Instr::Alu { op, r1, r2, rd });
     }
 
     fn store(&mut self, p: &Place, rv: Reg, ty: crate::types::TypeId) -> CResult<()> {
@@ -680,27 +763,41 @@ impl<'a> Cg<'a> {
             Place::Mem(addr, _) => {
                 // a store into a D variable's storage (scalar arrays, members)
                 let ra = self.gen(addr)?;
-                let op = match self.types.size(ty) {
-                    1 => Opcode::Stb,
-                    2 => Opcode::Sth,
-                    4 => Opcode::Stw,
-                    _ => Opcode::Stx,
-                };
-                self.emit(Instr::Store { op, r1: rv, rd: ra });
+                self.emit(Instr::Store {
+                    op: store_op(self.types.size(ty)),
+                    r1: rv,
+                    rd: ra,
+                });
                 self.free(ra);
                 Ok(())
+            }
+            Place::Bits(addr, user, bf) => {
+                self.field_set(addr, *user, *bf, rv, self.types.is_signed(ty))
             }
         }
     }
 
     /// A translated struct: scratch of `size` bytes (zeroed by `allocs`), each converted member
     /// stored at its offset; the register holds the address.
-    fn xlate_struct(&mut self, size: u64, members: &[(u32, TExpr)]) -> CResult<Reg> {
+    fn xlate_struct(
+        &mut self,
+        size: u64,
+        members: &[(u32, Option<BitField>, TExpr)],
+    ) -> CResult<Reg> {
         let rd = self.alloc()?;
         self.setx(size, rd)?;
         self.emit(Instr::Allocs { r1: rd, rd });
-        for (off, v) in members {
-            self.store_member(rd, *off, v)?;
+        for (off, bits, v) in members {
+            match bits {
+                Some(bf) => {
+                    let rv = self.gen(v)?;
+                    let ra = self.offset_reg(rd, *off)?;
+                    self.field_set_at(ra, false, *bf, rv, self.types.is_signed(v.ty))?;
+                    self.free(ra);
+                    self.free(rv);
+                }
+                None => self.store_member(rd, *off, v)?,
+            }
         }
         Ok(rd)
     }

@@ -10,6 +10,7 @@ use crate::check_expr::is_action_name;
 use crate::error::{err, CResult, CompileError, ErrTag};
 use crate::printf::{self, ConvArg};
 use crate::tree::{TExpr, TK};
+use crate::types::TypeKind;
 
 /// The `arg` of a `printa()` without a format string.
 pub const NO_FORMAT: u64 = u64::MAX;
@@ -408,7 +409,7 @@ impl<'o> Checker<'o> {
                 plans.push(p);
                 j += 1;
             }
-            if c.arg == ConvArg::Agg {
+            if c.agg {
                 return err(
                     ErrTag::D_PRINTF_AGG_CONV,
                     line,
@@ -447,18 +448,97 @@ impl<'o> Checker<'o> {
         Ok(plans)
     }
 
-    /// Whether conversion kind `c` accepts a value of type `t`.
-    fn conv_accepts(&self, c: ConvArg, ty: crate::types::TypeId) -> bool {
-        let t = &self.types;
+    /// Whether conversion kind `c` accepts a value of type `ty` (DTrace's `pfcheck_*`).
+    fn conv_accepts(&mut self, c: ConvArg, ty: crate::types::TypeId) -> bool {
         match c {
-            ConvArg::Int | ConvArg::Char | ConvArg::Time => t.is_integer(ty),
-            ConvArg::IntOrPtr => t.is_integer(ty) || t.is_pointer(ty),
-            ConvArg::Str => t.is_strcompat(ty),
-            ConvArg::WideStr => t.is_wstrcompat(ty),
-            ConvArg::Float => t.is_float(ty),
+            ConvArg::Int => self.types.is_integer(ty),
+            ConvArg::Csi => self.types.is_integer(ty) && self.types.size(ty) <= 4,
+            ConvArg::Time => self.types.is_integer(ty) && self.types.size(ty) == 8,
+            ConvArg::Exact(name) => {
+                let want = self.named_type(name);
+                let enc = |t: &crate::types::TypeTable, id| match t.rkind(id) {
+                    TypeKind::Int { signed, size } => Some((*signed, *size)),
+                    _ => None,
+                };
+                enc(&self.types, ty).is_some_and(|e| enc(&self.types, want) == Some(e))
+            }
+            ConvArg::XShort => self.c_int_name(ty).is_some_and(|(n, _)| n == "short"),
+            ConvArg::XLong => self.c_int_name(ty).is_some_and(|(n, _)| n == "long"),
+            ConvArg::XLongLong => {
+                self.c_int_name(ty).is_some_and(|(n, _)| n == "long long")
+                    || self.typedef_chain_has(ty, &["int64_t", "uint64_t"])
+            }
+            ConvArg::Addr | ConvArg::KAddr => {
+                self.types.is_integer(ty) || self.types.is_pointer(ty)
+            }
+            // a plain value names a user address only when there is a target process (-p/-c);
+            // uaddr() records are not checked here
+            ConvArg::UAddr => {
+                self.has_target() && (self.types.is_integer(ty) || self.types.is_pointer(ty))
+            }
+            ConvArg::Str => self.types.is_strcompat(ty),
+            ConvArg::WideStr => self.types.is_wstrcompat(ty),
+            ConvArg::Float => self.types.is_float(ty),
+            ConvArg::LongDouble => {
+                matches!(self.types.rkind(ty), TypeKind::Float { size: 16 })
+            }
             ConvArg::Stack => false,
-            _ => true,
+            ConvArg::None => true,
         }
+    }
+
+    /// Whether the `$target` macro names a process (`-p`/`-c`), as DTrace's `pfcheck_uaddr` asks.
+    fn has_target(&self) -> bool {
+        self.opts
+            .macros
+            .iter()
+            .any(|(n, v)| n == "target" && v.trim() != "0" && !v.trim().is_empty())
+    }
+
+    /// The C base name of the integer type `ty` resolves to, without `signed`/`unsigned` and
+    /// with `int` dropped where other words name it (`short unsigned int` is `short`), and
+    /// whether it is unsigned: what DTrace's `pfcheck_xshort`/`xlong`/`xlonglong` compare by
+    /// name, for GCC's word orders (BTF, DWARF) too.
+    fn c_int_name(&self, ty: crate::types::TypeId) -> Option<(String, bool)> {
+        let r = self.types.resolve(ty);
+        if !matches!(self.types.rkind(r), TypeKind::Int { .. }) {
+            return None;
+        }
+        let name = self.tname(r);
+        let words: Vec<&str> = name.split_whitespace().collect();
+        let unsigned = words.contains(&"unsigned");
+        let longs = words.iter().filter(|w| **w == "long").count();
+        let base = if words.contains(&"short") {
+            "short"
+        } else if words.contains(&"char") {
+            "char"
+        } else if longs == 1 {
+            "long"
+        } else if longs == 2 {
+            "long long"
+        } else if words
+            .iter()
+            .all(|w| matches!(*w, "int" | "signed" | "unsigned"))
+        {
+            "int"
+        } else {
+            return None;
+        };
+        Some((base.to_string(), unsigned))
+    }
+
+    /// Whether one of the typedefs `ty` goes through (itself first) is named one of `names`.
+    fn typedef_chain_has(&self, mut ty: crate::types::TypeId, names: &[&str]) -> bool {
+        for _ in 0..64 {
+            let TypeKind::Typedef(next) = self.types.kind(ty) else {
+                return false;
+            };
+            if names.contains(&self.tname(ty).as_str()) {
+                return true;
+            }
+            ty = *next;
+        }
+        false
     }
 
     /// DTrace's D_PRINTF_ARG_TYPE message for conversion `i` and the value named `what`.
@@ -528,7 +608,7 @@ impl<'o> Checker<'o> {
                 }
                 j += 1;
             }
-            let (what, ty, checked) = if c.arg == ConvArg::Agg {
+            let (what, ty, checked) = if c.agg {
                 ("aggregating action".to_string(), value_ty, true)
             } else {
                 let Some(kt) = keys.get(j) else {
@@ -542,25 +622,8 @@ impl<'o> Checker<'o> {
                 j += 1;
                 (format!("argument #{j}", j = j + 1), *kt, checked)
             };
-            let accepts = match c.arg {
-                ConvArg::Agg => {
-                    // the value conversion's own letter decides (`%@d`, `%@s`)
-                    let base = printf::parse(&format!("%{}", c.name), fname, line)?;
-                    base.first().is_none_or(|b| self.conv_accepts(b.arg, ty))
-                }
-                other => self.conv_accepts(other, ty),
-            };
-            if checked && !accepts {
-                let shown = printf::Conv {
-                    arg: if c.arg == ConvArg::Agg {
-                        printf::parse(&format!("%{}", c.name), fname, line)?
-                            .first()
-                            .map_or(ConvArg::Int, |b| b.arg)
-                    } else {
-                        c.arg
-                    },
-                    ..c.clone()
-                };
+            if checked && !self.conv_accepts(c.arg, ty) {
+                let shown = c.clone();
                 return err(
                     ErrTag::D_PRINTF_ARG_TYPE,
                     line,

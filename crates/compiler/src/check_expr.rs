@@ -11,6 +11,9 @@ use crate::lexer::IntSuffix;
 use crate::tree::{CmpKind, Place, TExpr, VarRef, TK};
 use crate::types::{TypeId, TypeKind};
 
+/// The highest `uregs[]` index on x86-64 (`R_TRAPNO` of the D library's `regs.d`).
+const UREGS_MAX: u64 = 25;
+
 fn bx<T>(t: T) -> Box<T> {
     Box::new(t)
 }
@@ -135,8 +138,8 @@ impl<'o> Checker<'o> {
             // many bytes it loads (and a conversion's or bit-field's how it extends), so it keeps
             // it under a change of type.
             let sized_by_type = match &e.kind {
-                TK::Read(p) => matches!(p.as_ref(), Place::Mem(..)),
-                TK::Bits(..) | TK::Convert(_) => true,
+                TK::Read(p) => matches!(p.as_ref(), Place::Mem(..) | Place::Bits(..)),
+                TK::Convert(_) => true,
                 _ => false,
             };
             if sized_by_type && e.ty != to {
@@ -237,16 +240,8 @@ impl<'o> Checker<'o> {
                 if matches!(base.kind, TK::Xlate(..)) {
                     return self.xlate_member(base, m, *arrow, line);
                 }
-                let (p, ty, bits) = self.member_place_of(base, m, *arrow, line)?;
-                let word = self.read_place(p, ty, line);
-                match bits {
-                    Some((bf, mty)) => Ok(TExpr {
-                        kind: TK::Bits(bx(word), bf),
-                        ty: mty,
-                        line,
-                    }),
-                    None => Ok(word),
-                }
+                let (p, ty) = self.member_place_of(base, m, *arrow, line)?;
+                Ok(self.read_place(p, ty, line))
             }
             ExprKind::Cast(tn, x) => {
                 let to = self.resolve_type_name(tn)?;
@@ -259,7 +254,7 @@ impl<'o> Checker<'o> {
             }
             ExprKind::SizeofExpr(x) => {
                 let v = self.cook(x)?;
-                if matches!(v.kind, TK::Bits(..)) {
+                if v.is_bitfield() {
                     return err(
                         ErrTag::D_SIZEOF_BITFIELD,
                         line,
@@ -288,6 +283,8 @@ impl<'o> Checker<'o> {
             }
             ExprKind::Offsetof(tn, m) => {
                 let t = self.resolve_type_name(tn)?;
+                // a kernel struct first named as a pointer's target is only forward-declared
+                self.types.complete(t);
                 if !matches!(self.types.rkind(t), TypeKind::Sou { .. }) {
                     return err(
                         ErrTag::D_OFFSETOF_TYPE,
@@ -513,7 +510,7 @@ impl<'o> Checker<'o> {
             }
             UnOp::AddrOf => {
                 let v = self.cook(x)?;
-                if matches!(v.kind, TK::Bits(..)) {
+                if v.is_bitfield() {
                     return err(
                         ErrTag::D_ADDROF_BITFIELD,
                         line,
@@ -639,11 +636,6 @@ impl<'o> Checker<'o> {
         let optext = op
             .map(|o| format!("{}=", o.text()))
             .unwrap_or_else(|| "=".into());
-        if let ExprKind::Member(b, m, arrow) = &l.kind {
-            if let Some(e) = self.bitfield_assign(op, (b, m, *arrow), r, line, &optext)? {
-                return Ok(e);
-            }
-        }
         let Some(bop) = op else {
             let (place, lty) = self.lvalue(l, line, &optext, true)?;
             let rv = self.cook(r)?;
@@ -1129,6 +1121,37 @@ impl<'o> Checker<'o> {
         }
     }
 
+    /// The index of `regs[]`/`uregs[]` (DTrace's `dt_idcook_regs`): an integer constant, not
+    /// negative, and for `uregs[]` one of the x86-64 register indices of `regs.d` (0 to
+    /// `R_TRAPNO`, 25), as DTrace for Linux bounds it.
+    fn check_regs_index(&self, n: &str, idx: &TExpr, line: u32) -> CResult<()> {
+        let Some(v) = idx.as_const().filter(|_| self.types.is_integer(idx.ty)) else {
+            return err(
+                ErrTag::D_PROTO_ARG,
+                line,
+                format!(
+                    "{n}[ ] argument #1 is incompatible with prototype:\n\tprototype: integer constant\n\t argument: {}",
+                    self.tname(idx.ty)
+                ),
+            );
+        };
+        if self.types.is_signed(idx.ty) && (v as i64) < 0 {
+            return err(
+                ErrTag::D_REGS_IDX,
+                line,
+                format!("index {} is out of range for array {n}", v as i64),
+            );
+        }
+        if n == "uregs" && v > UREGS_MAX {
+            return err(
+                ErrTag::D_UNKNOWN,
+                line,
+                format!("uregs[]: index out of bounds ({v})"),
+            );
+        }
+        Ok(())
+    }
+
     /// `args[i]`, `regs[i]`, `uregs[i]`: `args[]` takes the probe's argument types when the
     /// [`crate::ProbeInfo`] knows them (the index must then be a constant in range).
     fn cook_builtin_index(&mut self, b: &Expr, keys: &[Expr], line: u32) -> CResult<TExpr> {
@@ -1149,6 +1172,9 @@ impl<'o> Checker<'o> {
             );
         }
         let idx = self.cook(&keys[0])?;
+        if bv.id != dtrace_dif::vars::DIF_VAR_ARGS {
+            self.check_regs_index(n, &idx, line)?;
+        }
         if !self.types.is_integer(idx.ty) {
             return err(
                 ErrTag::D_PROTO_ARG,

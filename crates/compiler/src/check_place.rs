@@ -1,6 +1,7 @@
 //! Places: where values live and how expressions name them. `self->`/`this->`/global variables
 //! (created on first assignment), associative-array elements and their key signatures, built-in
-//! arrays, pointer and array indexing, struct and union members, lvalues for assignment and `++`/`--`,
+//! arrays, pointer and array indexing, struct and union members (bit-fields as [`Place::Bits`],
+//! read, assigned and stepped like any member), lvalues for assignment and `++`/`--`
 //! (members of translations are in [`crate::check_xlate`]).
 
 use crate::ast::{BinOp, Expr, ExprKind, UnOp, VarScope};
@@ -8,12 +9,9 @@ use crate::check::Checker;
 use crate::error::{err, CResult, ErrTag};
 use crate::idents::builtin_var;
 use crate::tree::{Place, TExpr, VarRef, TK};
-use crate::types::{BitField, TypeId, TypeKind};
+use crate::types::{TypeId, TypeKind};
 
 use crate::check_expr::{scope_name, scope_prefix};
-
-/// A bit-field member: where it lies in the word its place reads, and its declared type.
-pub(crate) type BitMember = (BitField, TypeId);
 
 fn bx<T>(t: T) -> Box<T> {
     Box::new(t)
@@ -348,115 +346,21 @@ impl<'o> Checker<'o> {
         line: u32,
     ) -> CResult<(Place, TypeId)> {
         let base = self.cook(b)?;
-        match self.member_place_of(base, m, arrow, line)? {
-            (_, _, Some(_)) => err(
-                ErrTag::D_NOT_SUPPORTED,
-                line,
-                format!("not yet supported: assignment to bit-field {m}"),
-            ),
-            (p, t, None) => Ok((p, t)),
-        }
+        self.member_place_of(base, m, arrow, line)
     }
 
-    /// `base.m = r` / `base->m op= r` where `m` is a bit-field: the word holding it is read, the
-    /// field's bits replaced by the new value's low bits, and the word written back; the expression's
-    /// value is the field read again. `None` when `m` is not a bit-field (the caller goes on as for
-    /// any member).
-    pub(crate) fn bitfield_assign(
-        &mut self,
-        op: Option<BinOp>,
-        l: (&Expr, &str, bool),
-        r: &Expr,
-        line: u32,
-        optext: &str,
-    ) -> CResult<Option<TExpr>> {
-        let (b, m, arrow) = l;
-        let base = self.cook(b)?;
-        let (place, wty, Some((bf, fty))) = self.member_place_of(base, m, arrow, line)? else {
-            return Ok(None);
-        };
-        let (place, wty) = self.writable_mem(place, wty, line, optext)?;
-        let rv = self.cook(r)?;
-        let word = || TExpr {
-            kind: TK::Read(bx(place.clone())),
-            ty: wty,
-            line,
-        };
-        let val = match op {
-            None => rv,
-            Some(bop) => {
-                let cur = TExpr {
-                    kind: TK::Bits(bx(word()), bf),
-                    ty: fty,
-                    line,
-                };
-                self.binary_typed(bop, cur, rv, line, optext)?
-            }
-        };
-        if !self.types.is_integer(val.ty) {
-            return err(
-                ErrTag::D_OP_INCOMPAT,
-                line,
-                format!(
-                    "operands have incompatible types: \"{}\" {optext} \"{}\"",
-                    self.tname(fty),
-                    self.tname(val.ty)
-                ),
-            );
-        }
-        let u64t = self.basic.uint64;
-        let mask = if bf.width >= 64 {
-            u64::MAX
-        } else {
-            (1u64 << bf.width) - 1
-        };
-        let bin = |op: BinOp, a: TExpr, b: TExpr| TExpr {
-            kind: TK::Binary(op, bx(a), bx(b)),
-            ty: u64t,
-            line,
-        };
-        let field = bin(
-            BinOp::Shl,
-            bin(
-                BinOp::BitAnd,
-                self.convert(val, u64t),
-                TExpr::int(mask, u64t, line),
-            ),
-            TExpr::int(u64::from(bf.shift), u64t, line),
-        );
-        let kept = bin(
-            BinOp::BitAnd,
-            self.convert(word(), u64t),
-            TExpr::int(!(mask << bf.shift), u64t, line),
-        );
-        let new_word = self.convert(bin(BinOp::BitOr, kept, field), wty);
-        let store = TExpr {
-            kind: TK::Assign(bx(place.clone()), bx(new_word)),
-            ty: wty,
-            line,
-        };
-        let after = TExpr {
-            kind: TK::Bits(bx(word()), bf),
-            ty: fty,
-            line,
-        };
-        Ok(Some(TExpr {
-            kind: TK::Comma(bx(store), bx(after)),
-            ty: fty,
-            line,
-        }))
-    }
-
-    /// The place of member `m` of the cooked `base` (`base.m`, or `base->m` when `arrow`); for a
-    /// bit-field, the place of the unsigned word holding it, where it lies there and its type.
+    /// The place of member `m` of the cooked `base` (`base.m`, or `base->m` when `arrow`) and its
+    /// type; a bit-field is a [`Place::Bits`] in the word holding it.
     pub(crate) fn member_place_of(
         &mut self,
         base: TExpr,
         m: &str,
         arrow: bool,
         line: u32,
-    ) -> CResult<(Place, TypeId, Option<BitMember>)> {
+    ) -> CResult<(Place, TypeId)> {
         let op = if arrow { "->" } else { "." };
+        // a member of an object in user memory (a user symbol's struct) is in user memory too
+        let mut user = false;
         let (sou, addr) = if arrow {
             let Some(t) = self
                 .types
@@ -472,6 +376,7 @@ impl<'o> Checker<'o> {
             (t, base)
         } else {
             let t = base.ty;
+            user = is_user_mem(&base);
             let a = self.address_of(base);
             (
                 t,
@@ -537,16 +442,9 @@ impl<'o> Checker<'o> {
             }
         };
         if let Some(bf) = mb.bits {
-            let word = match bf.load {
-                1 => "unsigned char",
-                2 => "unsigned short",
-                4 => "unsigned int",
-                _ => "unsigned long long",
-            };
-            let wt = self.named_type(word);
-            return Ok((Place::Mem(bx(a), false), wt, Some((bf, mb.ty))));
+            return Ok((Place::Bits(bx(a), user, bf), mb.ty));
         }
-        Ok((Place::Mem(bx(a), false), mb.ty, None))
+        Ok((Place::Mem(bx(a), user), mb.ty))
     }
 
     pub(crate) fn retype_place(&self, p: Place, ty: TypeId) -> Place {
@@ -567,7 +465,7 @@ impl<'o> Checker<'o> {
         let (v, _) = match p {
             Place::Var(v) => (v, false),
             Place::Assoc(v, _) => (v, true),
-            Place::Mem(..) => return,
+            Place::Mem(..) | Place::Bits(..) => return,
         };
         if let Some(info) = self.table(v.scope).vars.get_mut(&v.name) {
             if info.ty.is_none() {
@@ -654,7 +552,7 @@ impl<'o> Checker<'o> {
     /// Memory places are writable only inside D variables (scalar arrays, struct members of D
     /// variables), as DTrace's `DT_NF_WRITABLE` propagation allows; variables pass through.
     fn writable_mem(&self, p: Place, t: TypeId, line: u32, op: &str) -> CResult<(Place, TypeId)> {
-        let Place::Mem(a, _) = &p else {
+        let (Place::Mem(a, _) | Place::Bits(a, _, _)) = &p else {
             return Ok((p, t));
         };
         if in_variable(a) && !self.types.is_by_ref(t) {
@@ -675,10 +573,15 @@ fn in_variable(a: &TExpr) -> bool {
     match &a.kind {
         TK::Read(p) => match p.as_ref() {
             Place::Var(_) | Place::Assoc(..) => true,
-            Place::Mem(inner, _) => in_variable(inner),
+            Place::Mem(inner, _) | Place::Bits(inner, _, _) => in_variable(inner),
         },
         TK::Binary(BinOp::Add, l, _) => in_variable(l),
         TK::Retype(x) => in_variable(x),
         _ => false,
     }
+}
+
+/// Whether `e` reads user memory (its members are then in user memory too).
+fn is_user_mem(e: &TExpr) -> bool {
+    matches!(&e.kind, TK::Read(p) if matches!(p.as_ref(), Place::Mem(_, true)))
 }

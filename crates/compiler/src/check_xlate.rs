@@ -195,19 +195,9 @@ impl Checker<'_> {
             if !converted {
                 continue;
             }
-            if mb.bits.is_some() {
-                return err(
-                    ErrTag::D_NOT_SUPPORTED,
-                    e.line,
-                    format!(
-                        "not yet supported: translating whole structs with bit-field {}",
-                        mb.name
-                    ),
-                );
-            }
             let v = self.xlate_member_value(i, (*arg).clone(), &mb.name, e.line)?;
             let v = TExpr { ty: mb.ty, ..v };
-            stores.push((mb.offset, v));
+            stores.push((mb.offset, mb.bits, v));
         }
         let x = TExpr {
             kind: TK::XlateStruct(size, stores),

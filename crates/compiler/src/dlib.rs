@@ -2,7 +2,8 @@
 //! DTrace's `/usr/lib/dtrace/*.d` files provide them. Our library is written for Linux kernels:
 //! `procfs.d` (`psinfo_t`, `lwpsinfo_t`, their translators from `struct task_struct *`,
 //! `curpsinfo`, `curlwpsinfo` and the constants they use), `io.d` (`fileinfo_t` from
-//! `struct file *`) and `bio.d` (`bufinfo_t`, `devinfo_t` from `struct bio *`). A file is loaded only when the kernel type it translates from is known (kernel
+//! `struct file *`), `bio.d` (`bufinfo_t`, `devinfo_t` from `struct bio *`) and `regs.d` (the
+//! `R_*` register indices of `uregs[]` for x86-64, needing no kernel type). A file is loaded only when the kernel type it translates from is known (kernel
 //! BTF given as a [`crate::TypeSource`]); without it `curpsinfo` is an unknown identifier, as in
 //! DTrace without the library. An item the running kernel's types cannot satisfy is left out, so
 //! using what it declares fails as an unknown name rather than failing every compilation. A file is
@@ -16,7 +17,7 @@ use crate::check::Checker;
 use crate::macros::MacroEnv;
 use crate::parser::Parser;
 
-/// The library files: a type that must be present, name, text.
+/// The library files: a type that must be present ("" for none), name, text.
 const FILES: &[(&str, &str, &str)] = &[
     (
         "struct task_struct",
@@ -25,6 +26,7 @@ const FILES: &[(&str, &str, &str)] = &[
     ),
     ("struct file", "io.d", include_str!("dlib/io.d")),
     ("struct bio", "bio.d", include_str!("dlib/bio.d")),
+    ("", "regs.d", include_str!("dlib/regs.d")),
 ];
 
 /// Kernel typedef names the library files use (with the built-in ones, enough to parse them without
@@ -77,7 +79,7 @@ pub fn load(
                 continue;
             }
         }
-        if ck.types.lookup(needs).is_none() {
+        if !needs.is_empty() && ck.types.lookup(needs).is_none() {
             continue;
         }
         let p = Parser::new(text, MacroEnv::default(), std::mem::take(&mut names), true);
@@ -182,6 +184,10 @@ mod tests {
         let io = names_of("io.d");
         for n in ["fileinfo_t", "fds", "O_RDONLY"] {
             assert!(io.iter().any(|d| d == n), "io.d declares {n}: {io:?}");
+        }
+        let regs = names_of("regs.d");
+        for n in ["R_RAX", "R_PC", "R_SP", "R_FP", "R_TRAPNO", "R_EAX"] {
+            assert!(regs.iter().any(|d| d == n), "regs.d declares {n}: {regs:?}");
         }
         let bio = names_of("bio.d");
         for n in ["bufinfo_t", "devinfo_t", "B_READ"] {

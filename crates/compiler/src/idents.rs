@@ -89,8 +89,9 @@ pub const BUILTIN_VARS: &[BuiltinVar] = &[
 /// script using one is told so rather than that the name is unknown.
 pub fn unsupported_builtin(name: &str) -> Option<&'static str> {
     Some(match name {
-        "cwd" => "the current directory's path is not captured at the probe",
-        "root" => "the root directory's path is not captured at the probe",
+        // With the kernel's types the D library defines them (io.d, d_path of curthread->fs).
+        "cwd" => "the current directory's path needs the kernel's types (BTF)",
+        "root" => "the root directory's path needs the kernel's types (BTF)",
         "curcpu" => "there is no cpuinfo_t for Linux CPUs yet; use cpu",
         _ => return None,
     })
@@ -203,6 +204,7 @@ pub const SUBR_PROTOS: &[SubrProto] = &[
     sp(Subr::Json, "string", &["string", "string"]),
     spo(Subr::Strtoll, "int64_t", &["string", "int"], 1),
     sp(Subr::Random, "uint64_t", &[]),
+    sp(Subr::DPath, "string", &["struct path *"]),
 ];
 
 /// Looks up a subroutine prototype by D name.

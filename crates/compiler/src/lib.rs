@@ -165,9 +165,12 @@ fn compile_here(
     } else {
         source
     };
-    let (mut ck, names, undo) = shared.checker(opts, sources);
+    let (mut ck, names, mut undo) = shared.checker(opts, sources);
     let arg_names = probe_arg_type_names(text, &names, opts, probes);
     let names = shared.load_library(&mut ck, names, text, &arg_names);
+    // the library files loaded stay loaded; what the program declares goes if it fails
+    undo.restart_here(&mut ck);
+    let names_before = names.clone();
     ck.probe_info = probes;
     let (r, names) = compile_program(&mut ck, text, opts, names);
     match r {
@@ -176,7 +179,7 @@ fn compile_here(
             Ok(p)
         }
         Err(e) => {
-            shared.keep(ck, names, Some(undo));
+            shared.keep(ck, names_before, Some(undo));
             Err(e)
         }
     }

@@ -3,27 +3,41 @@
 
 use crate::error::{err, CResult, ErrTag};
 
-/// What a conversion accepts.
+/// What a conversion accepts (the `pfcheck_*` function of DTrace's conversion table).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ConvArg {
-    /// `%d`, `%u`, `%x`, ... (any integer).
+    /// `%d %i %o %u %x %X`: any integer (`pfcheck_xint`, `pfcheck_dint`).
     Int,
-    /// `%x`, `%p`, `%a`: integer or pointer.
-    IntOrPtr,
-    /// `%c`.
-    Char,
-    /// `%s`, `%S`.
+    /// `%c %C`: an integer no wider than `int` (`pfcheck_csi`).
+    Csi,
+    /// `%hd %hu %ld %lu %lld %llu %lc %wc %P ...`: an integer whose encoding (size and
+    /// signedness) is that of the named C type (`pfcheck_type`, CTF type compatibility).
+    Exact(&'static str),
+    /// `%hx %hX`: a `short` of either signedness (`pfcheck_xshort`).
+    XShort,
+    /// `%lx %lX`: a `long` of either signedness (`pfcheck_xlong`).
+    XLong,
+    /// `%llx %llX`: a `long long` of either signedness, or an `int64_t`/`uint64_t` or a typedef of
+    /// one (`pfcheck_xlonglong`).
+    XLongLong,
+    /// `%p`: integer or pointer (`pfcheck_addr`).
+    Addr,
+    /// `%a`: integer, pointer or kernel symbol address (`pfcheck_kaddr`).
+    KAddr,
+    /// `%A`: a user address (`pfcheck_uaddr`).
+    UAddr,
+    /// `%s %S %I`: a string or `char` array (`pfcheck_str`).
     Str,
     /// `%ls`, `%ws`: an array of 32-bit integers (`wchar_t []`).
     WideStr,
-    /// `%e`, `%f`, `%g`.
+    /// `%e %E %f %g %G`: a floating-point value (`pfcheck_fp`).
     Float,
+    /// `%Le %LE %Lf %Lg %LG`: a `long double`.
+    LongDouble,
     /// `%k`: a stack.
     Stack,
-    /// `%Y`: a time (integer).
+    /// `%Y`, `%T`: a time, a 64-bit integer (`pfcheck_time`).
     Time,
-    /// `%@`: the aggregation value (printa only).
-    Agg,
     /// `%%`.
     None,
 }
@@ -31,32 +45,84 @@ pub enum ConvArg {
 /// One conversion of a format string.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Conv {
-    /// Its name (`d`, `llx`, `s`, ...).
+    /// Its name (`d`, `llx`, `s`, ...), size modifiers included, flags, width and `@` not.
     pub name: String,
     /// `*` width and `.*` precision arguments it consumes first.
     pub dynamic: u32,
+    /// What its value must be.
     pub arg: ConvArg,
+    /// `%@...`: it formats the aggregation's value (printa only).
+    pub agg: bool,
 }
 
+/// DTrace's prototype strings for its conversion classes (`pfproto_*`).
+const XINT: &str = "char, short, int, long, or long long";
+const CSI: &str = "char, short, or int";
+const FP: &str = "float, double, or long double";
+const ADDR: &str = "pointer or integer";
+const UADDR: &str = "pointer or integer (with -p/-c) or _usymaddr (without -p/-c)";
+const CSTR: &str = "char [] or string (or use stringof)";
+const WSTR: &str = "wchar_t []";
+
 impl ConvArg {
-    /// The prototype string DTrace prints for the conversion's expected type.
+    /// The prototype string DTrace prints for the conversion's expected type (`pfc_tstr`).
     pub fn proto(self) -> &'static str {
         match self {
-            ConvArg::Int => "int",
-            ConvArg::IntOrPtr => "pointer or integer",
-            ConvArg::Char => "char",
-            ConvArg::Str => "char [] or string (or use stringof)",
-            ConvArg::WideStr => "wchar_t []",
-            ConvArg::Float => "double",
+            ConvArg::Int => XINT,
+            ConvArg::Csi => CSI,
+            ConvArg::Exact(t) => t,
+            ConvArg::XShort => "short",
+            ConvArg::XLong => "long",
+            ConvArg::XLongLong => "long long",
+            ConvArg::Addr | ConvArg::KAddr => ADDR,
+            ConvArg::UAddr => UADDR,
+            ConvArg::Str => CSTR,
+            ConvArg::WideStr => WSTR,
+            ConvArg::Float => FP,
+            ConvArg::LongDouble => "long double",
             ConvArg::Stack => "stack",
             ConvArg::Time => "int64_t",
-            ConvArg::Agg => "aggregation",
-            ConvArg::None => "",
+            ConvArg::None => "void",
         }
     }
 }
 
-/// Parses the conversions of `fmt`.
+/// DTrace's conversion dictionary (`_dtrace_conversions`): the conversion named `name` (size
+/// modifiers and conversion character), or `None` when it is undefined (`%hhd`, `%lf`, `%zd`...).
+pub fn lookup(name: &str) -> Option<ConvArg> {
+    use ConvArg::*;
+    Some(match name {
+        "a" => KAddr,
+        "A" => UAddr,
+        "c" | "C" => Csi,
+        "d" | "i" | "o" | "u" | "x" | "X" => Int,
+        "e" | "E" | "f" | "g" | "G" => Float,
+        "hd" | "hi" => Exact("short"),
+        "ho" | "hu" => Exact("unsigned short"),
+        "hx" | "hX" => XShort,
+        "I" | "s" | "S" => Str,
+        "k" => Stack,
+        "lc" | "wc" => Exact("int"),
+        "ld" | "li" => Exact("long"),
+        "lo" | "lu" => Exact("unsigned long"),
+        "lx" | "lX" => XLong,
+        "ls" | "ws" => WideStr,
+        "lld" | "lli" => Exact("long long"),
+        "llo" | "llu" => Exact("unsigned long long"),
+        "llx" | "llX" => XLongLong,
+        "Le" | "LE" | "Lf" | "Lg" | "LG" => LongDouble,
+        "p" => Addr,
+        "P" => Exact("uint16_t"),
+        "T" | "Y" => Time,
+        "%" => None,
+        _ => return Option::None,
+    })
+}
+
+/// Parses the conversions of `fmt` as DTrace's `dt_printf_create` does: flags, width, precision,
+/// `@` and the size modifiers `h`, `l`, `L`, `w` may come in any order (`%16@d` and `%@16d` are
+/// the same); the first other character ends the conversion's name, which must be in DTrace's
+/// dictionary ([`lookup`]).
 pub fn parse(fmt: &str, func: &str, line: u32) -> CResult<Vec<Conv>> {
     let b = fmt.as_bytes();
     let mut out = Vec::new();
@@ -70,8 +136,6 @@ pub fn parse(fmt: &str, func: &str, line: u32) -> CResult<Vec<Conv>> {
         let mut dynamic = 0;
         let mut agg = false;
         let mut mods = String::new();
-        // As DTrace's dt_printf_create: flags, width, precision, `@` and size modifiers may come in any
-        // order (`%16@d` and `%@16d` are the same); the first other character is the conversion.
         let first = i;
         let c = loop {
             let Some(&ch) = b.get(i) else {
@@ -90,7 +154,12 @@ pub fn parse(fmt: &str, func: &str, line: u32) -> CResult<Vec<Conv>> {
                 b'-' | b'+' | b' ' | b'#' | b'\'' | b'?' | b'.' | b'0'..=b'9' => {}
                 b'*' => dynamic += 1,
                 b'@' => agg = true,
-                b'h' | b'l' | b'L' | b'w' | b'q' | b'j' | b'z' | b't' => mods.push(ch as char),
+                // DTrace keeps at most six modifier characters of a name of eight
+                b'h' | b'l' | b'L' | b'w' => {
+                    if mods.len() < 6 {
+                        mods.push(ch as char)
+                    }
+                }
                 _ => {
                     // A conversion character (the whole UTF-8 character, for the error message).
                     let rest = &fmt[i - 1..];
@@ -101,37 +170,23 @@ pub fn parse(fmt: &str, func: &str, line: u32) -> CResult<Vec<Conv>> {
             }
         };
         let name = format!("{mods}{c}");
-        let wide = mods == "l" || mods == "w";
-        let arg = match c {
-            // %lc and %wc take a wint_t / wchar_t: an int.
-            'c' if wide => ConvArg::Int,
-            's' if wide => ConvArg::WideStr,
-            '%' => ConvArg::None,
-            'd' | 'i' | 'o' | 'u' | 'D' | 'O' | 'U' => ConvArg::Int,
-            'x' | 'X' | 'p' | 'P' | 'a' | 'A' => ConvArg::IntOrPtr,
-            'c' | 'C' => ConvArg::Char,
-            's' | 'S' => ConvArg::Str,
-            'e' | 'E' | 'f' | 'F' | 'g' | 'G' => ConvArg::Float,
-            'k' => ConvArg::Stack,
-            'Y' | 'T' => ConvArg::Time,
-            '@' => ConvArg::Agg,
-            _ => {
-                return err(
-                    ErrTag::D_PRINTF_ARG_TYPE,
-                    line,
-                    format!(
-                        "{func}( ) format conversion #{} is undefined: %{name}",
-                        out.len() + 1
-                    ),
-                )
-            }
+        let Some(arg) = lookup(&name) else {
+            return err(
+                ErrTag::D_PRINTF_ARG_TYPE,
+                line,
+                format!(
+                    "{func}( ) format conversion #{} is undefined: %{name}",
+                    out.len() + 1
+                ),
+            );
         };
-        let arg = if agg && arg != ConvArg::None {
-            ConvArg::Agg
-        } else {
-            arg
-        };
-        out.push(Conv { name, dynamic, arg });
+        let agg = agg && arg != ConvArg::None;
+        out.push(Conv {
+            name,
+            dynamic,
+            arg,
+            agg,
+        });
     }
     Ok(out)
 }
@@ -146,10 +201,10 @@ mod tests {
         let names: Vec<&str> = v.iter().map(|c| c.name.as_str()).collect();
         assert_eq!(names, ["d", "s", "llx", "%", "d", "f"]);
         assert_eq!(v[1].dynamic, 1);
-        assert_eq!(v[4].arg, ConvArg::Agg);
+        assert!(v[4].agg);
         let v = parse("%9d %16@d %-@8.3d", "printa", 1).unwrap();
-        assert_eq!(v[1].arg, ConvArg::Agg);
-        assert_eq!(v[2].arg, ConvArg::Agg);
+        assert!(v[1].agg && v[2].agg && !v[0].agg);
+        assert_eq!(v[1].arg, ConvArg::Int);
         assert_eq!(v[0].arg, ConvArg::Int);
         assert!(parse("%", "printf", 1).is_err());
         assert!(parse("%v", "printf", 1).is_err());
@@ -157,5 +212,33 @@ mod tests {
         let v = parse("%Y %-30T", "printf", 1).unwrap();
         assert_eq!(v[0].arg, ConvArg::Time);
         assert_eq!(v[1].arg, ConvArg::Time);
+        // size modifiers select a conversion of DTrace's dictionary; others are undefined
+        let v = parse("%hd %-8lu %llx %lc %Lf %hhd", "printf", 1);
+        let e = v.unwrap_err();
+        assert_eq!(
+            e.message,
+            "printf( ) format conversion #6 is undefined: %hhd"
+        );
+        let v = parse("%hd %-8lu %llx %lc %Lf %hX", "printf", 1).unwrap();
+        let args: Vec<ConvArg> = v.iter().map(|c| c.arg).collect();
+        assert_eq!(
+            args,
+            [
+                ConvArg::Exact("short"),
+                ConvArg::Exact("unsigned long"),
+                ConvArg::XLongLong,
+                ConvArg::Exact("int"),
+                ConvArg::LongDouble,
+                ConvArg::XShort
+            ]
+        );
+        // `z`, `j`, `q`, `t` are no modifiers to DTrace: the conversion is named by them
+        for (f, n) in [("%zd", "%z"), ("%jd", "%j"), ("%lf", "%lf"), ("%F", "%F")] {
+            let e = parse(f, "printf", 1).unwrap_err();
+            assert!(
+                e.message.ends_with(&format!("is undefined: {n}")),
+                "{f}: {e}"
+            );
+        }
     }
 }

@@ -50,12 +50,43 @@ pub(crate) struct State {
     declared_types: Vec<String>,
 }
 
-/// What to restore when a compilation fails.
+/// What to restore when a compilation fails: the variables, aggregations and declarations
+/// (inlines, enums, translators, the names of D types) as they were before it, so that a program
+/// compiled again (the consumer retries once the kernel's types are loaded) reports its own
+/// error rather than its declarations as redeclared.
 pub(crate) struct Undo {
     globals: VarTable,
     tls: VarTable,
     next_local: u32,
     aggs: Vec<AggInfo>,
+    decls: Option<Decls>,
+}
+
+/// The declarations a failed compilation must not leave behind.
+pub(crate) struct Decls {
+    inlines: HashMap<String, Inline>,
+    inline_arrays: HashMap<String, InlineArray>,
+    enums: HashMap<String, (i64, TypeId)>,
+    translators: Vec<Xlator>,
+    declared_types: Vec<String>,
+}
+
+impl Undo {
+    /// Also restores the checker's declarations as they are now, and the names of the D types
+    /// declared from now on (the type table's journal starts here).
+    pub(crate) fn restart_here(&mut self, ck: &mut Checker<'_>) {
+        self.globals = ck.globals.clone();
+        self.tls = ck.tls.clone();
+        self.aggs = ck.aggs.clone();
+        self.decls = Some(Decls {
+            inlines: ck.inlines.clone(),
+            inline_arrays: ck.inline_arrays.clone(),
+            enums: ck.enums.clone(),
+            translators: ck.translators.clone(),
+            declared_types: ck.declared_types.clone(),
+        });
+        ck.types.begin_journal();
+    }
 }
 
 impl SharedState {
@@ -104,6 +135,7 @@ impl SharedState {
                     tls: s.tls.clone(),
                     next_local: s.next_local,
                     aggs: s.aggs.clone(),
+                    decls: None,
                 };
                 let mut ck = Checker::new(opts, s.types, s.basic);
                 ck.globals = s.globals;
@@ -129,6 +161,7 @@ impl SharedState {
                     tls: ck.tls.clone(),
                     next_local: 0,
                     aggs: ck.aggs.clone(),
+                    decls: None,
                 };
                 (ck, names, undo)
             }
@@ -162,7 +195,16 @@ impl SharedState {
 
     /// Keeps the checker's state for the next compilation; when the compilation failed (`undo`),
     /// with the variables and aggregations it had before.
-    pub(crate) fn keep(&mut self, ck: Checker<'_>, typenames: HashSet<String>, undo: Option<Undo>) {
+    pub(crate) fn keep(
+        &mut self,
+        mut ck: Checker<'_>,
+        typenames: HashSet<String>,
+        undo: Option<Undo>,
+    ) {
+        match &undo {
+            Some(_) => ck.types.rollback(),
+            None => ck.types.commit(),
+        }
         let mut s = State {
             next_local: ck.locals.next_index(),
             types: ck.types,
@@ -182,6 +224,13 @@ impl SharedState {
             s.tls = u.tls;
             s.next_local = u.next_local;
             s.aggs = u.aggs;
+            if let Some(d) = u.decls {
+                s.inlines = d.inlines;
+                s.inline_arrays = d.inline_arrays;
+                s.enums = d.enums;
+                s.translators = d.translators;
+                s.declared_types = d.declared_types;
+            }
         }
         self.state = Some(s);
     }

@@ -29,6 +29,12 @@ pub enum Place {
     Assoc(VarRef, Vec<TExpr>),
     /// Memory at an address (kernel or, with `user`, user space).
     Mem(Box<TExpr>, bool),
+    /// A bit-field: the field described by the [`crate::types::BitField`] in the unsigned word of
+    /// `load` bytes at the address (kernel or, with `user`, user space). Read, the word is loaded
+    /// and the field shifted down, masked or sign-extended per the reading expression's type;
+    /// written, the word is loaded, the field's bits replaced, and the word stored back (DTrace's
+    /// `dt_cg_field_get`/`dt_cg_field_set`).
+    Bits(Box<TExpr>, bool, crate::types::BitField),
 }
 
 /// How a comparison compares.
@@ -84,18 +90,21 @@ pub enum TK {
     /// A change of type only (casts between pointers, `stringof`).
     Retype(Box<TExpr>),
     Comma(Box<TExpr>, Box<TExpr>),
-    /// A bit-field's value: extracted from the word the operand reads (signed per `ty`).
-    Bits(Box<TExpr>, crate::types::BitField),
     /// A translation not yet expanded: translator number `.0` of the checker applied to the input
     /// `.1`. It exists only between the checker's steps (the base of `.`/`->` selects one member's
     /// conversion); any other use expands it into [`TK::XlateStruct`].
     Xlate(usize, Box<TExpr>),
     /// A translated struct built in scratch: its size and the members the translator converts
     /// (byte offset, value converted to the member's type). The value is the struct's address.
-    XlateStruct(u64, Vec<(u32, TExpr)>),
+    XlateStruct(u64, Vec<(u32, Option<crate::types::BitField>, TExpr)>),
 }
 
 impl TExpr {
+    /// Whether this is the value of a bit-field (no address, no `sizeof`).
+    pub fn is_bitfield(&self) -> bool {
+        matches!(&self.kind, TK::Read(p) if matches!(p.as_ref(), Place::Bits(..)))
+    }
+
     /// A constant.
     pub fn int(v: u64, ty: TypeId, line: u32) -> TExpr {
         TExpr {
@@ -120,7 +129,7 @@ pub fn stats(e: &TExpr) -> (usize, usize) {
         match p {
             Place::Var(_) => (1, 1),
             Place::Assoc(_, k) => list(k),
-            Place::Mem(a, _) => stats(a),
+            Place::Mem(a, _) | Place::Bits(a, _, _) => stats(a),
         }
     }
     fn list(v: &[TExpr]) -> (usize, usize) {
@@ -144,8 +153,8 @@ pub fn stats(e: &TExpr) -> (usize, usize) {
         }
         TK::IncDec { place: p, .. } => place(p),
         TK::Call(_, a) => list(a),
-        TK::Xlate(_, x) | TK::Bits(x, _) => stats(x),
-        TK::XlateStruct(_, m) => m.iter().fold((1, 1), |(n, d), (_, e)| {
+        TK::Xlate(_, x) => stats(x),
+        TK::XlateStruct(_, m) => m.iter().fold((1, 1), |(n, d), (_, _, e)| {
             let (a, b) = stats(e);
             (n + a, d.max(b + 1))
         }),

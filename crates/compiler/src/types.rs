@@ -127,6 +127,9 @@ pub struct TypeTable {
     /// The size of `string` objects (`strsize`).
     pub strsize: u32,
     sources: Vec<Box<dyn TypeSource>>,
+    /// While a compilation may be undone: the earlier binding of each name D declarations bound
+    /// (see [`TypeTable::begin_journal`]).
+    journal: Option<Vec<(String, Option<TypeId>)>>,
 }
 
 /// Ids of the types the checker uses directly.
@@ -156,6 +159,7 @@ impl TypeTable {
         let mut t = TypeTable {
             types: Vec::new(),
             by_name: HashMap::new(),
+            journal: None,
             importing: false,
             model,
             strsize: 256,
@@ -279,8 +283,33 @@ impl TypeTable {
     /// Adds a type under `name` (replacing any earlier binding of the name).
     pub fn add_named(&mut self, name: &str, kind: TypeKind) -> TypeId {
         let id = self.add(name.to_string(), kind);
-        self.by_name.insert(name.to_string(), id);
+        let old = self.by_name.insert(name.to_string(), id);
+        if let Some(j) = self.journal.as_mut().filter(|_| !self.importing) {
+            j.push((name.to_string(), old));
+        }
         id
+    }
+
+    /// Starts recording the names D declarations bind, so that [`TypeTable::rollback`] can
+    /// unbind them when the compilation fails (types imported from the sources stay).
+    pub fn begin_journal(&mut self) {
+        self.journal = Some(Vec::new());
+    }
+
+    /// Keeps the names bound since [`TypeTable::begin_journal`].
+    pub fn commit(&mut self) {
+        self.journal = None;
+    }
+
+    /// Restores the bindings of the names bound since [`TypeTable::begin_journal`] (the types
+    /// stay in the table, unnamed), so a program compiled again declares them anew.
+    pub fn rollback(&mut self) {
+        for (name, old) in self.journal.take().unwrap_or_default().into_iter().rev() {
+            match old {
+                Some(id) => self.by_name.insert(name, id),
+                None => self.by_name.remove(&name),
+            };
+        }
     }
 
     /// Adds an anonymous or derived type.

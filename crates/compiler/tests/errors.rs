@@ -117,7 +117,7 @@ fn identifier_errors() {
     golden(
         "BEGIN { trace(cwd); }",
         ErrTag::D_IDENT_UNDEF,
-        "line 1: not yet supported: built-in variable cwd (the current directory's path is not captured at the probe)",
+        "line 1: not yet supported: built-in variable cwd (the current directory's path needs the kernel's types (BTF))",
     );
     golden(
         "BEGIN { trace(y); }",
@@ -328,7 +328,7 @@ fn action_errors() {
     golden(
         "BEGIN { printf(\"%d\\n\", \"s\"); }",
         ErrTag::D_PRINTF_ARG_TYPE,
-        "line 1: printf( ) argument #2 is incompatible with conversion #1 prototype:\n\tconversion: %d\n\t prototype: int\n\t  argument: string",
+        "line 1: printf( ) argument #2 is incompatible with conversion #1 prototype:\n\tconversion: %d\n\t prototype: char, short, int, long, or long long\n\t  argument: string",
     );
     golden("BEGIN { printf(execname); }", ErrTag::D_PRINTF_ARG_FMT, "line 1: printf( ) argument #1 is incompatible with prototype:\n\tprototype: string constant\n\t argument: string");
     golden(

@@ -37,7 +37,7 @@ fn printa_key_conversions_follow_the_keys() {
     golden(
         &format!("{agg}END {{ printa(\"%d %d\\n\", @a); }}"),
         ErrTag::D_PRINTF_ARG_TYPE,
-        "line 2: printa( ) argument #3 is incompatible with conversion #2 prototype:\n\tconversion: %d\n\t prototype: int\n\t  argument: string",
+        "line 2: printa( ) argument #3 is incompatible with conversion #2 prototype:\n\tconversion: %d\n\t prototype: char, short, int, long, or long long\n\t  argument: string",
     );
     // more key conversions than keys
     golden(
@@ -190,7 +190,12 @@ fn declaration_attribute_wordings() {
 fn wide_character_conversions_take_wchar_t_values_and_arrays() {
     ok("BEGIN { printf(\"%lc %wc\\n\", 0x263a, 'x'); }");
     ok("int w[4]; BEGIN { printf(\"%ls %-8ws\\n\", w, w); }");
-    ok("BEGIN { @c[\"a\"] = sum(0x41); } END { printa(\"%s %@lc\\n\", @c); }");
+    // %lc takes an int (DTrace's pfcheck_type), not an aggregation's int64_t value
+    golden(
+        "BEGIN { @c[\"a\"] = sum(0x41); } END { printa(\"%s %@lc\\n\", @c); }",
+        ErrTag::D_PRINTF_ARG_TYPE,
+        "line 1: printa( ) aggregating action is incompatible with conversion #2 prototype:\n\tconversion: %lc\n\t prototype: int\n\t  argument: int64_t",
+    );
     golden(
         "BEGIN { printf(\"%ls\\n\", \"abc\"); }",
         ErrTag::D_PRINTF_ARG_TYPE,

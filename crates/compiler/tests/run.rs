@@ -580,7 +580,9 @@ fn printf_conversion_parts_in_any_order() {
         r"%9d %13d %@16d\n",
         r"%-9ld %13lld %@-16d\n",
     ] {
-        let src = format!("BEGIN {{ @[1, 2] = count(); }} END {{ printa(\"{fmt}\", @); }}");
+        let src = format!(
+            "BEGIN {{ @[(long)1, (long long)2] = count(); }} END {{ printa(\"{fmt}\", @); }}"
+        );
         if let Err(e) = compile(&src, &CompileOptions::default()) {
             panic!("{fmt:?}: {e}");
         }

@@ -92,16 +92,12 @@ fn cformat_matches_the_c_library() {
         writeln!(c, "printf(\"[{fmt}]\\n\", {arg});").unwrap();
     }
     c.push_str("return 0;}\n");
-    let src = dir.join("t.c");
-    let bin = dir.join("t");
-    std::fs::write(&src, c).unwrap();
-    let st = Command::new("gcc")
-        .args(["-w", "-O0", "-o"])
-        .arg(&bin)
-        .arg(&src)
-        .status()
-        .unwrap();
-    assert!(st.success(), "gcc failed");
+    let bin = dtrace_testkit::compile_c(
+        dtrace_testkit::CSource::Text(&c),
+        &dir.join("t"),
+        &["-w", "-O0"],
+    )
+    .unwrap_or_else(|e| panic!("gcc failed: {e}"));
     let out = Command::new(&bin).output().unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
     let lines: Vec<&str> = text.lines().collect();
@@ -213,16 +209,12 @@ fn wide_conversions_match_the_c_library_in_utf8() {
         writeln!(c, "if (printf(\"%lc\", (wint_t){v}) != -1) return 4;").unwrap();
     }
     c.push_str("return 0;}\n");
-    let src = dir.join("w.c");
-    let bin = dir.join("w");
-    std::fs::write(&src, c).unwrap();
-    let st = Command::new("gcc")
-        .args(["-w", "-O0", "-o"])
-        .arg(&bin)
-        .arg(&src)
-        .status()
-        .unwrap();
-    assert!(st.success(), "gcc failed");
+    let bin = dtrace_testkit::compile_c(
+        dtrace_testkit::CSource::Text(&c),
+        &dir.join("w"),
+        &["-w", "-O0"],
+    )
+    .unwrap_or_else(|e| panic!("gcc failed: {e}"));
     let out = Command::new(&bin).output().unwrap();
     let _ = std::fs::remove_dir_all(&dir);
     if out.status.code() == Some(3) {

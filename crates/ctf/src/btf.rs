@@ -84,6 +84,9 @@ pub struct BtfType {
 pub struct Btf<'a> {
     types_bytes: &'a [u8],
     strings: &'a [u8],
+    /// The string section as text when all of it is UTF-8 (as it always is in practice): each
+    /// string is then found without checking its bytes again.
+    strings_text: Option<&'a str>,
     /// Records; index `i` is type id `first_id + i`.
     pub types: Vec<BtfType>,
     /// Id of the first record: 1, or one past the base's last id for split BTF.
@@ -149,6 +152,7 @@ impl<'a> Btf<'a> {
         let mut btf = Btf {
             types_bytes,
             strings,
+            strings_text: std::str::from_utf8(strings).ok(),
             types: Vec::new(),
             first_id,
             base_str_len,
@@ -245,7 +249,28 @@ impl<'a> Btf<'a> {
         if local == 0 && self.strings.is_empty() {
             return Ok("");
         }
+        // In a string section that is all UTF-8, a string starting on a character boundary and
+        // ending at a NUL is UTF-8 too; any other offset takes the checking path for its error.
+        if let Some(rest) = self.strings_text.and_then(|t| t.get(local as usize..)) {
+            if let Some(len) = rest.bytes().position(|c| c == 0) {
+                return Ok(&rest[..len]);
+            }
+        }
         cstr_at(self.strings, local)
+    }
+
+    /// Checks that [`Btf::string`] finds a string at offset `off`, without looking for its end
+    /// where the section is all UTF-8 and ends with a NUL (every character boundary then starts one).
+    fn check_string(&self, off: u32) -> Result<()> {
+        if off >= self.base_str_len {
+            let local = (off - self.base_str_len) as usize;
+            if let Some(t) = self.strings_text.filter(|t| t.ends_with('\0')) {
+                if local < t.len() && t.is_char_boundary(local) {
+                    return Ok(());
+                }
+            }
+        }
+        self.string(off).map(drop)
     }
 
     /// Word `i` (u32) of the trailing data of type `id`.
@@ -276,7 +301,7 @@ impl<'a> Btf<'a> {
     fn validate(&self) -> Result<()> {
         for (i, t) in self.types.iter().enumerate() {
             let id = self.first_id + i as u32;
-            self.string(t.name_off)?;
+            self.check_string(t.name_off)?;
             match t.kind {
                 kind::PTR
                 | kind::TYPEDEF
@@ -297,7 +322,7 @@ impl<'a> Btf<'a> {
                 kind::FUNC_PROTO => {
                     self.check_ref(id, t.size_or_type, true)?;
                     for j in 0..t.vlen as usize {
-                        self.string(self.word(t, 2 * j, id))?;
+                        self.check_string(self.word(t, 2 * j, id))?;
                         // only the last parameter may be void, and then it means `...`
                         let last = j + 1 == t.vlen as usize;
                         self.check_ref(id, self.word(t, 2 * j + 1, id), last)?;
@@ -309,18 +334,18 @@ impl<'a> Btf<'a> {
                 }
                 kind::STRUCT | kind::UNION => {
                     for j in 0..t.vlen as usize {
-                        self.string(self.word(t, 3 * j, id))?;
+                        self.check_string(self.word(t, 3 * j, id))?;
                         self.check_ref(id, self.word(t, 3 * j + 1, id), false)?;
                     }
                 }
                 kind::ENUM => {
                     for j in 0..t.vlen as usize {
-                        self.string(self.word(t, 2 * j, id))?;
+                        self.check_string(self.word(t, 2 * j, id))?;
                     }
                 }
                 kind::ENUM64 => {
                     for j in 0..t.vlen as usize {
-                        self.string(self.word(t, 3 * j, id))?;
+                        self.check_string(self.word(t, 3 * j, id))?;
                     }
                 }
                 kind::DATASEC => {
@@ -373,8 +398,9 @@ pub fn btf_to_ctf_child(
 
 struct Converter<'b, 'a> {
     btf: &'b Btf<'a>,
-    /// BTF id -> CTF id (for the base part of split BTF: the parent's ids).
-    map: HashMap<u32, TypeId>,
+    /// CTF id by BTF id (for the base part of split BTF: the parent's ids); `void` for 0 and for
+    /// the records that describe no type.
+    map: Vec<TypeId>,
     child: bool,
 }
 
@@ -385,16 +411,41 @@ fn is_type_kind(k: u32) -> bool {
     )
 }
 
+/// How many names each namespace of the converted container will index at most, and how many
+/// pointers and qualifiers it will have: what the container reserves room for up front.
+fn index_sizes(btf: &Btf) -> ([usize; 4], usize) {
+    let mut names = [0usize; 4];
+    let mut derived = 0;
+    for t in &btf.types {
+        match t.kind {
+            kind::PTR | kind::CONST | kind::VOLATILE | kind::RESTRICT => derived += 1,
+            _ if t.name_off == 0 => {}
+            kind::STRUCT => names[1] += 1,
+            kind::UNION => names[2] += 1,
+            kind::ENUM | kind::ENUM64 => names[3] += 1,
+            kind::FWD if t.kind_flag => names[2] += 1,
+            kind::FWD => names[1] += 1,
+            kind::INT | kind::FLOAT | kind::TYPEDEF | kind::FUNC => names[0] += 1,
+            _ => {}
+        }
+    }
+    (names, derived)
+}
+
 impl<'b, 'a> Converter<'b, 'a> {
-    fn new(btf: &'b Btf<'a>, base_map: Option<HashMap<u32, TypeId>>) -> Result<Self> {
+    fn new(btf: &'b Btf<'a>, base_map: Option<Vec<TypeId>>) -> Result<Self> {
         let child = base_map.is_some();
         let mut map = base_map.unwrap_or_default();
+        // index i of the map is BTF id i: the base's ids (and void) come first
+        map.resize(btf.first_id as usize, TypeId::VOID);
         map.reserve(btf.types.len());
         let mut next = 1u32;
-        for (i, t) in btf.types.iter().enumerate() {
+        for t in &btf.types {
             if is_type_kind(t.kind) {
-                map.insert(btf.first_id + i as u32, TypeId::from_index(next, child));
+                map.push(TypeId::from_index(next, child));
                 next += 1;
+            } else {
+                map.push(TypeId::VOID);
             }
         }
         // TYPE_TAG is transparent: map it to whatever it tags (chains resolved with a bound)
@@ -410,28 +461,24 @@ impl<'b, 'a> Converter<'b, 'a> {
                         return Err(CtfError::Cycle(id));
                     }
                 }
-                let target = if r == 0 {
-                    TypeId::VOID
-                } else {
-                    map.get(&r).copied().unwrap_or(TypeId::VOID)
-                };
-                map.insert(id, target);
+                let target = map.get(r as usize).copied().unwrap_or(TypeId::VOID);
+                map[id as usize] = target;
             }
         }
         Ok(Converter { btf, map, child })
     }
 
     fn id(&self, btf_id: u32) -> TypeId {
-        if btf_id == 0 {
-            return TypeId::VOID;
-        }
-        self.map.get(&btf_id).copied().unwrap_or(TypeId::VOID)
+        self.map
+            .get(btf_id as usize)
+            .copied()
+            .unwrap_or(TypeId::VOID)
     }
 
     fn run(self, mut c: Container) -> Result<Container> {
         let btf = self.btf;
         let _ = self.child;
-        c.types.reserve(btf.types.len());
+        c.reserve(btf.types.len(), index_sizes(btf));
         let mut bitfields: HashMap<(TypeId, u16), TypeId> = HashMap::new();
         // Bit-field integer types are created after all mapped types, so their ids come last.
         let n_mapped = btf.types.iter().filter(|t| is_type_kind(t.kind)).count() as u32;

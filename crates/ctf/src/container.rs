@@ -23,6 +23,10 @@ pub enum Namespace {
 /// Key of the derived-type index: (kind code, referenced type).
 type DerivedKey = (u32, TypeId);
 
+/// The hash of the indexes: a fast one (the keys are type names and ids, not attacker-chosen
+/// in bulk, and `vmlinux` has some 100,000 of them to index at every start).
+type IndexHasher = foldhash::fast::RandomState;
+
 /// A CTF container: a list of types (ids 1..=n, with the child bit for a child container), the
 /// optional parent it extends, labels, data-object and function entries, and indexes by name.
 ///
@@ -46,8 +50,8 @@ pub struct Container {
     pub functions: Vec<Option<FunctionInfo>>,
     /// Size of a pointer in bytes (the data model: 8 for LP64, 4 for ILP32). CTF does not store it.
     pub pointer_size: u8,
-    pub(crate) names: [HashMap<String, TypeId>; 4],
-    pub(crate) derived: HashMap<DerivedKey, TypeId>,
+    pub(crate) names: [HashMap<String, TypeId, IndexHasher>; 4],
+    pub(crate) derived: HashMap<DerivedKey, TypeId, IndexHasher>,
 }
 
 /// Two containers are equal when their types, parent naming, labels, data objects and function
@@ -101,7 +105,7 @@ impl Container {
             functions: Vec::new(),
             pointer_size: 8,
             names: Default::default(),
-            derived: HashMap::new(),
+            derived: HashMap::default(),
         }
     }
 
@@ -160,6 +164,17 @@ impl Container {
     /// The id the next added type will get.
     pub fn next_id(&self) -> TypeId {
         TypeId::from_index(self.types.len() as u32 + 1, self.child)
+    }
+
+    /// Makes room for `types` more types, `index.0[i]` more names in namespace `i` (ordinary,
+    /// struct, union, enum) and `index.1` more pointers and qualifiers, for a converter that knows
+    /// how many it will add (growing the indexes step by step would hash every name again).
+    pub(crate) fn reserve(&mut self, types: usize, index: ([usize; 4], usize)) {
+        self.types.reserve(types);
+        for (map, n) in self.names.iter_mut().zip(index.0) {
+            map.reserve(n);
+        }
+        self.derived.reserve(index.1);
     }
 
     /// Adds a type and returns its id. References are not checked here (types may refer forward);

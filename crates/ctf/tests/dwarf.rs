@@ -26,13 +26,12 @@ fn build_object(name: &str) -> Option<PathBuf> {
     std::fs::create_dir_all(&dir).unwrap();
     let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
     for unit in ["types", "types2"] {
-        let st = Command::new("gcc")
-            .args(["-g", "-O0", "-c", "-o"])
-            .arg(dir.join(format!("{unit}.o")))
-            .arg(data.join(format!("{unit}.c")))
-            .status()
-            .unwrap();
-        assert!(st.success());
+        dtrace_testkit::compile_c(
+            dtrace_testkit::CSource::File(&data.join(format!("{unit}.c"))),
+            &dir.join(format!("{unit}.o")),
+            &["-g", "-O0", "-c"],
+        )
+        .unwrap();
     }
     let out = dir.join("both.o");
     let st = Command::new("ld")
@@ -306,15 +305,12 @@ fn dwarf2_bit_offsets_and_block_locations_agree_with_dwarf5() {
     std::fs::create_dir_all(&dir).unwrap();
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/types.c");
     let conv = |flags: &[&str], out: &str| {
-        let o = dir.join(out);
-        let st = Command::new("gcc")
-            .args(flags)
-            .args(["-c", "-o"])
-            .arg(&o)
-            .arg(&src)
-            .status()
-            .unwrap();
-        assert!(st.success());
+        let o = dtrace_testkit::compile_c(
+            dtrace_testkit::CSource::File(&src),
+            &dir.join(out),
+            &[flags, &["-c"]].concat(),
+        )
+        .unwrap();
         dwarf_to_ctf_from_elf(&std::fs::read(o).unwrap()).unwrap()
     };
     let v2 = conv(&["-gdwarf-2", "-gstrict-dwarf"], "v2.o");

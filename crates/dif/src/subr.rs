@@ -87,4 +87,7 @@ subrs! {
     Random = 55, "random";
     Uuidstr = 56, "uuidstr";
     CopyoutMbuf = 57, "copyoutmbuf";
+    // DTrace for Linux (Oracle) numbers d_path 44, which illumos gives toupper: we keep illumos'
+    // numbers and give d_path the next number free of our own.
+    DPath = 58, "d_path";
 }

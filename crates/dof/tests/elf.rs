@@ -118,21 +118,13 @@ fn linked_program_has_relocated_probe_addresses() {
         dof_to_elf(&dof, object::Architecture::X86_64, &relocs).unwrap(),
     )
     .unwrap();
-    std::fs::write(
-        dir.join("prog.c"),
-        "void work(void) {}\nint main(void) { work(); return 0; }\n",
+    let dof_o = dir.join("dof.o");
+    dtrace_testkit::compile_c(
+        dtrace_testkit::CSource::Text("void work(void) {}\nint main(void) { work(); return 0; }\n"),
+        &dir.join("prog"),
+        &["-no-pie", &dof_o.to_string_lossy()],
     )
-    .unwrap();
-    let out = std::process::Command::new("gcc")
-        .current_dir(&dir)
-        .args(["-no-pie", "-o", "prog", "prog.c", "dof.o"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "link failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    .unwrap_or_else(|e| panic!("link failed: {e}"));
     let exe = std::fs::read(dir.join("prog")).unwrap();
     let dofs = dof_sections_from_elf(&exe).unwrap().unwrap();
     assert_eq!(dofs.len(), 1);

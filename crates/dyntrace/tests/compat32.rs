@@ -4,7 +4,6 @@
 mod common;
 use common::*;
 use std::path::PathBuf;
-use std::process::Command;
 
 fn compile32(extra: &[&str]) -> Option<PathBuf> {
     let src = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/progs/spin32.c");
@@ -13,15 +12,13 @@ fn compile32(extra: &[&str]) -> Option<PathBuf> {
         extra.join(""),
         std::process::id()
     ));
-    let ok = Command::new("gcc")
-        .args(["-m32", "-O1"])
-        .args(extra)
-        .arg("-o")
-        .arg(&out)
-        .arg(src)
-        .status()
-        .is_ok_and(|s| s.success());
-    ok.then_some(out)
+    let flags = [&["-m32", "-O1"], extra].concat();
+    dtrace_testkit::compile_c(
+        dtrace_testkit::CSource::File(std::path::Path::new(src)),
+        &out,
+        &flags,
+    )
+    .ok()
 }
 
 #[test]

@@ -35,6 +35,10 @@ pub trait Clock: Send {
     fn wall(&self) -> u64;
 }
 
+/// A reader of the calling thread's on-CPU nanoseconds (for `vtimestamp` in the consumer's
+/// context; see [`Framework::set_consumer_vtime`]).
+type ThreadCpuClock = Box<dyn Fn() -> u64 + Send>;
+
 /// The system clock.
 #[derive(Debug, Clone, Copy)]
 pub struct SystemClock {
@@ -233,6 +237,9 @@ pub struct Framework {
     pub(crate) consumer_ctx: FiringContext,
     /// The memory BEGIN and END read (none: every read faults).
     consumer_mem: Option<Box<dyn Memory + Send>>,
+    /// Reads the on-CPU nanoseconds of the thread firing consumer-context probes (their
+    /// `vtimestamp`), when the embedder supplies it.
+    consumer_vtime: Option<ThreadCpuClock>,
     /// Whether faults also write [`crate::records::FAULT_EPID`] records.
     pub(crate) fault_records: bool,
     /// An enabled ECB has a destructive action (checked against the option at `go`).
@@ -285,6 +292,7 @@ impl Framework {
             last_clean: 0,
             consumer_ctx: FiringContext::default(),
             consumer_mem: None,
+            consumer_vtime: None,
             destructive_enabled: false,
             fault_records: false,
             tx,
@@ -308,7 +316,7 @@ impl Framework {
     /// Fires BEGIN or END in the consumer's context, with the consumer's memory.
     fn fire_consumer_probe(&mut self, probe: u32) {
         let cpu = self.consumer_cpu();
-        let ctx = self.consumer_ctx.clone();
+        let ctx = self.consumer_context();
         match self.consumer_mem.take() {
             Some(mut m) => {
                 self.fire_with_memory(probe, cpu, &ctx, m.as_mut());
@@ -316,6 +324,23 @@ impl Framework {
             }
             None => self.fire(probe, cpu, &ctx),
         }
+    }
+
+    /// Sets how `vtimestamp` is read for the probes that fire in the consumer's context (BEGIN,
+    /// END, timer probes the framework runs): `f` returns the calling thread's on-CPU nanoseconds
+    /// (the framework makes no system calls itself). Without it their `vtimestamp` is the consumer
+    /// context's.
+    pub fn set_consumer_vtime(&mut self, f: Box<dyn Fn() -> u64 + Send>) {
+        self.consumer_vtime = Some(f);
+    }
+
+    /// The consumer context of a firing now, with its `vtimestamp` read.
+    fn consumer_context(&self) -> FiringContext {
+        let mut ctx = self.consumer_ctx.clone();
+        if let Some(f) = &self.consumer_vtime {
+            ctx.vtimestamp = f();
+        }
+        ctx
     }
 
     /// Whether faults also write a [`crate::records::FAULT_EPID`] record into the principal buffer
@@ -741,6 +766,9 @@ impl Framework {
         let mut ctx = self.consumer_ctx.clone();
         for (probe, cpu, at) in due {
             ctx.timestamp = Some(at);
+            if let Some(f) = &self.consumer_vtime {
+                ctx.vtimestamp = f();
+            }
             self.fire(probe, cpu, &ctx);
             n += 1;
         }

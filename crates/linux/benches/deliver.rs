@@ -48,6 +48,7 @@ fn event() -> CapturedEvent {
         retry_armed: false,
         execargs: None,
         ancestors: None,
+        paths: Vec::new(),
     }
 }
 

@@ -226,6 +226,8 @@ pub struct TaskOffsets {
     /// `mm` and, in `struct mm_struct`, `arg_start` and `arg_end` (the process's argument area),
     /// when found.
     pub args_area: Option<ArgsAreaOffsets>,
+    /// What a `d_path()` walk reads (dentries, mounts, `task_struct.fs`), when found.
+    pub paths: Option<crate::capture::path::PathOffsets>,
 }
 
 /// Offsets to read a task's identity from its `task_struct` (rather than through the helpers that
@@ -300,6 +302,7 @@ impl TaskOffsets {
                     arg_end: btf.member_offset(mid, "arg_end")?,
                 })
             })(),
+            paths: crate::capture::path::PathOffsets::from_btf(btf, id),
         })
     }
 }

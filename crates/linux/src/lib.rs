@@ -39,6 +39,7 @@ pub mod session;
 pub mod signals;
 pub mod symbols;
 pub mod tracefs;
+pub mod vtime;
 
 pub use catalog::{Catalog, Probe, ProbeDesc};
 pub use error::{LinuxError, Result};

@@ -5,7 +5,10 @@
 //! its task at that moment, which is exactly what a run of this program in that thread sees.
 //!
 //! [`LiveMemory`] is the [`Memory`] such a firing reads: kernel reads through the program (up to
-//! [`CHUNK`] bytes a run), user reads from this process's own memory. It is not used for events of
+//! [`CHUNK`] bytes a run), user reads from this process's own memory, and `d_path()` of this
+//! process's working or root directory or of one of its open files (`cwd`, `root`,
+//! `fds[n].fi_pathname` in BEGIN and END) from the kernel's own rendering of them in
+//! `/proc/self` (`cwd`, `root`, `fd/N`), matched by the address of the `struct path`. It is not used for events of
 //! other threads: their memory is captured at their probes (see [`crate::capture`]).
 
 use crate::bpf::insn::{helper, op, Asm, Size, R0, R1, R10, R2, R3, R6, R7};
@@ -100,6 +103,8 @@ impl KernelReader {
 pub struct LiveMemory {
     reader: KernelReader,
     own: Option<File>,
+    /// The offsets `d_path()` needs, read from the kernel's BTF at its first use.
+    paths: Option<Option<crate::capture::path::PathOffsets>>,
 }
 
 impl LiveMemory {
@@ -108,7 +113,54 @@ impl LiveMemory {
         LiveMemory {
             reader,
             own: File::open("/proc/self/mem").ok(),
+            paths: None,
         }
+    }
+
+    fn pointer(&self, addr: u64) -> std::result::Result<u64, FaultKind> {
+        let mut b = [0u8; 8];
+        self.reader.read(addr, &mut b)?;
+        Ok(u64::from_ne_bytes(b))
+    }
+
+    /// The `/proc/self` link whose target is the path of the `struct path` at `path`: the
+    /// working or root directory, or an open file's.
+    fn proc_link(&mut self, path: u64) -> std::result::Result<String, FaultKind> {
+        const BAD: FaultKind = FaultKind::BadAddr;
+        let o = *self.paths.get_or_insert_with(|| {
+            crate::btf::TaskOffsets::from_vmlinux()
+                .ok()
+                .and_then(|t| t.paths)
+        });
+        let o = o.ok_or(BAD)?;
+        let task = self.reader.current_task().map_err(|_| BAD)?;
+        let fs = self.pointer(task + u64::from(o.task_fs))?;
+        if fs != 0 && path == fs + u64::from(o.fs_pwd) {
+            return Ok("/proc/self/cwd".into());
+        }
+        if fs != 0 && path == fs + u64::from(o.fs_root) {
+            return Ok("/proc/self/root".into());
+        }
+        let files = self.pointer(task + u64::from(o.task_files))?;
+        let fdt = self.pointer(files + u64::from(o.files_fdt))?;
+        let array = self.pointer(fdt + u64::from(o.fdt_fd))?;
+        let mut max = [0u8; 4];
+        self.reader.read(fdt + u64::from(o.fdt_max_fds), &mut max)?;
+        let max = u64::from(u32::from_ne_bytes(max));
+        let dir = std::fs::read_dir("/proc/self/fd").map_err(|_| BAD)?;
+        for fd in dir
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<u64>().ok())
+        {
+            if fd >= max {
+                continue;
+            }
+            let file = self.pointer(array + 8 * fd)?;
+            if file != 0 && path == file + u64::from(o.f_path) {
+                return Ok(format!("/proc/self/fd/{fd}"));
+            }
+        }
+        Err(BAD)
     }
 }
 
@@ -124,5 +176,12 @@ impl Memory for LiveMemory {
 
     fn write_user(&mut self, _addr: u64, _data: &[u8]) -> std::result::Result<(), FaultKind> {
         Err(FaultKind::UPriv)
+    }
+
+    fn d_path(&mut self, path: u64) -> std::result::Result<Vec<u8>, FaultKind> {
+        use std::os::unix::ffi::OsStrExt;
+        let link = self.proc_link(path)?;
+        let target = std::fs::read_link(link).map_err(|_| FaultKind::BadAddr)?;
+        Ok(target.as_os_str().as_bytes().to_vec())
     }
 }

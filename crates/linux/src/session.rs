@@ -60,6 +60,9 @@ struct ProbeInfo {
     layout: RecordLayout,
     syscall_return: bool,
     identity_from_fields: bool,
+    /// Its clauses read `vtimestamp`, which its records carry exactly (computed at the probe, or
+    /// the scheduler's total of a thread just switched in): kept non-decreasing per thread.
+    exact_vtime: bool,
 }
 
 /// A set of enabled probes feeding one ring buffer.
@@ -77,6 +80,9 @@ pub struct Session {
     task: Option<crate::btf::TaskOffsets>,
     wall_offset_ns: i64,
     opts: SessionOptions,
+    /// The exact-`vtimestamp` clock, started with the first probe whose clauses read it.
+    vclock: Option<crate::vtime::Vclock>,
+    vfloor: crate::vtime::VtimeFloor,
     drops: Map,
     /// The thread-variable mirror, created with the first probe that uses it.
     mirror: Option<Map>,
@@ -119,6 +125,28 @@ fn monotonic_ns() -> u64 {
     // SAFETY: valid timespec out-parameter.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Whether records of probes at `attach` speak for the thread running the probe (whose
+/// `vtimestamp` the capture computes).
+fn speaks_for_current(attach: &AttachPoint) -> bool {
+    match attach {
+        AttachPoint::Tracepoint { identity, .. } | AttachPoint::RawTracepoint { identity, .. } => {
+            *identity == Identity::Current
+        }
+        AttachPoint::Profile { .. } => true,
+    }
+}
+
+/// Whether records of probes at `attach` carry a thread's `vtimestamp`: the running thread's, or
+/// (`on-cpu`) that of the thread switched in, whose total the scheduler has just brought up to date.
+fn vtime_of_a_task(attach: &AttachPoint) -> bool {
+    match attach {
+        AttachPoint::Tracepoint { identity, .. } | AttachPoint::RawTracepoint { identity, .. } => {
+            !matches!(identity, Identity::FromFields { .. })
+        }
+        AttachPoint::Profile { .. } => true,
+    }
 }
 
 /// Threads used to detach many probes at once.
@@ -171,6 +199,8 @@ impl Session {
             task: crate::btf::TaskOffsets::from_vmlinux().ok(),
             wall_offset_ns: wall_offset_ns(),
             opts,
+            vclock: None,
+            vfloor: crate::vtime::VtimeFloor::new(),
             drops,
             mirror: None,
             ring,
@@ -198,7 +228,12 @@ impl Session {
                 0 => 0,
                 d => (self.ring.size() / d as usize).max(1) as u32,
             },
+            vclock: None,
         };
+        if spec.exact_vtime && speaks_for_current(&probe.attach) {
+            fds.vclock = Some(self.vclock()?);
+        }
+        let exact_vtime = spec.exact_vtime && vtime_of_a_task(&probe.attach);
         let mut programs = Vec::new();
         let mut attachments = Vec::new();
         let mut pending = None;
@@ -355,6 +390,7 @@ impl Session {
                 layout,
                 syscall_return,
                 identity_from_fields,
+                exact_vtime,
             },
         );
         Ok(())
@@ -376,6 +412,22 @@ impl Session {
             )?);
         }
         Ok(self.mirror.as_ref().map(Map::raw_fd))
+    }
+
+    /// The exact-`vtimestamp` clock's references, starting it on first use.
+    fn vclock(&mut self) -> Result<crate::vtime::VclockRef> {
+        if self.vclock.is_none() {
+            self.vclock = Some(crate::vtime::Vclock::start(&self.opts.name_prefix)?);
+        }
+        self.vclock
+            .as_ref()
+            .map(|v| v.reference())
+            .ok_or_else(|| LinuxError::Unavailable("vtimestamp clock".into()))
+    }
+
+    /// Whether the exact-`vtimestamp` clock runs (some enabled probe's clauses read `vtimestamp`).
+    pub fn exact_vtime_running(&self) -> bool {
+        self.vclock.is_some()
     }
 
     /// The vmlinux BTF id of raw tracepoint `name`'s `btf_trace_<name>` typedef (looked up once).
@@ -493,7 +545,12 @@ impl Session {
         );
         self.bad_records += bad;
         let mut n = 0;
-        for r in records {
+        for mut r in records {
+            if let Record::Event(ev) = &mut r {
+                if self.info.get(&ev.tag).is_some_and(|i| i.exact_vtime) {
+                    ev.vtime_ns = self.vfloor.apply(ev.tid, ev.task, ev.ktime_ns, ev.vtime_ns);
+                }
+            }
             match r {
                 Record::Event(ev) if ev.retry_armed => {
                     self.held.insert((ev.tid, ev.ktime_ns), *ev);

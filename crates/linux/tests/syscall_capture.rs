@@ -52,6 +52,7 @@ fn write_entry_counts_exactly_n_for_the_target() {
             offset,
             derefs,
             user_derefs: Vec::new(),
+            index: None,
         };
         let copies = vec![
             CopyRequest {

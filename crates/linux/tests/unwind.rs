@@ -18,22 +18,16 @@ int main(void) { return level1(1) > 0 ? 0 : 1; }
 
 fn compile(dir: &std::path::Path) -> std::path::PathBuf {
     std::fs::create_dir_all(dir).unwrap();
-    let c = dir.join("nofp.c");
-    let exe = dir.join("nofp");
-    std::fs::write(&c, SRC).unwrap();
-    let st = Command::new("gcc")
-        .args([
+    dtrace_testkit::compile_c(
+        dtrace_testkit::CSource::Text(SRC),
+        &dir.join("nofp"),
+        &[
             "-O2",
             "-fomit-frame-pointer",
             "-fasynchronous-unwind-tables",
-            "-o",
-        ])
-        .arg(&exe)
-        .arg(&c)
-        .status()
-        .unwrap();
-    assert!(st.success(), "gcc failed");
-    exe
+        ],
+    )
+    .unwrap()
 }
 
 /// Waits until `pid` sleeps in read(2) (syscall 0 in /proc/PID/syscall).

@@ -3,7 +3,12 @@
 //! Owns one policy: how a test that needs something from the machine (root, BPF, tracefs, ptrace, a
 //! Debian tool) decides to skip. A test calls [`skip_unless`] with whether its need is met and why not;
 //! when `DTRACE_TEST_REQUIRE_KERNEL=1` is set (as `.ci/run` does) a skip is a failure instead.
-//! It owns nothing else and is only ever a dev-dependency.
+//! Besides, the tests' common tools: building C with gcc ([`compile_c`]) and the fuzz smokes'
+//! generator ([`XorShift`]). It is only ever a dev-dependency.
+
+mod cc;
+
+pub use cc::{compile_c, CSource};
 
 /// Name of the environment variable that turns skips into failures.
 pub const REQUIRE_ENV: &str = "DTRACE_TEST_REQUIRE_KERNEL";

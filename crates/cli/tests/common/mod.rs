@@ -55,16 +55,6 @@ pub fn test_dir(tag: &str) -> PathBuf {
 
 /// Compiles `src` with gcc and `flags` into `dir/name` (the source as `dir/name.c`).
 pub fn compile_c(dir: &Path, name: &str, src: &str, flags: &[&str]) -> PathBuf {
-    let c = dir.join(format!("{name}.c"));
-    let exe = dir.join(name);
-    std::fs::write(&c, src).unwrap();
-    let st = Command::new("gcc")
-        .args(flags)
-        .arg("-o")
-        .arg(&exe)
-        .arg(&c)
-        .status()
-        .unwrap();
-    assert!(st.success(), "gcc failed");
-    exe
+    dtrace_testkit::compile_c(dtrace_testkit::CSource::Text(src), &dir.join(name), flags)
+        .unwrap_or_else(|e| panic!("gcc failed: {e}"))
 }

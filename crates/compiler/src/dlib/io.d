@@ -1,16 +1,16 @@
 /*
- * The I/O model of DTrace's D library: fileinfo_t over the Linux struct file.
+ * The I/O model of DTrace's D library: fileinfo_t over the Linux struct file, and the paths
+ * of the current process's working and root directories (cwd, root).
  *
- * Not available: fi_dirname and fi_pathname need the path of the file's dentry in its mount
- * (a d_path subroutine we do not have yet): "" rather than a made-up path. fi_mount is
- * "<unknown>", as DTrace on Linux defines it. The O_*
+ * fi_pathname is d_path() of the file's f_path (the path as Linux prints it, " (deleted)" and
+ * all), fi_dirname its dirname(). fi_mount is "<unknown>", as DTrace on Linux defines it. The O_*
  * values are those of x86-64 (and arm64 but for O_DIRECT, O_LARGEFILE, O_DIRECTORY, O_NOFOLLOW).
  */
 
 typedef struct fileinfo {
 	string fi_name;			/* name (last component of the path) */
-	string fi_dirname;		/* directory: "" (see above) */
-	string fi_pathname;		/* full path: "" (see above) */
+	string fi_dirname;		/* directory of fi_pathname */
+	string fi_pathname;		/* full path */
 	loff_t fi_offset;		/* offset within the file */
 	string fi_fs;			/* file system type */
 	string fi_mount;		/* mount point: "<unknown>" */
@@ -42,8 +42,8 @@ inline int O_RSYNC = 0x101000;
 
 translator fileinfo_t < struct file *F > {
 	fi_name = F == 0 ? "<none>" : stringof(F->f_path.dentry->d_name.name);
-	fi_dirname = F == 0 ? "<none>" : "";
-	fi_pathname = F == 0 ? "<none>" : "";
+	fi_dirname = F == 0 ? "<none>" : dirname(d_path(&F->f_path));
+	fi_pathname = F == 0 ? "<none>" : d_path(&F->f_path);
 	fi_offset = F == 0 ? 0 : F->f_pos;
 	fi_fs = F == 0 ? "<none>" : stringof(F->f_path.mnt->mnt_sb->s_type->name);
 	fi_mount = F == 0 ? "<none>" : "<unknown>";
@@ -54,3 +54,7 @@ translator fileinfo_t < struct file *F > {
 inline fileinfo_t fds[int fd] = xlate <fileinfo_t> (
     fd >= 0 && fd < curthread->files->fdt->max_fds ?
     curthread->files->fdt->fd[fd] : (struct file *)0);
+
+/* the current process's working directory and root directory */
+inline string cwd = d_path(&curthread->fs->pwd);
+inline string root = d_path(&curthread->fs->root);

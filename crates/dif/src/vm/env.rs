@@ -69,6 +69,14 @@ pub trait Memory {
 
     /// Writes `data` into user memory of the current process at `addr`.
     fn write_user(&mut self, addr: u64, data: &[u8]) -> Result<(), FaultKind>;
+
+    /// The path, as Linux's `d_path()` prints it, of the `struct path` at kernel address `path`
+    /// (`d_path()`, `cwd`, `root`, `fi_pathname`), without a NUL. Memory that cannot tell faults
+    /// (`BadAddr`), as a `struct path` DTrace cannot read does.
+    fn d_path(&mut self, path: u64) -> Result<Vec<u8>, FaultKind> {
+        let _ = path;
+        Err(FaultKind::BadAddr)
+    }
 }
 
 /// Memory with nothing in it: every read and write faults with `BadAddr`. Useful for predicates that

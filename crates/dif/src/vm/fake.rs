@@ -108,6 +108,8 @@ pub struct FakeMemory {
     pub user: BTreeMap<u64, Vec<u8>>,
     /// Whether user writes are allowed (destructive actions enabled).
     pub writable: bool,
+    /// Paths `d_path()` gives, by the address of their `struct path`.
+    pub paths: BTreeMap<u64, Vec<u8>>,
 }
 
 fn find(regions: &BTreeMap<u64, Vec<u8>>, addr: u64, len: usize) -> Option<(u64, usize)> {
@@ -145,5 +147,9 @@ impl Memory for FakeMemory {
         let region = self.user.get_mut(&base).ok_or(FaultKind::BadAddr)?;
         region[off..off + data.len()].copy_from_slice(data);
         Ok(())
+    }
+
+    fn d_path(&mut self, path: u64) -> Result<Vec<u8>, FaultKind> {
+        self.paths.get(&path).cloned().ok_or(FaultKind::BadAddr)
     }
 }

@@ -31,15 +31,8 @@ fn compile(name: &str, extra: &[&str]) -> Option<PathBuf> {
     let src = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/progs/probe.c");
     let out = Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join(format!("dyntrace-{name}-{}", std::process::id()));
-    let st = Command::new("gcc")
-        .args(["-O1", "-pthread", "-z", "execstack"])
-        .args(extra)
-        .arg("-o")
-        .arg(&out)
-        .arg(src)
-        .status()
-        .ok()?;
-    st.success().then_some(out)
+    let flags = [&["-O1", "-pthread", "-z", "execstack"], extra].concat();
+    dtrace_testkit::compile_c(dtrace_testkit::CSource::File(Path::new(src)), &out, &flags).ok()
 }
 
 /// Compiles tests/progs/probe.c (once); `None` when gcc is missing.

@@ -60,6 +60,9 @@ pub struct MapFds {
     /// The thread-variable mirror (`(tid, variable) -> address`), when a probe saves or copies
     /// thread-local addresses.
     pub mirror: Option<i32>,
+    /// The per-CPU switch records of an exact `vtimestamp`, when a clause reads it
+    /// ([`crate::vtime`]); without it `vtimestamp` is the scheduler's last accounting.
+    pub vclock: Option<crate::vtime::VclockRef>,
 }
 
 const BPF_RB_NO_WAKEUP: i32 = 1;
@@ -596,7 +599,7 @@ pub fn gen_capture(
     }
     let current_ids = !matches!(shape.identity, Identity::RawTask(_));
     if current_ids {
-        emit_current_ids(&mut a, shape);
+        emit_current_ids(&mut a, shape, maps.vclock.as_ref());
     }
     if shape
         .args
@@ -642,7 +645,7 @@ pub fn gen_capture(
 
 /// The uid, gid, task, ppid and vtime of the current task (ppid and vtime only when the record
 /// speaks for it).
-fn emit_current_ids(a: &mut Asm, shape: &ProbeShape) {
+fn emit_current_ids(a: &mut Asm, shape: &ProbeShape, vclock: Option<&crate::vtime::VclockRef>) {
     a.store_imm(Size::W, R7, hdr::PPID as i16, 0);
     a.call(helper::GET_CURRENT_UID_GID)
         .store(Size::W, R7, hdr::UID as i16, R0);
@@ -663,6 +666,10 @@ fn emit_current_ids(a: &mut Asm, shape: &ProbeShape) {
             .alu_imm(op::ADD, R1, hdr::PPID as i32)
             .mov_imm(R2, 4)
             .call(helper::PROBE_READ_KERNEL);
+    }
+    if let (Some(v), Identity::Current) = (vclock, shape.identity) {
+        crate::vtime::emit_exact_vtime(a, v);
+        return;
     }
     a.store_imm(Size::DW, R7, hdr::VTIME as i16, 0);
     if let (Some(off), Identity::Current) =
@@ -733,7 +740,8 @@ fn emit_body(
         if req.addr.offset != 0 {
             a.alu_imm(op::ADD, R3, req.addr.offset);
         }
-        for d in &req.addr.derefs {
+        emit_index(a, &req.addr, 0);
+        for (hop, d) in req.addr.derefs.iter().enumerate() {
             a.mov(R1, R10)
                 .alu_imm(op::ADD, R1, SCRATCH as i32)
                 .mov_imm(R2, 8)
@@ -742,6 +750,7 @@ fn emit_body(
             if *d != 0 {
                 a.alu_imm(op::ADD, R3, *d);
             }
+            emit_index(a, &req.addr, hop + 1);
         }
         let hops = &req.addr.user_derefs;
         if !hops.is_empty() {
@@ -790,6 +799,14 @@ fn emit_body(
     }
     if let Some(at) = layout.ancestors {
         emit_ancestors(a, shape, at)?;
+    }
+    if !layout.paths.is_empty() {
+        let o = task_offsets(shape, "d_path()")?.paths.ok_or_else(|| {
+            LinuxError::Unavailable("dentry and mount offsets missing from the BTF".into())
+        })?;
+        for (addr, at) in spec.paths.iter().zip(&layout.paths) {
+            super::path::emit_path_walk(a, &o, addr, *at)?;
+        }
     }
     let (uflags, uframe) = if layout.ustack_build_id {
         (BPF_F_USER_STACK | BPF_F_USER_BUILD_ID, BUILD_ID_FRAME)
@@ -873,6 +890,24 @@ fn emit_user_unwind(a: &mut Asm, at: usize, cap: usize) -> Result<()> {
     }
     a.bind(done);
     Ok(())
+}
+
+/// Adds the argument index of `addr` to the address in R3 when it applies after `hop` pointer
+/// hops (uses R2; the record is in R7).
+pub(crate) fn emit_index(a: &mut Asm, addr: &super::spec::AddrExpr, hop: usize) {
+    let Some(i) = addr.index.filter(|i| usize::from(i.hop) == hop) else {
+        return;
+    };
+    a.load(
+        Size::DW,
+        R2,
+        R7,
+        (hdr::ARGS + 8 * usize::from(i.arg)) as i16,
+    );
+    if i.sext32 {
+        a.alu_imm(op::LSH, R2, 32).alu_imm(op::ARSH, R2, 32);
+    }
+    a.alu_imm(op::MUL, R2, i.scale).alu(op::ADD, R3, R2);
 }
 
 /// Generates the program attached to a syscall's exit tracepoint that re-reads the user copies of an

@@ -75,6 +75,8 @@ pub struct RecordLayout {
     pub execargs: Option<(usize, usize)>,
     /// The ancestors' pids: offset of their header (room for [`MAX_ANCESTORS`]).
     pub ancestors: Option<usize>,
+    /// The `d_path()` path slots (of [`super::path::PATH_SLOT`] bytes), in request order.
+    pub paths: Vec<usize>,
     /// Kernel stack: offset of its header and depth.
     pub kstack: Option<(usize, usize)>,
     /// User stack: offset of its header and depth.
@@ -118,6 +120,9 @@ impl RecordLayout {
             if c.addr.derefs.len() > MAX_DEREFS {
                 return Err(bad(format!("more than {MAX_DEREFS} pointer hops")));
             }
+            if c.addr.index.is_some_and(|i| usize::from(i.arg) >= NARGS) {
+                return Err(bad("copy indexed by an argument past those carried".into()));
+            }
             if let super::spec::AddrBase::Arg(n) = c.addr.base {
                 if n >= NARGS {
                     return Err(bad(format!(
@@ -155,6 +160,7 @@ impl RecordLayout {
             off += ANCESTORS_HDR + 4 * MAX_ANCESTORS;
             at
         });
+        let paths = super::path::layout_paths(spec, &mut off).map_err(bad)?;
         let stack =
             |depth: Option<u32>, off: &mut usize, frame: usize| -> Result<Option<(usize, usize)>> {
                 match depth {
@@ -196,6 +202,7 @@ impl RecordLayout {
             copies,
             execargs,
             ancestors,
+            paths,
             kstack,
             ustack,
             ustack_build_id: spec.ustack_build_id,

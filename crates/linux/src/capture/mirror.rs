@@ -46,6 +46,7 @@ pub fn check(spec: &CaptureSpec) -> std::result::Result<(), String> {
             }
             if v.derefs.len() > super::spec::MAX_DEREFS
                 || v.user_derefs.len() > super::spec::MAX_USER_DEREFS
+                || v.index.is_some()
             {
                 return Err("a thread-local mirror of too long a pointer chain".into());
             }
@@ -190,6 +191,7 @@ mod tests {
             pending: None,
             wakeup_bytes: 0,
             mirror: Some(5),
+            vclock: None,
         };
         let gen = |spec: &CaptureSpec, maps: &MapFds| {
             let layout = RecordLayout::for_spec(spec, "p").unwrap();

@@ -4,12 +4,14 @@
 pub mod codegen;
 pub mod layout;
 pub mod mirror;
+pub mod path;
 pub mod record;
 mod sized;
 pub mod spec;
 
 pub use codegen::{CtxKind, ProbeShape};
 pub use layout::RecordLayout;
+pub use path::{CapturedPath, PathError};
 pub use record::{
     decode_record, CapturedEvent, CapturedMemory, CopySource, FileStackCapture, Record,
     StackCapture, UserFrame, UserStackCopy,

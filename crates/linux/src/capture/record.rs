@@ -106,6 +106,8 @@ pub struct CapturedEvent {
     pub execargs: Option<std::result::Result<Vec<u8>, i64>>,
     /// The process ids of the task's ancestors, nearest first, if requested.
     pub ancestors: Option<Vec<u32>>,
+    /// The `d_path()` paths recorded, in request order.
+    pub paths: Vec<super::path::CapturedPath>,
 }
 
 impl CapturedEvent {
@@ -390,6 +392,14 @@ pub fn decode_record<'a>(
                 retry_armed: u16_at(b, hdr::FLAGS)? & FLAG_RETRY_ARMED != 0,
                 execargs: decode_execargs(b, layout.execargs)?,
                 ancestors: decode_ancestors(b, layout.ancestors)?,
+                paths: layout
+                    .paths
+                    .iter()
+                    .map(|at| {
+                        super::path::decode_path(b, *at)
+                            .ok_or_else(|| bad("path slot runs past the record"))
+                    })
+                    .collect::<Result<_>>()?,
             })))
         }
         KIND_RETRY => {

@@ -60,7 +60,9 @@ pub enum AddrBase {
 /// kernel pointer stored at the current address plus `d` (so `args[0]->a->b` is
 /// `Arg(0)`, offset of `a`, derefs `[offset of b]`), then for each entry `d` of `user_derefs`, the
 /// user pointer stored at the current (user) address plus `d` (execve's `argv[1]`, read from the
-/// argument vector the probe copies: `Arg(1)`, offset 8, user derefs `[0]`).
+/// argument vector the probe copies: `Arg(1)`, offset 8, user derefs `[0]`); with an array index
+/// by a probe argument added at one kernel step when `index` says so
+/// (`curthread->files->fdt->fd[arg0]`).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct AddrExpr {
     /// Start.
@@ -71,6 +73,22 @@ pub struct AddrExpr {
     pub derefs: Vec<i32>,
     /// User pointer hops after the kernel ones, each followed by adding its offset.
     pub user_derefs: Vec<i32>,
+    /// An index by a probe argument, if any.
+    pub index: Option<ArgIndex>,
+}
+
+/// `argN * scale` (`argN` first sign-extended from 32 bits when `sext32`), added to an address after
+/// its first `hop` pointer hops (0: to `base + offset`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ArgIndex {
+    /// Hops made before it is added.
+    pub hop: u8,
+    /// The argument.
+    pub arg: u8,
+    /// Bytes per element.
+    pub scale: i32,
+    /// The argument is an `int`: only its low 32 bits count, sign-extended.
+    pub sext32: bool,
 }
 
 impl AddrExpr {
@@ -81,6 +99,7 @@ impl AddrExpr {
             offset: 0,
             derefs: Vec::new(),
             user_derefs: Vec::new(),
+            index: None,
         }
     }
 
@@ -91,6 +110,7 @@ impl AddrExpr {
             offset,
             derefs,
             user_derefs: Vec::new(),
+            index: None,
         }
     }
 }
@@ -170,6 +190,12 @@ pub struct CaptureSpec {
     /// Thread-local variables whose address the probe saves in (or removes from) the
     /// thread-variable mirror map, for copies at other probes ([`AddrBase::ThreadVar`]).
     pub mirror: Vec<MirrorOp>,
+    /// Record the paths of the `struct path` objects at these addresses (a bounded walk of the
+    /// dentries and mounts, see [`super::path`]), for `d_path()`.
+    pub paths: Vec<AddrExpr>,
+    /// Compute `vtimestamp` exactly at the probe (see [`crate::vtime`]) rather than reading the
+    /// scheduler's last accounting, which lags by up to a tick.
+    pub exact_vtime: bool,
 }
 
 /// What a probe does to the mirror of one thread-local variable, after its copies: save the

@@ -23,6 +23,8 @@ use std::os::unix::fs::FileExt;
 /// retries byte by byte within the capture, so what the probe saw is what the clause reads.
 pub struct EventMemory {
     captured: CapturedMemory,
+    /// The `d_path()` paths recorded at the probe, by `struct path` address.
+    paths: Vec<(u64, Option<Vec<u8>>)>,
     pid: u32,
     /// `None`: not tried yet; `Some(None)`: cannot be opened.
     proc_mem: Option<Option<File>>,
@@ -36,10 +38,20 @@ impl EventMemory {
     pub fn new(captured: CapturedMemory, pid: u32) -> EventMemory {
         EventMemory {
             captured,
+            paths: Vec::new(),
             pid,
             proc_mem: None,
             prefixes: Vec::new(),
         }
+    }
+
+    /// Adds the paths recorded with the event (those that could not be made fault when read).
+    pub fn with_paths(mut self, paths: &[crate::capture::CapturedPath]) -> EventMemory {
+        self.paths = paths
+            .iter()
+            .map(|p| (p.addr, p.path.as_ref().ok().cloned()))
+            .collect();
+        self
     }
 
     /// The same, knowing which of `ev`'s user copies were sized at the probe ([`sized_prefixes`]).
@@ -111,6 +123,14 @@ impl Memory for EventMemory {
 
     fn write_user(&mut self, _addr: u64, _data: &[u8]) -> Result<(), FaultKind> {
         Err(FaultKind::UPriv)
+    }
+
+    fn d_path(&mut self, path: u64) -> Result<Vec<u8>, FaultKind> {
+        self.paths
+            .iter()
+            .find(|(a, _)| *a == path)
+            .and_then(|(_, p)| p.clone())
+            .ok_or(FaultKind::BadAddr)
     }
 }
 
@@ -335,7 +355,9 @@ impl LinuxTracing {
             }
             // After an exec the process's memory is the new program's: nothing to fall back on.
             let mem_pid = if exec.contains(&ev.tag) { 0 } else { ev.pid };
-            let mut mem = EventMemory::new(mem, mem_pid).with_prefixes(sized_prefixes(ev));
+            let mut mem = EventMemory::new(mem, mem_pid)
+                .with_prefixes(sized_prefixes(ev))
+                .with_paths(&ev.paths);
             fw.fire_with_memory(ev.tag, ev.cpu, &ctx, &mut mem);
             n += 1;
         }
@@ -390,6 +412,7 @@ mod tests {
             retry_armed: false,
             execargs: None,
             ancestors: None,
+            paths: Vec::new(),
         }
     }
 

@@ -12,6 +12,7 @@
 //! enabled probe, the union over every clause enabled on it, with neighbouring kernel copies of one
 //! object merged.
 
+use crate::capture::spec::ArgIndex;
 use crate::capture::spec::{
     MAX_COPIES, MAX_COPY_SIZE, MAX_DEREFS, MAX_STACK_DEPTH, MAX_USER_DEREFS, SIZED_COPY_CAP,
 };
@@ -69,6 +70,11 @@ pub struct ClauseNeeds {
     /// Thread-local variables the clause stores whose addresses other probes copy from (see
     /// `needs/mirror.rs`), in the order it stores them.
     pub mirror: Vec<MirrorOp>,
+    /// The `struct path` addresses the clause calls `d_path()` on (`cwd`, `root`, `fi_pathname`):
+    /// their paths are walked at the probe.
+    pub paths: Vec<AddrExpr>,
+    /// The clause reads `vtimestamp` (computed exactly at the probe, see [`crate::vtime`]).
+    pub vtimestamp: bool,
 }
 
 /// Kernel frames captured for `caller`: enough to pass the tracing functions above the probe site.
@@ -294,6 +300,20 @@ enum Val {
     /// A value computable at the probe: the address (or, after the last hop, the pointer) an
     /// [`AddrExpr`] evaluates to. A plain probe argument is `Arg(n)` with no offset and no hops.
     Addr(AddrExpr),
+    /// A string constant (`sets`): at a join with an address, the address (the `"<none>"` arm of
+    /// `F == 0 ? "<none>" : stringof(F->...)`).
+    StrConst,
+    /// Argument `n` shifted left by 32 (the first half of its conversion to `int`).
+    ArgHigh(u8),
+    /// An array offset by a probe argument (`argN * scale`), to be added to an address.
+    Index {
+        /// The argument.
+        arg: u8,
+        /// Bytes per element.
+        scale: i32,
+        /// Converted to `int` first.
+        sext32: bool,
+    },
     /// The scratch buffer a `copyin` filled from the user address an [`AddrExpr`] gives, moved by
     /// the same offset as that address (`this->argv[1]` after `this->argv = copyin(arg1, 32)`):
     /// a pointer loaded from it is a user pointer hop of that address.
@@ -318,6 +338,7 @@ impl Val {
                 offset: 0,
                 derefs,
                 user_derefs,
+                index: None,
             }) if derefs.is_empty() && user_derefs.is_empty() => Some(*a),
             _ => None,
         }
@@ -347,7 +368,8 @@ fn join_val(a: Val, b: Val) -> Val {
     }
     match (a, b) {
         (a, b) if a == b => a,
-        (Val::Addr(e), Val::Const(_)) | (Val::Const(_), Val::Addr(e)) => Val::Addr(e),
+        (Val::Addr(e), Val::Const(_) | Val::StrConst)
+        | (Val::Const(_) | Val::StrConst, Val::Addr(e)) => Val::Addr(e),
         _ => Val::Unknown,
     }
 }
@@ -403,6 +425,50 @@ fn kernel_load_size(op: Opcode) -> Option<u32> {
 /// always zero and not carried).
 fn capturable(e: &AddrExpr) -> bool {
     !matches!(e.base, AddrBase::Arg(n) if n >= crate::capture::layout::NARGS)
+        && e.index
+            .is_none_or(|i| usize::from(i.arg) < crate::capture::layout::NARGS)
+}
+
+/// The value of the ALU operations that index an array by a probe argument: `(int)argN` (a shift
+/// left and an arithmetic shift right by 32), its scaling by the element size, and its addition to
+/// an address (`fdt->fd[arg0]`). `None` when `op` is not one of them.
+fn index_op(op: Opcode, x: &Val, y: &Val) -> Option<Val> {
+    let arg = |v: &Val| v.plain_arg().and_then(|n| u8::try_from(n).ok());
+    let scaled = |arg: u8, scale: i64, sext32: bool| {
+        i32::try_from(scale)
+            .ok()
+            .map(|scale| Val::Index { arg, scale, sext32 })
+    };
+    match (op, x, y) {
+        (Opcode::Sll, v, Val::Const(32)) => arg(v).map(Val::ArgHigh),
+        (Opcode::Sra, Val::ArgHigh(n), Val::Const(32)) => scaled(*n, 1, true),
+        (Opcode::Mul, v, Val::Const(c)) | (Opcode::Mul, Val::Const(c), v) => match v {
+            Val::Index { arg, scale, sext32 } => {
+                scaled(*arg, i64::from(*scale).checked_mul(*c as i64)?, *sext32)
+            }
+            v => scaled(arg(v)?, *c as i64, false),
+        },
+        (Opcode::Sll, Val::Index { arg, scale, sext32 }, Val::Const(k)) if *k < 16 => {
+            scaled(*arg, i64::from(*scale) << k, *sext32)
+        }
+        (Opcode::Add, Val::Addr(e), Val::Index { arg, scale, sext32 })
+        | (Opcode::Add, Val::Index { arg, scale, sext32 }, Val::Addr(e))
+            if e.index.is_none()
+                && e.user_derefs.is_empty()
+                && x.plain_arg().is_none()
+                && y.plain_arg().is_none() =>
+        {
+            let mut e = e.clone();
+            e.index = Some(ArgIndex {
+                hop: u8::try_from(e.derefs.len()).ok()?,
+                arg: *arg,
+                scale: *scale,
+                sext32: *sext32,
+            });
+            Some(Val::Addr(e))
+        }
+        _ => None,
+    }
 }
 
 impl ClauseNeeds {
@@ -418,6 +484,35 @@ impl ClauseNeeds {
             return;
         }
         self.add_copy(CopyRequest::new(e.clone(), kind, size.min(MAX_COPY_SIZE)));
+    }
+}
+
+impl ClauseNeeds {
+    /// Asks for the path of the `struct path` a `d_path()` call is given, when the probe can
+    /// compute its address; otherwise (but for a constant, where it faults) the clause cannot be
+    /// enabled: its path would not be known.
+    fn d_path(&mut self, arg: Option<&Val>) {
+        match arg {
+            Some(Val::Addr(e))
+                if capturable(e)
+                    && e.derefs.len() <= MAX_DEREFS
+                    && e.user_derefs.is_empty()
+                    && !mirror::is_mirror(e) =>
+            {
+                if !self.paths.contains(e) {
+                    self.paths.push(e.clone());
+                }
+            }
+            // A constant (NULL) path: nothing to walk; d_path() faults at it, as in DTrace.
+            Some(Val::Const(_)) => {}
+            _ => {
+                self.unsupported.get_or_insert_with(|| {
+                    "not yet supported: d_path() of a struct path whose address is not a chain \
+                     of members from curthread or a probe argument"
+                        .to_string()
+                });
+            }
+        }
     }
 }
 
@@ -530,6 +625,10 @@ fn scan_object(obj: &DifObject, strsize: u32, n: &mut ClauseNeeds, vars: &mut Sc
                 set(&mut regs, rd, v);
             }
             Instr::Alu { op, r1, r2, rd } => {
+                if let Some(v) = index_op(op, &get(&regs, r1), &get(&regs, r2)) {
+                    set(&mut regs, rd, v);
+                    continue;
+                }
                 let v = match (op, get(&regs, r1), get(&regs, r2)) {
                     (Opcode::Add, Val::Addr(e), Val::Const(c))
                     | (Opcode::Add, Val::Const(c), Val::Addr(e)) => add_offset(&e, c as i64),
@@ -594,6 +693,9 @@ fn scan_object(obj: &DifObject, strsize: u32, n: &mut ClauseNeeds, vars: &mut Sc
                     Val::Unknown
                 } else if var == vars::DIF_VAR_USTACKDEPTH {
                     n.ustack = Some(MAX_STACK_DEPTH);
+                    Val::Unknown
+                } else if var == vars::DIF_VAR_VTIMESTAMP {
+                    n.vtimestamp = true;
                     Val::Unknown
                 } else if var == vars::DIF_VAR_CURTHREAD {
                     Val::Addr(AddrExpr::kernel(AddrBase::CurrentTask, 0, Vec::new()))
@@ -717,6 +819,8 @@ fn scan_object(obj: &DifObject, strsize: u32, n: &mut ClauseNeeds, vars: &mut Sc
                 let mut result = Val::Unknown;
                 if subr == Subr::Progenyof as u16 {
                     n.ancestors = true;
+                } else if subr == Subr::DPath as u16 {
+                    n.d_path(stack.first());
                 } else if subr == Subr::Copyinstr as u16 {
                     match user_addr {
                         // copyinstr(addr, maxlen) copies at most strsize bytes either way, at most
@@ -748,10 +852,10 @@ fn scan_object(obj: &DifObject, strsize: u32, n: &mut ClauseNeeds, vars: &mut Sc
                 }
                 set(&mut regs, rd, result);
             }
-            Instr::Sets { rd, .. }
-            | Instr::LoadVar { rd, .. }
-            | Instr::Allocs { rd, .. }
-            | Instr::Xlate { rd, .. } => set(&mut regs, rd, Val::Unknown),
+            Instr::Sets { rd, .. } => set(&mut regs, rd, Val::StrConst),
+            Instr::LoadVar { rd, .. } | Instr::Allocs { rd, .. } | Instr::Xlate { rd, .. } => {
+                set(&mut regs, rd, Val::Unknown)
+            }
             _ => {}
         }
     }
@@ -864,8 +968,8 @@ fn join_length(a: &Val, b: &Val) -> Option<Val> {
 const MERGE_GAP: i64 = 256;
 
 /// One object kernel copies are read from: the base, and when the copy follows pointers, the offset
-/// and every hop but the last.
-type ObjectKey = (AddrBase, Option<i32>, Vec<i32>);
+/// and every hop but the last; and the argument index on the way, if any.
+type ObjectKey = (AddrBase, Option<i32>, Vec<i32>, Option<ArgIndex>);
 
 /// The object a kernel copy reads (its base and every pointer hop but the last) and where in it the
 /// copy starts; `None` for copies that are not merged (user memory, strings, tracepoint records).
@@ -877,8 +981,11 @@ fn copy_object(c: &CopyRequest) -> Option<(ObjectKey, i64)> {
     }
     let a = &c.addr;
     Some(match a.derefs.split_last() {
-        None => ((a.base, None, Vec::new()), i64::from(a.offset)),
-        Some((last, rest)) => ((a.base, Some(a.offset), rest.to_vec()), i64::from(*last)),
+        None => ((a.base, None, Vec::new(), a.index), i64::from(a.offset)),
+        Some((last, rest)) => (
+            (a.base, Some(a.offset), rest.to_vec(), a.index),
+            i64::from(*last),
+        ),
     })
 }
 
@@ -930,7 +1037,7 @@ fn merge_kernel_copies(copies: Vec<CopyRequest>) -> Vec<CopyRequest> {
         rs[i].1 = rs[i].1.max(rs[i + 1].1);
         rs.remove(i + 1);
     }
-    for ((base, offset, hops), rs) in groups {
+    for ((base, offset, hops, index), rs) in groups {
         for (start, end) in rs {
             // Starts and sizes came from i32 offsets and legal sizes.
             let start = i32::try_from(start).unwrap_or(i32::MAX);
@@ -942,6 +1049,7 @@ fn merge_kernel_copies(copies: Vec<CopyRequest>) -> Vec<CopyRequest> {
                     AddrExpr::kernel(base, offset, derefs)
                 }
             };
+            let addr = AddrExpr { index, ..addr };
             out.push(CopyRequest::new(
                 addr,
                 MemKind::KernelBytes,
@@ -1001,9 +1109,21 @@ pub fn spec_for(
         }
         spec.ancestors |= n.ancestors;
         mirror::merge_ops(&mut spec.mirror, &n.mirror);
+        for p in &n.paths {
+            if !spec.paths.contains(p) {
+                spec.paths.push(p.clone());
+            }
+        }
+        spec.exact_vtime |= n.vtimestamp;
         if let Some(why) = &n.unsupported {
             return Err(why.clone());
         }
+    }
+    if spec.paths.len() > crate::capture::path::MAX_PATHS {
+        return Err(format!(
+            "not yet supported: more than {} d_path() paths at one probe",
+            crate::capture::path::MAX_PATHS
+        ));
     }
     spec.copies = merge_kernel_copies(std::mem::take(&mut spec.copies));
     if spec.copies.len() > MAX_COPIES {

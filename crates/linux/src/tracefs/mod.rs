@@ -45,14 +45,17 @@ pub fn ensure_tracefs() -> Result<PathBuf> {
     })
 }
 
-/// Every `(subsystem, event)` pair under `root/events`, sorted.
+/// Every `(subsystem, event)` pair under `root/events`, sorted: each directory of a subsystem's
+/// directory is an event (told from the directory entries' types, without a `stat` of each of
+/// the thousands of events; an event's `format` file is read by [`read_format`]).
 pub fn list_events(root: &Path) -> Result<Vec<(String, String)>> {
     let events = root.join("events");
     let mut out = Vec::new();
     let rd = std::fs::read_dir(&events)
         .map_err(|e| LinuxError::from_io(events.display().to_string(), e))?;
+    let is_dir = |e: &std::fs::DirEntry| e.file_type().is_ok_and(|t| t.is_dir());
     for sys in rd.flatten() {
-        if !sys.path().is_dir() {
+        if !is_dir(&sys) {
             continue;
         }
         let sys_name = sys.file_name().to_string_lossy().into_owned();
@@ -60,7 +63,7 @@ pub fn list_events(root: &Path) -> Result<Vec<(String, String)>> {
             continue;
         };
         for ev in evs.flatten() {
-            if ev.path().join("format").is_file() {
+            if is_dir(&ev) {
                 out.push((
                     sys_name.clone(),
                     ev.file_name().to_string_lossy().into_owned(),
@@ -70,6 +73,29 @@ pub fn list_events(root: &Path) -> Result<Vec<(String, String)>> {
     }
     out.sort();
     Ok(out)
+}
+
+/// The text of a tracefs file, which reports a size of 0: read in one go into a buffer large enough
+/// for most such files, without the `stat`, `lseek` and small probing read that
+/// `std::fs::read_to_string` spends on each file it reads.
+fn read_small_file(p: &Path) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(p)?;
+    let mut buf = vec![0u8; 8192];
+    let mut len = 0;
+    loop {
+        if len == buf.len() {
+            buf.resize(buf.len() * 2, 0);
+        }
+        match f.read(&mut buf[len..]) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    buf.truncate(len);
+    String::from_utf8(buf).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
 }
 
 /// Reads and parses one event's format file.
@@ -85,7 +111,7 @@ pub fn read_format(root: &Path, subsystem: &str, event: &str) -> Result<EventFor
         .join(subsystem)
         .join(event)
         .join("format");
-    let text = std::fs::read_to_string(&p).map_err(|e| match e.kind() {
+    let text = read_small_file(&p).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => {
             LinuxError::NoSuchProbe(format!("tracepoint {subsystem}:{event}"))
         }

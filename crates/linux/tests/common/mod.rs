@@ -31,24 +31,12 @@ pub fn gcc_ok(test: &str) -> bool {
 /// Compiles `src` into an executable named `name` in a per-test temporary directory.
 pub fn compile(name: &str, src: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("dtrace-linux-test-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let c = dir.join(format!("{name}.c"));
-    let exe = dir.join(name);
-    std::fs::write(&c, src).unwrap();
-    let st = std::process::Command::new("gcc")
-        .args([
-            "-O0",
-            "-g",
-            "-fno-omit-frame-pointer",
-            "-Wl,--build-id",
-            "-o",
-        ])
-        .arg(&exe)
-        .arg(&c)
-        .status()
-        .unwrap();
-    assert!(st.success(), "gcc failed for {name}");
-    exe
+    dtrace_testkit::compile_c(
+        dtrace_testkit::CSource::Text(src),
+        &dir.join(name),
+        &["-O0", "-g", "-fno-omit-frame-pointer", "-Wl,--build-id"],
+    )
+    .unwrap_or_else(|e| panic!("gcc failed for {name}: {e}"))
 }
 
 /// The catalogue (loaded once per call; cheap enough for tests).

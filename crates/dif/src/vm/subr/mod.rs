@@ -206,6 +206,12 @@ impl Machine {
                     .map(|x| x as u64)
                     .ok_or(illop("strtoll base out of range"))
             }
+            DPath => {
+                // The path as the probe saw it, cut to strsize as DTrace's d_path buffer is.
+                let p = arg(0);
+                let v = env.mem.d_path(p).map_err(|k| Fault::new(k, p))?;
+                self.ret_str(&v)
+            }
             Basename | Dirname => {
                 let v = self.arg_str(env, arg(0))?;
                 let r = strfn::base_or_dir(&v, s == Dirname, strsize - 1);

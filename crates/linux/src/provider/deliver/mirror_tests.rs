@@ -31,6 +31,7 @@ fn event_with(pid: u32, copies: Vec<Copy>) -> CapturedEvent {
         retry_armed: false,
         execargs: None,
         ancestors: None,
+        paths: Vec::new(),
     }
 }
 

@@ -29,6 +29,7 @@ fn event_with(copy: Copy) -> CapturedEvent {
         retry_armed: false,
         execargs: None,
         ancestors: None,
+        paths: Vec::new(),
     }
 }
 

@@ -36,7 +36,8 @@ fn probe_address(v: &Val) -> Option<AddrExpr> {
             if (matches!(e.base, AddrBase::Arg(n) if n < NARGS)
                 || e.base == AddrBase::CurrentTask)
                 && e.derefs.len() <= MAX_DEREFS
-                && e.user_derefs.len() <= MAX_USER_DEREFS =>
+                && e.user_derefs.len() <= MAX_USER_DEREFS
+                && e.index.is_none() =>
         {
             Some(e.clone())
         }

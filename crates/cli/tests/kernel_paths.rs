@@ -1,0 +1,171 @@
+//! `dtrace` printing real file paths (root, BPF, tracefs, the kernel's BTF and gcc; skipped
+//! otherwise): `fds[arg0].fi_pathname`, `fi_dirname` and `fi_name` at `close(2)`, `cwd` and `root`
+//! of a `-c` command started in a directory of the test's own, across a mount point (`/dev/shm`),
+//! after the command's `chdir(2)`, for an unlinked file, a pipe, a descriptor that is not open, and
+//! a path deeper than the capture walks (marked with a leading `...`, never cut silently); and in
+//! BEGIN and END, `dtrace`'s own.
+
+mod common;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn ready(test: &str) -> bool {
+    common::kernel_ok(test) && common::have_btf(test) && common::have_gcc(test)
+}
+
+/// Runs `dtrace args` in directory `cwd`: (exit status, stdout, stderr).
+fn dtrace_in(cwd: &Path, args: &[&str]) -> (i32, String, String) {
+    let o = Command::new(env!("CARGO_BIN_EXE_dtrace"))
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .unwrap();
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+const PROG: &str = r#"
+#include <fcntl.h>
+#include <stdio.h>
+#include <unistd.h>
+/* argv[1]: a directory on /dev/shm holding sub/f.txt; argv[2]: a deep file. Starts in the
+   directory dtrace runs in. Marks each step with a getppid() the script prints at. */
+int main(int argc, char **argv) {
+    char p[4096];
+    if (argc < 3) return 1;
+    getppid();
+    close(open("known.txt", O_RDONLY));
+    snprintf(p, sizeof p, "%s/sub/f.txt", argv[1]);
+    close(open(p, O_RDONLY));
+    snprintf(p, sizeof p, "%s/sub", argv[1]);
+    if (chdir(p) != 0) return 2;
+    int fd = open("gone.txt", O_CREAT | O_RDWR, 0600);
+    unlink("gone.txt");
+    close(fd);
+    int pp[2];
+    if (pipe(pp) != 0) return 3;
+    close(pp[1]);
+    close(open(argv[2], O_RDONLY));
+    close(77);
+    return 0;
+}
+"#;
+
+const SCRIPT: &str = r#"
+syscall::getppid:entry /pid == $target/ { self->on = 1; }
+syscall::close:entry /self->on/ {
+    printf("%d|%s|%s|%s|%s|%s\n", arg0, fds[arg0].fi_pathname, fds[arg0].fi_dirname,
+        fds[arg0].fi_name, cwd, root);
+}
+"#;
+
+fn shm_dir(tag: &str) -> PathBuf {
+    let d = PathBuf::from(format!("/dev/shm/dtrace-cli-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(d.join("sub")).unwrap();
+    std::fs::write(d.join("sub/f.txt"), "x").unwrap();
+    d
+}
+
+#[test]
+fn file_paths_cwd_and_root_of_a_command() {
+    if !ready("file_paths_cwd_and_root_of_a_command") {
+        return;
+    }
+    let dir = common::test_dir("paths").canonicalize().unwrap();
+    let exe = common::compile_c(&dir, "paths", PROG, &[]);
+    std::fs::write(dir.join("known.txt"), "x").unwrap();
+    let shm = shm_dir("paths");
+    let mut deep = shm.clone();
+    for i in 0..60 {
+        deep.push(format!("d{i}"));
+    }
+    std::fs::create_dir_all(&deep).unwrap();
+    deep.push("leaf.txt");
+    std::fs::write(&deep, "x").unwrap();
+    let cmd = format!("{} {} {}", exe.display(), shm.display(), deep.display());
+    let (st, out, err) = dtrace_in(&dir, &["-q", "-n", SCRIPT, "-c", &cmd]);
+    let _ = std::fs::remove_dir_all(&shm);
+    assert_eq!(st, 0, "{err}");
+    let lines: Vec<&str> = out.lines().filter(|l| !l.is_empty()).collect();
+    let d = dir.display().to_string();
+    let sub = shm.join("sub").display().to_string();
+    let s = shm.display().to_string();
+    assert_eq!(lines.len(), 6, "{out}\n{err}");
+    assert_eq!(lines[0], format!("3|{d}/known.txt|{d}|known.txt|{d}|/"));
+    assert_eq!(lines[1], format!("3|{sub}/f.txt|{sub}|f.txt|{d}|/"));
+    assert_eq!(
+        lines[2],
+        format!("3|{sub}/gone.txt (deleted)|{sub}|gone.txt|{sub}|/")
+    );
+    // A pipe: Linux's name for it, which has no directory.
+    let f: Vec<&str> = lines[3].split('|').collect();
+    assert_eq!(f[0], "4");
+    assert!(
+        f[1].starts_with("pipe:[") && f[1].ends_with(']'),
+        "{}",
+        lines[3]
+    );
+    assert_eq!(&f[2..], [".", "", sub.as_str(), "/"]);
+    // Deeper than the walk: the leaf end of the path after "...", its dirname alike.
+    let f: Vec<&str> = lines[4].split('|').collect();
+    assert!(
+        f[1].starts_with(".../d") && f[1].ends_with("/d58/d59/leaf.txt"),
+        "{}",
+        lines[4]
+    );
+    assert!(!f[1].contains(&s), "{}", lines[4]);
+    assert_eq!(f[2], f[1].trim_end_matches("/leaf.txt"));
+    assert_eq!(&f[3..], ["leaf.txt", sub.as_str(), "/"]);
+    // Not open: DTrace's "<none>".
+    assert_eq!(lines[5], format!("77|<none>|<none>|<none>|{sub}|/"));
+    assert!(!err.contains("error"), "{err}");
+}
+
+#[test]
+fn d_path_errors() {
+    if !ready("d_path_errors") {
+        return;
+    }
+    // The address of the struct path must be computable at the probe.
+    let (st, _, err) = common::dtrace(&[
+        "-n",
+        "syscall::close:entry { trace(d_path((struct path *)(arg0 + arg1))); }",
+        "-c",
+        "/bin/true",
+    ]);
+    assert_ne!(st, 0);
+    assert!(
+        err.contains("not yet supported: d_path() of a struct path whose address"),
+        "{err}"
+    );
+    let (st, _, err) = common::dtrace(&["-n", "BEGIN { trace(d_path(1)); }"]);
+    assert_ne!(st, 0);
+    assert!(
+        err.contains("d_path( ) argument #1 is incompatible with prototype"),
+        "{err}"
+    );
+}
+
+#[test]
+fn begin_and_end_see_dtrace_own_paths() {
+    if !ready("begin_and_end_see_dtrace_own_paths") {
+        return;
+    }
+    let dir = common::test_dir("begin-paths").canonicalize().unwrap();
+    let (st, out, err) = dtrace_in(
+        &dir,
+        &[
+            "-q",
+            "-n",
+            "BEGIN { printf(\"%s|%s|%s\\n\", cwd, root, fds[0].fi_pathname); exit(0); } \
+             END { printf(\"%s\\n\", cwd); }",
+        ],
+    );
+    assert_eq!(st, 0, "{err}");
+    let d = dir.display().to_string();
+    // The test runs dtrace with stdin from /dev/null.
+    assert_eq!(out.trim_end(), format!("{d}|/|/dev/null\n{d}"), "{err}");
+}

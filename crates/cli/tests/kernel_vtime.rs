@@ -1,0 +1,244 @@
+//! `vtimestamp` on the real kernel (root, BPF, tracefs and the kernel's BTF; gcc for the programs
+//! compiled here; skipped otherwise). DTrace documents it as the nanoseconds the current thread has
+//! spent on CPU: deltas between two probes of a thread measure its CPU time between them, even
+//! inside one scheduler time slice; a thread's values never go backwards; a syscall's entry to
+//! return delta is positive.
+
+mod common;
+use common::dtrace;
+use std::path::PathBuf;
+
+fn ready(test: &str) -> bool {
+    common::kernel_ok(test) && common::have_btf(test) && common::have_gcc(test)
+}
+
+fn compile(name: &str, src: &str) -> PathBuf {
+    let dir = common::test_dir(&format!("vtime-{name}"));
+    common::compile_c(&dir, name, src, &["-O1", "-pthread"])
+}
+
+/// Rounds of: thread CPU time, getppid(2), a syscall-free loop of about 1.5 ms (shorter than a
+/// 250 Hz tick, so mostly inside one time slice), geteuid(2), thread CPU time; prints `P <ns>`
+/// (its own measure of the CPU time between the two readings) per round.
+const BURN: &str = r#"
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/syscall.h>
+static long long tcpu(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+int main(int argc, char **argv) {
+    int rounds = atoi(argv[1]);
+    long iters = atol(argv[2]);
+    volatile unsigned long x = 0;
+    for (int r = 0; r < rounds; r++) {
+        long long a = tcpu();
+        syscall(SYS_getppid);
+        for (long i = 0; i < iters; i++)
+            x += i ^ (x >> 3);
+        syscall(SYS_geteuid);
+        long long b = tcpu();
+        printf("P %lld\n", b - a);
+    }
+    return 0;
+}
+"#;
+
+fn numbers(out: &str, tag: &str) -> Vec<i64> {
+    out.lines()
+        .filter_map(|l| l.strip_prefix(tag))
+        .map(|v| {
+            v.trim()
+                .parse()
+                .unwrap_or_else(|_| panic!("bad line {tag}{v}"))
+        })
+        .collect()
+}
+
+#[test]
+fn delta_across_a_cpu_burn_matches_the_threads_own_cpu_time() {
+    if !ready("delta_across_a_cpu_burn_matches_the_threads_own_cpu_time") {
+        return;
+    }
+    let exe = compile("burn", BURN);
+    let cmd = format!("{} 12 2000000", exe.display());
+    let (rc, out, err) = dtrace(&[
+        "-q",
+        "-n",
+        "syscall::getppid:entry /pid == $target/ { self->v = vtimestamp; }",
+        "-n",
+        r#"syscall::geteuid:entry /pid == $target && self->v/ {
+            printf("D %d\n", vtimestamp - self->v); self->v = 0; }"#,
+        "-c",
+        &cmd,
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    let (d, p) = (numbers(&out, "D "), numbers(&out, "P "));
+    assert_eq!(d.len(), 12, "{out}{err}");
+    assert_eq!(p.len(), 12, "{out}{err}");
+    for (d, p) in d.iter().zip(&p) {
+        // The program's bracket holds the probes' bracket (plus two clock reads and a syscall).
+        assert!(*d > 0, "delta {d} for {p} ns of CPU\n{out}");
+        let tolerance = p / 4 + 200_000;
+        assert!(
+            (d - p).abs() <= tolerance,
+            "vtimestamp delta {d} ns, thread CPU time {p} ns\n{out}"
+        );
+    }
+}
+
+/// Two threads each make many getppid(2) calls, sleeping now and then and moving between CPUs
+/// (`sched:::on-cpu` gives the thread switched in its total from the scheduler).
+const HOPPER: &str = r#"
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/syscall.h>
+static int ncpu;
+static void *work(void *arg) {
+    (void)arg;
+    volatile unsigned long x = 0;
+    for (int i = 0; i < 3000; i++) {
+        syscall(SYS_getppid);
+        for (int k = 0; k < 2000; k++)
+            x += k;
+        if (i % 10 == 0)
+            usleep(50);
+        if (i % 100 == 0 && ncpu > 1) {
+            cpu_set_t s;
+            CPU_ZERO(&s);
+            CPU_SET((i / 100) % ncpu, &s);
+            sched_setaffinity(0, sizeof s, &s);
+        }
+    }
+    return NULL;
+}
+int main(void) {
+    ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    if (ncpu > 8)
+        ncpu = 8;
+    pthread_t t;
+    pthread_create(&t, NULL, work, NULL);
+    work(NULL);
+    pthread_join(t, NULL);
+    return 0;
+}
+"#;
+
+#[test]
+fn a_threads_vtimestamp_never_decreases() {
+    if !ready("a_threads_vtimestamp_never_decreases") {
+        return;
+    }
+    let exe = compile("hopper", HOPPER);
+    let cmd = exe.display().to_string();
+    let script = exe.with_extension("d");
+    std::fs::write(
+        &script,
+        r#"self uint64_t last;
+syscall::getppid:entry, syscall::getppid:return, sched:::on-cpu
+/pid == $target && self->last > vtimestamp/
+{
+    printf("back %s %d %d -> %d\n", probename, tid, self->last, vtimestamp);
+}
+syscall::getppid:entry, syscall::getppid:return, sched:::on-cpu /pid == $target/
+{
+    self->last = vtimestamp;
+}
+syscall::getppid:entry, syscall::getppid:return /pid == $target/
+{
+    @events = count();
+}
+sched:::on-cpu /pid == $target/
+{
+    @switches = count();
+}
+syscall::getppid:entry /pid == $target && !self->seen/
+{
+    self->seen = 1;
+    @tids = count();
+}
+END
+{
+    printa("events %@d\n", @events);
+    printa("tids %@d\n", @tids);
+    printa("switches %@d\n", @switches);
+}
+"#,
+    )
+    .unwrap();
+    let (rc, out, err) = dtrace(&["-q", "-s", &script.display().to_string(), "-c", &cmd]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(!out.contains("back"), "vtimestamp went backwards:\n{out}");
+    assert_eq!(numbers(&out, "events "), vec![2 * 2 * 3000], "{out}{err}");
+    assert_eq!(numbers(&out, "tids "), vec![2], "{out}{err}");
+    // Each sleep puts the thread back on a CPU.
+    assert!(numbers(&out, "switches ")[0] >= 2 * 300, "{out}");
+}
+
+/// getppid(2) calls in a loop.
+const CALLS: &str = r#"
+#include <unistd.h>
+#include <sys/syscall.h>
+int main(void) {
+    for (int i = 0; i < 2000; i++)
+        syscall(SYS_getppid);
+    return 0;
+}
+"#;
+
+#[test]
+fn a_syscalls_entry_to_return_delta_is_positive() {
+    if !ready("a_syscalls_entry_to_return_delta_is_positive") {
+        return;
+    }
+    let exe = compile("calls", CALLS);
+    let cmd = exe.display().to_string();
+    let (rc, out, err) = dtrace(&[
+        "-q",
+        "-n",
+        "syscall::getppid:entry /pid == $target/ { self->v = vtimestamp; }",
+        "-n",
+        r#"syscall::getppid:return /pid == $target && self->v && vtimestamp > self->v/ {
+            @pos = count(); @ns = avg(vtimestamp - self->v); }"#,
+        "-n",
+        r#"syscall::getppid:return /pid == $target && self->v && vtimestamp <= self->v/ {
+            @zero = count(); }"#,
+        "-n",
+        "syscall::getppid:return /pid == $target/ { self->v = 0; }",
+        "-n",
+        r#"END { printa("pos %@d\n", @pos); printa("zero %@d\n", @zero); printa("avg %@d\n", @ns); }"#,
+        "-c",
+        &cmd,
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    let pos = numbers(&out, "pos ").first().copied().unwrap_or(0);
+    let zero = numbers(&out, "zero ").first().copied().unwrap_or(0);
+    assert_eq!(pos + zero, 2000, "{out}{err}");
+    assert!(pos >= 1900, "entry-to-return deltas not positive:\n{out}");
+    let avg = numbers(&out, "avg ")[0];
+    // A getppid(2) takes well under a millisecond of CPU.
+    assert!(avg > 0 && avg < 1_000_000, "{out}");
+}
+
+#[test]
+fn begin_and_end_report_the_consumer_threads_cpu_time() {
+    // BEGIN and END fire in dtrace's own thread: its CPU time, which only grows.
+    let (rc, out, err) = dtrace(&[
+        "-qn",
+        r#"BEGIN { printf("B %d\n", vtimestamp); exit(0); } END { printf("E %d\n", vtimestamp); }"#,
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    let (b, e) = (numbers(&out, "B "), numbers(&out, "E "));
+    assert_eq!((b.len(), e.len()), (1, 1), "{out}");
+    assert!(b[0] > 0 && e[0] >= b[0], "{out}");
+    // Less than the process's whole life on CPU so far: a thread's time, not a clock's.
+    assert!(e[0] < 60_000_000_000, "{out}");
+}
