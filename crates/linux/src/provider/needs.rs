@@ -1084,10 +1084,14 @@ pub fn spec_for(
     if clauses.iter().all(|n| n.filter_pid == first_pid) {
         spec.filter_pid = first_pid;
     }
+    // Addresses earlier clauses of the probe store in thread-locals: a later clause's copy of one
+    // is made from the address itself (the eBPF runs every clause's store, predicate or not).
+    let mut stored_before = HashMap::new();
     for n in clauses {
         for c in &n.copies {
-            push(&mut spec, c.clone());
+            push(&mut spec, mirror::resolve_stored(&stored_before, c));
         }
+        mirror::note_stores(&mut stored_before, n);
         if n.any_string_arg {
             for &a in string_args {
                 push(

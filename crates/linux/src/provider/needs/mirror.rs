@@ -9,10 +9,10 @@
 use super::{ClauseNeeds, Val};
 use crate::capture::layout::NARGS;
 use crate::capture::spec::{MAX_DEREFS, MAX_MIRROR_OPS, MAX_USER_DEREFS};
-use crate::capture::{AddrBase, AddrExpr, MirrorOp};
+use crate::capture::{AddrBase, AddrExpr, CopyRequest, MirrorOp};
 use dtrace_dif::object::{DifObject, DIFV_SCOPE_THREAD, DIF_TF_BYREF, DIF_TF_BYUREF};
 use dtrace_dif::program::ProbeDesc;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 /// Whether `e` starts at a mirrored thread-local.
 pub(super) fn is_mirror(e: &AddrExpr) -> bool {
@@ -102,4 +102,42 @@ pub(super) fn merge_ops(acc: &mut Vec<MirrorOp>, ops: &[MirrorOp]) {
             }
         }
     }
+}
+
+/// Records the addresses clause `n` saves, for the clauses after it at the same probe.
+pub(super) fn note_stores(stored: &mut HashMap<u32, AddrExpr>, n: &ClauseNeeds) {
+    for m in &n.mirror {
+        match &m.value {
+            Some(e) => {
+                stored.insert(m.var, e.clone());
+            }
+            None => {
+                stored.remove(&m.var);
+            }
+        }
+    }
+}
+
+/// Copy `c` with its mirrored base replaced by the address an earlier clause of the probe stores
+/// in the variable (`self->b = arg1` then `copyin(self->b, 8)` in the next clause copies from
+/// arg1, which the D variable then holds unless the storing clause's predicate failed: delivery
+/// checks the address either way). Copies of other addresses are unchanged.
+pub(super) fn resolve_stored(stored: &HashMap<u32, AddrExpr>, c: &CopyRequest) -> CopyRequest {
+    let AddrBase::ThreadVar(v) = c.addr.base else {
+        return c.clone();
+    };
+    let Some(e) = stored.get(&v) else {
+        return c.clone();
+    };
+    if !c.addr.derefs.is_empty() || c.addr.index.is_some() {
+        return c.clone();
+    }
+    let Some(mut addr) = super::offset_expr(e, i64::from(c.addr.offset)) else {
+        return c.clone();
+    };
+    addr.user_derefs.extend(c.addr.user_derefs.iter().copied());
+    if addr.user_derefs.len() > MAX_USER_DEREFS {
+        return c.clone();
+    }
+    CopyRequest { addr, ..c.clone() }
 }

@@ -326,3 +326,36 @@ fn programs_sharing_thread_locals_mirror_for_each_other() {
         .mirror
         .is_empty());
 }
+
+#[test]
+fn a_later_clause_of_the_storing_probe_copies_from_the_stored_address() {
+    let n = needs(
+        r#"syscall::write:entry { self->b = arg1; }
+           syscall::write:entry /self->b/ { tracemem(copyin(self->b + 2, 8), 8); }"#,
+    );
+    let (store, load) = (&n.clauses[0].1, &n.clauses[1].1);
+    let var = thread_var(load);
+    // In clause order the copy is made from arg1 + 2 itself.
+    let spec = spec_for(&[store, load], &[], DEFAULT_STRSIZE).unwrap();
+    assert_eq!(
+        spec.copies,
+        vec![CopyRequest::new(
+            AddrExpr::kernel(AddrBase::Arg(1), 2, Vec::new()),
+            MemKind::UserBytes,
+            8
+        )]
+    );
+    assert_eq!(
+        spec.mirror,
+        vec![MirrorOp {
+            var,
+            value: Some(AddrExpr::arg(1))
+        }]
+    );
+    // A clause before the store reads what an earlier firing saved: the mirror.
+    let spec = spec_for(&[load, store], &[], DEFAULT_STRSIZE).unwrap();
+    assert_eq!(
+        spec.copies[0].addr,
+        AddrExpr::kernel(AddrBase::ThreadVar(var), 2, Vec::new())
+    );
+}
