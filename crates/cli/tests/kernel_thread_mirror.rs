@@ -98,6 +98,27 @@ fn the_store_and_the_copy_may_be_in_different_programs() {
 }
 
 #[test]
+fn a_later_clause_of_the_storing_probe_reads_the_stored_buffer() {
+    let Some((_, cmd)) = setup("later_clause_of_the_storing_probe") else {
+        return;
+    };
+    let (rc, out, err) = dtrace(&[
+        "-qn",
+        r#"syscall::write:entry /pid == $target/ { self->b = arg1; }
+           syscall::write:entry /self->b/ {
+               printf("[%s]\n", stringof(copyin(self->b, arg2))); self->b = 0; }"#,
+        "-c",
+        &cmd,
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(error_lines(&err).is_empty(), "{err}");
+    assert_eq!(
+        out.trim_end_matches('\n'),
+        "[first bytes]\n[the second read]"
+    );
+}
+
+#[test]
 fn opensnoop_prints_the_paths_saved_at_entry() {
     let Some((data, cmd)) = setup("opensnoop_prints_the_paths") else {
         return;
