@@ -230,6 +230,7 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
         eprintln!("dtrace: {}", d.msg);
         true
     }));
+    backend::plan_programs(&progs);
     let mut total = 0;
     for (cmd, prog) in cfg.cmds.iter().zip(&progs) {
         let name = report_name(cmd);

@@ -84,6 +84,8 @@ pub struct Session {
     vclock: Option<crate::vtime::Vclock>,
     vfloor: crate::vtime::VtimeFloor,
     drops: Map,
+    /// The thread-variable mirror, created with the first probe that uses it.
+    mirror: Option<Map>,
     ring: RingBuf,
 }
 
@@ -200,6 +202,7 @@ impl Session {
             vclock: None,
             vfloor: crate::vtime::VtimeFloor::new(),
             drops,
+            mirror: None,
             ring,
         })
     }
@@ -220,6 +223,7 @@ impl Session {
             ring: self.ring.map().raw_fd(),
             drops: self.drops.raw_fd(),
             pending: None,
+            mirror: self.mirror_fd(spec)?,
             wakeup_bytes: match self.opts.wakeup_divisor {
                 0 => 0,
                 d => (self.ring.size() / d as usize).max(1) as u32,
@@ -390,6 +394,24 @@ impl Session {
             },
         );
         Ok(())
+    }
+
+    /// The thread-variable mirror's descriptor when `spec` uses it (created at its first use, shared
+    /// by every probe of the session).
+    fn mirror_fd(&mut self, spec: &CaptureSpec) -> Result<Option<i32>> {
+        if !crate::capture::mirror::uses_mirror(spec) {
+            return Ok(None);
+        }
+        if self.mirror.is_none() {
+            self.mirror = Some(Map::create(
+                MapKind::LruHash,
+                &format!("{}_tls", self.opts.name_prefix),
+                crate::capture::mirror::KEY_SIZE,
+                crate::capture::mirror::VALUE_SIZE,
+                crate::capture::spec::MIRROR_ENTRIES,
+            )?);
+        }
+        Ok(self.mirror.as_ref().map(Map::raw_fd))
     }
 
     /// The exact-`vtimestamp` clock's references, starting it on first use.

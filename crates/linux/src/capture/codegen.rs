@@ -57,6 +57,9 @@ pub struct MapFds {
     /// wake-ups the consumer reads at its own rate (its poll timeout), as DTrace's switchrate does;
     /// sparing a wake-up per record is most of the cost of a capture.
     pub wakeup_bytes: u32,
+    /// The thread-variable mirror (`(tid, variable) -> address`), when a probe saves or copies
+    /// thread-local addresses.
+    pub mirror: Option<i32>,
     /// The per-CPU switch records of an exact `vtimestamp`, when a clause reads it
     /// ([`crate::vtime`]); without it `vtimestamp` is the scheduler's last accounting.
     pub vclock: Option<crate::vtime::VclockRef>,
@@ -605,7 +608,19 @@ pub fn gen_capture(
     {
         emit_syscall_regs(&mut a);
     }
-    emit_body(&mut a, shape, spec, layout, retry.is_some())?;
+    let mirror = match (super::mirror::uses_mirror(spec), maps.mirror) {
+        (false, _) => None,
+        (true, Some(fd)) => Some(fd),
+        (true, None) => {
+            return Err(LinuxError::Asm(
+                "thread-local mirror without a mirror map".into(),
+            ))
+        }
+    };
+    emit_body(&mut a, shape, spec, layout, retry.is_some(), mirror)?;
+    if let Some(fd) = mirror {
+        super::mirror::emit_ops(&mut a, &spec.mirror, fd, KEY, SCRATCH)?;
+    }
     if let Some(pending) = retry {
         let submit = a.label();
         a.jmp_imm(op::JEQ, R9, 0, submit);
@@ -677,6 +692,7 @@ fn emit_body(
     spec: &CaptureSpec,
     layout: &RecordLayout,
     retry: bool,
+    mirror: Option<i32>,
 ) -> Result<()> {
     for i in 0..NARGS {
         match shape.args.get(i) {
@@ -696,7 +712,15 @@ fn emit_body(
         }
     }
     for (i, (req, slot)) in spec.copies.iter().zip(&layout.copies).enumerate() {
+        let mut missing = None;
         match req.addr.base {
+            AddrBase::ThreadVar(var) => {
+                let fd = mirror
+                    .ok_or_else(|| LinuxError::Asm("thread-local copy without a mirror".into()))?;
+                let l = a.label();
+                super::mirror::emit_lookup(a, fd, var, KEY, l);
+                missing = Some(l);
+            }
             AddrBase::Arg(n) => {
                 a.load(Size::DW, R3, R7, (hdr::ARGS + 8 * n) as i16);
             }
@@ -760,6 +784,14 @@ fn emit_body(
         if retry && req.kind.is_user() {
             let fine = a.label();
             a.jmp_imm(op::JSGE, R0, 0, fine).mov_imm(R9, 1).bind(fine);
+        }
+        if let Some(l) = missing {
+            // No mirrored address on this thread: no copy (a fault, so delivery reads the process).
+            let done = a.label();
+            a.ja(done).bind(l);
+            a.store_imm(Size::DW, R7, off16(so, "copy")?, -libc::ENOENT);
+            a.store_imm(Size::DW, R7, off16(so + 8, "copy")?, 0);
+            a.bind(done);
         }
     }
     if let Some((at, cap)) = layout.execargs {

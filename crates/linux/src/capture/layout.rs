@@ -147,6 +147,7 @@ impl RecordLayout {
             });
             off += COPY_HDR + round8(c.size as usize);
         }
+        super::mirror::check(spec).map_err(bad)?;
         let retry_size = off;
         let execargs = match spec.execargs {
             None => None,

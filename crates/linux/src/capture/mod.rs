@@ -3,6 +3,7 @@
 
 pub mod codegen;
 pub mod layout;
+pub mod mirror;
 pub mod path;
 pub mod record;
 mod sized;
@@ -16,5 +17,5 @@ pub use record::{
     StackCapture, UserFrame, UserStackCopy,
 };
 pub use spec::{
-    AddrBase, AddrExpr, ArgSource, CaptureSpec, Condition, CopyRequest, Identity, MemKind,
+    AddrBase, AddrExpr, ArgSource, CaptureSpec, Condition, CopyRequest, Identity, MemKind, MirrorOp,
 };

@@ -49,6 +49,11 @@ pub enum AddrBase {
     /// The current task (`curthread`): with `offset` and `derefs` this reaches any
     /// `curthread->a->b` chain, using member offsets from the kernel's BTF.
     CurrentTask,
+    /// The address a D thread-local variable (`self->buf`, by variable id) holds for the current
+    /// thread, as the eBPF of the probe that stored it saved in the thread-variable mirror map
+    /// ([`MirrorOp`]). No entry: the copy is not made (it reads as a fault, so the read goes to the
+    /// process at delivery).
+    ThreadVar(u32),
 }
 
 /// An address computable at the probe: `base + offset`, then for each entry `d` of `derefs`, the
@@ -184,6 +189,9 @@ pub struct CaptureSpec {
     /// Record the process ids of the task's ancestors (a bounded walk of `real_parent`), for
     /// `progenyof()`.
     pub ancestors: bool,
+    /// Thread-local variables whose address the probe saves in (or removes from) the
+    /// thread-variable mirror map, for copies at other probes ([`AddrBase::ThreadVar`]).
+    pub mirror: Vec<MirrorOp>,
     /// Record the paths of the `struct path` objects at these addresses (a bounded walk of the
     /// dentries and mounts, see [`super::path`]), for `d_path()`.
     pub paths: Vec<AddrExpr>,
@@ -191,6 +199,23 @@ pub struct CaptureSpec {
     /// scheduler's last accounting, which lags by up to a tick.
     pub exact_vtime: bool,
 }
+
+/// What a probe does to the mirror of one thread-local variable, after its copies: save the
+/// address `value` computes (the D store `self->buf = arg1`), or with `None` remove the entry (a
+/// clear, `self->buf = 0`, or a store of a value the probe cannot compute).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct MirrorOp {
+    /// The variable (the key's second half, beside the thread id).
+    pub var: u32,
+    /// The address stored, or `None` to remove the entry.
+    pub value: Option<AddrExpr>,
+}
+
+/// The most mirror operations one probe makes.
+pub const MAX_MIRROR_OPS: usize = 8;
+/// Entries of the thread-variable mirror map (an LRU hash of `(tid, variable) -> address`, 16
+/// bytes of key and value each): threads that stored and never cleared are evicted oldest first.
+pub const MIRROR_ENTRIES: u32 = 16_384;
 
 /// Bytes of user stack copied for unwinding (as much of it as is mapped, down to 512 bytes).
 pub const USTACK_UNWIND_BYTES: u32 = 8192;

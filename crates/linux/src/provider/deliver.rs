@@ -581,3 +581,6 @@ mod tests {
 
 #[cfg(test)]
 mod sized_tests;
+
+#[cfg(test)]
+mod mirror_tests;

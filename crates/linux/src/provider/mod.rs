@@ -65,6 +65,8 @@ pub(crate) struct Shared {
     /// CLOCK_MONOTONIC time tracing went live (after BEGIN): events from before it are not
     /// delivered, as no probe fires before `dtrace_go` in DTrace.
     pub(crate) live_since: Option<u64>,
+    /// What all the consumer's programs do with thread-locals, for the mirror of each.
+    pub(crate) mirror_ctx: needs::MirrorContext,
 }
 
 impl Shared {
@@ -262,6 +264,7 @@ impl LinuxTracing {
                 note_processes: false,
                 clock_offset: None,
                 live_since: None,
+                mirror_ctx: needs::MirrorContext::default(),
             })),
             symbols: Arc::new(Mutex::new(Symbolizer::new())),
         }
@@ -365,7 +368,8 @@ impl LinuxTracing {
     /// Records what `program`'s clauses read, so the probes they enable capture it. Call before
     /// `Framework::enable(program)`.
     pub fn plan(&self, program: &Program) {
-        let n = needs::program_needs(program);
+        let ctx = self.lock().mirror_ctx.clone();
+        let n = needs::program_needs_in(program, &ctx);
         if n.clauses
             .iter()
             .any(|(_, c)| c.kstack.is_some() || c.caller)
@@ -378,6 +382,15 @@ impl LinuxTracing {
         sh.note_processes |= prints_user_symbols(program);
         sh.strsize = sh.strsize.max(needs::program_strsize(program));
         sh.clauses.extend(n.clauses);
+    }
+
+    /// Tells the planning of each of `programs` (all the consumer's programs, which share their
+    /// thread-locals) what the others store in and copy from thread-locals, so a `self->` address
+    /// stored by one program's probe is mirrored for another program's copy. Call before the
+    /// first [`LinuxTracing::plan`] of them.
+    pub fn plan_mirrors(&self, programs: &[&Program]) {
+        let ctx = needs::mirror_context(programs);
+        self.lock().mirror_ctx = ctx;
     }
 
     /// Records lost in the kernel because the ring buffer was full.

@@ -5,7 +5,10 @@
 //! `curthread` and probe arguments
 //! (`curthread->real_parent->pid`, `args[0]->field`, the D library's `curpsinfo` translations:
 //! chains of constant offsets and pointer loads, each step captured) and the stacks their
-//! `stack()`/`ustack()` actions record. The provider turns these into one [`CaptureSpec`] per
+//! `stack()`/`ustack()` actions record, and the thread-locals whose addresses another probe copies
+//! from (`self->buf = arg1` at `read:entry`, `copyin(self->buf, arg0)` at `read:return`: the
+//! storing probe mirrors the address in the kernel, see `needs/mirror.rs`). The provider turns these into
+//! one [`CaptureSpec`] per
 //! enabled probe, the union over every clause enabled on it, with neighbouring kernel copies of one
 //! object merged.
 
@@ -13,7 +16,7 @@ use crate::capture::spec::ArgIndex;
 use crate::capture::spec::{
     MAX_COPIES, MAX_COPY_SIZE, MAX_DEREFS, MAX_STACK_DEPTH, MAX_USER_DEREFS, SIZED_COPY_CAP,
 };
-use crate::capture::{AddrBase, AddrExpr, CaptureSpec, CopyRequest, MemKind};
+use crate::capture::{AddrBase, AddrExpr, CaptureSpec, CopyRequest, MemKind, MirrorOp};
 use dtrace_dif::instr::Instr;
 use dtrace_dif::object::{
     DifObject, DIFV_SCOPE_GLOBAL, DIFV_SCOPE_LOCAL, DIFV_SCOPE_THREAD, DIF_TF_BYREF,
@@ -23,7 +26,7 @@ use dtrace_dif::opcode::Opcode;
 use dtrace_dif::program::{ActionKind, ProbeDesc, Program};
 use dtrace_dif::subr::Subr;
 use dtrace_dif::vars;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// Default `strsize` (bytes a `copyinstr` copies, NUL included).
 pub const DEFAULT_STRSIZE: u32 = 256;
@@ -66,6 +69,9 @@ pub struct ClauseNeeds {
     pub uregs: bool,
     /// The clause calls `progenyof()` (the task's ancestors are captured).
     pub ancestors: bool,
+    /// Thread-local variables the clause stores whose addresses other probes copy from (see
+    /// `needs/mirror.rs`), in the order it stores them.
+    pub mirror: Vec<MirrorOp>,
     /// The `struct path` addresses the clause calls `d_path()` on (`cwd`, `root`, `fi_pathname`):
     /// their paths are walked at the probe.
     pub paths: Vec<AddrExpr>,
@@ -120,12 +126,44 @@ fn parse_size(s: &str) -> Option<u64> {
 
 /// Analyses every clause of `program`.
 pub fn program_needs(program: &Program) -> ProgramNeeds {
-    let strsize = strsize_of(program);
-    let mut out = ProgramNeeds::default();
-    // First pass: what the program stores in its thread-local variables.
+    program_needs_in(program, &MirrorContext::default())
+}
+
+/// What the other programs of one consumer do with thread-locals, which they share with it (`dtrace
+/// -n 'read:entry { self->buf = arg1; }' -n 'read:return { ... copyin(self->buf, arg0) ... }'`):
+/// the variables they store from probe-computable addresses and those they copy from.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MirrorContext {
+    /// Variables some program stores from an address its probe computes.
+    pub sources: HashSet<u16>,
+    /// Variables some program copies from.
+    pub loaded: HashSet<u32>,
+}
+
+/// The mirror context of `programs` together (see [`program_needs_in`]).
+pub fn mirror_context(programs: &[&Program]) -> MirrorContext {
+    let mut ctx = MirrorContext::default();
+    for p in programs {
+        ctx.sources.extend(mirror_sources(p, strsize_of(p)));
+    }
+    for p in programs {
+        let n = program_needs_in(p, &ctx);
+        ctx.loaded.extend(n.clauses.iter().flat_map(|(_, c)| {
+            c.copies.iter().filter_map(|r| match r.addr.base {
+                AddrBase::ThreadVar(v) => Some(v),
+                _ => None,
+            })
+        }));
+    }
+    ctx
+}
+
+/// The thread-locals `program` stores from probe-computable addresses.
+fn mirror_sources(program: &Program, strsize: u32) -> HashSet<u16> {
     let mut first = ScanVars::default();
     for e in &program.ecbs {
         first.locals.clear();
+        first.stored.clear();
         for obj in e
             .predicate
             .iter()
@@ -134,6 +172,29 @@ pub fn program_needs(program: &Program) -> ProgramNeeds {
             scan_object(obj, strsize, &mut ClauseNeeds::default(), &mut first);
         }
     }
+    first.mirror_sources
+}
+
+/// Analyses every clause of `program`, one of several programs sharing thread-locals whose mirror
+/// needs `ctx` gives (from [`mirror_context`]).
+pub fn program_needs_in(program: &Program, ctx: &MirrorContext) -> ProgramNeeds {
+    let strsize = strsize_of(program);
+    let mut out = ProgramNeeds::default();
+    // First pass: what the program stores in its thread-local variables.
+    let mut first = ScanVars::default();
+    for e in &program.ecbs {
+        first.locals.clear();
+        first.stored.clear();
+        for obj in e
+            .predicate
+            .iter()
+            .chain(e.actions.iter().filter_map(|a| a.difo.as_ref()))
+        {
+            scan_object(obj, strsize, &mut ClauseNeeds::default(), &mut first);
+        }
+    }
+    let mut mirrorable = std::mem::take(&mut first.mirror_sources);
+    mirrorable.extend(ctx.sources.iter().copied());
     let thread: HashMap<u16, Val> = first
         .thread_stores
         .into_iter()
@@ -146,6 +207,7 @@ pub fn program_needs(program: &Program) -> ProgramNeeds {
         };
         let mut vars = ScanVars {
             thread: thread.clone(),
+            mirrorable: mirrorable.clone(),
             ..ScanVars::default()
         };
         for obj in e
@@ -177,6 +239,7 @@ pub fn program_needs(program: &Program) -> ProgramNeeds {
         }
         out.clauses.push((e.probe.clone(), n));
     }
+    mirror::keep_loaded(&mut out.clauses, &ctx.loaded);
     out
 }
 
@@ -288,7 +351,13 @@ impl Val {
     /// struct is left alone: tracepoint arrays are delivered as the address of their capture).
     fn kernel_addr(&self) -> Option<&AddrExpr> {
         match self {
-            Val::Addr(e) if self.plain_arg().is_none() && e.user_derefs.is_empty() => Some(e),
+            Val::Addr(e)
+                if self.plain_arg().is_none()
+                    && e.user_derefs.is_empty()
+                    && !mirror::is_mirror(e) =>
+            {
+                Some(e)
+            }
             _ => None,
         }
     }
@@ -407,7 +476,7 @@ fn index_op(op: Opcode, x: &Val, y: &Val) -> Option<Val> {
 impl ClauseNeeds {
     /// Asks for `size` kernel bytes (or a string of at most `size` bytes) at `e`.
     fn kernel_copy(&mut self, e: &AddrExpr, kind: MemKind, size: u32) {
-        if !capturable(e) || size == 0 || !e.user_derefs.is_empty() {
+        if !capturable(e) || size == 0 || !e.user_derefs.is_empty() || mirror::is_mirror(e) {
             return;
         }
         if e.derefs.len() > MAX_DEREFS {
@@ -427,7 +496,10 @@ impl ClauseNeeds {
     fn d_path(&mut self, arg: Option<&Val>) {
         match arg {
             Some(Val::Addr(e))
-                if capturable(e) && e.derefs.len() <= MAX_DEREFS && e.user_derefs.is_empty() =>
+                if capturable(e)
+                    && e.derefs.len() <= MAX_DEREFS
+                    && e.user_derefs.is_empty()
+                    && !mirror::is_mirror(e) =>
             {
                 if !self.paths.contains(e) {
                     self.paths.push(e.clone());
@@ -457,6 +529,13 @@ struct ScanVars {
     thread: HashMap<u16, Val>,
     /// What the stores of each thread-local store (`Unknown`: not one `curthread` computation).
     thread_stores: HashMap<u16, Val>,
+    /// Thread-locals some store sets to an address a probe can compute (filled by the first pass).
+    mirror_sources: HashSet<u16>,
+    /// Those of the first pass: their loads are mirror addresses ([`AddrBase::ThreadVar`]).
+    mirrorable: HashSet<u16>,
+    /// What the clause itself stored in thread-locals so far: a later load in the clause reads it
+    /// (`self->b = arg1; copyinstr(self->b)` copies from arg1, not from the mirror).
+    stored: HashMap<u16, Val>,
 }
 
 /// Follows probe arguments, `curthread` and constants through one DIF object to the memory it
@@ -577,6 +656,11 @@ fn scan_object(obj: &DifObject, strsize: u32, n: &mut ClauseNeeds, vars: &mut Sc
                 if let (Opcode::Ldx, Val::Scratch(e)) = (op, get(&regs, r1)) {
                     v = user_hop(e);
                 } else if let (Some(size), Val::Addr(e)) = (kernel_load_size(op), get(&regs, r1)) {
+                    if mirror::is_mirror(&e) {
+                        // Kernel memory at a mirrored address is not captured.
+                        set(&mut regs, rd, Val::Unknown);
+                        continue;
+                    }
                     n.kernel_copy(&e, MemKind::KernelBytes, size);
                     if op == Opcode::Ldx && e.user_derefs.is_empty() {
                         // The loaded value may be a pointer to follow.
@@ -635,7 +719,12 @@ fn scan_object(obj: &DifObject, strsize: u32, n: &mut ClauseNeeds, vars: &mut Sc
                 var,
                 rd,
             } => {
-                let v = vars.thread.get(&var).cloned().unwrap_or(Val::Unknown);
+                let v = match (vars.stored.get(&var), vars.thread.get(&var)) {
+                    (Some(v), _) if *v != Val::Unknown => v.clone(),
+                    (_, Some(v)) => v.clone(),
+                    _ if vars.mirrorable.contains(&var) => mirror::load(var),
+                    _ => Val::Unknown,
+                };
                 set(&mut regs, rd, v);
             }
             Instr::StoreVar { op, var, rs } => {
@@ -650,6 +739,13 @@ fn scan_object(obj: &DifObject, strsize: u32, n: &mut ClauseNeeds, vars: &mut Sc
                         vars.locals.insert(var, v);
                     }
                     Opcode::Stts => {
+                        vars.stored.insert(var, v.clone());
+                        if let Some(op) = mirror::store(obj, var, &v) {
+                            if op.value.is_some() {
+                                vars.mirror_sources.insert(var);
+                            }
+                            n.mirror.push(op);
+                        }
                         // What every store of the thread-local stores (zero clears it).
                         let task_based = match &v {
                             Val::Addr(e) if e.base == AddrBase::CurrentTask => Some(v.clone()),
@@ -779,7 +875,7 @@ fn user_addr(v: &Val) -> Option<AddrExpr> {
     match v {
         Val::Addr(e)
             if capturable(e)
-                && (matches!(e.base, AddrBase::Arg(_))
+                && (matches!(e.base, AddrBase::Arg(_) | AddrBase::ThreadVar(_))
                     || !e.derefs.is_empty()
                     || !e.user_derefs.is_empty()) =>
         {
@@ -993,10 +1089,14 @@ pub fn spec_for(
     if clauses.iter().all(|n| n.filter_pid == first_pid) {
         spec.filter_pid = first_pid;
     }
+    // Addresses earlier clauses of the probe store in thread-locals: a later clause's copy of one
+    // is made from the address itself (the eBPF runs every clause's store, predicate or not).
+    let mut stored_before = HashMap::new();
     for n in clauses {
         for c in &n.copies {
-            push(&mut spec, c.clone());
+            push(&mut spec, mirror::resolve_stored(&stored_before, c));
         }
+        mirror::note_stores(&mut stored_before, n);
         if n.any_string_arg {
             for &a in string_args {
                 push(
@@ -1018,6 +1118,7 @@ pub fn spec_for(
         }
         spec.uregs |= n.uregs;
         spec.ancestors |= n.ancestors;
+        mirror::merge_ops(&mut spec.mirror, &n.mirror);
         for p in &n.paths {
             if !spec.paths.contains(p) {
                 spec.paths.push(p.clone());
@@ -1641,3 +1742,7 @@ mod smoke {
 
 #[cfg(test)]
 mod sized_tests;
+
+mod mirror;
+#[cfg(test)]
+mod mirror_tests;
