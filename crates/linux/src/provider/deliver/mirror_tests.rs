@@ -28,6 +28,7 @@ fn event_with(pid: u32, copies: Vec<Copy>) -> CapturedEvent {
         ustack: None,
         ustack_files: None,
         ustack_regs: None,
+        uregs: None,
         retry_armed: false,
         execargs: None,
         ancestors: None,
