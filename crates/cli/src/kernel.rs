@@ -76,6 +76,9 @@ impl Tracer for KernelTracer {
         let ncpus = dtrace_linux::provider::framework_ncpus().unwrap_or(1);
         self.linux
             .set_ring_bytes(ring_bytes(bufsize_of(prog, options), ncpus));
+        // The ring is pumped at every poll of the consumer's loop (a few milliseconds apart),
+        // never waited on: records need not wake anyone.
+        self.linux.set_consumer_polls();
         self.inner.exec(prog, options)
     }
     fn go(&mut self) -> Result<()> {

@@ -28,6 +28,10 @@ pub struct SessionOptions {
     /// Wake the consumer when 1/n of the ring is filled; between wake-ups it reads at its poll
     /// timeout (DTrace's switchrate). 0 wakes it at every record.
     pub wakeup_divisor: u32,
+    /// Whether the consumer waits on the ring (`Session::poll` with a timeout) and must be woken.
+    /// A consumer that polls on its own clock turns this off: no record then raises a wake-up,
+    /// whose interrupt costs the traced thread more than the rest of the probe in a VM.
+    pub wakeups: bool,
 }
 
 impl Default for SessionOptions {
@@ -37,6 +41,7 @@ impl Default for SessionOptions {
             name_prefix: "dtrace".into(),
             retry_wait_ns: 2_000_000_000,
             wakeup_divisor: 8,
+            wakeups: true,
         }
     }
 }
@@ -224,9 +229,10 @@ impl Session {
             drops: self.drops.raw_fd(),
             pending: None,
             mirror: self.mirror_fd(spec)?,
-            wakeup_bytes: match self.opts.wakeup_divisor {
-                0 => 0,
-                d => (self.ring.size() / d as usize).max(1) as u32,
+            wakeup_bytes: match (self.opts.wakeups, self.opts.wakeup_divisor) {
+                (false, _) => crate::capture::codegen::NEVER_WAKE,
+                (true, 0) => 0,
+                (true, d) => (self.ring.size() / d as usize).max(1) as u32,
             },
             vclock: None,
         };
