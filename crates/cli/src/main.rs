@@ -152,6 +152,10 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
     if let Some(pid) = pids.first() {
         h.set_macro("target", &pid.to_string());
     }
+    // Their mappings now, while they are held: a command may exit before its events are read.
+    for pid in &pids {
+        h.decoder.symbols.note_process(u64::from(*pid));
+    }
     let flags = CompileFlags {
         zero_defs: cfg.zdefs,
         cpp: cfg.cpp,

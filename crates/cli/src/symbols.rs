@@ -54,6 +54,12 @@ impl Symbolizer for LinuxSymbols {
         let pid = u32::try_from(pid).ok()?;
         self.lock().user_object_base(pid, addr)
     }
+
+    fn note_process(&self, pid: u64) {
+        if let Ok(pid) = u32::try_from(pid) {
+            self.lock().note_process(pid);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -86,3 +86,43 @@ fn ustack_unwinds_code_without_frame_pointers() {
         "{out}"
     );
 }
+
+/// A command that exits at once, before its events are read: its user stack still resolves, from
+/// the mappings followed as they were made (and read while it was held), not from /proc at
+/// delivery.
+#[test]
+fn ustack_of_a_process_gone_before_delivery_resolves() {
+    let test = "ustack_of_a_process_gone_before_delivery_resolves";
+    if !common::kernel_ok(test) || !common::have_gcc(test) {
+        return;
+    }
+    let dir = common::test_dir("ustack-gone");
+    let exe = common::compile_c(
+        &dir,
+        "quick",
+        "#include <unistd.h>\nvolatile int sink;\n\
+         __attribute__((noinline)) void say(void) { write(1, \"x\", 1); sink++; }\n\
+         int main(void) { say(); sink++; return 0; }\n",
+        &["-O1", "-fno-omit-frame-pointer"],
+    );
+    for _ in 0..3 {
+        let (rc, out, err) = dtrace(&[
+            "-qn",
+            "syscall::write:entry /pid == $target/ { ustack(); ufunc(uregs[R_PC]); }",
+            "-c",
+            exe.to_str().unwrap(),
+        ]);
+        assert_eq!(rc, 0, "{err}");
+        let frames: Vec<&str> = out
+            .lines()
+            .map(str::trim)
+            .filter(|l| l.contains('`'))
+            .collect();
+        assert!(
+            frames.iter().any(|f| f.starts_with("libc.so.6`write")),
+            "{out}"
+        );
+        assert!(frames.iter().any(|f| f.starts_with("quick`say+")), "{out}");
+        assert!(frames.iter().any(|f| f.starts_with("quick`main+")), "{out}");
+    }
+}

@@ -31,6 +31,9 @@ pub trait Symbolizer {
     fn user_object_base(&self, _pid: u64, _addr: u64) -> Option<u64> {
         None
     }
+    /// Remembers process `pid`'s mappings now (a `-c` command held before its first instruction,
+    /// a `-p` process), so its addresses resolve after it has exited.
+    fn note_process(&self, _pid: u64) {}
 }
 
 /// The value an address-like aggregation key is replaced with before keys are compared, as

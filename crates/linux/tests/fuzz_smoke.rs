@@ -313,3 +313,26 @@ fn unwinder_survives_mutations() {
         assert!(dtrace_linux::symbols::unwind::fuzz_unwind(&m).len() <= 64);
     }
 }
+
+#[test]
+fn perf_mapping_records_survive_mutations() {
+    // An mmap2 record as the kernel writes it (header, ids, range, inode fields, prot, flags, name).
+    let mut seed = 10u32.to_ne_bytes().to_vec();
+    seed.extend_from_slice(&0u16.to_ne_bytes());
+    seed.extend_from_slice(&96u16.to_ne_bytes());
+    for v in [7u32, 7] {
+        seed.extend_from_slice(&v.to_ne_bytes());
+    }
+    for v in [0x40_0000u64, 0x1000, 0, 0, 0, 0] {
+        seed.extend_from_slice(&v.to_ne_bytes());
+    }
+    seed.extend_from_slice(&5u32.to_ne_bytes());
+    seed.extend_from_slice(&2u32.to_ne_bytes());
+    seed.extend_from_slice(b"/usr/bin/prog\0\0\0");
+    seed.extend_from_slice(&1u64.to_ne_bytes());
+    let mut rng = Rng(13);
+    for _ in 0..3000 {
+        let m = rng.mutate(&seed);
+        let _ = dtrace_linux::symbols::mmaptrack::parse_record(&m);
+    }
+}

@@ -378,8 +378,14 @@ impl LinuxTracing {
             // not while events wait in the ring.
             self.lock_symbols().kernel_symbols();
         }
+        let user_symbols = prints_user_symbols(program);
+        if user_symbols {
+            // Mappings followed from now on: processes that exit before their events are read
+            // still resolve (without the rings, /proc at delivery, as before).
+            let _ = self.lock_symbols().track_mappings();
+        }
         let mut sh = self.lock();
-        sh.note_processes |= prints_user_symbols(program);
+        sh.note_processes |= user_symbols;
         sh.strsize = sh.strsize.max(needs::program_strsize(program));
         sh.clauses.extend(n.clauses);
     }

@@ -7,6 +7,7 @@
 pub mod elf;
 pub mod elfimage;
 pub mod kallsyms;
+pub mod mmaptrack;
 pub mod procmaps;
 pub mod unwind;
 
@@ -101,6 +102,7 @@ pub struct Symbolizer {
     scanned: HashSet<String>,
     missing: HashSet<Vec<u8>>,
     unwind_tables: HashMap<String, Option<Arc<unwind::UnwindTable>>>,
+    tracker: Option<mmaptrack::MmapTracker>,
 }
 
 impl Symbolizer {
@@ -117,9 +119,66 @@ impl Symbolizer {
         }
     }
 
+    /// Follows every process's executable mappings from now on (see [`mmaptrack`]), so addresses
+    /// of processes that exit before their events are read still resolve. Idempotent.
+    pub fn track_mappings(&mut self) -> crate::error::Result<()> {
+        if self.tracker.is_none() {
+            self.tracker = Some(mmaptrack::MmapTracker::open()?);
+        }
+        Ok(())
+    }
+
+    /// Applies the mapping records read since the last call.
+    fn sync_tracker(&mut self) {
+        let Some(t) = self.tracker.as_mut() else {
+            return;
+        };
+        for e in t.read() {
+            match e {
+                mmaptrack::MapEvent::Map { pid, mapping } => {
+                    if !self.maps.contains_key(&pid) {
+                        // First heard of: what it mapped before (it is usually still alive).
+                        self.read_process(pid, Vec::new());
+                    }
+                    let p = self.tracked(pid);
+                    p.maps
+                        .retain(|m| m.end <= mapping.start || m.start >= mapping.end);
+                    p.maps.push(mapping);
+                }
+                mmaptrack::MapEvent::Exec { pid } => {
+                    let p = self.tracked(pid);
+                    p.maps.clear();
+                    p.comms.clear();
+                }
+                mmaptrack::MapEvent::Fork { pid, ppid } => {
+                    let maps = self.maps.get(&ppid).map(|p| p.maps.clone());
+                    if let Some(maps) = maps {
+                        self.tracked(pid).maps = maps;
+                    }
+                }
+            }
+        }
+    }
+
+    /// The remembered process `pid` (created empty, its mappings then come from the tracker).
+    fn tracked(&mut self, pid: u32) -> &mut ProcessMaps {
+        if !self.maps.contains_key(&pid) && self.maps.len() >= MAX_PROCESSES {
+            self.forget_oldest();
+        }
+        self.seq += 1;
+        let seq = self.seq;
+        self.maps.entry(pid).or_insert_with(|| ProcessMaps {
+            comms: Vec::new(),
+            maps: Vec::new(),
+            refreshed: false,
+            seq,
+        })
+    }
+
     /// Records the mappings of `pid` now (call at first sight of a process, while it is alive), so
     /// its addresses resolve after it has exited. The ELF files are read when first needed.
     pub fn note_process(&mut self, pid: u32) {
+        self.sync_tracker();
         if !self.maps.contains_key(&pid) {
             self.read_process(pid, Vec::new());
         }
@@ -129,6 +188,7 @@ impl Symbolizer {
     /// the mappings are read again when the process has exec'd since they were read (a new
     /// `execname`). Cheap when nothing changed (one lookup).
     pub fn note_process_as(&mut self, pid: u32, comm: &str) {
+        self.sync_tracker();
         let comms = match self.maps.get_mut(&pid) {
             Some(p) if p.comms.is_empty() => {
                 p.comms.push(comm.to_string());
@@ -149,8 +209,16 @@ impl Symbolizer {
         // A process that is gone is remembered without mappings (and not read again) until it
         // shows up under another name.
         let (maps, gone) = match read_maps(pid) {
-            Ok(m) => (m, false),
-            Err(_) => (Vec::new(), true),
+            // (A process that has exited but is not reaped yet has an empty maps file.)
+            Ok(m) if !m.is_empty() => (m, false),
+            // Gone: keep what the tracker recorded of it.
+            _ => (
+                self.maps
+                    .get(&pid)
+                    .map(|p| p.maps.clone())
+                    .unwrap_or_default(),
+                true,
+            ),
         };
         if self.maps.len() >= MAX_PROCESSES && !self.maps.contains_key(&pid) {
             self.forget_oldest();
@@ -187,6 +255,7 @@ impl Symbolizer {
     /// The mapping of `pid` holding `addr`: from the remembered mappings, read at first need, and
     /// read once more when `addr` is outside all of them (the process may have mapped more since).
     fn mapping_of(&mut self, pid: u32, addr: u64) -> Option<Mapping> {
+        self.sync_tracker();
         let find = |p: &ProcessMaps| {
             p.maps
                 .iter()
@@ -203,7 +272,7 @@ impl Symbolizer {
                     return None;
                 }
                 if let Ok(maps) = read_maps(pid) {
-                    if let Some(p) = self.maps.get_mut(&pid) {
+                    if let Some(p) = self.maps.get_mut(&pid).filter(|_| !maps.is_empty()) {
                         p.maps = maps;
                     }
                 }

@@ -212,7 +212,6 @@ pub struct Rule {
 enum FpRule {
     Same,
     Saved(i64),
-    Undefined,
 }
 
 impl Rule {
@@ -229,10 +228,11 @@ impl Rule {
             RegisterRule::Offset(o) => o,
             _ => return None,
         };
+        // rbp is callee-saved: a row that says nothing of it (gimli's Undefined) leaves it as it
+        // was, as every unwinder takes it (only an explicit save moves it).
         let fp = match row.register(X86_64::RBP) {
-            RegisterRule::SameValue => FpRule::Same,
+            RegisterRule::SameValue | RegisterRule::Undefined => FpRule::Same,
             RegisterRule::Offset(o) => FpRule::Saved(o),
-            RegisterRule::Undefined => FpRule::Undefined,
             _ => return None,
         };
         Some(Rule {
@@ -251,7 +251,6 @@ impl Rule {
         let new_fp = match self.fp {
             FpRule::Same => fp,
             FpRule::Saved(o) => stack.u64_at(cfa.wrapping_add(o as u64))?,
-            FpRule::Undefined => 0,
         };
         Some((ra, cfa, new_fp))
     }
