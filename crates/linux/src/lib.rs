@@ -31,6 +31,7 @@ pub mod btf;
 pub mod capture;
 pub mod catalog;
 pub mod error;
+mod fasthash;
 pub mod features;
 pub mod live;
 pub mod process;

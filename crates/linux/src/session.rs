@@ -75,10 +75,12 @@ pub struct Session {
     enabled: Vec<Enabled>,
     /// The `sys_enter` and `sys_exit` dispatchers, created with the first syscall probe.
     dispatch: [Option<Dispatch>; 2],
-    info: HashMap<u32, ProbeInfo>,
-    held: HashMap<(u32, u64), CapturedEvent>,
-    tgid_of: HashMap<u32, u32>,
-    ppid_of: HashMap<u32, u32>,
+    info: crate::fasthash::TagMap<ProbeInfo>,
+    held: HashMap<(u32, u64), Box<CapturedEvent>, crate::fasthash::Fast>,
+    tgid_of: crate::fasthash::TagMap<u32>,
+    ppid_of: crate::fasthash::TagMap<u32>,
+    /// The decoded records of one drain, kept for its capacity.
+    scratch: Vec<Record>,
     /// BTF ids of typed raw tracepoints, by tracepoint name (`None`: not typed on this kernel).
     tp_btf: HashMap<String, Option<u32>>,
     bad_records: u64,
@@ -195,10 +197,11 @@ impl Session {
         Ok(Session {
             enabled: Vec::new(),
             dispatch: [None, None],
-            info: HashMap::new(),
-            held: HashMap::new(),
-            tgid_of: HashMap::new(),
-            ppid_of: HashMap::new(),
+            info: Default::default(),
+            held: Default::default(),
+            tgid_of: Default::default(),
+            ppid_of: Default::default(),
+            scratch: Vec::new(),
             tp_btf: HashMap::new(),
             bad_records: 0,
             task: crate::btf::TaskOffsets::from_vmlinux().ok(),
@@ -530,17 +533,31 @@ impl Session {
     /// Waits up to `timeout_ms` for records, then delivers every available event to `f`. Returns the
     /// number delivered.
     pub fn poll(&mut self, timeout_ms: i32, f: &mut dyn FnMut(CapturedEvent)) -> Result<usize> {
-        let mut n = self.drain(f);
+        self.poll_boxed(timeout_ms, &mut |e| f(*e))
+    }
+
+    /// [`Session::poll`], delivering the events boxed as they were decoded (no copy of each).
+    pub fn poll_boxed(
+        &mut self,
+        timeout_ms: i32,
+        f: &mut dyn FnMut(Box<CapturedEvent>),
+    ) -> Result<usize> {
+        let mut n = self.drain_boxed(f);
         if n == 0 {
             self.ring.wait(timeout_ms)?;
-            n = self.drain(f);
+            n = self.drain_boxed(f);
         }
         Ok(n)
     }
 
     /// Delivers every available event without waiting.
     pub fn drain(&mut self, f: &mut dyn FnMut(CapturedEvent)) -> usize {
-        let mut records = Vec::new();
+        self.drain_boxed(&mut |e| f(*e))
+    }
+
+    /// [`Session::drain`], delivering the events boxed as they were decoded.
+    pub fn drain_boxed(&mut self, f: &mut dyn FnMut(Box<CapturedEvent>)) -> usize {
+        let mut records = std::mem::take(&mut self.scratch);
         let info = &self.info;
         let mut bad = 0;
         self.ring.consume(
@@ -551,7 +568,7 @@ impl Session {
         );
         self.bad_records += bad;
         let mut n = 0;
-        for mut r in records {
+        for mut r in records.drain(..) {
             if let Record::Event(ev) = &mut r {
                 if self.info.get(&ev.tag).is_some_and(|i| i.exact_vtime) {
                     ev.vtime_ns = self.vfloor.apply(ev.tid, ev.task, ev.ktime_ns, ev.vtime_ns);
@@ -559,10 +576,10 @@ impl Session {
             }
             match r {
                 Record::Event(ev) if ev.retry_armed => {
-                    self.held.insert((ev.tid, ev.ktime_ns), *ev);
+                    self.held.insert((ev.tid, ev.ktime_ns), ev);
                 }
                 Record::Event(ev) => {
-                    f(self.finish(*ev));
+                    f(self.finish(ev));
                     n += 1;
                 }
                 Record::Retry {
@@ -583,16 +600,22 @@ impl Session {
                 }
             }
         }
+        self.scratch = records;
         n + self.release_expired(f, false)
     }
 
     /// Delivers every held event now (at the end of a run), completing faulted copies from the
     /// process's memory where it can still be read.
     pub fn flush_held(&mut self, f: &mut dyn FnMut(CapturedEvent)) -> usize {
+        self.release_expired(&mut |e| f(*e), true)
+    }
+
+    /// [`Session::flush_held`], delivering the events boxed.
+    pub fn flush_held_boxed(&mut self, f: &mut dyn FnMut(Box<CapturedEvent>)) -> usize {
         self.release_expired(f, true)
     }
 
-    fn release_expired(&mut self, f: &mut dyn FnMut(CapturedEvent), all: bool) -> usize {
+    fn release_expired(&mut self, f: &mut dyn FnMut(Box<CapturedEvent>), all: bool) -> usize {
         if self.held.is_empty() {
             return 0;
         }
@@ -635,7 +658,7 @@ impl Session {
         n
     }
 
-    fn finish(&mut self, mut ev: CapturedEvent) -> CapturedEvent {
+    fn finish(&mut self, mut ev: Box<CapturedEvent>) -> Box<CapturedEvent> {
         ev.walltime_ns = (ev.ktime_ns as i64)
             .saturating_add(self.wall_offset_ns)
             .max(0) as u64;

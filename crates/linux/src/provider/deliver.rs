@@ -54,6 +54,12 @@ impl EventMemory {
         self
     }
 
+    /// [`EventMemory::with_paths`], taking the paths rather than copying them.
+    pub fn with_owned_paths(mut self, paths: Vec<crate::capture::CapturedPath>) -> EventMemory {
+        self.paths = paths.into_iter().map(|p| (p.addr, p.path.ok())).collect();
+        self
+    }
+
     /// The same, knowing which of `ev`'s user copies were sized at the probe ([`sized_prefixes`]).
     pub fn with_prefixes(mut self, prefixes: Vec<(u64, u64)>) -> EventMemory {
         self.prefixes = prefixes;
@@ -182,6 +188,79 @@ pub fn firing_of(ev: &CapturedEvent, clock_offset: i64) -> (FiringContext, Captu
     (ctx, mem)
 }
 
+/// [`firing_of`]'s context, built in `ctx` (every field set anew, its buffers reused) from an
+/// event about to be fired and dropped: its stacks are copied into the reused buffers, its
+/// `execname` written in place.
+fn fill_firing(ctx: &mut FiringContext, ev: &mut CapturedEvent, clock_offset: i64) {
+    let mut execname = std::mem::take(&mut ctx.execname);
+    execname.clear();
+    let end = ev
+        .comm
+        .iter()
+        .position(|b| *b == 0)
+        .unwrap_or(ev.comm.len());
+    match std::str::from_utf8(&ev.comm[..end]) {
+        Ok(s) => execname.push_str(s),
+        Err(_) => execname.push_str(&String::from_utf8_lossy(&ev.comm[..end])),
+    }
+    let mut kstack = std::mem::take(&mut ctx.kstack);
+    kstack.clear();
+    if let Some(Ok(frames)) = &ev.kstack {
+        kstack.extend_from_slice(frames);
+    }
+    let mut ustack = std::mem::take(&mut ctx.ustack);
+    ustack.clear();
+    if let Some(Ok(frames)) = &ev.ustack {
+        ustack.extend_from_slice(frames);
+    }
+    let mut ancestors = std::mem::take(&mut ctx.ancestors);
+    ancestors.clear();
+    if let Some(pids) = &ev.ancestors {
+        ancestors.extend(pids.iter().map(|p| u64::from(*p)));
+    }
+    let execargs = match &ev.execargs {
+        Some(Ok(bytes)) => execargs_string(bytes),
+        _ => String::new(),
+    };
+    *ctx = FiringContext {
+        pid: u64::from(ev.pid),
+        ppid: u64::from(ev.ppid),
+        tid: u64::from(ev.tid),
+        uid: u64::from(ev.uid),
+        gid: u64::from(ev.gid),
+        errno: ev.errno as i64 as u64,
+        curthread: ev.task,
+        execname,
+        execargs,
+        vtimestamp: ev.vtime_ns,
+        timestamp: Some((ev.ktime_ns as i64).saturating_add(clock_offset).max(0) as u64),
+        ucaller: ustack.get(1).copied().unwrap_or(0),
+        kstack,
+        ustack,
+        ancestors,
+        ..FiringContext::default()
+    };
+    for (dst, src) in ctx.args.iter_mut().zip(ev.args.iter()) {
+        *dst = *src;
+    }
+}
+
+/// [`firing_of`]'s memory, taking the bytes out of the event's copies rather than copying them.
+fn captured_memory_of(ev: &mut CapturedEvent) -> CapturedMemory {
+    let mut mem = CapturedMemory::new();
+    for c in &mut ev.copies {
+        if let Ok(bytes) = &mut c.data {
+            let mut b = std::mem::take(bytes);
+            if c.kind.is_string() {
+                // Strings come without their NUL; copyinstr() stops at it.
+                b.push(0);
+            }
+            mem.add(c.addr, b, c.kind.is_user());
+        }
+    }
+    mem
+}
+
 /// The user ranges of `ev`'s copies sized at the probe that were captured: `(address, bytes held)`.
 pub fn sized_prefixes(ev: &CapturedEvent) -> Vec<(u64, u64)> {
     ev.copies
@@ -267,14 +346,14 @@ impl LinuxTracing {
     /// Waits up to `timeout_ms` for captured events and fires each in `fw`. Returns how many were
     /// fired. Call it from the thread driving the framework, alongside `Framework::poll`.
     pub fn pump(&self, fw: &mut Framework, timeout_ms: i32) -> crate::error::Result<usize> {
-        let mut events = Vec::new();
+        let mut events: Vec<Box<CapturedEvent>> = Vec::new();
         let offset = {
             let mut sh = self.lock();
             let offset = *sh
                 .clock_offset
                 .get_or_insert_with(|| fw.now() as i64 - monotonic_ns() as i64);
             if let Some(s) = sh.session.as_mut() {
-                s.poll(timeout_ms, &mut |e| events.push(e))?;
+                s.poll_boxed(timeout_ms, &mut |e| events.push(e))?;
             }
             offset
         };
@@ -293,22 +372,22 @@ impl LinuxTracing {
     /// Delivers everything still pending (ring contents and entry events held for a re-read). Call
     /// once the traced work is over, before `Framework::stop`.
     pub fn finish(&self, fw: &mut Framework) -> usize {
-        let mut events = Vec::new();
+        let mut events: Vec<Box<CapturedEvent>> = Vec::new();
         let offset = {
             let mut sh = self.lock();
             let offset = *sh
                 .clock_offset
                 .get_or_insert_with(|| fw.now() as i64 - monotonic_ns() as i64);
             if let Some(s) = sh.session.as_mut() {
-                s.drain(&mut |e| events.push(e));
-                s.flush_held(&mut |e| events.push(e));
+                s.drain_boxed(&mut |e| events.push(e));
+                s.flush_held_boxed(&mut |e| events.push(e));
             }
             offset
         };
         self.fire_all(fw, events, offset)
     }
 
-    fn fire_all(&self, fw: &mut Framework, events: Vec<CapturedEvent>, offset: i64) -> usize {
+    fn fire_all(&self, fw: &mut Framework, events: Vec<Box<CapturedEvent>>, offset: i64) -> usize {
         if events.is_empty() {
             return 0;
         }
@@ -326,17 +405,20 @@ impl LinuxTracing {
         };
         let mut n = 0;
         let mut syms = self.lock_symbols();
-        for ev in events
-            .iter()
+        // One context for the batch: its strings and stacks keep their buffers from firing to
+        // firing.
+        let mut ctx = FiringContext::default();
+        for mut ev in events
+            .into_iter()
             .filter(|e| active.contains(&e.tag) && e.ktime_ns >= since)
         {
-            let (mut ctx, mem) = firing_of(ev, offset);
+            fill_firing(&mut ctx, &mut ev, offset);
             if note && ev.pid != 0 {
                 // Remember the process's mappings while it lives, for user symbols printed later.
                 syms.note_process_as(ev.pid, &ctx.execname);
             }
-            if let Some(Ok(r)) = &ev.uregs {
-                ctx.uregs = Some(r.clone());
+            if let Some(Ok(r)) = ev.uregs.take() {
+                ctx.uregs = Some(r);
             }
             if let Some(Ok(u)) = &ev.ustack_regs {
                 unwind_ustack(&mut syms, ev.pid, u, &mut ctx);
@@ -354,13 +436,16 @@ impl LinuxTracing {
                 }
             }
             if let Some(map) = arg_copies.get(&ev.tag) {
-                set_copy_args(&mut ctx, ev, map);
+                set_copy_args(&mut ctx, &ev, map);
             }
+            let prefixes = sized_prefixes(&ev);
+            let paths = std::mem::take(&mut ev.paths);
+            let mem = captured_memory_of(&mut ev);
             // After an exec the process's memory is the new program's: nothing to fall back on.
             let mem_pid = if exec.contains(&ev.tag) { 0 } else { ev.pid };
             let mut mem = EventMemory::new(mem, mem_pid)
-                .with_prefixes(sized_prefixes(ev))
-                .with_paths(&ev.paths);
+                .with_prefixes(prefixes)
+                .with_owned_paths(paths);
             fw.fire_with_memory(ev.tag, ev.cpu, &ctx, &mut mem);
             n += 1;
         }
@@ -584,3 +669,6 @@ mod sized_tests;
 
 #[cfg(test)]
 mod mirror_tests;
+
+#[cfg(test)]
+mod reuse_tests;

@@ -27,7 +27,7 @@ use dtrace_framework::provider::{
 use dtrace_framework::records::ProbeInfo;
 use dtrace_framework::{Framework, FrameworkError, Provider};
 use needs::ClauseNeeds;
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Providers of the catalogue that are registered with the framework (in this order).
@@ -44,19 +44,19 @@ pub(crate) struct Shared {
     /// Tags enabled in the session (a session cannot take a tag back).
     in_session: HashSet<u32>,
     /// Tags whose events are delivered.
-    pub(crate) active: HashSet<u32>,
+    pub(crate) active: crate::fasthash::TagSet,
     /// Per tag: `(argument, copy index)` of arguments delivered as the address of a capture.
-    pub(crate) arg_copies: HashMap<u32, Vec<(usize, usize)>>,
+    pub(crate) arg_copies: crate::fasthash::TagMap<Vec<(usize, usize)>>,
     /// Tags of perf-event probes (`profile-N`, `tick-N`): their kernel stacks start at the
     /// interrupted instruction, so nothing is trimmed off them.
-    pub(crate) sampled: HashSet<u32>,
+    pub(crate) sampled: crate::fasthash::TagSet,
     /// Probes whose `execargs` are read from `/proc/<pid>/cmdline` at delivery (at most this many
     /// bytes): the thread the record speaks for is not the one whose memory is mapped at the probe.
-    pub(crate) execargs_from_proc: HashMap<u32, u32>,
+    pub(crate) execargs_from_proc: crate::fasthash::TagMap<u32>,
     /// Tags of probes at the entry of a call that replaces the process's image (`execve`): their
     /// user memory is read at the probe only, as at the call's return or at delivery the addresses
     /// belong to the new program.
-    pub(crate) image_replaced: HashSet<u32>,
+    pub(crate) image_replaced: crate::fasthash::TagSet,
     /// A planned program prints user symbols (`ustack()`, `usym()`, `%A`...): the mappings of each
     /// process an event comes from are remembered at delivery.
     pub(crate) note_processes: bool,
@@ -256,11 +256,11 @@ impl LinuxTracing {
                 clauses: Vec::new(),
                 strsize: needs::DEFAULT_STRSIZE,
                 in_session: HashSet::new(),
-                active: HashSet::new(),
-                arg_copies: HashMap::new(),
-                sampled: HashSet::new(),
-                execargs_from_proc: HashMap::new(),
-                image_replaced: HashSet::new(),
+                active: Default::default(),
+                arg_copies: Default::default(),
+                sampled: Default::default(),
+                execargs_from_proc: Default::default(),
+                image_replaced: Default::default(),
                 note_processes: false,
                 clock_offset: None,
                 live_since: None,
