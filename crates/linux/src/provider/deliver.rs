@@ -387,6 +387,8 @@ impl LinuxTracing {
         self.fire_all(fw, events, offset)
     }
 
+    // Boxed on purpose: an event is large, and each stays where it was decoded until it is fired.
+    #[allow(clippy::vec_box)]
     fn fire_all(&self, fw: &mut Framework, events: Vec<Box<CapturedEvent>>, offset: i64) -> usize {
         if events.is_empty() {
             return 0;
