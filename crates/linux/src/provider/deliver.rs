@@ -56,6 +56,9 @@ impl EventMemory {
 
     /// [`EventMemory::with_paths`], taking the paths rather than copying them.
     pub fn with_owned_paths(mut self, paths: Vec<crate::capture::CapturedPath>) -> EventMemory {
+        if paths.is_empty() {
+            return self;
+        }
         self.paths = paths.into_iter().map(|p| (p.addr, p.path.ok())).collect();
         self
     }
