@@ -176,5 +176,11 @@ fn profile_samples_of_a_spinning_thread_advance_with_its_cpu_time() {
         events.len() - 1
     );
     let last = events.last().map_or(0, |e| e.1);
-    assert!(last <= cpu_total, "{last} > thread total {cpu_total}");
+    // The scheduler's clock leaves out hypervisor steal time, which ktime counts: under load on a VM
+    // the exact value can run a little ahead of the thread's own total (129 us once, over 300 ms of
+    // samples under a perf recording); never by more than a millisecond.
+    assert!(
+        last <= cpu_total + 1_000_000,
+        "{last} > thread total {cpu_total} + 1 ms"
+    );
 }
