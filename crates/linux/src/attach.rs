@@ -16,7 +16,7 @@ const PERF_EVENT_IOC_ENABLE: u64 = 0x2400;
 const PERF_EVENT_IOC_DISABLE: u64 = 0x2401;
 const PERF_EVENT_IOC_SET_BPF: u64 = 0x4004_2408;
 const PERF_FLAG_FD_CLOEXEC: u64 = 1 << 3;
-const ATTR_SIZE: u32 = 128;
+pub(crate) const ATTR_SIZE: u32 = 128;
 const FLAG_DISABLED: u64 = 1;
 
 /// One attached program (possibly on several CPUs).
@@ -27,13 +27,26 @@ pub struct Attachment {
 }
 
 fn perf_event_open(typ: u32, config: u64, period: u64, cpu: i32, what: &str) -> Result<OwnedFd> {
-    let mut attr = [0u64; (ATTR_SIZE / 8) as usize];
+    let mut attr = [0u64; PERF_ATTR_WORDS];
     attr[0] = typ as u64 | ((ATTR_SIZE as u64) << 32);
     attr[1] = config;
     attr[2] = period;
     attr[5] = FLAG_DISABLED;
     attr[6] = 1; // wakeup_events
-                 // SAFETY: attr is a zero-filled perf_event_attr of the declared size.
+    open_perf_event(&mut attr, cpu, what)
+}
+
+/// Words of a `perf_event_attr` of [`ATTR_SIZE`] bytes.
+pub(crate) const PERF_ATTR_WORDS: usize = (ATTR_SIZE / 8) as usize;
+
+/// `perf_event_open(attr, -1, cpu)` (every process on `cpu`), close-on-exec. `attr` must carry
+/// its size in its first word.
+pub(crate) fn open_perf_event(
+    attr: &mut [u64; PERF_ATTR_WORDS],
+    cpu: i32,
+    what: &str,
+) -> Result<OwnedFd> {
+    // SAFETY: attr is a zero-filled perf_event_attr of the declared size.
     let fd = unsafe {
         libc::syscall(
             libc::SYS_perf_event_open,

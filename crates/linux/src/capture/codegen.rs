@@ -868,18 +868,24 @@ fn emit_body(
 const REGS_BP: i32 = 4 * 8;
 const REGS_SP: i32 = 19 * 8;
 
-/// The current thread's saved user registers (its `struct pt_regs`) at `at` of the record, for
-/// `uregs[]`; a kernel thread (no user mode registers) records -EFAULT. Uses r8.
-fn emit_uregs(a: &mut Asm, at: usize) -> Result<()> {
-    let done = a.label();
-    a.store_imm(Size::DW, R7, off16(at, "user registers")?, -libc::EFAULT);
+/// Puts the current thread's saved user registers (`task_pt_regs`) in r8, or jumps to `none` when
+/// they are not user-mode registers (a kernel thread).
+fn emit_user_pt_regs(a: &mut Asm, none: crate::bpf::Label) {
     a.call(helper::GET_CURRENT_TASK_BTF)
         .mov(R1, R0)
         .call(helper::TASK_PT_REGS)
         .mov(R8, R0);
     read_kernel(a, R10, SCRATCH as i32, 8, R8, REGS_CS as i32);
     a.load(Size::DW, R0, R10, SCRATCH).alu_imm(op::AND, R0, 3);
-    a.jmp_imm(op::JNE, R0, 3, done);
+    a.jmp_imm(op::JNE, R0, 3, none);
+}
+
+/// The current thread's saved user registers (its `struct pt_regs`) at `at` of the record, for
+/// `uregs[]`; a kernel thread (no user mode registers) records -EFAULT. Uses r8.
+fn emit_uregs(a: &mut Asm, at: usize) -> Result<()> {
+    let done = a.label();
+    a.store_imm(Size::DW, R7, off16(at, "user registers")?, -libc::EFAULT);
+    emit_user_pt_regs(a, done);
     read_kernel(
         a,
         R7,
@@ -903,13 +909,7 @@ fn emit_user_unwind(a: &mut Asm, at: usize, cap: usize) -> Result<()> {
     for o in [8, 16, 24] {
         a.store_imm(Size::DW, R7, at16(o)?, 0);
     }
-    a.call(helper::GET_CURRENT_TASK_BTF)
-        .mov(R1, R0)
-        .call(helper::TASK_PT_REGS)
-        .mov(R8, R0);
-    read_kernel(a, R10, SCRATCH as i32, 8, R8, REGS_CS as i32);
-    a.load(Size::DW, R0, R10, SCRATCH).alu_imm(op::AND, R0, 3);
-    a.jmp_imm(op::JNE, R0, 3, done);
+    emit_user_pt_regs(a, done);
     for (o, reg) in [(8usize, REGS_IP as i32), (16, REGS_SP), (24, REGS_BP)] {
         read_kernel(a, R7, (at + o) as i32, 8, R8, reg);
     }

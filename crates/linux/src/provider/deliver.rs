@@ -144,56 +144,18 @@ impl Memory for EventMemory {
 }
 
 /// The framework's view of one captured event. `clock_offset` turns `bpf_ktime_get_ns()` into the
-/// framework's clock.
+/// framework's clock. (Delivery builds the same in place with `fill_firing` and
+/// `captured_memory_of`, reusing buffers and taking the event's bytes; this is that on a copy.)
 pub fn firing_of(ev: &CapturedEvent, clock_offset: i64) -> (FiringContext, CapturedMemory) {
-    let mut ctx = FiringContext {
-        pid: u64::from(ev.pid),
-        ppid: u64::from(ev.ppid),
-        tid: u64::from(ev.tid),
-        uid: u64::from(ev.uid),
-        gid: u64::from(ev.gid),
-        errno: ev.errno as i64 as u64,
-        curthread: ev.task,
-        execname: ev.execname(),
-        vtimestamp: ev.vtime_ns,
-        timestamp: Some((ev.ktime_ns as i64).saturating_add(clock_offset).max(0) as u64),
-        ..FiringContext::default()
-    };
-    for (dst, src) in ctx.args.iter_mut().zip(ev.args.iter()) {
-        *dst = *src;
-    }
-    if let Some(Ok(frames)) = &ev.kstack {
-        ctx.kstack = frames.clone();
-    }
-    if let Some(Ok(frames)) = &ev.ustack {
-        ctx.ustack = frames.clone();
-    }
-    // ucaller: the return address of the function the user PC is in (the user stack's second
-    // frame, as DTrace's user PC stack gives it).
-    ctx.ucaller = ctx.ustack.get(1).copied().unwrap_or(0);
-    if let Some(Ok(bytes)) = &ev.execargs {
-        ctx.execargs = execargs_string(bytes);
-    }
-    if let Some(pids) = &ev.ancestors {
-        ctx.ancestors = pids.iter().map(|p| u64::from(*p)).collect();
-    }
-    let mut mem = CapturedMemory::new();
-    for c in &ev.copies {
-        if let Ok(bytes) = &c.data {
-            let mut b = bytes.clone();
-            if c.kind.is_string() {
-                // Strings come without their NUL; copyinstr() stops at it.
-                b.push(0);
-            }
-            mem.add(c.addr, b, c.kind.is_user());
-        }
-    }
-    (ctx, mem)
+    let mut ev = ev.clone();
+    let mut ctx = FiringContext::default();
+    fill_firing(&mut ctx, &mut ev, clock_offset);
+    (ctx, captured_memory_of(&mut ev))
 }
 
-/// [`firing_of`]'s context, built in `ctx` (every field set anew, its buffers reused) from an
-/// event about to be fired and dropped: its stacks are copied into the reused buffers, its
-/// `execname` written in place.
+/// The firing context of an event, built in `ctx` (every field set anew, its buffers reused)
+/// from an event about to be fired and dropped: its stacks are copied into the reused buffers,
+/// its `execname` written in place.
 fn fill_firing(ctx: &mut FiringContext, ev: &mut CapturedEvent, clock_offset: i64) {
     let mut execname = std::mem::take(&mut ctx.execname);
     execname.clear();
@@ -248,7 +210,7 @@ fn fill_firing(ctx: &mut FiringContext, ev: &mut CapturedEvent, clock_offset: i6
     }
 }
 
-/// [`firing_of`]'s memory, taking the bytes out of the event's copies rather than copying them.
+/// The memory captured with an event, taking the bytes out of the event's copies.
 fn captured_memory_of(ev: &mut CapturedEvent) -> CapturedMemory {
     let mut mem = CapturedMemory::new();
     for c in &mut ev.copies {

@@ -7,14 +7,13 @@
 //! that ring.
 
 use super::procmaps::Mapping;
+use crate::attach::{open_perf_event, ATTR_SIZE, PERF_ATTR_WORDS};
 use crate::error::{LinuxError, Result};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 const PERF_TYPE_SOFTWARE: u64 = 1;
 const PERF_COUNT_SW_DUMMY: u64 = 9;
-const ATTR_SIZE: u64 = 128;
-const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
 // perf_event_attr flag bits.
 const F_MMAP: u64 = 1 << 8;
 const F_COMM: u64 = 1 << 9;
@@ -76,30 +75,13 @@ impl Drop for CpuRing {
 
 impl CpuRing {
     fn open(cpu: i32) -> Result<CpuRing> {
-        let mut attr = [0u64; (ATTR_SIZE / 8) as usize];
-        attr[0] = PERF_TYPE_SOFTWARE | (ATTR_SIZE << 32);
+        let mut attr = [0u64; PERF_ATTR_WORDS];
+        attr[0] = PERF_TYPE_SOFTWARE | (u64::from(ATTR_SIZE) << 32);
         attr[1] = PERF_COUNT_SW_DUMMY;
         // Every record ends with its time, so the rings of all CPUs merge in order.
         attr[3] = PERF_SAMPLE_TIME;
         attr[5] = F_MMAP | F_COMM | F_TASK | F_MMAP2 | F_COMM_EXEC | F_SAMPLE_ID_ALL;
-        // SAFETY: attr is a zero-filled perf_event_attr of the declared size.
-        let fd = unsafe {
-            libc::syscall(
-                libc::SYS_perf_event_open,
-                attr.as_mut_ptr(),
-                -1 as libc::pid_t,
-                cpu,
-                -1,
-                PERF_FLAG_FD_CLOEXEC,
-            )
-        };
-        if fd < 0 {
-            return Err(LinuxError::last_os(format!(
-                "perf_event_open for mapping records on CPU {cpu}"
-            )));
-        }
-        // SAFETY: fresh descriptor from the kernel.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
+        let fd = open_perf_event(&mut attr, cpu, "mapping records")?;
         // SAFETY: sysconf has no preconditions.
         let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
         let len = page * (1 + DATA_PAGES);
@@ -145,8 +127,7 @@ impl CpuRing {
             if head - tail < 8 {
                 break;
             }
-            let hdr: Vec<u8> = (0..8).map(|i| byte(tail + i)).collect();
-            let len = u16::from_ne_bytes([hdr[6], hdr[7]]) as u64;
+            let len = u64::from(u16::from_ne_bytes([byte(tail + 6), byte(tail + 7)]));
             if len < 8 || len > head - tail {
                 break;
             }
@@ -162,8 +143,8 @@ impl CpuRing {
             }
             tail += len;
         }
-        self.pos(1032)
-            .store(head.max(tail).min(head), Ordering::Release);
+        // Everything up to head is consumed (a bad record ends the read; what it hid is lost).
+        self.pos(1032).store(head, Ordering::Release);
     }
 }
 
