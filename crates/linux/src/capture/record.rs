@@ -145,16 +145,10 @@ fn decode_unwind(
     let Some((off, cap)) = at else {
         return Ok(None);
     };
-    let result = u64_at(b, off)? as i64;
-    if result < 0 {
-        return Ok(Some(Err(result)));
-    }
-    let n = (result as usize).min(cap);
-    let data = off + UNWIND_HDR;
-    let stack = b
-        .get(data..data + n)
-        .ok_or_else(|| bad("user stack copy past the record"))?
-        .to_vec();
+    let stack = match counted_bytes(b, off, UNWIND_HDR, cap, "user stack copy")? {
+        Ok(bytes) => bytes.to_vec(),
+        Err(e) => return Ok(Some(Err(e))),
+    };
     Ok(Some(Ok(UserStackCopy {
         pc: u64_at(b, off + 8)?,
         sp: u64_at(b, off + 16)?,
@@ -262,6 +256,26 @@ fn decode_copies(
     Ok(out)
 }
 
+/// A region whose header starts with an i64 result (bytes copied, or -errno) and whose bytes follow
+/// `hdr` bytes after it: the bytes (at most `cap`), or the negative errno.
+fn counted_bytes<'a>(
+    b: &'a [u8],
+    off: usize,
+    hdr: usize,
+    cap: usize,
+    what: &str,
+) -> Result<std::result::Result<&'a [u8], i64>> {
+    let result = u64_at(b, off)? as i64;
+    if result < 0 {
+        return Ok(Err(result));
+    }
+    let n = (result as usize).min(cap);
+    let data = off + hdr;
+    Ok(Ok(b.get(data..data + n).ok_or_else(|| {
+        bad(format!("{what} runs past the record"))
+    })?))
+}
+
 fn decode_execargs(
     b: &[u8],
     at: Option<(usize, usize)>,
@@ -269,15 +283,9 @@ fn decode_execargs(
     let Some((off, cap)) = at else {
         return Ok(None);
     };
-    let result = u64_at(b, off)? as i64;
-    if result < 0 {
-        return Ok(Some(Err(result)));
-    }
-    let n = (result as usize).min(cap);
-    let data = b
-        .get(off + EXECARGS_HDR..off + EXECARGS_HDR + n)
-        .ok_or_else(|| bad("argument area runs past the record"))?;
-    Ok(Some(Ok(data.to_vec())))
+    Ok(Some(
+        counted_bytes(b, off, EXECARGS_HDR, cap, "argument area")?.map(<[u8]>::to_vec),
+    ))
 }
 
 fn decode_ancestors(b: &[u8], at: Option<usize>) -> Result<Option<Vec<u32>>> {

@@ -158,8 +158,8 @@ pub fn mirror_context(programs: &[&Program]) -> MirrorContext {
     ctx
 }
 
-/// The thread-locals `program` stores from probe-computable addresses.
-fn mirror_sources(program: &Program, strsize: u32) -> HashSet<u16> {
+/// The first pass over `program`: what its clauses store in thread-local variables.
+fn scan_stores(program: &Program, strsize: u32) -> ScanVars {
     let mut first = ScanVars::default();
     for e in &program.ecbs {
         first.locals.clear();
@@ -172,7 +172,12 @@ fn mirror_sources(program: &Program, strsize: u32) -> HashSet<u16> {
             scan_object(obj, strsize, &mut ClauseNeeds::default(), &mut first);
         }
     }
-    first.mirror_sources
+    first
+}
+
+/// The thread-locals `program` stores from probe-computable addresses.
+fn mirror_sources(program: &Program, strsize: u32) -> HashSet<u16> {
+    scan_stores(program, strsize).mirror_sources
 }
 
 /// Analyses every clause of `program`, one of several programs sharing thread-locals whose mirror
@@ -181,18 +186,7 @@ pub fn program_needs_in(program: &Program, ctx: &MirrorContext) -> ProgramNeeds 
     let strsize = strsize_of(program);
     let mut out = ProgramNeeds::default();
     // First pass: what the program stores in its thread-local variables.
-    let mut first = ScanVars::default();
-    for e in &program.ecbs {
-        first.locals.clear();
-        first.stored.clear();
-        for obj in e
-            .predicate
-            .iter()
-            .chain(e.actions.iter().filter_map(|a| a.difo.as_ref()))
-        {
-            scan_object(obj, strsize, &mut ClauseNeeds::default(), &mut first);
-        }
-    }
+    let mut first = scan_stores(program, strsize);
     let mut mirrorable = std::mem::take(&mut first.mirror_sources);
     mirrorable.extend(ctx.sources.iter().copied());
     let thread: HashMap<u16, Val> = first
