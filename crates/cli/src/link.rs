@@ -12,7 +12,7 @@ use dtrace_dof::program::{program_to_dof_bytes, ProgramDofExtras};
 use dtrace_dof::Utsname;
 
 use crate::args::{Cmd, Config};
-use crate::{backend, fatal, io_reason, spec_of, usage, E_USAGE};
+use crate::{fatal, io_reason, spec_of, usage, E_USAGE};
 
 /// The output path of command `i` of `n` (DTrace's `link_prog`).
 pub fn output_name(cmd: &Cmd, i: usize, n: usize, ofile: Option<&str>) -> String {
@@ -82,7 +82,7 @@ pub fn run(pname: &str, cfg: &Config) -> ExitCode {
     // Nothing is traced: the handle needs no tracer.
     let mut h = Handle::open(
         Box::new(NoTracer("dtrace -G does not trace".into())),
-        Some(backend::compiler()),
+        Some(dtrace_open::backend::compiler()),
     );
     if let Some(code) = crate::set_options(&mut h, cfg) {
         return code;

@@ -4,14 +4,10 @@
 //! aggregations, and exits with DTrace's statuses: the `exit()` value, 1 on error, 2 on usage errors.
 
 mod args;
-mod backend;
-mod kernel;
-mod ktypes;
 mod link;
 mod output;
 mod procs;
 mod signals;
-mod symbols;
 mod usage;
 
 use std::io::Write;
@@ -123,10 +119,7 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
         return ExitCode::from(E_USAGE);
     }
     signals::install();
-    let (tracer, symbols, compiler) = backend::open(compiles(&cfg));
-    let mut h = Handle::open(tracer, Some(compiler));
-    h.decoder.symbols = symbols;
-    h.decoder.zone = output::local_zone();
+    let mut h = dtrace_open::handle(compiles(&cfg));
     if let Some(code) = set_options(&mut h, &cfg) {
         return code;
     }
@@ -234,7 +227,7 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
         eprintln!("dtrace: {}", d.msg);
         true
     }));
-    backend::plan_programs(&progs);
+    h.plan(&progs.iter().collect::<Vec<_>>());
     let mut total = 0;
     for (cmd, prog) in cfg.cmds.iter().zip(&progs) {
         let name = report_name(cmd);

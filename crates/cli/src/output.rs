@@ -102,13 +102,3 @@ impl Effects for Output {
         Ok(())
     }
 }
-
-/// The local time zone `%Y` and `%T` print in, found as the C library finds it (`TZ`, `TZDIR`,
-/// `/etc/localtime`).
-pub fn local_zone() -> dtrace_consumer::timefmt::Zone {
-    let tz = std::env::var_os("TZ").map(|v| v.to_string_lossy().into_owned());
-    let tzdir = std::env::var_os("TZDIR").map(|v| v.to_string_lossy().into_owned());
-    dtrace_consumer::timefmt::Zone::from_tz_env(tz.as_deref(), tzdir.as_deref(), &|p| {
-        std::fs::read(p).ok()
-    })
-}

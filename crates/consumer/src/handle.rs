@@ -79,6 +79,12 @@ pub struct ExecInfo {
 
 /// The execution seam: the framework (probe context) side of DTrace.
 pub trait Tracer {
+    /// Learns every program that will be enabled before any is: the kernel providers share their
+    /// thread-locals between programs (an address one stores in `self->buf` is copied for
+    /// another's `copyin(self->buf, ...)`). Tracers with nothing to plan ignore it.
+    fn plan(&mut self, programs: &[&Program]) {
+        let _ = programs;
+    }
     /// Enables a program's ECBs.
     fn exec(&mut self, prog: &Program, options: &crate::options::Options) -> Result<ExecInfo>;
     /// Starts tracing (fires BEGIN).
@@ -325,6 +331,12 @@ impl Handle {
             src
         };
         self.compile_str(&src, ProbeSpec::Script, flags, argv)
+    }
+
+    /// Tells the tracer about every program that will be enabled, before the first is (see
+    /// [`Tracer::plan`]).
+    pub fn plan(&mut self, programs: &[&Program]) {
+        self.tracer.plan(programs);
     }
 
     /// `dtrace_program_exec`: applies the program's pragmas and enables it.

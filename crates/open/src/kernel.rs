@@ -71,6 +71,9 @@ impl KernelTracer {
 }
 
 impl Tracer for KernelTracer {
+    fn plan(&mut self, programs: &[&Program]) {
+        self.linux.plan_mirrors(programs);
+    }
     fn exec(&mut self, prog: &Program, options: &Options) -> Result<ExecInfo> {
         self.linux.plan(prog);
         let ncpus = dtrace_linux::provider::framework_ncpus().unwrap_or(1);

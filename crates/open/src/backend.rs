@@ -1,4 +1,4 @@
-//! Where `dtrace(1)` gets its compiler and its execution substrate: the D compiler, and the in-process
+//! Where a consumer (`dtrace(1)`, `libdtrace`) gets its compiler and its execution substrate: the D compiler, and the in-process
 //! framework with its `dtrace` (BEGIN/END/ERROR) and `profile` (tick-N, profile-N) providers, joined
 //! by the kernel providers of `dtrace-linux` (`syscall`, `proc`, `sched`, `sdt`) when this kernel's
 //! probe catalogue can be read (tracefs, usually root), which also move `profile` onto perf events;
@@ -26,9 +26,6 @@ pub fn open(compiles: bool) -> (Box<dyn Tracer>, Box<dyn Symbolizer>, Box<dyn Co
         KernelTypeLoader::on_demand()
     };
     let linux = dtrace_linux::LinuxTracing::load().ok();
-    if let Some(l) = &linux {
-        let _ = KERNEL.set(l.clone());
-    }
     let compiler = DCompiler {
         types: Some(Box::new(move |complete| types.sources(complete))),
         probes: linux
@@ -38,19 +35,6 @@ pub fn open(compiles: bool) -> (Box<dyn Tracer>, Box<dyn Symbolizer>, Box<dyn Co
     };
     let (tracer, symbols) = tracer(linux);
     (tracer, symbols, Box::new(compiler))
-}
-
-/// The kernel providers [`open`] joined, if any.
-static KERNEL: std::sync::OnceLock<dtrace_linux::LinuxTracing> = std::sync::OnceLock::new();
-
-/// Tells the kernel providers about every program before any is run: they share their
-/// thread-locals, so an address one program stores in `self->buf` at a probe is saved there for
-/// another program's `copyin(self->buf, ...)` at another probe.
-pub fn plan_programs(programs: &[dtrace_dif::program::Program]) {
-    if let Some(l) = KERNEL.get() {
-        let all: Vec<&dtrace_dif::program::Program> = programs.iter().collect();
-        l.plan_mirrors(&all);
-    }
 }
 
 /// The D compiler alone (nothing traced, as for `-G`), with the kernel's types.
