@@ -227,6 +227,21 @@ impl Aggregations {
             .retain(|(v, k), _| *v != varid || keep.contains(k));
     }
 
+    /// Zeroes one entry's value (`DTRACE_AGGWALK_CLEAR`).
+    pub fn clear_entry(&mut self, varid: u32, key: &[u8]) {
+        let Some(action) = self.action_of(varid) else {
+            return;
+        };
+        if let Some((_, val)) = self.entries.get_mut(&(varid, key.to_vec())) {
+            *val = zeroed(action, val);
+        }
+    }
+
+    /// Forgets one entry (`DTRACE_AGGWALK_REMOVE`).
+    pub fn remove_entry(&mut self, varid: u32, key: &[u8]) {
+        self.entries.remove(&(varid, key.to_vec()));
+    }
+
     /// Forgets every entry (used between runs).
     pub fn remove_all(&mut self) {
         self.entries.clear();

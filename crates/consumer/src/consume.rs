@@ -375,12 +375,18 @@ impl Decoder {
 
     /// Prints every aggregation not yet printed by `printa()` (`dtrace_aggregate_print`).
     pub fn print_all_aggregations(&self, out: &mut Vec<u8>) -> Result<()> {
+        self.print_aggregations_in(out, self.sort_order())
+    }
+
+    /// [`Decoder::print_all_aggregations`] in the given order (`dtrace_aggregate_print` with one
+    /// of the sorted walkers) instead of the `aggsort*` options'.
+    pub fn print_aggregations_in(&self, out: &mut Vec<u8>, order: SortOrder) -> Result<()> {
         let env = self.agg_env();
         for varid in self.aggs.varids() {
             if self.printed.contains(&varid) {
                 continue;
             }
-            aggprint::print_aggregation(out, &env, &self.aggs, varid, self.sort_order())?;
+            aggprint::print_aggregation(out, &env, &self.aggs, varid, order)?;
         }
         Ok(())
     }

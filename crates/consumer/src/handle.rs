@@ -195,6 +195,9 @@ enum State {
     Stopped,
 }
 
+/// The longest [`Handle::sleep`] waits between polls of the tracer.
+pub const SLEEP_POLL: Duration = Duration::from_millis(5);
+
 /// The library's ERROR program (`_dt_errprog`).
 pub const ERROR_PROGRAM: &str =
     "dtrace:::ERROR{trace(arg1);trace(arg2);trace(arg3);trace(arg4);trace(arg5);}";
@@ -323,14 +326,21 @@ impl Handle {
                 return self.record(r);
             }
         };
-        // A leading #! line is a comment to D.
-        let src = if src.starts_with("#!") {
-            let nl = src.find('\n').unwrap_or(src.len());
-            src[nl..].to_string()
-        } else {
-            src
+        self.compile_script(&src, flags, argv)
+    }
+
+    /// `dtrace_program_fcompile` of a script's text (a leading `#!` line is a comment to D).
+    pub fn compile_script(
+        &mut self,
+        src: &str,
+        flags: CompileFlags,
+        argv: &[String],
+    ) -> Result<Program> {
+        let src = match src.strip_prefix("#!") {
+            Some(rest) => &rest[rest.find('\n').unwrap_or(rest.len())..],
+            None => src,
         };
-        self.compile_str(&src, ProbeSpec::Script, flags, argv)
+        self.compile_str(src, ProbeSpec::Script, flags, argv)
     }
 
     /// Tells the tracer about every program that will be enabled, before the first is (see
@@ -419,6 +429,11 @@ impl Handle {
         self.record(r)
     }
 
+    /// Whether tracing is running (`dtrace_go` succeeded and it has not stopped).
+    pub fn going(&self) -> bool {
+        self.state == State::Going
+    }
+
     /// Whether tracing has stopped.
     pub fn stopped(&self) -> bool {
         self.state == State::Stopped
@@ -462,14 +477,16 @@ impl Handle {
     }
 
     /// `dtrace_sleep`: waits until the next buffer switch, status check or aggregation snapshot is
-    /// due, running the tracer's timers meanwhile.
+    /// due, running the tracer's timers meanwhile and polling it at least every
+    /// [`SLEEP_POLL`] (so events queued by the kernel are delivered as they come, as in
+    /// `dtrace(1)`'s loop).
     pub fn sleep(&mut self) -> Result<()> {
         loop {
             let rate = self.time_to_next_rate();
             if rate.is_zero() {
                 return Ok(());
             }
-            std::thread::sleep(self.time_to_next().min(rate));
+            std::thread::sleep(self.time_to_next().min(rate).min(SLEEP_POLL));
             self.poll()?;
         }
     }
