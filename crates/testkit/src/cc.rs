@@ -18,6 +18,17 @@ pub enum CSource<'a> {
 /// The error carries what gcc printed, or why it could not be run; a test that needs the program
 /// panics with it, one that can do without skips.
 pub fn compile_c(source: CSource<'_>, out: &Path, flags: &[&str]) -> Result<PathBuf, String> {
+    link_c(source, out, flags, &[])
+}
+
+/// [`compile_c`] with `libs` (`-L`, `-l`, `-Wl,...`) after the source, where the linker wants
+/// the libraries a program uses.
+pub fn link_c(
+    source: CSource<'_>,
+    out: &Path,
+    flags: &[&str],
+    libs: &[&str],
+) -> Result<PathBuf, String> {
     if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     }
@@ -36,14 +47,16 @@ pub fn compile_c(source: CSource<'_>, out: &Path, flags: &[&str]) -> Result<Path
         .arg("-o")
         .arg(out)
         .arg(&src)
+        .args(libs)
         .output()
         .map_err(|e| format!("gcc could not be run: {e}"))?;
     if !o.status.success() {
         return Err(format!(
-            "gcc {} -o {} {}: {}\n{}",
+            "gcc {} -o {} {} {}: {}\n{}",
             flags.join(" "),
             out.display(),
             src.display(),
+            libs.join(" "),
             o.status,
             String::from_utf8_lossy(&o.stderr)
         ));

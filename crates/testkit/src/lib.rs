@@ -8,7 +8,7 @@
 
 mod cc;
 
-pub use cc::{compile_c, CSource};
+pub use cc::{compile_c, link_c, CSource};
 
 /// Name of the environment variable that turns skips into failures.
 pub const REQUIRE_ENV: &str = "DTRACE_TEST_REQUIRE_KERNEL";
