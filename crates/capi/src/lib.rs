@@ -6,7 +6,7 @@
 //! The layers: [`api`] (the `extern "C"` shells), [`hdl`] (the handle, its registry and the
 //! checked way into it), [`program`], [`consume`], [`aggregate`] and [`handlers`] (the work, in
 //! safe Rust), [`ctypes`] (the C structures), [`errno`] (DTrace's error numbers and messages),
-//! and [`ffi`], the one module with unsafe code, each site justified.
+//! and `ffi`, the one module with unsafe code, each site justified.
 //!
 //! The safety contract of every entry point is the C header's: pointer arguments are NULL or
 //! valid for what they point to; a handle is used by one thread at a time. Handles are checked
@@ -19,7 +19,7 @@ pub mod api;
 pub mod consume;
 pub mod ctypes;
 pub mod errno;
-pub mod ffi;
+mod ffi;
 pub mod handlers;
 pub mod hdl;
 pub mod program;

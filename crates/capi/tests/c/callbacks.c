@@ -1,8 +1,10 @@
 /*
  * Drives the consumer callbacks of libdtrace: a probe and a record callback over dtrace_work, the
  * library's output through dtrace_handle_buffered, a fault through dtrace_handle_err, a compile
- * error and a bad option through dtrace_errmsg, exit() read by the record callback, and the
- * aggregations printed and walked. Needs no kernel probes (BEGIN, tick, END).
+ * error and a bad option through dtrace_errmsg, exit() read by the record callback, a script
+ * read from a FILE with a #! line and a macro argument, and the aggregations printed, walked
+ * sorted, pruned by a walk (remove, clear) and printed again in reverse key order. Needs no
+ * kernel probes (BEGIN, tick, END).
  */
 #include <dtrace.h>
 #include <stdio.h>
@@ -73,6 +75,15 @@ drophandler(const dtrace_dropdata_t *data, void *arg)
 	return (DTRACE_HANDLE_OK);
 }
 
+/* Removes @calls' entries and clears the others. */
+static int
+prune(const dtrace_aggdata_t *agg, void *arg)
+{
+	(void)arg;
+	return (strcmp(agg->dtada_desc->dtagd_name, "calls") == 0 ? DTRACE_AGGWALK_REMOVE :
+	    DTRACE_AGGWALK_CLEAR);
+}
+
 static int
 walk(const dtrace_aggdata_t *agg, void *arg)
 {
@@ -88,7 +99,8 @@ int
 main(void)
 {
 	int err;
-	dtrace_prog_t *prog;
+	dtrace_prog_t *prog, *script;
+	FILE *f;
 	dtrace_proginfo_t info;
 	dtrace_optval_t val;
 
@@ -122,6 +134,19 @@ main(void)
 		return (1);
 	}
 	printf("matches=%u aggregates=%u\n", info.dpi_matches, info.dpi_aggregates);
+	if ((f = tmpfile()) == NULL)
+		return (1);
+	fputs("#!/usr/sbin/dtrace -s\nBEGIN { printf(\"from a file, %s\\n\", $$1); }\n", f);
+	rewind(f);
+	{
+		char *const argv[] = { "script.d", "argument" };
+		if ((script = dtrace_program_fcompile(g_dtp, f, 0, 2, argv)) == NULL ||
+		    dtrace_program_exec(g_dtp, script, NULL) == -1) {
+			printf("script: %s\n", dtrace_errmsg(g_dtp, dtrace_errno(g_dtp)));
+			return (1);
+		}
+	}
+	fclose(f);
 	if (dtrace_go(g_dtp) != 0) {
 		printf("go: %s\n", dtrace_errmsg(g_dtp, dtrace_errno(g_dtp)));
 		return (1);
@@ -144,6 +169,10 @@ main(void)
 		printf("walk: %s\n", dtrace_errmsg(g_dtp, dtrace_errno(g_dtp)));
 	if (dtrace_aggregate_walk_valrevsorted(g_dtp, walk, NULL) == -1)
 		printf("walk: %s\n", dtrace_errmsg(g_dtp, dtrace_errno(g_dtp)));
+	if (dtrace_aggregate_walk(g_dtp, prune, NULL) == -1)
+		printf("prune: %s\n", dtrace_errmsg(g_dtp, dtrace_errno(g_dtp)));
+	if (dtrace_aggregate_print(g_dtp, NULL, dtrace_aggregate_walk_keyrevsorted) == -1)
+		printf("print: %s\n", dtrace_errmsg(g_dtp, dtrace_errno(g_dtp)));
 	dtrace_close(g_dtp);
 	printf("exit status seen: %d\n", g_exit);
 	return (0);
