@@ -49,10 +49,7 @@ fn order_of(walk: Walk, options: SortOrder) -> Option<SortOrder> {
 
 /// `dtrace_aggregate_snap`.
 pub fn snap(hdl: &Hdl) -> Result<c_int, Fail> {
-    let mut inner = hdl.inner()?;
-    if !inner.h.going() && !inner.h.stopped() {
-        return Err(Fail::code(libc::EINVAL));
-    }
+    let mut inner = crate::consume::started(hdl)?;
     inner.h.aggregate_snap().map_err(Fail::from)?;
     Ok(0)
 }

@@ -430,67 +430,41 @@ pub unsafe extern "C" fn dtrace_aggregate_print(
     enter(dtp, -1, |h| aggregate::print(h, fp, walk_of(func)?))
 }
 
-macro_rules! walker {
-    ($(#[$doc:meta])* $name:ident, $walk:expr) => {
-        $(#[$doc])*
-        #[no_mangle]
-        pub unsafe extern "C" fn $name(
-            dtp: *mut DtraceHdl,
-            f: Option<AggregateFn>,
-            arg: *mut c_void,
-        ) -> c_int {
-            enter(dtp, -1, |h| aggregate::walk(h, f, arg, $walk))
-        }
+macro_rules! walkers {
+    ($($(#[$doc:meta])* $name:ident => $walk:expr;)*) => {
+        $(
+            $(#[$doc])*
+            #[no_mangle]
+            pub unsafe extern "C" fn $name(
+                dtp: *mut DtraceHdl,
+                f: Option<AggregateFn>,
+                arg: *mut c_void,
+            ) -> c_int {
+                enter(dtp, -1, |h| aggregate::walk(h, f, arg, $walk))
+            }
+        )*
     };
 }
 
-walker!(
+walkers! {
     /// `dtrace_aggregate_walk`: every entry, variables in id order.
-    dtrace_aggregate_walk,
-    Walk::Unsorted
-);
-walker!(
+    dtrace_aggregate_walk => Walk::Unsorted;
     /// `dtrace_aggregate_walk_sorted`: in printing order (the `aggsort*` options).
-    dtrace_aggregate_walk_sorted,
-    Walk::Sorted
-);
-walker!(
+    dtrace_aggregate_walk_sorted => Walk::Sorted;
     /// `dtrace_aggregate_walk_keysorted`.
-    dtrace_aggregate_walk_keysorted,
-    Walk::Key { rev: false }
-);
-walker!(
+    dtrace_aggregate_walk_keysorted => Walk::Key { rev: false };
     /// `dtrace_aggregate_walk_valsorted`.
-    dtrace_aggregate_walk_valsorted,
-    Walk::Val { rev: false }
-);
-walker!(
+    dtrace_aggregate_walk_valsorted => Walk::Val { rev: false };
     /// `dtrace_aggregate_walk_keyvarsorted`.
-    dtrace_aggregate_walk_keyvarsorted,
-    Walk::Key { rev: false }
-);
-walker!(
+    dtrace_aggregate_walk_keyvarsorted => Walk::Key { rev: false };
     /// `dtrace_aggregate_walk_valvarsorted`.
-    dtrace_aggregate_walk_valvarsorted,
-    Walk::Val { rev: false }
-);
-walker!(
+    dtrace_aggregate_walk_valvarsorted => Walk::Val { rev: false };
     /// `dtrace_aggregate_walk_keyrevsorted`.
-    dtrace_aggregate_walk_keyrevsorted,
-    Walk::Key { rev: true }
-);
-walker!(
+    dtrace_aggregate_walk_keyrevsorted => Walk::Key { rev: true };
     /// `dtrace_aggregate_walk_valrevsorted`.
-    dtrace_aggregate_walk_valrevsorted,
-    Walk::Val { rev: true }
-);
-walker!(
+    dtrace_aggregate_walk_valrevsorted => Walk::Val { rev: true };
     /// `dtrace_aggregate_walk_keyvarrevsorted`.
-    dtrace_aggregate_walk_keyvarrevsorted,
-    Walk::Key { rev: true }
-);
-walker!(
+    dtrace_aggregate_walk_keyvarrevsorted => Walk::Key { rev: true };
     /// `dtrace_aggregate_walk_valvarrevsorted`.
-    dtrace_aggregate_walk_valvarrevsorted,
-    Walk::Val { rev: true }
-);
+    dtrace_aggregate_walk_valvarrevsorted => Walk::Val { rev: true };
+}

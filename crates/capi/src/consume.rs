@@ -233,12 +233,18 @@ pub fn with_callbacks<T>(
     }
 }
 
-/// `dtrace_consume`.
-pub fn consume(hdl: &Hdl, fp: *mut libc::FILE, cb: Callbacks) -> Result<c_int, Fail> {
-    let mut inner = hdl.inner()?;
+/// The consumer state of a handle that has been started (`EINVAL` before `dtrace_go`).
+pub fn started(hdl: &Hdl) -> Result<std::cell::RefMut<'_, Inner>, Fail> {
+    let inner = hdl.inner()?;
     if !inner.h.going() && !inner.h.stopped() {
         return Err(Fail::code(libc::EINVAL));
     }
+    Ok(inner)
+}
+
+/// `dtrace_consume`.
+pub fn consume(hdl: &Hdl, fp: *mut libc::FILE, cb: Callbacks) -> Result<c_int, Fail> {
+    let mut inner = started(hdl)?;
     with_callbacks(hdl, &mut inner, fp, cb, |h, out, pf, rf| {
         h.consume(out, pf, rf)
     })?;
@@ -247,10 +253,7 @@ pub fn consume(hdl: &Hdl, fp: *mut libc::FILE, cb: Callbacks) -> Result<c_int, F
 
 /// `dtrace_work`.
 pub fn work(hdl: &Hdl, fp: *mut libc::FILE, cb: Callbacks) -> Result<WorkStatus, Fail> {
-    let mut inner = hdl.inner()?;
-    if !inner.h.going() && !inner.h.stopped() {
-        return Err(Fail::code(libc::EINVAL));
-    }
+    let mut inner = started(hdl)?;
     with_callbacks(hdl, &mut inner, fp, cb, |h, out, pf, rf| {
         h.work(out, pf, rf)
     })

@@ -88,6 +88,13 @@ fn normalized(out: &[u8]) -> String {
     r
 }
 
+/// Runs `exe`, which must succeed and print what `tests/c/<golden>` holds.
+fn check_output(exe: &Path, golden: &str) {
+    let o = run(exe);
+    assert!(o.status.success(), "{o:?}");
+    assert_eq!(normalized(&o.stdout), expected(golden));
+}
+
 fn needs_gcc(test: &str) -> bool {
     skip_unless(have_program("gcc"), test, "needs gcc")
 }
@@ -99,9 +106,7 @@ fn callbacks() {
     }
     let dir = scratch("callbacks");
     let exe = build_shared(&c_source("callbacks.c"), &dir.join("callbacks"));
-    let o = run(&exe);
-    assert!(o.status.success(), "{o:?}");
-    assert_eq!(normalized(&o.stdout), expected("callbacks.out"));
+    check_output(&exe, "callbacks.out");
 
     // The same program linked with the static library.
     let lib = lib_dir().join("libdtrace.a");
@@ -123,9 +128,7 @@ fn callbacks() {
         ],
     )
     .unwrap_or_else(|e| panic!("{e}"));
-    let o = run(&exe);
-    assert!(o.status.success(), "{o:?}");
-    assert_eq!(normalized(&o.stdout), expected("callbacks.out"));
+    check_output(&exe, "callbacks.out");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -136,12 +139,7 @@ fn bad_handles() {
     }
     let dir = scratch("bad");
     let exe = build_shared(&c_source("badhandles.c"), &dir.join("badhandles"));
-    let o = run(&exe);
-    assert!(o.status.success(), "{o:?}");
-    assert_eq!(
-        String::from_utf8_lossy(&o.stdout),
-        expected("badhandles.out")
-    );
+    check_output(&exe, "badhandles.out");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
