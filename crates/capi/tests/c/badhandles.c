@@ -1,7 +1,8 @@
 /*
  * Calls every entry point of libdtrace with what a careless caller passes: NULL, a pointer that
  * is no handle, a closed handle, NULL arguments, another handle's program, and calls out of
- * order. Each must fail with DTrace's error (dtrace_errno/dtrace_errmsg), never crash.
+ * order, and a callback that calls back into its handle and closes it. Each must fail with
+ * DTrace's error (dtrace_errno/dtrace_errmsg), never crash.
  */
 #include <dtrace.h>
 #include <stdio.h>
@@ -25,6 +26,20 @@ bad_rec(const dtrace_probedata_t *d, const dtrace_recdesc_t *r, void *arg)
 	(void)r;
 	(void)arg;
 	return (42);
+}
+
+/* Calls back into its own handle from the probe callback, then closes the handle. */
+static int
+reenter(const dtrace_probedata_t *d, void *arg)
+{
+	dtrace_optval_t v;
+
+	(void)arg;
+	SHOW(dtrace_getopt(d->dtpda_handle, "quiet", &v));
+	ERR(d->dtpda_handle);
+	dtrace_close(d->dtpda_handle);
+	SHOW(dtrace_errno(d->dtpda_handle) != 0);
+	return (DTRACE_CONSUME_THIS);
 }
 
 static void
@@ -148,6 +163,14 @@ main(void)
 	SHOW(dtrace_status(dtp));
 	dtrace_close(dtp);
 	dtrace_close(other);
+	printf("== callbacks calling back\n");
+	if ((dtp = dtrace_open(DTRACE_VERSION, 0, &err)) == NULL)
+		return (1);
+	prog = dtrace_program_strcompile(dtp, "BEGIN { exit(0); }", DTRACE_PROBESPEC_NAME, 0, 0, NULL);
+	SHOW(dtrace_program_exec(dtp, prog, NULL));
+	SHOW(dtrace_go(dtp));
+	SHOW(dtrace_work(dtp, NULL, reenter, NULL, NULL));
+	SHOW(dtrace_errno(dtp));
 	printf("== closed handle\n");
 	every_call(dtp);
 	dtrace_close(NULL);
