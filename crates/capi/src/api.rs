@@ -55,11 +55,10 @@ pub unsafe extern "C" fn dtrace_open(
         if flags & DTRACE_O_ILP32 != 0 {
             return Err(Edt::DataModel as i32);
         }
-        let h = if flags & DTRACE_O_NODEV != 0 {
+        let nodev = flags & DTRACE_O_NODEV != 0;
+        let h = if nodev {
             let mut h = Handle::open(
-                Box::new(NoTracer(
-                    "tracing with a handle opened with DTRACE_O_NODEV".into(),
-                )),
+                Box::new(NoTracer("a handle opened with DTRACE_O_NODEV".into())),
                 Some(dtrace_open::backend::compiler()),
             );
             h.decoder.zone = dtrace_open::local_zone();
@@ -67,7 +66,7 @@ pub unsafe extern "C" fn dtrace_open(
         } else {
             dtrace_open::handle(true)
         };
-        Ok(Hdl::open(h))
+        Ok(Hdl::open(h, nodev))
     }));
     match r {
         Ok(Ok(p)) => {
@@ -232,6 +231,7 @@ pub unsafe extern "C" fn dtrace_program_info(
 pub unsafe extern "C" fn dtrace_go(dtp: *mut DtraceHdl) -> c_int {
     enter(dtp, -1, |h| {
         let mut inner = h.inner()?;
+        inner.can_trace()?;
         if inner.h.going() || inner.h.stopped() {
             return Err(Fail::code(libc::EINVAL));
         }

@@ -26,6 +26,7 @@ fn c_text(s: &str) -> CString {
 pub fn handle_err(hdl: &Hdl, f: Option<HandleErrFn>, arg: *mut c_void) -> Result<c_int, Fail> {
     let f = f.ok_or(Fail::code(libc::EINVAL))?;
     let mut inner = hdl.inner()?;
+    inner.can_trace()?;
     if inner.h.going() || inner.h.stopped() {
         return Err(Fail::edt(Edt::Active));
     }

@@ -53,6 +53,18 @@ pub struct Inner {
     pub progs: Vec<Box<Prog>>,
     /// `dtrace_handle_buffered`'s handler and argument.
     pub buffered: Option<(HandleBufferedFn, *mut c_void)>,
+    /// Opened with `DTRACE_O_NODEV`: it compiles, it cannot trace.
+    pub nodev: bool,
+}
+
+impl Inner {
+    /// Fails with `ENODEV` on a handle that cannot trace.
+    pub fn can_trace(&self) -> Result<(), Fail> {
+        if self.nodev {
+            return Err(Fail::code(libc::ENODEV));
+        }
+        Ok(())
+    }
 }
 
 /// The C descriptions handed to callbacks, built once per EPID, probe and aggregation.
@@ -185,8 +197,9 @@ pub struct Hdl {
 }
 
 impl Hdl {
-    /// Registers a new handle over `h` and returns the address C will hold.
-    pub fn open(h: Handle) -> *mut DtraceHdl {
+    /// Registers a new handle over `h` (`nodev`: one that only compiles) and returns the address
+    /// C will hold.
+    pub fn open(h: Handle, nodev: bool) -> *mut DtraceHdl {
         let b = Box::new(Hdl {
             errno: Cell::new(0),
             errmsg: RefCell::new(None),
@@ -196,6 +209,7 @@ impl Hdl {
                 h,
                 progs: Vec::new(),
                 buffered: None,
+                nodev,
             }),
             descs: Rc::new(RefCell::new(Descs::default())),
         });

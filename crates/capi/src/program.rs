@@ -120,6 +120,7 @@ pub fn exec(hdl: &Hdl, p: *mut DtraceProg) -> Result<ProgInfo, Fail> {
         return Err(Fail::edt(Edt::Active));
     }
     let prog = hdl::prog_of(&mut inner, p)?.prog.clone();
+    inner.can_trace()?;
     {
         let inner = &mut *inner;
         let all: Vec<&dtrace_dif::program::Program> = inner.progs.iter().map(|b| &b.prog).collect();

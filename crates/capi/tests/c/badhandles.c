@@ -133,6 +133,8 @@ main(void)
 	ERR(dtp);
 	SHOW(dtrace_program_exec(other, foreign, &info));
 	ERR(other);
+	SHOW(dtrace_go(other));
+	ERR(other);
 	SHOW(dtrace_work(dtp, stdout, NULL, NULL, NULL));
 	ERR(dtp);
 	SHOW(dtrace_consume(dtp, stdout, NULL, NULL, NULL));
