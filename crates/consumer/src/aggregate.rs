@@ -440,6 +440,22 @@ mod tests {
     }
 
     #[test]
+    fn single_entries_clear_and_go() {
+        let mut a = Aggregations::default();
+        a.add_desc(desc(1, 0, ActionKind::AggSum, 8));
+        a.merge(&[rec(1, 1, &[10]), rec(1, 2, &[30])]).unwrap();
+        a.clear_entry(0, &1u64.to_ne_bytes());
+        a.remove_entry(0, &2u64.to_ne_bytes());
+        a.remove_entry(0, &9u64.to_ne_bytes());
+        let left: Vec<(Vec<u8>, i64)> = a
+            .entries_of(0)
+            .into_iter()
+            .map(|e| (e.key, recdata::i64_at(&e.value, 0).unwrap()))
+            .collect();
+        assert_eq!(left, vec![(1u64.to_ne_bytes().to_vec(), 0)]);
+    }
+
+    #[test]
     fn clear_trunc_normalize() {
         let mut a = Aggregations::default();
         a.add_desc(desc(1, 0, ActionKind::AggSum, 8));
