@@ -264,6 +264,11 @@ impl Options {
             .map(|(_, k, d)| (*k, *d))
     }
 
+    /// Every option name, in the table's order (for documentation and its tests).
+    pub fn names() -> impl Iterator<Item = &'static str> {
+        TABLE.iter().map(|(n, _, _)| *n)
+    }
+
     /// Sets an option from its textual value (`None` for a bare `-x name`). `active` says whether
     /// tracing is running, which forbids changing non-dynamic options.
     pub fn set(&mut self, name: &str, value: Option<&str>, active: bool) -> Result<()> {

@@ -5,8 +5,6 @@
 
 mod common;
 
-use std::collections::BTreeMap;
-
 use common::*;
 use dtrace_consumer::consume::ConsumeAction;
 use dtrace_consumer::oformat::{self, json::JsonOutput};
@@ -15,6 +13,7 @@ use dtrace_consumer::symbols::{SymInfo, Symbolizer};
 use dtrace_consumer::Decoder;
 use dtrace_dif::program::{ActionKind as A, RecDesc};
 use dtrace_framework::records::{AggDesc, AggRecord, BufferSnapshot};
+use dtrace_testkit::openmetrics::{find, parse as parse_openmetrics};
 use serde_json::{json, Value};
 
 /// Kernel symbols: `main` at 0x1000, `work` at 0x2000, `leaf` at 0x3000, `odd;name` at 0x4000.
@@ -111,11 +110,21 @@ fn json_scalar_aggregations_with_keys() {
     for (i, (name, f, v)) in funcs.iter().enumerate() {
         let id = i as u32 + 1;
         let a = aggdesc(id, id, &key, (*f, 8, 0, 0));
-        add(&mut d, name, &a, &[aggrec(&a, &[strb("bash", 16), i64b(42)], v.clone())]);
+        add(
+            &mut d,
+            name,
+            &a,
+            &[aggrec(&a, &[strb("bash", 16), i64b(42)], v.clone())],
+        );
     }
     // avg: count then total; stddev: count, total, sum of squares (128 bits)
     let a = aggdesc(5, 5, &key[..1], (A::AggAvg, 16, 0, 0));
-    add(&mut d, "av", &a, &[aggrec(&a, &[strb("cat", 16)], words(&[4, 10]))]);
+    add(
+        &mut d,
+        "av",
+        &a,
+        &[aggrec(&a, &[strb("cat", 16)], words(&[4, 10]))],
+    );
     let a = aggdesc(6, 6, &[], (A::AggStddev, 32, 0, 0));
     // values 2 and 4: count 2, total 6, squares 20 -> stddev 1
     add(&mut d, "sd", &a, &[aggrec(&a, &[], words(&[2, 6, 20, 0]))]);
@@ -136,7 +145,12 @@ fn json_distributions_have_numeric_buckets() {
     let mut d = decoder("json");
     let a = aggdesc(1, 1, &[], (A::AggQuantize, 127 * 8, 0, 0));
     // bucket 63 is 0, 64 is 1, 70 is 64..127
-    add(&mut d, "q", &a, &[aggrec(&a, &[], quantize_words(&[(70, 17), (64, 2)]))]);
+    add(
+        &mut d,
+        "q",
+        &a,
+        &[aggrec(&a, &[], quantize_words(&[(70, 17), (64, 2)]))],
+    );
     // lquantize(x, 0, 10, 2): 5 levels, underflow and overflow
     let arg = dtrace_dif::program::lquantize_arg(0, 5, 2);
     let a = aggdesc(2, 2, &[], (A::AggLquantize, 8 * 8, 0, arg));
@@ -169,7 +183,12 @@ fn json_distributions_have_numeric_buckets() {
 #[test]
 fn json_stack_and_symbol_keys() {
     let mut d = decoder("json");
-    let a = aggdesc(1, 1, &[stack_spec(), (A::Sym, 8, 0, 0)], (A::AggCount, 8, 0, 0));
+    let a = aggdesc(
+        1,
+        1,
+        &[stack_spec(), (A::Sym, 8, 0, 0)],
+        (A::AggCount, 8, 0, 0),
+    );
     let recs = [aggrec(&a, &[pcs(&[0x3010, 0x2020]), i64b(0x1000)], i64b(5))];
     add(&mut d, "", &a, &recs);
     let got = parse_lines(&all_lines(&d));
@@ -268,7 +287,8 @@ fn json_printa_inside_a_firing_is_the_aggregation() {
     let a = aggdesc(1, 4, &[(A::DifExpr, 8, 0, 0)], (A::AggCount, 8, 0, 0));
     add(&mut d, "calls", &a, &[aggrec(&a, &[i64b(1)], i64b(2))]);
     let got = consume_json(&mut d, &[(A::Printa, 8, 0, 0)], &[i64b(4)]);
-    let want = json!({"aggregation-name": "calls", "aggregation-data": [{"keys": [1], "count": 2}]});
+    let want =
+        json!({"aggregation-name": "calls", "aggregation-data": [{"keys": [1], "count": 2}]});
     assert_eq!(got[0]["output"], json!([want]));
     // printed by printa(): not printed again at the end
     assert!(all_lines(&d).is_empty());
@@ -312,13 +332,22 @@ fn json_drops_and_errors_are_internal_pseudo_probes() {
 }
 
 fn stack_aggs(d: &mut Decoder) {
-    let a = aggdesc(1, 1, &[(A::DifExpr, 16, 0, 0), stack_spec()], (A::AggCount, 8, 0, 0));
+    let a = aggdesc(
+        1,
+        1,
+        &[(A::DifExpr, 16, 0, 0), stack_spec()],
+        (A::AggCount, 8, 0, 0),
+    );
     add(
         d,
         "cpu",
         &a,
         &[
-            aggrec(&a, &[strb("bash", 16), pcs(&[0x3010, 0x2020, 0x1030])], i64b(5)),
+            aggrec(
+                &a,
+                &[strb("bash", 16), pcs(&[0x3010, 0x2020, 0x1030])],
+                i64b(5),
+            ),
             aggrec(&a, &[strb("bash", 16), pcs(&[0x2040, 0x1030])], i64b(2)),
             aggrec(&a, &[strb("cat", 16), pcs(&[0x4001, 0x1030])], i64b(1)),
         ],
@@ -329,7 +358,11 @@ fn stack_aggs(d: &mut Decoder) {
         d,
         "lat",
         &b,
-        &[aggrec(&b, &[pcs(&[0x2000, 0x1000])], quantize_words(&[(66, 3), (70, 4)]))],
+        &[aggrec(
+            &b,
+            &[pcs(&[0x2000, 0x1000])],
+            quantize_words(&[(66, 3), (70, 4)]),
+        )],
     );
 }
 
@@ -360,8 +393,8 @@ fn flamegraph_svg_parses_and_holds_the_frames() {
         allow_dtd: true,
         ..Default::default()
     };
-    let doc = roxmltree::Document::parse_with_options(&text, opts)
-        .expect("the SVG is well-formed XML");
+    let doc =
+        roxmltree::Document::parse_with_options(&text, opts).expect("the SVG is well-formed XML");
     assert_eq!(doc.root_element().tag_name().name(), "svg");
     let titles: Vec<String> = doc
         .descendants()
@@ -376,164 +409,6 @@ fn flamegraph_svg_parses_and_holds_the_frames() {
     assert!(has("all (15 samples"), "{titles:?}");
     let mut empty = Vec::new();
     assert!(oformat::flamegraph::svg(&[], "none", &mut empty).is_err());
-}
-
-/// One parsed OpenMetrics sample.
-#[derive(Debug, Clone, PartialEq)]
-struct Sample {
-    name: String,
-    labels: BTreeMap<String, String>,
-    value: f64,
-}
-
-fn valid_name(n: &str) -> bool {
-    let mut c = n.chars();
-    matches!(c.next(), Some(ch) if ch.is_ascii_alphabetic() || ch == '_' || ch == ':')
-        && c.all(|ch| ch.is_ascii_alphanumeric() || ch == '_' || ch == ':')
-}
-
-/// A strict parser of the OpenMetrics text format (the subset with TYPE, HELP, samples without
-/// timestamps or exemplars, `# EOF`): every sample must belong to the family declared before it,
-/// with the suffixes its type allows; histograms must be cumulative and end in `+Inf`, with a
-/// `_count` equal to it.
-fn parse_openmetrics(text: &str) -> Result<(BTreeMap<String, String>, Vec<Sample>), String> {
-    let body = text.strip_suffix("# EOF\n").ok_or("no # EOF at the end")?;
-    let mut types = BTreeMap::new();
-    let mut samples = Vec::new();
-    let mut family: Option<(String, String)> = None;
-    for line in body.lines() {
-        if let Some(rest) = line.strip_prefix("# ") {
-            let mut p = rest.splitn(3, ' ');
-            let (kw, name, arg) = (p.next(), p.next(), p.next());
-            let name = name.ok_or(format!("bad line {line:?}"))?;
-            if !valid_name(name) {
-                return Err(format!("bad family name {name:?}"));
-            }
-            match (kw, arg) {
-                (Some("TYPE"), Some(t @ ("counter" | "gauge" | "histogram"))) => {
-                    if types.insert(name.to_string(), t.to_string()).is_some() {
-                        return Err(format!("family {name} declared twice"));
-                    }
-                    family = Some((name.to_string(), t.to_string()));
-                }
-                (Some("HELP"), Some(_)) if family.as_ref().is_some_and(|f| f.0 == name) => {}
-                _ => return Err(format!("bad metadata line {line:?}")),
-            }
-            continue;
-        }
-        let (fam, ty) = family.clone().ok_or(format!("sample before TYPE: {line:?}"))?;
-        let name_end = line.find(['{', ' ']).ok_or(format!("bad sample {line:?}"))?;
-        let name = &line[..name_end];
-        let mut rest = &line[name_end..];
-        let mut labels = BTreeMap::new();
-        if let Some(r) = rest.strip_prefix('{') {
-            let mut chars = r.char_indices().peekable();
-            let end;
-            loop {
-                let start = chars.peek().map(|c| c.0).ok_or("unterminated labels")?;
-                let eq = r[start..].find('=').ok_or("label without =")? + start;
-                let key = &r[start..eq];
-                if !valid_name(key) || key.contains(':') {
-                    return Err(format!("bad label name {key:?}"));
-                }
-                while chars.peek().is_some_and(|c| c.0 <= eq) {
-                    chars.next();
-                }
-                if chars.next().map(|c| c.1) != Some('"') {
-                    return Err("label value not quoted".into());
-                }
-                let mut v = String::new();
-                loop {
-                    match chars.next().ok_or("unterminated label value")?.1 {
-                        '"' => break,
-                        '\\' => match chars.next().ok_or("bad escape")?.1 {
-                            '\\' => v.push('\\'),
-                            '"' => v.push('"'),
-                            'n' => v.push('\n'),
-                            c => return Err(format!("bad escape \\{c}")),
-                        },
-                        '\n' => return Err("raw newline in label".into()),
-                        c => v.push(c),
-                    }
-                }
-                if labels.insert(key.to_string(), v).is_some() {
-                    return Err(format!("label {key} twice"));
-                }
-                match chars.next().map(|c| c.1) {
-                    Some(',') => continue,
-                    Some('}') => {
-                        end = chars.peek().map(|c| c.0).or(Some(r.len()));
-                        break;
-                    }
-                    _ => return Err("labels not closed".into()),
-                }
-            }
-            rest = &r[end.unwrap_or(r.len())..];
-        }
-        let value = rest.strip_prefix(' ').ok_or(format!("no value: {line:?}"))?;
-        let value: f64 = match value {
-            "+Inf" => f64::INFINITY,
-            v => v.parse().map_err(|_| format!("bad value {v:?}"))?,
-        };
-        let allowed: &[&str] = match ty.as_str() {
-            "counter" => &["_total"],
-            "gauge" => &[""],
-            _ => &["_bucket", "_count", "_sum"],
-        };
-        let suffix = name
-            .strip_prefix(fam.as_str())
-            .filter(|s| allowed.contains(s))
-            .ok_or(format!("sample {name} not of family {fam} ({ty})"))?;
-        if suffix == "_bucket" && !labels.contains_key("le") {
-            return Err(format!("bucket without le: {line:?}"));
-        }
-        if ty == "counter" && value < 0.0 {
-            return Err(format!("negative counter {line:?}"));
-        }
-        samples.push(Sample {
-            name: name.to_string(),
-            labels,
-            value,
-        });
-    }
-    // histograms: cumulative buckets ending in +Inf, _count equal to it
-    let mut series: BTreeMap<(String, BTreeMap<String, String>), Vec<(f64, f64)>> = BTreeMap::new();
-    for s in samples.iter().filter(|s| s.name.ends_with("_bucket")) {
-        let mut l = s.labels.clone();
-        let le = l.remove("le").unwrap_or_default();
-        let le: f64 = if le == "+Inf" {
-            f64::INFINITY
-        } else {
-            le.parse().map_err(|_| format!("bad le {le:?}"))?
-        };
-        let fam = s.name.trim_end_matches("_bucket").to_string();
-        series.entry((fam, l)).or_default().push((le, s.value));
-    }
-    for ((fam, l), b) in &series {
-        if b.windows(2).any(|w| w[0].0 >= w[1].0 || w[0].1 > w[1].1) {
-            return Err(format!("{fam} {l:?}: buckets not cumulative"));
-        }
-        let last = b.last().ok_or("empty histogram")?;
-        if last.0 != f64::INFINITY {
-            return Err(format!("{fam} {l:?}: no +Inf bucket"));
-        }
-        let count = samples
-            .iter()
-            .find(|s| s.name == format!("{fam}_count") && &s.labels == l)
-            .ok_or(format!("{fam} {l:?}: no _count"))?;
-        if count.value != last.1 {
-            return Err(format!("{fam} {l:?}: _count differs from +Inf"));
-        }
-    }
-    Ok((types, samples))
-}
-
-fn sample<'a>(samples: &'a [Sample], name: &str, labels: &[(&str, &str)]) -> Option<&'a Sample> {
-    let want: BTreeMap<String, String> = labels
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    samples.iter().find(|s| s.name == name && s.labels == want)
 }
 
 #[test]
@@ -551,13 +426,37 @@ fn openmetrics_text_parses_with_types_labels_and_histograms() {
     );
     let a = aggdesc(2, 2, &[], (A::AggMax, 8, 0, 0));
     add(&mut d, "biggest", &a, &[aggrec(&a, &[], i64b(-4))]);
-    let a = aggdesc(3, 3, &[(A::DifExpr, 8, 0, 0)], (A::AggQuantize, 127 * 8, 0, 0));
-    add(&mut d, "lat", &a, &[aggrec(&a, &[i64b(3)], quantize_words(&[(60, 1), (63, 2), (66, 3)]))]);
+    let a = aggdesc(
+        3,
+        3,
+        &[(A::DifExpr, 8, 0, 0)],
+        (A::AggQuantize, 127 * 8, 0, 0),
+    );
+    add(
+        &mut d,
+        "lat",
+        &a,
+        &[aggrec(
+            &a,
+            &[i64b(3)],
+            quantize_words(&[(60, 1), (63, 2), (66, 3)]),
+        )],
+    );
     let arg = dtrace_dif::program::lquantize_arg(0, 5, 2);
     let a = aggdesc(4, 4, &[], (A::AggLquantize, 8 * 8, 0, arg));
-    add(&mut d, "lin", &a, &[aggrec(&a, &[], words(&[arg as i64, 1, 0, 2, 0, 0, 0, 3]))]);
+    add(
+        &mut d,
+        "lin",
+        &a,
+        &[aggrec(&a, &[], words(&[arg as i64, 1, 0, 2, 0, 0, 0, 3]))],
+    );
     let a = aggdesc(5, 5, &[stack_spec()], (A::AggSum, 8, 0, 0));
-    add(&mut d, "", &a, &[aggrec(&a, &[pcs(&[0x2000, 0x1000])], i64b(9))]);
+    add(
+        &mut d,
+        "",
+        &a,
+        &[aggrec(&a, &[pcs(&[0x2000, 0x1000])], i64b(9))],
+    );
     let text = oformat::metrics_text(&d).unwrap();
     let (types, samples) = parse_openmetrics(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
     let t = |n: &str| types.get(n).map(String::as_str);
@@ -566,25 +465,49 @@ fn openmetrics_text_parses_with_types_labels_and_histograms() {
     assert_eq!(t("dtrace_lat"), Some("histogram"));
     assert_eq!(t("dtrace_lin"), Some("histogram"));
     assert_eq!(t("dtrace"), Some("counter"));
-    let v = |n: &str, l: &[(&str, &str)]| sample(&samples, n, l).map(|s| s.value);
+    let v = |n: &str, l: &[(&str, &str)]| find(&samples, n, l).map(|s| s.value);
     assert_eq!(v("dtrace_syscalls_total", &[("key0", "read")]), Some(10.0));
-    assert_eq!(v("dtrace_syscalls_total", &[("key0", "a\"b\\c\nd")]), Some(2.0));
+    assert_eq!(
+        v("dtrace_syscalls_total", &[("key0", "a\"b\\c\nd")]),
+        Some(2.0)
+    );
     assert!(text.contains(r#"key0="a\"b\\c\nd""#), "{text}");
     assert_eq!(v("dtrace_biggest", &[]), Some(-4.0));
     // quantize: bucket 60 is -4 (holds -7..-4), 63 is 0, 66 is 4 (holds 4..7)
-    assert_eq!(v("dtrace_lat_bucket", &[("key0", "3"), ("le", "-8")]), Some(0.0));
-    assert_eq!(v("dtrace_lat_bucket", &[("key0", "3"), ("le", "-4")]), Some(1.0));
-    assert_eq!(v("dtrace_lat_bucket", &[("key0", "3"), ("le", "0")]), Some(3.0));
-    assert_eq!(v("dtrace_lat_bucket", &[("key0", "3"), ("le", "3")]), Some(3.0));
-    assert_eq!(v("dtrace_lat_bucket", &[("key0", "3"), ("le", "7")]), Some(6.0));
-    assert_eq!(v("dtrace_lat_bucket", &[("key0", "3"), ("le", "+Inf")]), Some(6.0));
+    assert_eq!(
+        v("dtrace_lat_bucket", &[("key0", "3"), ("le", "-8")]),
+        Some(0.0)
+    );
+    assert_eq!(
+        v("dtrace_lat_bucket", &[("key0", "3"), ("le", "-4")]),
+        Some(1.0)
+    );
+    assert_eq!(
+        v("dtrace_lat_bucket", &[("key0", "3"), ("le", "0")]),
+        Some(3.0)
+    );
+    assert_eq!(
+        v("dtrace_lat_bucket", &[("key0", "3"), ("le", "3")]),
+        Some(3.0)
+    );
+    assert_eq!(
+        v("dtrace_lat_bucket", &[("key0", "3"), ("le", "7")]),
+        Some(6.0)
+    );
+    assert_eq!(
+        v("dtrace_lat_bucket", &[("key0", "3"), ("le", "+Inf")]),
+        Some(6.0)
+    );
     assert_eq!(v("dtrace_lat_count", &[("key0", "3")]), Some(6.0));
     // lquantize(x, 0, 10, 2): < 0 holds ..-1, then 0..1, 2..3, ..., >= 10
     assert_eq!(v("dtrace_lin_bucket", &[("le", "-1")]), Some(1.0));
     assert_eq!(v("dtrace_lin_bucket", &[("le", "3")]), Some(3.0));
     assert_eq!(v("dtrace_lin_bucket", &[("le", "9")]), Some(3.0));
     assert_eq!(v("dtrace_lin_bucket", &[("le", "+Inf")]), Some(6.0));
-    assert_eq!(v("dtrace_total", &[("key0", "vmlinux`main;vmlinux`work")]), Some(9.0));
+    assert_eq!(
+        v("dtrace_total", &[("key0", "vmlinux`main;vmlinux`work")]),
+        Some(9.0)
+    );
 }
 
 #[test]
@@ -620,7 +543,10 @@ fn structured_callbacks_skip_nothing_the_text_prints() {
     };
     let mut out = Vec::new();
     assert_eq!(p.probe(&pd, &mut out), ConsumeAction::This);
-    assert_eq!(p.record(&pd, Some(&ed.recs[0]), &mut out), ConsumeAction::This);
+    assert_eq!(
+        p.record(&pd, Some(&ed.recs[0]), &mut out),
+        ConsumeAction::This
+    );
     out.extend_from_slice(b"                1");
     assert_eq!(p.record(&pd, None, &mut out), ConsumeAction::Next);
     let v: Value = serde_json::from_slice(&out).unwrap();
