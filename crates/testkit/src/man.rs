@@ -18,8 +18,7 @@ pub fn render(test: &str, path: &Path) -> Option<(String, String)> {
         .args(["--warnings", "-l"])
         .arg(path)
         .env("MANWIDTH", "80")
-        .env("MAN_KEEP_FORMATTING", "0")
-        .env("LC_ALL", "C.UTF-8")
+        .env("LC_ALL", "C")
         .output()
         .expect("run man");
     assert!(o.status.success(), "man -l {} failed", path.display());
@@ -29,12 +28,12 @@ pub fn render(test: &str, path: &Path) -> Option<(String, String)> {
     ))
 }
 
-/// Whether the rendered page documents the option `opt` (e.g. `-c` or `--mode`): some line starts
-/// with it, followed by the end of the line, a space, a comma or `|`.
+/// Whether the rendered page documents the option `opt` (e.g. `-c` or `--mode`): a line that starts
+/// with an option lists it among its first words (`-F, --follow-forks`, `-c seconds`, `-32`).
 pub fn documents(rendered: &str, opt: &str) -> bool {
-    rendered.lines().any(|l| {
-        l.trim_start()
-            .strip_prefix(opt)
-            .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', ',', '|', '=']))
-    })
+    rendered
+        .lines()
+        .map(str::trim_start)
+        .filter(|l| l.starts_with('-'))
+        .any(|l| l.split([' ', ',', '|', '=']).take(4).any(|w| w == opt))
 }
