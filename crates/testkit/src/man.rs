@@ -35,5 +35,5 @@ pub fn documents(rendered: &str, opt: &str) -> bool {
         .lines()
         .map(str::trim_start)
         .filter(|l| l.starts_with('-'))
-        .any(|l| l.split([' ', ',', '|', '=']).take(4).any(|w| w == opt))
+        .any(|l| l.split([' ', ',', '|', '=']).take(8).any(|w| w == opt))
 }
