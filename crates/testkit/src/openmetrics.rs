@@ -4,6 +4,9 @@
 
 use std::collections::BTreeMap;
 
+/// A sample's labels by name.
+pub type Labels = BTreeMap<String, String>;
+
 /// One parsed OpenMetrics sample.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Sample {
@@ -132,7 +135,7 @@ pub fn parse(text: &str) -> Result<(BTreeMap<String, String>, Vec<Sample>), Stri
         });
     }
     // histograms: cumulative buckets ending in +Inf, _count equal to it
-    let mut series: BTreeMap<(String, BTreeMap<String, String>), Vec<(f64, f64)>> = BTreeMap::new();
+    let mut series: BTreeMap<(String, Labels), Vec<(f64, f64)>> = BTreeMap::new();
     for s in samples.iter().filter(|s| s.name.ends_with("_bucket")) {
         let mut l = s.labels.clone();
         let le = l.remove("le").unwrap_or_default();

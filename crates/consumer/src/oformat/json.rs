@@ -44,6 +44,7 @@ pub struct JsonOutput {
 
 impl JsonOutput {
     /// The per-probe callback.
+    #[allow(clippy::ptr_arg)] // the callback type of `ProbeFn` takes the library's Vec
     pub fn probe(&mut self, _pd: &ProbeData<'_>, out: &mut Vec<u8>) -> ConsumeAction {
         self.items.clear();
         self.cur = None;
