@@ -46,7 +46,10 @@ fn entry_line(env: &FmtEnv<'_>, aggs: &Aggregations, e: &AggEntry) -> Result<Opt
     let action = desc.recs.last().map_or(ActionKind::AggCount, |r| r.action);
     let normal = aggs.normal(e.varid);
     let value = match buckets::buckets(action, &e.value)? {
-        Some(bs) => bs.iter().map(|b| b.count).sum::<i64>() / normal.max(1) as i64,
+        Some(bs) => bs
+            .iter()
+            .fold(0i64, |t, b| t.wrapping_add(b.count))
+            .wrapping_div(normal.max(1) as i64),
         None => scalar_value(action, &e.value, normal)?.unwrap_or(0),
     };
     if frames.is_empty() || value <= 0 {

@@ -128,7 +128,7 @@ pub fn render(
                 Some(bs) => {
                     let mut cum: i64 = 0;
                     for b in &bs {
-                        cum = cum.saturating_add(b.count / normal.max(1) as i64);
+                        cum = cum.saturating_add(b.count.wrapping_div(normal.max(1) as i64));
                         let le = b.upper.map_or("+Inf".to_string(), |u| u.to_string());
                         let _ = writeln!(
                             s,
