@@ -2,25 +2,17 @@
 //! the probes that need no kernel (BEGIN, END, ERROR, tick-N): JSON lines parsed, folded lines
 //! compared, the SVG parsed as XML, the metrics endpoint scraped while tracing runs and parsed by a
 //! strict OpenMetrics parser; a reader that goes away (closed pipe, dropped connection) stops nothing.
+//! One test draws kernel stacks sampled by `profile-997` (root and BPF; skipped otherwise).
+
+mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::process::{Command, Stdio};
 
+use common::dtrace;
 use dtrace_testkit::openmetrics;
 use serde_json::{json, Value};
-
-fn dtrace(args: &[&str]) -> (i32, String, String) {
-    let o = Command::new(env!("CARGO_BIN_EXE_dtrace"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        o.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
-}
 
 fn json_lines(stdout: &str) -> Vec<Value> {
     stdout
@@ -136,18 +128,12 @@ fn flamegraph_writes_an_svg_and_leaves_other_aggregations_to_print() {
     assert_eq!(rc, 0, "{err}");
     // the stack-keyed aggregation went into the graph; the other prints as usual
     assert_eq!(out, "\n                1\n");
-    let text = std::fs::read_to_string(&path).unwrap();
+    let titles = svg_titles(&path);
     let _ = std::fs::remove_file(&path);
-    let opts = roxmltree::ParsingOptions {
-        allow_dtd: true,
-        ..Default::default()
-    };
-    let doc = roxmltree::Document::parse_with_options(&text, opts).expect("well-formed SVG");
-    assert_eq!(doc.root_element().tag_name().name(), "svg");
-    assert!(doc
-        .descendants()
-        .filter(|n| n.tag_name().name() == "title")
-        .any(|n| n.text().is_some_and(|t| t.starts_with("BEGIN (1 samples"))));
+    assert!(
+        titles.iter().any(|t| t.starts_with("BEGIN (1 samples")),
+        "{titles:?}"
+    );
     // nothing to draw is an error, said plainly
     let (rc, _, err) = dtrace(&["-x", &opt, "-n", "BEGIN { @n = count(); exit(0); }"]);
     assert_eq!(rc, 1);
@@ -268,4 +254,48 @@ fn metrics_address_that_cannot_be_bound_is_an_error() {
     let (rc, _, err) = dtrace(&["-x", "metrics=nonsense", "-n", "BEGIN { exit(0); }"]);
     assert_eq!(rc, 1);
     assert!(err.contains("failed to serve metrics at nonsense"), "{err}");
+}
+
+fn svg_titles(path: &std::path::Path) -> Vec<String> {
+    let text = std::fs::read_to_string(path).unwrap();
+    let opts = roxmltree::ParsingOptions {
+        allow_dtd: true,
+        ..Default::default()
+    };
+    let doc = roxmltree::Document::parse_with_options(&text, opts).expect("well-formed SVG");
+    doc.descendants()
+        .filter(|n| n.tag_name().name() == "title")
+        .filter_map(|n| n.text().map(str::to_string))
+        .collect()
+}
+
+#[test]
+fn flamegraph_of_sampled_kernel_stacks_in_one_command() {
+    let test = "flamegraph_of_sampled_kernel_stacks_in_one_command";
+    if !common::kernel_ok(test) {
+        return;
+    }
+    let path = std::env::temp_dir().join(format!("dtrace-kflame-{}.svg", std::process::id()));
+    let opt = format!("flamegraph={}", path.display());
+    // dd spends its time in the kernel (read(2) of /dev/zero), so its samples have kernel stacks
+    let (rc, out, err) = dtrace(&[
+        "-x",
+        &opt,
+        "-n",
+        "profile-997 /pid == $target/ { @[stack()] = count(); }",
+        "-c",
+        "dd if=/dev/zero of=/dev/null bs=64k count=40000",
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(
+        !out.contains("vmlinux`"),
+        "drawn stacks are not printed again: {out}"
+    );
+    let titles = svg_titles(&path);
+    let _ = std::fs::remove_file(&path);
+    assert!(
+        titles.iter().any(|t| t.starts_with("vmlinux`")),
+        "{titles:?}"
+    );
+    assert!(titles.iter().any(|t| t.starts_with("all (")), "{titles:?}");
 }
