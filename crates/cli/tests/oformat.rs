@@ -35,7 +35,10 @@ fn json_lines_for_firings_printa_and_aggregations() {
     assert_eq!(v.len(), 3, "{out}");
     assert_eq!(v[0]["name"], "BEGIN");
     assert_eq!(v[0]["provider"], "dtrace");
-    assert_eq!(v[0]["output"], json!([{"value": 1}, {"message": "x-2"}]));
+    assert_eq!(
+        v[0]["output"],
+        json!([{"value": 1}, {"message": "x-2"}, {"value": "x"}, {"value": 2}])
+    );
     assert_eq!(v[1]["name"], "END");
     assert_eq!(
         v[1]["output"],

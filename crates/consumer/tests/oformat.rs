@@ -268,6 +268,7 @@ fn json_probe_firing_with_every_record_kind() {
             {"value": -5}, {"value": -3}, {"value": 65535},
             {"value": "a \"quoted\"\\"},
             {"message": "x=7 \"tab\there\"\n"},
+            {"value": 7}, {"value": "tab\there"},
             {"stack-frames": [
                 {"symbol": "vmlinux`leaf+0x10", "module": "vmlinux", "name": "leaf", "offset": "0x10"},
                 {"symbol": "vmlinux`odd;name+0x8", "module": "vmlinux", "name": "odd;name", "offset": "0x8"},

@@ -3,7 +3,8 @@
 //!
 //! - a firing: `{"timestamp", "cpu", "id", "provider", "module", "function", "name", "output": [...]}`
 //!   where each record of the clause is one object in `output`: `{"value": 42}` or `{"value":
-//!   "str"}` for `trace()`, `{"message": "text"}` for `printf()`, `{"stack-frames": [{"symbol",
+//!   "str"}` for `trace()`, `{"message": "text"}` for `printf()` followed by a `{"value": ..}` per
+//!   argument (as FreeBSD's, one placeholder value when there are none), `{"stack-frames": [{"symbol",
 //!   "module", "name", "offset"}, ...]}` (`ustack-frames`, `jstack-frames`) for stacks,
 //!   `{"sym": ..}` (`usym`, `mod`, `umod`, `uaddr`) for symbols, `{"print": text}`,
 //!   `{"tracemem": text}`, and the aggregations a `printa()` printed;
@@ -59,7 +60,7 @@ impl JsonOutput {
         rec: Option<&RecDesc>,
         out: &mut Vec<u8>,
     ) -> ConsumeAction {
-        self.finish_record(pd, out);
+        self.finish_record(pd, rec, out);
         match rec {
             None => {
                 let doc = probe_document(pd, std::mem::take(&mut self.items));
@@ -76,8 +77,10 @@ impl JsonOutput {
         }
     }
 
-    /// Turns the text the library printed for the current record into its objects.
-    fn finish_record(&mut self, pd: &ProbeData<'_>, out: &mut Vec<u8>) {
+    /// Turns the text the library printed for the current record into its objects; `next` is the
+    /// record the library hands over next (None: the firing's end), so the records in between are
+    /// the ones the current action used (a `printf()`'s arguments).
+    fn finish_record(&mut self, pd: &ProbeData<'_>, next: Option<&RecDesc>, out: &mut Vec<u8>) {
         let Some(r) = self.cur.take() else { return };
         // system(), freopen() and ftruncate() flush (and empty) the pending output.
         let mark = self.mark.min(out.len());
@@ -85,7 +88,30 @@ impl JsonOutput {
         out.truncate(mark);
         let bytes = recdata::slice(pd.data, r.offset as usize, r.size as usize).unwrap_or(&[]);
         self.items.extend(record_items(&r, bytes, &text));
+        if r.action == ActionKind::Printf {
+            // As FreeBSD's: each argument's value after the message, as trace() would record it.
+            // The printf record itself holds the first (a placeholder when there is none).
+            self.items.push(json!({ "value": data_value(bytes) }));
+            for a in used_records(&pd.edesc.recs, &r, next) {
+                if a.action == ActionKind::DifExpr {
+                    let b = recdata::slice(pd.data, a.offset as usize, a.size as usize);
+                    self.items
+                        .push(json!({ "value": data_value(b.unwrap_or(&[])) }));
+                }
+            }
+        }
     }
+}
+
+/// The records after `cur` and before `next` (or the end) in a firing's descriptions.
+fn used_records<'a>(recs: &'a [RecDesc], cur: &RecDesc, next: Option<&RecDesc>) -> &'a [RecDesc] {
+    let at = |x: &RecDesc| {
+        recs.iter()
+            .position(|r| r.offset == x.offset && r.action == x.action)
+    };
+    let Some(i) = at(cur) else { return &[] };
+    let j = next.and_then(at).unwrap_or(recs.len()).max(i + 1);
+    &recs[i + 1..j]
 }
 
 fn push_line(out: &mut Vec<u8>, doc: &Value) {
