@@ -553,3 +553,65 @@ fn structured_callbacks_skip_nothing_the_text_prints() {
     let v: Value = serde_json::from_slice(&out).unwrap();
     assert_eq!(v["output"], json!([{"value": 1}]));
 }
+
+/// The labels DTrace's text graph prints for a distribution, as JSON's bucket values (`< 10` is the
+/// underflow bucket of value 10, `>= 100` the bucket of value 100).
+fn text_labels(d: &Decoder) -> Vec<(i64, bool)> {
+    let mut out = Vec::new();
+    d.print_all_aggregations(&mut out).unwrap();
+    String::from_utf8(out)
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.split_once('|').map(|(label, _)| label.trim().to_string()))
+        .filter(|l| l != "value")
+        .map(|l| match l.strip_prefix("< ") {
+            Some(v) => (v.parse().unwrap(), true),
+            None => (l.trim_start_matches(">= ").parse().unwrap(), false),
+        })
+        .collect()
+}
+
+#[test]
+fn json_bucket_values_are_the_labels_of_the_text_graph() {
+    // every bucket counted once, so both print every row
+    for (factor, low, high, steps) in [
+        (10u64, 0u64, 1u64, 10u64),
+        (2, 0, 6, 2),
+        (10, 1, 3, 10),
+        (4, 2, 5, 16),
+    ] {
+        let arg = (factor << 48) | (low << 32) | (high << 16) | steps;
+        // as many buckets as DTrace gives these parameters: count the text rows of a full value
+        let mut n = 2;
+        let mut v = 1u64;
+        for _ in 0..low {
+            v *= factor;
+        }
+        for _ in low..=high {
+            let next = v * factor;
+            let step = if next > steps { next / steps } else { 1 };
+            n += ((next - v) / step) as usize;
+            v = next;
+        }
+        let mut words_v = vec![1i64; n + 1];
+        words_v[0] = arg as i64;
+        let value = words(&words_v);
+        let mut text = decoder("text");
+        let a = aggdesc(1, 1, &[], (A::AggLlquantize, value.len() as u32, 0, arg));
+        add(&mut text, "ll", &a, &[aggrec(&a, &[], value.clone())]);
+        let mut js = decoder("json");
+        add(&mut js, "ll", &a, &[aggrec(&a, &[], value)]);
+        let v: Value = serde_json::from_str(&all_lines(&js)[0]).unwrap();
+        let json_labels: Vec<(i64, bool)> = v["aggregation-data"][0]["buckets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| (b["value"].as_i64().unwrap(), b["underflow"] == true))
+            .collect();
+        assert_eq!(
+            json_labels,
+            text_labels(&text),
+            "llquantize({factor}, {low}, {high}, {steps})"
+        );
+    }
+}
