@@ -63,6 +63,26 @@ impl MetricsServer {
     }
 }
 
+/// What a request head (outside bytes, possibly garbage) asks for: the status, content type and
+/// body of the answer, and whether the body is sent (not for `HEAD`): the exposition `text` for
+/// `GET`/`HEAD /metrics` (any query ignored), 404 for other paths, 405 for other methods.
+fn route<'a>(head: &[u8], text: &'a str) -> (&'static str, &'static str, &'a str, bool) {
+    let line = String::from_utf8_lossy(head);
+    let mut parts = line.lines().next().unwrap_or("").split_whitespace();
+    let (method, target) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+    let path = target.split('?').next().unwrap_or("");
+    let (status, ctype, body) = match (method, path) {
+        ("GET" | "HEAD", "/metrics") => ("200 OK", CONTENT_TYPE, text),
+        ("GET" | "HEAD", _) => ("404 Not Found", "text/plain", "not found; try /metrics\n"),
+        _ => (
+            "405 Method Not Allowed",
+            "text/plain",
+            "only GET and HEAD\n",
+        ),
+    };
+    (status, ctype, body, method != "HEAD")
+}
+
 /// Reads one request head and answers it: the exposition for `GET`/`HEAD /metrics`, 404 for other
 /// paths, 405 for other methods.
 fn answer(mut s: TcpStream, text: &str) -> std::io::Result<()> {
@@ -77,27 +97,57 @@ fn answer(mut s: TcpStream, text: &str) -> std::io::Result<()> {
         }
         head.extend_from_slice(&buf[..n]);
     }
-    let line = String::from_utf8_lossy(&head);
-    let mut parts = line.lines().next().unwrap_or("").split_whitespace();
-    let (method, target) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
-    let path = target.split('?').next().unwrap_or("");
-    let (status, ctype, body) = match (method, path) {
-        ("GET" | "HEAD", "/metrics") => ("200 OK", CONTENT_TYPE, text),
-        ("GET" | "HEAD", _) => ("404 Not Found", "text/plain", "not found; try /metrics\n"),
-        _ => (
-            "405 Method Not Allowed",
-            "text/plain",
-            "only GET and HEAD\n",
-        ),
-    };
+    let (status, ctype, body, with_body) = route(&head, text);
     let mut resp = format!(
         "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
         body.len()
     )
     .into_bytes();
-    if method != "HEAD" {
+    if with_body {
         resp.extend_from_slice(body.as_bytes());
     }
     s.write_all(&resp)?;
     s.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::route;
+
+    #[test]
+    fn requests_are_routed() {
+        let r = route(b"GET /metrics?x=1 HTTP/1.1\r\nHost: h\r\n\r\n", "# EOF\n");
+        assert_eq!(r.0, "200 OK");
+        assert_eq!(r.2, "# EOF\n");
+        assert!(r.3);
+        assert!(!route(b"HEAD /metrics HTTP/1.0\r\n\r\n", "t").3);
+        assert_eq!(route(b"GET / HTTP/1.1\r\n\r\n", "t").0, "404 Not Found");
+        assert_eq!(
+            route(b"POST /metrics HTTP/1.1\r\n", "t").0,
+            "405 Method Not Allowed"
+        );
+        assert_eq!(route(b"", "t").0, "405 Method Not Allowed");
+    }
+
+    /// Garbage request heads (random and mutated) never panic.
+    #[test]
+    fn random_request_heads_never_panic() {
+        let mut r = dtrace_testkit::XorShift(0x5eed);
+        let seed = b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n".to_vec();
+        for i in 0..5000 {
+            let mut head = if i % 2 == 0 { seed.clone() } else { Vec::new() };
+            let n = (r.next() % 64) as usize;
+            for _ in 0..n {
+                let b = r.next() as u8;
+                match r.next() % 3 {
+                    0 if !head.is_empty() => {
+                        let at = (r.next() as usize) % head.len();
+                        head[at] = b;
+                    }
+                    _ => head.push(b),
+                }
+            }
+            let _ = route(&head, "# EOF\n");
+        }
+    }
 }
