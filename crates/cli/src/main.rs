@@ -5,6 +5,8 @@
 
 mod args;
 mod link;
+mod metrics;
+mod oformat;
 mod output;
 mod procs;
 mod signals;
@@ -14,11 +16,10 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use dtrace_consumer::consume::DefaultOutput;
 use dtrace_consumer::handle::{CompileFlags, Handle, ProbeSpec, WorkStatus};
 use dtrace_consumer::listing;
+use dtrace_consumer::oformat::OFormat;
 use dtrace_consumer::proginfo::stability_report;
-use dtrace_consumer::status::{DropReport, ErrorReport};
 
 /// Exit status for errors (`E_ERROR`).
 const E_ERROR: u8 = 1;
@@ -215,18 +216,28 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
     }
     h.decoder.effects = Box::new(out.clone());
     let quiet = cfg.quiet || h.decoder.options.is_set("quiet");
-    let err_handler = Box::new(|e: &ErrorReport| {
-        eprint!("dtrace: {}", e.msg);
-        true
-    });
+    let format = OFormat::of(&h.decoder.options);
+    let err_handler = oformat::error_handler(format, out.clone());
     // Faults reach the consumer through the library's ERROR program, as in DTrace.
     if let Err(e) = h.handle_err(err_handler) {
         return fatal(&format!("failed to establish error handler: {e}"));
     }
-    h.handle_drop(Box::new(|d: &DropReport| {
-        eprintln!("dtrace: {}", d.msg);
-        true
-    }));
+    h.handle_drop(oformat::drop_handler(format, out.clone()));
+    let metrics = match h.decoder.options.string("metrics") {
+        Some(addr) => match metrics::MetricsServer::start(addr) {
+            Ok(m) => {
+                if !quiet {
+                    eprintln!(
+                        "dtrace: serving metrics at http://{}/metrics",
+                        m.local_addr()
+                    );
+                }
+                Some(m)
+            }
+            Err(e) => return fatal(&format!("failed to serve metrics at {e}")),
+        },
+        None => None,
+    };
     h.plan(&progs.iter().collect::<Vec<_>>());
     let mut total = 0;
     for (cmd, prog) in cfg.cmds.iter().zip(&progs) {
@@ -277,14 +288,14 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
     }
     let quiet = cfg.quiet || h.decoder.options.is_set("quiet");
     let flowindent = cfg.flowindent || h.decoder.options.is_set("flowindent");
-    let mut printer = DefaultOutput {
-        quiet,
-        flowindent,
-        ..Default::default()
-    };
+    let mut printer = oformat::Printer::new(format, quiet, flowindent);
     let printer = std::cell::RefCell::new(&mut printer);
-    let mut w = out.clone();
-    let mut newline_done = false;
+    // A structured output's reader may go away without stopping the run.
+    let mut w: Box<dyn Write> = match format {
+        OFormat::Text => Box::new(out.clone()),
+        _ => Box::new(oformat::Outliving::new(out.clone())),
+    };
+    let mut newline_done = format != OFormat::Text;
     loop {
         if signals::interrupted() && !newline_done {
             // DTrace ends the interrupted line (the terminal's ^C), even when quiet.
@@ -313,6 +324,12 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
             Ok(WorkStatus::Okay) => {}
             Err(e) => return fatal(&format!("processing aborted: {e}")),
         }
+        if let Some(m) = &metrics {
+            match dtrace_consumer::oformat::metrics_text(&h.decoder) {
+                Ok(text) => m.publish(text),
+                Err(e) => return fatal(&format!("processing aborted: {e}")),
+            }
+        }
         if h.stopped() {
             continue;
         }
@@ -328,7 +345,14 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
             }
         }
     }
-    let _ = w.write_all(b"\n");
+    if let Some(path) = h.decoder.options.string("flamegraph").map(str::to_string) {
+        if let Err(e) = oformat::write_flamegraph(&mut h, &path) {
+            return fatal(&format!("failed to write flame graph {path}: {e}"));
+        }
+    }
+    if format == OFormat::Text {
+        let _ = w.write_all(b"\n");
+    }
     if let Err(e) = h.aggregate_print(&mut w) {
         return fatal(&format!("failed to print aggregations: {e}"));
     }

@@ -144,6 +144,8 @@ pub struct Decoder {
     pub printed: HashSet<u32>,
     /// Status passed to `exit()`, once seen.
     pub exit_status: Option<i32>,
+    /// Aggregation names by variable id (for the structured formats of [`crate::oformat`]).
+    pub agg_names: std::collections::BTreeMap<u32, String>,
     /// The time zone `%Y` and `%T` print in (the embedding program's local zone; UTC by default).
     pub zone: crate::timefmt::Zone,
     last_epid: u32,
@@ -205,6 +207,7 @@ impl Default for Decoder {
             error_epids: HashSet::new(),
             printed: HashSet::new(),
             exit_status: None,
+            agg_names: Default::default(),
             zone: crate::timefmt::Zone::Utc,
             last_epid: EPID_NONE,
             indent: 0,
@@ -375,6 +378,9 @@ impl Decoder {
 
     /// Prints every aggregation not yet printed by `printa()` (`dtrace_aggregate_print`).
     pub fn print_all_aggregations(&self, out: &mut Vec<u8>) -> Result<()> {
+        if crate::oformat::print_all(self, out)? {
+            return Ok(());
+        }
         self.print_aggregations_in(out, self.sort_order())
     }
 
@@ -824,6 +830,10 @@ impl Decoder {
             }
             varids.push(id);
             n += 1;
+        }
+        if crate::oformat::printa(self, &varids, out)? {
+            self.printed.extend(varids);
+            return Ok(n);
         }
         let env = self.agg_env();
         let (order, pos) = (self.sort_order(), self.sortpos());

@@ -224,17 +224,41 @@ pub fn consume_bytes(data: &[u8]) {
         data: b.0.to_vec(),
         drops: 1,
     };
-    let mut o = DefaultOutput::default();
-    let o = std::cell::RefCell::new(&mut o);
     let mut out = Vec::new();
-    let _ = d.consume_buffer(
-        &snap,
-        &mut out,
-        &mut |pd, out| o.borrow_mut().probe(pd, out),
-        &mut |pd, r, out| o.borrow_mut().record(pd, r, out),
-        &mut |_| true,
-        &mut |_| true,
-    );
+    // The structured formats (crate::oformat) read the same records and aggregations.
+    match b.u8() % 3 {
+        0 => {
+            let mut o = DefaultOutput::default();
+            let o = std::cell::RefCell::new(&mut o);
+            let _ = d.consume_buffer(
+                &snap,
+                &mut out,
+                &mut |pd, out| o.borrow_mut().probe(pd, out),
+                &mut |pd, r, out| o.borrow_mut().record(pd, r, out),
+                &mut |_| true,
+                &mut |_| true,
+            );
+        }
+        k => {
+            let _ = d.options.set(
+                "oformat",
+                Some(if k == 1 { "json" } else { "folded" }),
+                false,
+            );
+            let mut o = crate::oformat::json::JsonOutput::default();
+            let o = std::cell::RefCell::new(&mut o);
+            let _ = d.consume_buffer(
+                &snap,
+                &mut out,
+                &mut |pd, out| o.borrow_mut().probe(pd, out),
+                &mut |pd, r, out| o.borrow_mut().record(pd, r, out),
+                &mut |_| true,
+                &mut |_| true,
+            );
+            let _ = crate::oformat::metrics_text(&d);
+            let _ = crate::oformat::stack_lines(&d);
+        }
+    }
     let _ = d.print_all_aggregations(&mut out);
 }
 

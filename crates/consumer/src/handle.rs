@@ -377,6 +377,9 @@ impl Handle {
         for a in info.aggs {
             self.decoder.aggs.add_desc(a);
         }
+        for a in &prog.aggregations {
+            self.decoder.agg_names.insert(a.id, a.name.clone());
+        }
         Ok(ProgInfo {
             matches: info.matches,
         })

@@ -5,7 +5,8 @@
 //! ([`bytes`]), `print()` of typed data ([`typeprint`]), aggregation printing and `printa`
 //! ([`aggprint`]), the `agghist`/`aggpack` layouts ([`aggdisplay`]), distribution graphs
 //! ([`quantize`]), stacks and symbols ([`stack`], [`symbols`]), options ([`options`]), drop and error
-//! messages ([`status`]), programs' stability reports ([`proginfo`]).
+//! messages ([`status`]), programs' stability reports ([`proginfo`]), and the structured formats
+//! (JSON, folded stacks, flame graphs, OpenMetrics: [`oformat`]).
 //!
 //! It does not compile D (`dtrace-compiler`) nor run probes (`dtrace-framework`, `dtrace-linux`): those
 //! are reached through the [`handle::Compiler`] and [`handle::Tracer`] seams. It makes no OS calls of its
@@ -24,6 +25,7 @@ pub mod fuzz_entry;
 pub mod fwtracer;
 pub mod handle;
 pub mod listing;
+pub mod oformat;
 pub mod options;
 pub mod printf;
 pub mod proginfo;

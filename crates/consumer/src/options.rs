@@ -27,6 +27,10 @@ pub enum OptKind {
     BufResize,
     /// `encoding`: `ascii` or `utf8`, how graphs draw their bars.
     Encoding,
+    /// `oformat`: `text`, `json` or `folded` ([`crate::oformat`]).
+    OFormat,
+    /// A free-form string kept as given (`flamegraph=FILE`, `metrics=ADDR:PORT`).
+    Text,
 }
 
 /// `bufpolicy` values.
@@ -103,6 +107,10 @@ const TABLE: &[(&str, OptKind, bool)] = &[
     ("strsize", OptKind::Size, false),
     ("ustackframes", OptKind::Runtime, false),
     ("temporal", OptKind::Runtime, false),
+    // output formats (crate::oformat)
+    ("oformat", OptKind::OFormat, false),
+    ("flamegraph", OptKind::Text, false),
+    ("metrics", OptKind::Text, false),
     // dynamic runtime options
     ("agghist", OptKind::Runtime, true),
     ("aggpack", OptKind::Runtime, true),
@@ -256,6 +264,11 @@ impl Options {
             .map(|(_, k, d)| (*k, *d))
     }
 
+    /// Every option name, in the table's order (for documentation and its tests).
+    pub fn names() -> impl Iterator<Item = &'static str> {
+        TABLE.iter().map(|(n, _, _)| *n)
+    }
+
     /// Sets an option from its textual value (`None` for a bare `-x name`). `active` says whether
     /// tracing is running, which forbids changing non-dynamic options.
     pub fn set(&mut self, name: &str, value: Option<&str>, active: bool) -> Result<()> {
@@ -287,6 +300,15 @@ impl Options {
                 "manual" => 1,
                 v => return Err(bad(v)),
             },
+            OptKind::OFormat => crate::oformat::OFormat::parse(&need(value)?)? as i64,
+            OptKind::Text => {
+                let v = need(value)?;
+                if v.is_empty() {
+                    return Err(bad(""));
+                }
+                self.strings.insert(key, vec![v]);
+                0
+            }
             OptKind::Encoding => match need(value)?.as_str() {
                 "ascii" => ENCODING_ASCII,
                 "utf8" => ENCODING_UTF8,

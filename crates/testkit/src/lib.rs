@@ -4,9 +4,12 @@
 //! Debian tool) decides to skip. A test calls [`skip_unless`] with whether its need is met and why not;
 //! when `DTRACE_TEST_REQUIRE_KERNEL=1` is set (as `.ci/run` does) a skip is a failure instead.
 //! Besides, the tests' common tools: building C with gcc ([`compile_c`]) and the fuzz smokes'
-//! generator ([`XorShift`]). It is only ever a dev-dependency.
+//! generator ([`XorShift`]), a strict OpenMetrics parser ([`openmetrics`]) and
+//! manual-page rendering ([`man`]). It is only ever a dev-dependency.
 
 mod cc;
+pub mod man;
+pub mod openmetrics;
 
 pub use cc::{compile_c, link_c, CSource};
 
