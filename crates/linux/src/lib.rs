@@ -40,6 +40,7 @@ pub mod session;
 pub mod signals;
 pub mod symbols;
 pub mod tracefs;
+pub mod uprobe;
 pub mod vtime;
 
 pub use catalog::{Catalog, Probe, ProbeDesc};

@@ -141,7 +141,7 @@ fn speaks_for_current(attach: &AttachPoint) -> bool {
         AttachPoint::Tracepoint { identity, .. } | AttachPoint::RawTracepoint { identity, .. } => {
             *identity == Identity::Current
         }
-        AttachPoint::Profile { .. } => true,
+        AttachPoint::Profile { .. } | AttachPoint::Uprobe { .. } => true,
     }
 }
 
@@ -152,7 +152,7 @@ fn vtime_of_a_task(attach: &AttachPoint) -> bool {
         AttachPoint::Tracepoint { identity, .. } | AttachPoint::RawTracepoint { identity, .. } => {
             !matches!(identity, Identity::FromFields { .. })
         }
-        AttachPoint::Profile { .. } => true,
+        AttachPoint::Profile { .. } | AttachPoint::Uprobe { .. } => true,
     }
 }
 
@@ -361,6 +361,34 @@ impl Session {
                     }
                 };
                 attachments.push(attachment);
+                programs.push(prog);
+                (false, false)
+            }
+            AttachPoint::Uprobe {
+                path,
+                offset,
+                retprobe,
+                pid,
+                args,
+                ref_ctr_offset,
+            } => {
+                let shape = ProbeShape {
+                    ctx: CtxKind::Uprobe,
+                    args: args.clone(),
+                    conditions: Vec::new(),
+                    identity: Identity::Current,
+                    task: self.task,
+                };
+                let insns = gen_capture(&shape, spec, &layout, tag, &fds)?;
+                let prog = Program::load(ProgKind::Kprobe, &insns, &obj, &name)?;
+                let site = crate::uprobe::UprobeSite {
+                    path,
+                    offset: *offset,
+                    retprobe: *retprobe,
+                    pid: *pid,
+                    ref_ctr_offset: *ref_ctr_offset,
+                };
+                attachments.push(crate::uprobe::attach(&prog, &site, &name)?);
                 programs.push(prog);
                 (false, false)
             }

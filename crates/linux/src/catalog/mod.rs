@@ -4,6 +4,7 @@
 
 pub mod glob;
 pub mod io;
+pub mod pid;
 pub mod proc_sched;
 pub mod profile;
 pub mod sdt;
@@ -113,6 +114,21 @@ pub enum AttachPoint {
         conditions: Vec<Condition>,
         /// Whose identity the record carries.
         identity: Identity,
+    },
+    /// A uprobe (or uretprobe) in one process, through the uprobe PMU (`pid` and USDT probes).
+    Uprobe {
+        /// The object file.
+        path: String,
+        /// The file offset of the probed instruction.
+        offset: u64,
+        /// A return probe (uretprobe on the function at `offset`).
+        retprobe: bool,
+        /// The process the probe fires in.
+        pid: u32,
+        /// Where each argument comes from (`struct pt_regs` of the user registers).
+        args: Vec<ArgSource>,
+        /// File offset of the USDT semaphore the kernel raises while the probe is attached (0: none).
+        ref_ctr_offset: u64,
     },
     /// A cpu-clock perf event.
     Profile {
