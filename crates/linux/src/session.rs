@@ -366,30 +366,31 @@ impl Session {
             }
             AttachPoint::Uprobe {
                 path,
-                offset,
                 retprobe,
                 pid,
-                args,
-                ref_ctr_offset,
+                sites,
             } => {
-                let shape = ProbeShape {
-                    ctx: CtxKind::Uprobe,
-                    args: args.clone(),
-                    conditions: Vec::new(),
-                    identity: Identity::Current,
-                    task: self.task,
-                };
-                let insns = gen_capture(&shape, spec, &layout, tag, &fds)?;
-                let prog = Program::load(ProgKind::Kprobe, &insns, &obj, &name)?;
-                let site = crate::uprobe::UprobeSite {
-                    path,
-                    offset: *offset,
-                    retprobe: *retprobe,
-                    pid: *pid,
-                    ref_ctr_offset: *ref_ctr_offset,
-                };
-                attachments.push(crate::uprobe::attach(&prog, &site, &name)?);
-                programs.push(prog);
+                // One program per site: a USDT probe's sites read their arguments differently.
+                for at in sites {
+                    let shape = ProbeShape {
+                        ctx: CtxKind::Uprobe,
+                        args: at.args.clone(),
+                        conditions: Vec::new(),
+                        identity: Identity::Current,
+                        task: self.task,
+                    };
+                    let insns = gen_capture(&shape, spec, &layout, tag, &fds)?;
+                    let prog = Program::load(ProgKind::Kprobe, &insns, &obj, &name)?;
+                    let site = crate::uprobe::UprobeSite {
+                        path,
+                        offset: at.offset,
+                        retprobe: *retprobe,
+                        pid: *pid,
+                        ref_ctr_offset: at.ref_ctr_offset,
+                    };
+                    attachments.push(crate::uprobe::attach(&prog, &site, &name)?);
+                    programs.push(prog);
+                }
                 (false, false)
             }
             AttachPoint::Profile {

@@ -10,6 +10,7 @@ pub mod profile;
 pub mod sdt;
 pub mod syscall;
 pub mod syscall_nr;
+pub mod usdt;
 
 use crate::capture::{ArgSource, Condition, CopyRequest, Identity};
 use crate::error::{LinuxError, Result};
@@ -115,20 +116,17 @@ pub enum AttachPoint {
         /// Whose identity the record carries.
         identity: Identity,
     },
-    /// A uprobe (or uretprobe) in one process, through the uprobe PMU (`pid` and USDT probes).
+    /// Uprobes (or uretprobes) in one process, through the uprobe PMU (`pid` and USDT probes): one
+    /// per site (a USDT probe may have several).
     Uprobe {
         /// The object file.
         path: String,
-        /// The file offset of the probed instruction.
-        offset: u64,
-        /// A return probe (uretprobe on the function at `offset`).
+        /// Return probes (uretprobes on the function at each site).
         retprobe: bool,
         /// The process the probe fires in.
         pid: u32,
-        /// Where each argument comes from (`struct pt_regs` of the user registers).
-        args: Vec<ArgSource>,
-        /// File offset of the USDT semaphore the kernel raises while the probe is attached (0: none).
-        ref_ctr_offset: u64,
+        /// Where it is placed.
+        sites: Vec<UserSite>,
     },
     /// A cpu-clock perf event.
     Profile {
@@ -137,6 +135,17 @@ pub enum AttachPoint {
         /// Every CPU (`profile-N`) or one (`tick-N`).
         all_cpus: bool,
     },
+}
+
+/// One place of a user-space probe.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UserSite {
+    /// The file offset of the probed instruction.
+    pub offset: u64,
+    /// Where each argument comes from (`struct pt_regs` of the user registers).
+    pub args: Vec<ArgSource>,
+    /// File offset of the USDT semaphore the kernel raises while the probe is attached (0: none).
+    pub ref_ctr_offset: u64,
 }
 
 /// How a syscall probe fires from the raw syscall tracepoints.

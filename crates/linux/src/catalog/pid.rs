@@ -10,7 +10,7 @@
 //! the caller and cannot tell which of several returns ran: `-1` then).
 
 use super::glob;
-use super::{AttachPoint, Probe, ProbeDesc};
+use super::{AttachPoint, Probe, ProbeDesc, UserSite};
 use crate::capture::ArgSource;
 use crate::error::{LinuxError, Result};
 use crate::symbols::functions::{Function, FunctionTable};
@@ -63,6 +63,8 @@ pub struct MappedObject {
     pub main: bool,
     /// Its functions.
     pub table: Arc<FunctionTable>,
+    /// Its USDT probe sites (`.note.stapsdt`).
+    pub usdt: Vec<super::usdt::Site>,
 }
 
 /// The objects a process maps, read from `/proc/<pid>/maps` when the provider is first asked.
@@ -109,6 +111,8 @@ impl ProcessImage {
                 module: basename(path).to_string(),
                 main,
                 table: Arc::new(table),
+                // A malformed note section leaves the object without USDT probes.
+                usdt: super::usdt::read_sites(path).unwrap_or_default(),
             };
             if main {
                 objects.insert(0, obj);
@@ -177,6 +181,82 @@ impl ProcessImage {
         Ok(out)
     }
 
+    /// The USDT providers of the process's objects (`python`), each once.
+    pub fn usdt_providers(&self) -> Vec<&str> {
+        let mut v: Vec<&str> = Vec::new();
+        for s in self.objects.iter().flat_map(|o| &o.usdt) {
+            if !v.contains(&s.note.provider.as_str()) {
+                v.push(&s.note.provider);
+            }
+        }
+        v
+    }
+
+    /// The USDT probes of the notes of provider `kind` matching `pattern`, named for provider
+    /// `provider` (`kind` and the pid). Sites in the same function with the same name are one
+    /// probe, placed at each.
+    pub fn usdt_probes(&self, provider: &str, kind: &str, pattern: &ProbeDesc) -> Vec<Probe> {
+        let mut out: Vec<Probe> = Vec::new();
+        for obj in &self.objects {
+            if !Self::module_matches(&pattern.module, obj) {
+                continue;
+            }
+            for site in obj.usdt.iter().filter(|s| s.note.provider == kind) {
+                let function = obj
+                    .table
+                    .containing(site.vaddr)
+                    .map(|f| f.name.clone())
+                    .unwrap_or_default();
+                let name = site.probe_name();
+                if !glob::matches(&pattern.function, &function)
+                    || !glob::matches(&pattern.name, &name)
+                {
+                    continue;
+                }
+                let specs: Vec<&str> = site.note.args.split_whitespace().collect();
+                let args = specs
+                    .iter()
+                    .take(crate::capture::layout::NARGS)
+                    .map(|a| super::usdt::parse_arg(a).unwrap_or(ArgSource::Zero))
+                    .collect();
+                let types = specs
+                    .iter()
+                    .map(|a| {
+                        let t = super::usdt::arg_type(a);
+                        super::ProbeArg {
+                            native: t.clone(),
+                            dtype: t,
+                            copy: None,
+                        }
+                    })
+                    .collect();
+                let at = UserSite {
+                    offset: site.file_offset,
+                    args,
+                    ref_ctr_offset: site.semaphore_offset,
+                };
+                let desc = ProbeDesc::new(provider, &obj.module, &function, &name);
+                match out.iter_mut().find(|p| p.desc == desc) {
+                    Some(Probe {
+                        attach: AttachPoint::Uprobe { sites, .. },
+                        ..
+                    }) => sites.push(at),
+                    _ => out.push(Probe {
+                        desc,
+                        args: types,
+                        attach: AttachPoint::Uprobe {
+                            path: obj.table.path.clone(),
+                            retprobe: false,
+                            pid: self.pid,
+                            sites: vec![at],
+                        },
+                    }),
+                }
+            }
+        }
+        out
+    }
+
     fn probe(
         &self,
         desc: ProbeDesc,
@@ -215,11 +295,13 @@ impl ProcessImage {
             args: Vec::new(),
             attach: AttachPoint::Uprobe {
                 path: table.path.clone(),
-                offset,
                 retprobe,
                 pid: self.pid,
-                args,
-                ref_ctr_offset: 0,
+                sites: vec![UserSite {
+                    offset,
+                    args,
+                    ref_ctr_offset: 0,
+                }],
             },
         })
     }

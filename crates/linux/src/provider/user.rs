@@ -46,13 +46,12 @@ impl UserProbes {
         let Some((kind, pid)) = split_provider(provider) else {
             return Ok(Vec::new());
         };
-        if kind != "pid" {
-            return Err(LinuxError::NotYetSupported(format!(
-                "user-space provider {kind} (USDT)"
-            )));
-        }
         let image = self.image(pid)?;
-        let found = image.probes(provider, pattern)?;
+        let found = if kind == "pid" {
+            image.probes(provider, pattern)?
+        } else {
+            image.usdt_probes(provider, kind, pattern)
+        };
         for p in &found {
             self.probes.insert(p.desc.clone(), p.clone());
         }
@@ -60,9 +59,9 @@ impl UserProbes {
     }
 }
 
-/// Whether `provider` names a per-process provider (`pid123`).
+/// Whether `provider` names a per-process provider (`pid123`, `python123`).
 fn per_process(provider: &str) -> bool {
-    split_provider(provider).is_some_and(|(kind, _)| kind == "pid")
+    split_provider(provider).is_some()
 }
 
 impl LinuxTracing {

@@ -139,6 +139,14 @@ impl FunctionTable {
         self.funcs.get(name)
     }
 
+    /// The function whose bytes hold `vaddr` (the sized one of the lowest address when several do).
+    pub fn containing(&self, vaddr: u64) -> Option<&Function> {
+        self.funcs
+            .values()
+            .filter(|f| vaddr >= f.vaddr && vaddr - f.vaddr < f.size.max(1))
+            .min_by_key(|f| (f.vaddr, f.name.len()))
+    }
+
     /// Every function, by name.
     pub fn iter(&self) -> impl Iterator<Item = &Function> + '_ {
         self.funcs.values()
