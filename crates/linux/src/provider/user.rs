@@ -6,7 +6,7 @@
 
 use super::LinuxTracing;
 use crate::catalog::pid::{split_provider, ProcessImage};
-use crate::catalog::{Probe, ProbeDesc};
+use crate::catalog::{glob, Probe, ProbeDesc};
 use crate::error::{LinuxError, Result};
 use dtrace_dif::program::ProbeDesc as DifProbeDesc;
 use dtrace_framework::provider::{
@@ -23,6 +23,8 @@ pub(crate) struct UserProbes {
     probes: HashMap<ProbeDesc, Probe>,
     images: HashMap<u32, Arc<ProcessImage>>,
     registered: HashSet<String>,
+    /// USDT providers of each object file looked at by a provider glob.
+    file_providers: HashMap<String, Vec<String>>,
 }
 
 impl UserProbes {
@@ -39,6 +41,52 @@ impl UserProbes {
         let i = Arc::new(ProcessImage::read(pid)?);
         self.images.insert(pid, i.clone());
         Ok(i)
+    }
+
+    /// The USDT providers (`python1234`) of every process that match provider glob `pattern`,
+    /// found from the notes of the objects each process maps.
+    fn usdt_providers_matching(&mut self, pattern: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        let Ok(dir) = std::fs::read_dir("/proc") else {
+            return out;
+        };
+        let me = std::process::id();
+        for e in dir.flatten() {
+            let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+                continue;
+            };
+            if pid == me {
+                continue;
+            }
+            let Ok(maps) = crate::symbols::procmaps::read_maps(pid) else {
+                continue;
+            };
+            let mut seen: HashSet<&str> = HashSet::new();
+            for m in maps.iter().filter(|m| m.exec && m.path.starts_with('/')) {
+                if !seen.insert(&m.path) {
+                    continue;
+                }
+                let provs = self
+                    .file_providers
+                    .entry(m.path.clone())
+                    .or_insert_with(|| {
+                        let mut v: Vec<String> = Vec::new();
+                        for s in crate::catalog::usdt::read_sites(&m.path).unwrap_or_default() {
+                            if !v.contains(&s.note.provider) {
+                                v.push(s.note.provider);
+                            }
+                        }
+                        v
+                    });
+                for p in provs.iter() {
+                    let name = format!("{p}{pid}");
+                    if glob::matches(pattern, &name) && !out.contains(&name) {
+                        out.push(name);
+                    }
+                }
+            }
+        }
+        out
     }
 
     /// The probes of `provider` (a per-process provider's full name) matching `pattern`.
@@ -59,6 +107,12 @@ impl UserProbes {
     }
 }
 
+/// The part of a glob before its first special character.
+fn glob_prefix(pattern: &str) -> &str {
+    let end = pattern.find(['*', '?', '[', '\\']).unwrap_or(pattern.len());
+    &pattern[..end]
+}
+
 /// Whether `provider` names a per-process provider (`pid123`, `python123`).
 fn per_process(provider: &str) -> bool {
     split_provider(provider).is_some()
@@ -76,6 +130,19 @@ impl LinuxTracing {
     ) -> Result<Vec<DifProbeDesc>> {
         let mut out = Vec::with_capacity(descs.len());
         for d in descs {
+            if glob::has_meta(&d.provider) && !glob_prefix(&d.provider).is_empty() {
+                // `python*`: the USDT providers of every process whose objects have them.
+                let names = self.lock().user.usdt_providers_matching(&d.provider);
+                for name in names {
+                    if self.lock().user.registered.insert(name.clone()) {
+                        fw.register_provider(Box::new(UserProvider {
+                            name,
+                            shared: self.clone(),
+                        }))
+                        .map_err(|e| LinuxError::BadProbe(e.to_string()))?;
+                    }
+                }
+            }
             let mut d = d.clone();
             if per_process(&d.provider) {
                 let pattern = ProbeDesc::new(&d.provider, &d.module, &d.function, &d.name);
