@@ -12,6 +12,8 @@ use std::ffi::CString;
 use std::sync::OnceLock;
 
 const PMU: &str = "/sys/bus/event_source/devices/uprobe";
+/// The kernel's internal `ENOTSUPP` (not in libc).
+const ENOTSUPP: i32 = 524;
 /// `attr.flags` bit `disabled`.
 const FLAG_DISABLED: u64 = 1;
 
@@ -67,7 +69,16 @@ pub fn attach(prog: &Program, site: &UprobeSite<'_>, what: &str) -> Result<Attac
     attr[6] = 1; // wakeup_events
     attr[7] = path.as_ptr() as u64; // uprobe_path (config1)
     attr[8] = site.offset; // probe_offset (config2)
-    let fd = open_perf_event_for(&mut attr, pid, -1, what)?;
+    let fd = open_perf_event_for(&mut attr, pid, -1, what).map_err(|e| match e {
+        // ENOTSUPP: the kernel cannot single-step the instruction out of line.
+        LinuxError::Sys { source, .. } if source.raw_os_error() == Some(ENOTSUPP) => {
+            LinuxError::BadProbe(format!(
+                "{what}: the instruction at offset 0x{:x} of {} cannot be traced by uprobes",
+                site.offset, site.path
+            ))
+        }
+        e => e,
+    })?;
     drop(path);
     attach_perf(&fd, prog, what)?;
     Ok(Attachment::from_perf_fds(vec![fd]))

@@ -156,7 +156,8 @@ impl ProcessImage {
                 }
                 let desc = |name: &str| ProbeDesc::new(provider, &obj.module, &f.name, name);
                 for name in ["entry", "return"] {
-                    if glob::matches(&pattern.name, name) {
+                    // Both are placed on the function's first instruction.
+                    if glob::matches(&pattern.name, name) && probeable_at(&obj.table, f, 0) {
                         out.push(self.probe(desc(name), &obj.table, f, Site::of(name))?);
                     }
                 }
@@ -169,7 +170,11 @@ impl ProcessImage {
                         Site::Offset(off),
                     )?);
                 } else if all_offsets {
-                    for off in instruction_offsets(&obj.table.code(f)?) {
+                    let code = obj.table.code(f)?;
+                    for off in instruction_offsets(&code) {
+                        if !probeable(&code, off) {
+                            continue;
+                        }
                         let name = format!("{off:x}");
                         if glob::matches(&pattern.name, &name) {
                             out.push(self.probe(desc(&name), &obj.table, f, Site::Offset(off))?);
@@ -378,6 +383,29 @@ pub fn instruction_offsets(code: &[u8]) -> Vec<u64> {
     out
 }
 
+/// Whether the kernel's uprobes can be placed on the instruction at `off` of `code` (x86 uprobes
+/// refuse `lock`-prefixed instructions and VEX/EVEX/XOP-encoded ones; undecodable bytes are
+/// refused here too).
+pub fn probeable(code: &[u8], off: u64) -> bool {
+    let Some(rest) = usize::try_from(off).ok().and_then(|o| code.get(o..)) else {
+        return false;
+    };
+    let mut d = iced_x86::Decoder::with_ip(64, rest, off, iced_x86::DecoderOptions::NONE);
+    let insn = d.decode();
+    !insn.is_invalid()
+        && !insn.has_lock_prefix()
+        && insn.encoding() == iced_x86::EncodingKind::Legacy
+}
+
+/// [`probeable`] for function `f` of `table` (a function whose bytes cannot be read is taken as
+/// probeable: the kernel then decides).
+fn probeable_at(table: &FunctionTable, f: &Function, off: u64) -> bool {
+    match table.code(f) {
+        Ok(code) if !code.is_empty() => probeable(&code, off),
+        _ => true,
+    }
+}
+
 /// Offsets of the `ret` instructions of `code`.
 pub fn return_offsets(code: &[u8]) -> Vec<u64> {
     let mut d = iced_x86::Decoder::with_ip(64, code, 0, iced_x86::DecoderOptions::NONE);
@@ -402,9 +430,16 @@ fn check_boundary(table: &FunctionTable, f: &Function, off: u64) -> Result<()> {
             f.name, f.size
         )));
     }
-    if !instruction_offsets(&table.code(f)?).contains(&off) {
+    let code = table.code(f)?;
+    if !instruction_offsets(&code).contains(&off) {
         return Err(LinuxError::BadProbe(format!(
             "offset 0x{off:x} of function {} is not on an instruction boundary",
+            f.name
+        )));
+    }
+    if !probeable(&code, off) {
+        return Err(LinuxError::BadProbe(format!(
+            "the instruction at offset 0x{off:x} of function {} cannot be traced by uprobes",
             f.name
         )));
     }
@@ -445,5 +480,11 @@ mod tests {
         let code = [0x55, 0x48, 0x89, 0xe5, 0xb8, 1, 0, 0, 0, 0x5d, 0xc3];
         assert_eq!(instruction_offsets(&code), vec![0, 1, 4, 9, 10]);
         assert_eq!(return_offsets(&code), vec![10]);
+        assert!(probeable(&code, 0) && probeable(&code, 10) && !probeable(&code, 11));
+        // lock btsl $0x5,0x308(%rdi)
+        let locked = [0xf0, 0x0f, 0xba, 0xaf, 0x08, 0x03, 0x00, 0x00, 0x05];
+        assert!(!probeable(&locked, 0));
+        // vmovd %esi,%xmm0
+        assert!(!probeable(&[0xc5, 0xf9, 0x6e, 0xc6], 0));
     }
 }
