@@ -220,3 +220,42 @@ fn bad_descriptions_are_clear_errors() {
     assert_eq!(rc, 1);
     assert!(err.contains("is outside function work"), "{err}");
 }
+
+#[test]
+fn flow_indentation_follows_entry_and_return() {
+    let test = "flow_indentation_follows_entry_and_return";
+    if !ready(test) {
+        return;
+    }
+    let (_, exe) = builds(test).swap_remove(0);
+    let cmd = format!("{} 2", exe.display());
+    let (rc, out, err) = dtrace(&[
+        "-F",
+        "-n",
+        "pid$target:a.out:main:entry,pid$target:a.out:work:entry,pid$target:a.out:work:return {}",
+        "-c",
+        &cmd,
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    let flow: Vec<String> = out
+        .lines()
+        .filter(|l| l.contains("->") || l.contains("<-"))
+        .map(|l| {
+            l.split_once(|c: char| c.is_ascii_digit())
+                .map_or("", |x| x.1)
+                .trim_end()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(
+        flow,
+        [
+            "  -> main",
+            "    -> work",
+            "    <- work",
+            "    -> work",
+            "    <- work"
+        ],
+        "{out}"
+    );
+}
