@@ -154,3 +154,73 @@ fn python_gc_start_counts_match_bpftrace() {
     }
     assert_eq!(Some(ours), theirs);
 }
+
+/// Two phases, each after a line on stdin: the probes of the first are traced by a `dtrace -p`
+/// that exits at the phase's last probe; in the second the semaphore must be down again and the
+/// breakpoints gone (the program runs on untouched).
+const PHASES: &str = r#"
+#define _SDT_HAS_SEMAPHORES 1
+#include <sys/sdt.h>
+#include <stdio.h>
+unsigned short myapp_tick_semaphore __attribute__((section(".probes")));
+static long phase(int n) {
+    long enabled = 0;
+    for (int i = 0; i < n; i++)
+        if (__builtin_expect(myapp_tick_semaphore, 0)) {
+            enabled++;
+            DTRACE_PROBE1(myapp, tick, i);
+        }
+    return enabled;
+}
+int main(void) {
+    char line[16];
+    if (!fgets(line, sizeof line, stdin)) return 2;
+    long a = phase(5);
+    if (!fgets(line, sizeof line, stdin)) return 2;
+    long b = phase(5);
+    printf("%ld %ld\n", a, b);
+    return 0;
+}
+"#;
+
+#[test]
+fn semaphores_are_lowered_when_dtrace_exits() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+    let test = "semaphores_are_lowered_when_dtrace_exits";
+    if !ready(test) {
+        return;
+    }
+    let dir = common::test_dir(test);
+    let exe = common::compile_c(&dir, "phases", PHASES, &["-O2"]);
+    let mut child = Command::new(&exe)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id().to_string();
+    let mut dt = Command::new(env!("CARGO_BIN_EXE_dtrace"))
+        .args([
+            "-n",
+            "myapp$target:::tick /arg0 == 4/ { exit(0); }",
+            "-p",
+            &pid,
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(dt.stderr.take().unwrap());
+    let mut line = String::new();
+    let _ = err.read_line(&mut line);
+    assert!(line.contains("matched 1 probe"), "{line}");
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"one\n").unwrap();
+    stdin.flush().unwrap();
+    assert_eq!(dt.wait().unwrap().code(), Some(0));
+    stdin.write_all(b"two\n").unwrap();
+    drop(stdin);
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success());
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "5 0\n");
+}
