@@ -124,9 +124,6 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
     if let Some(code) = set_options(&mut h, &cfg) {
         return code;
     }
-    if cfg.list {
-        return list(pname, &mut h, &cfg);
-    }
     // Create and grab the processes before compiling, so `$target` is known (the first one's pid,
     // as in DTrace).
     let mut procs = procs::Procs::default();
@@ -149,6 +146,9 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
     // Their mappings now, while they are held: a command may exit before its events are read.
     for pid in &pids {
         h.decoder.symbols.note_process(u64::from(*pid));
+    }
+    if cfg.list {
+        return list(pname, &mut h, &cfg, &mut procs, pids.first().copied());
     }
     let flags = CompileFlags {
         zero_defs: cfg.zdefs,
@@ -238,6 +238,12 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
         },
         None => None,
     };
+    if progs.iter().any(uses_process_providers) {
+        // The libraries a command loads at start are mapped before its pid probes are matched.
+        if let Err(e) = procs.run_to_entry() {
+            return fatal(&e);
+        }
+    }
     h.plan(&progs.iter().collect::<Vec<_>>());
     let mut total = 0;
     for (cmd, prog) in cfg.cmds.iter().zip(&progs) {
@@ -384,7 +390,25 @@ fn report_name(cmd: &args::Cmd) -> &str {
 /// `-l`: the probes matching each description (all probes when none is given); with `-s` or a
 /// description carrying a predicate or actions, the probes each clause of the compiled program
 /// matches; with `-v`, each probe's stability attributes and argument types under its line.
-fn list(pname: &str, h: &mut Handle, cfg: &args::Config) -> ExitCode {
+/// Whether `prog` names a per-process provider (`pid123`, `python123`).
+fn uses_process_providers(prog: &dtrace_dif::program::Program) -> bool {
+    prog.ecbs
+        .iter()
+        .any(|e| dtrace_linux::catalog::pid::split_provider(&e.probe.provider).is_some())
+}
+
+fn list(
+    pname: &str,
+    h: &mut Handle,
+    cfg: &args::Config,
+    procs: &mut procs::Procs,
+    target: Option<u32>,
+) -> ExitCode {
+    if target.is_some() {
+        if let Err(e) = procs.run_to_entry() {
+            return fatal(&e);
+        }
+    }
     // -l implies -Z: a clause matching nothing is reported, not fatal.
     let flags = CompileFlags {
         zero_defs: true,
@@ -402,7 +426,11 @@ fn list(pname: &str, h: &mut Handle, cfg: &args::Config) -> ExitCode {
             continue;
         }
         if list_plain(c) {
-            descs.push(listing::str2desc(spec_of(c.kind), c.arg.trim()));
+            let arg = match target {
+                Some(pid) => c.arg.replace("$target", &pid.to_string()),
+                None => c.arg.clone(),
+            };
+            descs.push(listing::str2desc(spec_of(c.kind), arg.trim()));
             continue;
         }
         let r = if c.kind == 's' {

@@ -112,6 +112,19 @@ impl Procs {
         Ok(pid)
     }
 
+    /// Runs each created command on to its program's entry point (its start-up libraries then
+    /// mapped), still held.
+    pub fn run_to_entry(&mut self) -> Result<(), String> {
+        for (v, _) in &mut self.list {
+            if let Victim::Created(c) = v {
+                let pid = c.pid();
+                c.run_to_entry()
+                    .map_err(|e| format!("failed to run pid {pid} to its entry point: {e}"))?;
+            }
+        }
+        Ok(())
+    }
+
     /// Whether the run has processes (it then ends when the last of them has).
     pub fn is_empty(&self) -> bool {
         self.list.is_empty()

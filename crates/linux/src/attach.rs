@@ -46,12 +46,23 @@ pub(crate) fn open_perf_event(
     cpu: i32,
     what: &str,
 ) -> Result<OwnedFd> {
+    open_perf_event_for(attr, -1, cpu, what)
+}
+
+/// `perf_event_open(attr, pid, cpu)`, close-on-exec (`pid` -1: every process; `cpu` -1: every
+/// CPU). `attr` must carry its size in its first word.
+pub(crate) fn open_perf_event_for(
+    attr: &mut [u64; PERF_ATTR_WORDS],
+    pid: i32,
+    cpu: i32,
+    what: &str,
+) -> Result<OwnedFd> {
     // SAFETY: attr is a zero-filled perf_event_attr of the declared size.
     let fd = unsafe {
         libc::syscall(
             libc::SYS_perf_event_open,
             attr.as_mut_ptr(),
-            -1 as libc::pid_t,
+            pid as libc::pid_t,
             cpu,
             -1,
             PERF_FLAG_FD_CLOEXEC,
@@ -60,6 +71,7 @@ pub(crate) fn open_perf_event(
     if fd < 0 {
         let e = std::io::Error::last_os_error();
         return Err(match e.raw_os_error() {
+            Some(libc::ESRCH) => LinuxError::NoProcess(pid.max(0) as u32),
             Some(libc::ENOENT) | Some(libc::ENODEV) | Some(libc::EOPNOTSUPP) => {
                 LinuxError::Unavailable(format!("{what}: {e}"))
             }
@@ -94,7 +106,7 @@ fn ioctl(fd: &OwnedFd, req: u64, arg: libc::c_ulong, what: &str) -> Result<()> {
     Ok(())
 }
 
-fn attach_perf(fd: &OwnedFd, prog: &Program, what: &str) -> Result<()> {
+pub(crate) fn attach_perf(fd: &OwnedFd, prog: &Program, what: &str) -> Result<()> {
     ioctl(
         fd,
         PERF_EVENT_IOC_SET_BPF,
@@ -184,6 +196,14 @@ impl Attachment {
             perf_fds: Vec::new(),
             raw_fd: Some(fd),
         })
+    }
+
+    /// An attachment holding perf events already attached.
+    pub(crate) fn from_perf_fds(perf_fds: Vec<OwnedFd>) -> Attachment {
+        Attachment {
+            perf_fds,
+            raw_fd: None,
+        }
     }
 
     /// Number of kernel objects (perf events or links) held.

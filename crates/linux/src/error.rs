@@ -71,6 +71,12 @@ pub enum LinuxError {
     /// Process control failed.
     #[error("process control: {0}")]
     Process(String),
+    /// A user-space provider named a process that does not exist.
+    #[error("failed to grab pid {0}: No such process")]
+    NoProcess(u32),
+    /// A probe description names a user-space probe that cannot be placed.
+    #[error("{0}")]
+    BadProbe(String),
 }
 
 /// Result alias of the crate.

@@ -9,6 +9,11 @@
 //! ([`process`]), kernel feature detection ([`features`]) and reading the kernel on demand from the
 //! calling thread for the probes that fire in `dtrace` itself ([`live`]).
 //!
+//! User programs are traced on uprobes ([`uprobe`]): the `pid` provider's probes come from the ELF
+//! symbol tables of the objects a process maps ([`catalog::pid`]), USDT probes from their
+//! `.note.stapsdt` notes ([`catalog::usdt`]); [`provider::user`] registers one framework provider per
+//! process a program names (`pid123`, `python123`).
+//!
 //! Syscall probes fire from the `sys_enter`/`sys_exit` raw tracepoints through one generated dispatcher
 //! per direction that tail-calls the enabled probe's program by syscall number, so `syscall:::entry`
 //! attaches and detaches hundreds of probes in about a second; other tracepoints use perf events.
@@ -40,6 +45,7 @@ pub mod session;
 pub mod signals;
 pub mod symbols;
 pub mod tracefs;
+pub mod uprobe;
 pub mod vtime;
 
 pub use catalog::{Catalog, Probe, ProbeDesc};

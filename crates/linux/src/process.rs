@@ -247,6 +247,76 @@ impl HeldChild {
         Ok(())
     }
 
+    /// Runs a command held after its `exec` up to the entry point of its program (`AT_ENTRY`),
+    /// so the libraries the dynamic linker loads at start are mapped (the `pid` provider then
+    /// finds their functions), and holds it there. A breakpoint is written over the entry's
+    /// first byte through `/proc/<pid>/mem` and taken out again before this returns. Does nothing
+    /// for a command not held in its image.
+    pub fn run_to_entry(&mut self) -> Result<()> {
+        if !self.stopped {
+            return Ok(());
+        }
+        let pid = self.pid;
+        let entry = read_auxv_entry(pid as u32)
+            .ok_or_else(|| LinuxError::Process(format!("no entry point in /proc/{pid}/auxv")))?;
+        let mem = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(format!("/proc/{pid}/mem"))
+            .map_err(|e| LinuxError::from_io(format!("opening /proc/{pid}/mem"), e))?;
+        use std::os::unix::fs::FileExt;
+        let mut orig = [0u8; 1];
+        mem.read_exact_at(&mut orig, entry)
+            .and_then(|_| mem.write_all_at(&[0xcc], entry))
+            .map_err(|e| LinuxError::from_io(format!("placing a breakpoint in pid {pid}"), e))?;
+        let run = (|| -> Result<()> {
+            ptrace(libc::PTRACE_CONT, pid, 0)
+                .map_err(|e| LinuxError::from_io("resuming the held command", e))?;
+            let mut status = 0;
+            // SAFETY: waiting for our own traced child.
+            let w = loop {
+                let w = unsafe { libc::waitpid(pid, &mut status, 0) };
+                if w >= 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+                    break w;
+                }
+            };
+            if w < 0 {
+                return Err(LinuxError::last_os("waitpid"));
+            }
+            if !libc::WIFSTOPPED(status) {
+                self.stopped = false;
+                self.reaped = Some(exit_status(status));
+                return Err(LinuxError::Process(format!(
+                    "pid {pid} ended before reaching its entry point"
+                )));
+            }
+            if libc::WSTOPSIG(status) != libc::SIGTRAP {
+                return Err(LinuxError::Process(format!(
+                    "pid {pid} stopped by signal {} before reaching its entry point",
+                    libc::WSTOPSIG(status)
+                )));
+            }
+            // SAFETY: an all-zero user_regs_struct is valid; GETREGS/SETREGS read and write it.
+            let mut regs: libc::user_regs_struct = unsafe { std::mem::zeroed() };
+            let p = &mut regs as *mut libc::user_regs_struct as *mut libc::c_void;
+            // SAFETY: our stopped tracee; `p` points at a live user_regs_struct.
+            if unsafe { libc::ptrace(libc::PTRACE_GETREGS, pid, 0usize, p) } < 0 {
+                return Err(LinuxError::last_os("reading the held command's registers"));
+            }
+            regs.rip = entry;
+            // SAFETY: as above.
+            if unsafe { libc::ptrace(libc::PTRACE_SETREGS, pid, 0usize, p) } < 0 {
+                return Err(LinuxError::last_os("setting the held command's registers"));
+            }
+            Ok(())
+        })();
+        if self.stopped {
+            mem.write_all_at(&orig, entry)
+                .map_err(|e| LinuxError::from_io(format!("restoring pid {pid}"), e))?;
+        }
+        run
+    }
+
     /// Non-blocking: how the child ended, if it has.
     pub fn try_wait(&mut self) -> Result<Option<ExitStatus>> {
         self.waitpid(libc::WNOHANG)
@@ -371,6 +441,17 @@ fn grab_error(pid: u32, errno: i32) -> GrabError {
     } else {
         GrabError::Permission
     }
+}
+
+/// The entry point (`AT_ENTRY`) of `pid`'s program, from its auxiliary vector.
+fn read_auxv_entry(pid: u32) -> Option<u64> {
+    const AT_ENTRY: u64 = 9;
+    let auxv = std::fs::read(format!("/proc/{pid}/auxv")).ok()?;
+    auxv.chunks_exact(16).find_map(|c| {
+        let k = u64::from_le_bytes(c[..8].try_into().ok()?);
+        let v = u64::from_le_bytes(c[8..].try_into().ok()?);
+        (k == AT_ENTRY).then_some(v)
+    })
 }
 
 /// `ptrace(req, tid, 0, data)`.

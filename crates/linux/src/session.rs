@@ -68,6 +68,8 @@ struct ProbeInfo {
     /// Its clauses read `vtimestamp`, which its records carry exactly (computed at the probe, or
     /// the scheduler's total of a thread just switched in): kept non-decreasing per thread.
     exact_vtime: bool,
+    /// A uprobe (`pid`, USDT): faulted user copies are completed from the process at delivery.
+    user_probe: bool,
 }
 
 /// A set of enabled probes feeding one ring buffer.
@@ -141,7 +143,7 @@ fn speaks_for_current(attach: &AttachPoint) -> bool {
         AttachPoint::Tracepoint { identity, .. } | AttachPoint::RawTracepoint { identity, .. } => {
             *identity == Identity::Current
         }
-        AttachPoint::Profile { .. } => true,
+        AttachPoint::Profile { .. } | AttachPoint::Uprobe { .. } => true,
     }
 }
 
@@ -152,7 +154,7 @@ fn vtime_of_a_task(attach: &AttachPoint) -> bool {
         AttachPoint::Tracepoint { identity, .. } | AttachPoint::RawTracepoint { identity, .. } => {
             !matches!(identity, Identity::FromFields { .. })
         }
-        AttachPoint::Profile { .. } => true,
+        AttachPoint::Profile { .. } | AttachPoint::Uprobe { .. } => true,
     }
 }
 
@@ -364,6 +366,35 @@ impl Session {
                 programs.push(prog);
                 (false, false)
             }
+            AttachPoint::Uprobe {
+                path,
+                retprobe,
+                pid,
+                sites,
+            } => {
+                // One program per site: a USDT probe's sites read their arguments differently.
+                for at in sites {
+                    let shape = ProbeShape {
+                        ctx: CtxKind::Uprobe,
+                        args: at.args.clone(),
+                        conditions: Vec::new(),
+                        identity: Identity::Current,
+                        task: self.task,
+                    };
+                    let insns = gen_capture(&shape, spec, &layout, tag, &fds)?;
+                    let prog = Program::load(ProgKind::Kprobe, &insns, &obj, &name)?;
+                    let site = crate::uprobe::UprobeSite {
+                        path,
+                        offset: at.offset,
+                        retprobe: *retprobe,
+                        pid: *pid,
+                        ref_ctr_offset: at.ref_ctr_offset,
+                    };
+                    attachments.push(crate::uprobe::attach(&prog, &site, &name)?);
+                    programs.push(prog);
+                }
+                (false, false)
+            }
             AttachPoint::Profile {
                 period_ns,
                 all_cpus,
@@ -400,6 +431,7 @@ impl Session {
                 syscall_return,
                 identity_from_fields,
                 exact_vtime,
+                user_probe: matches!(probe.attach, AttachPoint::Uprobe { .. }),
             },
         );
         Ok(())
@@ -578,7 +610,14 @@ impl Session {
                 Record::Event(ev) if ev.retry_armed => {
                     self.held.insert((ev.tid, ev.ktime_ns), ev);
                 }
-                Record::Event(ev) => {
+                Record::Event(mut ev) => {
+                    // A user probe has no return-time re-read: its process (held at most
+                    // briefly) is read now.
+                    if self.info.get(&ev.tag).is_some_and(|i| i.user_probe)
+                        && ev.copies.iter().any(|c| c.data.is_err())
+                    {
+                        self.complete_from_process(&mut ev);
+                    }
                     f(self.finish(ev));
                     n += 1;
                 }
@@ -631,31 +670,36 @@ impl Session {
         let mut n = 0;
         for k in keys {
             if let Some(mut ev) = self.held.remove(&k) {
-                let sizes: Vec<usize> = self
-                    .info
-                    .get(&ev.tag)
-                    .map(|i| i.layout.copies.iter().map(|c| c.size).collect())
-                    .unwrap_or_default();
-                for (c, cap) in ev.copies.iter_mut().zip(sizes) {
-                    if c.data.is_err() && c.kind.is_user() {
-                        // A copy sized at the probe: no more than the probe would have taken.
-                        let cap = match c.requested {
-                            Some(r) if c.kind.is_string() => cap.saturating_sub(1).min(r as usize),
-                            Some(r) => cap.min(r as usize),
-                            None => cap,
-                        };
-                        if let Ok(bytes) = crate::process::read_memory(ev.pid, c.addr, c.kind, cap)
-                        {
-                            c.data = Ok(bytes);
-                            c.source = CopySource::ProcessMemory;
-                        }
-                    }
-                }
+                self.complete_from_process(&mut ev);
                 f(self.finish(ev));
                 n += 1;
             }
         }
         n
+    }
+
+    /// Completes the user copies of `ev` that faulted at the probe (memory not paged in) from the
+    /// process's memory, where it can still be read.
+    fn complete_from_process(&self, ev: &mut CapturedEvent) {
+        let sizes: Vec<usize> = self
+            .info
+            .get(&ev.tag)
+            .map(|i| i.layout.copies.iter().map(|c| c.size).collect())
+            .unwrap_or_default();
+        for (c, cap) in ev.copies.iter_mut().zip(sizes) {
+            if c.data.is_err() && c.kind.is_user() {
+                // A copy sized at the probe: no more than the probe would have taken.
+                let cap = match c.requested {
+                    Some(r) if c.kind.is_string() => cap.saturating_sub(1).min(r as usize),
+                    Some(r) => cap.min(r as usize),
+                    None => cap,
+                };
+                if let Ok(bytes) = crate::process::read_memory(ev.pid, c.addr, c.kind, cap) {
+                    c.data = Ok(bytes);
+                    c.source = CopySource::ProcessMemory;
+                }
+            }
+        }
     }
 
     fn finish(&mut self, mut ev: Box<CapturedEvent>) -> Box<CapturedEvent> {

@@ -336,3 +336,39 @@ fn perf_mapping_records_survive_mutations() {
         let _ = dtrace_linux::symbols::mmaptrack::parse_record(&m);
     }
 }
+
+#[test]
+fn stapsdt_notes_survive_mutations() {
+    // A real note as <sys/sdt.h> lays it out: header, owner, three addresses, provider, name, args.
+    let mut desc = Vec::new();
+    for v in [0x4287f3u64, 0x8cc5a0, 0xa8426e] {
+        desc.extend_from_slice(&v.to_le_bytes());
+    }
+    desc.extend_from_slice(b"python\0gc__start\0-4@%ebp 8@16(%rbp) 4@$5\0");
+    let mut seed = 8u32.to_le_bytes().to_vec();
+    seed.extend_from_slice(&(desc.len() as u32).to_le_bytes());
+    seed.extend_from_slice(&3u32.to_le_bytes());
+    seed.extend_from_slice(b"stapsdt\0");
+    seed.extend_from_slice(&desc);
+    seed.resize(seed.len().next_multiple_of(4), 0);
+    let seed = [seed.clone(), seed].concat();
+    assert_eq!(
+        dtrace_linux::catalog::usdt::parse_notes(&seed)
+            .unwrap()
+            .len(),
+        2
+    );
+    let mut rng = Rng(17);
+    for _ in 0..4000 {
+        let m = rng.mutate(&seed);
+        if let Ok(notes) = dtrace_linux::catalog::usdt::parse_notes(&m) {
+            for n in notes {
+                for a in n.args.split_whitespace() {
+                    let _ = dtrace_linux::catalog::usdt::parse_arg(a);
+                }
+            }
+        }
+        let _ =
+            dtrace_linux::catalog::usdt::parse_arg(&String::from_utf8_lossy(&m[m.len().min(70)..]));
+    }
+}

@@ -75,6 +75,23 @@ impl Tracer for KernelTracer {
         self.linux.plan_mirrors(programs);
     }
     fn exec(&mut self, prog: &Program, options: &Options) -> Result<ExecInfo> {
+        // Per-process providers (`pid123`) are registered for the processes the program names.
+        let descs: Vec<ProbeDesc> = prog.ecbs.iter().map(|e| e.probe.clone()).collect();
+        let descs = self
+            .linux
+            .prepare_user(self.inner.framework(), &descs)
+            .map_err(|e| ConsumerError::Backend(e.to_string()))?;
+        let rewritten;
+        let prog = if descs.iter().zip(&prog.ecbs).any(|(d, e)| *d != e.probe) {
+            let mut p = prog.clone();
+            for (e, d) in p.ecbs.iter_mut().zip(descs) {
+                e.probe = d;
+            }
+            rewritten = p;
+            &rewritten
+        } else {
+            prog
+        };
         self.linux.plan(prog);
         let ncpus = dtrace_linux::provider::framework_ncpus().unwrap_or(1);
         self.linux
@@ -158,6 +175,11 @@ impl Tracer for KernelTracer {
         self.inner.take_aggregation_drops()
     }
     fn list(&mut self, desc: &ProbeDesc) -> Result<Vec<ProbeInfo>> {
+        let descs = self
+            .linux
+            .prepare_user(self.inner.framework(), std::slice::from_ref(desc))
+            .map_err(|e| ConsumerError::Backend(e.to_string()))?;
+        let desc = descs.first().unwrap_or(desc);
         self.inner.list(desc)
     }
     fn probe_detail(&mut self, probe: &ProbeInfo) -> Result<ProbeDetail> {

@@ -26,6 +26,8 @@ pub enum CtxKind {
     TypedRawTracepoint,
     /// `struct bpf_perf_event_data` (pt_regs first).
     PerfEvent,
+    /// A uprobe's `struct pt_regs` of the user registers.
+    Uprobe,
 }
 
 /// How a probe's context is read.
@@ -428,6 +430,38 @@ fn emit_arg(a: &mut Asm, shape: &ProbeShape, src: ArgSource) -> Result<()> {
                 a.mov_imm(R0, 0);
             }
             a.bind(done);
+        }
+        ArgSource::Const(v) => {
+            a.mov_imm(R0, v);
+        }
+        ArgSource::UserReg {
+            offset,
+            size,
+            signed,
+        } => {
+            need_ctx(shape, CtxKind::Uprobe, "a user register")?;
+            load_field(a, R0, offset, size, signed)?;
+        }
+        ArgSource::UserMem {
+            reg,
+            disp,
+            size,
+            signed,
+        } => {
+            need_ctx(shape, CtxKind::Uprobe, "a user register")?;
+            a.store_imm(Size::DW, R10, SCRATCH, 0);
+            a.load(Size::DW, R3, R6, off16(reg as usize, "register")?)
+                .alu_imm(op::ADD, R3, disp);
+            a.mov(R1, R10)
+                .alu_imm(op::ADD, R1, SCRATCH as i32)
+                .mov_imm(R2, i32::from(size.clamp(1, 8)))
+                .call(helper::PROBE_READ_USER);
+            let sz = Size::for_bytes(size as usize)
+                .ok_or_else(|| LinuxError::Asm(format!("user value of {size} bytes")))?;
+            a.load(sz, R0, R10, SCRATCH);
+            if signed {
+                a.sign_extend(R0, size as usize);
+            }
         }
         ArgSource::SyscallArg(n) => {
             // Read from the copy of the argument registers made once by `emit_syscall_regs`.

@@ -284,6 +284,29 @@ pub enum ArgSource {
     },
     /// Not available on this kernel: always 0 (the catalogue documents it).
     Zero,
+    /// A constant (a return probe's offset, a USDT argument given as an immediate).
+    Const(i32),
+    /// A user register from the probe's `struct pt_regs` (uprobes), by its offset there.
+    UserReg {
+        /// Offset in `struct pt_regs`.
+        offset: u16,
+        /// Bytes of the register taken (1, 2, 4 or 8).
+        size: u8,
+        /// Sign-extend.
+        signed: bool,
+    },
+    /// User memory at a register plus a displacement (a USDT argument such as `8@16(%rbp)`), 0 when
+    /// the read faults.
+    UserMem {
+        /// The base register's offset in `struct pt_regs`.
+        reg: u16,
+        /// The displacement.
+        disp: i32,
+        /// Bytes read (1, 2, 4 or 8).
+        size: u8,
+        /// Sign-extend.
+        signed: bool,
+    },
 }
 
 /// A test on the tracepoint record made before anything is recorded.

@@ -4,11 +4,13 @@
 
 pub mod glob;
 pub mod io;
+pub mod pid;
 pub mod proc_sched;
 pub mod profile;
 pub mod sdt;
 pub mod syscall;
 pub mod syscall_nr;
+pub mod usdt;
 
 use crate::capture::{ArgSource, Condition, CopyRequest, Identity};
 use crate::error::{LinuxError, Result};
@@ -114,6 +116,18 @@ pub enum AttachPoint {
         /// Whose identity the record carries.
         identity: Identity,
     },
+    /// Uprobes (or uretprobes) in one process, through the uprobe PMU (`pid` and USDT probes): one
+    /// per site (a USDT probe may have several).
+    Uprobe {
+        /// The object file.
+        path: String,
+        /// Return probes (uretprobes on the function at each site).
+        retprobe: bool,
+        /// The process the probe fires in.
+        pid: u32,
+        /// Where it is placed.
+        sites: Vec<UserSite>,
+    },
     /// A cpu-clock perf event.
     Profile {
         /// Period in nanoseconds.
@@ -121,6 +135,17 @@ pub enum AttachPoint {
         /// Every CPU (`profile-N`) or one (`tick-N`).
         all_cpus: bool,
     },
+}
+
+/// One place of a user-space probe.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UserSite {
+    /// The file offset of the probed instruction.
+    pub offset: u64,
+    /// Where each argument comes from (`struct pt_regs` of the user registers).
+    pub args: Vec<ArgSource>,
+    /// File offset of the USDT semaphore the kernel raises while the probe is attached (0: none).
+    pub ref_ctr_offset: u64,
 }
 
 /// How a syscall probe fires from the raw syscall tracepoints.

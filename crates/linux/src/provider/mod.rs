@@ -13,6 +13,7 @@
 pub mod deliver;
 pub mod needs;
 pub mod profile;
+pub mod user;
 
 use crate::capture::spec::MAX_COPIES;
 use crate::capture::Identity;
@@ -67,6 +68,8 @@ pub(crate) struct Shared {
     pub(crate) live_since: Option<u64>,
     /// What all the consumer's programs do with thread-locals, for the mirror of each.
     pub(crate) mirror_ctx: needs::MirrorContext,
+    /// The probes of per-process providers (`pid<PID>`, USDT).
+    pub(crate) user: user::UserProbes,
 }
 
 impl Shared {
@@ -79,6 +82,7 @@ impl Shared {
         let probe = self
             .catalog
             .get(&desc)
+            .or_else(|| self.user.get(&desc).cloned())
             .ok_or_else(|| "no such probe in the kernel's catalogue".to_string())?;
         let matching: Vec<&ClauseNeeds> = self
             .clauses
@@ -265,6 +269,7 @@ impl LinuxTracing {
                 clock_offset: None,
                 live_since: None,
                 mirror_ctx: needs::MirrorContext::default(),
+                user: Default::default(),
             })),
             symbols: Arc::new(Mutex::new(Symbolizer::new())),
         }

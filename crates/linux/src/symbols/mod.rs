@@ -6,6 +6,7 @@
 
 pub mod elf;
 pub mod elfimage;
+pub mod functions;
 pub mod kallsyms;
 pub mod mmaptrack;
 pub mod procmaps;

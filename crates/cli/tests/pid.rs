@@ -1,0 +1,261 @@
+//! The `pid` provider end to end on uprobes: C programs built here (with and without frame
+//! pointers, PIE and not, static and dynamic) call a function a known number of times; `entry`,
+//! `return` and offset probes count exactly that many, `arg1` at `return` is the return value,
+//! globs select modules and functions, `-c` and `-p` name the process, and bad descriptions (a
+//! process that does not exist, a function that does not, an offset inside an instruction) are
+//! clear errors (root, BPF, uprobes; gcc).
+
+mod common;
+
+use common::dtrace;
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+/// Calls `work(i)` for i in 0..N (N the first argument) and `getppid()` as often, after reading a
+/// line from stdin when given a second argument (so `-p` can grab it first).
+const PROG: &str = r#"
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+int __attribute__((noinline)) work(int i) { return 3 * i + 1; }
+int __attribute__((noinline)) worker2(int i) { return i; }
+int main(int argc, char **argv) {
+    int n = argc > 1 ? atoi(argv[1]) : 10;
+    char line[16];
+    if (argc > 2 && !fgets(line, sizeof line, stdin))
+        return 2;
+    long s = 0;
+    for (int i = 0; i < n; i++) {
+        s += work(i);
+        s += worker2(i);
+        getppid();
+    }
+    printf("%ld\n", s);
+    return 0;
+}
+"#;
+
+const N: u64 = 37;
+
+fn ready(test: &str) -> bool {
+    common::kernel_ok(test)
+        && common::have_gcc(test)
+        && dtrace_testkit::skip_unless(dtrace_linux::uprobe::available(), test, "no uprobe PMU")
+}
+
+/// The program built with each set of flags the tests cover.
+fn builds(test: &str) -> Vec<(String, PathBuf)> {
+    let dir = common::test_dir(test);
+    let variants: [(&str, &[&str]); 4] = [
+        (
+            "pie-fp",
+            &["-O0", "-fno-omit-frame-pointer", "-pie", "-fPIE"],
+        ),
+        ("nopie-nofp", &["-O2", "-fomit-frame-pointer", "-no-pie"]),
+        ("static", &["-O1", "-static"]),
+        ("pie-O2", &["-O2"]),
+    ];
+    variants
+        .iter()
+        .map(|(name, flags)| (name.to_string(), common::compile_c(&dir, name, PROG, flags)))
+        .collect()
+}
+
+/// `key value` lines of a quiet run's `printa("%s %@d\n")` output.
+fn counts(out: &str) -> Vec<(String, u64)> {
+    out.lines()
+        .filter_map(|l| {
+            let (k, v) = l.trim().rsplit_once(' ')?;
+            Some((k.trim().to_string(), v.parse().ok()?))
+        })
+        .collect()
+}
+
+fn count_of(out: &str, key: &str) -> u64 {
+    counts(out)
+        .into_iter()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v)
+        .unwrap_or_else(|| panic!("no {key} in {out}"))
+}
+
+#[test]
+fn entry_return_and_offset_counts_are_exact_in_every_build() {
+    let test = "entry_return_and_offset_counts_are_exact_in_every_build";
+    if !ready(test) {
+        return;
+    }
+    let n = N.to_string();
+    for (name, exe) in builds(test) {
+        let cmd = format!("{} {n}", exe.display());
+        // The function's instructions, as listed: every one runs once per call (no branches).
+        let (rc, out, err) = dtrace(&["-l", "-n", "pid$target:a.out:work:", "-c", &cmd]);
+        assert_eq!(rc, 0, "{name}: {err}");
+        let offsets: Vec<&str> = out
+            .lines()
+            .skip(1)
+            .filter_map(|l| l.split_whitespace().nth(4))
+            .filter(|n| *n != "entry" && *n != "return")
+            .collect();
+        assert!(offsets.len() >= 2, "{name}: {out}");
+        assert!(
+            out.contains(" work entry") && out.contains(" work return"),
+            "{out}"
+        );
+        let last = offsets[offsets.len() - 1];
+        let script = format!(
+            "pid$target:a.out:work:entry {{ @c[\"entry\"] = count(); }}
+             pid$target:a.out:work:return {{ @c[\"return\"] = count(); @s[\"sum\"] = sum(arg1); }}
+             pid$target:a.out:work:{last} {{ @c[\"offset\"] = count(); }}
+             END {{ printa(\"%s %@d\\n\", @c); printa(\"%s %@d\\n\", @s); }}"
+        );
+        let (rc, out, err) = dtrace(&["-qn", &script, "-c", &cmd]);
+        assert_eq!(rc, 0, "{name}: {err}");
+        assert_eq!(count_of(&out, "entry"), N, "{name}: {out}");
+        assert_eq!(count_of(&out, "return"), N, "{name}: {out}");
+        assert_eq!(count_of(&out, "offset"), N, "{name}: {out}");
+        // sum of 3i+1 for i < N
+        assert_eq!(
+            count_of(&out, "sum"),
+            3 * N * (N - 1) / 2 + N,
+            "{name}: {out}"
+        );
+    }
+}
+
+#[test]
+fn globs_select_functions_and_libraries() {
+    let test = "globs_select_functions_and_libraries";
+    if !ready(test) {
+        return;
+    }
+    let (_, exe) = builds(test).swap_remove(0);
+    let cmd = format!("{} {N}", exe.display());
+    let (rc, out, err) = dtrace(&[
+        "-qn",
+        "pid$target:a.out:wor*:entry { @[probefunc] = count(); }
+         pid$target:libc.so.6:getpp*:entry { @[probemod] = count(); }
+         END { printa(\"%s %@d\\n\", @); }",
+        "-c",
+        &cmd,
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    assert_eq!(count_of(&out, "work"), N, "{out}");
+    assert_eq!(count_of(&out, "worker2"), N, "{out}");
+    assert_eq!(count_of(&out, "libc.so.6"), N, "{out}");
+    assert!(!out.contains("main"), "{out}");
+}
+
+#[test]
+fn a_grabbed_process_is_traced_with_p() {
+    let test = "a_grabbed_process_is_traced_with_p";
+    if !ready(test) {
+        return;
+    }
+    let (_, exe) = builds(test).swap_remove(1);
+    let mut child = Command::new(&exe)
+        .args([N.to_string().as_str(), "wait"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id().to_string();
+    let mut dt = Command::new(env!("CARGO_BIN_EXE_dtrace"))
+        .args([
+            "-n",
+            "pid$target:a.out:work:return { @ = sum(arg1); } END { printa(\"sum %@d\\n\", @); }",
+            "-p",
+            &pid,
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Probes are in place once dtrace reports the match (not quiet, so it does), then the
+    // process may go on.
+    let mut err = BufReader::new(dt.stderr.take().unwrap());
+    let mut line = String::new();
+    let _ = err.read_line(&mut line);
+    child.stdin.take().unwrap().write_all(b"go\n").unwrap();
+    assert!(child.wait().unwrap().success());
+    let o = dt.wait_with_output().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{line}");
+    // Not quiet: the END line precedes the printed sum on the same line.
+    let sum: u64 = out
+        .split_whitespace()
+        .skip_while(|w| *w != "sum")
+        .nth(1)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("{out}"));
+    assert_eq!(sum, 3 * N * (N - 1) / 2 + N, "{out}");
+}
+
+#[test]
+fn bad_descriptions_are_clear_errors() {
+    let test = "bad_descriptions_are_clear_errors";
+    if !ready(test) {
+        return;
+    }
+    let (_, exe) = builds(test).swap_remove(1);
+    let exe = exe.to_str().unwrap();
+    let (rc, _, err) = dtrace(&["-n", "pid999999999:a.out:work:entry {}"]);
+    assert_eq!(rc, 1);
+    assert!(
+        err.contains("failed to grab pid 999999999: No such process"),
+        "{err}"
+    );
+    let (rc, _, err) = dtrace(&["-n", "pid$target:a.out:nosuch:entry {}", "-c", exe]);
+    assert_eq!(rc, 1);
+    assert!(err.contains("does not match any probes"), "{err}");
+    // `work` starts with a multi-byte instruction at -O2 (lea), so offset 1 is inside it.
+    let (rc, _, err) = dtrace(&["-n", "pid$target:a.out:work:1 {}", "-c", exe]);
+    assert_eq!(rc, 1);
+    assert!(
+        err.contains("offset 0x1 of function work is not on an instruction boundary"),
+        "{err}"
+    );
+    let (rc, _, err) = dtrace(&["-n", "pid$target:a.out:work:fff {}", "-c", exe]);
+    assert_eq!(rc, 1);
+    assert!(err.contains("is outside function work"), "{err}");
+}
+
+#[test]
+fn flow_indentation_follows_entry_and_return() {
+    let test = "flow_indentation_follows_entry_and_return";
+    if !ready(test) {
+        return;
+    }
+    let (_, exe) = builds(test).swap_remove(0);
+    let cmd = format!("{} 2", exe.display());
+    let (rc, out, err) = dtrace(&[
+        "-F",
+        "-n",
+        "pid$target:a.out:main:entry,pid$target:a.out:work:entry,pid$target:a.out:work:return {}",
+        "-c",
+        &cmd,
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    let flow: Vec<String> = out
+        .lines()
+        .filter(|l| l.contains("->") || l.contains("<-"))
+        .map(|l| {
+            l.split_once(|c: char| c.is_ascii_digit())
+                .map_or("", |x| x.1)
+                .trim_end()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(
+        flow,
+        [
+            "  -> main",
+            "    -> work",
+            "    <- work",
+            "    -> work",
+            "    <- work"
+        ],
+        "{out}"
+    );
+}

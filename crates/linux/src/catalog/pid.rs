@@ -1,0 +1,490 @@
+//! The `pid` provider's probes of one process: `pid<PID>:<module>:<function>:entry`, `:return` and
+//! `:<hex offset>` for every function of every ELF object the process maps, placed as uprobes.
+//!
+//! Modules are the objects' file names (`libc.so.6`); `a.out` names the main executable. Function
+//! names come from the objects' symbol tables ([`FunctionTable`]). An offset probe must fall on an
+//! instruction boundary, checked by decoding the function with `iced-x86`. At `entry` and offset
+//! probes `arg0..arg7` are the integer argument registers of the x86-64 calling convention and the
+//! stack slots after them; at `return` (a uretprobe) `arg1` is the return value (`%rax`) and `arg0`
+//! the offset of the function's return instruction when it has a single one (a uretprobe fires in
+//! the caller and cannot tell which of several returns ran: `-1` then).
+
+use super::glob;
+use super::{AttachPoint, Probe, ProbeDesc, UserSite};
+use crate::capture::ArgSource;
+use crate::error::{LinuxError, Result};
+use crate::symbols::functions::{Function, FunctionTable};
+use std::sync::Arc;
+
+/// x86-64 `struct pt_regs` offsets.
+pub mod regs {
+    /// `%rbp`.
+    pub const RBP: u16 = 4 * 8;
+    /// `%rbx`.
+    pub const RBX: u16 = 5 * 8;
+    /// `%r11`.
+    pub const R11: u16 = 6 * 8;
+    /// `%r10`.
+    pub const R10: u16 = 7 * 8;
+    /// `%r9`.
+    pub const R9: u16 = 8 * 8;
+    /// `%r8`.
+    pub const R8: u16 = 9 * 8;
+    /// `%rax`.
+    pub const RAX: u16 = 10 * 8;
+    /// `%rcx`.
+    pub const RCX: u16 = 11 * 8;
+    /// `%rdx`.
+    pub const RDX: u16 = 12 * 8;
+    /// `%rsi`.
+    pub const RSI: u16 = 13 * 8;
+    /// `%rdi`.
+    pub const RDI: u16 = 14 * 8;
+    /// `%rip`.
+    pub const RIP: u16 = 16 * 8;
+    /// `%rsp`.
+    pub const RSP: u16 = 19 * 8;
+    /// `%r12` .. `%r15`.
+    pub const R12: u16 = 3 * 8;
+    /// `%r13`.
+    pub const R13: u16 = 2 * 8;
+    /// `%r14`.
+    pub const R14: u16 = 8;
+    /// `%r15`.
+    pub const R15: u16 = 0;
+}
+
+/// One mapped object of a process.
+#[derive(Clone, Debug)]
+pub struct MappedObject {
+    /// The module name probes carry (the file name).
+    pub module: String,
+    /// Whether it is the main executable (`a.out`).
+    pub main: bool,
+    /// Its functions.
+    pub table: Arc<FunctionTable>,
+    /// Its USDT probe sites (`.note.stapsdt`).
+    pub usdt: Vec<super::usdt::Site>,
+}
+
+/// The objects a process maps, read from `/proc/<pid>/maps` when the provider is first asked.
+#[derive(Clone, Debug)]
+pub struct ProcessImage {
+    /// The process.
+    pub pid: u32,
+    /// Its objects, the main executable first.
+    pub objects: Vec<MappedObject>,
+}
+
+/// The file name of a path.
+fn basename(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+impl ProcessImage {
+    /// Reads the mapped ELF objects of `pid`. A process that does not exist is an error; an
+    /// object that cannot be read is left out.
+    pub fn read(pid: u32) -> Result<ProcessImage> {
+        let maps = crate::symbols::procmaps::read_maps(pid).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                LinuxError::NoProcess(pid)
+            } else {
+                LinuxError::from_io(format!("reading the mappings of pid {pid}"), e)
+            }
+        })?;
+        let exe = std::fs::read_link(format!("/proc/{pid}/exe"))
+            .ok()
+            .and_then(|p| p.to_str().map(str::to_string));
+        let mut paths: Vec<&str> = Vec::new();
+        for m in maps.iter().filter(|m| m.exec && m.path.starts_with('/')) {
+            if !paths.contains(&m.path.as_str()) {
+                paths.push(&m.path);
+            }
+        }
+        let mut objects = Vec::new();
+        for path in paths {
+            let Ok(table) = FunctionTable::load(path) else {
+                continue;
+            };
+            let main = exe.as_deref() == Some(path);
+            let obj = MappedObject {
+                module: basename(path).to_string(),
+                main,
+                table: Arc::new(table),
+                // A malformed note section leaves the object without USDT probes.
+                usdt: super::usdt::read_sites(path).unwrap_or_default(),
+            };
+            if main {
+                objects.insert(0, obj);
+            } else {
+                objects.push(obj);
+            }
+        }
+        Ok(ProcessImage { pid, objects })
+    }
+
+    /// The name the main executable's probes carry, for rewriting `a.out` in descriptions.
+    pub fn main_module(&self) -> Option<&str> {
+        self.objects
+            .iter()
+            .find(|o| o.main)
+            .map(|o| o.module.as_str())
+    }
+
+    /// Whether module pattern `pattern` selects `obj` (`a.out` selects the main executable).
+    fn module_matches(pattern: &str, obj: &MappedObject) -> bool {
+        glob::matches(pattern, &obj.module) || (obj.main && glob::matches(pattern, "a.out"))
+    }
+
+    /// The `pid` probes of provider `provider` matching `pattern`. Offset probes are offered when
+    /// the name asks for an offset, or when the function is named exactly and the name is a glob
+    /// (`pid$target:a.out:main:` is entry, return and every instruction). A named offset that is
+    /// not an instruction boundary is an error.
+    pub fn probes(&self, provider: &str, pattern: &ProbeDesc) -> Result<Vec<Probe>> {
+        let mut out = Vec::new();
+        let exact_offset = parse_offset(&pattern.name);
+        let all_offsets = !pattern.function.is_empty()
+            && !glob::has_meta(&pattern.function)
+            && (pattern.name.is_empty() || glob::has_meta(&pattern.name));
+        for obj in &self.objects {
+            if !Self::module_matches(&pattern.module, obj) {
+                continue;
+            }
+            for f in obj.table.iter() {
+                if !glob::matches(&pattern.function, &f.name) {
+                    continue;
+                }
+                let desc = |name: &str| ProbeDesc::new(provider, &obj.module, &f.name, name);
+                for name in ["entry", "return"] {
+                    // Both are placed on the function's first instruction.
+                    if glob::matches(&pattern.name, name) && probeable_at(&obj.table, f, 0) {
+                        out.push(self.probe(desc(name), &obj.table, f, Site::of(name))?);
+                    }
+                }
+                if let Some(off) = exact_offset {
+                    check_boundary(&obj.table, f, off)?;
+                    out.push(self.probe(
+                        desc(&format!("{off:x}")),
+                        &obj.table,
+                        f,
+                        Site::Offset(off),
+                    )?);
+                } else if all_offsets {
+                    let code = obj.table.code(f)?;
+                    for off in instruction_offsets(&code) {
+                        if !probeable(&code, off) {
+                            continue;
+                        }
+                        let name = format!("{off:x}");
+                        if glob::matches(&pattern.name, &name) {
+                            out.push(self.probe(desc(&name), &obj.table, f, Site::Offset(off))?);
+                        }
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The USDT providers of the process's objects (`python`), each once.
+    pub fn usdt_providers(&self) -> Vec<&str> {
+        let mut v: Vec<&str> = Vec::new();
+        for s in self.objects.iter().flat_map(|o| &o.usdt) {
+            if !v.contains(&s.note.provider.as_str()) {
+                v.push(&s.note.provider);
+            }
+        }
+        v
+    }
+
+    /// The USDT probes of the notes of provider `kind` matching `pattern`, named for provider
+    /// `provider` (`kind` and the pid). Sites in the same function with the same name are one
+    /// probe, placed at each.
+    pub fn usdt_probes(&self, provider: &str, kind: &str, pattern: &ProbeDesc) -> Vec<Probe> {
+        let mut out: Vec<Probe> = Vec::new();
+        for obj in &self.objects {
+            if !Self::module_matches(&pattern.module, obj) {
+                continue;
+            }
+            for site in obj.usdt.iter().filter(|s| s.note.provider == kind) {
+                let function = obj
+                    .table
+                    .containing(site.vaddr)
+                    .map(|f| f.name.clone())
+                    .unwrap_or_default();
+                let name = site.probe_name();
+                if !glob::matches(&pattern.function, &function)
+                    || !glob::matches(&pattern.name, &name)
+                {
+                    continue;
+                }
+                let specs: Vec<&str> = site.note.args.split_whitespace().collect();
+                let args = specs
+                    .iter()
+                    .take(crate::capture::layout::NARGS)
+                    .map(|a| super::usdt::parse_arg(a).unwrap_or(ArgSource::Zero))
+                    .collect();
+                let types = specs
+                    .iter()
+                    .map(|a| {
+                        let t = super::usdt::arg_type(a);
+                        super::ProbeArg {
+                            native: t.clone(),
+                            dtype: t,
+                            copy: None,
+                        }
+                    })
+                    .collect();
+                let at = UserSite {
+                    offset: site.file_offset,
+                    args,
+                    ref_ctr_offset: site.semaphore_offset,
+                };
+                let desc = ProbeDesc::new(provider, &obj.module, &function, &name);
+                match out.iter_mut().find(|p| p.desc == desc) {
+                    Some(Probe {
+                        attach: AttachPoint::Uprobe { sites, .. },
+                        ..
+                    }) => sites.push(at),
+                    _ => out.push(Probe {
+                        desc,
+                        args: types,
+                        attach: AttachPoint::Uprobe {
+                            path: obj.table.path.clone(),
+                            retprobe: false,
+                            pid: self.pid,
+                            sites: vec![at],
+                        },
+                    }),
+                }
+            }
+        }
+        out
+    }
+
+    fn probe(
+        &self,
+        desc: ProbeDesc,
+        table: &FunctionTable,
+        f: &Function,
+        site: Site,
+    ) -> Result<Probe> {
+        let (offset, retprobe, args) = match site {
+            Site::Entry => (f.file_offset, false, call_args()),
+            Site::Offset(off) => (f.file_offset + off, false, call_args()),
+            Site::Return => {
+                let rets = table
+                    .code(f)
+                    .map(|c| return_offsets(&c))
+                    .unwrap_or_default();
+                let at = match rets.as_slice() {
+                    [one] => *one as i32,
+                    _ => -1,
+                };
+                (
+                    f.file_offset,
+                    true,
+                    vec![
+                        ArgSource::Const(at),
+                        ArgSource::UserReg {
+                            offset: regs::RAX,
+                            size: 8,
+                            signed: false,
+                        },
+                    ],
+                )
+            }
+        };
+        Ok(Probe {
+            desc,
+            args: Vec::new(),
+            attach: AttachPoint::Uprobe {
+                path: table.path.clone(),
+                retprobe,
+                pid: self.pid,
+                sites: vec![UserSite {
+                    offset,
+                    args,
+                    ref_ctr_offset: 0,
+                }],
+            },
+        })
+    }
+}
+
+/// Where in a function a probe fires.
+#[derive(Clone, Copy, Debug)]
+enum Site {
+    Entry,
+    Return,
+    Offset(u64),
+}
+
+impl Site {
+    fn of(name: &str) -> Site {
+        if name == "return" {
+            Site::Return
+        } else {
+            Site::Entry
+        }
+    }
+}
+
+/// The integer arguments of the x86-64 calling convention: six registers, then the stack (above
+/// the return address at a function's first instruction).
+fn call_args() -> Vec<ArgSource> {
+    let mut v: Vec<ArgSource> = [
+        regs::RDI,
+        regs::RSI,
+        regs::RDX,
+        regs::RCX,
+        regs::R8,
+        regs::R9,
+    ]
+    .iter()
+    .map(|&offset| ArgSource::UserReg {
+        offset,
+        size: 8,
+        signed: false,
+    })
+    .collect();
+    for slot in 1..=2 {
+        v.push(ArgSource::UserMem {
+            reg: regs::RSP,
+            disp: 8 * slot,
+            size: 8,
+            signed: false,
+        });
+    }
+    v
+}
+
+/// A probe name that is an offset (hexadecimal, as DTrace writes them).
+pub fn parse_offset(name: &str) -> Option<u64> {
+    if name.is_empty() || glob::has_meta(name) {
+        return None;
+    }
+    let digits = name.strip_prefix("0x").unwrap_or(name);
+    u64::from_str_radix(digits, 16).ok()
+}
+
+/// Offsets of every instruction of `code` (decoding stops at the first undecodable byte).
+pub fn instruction_offsets(code: &[u8]) -> Vec<u64> {
+    let mut d = iced_x86::Decoder::with_ip(64, code, 0, iced_x86::DecoderOptions::NONE);
+    let mut out = Vec::new();
+    while d.can_decode() {
+        let ip = d.ip();
+        let insn = d.decode();
+        if insn.is_invalid() {
+            break;
+        }
+        out.push(ip);
+    }
+    out
+}
+
+/// Whether the kernel's uprobes can be placed on the instruction at `off` of `code` (x86 uprobes
+/// refuse `lock`-prefixed instructions and VEX/EVEX/XOP-encoded ones; undecodable bytes are
+/// refused here too).
+pub fn probeable(code: &[u8], off: u64) -> bool {
+    let Some(rest) = usize::try_from(off).ok().and_then(|o| code.get(o..)) else {
+        return false;
+    };
+    let mut d = iced_x86::Decoder::with_ip(64, rest, off, iced_x86::DecoderOptions::NONE);
+    let insn = d.decode();
+    !insn.is_invalid()
+        && !insn.has_lock_prefix()
+        && insn.encoding() == iced_x86::EncodingKind::Legacy
+}
+
+/// [`probeable`] for function `f` of `table` (a function whose bytes cannot be read is taken as
+/// probeable: the kernel then decides).
+fn probeable_at(table: &FunctionTable, f: &Function, off: u64) -> bool {
+    match table.code(f) {
+        Ok(code) if !code.is_empty() => probeable(&code, off),
+        _ => true,
+    }
+}
+
+/// Offsets of the `ret` instructions of `code`.
+pub fn return_offsets(code: &[u8]) -> Vec<u64> {
+    let mut d = iced_x86::Decoder::with_ip(64, code, 0, iced_x86::DecoderOptions::NONE);
+    let mut out = Vec::new();
+    while d.can_decode() {
+        let insn = d.decode();
+        if insn.is_invalid() {
+            break;
+        }
+        if insn.flow_control() == iced_x86::FlowControl::Return {
+            out.push(insn.ip());
+        }
+    }
+    out
+}
+
+/// An offset probe's offset must start an instruction of the function.
+fn check_boundary(table: &FunctionTable, f: &Function, off: u64) -> Result<()> {
+    if f.size == 0 || off >= f.size {
+        return Err(LinuxError::BadProbe(format!(
+            "offset 0x{off:x} is outside function {} ({} bytes)",
+            f.name, f.size
+        )));
+    }
+    let code = table.code(f)?;
+    if !instruction_offsets(&code).contains(&off) {
+        return Err(LinuxError::BadProbe(format!(
+            "offset 0x{off:x} of function {} is not on an instruction boundary",
+            f.name
+        )));
+    }
+    if !probeable(&code, off) {
+        return Err(LinuxError::BadProbe(format!(
+            "the instruction at offset 0x{off:x} of function {} cannot be traced by uprobes",
+            f.name
+        )));
+    }
+    Ok(())
+}
+
+/// Splits a per-process provider name into its provider and process id (`pid1234` →
+/// `("pid", 1234)`, `python31` → `("python", 31)`).
+pub fn split_provider(name: &str) -> Option<(&str, u32)> {
+    let digits = name.len() - name.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+    if digits == 0 || digits == name.len() {
+        return None;
+    }
+    let (prov, pid) = name.split_at(name.len() - digits);
+    Some((prov, pid.parse().ok()?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn providers_split_into_name_and_pid() {
+        assert_eq!(split_provider("pid1234"), Some(("pid", 1234)));
+        assert_eq!(split_provider("python31"), Some(("python", 31)));
+        assert_eq!(split_provider("pid"), None);
+        assert_eq!(split_provider("123"), None);
+        assert_eq!(split_provider("pid99999999999999"), None);
+    }
+
+    #[test]
+    fn offsets_parse_as_hex_and_boundaries_decode() {
+        assert_eq!(parse_offset("1f"), Some(0x1f));
+        assert_eq!(parse_offset("0x10"), Some(0x10));
+        assert_eq!(parse_offset("entry"), None);
+        assert_eq!(parse_offset("1*"), None);
+        // push %rbp; mov %rsp,%rbp; mov $1,%eax; pop %rbp; ret
+        let code = [0x55, 0x48, 0x89, 0xe5, 0xb8, 1, 0, 0, 0, 0x5d, 0xc3];
+        assert_eq!(instruction_offsets(&code), vec![0, 1, 4, 9, 10]);
+        assert_eq!(return_offsets(&code), vec![10]);
+        assert!(probeable(&code, 0) && probeable(&code, 10) && !probeable(&code, 11));
+        // lock btsl $0x5,0x308(%rdi)
+        let locked = [0xf0, 0x0f, 0xba, 0xaf, 0x08, 0x03, 0x00, 0x00, 0x05];
+        assert!(!probeable(&locked, 0));
+        // vmovd %esi,%xmm0
+        assert!(!probeable(&[0xc5, 0xf9, 0x6e, 0xc6], 0));
+    }
+}

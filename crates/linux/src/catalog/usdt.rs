@@ -1,0 +1,377 @@
+//! USDT probes from SystemTap `.note.stapsdt` notes (`<sys/sdt.h>`): each note of an object names a
+//! provider, a probe, the probe site's address, an optional semaphore and the arguments as
+//! assembler operands (`-4@%eax`, `8@16(%rbp)`, `$5`). A note becomes the probe
+//! `<provider><PID>:<module>:<function>:<name>` with `__` in the name written `-`, as DTrace names
+//! USDT probes; its arguments are read from the user registers and memory at the site, and its
+//! semaphore is raised by the kernel while the uprobe is attached (`ref_ctr_offset`).
+//!
+//! Notes are outside bytes: [`parse_notes`] and [`parse_arg`] return errors, never panic.
+
+use super::pid::regs;
+use crate::capture::ArgSource;
+use crate::error::{LinuxError, Result};
+use object::read::ReadCache;
+use object::{Object, ObjectSection, ObjectSegment};
+use std::fs::File;
+
+/// `NT_STAPSDT`.
+const NT_STAPSDT: u32 = 3;
+
+/// One decoded note.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Note {
+    /// Provider (`python`).
+    pub provider: String,
+    /// Probe name as written in the note (`gc__start`).
+    pub name: String,
+    /// Link-time address of the probe site.
+    pub pc: u64,
+    /// Link-time address of `.stapsdt.base` the note was made against.
+    pub base: u64,
+    /// Link-time address of the semaphore (0: none).
+    pub semaphore: u64,
+    /// The argument operands, space-separated.
+    pub args: String,
+}
+
+fn bad(reason: impl Into<String>) -> LinuxError {
+    LinuxError::BadFile {
+        path: ".note.stapsdt".into(),
+        reason: reason.into(),
+    }
+}
+
+fn u32_at(b: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?))
+}
+
+fn u64_at(b: &[u8], at: usize) -> Option<u64> {
+    Some(u64::from_le_bytes(b.get(at..at + 8)?.try_into().ok()?))
+}
+
+/// A NUL-terminated string of `b` from `at`, and the offset after its NUL.
+fn cstr(b: &[u8], at: usize) -> Option<(String, usize)> {
+    let rest = b.get(at..)?;
+    let n = rest.iter().position(|&c| c == 0)?;
+    Some((String::from_utf8_lossy(&rest[..n]).into_owned(), at + n + 1))
+}
+
+/// Decodes the notes of a 64-bit little-endian `.note.stapsdt` section. Notes of other owners
+/// or types are skipped; a truncated or malformed note is an error.
+pub fn parse_notes(data: &[u8]) -> Result<Vec<Note>> {
+    let mut out = Vec::new();
+    let mut at = 0usize;
+    while at < data.len() {
+        let (Some(namesz), Some(descsz), Some(typ)) =
+            (u32_at(data, at), u32_at(data, at + 4), u32_at(data, at + 8))
+        else {
+            return Err(bad(format!("truncated note header at {at}")));
+        };
+        let name_at = at + 12;
+        let desc_at = name_at
+            .checked_add((namesz as usize).next_multiple_of(4))
+            .ok_or_else(|| bad("note name too long"))?;
+        let next = desc_at
+            .checked_add((descsz as usize).next_multiple_of(4))
+            .ok_or_else(|| bad("note too long"))?;
+        let (Some(owner), Some(desc)) = (
+            data.get(name_at..name_at + namesz as usize),
+            data.get(desc_at..desc_at + descsz as usize),
+        ) else {
+            return Err(bad(format!("truncated note at {at}")));
+        };
+        at = next;
+        if typ != NT_STAPSDT || owner != b"stapsdt\0" {
+            continue;
+        }
+        let (Some(pc), Some(base), Some(semaphore)) =
+            (u64_at(desc, 0), u64_at(desc, 8), u64_at(desc, 16))
+        else {
+            return Err(bad("stapsdt note shorter than its three addresses"));
+        };
+        let (provider, p) = cstr(desc, 24).ok_or_else(|| bad("unterminated provider name"))?;
+        let (name, p) = cstr(desc, p).ok_or_else(|| bad("unterminated probe name"))?;
+        let (args, _) = cstr(desc, p).ok_or_else(|| bad("unterminated argument list"))?;
+        out.push(Note {
+            provider,
+            name,
+            pc,
+            base,
+            semaphore,
+            args,
+        });
+    }
+    Ok(out)
+}
+
+/// The `struct pt_regs` offset of an x86-64 register named in an operand (any width).
+fn register(name: &str) -> Option<u16> {
+    use regs::*;
+    Some(match name {
+        "rax" | "eax" | "ax" | "al" => RAX,
+        "rbx" | "ebx" | "bx" | "bl" => RBX,
+        "rcx" | "ecx" | "cx" | "cl" => RCX,
+        "rdx" | "edx" | "dx" | "dl" => RDX,
+        "rsi" | "esi" | "si" | "sil" => RSI,
+        "rdi" | "edi" | "di" | "dil" => RDI,
+        "rbp" | "ebp" | "bp" | "bpl" => RBP,
+        "rsp" | "esp" | "sp" | "spl" => RSP,
+        "rip" => RIP,
+        _ => {
+            let rest = name.strip_prefix('r')?;
+            let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
+            let suffix = &rest[digits.len()..];
+            if !matches!(suffix, "" | "d" | "w" | "b") {
+                return None;
+            }
+            match digits.parse::<u8>().ok()? {
+                8 => R8,
+                9 => R9,
+                10 => R10,
+                11 => R11,
+                12 => R12,
+                13 => R13,
+                14 => R14,
+                15 => R15,
+                _ => return None,
+            }
+        }
+    })
+}
+
+/// Decodes one argument operand (`-4@%eax`, `8@16(%rbp)`, `4@$5`, `8@(%rdi)`) into where the
+/// capture reads it. Operands with an index register or a symbol are not yet supported.
+pub fn parse_arg(spec: &str) -> Result<ArgSource> {
+    let unsupported = || LinuxError::NotYetSupported(format!("USDT argument operand {spec:?}"));
+    let (size, operand) = match spec.split_once('@') {
+        Some((s, o)) => (s.parse::<i8>().map_err(|_| unsupported())?, o),
+        None => (8, spec),
+    };
+    let signed = size < 0;
+    let size = size.unsigned_abs();
+    if !matches!(size, 1 | 2 | 4 | 8) {
+        return Err(unsupported());
+    }
+    if let Some(imm) = operand.strip_prefix('$') {
+        let v = parse_int(imm).ok_or_else(unsupported)?;
+        return Ok(ArgSource::Const(
+            i32::try_from(v).map_err(|_| unsupported())?,
+        ));
+    }
+    if let Some(r) = operand.strip_prefix('%') {
+        let offset = register(r).ok_or_else(unsupported)?;
+        return Ok(ArgSource::UserReg {
+            offset,
+            size,
+            signed,
+        });
+    }
+    let (disp, rest) = operand.split_once('(').ok_or_else(unsupported)?;
+    let reg = rest
+        .strip_suffix(')')
+        .and_then(|r| r.strip_prefix('%'))
+        .and_then(register)
+        .filter(|&r| r != regs::RIP)
+        .ok_or_else(unsupported)?;
+    let disp = if disp.is_empty() {
+        0
+    } else {
+        parse_int(disp).ok_or_else(unsupported)?
+    };
+    Ok(ArgSource::UserMem {
+        reg,
+        disp: i32::try_from(disp).map_err(|_| unsupported())?,
+        size,
+        signed,
+    })
+}
+
+/// A decimal or `0x` hexadecimal integer, possibly negative.
+fn parse_int(s: &str) -> Option<i64> {
+    let (neg, s) = match s.strip_prefix('-') {
+        Some(r) => (true, r),
+        None => (false, s),
+    };
+    let v = match s.strip_prefix("0x") {
+        Some(h) => i64::from_str_radix(h, 16).ok()?,
+        None => s.parse().ok()?,
+    };
+    Some(if neg { -v } else { v })
+}
+
+/// The D type of an argument of `size` bytes (negative: signed).
+pub fn arg_type(spec: &str) -> String {
+    let size: i8 = spec
+        .split_once('@')
+        .and_then(|(s, _)| s.parse().ok())
+        .unwrap_or(8);
+    let bits = u32::from(size.unsigned_abs()) * 8;
+    if size < 0 {
+        format!("int{bits}_t")
+    } else {
+        format!("uint{bits}_t")
+    }
+}
+
+/// One USDT probe site of an object.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Site {
+    /// The note.
+    pub note: Note,
+    /// The site's address (adjusted to where `.stapsdt.base` really is).
+    pub vaddr: u64,
+    /// File offset of the site.
+    pub file_offset: u64,
+    /// File offset of the semaphore (0: none).
+    pub semaphore_offset: u64,
+}
+
+impl Site {
+    /// The probe name DTrace uses (`gc__start` → `gc-start`).
+    pub fn probe_name(&self) -> String {
+        self.note.name.replace("__", "-")
+    }
+}
+
+/// The USDT sites of the ELF file at `path` (none when it has no notes).
+pub fn read_sites(path: &str) -> Result<Vec<Site>> {
+    let f = File::open(path).map_err(|e| LinuxError::from_io(path, e))?;
+    let cache = ReadCache::new(f);
+    let file = object::File::parse(&cache).map_err(|e| LinuxError::BadFile {
+        path: path.into(),
+        reason: e.to_string(),
+    })?;
+    let Some(sec) = file.section_by_name(".note.stapsdt") else {
+        return Ok(Vec::new());
+    };
+    let data = sec.data().map_err(|e| LinuxError::BadFile {
+        path: path.into(),
+        reason: e.to_string(),
+    })?;
+    let notes = parse_notes(data)?;
+    let base = file.section_by_name(".stapsdt.base").map(|s| s.address());
+    let segs: Vec<(u64, u64, u64)> = file
+        .segments()
+        .map(|s| {
+            let (off, size) = s.file_range();
+            (s.address(), off, size)
+        })
+        .collect();
+    let offset_of = |vaddr: u64| {
+        segs.iter()
+            .find(|(a, _, size)| vaddr >= *a && vaddr - a < *size)
+            .map(|(a, off, _)| off + (vaddr - a))
+    };
+    let mut out = Vec::new();
+    for note in notes {
+        let vaddr = match base {
+            Some(b) if note.base != 0 => note.pc.wrapping_add(b).wrapping_sub(note.base),
+            _ => note.pc,
+        };
+        let Some(file_offset) = offset_of(vaddr) else {
+            continue;
+        };
+        let semaphore_offset = if note.semaphore == 0 {
+            0
+        } else {
+            match offset_of(note.semaphore) {
+                Some(o) => o,
+                None => continue,
+            }
+        };
+        out.push(Site {
+            note,
+            vaddr,
+            file_offset,
+            semaphore_offset,
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn note(provider: &str, name: &str, args: &str) -> Vec<u8> {
+        let mut desc = Vec::new();
+        desc.extend_from_slice(&0x1000u64.to_le_bytes());
+        desc.extend_from_slice(&0x2000u64.to_le_bytes());
+        desc.extend_from_slice(&0x3000u64.to_le_bytes());
+        for s in [provider, name, args] {
+            desc.extend_from_slice(s.as_bytes());
+            desc.push(0);
+        }
+        let mut n = Vec::new();
+        n.extend_from_slice(&8u32.to_le_bytes());
+        n.extend_from_slice(&(desc.len() as u32).to_le_bytes());
+        n.extend_from_slice(&NT_STAPSDT.to_le_bytes());
+        n.extend_from_slice(b"stapsdt\0");
+        let len = desc.len();
+        n.extend(desc);
+        n.resize(n.len() + (len.next_multiple_of(4) - len), 0);
+        n
+    }
+
+    #[test]
+    fn notes_decode_and_truncation_is_an_error() {
+        let mut data = note("python", "gc__start", "-4@%eax");
+        data.extend(note("p", "x", ""));
+        let notes = parse_notes(&data).unwrap();
+        assert_eq!(notes.len(), 2);
+        assert_eq!(notes[0].provider, "python");
+        assert_eq!(notes[0].name, "gc__start");
+        assert_eq!(notes[0].args, "-4@%eax");
+        assert_eq!(
+            (notes[0].pc, notes[0].base, notes[0].semaphore),
+            (0x1000, 0x2000, 0x3000)
+        );
+        assert!(parse_notes(&data[..data.len() - 9]).is_err());
+        assert!(parse_notes(&[1, 2, 3]).is_err());
+    }
+
+    #[test]
+    fn operands_decode() {
+        assert_eq!(
+            parse_arg("-4@%eax").unwrap(),
+            ArgSource::UserReg {
+                offset: regs::RAX,
+                size: 4,
+                signed: true
+            }
+        );
+        assert_eq!(
+            parse_arg("8@16(%rbp)").unwrap(),
+            ArgSource::UserMem {
+                reg: regs::RBP,
+                disp: 16,
+                size: 8,
+                signed: false
+            }
+        );
+        assert_eq!(
+            parse_arg("-4@-112(%r12)").unwrap(),
+            ArgSource::UserMem {
+                reg: regs::R12,
+                disp: -112,
+                size: 4,
+                signed: true
+            }
+        );
+        assert_eq!(parse_arg("4@$5").unwrap(), ArgSource::Const(5));
+        assert_eq!(
+            parse_arg("8@%r10d").unwrap(),
+            ArgSource::UserReg {
+                offset: regs::R10,
+                size: 8,
+                signed: false
+            }
+        );
+        assert!(parse_arg("8@foo(%rip)").is_err());
+        assert!(parse_arg("8@(%rax,%rbx,8)").is_err());
+        assert!(parse_arg("3@%eax").is_err());
+        assert!(parse_arg("").is_err());
+        assert_eq!(arg_type("-4@%eax"), "int32_t");
+        assert_eq!(arg_type("8@%rax"), "uint64_t");
+    }
+}

@@ -1,0 +1,242 @@
+//! Per-process providers (`pid<PID>`, and USDT providers such as `python<PID>`) as framework
+//! providers: one is registered for each process a program's descriptions name, when the program
+//! is planned ([`LinuxTracing::prepare_user`]); its probes are created when a description asks
+//! for them, from the process's mapped objects ([`crate::catalog::pid::ProcessImage`]), and kept
+//! here for the shared enabling path of [`super::Shared`].
+
+use super::LinuxTracing;
+use crate::catalog::pid::{split_provider, ProcessImage};
+use crate::catalog::{glob, Probe, ProbeDesc};
+use crate::error::{LinuxError, Result};
+use dtrace_dif::program::ProbeDesc as DifProbeDesc;
+use dtrace_framework::provider::{
+    ArgDesc, Attribute, DepClass, ProbeSink, ProviderAttributes, ProviderError, Stability,
+};
+use dtrace_framework::records::ProbeInfo;
+use dtrace_framework::{Framework, Provider};
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+/// The user-space probes created so far, and the images of the processes they come from.
+#[derive(Default)]
+pub(crate) struct UserProbes {
+    probes: HashMap<ProbeDesc, Probe>,
+    images: HashMap<u32, Arc<ProcessImage>>,
+    registered: HashSet<String>,
+    /// USDT providers of each object file looked at by a provider glob.
+    file_providers: HashMap<String, Vec<String>>,
+}
+
+impl UserProbes {
+    /// A created probe.
+    pub(crate) fn get(&self, desc: &ProbeDesc) -> Option<&Probe> {
+        self.probes.get(desc)
+    }
+
+    /// The image of `pid`, read at the first asking.
+    fn image(&mut self, pid: u32) -> Result<Arc<ProcessImage>> {
+        if let Some(i) = self.images.get(&pid) {
+            return Ok(i.clone());
+        }
+        let i = Arc::new(ProcessImage::read(pid)?);
+        self.images.insert(pid, i.clone());
+        Ok(i)
+    }
+
+    /// The USDT providers (`python1234`) of every process that match provider glob `pattern`,
+    /// found from the notes of the objects each process maps.
+    fn usdt_providers_matching(&mut self, pattern: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        let Ok(dir) = std::fs::read_dir("/proc") else {
+            return out;
+        };
+        let me = std::process::id();
+        for e in dir.flatten() {
+            let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+                continue;
+            };
+            if pid == me {
+                continue;
+            }
+            let Ok(maps) = crate::symbols::procmaps::read_maps(pid) else {
+                continue;
+            };
+            let mut seen: HashSet<&str> = HashSet::new();
+            for m in maps.iter().filter(|m| m.exec && m.path.starts_with('/')) {
+                if !seen.insert(&m.path) {
+                    continue;
+                }
+                let provs = self
+                    .file_providers
+                    .entry(m.path.clone())
+                    .or_insert_with(|| {
+                        let mut v: Vec<String> = Vec::new();
+                        for s in crate::catalog::usdt::read_sites(&m.path).unwrap_or_default() {
+                            if !v.contains(&s.note.provider) {
+                                v.push(s.note.provider);
+                            }
+                        }
+                        v
+                    });
+                for p in provs.iter() {
+                    let name = format!("{p}{pid}");
+                    if glob::matches(pattern, &name) && !out.contains(&name) {
+                        out.push(name);
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// The probes of `provider` (a per-process provider's full name) matching `pattern`.
+    fn matching(&mut self, provider: &str, pattern: &ProbeDesc) -> Result<Vec<Probe>> {
+        let Some((kind, pid)) = split_provider(provider) else {
+            return Ok(Vec::new());
+        };
+        let image = self.image(pid)?;
+        let found = if kind == "pid" {
+            image.probes(provider, pattern)?
+        } else {
+            image.usdt_probes(provider, kind, pattern)
+        };
+        for p in &found {
+            self.probes.insert(p.desc.clone(), p.clone());
+        }
+        Ok(found)
+    }
+}
+
+/// The part of a glob before its first special character.
+fn glob_prefix(pattern: &str) -> &str {
+    let end = pattern.find(['*', '?', '[', '\\']).unwrap_or(pattern.len());
+    &pattern[..end]
+}
+
+/// Whether `provider` names a per-process provider (`pid123`, `python123`).
+fn per_process(provider: &str) -> bool {
+    split_provider(provider).is_some()
+}
+
+impl LinuxTracing {
+    /// Registers with `fw` the per-process providers `descs` name (`pid1234`) and returns the
+    /// descriptions as the framework must see them (`a.out` replaced by the main executable's
+    /// name). A process that does not exist, or a probe that cannot be placed (an offset inside an
+    /// instruction), is an error.
+    pub fn prepare_user(
+        &self,
+        fw: &mut Framework,
+        descs: &[DifProbeDesc],
+    ) -> Result<Vec<DifProbeDesc>> {
+        let mut out = Vec::with_capacity(descs.len());
+        for d in descs {
+            if glob::has_meta(&d.provider) && !glob_prefix(&d.provider).is_empty() {
+                // `python*`: the USDT providers of every process whose objects have them.
+                let names = self.lock().user.usdt_providers_matching(&d.provider);
+                for name in names {
+                    if self.lock().user.registered.insert(name.clone()) {
+                        fw.register_provider(Box::new(UserProvider {
+                            name,
+                            shared: self.clone(),
+                        }))
+                        .map_err(|e| LinuxError::BadProbe(e.to_string()))?;
+                    }
+                }
+            }
+            let mut d = d.clone();
+            if per_process(&d.provider) {
+                let pattern = ProbeDesc::new(&d.provider, &d.module, &d.function, &d.name);
+                let (image, newly) = {
+                    let mut sh = self.lock();
+                    let Some((_, pid)) = split_provider(&d.provider) else {
+                        continue;
+                    };
+                    let image = sh.user.image(pid)?;
+                    // Validates the description (offsets on instruction boundaries).
+                    sh.user.matching(&d.provider, &pattern)?;
+                    (image, sh.user.registered.insert(d.provider.clone()))
+                };
+                if d.module == "a.out" {
+                    if let Some(m) = image.main_module() {
+                        d.module = m.to_string();
+                    }
+                }
+                if newly {
+                    fw.register_provider(Box::new(UserProvider {
+                        name: d.provider.clone(),
+                        shared: self.clone(),
+                    }))
+                    .map_err(|e| LinuxError::BadProbe(e.to_string()))?;
+                }
+            }
+            out.push(d);
+        }
+        Ok(out)
+    }
+}
+
+/// One per-process provider, as the framework sees it.
+struct UserProvider {
+    name: String,
+    shared: LinuxTracing,
+}
+
+impl Provider for UserProvider {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn attributes(&self) -> ProviderAttributes {
+        use DepClass::*;
+        use Stability::*;
+        let a = |n, d, c| Attribute::new(n, d, c);
+        ProviderAttributes {
+            provider: a(Evolving, Evolving, Isa),
+            module: a(Private, Private, Unknown),
+            function: a(Private, Private, Unknown),
+            name: a(Evolving, Evolving, Isa),
+            args: a(Private, Private, Unknown),
+        }
+    }
+
+    fn provide(&mut self, desc: Option<&DifProbeDesc>, sink: &mut ProbeSink<'_>) {
+        // Probes are created only when asked for: a process has far too many to list up front.
+        let Some(d) = desc else { return };
+        let pattern = ProbeDesc::new(&self.name, &d.module, &d.function, &d.name);
+        let found = self.shared.lock().user.matching(&self.name, &pattern);
+        // Errors were reported when the program was prepared; a description that no longer
+        // resolves creates nothing.
+        for p in found.unwrap_or_default() {
+            sink.create(&p.desc.module, &p.desc.function, &p.desc.name);
+        }
+    }
+
+    fn enable(&mut self, probe: &ProbeInfo) -> std::result::Result<(), ProviderError> {
+        self.shared
+            .lock()
+            .enable(probe)
+            .map_err(|reason| ProviderError::Enable {
+                probe: format!(
+                    "{}:{}:{}:{}",
+                    probe.provider, probe.module, probe.function, probe.name
+                ),
+                reason,
+            })
+    }
+
+    fn disable(&mut self, probe: &ProbeInfo) {
+        self.shared.lock().active.remove(&probe.id);
+    }
+
+    fn arg_desc(&self, probe: &ProbeInfo, index: u32) -> Option<ArgDesc> {
+        let sh = self.shared.lock();
+        let desc =
+            crate::ProbeDesc::new(&probe.provider, &probe.module, &probe.function, &probe.name);
+        let a = sh.user.get(&desc)?.args.get(index as usize)?;
+        Some(ArgDesc {
+            native: a.native.clone(),
+            xlate: (a.dtype != a.native).then(|| a.dtype.clone()),
+            mapping: index,
+        })
+    }
+}
