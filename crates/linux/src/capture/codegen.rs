@@ -650,7 +650,7 @@ pub fn gen_capture(
     }
     emit_submit(&mut a, maps);
     a.bind(out).mov_imm(R0, 0).exit();
-    a.finish()
+    Ok(a.finish()?)
 }
 
 /// The uid, gid, task, ppid and vtime of the current task (ppid and vtime only when the record
@@ -1012,7 +1012,7 @@ pub fn gen_retry(
         .alu_imm(op::ADD, R2, KEY as i32)
         .call(helper::MAP_DELETE_ELEM);
     a.bind(out).mov_imm(R0, 0).exit();
-    a.finish()
+    Ok(a.finish()?)
 }
 
 /// Generates the dispatcher attached to the `sys_enter` or `sys_exit` raw tracepoint: it tail-calls
@@ -1036,5 +1036,5 @@ pub fn gen_syscall_dispatcher(slots: i32, exit: bool) -> Result<Vec<Insn>> {
     a.jmp_imm(op::JGE, R3, MAX_SYSCALL_NR as i32, out);
     a.mov(R1, R6).ld_map_fd(R2, slots).call(helper::TAIL_CALL);
     a.bind(out).mov_imm(R0, 0).exit();
-    a.finish()
+    Ok(a.finish()?)
 }
