@@ -49,8 +49,21 @@ static KERNEL: std::sync::OnceLock<dtrace_linux::LinuxTracing> = std::sync::Once
 pub fn plan_programs(programs: &[dtrace_dif::program::Program]) {
     if let Some(l) = KERNEL.get() {
         let all: Vec<&dtrace_dif::program::Program> = programs.iter().collect();
-        l.plan_mirrors(&all);
+        l.plan_all(&all);
     }
+}
+
+/// For `-v`: one line per clause saying whether its predicate runs in the kernel, before anything
+/// is captured, or in dtrace (and why).
+pub fn kernel_report() -> Vec<String> {
+    KERNEL.get().map_or_else(Vec::new, |l| {
+        l.kernel_report()
+            .iter()
+            .filter(|c| c.probes > 0)
+            .enumerate()
+            .filter_map(|(i, c)| c.describe(i + 1))
+            .collect()
+    })
 }
 
 /// The D compiler alone (nothing traced, as for `-G`), with the kernel's types.

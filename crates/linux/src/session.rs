@@ -6,7 +6,8 @@
 use crate::attach::Attachment;
 use crate::bpf::{Map, MapKind, ProgKind, Program, RingBuf};
 use crate::capture::codegen::{
-    gen_capture, gen_retry, gen_syscall_dispatcher, MapFds, MAX_SYSCALL_NR, PENDING_VALUE_SIZE,
+    gen_capture_reporting, gen_retry, gen_syscall_dispatcher, MapFds, MAX_SYSCALL_NR,
+    PENDING_VALUE_SIZE,
 };
 use crate::capture::{
     decode_record, ArgSource, CaptureSpec, CapturedEvent, CopySource, CtxKind, Identity,
@@ -76,6 +77,8 @@ pub struct Session {
     /// The `sys_enter` and `sys_exit` dispatchers, created with the first syscall probe.
     dispatch: [Option<Dispatch>; 2],
     info: crate::fasthash::TagMap<ProbeInfo>,
+    /// Per enabled tag: which predicates of its spec's kernel filter run in the kernel.
+    filters: crate::fasthash::TagMap<crate::capture::filter::FilterReport>,
     held: HashMap<(u32, u64), Box<CapturedEvent>, crate::fasthash::Fast>,
     tgid_of: crate::fasthash::TagMap<u32>,
     ppid_of: crate::fasthash::TagMap<u32>,
@@ -198,6 +201,7 @@ impl Session {
             enabled: Vec::new(),
             dispatch: [None, None],
             info: Default::default(),
+            filters: Default::default(),
             held: Default::default(),
             tgid_of: Default::default(),
             ppid_of: Default::default(),
@@ -246,6 +250,7 @@ impl Session {
         let mut programs = Vec::new();
         let mut attachments = Vec::new();
         let mut pending = None;
+        let mut filter_report = Vec::new();
         let (syscall_return, identity_from_fields) = match &probe.attach {
             AttachPoint::Tracepoint {
                 id,
@@ -302,7 +307,9 @@ impl Session {
                             identity: *identity,
                             task: self.task,
                         };
-                        let insns = gen_capture(&shape, spec, &layout, tag, &fds)?;
+                        let (insns, report) =
+                            gen_capture_reporting(&shape, spec, &layout, tag, &fds)?;
+                        filter_report = report;
                         let prog = Program::load(ProgKind::RawTracepoint, &insns, &obj, &name)?;
                         self.install(*syscall_return, route.nr, &prog)?;
                         programs.push(prog);
@@ -315,7 +322,9 @@ impl Session {
                             identity: *identity,
                             task: self.task,
                         };
-                        let insns = gen_capture(&shape, spec, &layout, tag, &fds)?;
+                        let (insns, report) =
+                            gen_capture_reporting(&shape, spec, &layout, tag, &fds)?;
+                        filter_report = report;
                         let prog = Program::load(ProgKind::Tracepoint, &insns, &obj, &name)?;
                         attachments.push(Attachment::tracepoint(&prog, *id, &name)?);
                         programs.push(prog);
@@ -342,7 +351,9 @@ impl Session {
                 // Typed (tp_btf) where the kernel's BTF names the tracepoint, so the stack of the
                 // task an argument points at can be taken; plain otherwise.
                 let typed = self.tp_btf_id(tp).and_then(|btf_id| {
-                    let insns = gen_capture(&shape, spec, &layout, tag, &fds).ok()?;
+                    let (insns, report) =
+                        gen_capture_reporting(&shape, spec, &layout, tag, &fds).ok()?;
+                    filter_report = report;
                     let prog =
                         Program::load(ProgKind::TpBtf { btf_id }, &insns, &obj, &name).ok()?;
                     Some(prog)
@@ -354,7 +365,9 @@ impl Session {
                     }
                     None => {
                         shape.ctx = CtxKind::RawTracepoint;
-                        let insns = gen_capture(&shape, spec, &layout, tag, &fds)?;
+                        let (insns, report) =
+                            gen_capture_reporting(&shape, spec, &layout, tag, &fds)?;
+                        filter_report = report;
                         let prog = Program::load(ProgKind::RawTracepoint, &insns, &obj, &name)?;
                         let at = Attachment::raw_tracepoint(&prog, tp)?;
                         (prog, at)
@@ -375,7 +388,8 @@ impl Session {
                     identity: Identity::Current,
                     task: self.task,
                 };
-                let insns = gen_capture(&shape, spec, &layout, tag, &fds)?;
+                let (insns, report) = gen_capture_reporting(&shape, spec, &layout, tag, &fds)?;
+                filter_report = report;
                 let prog = Program::load(ProgKind::PerfEvent, &insns, &obj, &name)?;
                 let online = crate::bpf::map::online_cpus()?;
                 let cpus: Vec<u32> = if *all_cpus {
@@ -388,6 +402,7 @@ impl Session {
                 (false, false)
             }
         };
+        self.filters.insert(tag, filter_report);
         self.enabled.push(Enabled {
             _attachments: attachments,
             _programs: programs,
@@ -497,6 +512,12 @@ impl Session {
             .update(&nr.to_le_bytes(), &(prog.raw_fd() as u32).to_le_bytes())?;
         d.used.insert(nr);
         Ok(())
+    }
+
+    /// Which predicates of the kernel filter of the probe enabled with `tag` run in the kernel, in
+    /// the order of its spec's [`crate::capture::KernelFilter`] (empty without a filter).
+    pub fn filter_report(&self, tag: u32) -> Option<&crate::capture::filter::FilterReport> {
+        self.filters.get(&tag)
     }
 
     /// Number of enabled probes.

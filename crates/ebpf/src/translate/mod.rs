@@ -251,6 +251,8 @@ struct Translator<'a> {
     targets: Vec<bool>,
     end: Label,
     fault: Label,
+    /// Some jump goes to `fault` (the verifier refuses unreachable code).
+    faults: bool,
 }
 
 impl<'a> Translator<'a> {
@@ -309,6 +311,7 @@ impl<'a> Translator<'a> {
             targets,
             end,
             fault,
+            faults: false,
         })
     }
 
@@ -349,14 +352,23 @@ impl<'a> Translator<'a> {
         let end_label = self.labels[self.code.len()];
         self.a.bind(end_label);
         if state.is_some() || self.incoming[self.code.len()].is_some() {
-            self.a.ja(self.fault);
+            let f = self.fault_label();
+            self.a.ja(f);
         }
         let end = self.end;
-        self.a.bind(self.fault).mov_imm(R0, FAULTED);
+        if self.faults {
+            self.a.bind(self.fault).mov_imm(R0, FAULTED);
+        }
         self.a.bind(end);
         Ok(Fragment {
             insns: self.a.finish()?,
         })
+    }
+
+    /// The label of the fault exit, noting that it is used.
+    fn fault_label(&mut self) -> Label {
+        self.faults = true;
+        self.fault
     }
 
     fn reads_execname(&self) -> bool {
@@ -467,7 +479,7 @@ impl<'a> Translator<'a> {
             Instr::Cmp { .. } | Instr::Tst { .. } | Instr::Scmp { .. } => {
                 match self.code.get(pc + 1).copied() {
                     Some(Instr::Branch { op, label }) if !self.targets[pc + 1] => {
-                        self.compare_and_branch(pc, s, ins, op, label as usize)?;
+                        return self.compare_and_branch(pc, s, ins, op, label as usize);
                     }
                     // Condition codes nobody reads.
                     Some(i) if !matches!(i, Instr::Branch { .. }) => {}
@@ -534,6 +546,15 @@ impl<'a> Translator<'a> {
 
     /// `R1 = R1 op R2` with DTrace's semantics.
     fn alu(&mut self, dop: Opcode) {
+        let divides = matches!(
+            dop,
+            Opcode::Udiv | Opcode::Urem | Opcode::Sdiv | Opcode::Srem
+        );
+        let fault = if divides {
+            self.fault_label()
+        } else {
+            self.fault
+        };
         let a = &mut self.a;
         let bop = match dop {
             Opcode::Or => op::OR,
@@ -546,7 +567,7 @@ impl<'a> Translator<'a> {
             Opcode::Add => op::ADD,
             Opcode::Mul => op::MUL,
             Opcode::Udiv | Opcode::Urem | Opcode::Sdiv | Opcode::Srem => {
-                a.jmp_imm(op::JEQ, R2, 0, self.fault);
+                a.jmp_imm(op::JEQ, R2, 0, fault);
                 emit_division(a, dop);
                 return;
             }
@@ -647,7 +668,7 @@ impl<'a> Translator<'a> {
             }
             // The interpreter faults on an index past the context's arguments.
             _ => {
-                let f = self.fault;
+                let f = self.fault_label();
                 self.a.ja(f);
                 Ok(())
             }
@@ -681,6 +702,7 @@ impl<'a> Translator<'a> {
             }
         };
         let buf = self.frame.load_buf();
+        let fault = self.fault_label();
         let a = &mut self.a;
         a.load(Size::DW, R3, R10, self.frame.reg(r1 & 7));
         a.mov(R1, R10)
@@ -691,7 +713,7 @@ impl<'a> Translator<'a> {
             } else {
                 helper::PROBE_READ_KERNEL
             });
-        a.jmp_imm(op::JNE, R0, 0, self.fault);
+        a.jmp_imm(op::JNE, R0, 0, fault);
         let sz = Size::for_bytes(size as usize).unwrap_or(Size::DW);
         a.load(sz, R1, R10, buf);
         if signed {
@@ -710,7 +732,7 @@ impl<'a> Translator<'a> {
         setter: Instr,
         bop: Opcode,
         target: usize,
-    ) -> Result<(), Untranslatable> {
+    ) -> Result<bool, Untranslatable> {
         /// How a branch is taken: never, always, or on a jump.
         enum Take {
             Never,
@@ -786,7 +808,7 @@ impl<'a> Translator<'a> {
         if !matches!(take, Take::Never) {
             self.flow_to(target, s);
         }
-        Ok(())
+        Ok(!matches!(take, Take::Always))
     }
 }
 

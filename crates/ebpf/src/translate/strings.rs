@@ -56,6 +56,7 @@ fn constant_compare(p: &[u8], q: &[u8], strsize: usize) -> i32 {
 fn comm_compare(a: &mut Asm, c: &[u8], strsize: usize, comm: i16, swap: bool) {
     let lim = strsize.min(COMM_LEN).min(c.len() + 1);
     let done = a.label();
+    let mut ended = false;
     for i in 0..lim {
         let k = i32::from(c.get(i).copied().unwrap_or(0));
         let same = a.label();
@@ -70,9 +71,13 @@ fn comm_compare(a: &mut Asm, c: &[u8], strsize: usize, comm: i16, swap: bool) {
         if k == 0 {
             // Both ended here.
             a.mov_imm(R1, 0).ja(done);
+            ended = true;
         }
     }
-    a.mov_imm(R1, 0);
+    if !ended {
+        // Equal over the `strsize` bytes compared.
+        a.mov_imm(R1, 0);
+    }
     a.bind(done);
 }
 

@@ -382,7 +382,9 @@ fn cond_load(a: &mut Asm, shape: &ProbeShape, offset: u16, size: u8, signed: boo
     load_field(a, R0, offset, size, signed)
 }
 
-fn emit_arg(a: &mut Asm, shape: &ProbeShape, src: ArgSource) -> Result<()> {
+/// Leaves the value of argument source `src` in r0 (the context in r6; uses r0-r5, r8 and the
+/// scratch and key slots).
+pub(crate) fn emit_arg(a: &mut Asm, shape: &ProbeShape, src: ArgSource) -> Result<()> {
     match src {
         ArgSource::Field {
             offset,
@@ -533,6 +535,18 @@ pub fn gen_capture(
     tag: u32,
     maps: &MapFds,
 ) -> Result<Vec<Insn>> {
+    Ok(gen_capture_reporting(shape, spec, layout, tag, maps)?.0)
+}
+
+/// [`gen_capture`], with the report of which predicates of the spec's kernel filter run in the
+/// kernel (see [`super::filter`]).
+pub fn gen_capture_reporting(
+    shape: &ProbeShape,
+    spec: &CaptureSpec,
+    layout: &RecordLayout,
+    tag: u32,
+    maps: &MapFds,
+) -> Result<(Vec<Insn>, super::filter::FilterReport)> {
     if shape.args.len() > NARGS {
         return Err(LinuxError::Asm(format!(
             "{} arguments, records carry {NARGS}",
@@ -567,6 +581,10 @@ pub fn gen_capture(
         }
         a.jmp_imm(op::JNE, R0, pid as i32, out);
     }
+    let report = match &spec.filter {
+        Some(f) => super::filter::emit_filter(&mut a, shape, f, out),
+        None => Vec::new(),
+    };
     emit_ring_reserve(&mut a, maps, layout.size)?;
     let have = a.label();
     a.jmp_imm(op::JNE, R0, 0, have);
@@ -650,7 +668,7 @@ pub fn gen_capture(
     }
     emit_submit(&mut a, maps);
     a.bind(out).mov_imm(R0, 0).exit();
-    Ok(a.finish()?)
+    Ok((a.finish()?, report))
 }
 
 /// The uid, gid, task, ppid and vtime of the current task (ppid and vtime only when the record
