@@ -6,8 +6,7 @@
 use crate::attach::Attachment;
 use crate::bpf::{Map, MapKind, ProgKind, Program, RingBuf};
 use crate::capture::codegen::{
-    gen_capture_reporting, gen_retry, gen_syscall_dispatcher, MapFds, MAX_SYSCALL_NR,
-    PENDING_VALUE_SIZE,
+    gen_retry, gen_syscall_dispatcher, MapFds, MAX_SYSCALL_NR, PENDING_VALUE_SIZE,
 };
 use crate::capture::{
     decode_record, ArgSource, CaptureSpec, CapturedEvent, CopySource, CtxKind, Identity,
@@ -307,10 +306,17 @@ impl Session {
                             identity: *identity,
                             task: self.task,
                         };
-                        let (insns, report) =
-                            gen_capture_reporting(&shape, spec, &layout, tag, &fds)?;
+                        let (prog, report) = load_capture(
+                            ProgKind::RawTracepoint,
+                            &shape,
+                            spec,
+                            &layout,
+                            tag,
+                            &fds,
+                            &obj,
+                            &name,
+                        )?;
                         filter_report = report;
-                        let prog = Program::load(ProgKind::RawTracepoint, &insns, &obj, &name)?;
                         self.install(*syscall_return, route.nr, &prog)?;
                         programs.push(prog);
                     }
@@ -322,10 +328,17 @@ impl Session {
                             identity: *identity,
                             task: self.task,
                         };
-                        let (insns, report) =
-                            gen_capture_reporting(&shape, spec, &layout, tag, &fds)?;
+                        let (prog, report) = load_capture(
+                            ProgKind::Tracepoint,
+                            &shape,
+                            spec,
+                            &layout,
+                            tag,
+                            &fds,
+                            &obj,
+                            &name,
+                        )?;
                         filter_report = report;
-                        let prog = Program::load(ProgKind::Tracepoint, &insns, &obj, &name)?;
                         attachments.push(Attachment::tracepoint(&prog, *id, &name)?);
                         programs.push(prog);
                     }
@@ -351,11 +364,18 @@ impl Session {
                 // Typed (tp_btf) where the kernel's BTF names the tracepoint, so the stack of the
                 // task an argument points at can be taken; plain otherwise.
                 let typed = self.tp_btf_id(tp).and_then(|btf_id| {
-                    let (insns, report) =
-                        gen_capture_reporting(&shape, spec, &layout, tag, &fds).ok()?;
+                    let (prog, report) = load_capture(
+                        ProgKind::TpBtf { btf_id },
+                        &shape,
+                        spec,
+                        &layout,
+                        tag,
+                        &fds,
+                        &obj,
+                        &name,
+                    )
+                    .ok()?;
                     filter_report = report;
-                    let prog =
-                        Program::load(ProgKind::TpBtf { btf_id }, &insns, &obj, &name).ok()?;
                     Some(prog)
                 });
                 let (prog, attachment) = match typed {
@@ -365,10 +385,17 @@ impl Session {
                     }
                     None => {
                         shape.ctx = CtxKind::RawTracepoint;
-                        let (insns, report) =
-                            gen_capture_reporting(&shape, spec, &layout, tag, &fds)?;
+                        let (prog, report) = load_capture(
+                            ProgKind::RawTracepoint,
+                            &shape,
+                            spec,
+                            &layout,
+                            tag,
+                            &fds,
+                            &obj,
+                            &name,
+                        )?;
                         filter_report = report;
-                        let prog = Program::load(ProgKind::RawTracepoint, &insns, &obj, &name)?;
                         let at = Attachment::raw_tracepoint(&prog, tp)?;
                         (prog, at)
                     }
@@ -388,9 +415,17 @@ impl Session {
                     identity: Identity::Current,
                     task: self.task,
                 };
-                let (insns, report) = gen_capture_reporting(&shape, spec, &layout, tag, &fds)?;
+                let (prog, report) = load_capture(
+                    ProgKind::PerfEvent,
+                    &shape,
+                    spec,
+                    &layout,
+                    tag,
+                    &fds,
+                    &obj,
+                    &name,
+                )?;
                 filter_report = report;
-                let prog = Program::load(ProgKind::PerfEvent, &insns, &obj, &name)?;
                 let online = crate::bpf::map::online_cpus()?;
                 let cpus: Vec<u32> = if *all_cpus {
                     online
@@ -706,5 +741,40 @@ impl Session {
                 .or_insert_with(|| crate::process::ppid_of(pid).unwrap_or(0));
         }
         ev
+    }
+}
+
+/// Generates and loads the capture program of a probe. When the kernel refuses the program with its
+/// translated predicates (a verifier limit), the probe records every firing instead, as it would
+/// without them, and the report says so: the user never sees a verifier log for a predicate.
+#[allow(clippy::too_many_arguments)]
+fn load_capture(
+    kind: ProgKind,
+    shape: &ProbeShape,
+    spec: &CaptureSpec,
+    layout: &RecordLayout,
+    tag: u32,
+    fds: &MapFds,
+    obj: &str,
+    name: &str,
+) -> Result<(Program, crate::capture::filter::FilterReport)> {
+    let (insns, report) =
+        crate::capture::codegen::gen_capture_reporting(shape, spec, layout, tag, fds)?;
+    let filtered = report.iter().any(|r| r.is_ok()) && report.iter().all(|r| r.is_ok());
+    match Program::load(kind, &insns, obj, name) {
+        Err(e) if filtered => {
+            let plain = CaptureSpec {
+                filter: None,
+                ..spec.clone()
+            };
+            let (insns, _) =
+                crate::capture::codegen::gen_capture_reporting(shape, &plain, layout, tag, fds)?;
+            let prog = Program::load(kind, &insns, obj, name)?;
+            let why = e.to_string();
+            let first = why.lines().next().unwrap_or("").to_string();
+            let refused = dtrace_ebpf::translate::Untranslatable::Refused(first);
+            Ok((prog, report.iter().map(|_| Err(refused.clone())).collect()))
+        }
+        r => Ok((r?, report)),
     }
 }

@@ -173,6 +173,10 @@ pub enum Untranslatable {
     /// The generated code could not be assembled.
     #[error("eBPF assembly: {0}")]
     Asm(String),
+    /// The kernel refused the program the translated code is part of (a verifier limit); the
+    /// probe records every firing instead.
+    #[error("the kernel refused the translated code ({0})")]
+    Refused(String),
 }
 
 impl From<crate::insn::AsmError> for Untranslatable {
