@@ -171,3 +171,53 @@ fn verbose_mode_says_where_each_predicate_runs() {
         "{err}"
     );
 }
+
+#[test]
+fn every_kind_of_probe_takes_a_kernel_predicate_or_says_why_not() {
+    if !kernel_ok("every_kind_of_probe_takes_a_kernel_predicate_or_says_why_not") {
+        return;
+    }
+    // Raw syscall tracepoints, tracepoints with fields, raw tracepoints of another thread's task,
+    // perf events: the predicate is translated against each probe's context, loaded by the kernel
+    // and never false where the interpreter says true (the counts of the two ways agree when the
+    // predicate is always true at the probe).
+    let pred = r#"pid == 1 || execname == "sleep" || arg0 == 3 || probename == "x" || uid == 4242 || cpu == 100000"#;
+    let cases = [
+        ("syscall::nanosleep:return", true),
+        ("syscall::clock_nanosleep:entry", true),
+        ("proc:::exec-success", true),
+        ("proc:::exit", true),
+        ("sched:::off-cpu", true),
+        ("profile-997", true),
+        // The record speaks for a thread other than the one running.
+        ("proc:::lwp-start", false),
+        ("sched:::on-cpu", false),
+    ];
+    for (probe, in_kernel) in cases {
+        let script = format!("{probe} /{pred}/ {{ @ = count(); }}");
+        let (rc, _, err) = dtrace(&["-qv", "-n", &script, "-c", "sleep 0.2"]);
+        assert_eq!(rc, 0, "{probe}: {err}");
+        let line = err
+            .lines()
+            .find(|l| l.starts_with("dtrace: clause 1 "))
+            .unwrap_or_else(|| panic!("{probe}: no clause line in {err}"));
+        if in_kernel {
+            assert!(
+                line.ends_with("predicate runs in the kernel at 1 probe"),
+                "{probe}: {line}"
+            );
+        } else {
+            assert!(
+                line.contains("speaks for another thread than the one running"),
+                "{probe}: {line}"
+            );
+        }
+    }
+    // Always true where it fires: the counts agree both ways.
+    let script = r#"syscall::nanosleep:return,syscall::clock_nanosleep:entry /pid == $target && execname == "sleep"/ { @[probefunc] = count(); }"#;
+    let (krc, kout, kerr) = dtrace_way(true, &["-q", "-n", script, "-c", "sleep 0.1"]);
+    let (irc, iout, _) = dtrace_way(false, &["-q", "-n", script, "-c", "sleep 0.1"]);
+    assert_eq!((krc, irc), (0, 0), "{kerr}");
+    assert_eq!(kout, iout);
+    assert!(kout.contains("clock_nanosleep"), "{kout}");
+}
