@@ -709,6 +709,10 @@ impl<'a> Translator<'a> {
         let fault = self.fault_label();
         let a = &mut self.a;
         a.load(Size::DW, R3, R10, self.frame.reg(r1 & 7));
+        if !user && size > 1 {
+            // The interpreter faults on a misaligned kernel load (DTrace's bad alignment).
+            a.jmp_imm(op::JSET, R3, size - 1, fault);
+        }
         a.mov(R1, R10)
             .alu_imm(op::ADD, R1, i32::from(buf))
             .mov_imm(R2, size)

@@ -50,9 +50,10 @@ fn constant_compare(p: &[u8], q: &[u8], strsize: usize) -> i32 {
     0
 }
 
-/// `execname` (at `fp + comm`, NUL-terminated within [`COMM_LEN`] bytes) compared with the constant
-/// `c`; `swap` when the constant is the left operand. Only as many bytes as can differ are
-/// compared: `execname` ends by its 16th byte, `c` at its length.
+/// `execname` (at `fp + comm`, NUL-terminated within [`COMM_LEN`] bytes, and cut to `strsize - 1`
+/// bytes as the interpreter cuts built-in strings) compared with the constant `c`; `swap` when the
+/// constant is the left operand. Only as many bytes as can differ are compared: `execname` ends by
+/// its 16th byte, `c` at its length.
 fn comm_compare(a: &mut Asm, c: &[u8], strsize: usize, comm: i16, swap: bool) {
     let lim = strsize.min(COMM_LEN).min(c.len() + 1);
     let done = a.label();
@@ -60,7 +61,12 @@ fn comm_compare(a: &mut Asm, c: &[u8], strsize: usize, comm: i16, swap: bool) {
     for i in 0..lim {
         let k = i32::from(c.get(i).copied().unwrap_or(0));
         let same = a.label();
-        a.load(Size::B, R1, R10, comm + i as i16);
+        if i + 1 == strsize {
+            // The interpreter keeps `strsize - 1` bytes of a built-in string.
+            a.mov_imm(R1, 0);
+        } else {
+            a.load(Size::B, R1, R10, comm + i as i16);
+        }
         a.jmp_imm(op::JEQ, R1, k, same);
         a.alu_imm(op::SUB, R1, k);
         if swap {

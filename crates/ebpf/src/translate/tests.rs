@@ -395,6 +395,38 @@ fn string_predicates_agree_with_the_interpreter() {
 }
 
 #[test]
+fn small_strsize_cuts_execname_as_the_interpreter_does() {
+    let mut p = Probe::new();
+    p.execname = b"abcdef".to_vec();
+    for pred in [
+        r#"execname == "abc""#,
+        r#"execname == "abcd""#,
+        r#"execname == "abcdef""#,
+        r#"execname < "abcd""#,
+    ] {
+        let src = format!("#pragma D option strsize=4\n{}", clause(pred));
+        let obj = predicate(&src);
+        let mut ctx = FakeContext::new();
+        ctx.strings
+            .insert(vars::DIF_VAR_EXECNAME, p.execname.clone());
+        let mut opts = VmOptions::default();
+        opts.strsize = 4;
+        let mut state = VarState::new(opts);
+        let want = Machine::new()
+            .run(&obj, &mut state, &mut ctx, &mut FakeMemory::new())
+            .ok()
+            .map(|v| v != 0);
+        let f = translate(&obj, &p, 4, FRAME).unwrap();
+        assert_reachable(&f.insns);
+        let got = match emulate(&f.insns, &p) {
+            v if v == FAULTED as u64 => None,
+            v => Some(v != 0),
+        };
+        assert_eq!(got, want, "{pred}");
+    }
+}
+
+#[test]
 fn memory_loads_read_and_fault_as_the_interpreter() {
     let p = Probe::new();
     for (pred, want) in [
@@ -406,6 +438,9 @@ fn memory_loads_read_and_fault_as_the_interpreter() {
         ),
         ("*(char *)0xffff80000000103f == 63", Some(true)),
         ("*(int *)0xffff800000002000 == 0", None),
+        // Misaligned kernel loads fault, as in DTrace.
+        ("*(int *)0xffff800000001002 == 0", None),
+        ("*(short *)0xffff800000001001 == 0", None),
     ] {
         assert_eq!(both_ways(&clause(pred), &p), want, "{pred}");
     }
@@ -465,4 +500,133 @@ fn the_frame_stays_within_its_bounds() {
             );
         }
     }
+}
+
+/// Random DIF programs of the instructions the translator handles (forward branches, `ret` at the
+/// end) agree with the interpreter, fault where it faults, and translate into fragments whose every
+/// instruction is reachable and whose stack use stays in the frame (checked by [`kernel`] and the
+/// emulator). Words that are not DIF at all never panic the translator.
+#[test]
+fn random_dif_agrees_with_the_interpreter() {
+    use dtrace_dif::opcode::Opcode as O;
+    let mut rng = dtrace_testkit::XorShift(0x5eed_1234_abcd_0001);
+    let p = Probe::new();
+    let alu = [
+        O::Or,
+        O::Xor,
+        O::And,
+        O::Sll,
+        O::Srl,
+        O::Sra,
+        O::Sub,
+        O::Add,
+        O::Mul,
+        O::Sdiv,
+        O::Udiv,
+        O::Srem,
+        O::Urem,
+    ];
+    let branches = [
+        O::Be,
+        O::Bne,
+        O::Bg,
+        O::Bgu,
+        O::Bge,
+        O::Bgeu,
+        O::Bl,
+        O::Blu,
+        O::Ble,
+        O::Bleu,
+    ];
+    let loads = [O::Ldsb, O::Ldsh, O::Ldsw, O::Ldub, O::Lduh, O::Lduw, O::Ldx];
+    let builtins = [
+        vars::DIF_VAR_PID,
+        vars::DIF_VAR_TID,
+        vars::DIF_VAR_UID,
+        vars::DIF_VAR_ARG0,
+        vars::DIF_VAR_ARG0 + 1,
+        vars::DIF_VAR_ARG0 + 2,
+        vars::DIF_VAR_ARG0 + 9,
+    ];
+    let (mut translated, mut total) = (0, 0);
+    for _ in 0..3000 {
+        let inttab: Vec<u64> = vec![
+            0,
+            1,
+            (rng.next() % 70) as u64,
+            0xffff_8000_0000_1000 + rng.next() % 72,
+            rng.next(),
+            (-(rng.below(5) as i64)) as u64,
+        ];
+        let len = 2 + rng.below(18);
+        let mut text = Vec::new();
+        let reg = |rng: &mut dtrace_testkit::XorShift| rng.below(8) as u8;
+        while text.len() < len - 1 {
+            let pc = text.len();
+            let i = match rng.below(10) {
+                0..=2 => Instr::Alu {
+                    op: alu[rng.below(alu.len())],
+                    r1: reg(&mut rng),
+                    r2: reg(&mut rng),
+                    rd: reg(&mut rng),
+                },
+                3 => Instr::Setx {
+                    idx: rng.below(inttab.len()) as u16,
+                    rd: reg(&mut rng),
+                },
+                4 => Instr::LoadVar {
+                    op: O::Ldgs,
+                    var: builtins[rng.below(builtins.len())] as u16,
+                    rd: reg(&mut rng),
+                },
+                5 if pc + 2 < len => {
+                    text.push(if rng.below(2) == 0 {
+                        Instr::Cmp {
+                            r1: reg(&mut rng),
+                            r2: reg(&mut rng),
+                        }
+                    } else {
+                        Instr::Tst { r1: reg(&mut rng) }
+                    });
+                    Instr::Branch {
+                        op: branches[rng.below(branches.len())],
+                        label: (pc + 2 + rng.below(len - pc - 2)) as u32,
+                    }
+                }
+                6 => Instr::Load {
+                    op: loads[rng.below(loads.len())],
+                    r1: reg(&mut rng),
+                    rd: reg(&mut rng),
+                },
+                7 => Instr::Not {
+                    r1: reg(&mut rng),
+                    rd: reg(&mut rng),
+                },
+                8 => Instr::Mov {
+                    r1: reg(&mut rng),
+                    rd: reg(&mut rng),
+                },
+                _ => Instr::Ret { rd: reg(&mut rng) },
+            };
+            text.push(i);
+        }
+        text.push(Instr::Ret { rd: reg(&mut rng) });
+        let obj = DifObject {
+            text: text.iter().map(Instr::encode).collect(),
+            inttab,
+            ..DifObject::default()
+        };
+        total += 1;
+        if translate(&obj, &p, 256, FRAME).is_ok() {
+            translated += 1;
+            assert_eq!(kernel(&obj, &p), interpret(&obj, &p), "{text:?}");
+        }
+        // The same words scrambled: anything at all, never a panic.
+        let mut junk = obj.clone();
+        for w in &mut junk.text {
+            *w ^= (rng.next() as u32) & 0x00ff_ffff;
+        }
+        let _ = translate(&junk, &p, 256, FRAME);
+    }
+    assert!(translated * 2 > total, "{translated} of {total} translated");
 }
