@@ -409,9 +409,10 @@ fn small_strsize_cuts_execname_as_the_interpreter_does() {
         let mut ctx = FakeContext::new();
         ctx.strings
             .insert(vars::DIF_VAR_EXECNAME, p.execname.clone());
-        let mut opts = VmOptions::default();
-        opts.strsize = 4;
-        let mut state = VarState::new(opts);
+        let mut state = VarState::new(VmOptions {
+            strsize: 4,
+            ..VmOptions::default()
+        });
         let want = Machine::new()
             .run(&obj, &mut state, &mut ctx, &mut FakeMemory::new())
             .ok()
@@ -553,7 +554,7 @@ fn random_dif_agrees_with_the_interpreter() {
         let inttab: Vec<u64> = vec![
             0,
             1,
-            (rng.next() % 70) as u64,
+            rng.next() % 70,
             0xffff_8000_0000_1000 + rng.next() % 72,
             rng.next(),
             (-(rng.below(5) as i64)) as u64,
