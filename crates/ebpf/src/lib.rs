@@ -10,6 +10,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod fuzzing;
 pub mod insn;
 pub mod translate;
 
