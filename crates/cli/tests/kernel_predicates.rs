@@ -221,3 +221,33 @@ fn every_kind_of_probe_takes_a_kernel_predicate_or_says_why_not() {
     assert_eq!(kout, iout);
     assert!(kout.contains("clock_nanosleep"), "{kout}");
 }
+
+#[test]
+fn curthread_chains_and_ppid_in_kernel_predicates() {
+    if !kernel_ok("curthread_chains_and_ppid_in_kernel_predicates")
+        || !common::have_btf("curthread_chains_and_ppid_in_kernel_predicates")
+    {
+        return;
+    }
+    // Kernel memory read at the probe by the predicate, and by the interpreter from the copies the
+    // capture made: the same values.
+    for p in [
+        "curthread->tgid == pid && curthread->pid == tid",
+        "curthread->real_parent->tgid == ppid && ppid != 0",
+        "curpsinfo->pr_pid == pid && curthread->pid != 0",
+        "curthread->tgid != pid",
+    ] {
+        let script = format!(
+            "syscall::write:entry /pid == $target && ({p})/ {{ @[execname, arg2] = count(); }}"
+        );
+        let (rc, kout, kerr) = dtrace_way(true, &["-qv", "-n", &script, "-c", DD]);
+        assert_eq!(rc, 0, "{p}: {kerr}");
+        assert!(
+            kerr.contains("predicate runs in the kernel at 1 probe\n"),
+            "{p}: {kerr}"
+        );
+        let (rc, iout, ierr) = dtrace_way(false, &["-qv", "-n", &script, "-c", DD]);
+        assert_eq!(rc, 0, "{p}: {ierr}");
+        assert_eq!(kout, iout, "{p}");
+    }
+}

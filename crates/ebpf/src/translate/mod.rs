@@ -57,6 +57,10 @@ pub enum Builtin {
     Gid,
     /// `cpu`.
     Cpu,
+    /// `ppid`.
+    Ppid,
+    /// `curthread` (the running thread's `struct task_struct *`).
+    Curthread,
 }
 
 impl Builtin {
@@ -69,6 +73,8 @@ impl Builtin {
             Builtin::Uid => "uid".into(),
             Builtin::Gid => "gid".into(),
             Builtin::Cpu => "cpu".into(),
+            Builtin::Ppid => "ppid".into(),
+            Builtin::Curthread => "curthread".into(),
         }
     }
 }
@@ -632,6 +638,8 @@ impl<'a> Translator<'a> {
             vars::DIF_VAR_UID => Builtin::Uid,
             vars::DIF_VAR_GID => Builtin::Gid,
             vars::DIF_VAR_CPU => Builtin::Cpu,
+            vars::DIF_VAR_PPID => Builtin::Ppid,
+            vars::DIF_VAR_CURTHREAD => Builtin::Curthread,
             _ => {
                 return Err(Untranslatable::Variable {
                     pc,

@@ -56,6 +56,8 @@ impl ProbeContext for Probe {
             Builtin::Uid => self.uid,
             Builtin::Gid => return Err("no gid at this probe".into()),
             Builtin::Cpu => 0,
+            Builtin::Ppid => 1,
+            Builtin::Curthread => 0xffff_8000_0000_1000,
         };
         // Clobber what the contract allows, to catch a translator that keeps values there.
         a.mov_imm(R1, -1).mov_imm(R2, -1).mov_imm(R3, -1);
@@ -240,6 +242,9 @@ fn interpret(obj: &DifObject, p: &Probe) -> Option<bool> {
     ctx.ints.insert(vars::DIF_VAR_TID, p.tid);
     ctx.ints.insert(vars::DIF_VAR_UID, p.uid);
     ctx.ints.insert(vars::DIF_VAR_CPU, 0);
+    ctx.ints.insert(vars::DIF_VAR_PPID, 1);
+    ctx.ints
+        .insert(vars::DIF_VAR_CURTHREAD, 0xffff_8000_0000_1000);
     ctx.strings
         .insert(vars::DIF_VAR_EXECNAME, p.execname.clone());
     let n = &p.names;
@@ -438,6 +443,10 @@ fn memory_loads_read_and_fault_as_the_interpreter() {
             Some(true),
         ),
         ("*(char *)0xffff80000000103f == 63", Some(true)),
+        (
+            "*(int *)((uint64_t)curthread + 8) == 0x0b0a0908 && ppid == 1",
+            Some(true),
+        ),
         ("*(int *)0xffff800000002000 == 0", None),
         // Misaligned kernel loads fault, as in DTrace.
         ("*(int *)0xffff800000001002 == 0", None),

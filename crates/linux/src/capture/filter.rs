@@ -93,6 +93,32 @@ impl ProbeContext for ShapeContext<'_> {
             Builtin::Cpu => {
                 a.call(helper::GET_SMP_PROCESSOR_ID);
             }
+            Builtin::Curthread => {
+                self.current("curthread")?;
+                a.call(helper::GET_CURRENT_TASK);
+            }
+            Builtin::Ppid => {
+                self.current("ppid")?;
+                let t = self
+                    .shape
+                    .task
+                    .ok_or("task_struct offsets are not in the kernel's BTF")?;
+                // current->real_parent->tgid, as the record's header has it.
+                a.call(helper::GET_CURRENT_TASK);
+                a.mov(R3, R0).alu_imm(op::ADD, R3, t.real_parent as i32);
+                a.mov(R1, R10)
+                    .alu_imm(op::ADD, R1, i32::from(SCRATCH))
+                    .mov_imm(R2, 8)
+                    .call(helper::PROBE_READ_KERNEL);
+                a.load(Size::DW, R3, R10, SCRATCH)
+                    .alu_imm(op::ADD, R3, t.tgid as i32);
+                a.store_imm(Size::DW, R10, SCRATCH, 0);
+                a.mov(R1, R10)
+                    .alu_imm(op::ADD, R1, i32::from(SCRATCH))
+                    .mov_imm(R2, 4)
+                    .call(helper::PROBE_READ_KERNEL);
+                a.load(Size::W, R0, R10, SCRATCH);
+            }
         }
         Ok(())
     }
