@@ -560,6 +560,10 @@ pub fn gen_capture_reporting(
     let out = a.label();
     a.mov(R6, R1);
     emit_conditions(&mut a, shape, out)?;
+    let past_filters = a.label();
+    if let Some(f) = &spec.filter {
+        super::filter::emit_bypass(&mut a, f, past_filters);
+    }
     if let Some(pid) = spec.filter_pid {
         match shape.identity {
             Identity::Current => {
@@ -585,6 +589,7 @@ pub fn gen_capture_reporting(
         Some(f) => super::filter::emit_filter(&mut a, shape, f, out),
         None => Vec::new(),
     };
+    a.bind(past_filters);
     emit_ring_reserve(&mut a, maps, layout.size)?;
     let have = a.label();
     a.jmp_imm(op::JNE, R0, 0, have);

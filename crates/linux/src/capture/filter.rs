@@ -160,6 +160,24 @@ pub fn translate_filter(
     (results.into_iter().collect::<Result<_, _>>().ok(), report)
 }
 
+/// Emits the check of the filter's bypass switch (when it has one): jumps to `past` (after every
+/// kernel filter of the probe, the `pid` one included) when the switch is on.
+pub fn emit_bypass(a: &mut Asm, filter: &KernelFilter, past: Label) {
+    let Some(fd) = filter.bypass else {
+        return;
+    };
+    let filters = a.label();
+    a.store_imm(Size::W, R10, SCRATCH, 0);
+    a.ld_map_fd(R1, fd)
+        .mov(R2, R10)
+        .alu_imm(op::ADD, R2, i32::from(SCRATCH))
+        .call(helper::MAP_LOOKUP_ELEM);
+    a.jmp_imm(op::JEQ, R0, 0, filters);
+    a.load(Size::DW, R1, R0, 0);
+    a.jmp_imm(op::JNE, R1, 0, past);
+    a.bind(filters);
+}
+
 /// Emits the filter of `filter` (when every predicate translates): control goes on when one
 /// predicate is true or faulted, to `out` when all are false. Returns the report.
 pub fn emit_filter(

@@ -217,6 +217,9 @@ pub struct KernelFilter {
     /// Arguments whose value delivery replaces (with the address of a capture): a predicate
     /// reading them stays in the interpreter (bit n: argument n).
     pub opaque_args: u16,
+    /// An array map of one u64 which, when non-zero, turns the filter off (every firing records):
+    /// set when a program planned after the probe was enabled has clauses on it.
+    pub bypass: Option<i32>,
 }
 
 /// What a probe does to the mirror of one thread-local variable, after its copies: save the

@@ -74,6 +74,14 @@ pub(crate) struct Shared {
     /// Predicates are evaluated in the kernel (off: every firing is recorded, as before; for
     /// comparing the two paths, see [`KERNEL_PREDICATES_ENV`]).
     kernel_predicates: bool,
+    /// The switch that turns every kernel filter off (see [`crate::capture::KernelFilter::bypass`]),
+    /// created with the first filter.
+    bypass: Option<crate::bpf::Map>,
+    /// The probes enabled with a kernel filter: a clause planned later that matches one turns the
+    /// filters off, as that probe's program was built without it.
+    filtered: Vec<ProbeInfo>,
+    /// The filters were turned off.
+    bypassed: bool,
 }
 
 /// Environment variable that, set to `0`, keeps every predicate in dtrace's interpreter (the
@@ -155,7 +163,13 @@ impl Shared {
         if !self.kernel_predicates {
             spec.filter = None;
         }
+        if spec.filter.is_some() && self.bypass.is_none() {
+            let map = crate::bpf::Map::create(crate::bpf::MapKind::Array, "dt_nofilter", 4, 8, 1)
+                .map_err(|e| e.to_string())?;
+            self.bypass = Some(map);
+        }
         if let Some(f) = &mut spec.filter {
+            f.bypass = self.bypass.as_ref().map(|m| m.raw_fd());
             f.names = dtrace_ebpf::translate::ProbeNames {
                 provider: info.provider.clone(),
                 module: info.module.clone(),
@@ -245,6 +259,9 @@ impl Shared {
             .enable(&probe, info.id, &spec)
             .map_err(|e| e.to_string())?;
         let report = session.filter_report(info.id).cloned().unwrap_or_default();
+        if spec.filter.is_some() {
+            self.filtered.push(info.clone());
+        }
         let probe_name = format!(
             "{}:{}:{}:{}",
             info.provider, info.module, info.function, info.name
@@ -372,6 +389,9 @@ impl LinuxTracing {
                 kernel: Vec::new(),
                 planned: Vec::new(),
                 kernel_predicates: std::env::var_os(KERNEL_PREDICATES_ENV).is_none_or(|v| v != "0"),
+                bypass: None,
+                filtered: Vec::new(),
+                bypassed: false,
             })),
             symbols: Arc::new(Mutex::new(Symbolizer::new())),
         }
@@ -495,6 +515,25 @@ impl LinuxTracing {
             let _ = self.lock_symbols().track_mappings();
         }
         let mut sh = self.lock();
+        let late = n.clauses.iter().any(|(d, _)| {
+            sh.filtered.iter().any(|p| {
+                dtrace_framework::glob::desc_matches(
+                    d,
+                    &p.provider,
+                    &p.module,
+                    &p.function,
+                    &p.name,
+                )
+            })
+        });
+        if late && !sh.bypassed {
+            // A probe already filtered in the kernel gets a clause its filter does not know: every
+            // firing records from now on, and the interpreter decides.
+            if let Some(m) = &sh.bypass {
+                let _ = m.update(&0u32.to_ne_bytes(), &1u64.to_ne_bytes());
+            }
+            sh.bypassed = true;
+        }
         sh.note_processes |= user_symbols;
         sh.strsize = sh.strsize.max(needs::program_strsize(program));
         for (d, c) in &n.clauses {
@@ -528,7 +567,19 @@ impl LinuxTracing {
     /// Where each planned clause's predicate runs (in the kernel before capturing, or in dtrace),
     /// over the probes enabled so far, in planning order.
     pub fn kernel_report(&self) -> Vec<ClauseKernel> {
-        self.lock().kernel.clone()
+        let sh = self.lock();
+        let mut out = sh.kernel.clone();
+        if sh.bypassed {
+            for c in &mut out {
+                for _ in 0..std::mem::take(&mut c.in_kernel) {
+                    c.in_dtrace.push((
+                        "every probe".into(),
+                        "a program planned after its probe was enabled shares it".into(),
+                    ));
+                }
+            }
+        }
+        out
     }
 
     /// Tells the planning of each of `programs` (all the consumer's programs, which share their
