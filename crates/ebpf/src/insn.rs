@@ -264,6 +264,13 @@ impl Asm {
         self.emit(0, R0, R0, 0, 0)
     }
 
+    /// `dst = &map value[0] + off` of an array map (two slots, `BPF_PSEUDO_MAP_VALUE`): the value
+    /// is then read with a plain load, no helper call.
+    pub fn ld_map_value(&mut self, dst: Reg, fd: i32, off: i32) -> &mut Self {
+        self.emit(op::LD | op::DW | op::IMM, dst, Reg(2), 0, fd);
+        self.emit(0, R0, R0, 0, off)
+    }
+
     /// 64-bit ALU with an immediate: `dst op= imm`.
     pub fn alu_imm(&mut self, aluop: u8, dst: Reg, imm: i32) -> &mut Self {
         self.emit(op::ALU64 | aluop | op::K, dst, R0, 0, imm)

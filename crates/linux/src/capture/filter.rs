@@ -166,16 +166,10 @@ pub fn emit_bypass(a: &mut Asm, filter: &KernelFilter, past: Label) {
     let Some(fd) = filter.bypass else {
         return;
     };
-    let filters = a.label();
-    a.store_imm(Size::W, R10, SCRATCH, 0);
-    a.ld_map_fd(R1, fd)
-        .mov(R2, R10)
-        .alu_imm(op::ADD, R2, i32::from(SCRATCH))
-        .call(helper::MAP_LOOKUP_ELEM);
-    a.jmp_imm(op::JEQ, R0, 0, filters);
-    a.load(Size::DW, R1, R0, 0);
+    // The switch's value read in place (no helper call: every firing of the probe pays this).
+    a.ld_map_value(R1, fd, 0);
+    a.load(Size::DW, R1, R1, 0);
     a.jmp_imm(op::JNE, R1, 0, past);
-    a.bind(filters);
 }
 
 /// Emits the filter of `filter` (when every predicate translates): control goes on when one
