@@ -1,22 +1,63 @@
-//! Benchmark of `dtrace(1)` itself (the built binary) on the paper's first example: the CPU time
-//! `syscall::write:entry { @[execname] = count(); }` adds to each write(2), against no tracing and
-//! against bpftrace's equivalent (`tracepoint:syscalls:sys_enter_write { @[comm] = count(); }`, when
-//! `bpftrace` is installed), and the highest write rate `dtrace` follows with no drop (a ladder of
-//! paced rates, one second each; a rate passes when no drop is reported and every write is counted).
+//! Benchmark of `dtrace(1)` itself (the built binary): the CPU time tracing adds to each write(2),
+//! counting both the traced writer's CPU and the tracer's own (dtrace's, or bpftrace's), for the
+//! paper's first example (`syscall::write:entry { @[execname] = count(); }`), for predicates that
+//! are always false (on `pid`, on `execname`, on an argument) and for `quantize(arg2)`, each
+//! against bpftrace's equivalent in the same run (when `bpftrace` is installed); and the highest
+//! write rate `dtrace` follows with no drop (a ladder of paced rates, one second each; a rate passes
+//! when no drop is reported and every write is counted).
 //!
 //! The writer is this binary run again (`DTBENCH_WRITER=n,rate,file`) under `-c`: it names itself
 //! `dtbenchw`, makes `n` one-byte writes to /dev/null (paced at `rate` a second, or as fast as it can
-//! at 0) and records its own CPU time per write, so a loaded machine slows it without changing the
-//! figure. Needs root; prints figures and never asserts them. The ladder prints the rate the writer
-//! achieved: one traced writer thread has a ceiling of its own (about 1/(traced ns per write)), so
-//! when every step passes, dtrace kept up with the fastest single writer, not with an upper bound.
+//! at 0) and records its own CPU time per write. The total (writer and tracer) is the CPU time of
+//! this bench's children over the run (`getrusage(RUSAGE_CHILDREN)`: the tracer, and the writer it
+//! waited for); a run of one write is subtracted, so the tracers' start-up (compiling, loading
+//! programs) is not counted per event, and so is the untraced writer's. Needs root; prints figures
+//! and never asserts them.
 //! `cargo bench -p dtrace-cli --bench write_overhead [-- N]`.
 
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 const SCRIPT: &str = "syscall::write:entry { @[execname] = count(); }";
-const BPFTRACE_SCRIPT: &str = "tracepoint:syscalls:sys_enter_write { @[comm] = count(); }";
+
+/// The cases compared: name, dtrace's script, bpftrace's.
+const CASES: [(&str, &str, &str); 5] = [
+    (
+        "count by execname",
+        SCRIPT,
+        "tracepoint:syscalls:sys_enter_write { @[comm] = count(); }",
+    ),
+    (
+        "false pid predicate",
+        "syscall::write:entry /pid == 1/ { @[execname] = count(); }",
+        "tracepoint:syscalls:sys_enter_write /pid == 1/ { @[comm] = count(); }",
+    ),
+    (
+        "false execname predicate",
+        "syscall::write:entry /execname == \"nomatch\"/ { @[execname] = count(); }",
+        "tracepoint:syscalls:sys_enter_write /comm == \"nomatch\"/ { @[comm] = count(); }",
+    ),
+    (
+        "false argument predicate",
+        "syscall::write:entry /arg2 == 12345/ { @[execname] = count(); }",
+        "tracepoint:syscalls:sys_enter_write /args->count == 12345/ { @[comm] = count(); }",
+    ),
+    (
+        "quantize(arg2)",
+        "syscall::write:entry { @ = quantize(arg2); }",
+        "tracepoint:syscalls:sys_enter_write { @ = hist(args->count); }",
+    ),
+];
+
+/// CPU time (user and system) of this process's waited-for children so far, in ns.
+fn children_cpu_ns() -> u64 {
+    // SAFETY: rusage is plain data; getrusage fills it.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: valid out-parameter.
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
+    let ns = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1_000;
+    ns(ru.ru_utime) + ns(ru.ru_stime)
+}
 
 fn process_cpu_ns() -> u64 {
     let mut ts = libc::timespec {
@@ -57,6 +98,8 @@ fn writer(n: u64, rate: u64, out: &str) {
 /// One run's figures.
 struct Run {
     ns_per_write: f64,
+    /// CPU time of the tracer and the writer together (the children's), in ns.
+    total_ns: u64,
     /// Writes a second the writer achieved.
     rate: f64,
     counted: Option<u64>,
@@ -76,6 +119,7 @@ fn run(tracer: Option<&[&str]>, n: u64, rate: u64) -> Option<Run> {
     let out = result_file();
     let _ = std::fs::remove_file(&out);
     let env = format!("{n},{rate},{out}");
+    let cpu0 = children_cpu_ns();
     let (stdout, stderr) = match tracer {
         None => {
             let o = Command::new(&me)
@@ -100,6 +144,7 @@ fn run(tracer: Option<&[&str]>, n: u64, rate: u64) -> Option<Run> {
             )
         }
     };
+    let total_ns = children_cpu_ns().saturating_sub(cpu0);
     let figures = std::fs::read_to_string(&out).ok().and_then(|s| {
         let mut w = s.split_whitespace().map(|v| v.parse::<f64>().ok());
         Some((w.next()??, w.next()??))
@@ -132,6 +177,7 @@ fn run(tracer: Option<&[&str]>, n: u64, rate: u64) -> Option<Run> {
         .sum();
     Some(Run {
         ns_per_write,
+        total_ns,
         rate: n as f64 / secs.max(1e-9),
         counted,
         drops,
@@ -167,36 +213,65 @@ fn main() {
     let dt_argv = [dtrace, "-q", "-n", SCRIPT];
     let runs = 3;
 
-    println!("write(2) of 1 byte to /dev/null, {n} writes, CPU time of the writer, best of {runs}");
+    println!("write(2) of 1 byte to /dev/null, {n} writes, best of {runs}");
     let Some(base) = best(None, n, runs) else {
         println!("the writer did not run");
         return;
     };
-    println!(
-        "  untraced                 {:8.1} ns/write",
-        base.ns_per_write
-    );
-    let report = |name: &str, r: Option<Run>| match r {
-        Some(r) => println!(
-            "  {name:<24} {:8.1} ns/write  (+{:.1} ns)  {:.0} writes/s  counted {}  drops {}",
-            r.ns_per_write,
-            r.ns_per_write - base.ns_per_write,
-            r.rate,
-            r.counted.map_or("?".to_string(), |c| c.to_string()),
-            r.drops
-        ),
-        None => println!("  {name:<24} failed"),
+    let Some(base1) = best(None, 1, runs) else {
+        println!("the writer did not run");
+        return;
     };
-    report("dtrace (all processes)", best(Some(&dt_argv), n, runs));
+    println!(
+        "  untraced: writer {:.1} ns/write, {:.1} ns/write with its start-up",
+        base.ns_per_write,
+        base.total_ns.saturating_sub(base1.total_ns) as f64 / (n - 1) as f64
+    );
     let have_bpftrace = Command::new("bpftrace")
         .arg("--version")
         .output()
         .is_ok_and(|o| o.status.success());
-    if have_bpftrace {
-        let bt_argv = ["bpftrace", "-e", BPFTRACE_SCRIPT];
-        report("bpftrace", best(Some(&bt_argv), n, runs));
-    } else {
-        println!("  bpftrace                 not installed");
+    // Added CPU ns per write of the writer alone, and of writer and tracer together.
+    let added = |argv: &[&str]| -> Option<(f64, f64, Run)> {
+        let big = best(Some(argv), n, runs)?;
+        let one = best(Some(argv), 1, runs)?;
+        let untraced = base.total_ns.saturating_sub(base1.total_ns) as f64;
+        let traced = big.total_ns as f64 - one.total_ns as f64;
+        Some((
+            big.ns_per_write - base.ns_per_write,
+            (traced - untraced) / (n - 1) as f64,
+            big,
+        ))
+    };
+    println!(
+        "  {:<26} {:>22} {:>22} {:>6}",
+        "added CPU ns per write", "dtrace: writer/total", "bpftrace: writer/total", "ratio"
+    );
+    for (name, dscript, bscript) in CASES {
+        let d = added(&[dtrace, "-q", "-n", dscript]);
+        let b = if have_bpftrace {
+            added(&["bpftrace", "-e", bscript])
+        } else {
+            None
+        };
+        let fig = |r: &Option<(f64, f64, Run)>| match r {
+            Some((w, t, _)) => format!("{w:>8.1} / {t:>8.1}"),
+            None => format!("{:>19}", "-"),
+        };
+        let ratio = match (&d, &b) {
+            (Some((_, dt, _)), Some((_, bt, _))) if *bt > 0.0 => format!("{:.2}", dt / bt),
+            _ => "-".into(),
+        };
+        println!("  {name:<26} {:>22} {:>22} {ratio:>6}", fig(&d), fig(&b));
+        if let Some((_, _, r)) = &d {
+            if r.drops > 0 || (name == CASES[0].0 && r.counted.is_none_or(|c| c < n)) {
+                println!(
+                    "    dtrace counted {} of {n}, {} drops",
+                    r.counted.map_or("?".to_string(), |c| c.to_string()),
+                    r.drops
+                );
+            }
+        }
     }
 
     println!("highest paced write rate dtrace follows with no drop (1 s per step):");

@@ -283,6 +283,11 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
     if total == 0 && !cfg.zdefs {
         return fatal("no probes matched");
     }
+    if cfg.verbose {
+        for line in h.placement_report() {
+            eprintln!("dtrace: {line}");
+        }
+    }
     if h.decoder.options.is_set("destructive") && !quiet {
         eprintln!("dtrace: allowing destructive actions");
     }

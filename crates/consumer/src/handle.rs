@@ -85,6 +85,12 @@ pub trait Tracer {
     fn plan(&mut self, programs: &[&Program]) {
         let _ = programs;
     }
+    /// For `dtrace -v`: one line per clause saying where it runs (its predicate in the kernel
+    /// before anything is captured, or in dtrace, and why). Tracers that run everything in
+    /// their own process have nothing to say.
+    fn placement_report(&self) -> Vec<String> {
+        Vec::new()
+    }
     /// Enables a program's ECBs.
     fn exec(&mut self, prog: &Program, options: &crate::options::Options) -> Result<ExecInfo>;
     /// Starts tracing (fires BEGIN).
@@ -347,6 +353,11 @@ impl Handle {
     /// [`Tracer::plan`]).
     pub fn plan(&mut self, programs: &[&Program]) {
         self.tracer.plan(programs);
+    }
+
+    /// Where each enabled clause runs (see [`Tracer::placement_report`]), for `dtrace -v`.
+    pub fn placement_report(&self) -> Vec<String> {
+        self.tracer.placement_report()
     }
 
     /// `dtrace_program_exec`: applies the program's pragmas and enables it.

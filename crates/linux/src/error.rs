@@ -97,3 +97,9 @@ impl LinuxError {
         }
     }
 }
+
+impl From<dtrace_ebpf::AsmError> for LinuxError {
+    fn from(e: dtrace_ebpf::AsmError) -> Self {
+        Self::Asm(e.0)
+    }
+}

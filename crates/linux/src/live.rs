@@ -49,7 +49,7 @@ fn reader_program(map_fd: i32) -> Result<Vec<crate::bpf::insn::Insn>> {
     a.mov(R1, R7).alu_imm(op::ADD, R1, HDR as i32);
     a.call(helper::PROBE_READ_KERNEL).store(Size::DW, R7, 0, R0);
     a.bind(out).mov_imm(R0, 0).exit();
-    a.finish()
+    Ok(a.finish()?)
 }
 
 impl KernelReader {

@@ -6,7 +6,7 @@
 use crate::attach::Attachment;
 use crate::bpf::{Map, MapKind, ProgKind, Program, RingBuf};
 use crate::capture::codegen::{
-    gen_capture, gen_retry, gen_syscall_dispatcher, MapFds, MAX_SYSCALL_NR, PENDING_VALUE_SIZE,
+    gen_retry, gen_syscall_dispatcher, MapFds, MAX_SYSCALL_NR, PENDING_VALUE_SIZE,
 };
 use crate::capture::{
     decode_record, ArgSource, CaptureSpec, CapturedEvent, CopySource, CtxKind, Identity,
@@ -78,6 +78,8 @@ pub struct Session {
     /// The `sys_enter` and `sys_exit` dispatchers, created with the first syscall probe.
     dispatch: [Option<Dispatch>; 2],
     info: crate::fasthash::TagMap<ProbeInfo>,
+    /// Per enabled tag: which predicates of its spec's kernel filter run in the kernel.
+    filters: crate::fasthash::TagMap<crate::capture::filter::FilterReport>,
     held: HashMap<(u32, u64), Box<CapturedEvent>, crate::fasthash::Fast>,
     tgid_of: crate::fasthash::TagMap<u32>,
     ppid_of: crate::fasthash::TagMap<u32>,
@@ -200,6 +202,7 @@ impl Session {
             enabled: Vec::new(),
             dispatch: [None, None],
             info: Default::default(),
+            filters: Default::default(),
             held: Default::default(),
             tgid_of: Default::default(),
             ppid_of: Default::default(),
@@ -248,6 +251,7 @@ impl Session {
         let mut programs = Vec::new();
         let mut attachments = Vec::new();
         let mut pending = None;
+        let mut filter_report = Vec::new();
         let (syscall_return, identity_from_fields) = match &probe.attach {
             AttachPoint::Tracepoint {
                 id,
@@ -304,8 +308,17 @@ impl Session {
                             identity: *identity,
                             task: self.task,
                         };
-                        let insns = gen_capture(&shape, spec, &layout, tag, &fds)?;
-                        let prog = Program::load(ProgKind::RawTracepoint, &insns, &obj, &name)?;
+                        let (prog, report) = load_capture(
+                            ProgKind::RawTracepoint,
+                            &shape,
+                            spec,
+                            &layout,
+                            tag,
+                            &fds,
+                            &obj,
+                            &name,
+                        )?;
+                        filter_report = report;
                         self.install(*syscall_return, route.nr, &prog)?;
                         programs.push(prog);
                     }
@@ -317,8 +330,17 @@ impl Session {
                             identity: *identity,
                             task: self.task,
                         };
-                        let insns = gen_capture(&shape, spec, &layout, tag, &fds)?;
-                        let prog = Program::load(ProgKind::Tracepoint, &insns, &obj, &name)?;
+                        let (prog, report) = load_capture(
+                            ProgKind::Tracepoint,
+                            &shape,
+                            spec,
+                            &layout,
+                            tag,
+                            &fds,
+                            &obj,
+                            &name,
+                        )?;
+                        filter_report = report;
                         attachments.push(Attachment::tracepoint(&prog, *id, &name)?);
                         programs.push(prog);
                     }
@@ -344,9 +366,18 @@ impl Session {
                 // Typed (tp_btf) where the kernel's BTF names the tracepoint, so the stack of the
                 // task an argument points at can be taken; plain otherwise.
                 let typed = self.tp_btf_id(tp).and_then(|btf_id| {
-                    let insns = gen_capture(&shape, spec, &layout, tag, &fds).ok()?;
-                    let prog =
-                        Program::load(ProgKind::TpBtf { btf_id }, &insns, &obj, &name).ok()?;
+                    let (prog, report) = load_capture(
+                        ProgKind::TpBtf { btf_id },
+                        &shape,
+                        spec,
+                        &layout,
+                        tag,
+                        &fds,
+                        &obj,
+                        &name,
+                    )
+                    .ok()?;
+                    filter_report = report;
                     Some(prog)
                 });
                 let (prog, attachment) = match typed {
@@ -356,8 +387,17 @@ impl Session {
                     }
                     None => {
                         shape.ctx = CtxKind::RawTracepoint;
-                        let insns = gen_capture(&shape, spec, &layout, tag, &fds)?;
-                        let prog = Program::load(ProgKind::RawTracepoint, &insns, &obj, &name)?;
+                        let (prog, report) = load_capture(
+                            ProgKind::RawTracepoint,
+                            &shape,
+                            spec,
+                            &layout,
+                            tag,
+                            &fds,
+                            &obj,
+                            &name,
+                        )?;
+                        filter_report = report;
                         let at = Attachment::raw_tracepoint(&prog, tp)?;
                         (prog, at)
                     }
@@ -381,8 +421,17 @@ impl Session {
                         identity: Identity::Current,
                         task: self.task,
                     };
-                    let insns = gen_capture(&shape, spec, &layout, tag, &fds)?;
-                    let prog = Program::load(ProgKind::Kprobe, &insns, &obj, &name)?;
+                    let (prog, report) = load_capture(
+                        ProgKind::Kprobe,
+                        &shape,
+                        spec,
+                        &layout,
+                        tag,
+                        &fds,
+                        &obj,
+                        &name,
+                    )?;
+                    filter_report = report;
                     let site = crate::uprobe::UprobeSite {
                         path,
                         offset: at.offset,
@@ -406,8 +455,17 @@ impl Session {
                     identity: Identity::Current,
                     task: self.task,
                 };
-                let insns = gen_capture(&shape, spec, &layout, tag, &fds)?;
-                let prog = Program::load(ProgKind::PerfEvent, &insns, &obj, &name)?;
+                let (prog, report) = load_capture(
+                    ProgKind::PerfEvent,
+                    &shape,
+                    spec,
+                    &layout,
+                    tag,
+                    &fds,
+                    &obj,
+                    &name,
+                )?;
+                filter_report = report;
                 let online = crate::bpf::map::online_cpus()?;
                 let cpus: Vec<u32> = if *all_cpus {
                     online
@@ -419,6 +477,7 @@ impl Session {
                 (false, false)
             }
         };
+        self.filters.insert(tag, filter_report);
         self.enabled.push(Enabled {
             _attachments: attachments,
             _programs: programs,
@@ -529,6 +588,12 @@ impl Session {
             .update(&nr.to_le_bytes(), &(prog.raw_fd() as u32).to_le_bytes())?;
         d.used.insert(nr);
         Ok(())
+    }
+
+    /// Which predicates of the kernel filter of the probe enabled with `tag` run in the kernel, in
+    /// the order of its spec's [`crate::capture::KernelFilter`] (empty without a filter).
+    pub fn filter_report(&self, tag: u32) -> Option<&crate::capture::filter::FilterReport> {
+        self.filters.get(&tag)
     }
 
     /// Number of enabled probes.
@@ -729,5 +794,40 @@ impl Session {
                 .or_insert_with(|| crate::process::ppid_of(pid).unwrap_or(0));
         }
         ev
+    }
+}
+
+/// Generates and loads the capture program of a probe. When the kernel refuses the program with its
+/// translated predicates (a verifier limit), the probe records every firing instead, as it would
+/// without them, and the report says so: the user never sees a verifier log for a predicate.
+#[allow(clippy::too_many_arguments)]
+fn load_capture(
+    kind: ProgKind,
+    shape: &ProbeShape,
+    spec: &CaptureSpec,
+    layout: &RecordLayout,
+    tag: u32,
+    fds: &MapFds,
+    obj: &str,
+    name: &str,
+) -> Result<(Program, crate::capture::filter::FilterReport)> {
+    let (insns, report) =
+        crate::capture::codegen::gen_capture_reporting(shape, spec, layout, tag, fds)?;
+    let filtered = report.iter().any(|r| r.is_ok()) && report.iter().all(|r| r.is_ok());
+    match Program::load(kind, &insns, obj, name) {
+        Err(e) if filtered => {
+            let plain = CaptureSpec {
+                filter: None,
+                ..spec.clone()
+            };
+            let (insns, _) =
+                crate::capture::codegen::gen_capture_reporting(shape, &plain, layout, tag, fds)?;
+            let prog = Program::load(kind, &insns, obj, name)?;
+            let why = e.to_string();
+            let first = why.lines().next().unwrap_or("").to_string();
+            let refused = dtrace_ebpf::translate::Untranslatable::Refused(first);
+            Ok((prog, report.iter().map(|_| Err(refused.clone())).collect()))
+        }
+        r => Ok((r?, report)),
     }
 }

@@ -139,7 +139,7 @@ pub fn gen_switch(v: &VclockRef, typed: bool) -> Result<Vec<Insn>> {
     a.store(Size::DW, R7, slot::OFFSET, R2);
     a.store(Size::DW, R7, slot::SWITCH_NS, R0);
     a.bind(out).mov_imm(R0, 0).exit();
-    a.finish()
+    Ok(a.finish()?)
 }
 
 fn off16(off: u32) -> Result<i16> {

@@ -72,7 +72,16 @@ impl KernelTracer {
 
 impl Tracer for KernelTracer {
     fn plan(&mut self, programs: &[&Program]) {
-        self.linux.plan_mirrors(programs);
+        self.linux.plan_all(programs);
+    }
+    fn placement_report(&self) -> Vec<String> {
+        self.linux
+            .kernel_report()
+            .iter()
+            .filter(|c| c.probes > 0)
+            .enumerate()
+            .filter_map(|(i, c)| c.describe(i + 1))
+            .collect()
     }
     fn exec(&mut self, prog: &Program, options: &Options) -> Result<ExecInfo> {
         // Per-process providers (`pid123`) are registered for the processes the program names.

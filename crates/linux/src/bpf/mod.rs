@@ -1,7 +1,7 @@
 //! The eBPF layer: the bpf(2) wrapper, the instruction assembler, maps, program loading and ring-buffer
 //! consumption. A thin layer of our own over `libc` (see the crate docs for why).
 
-pub mod insn;
+pub use dtrace_ebpf::insn;
 pub mod map;
 pub mod prog;
 pub mod ringbuf;

@@ -384,7 +384,9 @@ fn cond_load(a: &mut Asm, shape: &ProbeShape, offset: u16, size: u8, signed: boo
     load_field(a, R0, offset, size, signed)
 }
 
-fn emit_arg(a: &mut Asm, shape: &ProbeShape, src: ArgSource) -> Result<()> {
+/// Leaves the value of argument source `src` in r0 (the context in r6; uses r0-r5, r8 and the
+/// scratch and key slots).
+pub(crate) fn emit_arg(a: &mut Asm, shape: &ProbeShape, src: ArgSource) -> Result<()> {
     match src {
         ArgSource::Field {
             offset,
@@ -567,6 +569,18 @@ pub fn gen_capture(
     tag: u32,
     maps: &MapFds,
 ) -> Result<Vec<Insn>> {
+    Ok(gen_capture_reporting(shape, spec, layout, tag, maps)?.0)
+}
+
+/// [`gen_capture`], with the report of which predicates of the spec's kernel filter run in the
+/// kernel (see [`super::filter`]).
+pub fn gen_capture_reporting(
+    shape: &ProbeShape,
+    spec: &CaptureSpec,
+    layout: &RecordLayout,
+    tag: u32,
+    maps: &MapFds,
+) -> Result<(Vec<Insn>, super::filter::FilterReport)> {
     if shape.args.len() > NARGS {
         return Err(LinuxError::Asm(format!(
             "{} arguments, records carry {NARGS}",
@@ -580,6 +594,10 @@ pub fn gen_capture(
     let out = a.label();
     a.mov(R6, R1);
     emit_conditions(&mut a, shape, out)?;
+    let past_filters = a.label();
+    if let Some(f) = &spec.filter {
+        super::filter::emit_bypass(&mut a, f, past_filters);
+    }
     if let Some(pid) = spec.filter_pid {
         match shape.identity {
             Identity::Current => {
@@ -601,6 +619,11 @@ pub fn gen_capture(
         }
         a.jmp_imm(op::JNE, R0, pid as i32, out);
     }
+    let report = match &spec.filter {
+        Some(f) => super::filter::emit_filter(&mut a, shape, f, out),
+        None => Vec::new(),
+    };
+    a.bind(past_filters);
     emit_ring_reserve(&mut a, maps, layout.size)?;
     let have = a.label();
     a.jmp_imm(op::JNE, R0, 0, have);
@@ -684,7 +707,7 @@ pub fn gen_capture(
     }
     emit_submit(&mut a, maps);
     a.bind(out).mov_imm(R0, 0).exit();
-    a.finish()
+    Ok((a.finish()?, report))
 }
 
 /// The uid, gid, task, ppid and vtime of the current task (ppid and vtime only when the record
@@ -1046,7 +1069,7 @@ pub fn gen_retry(
         .alu_imm(op::ADD, R2, KEY as i32)
         .call(helper::MAP_DELETE_ELEM);
     a.bind(out).mov_imm(R0, 0).exit();
-    a.finish()
+    Ok(a.finish()?)
 }
 
 /// Generates the dispatcher attached to the `sys_enter` or `sys_exit` raw tracepoint: it tail-calls
@@ -1070,5 +1093,5 @@ pub fn gen_syscall_dispatcher(slots: i32, exit: bool) -> Result<Vec<Insn>> {
     a.jmp_imm(op::JGE, R3, MAX_SYSCALL_NR as i32, out);
     a.mov(R1, R6).ld_map_fd(R2, slots).call(helper::TAIL_CALL);
     a.bind(out).mov_imm(R0, 0).exit();
-    a.finish()
+    Ok(a.finish()?)
 }

@@ -2,6 +2,7 @@
 //! ([`layout`]), the eBPF that records it ([`codegen`]) and the decoder back to Rust values ([`record`]).
 
 pub mod codegen;
+pub mod filter;
 pub mod layout;
 pub mod mirror;
 pub mod path;
@@ -17,5 +18,6 @@ pub use record::{
     StackCapture, UserFrame, UserStackCopy,
 };
 pub use spec::{
-    AddrBase, AddrExpr, ArgSource, CaptureSpec, Condition, CopyRequest, Identity, MemKind, MirrorOp,
+    AddrBase, AddrExpr, ArgSource, CaptureSpec, Condition, CopyRequest, Identity, KernelFilter,
+    MemKind, MirrorOp,
 };

@@ -198,6 +198,28 @@ pub struct CaptureSpec {
     /// Compute `vtimestamp` exactly at the probe (see [`crate::vtime`]) rather than reading the
     /// scheduler's last accounting, which lags by up to a tick.
     pub exact_vtime: bool,
+    /// The predicates of the clauses enabled on the probe, evaluated in the kernel before anything
+    /// is captured: the probe records only when one of them is true (or faults). See
+    /// [`super::filter`].
+    pub filter: Option<KernelFilter>,
+}
+
+/// The predicates a capture program evaluates before it records anything (every clause enabled on
+/// the probe has one; a clause without a predicate always records, so there is then no filter).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct KernelFilter {
+    /// One predicate per clause, in the clauses' order.
+    pub predicates: Vec<dtrace_dif::object::DifObject>,
+    /// `strsize`: how far string compares look.
+    pub strsize: u32,
+    /// The probe's names (constants there).
+    pub names: dtrace_ebpf::translate::ProbeNames,
+    /// Arguments whose value delivery replaces (with the address of a capture): a predicate
+    /// reading them stays in the interpreter (bit n: argument n).
+    pub opaque_args: u16,
+    /// An array map of one u64 which, when non-zero, turns the filter off (every firing records):
+    /// set when a program planned after the probe was enabled has clauses on it.
+    pub bypass: Option<i32>,
 }
 
 /// What a probe does to the mirror of one thread-local variable, after its copies: save the

@@ -70,6 +70,68 @@ pub(crate) struct Shared {
     pub(crate) mirror_ctx: needs::MirrorContext,
     /// The probes of per-process providers (`pid<PID>`, USDT).
     pub(crate) user: user::UserProbes,
+    /// Per clause of `clauses`: where its predicate runs at each probe it is enabled on.
+    kernel: Vec<ClauseKernel>,
+    /// The programs planned so far (planning one again adds nothing).
+    planned: Vec<Program>,
+    /// Predicates are evaluated in the kernel (off: every firing is recorded, as before; for
+    /// comparing the two paths, see [`KERNEL_PREDICATES_ENV`]).
+    kernel_predicates: bool,
+    /// The switch that turns every kernel filter off (see [`crate::capture::KernelFilter::bypass`]),
+    /// created with the first filter.
+    bypass: Option<crate::bpf::Map>,
+    /// The probes enabled with a kernel filter: a clause planned later that matches one turns the
+    /// filters off, as that probe's program was built without it.
+    filtered: Vec<ProbeInfo>,
+    /// The filters were turned off.
+    bypassed: bool,
+}
+
+/// Environment variable that, set to `0`, keeps every predicate in dtrace's interpreter (the
+/// kernel then records every firing of an enabled probe).
+pub const KERNEL_PREDICATES_ENV: &str = "DTRACE_KERNEL_PREDICATES";
+
+/// Where one clause's predicate runs, over the probes it is enabled on.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ClauseKernel {
+    /// The clause's probe description.
+    pub desc: String,
+    /// The clause has a predicate.
+    pub has_predicate: bool,
+    /// Kernel probes the clause is enabled on.
+    pub probes: usize,
+    /// Probes where the predicate runs in the kernel before anything is captured.
+    pub in_kernel: usize,
+    /// Probes where it runs in dtrace only, with the reason.
+    pub in_dtrace: Vec<(String, String)>,
+}
+
+impl ClauseKernel {
+    /// One line for `dtrace -v`: where the clause numbered `n` (from 1) runs; `None` for a clause
+    /// enabled on no kernel probe (`BEGIN`, `profile`...).
+    pub fn describe(&self, n: usize) -> Option<String> {
+        if self.probes == 0 {
+            return None;
+        }
+        let head = format!("clause {n} ({})", self.desc);
+        if !self.has_predicate {
+            return Some(format!(
+                "{head}: no predicate; every firing is recorded and runs in dtrace"
+            ));
+        }
+        let probes = |k: usize| format!("{k} probe{}", if k == 1 { "" } else { "s" });
+        let mut line = format!(
+            "{head}: predicate runs in the kernel at {}",
+            probes(self.in_kernel)
+        );
+        if let Some((probe, why)) = self.in_dtrace.first() {
+            line.push_str(&format!(
+                ", in dtrace at {} (at {probe}: {why})",
+                probes(self.in_dtrace.len())
+            ));
+        }
+        Some(line)
+    }
 }
 
 impl Shared {
@@ -84,10 +146,11 @@ impl Shared {
             .get(&desc)
             .or_else(|| self.user.get(&desc).cloned())
             .ok_or_else(|| "no such probe in the kernel's catalogue".to_string())?;
-        let matching: Vec<&ClauseNeeds> = self
+        let matching_idx: Vec<usize> = self
             .clauses
             .iter()
-            .filter(|(d, _)| {
+            .enumerate()
+            .filter(|(_, (d, _))| {
                 dtrace_framework::glob::desc_matches(
                     d,
                     &info.provider,
@@ -96,9 +159,35 @@ impl Shared {
                     &info.name,
                 )
             })
-            .map(|(_, n)| n)
+            .map(|(i, _)| i)
             .collect();
+        let matching: Vec<&ClauseNeeds> =
+            matching_idx.iter().map(|&i| &self.clauses[i].1).collect();
         let mut spec = needs::spec_for(&matching, &string_args(&probe), self.strsize)?;
+        if !self.kernel_predicates {
+            spec.filter = None;
+        }
+        if spec.filter.is_some() && self.bypass.is_none() {
+            let map = crate::bpf::Map::create(crate::bpf::MapKind::Array, "dt_nofilter", 4, 8, 1)
+                .map_err(|e| e.to_string())?;
+            self.bypass = Some(map);
+        }
+        if let Some(f) = &mut spec.filter {
+            f.bypass = self.bypass.as_ref().map(|m| m.raw_fd());
+            f.names = dtrace_ebpf::translate::ProbeNames {
+                provider: info.provider.clone(),
+                module: info.module.clone(),
+                function: info.function.clone(),
+                name: info.name.clone(),
+            };
+            f.opaque_args = probe
+                .args
+                .iter()
+                .enumerate()
+                .take(16)
+                .filter(|(_, a)| a.copy.is_some())
+                .fold(0u16, |m, (i, _)| m | (1 << i));
+        }
         if replaces_image(info) {
             spec.retry_at_return = false;
             self.image_replaced.insert(info.id);
@@ -173,6 +262,38 @@ impl Shared {
         session
             .enable(&probe, info.id, &spec)
             .map_err(|e| e.to_string())?;
+        let report = session.filter_report(info.id).cloned().unwrap_or_default();
+        if spec.filter.is_some() {
+            self.filtered.push(info.clone());
+        }
+        let probe_name = format!(
+            "{}:{}:{}:{}",
+            info.provider, info.module, info.function, info.name
+        );
+        for (k, &i) in matching_idx.iter().enumerate() {
+            let Some(c) = self.kernel.get_mut(i) else {
+                continue;
+            };
+            c.probes += 1;
+            if !c.has_predicate {
+                continue;
+            }
+            let why = match (&spec.filter, report.get(k)) {
+                (Some(_), Some(Ok(()))) if report.iter().all(|r| r.is_ok()) => None,
+                (Some(_), Some(Ok(()))) => {
+                    Some("another clause's predicate at the probe stays in dtrace".to_string())
+                }
+                (Some(_), Some(Err(e))) => Some(e.to_string()),
+                _ if !self.kernel_predicates => Some(format!(
+                    "kernel predicates are off ({KERNEL_PREDICATES_ENV}=0)"
+                )),
+                _ => Some("a clause without a predicate is enabled on the probe".to_string()),
+            };
+            match why {
+                None => c.in_kernel += 1,
+                Some(w) => c.in_dtrace.push((probe_name.clone(), w)),
+            }
+        }
         self.in_session.insert(info.id);
         self.active.insert(info.id);
         if matches!(probe.attach, AttachPoint::Profile { .. }) {
@@ -270,6 +391,12 @@ impl LinuxTracing {
                 live_since: None,
                 mirror_ctx: needs::MirrorContext::default(),
                 user: Default::default(),
+                kernel: Vec::new(),
+                planned: Vec::new(),
+                kernel_predicates: std::env::var_os(KERNEL_PREDICATES_ENV).is_none_or(|v| v != "0"),
+                bypass: None,
+                filtered: Vec::new(),
+                bypassed: false,
             })),
             symbols: Arc::new(Mutex::new(Symbolizer::new())),
         }
@@ -373,6 +500,9 @@ impl LinuxTracing {
     /// Records what `program`'s clauses read, so the probes they enable capture it. Call before
     /// `Framework::enable(program)`.
     pub fn plan(&self, program: &Program) {
+        if self.lock().planned.contains(program) {
+            return;
+        }
         let ctx = self.lock().mirror_ctx.clone();
         let n = needs::program_needs_in(program, &ctx);
         if n.clauses
@@ -390,9 +520,71 @@ impl LinuxTracing {
             let _ = self.lock_symbols().track_mappings();
         }
         let mut sh = self.lock();
+        let late = n.clauses.iter().any(|(d, _)| {
+            sh.filtered.iter().any(|p| {
+                dtrace_framework::glob::desc_matches(
+                    d,
+                    &p.provider,
+                    &p.module,
+                    &p.function,
+                    &p.name,
+                )
+            })
+        });
+        if late && !sh.bypassed {
+            // A probe already filtered in the kernel gets a clause its filter does not know: every
+            // firing records from now on, and the interpreter decides.
+            if let Some(m) = &sh.bypass {
+                let _ = m.update(&0u32.to_ne_bytes(), &1u64.to_ne_bytes());
+            }
+            sh.bypassed = true;
+        }
         sh.note_processes |= user_symbols;
         sh.strsize = sh.strsize.max(needs::program_strsize(program));
+        for (d, c) in &n.clauses {
+            let desc = format!("{}:{}:{}:{}", d.provider, d.module, d.function, d.name);
+            sh.kernel.push(ClauseKernel {
+                desc,
+                has_predicate: c.predicate.is_some(),
+                ..ClauseKernel::default()
+            });
+        }
         sh.clauses.extend(n.clauses);
+        sh.planned.push(program.clone());
+    }
+
+    /// Plans every program of the consumer before any is enabled (see [`LinuxTracing::plan`]), so
+    /// a probe enabled by the first program already knows the clauses a later one enables on it
+    /// (its kernel filters and captures serve them all).
+    pub fn plan_all(&self, programs: &[&Program]) {
+        self.plan_mirrors(programs);
+        for p in programs {
+            self.plan(p);
+        }
+    }
+
+    /// Whether predicates are evaluated in the kernel before capturing (on by default; off when
+    /// [`KERNEL_PREDICATES_ENV`] is `0`). Takes effect for probes enabled afterwards.
+    pub fn set_kernel_predicates(&self, on: bool) {
+        self.lock().kernel_predicates = on;
+    }
+
+    /// Where each planned clause's predicate runs (in the kernel before capturing, or in dtrace),
+    /// over the probes enabled so far, in planning order.
+    pub fn kernel_report(&self) -> Vec<ClauseKernel> {
+        let sh = self.lock();
+        let mut out = sh.kernel.clone();
+        if sh.bypassed {
+            for c in &mut out {
+                for _ in 0..std::mem::take(&mut c.in_kernel) {
+                    c.in_dtrace.push((
+                        "every probe".into(),
+                        "a program planned after its probe was enabled shares it".into(),
+                    ));
+                }
+            }
+        }
+        out
     }
 
     /// Tells the planning of each of `programs` (all the consumer's programs, which share their

@@ -77,6 +77,9 @@ pub struct ClauseNeeds {
     pub paths: Vec<AddrExpr>,
     /// The clause reads `vtimestamp` (computed exactly at the probe, see [`crate::vtime`]).
     pub vtimestamp: bool,
+    /// The clause's predicate, for the kernel to evaluate before capturing (see
+    /// [`crate::capture::filter`]); `None` for a clause without one.
+    pub predicate: Option<DifObject>,
 }
 
 /// Kernel frames captured for `caller`: enough to pass the tracing functions above the probe site.
@@ -197,6 +200,7 @@ pub fn program_needs_in(program: &Program, ctx: &MirrorContext) -> ProgramNeeds 
     for e in &program.ecbs {
         let mut n = ClauseNeeds {
             filter_pid: e.predicate.as_ref().and_then(pid_equality),
+            predicate: e.predicate.clone(),
             ..ClauseNeeds::default()
         };
         let mut vars = ScanVars {
@@ -1083,6 +1087,15 @@ pub fn spec_for(
     if clauses.iter().all(|n| n.filter_pid == first_pid) {
         spec.filter_pid = first_pid;
     }
+    // Every clause has a predicate: the probe records only when one of them holds.
+    let predicates: Option<Vec<DifObject>> = clauses.iter().map(|n| n.predicate.clone()).collect();
+    if let Some(predicates) = predicates.filter(|p| !p.is_empty()) {
+        spec.filter = Some(crate::capture::KernelFilter {
+            predicates,
+            strsize,
+            ..Default::default()
+        });
+    }
     // Addresses earlier clauses of the probe store in thread-locals: a later clause's copy of one
     // is made from the address itself (the eBPF runs every clause's store, predicate or not).
     let mut stored_before = HashMap::new();
@@ -1278,7 +1291,34 @@ mod tests {
     #[test]
     fn no_needs_for_counting() {
         let n = needs("syscall::write:entry /execname == \"sh\"/ { @c = count(); }");
-        assert_eq!(n.clauses[0].1, ClauseNeeds::default());
+        let c = &n.clauses[0].1;
+        // Nothing to capture; the predicate goes to the kernel filter.
+        assert!(c.predicate.is_some());
+        assert_eq!(
+            ClauseNeeds {
+                predicate: None,
+                ..c.clone()
+            },
+            ClauseNeeds::default()
+        );
+    }
+
+    #[test]
+    fn a_probe_is_filtered_when_every_clause_has_a_predicate() {
+        let two = needs(
+            "syscall::write:entry /pid == 1/ { @a = count(); } \
+             syscall::write:entry /execname == \"sh\"/ { @b = count(); }",
+        );
+        let all: Vec<&ClauseNeeds> = two.clauses.iter().map(|(_, n)| n).collect();
+        let spec = spec_for(&all, &[], 64).unwrap();
+        let f = spec.filter.expect("a kernel filter");
+        assert_eq!(f.predicates.len(), 2);
+        assert_eq!(f.strsize, 64);
+        let mixed = needs(
+            "syscall::write:entry /pid == 1/ { @a = count(); } syscall::write:entry { @b = count(); }",
+        );
+        let all: Vec<&ClauseNeeds> = mixed.clauses.iter().map(|(_, n)| n).collect();
+        assert_eq!(spec_for(&all, &[], 64).unwrap().filter, None);
     }
 
     #[test]

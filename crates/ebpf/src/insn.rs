@@ -1,7 +1,14 @@
 //! eBPF instructions and a small assembler with forward labels, so capture programs are generated at run
 //! time by our own code (no clang, no LLVM). Encoding follows the kernel's `struct bpf_insn`.
 
-use crate::error::{LinuxError, Result};
+/// An instruction sequence the assembler cannot finish (a label never bound, a jump out of range, a
+/// program too long).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct AsmError(pub String);
+
+/// The assembler's result.
+pub type Result<T> = std::result::Result<T, AsmError>;
 
 /// An eBPF register (r0..r10).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -84,8 +91,11 @@ pub mod op {
     pub const ADD: u8 = 0x00;
     pub const SUB: u8 = 0x10;
     pub const MUL: u8 = 0x20;
+    pub const DIV: u8 = 0x30;
     pub const OR: u8 = 0x40;
     pub const AND: u8 = 0x50;
+    pub const NEG: u8 = 0x80;
+    pub const MOD: u8 = 0x90;
     pub const LSH: u8 = 0x60;
     pub const RSH: u8 = 0x70;
     pub const XOR: u8 = 0xa0;
@@ -254,6 +264,13 @@ impl Asm {
         self.emit(0, R0, R0, 0, 0)
     }
 
+    /// `dst = &map value[0] + off` of an array map (two slots, `BPF_PSEUDO_MAP_VALUE`): the value
+    /// is then read with a plain load, no helper call.
+    pub fn ld_map_value(&mut self, dst: Reg, fd: i32, off: i32) -> &mut Self {
+        self.emit(op::LD | op::DW | op::IMM, dst, Reg(2), 0, fd);
+        self.emit(0, R0, R0, 0, off)
+    }
+
     /// 64-bit ALU with an immediate: `dst op= imm`.
     pub fn alu_imm(&mut self, aluop: u8, dst: Reg, imm: i32) -> &mut Self {
         self.emit(op::ALU64 | aluop | op::K, dst, R0, 0, imm)
@@ -330,19 +347,21 @@ impl Asm {
     /// Resolves every label and returns the instructions.
     pub fn finish(mut self) -> Result<Vec<Insn>> {
         if self.insns.len() > MAX_INSNS {
-            return Err(LinuxError::Asm(format!(
+            return Err(AsmError(format!(
                 "program of {} instructions is too long",
                 self.insns.len()
             )));
         }
         for &(at, label) in &self.fixups {
-            let target = self.labels.get(label.0).copied().flatten().ok_or_else(|| {
-                LinuxError::Asm(format!("label {} used but never bound", label.0))
-            })?;
+            let target = self
+                .labels
+                .get(label.0)
+                .copied()
+                .flatten()
+                .ok_or_else(|| AsmError(format!("label {} used but never bound", label.0)))?;
             let off = target as i64 - at as i64 - 1;
-            let off = i16::try_from(off).map_err(|_| {
-                LinuxError::Asm(format!("jump from {at} to {target} is out of range"))
-            })?;
+            let off = i16::try_from(off)
+                .map_err(|_| AsmError(format!("jump from {at} to {target} is out of range")))?;
             self.insns[at].off = off;
         }
         Ok(self.insns)
@@ -383,7 +402,7 @@ mod tests {
         let mut b = Asm::new();
         let never = b.label();
         b.ja(never);
-        assert!(matches!(b.finish(), Err(LinuxError::Asm(_))));
+        assert!(matches!(b.finish(), Err(AsmError(_))));
     }
 
     #[test]

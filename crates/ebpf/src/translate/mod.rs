@@ -1,0 +1,893 @@
+//! The translator from verified DIF to eBPF, with DTrace's semantics rather than eBPF's: integer
+//! division and remainder by zero fault instead of giving 0, signed division and remainder wrap as the
+//! interpreter's do, kernel loads go through `bpf_probe_read_kernel` and user loads through
+//! `bpf_probe_read_user` with a failed read a fault, compares and branches keep DIF's condition
+//! codes (the signed branches test the sign of the difference, as the interpreter does), strings
+//! compare bytewise up to `strsize`.
+//!
+//! A translated object is a self-contained fragment of instructions ([`Fragment`]): it starts with the
+//! probe's context in r6, leaves its result in r0 and falls off its end (every jump inside it is
+//! relative, so the fragment is spliced into a larger program as it is). A fault does not end the
+//! fragment silently: it leaves [`FAULTED`] in r0, so the caller knows to hand the firing to the
+//! interpreter, which reports the fault exactly as it always has (the ERROR probe, its arguments and
+//! the DIF offset).
+//!
+//! What the fragment reads of the probe (its arguments, `pid`, `execname`...) it asks of a
+//! [`ProbeContext`], which each attachment implements; what the translator cannot (yet) express comes
+//! back as an [`Untranslatable`] reason, and the clause stays on the interpreter's path.
+//!
+//! DIF registers live in stack slots below [`Frame::base`]: eBPF helper calls clobber r1-r5 and the
+//! context's emitters may use r8, so nothing is kept in registers between two DIF instructions.
+
+mod strings;
+#[cfg(test)]
+mod tests;
+
+use crate::insn::{helper, op, Asm, Insn, Label, Size, R0, R1, R10, R2, R3};
+use dtrace_dif::instr::Instr;
+use dtrace_dif::object::DifObject;
+use dtrace_dif::opcode::Opcode;
+use dtrace_dif::subr::Subr;
+use dtrace_dif::vars;
+
+/// The value a fragment leaves in r0 when it faulted (the interpreter then runs the clause and
+/// reports the fault). Any other non-zero value is a true predicate.
+pub const FAULTED: i32 = 2;
+
+/// Number of DIF registers.
+const NREGS: usize = 8;
+/// Bytes of `execname` (the kernel's `comm`, NUL-terminated).
+pub const COMM_LEN: usize = 16;
+/// Probe arguments a record carries; `args[8]` and `args[9]` read 0 as in the interpreter's context,
+/// a higher index faults.
+pub const CONTEXT_ARGS: u64 = 10;
+
+/// A value a probe provides, which the translator asks the [`ProbeContext`] to load.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Builtin {
+    /// `argN` / `args[N]`.
+    Arg(u8),
+    /// `pid`.
+    Pid,
+    /// `tid`.
+    Tid,
+    /// `uid`.
+    Uid,
+    /// `gid`.
+    Gid,
+    /// `cpu`.
+    Cpu,
+    /// `ppid`.
+    Ppid,
+    /// `curthread` (the running thread's `struct task_struct *`).
+    Curthread,
+}
+
+impl Builtin {
+    /// The D name of the value.
+    pub fn name(self) -> String {
+        match self {
+            Builtin::Arg(n) => format!("arg{n}"),
+            Builtin::Pid => "pid".into(),
+            Builtin::Tid => "tid".into(),
+            Builtin::Uid => "uid".into(),
+            Builtin::Gid => "gid".into(),
+            Builtin::Cpu => "cpu".into(),
+            Builtin::Ppid => "ppid".into(),
+            Builtin::Curthread => "curthread".into(),
+        }
+    }
+}
+
+/// The names of the probe a fragment is generated for (`probeprov`... are constants there).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ProbeNames {
+    /// `probeprov`.
+    pub provider: String,
+    /// `probemod`.
+    pub module: String,
+    /// `probefunc`.
+    pub function: String,
+    /// `probename`.
+    pub name: String,
+}
+
+/// What a probe's attachment knows how to read at the probe.
+pub trait ProbeContext {
+    /// Emits code that leaves `b`'s value in r0, with the context in r6 (which it keeps). It may use
+    /// r0-r5, r8, r9 and the stack slots the caller reserved for it above [`Frame::base`]. `Err` says
+    /// why the value cannot be read at this probe.
+    fn emit_builtin(&self, a: &mut Asm, b: Builtin) -> Result<(), String>;
+    /// Emits code that writes the current thread's `execname` ([`COMM_LEN`] bytes, NUL-terminated)
+    /// at `fp + at`. `Err` says why it cannot (a record that speaks for another thread).
+    fn emit_execname(&self, a: &mut Asm, at: i16) -> Result<(), String>;
+    /// The probe's names.
+    fn names(&self) -> &ProbeNames;
+}
+
+/// Where a fragment keeps its state on the eBPF stack.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Frame {
+    /// The fragment uses the [`Frame::SIZE`] bytes below this (negative, 8-aligned) frame offset.
+    pub base: i16,
+}
+
+impl Frame {
+    /// Bytes of stack a fragment uses: the DIF registers, a load buffer, `execname`.
+    pub const SIZE: i16 = 8 * NREGS as i16 + 8 + COMM_LEN as i16;
+
+    fn reg(self, r: u8) -> i16 {
+        self.base - 8 * (i16::from(r) + 1)
+    }
+
+    fn load_buf(self) -> i16 {
+        self.base - 8 * NREGS as i16 - 8
+    }
+
+    fn comm(self) -> i16 {
+        self.load_buf() - COMM_LEN as i16
+    }
+}
+
+/// Why a DIF object cannot run in the kernel (yet): the clause keeps running in the interpreter.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Untranslatable {
+    /// The object is not valid DIF (the verifier should have refused it).
+    #[error("instruction {pc}: {what}")]
+    Invalid {
+        /// Instruction index.
+        pc: usize,
+        /// What is wrong.
+        what: String,
+    },
+    /// An instruction the translator does not handle yet.
+    #[error("instruction {pc}: {what} not yet translated to eBPF")]
+    Instruction {
+        /// Instruction index.
+        pc: usize,
+        /// The instruction's kind.
+        what: String,
+    },
+    /// A variable kept by the consumer (globals, thread-locals, clause-locals, associative arrays)
+    /// or a built-in the kernel does not know at this probe.
+    #[error("instruction {pc}: variable {name} is not available in the kernel: {why}")]
+    Variable {
+        /// Instruction index.
+        pc: usize,
+        /// The variable's D name.
+        name: String,
+        /// Why.
+        why: String,
+    },
+    /// A subroutine call.
+    #[error("instruction {pc}: subroutine {name}() not yet translated to eBPF")]
+    Subroutine {
+        /// Instruction index.
+        pc: usize,
+        /// The subroutine's name.
+        name: String,
+    },
+    /// A value of a kind the translator does not follow here (a string where an integer is
+    /// used, an argument index computed at run time, a string whose origin differs by path).
+    #[error("instruction {pc}: {what}")]
+    Value {
+        /// Instruction index.
+        pc: usize,
+        /// What.
+        what: String,
+    },
+    /// The generated code could not be assembled.
+    #[error("eBPF assembly: {0}")]
+    Asm(String),
+    /// The kernel refused the program the translated code is part of (a verifier limit); the
+    /// probe records every firing instead.
+    #[error("the kernel refused the translated code ({0})")]
+    Refused(String),
+}
+
+impl From<crate::insn::AsmError> for Untranslatable {
+    fn from(e: crate::insn::AsmError) -> Self {
+        Untranslatable::Asm(e.0)
+    }
+}
+
+/// Translated code: a sequence that starts with the probe context in r6, ends with the object's
+/// value in r0 (or [`FAULTED`]) and falls off its end. Jumps stay inside it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Fragment {
+    /// The instructions.
+    pub insns: Vec<Insn>,
+}
+
+impl Fragment {
+    /// Appends the fragment to `a`.
+    pub fn emit(&self, a: &mut Asm) {
+        for i in &self.insns {
+            a.raw(*i);
+        }
+    }
+}
+
+/// What the translator knows a DIF register holds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Kind {
+    /// An integer, with its value when it is a constant.
+    Int(Option<u64>),
+    /// A string constant (`sets`, `probefunc`...).
+    StrConst(Vec<u8>),
+    /// The current thread's `execname`, read into the frame.
+    Execname,
+    /// Different kinds on different paths: usable by nothing.
+    Mixed,
+}
+
+fn join(a: &Kind, b: &Kind) -> Kind {
+    match (a, b) {
+        (Kind::Int(x), Kind::Int(y)) => Kind::Int(if x == y { *x } else { None }),
+        (x, y) if x == y => x.clone(),
+        _ => Kind::Mixed,
+    }
+}
+
+type State = [Kind; NREGS];
+
+fn start_state() -> State {
+    std::array::from_fn(|_| Kind::Int(Some(0)))
+}
+
+/// Translates a predicate (or any DIF object whose value is an integer) to a [`Fragment`] for the
+/// probe `ctx` describes, comparing strings up to `strsize` bytes. Its stack use is `frame`.
+pub fn translate(
+    obj: &DifObject,
+    ctx: &dyn ProbeContext,
+    strsize: usize,
+    frame: Frame,
+) -> Result<Fragment, Untranslatable> {
+    Translator::new(obj, ctx, strsize, frame)?.run()
+}
+
+struct Translator<'a> {
+    obj: &'a DifObject,
+    code: Vec<Instr>,
+    ctx: &'a dyn ProbeContext,
+    strsize: usize,
+    frame: Frame,
+    a: Asm,
+    /// One label per instruction (branch targets bind there).
+    labels: Vec<Label>,
+    /// The state flowing into each instruction from branches (joined).
+    incoming: Vec<Option<State>>,
+    /// Instructions some branch jumps to.
+    targets: Vec<bool>,
+    end: Label,
+    fault: Label,
+    /// Some jump goes to `fault` (the verifier refuses unreachable code).
+    faults: bool,
+}
+
+impl<'a> Translator<'a> {
+    fn new(
+        obj: &'a DifObject,
+        ctx: &'a dyn ProbeContext,
+        strsize: usize,
+        frame: Frame,
+    ) -> Result<Self, Untranslatable> {
+        let code = obj
+            .text
+            .iter()
+            .enumerate()
+            .map(|(pc, w)| {
+                Instr::decode(*w).map_err(|e| Untranslatable::Invalid {
+                    pc,
+                    what: e.to_string(),
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        // A subroutine call is the reason to give, not the tuple pushes before it.
+        for (pc, i) in code.iter().enumerate() {
+            if let Instr::Call { subr, .. } = *i {
+                let name = Subr::from_u16(subr)
+                    .map(|s| s.name().to_string())
+                    .unwrap_or_else(|| format!("#{subr}"));
+                return Err(Untranslatable::Subroutine { pc, name });
+            }
+        }
+        let mut a = Asm::new();
+        let labels = (0..=code.len()).map(|_| a.label()).collect();
+        let mut targets = vec![false; code.len() + 1];
+        for (pc, i) in code.iter().enumerate() {
+            if let Instr::Branch { label, .. } = *i {
+                let t = label as usize;
+                // DIF has no loops: the verifier only accepts forward branches.
+                if t <= pc || t > code.len() {
+                    return Err(Untranslatable::Invalid {
+                        pc,
+                        what: format!("branch to {t} is not forward"),
+                    });
+                }
+                targets[t] = true;
+            }
+        }
+        let (end, fault) = (a.label(), a.label());
+        Ok(Translator {
+            obj,
+            incoming: vec![None; code.len() + 1],
+            code,
+            ctx,
+            strsize: strsize.max(1),
+            frame,
+            a,
+            labels,
+            targets,
+            end,
+            fault,
+            faults: false,
+        })
+    }
+
+    fn run(mut self) -> Result<Fragment, Untranslatable> {
+        // Registers start at zero, as the interpreter's do (and the verifier wants every stack slot
+        // written before it is read).
+        for r in 0..NREGS as u8 {
+            self.a.store_imm(Size::DW, R10, self.frame.reg(r), 0);
+        }
+        if self.reads_execname() {
+            self.ctx
+                .emit_execname(&mut self.a, self.frame.comm())
+                .map_err(|why| Untranslatable::Variable {
+                    pc: 0,
+                    name: "execname".into(),
+                    why,
+                })?;
+        }
+        let mut state = Some(start_state());
+        let mut pc = 0;
+        while pc < self.code.len() {
+            let label = self.labels[pc];
+            self.a.bind(label);
+            state = match (state, self.incoming[pc].take()) {
+                (Some(s), Some(t)) => Some(std::array::from_fn(|i| join(&s[i], &t[i]))),
+                (s, t) => s.or(t),
+            };
+            let Some(mut s) = state.take() else {
+                // Nothing reaches this instruction.
+                pc += 1;
+                continue;
+            };
+            let next = self.step(pc, &mut s)?;
+            state = next.then_some(s);
+            pc += if next && self.fused_branch(pc) { 2 } else { 1 };
+        }
+        // Off the end without `ret`: the interpreter faults.
+        let end_label = self.labels[self.code.len()];
+        self.a.bind(end_label);
+        if state.is_some() || self.incoming[self.code.len()].is_some() {
+            let f = self.fault_label();
+            self.a.ja(f);
+        }
+        let end = self.end;
+        if self.faults {
+            self.a.bind(self.fault).mov_imm(R0, FAULTED);
+        }
+        self.a.bind(end);
+        Ok(Fragment {
+            insns: self.a.finish()?,
+        })
+    }
+
+    /// The label of the fault exit, noting that it is used.
+    fn fault_label(&mut self) -> Label {
+        self.faults = true;
+        self.fault
+    }
+
+    fn reads_execname(&self) -> bool {
+        self.code.iter().any(|i| {
+            matches!(*i, Instr::LoadVar { op: Opcode::Ldgs, var, .. }
+                if u32::from(var) == vars::DIF_VAR_EXECNAME)
+        })
+    }
+
+    /// Whether the instruction at `pc` sets condition codes that the branch after it uses (the two
+    /// are translated together).
+    fn fused_branch(&self, pc: usize) -> bool {
+        matches!(
+            self.code[pc],
+            Instr::Cmp { .. } | Instr::Tst { .. } | Instr::Scmp { .. }
+        ) && matches!(self.code.get(pc + 1), Some(Instr::Branch { .. }))
+    }
+
+    fn flow_to(&mut self, target: usize, s: &State) {
+        let slot = &mut self.incoming[target];
+        *slot = Some(match slot.take() {
+            Some(t) => std::array::from_fn(|i| join(&s[i], &t[i])),
+            None => s.clone(),
+        });
+    }
+
+    fn get(&mut self, dst: crate::insn::Reg, r: u8) {
+        self.a.load(Size::DW, dst, R10, self.frame.reg(r & 7));
+    }
+
+    fn put(&mut self, s: &mut State, rd: u8, src: crate::insn::Reg, k: Kind) {
+        let rd = rd & 7;
+        if rd == 0 {
+            return;
+        }
+        self.a.store(Size::DW, R10, self.frame.reg(rd), src);
+        s[rd as usize] = k;
+    }
+
+    fn int(&self, s: &State, pc: usize, r: u8) -> Result<Option<u64>, Untranslatable> {
+        match &s[(r & 7) as usize] {
+            Kind::Int(v) => Ok(*v),
+            Kind::Mixed => Err(Untranslatable::Value {
+                pc,
+                what: format!("%r{r} holds a string on one path and an integer on another"),
+            }),
+            _ => Err(Untranslatable::Value {
+                pc,
+                what: format!("string in %r{r} used as an integer"),
+            }),
+        }
+    }
+
+    /// Translates the instruction at `pc`; returns whether control falls through to the next.
+    fn step(&mut self, pc: usize, s: &mut State) -> Result<bool, Untranslatable> {
+        let ins = self.code[pc];
+        match ins {
+            Instr::Nop => {}
+            Instr::Alu { op, r1, r2, rd } => {
+                let (x, y) = (self.int(s, pc, r1)?, self.int(s, pc, r2)?);
+                self.get(R1, r1);
+                self.get(R2, r2);
+                self.alu(op);
+                let k = match (x, y) {
+                    (Some(x), Some(y)) => Kind::Int(fold(op, x, y)),
+                    _ => Kind::Int(None),
+                };
+                self.put(s, rd, R1, k);
+            }
+            Instr::Not { r1, rd } => {
+                let x = self.int(s, pc, r1)?;
+                self.get(R1, r1);
+                self.a.alu_imm(op::XOR, R1, -1);
+                self.put(s, rd, R1, Kind::Int(x.map(|v| !v)));
+            }
+            Instr::Mov { r1, rd } => {
+                let k = s[(r1 & 7) as usize].clone();
+                self.get(R1, r1);
+                self.put(s, rd, R1, k);
+            }
+            Instr::Setx { idx, rd } => {
+                let v =
+                    *self
+                        .obj
+                        .inttab
+                        .get(idx as usize)
+                        .ok_or_else(|| Untranslatable::Invalid {
+                            pc,
+                            what: format!("integer table index {idx}"),
+                        })?;
+                self.a.ld_imm64(R1, v);
+                self.put(s, rd, R1, Kind::Int(Some(v)));
+            }
+            Instr::Sets { idx, rd } => {
+                let st = self
+                    .obj
+                    .string_at(idx as usize)
+                    .ok_or_else(|| Untranslatable::Invalid {
+                        pc,
+                        what: format!("string table offset {idx}"),
+                    })?
+                    .to_vec();
+                // The string's address is never read as a number (see `int`): 0 keeps the slot
+                // defined.
+                self.a.mov_imm(R1, 0);
+                self.put(s, rd, R1, Kind::StrConst(st));
+            }
+            Instr::Cmp { .. } | Instr::Tst { .. } | Instr::Scmp { .. } => {
+                match self.code.get(pc + 1).copied() {
+                    Some(Instr::Branch { op, label }) if !self.targets[pc + 1] => {
+                        return self.compare_and_branch(pc, s, ins, op, label as usize);
+                    }
+                    // Condition codes nobody reads.
+                    Some(i) if !matches!(i, Instr::Branch { .. }) => {}
+                    _ => {
+                        return Err(Untranslatable::Value {
+                            pc,
+                            what: "condition codes reach a branch from several places".into(),
+                        })
+                    }
+                }
+            }
+            Instr::Branch { op, label } => {
+                if op != Opcode::Ba {
+                    return Err(Untranslatable::Value {
+                        pc,
+                        what: "branch on condition codes set before a join".into(),
+                    });
+                }
+                let t = label as usize;
+                self.flow_to(t, s);
+                let l = self.labels[t];
+                self.a.ja(l);
+                return Ok(false);
+            }
+            Instr::Ret { rd } => {
+                self.int(s, pc, rd)?;
+                self.get(R0, rd);
+                let end = self.end;
+                self.a.ja(end);
+                return Ok(false);
+            }
+            Instr::LoadVar { op, var, rd } => self.load_var(pc, s, op, var, rd)?,
+            Instr::LoadArray { op, var, r2, rd } => {
+                if op != Opcode::Ldga || u32::from(var) != vars::DIF_VAR_ARGS {
+                    let name = vars::builtin_name(u32::from(var)).unwrap_or("array");
+                    return Err(Untranslatable::Variable {
+                        pc,
+                        name: format!("{name}[]"),
+                        why: "only args[] is read at the probe".into(),
+                    });
+                }
+                let Some(i) = self.int(s, pc, r2)? else {
+                    return Err(Untranslatable::Value {
+                        pc,
+                        what: "args[] index computed at run time".into(),
+                    });
+                };
+                self.arg(pc, s, i, rd)?;
+            }
+            Instr::Load { op, r1, rd } => {
+                self.int(s, pc, r1)?;
+                self.load(pc, op, r1)?;
+                self.put(s, rd, R1, Kind::Int(None));
+            }
+            other => {
+                return Err(Untranslatable::Instruction {
+                    pc,
+                    what: format!("{:?}", other.opcode()).to_lowercase(),
+                })
+            }
+        }
+        Ok(true)
+    }
+
+    /// `R1 = R1 op R2` with DTrace's semantics.
+    fn alu(&mut self, dop: Opcode) {
+        let divides = matches!(
+            dop,
+            Opcode::Udiv | Opcode::Urem | Opcode::Sdiv | Opcode::Srem
+        );
+        let fault = if divides {
+            self.fault_label()
+        } else {
+            self.fault
+        };
+        let a = &mut self.a;
+        let bop = match dop {
+            Opcode::Or => op::OR,
+            Opcode::Xor => op::XOR,
+            Opcode::And => op::AND,
+            Opcode::Sll => op::LSH,
+            Opcode::Srl => op::RSH,
+            Opcode::Sra => op::ARSH,
+            Opcode::Sub => op::SUB,
+            Opcode::Add => op::ADD,
+            Opcode::Mul => op::MUL,
+            Opcode::Udiv | Opcode::Urem | Opcode::Sdiv | Opcode::Srem => {
+                a.jmp_imm(op::JEQ, R2, 0, fault);
+                emit_division(a, dop);
+                return;
+            }
+            _ => op::ADD,
+        };
+        a.alu(bop, R1, R2);
+    }
+
+    fn load_var(
+        &mut self,
+        pc: usize,
+        s: &mut State,
+        dop: Opcode,
+        var: u16,
+        rd: u8,
+    ) -> Result<(), Untranslatable> {
+        let id = u32::from(var);
+        let name =
+            || vars::builtin_name(id).map_or_else(|| format!("variable #{id}"), String::from);
+        if dop != Opcode::Ldgs || id >= vars::DIF_VAR_OTHER_UBASE {
+            let scope = match dop {
+                Opcode::Ldts | Opcode::Ldtaa => "thread-local",
+                Opcode::Ldls => "clause-local",
+                Opcode::Ldgaa => "associative array",
+                _ => "global",
+            };
+            return Err(Untranslatable::Variable {
+                pc,
+                name: format!("{scope} #{id}"),
+                why: "D variables live in the consumer".into(),
+            });
+        }
+        if (vars::DIF_VAR_ARG0..=vars::DIF_VAR_ARG9).contains(&id) {
+            return self.arg(pc, s, u64::from(id - vars::DIF_VAR_ARG0), rd);
+        }
+        let names = self.ctx.names();
+        let constant = match id {
+            vars::DIF_VAR_PROBEPROV => Some(names.provider.clone()),
+            vars::DIF_VAR_PROBEMOD => Some(names.module.clone()),
+            vars::DIF_VAR_PROBEFUNC => Some(names.function.clone()),
+            vars::DIF_VAR_PROBENAME => Some(names.name.clone()),
+            vars::DIF_VAR_ZONENAME => Some("global".into()),
+            _ => None,
+        };
+        if let Some(c) = constant {
+            self.a.mov_imm(R1, 0);
+            self.put(s, rd, R1, Kind::StrConst(c.into_bytes()));
+            return Ok(());
+        }
+        if id == vars::DIF_VAR_EXECNAME {
+            self.a.mov_imm(R1, 0);
+            self.put(s, rd, R1, Kind::Execname);
+            return Ok(());
+        }
+        let b = match id {
+            vars::DIF_VAR_PID => Builtin::Pid,
+            vars::DIF_VAR_TID => Builtin::Tid,
+            vars::DIF_VAR_UID => Builtin::Uid,
+            vars::DIF_VAR_GID => Builtin::Gid,
+            vars::DIF_VAR_CPU => Builtin::Cpu,
+            vars::DIF_VAR_PPID => Builtin::Ppid,
+            vars::DIF_VAR_CURTHREAD => Builtin::Curthread,
+            _ => {
+                return Err(Untranslatable::Variable {
+                    pc,
+                    name: name(),
+                    why: "not yet read at the probe".into(),
+                })
+            }
+        };
+        self.builtin(pc, s, b, rd)
+    }
+
+    fn builtin(
+        &mut self,
+        pc: usize,
+        s: &mut State,
+        b: Builtin,
+        rd: u8,
+    ) -> Result<(), Untranslatable> {
+        self.ctx
+            .emit_builtin(&mut self.a, b)
+            .map_err(|why| Untranslatable::Variable {
+                pc,
+                name: b.name(),
+                why,
+            })?;
+        self.put(s, rd, R0, Kind::Int(None));
+        Ok(())
+    }
+
+    /// `args[i]` into `rd`.
+    fn arg(&mut self, pc: usize, s: &mut State, i: u64, rd: u8) -> Result<(), Untranslatable> {
+        match u8::try_from(i) {
+            Ok(n) if n < 8 => self.builtin(pc, s, Builtin::Arg(n), rd),
+            _ if i < CONTEXT_ARGS => {
+                self.a.mov_imm(R1, 0);
+                self.put(s, rd, R1, Kind::Int(Some(0)));
+                Ok(())
+            }
+            // The interpreter faults on an index past the context's arguments.
+            _ => {
+                let f = self.fault_label();
+                self.a.ja(f);
+                Ok(())
+            }
+        }
+    }
+
+    /// A load from the address in DIF register `r1` into R1: kernel memory for `ld*`, user memory
+    /// for `uld*`; a failed read is a fault.
+    fn load(&mut self, pc: usize, dop: Opcode, r1: u8) -> Result<(), Untranslatable> {
+        use Opcode::*;
+        let (size, signed, user) = match dop {
+            Ldsb => (1, true, false),
+            Ldsh => (2, true, false),
+            Ldsw => (4, true, false),
+            Ldub => (1, false, false),
+            Lduh => (2, false, false),
+            Lduw => (4, false, false),
+            Ldx => (8, false, false),
+            Uldsb => (1, true, true),
+            Uldsh => (2, true, true),
+            Uldsw => (4, true, true),
+            Uldub => (1, false, true),
+            Ulduh => (2, false, true),
+            Ulduw => (4, false, true),
+            Uldx => (8, false, true),
+            _ => {
+                return Err(Untranslatable::Instruction {
+                    pc,
+                    what: format!("{dop:?}").to_lowercase(),
+                })
+            }
+        };
+        let buf = self.frame.load_buf();
+        let fault = self.fault_label();
+        let a = &mut self.a;
+        a.load(Size::DW, R3, R10, self.frame.reg(r1 & 7));
+        if !user && size > 1 {
+            // The interpreter faults on a misaligned kernel load (DTrace's bad alignment).
+            a.jmp_imm(op::JSET, R3, size - 1, fault);
+        }
+        a.mov(R1, R10)
+            .alu_imm(op::ADD, R1, i32::from(buf))
+            .mov_imm(R2, size)
+            .call(if user {
+                helper::PROBE_READ_USER
+            } else {
+                helper::PROBE_READ_KERNEL
+            });
+        a.jmp_imm(op::JNE, R0, 0, fault);
+        let sz = Size::for_bytes(size as usize).unwrap_or(Size::DW);
+        a.load(sz, R1, R10, buf);
+        if signed {
+            a.sign_extend(R1, size as usize);
+        }
+        Ok(())
+    }
+
+    /// A `cmp`, `tst` or `scmp` and the branch after it, as one eBPF jump (the interpreter's
+    /// condition codes: `cmp` sets N from the sign of the 64-bit difference, C from the unsigned
+    /// compare, V never; `tst` sets only Z; `scmp` sets N and Z from the string compare).
+    fn compare_and_branch(
+        &mut self,
+        pc: usize,
+        s: &mut State,
+        setter: Instr,
+        bop: Opcode,
+        target: usize,
+    ) -> Result<bool, Untranslatable> {
+        /// How a branch is taken: never, always, or on a jump.
+        enum Take {
+            Never,
+            Always,
+            Reg(u8),
+            Zero(u8),
+        }
+        use Opcode::*;
+        let take = match setter {
+            Instr::Cmp { r1, r2 } => {
+                self.int(s, pc, r1)?;
+                self.int(s, pc, r2)?;
+                self.get(R1, r1);
+                self.get(R2, r2);
+                match bop {
+                    Ba => Take::Always,
+                    Be => Take::Reg(op::JEQ),
+                    Bne => Take::Reg(op::JNE),
+                    Bgu => Take::Reg(op::JGT),
+                    Bgeu => Take::Reg(op::JGE),
+                    Blu => Take::Reg(op::JLT),
+                    Bleu => Take::Reg(op::JLE),
+                    signed => {
+                        self.a.alu(op::SUB, R1, R2);
+                        Take::Zero(match signed {
+                            Bg => op::JSGT,
+                            Bge => op::JSGE,
+                            Bl => op::JSLT,
+                            _ => op::JSLE,
+                        })
+                    }
+                }
+            }
+            Instr::Tst { r1 } => {
+                self.int(s, pc, r1)?;
+                self.get(R1, r1);
+                match bop {
+                    Ba | Bge | Bgeu => Take::Always,
+                    Bl | Blu => Take::Never,
+                    Be | Ble | Bleu => Take::Zero(op::JEQ),
+                    _ => Take::Zero(op::JNE),
+                }
+            }
+            Instr::Scmp { r1, r2 } => {
+                let (x, y) = (s[(r1 & 7) as usize].clone(), s[(r2 & 7) as usize].clone());
+                strings::compare(&mut self.a, pc, &x, &y, self.strsize, self.frame.comm())?;
+                match bop {
+                    Ba | Bgeu => Take::Always,
+                    Blu => Take::Never,
+                    Be | Bleu => Take::Zero(op::JEQ),
+                    Bne | Bgu => Take::Zero(op::JNE),
+                    Bg => Take::Zero(op::JSGT),
+                    Bge => Take::Zero(op::JSGE),
+                    Bl => Take::Zero(op::JSLT),
+                    _ => Take::Zero(op::JSLE),
+                }
+            }
+            _ => unreachable_setter(pc)?,
+        };
+        let l = self.labels[target];
+        match take {
+            Take::Never => {}
+            Take::Always => {
+                self.a.ja(l);
+            }
+            Take::Reg(j) => {
+                self.a.jmp_reg(j, R1, R2, l);
+            }
+            Take::Zero(j) => {
+                self.a.jmp_imm(j, R1, 0, l);
+            }
+        }
+        if !matches!(take, Take::Never) {
+            self.flow_to(target, s);
+        }
+        Ok(!matches!(take, Take::Always))
+    }
+}
+
+fn unreachable_setter<T>(pc: usize) -> Result<T, Untranslatable> {
+    Err(Untranslatable::Invalid {
+        pc,
+        what: "not a condition-code setter".into(),
+    })
+}
+
+/// `R1 = R1 / R2` or `R1 % R2` (R2 non-zero), signed ones as the interpreter's `wrapping_div` and
+/// `wrapping_rem`: on magnitudes, the quotient negated when the signs differ, the remainder taking
+/// the dividend's sign (no eBPF signed division needed, so older kernels run it too). Uses R3.
+fn emit_division(a: &mut Asm, dop: Opcode) {
+    match dop {
+        Opcode::Udiv => {
+            a.alu(op::DIV, R1, R2);
+        }
+        Opcode::Urem => {
+            a.alu(op::MOD, R1, R2);
+        }
+        _ => {
+            // R3: bit 0 = dividend negative, bit 1 = divisor negative.
+            let (pos1, pos2) = (a.label(), a.label());
+            a.mov_imm(R3, 0);
+            a.jmp_imm(op::JSGE, R1, 0, pos1);
+            a.alu_imm(op::NEG, R1, 0).alu_imm(op::OR, R3, 1);
+            a.bind(pos1);
+            a.jmp_imm(op::JSGE, R2, 0, pos2);
+            a.alu_imm(op::NEG, R2, 0).alu_imm(op::OR, R3, 2);
+            a.bind(pos2);
+            let done = a.label();
+            if dop == Opcode::Sdiv {
+                a.alu(op::DIV, R1, R2);
+                // Negate when exactly one sign was negative.
+                a.jmp_imm(op::JEQ, R3, 0, done)
+                    .jmp_imm(op::JEQ, R3, 3, done);
+            } else {
+                // The remainder takes the dividend's sign.
+                a.alu(op::MOD, R1, R2);
+                let neg = a.label();
+                a.jmp_imm(op::JSET, R3, 1, neg).ja(done);
+                a.bind(neg);
+            }
+            a.alu_imm(op::NEG, R1, 0);
+            a.bind(done);
+        }
+    }
+}
+
+/// Constant folding, for `args[]` indices (`None` where the result is not computed here: a division
+/// by zero faults at run time).
+fn fold(dop: Opcode, x: u64, y: u64) -> Option<u64> {
+    Some(match dop {
+        Opcode::Or => x | y,
+        Opcode::Xor => x ^ y,
+        Opcode::And => x & y,
+        Opcode::Sll => x.wrapping_shl(y as u32),
+        Opcode::Srl => x.wrapping_shr(y as u32),
+        Opcode::Sra => (x as i64).wrapping_shr(y as u32) as u64,
+        Opcode::Sub => x.wrapping_sub(y),
+        Opcode::Add => x.wrapping_add(y),
+        Opcode::Mul => x.wrapping_mul(y),
+        _ => return None,
+    })
+}

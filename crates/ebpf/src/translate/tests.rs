@@ -1,0 +1,642 @@
+//! The translator checked against the DIF interpreter, without a kernel: D predicates compiled by the
+//! compiler run in the interpreter (over its fake context and memory) and, translated, in a small
+//! eBPF emulator over the same values; both must agree on the result, and on whether it faulted.
+
+use super::*;
+use dtrace_dif::vm::fake::{FakeContext, FakeMemory};
+use dtrace_dif::vm::{Machine, VarState, VmOptions};
+
+/// The probe's values, shared by the interpreter's fake context and the emulator.
+struct Probe {
+    args: Vec<u64>,
+    pid: u64,
+    tid: u64,
+    uid: u64,
+    execname: Vec<u8>,
+    names: ProbeNames,
+    kernel: Vec<(u64, Vec<u8>)>,
+    user: Vec<(u64, Vec<u8>)>,
+}
+
+impl Probe {
+    fn new() -> Probe {
+        Probe {
+            args: vec![
+                3,
+                0xffff_ffff_ffff_fffe,
+                0x8000_0000_0000_0000,
+                7,
+                0,
+                0,
+                0,
+                1,
+            ],
+            pid: 4242,
+            tid: 4243,
+            uid: 1000,
+            execname: b"dd".to_vec(),
+            names: ProbeNames {
+                provider: "syscall".into(),
+                module: "vmlinux".into(),
+                function: "write".into(),
+                name: "entry".into(),
+            },
+            kernel: vec![(0xffff_8000_0000_1000, (0u8..64).collect())],
+            user: vec![(0x7fff_0000_1000, b"hello\0world".to_vec())],
+        }
+    }
+}
+
+impl ProbeContext for Probe {
+    fn emit_builtin(&self, a: &mut Asm, b: Builtin) -> Result<(), String> {
+        let v = match b {
+            Builtin::Arg(n) => self.args.get(n as usize).copied().unwrap_or(0),
+            Builtin::Pid => self.pid,
+            Builtin::Tid => self.tid,
+            Builtin::Uid => self.uid,
+            Builtin::Gid => return Err("no gid at this probe".into()),
+            Builtin::Cpu => 0,
+            Builtin::Ppid => 1,
+            Builtin::Curthread => 0xffff_8000_0000_1000,
+        };
+        // Clobber what the contract allows, to catch a translator that keeps values there.
+        a.mov_imm(R1, -1).mov_imm(R2, -1).mov_imm(R3, -1);
+        a.ld_imm64(R0, v);
+        Ok(())
+    }
+
+    fn emit_execname(&self, a: &mut Asm, at: i16) -> Result<(), String> {
+        a.mov(R1, R10)
+            .alu_imm(op::ADD, R1, i32::from(at))
+            .mov_imm(R2, COMM_LEN as i32)
+            .call(helper::GET_CURRENT_COMM);
+        Ok(())
+    }
+
+    fn names(&self) -> &ProbeNames {
+        &self.names
+    }
+}
+
+/// Runs eBPF over [`Probe`]'s memory: the instructions and helpers fragments use.
+fn emulate(insns: &[Insn], p: &Probe) -> u64 {
+    const FP: u64 = 0x1000_0000;
+    let mut stack = [0u8; 512];
+    let mut r = [0u64; 11];
+    r[10] = FP;
+    let mut pc = 0usize;
+    let mut steps = 0;
+    let read = |regions: &[(u64, Vec<u8>)], addr: u64, len: usize| -> Option<Vec<u8>> {
+        regions.iter().find_map(|(base, bytes)| {
+            let off = usize::try_from(addr.checked_sub(*base)?).ok()?;
+            bytes.get(off..off.checked_add(len)?).map(<[u8]>::to_vec)
+        })
+    };
+    let slot = |addr: u64, len: usize| -> usize {
+        let off = addr.wrapping_sub(FP - 512) as usize;
+        assert!(
+            off + len <= 512,
+            "stack access out of the frame at {addr:#x}"
+        );
+        off
+    };
+    loop {
+        steps += 1;
+        assert!(steps < 100_000, "runaway program");
+        let Some(i) = insns.get(pc).copied() else {
+            return r[0];
+        };
+        pc += 1;
+        let (dst, src) = (i.dst as usize, i.src as usize);
+        let class = i.code & 7;
+        match class {
+            0x07 => {
+                let y = if i.code & op::X != 0 {
+                    r[src]
+                } else {
+                    i.imm as i64 as u64
+                };
+                let x = r[dst];
+                r[dst] = match i.code & 0xf0 {
+                    op::ADD => x.wrapping_add(y),
+                    op::SUB => x.wrapping_sub(y),
+                    op::MUL => x.wrapping_mul(y),
+                    op::DIV => x.checked_div(y).unwrap_or(0),
+                    op::MOD => x.checked_rem(y).unwrap_or(x),
+                    op::OR => x | y,
+                    op::AND => x & y,
+                    op::LSH => x.wrapping_shl(y as u32 & 63),
+                    op::RSH => x.wrapping_shr(y as u32 & 63),
+                    op::NEG => x.wrapping_neg(),
+                    op::XOR => x ^ y,
+                    op::MOV => y,
+                    op::ARSH => ((x as i64) >> (y & 63)) as u64,
+                    c => panic!("alu op {c:#x}"),
+                };
+            }
+            0x00 => {
+                let hi = insns[pc].imm as u32 as u64;
+                pc += 1;
+                r[dst] = (i.imm as u32 as u64) | (hi << 32);
+            }
+            0x01..=0x03 => {
+                let len = match i.code & 0x18 {
+                    op::B => 1,
+                    op::H => 2,
+                    op::W => 4,
+                    _ => 8,
+                };
+                if class == 0x01 {
+                    let at = slot(r[src].wrapping_add(i.off as i64 as u64), len);
+                    let mut b = [0u8; 8];
+                    b[..len].copy_from_slice(&stack[at..at + len]);
+                    r[dst] = u64::from_le_bytes(b);
+                } else {
+                    let v = if class == 0x03 {
+                        r[src]
+                    } else {
+                        i.imm as i64 as u64
+                    };
+                    let at = slot(r[dst].wrapping_add(i.off as i64 as u64), len);
+                    stack[at..at + len].copy_from_slice(&v.to_le_bytes()[..len]);
+                }
+            }
+            0x05 => {
+                let jop = i.code & 0xf0;
+                match jop {
+                    op::EXIT => return r[0],
+                    op::CALL => {
+                        let (dst_at, len) = (r[1], r[2] as usize);
+                        let bytes = match i.imm {
+                            helper::PROBE_READ_KERNEL => read(&p.kernel, r[3], len),
+                            helper::PROBE_READ_USER => read(&p.user, r[3], len),
+                            helper::GET_CURRENT_COMM => {
+                                let mut c = p.execname.clone();
+                                c.resize(len, 0);
+                                Some(c)
+                            }
+                            h => panic!("helper {h}"),
+                        };
+                        let at = slot(dst_at, len);
+                        r[0] = match bytes {
+                            Some(b) => {
+                                stack[at..at + len].copy_from_slice(&b);
+                                0
+                            }
+                            None => {
+                                stack[at..at + len].fill(0);
+                                (-14i64) as u64
+                            }
+                        };
+                        for x in &mut r[1..=5] {
+                            *x = 0xdead;
+                        }
+                    }
+                    _ => {
+                        let x = r[dst];
+                        let y = if i.code & op::X != 0 {
+                            r[src]
+                        } else {
+                            i.imm as i64 as u64
+                        };
+                        let taken = match jop {
+                            op::JA => true,
+                            op::JEQ => x == y,
+                            op::JNE => x != y,
+                            op::JGT => x > y,
+                            op::JGE => x >= y,
+                            op::JLT => x < y,
+                            op::JLE => x <= y,
+                            op::JSET => x & y != 0,
+                            op::JSGT => (x as i64) > (y as i64),
+                            op::JSGE => (x as i64) >= (y as i64),
+                            op::JSLT => (x as i64) < (y as i64),
+                            op::JSLE => (x as i64) <= (y as i64),
+                            c => panic!("jump op {c:#x}"),
+                        };
+                        if taken {
+                            pc = (pc as i64 + i64::from(i.off)) as usize;
+                        }
+                    }
+                }
+            }
+            c => panic!("class {c:#x}"),
+        }
+    }
+}
+
+fn predicate(src: &str) -> DifObject {
+    let p = dtrace_compiler::compile(src, &dtrace_compiler::CompileOptions::default())
+        .unwrap_or_else(|e| panic!("{src}: {e:?}"));
+    p.ecbs[0].predicate.clone().expect("a predicate")
+}
+
+const FRAME: Frame = Frame { base: -32 };
+
+/// The interpreter's verdict: `Some(true/false)`, or `None` for a fault.
+fn interpret(obj: &DifObject, p: &Probe) -> Option<bool> {
+    let mut ctx = FakeContext::new();
+    ctx.args = p.args.clone();
+    ctx.args.resize(10, 0);
+    ctx.ints.insert(vars::DIF_VAR_PID, p.pid);
+    ctx.ints.insert(vars::DIF_VAR_TID, p.tid);
+    ctx.ints.insert(vars::DIF_VAR_UID, p.uid);
+    ctx.ints.insert(vars::DIF_VAR_CPU, 0);
+    ctx.ints.insert(vars::DIF_VAR_PPID, 1);
+    ctx.ints
+        .insert(vars::DIF_VAR_CURTHREAD, 0xffff_8000_0000_1000);
+    ctx.strings
+        .insert(vars::DIF_VAR_EXECNAME, p.execname.clone());
+    let n = &p.names;
+    for (id, s) in [
+        (vars::DIF_VAR_PROBEPROV, &n.provider),
+        (vars::DIF_VAR_PROBEMOD, &n.module),
+        (vars::DIF_VAR_PROBEFUNC, &n.function),
+        (vars::DIF_VAR_PROBENAME, &n.name),
+    ] {
+        ctx.strings.insert(id, s.as_bytes().to_vec());
+    }
+    let mut mem = FakeMemory::new();
+    mem.kernel.extend(p.kernel.iter().cloned());
+    mem.user.extend(p.user.iter().cloned());
+    let mut state = VarState::new(VmOptions::default());
+    Machine::new()
+        .run(obj, &mut state, &mut ctx, &mut mem)
+        .ok()
+        .map(|v| v != 0)
+}
+
+/// Asserts that every instruction can be reached from the first (the verifier refuses dead code)
+/// and that no jump leaves the fragment (other than to its end).
+fn assert_reachable(insns: &[Insn]) {
+    let mut seen = vec![false; insns.len() + 1];
+    let mut work = vec![0usize];
+    while let Some(pc) = work.pop() {
+        if pc >= insns.len() || seen[pc] {
+            continue;
+        }
+        seen[pc] = true;
+        let i = insns[pc];
+        let wide = i.code == (op::LD | op::DW | op::IMM);
+        if wide {
+            seen[pc + 1] = true;
+            work.push(pc + 2);
+            continue;
+        }
+        if i.code & 7 == op::JMP && !matches!(i.code & 0xf0, op::CALL | op::EXIT) {
+            let t = pc as i64 + 1 + i64::from(i.off);
+            assert!(
+                t >= 0 && t as usize <= insns.len(),
+                "jump out of the fragment at {pc}"
+            );
+            work.push(t as usize);
+            if i.code & 0xf0 == op::JA {
+                continue;
+            }
+        }
+        work.push(pc + 1);
+    }
+    let dead: Vec<usize> = (0..insns.len()).filter(|&i| !seen[i]).collect();
+    assert!(dead.is_empty(), "unreachable instructions {dead:?}");
+}
+
+/// The translated fragment's verdict, as [`interpret`]'s.
+fn kernel(obj: &DifObject, p: &Probe) -> Option<bool> {
+    let f = translate(obj, p, 256, FRAME).unwrap_or_else(|e| panic!("untranslatable: {e}"));
+    assert_reachable(&f.insns);
+    match emulate(&f.insns, p) {
+        v if v == FAULTED as u64 => None,
+        v => Some(v != 0),
+    }
+}
+
+fn both_ways(src: &str, p: &Probe) -> Option<bool> {
+    let obj = predicate(src);
+    let want = interpret(&obj, p);
+    assert_eq!(kernel(&obj, p), want, "{src}");
+    want
+}
+
+fn clause(pred: &str) -> String {
+    format!("self int x; syscall::write:entry / {pred} / {{ @ = count(); }}")
+}
+
+#[test]
+fn integer_predicates_agree_with_the_interpreter() {
+    let p = Probe::new();
+    let cases = [
+        ("pid == 4242", Some(true)),
+        ("pid == 1", Some(false)),
+        ("pid != 4242 || tid == 4243", Some(true)),
+        ("arg0 > 2 && arg0 < 4", Some(true)),
+        ("arg1 < 0", Some(true)),
+        ("(int)arg1 == -2", Some(true)),
+        ("arg1 > 5", Some(false)),
+        ("(uint64_t)arg1 > 5", Some(true)),
+        ("arg2 > 0", Some(false)),
+        ("args[3] == 7", Some(true)),
+        ("arg0 * 3 - 1 == 8", Some(true)),
+        ("arg0 << 62 >> 62 == -1", Some(true)),
+        ("(uint64_t)arg0 << 62 >> 62 == 3", Some(true)),
+        (
+            "(arg3 ^ 5) == 2 && (arg3 | 8) == 15 && (arg3 & 3) == 3",
+            Some(true),
+        ),
+        ("~arg0 == -4", Some(true)),
+        ("!(arg4)", Some(true)),
+        ("arg7", Some(true)),
+        ("arg9 == 0", Some(true)),
+        ("uid == 1000 && cpu == 0", Some(true)),
+        ("arg0 ? arg3 == 7 : 0", Some(true)),
+        ("arg4 ? 1 : arg0 >= 3", Some(true)),
+    ];
+    for (pred, want) in cases {
+        assert_eq!(both_ways(&clause(pred), &p), want, "{pred}");
+    }
+}
+
+#[test]
+fn division_and_remainder_have_dtrace_semantics() {
+    let p = Probe::new();
+    for (pred, want) in [
+        ("arg3 / arg0 == 2", Some(true)),
+        ("arg3 % arg0 == 1", Some(true)),
+        ("(int64_t)arg1 / 2 == -1", Some(true)),
+        ("(int64_t)arg1 % 4 == -2", Some(true)),
+        ("7 / (int64_t)arg1 == -3", Some(true)),
+        ("-7 % (int64_t)arg1 == -1", Some(true)),
+        ("(int64_t)arg2 / -1 == (int64_t)arg2", Some(true)),
+        ("(int64_t)arg2 % -1 == 0", Some(true)),
+        // By zero: a fault, not eBPF's 0.
+        ("arg3 / arg4 == 0", None),
+        ("arg3 % arg4 == 0", None),
+        ("(int64_t)arg3 / (int64_t)arg4 == 0", None),
+    ] {
+        assert_eq!(both_ways(&clause(pred), &p), want, "{pred}");
+    }
+}
+
+#[test]
+fn string_predicates_agree_with_the_interpreter() {
+    let mut p = Probe::new();
+    for name in ["dd", "d", "ddd", "bash", "a-fifteen-chars", ""] {
+        p.execname = name.as_bytes().to_vec();
+        for pred in [
+            r#"execname == "dd""#,
+            r#"execname != "dd""#,
+            r#""dd" == execname"#,
+            r#"execname < "dd""#,
+            r#"execname >= "d""#,
+            r#""bash" > execname"#,
+            r#"execname == "a-fifteen-chars-and-more""#,
+            r#"execname == """#,
+            r#"probefunc == "write" && probename == "entry""#,
+            r#"probefunc == "read""#,
+            r#"execname == execname"#,
+        ] {
+            both_ways(&clause(pred), &p);
+        }
+    }
+}
+
+#[test]
+fn small_strsize_cuts_execname_as_the_interpreter_does() {
+    let mut p = Probe::new();
+    p.execname = b"abcdef".to_vec();
+    for pred in [
+        r#"execname == "abc""#,
+        r#"execname == "abcd""#,
+        r#"execname == "abcdef""#,
+        r#"execname < "abcd""#,
+    ] {
+        let src = format!("#pragma D option strsize=4\n{}", clause(pred));
+        let obj = predicate(&src);
+        let mut ctx = FakeContext::new();
+        ctx.strings
+            .insert(vars::DIF_VAR_EXECNAME, p.execname.clone());
+        let mut state = VarState::new(VmOptions {
+            strsize: 4,
+            ..VmOptions::default()
+        });
+        let want = Machine::new()
+            .run(&obj, &mut state, &mut ctx, &mut FakeMemory::new())
+            .ok()
+            .map(|v| v != 0);
+        let f = translate(&obj, &p, 4, FRAME).unwrap();
+        assert_reachable(&f.insns);
+        let got = match emulate(&f.insns, &p) {
+            v if v == FAULTED as u64 => None,
+            v => Some(v != 0),
+        };
+        assert_eq!(got, want, "{pred}");
+    }
+}
+
+#[test]
+fn memory_loads_read_and_fault_as_the_interpreter() {
+    let p = Probe::new();
+    for (pred, want) in [
+        ("*(uint8_t *)0xffff800000001003 == 3", Some(true)),
+        ("*(int *)0xffff800000001004 == 0x07060504", Some(true)),
+        (
+            "*(uint64_t *)0xffff800000001008 == 0x0f0e0d0c0b0a0908",
+            Some(true),
+        ),
+        ("*(char *)0xffff80000000103f == 63", Some(true)),
+        (
+            "*(int *)((uint64_t)curthread + 8) == 0x0b0a0908 && ppid == 1",
+            Some(true),
+        ),
+        ("*(int *)0xffff800000002000 == 0", None),
+        // Misaligned kernel loads fault, as in DTrace.
+        ("*(int *)0xffff800000001002 == 0", None),
+        ("*(short *)0xffff800000001001 == 0", None),
+    ] {
+        assert_eq!(both_ways(&clause(pred), &p), want, "{pred}");
+    }
+}
+
+#[test]
+fn untranslatable_clauses_say_why() {
+    let p = Probe::new();
+    let why = |pred: &str| {
+        translate(&predicate(&clause(pred)), &p, 256, FRAME)
+            .expect_err(pred)
+            .to_string()
+    };
+    assert!(
+        why("self->x == 1").contains("thread-local"),
+        "{}",
+        why("self->x == 1")
+    );
+    assert!(why("strlen(execname) == 2").contains("strlen"));
+    assert!(why("gid == 0").contains("no gid at this probe"));
+    assert!(why("timestamp > 0").contains("timestamp"));
+    assert!(why("copyinstr(arg1) == \"x\"").contains("copyinstr"));
+    let g = dtrace_compiler::compile(
+        "int g; syscall::write:entry /g == 1/ { @ = count(); }",
+        &dtrace_compiler::CompileOptions::default(),
+    )
+    .unwrap();
+    let e = translate(g.ecbs[0].predicate.as_ref().unwrap(), &p, 256, FRAME).unwrap_err();
+    assert!(matches!(e, Untranslatable::Variable { .. }), "{e}");
+}
+
+#[test]
+fn the_frame_stays_within_its_bounds() {
+    // Every stack access of a fragment lies in [base - SIZE, base): the caller's slots above are
+    // never touched.
+    let p = Probe::new();
+    let f = translate(
+        &predicate(&clause(
+            r#"execname == "dd" && *(int *)0xffff800000001004 && arg0 / arg3 == 0"#,
+        )),
+        &p,
+        256,
+        FRAME,
+    )
+    .unwrap();
+    for i in &f.insns {
+        let class = i.code & 7;
+        let (base_reg, off) = match class {
+            0x01 => (i.src, i.off),
+            0x02 | 0x03 => (i.dst, i.off),
+            _ => continue,
+        };
+        if base_reg == 10 {
+            assert!(
+                (FRAME.base - Frame::SIZE..FRAME.base).contains(&off),
+                "{i:?}"
+            );
+        }
+    }
+}
+
+/// Random DIF programs of the instructions the translator handles (forward branches, `ret` at the
+/// end) agree with the interpreter, fault where it faults, and translate into fragments whose every
+/// instruction is reachable and whose stack use stays in the frame (checked by [`kernel`] and the
+/// emulator). Words that are not DIF at all never panic the translator.
+#[test]
+fn random_dif_agrees_with_the_interpreter() {
+    use dtrace_dif::opcode::Opcode as O;
+    let mut rng = dtrace_testkit::XorShift(0x5eed_1234_abcd_0001);
+    let p = Probe::new();
+    let alu = [
+        O::Or,
+        O::Xor,
+        O::And,
+        O::Sll,
+        O::Srl,
+        O::Sra,
+        O::Sub,
+        O::Add,
+        O::Mul,
+        O::Sdiv,
+        O::Udiv,
+        O::Srem,
+        O::Urem,
+    ];
+    let branches = [
+        O::Be,
+        O::Bne,
+        O::Bg,
+        O::Bgu,
+        O::Bge,
+        O::Bgeu,
+        O::Bl,
+        O::Blu,
+        O::Ble,
+        O::Bleu,
+    ];
+    let loads = [O::Ldsb, O::Ldsh, O::Ldsw, O::Ldub, O::Lduh, O::Lduw, O::Ldx];
+    let builtins = [
+        vars::DIF_VAR_PID,
+        vars::DIF_VAR_TID,
+        vars::DIF_VAR_UID,
+        vars::DIF_VAR_ARG0,
+        vars::DIF_VAR_ARG0 + 1,
+        vars::DIF_VAR_ARG0 + 2,
+        vars::DIF_VAR_ARG0 + 9,
+    ];
+    let (mut translated, mut total) = (0, 0);
+    for _ in 0..3000 {
+        let inttab: Vec<u64> = vec![
+            0,
+            1,
+            rng.next() % 70,
+            0xffff_8000_0000_1000 + rng.next() % 72,
+            rng.next(),
+            (-(rng.below(5) as i64)) as u64,
+        ];
+        let len = 2 + rng.below(18);
+        let mut text = Vec::new();
+        let reg = |rng: &mut dtrace_testkit::XorShift| rng.below(8) as u8;
+        while text.len() < len - 1 {
+            let pc = text.len();
+            let i = match rng.below(10) {
+                0..=2 => Instr::Alu {
+                    op: alu[rng.below(alu.len())],
+                    r1: reg(&mut rng),
+                    r2: reg(&mut rng),
+                    rd: reg(&mut rng),
+                },
+                3 => Instr::Setx {
+                    idx: rng.below(inttab.len()) as u16,
+                    rd: reg(&mut rng),
+                },
+                4 => Instr::LoadVar {
+                    op: O::Ldgs,
+                    var: builtins[rng.below(builtins.len())] as u16,
+                    rd: reg(&mut rng),
+                },
+                5 if pc + 2 < len => {
+                    text.push(if rng.below(2) == 0 {
+                        Instr::Cmp {
+                            r1: reg(&mut rng),
+                            r2: reg(&mut rng),
+                        }
+                    } else {
+                        Instr::Tst { r1: reg(&mut rng) }
+                    });
+                    Instr::Branch {
+                        op: branches[rng.below(branches.len())],
+                        label: (pc + 2 + rng.below(len - pc - 2)) as u32,
+                    }
+                }
+                6 => Instr::Load {
+                    op: loads[rng.below(loads.len())],
+                    r1: reg(&mut rng),
+                    rd: reg(&mut rng),
+                },
+                7 => Instr::Not {
+                    r1: reg(&mut rng),
+                    rd: reg(&mut rng),
+                },
+                8 => Instr::Mov {
+                    r1: reg(&mut rng),
+                    rd: reg(&mut rng),
+                },
+                _ => Instr::Ret { rd: reg(&mut rng) },
+            };
+            text.push(i);
+        }
+        text.push(Instr::Ret { rd: reg(&mut rng) });
+        let obj = DifObject {
+            text: text.iter().map(Instr::encode).collect(),
+            inttab,
+            ..DifObject::default()
+        };
+        total += 1;
+        if translate(&obj, &p, 256, FRAME).is_ok() {
+            translated += 1;
+            assert_eq!(kernel(&obj, &p), interpret(&obj, &p), "{text:?}");
+        }
+        // The same words scrambled: anything at all, never a panic.
+        let mut junk = obj.clone();
+        for w in &mut junk.text {
+            *w ^= (rng.next() as u32) & 0x00ff_ffff;
+        }
+        let _ = translate(&junk, &p, 256, FRAME);
+    }
+    assert!(translated * 2 > total, "{translated} of {total} translated");
+}

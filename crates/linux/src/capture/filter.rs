@@ -1,0 +1,196 @@
+//! Predicates in the kernel: the capture program evaluates the predicates of the clauses enabled on
+//! its probe (translated by `dtrace_ebpf::translate`) before it reserves a record, so a firing for
+//! which every predicate is false costs no record, no copy and no consumer work.
+//!
+//! The kernel's verdict only filters: a firing with a true predicate is captured and delivered as
+//! before, and the interpreter runs the clause (predicate included) as the reference. A predicate that
+//! faults in the kernel (division by zero, an unreadable address) records too, so the interpreter
+//! reports the fault exactly as it always has. When one predicate of the probe cannot be translated,
+//! the probe records every firing (no filter), and [`FilterReport`] says why.
+
+use super::codegen::ProbeShape;
+use super::spec::{ArgSource, Identity, KernelFilter};
+use crate::bpf::insn::{helper, op, Asm, Label, Size, R0, R1, R10, R2, R3, R6};
+use dtrace_ebpf::translate::{self, Builtin, Frame, ProbeContext, ProbeNames, Untranslatable};
+
+/// Per predicate of a [`KernelFilter`], in its order: `Ok` when it runs in the kernel at this probe,
+/// else why not.
+pub type FilterReport = Vec<Result<(), Untranslatable>>;
+
+/// Stack slot the context's reads use (the capture program's scratch slot).
+const SCRATCH: i16 = -8;
+/// Where the fragments keep their state: below the capture program's two scratch slots, which are
+/// free again once the filter has run.
+const FRAME: Frame = Frame { base: -16 };
+
+/// x86-64 `struct pt_regs` offsets of the syscall argument registers: rdi, rsi, rdx, r10, r8, r9.
+const SYSCALL_ARG_REGS: [i32; 6] = [14 * 8, 13 * 8, 12 * 8, 7 * 8, 9 * 8, 8 * 8];
+
+/// A probe's shape as the translator's [`ProbeContext`].
+struct ShapeContext<'a> {
+    shape: &'a ProbeShape,
+    names: &'a ProbeNames,
+    opaque_args: u16,
+}
+
+impl ShapeContext<'_> {
+    fn current(&self, what: &str) -> Result<(), String> {
+        match self.shape.identity {
+            Identity::Current => Ok(()),
+            _ => Err(format!(
+                "the probe's record speaks for another thread than the one running ({what})"
+            )),
+        }
+    }
+}
+
+impl ProbeContext for ShapeContext<'_> {
+    fn emit_builtin(&self, a: &mut Asm, b: Builtin) -> Result<(), String> {
+        match b {
+            Builtin::Arg(n) => {
+                if self.opaque_args & (1 << n) != 0 {
+                    return Err("its value is the address of data copied at the probe".into());
+                }
+                match self.shape.args.get(n as usize).copied() {
+                    None => {
+                        a.mov_imm(R0, 0);
+                    }
+                    Some(ArgSource::SyscallArg(i)) => {
+                        let off = *SYSCALL_ARG_REGS
+                            .get(i as usize)
+                            .ok_or_else(|| format!("syscall argument {i}"))?;
+                        // ctx[0] is the saved `struct pt_regs *`.
+                        a.load(Size::DW, R3, R6, 0).alu_imm(op::ADD, R3, off);
+                        a.mov(R1, R10)
+                            .alu_imm(op::ADD, R1, i32::from(SCRATCH))
+                            .mov_imm(R2, 8)
+                            .call(helper::PROBE_READ_KERNEL);
+                        a.load(Size::DW, R0, R10, SCRATCH);
+                    }
+                    Some(src) => {
+                        super::codegen::emit_arg(a, self.shape, src).map_err(|e| e.to_string())?
+                    }
+                }
+            }
+            Builtin::Pid | Builtin::Tid => {
+                self.current(&b.name())?;
+                a.call(helper::GET_CURRENT_PID_TGID);
+                if b == Builtin::Pid {
+                    a.alu_imm(op::RSH, R0, 32);
+                } else {
+                    a.alu_imm(op::LSH, R0, 32).alu_imm(op::RSH, R0, 32);
+                }
+            }
+            Builtin::Uid | Builtin::Gid => {
+                self.current(&b.name())?;
+                a.call(helper::GET_CURRENT_UID_GID);
+                if b == Builtin::Gid {
+                    a.alu_imm(op::RSH, R0, 32);
+                } else {
+                    a.alu_imm(op::LSH, R0, 32).alu_imm(op::RSH, R0, 32);
+                }
+            }
+            Builtin::Cpu => {
+                a.call(helper::GET_SMP_PROCESSOR_ID);
+            }
+            Builtin::Curthread => {
+                self.current("curthread")?;
+                a.call(helper::GET_CURRENT_TASK);
+            }
+            Builtin::Ppid => {
+                self.current("ppid")?;
+                let t = self
+                    .shape
+                    .task
+                    .ok_or("task_struct offsets are not in the kernel's BTF")?;
+                // current->real_parent->tgid, as the record's header has it.
+                a.call(helper::GET_CURRENT_TASK);
+                a.mov(R3, R0).alu_imm(op::ADD, R3, t.real_parent as i32);
+                a.mov(R1, R10)
+                    .alu_imm(op::ADD, R1, i32::from(SCRATCH))
+                    .mov_imm(R2, 8)
+                    .call(helper::PROBE_READ_KERNEL);
+                a.load(Size::DW, R3, R10, SCRATCH)
+                    .alu_imm(op::ADD, R3, t.tgid as i32);
+                a.store_imm(Size::DW, R10, SCRATCH, 0);
+                a.mov(R1, R10)
+                    .alu_imm(op::ADD, R1, i32::from(SCRATCH))
+                    .mov_imm(R2, 4)
+                    .call(helper::PROBE_READ_KERNEL);
+                a.load(Size::W, R0, R10, SCRATCH);
+            }
+        }
+        Ok(())
+    }
+
+    fn emit_execname(&self, a: &mut Asm, at: i16) -> Result<(), String> {
+        self.current("execname")?;
+        a.mov(R1, R10)
+            .alu_imm(op::ADD, R1, i32::from(at))
+            .mov_imm(R2, translate::COMM_LEN as i32)
+            .call(helper::GET_CURRENT_COMM);
+        Ok(())
+    }
+
+    fn names(&self) -> &ProbeNames {
+        self.names
+    }
+}
+
+/// Translates every predicate of `filter` for `shape`: the fragments when all of them translate,
+/// and the report either way.
+pub fn translate_filter(
+    shape: &ProbeShape,
+    filter: &KernelFilter,
+) -> (Option<Vec<translate::Fragment>>, FilterReport) {
+    let ctx = ShapeContext {
+        shape,
+        names: &filter.names,
+        opaque_args: filter.opaque_args,
+    };
+    let results: Vec<Result<translate::Fragment, Untranslatable>> = filter
+        .predicates
+        .iter()
+        .map(|p| translate::translate(p, &ctx, filter.strsize as usize, FRAME))
+        .collect();
+    let report = results
+        .iter()
+        .map(|r| r.as_ref().map(|_| ()).map_err(Clone::clone))
+        .collect();
+    (results.into_iter().collect::<Result<_, _>>().ok(), report)
+}
+
+/// Emits the check of the filter's bypass switch (when it has one): jumps to `past` (after every
+/// kernel filter of the probe, the `pid` one included) when the switch is on.
+pub fn emit_bypass(a: &mut Asm, filter: &KernelFilter, past: Label) {
+    let Some(fd) = filter.bypass else {
+        return;
+    };
+    // The switch's value read in place (no helper call: every firing of the probe pays this).
+    a.ld_map_value(R1, fd, 0);
+    a.load(Size::DW, R1, R1, 0);
+    a.jmp_imm(op::JNE, R1, 0, past);
+}
+
+/// Emits the filter of `filter` (when every predicate translates): control goes on when one
+/// predicate is true or faulted, to `out` when all are false. Returns the report.
+pub fn emit_filter(
+    a: &mut Asm,
+    shape: &ProbeShape,
+    filter: &KernelFilter,
+    out: Label,
+) -> FilterReport {
+    let (fragments, report) = translate_filter(shape, filter);
+    if let Some(fragments) = fragments {
+        if !fragments.is_empty() {
+            let record = a.label();
+            for f in &fragments {
+                f.emit(a);
+                a.jmp_imm(op::JNE, R0, 0, record);
+            }
+            a.ja(out);
+            a.bind(record);
+        }
+    }
+    report
+}
