@@ -441,6 +441,13 @@ impl<'a> Cg<'a> {
             }
             TK::Retype(x) => self.gen(x),
             TK::XlateStruct(size, members) => self.xlate_struct(*size, members),
+            TK::Action(n) => err(
+                ErrTag::D_CG_EXPR,
+                e.line,
+                format!(
+                    "{n}( ) may not be called from a D expression (D program context required)"
+                ),
+            ),
             TK::Xlate(..) => err(
                 ErrTag::D_UNKNOWN,
                 e.line,

@@ -57,7 +57,7 @@ impl SpecState {
                     return e(
                         ErrTag::D_SPEC_DREC,
                         line,
-                        "speculate( ) may not follow data-recording actions",
+                        "speculate( ) may not follow data-recording action(s)",
                     );
                 }
                 self.spec = true;
@@ -74,7 +74,7 @@ impl SpecState {
                     return e(
                         ErrTag::D_COMM_DREC,
                         line,
-                        "commit( ) may not follow data-recording actions",
+                        "commit( ) may not follow data-recording action(s)",
                     );
                 }
                 self.commit = true;
@@ -157,7 +157,7 @@ impl<'o> Checker<'o> {
             } else if got < min {
                 (ErrTag::D_PROTO_LEN, format!("at least {min}"))
             } else {
-                (ErrTag::D_PROTO_LEN, format!("no more than {max}"))
+                (ErrTag::D_PROTO_LEN, format!("at most {max}"))
             };
             return err(
                 tag,
@@ -210,6 +210,23 @@ impl<'o> Checker<'o> {
 
     /// A plan recording one value: a D expression, or a record function (`sym()`, `stack()`...).
     fn value_plan(&mut self, a: &Expr) -> CResult<Plan> {
+        let p = self.value_plan_any(a)?;
+        if p.expr
+            .as_ref()
+            .is_some_and(|v| p.kind == ActionKind::DifExpr && self.types.is_void(v.ty))
+        {
+            return err(
+                ErrTag::D_TRACE_VOID,
+                a.line,
+                "trace( ) may not be applied to a void expression",
+            );
+        }
+        Ok(p)
+    }
+
+    /// [`Self::value_plan`] that lets a `void` value through, for the callers (printf-like
+    /// conversions, aggregation keys) that report it against their own prototypes.
+    fn value_plan_any(&mut self, a: &Expr) -> CResult<Plan> {
         if let ExprKind::Call(n, args) = &a.kind {
             if let Some(k) = record_kind(n) {
                 self.proto_len(n, args.len(), 1, 1, a.line)?;
@@ -225,13 +242,6 @@ impl<'o> Checker<'o> {
             }
         }
         let v = self.cook(a)?;
-        if self.types.is_void(v.ty) {
-            return err(
-                ErrTag::D_TRACE_VOID,
-                a.line,
-                "trace( ) may not be applied to a void expression",
-            );
-        }
         Ok(Plan::new(ActionKind::DifExpr, Some(v)))
     }
 
@@ -342,6 +352,18 @@ impl<'o> Checker<'o> {
             ExprKind::Str(s) => Ok(String::from_utf8_lossy(s).to_string()),
             _ => {
                 let t = self.cook(a)?;
+                // DTrace for Linux checks the type against the prototype's `string` first; a
+                // string that is not a constant is refused after that
+                if !self.types.is_string(t.ty) {
+                    return err(
+                        ErrTag::D_PROTO_ARG,
+                        a.line,
+                        format!(
+                            "{fname}( ) argument #1 is incompatible with prototype:\n\tprototype: string\n\t argument: {}",
+                            self.tname(t.ty)
+                        ),
+                    );
+                }
                 err(
                     ErrTag::D_PRINTF_ARG_FMT,
                     a.line,
@@ -369,7 +391,7 @@ impl<'o> Checker<'o> {
                 format!("{fname}( ) format string is empty"),
             );
         }
-        let convs = printf::parse(fmt, fname, line)?;
+        let convs = printf::parse(fmt, line)?;
         let mut plans = Vec::new();
         let mut j = 0;
         for (i, c) in convs.iter().enumerate() {
@@ -385,11 +407,11 @@ impl<'o> Checker<'o> {
                             "{fname}( ) prototype mismatch: conversion #{} (%{}) is missing a corresponding \"{}\" argument",
                             i + 1,
                             c.name,
-                            dyn_name(c.dynamic, d)
+                            dyn_name(c, d)
                         ),
                     );
                 };
-                let p = self.value_plan(a)?;
+                let p = self.value_plan_any(a)?;
                 if let Some(v) = p.expr.as_ref().filter(|_| p.kind == ActionKind::DifExpr) {
                     if !self.types.is_integer(v.ty) {
                         return err(
@@ -399,7 +421,7 @@ impl<'o> Checker<'o> {
                                 "{fname}( ) argument #{} is incompatible with conversion #{} prototype:\n\tconversion: % {} {}\n\t prototype: int\n\t  argument: {}",
                                 j + 2,
                                 i + 1,
-                                dyn_name(c.dynamic, d),
+                                dyn_name(c, d),
                                 c.name,
                                 self.tname(v.ty)
                             ),
@@ -425,7 +447,7 @@ impl<'o> Checker<'o> {
                     format!("{fname}( ) prototype mismatch: conversion #{} (%{}) is missing a corresponding value argument", i + 1, c.name),
                 );
             };
-            let p = self.value_plan(a)?;
+            let p = self.value_plan_any(a)?;
             if let Some(v) = p.expr.as_ref().filter(|_| p.kind == ActionKind::DifExpr) {
                 if !self.conv_accepts(c.arg, v.ty) {
                     return err(
@@ -565,7 +587,7 @@ impl<'o> Checker<'o> {
     /// are not type-checked.
     fn printa_format(&mut self, fmt: &str, id: u64, line: u32) -> CResult<()> {
         let fname = "printa";
-        let convs = printf::parse(fmt, fname, line)?;
+        let convs = printf::parse(fmt, line)?;
         let Some(agg) = self.aggs.iter().find(|a| a.id as u64 == id).cloned() else {
             return Ok(());
         };
@@ -588,7 +610,7 @@ impl<'o> Checker<'o> {
                             "{fname}( ) prototype mismatch: conversion #{} (%{}) is missing a corresponding \"{}\" argument",
                             i + 1,
                             c.name,
-                            dyn_name(c.dynamic, d)
+                            dyn_name(c, d)
                         ),
                     );
                 };
@@ -600,7 +622,7 @@ impl<'o> Checker<'o> {
                             "{fname}( ) argument #{} is incompatible with conversion #{} prototype:\n\tconversion: % {} {}\n\t prototype: int\n\t  argument: {}",
                             j + 2,
                             i + 1,
-                            dyn_name(c.dynamic, d),
+                            dyn_name(c, d),
                             c.name,
                             self.tname(*kt)
                         ),
@@ -723,7 +745,7 @@ impl<'o> Checker<'o> {
                     return err(
                         ErrTag::D_PRINTA_PROTO,
                         line,
-                        "printa( ) prototype mismatch: 1 arg passed, at least 2 expected",
+                        "printa( ) prototype mismatch: 1 args passed, 2 expected",
                     );
                 }
                 if fmt.is_none() && rest.len() > 1 {
@@ -855,7 +877,7 @@ impl<'o> Checker<'o> {
                         a,
                         ErrTag::D_STACK_SIZE,
                         line,
-                        "stack( ) size must be a non-zero positive integral constant expression",
+                        "stack( ) argument #1 must be a non-zero positive integer constant",
                     )?,
                 };
                 let mut p = Plan::new(ActionKind::Stack, None);
@@ -1048,7 +1070,7 @@ impl<'o> Checker<'o> {
         let mut key_plans = Vec::new();
         let mut key_types = Vec::new();
         for k in keys {
-            let mut p = self.value_plan(k)?;
+            let mut p = self.value_plan_any(k)?;
             // A `char [n]` key (`curpsinfo->pr_fname`) is keyed and printed as the string it holds.
             if let Some(ex) = p.expr.take() {
                 let chars = self.types.is_strcompat(ex.ty)
@@ -1155,11 +1177,7 @@ impl<'o> Checker<'o> {
                 );
             }
             if farg != arg {
-                return err(
-                    ErrTag::D_AGG_REDEF,
-                    line,
-                    format!("{fname}( ) parameters do not match previous declaration of @{name}"),
-                );
+                return Err(quantize_mismatch(func, farg, arg, line));
             }
         } else {
             self.aggs[idx].func = Some((func, line, arg));
@@ -1260,7 +1278,14 @@ impl<'o> Checker<'o> {
                 "lquantize( ) argument #4 must be a constant integer",
             )?,
         };
-        if step <= 0 || step > u16::MAX as i64 {
+        if step <= 0 {
+            return err(
+                ErrTag::D_LQUANT_STEPTYPE,
+                line,
+                "lquantize( ) argument #4 must be a non-zero positive integer constant",
+            );
+        }
+        if step > u16::MAX as i64 {
             return err(
                 ErrTag::D_LQUANT_STEPVAL,
                 line,
@@ -1294,9 +1319,9 @@ impl<'o> Checker<'o> {
         let mut v = [0i64; 4];
         let tags = [
             (ErrTag::D_LLQUANT_FACTORTYPE, "factor"),
-            (ErrTag::D_LLQUANT_LOWTYPE, "low magnitude"),
-            (ErrTag::D_LLQUANT_HIGHTYPE, "high magnitude"),
-            (ErrTag::D_LLQUANT_NSTEPTYPE, "linear steps per magnitude"),
+            (ErrTag::D_LLQUANT_LMAGTYPE, "low magnitude"),
+            (ErrTag::D_LLQUANT_HMAGTYPE, "high magnitude"),
+            (ErrTag::D_LLQUANT_STEPTYPE, "linear steps per magnitude"),
         ];
         for i in 0..4 {
             v[i] = self.required_const(
@@ -1316,39 +1341,46 @@ impl<'o> Checker<'o> {
         }
         if !(0..=u16::MAX as i64).contains(&low) {
             return err(
-                ErrTag::D_LLQUANT_LOWVAL,
+                ErrTag::D_LLQUANT_LMAGVAL,
                 line,
                 "llquantize( ) argument #3 (low magnitude) must be a 16-bit quantity",
             );
         }
         if !(0..=u16::MAX as i64).contains(&high) {
             return err(
-                ErrTag::D_LLQUANT_HIGHVAL,
+                ErrTag::D_LLQUANT_HMAGVAL,
                 line,
                 "llquantize( ) argument #4 (high magnitude) must be a 16-bit quantity",
             );
         }
         if high < low {
-            return err(ErrTag::D_LLQUANT_HIGHVAL, line, "llquantize( ) argument #4 (high magnitude) must be at least argument #3 (low magnitude)");
+            return err(ErrTag::D_LLQUANT_HMAGVAL, line, "llquantize( ) argument #4 (high magnitude) must be at least argument #3 (low magnitude)");
         }
-        if !(1..=u16::MAX as i64).contains(&nsteps) {
+        if nsteps <= 0 {
             return err(
-                ErrTag::D_LLQUANT_NSTEPVAL,
+                ErrTag::D_LLQUANT_STEPTYPE,
+                line,
+                "llquantize( ) argument #5 (linear steps per magnitude) must be a non-zero positive integer constant",
+            );
+        }
+        if nsteps > u16::MAX as i64 {
+            return err(
+                ErrTag::D_LLQUANT_STEPVAL,
                 line,
                 "llquantize( ) argument #5 (linear steps per magnitude) must be a 16-bit quantity",
             );
         }
         if nsteps % factor != 0 && factor % nsteps != 0 {
-            return err(ErrTag::D_LLQUANT_FACTORNSTEPS, line, "llquantize( ) argument #5 (linear steps per magnitude) must evenly divide or be evenly divisible by argument #2 (factor)");
+            return err(ErrTag::D_LLQUANT_STEPVAL, line, "llquantize( ) argument #5 (linear steps per magnitude) must evenly divide or be evenly divisible by argument #2 (factor)");
         }
         if nsteps > factor && factor * factor % nsteps != 0 {
-            return err(ErrTag::D_LLQUANT_FACTOREVEN, line, "llquantize( ) argument #2 (factor) raised to the second power must be a multiple of argument #5 (linear steps per magnitude)");
+            return err(ErrTag::D_LLQUANT_STEPVAL, line, "llquantize( ) argument #2 (factor) raised to the second power must be a multiple of argument #5 (linear steps per magnitude)");
         }
         let mut p: u64 = 1;
         for _ in 0..=high {
             p = match p.checked_mul(factor as u64) {
                 Some(x) => x,
-                None => return err(ErrTag::D_LLQUANT_MAGTOOBIG, line, "llquantize( ) argument #2 (factor) raised to power of argument #4 (high magnitude) plus 1 overflows 64-bits"),
+                None => return err(ErrTag::D_LLQUANT_HMAGVAL, line, "llquantize( ) argument #2 (factor) raised to power of argument #4 (high magnitude) plus 1 overflows 64-bits"),
             };
         }
         Ok(llquantize_arg(
@@ -1364,13 +1396,84 @@ fn unreachable_agg(line: u32) -> CResult<(String, &'static [Expr])> {
     err(ErrTag::D_SYNTAX, line, "invalid aggregation reference")
 }
 
-/// The name DTrace gives the `k`th dynamic argument of a conversion with `count` of them: the
-/// width (`*`) is consumed before the precision (`.*`), as `dt_printf_validate` orders them; a
-/// lone one is taken for a width.
-fn dyn_name(count: u32, k: u32) -> &'static str {
-    if count == 2 && k == 1 {
+/// The name DTrace gives the `k`th dynamic argument of a conversion: the width (`*`) is consumed
+/// before the precision (`.*`), as `dt_printf_validate` orders them.
+fn dyn_name(c: &printf::Conv, k: u32) -> &'static str {
+    if c.dyn_prec && k + 1 == c.dynamic {
         ".*"
     } else {
         "*"
     }
+}
+
+/// The error for a quantizing aggregation whose parameters differ from its earlier use: DTrace for
+/// Linux names the first parameter that differs (`D_LQUANT_MATCH*`, `D_LLQUANT_MATCH*`), comparing the
+/// encoded action arguments field by field.
+fn quantize_mismatch(func: AggFunc, prev: u64, cur: u64, line: u32) -> CompileError {
+    let field = |v: u64, shift: u32, bits: u32| (v >> shift) & ((1u64 << bits) - 1);
+    if func == AggFunc::Lquantize {
+        let (pbase, cbase) = (
+            field(prev, 0, 32) as u32 as i32,
+            field(cur, 0, 32) as u32 as i32,
+        );
+        let limit =
+            |v: u64, base: i32| base as i64 + field(v, 32, 16) as i64 * field(v, 48, 16) as i64;
+        let (plim, clim) = (limit(prev, pbase), limit(cur, cbase));
+        let (pstep, cstep) = (field(prev, 48, 16), field(cur, 48, 16));
+        let (tag, what, p, c) = if pbase != cbase {
+            (
+                ErrTag::D_LQUANT_MATCHBASE,
+                "base (argument #2)",
+                pbase as i64,
+                cbase as i64,
+            )
+        } else if plim != clim {
+            (ErrTag::D_LQUANT_MATCHLIM, "limit (argument #3)", plim, clim)
+        } else {
+            (
+                ErrTag::D_LQUANT_MATCHSTEP,
+                "step (argument #4)",
+                pstep as i64,
+                cstep as i64,
+            )
+        };
+        return CompileError::new(
+            tag,
+            line,
+            format!(
+                "lquantize( ) {what} doesn't match previous declaration: expected {p}, found {c}"
+            ),
+        );
+    }
+    let fields = [
+        (48, ErrTag::D_LLQUANT_MATCHFACTOR, "factor (argument #2)"),
+        (
+            32,
+            ErrTag::D_LLQUANT_MATCHLMAG,
+            "low magnitude (argument #3)",
+        ),
+        (
+            16,
+            ErrTag::D_LLQUANT_MATCHHMAG,
+            "high magnitude (argument #4)",
+        ),
+        (
+            0,
+            ErrTag::D_LLQUANT_MATCHSTEPS,
+            "linear steps per magnitude (argument #5)",
+        ),
+    ];
+    let (shift, tag, what) = fields
+        .into_iter()
+        .find(|(sh, _, _)| field(prev, *sh, 16) != field(cur, *sh, 16))
+        .unwrap_or(fields[3]);
+    CompileError::new(
+        tag,
+        line,
+        format!(
+            "llquantize( ) {what} doesn't match previous declaration: expected {}, found {}",
+            field(prev, shift, 16),
+            field(cur, shift, 16)
+        ),
+    )
 }

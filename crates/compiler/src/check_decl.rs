@@ -337,7 +337,10 @@ impl<'o> Checker<'o> {
                     return err(
                         ErrTag::D_DECL_ARRNULL,
                         line,
-                        "array declaration requires array dimension or tuple signature",
+                        format!(
+                            "array declaration requires array dimension or tuple signature: {}",
+                            d.name.as_deref().unwrap_or("")
+                        ),
                     )
                 }
                 Derived::Array(Some(e)) => {
@@ -606,15 +609,30 @@ impl<'o> Checker<'o> {
                 "inline declaration requires a name",
             );
         };
-        if self.inlines.contains_key(&name)
-            || self.inline_arrays.contains_key(&name)
-            || self.globals.vars.contains_key(&name)
-            || crate::idents::builtin_var(&name).is_some()
-        {
+        // the previous identifier's kind as DTrace's dt_idkind_name() names it, then "inline"
+        // when it is one
+        let previous = if self.inlines.contains_key(&name) {
+            Some("scalar inline")
+        } else if self.inline_arrays.contains_key(&name) {
+            Some("array inline")
+        } else if let Some(v) = self.globals.vars.get(&name) {
+            Some(if v.array { "array " } else { "scalar " })
+        } else if let Some(b) = crate::idents::builtin_var(&name) {
+            Some(if b.array { "array " } else { "scalar " })
+        } else if crate::idents::subr_proto(&name).is_some() {
+            Some("function ")
+        } else if crate::check::AggFunc::from_name(&name).is_some() {
+            Some("aggregating function ")
+        } else if crate::check_expr::is_action_name(&name) {
+            Some("tracing function ")
+        } else {
+            None
+        };
+        if let Some(previous) = previous {
             return err(
                 ErrTag::D_DECL_IDRED,
                 line,
-                format!("identifier redefined: {name}\n\t current: inline definition\n\tprevious: inline"),
+                format!("identifier redefined: {name}\n\t current: inline definition\n\tprevious: {previous}"),
             );
         }
         if self.types.is_void(t) {

@@ -86,7 +86,7 @@ impl<'o> Checker<'o> {
                 ErrTag::D_PROTO_LEN,
                 line,
                 format!(
-                    "{name}[ ] prototype mismatch: {} arg{} passed, {} expected",
+                    "{name}[ ] prototype mismatch: {} key{} passed, {} expected",
                     keys.len(),
                     if keys.len() == 1 { "" } else { "s" },
                     proto.len()
@@ -99,7 +99,7 @@ impl<'o> Checker<'o> {
                     ErrTag::D_PROTO_ARG,
                     line,
                     format!(
-                        "{name}[ ] argument #{} is incompatible with prototype:\n\tprototype: {}\n\t argument: {}",
+                        "{name}[ ] key #{} is incompatible with prototype:\n\tprototype: {}\n\t      key: {}",
                         i + 1,
                         self.tname(*p),
                         self.tname(k.ty)

@@ -145,13 +145,13 @@ impl<'a> Lexer<'a> {
             } else if c.is_ascii_whitespace() {
                 self.pos += 1;
             } else if c == b'/' && self.peek(1) == b'*' {
-                let start = self.line;
                 self.pos += 2;
                 loop {
                     if self.at_eof() {
+                        // reported where the end of the file is, as DTrace's lexer does
                         return err(
                             ErrTag::D_SYNTAX,
-                            start,
+                            self.line,
                             "end-of-file encountered before matching */",
                         );
                     }
@@ -307,6 +307,18 @@ impl<'a> Lexer<'a> {
         let start = self.pos;
         let tok = self.lex_one()?;
         let raw = String::from_utf8_lossy(&self.src[start..self.pos]).to_string();
+        // DTrace's lexer decides between `/` (division) and the end of a predicate by reading
+        // ahead to the next non-blank character, counting the newlines it passes: what it builds
+        // after a `/` (and the errors it reports there) carry that later line
+        let line = if matches!(tok, Tok::EndPred | Tok::Punct("/")) {
+            line + self.src[self.pos..]
+                .iter()
+                .take_while(|c| c.is_ascii_whitespace())
+                .filter(|c| **c == b'\n')
+                .count() as u32
+        } else {
+            line
+        };
         Ok(Token { tok, line, raw })
     }
 
@@ -549,9 +561,10 @@ impl<'a> Lexer<'a> {
                     return Ok(Tok::Str(out));
                 }
                 b'\n' => {
+                    // DTrace reports it once the newline is read: on the next line
                     return err(
                         ErrTag::D_STR_NL,
-                        line,
+                        self.line + 1,
                         "newline encountered in string literal",
                     );
                 }
@@ -576,7 +589,7 @@ impl<'a> Lexer<'a> {
             if self.at_eof() || self.peek(0) == b'\n' {
                 return err(
                     ErrTag::D_CHR_NL,
-                    line,
+                    self.line + u32::from(!self.at_eof()),
                     "newline encountered in character constant",
                 );
             }

@@ -97,6 +97,10 @@ pub enum TK {
     /// A translated struct built in scratch: its size and the members the translator converts
     /// (byte offset, value converted to the member's type). The value is the struct's address.
     XlateStruct(u64, Vec<(u32, Option<crate::types::BitField>, TExpr)>),
+    /// A tracing or aggregating function named in an expression: it types as `void` (so that
+    /// the operators and functions around it report what they require, as DTrace's `dt_cook_func`
+    /// lets them), and code generation refuses it (`D_CG_EXPR`).
+    Action(String),
 }
 
 impl TExpr {
@@ -139,7 +143,7 @@ pub fn stats(e: &TExpr) -> (usize, usize) {
         })
     }
     let kids: (usize, usize) = match &e.kind {
-        TK::Int(_) | TK::Str(_) | TK::Builtin(_) => (0, 0),
+        TK::Int(_) | TK::Str(_) | TK::Builtin(_) | TK::Action(_) => (0, 0),
         TK::Read(p) => place(p),
         TK::BuiltinArray(_, x) | TK::Unary(_, x) | TK::Convert(x) | TK::Retype(x) => stats(x),
         TK::Binary(_, a, b) | TK::Cmp(_, a, b, _) | TK::Logical(_, a, b) | TK::Comma(a, b) => {

@@ -1,0 +1,249 @@
+//! Golden tests of the tags and texts DTrace for Linux gives where illumos differs, and of the
+//! lines its lexer and parser report: llquantize()/lquantize() parameter checks, printf format
+//! syntax, prototype arity, tracing functions named inside expressions, line numbers.
+
+use dtrace_compiler::{compile, CompileOptions, ErrTag};
+
+fn golden(src: &str, tag: ErrTag, msg: &str) {
+    match compile(src, &CompileOptions::default()) {
+        Ok(_) => panic!("compiled: {src}"),
+        Err(err) => {
+            assert_eq!(err.tag, tag, "{src}: {err}");
+            assert_eq!(err.file_message(false), msg, "{src}");
+        }
+    }
+}
+
+fn tag(src: &str, tag: ErrTag) {
+    match compile(src, &CompileOptions::default()) {
+        Ok(_) => panic!("compiled: {src}"),
+        Err(err) => assert_eq!(err.tag, tag, "{src}: {err}"),
+    }
+}
+
+#[test]
+fn llquantize_parameters() {
+    tag(
+        "BEGIN { @ = llquantize(1, 10, arg0, 6, 20); }",
+        ErrTag::D_LLQUANT_LMAGTYPE,
+    );
+    tag(
+        "BEGIN { @ = llquantize(1, 10, 0, arg0, 20); }",
+        ErrTag::D_LLQUANT_HMAGTYPE,
+    );
+    tag(
+        "BEGIN { @ = llquantize(1, 10, -1, 6, 20); }",
+        ErrTag::D_LLQUANT_LMAGVAL,
+    );
+    tag(
+        "BEGIN { @ = llquantize(1, 10, 0, 70000, 20); }",
+        ErrTag::D_LLQUANT_HMAGVAL,
+    );
+    // factor to the power high magnitude plus one overflows 64 bits
+    tag(
+        "BEGIN { @ = llquantize(1, 10, 0, 30, 20); }",
+        ErrTag::D_LLQUANT_HMAGVAL,
+    );
+    tag(
+        "BEGIN { @ = llquantize(1, 10, 0, 6, -1); }",
+        ErrTag::D_LLQUANT_STEPTYPE,
+    );
+    tag(
+        "BEGIN { @ = llquantize(1, 10, 0, 6, 70000); }",
+        ErrTag::D_LLQUANT_STEPVAL,
+    );
+    tag(
+        "BEGIN { @ = llquantize(1, 10, 0, 6, 3); }",
+        ErrTag::D_LLQUANT_STEPVAL,
+    );
+    tag(
+        "BEGIN { @ = llquantize(1, 10, 2, 6, 80); }",
+        ErrTag::D_LLQUANT_STEPVAL,
+    );
+    golden(
+        "BEGIN { @ = llquantize(0, 10, 0, 6, 20); @ = llquantize(0, 10, 0, 6, 50); }",
+        ErrTag::D_LLQUANT_MATCHSTEPS,
+        "line 1: llquantize( ) linear steps per magnitude (argument #5) doesn't match previous declaration: expected 20, found 50",
+    );
+    tag(
+        "BEGIN { @ = llquantize(0, 10, 0, 6, 20); @ = llquantize(0, 100, 0, 6, 20); }",
+        ErrTag::D_LLQUANT_MATCHFACTOR,
+    );
+    tag(
+        "BEGIN { @ = llquantize(0, 10, 0, 6, 20); @ = llquantize(0, 10, 1, 6, 20); }",
+        ErrTag::D_LLQUANT_MATCHLMAG,
+    );
+    tag(
+        "BEGIN { @ = llquantize(0, 10, 0, 6, 20); @ = llquantize(0, 10, 0, 5, 20); }",
+        ErrTag::D_LLQUANT_MATCHHMAG,
+    );
+}
+
+#[test]
+fn lquantize_parameters() {
+    tag(
+        "BEGIN { @ = lquantize(1, 0, 1100, 0); }",
+        ErrTag::D_LQUANT_STEPTYPE,
+    );
+    // an unsuffixed decimal constant is signed: -2147483657 is a long, below 32 bits
+    tag(
+        "BEGIN { @ = lquantize(1, -2147483657, 1000); }",
+        ErrTag::D_LQUANT_BASEVAL,
+    );
+    tag(
+        "BEGIN { @ = lquantize(1, 0, 100, 10); @ = lquantize(1, 5, 100, 10); }",
+        ErrTag::D_LQUANT_MATCHBASE,
+    );
+    golden(
+        "BEGIN { @ = lquantize(1, 0, 100, 10); @ = lquantize(1, 0, 200, 10); }",
+        ErrTag::D_LQUANT_MATCHLIM,
+        "line 1: lquantize( ) limit (argument #3) doesn't match previous declaration: expected 100, found 200",
+    );
+    tag(
+        "BEGIN { @ = lquantize(1, 0, 100, 10); @ = lquantize(1, 0, 100, 5); }",
+        ErrTag::D_LQUANT_MATCHSTEP,
+    );
+}
+
+#[test]
+fn printf_format_syntax() {
+    golden(
+        "BEGIN { printf(\"%**d\", 1, 2, 3); }",
+        ErrTag::D_SYNTAX,
+        "line 1: format conversion #1 has more than one '*' specified for the output width",
+    );
+    golden(
+        "BEGIN { printf(\"%3$d\", 123); }",
+        ErrTag::D_SYNTAX,
+        "line 1: format conversion #1 uses unsupported positional format (%n$)",
+    );
+    golden(
+        "BEGIN { printf(\"%Z\", 123); }",
+        ErrTag::D_SYNTAX,
+        "line 1: format conversion #1 is undefined: %Z",
+    );
+    golden(
+        "BEGIN { printf(\"%.*d\"); }",
+        ErrTag::D_PRINTF_DYN_PROTO,
+        "line 1: printf( ) prototype mismatch: conversion #1 (%d) is missing a corresponding \".*\" argument",
+    );
+    golden(
+        "BEGIN { printf(\"%.*d\", \"\", 1); }",
+        ErrTag::D_PRINTF_DYN_TYPE,
+        "line 1: printf( ) argument #2 is incompatible with conversion #1 prototype:\n\tconversion: % .* d\n\t prototype: int\n\t  argument: string",
+    );
+    golden(
+        "BEGIN { printf(1); }",
+        ErrTag::D_PROTO_ARG,
+        "line 1: printf( ) argument #1 is incompatible with prototype:\n\tprototype: string\n\t argument: int",
+    );
+}
+
+#[test]
+fn prototype_lengths_and_keys() {
+    golden(
+        "BEGIN { trace(substr(\"a\", 1, 2, 3)); }",
+        ErrTag::D_PROTO_LEN,
+        "line 1: substr( ) prototype mismatch: 4 args passed, at most 3 expected",
+    );
+    golden(
+        "BEGIN { setopt(\"quiet\", \"1\", \"2\"); }",
+        ErrTag::D_PROTO_LEN,
+        "line 1: setopt( ) prototype mismatch: 3 args passed, at most 2 expected",
+    );
+    golden(
+        "int x[int, string]; BEGIN { x[1] = 2; }",
+        ErrTag::D_PROTO_LEN,
+        "line 1: x[ ] prototype mismatch: 1 key passed, 2 expected",
+    );
+    golden(
+        "int x[int, string]; BEGIN { x[1, 2] = 2; }",
+        ErrTag::D_PROTO_ARG,
+        "line 1: x[ ] key #2 is incompatible with prototype:\n\tprototype: string\n\t      key: int",
+    );
+    golden(
+        "int a[]; BEGIN { }",
+        ErrTag::D_DECL_ARRNULL,
+        "line 1: array declaration requires array dimension or tuple signature: a",
+    );
+}
+
+#[test]
+fn tracing_functions_inside_expressions() {
+    golden(
+        "BEGIN { trace(trace(1)); }",
+        ErrTag::D_TRACE_VOID,
+        "line 1: trace( ) may not be applied to a void expression",
+    );
+    golden(
+        "BEGIN { i = 1; x = i == 0 ? trace(0) : trace(1); }",
+        ErrTag::D_OP_ACT,
+        "line 1: action cannot be used in a conditional context",
+    );
+    golden(
+        "BEGIN { progenyof(trace(1)); }",
+        ErrTag::D_PROTO_ARG,
+        "line 1: progenyof( ) argument #1 is incompatible with prototype:\n\tprototype: pid_t\n\t argument: void",
+    );
+    golden(
+        "BEGIN { printf(\"%s\", stringof(trace(0))); }",
+        ErrTag::D_STRINGOF_TYPE,
+        "line 1: cannot apply stringof to a value of type void",
+    );
+    tag("BEGIN { @[trace(0)] = count(); }", ErrTag::D_KEY_TYPE);
+    tag(
+        "BEGIN { normalize(count(), 4); }",
+        ErrTag::D_NORMALIZE_AGGARG,
+    );
+    golden(
+        "BEGIN { printf(\"%d\", printf(\"\")); }",
+        ErrTag::D_PRINTF_ARG_TYPE,
+        "line 1: printf( ) argument #2 is incompatible with conversion #1 prototype:\n\tconversion: %d\n\t prototype: char, short, int, long, or long long\n\t  argument: void",
+    );
+    // where nothing else objects, code generation refuses the call
+    golden(
+        "BEGIN { x = 1; x = (trace(1), 2); }",
+        ErrTag::D_CG_EXPR,
+        "line 1: trace( ) may not be called from a D expression (D program context required)",
+    );
+}
+
+#[test]
+fn inline_redefinitions_name_the_previous_kind() {
+    golden(
+        "inline int foo = 7;\ninline int foo = 8;",
+        ErrTag::D_DECL_IDRED,
+        "line 2: identifier redefined: foo\n\t current: inline definition\n\tprevious: scalar inline",
+    );
+    golden(
+        "inline int rand = 7;",
+        ErrTag::D_DECL_IDRED,
+        "line 1: identifier redefined: rand\n\t current: inline definition\n\tprevious: function ",
+    );
+}
+
+#[test]
+fn lines_as_dtrace_counts_them() {
+    // the lexer reads past the newline before it reports it
+    golden(
+        "BEGIN\n{\n\th = '\n\t';\n}",
+        ErrTag::D_CHR_NL,
+        "line 4: newline encountered in character constant",
+    );
+    golden(
+        "BEGIN\n{\n\th = \"\n\t\";\n}",
+        ErrTag::D_STR_NL,
+        "line 4: newline encountered in string literal",
+    );
+    golden(
+        "BEGIN\n{\n}\n/* open\n\n",
+        ErrTag::D_SYNTAX,
+        "line 6: end-of-file encountered before matching */",
+    );
+    // the `/` closing a predicate looks ahead to the next non-blank character, on the next line
+    golden(
+        "BEGIN\n/\"char\" & \"foo\"/\n{\n\texit(1);\n}",
+        ErrTag::D_OP_INT,
+        "line 3: operator & requires operands of integral type",
+    );
+}
