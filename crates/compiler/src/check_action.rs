@@ -993,7 +993,7 @@ impl<'o> Checker<'o> {
                             ErrTag::D_PROTO_ARG,
                             line,
                             format!(
-                                "setopt( ) argument #{} is incompatible with prototype:\n\tprototype: string\n\t argument: {}",
+                                "setopt( ) argument #{} is incompatible with prototype:\n\tprototype: char *\n\t argument: {}",
                                 i + 1,
                                 self.tname(v.ty)
                             ),

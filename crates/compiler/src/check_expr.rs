@@ -1103,7 +1103,14 @@ impl<'o> Checker<'o> {
             let v = self.cook(a)?;
             let pt = self.named_type(p.params[i]);
             let ok = if self.types.is_pointer(pt) {
-                self.types.is_pointer(v.ty) || v.as_const() == Some(0)
+                // D's string is an array of char to DTrace's type system, and an array passes
+                // for a pointer to its first element (`substr(execname, 1)` for `char *`,
+                // `bcopy(probename, ...)` for `void *`)
+                self.types.is_pointer(v.ty)
+                    || v.as_const() == Some(0)
+                    || (self.types.is_strcompat(v.ty)
+                        && (self.types.is_strcompat(pt)
+                            || crate::idents::BYTE_SOURCES.contains(&(p.subr, i))))
             } else {
                 self.argcompat(pt, &v)
             };

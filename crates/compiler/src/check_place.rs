@@ -276,6 +276,18 @@ impl<'o> Checker<'o> {
                 "operator [ ] requires an integer index",
             );
         }
+        // DTrace for Linux indexes a string as the array of its characters (`s[1]`,
+        // `execname[0]`): a string's value is the address of its bytes
+        let base = if self.types.is_string(base.ty) {
+            let ty = self.types.pointer_to(self.basic.char);
+            TExpr {
+                kind: TK::Retype(bx(base)),
+                ty,
+                line,
+            }
+        } else {
+            base
+        };
         let Some(elem) = self.types.pointee(base.ty) else {
             return err(
                 ErrTag::D_OP_INCOMPAT,

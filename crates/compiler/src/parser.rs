@@ -725,7 +725,7 @@ impl<'a> Parser<'a> {
             if let Some(c) = c {
                 if class.is_some() {
                     return err(
-                        ErrTag::D_DECL_COMBO,
+                        ErrTag::D_DECL_CLASS,
                         t.line,
                         "more than one storage class specified",
                     );
@@ -789,6 +789,13 @@ impl<'a> Parser<'a> {
             }
             s
         } else {
+            // a storage class alone (`extern e;`, `self x;`) declares an int, as in C
+            let base = match base {
+                None if class.is_some() && signed.is_none() && shorts + longs == 0 => {
+                    Some("int".to_string())
+                }
+                b => b,
+            };
             BaseType::Named(normalize_base(base, signed, shorts, longs, line)?)
         };
         Ok(DeclSpec { class, base, line })

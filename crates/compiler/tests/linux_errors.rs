@@ -247,3 +247,39 @@ fn lines_as_dtrace_counts_them() {
         "line 3: operator & requires operands of integral type",
     );
 }
+
+#[test]
+fn declarations() {
+    golden(
+        "self this int x;",
+        ErrTag::D_DECL_CLASS,
+        "line 1: more than one storage class specified",
+    );
+    golden(
+        "this x; BEGIN { this->x = execname; }",
+        ErrTag::D_OP_INCOMPAT,
+        "line 1: operands have incompatible types: \"int\" = \"string\"",
+    );
+}
+
+#[test]
+fn char_pointer_prototypes() {
+    golden(
+        "BEGIN { trace(substr(1, 1)); }",
+        ErrTag::D_PROTO_ARG,
+        "line 1: substr( ) argument #1 is incompatible with prototype:\n\tprototype: char *\n\t argument: int",
+    );
+    golden(
+        "BEGIN { trace(strtok(\"a\", 1)); }",
+        ErrTag::D_PROTO_ARG,
+        "line 1: strtok( ) argument #2 is incompatible with prototype:\n\tprototype: char *\n\t argument: int",
+    );
+    // a string is a source of bytes for bcopy, never a destination nor a lock
+    assert!(compile(
+        "BEGIN { a = (char *)alloca(10); bcopy(probename, a, 5); }",
+        &CompileOptions::default()
+    )
+    .is_ok());
+    tag("BEGIN { copyinto(1, 2, \"\"); }", ErrTag::D_PROTO_ARG);
+    tag("BEGIN { mutex_owned(\"badarg\"); }", ErrTag::D_PROTO_ARG);
+}
