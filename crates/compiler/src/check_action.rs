@@ -4,6 +4,7 @@
 
 use dtrace_dif::program::{llquantize_arg, lquantize_arg, print_arg, ActionKind, LibAction};
 
+use crate::actions::{action_func, agg_func, record_kind, ActionFunc};
 use crate::ast::{Expr, ExprKind};
 use crate::check::{AggFunc, Checker, Plan};
 use crate::check_expr::is_action_name;
@@ -137,18 +138,6 @@ fn plural(n: usize) -> &'static str {
     }
 }
 
-/// Record-producing functions usable as keys and printf arguments.
-fn record_kind(name: &str) -> Option<ActionKind> {
-    Some(match name {
-        "sym" | "func" => ActionKind::Sym,
-        "mod" => ActionKind::Mod,
-        "usym" | "ufunc" => ActionKind::Usym,
-        "umod" => ActionKind::Umod,
-        "uaddr" => ActionKind::Uaddr,
-        _ => return None,
-    })
-}
-
 impl<'o> Checker<'o> {
     fn proto_len(&self, name: &str, got: usize, min: usize, max: usize, line: u32) -> CResult<()> {
         if got < min || got > max {
@@ -167,6 +156,31 @@ impl<'o> Checker<'o> {
                     plural(got)
                 ),
             );
+        }
+        Ok(())
+    }
+
+    /// Checks the arguments of a tracing function against the integer parameters of its
+    /// prototype (`exit(int)`, `stack(uint32_t)`, `normalize(@, uint64_t)`): another type is
+    /// `D_PROTO_ARG`, printed with the prototype's type name as DTrace does.
+    fn check_action_params(&mut self, f: &ActionFunc, args: &[Expr], line: u32) -> CResult<()> {
+        for (i, (a, p)) in args.iter().zip(f.params).enumerate() {
+            if *p == "@" || p.ends_with('*') {
+                continue;
+            }
+            let v = self.cook(a)?;
+            if !self.types.is_integer(v.ty) {
+                return err(
+                    ErrTag::D_PROTO_ARG,
+                    line,
+                    format!(
+                        "{}( ) argument #{} is incompatible with prototype:\n\tprototype: {p}\n\t argument: {}",
+                        f.name,
+                        i + 1,
+                        self.tname(v.ty)
+                    ),
+                );
+            }
         }
         Ok(())
     }
@@ -228,8 +242,8 @@ impl<'o> Checker<'o> {
     /// conversions, aggregation keys) that report it against their own prototypes.
     fn value_plan_any(&mut self, a: &Expr) -> CResult<Plan> {
         if let ExprKind::Call(n, args) = &a.kind {
-            if let Some(k) = record_kind(n) {
-                self.proto_len(n, args.len(), 1, 1, a.line)?;
+            if let (Some(k), Some(f)) = (record_kind(n), action_func(n)) {
+                self.proto_len(n, args.len(), f.required, f.max_args(), a.line)?;
                 let v = self.cook(&args[0])?;
                 return Ok(Plan::new(k, Some(v)));
             }
@@ -254,7 +268,7 @@ impl<'o> Checker<'o> {
             {
                 self.cook_aggregation(l, r, e.line, plans)
             }
-            ExprKind::Call(n, args) if is_action_name(n) && AggFunc::from_name(n).is_none() => {
+            ExprKind::Call(n, args) if is_action_name(n) && agg_func(n).is_none() => {
                 self.cook_action(n, args, e.line, plans)
             }
             _ => {
@@ -664,9 +678,15 @@ impl<'o> Checker<'o> {
         line: u32,
         plans: &mut Vec<Plan>,
     ) -> CResult<()> {
+        // arity and argument types from the one table; printa( ) words its own mismatches
+        if let Some(a) = action_func(n) {
+            if n != "printa" {
+                self.proto_len(n, args.len(), a.required, a.max_args(), line)?;
+            }
+            self.check_action_params(a, args, line)?;
+        }
         match n {
             "trace" => {
-                self.proto_len(n, args.len(), 1, 1, line)?;
                 if matches!(args[0].kind, ExprKind::Agg(_)) {
                     return err(
                         ErrTag::D_TRACE_DYN,
@@ -685,7 +705,6 @@ impl<'o> Checker<'o> {
                 plans.push(Plan::new(ActionKind::DifExpr, Some(v)));
             }
             "print" => {
-                self.proto_len(n, args.len(), 1, 1, line)?;
                 if matches!(args[0].kind, ExprKind::Agg(_)) {
                     return err(
                         ErrTag::D_PRINT_AGG,
@@ -716,7 +735,6 @@ impl<'o> Checker<'o> {
                 plans.push(p);
             }
             "printf" | "system" | "freopen" => {
-                self.proto_len(n, args.len(), 1, usize::MAX, line)?;
                 let fmt = self.format_arg(n, &args[0])?;
                 let mut vals = self.printf_args(n, &fmt, &args[1..], line)?;
                 let kind = match n {
@@ -736,7 +754,9 @@ impl<'o> Checker<'o> {
                 plans.extend(vals);
             }
             "printa" => {
-                self.proto_len(n, args.len(), 1, usize::MAX, line)?;
+                if args.is_empty() {
+                    self.proto_len(n, 0, 1, usize::MAX, line)?;
+                }
                 let (fmt, rest) = match &args[0].kind {
                     ExprKind::Str(_) => (Some(self.format_arg(n, &args[0])?), &args[1..]),
                     _ => (None, args),
@@ -782,18 +802,7 @@ impl<'o> Checker<'o> {
                 }
             }
             "exit" | "raise" | "chill" | "speculate" | "commit" | "discard" => {
-                self.proto_len(n, args.len(), 1, 1, line)?;
                 let v = self.cook(&args[0])?;
-                if !self.types.is_integer(v.ty) {
-                    return err(
-                        ErrTag::D_PROTO_ARG,
-                        line,
-                        format!(
-                            "{n}( ) argument #1 is incompatible with prototype:\n\tprototype: int\n\t argument: {}",
-                            self.tname(v.ty)
-                        ),
-                    );
-                }
                 let kind = match n {
                     "exit" => ActionKind::Exit,
                     "raise" => ActionKind::Raise,
@@ -811,7 +820,6 @@ impl<'o> Checker<'o> {
                 plans.push(Plan::new(kind, Some(v)));
             }
             "stop" | "breakpoint" | "panic" | "ftruncate" => {
-                self.proto_len(n, args.len(), 0, 0, line)?;
                 let mut p = Plan::new(
                     match n {
                         "stop" => ActionKind::Stop,
@@ -827,7 +835,6 @@ impl<'o> Checker<'o> {
                 plans.push(p);
             }
             "tracemem" => {
-                self.proto_len(n, args.len(), 2, usize::MAX, line)?;
                 let addr = self.cook(&args[0])?;
                 if !self.types.is_scalar(addr.ty) {
                     return err(
@@ -837,13 +844,6 @@ impl<'o> Checker<'o> {
                     );
                 }
                 let size = self.positive_const(&args[1], ErrTag::D_TRACEMEM_SIZE, line, "tracemem( ) argument #2 must be a non-zero positive integral constant expression")?;
-                if args.len() > 3 {
-                    return err(
-                        ErrTag::D_TRACEMEM_ARGS,
-                        line,
-                        "tracemem ( ) prototype mismatch: expected at most 3 args",
-                    );
-                }
                 if args.len() == 3 {
                     // As libdtrace lays it out: the dynamic size first (an integer record), then
                     // the memory.
@@ -863,14 +863,6 @@ impl<'o> Checker<'o> {
                 plans.push(p);
             }
             "stack" => {
-                // stack_t(...): DTrace checks the count and the size itself
-                if args.len() > 1 {
-                    return err(
-                        ErrTag::D_STACK_PROTO,
-                        line,
-                        "stack( ) prototype mismatch: too many arguments",
-                    );
-                }
                 let frames = match args.first() {
                     None => self.opts.stackframes as u64,
                     Some(a) => self.positive_const(
@@ -885,14 +877,6 @@ impl<'o> Checker<'o> {
                 plans.push(p);
             }
             "ustack" | "jstack" => {
-                // stack_t(...); DTrace's messages say ustack( ) for jstack( ) too
-                if args.len() > 2 {
-                    return err(
-                        ErrTag::D_USTACK_PROTO,
-                        line,
-                        "ustack( ) prototype mismatch: too many arguments",
-                    );
-                }
                 let (df, ds) = if n == "ustack" {
                     (self.opts.ustackframes as u64, 0)
                 } else {
@@ -935,14 +919,6 @@ impl<'o> Checker<'o> {
                 plans.push(p);
             }
             "clear" | "denormalize" => {
-                self.proto_len(n, args.len(), 1, 1, line).map_err(|mut e| {
-                    e.tag = if n == "clear" {
-                        ErrTag::D_CLEAR_PROTO
-                    } else {
-                        ErrTag::D_NORMALIZE_PROTO
-                    };
-                    e
-                })?;
                 let id = self.agg_arg(n, 0, &args[0])?;
                 let mut p = Plan::new(ActionKind::LibAct, Some(self.agg_id_expr(id, line)));
                 p.arg = if n == "clear" {
@@ -953,16 +929,11 @@ impl<'o> Checker<'o> {
                 plans.push(p);
             }
             "trunc" | "normalize" => {
-                let (min, ptag, stag) = if n == "trunc" {
-                    (1, ErrTag::D_TRUNC_PROTO, ErrTag::D_TRUNC_SCALAR)
+                let stag = if n == "trunc" {
+                    ErrTag::D_TRUNC_SCALAR
                 } else {
-                    (2, ErrTag::D_NORMALIZE_PROTO, ErrTag::D_NORMALIZE_SCALAR)
+                    ErrTag::D_NORMALIZE_SCALAR
                 };
-                self.proto_len(n, args.len(), min, 2, line)
-                    .map_err(|mut e| {
-                        e.tag = ptag;
-                        e
-                    })?;
                 let id = self.agg_arg(n, 0, &args[0])?;
                 let mut p = Plan::new(ActionKind::LibAct, Some(self.agg_id_expr(id, line)));
                 p.arg = if n == "trunc" {
@@ -984,7 +955,6 @@ impl<'o> Checker<'o> {
                 }
             }
             "setopt" => {
-                self.proto_len(n, args.len(), 1, 2, line)?;
                 let mut vals = Vec::new();
                 for (i, a) in args.iter().enumerate() {
                     let v = self.cook(a)?;
@@ -1056,7 +1026,7 @@ impl<'o> Checker<'o> {
             _ => unreachable_agg(line)?,
         };
         let (fname, args) = match &r.kind {
-            ExprKind::Call(f, a) if AggFunc::from_name(f).is_some() => (f.clone(), a.as_slice()),
+            ExprKind::Call(f, a) if agg_func(f).is_some() => (f.clone(), a.as_slice()),
             _ => {
                 return err(
                     ErrTag::D_AGG_FUNC,
@@ -1065,7 +1035,7 @@ impl<'o> Checker<'o> {
                 )
             }
         };
-        let func = AggFunc::from_name(&fname).unwrap_or(AggFunc::Count);
+        let func = agg_func(&fname).unwrap_or(AggFunc::Count);
         // keys
         let mut key_plans = Vec::new();
         let mut key_types = Vec::new();
@@ -1107,14 +1077,9 @@ impl<'o> Checker<'o> {
             key_plans.push(p);
         }
         // arguments
-        let (min, max) = match func {
-            AggFunc::Count => (0, 0),
-            AggFunc::Quantize => (1, 2),
-            AggFunc::Lquantize => (3, 5),
-            AggFunc::Llquantize => (5, 6),
-            _ => (1, 1),
-        };
-        self.proto_len(&fname, args.len(), min, max, line)?;
+        if let Some(a) = action_func(&fname) {
+            self.proto_len(&fname, args.len(), a.required, a.max_args(), line)?;
+        }
         let value = match args.first() {
             Some(a) => {
                 let v = self.cook(a)?;

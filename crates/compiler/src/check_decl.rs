@@ -621,7 +621,7 @@ impl<'o> Checker<'o> {
             Some(if b.array { "array " } else { "scalar " })
         } else if crate::idents::subr_proto(&name).is_some() {
             Some("function ")
-        } else if crate::check::AggFunc::from_name(&name).is_some() {
+        } else if crate::actions::agg_func(&name).is_some() {
             Some("aggregating function ")
         } else if crate::check_expr::is_action_name(&name) {
             Some("tracing function ")

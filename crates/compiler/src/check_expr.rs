@@ -36,50 +36,7 @@ pub(crate) fn scope_name(s: VarScope) -> &'static str {
 
 /// Whether a name is an action or aggregating function (not usable in expressions).
 pub fn is_action_name(n: &str) -> bool {
-    matches!(
-        n,
-        "trace"
-            | "printf"
-            | "printa"
-            | "print"
-            | "exit"
-            | "tracemem"
-            | "stack"
-            | "ustack"
-            | "jstack"
-            | "speculate"
-            | "commit"
-            | "discard"
-            | "clear"
-            | "trunc"
-            | "normalize"
-            | "denormalize"
-            | "setopt"
-            | "freopen"
-            | "ftruncate"
-            | "raise"
-            | "stop"
-            | "system"
-            | "chill"
-            | "breakpoint"
-            | "panic"
-            | "sym"
-            | "func"
-            | "mod"
-            | "usym"
-            | "ufunc"
-            | "umod"
-            | "uaddr"
-            | "count"
-            | "sum"
-            | "avg"
-            | "min"
-            | "max"
-            | "stddev"
-            | "quantize"
-            | "lquantize"
-            | "llquantize"
-    )
+    crate::actions::action_func(n).is_some()
 }
 
 impl<'o> Checker<'o> {

@@ -348,8 +348,8 @@ fn action_errors() {
     );
     golden(
         "BEGIN { stack(1, 2); }",
-        ErrTag::D_STACK_PROTO,
-        "line 1: stack( ) prototype mismatch: too many arguments",
+        ErrTag::D_PROTO_LEN,
+        "line 1: stack( ) prototype mismatch: 2 args passed, at most 1 expected",
     );
     golden(
         "BEGIN { ustack(arg0); }",
@@ -396,28 +396,28 @@ fn action_errors() {
     golden("BEGIN { clear(1); }", ErrTag::D_CLEAR_AGGARG, "line 1: clear( ) argument #1 is incompatible with prototype:\n\tprototype: aggregation\n\t argument: int");
     golden(
         "BEGIN { clear(); }",
-        ErrTag::D_CLEAR_PROTO,
+        ErrTag::D_PROTO_LEN,
         "line 1: clear( ) prototype mismatch: 0 args passed, 1 expected",
     );
     golden(
         "BEGIN { @a = count(); trunc(@a, \"x\"); }",
-        ErrTag::D_TRUNC_SCALAR,
-        "line 1: trunc( ) argument #2 must be of scalar type",
+        ErrTag::D_PROTO_ARG,
+        "line 1: trunc( ) argument #2 is incompatible with prototype:\n\tprototype: uint64_t\n\t argument: string",
     );
     golden(
         "BEGIN { trunc(); }",
-        ErrTag::D_TRUNC_PROTO,
+        ErrTag::D_PROTO_LEN,
         "line 1: trunc( ) prototype mismatch: 0 args passed, at least 1 expected",
     );
     golden(
         "BEGIN { normalize(@a); }",
-        ErrTag::D_NORMALIZE_PROTO,
+        ErrTag::D_PROTO_LEN,
         "line 1: normalize( ) prototype mismatch: 1 arg passed, 2 expected",
     );
     golden(
         "BEGIN { @a = count(); normalize(@a, \"x\"); }",
-        ErrTag::D_NORMALIZE_SCALAR,
-        "line 1: normalize( ) argument #2 must be of scalar type",
+        ErrTag::D_PROTO_ARG,
+        "line 1: normalize( ) argument #2 is incompatible with prototype:\n\tprototype: uint64_t\n\t argument: string",
     );
     golden("BEGIN { normalize(1, 2); }", ErrTag::D_NORMALIZE_AGGARG, "line 1: normalize( ) argument #1 is incompatible with prototype:\n\tprototype: aggregation\n\t argument: int");
 }
@@ -797,8 +797,8 @@ fn more_tags() {
     golden("BEGIN { @a = count(); trunc(1); }", ErrTag::D_TRUNC_AGGARG, "line 1: trunc( ) argument #1 is incompatible with prototype:\n\tprototype: aggregation\n\t argument: int");
     golden(
         "BEGIN { ustack(1, 2, 3); }",
-        ErrTag::D_USTACK_PROTO,
-        "line 1: ustack( ) prototype mismatch: too many arguments",
+        ErrTag::D_PROTO_LEN,
+        "line 1: ustack( ) prototype mismatch: 3 args passed, at most 2 expected",
     );
     golden(
         "BEGIN { @a = lquantize(1, 0, 5000000000); }",

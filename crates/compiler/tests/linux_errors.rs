@@ -283,3 +283,62 @@ fn char_pointer_prototypes() {
     tag("BEGIN { copyinto(1, 2, \"\"); }", ErrTag::D_PROTO_ARG);
     tag("BEGIN { mutex_owned(\"badarg\"); }", ErrTag::D_PROTO_ARG);
 }
+
+#[test]
+fn action_prototypes_from_the_table() {
+    for (src, msg) in [
+        (
+            "BEGIN { clear(); }",
+            "clear( ) prototype mismatch: 0 args passed, 1 expected",
+        ),
+        (
+            "BEGIN { denormalize(@a, 1); }",
+            "denormalize( ) prototype mismatch: 2 args passed, 1 expected",
+        ),
+        (
+            "BEGIN { normalize(@a, 1, 2); }",
+            "normalize( ) prototype mismatch: 3 args passed, 2 expected",
+        ),
+        (
+            "BEGIN { trunc(); }",
+            "trunc( ) prototype mismatch: 0 args passed, at least 1 expected",
+        ),
+        (
+            "BEGIN { trunc(@a, 1, 2); }",
+            "trunc( ) prototype mismatch: 3 args passed, at most 2 expected",
+        ),
+        (
+            "BEGIN { tracemem(arg0, 16, 8, 1); }",
+            "tracemem( ) prototype mismatch: 4 args passed, at most 3 expected",
+        ),
+        (
+            "BEGIN { ustack(1, 2, 3); }",
+            "ustack( ) prototype mismatch: 3 args passed, at most 2 expected",
+        ),
+        (
+            "BEGIN { @ = avg(); }",
+            "avg( ) prototype mismatch: 0 args passed, 1 expected",
+        ),
+        (
+            "BEGIN { @ = llquantize(1, 10, 0, 6); }",
+            "llquantize( ) prototype mismatch: 4 args passed, at least 5 expected",
+        ),
+    ] {
+        golden(src, ErrTag::D_PROTO_LEN, &format!("line 1: {msg}"));
+    }
+    golden(
+        "BEGIN { stack(\"a\"); }",
+        ErrTag::D_PROTO_ARG,
+        "line 1: stack( ) argument #1 is incompatible with prototype:\n\tprototype: uint32_t\n\t argument: string",
+    );
+    golden(
+        "BEGIN { @a = count(); normalize(@a, \"x\"); }",
+        ErrTag::D_PROTO_ARG,
+        "line 1: normalize( ) argument #2 is incompatible with prototype:\n\tprototype: uint64_t\n\t argument: string",
+    );
+    golden(
+        "BEGIN { exit(\"a\"); }",
+        ErrTag::D_PROTO_ARG,
+        "line 1: exit( ) argument #1 is incompatible with prototype:\n\tprototype: int\n\t argument: string",
+    );
+}
