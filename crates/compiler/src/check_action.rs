@@ -1338,8 +1338,15 @@ impl<'o> Checker<'o> {
         if nsteps % factor != 0 && factor % nsteps != 0 {
             return err(ErrTag::D_LLQUANT_STEPVAL, line, "llquantize( ) argument #5 (linear steps per magnitude) must evenly divide or be evenly divisible by argument #2 (factor)");
         }
-        if nsteps > factor && factor * factor % nsteps != 0 {
-            return err(ErrTag::D_LLQUANT_STEPVAL, line, "llquantize( ) argument #2 (factor) raised to the second power must be a multiple of argument #5 (linear steps per magnitude)");
+        // more steps than the factor: each magnitude's steps must divide evenly, so the factor
+        // raised to the low magnitude plus one (at least squared) must be a multiple of the steps
+        let exp = (low as u32 + 1).max(2);
+        if nsteps > factor
+            && (factor as u128)
+                .checked_pow(exp)
+                .is_some_and(|p| p % nsteps as u128 != 0)
+        {
+            return err(ErrTag::D_LLQUANT_STEPVAL, line, "llquantize( ) argument #5 (linear steps per magnitude) must evenly divide argument #2 (factor) raised to the power of argument #3 (low magnitude) plus one");
         }
         let mut p: u64 = 1;
         for _ in 0..=high {

@@ -835,7 +835,7 @@ fn more_tags() {
         ErrTag::D_LLQUANT_STEPTYPE,
         "line 1: llquantize( ) argument #5 (linear steps per magnitude) must be a non-zero positive integer constant",
     );
-    golden("BEGIN { @a = llquantize(1, 4, 0, 5, 12); }", ErrTag::D_LLQUANT_STEPVAL, "line 1: llquantize( ) argument #2 (factor) raised to the second power must be a multiple of argument #5 (linear steps per magnitude)");
+    golden("BEGIN { @a = llquantize(1, 4, 0, 5, 12); }", ErrTag::D_LLQUANT_STEPVAL, "line 1: llquantize( ) argument #5 (linear steps per magnitude) must evenly divide argument #2 (factor) raised to the power of argument #3 (low magnitude) plus one");
 }
 
 #[test]

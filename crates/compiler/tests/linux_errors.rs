@@ -60,6 +60,19 @@ fn llquantize_parameters() {
         "BEGIN { @ = llquantize(1, 10, 2, 6, 80); }",
         ErrTag::D_LLQUANT_STEPVAL,
     );
+    tag(
+        "BEGIN { @ = llquantize(1, 10, 0, 6, 30); }",
+        ErrTag::D_LLQUANT_STEPVAL,
+    );
+    // steps above the factor divide the factor to the low magnitude plus one
+    for ok in [
+        "BEGIN { @ = llquantize(1, 3, 3, 5, 27); }",
+        "BEGIN { @ = llquantize(1, 4, 4, 6, 32); }",
+        "BEGIN { @ = llquantize(1, 10, 0, 6, 20); }",
+        "BEGIN { @ = llquantize(1, 10, 2, 6, 100); }",
+    ] {
+        assert!(compile(ok, &CompileOptions::default()).is_ok(), "{ok}");
+    }
     golden(
         "BEGIN { @ = llquantize(0, 10, 0, 6, 20); @ = llquantize(0, 10, 0, 6, 50); }",
         ErrTag::D_LLQUANT_MATCHSTEPS,
