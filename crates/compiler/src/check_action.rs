@@ -35,6 +35,21 @@ impl SpecState {
             return Ok(());
         };
         let k = last.kind;
+        // a destructive subroutine (`copyout()`) is a destructive action to these rules
+        let destructive_call = plans.iter().filter_map(|p| p.expr.as_ref()).any(|e| {
+            crate::tree::calls(e, &|s| {
+                crate::idents::SUBR_PROTOS
+                    .iter()
+                    .any(|p| p.subr as u16 == s && p.destructive)
+            })
+        });
+        if destructive_call && self.spec {
+            return e(
+                ErrTag::D_ACT_SPEC,
+                line,
+                "destructive actions may not follow speculate( )",
+            );
+        }
         if k == ActionKind::DifExpr && last.void_result {
             return Ok(());
         }
@@ -63,14 +78,8 @@ impl SpecState {
                 }
                 self.spec = true;
             }
+            // DTrace for Linux lets a clause commit several speculations
             ActionKind::Commit => {
-                if self.commit {
-                    return e(
-                        ErrTag::D_COMM_COMM,
-                        line,
-                        "commit( ) may not follow commit( )",
-                    );
-                }
                 if self.data {
                     return e(
                         ErrTag::D_COMM_DREC,
@@ -98,6 +107,14 @@ impl SpecState {
                 }
             }
             ActionKind::Exit => {
+                // exit( ) records its status: a data-recording action to commit( )
+                if self.commit {
+                    return e(
+                        ErrTag::D_DREC_COMM,
+                        line,
+                        "data-recording actions may not follow commit( )",
+                    );
+                }
                 if self.spec {
                     return e(
                         ErrTag::D_EXIT_SPEC,
@@ -270,6 +287,23 @@ impl<'o> Checker<'o> {
             }
             ExprKind::Call(n, args) if is_action_name(n) && agg_func(n).is_none() => {
                 self.cook_action(n, args, e.line, plans)
+            }
+            // an aggregation named with nothing assigned to it
+            ExprKind::Agg(n) => err(
+                ErrTag::D_AGG_NULL,
+                e.line,
+                format!("expression has null effect: @{n}"),
+            ),
+            ExprKind::Index(b, _) if matches!(&b.kind, ExprKind::Agg(_)) => {
+                let name = match &b.kind {
+                    ExprKind::Agg(n) => n.as_str(),
+                    _ => "",
+                };
+                err(
+                    ErrTag::D_AGG_NULL,
+                    e.line,
+                    format!("expression has null effect: @{name}[ ]"),
+                )
             }
             _ => {
                 let t = self.cook(e)?;
@@ -768,6 +802,14 @@ impl<'o> Checker<'o> {
                         "printa( ) prototype mismatch: 1 args passed, 2 expected",
                     );
                 }
+                let off = usize::from(fmt.is_some());
+                let mut ids = Vec::new();
+                for (i, a) in rest.iter().enumerate() {
+                    ids.push(self.agg_arg(n, i + off, a)?);
+                }
+                self.printa_keys_match(&ids, line)?;
+                // the arguments are valid aggregations with matching keys (reported above as
+                // DTrace does); several of them without a format are not supported here
                 if fmt.is_none() && rest.len() > 1 {
                     return err(
                         ErrTag::D_PRINTA_PROTO,
@@ -778,12 +820,6 @@ impl<'o> Checker<'o> {
                         ),
                     );
                 }
-                let off = usize::from(fmt.is_some());
-                let mut ids = Vec::new();
-                for (i, a) in rest.iter().enumerate() {
-                    ids.push(self.agg_arg(n, i + off, a)?);
-                }
-                self.printa_keys_match(&ids, line)?;
                 let arg = match &fmt {
                     Some(f) => {
                         for id in &ids {
@@ -1027,6 +1063,16 @@ impl<'o> Checker<'o> {
         };
         let (fname, args) = match &r.kind {
             ExprKind::Call(f, a) if agg_func(f).is_some() => (f.clone(), a.as_slice()),
+            // DTrace cooks the right-hand side first: a function no one defined is that error
+            ExprKind::Call(f, _)
+                if action_func(f).is_none() && crate::idents::subr_proto(f).is_none() =>
+            {
+                return err(
+                    ErrTag::D_FUNC_UNDEF,
+                    line,
+                    format!("undefined function name: {f}"),
+                );
+            }
             _ => {
                 return err(
                     ErrTag::D_AGG_FUNC,

@@ -247,7 +247,14 @@ impl<'o> Checker<'o> {
                 let t = self.resolve_type_name(tn)?;
                 // a kernel struct first named as a pointer's target is only forward-declared
                 self.types.complete(t);
-                if !matches!(self.types.rkind(t), TypeKind::Sou { .. }) {
+                // a struct or union with no definition is no operand either
+                if !matches!(
+                    self.types.rkind(t),
+                    TypeKind::Sou {
+                        members: Some(_),
+                        ..
+                    }
+                ) {
                     return err(
                         ErrTag::D_OFFSETOF_TYPE,
                         line,
@@ -261,10 +268,11 @@ impl<'o> Checker<'o> {
                         format!("cannot take offset of a bit-field: {m}"),
                     ),
                     Some(mb) => Ok(TExpr::int(mb.offset as u64, self.basic.size_t, line)),
+                    // DTrace reports the type library's failure here
                     None => err(
-                        ErrTag::D_TYPE_MEMBER,
+                        ErrTag::D_UNKNOWN,
                         line,
-                        format!("{m} is not a member of {}", self.tname(t)),
+                        format!("failed to determine offset of {m}: Member name not found"),
                     ),
                 }
             }

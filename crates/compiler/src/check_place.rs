@@ -276,6 +276,18 @@ impl<'o> Checker<'o> {
                 "operator [ ] requires an integer index",
             );
         }
+        // a constant index into an array of known size is checked against it
+        if let (TypeKind::Array(_, n), Some(i)) = (self.types.rkind(base.ty), idx.as_const()) {
+            let n = *n;
+            let i = i as i64;
+            if n > 0 && (i < 0 || i >= n as i64) {
+                return err(
+                    ErrTag::D_ARR_BOUNDS,
+                    line,
+                    format!("index outside array bounds: {i}, max is {n}"),
+                );
+            }
+        }
         // DTrace for Linux indexes a string as the array of its characters (`s[1]`,
         // `execname[0]`): a string's value is the address of its bytes
         let base = if self.types.is_string(base.ty) {

@@ -165,3 +165,40 @@ pub fn stats(e: &TExpr) -> (usize, usize) {
     };
     (kids.0 + 1, kids.1 + 1)
 }
+
+/// The expressions directly inside `e` (places' addresses and keys included).
+pub fn children(e: &TExpr) -> Vec<&TExpr> {
+    fn place(p: &Place) -> Vec<&TExpr> {
+        match p {
+            Place::Var(_) => vec![],
+            Place::Assoc(_, k) => k.iter().collect(),
+            Place::Mem(a, _) | Place::Bits(a, _, _) => vec![a],
+        }
+    }
+    match &e.kind {
+        TK::Int(_) | TK::Str(_) | TK::Builtin(_) | TK::Action(_) => vec![],
+        TK::Read(p) => place(p),
+        TK::BuiltinArray(_, x)
+        | TK::Unary(_, x)
+        | TK::Convert(x)
+        | TK::Retype(x)
+        | TK::Xlate(_, x) => vec![x],
+        TK::Binary(_, a, b) | TK::Cmp(_, a, b, _) | TK::Logical(_, a, b) | TK::Comma(a, b) => {
+            vec![a, b]
+        }
+        TK::Cond(a, b, c) => vec![a, b, c],
+        TK::Assign(p, v) => {
+            let mut k = place(p);
+            k.push(v);
+            k
+        }
+        TK::IncDec { place: p, .. } => place(p),
+        TK::Call(_, a) => a.iter().collect(),
+        TK::XlateStruct(_, m) => m.iter().map(|(_, _, e)| e).collect(),
+    }
+}
+
+/// Whether `e` calls a subroutine for which `pred` holds.
+pub fn calls(e: &TExpr, pred: &dyn Fn(u16) -> bool) -> bool {
+    matches!(e.kind, TK::Call(s, _) if pred(s)) || children(e).into_iter().any(|c| calls(c, pred))
+}

@@ -439,11 +439,12 @@ fn speculation_ordering() {
         ErrTag::D_SPEC_DREC,
         "line 1: speculate( ) may not follow data-recording action(s)",
     );
-    golden(
-        "BEGIN { commit(1); commit(1); }",
-        ErrTag::D_COMM_COMM,
-        "line 1: commit( ) may not follow commit( )",
-    );
+    // DTrace for Linux lets a clause commit several speculations
+    assert!(compile(
+        "BEGIN { commit(1); commit(2); }",
+        &CompileOptions::default()
+    )
+    .is_ok());
     golden(
         "BEGIN { trace(1); commit(1); }",
         ErrTag::D_COMM_DREC,
@@ -686,13 +687,13 @@ fn code_generation_limits() {
     assert_eq!(e.tag, ErrTag::D_NOREG);
     assert_eq!(
         e.file_message(false),
-        "line 1: Insufficient tuple registers to generate code"
+        "Insufficient tuple registers to generate code"
     );
     let e = super_deep_registers();
     assert_eq!(e.tag, ErrTag::D_NOREG);
     assert_eq!(
         e.file_message(false),
-        "line 1: Insufficient registers to generate code"
+        "Insufficient registers to generate code"
     );
 }
 
@@ -788,7 +789,11 @@ fn more_tags() {
         ErrTag::D_STRINGOF_TYPE,
         "line 1: cannot apply stringof to a value of type struct foo_s",
     );
-    golden("#pragma D error boom\n", ErrTag::D_PRAGERR, "line 1: boom");
+    golden(
+        "#pragma D error boom\n",
+        ErrTag::D_PRAGERR,
+        "line 1: #error: boom ",
+    );
     golden(
         "BEGIN { printa(\"%d\"); }",
         ErrTag::D_PRINTA_PROTO,

@@ -355,3 +355,236 @@ fn action_prototypes_from_the_table() {
         "line 1: exit( ) argument #1 is incompatible with prototype:\n\tprototype: int\n\t argument: string",
     );
 }
+
+#[test]
+fn speculation_ordering() {
+    golden(
+        "BEGIN { speculate(1); copyout(\"abc\", arg0, 3); }",
+        ErrTag::D_ACT_SPEC,
+        "line 1: destructive actions may not follow speculate( )",
+    );
+    golden(
+        "BEGIN { commit(1); exit(0); }",
+        ErrTag::D_DREC_COMM,
+        "line 1: data-recording actions may not follow commit( )",
+    );
+    assert!(compile(
+        "BEGIN { commit(1); commit(2); commit(3); }",
+        &CompileOptions::default()
+    )
+    .is_ok());
+}
+
+#[test]
+fn d_container_scoped_types() {
+    // `struct D`s` is the struct s this program declares
+    assert!(compile(
+        "struct s { int x; int y; }; union u { int a; char b; };
+         BEGIN { trace(offsetof(struct D`s, y)); trace(offsetof(union D`u, b)); }",
+        &CompileOptions::default()
+    )
+    .is_ok());
+    golden(
+        "struct s { int x; }; BEGIN { trace(offsetof(struct D`s, y)); }",
+        ErrTag::D_UNKNOWN,
+        "line 1: failed to determine offset of y: Member name not found",
+    );
+    golden(
+        "BEGIN { trace(offsetof(struct no_such_type, x)); }",
+        ErrTag::D_OFFSETOF_TYPE,
+        "line 1: offsetof operand must be a struct or union type",
+    );
+    golden(
+        "typedef int new_int; typedef char new_int;",
+        ErrTag::D_DECL_IDRED,
+        "line 1: typedef redeclared: new_int",
+    );
+}
+
+#[test]
+fn network_constants_of_the_library() {
+    // Linux's values: <linux/socket.h>, <linux/if_arp.h>
+    let p = compile(
+        "BEGIN { trace(AF_INET); trace(AF_INET6); trace(ARPHRD_ETHER); trace(ARPHRD_INFINIBAND); }",
+        &CompileOptions::default(),
+    );
+    assert!(p.is_ok(), "{p:?}");
+}
+
+#[test]
+fn enumerators_and_aggregation_statements() {
+    golden(
+        "enum e {\n\ttoobig = 2147483648\n};",
+        ErrTag::D_DECL_ENOFLOW,
+        "line 3: enumerator 'toobig' value overflows INT_MAX (2147483647)",
+    );
+    golden(
+        "enum e {\n\ttoosmall = -2147483649\n};",
+        ErrTag::D_DECL_ENOFLOW,
+        "line 3: enumerator 'toosmall' value overflows INT_MAX (2147483647)",
+    );
+    golden(
+        "enum e {\n\tTAG = \"no\"\n};",
+        ErrTag::D_DECL_ENCONST,
+        "line 3: enumerator 'TAG' must be assigned to an integral constant expression",
+    );
+    assert!(compile(
+        "enum e { a = -1, b = 2147483647 }; BEGIN { trace(a); trace(b); }",
+        &CompileOptions::default()
+    )
+    .is_ok());
+    golden(
+        "enum foo { };",
+        ErrTag::D_SYNTAX,
+        "line 1: syntax error near \"}\"",
+    );
+    tag("BEGIN { @a = count(); @a; }", ErrTag::D_AGG_NULL);
+    tag("BEGIN { @a[1]; }", ErrTag::D_AGG_NULL);
+    golden(
+        "BEGIN { @ = f(); }",
+        ErrTag::D_FUNC_UNDEF,
+        "line 1: undefined function name: f",
+    );
+    tag(
+        "BEGIN { @a = count(); @b = max(1); @c = min(1); printa(@a, @b, @c, 1); }",
+        ErrTag::D_PRINTA_AGGARG,
+    );
+    tag(
+        "BEGIN { @a = count(); @b[1] = count(); printa(@a, @b); }",
+        ErrTag::D_PRINTA_AGGKEY,
+    );
+}
+
+#[test]
+fn register_exhaustion_has_no_line() {
+    // libdtrace's EDT_NOTUPREG: an error code, not a diagnostic of a line
+    match compile(
+        "BEGIN { a[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12] = 1; }",
+        &CompileOptions::default(),
+    ) {
+        Ok(_) => panic!("compiled"),
+        Err(e) => assert_eq!(
+            e.file_message(false),
+            "Insufficient tuple registers to generate code"
+        ),
+    }
+}
+
+#[test]
+fn struct_declarations() {
+    golden(
+        "struct pirate {\n\tint position;\n}\n\nstruct record rec;",
+        ErrTag::D_DECL_COMBO,
+        "line 5: invalid type combination",
+    );
+    golden(
+        "struct {\n\tint trace();\n};",
+        ErrTag::D_DECL_VOIDOBJ,
+        "line 2: cannot have void member: trace",
+    );
+}
+
+#[test]
+fn constant_array_indices_are_bounded() {
+    golden(
+        "int a[5];\nBEGIN\n{\n\ttrace(a[5]);\n}",
+        ErrTag::D_ARR_BOUNDS,
+        "line 4: index outside array bounds: 5, max is 5",
+    );
+    tag("int a[5]; BEGIN { a[-1] = 1; }", ErrTag::D_ARR_BOUNDS);
+    assert!(compile(
+        "int a[5]; BEGIN { a[4] = 1; trace(a[0]); }",
+        &CompileOptions::default()
+    )
+    .is_ok());
+}
+
+#[test]
+fn pragmas() {
+    golden(
+        "#pragma D error \"this is an error message\"\n",
+        ErrTag::D_PRAGERR,
+        "line 1: #error: this is an error message ",
+    );
+    golden(
+        "#pragma D attributes incorrect_attr\n",
+        ErrTag::D_PRAGMA_MALFORM,
+        "line 1: malformed #pragma attributes <attributes> <ident>",
+    );
+    golden(
+        "#pragma D attributes incorrect_attr foo\n",
+        ErrTag::D_PRAGMA_INVAL,
+        "line 1: invalid attributes specified by #pragma attributes",
+    );
+    golden(
+        "#pragma D depends_on library net.d\n",
+        ErrTag::D_PRAGMA_DEPEND,
+        "line 1: main program may not explicitly depend on a library",
+    );
+    golden(
+        "#pragma D option nspec=24 * 44\n",
+        ErrTag::D_PRAGMA_MALFORM,
+        "line 1: superfluous arguments specified for #pragma option",
+    );
+    for (opt, v) in [
+        ("nspec", "245566729809009887663"),
+        ("nspec", "-72"),
+        ("specsize", "1b"),
+        ("specsize", "-40"),
+    ] {
+        golden(
+            &format!("#pragma D option {opt}={v}\n"),
+            ErrTag::D_PRAGMA_OPTSET,
+            &format!(
+                "line 1: failed to set option '{opt}' to '{v}': Invalid value for specified option"
+            ),
+        );
+    }
+    for ok in [
+        "#pragma D attributes Evolving/Evolving/Common foo\n",
+        "#pragma D option specsize=4k\n",
+        "#pragma D option nspec=4\n",
+        "#pragma D option scratchsize=64\n",
+        "#pragma D depends_on provider sched\n",
+    ] {
+        let src = format!("{ok}BEGIN {{ }}");
+        let r = compile(&src, &CompileOptions::default());
+        assert!(r.is_ok(), "{src}: {r:?}");
+    }
+}
+
+#[test]
+fn translators_are_cooked_where_defined() {
+    let src = "struct input_struct { int i; char c; } *ivar;
+struct output_struct { int myi; char myc; };
+translator struct output_struct < struct input_struct *ivar >
+{
+\tmyi = ((struct input_struct *)ivar)->i;
+\tmyc = ((struct input_struct *)ivar)->nonexistent;
+};
+BEGIN { exit(0); }";
+    golden(
+        src,
+        ErrTag::D_TYPE_MEMBER,
+        "line 6: nonexistent is not a member of struct input_struct",
+    );
+    // checks of the translator as a whole are made at its closing `};`
+    golden(
+        "struct input_struct { int i; };
+struct output_struct { int myi; };
+translator struct output_struct < struct input_struct *ivar >
+{
+\tyourc = ivar->i;
+};",
+        ErrTag::D_XLATE_MEMB,
+        "line 6: translator member yourc is not a member of struct output_struct",
+    );
+    golden(
+        "struct input_struct { int i; };
+translator int < struct input_struct *ivar >
+{
+};",
+        ErrTag::D_XLATE_SOU,
+        "line 4: translator output type must be a struct or union",
+    );
+}
