@@ -588,3 +588,37 @@ translator int < struct input_struct *ivar >
         "line 4: translator output type must be a struct or union",
     );
 }
+
+#[test]
+fn unbalanced_parentheses_and_brackets() {
+    golden(
+        "BEGIN\n{\n\ttrace(epid));\n}",
+        ErrTag::D_SYNTAX,
+        "line 3: extra ) in input stream",
+    );
+    golden(
+        "BEGIN\n{\n\ttrace(args[0]]);\n}",
+        ErrTag::D_SYNTAX,
+        "line 3: extra ] in input stream",
+    );
+    golden(
+        "BEGIN\n/rand(/\n{\n\ttrace(epid);\n}",
+        ErrTag::D_SYNTAX,
+        "line 3: closing ) expected in predicate before /",
+    );
+    golden(
+        "BEGIN\n/args[0/\n{\n\ttrace(epid);\n}",
+        ErrTag::D_SYNTAX,
+        "line 3: closing ] expected in predicate before /",
+    );
+    golden(
+        "inline int foo = 0;\n#pragma",
+        ErrTag::D_SYNTAX,
+        "line 2: end-of-file encountered before end of control line",
+    );
+    assert!(compile(
+        "BEGIN /(arg0 / 2) > 1 && arg1 == 0/ { trace(epid); }",
+        &CompileOptions::default()
+    )
+    .is_ok());
+}
