@@ -22,7 +22,7 @@ pub enum Printer {
 
 impl Printer {
     /// The printer for `format`.
-    pub fn new(format: OFormat, quiet: bool, flowindent: bool) -> Printer {
+    pub fn new(format: OFormat, quiet: bool, flowindent: bool, testing: bool) -> Printer {
         match format {
             OFormat::Json => Printer::Json(json::JsonOutput::default()),
             OFormat::Folded => Printer::Text(DefaultOutput {
@@ -32,6 +32,7 @@ impl Printer {
             OFormat::Text => Printer::Text(DefaultOutput {
                 quiet,
                 flowindent,
+                testing,
                 ..Default::default()
             }),
         }

@@ -71,10 +71,12 @@ pub struct Cg<'a> {
     line: u32,
 }
 
-fn noreg(line: u32) -> crate::error::CompileError {
+/// Running out of registers is a libdtrace error code (`EDT_NOREG`, `EDT_NOTUPREG`), not a
+/// diagnostic of the program's text: DTrace reports it with no line.
+fn noreg() -> crate::error::CompileError {
     crate::error::CompileError::new(
         ErrTag::D_NOREG,
-        line,
+        0,
         "Insufficient registers to generate code",
     )
 }
@@ -169,7 +171,7 @@ impl<'a> Cg<'a> {
                 return Ok(r as Reg);
             }
         }
-        Err(noreg(self.line))
+        Err(noreg())
     }
 
     fn free(&mut self, r: Reg) {
@@ -441,6 +443,13 @@ impl<'a> Cg<'a> {
             }
             TK::Retype(x) => self.gen(x),
             TK::XlateStruct(size, members) => self.xlate_struct(*size, members),
+            TK::Action(n) => err(
+                ErrTag::D_CG_EXPR,
+                e.line,
+                format!(
+                    "{n}( ) may not be called from a D expression (D program context required)"
+                ),
+            ),
             TK::Xlate(..) => err(
                 ErrTag::D_UNKNOWN,
                 e.line,
@@ -517,7 +526,7 @@ impl<'a> Cg<'a> {
         if args.len() > TUPLE_REGS {
             return err(
                 ErrTag::D_NOREG,
-                self.line,
+                0,
                 "Insufficient tuple registers to generate code",
             );
         }

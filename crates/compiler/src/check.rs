@@ -99,22 +99,6 @@ pub enum AggFunc {
 }
 
 impl AggFunc {
-    /// By name.
-    pub fn from_name(s: &str) -> Option<AggFunc> {
-        Some(match s {
-            "count" => AggFunc::Count,
-            "sum" => AggFunc::Sum,
-            "avg" => AggFunc::Avg,
-            "min" => AggFunc::Min,
-            "max" => AggFunc::Max,
-            "stddev" => AggFunc::Stddev,
-            "quantize" => AggFunc::Quantize,
-            "lquantize" => AggFunc::Lquantize,
-            "llquantize" => AggFunc::Llquantize,
-            _ => return None,
-        })
-    }
-
     /// Name.
     pub fn name(self) -> &'static str {
         match self {

@@ -4,6 +4,7 @@
 
 use dtrace_dif::program::{llquantize_arg, lquantize_arg, print_arg, ActionKind, LibAction};
 
+use crate::actions::{action_func, agg_func, record_kind, ActionFunc};
 use crate::ast::{Expr, ExprKind};
 use crate::check::{AggFunc, Checker, Plan};
 use crate::check_expr::is_action_name;
@@ -34,6 +35,21 @@ impl SpecState {
             return Ok(());
         };
         let k = last.kind;
+        // a destructive subroutine (`copyout()`) is a destructive action to these rules
+        let destructive_call = plans.iter().filter_map(|p| p.expr.as_ref()).any(|e| {
+            crate::tree::calls(e, &|s| {
+                crate::idents::SUBR_PROTOS
+                    .iter()
+                    .any(|p| p.subr as u16 == s && p.destructive)
+            })
+        });
+        if destructive_call && self.spec {
+            return e(
+                ErrTag::D_ACT_SPEC,
+                line,
+                "destructive actions may not follow speculate( )",
+            );
+        }
         if k == ActionKind::DifExpr && last.void_result {
             return Ok(());
         }
@@ -57,24 +73,18 @@ impl SpecState {
                     return e(
                         ErrTag::D_SPEC_DREC,
                         line,
-                        "speculate( ) may not follow data-recording actions",
+                        "speculate( ) may not follow data-recording action(s)",
                     );
                 }
                 self.spec = true;
             }
+            // DTrace for Linux lets a clause commit several speculations
             ActionKind::Commit => {
-                if self.commit {
-                    return e(
-                        ErrTag::D_COMM_COMM,
-                        line,
-                        "commit( ) may not follow commit( )",
-                    );
-                }
                 if self.data {
                     return e(
                         ErrTag::D_COMM_DREC,
                         line,
-                        "commit( ) may not follow data-recording actions",
+                        "commit( ) may not follow data-recording action(s)",
                     );
                 }
                 self.commit = true;
@@ -97,6 +107,14 @@ impl SpecState {
                 }
             }
             ActionKind::Exit => {
+                // exit( ) records its status: a data-recording action to commit( )
+                if self.commit {
+                    return e(
+                        ErrTag::D_DREC_COMM,
+                        line,
+                        "data-recording actions may not follow commit( )",
+                    );
+                }
                 if self.spec {
                     return e(
                         ErrTag::D_EXIT_SPEC,
@@ -137,18 +155,6 @@ fn plural(n: usize) -> &'static str {
     }
 }
 
-/// Record-producing functions usable as keys and printf arguments.
-fn record_kind(name: &str) -> Option<ActionKind> {
-    Some(match name {
-        "sym" | "func" => ActionKind::Sym,
-        "mod" => ActionKind::Mod,
-        "usym" | "ufunc" => ActionKind::Usym,
-        "umod" => ActionKind::Umod,
-        "uaddr" => ActionKind::Uaddr,
-        _ => return None,
-    })
-}
-
 impl<'o> Checker<'o> {
     fn proto_len(&self, name: &str, got: usize, min: usize, max: usize, line: u32) -> CResult<()> {
         if got < min || got > max {
@@ -157,7 +163,7 @@ impl<'o> Checker<'o> {
             } else if got < min {
                 (ErrTag::D_PROTO_LEN, format!("at least {min}"))
             } else {
-                (ErrTag::D_PROTO_LEN, format!("no more than {max}"))
+                (ErrTag::D_PROTO_LEN, format!("at most {max}"))
             };
             return err(
                 tag,
@@ -167,6 +173,31 @@ impl<'o> Checker<'o> {
                     plural(got)
                 ),
             );
+        }
+        Ok(())
+    }
+
+    /// Checks the arguments of a tracing function against the integer parameters of its
+    /// prototype (`exit(int)`, `stack(uint32_t)`, `normalize(@, uint64_t)`): another type is
+    /// `D_PROTO_ARG`, printed with the prototype's type name as DTrace does.
+    fn check_action_params(&mut self, f: &ActionFunc, args: &[Expr], line: u32) -> CResult<()> {
+        for (i, (a, p)) in args.iter().zip(f.params).enumerate() {
+            if *p == "@" || p.ends_with('*') {
+                continue;
+            }
+            let v = self.cook(a)?;
+            if !self.types.is_integer(v.ty) {
+                return err(
+                    ErrTag::D_PROTO_ARG,
+                    line,
+                    format!(
+                        "{}( ) argument #{} is incompatible with prototype:\n\tprototype: {p}\n\t argument: {}",
+                        f.name,
+                        i + 1,
+                        self.tname(v.ty)
+                    ),
+                );
+            }
         }
         Ok(())
     }
@@ -210,9 +241,26 @@ impl<'o> Checker<'o> {
 
     /// A plan recording one value: a D expression, or a record function (`sym()`, `stack()`...).
     fn value_plan(&mut self, a: &Expr) -> CResult<Plan> {
+        let p = self.value_plan_any(a)?;
+        if p.expr
+            .as_ref()
+            .is_some_and(|v| p.kind == ActionKind::DifExpr && self.types.is_void(v.ty))
+        {
+            return err(
+                ErrTag::D_TRACE_VOID,
+                a.line,
+                "trace( ) may not be applied to a void expression",
+            );
+        }
+        Ok(p)
+    }
+
+    /// [`Self::value_plan`] that lets a `void` value through, for the callers (printf-like
+    /// conversions, aggregation keys) that report it against their own prototypes.
+    fn value_plan_any(&mut self, a: &Expr) -> CResult<Plan> {
         if let ExprKind::Call(n, args) = &a.kind {
-            if let Some(k) = record_kind(n) {
-                self.proto_len(n, args.len(), 1, 1, a.line)?;
+            if let (Some(k), Some(f)) = (record_kind(n), action_func(n)) {
+                self.proto_len(n, args.len(), f.required, f.max_args(), a.line)?;
                 let v = self.cook(&args[0])?;
                 return Ok(Plan::new(k, Some(v)));
             }
@@ -225,13 +273,6 @@ impl<'o> Checker<'o> {
             }
         }
         let v = self.cook(a)?;
-        if self.types.is_void(v.ty) {
-            return err(
-                ErrTag::D_TRACE_VOID,
-                a.line,
-                "trace( ) may not be applied to a void expression",
-            );
-        }
         Ok(Plan::new(ActionKind::DifExpr, Some(v)))
     }
 
@@ -244,8 +285,25 @@ impl<'o> Checker<'o> {
             {
                 self.cook_aggregation(l, r, e.line, plans)
             }
-            ExprKind::Call(n, args) if is_action_name(n) && AggFunc::from_name(n).is_none() => {
+            ExprKind::Call(n, args) if is_action_name(n) && agg_func(n).is_none() => {
                 self.cook_action(n, args, e.line, plans)
+            }
+            // an aggregation named with nothing assigned to it
+            ExprKind::Agg(n) => err(
+                ErrTag::D_AGG_NULL,
+                e.line,
+                format!("expression has null effect: @{n}"),
+            ),
+            ExprKind::Index(b, _) if matches!(&b.kind, ExprKind::Agg(_)) => {
+                let name = match &b.kind {
+                    ExprKind::Agg(n) => n.as_str(),
+                    _ => "",
+                };
+                err(
+                    ErrTag::D_AGG_NULL,
+                    e.line,
+                    format!("expression has null effect: @{name}[ ]"),
+                )
             }
             _ => {
                 let t = self.cook(e)?;
@@ -342,6 +400,18 @@ impl<'o> Checker<'o> {
             ExprKind::Str(s) => Ok(String::from_utf8_lossy(s).to_string()),
             _ => {
                 let t = self.cook(a)?;
+                // DTrace for Linux checks the type against the prototype's `string` first; a
+                // string that is not a constant is refused after that
+                if !self.types.is_string(t.ty) {
+                    return err(
+                        ErrTag::D_PROTO_ARG,
+                        a.line,
+                        format!(
+                            "{fname}( ) argument #1 is incompatible with prototype:\n\tprototype: string\n\t argument: {}",
+                            self.tname(t.ty)
+                        ),
+                    );
+                }
                 err(
                     ErrTag::D_PRINTF_ARG_FMT,
                     a.line,
@@ -369,7 +439,7 @@ impl<'o> Checker<'o> {
                 format!("{fname}( ) format string is empty"),
             );
         }
-        let convs = printf::parse(fmt, fname, line)?;
+        let convs = printf::parse(fmt, line)?;
         let mut plans = Vec::new();
         let mut j = 0;
         for (i, c) in convs.iter().enumerate() {
@@ -385,11 +455,11 @@ impl<'o> Checker<'o> {
                             "{fname}( ) prototype mismatch: conversion #{} (%{}) is missing a corresponding \"{}\" argument",
                             i + 1,
                             c.name,
-                            dyn_name(c.dynamic, d)
+                            dyn_name(c, d)
                         ),
                     );
                 };
-                let p = self.value_plan(a)?;
+                let p = self.value_plan_any(a)?;
                 if let Some(v) = p.expr.as_ref().filter(|_| p.kind == ActionKind::DifExpr) {
                     if !self.types.is_integer(v.ty) {
                         return err(
@@ -399,7 +469,7 @@ impl<'o> Checker<'o> {
                                 "{fname}( ) argument #{} is incompatible with conversion #{} prototype:\n\tconversion: % {} {}\n\t prototype: int\n\t  argument: {}",
                                 j + 2,
                                 i + 1,
-                                dyn_name(c.dynamic, d),
+                                dyn_name(c, d),
                                 c.name,
                                 self.tname(v.ty)
                             ),
@@ -425,7 +495,7 @@ impl<'o> Checker<'o> {
                     format!("{fname}( ) prototype mismatch: conversion #{} (%{}) is missing a corresponding value argument", i + 1, c.name),
                 );
             };
-            let p = self.value_plan(a)?;
+            let p = self.value_plan_any(a)?;
             if let Some(v) = p.expr.as_ref().filter(|_| p.kind == ActionKind::DifExpr) {
                 if !self.conv_accepts(c.arg, v.ty) {
                     return err(
@@ -565,7 +635,7 @@ impl<'o> Checker<'o> {
     /// are not type-checked.
     fn printa_format(&mut self, fmt: &str, id: u64, line: u32) -> CResult<()> {
         let fname = "printa";
-        let convs = printf::parse(fmt, fname, line)?;
+        let convs = printf::parse(fmt, line)?;
         let Some(agg) = self.aggs.iter().find(|a| a.id as u64 == id).cloned() else {
             return Ok(());
         };
@@ -588,7 +658,7 @@ impl<'o> Checker<'o> {
                             "{fname}( ) prototype mismatch: conversion #{} (%{}) is missing a corresponding \"{}\" argument",
                             i + 1,
                             c.name,
-                            dyn_name(c.dynamic, d)
+                            dyn_name(c, d)
                         ),
                     );
                 };
@@ -600,7 +670,7 @@ impl<'o> Checker<'o> {
                             "{fname}( ) argument #{} is incompatible with conversion #{} prototype:\n\tconversion: % {} {}\n\t prototype: int\n\t  argument: {}",
                             j + 2,
                             i + 1,
-                            dyn_name(c.dynamic, d),
+                            dyn_name(c, d),
                             c.name,
                             self.tname(*kt)
                         ),
@@ -642,9 +712,15 @@ impl<'o> Checker<'o> {
         line: u32,
         plans: &mut Vec<Plan>,
     ) -> CResult<()> {
+        // arity and argument types from the one table; printa( ) words its own mismatches
+        if let Some(a) = action_func(n) {
+            if n != "printa" {
+                self.proto_len(n, args.len(), a.required, a.max_args(), line)?;
+            }
+            self.check_action_params(a, args, line)?;
+        }
         match n {
             "trace" => {
-                self.proto_len(n, args.len(), 1, 1, line)?;
                 if matches!(args[0].kind, ExprKind::Agg(_)) {
                     return err(
                         ErrTag::D_TRACE_DYN,
@@ -663,7 +739,6 @@ impl<'o> Checker<'o> {
                 plans.push(Plan::new(ActionKind::DifExpr, Some(v)));
             }
             "print" => {
-                self.proto_len(n, args.len(), 1, 1, line)?;
                 if matches!(args[0].kind, ExprKind::Agg(_)) {
                     return err(
                         ErrTag::D_PRINT_AGG,
@@ -694,7 +769,6 @@ impl<'o> Checker<'o> {
                 plans.push(p);
             }
             "printf" | "system" | "freopen" => {
-                self.proto_len(n, args.len(), 1, usize::MAX, line)?;
                 let fmt = self.format_arg(n, &args[0])?;
                 let mut vals = self.printf_args(n, &fmt, &args[1..], line)?;
                 let kind = match n {
@@ -714,7 +788,9 @@ impl<'o> Checker<'o> {
                 plans.extend(vals);
             }
             "printa" => {
-                self.proto_len(n, args.len(), 1, usize::MAX, line)?;
+                if args.is_empty() {
+                    self.proto_len(n, 0, 1, usize::MAX, line)?;
+                }
                 let (fmt, rest) = match &args[0].kind {
                     ExprKind::Str(_) => (Some(self.format_arg(n, &args[0])?), &args[1..]),
                     _ => (None, args),
@@ -723,9 +799,17 @@ impl<'o> Checker<'o> {
                     return err(
                         ErrTag::D_PRINTA_PROTO,
                         line,
-                        "printa( ) prototype mismatch: 1 arg passed, at least 2 expected",
+                        "printa( ) prototype mismatch: 1 args passed, 2 expected",
                     );
                 }
+                let off = usize::from(fmt.is_some());
+                let mut ids = Vec::new();
+                for (i, a) in rest.iter().enumerate() {
+                    ids.push(self.agg_arg(n, i + off, a)?);
+                }
+                self.printa_keys_match(&ids, line)?;
+                // the arguments are valid aggregations with matching keys (reported above as
+                // DTrace does); several of them without a format are not supported here
                 if fmt.is_none() && rest.len() > 1 {
                     return err(
                         ErrTag::D_PRINTA_PROTO,
@@ -736,12 +820,6 @@ impl<'o> Checker<'o> {
                         ),
                     );
                 }
-                let off = usize::from(fmt.is_some());
-                let mut ids = Vec::new();
-                for (i, a) in rest.iter().enumerate() {
-                    ids.push(self.agg_arg(n, i + off, a)?);
-                }
-                self.printa_keys_match(&ids, line)?;
                 let arg = match &fmt {
                     Some(f) => {
                         for id in &ids {
@@ -760,18 +838,7 @@ impl<'o> Checker<'o> {
                 }
             }
             "exit" | "raise" | "chill" | "speculate" | "commit" | "discard" => {
-                self.proto_len(n, args.len(), 1, 1, line)?;
                 let v = self.cook(&args[0])?;
-                if !self.types.is_integer(v.ty) {
-                    return err(
-                        ErrTag::D_PROTO_ARG,
-                        line,
-                        format!(
-                            "{n}( ) argument #1 is incompatible with prototype:\n\tprototype: int\n\t argument: {}",
-                            self.tname(v.ty)
-                        ),
-                    );
-                }
                 let kind = match n {
                     "exit" => ActionKind::Exit,
                     "raise" => ActionKind::Raise,
@@ -789,7 +856,6 @@ impl<'o> Checker<'o> {
                 plans.push(Plan::new(kind, Some(v)));
             }
             "stop" | "breakpoint" | "panic" | "ftruncate" => {
-                self.proto_len(n, args.len(), 0, 0, line)?;
                 let mut p = Plan::new(
                     match n {
                         "stop" => ActionKind::Stop,
@@ -805,7 +871,6 @@ impl<'o> Checker<'o> {
                 plans.push(p);
             }
             "tracemem" => {
-                self.proto_len(n, args.len(), 2, usize::MAX, line)?;
                 let addr = self.cook(&args[0])?;
                 if !self.types.is_scalar(addr.ty) {
                     return err(
@@ -815,13 +880,6 @@ impl<'o> Checker<'o> {
                     );
                 }
                 let size = self.positive_const(&args[1], ErrTag::D_TRACEMEM_SIZE, line, "tracemem( ) argument #2 must be a non-zero positive integral constant expression")?;
-                if args.len() > 3 {
-                    return err(
-                        ErrTag::D_TRACEMEM_ARGS,
-                        line,
-                        "tracemem ( ) prototype mismatch: expected at most 3 args",
-                    );
-                }
                 if args.len() == 3 {
                     // As libdtrace lays it out: the dynamic size first (an integer record), then
                     // the memory.
@@ -841,21 +899,13 @@ impl<'o> Checker<'o> {
                 plans.push(p);
             }
             "stack" => {
-                // stack_t(...): DTrace checks the count and the size itself
-                if args.len() > 1 {
-                    return err(
-                        ErrTag::D_STACK_PROTO,
-                        line,
-                        "stack( ) prototype mismatch: too many arguments",
-                    );
-                }
                 let frames = match args.first() {
                     None => self.opts.stackframes as u64,
                     Some(a) => self.positive_const(
                         a,
                         ErrTag::D_STACK_SIZE,
                         line,
-                        "stack( ) size must be a non-zero positive integral constant expression",
+                        "stack( ) argument #1 must be a non-zero positive integer constant",
                     )?,
                 };
                 let mut p = Plan::new(ActionKind::Stack, None);
@@ -863,14 +913,6 @@ impl<'o> Checker<'o> {
                 plans.push(p);
             }
             "ustack" | "jstack" => {
-                // stack_t(...); DTrace's messages say ustack( ) for jstack( ) too
-                if args.len() > 2 {
-                    return err(
-                        ErrTag::D_USTACK_PROTO,
-                        line,
-                        "ustack( ) prototype mismatch: too many arguments",
-                    );
-                }
                 let (df, ds) = if n == "ustack" {
                     (self.opts.ustackframes as u64, 0)
                 } else {
@@ -913,14 +955,6 @@ impl<'o> Checker<'o> {
                 plans.push(p);
             }
             "clear" | "denormalize" => {
-                self.proto_len(n, args.len(), 1, 1, line).map_err(|mut e| {
-                    e.tag = if n == "clear" {
-                        ErrTag::D_CLEAR_PROTO
-                    } else {
-                        ErrTag::D_NORMALIZE_PROTO
-                    };
-                    e
-                })?;
                 let id = self.agg_arg(n, 0, &args[0])?;
                 let mut p = Plan::new(ActionKind::LibAct, Some(self.agg_id_expr(id, line)));
                 p.arg = if n == "clear" {
@@ -931,16 +965,11 @@ impl<'o> Checker<'o> {
                 plans.push(p);
             }
             "trunc" | "normalize" => {
-                let (min, ptag, stag) = if n == "trunc" {
-                    (1, ErrTag::D_TRUNC_PROTO, ErrTag::D_TRUNC_SCALAR)
+                let stag = if n == "trunc" {
+                    ErrTag::D_TRUNC_SCALAR
                 } else {
-                    (2, ErrTag::D_NORMALIZE_PROTO, ErrTag::D_NORMALIZE_SCALAR)
+                    ErrTag::D_NORMALIZE_SCALAR
                 };
-                self.proto_len(n, args.len(), min, 2, line)
-                    .map_err(|mut e| {
-                        e.tag = ptag;
-                        e
-                    })?;
                 let id = self.agg_arg(n, 0, &args[0])?;
                 let mut p = Plan::new(ActionKind::LibAct, Some(self.agg_id_expr(id, line)));
                 p.arg = if n == "trunc" {
@@ -962,7 +991,6 @@ impl<'o> Checker<'o> {
                 }
             }
             "setopt" => {
-                self.proto_len(n, args.len(), 1, 2, line)?;
                 let mut vals = Vec::new();
                 for (i, a) in args.iter().enumerate() {
                     let v = self.cook(a)?;
@@ -971,7 +999,7 @@ impl<'o> Checker<'o> {
                             ErrTag::D_PROTO_ARG,
                             line,
                             format!(
-                                "setopt( ) argument #{} is incompatible with prototype:\n\tprototype: string\n\t argument: {}",
+                                "setopt( ) argument #{} is incompatible with prototype:\n\tprototype: char *\n\t argument: {}",
                                 i + 1,
                                 self.tname(v.ty)
                             ),
@@ -1034,7 +1062,17 @@ impl<'o> Checker<'o> {
             _ => unreachable_agg(line)?,
         };
         let (fname, args) = match &r.kind {
-            ExprKind::Call(f, a) if AggFunc::from_name(f).is_some() => (f.clone(), a.as_slice()),
+            ExprKind::Call(f, a) if agg_func(f).is_some() => (f.clone(), a.as_slice()),
+            // DTrace cooks the right-hand side first: a function no one defined is that error
+            ExprKind::Call(f, _)
+                if action_func(f).is_none() && crate::idents::subr_proto(f).is_none() =>
+            {
+                return err(
+                    ErrTag::D_FUNC_UNDEF,
+                    line,
+                    format!("undefined function name: {f}"),
+                );
+            }
             _ => {
                 return err(
                     ErrTag::D_AGG_FUNC,
@@ -1043,12 +1081,12 @@ impl<'o> Checker<'o> {
                 )
             }
         };
-        let func = AggFunc::from_name(&fname).unwrap_or(AggFunc::Count);
+        let func = agg_func(&fname).unwrap_or(AggFunc::Count);
         // keys
         let mut key_plans = Vec::new();
         let mut key_types = Vec::new();
         for k in keys {
-            let mut p = self.value_plan(k)?;
+            let mut p = self.value_plan_any(k)?;
             // A `char [n]` key (`curpsinfo->pr_fname`) is keyed and printed as the string it holds.
             if let Some(ex) = p.expr.take() {
                 let chars = self.types.is_strcompat(ex.ty)
@@ -1085,14 +1123,9 @@ impl<'o> Checker<'o> {
             key_plans.push(p);
         }
         // arguments
-        let (min, max) = match func {
-            AggFunc::Count => (0, 0),
-            AggFunc::Quantize => (1, 2),
-            AggFunc::Lquantize => (3, 5),
-            AggFunc::Llquantize => (5, 6),
-            _ => (1, 1),
-        };
-        self.proto_len(&fname, args.len(), min, max, line)?;
+        if let Some(a) = action_func(&fname) {
+            self.proto_len(&fname, args.len(), a.required, a.max_args(), line)?;
+        }
         let value = match args.first() {
             Some(a) => {
                 let v = self.cook(a)?;
@@ -1155,11 +1188,7 @@ impl<'o> Checker<'o> {
                 );
             }
             if farg != arg {
-                return err(
-                    ErrTag::D_AGG_REDEF,
-                    line,
-                    format!("{fname}( ) parameters do not match previous declaration of @{name}"),
-                );
+                return Err(quantize_mismatch(func, farg, arg, line));
             }
         } else {
             self.aggs[idx].func = Some((func, line, arg));
@@ -1260,7 +1289,14 @@ impl<'o> Checker<'o> {
                 "lquantize( ) argument #4 must be a constant integer",
             )?,
         };
-        if step <= 0 || step > u16::MAX as i64 {
+        if step <= 0 {
+            return err(
+                ErrTag::D_LQUANT_STEPTYPE,
+                line,
+                "lquantize( ) argument #4 must be a non-zero positive integer constant",
+            );
+        }
+        if step > u16::MAX as i64 {
             return err(
                 ErrTag::D_LQUANT_STEPVAL,
                 line,
@@ -1294,9 +1330,9 @@ impl<'o> Checker<'o> {
         let mut v = [0i64; 4];
         let tags = [
             (ErrTag::D_LLQUANT_FACTORTYPE, "factor"),
-            (ErrTag::D_LLQUANT_LOWTYPE, "low magnitude"),
-            (ErrTag::D_LLQUANT_HIGHTYPE, "high magnitude"),
-            (ErrTag::D_LLQUANT_NSTEPTYPE, "linear steps per magnitude"),
+            (ErrTag::D_LLQUANT_LMAGTYPE, "low magnitude"),
+            (ErrTag::D_LLQUANT_HMAGTYPE, "high magnitude"),
+            (ErrTag::D_LLQUANT_STEPTYPE, "linear steps per magnitude"),
         ];
         for i in 0..4 {
             v[i] = self.required_const(
@@ -1316,39 +1352,53 @@ impl<'o> Checker<'o> {
         }
         if !(0..=u16::MAX as i64).contains(&low) {
             return err(
-                ErrTag::D_LLQUANT_LOWVAL,
+                ErrTag::D_LLQUANT_LMAGVAL,
                 line,
                 "llquantize( ) argument #3 (low magnitude) must be a 16-bit quantity",
             );
         }
         if !(0..=u16::MAX as i64).contains(&high) {
             return err(
-                ErrTag::D_LLQUANT_HIGHVAL,
+                ErrTag::D_LLQUANT_HMAGVAL,
                 line,
                 "llquantize( ) argument #4 (high magnitude) must be a 16-bit quantity",
             );
         }
         if high < low {
-            return err(ErrTag::D_LLQUANT_HIGHVAL, line, "llquantize( ) argument #4 (high magnitude) must be at least argument #3 (low magnitude)");
+            return err(ErrTag::D_LLQUANT_HMAGVAL, line, "llquantize( ) argument #4 (high magnitude) must be at least argument #3 (low magnitude)");
         }
-        if !(1..=u16::MAX as i64).contains(&nsteps) {
+        if nsteps <= 0 {
             return err(
-                ErrTag::D_LLQUANT_NSTEPVAL,
+                ErrTag::D_LLQUANT_STEPTYPE,
+                line,
+                "llquantize( ) argument #5 (linear steps per magnitude) must be a non-zero positive integer constant",
+            );
+        }
+        if nsteps > u16::MAX as i64 {
+            return err(
+                ErrTag::D_LLQUANT_STEPVAL,
                 line,
                 "llquantize( ) argument #5 (linear steps per magnitude) must be a 16-bit quantity",
             );
         }
         if nsteps % factor != 0 && factor % nsteps != 0 {
-            return err(ErrTag::D_LLQUANT_FACTORNSTEPS, line, "llquantize( ) argument #5 (linear steps per magnitude) must evenly divide or be evenly divisible by argument #2 (factor)");
+            return err(ErrTag::D_LLQUANT_STEPVAL, line, "llquantize( ) argument #5 (linear steps per magnitude) must evenly divide or be evenly divisible by argument #2 (factor)");
         }
-        if nsteps > factor && factor * factor % nsteps != 0 {
-            return err(ErrTag::D_LLQUANT_FACTOREVEN, line, "llquantize( ) argument #2 (factor) raised to the second power must be a multiple of argument #5 (linear steps per magnitude)");
+        // more steps than the factor: each magnitude's steps must divide evenly, so the factor
+        // raised to the low magnitude plus one (at least squared) must be a multiple of the steps
+        let exp = (low as u32 + 1).max(2);
+        if nsteps > factor
+            && (factor as u128)
+                .checked_pow(exp)
+                .is_some_and(|p| p % nsteps as u128 != 0)
+        {
+            return err(ErrTag::D_LLQUANT_STEPVAL, line, "llquantize( ) argument #5 (linear steps per magnitude) must evenly divide argument #2 (factor) raised to the power of argument #3 (low magnitude) plus one");
         }
         let mut p: u64 = 1;
         for _ in 0..=high {
             p = match p.checked_mul(factor as u64) {
                 Some(x) => x,
-                None => return err(ErrTag::D_LLQUANT_MAGTOOBIG, line, "llquantize( ) argument #2 (factor) raised to power of argument #4 (high magnitude) plus 1 overflows 64-bits"),
+                None => return err(ErrTag::D_LLQUANT_HMAGVAL, line, "llquantize( ) argument #2 (factor) raised to power of argument #4 (high magnitude) plus 1 overflows 64-bits"),
             };
         }
         Ok(llquantize_arg(
@@ -1364,13 +1414,84 @@ fn unreachable_agg(line: u32) -> CResult<(String, &'static [Expr])> {
     err(ErrTag::D_SYNTAX, line, "invalid aggregation reference")
 }
 
-/// The name DTrace gives the `k`th dynamic argument of a conversion with `count` of them: the
-/// width (`*`) is consumed before the precision (`.*`), as `dt_printf_validate` orders them; a
-/// lone one is taken for a width.
-fn dyn_name(count: u32, k: u32) -> &'static str {
-    if count == 2 && k == 1 {
+/// The name DTrace gives the `k`th dynamic argument of a conversion: the width (`*`) is consumed
+/// before the precision (`.*`), as `dt_printf_validate` orders them.
+fn dyn_name(c: &printf::Conv, k: u32) -> &'static str {
+    if c.dyn_prec && k + 1 == c.dynamic {
         ".*"
     } else {
         "*"
     }
+}
+
+/// The error for a quantizing aggregation whose parameters differ from its earlier use: DTrace for
+/// Linux names the first parameter that differs (`D_LQUANT_MATCH*`, `D_LLQUANT_MATCH*`), comparing the
+/// encoded action arguments field by field.
+fn quantize_mismatch(func: AggFunc, prev: u64, cur: u64, line: u32) -> CompileError {
+    let field = |v: u64, shift: u32, bits: u32| (v >> shift) & ((1u64 << bits) - 1);
+    if func == AggFunc::Lquantize {
+        let (pbase, cbase) = (
+            field(prev, 0, 32) as u32 as i32,
+            field(cur, 0, 32) as u32 as i32,
+        );
+        let limit =
+            |v: u64, base: i32| base as i64 + field(v, 32, 16) as i64 * field(v, 48, 16) as i64;
+        let (plim, clim) = (limit(prev, pbase), limit(cur, cbase));
+        let (pstep, cstep) = (field(prev, 48, 16), field(cur, 48, 16));
+        let (tag, what, p, c) = if pbase != cbase {
+            (
+                ErrTag::D_LQUANT_MATCHBASE,
+                "base (argument #2)",
+                pbase as i64,
+                cbase as i64,
+            )
+        } else if plim != clim {
+            (ErrTag::D_LQUANT_MATCHLIM, "limit (argument #3)", plim, clim)
+        } else {
+            (
+                ErrTag::D_LQUANT_MATCHSTEP,
+                "step (argument #4)",
+                pstep as i64,
+                cstep as i64,
+            )
+        };
+        return CompileError::new(
+            tag,
+            line,
+            format!(
+                "lquantize( ) {what} doesn't match previous declaration: expected {p}, found {c}"
+            ),
+        );
+    }
+    let fields = [
+        (48, ErrTag::D_LLQUANT_MATCHFACTOR, "factor (argument #2)"),
+        (
+            32,
+            ErrTag::D_LLQUANT_MATCHLMAG,
+            "low magnitude (argument #3)",
+        ),
+        (
+            16,
+            ErrTag::D_LLQUANT_MATCHHMAG,
+            "high magnitude (argument #4)",
+        ),
+        (
+            0,
+            ErrTag::D_LLQUANT_MATCHSTEPS,
+            "linear steps per magnitude (argument #5)",
+        ),
+    ];
+    let (shift, tag, what) = fields
+        .into_iter()
+        .find(|(sh, _, _)| field(prev, *sh, 16) != field(cur, *sh, 16))
+        .unwrap_or(fields[3]);
+    CompileError::new(
+        tag,
+        line,
+        format!(
+            "llquantize( ) {what} doesn't match previous declaration: expected {}, found {}",
+            field(prev, shift, 16),
+            field(cur, shift, 16)
+        ),
+    )
 }

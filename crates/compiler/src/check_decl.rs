@@ -7,9 +7,10 @@ use crate::ast::{
 };
 use crate::check::{Checker, Inline};
 use crate::error::{err, CResult, ErrTag};
+use crate::tree::TExpr;
 use crate::types::{Member, TypeId, TypeKind};
 
-/// Options `#pragma D option` accepts (DTrace's option names).
+/// Options `#pragma D option` accepts (DTrace for Linux's option names).
 const KNOWN_OPTIONS: &[&str] = &[
     "agghist",
     "aggpack",
@@ -51,15 +52,19 @@ const KNOWN_OPTIONS: &[&str] = &[
     "libdir",
     "linkmode",
     "linktype",
+    "maxframes",
     "modpath",
-    "noresolve",
     "nolibs",
+    "noresolve",
     "nspec",
     "pgmax",
     "preallocate",
+    "printsize",
     "pspec",
     "quiet",
+    "quietresize",
     "rawbytes",
+    "scratchsize",
     "specsize",
     "stackframes",
     "stackindent",
@@ -109,7 +114,12 @@ impl<'o> Checker<'o> {
                 } else {
                     "union"
                 };
-                let full = name.as_ref().map(|n| format!("{kw} {n}"));
+                // `struct D`s` names the type in DTrace's container of D definitions: the types
+                // this program declares
+                let full = name.as_ref().map(|n| {
+                    let n = n.strip_prefix("D`").unwrap_or(n);
+                    format!("{kw} {n}")
+                });
                 let existing = full.as_ref().and_then(|f| self.types.lookup(f));
                 let Some(members) = members else {
                     if let Some(t) = existing {
@@ -231,6 +241,16 @@ impl<'o> Checker<'o> {
                         );
                     }
                     let msize = self.types.size(mt);
+                    // void and functions have no size, and DTrace names them void members
+                    if self.types.is_void(mt)
+                        || matches!(self.types.rkind(mt), TypeKind::Function(..))
+                    {
+                        return err(
+                            ErrTag::D_DECL_VOIDOBJ,
+                            m.line,
+                            format!("cannot have void member: {mname}"),
+                        );
+                    }
                     if msize == 0 {
                         return err(
                             ErrTag::D_DECL_INCOMPLETE,
@@ -292,7 +312,17 @@ impl<'o> Checker<'o> {
                     if let Some(e) = v {
                         let c = self.cook(e)?;
                         match c.as_const() {
-                            Some(x) => next = x as i64,
+                            Some(x) => {
+                                // the constant's value as its type gives it
+                                let bits = 8 * self.types.size(c.ty).clamp(1, 8) as u32;
+                                next = if bits == 64 {
+                                    x as i64
+                                } else if self.types.is_signed(c.ty) {
+                                    ((x << (64 - bits)) as i64) >> (64 - bits)
+                                } else {
+                                    (x & ((1u64 << bits) - 1)) as i64
+                                };
+                            }
                             None => {
                                 return err(
                                     ErrTag::D_DECL_ENCONST,
@@ -301,6 +331,14 @@ impl<'o> Checker<'o> {
                                 )
                             }
                         }
+                    }
+                    if next > i32::MAX as i64 || next < i32::MIN as i64 {
+                        // DTrace names INT_MAX for values below INT_MIN as well
+                        return err(
+                            ErrTag::D_DECL_ENOFLOW,
+                            *l,
+                            format!("enumerator '{n}' value overflows INT_MAX (2147483647)"),
+                        );
                     }
                     if self.enums.contains_key(n) || self.globals.vars.contains_key(n) {
                         return err(
@@ -337,7 +375,10 @@ impl<'o> Checker<'o> {
                     return err(
                         ErrTag::D_DECL_ARRNULL,
                         line,
-                        "array declaration requires array dimension or tuple signature",
+                        format!(
+                            "array declaration requires array dimension or tuple signature: {}",
+                            d.name.as_deref().unwrap_or("")
+                        ),
                     )
                 }
                 Derived::Array(Some(e)) => {
@@ -422,11 +463,31 @@ impl<'o> Checker<'o> {
         Ok(w as u32)
     }
 
+    /// Declares an item of the D library: as [`Self::declare`], but a translator is kept even
+    /// when some member's conversion does not cook against the running kernel's types (using
+    /// that member fails then, the others work).
+    pub fn declare_library(&mut self, item: &Item) -> CResult<()> {
+        match item {
+            Item::Translator { .. } => self.declare_translator(item, false),
+            _ => self.declare(item),
+        }
+    }
+
     /// Processes a top-level declaration item (not clauses or pragmas).
     pub fn declare(&mut self, item: &Item) -> CResult<()> {
         match item {
             Item::Decl(spec, decls) => self.declare_vars(spec, decls),
             Item::Inline(tn, e, line) => self.declare_inline(tn, e, *line),
+            Item::Translator { .. } => self.declare_translator(item, true),
+            Item::Pragma(words, line) => self.pragma(words, *line),
+            Item::Provider(..) | Item::Clause(_) => Ok(()),
+        }
+    }
+
+    /// A translator definition; with `cook_members`, each member's conversion is cooked now, as
+    /// DTrace does where a program defines one.
+    fn declare_translator(&mut self, item: &Item, cook_members: bool) -> CResult<()> {
+        match item {
             Item::Translator {
                 out,
                 input,
@@ -469,7 +530,7 @@ impl<'o> Checker<'o> {
                     if self.types.member(o, &m.name).is_none() {
                         return err(
                             ErrTag::D_XLATE_MEMB,
-                            m.line,
+                            *line,
                             format!(
                                 "translator member {} is not a member of {}",
                                 m.name,
@@ -484,10 +545,20 @@ impl<'o> Checker<'o> {
                     param: param.clone(),
                     members: members.clone(),
                 });
+                // DTrace cooks each member's conversion where the translator is defined: an
+                // input member that does not exist or a type that does not fit is reported here,
+                // whether or not the program ever translates
+                let idx = self.translators.len() - 1;
+                for m in members.iter().filter(|_| cook_members) {
+                    let input = TExpr::int(0, i, m.line);
+                    if let Err(e) = self.xlate_member_value(idx, input, &m.name, m.line) {
+                        self.translators.pop();
+                        return Err(e);
+                    }
+                }
                 Ok(())
             }
-            Item::Pragma(words, line) => self.pragma(words, *line),
-            Item::Provider(..) | Item::Clause(_) => Ok(()),
+            _ => Ok(()),
         }
     }
 
@@ -509,6 +580,14 @@ impl<'o> Checker<'o> {
                         // Only a name D itself declared is redeclared; a kernel type of that name
                         // is shadowed, as in DTrace.
                         if self.declared_types.contains(&name) || !self.types.is_imported(old) {
+                            // DTrace for Linux: a typedef name given another type
+                            if matches!(self.types.kind(old), TypeKind::Typedef(_)) {
+                                return err(
+                                    ErrTag::D_DECL_IDRED,
+                                    *line,
+                                    format!("typedef redeclared: {name}"),
+                                );
+                            }
                             return err(
                                 ErrTag::D_DECL_TYPERED,
                                 *line,
@@ -606,15 +685,30 @@ impl<'o> Checker<'o> {
                 "inline declaration requires a name",
             );
         };
-        if self.inlines.contains_key(&name)
-            || self.inline_arrays.contains_key(&name)
-            || self.globals.vars.contains_key(&name)
-            || crate::idents::builtin_var(&name).is_some()
-        {
+        // the previous identifier's kind as DTrace's dt_idkind_name() names it, then "inline"
+        // when it is one
+        let previous = if self.inlines.contains_key(&name) {
+            Some("scalar inline")
+        } else if self.inline_arrays.contains_key(&name) {
+            Some("array inline")
+        } else if let Some(v) = self.globals.vars.get(&name) {
+            Some(if v.array { "array " } else { "scalar " })
+        } else if let Some(b) = crate::idents::builtin_var(&name) {
+            Some(if b.array { "array " } else { "scalar " })
+        } else if crate::idents::subr_proto(&name).is_some() {
+            Some("function ")
+        } else if crate::actions::agg_func(&name).is_some() {
+            Some("aggregating function ")
+        } else if crate::check_expr::is_action_name(&name) {
+            Some("tracing function ")
+        } else {
+            None
+        };
+        if let Some(previous) = previous {
             return err(
                 ErrTag::D_DECL_IDRED,
                 line,
-                format!("identifier redefined: {name}\n\t current: inline definition\n\tprevious: inline"),
+                format!("identifier redefined: {name}\n\t current: inline definition\n\tprevious: {previous}"),
             );
         }
         if self.types.is_void(t) {
@@ -692,6 +786,14 @@ impl<'o> Checker<'o> {
                 if words.len() < 3 {
                     return err(ErrTag::D_PRAGMA_MALFORM, line, "malformed #pragma D option");
                 }
+                // one option per #pragma
+                if words.len() > 3 {
+                    return err(
+                        ErrTag::D_PRAGMA_MALFORM,
+                        line,
+                        "superfluous arguments specified for #pragma option",
+                    );
+                }
                 for w in &words[2..] {
                     let (name, value) = match w.split_once('=') {
                         Some((n, v)) => (n.to_string(), Some(v.to_string())),
@@ -704,19 +806,39 @@ impl<'o> Checker<'o> {
                             format!("failed to set option '{name}': Invalid option name"),
                         );
                     }
+                    let invalid = || {
+                        err(
+                            ErrTag::D_PRAGMA_OPTSET,
+                            line,
+                            format!(
+                                "failed to set option '{name}' to '{}': Invalid value for specified option",
+                                value.as_deref().unwrap_or("")
+                            ),
+                        )
+                    };
+                    // sizes (with k/m/g/t suffixes) and counts: a value that is not one is
+                    // refused here, where DTrace refuses it
+                    if SIZE_OPTIONS.contains(&name.as_str())
+                        && value.as_deref().and_then(parse_size).is_none()
+                    {
+                        return invalid();
+                    }
+                    if COUNT_OPTIONS.contains(&name.as_str())
+                        && value
+                            .as_deref()
+                            .and_then(c_number)
+                            .filter(|v| *v <= u32::MAX as u64)
+                            .is_none()
+                    {
+                        return invalid();
+                    }
                     if name == "strsize" {
                         match value.as_deref().and_then(crate::check_decl::parse_size) {
                             Some(v) if v > 0 && v <= u32::MAX as u64 => {
                                 self.strsize = v as u32;
                                 self.types.strsize = v as u32;
                             }
-                            _ => {
-                                return err(
-                                    ErrTag::D_PRAGMA_OPTSET,
-                                    line,
-                                    format!("failed to set option '{name}': Invalid value for specified option"),
-                                )
-                            }
+                            _ => return invalid(),
                         }
                     }
                     self.options.push((name, value));
@@ -725,7 +847,35 @@ impl<'o> Checker<'o> {
             }
             Some("depends_on") | Some("attributes") | Some("binding") | Some("error") => {
                 if words.get(1).map(String::as_str) == Some("error") {
-                    return err(ErrTag::D_PRAGERR, line, words[2..].join(" "));
+                    // each token of the message followed by a space, strings without quotes
+                    let text: String = words[2..]
+                        .iter()
+                        .map(|w| format!("{} ", w.trim_matches('"')))
+                        .collect();
+                    return err(ErrTag::D_PRAGERR, line, format!("#error: {text}"));
+                }
+                if words[1] == "attributes" {
+                    if words.len() != 4 {
+                        return err(
+                            ErrTag::D_PRAGMA_MALFORM,
+                            line,
+                            "malformed #pragma attributes <attributes> <ident>",
+                        );
+                    }
+                    if !valid_attributes(&words[2]) {
+                        return err(
+                            ErrTag::D_PRAGMA_INVAL,
+                            line,
+                            "invalid attributes specified by #pragma attributes",
+                        );
+                    }
+                }
+                if words[1] == "depends_on" && words.get(2).map(String::as_str) == Some("library") {
+                    return err(
+                        ErrTag::D_PRAGMA_DEPEND,
+                        line,
+                        "main program may not explicitly depend on a library",
+                    );
                 }
                 if words.len() < 3 {
                     return err(
@@ -746,6 +896,37 @@ impl<'o> Checker<'o> {
     }
 }
 
+/// Options whose value is a size (`bufsize=4m`).
+const SIZE_OPTIONS: &[&str] = &[
+    "aggsize",
+    "bufsize",
+    "dynvarsize",
+    "specsize",
+    "strsize",
+    "scratchsize",
+];
+
+/// Options whose value is a count.
+const COUNT_OPTIONS: &[&str] = &[
+    "nspec",
+    "cpu",
+    "stackframes",
+    "ustackframes",
+    "jstackframes",
+    "jstackstrsize",
+    "maxframes",
+];
+
+/// Whether `s` is an attribute triple `name/data/class` (`Stable/Stable/Common`).
+fn valid_attributes(s: &str) -> bool {
+    const STABILITY: &[&str] = &[
+        "Internal", "Private", "Obsolete", "External", "Unstable", "Evolving", "Stable", "Standard",
+    ];
+    const CLASS: &[&str] = &["Unknown", "CPU", "Platform", "Group", "ISA", "Common"];
+    let p: Vec<&str> = s.split('/').collect();
+    p.len() == 3 && STABILITY.contains(&p[0]) && STABILITY.contains(&p[1]) && CLASS.contains(&p[2])
+}
+
 /// Parses a size option value with an optional k/m/g/t suffix.
 pub fn parse_size(s: &str) -> Option<u64> {
     let (num, mult) = match s.chars().last()? {
@@ -755,5 +936,16 @@ pub fn parse_size(s: &str) -> Option<u64> {
         't' | 'T' => (&s[..s.len() - 1], 1 << 40),
         _ => (s, 1),
     };
-    num.parse::<u64>().ok()?.checked_mul(mult)
+    c_number(num)?.checked_mul(mult)
+}
+
+/// An unsigned number as C writes it: decimal, `0x` hexadecimal or `0` octal.
+pub fn c_number(s: &str) -> Option<u64> {
+    if let Some(h) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        u64::from_str_radix(h, 16).ok()
+    } else if s.len() > 1 && s.starts_with('0') {
+        u64::from_str_radix(&s[1..], 8).ok()
+    } else {
+        s.parse::<u64>().ok()
+    }
 }

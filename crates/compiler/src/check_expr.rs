@@ -36,50 +36,7 @@ pub(crate) fn scope_name(s: VarScope) -> &'static str {
 
 /// Whether a name is an action or aggregating function (not usable in expressions).
 pub fn is_action_name(n: &str) -> bool {
-    matches!(
-        n,
-        "trace"
-            | "printf"
-            | "printa"
-            | "print"
-            | "exit"
-            | "tracemem"
-            | "stack"
-            | "ustack"
-            | "jstack"
-            | "speculate"
-            | "commit"
-            | "discard"
-            | "clear"
-            | "trunc"
-            | "normalize"
-            | "denormalize"
-            | "setopt"
-            | "freopen"
-            | "ftruncate"
-            | "raise"
-            | "stop"
-            | "system"
-            | "chill"
-            | "breakpoint"
-            | "panic"
-            | "sym"
-            | "func"
-            | "mod"
-            | "usym"
-            | "ufunc"
-            | "umod"
-            | "uaddr"
-            | "count"
-            | "sum"
-            | "avg"
-            | "min"
-            | "max"
-            | "stddev"
-            | "quantize"
-            | "lquantize"
-            | "llquantize"
-    )
+    crate::actions::action_func(n).is_some()
 }
 
 impl<'o> Checker<'o> {
@@ -89,7 +46,8 @@ impl<'o> Checker<'o> {
     }
 
     /// The type of an integer constant (the first of int, unsigned int, long, unsigned long,
-    /// long long, unsigned long long that holds it and agrees with the suffix).
+    /// long long, unsigned long long that holds it and agrees with the suffix; unsuffixed decimal
+    /// constants take only the signed ones, as in C).
     pub fn int_type(&self, v: u64, s: IntSuffix, line: u32) -> CResult<TypeId> {
         let b = &self.basic;
         let cands = [b.int, b.uint, b.long, b.ulong, b.llong, b.ullong];
@@ -103,7 +61,11 @@ impl<'o> Checker<'o> {
             } else {
                 0
             };
-            if s.unsigned && signed || longs < s.longs {
+            // a decimal constant without a `u` takes a signed type as in C (-2147483657 is a
+            // long, not an unsigned int negated); only a value beyond every signed type is
+            // left to unsigned long long
+            let decimal_signed_only = !s.unsigned && !s.radix_not_decimal && t != b.ullong;
+            if (s.unsigned && signed) || longs < s.longs || (decimal_signed_only && !signed) {
                 continue;
             }
             let max = match (size, signed) {
@@ -285,7 +247,14 @@ impl<'o> Checker<'o> {
                 let t = self.resolve_type_name(tn)?;
                 // a kernel struct first named as a pointer's target is only forward-declared
                 self.types.complete(t);
-                if !matches!(self.types.rkind(t), TypeKind::Sou { .. }) {
+                // a struct or union with no definition is no operand either
+                if !matches!(
+                    self.types.rkind(t),
+                    TypeKind::Sou {
+                        members: Some(_),
+                        ..
+                    }
+                ) {
                     return err(
                         ErrTag::D_OFFSETOF_TYPE,
                         line,
@@ -299,10 +268,11 @@ impl<'o> Checker<'o> {
                         format!("cannot take offset of a bit-field: {m}"),
                     ),
                     Some(mb) => Ok(TExpr::int(mb.offset as u64, self.basic.size_t, line)),
+                    // DTrace reports the type library's failure here
                     None => err(
-                        ErrTag::D_TYPE_MEMBER,
+                        ErrTag::D_UNKNOWN,
                         line,
-                        format!("{m} is not a member of {}", self.tname(t)),
+                        format!("failed to determine offset of {m}: Member name not found"),
                     ),
                 }
             }
@@ -639,6 +609,16 @@ impl<'o> Checker<'o> {
         let Some(bop) = op else {
             let (place, lty) = self.lvalue(l, line, &optext, true)?;
             let rv = self.cook(r)?;
+            if let TK::Action(n) = &rv.kind {
+                // DTrace types the new variable as void and leaves the refusal to code generation
+                return err(
+                    ErrTag::D_CG_EXPR,
+                    line,
+                    format!(
+                        "{n}( ) may not be called from a D expression (D program context required)"
+                    ),
+                );
+            }
             if self.types.is_void(rv.ty) {
                 return err(
                     ErrTag::D_OP_INCOMPAT,
@@ -732,6 +712,13 @@ impl<'o> Checker<'o> {
         let c = self.cook(c)?;
         let a = self.cook(a)?;
         let b = self.cook(b)?;
+        if matches!(a.kind, TK::Action(_)) || matches!(b.kind, TK::Action(_)) {
+            return err(
+                ErrTag::D_OP_ACT,
+                line,
+                "action cannot be used in a conditional context",
+            );
+        }
         if !self.types.is_scalar(c.ty) {
             return err(
                 ErrTag::D_OP_SCALAR,
@@ -1036,13 +1023,14 @@ impl<'o> Checker<'o> {
     fn cook_call(&mut self, n: &str, args: &[Expr], line: u32) -> CResult<TExpr> {
         let Some(p) = subr_proto(n) else {
             if is_action_name(n) {
-                return err(
-                    ErrTag::D_CG_EXPR,
+                for a in args {
+                    self.cook(a)?;
+                }
+                return Ok(TExpr {
+                    kind: TK::Action(n.to_string()),
+                    ty: self.basic.void,
                     line,
-                    format!(
-                        "{n}( ) may not be called from a D expression (D program context required)"
-                    ),
-                );
+                });
             }
             if self.globals.vars.contains_key(n) || builtin_var(n).is_some() {
                 return err(
@@ -1058,19 +1046,20 @@ impl<'o> Checker<'o> {
             );
         };
         if args.len() < p.required || args.len() > p.params.len() {
-            let atleast = if p.required < p.params.len() {
-                "at least "
+            let want = if p.required == p.params.len() {
+                format!("{}", p.required)
+            } else if args.len() < p.required {
+                format!("at least {}", p.required)
             } else {
-                ""
+                format!("at most {}", p.params.len())
             };
             return err(
                 ErrTag::D_PROTO_LEN,
                 line,
                 format!(
-                    "{n}( ) prototype mismatch: {} arg{} passed, {atleast}{} expected",
+                    "{n}( ) prototype mismatch: {} arg{} passed, {want} expected",
                     args.len(),
                     if args.len() == 1 { "" } else { "s" },
-                    p.required
                 ),
             );
         }
@@ -1079,7 +1068,14 @@ impl<'o> Checker<'o> {
             let v = self.cook(a)?;
             let pt = self.named_type(p.params[i]);
             let ok = if self.types.is_pointer(pt) {
-                self.types.is_pointer(v.ty) || v.as_const() == Some(0)
+                // D's string is an array of char to DTrace's type system, and an array passes
+                // for a pointer to its first element (`substr(execname, 1)` for `char *`,
+                // `bcopy(probename, ...)` for `void *`)
+                self.types.is_pointer(v.ty)
+                    || v.as_const() == Some(0)
+                    || (self.types.is_strcompat(v.ty)
+                        && (self.types.is_strcompat(pt)
+                            || crate::idents::BYTE_SOURCES.contains(&(p.subr, i))))
             } else {
                 self.argcompat(pt, &v)
             };

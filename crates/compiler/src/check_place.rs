@@ -86,7 +86,7 @@ impl<'o> Checker<'o> {
                 ErrTag::D_PROTO_LEN,
                 line,
                 format!(
-                    "{name}[ ] prototype mismatch: {} arg{} passed, {} expected",
+                    "{name}[ ] prototype mismatch: {} key{} passed, {} expected",
                     keys.len(),
                     if keys.len() == 1 { "" } else { "s" },
                     proto.len()
@@ -99,7 +99,7 @@ impl<'o> Checker<'o> {
                     ErrTag::D_PROTO_ARG,
                     line,
                     format!(
-                        "{name}[ ] argument #{} is incompatible with prototype:\n\tprototype: {}\n\t argument: {}",
+                        "{name}[ ] key #{} is incompatible with prototype:\n\tprototype: {}\n\t      key: {}",
                         i + 1,
                         self.tname(*p),
                         self.tname(k.ty)
@@ -276,6 +276,30 @@ impl<'o> Checker<'o> {
                 "operator [ ] requires an integer index",
             );
         }
+        // a constant index into an array of known size is checked against it
+        if let (TypeKind::Array(_, n), Some(i)) = (self.types.rkind(base.ty), idx.as_const()) {
+            let n = *n;
+            let i = i as i64;
+            if n > 0 && (i < 0 || i >= n as i64) {
+                return err(
+                    ErrTag::D_ARR_BOUNDS,
+                    line,
+                    format!("index outside array bounds: {i}, max is {n}"),
+                );
+            }
+        }
+        // DTrace for Linux indexes a string as the array of its characters (`s[1]`,
+        // `execname[0]`): a string's value is the address of its bytes
+        let base = if self.types.is_string(base.ty) {
+            let ty = self.types.pointer_to(self.basic.char);
+            TExpr {
+                kind: TK::Retype(bx(base)),
+                ty,
+                line,
+            }
+        } else {
+            base
+        };
         let Some(elem) = self.types.pointee(base.ty) else {
             return err(
                 ErrTag::D_OP_INCOMPAT,

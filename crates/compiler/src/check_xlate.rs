@@ -123,7 +123,13 @@ impl Checker<'_> {
     }
 
     /// Translator `i`'s conversion of member `m` for input `arg`, converted to the member's type.
-    fn xlate_member_value(&mut self, i: usize, arg: TExpr, m: &str, line: u32) -> CResult<TExpr> {
+    pub(crate) fn xlate_member_value(
+        &mut self,
+        i: usize,
+        arg: TExpr,
+        m: &str,
+        line: u32,
+    ) -> CResult<TExpr> {
         let xl = self.translators[i].clone();
         let Some(target) = self.types.member(xl.output, m) else {
             return err(

@@ -3,7 +3,8 @@
 //! `procfs.d` (`psinfo_t`, `lwpsinfo_t`, their translators from `struct task_struct *`,
 //! `curpsinfo`, `curlwpsinfo` and the constants they use), `io.d` (`fileinfo_t` from
 //! `struct file *`), `bio.d` (`bufinfo_t`, `devinfo_t` from `struct bio *`) and `regs.d` (the
-//! `R_*` register indices of `uregs[]` for x86-64, needing no kernel type). A file is loaded only when the kernel type it translates from is known (kernel
+//! `R_*` register indices of `uregs[]` for x86-64, needing no kernel type), `net.d` (`AF_INET`,
+//! `AF_INET6` and the `ARPHRD_*` link types, Linux's values). A file is loaded only when the kernel type it translates from is known (kernel
 //! BTF given as a [`crate::TypeSource`]); without it `curpsinfo` is an unknown identifier, as in
 //! DTrace without the library. An item the running kernel's types cannot satisfy is left out, so
 //! using what it declares fails as an unknown name rather than failing every compilation. A file is
@@ -27,6 +28,7 @@ const FILES: &[(&str, &str, &str)] = &[
     ("struct file", "io.d", include_str!("dlib/io.d")),
     ("struct bio", "bio.d", include_str!("dlib/bio.d")),
     ("", "regs.d", include_str!("dlib/regs.d")),
+    ("", "net.d", include_str!("dlib/net.d")),
 ];
 
 /// Kernel typedef names the library files use (with the built-in ones, enough to parse them without
@@ -93,7 +95,7 @@ pub fn load(
             if matches!(item, Item::Clause(_)) {
                 continue;
             }
-            let _ = ck.declare(item);
+            let _ = ck.declare_library(item);
         }
     }
     names

@@ -180,8 +180,9 @@ pub const SUBR_PROTOS: &[SubrProto] = &[
     sp(Subr::Strchr, "string", &["string", "char"]),
     sp(Subr::Strrchr, "string", &["string", "char"]),
     sp(Subr::Strstr, "string", &["string", "string"]),
-    sp(Subr::Strtok, "string", &["string", "string"]),
-    spo(Subr::Substr, "string", &["string", "int", "int"], 2),
+    // DTrace for Linux declares these with `char *` (what its prototype errors print)
+    sp(Subr::Strtok, "string", &["char *", "char *"]),
+    spo(Subr::Substr, "string", &["char *", "int", "int"], 2),
     spo(Subr::Index, "int", &["string", "string", "int"], 2),
     spo(Subr::Rindex, "int", &["string", "string", "int"], 2),
     sp(Subr::Htons, "uint16_t", &["uint16_t"]),
@@ -206,6 +207,14 @@ pub const SUBR_PROTOS: &[SubrProto] = &[
     sp(Subr::Random, "uint64_t", &[]),
     sp(Subr::DPath, "string", &["struct path *"]),
 ];
+
+/// The `void *` parameters (subroutine, 0-based position) that only read bytes from the address:
+/// a D string, an array of char to DTrace, passes for them as an array passes for a pointer to its
+/// first element (`bcopy(probename, dst, 5)`). Destinations (`bcopy`'s second, `copyinto`'s third)
+/// must be scratch memory and the lock subroutines take kernel lock structures, so a string does
+/// not pass there.
+pub const BYTE_SOURCES: &[(Subr, usize)] =
+    &[(Subr::Bcopy, 0), (Subr::Copyout, 0), (Subr::Memstr, 0)];
 
 /// Looks up a subroutine prototype by D name.
 pub fn subr_proto(name: &str) -> Option<&'static SubrProto> {

@@ -86,6 +86,9 @@ pub struct Lexer<'a> {
     line: u32,
     /// When set, `/` followed by EOF, `;`, `{` or `/` lexes as [`Tok::EndPred`].
     pub in_predicate: bool,
+    /// Open `(` and `[` so far, as DTrace's lexer counts them to report what is unbalanced.
+    parens: u32,
+    brackets: u32,
 }
 
 fn is_ident_start(c: u8) -> bool {
@@ -115,6 +118,8 @@ impl<'a> Lexer<'a> {
             pos,
             line: 1,
             in_predicate: false,
+            parens: 0,
+            brackets: 0,
         }
     }
 
@@ -145,13 +150,13 @@ impl<'a> Lexer<'a> {
             } else if c.is_ascii_whitespace() {
                 self.pos += 1;
             } else if c == b'/' && self.peek(1) == b'*' {
-                let start = self.line;
                 self.pos += 2;
                 loop {
                     if self.at_eof() {
+                        // reported where the end of the file is, as DTrace's lexer does
                         return err(
                             ErrTag::D_SYNTAX,
-                            start,
+                            self.line,
                             "end-of-file encountered before matching */",
                         );
                     }
@@ -247,6 +252,14 @@ impl<'a> Lexer<'a> {
         while end < self.src.len() && self.src[end] != b'\n' {
             end += 1;
         }
+        // a control line ends with its newline
+        if end == self.src.len() {
+            return err(
+                ErrTag::D_SYNTAX,
+                line,
+                "end-of-file encountered before end of control line",
+            );
+        }
         let text = String::from_utf8_lossy(&self.src[start..end]).to_string();
         self.pos = end;
         Ok(Some((
@@ -307,6 +320,18 @@ impl<'a> Lexer<'a> {
         let start = self.pos;
         let tok = self.lex_one()?;
         let raw = String::from_utf8_lossy(&self.src[start..self.pos]).to_string();
+        // DTrace's lexer decides between `/` (division) and the end of a predicate by reading
+        // ahead to the next non-blank character, counting the newlines it passes: what it builds
+        // after a `/` (and the errors it reports there) carry that later line
+        let line = if matches!(tok, Tok::EndPred | Tok::Punct("/")) {
+            line + self.src[self.pos..]
+                .iter()
+                .take_while(|c| c.is_ascii_whitespace())
+                .filter(|c| **c == b'\n')
+                .count() as u32
+        } else {
+            line
+        };
         Ok(Token { tok, line, raw })
     }
 
@@ -364,12 +389,45 @@ impl<'a> Lexer<'a> {
             }
             let n = *self.src.get(i).unwrap_or(&0);
             if i >= self.src.len() || n == b';' || n == b'{' || n == b'/' {
+                // reported on the line of what follows the `/`, where DTrace's lexer is then
+                let after = self.line
+                    + self.src[self.pos..i]
+                        .iter()
+                        .filter(|c| **c == b'\n')
+                        .count() as u32;
+                for (open, what) in [(self.parens, ")"), (self.brackets, "]")] {
+                    if open > 0 {
+                        return err(
+                            ErrTag::D_SYNTAX,
+                            after,
+                            format!("closing {what} expected in predicate before /"),
+                        );
+                    }
+                }
                 self.pos += 1;
                 return Ok(Tok::EndPred);
             }
         }
         for p in PUNCTS {
             if self.src[self.pos..].starts_with(p.as_bytes()) {
+                let depth = match *p {
+                    "(" | ")" => Some(&mut self.parens),
+                    "[" | "]" => Some(&mut self.brackets),
+                    _ => None,
+                };
+                if let Some(d) = depth {
+                    if p.starts_with(['(', '[']) {
+                        *d += 1;
+                    } else if *d == 0 {
+                        return err(
+                            ErrTag::D_SYNTAX,
+                            self.line,
+                            format!("extra {p} in input stream"),
+                        );
+                    } else {
+                        *d -= 1;
+                    }
+                }
                 self.pos += p.len();
                 return Ok(Tok::Punct(p));
             }
@@ -549,9 +607,10 @@ impl<'a> Lexer<'a> {
                     return Ok(Tok::Str(out));
                 }
                 b'\n' => {
+                    // DTrace reports it once the newline is read: on the next line
                     return err(
                         ErrTag::D_STR_NL,
-                        line,
+                        self.line + 1,
                         "newline encountered in string literal",
                     );
                 }
@@ -576,7 +635,7 @@ impl<'a> Lexer<'a> {
             if self.at_eof() || self.peek(0) == b'\n' {
                 return err(
                     ErrTag::D_CHR_NL,
-                    line,
+                    self.line + u32::from(!self.at_eof()),
                     "newline encountered in character constant",
                 );
             }

@@ -27,6 +27,7 @@
 //!   clause-local variables, so clause-locals must keep their values across the ECBs of one firing;
 //! - `cpu` is built-in variable `0x0200` (`idents::DIF_VAR_CPU`).
 
+pub mod actions;
 pub mod ast;
 pub mod cg;
 pub mod check;

@@ -725,7 +725,7 @@ impl<'a> Parser<'a> {
             if let Some(c) = c {
                 if class.is_some() {
                     return err(
-                        ErrTag::D_DECL_COMBO,
+                        ErrTag::D_DECL_CLASS,
                         t.line,
                         "more than one storage class specified",
                     );
@@ -756,6 +756,9 @@ impl<'a> Parser<'a> {
                     }
                     self.next()?;
                     base = Some(w);
+                }
+                "struct" | "union" | "enum" if sou.is_some() || base.is_some() => {
+                    return err(ErrTag::D_DECL_COMBO, t.line, "invalid type combination");
                 }
                 "struct" | "union" => {
                     self.next()?;
@@ -789,6 +792,13 @@ impl<'a> Parser<'a> {
             }
             s
         } else {
+            // a storage class alone (`extern e;`, `self x;`) declares an int, as in C
+            let base = match base {
+                None if class.is_some() && signed.is_none() && shorts + longs == 0 => {
+                    Some("int".to_string())
+                }
+                b => b,
+            };
             BaseType::Named(normalize_base(base, signed, shorts, longs, line)?)
         };
         Ok(DeclSpec { class, base, line })
@@ -848,14 +858,20 @@ impl<'a> Parser<'a> {
             return Ok(BaseType::Enum(name, None));
         }
         let mut vals = Vec::new();
+        // an enum needs at least one enumerator
+        if self.peek()?.tok == Tok::Punct("}") {
+            return Err(syntax(self.peek()?));
+        }
         while !self.eat("}")? {
-            let (n, line) = self.ident()?;
+            let (n, _) = self.ident()?;
             let v = if self.eat("=")? {
                 Some(self.cond()?)
             } else {
                 None
             };
-            vals.push((n, v, line));
+            // DTrace defines the enumerator once it has read the token after it
+            self.peek()?;
+            vals.push((n, v, self.lexed_line));
             if !self.eat(",")? {
                 self.expect("}")?;
                 break;
@@ -1038,6 +1054,9 @@ impl<'a> Parser<'a> {
                 line: mline,
             });
         }
+        // DTrace checks the translator as a whole once it has read its closing `;`
+        let _ = line;
+        let line = self.peek()?.line;
         self.expect(";")?;
         Ok(Item::Translator {
             out,

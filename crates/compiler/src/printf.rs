@@ -49,6 +49,8 @@ pub struct Conv {
     pub name: String,
     /// `*` width and `.*` precision arguments it consumes first.
     pub dynamic: u32,
+    /// Its precision is dynamic (`.*`): with one dynamic argument, that one is the precision.
+    pub dyn_prec: bool,
     /// What its value must be.
     pub arg: ConvArg,
     /// `%@...`: it formats the aggregation's value (printa only).
@@ -123,7 +125,7 @@ pub fn lookup(name: &str) -> Option<ConvArg> {
 /// `@` and the size modifiers `h`, `l`, `L`, `w` may come in any order (`%16@d` and `%@16d` are
 /// the same); the first other character ends the conversion's name, which must be in DTrace's
 /// dictionary ([`lookup`]).
-pub fn parse(fmt: &str, func: &str, line: u32) -> CResult<Vec<Conv>> {
+pub fn parse(fmt: &str, line: u32) -> CResult<Vec<Conv>> {
     let b = fmt.as_bytes();
     let mut out = Vec::new();
     let mut i = 0;
@@ -137,22 +139,62 @@ pub fn parse(fmt: &str, func: &str, line: u32) -> CResult<Vec<Conv>> {
         let mut agg = false;
         let mut mods = String::new();
         let first = i;
+        let n = out.len() + 1;
+        // DTrace for Linux's format parser: one '.', one '*' each for width and precision, no
+        // positional arguments; these are syntax errors of the format itself
+        let (mut dot, mut width_star, mut prec_star) = (false, false, false);
         let c = loop {
             let Some(&ch) = b.get(i) else {
                 return err(
-                    ErrTag::D_PRINTF_ARG_PROTO,
+                    ErrTag::D_SYNTAX,
                     line,
-                    format!(
-                        "{func}( ) format conversion #{} name expected before end of format string",
-                        out.len() + 1
-                    ),
+                    format!("format conversion #{n} name expected before end of format string"),
                 );
             };
             i += 1;
             match ch {
                 b'%' if i - 1 == first => break '%',
-                b'-' | b'+' | b' ' | b'#' | b'\'' | b'?' | b'.' | b'0'..=b'9' => {}
-                b'*' => dynamic += 1,
+                b'%' => {
+                    return err(
+                        ErrTag::D_SYNTAX,
+                        line,
+                        format!(
+                            "format conversion #{n} cannot be combined with other format flags: %%"
+                        ),
+                    )
+                }
+                b'$' => {
+                    return err(
+                        ErrTag::D_SYNTAX,
+                        line,
+                        format!("format conversion #{n} uses unsupported positional format (%n$)"),
+                    )
+                }
+                b'.' if dot => {
+                    return err(
+                        ErrTag::D_SYNTAX,
+                        line,
+                        format!("format conversion #{n} has more than one '.' specified"),
+                    )
+                }
+                b'.' => dot = true,
+                b'-' | b'+' | b' ' | b'#' | b'\'' | b'?' | b'0'..=b'9' => {}
+                b'*' => {
+                    let (seen, what) = if dot {
+                        (&mut prec_star, "precision")
+                    } else {
+                        (&mut width_star, "width")
+                    };
+                    if *seen {
+                        return err(
+                            ErrTag::D_SYNTAX,
+                            line,
+                            format!("format conversion #{n} has more than one '*' specified for the output {what}"),
+                        );
+                    }
+                    *seen = true;
+                    dynamic += 1
+                }
                 b'@' => agg = true,
                 // DTrace keeps at most six modifier characters of a name of eight
                 b'h' | b'l' | b'L' | b'w' => {
@@ -172,18 +214,16 @@ pub fn parse(fmt: &str, func: &str, line: u32) -> CResult<Vec<Conv>> {
         let name = format!("{mods}{c}");
         let Some(arg) = lookup(&name) else {
             return err(
-                ErrTag::D_PRINTF_ARG_TYPE,
+                ErrTag::D_SYNTAX,
                 line,
-                format!(
-                    "{func}( ) format conversion #{} is undefined: %{name}",
-                    out.len() + 1
-                ),
+                format!("format conversion #{n} is undefined: %{name}"),
             );
         };
         let agg = agg && arg != ConvArg::None;
         out.push(Conv {
             name,
             dynamic,
+            dyn_prec: prec_star,
             arg,
             agg,
         });
@@ -197,29 +237,26 @@ mod tests {
 
     #[test]
     fn conversions() {
-        let v = parse("%d %-*s %llx %% %@d %5.2f", "printf", 1).unwrap();
+        let v = parse("%d %-*s %llx %% %@d %5.2f", 1).unwrap();
         let names: Vec<&str> = v.iter().map(|c| c.name.as_str()).collect();
         assert_eq!(names, ["d", "s", "llx", "%", "d", "f"]);
         assert_eq!(v[1].dynamic, 1);
         assert!(v[4].agg);
-        let v = parse("%9d %16@d %-@8.3d", "printa", 1).unwrap();
+        let v = parse("%9d %16@d %-@8.3d", 1).unwrap();
         assert!(v[1].agg && v[2].agg && !v[0].agg);
         assert_eq!(v[1].arg, ConvArg::Int);
         assert_eq!(v[0].arg, ConvArg::Int);
-        assert!(parse("%", "printf", 1).is_err());
-        assert!(parse("%v", "printf", 1).is_err());
+        assert!(parse("%", 1).is_err());
+        assert!(parse("%v", 1).is_err());
         // %Y and %T (RFC 822) both take a time in nanoseconds.
-        let v = parse("%Y %-30T", "printf", 1).unwrap();
+        let v = parse("%Y %-30T", 1).unwrap();
         assert_eq!(v[0].arg, ConvArg::Time);
         assert_eq!(v[1].arg, ConvArg::Time);
         // size modifiers select a conversion of DTrace's dictionary; others are undefined
-        let v = parse("%hd %-8lu %llx %lc %Lf %hhd", "printf", 1);
+        let v = parse("%hd %-8lu %llx %lc %Lf %hhd", 1);
         let e = v.unwrap_err();
-        assert_eq!(
-            e.message,
-            "printf( ) format conversion #6 is undefined: %hhd"
-        );
-        let v = parse("%hd %-8lu %llx %lc %Lf %hX", "printf", 1).unwrap();
+        assert_eq!(e.message, "format conversion #6 is undefined: %hhd");
+        let v = parse("%hd %-8lu %llx %lc %Lf %hX", 1).unwrap();
         let args: Vec<ConvArg> = v.iter().map(|c| c.arg).collect();
         assert_eq!(
             args,
@@ -232,9 +269,30 @@ mod tests {
                 ConvArg::XShort
             ]
         );
+        // DTrace for Linux's syntax errors of a conversion itself
+        for (f, m) in [
+            ("%.*.*d", "has more than one '.' specified"),
+            (
+                "%**d",
+                "has more than one '*' specified for the output width",
+            ),
+            (
+                "%.**d",
+                "has more than one '*' specified for the output precision",
+            ),
+            ("%1$d", "uses unsupported positional format (%n$)"),
+            ("%-%", "cannot be combined with other format flags: %%"),
+            ("%*", "name expected before end of format string"),
+        ] {
+            let e = parse(f, 1).unwrap_err();
+            assert_eq!(e.tag, ErrTag::D_SYNTAX, "{f}");
+            assert_eq!(e.message, format!("format conversion #1 {m}"), "{f}");
+        }
+        let v = parse("%.*d %*d %*.*d", 1).unwrap();
+        assert!(v[0].dyn_prec && !v[1].dyn_prec && v[2].dyn_prec);
         // `z`, `j`, `q`, `t` are no modifiers to DTrace: the conversion is named by them
         for (f, n) in [("%zd", "%z"), ("%jd", "%j"), ("%lf", "%lf"), ("%F", "%F")] {
-            let e = parse(f, "printf", 1).unwrap_err();
+            let e = parse(f, 1).unwrap_err();
             assert!(
                 e.message.ends_with(&format!("is undefined: {n}")),
                 "{f}: {e}"

@@ -40,6 +40,8 @@ const EVOLVING_SUBRS: &[&str] = &[
 fn call_attr(name: &str) -> Attribute {
     if EVOLVING_SUBRS.contains(&name) {
         Attribute::EVOLVING
+    } else if let Some(a) = crate::actions::action_func(name) {
+        a.attr
     } else {
         Attribute::DEFAULT
     }

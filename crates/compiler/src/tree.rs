@@ -97,6 +97,10 @@ pub enum TK {
     /// A translated struct built in scratch: its size and the members the translator converts
     /// (byte offset, value converted to the member's type). The value is the struct's address.
     XlateStruct(u64, Vec<(u32, Option<crate::types::BitField>, TExpr)>),
+    /// A tracing or aggregating function named in an expression: it types as `void` (so that
+    /// the operators and functions around it report what they require, as DTrace's `dt_cook_func`
+    /// lets them), and code generation refuses it (`D_CG_EXPR`).
+    Action(String),
 }
 
 impl TExpr {
@@ -139,7 +143,7 @@ pub fn stats(e: &TExpr) -> (usize, usize) {
         })
     }
     let kids: (usize, usize) = match &e.kind {
-        TK::Int(_) | TK::Str(_) | TK::Builtin(_) => (0, 0),
+        TK::Int(_) | TK::Str(_) | TK::Builtin(_) | TK::Action(_) => (0, 0),
         TK::Read(p) => place(p),
         TK::BuiltinArray(_, x) | TK::Unary(_, x) | TK::Convert(x) | TK::Retype(x) => stats(x),
         TK::Binary(_, a, b) | TK::Cmp(_, a, b, _) | TK::Logical(_, a, b) | TK::Comma(a, b) => {
@@ -160,4 +164,41 @@ pub fn stats(e: &TExpr) -> (usize, usize) {
         }),
     };
     (kids.0 + 1, kids.1 + 1)
+}
+
+/// The expressions directly inside `e` (places' addresses and keys included).
+pub fn children(e: &TExpr) -> Vec<&TExpr> {
+    fn place(p: &Place) -> Vec<&TExpr> {
+        match p {
+            Place::Var(_) => vec![],
+            Place::Assoc(_, k) => k.iter().collect(),
+            Place::Mem(a, _) | Place::Bits(a, _, _) => vec![a],
+        }
+    }
+    match &e.kind {
+        TK::Int(_) | TK::Str(_) | TK::Builtin(_) | TK::Action(_) => vec![],
+        TK::Read(p) => place(p),
+        TK::BuiltinArray(_, x)
+        | TK::Unary(_, x)
+        | TK::Convert(x)
+        | TK::Retype(x)
+        | TK::Xlate(_, x) => vec![x],
+        TK::Binary(_, a, b) | TK::Cmp(_, a, b, _) | TK::Logical(_, a, b) | TK::Comma(a, b) => {
+            vec![a, b]
+        }
+        TK::Cond(a, b, c) => vec![a, b, c],
+        TK::Assign(p, v) => {
+            let mut k = place(p);
+            k.push(v);
+            k
+        }
+        TK::IncDec { place: p, .. } => place(p),
+        TK::Call(_, a) => a.iter().collect(),
+        TK::XlateStruct(_, m) => m.iter().map(|(_, _, e)| e).collect(),
+    }
+}
+
+/// Whether `e` calls a subroutine for which `pred` holds.
+pub fn calls(e: &TExpr, pred: &dyn Fn(u16) -> bool) -> bool {
+    matches!(e.kind, TK::Call(s, _) if pred(s)) || children(e).into_iter().any(|c| calls(c, pred))
 }

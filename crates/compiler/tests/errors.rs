@@ -67,7 +67,7 @@ fn syntax_errors() {
     golden(
         "BEGIN { x = \"abc\n\"; }",
         ErrTag::D_STR_NL,
-        "line 1: newline encountered in string literal",
+        "line 2: newline encountered in string literal",
     );
     golden(
         "BEGIN { x = ''; }",
@@ -304,11 +304,11 @@ fn prototype_errors() {
         ErrTag::D_PROTO_LEN,
         "line 1: substr( ) prototype mismatch: 1 arg passed, at least 2 expected",
     );
-    golden("BEGIN { a[1] = 1; x = a[\"s\"]; }", ErrTag::D_PROTO_ARG, "line 1: a[ ] argument #1 is incompatible with prototype:\n\tprototype: int\n\t argument: string");
+    golden("BEGIN { a[1] = 1; x = a[\"s\"]; }", ErrTag::D_PROTO_ARG, "line 1: a[ ] key #1 is incompatible with prototype:\n\tprototype: int\n\t      key: string");
     golden(
         "BEGIN { a[1] = 1; x = a[1, 2]; }",
         ErrTag::D_PROTO_LEN,
-        "line 1: a[ ] prototype mismatch: 2 args passed, 1 expected",
+        "line 1: a[ ] prototype mismatch: 2 keys passed, 1 expected",
     );
     golden(
         "BEGIN { trace(); }",
@@ -344,12 +344,12 @@ fn action_errors() {
     golden(
         "BEGIN { stack(0); }",
         ErrTag::D_STACK_SIZE,
-        "line 1: stack( ) size must be a non-zero positive integral constant expression",
+        "line 1: stack( ) argument #1 must be a non-zero positive integer constant",
     );
     golden(
         "BEGIN { stack(1, 2); }",
-        ErrTag::D_STACK_PROTO,
-        "line 1: stack( ) prototype mismatch: too many arguments",
+        ErrTag::D_PROTO_LEN,
+        "line 1: stack( ) prototype mismatch: 2 args passed, at most 1 expected",
     );
     golden(
         "BEGIN { ustack(arg0); }",
@@ -396,28 +396,28 @@ fn action_errors() {
     golden("BEGIN { clear(1); }", ErrTag::D_CLEAR_AGGARG, "line 1: clear( ) argument #1 is incompatible with prototype:\n\tprototype: aggregation\n\t argument: int");
     golden(
         "BEGIN { clear(); }",
-        ErrTag::D_CLEAR_PROTO,
+        ErrTag::D_PROTO_LEN,
         "line 1: clear( ) prototype mismatch: 0 args passed, 1 expected",
     );
     golden(
         "BEGIN { @a = count(); trunc(@a, \"x\"); }",
-        ErrTag::D_TRUNC_SCALAR,
-        "line 1: trunc( ) argument #2 must be of scalar type",
+        ErrTag::D_PROTO_ARG,
+        "line 1: trunc( ) argument #2 is incompatible with prototype:\n\tprototype: uint64_t\n\t argument: string",
     );
     golden(
         "BEGIN { trunc(); }",
-        ErrTag::D_TRUNC_PROTO,
+        ErrTag::D_PROTO_LEN,
         "line 1: trunc( ) prototype mismatch: 0 args passed, at least 1 expected",
     );
     golden(
         "BEGIN { normalize(@a); }",
-        ErrTag::D_NORMALIZE_PROTO,
+        ErrTag::D_PROTO_LEN,
         "line 1: normalize( ) prototype mismatch: 1 arg passed, 2 expected",
     );
     golden(
         "BEGIN { @a = count(); normalize(@a, \"x\"); }",
-        ErrTag::D_NORMALIZE_SCALAR,
-        "line 1: normalize( ) argument #2 must be of scalar type",
+        ErrTag::D_PROTO_ARG,
+        "line 1: normalize( ) argument #2 is incompatible with prototype:\n\tprototype: uint64_t\n\t argument: string",
     );
     golden("BEGIN { normalize(1, 2); }", ErrTag::D_NORMALIZE_AGGARG, "line 1: normalize( ) argument #1 is incompatible with prototype:\n\tprototype: aggregation\n\t argument: int");
 }
@@ -437,17 +437,18 @@ fn speculation_ordering() {
     golden(
         "BEGIN { trace(1); speculate(1); }",
         ErrTag::D_SPEC_DREC,
-        "line 1: speculate( ) may not follow data-recording actions",
+        "line 1: speculate( ) may not follow data-recording action(s)",
     );
-    golden(
-        "BEGIN { commit(1); commit(1); }",
-        ErrTag::D_COMM_COMM,
-        "line 1: commit( ) may not follow commit( )",
-    );
+    // DTrace for Linux lets a clause commit several speculations
+    assert!(compile(
+        "BEGIN { commit(1); commit(2); }",
+        &CompileOptions::default()
+    )
+    .is_ok());
     golden(
         "BEGIN { trace(1); commit(1); }",
         ErrTag::D_COMM_DREC,
-        "line 1: commit( ) may not follow data-recording actions",
+        "line 1: commit( ) may not follow data-recording action(s)",
     );
     golden(
         "BEGIN { commit(1); trace(1); }",
@@ -530,7 +531,7 @@ fn aggregation_errors() {
         "line 1: lquantize( ) base (argument #2) must be less than limit (argument #3)",
     );
     golden(
-        "BEGIN { @a = lquantize(1, 0, 10, 0); }",
+        "BEGIN { @a = lquantize(1, 0, 10, 70000); }",
         ErrTag::D_LQUANT_STEPVAL,
         "line 1: lquantize( ) argument #4 must be a non-zero positive 16-bit quantity",
     );
@@ -550,9 +551,9 @@ fn aggregation_errors() {
         "line 1: lquantize( ) argument #2 must be a 32-bit quantity",
     );
     golden("BEGIN { @a = llquantize(1, 1, 0, 5, 10); }", ErrTag::D_LLQUANT_FACTORVAL, "line 1: llquantize( ) argument #2 (factor) must be a 16-bit quantity greater than or equal to 2");
-    golden("BEGIN { @a = llquantize(1, 10, 5, 2, 10); }", ErrTag::D_LLQUANT_HIGHVAL, "line 1: llquantize( ) argument #4 (high magnitude) must be at least argument #3 (low magnitude)");
-    golden("BEGIN { @a = llquantize(1, 10, 0, 5, 3); }", ErrTag::D_LLQUANT_FACTORNSTEPS, "line 1: llquantize( ) argument #5 (linear steps per magnitude) must evenly divide or be evenly divisible by argument #2 (factor)");
-    golden("BEGIN { @a = llquantize(1, 10, 0, 30, 10); }", ErrTag::D_LLQUANT_MAGTOOBIG, "line 1: llquantize( ) argument #2 (factor) raised to power of argument #4 (high magnitude) plus 1 overflows 64-bits");
+    golden("BEGIN { @a = llquantize(1, 10, 5, 2, 10); }", ErrTag::D_LLQUANT_HMAGVAL, "line 1: llquantize( ) argument #4 (high magnitude) must be at least argument #3 (low magnitude)");
+    golden("BEGIN { @a = llquantize(1, 10, 0, 5, 3); }", ErrTag::D_LLQUANT_STEPVAL, "line 1: llquantize( ) argument #5 (linear steps per magnitude) must evenly divide or be evenly divisible by argument #2 (factor)");
+    golden("BEGIN { @a = llquantize(1, 10, 0, 30, 10); }", ErrTag::D_LLQUANT_HMAGVAL, "line 1: llquantize( ) argument #2 (factor) raised to power of argument #4 (high magnitude) plus 1 overflows 64-bits");
     golden(
         "BEGIN { @a = llquantize(arg0, arg0, 0, 3, 10); }",
         ErrTag::D_LLQUANT_FACTORTYPE,
@@ -686,13 +687,13 @@ fn code_generation_limits() {
     assert_eq!(e.tag, ErrTag::D_NOREG);
     assert_eq!(
         e.file_message(false),
-        "line 1: Insufficient tuple registers to generate code"
+        "Insufficient tuple registers to generate code"
     );
     let e = super_deep_registers();
     assert_eq!(e.tag, ErrTag::D_NOREG);
     assert_eq!(
         e.file_message(false),
-        "line 1: Insufficient registers to generate code"
+        "Insufficient registers to generate code"
     );
 }
 
@@ -741,7 +742,7 @@ fn more_tags() {
     golden(
         "int x[];",
         ErrTag::D_DECL_ARRNULL,
-        "line 1: array declaration requires array dimension or tuple signature",
+        "line 1: array declaration requires array dimension or tuple signature: x",
     );
     golden(
         "long long long x;",
@@ -788,17 +789,21 @@ fn more_tags() {
         ErrTag::D_STRINGOF_TYPE,
         "line 1: cannot apply stringof to a value of type struct foo_s",
     );
-    golden("#pragma D error boom\n", ErrTag::D_PRAGERR, "line 1: boom");
+    golden(
+        "#pragma D error boom\n",
+        ErrTag::D_PRAGERR,
+        "line 1: #error: boom ",
+    );
     golden(
         "BEGIN { printa(\"%d\"); }",
         ErrTag::D_PRINTA_PROTO,
-        "line 1: printa( ) prototype mismatch: 1 arg passed, at least 2 expected",
+        "line 1: printa( ) prototype mismatch: 1 args passed, 2 expected",
     );
     golden("BEGIN { @a = count(); trunc(1); }", ErrTag::D_TRUNC_AGGARG, "line 1: trunc( ) argument #1 is incompatible with prototype:\n\tprototype: aggregation\n\t argument: int");
     golden(
         "BEGIN { ustack(1, 2, 3); }",
-        ErrTag::D_USTACK_PROTO,
-        "line 1: ustack( ) prototype mismatch: too many arguments",
+        ErrTag::D_PROTO_LEN,
+        "line 1: ustack( ) prototype mismatch: 3 args passed, at most 2 expected",
     );
     golden(
         "BEGIN { @a = lquantize(1, 0, 5000000000); }",
@@ -812,30 +817,30 @@ fn more_tags() {
     );
     golden(
         "BEGIN { @a = llquantize(1, 10, arg0, 5, 10); }",
-        ErrTag::D_LLQUANT_LOWTYPE,
+        ErrTag::D_LLQUANT_LMAGTYPE,
         "line 1: llquantize( ) argument #3 (low magnitude) must be a constant integer",
     );
     golden(
         "BEGIN { @a = llquantize(1, 10, 0, arg0, 10); }",
-        ErrTag::D_LLQUANT_HIGHTYPE,
+        ErrTag::D_LLQUANT_HMAGTYPE,
         "line 1: llquantize( ) argument #4 (high magnitude) must be a constant integer",
     );
     golden(
         "BEGIN { @a = llquantize(1, 10, 0, 5, arg0); }",
-        ErrTag::D_LLQUANT_NSTEPTYPE,
+        ErrTag::D_LLQUANT_STEPTYPE,
         "line 1: llquantize( ) argument #5 (linear steps per magnitude) must be a constant integer",
     );
     golden(
         "BEGIN { @a = llquantize(1, 10, 70000, 80000, 10); }",
-        ErrTag::D_LLQUANT_LOWVAL,
+        ErrTag::D_LLQUANT_LMAGVAL,
         "line 1: llquantize( ) argument #3 (low magnitude) must be a 16-bit quantity",
     );
     golden(
         "BEGIN { @a = llquantize(1, 10, 0, 5, 0); }",
-        ErrTag::D_LLQUANT_NSTEPVAL,
-        "line 1: llquantize( ) argument #5 (linear steps per magnitude) must be a 16-bit quantity",
+        ErrTag::D_LLQUANT_STEPTYPE,
+        "line 1: llquantize( ) argument #5 (linear steps per magnitude) must be a non-zero positive integer constant",
     );
-    golden("BEGIN { @a = llquantize(1, 4, 0, 5, 12); }", ErrTag::D_LLQUANT_FACTOREVEN, "line 1: llquantize( ) argument #2 (factor) raised to the second power must be a multiple of argument #5 (linear steps per magnitude)");
+    golden("BEGIN { @a = llquantize(1, 4, 0, 5, 12); }", ErrTag::D_LLQUANT_STEPVAL, "line 1: llquantize( ) argument #5 (linear steps per magnitude) must evenly divide argument #2 (factor) raised to the power of argument #3 (low magnitude) plus one");
 }
 
 #[test]

@@ -113,8 +113,8 @@ fn macro_arguments_that_overflow_or_are_missing() {
 fn stack_and_tracemem_wordings() {
     golden(
         "BEGIN { jstack(1, 2, 3); }",
-        ErrTag::D_USTACK_PROTO,
-        "line 1: ustack( ) prototype mismatch: too many arguments",
+        ErrTag::D_PROTO_LEN,
+        "line 1: jstack( ) prototype mismatch: 3 args passed, at most 2 expected",
     );
     golden(
         "BEGIN { jstack(0); }",
@@ -124,8 +124,8 @@ fn stack_and_tracemem_wordings() {
     ok("BEGIN { ustack(5, 0); }");
     golden(
         "BEGIN { tracemem(arg0, 16, 8, 1); }",
-        ErrTag::D_TRACEMEM_ARGS,
-        "line 1: tracemem ( ) prototype mismatch: expected at most 3 args",
+        ErrTag::D_PROTO_LEN,
+        "line 1: tracemem( ) prototype mismatch: 4 args passed, at most 3 expected",
     );
     golden(
         "BEGIN { tracemem(arg0, 16, \"x\"); }",

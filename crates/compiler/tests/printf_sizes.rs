@@ -135,7 +135,7 @@ fn undefined_modifier_combinations() {
         let e = check(&src).expect_err(&src);
         assert_eq!(
             e.message,
-            format!("printf( ) format conversion #1 is undefined: {name}"),
+            format!("format conversion #1 is undefined: {name}"),
             "{src}"
         );
     }

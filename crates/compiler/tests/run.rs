@@ -706,3 +706,28 @@ fn bitfield_assignment() {
         ["4294967293", "6", "200", "7", "1", "4294967289", "1", "1"]
     );
 }
+
+#[test]
+fn strings_index_as_char_arrays() {
+    // DTrace for Linux indexes a string as the array of its characters
+    assert_eq!(val("execname[1]"), "97");
+    assert_eq!(
+        run("BEGIN { s = \"ABCDEFG\"; trace(s[1]); this->t = \"xyz\"; trace(this->t[2]); }"),
+        ["66", "122"]
+    );
+    // strings pass for `char *` prototypes
+    assert_eq!(val("substr(execname, 1)"), "ake");
+    assert_eq!(val("strtok(\"a,b\", \",\")"), "a");
+}
+
+#[test]
+fn storage_class_alone_declares_an_int() {
+    assert_eq!(
+        run("self x; BEGIN { self->x = 5; trace(self->x + 1); }"),
+        ["6"]
+    );
+    assert_eq!(
+        run("BEGIN { trace(-2147483657 < 0); trace(sizeof (2147483657)); trace(sizeof (0xffffffff)); }"),
+        ["1", "8", "4"]
+    );
+}
