@@ -70,8 +70,22 @@ impl KernelTracer {
     }
 }
 
+/// Why a description naming the `fbt` provider cannot be served on this kernel (`None`: it can, or
+/// the description does not name `fbt`; an empty provider matches every provider and is left alone).
+fn fbt_refusal(desc: &ProbeDesc) -> Option<ConsumerError> {
+    if desc.provider.is_empty() || !dtrace_framework::glob::field_matches(&desc.provider, "fbt") {
+        return None;
+    }
+    dtrace_linux::features::fbt_support()
+        .err()
+        .map(|e| ConsumerError::Backend(e.to_string()))
+}
+
 impl Tracer for KernelTracer {
     fn exec(&mut self, prog: &Program, options: &Options) -> Result<ExecInfo> {
+        if let Some(e) = prog.ecbs.iter().find_map(|e| fbt_refusal(&e.probe)) {
+            return Err(e);
+        }
         self.linux.plan(prog);
         let ncpus = dtrace_linux::provider::framework_ncpus().unwrap_or(1);
         self.linux
@@ -155,6 +169,9 @@ impl Tracer for KernelTracer {
         self.inner.take_aggregation_drops()
     }
     fn list(&mut self, desc: &ProbeDesc) -> Result<Vec<ProbeInfo>> {
+        if let Some(e) = fbt_refusal(desc) {
+            return Err(e);
+        }
         self.inner.list(desc)
     }
     fn probe_detail(&mut self, probe: &ProbeInfo) -> Result<ProbeDetail> {

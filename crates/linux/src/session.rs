@@ -141,7 +141,7 @@ fn speaks_for_current(attach: &AttachPoint) -> bool {
         AttachPoint::Tracepoint { identity, .. } | AttachPoint::RawTracepoint { identity, .. } => {
             *identity == Identity::Current
         }
-        AttachPoint::Profile { .. } => true,
+        AttachPoint::Profile { .. } | AttachPoint::Fbt { .. } => true,
     }
 }
 
@@ -152,7 +152,7 @@ fn vtime_of_a_task(attach: &AttachPoint) -> bool {
         AttachPoint::Tracepoint { identity, .. } | AttachPoint::RawTracepoint { identity, .. } => {
             !matches!(identity, Identity::FromFields { .. })
         }
-        AttachPoint::Profile { .. } => true,
+        AttachPoint::Profile { .. } | AttachPoint::Fbt { .. } => true,
     }
 }
 
@@ -361,6 +361,24 @@ impl Session {
                     }
                 };
                 attachments.push(attachment);
+                programs.push(prog);
+                (false, false)
+            }
+            AttachPoint::Fbt { btf_id, ret, args } => {
+                let shape = ProbeShape {
+                    ctx: CtxKind::TypedRawTracepoint,
+                    args: args.clone(),
+                    conditions: Vec::new(),
+                    identity: Identity::Current,
+                    task: self.task,
+                };
+                let insns = gen_capture(&shape, spec, &layout, tag, &fds)?;
+                let kind = match ret {
+                    true => ProgKind::Fexit { btf_id: *btf_id },
+                    false => ProgKind::Fentry { btf_id: *btf_id },
+                };
+                let prog = Program::load(kind, &insns, &obj, &name)?;
+                attachments.push(Attachment::tp_btf(&prog, &name)?);
                 programs.push(prog);
                 (false, false)
             }

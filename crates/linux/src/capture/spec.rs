@@ -332,6 +332,13 @@ pub enum Condition {
         /// Only the first thread of a process (thread id equal to the process id).
         process_only: bool,
     },
+    /// The task whose `struct task_struct *` is raw tracepoint argument `arg` is its thread group's
+    /// last live thread (`signal->live` is 0, as it is from early in `do_exit` of the last one):
+    /// `proc:::exit` where the exit tracepoint has no `group_dead` field.
+    GroupDead {
+        /// The raw argument holding the task.
+        arg: u8,
+    },
 }
 
 /// Whose identity (tid, comm) the record carries.

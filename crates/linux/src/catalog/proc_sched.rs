@@ -39,6 +39,8 @@ enum Cond {
     RawMaskClear(u8, u32),
     /// Raw tracepoint argument `n` (an `int`) equals the value.
     RawEquals(u8, i32),
+    /// The task in raw tracepoint argument `n` is its thread group's last live thread.
+    GroupDead(u8),
 }
 
 enum Arg {
@@ -48,6 +50,8 @@ enum Arg {
     Neg(&'static str, &'static str),
     /// The exit reason (`CLD_*`) from the exiting task's `exit_code`.
     ExitReason,
+    /// A record field holding a user string's address: D sees the string (copied at the probe).
+    UserString(&'static str),
     /// Raw tracepoint argument `n`, a `struct task_struct *`, seen in D as the translated type.
     Task(u8, &'static str),
     /// Raw tracepoint argument `n`, of this native and D type.
@@ -103,6 +107,18 @@ const SPECS: &[Spec] = &[
         next_identity: false,
         raw: false,
     },
+    // Kernels without `sched_prepare_exec` (before 6.10): the entry of execve(2), whose path is
+    // read from the caller's memory.
+    Spec {
+        provider: "proc",
+        name: "exec",
+        sys: "syscalls",
+        event: "sys_enter_execve",
+        args: &[Arg::UserString("filename")],
+        conds: &[],
+        next_identity: false,
+        raw: false,
+    },
     Spec {
         provider: "proc",
         name: "exec-success",
@@ -132,6 +148,18 @@ const SPECS: &[Spec] = &[
         conds: &[Cond::Equals("group_dead", 1)],
         next_identity: false,
         raw: false,
+    },
+    // Kernels whose exit tracepoint has no `group_dead` field (before 6.16): the exiting task's
+    // thread group has no live thread left.
+    Spec {
+        provider: "proc",
+        name: "exit",
+        sys: "sched",
+        event: "sched_process_exit",
+        args: &[Arg::ExitReason],
+        conds: &[Cond::GroupDead(0)],
+        next_identity: false,
+        raw: true,
     },
     Spec {
         provider: "proc",
@@ -335,6 +363,32 @@ fn build(spec: &Spec, f: &EventFormat) -> Option<Probe> {
                     copy: None,
                 });
             }
+            Arg::UserString(n) => {
+                use crate::capture::{AddrBase, AddrExpr, CopyRequest, MemKind};
+                let fl = field(f, n)?;
+                let copy = CopyRequest {
+                    addr: AddrExpr {
+                        base: AddrBase::Arg(args.len()),
+                        offset: 0,
+                        derefs: Vec::new(),
+                        user_derefs: Vec::new(),
+                        index: None,
+                    },
+                    kind: MemKind::UserString,
+                    size: 256,
+                    size_arg: None,
+                };
+                args.push(ArgSource::Field {
+                    offset: fl.offset as u16,
+                    size: fl.size as u8,
+                    signed: false,
+                });
+                types.push(ProbeArg {
+                    native: fl.ctype.clone(),
+                    dtype: "string".into(),
+                    copy: Some(copy),
+                });
+            }
             Arg::ExitReason => {
                 args.push(ArgSource::ExitReason);
                 types.push(ProbeArg {
@@ -399,6 +453,10 @@ fn build(spec: &Spec, f: &EventFormat) -> Option<Probe> {
             Cond::RawMaskClear(n, mask) => {
                 let (offset, size) = raw_at(n);
                 conditions.push(Condition::MaskClear { offset, size, mask });
+                continue;
+            }
+            Cond::GroupDead(n) => {
+                conditions.push(Condition::GroupDead { arg: n });
                 continue;
             }
             Cond::RawEquals(n, value) => {
