@@ -228,6 +228,8 @@ pub struct FuncSignature {
     pub params: Vec<ValueType>,
     /// The return type (`None`: `void`).
     pub ret: Option<ValueType>,
+    /// Whether the function takes variable arguments (`...`).
+    pub variadic: bool,
 }
 
 /// The type of a value passed in a register.
@@ -273,7 +275,12 @@ impl Btf {
             .map(|&t| self.value_type(t))
             .collect();
         let ret = (proto.size != 0).then(|| self.value_type(proto.size));
-        Some(FuncSignature { params, ret })
+        let variadic = proto.params.last() == Some(&0);
+        Some(FuncSignature {
+            params,
+            ret,
+            variadic,
+        })
     }
 
     fn value_type(&self, id: u32) -> ValueType {
@@ -371,8 +378,6 @@ pub struct TaskOffsets {
     pub args_area: Option<ArgsAreaOffsets>,
     /// What a `d_path()` walk reads (dentries, mounts, `task_struct.fs`), when found.
     pub paths: Option<crate::capture::path::PathOffsets>,
-    /// `signal` and, in `struct signal_struct`, `live` (the thread group's live threads), when found.
-    pub signal_live: Option<(u32, u32)>,
 }
 
 /// Offsets to read a task's identity from its `task_struct` (rather than through the helpers that
@@ -448,10 +453,6 @@ impl TaskOffsets {
                 })
             })(),
             paths: crate::capture::path::PathOffsets::from_btf(btf, id),
-            signal_live: btf.member_offset(id, "signal").zip(
-                btf.struct_id("signal_struct")
-                    .and_then(|sid| btf.member_offset(sid, "live")),
-            ),
         })
     }
 }

@@ -364,11 +364,16 @@ impl Session {
                 programs.push(prog);
                 (false, false)
             }
-            AttachPoint::Fbt { btf_id, ret, args } => {
+            AttachPoint::Fbt {
+                btf_id,
+                ret,
+                args,
+                conditions,
+            } => {
                 let shape = ProbeShape {
                     ctx: CtxKind::TypedRawTracepoint,
                     args: args.clone(),
-                    conditions: Vec::new(),
+                    conditions: conditions.clone(),
                     identity: Identity::Current,
                     task: self.task,
                 };

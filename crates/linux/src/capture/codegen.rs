@@ -319,34 +319,10 @@ fn emit_new_task(
     Ok(())
 }
 
-/// Jumps to `out` unless the task in raw argument `arg` is its group's last live thread.
-fn emit_group_dead(a: &mut Asm, shape: &ProbeShape, arg: u8, out: Label) -> Result<()> {
-    need_ctx(shape, CtxKind::RawTracepoint, "a task condition")?;
-    let (signal, live) = task_offsets(shape, "proc:::exit")?
-        .signal_live
-        .ok_or_else(|| {
-            LinuxError::Unavailable(
-                "task_struct.signal or signal_struct.live missing from the BTF".into(),
-            )
-        })?;
-    a.load(Size::DW, R8, R6, off16(8 * arg as usize, "raw argument")?);
-    read_kernel(a, R10, SCRATCH as i32, 8, R8, signal as i32);
-    a.load(Size::DW, R8, R10, SCRATCH);
-    a.jmp_imm(op::JEQ, R8, 0, out);
-    read_kernel(a, R10, SCRATCH as i32, 4, R8, live as i32);
-    a.load(Size::W, R0, R10, SCRATCH);
-    a.jmp_imm(op::JNE, R0, 0, out);
-    Ok(())
-}
-
 fn emit_conditions(a: &mut Asm, shape: &ProbeShape, out: Label) -> Result<()> {
     for c in &shape.conditions {
         if let Condition::NewTask { arg, process_only } = *c {
             emit_new_task(a, shape, arg, process_only, out)?;
-            continue;
-        }
-        if let Condition::GroupDead { arg } = *c {
-            emit_group_dead(a, shape, arg, out)?;
             continue;
         }
         match *c {
@@ -372,7 +348,7 @@ fn emit_conditions(a: &mut Asm, shape: &ProbeShape, out: Label) -> Result<()> {
                 cond_load(a, shape, offset, size, true)?;
                 a.jmp_imm(op::JSGE, R0, 0, out);
             }
-            Condition::NewTask { .. } | Condition::GroupDead { .. } => {}
+            Condition::NewTask { .. } => {}
         }
     }
     Ok(())
@@ -424,6 +400,25 @@ fn emit_arg(a: &mut Asm, shape: &ProbeShape, src: ArgSource) -> Result<()> {
         ArgSource::RawArg(n) => {
             need_ctx(shape, CtxKind::RawTracepoint, "a raw argument")?;
             a.load(Size::DW, R0, R6, off16(8 * n as usize, "raw argument")?);
+        }
+        ArgSource::FuncArg(_) | ArgSource::FuncRet => {
+            if shape.ctx != CtxKind::TypedRawTracepoint {
+                return Err(LinuxError::Asm(format!(
+                    "a traced function's argument needs an fentry/fexit context, probe has {:?}",
+                    shape.ctx
+                )));
+            }
+            a.store_imm(Size::DW, R10, SCRATCH, 0);
+            a.mov(R1, R6);
+            if let ArgSource::FuncArg(n) = src {
+                a.mov_imm(R2, i32::from(n));
+                a.mov(R3, R10).alu_imm(op::ADD, R3, SCRATCH as i32);
+                a.call(helper::GET_FUNC_ARG);
+            } else {
+                a.mov(R2, R10).alu_imm(op::ADD, R2, SCRATCH as i32);
+                a.call(helper::GET_FUNC_RET);
+            }
+            a.load(Size::DW, R0, R10, SCRATCH);
         }
         ArgSource::RawArgLoad { arg, offset } => {
             need_ctx(shape, CtxKind::RawTracepoint, "a raw argument")?;

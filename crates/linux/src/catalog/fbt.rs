@@ -1,7 +1,7 @@
 //! The `fbt` provider's catalogue: `fbt:<module>:<function>:entry` and `:return` for every function
 //! the kernel lets ftrace trace (`available_filter_functions`, whose `[module]` tags name the module;
 //! `vmlinux` otherwise), attached as fentry/fexit programs (BPF trampolines) on the function's BTF
-//! id. `args[]` are typed from the function's BTF prototype and `arg0..` are the raw registers; a
+//! id. `args[]` are typed from the function's BTF prototype and `arg0..` are the raw values; a
 //! return probe has the return value in `arg1` and `args[1]` (its `arg0`, the offset of the return
 //! instruction in DTrace, is 0: a trampoline does not know which return was taken).
 //!
@@ -10,7 +10,7 @@
 
 use super::{glob, AttachPoint, Probe, ProbeArg, ProbeDesc};
 use crate::btf::{Btf, FuncSignature};
-use crate::capture::ArgSource;
+use crate::capture::{ArgSource, Condition};
 use crate::error::{LinuxError, Result};
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -18,6 +18,18 @@ use std::sync::OnceLock;
 
 /// The most arguments a BPF trampoline passes on x86-64.
 pub const MAX_TRAMPOLINE_ARGS: usize = 6;
+
+/// Functions the kernel refuses to build trampolines for, because it calls them around BPF programs
+/// themselves (the verifier's `btf_id_deny` set, over the kernels we know).
+pub const DENIED: &[&str] = &[
+    "migrate_disable",
+    "migrate_enable",
+    "rcu_read_unlock_strict",
+    "preempt_count_add",
+    "preempt_count_sub",
+    "__rcu_read_lock",
+    "__rcu_read_unlock",
+];
 
 /// The module name of functions built into the kernel image.
 pub const KERNEL_MODULE: &str = "vmlinux";
@@ -39,14 +51,22 @@ impl std::fmt::Debug for FbtTypes {
 pub struct FbtCatalog {
     /// `(module, function)` in the kernel's order, each once.
     funcs: Vec<(String, String)>,
+    /// The same pairs, to look one up.
+    index: HashSet<(String, String)>,
+    /// Pairs that name several functions (a trampoline attaches by name, so to only one of them).
+    ambiguous: HashSet<(String, String)>,
     types: OnceLock<std::result::Result<FbtTypes, String>>,
 }
 
+/// A function's module and name.
+pub type ModFunc = (String, String);
+
 /// The `(module, function)` pairs of an `available_filter_functions` text (`name` or
-/// `name [module]` per line), each once, in the text's order. Lines that are not of that shape
-/// are skipped.
-pub fn parse_functions(text: &str) -> Vec<(String, String)> {
+/// `name [module]` per line), each once, in the text's order, and those listed more than once
+/// (several static functions of one name). Lines that are not of that shape are skipped.
+pub fn parse_functions(text: &str) -> (Vec<ModFunc>, HashSet<ModFunc>) {
     let mut seen = HashSet::new();
+    let mut twice = HashSet::new();
     let mut out = Vec::new();
     for line in text.lines() {
         let mut words = line.split_whitespace();
@@ -63,9 +83,11 @@ pub fn parse_functions(text: &str) -> Vec<(String, String)> {
         }
         if seen.insert((module, func)) {
             out.push((module.to_string(), func.to_string()));
+        } else {
+            twice.insert((module.to_string(), func.to_string()));
         }
     }
-    out
+    (out, twice)
 }
 
 impl FbtCatalog {
@@ -74,13 +96,18 @@ impl FbtCatalog {
         let p = root.join("available_filter_functions");
         let text = std::fs::read_to_string(&p)
             .map_err(|e| LinuxError::from_io(p.display().to_string(), e))?;
-        Ok(Self::from_functions(parse_functions(&text)))
+        let (funcs, ambiguous) = parse_functions(&text);
+        let mut c = Self::from_functions(funcs);
+        c.ambiguous = ambiguous;
+        Ok(c)
     }
 
     /// A catalogue of these `(module, function)` pairs.
     pub fn from_functions(funcs: Vec<(String, String)>) -> FbtCatalog {
         FbtCatalog {
+            index: funcs.iter().cloned().collect(),
             funcs,
+            ambiguous: HashSet::new(),
             types: OnceLock::new(),
         }
     }
@@ -135,13 +162,27 @@ impl FbtCatalog {
             }
         };
         if !self
-            .funcs
-            .iter()
-            .any(|(m, f)| *m == desc.module && *f == desc.function)
+            .index
+            .contains(&(desc.module.clone(), desc.function.clone()))
         {
             return Err(format!(
                 "{}:{} is not a function ftrace can trace (available_filter_functions)",
                 desc.module, desc.function
+            ));
+        }
+        if self
+            .ambiguous
+            .contains(&(desc.module.clone(), desc.function.clone()))
+        {
+            return Err(format!(
+                "not yet supported: {} names several functions of {}",
+                desc.function, desc.module
+            ));
+        }
+        if DENIED.contains(&desc.function.as_str()) {
+            return Err(format!(
+                "the kernel runs BPF programs inside {}, so it cannot be traced with them",
+                desc.function
             ));
         }
         if desc.module != KERNEL_MODULE {
@@ -165,6 +206,50 @@ impl FbtCatalog {
     }
 }
 
+/// `proc:::exit`.
+pub fn group_exit_desc() -> ProbeDesc {
+    ProbeDesc::new("proc", "", "", "exit")
+}
+
+/// The function `proc:::exit` fires from where the exit tracepoint has no `group_dead` field: it
+/// is called once by every exiting thread, after its exit code is set, with `group_dead` as its
+/// second argument (true for the thread group's last thread).
+pub const GROUP_EXIT_FUNCTION: &str = "taskstats_exit";
+
+impl FbtCatalog {
+    /// `proc:::exit` (with its exit reason) on the entry of [`GROUP_EXIT_FUNCTION`] when its
+    /// `group_dead` argument is true; `None` when that function cannot be traced here.
+    pub fn group_exit_probe(&self) -> Option<Probe> {
+        let d = ProbeDesc::new("fbt", KERNEL_MODULE, GROUP_EXIT_FUNCTION, "entry");
+        let p = self.probe(&d).ok()?;
+        if p.args.len() != 2 || !p.args[1].dtype.contains("int") {
+            return None;
+        }
+        let AttachPoint::Fbt { btf_id, .. } = p.attach else {
+            return None;
+        };
+        Some(Probe {
+            desc: group_exit_desc(),
+            args: vec![ProbeArg {
+                native: "int".into(),
+                dtype: "int".into(),
+                copy: None,
+            }],
+            attach: AttachPoint::Fbt {
+                btf_id,
+                ret: false,
+                args: vec![ArgSource::ExitReason],
+                // group_dead (an int, argument 1) is not 0.
+                conditions: vec![Condition::MaskSet {
+                    offset: 8,
+                    size: 4,
+                    mask: u32::MAX,
+                }],
+            },
+        })
+    }
+}
+
 /// The probe of function BTF id `id` with signature `sig`.
 pub fn probe_of(
     desc: &ProbeDesc,
@@ -173,6 +258,11 @@ pub fn probe_of(
     ret: bool,
 ) -> std::result::Result<Probe, String> {
     let f = &desc.function;
+    if sig.variadic {
+        return Err(format!(
+            "{f} takes variable arguments, which BPF trampolines do not pass"
+        ));
+    }
     if sig.params.len() > MAX_TRAMPOLINE_ARGS {
         return Err(format!(
             "{f} takes {} arguments; BPF trampolines pass at most {MAX_TRAMPOLINE_ARGS}",
@@ -185,6 +275,14 @@ pub fn probe_of(
             p.native
         ));
     }
+    // A trampoline is built for the whole prototype: a struct returned by value rules out entry
+    // and return alike.
+    if let Some(r) = sig.ret.as_ref().filter(|r| !r.scalar) {
+        return Err(format!(
+            "{f} returns a {} by value, which BPF trampolines do not pass",
+            r.native
+        ));
+    }
     let nargs = sig.params.len() as u8;
     let arg = |native: &str, dtype: &str| ProbeArg {
         native: native.into(),
@@ -195,14 +293,8 @@ pub fn probe_of(
         let mut args = vec![arg("int", "int")];
         let mut sources = vec![ArgSource::Zero];
         if let Some(r) = &sig.ret {
-            if !r.scalar {
-                return Err(format!(
-                    "{f} returns a {} by value, which BPF trampolines do not pass",
-                    r.native
-                ));
-            }
             args.push(arg(&r.native, &r.dtype));
-            sources.push(ArgSource::RawArg(nargs));
+            sources.push(ArgSource::FuncRet);
         }
         (args, sources)
     } else {
@@ -211,7 +303,7 @@ pub fn probe_of(
             .iter()
             .map(|p| arg(&p.native, &p.dtype))
             .collect();
-        let sources = (0..nargs).map(ArgSource::RawArg).collect();
+        let sources = (0..nargs).map(ArgSource::FuncArg).collect();
         (args, sources)
     };
     Ok(Probe {
@@ -221,6 +313,7 @@ pub fn probe_of(
             btf_id: id,
             ret,
             args: sources,
+            conditions: Vec::new(),
         },
     })
 }
@@ -232,8 +325,10 @@ mod tests {
 
     #[test]
     fn functions_are_read_with_their_modules_once() {
-        let f =
+        let (f, twice) =
             parse_functions("vfs_read\nvfs_read\next4_file_read_iter [ext4]\n\nbad [x] y\nz [] \n");
+        assert!(twice.contains(&("vmlinux".to_string(), "vfs_read".to_string())));
+        assert_eq!(twice.len(), 1);
         assert_eq!(
             f,
             vec![
@@ -245,7 +340,7 @@ mod tests {
 
     #[test]
     fn descriptions_match_globs_entry_before_return() {
-        let c = FbtCatalog::from_functions(parse_functions("vfs_read\nvfs_write\nksys_read\n"));
+        let c = FbtCatalog::from_functions(parse_functions("vfs_read\nvfs_write\nksys_read\n").0);
         let d = c.descs_matching(&ProbeDesc::parse("fbt::vfs_*:"));
         let names: Vec<String> = d.iter().map(|d| d.to_string()).collect();
         assert_eq!(
@@ -281,6 +376,7 @@ mod tests {
                 vt("size_t", "uint64_t", true),
             ],
             ret: Some(vt("ssize_t", "int64_t", true)),
+            variadic: false,
         };
         let d = ProbeDesc::parse("fbt:vmlinux:vfs_read:return");
         let p = probe_of(&d, 7, &sig, true).unwrap();
@@ -290,7 +386,8 @@ mod tests {
             AttachPoint::Fbt {
                 btf_id: 7,
                 ret: true,
-                args: vec![ArgSource::Zero, ArgSource::RawArg(2)]
+                args: vec![ArgSource::Zero, ArgSource::FuncRet],
+                conditions: Vec::new(),
             }
         );
         let e = probe_of(&d, 7, &sig, false).unwrap();
@@ -300,6 +397,11 @@ mod tests {
         assert!(probe_of(&d, 7, &wide, false)
             .unwrap_err()
             .contains("at most 6"));
+        let mut varargs = sig.clone();
+        varargs.variadic = true;
+        assert!(probe_of(&d, 7, &varargs, true)
+            .unwrap_err()
+            .contains("variable arguments"));
         let mut byval = sig;
         byval.params[0] = vt("struct timespec64", "struct timespec64", false);
         assert!(probe_of(&d, 7, &byval, false)

@@ -121,8 +121,10 @@ pub enum AttachPoint {
         btf_id: u32,
         /// Return (fexit) rather than entry (fentry).
         ret: bool,
-        /// Where each argument comes from (`RawArg`: the trampoline's argument array).
+        /// Where each argument comes from (`FuncArg`/`FuncRet`: the trampoline's arguments).
         args: Vec<ArgSource>,
+        /// Tests that must hold for the probe to fire (on the argument array).
+        conditions: Vec<Condition>,
     },
     /// A cpu-clock perf event.
     Profile {
@@ -164,6 +166,9 @@ enum Source {
     SyscallReturn(String),
     /// `sdt:<subsystem>::<event>`, from that event's format.
     Sdt(String, String),
+    /// `proc:::exit` on `fbt` ([`fbt::FbtCatalog::group_exit_probe`]), where the exit tracepoint
+    /// cannot tell a process's exit from a thread's.
+    FbtGroupExit,
 }
 
 /// One listed probe: its name, and the probe once built (`None` inside when its format file
@@ -243,6 +248,11 @@ impl Catalog {
         for p in proc_sched::probes(&some) {
             cat.push(p);
         }
+        if !cat.index.contains_key(&fbt::group_exit_desc())
+            && crate::features::fbt_support().is_ok()
+        {
+            cat.push_lazy(fbt::group_exit_desc(), Source::FbtGroupExit);
+        }
         for p in io::probes_where(|sys, ev| exists.contains(&(sys, ev))) {
             cat.push(p);
         }
@@ -280,6 +290,14 @@ impl Catalog {
         let mut probes = Vec::new();
         probes.extend(syscall::probes(&formats));
         probes.extend(proc_sched::probes(&formats));
+        if !probes.iter().any(|p| p.desc == fbt::group_exit_desc())
+            && crate::features::fbt_support().is_ok()
+        {
+            let exit = fbt::FbtCatalog::load(root)
+                .ok()
+                .and_then(|f| f.group_exit_probe());
+            probes.extend(exit);
+        }
         probes.extend(io::probes(&formats));
         probes.extend(profile::listed_probes());
         probes.extend(sdt::probes(&formats));
@@ -343,6 +361,7 @@ impl Catalog {
                 syscall::return_probe(name, &exit)
             }
             Source::Sdt(sys, ev) => Some(sdt::probe(sys, ev, &*self.format(sys, ev)?)),
+            Source::FbtGroupExit => self.fbt()?.group_exit_probe(),
         }
     }
 

@@ -39,8 +39,6 @@ enum Cond {
     RawMaskClear(u8, u32),
     /// Raw tracepoint argument `n` (an `int`) equals the value.
     RawEquals(u8, i32),
-    /// The task in raw tracepoint argument `n` is its thread group's last live thread.
-    GroupDead(u8),
 }
 
 enum Arg {
@@ -148,18 +146,6 @@ const SPECS: &[Spec] = &[
         conds: &[Cond::Equals("group_dead", 1)],
         next_identity: false,
         raw: false,
-    },
-    // Kernels whose exit tracepoint has no `group_dead` field (before 6.16): the exiting task's
-    // thread group has no live thread left.
-    Spec {
-        provider: "proc",
-        name: "exit",
-        sys: "sched",
-        event: "sched_process_exit",
-        args: &[Arg::ExitReason],
-        conds: &[Cond::GroupDead(0)],
-        next_identity: false,
-        raw: true,
     },
     Spec {
         provider: "proc",
@@ -453,10 +439,6 @@ fn build(spec: &Spec, f: &EventFormat) -> Option<Probe> {
             Cond::RawMaskClear(n, mask) => {
                 let (offset, size) = raw_at(n);
                 conditions.push(Condition::MaskClear { offset, size, mask });
-                continue;
-            }
-            Cond::GroupDead(n) => {
-                conditions.push(Condition::GroupDead { arg: n });
                 continue;
             }
             Cond::RawEquals(n, value) => {
