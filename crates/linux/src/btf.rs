@@ -246,14 +246,30 @@ pub struct ValueType {
 impl Btf {
     /// The ids of every function (`FUNC` record) by name (the first of a name wins).
     pub fn func_ids(&self) -> std::collections::HashMap<String, u32> {
+        self.func_index().0
+    }
+
+    /// The ids of every function by name (the first of a name wins), and the names that several
+    /// `FUNC` records share (static functions of one name and different prototypes).
+    pub fn func_index(
+        &self,
+    ) -> (
+        std::collections::HashMap<String, u32>,
+        std::collections::HashSet<String>,
+    ) {
         let mut m = std::collections::HashMap::new();
+        let mut several = std::collections::HashSet::new();
         for (i, t) in self.types.iter().enumerate() {
             if t.kind == KIND_FUNC {
-                m.entry(str_at(&self.strings, t.name_off).to_string())
-                    .or_insert(i as u32);
+                let name = str_at(&self.strings, t.name_off);
+                if m.contains_key(name) {
+                    several.insert(name.to_string());
+                } else {
+                    m.insert(name.to_string(), i as u32);
+                }
             }
         }
-        m
+        (m, several)
     }
 
     /// The signature of function `func_id` (a `FUNC` record); `None` when it is not one or its

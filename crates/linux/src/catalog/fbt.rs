@@ -38,6 +38,8 @@ pub const KERNEL_MODULE: &str = "vmlinux";
 struct FbtTypes {
     btf: Btf,
     ids: HashMap<String, u32>,
+    /// Names of several functions in the BTF (the kernel attaches by name, to the first).
+    several: HashSet<String>,
 }
 
 impl std::fmt::Debug for FbtTypes {
@@ -142,8 +144,8 @@ impl FbtCatalog {
         self.types
             .get_or_init(|| {
                 let btf = Btf::load_vmlinux().map_err(|e| e.to_string())?;
-                let ids = btf.func_ids();
-                Ok(FbtTypes { btf, ids })
+                let (ids, several) = btf.func_index();
+                Ok(FbtTypes { btf, ids, several })
             })
             .as_ref()
             .map_err(Clone::clone)
@@ -192,6 +194,12 @@ impl FbtCatalog {
             ));
         }
         let types = self.types()?;
+        if types.several.contains(&desc.function) {
+            return Err(format!(
+                "not yet supported: {} names several functions of the kernel",
+                desc.function
+            ));
+        }
         let id = *types.ids.get(&desc.function).ok_or_else(|| {
             format!(
                 "{} is not in the kernel's BTF (inlined or without type information)",
