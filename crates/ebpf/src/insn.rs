@@ -165,6 +165,8 @@ pub mod helper {
     pub const GET_CURRENT_UID_GID: i32 = 15;
     pub const GET_CURRENT_COMM: i32 = 16;
     pub const GET_CURRENT_TASK: i32 = 35;
+    pub const GET_FUNC_ARG: i32 = 183;
+    pub const GET_FUNC_RET: i32 = 184;
     pub const GET_STACK: i32 = 67;
     pub const PROBE_READ_USER: i32 = 112;
     pub const PROBE_READ_KERNEL: i32 = 113;

@@ -177,7 +177,7 @@ impl Attachment {
     }
 
     /// Attaches a BTF-typed raw tracepoint program (loaded as [`crate::bpf::ProgKind::TpBtf`],
-    /// which names its tracepoint).
+    /// which names its tracepoint), or an fentry/fexit program (which names its function).
     pub fn tp_btf(prog: &Program, what: &str) -> Result<Attachment> {
         let mut attr = RawTpAttr {
             name: 0,
@@ -189,7 +189,7 @@ impl Attachment {
             sys::bpf_fd(
                 cmd::RAW_TRACEPOINT_OPEN,
                 &mut attr,
-                &format!("typed raw tracepoint for {what}"),
+                &format!("attaching {what}"),
             )
         }?;
         Ok(Attachment {

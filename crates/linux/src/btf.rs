@@ -9,6 +9,13 @@ const MAGIC: u16 = 0xeb9f;
 const KIND_STRUCT: u32 = 4;
 const KIND_UNION: u32 = 5;
 const KIND_TYPEDEF: u32 = 8;
+const KIND_INT: u32 = 1;
+const KIND_PTR: u32 = 2;
+const KIND_ENUM: u32 = 6;
+const KIND_FWD: u32 = 7;
+const KIND_FUNC: u32 = 12;
+const KIND_FUNC_PROTO: u32 = 13;
+const KIND_ENUM64: u32 = 19;
 /// The most types we walk.
 pub const MAX_TYPES: usize = 1 << 22;
 
@@ -27,8 +34,11 @@ pub struct Member {
 struct TypeRec {
     name_off: u32,
     kind: u32,
+    /// Size, or the type referred to (pointers, typedefs, qualifiers, functions).
     size: u32,
     members: Vec<Member>,
+    /// Parameter types of a function prototype; an integer's encoding as the only element.
+    params: Vec<u32>,
 }
 
 /// Parsed BTF: the struct and union types and their members (other kinds kept as placeholders so
@@ -84,6 +94,7 @@ impl Btf {
             kind: 0,
             size: 0,
             members: Vec::new(),
+            params: Vec::new(),
         }];
         let mut at = 0usize;
         while at < tsec.len() {
@@ -106,6 +117,16 @@ impl Btf {
                 k => return Err(bad(format!("unknown BTF kind {k}"))),
             };
             let mut members = Vec::new();
+            let mut params = Vec::new();
+            if kind == KIND_FUNC_PROTO {
+                for m in 0..vlen {
+                    params.push(u32_at(tsec, at + 8 * m + 4)?);
+                }
+            } else if kind == KIND_INT {
+                params.push(u32_at(tsec, at)?);
+            } else if kind == KIND_FWD {
+                params.push(u32::from(kflag));
+            }
             if kind == KIND_STRUCT || kind == KIND_UNION {
                 for m in 0..vlen {
                     let mo = at + 12 * m;
@@ -128,6 +149,7 @@ impl Btf {
                 kind,
                 size,
                 members,
+                params,
             });
         }
         Ok(Btf { types, strings })
@@ -196,6 +218,150 @@ impl Btf {
             }
         }
         None
+    }
+}
+
+/// A kernel function's signature as `fbt` types it: each parameter's and the return value's type.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FuncSignature {
+    /// Parameter types, first to last.
+    pub params: Vec<ValueType>,
+    /// The return type (`None`: `void`).
+    pub ret: Option<ValueType>,
+    /// Whether the function takes variable arguments (`...`).
+    pub variadic: bool,
+}
+
+/// The type of a value passed in a register.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ValueType {
+    /// The C type (`struct file *`, `size_t`).
+    pub native: String,
+    /// The type D gives it: pointers keep their C type, integers become `intN_t`/`uintN_t`.
+    pub dtype: String,
+    /// Whether it fits a register (pointers, integers, enums); structs passed by value do not.
+    pub scalar: bool,
+}
+
+impl Btf {
+    /// The ids of every function (`FUNC` record) by name (the first of a name wins).
+    pub fn func_ids(&self) -> std::collections::HashMap<String, u32> {
+        self.func_index().0
+    }
+
+    /// The ids of every function by name (the first of a name wins), and the names that several
+    /// `FUNC` records share (static functions of one name and different prototypes).
+    pub fn func_index(
+        &self,
+    ) -> (
+        std::collections::HashMap<String, u32>,
+        std::collections::HashSet<String>,
+    ) {
+        let mut m = std::collections::HashMap::new();
+        let mut several = std::collections::HashSet::new();
+        for (i, t) in self.types.iter().enumerate() {
+            if t.kind == KIND_FUNC {
+                let name = str_at(&self.strings, t.name_off);
+                if m.contains_key(name) {
+                    several.insert(name.to_string());
+                } else {
+                    m.insert(name.to_string(), i as u32);
+                }
+            }
+        }
+        (m, several)
+    }
+
+    /// The signature of function `func_id` (a `FUNC` record); `None` when it is not one or its
+    /// prototype is malformed.
+    pub fn func_signature(&self, func_id: u32) -> Option<FuncSignature> {
+        let f = self.types.get(func_id as usize)?;
+        if f.kind != KIND_FUNC {
+            return None;
+        }
+        let proto = self.types.get(f.size as usize)?;
+        if proto.kind != KIND_FUNC_PROTO {
+            return None;
+        }
+        // A variadic prototype ends with a parameter of type void.
+        let params = proto
+            .params
+            .iter()
+            .filter(|&&t| t != 0)
+            .map(|&t| self.value_type(t))
+            .collect();
+        let ret = (proto.size != 0).then(|| self.value_type(proto.size));
+        let variadic = proto.params.last() == Some(&0);
+        Some(FuncSignature {
+            params,
+            ret,
+            variadic,
+        })
+    }
+
+    fn value_type(&self, id: u32) -> ValueType {
+        let native = self.type_name(id, 0);
+        let (kind, size, signed) = self.resolve(id);
+        let (dtype, scalar) = match kind {
+            KIND_PTR => (native.clone(), true),
+            KIND_INT | KIND_ENUM | KIND_ENUM64 if matches!(size, 1 | 2 | 4 | 8) => {
+                let u = if signed { "" } else { "u" };
+                (format!("{u}int{}_t", size * 8), true)
+            }
+            _ => (native.clone(), false),
+        };
+        ValueType {
+            native,
+            dtype,
+            scalar,
+        }
+    }
+
+    /// Kind, size and signedness of `id` once typedefs and qualifiers are looked through.
+    fn resolve(&self, mut id: u32) -> (u32, u32, bool) {
+        for _ in 0..32 {
+            let Some(t) = self.types.get(id as usize) else {
+                break;
+            };
+            match t.kind {
+                KIND_TYPEDEF | 9 | 10 | 11 | 18 => id = t.size,
+                KIND_PTR => return (KIND_PTR, 8, false),
+                KIND_INT => {
+                    let enc = t.params.first().copied().unwrap_or(0);
+                    return (KIND_INT, t.size, (enc >> 24) & 1 == 1);
+                }
+                KIND_ENUM | KIND_ENUM64 => return (t.kind, t.size, false),
+                k => return (k, t.size, false),
+            }
+        }
+        (0, 0, false)
+    }
+
+    /// The C name of type `id` (qualifiers and type tags left out; anonymous and function types
+    /// pointed at become `void`).
+    pub fn type_name(&self, id: u32, depth: usize) -> String {
+        let Some(t) = self.types.get(id as usize).filter(|_| depth < 32) else {
+            return "void".into();
+        };
+        let name = str_at(&self.strings, t.name_off);
+        match t.kind {
+            KIND_PTR => {
+                let inner = self.type_name(t.size, depth + 1);
+                if inner.ends_with('*') {
+                    format!("{inner}*")
+                } else {
+                    format!("{inner} *")
+                }
+            }
+            9 | 10 | 11 | 18 => self.type_name(t.size, depth + 1),
+            _ if name.is_empty() => "void".into(),
+            KIND_STRUCT => format!("struct {name}"),
+            KIND_UNION => format!("union {name}"),
+            KIND_ENUM | KIND_ENUM64 => format!("enum {name}"),
+            KIND_FWD if t.params.first() == Some(&1) => format!("union {name}"),
+            KIND_FWD => format!("struct {name}"),
+            _ => name.to_string(),
+        }
     }
 }
 

@@ -33,6 +33,17 @@ pub enum LinuxError {
     /// A feature this kernel lacks.
     #[error("not available on this kernel: {0}")]
     Unavailable(String),
+    /// A probe that names a kernel function which cannot be traced.
+    #[error("{probe} cannot be traced: {reason}")]
+    Untraceable {
+        /// The probe.
+        probe: String,
+        /// Why.
+        reason: String,
+    },
+    /// The kernel has neither kprobes nor fentry.
+    #[error("fbt provider unavailable: this kernel has no kprobes or fentry")]
+    FbtUnavailable,
     /// A feature we have not built yet.
     #[error("not yet supported: {0}")]
     NotYetSupported(String),

@@ -27,15 +27,16 @@ pub fn have_btf() -> bool {
     std::path::Path::new("/sys/kernel/btf/vmlinux").exists()
 }
 
-/// `Ok` when `fbt` could be built on this kernel; otherwise the reason, as the user should see it.
+/// `Ok` when this kernel has the `fbt` provider (BPF trampolines); otherwise why not, as the user
+/// should see it.
 pub fn fbt_support() -> Result<()> {
-    if have_kprobes() || have_fentry() {
+    if have_fentry() {
+        return Ok(());
+    }
+    if have_kprobes() {
         return Err(LinuxError::NotYetSupported(
-            "the fbt provider (this kernel has kprobes or fentry)".into(),
+            "the fbt provider on kprobes (this kernel has kprobes but no fentry)".into(),
         ));
     }
-    Err(LinuxError::Unavailable(
-        "fbt provider: the kernel has neither kprobes (CONFIG_KPROBES) nor fentry (ftrace function tracer with BTF)"
-            .into(),
-    ))
+    Err(LinuxError::FbtUnavailable)
 }

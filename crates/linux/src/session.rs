@@ -145,7 +145,7 @@ fn speaks_for_current(attach: &AttachPoint) -> bool {
         AttachPoint::Tracepoint { identity, .. } | AttachPoint::RawTracepoint { identity, .. } => {
             *identity == Identity::Current
         }
-        AttachPoint::Profile { .. } | AttachPoint::Uprobe { .. } => true,
+        AttachPoint::Profile { .. } | AttachPoint::Uprobe { .. } | AttachPoint::Fbt { .. } => true,
     }
 }
 
@@ -156,7 +156,7 @@ fn vtime_of_a_task(attach: &AttachPoint) -> bool {
         AttachPoint::Tracepoint { identity, .. } | AttachPoint::RawTracepoint { identity, .. } => {
             !matches!(identity, Identity::FromFields { .. })
         }
-        AttachPoint::Profile { .. } | AttachPoint::Uprobe { .. } => true,
+        AttachPoint::Profile { .. } | AttachPoint::Uprobe { .. } | AttachPoint::Fbt { .. } => true,
     }
 }
 
@@ -442,6 +442,30 @@ impl Session {
                     attachments.push(crate::uprobe::attach(&prog, &site, &name)?);
                     programs.push(prog);
                 }
+                (false, false)
+            }
+            AttachPoint::Fbt {
+                btf_id,
+                ret,
+                args,
+                conditions,
+            } => {
+                let shape = ProbeShape {
+                    ctx: CtxKind::TypedRawTracepoint,
+                    args: args.clone(),
+                    conditions: conditions.clone(),
+                    identity: Identity::Current,
+                    task: self.task,
+                };
+                let kind = match ret {
+                    true => ProgKind::Fexit { btf_id: *btf_id },
+                    false => ProgKind::Fentry { btf_id: *btf_id },
+                };
+                let (prog, report) =
+                    load_capture(kind, &shape, spec, &layout, tag, &fds, &obj, &name)?;
+                filter_report = report;
+                attachments.push(Attachment::tp_btf(&prog, &name)?);
+                programs.push(prog);
                 (false, false)
             }
             AttachPoint::Profile {

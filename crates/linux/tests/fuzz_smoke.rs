@@ -173,6 +173,7 @@ fn proc_text_parsers_survive_mutations() {
         let d = dtrace_linux::ProbeDesc::parse(&text);
         let _ = dtrace_linux::catalog::glob::matches(&d.name, &d.function);
         let _ = dtrace_linux::catalog::profile::probe(&text);
+        let _ = dtrace_linux::catalog::fbt::parse_functions(&text);
     }
 }
 
@@ -211,6 +212,9 @@ fn btf_reader_survives_mutations() {
     ty(&[7, 1 << 24, 4, 32]); // 1: int (INT, 4 bytes, 32 bits)
     ty(&[0, (4 << 24) | 1, 4, 5, 1, 0]); // 2: anonymous struct { int b; }
     ty(&[1, (4 << 24) | 2, 8, 3, 1, 0, 0, 2, 32]); // 3: struct s { int a; <anon> at bit 32 }
+    ty(&[0, 2 << 24, 3]); // 4: struct s *
+    ty(&[0, (13 << 24) | 1, 1, 0, 4]); // 5: int (struct s *)
+    ty(&[3, 12 << 24, 5]); // 6: function a, of prototype 5
     let mut btf = Vec::new();
     btf.extend_from_slice(&0xeb9fu16.to_le_bytes());
     btf.extend_from_slice(&[1, 0]);
@@ -233,12 +237,22 @@ fn btf_reader_survives_mutations() {
         Some(4),
         "found through the anonymous member"
     );
+    let f = b.func_ids()["a"];
+    let sig = b.func_signature(f).unwrap();
+    assert_eq!(sig.params[0].native, "struct s *");
+    assert_eq!(sig.ret.unwrap().dtype, "uint32_t");
     let mut rng = Rng(99);
     for _ in 0..4000 {
         let m = rng.mutate(&btf);
         if let Ok(b) = dtrace_linux::btf::Btf::parse(&m) {
             if let Some(id) = b.struct_id("s") {
                 let _ = b.member_offset(id, "b");
+            }
+            for id in b.func_ids().into_values() {
+                let _ = b.func_signature(id);
+            }
+            for id in 0..b.len() as u32 + 2 {
+                let _ = b.type_name(id, 0);
             }
         }
     }

@@ -70,6 +70,17 @@ impl KernelTracer {
     }
 }
 
+/// Why a description naming the `fbt` provider cannot be served on this kernel (`None`: it can, or
+/// the description does not name `fbt`; an empty provider matches every provider and is left alone).
+fn fbt_refusal(desc: &ProbeDesc) -> Option<ConsumerError> {
+    if desc.provider.is_empty() || !dtrace_framework::glob::field_matches(&desc.provider, "fbt") {
+        return None;
+    }
+    dtrace_linux::features::fbt_support()
+        .err()
+        .map(|e| ConsumerError::Backend(e.to_string()))
+}
+
 impl Tracer for KernelTracer {
     fn plan(&mut self, programs: &[&Program]) {
         self.linux.plan_all(programs);
@@ -84,6 +95,9 @@ impl Tracer for KernelTracer {
             .collect()
     }
     fn exec(&mut self, prog: &Program, options: &Options) -> Result<ExecInfo> {
+        if let Some(e) = prog.ecbs.iter().find_map(|e| fbt_refusal(&e.probe)) {
+            return Err(e);
+        }
         // Per-process providers (`pid123`) are registered for the processes the program names.
         let descs: Vec<ProbeDesc> = prog.ecbs.iter().map(|e| e.probe.clone()).collect();
         let descs = self
@@ -184,6 +198,9 @@ impl Tracer for KernelTracer {
         self.inner.take_aggregation_drops()
     }
     fn list(&mut self, desc: &ProbeDesc) -> Result<Vec<ProbeInfo>> {
+        if let Some(e) = fbt_refusal(desc) {
+            return Err(e);
+        }
         let descs = self
             .linux
             .prepare_user(self.inner.framework(), std::slice::from_ref(desc))

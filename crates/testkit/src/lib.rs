@@ -36,6 +36,81 @@ pub fn skip_unless(available: bool, test: &str, reason: &str) -> bool {
     false
 }
 
+/// A kernel feature a test may need.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KernelFeature {
+    /// kprobes (the kprobe PMU or `kprobe_events`).
+    Kprobes,
+    /// fentry/fexit: BTF and an ftrace function tracer (BPF trampolines).
+    Fentry,
+    /// The kernel's BTF (`/sys/kernel/btf/vmlinux`).
+    Btf,
+    /// uprobes (the uprobe PMU or `uprobe_events`).
+    Uprobes,
+}
+
+/// Name of the environment variable listing the kernel features a run expects (comma-separated:
+/// `kprobes,fentry,btf,uprobes`), as `scripts/vmtest` sets it for its guest: a test needing a listed
+/// feature the kernel seems to lack fails instead of skipping, so a broken detection cannot hide a test.
+pub const EXPECT_ENV: &str = "DTRACE_TEST_KERNEL_HAS";
+
+impl KernelFeature {
+    /// The name used in [`EXPECT_ENV`] and in skip messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            KernelFeature::Kprobes => "kprobes",
+            KernelFeature::Fentry => "fentry",
+            KernelFeature::Btf => "btf",
+            KernelFeature::Uprobes => "uprobes",
+        }
+    }
+
+    /// Whether the running kernel has it.
+    pub fn present(self) -> bool {
+        use std::path::Path;
+        let tracefs = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
+        let in_tracefs = |f: &str| tracefs.iter().any(|r| Path::new(r).join(f).exists());
+        match self {
+            KernelFeature::Kprobes => {
+                Path::new("/sys/bus/event_source/devices/kprobe").exists()
+                    || in_tracefs("kprobe_events")
+            }
+            KernelFeature::Uprobes => {
+                Path::new("/sys/bus/event_source/devices/uprobe").exists()
+                    || in_tracefs("uprobe_events")
+            }
+            KernelFeature::Btf => Path::new("/sys/kernel/btf/vmlinux").exists(),
+            KernelFeature::Fentry => {
+                KernelFeature::Btf.present()
+                    && tracefs.iter().any(|r| {
+                        std::fs::read_to_string(Path::new(r).join("available_filter_functions"))
+                            .is_ok_and(|s| !s.is_empty())
+                    })
+            }
+        }
+    }
+}
+
+/// Returns `true` when the kernel has `feature`. Otherwise the test is skipped with the reason
+/// printed (a kernel without the feature is not a failure, even under [`REQUIRE_ENV`]), unless
+/// [`EXPECT_ENV`] lists the feature: then it panics.
+pub fn kernel_has(feature: KernelFeature, test: &str) -> bool {
+    if feature.present() {
+        return true;
+    }
+    let expected = std::env::var(EXPECT_ENV)
+        .map(|v| v.split(',').any(|f| f.trim() == feature.name()))
+        .unwrap_or(false);
+    if expected {
+        panic!(
+            "{test}: the kernel seems to lack {} but {EXPECT_ENV} says it has it",
+            feature.name()
+        );
+    }
+    eprintln!("SKIP {test}: this kernel has no {}", feature.name());
+    false
+}
+
 /// Whether the effective user is root.
 pub fn is_root() -> bool {
     // The effective uid is in /proc/self/status ("Uid:\treal\teffective\t...").

@@ -1,4 +1,4 @@
-//! Fuzzes the minimal BTF reader.
+//! Fuzzes the minimal BTF reader (struct members, function signatures, type names).
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 
@@ -8,5 +8,11 @@ fuzz_target!(|data: &[u8]| {
             let _ = b.member_offset(id, "tgid");
         }
         let _ = dtrace_linux::btf::TaskOffsets::from_btf(&b);
+        for id in b.func_ids().into_values() {
+            let _ = b.func_signature(id);
+        }
+        for id in 0..b.len() as u32 + 2 {
+            let _ = b.type_name(id, 0);
+        }
     }
 });

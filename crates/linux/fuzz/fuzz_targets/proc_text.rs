@@ -1,4 +1,4 @@
-//! Fuzzes the parsers of /proc and /sys text: kallsyms, maps, stat, CPU lists, probe descriptions.
+//! Fuzzes the parsers of /proc and /sys text: kallsyms, maps, stat, CPU lists, probe descriptions, ftrace's function list.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 
@@ -14,5 +14,6 @@ fuzz_target!(|data: &[u8]| {
         let d = dtrace_linux::ProbeDesc::parse(text);
         let _ = dtrace_linux::catalog::glob::matches(&d.name, &d.function);
         let _ = dtrace_linux::catalog::profile::probe(text);
+        let _ = dtrace_linux::catalog::fbt::parse_functions(text);
     }
 });

@@ -24,6 +24,16 @@ pub enum ProgKind {
         /// Id of the tracepoint's `btf_trace_<name>` typedef.
         btf_id: u32,
     },
+    /// A kernel function's entry through a BPF trampoline: `ctx` is the u64 argument array.
+    Fentry {
+        /// The function's vmlinux BTF id.
+        btf_id: u32,
+    },
+    /// A kernel function's return: the argument array, then the return value.
+    Fexit {
+        /// The function's vmlinux BTF id.
+        btf_id: u32,
+    },
 }
 
 impl ProgKind {
@@ -33,7 +43,9 @@ impl ProgKind {
             ProgKind::RawTracepoint => prog_type::RAW_TRACEPOINT,
             ProgKind::PerfEvent => prog_type::PERF_EVENT,
             ProgKind::Kprobe => prog_type::KPROBE,
-            ProgKind::TpBtf { .. } => prog_type::TRACING,
+            ProgKind::TpBtf { .. } | ProgKind::Fentry { .. } | ProgKind::Fexit { .. } => {
+                prog_type::TRACING
+            }
         }
     }
 }
@@ -115,8 +127,14 @@ impl Program {
             prog_name: sys::object_name(name),
             ..Default::default()
         };
-        if let ProgKind::TpBtf { btf_id } = kind {
-            attr.expected_attach_type = attach_type::TRACE_RAW_TP;
+        let traced = match kind {
+            ProgKind::TpBtf { btf_id } => Some((attach_type::TRACE_RAW_TP, btf_id)),
+            ProgKind::Fentry { btf_id } => Some((attach_type::TRACE_FENTRY, btf_id)),
+            ProgKind::Fexit { btf_id } => Some((attach_type::TRACE_FEXIT, btf_id)),
+            _ => None,
+        };
+        if let Some((expected, btf_id)) = traced {
+            attr.expected_attach_type = expected;
             attr.attach_btf_id = btf_id;
         }
         if let Some(log) = log {

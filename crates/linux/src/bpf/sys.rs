@@ -44,6 +44,8 @@ pub mod prog_type {
 #[allow(missing_docs)]
 pub mod attach_type {
     pub const TRACE_RAW_TP: u32 = 23;
+    pub const TRACE_FENTRY: u32 = 24;
+    pub const TRACE_FEXIT: u32 = 25;
 }
 
 /// `union bpf_attr` for `BPF_MAP_CREATE` (the prefix we fill).

@@ -405,6 +405,25 @@ pub(crate) fn emit_arg(a: &mut Asm, shape: &ProbeShape, src: ArgSource) -> Resul
             need_ctx(shape, CtxKind::RawTracepoint, "a raw argument")?;
             a.load(Size::DW, R0, R6, off16(8 * n as usize, "raw argument")?);
         }
+        ArgSource::FuncArg(_) | ArgSource::FuncRet => {
+            if shape.ctx != CtxKind::TypedRawTracepoint {
+                return Err(LinuxError::Asm(format!(
+                    "a traced function's argument needs an fentry/fexit context, probe has {:?}",
+                    shape.ctx
+                )));
+            }
+            a.store_imm(Size::DW, R10, SCRATCH, 0);
+            a.mov(R1, R6);
+            if let ArgSource::FuncArg(n) = src {
+                a.mov_imm(R2, i32::from(n));
+                a.mov(R3, R10).alu_imm(op::ADD, R3, SCRATCH as i32);
+                a.call(helper::GET_FUNC_ARG);
+            } else {
+                a.mov(R2, R10).alu_imm(op::ADD, R2, SCRATCH as i32);
+                a.call(helper::GET_FUNC_RET);
+            }
+            a.load(Size::DW, R0, R10, SCRATCH);
+        }
         ArgSource::RawArgLoad { arg, offset } => {
             need_ctx(shape, CtxKind::RawTracepoint, "a raw argument")?;
             let done = a.label();

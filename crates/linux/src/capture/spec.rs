@@ -144,8 +144,8 @@ impl CopyRequest {
 
 /// The most copies one probe may request.
 pub const MAX_COPIES: usize = 8;
-/// The most bytes one copy may take.
-pub const MAX_COPY_SIZE: u32 = 8192;
+/// The most bytes one copy may take (a distribution kernel's `task_struct`, ~10 KB, fits).
+pub const MAX_COPY_SIZE: u32 = 16384;
 /// The deepest stack we capture (the kernel's default `perf_event_max_stack`).
 pub const MAX_STACK_DEPTH: u32 = 127;
 /// The most pointer hops in one address.
@@ -276,6 +276,11 @@ pub enum ArgSource {
     },
     /// Argument `n` of a raw tracepoint (`ctx[n]`).
     RawArg(u8),
+    /// Argument `n` of the traced function at an fentry/fexit probe, read with `bpf_get_func_arg`
+    /// (0 past the last), so the verifier does not check its BTF type (function pointers).
+    FuncArg(u8),
+    /// The traced function's return value at an fexit probe (`bpf_get_func_ret`).
+    FuncRet,
     /// The 8 bytes at `offset` in the kernel object raw tracepoint argument `arg` points at (0 when
     /// the pointer is NULL or the read fails): `signal_deliver`'s handler from its `k_sigaction *`.
     RawArgLoad {

@@ -2,6 +2,7 @@
 //! (`syscall:vmlinux:read:entry`, `sdt:sched::sched_switch`, `proc:::exec-success`,
 //! `sched:::on-cpu`, `io:::start`, `profile:::profile-997`), each with typed arguments and what it takes to attach it.
 
+pub mod fbt;
 pub mod glob;
 pub mod io;
 pub mod pid;
@@ -128,6 +129,17 @@ pub enum AttachPoint {
         /// Where it is placed.
         sites: Vec<UserSite>,
     },
+    /// A kernel function's entry (fentry) or return (fexit), through a BPF trampoline.
+    Fbt {
+        /// The function's vmlinux BTF id.
+        btf_id: u32,
+        /// Return (fexit) rather than entry (fentry).
+        ret: bool,
+        /// Where each argument comes from (`FuncArg`/`FuncRet`: the trampoline's arguments).
+        args: Vec<ArgSource>,
+        /// Tests that must hold for the probe to fire (on the argument array).
+        conditions: Vec<Condition>,
+    },
     /// A cpu-clock perf event.
     Profile {
         /// Period in nanoseconds.
@@ -179,6 +191,9 @@ enum Source {
     SyscallReturn(String),
     /// `sdt:<subsystem>::<event>`, from that event's format.
     Sdt(String, String),
+    /// `proc:::exit` on `fbt` ([`fbt::FbtCatalog::group_exit_probe`]), where the exit tracepoint
+    /// cannot tell a process's exit from a thread's.
+    FbtGroupExit,
 }
 
 /// One listed probe: its name, and the probe once built (`None` inside when its format file
@@ -212,6 +227,8 @@ pub struct Catalog {
     formats: Mutex<FormatCache>,
     /// How many format files have been read and parsed.
     reads: AtomicUsize,
+    /// The `fbt` functions, read at the first description naming them (`None`: no `fbt` here).
+    fbt: OnceLock<Option<fbt::FbtCatalog>>,
 }
 
 impl Catalog {
@@ -256,6 +273,11 @@ impl Catalog {
         for p in proc_sched::probes(&some) {
             cat.push(p);
         }
+        if !cat.index.contains_key(&fbt::group_exit_desc())
+            && crate::features::fbt_support().is_ok()
+        {
+            cat.push_lazy(fbt::group_exit_desc(), Source::FbtGroupExit);
+        }
         for p in io::probes_where(|sys, ev| exists.contains(&(sys, ev))) {
             cat.push(p);
         }
@@ -293,6 +315,14 @@ impl Catalog {
         let mut probes = Vec::new();
         probes.extend(syscall::probes(&formats));
         probes.extend(proc_sched::probes(&formats));
+        if !probes.iter().any(|p| p.desc == fbt::group_exit_desc())
+            && crate::features::fbt_support().is_ok()
+        {
+            let exit = fbt::FbtCatalog::load(root)
+                .ok()
+                .and_then(|f| f.group_exit_probe());
+            probes.extend(exit);
+        }
         probes.extend(io::probes(&formats));
         probes.extend(profile::listed_probes());
         probes.extend(sdt::probes(&formats));
@@ -356,6 +386,7 @@ impl Catalog {
                 syscall::return_probe(name, &exit)
             }
             Source::Sdt(sys, ev) => Some(sdt::probe(sys, ev, &*self.format(sys, ev)?)),
+            Source::FbtGroupExit => self.fbt()?.group_exit_probe(),
         }
     }
 
@@ -399,8 +430,31 @@ impl Catalog {
             .collect()
     }
 
+    /// The `fbt` functions of this kernel (read at the first asking), when it has the provider.
+    pub fn fbt(&self) -> Option<&fbt::FbtCatalog> {
+        self.fbt
+            .get_or_init(|| {
+                crate::features::fbt_support().ok()?;
+                fbt::FbtCatalog::load(&self.root).ok()
+            })
+            .as_ref()
+    }
+
+    /// The names of the `fbt` probes matching `pattern` (none where the kernel has no `fbt`).
+    pub fn fbt_descs(&self, pattern: &ProbeDesc) -> Vec<ProbeDesc> {
+        if !glob::matches(&pattern.provider, "fbt") {
+            return Vec::new();
+        }
+        self.fbt()
+            .map(|f| f.descs_matching(pattern))
+            .unwrap_or_default()
+    }
+
     /// The probe with exactly this name, including `profile-N`/`tick-N` for any rate.
     pub fn get(&self, desc: &ProbeDesc) -> Option<Probe> {
+        if desc.provider == "fbt" {
+            return self.fbt()?.probe(desc).ok();
+        }
         if let Some(i) = self.index.get(desc) {
             return self.entries.get(*i).and_then(|e| self.resolve(e).cloned());
         }
@@ -430,6 +484,7 @@ impl Catalog {
             })
             .filter_map(|e| self.resolve(e).cloned())
             .collect();
+        out.extend(self.fbt_matching(pattern)?);
         if out.is_empty() && !glob::has_meta(&pattern.name) {
             if let Some(p) = self.get(pattern) {
                 out.push(p);
@@ -437,6 +492,33 @@ impl Catalog {
         }
         if out.is_empty() {
             return Err(LinuxError::NoSuchProbe(pattern.to_string()));
+        }
+        Ok(out)
+    }
+}
+
+impl Catalog {
+    /// The `fbt` probes matching `pattern`: functions that cannot be traced are left out of a
+    /// glob, and named alone they are an error saying why.
+    fn fbt_matching(&self, pattern: &ProbeDesc) -> Result<Vec<Probe>> {
+        let descs = self.fbt_descs(pattern);
+        let exact =
+            descs.len() == 1 && !glob::has_meta(&pattern.function) && !pattern.function.is_empty();
+        let Some(f) = self.fbt() else {
+            return Ok(Vec::new());
+        };
+        let mut out = Vec::with_capacity(descs.len());
+        for d in &descs {
+            match f.probe(d) {
+                Ok(p) => out.push(p),
+                Err(reason) if exact => {
+                    return Err(LinuxError::Untraceable {
+                        probe: d.to_string(),
+                        reason,
+                    })
+                }
+                Err(_) => {}
+            }
         }
         Ok(out)
     }

@@ -48,6 +48,8 @@ enum Arg {
     Neg(&'static str, &'static str),
     /// The exit reason (`CLD_*`) from the exiting task's `exit_code`.
     ExitReason,
+    /// A record field holding a user string's address: D sees the string (copied at the probe).
+    UserString(&'static str),
     /// Raw tracepoint argument `n`, a `struct task_struct *`, seen in D as the translated type.
     Task(u8, &'static str),
     /// Raw tracepoint argument `n`, of this native and D type.
@@ -99,6 +101,18 @@ const SPECS: &[Spec] = &[
         sys: "sched",
         event: "sched_prepare_exec",
         args: &[Arg::Field("filename", Some("string"))],
+        conds: &[],
+        next_identity: false,
+        raw: false,
+    },
+    // Kernels without `sched_prepare_exec` (before 6.10): the entry of execve(2), whose path is
+    // read from the caller's memory.
+    Spec {
+        provider: "proc",
+        name: "exec",
+        sys: "syscalls",
+        event: "sys_enter_execve",
+        args: &[Arg::UserString("filename")],
         conds: &[],
         next_identity: false,
         raw: false,
@@ -333,6 +347,32 @@ fn build(spec: &Spec, f: &EventFormat) -> Option<Probe> {
                     native: fl.ctype.clone(),
                     dtype: (*dt).into(),
                     copy: None,
+                });
+            }
+            Arg::UserString(n) => {
+                use crate::capture::{AddrBase, AddrExpr, CopyRequest, MemKind};
+                let fl = field(f, n)?;
+                let copy = CopyRequest {
+                    addr: AddrExpr {
+                        base: AddrBase::Arg(args.len()),
+                        offset: 0,
+                        derefs: Vec::new(),
+                        user_derefs: Vec::new(),
+                        index: None,
+                    },
+                    kind: MemKind::UserString,
+                    size: 256,
+                    size_arg: None,
+                };
+                args.push(ArgSource::Field {
+                    offset: fl.offset as u16,
+                    size: fl.size as u8,
+                    signed: false,
+                });
+                types.push(ProbeArg {
+                    native: fl.ctype.clone(),
+                    dtype: "string".into(),
+                    copy: Some(copy),
                 });
             }
             Arg::ExitReason => {

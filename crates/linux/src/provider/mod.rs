@@ -32,7 +32,7 @@ use std::collections::{BTreeSet, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Providers of the catalogue that are registered with the framework (in this order).
-pub const PROVIDERS: [&str; 5] = ["syscall", "proc", "sched", "io", "sdt"];
+pub const PROVIDERS: [&str; 6] = ["syscall", "proc", "sched", "io", "sdt", "fbt"];
 
 /// The state the providers share: the catalogue, the session (created at the first enabling, so
 /// listing probes needs no BPF), the capture needs of the planned programs and the enabled tags.
@@ -141,11 +141,14 @@ impl Shared {
             return Ok(());
         }
         let desc = crate::ProbeDesc::new(&info.provider, &info.module, &info.function, &info.name);
-        let probe = self
-            .catalog
-            .get(&desc)
-            .or_else(|| self.user.get(&desc).cloned())
-            .ok_or_else(|| "no such probe in the kernel's catalogue".to_string())?;
+        let probe = match self.catalog.fbt().filter(|_| desc.provider == "fbt") {
+            Some(fbt) => fbt.probe(&desc)?,
+            None => self
+                .catalog
+                .get(&desc)
+                .or_else(|| self.user.get(&desc).cloned())
+                .ok_or_else(|| "no such probe in the kernel's catalogue".to_string())?,
+        };
         let matching_idx: Vec<usize> = self
             .clauses
             .iter()
@@ -462,12 +465,15 @@ impl LinuxTracing {
 
     /// The provider handles to register, one per provider name of [`PROVIDERS`] the catalogue has.
     pub fn providers(&self) -> Vec<Box<dyn Provider>> {
-        let names: BTreeSet<String> = self
+        let mut names: BTreeSet<String> = self
             .lock()
             .catalog
             .descs()
             .map(|d| d.provider.clone())
             .collect();
+        if crate::features::fbt_support().is_ok() {
+            names.insert("fbt".into());
+        }
         PROVIDERS
             .iter()
             .filter(|n| names.contains(**n))
@@ -700,6 +706,13 @@ impl Provider for LinuxProvider {
                 name: attr(Evolving, Evolving, Common),
                 args: attr(Private, Private, Isa),
             },
+            "fbt" => ProviderAttributes {
+                provider: attr(Evolving, Evolving, Isa),
+                module: private,
+                function: attr(Private, Private, Isa),
+                name: attr(Evolving, Evolving, Isa),
+                args: attr(Private, Private, Isa),
+            },
             "proc" | "sched" | "io" => ProviderAttributes {
                 provider: attr(Evolving, Evolving, Isa),
                 module: private,
@@ -718,12 +731,30 @@ impl Provider for LinuxProvider {
     }
 
     fn provide(&mut self, desc: Option<&DifProbeDesc>, sink: &mut ProbeSink<'_>) {
-        // Every probe of the catalogue is created up front (ids then follow the catalogue's order);
-        // later descriptions find them already there.
+        let sh = self.shared.lock();
+        // fbt's tens of thousands of probes are created as descriptions name them: every function a
+        // glob matches that can be traced, and a function named alone even when it cannot (enabling
+        // it then says why).
+        if self.name == "fbt" {
+            let (Some(desc), Some(fbt)) = (desc, sh.catalog.fbt()) else {
+                return;
+            };
+            let pattern =
+                crate::ProbeDesc::new(&desc.provider, &desc.module, &desc.function, &desc.name);
+            let exact =
+                !pattern.function.is_empty() && !crate::catalog::glob::has_meta(&pattern.function);
+            for d in sh.catalog.fbt_descs(&pattern) {
+                if exact || fbt.probe(&d).is_ok() {
+                    sink.create(&d.module, &d.function, &d.name);
+                }
+            }
+            return;
+        }
+        // Every other probe of the catalogue is created up front (ids then follow the catalogue's
+        // order); later descriptions find them already there.
         if desc.is_some() {
             return;
         }
-        let sh = self.shared.lock();
         for d in sh.catalog.descs().filter(|d| d.provider == self.name) {
             sink.create(&d.module, &d.function, &d.name);
         }

@@ -1609,7 +1609,15 @@ mod tests {
         assert!(m.contains(&kcopy(task, 0, &[], MemKind::KernelBytes, 12)));
         // Too large to join: left apart, and the spec says so.
         let big: Vec<CopyRequest> = (0..9)
-            .map(|i| kcopy(task, i * 8192, &[], MemKind::KernelBytes, 8000))
+            .map(|i| {
+                kcopy(
+                    task,
+                    i * MAX_COPY_SIZE as i32,
+                    &[],
+                    MemKind::KernelBytes,
+                    8000,
+                )
+            })
             .collect();
         assert_eq!(merge_kernel_copies(big.clone()).len(), 9);
         let n = ClauseNeeds {

@@ -1,0 +1,219 @@
+//! The `fbt` provider through `dtrace`: on kernels with BPF trampolines (Debian 12's 6.1, run by
+//! `scripts/vmtest`), entry and return probes of kernel functions count, quantize and chain through
+//! their BTF-typed arguments, globs of a thousand functions attach and detach, and `-l` lists every
+//! traceable function; on kernels with neither kprobes nor fentry, every `fbt` description fails
+//! with one line saying so.
+
+mod common;
+use common::dtrace;
+use dtrace_testkit::{kernel_has, KernelFeature};
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+/// Reads 64 bytes from /dev/zero seven times (static, so no loader reads anything first).
+const PROG: &str = r#"
+#include <fcntl.h>
+#include <unistd.h>
+int main(void) {
+    char buf[64];
+    int fd = open("/dev/zero", O_RDONLY);
+    for (int i = 0; i < 7; i++)
+        read(fd, buf, sizeof buf);
+    close(fd);
+    return 0;
+}
+"#;
+
+const FBT_UNAVAILABLE: &str = "fbt provider unavailable: this kernel has no kprobes or fentry";
+
+fn fentry_ok(test: &str) -> bool {
+    common::kernel_ok(test) && common::have_gcc(test) && kernel_has(KernelFeature::Fentry, test)
+}
+
+fn prog() -> &'static PathBuf {
+    static P: OnceLock<PathBuf> = OnceLock::new();
+    P.get_or_init(|| {
+        common::compile_c(
+            &common::test_dir("fbt"),
+            "fbtprog",
+            PROG,
+            &["-O1", "-static"],
+        )
+    })
+}
+
+/// Runs `dtrace -q -n D -c fbtprog`; returns stdout.
+fn on_prog(d: &str) -> String {
+    let exe = prog().display().to_string();
+    let (rc, out, err) = dtrace(&["-q", "-n", d, "-c", &exe]);
+    assert_eq!(rc, 0, "{err}");
+    out
+}
+
+#[test]
+fn without_kprobes_or_fentry_every_fbt_description_says_why() {
+    if !common::kernel_ok("fbt_unavailable")
+        || KernelFeature::Kprobes.present()
+        || KernelFeature::Fentry.present()
+    {
+        return;
+    }
+    for d in [
+        "fbt::vfs_read:entry",
+        "fbt:::",
+        "fbt:vmlinux:vfs_*:return { trace(arg1); }",
+    ] {
+        let (rc, out, err) = dtrace(&["-n", d]);
+        assert_ne!(rc, 0);
+        assert!(out.is_empty(), "{out}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(FBT_UNAVAILABLE), "{err}");
+    }
+    let (rc, _, err) = dtrace(&["-l", "-P", "fbt"]);
+    assert_ne!(rc, 0);
+    assert_eq!(
+        err.trim_end(),
+        format!("dtrace: failed to list probes: {FBT_UNAVAILABLE}")
+    );
+}
+
+#[test]
+fn vfs_read_entry_counts_exactly_the_reads_of_the_program() {
+    if !fentry_ok("vfs_read_entry_counts") {
+        return;
+    }
+    let out = on_prog("fbt::vfs_read:entry /pid == $target/ { @[execname] = count(); }");
+    assert_eq!(
+        out.trim(),
+        "fbtprog                                                           7"
+    );
+}
+
+#[test]
+fn vfs_read_return_has_the_return_value_in_arg1_and_args1() {
+    if !fentry_ok("vfs_read_return") {
+        return;
+    }
+    let out = on_prog(
+        "fbt::vfs_read:return /pid == $target/ { @q = quantize(arg1); @s = sum(args[1]); } \
+         END { printa(\"sum %@d\\n\", @s); printa(@q); }",
+    );
+    assert!(out.contains("sum 448\n"), "{out}");
+    let row = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("64 |"))
+        .unwrap_or_else(|| panic!("no 64 bucket: {out}"));
+    assert!(row.trim_end().ends_with(" 7"), "{out}");
+}
+
+#[test]
+fn entry_arguments_are_typed_from_btf_and_chain() {
+    if !fentry_ok("fbt_args_chain") {
+        return;
+    }
+    let out = on_prog(
+        "fbt::vfs_read:entry /pid == $target/ { \
+         printf(\"%s %d\\n\", stringof(args[0]->f_path.dentry->d_name.name), args[2]); }",
+    );
+    assert_eq!(out.trim_end(), "zero 64\n".repeat(7).trim_end());
+}
+
+/// How many functions have trampolines now (`enabled_functions` lines).
+fn enabled_functions() -> usize {
+    ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]
+        .iter()
+        .find_map(|r| std::fs::read_to_string(format!("{r}/enabled_functions")).ok())
+        .map_or(0, |s| s.lines().count())
+}
+
+#[test]
+fn a_glob_of_a_thousand_functions_attaches_and_detaches() {
+    if !fentry_ok("fbt_glob") {
+        return;
+    }
+    // The smallest set of functions sharing a first letter that has 1,000 or more.
+    let (rc, out, err) = dtrace(&["-l", "-n", "fbt:vmlinux::entry"]);
+    assert_eq!(rc, 0, "{err}");
+    let mut by_letter = std::collections::BTreeMap::<char, usize>::new();
+    for f in out
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().nth(3))
+    {
+        *by_letter
+            .entry(f.chars().next().unwrap_or(' '))
+            .or_default() += 1;
+    }
+    let (letter, listed) = by_letter
+        .into_iter()
+        .filter(|&(c, n)| c.is_ascii_lowercase() && n >= 1000)
+        .min_by_key(|&(_, n)| n)
+        .expect("a letter with 1,000 functions");
+    let glob = format!("fbt:vmlinux:{letter}*:entry");
+    let before = enabled_functions();
+    let d = format!("{glob} {{ @ = count(); }} BEGIN {{ exit(0); }}");
+    let (rc, _, err) = dtrace(&["-n", &d]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(
+        err.contains(&format!("matched {} probes", listed + 1)),
+        "{err}"
+    );
+    // Trampolines are released after an RCU grace period: wait for it, up to a minute.
+    let mut left = enabled_functions();
+    for _ in 0..600 {
+        if left <= before {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        left = enabled_functions();
+    }
+    assert!(
+        left <= before,
+        "{left} functions still traced (was {before})"
+    );
+}
+
+#[test]
+fn listing_fbt_lists_every_traceable_function() {
+    if !fentry_ok("fbt_list") {
+        return;
+    }
+    let (rc, out, err) = dtrace(&["-l", "-P", "fbt"]);
+    assert_eq!(rc, 0, "{err}");
+    let funcs: std::collections::HashSet<&str> = out
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().nth(3))
+        .collect();
+    assert!(funcs.len() > 10_000, "{} functions", funcs.len());
+    for f in ["vfs_read", "vfs_write", "do_sys_openat2"] {
+        assert!(funcs.contains(f), "{f} not listed");
+    }
+    let avail = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]
+        .iter()
+        .find_map(|r| std::fs::read_to_string(format!("{r}/available_filter_functions")).ok())
+        .unwrap();
+    let avail: std::collections::HashSet<&str> = avail
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert!(funcs.iter().all(|f| avail.contains(f)));
+    // Every traceable function has both probes.
+    let with = |name: &str| -> std::collections::HashSet<&str> {
+        out.lines()
+            .filter(|l| l.ends_with(name))
+            .filter_map(|l| l.split_whitespace().nth(3))
+            .collect()
+    };
+    assert_eq!(with(" entry"), with(" return"));
+}
+
+#[test]
+fn an_untraceable_function_is_named_with_the_reason() {
+    if !fentry_ok("fbt_untraceable") {
+        return;
+    }
+    let (rc, _, err) = dtrace(&["-n", "fbt::no_such_function_dtrace:entry"]);
+    assert_ne!(rc, 0);
+    assert!(err.contains("does not match any probes"), "{err}");
+}

@@ -1,0 +1,419 @@
+//! The `fbt` provider's catalogue: `fbt:<module>:<function>:entry` and `:return` for every function
+//! the kernel lets ftrace trace (`available_filter_functions`, whose `[module]` tags name the module;
+//! `vmlinux` otherwise), attached as fentry/fexit programs (BPF trampolines) on the function's BTF
+//! id. `args[]` are typed from the function's BTF prototype and `arg0..` are the raw values; a
+//! return probe has the return value in `arg1` and `args[1]` (its `arg0`, the offset of the return
+//! instruction in DTrace, is 0: a trampoline does not know which return was taken).
+//!
+//! Listing reads only `available_filter_functions`; the kernel's BTF is read the first time a probe
+//! is built.
+
+use super::{glob, AttachPoint, Probe, ProbeArg, ProbeDesc};
+use crate::btf::{Btf, FuncSignature};
+use crate::capture::{ArgSource, Condition};
+use crate::error::{LinuxError, Result};
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use std::sync::OnceLock;
+
+/// The most arguments a BPF trampoline passes on x86-64.
+pub const MAX_TRAMPOLINE_ARGS: usize = 6;
+
+/// Functions the kernel refuses to build trampolines for, because it calls them around BPF programs
+/// themselves (the verifier's `btf_id_deny` set, over the kernels we know).
+pub const DENIED: &[&str] = &[
+    "migrate_disable",
+    "migrate_enable",
+    "rcu_read_unlock_strict",
+    "preempt_count_add",
+    "preempt_count_sub",
+    "__rcu_read_lock",
+    "__rcu_read_unlock",
+];
+
+/// The module name of functions built into the kernel image.
+pub const KERNEL_MODULE: &str = "vmlinux";
+
+/// The kernel's BTF and its functions by name.
+struct FbtTypes {
+    btf: Btf,
+    ids: HashMap<String, u32>,
+    /// Names of several functions in the BTF (the kernel attaches by name, to the first).
+    several: HashSet<String>,
+}
+
+impl std::fmt::Debug for FbtTypes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "FbtTypes({} functions)", self.ids.len())
+    }
+}
+
+/// Every traceable function of the running kernel.
+#[derive(Debug, Default)]
+pub struct FbtCatalog {
+    /// `(module, function)` in the kernel's order, each once.
+    funcs: Vec<(String, String)>,
+    /// The same pairs, to look one up.
+    index: HashSet<(String, String)>,
+    /// Pairs that name several functions (a trampoline attaches by name, so to only one of them).
+    ambiguous: HashSet<(String, String)>,
+    types: OnceLock<std::result::Result<FbtTypes, String>>,
+}
+
+/// A function's module and name.
+pub type ModFunc = (String, String);
+
+/// The `(module, function)` pairs of an `available_filter_functions` text (`name` or
+/// `name [module]` per line), each once, in the text's order, and those listed more than once
+/// (several static functions of one name). Lines that are not of that shape are skipped.
+pub fn parse_functions(text: &str) -> (Vec<ModFunc>, HashSet<ModFunc>) {
+    let mut seen = HashSet::new();
+    let mut twice = HashSet::new();
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let mut words = line.split_whitespace();
+        let Some(func) = words.next() else { continue };
+        let module = match words.next() {
+            None => KERNEL_MODULE,
+            Some(m) => match m.strip_prefix('[').and_then(|m| m.strip_suffix(']')) {
+                Some(m) if !m.is_empty() && words.next().is_none() => m,
+                _ => continue,
+            },
+        };
+        if func.contains(':') || module.contains(':') {
+            continue;
+        }
+        if seen.insert((module, func)) {
+            out.push((module.to_string(), func.to_string()));
+        } else {
+            twice.insert((module.to_string(), func.to_string()));
+        }
+    }
+    (out, twice)
+}
+
+impl FbtCatalog {
+    /// Reads the functions ftrace can trace from the tracefs at `root`.
+    pub fn load(root: &Path) -> Result<FbtCatalog> {
+        let p = root.join("available_filter_functions");
+        let text = std::fs::read_to_string(&p)
+            .map_err(|e| LinuxError::from_io(p.display().to_string(), e))?;
+        let (funcs, ambiguous) = parse_functions(&text);
+        let mut c = Self::from_functions(funcs);
+        c.ambiguous = ambiguous;
+        Ok(c)
+    }
+
+    /// A catalogue of these `(module, function)` pairs.
+    pub fn from_functions(funcs: Vec<(String, String)>) -> FbtCatalog {
+        FbtCatalog {
+            index: funcs.iter().cloned().collect(),
+            funcs,
+            ambiguous: HashSet::new(),
+            types: OnceLock::new(),
+        }
+    }
+
+    /// How many functions are listed (each has an entry and a return probe).
+    pub fn function_count(&self) -> usize {
+        self.funcs.len()
+    }
+
+    /// The names of the probes matching `pattern` (its provider is not looked at), functions in the
+    /// kernel's order, entry before return.
+    pub fn descs_matching(&self, pattern: &ProbeDesc) -> Vec<ProbeDesc> {
+        let names: Vec<&str> = ["entry", "return"]
+            .into_iter()
+            .filter(|n| glob::matches(&pattern.name, n))
+            .collect();
+        let mut out = Vec::new();
+        if names.is_empty() {
+            return out;
+        }
+        for (m, f) in &self.funcs {
+            if glob::matches(&pattern.module, m) && glob::matches(&pattern.function, f) {
+                for n in &names {
+                    out.push(ProbeDesc::new("fbt", m, f, n));
+                }
+            }
+        }
+        out
+    }
+
+    fn types(&self) -> std::result::Result<&FbtTypes, String> {
+        self.types
+            .get_or_init(|| {
+                let btf = Btf::load_vmlinux().map_err(|e| e.to_string())?;
+                let (ids, several) = btf.func_index();
+                Ok(FbtTypes { btf, ids, several })
+            })
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
+    /// The probe `desc` names, or why it cannot be traced.
+    pub fn probe(&self, desc: &ProbeDesc) -> std::result::Result<Probe, String> {
+        let ret = match desc.name.as_str() {
+            "entry" => false,
+            "return" => true,
+            _ => {
+                return Err(format!(
+                    "fbt probes are named entry or return, not {:?}",
+                    desc.name
+                ))
+            }
+        };
+        if !self
+            .index
+            .contains(&(desc.module.clone(), desc.function.clone()))
+        {
+            return Err(format!(
+                "{}:{} is not a function ftrace can trace (available_filter_functions)",
+                desc.module, desc.function
+            ));
+        }
+        if self
+            .ambiguous
+            .contains(&(desc.module.clone(), desc.function.clone()))
+        {
+            return Err(format!(
+                "not yet supported: {} names several functions of {}",
+                desc.function, desc.module
+            ));
+        }
+        if DENIED.contains(&desc.function.as_str()) {
+            return Err(format!(
+                "the kernel runs BPF programs inside {}, so it cannot be traced with them",
+                desc.function
+            ));
+        }
+        if desc.module != KERNEL_MODULE {
+            return Err(format!(
+                "not yet supported: fbt probes in modules ({} of {})",
+                desc.function, desc.module
+            ));
+        }
+        let types = self.types()?;
+        if types.several.contains(&desc.function) {
+            return Err(format!(
+                "not yet supported: {} names several functions of the kernel",
+                desc.function
+            ));
+        }
+        let id = *types.ids.get(&desc.function).ok_or_else(|| {
+            format!(
+                "{} is not in the kernel's BTF (inlined or without type information)",
+                desc.function
+            )
+        })?;
+        let sig = types
+            .btf
+            .func_signature(id)
+            .ok_or_else(|| format!("{}: malformed BTF prototype", desc.function))?;
+        probe_of(desc, id, &sig, ret)
+    }
+}
+
+/// `proc:::exit`.
+pub fn group_exit_desc() -> ProbeDesc {
+    ProbeDesc::new("proc", "", "", "exit")
+}
+
+/// The function `proc:::exit` fires from where the exit tracepoint has no `group_dead` field: it
+/// is called once by every exiting thread, after its exit code is set, with `group_dead` as its
+/// second argument (true for the thread group's last thread).
+pub const GROUP_EXIT_FUNCTION: &str = "taskstats_exit";
+
+impl FbtCatalog {
+    /// `proc:::exit` (with its exit reason) on the entry of [`GROUP_EXIT_FUNCTION`] when its
+    /// `group_dead` argument is true; `None` when that function cannot be traced here.
+    pub fn group_exit_probe(&self) -> Option<Probe> {
+        let d = ProbeDesc::new("fbt", KERNEL_MODULE, GROUP_EXIT_FUNCTION, "entry");
+        let p = self.probe(&d).ok()?;
+        if p.args.len() != 2 || !p.args[1].dtype.contains("int") {
+            return None;
+        }
+        let AttachPoint::Fbt { btf_id, .. } = p.attach else {
+            return None;
+        };
+        Some(Probe {
+            desc: group_exit_desc(),
+            args: vec![ProbeArg {
+                native: "int".into(),
+                dtype: "int".into(),
+                copy: None,
+            }],
+            attach: AttachPoint::Fbt {
+                btf_id,
+                ret: false,
+                args: vec![ArgSource::ExitReason],
+                // group_dead (an int, argument 1) is not 0.
+                conditions: vec![Condition::MaskSet {
+                    offset: 8,
+                    size: 4,
+                    mask: u32::MAX,
+                }],
+            },
+        })
+    }
+}
+
+/// The probe of function BTF id `id` with signature `sig`.
+pub fn probe_of(
+    desc: &ProbeDesc,
+    id: u32,
+    sig: &FuncSignature,
+    ret: bool,
+) -> std::result::Result<Probe, String> {
+    let f = &desc.function;
+    if sig.variadic {
+        return Err(format!(
+            "{f} takes variable arguments, which BPF trampolines do not pass"
+        ));
+    }
+    if sig.params.len() > MAX_TRAMPOLINE_ARGS {
+        return Err(format!(
+            "{f} takes {} arguments; BPF trampolines pass at most {MAX_TRAMPOLINE_ARGS}",
+            sig.params.len()
+        ));
+    }
+    if let Some(p) = sig.params.iter().find(|p| !p.scalar) {
+        return Err(format!(
+            "{f} takes a {} by value, which BPF trampolines do not pass",
+            p.native
+        ));
+    }
+    // A trampoline is built for the whole prototype: a struct returned by value rules out entry
+    // and return alike.
+    if let Some(r) = sig.ret.as_ref().filter(|r| !r.scalar) {
+        return Err(format!(
+            "{f} returns a {} by value, which BPF trampolines do not pass",
+            r.native
+        ));
+    }
+    let nargs = sig.params.len() as u8;
+    let arg = |native: &str, dtype: &str| ProbeArg {
+        native: native.into(),
+        dtype: dtype.into(),
+        copy: None,
+    };
+    let (args, sources) = if ret {
+        let mut args = vec![arg("int", "int")];
+        let mut sources = vec![ArgSource::Zero];
+        if let Some(r) = &sig.ret {
+            args.push(arg(&r.native, &r.dtype));
+            sources.push(ArgSource::FuncRet);
+        }
+        (args, sources)
+    } else {
+        let args = sig
+            .params
+            .iter()
+            .map(|p| arg(&p.native, &p.dtype))
+            .collect();
+        let sources = (0..nargs).map(ArgSource::FuncArg).collect();
+        (args, sources)
+    };
+    Ok(Probe {
+        desc: desc.clone(),
+        args,
+        attach: AttachPoint::Fbt {
+            btf_id: id,
+            ret,
+            args: sources,
+            conditions: Vec::new(),
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::btf::ValueType;
+
+    #[test]
+    fn functions_are_read_with_their_modules_once() {
+        let (f, twice) =
+            parse_functions("vfs_read\nvfs_read\next4_file_read_iter [ext4]\n\nbad [x] y\nz [] \n");
+        assert!(twice.contains(&("vmlinux".to_string(), "vfs_read".to_string())));
+        assert_eq!(twice.len(), 1);
+        assert_eq!(
+            f,
+            vec![
+                ("vmlinux".to_string(), "vfs_read".to_string()),
+                ("ext4".to_string(), "ext4_file_read_iter".to_string()),
+            ]
+        );
+    }
+
+    #[test]
+    fn descriptions_match_globs_entry_before_return() {
+        let c = FbtCatalog::from_functions(parse_functions("vfs_read\nvfs_write\nksys_read\n").0);
+        let d = c.descs_matching(&ProbeDesc::parse("fbt::vfs_*:"));
+        let names: Vec<String> = d.iter().map(|d| d.to_string()).collect();
+        assert_eq!(
+            names,
+            [
+                "fbt:vmlinux:vfs_read:entry",
+                "fbt:vmlinux:vfs_read:return",
+                "fbt:vmlinux:vfs_write:entry",
+                "fbt:vmlinux:vfs_write:return"
+            ]
+        );
+        assert!(c
+            .descs_matching(&ProbeDesc::parse("fbt::vfs_read:start"))
+            .is_empty());
+        assert!(c
+            .probe(&ProbeDesc::parse("fbt:vmlinux:nope:entry"))
+            .is_err());
+    }
+
+    fn vt(native: &str, dtype: &str, scalar: bool) -> ValueType {
+        ValueType {
+            native: native.into(),
+            dtype: dtype.into(),
+            scalar,
+        }
+    }
+
+    #[test]
+    fn return_value_is_arg1_and_limits_are_named() {
+        let sig = FuncSignature {
+            params: vec![
+                vt("struct file *", "struct file *", true),
+                vt("size_t", "uint64_t", true),
+            ],
+            ret: Some(vt("ssize_t", "int64_t", true)),
+            variadic: false,
+        };
+        let d = ProbeDesc::parse("fbt:vmlinux:vfs_read:return");
+        let p = probe_of(&d, 7, &sig, true).unwrap();
+        assert_eq!(p.args[1].dtype, "int64_t");
+        assert_eq!(
+            p.attach,
+            AttachPoint::Fbt {
+                btf_id: 7,
+                ret: true,
+                args: vec![ArgSource::Zero, ArgSource::FuncRet],
+                conditions: Vec::new(),
+            }
+        );
+        let e = probe_of(&d, 7, &sig, false).unwrap();
+        assert_eq!(e.args[0].native, "struct file *");
+        let mut wide = sig.clone();
+        wide.params = vec![vt("int", "int32_t", true); 7];
+        assert!(probe_of(&d, 7, &wide, false)
+            .unwrap_err()
+            .contains("at most 6"));
+        let mut varargs = sig.clone();
+        varargs.variadic = true;
+        assert!(probe_of(&d, 7, &varargs, true)
+            .unwrap_err()
+            .contains("variable arguments"));
+        let mut byval = sig;
+        byval.params[0] = vt("struct timespec64", "struct timespec64", false);
+        assert!(probe_of(&d, 7, &byval, false)
+            .unwrap_err()
+            .contains("by value"));
+    }
+}
