@@ -112,7 +112,7 @@ fn runtime_errors_are_reported_and_tracing_goes_on() {
     assert_eq!(o.stdout, "still here\n\n");
     assert!(
         o.stderr.starts_with(
-            "dtrace: error on enabled probe ID 2 (ID 1: dtrace:::BEGIN): invalid address (0x0) in action #"
+            "dtrace: error in dt_clause_0 for probe ID 1 (dtrace:::BEGIN): invalid address (0x0) at BPF pc "
         ),
         "{}",
         o.stderr

@@ -589,7 +589,7 @@ impl Decoder {
             if r.action == ActionKind::LibAct && lib_action(r.arg) != Some(LibAction::Print) {
                 i += self.lib_act(recs, i, rec, out)?;
                 for msg in std::mem::take(&mut self.lib_errors) {
-                    let report = status::library_error(cpu, edesc.epid, pdesc, msg);
+                    let report = status::library_error(cpu, edesc.clause, pdesc, msg);
                     if !errfn(&report) {
                         return Err(ConsumerError::DirectAbort);
                     }
@@ -850,22 +850,17 @@ impl Decoder {
             .iter()
             .map(|r| u64_rec(r, rec))
             .collect::<Result<_>>()?;
-        let epid = v[0] as u32;
-        let faulting = self
-            .eprobes
-            .get(&epid)
-            .ok_or(ConsumerError::BadEpid(epid))?;
+        let prid = v[0] as u32;
         let probe = self
             .probes
-            .get(&faulting.probe_id)
+            .get(&prid)
             .cloned()
-            .ok_or(ConsumerError::BadEpid(epid))?;
+            .ok_or(ConsumerError::BadErrorProbe(prid))?;
         Ok(status::error_report(
             cpu,
-            epid,
             &probe,
-            v[1] as i32,
-            v[2] as i32,
+            v[1] as u32,
+            v[2] as i64,
             v[3] as i32,
             v[4],
         ))

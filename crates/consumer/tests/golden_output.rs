@@ -553,12 +553,19 @@ fn error_probe_messages() {
     );
     let mut d = setup(&[ep, err.clone()], &[]);
     d.error_epids.insert(7);
+    // DTrace for Linux's ERROR arguments: probe id, statement id, pc, fault, address or value.
     let r = record(&err, &[i64b(1), i64b(1), i64b(12), i64b(1), i64b(0)]);
-    let res = run(&mut d, &[buf(0, &[r])], false);
+    let r2 = record(&err, &[i64b(1), i64b(0), i64b(5), i64b(11), i64b(8)]);
+    let r3 = record(&err, &[i64b(1), i64b(2), i64b(-1), i64b(4), i64b(0)]);
+    let res = run(&mut d, &[buf(0, &[r, r2, r3])], false);
     assert_eq!(res.out, "");
     assert_eq!(
         res.errors,
-        ["error on enabled probe ID 1 (ID 1: dtrace:::BEGIN): invalid address (0x0) in action #1 at DIF offset 12\n"]
+        [
+            "error in dt_clause_1 for probe ID 1 (dtrace:::BEGIN): invalid address (0x0) at BPF pc 12\n",
+            "error in dt_clause_0 for probe ID 1 (dtrace:::BEGIN): index out of bounds (8) at BPF pc 5\n",
+            "error in dt_clause_2 for probe ID 1 (dtrace:::BEGIN): divide-by-zero\n",
+        ]
     );
 }
 
@@ -748,7 +755,7 @@ fn compiler_form_library_actions_and_setopt_errors() {
     assert_eq!(res.out, "cat=0\nbash=1\nsshd=3\n");
     assert_eq!(
         res.errors,
-        ["error on enabled probe ID 1 (ID 2: dtrace:::END): couldn't set option \"nosuch\" to \"\": invalid option name\n"]
+        ["error in dt_clause_1 for probe ID 2 (dtrace:::END): couldn't set option \"nosuch\" to \"\": invalid option name\n"]
     );
 }
 
