@@ -1,6 +1,6 @@
 //! Optional C preprocessing (`-C`): runs the system `cpp` over the program as DTrace does, with the
-//! `-D`, `-U` and `-I` options and DTrace's predefined macros; its `# line "file"` markers are
-//! understood by the lexer.
+//! `-D`, `-U` and `-I` options, the `cppargs` option's arguments and DTrace's predefined macros; its
+//! `# line "file"` markers are understood by the lexer.
 
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -41,6 +41,7 @@ pub fn preprocess_with_headers(src: &str, opts: &CompileOptions) -> CResult<(Str
     for i in &opts.includes {
         cmd.arg(format!("-I{i}"));
     }
+    cmd.args(&opts.cpp_args);
     cmd.arg("-");
     cmd.stdin(Stdio::piped())
         .stdout(Stdio::piped())

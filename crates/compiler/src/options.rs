@@ -48,6 +48,8 @@ pub struct CompileOptions {
     pub undefs: Vec<String>,
     /// `-I dir`.
     pub includes: Vec<String>,
+    /// `-x cppargs`: further preprocessor arguments, already split at white space.
+    pub cpp_args: Vec<String>,
     /// `-x cpppath`.
     pub cpp_path: String,
     /// How the source was given.
@@ -72,6 +74,7 @@ impl Default for CompileOptions {
             defines: Vec::new(),
             undefs: Vec::new(),
             includes: Vec::new(),
+            cpp_args: Vec::new(),
             cpp_path: "cpp".to_string(),
             source: SourceKind::File,
         }

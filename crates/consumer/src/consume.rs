@@ -216,16 +216,18 @@ impl Default for Decoder {
 }
 
 /// The `CPU     ID                    FUNCTION:NAME` heading (or `CPU FUNCTION` with flowindent).
-pub fn heading(flowindent: bool) -> String {
-    if flowindent {
-        format!("{:>3} {:<41}\n", "CPU", "FUNCTION")
-    } else {
-        format!("{:>3} {:>6} {:>32}\n", "CPU", "ID", "FUNCTION:NAME")
+pub fn heading(flowindent: bool, testing: bool) -> String {
+    match (flowindent, testing) {
+        (true, false) => format!("{:>3} {:<41}\n", "CPU", "FUNCTION"),
+        (true, true) => format!("{:<41}\n", "FUNCTION"),
+        (false, false) => format!("{:>3} {:>6} {:>32}\n", "CPU", "ID", "FUNCTION:NAME"),
+        (false, true) => format!("{:>32}\n", "FUNCTION:NAME"),
     }
 }
 
-/// The per-probe line prefix `dtrace(1)` prints (`  0      1                           :BEGIN `).
-pub fn probe_line(pd: &ProbeData<'_>, flowindent: bool, out: &mut Vec<u8>) {
+/// The per-probe line prefix `dtrace(1)` prints (`  0      1                           :BEGIN `);
+/// `testing` (DTrace for Linux's `_DTRACE_TESTING`) leaves out the CPU and probe ID columns.
+pub fn probe_line(pd: &ProbeData<'_>, flowindent: bool, testing: bool, out: &mut Vec<u8>) {
     let p = pd.pdesc;
     let s = if flowindent {
         let name = if pd.flow == Flow::None {
@@ -240,14 +242,18 @@ pub fn probe_line(pd: &ProbeData<'_>, flowindent: bool, out: &mut Vec<u8>) {
         } else {
             format!("{:w$}{}{}", "", pd.prefix, p.function, w = pd.indent)
         };
-        format!("{:>3} {:<41} ", pd.cpu, name)
+        if testing {
+            format!("{name:<41} ")
+        } else {
+            format!("{:>3} {:<41} ", pd.cpu, name)
+        }
     } else {
-        format!(
-            "{:>3} {:>6} {:>32} ",
-            pd.cpu,
-            p.id,
-            format!("{}:{}", p.function, p.name)
-        )
+        let name = format!("{}:{}", p.function, p.name);
+        if testing {
+            format!("{name:>32} ")
+        } else {
+            format!("{:>3} {:>6} {:>32} ", pd.cpu, p.id, name)
+        }
     };
     out.extend_from_slice(s.as_bytes());
 }
@@ -905,6 +911,9 @@ pub struct DefaultOutput {
     pub quiet: bool,
     /// `-F` / `flowindent`.
     pub flowindent: bool,
+    /// DTrace for Linux's testing mode (`_DTRACE_TESTING` in the environment): probe lines and the
+    /// heading leave out the CPU and ID columns, for output that does not vary between runs.
+    pub testing: bool,
 }
 
 impl DefaultOutput {
@@ -912,12 +921,12 @@ impl DefaultOutput {
     pub fn probe(&mut self, pd: &ProbeData<'_>, out: &mut Vec<u8>) -> ConsumeAction {
         if !self.heading_printed {
             if self.flowindent || !self.quiet {
-                out.extend_from_slice(heading(self.flowindent).as_bytes());
+                out.extend_from_slice(heading(self.flowindent, self.testing).as_bytes());
             }
             self.heading_printed = true;
         }
         if self.flowindent || !self.quiet {
-            probe_line(pd, self.flowindent, out);
+            probe_line(pd, self.flowindent, self.testing, out);
         }
         ConsumeAction::This
     }

@@ -46,7 +46,10 @@ impl FrameworkTracer {
 
     fn apply_options(&mut self, o: &Options) -> Result<()> {
         for (name, value) in &o.explicit()[self.applied..] {
-            if matches!(Options::kind(name), Some((OptKind::Compile, _))) {
+            if matches!(
+                Options::kind(name),
+                Some((OptKind::Compile | OptKind::CppArgs, _))
+            ) {
                 continue;
             }
             match self.fw.set_option(name, value.as_deref()) {

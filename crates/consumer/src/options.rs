@@ -14,6 +14,8 @@ pub const UNSET: i64 = -2;
 pub enum OptKind {
     /// Compile-time option taking no value or a free-form one (compiler's business).
     Compile,
+    /// `cppargs`: further arguments for the preprocessor, split at white space; a value is required.
+    CppArgs,
     /// A size in bytes with optional `k`, `m`, `g`, `t` suffix.
     Size,
     /// A time: a number of nanoseconds with optional unit suffix, or a frequency with `hz`.
@@ -48,6 +50,7 @@ const TABLE: &[(&str, OptKind, bool)] = &[
     ("argref", OptKind::Compile, false),
     ("core", OptKind::Compile, false),
     ("cpp", OptKind::Compile, false),
+    ("cppargs", OptKind::CppArgs, false),
     ("cpphdrs", OptKind::Compile, false),
     ("cpppath", OptKind::Compile, false),
     ("ctypes", OptKind::Compile, false),
@@ -114,6 +117,7 @@ const TABLE: &[(&str, OptKind, bool)] = &[
     ("aggzoom", OptKind::Runtime, true),
     ("flowindent", OptKind::Runtime, true),
     ("quiet", OptKind::Runtime, true),
+    ("quietresize", OptKind::Runtime, true),
     ("rawbytes", OptKind::Runtime, true),
     ("stackindent", OptKind::Runtime, true),
     ("switchrate", OptKind::Rate, true),
@@ -273,6 +277,12 @@ impl Options {
                 }
                 0
             }
+            OptKind::CppArgs => {
+                let words = need(value)?;
+                let list = self.strings.entry(key).or_default();
+                list.extend(words.split_ascii_whitespace().map(str::to_string));
+                0
+            }
             OptKind::Size => parse_size(&need(value)?)?,
             OptKind::Rate => parse_rate(&need(value)?)?,
             OptKind::Runtime => parse_runtime(value)?,
@@ -391,5 +401,14 @@ mod tests {
         o.set("define", Some("B"), false).unwrap();
         assert_eq!(o.strings("define"), ["A=1", "B"]);
         assert_eq!(o.string("define"), Some("B"));
+        // cppargs: split at white space, accumulated, a value required.
+        o.set("cppargs", Some(" -fno-show-column\t-DX=1 "), false)
+            .unwrap();
+        o.set("cppargs", Some("-UY"), false).unwrap();
+        assert_eq!(o.strings("cppargs"), ["-fno-show-column", "-DX=1", "-UY"]);
+        assert!(matches!(
+            o.set("cppargs", None, false),
+            Err(ConsumerError::BadOptionValue(_))
+        ));
     }
 }

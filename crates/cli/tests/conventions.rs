@@ -1,0 +1,119 @@
+//! DTrace for Linux's environment conventions, as its test harness relies on them: `DTRACE_OPT_<NAME>`
+//! sets any option, `cppargs` hands further arguments to the preprocessor, and `_DTRACE_TESTING`
+//! drops the CPU and ID columns of probe lines and their heading.
+
+use std::io::Write;
+use std::process::Command;
+
+struct Out {
+    rc: i32,
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs `dtrace` with a clean slate of DTrace variables plus `env`.
+fn dtrace(env: &[(&str, &str)], args: &[&str]) -> Out {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_dtrace"));
+    c.args(args).env_remove("_DTRACE_TESTING");
+    for (k, _) in std::env::vars() {
+        if k.starts_with("DTRACE_OPT_") {
+            c.env_remove(k);
+        }
+    }
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let o = c.output().unwrap();
+    Out {
+        rc: o.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+    }
+}
+
+fn script(name: &str, text: &str) -> std::path::PathBuf {
+    let p = std::env::temp_dir().join(format!("dtrace-conv-{}-{name}", std::process::id()));
+    std::fs::File::create(&p)
+        .and_then(|mut f| f.write_all(text.as_bytes()))
+        .unwrap();
+    p
+}
+
+#[test]
+fn testing_mode_drops_cpu_and_id_columns() {
+    let prog = "BEGIN { trace(42); exit(0); }";
+    let o = dtrace(&[("_DTRACE_TESTING", "t")], &["-n", prog]);
+    assert_eq!(o.rc, 0);
+    assert_eq!(
+        o.stdout,
+        format!("{:>32}\n{:>32} {:>9}\n\n", "FUNCTION:NAME", ":BEGIN", "42")
+    );
+    assert_eq!(o.stderr, "dtrace: description 'BEGIN ' matched 1 probe\n");
+    // Without it, the columns are there.
+    let o = dtrace(&[], &["-n", prog]);
+    assert!(o
+        .stdout
+        .starts_with("CPU     ID                    FUNCTION:NAME\n"));
+}
+
+#[test]
+fn testing_mode_flowindent_heading() {
+    let o = dtrace(&[("_DTRACE_TESTING", "t")], &["-Fn", "BEGIN { exit(0); }"]);
+    assert_eq!(o.rc, 0);
+    assert_eq!(
+        o.stdout,
+        format!("{:<41}\n{:<41} \n\n", "FUNCTION", "| :BEGIN")
+    );
+}
+
+#[test]
+fn environment_sets_every_option() {
+    // A runtime option.
+    let o = dtrace(
+        &[("DTRACE_OPT_QUIET", "yes")],
+        &["-n", "BEGIN { trace(7); exit(0); }"],
+    );
+    assert_eq!(o.rc, 0);
+    assert_eq!((o.stdout.as_str(), o.stderr.as_str()), ("7\n", ""));
+    // A size, checked like -x's.
+    let o = dtrace(&[("DTRACE_OPT_BUFSIZE", "4q")], &["-n", "BEGIN"]);
+    assert_eq!(o.rc, 1);
+    assert_eq!(
+        o.stderr,
+        "dtrace: failed to set option bufsize from the environment: invalid value for specified option\n"
+    );
+    // A variable naming no option is ignored, as DTrace looks up only the names it knows.
+    let o = dtrace(
+        &[("DTRACE_OPT_NOSUCHOPTION", "1"), ("DTRACE_OPT_QUIET", "")],
+        &["-n", "BEGIN { exit(0); }"],
+    );
+    assert_eq!(o.rc, 0);
+    assert_eq!(o.stderr, "");
+}
+
+#[test]
+fn cppargs_reach_the_preprocessor() {
+    let p = script(
+        "cppargs.d",
+        "#if FOO == 3 && !defined(BAR)\nBEGIN { trace(\"foo3\"); exit(0); }\n#else\nBEGIN { trace(\"other\"); exit(0); }\n#endif\n",
+    );
+    let path = p.to_str().unwrap();
+    let o = dtrace(
+        &[(
+            "DTRACE_OPT_CPPARGS",
+            "-DFOO=3\t-DBAR -fno-show-column  -UBAR",
+        )],
+        &["-Cqs", path],
+    );
+    assert_eq!(
+        (o.rc, o.stdout.as_str(), o.stderr.as_str()),
+        (0, "foo3\n", "")
+    );
+    let o = dtrace(&[], &["-x", "cppargs=-DFOO=4", "-Cqs", path]);
+    assert_eq!((o.rc, o.stdout.as_str()), (0, "other\n"));
+    // The option wants a value.
+    let o = dtrace(&[], &["-x", "cppargs", "-Cqs", path]);
+    assert_eq!(o.rc, 1);
+    assert!(o.stderr.starts_with("dtrace: failed to set -x cppargs: "));
+    let _ = std::fs::remove_file(p);
+}
