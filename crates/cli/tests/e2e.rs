@@ -37,7 +37,7 @@ fn begin_trace_default_output() {
     assert_eq!(
         o.stdout,
         format!(
-            "CPU     ID                    FUNCTION:NAME\n  0      1                           :BEGIN        42  hello{}\n\n",
+            "CPU     ID                    FUNCTION:NAME\n  0      1                           :BEGIN          42  hello{}\n\n",
             " ".repeat(28)
         )
     );
@@ -508,7 +508,7 @@ fn verbose_stability_report_of_begin() {
     assert_eq!(
         o.stdout,
         format!(
-            "{}\nCPU     ID                    FUNCTION:NAME\n  0      1                           :BEGIN         1\n\n",
+            "{}\nCPU     ID                    FUNCTION:NAME\n  0      1                           :BEGIN           1\n\n",
             stability("description BEGIN ", UNSTABLE, STABLE)
         )
     );

@@ -660,7 +660,12 @@ impl<'o> Checker<'o> {
                         "trace( ) may not be applied to a void expression",
                     );
                 }
-                plans.push(Plan::new(ActionKind::DifExpr, Some(v)));
+                let signed = self.types.is_signed(v.ty);
+                let mut p = Plan::new(ActionKind::DifExpr, Some(v));
+                if signed {
+                    p.arg = dtrace_dif::program::TRACE_SIGNED;
+                }
+                plans.push(p);
             }
             "print" => {
                 self.proto_len(n, args.len(), 1, 1, line)?;

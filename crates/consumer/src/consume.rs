@@ -9,7 +9,9 @@
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
-use dtrace_dif::program::{split_libact_arg, ActionKind, LibAction, PrintType, RecDesc};
+use dtrace_dif::program::{
+    split_libact_arg, ActionKind, LibAction, PrintType, RecDesc, TRACE_SIGNED,
+};
 use dtrace_framework::records::{
     fault_eprobe_desc, BufferSnapshot, EprobeDesc, ProbeInfo, EPID_NONE, FAULT_EPID, RECHDR_SIZE,
 };
@@ -788,7 +790,8 @@ impl Decoder {
             }
             _ => {}
         }
-        trace_value(out, bytes, quiet, self.flags.rawbytes);
+        let signed = r.action == ActionKind::DifExpr && r.arg == TRACE_SIGNED;
+        trace_value(out, bytes, quiet, self.flags.rawbytes, signed);
         Ok(1)
     }
 
@@ -873,9 +876,11 @@ impl Decoder {
     }
 }
 
-/// `trace()` of a value by its size: integers right-aligned in a column (` %16lld`, ` %8d`, ` %5d`,
-/// ` %3d`) or bare with `quiet`; anything else as a string or byte dump.
-pub fn trace_value(out: &mut Vec<u8>, b: &[u8], quiet: bool, rawbytes: bool) {
+/// `trace()` of a value by its size, as DTrace for Linux prints it: integers right-aligned in a column
+/// (` %20lld`, ` %10d`, ` %5d`, ` %3d`) or bare with `quiet`, signed or unsigned as the traced
+/// expression's type (`signed`, the record's [`dtrace_dif::program::TRACE_SIGNED`]); anything else as a
+/// string or byte dump.
+pub fn trace_value(out: &mut Vec<u8>, b: &[u8], quiet: bool, rawbytes: bool, signed: bool) {
     let width = |w: i64| {
         if quiet {
             Spec::default()
@@ -888,13 +893,17 @@ pub fn trace_value(out: &mut Vec<u8>, b: &[u8], quiet: bool, rawbytes: bool) {
             if !quiet {
                 out.push(b' ');
             }
-            let (w, v) = match b.len() {
-                8 => (16, recdata::sint(b).unwrap_or(0)),
-                4 => (8, recdata::sint(b).unwrap_or(0)),
-                2 => (5, recdata::uint(b).unwrap_or(0) as i64),
-                _ => (3, recdata::uint(b).unwrap_or(0) as i64),
+            let w = match b.len() {
+                8 => 20,
+                4 => 10,
+                2 => 5,
+                _ => 3,
             };
-            cformat::fmt_signed(out, &width(w), v);
+            if signed {
+                cformat::fmt_signed(out, &width(w), recdata::sint(b).unwrap_or(0));
+            } else {
+                cformat::fmt_unsigned(out, &width(w), recdata::uint(b).unwrap_or(0), b'u');
+            }
         }
         _ => bytes::print_bytes(out, b, -33, quiet, rawbytes),
     }

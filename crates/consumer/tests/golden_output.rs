@@ -77,15 +77,21 @@ fn buf(cpu: u32, recs: &[Vec<u8>]) -> BufferSnapshot {
 
 #[test]
 fn default_probe_lines_and_trace_by_type() {
+    // trace() as DTrace for Linux prints it: ` %20lld`, ` %10d`, ` %5d`, ` %3d`, signed or unsigned
+    // as the traced expression's type says (the record's arg).
+    let s = dtrace_dif::program::TRACE_SIGNED;
     let ep = eprobe(
         1,
         1,
         &[
-            (A::DifExpr, 8, 0, 0),
-            (A::DifExpr, 4, 0, 0),
+            (A::DifExpr, 8, 0, s),
+            (A::DifExpr, 4, 0, s),
             (A::DifExpr, 2, 0, 0),
             (A::DifExpr, 1, 0, 0),
             (A::DifExpr, 32, 0, 0),
+            (A::DifExpr, 4, 0, 0),
+            (A::DifExpr, 1, 0, s),
+            (A::DifExpr, 8, 0, 0),
         ],
     );
     let mut d = setup(std::slice::from_ref(&ep), &[]);
@@ -97,13 +103,16 @@ fn default_probe_lines_and_trace_by_type() {
             vec![0xff, 0xff],
             vec![200],
             strb("hello", 32),
+            i32b(-1),
+            vec![0xff],
+            i64b(-1),
         ],
     );
     let got = run(&mut d, &[buf(0, std::slice::from_ref(&r))], false).out;
-    let want = "CPU     ID                    FUNCTION:NAME\n  0      1                           :BEGIN               -42       -7 65535 200  hello                            \n";
+    let want = "CPU     ID                    FUNCTION:NAME\n  0      1                           :BEGIN                   -42         -7 65535 200  hello                             4294967295  -1 18446744073709551615\n";
     assert_eq!(got, want);
     let got = run(&mut d, &[buf(0, &[r])], true).out;
-    assert_eq!(got, "-42-765535200hello");
+    assert_eq!(got, "-42-765535200hello4294967295-118446744073709551615");
 }
 
 #[test]

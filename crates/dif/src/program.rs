@@ -119,6 +119,10 @@ impl ActionKind {
     }
 }
 
+/// The `arg` of a `trace()` record (`ActionKind::DifExpr`) whose value is a signed integer: DTrace for
+/// Linux prints it signed, and an unsigned one (arg 0) unsigned (`trace((uint32_t)-1)` is 4294967295).
+pub const TRACE_SIGNED: u64 = 1;
+
 /// Consumer-side actions carried as `ActionKind::LibAct` with this number in `arg`; their DIF object (if
 /// any) yields the aggregation id or option value the consumer acts on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
