@@ -425,7 +425,7 @@ impl<'o> Checker<'o> {
                     format!("{fname}( ) prototype mismatch: conversion #{} (%{}) is missing a corresponding value argument", i + 1, c.name),
                 );
             };
-            let p = self.value_plan(a)?;
+            let mut p = self.value_plan(a)?;
             if let Some(v) = p.expr.as_ref().filter(|_| p.kind == ActionKind::DifExpr) {
                 if !self.conv_accepts(c.arg, v.ty) {
                     return err(
@@ -433,6 +433,9 @@ impl<'o> Checker<'o> {
                         line,
                         self.conv_mismatch(fname, &format!("argument #{}", j + 2), i, c, v.ty),
                     );
+                }
+                if self.types.is_integer(v.ty) && !self.types.is_signed(v.ty) {
+                    p.arg = dtrace_dif::program::PRINTF_UNSIGNED;
                 }
             }
             plans.push(p);

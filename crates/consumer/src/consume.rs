@@ -807,14 +807,17 @@ impl Decoder {
         let mut n = 1;
         // Further aggregations of one printa() come as further Printa records with the same format,
         // or (the compiler's form) as DifExpr records holding aggregation ids, as many as the format
-        // has %@ conversions.
+        // has %@ conversions: a printa() without a format has one aggregation, so consecutive
+        // `printa(@a); printa(@b);` are two.
         let wanted = match self.format(r)? {
             Some(f) => f.agg_conversions().max(1),
             None => 1,
         };
         while let Some(nr) = recs.get(i + n) {
-            let same_printa =
-                nr.action == ActionKind::Printa && nr.format == r.format && nr.arg == r.arg;
+            let same_printa = nr.action == ActionKind::Printa
+                && varids.len() < wanted
+                && nr.format == r.format
+                && nr.arg == r.arg;
             let id_expr = nr.action == ActionKind::DifExpr
                 && varids.len() < wanted
                 && matches!(nr.size, 4 | 8);

@@ -157,6 +157,32 @@ fn printf_conversions() {
 }
 
 #[test]
+fn printf_d_of_unsigned_arguments_prints_them_unsigned() {
+    // printf("%d %d %d %i %d\n", a, (uint8_t)x, (uint32_t)y, (uint64_t)z, (int)w) with all bits set: the
+    // compiler marks the unsigned arguments' records, and %d/%i print them as DTrace for Linux does.
+    // The first argument is recorded by the printf action itself (no mark: printed signed).
+    let u = dtrace_dif::program::PRINTF_UNSIGNED;
+    let ep = eprobe(
+        1,
+        1,
+        &[
+            (A::Printf, 8, 1, 0),
+            (A::DifExpr, 8, 0, u),
+            (A::DifExpr, 8, 0, u),
+            (A::DifExpr, 8, 0, u),
+            (A::DifExpr, 8, 0, 0),
+        ],
+    );
+    let mut d = setup(std::slice::from_ref(&ep), &["%d %d %d %i %d\n"]);
+    let r = record(
+        &ep,
+        &[i64b(-1), i64b(255), i64b(4294967295), i64b(-1), i64b(-1)],
+    );
+    let got = run(&mut d, &[buf(0, &[r])], true).out;
+    assert_eq!(got, "-1 255 4294967295 18446744073709551615 -1\n");
+}
+
+#[test]
 fn time_conversions_print_in_the_decoders_zone() {
     use dtrace_consumer::timefmt::Zone;
     let ep = eprobe(1, 1, &[(A::Printf, 8, 1, 0), (A::DifExpr, 8, 0, 0)]);
@@ -502,6 +528,29 @@ fn printa_without_format_prints_a_blank_line_then_rows() {
     let got = run(&mut d, &[buf(0, &[r])], true).out;
     assert!(got.starts_with("\n  cat "), "{got:?}");
     assert_eq!(got.lines().count(), 4);
+}
+
+#[test]
+fn consecutive_printa_without_format_print_each_aggregation() {
+    // printa(@a); printa(@b): two printa() records, each one aggregation, not one joined table.
+    let ep = eprobe(1, 2, &[(A::Printa, 4, 0, 0), (A::Printa, 4, 0, 0)]);
+    let mut d = setup(std::slice::from_ref(&ep), &[]);
+    let a = aggdesc(1, 0, &[(A::DifExpr, 8, 0, 0)], (A::AggSum, 8, 0, 0));
+    let b = aggdesc(2, 1, &[(A::DifExpr, 8, 0, 0)], (A::AggSum, 8, 0, 0));
+    d.aggs.add_desc(a.clone());
+    d.aggs.add_desc(b.clone());
+    d.aggs
+        .merge(&[
+            aggrec(&a, &[i64b(1)], i64b(100)),
+            aggrec(&b, &[i64b(4)], i64b(0)),
+        ])
+        .unwrap();
+    let r = record(&ep, &[i32b(0), i32b(1)]);
+    let got = run(&mut d, &[buf(0, &[r])], true).out;
+    assert_eq!(
+        got,
+        "\n                1              100\n\n                4                0\n"
+    );
 }
 
 #[test]
