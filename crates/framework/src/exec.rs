@@ -444,7 +444,12 @@ impl Framework {
         let ctx = st.ctx;
         match kind {
             ActionKind::Speculate => match self.specs.speculate(val, cpu as usize) {
-                SpecLookup::Use(s) => *st.dest = Dest::Spec(s),
+                SpecLookup::Use(s) => {
+                    if !self.specs.fits(s, cpu as usize, e.layout.size as usize) {
+                        return Ok(false);
+                    }
+                    *st.dest = Dest::Spec(s)
+                }
                 SpecLookup::Nothing => return Ok(false),
                 SpecLookup::Illegal => return Err(ActFault::Outside(FaultKind::IllOp, 0)),
             },

@@ -1241,3 +1241,69 @@ fn exit_stops_the_remaining_clauses_of_the_firing() {
     // BEGIN's first clause, the exit() record, then END: BEGIN's third clause does not run.
     assert_eq!(epids, vec![1, 2, 4]);
 }
+
+#[test]
+fn a_speculative_clause_larger_than_specsize_is_abandoned() {
+    // specsize 16: BEGIN's speculative clause records 24 bytes, so at speculate() the clause is
+    // abandoned (its store to `n` does not happen) and a speculative drop is counted.
+    let opts = Options {
+        specsize: 16,
+        ..Options::default()
+    };
+    let mut fw = Framework::new(opts, 1);
+    let spec_var = ".var spec 1280 scl glb r/w int 8\n";
+    let n_var = ".var n 1281 scl glb r/w int 8\n";
+    let p = program(vec![
+        ecb(
+            "dtrace:::BEGIN",
+            None,
+            vec![act(
+                ActionKind::DifExpr,
+                Some(asm(&format!(
+                    "{spec_var}call speculation, %r1\nstgs %r1, spec\nret %r0\n.rtype int 0\n"
+                ))),
+            )],
+        ),
+        ecb(
+            "dtrace:::BEGIN",
+            None,
+            vec![
+                act(
+                    ActionKind::Speculate,
+                    Some(asm(&format!("{spec_var}ldgs spec, %r1\nret %r1\n"))),
+                ),
+                trace_int(11),
+                act(
+                    ActionKind::DifExpr,
+                    Some(asm(&format!(
+                        "{n_var}setx 1, %r1\nstgs %r1, n\nret %r0\n.rtype int 0\n"
+                    ))),
+                ),
+            ],
+        ),
+        ecb(
+            "dtrace:::BEGIN",
+            None,
+            vec![act(
+                ActionKind::Commit,
+                Some(asm(&format!("{spec_var}ldgs spec, %r1\nret %r1\n"))),
+            )],
+        ),
+        ecb(
+            "dtrace:::BEGIN",
+            None,
+            vec![act(
+                ActionKind::DifExpr,
+                Some(asm(&format!("{n_var}ldgs n, %r1\nret %r1\n"))),
+            )],
+        ),
+    ]);
+    fw.enable(&p, false).unwrap();
+    fw.go().unwrap();
+    let data = fw.switch_buffer(0).unwrap().data;
+    // Only the last clause's record: `n` is still 0.
+    assert_eq!(data.len(), 24);
+    assert_eq!(u32_at(&data, 0), 4);
+    assert_eq!(u64_at(&data, 16), 0);
+    assert_eq!(fw.status().spec_drops, 1);
+}
