@@ -436,7 +436,12 @@ impl Decoder {
                 cpu: Some(cpu),
                 kind: DropKind::Principal,
                 drops,
-                msg: status::cpu_drop_message(DropKind::Principal, drops, cpu),
+                msg: status::cpu_drop_message(
+                    DropKind::Principal,
+                    drops,
+                    cpu,
+                    self.options.is_set("droptags"),
+                ),
             };
             if !dropfn(&r) {
                 return Err(ConsumerError::DirectAbort);

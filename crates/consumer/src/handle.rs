@@ -475,7 +475,8 @@ impl Handle {
     pub fn check_status(&mut self) -> Result<()> {
         let new = self.tracer.status()?;
         self.last_status = Some(Instant::now());
-        for d in status::status_drops(&self.status, &new) {
+        let tags = self.decoder.options.is_set("droptags");
+        for d in status::status_drops(&self.status, &new, tags) {
             self.report_drop(&d)?;
         }
         if new.killed && !self.status.killed {
@@ -516,7 +517,12 @@ impl Handle {
                 cpu: Some(cpu),
                 kind: status::DropKind::Aggregation,
                 drops: n,
-                msg: status::cpu_drop_message(status::DropKind::Aggregation, n, cpu),
+                msg: status::cpu_drop_message(
+                    status::DropKind::Aggregation,
+                    n,
+                    cpu,
+                    self.decoder.options.is_set("droptags"),
+                ),
             };
             let r = self.report_drop(&d);
             self.record(r)?;

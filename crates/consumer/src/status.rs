@@ -106,10 +106,36 @@ pub fn fault_name(code: i32) -> &'static str {
     }
 }
 
-/// `N drops on CPU c` / `N aggregation drops on CPU c`.
-pub fn cpu_drop_message(kind: DropKind, n: u64, cpu: u32) -> String {
+/// The tag `-x droptags` puts before a drop message (`dt_droptag`).
+pub fn droptag(kind: DropKind) -> &'static str {
+    match kind {
+        DropKind::Principal => "DTRACEDROP_PRINCIPAL",
+        DropKind::Aggregation => "DTRACEDROP_AGGREGATION",
+        DropKind::Dynamic => "DTRACEDROP_DYNAMIC",
+        DropKind::DynamicRinse => "DTRACEDROP_DYNRINSE",
+        DropKind::DynamicDirty => "DTRACEDROP_DYNDIRTY",
+        DropKind::Speculative => "DTRACEDROP_SPEC",
+        DropKind::SpeculationBusy => "DTRACEDROP_SPECBUSY",
+        DropKind::SpeculationUnavailable => "DTRACEDROP_SPECUNAVAIL",
+        DropKind::StackStringOverflow => "DTRACEDROP_STKSTROVERFLOW",
+        DropKind::DoubleError => "DTRACEDROP_DBLERROR",
+    }
+}
+
+fn tag_prefix(kind: DropKind, tags: bool) -> String {
+    if tags {
+        format!("[{}] ", droptag(kind))
+    } else {
+        String::new()
+    }
+}
+
+/// `N drops on CPU c` / `N aggregation drops on CPU c`, after `[DTRACEDROP_...] ` when `tags`
+/// (`-x droptags`).
+pub fn cpu_drop_message(kind: DropKind, n: u64, cpu: u32, tags: bool) -> String {
     format!(
-        "{n} {}drop{} on CPU {cpu}",
+        "{}{n} {}drop{} on CPU {cpu}",
+        tag_prefix(kind, tags),
         if kind == DropKind::Aggregation {
             "aggregation "
         } else {
@@ -119,8 +145,8 @@ pub fn cpu_drop_message(kind: DropKind, n: u64, cpu: u32) -> String {
     )
 }
 
-/// Reports for every status counter that grew between `old` and `new`.
-pub fn status_drops(old: &StatusCounters, new: &StatusCounters) -> Vec<DropReport> {
+/// Reports for every status counter that grew between `old` and `new` (tagged when `tags`).
+pub fn status_drops(old: &StatusCounters, new: &StatusCounters, tags: bool) -> Vec<DropReport> {
     let table: [(DropKind, u64, u64, &str, &str); 8] = [
         (
             DropKind::Dynamic,
@@ -188,7 +214,11 @@ pub fn status_drops(old: &StatusCounters, new: &StatusCounters) -> Vec<DropRepor
                 cpu: None,
                 kind,
                 drops: d,
-                msg: format!("{d} {what}{}{tail}", if d > 1 { "s" } else { "" }),
+                msg: format!(
+                    "{}{d} {what}{}{tail}",
+                    tag_prefix(kind, tags),
+                    if d > 1 { "s" } else { "" }
+                ),
             }
         })
         .collect()
@@ -273,11 +303,15 @@ mod tests {
     #[test]
     fn messages_match_dtrace() {
         assert_eq!(
-            cpu_drop_message(DropKind::Principal, 12, 0),
+            cpu_drop_message(DropKind::Principal, 12, 0, false),
             "12 drops on CPU 0"
         );
         assert_eq!(
-            cpu_drop_message(DropKind::Aggregation, 1, 3),
+            cpu_drop_message(DropKind::Principal, 1, 0, true),
+            "[DTRACEDROP_PRINCIPAL] 1 drop on CPU 0"
+        );
+        assert_eq!(
+            cpu_drop_message(DropKind::Aggregation, 1, 3, false),
             "1 aggregation drop on CPU 3"
         );
         let new = StatusCounters {
@@ -285,13 +319,22 @@ mod tests {
             specdrops: 1,
             ..Default::default()
         };
-        let r = status_drops(&StatusCounters::default(), &new);
+        let r = status_drops(&StatusCounters::default(), &new, false);
         let msgs: Vec<&str> = r.iter().map(|d| d.msg.as_str()).collect();
         assert_eq!(
             msgs,
             vec![
                 "5 dynamic variable drops with non-empty dirty list",
                 "1 speculative drop"
+            ]
+        );
+        let r = status_drops(&StatusCounters::default(), &new, true);
+        let msgs: Vec<&str> = r.iter().map(|d| d.msg.as_str()).collect();
+        assert_eq!(
+            msgs,
+            vec![
+                "[DTRACEDROP_DYNDIRTY] 5 dynamic variable drops with non-empty dirty list",
+                "[DTRACEDROP_SPEC] 1 speculative drop"
             ]
         );
         let p = ProbeInfo {
