@@ -46,7 +46,7 @@ fn testing_mode_drops_cpu_and_id_columns() {
     assert_eq!(o.rc, 0);
     assert_eq!(
         o.stdout,
-        format!("{:>32}\n{:>32} {:>9}\n\n", "FUNCTION:NAME", ":BEGIN", "42")
+        format!("{:>32}\n{:>32} {:>11}\n\n", "FUNCTION:NAME", ":BEGIN", "42")
     );
     assert_eq!(o.stderr, "dtrace: description 'BEGIN ' matched 1 probe\n");
     // Without it, the columns are there.

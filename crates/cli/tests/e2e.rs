@@ -37,7 +37,7 @@ fn begin_trace_default_output() {
     assert_eq!(
         o.stdout,
         format!(
-            "CPU     ID                    FUNCTION:NAME\n  0      1                           :BEGIN        42  hello{}\n\n",
+            "CPU     ID                    FUNCTION:NAME\n  0      1                           :BEGIN          42  hello{}\n\n",
             " ".repeat(28)
         )
     );
@@ -112,7 +112,7 @@ fn runtime_errors_are_reported_and_tracing_goes_on() {
     assert_eq!(o.stdout, "still here\n\n");
     assert!(
         o.stderr.starts_with(
-            "dtrace: error on enabled probe ID 2 (ID 1: dtrace:::BEGIN): invalid address (0x0) in action #"
+            "dtrace: error in dt_clause_0 for probe ID 1 (dtrace:::BEGIN): invalid address (0x0) at BPF pc "
         ),
         "{}",
         o.stderr
@@ -508,7 +508,7 @@ fn verbose_stability_report_of_begin() {
     assert_eq!(
         o.stdout,
         format!(
-            "{}\nCPU     ID                    FUNCTION:NAME\n  0      1                           :BEGIN         1\n\n",
+            "{}\nCPU     ID                    FUNCTION:NAME\n  0      1                           :BEGIN           1\n\n",
             stability("description BEGIN ", UNSTABLE, STABLE)
         )
     );

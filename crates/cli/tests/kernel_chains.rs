@@ -64,14 +64,12 @@ fn a_chain_through_null_reports_invalid_address() {
     assert_eq!(out.trim(), "", "{out}");
     let errs: Vec<&str> = err
         .lines()
-        .filter(|l| l.starts_with("dtrace: error on enabled probe ID "))
+        .filter(|l| l.starts_with("dtrace: error in dt_clause_0 for probe ID "))
         .collect();
     assert_eq!(errs.len(), 2, "{err}");
     for e in errs {
         assert!(
-            e.contains(
-                ": syscall:vmlinux:write:entry): invalid address (0x0) in action #1 at DIF offset "
-            ),
+            e.contains("(syscall:vmlinux:write:entry): invalid address (0x0) at BPF pc "),
             "{e}"
         );
     }

@@ -62,7 +62,7 @@ fn copyin_sized_by_the_write_count_prints_the_bytes_written() {
     // invalid address error at the buffer, never the captured prefix alone.
     let errors: Vec<&str> = err
         .lines()
-        .filter(|l| l.contains("error on enabled probe"))
+        .filter(|l| l.contains("dtrace: error in dt_clause_"))
         .collect();
     assert_eq!(errors.len(), 1, "{err}");
     assert!(

@@ -48,7 +48,7 @@ fn setup(test: &str) -> Option<(std::path::PathBuf, String)> {
 
 fn error_lines(err: &str) -> Vec<&str> {
     err.lines()
-        .filter(|l| l.contains("error on enabled probe"))
+        .filter(|l| l.contains("dtrace: error in dt_clause_"))
         .collect()
 }
 

@@ -495,7 +495,7 @@ impl<'o> Checker<'o> {
                     format!("{fname}( ) prototype mismatch: conversion #{} (%{}) is missing a corresponding value argument", i + 1, c.name),
                 );
             };
-            let p = self.value_plan_any(a)?;
+            let mut p = self.value_plan_any(a)?;
             if let Some(v) = p.expr.as_ref().filter(|_| p.kind == ActionKind::DifExpr) {
                 if !self.conv_accepts(c.arg, v.ty) {
                     return err(
@@ -503,6 +503,9 @@ impl<'o> Checker<'o> {
                         line,
                         self.conv_mismatch(fname, &format!("argument #{}", j + 2), i, c, v.ty),
                     );
+                }
+                if self.types.is_integer(v.ty) && !self.types.is_signed(v.ty) {
+                    p.arg = dtrace_dif::program::PRINTF_UNSIGNED;
                 }
             }
             plans.push(p);
@@ -736,7 +739,12 @@ impl<'o> Checker<'o> {
                         "trace( ) may not be applied to a void expression",
                     );
                 }
-                plans.push(Plan::new(ActionKind::DifExpr, Some(v)));
+                let signed = self.types.is_signed(v.ty);
+                let mut p = Plan::new(ActionKind::DifExpr, Some(v));
+                if signed {
+                    p.arg = dtrace_dif::program::TRACE_SIGNED;
+                }
+                plans.push(p);
             }
             "print" => {
                 if matches!(args[0].kind, ExprKind::Agg(_)) {

@@ -16,7 +16,7 @@ fn setup() -> (Decoder, BufferSnapshot) {
     let ep = EprobeDesc {
         epid: 1,
         probe_id: 1,
-        ecb_index: 0,
+        clause: 0,
         size: 56,
         recs: vec![
             RecDesc {

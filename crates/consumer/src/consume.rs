@@ -9,7 +9,9 @@
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
-use dtrace_dif::program::{split_libact_arg, ActionKind, LibAction, PrintType, RecDesc};
+use dtrace_dif::program::{
+    split_libact_arg, ActionKind, LibAction, PrintType, RecDesc, TRACE_SIGNED,
+};
 use dtrace_framework::records::{
     fault_eprobe_desc, BufferSnapshot, EprobeDesc, ProbeInfo, EPID_NONE, FAULT_EPID, RECHDR_SIZE,
 };
@@ -446,7 +448,12 @@ impl Decoder {
                 cpu: Some(cpu),
                 kind: DropKind::Principal,
                 drops,
-                msg: status::cpu_drop_message(DropKind::Principal, drops, cpu),
+                msg: status::cpu_drop_message(
+                    DropKind::Principal,
+                    drops,
+                    cpu,
+                    self.options.is_set("droptags"),
+                ),
             };
             if !dropfn(&r) {
                 return Err(ConsumerError::DirectAbort);
@@ -607,7 +614,7 @@ impl Decoder {
             if r.action == ActionKind::LibAct && lib_action(r.arg) != Some(LibAction::Print) {
                 i += self.lib_act(recs, i, rec, out)?;
                 for msg in std::mem::take(&mut self.lib_errors) {
-                    let report = status::library_error(cpu, edesc.epid, pdesc, msg);
+                    let report = status::library_error(cpu, edesc.clause, pdesc, msg);
                     if !errfn(&report) {
                         return Err(ConsumerError::DirectAbort);
                     }
@@ -800,7 +807,8 @@ impl Decoder {
             }
             _ => {}
         }
-        trace_value(out, bytes, quiet, self.flags.rawbytes);
+        let signed = r.action == ActionKind::DifExpr && r.arg == TRACE_SIGNED;
+        trace_value(out, bytes, quiet, self.flags.rawbytes, signed);
         Ok(1)
     }
 
@@ -816,14 +824,17 @@ impl Decoder {
         let mut n = 1;
         // Further aggregations of one printa() come as further Printa records with the same format,
         // or (the compiler's form) as DifExpr records holding aggregation ids, as many as the format
-        // has %@ conversions.
+        // has %@ conversions: a printa() without a format has one aggregation, so consecutive
+        // `printa(@a); printa(@b);` are two.
         let wanted = match self.format(r)? {
             Some(f) => f.agg_conversions().max(1),
             None => 1,
         };
         while let Some(nr) = recs.get(i + n) {
-            let same_printa =
-                nr.action == ActionKind::Printa && nr.format == r.format && nr.arg == r.arg;
+            let same_printa = nr.action == ActionKind::Printa
+                && varids.len() < wanted
+                && nr.format == r.format
+                && nr.arg == r.arg;
             let id_expr = nr.action == ActionKind::DifExpr
                 && varids.len() < wanted
                 && matches!(nr.size, 4 | 8);
@@ -872,31 +883,28 @@ impl Decoder {
             .iter()
             .map(|r| u64_rec(r, rec))
             .collect::<Result<_>>()?;
-        let epid = v[0] as u32;
-        let faulting = self
-            .eprobes
-            .get(&epid)
-            .ok_or(ConsumerError::BadEpid(epid))?;
+        let prid = v[0] as u32;
         let probe = self
             .probes
-            .get(&faulting.probe_id)
+            .get(&prid)
             .cloned()
-            .ok_or(ConsumerError::BadEpid(epid))?;
+            .ok_or(ConsumerError::BadErrorProbe(prid))?;
         Ok(status::error_report(
             cpu,
-            epid,
             &probe,
-            v[1] as i32,
-            v[2] as i32,
+            v[1] as u32,
+            v[2] as i64,
             v[3] as i32,
             v[4],
         ))
     }
 }
 
-/// `trace()` of a value by its size: integers right-aligned in a column (` %16lld`, ` %8d`, ` %5d`,
-/// ` %3d`) or bare with `quiet`; anything else as a string or byte dump.
-pub fn trace_value(out: &mut Vec<u8>, b: &[u8], quiet: bool, rawbytes: bool) {
+/// `trace()` of a value by its size, as DTrace for Linux prints it: integers right-aligned in a column
+/// (` %20lld`, ` %10d`, ` %5d`, ` %3d`) or bare with `quiet`, signed or unsigned as the traced
+/// expression's type (`signed`, the record's [`dtrace_dif::program::TRACE_SIGNED`]); anything else as a
+/// string or byte dump.
+pub fn trace_value(out: &mut Vec<u8>, b: &[u8], quiet: bool, rawbytes: bool, signed: bool) {
     let width = |w: i64| {
         if quiet {
             Spec::default()
@@ -909,13 +917,17 @@ pub fn trace_value(out: &mut Vec<u8>, b: &[u8], quiet: bool, rawbytes: bool) {
             if !quiet {
                 out.push(b' ');
             }
-            let (w, v) = match b.len() {
-                8 => (16, recdata::sint(b).unwrap_or(0)),
-                4 => (8, recdata::sint(b).unwrap_or(0)),
-                2 => (5, recdata::uint(b).unwrap_or(0) as i64),
-                _ => (3, recdata::uint(b).unwrap_or(0) as i64),
+            let w = match b.len() {
+                8 => 20,
+                4 => 10,
+                2 => 5,
+                _ => 3,
             };
-            cformat::fmt_signed(out, &width(w), v);
+            if signed {
+                cformat::fmt_signed(out, &width(w), recdata::sint(b).unwrap_or(0));
+            } else {
+                cformat::fmt_unsigned(out, &width(w), recdata::uint(b).unwrap_or(0), b'u');
+            }
         }
         _ => bytes::print_bytes(out, b, -33, quiet, rawbytes),
     }

@@ -30,6 +30,9 @@ pub enum ConsumerError {
     /// The buffer names an EPID we have no description for (`EDT_BADEPID`).
     #[error("invalid enabled probe ID {0}")]
     BadEpid(u32),
+    /// An ERROR record names a probe we have no description for (`EDT_BADERROR`).
+    #[error("invalid probe ID {0} in an error record")]
+    BadErrorProbe(u32),
     /// An aggregation id we have no description for (`EDT_BADAGGVAR`).
     #[error("invalid aggregation ID {0}")]
     BadAggId(u32),

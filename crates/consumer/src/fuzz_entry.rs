@@ -171,7 +171,7 @@ pub fn consume_bytes(data: &[u8]) {
             EprobeDesc {
                 epid,
                 probe_id: epid,
-                ecb_index: epid,
+                clause: epid,
                 size,
                 recs,
             },

@@ -217,6 +217,9 @@ pub struct Handle {
     state: State,
     last_error: Option<ConsumerError>,
     err_handler: Option<Box<ErrFn<'static>>>,
+    /// The library's ERROR program, compiled by `handle_err` and enabled by `go` after every program
+    /// of the user's, so that the user's clauses are numbered from 0 (`dt_clause_0`) as in DTrace.
+    error_program: Option<Program>,
     drop_handler: Option<Box<DropFn<'static>>>,
     status: StatusCounters,
     last_switch: Option<Instant>,
@@ -236,6 +239,7 @@ impl Handle {
             state: State::Idle,
             last_error: None,
             err_handler: None,
+            error_program: None,
             drop_handler: None,
             status: StatusCounters::default(),
             last_switch: None,
@@ -396,18 +400,18 @@ impl Handle {
         })
     }
 
-    /// `dtrace_handle_err`: installs the error handler and enables the library's ERROR program.
+    /// `dtrace_handle_err`: installs the error handler and compiles the library's ERROR program,
+    /// which `go` enables.
     pub fn handle_err(&mut self, f: Box<ErrFn<'static>>) -> Result<()> {
-        let r = self
-            .compile_str(
-                ERROR_PROGRAM,
-                ProbeSpec::Script,
-                CompileFlags::default(),
-                &[],
-            )
-            .and_then(|p| self.exec_inner(&p, true));
+        let r = self.compile_str(
+            ERROR_PROGRAM,
+            ProbeSpec::Script,
+            CompileFlags::default(),
+            &[],
+        );
         self.err_handler = Some(f);
-        self.record(r.map(|_| ()))
+        let r = r.map(|p| self.error_program = Some(p));
+        self.record(r)
     }
 
     /// Installs the error handler only (for tracers that enable the ERROR program themselves).
@@ -425,6 +429,11 @@ impl Handle {
         if self.state != State::Idle {
             let r = Err(ConsumerError::BadState("dtrace_go() called twice"));
             return self.record(r);
+        }
+        if let Some(p) = self.error_program.take() {
+            if let Err(e) = self.exec_inner(&p, true) {
+                return self.record(Err(e));
+            }
         }
         let r = self.tracer.go();
         if r.is_ok() {
@@ -509,7 +518,8 @@ impl Handle {
     pub fn check_status(&mut self) -> Result<()> {
         let new = self.tracer.status()?;
         self.last_status = Some(Instant::now());
-        for d in status::status_drops(&self.status, &new) {
+        let tags = self.decoder.options.is_set("droptags");
+        for d in status::status_drops(&self.status, &new, tags) {
             self.report_drop(&d)?;
         }
         if new.killed && !self.status.killed {
@@ -550,7 +560,12 @@ impl Handle {
                 cpu: Some(cpu),
                 kind: status::DropKind::Aggregation,
                 drops: n,
-                msg: status::cpu_drop_message(status::DropKind::Aggregation, n, cpu),
+                msg: status::cpu_drop_message(
+                    status::DropKind::Aggregation,
+                    n,
+                    cpu,
+                    self.decoder.options.is_set("droptags"),
+                ),
             };
             let r = self.report_drop(&d);
             self.record(r)?;

@@ -7,7 +7,7 @@
 //! `%hd`) is accepted for the type check the compiler does and does not change the value, except `hh`,
 //! which narrows to a char as C does.
 
-use dtrace_dif::program::{ActionKind, RecDesc};
+use dtrace_dif::program::{ActionKind, RecDesc, PRINTF_UNSIGNED};
 
 use crate::aggvalue;
 use crate::cformat::{self, Spec};
@@ -538,6 +538,16 @@ fn value(
     width: i64,
 ) -> Result<()> {
     match conv.kind {
+        // %d of an unsigned argument prints it unsigned, as DTrace for Linux does
+        ConvKind::Sint
+            if rec.action == ActionKind::DifExpr
+                && rec.arg == PRINTF_UNSIGNED
+                && conv.ofmt != b'c'
+                && !conv.narrow_char =>
+        {
+            let v = recdata::uint(b).ok_or(mismatch(b.len(), "an integer conversion"))?;
+            cformat::fmt_unsigned(out, spec, v, b'u');
+        }
         ConvKind::Sint => print_sint(out, conv, spec, b, 1)?,
         ConvKind::Uint => print_uint(out, conv, spec, b, 1)?,
         ConvKind::Float => {

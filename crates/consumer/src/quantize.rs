@@ -210,12 +210,9 @@ pub fn print_quantize(
         return Err(mismatch(data.len(), "quantize()"));
     }
     let d = buckets(data);
-    // DTrace never treats the last bucket as "first non-zero": all-zero data shows around zero.
-    let (first, last) = if d[..QUANTIZE_NBUCKETS - 1].iter().all(|&v| v == 0) {
-        (QUANTIZE_ZEROBUCKET - 1, QUANTIZE_ZEROBUCKET + 1)
-    } else {
-        row_range(&d, (0, 0))
-    };
+    // All-zero data shows the rows around zero; data in the last bucket (2^62 and up) shows it and the
+    // row before it (DTrace for Linux; illumos skipped the last bucket when looking for data).
+    let (first, last) = row_range(&d, (QUANTIZE_ZEROBUCKET - 1, QUANTIZE_ZEROBUCKET + 1));
     let (total, signs) = totals(&d, first, last, style.zoom);
     let mut s = String::new();
     header(&mut s);
@@ -378,4 +375,39 @@ pub fn lquantize_sort_key(data: &[u8]) -> (f64, i64) {
         total += lo as f64 * v as f64;
     }
     (total, zero)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn quantize_of(bucket: usize, count: i64) -> String {
+        let mut data = vec![0u8; QUANTIZE_NBUCKETS * 8];
+        data[bucket * 8..bucket * 8 + 8].copy_from_slice(&count.to_ne_bytes());
+        let mut out = Vec::new();
+        print_quantize(&mut out, &data, 1, &GraphStyle::default()).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn data_in_the_last_quantize_bucket_is_shown() {
+        // quantize(1 << 62, 1234): the last bucket and the one before it.
+        let got = quantize_of(QUANTIZE_NBUCKETS - 1, 1234);
+        let rows: Vec<&str> = got.lines().skip(2).collect();
+        assert_eq!(
+            rows,
+            [
+                format!("{:>16} |{:40} 0        ", 1i64 << 61, ""),
+                format!("{:>16} |{} 1234     ", 1i64 << 62, "@".repeat(40)),
+            ]
+        );
+        // No data: the rows around zero.
+        let got = quantize_of(0, 0);
+        let labels: Vec<&str> = got
+            .lines()
+            .skip(2)
+            .map(|l| l.split_whitespace().next().unwrap_or(""))
+            .collect();
+        assert_eq!(labels, ["-1", "0", "1"]);
+    }
 }

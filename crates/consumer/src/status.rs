@@ -1,7 +1,7 @@
 //! DTrace's run-time reports: drops (`12 drops on CPU 0`, `3 dynamic variable drops with non-empty
-//! dirty list`, `1 speculative drop`, ...), the ERROR-probe message (`error on enabled probe ID 2 (ID 1:
-//! dtrace:::BEGIN): invalid address (0x0) in action #1 at DIF offset 12`), fault names, and the status
-//! counters the framework reports.
+//! dirty list`, `1 speculative drop`, ...), the ERROR-probe message in DTrace for Linux's form (`error in
+//! dt_clause_0 for probe ID 1 (dtrace:::BEGIN): invalid address (0x0) at BPF pc 3`), fault names, and the
+//! status counters the framework reports.
 
 use dtrace_framework::records::ProbeInfo;
 
@@ -48,12 +48,12 @@ pub struct DropReport {
 pub struct ErrorReport {
     /// CPU it happened on.
     pub cpu: u32,
-    /// EPID of the faulting enabling.
-    pub epid: u32,
-    /// Action number (0: the predicate).
-    pub action: i32,
-    /// DIF offset, or -1.
-    pub offset: i32,
+    /// Id of the probe whose clause faulted.
+    pub probe_id: u32,
+    /// Statement id of the faulting clause (`dt_clause_N`), -1 when none.
+    pub clause: i64,
+    /// pc of the fault in the clause's code, or -1.
+    pub offset: i64,
     /// Fault code (`DTRACEFLT_*`).
     pub fault: i32,
     /// Faulting address or value.
@@ -99,15 +99,43 @@ pub fn fault_name(code: i32) -> &'static str {
         7 => "invalid user access",
         8 => "tuple stack overflow",
         9 => "bad stack",
+        10 => "invalid size",
+        11 => "index out of bounds",
         1000 => "library-level fault",
         _ => "unknown fault",
     }
 }
 
-/// `N drops on CPU c` / `N aggregation drops on CPU c`.
-pub fn cpu_drop_message(kind: DropKind, n: u64, cpu: u32) -> String {
+/// The tag `-x droptags` puts before a drop message (`dt_droptag`).
+pub fn droptag(kind: DropKind) -> &'static str {
+    match kind {
+        DropKind::Principal => "DTRACEDROP_PRINCIPAL",
+        DropKind::Aggregation => "DTRACEDROP_AGGREGATION",
+        DropKind::Dynamic => "DTRACEDROP_DYNAMIC",
+        DropKind::DynamicRinse => "DTRACEDROP_DYNRINSE",
+        DropKind::DynamicDirty => "DTRACEDROP_DYNDIRTY",
+        DropKind::Speculative => "DTRACEDROP_SPEC",
+        DropKind::SpeculationBusy => "DTRACEDROP_SPECBUSY",
+        DropKind::SpeculationUnavailable => "DTRACEDROP_SPECUNAVAIL",
+        DropKind::StackStringOverflow => "DTRACEDROP_STKSTROVERFLOW",
+        DropKind::DoubleError => "DTRACEDROP_DBLERROR",
+    }
+}
+
+fn tag_prefix(kind: DropKind, tags: bool) -> String {
+    if tags {
+        format!("[{}] ", droptag(kind))
+    } else {
+        String::new()
+    }
+}
+
+/// `N drops on CPU c` / `N aggregation drops on CPU c`, after `[DTRACEDROP_...] ` when `tags`
+/// (`-x droptags`).
+pub fn cpu_drop_message(kind: DropKind, n: u64, cpu: u32, tags: bool) -> String {
     format!(
-        "{n} {}drop{} on CPU {cpu}",
+        "{}{n} {}drop{} on CPU {cpu}",
+        tag_prefix(kind, tags),
         if kind == DropKind::Aggregation {
             "aggregation "
         } else {
@@ -117,8 +145,8 @@ pub fn cpu_drop_message(kind: DropKind, n: u64, cpu: u32) -> String {
     )
 }
 
-/// Reports for every status counter that grew between `old` and `new`.
-pub fn status_drops(old: &StatusCounters, new: &StatusCounters) -> Vec<DropReport> {
+/// Reports for every status counter that grew between `old` and `new` (tagged when `tags`).
+pub fn status_drops(old: &StatusCounters, new: &StatusCounters, tags: bool) -> Vec<DropReport> {
     let table: [(DropKind, u64, u64, &str, &str); 8] = [
         (
             DropKind::Dynamic,
@@ -186,38 +214,48 @@ pub fn status_drops(old: &StatusCounters, new: &StatusCounters) -> Vec<DropRepor
                 cpu: None,
                 kind,
                 drops: d,
-                msg: format!("{d} {what}{}{tail}", if d > 1 { "s" } else { "" }),
+                msg: format!(
+                    "{}{d} {what}{}{tail}",
+                    tag_prefix(kind, tags),
+                    if d > 1 { "s" } else { "" }
+                ),
             }
         })
         .collect()
 }
 
-/// Builds the ERROR-probe report with DTrace's message.
+/// The name DTrace for Linux gives the code of statement `clause` (`dt_clause_N`).
+pub fn clause_name(clause: u32) -> String {
+    format!("dt_clause_{clause}")
+}
+
+/// Builds the ERROR-probe report with DTrace for Linux's message (`dt_handle_err`): `error in
+/// dt_clause_N for probe ID P (prov:mod:func:name): fault[ (detail)][ at BPF pc N]`. The detail is the
+/// address for bad addresses (but not an unknown one, -1), alignments, stacks and sizes, the signed
+/// index for an index out of bounds. The pc is that of the fault in the clause's code: the
+/// instruction index in its DIF, which stands where DTrace for Linux's BPF program counter stands.
 pub fn error_report(
     cpu: u32,
-    epid: u32,
     probe: &ProbeInfo,
-    action: i32,
-    offset: i32,
+    clause: u32,
+    offset: i64,
     fault: i32,
     addr: u64,
 ) -> ErrorReport {
-    let where_ = if action == 0 {
-        "predicate".to_string()
-    } else {
-        format!("action #{action}")
-    };
     let offinfo = if offset != -1 {
-        format!(" at DIF offset {offset}")
+        format!(" at BPF pc {offset}")
     } else {
         String::new()
     };
     let details = match fault {
-        1 | 2 | 9 => format!(" (0x{addr:x})"),
+        1 if addr as i64 == -1 => String::new(),
+        1 | 2 | 9 | 10 => format!(" (0x{addr:x})"),
+        11 => format!(" ({})", addr as i64),
         _ => String::new(),
     };
     let msg = format!(
-        "error on enabled probe ID {epid} (ID {}: {}:{}:{}:{}): {}{details} in {where_}{offinfo}\n",
+        "error in {} for probe ID {} ({}:{}:{}:{}): {}{details}{offinfo}\n",
+        clause_name(clause),
         probe.id,
         probe.provider,
         probe.module,
@@ -227,8 +265,8 @@ pub fn error_report(
     );
     ErrorReport {
         cpu,
-        epid,
-        action,
+        probe_id: probe.id,
+        clause: clause as i64,
         offset,
         fault,
         addr,
@@ -236,18 +274,24 @@ pub fn error_report(
     }
 }
 
-/// A library-level fault in a probe's processing (`dt_handle_liberr`), e.g. a failed `setopt()`.
-pub fn library_error(cpu: u32, epid: u32, probe: &ProbeInfo, fault: String) -> ErrorReport {
+/// A library-level fault in a probe's processing (`dt_handle_liberr`), e.g. a failed `setopt()`:
+/// `error in dt_clause_N for probe ID P (prov:mod:func:name): <fault>`.
+pub fn library_error(cpu: u32, clause: u32, probe: &ProbeInfo, fault: String) -> ErrorReport {
     ErrorReport {
         cpu,
-        epid,
-        action: -1,
+        probe_id: probe.id,
+        clause: -1,
         offset: -1,
         fault: 1000,
         addr: 0,
         msg: format!(
-            "error on enabled probe ID {epid} (ID {}: {}:{}:{}:{}): {fault}\n",
-            probe.id, probe.provider, probe.module, probe.function, probe.name
+            "error in {} for probe ID {} ({}:{}:{}:{}): {fault}\n",
+            clause_name(clause),
+            probe.id,
+            probe.provider,
+            probe.module,
+            probe.function,
+            probe.name
         ),
     }
 }
@@ -259,11 +303,15 @@ mod tests {
     #[test]
     fn messages_match_dtrace() {
         assert_eq!(
-            cpu_drop_message(DropKind::Principal, 12, 0),
+            cpu_drop_message(DropKind::Principal, 12, 0, false),
             "12 drops on CPU 0"
         );
         assert_eq!(
-            cpu_drop_message(DropKind::Aggregation, 1, 3),
+            cpu_drop_message(DropKind::Principal, 1, 0, true),
+            "[DTRACEDROP_PRINCIPAL] 1 drop on CPU 0"
+        );
+        assert_eq!(
+            cpu_drop_message(DropKind::Aggregation, 1, 3, false),
             "1 aggregation drop on CPU 3"
         );
         let new = StatusCounters {
@@ -271,13 +319,22 @@ mod tests {
             specdrops: 1,
             ..Default::default()
         };
-        let r = status_drops(&StatusCounters::default(), &new);
+        let r = status_drops(&StatusCounters::default(), &new, false);
         let msgs: Vec<&str> = r.iter().map(|d| d.msg.as_str()).collect();
         assert_eq!(
             msgs,
             vec![
                 "5 dynamic variable drops with non-empty dirty list",
                 "1 speculative drop"
+            ]
+        );
+        let r = status_drops(&StatusCounters::default(), &new, true);
+        let msgs: Vec<&str> = r.iter().map(|d| d.msg.as_str()).collect();
+        assert_eq!(
+            msgs,
+            vec![
+                "[DTRACEDROP_DYNDIRTY] 5 dynamic variable drops with non-empty dirty list",
+                "[DTRACEDROP_SPEC] 1 speculative drop"
             ]
         );
         let p = ProbeInfo {
@@ -288,12 +345,29 @@ mod tests {
             name: "BEGIN".into(),
         };
         assert_eq!(
-            error_report(0, 2, &p, 1, 12, 1, 0).msg,
-            "error on enabled probe ID 2 (ID 1: dtrace:::BEGIN): invalid address (0x0) in action #1 at DIF offset 12\n"
+            error_report(0, &p, 0, 12, 1, 0).msg,
+            "error in dt_clause_0 for probe ID 1 (dtrace:::BEGIN): invalid address (0x0) at BPF pc 12\n"
         );
         assert_eq!(
-            error_report(0, 3, &p, 0, -1, 4, 0).msg,
-            "error on enabled probe ID 3 (ID 1: dtrace:::BEGIN): divide-by-zero in predicate\n"
+            error_report(0, &p, 3, -1, 4, 0).msg,
+            "error in dt_clause_3 for probe ID 1 (dtrace:::BEGIN): divide-by-zero\n"
+        );
+        // An unknown bad address shows no detail; an index out of bounds shows the signed index.
+        assert_eq!(
+            error_report(0, &p, 1, 7, 1, u64::MAX).msg,
+            "error in dt_clause_1 for probe ID 1 (dtrace:::BEGIN): invalid address at BPF pc 7\n"
+        );
+        assert_eq!(
+            error_report(0, &p, 0, 9, 11, 8).msg,
+            "error in dt_clause_0 for probe ID 1 (dtrace:::BEGIN): index out of bounds (8) at BPF pc 9\n"
+        );
+        assert_eq!(
+            error_report(0, &p, 0, 9, 10, 0x20).msg,
+            "error in dt_clause_0 for probe ID 1 (dtrace:::BEGIN): invalid size (0x20) at BPF pc 9\n"
+        );
+        assert_eq!(
+            library_error(0, 2, &p, "couldn't set option \"x\" to \"1\": Invalid option name".into()).msg,
+            "error in dt_clause_2 for probe ID 1 (dtrace:::BEGIN): couldn't set option \"x\" to \"1\": Invalid option name\n"
         );
     }
 }

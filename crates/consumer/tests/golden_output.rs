@@ -77,15 +77,21 @@ fn buf(cpu: u32, recs: &[Vec<u8>]) -> BufferSnapshot {
 
 #[test]
 fn default_probe_lines_and_trace_by_type() {
+    // trace() as DTrace for Linux prints it: ` %20lld`, ` %10d`, ` %5d`, ` %3d`, signed or unsigned
+    // as the traced expression's type says (the record's arg).
+    let s = dtrace_dif::program::TRACE_SIGNED;
     let ep = eprobe(
         1,
         1,
         &[
-            (A::DifExpr, 8, 0, 0),
-            (A::DifExpr, 4, 0, 0),
+            (A::DifExpr, 8, 0, s),
+            (A::DifExpr, 4, 0, s),
             (A::DifExpr, 2, 0, 0),
             (A::DifExpr, 1, 0, 0),
             (A::DifExpr, 32, 0, 0),
+            (A::DifExpr, 4, 0, 0),
+            (A::DifExpr, 1, 0, s),
+            (A::DifExpr, 8, 0, 0),
         ],
     );
     let mut d = setup(std::slice::from_ref(&ep), &[]);
@@ -97,13 +103,16 @@ fn default_probe_lines_and_trace_by_type() {
             vec![0xff, 0xff],
             vec![200],
             strb("hello", 32),
+            i32b(-1),
+            vec![0xff],
+            i64b(-1),
         ],
     );
     let got = run(&mut d, &[buf(0, std::slice::from_ref(&r))], false).out;
-    let want = "CPU     ID                    FUNCTION:NAME\n  0      1                           :BEGIN               -42       -7 65535 200  hello                            \n";
+    let want = "CPU     ID                    FUNCTION:NAME\n  0      1                           :BEGIN                   -42         -7 65535 200  hello                             4294967295  -1 18446744073709551615\n";
     assert_eq!(got, want);
     let got = run(&mut d, &[buf(0, &[r])], true).out;
-    assert_eq!(got, "-42-765535200hello");
+    assert_eq!(got, "-42-765535200hello4294967295-118446744073709551615");
 }
 
 #[test]
@@ -145,6 +154,32 @@ fn printf_conversions() {
         got,
         "42 hi|   -3|ff    |0002.500|0x1234|1973 Dec  3 17:20:00|a\\tb\\\"|Z%\n"
     );
+}
+
+#[test]
+fn printf_d_of_unsigned_arguments_prints_them_unsigned() {
+    // printf("%d %d %d %i %d\n", a, (uint8_t)x, (uint32_t)y, (uint64_t)z, (int)w) with all bits set: the
+    // compiler marks the unsigned arguments' records, and %d/%i print them as DTrace for Linux does.
+    // The first argument is recorded by the printf action itself (no mark: printed signed).
+    let u = dtrace_dif::program::PRINTF_UNSIGNED;
+    let ep = eprobe(
+        1,
+        1,
+        &[
+            (A::Printf, 8, 1, 0),
+            (A::DifExpr, 8, 0, u),
+            (A::DifExpr, 8, 0, u),
+            (A::DifExpr, 8, 0, u),
+            (A::DifExpr, 8, 0, 0),
+        ],
+    );
+    let mut d = setup(std::slice::from_ref(&ep), &["%d %d %d %i %d\n"]);
+    let r = record(
+        &ep,
+        &[i64b(-1), i64b(255), i64b(4294967295), i64b(-1), i64b(-1)],
+    );
+    let got = run(&mut d, &[buf(0, &[r])], true).out;
+    assert_eq!(got, "-1 255 4294967295 18446744073709551615 -1\n");
 }
 
 #[test]
@@ -496,6 +531,29 @@ fn printa_without_format_prints_a_blank_line_then_rows() {
 }
 
 #[test]
+fn consecutive_printa_without_format_print_each_aggregation() {
+    // printa(@a); printa(@b): two printa() records, each one aggregation, not one joined table.
+    let ep = eprobe(1, 2, &[(A::Printa, 4, 0, 0), (A::Printa, 4, 0, 0)]);
+    let mut d = setup(std::slice::from_ref(&ep), &[]);
+    let a = aggdesc(1, 0, &[(A::DifExpr, 8, 0, 0)], (A::AggSum, 8, 0, 0));
+    let b = aggdesc(2, 1, &[(A::DifExpr, 8, 0, 0)], (A::AggSum, 8, 0, 0));
+    d.aggs.add_desc(a.clone());
+    d.aggs.add_desc(b.clone());
+    d.aggs
+        .merge(&[
+            aggrec(&a, &[i64b(1)], i64b(100)),
+            aggrec(&b, &[i64b(4)], i64b(0)),
+        ])
+        .unwrap();
+    let r = record(&ep, &[i32b(0), i32b(1)]);
+    let got = run(&mut d, &[buf(0, &[r])], true).out;
+    assert_eq!(
+        got,
+        "\n                1              100\n\n                4                0\n"
+    );
+}
+
+#[test]
 fn clear_trunc_normalize_actions() {
     // normalize(@, 2); printa(@); trunc(@, 1); printa(@); clear(@); printa("%@d\n", @)
     let ep = eprobe(
@@ -553,12 +611,19 @@ fn error_probe_messages() {
     );
     let mut d = setup(&[ep, err.clone()], &[]);
     d.error_epids.insert(7);
+    // DTrace for Linux's ERROR arguments: probe id, statement id, pc, fault, address or value.
     let r = record(&err, &[i64b(1), i64b(1), i64b(12), i64b(1), i64b(0)]);
-    let res = run(&mut d, &[buf(0, &[r])], false);
+    let r2 = record(&err, &[i64b(1), i64b(0), i64b(5), i64b(11), i64b(8)]);
+    let r3 = record(&err, &[i64b(1), i64b(2), i64b(-1), i64b(4), i64b(0)]);
+    let res = run(&mut d, &[buf(0, &[r, r2, r3])], false);
     assert_eq!(res.out, "");
     assert_eq!(
         res.errors,
-        ["error on enabled probe ID 1 (ID 1: dtrace:::BEGIN): invalid address (0x0) in action #1 at DIF offset 12\n"]
+        [
+            "error in dt_clause_1 for probe ID 1 (dtrace:::BEGIN): invalid address (0x0) at BPF pc 12\n",
+            "error in dt_clause_0 for probe ID 1 (dtrace:::BEGIN): index out of bounds (8) at BPF pc 5\n",
+            "error in dt_clause_2 for probe ID 1 (dtrace:::BEGIN): divide-by-zero\n",
+        ]
     );
 }
 
@@ -748,7 +813,7 @@ fn compiler_form_library_actions_and_setopt_errors() {
     assert_eq!(res.out, "cat=0\nbash=1\nsshd=3\n");
     assert_eq!(
         res.errors,
-        ["error on enabled probe ID 1 (ID 2: dtrace:::END): couldn't set option \"nosuch\" to \"\": invalid option name\n"]
+        ["error in dt_clause_1 for probe ID 2 (dtrace:::END): couldn't set option \"nosuch\" to \"\": invalid option name\n"]
     );
 }
 

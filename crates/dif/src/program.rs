@@ -119,6 +119,16 @@ impl ActionKind {
     }
 }
 
+/// The `arg` of a `trace()` record (`ActionKind::DifExpr`) whose value is a signed integer: DTrace for
+/// Linux prints it signed, and an unsigned one (arg 0) unsigned (`trace((uint32_t)-1)` is 4294967295).
+pub const TRACE_SIGNED: u64 = 1;
+
+/// The `arg` of a `printf()` argument record (`ActionKind::DifExpr`) whose value is an unsigned
+/// integer: DTrace for Linux's `%d` and `%i` print it unsigned (`printf("%s %d", s, (uint8_t)-1)`
+/// prints 255). The first argument is recorded by the printf action itself, whose `arg` is the
+/// format's index (and DOF's the format string's offset), so it has no such mark and prints signed.
+pub const PRINTF_UNSIGNED: u64 = 2;
+
 /// Consumer-side actions carried as `ActionKind::LibAct` with this number in `arg`; their DIF object (if
 /// any) yields the aggregation id or option value the consumer acts on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -27,10 +27,10 @@ enum Dest {
 enum Outcome {
     Done,
     Fault {
-        action: u64,
         kind: FaultKind,
         addr: u64,
-        dif_offset: u64,
+        /// Instruction of the fault in the clause's code, or `FAULT_NO_OFFSET`.
+        pc: u64,
     },
 }
 
@@ -165,24 +165,24 @@ impl Framework {
             self.machine.begin_firing();
         }
         for k in 0..n {
+            // Each clause starts by checking that tracing is still active, as DTrace for Linux's
+            // clauses do: after exit() (in an earlier clause of this firing, or in an ERROR clause
+            // it triggered) the remaining clauses of a probe other than END and ERROR do not run.
+            if !in_error && probe != END && self.status.exit_status.is_some() {
+                break;
+            }
             let i = self.probe_ecbs[probe as usize][k];
             let e = &ecbs[i];
-            if let Outcome::Fault {
-                action,
-                kind,
-                addr,
-                dif_offset,
-            } = self.run_ecb(e, cpu, ctx, mem, ts)
-            {
+            if let Outcome::Fault { kind, addr, pc } = self.run_ecb(e, cpu, ctx, mem, ts) {
                 self.status.errors += 1;
                 if in_error {
                     self.status.dblerrors += 1;
                     continue;
                 }
                 let rec = FaultRecord {
-                    epid: e.epid,
-                    action,
-                    dif_offset,
+                    probe: e.probe,
+                    clause: e.clause,
+                    pc,
                     kind: kind.code(),
                     addr,
                 };
@@ -192,7 +192,8 @@ impl Framework {
     }
 
     /// Reports a fault: a fault record in the CPU's buffer (when enabled), then `dtrace:::ERROR` with
-    /// arg1 = EPID, arg2 = action index, arg3 = DIF offset, arg4 = fault kind, arg5 = address.
+    /// DTrace for Linux's arguments: arg1 = probe id, arg2 = statement id of the clause, arg3 = pc in
+    /// the clause's code, arg4 = fault kind, arg5 = address.
     fn fire_error(
         &mut self,
         ecbs: &[Ecb],
@@ -213,9 +214,9 @@ impl Framework {
             args: [0; 10],
             ..ctx.clone()
         };
-        ectx.args[1] = rec.epid as u64;
-        ectx.args[2] = rec.action;
-        ectx.args[3] = rec.dif_offset;
+        ectx.args[1] = rec.probe as u64;
+        ectx.args[2] = rec.clause as u64;
+        ectx.args[3] = rec.pc;
         ectx.args[4] = rec.kind as u64;
         ectx.args[5] = rec.addr;
         self.in_error = true;
@@ -277,10 +278,9 @@ impl Framework {
                 Ok(_) => {}
                 Err(f) => {
                     return Outcome::Fault {
-                        action: 0,
                         kind: f.kind,
                         addr: f.addr,
-                        dif_offset: f.dif_offset(),
+                        pc: f.pc as u64,
                     }
                 }
             }
@@ -335,16 +335,17 @@ impl Framework {
                     break;
                 }
                 Err(f) => {
-                    let (kind, addr, dif_offset) = match f {
-                        ActFault::Dif(f) => (f.kind, f.addr, f.dif_offset()),
-                        ActFault::Outside(k, a) => (k, a, FAULT_NO_OFFSET),
+                    // The pc counts the clause's DIF objects as one sequence; a fault outside DIF
+                    // (the action itself) is placed at its expression's last instruction.
+                    let base = e.code_base.get(ai).copied().unwrap_or(0);
+                    let (kind, addr, pc) = match f {
+                        ActFault::Dif(f) => (f.kind, f.addr, base + f.pc as u64),
+                        ActFault::Outside(k, a) => match e.code_base.get(ai + 1) {
+                            Some(&end) if end > 0 => (k, a, end - 1),
+                            _ => (k, a, FAULT_NO_OFFSET),
+                        },
                     };
-                    outcome = Outcome::Fault {
-                        action: ai as u64 + 1,
-                        kind,
-                        addr,
-                        dif_offset,
-                    };
+                    outcome = Outcome::Fault { kind, addr, pc };
                     break;
                 }
             }
@@ -443,7 +444,12 @@ impl Framework {
         let ctx = st.ctx;
         match kind {
             ActionKind::Speculate => match self.specs.speculate(val, cpu as usize) {
-                SpecLookup::Use(s) => *st.dest = Dest::Spec(s),
+                SpecLookup::Use(s) => {
+                    if !self.specs.fits(s, cpu as usize, e.layout.size as usize) {
+                        return Ok(false);
+                    }
+                    *st.dest = Dest::Spec(s)
+                }
                 SpecLookup::Nothing => return Ok(false),
                 SpecLookup::Illegal => return Err(ActFault::Outside(FaultKind::IllOp, 0)),
             },

@@ -183,8 +183,14 @@ pub struct Status {
 #[derive(Clone)]
 pub(crate) struct Ecb {
     pub(crate) epid: u32,
-    pub(crate) ecb_index: u32,
+    /// Statement id of the clause (DTrace for Linux's `dt_clause_N`), counted over every program
+    /// enabled in this session.
+    pub(crate) clause: u32,
     pub(crate) probe: u32,
+    /// Where each DIF object of the clause starts when the predicate's and the actions' code are
+    /// counted as one sequence (DTrace for Linux compiles a clause into one program): the predicate
+    /// at 0, then action `i` at `code_base[i]`; the last entry is the clause's length.
+    pub(crate) code_base: Vec<u64>,
     /// The predicate, decoded once for the interpreter.
     pub(crate) predicate: Option<Prepared>,
     pub(crate) actions: Vec<ActionDesc>,
@@ -232,6 +238,8 @@ pub struct Framework {
     pub(crate) rng: u64,
     pub(crate) requests: Vec<DestructiveRequest>,
     pub(crate) next_aggid: u32,
+    /// Statement id the next enabled clause gets.
+    pub(crate) next_clause: u32,
     pub(crate) last_clean: u64,
     /// The context BEGIN and END fire in (the consumer's process).
     pub(crate) consumer_ctx: FiringContext,
@@ -289,6 +297,7 @@ impl Framework {
             rng: 0x9e37_79b9_7f4a_7c15,
             requests: Vec::new(),
             next_aggid: 1,
+            next_clause: 0,
             last_clean: 0,
             consumer_ctx: FiringContext::default(),
             consumer_mem: None,
@@ -532,10 +541,11 @@ impl Framework {
                         recs: a.recs.clone(),
                     });
                 }
+                let clause = self.next_clause + i as u32;
                 out.eprobes.push(EprobeDesc {
                     epid,
                     probe_id: id,
-                    ecb_index: i as u32,
+                    clause,
                     size: layout.size,
                     recs: layout.principal_recs(),
                 });
@@ -545,8 +555,9 @@ impl Framework {
                 self.probe_ecbs[id as usize].push(self.ecbs.len());
                 self.ecbs.push(Ecb {
                     epid,
-                    ecb_index: i as u32,
+                    clause,
                     probe: id,
+                    code_base: code_base(e),
                     predicate: e.predicate.clone().map(Prepared::new),
                     actions: e.actions.clone(),
                     difos: e
@@ -559,6 +570,7 @@ impl Framework {
                 });
             }
         }
+        self.next_clause += program.ecbs.len() as u32;
         let mut probes: Vec<u32> = self.ecbs.iter().map(|e| e.probe).collect();
         probes.sort_unstable();
         probes.dedup();
@@ -575,7 +587,7 @@ impl Framework {
         Some(EprobeDesc {
             epid,
             probe_id: e.probe,
-            ecb_index: e.ecb_index,
+            clause: e.clause,
             size: e.layout.size,
             recs: e.layout.principal_recs(),
         })
@@ -868,4 +880,18 @@ impl Framework {
     pub fn vars(&self) -> &VarState {
         &self.vars
     }
+}
+
+/// The start of each DIF object of clause `e` in the clause's code taken as one sequence (predicate,
+/// then the actions in order), and its total length, in instructions.
+fn code_base(e: &dtrace_dif::program::EcbDesc) -> Vec<u64> {
+    let len = |o: Option<&dtrace_dif::object::DifObject>| o.map_or(0, |o| o.text.len() as u64);
+    let mut at = len(e.predicate.as_ref());
+    let mut v = Vec::with_capacity(e.actions.len() + 1);
+    for a in &e.actions {
+        v.push(at);
+        at += len(a.difo.as_ref());
+    }
+    v.push(at);
+    v
 }

@@ -38,8 +38,9 @@ pub struct EprobeDesc {
     pub epid: u32,
     /// Id of the probe it enables.
     pub probe_id: u32,
-    /// Index of the ECB (clause) in the program it came from.
-    pub ecb_index: u32,
+    /// Statement id of the clause it runs (DTrace for Linux's `dt_clause_N`): clauses are numbered
+    /// from 0 over every program enabled, one per probe description of a clause.
+    pub clause: u32,
     /// Total size in bytes of one record, header included.
     pub size: u32,
     /// The data records, in action order.
@@ -101,14 +102,15 @@ pub struct BufferSnapshot {
 /// `dtrace: error on enabled probe ID ...` prints, in order with the other records.
 pub const FAULT_EPID: u32 = u32::MAX;
 
-/// The DIF offset in a fault record when the fault did not happen in DIF (DTrace's -1).
+/// The pc in a fault record when the fault has no place in the clause's code (DTrace's -1).
 pub const FAULT_NO_OFFSET: u64 = u64::MAX;
 
 /// Layout of fault records: after the 12-byte header (EPID [`FAULT_EPID`], timestamp) and 4 bytes of
-/// padding, five u64s as the ERROR probe's `arg1`..`arg5`: the faulting EPID, the action index (0 for
-/// the predicate, N for action #N), the DIF offset ([`FAULT_NO_OFFSET`] when not in DIF), the fault kind
-/// (`DTRACEFLT_*`, `dtrace_dif::vm::FaultKind::code`) and the faulting address. The probe id is that of
-/// `dtrace:::ERROR` (3).
+/// padding, five u64s as DTrace for Linux's ERROR probe's `arg1`..`arg5`: the id of the probe that
+/// fired, the statement id of the faulting clause, the pc of the fault in the clause's code (its
+/// predicate's and actions' DIF counted as one sequence of instructions; [`FAULT_NO_OFFSET`] when it has
+/// none), the fault kind (`DTRACEFLT_*`, `dtrace_dif::vm::FaultKind::code`) and the faulting address or
+/// value. The probe id is that of `dtrace:::ERROR` (3).
 pub fn fault_eprobe_desc() -> EprobeDesc {
     let rec = |i: u32| RecDesc {
         action: dtrace_dif::program::ActionKind::DifExpr,
@@ -121,7 +123,7 @@ pub fn fault_eprobe_desc() -> EprobeDesc {
     EprobeDesc {
         epid: FAULT_EPID,
         probe_id: 3,
-        ecb_index: u32::MAX,
+        clause: u32::MAX,
         size: 56,
         recs: (0..5).map(rec).collect(),
     }
@@ -130,12 +132,12 @@ pub fn fault_eprobe_desc() -> EprobeDesc {
 /// One fault decoded from a fault record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FaultRecord {
-    /// EPID of the enabled probe whose clause faulted.
-    pub epid: u32,
-    /// 0 for the predicate, N for action #N.
-    pub action: u64,
-    /// Byte offset of the faulting DIF instruction, or [`FAULT_NO_OFFSET`].
-    pub dif_offset: u64,
+    /// Id of the probe whose clause faulted.
+    pub probe: u32,
+    /// Statement id of the faulting clause.
+    pub clause: u32,
+    /// Instruction of the fault in the clause's code, or [`FAULT_NO_OFFSET`].
+    pub pc: u64,
     /// `DTRACEFLT_*` code.
     pub kind: u32,
     /// Faulting address or illegal value.
@@ -150,9 +152,9 @@ impl FaultRecord {
         b[4..8].copy_from_slice(&((ts >> 32) as u32).to_ne_bytes());
         b[8..12].copy_from_slice(&(ts as u32).to_ne_bytes());
         let vals = [
-            self.epid as u64,
-            self.action,
-            self.dif_offset,
+            self.probe as u64,
+            self.clause as u64,
+            self.pc,
             self.kind as u64,
             self.addr,
         ];
@@ -171,9 +173,9 @@ impl FaultRecord {
             return None;
         }
         Some(FaultRecord {
-            epid: word(16)? as u32,
-            action: word(24)?,
-            dif_offset: word(32)?,
+            probe: word(16)? as u32,
+            clause: word(24)? as u32,
+            pc: word(32)?,
             kind: word(40)? as u32,
             addr: word(48)?,
         })
@@ -293,9 +295,9 @@ mod tests {
         buf.extend_from_slice(&[0; 4]); // an EPID_NONE word
         buf.extend_from_slice(&[0; 4]);
         let f = FaultRecord {
-            epid: 7,
-            action: 1,
-            dif_offset: 12,
+            probe: 7,
+            clause: 1,
+            pc: 12,
             kind: 1,
             addr: 0,
         };

@@ -142,6 +142,20 @@ impl Speculations {
         SpecLookup::Use(i)
     }
 
+    /// Whether a record of `len` bytes can ever fit a speculation buffer (`specsize`); when it cannot,
+    /// a drop is counted on speculation `i`'s buffer for `cpu`. DTrace for Linux checks this when a
+    /// clause calls `speculate()` and abandons the clause (its other actions and stores included);
+    /// a record that fits `specsize` but not the space left is dropped when recorded.
+    pub fn fits(&mut self, i: usize, cpu: usize, len: usize) -> bool {
+        if len.div_ceil(8) * 8 <= self.specsize {
+            return true;
+        }
+        if let Some(b) = self.specs.get_mut(i).and_then(|s| s.bufs.get_mut(cpu)) {
+            b.drops += 1;
+        }
+        false
+    }
+
     /// Records into speculation `i`'s buffer for `cpu` (after [`Speculations::speculate`]).
     pub fn record(&mut self, i: usize, cpu: usize, record: &[u8]) -> bool {
         let limit = self.specsize;

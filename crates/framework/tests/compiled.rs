@@ -113,8 +113,9 @@ fn faults_reach_the_error_program() {
         .iter()
         .map(|r| u64_at(b, r.offset as usize))
         .collect();
-    // EPID 1, action #1, some DIF offset, invalid address (1) at 0.
-    assert_eq!((args[0], args[1], args[3], args[4]), (1, 1, 1, 0));
+    // Probe 1 (BEGIN), clause 0, some pc, invalid address (1) at 0.
+    assert_eq!((args[0], args[1], args[3], args[4]), (1, 0, 1, 0));
+    assert!(args[2] > 0 && args[2] != u64::MAX);
 }
 
 #[test]

@@ -7,7 +7,7 @@ use dtrace_dif::program::{
     lquantize_arg, ActionDesc, ActionKind, AggregationDesc, EcbDesc, ProbeDesc, Program,
 };
 use dtrace_framework::aggregate::{merge_value, QUANTIZE_ZEROBUCKET};
-use dtrace_framework::records::{read_header, FaultRecord, FAULT_EPID, FAULT_NO_OFFSET};
+use dtrace_framework::records::{read_header, FaultRecord, FAULT_EPID};
 use dtrace_framework::*;
 
 fn asm(src: &str) -> DifObject {
@@ -252,16 +252,19 @@ fn fault_fires_error_probe() {
     assert_eq!(
         f,
         FaultRecord {
-            epid: 1,
-            action: 2,
-            dif_offset: 4,
+            probe: 1,
+            clause: 0,
+            pc: 3,
             kind: 1,
             addr: 0
         }
     );
     assert_eq!(recs[1].0, 2);
+    // DTrace for Linux's ERROR arguments: the probe id (BEGIN), the statement id (clause 0), the pc
+    // in the clause's code (trace(5) is 2 instructions, the load is the second of the next action),
+    // the fault kind and the address.
     let args: Vec<u64> = (0..5).map(|i| u64_at(recs[1].1, 16 + 8 * i)).collect();
-    assert_eq!(args, vec![1, 2, 4, 1, 0]);
+    assert_eq!(args, vec![1, 0, 3, 1, 0]);
     assert_eq!(fw.status().errors, 1);
 }
 
@@ -276,7 +279,7 @@ fn fault_in_predicate_and_in_error_clause() {
     fw.enable(&p, false).unwrap();
     fw.go().unwrap();
     let f = FaultRecord::decode(&fw.switch_buffer(0).unwrap().data).unwrap();
-    assert_eq!((f.action, f.dif_offset, f.kind), (0, 8, 4));
+    assert_eq!((f.clause, f.pc, f.kind), (0, 2, 4));
     let st = fw.status();
     assert_eq!((st.errors, st.dblerrors), (2, 1));
 }
@@ -511,10 +514,7 @@ fn speculation_commit_and_discard() {
     assert_eq!(u64_at(&data, 32), 0);
     assert_eq!(fw.status().spec_unavail, 1);
     let f = FaultRecord::decode(&data[40..]).unwrap();
-    assert_eq!(
-        (f.epid, f.action, f.kind, f.dif_offset),
-        (2, 1, 3, FAULT_NO_OFFSET)
-    );
+    assert_eq!((f.probe, f.clause, f.kind, f.pc), (1, 1, 3, 1));
 }
 
 #[test]
@@ -995,7 +995,7 @@ fn faults_reach_the_error_program_without_fault_records() {
     assert_eq!(recs.len(), 1);
     assert_eq!(recs[0].1, 2);
     let args: Vec<u64> = (0..5).map(|i| u64_at(recs[0].2, 16 + 8 * i)).collect();
-    assert_eq!(args, vec![1, 1, 4, 1, 0]);
+    assert_eq!(args, vec![1, 0, 1, 1, 0]);
 }
 
 #[test]
@@ -1181,4 +1181,129 @@ fn dirty_and_rinsing_dynamic_variable_drops_are_reported_and_cleaned_between_fir
         "{st:?}"
     );
     assert!(fw.vars().dynvars.is_empty());
+}
+
+#[test]
+fn clauses_are_numbered_over_every_program_for_the_error_probe() {
+    let (mut fw, _c) = new_fw();
+    let bad = || asm("setx 0, %r1\nldx [%r1], %r2\nret %r2\n");
+    // Program 1: clauses 0 and 1; program 2: clause 2, which faults.
+    fw.enable(
+        &program(vec![
+            ecb("dtrace:::BEGIN", None, vec![trace_int(1)]),
+            ecb("dtrace:::END", None, vec![trace_int(2)]),
+        ]),
+        false,
+    )
+    .unwrap();
+    let en = fw
+        .enable(
+            &program(vec![ecb(
+                "dtrace:::BEGIN",
+                None,
+                vec![act(ActionKind::DifExpr, Some(bad()))],
+            )]),
+            false,
+        )
+        .unwrap();
+    assert_eq!(en.eprobes[0].clause, 2);
+    fw.go().unwrap();
+    let data = fw.switch_buffer(0).unwrap().data;
+    let recs = records(&data, &|e| if e == FAULT_EPID { 56 } else { 24 });
+    let f = FaultRecord::decode(recs[1].1).unwrap();
+    assert_eq!((f.probe, f.clause, f.pc, f.kind), (1, 2, 1, 1));
+}
+
+#[test]
+fn exit_stops_the_remaining_clauses_of_the_firing() {
+    let (mut fw, _c) = new_fw();
+    let exit = act(
+        ActionKind::Exit,
+        Some(asm("setx 3, %r1\nret %r1\n.rtype int 4\n")),
+    );
+    fw.enable(
+        &program(vec![
+            ecb("dtrace:::BEGIN", None, vec![trace_int(1)]),
+            ecb("dtrace:::BEGIN", None, vec![exit]),
+            ecb("dtrace:::BEGIN", None, vec![trace_int(2)]),
+            ecb("dtrace:::END", None, vec![trace_int(3)]),
+        ]),
+        false,
+    )
+    .unwrap();
+    fw.go().unwrap();
+    fw.stop().unwrap();
+    let data = fw.switch_buffer(0).unwrap().data;
+    let epids: Vec<u32> = records(&data, &|e| fw.eprobe(e).map_or(0, |d| d.size as usize))
+        .iter()
+        .map(|r| r.0)
+        .collect();
+    // BEGIN's first clause, the exit() record, then END: BEGIN's third clause does not run.
+    assert_eq!(epids, vec![1, 2, 4]);
+}
+
+#[test]
+fn a_speculative_clause_larger_than_specsize_is_abandoned() {
+    // specsize 16: BEGIN's speculative clause records 24 bytes, so at speculate() the clause is
+    // abandoned (its store to `n` does not happen) and a speculative drop is counted.
+    let opts = Options {
+        specsize: 16,
+        ..Options::default()
+    };
+    let mut fw = Framework::new(opts, 1);
+    let spec_var = ".var spec 1280 scl glb r/w int 8\n";
+    let n_var = ".var n 1281 scl glb r/w int 8\n";
+    let p = program(vec![
+        ecb(
+            "dtrace:::BEGIN",
+            None,
+            vec![act(
+                ActionKind::DifExpr,
+                Some(asm(&format!(
+                    "{spec_var}call speculation, %r1\nstgs %r1, spec\nret %r0\n.rtype int 0\n"
+                ))),
+            )],
+        ),
+        ecb(
+            "dtrace:::BEGIN",
+            None,
+            vec![
+                act(
+                    ActionKind::Speculate,
+                    Some(asm(&format!("{spec_var}ldgs spec, %r1\nret %r1\n"))),
+                ),
+                trace_int(11),
+                act(
+                    ActionKind::DifExpr,
+                    Some(asm(&format!(
+                        "{n_var}setx 1, %r1\nstgs %r1, n\nret %r0\n.rtype int 0\n"
+                    ))),
+                ),
+            ],
+        ),
+        ecb(
+            "dtrace:::BEGIN",
+            None,
+            vec![act(
+                ActionKind::Commit,
+                Some(asm(&format!("{spec_var}ldgs spec, %r1\nret %r1\n"))),
+            )],
+        ),
+        ecb(
+            "dtrace:::BEGIN",
+            None,
+            vec![act(
+                ActionKind::DifExpr,
+                Some(asm(&format!("{n_var}ldgs n, %r1\nret %r1\n"))),
+            )],
+        ),
+    ]);
+    fw.enable(&p, false).unwrap();
+    fw.go().unwrap();
+    let data = fw.switch_buffer(0).unwrap().data;
+    // Only the last clause's record: `n` is still 0.
+    assert_eq!(data.len(), 24);
+    assert_eq!(u32_at(&data, 0), 4);
+    assert_eq!(u64_at(&data, 16), 0);
+    assert_eq!(fw.status().spec_drops, 1);
 }

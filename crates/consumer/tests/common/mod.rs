@@ -37,7 +37,7 @@ pub fn eprobe(epid: u32, probe_id: u32, specs: &[Spec]) -> EprobeDesc {
     EprobeDesc {
         epid,
         probe_id,
-        ecb_index: epid,
+        clause: epid,
         size: end.div_ceil(8) * 8,
         recs,
     }

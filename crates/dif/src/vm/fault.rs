@@ -25,9 +25,11 @@ pub enum FaultKind {
     TupOflow = 8,
     /// `DTRACEFLT_BADSTACK`: a bad stack.
     BadStack = 9,
-    /// A size argument out of range (reported by DTrace ports as "bad size"; not a kernel `DTRACEFLT_`
-    /// number, so it uses the library range).
-    BadSize = 1001,
+    /// `DTRACEFLT_BADSIZE` (DTrace for Linux): a size argument out of range (`alloca()`, `bcopy()`,
+    /// `copyin()`).
+    BadSize = 10,
+    /// `DTRACEFLT_BADINDEX` (DTrace for Linux): an index out of a scalar array's bounds.
+    BadIndex = 11,
 }
 
 impl FaultKind {
@@ -49,7 +51,8 @@ impl FaultKind {
             FaultKind::UPriv => "invalid user access",
             FaultKind::TupOflow => "tuple stack overflow",
             FaultKind::BadStack => "bad stack",
-            FaultKind::BadSize => "bad size",
+            FaultKind::BadSize => "invalid size",
+            FaultKind::BadIndex => "index out of bounds",
         }
     }
 
@@ -57,7 +60,7 @@ impl FaultKind {
     pub fn shows_address(self) -> bool {
         matches!(
             self,
-            FaultKind::BadAddr | FaultKind::BadAlign | FaultKind::BadStack
+            FaultKind::BadAddr | FaultKind::BadAlign | FaultKind::BadStack | FaultKind::BadSize
         )
     }
 }
