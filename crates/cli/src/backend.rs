@@ -25,7 +25,13 @@ pub fn open(compiles: bool) -> (Box<dyn Tracer>, Box<dyn Symbolizer>, Box<dyn Co
     } else {
         KernelTypeLoader::on_demand()
     };
-    let linux = dtrace_linux::LinuxTracing::load().ok();
+    let linux = match dtrace_linux::LinuxTracing::load() {
+        Ok(l) => Some(l),
+        Err(e) => {
+            let _ = KERNEL_DENIED.set(denied(&e));
+            None
+        }
+    };
     if let Some(l) = &linux {
         let _ = KERNEL.set(l.clone());
     }
@@ -38,6 +44,30 @@ pub fn open(compiles: bool) -> (Box<dyn Tracer>, Box<dyn Symbolizer>, Box<dyn Co
     };
     let (tracer, symbols) = tracer(linux);
     (tracer, symbols, Box::new(compiler))
+}
+
+/// Whether the kernel providers could not be joined for want of privileges.
+static KERNEL_DENIED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+
+/// Whether this error says the process may not trace the kernel (tracefs or bpf(2) refused).
+fn denied(e: &dtrace_linux::LinuxError) -> bool {
+    use std::io::ErrorKind;
+    match e {
+        dtrace_linux::LinuxError::Permission(_) => true,
+        dtrace_linux::LinuxError::Sys { source, .. } => {
+            source.kind() == ErrorKind::PermissionDenied
+        }
+        // Mounting tracefs where it is not mounted (or not reachable) is refused to non-root.
+        dtrace_linux::LinuxError::Unavailable(m) => m.contains("not permitted"),
+        _ => false,
+    }
+}
+
+/// Whether the kernel's probes are missing because this process lacks the privileges to trace
+/// the kernel: DTrace then says "DTrace requires additional privileges" rather than that a
+/// description matches nothing.
+pub fn kernel_denied() -> bool {
+    KERNEL_DENIED.get().copied().unwrap_or(false)
 }
 
 /// The kernel providers [`open`] joined, if any.

@@ -47,19 +47,19 @@ fn bad_option_names_and_values() {
     assert_eq!(rc, 1);
     assert_eq!(
         err,
-        "dtrace: failed to set -x nosuch: invalid option name\n"
+        "dtrace: failed to set -x nosuch: Invalid option name\n"
     );
     let (rc, _, err) = dtrace(&["-b", "4q", "-n", "BEGIN"]);
     assert_eq!(rc, 1);
     assert_eq!(
         err,
-        "dtrace: failed to set -b 4q: invalid value for specified option\n"
+        "dtrace: failed to set -b 4q: Invalid value for specified option\n"
     );
     let (rc, _, err) = dtrace(&["-x", "switchrate=fast", "-n", "BEGIN"]);
     assert_eq!(rc, 1);
     assert_eq!(
         err,
-        "dtrace: failed to set -x switchrate: invalid value for specified option\n"
+        "dtrace: failed to set -x switchrate: Invalid value for specified option\n"
     );
     let (rc, _, err) = dtrace(&["-l", "-V"]);
     assert_eq!(rc, 2);

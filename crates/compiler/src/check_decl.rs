@@ -9,74 +9,6 @@ use crate::check::{Checker, Inline};
 use crate::error::{err, CResult, ErrTag};
 use crate::types::{Member, TypeId, TypeKind};
 
-/// Options `#pragma D option` accepts (DTrace's option names).
-const KNOWN_OPTIONS: &[&str] = &[
-    "agghist",
-    "aggpack",
-    "aggpercpu",
-    "aggrate",
-    "aggsize",
-    "aggsortkey",
-    "aggsortkeypos",
-    "aggsortpos",
-    "aggsortrev",
-    "aggzoom",
-    "amin",
-    "argref",
-    "bufpolicy",
-    "bufresize",
-    "bufsize",
-    "cleanrate",
-    "core",
-    "cpp",
-    "cpphdrs",
-    "cpppath",
-    "cpu",
-    "ctypes",
-    "defaultargs",
-    "destructive",
-    "droptags",
-    "dtypes",
-    "dynvarsize",
-    "encoding",
-    "errtags",
-    "evaltime",
-    "flowindent",
-    "grabanon",
-    "iregs",
-    "jstackframes",
-    "jstackstrsize",
-    "lazyload",
-    "ldpath",
-    "libdir",
-    "linkmode",
-    "linktype",
-    "modpath",
-    "noresolve",
-    "nolibs",
-    "nspec",
-    "pgmax",
-    "preallocate",
-    "pspec",
-    "quiet",
-    "rawbytes",
-    "specsize",
-    "stackframes",
-    "stackindent",
-    "statusrate",
-    "strip",
-    "strsize",
-    "switchrate",
-    "syslibdir",
-    "temporal",
-    "unodefs",
-    "ustackframes",
-    "verbose",
-    "version",
-    "zdefs",
-    "zone",
-];
-
 impl<'o> Checker<'o> {
     /// Resolves a type name.
     pub fn resolve_type_name(&mut self, tn: &TypeName) -> CResult<TypeId> {
@@ -697,7 +629,7 @@ impl<'o> Checker<'o> {
                         Some((n, v)) => (n.to_string(), Some(v.to_string())),
                         None => (w.clone(), None),
                     };
-                    if !KNOWN_OPTIONS.contains(&name.as_str()) {
+                    if dtrace_dif::optval::option_kind(&name).is_none() {
                         return err(
                             ErrTag::D_PRAGMA_OPTSET,
                             line,
@@ -705,7 +637,7 @@ impl<'o> Checker<'o> {
                         );
                     }
                     if name == "strsize" {
-                        match value.as_deref().and_then(crate::check_decl::parse_size) {
+                        match value.as_deref().and_then(dtrace_dif::optval::parse_size) {
                             Some(v) if v > 0 && v <= u32::MAX as u64 => {
                                 self.strsize = v as u32;
                                 self.types.strsize = v as u32;
@@ -744,16 +676,4 @@ impl<'o> Checker<'o> {
             None => err(ErrTag::D_PRAGMA_MALFORM, line, "malformed #pragma D"),
         }
     }
-}
-
-/// Parses a size option value with an optional k/m/g/t suffix.
-pub fn parse_size(s: &str) -> Option<u64> {
-    let (num, mult) = match s.chars().last()? {
-        'k' | 'K' => (&s[..s.len() - 1], 1u64 << 10),
-        'm' | 'M' => (&s[..s.len() - 1], 1 << 20),
-        'g' | 'G' => (&s[..s.len() - 1], 1 << 30),
-        't' | 'T' => (&s[..s.len() - 1], 1 << 40),
-        _ => (s, 1),
-    };
-    num.parse::<u64>().ok()?.checked_mul(mult)
 }

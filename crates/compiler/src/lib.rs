@@ -299,7 +299,10 @@ fn check_macro_args(ast: &ast::Program, opts: &CompileOptions) -> CResult<()> {
         return Err(CompileError::new(
             ErrTag::D_MACRO_UNUSED,
             0,
-            format!("extraneous argument '{}' (${i})", opts.args[i]),
+            format!(
+                "extraneous argument '{}' (${i} is not referenced)",
+                opts.args[i]
+            ),
         ));
     }
     Ok(())

@@ -748,7 +748,7 @@ fn compiler_form_library_actions_and_setopt_errors() {
     assert_eq!(res.out, "cat=0\nbash=1\nsshd=3\n");
     assert_eq!(
         res.errors,
-        ["error on enabled probe ID 1 (ID 2: dtrace:::END): couldn't set option \"nosuch\" to \"\": invalid option name\n"]
+        ["error on enabled probe ID 1 (ID 2: dtrace:::END): couldn't set option \"nosuch\" to \"\": Invalid option name\n"]
     );
 }
 
