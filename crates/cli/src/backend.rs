@@ -19,7 +19,11 @@ use dtrace_framework::FiringContext;
 /// The tracer (framework plus providers) over every CPU of the machine, the symbol lookups its
 /// stacks and addresses print with, and the D compiler for what it traces. Unless `compiles` (D
 /// will be compiled), the kernel's types are read only if a lookup asks for them.
-pub fn open(compiles: bool) -> (Box<dyn Tracer>, Box<dyn Symbolizer>, Box<dyn Compiler>) {
+/// `ilp32` (`-32`) compiles D for the ILP32 data model.
+pub fn open(
+    compiles: bool,
+    ilp32: bool,
+) -> (Box<dyn Tracer>, Box<dyn Symbolizer>, Box<dyn Compiler>) {
     let types = if compiles {
         KernelTypeLoader::start()
     } else {
@@ -40,6 +44,11 @@ pub fn open(compiles: bool) -> (Box<dyn Tracer>, Box<dyn Symbolizer>, Box<dyn Co
         probes: linux
             .clone()
             .map(|l| Box::new(LinuxProbeArgs(l)) as Box<dyn ProbeInfo + Send>),
+        model: if ilp32 {
+            dtrace_compiler::DataModel::Ilp32
+        } else {
+            dtrace_compiler::DataModel::Lp64
+        },
         ..DCompiler::default()
     };
     let (tracer, symbols) = tracer(linux);

@@ -141,12 +141,8 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
     if cfg.link {
         return link::run(pname, &cfg);
     }
-    if cfg.cmds.is_empty() && !cfg.list {
-        eprint!("{}", usage::usage(pname));
-        return ExitCode::from(E_USAGE);
-    }
     signals::install();
-    let (tracer, symbols, compiler) = backend::open(compiles(&cfg));
+    let (tracer, symbols, compiler) = backend::open(compiles(&cfg), cfg.ilp32);
     let mut h = Handle::open(tracer, Some(compiler));
     h.decoder.symbols = symbols;
     h.decoder.zone = output::local_zone();
@@ -161,6 +157,13 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
     }
     if cfg.list {
         return list(pname, &mut h, &cfg);
+    }
+    // Options but nothing to trace: with -e there is nothing to do; otherwise DTrace's message.
+    if cfg.cmds.is_empty() {
+        if cfg.exit_after_compile {
+            return ExitCode::SUCCESS;
+        }
+        return fatal("no probes specified");
     }
     // Create and grab the processes before compiling, so `$target` is known (the first one's pid,
     // as in DTrace).

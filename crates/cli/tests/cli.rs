@@ -106,3 +106,27 @@ fn missing_script_is_a_compile_failure() {
         "dtrace: failed to open /nonexistent/x.d: No such file or directory\n"
     );
 }
+
+#[test]
+fn options_without_probes() {
+    // -e with nothing to compile has nothing to do; the options are still checked.
+    let (rc, out, err) = dtrace(&["-b", "1k", "-b", "2k", "-e"]);
+    assert_eq!((rc, out.as_str(), err.as_str()), (0, "", ""));
+    let (rc, _, err) = dtrace(&["-b", "1q", "-e"]);
+    assert_eq!(rc, 1);
+    assert_eq!(
+        err,
+        "dtrace: failed to set -b 1q: Invalid value for specified option\n"
+    );
+    let (rc, _, err) = dtrace(&["-q"]);
+    assert_eq!((rc, err.as_str()), (1, "dtrace: no probes specified\n"));
+}
+
+#[test]
+fn data_model_flags() {
+    let prog = "BEGIN { printf(\"%d %d\\n\", sizeof(long), sizeof(int *)); exit(0); }";
+    let (rc, out, _) = dtrace(&["-32", "-qn", prog]);
+    assert_eq!((rc, out.as_str()), (0, "4 4\n\n"));
+    let (rc, out, _) = dtrace(&["-64", "-qn", prog]);
+    assert_eq!((rc, out.as_str()), (0, "8 8\n\n"));
+}

@@ -171,3 +171,25 @@ fn unprivileged_users_are_told_privileges_are_missing() {
     assert_eq!(o.status.code(), Some(0));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn preprocessor_messages_pass_through() {
+    let p = script("unterminated.d", "BEGIN\n{\n#if 1\n\texit(0);\n}\n");
+    let path = p.to_str().unwrap();
+    let o = dtrace(&[], &["-Cs", path]);
+    assert_eq!(o.rc, 1);
+    // cpp reads the program as /dev/stdin and says so; DTrace's own message follows.
+    assert!(o.stderr.starts_with("/dev/stdin:3: "), "{}", o.stderr);
+    assert!(
+        o.stderr.ends_with(&format!(
+            "\ndtrace: failed to compile script {path}: Preprocessor failed to process input program\n"
+        )),
+        "{}",
+        o.stderr
+    );
+    // The preprocessor runs under the base name of its path.
+    let o = dtrace(&[], &["-x", "cpppath=/bin/cat", "-Cs", path]);
+    assert_eq!(o.rc, 1);
+    assert!(o.stderr.starts_with("cat: "), "{}", o.stderr);
+    let _ = std::fs::remove_file(p);
+}

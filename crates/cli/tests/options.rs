@@ -40,6 +40,17 @@ fn libdtrace_messages_for_bad_options() {
             "dtrace: failed to set -x lockmem: Invalid value for specified option\n"
         )
     );
+    for opt in ["stdc=X", "strsize=1", "linkmode=foo", "evaltime=later"] {
+        let (rc, _, err) = dtrace(&["-x", opt, "-n", "BEGIN"]);
+        let name = opt.split('=').next().unwrap();
+        assert_eq!(
+            (rc, err),
+            (
+                1,
+                format!("dtrace: failed to set -x {name}: Invalid value for specified option\n")
+            )
+        );
+    }
     let (rc, _, err) = dtrace(&["-x", "nosuchoption", "-n", "BEGIN"]);
     assert_eq!(
         (rc, err.as_str()),

@@ -26,6 +26,8 @@ pub struct DCompiler {
     pub probes: Option<Box<dyn ProbeInfo + Send>>,
     /// The identifiers of the programs compiled so far, known to those compiled next.
     pub shared: SharedState,
+    /// The data model programs are compiled for (`-32`/`-64`; LP64 by default).
+    pub model: dtrace_compiler::DataModel,
 }
 
 /// A maker of the type sources one compilation consumes. With `false` it may leave out what is
@@ -140,6 +142,7 @@ impl Compiler for DCompiler {
             ustackframes: frames(o, "ustackframes", 100),
             jstackframes: num(o, "jstackframes", 50),
             jstackstrsize: num(o, "jstackstrsize", 512),
+            model: self.model,
             cpp: flags.cpp || o.is_set("cpp"),
             cpp_headers: o.is_set("cpphdrs"),
             defines: o.strings("define").to_vec(),

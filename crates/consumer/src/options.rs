@@ -128,6 +128,11 @@ impl Options {
                 list.extend(words.split_ascii_whitespace().map(str::to_string));
                 0
             }
+            // The smallest string holds DTrace's NUL string; a string's size is a 32-bit count.
+            OptKind::Size if key == "strsize" => match sized(parse_size, value)? {
+                n if (2..=u32::MAX as i64).contains(&n) => n,
+                _ => return Err(bad(value.unwrap_or(""))),
+            },
             OptKind::Size => sized(parse_size, value)?,
             OptKind::Rate => sized(parse_rate, value)?,
             OptKind::Runtime => parse_runtime(value)?,
@@ -142,6 +147,14 @@ impl Options {
                 "manual" => 1,
                 v => return Err(bad(v)),
             },
+            OptKind::Choice(words) => {
+                let v = need(value)?;
+                if !words.contains(&v.as_str()) {
+                    return Err(bad(&v));
+                }
+                self.strings.entry(key).or_default().push(v);
+                0
+            }
             OptKind::LockMem => match value {
                 // RLIM_INFINITY, as DTrace stores it.
                 Some("unlimited") => i64::MAX,
@@ -235,6 +248,13 @@ mod tests {
         assert!(o.set("encoding", None, false).is_err());
         assert_eq!(o.get("bufpolicy").unwrap(), BUFPOLICY_RING);
         assert!(o.set("quiet", Some("maybe"), false).is_err());
+        // Words from a fixed set, and strsize's bounds.
+        o.set("stdc", Some("s"), false).unwrap();
+        assert_eq!(o.string("stdc"), Some("s"));
+        assert!(o.set("stdc", Some("X"), false).is_err());
+        assert!(o.set("linkmode", Some("foo"), false).is_err());
+        assert!(o.set("strsize", Some("1"), false).is_err());
+        o.set("strsize", Some("2"), false).unwrap();
         o.set("define", Some("A=1"), false).unwrap();
         o.set("define", Some("B"), false).unwrap();
         assert_eq!(o.strings("define"), ["A=1", "B"]);

@@ -25,6 +25,8 @@ pub enum OptKind {
     Encoding,
     /// `lockmem`: a size, or `unlimited`.
     LockMem,
+    /// A compile-time option whose value must be one of these words.
+    Choice(&'static [&'static str]),
     /// An option DTrace for Linux has whose mechanism is not here yet: setting it is refused with
     /// "not yet supported: " and this description.
     Unsupported(&'static str),
@@ -59,21 +61,29 @@ pub const OPTIONS: &[(&str, OptKind, bool)] = &[
     ("debug", OptKind::Compile, false),
     ("empty", OptKind::Compile, false),
     ("errtags", OptKind::Compile, false),
-    ("evaltime", OptKind::Compile, false),
+    (
+        "evaltime",
+        OptKind::Choice(&["exec", "preinit", "postinit", "main"]),
+        false,
+    ),
     ("incdir", OptKind::Compile, false),
     ("iregs", OptKind::Compile, false),
     ("kdefs", OptKind::Compile, false),
     ("knodefs", OptKind::Compile, false),
-    ("late", OptKind::Compile, false),
+    ("late", OptKind::Choice(&["dynamic", "static"]), false),
     ("lazyload", OptKind::Compile, false),
     ("ldpath", OptKind::Compile, false),
     ("libdir", OptKind::Compile, false),
-    ("linkmode", OptKind::Compile, false),
-    ("linktype", OptKind::Compile, false),
+    (
+        "linkmode",
+        OptKind::Choice(&["kernel", "dynamic", "static"]),
+        false,
+    ),
+    ("linktype", OptKind::Choice(&["elf", "dof"]), false),
     ("nolibs", OptKind::Compile, false),
     ("pgmax", OptKind::Compile, false),
     ("pspec", OptKind::Compile, false),
-    ("stdc", OptKind::Compile, false),
+    ("stdc", OptKind::Choice(&["a", "c", "s", "t"]), false),
     ("strip", OptKind::Compile, false),
     ("syslibdir", OptKind::Compile, false),
     ("tree", OptKind::Compile, false),
