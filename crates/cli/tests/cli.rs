@@ -28,7 +28,7 @@ fn no_arguments_prints_usage_and_exits_2() {
 fn version() {
     let (rc, out, _) = dtrace(&["-V"]);
     assert_eq!(rc, 0);
-    assert_eq!(out, "dtrace: Sun D 1.13\n");
+    assert_eq!(out, "dtrace: Oracle D 2.0\n");
 }
 
 #[test]

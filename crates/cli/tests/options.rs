@@ -127,3 +127,26 @@ fn maxframes_caps_the_default_stack_depth() {
     assert_eq!(rc, 0, "{err}");
     assert_eq!(out.trim().lines().count(), 1, "{out:?}");
 }
+
+#[test]
+fn argref_allows_unreferenced_macro_arguments() {
+    let (rc, out, err) = dtrace(&["-x", "argref", "-qn", "BEGIN { exit(0); }", "1234"]);
+    assert_eq!((rc, out.as_str(), err.as_str()), (0, "\n", ""));
+}
+
+#[test]
+fn command_line_only_options_are_refused_in_pragmas() {
+    let (rc, _, err) = dtrace(&[
+        "-xerrtags",
+        "-n",
+        "#pragma D option ldpath=/nonexistent\nBEGIN { exit(0); }",
+    ]);
+    assert_eq!(rc, 1);
+    assert!(err.contains("[D_PRAGMA_OPTSET] "), "{err}");
+    assert!(
+        err.ends_with(
+            "failed to set option 'ldpath' to '/nonexistent': Option cannot be used from within a D program\n"
+        ),
+        "{err}"
+    );
+}

@@ -636,6 +636,17 @@ impl<'o> Checker<'o> {
                             format!("failed to set option '{name}': Invalid option name"),
                         );
                     }
+                    if dtrace_dif::optval::NOT_FROM_D.contains(&name.as_str()) {
+                        let to = value
+                            .as_deref()
+                            .map(|v| format!(" to '{v}'"))
+                            .unwrap_or_default();
+                        return err(
+                            ErrTag::D_PRAGMA_OPTSET,
+                            line,
+                            format!("failed to set option '{name}'{to}: Option cannot be used from within a D program"),
+                        );
+                    }
                     if name == "strsize" {
                         match value.as_deref().and_then(dtrace_dif::optval::parse_size) {
                             Some(v) if v > 0 && v <= u32::MAX as u64 => {

@@ -290,7 +290,7 @@ fn probe_arg_type_names(
 }
 
 fn check_macro_args(ast: &ast::Program, opts: &CompileOptions) -> CResult<()> {
-    if opts.default_args || ast.default_args {
+    if opts.default_args || opts.argref || ast.default_args {
         return Ok(());
     }
     let n = opts.args.len().saturating_sub(1);

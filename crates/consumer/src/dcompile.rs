@@ -136,6 +136,7 @@ impl Compiler for DCompiler {
                 argv.to_vec()
             },
             default_args: o.is_set("defaultargs"),
+            argref: o.is_set("argref"),
             strsize: num(o, "strsize", 256),
             destructive: o.is_set("destructive"),
             stackframes: frames(o, "stackframes", 20),

@@ -146,6 +146,22 @@ pub const OPTIONS: &[(&str, OptKind, bool)] = &[
     ("switchrate", OptKind::Rate, true),
 ];
 
+/// Options that only the command line or the environment may set: `#pragma D option` refuses them
+/// ("Option cannot be used from within a D program", `EDT_BADOPTCTX`).
+pub const NOT_FROM_D: &[&str] = &[
+    "cppargs",
+    "cpphdrs",
+    "cpppath",
+    "ctfpath",
+    "define",
+    "incdir",
+    "ldpath",
+    "modpath",
+    "procfspath",
+    "stdc",
+    "undef",
+];
+
 /// Looks an option up: its kind and whether it may change while tracing is active.
 pub fn option_kind(name: &str) -> Option<(OptKind, bool)> {
     OPTIONS
