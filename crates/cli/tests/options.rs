@@ -150,3 +150,13 @@ fn command_line_only_options_are_refused_in_pragmas() {
         "{err}"
     );
 }
+
+#[test]
+fn scratchsize_bounds_alloca() {
+    let prog = "#pragma D option scratchsize=64\nBEGIN { sz = 65; alloca(sz); exit(0); } ERROR { exit(1); }";
+    let (rc, _, err) = dtrace(&["-qn", prog]);
+    assert_eq!(rc, 1, "{err}");
+    let prog = "#pragma D option scratchsize=64\nBEGIN { sz = 64; alloca(sz); exit(0); } ERROR { exit(1); }";
+    let (rc, _, err) = dtrace(&["-qn", prog]);
+    assert_eq!(rc, 0, "{err}");
+}

@@ -95,7 +95,7 @@ pub struct Options {
     /// `grabanon`/anonymous tracing (accepted; not applicable).
     pub grabanon: bool,
     /// `scratchsize`: bytes of scratch space (`alloca()` and string temporaries) per probe firing
-    /// (default 1m); DTrace rounds a set value up to 8 bytes past it, so the bound is inclusive.
+    /// (default 1m), rounded up to a multiple of 8 bytes.
     pub scratchsize: u64,
 }
 
@@ -210,7 +210,9 @@ impl Options {
             "nspec" => self.nspec = count(MAX_NSPEC)?,
             "scratchsize" => {
                 let v = size()?;
-                self.scratchsize = if v > 0 { (v + 8).div_ceil(8) * 8 } else { 0 };
+                // DTrace rounds its region (the size plus an 8-byte header) to 8 bytes; the VM
+                // keeps no header, so the usable bytes are the size rounded up to 8.
+                self.scratchsize = v.div_ceil(8) * 8;
             }
             "stackframes" => self.stackframes = count(MAX_FRAMES)?.max(1),
             "ustackframes" => self.ustackframes = count(MAX_FRAMES)?.max(1),
@@ -293,13 +295,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn scratchsize_is_rounded_as_dtrace_does() {
+    fn scratchsize_is_rounded_to_8_bytes() {
         let mut o = Options::default();
         assert_eq!(o.get("scratchsize"), Some(1 << 20));
         o.set("scratchsize", Some("64")).unwrap();
-        assert_eq!(o.get("scratchsize"), Some(72));
+        assert_eq!(o.get("scratchsize"), Some(64));
         o.set("scratchsize", Some("9")).unwrap();
-        assert_eq!(o.get("scratchsize"), Some(24));
+        assert_eq!(o.get("scratchsize"), Some(16));
         o.set("scratchsize", Some("0")).unwrap();
         assert_eq!(o.get("scratchsize"), Some(0));
         assert!(o.set("scratchsize", Some("1q")).is_err());
