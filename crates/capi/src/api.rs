@@ -64,7 +64,7 @@ pub unsafe extern "C" fn dtrace_open(
             h.decoder.zone = dtrace_open::local_zone();
             h
         } else {
-            dtrace_open::handle(true)
+            dtrace_open::handle(true, false)
         };
         Ok(Hdl::open(h, nodev))
     }));

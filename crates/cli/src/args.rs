@@ -80,6 +80,8 @@ pub struct Config {
     pub pids: Vec<String>,
     /// `-G`: write each program as an ELF object holding its DOF instead of running it.
     pub link: bool,
+    /// `-32`/`-64`: the data model D programs are compiled for (LP64 unless `-32`).
+    pub ilp32: bool,
     /// Options accepted but whose features are not there yet (`-a -A -h -B`), by letter.
     pub unsupported: Vec<char>,
 }
@@ -144,6 +146,7 @@ fn apply(cfg: &mut Config, c: char, arg: String) -> Result<(), UsageError> {
             if arg != want {
                 return Err(UsageError::BadModel(format!("{c}{arg}")));
             }
+            cfg.ilp32 = c == '3';
         }
         'b' => opt(cfg, c, "bufsize", Some(arg)),
         'c' => cfg.commands.push(arg),
@@ -254,7 +257,8 @@ mod tests {
 
     #[test]
     fn models_and_errors() {
-        assert!(p(&["-32", "-64"]).is_ok());
+        assert!(!p(&["-32", "-64"]).unwrap().ilp32);
+        assert!(p(&["-64", "-32"]).unwrap().ilp32);
         assert_eq!(p(&["-33"]), Err(UsageError::BadModel("33".into())));
         assert_eq!(p(&["-k"]), Err(UsageError::Illegal('k')));
         assert_eq!(p(&["-n"]), Err(UsageError::MissingArg('n')));

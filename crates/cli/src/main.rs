@@ -69,29 +69,51 @@ fn main() -> ExitCode {
     run(&pname, cfg)
 }
 
-/// `-i id [predicate/action]`: the probe with that id, as its full description (DTrace's
-/// dt_node_pdesc_by_id), followed by whatever came after the id.
-fn probe_by_id(h: &mut Handle, arg: &str) -> Result<String, String> {
-    let arg = arg.trim_start();
-    let end = arg.find(|c: char| !c.is_ascii_digit()).unwrap_or(arg.len());
-    let (digits, rest) = arg.split_at(end);
-    let id: u64 = digits
-        .parse()
-        .map_err(|_| format!("probe identifier expected: {arg}"))?;
-    if id > u64::from(u32::MAX) {
-        return Err(format!("identifier {id} exceeds maximum probe id"));
+/// The text and kind a `-n/-P/-m/-f/-i` argument compiles as. DTrace's lexer reads a specifier that
+/// starts with a decimal number as a probe identifier (`dt_node_pdesc_by_id`), for `-i` and `-n`
+/// alike: the number becomes that probe's full description, and text that goes on the description
+/// is a further description (`4-2` is probe 4 and `:::-2`). Other arguments (`-i i23`) compile
+/// unchanged, `-i` as a probe name.
+fn specifier(h: &mut Handle, kind: char, arg: &str) -> Result<(String, ProbeSpec), String> {
+    let spec = spec_of(kind);
+    let t = arg.trim_start();
+    let end = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (digits, rest) = t.split_at(end);
+    if digits.is_empty() {
+        return Ok((arg.to_string(), spec));
     }
+    let what = match kind {
+        'P' => Some("providers"),
+        'm' => Some("modules"),
+        'f' => Some("functions"),
+        _ => None,
+    };
+    if let Some(what) = what {
+        return Err(format!(
+            "probe identifier {digits} not permitted when specifying {what}"
+        ));
+    }
+    let unknown = || format!("invalid probe identifier {digits}: Unknown probe identifier");
+    let id: u32 = digits.parse().map_err(|_| unknown())?;
     let all = h
         .list_probes(&dtrace_dif::program::ProbeDesc::default())
         .map_err(|e| e.to_string())?;
-    let p = all
-        .iter()
-        .find(|p| u64::from(p.id) == id)
-        .ok_or_else(|| format!("invalid probe identifier {id}"))?;
-    Ok(format!(
-        "{}:{}:{}:{}{rest}",
-        p.provider, p.module, p.function, p.name
-    ))
+    let p = all.iter().find(|p| p.id == id).ok_or_else(unknown)?;
+    let desc = format!("{}:{}:{}:{}", p.provider, p.module, p.function, p.name);
+    let more =
+        rest.starts_with(|c: char| !c.is_whitespace() && !matches!(c, '/' | '{' | ',' | ';'));
+    let sep = if more { "," } else { "" };
+    Ok((format!("{desc}{sep}{rest}"), ProbeSpec::Name))
+}
+
+/// What DTrace says when it may not trace the kernel (`dtrace_open` failing with `EDT_NOPERM`'s
+/// message).
+const NO_PRIVILEGES: &str = "failed to initialize dtrace: DTrace requires additional privileges";
+
+/// Whether `e` is a description matching no probes because the kernel's probes could not be read
+/// for want of privileges (BEGIN, END and tick-N still run unprivileged).
+fn unprivileged(e: &dtrace_consumer::error::ConsumerError) -> bool {
+    dtrace_open::backend::kernel_denied() && e.to_string().contains("does not match any probes")
 }
 
 pub(crate) fn spec_of(kind: char) -> ProbeSpec {
@@ -116,12 +138,8 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
     if cfg.link {
         return link::run(pname, &cfg);
     }
-    if cfg.cmds.is_empty() && !cfg.list {
-        eprint!("{}", usage::usage(pname));
-        return ExitCode::from(E_USAGE);
-    }
     signals::install();
-    let mut h = dtrace_open::handle(compiles(&cfg));
+    let mut h = dtrace_open::handle(compiles(&cfg), cfg.ilp32);
     if let Some(code) = set_options(&mut h, &cfg) {
         return code;
     }
@@ -130,6 +148,13 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
     let testing = std::env::var_os("_DTRACE_TESTING").is_some();
     if testing && h.setopt("quietresize", None).is_err() {
         eprint!("{pname}: cannot set quietresize for testing");
+    }
+    // Options but nothing to trace: with -e there is nothing to do; otherwise DTrace's message.
+    if cfg.cmds.is_empty() && !cfg.list {
+        if cfg.exit_after_compile {
+            return ExitCode::SUCCESS;
+        }
+        return fatal("no probes specified");
     }
     // Create and grab the processes before compiling, so `$target` is known (the first one's pid,
     // as in DTrace).
@@ -176,15 +201,11 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
         } else {
             let mut argv = vec![pname.to_string()];
             argv.extend(cfg.args.iter().cloned());
-            let text = if cmd.kind == 'i' {
-                match probe_by_id(&mut h, &cmd.arg) {
-                    Ok(t) => t,
-                    Err(e) => return fatal(&format!("invalid probe specifier {}: {e}", cmd.arg)),
-                }
-            } else {
-                cmd.arg.clone()
+            let (text, spec) = match specifier(&mut h, cmd.kind, &cmd.arg) {
+                Ok(t) => t,
+                Err(e) => return fatal(&format!("invalid probe specifier {}: {e}", cmd.arg)),
             };
-            h.compile_str(&text, spec_of(cmd.kind), flags, &argv)
+            h.compile_str(&text, spec, flags, &argv)
         };
         match r {
             Ok(p) => {
@@ -193,6 +214,7 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
                 }
                 progs.push(p)
             }
+            Err(e) if unprivileged(&e) => return fatal(NO_PRIVILEGES),
             Err(e) if cmd.kind == 's' => {
                 return fatal(&format!("failed to compile script {}: {e}", cmd.arg))
             }
@@ -270,6 +292,7 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
             }
             // DTrace matches probes while compiling, so a description that matches nothing is
             // reported as a compilation error.
+            Err(e) if unprivileged(&e) => return fatal(NO_PRIVILEGES),
             Err(e) if e.to_string().contains("does not match any probes") => {
                 return fatal(&if cmd.kind == 's' {
                     format!("failed to compile script {}: {e}", cmd.arg)
@@ -297,6 +320,10 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
     }
     if h.decoder.options.is_set("destructive") && !quiet {
         eprintln!("dtrace: allowing destructive actions");
+    }
+    if h.decoder.options.is_set("noresolve") {
+        // -x noresolve: addresses are printed as they are, not as symbols.
+        h.decoder.symbols = Box::new(symbols::Unresolved);
     }
     if let Err(e) = h.go() {
         return fatal(&format!("could not enable tracing: {e}"));
@@ -384,12 +411,16 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
 /// Whether this run will compile D: always unless listing, and when listing only for a script or a
 /// description with a predicate or actions (a plain description is matched, not compiled).
 fn compiles(cfg: &args::Config) -> bool {
-    !cfg.list || cfg.cmds.iter().any(|c| c.kind != 'i' && !list_plain(c))
+    !cfg.list
+        || cfg
+            .cmds
+            .iter()
+            .any(|c| c.kind == 's' || !list_plain(&c.arg))
 }
 
-/// Whether `-l` lists the probes of this description by matching it, without compiling it.
-fn list_plain(c: &args::Cmd) -> bool {
-    c.kind != 's' && !c.arg.contains(['/', '{', ',', ';'])
+/// Whether `-l` lists the probes of this description (list) by matching it, without compiling it.
+fn list_plain(text: &str) -> bool {
+    !text.contains(['/', '{', ';'])
 }
 
 /// How a program is named in messages and reports: a script by its path, a description cut before
@@ -433,19 +464,25 @@ fn list(
     };
     let mut descs = Vec::new();
     for c in &cfg.cmds {
-        if c.kind == 'i' {
-            match probe_by_id(h, &c.arg) {
-                Ok(t) => descs.push(listing::str2desc(ProbeSpec::Name, t.trim())),
+        let (text, spec) = if c.kind == 's' {
+            (c.arg.clone(), ProbeSpec::Script)
+        } else {
+            match specifier(h, c.kind, &c.arg) {
+                Ok(t) => t,
                 Err(e) => return fatal(&format!("invalid probe specifier {}: {e}", c.arg)),
             }
-            continue;
-        }
-        if list_plain(c) {
-            let arg = match target {
-                Some(pid) => c.arg.replace("$target", &pid.to_string()),
-                None => c.arg.clone(),
+        };
+        if c.kind != 's' && list_plain(&text) {
+            let text = match target {
+                Some(pid) => text.replace("$target", &pid.to_string()),
+                None => text,
             };
-            descs.push(listing::str2desc(spec_of(c.kind), arg.trim()));
+            for d in text.split(',') {
+                match listing::str2desc(spec, d.trim()) {
+                    Ok(d) => descs.push(d),
+                    Err(e) => return fatal(&format!("invalid probe specifier {}: {e}", c.arg)),
+                }
+            }
             continue;
         }
         let r = if c.kind == 's' {
@@ -458,7 +495,7 @@ fn list(
         } else {
             let mut argv = vec![pname.to_string()];
             argv.extend(cfg.args.iter().cloned());
-            h.compile_str(&c.arg, spec_of(c.kind), flags, &argv)
+            h.compile_str(&text, spec, flags, &argv)
         };
         match r {
             Ok(p) => descs.extend(p.ecbs.iter().map(|e| e.probe.clone())),

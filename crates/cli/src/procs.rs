@@ -94,17 +94,18 @@ impl Procs {
     /// `dtrace_proc_grab`: follows the process `arg` names; returns its pid.
     pub fn grab(&mut self, arg: &str) -> Result<u32, String> {
         let pid: i64 = arg.parse().map_err(|_| format!("invalid pid: {arg}"))?;
+        // DTrace reports a process that is not there with libdtrace's message alone (strerror's).
+        const GONE: &str = "No such process";
         let Ok(pid) = u32::try_from(pid) else {
-            return Err(format!("failed to grab pid {pid}: no such process"));
+            return Err(GONE.to_string());
         };
         if pid == 0 || pid as i32 <= 0 {
-            return Err(format!("failed to grab pid {pid}: no such process"));
+            return Err(GONE.to_string());
         }
         if pid == std::process::id() {
             return Err(format!("failed to grab pid {pid}: process is traced"));
         }
-        let mut f = Followed::attach(pid)
-            .map_err(|_| format!("failed to grab pid {pid}: no such process"))?;
+        let mut f = Followed::attach(pid).map_err(|_| GONE.to_string())?;
         // Held stopped until `release`, so nothing it does between now and go is missed.
         f.stop()
             .map_err(|e| format!("failed to grab pid {pid}: {e}"))?;

@@ -1,7 +1,7 @@
 //! dtrace(1)'s usage text and version string, as DTrace prints them.
 
-/// The version `-V` reports.
-pub const VERSION: &str = "Sun D 1.13";
+/// The version `-V` reports: the D language version of DTrace for Linux, whose D this is.
+pub const VERSION: &str = "Oracle D 2.0";
 
 /// The usage message for program name `pname`.
 pub fn usage(pname: &str) -> String {

@@ -28,7 +28,7 @@ fn no_arguments_prints_usage_and_exits_2() {
 fn version() {
     let (rc, out, _) = dtrace(&["-V"]);
     assert_eq!(rc, 0);
-    assert_eq!(out, "dtrace: Sun D 1.13\n");
+    assert_eq!(out, "dtrace: Oracle D 2.0\n");
 }
 
 #[test]
@@ -47,19 +47,19 @@ fn bad_option_names_and_values() {
     assert_eq!(rc, 1);
     assert_eq!(
         err,
-        "dtrace: failed to set -x nosuch: invalid option name\n"
+        "dtrace: failed to set -x nosuch: Invalid option name\n"
     );
     let (rc, _, err) = dtrace(&["-b", "4q", "-n", "BEGIN"]);
     assert_eq!(rc, 1);
     assert_eq!(
         err,
-        "dtrace: failed to set -b 4q: invalid value for specified option\n"
+        "dtrace: failed to set -b 4q: Invalid value for specified option\n"
     );
     let (rc, _, err) = dtrace(&["-x", "switchrate=fast", "-n", "BEGIN"]);
     assert_eq!(rc, 1);
     assert_eq!(
         err,
-        "dtrace: failed to set -x switchrate: invalid value for specified option\n"
+        "dtrace: failed to set -x switchrate: Invalid value for specified option\n"
     );
     let (rc, _, err) = dtrace(&["-l", "-V"]);
     assert_eq!(rc, 2);
@@ -105,4 +105,28 @@ fn missing_script_is_a_compile_failure() {
         err,
         "dtrace: failed to open /nonexistent/x.d: No such file or directory\n"
     );
+}
+
+#[test]
+fn options_without_probes() {
+    // -e with nothing to compile has nothing to do; the options are still checked.
+    let (rc, out, err) = dtrace(&["-b", "1k", "-b", "2k", "-e"]);
+    assert_eq!((rc, out.as_str(), err.as_str()), (0, "", ""));
+    let (rc, _, err) = dtrace(&["-b", "1q", "-e"]);
+    assert_eq!(rc, 1);
+    assert_eq!(
+        err,
+        "dtrace: failed to set -b 1q: Invalid value for specified option\n"
+    );
+    let (rc, _, err) = dtrace(&["-q"]);
+    assert_eq!((rc, err.as_str()), (1, "dtrace: no probes specified\n"));
+}
+
+#[test]
+fn data_model_flags() {
+    let prog = "BEGIN { printf(\"%d %d\\n\", sizeof(long), sizeof(int *)); exit(0); }";
+    let (rc, out, _) = dtrace(&["-32", "-qn", prog]);
+    assert_eq!((rc, out.as_str()), (0, "4 4\n\n"));
+    let (rc, out, _) = dtrace(&["-64", "-qn", prog]);
+    assert_eq!((rc, out.as_str()), (0, "8 8\n\n"));
 }

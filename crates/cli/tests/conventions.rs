@@ -1,9 +1,12 @@
 //! DTrace for Linux's environment conventions, as its test harness relies on them: `DTRACE_OPT_<NAME>`
 //! sets any option, `cppargs` hands further arguments to the preprocessor, and `_DTRACE_TESTING`
-//! drops the CPU and ID columns of probe lines and their heading.
+//! drops the CPU and ID columns of probe lines and their heading; what an unprivileged user is told,
+//! and that `exit()` ends a run even when dtrace's own output fires the probe.
 
 use std::io::Write;
 use std::process::Command;
+
+mod common;
 
 struct Out {
     rc: i32,
@@ -80,7 +83,7 @@ fn environment_sets_every_option() {
     assert_eq!(o.rc, 1);
     assert_eq!(
         o.stderr,
-        "dtrace: failed to set option bufsize from the environment: invalid value for specified option\n"
+        "dtrace: failed to set option bufsize from the environment: Invalid value for specified option\n"
     );
     // A variable naming no option is ignored, as DTrace looks up only the names it knows.
     let o = dtrace(
@@ -115,5 +118,78 @@ fn cppargs_reach_the_preprocessor() {
     let o = dtrace(&[], &["-x", "cppargs", "-Cqs", path]);
     assert_eq!(o.rc, 1);
     assert!(o.stderr.starts_with("dtrace: failed to set -x cppargs: "));
+    let _ = std::fs::remove_file(p);
+}
+
+#[test]
+fn exit_ends_the_run_though_dtrace_output_fires_the_probe() {
+    if !common::kernel_ok("exit_ends_the_run_though_dtrace_output_fires_the_probe") {
+        return;
+    }
+    // dtrace's own writes fire syscall::write:entry; once exit() is seen, it stops consuming.
+    let o = dtrace(&[], &["-n", "syscall::write:entry { exit(0); }"]);
+    assert_eq!(o.rc, 0);
+    assert!(o.stdout.contains(" write:entry"), "{}", o.stdout);
+}
+
+#[test]
+fn unprivileged_users_are_told_privileges_are_missing() {
+    let ok = dtrace_testkit::skip_unless(
+        dtrace_testkit::is_root() && dtrace_testkit::have_program("setpriv"),
+        "unprivileged_users_are_told_privileges_are_missing",
+        "needs root and setpriv to run as nobody",
+    );
+    if !ok {
+        return;
+    }
+    // A copy nobody can run, wherever the build tree is.
+    let dir = std::env::temp_dir().join(format!("dtrace-conv-priv-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bin = dir.join("dtrace");
+    std::fs::copy(env!("CARGO_BIN_EXE_dtrace"), &bin).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let run = |prog: &str| {
+        Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(&bin)
+            .args(["-n", prog])
+            .current_dir(&dir)
+            .env_remove("_DTRACE_TESTING")
+            .output()
+            .unwrap()
+    };
+    let o = run("syscall::read:entry");
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        "dtrace: failed to initialize dtrace: DTrace requires additional privileges\n"
+    );
+    // The probes of dtrace itself need no privileges.
+    let o = run("BEGIN { exit(0); }");
+    assert_eq!(o.status.code(), Some(0));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn preprocessor_messages_pass_through() {
+    let p = script("unterminated.d", "BEGIN\n{\n#if 1\n\texit(0);\n}\n");
+    let path = p.to_str().unwrap();
+    let o = dtrace(&[], &["-Cs", path]);
+    assert_eq!(o.rc, 1);
+    // cpp reads the program as /dev/stdin and says so; DTrace's own message follows.
+    assert!(o.stderr.starts_with("/dev/stdin:3: "), "{}", o.stderr);
+    assert!(
+        o.stderr.ends_with(&format!(
+            "\ndtrace: failed to compile script {path}: Preprocessor failed to process input program\n"
+        )),
+        "{}",
+        o.stderr
+    );
+    // The preprocessor runs under the base name of its path.
+    let o = dtrace(&[], &["-x", "cpppath=/bin/cat", "-Cs", path]);
+    assert_eq!(o.rc, 1);
+    assert!(o.stderr.starts_with("cat: "), "{}", o.stderr);
     let _ = std::fs::remove_file(p);
 }

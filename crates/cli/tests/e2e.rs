@@ -708,6 +708,6 @@ fn probes_by_id() {
     assert_eq!(o.rc, 1);
     assert_eq!(
         o.stderr,
-        "dtrace: invalid probe specifier 4000000: invalid probe identifier 4000000\n"
+        "dtrace: invalid probe specifier 4000000: invalid probe identifier 4000000: Unknown probe identifier\n"
     );
 }

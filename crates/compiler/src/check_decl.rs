@@ -10,78 +10,6 @@ use crate::error::{err, CResult, ErrTag};
 use crate::tree::TExpr;
 use crate::types::{Member, TypeId, TypeKind};
 
-/// Options `#pragma D option` accepts (DTrace for Linux's option names).
-const KNOWN_OPTIONS: &[&str] = &[
-    "agghist",
-    "aggpack",
-    "aggpercpu",
-    "aggrate",
-    "aggsize",
-    "aggsortkey",
-    "aggsortkeypos",
-    "aggsortpos",
-    "aggsortrev",
-    "aggzoom",
-    "amin",
-    "argref",
-    "bufpolicy",
-    "bufresize",
-    "bufsize",
-    "cleanrate",
-    "core",
-    "cpp",
-    "cpphdrs",
-    "cpppath",
-    "cpu",
-    "ctypes",
-    "defaultargs",
-    "destructive",
-    "droptags",
-    "dtypes",
-    "dynvarsize",
-    "encoding",
-    "errtags",
-    "evaltime",
-    "flowindent",
-    "grabanon",
-    "iregs",
-    "jstackframes",
-    "jstackstrsize",
-    "lazyload",
-    "ldpath",
-    "libdir",
-    "linkmode",
-    "linktype",
-    "maxframes",
-    "modpath",
-    "nolibs",
-    "noresolve",
-    "nspec",
-    "pgmax",
-    "preallocate",
-    "printsize",
-    "pspec",
-    "quiet",
-    "quietresize",
-    "rawbytes",
-    "scratchsize",
-    "specsize",
-    "stackframes",
-    "stackindent",
-    "statusrate",
-    "strip",
-    "strsize",
-    "switchrate",
-    "syslibdir",
-    "temporal",
-    "unodefs",
-    "ustackframes",
-    "verbose",
-    "version",
-    "zdefs",
-    "zone",
-];
-
 impl<'o> Checker<'o> {
     /// Resolves a type name.
     pub fn resolve_type_name(&mut self, tn: &TypeName) -> CResult<TypeId> {
@@ -799,11 +727,22 @@ impl<'o> Checker<'o> {
                         Some((n, v)) => (n.to_string(), Some(v.to_string())),
                         None => (w.clone(), None),
                     };
-                    if !KNOWN_OPTIONS.contains(&name.as_str()) {
+                    if dtrace_dif::optval::option_kind(&name).is_none() {
                         return err(
                             ErrTag::D_PRAGMA_OPTSET,
                             line,
                             format!("failed to set option '{name}': Invalid option name"),
+                        );
+                    }
+                    if dtrace_dif::optval::NOT_FROM_D.contains(&name.as_str()) {
+                        let to = value
+                            .as_deref()
+                            .map(|v| format!(" to '{v}'"))
+                            .unwrap_or_default();
+                        return err(
+                            ErrTag::D_PRAGMA_OPTSET,
+                            line,
+                            format!("failed to set option '{name}'{to}: Option cannot be used from within a D program"),
                         );
                     }
                     let invalid = || {
@@ -818,22 +757,27 @@ impl<'o> Checker<'o> {
                     };
                     // sizes (with k/m/g/t suffixes) and counts: a value that is not one is
                     // refused here, where DTrace refuses it
-                    if SIZE_OPTIONS.contains(&name.as_str())
-                        && value.as_deref().and_then(parse_size).is_none()
+                    if matches!(
+                        dtrace_dif::optval::option_kind(&name),
+                        Some((dtrace_dif::optval::OptKind::Size, _))
+                    ) && value
+                        .as_deref()
+                        .and_then(dtrace_dif::optval::parse_size)
+                        .is_none()
                     {
                         return invalid();
                     }
                     if COUNT_OPTIONS.contains(&name.as_str())
                         && value
                             .as_deref()
-                            .and_then(c_number)
+                            .and_then(dtrace_dif::optval::parse_c_unsigned)
                             .filter(|v| *v <= u32::MAX as u64)
                             .is_none()
                     {
                         return invalid();
                     }
                     if name == "strsize" {
-                        match value.as_deref().and_then(crate::check_decl::parse_size) {
+                        match value.as_deref().and_then(dtrace_dif::optval::parse_size) {
                             Some(v) if v > 0 && v <= u32::MAX as u64 => {
                                 self.strsize = v as u32;
                                 self.types.strsize = v as u32;
@@ -896,15 +840,6 @@ impl<'o> Checker<'o> {
     }
 }
 
-/// Options whose value is a size (`bufsize=4m`).
-const SIZE_OPTIONS: &[&str] = &[
-    "aggsize",
-    "bufsize",
-    "dynvarsize",
-    "specsize",
-    "strsize",
-    "scratchsize",
-];
 
 /// Options whose value is a count.
 const COUNT_OPTIONS: &[&str] = &[
@@ -927,25 +862,3 @@ fn valid_attributes(s: &str) -> bool {
     p.len() == 3 && STABILITY.contains(&p[0]) && STABILITY.contains(&p[1]) && CLASS.contains(&p[2])
 }
 
-/// Parses a size option value with an optional k/m/g/t suffix.
-pub fn parse_size(s: &str) -> Option<u64> {
-    let (num, mult) = match s.chars().last()? {
-        'k' | 'K' => (&s[..s.len() - 1], 1u64 << 10),
-        'm' | 'M' => (&s[..s.len() - 1], 1 << 20),
-        'g' | 'G' => (&s[..s.len() - 1], 1 << 30),
-        't' | 'T' => (&s[..s.len() - 1], 1 << 40),
-        _ => (s, 1),
-    };
-    c_number(num)?.checked_mul(mult)
-}
-
-/// An unsigned number as C writes it: decimal, `0x` hexadecimal or `0` octal.
-pub fn c_number(s: &str) -> Option<u64> {
-    if let Some(h) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-        u64::from_str_radix(h, 16).ok()
-    } else if s.len() > 1 && s.starts_with('0') {
-        u64::from_str_radix(&s[1..], 8).ok()
-    } else {
-        s.parse::<u64>().ok()
-    }
-}

@@ -3,6 +3,7 @@
 //! `# line "file"` markers are understood by the lexer.
 
 use std::io::Write;
+use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 
 use crate::error::{CResult, CompileError, ErrTag};
@@ -23,6 +24,10 @@ pub fn preprocess(src: &str, opts: &CompileOptions) -> CResult<String> {
 /// included files as `cpp -H` lists them (one per line, dots giving the nesting depth).
 pub fn preprocess_with_headers(src: &str, opts: &CompileOptions) -> CResult<(String, String)> {
     let mut cmd = Command::new(&opts.cpp_path);
+    // As DTrace, the preprocessor's argv[0] is the base name of its path (its messages name it so).
+    if let Some(base) = std::path::Path::new(&opts.cpp_path).file_name() {
+        cmd.arg0(base);
+    }
     if opts.cpp_headers {
         cmd.arg("-H");
     }
@@ -42,10 +47,17 @@ pub fn preprocess_with_headers(src: &str, opts: &CompileOptions) -> CResult<(Str
         cmd.arg(format!("-I{i}"));
     }
     cmd.args(&opts.cpp_args);
-    cmd.arg("-");
+    // The program is read from /dev/stdin, the name DTrace gives it, so cpp's messages say
+    // "/dev/stdin:LINE: ...". Those go straight to dtrace's standard error, as DTrace lets them;
+    // under -H they are read to pick out the list of included files.
+    cmd.arg("/dev/stdin");
     cmd.stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+        .stderr(if opts.cpp_headers {
+            Stdio::piped()
+        } else {
+            Stdio::inherit()
+        });
     let fail = |m: String| CompileError::new(ErrTag::D_UNKNOWN, 0, m);
     let mut child = cmd
         .spawn()
@@ -59,18 +71,17 @@ pub fn preprocess_with_headers(src: &str, opts: &CompileOptions) -> CResult<(Str
         .wait_with_output()
         .map_err(|e| fail(format!("failed to run {}: {e}", opts.cpp_path)))?;
     let stderr = String::from_utf8_lossy(&out.stderr).to_string();
-    if !out.status.success() {
-        return Err(fail(format!("preprocessor failed: {}", stderr.trim())));
+    // `cpp -H` lists included files as lines starting with dots; its other messages pass on.
+    let (headers, other): (Vec<&str>, Vec<&str>) = stderr.lines().partition(|l| l.starts_with('.'));
+    for l in other {
+        eprintln!("{l}");
     }
-    // `cpp -H` lists included files as lines starting with dots
-    let headers = if opts.cpp_headers {
-        stderr
-            .lines()
-            .filter(|l| l.starts_with('.'))
-            .map(|l| format!("{l}\n"))
-            .collect()
-    } else {
-        String::new()
-    };
+    if !out.status.success() {
+        // EDT_CPPERR
+        return Err(fail(
+            "Preprocessor failed to process input program".to_string(),
+        ));
+    }
+    let headers = headers.iter().map(|l| format!("{l}\n")).collect();
     Ok((String::from_utf8_lossy(&out.stdout).to_string(), headers))
 }

@@ -291,7 +291,7 @@ fn probe_arg_type_names(
 }
 
 fn check_macro_args(ast: &ast::Program, opts: &CompileOptions) -> CResult<()> {
-    if opts.default_args || ast.default_args {
+    if opts.default_args || opts.argref || ast.default_args {
         return Ok(());
     }
     let n = opts.args.len().saturating_sub(1);
@@ -300,7 +300,10 @@ fn check_macro_args(ast: &ast::Program, opts: &CompileOptions) -> CResult<()> {
         return Err(CompileError::new(
             ErrTag::D_MACRO_UNUSED,
             0,
-            format!("extraneous argument '{}' (${i})", opts.args[i]),
+            format!(
+                "extraneous argument '{}' (${i} is not referenced)",
+                opts.args[i]
+            ),
         ));
     }
     Ok(())

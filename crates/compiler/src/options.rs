@@ -48,6 +48,8 @@ pub struct CompileOptions {
     pub undefs: Vec<String>,
     /// `-I dir`.
     pub includes: Vec<String>,
+    /// `-x argref`: macro arguments need not all be referenced.
+    pub argref: bool,
     /// `-x cppargs`: further preprocessor arguments, already split at white space.
     pub cpp_args: Vec<String>,
     /// `-x cpppath`.
@@ -74,6 +76,7 @@ impl Default for CompileOptions {
             defines: Vec::new(),
             undefs: Vec::new(),
             includes: Vec::new(),
+            argref: false,
             cpp_args: Vec::new(),
             cpp_path: "cpp".to_string(),
             source: SourceKind::File,

@@ -664,7 +664,10 @@ fn pragma_and_macro_errors() {
     };
     let err = compile("BEGIN { }", &opts).unwrap_err();
     assert_eq!(err.tag, ErrTag::D_MACRO_UNUSED);
-    assert_eq!(err.file_message(false), "extraneous argument 'a' ($1)");
+    assert_eq!(
+        err.file_message(false),
+        "extraneous argument 'a' ($1 is not referenced)"
+    );
     let opts = CompileOptions {
         args: vec!["t.d".into(), "a".into()],
         default_args: true,

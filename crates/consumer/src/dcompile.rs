@@ -26,6 +26,8 @@ pub struct DCompiler {
     pub probes: Option<Box<dyn ProbeInfo + Send>>,
     /// The identifiers of the programs compiled so far, known to those compiled next.
     pub shared: SharedState,
+    /// The data model programs are compiled for (`-32`/`-64`; LP64 by default).
+    pub model: dtrace_compiler::DataModel,
 }
 
 /// A maker of the type sources one compilation consumes. With `false` it may leave out what is
@@ -87,22 +89,32 @@ fn num(o: &Options, name: &str, default: u32) -> u32 {
     }
 }
 
+/// A default stack depth, at most `maxframes` when that is set (DTrace for Linux caps the frames a
+/// stack records at `maxframes`).
+fn frames(o: &Options, name: &str, default: u32) -> u32 {
+    let n = num(o, name, default);
+    match o.value("maxframes") {
+        m if m > 0 => n.min(m.min(u32::MAX as i64) as u32),
+        _ => n,
+    }
+}
+
 /// `-P foo` is `foo:::`, `-m foo` is `:foo::`, `-f foo` is `::foo:`; what follows the description (a
 /// predicate or an action) is kept.
-pub fn expand_spec(spec: ProbeSpec, source: &str) -> String {
+pub fn expand_spec(spec: ProbeSpec, source: &str) -> Result<String> {
     if matches!(spec, ProbeSpec::Name | ProbeSpec::Script) {
-        return source.to_string();
+        return Ok(source.to_string());
     }
     let cut = source.find(['/', '{']).unwrap_or(source.len());
-    let d = str2desc(spec, source[..cut].trim());
-    format!(
+    let d = str2desc(spec, source[..cut].trim()).map_err(ConsumerError::Compile)?;
+    Ok(format!(
         "{}:{}:{}:{} {}",
         d.provider,
         d.module,
         d.function,
         d.name,
         &source[cut..]
-    )
+    ))
 }
 
 impl Compiler for DCompiler {
@@ -124,12 +136,14 @@ impl Compiler for DCompiler {
                 argv.to_vec()
             },
             default_args: o.is_set("defaultargs"),
+            argref: o.is_set("argref"),
             strsize: num(o, "strsize", 256),
             destructive: o.is_set("destructive"),
-            stackframes: num(o, "stackframes", 20),
-            ustackframes: num(o, "ustackframes", 100),
+            stackframes: frames(o, "stackframes", 20),
+            ustackframes: frames(o, "ustackframes", 100),
             jstackframes: num(o, "jstackframes", 50),
             jstackstrsize: num(o, "jstackstrsize", 512),
+            model: self.model,
             cpp: flags.cpp || o.is_set("cpp"),
             cpp_headers: o.is_set("cpphdrs"),
             defines: o.strings("define").to_vec(),
@@ -154,7 +168,7 @@ impl Compiler for DCompiler {
         if let Some(p) = o.string("cpppath") {
             c.cpp_path = p.to_string();
         }
-        let text = expand_spec(spec, source);
+        let text = expand_spec(spec, source)?;
         let errtags = o.is_set("errtags");
         // The first compilation builds the type table the later ones share; as long as the
         // kernel's types have not been waited for, their typedef names may be missing: a

@@ -57,13 +57,13 @@ pub enum ConsumerError {
     )]
     MissingArgument(usize),
     /// An unknown option name (`EDT_BADOPTNAME`).
-    #[error("invalid option name")]
+    #[error("Invalid option name")]
     BadOptionName(String),
     /// A bad option value (`EDT_BADOPTVAL`).
-    #[error("invalid value for specified option")]
+    #[error("Invalid value for specified option")]
     BadOptionValue(String),
     /// An option that cannot change once tracing is running (`EDT_ACTIVE`).
-    #[error("operation illegal when tracing is active")]
+    #[error("Operation illegal when tracing is active")]
     Active,
     /// `go` before any program was executed, or work without `go`.
     #[error("operation not supported in this state: {0}")]

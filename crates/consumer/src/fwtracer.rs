@@ -48,7 +48,7 @@ impl FrameworkTracer {
         for (name, value) in &o.explicit()[self.applied..] {
             if matches!(
                 Options::kind(name),
-                Some((OptKind::Compile | OptKind::CppArgs, _))
+                Some((OptKind::Compile | OptKind::CppArgs | OptKind::Choice(_), _))
             ) {
                 continue;
             }

@@ -10,10 +10,11 @@ use dtrace_framework::records::ProbeInfo;
 
 use crate::handle::ProbeSpec;
 
-/// Splits a probe description; a description with fewer fields than four fills from the field named
-/// by `spec` leftwards (`-f read` is function `read`; `-n syscall::read:entry` uses all four).
-pub fn str2desc(spec: ProbeSpec, s: &str) -> ProbeDesc {
-    let parts: Vec<&str> = s.split(':').collect();
+/// Splits a probe description as `dtrace_xstr2desc` does: its fields are taken from the right, the
+/// last one naming the field `spec` says (`-f read` is function `read`; `-m fbt:genunix` is provider
+/// `fbt`, module `genunix`); text left over once the provider is filled is an error
+/// ("Overspecified probe description").
+pub fn str2desc(spec: ProbeSpec, s: &str) -> Result<ProbeDesc, String> {
     let last = match spec {
         ProbeSpec::Provider => 0,
         ProbeSpec::Module => 1,
@@ -21,20 +22,30 @@ pub fn str2desc(spec: ProbeSpec, s: &str) -> ProbeDesc {
         _ => 3,
     };
     let mut f = [String::new(), String::new(), String::new(), String::new()];
-    let n = parts.len().min(4);
-    let end = if parts.len() >= 4 { 3 } else { last.max(n - 1) };
-    for (i, p) in parts.iter().rev().take(n).enumerate() {
-        if let Some(slot) = end.checked_sub(i) {
-            f[slot] = p.to_string();
+    let mut rest = s;
+    for slot in (0..=last).rev() {
+        let (left, field) = match rest.rfind(':') {
+            Some(i) => (&rest[..i], &rest[i + 1..]),
+            None => ("", rest),
+        };
+        f[slot] = field.to_string();
+        rest = left;
+        if rest.is_empty() {
+            break;
         }
     }
+    if !rest.is_empty() {
+        return Err(format!(
+            "invalid probe description \"{s}\": Overspecified probe description"
+        ));
+    }
     let [provider, module, function, name] = f;
-    ProbeDesc {
+    Ok(ProbeDesc {
         provider,
         module,
         function,
         name,
-    }
+    })
 }
 
 /// The `-l` heading.
@@ -124,24 +135,45 @@ mod tests {
 
     #[test]
     fn descriptions_fill_from_the_right() {
-        assert_eq!(str2desc(ProbeSpec::Name, "BEGIN"), d("", "", "", "BEGIN"));
+        let ok = |spec, s| str2desc(spec, s).unwrap();
+        assert_eq!(ok(ProbeSpec::Name, "BEGIN"), d("", "", "", "BEGIN"));
         assert_eq!(
-            str2desc(ProbeSpec::Name, "syscall::read:entry"),
+            ok(ProbeSpec::Name, "syscall::read:entry"),
             d("syscall", "", "read", "entry")
         );
         assert_eq!(
-            str2desc(ProbeSpec::Name, "read:entry"),
+            ok(ProbeSpec::Name, "read:entry"),
             d("", "", "read", "entry")
         );
-        assert_eq!(str2desc(ProbeSpec::Function, "read"), d("", "", "read", ""));
+        assert_eq!(ok(ProbeSpec::Function, "read"), d("", "", "read", ""));
+        assert_eq!(ok(ProbeSpec::Provider, "syscall"), d("syscall", "", "", ""));
         assert_eq!(
-            str2desc(ProbeSpec::Provider, "syscall"),
-            d("syscall", "", "", "")
-        );
-        assert_eq!(
-            str2desc(ProbeSpec::Module, "fbt:genunix"),
+            ok(ProbeSpec::Module, "fbt:genunix"),
             d("fbt", "genunix", "", "")
         );
+        // An empty field left of the provider is no text left over.
+        assert_eq!(
+            ok(ProbeSpec::Function, ":genunix::"),
+            d("genunix", "", "", "")
+        );
+    }
+
+    #[test]
+    fn overspecified_descriptions() {
+        for (spec, s) in [
+            (ProbeSpec::Module, "genunix::"),
+            (ProbeSpec::Module, ":genunix::"),
+            (ProbeSpec::Provider, "profile:::profile-97"),
+            (ProbeSpec::Function, "a:b:c:d"),
+            (ProbeSpec::Name, "a:b:c:d:e"),
+        ] {
+            assert_eq!(
+                str2desc(spec, s),
+                Err(format!(
+                    "invalid probe description \"{s}\": Overspecified probe description"
+                ))
+            );
+        }
     }
 
     #[test]

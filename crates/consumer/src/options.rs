@@ -4,36 +4,13 @@
 
 use std::collections::BTreeMap;
 
+use dtrace_dif::optval::parse_c_unsigned;
+pub use dtrace_dif::optval::{parse_rate, parse_size, OptKind, OPTIONS};
+
 use crate::error::{ConsumerError, Result};
 
 /// The value DTrace stores for an unset option (`DTRACEOPT_UNSET`).
 pub const UNSET: i64 = -2;
-
-/// How an option's value is parsed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OptKind {
-    /// Compile-time option taking no value or a free-form one (compiler's business).
-    Compile,
-    /// `cppargs`: further arguments for the preprocessor, split at white space; a value is required.
-    CppArgs,
-    /// A size in bytes with optional `k`, `m`, `g`, `t` suffix.
-    Size,
-    /// A time: a number of nanoseconds with optional unit suffix, or a frequency with `hz`.
-    Rate,
-    /// A runtime value: a number, or `yes/no`, `on/off`, `true/false`, `enable(d)/disable(d)`,
-    /// `set/unset`; no value means set.
-    Runtime,
-    /// `bufpolicy`: `ring`, `fill` or `switch`.
-    BufPolicy,
-    /// `bufresize`: `auto` or `manual`.
-    BufResize,
-    /// `encoding`: `ascii` or `utf8`, how graphs draw their bars.
-    Encoding,
-    /// `oformat`: `text`, `json` or `folded` ([`crate::oformat`]).
-    OFormat,
-    /// A free-form string kept as given (`flamegraph=FILE`, `metrics=ADDR:PORT`).
-    Text,
-}
 
 /// `bufpolicy` values.
 pub const BUFPOLICY_RING: i64 = 0;
@@ -47,90 +24,6 @@ pub const ENCODING_ASCII: i64 = 1;
 /// `encoding=utf8`.
 pub const ENCODING_UTF8: i64 = 2;
 
-/// (name, kind, may change while tracing is active)
-const TABLE: &[(&str, OptKind, bool)] = &[
-    // compile-time options
-    ("amin", OptKind::Compile, false),
-    ("argref", OptKind::Compile, false),
-    ("core", OptKind::Compile, false),
-    ("cpp", OptKind::Compile, false),
-    ("cppargs", OptKind::CppArgs, false),
-    ("cpphdrs", OptKind::Compile, false),
-    ("cpppath", OptKind::Compile, false),
-    ("ctypes", OptKind::Compile, false),
-    ("defaultargs", OptKind::Compile, false),
-    ("define", OptKind::Compile, false),
-    ("droptags", OptKind::Compile, false),
-    ("dtypes", OptKind::Compile, false),
-    ("encoding", OptKind::Encoding, true),
-    ("debug", OptKind::Compile, false),
-    ("empty", OptKind::Compile, false),
-    ("errtags", OptKind::Compile, false),
-    ("evaltime", OptKind::Compile, false),
-    ("incdir", OptKind::Compile, false),
-    ("iregs", OptKind::Compile, false),
-    ("kdefs", OptKind::Compile, false),
-    ("knodefs", OptKind::Compile, false),
-    ("late", OptKind::Compile, false),
-    ("lazyload", OptKind::Compile, false),
-    ("ldpath", OptKind::Compile, false),
-    ("libdir", OptKind::Compile, false),
-    ("linkmode", OptKind::Compile, false),
-    ("linktype", OptKind::Compile, false),
-    ("nolibs", OptKind::Compile, false),
-    ("pgmax", OptKind::Compile, false),
-    ("pspec", OptKind::Compile, false),
-    ("stdc", OptKind::Compile, false),
-    ("strip", OptKind::Compile, false),
-    ("syslibdir", OptKind::Compile, false),
-    ("tree", OptKind::Compile, false),
-    ("tregs", OptKind::Compile, false),
-    ("udefs", OptKind::Compile, false),
-    ("undef", OptKind::Compile, false),
-    ("unodefs", OptKind::Compile, false),
-    ("verbose", OptKind::Compile, false),
-    ("version", OptKind::Compile, false),
-    ("zdefs", OptKind::Compile, false),
-    // runtime options fixed once tracing starts
-    ("aggsize", OptKind::Size, false),
-    ("bufsize", OptKind::Size, false),
-    ("bufpolicy", OptKind::BufPolicy, false),
-    ("bufresize", OptKind::BufResize, false),
-    ("cleanrate", OptKind::Rate, false),
-    ("cpu", OptKind::Runtime, false),
-    ("destructive", OptKind::Runtime, false),
-    ("dynvarsize", OptKind::Size, false),
-    ("grabanon", OptKind::Runtime, false),
-    ("jstackframes", OptKind::Runtime, false),
-    ("jstackstrsize", OptKind::Size, false),
-    ("nspec", OptKind::Runtime, false),
-    ("specsize", OptKind::Size, false),
-    ("stackframes", OptKind::Runtime, false),
-    ("statusrate", OptKind::Rate, false),
-    ("strsize", OptKind::Size, false),
-    ("ustackframes", OptKind::Runtime, false),
-    ("temporal", OptKind::Runtime, false),
-    // output formats (crate::oformat)
-    ("oformat", OptKind::OFormat, false),
-    ("flamegraph", OptKind::Text, false),
-    ("metrics", OptKind::Text, false),
-    // dynamic runtime options
-    ("agghist", OptKind::Runtime, true),
-    ("aggpack", OptKind::Runtime, true),
-    ("aggrate", OptKind::Rate, true),
-    ("aggsortkey", OptKind::Runtime, true),
-    ("aggsortkeypos", OptKind::Runtime, true),
-    ("aggsortpos", OptKind::Runtime, true),
-    ("aggsortrev", OptKind::Runtime, true),
-    ("aggzoom", OptKind::Runtime, true),
-    ("flowindent", OptKind::Runtime, true),
-    ("quiet", OptKind::Runtime, true),
-    ("quietresize", OptKind::Runtime, true),
-    ("rawbytes", OptKind::Runtime, true),
-    ("stackindent", OptKind::Runtime, true),
-    ("switchrate", OptKind::Rate, true),
-];
-
 /// The option settings of one handle.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Options {
@@ -142,7 +35,7 @@ pub struct Options {
 impl Default for Options {
     fn default() -> Self {
         let mut o = Options {
-            values: TABLE.iter().map(|(n, _, _)| (*n, UNSET)).collect(),
+            values: OPTIONS.iter().map(|(n, _, _)| (*n, UNSET)).collect(),
             explicit: Vec::new(),
             strings: BTreeMap::new(),
         };
@@ -174,63 +67,10 @@ fn bad(v: &str) -> ConsumerError {
     ConsumerError::BadOptionValue(v.to_string())
 }
 
-/// `strtoull(s, &end, 0)`: decimal, `0x` hex or `0` octal; returns the value and the rest.
-fn c_number(s: &str) -> Option<(u64, &str)> {
-    let (digits, radix) = if let Some(h) = s.strip_prefix("0x").or(s.strip_prefix("0X")) {
-        (h, 16)
-    } else if s.len() > 1 && s.starts_with('0') {
-        (&s[1..], 8)
-    } else {
-        (s, 10)
-    };
-    let n = digits
-        .find(|c: char| !c.is_digit(radix))
-        .unwrap_or(digits.len());
-    if n == 0 {
-        return if radix == 8 { Some((0, digits)) } else { None };
-    }
-    let v = u64::from_str_radix(&digits[..n], radix).ok()?;
-    Some((v, &digits[n..]))
-}
-
-/// Parses a size (`dt_opt_size`).
-pub fn parse_size(v: &str) -> Result<i64> {
-    let (num, mul) = match v.as_bytes().last() {
-        Some(b't' | b'T') => (&v[..v.len() - 1], 1u64 << 40),
-        Some(b'g' | b'G') => (&v[..v.len() - 1], 1 << 30),
-        Some(b'm' | b'M') => (&v[..v.len() - 1], 1 << 20),
-        Some(b'k' | b'K') => (&v[..v.len() - 1], 1 << 10),
-        _ => (v, 1),
-    };
-    match c_number(num) {
-        Some((n, "")) => n
-            .checked_mul(mul)
-            .filter(|&x| x <= i64::MAX as u64)
-            .map(|x| x as i64)
-            .ok_or_else(|| bad(v)),
-        _ => Err(bad(v)),
-    }
-}
-
-/// Parses a rate or time into nanoseconds (`dt_opt_rate`); `hz` gives the period of that frequency.
-pub fn parse_rate(v: &str) -> Result<i64> {
-    let (n, rest) = c_number(v).ok_or_else(|| bad(v))?;
-    let mul: i64 = match rest.to_ascii_lowercase().as_str() {
-        "" | "ns" | "nsec" => 1,
-        "us" | "usec" => 1_000,
-        "ms" | "msec" => 1_000_000,
-        "s" | "sec" => 1_000_000_000,
-        "m" | "min" => 60_000_000_000,
-        "h" | "hour" => 3_600_000_000_000,
-        "d" | "day" => 86_400_000_000_000,
-        "hz" => 0,
-        _ => return Err(bad(v)),
-    };
-    let n = i64::try_from(n).map_err(|_| bad(v))?;
-    if mul == 0 {
-        return Ok(if n == 0 { 0 } else { 1_000_000_000 / n });
-    }
-    n.checked_mul(mul).ok_or_else(|| bad(v))
+/// A size or rate option's value (`dt_opt_size`, `dt_opt_rate`): required, parsed by `parse`.
+fn sized(parse: fn(&str) -> Option<u64>, v: Option<&str>) -> Result<i64> {
+    let v = v.ok_or_else(|| bad(""))?;
+    parse(v).map(|n| n as i64).ok_or_else(|| bad(v))
 }
 
 fn parse_runtime(v: Option<&str>) -> Result<i64> {
@@ -253,8 +93,8 @@ fn parse_runtime(v: Option<&str>) -> Result<i64> {
             return Ok(UNSET);
         }
     }
-    match c_number(v) {
-        Some((n, "")) if n <= i64::MAX as u64 => Ok(n as i64),
+    match parse_c_unsigned(v) {
+        Some(n) if n <= i64::MAX as u64 => Ok(n as i64),
         _ => Err(bad(v)),
     }
 }
@@ -262,21 +102,18 @@ fn parse_runtime(v: Option<&str>) -> Result<i64> {
 impl Options {
     /// Looks an option up in the table.
     pub fn kind(name: &str) -> Option<(OptKind, bool)> {
-        TABLE
-            .iter()
-            .find(|(n, _, _)| *n == name)
-            .map(|(_, k, d)| (*k, *d))
+        dtrace_dif::optval::option_kind(name)
     }
 
     /// Every option name, in the table's order (for documentation and its tests).
     pub fn names() -> impl Iterator<Item = &'static str> {
-        TABLE.iter().map(|(n, _, _)| *n)
+        dtrace_dif::optval::OPTIONS.iter().map(|(n, _, _)| *n)
     }
 
     /// Sets an option from its textual value (`None` for a bare `-x name`). `active` says whether
     /// tracing is running, which forbids changing non-dynamic options.
     pub fn set(&mut self, name: &str, value: Option<&str>, active: bool) -> Result<()> {
-        let Some(&(key, kind, dynamic)) = TABLE.iter().find(|(n, _, _)| *n == name) else {
+        let Some(&(key, kind, dynamic)) = OPTIONS.iter().find(|(n, _, _)| *n == name) else {
             return Err(ConsumerError::BadOptionName(name.to_string()));
         };
         if active && !dynamic {
@@ -296,8 +133,13 @@ impl Options {
                 list.extend(words.split_ascii_whitespace().map(str::to_string));
                 0
             }
-            OptKind::Size => parse_size(&need(value)?)?,
-            OptKind::Rate => parse_rate(&need(value)?)?,
+            // The smallest string holds DTrace's NUL string; a string's size is a 32-bit count.
+            OptKind::Size if key == "strsize" => match sized(parse_size, value)? {
+                n if (2..=u32::MAX as i64).contains(&n) => n,
+                _ => return Err(bad(value.unwrap_or(""))),
+            },
+            OptKind::Size => sized(parse_size, value)?,
+            OptKind::Rate => sized(parse_rate, value)?,
             OptKind::Runtime => parse_runtime(value)?,
             OptKind::BufPolicy => match need(value)?.as_str() {
                 "ring" => BUFPOLICY_RING,
@@ -318,6 +160,22 @@ impl Options {
                 }
                 self.strings.insert(key, vec![v]);
                 0
+            }
+            OptKind::Choice(words) => {
+                let v = need(value)?;
+                if !words.contains(&v.as_str()) {
+                    return Err(bad(&v));
+                }
+                self.strings.entry(key).or_default().push(v);
+                0
+            }
+            OptKind::LockMem => match value {
+                // RLIM_INFINITY, as DTrace stores it.
+                Some("unlimited") => i64::MAX,
+                v => sized(parse_size, v)?,
+            },
+            OptKind::Unsupported(what) => {
+                return Err(ConsumerError::NotSupported(what.to_string()))
             }
             OptKind::Encoding => match need(value)?.as_str() {
                 "ascii" => ENCODING_ASCII,
@@ -373,21 +231,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn sizes_and_rates() {
-        assert_eq!(parse_size("4m").unwrap(), 4 << 20);
-        assert_eq!(parse_size("0x10").unwrap(), 16);
-        assert_eq!(parse_size("2K").unwrap(), 2048);
-        assert!(parse_size("4q").is_err());
-        assert!(parse_size("").is_err());
-        assert!(parse_size("99999999999t").is_err());
-        assert_eq!(parse_rate("10hz").unwrap(), 100_000_000);
-        assert_eq!(parse_rate("1s").unwrap(), 1_000_000_000);
-        assert_eq!(parse_rate("250ms").unwrap(), 250_000_000);
-        assert_eq!(parse_rate("500").unwrap(), 500);
-        assert!(parse_rate("5parsecs").is_err());
-    }
-
-    #[test]
     fn runtime_values_and_errors() {
         let mut o = Options::default();
         assert!(!o.is_set("quiet"));
@@ -419,6 +262,13 @@ mod tests {
         assert!(o.set("encoding", None, false).is_err());
         assert_eq!(o.get("bufpolicy").unwrap(), BUFPOLICY_RING);
         assert!(o.set("quiet", Some("maybe"), false).is_err());
+        // Words from a fixed set, and strsize's bounds.
+        o.set("stdc", Some("s"), false).unwrap();
+        assert_eq!(o.string("stdc"), Some("s"));
+        assert!(o.set("stdc", Some("X"), false).is_err());
+        assert!(o.set("linkmode", Some("foo"), false).is_err());
+        assert!(o.set("strsize", Some("1"), false).is_err());
+        o.set("strsize", Some("2"), false).unwrap();
         o.set("define", Some("A=1"), false).unwrap();
         o.set("define", Some("B"), false).unwrap();
         assert_eq!(o.strings("define"), ["A=1", "B"]);

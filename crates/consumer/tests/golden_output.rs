@@ -813,7 +813,8 @@ fn compiler_form_library_actions_and_setopt_errors() {
     assert_eq!(res.out, "cat=0\nbash=1\nsshd=3\n");
     assert_eq!(
         res.errors,
-        ["error in dt_clause_1 for probe ID 2 (dtrace:::END): couldn't set option \"nosuch\" to \"\": invalid option name\n"]
+        ["error in dt_clause_1 for probe ID 2 (dtrace:::END): couldn't set option \"nosuch\" to \"\": Invalid option name
+"]
     );
 }
 

@@ -116,7 +116,7 @@ fn begin_exit_end_and_aggregations() {
     h.go().unwrap();
     assert!(matches!(h.go(), Err(ConsumerError::BadState(_))));
     assert_eq!(h.setopt("bufsize", Some("2m")), Err(ConsumerError::Active));
-    assert_eq!(h.errmsg(), "operation illegal when tracing is active");
+    assert_eq!(h.errmsg(), "Operation illegal when tracing is active");
     let mut out: Vec<u8> = Vec::new();
     let mut o = DefaultOutput::default();
     let o = std::cell::RefCell::new(&mut o);

@@ -36,6 +36,7 @@
 use thiserror::Error;
 
 use dtrace_dif::object::{DifObject, DifType as DifTy, VarEntry};
+use dtrace_dif::optval::{parse_c_unsigned, parse_rate, parse_size};
 use dtrace_dif::program::{ActionDesc, ActionKind, AggregationDesc, EcbDesc, ProbeDesc, Program};
 
 use crate::consts::*;
@@ -281,71 +282,6 @@ const OPTIONS: &[(&str, u32, OptKind)] = &[
 /// `DTRACEOPT_MAX`: option numbers at or above it are not options.
 const DTRACEOPT_MAX: u32 = 32;
 
-/// C's `strtoull(s, &end, 0)`: the number and the rest of the string (None when no digits).
-fn strtoull(s: &str) -> Option<(u64, &str)> {
-    let (radix, body) = if let Some(r) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-        (16, r)
-    } else if s.len() > 1 && s.starts_with('0') {
-        (8, &s[1..])
-    } else {
-        (10, s)
-    };
-    let n = body
-        .find(|c: char| !c.is_digit(radix))
-        .unwrap_or(body.len());
-    if n == 0 {
-        return if radix == 8 { Some((0, body)) } else { None };
-    }
-    let v = u64::from_str_radix(&body[..n], radix).ok()?;
-    Some((v, &body[n..]))
-}
-
-fn parse_size(s: &str) -> Option<u64> {
-    let mul: u64 = match s.chars().last()? {
-        't' | 'T' => 1 << 40,
-        'g' | 'G' => 1 << 30,
-        'm' | 'M' => 1 << 20,
-        'k' | 'K' => 1 << 10,
-        _ => 1,
-    };
-    let body = if mul > 1 { &s[..s.len() - 1] } else { s };
-    let (v, rest) = strtoull(body)?;
-    if !rest.is_empty() {
-        return None;
-    }
-    v.checked_mul(mul).filter(|&v| v <= i64::MAX as u64)
-}
-
-fn parse_rate(s: &str) -> Option<u64> {
-    const NS: u64 = 1_000_000_000;
-    const UNITS: &[(&str, u64)] = &[
-        ("ns", 1),
-        ("nsec", 1),
-        ("us", 1_000),
-        ("usec", 1_000),
-        ("ms", 1_000_000),
-        ("msec", 1_000_000),
-        ("s", NS),
-        ("sec", NS),
-        ("m", NS * 60),
-        ("min", NS * 60),
-        ("h", NS * 3600),
-        ("hour", NS * 3600),
-        ("d", NS * 86400),
-        ("day", NS * 86400),
-        ("hz", 0),
-    ];
-    let (v, rest) = strtoull(s)?;
-    if rest.is_empty() {
-        return Some(v);
-    }
-    let (_, mul) = UNITS.iter().find(|(u, _)| u.eq_ignore_ascii_case(rest))?;
-    if *mul == 0 {
-        return Some(NS.checked_div(v).unwrap_or(0));
-    }
-    v.checked_mul(*mul).filter(|&v| v <= i64::MAX as u64)
-}
-
 /// The `DTRACEOPT_*` number and value DTrace stores for option `name` set to `value`; `Ok(None)` for
 /// an option that is not a run-time option (a compile-time one, which has no DOF form).
 pub fn dof_option(name: &str, value: Option<&str>) -> Result<Option<(u32, u64)>> {
@@ -359,8 +295,8 @@ pub fn dof_option(name: &str, value: Option<&str>) -> Result<Option<(u32, u64)>>
     let v = match (kind, value) {
         (OptKind::Zone, _) => return Err(ProgramDofError::OptionNotCarried(name.to_string())),
         (OptKind::Flag | OptKind::Number | OptKind::Size | OptKind::Rate, None) => 0,
-        (OptKind::Flag | OptKind::Number, Some(s)) => match strtoull(s) {
-            Some((v, "")) if v <= i64::MAX as u64 => v,
+        (OptKind::Flag | OptKind::Number, Some(s)) => match parse_c_unsigned(s) {
+            Some(v) if v <= i64::MAX as u64 => v,
             _ => return Err(bad()),
         },
         (OptKind::Size, Some(s)) => parse_size(s).ok_or_else(bad)?,

@@ -680,7 +680,7 @@ impl Framework {
         self.vars = VarState::new(VmOptions {
             strsize: self.options.strsize as usize,
             dynvarsize: self.options.dynvarsize.min(usize::MAX as u64) as usize,
-            ..VmOptions::default()
+            scratch_size: self.options.scratchsize.min(usize::MAX as u64) as usize,
         });
         self.activity = Activity::Active;
         self.last_clean = self.clock.now();

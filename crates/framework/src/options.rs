@@ -46,7 +46,7 @@ pub enum BufResize {
 }
 
 /// Nanoseconds per second.
-pub const NANOSEC: u64 = 1_000_000_000;
+pub use dtrace_dif::optval::NANOSEC;
 
 /// The framework's options with DTrace's defaults.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -94,6 +94,9 @@ pub struct Options {
     pub zone: Option<String>,
     /// `grabanon`/anonymous tracing (accepted; not applicable).
     pub grabanon: bool,
+    /// `scratchsize`: bytes of scratch space (`alloca()` and string temporaries) per probe firing
+    /// (default 1m), rounded up to a multiple of 8 bytes.
+    pub scratchsize: u64,
 }
 
 impl Default for Options {
@@ -120,6 +123,7 @@ impl Default for Options {
             temporal: false,
             zone: None,
             grabanon: false,
+            scratchsize: 1 << 20,
         }
     }
 }
@@ -147,6 +151,7 @@ pub const FRAMEWORK_OPTIONS: &[&str] = &[
     "jstackframes",
     "jstackstrsize",
     "nspec",
+    "scratchsize",
     "specsize",
     "stackframes",
     "statusrate",
@@ -160,99 +165,9 @@ pub const FRAMEWORK_OPTIONS: &[&str] = &[
 /// Options that may still change while tracing is active (DTrace lets these be set by `setopt()`).
 pub const RUNTIME_OPTIONS: &[&str] = &["aggrate", "switchrate", "statusrate", "cleanrate"];
 
-/// Parses a size the way `dt_opt_size` does: an unsigned number in C notation (decimal, `0x` hex, `0`
-/// octal) optionally followed by one of `k`, `m`, `g`, `t` (either case), each a factor of 1024.
-pub fn parse_size(arg: &str) -> Option<u64> {
-    let last = arg.chars().last()?;
-    let (digits, mul): (&str, u64) = match last.to_ascii_lowercase() {
-        'k' => (&arg[..arg.len() - 1], 1 << 10),
-        'm' => (&arg[..arg.len() - 1], 1 << 20),
-        'g' => (&arg[..arg.len() - 1], 1 << 30),
-        't' => (&arg[..arg.len() - 1], 1 << 40),
-        _ => (arg, 1),
-    };
-    let v = parse_c_unsigned(digits)?;
-    let v = v.checked_mul(mul)?;
-    if v > i64::MAX as u64 {
-        return None;
-    }
-    Some(v)
-}
-
-/// Time suffixes shared by rate options and the profile provider, with nanoseconds per unit
-/// (0 for `hz`, meaning a frequency per second).
-pub const TIME_SUFFIXES: &[(&str, u64)] = &[
-    ("ns", 1),
-    ("nsec", 1),
-    ("us", 1_000),
-    ("usec", 1_000),
-    ("ms", 1_000_000),
-    ("msec", 1_000_000),
-    ("s", NANOSEC),
-    ("sec", NANOSEC),
-    ("m", 60 * NANOSEC),
-    ("min", 60 * NANOSEC),
-    ("h", 3600 * NANOSEC),
-    ("hour", 3600 * NANOSEC),
-    ("d", 86400 * NANOSEC),
-    ("day", 86400 * NANOSEC),
-    ("hz", 0),
-];
-
-/// Looks a time suffix up (case-insensitively): nanoseconds per unit, 0 for `hz`.
-pub fn time_suffix(s: &str) -> Option<u64> {
-    TIME_SUFFIXES
-        .iter()
-        .find(|(n, _)| n.eq_ignore_ascii_case(s))
-        .map(|&(_, m)| m)
-}
-
-/// Parses a rate the way `dt_opt_rate` does into nanoseconds: a number in C notation with an optional
-/// time suffix; `hz` is a frequency (`10hz` = 100000000 ns); a bare number is nanoseconds.
-pub fn parse_rate(arg: &str) -> Option<u64> {
-    let split = c_number_len(arg);
-    let (digits, suffix) = arg.split_at(split);
-    let val = parse_c_unsigned(digits)?;
-    let mul = if suffix.is_empty() {
-        1
-    } else {
-        time_suffix(suffix)?
-    };
-    if mul == 0 {
-        Some(NANOSEC.checked_div(val).unwrap_or(0))
-    } else {
-        val.checked_mul(mul).filter(|&v| v <= i64::MAX as u64)
-    }
-}
-
-/// Length of the leading C-notation unsigned number in `s` (what `strtoull(s, &end, 0)` consumes).
-fn c_number_len(s: &str) -> usize {
-    let b = s.as_bytes();
-    if b.len() >= 3 && b[0] == b'0' && (b[1] | 0x20) == b'x' && b[2].is_ascii_hexdigit() {
-        return 2 + b[2..].iter().take_while(|c| c.is_ascii_hexdigit()).count();
-    }
-    b.iter().take_while(|c| c.is_ascii_digit()).count()
-}
-
-/// Parses a whole string as a C-notation unsigned number (decimal, `0x` hex, leading-`0` octal).
-pub fn parse_c_unsigned(s: &str) -> Option<u64> {
-    if s.is_empty() {
-        return None;
-    }
-    if let Some(hex) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-        if hex.is_empty() || !hex.bytes().all(|c| c.is_ascii_hexdigit()) {
-            return None;
-        }
-        return u64::from_str_radix(hex, 16).ok();
-    }
-    if !s.bytes().all(|c| c.is_ascii_digit()) {
-        return None;
-    }
-    if s.len() > 1 && s.starts_with('0') {
-        return u64::from_str_radix(&s[1..], 8).ok();
-    }
-    s.parse().ok()
-}
+pub use dtrace_dif::optval::{
+    parse_c_unsigned, parse_rate, parse_size, time_suffix, TIME_SUFFIXES,
+};
 
 impl Options {
     /// Sets option `name` to `value` (`None` for a bare `-x name`), with DTrace's parsing and errors.
@@ -293,6 +208,12 @@ impl Options {
             "statusrate" => self.statusrate = rate()?,
             "cleanrate" => self.cleanrate = rate()?.clamp(CLEANRATE_MIN, CLEANRATE_MAX),
             "nspec" => self.nspec = count(MAX_NSPEC)?,
+            "scratchsize" => {
+                let v = size()?;
+                // DTrace rounds its region (the size plus an 8-byte header) to 8 bytes; the VM
+                // keeps no header, so the usable bytes are the size rounded up to 8.
+                self.scratchsize = v.div_ceil(8) * 8;
+            }
             "stackframes" => self.stackframes = count(MAX_FRAMES)?.max(1),
             "ustackframes" => self.ustackframes = count(MAX_FRAMES)?.max(1),
             "jstackframes" => self.jstackframes = count(MAX_FRAMES)?.max(1),
@@ -336,6 +257,7 @@ impl Options {
             "statusrate" => self.statusrate,
             "cleanrate" => self.cleanrate,
             "nspec" => self.nspec,
+            "scratchsize" => self.scratchsize,
             "stackframes" => self.stackframes,
             "ustackframes" => self.ustackframes,
             "jstackframes" => self.jstackframes,
@@ -373,39 +295,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn sizes_parse_like_dtrace() {
-        assert_eq!(parse_size("4m"), Some(4 << 20));
-        assert_eq!(parse_size("4M"), Some(4 << 20));
-        assert_eq!(parse_size("512k"), Some(512 << 10));
-        assert_eq!(parse_size("2g"), Some(2 << 30));
-        assert_eq!(parse_size("1t"), Some(1 << 40));
-        assert_eq!(parse_size("1024"), Some(1024));
-        assert_eq!(parse_size("0x100"), Some(256));
-        assert_eq!(parse_size("010"), Some(8));
-        assert_eq!(parse_size("4mb"), None);
-        assert_eq!(parse_size("m"), None);
-        assert_eq!(parse_size(""), None);
-        assert_eq!(parse_size("-1"), None);
-        assert_eq!(parse_size("99999999999t"), None);
-    }
-
-    #[test]
-    fn rates_parse_like_dtrace() {
-        assert_eq!(parse_rate("10hz"), Some(100_000_000));
-        assert_eq!(parse_rate("1s"), Some(NANOSEC));
-        assert_eq!(parse_rate("1sec"), Some(NANOSEC));
-        assert_eq!(parse_rate("250ms"), Some(250_000_000));
-        assert_eq!(parse_rate("3MSEC"), Some(3_000_000));
-        assert_eq!(parse_rate("5us"), Some(5_000));
-        assert_eq!(parse_rate("7usec"), Some(7_000));
-        assert_eq!(parse_rate("2min"), Some(120 * NANOSEC));
-        assert_eq!(parse_rate("1h"), Some(3600 * NANOSEC));
-        assert_eq!(parse_rate("1day"), Some(86400 * NANOSEC));
-        assert_eq!(parse_rate("500"), Some(500));
-        assert_eq!(parse_rate("0hz"), Some(0));
-        assert_eq!(parse_rate("10 hz"), None);
-        assert_eq!(parse_rate("10fortnights"), None);
-        assert_eq!(parse_rate("hz"), None);
+    fn scratchsize_is_rounded_to_8_bytes() {
+        let mut o = Options::default();
+        assert_eq!(o.get("scratchsize"), Some(1 << 20));
+        o.set("scratchsize", Some("64")).unwrap();
+        assert_eq!(o.get("scratchsize"), Some(64));
+        o.set("scratchsize", Some("9")).unwrap();
+        assert_eq!(o.get("scratchsize"), Some(16));
+        o.set("scratchsize", Some("0")).unwrap();
+        assert_eq!(o.get("scratchsize"), Some(0));
+        assert!(o.set("scratchsize", Some("1q")).is_err());
     }
 
     #[test]

@@ -19,22 +19,61 @@ use dtrace_framework::FiringContext;
 /// The tracer (framework plus providers) over every CPU of the machine, the symbol lookups its
 /// stacks and addresses print with, and the D compiler for what it traces. Unless `compiles` (D
 /// will be compiled), the kernel's types are read only if a lookup asks for them.
-pub fn open(compiles: bool) -> (Box<dyn Tracer>, Box<dyn Symbolizer>, Box<dyn Compiler>) {
+/// `ilp32` (`-32`) compiles D for the ILP32 data model.
+pub fn open(
+    compiles: bool,
+    ilp32: bool,
+) -> (Box<dyn Tracer>, Box<dyn Symbolizer>, Box<dyn Compiler>) {
     let types = if compiles {
         KernelTypeLoader::start()
     } else {
         KernelTypeLoader::on_demand()
     };
-    let linux = dtrace_linux::LinuxTracing::load().ok();
+    let linux = match dtrace_linux::LinuxTracing::load() {
+        Ok(l) => Some(l),
+        Err(e) => {
+            let _ = KERNEL_DENIED.set(denied(&e));
+            None
+        }
+    };
     let compiler = DCompiler {
         types: Some(Box::new(move |complete| types.sources(complete))),
         probes: linux
             .clone()
             .map(|l| Box::new(LinuxProbeArgs(l)) as Box<dyn ProbeInfo + Send>),
+        model: if ilp32 {
+            dtrace_compiler::DataModel::Ilp32
+        } else {
+            dtrace_compiler::DataModel::Lp64
+        },
         ..DCompiler::default()
     };
     let (tracer, symbols) = tracer(linux);
     (tracer, symbols, Box::new(compiler))
+}
+
+/// Whether the kernel providers could not be joined for want of privileges.
+static KERNEL_DENIED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+
+/// Whether this error says the process may not trace the kernel (tracefs or bpf(2) refused).
+fn denied(e: &dtrace_linux::LinuxError) -> bool {
+    use std::io::ErrorKind;
+    match e {
+        dtrace_linux::LinuxError::Permission(_) => true,
+        dtrace_linux::LinuxError::Sys { source, .. } => {
+            source.kind() == ErrorKind::PermissionDenied
+        }
+        // Mounting tracefs where it is not mounted (or not reachable) is refused to non-root.
+        dtrace_linux::LinuxError::Unavailable(m) => m.contains("not permitted"),
+        _ => false,
+    }
+}
+
+/// Whether the kernel's probes are missing because this process lacks the privileges to trace
+/// the kernel: DTrace then says "DTrace requires additional privileges" rather than that a
+/// description matches nothing.
+pub fn kernel_denied() -> bool {
+    KERNEL_DENIED.get().copied().unwrap_or(false)
 }
 
 /// The D compiler alone (nothing traced, as for `-G`), with the kernel's types.

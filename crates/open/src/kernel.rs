@@ -46,7 +46,8 @@ fn bufsize_of(prog: &Program, options: &Options) -> u64 {
         .rev()
         .find(|(n, _)| n == "bufsize")
         .and_then(|(_, v)| v.as_deref())
-        .and_then(|v| dtrace_consumer::options::parse_size(v).ok());
+        .and_then(dtrace_consumer::options::parse_size)
+        .map(|n| n as i64);
     let v = pragma.unwrap_or_else(|| options.value("bufsize"));
     if v > 0 {
         v as u64

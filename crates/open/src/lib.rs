@@ -17,9 +17,9 @@ use dtrace_consumer::handle::Handle;
 
 /// A consumer handle over this system's tracer, symbol tables and compiler, printing times in
 /// the local zone. Unless `compiles` (D will be compiled), the kernel's types are read only if a
-/// lookup asks for them.
-pub fn handle(compiles: bool) -> Handle {
-    let (tracer, symbols, compiler) = backend::open(compiles);
+/// lookup asks for them; `ilp32` (`-32`) compiles D for the ILP32 data model.
+pub fn handle(compiles: bool, ilp32: bool) -> Handle {
+    let (tracer, symbols, compiler) = backend::open(compiles, ilp32);
     let mut h = Handle::open(tracer, Some(compiler));
     h.decoder.symbols = symbols;
     h.decoder.zone = local_zone();

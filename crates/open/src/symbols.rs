@@ -62,6 +62,12 @@ impl Symbolizer for LinuxSymbols {
     }
 }
 
+/// `-x noresolve`: no address is resolved to a symbol, so stacks and `sym()`/`usym()` print the
+/// bare addresses.
+pub struct Unresolved;
+
+impl Symbolizer for Unresolved {}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -110,21 +110,9 @@ fn strsize_of(program: &Program) -> u32 {
         .rev()
         .find(|(n, _)| n == "strsize")
         .and_then(|(_, v)| v.as_deref())
-        .and_then(parse_size)
+        .and_then(dtrace_dif::optval::parse_size)
         .map(|s| s.clamp(1, u64::from(MAX_COPY_SIZE)) as u32)
         .unwrap_or(DEFAULT_STRSIZE)
-}
-
-/// DTrace's size syntax: a number with an optional k/m/g suffix.
-fn parse_size(s: &str) -> Option<u64> {
-    let s = s.trim();
-    let (num, mult) = match s.char_indices().last()? {
-        (i, 'k' | 'K') => (&s[..i], 1u64 << 10),
-        (i, 'm' | 'M') => (&s[..i], 1 << 20),
-        (i, 'g' | 'G') => (&s[..i], 1 << 30),
-        _ => (s, 1),
-    };
-    num.parse::<u64>().ok()?.checked_mul(mult)
 }
 
 /// Analyses every clause of `program`.
@@ -1666,14 +1654,6 @@ mod tests {
             .unwrap(),
             CaptureSpec::new()
         );
-    }
-
-    #[test]
-    fn sizes_parse() {
-        assert_eq!(parse_size("1k"), Some(1024));
-        assert_eq!(parse_size("512"), Some(512));
-        assert_eq!(parse_size("x"), None);
-        assert_eq!(parse_size(""), None);
     }
 }
 

@@ -1,0 +1,162 @@
+//! DTrace for Linux's option set through `-x`, pragmas and the environment: the messages of bad names
+//! and values, and the options that change what is recorded or printed (`maxframes`, `noresolve`).
+
+use std::process::Command;
+
+mod common;
+use common::kernel_ok;
+
+fn dtrace(args: &[&str]) -> (i32, String, String) {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_dtrace"));
+    c.args(args).env_remove("_DTRACE_TESTING");
+    for (k, _) in std::env::vars() {
+        if k.starts_with("DTRACE_OPT_") {
+            c.env_remove(k);
+        }
+    }
+    let o = c.output().unwrap();
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn libdtrace_messages_for_bad_options() {
+    let (rc, _, err) = dtrace(&["-x", "bufsize=-1", "-n", "BEGIN"]);
+    assert_eq!(
+        (rc, err.as_str()),
+        (
+            1,
+            "dtrace: failed to set -x bufsize: Invalid value for specified option\n"
+        )
+    );
+    let (rc, _, err) = dtrace(&["-x", "lockmem", "-n", "BEGIN"]);
+    assert_eq!(
+        (rc, err.as_str()),
+        (
+            1,
+            "dtrace: failed to set -x lockmem: Invalid value for specified option\n"
+        )
+    );
+    for opt in ["stdc=X", "strsize=1", "linkmode=foo", "evaltime=later"] {
+        let (rc, _, err) = dtrace(&["-x", opt, "-n", "BEGIN"]);
+        let name = opt.split('=').next().unwrap();
+        assert_eq!(
+            (rc, err),
+            (
+                1,
+                format!("dtrace: failed to set -x {name}: Invalid value for specified option\n")
+            )
+        );
+    }
+    let (rc, _, err) = dtrace(&["-x", "nosuchoption", "-n", "BEGIN"]);
+    assert_eq!(
+        (rc, err.as_str()),
+        (
+            1,
+            "dtrace: failed to set -x nosuchoption: Invalid option name\n"
+        )
+    );
+}
+
+#[test]
+fn dtrace_for_linux_options_are_accepted() {
+    for opt in [
+        "lockmem=unlimited",
+        "lockmem=256m",
+        "maxframes=10",
+        "noresolve",
+        "scratchsize=0x100",
+        "pcapsize=1k",
+        "bpflogsize=1t",
+        "quietresize",
+    ] {
+        let (rc, out, err) = dtrace(&["-x", opt, "-qn", "BEGIN { trace(1); exit(0); }"]);
+        assert_eq!((rc, out.as_str(), err.as_str()), (0, "1\n", ""), "{opt}");
+    }
+}
+
+#[test]
+fn options_without_their_mechanism_are_refused() {
+    let (rc, _, err) = dtrace(&["-x", "aggpercpu", "-n", "BEGIN"]);
+    assert_eq!(rc, 1);
+    assert_eq!(
+        err,
+        "dtrace: failed to set -x aggpercpu: not yet supported: per-CPU aggregation values (aggpercpu)\n"
+    );
+}
+
+#[test]
+fn pragma_option_names_are_checked_against_the_same_table() {
+    let (rc, _, err) = dtrace(&[
+        "-n",
+        "#pragma D option noresolve\n#pragma D option nosuch\nBEGIN { exit(0); }",
+    ]);
+    assert_eq!(rc, 1);
+    assert!(
+        err.ends_with(": failed to set option 'nosuch': Invalid option name\n"),
+        "{err}"
+    );
+}
+
+#[test]
+fn noresolve_prints_bare_user_addresses() {
+    if !kernel_ok("noresolve_prints_bare_user_addresses") {
+        return;
+    }
+    let prog = "syscall::exit_group:entry /pid == $target/ { ustack(1); }";
+    let (rc, out, err) = dtrace(&["-x", "noresolve", "-qc", "/bin/true", "-n", prog]);
+    assert_eq!(rc, 0, "{err}");
+    let frame = out.trim();
+    assert!(frame.starts_with("0x"), "{out:?}");
+    assert!(u64::from_str_radix(&frame[2..], 16).is_ok(), "{out:?}");
+    let (rc, out, _) = dtrace(&["-qc", "/bin/true", "-n", prog]);
+    assert_eq!(rc, 0);
+    assert!(out.contains('`'), "{out:?}");
+}
+
+#[test]
+fn maxframes_caps_the_default_stack_depth() {
+    if !kernel_ok("maxframes_caps_the_default_stack_depth") {
+        return;
+    }
+    let prog = "syscall::exit_group:entry /pid == $target/ { ustack(); }";
+    let (rc, out, err) = dtrace(&["-x", "maxframes=1", "-qc", "/bin/true", "-n", prog]);
+    assert_eq!(rc, 0, "{err}");
+    assert_eq!(out.trim().lines().count(), 1, "{out:?}");
+}
+
+#[test]
+fn argref_allows_unreferenced_macro_arguments() {
+    let (rc, out, err) = dtrace(&["-x", "argref", "-qn", "BEGIN { exit(0); }", "1234"]);
+    assert_eq!((rc, out.as_str(), err.as_str()), (0, "\n", ""));
+}
+
+#[test]
+fn command_line_only_options_are_refused_in_pragmas() {
+    let (rc, _, err) = dtrace(&[
+        "-xerrtags",
+        "-n",
+        "#pragma D option ldpath=/nonexistent\nBEGIN { exit(0); }",
+    ]);
+    assert_eq!(rc, 1);
+    assert!(err.contains("[D_PRAGMA_OPTSET] "), "{err}");
+    assert!(
+        err.ends_with(
+            "failed to set option 'ldpath' to '/nonexistent': Option cannot be used from within a D program\n"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn scratchsize_bounds_alloca() {
+    let prog = "#pragma D option scratchsize=64\nBEGIN { sz = 65; alloca(sz); exit(0); } ERROR { exit(1); }";
+    let (rc, _, err) = dtrace(&["-qn", prog]);
+    assert_eq!(rc, 1, "{err}");
+    let prog = "#pragma D option scratchsize=64\nBEGIN { sz = 64; alloca(sz); exit(0); } ERROR { exit(1); }";
+    let (rc, _, err) = dtrace(&["-qn", prog]);
+    assert_eq!(rc, 0, "{err}");
+}
