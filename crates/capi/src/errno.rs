@@ -227,6 +227,7 @@ impl From<ConsumerError> for Fail {
             C::BadState(_) => (libc::EINVAL, true),
             C::Io(_) => (libc::EIO, true),
             C::BadWideChar(_) => (libc::EILSEQ, true),
+            C::BadErrorProbe(_) => (Edt::BadError as i32, true),
             C::BadEpid(_) | C::BadFormat(_) | C::BadPrintType(_) => (Edt::DMismatch as i32, true),
             C::Backend(m) if m.contains("does not match any probes") => (Edt::NoProbe as i32, true),
             C::Backend(_) => (Edt::EnablingErr as i32, true),

@@ -36,22 +36,21 @@ pub fn handle_err(hdl: &Hdl, f: Option<HandleErrFn>, arg: *mut c_void) -> Result
         let msg = c_text(&e.msg);
         let (edesc, pdesc) = {
             let mut d = descs.borrow_mut();
-            let edesc = d.eprobe_by_id(e.epid);
-            let pdesc = if edesc.is_null() {
-                std::ptr::null_mut()
-            } else {
-                let id = d.probe_id_of(e.epid);
-                id.map_or(std::ptr::null_mut(), |id| d.probe_by_id(id))
-            };
-            (edesc, pdesc)
+            // The report names the probe and the clause; the enabling shown is the first one
+            // of that probe (an error record does not say which of its enablings faulted).
+            let edesc = d
+                .epid_of_probe(e.probe_id)
+                .map_or(std::ptr::null_mut(), |epid| d.eprobe_by_id(epid));
+            (edesc, d.probe_by_id(e.probe_id))
         };
         let data = ErrDataC {
             handle,
             edesc,
             pdesc,
             cpu: e.cpu as c_int,
-            action: e.action,
-            offset: e.offset,
+            // DTrace for Linux reports the clause, not an action index, as the place of a fault.
+            action: 0,
+            offset: c_int::try_from(e.offset).unwrap_or(-1),
             fault: e.fault,
             addr: e.addr,
             msg: msg.as_ptr(),

@@ -110,6 +110,15 @@ impl Descs {
         self.probe_ids.get(&epid).copied()
     }
 
+    /// The first enabling (lowest EPID) of probe `probe_id`, if one has been described.
+    pub fn epid_of_probe(&self, probe_id: u32) -> Option<u32> {
+        self.probe_ids
+            .iter()
+            .filter(|(_, p)| **p == probe_id)
+            .map(|(e, _)| *e)
+            .min()
+    }
+
     /// The C description of the enabling `epid`, if it has been built.
     pub fn eprobe_by_id(&self, epid: u32) -> *mut EprobeDescHead {
         self.eprobes

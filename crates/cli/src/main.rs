@@ -323,7 +323,7 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
     }
     if h.decoder.options.is_set("noresolve") {
         // -x noresolve: addresses are printed as they are, not as symbols.
-        h.decoder.symbols = Box::new(symbols::Unresolved);
+        h.decoder.symbols = Box::new(dtrace_open::symbols::Unresolved);
     }
     if let Err(e) = h.go() {
         return fatal(&format!("could not enable tracing: {e}"));

@@ -62,7 +62,7 @@ fn json_errors_are_lines_on_the_output() {
         "BEGIN { exit(0); }",
     ]);
     assert_eq!(rc, 0, "{err}");
-    assert!(!err.contains("error on enabled probe"), "{err}");
+    assert!(!err.contains("error in dt_clause"), "{err}");
     let v = json_lines(&out);
     let e = v
         .iter()
@@ -72,8 +72,8 @@ fn json_errors_are_lines_on_the_output() {
     assert_eq!(e["fault"], "invalid address");
     let msg = e["msg"].as_str().unwrap();
     let want = format!(
-        "error on enabled probe ID {} (ID 1: dtrace:::BEGIN): invalid address (0x0) in action #1",
-        e["epid"]
+        "error in dt_clause_{} for probe ID 1 (dtrace:::BEGIN): invalid address (0x0) at BPF pc",
+        e["clause"]
     );
     assert!(msg.starts_with(&want), "{e}");
 }

@@ -312,23 +312,24 @@ fn json_drops_and_errors_are_internal_pseudo_probes() {
     );
     let e = ErrorReport {
         cpu: 0,
-        epid: 2,
-        action: 1,
+        probe_id: 1,
+        clause: 0,
         offset: 12,
         fault: 1,
         addr: 0,
-        msg: "error on enabled probe ID 2 (ID 1: dtrace:::BEGIN): invalid address (0x0) in action #1 at DIF offset 12\n".into(),
+        msg: "error in dt_clause_0 for probe ID 1 (dtrace:::BEGIN): invalid address (0x0) at BPF pc 12\n".into(),
     };
     let line = oformat::json::error_line(&e, 6);
     assert_eq!(line.matches('\n').count(), 1);
     let v: Value = serde_json::from_str(&line).unwrap();
     assert_eq!(v["name"], "ERROR");
     assert_eq!(v["fault"], "invalid address");
-    assert_eq!(v["epid"], 2);
+    assert_eq!(v["probe-id"], 1);
+    assert_eq!(v["clause"], 0);
     assert_eq!(v["offset"], 12);
     assert_eq!(
         v["msg"],
-        "error on enabled probe ID 2 (ID 1: dtrace:::BEGIN): invalid address (0x0) in action #1 at DIF offset 12"
+        "error in dt_clause_0 for probe ID 1 (dtrace:::BEGIN): invalid address (0x0) at BPF pc 12"
     );
 }
 

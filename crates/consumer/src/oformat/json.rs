@@ -373,8 +373,8 @@ pub fn drop_line(d: &DropReport, wall_ns: u128) -> String {
 /// An error report as one line (`name` `ERROR`); `wall_ns` is when it was reported.
 pub fn error_line(e: &ErrorReport, wall_ns: u128) -> String {
     let mut m = internal("ERROR", i64::from(e.cpu), wall_ns);
-    m.insert("epid".into(), e.epid.into());
-    m.insert("action".into(), e.action.into());
+    m.insert("probe-id".into(), e.probe_id.into());
+    m.insert("clause".into(), e.clause.into());
     m.insert("offset".into(), e.offset.into());
     m.insert("fault".into(), crate::status::fault_name(e.fault).into());
     m.insert("addr".into(), e.addr.into());
