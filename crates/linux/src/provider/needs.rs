@@ -1197,6 +1197,7 @@ pub fn fuzz_entry(data: &[u8]) {
             probe: ProbeDesc::default(),
             predicate: Some(obj),
             actions: vec![action],
+            line: 0,
         }],
         ..Program::default()
     };
@@ -1736,6 +1737,7 @@ mod smoke {
                     probe: ProbeDesc::default(),
                     predicate: Some(obj),
                     actions: vec![action],
+                    line: 0,
                 }],
                 ..Program::default()
             };
