@@ -229,6 +229,7 @@ impl From<ConsumerError> for Fail {
             C::BadWideChar(_) => (libc::EILSEQ, true),
             C::BadErrorProbe(_) => (Edt::BadError as i32, true),
             C::BadEpid(_) | C::BadFormat(_) | C::BadPrintType(_) => (Edt::DMismatch as i32, true),
+            C::NoMatch { .. } => (Edt::NoProbe as i32, true),
             C::Backend(m) if m.contains("does not match any probes") => (Edt::NoProbe as i32, true),
             C::Backend(_) => (Edt::EnablingErr as i32, true),
         };

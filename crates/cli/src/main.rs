@@ -16,6 +16,8 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use dtrace_compiler::{CompileError, ErrTag};
+use dtrace_consumer::error::ConsumerError;
 use dtrace_consumer::handle::{CompileFlags, Handle, ProbeSpec, WorkStatus};
 use dtrace_consumer::listing;
 use dtrace_consumer::oformat::OFormat;
@@ -291,14 +293,16 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
                 }
             }
             // DTrace matches probes while compiling, so a description that matches nothing is
-            // reported as a compilation error.
+            // reported as a compilation error (`D_PDESC_ZERO`, at the description's line).
             Err(e) if unprivileged(&e) => return fatal(NO_PRIVILEGES),
-            Err(e) if e.to_string().contains("does not match any probes") => {
+            Err(e @ ConsumerError::NoMatch { line, .. }) => {
+                let ce = CompileError::new(ErrTag::D_PDESC_ZERO, line, e.to_string());
+                let errtags = h.decoder.options.is_set("errtags");
                 return fatal(&if cmd.kind == 's' {
-                    format!("failed to compile script {}: {e}", cmd.arg)
+                    ce.render_script(&cmd.arg, errtags)
                 } else {
-                    format!("invalid probe specifier {}: {e}", cmd.arg)
-                })
+                    ce.render_specifier(&cmd.arg, errtags)
+                });
             }
             Err(e) => return fatal(&format!("failed to enable '{name}': {e}")),
         }

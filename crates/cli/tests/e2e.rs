@@ -316,6 +316,31 @@ fn descriptions_matching_nothing() {
         o.stderr,
         "dtrace: invalid probe specifier nosuch:::probe { trace(1); }: probe description nosuch:::probe does not match any probes\n"
     );
+    // With `-x errtags` the tag is named; a program given as a string has no line.
+    let o = dtrace(&["-xerrtags", "-n", "BEGIN::read:entry"]);
+    assert_eq!(o.rc, 1);
+    assert_eq!(
+        o.stderr,
+        "dtrace: invalid probe specifier BEGIN::read:entry: [D_PDESC_ZERO] probe description BEGIN::read:entry does not match any probes\n"
+    );
+    // A script names the line of the description that matches nothing (the second clause's,
+    // after the first clause matched), with the tag only under `-x errtags`.
+    let text = "BEGIN\n{\n}\n\n/* none */\nnosuch:::probe,\n:::no_such_probe*\n{\n\ttrace(1);\n}\n";
+    let p = script("pdesc-zero.d", text);
+    let path = p.to_str().unwrap();
+    let o = dtrace(&["-s", path]);
+    assert_eq!(o.rc, 1);
+    assert_eq!(
+        o.stderr,
+        format!("dtrace: failed to compile script {path}: line 6: probe description nosuch:::probe does not match any probes\n")
+    );
+    let o = dtrace(&["-xerrtags", "-s", path]);
+    let _ = std::fs::remove_file(&p);
+    assert_eq!(o.rc, 1);
+    assert_eq!(
+        o.stderr,
+        format!("dtrace: failed to compile script {path}: [D_PDESC_ZERO] line 6: probe description nosuch:::probe does not match any probes\n")
+    );
     let o = dtrace(&[
         "-Z",
         "-qn",

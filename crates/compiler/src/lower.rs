@@ -71,6 +71,7 @@ impl<'o> Checker<'o> {
                 probe: probe_desc(spec, *line)?,
                 predicate: predicate.clone(),
                 actions: actions.clone(),
+                line: *line,
             });
         }
         Ok(out)

@@ -74,6 +74,15 @@ pub enum ConsumerError {
     /// A program could not be compiled.
     #[error("{0}")]
     Compile(String),
+    /// A probe description matched no probe (`EDT_NOPROBE`); DTrace reports it as a compile error
+    /// (`D_PDESC_ZERO`) at the description's line.
+    #[error("probe description {desc} does not match any probes")]
+    NoMatch {
+        /// The description, `provider:module:function:name`.
+        desc: String,
+        /// Its source line (0 when unknown).
+        line: u32,
+    },
     /// The execution substrate reported an error.
     #[error("{0}")]
     Backend(String),

@@ -66,7 +66,13 @@ impl FrameworkTracer {
 impl Tracer for FrameworkTracer {
     fn exec(&mut self, prog: &Program, options: &Options) -> Result<ExecInfo> {
         self.apply_options(options)?;
-        let e = self.fw.enable(prog, options.is_set("zdefs")).map_err(be)?;
+        let e = self
+            .fw
+            .enable(prog, options.is_set("zdefs"))
+            .map_err(|e| match e {
+                FrameworkError::NoMatch { desc, line } => ConsumerError::NoMatch { desc, line },
+                e => be(e),
+            })?;
         Ok(ExecInfo {
             matches: e.matched,
             eprobes: e.eprobes,

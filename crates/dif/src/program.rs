@@ -188,6 +188,9 @@ pub struct EcbDesc {
     pub predicate: Option<DifObject>,
     /// Actions in order.
     pub actions: Vec<ActionDesc>,
+    /// Source line of the probe description (0 when unknown, as for a program read from DOF); errors
+    /// about the description, such as one that matches no probes, name it.
+    pub line: u32,
 }
 
 /// An aggregation of the program: its id (as in `ActionDesc::uarg`) and its name without the `@`

@@ -576,6 +576,7 @@ pub fn program_from_dof(f: &DofFile) -> Result<Program> {
                     probe,
                     predicate,
                     actions,
+                    line: 0,
                 });
             }
             SectionData::OptDesc(list) => {

@@ -103,6 +103,7 @@ fn program_seed() -> Vec<u8> {
                     0,
                 ),
             ],
+            line: 0,
         }],
         formats: vec!["%d %d\n".into(), "%@d\n".into()],
         aggregations: vec![AggregationDesc {

@@ -22,6 +22,7 @@ fn setup(actions: Vec<ActionDesc>) -> (Framework, u32) {
             probe: probe("tick-1"),
             predicate: None,
             actions,
+            line: 0,
         }],
         ..Program::default()
     };

@@ -37,6 +37,7 @@ fn main() {
             probe: probe.clone(),
             predicate: None,
             actions,
+            line: 0,
         }],
         ..Program::default()
     };

@@ -9,8 +9,13 @@ use thiserror::Error;
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum FrameworkError {
     /// A probe description matched no probe (and `-Z` was not given).
-    #[error("probe description {0} does not match any probes")]
-    NoMatch(String),
+    #[error("probe description {desc} does not match any probes")]
+    NoMatch {
+        /// The description, `provider:module:function:name`.
+        desc: String,
+        /// Its source line (0 when unknown).
+        line: u32,
+    },
     /// A bad option name or value.
     #[error("{0}")]
     Option(#[from] OptionError),

@@ -496,7 +496,7 @@ impl Framework {
             })?;
             let ids = self.registry.matching(&e.probe);
             if ids.is_empty() && !allow_zero_matches {
-                return Err(FrameworkError::NoMatch(desc));
+                return Err(FrameworkError::NoMatch { desc, line: e.line });
             }
             matched += ids.len();
             planned.push((i, layout, ids));

@@ -251,6 +251,7 @@ pub fn fire_program(data: &[u8]) -> bool {
             probe: probe_desc(PROBES[b.u8() as usize % PROBES.len()]),
             predicate,
             actions,
+            line: 0,
         });
     }
     let mut options = Vec::new();

@@ -433,6 +433,7 @@ mod tests {
             probe: ProbeDesc::default(),
             predicate: None,
             actions,
+            line: 0,
         }
     }
 

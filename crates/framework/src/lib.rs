@@ -29,7 +29,7 @@
 //! let exit = ActionDesc { kind: ActionKind::Exit, difo: Some(assemble("ret %r0\n.rtype int 4\n").unwrap()),
 //!                         arg: 0, uarg: 0, ntuple: 0 };
 //! let begin = ProbeDesc { provider: "dtrace".into(), name: "BEGIN".into(), ..ProbeDesc::default() };
-//! let program = Program { ecbs: vec![EcbDesc { probe: begin, predicate: None, actions: vec![trace, exit] }],
+//! let program = Program { ecbs: vec![EcbDesc { probe: begin, predicate: None, actions: vec![trace, exit], line: 0 }],
 //!                         ..Program::default() };
 //!
 //! let mut fw = Framework::new(Options::default(), 1);

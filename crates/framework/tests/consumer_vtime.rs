@@ -33,6 +33,7 @@ fn trace_vtimestamp(name: &str) -> EcbDesc {
             uarg: 0,
             ntuple: 0,
         }],
+        line: 0,
     }
 }
 

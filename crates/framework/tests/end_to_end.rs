@@ -46,6 +46,7 @@ fn ecb(probe: &str, pred: Option<DifObject>, actions: Vec<ActionDesc>) -> EcbDes
         probe: pd(probe),
         predicate: pred,
         actions,
+        line: 0,
     }
 }
 

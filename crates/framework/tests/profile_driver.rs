@@ -40,6 +40,7 @@ fn program(ecbs: Vec<(&str, Vec<ActionDesc>)>) -> Program {
                 probe: pd(p),
                 predicate: None,
                 actions,
+                line: 0,
             })
             .collect(),
         ..Program::default()

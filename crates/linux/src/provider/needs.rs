@@ -1185,6 +1185,7 @@ pub fn fuzz_entry(data: &[u8]) {
             probe: ProbeDesc::default(),
             predicate: Some(obj),
             actions: vec![action],
+            line: 0,
         }],
         ..Program::default()
     };
@@ -1724,6 +1725,7 @@ mod smoke {
                     probe: ProbeDesc::default(),
                     predicate: Some(obj),
                     actions: vec![action],
+                    line: 0,
                 }],
                 ..Program::default()
             };
