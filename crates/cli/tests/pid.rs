@@ -259,3 +259,62 @@ fn flow_indentation_follows_entry_and_return() {
         "{out}"
     );
 }
+
+#[test]
+fn every_libc_function_is_probed_and_the_probes_removed() {
+    let test = "every_libc_function_is_probed_and_the_probes_removed";
+    if !ready(test) {
+        return;
+    }
+    if !dtrace_linux::uprobe::multi_available() {
+        // Per-probe perf events take ~0.1 s each to remove: minutes for libc.
+        eprintln!("SKIP {test}: no uprobe-multi links on this kernel");
+        return;
+    }
+    let (_, exe) = builds(test).swap_remove(0);
+    let cmd = format!("{} {N} wait", exe.display());
+    let start = std::time::Instant::now();
+    let mut dt = Command::new(env!("CARGO_BIN_EXE_dtrace"))
+        .args([
+            "-n",
+            "pid$target:libc.so.6::entry { @[probefunc] = count(); }
+             pid$target:a.out:work:entry { @[probefunc] = count(); }
+             END { printf(\"\\n\"); printa(\"%s %@d\\n\", @); }",
+            "-c",
+            &cmd,
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The match is reported once every probe is in place; the process waits for a line first.
+    let mut err = BufReader::new(dt.stderr.take().unwrap());
+    let mut line = String::new();
+    let _ = err.read_line(&mut line);
+    let attached = start.elapsed();
+    let matched: u64 = line
+        .split_whitespace()
+        .skip_while(|w| *w != "matched")
+        .nth(1)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no match count in {line}"));
+    // libc has thousands of functions.
+    assert!(matched > 1000, "{line}");
+    let mut stdin = dt.stdin.take().unwrap();
+    stdin.write_all(b"go\n").unwrap();
+    drop(stdin);
+    let ran = std::time::Instant::now();
+    let o = dt.wait_with_output().unwrap();
+    let finished = ran.elapsed();
+    let mut rest = String::new();
+    let _ = std::io::Read::read_to_string(&mut err, &mut rest);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{line}{rest}");
+    assert_eq!(count_of(&out, "work"), N, "{out}");
+    assert_eq!(count_of(&out, "getppid"), N, "{out}");
+    eprintln!(
+        "{test}: {matched} probes placed in {:.2?}; run and removal took {:.2?}",
+        attached, finished
+    );
+}

@@ -840,7 +840,6 @@ impl<'o> Checker<'o> {
     }
 }
 
-
 /// Options whose value is a count.
 const COUNT_OPTIONS: &[&str] = &[
     "nspec",
@@ -861,4 +860,3 @@ fn valid_attributes(s: &str) -> bool {
     let p: Vec<&str> = s.split('/').collect();
     p.len() == 3 && STABILITY.contains(&p[0]) && STABILITY.contains(&p[1]) && CLASS.contains(&p[2])
 }
-

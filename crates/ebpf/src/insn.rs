@@ -180,6 +180,7 @@ pub mod helper {
     pub const GET_TASK_STACK: i32 = 141;
     pub const GET_CURRENT_TASK_BTF: i32 = 158;
     pub const TASK_PT_REGS: i32 = 175;
+    pub const GET_ATTACH_COOKIE: i32 = 174;
 }
 
 /// A jump target, bound later with [`Asm::bind`].

@@ -206,6 +206,14 @@ impl Attachment {
         }
     }
 
+    /// An attachment holding a BPF link.
+    pub(crate) fn from_link(fd: OwnedFd) -> Attachment {
+        Attachment {
+            perf_fds: Vec::new(),
+            raw_fd: Some(fd),
+        }
+    }
+
     /// Number of kernel objects (perf events or links) held.
     pub fn fd_count(&self) -> usize {
         self.perf_fds.len() + usize::from(self.raw_fd.is_some())

@@ -12,7 +12,9 @@
 //! User programs are traced on uprobes ([`uprobe`]): the `pid` provider's probes come from the ELF
 //! symbol tables of the objects a process maps ([`catalog::pid`]), USDT probes from their
 //! `.note.stapsdt` notes ([`catalog::usdt`]); [`provider::user`] registers one framework provider per
-//! process a program names (`pid123`, `python123`).
+//! process a program names (`pid123`, `python123`). Where the kernel has uprobe-multi links, one link
+//! places every probe of an object, process and kind, and a dispatcher tail-calls each probe's
+//! program by the link's cookie (see `session`), so thousands of probes detach at once.
 //!
 //! Syscall probes fire from the `sys_enter`/`sys_exit` raw tracepoints through one generated dispatcher
 //! per direction that tail-calls the enabled probe's program by syscall number, so `syscall:::entry`

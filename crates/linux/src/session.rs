@@ -6,7 +6,8 @@
 use crate::attach::Attachment;
 use crate::bpf::{Map, MapKind, ProgKind, Program, RingBuf};
 use crate::capture::codegen::{
-    gen_retry, gen_syscall_dispatcher, MapFds, MAX_SYSCALL_NR, PENDING_VALUE_SIZE,
+    gen_cookie_dispatcher, gen_retry, gen_syscall_dispatcher, MapFds, MAX_SYSCALL_NR,
+    PENDING_VALUE_SIZE,
 };
 use crate::capture::{
     decode_record, ArgSource, CaptureSpec, CapturedEvent, CopySource, CtxKind, Identity,
@@ -53,6 +54,34 @@ struct Enabled {
     _pending: Option<Map>,
 }
 
+/// A uprobe site enabled but not yet placed: its capture program, loaded for a uprobe-multi link.
+struct PendingUprobe {
+    path: String,
+    pid: u32,
+    retprobe: bool,
+    offset: u64,
+    ref_ctr_offset: u64,
+    prog: Program,
+    name: String,
+}
+
+/// The uprobes of one object, process and kind (entry or return), placed by one uprobe-multi link.
+///
+/// Design: each probe keeps its own capture program (its tag, its clauses' capture spec and, for
+/// USDT, each site's argument locations), exactly as on the per-probe perf path; the link's program
+/// is a three-instruction dispatcher that tail-calls slot `bpf_get_attach_cookie()` of a prog
+/// array, the cookie of each offset being its slot. Merging every probe's capture into one
+/// program that branches on the cookie would hit the verifier's size limits with thousands of
+/// probes, and one link per probe would wait for a grace period per probe on removal again, which
+/// is the cost the link exists to avoid.
+struct UprobeGroup {
+    // Field order is drop order: the link first, so nothing fires into what follows.
+    _link: Attachment,
+    _dispatcher: Program,
+    _slots: Map,
+    _programs: Vec<Program>,
+}
+
 /// One raw syscall tracepoint with its dispatcher and the per-syscall tail-call slots.
 struct Dispatch {
     _link: Attachment,
@@ -75,6 +104,10 @@ struct ProbeInfo {
 /// A set of enabled probes feeding one ring buffer.
 pub struct Session {
     enabled: Vec<Enabled>,
+    /// Uprobe sites waiting for [`Session::attach_pending`].
+    pending_uprobes: Vec<PendingUprobe>,
+    /// Uprobe-multi links and what they run.
+    uprobe_groups: Vec<UprobeGroup>,
     /// The `sys_enter` and `sys_exit` dispatchers, created with the first syscall probe.
     dispatch: [Option<Dispatch>; 2],
     info: crate::fasthash::TagMap<ProbeInfo>,
@@ -200,6 +233,8 @@ impl Session {
         )?;
         Ok(Session {
             enabled: Vec::new(),
+            pending_uprobes: Vec::new(),
+            uprobe_groups: Vec::new(),
             dispatch: [None, None],
             info: Default::default(),
             filters: Default::default(),
@@ -221,7 +256,9 @@ impl Session {
     }
 
     /// Enables `probe`, tagging its records with `tag` (the framework's probe id), capturing what
-    /// `spec` asks for. Errors name the probe.
+    /// `spec` asks for. Errors name the probe. Uprobes are placed where the kernel has
+    /// uprobe-multi links by [`Session::attach_pending`], all of one object at once (polling does
+    /// it too); elsewhere at once.
     pub fn enable(&mut self, probe: &Probe, tag: u32, spec: &CaptureSpec) -> Result<()> {
         let name = probe.desc.to_string();
         if self.info.contains_key(&tag) {
@@ -413,6 +450,7 @@ impl Session {
                 sites,
             } => {
                 // One program per site: a USDT probe's sites read their arguments differently.
+                let multi = crate::uprobe::multi_available();
                 for at in sites {
                     let shape = ProbeShape {
                         ctx: CtxKind::Uprobe,
@@ -421,17 +459,25 @@ impl Session {
                         identity: Identity::Current,
                         task: self.task,
                     };
-                    let (prog, report) = load_capture(
-                        ProgKind::Kprobe,
-                        &shape,
-                        spec,
-                        &layout,
-                        tag,
-                        &fds,
-                        &obj,
-                        &name,
-                    )?;
+                    let kind = match multi {
+                        true => ProgKind::UprobeMulti,
+                        false => ProgKind::Kprobe,
+                    };
+                    let (prog, report) =
+                        load_capture(kind, &shape, spec, &layout, tag, &fds, &obj, &name)?;
                     filter_report = report;
+                    if multi {
+                        self.pending_uprobes.push(PendingUprobe {
+                            path: path.clone(),
+                            pid: *pid,
+                            retprobe: *retprobe,
+                            offset: at.offset,
+                            ref_ctr_offset: at.ref_ctr_offset,
+                            prog,
+                            name: name.clone(),
+                        });
+                        continue;
+                    }
                     let site = crate::uprobe::UprobeSite {
                         path,
                         offset: at.offset,
@@ -517,6 +563,66 @@ impl Session {
                 user_probe: matches!(probe.attach, AttachPoint::Uprobe { .. }),
             },
         );
+        Ok(())
+    }
+
+    /// Places the uprobes enabled since the last call: one uprobe-multi link per object, process
+    /// and kind. On an error the probes not yet placed are dropped.
+    pub fn attach_pending(&mut self) -> Result<()> {
+        if self.pending_uprobes.is_empty() {
+            return Ok(());
+        }
+        let mut groups: Vec<Vec<PendingUprobe>> = Vec::new();
+        let mut index: HashMap<(String, u32, bool), usize> = HashMap::new();
+        for p in std::mem::take(&mut self.pending_uprobes) {
+            let key = (p.path.clone(), p.pid, p.retprobe);
+            let i = *index.entry(key).or_insert_with(|| {
+                groups.push(Vec::new());
+                groups.len() - 1
+            });
+            groups[i].push(p);
+        }
+        for members in groups {
+            let Some(first) = members.first() else {
+                continue;
+            };
+            let n = members.len();
+            let what = if n == 1 {
+                first.name.clone()
+            } else {
+                format!("{} and {} more probes", first.name, n - 1)
+            };
+            let obj = format!("{}_um", self.opts.name_prefix);
+            let count = u32::try_from(n)
+                .map_err(|_| LinuxError::BadProbe(format!("{what}: too many probes")))?;
+            let slots = Map::create(MapKind::ProgArray, &obj, 4, 4, count)?;
+            for (i, m) in members.iter().enumerate() {
+                slots.update(
+                    &(i as u32).to_le_bytes(),
+                    &(m.prog.raw_fd() as u32).to_le_bytes(),
+                )?;
+            }
+            let insns = gen_cookie_dispatcher(slots.raw_fd())?;
+            let dispatcher = Program::load(ProgKind::UprobeMulti, &insns, &obj, &what)?;
+            let offsets: Vec<u64> = members.iter().map(|m| m.offset).collect();
+            let refs: Vec<u64> = members.iter().map(|m| m.ref_ctr_offset).collect();
+            let cookies: Vec<u64> = (0..n as u64).collect();
+            let sites = crate::uprobe::MultiSites {
+                path: &first.path,
+                pid: first.pid,
+                retprobe: first.retprobe,
+                offsets: &offsets,
+                ref_ctr_offsets: &refs,
+                cookies: &cookies,
+            };
+            let link = crate::uprobe::attach_multi(&dispatcher, &sites, &what)?;
+            self.uprobe_groups.push(UprobeGroup {
+                _link: link,
+                _dispatcher: dispatcher,
+                _slots: slots,
+                _programs: members.into_iter().map(|m| m.prog).collect(),
+            });
+        }
         Ok(())
     }
 
@@ -663,6 +769,7 @@ impl Session {
         timeout_ms: i32,
         f: &mut dyn FnMut(Box<CapturedEvent>),
     ) -> Result<usize> {
+        self.attach_pending()?;
         let mut n = self.drain_boxed(f);
         if n == 0 {
             self.ring.wait(timeout_ms)?;

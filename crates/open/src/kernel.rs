@@ -123,7 +123,12 @@ impl Tracer for KernelTracer {
         // The ring is pumped at every poll of the consumer's loop (a few milliseconds apart),
         // never waited on: records need not wake anyone.
         self.linux.set_consumer_polls();
-        self.inner.exec(prog, options)
+        let info = self.inner.exec(prog, options)?;
+        // Uprobes are placed all of an object at once, before the match is reported.
+        self.linux
+            .attach_pending()
+            .map_err(|e| ConsumerError::Backend(e.to_string()))?;
+        Ok(info)
     }
     fn go(&mut self) -> Result<()> {
         self.inner.go()?;

@@ -15,8 +15,13 @@ pub enum ProgKind {
     RawTracepoint,
     /// Attached to a perf event such as cpu-clock (`ctx` is `struct bpf_perf_event_data`).
     PerfEvent,
-    /// A kprobe (not loadable on kernels without kprobes).
+    /// A kprobe (not loadable on kernels without kprobes); also a uprobe attached through a perf
+    /// event.
     Kprobe,
+    /// A kprobe-type program for uprobe-multi links (`BPF_TRACE_UPROBE_MULTI`): `ctx` is the user
+    /// registers, as for [`ProgKind::Kprobe`], and `bpf_get_attach_cookie` reads the link's cookie
+    /// of the probe that fired.
+    UprobeMulti,
     /// A BTF-typed raw tracepoint (`tp_btf`): `ctx` is the u64 argument array, but the verifier knows
     /// the arguments' kernel types, so task pointers can be handed to helpers such as
     /// `bpf_get_task_stack`. `btf_id` is the vmlinux BTF id of the `btf_trace_<name>` typedef.
@@ -42,7 +47,7 @@ impl ProgKind {
             ProgKind::Tracepoint => prog_type::TRACEPOINT,
             ProgKind::RawTracepoint => prog_type::RAW_TRACEPOINT,
             ProgKind::PerfEvent => prog_type::PERF_EVENT,
-            ProgKind::Kprobe => prog_type::KPROBE,
+            ProgKind::Kprobe | ProgKind::UprobeMulti => prog_type::KPROBE,
             ProgKind::TpBtf { .. } | ProgKind::Fentry { .. } | ProgKind::Fexit { .. } => {
                 prog_type::TRACING
             }
@@ -136,6 +141,9 @@ impl Program {
         if let Some((expected, btf_id)) = traced {
             attr.expected_attach_type = expected;
             attr.attach_btf_id = btf_id;
+        }
+        if kind == ProgKind::UprobeMulti {
+            attr.expected_attach_type = attach_type::TRACE_UPROBE_MULTI;
         }
         if let Some(log) = log {
             attr.log_level = 1;

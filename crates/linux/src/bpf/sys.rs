@@ -16,6 +16,7 @@ pub mod cmd {
     pub const PROG_TEST_RUN: u32 = 10;
     pub const OBJ_GET_INFO_BY_FD: u32 = 15;
     pub const RAW_TRACEPOINT_OPEN: u32 = 17;
+    pub const LINK_CREATE: u32 = 28;
 }
 
 /// `enum bpf_map_type` values we use.
@@ -46,6 +47,7 @@ pub mod attach_type {
     pub const TRACE_RAW_TP: u32 = 23;
     pub const TRACE_FENTRY: u32 = 24;
     pub const TRACE_FEXIT: u32 = 25;
+    pub const TRACE_UPROBE_MULTI: u32 = 48;
 }
 
 /// `union bpf_attr` for `BPF_MAP_CREATE` (the prefix we fill).
@@ -111,6 +113,30 @@ pub struct ProgLoadAttr {
 pub struct RawTpAttr {
     pub name: u64,
     pub prog_fd: u32,
+    pub pad: u32,
+}
+
+/// `union bpf_attr` for `BPF_LINK_CREATE` of a `BPF_TRACE_UPROBE_MULTI` link.
+#[repr(C)]
+#[derive(Default)]
+pub struct UprobeMultiAttr {
+    pub prog_fd: u32,
+    pub target_fd: u32,
+    pub attach_type: u32,
+    pub link_flags: u32,
+    /// NUL-terminated path of the object.
+    pub path: u64,
+    /// `cnt` u64 file offsets.
+    pub offsets: u64,
+    /// `cnt` u64 semaphore offsets (0: none), or 0.
+    pub ref_ctr_offsets: u64,
+    /// `cnt` u64 cookies (`bpf_get_attach_cookie`), or 0.
+    pub cookies: u64,
+    pub cnt: u32,
+    /// `BPF_F_UPROBE_MULTI_RETURN` (1) for return probes.
+    pub flags: u32,
+    /// Only this process (0: every process).
+    pub pid: u32,
     pub pad: u32,
 }
 
@@ -204,6 +230,9 @@ mod tests {
         assert_eq!(std::mem::offset_of!(MapCreateAttr, map_extra), 64);
         assert_eq!(std::mem::offset_of!(TestRunAttr, ctx_in), 48);
         assert_eq!(std::mem::offset_of!(TestRunAttr, flags), 64);
+        assert_eq!(std::mem::offset_of!(UprobeMultiAttr, path), 16);
+        assert_eq!(std::mem::offset_of!(UprobeMultiAttr, cnt), 48);
+        assert_eq!(std::mem::offset_of!(UprobeMultiAttr, pid), 56);
     }
 
     #[test]

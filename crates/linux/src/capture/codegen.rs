@@ -1114,3 +1114,14 @@ pub fn gen_syscall_dispatcher(slots: i32, exit: bool) -> Result<Vec<Insn>> {
     a.bind(out).mov_imm(R0, 0).exit();
     Ok(a.finish()?)
 }
+
+/// The program of a uprobe-multi link: tail-calls the capture program in slot
+/// `bpf_get_attach_cookie()` of prog array `slots` (the link gives each probe's offset its slot as
+/// cookie).
+pub fn gen_cookie_dispatcher(slots: i32) -> Result<Vec<Insn>> {
+    let mut a = Asm::new();
+    a.mov(R6, R1).call(helper::GET_ATTACH_COOKIE).mov(R3, R0);
+    a.mov(R1, R6).ld_map_fd(R2, slots).call(helper::TAIL_CALL);
+    a.mov_imm(R0, 0).exit();
+    Ok(a.finish()?)
+}

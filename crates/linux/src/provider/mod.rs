@@ -660,6 +660,15 @@ impl LinuxTracing {
         drop(session);
     }
 
+    /// Places the uprobes enabled so far (see [`Session::attach_pending`]); call once a program's
+    /// probes are enabled, before the traced process goes on.
+    pub fn attach_pending(&self) -> Result<()> {
+        match self.lock().session.as_mut() {
+            Some(s) => s.attach_pending(),
+            None => Ok(()),
+        }
+    }
+
     /// Number of probes enabled in the kernel.
     pub fn enabled_count(&self) -> usize {
         self.lock()
