@@ -69,14 +69,14 @@ fn expected(name: &str) -> String {
     std::fs::read_to_string(c_source(name)).expect("expected output")
 }
 
-/// Lines of a C program's output with the DIF offsets of fault messages (the compiler's
+/// Lines of a C program's output with the pcs of fault messages (the compiler's
 /// business, not the library's) replaced by `N`.
 fn normalized(out: &[u8]) -> String {
     let s = String::from_utf8_lossy(out);
     let mut r = String::new();
     let mut rest = &*s;
-    while let Some(i) = rest.find("DIF offset ") {
-        let (head, tail) = rest.split_at(i + "DIF offset ".len());
+    while let Some(i) = rest.find("at BPF pc ") {
+        let (head, tail) = rest.split_at(i + "at BPF pc ".len());
         r.push_str(head);
         let digits = tail.bytes().take_while(u8::is_ascii_digit).count();
         if digits > 0 {

@@ -54,7 +54,7 @@ fn uregs_at_a_syscall_are_the_saved_user_registers() {
     let (rc, out, err) = dtrace(&[
         "-qn",
         r#"syscall::getppid:entry /pid == $target/ {
-            printf("nr=%d ax=%d user=%d sp=%d ", uregs[R_ERR], uregs[R_RAX], uregs[R_CS] & 3,
+            printf("nr=%d ax=%d user=%d sp=%d ", uregs[R_ERR], (long)uregs[R_RAX], uregs[R_CS] & 3,
                 uregs[R_SP] != 0);
             ufunc(uregs[R_PC]);
             printf("\n");

@@ -826,13 +826,17 @@ impl Decoder {
         // or (the compiler's form) as DifExpr records holding aggregation ids, as many as the format
         // has %@ conversions: a printa() without a format has one aggregation, so consecutive
         // `printa(@a); printa(@b);` are two.
-        let wanted = match self.format(r)? {
+        let format = self.format(r)?;
+        let wanted = match &format {
             Some(f) => f.agg_conversions().max(1),
             None => 1,
         };
+        // With a format, every aggregation the printa() names is joined, even beyond its %@
+        // conversions (those print the first ones' values).
+        let formatted = format.is_some();
         while let Some(nr) = recs.get(i + n) {
             let same_printa = nr.action == ActionKind::Printa
-                && varids.len() < wanted
+                && (formatted || varids.len() < wanted)
                 && nr.format == r.format
                 && nr.arg == r.arg;
             let id_expr = nr.action == ActionKind::DifExpr

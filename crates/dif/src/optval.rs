@@ -128,6 +128,11 @@ pub const OPTIONS: &[(&str, OptKind, bool)] = &[
     ("strsize", OptKind::Size, false),
     ("ustackframes", OptKind::Runtime, false),
     ("temporal", OptKind::Runtime, false),
+    (
+        "zone",
+        OptKind::Unsupported("zones (zone): Linux has none"),
+        false,
+    ),
     // output formats (the consumer's oformat)
     ("oformat", OptKind::OFormat, false),
     ("flamegraph", OptKind::Text, false),
