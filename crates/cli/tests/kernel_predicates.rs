@@ -91,15 +91,8 @@ fn faults_in_kernel_predicates_are_reported_as_the_interpreter_reports_them() {
         let (irc, iout, ierr) = dtrace_way(false, &["-n", &script, "-c", DD]);
         assert_eq!((krc, &kout), (irc, &iout), "{p}");
         assert_eq!(steady(&kerr), steady(&ierr), "{p}");
-        assert!(
-            kerr.contains(fault),
-            "{p}: {kerr}"
-        );
-        assert_eq!(
-            kerr.matches("error in dt_clause").count(),
-            5,
-            "{p}: {kerr}"
-        );
+        assert!(kerr.contains(fault), "{p}: {kerr}");
+        assert_eq!(kerr.matches("error in dt_clause").count(), 5, "{p}: {kerr}");
     }
 }
 
