@@ -289,6 +289,11 @@ impl Session {
         let mut attachments = Vec::new();
         let mut pending = None;
         let mut filter_report = Vec::new();
+        // Every capture program of this probe loads the same way; only its kind, shape and maps
+        // differ.
+        let load = |kind: ProgKind, shape: &ProbeShape, fds: &MapFds| {
+            load_capture(kind, shape, spec, &layout, tag, fds, &obj, &name)
+        };
         let (syscall_return, identity_from_fields) = match &probe.attach {
             AttachPoint::Tracepoint {
                 id,
@@ -345,16 +350,7 @@ impl Session {
                             identity: *identity,
                             task: self.task,
                         };
-                        let (prog, report) = load_capture(
-                            ProgKind::RawTracepoint,
-                            &shape,
-                            spec,
-                            &layout,
-                            tag,
-                            &fds,
-                            &obj,
-                            &name,
-                        )?;
+                        let (prog, report) = load(ProgKind::RawTracepoint, &shape, &fds)?;
                         filter_report = report;
                         self.install(*syscall_return, route.nr, &prog)?;
                         programs.push(prog);
@@ -367,16 +363,7 @@ impl Session {
                             identity: *identity,
                             task: self.task,
                         };
-                        let (prog, report) = load_capture(
-                            ProgKind::Tracepoint,
-                            &shape,
-                            spec,
-                            &layout,
-                            tag,
-                            &fds,
-                            &obj,
-                            &name,
-                        )?;
+                        let (prog, report) = load(ProgKind::Tracepoint, &shape, &fds)?;
                         filter_report = report;
                         attachments.push(Attachment::tracepoint(&prog, *id, &name)?);
                         programs.push(prog);
@@ -403,17 +390,7 @@ impl Session {
                 // Typed (tp_btf) where the kernel's BTF names the tracepoint, so the stack of the
                 // task an argument points at can be taken; plain otherwise.
                 let typed = self.tp_btf_id(tp).and_then(|btf_id| {
-                    let (prog, report) = load_capture(
-                        ProgKind::TpBtf { btf_id },
-                        &shape,
-                        spec,
-                        &layout,
-                        tag,
-                        &fds,
-                        &obj,
-                        &name,
-                    )
-                    .ok()?;
+                    let (prog, report) = load(ProgKind::TpBtf { btf_id }, &shape, &fds).ok()?;
                     filter_report = report;
                     Some(prog)
                 });
@@ -424,16 +401,7 @@ impl Session {
                     }
                     None => {
                         shape.ctx = CtxKind::RawTracepoint;
-                        let (prog, report) = load_capture(
-                            ProgKind::RawTracepoint,
-                            &shape,
-                            spec,
-                            &layout,
-                            tag,
-                            &fds,
-                            &obj,
-                            &name,
-                        )?;
+                        let (prog, report) = load(ProgKind::RawTracepoint, &shape, &fds)?;
                         filter_report = report;
                         let at = Attachment::raw_tracepoint(&prog, tp)?;
                         (prog, at)
@@ -463,8 +431,7 @@ impl Session {
                         true => ProgKind::UprobeMulti,
                         false => ProgKind::Kprobe,
                     };
-                    let (prog, report) =
-                        load_capture(kind, &shape, spec, &layout, tag, &fds, &obj, &name)?;
+                    let (prog, report) = load(kind, &shape, &fds)?;
                     filter_report = report;
                     if multi {
                         self.pending_uprobes.push(PendingUprobe {
@@ -507,8 +474,7 @@ impl Session {
                     true => ProgKind::Fexit { btf_id: *btf_id },
                     false => ProgKind::Fentry { btf_id: *btf_id },
                 };
-                let (prog, report) =
-                    load_capture(kind, &shape, spec, &layout, tag, &fds, &obj, &name)?;
+                let (prog, report) = load(kind, &shape, &fds)?;
                 filter_report = report;
                 attachments.push(Attachment::tp_btf(&prog, &name)?);
                 programs.push(prog);
@@ -525,16 +491,7 @@ impl Session {
                     identity: Identity::Current,
                     task: self.task,
                 };
-                let (prog, report) = load_capture(
-                    ProgKind::PerfEvent,
-                    &shape,
-                    spec,
-                    &layout,
-                    tag,
-                    &fds,
-                    &obj,
-                    &name,
-                )?;
+                let (prog, report) = load(ProgKind::PerfEvent, &shape, &fds)?;
                 filter_report = report;
                 let online = crate::bpf::map::online_cpus()?;
                 let cpus: Vec<u32> = if *all_cpus {

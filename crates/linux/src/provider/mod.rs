@@ -134,7 +134,31 @@ impl ClauseKernel {
     }
 }
 
+/// The framework's description of argument `index` of `probe` (kernel and user probes alike).
+pub(crate) fn arg_desc_of(probe: &Probe, index: u32) -> Option<ArgDesc> {
+    let a = probe.args.get(index as usize)?;
+    Some(ArgDesc {
+        native: a.native.clone(),
+        xlate: (a.dtype != a.native).then(|| a.dtype.clone()),
+        mapping: index,
+    })
+}
+
 impl Shared {
+    /// [`Shared::enable`] for a framework provider's `enable`, naming the probe in its error.
+    pub(crate) fn enable_for_framework(
+        &mut self,
+        probe: &ProbeInfo,
+    ) -> std::result::Result<(), ProviderError> {
+        self.enable(probe).map_err(|reason| ProviderError::Enable {
+            probe: format!(
+                "{}:{}:{}:{}",
+                probe.provider, probe.module, probe.function, probe.name
+            ),
+            reason,
+        })
+    }
+
     fn enable(&mut self, info: &ProbeInfo) -> std::result::Result<(), String> {
         if self.in_session.contains(&info.id) {
             self.active.insert(info.id);
@@ -770,16 +794,7 @@ impl Provider for LinuxProvider {
     }
 
     fn enable(&mut self, probe: &ProbeInfo) -> std::result::Result<(), ProviderError> {
-        self.shared
-            .lock()
-            .enable(probe)
-            .map_err(|reason| ProviderError::Enable {
-                probe: format!(
-                    "{}:{}:{}:{}",
-                    probe.provider, probe.module, probe.function, probe.name
-                ),
-                reason,
-            })
+        self.shared.lock().enable_for_framework(probe)
     }
 
     fn disable(&mut self, probe: &ProbeInfo) {
@@ -790,13 +805,7 @@ impl Provider for LinuxProvider {
         let sh = self.shared.lock();
         let desc =
             crate::ProbeDesc::new(&probe.provider, &probe.module, &probe.function, &probe.name);
-        let p = sh.catalog.get(&desc)?;
-        let a = p.args.get(index as usize)?;
-        Some(ArgDesc {
-            native: a.native.clone(),
-            xlate: (a.dtype != a.native).then(|| a.dtype.clone()),
-            mapping: index,
-        })
+        arg_desc_of(&sh.catalog.get(&desc)?, index)
     }
 }
 

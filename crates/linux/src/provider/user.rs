@@ -212,16 +212,7 @@ impl Provider for UserProvider {
     }
 
     fn enable(&mut self, probe: &ProbeInfo) -> std::result::Result<(), ProviderError> {
-        self.shared
-            .lock()
-            .enable(probe)
-            .map_err(|reason| ProviderError::Enable {
-                probe: format!(
-                    "{}:{}:{}:{}",
-                    probe.provider, probe.module, probe.function, probe.name
-                ),
-                reason,
-            })
+        self.shared.lock().enable_for_framework(probe)
     }
 
     fn disable(&mut self, probe: &ProbeInfo) {
@@ -232,11 +223,6 @@ impl Provider for UserProvider {
         let sh = self.shared.lock();
         let desc =
             crate::ProbeDesc::new(&probe.provider, &probe.module, &probe.function, &probe.name);
-        let a = sh.user.get(&desc)?.args.get(index as usize)?;
-        Some(ArgDesc {
-            native: a.native.clone(),
-            xlate: (a.dtype != a.native).then(|| a.dtype.clone()),
-            mapping: index,
-        })
+        super::arg_desc_of(sh.user.get(&desc)?, index)
     }
 }
