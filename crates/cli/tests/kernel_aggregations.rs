@@ -242,3 +242,41 @@ fn verbose_mode_says_why_aggregations_stay_in_dtrace() {
         }
     }
 }
+
+#[test]
+fn a_full_map_counts_aggregation_drops_as_the_framework_does() {
+    let t = "a_full_map_counts_aggregation_drops_as_the_framework_does";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    // aggsize bounds the entries as it bounds the framework's buffer: 10 of the 300 sizes fit,
+    // the other writes are aggregation drops, reported as such. (The framework's bound is per
+    // CPU, the kernel map's for all: the writer stays on one CPU.)
+    if !dtrace_testkit::skip_unless(dtrace_testkit::have_program("taskset"), t, "needs taskset") {
+        return;
+    }
+    let w = writer("kagg-drops");
+    let cmd = format!("taskset -c 0 {} 1000", w.display());
+    let script = "syscall::write:entry /pid == $target/ { @[arg2] = count(); } \
+        END { printa(\"%d %@d\\n\", @); }";
+    let args = ["-q", "-x", "aggsize=600", "-n", script, "-c", &cmd];
+    let (krc, kout, kerr) = dtrace_way(true, &args);
+    let (irc, iout, ierr) = dtrace_way(false, &args);
+    assert_eq!((krc, irc), (0, 0), "{kerr}");
+    let entries = |out: &str| out.lines().filter(|l| !l.is_empty()).count();
+    assert_eq!(entries(&kout), 10, "{kout}");
+    assert!(kerr.contains("aggregation drops on CPU"), "{kerr}");
+    let drops = |e: &str| -> u64 {
+        e.lines()
+            .filter(|l| l.contains("aggregation drop"))
+            .filter_map(|l| l.split(' ').nth(1)?.parse::<u64>().ok())
+            .sum()
+    };
+    assert_eq!(drops(&kerr), drops(&ierr), "{kerr}\n{ierr}");
+    let counted: u64 = kout
+        .lines()
+        .filter_map(|l| l.split(' ').nth(1)?.parse::<u64>().ok())
+        .sum();
+    assert_eq!(counted + drops(&kerr), 1000, "{kout}\n{kerr}");
+    assert_eq!(entries(&kout), entries(&iout), "{iout}");
+}
