@@ -112,7 +112,7 @@ pub struct Session {
     dispatch: [Option<Dispatch>; 2],
     info: crate::fasthash::TagMap<ProbeInfo>,
     /// Per enabled tag: which predicates of its spec's kernel filter run in the kernel.
-    filters: crate::fasthash::TagMap<CaptureReport>,
+    reports: crate::fasthash::TagMap<CaptureReport>,
     held: HashMap<(u32, u64), Box<CapturedEvent>, crate::fasthash::Fast>,
     tgid_of: crate::fasthash::TagMap<u32>,
     ppid_of: crate::fasthash::TagMap<u32>,
@@ -237,7 +237,7 @@ impl Session {
             uprobe_groups: Vec::new(),
             dispatch: [None, None],
             info: Default::default(),
-            filters: Default::default(),
+            reports: Default::default(),
             held: Default::default(),
             tgid_of: Default::default(),
             ppid_of: Default::default(),
@@ -288,7 +288,7 @@ impl Session {
         let mut programs = Vec::new();
         let mut attachments = Vec::new();
         let mut pending = None;
-        let mut filter_report = CaptureReport::default();
+        let mut capture_report = CaptureReport::default();
         // Every capture program of this probe loads the same way; only its kind, shape and maps
         // differ.
         let load = |kind: ProgKind, shape: &ProbeShape, fds: &MapFds| {
@@ -351,7 +351,7 @@ impl Session {
                             task: self.task,
                         };
                         let (prog, report) = load(ProgKind::RawTracepoint, &shape, &fds)?;
-                        filter_report = report;
+                        capture_report = report;
                         self.install(*syscall_return, route.nr, &prog)?;
                         programs.push(prog);
                     }
@@ -364,7 +364,7 @@ impl Session {
                             task: self.task,
                         };
                         let (prog, report) = load(ProgKind::Tracepoint, &shape, &fds)?;
-                        filter_report = report;
+                        capture_report = report;
                         attachments.push(Attachment::tracepoint(&prog, *id, &name)?);
                         programs.push(prog);
                     }
@@ -391,7 +391,7 @@ impl Session {
                 // task an argument points at can be taken; plain otherwise.
                 let typed = self.tp_btf_id(tp).and_then(|btf_id| {
                     let (prog, report) = load(ProgKind::TpBtf { btf_id }, &shape, &fds).ok()?;
-                    filter_report = report;
+                    capture_report = report;
                     Some(prog)
                 });
                 let (prog, attachment) = match typed {
@@ -402,7 +402,7 @@ impl Session {
                     None => {
                         shape.ctx = CtxKind::RawTracepoint;
                         let (prog, report) = load(ProgKind::RawTracepoint, &shape, &fds)?;
-                        filter_report = report;
+                        capture_report = report;
                         let at = Attachment::raw_tracepoint(&prog, tp)?;
                         (prog, at)
                     }
@@ -432,7 +432,7 @@ impl Session {
                         false => ProgKind::Kprobe,
                     };
                     let (prog, report) = load(kind, &shape, &fds)?;
-                    filter_report = report;
+                    capture_report = report;
                     if multi {
                         self.pending_uprobes.push(PendingUprobe {
                             path: path.clone(),
@@ -475,7 +475,7 @@ impl Session {
                     false => ProgKind::Fentry { btf_id: *btf_id },
                 };
                 let (prog, report) = load(kind, &shape, &fds)?;
-                filter_report = report;
+                capture_report = report;
                 attachments.push(Attachment::tp_btf(&prog, &name)?);
                 programs.push(prog);
                 (false, false)
@@ -492,7 +492,7 @@ impl Session {
                     task: self.task,
                 };
                 let (prog, report) = load(ProgKind::PerfEvent, &shape, &fds)?;
-                filter_report = report;
+                capture_report = report;
                 let online = crate::bpf::map::online_cpus()?;
                 let cpus: Vec<u32> = if *all_cpus {
                     online
@@ -504,7 +504,7 @@ impl Session {
                 (false, false)
             }
         };
-        self.filters.insert(tag, filter_report);
+        self.reports.insert(tag, capture_report);
         self.enabled.push(Enabled {
             _attachments: attachments,
             _programs: programs,
@@ -680,8 +680,8 @@ impl Session {
     /// What the capture program of the probe enabled with `tag` runs in the kernel: which
     /// predicates of its filter (in the filter's order; empty without one) and which kernel
     /// aggregations (in the order of its spec's [`crate::capture::KernelAggs`]).
-    pub fn filter_report(&self, tag: u32) -> Option<&CaptureReport> {
-        self.filters.get(&tag)
+    pub fn capture_report(&self, tag: u32) -> Option<&CaptureReport> {
+        self.reports.get(&tag)
     }
 
     /// Number of enabled probes.

@@ -393,7 +393,7 @@ impl Shared {
         session
             .enable(&probe, info.id, &spec)
             .map_err(|e| e.to_string())?;
-        let report = session.filter_report(info.id).cloned().unwrap_or_default();
+        let report = session.capture_report(info.id).cloned().unwrap_or_default();
         if spec.filter.is_some() || spec.aggs.is_some() {
             self.filtered.push(info.clone());
         }
