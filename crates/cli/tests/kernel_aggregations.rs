@@ -227,6 +227,18 @@ fn verbose_mode_says_why_aggregations_stay_in_dtrace() {
              syscall:vmlinux:write:entry: instruction",
         ),
     ];
+    // exit() at a kernel probe stops the counting at that firing: only dtrace knows which.
+    let script = "syscall::write:entry /pid == $target/ { @ = count(); } \
+        syscall::write:entry /pid == $target && arg2 == 74/ { exit(0); }";
+    let (krc, kout, kerr) = dtrace_way(true, &["-qv", "-n", script, "-c", &cmd]);
+    let (irc, iout, _) = dtrace_way(false, &["-qv", "-n", script, "-c", &cmd]);
+    assert_eq!((krc, irc), (0, 0), "{kerr}");
+    assert_eq!(kout, iout);
+    assert!(kout.contains(" 3\n"), "{kout}");
+    assert!(
+        kerr.contains("calls exit() at a kernel probe: counting stops at that firing"),
+        "{kerr}"
+    );
     for (body, line) in cases {
         let script = format!("syscall::write:entry /pid == $target/ {{ {body} }}");
         let (krc, kout, kerr) = dtrace_way(true, &["-qv", "-n", &script, "-c", &cmd]);
@@ -279,4 +291,31 @@ fn a_full_map_counts_aggregation_drops_as_the_framework_does() {
         .sum();
     assert_eq!(counted + drops(&kerr), 1000, "{kout}\n{kerr}");
     assert_eq!(entries(&kout), entries(&iout), "{iout}");
+}
+
+#[test]
+fn the_cpu_option_keeps_aggregations_in_dtrace() {
+    let t = "the_cpu_option_keeps_aggregations_in_dtrace";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    if !dtrace_testkit::skip_unless(dtrace_testkit::have_program("taskset"), t, "needs taskset") {
+        return;
+    }
+    // Only dtrace knows which CPU a firing comes from before it counts it: with -x cpu the
+    // clause stays there, and the writes of another CPU are not counted.
+    let w = writer("kagg-cpu");
+    let cmd = format!("taskset -c 1 {} 100", w.display());
+    let script = "syscall::write:entry /pid == $target/ { @ = count(); }";
+    let (rc, out, err) = dtrace(&["-qv", "-x", "cpu=0", "-n", script, "-c", &cmd]);
+    if rc != 0 && err.contains("taskset") {
+        // A machine with one CPU.
+        return;
+    }
+    assert_eq!(rc, 0, "{err}");
+    assert!(
+        err.contains("the cpu option keeps tracing to one CPU, which only dtrace filters on"),
+        "{err}"
+    );
+    assert!(!out.contains("100"), "{out}");
 }

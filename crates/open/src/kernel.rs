@@ -85,7 +85,10 @@ impl KernelTracer {
         // Aggregation-only clauses aggregate in the kernel (this tracer feeds their snapshots to
         // the consumer) unless DTRACE_KERNEL_AGGREGATIONS=0 keeps them in the interpreter.
         let env = dtrace_linux::provider::kagg::KERNEL_AGGREGATIONS_ENV;
-        linux.set_kernel_aggregations(std::env::var_os(env).is_none_or(|v| v != "0"));
+        linux.set_kernel_aggregations(match std::env::var_os(env) {
+            Some(v) if v == "0" => Err(format!("kernel aggregations are off ({env}=0)")),
+            _ => Ok(()),
+        });
         Ok(KernelTracer {
             inner,
             linux,
@@ -164,6 +167,13 @@ impl Tracer for KernelTracer {
         } else {
             prog
         };
+        if options.is_set("cpu") || prog.options.iter().any(|(n, _)| n == "cpu") {
+            // The framework fires probes of that CPU only; the kernel's maps would count every
+            // CPU's.
+            self.linux.set_kernel_aggregations(Err(
+                "the cpu option keeps tracing to one CPU, which only dtrace filters on".into(),
+            ));
+        }
         self.linux.plan_replacing(original, prog);
         self.linux
             .set_aggsize(aggsize_of(prog, options).unwrap_or(4 << 20));
@@ -230,14 +240,18 @@ impl Tracer for KernelTracer {
         self.inner.status()
     }
     fn poll(&mut self) -> Result<()> {
-        // After exit() nothing but END fires.
+        // After exit() nothing but END fires: the kernel stops aggregating too.
         if !self.inner.exit_requested() {
             self.pumped_from = Some(self.inner.framework().now());
             self.linux
                 .pump(self.inner.framework(), 0)
                 .map_err(|e| ConsumerError::Backend(e.to_string()))?;
         }
-        self.inner.poll()
+        self.inner.poll()?;
+        if self.inner.exit_requested() {
+            self.linux.kernel_aggregations_on(false).map_err(be)?;
+        }
+        Ok(())
     }
     fn time_to_next_event(&self) -> Option<Duration> {
         self.inner.time_to_next_event()

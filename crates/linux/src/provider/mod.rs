@@ -91,15 +91,18 @@ pub(crate) struct Shared {
     /// Per clause of `clauses`: its aggregations as the kernel would compute them, or why it
     /// cannot (see [`kagg::plan_clause`]).
     kplans: Vec<std::result::Result<Vec<kagg::PlannedAgg>, String>>,
-    /// Aggregation-only clauses aggregate in the kernel (see
+    /// Aggregation-only clauses aggregate in the kernel, or why not (see
     /// [`LinuxTracing::set_kernel_aggregations`]).
-    kernel_aggregations: bool,
+    kernel_aggregations: std::result::Result<(), String>,
     /// The maps of the kernel aggregations, made with the first.
     kaggs: Option<kagg::KernelAggState>,
     /// `aggsize` for the kernel aggregations' maps.
     aggsize: u64,
     /// (clause of `clauses`, probe id) pairs whose aggregations the kernel computes.
     kernel_aggregated: HashSet<(usize, u32)>,
+    /// A planned clause at a kernel probe calls `exit()` (its description): tracing then stops
+    /// at that very firing, which only dtrace knows of, so aggregations stay there.
+    exit_at_kernel_probe: Option<String>,
 }
 
 /// Environment variable that, set to `0`, keeps every predicate in dtrace's interpreter (the
@@ -237,7 +240,9 @@ impl Shared {
             spec.filter = None;
         }
         // The aggregation-only clauses that aggregate in the kernel here, and the others.
-        let kernel_aggs = self.kernel_predicates && self.kernel_aggregations;
+        let kernel_aggs = self.kernel_predicates
+            && self.kernel_aggregations.is_ok()
+            && self.exit_at_kernel_probe.is_none();
         let (k_idx, r_idx): (Vec<usize>, Vec<usize>) = matching_idx
             .iter()
             .partition(|&&i| kernel_aggs && matches!(self.kplans.get(i), Some(Ok(_))));
@@ -431,13 +436,17 @@ impl Shared {
                 (Some(Ok(())), _) => c.aggs_in_kernel += 1,
                 (Some(Err(e)), _) => c.aggs_in_dtrace.push((probe_name.clone(), e.to_string())),
                 (None, Some(Ok(()))) => {
-                    let why = if !self.kernel_predicates {
-                        format!("kernel predicates are off ({KERNEL_PREDICATES_ENV}=0)")
-                    } else {
-                        format!(
-                            "kernel aggregations are off ({}=0)",
-                            kagg::KERNEL_AGGREGATIONS_ENV
-                        )
+                    let why = match &self.kernel_aggregations {
+                        _ if !self.kernel_predicates => {
+                            format!("kernel predicates are off ({KERNEL_PREDICATES_ENV}=0)")
+                        }
+                        Err(why) => why.clone(),
+                        Ok(()) if self.exit_at_kernel_probe.is_some() => format!(
+                            "clause {} calls exit() at a kernel probe: counting stops at that \
+                             firing, which only dtrace sees",
+                            self.exit_at_kernel_probe.as_deref().unwrap_or("?")
+                        ),
+                        Ok(()) => "the clause was planned after its probe was enabled".into(),
                     };
                     c.aggs_in_dtrace.push((probe_name.clone(), why));
                 }
@@ -479,6 +488,19 @@ impl Shared {
         }
         Ok(())
     }
+}
+
+/// Whether clause `e` calls `exit()` at a probe other than `BEGIN`, `END`, `ERROR` and the
+/// `tick-N` timers (which fire in dtrace itself).
+fn exits_at_kernel_probe(e: &dtrace_dif::program::EcbDesc) -> bool {
+    let d = &e.probe;
+    let in_dtrace = d.provider == "dtrace"
+        || matches!(d.name.as_str(), "BEGIN" | "END" | "ERROR")
+        || d.name.starts_with("tick-");
+    !in_dtrace
+        && e.actions
+            .iter()
+            .any(|a| a.kind == dtrace_dif::program::ActionKind::Exit)
 }
 
 /// Whether `info` is the entry of a system call that replaces the process's image when it succeeds.
@@ -573,10 +595,11 @@ impl LinuxTracing {
                 filtered: Vec::new(),
                 bypassed: false,
                 kplans: Vec::new(),
-                kernel_aggregations: false,
+                kernel_aggregations: Err("kernel aggregations are off".into()),
                 kaggs: None,
                 aggsize: 4 << 20,
                 kernel_aggregated: HashSet::new(),
+                exit_at_kernel_probe: None,
             })),
             symbols: Arc::new(Mutex::new(Symbolizer::new())),
         }
@@ -725,6 +748,17 @@ impl LinuxTracing {
         sh.note_processes |= user_symbols;
         sh.strsize = sh.strsize.max(needs::program_strsize(program));
         let base = sh.clauses.len();
+        if sh.exit_at_kernel_probe.is_none() {
+            sh.exit_at_kernel_probe =
+                program
+                    .ecbs
+                    .iter()
+                    .find(|e| exits_at_kernel_probe(e))
+                    .map(|e| {
+                        let d = &e.probe;
+                        format!("{}:{}:{}:{}", d.provider, d.module, d.function, d.name)
+                    });
+        }
         for ((d, c), e) in n.clauses.iter().zip(&program.ecbs) {
             let desc = format!("{}:{}:{}:{}", d.provider, d.module, d.function, d.name);
             let plan = kagg::plan_clause(e);
@@ -796,13 +830,14 @@ impl LinuxTracing {
         }
     }
 
-    /// Lets aggregation-only clauses aggregate in the kernel, for probes enabled afterwards (off
-    /// until called). The framework's driver then has to do its part: mark the enabled probes
+    /// Lets aggregation-only clauses aggregate in the kernel (`Ok`), or says why they do not
+    /// (shown by `dtrace -v`), for probes enabled afterwards (off until called). The framework's
+    /// driver then has to do its part: mark the enabled probes
     /// whose aggregations run in the kernel with `Framework::run_elsewhere` and bind their
     /// aggregations ([`LinuxTracing::aggregates_in_kernel`], [`LinuxTracing::bind_aggregation`]),
     /// turn them on after BEGIN and off before END ([`LinuxTracing::kernel_aggregations_on`]), and
     /// add [`LinuxTracing::kernel_aggregations`] to each snapshot, as `dtrace_open`'s tracer does.
-    pub fn set_kernel_aggregations(&self, on: bool) {
+    pub fn set_kernel_aggregations(&self, on: std::result::Result<(), String>) {
         self.lock().kernel_aggregations = on;
     }
 
