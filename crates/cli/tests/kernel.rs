@@ -76,17 +76,28 @@ fn ring_buffer_drops_are_reported_per_cpu() {
         return;
     }
     // A 4k buffer per CPU (a ring of a page or two) cannot hold a burst of 200000 writes: what
-    // is lost is reported, and what was counted plus what was dropped is every write.
+    // is lost is reported, and what was counted plus what was dropped is every write. (The
+    // count runs in dtrace, so that every write is a record: in the kernel nothing is lost, see
+    // kernel_aggregations.rs.)
     let n = 200_000u64;
     let cmd = format!("dd if=/dev/zero of=/dev/null bs=1 count={n} status=none");
-    let (rc, out, err) = dtrace(&[
-        "-b",
-        "4k",
-        "-n",
-        "syscall::write:entry /pid == $target/ { @ = count(); }",
-        "-c",
-        &cmd,
-    ]);
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_dtrace"))
+        .env("DTRACE_KERNEL_AGGREGATIONS", "0")
+        .args([
+            "-b",
+            "4k",
+            "-n",
+            "syscall::write:entry /pid == $target/ { @ = count(); }",
+            "-c",
+            &cmd,
+        ])
+        .output()
+        .unwrap();
+    let (rc, out, err) = (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    );
     assert_eq!(rc, 0, "{err}");
     let counted: u64 = out.trim().parse().unwrap_or_else(|_| panic!("{out:?}"));
     let mut dropped = 0;

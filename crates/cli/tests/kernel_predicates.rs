@@ -139,11 +139,14 @@ fn verbose_mode_says_where_each_predicate_runs() {
         lines,
         [
             "dtrace: clause 1 (syscall::write:entry): predicate runs in the kernel at 1 probe",
+            "dtrace: clause 1 (syscall::write:entry): aggregations run in the kernel at 1 probe",
             "dtrace: clause 2 (syscall::read:entry): predicate runs in the kernel at 0 probes, in \
              dtrace at 1 probe (at syscall:vmlinux:read:entry: instruction 3: subroutine strlen() \
              not yet translated to eBPF)",
-            "dtrace: clause 3 (syscall::close:entry): no predicate; every firing is recorded and \
-             runs in dtrace",
+            "dtrace: clause 2 (syscall::read:entry): aggregations run in the kernel at 0 probes, \
+             in dtrace at 1 probe (at syscall:vmlinux:read:entry: instruction 3: subroutine \
+             strlen() not yet translated to eBPF)",
+            "dtrace: clause 3 (syscall::close:entry): aggregations run in the kernel at 1 probe",
         ],
         "{err}"
     );

@@ -86,6 +86,10 @@ pub fn translate_bytes(data: &[u8]) {
     if let Ok(f) = translate(&obj, &ctx, 256, frame) {
         check(&f.insns, frame);
     }
+    // As an aggregation key: a string result is allowed, and stays in the frame too.
+    if let Ok(v) = crate::translate::translate_value(&obj, &ctx, 256, frame) {
+        check(&v.fragment.insns, frame);
+    }
 }
 
 #[cfg(test)]

@@ -173,6 +173,9 @@ impl Framework {
             }
             let i = self.probe_ecbs[probe as usize][k];
             let e = &ecbs[i];
+            if e.elsewhere {
+                continue;
+            }
             if let Outcome::Fault { kind, addr, pc } = self.run_ecb(e, cpu, ctx, mem, ts) {
                 self.status.errors += 1;
                 if in_error {

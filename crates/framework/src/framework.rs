@@ -199,6 +199,8 @@ pub(crate) struct Ecb {
     pub(crate) layout: EcbLayout,
     /// Framework aggregation id of each of `layout.aggs`.
     pub(crate) aggids: Vec<u32>,
+    /// The clause runs where the probe fires, not here (see [`Framework::run_elsewhere`]).
+    pub(crate) elsewhere: bool,
 }
 
 /// One CPU's buffers.
@@ -567,6 +569,7 @@ impl Framework {
                         .collect(),
                     layout: layout.clone(),
                     aggids,
+                    elsewhere: false,
                 });
             }
         }
@@ -579,6 +582,24 @@ impl Framework {
             .filter_map(|id| self.probe_info(id).cloned())
             .collect();
         Ok(out)
+    }
+
+    /// The statement id the next enabled clause gets (the first clause of the next
+    /// [`Framework::enable`]).
+    pub fn next_clause(&self) -> u32 {
+        self.next_clause
+    }
+
+    /// Marks the enabled probe `epid` as run where its probe fires (the provider computes its
+    /// aggregations in the kernel): its firings no longer run it here. Its aggregations keep
+    /// their ids and descriptions, and the provider feeds their snapshots to the consumer.
+    pub fn run_elsewhere(&mut self, epid: u32) {
+        if let Some(e) = (epid as usize)
+            .checked_sub(1)
+            .and_then(|i| self.ecbs.get_mut(i))
+        {
+            e.elsewhere = true;
+        }
     }
 
     /// The description of an enabled probe.

@@ -6,8 +6,8 @@
 use crate::attach::Attachment;
 use crate::bpf::{Map, MapKind, ProgKind, Program, RingBuf};
 use crate::capture::codegen::{
-    gen_cookie_dispatcher, gen_retry, gen_syscall_dispatcher, MapFds, MAX_SYSCALL_NR,
-    PENDING_VALUE_SIZE,
+    gen_cookie_dispatcher, gen_retry, gen_syscall_dispatcher, CaptureReport, MapFds,
+    MAX_SYSCALL_NR, PENDING_VALUE_SIZE,
 };
 use crate::capture::{
     decode_record, ArgSource, CaptureSpec, CapturedEvent, CopySource, CtxKind, Identity,
@@ -112,7 +112,7 @@ pub struct Session {
     dispatch: [Option<Dispatch>; 2],
     info: crate::fasthash::TagMap<ProbeInfo>,
     /// Per enabled tag: which predicates of its spec's kernel filter run in the kernel.
-    filters: crate::fasthash::TagMap<crate::capture::filter::FilterReport>,
+    reports: crate::fasthash::TagMap<CaptureReport>,
     held: HashMap<(u32, u64), Box<CapturedEvent>, crate::fasthash::Fast>,
     tgid_of: crate::fasthash::TagMap<u32>,
     ppid_of: crate::fasthash::TagMap<u32>,
@@ -237,7 +237,7 @@ impl Session {
             uprobe_groups: Vec::new(),
             dispatch: [None, None],
             info: Default::default(),
-            filters: Default::default(),
+            reports: Default::default(),
             held: Default::default(),
             tgid_of: Default::default(),
             ppid_of: Default::default(),
@@ -288,7 +288,7 @@ impl Session {
         let mut programs = Vec::new();
         let mut attachments = Vec::new();
         let mut pending = None;
-        let mut filter_report = Vec::new();
+        let mut capture_report = CaptureReport::default();
         // Every capture program of this probe loads the same way; only its kind, shape and maps
         // differ.
         let load = |kind: ProgKind, shape: &ProbeShape, fds: &MapFds| {
@@ -351,7 +351,7 @@ impl Session {
                             task: self.task,
                         };
                         let (prog, report) = load(ProgKind::RawTracepoint, &shape, &fds)?;
-                        filter_report = report;
+                        capture_report = report;
                         self.install(*syscall_return, route.nr, &prog)?;
                         programs.push(prog);
                     }
@@ -364,7 +364,7 @@ impl Session {
                             task: self.task,
                         };
                         let (prog, report) = load(ProgKind::Tracepoint, &shape, &fds)?;
-                        filter_report = report;
+                        capture_report = report;
                         attachments.push(Attachment::tracepoint(&prog, *id, &name)?);
                         programs.push(prog);
                     }
@@ -391,7 +391,7 @@ impl Session {
                 // task an argument points at can be taken; plain otherwise.
                 let typed = self.tp_btf_id(tp).and_then(|btf_id| {
                     let (prog, report) = load(ProgKind::TpBtf { btf_id }, &shape, &fds).ok()?;
-                    filter_report = report;
+                    capture_report = report;
                     Some(prog)
                 });
                 let (prog, attachment) = match typed {
@@ -402,7 +402,7 @@ impl Session {
                     None => {
                         shape.ctx = CtxKind::RawTracepoint;
                         let (prog, report) = load(ProgKind::RawTracepoint, &shape, &fds)?;
-                        filter_report = report;
+                        capture_report = report;
                         let at = Attachment::raw_tracepoint(&prog, tp)?;
                         (prog, at)
                     }
@@ -432,7 +432,7 @@ impl Session {
                         false => ProgKind::Kprobe,
                     };
                     let (prog, report) = load(kind, &shape, &fds)?;
-                    filter_report = report;
+                    capture_report = report;
                     if multi {
                         self.pending_uprobes.push(PendingUprobe {
                             path: path.clone(),
@@ -475,7 +475,7 @@ impl Session {
                     false => ProgKind::Fentry { btf_id: *btf_id },
                 };
                 let (prog, report) = load(kind, &shape, &fds)?;
-                filter_report = report;
+                capture_report = report;
                 attachments.push(Attachment::tp_btf(&prog, &name)?);
                 programs.push(prog);
                 (false, false)
@@ -492,7 +492,7 @@ impl Session {
                     task: self.task,
                 };
                 let (prog, report) = load(ProgKind::PerfEvent, &shape, &fds)?;
-                filter_report = report;
+                capture_report = report;
                 let online = crate::bpf::map::online_cpus()?;
                 let cpus: Vec<u32> = if *all_cpus {
                     online
@@ -504,7 +504,7 @@ impl Session {
                 (false, false)
             }
         };
-        self.filters.insert(tag, filter_report);
+        self.reports.insert(tag, capture_report);
         self.enabled.push(Enabled {
             _attachments: attachments,
             _programs: programs,
@@ -677,10 +677,11 @@ impl Session {
         Ok(())
     }
 
-    /// Which predicates of the kernel filter of the probe enabled with `tag` run in the kernel, in
-    /// the order of its spec's [`crate::capture::KernelFilter`] (empty without a filter).
-    pub fn filter_report(&self, tag: u32) -> Option<&crate::capture::filter::FilterReport> {
-        self.filters.get(&tag)
+    /// What the capture program of the probe enabled with `tag` runs in the kernel: which
+    /// predicates of its filter (in the filter's order; empty without one) and which kernel
+    /// aggregations (in the order of its spec's [`crate::capture::KernelAggs`]).
+    pub fn capture_report(&self, tag: u32) -> Option<&CaptureReport> {
+        self.reports.get(&tag)
     }
 
     /// Number of enabled probes.
@@ -886,8 +887,9 @@ impl Session {
 }
 
 /// Generates and loads the capture program of a probe. When the kernel refuses the program with its
-/// translated predicates (a verifier limit), the probe records every firing instead, as it would
-/// without them, and the report says so: the user never sees a verifier log for a predicate.
+/// kernel aggregations or translated predicates (a verifier limit), the probe does without them
+/// (aggregations first, then predicates: it records every firing, as it would without them) and
+/// the report says so: the user never sees a verifier log for translated code.
 #[allow(clippy::too_many_arguments)]
 fn load_capture(
     kind: ProgKind,
@@ -898,23 +900,45 @@ fn load_capture(
     fds: &MapFds,
     obj: &str,
     name: &str,
-) -> Result<(Program, crate::capture::filter::FilterReport)> {
+) -> Result<(Program, CaptureReport)> {
     let (insns, report) =
         crate::capture::codegen::gen_capture_reporting(shape, spec, layout, tag, fds)?;
-    let filtered = report.iter().any(|r| r.is_ok()) && report.iter().all(|r| r.is_ok());
+    let aggregates = report.aggs.iter().any(|r| r.is_ok());
+    let filtered = !report.filter.is_empty() && report.filter.iter().all(|r| r.is_ok());
+    let refused = |e: &LinuxError| {
+        let why = e.to_string();
+        dtrace_ebpf::translate::Untranslatable::Refused(why.lines().next().unwrap_or("").into())
+    };
     match Program::load(kind, &insns, obj, name) {
+        Err(e) if aggregates => {
+            let plain = CaptureSpec {
+                aggs: None,
+                ..spec.clone()
+            };
+            let (prog, mut plain_report) =
+                load_capture(kind, shape, &plain, layout, tag, fds, obj, name)?;
+            let why = refused(&e);
+            plain_report.aggs = report.aggs.iter().map(|_| Err(why.clone())).collect();
+            Ok((prog, plain_report))
+        }
         Err(e) if filtered => {
             let plain = CaptureSpec {
                 filter: None,
+                aggs: None,
                 ..spec.clone()
             };
             let (insns, _) =
                 crate::capture::codegen::gen_capture_reporting(shape, &plain, layout, tag, fds)?;
             let prog = Program::load(kind, &insns, obj, name)?;
-            let why = e.to_string();
-            let first = why.lines().next().unwrap_or("").to_string();
-            let refused = dtrace_ebpf::translate::Untranslatable::Refused(first);
-            Ok((prog, report.iter().map(|_| Err(refused.clone())).collect()))
+            let why = refused(&e);
+            let filter = report.filter.iter().map(|_| Err(why.clone())).collect();
+            Ok((
+                prog,
+                CaptureReport {
+                    filter,
+                    ..CaptureReport::default()
+                },
+            ))
         }
         r => Ok((r?, report)),
     }

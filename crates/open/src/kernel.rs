@@ -28,6 +28,26 @@ pub struct KernelTracer {
     /// When (framework clock) the last pump of the kernel's ring began: events before it have been
     /// delivered, later ones may still be in the ring.
     pumped_from: Option<u64>,
+    /// Aggregation drops in the kernel's maps not yet reported, per CPU.
+    kernel_agg_drops: Vec<(u32, u64)>,
+}
+
+fn be<E: std::fmt::Display>(e: E) -> ConsumerError {
+    ConsumerError::Backend(e.to_string())
+}
+
+/// The `aggsize` a program runs with: its last `#pragma D option aggsize`, else the handle's.
+fn aggsize_of(prog: &Program, options: &Options) -> Option<u64> {
+    let pragma = prog
+        .options
+        .iter()
+        .rev()
+        .find(|(n, _)| n == "aggsize")
+        .and_then(|(_, v)| v.as_deref())
+        .and_then(dtrace_consumer::options::parse_size)
+        .map(|n| n as i64);
+    let v = pragma.unwrap_or_else(|| options.value("aggsize"));
+    (v > 0).then_some(v as u64)
 }
 
 /// The kernel ring's size for a per-CPU `bufsize` (DTrace's buffers are per CPU; the ring is shared
@@ -62,12 +82,42 @@ impl KernelTracer {
         linux
             .register(inner.framework())
             .map_err(|e| ConsumerError::Backend(e.to_string()))?;
+        // Aggregation-only clauses aggregate in the kernel (this tracer feeds their snapshots to
+        // the consumer) unless DTRACE_KERNEL_AGGREGATIONS=0 keeps them in the interpreter.
+        let env = dtrace_linux::provider::kagg::KERNEL_AGGREGATIONS_ENV;
+        linux.set_kernel_aggregations(match std::env::var_os(env) {
+            Some(v) if v == "0" => Err(format!("kernel aggregations are off ({env}=0)")),
+            _ => Ok(()),
+        });
         Ok(KernelTracer {
             inner,
             linux,
             reported_drops: Vec::new(),
             pumped_from: None,
+            kernel_agg_drops: Vec::new(),
         })
+    }
+
+    /// After `prog` (planned, its first clause numbered `first_clause` by the framework) is
+    /// enabled: the enabled probes whose aggregations the kernel computes no longer run in the
+    /// framework, and the kernel's maps learn the aggregation each feeds.
+    fn run_kernel_aggregations(&mut self, prog: &Program, first_clause: u32, info: &ExecInfo) {
+        let Some(base) = self.linux.clause_base(prog) else {
+            return;
+        };
+        for ep in &info.eprobes {
+            let Some(k) = ep.clause.checked_sub(first_clause) else {
+                continue;
+            };
+            let clause = base + k as usize;
+            if !self.linux.aggregates_in_kernel(clause, ep.probe_id) {
+                continue;
+            }
+            self.inner.framework().run_elsewhere(ep.epid);
+            for (j, a) in info.aggs.iter().filter(|a| a.epid == ep.epid).enumerate() {
+                self.linux.bind_aggregation(clause, j, a.aggid, &a.recs);
+            }
+        }
     }
 }
 
@@ -92,10 +142,11 @@ impl Tracer for KernelTracer {
             .iter()
             .filter(|c| c.probes > 0)
             .enumerate()
-            .filter_map(|(i, c)| c.describe(i + 1))
+            .flat_map(|(i, c)| c.describe(i + 1))
             .collect()
     }
     fn exec(&mut self, prog: &Program, options: &Options) -> Result<ExecInfo> {
+        let original = prog;
         if let Some(e) = prog.ecbs.iter().find_map(|e| fbt_refusal(&e.probe)) {
             return Err(e);
         }
@@ -116,14 +167,25 @@ impl Tracer for KernelTracer {
         } else {
             prog
         };
-        self.linux.plan(prog);
+        if options.is_set("cpu") || prog.options.iter().any(|(n, _)| n == "cpu") {
+            // The framework fires probes of that CPU only; the kernel's maps would count every
+            // CPU's.
+            self.linux.set_kernel_aggregations(Err(
+                "the cpu option keeps tracing to one CPU, which only dtrace filters on".into(),
+            ));
+        }
+        self.linux.plan_replacing(original, prog);
+        self.linux
+            .set_aggsize(aggsize_of(prog, options).unwrap_or(4 << 20));
         let ncpus = dtrace_linux::provider::framework_ncpus().unwrap_or(1);
         self.linux
             .set_ring_bytes(ring_bytes(bufsize_of(prog, options), ncpus));
         // The ring is pumped at every poll of the consumer's loop (a few milliseconds apart),
         // never waited on: records need not wake anyone.
         self.linux.set_consumer_polls();
+        let first_clause = self.inner.framework().next_clause();
         let info = self.inner.exec(prog, options)?;
+        self.run_kernel_aggregations(prog, first_clause, &info);
         // Uprobes are placed all of an object at once, before the match is reported.
         self.linux
             .attach_pending()
@@ -132,12 +194,13 @@ impl Tracer for KernelTracer {
     }
     fn go(&mut self) -> Result<()> {
         self.inner.go()?;
-        // BEGIN has fired: nothing captured before it is delivered.
+        // BEGIN has fired: nothing captured before it is delivered, nor aggregated.
         self.linux.go_live();
-        Ok(())
+        self.linux.kernel_aggregations_on(true).map_err(be)
     }
     fn stop(&mut self) -> Result<()> {
-        // Everything the traced work produced fires before END.
+        // Everything the traced work produced fires (or is aggregated) before END.
+        self.linux.kernel_aggregations_on(false).map_err(be)?;
         self.linux.finish(self.inner.framework());
         self.inner.stop()
     }
@@ -167,20 +230,28 @@ impl Tracer for KernelTracer {
         Ok(snaps)
     }
     fn aggregate_snapshot(&mut self) -> Result<Vec<AggRecord>> {
-        self.inner.aggregate_snapshot()
+        let mut recs = self.inner.aggregate_snapshot()?;
+        let (kernel, drops) = self.linux.kernel_aggregations().map_err(be)?;
+        recs.extend(kernel);
+        self.kernel_agg_drops.extend(drops);
+        Ok(recs)
     }
     fn status(&mut self) -> Result<StatusCounters> {
         self.inner.status()
     }
     fn poll(&mut self) -> Result<()> {
-        // After exit() nothing but END fires.
+        // After exit() nothing but END fires: the kernel stops aggregating too.
         if !self.inner.exit_requested() {
             self.pumped_from = Some(self.inner.framework().now());
             self.linux
                 .pump(self.inner.framework(), 0)
                 .map_err(|e| ConsumerError::Backend(e.to_string()))?;
         }
-        self.inner.poll()
+        self.inner.poll()?;
+        if self.inner.exit_requested() {
+            self.linux.kernel_aggregations_on(false).map_err(be)?;
+        }
+        Ok(())
     }
     fn time_to_next_event(&self) -> Option<Duration> {
         self.inner.time_to_next_event()
@@ -201,7 +272,14 @@ impl Tracer for KernelTracer {
         self.inner.end_cpu()
     }
     fn take_aggregation_drops(&mut self) -> Vec<(u32, u64)> {
-        self.inner.take_aggregation_drops()
+        let mut drops = self.inner.take_aggregation_drops();
+        for (cpu, n) in std::mem::take(&mut self.kernel_agg_drops) {
+            match drops.iter_mut().find(|(c, _)| *c == cpu) {
+                Some((_, d)) => *d += n,
+                None => drops.push((cpu, n)),
+            }
+        }
+        drops
     }
     fn list(&mut self, desc: &ProbeDesc) -> Result<Vec<ProbeInfo>> {
         if let Some(e) = fbt_refusal(desc) {

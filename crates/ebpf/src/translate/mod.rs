@@ -127,6 +127,12 @@ impl Frame {
     fn comm(self) -> i16 {
         self.load_buf() - COMM_LEN as i16
     }
+
+    /// Where a fragment of this frame keeps `execname` (the frame offset of its
+    /// [`COMM_LEN`] bytes), e.g. to copy a [`ValueKind::Execname`] result from.
+    pub fn execname_at(self) -> i16 {
+        self.comm()
+    }
 }
 
 /// Why a DIF object cannot run in the kernel (yet): the clause keeps running in the interpreter.
@@ -176,6 +182,10 @@ pub enum Untranslatable {
         /// What.
         what: String,
     },
+    /// The code can fault where it runs in place of the interpreter, which reports faults (an
+    /// aggregation computed in the kernel has no record to carry a fault to dtrace).
+    #[error("its code can fault (a division or a memory load), and faults are reported by dtrace")]
+    MayFault,
     /// The generated code could not be assembled.
     #[error("eBPF assembly: {0}")]
     Asm(String),
@@ -197,6 +207,30 @@ impl From<crate::insn::AsmError> for Untranslatable {
 pub struct Fragment {
     /// The instructions.
     pub insns: Vec<Insn>,
+    /// Some path of the code faults (leaves [`FAULTED`] in r0): a division, a load, an index
+    /// past the context's arguments, or running off the end.
+    pub can_fault: bool,
+}
+
+/// What a translated value is (see [`translate_value`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ValueKind {
+    /// An integer, in r0.
+    Int,
+    /// The current thread's `execname`: [`COMM_LEN`] NUL-terminated bytes at
+    /// [`Frame::execname_at`] of the fragment's frame (r0 holds nothing of use).
+    Execname,
+    /// A string constant (a `sets`, or one of the probe's names), known at translation.
+    Str(Vec<u8>),
+}
+
+/// A translated value: its code and what it leaves.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Value {
+    /// The code (its r0 is the value when [`ValueKind::Int`]).
+    pub fragment: Fragment,
+    /// What the code leaves.
+    pub kind: ValueKind,
 }
 
 impl Fragment {
@@ -243,7 +277,27 @@ pub fn translate(
     strsize: usize,
     frame: Frame,
 ) -> Result<Fragment, Untranslatable> {
-    Translator::new(obj, ctx, strsize, frame)?.run()
+    Translator::new(obj, ctx, strsize, frame)?
+        .run()
+        .map(|(f, _)| f)
+}
+
+/// Translates a DIF object whose value may be a string (an aggregation key such as `execname` or
+/// `probefunc`): as [`translate`], but a `ret` of `execname` or of a string constant is allowed,
+/// and the result says which (every `ret` of the object must return the same kind).
+pub fn translate_value(
+    obj: &DifObject,
+    ctx: &dyn ProbeContext,
+    strsize: usize,
+    frame: Frame,
+) -> Result<Value, Untranslatable> {
+    let mut t = Translator::new(obj, ctx, strsize, frame)?;
+    t.strings_ok = true;
+    let (fragment, kind) = t.run()?;
+    Ok(Value {
+        fragment,
+        kind: kind.unwrap_or(ValueKind::Int),
+    })
 }
 
 struct Translator<'a> {
@@ -263,6 +317,10 @@ struct Translator<'a> {
     fault: Label,
     /// Some jump goes to `fault` (the verifier refuses unreachable code).
     faults: bool,
+    /// `ret` may return a string (`execname` or a constant), see [`translate_value`].
+    strings_ok: bool,
+    /// What the `ret`s seen so far return.
+    result: Option<ValueKind>,
 }
 
 impl<'a> Translator<'a> {
@@ -322,10 +380,12 @@ impl<'a> Translator<'a> {
             end,
             fault,
             faults: false,
+            strings_ok: false,
+            result: None,
         })
     }
 
-    fn run(mut self) -> Result<Fragment, Untranslatable> {
+    fn run(mut self) -> Result<(Fragment, Option<ValueKind>), Untranslatable> {
         // Registers start at zero, as the interpreter's do (and the verifier wants every stack slot
         // written before it is read).
         for r in 0..NREGS as u8 {
@@ -370,9 +430,15 @@ impl<'a> Translator<'a> {
             self.a.bind(self.fault).mov_imm(R0, FAULTED);
         }
         self.a.bind(end);
-        Ok(Fragment {
-            insns: self.a.finish()?,
-        })
+        let can_fault = self.faults;
+        let result = self.result.take();
+        Ok((
+            Fragment {
+                insns: self.a.finish()?,
+                can_fault,
+            },
+            result,
+        ))
     }
 
     /// The label of the fault exit, noting that it is used.
@@ -441,7 +507,7 @@ impl<'a> Translator<'a> {
                 let (x, y) = (self.int(s, pc, r1)?, self.int(s, pc, r2)?);
                 self.get(R1, r1);
                 self.get(R2, r2);
-                self.alu(op);
+                self.alu(op, y.is_some_and(|v| v != 0));
                 let k = match (x, y) {
                     (Some(x), Some(y)) => Kind::Int(fold(op, x, y)),
                     _ => Kind::Int(None),
@@ -515,7 +581,23 @@ impl<'a> Translator<'a> {
                 return Ok(false);
             }
             Instr::Ret { rd } => {
-                self.int(s, pc, rd)?;
+                let kind = match &s[(rd & 7) as usize] {
+                    Kind::Execname if self.strings_ok => ValueKind::Execname,
+                    Kind::StrConst(b) if self.strings_ok => ValueKind::Str(b.clone()),
+                    _ => {
+                        self.int(s, pc, rd)?;
+                        ValueKind::Int
+                    }
+                };
+                match &self.result {
+                    Some(k) if *k != kind => {
+                        return Err(Untranslatable::Value {
+                            pc,
+                            what: "the value differs in kind by path".into(),
+                        })
+                    }
+                    _ => self.result = Some(kind),
+                }
                 self.get(R0, rd);
                 let end = self.end;
                 self.a.ja(end);
@@ -554,13 +636,14 @@ impl<'a> Translator<'a> {
         Ok(true)
     }
 
-    /// `R1 = R1 op R2` with DTrace's semantics.
-    fn alu(&mut self, dop: Opcode) {
+    /// `R1 = R1 op R2` with DTrace's semantics (`nonzero`: R2 is a constant other than zero, so
+    /// a division needs no check).
+    fn alu(&mut self, dop: Opcode, nonzero: bool) {
         let divides = matches!(
             dop,
             Opcode::Udiv | Opcode::Urem | Opcode::Sdiv | Opcode::Srem
         );
-        let fault = if divides {
+        let fault = if divides && !nonzero {
             self.fault_label()
         } else {
             self.fault
@@ -577,7 +660,9 @@ impl<'a> Translator<'a> {
             Opcode::Add => op::ADD,
             Opcode::Mul => op::MUL,
             Opcode::Udiv | Opcode::Urem | Opcode::Sdiv | Opcode::Srem => {
-                a.jmp_imm(op::JEQ, R2, 0, fault);
+                if !nonzero {
+                    a.jmp_imm(op::JEQ, R2, 0, fault);
+                }
                 emit_division(a, dop);
                 return;
             }

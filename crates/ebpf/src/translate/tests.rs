@@ -640,3 +640,59 @@ fn random_dif_agrees_with_the_interpreter() {
     }
     assert!(translated * 2 > total, "{translated} of {total} translated");
 }
+
+#[test]
+fn constant_divisors_cannot_fault() {
+    let p = Probe::new();
+    for pred in [
+        "arg3 % 4 == 3",
+        "arg1 / 3 < 0",
+        "(int)arg3 % 7 == 0",
+        "arg3 == 7",
+    ] {
+        let obj = predicate(&clause(pred));
+        let f = translate(&obj, &p, 256, FRAME).unwrap();
+        assert!(!f.can_fault, "{pred}");
+        assert_eq!(kernel(&obj, &p), interpret(&obj, &p), "{pred}");
+    }
+    for pred in [
+        "arg3 % arg0 == 1",
+        "arg3 / (arg0 - 3) == 1",
+        "*(int *)curthread == 0",
+    ] {
+        let obj = predicate(&clause(pred));
+        assert!(translate(&obj, &p, 256, FRAME).unwrap().can_fault, "{pred}");
+    }
+}
+
+/// The DIF of the (only) key of `@[key] = count()`.
+fn key(src: &str) -> DifObject {
+    let src = format!("syscall::write:entry {{ @[{src}] = count(); }}");
+    let p = dtrace_compiler::compile(&src, &dtrace_compiler::CompileOptions::default())
+        .unwrap_or_else(|e| panic!("{src}: {e:?}"));
+    p.ecbs[0].actions[0].difo.clone().expect("a key")
+}
+
+#[test]
+fn aggregation_keys_translate_to_their_kind() {
+    let p = Probe::new();
+    let value = |src: &str| translate_value(&key(src), &p, 256, FRAME);
+    assert_eq!(value("execname").unwrap().kind, ValueKind::Execname);
+    assert_eq!(
+        value("probefunc").unwrap().kind,
+        ValueKind::Str(b"write".to_vec())
+    );
+    assert_eq!(
+        value("\"lit\"").unwrap().kind,
+        ValueKind::Str(b"lit".to_vec())
+    );
+    let v = value("arg3 + 1").unwrap();
+    assert_eq!(v.kind, ValueKind::Int);
+    assert_reachable(&v.fragment.insns);
+    assert_eq!(emulate(&v.fragment.insns, &p), 8);
+    // A string whose origin differs by path is not followed; a string is no predicate.
+    assert!(value("arg0 ? \"a\" : \"b\"").is_err());
+    assert!(translate(&key("execname"), &p, 256, FRAME).is_err());
+    // The execname the fragment read is where the frame says.
+    assert!(FRAME.execname_at() < FRAME.base);
+}

@@ -14,6 +14,13 @@ pub enum MapKind {
     PerCpuArray,
     /// `BPF_MAP_TYPE_HASH`.
     Hash,
+    /// `BPF_MAP_TYPE_PERCPU_HASH` (one value per possible CPU for each key), created without
+    /// preallocation: entries are allocated as they are first updated.
+    PerCpuHash,
+    /// `BPF_MAP_TYPE_ARRAY_OF_MAPS` (values are map descriptors, of maps like the template given
+    /// at creation). An update from user space returns once every program that may have seen
+    /// the old value has finished (the kernel waits for an RCU grace period).
+    ArrayOfMaps,
     /// `BPF_MAP_TYPE_LRU_HASH` (old entries are evicted when full).
     LruHash,
     /// `BPF_MAP_TYPE_PROG_ARRAY` (tail-call targets; values are program descriptors).
@@ -31,6 +38,8 @@ impl MapKind {
             MapKind::Array => map_type::ARRAY,
             MapKind::PerCpuArray => map_type::PERCPU_ARRAY,
             MapKind::Hash => map_type::HASH,
+            MapKind::PerCpuHash => map_type::PERCPU_HASH,
+            MapKind::ArrayOfMaps => map_type::ARRAY_OF_MAPS,
             MapKind::LruHash => map_type::LRU_HASH,
             MapKind::ProgArray => map_type::PROG_ARRAY,
             MapKind::RingBuf => map_type::RINGBUF,
@@ -58,11 +67,42 @@ impl Map {
         value_size: u32,
         max_entries: u32,
     ) -> Result<Map> {
+        Map::create_inner(kind, name, key_size, value_size, max_entries, None)
+    }
+
+    /// Creates an [`MapKind::ArrayOfMaps`] of `max_entries` slots for maps like `template`.
+    pub fn create_array_of_maps(name: &str, template: &Map, max_entries: u32) -> Result<Map> {
+        Map::create_inner(
+            MapKind::ArrayOfMaps,
+            name,
+            4,
+            4,
+            max_entries,
+            Some(template.raw_fd()),
+        )
+    }
+
+    fn create_inner(
+        kind: MapKind,
+        name: &str,
+        key_size: u32,
+        value_size: u32,
+        max_entries: u32,
+        inner: Option<i32>,
+    ) -> Result<Map> {
+        /// `BPF_F_NO_PREALLOC`.
+        const NO_PREALLOC: u32 = 1;
         let mut attr = MapCreateAttr {
             map_type: kind.code(),
             key_size,
             value_size,
             max_entries,
+            map_flags: if kind == MapKind::PerCpuHash {
+                NO_PREALLOC
+            } else {
+                0
+            },
+            inner_map_fd: inner.map_or(0, |fd| fd as u32),
             map_name: sys::object_name(name),
             ..Default::default()
         };
@@ -102,7 +142,9 @@ impl Map {
     /// rounded up to 8 bytes).
     pub fn user_value_size(&self) -> Result<usize> {
         match self.kind {
-            MapKind::PerCpuArray => Ok(round8(self.value_size as usize) * possible_cpus()?),
+            MapKind::PerCpuArray | MapKind::PerCpuHash => {
+                Ok(round8(self.value_size as usize) * possible_cpus()?)
+            }
             _ => Ok(self.value_size as usize),
         }
     }

@@ -26,7 +26,9 @@ pub mod map_type {
     pub const ARRAY: u32 = 2;
     pub const PROG_ARRAY: u32 = 3;
     pub const LRU_HASH: u32 = 9;
+    pub const PERCPU_HASH: u32 = 5;
     pub const PERCPU_ARRAY: u32 = 6;
+    pub const ARRAY_OF_MAPS: u32 = 12;
     pub const STACK_TRACE: u32 = 7;
     pub const RINGBUF: u32 = 27;
 }

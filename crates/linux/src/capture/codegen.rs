@@ -591,15 +591,27 @@ pub fn gen_capture(
     Ok(gen_capture_reporting(shape, spec, layout, tag, maps)?.0)
 }
 
-/// [`gen_capture`], with the report of which predicates of the spec's kernel filter run in the
-/// kernel (see [`super::filter`]).
+/// What a capture program runs in the kernel: which predicates of its filter (see
+/// [`super::filter`]) and which aggregation-only clauses (see [`super::kagg`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CaptureReport {
+    /// Per predicate of the filter used.
+    pub filter: super::filter::FilterReport,
+    /// The filter used is the one of the clauses other than the kernel aggregations'
+    /// (`KernelAggs::others`), not the spec's own.
+    pub filter_over_others: bool,
+    /// Per clause of the spec's kernel aggregations.
+    pub aggs: super::kagg::AggReport,
+}
+
+/// [`gen_capture`], with the report of what runs in the kernel.
 pub fn gen_capture_reporting(
     shape: &ProbeShape,
     spec: &CaptureSpec,
     layout: &RecordLayout,
     tag: u32,
     maps: &MapFds,
-) -> Result<(Vec<Insn>, super::filter::FilterReport)> {
+) -> Result<(Vec<Insn>, CaptureReport)> {
     if shape.args.len() > NARGS {
         return Err(LinuxError::Asm(format!(
             "{} arguments, records carry {NARGS}",
@@ -613,11 +625,41 @@ pub fn gen_capture_reporting(
     let out = a.label();
     a.mov(R6, R1);
     emit_conditions(&mut a, shape, out)?;
-    let past_filters = a.label();
-    if let Some(f) = &spec.filter {
-        super::filter::emit_bypass(&mut a, f, past_filters);
+    let aggs = match &spec.aggs {
+        Some(k) => super::kagg::emit_aggs(&mut a, shape, k)?,
+        None => Vec::new(),
+    };
+    // When every aggregation-only clause aggregates in the kernel, the record path serves the
+    // other clauses only (perhaps none); else every clause, as without kernel aggregations.
+    let all_in_kernel = !aggs.is_empty() && aggs.iter().all(|r| r.is_ok());
+    let (filter, filter_pid, records) = match (&spec.aggs, all_in_kernel) {
+        (Some(k), true) => match &k.others {
+            None => (None, None, false),
+            Some((f, pid)) => (f.as_ref(), *pid, true),
+        },
+        _ => (spec.filter.as_ref(), spec.filter_pid, true),
+    };
+    let bypass = spec
+        .filter
+        .as_ref()
+        .and_then(|f| f.bypass)
+        .or_else(|| spec.aggs.as_ref().and_then(|k| k.bypass));
+    let report = CaptureReport {
+        filter: Vec::new(),
+        filter_over_others: all_in_kernel,
+        aggs,
+    };
+    if !records && bypass.is_none() {
+        // Nothing at this probe records.
+        a.bind(out).mov_imm(R0, 0).exit();
+        return Ok((a.finish()?, report));
     }
-    if let Some(pid) = spec.filter_pid {
+    let past_filters = a.label();
+    super::filter::emit_bypass(&mut a, bypass, past_filters);
+    if !records {
+        a.ja(out);
+    }
+    if let Some(pid) = filter_pid {
         match shape.identity {
             Identity::Current => {
                 a.call(helper::GET_CURRENT_PID_TGID)
@@ -638,10 +680,10 @@ pub fn gen_capture_reporting(
         }
         a.jmp_imm(op::JNE, R0, pid as i32, out);
     }
-    let report = match &spec.filter {
-        Some(f) => super::filter::emit_filter(&mut a, shape, f, out),
-        None => Vec::new(),
-    };
+    let mut report = report;
+    if let Some(f) = filter.filter(|_| records) {
+        report.filter = super::filter::emit_filter(&mut a, shape, f, out);
+    }
     a.bind(past_filters);
     emit_ring_reserve(&mut a, maps, layout.size)?;
     let have = a.label();

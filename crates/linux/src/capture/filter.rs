@@ -21,16 +21,16 @@ pub type FilterReport = Vec<Result<(), Untranslatable>>;
 const SCRATCH: i16 = -8;
 /// Where the fragments keep their state: below the capture program's two scratch slots, which are
 /// free again once the filter has run.
-const FRAME: Frame = Frame { base: -16 };
+pub(crate) const FRAME: Frame = Frame { base: -16 };
 
 /// x86-64 `struct pt_regs` offsets of the syscall argument registers: rdi, rsi, rdx, r10, r8, r9.
 const SYSCALL_ARG_REGS: [i32; 6] = [14 * 8, 13 * 8, 12 * 8, 7 * 8, 9 * 8, 8 * 8];
 
 /// A probe's shape as the translator's [`ProbeContext`].
-struct ShapeContext<'a> {
-    shape: &'a ProbeShape,
-    names: &'a ProbeNames,
-    opaque_args: u16,
+pub(crate) struct ShapeContext<'a> {
+    pub(crate) shape: &'a ProbeShape,
+    pub(crate) names: &'a ProbeNames,
+    pub(crate) opaque_args: u16,
 }
 
 impl ShapeContext<'_> {
@@ -160,10 +160,10 @@ pub fn translate_filter(
     (results.into_iter().collect::<Result<_, _>>().ok(), report)
 }
 
-/// Emits the check of the filter's bypass switch (when it has one): jumps to `past` (after every
+/// Emits the check of the filters' bypass switch (when there is one): jumps to `past` (after every
 /// kernel filter of the probe, the `pid` one included) when the switch is on.
-pub fn emit_bypass(a: &mut Asm, filter: &KernelFilter, past: Label) {
-    let Some(fd) = filter.bypass else {
+pub fn emit_bypass(a: &mut Asm, bypass: Option<i32>, past: Label) {
+    let Some(fd) = bypass else {
         return;
     };
     // The switch's value read in place (no helper call: every firing of the probe pays this).

@@ -3,6 +3,7 @@
 
 pub mod codegen;
 pub mod filter;
+pub mod kagg;
 pub mod layout;
 pub mod mirror;
 pub mod path;
@@ -18,6 +19,6 @@ pub use record::{
     StackCapture, UserFrame, UserStackCopy,
 };
 pub use spec::{
-    AddrBase, AddrExpr, ArgSource, CaptureSpec, Condition, CopyRequest, Identity, KernelFilter,
-    MemKind, MirrorOp,
+    AddrBase, AddrExpr, ArgSource, CaptureSpec, Condition, CopyRequest, Identity, KernelAgg,
+    KernelAggClause, KernelAggs, KernelFilter, KeyKind, MemKind, MirrorOp,
 };

@@ -202,6 +202,112 @@ pub struct CaptureSpec {
     /// is captured: the probe records only when one of them is true (or faults). See
     /// [`super::filter`].
     pub filter: Option<KernelFilter>,
+    /// Aggregation-only clauses that aggregate in the kernel at the probe (see [`super::kagg`]).
+    pub aggs: Option<KernelAggs>,
+}
+
+/// The aggregation-only clauses enabled on a probe that update per-CPU maps at the probe instead
+/// of recording the firing (see [`super::kagg`]), and what the record path does when all of them
+/// do.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct KernelAggs {
+    /// The clauses, in the order of the probe's clauses.
+    pub clauses: Vec<KernelAggClause>,
+    /// An array map of one u64: 0 while the aggregations are off (before BEGIN, after END), 1
+    /// or 2 for the generation of maps updated (see `KernelAgg::maps`).
+    pub control: i32,
+    /// An array map of one zeroed value of [`MAX_KAGG_VALUE`] bytes (new entries start from it).
+    pub zeros: i32,
+    /// A per-CPU array of one u64: updates lost because a map was full.
+    pub drops: i32,
+    /// `strsize`, for string compares.
+    pub strsize: u32,
+    /// The probe's names.
+    pub names: dtrace_ebpf::translate::ProbeNames,
+    /// Arguments whose value delivery replaces (see [`KernelFilter::opaque_args`]).
+    pub opaque_args: u16,
+    /// The record path when every clause here runs in the kernel: `None` when no other clause
+    /// is enabled on the probe (nothing is recorded), else the other clauses' filter (`None`:
+    /// every firing records) and `pid` filter. When one clause here cannot run in the kernel,
+    /// the spec's own filter (over every clause) applies instead.
+    pub others: Option<(Option<KernelFilter>, Option<u32>)>,
+    /// The switch that turns the filters off (see [`KernelFilter::bypass`]).
+    pub bypass: Option<i32>,
+}
+
+/// One aggregation-only clause run in the kernel.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KernelAggClause {
+    /// The clause's predicate.
+    pub predicate: Option<dtrace_dif::object::DifObject>,
+    /// Its aggregating actions.
+    pub aggs: Vec<KernelAgg>,
+}
+
+/// One aggregating action run in the kernel.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KernelAgg {
+    /// The aggregating function.
+    pub kind: dtrace_dif::program::ActionKind,
+    /// Its encoded parameters (lquantize, llquantize).
+    pub arg: u64,
+    /// The keys: each one's expression and kind.
+    pub keys: Vec<(dtrace_dif::object::DifObject, KeyKind)>,
+    /// The value's expression (`None`: count()).
+    pub value: Option<dtrace_dif::object::DifObject>,
+    /// The weight of a quantization (`None`: 1).
+    pub incr: Option<dtrace_dif::object::DifObject>,
+    /// Words of the value in the framework's layout (a flag word follows them in the kernel).
+    pub value_words: usize,
+    /// The per-CPU hash maps of the two generations.
+    pub maps: [i32; 2],
+}
+
+/// The kind of an aggregation key as the kernel's map keeps it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyKind {
+    /// An integer of this many bytes (1, 2, 4 or 8), kept in 8.
+    Int(u8),
+    /// A string: `execname` (its 16 bytes, NUL-terminated), or a constant known at the probe,
+    /// kept as its [`string_key_hash`] in the first 8 bytes and [`STRING_CONST_MARK`] in the
+    /// last (a NUL-terminated `execname` never has a non-zero last byte).
+    String,
+}
+
+impl KeyKind {
+    /// Bytes the kernel's key gives it.
+    pub fn kernel_size(self) -> usize {
+        match self {
+            KeyKind::Int(_) => 8,
+            KeyKind::String => 16,
+        }
+    }
+}
+
+/// Largest aggregation value (the framework's words and the kernel's flag word) the kernel keeps.
+pub const MAX_KAGG_VALUE: usize = 8192;
+/// Largest key (all parts) the kernel keeps: it is built on the program's stack.
+pub const MAX_KAGG_KEY: usize = 128;
+/// The last byte of a string key part that holds a constant's hash.
+pub const STRING_CONST_MARK: u8 = 1;
+
+/// The kernel key's size for these keys (at least 8: a map key is never empty), and each key's
+/// offset in it.
+pub fn kernel_key_layout(keys: &[KeyKind]) -> (usize, Vec<usize>) {
+    let mut off = 0;
+    let mut offs = Vec::with_capacity(keys.len());
+    for k in keys {
+        offs.push(off);
+        off += k.kernel_size();
+    }
+    (off.max(8), offs)
+}
+
+/// The 64-bit FNV-1a hash a string constant key is kept as.
+pub fn string_key_hash(s: &[u8]) -> u64 {
+    s.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
 }
 
 /// The predicates a capture program evaluates before it records anything (every clause enabled on

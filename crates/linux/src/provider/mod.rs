@@ -11,6 +11,7 @@
 //! allows it, and leaves the framework's timers in charge otherwise.
 
 pub mod deliver;
+pub mod kagg;
 pub mod needs;
 pub mod profile;
 pub mod user;
@@ -21,11 +22,12 @@ use crate::catalog::{AttachPoint, Catalog, Probe};
 use crate::error::{LinuxError, Result};
 use crate::session::{Session, SessionOptions};
 use crate::symbols::Symbolizer;
+use dtrace_dif::program::RecDesc;
 use dtrace_dif::program::{ProbeDesc as DifProbeDesc, Program};
 use dtrace_framework::provider::{
     ArgDesc, Attribute, DepClass, ProbeSink, ProviderAttributes, ProviderError, Stability,
 };
-use dtrace_framework::records::ProbeInfo;
+use dtrace_framework::records::{AggRecord, ProbeInfo};
 use dtrace_framework::{Framework, FrameworkError, Provider};
 use needs::ClauseNeeds;
 use std::collections::{BTreeSet, HashSet};
@@ -72,8 +74,9 @@ pub(crate) struct Shared {
     pub(crate) user: user::UserProbes,
     /// Per clause of `clauses`: where its predicate runs at each probe it is enabled on.
     kernel: Vec<ClauseKernel>,
-    /// The programs planned so far (planning one again adds nothing).
-    planned: Vec<Program>,
+    /// The programs planned so far (planning one again adds nothing), each with where its
+    /// clauses start in `clauses`.
+    planned: Vec<(Program, usize)>,
     /// Predicates are evaluated in the kernel (off: every firing is recorded, as before; for
     /// comparing the two paths, see [`KERNEL_PREDICATES_ENV`]).
     kernel_predicates: bool,
@@ -85,6 +88,21 @@ pub(crate) struct Shared {
     filtered: Vec<ProbeInfo>,
     /// The filters were turned off.
     bypassed: bool,
+    /// Per clause of `clauses`: its aggregations as the kernel would compute them, or why it
+    /// cannot (see [`kagg::plan_clause`]).
+    kplans: Vec<std::result::Result<Vec<kagg::PlannedAgg>, String>>,
+    /// Aggregation-only clauses aggregate in the kernel, or why not (see
+    /// [`LinuxTracing::set_kernel_aggregations`]).
+    kernel_aggregations: std::result::Result<(), String>,
+    /// The maps of the kernel aggregations, made with the first.
+    kaggs: Option<kagg::KernelAggState>,
+    /// `aggsize` for the kernel aggregations' maps.
+    aggsize: u64,
+    /// (clause of `clauses`, probe id) pairs whose aggregations the kernel computes.
+    kernel_aggregated: HashSet<(usize, u32)>,
+    /// A planned clause at a kernel probe calls `exit()` (its description): tracing then stops
+    /// at that very firing, which only dtrace knows of, so aggregations stay there.
+    exit_at_kernel_probe: Option<String>,
 }
 
 /// Environment variable that, set to `0`, keeps every predicate in dtrace's interpreter (the
@@ -104,33 +122,60 @@ pub struct ClauseKernel {
     pub in_kernel: usize,
     /// Probes where it runs in dtrace only, with the reason.
     pub in_dtrace: Vec<(String, String)>,
+    /// The clause aggregates: `Ok` when it may aggregate in the kernel, else why not.
+    pub aggregates: Option<std::result::Result<(), String>>,
+    /// Probes where its aggregations run in the kernel (the clause records nothing there).
+    pub aggs_in_kernel: usize,
+    /// Probes where they run in dtrace, with the reason.
+    pub aggs_in_dtrace: Vec<(String, String)>,
 }
 
 impl ClauseKernel {
-    /// One line for `dtrace -v`: where the clause numbered `n` (from 1) runs; `None` for a clause
-    /// enabled on no kernel probe (`BEGIN`, `profile`...).
-    pub fn describe(&self, n: usize) -> Option<String> {
+    /// The lines for `dtrace -v`: where the clause numbered `n` (from 1) runs (its predicate,
+    /// then its aggregations); none for a clause enabled on no kernel probe (`BEGIN`,
+    /// `profile`...).
+    pub fn describe(&self, n: usize) -> Vec<String> {
         if self.probes == 0 {
-            return None;
+            return Vec::new();
         }
         let head = format!("clause {n} ({})", self.desc);
-        if !self.has_predicate {
-            return Some(format!(
+        let probes = |k: usize| format!("{k} probe{}", if k == 1 { "" } else { "s" });
+        let mut out = Vec::new();
+        if self.has_predicate {
+            let mut line = format!(
+                "{head}: predicate runs in the kernel at {}",
+                probes(self.in_kernel)
+            );
+            if let Some((probe, why)) = self.in_dtrace.first() {
+                line.push_str(&format!(
+                    ", in dtrace at {} (at {probe}: {why})",
+                    probes(self.in_dtrace.len())
+                ));
+            }
+            out.push(line);
+        } else if self.aggs_in_kernel == 0 {
+            out.push(format!(
                 "{head}: no predicate; every firing is recorded and runs in dtrace"
             ));
         }
-        let probes = |k: usize| format!("{k} probe{}", if k == 1 { "" } else { "s" });
-        let mut line = format!(
-            "{head}: predicate runs in the kernel at {}",
-            probes(self.in_kernel)
-        );
-        if let Some((probe, why)) = self.in_dtrace.first() {
-            line.push_str(&format!(
-                ", in dtrace at {} (at {probe}: {why})",
-                probes(self.in_dtrace.len())
-            ));
+        match &self.aggregates {
+            None => {}
+            Some(Err(why)) => out.push(format!("{head}: aggregations run in dtrace ({why})")),
+            Some(Ok(())) => {
+                let mut line = format!(
+                    "{head}: aggregations run in the kernel at {}",
+                    probes(self.aggs_in_kernel)
+                );
+                if let Some((probe, why)) = self.aggs_in_dtrace.first() {
+                    line.push_str(&format!(
+                        ", in dtrace at {} (at {probe}: {why})",
+                        probes(self.aggs_in_dtrace.len())
+                    ));
+                }
+                out.push(line);
+            }
         }
-        Some(line)
+        out
     }
 }
 
@@ -194,26 +239,87 @@ impl Shared {
         if !self.kernel_predicates {
             spec.filter = None;
         }
-        if spec.filter.is_some() && self.bypass.is_none() {
+        // The aggregation-only clauses that aggregate in the kernel here, and the others.
+        let kernel_aggs = self.kernel_predicates
+            && self.kernel_aggregations.is_ok()
+            && self.exit_at_kernel_probe.is_none();
+        let (k_idx, r_idx): (Vec<usize>, Vec<usize>) = matching_idx
+            .iter()
+            .partition(|&&i| kernel_aggs && matches!(self.kplans.get(i), Some(Ok(_))));
+        let others = if k_idx.is_empty() {
+            None
+        } else {
+            let r: Vec<&ClauseNeeds> = r_idx.iter().map(|&i| &self.clauses[i].1).collect();
+            Some(needs::spec_for(&r, &string_args(&probe), self.strsize)?)
+        };
+        if (spec.filter.is_some() || others.is_some()) && self.bypass.is_none() {
             let map = crate::bpf::Map::create(crate::bpf::MapKind::Array, "dt_nofilter", 4, 8, 1)
                 .map_err(|e| e.to_string())?;
             self.bypass = Some(map);
         }
+        let bypass = self.bypass.as_ref().map(|m| m.raw_fd());
+        let names = dtrace_ebpf::translate::ProbeNames {
+            provider: info.provider.clone(),
+            module: info.module.clone(),
+            function: info.function.clone(),
+            name: info.name.clone(),
+        };
+        let opaque_args = probe
+            .args
+            .iter()
+            .enumerate()
+            .take(16)
+            .filter(|(_, a)| a.copy.is_some())
+            .fold(0u16, |m, (i, _)| m | (1 << i));
+        let complete = |f: &mut crate::capture::KernelFilter| {
+            f.bypass = bypass;
+            f.names = names.clone();
+            f.opaque_args = opaque_args;
+        };
         if let Some(f) = &mut spec.filter {
-            f.bypass = self.bypass.as_ref().map(|m| m.raw_fd());
-            f.names = dtrace_ebpf::translate::ProbeNames {
-                provider: info.provider.clone(),
-                module: info.module.clone(),
-                function: info.function.clone(),
-                name: info.name.clone(),
-            };
-            f.opaque_args = probe
-                .args
-                .iter()
-                .enumerate()
-                .take(16)
-                .filter(|(_, a)| a.copy.is_some())
-                .fold(0u16, |m, (i, _)| m | (1 << i));
+            complete(f);
+        }
+        if let Some(mut o) = others {
+            if let Some(f) = &mut o.filter {
+                complete(f);
+            }
+            if self.kaggs.is_none() {
+                self.kaggs =
+                    Some(kagg::KernelAggState::new(self.aggsize).map_err(|e| e.to_string())?);
+            }
+            let state = self.kaggs.as_mut().ok_or("no kernel aggregations")?;
+            let (control, zeros, drops) = state.fds();
+            let mut clauses = Vec::with_capacity(k_idx.len());
+            for &i in &k_idx {
+                let Some(Ok(plan)) = self.kplans.get(i) else {
+                    continue;
+                };
+                let strings = kagg::key_strings(
+                    plan,
+                    &[&info.provider, &info.module, &info.function, &info.name],
+                );
+                let aggs = plan
+                    .iter()
+                    .enumerate()
+                    .map(|(j, p)| state.agg_for(i, j, p, &strings))
+                    .collect::<Result<Vec<_>>>()
+                    .map_err(|e| e.to_string())?;
+                clauses.push(crate::capture::KernelAggClause {
+                    predicate: self.clauses[i].1.predicate.clone(),
+                    aggs,
+                });
+            }
+            spec.aggs = Some(crate::capture::KernelAggs {
+                clauses,
+                control,
+                zeros,
+                drops,
+                strsize: self.strsize,
+                names: names.clone(),
+                opaque_args,
+                others: (!r_idx.is_empty()).then_some((o.filter, o.filter_pid)),
+                bypass,
+            });
         }
         if replaces_image(info) {
             spec.retry_at_return = false;
@@ -227,6 +333,9 @@ impl Shared {
         } = probe.attach
         {
             spec.filter_pid = None;
+            if let Some(Some((_, pid))) = spec.aggs.as_mut().map(|k| k.others.as_mut()) {
+                *pid = None;
+            }
         }
         if let AttachPoint::RawTracepoint {
             identity: Identity::RawTask(_),
@@ -289,28 +398,76 @@ impl Shared {
         session
             .enable(&probe, info.id, &spec)
             .map_err(|e| e.to_string())?;
-        let report = session.filter_report(info.id).cloned().unwrap_or_default();
-        if spec.filter.is_some() {
+        let report = session.capture_report(info.id).cloned().unwrap_or_default();
+        if spec.filter.is_some() || spec.aggs.is_some() {
             self.filtered.push(info.clone());
         }
         let probe_name = format!(
             "{}:{}:{}:{}",
             info.provider, info.module, info.function, info.name
         );
-        for (k, &i) in matching_idx.iter().enumerate() {
+        // Where each clause's predicate and aggregations run at this probe.
+        let filter_used = if report.filter_over_others {
+            spec.aggs
+                .as_ref()
+                .and_then(|k| k.others.as_ref())
+                .and_then(|(f, _)| f.as_ref())
+        } else {
+            spec.filter.as_ref()
+        };
+        let filtered_clauses: &[usize] = if report.filter_over_others {
+            &r_idx
+        } else {
+            &matching_idx
+        };
+        for &i in &matching_idx {
+            let in_kernel = k_idx
+                .iter()
+                .position(|&x| x == i)
+                .map(|p| report.aggs.get(p).cloned().unwrap_or(Ok(())));
+            if let Some(Ok(())) = in_kernel {
+                self.kernel_aggregated.insert((i, info.id));
+            }
             let Some(c) = self.kernel.get_mut(i) else {
                 continue;
             };
             c.probes += 1;
+            match (&in_kernel, &c.aggregates) {
+                (Some(Ok(())), _) => c.aggs_in_kernel += 1,
+                (Some(Err(e)), _) => c.aggs_in_dtrace.push((probe_name.clone(), e.to_string())),
+                (None, Some(Ok(()))) => {
+                    let why = match &self.kernel_aggregations {
+                        _ if !self.kernel_predicates => {
+                            format!("kernel predicates are off ({KERNEL_PREDICATES_ENV}=0)")
+                        }
+                        Err(why) => why.clone(),
+                        Ok(()) if self.exit_at_kernel_probe.is_some() => format!(
+                            "clause {} calls exit() at a kernel probe: counting stops at that \
+                             firing, which only dtrace sees",
+                            self.exit_at_kernel_probe.as_deref().unwrap_or("?")
+                        ),
+                        Ok(()) => "the clause was planned after its probe was enabled".into(),
+                    };
+                    c.aggs_in_dtrace.push((probe_name.clone(), why));
+                }
+                _ => {}
+            }
             if !c.has_predicate {
                 continue;
             }
-            let why = match (&spec.filter, report.get(k)) {
-                (Some(_), Some(Ok(()))) if report.iter().all(|r| r.is_ok()) => None,
-                (Some(_), Some(Ok(()))) => {
-                    Some("another clause's predicate at the probe stays in dtrace".to_string())
+            let why = match (in_kernel, filter_used) {
+                (Some(Ok(())), _) => None,
+                (_, Some(_)) => {
+                    let k = filtered_clauses.iter().position(|&x| x == i);
+                    match k.and_then(|k| report.filter.get(k)) {
+                        Some(Ok(())) if report.filter.iter().all(|r| r.is_ok()) => None,
+                        Some(Ok(())) => Some(
+                            "another clause's predicate at the probe stays in dtrace".to_string(),
+                        ),
+                        Some(Err(e)) => Some(e.to_string()),
+                        None => Some("a clause without a predicate is enabled on the probe".into()),
+                    }
                 }
-                (Some(_), Some(Err(e))) => Some(e.to_string()),
                 _ if !self.kernel_predicates => Some(format!(
                     "kernel predicates are off ({KERNEL_PREDICATES_ENV}=0)"
                 )),
@@ -331,6 +488,19 @@ impl Shared {
         }
         Ok(())
     }
+}
+
+/// Whether clause `e` calls `exit()` at a probe other than `BEGIN`, `END`, `ERROR` and the
+/// `tick-N` timers (which fire in dtrace itself).
+fn exits_at_kernel_probe(e: &dtrace_dif::program::EcbDesc) -> bool {
+    let d = &e.probe;
+    let in_dtrace = d.provider == "dtrace"
+        || matches!(d.name.as_str(), "BEGIN" | "END" | "ERROR")
+        || d.name.starts_with("tick-");
+    !in_dtrace
+        && e.actions
+            .iter()
+            .any(|a| a.kind == dtrace_dif::program::ActionKind::Exit)
 }
 
 /// Whether `info` is the entry of a system call that replaces the process's image when it succeeds.
@@ -424,6 +594,12 @@ impl LinuxTracing {
                 bypass: None,
                 filtered: Vec::new(),
                 bypassed: false,
+                kplans: Vec::new(),
+                kernel_aggregations: Err("kernel aggregations are off".into()),
+                kaggs: None,
+                aggsize: 4 << 20,
+                kernel_aggregated: HashSet::new(),
+                exit_at_kernel_probe: None,
             })),
             symbols: Arc::new(Mutex::new(Symbolizer::new())),
         }
@@ -530,7 +706,7 @@ impl LinuxTracing {
     /// Records what `program`'s clauses read, so the probes they enable capture it. Call before
     /// `Framework::enable(program)`.
     pub fn plan(&self, program: &Program) {
-        if self.lock().planned.contains(program) {
+        if self.lock().planned.iter().any(|(p, _)| p == program) {
             return;
         }
         let ctx = self.lock().mirror_ctx.clone();
@@ -571,16 +747,120 @@ impl LinuxTracing {
         }
         sh.note_processes |= user_symbols;
         sh.strsize = sh.strsize.max(needs::program_strsize(program));
-        for (d, c) in &n.clauses {
+        let base = sh.clauses.len();
+        if sh.exit_at_kernel_probe.is_none() {
+            sh.exit_at_kernel_probe =
+                program
+                    .ecbs
+                    .iter()
+                    .find(|e| exits_at_kernel_probe(e))
+                    .map(|e| {
+                        let d = &e.probe;
+                        format!("{}:{}:{}:{}", d.provider, d.module, d.function, d.name)
+                    });
+        }
+        for ((d, c), e) in n.clauses.iter().zip(&program.ecbs) {
             let desc = format!("{}:{}:{}:{}", d.provider, d.module, d.function, d.name);
+            let plan = kagg::plan_clause(e);
+            let has_aggs = e.actions.iter().any(|a| a.kind.is_aggregation());
             sh.kernel.push(ClauseKernel {
                 desc,
                 has_predicate: c.predicate.is_some(),
+                aggregates: has_aggs.then(|| plan.as_ref().map(|_| ()).map_err(Clone::clone)),
                 ..ClauseKernel::default()
             });
+            sh.kplans.push(plan);
         }
         sh.clauses.extend(n.clauses);
-        sh.planned.push(program.clone());
+        sh.planned.push((program.clone(), base));
+    }
+
+    /// Plans `program` in place of `original` (the same program with its probe descriptions
+    /// rewritten, see [`LinuxTracing::prepare_user`]): the rewritten clauses take the original's
+    /// places, so no clause is planned twice. Plans `program` when `original` was not planned.
+    pub fn plan_replacing(&self, original: &Program, program: &Program) {
+        if original == program {
+            return self.plan(program);
+        }
+        let ctx = self.lock().mirror_ctx.clone();
+        let n = needs::program_needs_in(program, &ctx);
+        let mut sh = self.lock();
+        let Some(at) = sh.planned.iter().rposition(|(p, _)| p == original) else {
+            drop(sh);
+            return self.plan(program);
+        };
+        let base = sh.planned[at].1;
+        for (k, ((d, c), e)) in n.clauses.into_iter().zip(&program.ecbs).enumerate() {
+            let i = base + k;
+            if let Some(kc) = sh.kernel.get_mut(i) {
+                kc.desc = format!("{}:{}:{}:{}", d.provider, d.module, d.function, d.name);
+            }
+            if let Some(p) = sh.kplans.get_mut(i) {
+                *p = kagg::plan_clause(e);
+            }
+            if let Some(slot) = sh.clauses.get_mut(i) {
+                *slot = (d, c);
+            }
+        }
+        sh.planned[at].0 = program.clone();
+    }
+
+    /// Where the clauses of `program` (planned) start among the planned clauses: its clause `k`
+    /// is clause `base + k` of [`LinuxTracing::aggregates_in_kernel`].
+    pub fn clause_base(&self, program: &Program) -> Option<usize> {
+        let sh = self.lock();
+        sh.planned
+            .iter()
+            .rev()
+            .find(|(p, _)| p == program)
+            .map(|(_, b)| *b)
+    }
+
+    /// Whether the kernel computes the aggregations of planned clause `clause` at probe `probe`
+    /// (the framework then does not run the clause there).
+    pub fn aggregates_in_kernel(&self, clause: usize, probe: u32) -> bool {
+        self.lock().kernel_aggregated.contains(&(clause, probe))
+    }
+
+    /// Tells which framework aggregation (id and records) aggregation `index` of planned clause
+    /// `clause` feeds.
+    pub fn bind_aggregation(&self, clause: usize, index: usize, aggid: u32, recs: &[RecDesc]) {
+        if let Some(k) = self.lock().kaggs.as_mut() {
+            k.bind(clause, index, aggid, recs);
+        }
+    }
+
+    /// Lets aggregation-only clauses aggregate in the kernel (`Ok`), or says why they do not
+    /// (shown by `dtrace -v`), for probes enabled afterwards (off until called). The framework's
+    /// driver then has to do its part: mark the enabled probes
+    /// whose aggregations run in the kernel with `Framework::run_elsewhere` and bind their
+    /// aggregations ([`LinuxTracing::aggregates_in_kernel`], [`LinuxTracing::bind_aggregation`]),
+    /// turn them on after BEGIN and off before END ([`LinuxTracing::kernel_aggregations_on`]), and
+    /// add [`LinuxTracing::kernel_aggregations`] to each snapshot, as `dtrace_open`'s tracer does.
+    pub fn set_kernel_aggregations(&self, on: std::result::Result<(), String>) {
+        self.lock().kernel_aggregations = on;
+    }
+
+    /// Sets `aggsize`, which bounds the kernel aggregations' maps made afterwards.
+    pub fn set_aggsize(&self, bytes: u64) {
+        self.lock().aggsize = bytes.max(1);
+    }
+
+    /// Turns the kernel aggregations on (after BEGIN) or off (before END).
+    pub fn kernel_aggregations_on(&self, on: bool) -> Result<()> {
+        match self.lock().kaggs.as_mut() {
+            Some(k) => k.set_on(on),
+            None => Ok(()),
+        }
+    }
+
+    /// What the kernel aggregated since the previous call, as the framework's records, and the
+    /// updates it lost per CPU (a map was full).
+    pub fn kernel_aggregations(&self) -> Result<(Vec<AggRecord>, kagg::CpuDrops)> {
+        match self.lock().kaggs.as_mut() {
+            Some(k) => Ok((k.snapshot()?, k.take_drops()?)),
+            None => Ok((Vec::new(), Vec::new())),
+        }
     }
 
     /// Plans every program of the consumer before any is enabled (see [`LinuxTracing::plan`]), so

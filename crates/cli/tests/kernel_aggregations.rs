@@ -1,0 +1,321 @@
+//! Aggregations computed in the kernel: an aggregation-only clause updates per-CPU maps at the probe
+//! and records nothing, and prints exactly what the interpreter prints when the same clause runs in
+//! dtrace (DTRACE_KERNEL_AGGREGATIONS=0): every aggregating function, several keys, printa formats,
+//! JSON, clear() and trunc(); it counts every event however fast the probe fires; `-v` says where
+//! each clause's aggregations run, and why not in the kernel when they cannot.
+
+mod common;
+use common::{compile_c, dtrace, have_gcc, kernel_ok, test_dir};
+use std::path::PathBuf;
+use std::process::Command;
+
+/// Writes `argv[1]` times per phase to /dev/null, of sizes (i * 37 + phase * 11) % 300; with
+/// several phases (`argv[2]`), each ends with a getppid() marker and a pause.
+const WRITER: &str = r#"
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    int n = atoi(argv[1]);
+    int phases = argc > 2 ? atoi(argv[2]) : 1;
+    int fd = open("/dev/null", O_WRONLY);
+    static char buf[512];
+    for (int p = 0; p < phases; p++) {
+        for (int i = 0; i < n; i++)
+            if (write(fd, buf, (i * 37 + p * 11) % 300) < 0)
+                return 1;
+        if (phases > 1) {
+            syscall(SYS_getppid);
+            usleep(400000);
+        }
+    }
+    return 0;
+}
+"#;
+
+/// Consumes and snapshots often: what a marker prints is what came before it (the traced program
+/// pauses after each marker), whichever way the aggregations run.
+const FAST: &[&str] = &["-x", "switchrate=10ms", "-x", "aggrate=10ms"];
+
+fn writer(tag: &str) -> PathBuf {
+    compile_c(&test_dir(tag), "writer", WRITER, &["-O2"])
+}
+
+/// Runs `dtrace args` with aggregations in the kernel (`true`) or in dtrace's interpreter.
+fn dtrace_way(kernel: bool, args: &[&str]) -> (i32, String, String) {
+    if kernel {
+        return dtrace(args);
+    }
+    let o = Command::new(env!("CARGO_BIN_EXE_dtrace"))
+        .env("DTRACE_KERNEL_AGGREGATIONS", "0")
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// The `-v` lines about where clause `n` runs.
+fn clause_lines(err: &str, n: usize) -> Vec<String> {
+    let head = format!("dtrace: clause {n} ");
+    err.lines()
+        .filter(|l| l.starts_with(&head))
+        .map(String::from)
+        .collect()
+}
+
+/// Runs `script` both ways on `cmd`; asserts both succeed, print the same non-empty output, and
+/// that clause 1's aggregations ran in the kernel the first way. Returns the output.
+fn same_both_ways(script: &str, extra: &[&str], cmd: &str) -> String {
+    let mut args = vec!["-qv"];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["-n", script, "-c", cmd]);
+    let (rc, kout, kerr) = dtrace_way(true, &args);
+    assert_eq!(rc, 0, "{script}: {kerr}");
+    assert!(
+        clause_lines(&kerr, 1)
+            .iter()
+            .any(|l| l.ends_with("aggregations run in the kernel at 1 probe")),
+        "{script}: {kerr}"
+    );
+    assert!(!kerr.contains("drop"), "{script}: {kerr}");
+    let (rc, iout, ierr) = dtrace_way(false, &args);
+    assert_eq!(rc, 0, "{script}: {ierr}");
+    assert!(
+        ierr.contains("kernel aggregations are off (DTRACE_KERNEL_AGGREGATIONS=0)"),
+        "{ierr}"
+    );
+    assert_eq!(kout, iout, "{script}");
+    assert!(!kout.trim().is_empty(), "{script}");
+    kout
+}
+
+#[test]
+fn every_aggregating_function_prints_the_same_in_the_kernel_or_in_dtrace() {
+    let t = "every_aggregating_function_prints_the_same_in_the_kernel_or_in_dtrace";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let w = writer("kagg-functions");
+    let cmd = format!("{} 2000", w.display());
+    let all = "syscall::write:entry /pid == $target/ { \
+        @c[execname, arg0] = count(); @s[probefunc] = sum(arg2); @mi = min(arg2); \
+        @ma = max(arg2); @a = avg(arg2); @sd = stddev(arg2); @q = quantize(arg2); \
+        @l = lquantize(arg2, 0, 300, 25); @neg = quantize(-(int)arg2); @w = quantize(arg2, 3); \
+        @lw = lquantize((int)arg2 - 100, -50, 50, 10, arg0); @k[(int)arg2 % 7, (char)arg2] = sum(1); \
+        @nmi = min(-(int)arg2); @nma = max(-(long)arg2); @nsd = stddev(100 - (int)arg2); \
+        @ll = llquantize(arg2, 10, 0, 3, 10); @ll2 = llquantize(arg2 * 1000, 4, 1, 12, 16, arg0); }";
+    let out = same_both_ways(all, &[], &cmd);
+    // The sizes written: (i * 37) % 300 for i < 2000.
+    let sum: u64 = (0..2000u64).map(|i| (i * 37) % 300).sum();
+    assert!(out.contains(&sum.to_string()), "{out}");
+    // printa with formats, sorted by key, and JSON.
+    let fmt = "syscall::write:entry /pid == $target/ { @c[execname, arg2 % 5] = count(); \
+        @q[arg0] = quantize(arg2); @av[probename] = avg(arg2); } \
+        END { printa(\"%s %d %@d\\n\", @c); printa(\"%d %@d\\n\", @q); printa(@av); }";
+    same_both_ways(fmt, &["-x", "aggsortkey"], &cmd);
+    let json = "syscall::write:entry /pid == $target/ { @c[execname] = count(); \
+        @l[arg0] = lquantize(arg2, 0, 300, 50); @sd = stddev(arg2); }";
+    let out = same_both_ways(json, &["-x", "oformat=json"], &cmd);
+    assert!(out.contains("\"aggregation-name\""), "{out}");
+}
+
+#[test]
+fn an_aggregation_only_clause_counts_every_event() {
+    let t = "an_aggregation_only_clause_counts_every_event";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    // 250000 writes through a ring of one page per CPU: with the clause in dtrace most records
+    // would be dropped; in the kernel nothing is recorded and nothing is lost.
+    let w = writer("kagg-exact");
+    let cmd = format!("{} 250000", w.display());
+    let (rc, out, err) = dtrace(&[
+        "-b",
+        "4k",
+        "-qn",
+        "syscall::write:entry /pid == $target/ { @c = count(); @s = sum(arg2); } \
+         END { printa(\"%@d \", @c); printa(\"%@d\\n\", @s); }",
+        "-c",
+        &cmd,
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(!err.contains("drop"), "{err}");
+    let sum: u64 = (0..250_000u64).map(|i| (i * 37) % 300).sum();
+    assert_eq!(out.trim(), format!("250000 {sum}"), "{err}");
+    // Without a predicate, keyed by the program's name: every write of dd counted.
+    let (rc, out, err) = dtrace(&[
+        "-b",
+        "4k",
+        "-qn",
+        "syscall::write:entry { @[execname] = count(); } END { printa(\"%s %@d\\n\", @); }",
+        "-c",
+        "dd if=/dev/zero of=/dev/null bs=1 count=200000 status=none",
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(!err.contains("drop"), "{err}");
+    assert!(out.lines().any(|l| l == "dd 200000"), "{out}");
+}
+
+#[test]
+fn clear_and_trunc_keep_their_meaning() {
+    let t = "clear_and_trunc_keep_their_meaning";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    // Three phases of writes, each followed by a marker whose clause prints, clears and
+    // truncates: each phase's output holds that phase's writes (and the keys kept).
+    let w = writer("kagg-clear");
+    let cmd = format!("{} 300 3", w.display());
+    let script = "syscall::write:entry /pid == $target/ { @c[arg2 % 4] = count(); \
+        @m[arg2 % 3] = max(arg2); @mi = min(arg2); @t[arg2] = sum(arg2); } \
+        syscall::getppid:entry /pid == $target/ { printa(\"c %d %@d\\n\", @c); \
+        printa(\"m %d %@d\\n\", @m); printa(\"mi %@d\\n\", @mi); printa(\"t %d %@d\\n\", @t); \
+        clear(@c); clear(@m); clear(@mi); trunc(@t, 3); printf(\"--\\n\"); }";
+    let out = same_both_ways(script, FAST, &cmd);
+    assert_eq!(out.matches("--\n").count(), 3, "{out}");
+}
+
+#[test]
+fn clauses_beside_kernel_aggregations_and_keys_from_probe_names() {
+    let t = "clauses_beside_kernel_aggregations_and_keys_from_probe_names";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let w = writer("kagg-mixed");
+    let cmd = format!("{} 500 2", w.display());
+    // A recording clause on the same probe, and a clause on several probes keyed by their names.
+    let script = "syscall::write:entry,syscall::getppid:entry /pid == $target/ \
+        { @[probefunc, probename, \"k\"] = count(); } \
+        syscall::write:entry /pid == $target && arg2 == 74/ { printf(\"w %d\\n\", arg2); } \
+        syscall::getppid:entry /pid == $target/ { printa(@); }";
+    let out = same_both_ways(script, FAST, &cmd);
+    assert!(out.contains("getppid"), "{out}");
+    assert!(out.contains("w 74"), "{out}");
+}
+
+#[test]
+fn verbose_mode_says_why_aggregations_stay_in_dtrace() {
+    let t = "verbose_mode_says_why_aggregations_stay_in_dtrace";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let w = writer("kagg-verbose");
+    let cmd = format!("{} 100", w.display());
+    let cases = [
+        (
+            "@ = count(); printf(\"%d\\n\", arg2);",
+            "aggregations run in dtrace (the clause has actions other than aggregations)",
+        ),
+        (
+            "@[stack()] = count();",
+            "aggregations run in dtrace (stack and symbol keys are not yet kept in the kernel)",
+        ),
+        (
+            "@ = sum(arg2 / (arg0 - 1));",
+            "aggregations run in the kernel at 0 probes, in dtrace at 1 probe (at \
+             syscall:vmlinux:write:entry: its code can fault (a division or a memory load), \
+             and faults are reported by dtrace)",
+        ),
+        (
+            "@[copyinstr(arg1)] = count();",
+            "aggregations run in the kernel at 0 probes, in dtrace at 1 probe (at \
+             syscall:vmlinux:write:entry: instruction",
+        ),
+    ];
+    // exit() at a kernel probe stops the counting at that firing: only dtrace knows which.
+    let script = "syscall::write:entry /pid == $target/ { @ = count(); } \
+        syscall::write:entry /pid == $target && arg2 == 74/ { exit(0); }";
+    let (krc, kout, kerr) = dtrace_way(true, &["-qv", "-n", script, "-c", &cmd]);
+    let (irc, iout, _) = dtrace_way(false, &["-qv", "-n", script, "-c", &cmd]);
+    assert_eq!((krc, irc), (0, 0), "{kerr}");
+    assert_eq!(kout, iout);
+    assert!(kout.contains(" 3\n"), "{kout}");
+    assert!(
+        kerr.contains("calls exit() at a kernel probe: counting stops at that firing"),
+        "{kerr}"
+    );
+    for (body, line) in cases {
+        let script = format!("syscall::write:entry /pid == $target/ {{ {body} }}");
+        let (krc, kout, kerr) = dtrace_way(true, &["-qv", "-n", &script, "-c", &cmd]);
+        let (irc, iout, _) = dtrace_way(false, &["-qv", "-n", &script, "-c", &cmd]);
+        assert_eq!((krc, irc), (0, 0), "{body}: {kerr}");
+        assert!(
+            clause_lines(&kerr, 1).iter().any(|l| l.contains(line)),
+            "{body}: {kerr}"
+        );
+        // Kept in dtrace, the clause prints as it always has.
+        if !body.contains("stack") {
+            assert_eq!(kout, iout, "{body}");
+        }
+    }
+}
+
+#[test]
+fn a_full_map_counts_aggregation_drops_as_the_framework_does() {
+    let t = "a_full_map_counts_aggregation_drops_as_the_framework_does";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    // aggsize bounds the entries as it bounds the framework's buffer: 10 of the 300 sizes fit,
+    // the other writes are aggregation drops, reported as such. (The framework's bound is per
+    // CPU, the kernel map's for all: the writer stays on one CPU.)
+    if !dtrace_testkit::skip_unless(dtrace_testkit::have_program("taskset"), t, "needs taskset") {
+        return;
+    }
+    let w = writer("kagg-drops");
+    let cmd = format!("taskset -c 0 {} 1000", w.display());
+    let script = "syscall::write:entry /pid == $target/ { @[arg2] = count(); } \
+        END { printa(\"%d %@d\\n\", @); }";
+    let args = ["-q", "-x", "aggsize=600", "-n", script, "-c", &cmd];
+    let (krc, kout, kerr) = dtrace_way(true, &args);
+    let (irc, iout, ierr) = dtrace_way(false, &args);
+    assert_eq!((krc, irc), (0, 0), "{kerr}");
+    let entries = |out: &str| out.lines().filter(|l| !l.is_empty()).count();
+    assert_eq!(entries(&kout), 10, "{kout}");
+    assert!(kerr.contains("aggregation drops on CPU"), "{kerr}");
+    let drops = |e: &str| -> u64 {
+        e.lines()
+            .filter(|l| l.contains("aggregation drop"))
+            .filter_map(|l| l.split(' ').nth(1)?.parse::<u64>().ok())
+            .sum()
+    };
+    assert_eq!(drops(&kerr), drops(&ierr), "{kerr}\n{ierr}");
+    let counted: u64 = kout
+        .lines()
+        .filter_map(|l| l.split(' ').nth(1)?.parse::<u64>().ok())
+        .sum();
+    assert_eq!(counted + drops(&kerr), 1000, "{kout}\n{kerr}");
+    assert_eq!(entries(&kout), entries(&iout), "{iout}");
+}
+
+#[test]
+fn the_cpu_option_keeps_aggregations_in_dtrace() {
+    let t = "the_cpu_option_keeps_aggregations_in_dtrace";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    if !dtrace_testkit::skip_unless(dtrace_testkit::have_program("taskset"), t, "needs taskset") {
+        return;
+    }
+    // Only dtrace knows which CPU a firing comes from before it counts it: with -x cpu the
+    // clause stays there, and the writes of another CPU are not counted.
+    let w = writer("kagg-cpu");
+    let cmd = format!("taskset -c 1 {} 100", w.display());
+    let script = "syscall::write:entry /pid == $target/ { @ = count(); }";
+    let (rc, out, err) = dtrace(&["-qv", "-x", "cpu=0", "-n", script, "-c", &cmd]);
+    if rc != 0 && err.contains("taskset") {
+        // A machine with one CPU.
+        return;
+    }
+    assert_eq!(rc, 0, "{err}");
+    assert!(
+        err.contains("the cpu option keeps tracing to one CPU, which only dtrace filters on"),
+        "{err}"
+    );
+    assert!(!out.contains("100"), "{out}");
+}

@@ -1,0 +1,554 @@
+//! Aggregations in the kernel: an aggregation-only clause (every action an aggregating function or
+//! one of its keys) whose predicate, keys and values translate (`dtrace_ebpf::translate`) updates a
+//! per-CPU hash map at the probe instead of recording the firing, so it costs no record and loses
+//! no event however fast the probe fires.
+//!
+//! Each aggregating action has two maps, one per generation (see `KernelAggs::control`): the
+//! consumer switches the generation, waits for the programs running on the old one to finish, and
+//! drains it, as DTrace switches its per-CPU aggregation buffers. A map's key is the aggregation's
+//! keys laid out by [`kernel_key_layout`] (integers in 8 bytes, strings in 16); its value is the
+//! framework's value words (`dtrace_framework::aggregate`) followed by a flag word set when the
+//! CPU's slot was first used (a per-CPU hash entry created on one CPU starts at zero on the
+//! others, and `min`/`max`/`lquantize` start elsewhere). The consumer side expands keys to the
+//! framework's layout, so every output is byte for byte the same (`provider::kagg`).
+//!
+//! Code that can fault (a division, a memory load) stays in dtrace, where the interpreter reports
+//! the fault; so does what the translator does not handle, with the reason in the report.
+
+use super::codegen::ProbeShape;
+use super::filter::{ShapeContext, FRAME};
+use super::spec::{
+    kernel_key_layout, string_key_hash, KernelAgg, KernelAggClause, KernelAggs, KeyKind,
+    MAX_KAGG_KEY, STRING_CONST_MARK,
+};
+use crate::bpf::insn::{helper, op, Asm, Label, Reg, Size, R0, R1, R10, R2, R3, R4, R5, R7};
+use dtrace_dif::object::DifObject;
+use dtrace_dif::program::ActionKind;
+use dtrace_ebpf::translate::{self, Fragment, Frame, Untranslatable, ValueKind};
+
+/// Per clause of a [`KernelAggs`], in its order: `Ok` when the clause aggregates in the kernel at
+/// this probe, else why not.
+pub type AggReport = Vec<Result<(), Untranslatable>>;
+
+/// Stack slots below the fragments' frame: the generation, the value, the weight, the key.
+const GEN: i16 = FRAME.base - Frame::SIZE - 8;
+const VAL: i16 = GEN - 8;
+const INCR: i16 = VAL - 8;
+const KEYBUF: i16 = INCR - MAX_KAGG_KEY as i16;
+
+/// `BPF_NOEXIST`: create only.
+const BPF_NOEXIST: i32 = 1;
+
+/// The translated code of one clause.
+struct Translated {
+    predicate: Option<Fragment>,
+    aggs: Vec<TranslatedAgg>,
+}
+
+struct TranslatedAgg {
+    keys: Vec<translate::Value>,
+    value: Option<Fragment>,
+    incr: Option<Fragment>,
+}
+
+/// Whether the kernel computes this aggregating function.
+pub fn computes(kind: ActionKind) -> bool {
+    use ActionKind as K;
+    matches!(
+        kind,
+        K::AggCount
+            | K::AggSum
+            | K::AggMin
+            | K::AggMax
+            | K::AggAvg
+            | K::AggStddev
+            | K::AggQuantize
+            | K::AggLquantize
+            | K::AggLlquantize
+    )
+}
+
+fn no_fault(f: Fragment) -> Result<Fragment, Untranslatable> {
+    if f.can_fault {
+        return Err(Untranslatable::MayFault);
+    }
+    Ok(f)
+}
+
+fn translate_clause(
+    ctx: &ShapeContext<'_>,
+    c: &KernelAggClause,
+    strsize: usize,
+) -> Result<Translated, Untranslatable> {
+    let int = |o: &DifObject| no_fault(translate::translate(o, ctx, strsize, FRAME)?);
+    let predicate = c.predicate.as_ref().map(int).transpose()?;
+    let mut aggs = Vec::with_capacity(c.aggs.len());
+    for agg in &c.aggs {
+        let mut keys = Vec::with_capacity(agg.keys.len());
+        for (o, kind) in &agg.keys {
+            let v = translate::translate_value(o, ctx, strsize, FRAME)?;
+            let fits = matches!(
+                (&v.kind, kind),
+                (ValueKind::Int, KeyKind::Int(_))
+                    | (ValueKind::Execname | ValueKind::Str(_), KeyKind::String)
+            );
+            if !fits {
+                return Err(Untranslatable::Value {
+                    pc: 0,
+                    what: "an aggregation key of a kind the kernel does not keep".into(),
+                });
+            }
+            no_fault(v.fragment.clone())?;
+            keys.push(v);
+        }
+        aggs.push(TranslatedAgg {
+            keys,
+            value: agg.value.as_ref().map(int).transpose()?,
+            incr: agg.incr.as_ref().map(int).transpose()?,
+        });
+    }
+    Ok(Translated { predicate, aggs })
+}
+
+/// Emits the kernel aggregations of `k` (those whose clauses translate at this probe) and returns
+/// the report. Control falls through to what follows (the record path) in every case.
+pub fn emit_aggs(
+    a: &mut Asm,
+    shape: &ProbeShape,
+    k: &KernelAggs,
+) -> crate::error::Result<AggReport> {
+    let ctx = ShapeContext {
+        shape,
+        names: &k.names,
+        opaque_args: k.opaque_args,
+    };
+    let results: Vec<Result<Translated, Untranslatable>> = k
+        .clauses
+        .iter()
+        .map(|c| translate_clause(&ctx, c, k.strsize as usize))
+        .collect();
+    let report = results
+        .iter()
+        .map(|r| r.as_ref().map(|_| ()).map_err(Clone::clone))
+        .collect();
+    if results.iter().all(|r| r.is_err()) {
+        return Ok(report);
+    }
+    let done = a.label();
+    // Off before BEGIN and after END; else the generation to update.
+    a.ld_map_value(R1, k.control, 0);
+    a.load(Size::DW, R1, R1, 0);
+    a.jmp_imm(op::JEQ, R1, 0, done);
+    a.store(Size::DW, R10, GEN, R1);
+    for (c, t) in k.clauses.iter().zip(&results) {
+        let Ok(t) = t else { continue };
+        let next = a.label();
+        if let Some(p) = &t.predicate {
+            p.emit(a);
+            a.jmp_imm(op::JEQ, R0, 0, next);
+        }
+        for (agg, ta) in c.aggs.iter().zip(&t.aggs) {
+            emit_agg(a, k, agg, ta)?;
+        }
+        a.bind(next);
+    }
+    a.bind(done);
+    Ok(report)
+}
+
+/// Loads the map of the current generation into r1.
+fn emit_map(a: &mut Asm, maps: [i32; 2]) {
+    let (second, have) = (a.label(), a.label());
+    a.load(Size::DW, R1, R10, GEN);
+    a.jmp_imm(op::JEQ, R1, 2, second);
+    a.ld_map_fd(R1, maps[0]).ja(have);
+    a.bind(second).ld_map_fd(R1, maps[1]);
+    a.bind(have);
+}
+
+fn emit_lookup(a: &mut Asm, maps: [i32; 2]) {
+    emit_map(a, maps);
+    a.mov(R2, R10).alu_imm(op::ADD, R2, i32::from(KEYBUF));
+    a.call(helper::MAP_LOOKUP_ELEM);
+}
+
+fn emit_agg(
+    a: &mut Asm,
+    k: &KernelAggs,
+    agg: &KernelAgg,
+    t: &TranslatedAgg,
+) -> crate::error::Result<()> {
+    let kinds: Vec<KeyKind> = agg.keys.iter().map(|(_, kind)| *kind).collect();
+    let (ksize, offs) = kernel_key_layout(&kinds);
+    if ksize > MAX_KAGG_KEY {
+        return Err(crate::error::LinuxError::Asm(format!(
+            "aggregation key of {ksize} bytes"
+        )));
+    }
+    for i in (0..ksize).step_by(8) {
+        a.store_imm(Size::DW, R10, KEYBUF + i as i16, 0);
+    }
+    for ((v, kind), off) in t.keys.iter().zip(&kinds).zip(offs) {
+        v.fragment.emit(a);
+        let at = KEYBUF + off as i16;
+        match (&v.kind, kind) {
+            (ValueKind::Int, KeyKind::Int(n)) => {
+                let size = Size::for_bytes(usize::from(*n)).unwrap_or(Size::DW);
+                a.store(size, R10, at, R0);
+            }
+            (ValueKind::Execname, _) => {
+                let c = FRAME.execname_at();
+                a.load(Size::DW, R1, R10, c).store(Size::DW, R10, at, R1);
+                a.load(Size::DW, R1, R10, c + 8)
+                    .store(Size::DW, R10, at + 8, R1);
+            }
+            (ValueKind::Str(s), _) => {
+                a.ld_imm64(R1, string_key_hash(s))
+                    .store(Size::DW, R10, at, R1);
+                a.store_imm(Size::B, R10, at + 15, i32::from(STRING_CONST_MARK));
+            }
+            (ValueKind::Int, KeyKind::String) => {
+                return Err(crate::error::LinuxError::Asm(
+                    "integer value for a string key".into(),
+                ))
+            }
+        }
+    }
+    match &t.value {
+        Some(f) => {
+            f.emit(a);
+            a.store(Size::DW, R10, VAL, R0);
+        }
+        None => {
+            a.store_imm(Size::DW, R10, VAL, 0);
+        }
+    }
+    match &t.incr {
+        Some(f) => {
+            f.emit(a);
+            a.store(Size::DW, R10, INCR, R0);
+        }
+        None => {
+            a.store_imm(Size::DW, R10, INCR, 1);
+        }
+    }
+    let (found, skip) = (a.label(), a.label());
+    emit_lookup(a, agg.maps);
+    a.jmp_imm(op::JNE, R0, 0, found);
+    emit_map(a, agg.maps);
+    a.mov(R2, R10).alu_imm(op::ADD, R2, i32::from(KEYBUF));
+    a.ld_map_value(R3, k.zeros, 0);
+    a.mov_imm(R4, BPF_NOEXIST).call(helper::MAP_UPDATE_ELEM);
+    emit_lookup(a, agg.maps);
+    a.jmp_imm(op::JNE, R0, 0, found);
+    // The map is full: the update is an aggregation drop.
+    a.store_imm(Size::W, R10, INCR, 0);
+    a.ld_map_fd(R1, k.drops)
+        .mov(R2, R10)
+        .alu_imm(op::ADD, R2, i32::from(INCR));
+    a.call(helper::MAP_LOOKUP_ELEM);
+    a.jmp_imm(op::JEQ, R0, 0, skip);
+    a.mov_imm(R1, 1).atomic_add64(R0, 0, R1);
+    a.ja(skip);
+    a.bind(found).mov(R7, R0);
+    emit_apply(a, agg, skip)?;
+    a.bind(skip);
+    Ok(())
+}
+
+/// Applies the function to the CPU's value at r7 (the value in `VAL`, the weight in `INCR`).
+fn emit_apply(a: &mut Asm, agg: &KernelAgg, skip: Label) -> crate::error::Result<()> {
+    use ActionKind as K;
+    let flag = i16::try_from(agg.value_words * 8)
+        .map_err(|_| crate::error::LinuxError::Asm("aggregation value too large".into()))?;
+    let inited = a.label();
+    a.load(Size::DW, R1, R7, flag);
+    a.jmp_imm(op::JNE, R1, 0, inited);
+    let first = match agg.kind {
+        K::AggMin => Some(i64::MAX as u64),
+        K::AggMax => Some(i64::MIN as u64),
+        K::AggLquantize | K::AggLlquantize => Some(agg.arg),
+        _ => None,
+    };
+    if let Some(v) = first {
+        a.ld_imm64(R1, v).store(Size::DW, R7, 0, R1);
+    }
+    a.store_imm(Size::DW, R7, flag, 1);
+    a.bind(inited);
+    a.load(Size::DW, R2, R10, VAL);
+    match agg.kind {
+        K::AggCount => {
+            a.mov_imm(R1, 1).atomic_add64(R7, 0, R1);
+        }
+        K::AggSum => {
+            a.atomic_add64(R7, 0, R2);
+        }
+        K::AggAvg | K::AggStddev => {
+            a.mov_imm(R1, 1).atomic_add64(R7, 0, R1);
+            a.atomic_add64(R7, 8, R2);
+            if agg.kind == K::AggStddev {
+                emit_square_add(a);
+            }
+        }
+        K::AggMin | K::AggMax => {
+            a.load(Size::DW, R1, R7, 0);
+            let jop = if agg.kind == K::AggMin {
+                op::JSGE
+            } else {
+                op::JSLE
+            };
+            a.jmp_reg(jop, R2, R1, skip);
+            a.store(Size::DW, R7, 0, R2);
+        }
+        K::AggQuantize => {
+            emit_quantize_bucket(a);
+            a.jmp_imm(op::JGT, R1, 126, skip);
+            emit_bucket_add(a, 0);
+        }
+        K::AggLquantize => {
+            let base = agg.arg as u32 as i32;
+            let levels = i32::from((agg.arg >> 32) as u16);
+            let step = i32::from((agg.arg >> 48) as u16).max(1);
+            let have = a.label();
+            // The value as the framework takes it: its low 32 bits, signed.
+            a.alu_imm(op::LSH, R2, 32).alu_imm(op::ARSH, R2, 32);
+            a.mov_imm(R1, 0);
+            a.jmp_imm(op::JSLT, R2, base, have);
+            a.alu_imm(op::SUB, R2, base).alu_imm(op::DIV, R2, step);
+            a.mov_imm(R1, levels + 1);
+            a.jmp_imm(op::JGE, R2, levels, have);
+            a.mov(R1, R2).alu_imm(op::ADD, R1, 1);
+            a.bind(have);
+            a.jmp_imm(op::JGT, R1, levels + 1, skip);
+            // Word 0 holds the parameters.
+            emit_bucket_add(a, 8);
+        }
+        K::AggLlquantize => {
+            let top = emit_llquantize_bucket(a, agg.arg)?;
+            a.jmp_imm(op::JGT, R1, top, skip);
+            emit_bucket_add(a, 8);
+        }
+        other => {
+            return Err(crate::error::LinuxError::Asm(format!(
+                "{other:?} is not computed in the kernel"
+            )))
+        }
+    }
+    Ok(())
+}
+
+/// Adds the weight to the bucket whose index is in r1 (bounded), `base` bytes into the value.
+fn emit_bucket_add(a: &mut Asm, base: i16) {
+    a.alu_imm(op::LSH, R1, 3);
+    a.mov(R3, R7).alu(op::ADD, R3, R1);
+    a.load(Size::DW, R2, R10, INCR);
+    a.atomic_add64(R3, base, R2);
+}
+
+/// r1 = floor(log2(x)) of the non-zero `x` (kept); uses r3, r4.
+fn emit_log2(a: &mut Asm, x: Reg) {
+    a.mov_imm(R1, 0).mov(R3, x);
+    for sh in [32, 16, 8, 4, 2, 1] {
+        let next = a.label();
+        a.mov(R4, R3).alu_imm(op::RSH, R4, sh);
+        a.jmp_imm(op::JEQ, R4, 0, next);
+        a.mov(R3, R4).alu_imm(op::ADD, R1, sh);
+        a.bind(next);
+    }
+}
+
+/// r1 = the `quantize()` bucket of the value in r2 (see `dtrace_framework::aggregate::
+/// quantize_bucket`); uses r3, r4, r5.
+fn emit_quantize_bucket(a: &mut Asm) {
+    let (neg, zero, done) = (a.label(), a.label(), a.label());
+    a.jmp_imm(op::JEQ, R2, 0, zero);
+    a.jmp_imm(op::JSLT, R2, 0, neg);
+    emit_log2(a, R2);
+    a.alu_imm(op::ADD, R1, 64).ja(done);
+    a.bind(neg);
+    a.mov(R5, R2).alu_imm(op::NEG, R5, 0);
+    emit_log2(a, R5);
+    // 62 - log, at least 0 (the magnitude of INT64_MIN has log 63).
+    a.mov_imm(R5, 62).alu(op::SUB, R5, R1);
+    a.mov(R1, R5);
+    a.jmp_imm(op::JSGE, R1, 0, done);
+    a.mov_imm(R1, 0).ja(done);
+    a.bind(zero).mov_imm(R1, 63);
+    a.bind(done);
+}
+
+/// One order of magnitude of an `llquantize()`: values below `this` (and at least `last`) go to
+/// bucket `base + (value - last) / step`.
+struct LlqOrder {
+    this: i64,
+    last: i64,
+    base: i64,
+    step: i64,
+    /// `this` times the factor overflows: every larger value counts as `this - 1`.
+    last_order: bool,
+}
+
+/// The orders of an `llquantize()`'s buckets, walked as `dtrace_framework::aggregate::
+/// llquantize_bucket` walks them, and the bucket of values past the last one.
+fn llq_orders(arg: u64) -> (i64, Vec<LlqOrder>, i64) {
+    let (factor, low, high, nsteps) = (
+        i64::from((arg >> 48) as u16),
+        (arg >> 32) as u16,
+        (arg >> 16) as u16,
+        i64::from(arg as u16),
+    );
+    let mut this: i64 = 1;
+    for _ in 0..low {
+        this = this.saturating_mul(factor);
+    }
+    let first = this;
+    let mut last = this;
+    let mut base: i64 = 1;
+    this = this.saturating_mul(factor);
+    let mut out = Vec::new();
+    let mut order = low;
+    while order <= high {
+        let nbuckets = if this > nsteps { nsteps } else { this };
+        let next = this.checked_mul(factor);
+        out.push(LlqOrder {
+            this,
+            last,
+            base,
+            step: (this / nbuckets.max(1)).max(1),
+            last_order: next.is_none(),
+        });
+        if next.is_none() {
+            break;
+        }
+        base += nbuckets - nbuckets / factor.max(1);
+        last = this;
+        this = next.unwrap_or(i64::MAX);
+        order += 1;
+    }
+    (first, out, base)
+}
+
+/// r1 = the `llquantize()` bucket of the value in r2 (see `dtrace_framework::aggregate::
+/// llquantize_bucket`), unrolled over the orders of magnitude (at most 63: each multiplies by a
+/// factor of at least 2); uses r3. Returns the highest bucket.
+fn emit_llquantize_bucket(a: &mut Asm, arg: u64) -> crate::error::Result<i32> {
+    let (first, orders, beyond) = llq_orders(arg);
+    let top = i32::try_from(beyond)
+        .map_err(|_| crate::error::LinuxError::Asm("llquantize() has too many buckets".into()))?;
+    let have = a.label();
+    a.mov_imm(R1, 0);
+    a.ld_imm64(R3, first as u64);
+    a.jmp_reg(op::JSLT, R2, R3, have);
+    for o in &orders {
+        let next = a.label();
+        if !o.last_order {
+            a.ld_imm64(R3, o.this as u64);
+            a.jmp_reg(op::JSGE, R2, R3, next);
+        } else {
+            // The framework counts every value from here on as `this - 1`.
+            a.ld_imm64(R2, (o.this - 1) as u64);
+        }
+        a.mov(R1, R2);
+        a.ld_imm64(R3, o.last as u64);
+        a.alu(op::SUB, R1, R3);
+        a.ld_imm64(R3, o.step as u64);
+        a.alu(op::DIV, R1, R3);
+        a.ld_imm64(R3, o.base as u64);
+        a.alu(op::ADD, R1, R3);
+        a.ja(have);
+        a.bind(next);
+        if o.last_order {
+            return Err(crate::error::LinuxError::Asm(
+                "llquantize() order after the last".into(),
+            ));
+        }
+    }
+    a.mov_imm(R1, top);
+    a.bind(have);
+    Ok(top)
+}
+
+/// Adds the 128-bit square of the value in r2 to words 2 (low) and 3 (high) at r7; uses r0-r5.
+fn emit_square_add(a: &mut Asm) {
+    // m = |v|; m * m = hi * 2^64 + (2ab) * 2^32 + b^2 with a, b the halves of m.
+    let (pos, nc1, nc2) = (a.label(), a.label(), a.label());
+    a.mov(R3, R2);
+    a.jmp_imm(op::JSGE, R3, 0, pos);
+    a.alu_imm(op::NEG, R3, 0);
+    a.bind(pos);
+    a.mov(R4, R3).alu_imm(op::RSH, R4, 32); // a
+    a.mov(R5, R3)
+        .alu_imm(op::LSH, R5, 32)
+        .alu_imm(op::RSH, R5, 32); // b
+    a.mov(R0, R4).alu(op::MUL, R0, R5); // ab
+    a.mov(R1, R5).alu(op::MUL, R1, R5); // low = b^2
+    a.alu(op::MUL, R4, R4); // high = a^2
+    a.mov(R3, R0).alu_imm(op::LSH, R3, 33); // (2ab) << 32, low word
+    a.alu_imm(op::RSH, R0, 31); // its high word
+    a.alu(op::ADD, R4, R0);
+    a.alu(op::ADD, R1, R3);
+    a.jmp_reg(op::JGE, R1, R3, nc1);
+    a.alu_imm(op::ADD, R4, 1);
+    a.bind(nc1);
+    a.load(Size::DW, R3, R7, 16);
+    a.alu(op::ADD, R1, R3);
+    a.jmp_reg(op::JGE, R1, R3, nc2);
+    a.alu_imm(op::ADD, R4, 1);
+    a.bind(nc2);
+    a.store(Size::DW, R7, 16, R1);
+    a.load(Size::DW, R3, R7, 24);
+    a.alu(op::ADD, R4, R3);
+    a.store(Size::DW, R7, 24, R4);
+}
+
+// The slots fit the eBPF stack, 8-aligned.
+const _: () = assert!(KEYBUF >= -512 && GEN % 8 == 0 && KEYBUF % 8 == 0);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dtrace_framework::aggregate::llquantize_bucket;
+
+    /// The bucket the unrolled orders give, computed as the emitted code computes it.
+    fn bucket(arg: u64, v: i64) -> i64 {
+        let (first, orders, beyond) = llq_orders(arg);
+        if v < first {
+            return 0;
+        }
+        for o in &orders {
+            if o.last_order {
+                return o.base + (o.this - 1 - o.last) / o.step;
+            }
+            if v < o.this {
+                return o.base + (v - o.last) / o.step;
+            }
+        }
+        beyond
+    }
+
+    #[test]
+    fn llquantize_orders_bucket_as_the_framework() {
+        for (f, lo, hi, n) in [
+            (10, 0, 6, 20),
+            (2, 0, 62, 2),
+            (10, 3, 4, 10),
+            (4, 1, 40, 16),
+        ] {
+            let arg = dtrace_dif::program::llquantize_arg(f, lo, hi, n);
+            let mut values: Vec<i64> = vec![i64::MIN, -1, 0, 1, i64::MAX, i64::MAX - 1];
+            let mut p: i64 = 1;
+            while let Some(q) = p.checked_mul(i64::from(f)) {
+                values.extend([p - 1, p, p + 1, p + p / 2, q - 1]);
+                p = q;
+            }
+            for v in values {
+                let want = llquantize_bucket(f, lo, hi, n, v) as i64;
+                assert_eq!(
+                    bucket(arg, v),
+                    want,
+                    "llquantize({f}, {lo}, {hi}, {n}) of {v}"
+                );
+            }
+        }
+    }
+}

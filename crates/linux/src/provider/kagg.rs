@@ -1,0 +1,491 @@
+//! Aggregations computed in the kernel, the consumer's side (the probe's side is
+//! `capture::kagg`): which clauses qualify ([`plan_clause`]), the maps each aggregating action
+//! updates, the switch that turns them on after BEGIN and off before END, and the snapshot that
+//! drains them into the framework's records (`AggRecord`), keys expanded to the framework's
+//! layout, so the consumer merges and prints them exactly as the ones the interpreter computes.
+//!
+//! A snapshot switches the generation the programs update, waits until no program can still be
+//! updating the old one (an update of an array of maps returns after an RCU grace period, and
+//! every capture program runs inside one), then reads every CPU's values of the old generation and
+//! empties it: each snapshot carries what accumulated since the previous one, as the framework's
+//! do, so `clear()`, `trunc()` and the other consumer actions keep their meaning.
+
+use crate::bpf::{Map, MapKind};
+use crate::capture::spec::{
+    kernel_key_layout, string_key_hash, KernelAgg, KeyKind, MAX_KAGG_KEY, MAX_KAGG_VALUE,
+    STRING_CONST_MARK,
+};
+use crate::error::Result;
+use dtrace_dif::object::DifObject;
+use dtrace_dif::program::{ActionKind, EcbDesc, RecDesc};
+use dtrace_framework::records::AggRecord;
+use std::collections::HashMap;
+
+/// Environment variable that, set to `0`, keeps every aggregation in dtrace's interpreter (read
+/// by `dtrace_open`'s tracer, which turns kernel aggregations on otherwise).
+pub const KERNEL_AGGREGATIONS_ENV: &str = "DTRACE_KERNEL_AGGREGATIONS";
+
+/// Drops per CPU: `(cpu, count)`.
+pub type CpuDrops = Vec<(u32, u64)>;
+
+/// Entries a kernel aggregation map holds at most.
+const MAX_MAP_ENTRIES: u64 = 1 << 20;
+
+/// One aggregating action of a clause planned for the kernel (its maps not yet made).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlannedAgg {
+    /// The function.
+    pub kind: ActionKind,
+    /// Its parameters.
+    pub arg: u64,
+    /// Keys.
+    pub keys: Vec<(DifObject, KeyKind)>,
+    /// Value expression (none for count()).
+    pub value: Option<DifObject>,
+    /// Weight expression.
+    pub incr: Option<DifObject>,
+    /// Value words in the framework's layout.
+    pub value_words: usize,
+}
+
+/// Whether clause `e` can aggregate in the kernel (before translation, which the probe's
+/// program does): its aggregating actions, or why not.
+pub fn plan_clause(e: &EcbDesc) -> std::result::Result<Vec<PlannedAgg>, String> {
+    let acts = &e.actions;
+    if !acts.iter().any(|a| a.kind.is_aggregation()) {
+        return Err("the clause has no aggregation".into());
+    }
+    let mut used = vec![false; acts.len()];
+    let mut out = Vec::new();
+    for (i, a) in acts.iter().enumerate() {
+        if !a.kind.is_aggregation() {
+            continue;
+        }
+        if !crate::capture::kagg::computes(a.kind) {
+            return Err(format!(
+                "{}() is not yet computed in the kernel",
+                agg_name(a.kind)
+            ));
+        }
+        let k = a.ntuple as usize;
+        let first = i.checked_sub(k).ok_or("malformed aggregation keys")?;
+        let quantizing = matches!(
+            a.kind,
+            ActionKind::AggQuantize | ActionKind::AggLquantize | ActionKind::AggLlquantize
+        );
+        let mut keys = Vec::new();
+        let mut incr = None;
+        for (j, key) in acts.iter().enumerate().take(i).skip(first) {
+            used[j] = true;
+            if key.kind != ActionKind::DifExpr {
+                return Err("stack and symbol keys are not yet kept in the kernel".into());
+            }
+            let Some(o) = &key.difo else {
+                return Err("an aggregation key without an expression".into());
+            };
+            let t = &o.rtype;
+            if quantizing && j + 1 == i && t.size == 0 && !t.is_string() {
+                incr = Some(o.clone());
+                continue;
+            }
+            let kind = if t.is_string() {
+                KeyKind::String
+            } else if !t.is_by_ref() && matches!(t.size, 1 | 2 | 4 | 8) {
+                KeyKind::Int(t.size as u8)
+            } else {
+                return Err("an aggregation key of a type the kernel does not keep".into());
+            };
+            keys.push((o.clone(), kind));
+        }
+        let kinds: Vec<KeyKind> = keys.iter().map(|(_, k)| *k).collect();
+        if kernel_key_layout(&kinds).0 > MAX_KAGG_KEY {
+            return Err(format!(
+                "its keys take more than the kernel's {MAX_KAGG_KEY} bytes"
+            ));
+        }
+        let bytes = dtrace_framework::aggregate::value_size(a.kind, a.arg)
+            .map_err(|e| e.to_string())? as usize;
+        if bytes + 8 > MAX_KAGG_VALUE {
+            return Err(format!(
+                "its value takes more than the kernel's {MAX_KAGG_VALUE} bytes"
+            ));
+        }
+        used[i] = true;
+        out.push(PlannedAgg {
+            kind: a.kind,
+            arg: a.arg,
+            keys,
+            value: a.difo.clone(),
+            incr,
+            value_words: bytes / 8,
+        });
+    }
+    if used.iter().any(|u| !u) {
+        return Err("the clause has actions other than aggregations".into());
+    }
+    Ok(out)
+}
+
+fn agg_name(kind: ActionKind) -> &'static str {
+    use ActionKind as K;
+    match kind {
+        K::AggCount => "count",
+        K::AggSum => "sum",
+        K::AggMin => "min",
+        K::AggMax => "max",
+        K::AggAvg => "avg",
+        K::AggStddev => "stddev",
+        K::AggQuantize => "quantize",
+        K::AggLquantize => "lquantize",
+        K::AggLlquantize => "llquantize",
+        _ => "aggregating function",
+    }
+}
+
+/// The maps of one aggregating action of one clause (shared by every probe the clause is
+/// enabled on).
+struct AggMaps {
+    clause: usize,
+    index: usize,
+    value_words: usize,
+    maps: [Map; 2],
+    /// The framework's aggregation id and its key records, once the clause is enabled.
+    bound: Option<(u32, Vec<RecDesc>)>,
+    keys: KeyDecoder,
+}
+
+/// How a kernel key turns into the framework's key bytes.
+struct KeyDecoder {
+    keys: Vec<KeyKind>,
+    /// The string constants the keys may hold, by [`string_key_hash`].
+    strings: HashMap<u64, Vec<u8>>,
+}
+
+/// The kernel aggregations of a session.
+pub struct KernelAggState {
+    control: Map,
+    barrier_template: Map,
+    barrier: Map,
+    zeros: Map,
+    drops: Map,
+    reported_drops: Vec<u64>,
+    /// The generation updated while on (1 or 2).
+    generation: u64,
+    on: bool,
+    aggs: Vec<AggMaps>,
+    /// `aggsize`: bounds each map's entries.
+    aggsize: u64,
+}
+
+impl KernelAggState {
+    /// Creates the switch, the barrier, the zeroed value and the drop counter.
+    pub fn new(aggsize: u64) -> Result<KernelAggState> {
+        let barrier_template = Map::create(MapKind::Array, "dt_agg_tmpl", 4, 8, 1)?;
+        let barrier = Map::create_array_of_maps("dt_agg_sync", &barrier_template, 1)?;
+        Ok(KernelAggState {
+            control: Map::create(MapKind::Array, "dt_agg_ctl", 4, 8, 1)?,
+            zeros: Map::create(MapKind::Array, "dt_agg_zero", 4, MAX_KAGG_VALUE as u32, 1)?,
+            drops: Map::create(MapKind::PerCpuArray, "dt_agg_drops", 4, 8, 1)?,
+            barrier_template,
+            barrier,
+            reported_drops: Vec::new(),
+            generation: 1,
+            on: false,
+            aggs: Vec::new(),
+            aggsize,
+        })
+    }
+
+    /// The descriptors programs use: (control, zeros, drops).
+    pub fn fds(&self) -> (i32, i32, i32) {
+        (
+            self.control.raw_fd(),
+            self.zeros.raw_fd(),
+            self.drops.raw_fd(),
+        )
+    }
+
+    /// The kernel form of aggregation `index` of clause `clause` (its maps made at first use),
+    /// remembering the string constants `strings` its keys may take.
+    pub fn agg_for(
+        &mut self,
+        clause: usize,
+        index: usize,
+        p: &PlannedAgg,
+        strings: &[Vec<u8>],
+    ) -> Result<KernelAgg> {
+        let pos = match self
+            .aggs
+            .iter()
+            .position(|a| a.clause == clause && a.index == index)
+        {
+            Some(i) => i,
+            None => {
+                let kinds: Vec<KeyKind> = p.keys.iter().map(|(_, k)| *k).collect();
+                let key_size = kernel_key_layout(&kinds).0;
+                let value_size = p.value_words * 8 + 8;
+                let per_entry = (key_size + value_size + 4 + 32) as u64;
+                let entries = (self.aggsize / per_entry).clamp(1, MAX_MAP_ENTRIES) as u32;
+                let make = |g: usize| {
+                    Map::create(
+                        MapKind::PerCpuHash,
+                        &format!("dt_agg_{clause}_{index}_{g}"),
+                        key_size as u32,
+                        value_size as u32,
+                        entries,
+                    )
+                };
+                let maps = [make(0)?, make(1)?];
+                self.aggs.push(AggMaps {
+                    clause,
+                    index,
+                    value_words: p.value_words,
+                    maps,
+                    bound: None,
+                    keys: KeyDecoder {
+                        keys: kinds,
+                        strings: HashMap::new(),
+                    },
+                });
+                self.aggs.len() - 1
+            }
+        };
+        let a = &mut self.aggs[pos];
+        for s in strings {
+            a.keys.strings.insert(string_key_hash(s), s.clone());
+        }
+        Ok(KernelAgg {
+            kind: p.kind,
+            arg: p.arg,
+            keys: p.keys.clone(),
+            value: p.value.clone(),
+            incr: p.incr.clone(),
+            value_words: p.value_words,
+            maps: [a.maps[0].raw_fd(), a.maps[1].raw_fd()],
+        })
+    }
+
+    /// Tells which framework aggregation (its id and key records) aggregation `index` of clause
+    /// `clause` feeds (the first one told is kept: every probe of a clause lays keys out alike).
+    pub fn bind(&mut self, clause: usize, index: usize, aggid: u32, recs: &[RecDesc]) {
+        if let Some(a) = self
+            .aggs
+            .iter_mut()
+            .find(|a| a.clause == clause && a.index == index && a.bound.is_none())
+        {
+            a.bound = Some((aggid, recs.to_vec()));
+        }
+    }
+
+    /// Turns the aggregations on (after BEGIN) or off (before END: what the kernel counted
+    /// until then is in the next snapshot, nothing after it).
+    pub fn set_on(&mut self, on: bool) -> Result<()> {
+        if self.on == on {
+            return Ok(());
+        }
+        self.on = on;
+        let v = if on { self.generation } else { 0 };
+        self.control.update(&0u32.to_ne_bytes(), &v.to_ne_bytes())?;
+        if !on {
+            self.wait_for_programs()?;
+        }
+        Ok(())
+    }
+
+    /// Returns once no program can still be running with what it read before the call.
+    fn wait_for_programs(&self) -> Result<()> {
+        let fd = self.barrier_template.raw_fd() as u32;
+        self.barrier.update(&0u32.to_ne_bytes(), &fd.to_ne_bytes())
+    }
+
+    /// What the kernel aggregated since the previous snapshot, as the framework's records (one
+    /// per key and CPU that updated it).
+    pub fn snapshot(&mut self) -> Result<Vec<AggRecord>> {
+        if self.aggs.is_empty() {
+            return Ok(Vec::new());
+        }
+        let old = self.generation;
+        if self.on {
+            self.generation = 3 - old;
+            self.control
+                .update(&0u32.to_ne_bytes(), &self.generation.to_ne_bytes())?;
+            self.wait_for_programs()?;
+        }
+        let slot = (old - 1) as usize;
+        let mut out = Vec::new();
+        for a in &self.aggs {
+            let map = &a.maps[slot];
+            let keys = map.keys()?;
+            for key in keys {
+                let Some(values) = map.lookup(&key)? else {
+                    continue;
+                };
+                let _ = map.delete(&key)?;
+                let Some((aggid, recs)) = &a.bound else {
+                    continue;
+                };
+                let Some(fw_key) = a.keys.expand(&key, recs) else {
+                    continue;
+                };
+                let slot_len = a.value_words * 8 + 8;
+                for cpu in values.chunks(slot_len) {
+                    let Some((value, flag)) = cpu.split_at_checked(a.value_words * 8) else {
+                        continue;
+                    };
+                    if flag.iter().all(|b| *b == 0) {
+                        continue;
+                    }
+                    out.push(AggRecord {
+                        aggid: *aggid,
+                        key: fw_key.clone(),
+                        value: value.to_vec(),
+                    });
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Updates lost in the kernel (a map was full) per CPU since the previous call.
+    pub fn take_drops(&mut self) -> Result<CpuDrops> {
+        let now = self.drops.percpu_u64(0)?;
+        self.reported_drops.resize(now.len(), 0);
+        let mut out = Vec::new();
+        for (cpu, (&n, seen)) in now.iter().zip(self.reported_drops.iter_mut()).enumerate() {
+            if n > *seen {
+                out.push((cpu as u32, n - *seen));
+                *seen = n;
+            }
+        }
+        Ok(out)
+    }
+}
+
+impl KeyDecoder {
+    /// The framework's key bytes (laid out by `recs`, whose last record is the value's) of a
+    /// kernel key; `None` for a key that does not decode (a constant never seen).
+    fn expand(&self, key: &[u8], recs: &[RecDesc]) -> Option<Vec<u8>> {
+        let key_recs = recs.get(..recs.len().checked_sub(1)?)?;
+        if key_recs.len() != self.keys.len() {
+            return None;
+        }
+        let size = recs.last()?.offset as usize;
+        let mut out = vec![0u8; size];
+        let (_, offs) = kernel_key_layout(&self.keys);
+        for ((kind, off), rec) in self.keys.iter().zip(offs).zip(key_recs) {
+            let part = key.get(off..off + kind.kernel_size())?;
+            let dst = out.get_mut(rec.offset as usize..(rec.offset + rec.size) as usize)?;
+            match kind {
+                KeyKind::Int(n) => {
+                    let n = usize::from(*n).min(dst.len());
+                    dst[..n].copy_from_slice(&part[..n]);
+                }
+                KeyKind::String => {
+                    let bytes: &[u8] = if part[15] == STRING_CONST_MARK {
+                        let h = u64::from_ne_bytes(part[..8].try_into().ok()?);
+                        self.strings.get(&h)?
+                    } else {
+                        let end = part.iter().position(|b| *b == 0).unwrap_or(part.len());
+                        &part[..end]
+                    };
+                    // As the framework stores a string: at most the record's size less its
+                    // NUL, zero-padded.
+                    let n = bytes.len().min(dst.len().saturating_sub(1));
+                    dst[..n].copy_from_slice(&bytes[..n]);
+                }
+            }
+        }
+        Some(out)
+    }
+}
+
+/// The string constants a clause's keys may take at a probe: its string table's and the probe's
+/// names (`probefunc`...).
+pub fn key_strings(aggs: &[PlannedAgg], names: &[&str]) -> Vec<Vec<u8>> {
+    let mut out: Vec<Vec<u8>> = names.iter().map(|n| n.as_bytes().to_vec()).collect();
+    out.push(b"global".to_vec());
+    for (o, _) in aggs.iter().flat_map(|a| &a.keys) {
+        out.extend(
+            o.strtab
+                .split(|b| *b == 0)
+                .filter(|s| !s.is_empty())
+                .map(<[u8]>::to_vec),
+        );
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn recs(parts: &[(u32, u32)], value_off: u32) -> Vec<RecDesc> {
+        let mut v: Vec<RecDesc> = parts
+            .iter()
+            .map(|&(offset, size)| RecDesc {
+                action: ActionKind::DifExpr,
+                size,
+                offset,
+                alignment: 1,
+                format: 0,
+                arg: 0,
+            })
+            .collect();
+        v.push(RecDesc {
+            action: ActionKind::AggCount,
+            size: 8,
+            offset: value_off,
+            alignment: 8,
+            format: 0,
+            arg: 0,
+        });
+        v
+    }
+
+    #[test]
+    fn kernel_keys_expand_to_the_framework_layout() {
+        let mut strings = HashMap::new();
+        strings.insert(string_key_hash(b"write"), b"write".to_vec());
+        let a = KeyDecoder {
+            keys: vec![KeyKind::String, KeyKind::Int(4), KeyKind::String],
+            strings,
+        };
+        let mut key = vec![0u8; 40];
+        key[..2].copy_from_slice(b"dd");
+        key[16..20].copy_from_slice(&7u32.to_ne_bytes());
+        key[24..32].copy_from_slice(&string_key_hash(b"write").to_ne_bytes());
+        key[39] = STRING_CONST_MARK;
+        let r = recs(&[(0, 256), (256, 4), (260, 256)], 520);
+        let fw = a.expand(&key, &r).unwrap();
+        assert_eq!(fw.len(), 520);
+        assert_eq!(&fw[..3], b"dd\0");
+        assert_eq!(&fw[256..260], &7u32.to_ne_bytes());
+        assert_eq!(&fw[260..266], b"write\0");
+        assert!(fw[266..].iter().all(|b| *b == 0));
+        // A constant never seen does not decode.
+        key[24] ^= 1;
+        assert_eq!(a.expand(&key, &r), None);
+    }
+
+    #[test]
+    fn key_strings_take_the_probe_names_and_the_string_table() {
+        let o = DifObject {
+            strtab: b"foo\0bar\0".to_vec(),
+            ..DifObject::default()
+        };
+        let p = PlannedAgg {
+            kind: ActionKind::AggCount,
+            arg: 0,
+            keys: vec![(o, KeyKind::String)],
+            value: None,
+            incr: None,
+            value_words: 1,
+        };
+        let s = key_strings(&[p], &["syscall", "write"]);
+        for w in ["foo", "bar", "syscall", "write", "global"] {
+            assert!(s.contains(&w.as_bytes().to_vec()), "{w}");
+        }
+    }
+}
