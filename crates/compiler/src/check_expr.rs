@@ -970,7 +970,10 @@ impl<'o> Checker<'o> {
                 Shr => a.wrapping_shr(b as u32),
                 _ => a,
             };
-            return Ok(TExpr::int(self.fold_convert(v, ty), ty, line));
+            // Folded as DTrace folds, in 64 bits and not narrowed to the type: the same value the
+            // operation computes at run time in a 64-bit register (`(1 << 63) - 1` is INT64_MAX as
+            // an aggregation's increment); storing it or tracing it narrows it to its type.
+            return Ok(TExpr::int(v, ty, line));
         }
         Ok(TExpr {
             kind: TK::Binary(op, bx(lv), bx(rv)),

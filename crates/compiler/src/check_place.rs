@@ -114,7 +114,15 @@ impl<'o> Checker<'o> {
         let mut out = Vec::new();
         for (i, k) in keys.iter().enumerate() {
             let t = self.cook(k)?;
-            if !self.types.is_scalar(t.ty) && !self.types.is_string(t.ty) {
+            // DTrace for Linux also keys associative arrays by structs and unions (by value).
+            let sou = matches!(
+                self.types.rkind(t.ty),
+                TypeKind::Sou {
+                    members: Some(_),
+                    ..
+                }
+            );
+            if !self.types.is_scalar(t.ty) && !self.types.is_string(t.ty) && !sou {
                 return err(
                     ErrTag::D_KEY_TYPE,
                     k.line,
