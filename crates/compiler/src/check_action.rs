@@ -495,6 +495,20 @@ impl<'o> Checker<'o> {
                     format!("{fname}( ) prototype mismatch: conversion #{} (%{}) is missing a corresponding value argument", i + 1, c.name),
                 );
             };
+            if matches!(a.kind, ExprKind::Agg(_)) {
+                // an aggregation is not a value a conversion can print
+                return err(
+                    ErrTag::D_PRINTF_ARG_TYPE,
+                    line,
+                    format!(
+                        "{fname}( ) argument #{} is incompatible with conversion #{} prototype:\n\tconversion: %{}\n\t prototype: {}\n\t  argument: aggregation",
+                        j + 2,
+                        i + 1,
+                        c.name,
+                        c.arg.proto()
+                    ),
+                );
+            }
             let mut p = self.value_plan_any(a)?;
             if let Some(v) = p.expr.as_ref().filter(|_| p.kind == ActionKind::DifExpr) {
                 if !self.conv_accepts(c.arg, v.ty) {
@@ -692,6 +706,22 @@ impl<'o> Checker<'o> {
                     );
                 };
                 let checked = agg.key_values.get(j).copied().unwrap_or(true);
+                // a stack key prints only with %k (or as text); DTrace names its type "stack"
+                if agg.key_stacks.get(j).copied().unwrap_or(false)
+                    && !matches!(c.arg, ConvArg::Stack | ConvArg::Str | ConvArg::WideStr)
+                {
+                    return err(
+                        ErrTag::D_PRINTF_ARG_TYPE,
+                        line,
+                        format!(
+                            "{fname}( ) argument #{} is incompatible with conversion #{} prototype:\n\tconversion: %{}\n\t prototype: {}\n\t  argument: stack",
+                            j + 2,
+                            i + 1,
+                            c.name,
+                            c.arg.proto()
+                        ),
+                    );
+                }
                 j += 1;
                 (format!("argument #{j}", j = j + 1), *kt, checked)
             };
@@ -987,6 +1017,13 @@ impl<'o> Checker<'o> {
                 } as u64;
                 plans.push(p);
                 if let Some(a) = args.get(1) {
+                    if matches!(a.kind, ExprKind::Agg(_)) {
+                        return err(
+                            ErrTag::D_PROTO_ARG,
+                            line,
+                            format!("{n}( ) argument #2 is incompatible with prototype:\n\tprototype: uint64_t\n\t argument: aggregation"),
+                        );
+                    }
                     let v = self.cook(a)?;
                     if !self.types.is_scalar(v.ty) {
                         return err(
@@ -1160,12 +1197,14 @@ impl<'o> Checker<'o> {
             Some(a) => {
                 let v = self.cook(a)?;
                 if !self.types.is_scalar(v.ty) {
+                    // the increment is checked against the function's prototype
                     return err(
-                        ErrTag::D_AGG_SCALAR,
+                        ErrTag::D_PROTO_ARG,
                         line,
                         format!(
-                            "{fname}( ) argument #{} must be of scalar type",
-                            incr_pos + 1
+                            "{fname}( ) argument #{} is incompatible with prototype:\n\tprototype: int64_t\n\t argument: {}",
+                            incr_pos + 1,
+                            self.tname(v.ty)
                         ),
                     );
                 }
@@ -1240,6 +1279,15 @@ impl<'o> Checker<'o> {
                 self.aggs[idx].key_values = key_plans
                     .iter()
                     .map(|p| p.kind == ActionKind::DifExpr)
+                    .collect();
+                self.aggs[idx].key_stacks = key_plans
+                    .iter()
+                    .map(|p| {
+                        matches!(
+                            p.kind,
+                            ActionKind::Stack | ActionKind::Ustack | ActionKind::Jstack
+                        )
+                    })
                     .collect();
             }
         }

@@ -764,6 +764,26 @@ impl<'o> Checker<'o> {
     }
 
     fn cook_binary(&mut self, op: BinOp, l: &Expr, r: &Expr, line: u32) -> CResult<TExpr> {
+        // an aggregation is not a value an operator can take
+        if matches!(l.kind, ExprKind::Agg(_)) || matches!(r.kind, ExprKind::Agg(_)) {
+            let name = |e: &Expr, s: &mut Self| -> CResult<String> {
+                Ok(if matches!(e.kind, ExprKind::Agg(_)) {
+                    "aggregation".to_string()
+                } else {
+                    let t = s.cook(e)?;
+                    s.tname(t.ty)
+                })
+            };
+            let (ln, rn) = (name(l, self)?, name(r, self)?);
+            return err(
+                ErrTag::D_OP_INCOMPAT,
+                line,
+                format!(
+                    "operands have incompatible types: \"{ln}\" {} \"{rn}\"",
+                    op.text()
+                ),
+            );
+        }
         let lv = self.cook(l)?;
         let rv = self.cook(r)?;
         self.binary_typed(op, lv, rv, line, op.text())

@@ -787,6 +787,13 @@ impl<'a> Parser<'a> {
             }
         }
         let base = if let Some(s) = sou {
+            if base.is_none() && signed.is_none() && shorts == 0 && longs > 0 {
+                return err(
+                    ErrTag::D_DECL_LONGINT,
+                    line,
+                    "invalid type declaration: long and long long may only be used with integer or floating-point type",
+                );
+            }
             if base.is_some() || signed.is_some() || shorts + longs > 0 {
                 return err(ErrTag::D_DECL_COMBO, line, "invalid type combination");
             }
@@ -1179,6 +1186,20 @@ fn normalize_base(
             ErrTag::D_DECL_LONGINT,
             line,
             "invalid type declaration: long and long long may only be used with integer or floating-point type",
+        );
+    }
+    if shorts == 1 && longs > 0 && matches!(b, None | Some("int")) {
+        // DTrace looks the combination up by name ("short long"), which no type has
+        let mut name = vec!["short"];
+        name.extend(std::iter::repeat_n("long", longs as usize));
+        name.extend(b);
+        return err(
+            ErrTag::D_UNKNOWN,
+            line,
+            format!(
+                "failed to resolve type {} : Unknown type name",
+                name.join(" ")
+            ),
         );
     }
     if shorts > 0 && (!matches!(b, None | Some("int")) || longs > 0 || shorts > 1) {

@@ -752,8 +752,14 @@ fn more_tags() {
         ErrTag::D_DECL_LONGINT,
         "line 1: invalid type declaration: long and long long may only be used with integer or floating-point type",
     );
+    // DTrace for Linux looks "short long" up by name and finds no such type
     golden(
         "short long x;",
+        ErrTag::D_UNKNOWN,
+        "line 1: failed to resolve type short long : Unknown type name",
+    );
+    golden(
+        "short short x;",
         ErrTag::D_DECL_COMBO,
         "line 1: invalid type combination",
     );
