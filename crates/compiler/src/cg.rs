@@ -796,11 +796,23 @@ impl<'a> Cg<'a> {
             Place::Mem(addr, _) => {
                 // a store into a D variable's storage (scalar arrays, members)
                 let ra = self.gen(addr)?;
-                self.emit(Instr::Store {
-                    op: store_op(self.types.size(ty)),
-                    r1: rv,
-                    rd: ra,
-                });
+                if self.types.is_by_ref(ty) && !self.types.is_string(ty) {
+                    // a struct or union member assigned a whole struct or union: copied
+                    let rn = self.alloc()?;
+                    self.setx(self.types.size(ty), rn)?;
+                    self.emit(Instr::Copys {
+                        r1: rv,
+                        r2: rn,
+                        rd: ra,
+                    });
+                    self.free(rn);
+                } else {
+                    self.emit(Instr::Store {
+                        op: store_op(self.types.size(ty)),
+                        r1: rv,
+                        rd: ra,
+                    });
+                }
                 self.free(ra);
                 Ok(())
             }

@@ -594,6 +594,12 @@ impl<'o> Checker<'o> {
         if t.is_pointer(l) && t.is_pointer(r.ty) {
             return t.is_vfptr(l) || t.is_vfptr(r.ty) || t.compat(l, r.ty);
         }
+        // an array is its first element's address, as in C
+        if let (TypeKind::Pointer(pe), TypeKind::Array(ae, _)) = (t.rkind(l), t.rkind(r.ty)) {
+            if t.compat(*pe, *ae) {
+                return true;
+            }
+        }
         // dt_node_is_ptrcompat: a zero constant (`NULL`) fits any pointer, and D's string, an array
         // of char to DTrace's type system, is one of those.
         if (t.is_pointer(l) || t.is_string(l)) && r.as_const() == Some(0) {
@@ -649,7 +655,15 @@ impl<'o> Checker<'o> {
                     ),
                 );
             }
-            if !self.argcompat(lty, &rv) {
+            // zero stored into a dynamic variable (an associative array element or a thread-local)
+            // of any type frees it
+            let dynamic = match &place {
+                Place::Assoc(..) => true,
+                Place::Var(v) => v.scope == VarScope::Thread,
+                _ => false,
+            };
+            let frees = dynamic && rv.as_const() == Some(0) && self.types.is_integer(rv.ty);
+            if !frees && !self.argcompat(lty, &rv) {
                 return err(
                     ErrTag::D_OP_INCOMPAT,
                     line,

@@ -587,7 +587,15 @@ impl<'o> Checker<'o> {
         let (Place::Mem(a, _) | Place::Bits(a, _, _)) = &p else {
             return Ok((p, t));
         };
-        if in_variable(a) && !self.types.is_by_ref(t) {
+        // a struct or union inside a D variable takes a whole struct or union (copied)
+        let sou = matches!(
+            self.types.rkind(t),
+            TypeKind::Sou {
+                members: Some(_),
+                ..
+            }
+        );
+        if in_variable(a) && (!self.types.is_by_ref(t) || sou) {
             return Ok((p, t));
         }
         err(

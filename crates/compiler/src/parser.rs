@@ -760,6 +760,19 @@ impl<'a> Parser<'a> {
                 "struct" | "union" | "enum" if sou.is_some() || base.is_some() => {
                     return err(ErrTag::D_DECL_COMBO, t.line, "invalid type combination");
                 }
+                "struct" | "union" if longs > 0 && shorts == 0 && signed.is_none() => {
+                    // refused once the tag is read, at the line of the token after it
+                    self.next()?;
+                    if matches!(self.peek()?.tok, Tok::Ident(_)) {
+                        self.next()?;
+                    }
+                    let at = self.peek()?.line;
+                    return err(
+                        ErrTag::D_DECL_LONGINT,
+                        at,
+                        "invalid type declaration: long and long long may only be used with integer or floating-point type",
+                    );
+                }
                 "struct" | "union" => {
                     self.next()?;
                     sou = Some(self.sou_spec(if w == "struct" {
@@ -787,13 +800,6 @@ impl<'a> Parser<'a> {
             }
         }
         let base = if let Some(s) = sou {
-            if base.is_none() && signed.is_none() && shorts == 0 && longs > 0 {
-                return err(
-                    ErrTag::D_DECL_LONGINT,
-                    line,
-                    "invalid type declaration: long and long long may only be used with integer or floating-point type",
-                );
-            }
             if base.is_some() || signed.is_some() || shorts + longs > 0 {
                 return err(ErrTag::D_DECL_COMBO, line, "invalid type combination");
             }

@@ -775,3 +775,24 @@ fn struct_and_union_keys() {
     "#);
     assert_eq!(v, ["2000", "3000", "5"]);
 }
+
+#[test]
+fn arrays_decay_structs_copy_and_zero_frees() {
+    // An array assigned to a pointer is its first element's address; a struct member of a D
+    // variable takes a whole struct; zero stored into a struct-valued associative array element
+    // frees it (its members then read as zero).
+    let v = run(r#"
+        struct p { int x; int y; };
+        struct q { struct p pos; struct p vel; };
+        int arr[5];
+        int *ptr;
+        struct p c;
+        struct q w;
+        BEGIN {
+            arr[0] = 100; arr[1] = 200; ptr = arr; trace(ptr[1]);
+            c.x = 3; c.y = 4; w.vel = c; trace(w.vel.y); trace(w.pos.x);
+            a[1] = c; trace(a[1].x); a[1] = 0; trace(a[1].x);
+        }
+    "#);
+    assert_eq!(v, ["200", "4", "0", "3", "0"]);
+}
