@@ -262,6 +262,13 @@ impl<'o> Checker<'o> {
             if let (Some(k), Some(f)) = (record_kind(n), action_func(n)) {
                 self.proto_len(n, args.len(), f.required, f.max_args(), a.line)?;
                 let v = self.cook(&args[0])?;
+                // the argument is a uintptr_t: a narrower integer (`sym(0)`) is converted to it
+                let v = if self.types.is_integer(v.ty) && self.types.size(v.ty) < 8 {
+                    let ul = self.basic.ulong;
+                    self.convert(v, ul)
+                } else {
+                    v
+                };
                 return Ok(Plan::new(k, Some(v)));
             }
             if matches!(n.as_str(), "stack" | "ustack" | "jstack") {
@@ -770,8 +777,11 @@ impl<'o> Checker<'o> {
                     );
                 }
                 let signed = self.types.is_signed(v.ty);
+                let byref = self.types.is_by_ref(v.ty) && !self.types.is_string(v.ty);
                 let mut p = Plan::new(ActionKind::DifExpr, Some(v));
-                if signed {
+                if byref {
+                    p.arg = dtrace_dif::program::TRACE_BYREF;
+                } else if signed {
                     p.arg = dtrace_dif::program::TRACE_SIGNED;
                 }
                 plans.push(p);
@@ -1271,6 +1281,25 @@ impl<'o> Checker<'o> {
                                 self.tname(*b)
                             ),
                         );
+                    }
+                }
+                // an integer key of another type is converted to the declared key's type, so
+                // `@[(int32_t)1] ` and `@[(int64_t)1]` are one key
+                for (i, a) in sig.iter().enumerate() {
+                    let b = key_types[i];
+                    if !self.types.is_integer(*a)
+                        || !self.types.is_integer(b)
+                        || self.types.compat(*a, b)
+                    {
+                        continue;
+                    }
+                    if let Some(p) = key_plans
+                        .get_mut(i)
+                        .filter(|p| p.kind == ActionKind::DifExpr)
+                    {
+                        if let Some(ex) = p.expr.take() {
+                            p.expr = Some(self.convert(ex, *a));
+                        }
                     }
                 }
             }

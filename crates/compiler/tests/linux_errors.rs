@@ -690,3 +690,45 @@ fn type_names_dtrace_for_linux_cannot_resolve() {
     // a name another enum already defines is a redeclaration
     tag("enum a { RED }; enum b { RED };", ErrTag::D_DECL_IDRED);
 }
+
+#[test]
+fn symbol_records_take_narrow_integers() {
+    // sym(0), usym(0)...: the argument is converted to a 64-bit uintptr_t record
+    let p = compile(
+        "BEGIN { @a[sym(0)] = count(); @b[usym(0)] = count(); @c[func(0)] = count(); @d[umod(0)] = count(); }",
+        &CompileOptions::default(),
+    )
+    .unwrap();
+    for ecb in &p.ecbs {
+        for a in &ecb.actions {
+            if let Some(d) = &a.difo {
+                if !a.kind.is_aggregation() {
+                    assert_eq!(d.rtype.size, 8, "{:?}", a.kind);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn integer_keys_take_the_declared_key_type() {
+    // @[(int32_t)1, 2] and @[(int64_t)1, 2] are one key: the second is converted to int32_t
+    let p = compile(
+        "BEGIN { @[(int32_t)1, 2] = count(); @[(int64_t)1, 2] = count(); }",
+        &CompileOptions::default(),
+    )
+    .unwrap();
+    let sizes: Vec<Vec<u32>> = p
+        .ecbs
+        .iter()
+        .map(|e| {
+            e.actions
+                .iter()
+                .filter(|a| !a.kind.is_aggregation())
+                .filter_map(|a| a.difo.as_ref().map(|d| d.rtype.size))
+                .collect()
+        })
+        .collect();
+    assert_eq!(sizes[0][..2], [4, 4]);
+    assert_eq!(sizes[0][2..4], [4, 4]);
+}

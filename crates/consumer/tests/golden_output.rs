@@ -1026,3 +1026,50 @@ fn llquantize_graph_is_symmetric_about_zero() {
     assert!(text.contains("           <= -4 |"), "{text}");
     assert!(text.contains("            >= 4 |"), "{text}");
 }
+
+#[test]
+fn trace_of_a_struct_union_or_array_dumps_its_bytes() {
+    // DTrace for Linux: trace() of a by-reference value dumps its bytes whatever its size, a one-byte
+    // struct too, and a char array is not printed as a string.
+    let b = dtrace_dif::program::TRACE_BYREF;
+    let ep = eprobe(1, 1, &[(A::DifExpr, 1, 0, b)]);
+    let mut d = setup(std::slice::from_ref(&ep), &[]);
+    let r = record(&ep, &[vec![0x34]]);
+    let got = run(&mut d, &[buf(0, &[r])], false).out;
+    let want = "CPU     ID                    FUNCTION:NAME\n  0      1                           :BEGIN \n             0  1  2  3  4  5  6  7  8  9  a  b  c  d  e  f  0123456789abcdef\n         0: 34                                               4\n\n";
+    assert_eq!(got, want);
+    let ep = eprobe(1, 1, &[(A::DifExpr, 8, 0, b)]);
+    let mut d = setup(std::slice::from_ref(&ep), &[]);
+    let r = record(&ep, &[b"dtrace\0\0".to_vec()]);
+    let got = run(&mut d, &[buf(0, &[r])], false).out;
+    assert!(
+        got.contains("         0: 64 74 72 61 63 65 00 00                          dtrace..\n"),
+        "{got}"
+    );
+}
+
+#[test]
+fn printa_of_an_empty_lquantize_beside_others_shows_zero_rows() {
+    // printa("%-6s %@4d %@\n", @a, @q) where @q (lquantize(x, -10, 10, 1)) has no entries at all:
+    // its zero value still has the parameters the aggregation was declared with.
+    let ep = eprobe(1, 2, &[(A::Printa, 4, 1, 0), (A::Printa, 4, 1, 0)]);
+    let mut d = setup(std::slice::from_ref(&ep), &["%-6s %@4d %@d\n"]);
+    let a = aggdesc(1, 0, &[(A::DifExpr, 8, 0, 0)], (A::AggCount, 8, 0, 0));
+    let arg = dtrace_dif::program::lquantize_arg(-10, 20, 1);
+    let q = aggdesc(
+        2,
+        1,
+        &[(A::DifExpr, 8, 0, 0)],
+        (A::AggLquantize, 23 * 8, 0, arg),
+    );
+    d.aggs.add_desc(a.clone());
+    d.aggs.add_desc(q.clone());
+    d.aggs
+        .merge(&[aggrec(&a, &[strb("x", 8)], i64b(5))])
+        .unwrap();
+    let r = record(&ep, &[i32b(0), i32b(1)]);
+    let got = run(&mut d, &[buf(0, &[r])], true).out;
+    assert!(got.starts_with("x         5 "), "{got}");
+    assert!(got.contains("           < -10 |"), "{got}");
+    assert!(got.contains("             -10 |"), "{got}");
+}
