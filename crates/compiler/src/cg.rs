@@ -738,7 +738,31 @@ impl<'a> Cg<'a> {
         self.emit(Instr::Alu { op, r1, r2, rd });
     }
 
+    /// Narrows `r` to an integer type smaller than 64 bits (sign- or zero-extending it back), as a
+    /// D variable of that type holds only its own size: DTrace for Linux keeps each variable at its
+    /// type's size, so what is stored, and the assignment's value, is the value as the variable reads.
+    fn narrow_to(&mut self, r: Reg, ty: crate::types::TypeId) -> CResult<()> {
+        let size = self.types.size(ty);
+        if !self.types.is_integer(ty) || size == 0 || size >= 8 {
+            return Ok(());
+        }
+        let rt = self.alloc()?;
+        self.setx(64 - size * 8, rt)?;
+        self.alu(Opcode::Sll, r, rt, r);
+        let op = if self.types.is_signed(ty) {
+            Opcode::Sra
+        } else {
+            Opcode::Srl
+        };
+        self.alu(op, r, rt, r);
+        self.free(rt);
+        Ok(())
+    }
+
     fn store(&mut self, p: &Place, rv: Reg, ty: crate::types::TypeId) -> CResult<()> {
+        if matches!(p, Place::Var(_) | Place::Assoc(..)) {
+            self.narrow_to(rv, ty)?;
+        }
         match p {
             Place::Var(v) => {
                 self.note_var(v, DIFV_F_MOD);
@@ -772,11 +796,23 @@ impl<'a> Cg<'a> {
             Place::Mem(addr, _) => {
                 // a store into a D variable's storage (scalar arrays, members)
                 let ra = self.gen(addr)?;
-                self.emit(Instr::Store {
-                    op: store_op(self.types.size(ty)),
-                    r1: rv,
-                    rd: ra,
-                });
+                if self.types.is_by_ref(ty) && !self.types.is_string(ty) {
+                    // a struct or union member assigned a whole struct or union: copied
+                    let rn = self.alloc()?;
+                    self.setx(self.types.size(ty), rn)?;
+                    self.emit(Instr::Copys {
+                        r1: rv,
+                        r2: rn,
+                        rd: ra,
+                    });
+                    self.free(rn);
+                } else {
+                    self.emit(Instr::Store {
+                        op: store_op(self.types.size(ty)),
+                        r1: rv,
+                        rd: ra,
+                    });
+                }
                 self.free(ra);
                 Ok(())
             }

@@ -140,6 +140,8 @@ pub struct AggInfo {
     pub keys: Option<Vec<TypeId>>,
     /// Whether each key is a D value (not a `stack()`, `sym()`... record), once known.
     pub key_values: Vec<bool>,
+    /// Whether each key is a stack record (`stack()`, `ustack()`, `jstack()`), once known.
+    pub key_stacks: Vec<bool>,
 }
 
 /// One action to lower: its kind, arguments and the expression its DIF object computes.
@@ -330,6 +332,7 @@ impl<'o> Checker<'o> {
             func: None,
             keys: None,
             key_values: Vec::new(),
+            key_stacks: Vec::new(),
         });
         self.aggs.len() - 1
     }

@@ -262,6 +262,13 @@ impl<'o> Checker<'o> {
             if let (Some(k), Some(f)) = (record_kind(n), action_func(n)) {
                 self.proto_len(n, args.len(), f.required, f.max_args(), a.line)?;
                 let v = self.cook(&args[0])?;
+                // the argument is a uintptr_t: a narrower integer (`sym(0)`) is converted to it
+                let v = if self.types.is_integer(v.ty) && self.types.size(v.ty) < 8 {
+                    let ul = self.basic.ulong;
+                    self.convert(v, ul)
+                } else {
+                    v
+                };
                 return Ok(Plan::new(k, Some(v)));
             }
             if matches!(n.as_str(), "stack" | "ustack" | "jstack") {
@@ -495,6 +502,20 @@ impl<'o> Checker<'o> {
                     format!("{fname}( ) prototype mismatch: conversion #{} (%{}) is missing a corresponding value argument", i + 1, c.name),
                 );
             };
+            if matches!(a.kind, ExprKind::Agg(_)) {
+                // an aggregation is not a value a conversion can print
+                return err(
+                    ErrTag::D_PRINTF_ARG_TYPE,
+                    line,
+                    format!(
+                        "{fname}( ) argument #{} is incompatible with conversion #{} prototype:\n\tconversion: %{}\n\t prototype: {}\n\t  argument: aggregation",
+                        j + 2,
+                        i + 1,
+                        c.name,
+                        c.arg.proto()
+                    ),
+                );
+            }
             let mut p = self.value_plan_any(a)?;
             if let Some(v) = p.expr.as_ref().filter(|_| p.kind == ActionKind::DifExpr) {
                 if !self.conv_accepts(c.arg, v.ty) {
@@ -692,6 +713,22 @@ impl<'o> Checker<'o> {
                     );
                 };
                 let checked = agg.key_values.get(j).copied().unwrap_or(true);
+                // a stack key prints only with %k (or as text); DTrace names its type "stack"
+                if agg.key_stacks.get(j).copied().unwrap_or(false)
+                    && !matches!(c.arg, ConvArg::Stack | ConvArg::Str | ConvArg::WideStr)
+                {
+                    return err(
+                        ErrTag::D_PRINTF_ARG_TYPE,
+                        line,
+                        format!(
+                            "{fname}( ) argument #{} is incompatible with conversion #{} prototype:\n\tconversion: %{}\n\t prototype: {}\n\t  argument: stack",
+                            j + 2,
+                            i + 1,
+                            c.name,
+                            c.arg.proto()
+                        ),
+                    );
+                }
                 j += 1;
                 (format!("argument #{j}", j = j + 1), *kt, checked)
             };
@@ -740,8 +777,11 @@ impl<'o> Checker<'o> {
                     );
                 }
                 let signed = self.types.is_signed(v.ty);
+                let byref = self.types.is_by_ref(v.ty) && !self.types.is_string(v.ty);
                 let mut p = Plan::new(ActionKind::DifExpr, Some(v));
-                if signed {
+                if byref {
+                    p.arg = dtrace_dif::program::TRACE_BYREF;
+                } else if signed {
                     p.arg = dtrace_dif::program::TRACE_SIGNED;
                 }
                 plans.push(p);
@@ -987,6 +1027,13 @@ impl<'o> Checker<'o> {
                 } as u64;
                 plans.push(p);
                 if let Some(a) = args.get(1) {
+                    if matches!(a.kind, ExprKind::Agg(_)) {
+                        return err(
+                            ErrTag::D_PROTO_ARG,
+                            line,
+                            format!("{n}( ) argument #2 is incompatible with prototype:\n\tprototype: uint64_t\n\t argument: aggregation"),
+                        );
+                    }
                     let v = self.cook(a)?;
                     if !self.types.is_scalar(v.ty) {
                         return err(
@@ -1160,12 +1207,14 @@ impl<'o> Checker<'o> {
             Some(a) => {
                 let v = self.cook(a)?;
                 if !self.types.is_scalar(v.ty) {
+                    // the increment is checked against the function's prototype
                     return err(
-                        ErrTag::D_AGG_SCALAR,
+                        ErrTag::D_PROTO_ARG,
                         line,
                         format!(
-                            "{fname}( ) argument #{} must be of scalar type",
-                            incr_pos + 1
+                            "{fname}( ) argument #{} is incompatible with prototype:\n\tprototype: int64_t\n\t argument: {}",
+                            incr_pos + 1,
+                            self.tname(v.ty)
                         ),
                     );
                 }
@@ -1234,12 +1283,40 @@ impl<'o> Checker<'o> {
                         );
                     }
                 }
+                // an integer key of another type is converted to the declared key's type, so
+                // `@[(int32_t)1] ` and `@[(int64_t)1]` are one key
+                for (i, a) in sig.iter().enumerate() {
+                    let b = key_types[i];
+                    if !self.types.is_integer(*a)
+                        || !self.types.is_integer(b)
+                        || self.types.compat(*a, b)
+                    {
+                        continue;
+                    }
+                    if let Some(p) = key_plans
+                        .get_mut(i)
+                        .filter(|p| p.kind == ActionKind::DifExpr)
+                    {
+                        if let Some(ex) = p.expr.take() {
+                            p.expr = Some(self.convert(ex, *a));
+                        }
+                    }
+                }
             }
             None => {
                 self.aggs[idx].keys = Some(key_types.clone());
                 self.aggs[idx].key_values = key_plans
                     .iter()
                     .map(|p| p.kind == ActionKind::DifExpr)
+                    .collect();
+                self.aggs[idx].key_stacks = key_plans
+                    .iter()
+                    .map(|p| {
+                        matches!(
+                            p.kind,
+                            ActionKind::Stack | ActionKind::Ustack | ActionKind::Jstack
+                        )
+                    })
                     .collect();
             }
         }

@@ -268,6 +268,14 @@ impl<'o> Checker<'o> {
                             format!("enumerator '{n}' value overflows INT_MAX (2147483647)"),
                         );
                     }
+                    if vals.iter().any(|(v, _)| v == n) {
+                        // the same name twice in one enum: the type container refuses the member
+                        return err(
+                            ErrTag::D_UNKNOWN,
+                            *l,
+                            format!("failed to define enumerator '{n}': Duplicate member or variable name"),
+                        );
+                    }
                     if self.enums.contains_key(n) || self.globals.vars.contains_key(n) {
                         return err(
                             ErrTag::D_DECL_IDRED,

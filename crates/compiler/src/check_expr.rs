@@ -594,6 +594,12 @@ impl<'o> Checker<'o> {
         if t.is_pointer(l) && t.is_pointer(r.ty) {
             return t.is_vfptr(l) || t.is_vfptr(r.ty) || t.compat(l, r.ty);
         }
+        // an array is its first element's address, as in C
+        if let (TypeKind::Pointer(pe), TypeKind::Array(ae, _)) = (t.rkind(l), t.rkind(r.ty)) {
+            if t.compat(*pe, *ae) {
+                return true;
+            }
+        }
         // dt_node_is_ptrcompat: a zero constant (`NULL`) fits any pointer, and D's string, an array
         // of char to DTrace's type system, is one of those.
         if (t.is_pointer(l) || t.is_string(l)) && r.as_const() == Some(0) {
@@ -649,7 +655,15 @@ impl<'o> Checker<'o> {
                     ),
                 );
             }
-            if !self.argcompat(lty, &rv) {
+            // zero stored into a dynamic variable (an associative array element or a thread-local)
+            // of any type frees it
+            let dynamic = match &place {
+                Place::Assoc(..) => true,
+                Place::Var(v) => v.scope == VarScope::Thread,
+                _ => false,
+            };
+            let frees = dynamic && rv.as_const() == Some(0) && self.types.is_integer(rv.ty);
+            if !frees && !self.argcompat(lty, &rv) {
                 return err(
                     ErrTag::D_OP_INCOMPAT,
                     line,
@@ -764,6 +778,26 @@ impl<'o> Checker<'o> {
     }
 
     fn cook_binary(&mut self, op: BinOp, l: &Expr, r: &Expr, line: u32) -> CResult<TExpr> {
+        // an aggregation is not a value an operator can take
+        if matches!(l.kind, ExprKind::Agg(_)) || matches!(r.kind, ExprKind::Agg(_)) {
+            let name = |e: &Expr, s: &mut Self| -> CResult<String> {
+                Ok(if matches!(e.kind, ExprKind::Agg(_)) {
+                    "aggregation".to_string()
+                } else {
+                    let t = s.cook(e)?;
+                    s.tname(t.ty)
+                })
+            };
+            let (ln, rn) = (name(l, self)?, name(r, self)?);
+            return err(
+                ErrTag::D_OP_INCOMPAT,
+                line,
+                format!(
+                    "operands have incompatible types: \"{ln}\" {} \"{rn}\"",
+                    op.text()
+                ),
+            );
+        }
         let lv = self.cook(l)?;
         let rv = self.cook(r)?;
         self.binary_typed(op, lv, rv, line, op.text())
@@ -970,7 +1004,10 @@ impl<'o> Checker<'o> {
                 Shr => a.wrapping_shr(b as u32),
                 _ => a,
             };
-            return Ok(TExpr::int(self.fold_convert(v, ty), ty, line));
+            // Folded as DTrace folds, in 64 bits and not narrowed to the type: the same value the
+            // operation computes at run time in a 64-bit register (`(1 << 63) - 1` is INT64_MAX as
+            // an aggregation's increment); storing it or tracing it narrows it to its type.
+            return Ok(TExpr::int(v, ty, line));
         }
         Ok(TExpr {
             kind: TK::Binary(op, bx(lv), bx(rv)),

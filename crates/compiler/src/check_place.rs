@@ -114,7 +114,15 @@ impl<'o> Checker<'o> {
         let mut out = Vec::new();
         for (i, k) in keys.iter().enumerate() {
             let t = self.cook(k)?;
-            if !self.types.is_scalar(t.ty) && !self.types.is_string(t.ty) {
+            // DTrace for Linux also keys associative arrays by structs and unions (by value).
+            let sou = matches!(
+                self.types.rkind(t.ty),
+                TypeKind::Sou {
+                    members: Some(_),
+                    ..
+                }
+            );
+            if !self.types.is_scalar(t.ty) && !self.types.is_string(t.ty) && !sou {
                 return err(
                     ErrTag::D_KEY_TYPE,
                     k.line,
@@ -579,7 +587,15 @@ impl<'o> Checker<'o> {
         let (Place::Mem(a, _) | Place::Bits(a, _, _)) = &p else {
             return Ok((p, t));
         };
-        if in_variable(a) && !self.types.is_by_ref(t) {
+        // a struct or union inside a D variable takes a whole struct or union (copied)
+        let sou = matches!(
+            self.types.rkind(t),
+            TypeKind::Sou {
+                members: Some(_),
+                ..
+            }
+        );
+        if in_variable(a) && (!self.types.is_by_ref(t) || sou) {
             return Ok((p, t));
         }
         err(

@@ -760,6 +760,19 @@ impl<'a> Parser<'a> {
                 "struct" | "union" | "enum" if sou.is_some() || base.is_some() => {
                     return err(ErrTag::D_DECL_COMBO, t.line, "invalid type combination");
                 }
+                "struct" | "union" if longs > 0 && shorts == 0 && signed.is_none() => {
+                    // refused once the tag is read, at the line of the token after it
+                    self.next()?;
+                    if matches!(self.peek()?.tok, Tok::Ident(_)) {
+                        self.next()?;
+                    }
+                    let at = self.peek()?.line;
+                    return err(
+                        ErrTag::D_DECL_LONGINT,
+                        at,
+                        "invalid type declaration: long and long long may only be used with integer or floating-point type",
+                    );
+                }
                 "struct" | "union" => {
                     self.next()?;
                     sou = Some(self.sou_spec(if w == "struct" {
@@ -1179,6 +1192,20 @@ fn normalize_base(
             ErrTag::D_DECL_LONGINT,
             line,
             "invalid type declaration: long and long long may only be used with integer or floating-point type",
+        );
+    }
+    if shorts == 1 && longs > 0 && matches!(b, None | Some("int")) {
+        // DTrace looks the combination up by name ("short long"), which no type has
+        let mut name = vec!["short"];
+        name.extend(std::iter::repeat_n("long", longs as usize));
+        name.extend(b);
+        return err(
+            ErrTag::D_UNKNOWN,
+            line,
+            format!(
+                "failed to resolve type {} : Unknown type name",
+                name.join(" ")
+            ),
         );
     }
     if shorts > 0 && (!matches!(b, None | Some("int")) || longs > 0 || shorts > 1) {

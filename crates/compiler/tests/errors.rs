@@ -752,8 +752,14 @@ fn more_tags() {
         ErrTag::D_DECL_LONGINT,
         "line 1: invalid type declaration: long and long long may only be used with integer or floating-point type",
     );
+    // DTrace for Linux looks "short long" up by name and finds no such type
     golden(
         "short long x;",
+        ErrTag::D_UNKNOWN,
+        "line 1: failed to resolve type short long : Unknown type name",
+    );
+    golden(
+        "short short x;",
         ErrTag::D_DECL_COMBO,
         "line 1: invalid type combination",
     );
@@ -772,10 +778,11 @@ fn more_tags() {
         ErrTag::D_FUNC_IDKIND,
         "line 1: variable 'x' may not be referenced as function",
     );
+    // structs and unions are keys in DTrace for Linux; arrays are not
     golden(
-        "struct s { int a; }; BEGIN { a[*(struct s *)arg0] = 1; }",
+        "int x[3]; BEGIN { a[x] = 1; }",
         ErrTag::D_KEY_TYPE,
-        "line 1: key #1 is of invalid type: struct s",
+        "line 1: key #1 is of invalid type: int [3]",
     );
     golden(
         "BEGIN { x = arg0.; }",
@@ -852,5 +859,14 @@ fn nul_bytes_are_not_end_of_input() {
         "BEGIN { }\0 junk",
         ErrTag::D_SYNTAX,
         "line 1: invalid character (0x00)",
+    );
+}
+
+#[test]
+fn struct_keys_must_match_the_arrays_prototype() {
+    golden(
+        "struct r { int p; }; struct q { int p; }; struct r r1; struct q q1; BEGIN { a[r1] = 1; a[q1] = 2; }",
+        ErrTag::D_PROTO_ARG,
+        "line 1: a[ ] key #1 is incompatible with prototype:\n\tprototype: struct r\n\t      key: struct q",
     );
 }

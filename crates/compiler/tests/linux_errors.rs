@@ -622,3 +622,113 @@ fn unbalanced_parentheses_and_brackets() {
     )
     .is_ok());
 }
+
+#[test]
+fn aggregations_are_not_values() {
+    tag(
+        "BEGIN { @a = count(); trace(@a + 3); }",
+        ErrTag::D_OP_INCOMPAT,
+    );
+    golden(
+        "BEGIN { @a = count(); printf(\"hello %d %d\", 123, @a); }",
+        ErrTag::D_PRINTF_ARG_TYPE,
+        "line 1: printf( ) argument #3 is incompatible with conversion #2 prototype:\n\tconversion: %d\n\t prototype: char, short, int, long, or long long\n\t  argument: aggregation",
+    );
+    tag(
+        "BEGIN { @a = count(); trunc(@a, @a); }",
+        ErrTag::D_PROTO_ARG,
+    );
+}
+
+#[test]
+fn quantize_increments_follow_the_prototype() {
+    tag(
+        "BEGIN { @ = lquantize(1, 0, 10, 2, \"\"); }",
+        ErrTag::D_PROTO_ARG,
+    );
+    tag(
+        "BEGIN { @ = llquantize(1, 10, 0, 2, 20, \"\"); }",
+        ErrTag::D_PROTO_ARG,
+    );
+}
+
+#[test]
+fn stack_keys_print_only_as_stacks() {
+    golden(
+        "BEGIN { @[stack()] = count(); printa(\"%p\\n\", @); }",
+        ErrTag::D_PRINTF_ARG_TYPE,
+        "line 1: printa( ) argument #2 is incompatible with conversion #1 prototype:\n\tconversion: %p\n\t prototype: pointer or integer\n\t  argument: stack",
+    );
+    tag(
+        "BEGIN { @[ustack()] = count(); printa(\"%d\\n\", @); }",
+        ErrTag::D_PRINTF_ARG_TYPE,
+    );
+    assert!(compile(
+        "BEGIN { @[stack()] = count(); printa(\"%k %@d\\n\", @); }",
+        &CompileOptions::default()
+    )
+    .is_ok());
+}
+
+#[test]
+fn type_names_dtrace_for_linux_cannot_resolve() {
+    golden(
+        "BEGIN { i = (long short)0; }",
+        ErrTag::D_UNKNOWN,
+        "line 1: failed to resolve type short long : Unknown type name",
+    );
+    golden(
+        "long struct s { int i; };",
+        ErrTag::D_DECL_LONGINT,
+        "line 1: invalid type declaration: long and long long may only be used with integer or floating-point type",
+    );
+    golden(
+        "enum foo { x = 3, x = 4 };",
+        ErrTag::D_UNKNOWN,
+        "line 1: failed to define enumerator 'x': Duplicate member or variable name",
+    );
+    // a name another enum already defines is a redeclaration
+    tag("enum a { RED }; enum b { RED };", ErrTag::D_DECL_IDRED);
+}
+
+#[test]
+fn symbol_records_take_narrow_integers() {
+    // sym(0), usym(0)...: the argument is converted to a 64-bit uintptr_t record
+    let p = compile(
+        "BEGIN { @a[sym(0)] = count(); @b[usym(0)] = count(); @c[func(0)] = count(); @d[umod(0)] = count(); }",
+        &CompileOptions::default(),
+    )
+    .unwrap();
+    for ecb in &p.ecbs {
+        for a in &ecb.actions {
+            if let Some(d) = &a.difo {
+                if !a.kind.is_aggregation() {
+                    assert_eq!(d.rtype.size, 8, "{:?}", a.kind);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn integer_keys_take_the_declared_key_type() {
+    // @[(int32_t)1, 2] and @[(int64_t)1, 2] are one key: the second is converted to int32_t
+    let p = compile(
+        "BEGIN { @[(int32_t)1, 2] = count(); @[(int64_t)1, 2] = count(); }",
+        &CompileOptions::default(),
+    )
+    .unwrap();
+    let sizes: Vec<Vec<u32>> = p
+        .ecbs
+        .iter()
+        .map(|e| {
+            e.actions
+                .iter()
+                .filter(|a| !a.kind.is_aggregation())
+                .filter_map(|a| a.difo.as_ref().map(|d| d.rtype.size))
+                .collect()
+        })
+        .collect();
+    assert_eq!(sizes[0][..2], [4, 4]);
+    assert_eq!(sizes[0][2..4], [4, 4]);
+}

@@ -731,3 +731,68 @@ fn storage_class_alone_declares_an_int() {
         ["1", "8", "4"]
     );
 }
+
+#[test]
+fn int_variables_hold_only_their_size() {
+    // DTrace for Linux keeps each variable at its type's size: what an int variable holds (and the
+    // assignment's value) is the value narrowed to 32 bits, while an expression is computed in 64
+    // bits until it is stored.
+    let v = run(r#"
+        BEGIN { i = 0; i = 25920; i = i - (i + (i * 3) + i) * i / i * i; x = i / 2; trace((long)x); }
+        BEGIN { this->c = (char)0; this->c = 300; trace((long)this->c); }
+        BEGIN { self->u = (unsigned short)0; trace((long)(self->u = 70000)); }
+        BEGIN { a[1] = 0; a[1] = arg0 << 32 | 5; trace((long)a[1]); }
+        BEGIN { l = (long)0; l = arg0 << 40; trace(l); }
+    "#);
+    assert_eq!(
+        v,
+        ["467880608", "44", "4464", "5", &(10i64 << 40).to_string()]
+    );
+}
+
+#[test]
+fn folded_constants_keep_64_bits() {
+    // As at run time, a folded integer expression is not narrowed to its type until it is stored.
+    assert_eq!(val("(long)((1 << 63) - 1)"), i64::MAX.to_string());
+    assert_eq!(val("(long)(1 << 40) >> 40"), "1");
+    assert_eq!(val("sizeof (1 << 40)"), "4");
+}
+
+#[test]
+fn struct_and_union_keys() {
+    // DTrace for Linux keys associative arrays by structs and unions, by value.
+    let v = run(r#"
+        struct rec { int pos; char c; };
+        union u { int i; char c; };
+        struct rec r1, r2, r3;
+        union u u1;
+        BEGIN {
+            r1.pos = 1; r1.c = 'a'; r2.pos = 1; r2.c = 'a'; r3.pos = 2; r3.c = 'a';
+            arr[r1] = 1000; arr[r2] = 2000; arr[r3] = 3000;
+            u1.i = 7; ua[u1] = 5;
+            trace(arr[r1]); trace(arr[r3]); trace(ua[u1]);
+        }
+    "#);
+    assert_eq!(v, ["2000", "3000", "5"]);
+}
+
+#[test]
+fn arrays_decay_structs_copy_and_zero_frees() {
+    // An array assigned to a pointer is its first element's address; a struct member of a D
+    // variable takes a whole struct; zero stored into a struct-valued associative array element
+    // frees it (its members then read as zero).
+    let v = run(r#"
+        struct p { int x; int y; };
+        struct q { struct p pos; struct p vel; };
+        int arr[5];
+        int *ptr;
+        struct p c;
+        struct q w;
+        BEGIN {
+            arr[0] = 100; arr[1] = 200; ptr = arr; trace(ptr[1]);
+            c.x = 3; c.y = 4; w.vel = c; trace(w.vel.y); trace(w.pos.x);
+            a[1] = c; trace(a[1].x); a[1] = 0; trace(a[1].x);
+        }
+    "#);
+    assert_eq!(v, ["200", "4", "0", "3", "0"]);
+}

@@ -275,20 +275,19 @@ pub fn joined_rows(
 }
 
 fn zero_like(aggs: &Aggregations, varid: u32, ents: &[AggEntry]) -> Vec<u8> {
-    let size = aggs
-        .desc_for_var(varid)
-        .and_then(|d| d.recs.last())
-        .map(|r| r.size as usize)
-        .unwrap_or(8);
+    let rec = aggs.desc_for_var(varid).and_then(|d| d.recs.last());
+    let size = rec.map(|r| r.size as usize).unwrap_or(8);
     let mut z = vec![0u8; size];
-    if let Some(e) = ents.first() {
-        if matches!(
-            aggs.action_of(varid),
-            Some(ActionKind::AggLquantize | ActionKind::AggLlquantize)
-        ) && e.value.len() >= 8
-            && z.len() >= 8
-        {
-            z[..8].copy_from_slice(&e.value[..8]);
+    if matches!(
+        aggs.action_of(varid),
+        Some(ActionKind::AggLquantize | ActionKind::AggLlquantize)
+    ) && z.len() >= 8
+    {
+        // the encoded parameters: an entry's, or the record's when the aggregation has none
+        match (ents.first(), rec) {
+            (Some(e), _) if e.value.len() >= 8 => z[..8].copy_from_slice(&e.value[..8]),
+            (_, Some(r)) => z[..8].copy_from_slice(&r.arg.to_ne_bytes()),
+            _ => {}
         }
     }
     z

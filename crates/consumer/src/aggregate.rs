@@ -292,16 +292,10 @@ impl Aggregations {
                 let k = |x: &[u8]| match action {
                     ActionKind::AggQuantize => quantize::quantize_sort_key(x),
                     ActionKind::AggLquantize => quantize::lquantize_sort_key(x),
-                    _ => {
-                        let n = x.len() / 8;
-                        let s = (1..n)
-                            .map(|j| j as f64 * recdata::i64_at(x, j).unwrap_or(0) as f64)
-                            .sum();
-                        (s, 0)
-                    }
+                    _ => quantize::llquantize_sort_key(x),
                 };
                 let (ka, kb) = (k(a), k(b));
-                f(ka.0.partial_cmp(&kb.0)).then(ka.1.cmp(&kb.1))
+                ka.0.cmp(&kb.0).then(ka.1.cmp(&kb.1))
             }
             _ => i(a).cmp(&i(b)),
         }

@@ -10,7 +10,7 @@ use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
 use dtrace_dif::program::{
-    split_libact_arg, ActionKind, LibAction, PrintType, RecDesc, TRACE_SIGNED,
+    split_libact_arg, ActionKind, LibAction, PrintType, RecDesc, TRACE_BYREF, TRACE_SIGNED,
 };
 use dtrace_framework::records::{
     fault_eprobe_desc, BufferSnapshot, EprobeDesc, ProbeInfo, EPID_NONE, FAULT_EPID, RECHDR_SIZE,
@@ -806,6 +806,11 @@ impl Decoder {
                 return Ok(1);
             }
             _ => {}
+        }
+        if r.action == ActionKind::DifExpr && r.arg == TRACE_BYREF {
+            // a struct, union or array: its bytes, whatever its size
+            bytes::print_bytes(out, bytes, -33, quiet, true);
+            return Ok(1);
         }
         let signed = r.action == ActionKind::DifExpr && r.arg == TRACE_SIGNED;
         trace_value(out, bytes, quiet, self.flags.rawbytes, signed);

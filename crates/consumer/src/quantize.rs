@@ -258,6 +258,97 @@ pub fn print_lquantize(
     Ok(())
 }
 
+/// The bucket layout of an `llquantize()` value, as DTrace for Linux lays it out: symmetric about a
+/// zero bucket that holds `abs(value) < factor^low`, with the positive buckets' lowest values in
+/// `positive` and the overflow bucket from `overflow` (`factor^(high + 1)`) up; the negative side
+/// mirrors it (`<= -overflow` first).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LlquantizeLayout {
+    /// `factor^low`: the zero bucket holds values of smaller magnitude.
+    pub zero_limit: i64,
+    /// The lowest value of each positive bucket, ascending.
+    pub positive: Vec<i64>,
+    /// `factor^(high + 1)`: the first value of the overflow bucket.
+    pub overflow: i64,
+}
+
+impl LlquantizeLayout {
+    /// The layout of the encoded parameters `arg`, or `None` for parameters that do not describe one.
+    pub fn of(arg: u64) -> Option<Self> {
+        let (factor, low, high, nsteps) = llquantize_params(arg);
+        let npos =
+            dtrace_framework::aggregate::llquantize_positive_buckets(factor, low, high, nsteps)?;
+        let (f, n) = (factor as i128, nsteps.max(1) as i128);
+        let mut this: i128 = f.checked_pow(low as u32)?;
+        let zero_limit = i64::try_from(this).ok()?;
+        let mut positive = Vec::with_capacity(npos as usize);
+        for _ in low..=high {
+            let next = this.checked_mul(f)?;
+            let step = if next > n { next / n } else { 1 };
+            positive.push(i64::try_from(this).ok()?);
+            let mut v = (this / step + 1) * step;
+            while v < next {
+                positive.push(i64::try_from(v).ok()?);
+                v += step;
+            }
+            this = next;
+        }
+        let overflow = i64::try_from(this).ok()?;
+        (positive.len() as u64 == npos).then_some(Self {
+            zero_limit,
+            positive,
+            overflow,
+        })
+    }
+
+    /// Number of buckets: both sides, zero and the two overflow buckets.
+    pub fn nbuckets(&self) -> usize {
+        2 * self.positive.len() + 3
+    }
+
+    /// Index of the zero bucket.
+    pub fn zero_bucket(&self) -> usize {
+        self.positive.len() + 1
+    }
+
+    /// The value a bucket stands for: its lowest magnitude, signed (`-overflow` and `overflow` for the
+    /// two overflow buckets, 0 for the zero bucket).
+    pub fn bucket_value(&self, i: usize) -> i64 {
+        let z = self.zero_bucket();
+        let n = self.positive.len();
+        if i == 0 {
+            -self.overflow
+        } else if i < z {
+            -self.positive[n - i]
+        } else if i == z {
+            0
+        } else if i - z - 1 < n {
+            self.positive[i - z - 1]
+        } else {
+            self.overflow
+        }
+    }
+
+    /// The label of a bucket's row: `<= -N`, the bucket's value, `0` or `abs() < L` for the zero
+    /// bucket, `>= N`.
+    pub fn label(&self, i: usize) -> String {
+        let z = self.zero_bucket();
+        if i == 0 {
+            format!("<= -{}", self.overflow)
+        } else if i == z {
+            if self.zero_limit == 1 {
+                "0".to_string()
+            } else {
+                format!("abs() < {}", self.zero_limit)
+            }
+        } else if i == self.nbuckets() - 1 {
+            format!(">= {}", self.overflow)
+        } else {
+            self.bucket_value(i).to_string()
+        }
+    }
+}
+
 /// `llquantize()` graph: the first u64 is the encoded parameters, then the buckets.
 pub fn print_llquantize(
     out: &mut Vec<u8>,
@@ -266,99 +357,63 @@ pub fn print_llquantize(
     style: &GraphStyle,
 ) -> Result<()> {
     let arg = recdata::u64_at(data, 0).ok_or(mismatch(data.len(), "llquantize()"))?;
-    let (factor, low, high, nsteps) = llquantize_params(arg);
+    let layout = LlquantizeLayout::of(arg).ok_or(mismatch(data.len(), "llquantize()"))?;
     let body = &data[8..];
-    if !body.len().is_multiple_of(8)
-        || body.is_empty()
-        || factor < 2
-        || low >= high
-        || nsteps == 0
-        || factor > nsteps
-        || data.len() > i32::MAX as usize
-    {
+    if body.len() != layout.nbuckets() * 8 {
         return Err(mismatch(data.len(), "llquantize()"));
     }
     let d = buckets(body);
-    let levels = d.len();
-    let (first, last) = row_range(&d, (0, 1.min(levels - 1)));
+    // No data: the zero bucket and the two above it.
+    let z = layout.zero_bucket();
+    let (first, last) = row_range(&d, (z, (z + 2).min(d.len() - 1)));
     let (total, signs) = totals(&d, first, last, style.zoom);
     let mut s = String::new();
     header(&mut s);
-    let factor = factor as i64;
-    let mut value: i64 = 1;
-    for _ in 0..low {
-        value = value.saturating_mul(factor);
-    }
-    let mut order = low;
-    let mut next = value.saturating_mul(factor);
-    let mut step = if next > nsteps as i64 {
-        next / nsteps as i64
-    } else {
-        1
-    };
-    if first == 0 {
-        s.push_str(&format!("{:>16} ", format!("< {value}")));
-        quantline(&mut s, d[0], normal, total, signs, style);
-    }
-    let mut bin = 1usize;
-    while order <= high {
-        // Valid data has exactly one bucket per step; more steps than buckets means bad parameters,
-        // and stopping here also bounds the loop.
-        let Some(&v) = d.get(bin) else {
-            return Err(mismatch(data.len(), "llquantize()"));
-        };
-        if bin >= first && bin <= last {
-            s.push_str(&format!("{value:>16} "));
-            quantline(&mut s, v, normal, total, signs, style);
-        }
-        bin += 1;
-        value = value.saturating_add(step);
-        if value != next {
-            continue;
-        }
-        next = value.saturating_mul(factor);
-        step = if next > nsteps as i64 {
-            next / nsteps as i64
-        } else {
-            1
-        };
-        order += 1;
-    }
-    if last >= bin {
-        let Some(&v) = d.get(bin) else {
-            return Err(mismatch(data.len(), "llquantize()"));
-        };
-        s.push_str(&format!("{:>16} ", format!(">= {value}")));
+    for (i, &v) in d.iter().enumerate().take(last + 1).skip(first) {
+        s.push_str(&format!("{:>16} ", layout.label(i)));
         quantline(&mut s, v, normal, total, signs, style);
     }
     out.extend_from_slice(s.as_bytes());
     Ok(())
 }
 
+/// The llquantize sort key: bucket values weighted by counts, and the zero bucket's count.
+pub fn llquantize_sort_key(data: &[u8]) -> (i128, i64) {
+    let Some(layout) = recdata::u64_at(data, 0).and_then(LlquantizeLayout::of) else {
+        return (0, 0);
+    };
+    let d = buckets(data.get(8..).unwrap_or(&[]));
+    let mut total: i128 = 0;
+    for (i, &v) in d.iter().enumerate().take(layout.nbuckets()) {
+        total = total.saturating_add(layout.bucket_value(i) as i128 * v as i128);
+    }
+    (total, d.get(layout.zero_bucket()).copied().unwrap_or(0))
+}
+
 /// Sum of bucket lower bounds weighted by counts and the zero bucket's count, DTrace's sort key for
-/// quantized aggregations.
-pub fn quantize_sort_key(data: &[u8]) -> (f64, i64) {
+/// quantized aggregations (summed exactly, so near sums of large values still order).
+pub fn quantize_sort_key(data: &[u8]) -> (i128, i64) {
     let d = buckets(data);
-    let mut total = 0.0;
+    let mut total: i128 = 0;
     let mut zero = 0;
     for (i, &v) in d.iter().enumerate() {
         let b = quantize_bucket_value(i);
         if b == 0 {
             zero = v;
         }
-        total += b as f64 * v as f64;
+        total = total.saturating_add(b as i128 * v as i128);
     }
     (total, zero)
 }
 
 /// The lquantize sort key: weighted sum over buckets and the count of the bucket holding zero.
-pub fn lquantize_sort_key(data: &[u8]) -> (f64, i64) {
+pub fn lquantize_sort_key(data: &[u8]) -> (i128, i64) {
     let Some(arg) = recdata::u64_at(data, 0) else {
-        return (0.0, 0);
+        return (0, 0);
     };
     let (base, step, levels) = lquantize_params(arg);
     let d = buckets(data.get(8..).unwrap_or(&[]));
-    let mut total = 0.0;
+    let mut total: i128 = 0;
     let mut zero = 0;
     let (base, step) = (base as i64, step as i64);
     for (i, &v) in d.iter().enumerate() {
@@ -372,7 +427,7 @@ pub fn lquantize_sort_key(data: &[u8]) -> (f64, i64) {
         if lo == 0 {
             zero = v;
         }
-        total += lo as f64 * v as f64;
+        total = total.saturating_add(lo as i128 * v as i128);
     }
     (total, zero)
 }
@@ -387,6 +442,20 @@ mod tests {
         let mut out = Vec::new();
         print_quantize(&mut out, &data, 1, &GraphStyle::default()).unwrap();
         String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn quantize_sort_keys_are_exact() {
+        // Sums of counts near INT64_MAX that a double cannot tell apart still order (DTrace sorts on
+        // a long double sum).
+        let key = |count: i64| {
+            let mut data = vec![0u8; QUANTIZE_NBUCKETS * 8];
+            let b = QUANTIZE_ZEROBUCKET + 3; // value 4
+            data[b * 8..b * 8 + 8].copy_from_slice(&count.to_ne_bytes());
+            quantize_sort_key(&data)
+        };
+        assert!(key(i64::MAX - 3) < key(i64::MAX));
+        assert_ne!(key(i64::MAX - 3).0 as f64, 0.0);
     }
 
     #[test]

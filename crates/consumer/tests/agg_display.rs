@@ -337,10 +337,11 @@ fn aggpack_leaves_count_and_llquantize_alone() {
     );
     let mut d = decoder(&[("aggpack", None)]);
     let arg = dtrace_dif::program::llquantize_arg(10, 0, 2, 10);
-    let a = aggdesc(1, 1, &[], (A::AggLlquantize, 8 * 30, 0, arg));
-    let mut v = vec![0i64; 30];
+    // 27 buckets either side of zero, zero and the two overflow buckets
+    let a = aggdesc(1, 1, &[], (A::AggLlquantize, 8 * 58, 0, arg));
+    let mut v = vec![0i64; 58];
     v[0] = arg as i64;
-    v[6] = 1;
+    v[1 + 28 + 6] = 1;
     add(&mut d, &a, &[aggrec(&a, &[], words(&v))]);
     assert!(print_all(&d).contains(DIST));
 }

@@ -454,12 +454,14 @@ fn lquantize_graph() {
 fn llquantize_graph() {
     let mut d = setup(&[], &[]);
     let arg = dtrace_dif::program::llquantize_arg(10, 0, 2, 10);
-    let a = aggdesc(1, 0, &[], (A::AggLlquantize, 8 * 30, 0, arg));
+    // DTrace for Linux's layout: 27 buckets either side of the zero bucket (index 28), and the two
+    // overflow buckets
+    let a = aggdesc(1, 0, &[], (A::AggLlquantize, 8 * 58, 0, arg));
     d.aggs.add_desc(a.clone());
-    let mut v = vec![0i64; 30];
+    let mut v = vec![0i64; 58];
     v[0] = arg as i64;
-    v[1 + 5] = 2; // value 5
-    v[1 + 12] = 1; // value 30
+    v[1 + 28 + 5] = 2; // value 5
+    v[1 + 28 + 12] = 1; // value 30
     d.aggs.merge(&[aggrec(&a, &[], words(&v))]).unwrap();
     let mut out = Vec::new();
     d.print_all_aggregations(&mut out).unwrap();
@@ -964,4 +966,110 @@ fn printa_wide_character_of_an_aggregation_value() {
         res,
         Err(dtrace_consumer::ConsumerError::SizeMismatch { .. })
     ));
+}
+
+#[test]
+fn llquantize_graph_is_symmetric_about_zero() {
+    // DTrace for Linux: llquantize(x, 10, 3, 5, 5) (the documented example) has a zero bucket for
+    // abs(x) < 1000, its magnitudes cut at multiples of 2000, 20000, 200000, and mirrored buckets
+    // below zero.
+    let mut d = setup(&[], &[]);
+    let arg = dtrace_dif::program::llquantize_arg(10, 3, 5, 5);
+    let npos = 3 * 5;
+    let n = 2 * npos + 3;
+    let a = aggdesc(1, 0, &[], (A::AggLlquantize, 8 * (n as u32 + 1), 0, arg));
+    d.aggs.add_desc(a.clone());
+    let mut v = vec![0i64; n + 1];
+    v[0] = arg as i64;
+    let z = 1 + npos + 1;
+    v[z] = 3; // abs(x) < 1000
+    v[z + 1] = 1; // 1000..1999
+    v[z - 2] = 2; // -2000..-3999
+    d.aggs.merge(&[aggrec(&a, &[], words(&v))]).unwrap();
+    let mut out = Vec::new();
+    d.print_all_aggregations(&mut out).unwrap();
+    let want = format!(
+        "{HDR}           -4000 |                                         0        \n\
+         \x20          -2000 |@@@@@@@@@@@@@                            2        \n\
+         \x20          -1000 |                                         0        \n\
+         \x20   abs() < 1000 |@@@@@@@@@@@@@@@@@@@@                     3        \n\
+         \x20           1000 |@@@@@@@                                  1        \n\
+         \x20           2000 |                                         0        \n\n"
+    );
+    assert_eq!(String::from_utf8(out).unwrap(), want);
+
+    // No data: the zero bucket and the two above it; the overflow buckets say <= and >=.
+    let mut d = setup(&[], &[]);
+    let arg = dtrace_dif::program::llquantize_arg(2, 0, 1, 2);
+    let a = aggdesc(1, 0, &[], (A::AggLlquantize, 8 * 8, 0, arg));
+    d.aggs.add_desc(a.clone());
+    d.aggs
+        .merge(&[aggrec(&a, &[], words(&[arg as i64, 0, 0, 0, 0, 0, 0, 0]))])
+        .unwrap();
+    let mut out = Vec::new();
+    d.print_all_aggregations(&mut out).unwrap();
+    let labels: Vec<String> = String::from_utf8(out)
+        .unwrap()
+        .lines()
+        .skip(2)
+        .filter_map(|l| l.split_once('|').map(|(a, _)| a.trim().to_string()))
+        .collect();
+    assert_eq!(labels, ["0", "1", "2"]);
+    let mut d = setup(&[], &[]);
+    d.aggs.add_desc(a.clone());
+    d.aggs
+        .merge(&[aggrec(&a, &[], words(&[arg as i64, 1, 0, 0, 0, 0, 0, 1]))])
+        .unwrap();
+    let mut out = Vec::new();
+    d.print_all_aggregations(&mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    assert!(text.contains("           <= -4 |"), "{text}");
+    assert!(text.contains("            >= 4 |"), "{text}");
+}
+
+#[test]
+fn trace_of_a_struct_union_or_array_dumps_its_bytes() {
+    // DTrace for Linux: trace() of a by-reference value dumps its bytes whatever its size, a one-byte
+    // struct too, and a char array is not printed as a string.
+    let b = dtrace_dif::program::TRACE_BYREF;
+    let ep = eprobe(1, 1, &[(A::DifExpr, 1, 0, b)]);
+    let mut d = setup(std::slice::from_ref(&ep), &[]);
+    let r = record(&ep, &[vec![0x34]]);
+    let got = run(&mut d, &[buf(0, &[r])], false).out;
+    let want = "CPU     ID                    FUNCTION:NAME\n  0      1                           :BEGIN \n             0  1  2  3  4  5  6  7  8  9  a  b  c  d  e  f  0123456789abcdef\n         0: 34                                               4\n\n";
+    assert_eq!(got, want);
+    let ep = eprobe(1, 1, &[(A::DifExpr, 8, 0, b)]);
+    let mut d = setup(std::slice::from_ref(&ep), &[]);
+    let r = record(&ep, &[b"dtrace\0\0".to_vec()]);
+    let got = run(&mut d, &[buf(0, &[r])], false).out;
+    assert!(
+        got.contains("         0: 64 74 72 61 63 65 00 00                          dtrace..\n"),
+        "{got}"
+    );
+}
+
+#[test]
+fn printa_of_an_empty_lquantize_beside_others_shows_zero_rows() {
+    // printa("%-6s %@4d %@\n", @a, @q) where @q (lquantize(x, -10, 10, 1)) has no entries at all:
+    // its zero value still has the parameters the aggregation was declared with.
+    let ep = eprobe(1, 2, &[(A::Printa, 4, 1, 0), (A::Printa, 4, 1, 0)]);
+    let mut d = setup(std::slice::from_ref(&ep), &["%-6s %@4d %@d\n"]);
+    let a = aggdesc(1, 0, &[(A::DifExpr, 8, 0, 0)], (A::AggCount, 8, 0, 0));
+    let arg = dtrace_dif::program::lquantize_arg(-10, 20, 1);
+    let q = aggdesc(
+        2,
+        1,
+        &[(A::DifExpr, 8, 0, 0)],
+        (A::AggLquantize, 23 * 8, 0, arg),
+    );
+    d.aggs.add_desc(a.clone());
+    d.aggs.add_desc(q.clone());
+    d.aggs
+        .merge(&[aggrec(&a, &[strb("x", 8)], i64b(5))])
+        .unwrap();
+    let r = record(&ep, &[i32b(0), i32b(1)]);
+    let got = run(&mut d, &[buf(0, &[r])], true).out;
+    assert!(got.starts_with("x         5 "), "{got}");
+    assert!(got.contains("           < -10 |"), "{got}");
+    assert!(got.contains("             -10 |"), "{got}");
 }

@@ -123,6 +123,12 @@ impl ActionKind {
 /// Linux prints it signed, and an unsigned one (arg 0) unsigned (`trace((uint32_t)-1)` is 4294967295).
 pub const TRACE_SIGNED: u64 = 1;
 
+/// The `arg` of a `trace()` record (`ActionKind::DifExpr`) whose value is a struct, union or
+/// array (by reference, not a string): DTrace for Linux dumps its bytes whatever its size
+/// (`trace(st)` of a one-byte struct is a one-byte dump, not a number, and a `char` array is not
+/// printed as a string).
+pub const TRACE_BYREF: u64 = 4;
+
 /// The `arg` of a `printf()` argument record (`ActionKind::DifExpr`) whose value is an unsigned
 /// integer: DTrace for Linux's `%d` and `%i` print it unsigned (`printf("%s %d", s, (uint8_t)-1)`
 /// prints 255). The first argument is recorded by the printf action itself, whose `arg` is the

@@ -71,50 +71,86 @@ fn llq_params(arg: u64) -> (u16, u16, u16, u16) {
     )
 }
 
-/// The `llquantize()` bucket of a value (`dtrace_aggregate_llquantize_bucket`).
-pub fn llquantize_bucket(factor: u16, low: u16, high: u16, nsteps: u16, value: i64) -> u64 {
-    let factor = factor as i64;
-    let nsteps = nsteps as i64;
-    let mut this: i64 = 1;
-    let mut value = value;
-    let mut order = 0u16;
-    while order < low {
-        this = this.saturating_mul(factor);
-        order += 1;
+/// The most buckets an `llquantize()` value may have on either side of zero.
+pub const LLQUANTIZE_MAX_BUCKETS: u64 = 1 << 16;
+
+/// The first bucket of each magnitude and its step, walked as DTrace for Linux walks them: from
+/// `factor^low` to `factor^(high + 1)`, each magnitude `[this, this * factor)` cut at the multiples of
+/// its step (`this * factor / nsteps`, or 1 when the magnitude is smaller than `nsteps`), its first
+/// bucket starting at `this`. `None` when a bound does not fit 64 bits.
+fn llq_magnitudes(
+    factor: u16,
+    low: u16,
+    high: u16,
+    nsteps: u16,
+) -> Option<(u128, Vec<(u128, u128, u128)>)> {
+    let (f, n) = (factor as u128, nsteps.max(1) as u128);
+    if f < 2 || low > high {
+        return None;
     }
-    let mut last = this;
-    if value < last {
-        return 0;
+    let mut this: u128 = 1;
+    for _ in 0..low {
+        this = this.checked_mul(f).filter(|v| *v <= u64::MAX as u128)?;
     }
-    let mut base: i64 = 1;
-    this = this.saturating_mul(factor);
-    while order <= high {
-        let nbuckets = if this > nsteps { nsteps } else { this };
-        let next = this.checked_mul(factor);
-        if next.is_none() {
-            value = this - 1;
-        }
-        if value < this {
-            return (base + (value - last) / (this / nbuckets)) as u64;
-        }
-        base += nbuckets - (nbuckets / factor);
-        last = this;
-        this = next.unwrap_or(i64::MAX);
-        order += 1;
+    let zero_limit = this;
+    let mut mags = Vec::new();
+    for _ in low..=high {
+        let next = this.checked_mul(f).filter(|v| *v <= u64::MAX as u128)?;
+        let step = if next > n { next / n } else { 1 };
+        mags.push((this, next, step));
+        this = next;
     }
-    base as u64
+    Some((zero_limit, mags))
 }
 
-/// Checks `llquantize` parameters as DTrace does.
+/// The buckets of one magnitude `[this, next)` cut at multiples of `step`, the first starting at `this`.
+fn llq_count(this: u128, next: u128, step: u128) -> u128 {
+    (next - 1) / step - this / step + 1
+}
+
+/// The number of `llquantize()` buckets above zero below the overflow bucket, or `None` for
+/// parameters DTrace refuses (or more than [`LLQUANTIZE_MAX_BUCKETS`]).
+pub fn llquantize_positive_buckets(factor: u16, low: u16, high: u16, nsteps: u16) -> Option<u64> {
+    let (_, mags) = llq_magnitudes(factor, low, high, nsteps)?;
+    let n: u128 = mags.iter().map(|&(t, x, s)| llq_count(t, x, s)).sum();
+    (n <= LLQUANTIZE_MAX_BUCKETS as u128).then_some(n as u64)
+}
+
+/// The `llquantize()` bucket of a value, in DTrace for Linux's layout, which is symmetric about zero:
+/// bucket 0 holds values at or below `-factor^(high + 1)`, then the negative buckets from the largest
+/// magnitude down, the zero bucket (`abs(value) < factor^low`), the positive buckets and last the
+/// overflow bucket (`>= factor^(high + 1)`): `2 * P + 3` buckets for `P` positive ones.
+pub fn llquantize_bucket(factor: u16, low: u16, high: u16, nsteps: u16, value: i64) -> u64 {
+    let Some((zero_limit, mags)) = llq_magnitudes(factor, low, high, nsteps) else {
+        return 0;
+    };
+    let npos: u128 = mags.iter().map(|&(t, x, s)| llq_count(t, x, s)).sum();
+    let zero = npos + 1;
+    let a = value.unsigned_abs() as u128;
+    if a < zero_limit {
+        return zero as u64;
+    }
+    let mut k: u128 = 0;
+    let mut found = None;
+    for &(this, next, step) in &mags {
+        if a < next {
+            found = Some(k + a / step - this / step);
+            break;
+        }
+        k += llq_count(this, next, step);
+    }
+    let k = found.unwrap_or(npos);
+    (if value > 0 {
+        zero + 1 + k
+    } else {
+        zero - 1 - k
+    }) as u64
+}
+
+/// Checks `llquantize` parameters: DTrace's compiler refuses the ones its documentation rules out;
+/// here only what would make the layout unbounded is refused.
 fn llq_valid(factor: u16, low: u16, high: u16, nsteps: u16) -> bool {
-    if factor < 2 || low >= high || nsteps < factor {
-        return false;
-    }
-    let mut v = factor as u64;
-    while v < nsteps as u64 {
-        v *= factor as u64;
-    }
-    v.is_multiple_of(nsteps as u64) && nsteps.is_multiple_of(factor)
+    nsteps >= 1 && llquantize_positive_buckets(factor, low, high, nsteps).is_some()
 }
 
 /// The size in bytes of an aggregating function's value, validating its parameters.
@@ -135,11 +171,11 @@ pub fn value_size(kind: ActionKind, arg: u64) -> Result<u32, AggParamError> {
             if !llq_valid(f, lo, hi, n) {
                 return Err(AggParamError::Llquantize);
             }
-            let nb = llquantize_bucket(f, lo, hi, n, i64::MAX);
-            if nb > 1 << 16 {
+            let Some(npos) = llquantize_positive_buckets(f, lo, hi, n) else {
                 return Err(AggParamError::Llquantize);
-            }
-            ((nb + 2) * 8) as u32
+            };
+            // the parameter word, then 2 * npos + 3 buckets
+            ((2 * npos + 4) * 8) as u32
         }
         _ => 8,
     })
@@ -428,25 +464,41 @@ mod tests {
 
     #[test]
     fn llquantize_layout() {
-        // llquantize(x, 10, 0, 6, 20): the documented example.
+        // llquantize(x, 10, 0, 6, 20): 9 buckets in magnitude 0, 18 in each of the six others.
         let arg = dtrace_dif::program::llquantize_arg(10, 0, 6, 20);
         let size = value_size(ActionKind::AggLlquantize, arg).unwrap();
-        let nb = llquantize_bucket(10, 0, 6, 20, i64::MAX);
-        assert_eq!(size as u64, (nb + 2) * 8);
-        assert_eq!(llquantize_bucket(10, 0, 6, 20, 0), 0);
-        assert_eq!(llquantize_bucket(10, 0, 6, 20, 1), 1);
-        assert_eq!(llquantize_bucket(10, 0, 6, 20, 9), 9);
-        // 10..99 step 5 (20 buckets per magnitude, 18 new ones).
-        assert_eq!(llquantize_bucket(10, 0, 6, 20, 10), 10);
-        assert_eq!(llquantize_bucket(10, 0, 6, 20, 15), 11);
+        let npos = 9 + 6 * 18;
+        assert_eq!(llquantize_positive_buckets(10, 0, 6, 20), Some(npos));
+        assert_eq!(size as u64, (2 * npos + 4) * 8);
+        // Symmetric about the zero bucket.
+        let z = npos + 1;
+        assert_eq!(llquantize_bucket(10, 0, 6, 20, 0), z);
+        assert_eq!(llquantize_bucket(10, 0, 6, 20, 1), z + 1);
+        assert_eq!(llquantize_bucket(10, 0, 6, 20, -1), z - 1);
+        assert_eq!(llquantize_bucket(10, 0, 6, 20, 9), z + 9);
+        // 10..99 step 5.
+        assert_eq!(llquantize_bucket(10, 0, 6, 20, 10), z + 10);
+        assert_eq!(llquantize_bucket(10, 0, 6, 20, 15), z + 11);
+        assert_eq!(llquantize_bucket(10, 0, 6, 20, -15), z - 11);
+        assert_eq!(llquantize_bucket(10, 0, 6, 20, 10_000_000), 2 * npos + 2);
+        assert_eq!(llquantize_bucket(10, 0, 6, 20, i64::MIN), 0);
+        // Fewer steps than the factor: 1000, 2000, 4000, 6000, 8000 in magnitude 3.
+        let z = 1 + llquantize_positive_buckets(10, 3, 5, 5).unwrap();
+        assert_eq!(llquantize_bucket(10, 3, 5, 5, 999), z);
+        assert_eq!(llquantize_bucket(10, 3, 5, 5, -999), z);
+        assert_eq!(llquantize_bucket(10, 3, 5, 5, 1999), z + 1);
+        assert_eq!(llquantize_bucket(10, 3, 5, 5, 2000), z + 2);
+        assert_eq!(llquantize_bucket(10, 3, 5, 5, 3999), z + 2);
+        // One magnitude (low == high) is allowed.
+        assert_eq!(llquantize_positive_buckets(4, 0, 0, 4), Some(3));
         assert!(value_size(
             ActionKind::AggLlquantize,
-            dtrace_dif::program::llquantize_arg(10, 6, 6, 20)
+            dtrace_dif::program::llquantize_arg(10, 6, 5, 20)
         )
         .is_err());
         assert!(value_size(
             ActionKind::AggLlquantize,
-            dtrace_dif::program::llquantize_arg(10, 0, 6, 7)
+            dtrace_dif::program::llquantize_arg(10, 0, 30, 10)
         )
         .is_err());
     }

@@ -313,12 +313,9 @@ pub fn layout_ecb(ecb: &EcbDesc, opts: &Options) -> Result<EcbLayout, LayoutErro
                 }
                 speculative = true;
             }
-            ActionKind::Commit => {
-                if committed {
-                    return Err(LayoutError::AfterCommit(i + 1));
-                }
-                committed = true;
-            }
+            // DTrace for Linux lets a clause commit (and discard) several speculations.
+            ActionKind::Commit => committed = true,
+            ActionKind::Discard => {}
             _ => {
                 if rsize != 0 && committed {
                     return Err(LayoutError::AfterCommit(i + 1));
@@ -561,10 +558,10 @@ mod tests {
             layout_ecb(&ecb(vec![commit(), data()]), &o),
             Err(LayoutError::AfterCommit(2))
         );
-        assert_eq!(
-            layout_ecb(&ecb(vec![commit(), commit()]), &o),
-            Err(LayoutError::AfterCommit(2))
-        );
+        // Several commits and discards in one clause are allowed (DTrace for Linux).
+        let discard = || act(ActionKind::Discard, Some(DifType::integer(8)));
+        assert!(layout_ecb(&ecb(vec![commit(), commit(), commit()]), &o).is_ok());
+        assert!(layout_ecb(&ecb(vec![commit(), discard(), commit(), discard()]), &o).is_ok());
         let mut c = act(ActionKind::AggCount, None);
         c.ntuple = 0;
         assert_eq!(

@@ -378,10 +378,11 @@ fn every_aggregating_function() {
         .iter()
         .map(|a| a.recs.last().unwrap().size)
         .collect();
-    // llquantize(x, 10, 0, 2, 10): bucket 0, 9 per magnitude 0..2 after the first, top bucket: 29.
+    // llquantize(x, 10, 0, 2, 10): 9 buckets in each magnitude 0..2, mirrored below the zero bucket,
+    // the two overflow buckets and the parameter word.
     assert_eq!(
         sizes,
-        vec![8, 8, 16, 8, 8, 32, 127 * 8, 13 * 8, (28 + 2) * 8]
+        vec![8, 8, 16, 8, 8, 32, 127 * 8, 13 * 8, (2 * 27 + 4) * 8]
     );
     fw.go().unwrap();
     let snap = fw.snapshot_aggregations();
@@ -404,8 +405,8 @@ fn every_aggregating_function() {
     assert_eq!(vals[6][QUANTIZE_ZEROBUCKET + 7], 1); // quantize(65): 64..127
     assert_eq!(vals[7][0], lquantize_arg(0, 10, 10));
     assert_eq!(vals[7][1 + 1 + 7], 1); // lquantize(77): after the arg and underflow, 70..79
-    assert_eq!(vals[8][1 + 17], 1); // llquantize(89, 10, 0, 2, 10): the 80..89 bucket
-                                    // The consumer merges snapshots.
+    assert_eq!(vals[8][1 + 28 + 17], 1); // llquantize(89, 10, 0, 2, 10): the 80..89 bucket
+                                         // The consumer merges snapshots.
     let mut a = snap[0].records[3].value.clone();
     merge_value(ActionKind::AggMin, &mut a, &(-1i64).to_ne_bytes());
     assert_eq!(i64::from_ne_bytes(a[..8].try_into().unwrap()), -1);

@@ -7,7 +7,7 @@ use dtrace_dif::program::ActionKind;
 
 use crate::error::{ConsumerError, Result};
 use crate::quantize::{
-    llquantize_params, lquantize_params, quantize_bucket_value, QUANTIZE_NBUCKETS,
+    lquantize_params, quantize_bucket_value, LlquantizeLayout, QUANTIZE_NBUCKETS,
 };
 use crate::recdata;
 
@@ -105,62 +105,28 @@ fn lquantize(data: &[u8]) -> Result<Vec<Bucket>> {
 fn llquantize(data: &[u8]) -> Result<Vec<Bucket>> {
     let bad = || mismatch(data.len(), "llquantize()");
     let arg = recdata::u64_at(data, 0).ok_or_else(bad)?;
-    let (factor, low, high, nsteps) = llquantize_params(arg);
+    let layout = LlquantizeLayout::of(arg).ok_or_else(bad)?;
     let body = &data[8..];
-    if !body.len().is_multiple_of(8)
-        || body.is_empty()
-        || factor < 2
-        || low >= high
-        || nsteps == 0
-        || factor > nsteps
-    {
+    if body.len() != layout.nbuckets() * 8 {
         return Err(bad());
     }
     let c = counts(body);
-    // The lowest value of each bucket after the underflow one, walked as DTrace walks them: `nsteps`
-    // equal steps per power of `factor` (fewer when a power is smaller than `nsteps`).
-    let factor = factor as i64;
-    let mut value: i64 = 1;
-    for _ in 0..low {
-        value = value.saturating_mul(factor);
-    }
-    let mut lows = vec![value];
-    let (mut order, mut next) = (low, value.saturating_mul(factor));
-    let step_of = |next: i64| {
-        if next > nsteps as i64 {
-            next / nsteps as i64
-        } else {
-            1
-        }
-    };
-    let mut step = step_of(next);
-    while order <= high {
-        if lows.len() > c.len() {
-            return Err(bad());
-        }
-        value = value.saturating_add(step);
-        lows.push(value);
-        if value == next {
-            next = value.saturating_mul(factor);
-            step = step_of(next);
-            order += 1;
-        }
-    }
-    // lows[0] bounds the underflow bucket from above and starts bucket 1; lows[i] starts bucket
-    // i + 1; the last one starts the overflow bucket.
-    if lows.len() + 1 > c.len() {
-        return Err(bad());
-    }
-    let c = &c[..lows.len() + 1];
-    let last = c.len() - 1;
-    Ok((0..c.len())
+    let z = layout.zero_bucket();
+    let last = layout.nbuckets() - 1;
+    // Each bucket is labelled by its lowest magnitude: negative buckets hold
+    // (value of the bucket before, value], the zero bucket (-limit, limit), positive buckets
+    // [value, value of the next bucket).
+    Ok((0..=last)
         .map(|i| {
-            let (value, upper, underflow) = if i == 0 {
-                (lows[0], Some(lows[0] - 1), true)
+            let value = layout.bucket_value(i);
+            let (value, upper, underflow) = if i < z {
+                (value, Some(value), false)
+            } else if i == z {
+                (0, Some(layout.zero_limit - 1), false)
             } else if i == last {
-                (lows[i - 1], None, false)
+                (value, None, false)
             } else {
-                (lows[i - 1], Some(lows[i] - 1), false)
+                (value, Some(layout.bucket_value(i + 1) - 1), false)
             };
             Bucket {
                 value,
