@@ -108,7 +108,8 @@ fn every_aggregating_function_prints_the_same_in_the_kernel_or_in_dtrace() {
         @l = lquantize(arg2, 0, 300, 25); @neg = quantize(-(int)arg2); @w = quantize(arg2, 3); \
         @lw = lquantize((int)arg2 - 100, -50, 50, 10, arg0); @k[(int)arg2 % 7, (char)arg2] = sum(1); \
         @nmi = min(-(int)arg2); @nma = max(-(long)arg2); @nsd = stddev(100 - (int)arg2); \
-        @ll = llquantize(arg2, 10, 0, 3, 10); @ll2 = llquantize(arg2 * 1000, 4, 1, 12, 16, arg0); }";
+        @ll = llquantize(arg2, 10, 0, 3, 10); @ll2 = llquantize(arg2 * 1000, 4, 1, 12, 16, arg0); \
+        @lln = llquantize(100 - (int)arg2, 10, 0, 2, 10); }";
     let out = same_both_ways(all, &[], &cmd);
     // The sizes written: (i * 37) % 300 for i < 2000.
     let sum: u64 = (0..2000u64).map(|i| (i * 37) % 300).sum();

@@ -108,6 +108,44 @@ fn llq_count(this: u128, next: u128, step: u128) -> u128 {
     (next - 1) / step - this / step + 1
 }
 
+/// One magnitude of an `llquantize()` as [`llquantize_bucket`] walks it: the values `[first, next)`,
+/// cut at multiples of `step`; `base` counts the positive buckets of the magnitudes below it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LlqMagnitude {
+    /// The magnitude's first value.
+    pub first: u64,
+    /// The next magnitude's first value.
+    pub next: u64,
+    /// The width of its buckets.
+    pub step: u64,
+    /// The positive buckets below it.
+    pub base: u64,
+}
+
+/// The layout [`llquantize_bucket`] uses, for code that computes the same buckets elsewhere (the
+/// kernel's aggregation programs): the zero bucket's limit (`factor^low`) and every magnitude.
+/// `None` for parameters that have no layout.
+pub fn llquantize_magnitudes(
+    factor: u16,
+    low: u16,
+    high: u16,
+    nsteps: u16,
+) -> Option<(u64, Vec<LlqMagnitude>)> {
+    let (zero_limit, mags) = llq_magnitudes(factor, low, high, nsteps)?;
+    let mut base: u128 = 0;
+    let mut out = Vec::with_capacity(mags.len());
+    for (first, next, step) in mags {
+        out.push(LlqMagnitude {
+            first: u64::try_from(first).ok()?,
+            next: u64::try_from(next).ok()?,
+            step: u64::try_from(step).ok()?,
+            base: u64::try_from(base).ok()?,
+        });
+        base += llq_count(first, next, step);
+    }
+    Some((u64::try_from(zero_limit).ok()?, out))
+}
+
 /// The number of `llquantize()` buckets above zero below the overflow bucket, or `None` for
 /// parameters DTrace refuses (or more than [`LLQUANTIZE_MAX_BUCKETS`]).
 pub fn llquantize_positive_buckets(factor: u16, low: u16, high: u16, nsteps: u16) -> Option<u64> {

@@ -25,6 +25,7 @@ use crate::bpf::insn::{helper, op, Asm, Label, Reg, Size, R0, R1, R10, R2, R3, R
 use dtrace_dif::object::DifObject;
 use dtrace_dif::program::ActionKind;
 use dtrace_ebpf::translate::{self, Fragment, Frame, Untranslatable, ValueKind};
+use dtrace_framework::aggregate::{llquantize_magnitudes, llquantize_positive_buckets};
 
 /// Per clause of a [`KernelAggs`], in its order: `Ok` when the clause aggregates in the kernel at
 /// this probe, else why not.
@@ -377,94 +378,58 @@ fn emit_quantize_bucket(a: &mut Asm) {
     a.bind(done);
 }
 
-/// One order of magnitude of an `llquantize()`: values below `this` (and at least `last`) go to
-/// bucket `base + (value - last) / step`.
-struct LlqOrder {
-    this: i64,
-    last: i64,
-    base: i64,
-    step: i64,
-    /// `this` times the factor overflows: every larger value counts as `this - 1`.
-    last_order: bool,
-}
-
-/// The orders of an `llquantize()`'s buckets, walked as `dtrace_framework::aggregate::
-/// llquantize_bucket` walks them, and the bucket of values past the last one.
-fn llq_orders(arg: u64) -> (i64, Vec<LlqOrder>, i64) {
+/// r1 = the `llquantize()` bucket of the value in r2 (see `dtrace_framework::aggregate::
+/// llquantize_bucket`, whose layout is symmetric about the zero bucket): the magnitude of the
+/// value finds its bucket counted from zero, unrolled over the orders of magnitude (at most 64:
+/// each multiplies by a factor of at least 2), and its sign picks the side. Uses r3 and r5.
+/// Returns the highest bucket.
+fn emit_llquantize_bucket(a: &mut Asm, arg: u64) -> crate::error::Result<i32> {
     let (factor, low, high, nsteps) = (
-        i64::from((arg >> 48) as u16),
+        (arg >> 48) as u16,
         (arg >> 32) as u16,
         (arg >> 16) as u16,
-        i64::from(arg as u16),
+        arg as u16,
     );
-    let mut this: i64 = 1;
-    for _ in 0..low {
-        this = this.saturating_mul(factor);
-    }
-    let first = this;
-    let mut last = this;
-    let mut base: i64 = 1;
-    this = this.saturating_mul(factor);
-    let mut out = Vec::new();
-    let mut order = low;
-    while order <= high {
-        let nbuckets = if this > nsteps { nsteps } else { this };
-        let next = this.checked_mul(factor);
-        out.push(LlqOrder {
-            this,
-            last,
-            base,
-            step: (this / nbuckets.max(1)).max(1),
-            last_order: next.is_none(),
-        });
-        if next.is_none() {
-            break;
-        }
-        base += nbuckets - nbuckets / factor.max(1);
-        last = this;
-        this = next.unwrap_or(i64::MAX);
-        order += 1;
-    }
-    (first, out, base)
-}
-
-/// r1 = the `llquantize()` bucket of the value in r2 (see `dtrace_framework::aggregate::
-/// llquantize_bucket`), unrolled over the orders of magnitude (at most 63: each multiplies by a
-/// factor of at least 2); uses r3. Returns the highest bucket.
-fn emit_llquantize_bucket(a: &mut Asm, arg: u64) -> crate::error::Result<i32> {
-    let (first, orders, beyond) = llq_orders(arg);
-    let top = i32::try_from(beyond)
-        .map_err(|_| crate::error::LinuxError::Asm("llquantize() has too many buckets".into()))?;
-    let have = a.label();
-    a.mov_imm(R1, 0);
-    a.ld_imm64(R3, first as u64);
-    a.jmp_reg(op::JSLT, R2, R3, have);
-    for o in &orders {
+    let bad = |what: &str| crate::error::LinuxError::Asm(format!("llquantize(): {what}"));
+    let (zero_limit, mags) =
+        llquantize_magnitudes(factor, low, high, nsteps).ok_or_else(|| bad("no bucket layout"))?;
+    let npos = llquantize_positive_buckets(factor, low, high, nsteps)
+        .ok_or_else(|| bad("too many buckets"))?;
+    let npos = i32::try_from(npos).map_err(|_| bad("too many buckets"))?;
+    let zero = npos + 1;
+    let top = 2 * npos + 2;
+    let (have_k, positive, done) = (a.label(), a.label(), a.label());
+    // r3 = |value|, unsigned (INT64_MIN's magnitude is 2^63).
+    let nonneg = a.label();
+    a.mov(R3, R2);
+    a.jmp_imm(op::JSGE, R3, 0, nonneg);
+    a.alu_imm(op::NEG, R3, 0);
+    a.bind(nonneg);
+    a.mov_imm(R1, zero);
+    a.ld_imm64(R5, zero_limit);
+    a.jmp_reg(op::JLT, R3, R5, done);
+    for m in &mags {
         let next = a.label();
-        if !o.last_order {
-            a.ld_imm64(R3, o.this as u64);
-            a.jmp_reg(op::JSGE, R2, R3, next);
-        } else {
-            // The framework counts every value from here on as `this - 1`.
-            a.ld_imm64(R2, (o.this - 1) as u64);
-        }
-        a.mov(R1, R2);
-        a.ld_imm64(R3, o.last as u64);
-        a.alu(op::SUB, R1, R3);
-        a.ld_imm64(R3, o.step as u64);
-        a.alu(op::DIV, R1, R3);
-        a.ld_imm64(R3, o.base as u64);
-        a.alu(op::ADD, R1, R3);
-        a.ja(have);
+        a.ld_imm64(R5, m.next);
+        a.jmp_reg(op::JGE, R3, R5, next);
+        // k = base + |value| / step - first / step
+        a.mov(R1, R3);
+        a.ld_imm64(R5, m.step);
+        a.alu(op::DIV, R1, R5);
+        a.ld_imm64(R5, m.base.wrapping_sub(m.first / m.step));
+        a.alu(op::ADD, R1, R5);
+        a.ja(have_k);
         a.bind(next);
-        if o.last_order {
-            return Err(crate::error::LinuxError::Asm(
-                "llquantize() order after the last".into(),
-            ));
-        }
     }
-    a.mov_imm(R1, top);
-    a.bind(have);
+    // Past the last magnitude: the overflow bucket on either side.
+    a.mov_imm(R1, npos);
+    a.bind(have_k);
+    a.jmp_imm(op::JSGT, R2, 0, positive);
+    a.mov_imm(R5, zero - 1).alu(op::SUB, R5, R1);
+    a.mov(R1, R5).ja(done);
+    a.bind(positive);
+    a.alu_imm(op::ADD, R1, zero + 1);
+    a.bind(done);
     Ok(top)
 }
 
@@ -509,21 +474,31 @@ mod tests {
     use super::*;
     use dtrace_framework::aggregate::llquantize_bucket;
 
-    /// The bucket the unrolled orders give, computed as the emitted code computes it.
+    /// The bucket the emitted code computes, step by step as it computes it.
     fn bucket(arg: u64, v: i64) -> i64 {
-        let (first, orders, beyond) = llq_orders(arg);
-        if v < first {
-            return 0;
+        let (f, lo, hi, n) = (
+            (arg >> 48) as u16,
+            (arg >> 32) as u16,
+            (arg >> 16) as u16,
+            arg as u16,
+        );
+        let (zero_limit, mags) = llquantize_magnitudes(f, lo, hi, n).unwrap();
+        let npos = llquantize_positive_buckets(f, lo, hi, n).unwrap();
+        let zero = npos + 1;
+        let a = v.unsigned_abs();
+        if a < zero_limit {
+            return zero as i64;
         }
-        for o in &orders {
-            if o.last_order {
-                return o.base + (o.this - 1 - o.last) / o.step;
-            }
-            if v < o.this {
-                return o.base + (v - o.last) / o.step;
-            }
+        let k = mags
+            .iter()
+            .find(|m| a < m.next)
+            .map(|m| (a / m.step).wrapping_add(m.base.wrapping_sub(m.first / m.step)))
+            .unwrap_or(npos);
+        if v > 0 {
+            (zero + 1 + k) as i64
+        } else {
+            (zero - 1 - k) as i64
         }
-        beyond
     }
 
     #[test]
@@ -532,13 +507,17 @@ mod tests {
             (10, 0, 6, 20),
             (2, 0, 62, 2),
             (10, 3, 4, 10),
-            (4, 1, 40, 16),
+            (4, 1, 30, 16),
+            (10, 1, 3, 3),
+            (3, 0, 39, 7),
+            (10, 2, 2, 100),
         ] {
             let arg = dtrace_dif::program::llquantize_arg(f, lo, hi, n);
             let mut values: Vec<i64> = vec![i64::MIN, -1, 0, 1, i64::MAX, i64::MAX - 1];
             let mut p: i64 = 1;
             while let Some(q) = p.checked_mul(i64::from(f)) {
                 values.extend([p - 1, p, p + 1, p + p / 2, q - 1]);
+                values.extend([1 - p, -p, -p - 1, -p - p / 2, 1 - q]);
                 p = q;
             }
             for v in values {
