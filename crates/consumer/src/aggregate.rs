@@ -447,7 +447,7 @@ mod tests {
         // of one variable with one key layout; equal values sort by key #2 under aggsortkeypos=1.
         let two_keys = |aggid: u32| {
             let mut d = desc(aggid, 0, ActionKind::AggSum, 8);
-            let mut k2 = d.recs[0].clone();
+            let mut k2 = d.recs[0];
             k2.offset = 8;
             d.recs[1].offset = 16;
             d.recs.insert(1, k2);

@@ -74,16 +74,14 @@ fn llq_params(arg: u64) -> (u16, u16, u16, u16) {
 /// The most buckets an `llquantize()` value may have on either side of zero.
 pub const LLQUANTIZE_MAX_BUCKETS: u64 = 1 << 16;
 
+/// One magnitude of `llquantize()`: its first value, the next magnitude's and its step.
+type Magnitude = (u128, u128, u128);
+
 /// The first bucket of each magnitude and its step, walked as DTrace for Linux walks them: from
 /// `factor^low` to `factor^(high + 1)`, each magnitude `[this, this * factor)` cut at the multiples of
 /// its step (`this * factor / nsteps`, or 1 when the magnitude is smaller than `nsteps`), its first
 /// bucket starting at `this`. `None` when a bound does not fit 64 bits.
-fn llq_magnitudes(
-    factor: u16,
-    low: u16,
-    high: u16,
-    nsteps: u16,
-) -> Option<(u128, Vec<(u128, u128, u128)>)> {
+fn llq_magnitudes(factor: u16, low: u16, high: u16, nsteps: u16) -> Option<(u128, Vec<Magnitude>)> {
     let (f, n) = (factor as u128, nsteps.max(1) as u128);
     if f < 2 || low > high {
         return None;
