@@ -337,8 +337,16 @@ impl Aggregations {
         all.sort_by(|x, y| {
             let var = x.varid.cmp(&y.varid);
             let key = || {
-                if x.aggid == y.aggid {
-                    Self::key_cmp(self.desc_of(x), order.keypos, &x.key, &y.key)
+                // one layout (the same aggregating action, or another one of the same variable
+                // with the same key records): compared key by key from `aggsortkeypos`
+                let (dx, dy) = (self.desc_of(x), self.desc_of(y));
+                let same_layout = x.aggid == y.aggid
+                    || matches!((dx, dy), (Some(a), Some(b)) if a.recs.len() == b.recs.len()
+                    && a.recs.iter().zip(&b.recs).rev().skip(1).all(|(p, q)| {
+                        p.offset == q.offset && p.size == q.size
+                    }));
+                if same_layout {
+                    Self::key_cmp(dx, order.keypos, &x.key, &y.key)
                 } else {
                     // Keys laid out differently: the shorter layout first, then the bytes.
                     x.key
@@ -431,6 +439,55 @@ mod tests {
         });
         assert_eq!(s[0].varid, 1);
         assert!(a.merge(&[rec(9, 1, &[1])]).is_err());
+    }
+
+    #[test]
+    fn aggsortkeypos_orders_entries_of_several_aggregating_actions() {
+        // @[1, 3] = sum(0); @[2, 2] = sum(0); @[3, 1] = sum(0): three actions (aggregation ids)
+        // of one variable with one key layout; equal values sort by key #2 under aggsortkeypos=1.
+        let two_keys = |aggid: u32| {
+            let mut d = desc(aggid, 0, ActionKind::AggSum, 8);
+            let mut k2 = d.recs[0];
+            k2.offset = 8;
+            d.recs[1].offset = 16;
+            d.recs.insert(1, k2);
+            d
+        };
+        let mut a = Aggregations::default();
+        for id in 1..=3 {
+            a.add_desc(two_keys(id));
+        }
+        let key = |x: u64, y: u64| [x.to_ne_bytes(), y.to_ne_bytes()].concat();
+        a.merge(&[
+            AggRecord {
+                aggid: 1,
+                key: key(1, 3),
+                value: 0i64.to_ne_bytes().to_vec(),
+            },
+            AggRecord {
+                aggid: 2,
+                key: key(2, 2),
+                value: 0i64.to_ne_bytes().to_vec(),
+            },
+            AggRecord {
+                aggid: 3,
+                key: key(3, 1),
+                value: 0i64.to_ne_bytes().to_vec(),
+            },
+        ])
+        .unwrap();
+        let firsts = |keypos: usize| -> Vec<u64> {
+            a.sorted(SortOrder {
+                by_key: false,
+                reverse: false,
+                keypos,
+            })
+            .iter()
+            .map(|e| recdata::u64_at(&e.key, 0).unwrap())
+            .collect()
+        };
+        assert_eq!(firsts(0), vec![1, 2, 3]);
+        assert_eq!(firsts(1), vec![3, 2, 1]);
     }
 
     #[test]

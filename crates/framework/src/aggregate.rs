@@ -74,7 +74,7 @@ fn llq_params(arg: u64) -> (u16, u16, u16, u16) {
 /// The most buckets an `llquantize()` value may have on either side of zero.
 pub const LLQUANTIZE_MAX_BUCKETS: u64 = 1 << 16;
 
-/// One magnitude's first value, the next magnitude's first value and its step.
+/// One magnitude of `llquantize()`: its first value, the next magnitude's and its step.
 type Magnitude = (u128, u128, u128);
 
 /// The first bucket of each magnitude and its step, walked as DTrace for Linux walks them: from

@@ -107,6 +107,8 @@ impl Machine {
             Random => Ok(env.ctx.random()),
             Speculation => Ok(env.ctx.speculation()),
             Progenyof => Ok(env.ctx.progenyof(arg(0)) as u64),
+            // DTrace for Linux faults on strlen(NULL) as on any other bad address
+            Strlen if arg(0) == 0 => Err(Fault::new(FaultKind::BadAddr, 0)),
             Strlen => self.strlen(env, arg(0), strsize).map(|n| n as u64),
             Copyin => {
                 let size = arg(1);
@@ -168,7 +170,8 @@ impl Machine {
                 Ok(0)
             }
             Alloca => self.alloc(arg(0)),
-            Getmajor => Ok(arg(0) >> 20),
+            // Linux's kernel dev_t: 32 bits, the major number above the 20 minor bits
+            Getmajor => Ok(u64::from(arg(0) as u32 >> 20)),
             Getminor => Ok(arg(0) & 0xf_ffff),
             Strjoin => {
                 let mut a = std::mem::take(&mut self.tmp);
