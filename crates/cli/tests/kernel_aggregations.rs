@@ -5,9 +5,8 @@
 //! each clause's aggregations run, and why not in the kernel when they cannot.
 
 mod common;
-use common::{compile_c, dtrace, have_gcc, kernel_ok, test_dir};
+use common::{compile_c, dtrace, dtrace_with_env, have_gcc, kernel_ok, test_dir};
 use std::path::PathBuf;
-use std::process::Command;
 
 /// Writes `argv[1]` times per phase to /dev/null, of sizes (i * 37 + phase * 11) % 300; with
 /// several phases (`argv[2]`), each ends with a getppid() marker and a pause.
@@ -45,18 +44,10 @@ fn writer(tag: &str) -> PathBuf {
 /// Runs `dtrace args` with aggregations in the kernel (`true`) or in dtrace's interpreter.
 fn dtrace_way(kernel: bool, args: &[&str]) -> (i32, String, String) {
     if kernel {
-        return dtrace(args);
+        dtrace(args)
+    } else {
+        dtrace_with_env(&[("DTRACE_KERNEL_AGGREGATIONS", "0")], args)
     }
-    let o = Command::new(env!("CARGO_BIN_EXE_dtrace"))
-        .env("DTRACE_KERNEL_AGGREGATIONS", "0")
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        o.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
 }
 
 /// The `-v` lines about where clause `n` runs.

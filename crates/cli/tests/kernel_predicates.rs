@@ -5,24 +5,15 @@
 //! says where each clause's predicate runs.
 
 mod common;
-use common::{dtrace, kernel_ok};
-use std::process::Command;
+use common::{dtrace, dtrace_with_env, kernel_ok};
 
 /// Runs `dtrace args` with predicates in the kernel (`true`) or in the interpreter.
 fn dtrace_way(kernel: bool, args: &[&str]) -> (i32, String, String) {
     if kernel {
-        return dtrace(args);
+        dtrace(args)
+    } else {
+        dtrace_with_env(&[("DTRACE_KERNEL_PREDICATES", "0")], args)
     }
-    let o = Command::new(env!("CARGO_BIN_EXE_dtrace"))
-        .env("DTRACE_KERNEL_PREDICATES", "0")
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        o.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
 }
 
 /// stderr without the lines naming the traced process's pid (which differs between runs).

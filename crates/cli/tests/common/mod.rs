@@ -35,7 +35,13 @@ pub fn have_gcc(test: &str) -> bool {
 
 /// Runs `dtrace args`: (exit status, stdout, stderr).
 pub fn dtrace(args: &[&str]) -> (i32, String, String) {
+    dtrace_with_env(&[], args)
+}
+
+/// Runs `dtrace args` with the variables `env` set: (exit status, stdout, stderr).
+pub fn dtrace_with_env(env: &[(&str, &str)], args: &[&str]) -> (i32, String, String) {
     let o = Command::new(env!("CARGO_BIN_EXE_dtrace"))
+        .envs(env.iter().copied())
         .args(args)
         .output()
         .unwrap();
