@@ -36,17 +36,23 @@ fn be<E: std::fmt::Display>(e: E) -> ConsumerError {
     ConsumerError::Backend(e.to_string())
 }
 
-/// The `aggsize` a program runs with: its last `#pragma D option aggsize`, else the handle's.
-fn aggsize_of(prog: &Program, options: &Options) -> Option<u64> {
+/// The value of size option `name` a program runs with: its last `#pragma D option`, else the
+/// handle's.
+fn size_option(prog: &Program, options: &Options, name: &str) -> i64 {
     let pragma = prog
         .options
         .iter()
         .rev()
-        .find(|(n, _)| n == "aggsize")
+        .find(|(n, _)| n == name)
         .and_then(|(_, v)| v.as_deref())
         .and_then(dtrace_consumer::options::parse_size)
         .map(|n| n as i64);
-    let v = pragma.unwrap_or_else(|| options.value("aggsize"));
+    pragma.unwrap_or_else(|| options.value(name))
+}
+
+/// The `aggsize` a program runs with: its last `#pragma D option aggsize`, else the handle's.
+fn aggsize_of(prog: &Program, options: &Options) -> Option<u64> {
+    let v = size_option(prog, options, "aggsize");
     (v > 0).then_some(v as u64)
 }
 
@@ -60,15 +66,7 @@ fn ring_bytes(bufsize: u64, ncpus: u32) -> usize {
 
 /// The `bufsize` a program runs with: its last `#pragma D option bufsize`, else the handle's.
 fn bufsize_of(prog: &Program, options: &Options) -> u64 {
-    let pragma = prog
-        .options
-        .iter()
-        .rev()
-        .find(|(n, _)| n == "bufsize")
-        .and_then(|(_, v)| v.as_deref())
-        .and_then(dtrace_consumer::options::parse_size)
-        .map(|n| n as i64);
-    let v = pragma.unwrap_or_else(|| options.value("bufsize"));
+    let v = size_option(prog, options, "bufsize");
     if v > 0 {
         v as u64
     } else {
