@@ -140,19 +140,20 @@ impl ClauseKernel {
         }
         let head = format!("clause {n} ({})", self.desc);
         let probes = |k: usize| format!("{k} probe{}", if k == 1 { "" } else { "s" });
-        let mut out = Vec::new();
-        if self.has_predicate {
-            let mut line = format!(
-                "{head}: predicate runs in the kernel at {}",
-                probes(self.in_kernel)
-            );
-            if let Some((probe, why)) = self.in_dtrace.first() {
+        // "WHAT in the kernel at N probes[, in dtrace at M probes (at PROBE: WHY)]"
+        let placement = |what: &str, in_kernel: usize, in_dtrace: &[(String, String)]| {
+            let mut line = format!("{head}: {what} in the kernel at {}", probes(in_kernel));
+            if let Some((probe, why)) = in_dtrace.first() {
                 line.push_str(&format!(
                     ", in dtrace at {} (at {probe}: {why})",
-                    probes(self.in_dtrace.len())
+                    probes(in_dtrace.len())
                 ));
             }
-            out.push(line);
+            line
+        };
+        let mut out = Vec::new();
+        if self.has_predicate {
+            out.push(placement("predicate runs", self.in_kernel, &self.in_dtrace));
         } else if self.aggs_in_kernel == 0 {
             out.push(format!(
                 "{head}: no predicate; every firing is recorded and runs in dtrace"
@@ -161,19 +162,11 @@ impl ClauseKernel {
         match &self.aggregates {
             None => {}
             Some(Err(why)) => out.push(format!("{head}: aggregations run in dtrace ({why})")),
-            Some(Ok(())) => {
-                let mut line = format!(
-                    "{head}: aggregations run in the kernel at {}",
-                    probes(self.aggs_in_kernel)
-                );
-                if let Some((probe, why)) = self.aggs_in_dtrace.first() {
-                    line.push_str(&format!(
-                        ", in dtrace at {} (at {probe}: {why})",
-                        probes(self.aggs_in_dtrace.len())
-                    ));
-                }
-                out.push(line);
-            }
+            Some(Ok(())) => out.push(placement(
+                "aggregations run",
+                self.aggs_in_kernel,
+                &self.aggs_in_dtrace,
+            )),
         }
         out
     }
