@@ -82,6 +82,15 @@ pub(crate) fn open_perf_event_for(
     Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
 }
 
+/// A dynamic-probe PMU's type and the bit of `config` that makes a return probe, read from its
+/// directory under `/sys/bus/event_source/devices` (`kprobe`, `uprobe`); `None` where it is absent.
+pub(crate) fn probe_pmu(dir: &str) -> Option<(u32, u32)> {
+    let typ = std::fs::read_to_string(format!("{dir}/type")).ok()?;
+    let ret = std::fs::read_to_string(format!("{dir}/format/retprobe")).ok()?;
+    let bit = ret.trim().strip_prefix("config:")?.parse().ok()?;
+    Some((typ.trim().parse().ok()?, bit))
+}
+
 /// Whether a cpu-clock perf event can be opened on the first online CPU (it is closed at once).
 pub fn cpu_clock_available() -> bool {
     let cpu = crate::bpf::map::online_cpus()

@@ -11,15 +11,7 @@ pub fn have_kprobes() -> bool {
 /// Whether the kernel can attach fentry programs: BTF, plus an ftrace function tracer whose function
 /// list we may read (sandboxed kernels refuse it with EPERM, and refuse BPF trampolines with it).
 pub fn have_fentry() -> bool {
-    use std::io::Read;
-    let Some(root) = crate::tracefs::find_tracefs() else {
-        return false;
-    };
-    let mut buf = [0u8; 64];
-    have_btf()
-        && std::fs::File::open(root.join("available_filter_functions"))
-            .and_then(|mut f| f.read(&mut buf))
-            .is_ok_and(|n| n > 0)
+    have_btf() && have_function_list()
 }
 
 /// Whether the kernel publishes its BTF.
@@ -27,16 +19,79 @@ pub fn have_btf() -> bool {
     std::path::Path::new("/sys/kernel/btf/vmlinux").exists()
 }
 
-/// `Ok` when this kernel has the `fbt` provider (BPF trampolines); otherwise why not, as the user
-/// should see it.
+/// How `fbt` probes attach.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FbtMechanism {
+    /// fentry/fexit programs on BPF trampolines (the cheapest per firing).
+    Fentry,
+    /// kprobes and kretprobes (kprobe-multi links where the kernel has them).
+    Kprobe,
+}
+
+/// The environment variable that picks the `fbt` mechanism (`fentry` or `kprobe`) instead of the
+/// default (fentry where the kernel has it, kprobes otherwise).
+pub const FBT_MECHANISM_ENV: &str = "DTRACE_FBT";
+
+/// How `fbt` probes attach on this kernel (see [`FBT_MECHANISM_ENV`]), or why there is no `fbt`, as
+/// the user should see it. Both need the function list of ftrace (`available_filter_functions`).
+pub fn fbt_mechanism() -> Result<FbtMechanism> {
+    // Read once: every fbt probe asks.
+    static CHOSEN: std::sync::OnceLock<std::result::Result<FbtMechanism, Option<String>>> =
+        std::sync::OnceLock::new();
+    CHOSEN
+        .get_or_init(choose_fbt_mechanism)
+        .clone()
+        .map_err(|e| e.map_or(LinuxError::FbtUnavailable, LinuxError::Unavailable))
+}
+
+/// The mechanism, or why there is none (`None`: neither kprobes nor fentry).
+fn choose_fbt_mechanism() -> std::result::Result<FbtMechanism, Option<String>> {
+    let asked = std::env::var(FBT_MECHANISM_ENV).ok();
+    let fentry = have_fentry();
+    let kprobes = have_kprobes() && crate::kprobe::available() && have_function_list();
+    match asked.as_deref() {
+        None | Some("") => {}
+        Some("fentry") if fentry => return Ok(FbtMechanism::Fentry),
+        Some("kprobe") if kprobes => return Ok(FbtMechanism::Kprobe),
+        Some(m @ ("fentry" | "kprobe")) => {
+            return Err(Some(format!(
+                "the fbt provider on {m} ({FBT_MECHANISM_ENV}={m}): this kernel has no {m}s{}",
+                if m == "fentry" {
+                    " (BPF trampolines)"
+                } else {
+                    ""
+                }
+            )))
+        }
+        Some(other) => {
+            return Err(Some(format!(
+                "the fbt provider: {FBT_MECHANISM_ENV}={other} is neither fentry nor kprobe"
+            )))
+        }
+    }
+    if fentry {
+        return Ok(FbtMechanism::Fentry);
+    }
+    if kprobes {
+        return Ok(FbtMechanism::Kprobe);
+    }
+    Err(None)
+}
+
+/// Whether ftrace's list of traceable functions can be read.
+fn have_function_list() -> bool {
+    use std::io::Read;
+    let Some(root) = crate::tracefs::find_tracefs() else {
+        return false;
+    };
+    let mut buf = [0u8; 64];
+    std::fs::File::open(root.join("available_filter_functions"))
+        .and_then(|mut f| f.read(&mut buf))
+        .is_ok_and(|n| n > 0)
+}
+
+/// `Ok` when this kernel has the `fbt` provider (BPF trampolines or kprobes); otherwise why not,
+/// as the user should see it.
 pub fn fbt_support() -> Result<()> {
-    if have_fentry() {
-        return Ok(());
-    }
-    if have_kprobes() {
-        return Err(LinuxError::NotYetSupported(
-            "the fbt provider on kprobes (this kernel has kprobes but no fentry)".into(),
-        ));
-    }
-    Err(LinuxError::FbtUnavailable)
+    fbt_mechanism().map(|_| ())
 }

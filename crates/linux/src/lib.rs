@@ -40,6 +40,7 @@ pub mod catalog;
 pub mod error;
 mod fasthash;
 pub mod features;
+pub mod kprobe;
 pub mod live;
 pub mod process;
 pub mod provider;

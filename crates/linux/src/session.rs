@@ -65,7 +65,17 @@ struct PendingUprobe {
     name: String,
 }
 
-/// The uprobes of one object, process and kind (entry or return), placed by one uprobe-multi link.
+/// A kernel function's kprobe enabled but not yet placed: its capture program, loaded for a
+/// kprobe-multi link.
+struct PendingKprobe {
+    func: String,
+    retprobe: bool,
+    prog: Program,
+    name: String,
+}
+
+/// The uprobes of one object, process and kind (entry or return), placed by one uprobe-multi link;
+/// or the kprobes of one kind on kernel functions, placed by one kprobe-multi link.
 ///
 /// Design: each probe keeps its own capture program (its tag, its clauses' capture spec and, for
 /// USDT, each site's argument locations), exactly as on the per-probe perf path; the link's program
@@ -74,12 +84,20 @@ struct PendingUprobe {
 /// program that branches on the cookie would hit the verifier's size limits with thousands of
 /// probes, and one link per probe would wait for a grace period per probe on removal again, which
 /// is the cost the link exists to avoid.
-struct UprobeGroup {
+struct ProbeGroup {
     // Field order is drop order: the link first, so nothing fires into what follows.
     _link: Attachment,
     _dispatcher: Program,
     _slots: Map,
     _programs: Vec<Program>,
+}
+
+/// How errors name a group of `n` probes whose first is `first`.
+fn group_name(first: &str, n: usize) -> String {
+    match n {
+        1 => first.to_string(),
+        _ => format!("{first} and {} more probes", n - 1),
+    }
 }
 
 /// One raw syscall tracepoint with its dispatcher and the per-syscall tail-call slots.
@@ -106,8 +124,10 @@ pub struct Session {
     enabled: Vec<Enabled>,
     /// Uprobe sites waiting for [`Session::attach_pending`].
     pending_uprobes: Vec<PendingUprobe>,
-    /// Uprobe-multi links and what they run.
-    uprobe_groups: Vec<UprobeGroup>,
+    /// Kernel-function kprobes waiting for [`Session::attach_pending`].
+    pending_kprobes: Vec<PendingKprobe>,
+    /// Uprobe-multi and kprobe-multi links and what they run.
+    groups: Vec<ProbeGroup>,
     /// The `sys_enter` and `sys_exit` dispatchers, created with the first syscall probe.
     dispatch: [Option<Dispatch>; 2],
     info: crate::fasthash::TagMap<ProbeInfo>,
@@ -234,7 +254,8 @@ impl Session {
         Ok(Session {
             enabled: Vec::new(),
             pending_uprobes: Vec::new(),
-            uprobe_groups: Vec::new(),
+            pending_kprobes: Vec::new(),
+            groups: Vec::new(),
             dispatch: [None, None],
             info: Default::default(),
             reports: Default::default(),
@@ -463,21 +484,48 @@ impl Session {
                 args,
                 conditions,
             } => {
-                let shape = ProbeShape {
+                let mechanism = crate::features::fbt_mechanism()?;
+                let mut shape = ProbeShape {
                     ctx: CtxKind::TypedRawTracepoint,
                     args: args.clone(),
                     conditions: conditions.clone(),
                     identity: Identity::Current,
                     task: self.task,
                 };
-                let kind = match ret {
-                    true => ProgKind::Fexit { btf_id: *btf_id },
-                    false => ProgKind::Fentry { btf_id: *btf_id },
-                };
-                let (prog, report) = load(kind, &shape, &fds)?;
-                capture_report = report;
-                attachments.push(Attachment::tp_btf(&prog, &name)?);
-                programs.push(prog);
+                match mechanism {
+                    crate::features::FbtMechanism::Fentry => {
+                        let kind = match ret {
+                            true => ProgKind::Fexit { btf_id: *btf_id },
+                            false => ProgKind::Fentry { btf_id: *btf_id },
+                        };
+                        let (prog, report) = load(kind, &shape, &fds)?;
+                        capture_report = report;
+                        attachments.push(Attachment::tp_btf(&prog, &name)?);
+                        programs.push(prog);
+                    }
+                    crate::features::FbtMechanism::Kprobe => {
+                        shape.ctx = CtxKind::Kprobe;
+                        let multi = crate::kprobe::multi_available();
+                        let kind = match multi {
+                            true => ProgKind::KprobeMulti,
+                            false => ProgKind::Kprobe,
+                        };
+                        let (prog, report) = load(kind, &shape, &fds)?;
+                        capture_report = report;
+                        let func = probe.desc.function.clone();
+                        if multi {
+                            self.pending_kprobes.push(PendingKprobe {
+                                func,
+                                retprobe: *ret,
+                                prog,
+                                name: name.clone(),
+                            });
+                        } else {
+                            attachments.push(crate::kprobe::attach(&prog, &func, *ret, &name)?);
+                            programs.push(prog);
+                        }
+                    }
+                }
                 (false, false)
             }
             AttachPoint::Profile {
@@ -523,12 +571,10 @@ impl Session {
         Ok(())
     }
 
-    /// Places the uprobes enabled since the last call: one uprobe-multi link per object, process
-    /// and kind. On an error the probes not yet placed are dropped.
+    /// Places the probes enabled since the last call that attach by the group: one uprobe-multi
+    /// link per object, process and kind, and one kprobe-multi link per kind of kernel-function
+    /// probe. On an error the probes not yet placed are dropped.
     pub fn attach_pending(&mut self) -> Result<()> {
-        if self.pending_uprobes.is_empty() {
-            return Ok(());
-        }
         let mut groups: Vec<Vec<PendingUprobe>> = Vec::new();
         let mut index: HashMap<(String, u32, bool), usize> = HashMap::new();
         for p in std::mem::take(&mut self.pending_uprobes) {
@@ -543,27 +589,12 @@ impl Session {
             let Some(first) = members.first() else {
                 continue;
             };
-            let n = members.len();
-            let what = if n == 1 {
-                first.name.clone()
-            } else {
-                format!("{} and {} more probes", first.name, n - 1)
-            };
-            let obj = format!("{}_um", self.opts.name_prefix);
-            let count = u32::try_from(n)
-                .map_err(|_| LinuxError::BadProbe(format!("{what}: too many probes")))?;
-            let slots = Map::create(MapKind::ProgArray, &obj, 4, 4, count)?;
-            for (i, m) in members.iter().enumerate() {
-                slots.update(
-                    &(i as u32).to_le_bytes(),
-                    &(m.prog.raw_fd() as u32).to_le_bytes(),
-                )?;
-            }
-            let insns = gen_cookie_dispatcher(slots.raw_fd())?;
-            let dispatcher = Program::load(ProgKind::UprobeMulti, &insns, &obj, &what)?;
+            let what = group_name(&first.name, members.len());
+            let progs: Vec<&Program> = members.iter().map(|m| &m.prog).collect();
+            let (slots, dispatcher, cookies) =
+                self.dispatcher(&progs, ProgKind::UprobeMulti, &what)?;
             let offsets: Vec<u64> = members.iter().map(|m| m.offset).collect();
             let refs: Vec<u64> = members.iter().map(|m| m.ref_ctr_offset).collect();
-            let cookies: Vec<u64> = (0..n as u64).collect();
             let sites = crate::uprobe::MultiSites {
                 path: &first.path,
                 pid: first.pid,
@@ -573,7 +604,29 @@ impl Session {
                 cookies: &cookies,
             };
             let link = crate::uprobe::attach_multi(&dispatcher, &sites, &what)?;
-            self.uprobe_groups.push(UprobeGroup {
+            self.groups.push(ProbeGroup {
+                _link: link,
+                _dispatcher: dispatcher,
+                _slots: slots,
+                _programs: members.into_iter().map(|m| m.prog).collect(),
+            });
+        }
+        let (ret, entry): (Vec<PendingKprobe>, Vec<PendingKprobe>) =
+            std::mem::take(&mut self.pending_kprobes)
+                .into_iter()
+                .partition(|p| p.retprobe);
+        for members in [entry, ret] {
+            let Some(first) = members.first() else {
+                continue;
+            };
+            let what = group_name(&first.name, members.len());
+            let progs: Vec<&Program> = members.iter().map(|m| &m.prog).collect();
+            let (slots, dispatcher, cookies) =
+                self.dispatcher(&progs, ProgKind::KprobeMulti, &what)?;
+            let funcs: Vec<&str> = members.iter().map(|m| m.func.as_str()).collect();
+            let link =
+                crate::kprobe::attach_multi(&dispatcher, &funcs, &cookies, first.retprobe, &what)?;
+            self.groups.push(ProbeGroup {
                 _link: link,
                 _dispatcher: dispatcher,
                 _slots: slots,
@@ -581,6 +634,29 @@ impl Session {
             });
         }
         Ok(())
+    }
+
+    /// A prog array holding `progs` in slots 0.. and a dispatcher of `kind` that tail-calls the slot
+    /// its link's cookie names; with the cookies (slot numbers) to give the link.
+    fn dispatcher(
+        &self,
+        progs: &[&Program],
+        kind: ProgKind,
+        what: &str,
+    ) -> Result<(Map, Program, Vec<u64>)> {
+        let obj = format!("{}_um", self.opts.name_prefix);
+        let count = u32::try_from(progs.len())
+            .map_err(|_| LinuxError::BadProbe(format!("{what}: too many probes")))?;
+        let slots = Map::create(MapKind::ProgArray, &obj, 4, 4, count)?;
+        for (i, p) in progs.iter().enumerate() {
+            slots.update(
+                &(i as u32).to_le_bytes(),
+                &(p.raw_fd() as u32).to_le_bytes(),
+            )?;
+        }
+        let insns = gen_cookie_dispatcher(slots.raw_fd())?;
+        let dispatcher = Program::load(kind, &insns, &obj, what)?;
+        Ok((slots, dispatcher, (0..progs.len() as u64).collect()))
     }
 
     /// The thread-variable mirror's descriptor when `spec` uses it (created at its first use, shared

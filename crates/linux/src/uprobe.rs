@@ -28,13 +28,9 @@ const FLAG_DISABLED: u64 = 1;
 /// The uprobe PMU's type and the bit of `config` that makes a return probe (read once).
 fn pmu() -> Result<(u32, u32)> {
     static PMU_INFO: OnceLock<Option<(u32, u32)>> = OnceLock::new();
-    let info = PMU_INFO.get_or_init(|| {
-        let typ = std::fs::read_to_string(format!("{PMU}/type")).ok()?;
-        let ret = std::fs::read_to_string(format!("{PMU}/format/retprobe")).ok()?;
-        let bit = ret.trim().strip_prefix("config:")?.parse().ok()?;
-        Some((typ.trim().parse().ok()?, bit))
-    });
-    info.ok_or_else(|| LinuxError::Unavailable(format!("uprobes ({PMU} not readable)")))
+    PMU_INFO
+        .get_or_init(|| crate::attach::probe_pmu(PMU))
+        .ok_or_else(|| LinuxError::Unavailable(format!("uprobes ({PMU} not readable)")))
 }
 
 /// Whether this kernel offers uprobes through perf.

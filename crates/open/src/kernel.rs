@@ -184,7 +184,8 @@ impl Tracer for KernelTracer {
         let first_clause = self.inner.framework().next_clause();
         let info = self.inner.exec(prog, options)?;
         self.run_kernel_aggregations(prog, first_clause, &info);
-        // Uprobes are placed all of an object at once, before the match is reported.
+        // Uprobes (and kprobes on kernel functions) are placed by the group, before the match is
+        // reported.
         self.linux
             .attach_pending()
             .map_err(|e| ConsumerError::Backend(e.to_string()))?;

@@ -22,6 +22,10 @@ pub enum ProgKind {
     /// registers, as for [`ProgKind::Kprobe`], and `bpf_get_attach_cookie` reads the link's cookie
     /// of the probe that fired.
     UprobeMulti,
+    /// A kprobe-type program for kprobe-multi links (`BPF_TRACE_KPROBE_MULTI`): `ctx` is the kernel
+    /// registers at the probed function, and `bpf_get_attach_cookie` reads the link's cookie of
+    /// the function that fired.
+    KprobeMulti,
     /// A BTF-typed raw tracepoint (`tp_btf`): `ctx` is the u64 argument array, but the verifier knows
     /// the arguments' kernel types, so task pointers can be handed to helpers such as
     /// `bpf_get_task_stack`. `btf_id` is the vmlinux BTF id of the `btf_trace_<name>` typedef.
@@ -47,7 +51,7 @@ impl ProgKind {
             ProgKind::Tracepoint => prog_type::TRACEPOINT,
             ProgKind::RawTracepoint => prog_type::RAW_TRACEPOINT,
             ProgKind::PerfEvent => prog_type::PERF_EVENT,
-            ProgKind::Kprobe | ProgKind::UprobeMulti => prog_type::KPROBE,
+            ProgKind::Kprobe | ProgKind::UprobeMulti | ProgKind::KprobeMulti => prog_type::KPROBE,
             ProgKind::TpBtf { .. } | ProgKind::Fentry { .. } | ProgKind::Fexit { .. } => {
                 prog_type::TRACING
             }
@@ -142,8 +146,10 @@ impl Program {
             attr.expected_attach_type = expected;
             attr.attach_btf_id = btf_id;
         }
-        if kind == ProgKind::UprobeMulti {
-            attr.expected_attach_type = attach_type::TRACE_UPROBE_MULTI;
+        match kind {
+            ProgKind::UprobeMulti => attr.expected_attach_type = attach_type::TRACE_UPROBE_MULTI,
+            ProgKind::KprobeMulti => attr.expected_attach_type = attach_type::TRACE_KPROBE_MULTI,
+            _ => {}
         }
         if let Some(log) = log {
             attr.log_level = 1;

@@ -49,6 +49,7 @@ pub mod attach_type {
     pub const TRACE_RAW_TP: u32 = 23;
     pub const TRACE_FENTRY: u32 = 24;
     pub const TRACE_FEXIT: u32 = 25;
+    pub const TRACE_KPROBE_MULTI: u32 = 42;
     pub const TRACE_UPROBE_MULTI: u32 = 48;
 }
 
@@ -140,6 +141,25 @@ pub struct UprobeMultiAttr {
     /// Only this process (0: every process).
     pub pid: u32,
     pub pad: u32,
+}
+
+/// `union bpf_attr` for `BPF_LINK_CREATE` of a `BPF_TRACE_KPROBE_MULTI` link.
+#[repr(C)]
+#[derive(Default)]
+pub struct KprobeMultiAttr {
+    pub prog_fd: u32,
+    pub target_fd: u32,
+    pub attach_type: u32,
+    pub link_flags: u32,
+    /// `BPF_F_KPROBE_MULTI_RETURN` (1) for return probes.
+    pub flags: u32,
+    pub cnt: u32,
+    /// `cnt` pointers to NUL-terminated function names.
+    pub syms: u64,
+    /// `cnt` u64 addresses (instead of `syms`), or 0.
+    pub addrs: u64,
+    /// `cnt` u64 cookies (`bpf_get_attach_cookie`), or 0.
+    pub cookies: u64,
 }
 
 /// `union bpf_attr` for `BPF_PROG_TEST_RUN`.
@@ -235,6 +255,9 @@ mod tests {
         assert_eq!(std::mem::offset_of!(UprobeMultiAttr, path), 16);
         assert_eq!(std::mem::offset_of!(UprobeMultiAttr, cnt), 48);
         assert_eq!(std::mem::offset_of!(UprobeMultiAttr, pid), 56);
+        assert_eq!(std::mem::offset_of!(KprobeMultiAttr, flags), 16);
+        assert_eq!(std::mem::offset_of!(KprobeMultiAttr, syms), 24);
+        assert_eq!(std::mem::offset_of!(KprobeMultiAttr, cookies), 40);
     }
 
     #[test]

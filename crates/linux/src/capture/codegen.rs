@@ -28,6 +28,9 @@ pub enum CtxKind {
     PerfEvent,
     /// A uprobe's `struct pt_regs` of the user registers.
     Uprobe,
+    /// A kprobe's `struct pt_regs` of the kernel registers at a traced function's entry or return
+    /// (`fbt` without BPF trampolines): its arguments and return value are read from them.
+    Kprobe,
 }
 
 /// How a probe's context is read.
@@ -115,6 +118,10 @@ const REGS_CS: i16 = 17 * 8;
 const BPF_F_USER_STACK: i32 = 1 << 8;
 /// x86-64 `struct pt_regs` offsets of the syscall argument registers: rdi, rsi, rdx, r10, r8, r9.
 const SYSCALL_ARG_REGS: [i32; 6] = [14 * 8, 13 * 8, 12 * 8, 7 * 8, 9 * 8, 8 * 8];
+/// x86-64 `struct pt_regs` offsets of a function's argument registers: rdi, rsi, rdx, rcx, r8, r9.
+const FUNC_ARG_REGS: [i16; 6] = [14 * 8, 13 * 8, 12 * 8, 11 * 8, 9 * 8, 8 * 8];
+/// x86-64 `struct pt_regs` offset of rax (a function's return value).
+const REGS_AX: i16 = 10 * 8;
 /// The lowest of those offsets and the bytes from there to the end of rdi: one read copies all six.
 const REGS_FIRST: i32 = 7 * 8;
 const REGS_SPAN: i32 = 15 * 8 - REGS_FIRST;
@@ -268,6 +275,19 @@ fn emit_ancestors(a: &mut Asm, shape: &ProbeShape, at: usize) -> Result<()> {
     Ok(())
 }
 
+/// The `struct pt_regs` offset holding a traced function's argument or return value at a kprobe.
+fn func_reg(src: ArgSource) -> Result<i16> {
+    match src {
+        ArgSource::FuncRet => Ok(REGS_AX),
+        ArgSource::FuncArg(n) => FUNC_ARG_REGS.get(n as usize).copied().ok_or_else(|| {
+            LinuxError::Asm(format!("argument {n} of a function is not in a register"))
+        }),
+        _ => Err(LinuxError::Asm(format!(
+            "{src:?} is not a function's value"
+        ))),
+    }
+}
+
 fn need_ctx(shape: &ProbeShape, want: CtxKind, what: &str) -> Result<()> {
     let have = match shape.ctx {
         CtxKind::TypedRawTracepoint => CtxKind::RawTracepoint,
@@ -362,14 +382,19 @@ fn emit_conditions(a: &mut Asm, shape: &ProbeShape, out: Label) -> Result<()> {
 fn cond_load(a: &mut Asm, shape: &ProbeShape, offset: u16, size: u8, signed: bool) -> Result<()> {
     if matches!(
         shape.ctx,
-        CtxKind::RawTracepoint | CtxKind::TypedRawTracepoint
+        CtxKind::RawTracepoint | CtxKind::TypedRawTracepoint | CtxKind::Kprobe
     ) {
         if !offset.is_multiple_of(8) {
             return Err(LinuxError::Asm(format!(
                 "raw tracepoint condition at offset {offset}"
             )));
         }
-        a.load(Size::DW, R0, R6, off16(offset as usize, "raw argument")?);
+        // A kprobe on a traced function tests argument offset / 8 in its register.
+        let at = match shape.ctx {
+            CtxKind::Kprobe => func_reg(ArgSource::FuncArg((offset / 8) as u8))?,
+            _ => off16(offset as usize, "raw argument")?,
+        };
+        a.load(Size::DW, R0, R6, at);
         if size < 8 {
             if signed {
                 a.sign_extend(R0, size as usize);
@@ -404,6 +429,9 @@ pub(crate) fn emit_arg(a: &mut Asm, shape: &ProbeShape, src: ArgSource) -> Resul
         ArgSource::RawArg(n) => {
             need_ctx(shape, CtxKind::RawTracepoint, "a raw argument")?;
             a.load(Size::DW, R0, R6, off16(8 * n as usize, "raw argument")?);
+        }
+        ArgSource::FuncArg(_) | ArgSource::FuncRet if shape.ctx == CtxKind::Kprobe => {
+            a.load(Size::DW, R0, R6, func_reg(src)?);
         }
         ArgSource::FuncArg(_) | ArgSource::FuncRet => {
             if shape.ctx != CtxKind::TypedRawTracepoint {
@@ -1166,4 +1194,58 @@ pub fn gen_cookie_dispatcher(slots: i32) -> Result<Vec<Insn>> {
     a.mov(R1, R6).ld_map_fd(R2, slots).call(helper::TAIL_CALL);
     a.mov_imm(R0, 0).exit();
     Ok(a.finish()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kprobe_shape() -> ProbeShape {
+        ProbeShape {
+            ctx: CtxKind::Kprobe,
+            args: Vec::new(),
+            conditions: Vec::new(),
+            identity: Identity::Current,
+            task: None,
+        }
+    }
+
+    /// The one instruction `emit_arg` gives for `src` at a kprobe: a load from `struct pt_regs`.
+    fn kprobe_load(src: ArgSource) -> Result<(u8, u8, i16)> {
+        let mut a = Asm::new();
+        emit_arg(&mut a, &kprobe_shape(), src)?;
+        let insns = a.finish()?;
+        assert_eq!(insns.len(), 1, "{insns:?}");
+        Ok((insns[0].dst, insns[0].src, insns[0].off))
+    }
+
+    #[test]
+    fn function_values_at_a_kprobe_are_the_abi_registers() {
+        // rdi, rsi, rdx, rcx, r8, r9, and rax at return.
+        let want = [112, 104, 96, 88, 72, 64];
+        for (n, off) in want.into_iter().enumerate() {
+            assert_eq!(
+                kprobe_load(ArgSource::FuncArg(n as u8)).unwrap(),
+                (0, 6, off)
+            );
+        }
+        assert_eq!(kprobe_load(ArgSource::FuncRet).unwrap(), (0, 6, 80));
+        assert!(kprobe_load(ArgSource::FuncArg(6)).is_err());
+        // A tracepoint's record field is not there.
+        let field = ArgSource::Field {
+            offset: 8,
+            size: 8,
+            signed: false,
+        };
+        assert!(kprobe_load(field).is_err());
+    }
+
+    #[test]
+    fn a_condition_at_a_kprobe_tests_the_argument_register() {
+        let mut a = Asm::new();
+        cond_load(&mut a, &kprobe_shape(), 8, 8, false).unwrap();
+        let insns = a.finish().unwrap();
+        assert_eq!((insns[0].src, insns[0].off), (6, 104));
+        assert!(cond_load(&mut Asm::new(), &kprobe_shape(), 4, 4, false).is_err());
+    }
 }

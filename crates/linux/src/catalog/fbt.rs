@@ -1,7 +1,8 @@
 //! The `fbt` provider's catalogue: `fbt:<module>:<function>:entry` and `:return` for every function
 //! the kernel lets ftrace trace (`available_filter_functions`, whose `[module]` tags name the module;
 //! `vmlinux` otherwise), attached as fentry/fexit programs (BPF trampolines) on the function's BTF
-//! id. `args[]` are typed from the function's BTF prototype and `arg0..` are the raw values; a
+//! id, or as kprobes where the kernel has no trampolines (`crate::kprobe`: the same probes, their
+//! arguments read from the registers; untyped where the kernel has no BTF). `args[]` are typed from the function's BTF prototype and `arg0..` are the raw values; a
 //! return probe has the return value in `arg1` and `args[1]` (its `arg0`, the offset of the return
 //! instruction in DTrace, is 0: a trampoline does not know which return was taken).
 //!
@@ -58,6 +59,9 @@ pub struct FbtCatalog {
     /// Pairs that name several functions (a trampoline attaches by name, so to only one of them).
     ambiguous: HashSet<(String, String)>,
     types: OnceLock<std::result::Result<FbtTypes, String>>,
+    /// Names several kernel symbols have (kallsyms), read when kprobes are asked for: a kprobe
+    /// placed by name refuses them.
+    several_symbols: OnceLock<std::result::Result<HashSet<String>, String>>,
 }
 
 /// A function's module and name.
@@ -111,6 +115,7 @@ impl FbtCatalog {
             funcs,
             ambiguous: HashSet::new(),
             types: OnceLock::new(),
+            several_symbols: OnceLock::new(),
         }
     }
 
@@ -138,6 +143,18 @@ impl FbtCatalog {
             }
         }
         out
+    }
+
+    fn several_symbols(&self) -> std::result::Result<&HashSet<String>, String> {
+        self.several_symbols
+            .get_or_init(|| {
+                let syms =
+                    crate::symbols::kallsyms::KernelSymbols::load().map_err(|e| e.to_string())?;
+                let several = syms.names_defined_more_than_once();
+                Ok(several.into_iter().map(str::to_string).collect())
+            })
+            .as_ref()
+            .map_err(Clone::clone)
     }
 
     fn types(&self) -> std::result::Result<&FbtTypes, String> {
@@ -187,13 +204,27 @@ impl FbtCatalog {
                 desc.function
             ));
         }
+        if crate::features::fbt_mechanism().ok() == Some(crate::features::FbtMechanism::Kprobe)
+            && self.several_symbols()?.contains(&desc.function)
+        {
+            return Err(format!(
+                "not yet supported: {} names several functions of the kernel (kallsyms), \
+                 which a kprobe cannot tell apart",
+                desc.function
+            ));
+        }
         if desc.module != KERNEL_MODULE {
             return Err(format!(
                 "not yet supported: fbt probes in modules ({} of {})",
                 desc.function, desc.module
             ));
         }
-        let types = self.types()?;
+        let types = match self.types() {
+            Ok(t) => t,
+            // kprobes need no BTF: the registers are the arguments, untyped.
+            Err(_) if !crate::features::have_btf() => return Ok(untyped_probe(desc, ret)),
+            Err(e) => return Err(e),
+        };
         if types.several.contains(&desc.function) {
             return Err(format!(
                 "not yet supported: {} names several functions of the kernel",
@@ -255,6 +286,40 @@ impl FbtCatalog {
                 }],
             },
         })
+    }
+}
+
+/// The probe of a function the kernel's BTF does not describe (kprobes only): arguments `arg0` to
+/// `arg5` are the argument registers as `uint64_t`, and a return probe's `arg1` is the return
+/// register.
+pub fn untyped_probe(desc: &ProbeDesc, ret: bool) -> Probe {
+    let arg = |t: &str| ProbeArg {
+        native: t.into(),
+        dtype: t.into(),
+        copy: None,
+    };
+    let (args, sources) = if ret {
+        (
+            vec![arg("int"), arg("uint64_t")],
+            vec![ArgSource::Zero, ArgSource::FuncRet],
+        )
+    } else {
+        (
+            (0..MAX_TRAMPOLINE_ARGS).map(|_| arg("uint64_t")).collect(),
+            (0..MAX_TRAMPOLINE_ARGS as u8)
+                .map(ArgSource::FuncArg)
+                .collect(),
+        )
+    };
+    Probe {
+        desc: desc.clone(),
+        args,
+        attach: AttachPoint::Fbt {
+            btf_id: 0,
+            ret,
+            args: sources,
+            conditions: Vec::new(),
+        },
     }
 }
 
@@ -374,6 +439,26 @@ mod tests {
             dtype: dtype.into(),
             scalar,
         }
+    }
+
+    #[test]
+    fn untyped_probes_read_the_argument_registers_and_return_value() {
+        let d = ProbeDesc::parse("fbt:vmlinux:vfs_read:entry");
+        let e = untyped_probe(&d, false);
+        assert_eq!(e.args.len(), 6);
+        assert!(e.args.iter().all(|a| a.dtype == "uint64_t"));
+        let AttachPoint::Fbt { args, ret, .. } = &e.attach else {
+            panic!("{:?}", e.attach)
+        };
+        assert!(!ret);
+        assert_eq!(args[5], ArgSource::FuncArg(5));
+        let r = untyped_probe(&ProbeDesc::parse("fbt:vmlinux:vfs_read:return"), true);
+        assert_eq!(r.args[1].dtype, "uint64_t");
+        let AttachPoint::Fbt { args, ret, .. } = &r.attach else {
+            panic!("{:?}", r.attach)
+        };
+        assert!(ret);
+        assert_eq!(args, &vec![ArgSource::Zero, ArgSource::FuncRet]);
     }
 
     #[test]

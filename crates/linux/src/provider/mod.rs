@@ -957,7 +957,7 @@ impl LinuxTracing {
         drop(session);
     }
 
-    /// Places the uprobes enabled so far (see [`Session::attach_pending`]); call once a program's
+    /// Places the uprobes and kprobes enabled so far (see [`Session::attach_pending`]); call once a program's
     /// probes are enabled, before the traced process goes on.
     pub fn attach_pending(&self) -> Result<()> {
         match self.lock().session.as_mut() {

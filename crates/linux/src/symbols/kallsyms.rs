@@ -123,6 +123,17 @@ impl KernelSymbols {
         self.bases.get(&s.module).copied()
     }
 
+    /// The names that more than one text symbol has (static functions of several files, in the
+    /// kernel or its modules): a kprobe placed by name refuses them (`EADDRNOTAVAIL`).
+    pub fn names_defined_more_than_once(&self) -> std::collections::HashSet<&str> {
+        let mut seen = std::collections::HashSet::new();
+        self.syms
+            .iter()
+            .filter(|s| !seen.insert(s.name.as_str()))
+            .map(|s| s.name.as_str())
+            .collect()
+    }
+
     /// The address of symbol `name`, if present.
     pub fn address_of(&self, name: &str) -> Option<u64> {
         self.syms.iter().find(|s| s.name == name).map(|s| s.addr)
@@ -188,6 +199,19 @@ mod tests {
         assert_eq!(k.tracing_prefix(&[0xffff_ffff_c020_0000, pcs[3]]), 1);
         assert!(is_tracing_symbol("vmlinux", "perf_trace_sched_switch"));
         assert!(!is_tracing_symbol("vmlinux", "ksys_write"));
+    }
+
+    #[test]
+    fn names_of_several_functions_are_found_across_modules() {
+        let k = KernelSymbols::parse(
+            "ffffffff81000000 t mpage_end_io\nffffffff81000100 T vfs_read\n\
+             ffffffff81000200 t mpage_end_io\nffffffff81000300 D data_twice\n\
+             ffffffff81000400 D data_twice\nffffffffc0001000 t cleanup\t[ext4]\n\
+             ffffffffc0002000 t cleanup\t[xfs]\n",
+        );
+        let mut several: Vec<&str> = k.names_defined_more_than_once().into_iter().collect();
+        several.sort_unstable();
+        assert_eq!(several, ["cleanup", "mpage_end_io"]);
     }
 
     #[test]
