@@ -4,7 +4,9 @@
 //! are always false (on `pid`, on `execname`, on an argument) and for `quantize(arg2)`, each
 //! against bpftrace's equivalent in the same run (when `bpftrace` is installed); and the highest
 //! write rate `dtrace` follows with no drop (a ladder of paced rates, one second each; a rate passes
-//! when no drop is reported and every write is counted).
+//! when no drop is reported and every write is counted). Where the kernel has `fbt`, the count by
+//! execname is also taken at `vfs_write`'s entry, on each mechanism it has (fentry against
+//! bpftrace's `kfunc:`, kprobes against its `kprobe:`).
 //!
 //! The writer is this binary run again (`DTBENCH_WRITER=n,rate,file`) under `-c`: it names itself
 //! `dtbenchw`, makes `n` one-byte writes to /dev/null (paced at `rate` a second, or as fast as it can
@@ -13,7 +15,8 @@
 //! waited for); a run of one write is subtracted, so the tracers' start-up (compiling, loading
 //! programs) is not counted per event, and so is the untraced writer's. Needs root; prints figures
 //! and never asserts them.
-//! `cargo bench -p dtrace-cli --bench write_overhead [-- N]`.
+//! `cargo bench -p dtrace-cli --bench write_overhead [-- N [CASE]]`: with CASE, only the cases whose
+//! name contains it run, and not the rate ladder.
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -46,6 +49,22 @@ const CASES: [(&str, &str, &str); 5] = [
         "quantize(arg2)",
         "syscall::write:entry { @ = quantize(arg2); }",
         "tracepoint:syscalls:sys_enter_write { @ = hist(args->count); }",
+    ),
+];
+
+/// The `fbt` cases: name, `DTRACE_FBT` mechanism, dtrace's script, bpftrace's.
+const FBT_CASES: [(&str, &str, &str, &str); 2] = [
+    (
+        "fbt count (fentry)",
+        "fentry",
+        "fbt::vfs_write:entry { @[execname] = count(); }",
+        "kfunc:vfs_write { @[comm] = count(); }",
+    ),
+    (
+        "fbt count (kprobe)",
+        "kprobe",
+        "fbt::vfs_write:entry { @[execname] = count(); }",
+        "kprobe:vfs_write { @[comm] = count(); }",
     ),
 ];
 
@@ -113,8 +132,9 @@ fn result_file() -> String {
         .to_string()
 }
 
-/// Runs the writer under `tracer` (None: alone) and reads its figures.
-fn run(tracer: Option<&[&str]>, n: u64, rate: u64) -> Option<Run> {
+/// Runs the writer under `tracer` (None: alone), with `env` set for the tracer, and reads its
+/// figures.
+fn run(tracer: Option<&[&str]>, env_vars: &[(&str, &str)], n: u64, rate: u64) -> Option<Run> {
     let me = std::env::current_exe().ok()?.display().to_string();
     let out = result_file();
     let _ = std::fs::remove_file(&out);
@@ -135,6 +155,7 @@ fn run(tracer: Option<&[&str]>, n: u64, rate: u64) -> Option<Run> {
             let o = Command::new(argv[0])
                 .args(&argv[1..])
                 .args(["-c", &me])
+                .envs(env_vars.iter().copied())
                 .env("DTBENCH_WRITER", &env)
                 .output()
                 .ok()?;
@@ -185,9 +206,9 @@ fn run(tracer: Option<&[&str]>, n: u64, rate: u64) -> Option<Run> {
 }
 
 /// The run with the lowest cost of `runs`.
-fn best(tracer: Option<&[&str]>, n: u64, runs: usize) -> Option<Run> {
+fn best(tracer: Option<&[&str]>, env: &[(&str, &str)], n: u64, runs: usize) -> Option<Run> {
     (0..runs)
-        .filter_map(|_| run(tracer, n, 0))
+        .filter_map(|_| run(tracer, env, n, 0))
         .min_by(|a, b| a.ns_per_write.total_cmp(&b.ns_per_write))
 }
 
@@ -209,16 +230,19 @@ fn main() {
         .skip(1)
         .find_map(|a| a.parse().ok())
         .unwrap_or(2_000_000);
+    let only: Option<String> = std::env::args()
+        .skip(1)
+        .find(|a| a.parse::<u64>().is_err() && !a.starts_with('-'));
     let dtrace = env!("CARGO_BIN_EXE_dtrace");
     let dt_argv = [dtrace, "-q", "-n", SCRIPT];
     let runs = 3;
 
     println!("write(2) of 1 byte to /dev/null, {n} writes, best of {runs}");
-    let Some(base) = best(None, n, runs) else {
+    let Some(base) = best(None, &[], n, runs) else {
         println!("the writer did not run");
         return;
     };
-    let Some(base1) = best(None, 1, runs) else {
+    let Some(base1) = best(None, &[], 1, runs) else {
         println!("the writer did not run");
         return;
     };
@@ -232,9 +256,9 @@ fn main() {
         .output()
         .is_ok_and(|o| o.status.success());
     // Added CPU ns per write of the writer alone, and of writer and tracer together.
-    let added = |argv: &[&str]| -> Option<(f64, f64, Run)> {
-        let big = best(Some(argv), n, runs)?;
-        let one = best(Some(argv), 1, runs)?;
+    let added = |argv: &[&str], env: &[(&str, &str)]| -> Option<(f64, f64, Run)> {
+        let big = best(Some(argv), env, n, runs)?;
+        let one = best(Some(argv), env, 1, runs)?;
         let untraced = base.total_ns.saturating_sub(base1.total_ns) as f64;
         let traced = big.total_ns as f64 - one.total_ns as f64;
         Some((
@@ -247,10 +271,24 @@ fn main() {
         "  {:<26} {:>22} {:>22} {:>6}",
         "added CPU ns per write", "dtrace: writer/total", "bpftrace: writer/total", "ratio"
     );
-    for (name, dscript, bscript) in CASES {
-        let d = added(&[dtrace, "-q", "-n", dscript]);
+    // The fbt cases run where this kernel has the mechanism.
+    let fbt_cases = FBT_CASES.iter().filter(|(_, m, d, _)| {
+        Command::new(dtrace)
+            .args(["-l", "-n", d.split_whitespace().next().unwrap_or("")])
+            .env("DTRACE_FBT", m)
+            .output()
+            .is_ok_and(|o| o.status.success())
+    });
+    let cases = CASES
+        .iter()
+        .map(|&(n, d, b)| (n, None, d, b))
+        .chain(fbt_cases.map(|&(n, m, d, b)| (n, Some(m), d, b)));
+    let cases = cases.filter(|(name, ..)| only.as_ref().is_none_or(|o| name.contains(o.as_str())));
+    for (name, mechanism, dscript, bscript) in cases {
+        let env: Vec<(&str, &str)> = mechanism.map(|m| ("DTRACE_FBT", m)).into_iter().collect();
+        let d = added(&[dtrace, "-q", "-n", dscript], &env);
         let b = if have_bpftrace {
-            added(&["bpftrace", "-e", bscript])
+            added(&["bpftrace", "-e", bscript], &[])
         } else {
             None
         };
@@ -274,12 +312,15 @@ fn main() {
         }
     }
 
+    if only.is_some() {
+        return;
+    }
     println!("highest paced write rate dtrace follows with no drop (1 s per step):");
     let mut best_rate = None;
     for rate in [
         50_000u64, 100_000, 200_000, 400_000, 800_000, 1_600_000, 3_200_000,
     ] {
-        let Some(r) = run(Some(&dt_argv), rate, rate) else {
+        let Some(r) = run(Some(&dt_argv), &[], rate, rate) else {
             break;
         };
         let ok = r.drops == 0 && r.counted.is_some_and(|c| c >= rate);
