@@ -246,3 +246,75 @@ fn an_untraceable_function_is_named_with_the_reason() {
     assert_ne!(rc, 0);
     assert!(err.contains("does not match any probes"), "{err}");
 }
+
+/// Opens the file named by its argument five times (static, so no loader opens anything first).
+const OPENER: &str = r#"
+#include <fcntl.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    for (int i = 0; i < 5 && argc > 1; i++)
+        close(open(argv[1], O_RDONLY));
+    return 0;
+}
+"#;
+
+/// The module of the 9P client, which serves every file of a root shared over 9p (as in
+/// `scripts/vmtest`'s guest).
+const NINEP: &str = "9pnet";
+
+#[test]
+fn module_functions_fire_with_kprobes_and_untyped_arguments() {
+    let test = "fbt_module";
+    if !common::kernel_ok(test)
+        || !common::have_gcc(test)
+        || !kernel_has(KernelFeature::Kprobes, test)
+    {
+        return;
+    }
+    let (rc, out, _) = dtrace(&["-l", "-n", &format!("fbt:{NINEP}:p9_client_open:entry")]);
+    let root_on_9p = std::fs::read_to_string("/proc/mounts").is_ok_and(|m| {
+        m.lines()
+            .any(|l| l.split_whitespace().nth(1) == Some("/") && l.contains(" 9p "))
+    });
+    if !dtrace_testkit::skip_unless(
+        rc == 0 && root_on_9p,
+        test,
+        "the root is not a 9p mount served by the 9pnet module (scripts/vmtest's guest has it)",
+    ) {
+        return;
+    }
+    assert!(out.contains(NINEP), "{out}");
+    let exe = common::compile_c(
+        &common::test_dir("fbtmod"),
+        "opener",
+        OPENER,
+        &["-O1", "-static"],
+    );
+    let exe = exe.display().to_string();
+    // Every open of a file of the 9p root sends Tlopen; the return probe sees the same calls.
+    for m in mechanisms(test) {
+        let (rc, out, err) = dtrace_with_env(
+            &[("DTRACE_FBT", m)],
+            &[
+                "-q",
+                "-n",
+                &format!(
+                    "fbt:{NINEP}:p9_client_open:entry /pid == $target/ {{ @e = count(); }} \
+                     fbt:{NINEP}:p9_client_open:return /pid == $target/ {{ @r = count(); @v = max(arg1); }} \
+                     END {{ printa(\"%@d\", @e); printa(\" %@d\", @r); printa(\" %@d\\n\", @v); }}"
+                ),
+                "-c",
+                &format!("{exe} /etc/os-release"),
+            ],
+        );
+        assert_eq!(rc, 0, "{m}: {err}");
+        let n: Vec<i64> = out
+            .split_whitespace()
+            .filter_map(|w| w.parse().ok())
+            .collect();
+        assert_eq!(n.len(), 3, "{m}: {out}");
+        assert!(n[0] >= 5 && n[0] == n[1], "{m}: {out}");
+        // p9_client_open returns 0 on success.
+        assert_eq!(n[2], 0, "{m}: {out}");
+    }
+}

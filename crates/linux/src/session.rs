@@ -484,7 +484,13 @@ impl Session {
                 args,
                 conditions,
             } => {
-                let mechanism = crate::features::fbt_mechanism()?;
+                // A module's functions are always placed with (single) kprobes: see
+                // `catalog::fbt`; kprobe-multi links reach module functions only on newer kernels.
+                let in_module = probe.desc.module != crate::catalog::fbt::KERNEL_MODULE;
+                let mechanism = match in_module {
+                    true => crate::features::FbtMechanism::Kprobe,
+                    false => crate::features::fbt_mechanism()?,
+                };
                 let mut shape = ProbeShape {
                     ctx: CtxKind::TypedRawTracepoint,
                     args: args.clone(),
@@ -505,7 +511,7 @@ impl Session {
                     }
                     crate::features::FbtMechanism::Kprobe => {
                         shape.ctx = CtxKind::Kprobe;
-                        let multi = crate::kprobe::multi_available();
+                        let multi = !in_module && crate::kprobe::multi_available();
                         let kind = match multi {
                             true => ProgKind::KprobeMulti,
                             false => ProgKind::Kprobe,

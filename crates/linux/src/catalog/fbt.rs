@@ -204,20 +204,27 @@ impl FbtCatalog {
                 desc.function
             ));
         }
-        if crate::features::fbt_mechanism().ok() == Some(crate::features::FbtMechanism::Kprobe)
-            && self.several_symbols()?.contains(&desc.function)
-        {
+        let module = desc.module != KERNEL_MODULE;
+        let kprobes = crate::features::fbt_mechanism().map_err(|e| e.to_string())?
+            == crate::features::FbtMechanism::Kprobe;
+        if (module || kprobes) && self.several_symbols()?.contains(&desc.function) {
             return Err(format!(
                 "not yet supported: {} names several functions of the kernel (kallsyms), \
                  which a kprobe cannot tell apart",
                 desc.function
             ));
         }
-        if desc.module != KERNEL_MODULE {
-            return Err(format!(
-                "not yet supported: fbt probes in modules ({} of {})",
-                desc.function, desc.module
-            ));
+        if module {
+            // A module's functions are placed with kprobes whatever the mechanism (fentry on a
+            // module function needs the module's BTF object, which is not yet supported), and
+            // their arguments are untyped (the compiler knows only vmlinux's types).
+            if !crate::kprobe::available() {
+                return Err(format!(
+                    "not yet supported: fbt probes in modules without kprobes ({} of {})",
+                    desc.function, desc.module
+                ));
+            }
+            return Ok(untyped_probe(desc, ret));
         }
         let types = match self.types() {
             Ok(t) => t,
