@@ -61,6 +61,9 @@ pub enum Builtin {
     Ppid,
     /// `curthread` (the running thread's `struct task_struct *`).
     Curthread,
+    /// `timestamp` (the firing's time on the framework's clock, the same for every clause of
+    /// the firing).
+    Timestamp,
 }
 
 impl Builtin {
@@ -75,6 +78,7 @@ impl Builtin {
             Builtin::Cpu => "cpu".into(),
             Builtin::Ppid => "ppid".into(),
             Builtin::Curthread => "curthread".into(),
+            Builtin::Timestamp => "timestamp".into(),
         }
     }
 }
@@ -103,6 +107,20 @@ pub trait ProbeContext {
     fn emit_execname(&self, a: &mut Asm, at: i16) -> Result<(), String>;
     /// The probe's names.
     fn names(&self) -> &ProbeNames;
+    /// Emits code that leaves the value of thread-local `self->` variable `var` (an integer) for
+    /// the current thread in r0: 0 when it holds none. Same registers and stack as
+    /// [`ProbeContext::emit_builtin`]. `Err` says why the variable cannot be read here (by
+    /// default: D variables live in dtrace).
+    fn emit_thread_load(&self, a: &mut Asm, var: u32) -> Result<(), String> {
+        let _ = (a, var);
+        Err("D variables live in the consumer".into())
+    }
+    /// Emits code that stores the integer at `fp + value_at` in thread-local `var` for the current
+    /// thread, a zero freeing the variable (DTrace's rule). As [`ProbeContext::emit_thread_load`].
+    fn emit_thread_store(&self, a: &mut Asm, var: u32, value_at: i16) -> Result<(), String> {
+        let _ = (a, var, value_at);
+        Err("D variables live in the consumer".into())
+    }
 }
 
 /// Where a fragment keeps its state on the eBPF stack.
@@ -441,6 +459,17 @@ impl<'a> Translator<'a> {
         ))
     }
 
+    /// The D name of user variable `id` (from the object's variable table), with `prefix`.
+    fn var_name(&self, id: u32, prefix: &str) -> String {
+        self.obj
+            .vartab
+            .iter()
+            .find(|v| v.id == id)
+            .and_then(|v| self.obj.string_at(v.name as usize))
+            .map(|n| format!("{prefix}{}", String::from_utf8_lossy(n)))
+            .unwrap_or_else(|| format!("{prefix}#{id}"))
+    }
+
     /// The label of the fault exit, noting that it is used.
     fn fault_label(&mut self) -> Label {
         self.faults = true;
@@ -604,6 +633,22 @@ impl<'a> Translator<'a> {
                 return Ok(false);
             }
             Instr::LoadVar { op, var, rd } => self.load_var(pc, s, op, var, rd)?,
+            Instr::StoreVar {
+                op: Opcode::Stts,
+                var,
+                rs,
+            } => {
+                let id = u32::from(var);
+                self.int(s, pc, rs)?;
+                let at = self.frame.reg(rs & 7);
+                self.ctx
+                    .emit_thread_store(&mut self.a, id, at)
+                    .map_err(|why| Untranslatable::Variable {
+                        pc,
+                        name: self.var_name(id, "self->"),
+                        why,
+                    })?;
+            }
             Instr::LoadArray { op, var, r2, rd } => {
                 if op != Opcode::Ldga || u32::from(var) != vars::DIF_VAR_ARGS {
                     let name = vars::builtin_name(u32::from(var)).unwrap_or("array");
@@ -682,6 +727,17 @@ impl<'a> Translator<'a> {
         let id = u32::from(var);
         let name =
             || vars::builtin_name(id).map_or_else(|| format!("variable #{id}"), String::from);
+        if dop == Opcode::Ldts {
+            self.ctx
+                .emit_thread_load(&mut self.a, id)
+                .map_err(|why| Untranslatable::Variable {
+                    pc,
+                    name: self.var_name(id, "self->"),
+                    why,
+                })?;
+            self.put(s, rd, R0, Kind::Int(None));
+            return Ok(());
+        }
         if dop != Opcode::Ldgs || id >= vars::DIF_VAR_OTHER_UBASE {
             let scope = match dop {
                 Opcode::Ldts | Opcode::Ldtaa => "thread-local",
@@ -725,6 +781,7 @@ impl<'a> Translator<'a> {
             vars::DIF_VAR_CPU => Builtin::Cpu,
             vars::DIF_VAR_PPID => Builtin::Ppid,
             vars::DIF_VAR_CURTHREAD => Builtin::Curthread,
+            vars::DIF_VAR_TIMESTAMP => Builtin::Timestamp,
             _ => {
                 return Err(Untranslatable::Variable {
                     pc,

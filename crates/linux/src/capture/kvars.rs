@@ -1,0 +1,78 @@
+//! Thread-local variables in the kernel, the probe's side (the consumer's is `provider::kvars`):
+//! the integer `self->` variables that only clauses running whole at the probe use live in one
+//! BPF hash map keyed by (thread id, variable id), so `self->ts = timestamp` at one probe and
+//! `timestamp - self->ts` at another cost no record at either.
+//!
+//! DTrace's rules hold: a variable never stored, or stored zero, reads as zero; storing zero
+//! frees its entry (a delete); a store that finds the map full (its size comes from
+//! `dynvarsize`) is lost and counted in a per-CPU drop counter, which dtrace reports as dynamic
+//! variable drops. The translator (`dtrace_ebpf::translate`) asks for these loads and stores
+//! through `ProbeContext::emit_thread_load`/`emit_thread_store`; the emitters here build the key
+//! on the stack at [`KEY`] (below every other slot the kernel clauses use, see `capture::kagg`).
+
+use super::spec::KernelVars;
+use crate::bpf::insn::{helper, op, Asm, Size, R0, R1, R10, R2, R3, R4};
+
+/// Bytes of a key: the thread id (4), then the variable id (4).
+pub const KEY_SIZE: u32 = 8;
+/// Bytes of a value: the integer.
+pub const VALUE_SIZE: u32 = 8;
+/// The stack slot of the key (and of the drop counter's index once a store failed).
+pub(crate) const KEY: i16 = super::kagg::VARS_KEY;
+
+/// `BPF_ANY`: create or replace.
+const BPF_ANY: i32 = 0;
+
+/// Writes the key of `var` for the current thread at [`KEY`]; uses r0, r1.
+fn emit_key(a: &mut Asm, var: u32) {
+    a.call(helper::GET_CURRENT_PID_TGID);
+    a.alu_imm(op::LSH, R0, 32).alu_imm(op::RSH, R0, 32);
+    a.ld_imm64(R1, u64::from(var) << 32);
+    a.alu(op::OR, R0, R1);
+    a.store(Size::DW, R10, KEY, R0);
+}
+
+/// r0 = the current thread's `var` (0 when it has none).
+pub fn emit_load(a: &mut Asm, kv: &KernelVars, var: u32) {
+    emit_key(a, var);
+    let done = a.label();
+    a.ld_map_fd(R1, kv.map)
+        .mov(R2, R10)
+        .alu_imm(op::ADD, R2, i32::from(KEY));
+    a.call(helper::MAP_LOOKUP_ELEM);
+    a.jmp_imm(op::JEQ, R0, 0, done);
+    a.load(Size::DW, R0, R0, 0);
+    a.bind(done);
+}
+
+/// Stores the integer at `fp + value_at` in the current thread's `var`: zero frees it, a full
+/// map counts a drop.
+pub fn emit_store(a: &mut Asm, kv: &KernelVars, var: u32, value_at: i16) {
+    emit_key(a, var);
+    let (free, done) = (a.label(), a.label());
+    a.load(Size::DW, R1, R10, value_at);
+    a.jmp_imm(op::JEQ, R1, 0, free);
+    a.ld_map_fd(R1, kv.map)
+        .mov(R2, R10)
+        .alu_imm(op::ADD, R2, i32::from(KEY))
+        .mov(R3, R10)
+        .alu_imm(op::ADD, R3, i32::from(value_at))
+        .mov_imm(R4, BPF_ANY);
+    a.call(helper::MAP_UPDATE_ELEM);
+    a.jmp_imm(op::JEQ, R0, 0, done);
+    // The map is full: a dynamic variable drop.
+    a.store_imm(Size::DW, R10, KEY, 0);
+    a.ld_map_fd(R1, kv.drops)
+        .mov(R2, R10)
+        .alu_imm(op::ADD, R2, i32::from(KEY));
+    a.call(helper::MAP_LOOKUP_ELEM);
+    a.jmp_imm(op::JEQ, R0, 0, done);
+    a.mov_imm(R1, 1).atomic_add64(R0, 0, R1);
+    a.ja(done);
+    a.bind(free);
+    a.ld_map_fd(R1, kv.map)
+        .mov(R2, R10)
+        .alu_imm(op::ADD, R2, i32::from(KEY));
+    a.call(helper::MAP_DELETE_ELEM);
+    a.bind(done);
+}

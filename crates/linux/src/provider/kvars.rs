@@ -1,0 +1,357 @@
+//! Thread-local variables in the kernel, the consumer's side (the probe's side is
+//! `capture::kvars`): where each `self->` variable lives ([`place`]), and its map.
+//!
+//! A variable lives in the kernel only when every clause that reads or writes it, in every
+//! program of the session (all `-n`/`-s` programs are planned together), runs whole at the probe:
+//! its probes are kernel probes, its actions are aggregating functions and stores that record
+//! nothing ([`kagg::ClausePlan`]), and it translates at every probe it matches
+//! (`capture::kagg::check_clause`). One clause that cannot keeps every variable it uses in
+//! dtrace, and with them every other clause that uses those, until nothing changes: the two
+//! paths never share a variable, so nothing changes meaning. Only integer scalars qualify
+//! (strings and structs stay in dtrace). A clause whose thread-locals live in the kernel runs
+//! there at every probe or the enabling fails with a one-line reason (a verifier limit no
+//! translation foresees); a clause that uses one and runs in dtrace (a program planned after
+//! the placement) fails alike.
+//!
+//! The map holds (thread id, variable id) to value, as many entries as `dynvarsize` gives
+//! integer thread-locals in the framework's dynamic variable space; stores that find it full are
+//! counted per CPU and reported as dynamic variable drops.
+
+use super::kagg::ClausePlan;
+use crate::bpf::{Map, MapKind};
+use crate::capture::spec::{KernelAgg, KernelAggClause, KernelVars};
+use crate::capture::{CtxKind, ProbeShape};
+use crate::catalog::AttachPoint;
+use crate::catalog::Catalog;
+use crate::error::Result;
+use dtrace_dif::object::{DifObject, DIFV_KIND_SCALAR, DIFV_SCOPE_THREAD};
+use dtrace_dif::program::EcbDesc;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Environment variable that, set to `0`, keeps every thread-local in dtrace (the clauses that
+/// use them too).
+pub const KERNEL_VARIABLES_ENV: &str = "DTRACE_KERNEL_VARIABLES";
+
+/// Providers whose probes fire in the kernel, where a clause can run whole.
+const KERNEL_PROVIDERS: [&str; 5] = ["syscall", "proc", "sched", "io", "sdt"];
+
+/// A thread-local a clause uses.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ThreadVar {
+    /// Its id.
+    pub id: u32,
+    /// `self->NAME`.
+    pub name: String,
+    /// An integer scalar (what the kernel keeps).
+    pub integer: bool,
+}
+
+/// The thread-locals clause `e` reads or writes (from its objects' variable tables).
+pub fn thread_vars(e: &EcbDesc) -> Vec<ThreadVar> {
+    let mut out: Vec<ThreadVar> = Vec::new();
+    for o in clause_objects(e) {
+        for v in o.vartab.iter().filter(|v| v.scope == DIFV_SCOPE_THREAD) {
+            let integer = v.kind == DIFV_KIND_SCALAR
+                && !v.ty.is_string()
+                && !v.ty.is_by_ref()
+                && matches!(v.ty.size, 1 | 2 | 4 | 8);
+            let name = o
+                .string_at(v.name as usize)
+                .map(|n| format!("self->{}", String::from_utf8_lossy(n)))
+                .unwrap_or_else(|| format!("self->#{}", v.id));
+            match out.iter_mut().find(|t| t.id == v.id) {
+                Some(t) => t.integer &= integer,
+                None => out.push(ThreadVar {
+                    id: v.id,
+                    name,
+                    integer,
+                }),
+            }
+        }
+    }
+    out
+}
+
+fn clause_objects(e: &EcbDesc) -> impl Iterator<Item = &DifObject> {
+    e.predicate
+        .iter()
+        .chain(e.actions.iter().filter_map(|a| a.difo.as_ref()))
+}
+
+/// What decides where a clause's thread-locals may live.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClauseFacts {
+    /// The clause's probe description.
+    pub desc: String,
+    /// The thread-locals it uses.
+    pub vars: Vec<ThreadVar>,
+    /// `Ok` when it can run whole in the kernel at every probe it matches, else why not.
+    pub whole: std::result::Result<(), String>,
+}
+
+/// Where the thread-locals of the planned clauses live.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Placement {
+    /// Ids of the variables kept in the kernel.
+    pub kernel: BTreeSet<u32>,
+    /// Per clause: `None` when it uses no thread-local; `Ok` with the names of its variables
+    /// when they live in the kernel (it runs there whole); else why they stay in dtrace.
+    pub clauses: Vec<Option<std::result::Result<String, String>>>,
+}
+
+impl Placement {
+    /// Every variable in dtrace, each clause saying `why`.
+    pub fn all_in_dtrace(facts: &[ClauseFacts], why: &str) -> Placement {
+        Placement {
+            kernel: BTreeSet::new(),
+            clauses: facts
+                .iter()
+                .map(|c| (!c.vars.is_empty()).then(|| Err(why.to_string())))
+                .collect(),
+        }
+    }
+
+    /// Whether clause `i` runs whole in the kernel for its variables.
+    pub fn in_kernel(&self, i: usize) -> bool {
+        matches!(self.clauses.get(i), Some(Some(Ok(_))))
+    }
+}
+
+/// Places the thread-locals of `facts` (every clause of the session, in planning order).
+pub fn place(facts: &[ClauseFacts]) -> Placement {
+    // Variables kept in dtrace, with why.
+    let mut dtrace: BTreeMap<u32, String> = BTreeMap::new();
+    for c in facts {
+        for v in c.vars.iter().filter(|v| !v.integer) {
+            dtrace
+                .entry(v.id)
+                .or_insert_with(|| format!("{} is not an integer", v.name));
+        }
+    }
+    loop {
+        let mut changed = false;
+        for (n, c) in facts.iter().enumerate() {
+            let why = match &c.whole {
+                Err(why) => format!("clause {} ({}) runs in dtrace: {why}", n + 1, c.desc),
+                Ok(()) => match c.vars.iter().find(|v| dtrace.contains_key(&v.id)) {
+                    Some(v) => format!(
+                        "it shares {} with clause {} ({}), which stays in dtrace",
+                        v.name,
+                        n + 1,
+                        c.desc
+                    ),
+                    None => continue,
+                },
+            };
+            for v in &c.vars {
+                if !dtrace.contains_key(&v.id) {
+                    dtrace.insert(v.id, why.clone());
+                    changed = true;
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    let mut out = Placement::default();
+    for c in facts {
+        if c.vars.is_empty() {
+            out.clauses.push(None);
+            continue;
+        }
+        let names = || {
+            c.vars
+                .iter()
+                .map(|v| v.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let placed = match (&c.whole, c.vars.iter().find_map(|v| dtrace.get(&v.id))) {
+            (Err(why), _) => Err(why.clone()),
+            (Ok(()), Some(why)) => Err(why.clone()),
+            (Ok(()), None) => {
+                out.kernel.extend(c.vars.iter().map(|v| v.id));
+                Ok(names())
+            }
+        };
+        out.clauses.push(Some(placed));
+    }
+    out
+}
+
+/// Whether clause `e` (planned as `plan`) can run whole in the kernel at every probe of
+/// `catalog` it matches, its thread-locals `vars` kept there, comparing strings up to
+/// `strsize`: `Ok`, or why not.
+pub fn runs_whole(
+    e: &EcbDesc,
+    plan: &std::result::Result<ClausePlan, String>,
+    catalog: &Catalog,
+    vars: &[ThreadVar],
+    strsize: u32,
+) -> std::result::Result<(), String> {
+    let plan = plan.as_ref().map_err(Clone::clone)?;
+    let d = &e.probe;
+    if !KERNEL_PROVIDERS.contains(&d.provider.as_str()) {
+        return Err(format!(
+            "its probes fire outside the kernel's tracepoints (provider {:?})",
+            d.provider
+        ));
+    }
+    let desc = crate::ProbeDesc::new(&d.provider, &d.module, &d.function, &d.name);
+    let probes = catalog.matching(&desc).map_err(|e| e.to_string())?;
+    let clause = KernelAggClause {
+        predicate: e.predicate.clone(),
+        aggs: plan
+            .aggs
+            .iter()
+            .map(|p| KernelAgg {
+                kind: p.kind,
+                arg: p.arg,
+                keys: p.keys.clone(),
+                value: p.value.clone(),
+                incr: p.incr.clone(),
+                value_words: p.value_words,
+                maps: [-1, -1],
+            })
+            .collect(),
+        stores: plan.stores.clone(),
+    };
+    let kv = KernelVars {
+        map: -1,
+        drops: -1,
+        ids: vars.iter().map(|v| v.id).collect(),
+    };
+    for p in &probes {
+        let Some(shape) = planning_shape(&p.attach) else {
+            return Err(format!("{}: not a tracepoint", p.desc));
+        };
+        let names = dtrace_ebpf::translate::ProbeNames {
+            provider: p.desc.provider.clone(),
+            module: p.desc.module.clone(),
+            function: p.desc.function.clone(),
+            name: p.desc.name.clone(),
+        };
+        let opaque = p
+            .args
+            .iter()
+            .enumerate()
+            .take(16)
+            .filter(|(_, a)| a.copy.is_some())
+            .fold(0u16, |m, (i, _)| m | (1 << i));
+        crate::capture::kagg::check_clause(&shape, &names, opaque, &kv, &clause, strsize)
+            .map_err(|why| format!("at {}: {why}", p.desc))?;
+    }
+    Ok(())
+}
+
+/// The shape a tracepoint's program reads its context with (as the session builds it; the
+/// syscall tracepoints' raw form reads the same values).
+fn planning_shape(at: &AttachPoint) -> Option<ProbeShape> {
+    let (ctx, args, conditions, identity) = match at {
+        AttachPoint::Tracepoint {
+            args,
+            conditions,
+            identity,
+            ..
+        } => (CtxKind::Tracepoint, args, conditions, identity),
+        AttachPoint::RawTracepoint {
+            args,
+            conditions,
+            identity,
+            ..
+        } => (CtxKind::RawTracepoint, args, conditions, identity),
+        _ => return None,
+    };
+    Some(ProbeShape {
+        ctx,
+        args: args.clone(),
+        conditions: conditions.clone(),
+        identity: *identity,
+        task: None,
+    })
+}
+
+/// The kernel's map of thread-locals and its drop counter.
+pub struct KernelVarMaps {
+    map: Map,
+    drops: Map,
+}
+
+impl KernelVarMaps {
+    /// Maps for `dynvarsize` bytes of integer thread-locals.
+    pub fn new(dynvarsize: u64) -> Result<KernelVarMaps> {
+        let cost = dtrace_dif::vm::dynvar::integer_thread_local_cost() as u64;
+        let entries = (dynvarsize / cost.max(1)).clamp(1, 1 << 20) as u32;
+        Ok(KernelVarMaps {
+            map: Map::create(
+                MapKind::Hash,
+                "dt_tls",
+                crate::capture::kvars::KEY_SIZE,
+                crate::capture::kvars::VALUE_SIZE,
+                entries,
+            )?,
+            drops: Map::create(MapKind::PerCpuArray, "dt_tls_drops", 4, 8, 1)?,
+        })
+    }
+
+    /// The maps as the probe's code uses them, for the variables `ids`.
+    pub fn kernel_vars(&self, ids: &BTreeSet<u32>) -> KernelVars {
+        KernelVars {
+            map: self.map.raw_fd(),
+            drops: self.drops.raw_fd(),
+            ids: ids.iter().copied().collect(),
+        }
+    }
+
+    /// Stores lost so far because the map was full (all CPUs).
+    pub fn drops(&self) -> Result<u64> {
+        Ok(self.drops.percpu_u64(0)?.iter().sum())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn var(id: u32, integer: bool) -> ThreadVar {
+        ThreadVar {
+            id,
+            name: format!("self->v{id}"),
+            integer,
+        }
+    }
+
+    fn facts(vars: Vec<ThreadVar>, whole: std::result::Result<(), String>) -> ClauseFacts {
+        ClauseFacts {
+            desc: "syscall::read:entry".into(),
+            vars,
+            whole,
+        }
+    }
+
+    #[test]
+    fn a_variable_lives_in_the_kernel_only_when_every_clause_using_it_runs_there() {
+        let p = place(&[
+            facts(vec![var(1, true)], Ok(())),
+            facts(vec![var(1, true)], Ok(())),
+            facts(vec![var(2, true)], Ok(())),
+            facts(vec![var(2, true), var(3, true)], Err("printf()".into())),
+            facts(vec![var(3, true), var(4, true)], Ok(())),
+            facts(vec![var(4, true)], Ok(())),
+            facts(vec![var(5, false)], Ok(())),
+            facts(vec![], Ok(())),
+        ]);
+        assert_eq!(p.kernel, BTreeSet::from([1]));
+        assert!(p.in_kernel(0) && p.in_kernel(1));
+        // Variable 2 is shared with a clause in dtrace; 3 and 4 follow it transitively.
+        for i in 2..7 {
+            assert!(matches!(&p.clauses[i], Some(Err(_))), "clause {i}");
+        }
+        assert_eq!(p.clauses[7], None);
+        let Some(Err(why)) = &p.clauses[6] else {
+            unreachable!()
+        };
+        assert!(why.contains("not an integer"), "{why}");
+    }
+}
