@@ -67,8 +67,11 @@ pub struct ClausePlan {
 pub fn plan_clause(e: &EcbDesc) -> std::result::Result<ClausePlan, String> {
     let acts = &e.actions;
     let stores_only = acts.iter().all(|a| is_store(a));
-    if !acts.iter().any(|a| a.kind.is_aggregation()) && (acts.is_empty() || !stores_only) {
-        return Err("the clause has no aggregation".into());
+    if acts.is_empty() {
+        return Err("the clause has no action (it records the firing)".into());
+    }
+    if !acts.iter().any(|a| a.kind.is_aggregation()) && !stores_only {
+        return Err("the clause has actions other than aggregations".into());
     }
     let mut used = vec![false; acts.len()];
     let mut out = Vec::new();

@@ -168,6 +168,12 @@ pub fn place(facts: &[ClauseFacts]) -> Placement {
                 .join(", ")
         };
         let placed = match (&c.whole, c.vars.iter().find_map(|v| dtrace.get(&v.id))) {
+            _ if c.vars.iter().any(|v| !v.integer) => Err(c
+                .vars
+                .iter()
+                .find(|v| !v.integer)
+                .map(|v| format!("{} is not an integer", v.name))
+                .unwrap_or_default()),
             (Err(why), _) => Err(why.clone()),
             (Ok(()), Some(why)) => Err(why.clone()),
             (Ok(()), None) => {

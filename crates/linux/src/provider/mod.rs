@@ -584,7 +584,8 @@ impl Shared {
                 let i = base + k;
                 let vars = self.tvars.get(i).cloned().unwrap_or_default();
                 let whole = match (&off, self.kplans.get(i)) {
-                    _ if vars.is_empty() => Ok(()),
+                    // Nothing to check: no variable, or one the kernel does not keep.
+                    _ if vars.is_empty() || vars.iter().any(|v| !v.integer) => Ok(()),
                     (Some(why), _) => Err(why.clone()),
                     (None, Some(plan)) => {
                         kvars::runs_whole(e, plan, &self.catalog, &vars, self.strsize)
