@@ -5,7 +5,7 @@
 //! there; zero frees; a full map counts dynamic variable drops; `-v` says where each clause runs.
 
 mod common;
-use common::{compile_c, dtrace, dtrace_with_env, have_gcc, kernel_ok, test_dir};
+use common::{clause_lines, compile_c, have_gcc, kernel_ok, test_dir};
 use std::path::PathBuf;
 
 /// Writes `argv[1]` times to /dev/null, of sizes (i * 37) % 300, then reads as often from
@@ -34,48 +34,20 @@ fn writer(tag: &str) -> PathBuf {
 
 /// Runs `dtrace args` with thread-locals in the kernel where they can be (`true`), or in dtrace.
 fn dtrace_way(kernel: bool, args: &[&str]) -> (i32, String, String) {
-    if kernel {
-        dtrace(args)
-    } else {
-        dtrace_with_env(&[("DTRACE_KERNEL_VARIABLES", "0")], args)
-    }
-}
-
-/// The `-v` lines about where clause `n` runs.
-fn clause_lines(err: &str, n: usize) -> Vec<String> {
-    let head = format!("dtrace: clause {n} ");
-    err.lines()
-        .filter(|l| l.starts_with(&head))
-        .map(String::from)
-        .collect()
+    common::dtrace_way("DTRACE_KERNEL_VARIABLES", kernel, args)
 }
 
 /// Runs `script` both ways; asserts both succeed and print the same non-empty output, and that
 /// the clauses numbered in `whole` ran whole in the kernel the first way. Returns the output.
 fn same_both_ways(script: &str, extra: &[&str], cmd: &str, whole: &[usize]) -> String {
-    let mut args = vec!["-qv"];
-    args.extend_from_slice(extra);
-    args.extend_from_slice(&["-n", script, "-c", cmd]);
-    let (rc, kout, kerr) = dtrace_way(true, &args);
-    assert_eq!(rc, 0, "{script}: {kerr}");
-    for &n in whole {
-        assert!(
-            clause_lines(&kerr, n)
+    let in_kernel = |err: &str| {
+        whole.iter().all(|&n| {
+            clause_lines(err, n)
                 .iter()
-                .any(|l| l.contains("runs whole in the kernel at 1 probe (thread-locals")),
-            "clause {n} of {script}: {kerr}"
-        );
-    }
-    assert!(!kerr.contains("drop"), "{script}: {kerr}");
-    let (rc, iout, ierr) = dtrace_way(false, &args);
-    assert_eq!(rc, 0, "{script}: {ierr}");
-    assert!(
-        ierr.contains("kernel variables are off (DTRACE_KERNEL_VARIABLES=0)"),
-        "{ierr}"
-    );
-    assert_eq!(kout, iout, "{script}");
-    assert!(!kout.trim().is_empty(), "{script}");
-    kout
+                .any(|l| l.contains("runs whole in the kernel at 1 probe (thread-locals"))
+        })
+    };
+    common::same_both_ways("DTRACE_KERNEL_VARIABLES", script, extra, cmd, &in_kernel)
 }
 
 #[test]

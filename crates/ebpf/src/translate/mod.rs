@@ -113,13 +113,13 @@ pub trait ProbeContext {
     /// default: D variables live in dtrace).
     fn emit_thread_load(&self, a: &mut Asm, var: u32) -> Result<(), String> {
         let _ = (a, var);
-        Err("D variables live in the consumer".into())
+        Err("thread-locals live in dtrace".into())
     }
     /// Emits code that stores the integer at `fp + value_at` in thread-local `var` for the current
     /// thread, a zero freeing the variable (DTrace's rule). As [`ProbeContext::emit_thread_load`].
     fn emit_thread_store(&self, a: &mut Asm, var: u32, value_at: i16) -> Result<(), String> {
         let _ = (a, var, value_at);
-        Err("D variables live in the consumer".into())
+        Err("thread-locals live in dtrace".into())
     }
 }
 

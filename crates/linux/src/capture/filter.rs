@@ -165,7 +165,7 @@ impl ShapeContext<'_> {
         let kv = self
             .vars
             .filter(|kv| kv.ids.contains(&var))
-            .ok_or("it lives in dtrace")?;
+            .ok_or("this thread-local lives in dtrace")?;
         self.current("a thread-local")?;
         Ok(kv)
     }

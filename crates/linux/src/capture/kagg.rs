@@ -329,18 +329,24 @@ fn emit_agg(
     emit_lookup(a, agg.maps);
     a.jmp_imm(op::JNE, R0, 0, found);
     // The map is full: the update is an aggregation drop.
-    a.store_imm(Size::W, R10, INCR, 0);
-    a.ld_map_fd(R1, k.drops)
-        .mov(R2, R10)
-        .alu_imm(op::ADD, R2, i32::from(INCR));
-    a.call(helper::MAP_LOOKUP_ELEM);
-    a.jmp_imm(op::JEQ, R0, 0, skip);
-    a.mov_imm(R1, 1).atomic_add64(R0, 0, R1);
-    a.ja(skip);
+    emit_count_drop(a, k.drops, INCR, skip);
     a.bind(found).mov(R7, R0);
     emit_apply(a, agg, skip)?;
     a.bind(skip);
     Ok(())
+}
+
+/// Adds one to this CPU's count in the per-CPU array `drops` (of one u64; its index is built at
+/// the stack slot `slot`), then jumps to `done`. Uses r0-r5.
+pub(crate) fn emit_count_drop(a: &mut Asm, drops: i32, slot: i16, done: Label) {
+    a.store_imm(Size::DW, R10, slot, 0);
+    a.ld_map_fd(R1, drops)
+        .mov(R2, R10)
+        .alu_imm(op::ADD, R2, i32::from(slot));
+    a.call(helper::MAP_LOOKUP_ELEM);
+    a.jmp_imm(op::JEQ, R0, 0, done);
+    a.mov_imm(R1, 1).atomic_add64(R0, 0, R1);
+    a.ja(done);
 }
 
 /// Applies the function to the CPU's value at r7 (the value in `VAL`, the weight in `INCR`).

@@ -61,14 +61,7 @@ pub fn emit_store(a: &mut Asm, kv: &KernelVars, var: u32, value_at: i16) {
     a.call(helper::MAP_UPDATE_ELEM);
     a.jmp_imm(op::JEQ, R0, 0, done);
     // The map is full: a dynamic variable drop.
-    a.store_imm(Size::DW, R10, KEY, 0);
-    a.ld_map_fd(R1, kv.drops)
-        .mov(R2, R10)
-        .alu_imm(op::ADD, R2, i32::from(KEY));
-    a.call(helper::MAP_LOOKUP_ELEM);
-    a.jmp_imm(op::JEQ, R0, 0, done);
-    a.mov_imm(R1, 1).atomic_add64(R0, 0, R1);
-    a.ja(done);
+    super::kagg::emit_count_drop(a, kv.drops, KEY, done);
     a.bind(free);
     a.ld_map_fd(R1, kv.map)
         .mov(R2, R10)

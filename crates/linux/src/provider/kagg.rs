@@ -51,6 +51,21 @@ pub struct PlannedAgg {
     pub value_words: usize,
 }
 
+impl PlannedAgg {
+    /// The aggregation as the probe's code updates it, in `maps` (one per generation).
+    pub fn with_maps(&self, maps: [i32; 2]) -> KernelAgg {
+        KernelAgg {
+            kind: self.kind,
+            arg: self.arg,
+            keys: self.keys.clone(),
+            value: self.value.clone(),
+            incr: self.incr.clone(),
+            value_words: self.value_words,
+            maps,
+        }
+    }
+}
+
 /// A clause as the kernel would run it: its aggregating actions and its store actions (each
 /// with the number of aggregating actions before it).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -66,7 +81,7 @@ pub struct ClausePlan {
 /// does): its aggregating and store actions, or why not.
 pub fn plan_clause(e: &EcbDesc) -> std::result::Result<ClausePlan, String> {
     let acts = &e.actions;
-    let stores_only = acts.iter().all(|a| is_store(a));
+    let stores_only = acts.iter().all(is_store);
     if acts.is_empty() {
         return Err("the clause has no action (it records the firing)".into());
     }
@@ -311,15 +326,7 @@ impl KernelAggState {
         for s in strings {
             a.keys.strings.insert(string_key_hash(s), s.clone());
         }
-        Ok(KernelAgg {
-            kind: p.kind,
-            arg: p.arg,
-            keys: p.keys.clone(),
-            value: p.value.clone(),
-            incr: p.incr.clone(),
-            value_words: p.value_words,
-            maps: [a.maps[0].raw_fd(), a.maps[1].raw_fd()],
-        })
+        Ok(p.with_maps([a.maps[0].raw_fd(), a.maps[1].raw_fd()]))
     }
 
     /// Tells which framework aggregation (its id and key records) aggregation `index` of clause

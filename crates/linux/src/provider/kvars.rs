@@ -19,7 +19,7 @@
 
 use super::kagg::ClausePlan;
 use crate::bpf::{Map, MapKind};
-use crate::capture::spec::{KernelAgg, KernelAggClause, KernelVars};
+use crate::capture::spec::{KernelAggClause, KernelVars};
 use crate::capture::{CtxKind, ProbeShape};
 use crate::catalog::AttachPoint;
 use crate::catalog::Catalog;
@@ -144,8 +144,8 @@ pub fn place(facts: &[ClauseFacts]) -> Placement {
                 },
             };
             for v in &c.vars {
-                if !dtrace.contains_key(&v.id) {
-                    dtrace.insert(v.id, why.clone());
+                if let std::collections::btree_map::Entry::Vacant(e) = dtrace.entry(v.id) {
+                    e.insert(why.clone());
                     changed = true;
                 }
             }
@@ -208,19 +208,8 @@ pub fn runs_whole(
     let probes = catalog.matching(&desc).map_err(|e| e.to_string())?;
     let clause = KernelAggClause {
         predicate: e.predicate.clone(),
-        aggs: plan
-            .aggs
-            .iter()
-            .map(|p| KernelAgg {
-                kind: p.kind,
-                arg: p.arg,
-                keys: p.keys.clone(),
-                value: p.value.clone(),
-                incr: p.incr.clone(),
-                value_words: p.value_words,
-                maps: [-1, -1],
-            })
-            .collect(),
+        // The maps' descriptors are not part of a translation.
+        aggs: plan.aggs.iter().map(|p| p.with_maps([-1, -1])).collect(),
         stores: plan.stores.clone(),
     };
     let kv = KernelVars {
@@ -238,13 +227,7 @@ pub fn runs_whole(
             function: p.desc.function.clone(),
             name: p.desc.name.clone(),
         };
-        let opaque = p
-            .args
-            .iter()
-            .enumerate()
-            .take(16)
-            .filter(|(_, a)| a.copy.is_some())
-            .fold(0u16, |m, (i, _)| m | (1 << i));
+        let opaque = super::opaque_args(p);
         crate::capture::kagg::check_clause(&shape, &names, opaque, &kv, &clause, strsize)
             .map_err(|why| format!("at {}: {why}", p.desc))?;
     }

@@ -313,13 +313,7 @@ impl Shared {
             function: info.function.clone(),
             name: info.name.clone(),
         };
-        let opaque_args = probe
-            .args
-            .iter()
-            .enumerate()
-            .take(16)
-            .filter(|(_, a)| a.copy.is_some())
-            .fold(0u16, |m, (i, _)| m | (1 << i));
+        let opaque_args = opaque_args(&probe);
         let complete = |f: &mut crate::capture::KernelFilter| {
             f.bypass = bypass;
             f.names = names.clone();
@@ -333,8 +327,12 @@ impl Shared {
                 complete(f);
             }
             if self.kaggs.is_none() {
-                self.kaggs =
-                    Some(kagg::KernelAggState::new(self.aggsize).map_err(|e| e.to_string())?);
+                let mut k = kagg::KernelAggState::new(self.aggsize).map_err(|e| e.to_string())?;
+                // Made after tracing started: the clock is already fixed.
+                if let Some(offset) = self.clock_offset {
+                    k.set_clock_offset(offset);
+                }
+                self.kaggs = Some(k);
             }
             let uses_vars = k_idx.iter().any(|&i| self.placement.in_kernel(i));
             if uses_vars && self.kvar_maps.is_none() {
@@ -620,6 +618,18 @@ impl Shared {
             c.variables = p.clone();
         }
     }
+}
+
+/// The arguments of `probe` whose value delivery replaces (the address of data copied at the
+/// probe), as a mask: the kernel cannot read them as the interpreter does.
+pub(crate) fn opaque_args(probe: &Probe) -> u16 {
+    probe
+        .args
+        .iter()
+        .enumerate()
+        .take(16)
+        .filter(|(_, a)| a.copy.is_some())
+        .fold(0u16, |m, (i, _)| m | (1 << i))
 }
 
 /// Whether clause `e` calls `exit()` at a probe other than `BEGIN`, `END`, `ERROR` and the
