@@ -265,7 +265,11 @@ impl Shared {
                 );
             }
             // Nothing runs in the kernel yet: every variable stays in dtrace.
-            self.demote_variables("kernel aggregations are off");
+            let why = match &self.kernel_aggregations {
+                Err(why) => why.clone(),
+                Ok(()) => "kernel aggregations are off".to_string(),
+            };
+            self.demote_variables(&why);
         }
         let matching: Vec<&ClauseNeeds> =
             matching_idx.iter().map(|&i| &self.clauses[i].1).collect();
