@@ -44,7 +44,7 @@ fn same_both_ways(script: &str, extra: &[&str], cmd: &str, whole: &[usize]) -> S
         whole.iter().all(|&n| {
             clause_lines(err, n)
                 .iter()
-                .any(|l| l.contains("runs whole in the kernel at 1 probe (thread-locals"))
+                .any(|l| l.contains("runs whole in the kernel at 1 probe (variables"))
         })
     };
     common::same_both_ways("DTRACE_KERNEL_VARIABLES", script, extra, cmd, &in_kernel)
@@ -70,7 +70,7 @@ fn the_entry_return_idiom_runs_whole_in_the_kernel() {
             for n in [1, 2] {
                 assert!(
                     clause_lines(&err, n).iter().any(|l| l.ends_with(
-                        "runs whole in the kernel at 1 probe (thread-locals self->ts live in \
+                        "runs whole in the kernel at 1 probe (variables self->ts live in \
                          the kernel)"
                     )),
                     "{err}"
@@ -116,7 +116,7 @@ fn a_thread_local_used_in_dtrace_keeps_all_its_clauses_there() {
     for n in [1, 2, 4] {
         assert!(
             clause_lines(&err, n).iter().any(|l| l.contains(
-                "thread-locals stay in dtrace (clause 3 (syscall::write:return) runs in dtrace: \
+                "variables stay in dtrace (clause syscall::write:return runs in dtrace: \
                  the clause has actions other than aggregations)"
             ) || l.contains("which stays in dtrace)")),
             "clause {n}: {err}"
@@ -130,7 +130,7 @@ fn a_thread_local_used_in_dtrace_keeps_all_its_clauses_there() {
         ),
         (
             "BEGIN { self->n = 1; } syscall::write:entry /pid == $target/ { self->n = 2; }",
-            "its probes fire outside the kernel's tracepoints",
+            "its probes are not kernel tracepoints",
         ),
     ] {
         let (rc, _, err) = dtrace_way(true, &["-qv", "-n", script, "-c", &cmd]);
@@ -138,7 +138,7 @@ fn a_thread_local_used_in_dtrace_keeps_all_its_clauses_there() {
         assert!(
             clause_lines(&err, 1)
                 .iter()
-                .any(|l| l.contains("thread-locals stay in dtrace") && l.contains(why)),
+                .any(|l| l.contains("variables stay in dtrace") && l.contains(why)),
             "{script}: {err}"
         );
     }
@@ -180,4 +180,34 @@ fn zero_frees_and_a_full_map_counts_dynamic_variable_drops() {
             "kernel {kernel}: {err}"
         );
     }
+}
+
+#[test]
+fn global_scalars_live_in_the_kernel_when_only_kernel_clauses_use_them() {
+    let t = "global_scalars_live_in_the_kernel_when_only_kernel_clauses_use_them";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let w = writer("kvars-globals");
+    let cmd = format!("{} 400", w.display());
+    // A counter shared by two probes, read as a key and a value; a global never stored reads 0.
+    let script = "int n; int never; syscall::write:entry /pid == $target/ { n = n + arg2; } \
+        syscall::read:entry /pid == $target/ { @[n % 7, never] = count(); @m = max(n); n = 0; }";
+    let out = same_both_ways(script, &[], &cmd, &[1, 2]);
+    let (_, _, err) = dtrace_way(true, &["-qv", "-n", script, "-c", &cmd]);
+    assert!(err.contains("(variables n live in the kernel)"), "{err}");
+    assert!(out.contains("59700"), "{out}");
+    // END reads it: it stays in dtrace, and the clause that stores it with it.
+    let script = "int n; syscall::write:entry /pid == $target/ { n = n + 1; } \
+        END { printf(\"%d\\n\", n); }";
+    let (rc, out, err) = dtrace_way(true, &["-qv", "-n", script, "-c", &cmd]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(out.contains("400"), "{out}");
+    assert!(
+        clause_lines(&err, 1).iter().any(|l| l.contains(
+            "END runs in dtrace: its probes are not \
+             kernel tracepoints"
+        )),
+        "{err}"
+    );
 }

@@ -121,6 +121,18 @@ pub trait ProbeContext {
         let _ = (a, var, value_at);
         Err("thread-locals live in dtrace".into())
     }
+    /// Emits code that leaves the value of global scalar `var` (an integer) in r0: 0 when never
+    /// stored. As [`ProbeContext::emit_thread_load`].
+    fn emit_global_load(&self, a: &mut Asm, var: u32) -> Result<(), String> {
+        let _ = (a, var);
+        Err("global variables live in dtrace".into())
+    }
+    /// Emits code that stores the integer at `fp + value_at` in global scalar `var`. As
+    /// [`ProbeContext::emit_thread_load`].
+    fn emit_global_store(&self, a: &mut Asm, var: u32, value_at: i16) -> Result<(), String> {
+        let _ = (a, var, value_at);
+        Err("global variables live in dtrace".into())
+    }
 }
 
 /// Where a fragment keeps its state on the eBPF stack.
@@ -634,20 +646,23 @@ impl<'a> Translator<'a> {
             }
             Instr::LoadVar { op, var, rd } => self.load_var(pc, s, op, var, rd)?,
             Instr::StoreVar {
-                op: Opcode::Stts,
+                op: op @ (Opcode::Stts | Opcode::Stgs),
                 var,
                 rs,
             } => {
                 let id = u32::from(var);
                 self.int(s, pc, rs)?;
                 let at = self.frame.reg(rs & 7);
-                self.ctx
-                    .emit_thread_store(&mut self.a, id, at)
-                    .map_err(|why| Untranslatable::Variable {
-                        pc,
-                        name: self.var_name(id, "self->"),
-                        why,
-                    })?;
+                let (stored, prefix) = if op == Opcode::Stts {
+                    (self.ctx.emit_thread_store(&mut self.a, id, at), "self->")
+                } else {
+                    (self.ctx.emit_global_store(&mut self.a, id, at), "")
+                };
+                stored.map_err(|why| Untranslatable::Variable {
+                    pc,
+                    name: self.var_name(id, prefix),
+                    why,
+                })?;
             }
             Instr::LoadArray { op, var, r2, rd } => {
                 if op != Opcode::Ldga || u32::from(var) != vars::DIF_VAR_ARGS {
@@ -733,6 +748,17 @@ impl<'a> Translator<'a> {
                 .map_err(|why| Untranslatable::Variable {
                     pc,
                     name: self.var_name(id, "self->"),
+                    why,
+                })?;
+            self.put(s, rd, R0, Kind::Int(None));
+            return Ok(());
+        }
+        if dop == Opcode::Ldgs && id >= vars::DIF_VAR_OTHER_UBASE {
+            self.ctx
+                .emit_global_load(&mut self.a, id)
+                .map_err(|why| Untranslatable::Variable {
+                    pc,
+                    name: self.var_name(id, ""),
                     why,
                 })?;
             self.put(s, rd, R0, Kind::Int(None));

@@ -157,9 +157,28 @@ impl ProbeContext for ShapeContext<'_> {
         super::kvars::emit_store(a, kv, var, value_at);
         Ok(())
     }
+
+    fn emit_global_load(&self, a: &mut Asm, var: u32) -> Result<(), String> {
+        let (kv, i) = self.kernel_global(var)?;
+        super::kvars::emit_global_load(a, kv, i);
+        Ok(())
+    }
+
+    fn emit_global_store(&self, a: &mut Asm, var: u32, value_at: i16) -> Result<(), String> {
+        let (kv, i) = self.kernel_global(var)?;
+        super::kvars::emit_global_store(a, kv, i, value_at);
+        Ok(())
+    }
 }
 
 impl ShapeContext<'_> {
+    /// The kernel's globals and `var`'s place among them, when it is one of them.
+    fn kernel_global(&self, var: u32) -> Result<(&super::spec::KernelVars, usize), String> {
+        self.vars
+            .and_then(|kv| Some((kv, kv.global_ids.iter().position(|&g| g == var)?)))
+            .ok_or_else(|| "this global lives in dtrace".to_string())
+    }
+
     /// The kernel's thread-locals, when `var` is one of them and the probe runs for its thread.
     fn kernel_var(&self, var: u32) -> Result<&super::spec::KernelVars, String> {
         let kv = self

@@ -32,6 +32,28 @@ fn emit_key(a: &mut Asm, var: u32) {
     a.store(Size::DW, R10, KEY, R0);
 }
 
+/// r0 = global scalar number `index` of the globals' value.
+pub fn emit_global_load(a: &mut Asm, kv: &KernelVars, index: usize) {
+    a.ld_map_value(R1, kv.globals, 0);
+    a.load(Size::DW, R0, R1, global_offset(index));
+}
+
+/// Stores the integer at `fp + value_at` in global scalar number `index` (a zero too: a global
+/// is never freed).
+pub fn emit_global_store(a: &mut Asm, kv: &KernelVars, index: usize, value_at: i16) {
+    a.ld_map_value(R1, kv.globals, 0);
+    a.load(Size::DW, R2, R10, value_at);
+    a.store(Size::DW, R1, global_offset(index), R2);
+}
+
+/// The offset of global number `index` in the globals' value (planning bounds the number).
+fn global_offset(index: usize) -> i16 {
+    i16::try_from(index * 8).unwrap_or(i16::MAX & !7)
+}
+
+/// Most global scalars kept in the kernel.
+pub const MAX_GLOBALS: usize = 512;
+
 /// r0 = the current thread's `var` (0 when it has none).
 pub fn emit_load(a: &mut Asm, kv: &KernelVars, var: u32) {
     emit_key(a, var);

@@ -242,15 +242,19 @@ pub struct KernelAggs {
 /// Bytes of the value of [`KernelAggs::control`].
 pub const CONTROL_SIZE: usize = 16;
 
-/// The thread-local variables kept in the kernel (see `capture::kvars`).
+/// The D variables kept in the kernel (see `capture::kvars`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KernelVars {
     /// The hash map of (thread id, variable id) to value.
     pub map: i32,
     /// A per-CPU array of one u64: stores lost because the map was full.
     pub drops: i32,
-    /// The ids of the variables that live there (every other is dtrace's).
+    /// The ids of the thread-locals that live there (every other is dtrace's).
     pub ids: Vec<u32>,
+    /// An array map of one value: the global scalars that live in the kernel, 8 bytes each.
+    pub globals: i32,
+    /// The ids of those globals, in their order in the value.
+    pub global_ids: Vec<u32>,
 }
 
 /// One clause run whole in the kernel: its actions are aggregating functions and stores to

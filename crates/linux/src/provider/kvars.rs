@@ -1,10 +1,10 @@
-//! Thread-local variables in the kernel, the consumer's side (the probe's side is
-//! `capture::kvars`): where each `self->` variable lives ([`place`]), and its map.
+//! D variables in the kernel, the consumer's side (the probe's side is `capture::kvars`): where
+//! each thread-local (`self->x`) and global scalar (`x`) lives ([`place`]), and their maps.
 //!
 //! A variable lives in the kernel only when every clause that reads or writes it, in every
 //! program of the session (all `-n`/`-s` programs are planned together), runs whole at the probe:
 //! its probes are kernel probes, its actions are aggregating functions and stores that record
-//! nothing ([`kagg::ClausePlan`]), and it translates at every probe it matches
+//! nothing ([`ClausePlan`]), and it translates at every probe it matches
 //! (`capture::kagg::check_clause`). One clause that cannot keeps every variable it uses in
 //! dtrace, and with them every other clause that uses those, until nothing changes: the two
 //! paths never share a variable, so nothing changes meaning. Only integer scalars qualify
@@ -13,9 +13,11 @@
 //! translation foresees); a clause that uses one and runs in dtrace (a program planned after
 //! the placement) fails alike.
 //!
-//! The map holds (thread id, variable id) to value, as many entries as `dynvarsize` gives
-//! integer thread-locals in the framework's dynamic variable space; stores that find it full are
-//! counted per CPU and reported as dynamic variable drops.
+//! The thread-locals' map holds (thread id, variable id) to value, as many entries as
+//! `dynvarsize` gives integer thread-locals in the framework's dynamic variable space; stores
+//! that find it full are counted per CPU and reported as dynamic variable drops. Globals are the
+//! words of one array value, zero until stored, never freed, shared by every CPU (as racy as
+//! DTrace's own).
 
 use super::kagg::ClausePlan;
 use crate::bpf::{Map, MapKind};
@@ -24,48 +26,55 @@ use crate::capture::{CtxKind, ProbeShape};
 use crate::catalog::AttachPoint;
 use crate::catalog::Catalog;
 use crate::error::Result;
-use dtrace_dif::object::{DifObject, DIFV_KIND_SCALAR, DIFV_SCOPE_THREAD};
+use dtrace_dif::object::{DifObject, DIFV_KIND_SCALAR, DIFV_SCOPE_GLOBAL, DIFV_SCOPE_THREAD};
 use dtrace_dif::program::EcbDesc;
 use std::collections::{BTreeMap, BTreeSet};
 
-/// Environment variable that, set to `0`, keeps every thread-local in dtrace (the clauses that
+/// Environment variable that, set to `0`, keeps every D variable in dtrace (the clauses that
 /// use them too).
 pub const KERNEL_VARIABLES_ENV: &str = "DTRACE_KERNEL_VARIABLES";
 
 /// Providers whose probes fire in the kernel, where a clause can run whole.
 const KERNEL_PROVIDERS: [&str; 5] = ["syscall", "proc", "sched", "io", "sdt"];
 
-/// A thread-local a clause uses.
+/// A variable: global (`true`) or thread-local, and its id.
+pub type VarKey = (bool, u32);
+
+/// A D variable a clause uses (a thread-local or a global).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ThreadVar {
-    /// Its id.
-    pub id: u32,
-    /// `self->NAME`.
+    /// Global or thread-local, and its id.
+    pub key: VarKey,
+    /// `self->NAME` or `NAME`.
     pub name: String,
     /// An integer scalar (what the kernel keeps).
     pub integer: bool,
 }
 
-/// The thread-locals clause `e` reads or writes (from its objects' variable tables).
+/// The thread-locals and user global variables clause `e` reads or writes (from its objects'
+/// variable tables); clause-locals (`this->`) are the clause's own.
 pub fn thread_vars(e: &EcbDesc) -> Vec<ThreadVar> {
     let mut out: Vec<ThreadVar> = Vec::new();
     for o in clause_objects(e) {
-        for v in o.vartab.iter().filter(|v| v.scope == DIFV_SCOPE_THREAD) {
+        for v in &o.vartab {
+            let global = match v.scope {
+                DIFV_SCOPE_THREAD => false,
+                DIFV_SCOPE_GLOBAL if v.id >= dtrace_dif::vars::DIF_VAR_OTHER_UBASE => true,
+                _ => continue,
+            };
             let integer = v.kind == DIFV_KIND_SCALAR
                 && !v.ty.is_string()
                 && !v.ty.is_by_ref()
                 && matches!(v.ty.size, 1 | 2 | 4 | 8);
+            let prefix = if global { "" } else { "self->" };
             let name = o
                 .string_at(v.name as usize)
-                .map(|n| format!("self->{}", String::from_utf8_lossy(n)))
-                .unwrap_or_else(|| format!("self->#{}", v.id));
-            match out.iter_mut().find(|t| t.id == v.id) {
+                .map(|n| format!("{prefix}{}", String::from_utf8_lossy(n)))
+                .unwrap_or_else(|| format!("{prefix}#{}", v.id));
+            let key = (global, v.id);
+            match out.iter_mut().find(|t| t.key == key) {
                 Some(t) => t.integer &= integer,
-                None => out.push(ThreadVar {
-                    id: v.id,
-                    name,
-                    integer,
-                }),
+                None => out.push(ThreadVar { key, name, integer }),
             }
         }
     }
@@ -92,8 +101,8 @@ pub struct ClauseFacts {
 /// Where the thread-locals of the planned clauses live.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Placement {
-    /// Ids of the variables kept in the kernel.
-    pub kernel: BTreeSet<u32>,
+    /// The variables kept in the kernel.
+    pub kernel: BTreeSet<VarKey>,
     /// Per clause: `None` when it uses no thread-local; `Ok` with the names of its variables
     /// when they live in the kernel (it runs there whole); else why they stay in dtrace.
     pub clauses: Vec<Option<std::result::Result<String, String>>>,
@@ -120,31 +129,41 @@ impl Placement {
 /// Places the thread-locals of `facts` (every clause of the session, in planning order).
 pub fn place(facts: &[ClauseFacts]) -> Placement {
     // Variables kept in dtrace, with why.
-    let mut dtrace: BTreeMap<u32, String> = BTreeMap::new();
+    let mut dtrace: BTreeMap<VarKey, String> = BTreeMap::new();
+    let globals: BTreeSet<u32> = facts
+        .iter()
+        .flat_map(|c| &c.vars)
+        .filter(|v| v.key.0)
+        .map(|v| v.key.1)
+        .collect();
     for c in facts {
-        for v in c.vars.iter().filter(|v| !v.integer) {
-            dtrace
-                .entry(v.id)
-                .or_insert_with(|| format!("{} is not an integer", v.name));
+        for v in &c.vars {
+            if !v.integer {
+                dtrace
+                    .entry(v.key)
+                    .or_insert_with(|| format!("{} is not an integer", v.name));
+            } else if v.key.0 && globals.len() > crate::capture::kvars::MAX_GLOBALS {
+                dtrace.entry(v.key).or_insert_with(|| {
+                    format!("more than {} globals", crate::capture::kvars::MAX_GLOBALS)
+                });
+            }
         }
     }
     loop {
         let mut changed = false;
-        for (n, c) in facts.iter().enumerate() {
+        for c in facts {
             let why = match &c.whole {
-                Err(why) => format!("clause {} ({}) runs in dtrace: {why}", n + 1, c.desc),
-                Ok(()) => match c.vars.iter().find(|v| dtrace.contains_key(&v.id)) {
+                Err(why) => format!("clause {} runs in dtrace: {why}", c.desc),
+                Ok(()) => match c.vars.iter().find(|v| dtrace.contains_key(&v.key)) {
                     Some(v) => format!(
-                        "it shares {} with clause {} ({}), which stays in dtrace",
-                        v.name,
-                        n + 1,
-                        c.desc
+                        "it shares {} with clause {}, which stays in dtrace",
+                        v.name, c.desc
                     ),
                     None => continue,
                 },
             };
             for v in &c.vars {
-                if let std::collections::btree_map::Entry::Vacant(e) = dtrace.entry(v.id) {
+                if let std::collections::btree_map::Entry::Vacant(e) = dtrace.entry(v.key) {
                     e.insert(why.clone());
                     changed = true;
                 }
@@ -167,7 +186,7 @@ pub fn place(facts: &[ClauseFacts]) -> Placement {
                 .collect::<Vec<_>>()
                 .join(", ")
         };
-        let placed = match (&c.whole, c.vars.iter().find_map(|v| dtrace.get(&v.id))) {
+        let placed = match (&c.whole, c.vars.iter().find_map(|v| dtrace.get(&v.key))) {
             _ if c.vars.iter().any(|v| !v.integer) => Err(c
                 .vars
                 .iter()
@@ -177,7 +196,7 @@ pub fn place(facts: &[ClauseFacts]) -> Placement {
             (Err(why), _) => Err(why.clone()),
             (Ok(()), Some(why)) => Err(why.clone()),
             (Ok(()), None) => {
-                out.kernel.extend(c.vars.iter().map(|v| v.id));
+                out.kernel.extend(c.vars.iter().map(|v| v.key));
                 Ok(names())
             }
         };
@@ -196,14 +215,15 @@ pub fn runs_whole(
     vars: &[ThreadVar],
     strsize: u32,
 ) -> std::result::Result<(), String> {
-    let plan = plan.as_ref().map_err(Clone::clone)?;
     let d = &e.probe;
     if !KERNEL_PROVIDERS.contains(&d.provider.as_str()) {
-        return Err(format!(
-            "its probes fire outside the kernel's tracepoints (provider {:?})",
-            d.provider
-        ));
+        return Err(
+            "its probes are not kernel tracepoints (BEGIN, END, tick, profile, pid and USDT \
+             probes fire elsewhere)"
+                .into(),
+        );
     }
+    let plan = plan.as_ref().map_err(Clone::clone)?;
     let desc = crate::ProbeDesc::new(&d.provider, &d.module, &d.function, &d.name);
     let probes = catalog.matching(&desc).map_err(|e| e.to_string())?;
     let clause = KernelAggClause {
@@ -215,7 +235,9 @@ pub fn runs_whole(
     let kv = KernelVars {
         map: -1,
         drops: -1,
-        ids: vars.iter().map(|v| v.id).collect(),
+        ids: vars.iter().filter(|v| !v.key.0).map(|v| v.key.1).collect(),
+        globals: -1,
+        global_ids: vars.iter().filter(|v| v.key.0).map(|v| v.key.1).collect(),
     };
     for p in &probes {
         let Some(shape) = planning_shape(&p.attach) else {
@@ -261,15 +283,21 @@ fn planning_shape(at: &AttachPoint) -> Option<ProbeShape> {
     })
 }
 
-/// The kernel's map of thread-locals and its drop counter.
+/// The kernel's map of thread-locals and its drop counter, and the globals' array.
 pub struct KernelVarMaps {
     map: Map,
     drops: Map,
+    globals: Map,
+    global_ids: Vec<u32>,
 }
 
 impl KernelVarMaps {
-    /// Maps for `dynvarsize` bytes of integer thread-locals.
-    pub fn new(dynvarsize: u64) -> Result<KernelVarMaps> {
+    /// Maps for `dynvarsize` bytes of integer thread-locals, and the globals of `kernel`.
+    pub fn new(dynvarsize: u64, kernel: &BTreeSet<VarKey>) -> Result<KernelVarMaps> {
+        let global_ids: Vec<u32> = kernel.iter().filter(|k| k.0).map(|k| k.1).collect();
+        let words = global_ids
+            .len()
+            .clamp(1, crate::capture::kvars::MAX_GLOBALS);
         let cost = dtrace_dif::vm::dynvar::integer_thread_local_cost() as u64;
         let entries = (dynvarsize / cost.max(1)).clamp(1, 1 << 20) as u32;
         Ok(KernelVarMaps {
@@ -281,15 +309,20 @@ impl KernelVarMaps {
                 entries,
             )?,
             drops: Map::create(MapKind::PerCpuArray, "dt_tls_drops", 4, 8, 1)?,
+            globals: Map::create(MapKind::Array, "dt_globals", 4, 8 * words as u32, 1)?,
+            global_ids,
         })
     }
 
-    /// The maps as the probe's code uses them, for the variables `ids`.
-    pub fn kernel_vars(&self, ids: &BTreeSet<u32>) -> KernelVars {
+    /// The maps as the probe's code uses them, for the thread-locals of `kernel` (the globals
+    /// are those the maps were made for).
+    pub fn kernel_vars(&self, kernel: &BTreeSet<VarKey>) -> KernelVars {
         KernelVars {
             map: self.map.raw_fd(),
             drops: self.drops.raw_fd(),
-            ids: ids.iter().copied().collect(),
+            ids: kernel.iter().filter(|k| !k.0).map(|k| k.1).collect(),
+            globals: self.globals.raw_fd(),
+            global_ids: self.global_ids.clone(),
         }
     }
 
@@ -305,7 +338,7 @@ mod tests {
 
     fn var(id: u32, integer: bool) -> ThreadVar {
         ThreadVar {
-            id,
+            key: (false, id),
             name: format!("self->v{id}"),
             integer,
         }
@@ -331,7 +364,7 @@ mod tests {
             facts(vec![var(5, false)], Ok(())),
             facts(vec![], Ok(())),
         ]);
-        assert_eq!(p.kernel, BTreeSet::from([1]));
+        assert_eq!(p.kernel, BTreeSet::from([(false, 1)]));
         assert!(p.in_kernel(0) && p.in_kernel(1));
         // Variable 2 is shared with a clause in dtrace; 3 and 4 follow it transitively.
         for i in 2..7 {

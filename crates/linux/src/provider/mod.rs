@@ -92,17 +92,17 @@ pub(crate) struct Shared {
     /// Per clause of `clauses`: its aggregations as the kernel would compute them, or why it
     /// cannot (see [`kagg::plan_clause`]).
     kplans: Vec<std::result::Result<kagg::ClausePlan, String>>,
-    /// Per clause of `clauses`: the thread-locals it uses.
+    /// Per clause of `clauses`: the D variables (thread-locals, globals) it uses.
     tvars: Vec<Vec<kvars::ThreadVar>>,
-    /// Where the thread-locals live (see [`kvars::place`]).
+    /// Where the D variables live (see [`kvars::place`]).
     placement: kvars::Placement,
-    /// The kernel's map of thread-locals, made with the first probe that uses it.
+    /// The kernel's maps of D variables, made with the first probe that uses them.
     kvar_maps: Option<kvars::KernelVarMaps>,
     /// `dynvarsize` for that map.
     dynvarsize: u64,
     /// Thread-locals may live in the kernel (off: [`kvars::KERNEL_VARIABLES_ENV`] is `0`).
     kernel_variables: bool,
-    /// A probe runs clauses with thread-locals in the kernel.
+    /// A probe runs clauses with D variables in the kernel.
     kvars_enabled: bool,
     /// Aggregation-only clauses aggregate in the kernel, or why not (see
     /// [`LinuxTracing::set_kernel_aggregations`]).
@@ -141,7 +141,7 @@ pub struct ClauseKernel {
     pub aggs_in_kernel: usize,
     /// Probes where they run in dtrace, with the reason.
     pub aggs_in_dtrace: Vec<(String, String)>,
-    /// The clause uses thread-locals: `Ok` with their names when they live in the kernel (the
+    /// The clause uses D variables: `Ok` with their names when they live in the kernel (the
     /// clause then runs whole there, counted in `aggs_in_kernel`), else why they stay in dtrace.
     pub variables: Option<std::result::Result<String, String>>,
 }
@@ -190,10 +190,10 @@ impl ClauseKernel {
             None => {}
             Some(Ok(names)) => {
                 let mut line = placement("runs whole", self.aggs_in_kernel, &self.aggs_in_dtrace);
-                line.push_str(&format!(" (thread-locals {names} live in the kernel)"));
+                line.push_str(&format!(" (variables {names} live in the kernel)"));
                 out.push(line);
             }
-            Some(Err(why)) => out.push(format!("{head}: thread-locals stay in dtrace ({why})")),
+            Some(Err(why)) => out.push(format!("{head}: variables stay in dtrace ({why})")),
         }
         out
     }
@@ -260,7 +260,7 @@ impl Shared {
         if !kernel_aggs && !self.placement.kernel.is_empty() {
             if self.kvars_enabled {
                 return Err(
-                    "thread-locals live in the kernel, where clauses no longer run (the cpu option?)"
+                    "D variables live in the kernel, where clauses no longer run (the cpu option?)"
                         .into(),
                 );
             }
@@ -289,7 +289,7 @@ impl Shared {
         for &i in &r_idx {
             if let Some(v) = self.tvars[i]
                 .iter()
-                .find(|v| self.placement.kernel.contains(&v.id))
+                .find(|v| self.placement.kernel.contains(&v.key))
             {
                 return Err(format!(
                     "clause {}: {} lives in the kernel, where this clause cannot run (planned \
@@ -340,8 +340,10 @@ impl Shared {
             }
             let uses_vars = k_idx.iter().any(|&i| self.placement.in_kernel(i));
             if uses_vars && self.kvar_maps.is_none() {
-                self.kvar_maps =
-                    Some(kvars::KernelVarMaps::new(self.dynvarsize).map_err(|e| e.to_string())?);
+                self.kvar_maps = Some(
+                    kvars::KernelVarMaps::new(self.dynvarsize, &self.placement.kernel)
+                        .map_err(|e| e.to_string())?,
+                );
             }
             let vars = match (&self.kvar_maps, uses_vars) {
                 (Some(m), true) => Some(m.kernel_vars(&self.placement.kernel)),
@@ -494,7 +496,7 @@ impl Shared {
             }
             if let (Some(Err(e)), true) = (&in_kernel, self.placement.in_kernel(i)) {
                 return Err(format!(
-                    "clause {}: its thread-locals live in the kernel, which refused it at \
+                    "clause {}: its variables live in the kernel, which refused it at \
                      {probe_name} ({e})",
                     self.kernel.get(i).map_or("?", |c| c.desc.as_str())
                 ));
@@ -562,7 +564,7 @@ impl Shared {
 }
 
 impl Shared {
-    /// Places the thread-locals of every planned clause (see [`kvars::place`]).
+    /// Places the D variables of every planned clause (see [`kvars::place`]).
     fn place_variables(&mut self) {
         let off = if !self.kernel_variables {
             Some(format!(
