@@ -763,7 +763,7 @@ fn variables_are_loaded_and_stored_by_the_probe_context() {
     assert_eq!(ids, [(false, 0x500), (true, 0x500)]);
     // The value is in a DIF register's slot of the frame.
     for &(_, _, at) in stores.iter() {
-        assert!(at < FRAME.base && at >= FRAME.base - Frame::SIZE, "{at}");
+        assert!((FRAME.base - Frame::SIZE..FRAME.base).contains(&at), "{at}");
     }
     // A string is not an integer to store.
     let s = "self string s; syscall::write:entry { self->s = execname; }";
