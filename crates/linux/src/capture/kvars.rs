@@ -1,4 +1,4 @@
-//! Thread-local variables in the kernel, the probe's side (the consumer's is `provider::kvars`):
+//! D variables in the kernel, the probe's side (the consumer's is `provider::kvars`):
 //! the integer `self->` variables that only clauses running whole at the probe use live in one
 //! BPF hash map keyed by (thread id, variable id), so `self->ts = timestamp` at one probe and
 //! `timestamp - self->ts` at another cost no record at either.
@@ -9,6 +9,9 @@
 //! variable drops. The translator (`dtrace_ebpf::translate`) asks for these loads and stores
 //! through `ProbeContext::emit_thread_load`/`emit_thread_store`; the emitters here build the key
 //! on the stack at [`KEY`] (below every other slot the kernel clauses use, see `capture::kagg`).
+//!
+//! Integer global scalars placed in the kernel are the 8-byte words of the one value of an array
+//! map, read and written in place (no helper call): zero until stored, never freed.
 
 use super::spec::KernelVars;
 use crate::bpf::insn::{helper, op, Asm, Size, R0, R1, R10, R2, R3, R4};

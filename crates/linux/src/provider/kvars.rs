@@ -109,17 +109,6 @@ pub struct Placement {
 }
 
 impl Placement {
-    /// Every variable in dtrace, each clause saying `why`.
-    pub fn all_in_dtrace(facts: &[ClauseFacts], why: &str) -> Placement {
-        Placement {
-            kernel: BTreeSet::new(),
-            clauses: facts
-                .iter()
-                .map(|c| (!c.vars.is_empty()).then(|| Err(why.to_string())))
-                .collect(),
-        }
-    }
-
     /// Whether clause `i` runs whole in the kernel for its variables.
     pub fn in_kernel(&self, i: usize) -> bool {
         matches!(self.clauses.get(i), Some(Some(Ok(_))))

@@ -258,17 +258,17 @@ impl Shared {
             && self.kernel_aggregations.is_ok()
             && self.exit_at_kernel_probe.is_none();
         if !kernel_aggs && !self.placement.kernel.is_empty() {
+            let why = match (&self.kernel_aggregations, &self.exit_at_kernel_probe) {
+                (Err(why), _) => why.clone(),
+                (Ok(()), Some(c)) => format!("clause {c} calls exit() at a kernel probe"),
+                (Ok(()), None) => "kernel predicates are off".to_string(),
+            };
             if self.kvars_enabled {
-                return Err(
-                    "D variables live in the kernel, where clauses no longer run (the cpu option?)"
-                        .into(),
-                );
+                return Err(format!(
+                    "D variables live in the kernel, where clauses no longer run: {why}"
+                ));
             }
             // Nothing runs in the kernel yet: every variable stays in dtrace.
-            let why = match &self.kernel_aggregations {
-                Err(why) => why.clone(),
-                Ok(()) => "kernel aggregations are off".to_string(),
-            };
             self.demote_variables(&why);
         }
         let matching: Vec<&ClauseNeeds> =
