@@ -566,6 +566,19 @@ impl Shared {
 impl Shared {
     /// Places the D variables of every planned clause (see [`kvars::place`]).
     fn place_variables(&mut self) {
+        if self.kvars_enabled {
+            // Variables already in use in the kernel stay there: a clause planned now that uses
+            // one fails to enable (see `enable`), the others keep their variables in dtrace.
+            let placed = self.placement.clauses.len();
+            for vars in self.tvars.iter().skip(placed) {
+                let why = "planned after the programs that placed variables in the kernel started";
+                self.placement
+                    .clauses
+                    .push((!vars.is_empty()).then(|| Err(why.to_string())));
+            }
+            self.report_variables();
+            return;
+        }
         let off = if !self.kernel_variables {
             Some(format!(
                 "kernel variables are off ({}=0)",
