@@ -197,6 +197,12 @@ fn global_scalars_live_in_the_kernel_when_only_kernel_clauses_use_them() {
     let (_, _, err) = dtrace_way(true, &["-qv", "-n", script, "-c", &cmd]);
     assert!(err.contains("(variables n live in the kernel)"), "{err}");
     assert!(out.contains("59700"), "{out}");
+    // Clause-locals live for the firing: clause 3 reads what clause 2 stored, or 0.
+    let script = "syscall::write:entry /pid == $target/ { self->sz = arg2; } \
+        syscall::write:return /self->sz > 150/ { this->d = self->sz * 3; @s = sum(this->d); } \
+        syscall::write:return /self->sz/ { @t = sum(this->d); @c[this->d > 0] = count(); \
+        self->sz = 0; }";
+    same_both_ways(script, &[], &cmd, &[1, 2, 3]);
     // END reads it: it stays in dtrace, and the clause that stores it with it.
     let script = "int n; syscall::write:entry /pid == $target/ { n = n + 1; } \
         END { printf(\"%d\\n\", n); }";

@@ -121,6 +121,18 @@ pub trait ProbeContext {
         let _ = (a, var, value_at);
         Err("thread-locals live in dtrace".into())
     }
+    /// Emits code that leaves the value of clause-local `this->` variable `var` (an integer) in
+    /// r0: 0 when not stored during this firing. As [`ProbeContext::emit_thread_load`].
+    fn emit_local_load(&self, a: &mut Asm, var: u32) -> Result<(), String> {
+        let _ = (a, var);
+        Err("clause-locals live in dtrace".into())
+    }
+    /// Emits code that stores the integer at `fp + value_at` in clause-local `var`. As
+    /// [`ProbeContext::emit_thread_load`].
+    fn emit_local_store(&self, a: &mut Asm, var: u32, value_at: i16) -> Result<(), String> {
+        let _ = (a, var, value_at);
+        Err("clause-locals live in dtrace".into())
+    }
     /// Emits code that leaves the value of global scalar `var` (an integer) in r0: 0 when never
     /// stored. As [`ProbeContext::emit_thread_load`].
     fn emit_global_load(&self, a: &mut Asm, var: u32) -> Result<(), String> {
@@ -646,17 +658,17 @@ impl<'a> Translator<'a> {
             }
             Instr::LoadVar { op, var, rd } => self.load_var(pc, s, op, var, rd)?,
             Instr::StoreVar {
-                op: op @ (Opcode::Stts | Opcode::Stgs),
+                op: op @ (Opcode::Stts | Opcode::Stgs | Opcode::Stls),
                 var,
                 rs,
             } => {
                 let id = u32::from(var);
                 self.int(s, pc, rs)?;
                 let at = self.frame.reg(rs & 7);
-                let (stored, prefix) = if op == Opcode::Stts {
-                    (self.ctx.emit_thread_store(&mut self.a, id, at), "self->")
-                } else {
-                    (self.ctx.emit_global_store(&mut self.a, id, at), "")
+                let (stored, prefix) = match op {
+                    Opcode::Stts => (self.ctx.emit_thread_store(&mut self.a, id, at), "self->"),
+                    Opcode::Stls => (self.ctx.emit_local_store(&mut self.a, id, at), "this->"),
+                    _ => (self.ctx.emit_global_store(&mut self.a, id, at), ""),
                 };
                 stored.map_err(|why| Untranslatable::Variable {
                     pc,
@@ -742,14 +754,17 @@ impl<'a> Translator<'a> {
         let id = u32::from(var);
         let name =
             || vars::builtin_name(id).map_or_else(|| format!("variable #{id}"), String::from);
-        if dop == Opcode::Ldts {
-            self.ctx
-                .emit_thread_load(&mut self.a, id)
-                .map_err(|why| Untranslatable::Variable {
-                    pc,
-                    name: self.var_name(id, "self->"),
-                    why,
-                })?;
+        if dop == Opcode::Ldts || dop == Opcode::Ldls {
+            let (loaded, prefix) = if dop == Opcode::Ldts {
+                (self.ctx.emit_thread_load(&mut self.a, id), "self->")
+            } else {
+                (self.ctx.emit_local_load(&mut self.a, id), "this->")
+            };
+            loaded.map_err(|why| Untranslatable::Variable {
+                pc,
+                name: self.var_name(id, prefix),
+                why,
+            })?;
             self.put(s, rd, R0, Kind::Int(None));
             return Ok(());
         }

@@ -158,6 +158,16 @@ impl ProbeContext for ShapeContext<'_> {
         Ok(())
     }
 
+    fn emit_local_load(&self, a: &mut Asm, var: u32) -> Result<(), String> {
+        super::kvars::emit_local_load(a, self.kernel_local(var)?);
+        Ok(())
+    }
+
+    fn emit_local_store(&self, a: &mut Asm, var: u32, value_at: i16) -> Result<(), String> {
+        super::kvars::emit_local_store(a, self.kernel_local(var)?, value_at);
+        Ok(())
+    }
+
     fn emit_global_load(&self, a: &mut Asm, var: u32) -> Result<(), String> {
         let (kv, i) = self.kernel_global(var)?;
         super::kvars::emit_global_load(a, kv, i);
@@ -172,6 +182,14 @@ impl ProbeContext for ShapeContext<'_> {
 }
 
 impl ShapeContext<'_> {
+    /// `var`'s place among the kernel's clause-locals, when it is one of them.
+    fn kernel_local(&self, var: u32) -> Result<usize, String> {
+        self.vars
+            .and_then(|kv| kv.local_ids.iter().position(|&l| l == var))
+            .filter(|&i| i < super::kvars::MAX_LOCALS)
+            .ok_or_else(|| "this clause-local lives in dtrace".to_string())
+    }
+
     /// The kernel's globals and `var`'s place among them, when it is one of them.
     fn kernel_global(&self, var: u32) -> Result<(&super::spec::KernelVars, usize), String> {
         self.vars

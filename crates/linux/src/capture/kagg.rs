@@ -220,6 +220,9 @@ pub fn emit_aggs(
         a.alu(op::ADD, R0, R1);
         a.store(Size::DW, R10, TIMESTAMP, R0);
     }
+    if let Some(kv) = &k.vars {
+        super::kvars::emit_zero_locals(a, kv.local_ids.len());
+    }
     for (c, t) in k.clauses.iter().zip(&results) {
         let Ok(t) = t else { continue };
         let next = a.label();

@@ -11,7 +11,9 @@
 //! on the stack at [`KEY`] (below every other slot the kernel clauses use, see `capture::kagg`).
 //!
 //! Integer global scalars placed in the kernel are the 8-byte words of the one value of an array
-//! map, read and written in place (no helper call): zero until stored, never freed.
+//! map, read and written in place (no helper call): zero until stored, never freed. Integer
+//! clause-locals (`this->`) are stack slots of the probe's program, zeroed when a firing starts,
+//! so they live for the firing and are shared by its kernel clauses, as the framework's are.
 
 use super::spec::KernelVars;
 use crate::bpf::insn::{helper, op, Asm, Size, R0, R1, R10, R2, R3, R4};
@@ -56,6 +58,37 @@ fn global_offset(index: usize) -> i16 {
 
 /// Most global scalars kept in the kernel.
 pub const MAX_GLOBALS: usize = 512;
+
+/// Most clause-locals kept in the kernel (each a stack slot below [`KEY`]).
+pub const MAX_LOCALS: usize = 24;
+
+/// The stack slot of clause-local number `index` (below `MAX_LOCALS`).
+fn local_slot(index: usize) -> i16 {
+    KEY - 8 * (index.min(MAX_LOCALS - 1) as i16 + 1)
+}
+
+/// Zeroes the first `n` clause-locals' slots: a firing starts with none stored (and the verifier
+/// wants every slot written before it is read).
+pub fn emit_zero_locals(a: &mut Asm, n: usize) {
+    for i in 0..n.min(MAX_LOCALS) {
+        a.store_imm(Size::DW, R10, local_slot(i), 0);
+    }
+}
+
+/// r0 = clause-local number `index` (clause-locals live for one firing, shared by the clauses
+/// of the probe that run in the kernel).
+pub fn emit_local_load(a: &mut Asm, index: usize) {
+    a.load(Size::DW, R0, R10, local_slot(index));
+}
+
+/// Stores the integer at `fp + value_at` in clause-local number `index`.
+pub fn emit_local_store(a: &mut Asm, index: usize, value_at: i16) {
+    a.load(Size::DW, R1, R10, value_at);
+    a.store(Size::DW, R10, local_slot(index), R1);
+}
+
+// The lowest clause-local's slot is on the eBPF stack.
+const _: () = assert!(KEY - 8 * MAX_LOCALS as i16 >= -512);
 
 /// r0 = the current thread's `var` (0 when it has none).
 pub fn emit_load(a: &mut Asm, kv: &KernelVars, var: u32) {

@@ -255,6 +255,8 @@ pub struct KernelVars {
     pub globals: i32,
     /// The ids of those globals, in their order in the value.
     pub global_ids: Vec<u32>,
+    /// The ids of the clause-locals kept on the stack (`capture::kvars::local_slot`), in order.
+    pub local_ids: Vec<u32>,
 }
 
 /// One clause run whole in the kernel: its actions are aggregating functions and stores to

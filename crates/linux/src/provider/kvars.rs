@@ -26,7 +26,9 @@ use crate::capture::{CtxKind, ProbeShape};
 use crate::catalog::AttachPoint;
 use crate::catalog::Catalog;
 use crate::error::Result;
-use dtrace_dif::object::{DifObject, DIFV_KIND_SCALAR, DIFV_SCOPE_GLOBAL, DIFV_SCOPE_THREAD};
+use dtrace_dif::object::{
+    DifObject, DIFV_KIND_SCALAR, DIFV_SCOPE_GLOBAL, DIFV_SCOPE_LOCAL, DIFV_SCOPE_THREAD,
+};
 use dtrace_dif::program::EcbDesc;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -37,8 +39,19 @@ pub const KERNEL_VARIABLES_ENV: &str = "DTRACE_KERNEL_VARIABLES";
 /// Providers whose probes fire in the kernel, where a clause can run whole.
 const KERNEL_PROVIDERS: [&str; 5] = ["syscall", "proc", "sched", "io", "sdt"];
 
-/// A variable: global (`true`) or thread-local, and its id.
-pub type VarKey = (bool, u32);
+/// Where a D variable is visible.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Scope {
+    /// `self->x`.
+    Thread,
+    /// `x`.
+    Global,
+    /// `this->x` (for one firing).
+    Clause,
+}
+
+/// A variable: its scope and its id (ids are numbered per scope).
+pub type VarKey = (Scope, u32);
 
 /// A D variable a clause uses (a thread-local or a global).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -51,27 +64,29 @@ pub struct ThreadVar {
     pub integer: bool,
 }
 
-/// The thread-locals and user global variables clause `e` reads or writes (from its objects'
-/// variable tables); clause-locals (`this->`) are the clause's own.
+/// The thread-locals, user globals and clause-locals clause `e` reads or writes (from its
+/// objects' variable tables).
 pub fn thread_vars(e: &EcbDesc) -> Vec<ThreadVar> {
     let mut out: Vec<ThreadVar> = Vec::new();
     for o in clause_objects(e) {
         for v in &o.vartab {
-            let global = match v.scope {
-                DIFV_SCOPE_THREAD => false,
-                DIFV_SCOPE_GLOBAL if v.id >= dtrace_dif::vars::DIF_VAR_OTHER_UBASE => true,
+            let (scope, prefix) = match v.scope {
+                DIFV_SCOPE_THREAD => (Scope::Thread, "self->"),
+                DIFV_SCOPE_LOCAL => (Scope::Clause, "this->"),
+                DIFV_SCOPE_GLOBAL if v.id >= dtrace_dif::vars::DIF_VAR_OTHER_UBASE => {
+                    (Scope::Global, "")
+                }
                 _ => continue,
             };
             let integer = v.kind == DIFV_KIND_SCALAR
                 && !v.ty.is_string()
                 && !v.ty.is_by_ref()
                 && matches!(v.ty.size, 1 | 2 | 4 | 8);
-            let prefix = if global { "" } else { "self->" };
             let name = o
                 .string_at(v.name as usize)
                 .map(|n| format!("{prefix}{}", String::from_utf8_lossy(n)))
                 .unwrap_or_else(|| format!("{prefix}#{}", v.id));
-            let key = (global, v.id);
+            let key = (scope, v.id);
             match out.iter_mut().find(|t| t.key == key) {
                 Some(t) => t.integer &= integer,
                 None => out.push(ThreadVar { key, name, integer }),
@@ -119,22 +134,35 @@ impl Placement {
 pub fn place(facts: &[ClauseFacts]) -> Placement {
     // Variables kept in dtrace, with why.
     let mut dtrace: BTreeMap<VarKey, String> = BTreeMap::new();
-    let globals: BTreeSet<u32> = facts
-        .iter()
-        .flat_map(|c| &c.vars)
-        .filter(|v| v.key.0)
-        .map(|v| v.key.1)
-        .collect();
+    let count = |scope: Scope| {
+        facts
+            .iter()
+            .flat_map(|c| &c.vars)
+            .filter(|v| v.key.0 == scope)
+            .map(|v| v.key.1)
+            .collect::<BTreeSet<u32>>()
+            .len()
+    };
+    let too_many = [
+        (Scope::Global, crate::capture::kvars::MAX_GLOBALS, "globals"),
+        (
+            Scope::Clause,
+            crate::capture::kvars::MAX_LOCALS,
+            "clause-locals",
+        ),
+    ]
+    .into_iter()
+    .filter(|&(scope, most, _)| count(scope) > most)
+    .map(|(scope, most, what)| (scope, format!("more than {most} {what}")))
+    .collect::<BTreeMap<Scope, String>>();
     for c in facts {
         for v in &c.vars {
             if !v.integer {
                 dtrace
                     .entry(v.key)
                     .or_insert_with(|| format!("{} is not an integer", v.name));
-            } else if v.key.0 && globals.len() > crate::capture::kvars::MAX_GLOBALS {
-                dtrace.entry(v.key).or_insert_with(|| {
-                    format!("more than {} globals", crate::capture::kvars::MAX_GLOBALS)
-                });
+            } else if let Some(why) = too_many.get(&v.key.0) {
+                dtrace.entry(v.key).or_insert_with(|| why.clone());
             }
         }
     }
@@ -224,9 +252,10 @@ pub fn runs_whole(
     let kv = KernelVars {
         map: -1,
         drops: -1,
-        ids: vars.iter().filter(|v| !v.key.0).map(|v| v.key.1).collect(),
+        ids: ids_of(vars.iter().map(|v| v.key), Scope::Thread),
         globals: -1,
-        global_ids: vars.iter().filter(|v| v.key.0).map(|v| v.key.1).collect(),
+        global_ids: ids_of(vars.iter().map(|v| v.key), Scope::Global),
+        local_ids: ids_of(vars.iter().map(|v| v.key), Scope::Clause),
     };
     for p in &probes {
         let Some(shape) = planning_shape(&p.attach) else {
@@ -243,6 +272,15 @@ pub fn runs_whole(
             .map_err(|why| format!("at {}: {why}", p.desc))?;
     }
     Ok(())
+}
+
+/// The ids of the variables of `scope` among `keys`, in order.
+fn ids_of(keys: impl Iterator<Item = VarKey>, scope: Scope) -> Vec<u32> {
+    keys.filter(|k| k.0 == scope)
+        .map(|k| k.1)
+        .collect::<BTreeSet<u32>>()
+        .into_iter()
+        .collect()
 }
 
 /// The shape a tracepoint's program reads its context with (as the session builds it; the
@@ -283,7 +321,7 @@ pub struct KernelVarMaps {
 impl KernelVarMaps {
     /// Maps for `dynvarsize` bytes of integer thread-locals, and the globals of `kernel`.
     pub fn new(dynvarsize: u64, kernel: &BTreeSet<VarKey>) -> Result<KernelVarMaps> {
-        let global_ids: Vec<u32> = kernel.iter().filter(|k| k.0).map(|k| k.1).collect();
+        let global_ids = ids_of(kernel.iter().copied(), Scope::Global);
         let words = global_ids
             .len()
             .clamp(1, crate::capture::kvars::MAX_GLOBALS);
@@ -309,9 +347,10 @@ impl KernelVarMaps {
         KernelVars {
             map: self.map.raw_fd(),
             drops: self.drops.raw_fd(),
-            ids: kernel.iter().filter(|k| !k.0).map(|k| k.1).collect(),
+            ids: ids_of(kernel.iter().copied(), Scope::Thread),
             globals: self.globals.raw_fd(),
             global_ids: self.global_ids.clone(),
+            local_ids: ids_of(kernel.iter().copied(), Scope::Clause),
         }
     }
 
@@ -327,7 +366,7 @@ mod tests {
 
     fn var(id: u32, integer: bool) -> ThreadVar {
         ThreadVar {
-            key: (false, id),
+            key: (Scope::Thread, id),
             name: format!("self->v{id}"),
             integer,
         }
@@ -353,7 +392,7 @@ mod tests {
             facts(vec![var(5, false)], Ok(())),
             facts(vec![], Ok(())),
         ]);
-        assert_eq!(p.kernel, BTreeSet::from([(false, 1)]));
+        assert_eq!(p.kernel, BTreeSet::from([(Scope::Thread, 1)]));
         assert!(p.in_kernel(0) && p.in_kernel(1));
         // Variable 2 is shared with a clause in dtrace; 3 and 4 follow it transitively.
         for i in 2..7 {
