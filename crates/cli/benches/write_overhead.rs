@@ -1,7 +1,8 @@
 //! Benchmark of `dtrace(1)` itself (the built binary): the CPU time tracing adds to each write(2),
 //! counting both the traced writer's CPU and the tracer's own (dtrace's, or bpftrace's), for the
 //! paper's first example (`syscall::write:entry { @[execname] = count(); }`), for predicates that
-//! are always false (on `pid`, on `execname`, on an argument) and for `quantize(arg2)`, each
+//! are always false (on `pid`, on `execname`, on an argument), for `quantize(arg2)` and for the
+//! entry/return latency idiom (`self->ts`, thread-locals in the kernel), each
 //! against bpftrace's equivalent in the same run (when `bpftrace` is installed); and the highest
 //! write rate `dtrace` follows with no drop (a ladder of paced rates, one second each; a rate passes
 //! when no drop is reported and every write is counted). Where the kernel has `fbt`, the count by
@@ -24,7 +25,7 @@ use std::time::{Duration, Instant};
 const SCRIPT: &str = "syscall::write:entry { @[execname] = count(); }";
 
 /// The cases compared: name, dtrace's script, bpftrace's.
-const CASES: [(&str, &str, &str); 5] = [
+const CASES: [(&str, &str, &str); 6] = [
     (
         "count by execname",
         SCRIPT,
@@ -49,6 +50,14 @@ const CASES: [(&str, &str, &str); 5] = [
         "quantize(arg2)",
         "syscall::write:entry { @ = quantize(arg2); }",
         "tracepoint:syscalls:sys_enter_write { @ = hist(args->count); }",
+    ),
+    (
+        "write latency (self->ts)",
+        "syscall::write:entry { self->ts = timestamp; } \
+         syscall::write:return /self->ts/ { @ = quantize(timestamp - self->ts); self->ts = 0; }",
+        "tracepoint:syscalls:sys_enter_write { @s[tid] = nsecs; } \
+         tracepoint:syscalls:sys_exit_write /@s[tid]/ { @ = hist(nsecs - @s[tid]); \
+         delete(@s[tid]); }",
     ),
 ];
 

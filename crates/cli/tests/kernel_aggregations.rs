@@ -5,7 +5,7 @@
 //! each clause's aggregations run, and why not in the kernel when they cannot.
 
 mod common;
-use common::{compile_c, dtrace, dtrace_with_env, have_gcc, kernel_ok, test_dir};
+use common::{clause_lines, compile_c, dtrace, have_gcc, kernel_ok, test_dir};
 use std::path::PathBuf;
 
 /// Writes `argv[1]` times per phase to /dev/null, of sizes (i * 37 + phase * 11) % 300; with
@@ -43,46 +43,18 @@ fn writer(tag: &str) -> PathBuf {
 
 /// Runs `dtrace args` with aggregations in the kernel (`true`) or in dtrace's interpreter.
 fn dtrace_way(kernel: bool, args: &[&str]) -> (i32, String, String) {
-    if kernel {
-        dtrace(args)
-    } else {
-        dtrace_with_env(&[("DTRACE_KERNEL_AGGREGATIONS", "0")], args)
-    }
-}
-
-/// The `-v` lines about where clause `n` runs.
-fn clause_lines(err: &str, n: usize) -> Vec<String> {
-    let head = format!("dtrace: clause {n} ");
-    err.lines()
-        .filter(|l| l.starts_with(&head))
-        .map(String::from)
-        .collect()
+    common::dtrace_way("DTRACE_KERNEL_AGGREGATIONS", kernel, args)
 }
 
 /// Runs `script` both ways on `cmd`; asserts both succeed, print the same non-empty output, and
 /// that clause 1's aggregations ran in the kernel the first way. Returns the output.
 fn same_both_ways(script: &str, extra: &[&str], cmd: &str) -> String {
-    let mut args = vec!["-qv"];
-    args.extend_from_slice(extra);
-    args.extend_from_slice(&["-n", script, "-c", cmd]);
-    let (rc, kout, kerr) = dtrace_way(true, &args);
-    assert_eq!(rc, 0, "{script}: {kerr}");
-    assert!(
-        clause_lines(&kerr, 1)
+    let in_kernel = |err: &str| {
+        clause_lines(err, 1)
             .iter()
-            .any(|l| l.ends_with("aggregations run in the kernel at 1 probe")),
-        "{script}: {kerr}"
-    );
-    assert!(!kerr.contains("drop"), "{script}: {kerr}");
-    let (rc, iout, ierr) = dtrace_way(false, &args);
-    assert_eq!(rc, 0, "{script}: {ierr}");
-    assert!(
-        ierr.contains("kernel aggregations are off (DTRACE_KERNEL_AGGREGATIONS=0)"),
-        "{ierr}"
-    );
-    assert_eq!(kout, iout, "{script}");
-    assert!(!kout.trim().is_empty(), "{script}");
-    kout
+            .any(|l| l.ends_with("aggregations run in the kernel at 1 probe"))
+    };
+    common::same_both_ways("DTRACE_KERNEL_AGGREGATIONS", script, extra, cmd, &in_kernel)
 }
 
 #[test]

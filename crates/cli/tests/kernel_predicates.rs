@@ -5,15 +5,11 @@
 //! says where each clause's predicate runs.
 
 mod common;
-use common::{dtrace, dtrace_with_env, kernel_ok};
+use common::{dtrace, kernel_ok};
 
 /// Runs `dtrace args` with predicates in the kernel (`true`) or in the interpreter.
 fn dtrace_way(kernel: bool, args: &[&str]) -> (i32, String, String) {
-    if kernel {
-        dtrace(args)
-    } else {
-        dtrace_with_env(&[("DTRACE_KERNEL_PREDICATES", "0")], args)
-    }
+    common::dtrace_way("DTRACE_KERNEL_PREDICATES", kernel, args)
 }
 
 /// stderr without the lines naming the traced process's pid (which differs between runs).

@@ -2,7 +2,7 @@
 //! answer with a reason or a fragment whose jumps stay inside it and whose stack use stays in its
 //! frame.
 
-use crate::insn::{op, Asm, Insn, R0};
+use crate::insn::{op, Asm, Insn, Size, R0, R10};
 use crate::translate::{translate, Builtin, Frame, ProbeContext, ProbeNames};
 use dtrace_dif::object::DifObject;
 
@@ -25,6 +25,38 @@ impl ProbeContext for Fixed {
 
     fn names(&self) -> &ProbeNames {
         &self.0
+    }
+
+    // Every variable is kept at the probe, so the fuzzer reaches the loads and stores; a store's
+    // value must be in the fragment's frame, which `check` sees of the load emitted here.
+    fn emit_thread_load(&self, a: &mut Asm, _: u32) -> Result<(), String> {
+        a.mov_imm(R0, 7);
+        Ok(())
+    }
+
+    fn emit_thread_store(&self, a: &mut Asm, _: u32, value_at: i16) -> Result<(), String> {
+        a.load(Size::DW, R0, R10, value_at);
+        Ok(())
+    }
+
+    fn emit_global_load(&self, a: &mut Asm, _: u32) -> Result<(), String> {
+        a.mov_imm(R0, 7);
+        Ok(())
+    }
+
+    fn emit_global_store(&self, a: &mut Asm, _: u32, value_at: i16) -> Result<(), String> {
+        a.load(Size::DW, R0, R10, value_at);
+        Ok(())
+    }
+
+    fn emit_local_load(&self, a: &mut Asm, _: u32) -> Result<(), String> {
+        a.mov_imm(R0, 7);
+        Ok(())
+    }
+
+    fn emit_local_store(&self, a: &mut Asm, _: u32, value_at: i16) -> Result<(), String> {
+        a.load(Size::DW, R0, R10, value_at);
+        Ok(())
     }
 }
 
@@ -100,7 +132,8 @@ mod tests {
         // Opcodes the translator handles, so random words often reach its code.
         let ops = [
             0x01u32, 0x02, 0x03, 0x07, 0x08, 0x09, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f, 0x10, 0x11, 0x12,
-            0x13, 0x14, 0x1b, 0x1c, 0x23, 0x25, 0x26, 0x27, 0x28, 0x29,
+            0x13, 0x14, 0x1b, 0x1c, 0x23, 0x25, 0x26, 0x27, 0x28, 0x29, 0x2a, 0x2c, 0x2d, 0x38,
+            0x39,
         ];
         for _ in 0..5000 {
             let len = rng.below(40);

@@ -175,6 +175,12 @@ impl Tracer for KernelTracer {
         self.linux.plan_replacing(original, prog);
         self.linux
             .set_aggsize(aggsize_of(prog, options).unwrap_or(4 << 20));
+        let dynvarsize = size_option(prog, options, "dynvarsize");
+        self.linux.set_dynvarsize(if dynvarsize > 0 {
+            dynvarsize as u64
+        } else {
+            1 << 20
+        });
         let ncpus = dtrace_linux::provider::framework_ncpus().unwrap_or(1);
         self.linux
             .set_ring_bytes(ring_bytes(bufsize_of(prog, options), ncpus));
@@ -195,6 +201,9 @@ impl Tracer for KernelTracer {
         self.inner.go()?;
         // BEGIN has fired: nothing captured before it is delivered, nor aggregated.
         self.linux.go_live();
+        // The kernel's `timestamp` is the framework's clock too.
+        let now = self.inner.framework().now();
+        self.linux.fix_clock(now);
         self.linux.kernel_aggregations_on(true).map_err(be)
     }
     fn stop(&mut self) -> Result<()> {
@@ -236,7 +245,10 @@ impl Tracer for KernelTracer {
         Ok(recs)
     }
     fn status(&mut self) -> Result<StatusCounters> {
-        self.inner.status()
+        let mut s = self.inner.status()?;
+        // Stores of thread-locals the kernel's map had no room for.
+        s.dyndrops += self.linux.kernel_dynvar_drops().map_err(be)?;
+        Ok(s)
     }
     fn poll(&mut self) -> Result<()> {
         // After exit() nothing but END fires: the kernel stops aggregating too.

@@ -64,3 +64,47 @@ pub fn compile_c(dir: &Path, name: &str, src: &str, flags: &[&str]) -> PathBuf {
     dtrace_testkit::compile_c(dtrace_testkit::CSource::Text(src), &dir.join(name), flags)
         .unwrap_or_else(|e| panic!("gcc failed: {e}"))
 }
+
+/// Runs `dtrace args` as it runs by default (`kernel`), or with the environment variable
+/// `switch` set to `0` (which keeps some kind of work in dtrace's interpreter).
+pub fn dtrace_way(switch: &str, kernel: bool, args: &[&str]) -> (i32, String, String) {
+    if kernel {
+        dtrace(args)
+    } else {
+        dtrace_with_env(&[(switch, "0")], args)
+    }
+}
+
+/// The `-v` lines about where clause `n` runs.
+pub fn clause_lines(err: &str, n: usize) -> Vec<String> {
+    let head = format!("dtrace: clause {n} ");
+    err.lines()
+        .filter(|l| l.starts_with(&head))
+        .map(String::from)
+        .collect()
+}
+
+/// Runs `dtrace -qv EXTRA -n script -c cmd` by default and with `switch=0`; asserts both succeed
+/// without drops and print the same non-empty output, that `in_kernel` holds of the default
+/// way's stderr and that the other way's says `switch` is off. Returns the output.
+pub fn same_both_ways(
+    switch: &str,
+    script: &str,
+    extra: &[&str],
+    cmd: &str,
+    in_kernel: &dyn Fn(&str) -> bool,
+) -> String {
+    let mut args = vec!["-qv"];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["-n", script, "-c", cmd]);
+    let (rc, kout, kerr) = dtrace_way(switch, true, &args);
+    assert_eq!(rc, 0, "{script}: {kerr}");
+    assert!(in_kernel(&kerr), "{script}: {kerr}");
+    assert!(!kerr.contains("drop"), "{script}: {kerr}");
+    let (rc, iout, ierr) = dtrace_way(switch, false, &args);
+    assert_eq!(rc, 0, "{script}: {ierr}");
+    assert!(ierr.contains(&format!("are off ({switch}=0)")), "{ierr}");
+    assert_eq!(kout, iout, "{script}");
+    assert!(!kout.trim().is_empty(), "{script}");
+    kout
+}

@@ -25,6 +25,15 @@ fn entry_cost(key: &DynKey, value: &Stored) -> usize {
     ENTRY_OVERHEAD + 2 * KEY_OVERHEAD + key.cost() + val
 }
 
+/// Bytes an integer thread-local (`self->x`) costs in the space: what bounds a store elsewhere
+/// that must fill up as this space does (the kernel's map of thread-locals).
+pub fn integer_thread_local_cost() -> usize {
+    entry_cost(
+        &DynKey::new(crate::vm::state::DynScope::ThreadScalar, 0, 0),
+        &Stored::Int(0),
+    )
+}
+
 #[derive(Debug, Clone)]
 struct Entry {
     key: DynKey,

@@ -61,6 +61,9 @@ pub enum Builtin {
     Ppid,
     /// `curthread` (the running thread's `struct task_struct *`).
     Curthread,
+    /// `timestamp` (the firing's time on the framework's clock, the same for every clause of
+    /// the firing).
+    Timestamp,
 }
 
 impl Builtin {
@@ -75,6 +78,7 @@ impl Builtin {
             Builtin::Cpu => "cpu".into(),
             Builtin::Ppid => "ppid".into(),
             Builtin::Curthread => "curthread".into(),
+            Builtin::Timestamp => "timestamp".into(),
         }
     }
 }
@@ -103,6 +107,44 @@ pub trait ProbeContext {
     fn emit_execname(&self, a: &mut Asm, at: i16) -> Result<(), String>;
     /// The probe's names.
     fn names(&self) -> &ProbeNames;
+    /// Emits code that leaves the value of thread-local `self->` variable `var` (an integer) for
+    /// the current thread in r0: 0 when it holds none. Same registers and stack as
+    /// [`ProbeContext::emit_builtin`]. `Err` says why the variable cannot be read here (by
+    /// default: D variables live in dtrace).
+    fn emit_thread_load(&self, a: &mut Asm, var: u32) -> Result<(), String> {
+        let _ = (a, var);
+        Err("thread-locals live in dtrace".into())
+    }
+    /// Emits code that stores the integer at `fp + value_at` in thread-local `var` for the current
+    /// thread, a zero freeing the variable (DTrace's rule). As [`ProbeContext::emit_thread_load`].
+    fn emit_thread_store(&self, a: &mut Asm, var: u32, value_at: i16) -> Result<(), String> {
+        let _ = (a, var, value_at);
+        Err("thread-locals live in dtrace".into())
+    }
+    /// Emits code that leaves the value of clause-local `this->` variable `var` (an integer) in
+    /// r0: 0 when not stored during this firing. As [`ProbeContext::emit_thread_load`].
+    fn emit_local_load(&self, a: &mut Asm, var: u32) -> Result<(), String> {
+        let _ = (a, var);
+        Err("clause-locals live in dtrace".into())
+    }
+    /// Emits code that stores the integer at `fp + value_at` in clause-local `var`. As
+    /// [`ProbeContext::emit_thread_load`].
+    fn emit_local_store(&self, a: &mut Asm, var: u32, value_at: i16) -> Result<(), String> {
+        let _ = (a, var, value_at);
+        Err("clause-locals live in dtrace".into())
+    }
+    /// Emits code that leaves the value of global scalar `var` (an integer) in r0: 0 when never
+    /// stored. As [`ProbeContext::emit_thread_load`].
+    fn emit_global_load(&self, a: &mut Asm, var: u32) -> Result<(), String> {
+        let _ = (a, var);
+        Err("global variables live in dtrace".into())
+    }
+    /// Emits code that stores the integer at `fp + value_at` in global scalar `var`. As
+    /// [`ProbeContext::emit_thread_load`].
+    fn emit_global_store(&self, a: &mut Asm, var: u32, value_at: i16) -> Result<(), String> {
+        let _ = (a, var, value_at);
+        Err("global variables live in dtrace".into())
+    }
 }
 
 /// Where a fragment keeps its state on the eBPF stack.
@@ -441,6 +483,17 @@ impl<'a> Translator<'a> {
         ))
     }
 
+    /// The D name of user variable `id` (from the object's variable table), with `prefix`.
+    fn var_name(&self, id: u32, prefix: &str) -> String {
+        self.obj
+            .vartab
+            .iter()
+            .find(|v| v.id == id)
+            .and_then(|v| self.obj.string_at(v.name as usize))
+            .map(|n| format!("{prefix}{}", String::from_utf8_lossy(n)))
+            .unwrap_or_else(|| format!("{prefix}#{id}"))
+    }
+
     /// The label of the fault exit, noting that it is used.
     fn fault_label(&mut self) -> Label {
         self.faults = true;
@@ -604,6 +657,25 @@ impl<'a> Translator<'a> {
                 return Ok(false);
             }
             Instr::LoadVar { op, var, rd } => self.load_var(pc, s, op, var, rd)?,
+            Instr::StoreVar {
+                op: op @ (Opcode::Stts | Opcode::Stgs | Opcode::Stls),
+                var,
+                rs,
+            } => {
+                let id = u32::from(var);
+                self.int(s, pc, rs)?;
+                let at = self.frame.reg(rs & 7);
+                let (stored, prefix) = match op {
+                    Opcode::Stts => (self.ctx.emit_thread_store(&mut self.a, id, at), "self->"),
+                    Opcode::Stls => (self.ctx.emit_local_store(&mut self.a, id, at), "this->"),
+                    _ => (self.ctx.emit_global_store(&mut self.a, id, at), ""),
+                };
+                stored.map_err(|why| Untranslatable::Variable {
+                    pc,
+                    name: self.var_name(id, prefix),
+                    why,
+                })?;
+            }
             Instr::LoadArray { op, var, r2, rd } => {
                 if op != Opcode::Ldga || u32::from(var) != vars::DIF_VAR_ARGS {
                     let name = vars::builtin_name(u32::from(var)).unwrap_or("array");
@@ -682,6 +754,31 @@ impl<'a> Translator<'a> {
         let id = u32::from(var);
         let name =
             || vars::builtin_name(id).map_or_else(|| format!("variable #{id}"), String::from);
+        if dop == Opcode::Ldts || dop == Opcode::Ldls {
+            let (loaded, prefix) = if dop == Opcode::Ldts {
+                (self.ctx.emit_thread_load(&mut self.a, id), "self->")
+            } else {
+                (self.ctx.emit_local_load(&mut self.a, id), "this->")
+            };
+            loaded.map_err(|why| Untranslatable::Variable {
+                pc,
+                name: self.var_name(id, prefix),
+                why,
+            })?;
+            self.put(s, rd, R0, Kind::Int(None));
+            return Ok(());
+        }
+        if dop == Opcode::Ldgs && id >= vars::DIF_VAR_OTHER_UBASE {
+            self.ctx
+                .emit_global_load(&mut self.a, id)
+                .map_err(|why| Untranslatable::Variable {
+                    pc,
+                    name: self.var_name(id, ""),
+                    why,
+                })?;
+            self.put(s, rd, R0, Kind::Int(None));
+            return Ok(());
+        }
         if dop != Opcode::Ldgs || id >= vars::DIF_VAR_OTHER_UBASE {
             let scope = match dop {
                 Opcode::Ldts | Opcode::Ldtaa => "thread-local",
@@ -725,6 +822,7 @@ impl<'a> Translator<'a> {
             vars::DIF_VAR_CPU => Builtin::Cpu,
             vars::DIF_VAR_PPID => Builtin::Ppid,
             vars::DIF_VAR_CURTHREAD => Builtin::Curthread,
+            vars::DIF_VAR_TIMESTAMP => Builtin::Timestamp,
             _ => {
                 return Err(Untranslatable::Variable {
                     pc,

@@ -58,6 +58,7 @@ impl ProbeContext for Probe {
             Builtin::Cpu => 0,
             Builtin::Ppid => 1,
             Builtin::Curthread => 0xffff_8000_0000_1000,
+            Builtin::Timestamp => return Err("no timestamp in these tests".into()),
         };
         // Clobber what the contract allows, to catch a translator that keeps values there.
         a.mov_imm(R1, -1).mov_imm(R2, -1).mov_imm(R3, -1);
@@ -695,4 +696,78 @@ fn aggregation_keys_translate_to_their_kind() {
     assert!(translate(&key("execname"), &p, 256, FRAME).is_err());
     // The execname the fragment read is where the frame says.
     assert!(FRAME.execname_at() < FRAME.base);
+}
+
+/// [`Probe`] with its D variables kept where the probe runs: a load leaves a value made of the
+/// variable's id, a store is noted.
+struct VarProbe {
+    p: Probe,
+    stores: std::cell::RefCell<Vec<(bool, u32, i16)>>,
+}
+
+impl ProbeContext for VarProbe {
+    fn emit_builtin(&self, a: &mut Asm, b: Builtin) -> Result<(), String> {
+        self.p.emit_builtin(a, b)
+    }
+
+    fn emit_execname(&self, a: &mut Asm, at: i16) -> Result<(), String> {
+        self.p.emit_execname(a, at)
+    }
+
+    fn names(&self) -> &ProbeNames {
+        self.p.names()
+    }
+
+    fn emit_thread_load(&self, a: &mut Asm, var: u32) -> Result<(), String> {
+        a.ld_imm64(R0, 1000 + u64::from(var));
+        Ok(())
+    }
+
+    fn emit_thread_store(&self, _: &mut Asm, var: u32, value_at: i16) -> Result<(), String> {
+        self.stores.borrow_mut().push((false, var, value_at));
+        Ok(())
+    }
+
+    fn emit_global_load(&self, a: &mut Asm, var: u32) -> Result<(), String> {
+        a.ld_imm64(R0, 2000 + u64::from(var));
+        Ok(())
+    }
+
+    fn emit_global_store(&self, _: &mut Asm, var: u32, value_at: i16) -> Result<(), String> {
+        self.stores.borrow_mut().push((true, var, value_at));
+        Ok(())
+    }
+}
+
+#[test]
+fn variables_are_loaded_and_stored_by_the_probe_context() {
+    let vp = VarProbe {
+        p: Probe::new(),
+        stores: Default::default(),
+    };
+    // self->x and g are the first user variables (0x500) of their scopes.
+    let src = "self int x; int g; syscall::write:entry \
+        / self->x == 2280 && g == 3280 / { self->x = arg0 + 1; g = 0; }";
+    let p = dtrace_compiler::compile(src, &dtrace_compiler::CompileOptions::default()).unwrap();
+    let pred = p.ecbs[0].predicate.clone().unwrap();
+    let f = translate(&pred, &vp, 256, FRAME).unwrap();
+    assert_reachable(&f.insns);
+    assert_eq!(emulate(&f.insns, &vp.p), 1);
+    for a in &p.ecbs[0].actions {
+        let o = a.difo.as_ref().unwrap();
+        let f = translate(o, &vp, 256, FRAME).unwrap();
+        assert_reachable(&f.insns);
+    }
+    let stores = vp.stores.borrow();
+    let ids: Vec<(bool, u32)> = stores.iter().map(|&(g, v, _)| (g, v)).collect();
+    assert_eq!(ids, [(false, 0x500), (true, 0x500)]);
+    // The value is in a DIF register's slot of the frame.
+    for &(_, _, at) in stores.iter() {
+        assert!((FRAME.base - Frame::SIZE..FRAME.base).contains(&at), "{at}");
+    }
+    // A string is not an integer to store.
+    let s = "self string s; syscall::write:entry { self->s = execname; }";
+    let p = dtrace_compiler::compile(s, &dtrace_compiler::CompileOptions::default()).unwrap();
+    let o = p.ecbs[0].actions[0].difo.as_ref().unwrap();
+    assert!(translate(o, &vp, 256, FRAME).is_err());
 }

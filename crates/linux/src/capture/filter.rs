@@ -31,6 +31,10 @@ pub(crate) struct ShapeContext<'a> {
     pub(crate) shape: &'a ProbeShape,
     pub(crate) names: &'a ProbeNames,
     pub(crate) opaque_args: u16,
+    /// The thread-locals kept in the kernel (`None`: all live in dtrace).
+    pub(crate) vars: Option<&'a super::spec::KernelVars>,
+    /// The stack slot holding the firing's `timestamp` (`None`: not read at the probe).
+    pub(crate) timestamp: Option<i16>,
 }
 
 impl ShapeContext<'_> {
@@ -93,6 +97,12 @@ impl ProbeContext for ShapeContext<'_> {
             Builtin::Cpu => {
                 a.call(helper::GET_SMP_PROCESSOR_ID);
             }
+            Builtin::Timestamp => {
+                let at = self.timestamp.ok_or(
+                    "read at the probe only by clauses that run whole there (dtrace stamps records)",
+                )?;
+                a.load(Size::DW, R0, R10, at);
+            }
             Builtin::Curthread => {
                 self.current("curthread")?;
                 a.call(helper::GET_CURRENT_TASK);
@@ -135,6 +145,67 @@ impl ProbeContext for ShapeContext<'_> {
     fn names(&self) -> &ProbeNames {
         self.names
     }
+
+    fn emit_thread_load(&self, a: &mut Asm, var: u32) -> Result<(), String> {
+        let kv = self.kernel_var(var)?;
+        super::kvars::emit_load(a, kv, var);
+        Ok(())
+    }
+
+    fn emit_thread_store(&self, a: &mut Asm, var: u32, value_at: i16) -> Result<(), String> {
+        let kv = self.kernel_var(var)?;
+        super::kvars::emit_store(a, kv, var, value_at);
+        Ok(())
+    }
+
+    fn emit_local_load(&self, a: &mut Asm, var: u32) -> Result<(), String> {
+        super::kvars::emit_local_load(a, self.kernel_local(var)?);
+        Ok(())
+    }
+
+    fn emit_local_store(&self, a: &mut Asm, var: u32, value_at: i16) -> Result<(), String> {
+        super::kvars::emit_local_store(a, self.kernel_local(var)?, value_at);
+        Ok(())
+    }
+
+    fn emit_global_load(&self, a: &mut Asm, var: u32) -> Result<(), String> {
+        let (kv, i) = self.kernel_global(var)?;
+        super::kvars::emit_global_load(a, kv, i);
+        Ok(())
+    }
+
+    fn emit_global_store(&self, a: &mut Asm, var: u32, value_at: i16) -> Result<(), String> {
+        let (kv, i) = self.kernel_global(var)?;
+        super::kvars::emit_global_store(a, kv, i, value_at);
+        Ok(())
+    }
+}
+
+impl ShapeContext<'_> {
+    /// `var`'s place among the kernel's clause-locals, when it is one of them.
+    fn kernel_local(&self, var: u32) -> Result<usize, String> {
+        self.vars
+            .and_then(|kv| kv.local_ids.iter().position(|&l| l == var))
+            .filter(|&i| i < super::kvars::MAX_LOCALS)
+            .ok_or_else(|| "this clause-local lives in dtrace".to_string())
+    }
+
+    /// The kernel's globals and `var`'s place among them, when it is one of them.
+    fn kernel_global(&self, var: u32) -> Result<(&super::spec::KernelVars, usize), String> {
+        self.vars
+            .and_then(|kv| Some((kv, kv.global_ids.iter().position(|&g| g == var)?)))
+            .ok_or_else(|| "this global lives in dtrace".to_string())
+    }
+
+    /// The kernel's thread-locals, when `var` is one of them and the probe runs for its thread.
+    fn kernel_var(&self, var: u32) -> Result<&super::spec::KernelVars, String> {
+        let kv = self
+            .vars
+            .filter(|kv| kv.ids.contains(&var))
+            .ok_or("this thread-local lives in dtrace")?;
+        self.current("a thread-local")?;
+        Ok(kv)
+    }
 }
 
 /// Translates every predicate of `filter` for `shape`: the fragments when all of them translate,
@@ -147,6 +218,8 @@ pub fn translate_filter(
         shape,
         names: &filter.names,
         opaque_args: filter.opaque_args,
+        vars: None,
+        timestamp: None,
     };
     let results: Vec<Result<translate::Fragment, Untranslatable>> = filter
         .predicates

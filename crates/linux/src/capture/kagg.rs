@@ -12,6 +12,12 @@
 //! others, and `min`/`max`/`lquantize` start elsewhere). The consumer side expands keys to the
 //! framework's layout, so every output is byte for byte the same (`provider::kagg`).
 //!
+//! A clause may also store thread-locals that live in the kernel (`capture::kvars`): its store
+//! actions run between its aggregating actions in the clause's order, and such a clause (and any
+//! reading those variables) runs whole here. `timestamp` is read once per firing, before the
+//! first clause, as the framework stamps a firing once: the kernel's clock plus the offset to the
+//! framework's clock that dtrace writes into the control map when tracing starts.
+//!
 //! Code that can fault (a division, a memory load) stays in dtrace, where the interpreter reports
 //! the fault; so does what the translator does not handle, with the reason in the report.
 
@@ -36,6 +42,10 @@ const GEN: i16 = FRAME.base - Frame::SIZE - 8;
 const VAL: i16 = GEN - 8;
 const INCR: i16 = VAL - 8;
 const KEYBUF: i16 = INCR - MAX_KAGG_KEY as i16;
+/// The firing's `timestamp`.
+const TIMESTAMP: i16 = KEYBUF - 8;
+/// The key of a kernel thread-local (see `capture::kvars`).
+pub(crate) const VARS_KEY: i16 = TIMESTAMP - 8;
 
 /// `BPF_NOEXIST`: create only.
 const BPF_NOEXIST: i32 = 1;
@@ -44,6 +54,8 @@ const BPF_NOEXIST: i32 = 1;
 struct Translated {
     predicate: Option<Fragment>,
     aggs: Vec<TranslatedAgg>,
+    /// The store actions, with the number of aggregating actions before each.
+    stores: Vec<(usize, Fragment)>,
 }
 
 struct TranslatedAgg {
@@ -108,7 +120,60 @@ fn translate_clause(
             incr: agg.incr.as_ref().map(int).transpose()?,
         });
     }
-    Ok(Translated { predicate, aggs })
+    let stores = c
+        .stores
+        .iter()
+        .map(|(before, o)| Ok((*before, int(o)?)))
+        .collect::<Result<Vec<_>, Untranslatable>>()?;
+    Ok(Translated {
+        predicate,
+        aggs,
+        stores,
+    })
+}
+
+/// Whether clause `c` translates whole at a probe of `shape` (its names and opaque arguments as
+/// given, `vars` the thread-locals in the kernel), as [`emit_aggs`] would translate it: the
+/// planning of kernel variables checks every probe a clause will run at before anything is
+/// enabled, so a variable never ends up split between the kernel and dtrace.
+pub fn check_clause(
+    shape: &ProbeShape,
+    names: &translate::ProbeNames,
+    opaque_args: u16,
+    vars: &super::spec::KernelVars,
+    c: &KernelAggClause,
+    strsize: u32,
+) -> Result<(), Untranslatable> {
+    let ctx = ShapeContext {
+        shape,
+        names,
+        opaque_args,
+        vars: Some(vars),
+        timestamp: Some(TIMESTAMP),
+    };
+    translate_clause(&ctx, c, strsize as usize).map(|_| ())
+}
+
+/// Whether `c` reads `timestamp`.
+fn reads_timestamp(c: &KernelAggClause) -> bool {
+    let objects = c
+        .predicate
+        .iter()
+        .chain(c.stores.iter().map(|(_, o)| o))
+        .chain(c.aggs.iter().flat_map(|g| {
+            g.keys
+                .iter()
+                .map(|(o, _)| o)
+                .chain(g.value.iter())
+                .chain(g.incr.iter())
+        }));
+    objects.into_iter().any(|o| {
+        o.text.iter().any(|w| {
+            matches!(dtrace_dif::instr::Instr::decode(*w),
+                Ok(dtrace_dif::instr::Instr::LoadVar { op: dtrace_dif::opcode::Opcode::Ldgs, var, .. })
+                    if u32::from(var) == dtrace_dif::vars::DIF_VAR_TIMESTAMP)
+        })
+    })
 }
 
 /// Emits the kernel aggregations of `k` (those whose clauses translate at this probe) and returns
@@ -122,6 +187,8 @@ pub fn emit_aggs(
         shape,
         names: &k.names,
         opaque_args: k.opaque_args,
+        vars: k.vars.as_ref(),
+        timestamp: Some(TIMESTAMP),
     };
     let results: Vec<Result<Translated, Untranslatable>> = k
         .clauses
@@ -141,6 +208,21 @@ pub fn emit_aggs(
     a.load(Size::DW, R1, R1, 0);
     a.jmp_imm(op::JEQ, R1, 0, done);
     a.store(Size::DW, R10, GEN, R1);
+    let stamps = k
+        .clauses
+        .iter()
+        .zip(&results)
+        .any(|(c, t)| t.is_ok() && reads_timestamp(c));
+    if stamps {
+        a.call(helper::KTIME_GET_NS);
+        a.ld_map_value(R1, k.control, 0);
+        a.load(Size::DW, R1, R1, 8);
+        a.alu(op::ADD, R0, R1);
+        a.store(Size::DW, R10, TIMESTAMP, R0);
+    }
+    if let Some(kv) = &k.vars {
+        super::kvars::emit_zero_locals(a, kv.local_ids.len());
+    }
     for (c, t) in k.clauses.iter().zip(&results) {
         let Ok(t) = t else { continue };
         let next = a.label();
@@ -148,9 +230,16 @@ pub fn emit_aggs(
             p.emit(a);
             a.jmp_imm(op::JEQ, R0, 0, next);
         }
-        for (agg, ta) in c.aggs.iter().zip(&t.aggs) {
+        let stores_before = |a: &mut Asm, j: usize| {
+            for (_, f) in t.stores.iter().filter(|(b, _)| *b == j) {
+                f.emit(a);
+            }
+        };
+        for (j, (agg, ta)) in c.aggs.iter().zip(&t.aggs).enumerate() {
+            stores_before(a, j);
             emit_agg(a, k, agg, ta)?;
         }
+        stores_before(a, c.aggs.len());
         a.bind(next);
     }
     a.bind(done);
@@ -243,18 +332,24 @@ fn emit_agg(
     emit_lookup(a, agg.maps);
     a.jmp_imm(op::JNE, R0, 0, found);
     // The map is full: the update is an aggregation drop.
-    a.store_imm(Size::W, R10, INCR, 0);
-    a.ld_map_fd(R1, k.drops)
-        .mov(R2, R10)
-        .alu_imm(op::ADD, R2, i32::from(INCR));
-    a.call(helper::MAP_LOOKUP_ELEM);
-    a.jmp_imm(op::JEQ, R0, 0, skip);
-    a.mov_imm(R1, 1).atomic_add64(R0, 0, R1);
-    a.ja(skip);
+    emit_count_drop(a, k.drops, INCR, skip);
     a.bind(found).mov(R7, R0);
     emit_apply(a, agg, skip)?;
     a.bind(skip);
     Ok(())
+}
+
+/// Adds one to this CPU's count in the per-CPU array `drops` (of one u64; its index is built at
+/// the stack slot `slot`), then jumps to `done`. Uses r0-r5.
+pub(crate) fn emit_count_drop(a: &mut Asm, drops: i32, slot: i16, done: Label) {
+    a.store_imm(Size::DW, R10, slot, 0);
+    a.ld_map_fd(R1, drops)
+        .mov(R2, R10)
+        .alu_imm(op::ADD, R2, i32::from(slot));
+    a.call(helper::MAP_LOOKUP_ELEM);
+    a.jmp_imm(op::JEQ, R0, 0, done);
+    a.mov_imm(R1, 1).atomic_add64(R0, 0, R1);
+    a.ja(done);
 }
 
 /// Applies the function to the CPU's value at r7 (the value in `VAL`, the weight in `INCR`).
@@ -467,7 +562,7 @@ fn emit_square_add(a: &mut Asm) {
 }
 
 // The slots fit the eBPF stack, 8-aligned.
-const _: () = assert!(KEYBUF >= -512 && GEN % 8 == 0 && KEYBUF % 8 == 0);
+const _: () = assert!(VARS_KEY >= -512 && GEN % 8 == 0 && KEYBUF % 8 == 0);
 
 #[cfg(test)]
 mod tests {

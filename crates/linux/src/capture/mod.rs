@@ -4,6 +4,7 @@
 pub mod codegen;
 pub mod filter;
 pub mod kagg;
+pub mod kvars;
 pub mod layout;
 pub mod mirror;
 pub mod path;
@@ -20,5 +21,5 @@ pub use record::{
 };
 pub use spec::{
     AddrBase, AddrExpr, ArgSource, CaptureSpec, Condition, CopyRequest, Identity, KernelAgg,
-    KernelAggClause, KernelAggs, KernelFilter, KeyKind, MemKind, MirrorOp,
+    KernelAggClause, KernelAggs, KernelFilter, KernelVars, KeyKind, MemKind, MirrorOp,
 };

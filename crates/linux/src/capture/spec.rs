@@ -213,8 +213,10 @@ pub struct CaptureSpec {
 pub struct KernelAggs {
     /// The clauses, in the order of the probe's clauses.
     pub clauses: Vec<KernelAggClause>,
-    /// An array map of one u64: 0 while the aggregations are off (before BEGIN, after END), 1
-    /// or 2 for the generation of maps updated (see `KernelAgg::maps`).
+    /// An array map of one [`CONTROL_SIZE`]-byte value: first a u64, 0 while the kernel clauses
+    /// are off (before BEGIN, after END), 1 or 2 for the generation of maps updated (see
+    /// `KernelAgg::maps`); then the framework's clock less `bpf_ktime_get_ns()` (an i64), which
+    /// makes `timestamp`.
     pub control: i32,
     /// An array map of one zeroed value of [`MAX_KAGG_VALUE`] bytes (new entries start from it).
     pub zeros: i32,
@@ -233,15 +235,41 @@ pub struct KernelAggs {
     pub others: Option<(Option<KernelFilter>, Option<u32>)>,
     /// The switch that turns the filters off (see [`KernelFilter::bypass`]).
     pub bypass: Option<i32>,
+    /// The thread-locals that live in the kernel (see `capture::kvars`), when some do.
+    pub vars: Option<KernelVars>,
 }
 
-/// One aggregation-only clause run in the kernel.
+/// Bytes of the value of [`KernelAggs::control`].
+pub const CONTROL_SIZE: usize = 16;
+
+/// The D variables kept in the kernel (see `capture::kvars`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KernelVars {
+    /// The hash map of (thread id, variable id) to value.
+    pub map: i32,
+    /// A per-CPU array of one u64: stores lost because the map was full.
+    pub drops: i32,
+    /// The ids of the thread-locals that live there (every other is dtrace's).
+    pub ids: Vec<u32>,
+    /// An array map of one value: the global scalars that live in the kernel, 8 bytes each.
+    pub globals: i32,
+    /// The ids of those globals, in their order in the value.
+    pub global_ids: Vec<u32>,
+    /// The ids of the clause-locals kept on the stack (`capture::kvars::local_slot`), in order.
+    pub local_ids: Vec<u32>,
+}
+
+/// One clause run whole in the kernel: its actions are aggregating functions and stores to
+/// thread-locals that live there.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KernelAggClause {
     /// The clause's predicate.
     pub predicate: Option<dtrace_dif::object::DifObject>,
     /// Its aggregating actions.
     pub aggs: Vec<KernelAgg>,
+    /// Its other actions (each stores variables and records nothing), with the number of
+    /// aggregating actions before each: they run in the clause's order.
+    pub stores: Vec<(usize, dtrace_dif::object::DifObject)>,
 }
 
 /// One aggregating action run in the kernel.

@@ -290,7 +290,7 @@ pub fn set_copy_args(ctx: &mut FiringContext, ev: &CapturedEvent, map: &[(usize,
     }
 }
 
-fn monotonic_ns() -> u64 {
+pub(crate) fn monotonic_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,

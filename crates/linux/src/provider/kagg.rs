@@ -4,6 +4,9 @@
 //! drains them into the framework's records (`AggRecord`), keys expanded to the framework's
 //! layout, so the consumer merges and prints them exactly as the ones the interpreter computes.
 //!
+//! Clauses that store thread-locals living in the kernel (`provider::kvars`) run here whole too,
+//! their store actions planned with their aggregations ([`ClausePlan`]).
+//!
 //! A snapshot switches the generation the programs update, waits until no program can still be
 //! updating the old one (an update of an array of maps returns after an RCU grace period, and
 //! every capture program runs inside one), then reads every CPU's values of the old generation and
@@ -48,12 +51,42 @@ pub struct PlannedAgg {
     pub value_words: usize,
 }
 
-/// Whether clause `e` can aggregate in the kernel (before translation, which the probe's
-/// program does): its aggregating actions, or why not.
-pub fn plan_clause(e: &EcbDesc) -> std::result::Result<Vec<PlannedAgg>, String> {
+impl PlannedAgg {
+    /// The aggregation as the probe's code updates it, in `maps` (one per generation).
+    pub fn with_maps(&self, maps: [i32; 2]) -> KernelAgg {
+        KernelAgg {
+            kind: self.kind,
+            arg: self.arg,
+            keys: self.keys.clone(),
+            value: self.value.clone(),
+            incr: self.incr.clone(),
+            value_words: self.value_words,
+            maps,
+        }
+    }
+}
+
+/// A clause as the kernel would run it: its aggregating actions and its store actions (each
+/// with the number of aggregating actions before it).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ClausePlan {
+    /// The aggregating actions.
+    pub aggs: Vec<PlannedAgg>,
+    /// The actions that store variables and record nothing (they run in the kernel only when the
+    /// variables they store live there, see `provider::kvars`).
+    pub stores: Vec<(usize, DifObject)>,
+}
+
+/// Whether clause `e` can run in the kernel (before translation, which the probe's program
+/// does): its aggregating and store actions, or why not.
+pub fn plan_clause(e: &EcbDesc) -> std::result::Result<ClausePlan, String> {
     let acts = &e.actions;
-    if !acts.iter().any(|a| a.kind.is_aggregation()) {
-        return Err("the clause has no aggregation".into());
+    let stores_only = acts.iter().all(is_store);
+    if acts.is_empty() {
+        return Err("the clause has no action (it records the firing)".into());
+    }
+    if !acts.iter().any(|a| a.kind.is_aggregation()) && !stores_only {
+        return Err("the clause has actions other than aggregations".into());
     }
     let mut used = vec![false; acts.len()];
     let mut out = Vec::new();
@@ -120,10 +153,26 @@ pub fn plan_clause(e: &EcbDesc) -> std::result::Result<Vec<PlannedAgg>, String> 
             value_words: bytes / 8,
         });
     }
-    if used.iter().any(|u| !u) {
-        return Err("the clause has actions other than aggregations".into());
+    let mut stores = Vec::new();
+    for (i, a) in acts.iter().enumerate() {
+        if used[i] {
+            continue;
+        }
+        if !is_store(a) {
+            return Err("the clause has actions other than aggregations".into());
+        }
+        let before = acts[..i].iter().filter(|b| b.kind.is_aggregation()).count();
+        if let Some(o) = &a.difo {
+            stores.push((before, o.clone()));
+        }
     }
-    Ok(out)
+    Ok(ClausePlan { aggs: out, stores })
+}
+
+/// Whether action `a` only evaluates an expression for its effect on variables (`self->ts =
+/// timestamp;`): it records nothing.
+fn is_store(a: &dtrace_dif::program::ActionDesc) -> bool {
+    a.kind == ActionKind::DifExpr && a.difo.as_ref().is_some_and(|o| o.rtype.size == 0)
 }
 
 fn agg_name(kind: ActionKind) -> &'static str {
@@ -175,6 +224,8 @@ pub struct KernelAggState {
     aggs: Vec<AggMaps>,
     /// `aggsize`: bounds each map's entries.
     aggsize: u64,
+    /// The framework's clock less the kernel's (`timestamp` in the kernel).
+    clock_offset: i64,
 }
 
 impl KernelAggState {
@@ -183,7 +234,13 @@ impl KernelAggState {
         let barrier_template = Map::create(MapKind::Array, "dt_agg_tmpl", 4, 8, 1)?;
         let barrier = Map::create_array_of_maps("dt_agg_sync", &barrier_template, 1)?;
         Ok(KernelAggState {
-            control: Map::create(MapKind::Array, "dt_agg_ctl", 4, 8, 1)?,
+            control: Map::create(
+                MapKind::Array,
+                "dt_agg_ctl",
+                4,
+                crate::capture::spec::CONTROL_SIZE as u32,
+                1,
+            )?,
             zeros: Map::create(MapKind::Array, "dt_agg_zero", 4, MAX_KAGG_VALUE as u32, 1)?,
             drops: Map::create(MapKind::PerCpuArray, "dt_agg_drops", 4, 8, 1)?,
             barrier_template,
@@ -193,7 +250,22 @@ impl KernelAggState {
             on: false,
             aggs: Vec::new(),
             aggsize,
+            clock_offset: 0,
         })
+    }
+
+    /// Sets the framework's clock less `bpf_ktime_get_ns()`, which the kernel adds to make
+    /// `timestamp` (written with the next switch).
+    pub fn set_clock_offset(&mut self, offset: i64) {
+        self.clock_offset = offset;
+    }
+
+    /// Writes the control value: the generation updated (0: off) and the clock offset.
+    fn write_control(&self, generation: u64) -> Result<()> {
+        let mut v = [0u8; crate::capture::spec::CONTROL_SIZE];
+        v[..8].copy_from_slice(&generation.to_ne_bytes());
+        v[8..16].copy_from_slice(&self.clock_offset.to_ne_bytes());
+        self.control.update(&0u32.to_ne_bytes(), &v)
     }
 
     /// The descriptors programs use: (control, zeros, drops).
@@ -254,15 +326,7 @@ impl KernelAggState {
         for s in strings {
             a.keys.strings.insert(string_key_hash(s), s.clone());
         }
-        Ok(KernelAgg {
-            kind: p.kind,
-            arg: p.arg,
-            keys: p.keys.clone(),
-            value: p.value.clone(),
-            incr: p.incr.clone(),
-            value_words: p.value_words,
-            maps: [a.maps[0].raw_fd(), a.maps[1].raw_fd()],
-        })
+        Ok(p.with_maps([a.maps[0].raw_fd(), a.maps[1].raw_fd()]))
     }
 
     /// Tells which framework aggregation (its id and key records) aggregation `index` of clause
@@ -284,8 +348,7 @@ impl KernelAggState {
             return Ok(());
         }
         self.on = on;
-        let v = if on { self.generation } else { 0 };
-        self.control.update(&0u32.to_ne_bytes(), &v.to_ne_bytes())?;
+        self.write_control(if on { self.generation } else { 0 })?;
         if !on {
             self.wait_for_programs()?;
         }
@@ -307,8 +370,7 @@ impl KernelAggState {
         let old = self.generation;
         if self.on {
             self.generation = 3 - old;
-            self.control
-                .update(&0u32.to_ne_bytes(), &self.generation.to_ne_bytes())?;
+            self.write_control(self.generation)?;
             self.wait_for_programs()?;
         }
         let slot = (old - 1) as usize;

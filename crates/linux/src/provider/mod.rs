@@ -12,6 +12,7 @@
 
 pub mod deliver;
 pub mod kagg;
+pub mod kvars;
 pub mod needs;
 pub mod profile;
 pub mod user;
@@ -90,7 +91,19 @@ pub(crate) struct Shared {
     bypassed: bool,
     /// Per clause of `clauses`: its aggregations as the kernel would compute them, or why it
     /// cannot (see [`kagg::plan_clause`]).
-    kplans: Vec<std::result::Result<Vec<kagg::PlannedAgg>, String>>,
+    kplans: Vec<std::result::Result<kagg::ClausePlan, String>>,
+    /// Per clause of `clauses`: the D variables (thread-locals, globals) it uses.
+    tvars: Vec<Vec<kvars::ThreadVar>>,
+    /// Where the D variables live (see [`kvars::place`]).
+    placement: kvars::Placement,
+    /// The kernel's maps of D variables, made with the first probe that uses them.
+    kvar_maps: Option<kvars::KernelVarMaps>,
+    /// `dynvarsize` for that map.
+    dynvarsize: u64,
+    /// Thread-locals may live in the kernel (off: [`kvars::KERNEL_VARIABLES_ENV`] is `0`).
+    kernel_variables: bool,
+    /// A probe runs clauses with D variables in the kernel.
+    kvars_enabled: bool,
     /// Aggregation-only clauses aggregate in the kernel, or why not (see
     /// [`LinuxTracing::set_kernel_aggregations`]).
     kernel_aggregations: std::result::Result<(), String>,
@@ -128,6 +141,9 @@ pub struct ClauseKernel {
     pub aggs_in_kernel: usize,
     /// Probes where they run in dtrace, with the reason.
     pub aggs_in_dtrace: Vec<(String, String)>,
+    /// The clause uses D variables: `Ok` with their names when they live in the kernel (the
+    /// clause then runs whole there, counted in `aggs_in_kernel`), else why they stay in dtrace.
+    pub variables: Option<std::result::Result<String, String>>,
 }
 
 impl ClauseKernel {
@@ -152,21 +168,32 @@ impl ClauseKernel {
             line
         };
         let mut out = Vec::new();
-        if self.has_predicate {
+        if self.has_predicate && !matches!(self.variables, Some(Ok(_))) {
             out.push(placement("predicate runs", self.in_kernel, &self.in_dtrace));
         } else if self.aggs_in_kernel == 0 {
             out.push(format!(
                 "{head}: no predicate; every firing is recorded and runs in dtrace"
             ));
         }
+        let whole = matches!(self.variables, Some(Ok(_)));
         match &self.aggregates {
             None => {}
+            _ if whole => {}
             Some(Err(why)) => out.push(format!("{head}: aggregations run in dtrace ({why})")),
             Some(Ok(())) => out.push(placement(
                 "aggregations run",
                 self.aggs_in_kernel,
                 &self.aggs_in_dtrace,
             )),
+        }
+        match &self.variables {
+            None => {}
+            Some(Ok(names)) => {
+                let mut line = placement("runs whole", self.aggs_in_kernel, &self.aggs_in_dtrace);
+                line.push_str(&format!(" (variables {names} live in the kernel)"));
+                out.push(line);
+            }
+            Some(Err(why)) => out.push(format!("{head}: variables stay in dtrace ({why})")),
         }
         out
     }
@@ -226,19 +253,52 @@ impl Shared {
             })
             .map(|(i, _)| i)
             .collect();
+        // The aggregation-only clauses that aggregate in the kernel here, and the others.
+        let kernel_aggs = self.kernel_predicates
+            && self.kernel_aggregations.is_ok()
+            && self.exit_at_kernel_probe.is_none();
+        if !kernel_aggs && !self.placement.kernel.is_empty() {
+            let why = match (&self.kernel_aggregations, &self.exit_at_kernel_probe) {
+                (Err(why), _) => why.clone(),
+                (Ok(()), Some(c)) => format!("clause {c} calls exit() at a kernel probe"),
+                (Ok(()), None) => "kernel predicates are off".to_string(),
+            };
+            if self.kvars_enabled {
+                return Err(format!(
+                    "D variables live in the kernel, where clauses no longer run: {why}"
+                ));
+            }
+            // Nothing runs in the kernel yet: every variable stays in dtrace.
+            self.demote_variables(&why);
+        }
         let matching: Vec<&ClauseNeeds> =
             matching_idx.iter().map(|&i| &self.clauses[i].1).collect();
         let mut spec = needs::spec_for(&matching, &string_args(&probe), self.strsize)?;
         if !self.kernel_predicates {
             spec.filter = None;
         }
-        // The aggregation-only clauses that aggregate in the kernel here, and the others.
-        let kernel_aggs = self.kernel_predicates
-            && self.kernel_aggregations.is_ok()
-            && self.exit_at_kernel_probe.is_none();
-        let (k_idx, r_idx): (Vec<usize>, Vec<usize>) = matching_idx
-            .iter()
-            .partition(|&&i| kernel_aggs && matches!(self.kplans.get(i), Some(Ok(_))));
+        let placement = &self.placement;
+        let (k_idx, r_idx): (Vec<usize>, Vec<usize>) = matching_idx.iter().partition(|&&i| {
+            kernel_aggs
+                && match self.kplans.get(i) {
+                    Some(Ok(p)) => p.stores.is_empty() || placement.in_kernel(i),
+                    _ => false,
+                }
+        });
+        // A clause that uses a kernel thread-local runs in the kernel, or nothing runs.
+        for &i in &r_idx {
+            if let Some(v) = self.tvars[i]
+                .iter()
+                .find(|v| self.placement.kernel.contains(&v.key))
+            {
+                return Err(format!(
+                    "clause {}: {} lives in the kernel, where this clause cannot run (planned \
+                     after the programs that placed it there)",
+                    self.kernel.get(i).map_or("?", |c| c.desc.as_str()),
+                    v.name
+                ));
+            }
+        }
         let others = if k_idx.is_empty() {
             None
         } else {
@@ -257,13 +317,7 @@ impl Shared {
             function: info.function.clone(),
             name: info.name.clone(),
         };
-        let opaque_args = probe
-            .args
-            .iter()
-            .enumerate()
-            .take(16)
-            .filter(|(_, a)| a.copy.is_some())
-            .fold(0u16, |m, (i, _)| m | (1 << i));
+        let opaque_args = opaque_args(&probe);
         let complete = |f: &mut crate::capture::KernelFilter| {
             f.bypass = bypass;
             f.names = names.clone();
@@ -277,9 +331,24 @@ impl Shared {
                 complete(f);
             }
             if self.kaggs.is_none() {
-                self.kaggs =
-                    Some(kagg::KernelAggState::new(self.aggsize).map_err(|e| e.to_string())?);
+                let mut k = kagg::KernelAggState::new(self.aggsize).map_err(|e| e.to_string())?;
+                // Made after tracing started: the clock is already fixed.
+                if let Some(offset) = self.clock_offset {
+                    k.set_clock_offset(offset);
+                }
+                self.kaggs = Some(k);
             }
+            let uses_vars = k_idx.iter().any(|&i| self.placement.in_kernel(i));
+            if uses_vars && self.kvar_maps.is_none() {
+                self.kvar_maps = Some(
+                    kvars::KernelVarMaps::new(self.dynvarsize, &self.placement.kernel)
+                        .map_err(|e| e.to_string())?,
+                );
+            }
+            let vars = match (&self.kvar_maps, uses_vars) {
+                (Some(m), true) => Some(m.kernel_vars(&self.placement.kernel)),
+                _ => None,
+            };
             let state = self.kaggs.as_mut().ok_or("no kernel aggregations")?;
             let (control, zeros, drops) = state.fds();
             let mut clauses = Vec::with_capacity(k_idx.len());
@@ -288,10 +357,11 @@ impl Shared {
                     continue;
                 };
                 let strings = kagg::key_strings(
-                    plan,
+                    &plan.aggs,
                     &[&info.provider, &info.module, &info.function, &info.name],
                 );
                 let aggs = plan
+                    .aggs
                     .iter()
                     .enumerate()
                     .map(|(j, p)| state.agg_for(i, j, p, &strings))
@@ -300,6 +370,7 @@ impl Shared {
                 clauses.push(crate::capture::KernelAggClause {
                     predicate: self.clauses[i].1.predicate.clone(),
                     aggs,
+                    stores: plan.stores.clone(),
                 });
             }
             spec.aggs = Some(crate::capture::KernelAggs {
@@ -312,6 +383,7 @@ impl Shared {
                 opaque_args,
                 others: (!r_idx.is_empty()).then_some((o.filter, o.filter_pid)),
                 bypass,
+                vars,
             });
         }
         if replaces_image(info) {
@@ -420,6 +492,14 @@ impl Shared {
                 .map(|p| report.aggs.get(p).cloned().unwrap_or(Ok(())));
             if let Some(Ok(())) = in_kernel {
                 self.kernel_aggregated.insert((i, info.id));
+                self.kvars_enabled |= self.placement.in_kernel(i);
+            }
+            if let (Some(Err(e)), true) = (&in_kernel, self.placement.in_kernel(i)) {
+                return Err(format!(
+                    "clause {}: its variables live in the kernel, which refused it at \
+                     {probe_name} ({e})",
+                    self.kernel.get(i).map_or("?", |c| c.desc.as_str())
+                ));
             }
             let Some(c) = self.kernel.get_mut(i) else {
                 continue;
@@ -481,6 +561,94 @@ impl Shared {
         }
         Ok(())
     }
+}
+
+impl Shared {
+    /// Places the D variables of every planned clause (see [`kvars::place`]).
+    fn place_variables(&mut self) {
+        if self.kvars_enabled {
+            // Variables already in use in the kernel stay there: a clause planned now that uses
+            // one fails to enable (see `enable`), the others keep their variables in dtrace.
+            let placed = self.placement.clauses.len();
+            for vars in self.tvars.iter().skip(placed) {
+                let why = "planned after the programs that placed variables in the kernel started";
+                self.placement
+                    .clauses
+                    .push((!vars.is_empty()).then(|| Err(why.to_string())));
+            }
+            self.report_variables();
+            return;
+        }
+        let off = if !self.kernel_variables {
+            Some(format!(
+                "kernel variables are off ({}=0)",
+                kvars::KERNEL_VARIABLES_ENV
+            ))
+        } else if !self.kernel_predicates {
+            Some(format!(
+                "kernel predicates are off ({KERNEL_PREDICATES_ENV}=0)"
+            ))
+        } else if let Err(why) = &self.kernel_aggregations {
+            Some(why.clone())
+        } else {
+            self.exit_at_kernel_probe.as_ref().map(|c| {
+                format!("clause {c} calls exit() at a kernel probe, which only dtrace sees")
+            })
+        };
+        let mut facts = Vec::with_capacity(self.clauses.len());
+        for (program, base) in &self.planned {
+            for (k, e) in program.ecbs.iter().enumerate() {
+                let i = base + k;
+                let vars = self.tvars.get(i).cloned().unwrap_or_default();
+                let whole = match (&off, self.kplans.get(i)) {
+                    // Nothing to check: no variable, or one the kernel does not keep.
+                    _ if vars.is_empty() || vars.iter().any(|v| !v.integer) => Ok(()),
+                    (Some(why), _) => Err(why.clone()),
+                    (None, Some(plan)) => {
+                        kvars::runs_whole(e, plan, &self.catalog, &vars, self.strsize)
+                    }
+                    (None, None) => Err("not planned".into()),
+                };
+                facts.push(kvars::ClauseFacts {
+                    desc: self
+                        .kernel
+                        .get(i)
+                        .map_or_else(String::new, |c| c.desc.clone()),
+                    vars,
+                    whole,
+                });
+            }
+        }
+        self.placement = kvars::place(&facts);
+        self.report_variables();
+    }
+
+    /// Keeps every thread-local in dtrace, saying `why`.
+    fn demote_variables(&mut self, why: &str) {
+        for c in self.placement.clauses.iter_mut().flatten() {
+            *c = Err(why.to_string());
+        }
+        self.placement.kernel.clear();
+        self.report_variables();
+    }
+
+    fn report_variables(&mut self) {
+        for (c, p) in self.kernel.iter_mut().zip(&self.placement.clauses) {
+            c.variables = p.clone();
+        }
+    }
+}
+
+/// The arguments of `probe` whose value delivery replaces (the address of data copied at the
+/// probe), as a mask: the kernel cannot read them as the interpreter does.
+pub(crate) fn opaque_args(probe: &Probe) -> u16 {
+    probe
+        .args
+        .iter()
+        .enumerate()
+        .take(16)
+        .filter(|(_, a)| a.copy.is_some())
+        .fold(0u16, |m, (i, _)| m | (1 << i))
 }
 
 /// Whether clause `e` calls `exit()` at a probe other than `BEGIN`, `END`, `ERROR` and the
@@ -588,6 +756,13 @@ impl LinuxTracing {
                 filtered: Vec::new(),
                 bypassed: false,
                 kplans: Vec::new(),
+                tvars: Vec::new(),
+                placement: kvars::Placement::default(),
+                kvar_maps: None,
+                dynvarsize: 1 << 20,
+                kernel_variables: std::env::var_os(kvars::KERNEL_VARIABLES_ENV)
+                    .is_none_or(|v| v != "0"),
+                kvars_enabled: false,
                 kernel_aggregations: Err("kernel aggregations are off".into()),
                 kaggs: None,
                 aggsize: 4 << 20,
@@ -756,10 +931,17 @@ impl LinuxTracing {
             let desc = format!("{}:{}:{}:{}", d.provider, d.module, d.function, d.name);
             let plan = kagg::plan_clause(e);
             let has_aggs = e.actions.iter().any(|a| a.kind.is_aggregation());
+            sh.tvars.push(kvars::thread_vars(e));
             sh.kernel.push(ClauseKernel {
                 desc,
                 has_predicate: c.predicate.is_some(),
-                aggregates: has_aggs.then(|| plan.as_ref().map(|_| ()).map_err(Clone::clone)),
+                // Stores run in the kernel only with the variables they store (see
+                // `place_variables`, which says so in `variables`).
+                aggregates: has_aggs.then(|| match &plan {
+                    Ok(p) if p.stores.is_empty() => Ok(()),
+                    Ok(_) => Err("the clause has actions other than aggregations".into()),
+                    Err(e) => Err(e.clone()),
+                }),
                 ..ClauseKernel::default()
             });
             sh.kplans.push(plan);
@@ -790,6 +972,9 @@ impl LinuxTracing {
             }
             if let Some(p) = sh.kplans.get_mut(i) {
                 *p = kagg::plan_clause(e);
+            }
+            if let Some(t) = sh.tvars.get_mut(i) {
+                *t = kvars::thread_vars(e);
             }
             if let Some(slot) = sh.clauses.get_mut(i) {
                 *slot = (d, c);
@@ -863,6 +1048,33 @@ impl LinuxTracing {
         self.plan_mirrors(programs);
         for p in programs {
             self.plan(p);
+        }
+        self.lock().place_variables();
+    }
+
+    /// Sets `dynvarsize`, which bounds the kernel's map of thread-locals (made afterwards).
+    pub fn set_dynvarsize(&self, bytes: u64) {
+        self.lock().dynvarsize = bytes.max(1);
+    }
+
+    /// Stores of thread-locals the kernel lost so far because its map was full (DTrace's dynamic
+    /// variable drops).
+    pub fn kernel_dynvar_drops(&self) -> Result<u64> {
+        match &self.lock().kvar_maps {
+            Some(m) => m.drops(),
+            None => Ok(0),
+        }
+    }
+
+    /// Fixes the offset between the framework's clock (now `fw_now`) and the kernel's, if not
+    /// yet fixed: the kernel's `timestamp` and delivered records' then agree.
+    pub fn fix_clock(&self, fw_now: u64) {
+        let mut sh = self.lock();
+        let offset = *sh
+            .clock_offset
+            .get_or_insert_with(|| fw_now as i64 - deliver::monotonic_ns() as i64);
+        if let Some(k) = sh.kaggs.as_mut() {
+            k.set_clock_offset(offset);
         }
     }
 

@@ -1,0 +1,219 @@
+//! Thread-local variables in the kernel: integer `self->` variables that only clauses running
+//! whole at the probe use live in a kernel map, so the classic entry/return idiom records
+//! nothing per event, and prints what it prints when the variables live in dtrace
+//! (DTRACE_KERNEL_VARIABLES=0); a variable a clause kept in dtrace uses keeps all its clauses
+//! there; zero frees; a full map counts dynamic variable drops; `-v` says where each clause runs.
+
+mod common;
+use common::{clause_lines, compile_c, have_gcc, kernel_ok, test_dir};
+use std::path::PathBuf;
+
+/// Writes `argv[1]` times to /dev/null, of sizes (i * 37) % 300, then reads as often from
+/// /dev/zero, 7 bytes at a time.
+const WRITER: &str = r#"
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    int n = atoi(argv[1]);
+    int out = open("/dev/null", O_WRONLY), in = open("/dev/zero", O_RDONLY);
+    static char buf[512];
+    for (int i = 0; i < n; i++)
+        if (write(out, buf, (i * 37) % 300) < 0)
+            return 1;
+    for (int i = 0; i < n; i++)
+        if (read(in, buf, 7) != 7)
+            return 1;
+    return 0;
+}
+"#;
+
+fn writer(tag: &str) -> PathBuf {
+    compile_c(&test_dir(tag), "writer", WRITER, &["-O2"])
+}
+
+/// Runs `dtrace args` with thread-locals in the kernel where they can be (`true`), or in dtrace.
+fn dtrace_way(kernel: bool, args: &[&str]) -> (i32, String, String) {
+    common::dtrace_way("DTRACE_KERNEL_VARIABLES", kernel, args)
+}
+
+/// Runs `script` both ways; asserts both succeed and print the same non-empty output, and that
+/// the clauses numbered in `whole` ran whole in the kernel the first way. Returns the output.
+fn same_both_ways(script: &str, extra: &[&str], cmd: &str, whole: &[usize]) -> String {
+    let in_kernel = |err: &str| {
+        whole.iter().all(|&n| {
+            clause_lines(err, n)
+                .iter()
+                .any(|l| l.contains("runs whole in the kernel at 1 probe (variables"))
+        })
+    };
+    common::same_both_ways("DTRACE_KERNEL_VARIABLES", script, extra, cmd, &in_kernel)
+}
+
+#[test]
+fn the_entry_return_idiom_runs_whole_in_the_kernel() {
+    let t = "the_entry_return_idiom_runs_whole_in_the_kernel";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let w = writer("kvars-idiom");
+    let cmd = format!("{} 2000", w.display());
+    // The classic: latency of read(2). Times differ run to run; the counts do not.
+    let idiom = "syscall::read:entry /pid == $target/ { self->ts = timestamp; } \
+        syscall::read:return /self->ts/ { @[execname] = quantize(timestamp - self->ts); \
+        @n = count(); @neg = min(timestamp - self->ts); self->ts = 0; } \
+        END { printa(\"%@d\\n\", @n); printa(\"%@d\\n\", @neg); }";
+    for kernel in [true, false] {
+        let (rc, out, err) = dtrace_way(kernel, &["-qv", "-n", idiom, "-c", &cmd]);
+        assert_eq!(rc, 0, "{err}");
+        if kernel {
+            for n in [1, 2] {
+                assert!(
+                    clause_lines(&err, n).iter().any(|l| l.ends_with(
+                        "runs whole in the kernel at 1 probe (variables self->ts live in \
+                         the kernel)"
+                    )),
+                    "{err}"
+                );
+            }
+        }
+        // The reads of the program, its loader's included, each counted once; the latency of
+        // none negative (timestamp is one clock for both probes).
+        let mut nums = out.lines().filter_map(|l| l.trim().parse::<i64>().ok());
+        let (count, min) = (nums.next().unwrap_or(0), nums.next().unwrap_or(-1));
+        assert!((2000..2100).contains(&count), "{out}");
+        assert!(min > 0, "{out}");
+        assert!(out.contains("writer"), "{out}");
+    }
+    // Values that do not depend on time print the same both ways: sizes kept from entry to
+    // return, a counter that is never freed, a predicate reading a thread-local.
+    let sizes = "self int n; syscall::write:entry /pid == $target/ { self->size = arg2; \
+        self->n = self->n + 1; } \
+        syscall::write:return /self->size/ { @s[execname] = sum(self->size); \
+        @q = quantize(self->size); @c[self->n % 3] = count(); self->size = 0; } \
+        syscall::write:return /self->n == 1000/ { @at = max(self->n); }";
+    same_both_ways(sizes, &[], &cmd, &[1, 2, 3]);
+}
+
+#[test]
+fn a_thread_local_used_in_dtrace_keeps_all_its_clauses_there() {
+    let t = "a_thread_local_used_in_dtrace_keeps_all_its_clauses_there";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let w = writer("kvars-mixed");
+    let cmd = format!("{} 300", w.display());
+    // Clause 3 prints: it runs in dtrace, so self->size lives there, and clauses 1, 2 and 4
+    // with it; self->k, used by clause 5 only, still lives in the kernel.
+    let script = "syscall::write:entry /pid == $target/ { self->size = arg2; } \
+        syscall::write:return /self->size/ { @s = sum(self->size); } \
+        syscall::write:return /self->size == 296/ { printf(\"big %d\\n\", self->size); } \
+        syscall::write:return { self->size = 0; } \
+        syscall::read:entry /pid == $target/ { self->k = 1; @r = count(); self->k = 0; }";
+    let out = same_both_ways(script, &[], &cmd, &[5]);
+    assert!(out.contains("big 296"), "{out}");
+    let (_, _, err) = dtrace_way(true, &["-qv", "-n", script, "-c", &cmd]);
+    for n in [1, 2, 4] {
+        assert!(
+            clause_lines(&err, n).iter().any(|l| l.contains(
+                "variables stay in dtrace (clause syscall::write:return runs in dtrace: \
+                 the clause has actions other than aggregations)"
+            ) || l.contains("which stays in dtrace)")),
+            "clause {n}: {err}"
+        );
+    }
+    // A string is not kept in the kernel, nor a variable a BEGIN clause uses.
+    for (script, why) in [
+        (
+            "syscall::write:entry /pid == $target/ { self->s = execname; }",
+            "self->s is not an integer",
+        ),
+        (
+            "BEGIN { self->n = 1; } syscall::write:entry /pid == $target/ { self->n = 2; }",
+            "its probes are not kernel tracepoints",
+        ),
+    ] {
+        let (rc, _, err) = dtrace_way(true, &["-qv", "-n", script, "-c", &cmd]);
+        assert_eq!(rc, 0, "{err}");
+        assert!(
+            clause_lines(&err, 1)
+                .iter()
+                .any(|l| l.contains("variables stay in dtrace") && l.contains(why)),
+            "{script}: {err}"
+        );
+    }
+}
+
+#[test]
+fn zero_frees_and_a_full_map_counts_dynamic_variable_drops() {
+    let t = "zero_frees_and_a_full_map_counts_dynamic_variable_drops";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let w = writer("kvars-drops");
+    let cmd = format!("{} 200", w.display());
+    // dynvarsize fits one integer thread-local (as in the framework's space).
+    let small = ["-q", "-x", "dynvarsize=150"];
+    // Freed at return, the entry is there for the next variable: no drop.
+    let frees = "syscall::write:entry /pid == $target/ { self->a = arg2 + 1; } \
+        syscall::write:return /self->a/ { self->a = 0; } \
+        syscall::read:entry /pid == $target/ { self->b = 1; } \
+        syscall::read:return /self->b/ { @ = count(); self->b = 0; }";
+    let mut args = small.to_vec();
+    args.extend_from_slice(&["-n", frees, "-c", &cmd]);
+    let (rc, out, err) = dtrace_way(true, &args);
+    assert_eq!(rc, 0, "{err}");
+    assert!(!err.contains("drop"), "{err}");
+    let n: u64 = out.trim().parse().unwrap_or(0);
+    assert!((200..210).contains(&n), "{out}");
+    // Never freed, self->a takes the only entry: every store of self->b is a drop, reported as
+    // DTrace reports dynamic variable drops, both ways.
+    let full = "syscall::write:entry /pid == $target/ { self->a = 1; } \
+        syscall::read:entry /pid == $target/ { self->b = 1; }";
+    let mut args = small.to_vec();
+    args.extend_from_slice(&["-n", full, "-c", &cmd]);
+    for kernel in [true, false] {
+        let (rc, _, err) = dtrace_way(kernel, &args);
+        assert_eq!(rc, 0, "{err}");
+        assert!(
+            err.contains("dynamic variable drops"),
+            "kernel {kernel}: {err}"
+        );
+    }
+}
+
+#[test]
+fn global_scalars_live_in_the_kernel_when_only_kernel_clauses_use_them() {
+    let t = "global_scalars_live_in_the_kernel_when_only_kernel_clauses_use_them";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let w = writer("kvars-globals");
+    let cmd = format!("{} 400", w.display());
+    // A counter shared by two probes, read as a key and a value; a global never stored reads 0.
+    let script = "int n; int never; syscall::write:entry /pid == $target/ { n = n + arg2; } \
+        syscall::read:entry /pid == $target/ { @[n % 7, never] = count(); @m = max(n); n = 0; }";
+    let out = same_both_ways(script, &[], &cmd, &[1, 2]);
+    let (_, _, err) = dtrace_way(true, &["-qv", "-n", script, "-c", &cmd]);
+    assert!(err.contains("(variables n live in the kernel)"), "{err}");
+    assert!(out.contains("59700"), "{out}");
+    // Clause-locals live for the firing: clause 3 reads what clause 2 stored, or 0.
+    let script = "syscall::write:entry /pid == $target/ { self->sz = arg2; } \
+        syscall::write:return /self->sz > 150/ { this->d = self->sz * 3; @s = sum(this->d); } \
+        syscall::write:return /self->sz/ { @t = sum(this->d); @c[this->d > 0] = count(); \
+        self->sz = 0; }";
+    same_both_ways(script, &[], &cmd, &[1, 2, 3]);
+    // END reads it: it stays in dtrace, and the clause that stores it with it.
+    let script = "int n; syscall::write:entry /pid == $target/ { n = n + 1; } \
+        END { printf(\"%d\\n\", n); }";
+    let (rc, out, err) = dtrace_way(true, &["-qv", "-n", script, "-c", &cmd]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(out.contains("400"), "{out}");
+    assert!(
+        clause_lines(&err, 1).iter().any(|l| l.contains(
+            "END runs in dtrace: its probes are not \
+             kernel tracepoints"
+        )),
+        "{err}"
+    );
+}

@@ -1,0 +1,407 @@
+//! D variables in the kernel, the consumer's side (the probe's side is `capture::kvars`): where
+//! each thread-local (`self->x`) and global scalar (`x`) lives ([`place`]), and their maps.
+//!
+//! A variable lives in the kernel only when every clause that reads or writes it, in every
+//! program of the session (all `-n`/`-s` programs are planned together), runs whole at the probe:
+//! its probes are kernel probes, its actions are aggregating functions and stores that record
+//! nothing ([`ClausePlan`]), and it translates at every probe it matches
+//! (`capture::kagg::check_clause`). One clause that cannot keeps every variable it uses in
+//! dtrace, and with them every other clause that uses those, until nothing changes: the two
+//! paths never share a variable, so nothing changes meaning. Only integer scalars qualify
+//! (strings and structs stay in dtrace). A clause whose thread-locals live in the kernel runs
+//! there at every probe or the enabling fails with a one-line reason (a verifier limit no
+//! translation foresees); a clause that uses one and runs in dtrace (a program planned after
+//! the placement) fails alike.
+//!
+//! The thread-locals' map holds (thread id, variable id) to value, as many entries as
+//! `dynvarsize` gives integer thread-locals in the framework's dynamic variable space; stores
+//! that find it full are counted per CPU and reported as dynamic variable drops. Globals are the
+//! words of one array value, zero until stored, never freed, shared by every CPU (as racy as
+//! DTrace's own).
+
+use super::kagg::ClausePlan;
+use crate::bpf::{Map, MapKind};
+use crate::capture::spec::{KernelAggClause, KernelVars};
+use crate::capture::{CtxKind, ProbeShape};
+use crate::catalog::AttachPoint;
+use crate::catalog::Catalog;
+use crate::error::Result;
+use dtrace_dif::object::{
+    DifObject, DIFV_KIND_SCALAR, DIFV_SCOPE_GLOBAL, DIFV_SCOPE_LOCAL, DIFV_SCOPE_THREAD,
+};
+use dtrace_dif::program::EcbDesc;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Environment variable that, set to `0`, keeps every D variable in dtrace (the clauses that
+/// use them too).
+pub const KERNEL_VARIABLES_ENV: &str = "DTRACE_KERNEL_VARIABLES";
+
+/// Providers whose probes fire in the kernel, where a clause can run whole.
+const KERNEL_PROVIDERS: [&str; 5] = ["syscall", "proc", "sched", "io", "sdt"];
+
+/// Where a D variable is visible.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Scope {
+    /// `self->x`.
+    Thread,
+    /// `x`.
+    Global,
+    /// `this->x` (for one firing).
+    Clause,
+}
+
+/// A variable: its scope and its id (ids are numbered per scope).
+pub type VarKey = (Scope, u32);
+
+/// A D variable a clause uses (a thread-local or a global).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ThreadVar {
+    /// Global or thread-local, and its id.
+    pub key: VarKey,
+    /// `self->NAME` or `NAME`.
+    pub name: String,
+    /// An integer scalar (what the kernel keeps).
+    pub integer: bool,
+}
+
+/// The thread-locals, user globals and clause-locals clause `e` reads or writes (from its
+/// objects' variable tables).
+pub fn thread_vars(e: &EcbDesc) -> Vec<ThreadVar> {
+    let mut out: Vec<ThreadVar> = Vec::new();
+    for o in clause_objects(e) {
+        for v in &o.vartab {
+            let (scope, prefix) = match v.scope {
+                DIFV_SCOPE_THREAD => (Scope::Thread, "self->"),
+                DIFV_SCOPE_LOCAL => (Scope::Clause, "this->"),
+                DIFV_SCOPE_GLOBAL if v.id >= dtrace_dif::vars::DIF_VAR_OTHER_UBASE => {
+                    (Scope::Global, "")
+                }
+                _ => continue,
+            };
+            let integer = v.kind == DIFV_KIND_SCALAR
+                && !v.ty.is_string()
+                && !v.ty.is_by_ref()
+                && matches!(v.ty.size, 1 | 2 | 4 | 8);
+            let name = o
+                .string_at(v.name as usize)
+                .map(|n| format!("{prefix}{}", String::from_utf8_lossy(n)))
+                .unwrap_or_else(|| format!("{prefix}#{}", v.id));
+            let key = (scope, v.id);
+            match out.iter_mut().find(|t| t.key == key) {
+                Some(t) => t.integer &= integer,
+                None => out.push(ThreadVar { key, name, integer }),
+            }
+        }
+    }
+    out
+}
+
+fn clause_objects(e: &EcbDesc) -> impl Iterator<Item = &DifObject> {
+    e.predicate
+        .iter()
+        .chain(e.actions.iter().filter_map(|a| a.difo.as_ref()))
+}
+
+/// What decides where a clause's thread-locals may live.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClauseFacts {
+    /// The clause's probe description.
+    pub desc: String,
+    /// The thread-locals it uses.
+    pub vars: Vec<ThreadVar>,
+    /// `Ok` when it can run whole in the kernel at every probe it matches, else why not.
+    pub whole: std::result::Result<(), String>,
+}
+
+/// Where the thread-locals of the planned clauses live.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Placement {
+    /// The variables kept in the kernel.
+    pub kernel: BTreeSet<VarKey>,
+    /// Per clause: `None` when it uses no thread-local; `Ok` with the names of its variables
+    /// when they live in the kernel (it runs there whole); else why they stay in dtrace.
+    pub clauses: Vec<Option<std::result::Result<String, String>>>,
+}
+
+impl Placement {
+    /// Whether clause `i` runs whole in the kernel for its variables.
+    pub fn in_kernel(&self, i: usize) -> bool {
+        matches!(self.clauses.get(i), Some(Some(Ok(_))))
+    }
+}
+
+/// Places the thread-locals of `facts` (every clause of the session, in planning order).
+pub fn place(facts: &[ClauseFacts]) -> Placement {
+    // Variables kept in dtrace, with why.
+    let mut dtrace: BTreeMap<VarKey, String> = BTreeMap::new();
+    let count = |scope: Scope| {
+        facts
+            .iter()
+            .flat_map(|c| &c.vars)
+            .filter(|v| v.key.0 == scope)
+            .map(|v| v.key.1)
+            .collect::<BTreeSet<u32>>()
+            .len()
+    };
+    let too_many = [
+        (Scope::Global, crate::capture::kvars::MAX_GLOBALS, "globals"),
+        (
+            Scope::Clause,
+            crate::capture::kvars::MAX_LOCALS,
+            "clause-locals",
+        ),
+    ]
+    .into_iter()
+    .filter(|&(scope, most, _)| count(scope) > most)
+    .map(|(scope, most, what)| (scope, format!("more than {most} {what}")))
+    .collect::<BTreeMap<Scope, String>>();
+    for c in facts {
+        for v in &c.vars {
+            if !v.integer {
+                dtrace
+                    .entry(v.key)
+                    .or_insert_with(|| format!("{} is not an integer", v.name));
+            } else if let Some(why) = too_many.get(&v.key.0) {
+                dtrace.entry(v.key).or_insert_with(|| why.clone());
+            }
+        }
+    }
+    loop {
+        let mut changed = false;
+        for c in facts {
+            let why = match &c.whole {
+                Err(why) => format!("clause {} runs in dtrace: {why}", c.desc),
+                Ok(()) => match c.vars.iter().find(|v| dtrace.contains_key(&v.key)) {
+                    Some(v) => format!(
+                        "it shares {} with clause {}, which stays in dtrace",
+                        v.name, c.desc
+                    ),
+                    None => continue,
+                },
+            };
+            for v in &c.vars {
+                if let std::collections::btree_map::Entry::Vacant(e) = dtrace.entry(v.key) {
+                    e.insert(why.clone());
+                    changed = true;
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    let mut out = Placement::default();
+    for c in facts {
+        if c.vars.is_empty() {
+            out.clauses.push(None);
+            continue;
+        }
+        let names = || {
+            c.vars
+                .iter()
+                .map(|v| v.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let placed = match (&c.whole, c.vars.iter().find_map(|v| dtrace.get(&v.key))) {
+            _ if c.vars.iter().any(|v| !v.integer) => Err(c
+                .vars
+                .iter()
+                .find(|v| !v.integer)
+                .map(|v| format!("{} is not an integer", v.name))
+                .unwrap_or_default()),
+            (Err(why), _) => Err(why.clone()),
+            (Ok(()), Some(why)) => Err(why.clone()),
+            (Ok(()), None) => {
+                out.kernel.extend(c.vars.iter().map(|v| v.key));
+                Ok(names())
+            }
+        };
+        out.clauses.push(Some(placed));
+    }
+    out
+}
+
+/// Whether clause `e` (planned as `plan`) can run whole in the kernel at every probe of
+/// `catalog` it matches, its thread-locals `vars` kept there, comparing strings up to
+/// `strsize`: `Ok`, or why not.
+pub fn runs_whole(
+    e: &EcbDesc,
+    plan: &std::result::Result<ClausePlan, String>,
+    catalog: &Catalog,
+    vars: &[ThreadVar],
+    strsize: u32,
+) -> std::result::Result<(), String> {
+    let d = &e.probe;
+    if !KERNEL_PROVIDERS.contains(&d.provider.as_str()) {
+        return Err(
+            "its probes are not kernel tracepoints (BEGIN, END, tick, profile, pid and USDT \
+             probes fire elsewhere)"
+                .into(),
+        );
+    }
+    let plan = plan.as_ref().map_err(Clone::clone)?;
+    let desc = crate::ProbeDesc::new(&d.provider, &d.module, &d.function, &d.name);
+    let probes = catalog.matching(&desc).map_err(|e| e.to_string())?;
+    let clause = KernelAggClause {
+        predicate: e.predicate.clone(),
+        // The maps' descriptors are not part of a translation.
+        aggs: plan.aggs.iter().map(|p| p.with_maps([-1, -1])).collect(),
+        stores: plan.stores.clone(),
+    };
+    let kv = KernelVars {
+        map: -1,
+        drops: -1,
+        ids: ids_of(vars.iter().map(|v| v.key), Scope::Thread),
+        globals: -1,
+        global_ids: ids_of(vars.iter().map(|v| v.key), Scope::Global),
+        local_ids: ids_of(vars.iter().map(|v| v.key), Scope::Clause),
+    };
+    for p in &probes {
+        let Some(shape) = planning_shape(&p.attach) else {
+            return Err(format!("{}: not a tracepoint", p.desc));
+        };
+        let names = dtrace_ebpf::translate::ProbeNames {
+            provider: p.desc.provider.clone(),
+            module: p.desc.module.clone(),
+            function: p.desc.function.clone(),
+            name: p.desc.name.clone(),
+        };
+        let opaque = super::opaque_args(p);
+        crate::capture::kagg::check_clause(&shape, &names, opaque, &kv, &clause, strsize)
+            .map_err(|why| format!("at {}: {why}", p.desc))?;
+    }
+    Ok(())
+}
+
+/// The ids of the variables of `scope` among `keys`, in order.
+fn ids_of(keys: impl Iterator<Item = VarKey>, scope: Scope) -> Vec<u32> {
+    keys.filter(|k| k.0 == scope)
+        .map(|k| k.1)
+        .collect::<BTreeSet<u32>>()
+        .into_iter()
+        .collect()
+}
+
+/// The shape a tracepoint's program reads its context with (as the session builds it; the
+/// syscall tracepoints' raw form reads the same values).
+fn planning_shape(at: &AttachPoint) -> Option<ProbeShape> {
+    let (ctx, args, conditions, identity) = match at {
+        AttachPoint::Tracepoint {
+            args,
+            conditions,
+            identity,
+            ..
+        } => (CtxKind::Tracepoint, args, conditions, identity),
+        AttachPoint::RawTracepoint {
+            args,
+            conditions,
+            identity,
+            ..
+        } => (CtxKind::RawTracepoint, args, conditions, identity),
+        _ => return None,
+    };
+    Some(ProbeShape {
+        ctx,
+        args: args.clone(),
+        conditions: conditions.clone(),
+        identity: *identity,
+        task: None,
+    })
+}
+
+/// The kernel's map of thread-locals and its drop counter, and the globals' array.
+pub struct KernelVarMaps {
+    map: Map,
+    drops: Map,
+    globals: Map,
+    global_ids: Vec<u32>,
+}
+
+impl KernelVarMaps {
+    /// Maps for `dynvarsize` bytes of integer thread-locals, and the globals of `kernel`.
+    pub fn new(dynvarsize: u64, kernel: &BTreeSet<VarKey>) -> Result<KernelVarMaps> {
+        let global_ids = ids_of(kernel.iter().copied(), Scope::Global);
+        let words = global_ids
+            .len()
+            .clamp(1, crate::capture::kvars::MAX_GLOBALS);
+        let cost = dtrace_dif::vm::dynvar::integer_thread_local_cost() as u64;
+        let entries = (dynvarsize / cost.max(1)).clamp(1, 1 << 20) as u32;
+        Ok(KernelVarMaps {
+            map: Map::create(
+                MapKind::Hash,
+                "dt_tls",
+                crate::capture::kvars::KEY_SIZE,
+                crate::capture::kvars::VALUE_SIZE,
+                entries,
+            )?,
+            drops: Map::create(MapKind::PerCpuArray, "dt_tls_drops", 4, 8, 1)?,
+            globals: Map::create(MapKind::Array, "dt_globals", 4, 8 * words as u32, 1)?,
+            global_ids,
+        })
+    }
+
+    /// The maps as the probe's code uses them, for the thread-locals of `kernel` (the globals
+    /// are those the maps were made for).
+    pub fn kernel_vars(&self, kernel: &BTreeSet<VarKey>) -> KernelVars {
+        KernelVars {
+            map: self.map.raw_fd(),
+            drops: self.drops.raw_fd(),
+            ids: ids_of(kernel.iter().copied(), Scope::Thread),
+            globals: self.globals.raw_fd(),
+            global_ids: self.global_ids.clone(),
+            local_ids: ids_of(kernel.iter().copied(), Scope::Clause),
+        }
+    }
+
+    /// Stores lost so far because the map was full (all CPUs).
+    pub fn drops(&self) -> Result<u64> {
+        Ok(self.drops.percpu_u64(0)?.iter().sum())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn var(id: u32, integer: bool) -> ThreadVar {
+        ThreadVar {
+            key: (Scope::Thread, id),
+            name: format!("self->v{id}"),
+            integer,
+        }
+    }
+
+    fn facts(vars: Vec<ThreadVar>, whole: std::result::Result<(), String>) -> ClauseFacts {
+        ClauseFacts {
+            desc: "syscall::read:entry".into(),
+            vars,
+            whole,
+        }
+    }
+
+    #[test]
+    fn a_variable_lives_in_the_kernel_only_when_every_clause_using_it_runs_there() {
+        let p = place(&[
+            facts(vec![var(1, true)], Ok(())),
+            facts(vec![var(1, true)], Ok(())),
+            facts(vec![var(2, true)], Ok(())),
+            facts(vec![var(2, true), var(3, true)], Err("printf()".into())),
+            facts(vec![var(3, true), var(4, true)], Ok(())),
+            facts(vec![var(4, true)], Ok(())),
+            facts(vec![var(5, false)], Ok(())),
+            facts(vec![], Ok(())),
+        ]);
+        assert_eq!(p.kernel, BTreeSet::from([(Scope::Thread, 1)]));
+        assert!(p.in_kernel(0) && p.in_kernel(1));
+        // Variable 2 is shared with a clause in dtrace; 3 and 4 follow it transitively.
+        for i in 2..7 {
+            assert!(matches!(&p.clauses[i], Some(Err(_))), "clause {i}");
+        }
+        assert_eq!(p.clauses[7], None);
+        let Some(Err(why)) = &p.clauses[6] else {
+            unreachable!()
+        };
+        assert!(why.contains("not an integer"), "{why}");
+    }
+}
