@@ -8,6 +8,7 @@
 use std::process::ExitCode;
 
 use dtrace_consumer::handle::{CompileFlags, Handle, NoTracer};
+use dtrace_dif::program::Program;
 use dtrace_dof::program::{program_to_dof_bytes, ProgramDofExtras};
 use dtrace_dof::Utsname;
 
@@ -65,6 +66,55 @@ fn arch() -> Option<object::Architecture> {
     }
 }
 
+/// Compiles every `-s`/`-n`/`-P`/... program of `cfg` without tracing anything, as `-G` and `-h`
+/// do (`-Z` implied: the probes need not exist here); with `-S`, each one's DIF is listed.
+pub fn compile_all(pname: &str, cfg: &Config) -> Result<Vec<Program>, ExitCode> {
+    // Nothing is traced: the handle needs no tracer.
+    let mut h = Handle::open(
+        Box::new(NoTracer("dtrace -G does not trace".into())),
+        Some(dtrace_open::backend::compiler()),
+    );
+    if let Some(code) = crate::set_options(&mut h, cfg) {
+        return Err(code);
+    }
+    let flags = CompileFlags {
+        zero_defs: true,
+        cpp: cfg.cpp,
+        show_dif: cfg.show_dif,
+        no_exec: true,
+    };
+    let mut out = Vec::new();
+    for cmd in &cfg.cmds {
+        let prog = if cmd.kind == 's' {
+            if let Err(e) = std::fs::metadata(&cmd.arg) {
+                return Err(fatal(&format!(
+                    "failed to open {}: {}",
+                    cmd.arg,
+                    io_reason(&e)
+                )));
+            }
+            match h.compile_file(
+                std::path::Path::new(&cmd.arg),
+                flags,
+                std::slice::from_ref(&cmd.arg),
+            ) {
+                Ok(p) => p,
+                Err(e) => return Err(fatal(&format!("failed to compile script {}: {e}", cmd.arg))),
+            }
+        } else {
+            match h.compile_str(&cmd.arg, spec_of(cmd.kind), flags, &[pname.to_string()]) {
+                Ok(p) => p,
+                Err(e) => return Err(fatal(&format!("invalid probe specifier {}: {e}", cmd.arg))),
+            }
+        };
+        if cfg.show_dif {
+            eprint!("{}", dtrace_consumer::dcompile::listing(&prog));
+        }
+        out.push(prog);
+    }
+    Ok(out)
+}
+
 /// Runs `dtrace -G`.
 pub fn run(pname: &str, cfg: &Config) -> ExitCode {
     if cfg.cmds.is_empty() {
@@ -79,19 +129,9 @@ pub fn run(pname: &str, cfg: &Config) -> ExitCode {
     let Some(arch) = arch() else {
         return fatal("-G: not yet supported: ELF objects for this architecture");
     };
-    // Nothing is traced: the handle needs no tracer.
-    let mut h = Handle::open(
-        Box::new(NoTracer("dtrace -G does not trace".into())),
-        Some(dtrace_open::backend::compiler()),
-    );
-    if let Some(code) = crate::set_options(&mut h, cfg) {
-        return code;
-    }
-    let flags = CompileFlags {
-        zero_defs: true, // -G implies -Z: probes need not exist here
-        cpp: cfg.cpp,
-        show_dif: cfg.show_dif,
-        no_exec: true,
+    let progs = match compile_all(pname, cfg) {
+        Ok(p) => p,
+        Err(code) => return code,
     };
     let extras = ProgramDofExtras {
         comments: Some(usage::VERSION.to_string()),
@@ -99,30 +139,9 @@ pub fn run(pname: &str, cfg: &Config) -> ExitCode {
     };
     let n = cfg.cmds.len();
     let mut outputs = Vec::new();
-    for (i, cmd) in cfg.cmds.iter().enumerate() {
-        let prog = if cmd.kind == 's' {
-            if let Err(e) = std::fs::metadata(&cmd.arg) {
-                return fatal(&format!("failed to open {}: {}", cmd.arg, io_reason(&e)));
-            }
-            match h.compile_file(
-                std::path::Path::new(&cmd.arg),
-                flags,
-                std::slice::from_ref(&cmd.arg),
-            ) {
-                Ok(p) => p,
-                Err(e) => return fatal(&format!("failed to compile script {}: {e}", cmd.arg)),
-            }
-        } else {
-            match h.compile_str(&cmd.arg, spec_of(cmd.kind), flags, &[pname.to_string()]) {
-                Ok(p) => p,
-                Err(e) => return fatal(&format!("invalid probe specifier {}: {e}", cmd.arg)),
-            }
-        };
-        if cfg.show_dif {
-            eprint!("{}", dtrace_consumer::dcompile::listing(&prog));
-        }
+    for (i, (cmd, prog)) in cfg.cmds.iter().zip(&progs).enumerate() {
         let out = output_name(cmd, i, n, cfg.output.as_deref());
-        let linked = program_to_dof_bytes(&prog, &extras)
+        let linked = program_to_dof_bytes(prog, &extras)
             .map_err(|e| e.to_string())
             .and_then(|dof| dtrace_dof::dof_to_elf(&dof, arch, &[]).map_err(|e| e.to_string()))
             .and_then(|elf| {

@@ -416,7 +416,8 @@ impl<'o> Checker<'o> {
             Item::Inline(tn, e, line) => self.declare_inline(tn, e, *line),
             Item::Translator { .. } => self.declare_translator(item, true),
             Item::Pragma(words, line) => self.pragma(words, *line),
-            Item::Provider(..) | Item::Clause(_) => Ok(()),
+            Item::Provider(d) => self.cook_provider(d).map(|_| ()),
+            Item::Clause(_) => Ok(()),
         }
     }
 
@@ -867,4 +868,87 @@ fn valid_attributes(s: &str) -> bool {
     const CLASS: &[&str] = &["Unknown", "CPU", "Platform", "Group", "ISA", "Common"];
     let p: Vec<&str> = s.split('/').collect();
     p.len() == 3 && STABILITY.contains(&p[0]) && STABILITY.contains(&p[1]) && CLASS.contains(&p[2])
+}
+
+impl Checker<'_> {
+    /// A `provider` declaration as the program keeps it: each probe's native (C) argument types, its
+    /// D (translated) types and the mapping between them. A D `string` is passed as `char *`; a
+    /// translated parameter with a name takes the native parameter of that name, else the one at
+    /// its position.
+    pub fn cook_provider(
+        &mut self,
+        d: &crate::ast::ProviderDeclAst,
+    ) -> CResult<dtrace_dif::program::ProviderDecl> {
+        use dtrace_dif::program::{ProbeDecl, ProviderDecl};
+        if d.name.ends_with(|c: char| c.is_ascii_digit()) || d.name.contains('-') {
+            return err(
+                ErrTag::D_PROV_BADNAME,
+                d.line,
+                format!("provider name may not end with a digit: {}", d.name),
+            );
+        }
+        let mut out = ProviderDecl {
+            name: d.name.clone(),
+            probes: Vec::new(),
+        };
+        for p in &d.probes {
+            let name = p.name.replace("__", "-");
+            if out.probes.iter().any(|q| q.name == name) {
+                return err(
+                    ErrTag::D_PROV_PRDUP,
+                    p.line,
+                    format!("probe {}:{} redeclared", d.name, name),
+                );
+            }
+            let xl = p.xlated.as_ref().unwrap_or(&p.native);
+            if p.native.len() > 127 || xl.len() > 127 {
+                return err(
+                    ErrTag::D_PROV_PRARGLEN,
+                    p.line,
+                    format!("probe {}:{} argument list too long", d.name, name),
+                );
+            }
+            let mut native = Vec::new();
+            for tn in &p.native {
+                let t = self.resolve_type_name(tn)?;
+                native.push(if self.types.is_string(t) {
+                    "char *".to_string()
+                } else {
+                    self.tname(t)
+                });
+            }
+            let mut xlated = Vec::new();
+            let mut mapping = Vec::new();
+            for (i, tn) in xl.iter().enumerate() {
+                let t = self.resolve_type_name(tn)?;
+                xlated.push(self.tname(t));
+                let by_name = tn.decl.name.as_ref().and_then(|n| {
+                    p.native
+                        .iter()
+                        .position(|m| m.decl.name.as_ref() == Some(n))
+                });
+                let from = by_name.unwrap_or(i);
+                if from >= native.len() {
+                    return err(
+                        ErrTag::D_PROV_PRXLATOR,
+                        p.line,
+                        format!(
+                            "probe {}:{} translated argument #{} has no native argument",
+                            d.name,
+                            name,
+                            i + 1
+                        ),
+                    );
+                }
+                mapping.push(from as u8);
+            }
+            out.probes.push(ProbeDecl {
+                name,
+                native,
+                xlated,
+                mapping,
+            });
+        }
+        Ok(out)
+    }
 }

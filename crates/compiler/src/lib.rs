@@ -230,6 +230,7 @@ fn check_program(
                     program.ecbs.extend(ecbs);
                 }
             }
+            Item::Provider(d) => program.providers.push(ck.cook_provider(d)?),
             other => ck.declare(other)?,
         }
     }

@@ -226,6 +226,32 @@ pub struct Program {
     /// Types of `print()` values and of what they contain, referenced by index (see the module
     /// documentation).
     pub print_types: Vec<PrintType>,
+    /// The program's `provider` declarations (USDT providers, for `dtrace -h` and `-G`).
+    pub providers: Vec<ProviderDecl>,
+}
+
+/// A `provider` declaration: a USDT provider's name and probes.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ProviderDecl {
+    /// Provider name.
+    pub name: String,
+    /// Probes in declaration order.
+    pub probes: Vec<ProbeDecl>,
+}
+
+/// One probe of a [`ProviderDecl`].
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ProbeDecl {
+    /// The probe's D name (`query-start` for a declared `query__start`).
+    pub name: String,
+    /// Native (C) argument types, as the probe's call site passes them (`char *` for a declared
+    /// `string`).
+    pub native: Vec<String>,
+    /// Argument types as D sees them (`args[]`): the translated types after `:`, else the declared
+    /// types.
+    pub xlated: Vec<String>,
+    /// For each of `xlated`, the index of the native argument it comes from.
+    pub mapping: Vec<u8>,
 }
 
 /// One type of a `print()` value: its printed name, size and resolved shape.
