@@ -1,0 +1,163 @@
+//! USDT probes from DOF: a provider declared in D becomes a C header (`dtrace -h`), a C program
+//! uses its macros and an is-enabled test, `dtrace -G` rewrites the program's object and writes
+//! the DOF object, and the program links with gcc and runs with its probes costing nops (the
+//! is-enabled path not taken). Traced, the probes fire a known number of times with their typed
+//! arguments and the is-enabled path is taken only while enabled (root, BPF, uprobes; gcc).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const PROVIDER: &str = "provider myprov {
+    probe probe1(int, string, long);
+    probe probe2__tick(int);
+};
+";
+
+const PROG: &str = r#"
+#include "provider.h"
+#include <stdio.h>
+#include <stdlib.h>
+int main(int argc, char **argv) {
+    int n = argc > 1 ? atoi(argv[1]) : 10;
+    long enabled = 0;
+    for (int i = 0; i < n; i++) {
+        MYPROV_PROBE1(i, "hello", (long)i * -10);
+        if (MYPROV_PROBE2_TICK_ENABLED()) {
+            enabled++;
+            MYPROV_PROBE2_TICK(i);
+        }
+    }
+    printf("enabled=%ld\n", enabled);
+    return 0;
+}
+"#;
+
+fn run_in(dir: &Path, prog: &str, args: &[&str]) -> String {
+    let o = Command::new(prog)
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{prog} {args:?}: {err}");
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Builds the program in `dir/tag` with gcc `flags`: header, object, `dtrace -G`, link.
+fn build(dir: &Path, tag: &str, flags: &[&str]) -> PathBuf {
+    let d = dir.join(tag);
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::write(d.join("provider.d"), PROVIDER).unwrap();
+    std::fs::write(d.join("prog.c"), PROG).unwrap();
+    let dt = env!("CARGO_BIN_EXE_dtrace");
+    run_in(&d, dt, &["-h", "-s", "provider.d"]);
+    let mut cc: Vec<&str> = flags.to_vec();
+    cc.extend(["-c", "prog.c", "-o", "prog.o"]);
+    run_in(&d, "gcc", &cc);
+    run_in(&d, dt, &["-G", "-s", "provider.d", "prog.o"]);
+    let mut ld: Vec<&str> = flags.to_vec();
+    ld.extend(["-o", "prog", "prog.o", "provider.o"]);
+    run_in(&d, "gcc", &ld);
+    d.join("prog")
+}
+
+const BUILDS: [(&str, &[&str]); 3] = [
+    ("O2-pie", &["-O2", "-fPIE", "-pie"]),
+    ("O0-nopie", &["-O0", "-fno-pie", "-no-pie"]),
+    ("O2-static", &["-O2", "-static"]),
+];
+
+#[test]
+fn header_object_and_link_give_a_program_whose_probes_are_nops() {
+    let test = "header_object_and_link_give_a_program_whose_probes_are_nops";
+    if !common::have_gcc(test) {
+        return;
+    }
+    let dir = common::test_dir(test);
+    for (tag, flags) in BUILDS {
+        let exe = build(&dir, tag, flags);
+        // Untraced, the is-enabled test is false and the probe sites are nops.
+        let out = run_in(&dir, exe.to_str().unwrap(), &["7"]);
+        assert_eq!(out, "enabled=0\n", "{tag}");
+        let bytes = std::fs::read(&exe).unwrap();
+        let dofs = dtrace_dof::dof_sections_from_elf(&bytes).unwrap().unwrap();
+        assert_eq!(dofs.len(), 1, "{tag}");
+        let provs = dtrace_dof::read_dof(&dofs[0])
+            .unwrap()
+            .usdt_providers()
+            .unwrap();
+        assert_eq!(provs.len(), 1, "{tag}");
+        let mut probes: Vec<_> = provs[0]
+            .probes
+            .iter()
+            .map(|p| {
+                (
+                    p.name.as_str(),
+                    p.function.as_str(),
+                    p.offsets.len(),
+                    p.enabled_offsets.len(),
+                )
+            })
+            .collect();
+        probes.sort();
+        assert_eq!(
+            probes,
+            [("probe1", "main", 1, 0), ("probe2-tick", "main", 1, 1)],
+            "{tag}"
+        );
+        assert_eq!(provs[0].probes[0].native_args.len(), 3);
+    }
+    // DTRACE_PROBES_DISABLED compiles the macros away: no DTrace object needed.
+    let d = dir.join("O2-pie");
+    run_in(
+        &d,
+        "gcc",
+        &["-DDTRACE_PROBES_DISABLED", "-O2", "-o", "plain", "prog.c"],
+    );
+    assert_eq!(run_in(&d, "./plain", &["3"]), "enabled=0\n");
+}
+
+#[test]
+fn objects_with_bad_sites_or_undeclared_probes_are_errors() {
+    let test = "objects_with_bad_sites_or_undeclared_probes_are_errors";
+    if !common::have_gcc(test) {
+        return;
+    }
+    let dir = common::test_dir(test);
+    std::fs::write(dir.join("provider.d"), PROVIDER).unwrap();
+    std::fs::write(
+        dir.join("other.c"),
+        "extern void __dtrace_myprov___nosuch(int);\nvoid f(int i) { __dtrace_myprov___nosuch(i); }\n",
+    )
+    .unwrap();
+    run_in(&dir, "gcc", &["-c", "-O2", "other.c"]);
+    let before = std::fs::read(dir.join("other.o")).unwrap();
+    let (rc, _, err) = common::dtrace(&[
+        "-G",
+        "-o",
+        dir.join("p.o").to_str().unwrap(),
+        "-s",
+        dir.join("provider.d").to_str().unwrap(),
+        dir.join("other.o").to_str().unwrap(),
+    ]);
+    assert_eq!(rc, 1);
+    assert!(err.contains("probe myprov:nosuch is not declared"), "{err}");
+    assert_eq!(
+        std::fs::read(dir.join("other.o")).unwrap(),
+        before,
+        "object untouched"
+    );
+    std::fs::write(dir.join("junk.o"), b"junk").unwrap();
+    let (rc, _, err) = common::dtrace(&[
+        "-G",
+        "-o",
+        dir.join("p.o").to_str().unwrap(),
+        "-s",
+        dir.join("provider.d").to_str().unwrap(),
+        dir.join("junk.o").to_str().unwrap(),
+    ]);
+    assert_eq!(rc, 1);
+    assert!(err.contains("failed to process"), "{err}");
+}
