@@ -23,7 +23,9 @@ int main(int argc, char **argv) {
     int n = argc > 1 ? atoi(argv[1]) : 10;
     long enabled = 0;
     for (int i = 0; i < n; i++) {
-        MYPROV_PROBE1(i, "hello", (long)i * -10);
+        char buf[16];
+        snprintf(buf, sizeof buf, "hello%d", i);
+        MYPROV_PROBE1(i, buf, (long)i * -10);
         if (MYPROV_PROBE2_TICK_ENABLED()) {
             enabled++;
             MYPROV_PROBE2_TICK(i);
@@ -160,4 +162,69 @@ fn objects_with_bad_sites_or_undeclared_probes_are_errors() {
     ]);
     assert_eq!(rc, 1);
     assert!(err.contains("failed to process"), "{err}");
+}
+
+fn traceable(test: &str) -> bool {
+    common::kernel_ok(test)
+        && common::have_gcc(test)
+        && dtrace_testkit::skip_unless(dtrace_linux::uprobe::available(), test, "no uprobe PMU")
+}
+
+#[test]
+fn dof_probes_fire_with_typed_arguments_and_is_enabled() {
+    let test = "dof_probes_fire_with_typed_arguments_and_is_enabled";
+    if !traceable(test) {
+        return;
+    }
+    let dir = common::test_dir(test);
+    for (tag, flags) in BUILDS {
+        let exe = build(&dir, tag, flags);
+        let cmd = format!("{} 12", exe.display());
+        let (rc, out, err) = common::dtrace(&["-l", "-n", "myprov$target:::", "-c", &cmd]);
+        assert_eq!(rc, 0, "{tag}: {err}");
+        let names: Vec<&str> = out
+            .lines()
+            .skip(1)
+            .filter_map(|l| l.split_whitespace().last())
+            .collect();
+        assert_eq!(names, ["probe1", "probe2-tick"], "{tag}: {out}");
+        let (rc, out, err) = common::dtrace(&[
+            "-qn",
+            "myprov$target:::probe1 { @n = count(); @a0 = sum(arg0); @a2 = sum(args[2]); }
+             myprov$target:::probe1 /arg0 == 3/ { printf(\"s=%s\\n\", args[1]); }
+             myprov$target::main:probe2-tick { @t = count(); @t0 = sum(args[0]); }
+             END { printa(\"n %@d\\n\", @n); printa(\"a0 %@d\\n\", @a0);
+                   printa(\"a2 %@d\\n\", @a2); printa(\"t %@d\\n\", @t);
+                   printa(\"t0 %@d\\n\", @t0); }",
+            "-c",
+            &cmd,
+        ]);
+        assert_eq!(rc, 0, "{tag}: {err}");
+        // 12 iterations: sum(i) = 66, sum(-10 i) = -660; the is-enabled test was true each time.
+        for want in [
+            "enabled=12\n",
+            "s=hello3\n",
+            "n 12\n",
+            "a0 66\n",
+            "a2 -660\n",
+            "t 12\n",
+            "t0 66\n",
+        ] {
+            assert!(out.contains(want), "{tag}: {want:?} not in {out}");
+        }
+        // probe2-tick not enabled: its is-enabled test stays false while probe1 fires.
+        let (rc, out, err) = common::dtrace(&[
+            "-qn",
+            "myprov$target:::probe1 { @n = count(); } END { printa(\"n %@d\\n\", @n); }",
+            "-c",
+            &cmd,
+        ]);
+        assert_eq!(rc, 0, "{tag}: {err}");
+        assert!(
+            out.contains("enabled=0\n") && out.contains("n 12\n"),
+            "{tag}: {out}"
+        );
+        // Untraced again: the semaphore went back down.
+        assert_eq!(run_in(&dir, exe.to_str().unwrap(), &["4"]), "enabled=0\n");
+    }
 }

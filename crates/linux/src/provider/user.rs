@@ -72,8 +72,8 @@ impl UserProbes {
                     .or_insert_with(|| {
                         let mut v: Vec<String> = Vec::new();
                         for s in crate::catalog::usdt::read_sites(&m.path).unwrap_or_default() {
-                            if !v.contains(&s.note.provider) {
-                                v.push(s.note.provider);
+                            if !v.contains(&s.provider) {
+                                v.push(s.provider);
                             }
                         }
                         v
@@ -87,6 +87,12 @@ impl UserProbes {
             }
         }
         out
+    }
+
+    /// The probes of per-process provider description `desc`, for typing `args[]` while a program
+    /// compiles (`None` when the process cannot be read).
+    pub(crate) fn matching_for_types(&mut self, desc: &ProbeDesc) -> Option<Vec<Probe>> {
+        self.matching(&desc.provider, desc).ok()
     }
 
     /// The probes of `provider` (a per-process provider's full name) matching `pattern`.
