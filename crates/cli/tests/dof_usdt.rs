@@ -49,10 +49,15 @@ fn run_in(dir: &Path, prog: &str, args: &[&str]) -> String {
 
 /// Builds the program in `dir/tag` with gcc `flags`: header, object, `dtrace -G`, link.
 fn build(dir: &Path, tag: &str, flags: &[&str]) -> PathBuf {
+    build_source(dir, tag, PROG, flags)
+}
+
+/// As [`build`], of source `src`.
+fn build_source(dir: &Path, tag: &str, src: &str, flags: &[&str]) -> PathBuf {
     let d = dir.join(tag);
     std::fs::create_dir_all(&d).unwrap();
     std::fs::write(d.join("provider.d"), PROVIDER).unwrap();
-    std::fs::write(d.join("prog.c"), PROG).unwrap();
+    std::fs::write(d.join("prog.c"), src).unwrap();
     let dt = env!("CARGO_BIN_EXE_dtrace");
     run_in(&d, dt, &["-h", "-s", "provider.d"]);
     let mut cc: Vec<&str> = flags.to_vec();
@@ -227,4 +232,66 @@ fn dof_probes_fire_with_typed_arguments_and_is_enabled() {
         // Untraced again: the semaphore went back down.
         assert_eq!(run_in(&dir, exe.to_str().unwrap(), &["4"]), "enabled=0\n");
     }
+}
+
+/// Each line read runs five ticks and prints how many found the probe enabled.
+const PHASES: &str = r#"
+#include "provider.h"
+#include <stdio.h>
+int main(void) {
+    char line[64];
+    while (fgets(line, sizeof line, stdin)) {
+        long enabled = 0;
+        for (int i = 0; i < 5; i++) {
+            if (MYPROV_PROBE2_TICK_ENABLED())
+                enabled++;
+            MYPROV_PROBE2_TICK(i);
+        }
+        printf("%ld\n", enabled);
+        fflush(stdout);
+    }
+    return 0;
+}
+"#;
+
+#[test]
+fn a_grabbed_process_by_provider_pid_has_its_semaphore_lowered_after() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+    let test = "a_grabbed_process_by_provider_pid_has_its_semaphore_lowered_after";
+    if !traceable(test) {
+        return;
+    }
+    let dir = common::test_dir(test);
+    let exe = build_source(&dir, "phases", PHASES, &["-O2"]);
+    let mut child = Command::new(&exe)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id().to_string();
+    let mut dt = Command::new(env!("CARGO_BIN_EXE_dtrace"))
+        .args([
+            "-n",
+            &format!("myprov{pid}:::probe2-tick /arg0 == 4/ {{ exit(0); }}"),
+            "-p",
+            &pid,
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(dt.stderr.take().unwrap());
+    let mut line = String::new();
+    let _ = err.read_line(&mut line);
+    assert!(line.contains("matched 1 probe"), "{line}");
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"one\n").unwrap();
+    stdin.flush().unwrap();
+    assert_eq!(dt.wait().unwrap().code(), Some(0));
+    stdin.write_all(b"two\n").unwrap();
+    drop(stdin);
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success());
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "5\n0\n");
 }

@@ -197,23 +197,6 @@ pub fn sites(dof: &[u8], image: &dyn Image) -> Result<Vec<Site>> {
 mod tests {
     use super::*;
 
-    /// A flat image: address `base + i` is file offset `i` of `bytes`.
-    struct Flat {
-        base: u64,
-        bytes: Vec<u8>,
-    }
-
-    impl Image for Flat {
-        fn file_offset(&self, vaddr: u64) -> Option<u64> {
-            let o = vaddr.checked_sub(self.base)?;
-            (o < self.bytes.len() as u64).then_some(o)
-        }
-        fn bytes(&self, vaddr: u64, len: usize) -> Option<Vec<u8>> {
-            let o = usize::try_from(self.file_offset(vaddr)?).ok()?;
-            self.bytes.get(o..o.checked_add(len)?).map(<[u8]>::to_vec)
-        }
-    }
-
     #[test]
     fn probes_arguments_and_semaphores_from_dof() {
         // 0x1000: nop5 (probe site); 0x1005: call 0x1010 (is-enabled); 0x1010: movzwl 0x1020, ret
@@ -223,7 +206,7 @@ mod tests {
         bytes[6..10].copy_from_slice(&(0x1010i32 - 0x100a).to_le_bytes());
         bytes[0x10..0x18].copy_from_slice(&dtrace_dof::IS_ENABLED_CODE);
         bytes[0x13..0x17].copy_from_slice(&(0x1020i32 - 0x1017).to_le_bytes());
-        let image = Flat {
+        let image = super::super::usdt::FlatImage {
             base: 0x1000,
             bytes,
         };

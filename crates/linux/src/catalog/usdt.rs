@@ -324,6 +324,25 @@ impl<'a, R: object::ReadRef<'a>> Image for FileImage<'a, R> {
     }
 }
 
+/// An image whose address `base + i` is byte `i` of `bytes` in the file (tests and fuzzing).
+pub struct FlatImage {
+    /// Address of the first byte.
+    pub base: u64,
+    /// The bytes.
+    pub bytes: Vec<u8>,
+}
+
+impl Image for FlatImage {
+    fn file_offset(&self, vaddr: u64) -> Option<u64> {
+        let o = vaddr.checked_sub(self.base)?;
+        (o < self.bytes.len() as u64).then_some(o)
+    }
+    fn bytes(&self, vaddr: u64, len: usize) -> Option<Vec<u8>> {
+        let o = usize::try_from(self.file_offset(vaddr)?).ok()?;
+        self.bytes.get(o..o.checked_add(len)?).map(<[u8]>::to_vec)
+    }
+}
+
 /// The USDT sites of the ELF file at `path`: its `.note.stapsdt` notes and the probes of the
 /// providers in its `.SUNW_dof` sections (none when it has neither). A malformed note section is
 /// an error; a malformed DOF section is left out (its probes do not exist).
