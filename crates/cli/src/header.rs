@@ -151,6 +151,7 @@ mod tests {
 
     fn decl() -> ProviderDecl {
         ProviderDecl {
+            attrs: Default::default(),
             name: "myprov".into(),
             probes: vec![
                 ProbeDecl {

@@ -13,6 +13,8 @@ const PROVIDER: &str = "provider myprov {
     probe probe1(int, string, long);
     probe probe2__tick(int);
 };
+#pragma D attributes Evolving/Evolving/Common provider myprov provider
+#pragma D attributes Private/Private/Unknown provider myprov function
 ";
 
 const PROG: &str = r#"
@@ -115,6 +117,17 @@ fn header_object_and_link_give_a_program_whose_probes_are_nops() {
             "{tag}"
         );
         assert_eq!(provs[0].probes[0].native_args.len(), 3);
+        // Stability from the pragmas, else Unstable/Unstable/Common.
+        assert_eq!(
+            provs[0].attrs,
+            [
+                dtrace_dof::dof_attr(5, 5, 5),
+                dtrace_dof::dof_attr(4, 4, 5),
+                dtrace_dof::dof_attr(1, 1, 0),
+                dtrace_dof::dof_attr(4, 4, 5),
+                dtrace_dof::dof_attr(4, 4, 5),
+            ]
+        );
     }
     // DTRACE_PROBES_DISABLED compiles the macros away: no DTrace object needed.
     let d = dir.join("O2-pie");

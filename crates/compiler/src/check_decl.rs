@@ -807,6 +807,10 @@ impl<'o> Checker<'o> {
                         .collect();
                     return err(ErrTag::D_PRAGERR, line, format!("#error: {text}"));
                 }
+                if words[1] == "attributes" && words.get(3).map(String::as_str) == Some("provider")
+                {
+                    return self.provider_attributes(words, line);
+                }
                 if words[1] == "attributes" {
                     if words.len() != 4 {
                         return err(
@@ -861,16 +865,53 @@ const COUNT_OPTIONS: &[&str] = &[
 ];
 
 /// Whether `s` is an attribute triple `name/data/class` (`Stable/Stable/Common`).
+const STABILITY: &[&str] = &[
+    "Internal", "Private", "Obsolete", "External", "Unstable", "Evolving", "Stable", "Standard",
+];
+const CLASS: &[&str] = &["Unknown", "CPU", "Platform", "Group", "ISA", "Common"];
+
 fn valid_attributes(s: &str) -> bool {
-    const STABILITY: &[&str] = &[
-        "Internal", "Private", "Obsolete", "External", "Unstable", "Evolving", "Stable", "Standard",
-    ];
-    const CLASS: &[&str] = &["Unknown", "CPU", "Platform", "Group", "ISA", "Common"];
-    let p: Vec<&str> = s.split('/').collect();
-    p.len() == 3 && STABILITY.contains(&p[0]) && STABILITY.contains(&p[1]) && CLASS.contains(&p[2])
+    attribute_numbers(s).is_some()
 }
 
+/// `Name/Data/Class` as DTrace's numbers (`dtrace_stability_t`, `dtrace_class_t`).
+fn attribute_numbers(s: &str) -> Option<[u8; 3]> {
+    let p: Vec<&str> = s.split('/').collect();
+    let [n, d, c] = p.as_slice() else {
+        return None;
+    };
+    let at = |list: &[&str], w: &str| list.iter().position(|x| x == &w).map(|i| i as u8);
+    Some([at(STABILITY, n)?, at(STABILITY, d)?, at(CLASS, c)?])
+}
+
+/// The parts of a provider whose attributes `#pragma D attributes` sets, in DOF order.
+const PROVIDER_PARTS: [&str; 5] = ["provider", "module", "function", "name", "args"];
+
 impl Checker<'_> {
+    /// `#pragma D attributes Name/Data/Class provider <name> <part>`: a declared provider's
+    /// stability, kept for its DOF.
+    fn provider_attributes(&mut self, words: &[String], line: u32) -> CResult<()> {
+        if words.len() != 6 {
+            return err(
+                ErrTag::D_PRAGMA_MALFORM,
+                line,
+                "malformed #pragma attributes <attributes> provider <name> <part>",
+            );
+        }
+        let (Some(attr), Some(part)) = (
+            attribute_numbers(&words[2]),
+            PROVIDER_PARTS.iter().position(|p| *p == words[5]),
+        ) else {
+            return err(
+                ErrTag::D_PRAGMA_INVAL,
+                line,
+                "invalid attributes specified by #pragma attributes",
+            );
+        };
+        self.provider_attrs.push((words[4].clone(), part, attr));
+        Ok(())
+    }
+
     /// A `provider` declaration as the program keeps it: each probe's native (C) argument types, its
     /// D (translated) types and the mapping between them. A D `string` is passed as `char *`; a
     /// translated parameter with a name takes the native parameter of that name, else the one at
@@ -889,7 +930,7 @@ impl Checker<'_> {
         }
         let mut out = ProviderDecl {
             name: d.name.clone(),
-            probes: Vec::new(),
+            ..Default::default()
         };
         for p in &d.probes {
             let name = p.name.replace("__", "-");

@@ -234,6 +234,13 @@ fn check_program(
             other => ck.declare(other)?,
         }
     }
+    for (name, part, attr) in &ck.provider_attrs {
+        for p in program.providers.iter_mut().filter(|p| &p.name == name) {
+            if let Some(a) = p.attrs.get_mut(*part) {
+                *a = Some(*attr);
+            }
+        }
+    }
     program.formats = ck.formats.clone();
     program.aggregations = ck
         .aggs

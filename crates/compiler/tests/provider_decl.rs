@@ -35,3 +35,25 @@ fn bad_provider_declarations_are_errors() {
         assert!(compile(src, &opts).is_err(), "{src}");
     }
 }
+
+#[test]
+fn provider_attribute_pragmas_are_kept() {
+    let src = "provider myprov { probe p(int); };\n\
+               #pragma D attributes Evolving/Evolving/Common provider myprov provider\n\
+               #pragma D attributes Private/Private/Unknown provider myprov module\n\
+               #pragma D attributes Evolving/Evolving/ISA provider myprov args\n";
+    let p = compile(src, &CompileOptions::default()).unwrap();
+    let a = p.providers[0].attrs;
+    assert_eq!(a[0], Some([5, 5, 5]));
+    assert_eq!(a[1], Some([1, 1, 0]));
+    assert_eq!(a[2], None);
+    assert_eq!(a[4], Some([5, 5, 4]));
+    let opts = CompileOptions::default();
+    for bad in [
+        "#pragma D attributes Evolving/Evolving/Common provider myprov part\n",
+        "#pragma D attributes Nope/Evolving/Common provider myprov module\n",
+        "#pragma D attributes Evolving/Evolving/Common provider myprov\n",
+    ] {
+        assert!(compile(&format!("provider myprov {{ probe p(); }};\n{bad}"), &opts).is_err());
+    }
+}

@@ -237,6 +237,10 @@ pub struct ProviderDecl {
     pub name: String,
     /// Probes in declaration order.
     pub probes: Vec<ProbeDecl>,
+    /// The stability of its provider, module, function, name and arguments set by
+    /// `#pragma D attributes`: name and data stability and dependency class as DTrace numbers them
+    /// (`dtrace_stability_t`, `dtrace_class_t`); `None` where not set.
+    pub attrs: [Option<[u8; 3]>; 5],
 }
 
 /// One probe of a [`ProviderDecl`].

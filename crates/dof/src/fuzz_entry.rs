@@ -58,6 +58,7 @@ pub fn usdt_object(data: &[u8]) {
         .sites
         .iter()
         .map(|s| dtrace_dif::program::ProviderDecl {
+            attrs: Default::default(),
             name: s.provider.clone(),
             probes: vec![dtrace_dif::program::ProbeDecl {
                 name: s.probe.clone(),

@@ -319,7 +319,9 @@ pub fn providers_from_sites(
         };
         let mut p = UsdtProvider {
             name: d.name.clone(),
-            attrs: [USDT_DEFAULT_ATTR; 5],
+            attrs: d
+                .attrs
+                .map(|a| a.map_or(USDT_DEFAULT_ATTR, |[n, dt, c]| crate::dof_attr(n, dt, c))),
             probes: Vec::new(),
         };
         let mut bases = Vec::new();

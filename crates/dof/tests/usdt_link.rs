@@ -80,6 +80,7 @@ fn object_with_sites(opcode: u8, r_type: u32) -> Vec<u8> {
 
 fn decls() -> Vec<ProviderDecl> {
     vec![ProviderDecl {
+        attrs: Default::default(),
         name: "myprov".into(),
         probes: vec![
             ProbeDecl {
