@@ -64,9 +64,9 @@ pub enum UsdtLinkError {
     /// A probe symbol's name is not `__dtrace_<provider>___<probe>`.
     #[error("malformed probe symbol name {0}")]
     BadName(String),
-    /// A site whose section has no global symbol at or before it.
+    /// A site whose section has no global symbol.
     #[error(
-        "not yet supported: probe site of {symbol} in {function}: no global symbol before it in its section (make the function non-static)"
+        "not yet supported: probe site of {symbol} in {function}: no global symbol in its section (make the function non-static, or compile without -ffunction-sections)"
     )]
     NoBase {
         /// The probe symbol.
@@ -100,9 +100,11 @@ pub struct ProbeSite {
     pub enabled: bool,
     /// The function containing the site (the base symbol when none is found).
     pub function: String,
-    /// The global symbol the site's offset counts from.
+    /// A global symbol of the site's section.
     pub base: String,
-    /// The site's offset from `base`.
+    /// The function's address less `base`'s.
+    pub addend: i64,
+    /// The site's offset in the function.
     pub offset: u32,
 }
 
@@ -256,24 +258,32 @@ pub fn process_object(data: &[u8]) -> Result<ProcessedObject, UsdtLinkError> {
             let function = syms
                 .iter()
                 .filter(|s| s.func && s.section == target)
-                .find(|s| s.value <= site && site < s.value.saturating_add(s.size))
-                .map(|s| s.name.clone());
-            let base = syms
-                .iter()
-                .filter(|s| s.global && s.section == target && s.value <= site)
+                .find(|s| s.value <= site && site < s.value.saturating_add(s.size));
+            // The nearest global symbol at or before the site, else any of the section.
+            let globals = || syms.iter().filter(|s| s.global && s.section == target);
+            let base = globals()
+                .filter(|s| s.value <= site)
                 .max_by_key(|s| s.value)
+                .or_else(|| globals().min_by_key(|s| s.value))
                 .ok_or_else(|| UsdtLinkError::NoBase {
                     symbol: sym.name.clone(),
-                    function: function.clone().unwrap_or_else(|| tname.clone()),
+                    function: function.map_or_else(|| tname.clone(), |f| f.name.clone()),
                 })?;
+            let start = function.map_or(base.value, |f| f.value);
             let offset =
-                u32::try_from(site - base.value).map_err(|_| bad("too far from its symbol"))?;
+                u32::try_from(site - start).map_err(|_| bad("too far from its function"))?;
+            let addend = i64::try_from(start)
+                .ok()
+                .zip(i64::try_from(base.value).ok())
+                .map(|(a, b)| a - b)
+                .ok_or_else(|| bad("symbol values out of range"))?;
             sites.push(ProbeSite {
                 provider,
                 probe,
                 enabled,
-                function: function.unwrap_or_else(|| base.name.clone()),
+                function: function.map_or_else(|| base.name.clone(), |f| f.name.clone()),
                 base: base.name.clone(),
+                addend,
                 offset,
             });
         }
@@ -281,16 +291,19 @@ pub fn process_object(data: &[u8]) -> Result<ProcessedObject, UsdtLinkError> {
     Ok(ProcessedObject { bytes: out, sites })
 }
 
+/// A DOF provider and, for each of its probes, the symbol and addend its address is relocated with.
+pub type LinkedProvider = (UsdtProvider, Vec<(String, i64)>);
+
 /// The DOF providers for `sites` (of every object) under `decls`: one DOF probe per probe and
 /// function, with the declaration's argument types. Every site's probe must be declared; a declared
 /// provider without sites has no DOF provider. Each probe's `addr` is 0, to be relocated against
-/// the returned base symbol of the same index.
+/// the returned base symbol and addend of the same index.
 pub fn providers_from_sites(
     decls: &[dtrace_dif::program::ProviderDecl],
     sites: &[ProbeSite],
-) -> Result<Vec<(UsdtProvider, Vec<String>)>, UsdtLinkError> {
-    // provider -> (probe, function, base) -> (offsets, enabled offsets)
-    type Key = (String, String, String);
+) -> Result<Vec<LinkedProvider>, UsdtLinkError> {
+    // provider -> (probe, function, base, addend) -> (offsets, enabled offsets)
+    type Key = (String, String, String, i64);
     type Offsets = BTreeMap<Key, (Vec<u32>, Vec<u32>)>;
     let mut by: BTreeMap<String, Offsets> = BTreeMap::new();
     for s in sites {
@@ -308,7 +321,12 @@ pub fn providers_from_sites(
         let e = by
             .entry(s.provider.clone())
             .or_default()
-            .entry((s.probe.clone(), s.function.clone(), s.base.clone()))
+            .entry((
+                s.probe.clone(),
+                s.function.clone(),
+                s.base.clone(),
+                s.addend,
+            ))
             .or_default();
         if s.enabled { &mut e.1 } else { &mut e.0 }.push(s.offset);
     }
@@ -325,7 +343,7 @@ pub fn providers_from_sites(
             probes: Vec::new(),
         };
         let mut bases = Vec::new();
-        for ((probe, function, base), (offs, enoffs)) in probes {
+        for ((probe, function, base, addend), (offs, enoffs)) in probes {
             if offs.len() > usize::from(u16::MAX) || enoffs.len() > usize::from(u16::MAX) {
                 return Err(UsdtLinkError::TooMany(probe.clone()));
             }
@@ -342,7 +360,7 @@ pub fn providers_from_sites(
                 xlated_args: pd.xlated.clone(),
                 arg_map: pd.mapping.clone(),
             });
-            bases.push(base.clone());
+            bases.push((base.clone(), *addend));
         }
         out.push((p, bases));
     }
@@ -354,7 +372,7 @@ pub fn providers_from_sites(
 /// probe's address with its base symbol's.
 pub fn encode_with_providers(
     mut f: crate::DofFile,
-    providers: &[(UsdtProvider, Vec<String>)],
+    providers: &[LinkedProvider],
 ) -> crate::Result<(Vec<u8>, Vec<crate::DofElfReloc>)> {
     if !providers.is_empty() && f.ident.version < crate::DOF_VERSION_2 {
         f.ident.version = crate::DOF_VERSION_2;
@@ -380,11 +398,11 @@ pub fn encode_with_providers(
             to: sec,
             why: "no such section".into(),
         })?;
-        for (i, base) in bases.iter().enumerate() {
+        for (i, (base, addend)) in bases.iter().enumerate() {
             relocs.push(crate::DofElfReloc {
                 offset: raw.offset + i as u64 * u64::from(raw.entsize),
                 symbol: base.clone(),
-                addend: 0,
+                addend: *addend,
             });
         }
     }

@@ -121,6 +121,7 @@ fn probe_calls_become_nops_and_sites_are_found() {
                 s.enabled,
                 s.function.as_str(),
                 s.base.as_str(),
+                s.addend,
                 s.offset,
             )
         })
@@ -128,10 +129,10 @@ fn probe_calls_become_nops_and_sites_are_found() {
     assert_eq!(
         got,
         [
-            ("probe1", false, "f", "f", 0),
-            ("probe1", true, "f", "f", 5),
-            ("query-done", false, "f", "f", 11),
-            ("probe1", false, "g", "f", 16),
+            ("probe1", false, "f", "f", 0, 0),
+            ("probe1", true, "f", "f", 0, 5),
+            ("query-done", false, "f", "f", 0, 11),
+            ("probe1", false, "g", "f", 16, 0),
         ]
     );
     // The rewritten relocations are R_X86_64_NONE: processing again finds only the is-enabled site.
@@ -142,7 +143,14 @@ fn probe_calls_become_nops_and_sites_are_found() {
     let provs = providers_from_sites(&decls(), &p.sites).unwrap();
     assert_eq!(provs.len(), 1);
     let (pv, bases) = &provs[0];
-    assert_eq!(bases, &["f", "f", "f"]);
+    assert_eq!(
+        bases,
+        &[
+            ("f".to_string(), 0),
+            ("f".to_string(), 16),
+            ("f".to_string(), 0)
+        ]
+    );
     let p1 = pv
         .probes
         .iter()

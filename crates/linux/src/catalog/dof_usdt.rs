@@ -175,7 +175,8 @@ pub fn sites(dof: &[u8], image: &dyn Image) -> Result<Vec<Site>> {
                 let Some(vaddr) = p.addr.checked_add(u64::from(off)) else {
                     continue;
                 };
-                let Some(file_offset) = image.file_offset(vaddr) else {
+                // Only in code: a site elsewhere is a DOF that does not describe this file.
+                let Some(file_offset) = image.code_offset(vaddr) else {
                     continue;
                 };
                 out.push(Site {

@@ -274,7 +274,8 @@ impl Site {
 /// bytes by address.
 pub struct FileImage<'a, R: object::ReadRef<'a>> {
     data: R,
-    segs: Vec<(u64, u64, u64)>,
+    /// Address, file offset, file size, executable.
+    segs: Vec<(u64, u64, u64, bool)>,
     _p: std::marker::PhantomData<&'a ()>,
 }
 
@@ -285,7 +286,11 @@ impl<'a, R: object::ReadRef<'a>> FileImage<'a, R> {
             .segments()
             .map(|s| {
                 let (off, size) = s.file_range();
-                (s.address(), off, size)
+                let exec = match s.flags() {
+                    object::SegmentFlags::Elf { p_flags } => p_flags & object::elf::PF_X != 0,
+                    _ => false,
+                };
+                (s.address(), off, size, exec)
             })
             .collect();
         FileImage {
@@ -300,6 +305,8 @@ impl<'a, R: object::ReadRef<'a>> FileImage<'a, R> {
 pub trait Image {
     /// The file offset of `vaddr`, when a segment holds it in the file.
     fn file_offset(&self, vaddr: u64) -> Option<u64>;
+    /// The file offset of `vaddr` when an executable segment holds it (a probe site).
+    fn code_offset(&self, vaddr: u64) -> Option<u64>;
     /// `len` bytes at `vaddr`, when all are in the file.
     fn bytes(&self, vaddr: u64, len: usize) -> Option<Vec<u8>>;
 }
@@ -308,8 +315,14 @@ impl<'a, R: object::ReadRef<'a>> Image for FileImage<'a, R> {
     fn file_offset(&self, vaddr: u64) -> Option<u64> {
         self.segs
             .iter()
-            .find(|(a, _, size)| vaddr >= *a && vaddr - a < *size)
-            .map(|(a, off, _)| off + (vaddr - a))
+            .find(|(a, _, size, _)| vaddr >= *a && vaddr - a < *size)
+            .map(|(a, off, _, _)| off + (vaddr - a))
+    }
+    fn code_offset(&self, vaddr: u64) -> Option<u64> {
+        self.segs
+            .iter()
+            .find(|(a, _, size, exec)| *exec && vaddr >= *a && vaddr - a < *size)
+            .map(|(a, off, _, _)| off + (vaddr - a))
     }
     fn bytes(&self, vaddr: u64, len: usize) -> Option<Vec<u8>> {
         let off = self.file_offset(vaddr)?;
@@ -337,10 +350,53 @@ impl Image for FlatImage {
         let o = vaddr.checked_sub(self.base)?;
         (o < self.bytes.len() as u64).then_some(o)
     }
+    fn code_offset(&self, vaddr: u64) -> Option<u64> {
+        self.file_offset(vaddr)
+    }
     fn bytes(&self, vaddr: u64, len: usize) -> Option<Vec<u8>> {
         let o = usize::try_from(self.file_offset(vaddr)?).ok()?;
         self.bytes.get(o..o.checked_add(len)?).map(<[u8]>::to_vec)
     }
+}
+
+/// The bytes of section `data` at link-time address `addr` with the file's dynamic relocations
+/// applied as the dynamic linker would at load bias 0: a shared object's DOF holds its probes'
+/// addresses as relocations against its (preemptible) function symbols, not in the bytes.
+fn relocated<'a, R: object::ReadRef<'a>>(
+    file: &object::File<'a, R>,
+    addr: u64,
+    data: &[u8],
+) -> Vec<u8> {
+    use object::{ObjectSymbol as _, ObjectSymbolTable as _, RelocationTarget};
+    let mut out = data.to_vec();
+    let Some(relocs) = file.dynamic_relocations() else {
+        return out;
+    };
+    let dynsyms = file.dynamic_symbol_table();
+    for (at, r) in relocs {
+        let Some(off) = at.checked_sub(addr).and_then(|o| usize::try_from(o).ok()) else {
+            continue;
+        };
+        let Some(slot) = off.checked_add(8).and_then(|end| out.get_mut(off..end)) else {
+            continue;
+        };
+        if r.size() != 64 {
+            continue;
+        }
+        let base = match r.target() {
+            // `R_X86_64_RELATIVE`: the addend alone.
+            RelocationTarget::Absolute => 0,
+            RelocationTarget::Symbol(i) => {
+                match dynsyms.as_ref().and_then(|t| t.symbol_by_index(i).ok()) {
+                    Some(s) if s.address() != 0 => s.address(),
+                    _ => continue,
+                }
+            }
+            _ => continue,
+        };
+        slot.copy_from_slice(&base.wrapping_add_signed(r.addend()).to_le_bytes());
+    }
+    out
 }
 
 /// The USDT sites of the ELF file at `path`: its `.note.stapsdt` notes and the probes of the
@@ -360,7 +416,8 @@ pub fn read_sites(path: &str) -> Result<Vec<Site>> {
             continue;
         }
         if let Ok(data) = sec.data() {
-            out.extend(super::dof_usdt::sites(data, &image).unwrap_or_default());
+            let dof = relocated(&file, sec.address(), data);
+            out.extend(super::dof_usdt::sites(&dof, &image).unwrap_or_default());
         }
     }
     let Some(sec) = file.section_by_name(".note.stapsdt") else {
