@@ -308,3 +308,68 @@ fn a_grabbed_process_by_provider_pid_has_its_semaphore_lowered_after() {
     assert!(o.status.success());
     assert_eq!(String::from_utf8_lossy(&o.stdout), "5\n0\n");
 }
+
+const LIB: &str = r#"
+#include "provider.h"
+static int helper(int i) {
+    MYPROV_PROBE2_TICK(i);
+    return MYPROV_PROBE2_TICK_ENABLED();
+}
+int work(int n) {
+    int e = 0;
+    for (int i = 0; i < n; i++) {
+        MYPROV_PROBE1(i, "x", 1);
+        e += helper(i);
+    }
+    return e;
+}
+"#;
+
+#[test]
+fn a_shared_library_with_probes_in_a_static_function() {
+    let test = "a_shared_library_with_probes_in_a_static_function";
+    if !traceable(test) {
+        return;
+    }
+    let d = common::test_dir(test);
+    std::fs::write(d.join("provider.d"), PROVIDER).unwrap();
+    std::fs::write(d.join("lib.c"), LIB).unwrap();
+    std::fs::write(
+        d.join("main.c"),
+        "#include <stdio.h>\nint work(int);\nint main(void) { printf(\"e=%d\\n\", work(6)); return 0; }\n",
+    )
+    .unwrap();
+    let dt = env!("CARGO_BIN_EXE_dtrace");
+    run_in(&d, dt, &["-h", "-s", "provider.d"]);
+    run_in(&d, "gcc", &["-O0", "-fPIC", "-c", "lib.c"]);
+    run_in(
+        &d,
+        dt,
+        &["-G", "-o", "lib-dof.o", "-s", "provider.d", "lib.o"],
+    );
+    run_in(
+        &d,
+        "gcc",
+        &["-shared", "-o", "libw.so", "lib.o", "lib-dof.o"],
+    );
+    let rpath = format!("-Wl,-rpath,{}", d.display());
+    run_in(&d, "gcc", &["-o", "m", "main.c", "-L.", "-lw", &rpath]);
+    let exe = d.join("m");
+    let exe = exe.to_str().unwrap();
+    let (rc, out, err) = common::dtrace(&[
+        "-qn",
+        "myprov$target:::probe1, myprov$target:::probe2-tick
+         { @[probemod, probefunc, probename] = count(); }
+         END { printa(\"%s %s %s %@d\\n\", @); }",
+        "-c",
+        exe,
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    for want in [
+        "e=6\n",
+        "libw.so work probe1 6\n",
+        "libw.so helper probe2-tick 6\n",
+    ] {
+        assert!(out.contains(want), "{want:?} not in {out}");
+    }
+}
