@@ -13,6 +13,9 @@
 //!   raises through the uprobe `ref_ctr_offset` mechanism while the probe is enabled (uprobes
 //!   cannot set a register at the site, as DTrace's is-enabled trap does on other systems).
 //!
+//! A site an earlier run rewrote (a nop with an `R_X86_64_NONE` relocation against a probe
+//! function) is found again as it is, so running `dtrace -G` twice on an object is harmless.
+//!
 //! Each site is reported with the function containing it and its offset from a global symbol of the
 //! same section (the DOF's probe address is relocated against that symbol, since another object
 //! cannot name a local one). [`providers_from_sites`] groups the sites into the DOF's provider
@@ -214,8 +217,10 @@ pub fn process_object(data: &[u8]) -> Result<ProcessedObject, UsdtLinkError> {
             };
             let (provider, probe, enabled) = parsed?;
             let rtype = r.r_type(e, false);
-            if rtype == elf::R_X86_64_NONE {
-                continue; // a site rewritten by an earlier `dtrace -G`
+            // A probe site rewritten by an earlier `dtrace -G` is still a site.
+            let done = rtype == elf::R_X86_64_NONE;
+            if done && enabled {
+                continue;
             }
             let roff = r.r_offset(e);
             let bad = |why: &str| UsdtLinkError::BadSite {
@@ -224,7 +229,7 @@ pub fn process_object(data: &[u8]) -> Result<ProcessedObject, UsdtLinkError> {
                 offset: roff,
                 why: why.to_string(),
             };
-            if rtype != elf::R_X86_64_PLT32 && rtype != elf::R_X86_64_PC32 {
+            if !done && rtype != elf::R_X86_64_PLT32 && rtype != elf::R_X86_64_PC32 {
                 return Err(bad(&format!(
                     "relocation type {rtype} (compile without -fno-plt)"
                 )));
@@ -242,10 +247,14 @@ pub fn process_object(data: &[u8]) -> Result<ProcessedObject, UsdtLinkError> {
                 .filter(|&a| a.checked_add(5).is_some_and(|end| end <= data.len()))
                 .ok_or_else(|| bad("outside the file"))?;
             let op = data[at];
-            if op != 0xe8 && (op != 0xe9 || enabled) {
+            if done {
+                if data[at..at + 5] != NOP5 && data[at..at + 5] != RET_NOP4 {
+                    return Err(bad("a rewritten site is not a nop"));
+                }
+            } else if op != 0xe8 && (op != 0xe9 || enabled) {
                 return Err(bad(&format!("instruction {op:#04x} is not a call")));
             }
-            if !enabled {
+            if !enabled && !done {
                 out[at..at + 5].copy_from_slice(if op == 0xe8 { &NOP5 } else { &RET_NOP4 });
                 // r_info's type (its low 32 bits, little-endian) becomes R_X86_64_NONE.
                 let info = usize::try_from(rs.sh_offset(e))
