@@ -80,9 +80,11 @@ pub struct Config {
     pub pids: Vec<String>,
     /// `-G`: write each program as an ELF object holding its DOF instead of running it.
     pub link: bool,
+    /// `-h`: write a C header for the programs' `provider` declarations.
+    pub header: bool,
     /// `-32`/`-64`: the data model D programs are compiled for (LP64 unless `-32`).
     pub ilp32: bool,
-    /// Options accepted but whose features are not there yet (`-a -A -h -B`), by letter.
+    /// Options accepted but whose features are not there yet (`-a -A -B`), by letter.
     pub unsupported: Vec<char>,
 }
 
@@ -198,7 +200,11 @@ fn apply(cfg: &mut Config, c: char, arg: String) -> Result<(), UsageError> {
             cfg.modes += 1;
             cfg.link = true;
         }
-        'A' | 'h' => {
+        'h' => {
+            cfg.modes += 1;
+            cfg.header = true;
+        }
+        'A' => {
             cfg.modes += 1;
             cfg.unsupported.push(c);
         }

@@ -2,13 +2,18 @@
 //! `.SUNW_dof` section holds the program's DOF, named as DTrace names it (the `-o` path when there is
 //! one program, else `name.o` for a script `name.d`, else `d.out`, or `d.out.N` among several); with
 //! several programs and `-o`, the objects are then joined into the `-o` file by `ld -r`, as DTrace
-//! does. Operands after the options are object files whose USDT probe sites DTrace would process:
-//! that is not done yet and says so.
+//! does. Operands after the options are relocatable objects built with a `dtrace -h` header: their
+//! probe call sites are rewritten in place and described in the DOF's providers, and the object
+//! written defines the probe and is-enabled functions the header declares (`dtrace_dof::usdt_link`
+//! has the design).
 
 use std::process::ExitCode;
 
 use dtrace_consumer::handle::{CompileFlags, Handle, NoTracer};
-use dtrace_dof::program::{program_to_dof_bytes, ProgramDofExtras};
+use dtrace_dif::program::Program;
+use dtrace_dif::program::ProviderDecl;
+use dtrace_dof::program::{program_to_dof, ProgramDofExtras};
+use dtrace_dof::usdt_link;
 use dtrace_dof::Utsname;
 
 use crate::args::{Cmd, Config};
@@ -65,44 +70,32 @@ fn arch() -> Option<object::Architecture> {
     }
 }
 
-/// Runs `dtrace -G`.
-pub fn run(pname: &str, cfg: &Config) -> ExitCode {
-    if cfg.cmds.is_empty() {
-        eprintln!("{pname}: -G requires one or more scripts or enabling options");
-        return ExitCode::from(E_USAGE);
-    }
-    if let Some(obj) = cfg.args.first() {
-        return fatal(&format!(
-            "-G: not yet supported: processing the USDT probe sites of object files ({obj})"
-        ));
-    }
-    let Some(arch) = arch() else {
-        return fatal("-G: not yet supported: ELF objects for this architecture");
-    };
+/// Compiles every `-s`/`-n`/`-P`/... program of `cfg` without tracing anything, as `-G` and `-h`
+/// do (`-Z` implied: the probes need not exist here); with `-S`, each one's DIF is listed.
+pub fn compile_all(pname: &str, cfg: &Config) -> Result<Vec<Program>, ExitCode> {
     // Nothing is traced: the handle needs no tracer.
     let mut h = Handle::open(
         Box::new(NoTracer("dtrace -G does not trace".into())),
         Some(dtrace_open::backend::compiler()),
     );
     if let Some(code) = crate::set_options(&mut h, cfg) {
-        return code;
+        return Err(code);
     }
     let flags = CompileFlags {
-        zero_defs: true, // -G implies -Z: probes need not exist here
+        zero_defs: true,
         cpp: cfg.cpp,
         show_dif: cfg.show_dif,
         no_exec: true,
     };
-    let extras = ProgramDofExtras {
-        comments: Some(usage::VERSION.to_string()),
-        utsname: utsname(),
-    };
-    let n = cfg.cmds.len();
-    let mut outputs = Vec::new();
-    for (i, cmd) in cfg.cmds.iter().enumerate() {
+    let mut out = Vec::new();
+    for cmd in &cfg.cmds {
         let prog = if cmd.kind == 's' {
             if let Err(e) = std::fs::metadata(&cmd.arg) {
-                return fatal(&format!("failed to open {}: {}", cmd.arg, io_reason(&e)));
+                return Err(fatal(&format!(
+                    "failed to open {}: {}",
+                    cmd.arg,
+                    io_reason(&e)
+                )));
             }
             match h.compile_file(
                 std::path::Path::new(&cmd.arg),
@@ -110,21 +103,91 @@ pub fn run(pname: &str, cfg: &Config) -> ExitCode {
                 std::slice::from_ref(&cmd.arg),
             ) {
                 Ok(p) => p,
-                Err(e) => return fatal(&format!("failed to compile script {}: {e}", cmd.arg)),
+                Err(e) => return Err(fatal(&format!("failed to compile script {}: {e}", cmd.arg))),
             }
         } else {
             match h.compile_str(&cmd.arg, spec_of(cmd.kind), flags, &[pname.to_string()]) {
                 Ok(p) => p,
-                Err(e) => return fatal(&format!("invalid probe specifier {}: {e}", cmd.arg)),
+                Err(e) => return Err(fatal(&format!("invalid probe specifier {}: {e}", cmd.arg))),
             }
         };
         if cfg.show_dif {
             eprint!("{}", dtrace_consumer::dcompile::listing(&prog));
         }
+        out.push(prog);
+    }
+    Ok(out)
+}
+
+/// Runs `dtrace -G`.
+pub fn run(pname: &str, cfg: &Config) -> ExitCode {
+    if cfg.cmds.is_empty() {
+        eprintln!("{pname}: -G requires one or more scripts or enabling options");
+        return ExitCode::from(E_USAGE);
+    }
+    let Some(arch) = arch() else {
+        return fatal("-G: not yet supported: ELF objects for this architecture");
+    };
+    let progs = match compile_all(pname, cfg) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
+    let extras = ProgramDofExtras {
+        comments: Some(usage::VERSION.to_string()),
+        utsname: utsname(),
+    };
+    // The objects' probe sites, found and rewritten in memory; the files change once the DOF is out.
+    let mut objects = Vec::new();
+    for path in &cfg.args {
+        let processed = std::fs::read(path)
+            .map_err(|e| io_reason(&e))
+            .and_then(|b| usdt_link::process_object(&b).map_err(|e| e.to_string()));
+        match processed {
+            Ok(p) => objects.push((path, p)),
+            Err(e) => return fatal(&format!("failed to process {path}: {e}")),
+        }
+    }
+    let sites: Vec<_> = objects.iter().flat_map(|(_, o)| o.sites.clone()).collect();
+    // Each provider belongs to the first program declaring it.
+    let mut seen = std::collections::HashSet::new();
+    let decls: Vec<Vec<ProviderDecl>> = progs
+        .iter()
+        .map(|p| {
+            p.providers
+                .iter()
+                .filter(|d| seen.insert(d.name.clone()))
+                .cloned()
+                .collect()
+        })
+        .collect();
+    let all: Vec<ProviderDecl> = decls.iter().flatten().cloned().collect();
+    if let Err(e) = usdt_link::providers_from_sites(&all, &sites) {
+        return fatal(&format!("failed to link: {e}"));
+    }
+    let n = cfg.cmds.len();
+    let mut outputs = Vec::new();
+    for (i, ((cmd, prog), decls)) in cfg.cmds.iter().zip(&progs).zip(&decls).enumerate() {
         let out = output_name(cmd, i, n, cfg.output.as_deref());
-        let linked = program_to_dof_bytes(&prog, &extras)
+        let mine: Vec<_> = sites
+            .iter()
+            .filter(|s| decls.iter().any(|d| d.name == s.provider))
+            .cloned()
+            .collect();
+        let stubs = if objects.is_empty() {
+            Vec::new()
+        } else {
+            usdt_link::stub_names(decls)
+        };
+        let linked = usdt_link::providers_from_sites(decls, &mine)
             .map_err(|e| e.to_string())
-            .and_then(|dof| dtrace_dof::dof_to_elf(&dof, arch, &[]).map_err(|e| e.to_string()))
+            .and_then(|provs| {
+                let f = program_to_dof(prog, &extras).map_err(|e| e.to_string())?;
+                usdt_link::encode_with_providers(f, &provs).map_err(|e| e.to_string())
+            })
+            .and_then(|(dof, relocs)| {
+                dtrace_dof::dof_to_elf_with_stubs(&dof, arch, &relocs, &stubs)
+                    .map_err(|e| e.to_string())
+            })
             .and_then(|elf| {
                 std::fs::write(&out, elf)
                     .map_err(|e| format!("failed to write {out}: {}", io_reason(&e)))
@@ -133,6 +196,14 @@ pub fn run(pname: &str, cfg: &Config) -> ExitCode {
             return fatal(&format!("failed to link {} {}: {e}", cmd.desc(), cmd.arg));
         }
         outputs.push(out);
+    }
+    for (path, o) in &objects {
+        if o.sites.is_empty() {
+            continue;
+        }
+        if let Err(e) = std::fs::write(path, &o.bytes) {
+            return fatal(&format!("failed to write {path}: {}", io_reason(&e)));
+        }
     }
     if let (true, Some(o)) = (n > 1, cfg.output.as_deref()) {
         let r = std::process::Command::new("ld")

@@ -4,6 +4,7 @@
 //! aggregations, and exits with DTrace's statuses: the `exit()` value, 1 on error, 2 on usage errors.
 
 mod args;
+mod header;
 mod link;
 mod metrics;
 mod oformat;
@@ -132,13 +133,15 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
         let what = match c {
             'a' => "claiming anonymous tracing state",
             'A' => "anonymous tracing directives",
-            'h' => "header files for static probes",
             _ => "this option",
         };
         return fatal(&format!("-{c}: not yet supported: {what}"));
     }
     if cfg.link {
         return link::run(pname, &cfg);
+    }
+    if cfg.header {
+        return header::run(pname, &cfg);
     }
     signals::install();
     let mut h = dtrace_open::handle(compiles(&cfg), cfg.ilp32);

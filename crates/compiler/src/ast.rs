@@ -226,6 +226,25 @@ pub struct TypeName {
     pub decl: Declarator,
 }
 
+/// A `provider` declaration (USDT, for `dtrace -h` and `-G`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProviderDeclAst {
+    pub name: String,
+    pub probes: Vec<ProbeDeclAst>,
+    pub line: u32,
+}
+
+/// One `probe name(native) : (translated);` of a provider declaration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProbeDeclAst {
+    /// The name as written (`query__start`).
+    pub name: String,
+    pub native: Vec<TypeName>,
+    /// The translated parameter types after `:`, if given.
+    pub xlated: Option<Vec<TypeName>>,
+    pub line: u32,
+}
+
 /// A probe clause.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Clause {
@@ -263,8 +282,8 @@ pub enum Item {
     },
     /// `#pragma` words after `pragma`.
     Pragma(Vec<String>, u32),
-    /// `provider name { probe ... };` (parsed, not compiled).
-    Provider(String, u32),
+    /// `provider name { probe ... };`
+    Provider(ProviderDeclAst),
 }
 
 /// A parsed program.

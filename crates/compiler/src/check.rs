@@ -204,6 +204,8 @@ pub struct InlineArray {
 
 /// Checker state for one compilation.
 pub struct Checker<'o> {
+    /// `#pragma D attributes ... provider <name> <part>`: provider, part index, attributes.
+    pub provider_attrs: Vec<(String, usize, [u8; 3])>,
     pub types: TypeTable,
     pub basic: Basic,
     pub opts: &'o CompileOptions,
@@ -282,6 +284,7 @@ impl<'o> Checker<'o> {
             enums: HashMap::new(),
             formats: Vec::new(),
             print_types: Default::default(),
+            provider_attrs: Vec::new(),
             options: Vec::new(),
             region: None,
             declared_types: Vec::new(),

@@ -416,7 +416,8 @@ impl<'o> Checker<'o> {
             Item::Inline(tn, e, line) => self.declare_inline(tn, e, *line),
             Item::Translator { .. } => self.declare_translator(item, true),
             Item::Pragma(words, line) => self.pragma(words, *line),
-            Item::Provider(..) | Item::Clause(_) => Ok(()),
+            Item::Provider(d) => self.cook_provider(d).map(|_| ()),
+            Item::Clause(_) => Ok(()),
         }
     }
 
@@ -806,6 +807,10 @@ impl<'o> Checker<'o> {
                         .collect();
                     return err(ErrTag::D_PRAGERR, line, format!("#error: {text}"));
                 }
+                if words[1] == "attributes" && words.get(3).map(String::as_str) == Some("provider")
+                {
+                    return self.provider_attributes(words, line);
+                }
                 if words[1] == "attributes" {
                     if words.len() != 4 {
                         return err(
@@ -860,11 +865,131 @@ const COUNT_OPTIONS: &[&str] = &[
 ];
 
 /// Whether `s` is an attribute triple `name/data/class` (`Stable/Stable/Common`).
+const STABILITY: &[&str] = &[
+    "Internal", "Private", "Obsolete", "External", "Unstable", "Evolving", "Stable", "Standard",
+];
+const CLASS: &[&str] = &["Unknown", "CPU", "Platform", "Group", "ISA", "Common"];
+
 fn valid_attributes(s: &str) -> bool {
-    const STABILITY: &[&str] = &[
-        "Internal", "Private", "Obsolete", "External", "Unstable", "Evolving", "Stable", "Standard",
-    ];
-    const CLASS: &[&str] = &["Unknown", "CPU", "Platform", "Group", "ISA", "Common"];
+    attribute_numbers(s).is_some()
+}
+
+/// `Name/Data/Class` as DTrace's numbers (`dtrace_stability_t`, `dtrace_class_t`).
+fn attribute_numbers(s: &str) -> Option<[u8; 3]> {
     let p: Vec<&str> = s.split('/').collect();
-    p.len() == 3 && STABILITY.contains(&p[0]) && STABILITY.contains(&p[1]) && CLASS.contains(&p[2])
+    let [n, d, c] = p.as_slice() else {
+        return None;
+    };
+    let at = |list: &[&str], w: &str| list.iter().position(|x| x == &w).map(|i| i as u8);
+    Some([at(STABILITY, n)?, at(STABILITY, d)?, at(CLASS, c)?])
+}
+
+/// The parts of a provider whose attributes `#pragma D attributes` sets, in DOF order.
+const PROVIDER_PARTS: [&str; 5] = ["provider", "module", "function", "name", "args"];
+
+impl Checker<'_> {
+    /// `#pragma D attributes Name/Data/Class provider <name> <part>`: a declared provider's
+    /// stability, kept for its DOF.
+    fn provider_attributes(&mut self, words: &[String], line: u32) -> CResult<()> {
+        if words.len() != 6 {
+            return err(
+                ErrTag::D_PRAGMA_MALFORM,
+                line,
+                "malformed #pragma attributes <attributes> provider <name> <part>",
+            );
+        }
+        let (Some(attr), Some(part)) = (
+            attribute_numbers(&words[2]),
+            PROVIDER_PARTS.iter().position(|p| *p == words[5]),
+        ) else {
+            return err(
+                ErrTag::D_PRAGMA_INVAL,
+                line,
+                "invalid attributes specified by #pragma attributes",
+            );
+        };
+        self.provider_attrs.push((words[4].clone(), part, attr));
+        Ok(())
+    }
+
+    /// A `provider` declaration as the program keeps it: each probe's native (C) argument types, its
+    /// D (translated) types and the mapping between them. A D `string` is passed as `char *`; a
+    /// translated parameter with a name takes the native parameter of that name, else the one at
+    /// its position.
+    pub fn cook_provider(
+        &mut self,
+        d: &crate::ast::ProviderDeclAst,
+    ) -> CResult<dtrace_dif::program::ProviderDecl> {
+        use dtrace_dif::program::{ProbeDecl, ProviderDecl};
+        if d.name.ends_with(|c: char| c.is_ascii_digit()) || d.name.contains('-') {
+            return err(
+                ErrTag::D_PROV_BADNAME,
+                d.line,
+                format!("provider name may not end with a digit: {}", d.name),
+            );
+        }
+        let mut out = ProviderDecl {
+            name: d.name.clone(),
+            ..Default::default()
+        };
+        for p in &d.probes {
+            let name = p.name.replace("__", "-");
+            if out.probes.iter().any(|q| q.name == name) {
+                return err(
+                    ErrTag::D_PROV_PRDUP,
+                    p.line,
+                    format!("probe {}:{} redeclared", d.name, name),
+                );
+            }
+            let xl = p.xlated.as_ref().unwrap_or(&p.native);
+            if p.native.len() > 127 || xl.len() > 127 {
+                return err(
+                    ErrTag::D_PROV_PRARGLEN,
+                    p.line,
+                    format!("probe {}:{} argument list too long", d.name, name),
+                );
+            }
+            let mut native = Vec::new();
+            for tn in &p.native {
+                let t = self.resolve_type_name(tn)?;
+                native.push(if self.types.is_string(t) {
+                    "char *".to_string()
+                } else {
+                    self.tname(t)
+                });
+            }
+            let mut xlated = Vec::new();
+            let mut mapping = Vec::new();
+            for (i, tn) in xl.iter().enumerate() {
+                let t = self.resolve_type_name(tn)?;
+                xlated.push(self.tname(t));
+                let by_name = tn.decl.name.as_ref().and_then(|n| {
+                    p.native
+                        .iter()
+                        .position(|m| m.decl.name.as_ref() == Some(n))
+                });
+                let from = by_name.unwrap_or(i);
+                if from >= native.len() {
+                    return err(
+                        ErrTag::D_PROV_PRXLATOR,
+                        p.line,
+                        format!(
+                            "probe {}:{} translated argument #{} has no native argument",
+                            d.name,
+                            name,
+                            i + 1
+                        ),
+                    );
+                }
+                mapping.push(from as u8);
+            }
+            out.probes.push(ProbeDecl {
+                name,
+                native,
+                xlated,
+                mapping,
+            });
+        }
+        Ok(out)
+    }
 }

@@ -230,7 +230,15 @@ fn check_program(
                     program.ecbs.extend(ecbs);
                 }
             }
+            Item::Provider(d) => program.providers.push(ck.cook_provider(d)?),
             other => ck.declare(other)?,
+        }
+    }
+    for (name, part, attr) in &ck.provider_attrs {
+        for p in program.providers.iter_mut().filter(|p| &p.name == name) {
+            if let Some(a) = p.attrs.get_mut(*part) {
+                *a = Some(*attr);
+            }
         }
     }
     program.formats = ck.formats.clone();

@@ -1080,22 +1080,53 @@ impl<'a> Parser<'a> {
         })
     }
 
+    /// `provider name { probe pname(native types) [: (translated types)]; ... };`
     fn provider(&mut self) -> CResult<Item> {
         let line = self.next()?.line;
         let (name, _) = self.ident()?;
         self.expect("{")?;
-        let mut depth = 1;
-        while depth > 0 {
+        let mut probes = Vec::new();
+        while !self.eat("}")? {
             let t = self.next()?;
-            match t.tok {
-                Tok::Punct("{") => depth += 1,
-                Tok::Punct("}") => depth -= 1,
-                Tok::Eof => return Err(syntax(&t)),
-                _ => {}
+            if !matches!(&t.tok, Tok::Ident(s) if s == "probe") {
+                return Err(syntax(&t));
             }
+            let pline = t.line;
+            let (pname, _) = self.ident()?;
+            let native = self.probe_params()?;
+            let xlated = if self.eat(":")? {
+                Some(self.probe_params()?)
+            } else {
+                None
+            };
+            self.expect(";")?;
+            probes.push(ProbeDeclAst {
+                name: pname,
+                native,
+                xlated,
+                line: pline,
+            });
         }
         self.expect(";")?;
-        Ok(Item::Provider(name, line))
+        Ok(Item::Provider(ProviderDeclAst { name, probes, line }))
+    }
+
+    /// A probe declaration's parenthesized parameter types (`()`, `(void)`, `(int, char *p)`).
+    fn probe_params(&mut self) -> CResult<Vec<TypeName>> {
+        self.expect("(")?;
+        let mut out = Vec::new();
+        if self.eat(")")? {
+            return Ok(out);
+        }
+        loop {
+            out.push(self.type_name()?);
+            if self.eat(",")? {
+                continue;
+            }
+            self.expect(")")?;
+            break;
+        }
+        Ok(out)
     }
 }
 

@@ -226,6 +226,36 @@ pub struct Program {
     /// Types of `print()` values and of what they contain, referenced by index (see the module
     /// documentation).
     pub print_types: Vec<PrintType>,
+    /// The program's `provider` declarations (USDT providers, for `dtrace -h` and `-G`).
+    pub providers: Vec<ProviderDecl>,
+}
+
+/// A `provider` declaration: a USDT provider's name and probes.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ProviderDecl {
+    /// Provider name.
+    pub name: String,
+    /// Probes in declaration order.
+    pub probes: Vec<ProbeDecl>,
+    /// The stability of its provider, module, function, name and arguments set by
+    /// `#pragma D attributes`: name and data stability and dependency class as DTrace numbers them
+    /// (`dtrace_stability_t`, `dtrace_class_t`); `None` where not set.
+    pub attrs: [Option<[u8; 3]>; 5],
+}
+
+/// One probe of a [`ProviderDecl`].
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ProbeDecl {
+    /// The probe's D name (`query-start` for a declared `query__start`).
+    pub name: String,
+    /// Native (C) argument types, as the probe's call site passes them (`char *` for a declared
+    /// `string`).
+    pub native: Vec<String>,
+    /// Argument types as D sees them (`args[]`): the translated types after `:`, else the declared
+    /// types.
+    pub xlated: Vec<String>,
+    /// For each of `xlated`, the index of the native argument it comes from.
+    pub mapping: Vec<u8>,
 }
 
 /// One type of a `print()` value: its printed name, size and resolved shape.

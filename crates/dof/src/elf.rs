@@ -31,6 +31,31 @@ pub struct DofElfReloc {
 /// Builds a relocatable ELF object (x86-64 or AArch64, little-endian) whose `.SUNW_dof` section holds
 /// `dof`, with the hidden global symbol `___SUNW_dof` over it and the given relocations.
 pub fn dof_to_elf(dof: &[u8], arch: Architecture, relocs: &[DofElfReloc]) -> Result<Vec<u8>> {
+    dof_to_elf_with_stubs(dof, arch, relocs, &[])
+}
+
+/// Code of an is-enabled function (x86-64): `movzwl sem(%rip), %eax; ret`, the semaphore's
+/// displacement at byte 3.
+pub const IS_ENABLED_CODE: [u8; 8] = [0x0f, 0xb7, 0x05, 0, 0, 0, 0, 0xc3];
+
+/// As [`dof_to_elf`], and for each `<provider>___<probe>` of `stubs` (the probe as its C function
+/// names it) the functions a `dtrace -h` header declares: `__dtrace_<p>` (a `ret`; its call sites
+/// were turned into nops) and `__dtraceenabled_<p>` ([`IS_ENABLED_CODE`]: it returns the probe's
+/// 16-bit semaphore, a local `__dtrace_sem_<p>` in `.data`, which dtrace raises through uprobes'
+/// `ref_ctr_offset` while the probe is enabled), hidden so that calls in the same link resolve to
+/// them directly. With relocations, `.SUNW_dof` is writable, so that a position-independent link
+/// relocates it as data rather than text.
+pub fn dof_to_elf_with_stubs(
+    dof: &[u8],
+    arch: Architecture,
+    relocs: &[DofElfReloc],
+    stubs: &[String],
+) -> Result<Vec<u8>> {
+    if !stubs.is_empty() && arch != Architecture::X86_64 {
+        return Err(DofError::Unsupported(format!(
+            "USDT probe functions for {arch:?}"
+        )));
+    }
     if !matches!(arch, Architecture::X86_64 | Architecture::Aarch64) {
         return Err(DofError::Unsupported(format!("ELF embedding for {arch:?}")));
     }
@@ -41,8 +66,13 @@ pub fn dof_to_elf(dof: &[u8], arch: Architecture, relocs: &[DofElfReloc]) -> Res
         SUNW_DOF_SECTION.as_bytes().to_vec(),
         SectionKind::Elf(SHT_SUNW_DOF),
     );
+    let write = if relocs.is_empty() {
+        0
+    } else {
+        object::elf::SHF_WRITE
+    };
     obj.section_mut(sec).flags = object::SectionFlags::Elf {
-        sh_flags: u64::from(object::elf::SHF_ALLOC),
+        sh_flags: u64::from(object::elf::SHF_ALLOC | write),
     };
     let off = obj.append_section_data(sec, dof, 8);
     // An empty `.note.GNU-stack` says the object needs no executable stack (without it GNU ld warns
@@ -97,7 +127,74 @@ pub fn dof_to_elf(dof: &[u8], arch: Architecture, relocs: &[DofElfReloc]) -> Res
         )
         .map_err(|e| DofError::Elf(e.to_string()))?;
     }
+    if !stubs.is_empty() {
+        add_stubs(&mut obj, stubs)?;
+    }
     obj.write().map_err(|e| DofError::Elf(e.to_string()))
+}
+
+fn add_stubs(obj: &mut Object, stubs: &[String]) -> Result<()> {
+    let text = obj.add_section(
+        obj.segment_name(StandardSegment::Text).to_vec(),
+        b".text.dtrace_usdt".to_vec(),
+        SectionKind::Text,
+    );
+    let data = obj.add_section(
+        obj.segment_name(StandardSegment::Data).to_vec(),
+        b".data.dtrace_usdt".to_vec(),
+        SectionKind::Data,
+    );
+    let data_sym = obj.section_symbol(data);
+    let func = |obj: &mut Object, name: String, off: u64, size: u64| {
+        obj.add_symbol(Symbol {
+            name: name.into_bytes(),
+            value: off,
+            size,
+            kind: SymbolKind::Text,
+            scope: SymbolScope::Linkage,
+            weak: false,
+            section: SymbolSection::Section(text),
+            flags: SymbolFlags::None,
+        })
+    };
+    for p in stubs {
+        let off = obj.append_section_data(text, &[0xc3], 16);
+        func(obj, format!("__dtrace_{p}"), off, 1);
+        let sem = obj.append_section_data(data, &[0, 0], 2);
+        obj.add_symbol(Symbol {
+            name: format!("__dtrace_sem_{p}").into_bytes(),
+            value: sem,
+            size: 2,
+            kind: SymbolKind::Data,
+            scope: SymbolScope::Compilation,
+            weak: false,
+            section: SymbolSection::Section(data),
+            flags: SymbolFlags::None,
+        });
+        let off = obj.append_section_data(text, &IS_ENABLED_CODE, 16);
+        func(
+            obj,
+            format!("__dtraceenabled_{p}"),
+            off,
+            IS_ENABLED_CODE.len() as u64,
+        );
+        let addend = i64::try_from(sem).map_err(|_| DofError::Elf("data too large".into()))? - 4;
+        obj.add_relocation(
+            text,
+            Relocation {
+                offset: off + 3,
+                symbol: data_sym,
+                addend,
+                flags: RelocationFlags::Generic {
+                    kind: RelocationKind::Relative,
+                    encoding: RelocationEncoding::Generic,
+                    size: 32,
+                },
+            },
+        )
+        .map_err(|e| DofError::Elf(e.to_string()))?;
+    }
+    Ok(())
 }
 
 /// The contents of every `.SUNW_dof` section of an ELF file (there may be several in a linked

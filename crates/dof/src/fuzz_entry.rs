@@ -46,3 +46,25 @@ fn one(data: &[u8]) {
         panic!("round trip changed the object (first differing section: {differs:?})");
     }
 }
+
+/// A relocatable object given to `dtrace -G`: its probe sites are found and rewritten, and those
+/// grouped into providers, without panics; rewriting never changes the object's size.
+pub fn usdt_object(data: &[u8]) {
+    let Ok(p) = crate::usdt_link::process_object(data) else {
+        return;
+    };
+    assert_eq!(p.bytes.len(), data.len(), "rewriting changed the size");
+    let decls: Vec<dtrace_dif::program::ProviderDecl> = p
+        .sites
+        .iter()
+        .map(|s| dtrace_dif::program::ProviderDecl {
+            attrs: Default::default(),
+            name: s.provider.clone(),
+            probes: vec![dtrace_dif::program::ProbeDecl {
+                name: s.probe.clone(),
+                ..Default::default()
+            }],
+        })
+        .collect();
+    let _ = crate::usdt_link::providers_from_sites(&decls, &p.sites);
+}

@@ -32,13 +32,15 @@ pub mod fuzz_entry;
 mod model;
 pub mod program;
 mod read;
+pub mod usdt_link;
 mod validate;
 mod write;
 
 pub use consts::*;
 pub use difo::{str_at, str_list, Difo, StrTabBuilder, UsdtProbe, UsdtProvider};
 pub use elf::{
-    dof_sections_from_elf, dof_to_elf, DofElfReloc, SHT_SUNW_DOF, SUNW_DOF_SECTION, SUNW_DOF_SYMBOL,
+    dof_sections_from_elf, dof_to_elf, dof_to_elf_with_stubs, DofElfReloc, IS_ENABLED_CODE,
+    SHT_SUNW_DOF, SUNW_DOF_SECTION, SUNW_DOF_SYMBOL,
 };
 pub use error::{DofError, Result};
 pub use model::*;

@@ -283,6 +283,7 @@ pub fn fire_program(data: &[u8]) -> bool {
         options,
         attrs: Vec::new(),
         print_types: Vec::new(),
+        providers: Vec::new(),
     };
     // chill() is left out of the action kinds: it really sleeps.
     let opts = Options {

@@ -386,3 +386,41 @@ fn stapsdt_notes_survive_mutations() {
             dtrace_linux::catalog::usdt::parse_arg(&String::from_utf8_lossy(&m[m.len().min(70)..]));
     }
 }
+
+#[test]
+fn dof_usdt_providers_survive_mutations() {
+    use dtrace_linux::catalog::{dof_usdt, usdt::FlatImage};
+    // A provider with a probe site and an is-enabled site, then the code they point at.
+    let mut f = dtrace_dof::DofFile::new();
+    f.add_usdt_provider(&dtrace_dof::UsdtProvider {
+        name: "myprov".into(),
+        attrs: [0; 5],
+        probes: vec![dtrace_dof::UsdtProbe {
+            function: "main".into(),
+            name: "probe1".into(),
+            addr: 0,
+            offsets: vec![0x10, 0x20],
+            enabled_offsets: vec![0x30],
+            native_args: vec!["int".into(), "char *".into()],
+            xlated_args: vec!["int".into(), "string".into()],
+            arg_map: vec![0, 1],
+        }],
+    });
+    let mut seed = dtrace_dof::write_dof(&f).unwrap();
+    seed.extend_from_slice(&[0xe8, 0x10, 0, 0, 0]);
+    seed.extend_from_slice(&dtrace_dof::IS_ENABLED_CODE);
+    let image = |d: &[u8]| FlatImage {
+        base: 0,
+        bytes: d.to_vec(),
+    };
+    assert!(dof_usdt::sites(&seed, &image(&seed)).is_ok());
+    let mut rng = Rng(0xd0f);
+    for _ in 0..4000 {
+        let m = rng.mutate(&seed);
+        let img = image(&m);
+        let _ = dof_usdt::sites(&m, &img);
+        for at in (0..m.len() as u64).step_by(13) {
+            let _ = dof_usdt::semaphore_of(&img, at);
+        }
+    }
+}

@@ -2,6 +2,7 @@
 //! (`syscall:vmlinux:read:entry`, `sdt:sched::sched_switch`, `proc:::exec-success`,
 //! `sched:::on-cpu`, `io:::start`, `profile:::profile-997`), each with typed arguments and what it takes to attach it.
 
+pub mod dof_usdt;
 pub mod fbt;
 pub mod glob;
 pub mod io;

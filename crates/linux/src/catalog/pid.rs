@@ -63,7 +63,7 @@ pub struct MappedObject {
     pub main: bool,
     /// Its functions.
     pub table: Arc<FunctionTable>,
-    /// Its USDT probe sites (`.note.stapsdt`).
+    /// Its USDT probe sites (`.note.stapsdt` notes and `.SUNW_dof` providers).
     pub usdt: Vec<super::usdt::Site>,
 }
 
@@ -190,8 +190,8 @@ impl ProcessImage {
     pub fn usdt_providers(&self) -> Vec<&str> {
         let mut v: Vec<&str> = Vec::new();
         for s in self.objects.iter().flat_map(|o| &o.usdt) {
-            if !v.contains(&s.note.provider.as_str()) {
-                v.push(&s.note.provider);
+            if !v.contains(&s.provider.as_str()) {
+                v.push(&s.provider);
             }
         }
         v
@@ -206,38 +206,22 @@ impl ProcessImage {
             if !Self::module_matches(&pattern.module, obj) {
                 continue;
             }
-            for site in obj.usdt.iter().filter(|s| s.note.provider == kind) {
+            for site in obj.usdt.iter().filter(|s| s.provider == kind) {
                 let function = obj
                     .table
                     .containing(site.vaddr)
                     .map(|f| f.name.clone())
                     .unwrap_or_default();
-                let name = site.probe_name();
+                let name = site.name.clone();
                 if !glob::matches(&pattern.function, &function)
                     || !glob::matches(&pattern.name, &name)
                 {
                     continue;
                 }
-                let specs: Vec<&str> = site.note.args.split_whitespace().collect();
-                let args = specs
-                    .iter()
-                    .take(crate::capture::layout::NARGS)
-                    .map(|a| super::usdt::parse_arg(a).unwrap_or(ArgSource::Zero))
-                    .collect();
-                let types = specs
-                    .iter()
-                    .map(|a| {
-                        let t = super::usdt::arg_type(a);
-                        super::ProbeArg {
-                            native: t.clone(),
-                            dtype: t,
-                            copy: None,
-                        }
-                    })
-                    .collect();
+                let types = site.types.clone();
                 let at = UserSite {
                     offset: site.file_offset,
-                    args,
+                    args: site.args.clone(),
                     ref_ctr_offset: site.semaphore_offset,
                 };
                 let desc = ProbeDesc::new(provider, &obj.module, &function, &name);

@@ -6,6 +6,10 @@
 //! semaphore is raised by the kernel while the uprobe is attached (`ref_ctr_offset`).
 //!
 //! Notes are outside bytes: [`parse_notes`] and [`parse_arg`] return errors, never panic.
+//!
+//! [`read_sites`] also reads the USDT providers a `.SUNW_dof` section describes (`dtrace -G`,
+//! decoded by [`super::dof_usdt`]), so that both kinds of USDT probe are one [`Site`] list that the
+//! pid catalog turns into uprobes.
 
 use super::pid::regs;
 use crate::capture::ArgSource;
@@ -213,27 +217,191 @@ pub fn arg_type(spec: &str) -> String {
     }
 }
 
-/// One USDT probe site of an object.
+/// One USDT probe site of an object, from a stapsdt note or a DOF provider: where the uprobe
+/// goes, the semaphore it raises, and its arguments.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Site {
-    /// The note.
-    pub note: Note,
-    /// The site's address (adjusted to where `.stapsdt.base` really is).
+    /// Provider (`python`, without the pid).
+    pub provider: String,
+    /// The probe name DTrace uses (a note's `gc__start` is `gc-start`).
+    pub name: String,
+    /// The site's address (link-time; for notes adjusted to where `.stapsdt.base` really is).
     pub vaddr: u64,
     /// File offset of the site.
     pub file_offset: u64,
     /// File offset of the semaphore (0: none).
     pub semaphore_offset: u64,
+    /// Where `arg0..` are read at the site.
+    pub args: Vec<ArgSource>,
+    /// Their types (`args[]`).
+    pub types: Vec<super::ProbeArg>,
 }
 
 impl Site {
-    /// The probe name DTrace uses (`gc__start` → `gc-start`).
-    pub fn probe_name(&self) -> String {
-        self.note.name.replace("__", "-")
+    /// The site of note `note` at `vaddr`: arguments decoded from its operands (an operand not
+    /// yet supported reads as 0), typed by their sizes.
+    fn of_note(note: Note, vaddr: u64, file_offset: u64, semaphore_offset: u64) -> Site {
+        let specs: Vec<&str> = note.args.split_whitespace().collect();
+        let args = specs
+            .iter()
+            .take(crate::capture::layout::NARGS)
+            .map(|a| parse_arg(a).unwrap_or(ArgSource::Zero))
+            .collect();
+        let types = specs
+            .iter()
+            .map(|a| {
+                let t = arg_type(a);
+                super::ProbeArg {
+                    native: t.clone(),
+                    dtype: t,
+                    copy: None,
+                }
+            })
+            .collect();
+        Site {
+            provider: note.provider,
+            name: note.name.replace("__", "-"),
+            vaddr,
+            file_offset,
+            semaphore_offset,
+            args,
+            types,
+        }
     }
 }
 
-/// The USDT sites of the ELF file at `path` (none when it has no notes).
+/// The link-time address to file offset map of an ELF file, from its segments, and reads of its
+/// bytes by address.
+pub struct FileImage<'a, R: object::ReadRef<'a>> {
+    data: R,
+    /// Address, file offset, file size, executable.
+    segs: Vec<(u64, u64, u64, bool)>,
+    _p: std::marker::PhantomData<&'a ()>,
+}
+
+impl<'a, R: object::ReadRef<'a>> FileImage<'a, R> {
+    /// The segments of `file`, read from `data`.
+    pub fn new(file: &object::File<'a, R>, data: R) -> Self {
+        let segs = file
+            .segments()
+            .map(|s| {
+                let (off, size) = s.file_range();
+                let exec = match s.flags() {
+                    object::SegmentFlags::Elf { p_flags } => p_flags & object::elf::PF_X != 0,
+                    _ => false,
+                };
+                (s.address(), off, size, exec)
+            })
+            .collect();
+        FileImage {
+            data,
+            segs,
+            _p: std::marker::PhantomData,
+        }
+    }
+}
+
+/// What reading USDT sites needs of an object: file offsets and bytes of link-time addresses.
+pub trait Image {
+    /// The file offset of `vaddr`, when a segment holds it in the file.
+    fn file_offset(&self, vaddr: u64) -> Option<u64>;
+    /// The file offset of `vaddr` when an executable segment holds it (a probe site).
+    fn code_offset(&self, vaddr: u64) -> Option<u64>;
+    /// `len` bytes at `vaddr`, when all are in the file.
+    fn bytes(&self, vaddr: u64, len: usize) -> Option<Vec<u8>>;
+}
+
+impl<'a, R: object::ReadRef<'a>> Image for FileImage<'a, R> {
+    fn file_offset(&self, vaddr: u64) -> Option<u64> {
+        self.segs
+            .iter()
+            .find(|(a, _, size, _)| vaddr >= *a && vaddr - a < *size)
+            .map(|(a, off, _, _)| off + (vaddr - a))
+    }
+    fn code_offset(&self, vaddr: u64) -> Option<u64> {
+        self.segs
+            .iter()
+            .find(|(a, _, size, exec)| *exec && vaddr >= *a && vaddr - a < *size)
+            .map(|(a, off, _, _)| off + (vaddr - a))
+    }
+    fn bytes(&self, vaddr: u64, len: usize) -> Option<Vec<u8>> {
+        let off = self.file_offset(vaddr)?;
+        let last = self.file_offset(vaddr.checked_add(len.checked_sub(1)? as u64)?)?;
+        if last != off + len as u64 - 1 {
+            return None;
+        }
+        self.data
+            .read_bytes_at(off, len as u64)
+            .ok()
+            .map(<[u8]>::to_vec)
+    }
+}
+
+/// An image whose address `base + i` is byte `i` of `bytes` in the file (tests and fuzzing).
+pub struct FlatImage {
+    /// Address of the first byte.
+    pub base: u64,
+    /// The bytes.
+    pub bytes: Vec<u8>,
+}
+
+impl Image for FlatImage {
+    fn file_offset(&self, vaddr: u64) -> Option<u64> {
+        let o = vaddr.checked_sub(self.base)?;
+        (o < self.bytes.len() as u64).then_some(o)
+    }
+    fn code_offset(&self, vaddr: u64) -> Option<u64> {
+        self.file_offset(vaddr)
+    }
+    fn bytes(&self, vaddr: u64, len: usize) -> Option<Vec<u8>> {
+        let o = usize::try_from(self.file_offset(vaddr)?).ok()?;
+        self.bytes.get(o..o.checked_add(len)?).map(<[u8]>::to_vec)
+    }
+}
+
+/// The bytes of section `data` at link-time address `addr` with the file's dynamic relocations
+/// applied as the dynamic linker would at load bias 0: a shared object's DOF holds its probes'
+/// addresses as relocations against its (preemptible) function symbols, not in the bytes.
+fn relocated<'a, R: object::ReadRef<'a>>(
+    file: &object::File<'a, R>,
+    addr: u64,
+    data: &[u8],
+) -> Vec<u8> {
+    use object::{ObjectSymbol as _, ObjectSymbolTable as _, RelocationTarget};
+    let mut out = data.to_vec();
+    let Some(relocs) = file.dynamic_relocations() else {
+        return out;
+    };
+    let dynsyms = file.dynamic_symbol_table();
+    for (at, r) in relocs {
+        let Some(off) = at.checked_sub(addr).and_then(|o| usize::try_from(o).ok()) else {
+            continue;
+        };
+        let Some(slot) = off.checked_add(8).and_then(|end| out.get_mut(off..end)) else {
+            continue;
+        };
+        if r.size() != 64 {
+            continue;
+        }
+        let base = match r.target() {
+            // `R_X86_64_RELATIVE`: the addend alone.
+            RelocationTarget::Absolute => 0,
+            RelocationTarget::Symbol(i) => {
+                match dynsyms.as_ref().and_then(|t| t.symbol_by_index(i).ok()) {
+                    Some(s) if s.address() != 0 => s.address(),
+                    _ => continue,
+                }
+            }
+            _ => continue,
+        };
+        slot.copy_from_slice(&base.wrapping_add_signed(r.addend()).to_le_bytes());
+    }
+    out
+}
+
+/// The USDT sites of the ELF file at `path`: its `.note.stapsdt` notes and the probes of the
+/// providers in its `.SUNW_dof` sections (none when it has neither). A malformed note section is
+/// an error; a malformed DOF section is left out (its probes do not exist).
 pub fn read_sites(path: &str) -> Result<Vec<Site>> {
     let f = File::open(path).map_err(|e| LinuxError::from_io(path, e))?;
     let cache = ReadCache::new(f);
@@ -241,8 +409,19 @@ pub fn read_sites(path: &str) -> Result<Vec<Site>> {
         path: path.into(),
         reason: e.to_string(),
     })?;
+    let image = FileImage::new(&file, &cache);
+    let mut out = Vec::new();
+    for sec in file.sections() {
+        if sec.name().ok() != Some(dtrace_dof::SUNW_DOF_SECTION) {
+            continue;
+        }
+        if let Ok(data) = sec.data() {
+            let dof = relocated(&file, sec.address(), data);
+            out.extend(super::dof_usdt::sites(&dof, &image).unwrap_or_default());
+        }
+    }
     let Some(sec) = file.section_by_name(".note.stapsdt") else {
-        return Ok(Vec::new());
+        return Ok(out);
     };
     let data = sec.data().map_err(|e| LinuxError::BadFile {
         path: path.into(),
@@ -250,41 +429,23 @@ pub fn read_sites(path: &str) -> Result<Vec<Site>> {
     })?;
     let notes = parse_notes(data)?;
     let base = file.section_by_name(".stapsdt.base").map(|s| s.address());
-    let segs: Vec<(u64, u64, u64)> = file
-        .segments()
-        .map(|s| {
-            let (off, size) = s.file_range();
-            (s.address(), off, size)
-        })
-        .collect();
-    let offset_of = |vaddr: u64| {
-        segs.iter()
-            .find(|(a, _, size)| vaddr >= *a && vaddr - a < *size)
-            .map(|(a, off, _)| off + (vaddr - a))
-    };
-    let mut out = Vec::new();
     for note in notes {
         let vaddr = match base {
             Some(b) if note.base != 0 => note.pc.wrapping_add(b).wrapping_sub(note.base),
             _ => note.pc,
         };
-        let Some(file_offset) = offset_of(vaddr) else {
+        let Some(file_offset) = image.file_offset(vaddr) else {
             continue;
         };
         let semaphore_offset = if note.semaphore == 0 {
             0
         } else {
-            match offset_of(note.semaphore) {
+            match image.file_offset(note.semaphore) {
                 Some(o) => o,
                 None => continue,
             }
         };
-        out.push(Site {
-            note,
-            vaddr,
-            file_offset,
-            semaphore_offset,
-        });
+        out.push(Site::of_note(note, vaddr, file_offset, semaphore_offset));
     }
     Ok(out)
 }

@@ -31,6 +31,8 @@ pub struct EventMemory {
     /// User ranges `(address, bytes held)` of copies sized at the probe: a read starting in one and
     /// running past what it holds goes to the process whole.
     prefixes: Vec<(u64, u64)>,
+    /// Ranges `(address, bytes)` of captured user copies that arguments' values were replaced with.
+    arg_copy_addrs: Vec<(u64, u64)>,
 }
 
 impl EventMemory {
@@ -42,6 +44,7 @@ impl EventMemory {
             pid,
             proc_mem: None,
             prefixes: Vec::new(),
+            arg_copy_addrs: Vec::new(),
         }
     }
 
@@ -64,6 +67,13 @@ impl EventMemory {
     }
 
     /// The same, knowing which of `ev`'s user copies were sized at the probe ([`sized_prefixes`]).
+    /// With the addresses of the captured user copies that arguments' values were replaced with
+    /// ([`set_copy_args`]): the VM reads those strings as it reads strings, from kernel memory.
+    pub fn with_arg_copies(mut self, addrs: Vec<(u64, u64)>) -> EventMemory {
+        self.arg_copy_addrs = addrs;
+        self
+    }
+
     pub fn with_prefixes(mut self, prefixes: Vec<(u64, u64)>) -> EventMemory {
         self.prefixes = prefixes;
         self
@@ -80,6 +90,13 @@ impl EventMemory {
             .regions()
             .iter()
             .any(|r| r.user && addr >= r.addr && addr - r.addr < r.bytes.len() as u64)
+    }
+
+    /// Whether `addr` is in a captured user copy that an argument's value was replaced with.
+    fn arg_user_copy(&self, addr: u64) -> bool {
+        self.arg_copy_addrs
+            .iter()
+            .any(|&(a, n)| addr >= a && addr - a < n)
     }
 
     fn assemble_kernel(&self, addr: u64, buf: &mut [u8]) -> Option<()> {
@@ -116,7 +133,15 @@ impl Memory for EventMemory {
             Ok(()) => Ok(()),
             // Copies of the same instant that together cover the range (a string beside a field,
             // ranges of one object too far apart to merge) serve it byte by byte.
-            Err(e) => self.assemble_kernel(addr, buf).ok_or(e),
+            Err(e) => self
+                .assemble_kernel(addr, buf)
+                .or_else(|| {
+                    // A `string` argument whose value delivery replaced with its user copy (USDT
+                    // `args[]`), read where the VM reads strings.
+                    (self.arg_user_copy(addr) && self.captured.read_user(addr, buf).is_ok())
+                        .then_some(())
+                })
+                .ok_or(e),
         }
     }
 
@@ -280,14 +305,23 @@ pub fn caller_of(kstack: &[u64], sampled: bool) -> u64 {
 
 /// Gives each argument whose data was captured (`__data_loc` strings, inline arrays) the address
 /// of its capture, so `stringof(args[n])` reads it; `map` holds `(argument, copy index)`.
-pub fn set_copy_args(ctx: &mut FiringContext, ev: &CapturedEvent, map: &[(usize, usize)]) {
+pub fn set_copy_args(
+    ctx: &mut FiringContext,
+    ev: &CapturedEvent,
+    map: &[(usize, usize)],
+) -> Vec<(u64, u64)> {
+    let mut user = Vec::new();
     for &(arg, copy) in map {
         if let (Some(slot), Some(c)) = (ctx.args.get_mut(arg), ev.copies.get(copy)) {
             if c.data.is_ok() {
                 *slot = c.addr;
+                if let (true, Ok(d)) = (c.kind.is_user(), &c.data) {
+                    user.push((c.addr, d.len() as u64 + 1));
+                }
             }
         }
     }
+    user
 }
 
 pub(crate) fn monotonic_ns() -> u64 {
@@ -402,9 +436,10 @@ impl LinuxTracing {
                     ctx.execargs = execargs_string(&area[..area.len().min(cap as usize)]);
                 }
             }
-            if let Some(map) = arg_copies.get(&ev.tag) {
-                set_copy_args(&mut ctx, &ev, map);
-            }
+            let user_copies = match arg_copies.get(&ev.tag) {
+                Some(map) => set_copy_args(&mut ctx, &ev, map),
+                None => Vec::new(),
+            };
             let prefixes = sized_prefixes(&ev);
             let paths = std::mem::take(&mut ev.paths);
             let mem = captured_memory_of(&mut ev);
@@ -412,6 +447,7 @@ impl LinuxTracing {
             let mem_pid = if exec.contains(&ev.tag) { 0 } else { ev.pid };
             let mut mem = EventMemory::new(mem, mem_pid)
                 .with_prefixes(prefixes)
+                .with_arg_copies(user_copies)
                 .with_owned_paths(paths);
             fw.fire_with_memory(ev.tag, ev.cpu, &ctx, &mut mem);
             n += 1;

@@ -785,8 +785,7 @@ impl LinuxTracing {
     /// matching probe has the same ones; `None` when none match or they differ (as DTrace leaves
     /// `args[]` untyped then).
     pub fn arg_types(&self, desc: &crate::ProbeDesc) -> Option<Vec<String>> {
-        let sh = self.lock();
-        let probes = sh.catalog.matching(desc).ok()?;
+        let probes = self.probes_for_types(desc)?;
         let mut common: Option<Vec<String>> = None;
         for p in probes {
             let t: Vec<String> = p.args.iter().map(|a| a.dtype.clone()).collect();
@@ -799,11 +798,20 @@ impl LinuxTracing {
         common
     }
 
+    /// The probes `desc` matches, of the kernel's catalog or of a per-process provider
+    /// (`myprov1234`, whose USDT probes type their arguments).
+    fn probes_for_types(&self, desc: &crate::ProbeDesc) -> Option<Vec<crate::catalog::Probe>> {
+        let mut sh = self.lock();
+        if crate::catalog::pid::split_provider(&desc.provider).is_some() {
+            return sh.user.matching_for_types(desc);
+        }
+        sh.catalog.matching(desc).ok()
+    }
+
     /// The native types of the same arguments (as [`Self::arg_types`]), for the compiler to
     /// translate an argument whose D type differs (`psinfo_t *` from `struct task_struct *`).
     pub fn arg_native_types(&self, desc: &crate::ProbeDesc) -> Option<Vec<String>> {
-        let sh = self.lock();
-        let probes = sh.catalog.matching(desc).ok()?;
+        let probes = self.probes_for_types(desc)?;
         let mut common: Option<Vec<String>> = None;
         for p in probes {
             let t: Vec<String> = p.args.iter().map(|a| a.native.clone()).collect();

@@ -72,8 +72,8 @@ impl UserProbes {
                     .or_insert_with(|| {
                         let mut v: Vec<String> = Vec::new();
                         for s in crate::catalog::usdt::read_sites(&m.path).unwrap_or_default() {
-                            if !v.contains(&s.note.provider) {
-                                v.push(s.note.provider);
+                            if !v.contains(&s.provider) {
+                                v.push(s.provider);
                             }
                         }
                         v
@@ -87,6 +87,22 @@ impl UserProbes {
             }
         }
         out
+    }
+
+    /// The USDT probes of per-process provider description `desc`, for typing `args[]` while a
+    /// program compiles (`None` for `pid` probes, which have no declared types, or when the process
+    /// cannot be read). The image read here is not kept: a process started with `-c` has not
+    /// mapped its libraries yet, and its probes are created from a later reading.
+    pub(crate) fn matching_for_types(&mut self, desc: &ProbeDesc) -> Option<Vec<Probe>> {
+        let (kind, pid) = split_provider(&desc.provider)?;
+        if kind == "pid" {
+            return None;
+        }
+        let image = match self.images.get(&pid) {
+            Some(i) => i.clone(),
+            None => Arc::new(ProcessImage::read(pid).ok()?),
+        };
+        Some(image.usdt_probes(&desc.provider, kind, desc))
     }
 
     /// The probes of `provider` (a per-process provider's full name) matching `pattern`.

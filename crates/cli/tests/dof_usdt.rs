@@ -1,0 +1,377 @@
+//! USDT probes from DOF: a provider declared in D becomes a C header (`dtrace -h`), a C program
+//! uses its macros and an is-enabled test, `dtrace -G` rewrites the program's object and writes
+//! the DOF object, and the program links with gcc and runs with its probes costing nops (the
+//! is-enabled path not taken). Traced, the probes fire a known number of times with their typed
+//! arguments and the is-enabled path is taken only while enabled (root, BPF, uprobes; gcc).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const PROVIDER: &str = "provider myprov {
+    probe probe1(int, string, long);
+    probe probe2__tick(int);
+};
+#pragma D attributes Evolving/Evolving/Common provider myprov provider
+#pragma D attributes Private/Private/Unknown provider myprov function
+";
+
+const PROG: &str = r#"
+#include "provider.h"
+#include <stdio.h>
+#include <stdlib.h>
+int main(int argc, char **argv) {
+    int n = argc > 1 ? atoi(argv[1]) : 10;
+    long enabled = 0;
+    for (int i = 0; i < n; i++) {
+        char buf[16];
+        snprintf(buf, sizeof buf, "hello%d", i);
+        MYPROV_PROBE1(i, buf, (long)i * -10);
+        if (MYPROV_PROBE2_TICK_ENABLED()) {
+            enabled++;
+            MYPROV_PROBE2_TICK(i);
+        }
+    }
+    printf("enabled=%ld\n", enabled);
+    return 0;
+}
+"#;
+
+fn run_in(dir: &Path, prog: &str, args: &[&str]) -> String {
+    let o = Command::new(prog)
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{prog} {args:?}: {err}");
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Builds the program in `dir/tag` with gcc `flags`: header, object, `dtrace -G`, link.
+fn build(dir: &Path, tag: &str, flags: &[&str]) -> PathBuf {
+    build_source(dir, tag, PROG, flags)
+}
+
+/// As [`build`], of source `src`.
+fn build_source(dir: &Path, tag: &str, src: &str, flags: &[&str]) -> PathBuf {
+    let d = dir.join(tag);
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::write(d.join("provider.d"), PROVIDER).unwrap();
+    std::fs::write(d.join("prog.c"), src).unwrap();
+    let dt = env!("CARGO_BIN_EXE_dtrace");
+    run_in(&d, dt, &["-h", "-s", "provider.d"]);
+    let mut cc: Vec<&str> = flags.to_vec();
+    cc.extend(["-c", "prog.c", "-o", "prog.o"]);
+    run_in(&d, "gcc", &cc);
+    // Twice, as a build may: the second run finds the sites the first rewrote.
+    run_in(&d, dt, &["-G", "-s", "provider.d", "prog.o"]);
+    run_in(&d, dt, &["-G", "-s", "provider.d", "prog.o"]);
+    let mut ld: Vec<&str> = flags.to_vec();
+    ld.extend(["-o", "prog", "prog.o", "provider.o"]);
+    run_in(&d, "gcc", &ld);
+    d.join("prog")
+}
+
+const BUILDS: [(&str, &[&str]); 3] = [
+    ("O2-pie", &["-O2", "-fPIE", "-pie"]),
+    ("O0-nopie", &["-O0", "-fno-pie", "-no-pie"]),
+    ("O2-static", &["-O2", "-static"]),
+];
+
+#[test]
+fn header_object_and_link_give_a_program_whose_probes_are_nops() {
+    let test = "header_object_and_link_give_a_program_whose_probes_are_nops";
+    if !common::have_gcc(test) {
+        return;
+    }
+    let dir = common::test_dir(test);
+    for (tag, flags) in BUILDS {
+        let exe = build(&dir, tag, flags);
+        // Untraced, the is-enabled test is false and the probe sites are nops.
+        let out = run_in(&dir, exe.to_str().unwrap(), &["7"]);
+        assert_eq!(out, "enabled=0\n", "{tag}");
+        let bytes = std::fs::read(&exe).unwrap();
+        let dofs = dtrace_dof::dof_sections_from_elf(&bytes).unwrap().unwrap();
+        assert_eq!(dofs.len(), 1, "{tag}");
+        let provs = dtrace_dof::read_dof(&dofs[0])
+            .unwrap()
+            .usdt_providers()
+            .unwrap();
+        assert_eq!(provs.len(), 1, "{tag}");
+        let mut probes: Vec<_> = provs[0]
+            .probes
+            .iter()
+            .map(|p| {
+                (
+                    p.name.as_str(),
+                    p.function.as_str(),
+                    p.offsets.len(),
+                    p.enabled_offsets.len(),
+                )
+            })
+            .collect();
+        probes.sort();
+        assert_eq!(
+            probes,
+            [("probe1", "main", 1, 0), ("probe2-tick", "main", 1, 1)],
+            "{tag}"
+        );
+        assert_eq!(provs[0].probes[0].native_args.len(), 3);
+        // Stability from the pragmas, else Unstable/Unstable/Common.
+        assert_eq!(
+            provs[0].attrs,
+            [
+                dtrace_dof::dof_attr(5, 5, 5),
+                dtrace_dof::dof_attr(4, 4, 5),
+                dtrace_dof::dof_attr(1, 1, 0),
+                dtrace_dof::dof_attr(4, 4, 5),
+                dtrace_dof::dof_attr(4, 4, 5),
+            ]
+        );
+    }
+    // DTRACE_PROBES_DISABLED compiles the macros away: no DTrace object needed.
+    let d = dir.join("O2-pie");
+    run_in(
+        &d,
+        "gcc",
+        &["-DDTRACE_PROBES_DISABLED", "-O2", "-o", "plain", "prog.c"],
+    );
+    assert_eq!(run_in(&d, "./plain", &["3"]), "enabled=0\n");
+}
+
+#[test]
+fn objects_with_bad_sites_or_undeclared_probes_are_errors() {
+    let test = "objects_with_bad_sites_or_undeclared_probes_are_errors";
+    if !common::have_gcc(test) {
+        return;
+    }
+    let dir = common::test_dir(test);
+    std::fs::write(dir.join("provider.d"), PROVIDER).unwrap();
+    std::fs::write(
+        dir.join("other.c"),
+        "extern void __dtrace_myprov___nosuch(int);\nvoid f(int i) { __dtrace_myprov___nosuch(i); }\n",
+    )
+    .unwrap();
+    run_in(&dir, "gcc", &["-c", "-O2", "other.c"]);
+    let before = std::fs::read(dir.join("other.o")).unwrap();
+    let (rc, _, err) = common::dtrace(&[
+        "-G",
+        "-o",
+        dir.join("p.o").to_str().unwrap(),
+        "-s",
+        dir.join("provider.d").to_str().unwrap(),
+        dir.join("other.o").to_str().unwrap(),
+    ]);
+    assert_eq!(rc, 1);
+    assert!(err.contains("probe myprov:nosuch is not declared"), "{err}");
+    assert_eq!(
+        std::fs::read(dir.join("other.o")).unwrap(),
+        before,
+        "object untouched"
+    );
+    std::fs::write(dir.join("junk.o"), b"junk").unwrap();
+    let (rc, _, err) = common::dtrace(&[
+        "-G",
+        "-o",
+        dir.join("p.o").to_str().unwrap(),
+        "-s",
+        dir.join("provider.d").to_str().unwrap(),
+        dir.join("junk.o").to_str().unwrap(),
+    ]);
+    assert_eq!(rc, 1);
+    assert!(err.contains("failed to process"), "{err}");
+}
+
+fn traceable(test: &str) -> bool {
+    common::kernel_ok(test)
+        && common::have_gcc(test)
+        && dtrace_testkit::skip_unless(dtrace_linux::uprobe::available(), test, "no uprobe PMU")
+}
+
+#[test]
+fn dof_probes_fire_with_typed_arguments_and_is_enabled() {
+    let test = "dof_probes_fire_with_typed_arguments_and_is_enabled";
+    if !traceable(test) {
+        return;
+    }
+    let dir = common::test_dir(test);
+    for (tag, flags) in BUILDS {
+        let exe = build(&dir, tag, flags);
+        let cmd = format!("{} 12", exe.display());
+        let (rc, out, err) = common::dtrace(&["-l", "-n", "myprov$target:::", "-c", &cmd]);
+        assert_eq!(rc, 0, "{tag}: {err}");
+        let names: Vec<&str> = out
+            .lines()
+            .skip(1)
+            .filter_map(|l| l.split_whitespace().last())
+            .collect();
+        assert_eq!(names, ["probe1", "probe2-tick"], "{tag}: {out}");
+        let (rc, out, err) = common::dtrace(&[
+            "-qn",
+            "myprov$target:::probe1 { @n = count(); @a0 = sum(arg0); @a2 = sum(args[2]); }
+             myprov$target:::probe1 /arg0 == 3/ { printf(\"s=%s\\n\", args[1]); }
+             myprov$target::main:probe2-tick { @t = count(); @t0 = sum(args[0]); }
+             END { printa(\"n %@d\\n\", @n); printa(\"a0 %@d\\n\", @a0);
+                   printa(\"a2 %@d\\n\", @a2); printa(\"t %@d\\n\", @t);
+                   printa(\"t0 %@d\\n\", @t0); }",
+            "-c",
+            &cmd,
+        ]);
+        assert_eq!(rc, 0, "{tag}: {err}");
+        // 12 iterations: sum(i) = 66, sum(-10 i) = -660; the is-enabled test was true each time.
+        for want in [
+            "enabled=12\n",
+            "s=hello3\n",
+            "n 12\n",
+            "a0 66\n",
+            "a2 -660\n",
+            "t 12\n",
+            "t0 66\n",
+        ] {
+            assert!(out.contains(want), "{tag}: {want:?} not in {out}");
+        }
+        // probe2-tick not enabled: its is-enabled test stays false while probe1 fires.
+        let (rc, out, err) = common::dtrace(&[
+            "-qn",
+            "myprov$target:::probe1 { @n = count(); } END { printa(\"n %@d\\n\", @n); }",
+            "-c",
+            &cmd,
+        ]);
+        assert_eq!(rc, 0, "{tag}: {err}");
+        assert!(
+            out.contains("enabled=0\n") && out.contains("n 12\n"),
+            "{tag}: {out}"
+        );
+        // Untraced again: the semaphore went back down.
+        assert_eq!(run_in(&dir, exe.to_str().unwrap(), &["4"]), "enabled=0\n");
+    }
+}
+
+/// Each line read runs five ticks and prints how many found the probe enabled.
+const PHASES: &str = r#"
+#include "provider.h"
+#include <stdio.h>
+int main(void) {
+    char line[64];
+    while (fgets(line, sizeof line, stdin)) {
+        long enabled = 0;
+        for (int i = 0; i < 5; i++) {
+            if (MYPROV_PROBE2_TICK_ENABLED())
+                enabled++;
+            MYPROV_PROBE2_TICK(i);
+        }
+        printf("%ld\n", enabled);
+        fflush(stdout);
+    }
+    return 0;
+}
+"#;
+
+#[test]
+fn a_grabbed_process_by_provider_pid_has_its_semaphore_lowered_after() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+    let test = "a_grabbed_process_by_provider_pid_has_its_semaphore_lowered_after";
+    if !traceable(test) {
+        return;
+    }
+    let dir = common::test_dir(test);
+    let exe = build_source(&dir, "phases", PHASES, &["-O2"]);
+    let mut child = Command::new(&exe)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id().to_string();
+    let mut dt = Command::new(env!("CARGO_BIN_EXE_dtrace"))
+        .args([
+            "-n",
+            &format!("myprov{pid}:::probe2-tick /arg0 == 4/ {{ exit(0); }}"),
+            "-p",
+            &pid,
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(dt.stderr.take().unwrap());
+    let mut line = String::new();
+    let _ = err.read_line(&mut line);
+    assert!(line.contains("matched 1 probe"), "{line}");
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"one\n").unwrap();
+    stdin.flush().unwrap();
+    assert_eq!(dt.wait().unwrap().code(), Some(0));
+    stdin.write_all(b"two\n").unwrap();
+    drop(stdin);
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success());
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "5\n0\n");
+}
+
+const LIB: &str = r#"
+#include "provider.h"
+static int helper(int i) {
+    MYPROV_PROBE2_TICK(i);
+    return MYPROV_PROBE2_TICK_ENABLED();
+}
+int work(int n) {
+    int e = 0;
+    for (int i = 0; i < n; i++) {
+        MYPROV_PROBE1(i, "x", 1);
+        e += helper(i);
+    }
+    return e;
+}
+"#;
+
+#[test]
+fn a_shared_library_with_probes_in_a_static_function() {
+    let test = "a_shared_library_with_probes_in_a_static_function";
+    if !traceable(test) {
+        return;
+    }
+    let d = common::test_dir(test);
+    std::fs::write(d.join("provider.d"), PROVIDER).unwrap();
+    std::fs::write(d.join("lib.c"), LIB).unwrap();
+    std::fs::write(
+        d.join("main.c"),
+        "#include <stdio.h>\nint work(int);\nint main(void) { printf(\"e=%d\\n\", work(6)); return 0; }\n",
+    )
+    .unwrap();
+    let dt = env!("CARGO_BIN_EXE_dtrace");
+    run_in(&d, dt, &["-h", "-s", "provider.d"]);
+    run_in(&d, "gcc", &["-O0", "-fPIC", "-c", "lib.c"]);
+    run_in(
+        &d,
+        dt,
+        &["-G", "-o", "lib-dof.o", "-s", "provider.d", "lib.o"],
+    );
+    run_in(
+        &d,
+        "gcc",
+        &["-shared", "-o", "libw.so", "lib.o", "lib-dof.o"],
+    );
+    let rpath = format!("-Wl,-rpath,{}", d.display());
+    run_in(&d, "gcc", &["-o", "m", "main.c", "-L.", "-lw", &rpath]);
+    let exe = d.join("m");
+    let exe = exe.to_str().unwrap();
+    let (rc, out, err) = common::dtrace(&[
+        "-qn",
+        "myprov$target:::probe1, myprov$target:::probe2-tick
+         { @[probemod, probefunc, probename] = count(); }
+         END { printa(\"%s %s %s %@d\\n\", @); }",
+        "-c",
+        exe,
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    for want in [
+        "e=6\n",
+        "libw.so work probe1 6\n",
+        "libw.so helper probe2-tick 6\n",
+    ] {
+        assert!(out.contains(want), "{want:?} not in {out}");
+    }
+}

@@ -1,0 +1,272 @@
+//! USDT probes from DOF: the providers a `.SUNW_dof` section of a mapped object describes, as
+//! `dtrace -G` writes them (crate `dtrace_dof`, module `usdt_link`), become [`Site`]s the pid
+//! catalog places as uprobes, exactly as stapsdt notes do. No helper daemon or kernel module is
+//! involved: the DOF is read from the object's file, so a process started after tracing began is
+//! found the same way when its maps are read.
+//!
+//! - Each DOF probe's address (its base symbol's link-time address, relocated by the linker) plus
+//!   each of its offsets is a probe site: there the call's argument registers (`%rdi`, `%rsi`,
+//!   `%rdx`, `%rcx`, `%r8`, `%r9`, then the stack at `%rsp`, the call not having pushed its return
+//!   address at the nop) are `arg0..`, read at the width of the declared native type and
+//!   sign-extended where it is signed.
+//! - `args[]` have the declared (translated) types; a `string` is the user string its `char *`
+//!   argument points at. A translation that reorders arguments is not yet supported: `args[]` then
+//!   have the native types.
+//! - Is-enabled: each is-enabled offset is a `call` of the `__dtraceenabled_*` function the
+//!   `dtrace -G` object defines (`movzwl sem(%rip), %eax; ret`); decoding it gives the probe's
+//!   semaphore, whose file offset is the uprobes' `ref_ctr_offset`: the kernel raises it while a
+//!   probe site is attached and lowers it when detached, so the program's `_ENABLED()` test is true
+//!   exactly while the probe is enabled.
+//!
+//! The DOF and the code are outside bytes: malformed input is an error or a site left out, never a
+//! panic.
+
+use super::pid::regs;
+use super::usdt::{Image, Site};
+use super::ProbeArg;
+use crate::capture::{AddrBase, AddrExpr, ArgSource, CopyRequest, MemKind};
+use crate::error::{LinuxError, Result};
+
+/// The integer argument registers of the x86-64 calling convention.
+const ARG_REGS: [u16; 6] = [
+    regs::RDI,
+    regs::RSI,
+    regs::RDX,
+    regs::RCX,
+    regs::R8,
+    regs::R9,
+];
+
+/// Bytes copied for a `string` argument.
+const STRING_SIZE: u32 = 256;
+
+/// The width and signedness at which an argument of C type `t` is passed (`int`: the low 4 bytes,
+/// sign-extended; pointers and unknown types: 8 bytes).
+fn width(t: &str) -> (u8, bool) {
+    let t = t.trim();
+    if t.contains('*') {
+        return (8, false);
+    }
+    let t = t.strip_prefix("const ").unwrap_or(t);
+    match t {
+        "char" | "signed char" | "int8_t" => (1, true),
+        "unsigned char" | "uint8_t" | "_Bool" | "bool" => (1, false),
+        "short" | "short int" | "signed short" | "int16_t" => (2, true),
+        "unsigned short" | "unsigned short int" | "uint16_t" => (2, false),
+        "int" | "signed" | "signed int" | "int32_t" => (4, true),
+        "unsigned" | "unsigned int" | "uint32_t" => (4, false),
+        "long" | "long int" | "long long" | "long long int" | "int64_t" | "ssize_t" | "off_t"
+        | "intptr_t" => (8, true),
+        _ => (8, false),
+    }
+}
+
+/// Where argument `i` of type `t` is at a call site.
+fn arg_source(i: usize, t: &str) -> ArgSource {
+    let (size, signed) = width(t);
+    match ARG_REGS.get(i) {
+        Some(&offset) => ArgSource::UserReg {
+            offset,
+            size,
+            signed,
+        },
+        None => ArgSource::UserMem {
+            reg: regs::RSP,
+            disp: 8 * (i as i32 - ARG_REGS.len() as i32),
+            size,
+            signed,
+        },
+    }
+}
+
+/// `args[]` of a DOF probe: the translated types when they map one to one onto the native ones,
+/// else the native types.
+fn arg_types(p: &dtrace_dof::UsdtProbe) -> Vec<ProbeArg> {
+    let identity = p.xlated_args.len() == p.native_args.len()
+        && p.arg_map
+            .iter()
+            .enumerate()
+            .all(|(i, &m)| usize::from(m) == i);
+    p.native_args
+        .iter()
+        .enumerate()
+        .map(|(i, native)| {
+            let dtype = match p.xlated_args.get(i) {
+                Some(x) if identity => x.clone(),
+                _ => native.clone(),
+            };
+            let copy = (dtype == "string").then(|| {
+                CopyRequest::new(
+                    AddrExpr {
+                        base: AddrBase::Arg(i),
+                        offset: 0,
+                        derefs: Vec::new(),
+                        user_derefs: Vec::new(),
+                        index: None,
+                    },
+                    MemKind::UserString,
+                    STRING_SIZE,
+                )
+            });
+            ProbeArg {
+                native: native.clone(),
+                dtype,
+                copy,
+            }
+        })
+        .collect()
+}
+
+/// The semaphore an is-enabled site at `vaddr` reads: the site must be a `call` of a function
+/// whose code is `dtrace_dof::IS_ENABLED_CODE`. Its link-time address.
+pub fn semaphore_of(image: &dyn Image, vaddr: u64) -> Option<u64> {
+    let call = image.bytes(vaddr, 5)?;
+    if call[0] != 0xe8 {
+        return None;
+    }
+    let rel = i32::from_le_bytes(call[1..5].try_into().ok()?);
+    let func = vaddr.checked_add(5)?.checked_add_signed(i64::from(rel))?;
+    let code = image.bytes(func, dtrace_dof::IS_ENABLED_CODE.len())?;
+    let want = &dtrace_dof::IS_ENABLED_CODE;
+    if code[..3] != want[..3] || code[7] != want[7] {
+        return None;
+    }
+    let disp = i32::from_le_bytes(code[3..7].try_into().ok()?);
+    func.checked_add(7)?.checked_add_signed(i64::from(disp))
+}
+
+/// The USDT sites of the providers of DOF `dof`, an object's `.SUNW_dof` section, located in
+/// `image`. A probe whose address is outside the file is left out.
+pub fn sites(dof: &[u8], image: &dyn Image) -> Result<Vec<Site>> {
+    let bad = |e: dtrace_dof::DofError| LinuxError::BadFile {
+        path: dtrace_dof::SUNW_DOF_SECTION.into(),
+        reason: e.to_string(),
+    };
+    let providers = dtrace_dof::read_dof(dof)
+        .and_then(|f| f.usdt_providers())
+        .map_err(bad)?;
+    let mut out = Vec::new();
+    for pv in providers {
+        // The semaphore of each probe name: any of its is-enabled sites, in any function.
+        let semaphore = |name: &str| {
+            pv.probes
+                .iter()
+                .filter(|p| p.name == name)
+                .flat_map(|p| {
+                    p.enabled_offsets
+                        .iter()
+                        .filter_map(move |&o| p.addr.checked_add(u64::from(o)))
+                })
+                .find_map(|site| semaphore_of(image, site))
+                .and_then(|sem| image.file_offset(sem))
+                .unwrap_or(0)
+        };
+        for p in &pv.probes {
+            let semaphore_offset = semaphore(&p.name);
+            let args: Vec<ArgSource> = p
+                .native_args
+                .iter()
+                .take(crate::capture::layout::NARGS)
+                .enumerate()
+                .map(|(i, t)| arg_source(i, t))
+                .collect();
+            let types = arg_types(p);
+            for &off in &p.offsets {
+                let Some(vaddr) = p.addr.checked_add(u64::from(off)) else {
+                    continue;
+                };
+                // Only in code: a site elsewhere is a DOF that does not describe this file.
+                let Some(file_offset) = image.code_offset(vaddr) else {
+                    continue;
+                };
+                out.push(Site {
+                    provider: pv.name.clone(),
+                    name: p.name.clone(),
+                    vaddr,
+                    file_offset,
+                    semaphore_offset,
+                    args: args.clone(),
+                    types: types.clone(),
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn probes_arguments_and_semaphores_from_dof() {
+        // 0x1000: nop5 (probe site); 0x1005: call 0x1010 (is-enabled); 0x1010: movzwl 0x1020, ret
+        let mut bytes = vec![0u8; 0x30];
+        bytes[0..5].copy_from_slice(&dtrace_dof::usdt_link::NOP5);
+        bytes[5] = 0xe8;
+        bytes[6..10].copy_from_slice(&(0x1010i32 - 0x100a).to_le_bytes());
+        bytes[0x10..0x18].copy_from_slice(&dtrace_dof::IS_ENABLED_CODE);
+        bytes[0x13..0x17].copy_from_slice(&(0x1020i32 - 0x1017).to_le_bytes());
+        let image = super::super::usdt::FlatImage {
+            base: 0x1000,
+            bytes,
+        };
+        assert_eq!(semaphore_of(&image, 0x1005), Some(0x1020));
+        assert_eq!(semaphore_of(&image, 0x1000), None);
+        let mut f = dtrace_dof::DofFile::new();
+        f.add_usdt_provider(&dtrace_dof::UsdtProvider {
+            name: "myprov".into(),
+            attrs: [0; 5],
+            probes: vec![dtrace_dof::UsdtProbe {
+                function: "main".into(),
+                name: "probe1".into(),
+                addr: 0x1000,
+                offsets: vec![0, 0x100],
+                enabled_offsets: vec![5],
+                native_args: vec!["int".into(), "char *".into()],
+                xlated_args: vec!["int".into(), "string".into()],
+                arg_map: vec![0, 1],
+            }],
+        });
+        let dof = dtrace_dof::write_dof(&f).unwrap();
+        let s = sites(&dof, &image).unwrap();
+        // the site at 0x1100 is outside the file
+        assert_eq!(s.len(), 1);
+        assert_eq!(
+            (s[0].provider.as_str(), s[0].name.as_str(), s[0].file_offset),
+            ("myprov", "probe1", 0)
+        );
+        assert_eq!(s[0].semaphore_offset, 0x20);
+        assert_eq!(
+            s[0].args,
+            [
+                ArgSource::UserReg {
+                    offset: regs::RDI,
+                    size: 4,
+                    signed: true
+                },
+                ArgSource::UserReg {
+                    offset: regs::RSI,
+                    size: 8,
+                    signed: false
+                }
+            ]
+        );
+        assert_eq!(s[0].types[1].dtype, "string");
+        assert!(s[0].types[1].copy.is_some());
+        assert!(sites(b"junk", &image).is_err());
+    }
+
+    #[test]
+    fn stack_arguments_after_six() {
+        assert_eq!(
+            arg_source(7, "long"),
+            ArgSource::UserMem {
+                reg: regs::RSP,
+                disp: 8,
+                size: 8,
+                signed: true
+            }
+        );
+    }
+}
