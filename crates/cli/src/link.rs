@@ -139,10 +139,11 @@ pub fn run(pname: &str, cfg: &Config) -> ExitCode {
     // The objects' probe sites, found and rewritten in memory; the files change once the DOF is out.
     let mut objects = Vec::new();
     for path in &cfg.args {
-        let processed = std::fs::read(path)
-            .map_err(|e| io_reason(&e))
-            .and_then(|b| usdt_link::process_object(&b).map_err(|e| e.to_string()));
-        match processed {
+        let bytes = match std::fs::read(path) {
+            Ok(b) => b,
+            Err(e) => return fatal(&format!("failed to open {path}: {}", io_reason(&e))),
+        };
+        match usdt_link::process_object(&bytes) {
             Ok(p) => objects.push((path, p)),
             Err(e) => return fatal(&format!("failed to process {path}: {e}")),
         }

@@ -661,6 +661,21 @@ mod tests {
     }
 
     #[test]
+    fn a_string_argument_replaced_by_its_user_copy_reads_where_strings_are_read() {
+        let ev = event();
+        let (mut ctx, captured) = firing_of(&ev, 0);
+        let user = set_copy_args(&mut ctx, &ev, &[(3, 0)]);
+        assert_eq!(user, [(0x7fff_0000, 12)]);
+        let mut m = EventMemory::new(captured.clone(), 0).with_arg_copies(user);
+        let mut b = [0u8; 2];
+        m.read_kernel(0x7fff_0000, &mut b).unwrap();
+        assert_eq!(&b, b"/e");
+        // Without the replacement, a user copy is not kernel memory.
+        let mut m = EventMemory::new(captured, 0);
+        assert_eq!(m.read_kernel(0x7fff_0000, &mut b), Err(FaultKind::BadAddr));
+    }
+
+    #[test]
     fn timestamps_never_go_negative() {
         let (ctx, _) = firing_of(&event(), -5_000);
         assert_eq!(ctx.timestamp, Some(0));
