@@ -271,7 +271,7 @@ int main(void) {
 
 #[test]
 fn a_grabbed_process_by_provider_pid_has_its_semaphore_lowered_after() {
-    use std::io::{BufRead, BufReader, Write};
+    use std::io::Write;
     use std::process::Stdio;
     let test = "a_grabbed_process_by_provider_pid_has_its_semaphore_lowered_after";
     if !traceable(test) {
@@ -284,21 +284,15 @@ fn a_grabbed_process_by_provider_pid_has_its_semaphore_lowered_after() {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    let pid = child.id().to_string();
-    let mut dt = Command::new(env!("CARGO_BIN_EXE_dtrace"))
-        .args([
+    let pid = child.id();
+    let (mut dt, _err, line) = common::grab(
+        &[
             "-n",
             &format!("myprov{pid}:::probe2-tick /arg0 == 4/ {{ exit(0); }}"),
-            "-p",
-            &pid,
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut err = BufReader::new(dt.stderr.take().unwrap());
-    let mut line = String::new();
-    let _ = err.read_line(&mut line);
+        ],
+        pid,
+        Stdio::null(),
+    );
     assert!(line.contains("matched 1 probe"), "{line}");
     let mut stdin = child.stdin.take().unwrap();
     stdin.write_all(b"one\n").unwrap();

@@ -8,7 +8,7 @@
 mod common;
 
 use common::dtrace;
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
@@ -160,23 +160,16 @@ fn a_grabbed_process_is_traced_with_p() {
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
-    let pid = child.id().to_string();
-    let mut dt = Command::new(env!("CARGO_BIN_EXE_dtrace"))
-        .args([
-            "-n",
-            "pid$target:a.out:work:return { @ = sum(arg1); } END { printa(\"sum %@d\\n\", @); }",
-            "-p",
-            &pid,
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
     // Probes are in place once dtrace reports the match (not quiet, so it does), then the
     // process may go on.
-    let mut err = BufReader::new(dt.stderr.take().unwrap());
-    let mut line = String::new();
-    let _ = err.read_line(&mut line);
+    let (dt, _err, line) = common::grab(
+        &[
+            "-n",
+            "pid$target:a.out:work:return { @ = sum(arg1); } END { printa(\"sum %@d\\n\", @); }",
+        ],
+        child.id(),
+        Stdio::piped(),
+    );
     child.stdin.take().unwrap().write_all(b"go\n").unwrap();
     assert!(child.wait().unwrap().success());
     let o = dt.wait_with_output().unwrap();
@@ -289,9 +282,7 @@ fn every_libc_function_is_probed_and_the_probes_removed() {
         .spawn()
         .unwrap();
     // The match is reported once every probe is in place; the process waits for a line first.
-    let mut err = BufReader::new(dt.stderr.take().unwrap());
-    let mut line = String::new();
-    let _ = err.read_line(&mut line);
+    let (mut err, line) = common::first_stderr_line(&mut dt);
     let attached = start.elapsed();
     let matched: u64 = line
         .split_whitespace()

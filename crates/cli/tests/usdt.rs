@@ -185,7 +185,7 @@ int main(void) {
 
 #[test]
 fn semaphores_are_lowered_when_dtrace_exits() {
-    use std::io::{BufRead, BufReader, Write};
+    use std::io::Write;
     use std::process::Stdio;
     let test = "semaphores_are_lowered_when_dtrace_exits";
     if !ready(test) {
@@ -198,21 +198,11 @@ fn semaphores_are_lowered_when_dtrace_exits() {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    let pid = child.id().to_string();
-    let mut dt = Command::new(env!("CARGO_BIN_EXE_dtrace"))
-        .args([
-            "-n",
-            "myapp$target:::tick /arg0 == 4/ { exit(0); }",
-            "-p",
-            &pid,
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut err = BufReader::new(dt.stderr.take().unwrap());
-    let mut line = String::new();
-    let _ = err.read_line(&mut line);
+    let (mut dt, _err, line) = common::grab(
+        &["-n", "myapp$target:::tick /arg0 == 4/ { exit(0); }"],
+        child.id(),
+        Stdio::null(),
+    );
     assert!(line.contains("matched 1 probe"), "{line}");
     let mut stdin = child.stdin.take().unwrap();
     stdin.write_all(b"one\n").unwrap();

@@ -82,13 +82,47 @@ pub(crate) fn open_perf_event_for(
     Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
 }
 
-/// A dynamic-probe PMU's type and the bit of `config` that makes a return probe, read from its
-/// directory under `/sys/bus/event_source/devices` (`kprobe`, `uprobe`); `None` where it is absent.
-pub(crate) fn probe_pmu(dir: &str) -> Option<(u32, u32)> {
-    let typ = std::fs::read_to_string(format!("{dir}/type")).ok()?;
-    let ret = std::fs::read_to_string(format!("{dir}/format/retprobe")).ok()?;
-    let bit = ret.trim().strip_prefix("config:")?.parse().ok()?;
-    Some((typ.trim().parse().ok()?, bit))
+/// A dynamic-probe PMU (`kprobe`, `uprobe`): its type and the bit of `config` that makes a return
+/// probe.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ProbePmu {
+    typ: u32,
+    ret_bit: u32,
+}
+
+impl ProbePmu {
+    /// Reads the PMU from its directory under `/sys/bus/event_source/devices`; `None` where it is
+    /// absent.
+    pub(crate) fn read(dir: &str) -> Option<ProbePmu> {
+        let typ = std::fs::read_to_string(format!("{dir}/type")).ok()?;
+        let ret = std::fs::read_to_string(format!("{dir}/format/retprobe")).ok()?;
+        let ret_bit = ret.trim().strip_prefix("config:")?.parse().ok()?;
+        Some(ProbePmu {
+            typ: typ.trim().parse().ok()?,
+            ret_bit,
+        })
+    }
+
+    /// The `perf_event_attr` of one probe, created disabled: `config` holds the PMU's other bits
+    /// (a uprobe's semaphore offset), `config1` the address of its name (function or path) and
+    /// `config2` its offset.
+    pub(crate) fn attr(
+        &self,
+        retprobe: bool,
+        config: u64,
+        config1: u64,
+        config2: u64,
+    ) -> [u64; PERF_ATTR_WORDS] {
+        let mut attr = [0u64; PERF_ATTR_WORDS];
+        attr[0] = u64::from(self.typ) | (u64::from(ATTR_SIZE) << 32);
+        attr[1] = config | if retprobe { 1u64 << self.ret_bit } else { 0 };
+        attr[2] = 1; // sample_period
+        attr[5] = FLAG_DISABLED;
+        attr[6] = 1; // wakeup_events
+        attr[7] = config1;
+        attr[8] = config2;
+        attr
+    }
 }
 
 /// Whether a cpu-clock perf event can be opened on the first online CPU (it is closed at once).

@@ -9,7 +9,7 @@
 //! arguments in rdi, rsi, rdx, rcx, r8, r9) or at its return (the value in rax). Closing the event
 //! or the link removes the probe, also when `dtrace` dies.
 
-use crate::attach::{attach_perf, open_perf_event_for, Attachment, ATTR_SIZE, PERF_ATTR_WORDS};
+use crate::attach::{attach_perf, open_perf_event_for, Attachment, ProbePmu};
 use crate::bpf::sys::{self, attach_type, cmd, KprobeMultiAttr};
 use crate::bpf::{Asm, Insn, ProgKind, Program};
 use crate::error::{LinuxError, Result};
@@ -17,16 +17,14 @@ use std::ffi::CString;
 use std::sync::OnceLock;
 
 const PMU: &str = "/sys/bus/event_source/devices/kprobe";
-/// `attr.flags` bit `disabled`.
-const FLAG_DISABLED: u64 = 1;
 /// `BPF_F_KPROBE_MULTI_RETURN`.
 const MULTI_RETURN: u32 = 1;
 
-/// The kprobe PMU's type and the bit of `config` that makes a return probe (read once).
-fn pmu() -> Result<(u32, u32)> {
-    static PMU_INFO: OnceLock<Option<(u32, u32)>> = OnceLock::new();
+/// The kprobe PMU (read once).
+fn pmu() -> Result<ProbePmu> {
+    static PMU_INFO: OnceLock<Option<ProbePmu>> = OnceLock::new();
     PMU_INFO
-        .get_or_init(|| crate::attach::probe_pmu(PMU))
+        .get_or_init(|| ProbePmu::read(PMU))
         .ok_or_else(|| LinuxError::Unavailable(format!("kprobes ({PMU} not readable)")))
 }
 
@@ -38,17 +36,11 @@ pub fn available() -> bool {
 /// Attaches `prog` (a [`ProgKind::Kprobe`] program) at the entry, or with `retprobe` the return, of
 /// kernel function `func`. `what` names the probe for errors.
 pub fn attach(prog: &Program, func: &str, retprobe: bool, what: &str) -> Result<Attachment> {
-    let (typ, ret_bit) = pmu()?;
+    let pmu = pmu()?;
     let name = CString::new(func)
         .map_err(|_| LinuxError::BadProbe(format!("{what}: function name has a NUL byte")))?;
-    let mut attr = [0u64; PERF_ATTR_WORDS];
-    attr[0] = u64::from(typ) | (u64::from(ATTR_SIZE) << 32);
-    attr[1] = if retprobe { 1u64 << ret_bit } else { 0 };
-    attr[2] = 1; // sample_period
-    attr[5] = FLAG_DISABLED;
-    attr[6] = 1; // wakeup_events
-    attr[7] = name.as_ptr() as u64; // kprobe_func (config1)
-    attr[8] = 0; // probe_offset (config2)
+    // config1 is the function's name (`kprobe_func`), config2 the offset in it.
+    let mut attr = pmu.attr(retprobe, 0, name.as_ptr() as u64, 0);
     let fd = open_perf_event_for(&mut attr, -1, 0, what)?;
     drop(name);
     attach_perf(&fd, prog, what)?;

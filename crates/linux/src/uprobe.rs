@@ -12,7 +12,7 @@
 //! each offset's semaphore and a cookie, which its program reads to pick the probe's capture
 //! program (see `Session`).
 
-use crate::attach::{attach_perf, open_perf_event_for, Attachment, ATTR_SIZE, PERF_ATTR_WORDS};
+use crate::attach::{attach_perf, open_perf_event_for, Attachment, ProbePmu};
 use crate::bpf::sys::{self, attach_type, cmd, UprobeMultiAttr};
 use crate::bpf::{Asm, Insn, ProgKind, Program};
 use crate::error::{LinuxError, Result};
@@ -22,14 +22,12 @@ use std::sync::OnceLock;
 const PMU: &str = "/sys/bus/event_source/devices/uprobe";
 /// The kernel's internal `ENOTSUPP` (not in libc).
 const ENOTSUPP: i32 = 524;
-/// `attr.flags` bit `disabled`.
-const FLAG_DISABLED: u64 = 1;
 
-/// The uprobe PMU's type and the bit of `config` that makes a return probe (read once).
-fn pmu() -> Result<(u32, u32)> {
-    static PMU_INFO: OnceLock<Option<(u32, u32)>> = OnceLock::new();
+/// The uprobe PMU (read once).
+fn pmu() -> Result<ProbePmu> {
+    static PMU_INFO: OnceLock<Option<ProbePmu>> = OnceLock::new();
     PMU_INFO
-        .get_or_init(|| crate::attach::probe_pmu(PMU))
+        .get_or_init(|| ProbePmu::read(PMU))
         .ok_or_else(|| LinuxError::Unavailable(format!("uprobes ({PMU} not readable)")))
 }
 
@@ -55,24 +53,18 @@ pub struct UprobeSite<'a> {
 
 /// Attaches `prog` (a kprobe-type program) at `site`. `what` names the probe for errors.
 pub fn attach(prog: &Program, site: &UprobeSite<'_>, what: &str) -> Result<Attachment> {
-    let (typ, ret_bit) = pmu()?;
+    let pmu = pmu()?;
     let path = CString::new(site.path)
         .map_err(|_| LinuxError::BadProbe(format!("{what}: object path has a NUL byte")))?;
     let pid = i32::try_from(site.pid).map_err(|_| LinuxError::NoProcess(site.pid))?;
-    let mut attr = [0u64; PERF_ATTR_WORDS];
-    attr[0] = u64::from(typ) | (u64::from(ATTR_SIZE) << 32);
-    let mut config = 0u64;
-    if site.retprobe {
-        config |= 1u64 << ret_bit;
-    }
-    // The `ref_ctr_offset` format field is config:32-63.
-    config |= site.ref_ctr_offset << 32;
-    attr[1] = config;
-    attr[2] = 1; // sample_period
-    attr[5] = FLAG_DISABLED;
-    attr[6] = 1; // wakeup_events
-    attr[7] = path.as_ptr() as u64; // uprobe_path (config1)
-    attr[8] = site.offset; // probe_offset (config2)
+    // The `ref_ctr_offset` format field is config:32-63; config1 is the path (`uprobe_path`),
+    // config2 the offset (`probe_offset`).
+    let mut attr = pmu.attr(
+        site.retprobe,
+        site.ref_ctr_offset << 32,
+        path.as_ptr() as u64,
+        site.offset,
+    );
     let fd = open_perf_event_for(&mut attr, pid, -1, what).map_err(|e| match e {
         // ENOTSUPP: the kernel cannot single-step the instruction out of line.
         LinuxError::Sys { source, .. } if source.raw_os_error() == Some(ENOTSUPP) => {

@@ -4,8 +4,9 @@
 // Each test file uses the helpers it needs.
 #![allow(dead_code)]
 
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, ChildStderr, Command, Stdio};
 
 /// Whether the kernel providers can run here (root, BPF, tracefs); prints SKIP (or fails under
 /// DTRACE_TEST_REQUIRE_KERNEL=1) if not.
@@ -107,4 +108,28 @@ pub fn same_both_ways(
     assert_eq!(kout, iout, "{script}");
     assert!(!kout.trim().is_empty(), "{script}");
     kout
+}
+
+/// Takes `child`'s stderr (piped) and reads its first line: a running `dtrace` reports the match
+/// once every probe is in place. Returns the rest of the stream (keep it open while dtrace runs)
+/// and the line.
+pub fn first_stderr_line(child: &mut Child) -> (BufReader<ChildStderr>, String) {
+    let mut err = BufReader::new(child.stderr.take().expect("stderr piped"));
+    let mut line = String::new();
+    let _ = err.read_line(&mut line);
+    (err, line)
+}
+
+/// Starts `dtrace args -p pid` with its stdout to `stdout` and waits until it reports the match
+/// (see [`first_stderr_line`]): the running dtrace, its stderr and the match line.
+pub fn grab(args: &[&str], pid: u32, stdout: Stdio) -> (Child, BufReader<ChildStderr>, String) {
+    let mut dt = Command::new(env!("CARGO_BIN_EXE_dtrace"))
+        .args(args)
+        .args(["-p", &pid.to_string()])
+        .stdout(stdout)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (err, line) = first_stderr_line(&mut dt);
+    (dt, err, line)
 }

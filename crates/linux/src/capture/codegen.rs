@@ -113,18 +113,13 @@ const fn pending_len(i: usize) -> i16 {
 const PENDING: i16 = KEY - PENDING_VALUE_SIZE as i16;
 
 // pt_regs offsets on x86-64 (ip and cs).
-const REGS_IP: i16 = 16 * 8;
+const REGS_IP: i16 = super::regs::RIP as i16;
 const REGS_CS: i16 = 17 * 8;
 const BPF_F_USER_STACK: i32 = 1 << 8;
-/// x86-64 `struct pt_regs` offsets of the syscall argument registers: rdi, rsi, rdx, r10, r8, r9.
-const SYSCALL_ARG_REGS: [i32; 6] = [14 * 8, 13 * 8, 12 * 8, 7 * 8, 9 * 8, 8 * 8];
-/// x86-64 `struct pt_regs` offsets of a function's argument registers: rdi, rsi, rdx, rcx, r8, r9.
-const FUNC_ARG_REGS: [i16; 6] = [14 * 8, 13 * 8, 12 * 8, 11 * 8, 9 * 8, 8 * 8];
-/// x86-64 `struct pt_regs` offset of rax (a function's return value).
-const REGS_AX: i16 = 10 * 8;
-/// The lowest of those offsets and the bytes from there to the end of rdi: one read copies all six.
-const REGS_FIRST: i32 = 7 * 8;
-const REGS_SPAN: i32 = 15 * 8 - REGS_FIRST;
+/// The lowest offset of the system call argument registers (`%r10`) and the bytes from there to
+/// the end of `%rdi`: one read copies all six.
+const REGS_FIRST: i32 = super::regs::R10 as i32;
+const REGS_SPAN: i32 = super::regs::RDI as i32 + 8 - REGS_FIRST;
 /// Stack slot of that copy (below the pending value).
 const REGS_COPY: i16 = PENDING - REGS_SPAN as i16;
 
@@ -278,10 +273,13 @@ fn emit_ancestors(a: &mut Asm, shape: &ProbeShape, at: usize) -> Result<()> {
 /// The `struct pt_regs` offset holding a traced function's argument or return value at a kprobe.
 fn func_reg(src: ArgSource) -> Result<i16> {
     match src {
-        ArgSource::FuncRet => Ok(REGS_AX),
-        ArgSource::FuncArg(n) => FUNC_ARG_REGS.get(n as usize).copied().ok_or_else(|| {
-            LinuxError::Asm(format!("argument {n} of a function is not in a register"))
-        }),
+        ArgSource::FuncRet => Ok(super::regs::RAX as i16),
+        ArgSource::FuncArg(n) => super::regs::CALL_ARGS
+            .get(n as usize)
+            .map(|&r| r as i16)
+            .ok_or_else(|| {
+                LinuxError::Asm(format!("argument {n} of a function is not in a register"))
+            }),
         _ => Err(LinuxError::Asm(format!(
             "{src:?} is not a function's value"
         ))),
@@ -515,8 +513,9 @@ pub(crate) fn emit_arg(a: &mut Asm, shape: &ProbeShape, src: ArgSource) -> Resul
         ArgSource::SyscallArg(n) => {
             // Read from the copy of the argument registers made once by `emit_syscall_regs`.
             need_ctx(shape, CtxKind::RawTracepoint, "a syscall argument")?;
-            let off = *SYSCALL_ARG_REGS
+            let off = super::regs::SYSCALL_ARGS
                 .get(n as usize)
+                .map(|&r| i32::from(r))
                 .ok_or_else(|| LinuxError::Asm(format!("syscall argument {n}")))?;
             a.load(Size::DW, R0, R10, REGS_COPY + (off - REGS_FIRST) as i16);
         }

@@ -23,9 +23,6 @@ const SCRATCH: i16 = -8;
 /// free again once the filter has run.
 pub(crate) const FRAME: Frame = Frame { base: -16 };
 
-/// x86-64 `struct pt_regs` offsets of the syscall argument registers: rdi, rsi, rdx, r10, r8, r9.
-const SYSCALL_ARG_REGS: [i32; 6] = [14 * 8, 13 * 8, 12 * 8, 7 * 8, 9 * 8, 8 * 8];
-
 /// A probe's shape as the translator's [`ProbeContext`].
 pub(crate) struct ShapeContext<'a> {
     pub(crate) shape: &'a ProbeShape,
@@ -60,8 +57,9 @@ impl ProbeContext for ShapeContext<'_> {
                         a.mov_imm(R0, 0);
                     }
                     Some(ArgSource::SyscallArg(i)) => {
-                        let off = *SYSCALL_ARG_REGS
+                        let off = super::regs::SYSCALL_ARGS
                             .get(i as usize)
+                            .map(|&r| i32::from(r))
                             .ok_or_else(|| format!("syscall argument {i}"))?;
                         // ctx[0] is the saved `struct pt_regs *`.
                         a.load(Size::DW, R3, R6, 0).alu_imm(op::ADD, R3, off);

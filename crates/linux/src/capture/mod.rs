@@ -9,6 +9,7 @@ pub mod layout;
 pub mod mirror;
 pub mod path;
 pub mod record;
+pub mod regs;
 mod sized;
 pub mod spec;
 

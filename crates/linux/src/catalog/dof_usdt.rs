@@ -27,16 +27,6 @@ use super::ProbeArg;
 use crate::capture::{AddrBase, AddrExpr, ArgSource, CopyRequest, MemKind};
 use crate::error::{LinuxError, Result};
 
-/// The integer argument registers of the x86-64 calling convention.
-const ARG_REGS: [u16; 6] = [
-    regs::RDI,
-    regs::RSI,
-    regs::RDX,
-    regs::RCX,
-    regs::R8,
-    regs::R9,
-];
-
 /// Bytes copied for a `string` argument.
 const STRING_SIZE: u32 = 256;
 
@@ -64,7 +54,7 @@ fn width(t: &str) -> (u8, bool) {
 /// Where argument `i` of type `t` is at a call site.
 fn arg_source(i: usize, t: &str) -> ArgSource {
     let (size, signed) = width(t);
-    match ARG_REGS.get(i) {
+    match regs::CALL_ARGS.get(i) {
         Some(&offset) => ArgSource::UserReg {
             offset,
             size,
@@ -72,7 +62,7 @@ fn arg_source(i: usize, t: &str) -> ArgSource {
         },
         None => ArgSource::UserMem {
             reg: regs::RSP,
-            disp: 8 * (i as i32 - ARG_REGS.len() as i32),
+            disp: 8 * (i as i32 - regs::CALL_ARGS.len() as i32),
             size,
             signed,
         },

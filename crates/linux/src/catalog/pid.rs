@@ -16,43 +16,8 @@ use crate::error::{LinuxError, Result};
 use crate::symbols::functions::{Function, FunctionTable};
 use std::sync::Arc;
 
-/// x86-64 `struct pt_regs` offsets.
-pub mod regs {
-    /// `%rbp`.
-    pub const RBP: u16 = 4 * 8;
-    /// `%rbx`.
-    pub const RBX: u16 = 5 * 8;
-    /// `%r11`.
-    pub const R11: u16 = 6 * 8;
-    /// `%r10`.
-    pub const R10: u16 = 7 * 8;
-    /// `%r9`.
-    pub const R9: u16 = 8 * 8;
-    /// `%r8`.
-    pub const R8: u16 = 9 * 8;
-    /// `%rax`.
-    pub const RAX: u16 = 10 * 8;
-    /// `%rcx`.
-    pub const RCX: u16 = 11 * 8;
-    /// `%rdx`.
-    pub const RDX: u16 = 12 * 8;
-    /// `%rsi`.
-    pub const RSI: u16 = 13 * 8;
-    /// `%rdi`.
-    pub const RDI: u16 = 14 * 8;
-    /// `%rip`.
-    pub const RIP: u16 = 16 * 8;
-    /// `%rsp`.
-    pub const RSP: u16 = 19 * 8;
-    /// `%r12` .. `%r15`.
-    pub const R12: u16 = 3 * 8;
-    /// `%r13`.
-    pub const R13: u16 = 2 * 8;
-    /// `%r14`.
-    pub const R14: u16 = 8;
-    /// `%r15`.
-    pub const R15: u16 = 0;
-}
+/// x86-64 `struct pt_regs` offsets (the table lives with the code that reads them).
+pub use crate::capture::regs;
 
 /// One mapped object of a process.
 #[derive(Clone, Debug)]
@@ -317,21 +282,14 @@ impl Site {
 /// The integer arguments of the x86-64 calling convention: six registers, then the stack (above
 /// the return address at a function's first instruction).
 fn call_args() -> Vec<ArgSource> {
-    let mut v: Vec<ArgSource> = [
-        regs::RDI,
-        regs::RSI,
-        regs::RDX,
-        regs::RCX,
-        regs::R8,
-        regs::R9,
-    ]
-    .iter()
-    .map(|&offset| ArgSource::UserReg {
-        offset,
-        size: 8,
-        signed: false,
-    })
-    .collect();
+    let mut v: Vec<ArgSource> = regs::CALL_ARGS
+        .iter()
+        .map(|&offset| ArgSource::UserReg {
+            offset,
+            size: 8,
+            signed: false,
+        })
+        .collect();
     for slot in 1..=2 {
         v.push(ArgSource::UserMem {
             reg: regs::RSP,
