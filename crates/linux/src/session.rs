@@ -479,6 +479,8 @@ impl Session {
                 (false, false)
             }
             AttachPoint::Fbt {
+                module,
+                function,
                 btf_id,
                 ret,
                 args,
@@ -486,7 +488,7 @@ impl Session {
             } => {
                 // A module's functions are always placed with (single) kprobes: see
                 // `catalog::fbt`; kprobe-multi links reach module functions only on newer kernels.
-                let in_module = probe.desc.module != crate::catalog::fbt::KERNEL_MODULE;
+                let in_module = module != crate::catalog::fbt::KERNEL_MODULE;
                 let mechanism = match in_module {
                     true => crate::features::FbtMechanism::Kprobe,
                     false => crate::features::fbt_mechanism()?,
@@ -518,7 +520,7 @@ impl Session {
                         };
                         let (prog, report) = load(kind, &shape, &fds)?;
                         capture_report = report;
-                        let func = probe.desc.function.clone();
+                        let func = function.clone();
                         if multi {
                             self.pending_kprobes.push(PendingKprobe {
                                 func,

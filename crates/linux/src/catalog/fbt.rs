@@ -271,7 +271,13 @@ impl FbtCatalog {
         if p.args.len() != 2 || !p.args[1].dtype.contains("int") {
             return None;
         }
-        let AttachPoint::Fbt { btf_id, .. } = p.attach else {
+        let AttachPoint::Fbt {
+            module,
+            function,
+            btf_id,
+            ..
+        } = p.attach
+        else {
             return None;
         };
         Some(Probe {
@@ -282,6 +288,8 @@ impl FbtCatalog {
                 copy: None,
             }],
             attach: AttachPoint::Fbt {
+                module,
+                function,
                 btf_id,
                 ret: false,
                 args: vec![ArgSource::ExitReason],
@@ -322,6 +330,8 @@ pub fn untyped_probe(desc: &ProbeDesc, ret: bool) -> Probe {
         desc: desc.clone(),
         args,
         attach: AttachPoint::Fbt {
+            module: desc.module.clone(),
+            function: desc.function.clone(),
             btf_id: 0,
             ret,
             args: sources,
@@ -390,6 +400,8 @@ pub fn probe_of(
         desc: desc.clone(),
         args,
         attach: AttachPoint::Fbt {
+            module: desc.module.clone(),
+            function: desc.function.clone(),
             btf_id: id,
             ret,
             args: sources,
@@ -484,6 +496,8 @@ mod tests {
         assert_eq!(
             p.attach,
             AttachPoint::Fbt {
+                module: "vmlinux".into(),
+                function: "vfs_read".into(),
                 btf_id: 7,
                 ret: true,
                 args: vec![ArgSource::Zero, ArgSource::FuncRet],

@@ -130,9 +130,14 @@ pub enum AttachPoint {
         /// Where it is placed.
         sites: Vec<UserSite>,
     },
-    /// A kernel function's entry (fentry) or return (fexit), through a BPF trampoline.
+    /// A kernel function's entry or return: fentry/fexit through a BPF trampoline, or a kprobe
+    /// (see `features::fbt_mechanism`).
     Fbt {
-        /// The function's vmlinux BTF id.
+        /// The function's module (`vmlinux` for the kernel image).
+        module: String,
+        /// The function.
+        function: String,
+        /// The function's vmlinux BTF id (0: none, kprobes only).
         btf_id: u32,
         /// Return (fexit) rather than entry (fentry).
         ret: bool,
