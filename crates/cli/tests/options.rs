@@ -160,3 +160,24 @@ fn scratchsize_bounds_alloca() {
     let (rc, _, err) = dtrace(&["-qn", prog]);
     assert_eq!(rc, 0, "{err}");
 }
+
+/// `strsize` counts a string's characters, not its NUL (DTrace for Linux keeps `strsize` characters
+/// and the NUL): constants, built-in results and `strjoin` are cut to `strsize` characters, and a
+/// string whose record is four or eight bytes still prints as a string.
+#[test]
+fn strsize_counts_characters_not_the_nul() {
+    let (rc, out, err) = dtrace(&[
+        "-q",
+        "-x",
+        "strsize=5",
+        "-n",
+        r#"BEGIN { trace("abcdefgh"); trace("|"); trace(lltostr(-1234567)); trace("|");
+            trace(strjoin("dtr", "acebegin")); trace("|"); trace(strlen("0123456789")); exit(0); }"#,
+    ]);
+    assert_eq!((rc, out.as_str()), (0, "abcde|-1234|dtrac|5\n"), "{err}");
+    for (size, s) in [("4", "abcd"), ("7", "abcdefg")] {
+        let prog = format!(r#"BEGIN {{ self->x = "{s}"; trace(self->x); exit(0); }}"#);
+        let (rc, out, err) = dtrace(&["-q", "-x", &format!("strsize={size}"), "-n", &prog]);
+        assert_eq!((rc, out.trim_end()), (0, s), "{err}");
+    }
+}

@@ -105,3 +105,18 @@ fn times_print_as_date_does_in_each_zone() {
         assert_eq!(rest, format!("{then}\n"), "TZ={tz:?}");
     }
 }
+
+/// `%@Y` and `%@T` in `printa()` print an aggregation's value (a `max(walltimestamp)`, say) as a
+/// time, as `%Y` and `%T` do a `printf()` argument.
+#[test]
+fn printa_prints_an_aggregation_value_as_a_time() {
+    let out = dtrace(
+        Some("UTC"),
+        r#"BEGIN { @t = min(1075064400 * 1000000000); printa("%@Y|", @t); printa("%@T\n", @t);
+            exit(0); }"#,
+    );
+    assert_eq!(
+        out.trim_end(),
+        "2004 Jan 25 21:00:00|Sun, 25 Jan 2004 21:00:00 UTC"
+    );
+}

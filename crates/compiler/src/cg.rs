@@ -59,6 +59,7 @@ enum Ins {
 /// Builds one DIF object.
 pub struct Cg<'a> {
     types: &'a TypeTable,
+    /// Bytes of a string's storage: `strsize` characters and the NUL, as DTrace for Linux keeps them.
     strsize: u32,
     code: Vec<Ins>,
     nlabels: usize,
@@ -82,11 +83,11 @@ fn noreg() -> crate::error::CompileError {
 }
 
 impl<'a> Cg<'a> {
-    /// A builder using `types` and the string size.
+    /// A builder using `types` and the `strsize` option (characters of a string, its NUL not counted).
     pub fn new(types: &'a TypeTable, strsize: u32) -> Cg<'a> {
         Cg {
             types,
-            strsize,
+            strsize: strsize.saturating_add(1),
             code: Vec::new(),
             nlabels: 0,
             inttab: Vec::new(),

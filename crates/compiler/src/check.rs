@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 
-use dtrace_dif::program::ActionKind;
+use dtrace_dif::program::{ActionKind, ProbeDesc};
 
 use crate::ast::{Clause, Stmt, VarScope};
 use crate::error::{CResult, CompileError, ErrTag};
@@ -346,6 +346,15 @@ impl<'o> Checker<'o> {
         self.probe_args = None;
         self.probe_natives = None;
         self.probe_name = c.probes.first().map(|p| p.0.clone()).unwrap_or_default();
+        let begin_or_end = !c.probes.is_empty()
+            && c.probes.iter().all(|(spec, line)| {
+                crate::lower::probe_desc(spec, *line).is_ok_and(|d| is_begin_or_end(&d))
+            });
+        if begin_or_end {
+            // BEGIN and END have no arguments: any args[n] is out of range (D_ARGS_IDX).
+            self.probe_args = Some(Vec::new());
+            return Ok(());
+        }
         let Some(info) = self.probe_info else {
             return Ok(());
         };
@@ -524,4 +533,13 @@ impl<'o> Checker<'o> {
         }
         e
     }
+}
+
+/// Whether `d` names exactly the `dtrace` provider's BEGIN or END probe (`BEGIN`, `dtrace:::END`),
+/// the probes that have no arguments.
+fn is_begin_or_end(d: &ProbeDesc) -> bool {
+    matches!(d.provider.as_str(), "" | "dtrace")
+        && d.module.is_empty()
+        && d.function.is_empty()
+        && matches!(d.name.as_str(), "BEGIN" | "END")
 }

@@ -777,10 +777,13 @@ impl<'o> Checker<'o> {
                     );
                 }
                 let signed = self.types.is_signed(v.ty);
-                let byref = self.types.is_by_ref(v.ty) && !self.types.is_string(v.ty);
+                let string = self.types.is_string(v.ty);
+                let byref = self.types.is_by_ref(v.ty) && !string;
                 let mut p = Plan::new(ActionKind::DifExpr, Some(v));
                 if byref {
                     p.arg = dtrace_dif::program::TRACE_BYREF;
+                } else if string {
+                    p.arg = dtrace_dif::program::TRACE_STRING;
                 } else if signed {
                     p.arg = dtrace_dif::program::TRACE_SIGNED;
                 }

@@ -26,7 +26,7 @@ pub struct CompileOptions {
     pub default_args: bool,
     /// Data model (`-32`/`-64`).
     pub model: DataModel,
-    /// `-x strsize` (bytes, including the NUL).
+    /// `-x strsize`: characters of a string, its NUL not counted (a string's storage is one more).
     pub strsize: u32,
     /// `-w`: destructive actions allowed.
     pub destructive: bool,

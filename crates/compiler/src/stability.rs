@@ -222,7 +222,7 @@ mod tests {
             }
         );
         let a = one(
-            "BEGIN /probeprov == \"x\"/ { trace(args[0]); trace(probemod); trace(probename); }",
+            "syscall::read:entry /probeprov == \"x\"/ { trace(args[0]); trace(probemod); trace(probename); }",
         );
         assert_eq!(
             a.deps,

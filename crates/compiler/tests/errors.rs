@@ -870,3 +870,24 @@ fn struct_keys_must_match_the_arrays_prototype() {
         "line 1: a[ ] key #1 is incompatible with prototype:\n\tprototype: struct r\n\t      key: struct q",
     );
 }
+
+#[test]
+fn begin_and_end_have_no_args() {
+    golden(
+        "BEGIN { trace(args[0]); }",
+        ErrTag::D_ARGS_IDX,
+        "line 1: index 0 is out of range for BEGIN args[ ]",
+    );
+    golden(
+        "dtrace:::END { trace(args[1]); }",
+        ErrTag::D_ARGS_IDX,
+        "line 1: index 1 is out of range for dtrace:::END args[ ]",
+    );
+    // arg0 is still allowed, and so is args[] where the probes are not known
+    compile("BEGIN { trace(arg0); }", &CompileOptions::default()).unwrap();
+    compile(
+        "BEGIN, syscall::read:entry { trace(args[0]); }",
+        &CompileOptions::default(),
+    )
+    .unwrap();
+}

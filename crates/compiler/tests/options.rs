@@ -43,7 +43,8 @@ fn strsize_shapes_string_records() {
         ..Default::default()
     };
     let p = compile("BEGIN { trace(execname); trace(sizeof (string)); }", &o).unwrap();
-    assert_eq!(p.ecbs[0].actions[0].difo.as_ref().unwrap().rtype.size, 32);
+    // a string record holds strsize characters and the NUL; sizeof (string) is strsize itself
+    assert_eq!(p.ecbs[0].actions[0].difo.as_ref().unwrap().rtype.size, 33);
     assert_eq!(const_of(&p, 1), 32);
 }
 

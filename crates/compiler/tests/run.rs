@@ -314,7 +314,10 @@ fn kernel_symbols() {
 
 #[test]
 fn args_array_and_probe_argument_types() {
-    assert_eq!(val("args[1] + args[2]"), "50");
+    assert_eq!(
+        run("syscall::read:entry { trace(args[1] + args[2]); }"),
+        ["50"]
+    );
     let p = dtrace_compiler::compile_with(
         "syscall::read:entry { trace(args[0]); trace(args[1]); trace(args[2]); }",
         &CompileOptions::default(),
@@ -342,7 +345,11 @@ fn args_array_and_probe_argument_types() {
         "line 1: index 3 is out of range for syscall::read:entry args[ ]"
     );
     // args[] cannot be assigned
-    let e = compile("BEGIN { args[0] = 1; }", &CompileOptions::default()).unwrap_err();
+    let e = compile(
+        "syscall::read:entry { args[0] = 1; }",
+        &CompileOptions::default(),
+    )
+    .unwrap_err();
     assert_eq!(e.tag, dtrace_compiler::ErrTag::D_OP_WRITE);
 }
 
@@ -468,7 +475,7 @@ impl dtrace_compiler::ProbeInfo for Unknowns {
 #[test]
 fn unknown_probe_and_symbol_types_are_errors() {
     let e = dtrace_compiler::compile_with(
-        "BEGIN { trace(args[0]); }",
+        "syscall::read:entry { trace(args[0]); }",
         &CompileOptions::default(),
         Vec::new(),
         Some(&Unknowns),
@@ -477,7 +484,7 @@ fn unknown_probe_and_symbol_types_are_errors() {
     assert_eq!(e.tag, dtrace_compiler::ErrTag::D_ARGS_TYPE);
     assert_eq!(
         e.file_message(false),
-        "line 1: failed to resolve native argument type struct nosuch * for BEGIN"
+        "line 1: failed to resolve native argument type struct nosuch * for syscall::read:entry"
     );
     let e = dtrace_compiler::compile_with(
         "tick-1s { trace(`x); }",

@@ -62,7 +62,7 @@ fn expressions_pass_the_verifier() {
     ];
     for (i, e) in exprs.iter().enumerate() {
         let src = format!(
-            "struct s {{ int a; char c[4]; struct s *n; }};\nBEGIN {{ self->x = 1; this->y = 2; g = 3; b[\"k\"] = 1; }}\nBEGIN /arg0/ {{ trace({e}); }}"
+            "struct s {{ int a; char c[4]; struct s *n; }};\nBEGIN {{ self->x = 1; this->y = 2; g = 3; b[\"k\"] = 1; }}\nsyscall::read:entry /arg0/ {{ trace({e}); }}"
         );
         verify_program(&format!("expr #{i}"), &src);
     }

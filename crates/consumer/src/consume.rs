@@ -11,6 +11,7 @@ use std::rc::Rc;
 
 use dtrace_dif::program::{
     split_libact_arg, ActionKind, LibAction, PrintType, RecDesc, TRACE_BYREF, TRACE_SIGNED,
+    TRACE_STRING,
 };
 use dtrace_framework::records::{
     fault_eprobe_desc, BufferSnapshot, EprobeDesc, ProbeInfo, EPID_NONE, FAULT_EPID, RECHDR_SIZE,
@@ -810,6 +811,11 @@ impl Decoder {
         if r.action == ActionKind::DifExpr && r.arg == TRACE_BYREF {
             // a struct, union or array: its bytes, whatever its size
             bytes::print_bytes(out, bytes, -33, quiet, true);
+            return Ok(1);
+        }
+        if r.action == ActionKind::DifExpr && r.arg == TRACE_STRING {
+            // a string, whatever its size (a four- or eight-byte one is not a number)
+            bytes::print_bytes(out, bytes, -33, quiet, self.flags.rawbytes);
             return Ok(1);
         }
         let signed = r.action == ActionKind::DifExpr && r.arg == TRACE_SIGNED;

@@ -614,13 +614,7 @@ fn value(
             if b.len() != 8 {
                 return Err(mismatch(b.len(), "a time conversion"));
             }
-            let ns = recdata::uint(b).unwrap_or(0);
-            let s = if conv.kind == ConvKind::Time {
-                timefmt::ymdhms(ns, env.zone)
-            } else {
-                timefmt::rfc822(ns, env.zone)
-            };
-            cformat::fmt_str(out, spec, s.as_bytes());
+            print_time(out, env, conv, spec, recdata::uint(b).unwrap_or(0));
         }
         ConvKind::Port => {
             if b.len() != 2 {
@@ -662,12 +656,28 @@ fn agg_value(
             ConvKind::Wide if conv.ofmt == b'c' => print_wide(out, conv, spec, av.data, av.normal),
             // An aggregation value is an int64_t, not a wchar_t array.
             ConvKind::Wide => Err(mismatch(av.data.len(), "a wchar_t array (%ls)")),
+            // `%@Y` and `%@T`: the value (of `max(walltimestamp)`, say) as a time.
+            ConvKind::Time | ConvKind::Time822 => {
+                let v = recdata::sint(av.data).ok_or(mismatch(av.data.len(), "%@"))?;
+                print_time(out, env, conv, spec, (v / (av.normal as i64).max(1)) as u64);
+                Ok(())
+            }
             _ => {
                 let v = recdata::sint(av.data).ok_or(mismatch(av.data.len(), "%@"))?;
                 print_int_value(out, conv, spec, v / (av.normal as i64).max(1))
             }
         },
     }
+}
+
+/// `%Y` (`YYYY Mon DD HH:MM:SS`) or `%T` (RFC 822) of `ns` nanoseconds since the epoch.
+fn print_time(out: &mut Vec<u8>, env: &FmtEnv<'_>, conv: &Conv, spec: &Spec, ns: u64) {
+    let s = if conv.kind == ConvKind::Time {
+        timefmt::ymdhms(ns, env.zone)
+    } else {
+        timefmt::rfc822(ns, env.zone)
+    };
+    cformat::fmt_str(out, spec, s.as_bytes());
 }
 
 fn print_int_value(out: &mut Vec<u8>, conv: &Conv, spec: &Spec, v: i64) -> Result<()> {

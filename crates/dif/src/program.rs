@@ -129,6 +129,11 @@ pub const TRACE_SIGNED: u64 = 1;
 /// printed as a string).
 pub const TRACE_BYREF: u64 = 4;
 
+/// The `arg` of a `trace()` record (`ActionKind::DifExpr`) whose value is a string: DTrace for Linux
+/// prints it as a string whatever its size (`trace(x)` of a string under `strsize=7` is an eight-byte
+/// record, printed as the string, not as a 64-bit number).
+pub const TRACE_STRING: u64 = 8;
+
 /// The `arg` of a `printf()` argument record (`ActionKind::DifExpr`) whose value is an unsigned
 /// integer: DTrace for Linux's `%d` and `%i` print it unsigned (`printf("%s %d", s, (uint8_t)-1)`
 /// prints 255). The first argument is recorded by the printf action itself, whose `arg` is the

@@ -699,7 +699,7 @@ impl Framework {
             self.options.specsize.min(usize::MAX as u64) as usize,
         );
         self.vars = VarState::new(VmOptions {
-            strsize: self.options.strsize as usize,
+            strsize: self.options.string_storage() as usize,
             dynvarsize: self.options.dynvarsize.min(usize::MAX as u64) as usize,
             scratch_size: self.options.scratchsize.min(usize::MAX as u64) as usize,
         });

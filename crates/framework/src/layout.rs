@@ -142,7 +142,7 @@ fn action_size(i: usize, a: &ActionDesc, opts: &Options) -> Result<(u64, u64), L
         match &a.difo {
             None => 0,
             Some(d) if d.rtype.size != 0 => d.rtype.size as u64,
-            Some(d) if d.rtype.is_string() => opts.strsize,
+            Some(d) if d.rtype.is_string() => opts.string_storage(),
             Some(_) => 0,
         }
     };

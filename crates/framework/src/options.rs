@@ -69,7 +69,8 @@ pub struct Options {
     pub cleanrate: u64,
     /// `dynvarsize`: bytes of dynamic variable space (default 1m).
     pub dynvarsize: u64,
-    /// `strsize`: maximum string size, NUL included (default 256).
+    /// `strsize`: the most characters of a string, its NUL not counted (default 256); see
+    /// [`Options::string_storage`].
     pub strsize: u64,
     /// `nspec`: number of speculation buffers (default 1).
     pub nspec: u64,
@@ -97,6 +98,14 @@ pub struct Options {
     /// `scratchsize`: bytes of scratch space (`alloca()` and string temporaries) per probe firing
     /// (default 1m), rounded up to a multiple of 8 bytes.
     pub scratchsize: u64,
+}
+
+impl Options {
+    /// Bytes a string takes in a record or variable: `strsize` characters and the NUL, as DTrace for
+    /// Linux stores them (`strsize=5` traces `"abcdefgh"` as the six bytes `abcde\0`).
+    pub fn string_storage(&self) -> u64 {
+        self.strsize.saturating_add(1)
+    }
 }
 
 impl Default for Options {

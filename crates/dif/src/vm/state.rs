@@ -65,7 +65,8 @@ pub(crate) type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
 /// Options that bound the interpreter (DTrace's `strsize`, `dynvarsize` and the scratch size).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct VmOptions {
-    /// Maximum size of a string, its NUL included (`strsize`, default 256).
+    /// Bytes of a string's storage, its NUL included: one more than DTrace's `strsize` option, as
+    /// DTrace for Linux keeps `strsize` characters and the NUL (default 257).
     pub strsize: usize,
     /// Bytes of dynamic variable space (`dynvarsize`, default 1 MiB).
     pub dynvarsize: usize,
@@ -76,7 +77,7 @@ pub struct VmOptions {
 impl Default for VmOptions {
     fn default() -> VmOptions {
         VmOptions {
-            strsize: 256,
+            strsize: 257,
             dynvarsize: 1 << 20,
             scratch_size: 1 << 20,
         }

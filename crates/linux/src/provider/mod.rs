@@ -737,7 +737,7 @@ impl LinuxTracing {
                 session: None,
                 session_opts: opts,
                 clauses: Vec::new(),
-                strsize: needs::DEFAULT_STRSIZE,
+                strsize: needs::DEFAULT_STRING_STORAGE,
                 in_session: HashSet::new(),
                 active: Default::default(),
                 arg_copies: Default::default(),

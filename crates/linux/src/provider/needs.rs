@@ -28,8 +28,10 @@ use dtrace_dif::subr::Subr;
 use dtrace_dif::vars;
 use std::collections::{HashMap, HashSet};
 
-/// Default `strsize` (bytes a `copyinstr` copies, NUL included).
+/// Default `strsize` (characters of a string, its NUL not counted).
 pub const DEFAULT_STRSIZE: u32 = 256;
+/// Bytes of a string under the default `strsize`: its characters and the NUL.
+pub const DEFAULT_STRING_STORAGE: u32 = DEFAULT_STRSIZE + 1;
 /// Default `stackframes`.
 pub const DEFAULT_STACKFRAMES: u32 = 20;
 /// Default `ustackframes`.
@@ -102,7 +104,8 @@ pub struct ProgramNeeds {
     pub clauses: Vec<(ProbeDesc, ClauseNeeds)>,
 }
 
-/// The `strsize` of a program (its pragma, else the default).
+/// Bytes of a string in a program (its `strsize` pragma, else the default, and the NUL): what the
+/// interpreter keeps of one and the most a string copy takes.
 fn strsize_of(program: &Program) -> u32 {
     program
         .options
@@ -111,8 +114,8 @@ fn strsize_of(program: &Program) -> u32 {
         .find(|(n, _)| n == "strsize")
         .and_then(|(_, v)| v.as_deref())
         .and_then(dtrace_dif::optval::parse_size)
-        .map(|s| s.clamp(1, u64::from(MAX_COPY_SIZE)) as u32)
-        .unwrap_or(DEFAULT_STRSIZE)
+        .map(|s| s.saturating_add(1).clamp(2, u64::from(MAX_COPY_SIZE)) as u32)
+        .unwrap_or(DEFAULT_STRING_STORAGE)
 }
 
 /// Analyses every clause of `program`.
@@ -893,13 +896,13 @@ fn sized_bytes(addr: &AddrExpr, len: &Val) -> Option<CopyRequest> {
     })
 }
 
-/// `copyinstr(addr)` or `copyinstr(addr, maxlen)`: `strsize` bytes, and when a probe argument gives
-/// `maxlen`, no more characters than it says (the bytes past a buffer that is not NUL-terminated
-/// may not be mapped).
+/// `copyinstr(addr)` or `copyinstr(addr, maxlen)`: a string's bytes (`strsize`, the storage), and
+/// when a probe argument gives `maxlen`, no more bytes than it says, the NUL among them (the bytes
+/// past a buffer that is not NUL-terminated may not be mapped).
 fn sized_string(addr: AddrExpr, maxlen: Option<&Val>, strsize: u32) -> CopyRequest {
     let mut c = CopyRequest::new(addr, MemKind::UserString, strsize);
     if let Some((arg, max)) = maxlen.and_then(length_arg) {
-        c.size = u64::from(strsize).min(max.saturating_add(1)) as u32;
+        c.size = u64::from(strsize).min(max.max(1)) as u32;
         c.size_arg = Some(arg);
     }
     c
@@ -1198,7 +1201,7 @@ pub fn fuzz_entry(data: &[u8]) {
         assert!(
             c.kstack.unwrap_or(0) <= MAX_STACK_DEPTH && c.ustack.unwrap_or(0) <= MAX_STACK_DEPTH
         );
-        if let Ok(spec) = spec_for(&[c], &[0, 1, 2], DEFAULT_STRSIZE) {
+        if let Ok(spec) = spec_for(&[c], &[0, 1, 2], DEFAULT_STRING_STORAGE) {
             assert!(spec.copies.len() <= MAX_COPIES);
             // Every copy asked for is one the capture can make.
             assert!(spec.copies.iter().all(|c| c.addr.derefs.len() <= MAX_DEREFS
@@ -1231,7 +1234,7 @@ mod tests {
             vec![CopyRequest::new(
                 AddrExpr::arg(1),
                 MemKind::UserString,
-                DEFAULT_STRSIZE
+                DEFAULT_STRING_STORAGE
             )]
         );
     }
@@ -1270,7 +1273,7 @@ mod tests {
             r#"syscall::read:entry { stack(); } syscall::read:entry { ustack(5); trace(copyinstr(arg0)); }"#,
         );
         let all: Vec<&ClauseNeeds> = n.clauses.iter().map(|(_, c)| c).collect();
-        let spec = spec_for(&all, &[], DEFAULT_STRSIZE).unwrap();
+        let spec = spec_for(&all, &[], DEFAULT_STRING_STORAGE).unwrap();
         assert_eq!(spec.kstack, Some(DEFAULT_STACKFRAMES));
         assert_eq!(spec.ustack, Some(5));
         assert_eq!(spec.copies.len(), 1);
@@ -1426,7 +1429,7 @@ mod tests {
         for want in [
             kcopy(task, 0, &[], bytes, 4),
             kcopy(task, 8, &[], bytes, 8),
-            kcopy(task, 24, &[], string, DEFAULT_STRSIZE),
+            kcopy(task, 24, &[], string, DEFAULT_STRING_STORAGE),
             kcopy(task, 27, &[], bytes, 1),
             kcopy(task, 16, &[], bytes, 8),
             kcopy(task, 16, &[16], bytes, 8),
@@ -1434,7 +1437,7 @@ mod tests {
         ] {
             assert!(c.copies.contains(&want), "{want:?} not in {:?}", c.copies);
         }
-        let spec = spec_for(&[c], &[], DEFAULT_STRSIZE).unwrap();
+        let spec = spec_for(&[c], &[], DEFAULT_STRING_STORAGE).unwrap();
         // The task's own fields in one copy, bytes 0..28; the string apart; one copy per hop.
         assert!(
             spec.copies.contains(&kcopy(task, 0, &[], bytes, 28)),
@@ -1443,7 +1446,7 @@ mod tests {
         );
         assert!(spec
             .copies
-            .contains(&kcopy(task, 24, &[], string, DEFAULT_STRSIZE)));
+            .contains(&kcopy(task, 24, &[], string, DEFAULT_STRING_STORAGE)));
         assert!(spec.copies.contains(&kcopy(task, 16, &[16], bytes, 8)));
         assert!(spec.copies.contains(&kcopy(task, 16, &[16, 8], bytes, 8)));
         assert_eq!(spec.copies.len(), 4, "{:?}", spec.copies);
@@ -1514,7 +1517,7 @@ mod tests {
             16,
             &[8, 0],
             MemKind::UserString,
-            DEFAULT_STRSIZE
+            DEFAULT_STRING_STORAGE
         )));
         let n = needs(&format!(
             "{FOO} sdt:::x {{ tracemem(copyin(((struct foo *)curthread)->next->b, 80), 80); }}"
@@ -1541,7 +1544,13 @@ mod tests {
         let c = &n.clauses[0].1;
         let task = AddrBase::CurrentTask;
         for want in [
-            kcopy(task, 16, &[8, 0], MemKind::UserString, DEFAULT_STRSIZE),
+            kcopy(
+                task,
+                16,
+                &[8, 0],
+                MemKind::UserString,
+                DEFAULT_STRING_STORAGE,
+            ),
             kcopy(task, 16, &[0], MemKind::KernelBytes, 4),
             kcopy(task, 16, &[16, 0], MemKind::KernelBytes, 4),
         ] {
@@ -1558,7 +1567,7 @@ mod tests {
         );
         let n = needs(&format!("{FOO} sdt:::x {{ trace({deep}); }}"));
         let c = &n.clauses[0].1;
-        let e = spec_for(&[c], &[], DEFAULT_STRSIZE).unwrap_err();
+        let e = spec_for(&[c], &[], DEFAULT_STRING_STORAGE).unwrap_err();
         assert!(e.starts_with("not yet supported:"), "{e}");
         // One copy per hop: the copy limit comes first.
         let ok = format!(
@@ -1566,7 +1575,7 @@ mod tests {
             "->next".repeat(MAX_COPIES - 1)
         );
         let n = needs(&format!("{FOO} sdt:::x {{ trace({ok}); }}"));
-        assert!(spec_for(&[&n.clauses[0].1], &[], DEFAULT_STRSIZE).is_ok());
+        assert!(spec_for(&[&n.clauses[0].1], &[], DEFAULT_STRING_STORAGE).is_ok());
     }
 
     #[test]
@@ -1737,7 +1746,7 @@ mod smoke {
                 .all(|c| c.size >= 1 && c.size <= MAX_COPY_SIZE));
             assert!(c.kstack.unwrap_or(0) <= MAX_STACK_DEPTH);
             assert!(c.ustack.unwrap_or(0) <= MAX_STACK_DEPTH);
-            if let Ok(spec) = spec_for(&[c], &[0, 1], DEFAULT_STRSIZE) {
+            if let Ok(spec) = spec_for(&[c], &[0, 1], DEFAULT_STRING_STORAGE) {
                 assert!(spec.copies.len() <= MAX_COPIES);
             }
         }

@@ -109,7 +109,7 @@ impl Machine {
             Progenyof => Ok(env.ctx.progenyof(arg(0)) as u64),
             // DTrace for Linux faults on strlen(NULL) as on any other bad address
             Strlen if arg(0) == 0 => Err(Fault::new(FaultKind::BadAddr, 0)),
-            Strlen => self.strlen(env, arg(0), strsize).map(|n| n as u64),
+            Strlen => self.strlen(env, arg(0), strsize - 1).map(|n| n as u64),
             Copyin => {
                 let size = arg(1);
                 let dst = self.alloc(size)?;
@@ -123,10 +123,11 @@ impl Machine {
                 Ok(0)
             }
             Copyinstr => {
-                // copyinstr(addr, maxlen) copies up to maxlen characters and the NUL.
-                let mut size = strsize as u64;
+                // DTrace for Linux's copyinstr(addr [, maxlen]) copies `strsize` bytes (the option's
+                // value, one less than a string's storage), or maxlen if less, the NUL among them.
+                let mut size = strsize.saturating_sub(1) as u64;
                 if nargs > 1 && arg(1) < size {
-                    size = arg(1) + 1;
+                    size = arg(1).max(1);
                 }
                 let dst = self.alloc(size)?;
                 if size > 0 {
@@ -181,14 +182,9 @@ impl Machine {
                     r = self.read_str(env.obj, env.mem, arg(1), strsize - 1, false, &mut b);
                 }
                 let res = r.and_then(|_| {
-                    if a.len() + b.len() + 1 > strsize {
-                        return Err(Fault::with_detail(
-                            FaultKind::NoScratch,
-                            0,
-                            "strjoin result longer than strsize",
-                        ));
-                    }
+                    // DTrace for Linux caps the joined string at strsize characters.
                     a.extend_from_slice(&b);
+                    a.truncate(strsize - 1);
                     // Like DTrace, strjoin consumes only the scratch its result needs.
                     self.put_str(&a)
                 });

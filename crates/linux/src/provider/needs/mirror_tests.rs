@@ -59,10 +59,10 @@ fn read_buffer_saved_at_entry_is_copied_at_return() {
     assert!(entry.copies.is_empty(), "{entry:?}");
     assert_eq!(ret.mirror, vec![MirrorOp { var, value: None }]);
     // Each probe's spec: the entry only saves, the return copies then removes.
-    let es = spec_for(&[entry], &[], DEFAULT_STRSIZE).unwrap();
+    let es = spec_for(&[entry], &[], DEFAULT_STRING_STORAGE).unwrap();
     assert_eq!(es.mirror, entry.mirror);
     assert!(es.copies.is_empty());
-    let rs = spec_for(&[ret], &[], DEFAULT_STRSIZE).unwrap();
+    let rs = spec_for(&[ret], &[], DEFAULT_STRING_STORAGE).unwrap();
     assert_eq!(rs.copies.len(), 1);
     assert_eq!(rs.mirror, vec![MirrorOp { var, value: None }]);
 }
@@ -79,7 +79,7 @@ fn opensnoop_path_saved_at_entry() {
         vec![CopyRequest::new(
             tv(var),
             MemKind::UserString,
-            DEFAULT_STRSIZE
+            DEFAULT_STRING_STORAGE
         )]
     );
     assert!(!n.clauses[1].1.any_string_arg);
@@ -273,7 +273,7 @@ fn a_load_after_a_store_in_the_same_clause_reads_what_was_stored() {
         vec![CopyRequest::new(
             AddrExpr::arg(1),
             MemKind::UserString,
-            DEFAULT_STRSIZE
+            DEFAULT_STRING_STORAGE
         )]
     );
     let var = thread_var(&n.clauses[1].1);
@@ -336,7 +336,7 @@ fn a_later_clause_of_the_storing_probe_copies_from_the_stored_address() {
     let (store, load) = (&n.clauses[0].1, &n.clauses[1].1);
     let var = thread_var(load);
     // In clause order the copy is made from arg1 + 2 itself.
-    let spec = spec_for(&[store, load], &[], DEFAULT_STRSIZE).unwrap();
+    let spec = spec_for(&[store, load], &[], DEFAULT_STRING_STORAGE).unwrap();
     assert_eq!(
         spec.copies,
         vec![CopyRequest::new(
@@ -353,7 +353,7 @@ fn a_later_clause_of_the_storing_probe_copies_from_the_stored_address() {
         }]
     );
     // A clause before the store reads what an earlier firing saved: the mirror.
-    let spec = spec_for(&[load, store], &[], DEFAULT_STRSIZE).unwrap();
+    let spec = spec_for(&[load, store], &[], DEFAULT_STRING_STORAGE).unwrap();
     assert_eq!(
         spec.copies[0].addr,
         AddrExpr::kernel(AddrBase::ThreadVar(var), 2, Vec::new())

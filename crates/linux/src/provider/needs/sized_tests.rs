@@ -57,7 +57,7 @@ fn copyin_sized_by_an_argument() {
     let c = one(
         "syscall::write:entry { tracemem(copyin(arg1, arg2), 64); tracemem(copyin(arg1, 16), 16); }",
     );
-    let spec = spec_for(&[&c], &[], DEFAULT_STRSIZE).unwrap();
+    let spec = spec_for(&[&c], &[], DEFAULT_STRING_STORAGE).unwrap();
     assert_eq!(spec.copies.len(), 2, "{:?}", spec.copies);
     assert!(spec
         .copies
@@ -96,14 +96,15 @@ fn copyinstr_with_an_argument_as_maxlen() {
         vec![user(
             AddrExpr::arg(1),
             MemKind::UserString,
-            DEFAULT_STRSIZE,
+            DEFAULT_STRING_STORAGE,
             Some(2)
         )]
     );
+    // maxlen counts the NUL, as in DTrace for Linux: at most 7 bytes, 6 characters.
     let c = one("syscall::write:entry { trace(copyinstr(arg1, arg2 & 7)); }");
     assert_eq!(
         c.copies,
-        vec![user(AddrExpr::arg(1), MemKind::UserString, 8, Some(2))]
+        vec![user(AddrExpr::arg(1), MemKind::UserString, 7, Some(2))]
     );
     // A constant maxlen: strsize bytes as before.
     let c = one("syscall::write:entry { trace(copyinstr(arg1, 5)); }");
@@ -112,7 +113,7 @@ fn copyinstr_with_an_argument_as_maxlen() {
         vec![user(
             AddrExpr::arg(1),
             MemKind::UserString,
-            DEFAULT_STRSIZE,
+            DEFAULT_STRING_STORAGE,
             None
         )]
     );
@@ -140,7 +141,12 @@ fn user_pointer_chains_of_execve_argv() {
         c.copies,
         vec![
             user(hops(1, 8, &[]), MemKind::UserBytes, 8, None),
-            user(hops(1, 8, &[0]), MemKind::UserString, DEFAULT_STRSIZE, None),
+            user(
+                hops(1, 8, &[0]),
+                MemKind::UserString,
+                DEFAULT_STRING_STORAGE,
+                None
+            ),
         ]
     );
     // Through a clause-local array, indexed by constants, across clauses of one probe.
@@ -153,19 +159,29 @@ fn user_pointer_chains_of_execve_argv() {
     let c = &n.clauses[1].1;
     for want in [
         user(AddrExpr::arg(1), MemKind::UserBytes, 32, None),
-        user(hops(1, 0, &[0]), MemKind::UserString, DEFAULT_STRSIZE, None),
-        user(hops(1, 8, &[0]), MemKind::UserString, DEFAULT_STRSIZE, None),
+        user(
+            hops(1, 0, &[0]),
+            MemKind::UserString,
+            DEFAULT_STRING_STORAGE,
+            None,
+        ),
+        user(
+            hops(1, 8, &[0]),
+            MemKind::UserString,
+            DEFAULT_STRING_STORAGE,
+            None,
+        ),
         user(
             hops(1, 16, &[0]),
             MemKind::UserString,
-            DEFAULT_STRSIZE,
+            DEFAULT_STRING_STORAGE,
             None,
         ),
     ] {
         assert!(c.copies.contains(&want), "{want:?} not in {:?}", c.copies);
     }
     assert_eq!(c.copies.len(), 4);
-    let spec = spec_for(&[c], &[0], DEFAULT_STRSIZE).unwrap();
+    let spec = spec_for(&[c], &[0], DEFAULT_STRING_STORAGE).unwrap();
     assert_eq!(spec.copies.len(), 4);
     crate::capture::RecordLayout::for_spec(&spec, "execve").unwrap();
 }
