@@ -457,8 +457,9 @@ mod tests {
         let r = l.principal_recs();
         assert_eq!((r[0].offset, r[0].size, r[0].alignment), (12, 4, 4));
         assert_eq!((r[1].offset, r[1].size, r[1].alignment), (16, 8, 8));
-        assert_eq!((r[2].offset, r[2].size, r[2].alignment), (24, 256, 8));
-        assert_eq!((r[3].offset, r[3].size, r[3].alignment), (280, 1, 1));
+        // A string takes strsize characters and the NUL.
+        assert_eq!((r[2].offset, r[2].size, r[2].alignment), (24, 257, 1));
+        assert_eq!((r[3].offset, r[3].size, r[3].alignment), (281, 1, 1));
         assert_eq!(l.size, 284);
         assert_eq!(l.alignment, 8);
     }
@@ -511,8 +512,8 @@ mod tests {
         assert_eq!(l.aggs.len(), 1);
         let a = &l.aggs[0];
         assert_eq!(a.keys, vec![0, 1]);
-        assert_eq!((a.recs[0].offset, a.recs[0].size), (0, 256));
-        assert_eq!((a.recs[1].offset, a.recs[1].size), (256, 4));
+        assert_eq!((a.recs[0].offset, a.recs[0].size), (0, 257));
+        assert_eq!((a.recs[1].offset, a.recs[1].size), (260, 4));
         assert_eq!((a.recs[2].offset, a.recs[2].size), (264, 13 * 8));
         assert_eq!(a.key_size, 264);
         assert_eq!(a.value_words, 13);
