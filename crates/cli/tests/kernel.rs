@@ -267,3 +267,28 @@ fn temporal_orders_records_of_every_cpu_by_time() {
     assert_eq!(cpus.len(), online, "records not from every CPU:\n{out}");
     assert!(lines.len() > 100, "{out}");
 }
+
+#[test]
+fn strsize_from_the_command_line_sizes_strings_copied_at_the_probe() {
+    if !kernel_ok("strsize_from_the_command_line") {
+        return;
+    }
+    // A path of 414 characters (no such file: cat's open fails, after the probe has seen it).
+    let path = format!("/nonexistent/{}x", "abcdefghi/".repeat(40));
+    assert_eq!(path.len(), 414);
+    let cmd = format!("cat {path}");
+    let d = "syscall::openat:entry /pid == $target/ { @ = max(strlen(copyinstr(arg1))); }";
+    let longest = |opts: &[&str]| {
+        let mut args = vec!["-q"];
+        args.extend_from_slice(opts);
+        args.extend_from_slice(&["-n", d, "-c", &cmd]);
+        let (_, out, err) = dtrace(&args);
+        out.trim()
+            .parse::<u64>()
+            .unwrap_or_else(|_| panic!("{opts:?}: {out:?} {err}"))
+    };
+    // copyinstr() copies strsize bytes, its NUL included (DTrace for Linux).
+    assert_eq!(longest(&["-x", "strsize=600"]), 414);
+    assert_eq!(longest(&[]), 255);
+    assert_eq!(longest(&["-x", "strsize=100"]), 99);
+}

@@ -165,6 +165,19 @@ impl Tracer for KernelTracer {
         } else {
             prog
         };
+        // The Linux side sizes the strings it copies at the probe from the program's options:
+        // a program that sets no strsize runs with the handle's (`-x strsize`).
+        let sized;
+        let prog = if options.is_set("strsize") && !prog.options.iter().any(|(n, _)| n == "strsize")
+        {
+            let mut p = prog.clone();
+            p.options
+                .push(("strsize".into(), Some(options.value("strsize").to_string())));
+            sized = p;
+            &sized
+        } else {
+            prog
+        };
         if options.is_set("cpu") || prog.options.iter().any(|(n, _)| n == "cpu") {
             // The framework fires probes of that CPU only; the kernel's maps would count every
             // CPU's.
