@@ -14,7 +14,7 @@
 
 use crate::attach::{attach_perf, open_perf_event_for, Attachment, ProbePmu};
 use crate::bpf::sys::{self, attach_type, cmd, UprobeMultiAttr};
-use crate::bpf::{Asm, Insn, ProgKind, Program};
+use crate::bpf::{ProgKind, Program};
 use crate::error::{LinuxError, Result};
 use std::ffi::CString;
 use std::sync::OnceLock;
@@ -97,13 +97,7 @@ fn link_create(attr: &mut UprobeMultiAttr, what: &str) -> Result<std::os::fd::Ow
 pub fn multi_available() -> bool {
     static MULTI: OnceLock<bool> = OnceLock::new();
     *MULTI.get_or_init(|| {
-        let mut a = Asm::new();
-        a.mov_imm(crate::bpf::insn::R0, 0).exit();
-        let insns: Vec<Insn> = match a.finish() {
-            Ok(i) => i,
-            Err(_) => return false,
-        };
-        let Ok(prog) = Program::load(ProgKind::UprobeMulti, &insns, "dt_umprobe", "uprobe-multi")
+        let Ok(prog) = Program::load_empty(ProgKind::UprobeMulti, "dt_umprobe", "uprobe-multi")
         else {
             return false;
         };

@@ -72,6 +72,14 @@ const FIRST_LOG: usize = 1 << 20;
 const MAX_LOG: usize = 64 << 20;
 
 impl Program {
+    /// Loads a program of `kind` that does nothing (returns 0): what a feature probe attaches to
+    /// find out whether the kernel accepts an attachment.
+    pub fn load_empty(kind: ProgKind, name: &str, probe: &str) -> Result<Program> {
+        let mut a = super::Asm::new();
+        a.mov_imm(super::insn::R0, 0).exit();
+        Self::load(kind, &a.finish()?, name, probe)
+    }
+
     /// Loads `insns` as a program of `kind`. `probe` names what it is for (used in errors) and
     /// `name` is the kernel object name (15 characters at most are kept).
     pub fn load(kind: ProgKind, insns: &[Insn], name: &str, probe: &str) -> Result<Program> {
