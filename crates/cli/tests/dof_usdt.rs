@@ -271,38 +271,16 @@ int main(void) {
 
 #[test]
 fn a_grabbed_process_by_provider_pid_has_its_semaphore_lowered_after() {
-    use std::io::Write;
-    use std::process::Stdio;
     let test = "a_grabbed_process_by_provider_pid_has_its_semaphore_lowered_after";
     if !traceable(test) {
         return;
     }
     let dir = common::test_dir(test);
     let exe = build_source(&dir, "phases", PHASES, &["-O2"]);
-    let mut child = Command::new(&exe)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    let (mut dt, _err, line) = common::grab(
-        &[
-            "-n",
-            &format!("myprov{pid}:::probe2-tick /arg0 == 4/ {{ exit(0); }}"),
-        ],
-        pid,
-        Stdio::null(),
-    );
-    assert!(line.contains("matched 1 probe"), "{line}");
-    let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(b"one\n").unwrap();
-    stdin.flush().unwrap();
-    assert_eq!(dt.wait().unwrap().code(), Some(0));
-    stdin.write_all(b"two\n").unwrap();
-    drop(stdin);
-    let o = child.wait_with_output().unwrap();
-    assert!(o.status.success());
-    assert_eq!(String::from_utf8_lossy(&o.stdout), "5\n0\n");
+    let out = common::phases_under_grab(&exe, |pid| {
+        format!("myprov{pid}:::probe2-tick /arg0 == 4/ {{ exit(0); }}")
+    });
+    assert_eq!(out, "5\n0\n");
 }
 
 const LIB: &str = r#"

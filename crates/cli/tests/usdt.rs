@@ -185,32 +185,14 @@ int main(void) {
 
 #[test]
 fn semaphores_are_lowered_when_dtrace_exits() {
-    use std::io::Write;
-    use std::process::Stdio;
     let test = "semaphores_are_lowered_when_dtrace_exits";
     if !ready(test) {
         return;
     }
     let dir = common::test_dir(test);
     let exe = common::compile_c(&dir, "phases", PHASES, &["-O2"]);
-    let mut child = Command::new(&exe)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let (mut dt, _err, line) = common::grab(
-        &["-n", "myapp$target:::tick /arg0 == 4/ { exit(0); }"],
-        child.id(),
-        Stdio::null(),
-    );
-    assert!(line.contains("matched 1 probe"), "{line}");
-    let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(b"one\n").unwrap();
-    stdin.flush().unwrap();
-    assert_eq!(dt.wait().unwrap().code(), Some(0));
-    stdin.write_all(b"two\n").unwrap();
-    drop(stdin);
-    let o = child.wait_with_output().unwrap();
-    assert!(o.status.success());
-    assert_eq!(String::from_utf8_lossy(&o.stdout), "5 0\n");
+    let out = common::phases_under_grab(&exe, |_| {
+        "myapp$target:::tick /arg0 == 4/ { exit(0); }".to_string()
+    });
+    assert_eq!(out, "5 0\n");
 }

@@ -133,3 +133,27 @@ pub fn grab(args: &[&str], pid: u32, stdout: Stdio) -> (Child, BufReader<ChildSt
     let (err, line) = first_stderr_line(&mut dt);
     (dt, err, line)
 }
+
+/// Runs a two-phase program (it runs phase one when its stdin gives a line, phase two at the
+/// next) while a `dtrace -n D -p PID` (`script(pid)`) that exits during phase one is attached,
+/// and returns the program's output: what the program's is-enabled checks saw while traced and
+/// after dtrace left.
+pub fn phases_under_grab(exe: &Path, script: impl Fn(u32) -> String) -> String {
+    use std::io::Write;
+    let mut child = Command::new(exe)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (mut dt, _err, line) = grab(&["-n", &script(child.id())], child.id(), Stdio::null());
+    assert!(line.contains("matched 1 probe"), "{line}");
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"one\n").unwrap();
+    stdin.flush().unwrap();
+    assert_eq!(dt.wait().unwrap().code(), Some(0));
+    stdin.write_all(b"two\n").unwrap();
+    drop(stdin);
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success());
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
