@@ -664,6 +664,26 @@ fn kernel_symbols_without_types_are_reported_as_such() {
         err.contains("failed to resolve `no_such_symbol_here: Unknown symbol name"),
         "{err}"
     );
+    // A kernel variable: found without a type where kallsyms lists variables
+    // (CONFIG_KALLSYMS_ALL, as Debian's kernel), else unknown with the reason.
+    let kallsyms = std::fs::read_to_string("/proc/kallsyms").unwrap_or_default();
+    let listed = kallsyms
+        .lines()
+        .filter(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            f.len() == 3 && matches!(f[1], "d" | "D" | "b" | "B" | "r" | "R")
+        })
+        .count()
+        >= 1000;
+    let (rc, _, err) = dtrace(&["-qn", "BEGIN { trace(`max_pfn); exit(0); }"]);
+    assert_eq!(rc, 1, "{err}");
+    let expected = if listed {
+        "no symbolic type information is available for vmlinux`max_pfn"
+    } else {
+        "failed to resolve `max_pfn: Unknown symbol name (this kernel lists no variables in \
+         /proc/kallsyms: it is built without CONFIG_KALLSYMS_ALL)"
+    };
+    assert!(err.contains(expected), "{err}");
 }
 
 /// `proc:::signal-handle` gives the signal, the `siginfo_t *` DTrace documents (its fields read at

@@ -1305,10 +1305,15 @@ impl<'o> Checker<'o> {
         let module = (!module.is_empty()).then_some(module);
         let found = self.probe_info.and_then(|p| p.symbol(module, name, user));
         let Some((addr, tyname)) = found else {
+            let why = self
+                .probe_info
+                .and_then(|p| p.symbols_unlisted(module, user))
+                .map(|w| format!(" ({w})"))
+                .unwrap_or_default();
             return err(
                 ErrTag::D_IDENT_UNDEF,
                 line,
-                format!("failed to resolve {n}: Unknown symbol name"),
+                format!("failed to resolve {n}: Unknown symbol name{why}"),
             );
         };
         let Some(ty) = self.parse_type_name(&tyname) else {

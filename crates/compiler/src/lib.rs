@@ -89,6 +89,14 @@ pub trait ProbeInfo: Sync {
         let _ = (module, name, user);
         None
     }
+
+    /// Why no symbol of this kind can be found on this system at all (a kernel that does not list
+    /// its variables), said after DTrace's "Unknown symbol name"; `None` when symbols are listed
+    /// and `name` simply is not one of them.
+    fn symbols_unlisted(&self, module: Option<&str>, user: bool) -> Option<String> {
+        let _ = (module, user);
+        None
+    }
 }
 
 use ast::Item;

@@ -146,4 +146,19 @@ impl ProbeInfo for LinuxProbeArgs {
         let addr = syms.kernel_symbols().address_of(name)?;
         Some((addr, String::new()))
     }
+
+    /// A kernel built without `CONFIG_KALLSYMS_ALL` lists no variables in `/proc/kallsyms`, and
+    /// its BTF describes none but the per-CPU ones: no `` `variable `` can be found there.
+    fn symbols_unlisted(&self, module: Option<&str>, user: bool) -> Option<String> {
+        if user || module.is_some_and(|m| m != "vmlinux") {
+            return None;
+        }
+        let syms = self.0.symbolizer();
+        let mut syms = syms.lock().ok()?;
+        (!syms.kernel_symbols().lists_data_symbols()).then(|| {
+            "this kernel lists no variables in /proc/kallsyms: it is built without \
+             CONFIG_KALLSYMS_ALL"
+                .to_string()
+        })
+    }
 }

@@ -1,6 +1,6 @@
 //! Kernel symbols from `/proc/kallsyms`: text symbols sorted by address, with their module
-//! (`vmlinux` for the core kernel), looked up by address. The file is outside data; bad lines are
-//! skipped, never trusted.
+//! (`vmlinux` for the core kernel), looked up by address; data symbols (variables) by name, for
+//! `` `sym `` in D. The file is outside data; bad lines are skipped, never trusted.
 
 use crate::error::{LinuxError, Result};
 
@@ -21,7 +21,15 @@ pub struct KernelSymbols {
     syms: Vec<KernelSym>,
     /// Lowest symbol address of each module.
     bases: std::collections::HashMap<String, u64>,
+    /// Data symbols (`d`, `D`, `b`, `B`, `r`, `R`) of the core kernel by name; the first of a
+    /// name wins.
+    data: std::collections::HashMap<String, u64>,
 }
+
+/// A kernel built with `CONFIG_KALLSYMS_ALL` lists tens of thousands of data symbols; one built
+/// without it lists only a few dozen (those in text-like sections). Fewer than this many means
+/// the kernel's variables are not listed.
+pub const MIN_DATA_SYMBOLS_WHEN_LISTED: usize = 1000;
 
 /// No kernel function is this large: an address further into its nearest symbol lies outside
 /// every symbol.
@@ -47,21 +55,31 @@ impl KernelSymbols {
         Ok(k)
     }
 
-    /// Parses kallsyms text, keeping text symbols (`t`, `T`, `w`, `W`) with non-zero addresses.
+    /// Parses kallsyms text, keeping text symbols (`t`, `T`, `w`, `W`) with non-zero addresses,
+    /// and the core kernel's data symbols apart.
     pub fn parse(text: &str) -> KernelSymbols {
         let mut syms = Vec::new();
+        let mut data = std::collections::HashMap::new();
         for line in text.lines().take(MAX_LINES) {
             let mut it = line.split_whitespace();
             let (Some(addr), Some(kind), Some(name)) = (it.next(), it.next(), it.next()) else {
                 continue;
             };
-            if !matches!(kind, "t" | "T" | "w" | "W") {
+            let text_kind = matches!(kind, "t" | "T" | "w" | "W");
+            let data_kind = matches!(kind, "d" | "D" | "b" | "B" | "r" | "R");
+            if !text_kind && !data_kind {
                 continue;
             }
             let Ok(addr) = u64::from_str_radix(addr, 16) else {
                 continue;
             };
             if addr == 0 {
+                continue;
+            }
+            if data_kind {
+                if it.next().is_none() {
+                    data.entry(name.to_string()).or_insert(addr);
+                }
                 continue;
             }
             let module = it
@@ -80,7 +98,7 @@ impl KernelSymbols {
         for s in &syms {
             bases.entry(s.module.clone()).or_insert(s.addr);
         }
-        KernelSymbols { syms, bases }
+        KernelSymbols { syms, bases, data }
     }
 
     /// Number of symbols.
@@ -134,9 +152,18 @@ impl KernelSymbols {
             .collect()
     }
 
-    /// The address of symbol `name`, if present.
+    /// The address of symbol `name` (a function or a core kernel variable), if present.
     pub fn address_of(&self, name: &str) -> Option<u64> {
-        self.syms.iter().find(|s| s.name == name).map(|s| s.addr)
+        self.data
+            .get(name)
+            .copied()
+            .or_else(|| self.syms.iter().find(|s| s.name == name).map(|s| s.addr))
+    }
+
+    /// Whether the kernel lists its variables (`CONFIG_KALLSYMS_ALL`); see
+    /// [`MIN_DATA_SYMBOLS_WHEN_LISTED`].
+    pub fn lists_data_symbols(&self) -> bool {
+        self.data.len() >= MIN_DATA_SYMBOLS_WHEN_LISTED
     }
 }
 
@@ -235,5 +262,27 @@ mod tests {
         // Far past the last symbol of the kernel (a JIT image kallsyms does not list): no symbol.
         assert!(k.lookup(0xffffffff81000100 + MAX_SYMBOL_SIZE).is_none());
         assert!(k.lookup(0xffffffff81000100 + MAX_SYMBOL_SIZE - 1).is_some());
+    }
+
+    #[test]
+    fn data_symbols_are_found_by_name_and_counted() {
+        let k = KernelSymbols::parse(
+            "ffffffff81000000 T _stext\nffffffff82000000 D max_pfn\nffffffff82000100 d max_pfn\n\
+             ffffffff82000200 B crashing_cpu\nffffffff82000300 R linux_banner\n\
+             ffffffffc0003000 d mod_data\t[ext4]\n",
+        );
+        // Data symbols are not text: address lookups and the text count ignore them.
+        assert_eq!(k.len(), 1);
+        assert_eq!(k.address_of("max_pfn"), Some(0xffffffff82000000));
+        assert_eq!(k.address_of("crashing_cpu"), Some(0xffffffff82000200));
+        assert_eq!(k.address_of("linux_banner"), Some(0xffffffff82000300));
+        assert_eq!(k.address_of("_stext"), Some(0xffffffff81000000));
+        // A module's variable is not the core kernel's.
+        assert_eq!(k.address_of("mod_data"), None);
+        assert!(!k.lists_data_symbols());
+        let many: String = (0..MIN_DATA_SYMBOLS_WHEN_LISTED)
+            .map(|i| format!("ffffffff8200{i:04x} D var{i}\n"))
+            .collect();
+        assert!(KernelSymbols::parse(&many).lists_data_symbols());
     }
 }
