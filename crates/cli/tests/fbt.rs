@@ -318,3 +318,94 @@ fn module_functions_fire_with_kprobes_and_untyped_arguments() {
         assert_eq!(n[2], 0, "{m}: {out}");
     }
 }
+
+/// Sleeps 1 ms five times, spins for about 50 ms of its own CPU time, then yields three times
+/// (static, so the loader does nothing first).
+const SCHEDULED: &str = r#"
+#include <sched.h>
+#include <time.h>
+#include <unistd.h>
+int main(void) {
+    for (int i = 0; i < 5; i++)
+        usleep(1000);
+    struct timespec t0, t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+    do
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 50000000L);
+    for (int i = 0; i < 3; i++)
+        sched_yield();
+    return 0;
+}
+"#;
+
+/// `sched:::enqueue`, `dequeue`, `tick` and `surrender`, which no tracepoint gives, fire from
+/// `fbt` (each scheduling class's `enqueue_task_*`/`dequeue_task_*`, the clock tick,
+/// `do_sched_yield`) with the thread and process translated as DTrace documents them.
+#[test]
+fn sched_probes_without_tracepoints_fire_on_fbt() {
+    let test = "sched_on_fbt";
+    let ms = mechanisms(test);
+    if ms.is_empty() {
+        return;
+    }
+    let (rc, out, err) = dtrace(&["-l", "-P", "sched"]);
+    assert_eq!(rc, 0, "{err}");
+    for p in ["enqueue", "dequeue", "tick"] {
+        assert!(
+            out.lines().any(|l| l.ends_with(&format!(" {p}"))),
+            "sched:::{p} not listed: {out}"
+        );
+    }
+    let surrender = out.lines().any(|l| l.ends_with(" surrender"));
+    let exe = common::compile_c(
+        &common::test_dir("schedfbt"),
+        "scheduled",
+        SCHEDULED,
+        &["-O1", "-static"],
+    );
+    let exe = exe.display().to_string();
+    for m in ms {
+        let (rc, out, err) = dtrace_with_env(
+            &[("DTRACE_FBT", m)],
+            &[
+                "-q",
+                "-n",
+                "sched:::enqueue /args[1]->pr_pid == $target/ { @e = count(); } \
+                 sched:::dequeue /args[1]->pr_pid == $target/ { @d = count(); } \
+                 sched:::tick /pid == $target/ { @t[args[1]->pr_fname] = count(); } \
+                 END { printa(\"enqueue %@d\\n\", @e); printa(\"dequeue %@d\\n\", @d); \
+                 printa(\"tick %s %@d\\n\", @t); }",
+                "-c",
+                &exe,
+            ],
+        );
+        assert_eq!(rc, 0, "{m}: {err}");
+        let count = |what: &str| -> u64 {
+            out.lines()
+                .find_map(|l| l.strip_prefix(what))
+                .and_then(|n| n.trim().rsplit(' ').next()?.parse().ok())
+                .unwrap_or(0)
+        };
+        // Each sleep takes the thread off its run queue and its wakeup puts it back.
+        assert!(count("enqueue ") >= 5, "{m}: {out}");
+        assert!(count("dequeue ") >= 5, "{m}: {out}");
+        // 50 ms of CPU time spans several clock ticks at any HZ.
+        assert!(count("tick scheduled ") >= 2, "{m}: {out}");
+        if surrender {
+            let (rc, out, err) = dtrace_with_env(
+                &[("DTRACE_FBT", m)],
+                &[
+                    "-q",
+                    "-n",
+                    "sched:::surrender /args[0]->pr_lwpid == $target/ { @ = count(); } \
+                     END { printa(\"%@d\\n\", @); }",
+                    "-c",
+                    &exe,
+                ],
+            );
+            assert_eq!(rc, 0, "{m}: {err}");
+            assert_eq!(out.trim(), "3", "{m}");
+        }
+    }
+}

@@ -485,6 +485,7 @@ impl Session {
                 ret,
                 args,
                 conditions,
+                also,
             } => {
                 // A module's functions are always placed with (single) kprobes: see
                 // `catalog::fbt`; kprobe-multi links reach module functions only on newer kernels.
@@ -500,36 +501,46 @@ impl Session {
                     identity: Identity::Current,
                     task: self.task,
                 };
+                let functions: Vec<(&String, u32)> = std::iter::once((function, *btf_id))
+                    .chain(also.iter().map(|(f, id)| (f, *id)))
+                    .collect();
                 match mechanism {
                     crate::features::FbtMechanism::Fentry => {
-                        let kind = match ret {
-                            true => ProgKind::Fexit { btf_id: *btf_id },
-                            false => ProgKind::Fentry { btf_id: *btf_id },
-                        };
-                        let (prog, report) = load(kind, &shape, &fds)?;
-                        capture_report = report;
-                        attachments.push(Attachment::tp_btf(&prog, &name)?);
-                        programs.push(prog);
+                        // A trampoline program is loaded for one function (its BTF id).
+                        for (_, id) in &functions {
+                            let kind = match ret {
+                                true => ProgKind::Fexit { btf_id: *id },
+                                false => ProgKind::Fentry { btf_id: *id },
+                            };
+                            let (prog, report) = load(kind, &shape, &fds)?;
+                            capture_report = report;
+                            attachments.push(Attachment::tp_btf(&prog, &name)?);
+                            programs.push(prog);
+                        }
                     }
                     crate::features::FbtMechanism::Kprobe => {
                         shape.ctx = CtxKind::Kprobe;
-                        let multi = !in_module && crate::kprobe::multi_available();
+                        // A probe on a family of functions places one program with a single
+                        // kprobe on each.
+                        let multi =
+                            !in_module && functions.len() == 1 && crate::kprobe::multi_available();
                         let kind = match multi {
                             true => ProgKind::KprobeMulti,
                             false => ProgKind::Kprobe,
                         };
                         let (prog, report) = load(kind, &shape, &fds)?;
                         capture_report = report;
-                        let func = function.clone();
                         if multi {
                             self.pending_kprobes.push(PendingKprobe {
-                                func,
+                                func: function.clone(),
                                 retprobe: *ret,
                                 prog,
                                 name: name.clone(),
                             });
                         } else {
-                            attachments.push(crate::kprobe::attach(&prog, &func, *ret, &name)?);
+                            for (func, _) in &functions {
+                                attachments.push(crate::kprobe::attach(&prog, func, *ret, &name)?);
+                            }
                             programs.push(prog);
                         }
                     }

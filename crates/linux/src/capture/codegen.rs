@@ -566,6 +566,9 @@ pub(crate) fn emit_arg(a: &mut Asm, shape: &ProbeShape, src: ArgSource) -> Resul
             a.bind(killed).mov_imm(R0, CLD_KILLED);
             a.bind(done);
         }
+        ArgSource::CurrentTask => {
+            a.call(helper::GET_CURRENT_TASK);
+        }
         ArgSource::Zero => {
             a.mov_imm(R0, 0);
         }

@@ -443,6 +443,9 @@ pub enum ArgSource {
         /// The raw argument holding the donor task (may be NULL).
         donor: u8,
     },
+    /// The current thread's `struct task_struct *` (`bpf_get_current_task`): the thread a probe
+    /// built on a kernel function describes when the function's arguments do not name it.
+    CurrentTask,
     /// Not available on this kernel: always 0 (the catalogue documents it).
     Zero,
     /// A constant (a return probe's offset, a USDT argument given as an immediate).

@@ -145,6 +145,22 @@ impl FbtCatalog {
         out
     }
 
+    /// Whether `module` has a traceable function `function`.
+    pub fn has_function(&self, module: &str, function: &str) -> bool {
+        self.index
+            .contains(&(module.to_string(), function.to_string()))
+    }
+
+    /// The traceable functions of `module` whose names start with `prefix`, in the kernel's
+    /// order.
+    pub fn functions_starting_with(&self, module: &str, prefix: &str) -> Vec<String> {
+        self.funcs
+            .iter()
+            .filter(|(m, f)| m == module && f.starts_with(prefix))
+            .map(|(_, f)| f.clone())
+            .collect()
+    }
+
     fn several_symbols(&self) -> std::result::Result<&HashSet<String>, String> {
         self.several_symbols
             .get_or_init(|| {
@@ -299,6 +315,7 @@ impl FbtCatalog {
                     size: 4,
                     mask: u32::MAX,
                 }],
+                also: Vec::new(),
             },
         })
     }
@@ -336,6 +353,7 @@ pub fn untyped_probe(desc: &ProbeDesc, ret: bool) -> Probe {
             ret,
             args: sources,
             conditions: Vec::new(),
+            also: Vec::new(),
         },
     }
 }
@@ -406,6 +424,7 @@ pub fn probe_of(
             ret,
             args: sources,
             conditions: Vec::new(),
+            also: Vec::new(),
         },
     })
 }
@@ -502,6 +521,7 @@ mod tests {
                 ret: true,
                 args: vec![ArgSource::Zero, ArgSource::FuncRet],
                 conditions: Vec::new(),
+                also: Vec::new(),
             }
         );
         let e = probe_of(&d, 7, &sig, false).unwrap();

@@ -9,6 +9,7 @@ pub mod io;
 pub mod pid;
 pub mod proc_sched;
 pub mod profile;
+pub mod sched_fbt;
 pub mod sdt;
 pub mod syscall;
 pub mod syscall_nr;
@@ -145,6 +146,11 @@ pub enum AttachPoint {
         args: Vec<ArgSource>,
         /// Tests that must hold for the probe to fire (on the argument array).
         conditions: Vec<Condition>,
+        /// Further functions of the kernel image the probe fires from, each with its BTF id
+        /// (0: none), placed the same way and with the same arguments: a provider's probe built
+        /// on a family of functions (`sched:::enqueue` on each scheduling class's
+        /// `enqueue_task_*`).
+        also: Vec<(String, u32)>,
     },
     /// A cpu-clock perf event.
     Profile {
@@ -200,6 +206,8 @@ enum Source {
     /// `proc:::exit` on `fbt` ([`fbt::FbtCatalog::group_exit_probe`]), where the exit tracepoint
     /// cannot tell a process's exit from a thread's.
     FbtGroupExit,
+    /// A `sched` probe no tracepoint gives, on `fbt` ([`sched_fbt::probe`]).
+    FbtSched(&'static str),
 }
 
 /// One listed probe: its name, and the probe once built (`None` inside when its format file
@@ -284,6 +292,13 @@ impl Catalog {
         {
             cat.push_lazy(fbt::group_exit_desc(), Source::FbtGroupExit);
         }
+        if crate::features::fbt_support().is_ok() {
+            for name in sched_fbt::names() {
+                if !cat.index.contains_key(&sched_fbt::desc(name)) {
+                    cat.push_lazy(sched_fbt::desc(name), Source::FbtSched(name));
+                }
+            }
+        }
         for p in io::probes_where(|sys, ev| exists.contains(&(sys, ev))) {
             cat.push(p);
         }
@@ -321,13 +336,17 @@ impl Catalog {
         let mut probes = Vec::new();
         probes.extend(syscall::probes(&formats));
         probes.extend(proc_sched::probes(&formats));
-        if !probes.iter().any(|p| p.desc == fbt::group_exit_desc())
-            && crate::features::fbt_support().is_ok()
-        {
-            let exit = fbt::FbtCatalog::load(root)
-                .ok()
-                .and_then(|f| f.group_exit_probe());
-            probes.extend(exit);
+        if crate::features::fbt_support().is_ok() {
+            if let Ok(f) = fbt::FbtCatalog::load(root) {
+                if !probes.iter().any(|p| p.desc == fbt::group_exit_desc()) {
+                    probes.extend(f.group_exit_probe());
+                }
+                for name in sched_fbt::names() {
+                    if !probes.iter().any(|p| p.desc == sched_fbt::desc(name)) {
+                        probes.extend(sched_fbt::probe(&f, name));
+                    }
+                }
+            }
         }
         probes.extend(io::probes(&formats));
         probes.extend(profile::listed_probes());
@@ -393,6 +412,7 @@ impl Catalog {
             }
             Source::Sdt(sys, ev) => Some(sdt::probe(sys, ev, &*self.format(sys, ev)?)),
             Source::FbtGroupExit => self.fbt()?.group_exit_probe(),
+            Source::FbtSched(name) => sched_fbt::probe(self.fbt()?, name),
         }
     }
 

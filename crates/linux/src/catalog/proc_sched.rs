@@ -62,11 +62,11 @@ enum Arg {
 }
 
 /// The native type of a task argument.
-const TASK: &str = "struct task_struct *";
+pub(super) const TASK: &str = "struct task_struct *";
 /// DTrace's type for the thread a probe describes.
-const LWPSINFO: &str = "lwpsinfo_t *";
+pub(super) const LWPSINFO: &str = "lwpsinfo_t *";
 /// DTrace's type for the process a probe describes.
-const PSINFO: &str = "psinfo_t *";
+pub(super) const PSINFO: &str = "psinfo_t *";
 
 /// The raw tracepoint `on-cpu` attaches to, and the argument holding the incoming task.
 const SWITCH_RAW: &str = "sched_switch";
@@ -307,11 +307,19 @@ const SPECS: &[Spec] = &[
 /// DTrace `proc`/`sched` probes this substrate cannot offer, with the reason.
 pub fn unavailable(name: &str) -> Option<&'static str> {
     match name {
-        "enqueue" | "dequeue" => {
-            Some("the kernel has no run-queue tracepoints (needs fbt on enqueue_task/dequeue_task)")
-        }
-        "tick" | "surrender" | "remain-cpu" | "cpucaps-sleep" | "cpucaps-wakeup"
-        | "schedctl-nopreempt" | "schedctl-preempt" | "schedctl-yield" => {
+        "enqueue" | "dequeue" => Some(
+            "the kernel has no run-queue tracepoints, and fbt cannot trace its \
+             enqueue_task_*/dequeue_task_* functions here",
+        ),
+        "tick" => Some(
+            "no tracepoint of this kernel corresponds, and fbt cannot trace its \
+             sched_tick/scheduler_tick here",
+        ),
+        "surrender" => Some(
+            "no tracepoint of this kernel corresponds, and fbt cannot trace its do_sched_yield here",
+        ),
+        "remain-cpu" | "cpucaps-sleep" | "cpucaps-wakeup" | "schedctl-nopreempt"
+        | "schedctl-preempt" | "schedctl-yield" => {
             Some("no tracepoint of this kernel corresponds")
         }
         "fault" => Some("no tracepoint of this kernel corresponds"),
