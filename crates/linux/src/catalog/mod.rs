@@ -333,30 +333,39 @@ impl Catalog {
                 formats.insert((sys, ev), f);
             }
         }
-        let mut probes = Vec::new();
-        probes.extend(syscall::probes(&formats));
-        probes.extend(proc_sched::probes(&formats));
-        if crate::features::fbt_support().is_ok() {
-            if let Ok(f) = fbt::FbtCatalog::load(root) {
-                if !probes.iter().any(|p| p.desc == fbt::group_exit_desc()) {
-                    probes.extend(f.group_exit_probe());
-                }
-                for name in sched_fbt::names() {
-                    if !probes.iter().any(|p| p.desc == sched_fbt::desc(name)) {
-                        probes.extend(sched_fbt::probe(&f, name));
-                    }
-                }
-            }
-        }
-        probes.extend(io::probes(&formats));
-        probes.extend(profile::listed_probes());
-        probes.extend(sdt::probes(&formats));
         let mut cat = Catalog {
             root: root.to_path_buf(),
             reads: AtomicUsize::new(reads),
             ..Catalog::default()
         };
-        for p in probes {
+        for p in syscall::probes(&formats) {
+            cat.push(p);
+        }
+        for p in proc_sched::probes(&formats) {
+            cat.push(p);
+        }
+        if crate::features::fbt_support().is_ok() {
+            let f = fbt::FbtCatalog::load(root).ok();
+            if !cat.index.contains_key(&fbt::group_exit_desc()) {
+                if let Some(exit) = f.as_ref().and_then(|f| f.group_exit_probe()) {
+                    cat.push(exit);
+                }
+            }
+            // Listed as the lazy catalogue lists them (absent when this kernel cannot build one).
+            for name in sched_fbt::names() {
+                let probe = f.as_ref().and_then(|f| sched_fbt::probe(f, name));
+                cat.push_entry(
+                    sched_fbt::desc(name),
+                    Source::FbtSched(name),
+                    OnceLock::from(probe),
+                );
+            }
+        }
+        for p in io::probes(&formats)
+            .into_iter()
+            .chain(profile::listed_probes())
+            .chain(sdt::probes(&formats))
+        {
             cat.push(p);
         }
         Ok(cat)
