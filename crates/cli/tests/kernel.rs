@@ -292,3 +292,48 @@ fn strsize_from_the_command_line_sizes_strings_copied_at_the_probe() {
     assert_eq!(longest(&[]), 255);
     assert_eq!(longest(&["-x", "strsize=100"]), 99);
 }
+
+/// `raise()` sends its signal to the thread that fired the probe (the firing still prints its
+/// probe line, as DTrace's raise records), and `stop()` stops the process: `sleep 30` dies of
+/// SIGUSR1 at its first sleep, and a stopped one is reported by its state.
+#[test]
+fn raise_and_stop_reach_the_thread_that_fired() {
+    if !kernel_ok("raise_and_stop") {
+        return;
+    }
+    let (rc, out, err) = dtrace(&[
+        "-w",
+        "-n",
+        "syscall::clock_nanosleep:entry,syscall::nanosleep:entry /pid == $target/ \
+         { raise(SIGUSR1); }",
+        "-c",
+        "sleep 30",
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(err.contains("terminated by SIGUSR1"), "{err}");
+    assert!(out.contains("nanosleep:entry"), "{out}");
+    // Without -w, raise() is refused as DTrace refuses destructive actions.
+    let (rc, _, err) = dtrace(&["-n", "BEGIN { raise(SIGUSR1); }"]);
+    assert_ne!(rc, 0);
+    assert!(err.contains("Destructive actions not allowed"), "{err}");
+
+    // stop(): `yes` stops at its next write and stays stopped after dtrace has gone.
+    let mut child = std::process::Command::new("yes")
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("yes");
+    let pid = child.id().to_string();
+    let (rc, _, err) = dtrace(&[
+        "-w",
+        "-q",
+        "-n",
+        &format!("syscall::write:entry /pid == {pid}/ {{ stop(); exit(0); }}"),
+    ]);
+    let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(rc, 0, "{err}");
+    // The state follows the command name in parentheses.
+    let state = state.rsplit(") ").next().and_then(|r| r.chars().next());
+    assert_eq!(state, Some('T'), "{pid}");
+}

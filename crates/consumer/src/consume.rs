@@ -993,7 +993,9 @@ impl DefaultOutput {
                 }
                 ConsumeAction::Next
             }
-            Some(r) if r.action == ActionKind::Exit => ConsumeAction::Next,
+            Some(r) if matches!(r.action, ActionKind::Exit | ActionKind::Raise) => {
+                ConsumeAction::Next
+            }
             Some(_) => ConsumeAction::This,
         }
     }

@@ -497,11 +497,16 @@ impl Framework {
             ActionKind::Stop => self
                 .requests
                 .push(DestructiveRequest::Stop { pid: ctx.pid }),
-            ActionKind::Raise => self.requests.push(DestructiveRequest::Raise {
-                pid: ctx.pid,
-                tid: ctx.tid,
-                signal: val,
-            }),
+            ActionKind::Raise => {
+                if let Some(r) = range {
+                    store_int(st.record, r.start, 4, val);
+                }
+                self.requests.push(DestructiveRequest::Raise {
+                    pid: ctx.pid,
+                    tid: ctx.tid,
+                    signal: val,
+                })
+            }
             ActionKind::Chill => {
                 let now = self.clock.now();
                 if let Some(c) = self.cpus.get_mut(cpu as usize) {

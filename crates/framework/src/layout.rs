@@ -200,13 +200,15 @@ fn action_size(i: usize, a: &ActionDesc, opts: &Options) -> Result<(u64, u64), L
             int64(a)?;
             (16, a.arg)
         }
-        K::Exit => {
+        // raise() records its signal, as DTrace does: a firing that raises one is seen (its probe
+        // line printed) though nothing of the record is.
+        K::Exit | K::Raise => {
             if a.difo.is_none() {
                 return Err(LayoutError::MissingDifo(n));
             }
             (4, a.arg)
         }
-        K::Chill | K::Discard | K::Raise | K::Speculate | K::Commit => {
+        K::Chill | K::Discard | K::Speculate | K::Commit => {
             if a.difo.is_none() {
                 return Err(LayoutError::MissingDifo(n));
             }

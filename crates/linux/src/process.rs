@@ -611,6 +611,47 @@ impl Drop for Followed {
     }
 }
 
+/// `raise(signal)`: sends `signal` to thread `tid` of process `pid` (`tgkill`), as DTrace's
+/// `raise()` sends it to the thread that fired the probe. A thread that is gone by now is not an
+/// error (DTrace's signal would have been lost with it too).
+pub fn raise_in_thread(pid: u32, tid: u32, signal: u64) -> Result<()> {
+    let sig = libc::c_int::try_from(signal)
+        .ok()
+        .filter(|s| (0..=64).contains(s))
+        .ok_or_else(|| LinuxError::BadProbe(format!("raise(): {signal} is not a signal")))?;
+    // SAFETY: tgkill takes three integers and touches no memory of ours.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_tgkill,
+            pid as libc::c_long,
+            tid as libc::c_long,
+            sig as libc::c_long,
+        )
+    };
+    match r {
+        0 => Ok(()),
+        _ => match std::io::Error::last_os_error() {
+            e if e.raw_os_error() == Some(libc::ESRCH) => Ok(()),
+            e => Err(LinuxError::from_io("tgkill", e)),
+        },
+    }
+}
+
+/// `stop()`: stops process `pid` (`SIGSTOP`), as DTrace's `stop()` stops the process that fired
+/// the probe. A process that is gone by now is not an error.
+pub fn stop_process(pid: u32) -> Result<()> {
+    let pid = libc::pid_t::try_from(pid)
+        .map_err(|_| LinuxError::BadProbe(format!("stop(): no process {pid}")))?;
+    // SAFETY: kill takes two integers and touches no memory of ours.
+    match unsafe { libc::kill(pid, libc::SIGSTOP) } {
+        0 => Ok(()),
+        _ => match std::io::Error::last_os_error() {
+            e if e.raw_os_error() == Some(libc::ESRCH) => Ok(()),
+            e => Err(LinuxError::from_io("kill", e)),
+        },
+    }
+}
+
 /// The thread-group id (process id) of thread `tid`, from `/proc/<tid>/status`.
 pub fn tgid_of(tid: u32) -> Option<u32> {
     let s = std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?;

@@ -13,6 +13,7 @@ use dtrace_consumer::options::Options;
 use dtrace_consumer::status::StatusCounters;
 use dtrace_dif::program::{ProbeDesc, Program};
 use dtrace_framework::records::{AggRecord, BufferSnapshot, ProbeInfo};
+use dtrace_framework::DestructiveRequest;
 use dtrace_linux::LinuxTracing;
 
 /// How far before a pump an event may be stamped and still reach the ring after it (the time a
@@ -272,6 +273,16 @@ impl Tracer for KernelTracer {
                 .map_err(|e| ConsumerError::Backend(e.to_string()))?;
         }
         self.inner.poll()?;
+        // raise() and stop() of the clauses just run, sent to the thread or process that fired.
+        for r in self.inner.framework().take_requests() {
+            match r {
+                DestructiveRequest::Raise { pid, tid, signal } => {
+                    dtrace_linux::process::raise_in_thread(pid as u32, tid as u32, signal)
+                }
+                DestructiveRequest::Stop { pid } => dtrace_linux::process::stop_process(pid as u32),
+            }
+            .map_err(be)?;
+        }
         if self.inner.exit_requested() {
             self.linux.kernel_aggregations_on(false).map_err(be)?;
         }

@@ -68,7 +68,9 @@ impl JsonOutput {
                 self.mark = out.len();
                 ConsumeAction::Next
             }
-            Some(r) if r.action == ActionKind::Exit => ConsumeAction::Next,
+            Some(r) if matches!(r.action, ActionKind::Exit | ActionKind::Raise) => {
+                ConsumeAction::Next
+            }
             Some(r) => {
                 self.cur = Some(*r);
                 self.mark = out.len();
