@@ -69,7 +69,7 @@ fn every_aggregating_function_prints_the_same_in_the_kernel_or_in_dtrace() {
         @c[execname, arg0] = count(); @s[probefunc] = sum(arg2); @mi = min(arg2); \
         @ma = max(arg2); @a = avg(arg2); @sd = stddev(arg2); @q = quantize(arg2); \
         @l = lquantize(arg2, 0, 300, 25); @neg = quantize(-(int)arg2); @w = quantize(arg2, 3); \
-        @lw = lquantize((int)arg2 - 100, -50, 50, 10, arg0); @k[(int)arg2 % 7, (char)arg2] = sum(1); \
+        @lw = lquantize((int)arg2 - 100, -50, 50, 10, arg0); @lbig = lquantize(arg2 << 31, 2, 10, 2); @k[(int)arg2 % 7, (char)arg2] = sum(1); \
         @nmi = min(-(int)arg2); @nma = max(-(long)arg2); @nsd = stddev(100 - (int)arg2); \
         @ll = llquantize(arg2, 10, 0, 3, 10); @ll2 = llquantize(arg2 * 1000, 4, 1, 12, 16, arg0); \
         @lln = llquantize(100 - (int)arg2, 10, 0, 2, 10); }";

@@ -257,12 +257,14 @@ pub fn apply(kind: ActionKind, data: &mut [u64], val: u64, incr: u64) {
         }
         ActionKind::AggLquantize => {
             let (base, levels, step) = lq_params(data[0]);
-            let v = val as i32;
-            let idx = if v < base {
+            // The whole 64-bit value, signed, as DTrace compares it (a value past 2^31 is not
+            // below the base).
+            let v = val as i64;
+            let idx = if v < i64::from(base) {
                 0
             } else {
-                let level = (v as i64 - base as i64) / step.max(1) as i64;
-                if level < levels as i64 {
+                let level = (i128::from(v) - i128::from(base)) / i128::from(step.max(1));
+                if level < i128::from(levels) {
                     level as usize + 1
                 } else {
                     levels as usize + 1
@@ -489,6 +491,10 @@ mod tests {
         assert_eq!(v[7], 1); // 50..59
         assert_eq!(v[11], 1); // 90..99
         assert_eq!(v[12], 2); // overflow
+                              // A value whose low 32 bits read negative is still above the top (all 64 bits count).
+        apply(ActionKind::AggLquantize, &mut v, 0x10_8000_0000, 1);
+        apply(ActionKind::AggLquantize, &mut v, i64::MAX as u64, 1);
+        assert_eq!((v[1], v[12]), (1, 4));
         assert_eq!(
             value_size(
                 ActionKind::AggLquantize,

@@ -406,8 +406,8 @@ fn emit_apply(a: &mut Asm, agg: &KernelAgg, skip: Label) -> crate::error::Result
             let levels = i32::from((agg.arg >> 32) as u16);
             let step = i32::from((agg.arg >> 48) as u16).max(1);
             let have = a.label();
-            // The value as the framework takes it: its low 32 bits, signed.
-            a.alu_imm(op::LSH, R2, 32).alu_imm(op::ARSH, R2, 32);
+            // The whole 64-bit value, signed, as the framework takes it; above the base, the
+            // difference is taken unsigned (one too large for 64 signed bits is past the top).
             a.mov_imm(R1, 0);
             a.jmp_imm(op::JSLT, R2, base, have);
             a.alu_imm(op::SUB, R2, base).alu_imm(op::DIV, R2, step);
