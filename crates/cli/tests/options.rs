@@ -181,3 +181,32 @@ fn strsize_counts_characters_not_the_nul() {
         assert_eq!((rc, out.trim_end()), (0, s), "{err}");
     }
 }
+
+/// Aggregations are snapshotted at `aggrate` and buffers read at `switchrate`, also after a
+/// `setopt()` changes them: once `aggrate` is ten seconds, every `printa()` shows the snapshot
+/// taken before, until the run stops and a last snapshot is taken (DTrace's stale `printa()`).
+#[test]
+fn setopt_of_aggrate_takes_effect_while_tracing() {
+    let (rc, out, err) = dtrace(&[
+        "-q",
+        "-x",
+        "switchrate=1ms",
+        "-x",
+        "aggrate=1ms",
+        "-n",
+        "tick-50ms { i++; @ = count(); printa(\"%@d\\n\", @); } \
+         tick-50ms /i == 2/ { setopt(\"aggrate\", \"10sec\"); } \
+         tick-50ms /i == 8/ { exit(0); }",
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    let values: Vec<u64> = out
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| l.trim().parse().expect(l))
+        .collect();
+    assert_eq!(values.len(), 8, "{out}");
+    assert_eq!(values[7], 8, "{out}");
+    // After the setopt (and the record consumed with it), one stale snapshot.
+    let stale = &values[3..7];
+    assert!(stale.iter().all(|v| *v == stale[0] && *v < 8), "{out}");
+}

@@ -462,6 +462,11 @@ impl Handle {
         self.state == State::Stopped
     }
 
+    /// Whether the rate `name` has passed since `last` (always before the first time).
+    fn is_due(&self, last: Option<Instant>, name: &str) -> bool {
+        last.is_none_or(|l| l.elapsed() >= self.rate(name))
+    }
+
     fn rate(&self, name: &str) -> Duration {
         let v = self.decoder.options.value(name);
         Duration::from_nanos(if v > 0 { v as u64 } else { 1_000_000_000 })
@@ -656,8 +661,15 @@ impl Handle {
     ) -> Result<WorkStatus> {
         let r = self.tracer.poll().and_then(|_| self.check_status());
         self.record(r)?;
-        self.aggregate_snap()?;
-        self.consume(out, pfunc, rfunc)?;
+        // As DTrace's, a snapshot is taken when `aggrate` has passed and the buffers are read when
+        // `switchrate` has (both may change with setopt()); everything once tracing has stopped.
+        let stopped = self.state == State::Stopped;
+        if stopped || self.is_due(self.last_agg, "aggrate") {
+            self.aggregate_snap()?;
+        }
+        if stopped || self.is_due(self.last_switch, "switchrate") {
+            self.consume(out, pfunc, rfunc)?;
+        }
         if self.state == State::Stopped {
             // Collect what END produced.
             self.aggregate_snap()?;
