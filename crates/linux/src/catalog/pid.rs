@@ -50,6 +50,13 @@ impl ProcessImage {
     /// Reads the mapped ELF objects of `pid`. A process that does not exist is an error; an
     /// object that cannot be read is left out.
     pub fn read(pid: u32) -> Result<ProcessImage> {
+        Self::read_again(pid, None)
+    }
+
+    /// [`ProcessImage::read`], keeping the objects of `previous` (an earlier reading of the same
+    /// process) that are still mapped instead of reading their files again: after the run-time
+    /// linker loaded a library, only the library is new.
+    pub fn read_again(pid: u32, previous: Option<&ProcessImage>) -> Result<ProcessImage> {
         let maps = crate::symbols::procmaps::read_maps(pid).map_err(|e| {
             if e.kind() == std::io::ErrorKind::NotFound {
                 LinuxError::NoProcess(pid)
@@ -68,6 +75,18 @@ impl ProcessImage {
         }
         let mut objects = Vec::new();
         for path in paths {
+            if let Some(known) = previous
+                .into_iter()
+                .flat_map(|p| &p.objects)
+                .find(|o| o.table.path == path)
+            {
+                if known.main {
+                    objects.insert(0, known.clone());
+                } else {
+                    objects.push(known.clone());
+                }
+                continue;
+            }
             let Ok(table) = FunctionTable::load(path) else {
                 continue;
             };

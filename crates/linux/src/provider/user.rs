@@ -8,6 +8,7 @@ use super::LinuxTracing;
 use crate::catalog::pid::{split_provider, ProcessImage};
 use crate::catalog::{glob, Probe, ProbeDesc};
 use crate::error::{LinuxError, Result};
+use crate::rtld::RtldWatch;
 use dtrace_dif::program::ProbeDesc as DifProbeDesc;
 use dtrace_framework::provider::{
     ArgDesc, Attribute, DepClass, ProbeSink, ProviderAttributes, ProviderError, Stability,
@@ -25,6 +26,8 @@ pub(crate) struct UserProbes {
     registered: HashSet<String>,
     /// USDT providers of each object file looked at by a provider glob.
     file_providers: HashMap<String, Vec<String>>,
+    /// The run-time linker hook of each traced process (see [`crate::rtld`]).
+    watches: HashMap<u32, RtldWatch>,
 }
 
 impl UserProbes {
@@ -41,6 +44,15 @@ impl UserProbes {
         let i = Arc::new(ProcessImage::read(pid)?);
         self.images.insert(pid, i.clone());
         Ok(i)
+    }
+
+    /// Reads the objects of `pid` again (its run-time linker changed them); the objects it still
+    /// maps are kept from the earlier reading.
+    fn reread(&mut self, pid: u32) -> Result<()> {
+        let old = self.images.get(&pid).cloned();
+        let i = Arc::new(ProcessImage::read_again(pid, old.as_deref())?);
+        self.images.insert(pid, i);
+        Ok(())
     }
 
     /// The USDT providers (`python1234`) of every process that match provider glob `pattern`,
@@ -129,6 +141,12 @@ fn glob_prefix(pattern: &str) -> &str {
     &pattern[..end]
 }
 
+/// The process of the pid provider that provider glob `pattern` names (`p*d123` → 123).
+fn glob_pid_provider(pattern: &str) -> Option<u32> {
+    let (_, pid) = split_provider(pattern)?;
+    glob::matches(pattern, &format!("pid{pid}")).then_some(pid)
+}
+
 /// Whether `provider` names a per-process provider (`pid123`, `python123`).
 fn per_process(provider: &str) -> bool {
     split_provider(provider).is_some()
@@ -147,8 +165,14 @@ impl LinuxTracing {
         let mut out = Vec::with_capacity(descs.len());
         for d in descs {
             if glob::has_meta(&d.provider) && !glob_prefix(&d.provider).is_empty() {
-                // `python*`: the USDT providers of every process whose objects have them.
-                let names = self.lock().user.usdt_providers_matching(&d.provider);
+                // `python*`: the USDT providers of every process whose objects have them; and
+                // `p*d123`: the pid provider of process 123, as DTrace tries `pid<digits>`
+                // against a glob ending in a process id.
+                let mut names = self.lock().user.usdt_providers_matching(&d.provider);
+                if let Some(pid) = glob_pid_provider(&d.provider) {
+                    self.lock().user.image(pid)?;
+                    names.push(format!("pid{pid}"));
+                }
                 for name in names {
                     if self.lock().user.registered.insert(name.clone()) {
                         fw.register_provider(Box::new(UserProvider {
@@ -188,6 +212,64 @@ impl LinuxTracing {
             out.push(d);
         }
         Ok(out)
+    }
+}
+
+impl LinuxTracing {
+    /// Hooks the run-time linker of every process a per-process provider names (see
+    /// [`crate::rtld`]), once per process: the libraries it loads from now on get their probes
+    /// before their code runs. A process without a linker hook (a static program that cannot
+    /// `dlopen`) loads nothing later.
+    pub fn watch_loads(&self) -> Result<()> {
+        let mut sh = self.lock();
+        let user = &mut sh.user;
+        let pids: Vec<u32> = user.images.keys().copied().collect();
+        for pid in pids {
+            if user.watches.contains_key(&pid) {
+                continue;
+            }
+            let Some(image) = user.images.get(&pid).cloned() else {
+                continue;
+            };
+            if let Some(w) = RtldWatch::place(&image)? {
+                user.watches.insert(pid, w);
+            }
+        }
+        Ok(())
+    }
+
+    /// The processes whose run-time linker changed their objects since the last call: each is
+    /// stopped in the linker, and its objects are read again, so the descriptions matched now see
+    /// the new ones. Call [`LinuxTracing::resume_loads`] with them once their probes are placed.
+    pub fn loads_changed(&self) -> Vec<u32> {
+        let mut sh = self.lock();
+        let user = &mut sh.user;
+        let mut changed = Vec::new();
+        for (pid, w) in user.watches.iter_mut() {
+            if w.changed() {
+                changed.push(*pid);
+            }
+        }
+        changed.retain(|&pid| {
+            // A process that is gone has nothing to trace: drop its hook.
+            if user.reread(pid).is_ok() {
+                return true;
+            }
+            user.images.remove(&pid);
+            user.watches.remove(&pid);
+            false
+        });
+        changed
+    }
+
+    /// Lets the processes [`LinuxTracing::loads_changed`] returned go on.
+    pub fn resume_loads(&self, pids: &[u32]) {
+        let sh = self.lock();
+        for pid in pids {
+            if let Some(w) = sh.user.watches.get(pid) {
+                w.resume();
+            }
+        }
     }
 }
 
