@@ -347,3 +347,92 @@ fn a_shared_library_with_probes_in_a_static_function() {
         assert!(out.contains(want), "{want:?} not in {out}");
     }
 }
+
+/// Defines its own `work`, calls it, then loads the library named by its argument with `dlopen`
+/// and calls the library's `work`.
+const DLOPENER: &str = r#"
+#include <dlfcn.h>
+#include <stdio.h>
+int __attribute__((noinline)) work(int n) { return -n; }
+int main(int argc, char **argv) {
+    if (argc < 2)
+        return 2;
+    int own = work(1);
+    void *h = dlopen(argv[1], RTLD_NOW);
+    if (!h) {
+        printf("dlopen: %s\n", dlerror());
+        return 1;
+    }
+    int (*lib_work)(int) = (int (*)(int))dlsym(h, "work");
+    if (!lib_work)
+        return 1;
+    printf("own=%d e=%d\n", own, lib_work(6));
+    return 0;
+}
+"#;
+
+#[test]
+fn a_library_loaded_later_gets_its_pid_and_dof_probes_before_it_runs() {
+    let test = "a_library_loaded_later_gets_its_pid_and_dof_probes_before_it_runs";
+    if !traceable(test) {
+        return;
+    }
+    let d = common::test_dir(test);
+    std::fs::write(d.join("provider.d"), PROVIDER).unwrap();
+    std::fs::write(d.join("lib.c"), LIB).unwrap();
+    std::fs::write(d.join("main.c"), DLOPENER).unwrap();
+    let dt = env!("CARGO_BIN_EXE_dtrace");
+    run_in(&d, dt, &["-h", "-s", "provider.d"]);
+    run_in(&d, "gcc", &["-O0", "-fPIC", "-c", "lib.c"]);
+    run_in(
+        &d,
+        dt,
+        &["-G", "-o", "lib-dof.o", "-s", "provider.d", "lib.o"],
+    );
+    run_in(
+        &d,
+        "gcc",
+        &["-shared", "-o", "libw.so", "lib.o", "lib-dof.o"],
+    );
+    run_in(&d, "gcc", &["-O0", "-o", "m", "main.c", "-ldl"]);
+    let cmd = format!("{} {}", d.join("m").display(), d.join("libw.so").display());
+    // Without -Z, a description of the library's probes matches nothing when the program starts.
+    let (rc, _, err) = common::dtrace(&["-qn", "myprov$target:::probe1 {}", "-c", &cmd]);
+    assert_eq!(rc, 1, "{err}");
+    assert!(err.contains("does not match any probes"), "{err}");
+    // With -Z it is matched when the library is loaded, before the library's code runs: every
+    // firing is seen and the is-enabled probe's semaphore is raised for its first call.
+    let (rc, out, err) = common::dtrace(&[
+        "-Zqn",
+        "myprov$target:::probe1, myprov$target:::probe2-tick, pid$target:libw.so:work:entry
+         { @[probemod, probefunc, probename] = count(); }
+         pid$target:libw.so:work:return { @s[probemod, probefunc, \"sum\"] = sum(arg1); }
+         END { printa(\"%s %s %s %@d\\n\", @); printa(\"%s %s %s %@d\\n\", @s); }",
+        "-c",
+        &cmd,
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    for want in [
+        "own=-1 e=6\n",
+        "libw.so work probe1 6\n",
+        "libw.so helper probe2-tick 6\n",
+        "libw.so work entry 1\n",
+        "libw.so work sum 6\n",
+    ] {
+        assert!(out.contains(want), "{want:?} not in {out}");
+    }
+    // A description that matches the program's own function when it starts also gets the
+    // library's, as DTrace's does (no -Z needed).
+    let (rc, out, err) = common::dtrace(&[
+        "-qn",
+        "pid$target::work:entry { @[probemod] = count(); }
+         END { printa(\"%s %@d\\n\", @); }",
+        "-c",
+        &cmd,
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(
+        out.contains("m 1\n") && out.contains("libw.so 1\n"),
+        "{out}"
+    );
+}
