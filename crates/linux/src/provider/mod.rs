@@ -1177,7 +1177,10 @@ impl LinuxTracing {
         sh.sampled.clear();
         sh.execargs_from_proc.clear();
         sh.image_replaced.clear();
+        // The linker hooks come out too (a process stopped in one goes on).
+        let watches = sh.user.take_watches();
         drop(sh);
+        drop(watches);
         drop(session);
     }
 

@@ -46,6 +46,11 @@ impl UserProbes {
         Ok(i)
     }
 
+    /// The linker hooks placed so far, taken out (dropping them removes them).
+    pub(crate) fn take_watches(&mut self) -> HashMap<u32, RtldWatch> {
+        std::mem::take(&mut self.watches)
+    }
+
     /// Reads the objects of `pid` again (its run-time linker changed them); the objects it still
     /// maps are kept from the earlier reading.
     fn reread(&mut self, pid: u32) -> Result<()> {
