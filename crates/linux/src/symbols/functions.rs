@@ -10,6 +10,7 @@ use object::{Object, ObjectSegment, ObjectSymbol, SymbolKind};
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
+use std::sync::{Arc, OnceLock};
 
 /// One function of an object.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -30,6 +31,9 @@ pub struct FunctionTable {
     /// Path of the file.
     pub path: String,
     funcs: BTreeMap<String, Function>,
+    /// The file, opened at the first [`FunctionTable::code`] and kept for the next (placing an
+    /// entry probe on every function of libc reads each function's first instruction).
+    file: Arc<OnceLock<Option<File>>>,
 }
 
 /// Where `vaddr` lies in the file, through the loadable segment that maps it.
@@ -119,6 +123,7 @@ impl FunctionTable {
         Ok(FunctionTable {
             path: path.to_string(),
             funcs,
+            file: Arc::default(),
         })
     }
 
@@ -131,6 +136,7 @@ impl FunctionTable {
         Ok(FunctionTable {
             path: path.to_string(),
             funcs,
+            file: Arc::default(),
         })
     }
 
@@ -166,7 +172,14 @@ impl FunctionTable {
     pub fn code(&self, f: &Function) -> Result<Vec<u8>> {
         let len = usize::try_from(f.size.min(1 << 20)).unwrap_or(0);
         let mut buf = vec![0u8; len];
-        let file = File::open(&self.path).map_err(|e| LinuxError::from_io(&self.path, e))?;
+        let file = match self.file.get_or_init(|| File::open(&self.path).ok()) {
+            Some(file) => file,
+            None => {
+                let e = File::open(&self.path).err();
+                let e = e.unwrap_or_else(|| std::io::ErrorKind::NotFound.into());
+                return Err(LinuxError::from_io(&self.path, e));
+            }
+        };
         file.read_exact_at(&mut buf, f.file_offset)
             .map_err(|e| LinuxError::from_io(&self.path, e))?;
         Ok(buf)
