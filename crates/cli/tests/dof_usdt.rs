@@ -299,6 +299,26 @@ int work(int n) {
 }
 "#;
 
+/// Builds `libw.so` of [`LIB`] in `dir`: header, object, `dtrace -G`, shared link.
+fn build_lib(dir: &Path) -> PathBuf {
+    std::fs::write(dir.join("provider.d"), PROVIDER).unwrap();
+    std::fs::write(dir.join("lib.c"), LIB).unwrap();
+    let dt = env!("CARGO_BIN_EXE_dtrace");
+    run_in(dir, dt, &["-h", "-s", "provider.d"]);
+    run_in(dir, "gcc", &["-O0", "-fPIC", "-c", "lib.c"]);
+    run_in(
+        dir,
+        dt,
+        &["-G", "-o", "lib-dof.o", "-s", "provider.d", "lib.o"],
+    );
+    run_in(
+        dir,
+        "gcc",
+        &["-shared", "-o", "libw.so", "lib.o", "lib-dof.o"],
+    );
+    dir.join("libw.so")
+}
+
 #[test]
 fn a_shared_library_with_probes_in_a_static_function() {
     let test = "a_shared_library_with_probes_in_a_static_function";
@@ -306,26 +326,12 @@ fn a_shared_library_with_probes_in_a_static_function() {
         return;
     }
     let d = common::test_dir(test);
-    std::fs::write(d.join("provider.d"), PROVIDER).unwrap();
-    std::fs::write(d.join("lib.c"), LIB).unwrap();
+    build_lib(&d);
     std::fs::write(
         d.join("main.c"),
         "#include <stdio.h>\nint work(int);\nint main(void) { printf(\"e=%d\\n\", work(6)); return 0; }\n",
     )
     .unwrap();
-    let dt = env!("CARGO_BIN_EXE_dtrace");
-    run_in(&d, dt, &["-h", "-s", "provider.d"]);
-    run_in(&d, "gcc", &["-O0", "-fPIC", "-c", "lib.c"]);
-    run_in(
-        &d,
-        dt,
-        &["-G", "-o", "lib-dof.o", "-s", "provider.d", "lib.o"],
-    );
-    run_in(
-        &d,
-        "gcc",
-        &["-shared", "-o", "libw.so", "lib.o", "lib-dof.o"],
-    );
     let rpath = format!("-Wl,-rpath,{}", d.display());
     run_in(&d, "gcc", &["-o", "m", "main.c", "-L.", "-lw", &rpath]);
     let exe = d.join("m");
@@ -378,24 +384,10 @@ fn a_library_loaded_later_gets_its_pid_and_dof_probes_before_it_runs() {
         return;
     }
     let d = common::test_dir(test);
-    std::fs::write(d.join("provider.d"), PROVIDER).unwrap();
-    std::fs::write(d.join("lib.c"), LIB).unwrap();
+    let lib = build_lib(&d);
     std::fs::write(d.join("main.c"), DLOPENER).unwrap();
-    let dt = env!("CARGO_BIN_EXE_dtrace");
-    run_in(&d, dt, &["-h", "-s", "provider.d"]);
-    run_in(&d, "gcc", &["-O0", "-fPIC", "-c", "lib.c"]);
-    run_in(
-        &d,
-        dt,
-        &["-G", "-o", "lib-dof.o", "-s", "provider.d", "lib.o"],
-    );
-    run_in(
-        &d,
-        "gcc",
-        &["-shared", "-o", "libw.so", "lib.o", "lib-dof.o"],
-    );
     run_in(&d, "gcc", &["-O0", "-o", "m", "main.c", "-ldl"]);
-    let cmd = format!("{} {}", d.join("m").display(), d.join("libw.so").display());
+    let cmd = format!("{} {}", d.join("m").display(), lib.display());
     // Without -Z, a description of the library's probes matches nothing when the program starts.
     let (rc, _, err) = common::dtrace(&["-qn", "myprov$target:::probe1 {}", "-c", &cmd]);
     assert_eq!(rc, 1, "{err}");
@@ -435,4 +427,72 @@ fn a_library_loaded_later_gets_its_pid_and_dof_probes_before_it_runs() {
         out.contains("m 1\n") && out.contains("libw.so 1\n"),
         "{out}"
     );
+}
+
+/// Loads the library named by its argument when its stdin gives a line and calls `work(6)`, then
+/// calls it again at the next line; prints what `work` returned each time.
+const DLOPEN_PHASES: &str = r#"
+#include <dlfcn.h>
+#include <stdio.h>
+int main(int argc, char **argv) {
+    char line[16];
+    if (argc < 2 || !fgets(line, sizeof line, stdin))
+        return 2;
+    void *h = dlopen(argv[1], RTLD_NOW);
+    int (*work)(int) = h ? (int (*)(int))dlsym(h, "work") : 0;
+    if (!work)
+        return 1;
+    printf("e=%d\n", work(6));
+    fflush(stdout);
+    if (!fgets(line, sizeof line, stdin))
+        return 2;
+    printf("e=%d\n", work(6));
+    return 0;
+}
+"#;
+
+#[test]
+fn a_grabbed_process_that_loads_a_library_is_traced_in_it_and_let_go_after() {
+    let test = "a_grabbed_process_that_loads_a_library_is_traced_in_it_and_let_go_after";
+    if !traceable(test) {
+        return;
+    }
+    use std::io::{Read, Write};
+    use std::process::Stdio;
+    let d = common::test_dir(test);
+    let lib = build_lib(&d);
+    std::fs::write(d.join("main.c"), DLOPEN_PHASES).unwrap();
+    run_in(&d, "gcc", &["-O0", "-o", "m", "main.c", "-ldl"]);
+    let mut child = Command::new(d.join("m"))
+        .arg(&lib)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let script = format!(
+        "myprov{pid}:::probe1 {{ @n = count(); }}
+         myprov{pid}:::probe2-tick /arg0 == 5/ {{ exit(0); }}
+         END {{ printa(\"n=%@d\\n\", @n); }}"
+    );
+    // Only END matches before the library is loaded.
+    let (mut dt, _err, line) = common::grab(&["-Zn", &script], pid, Stdio::piped());
+    assert!(line.contains("matched 1 probe\n"), "{line}");
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"one\n").unwrap();
+    stdin.flush().unwrap();
+    let mut dt_out = String::new();
+    dt.stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut dt_out)
+        .unwrap();
+    assert_eq!(dt.wait().unwrap().code(), Some(0));
+    assert!(dt_out.contains("n=6"), "{dt_out}");
+    // dtrace has left: the process runs on, with the library's semaphore lowered.
+    stdin.write_all(b"two\n").unwrap();
+    drop(stdin);
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success());
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "e=6\ne=0\n");
 }
