@@ -620,15 +620,20 @@ impl Framework {
     /// Matches the descriptions of every clause enabled so far again, as DTrace does when a
     /// provider's probes appear after its enablings (the pid and USDT probes of a library a
     /// traced process loads): each probe a description matches now and that has no ECB of that
-    /// clause yet gets one, and is enabled. Returns what was created (nothing: empty); tracing may
-    /// be under way. A provider that refuses a probe leaves the ECBs made before it in place.
-    pub fn enable_new(&mut self) -> Result<Enabling, FrameworkError> {
+    /// clause yet gets one, and is enabled. Only the descriptions `only` selects are matched (the
+    /// caller knows which providers may have new probes). Returns what was created (nothing:
+    /// empty); tracing may be under way. A provider that refuses a probe leaves the ECBs made
+    /// before it in place.
+    pub fn enable_new(
+        &mut self,
+        only: &dyn Fn(&ProbeDesc) -> bool,
+    ) -> Result<Enabling, FrameworkError> {
         let mut out = Enabling::default();
         let have: std::collections::HashSet<(u32, u32)> =
             self.ecbs.iter().map(|e| (e.clause, e.probe)).collect();
         let retained = std::mem::take(&mut self.retained);
         let mut result: Result<(), FrameworkError> = Ok(());
-        for r in &retained {
+        for r in retained.iter().filter(|r| only(&r.ecb.probe)) {
             for id in self.registry.matching(&r.ecb.probe) {
                 if have.contains(&(r.clause, id)) {
                     continue;

@@ -1356,9 +1356,15 @@ fn descriptions_are_matched_again_when_probes_appear() {
     assert_eq!((en.matched, en.eprobes.len()), (1, 1));
     let first_clause = en.eprobes[0].clause;
     fw.go().unwrap();
-    assert!(fw.enable_new().unwrap().eprobes.is_empty());
+    assert!(fw.enable_new(&|_| true).unwrap().eprobes.is_empty());
     modules.lock().unwrap().push("lib2");
-    let new = fw.enable_new().unwrap();
+    // Descriptions left out are not matched.
+    assert!(fw
+        .enable_new(&|d| d.provider != "growing")
+        .unwrap()
+        .eprobes
+        .is_empty());
+    let new = fw.enable_new(&|_| true).unwrap();
     // Both clauses match lib2's probe: one ECB each, with the clauses' statement ids.
     assert_eq!(new.eprobes.len(), 2);
     let lib2 = new.eprobes[0].probe_id;
@@ -1368,7 +1374,7 @@ fn descriptions_are_matched_again_when_probes_appear() {
     assert_eq!(fw.probe_info(lib2).unwrap().module, "lib2");
     assert!(new.probes.iter().any(|p| p.id == lib2));
     // Nothing new the second time.
-    assert!(fw.enable_new().unwrap().eprobes.is_empty());
+    assert!(fw.enable_new(&|_| true).unwrap().eprobes.is_empty());
     // The new ECBs record when their probe fires.
     fw.fire(lib2, 0, &FiringContext::default());
     let snap = fw.switch_buffer(0).unwrap();

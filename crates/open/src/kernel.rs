@@ -136,7 +136,10 @@ impl KernelTracer {
             return Ok(());
         }
         let placed = (|| -> Result<()> {
-            let e = self.inner.framework().enable_new().map_err(be)?;
+            // Only descriptions that can name those processes' providers can match anything new.
+            let names_them =
+                |d: &ProbeDesc| dtrace_linux::provider::user::may_name_process(&d.provider, &pids);
+            let e = self.inner.framework().enable_new(&names_them).map_err(be)?;
             if e.eprobes.is_empty() {
                 return Ok(());
             }

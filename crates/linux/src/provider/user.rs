@@ -152,6 +152,15 @@ fn glob_pid_provider(pattern: &str) -> Option<u32> {
     glob::matches(pattern, &format!("pid{pid}")).then_some(pid)
 }
 
+/// Whether provider description `provider` may name a per-process provider of one of `pids`
+/// (`pid123`, `python123`, `p*d123`, or a glob without a process id such as `*`).
+pub fn may_name_process(provider: &str, pids: &[u32]) -> bool {
+    match split_provider(provider) {
+        Some((_, pid)) => pids.contains(&pid),
+        None => provider.is_empty() || glob::has_meta(provider),
+    }
+}
+
 /// Whether `provider` names a per-process provider (`pid123`, `python123`).
 fn per_process(provider: &str) -> bool {
     split_provider(provider).is_some()
@@ -327,5 +336,23 @@ impl Provider for UserProvider {
         let desc =
             crate::ProbeDesc::new(&probe.provider, &probe.module, &probe.function, &probe.name);
         super::arg_desc_of(sh.user.get(&desc)?, index)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn provider_descriptions_name_processes() {
+        assert!(may_name_process("pid12", &[12]));
+        assert!(may_name_process("python12", &[7, 12]));
+        assert!(!may_name_process("pid13", &[12]));
+        assert!(!may_name_process("syscall", &[12]));
+        assert!(may_name_process("", &[12]));
+        assert!(may_name_process("python*", &[12]));
+        assert_eq!(glob_pid_provider("p*d12"), Some(12));
+        assert_eq!(glob_pid_provider("py*12"), None);
+        assert_eq!(glob_pid_provider("p*d"), None);
     }
 }
