@@ -168,8 +168,8 @@ fn per_process(provider: &str) -> bool {
 
 impl LinuxTracing {
     /// Registers with `fw` the per-process providers `descs` name (`pid1234`) and returns the
-    /// descriptions as the framework must see them (`a.out` replaced by the main executable's
-    /// name). A process that does not exist, or a probe that cannot be placed (an offset inside an
+    /// descriptions as the framework must see them (module aliases such as `a.out` and `libc`
+    /// replaced by the object's name). A process that does not exist, or a probe that cannot be placed (an offset inside an
     /// instruction), is an error.
     pub fn prepare_user(
         &self,
@@ -210,10 +210,8 @@ impl LinuxTracing {
                     sh.user.matching(&d.provider, &pattern)?;
                     (image, sh.user.registered.insert(d.provider.clone()))
                 };
-                if d.module == "a.out" {
-                    if let Some(m) = image.main_module() {
-                        d.module = m.to_string();
-                    }
+                if let Some(m) = image.module_alias(&d.module) {
+                    d.module = m.to_string();
                 }
                 if newly {
                     fw.register_provider(Box::new(UserProvider {
