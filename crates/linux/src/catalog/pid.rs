@@ -155,7 +155,14 @@ impl ProcessImage {
             if !Self::module_matches(&pattern.module, obj) {
                 continue;
             }
-            for f in obj.table.iter() {
+            // A function named exactly is looked up, not searched for.
+            let named = !pattern.function.is_empty() && !glob::has_meta(&pattern.function);
+            let funcs: Box<dyn Iterator<Item = &Function>> = if named {
+                Box::new(obj.table.get(&pattern.function).into_iter())
+            } else {
+                Box::new(obj.table.iter())
+            };
+            for f in funcs {
                 if !glob::matches(&pattern.function, &f.name) {
                     continue;
                 }
