@@ -31,6 +31,8 @@ pub struct FunctionTable {
     /// Path of the file.
     pub path: String,
     funcs: BTreeMap<String, Function>,
+    /// The address the file gives its first page (the loadable segment at file offset 0).
+    first_page: Option<u64>,
     /// The file, opened at the first [`FunctionTable::code`] and kept for the next (placing an
     /// entry probe on every function of libc reads each function's first instruction).
     file: Arc<OnceLock<Option<File>>>,
@@ -52,6 +54,14 @@ fn segments<'d, R: object::ReadRef<'d>>(file: &object::File<'d, R>) -> Vec<(u64,
             (s.address(), off, fsize, s.size())
         })
         .collect()
+}
+
+/// The page-aligned address of the loadable segment that starts at file offset 0.
+fn first_page(segments: &[(u64, u64, u64, u64)]) -> Option<u64> {
+    segments
+        .iter()
+        .find(|(_, off, _, _)| *off == 0)
+        .map(|(addr, _, _, _)| addr & !0xfff)
 }
 
 fn bad(path: &str, reason: impl std::fmt::Display) -> LinuxError {
@@ -123,6 +133,7 @@ impl FunctionTable {
         Ok(FunctionTable {
             path: path.to_string(),
             funcs,
+            first_page: first_page(&segs),
             file: Arc::default(),
         })
     }
@@ -136,8 +147,15 @@ impl FunctionTable {
         Ok(FunctionTable {
             path: path.to_string(),
             funcs,
+            first_page: first_page(&segs),
             file: Arc::default(),
         })
+    }
+
+    /// The address the file gives its first page (0 for a shared object or PIE), from which the
+    /// load bias of a mapping of it follows.
+    pub fn first_page_vaddr(&self) -> Option<u64> {
+        self.first_page
     }
 
     /// The function named `name`.
