@@ -16,6 +16,8 @@
 //! waited for); a run of one write is subtracted, so the tracers' start-up (compiling, loading
 //! programs) is not counted per event, and so is the untraced writer's. Needs root; prints figures
 //! and never asserts them.
+//! The `pid` case puts an entry probe on the writer's libc `write` (against bpftrace's `uprobe:`),
+//! and the time to place an entry probe on every libc function follows the table.
 //! `cargo bench -p dtrace-cli --bench write_overhead [-- N [CASE]]`: with CASE, only the cases whose
 //! name contains it run, and not the rate ladder.
 
@@ -76,6 +78,67 @@ const FBT_CASES: [(&str, &str, &str, &str); 2] = [
         "kprobe:vfs_write { @[comm] = count(); }",
     ),
 ];
+
+/// The `pid` case: dtrace's probe on the writer's libc `write` against bpftrace's `uprobe:` on the
+/// same function (`LIBC` becomes the path of the libc this bench maps), both counting the writer's
+/// calls only.
+const PID_CASE: (&str, &str, &str) = (
+    "pid count (libc write)",
+    "pid$target:libc.so.6:write:entry { @[execname] = count(); }",
+    "uprobe:LIBC:write /pid == cpid/ { @[comm] = count(); }",
+);
+
+/// The path of the libc this process maps.
+fn libc_path() -> Option<String> {
+    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    maps.lines()
+        .filter_map(|l| l.split_whitespace().nth(5))
+        .find(|p| p.rsplit('/').next() == Some("libc.so.6"))
+        .map(str::to_string)
+}
+
+/// The time `dtrace` takes to place an entry probe on every function of libc in a short command
+/// (`/bin/true`), against one function, and how many probes that is.
+fn libc_placement(dtrace: &str) {
+    let wall = |desc: &str| -> Option<f64> {
+        let t = Instant::now();
+        let o = Command::new(dtrace)
+            .args([
+                "-q",
+                "-n",
+                &format!("{desc} {{ @ = count(); }}"),
+                "-c",
+                "/bin/true",
+            ])
+            .output()
+            .ok()?;
+        o.status.success().then(|| t.elapsed().as_secs_f64())
+    };
+    let probes = Command::new(dtrace)
+        .args(["-l", "-n", "pid$target:libc.so.6::entry", "-c", "/bin/true"])
+        .output()
+        .ok()
+        .map(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .count()
+                .saturating_sub(1)
+        });
+    let one = (0..3)
+        .filter_map(|_| wall("pid$target:libc.so.6:write:entry"))
+        .min_by(f64::total_cmp);
+    let all = (0..3)
+        .filter_map(|_| wall("pid$target:libc.so.6::entry"))
+        .min_by(f64::total_cmp);
+    match (probes, one, all) {
+        (Some(n), Some(one), Some(all)) => println!(
+            "placing pid$target:libc.so.6::entry ({n} probes) under -c /bin/true: {all:.2} s \
+             wall, against {one:.2} s for one function ({:.1} us per added probe)",
+            (all - one) * 1e6 / n.max(1) as f64
+        ),
+        _ => println!("placing pid$target:libc.so.6::entry: the run failed"),
+    }
+}
 
 /// CPU time (user and system) of this process's waited-for children so far, in ns.
 fn children_cpu_ns() -> u64 {
@@ -288,9 +351,14 @@ fn main() {
             .output()
             .is_ok_and(|o| o.status.success())
     });
+    let pid_bscript = libc_path().map(|p| PID_CASE.2.replace("LIBC", &p));
+    let pid_case = pid_bscript
+        .as_deref()
+        .map(|b| (PID_CASE.0, None, PID_CASE.1, b));
     let cases = CASES
         .iter()
         .map(|&(n, d, b)| (n, None, d, b))
+        .chain(pid_case)
         .chain(fbt_cases.map(|&(n, m, d, b)| (n, Some(m), d, b)));
     let cases = cases.filter(|(name, ..)| only.as_ref().is_none_or(|o| name.contains(o.as_str())));
     for (name, mechanism, dscript, bscript) in cases {
@@ -321,6 +389,12 @@ fn main() {
         }
     }
 
+    if only
+        .as_ref()
+        .is_none_or(|o| "libc placement".contains(o.as_str()))
+    {
+        libc_placement(dtrace);
+    }
     if only.is_some() {
         return;
     }

@@ -299,6 +299,26 @@ int work(int n) {
 }
 "#;
 
+/// Builds `libw.so` of [`LIB`] in `dir`: header, object, `dtrace -G`, shared link.
+fn build_lib(dir: &Path) -> PathBuf {
+    std::fs::write(dir.join("provider.d"), PROVIDER).unwrap();
+    std::fs::write(dir.join("lib.c"), LIB).unwrap();
+    let dt = env!("CARGO_BIN_EXE_dtrace");
+    run_in(dir, dt, &["-h", "-s", "provider.d"]);
+    run_in(dir, "gcc", &["-O0", "-fPIC", "-c", "lib.c"]);
+    run_in(
+        dir,
+        dt,
+        &["-G", "-o", "lib-dof.o", "-s", "provider.d", "lib.o"],
+    );
+    run_in(
+        dir,
+        "gcc",
+        &["-shared", "-o", "libw.so", "lib.o", "lib-dof.o"],
+    );
+    dir.join("libw.so")
+}
+
 #[test]
 fn a_shared_library_with_probes_in_a_static_function() {
     let test = "a_shared_library_with_probes_in_a_static_function";
@@ -306,26 +326,12 @@ fn a_shared_library_with_probes_in_a_static_function() {
         return;
     }
     let d = common::test_dir(test);
-    std::fs::write(d.join("provider.d"), PROVIDER).unwrap();
-    std::fs::write(d.join("lib.c"), LIB).unwrap();
+    build_lib(&d);
     std::fs::write(
         d.join("main.c"),
         "#include <stdio.h>\nint work(int);\nint main(void) { printf(\"e=%d\\n\", work(6)); return 0; }\n",
     )
     .unwrap();
-    let dt = env!("CARGO_BIN_EXE_dtrace");
-    run_in(&d, dt, &["-h", "-s", "provider.d"]);
-    run_in(&d, "gcc", &["-O0", "-fPIC", "-c", "lib.c"]);
-    run_in(
-        &d,
-        dt,
-        &["-G", "-o", "lib-dof.o", "-s", "provider.d", "lib.o"],
-    );
-    run_in(
-        &d,
-        "gcc",
-        &["-shared", "-o", "libw.so", "lib.o", "lib-dof.o"],
-    );
     let rpath = format!("-Wl,-rpath,{}", d.display());
     run_in(&d, "gcc", &["-o", "m", "main.c", "-L.", "-lw", &rpath]);
     let exe = d.join("m");
@@ -346,4 +352,147 @@ fn a_shared_library_with_probes_in_a_static_function() {
     ] {
         assert!(out.contains(want), "{want:?} not in {out}");
     }
+}
+
+/// Defines its own `work`, calls it, then loads the library named by its argument with `dlopen`
+/// and calls the library's `work`.
+const DLOPENER: &str = r#"
+#include <dlfcn.h>
+#include <stdio.h>
+int __attribute__((noinline)) work(int n) { return -n; }
+int main(int argc, char **argv) {
+    if (argc < 2)
+        return 2;
+    int own = work(1);
+    void *h = dlopen(argv[1], RTLD_NOW);
+    if (!h) {
+        printf("dlopen: %s\n", dlerror());
+        return 1;
+    }
+    int (*lib_work)(int) = (int (*)(int))dlsym(h, "work");
+    if (!lib_work)
+        return 1;
+    printf("own=%d e=%d\n", own, lib_work(6));
+    return 0;
+}
+"#;
+
+#[test]
+fn a_library_loaded_later_gets_its_pid_and_dof_probes_before_it_runs() {
+    let test = "a_library_loaded_later_gets_its_pid_and_dof_probes_before_it_runs";
+    if !traceable(test) {
+        return;
+    }
+    let d = common::test_dir(test);
+    let lib = build_lib(&d);
+    std::fs::write(d.join("main.c"), DLOPENER).unwrap();
+    run_in(&d, "gcc", &["-O0", "-o", "m", "main.c", "-ldl"]);
+    let cmd = format!("{} {}", d.join("m").display(), lib.display());
+    // Without -Z, a description of the library's probes matches nothing when the program starts.
+    let (rc, _, err) = common::dtrace(&["-qn", "myprov$target:::probe1 {}", "-c", &cmd]);
+    assert_eq!(rc, 1, "{err}");
+    assert!(err.contains("does not match any probes"), "{err}");
+    // With -Z it is matched when the library is loaded, before the library's code runs: every
+    // firing is seen and the is-enabled probe's semaphore is raised for its first call.
+    let (rc, out, err) = common::dtrace(&[
+        "-Zqn",
+        "myprov$target:::probe1, myprov$target:::probe2-tick, pid$target:libw.so:work:entry
+         { @[probemod, probefunc, probename] = count(); }
+         pid$target:libw.so:work:return { @s[probemod, probefunc, \"sum\"] = sum(arg1); }
+         END { printa(\"%s %s %s %@d\\n\", @); printa(\"%s %s %s %@d\\n\", @s); }",
+        "-c",
+        &cmd,
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    for want in [
+        "own=-1 e=6\n",
+        "libw.so work probe1 6\n",
+        "libw.so helper probe2-tick 6\n",
+        "libw.so work entry 1\n",
+        "libw.so work sum 6\n",
+    ] {
+        assert!(out.contains(want), "{want:?} not in {out}");
+    }
+    // A description that matches the program's own function when it starts also gets the
+    // library's, as DTrace's does (no -Z needed).
+    let (rc, out, err) = common::dtrace(&[
+        "-qn",
+        "pid$target::work:entry { @[probemod] = count(); }
+         END { printa(\"%s %@d\\n\", @); }",
+        "-c",
+        &cmd,
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(
+        out.contains("m 1\n") && out.contains("libw.so 1\n"),
+        "{out}"
+    );
+}
+
+/// Loads the library named by its argument when its stdin gives a line and calls `work(6)`, then
+/// calls it again at the next line; prints what `work` returned each time.
+const DLOPEN_PHASES: &str = r#"
+#include <dlfcn.h>
+#include <stdio.h>
+int main(int argc, char **argv) {
+    char line[16];
+    if (argc < 2 || !fgets(line, sizeof line, stdin))
+        return 2;
+    void *h = dlopen(argv[1], RTLD_NOW);
+    int (*work)(int) = h ? (int (*)(int))dlsym(h, "work") : 0;
+    if (!work)
+        return 1;
+    printf("e=%d\n", work(6));
+    fflush(stdout);
+    if (!fgets(line, sizeof line, stdin))
+        return 2;
+    printf("e=%d\n", work(6));
+    return 0;
+}
+"#;
+
+#[test]
+fn a_grabbed_process_that_loads_a_library_is_traced_in_it_and_let_go_after() {
+    let test = "a_grabbed_process_that_loads_a_library_is_traced_in_it_and_let_go_after";
+    if !traceable(test) {
+        return;
+    }
+    use std::io::{Read, Write};
+    use std::process::Stdio;
+    let d = common::test_dir(test);
+    let lib = build_lib(&d);
+    std::fs::write(d.join("main.c"), DLOPEN_PHASES).unwrap();
+    run_in(&d, "gcc", &["-O0", "-o", "m", "main.c", "-ldl"]);
+    let mut child = Command::new(d.join("m"))
+        .arg(&lib)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let script = format!(
+        "myprov{pid}:::probe1 {{ @n = count(); }}
+         myprov{pid}:::probe2-tick /arg0 == 5/ {{ exit(0); }}
+         END {{ printa(\"n=%@d\\n\", @n); }}"
+    );
+    // Only END matches before the library is loaded.
+    let (mut dt, _err, line) = common::grab(&["-Zn", &script], pid, Stdio::piped());
+    assert!(line.contains("matched 1 probe\n"), "{line}");
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"one\n").unwrap();
+    stdin.flush().unwrap();
+    let mut dt_out = String::new();
+    dt.stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut dt_out)
+        .unwrap();
+    assert_eq!(dt.wait().unwrap().code(), Some(0));
+    assert!(dt_out.contains("n=6"), "{dt_out}");
+    // dtrace has left: the process runs on, with the library's semaphore lowered.
+    stdin.write_all(b"two\n").unwrap();
+    drop(stdin);
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success());
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "e=6\ne=0\n");
 }

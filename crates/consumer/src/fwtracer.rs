@@ -66,6 +66,7 @@ impl FrameworkTracer {
 impl Tracer for FrameworkTracer {
     fn exec(&mut self, prog: &Program, options: &Options) -> Result<ExecInfo> {
         self.apply_options(options)?;
+        let first = self.fw.next_clause();
         let e = self
             .fw
             .enable(prog, options.is_set("zdefs"))
@@ -78,6 +79,7 @@ impl Tracer for FrameworkTracer {
             eprobes: e.eprobes,
             probes: e.probes,
             aggs: e.aggs,
+            clauses: first..self.fw.next_clause(),
         })
     }
     fn go(&mut self) -> Result<()> {

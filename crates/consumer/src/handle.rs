@@ -75,6 +75,9 @@ pub struct ExecInfo {
     pub probes: Vec<ProbeInfo>,
     /// The aggregations created.
     pub aggs: Vec<AggDesc>,
+    /// The statement ids the tracer gave the program's clauses (the `clause` of its enabled
+    /// probes, including those it creates later).
+    pub clauses: std::ops::Range<u32>,
 }
 
 /// The execution seam: the framework (probe context) side of DTrace.
@@ -106,6 +109,12 @@ pub trait Tracer {
     /// Runs what is due in the tracer itself (timer probes, queued events); called often.
     fn poll(&mut self) -> Result<()> {
         Ok(())
+    }
+    /// The ECBs the tracer created by itself since the last call, without a program being enabled
+    /// (a traced process loaded a library with probes the enabled descriptions match), for
+    /// decoding their records. Tracers whose probes never appear later have none.
+    fn take_new_probes(&mut self) -> Option<ExecInfo> {
+        None
     }
     /// How long until the tracer next has timer work, if it has any.
     fn time_to_next_event(&self) -> Option<Duration> {
@@ -227,6 +236,9 @@ pub struct Handle {
     last_agg: Option<Instant>,
     /// Records held for time order (`temporal`).
     temporal: crate::temporal::TemporalQueue,
+    /// Per enabled program: its clauses' statement ids, its index in the decoder, and whether it
+    /// is the ERROR program (for the ECBs the tracer creates later).
+    programs: Vec<(std::ops::Range<u32>, usize, bool)>,
 }
 
 impl Handle {
@@ -236,6 +248,7 @@ impl Handle {
             compiler,
             tracer,
             decoder: Decoder::default(),
+            programs: Vec::new(),
             state: State::Idle,
             last_error: None,
             err_handler: None,
@@ -379,6 +392,8 @@ impl Handle {
         let info = self.tracer.exec(prog, &self.decoder.options)?;
         let epids: Vec<u32> = info.eprobes.iter().map(|e| e.epid).collect();
         let idx = self.decoder.add_program(&prog.formats, &epids)?;
+        self.programs
+            .push((info.clauses.clone(), idx, is_error_prog));
         self.decoder.set_print_types(idx, prog.print_types.clone());
         if is_error_prog {
             self.decoder.error_epids.extend(epids.iter().copied());
@@ -483,7 +498,34 @@ impl Handle {
     /// Lets the tracer run its due timers and queued events (`dtrace_sleep` does this implicitly).
     pub fn poll(&mut self) -> Result<()> {
         let r = self.tracer.poll();
+        self.adopt_new_probes();
         self.record(r)
+    }
+
+    /// Learns the ECBs the tracer created after their programs were enabled: each decodes as
+    /// the other ECBs of its clause do (the same program's formats, and an ERROR program's
+    /// records as errors).
+    fn adopt_new_probes(&mut self) {
+        let Some(info) = self.tracer.take_new_probes() else {
+            return;
+        };
+        let d = &mut self.decoder;
+        for e in info.eprobes {
+            let program = self.programs.iter().find(|(c, _, _)| c.contains(&e.clause));
+            if let Some(&(_, idx, is_error)) = program {
+                d.epid_program.insert(e.epid, idx);
+                if is_error {
+                    d.error_epids.insert(e.epid);
+                }
+            }
+            d.eprobes.insert(e.epid, e);
+        }
+        for p in info.probes {
+            d.probes.insert(p.id, p);
+        }
+        for a in info.aggs {
+            d.aggs.add_desc(a);
+        }
     }
 
     /// How long until the next buffer switch, status check or aggregation snapshot is due (zero once
@@ -659,7 +701,9 @@ impl Handle {
         pfunc: &mut ProbeFn<'_>,
         rfunc: &mut RecFn<'_>,
     ) -> Result<WorkStatus> {
-        let r = self.tracer.poll().and_then(|_| self.check_status());
+        let r = self.tracer.poll();
+        self.adopt_new_probes();
+        let r = r.and_then(|_| self.check_status());
         self.record(r)?;
         // As DTrace's, a snapshot is taken when `aggrate` has passed and the buffers are read when
         // `switchrate` has (both may change with setopt()); everything once tracing has stopped.

@@ -77,6 +77,7 @@ fn begin_exit_end_and_aggregations() {
             probe(2, "dtrace", "", "", "END"),
         ],
         aggs: vec![agg.clone()],
+        ..ExecInfo::default()
     };
     let tracer = Script {
         info,

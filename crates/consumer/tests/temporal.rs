@@ -103,6 +103,7 @@ fn run(
         eprobes: vec![ep()],
         probes: vec![probe(1, "profile", "", "", "profile-97")],
         aggs: Vec::new(),
+        ..ExecInfo::default()
     };
     let tracer = Batches {
         info,

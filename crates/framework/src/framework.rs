@@ -203,6 +203,14 @@ pub(crate) struct Ecb {
     pub(crate) elsewhere: bool,
 }
 
+/// An enabled clause as [`Framework::enable_new`] matches it again.
+#[derive(Clone)]
+struct Retained {
+    clause: u32,
+    ecb: dtrace_dif::program::EcbDesc,
+    layout: EcbLayout,
+}
+
 /// One CPU's buffers.
 pub(crate) struct CpuState {
     pub(crate) principal: PrincipalBuffer,
@@ -242,6 +250,8 @@ pub struct Framework {
     pub(crate) next_aggid: u32,
     /// Statement id the next enabled clause gets.
     pub(crate) next_clause: u32,
+    /// Every enabled clause, kept for matching its description again ([`Framework::enable_new`]).
+    retained: Vec<Retained>,
     pub(crate) last_clean: u64,
     /// The context BEGIN and END fire in (the consumer's process).
     pub(crate) consumer_ctx: FiringContext,
@@ -300,6 +310,7 @@ impl Framework {
             requests: Vec::new(),
             next_aggid: 1,
             next_clause: 0,
+            retained: Vec::new(),
             last_clean: 0,
             consumer_ctx: FiringContext::default(),
             consumer_mem: None,
@@ -528,59 +539,124 @@ impl Framework {
         }
         self.enabled.extend_from_slice(&newly);
         for (i, layout, ids) in planned {
-            let e = &program.ecbs[i];
+            let clause = self.next_clause + i as u32;
+            self.retained.push(Retained {
+                clause,
+                ecb: program.ecbs[i].clone(),
+                layout: layout.clone(),
+            });
             for id in ids {
-                let epid = self.ecbs.len() as u32 + 1;
-                let mut aggids = Vec::new();
-                for a in &layout.aggs {
-                    let aggid = self.next_aggid;
-                    self.next_aggid += 1;
-                    aggids.push(aggid);
-                    out.aggs.push(AggDesc {
-                        aggid,
-                        varid: e.actions[a.action].uarg as u32,
-                        epid,
-                        recs: a.recs.clone(),
-                    });
-                }
-                let clause = self.next_clause + i as u32;
-                out.eprobes.push(EprobeDesc {
-                    epid,
-                    probe_id: id,
-                    clause,
-                    size: layout.size,
-                    recs: layout.principal_recs(),
-                });
-                if self.probe_ecbs.len() <= id as usize {
-                    self.probe_ecbs.resize(id as usize + 1, Vec::new());
-                }
-                self.probe_ecbs[id as usize].push(self.ecbs.len());
-                self.ecbs.push(Ecb {
-                    epid,
-                    clause,
-                    probe: id,
-                    code_base: code_base(e),
-                    predicate: e.predicate.clone().map(Prepared::new),
-                    actions: e.actions.clone(),
-                    difos: e
-                        .actions
-                        .iter()
-                        .map(|a| a.difo.clone().map(Prepared::new))
-                        .collect(),
-                    layout: layout.clone(),
-                    aggids,
-                    elsewhere: false,
-                });
+                self.create_ecb(&program.ecbs[i], clause, &layout, id, &mut out);
             }
         }
         self.next_clause += program.ecbs.len() as u32;
+        out.probes = self.enabled_probe_infos();
+        Ok(out)
+    }
+
+    /// The probes with ECBs, in id order.
+    fn enabled_probe_infos(&self) -> Vec<ProbeInfo> {
         let mut probes: Vec<u32> = self.ecbs.iter().map(|e| e.probe).collect();
         probes.sort_unstable();
         probes.dedup();
-        out.probes = probes
+        probes
             .into_iter()
             .filter_map(|id| self.probe_info(id).cloned())
-            .collect();
+            .collect()
+    }
+
+    /// Creates the ECB of clause `e` (statement id `clause`, laid out as `layout`) on probe `id`,
+    /// adding its enabled-probe and aggregation descriptions to `out`.
+    fn create_ecb(
+        &mut self,
+        e: &dtrace_dif::program::EcbDesc,
+        clause: u32,
+        layout: &EcbLayout,
+        id: u32,
+        out: &mut Enabling,
+    ) {
+        let epid = self.ecbs.len() as u32 + 1;
+        let mut aggids = Vec::new();
+        for a in &layout.aggs {
+            let aggid = self.next_aggid;
+            self.next_aggid += 1;
+            aggids.push(aggid);
+            out.aggs.push(AggDesc {
+                aggid,
+                varid: e.actions[a.action].uarg as u32,
+                epid,
+                recs: a.recs.clone(),
+            });
+        }
+        out.eprobes.push(EprobeDesc {
+            epid,
+            probe_id: id,
+            clause,
+            size: layout.size,
+            recs: layout.principal_recs(),
+        });
+        if self.probe_ecbs.len() <= id as usize {
+            self.probe_ecbs.resize(id as usize + 1, Vec::new());
+        }
+        self.probe_ecbs[id as usize].push(self.ecbs.len());
+        self.ecbs.push(Ecb {
+            epid,
+            clause,
+            probe: id,
+            code_base: code_base(e),
+            predicate: e.predicate.clone().map(Prepared::new),
+            actions: e.actions.clone(),
+            difos: e
+                .actions
+                .iter()
+                .map(|a| a.difo.clone().map(Prepared::new))
+                .collect(),
+            layout: layout.clone(),
+            aggids,
+            elsewhere: false,
+        });
+    }
+
+    /// Matches the descriptions of every clause enabled so far again, as DTrace does when a
+    /// provider's probes appear after its enablings (the pid and USDT probes of a library a
+    /// traced process loads): each probe a description matches now and that has no ECB of that
+    /// clause yet gets one, and is enabled. Only the descriptions `only` selects are matched (the
+    /// caller knows which providers may have new probes). Returns what was created (nothing:
+    /// empty); tracing may be under way. A provider that refuses a probe leaves the ECBs made
+    /// before it in place.
+    pub fn enable_new(
+        &mut self,
+        only: &dyn Fn(&ProbeDesc) -> bool,
+    ) -> Result<Enabling, FrameworkError> {
+        let mut out = Enabling::default();
+        let have: std::collections::HashSet<(u32, u32)> =
+            self.ecbs.iter().map(|e| (e.clause, e.probe)).collect();
+        let retained = std::mem::take(&mut self.retained);
+        let mut result: Result<(), FrameworkError> = Ok(());
+        for r in retained.iter().filter(|r| only(&r.ecb.probe)) {
+            for id in self.registry.matching(&r.ecb.probe) {
+                if have.contains(&(r.clause, id)) {
+                    continue;
+                }
+                if !self.enabled.contains(&id) {
+                    if let Err(e) = self.registry.enable(id) {
+                        result = Err(e.into());
+                        break;
+                    }
+                    self.enabled.push(id);
+                }
+                out.matched += 1;
+                self.create_ecb(&r.ecb, r.clause, &r.layout, id, &mut out);
+            }
+            if result.is_err() {
+                break;
+            }
+        }
+        self.retained = retained;
+        result?;
+        if !out.eprobes.is_empty() {
+            out.probes = self.enabled_probe_infos();
+        }
         Ok(out)
     }
 

@@ -1310,3 +1310,78 @@ fn a_speculative_clause_larger_than_specsize_is_abandoned() {
     assert_eq!(u64_at(&data, 16), 0);
     assert_eq!(fw.status().spec_drops, 1);
 }
+
+/// A provider whose probes (`growing:<module>:f:go`) appear as modules are added to its list, as
+/// a process's libraries appear to the pid provider.
+struct Growing(std::sync::Arc<std::sync::Mutex<Vec<&'static str>>>);
+
+impl Provider for Growing {
+    fn name(&self) -> &str {
+        "growing"
+    }
+    fn attributes(&self) -> dtrace_framework::provider::ProviderAttributes {
+        Refusing.attributes()
+    }
+    fn provide(
+        &mut self,
+        _desc: Option<&ProbeDesc>,
+        sink: &mut dtrace_framework::provider::ProbeSink<'_>,
+    ) {
+        for m in self.0.lock().unwrap().iter() {
+            sink.create(m, "f", "go");
+        }
+    }
+    fn enable(
+        &mut self,
+        _probe: &dtrace_framework::records::ProbeInfo,
+    ) -> Result<(), dtrace_framework::provider::ProviderError> {
+        Ok(())
+    }
+    fn disable(&mut self, _probe: &dtrace_framework::records::ProbeInfo) {}
+}
+
+#[test]
+fn descriptions_are_matched_again_when_probes_appear() {
+    let (mut fw, _c) = new_fw();
+    let modules = std::sync::Arc::new(std::sync::Mutex::new(vec!["a.out"]));
+    fw.register_provider(Box::new(Growing(modules.clone())))
+        .unwrap();
+    let p = program(vec![
+        ecb("growing:::go", None, vec![trace_int(7)]),
+        ecb("growing:lib2::go", None, vec![trace_int(8)]),
+    ]);
+    // The second description matches nothing yet: an error without -Z.
+    assert!(fw.enable(&p, false).is_err());
+    let en = fw.enable(&p, true).unwrap();
+    assert_eq!((en.matched, en.eprobes.len()), (1, 1));
+    let first_clause = en.eprobes[0].clause;
+    fw.go().unwrap();
+    assert!(fw.enable_new(&|_| true).unwrap().eprobes.is_empty());
+    modules.lock().unwrap().push("lib2");
+    // Descriptions left out are not matched.
+    assert!(fw
+        .enable_new(&|d| d.provider != "growing")
+        .unwrap()
+        .eprobes
+        .is_empty());
+    let new = fw.enable_new(&|_| true).unwrap();
+    // Both clauses match lib2's probe: one ECB each, with the clauses' statement ids.
+    assert_eq!(new.eprobes.len(), 2);
+    let lib2 = new.eprobes[0].probe_id;
+    assert!(new.eprobes.iter().all(|e| e.probe_id == lib2));
+    let clauses: Vec<u32> = new.eprobes.iter().map(|e| e.clause).collect();
+    assert_eq!(clauses, vec![first_clause, first_clause + 1]);
+    assert_eq!(fw.probe_info(lib2).unwrap().module, "lib2");
+    assert!(new.probes.iter().any(|p| p.id == lib2));
+    // Nothing new the second time.
+    assert!(fw.enable_new(&|_| true).unwrap().eprobes.is_empty());
+    // The new ECBs record when their probe fires.
+    fw.fire(lib2, 0, &FiringContext::default());
+    let snap = fw.switch_buffer(0).unwrap();
+    let epids: Vec<u32> = records(&snap.data, &|e| fw.eprobe(e).unwrap().size as usize)
+        .iter()
+        .map(|(e, _)| *e)
+        .collect();
+    let want: Vec<u32> = new.eprobes.iter().map(|e| e.epid).collect();
+    assert_eq!(epids, want);
+}

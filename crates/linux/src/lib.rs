@@ -44,6 +44,7 @@ pub mod kprobe;
 pub mod live;
 pub mod process;
 pub mod provider;
+pub mod rtld;
 pub mod session;
 pub mod signals;
 pub mod symbols;

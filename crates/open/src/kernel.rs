@@ -31,6 +31,12 @@ pub struct KernelTracer {
     pumped_from: Option<u64>,
     /// Aggregation drops in the kernel's maps not yet reported, per CPU.
     kernel_agg_drops: Vec<(u32, u64)>,
+    /// Per enabled program: its first clause's framework statement id, its number of clauses,
+    /// and where its clauses start among the Linux side's planned clauses.
+    clause_bases: Vec<(u32, u32, usize)>,
+    /// ECBs created for probes that appeared after their programs were enabled, not yet handed
+    /// to the consumer.
+    new_probes: Option<ExecInfo>,
 }
 
 fn be<E: std::fmt::Display>(e: E) -> ConsumerError {
@@ -94,21 +100,22 @@ impl KernelTracer {
             reported_drops: Vec::new(),
             pumped_from: None,
             kernel_agg_drops: Vec::new(),
+            clause_bases: Vec::new(),
+            new_probes: None,
         })
     }
 
-    /// After `prog` (planned, its first clause numbered `first_clause` by the framework) is
-    /// enabled: the enabled probes whose aggregations the kernel computes no longer run in the
-    /// framework, and the kernel's maps learn the aggregation each feeds.
-    fn run_kernel_aggregations(&mut self, prog: &Program, first_clause: u32, info: &ExecInfo) {
-        let Some(base) = self.linux.clause_base(prog) else {
-            return;
-        };
+    /// After ECBs are created (by enabling a program, or for probes that appeared later): the
+    /// enabled probes whose aggregations the kernel computes no longer run in the framework, and
+    /// the kernel's maps learn the aggregation each feeds.
+    fn run_kernel_aggregations(&mut self, info: &ExecInfo) {
         for ep in &info.eprobes {
-            let Some(k) = ep.clause.checked_sub(first_clause) else {
+            let Some(clause) = self.clause_bases.iter().find_map(|&(first, n, base)| {
+                let k = ep.clause.checked_sub(first).filter(|&k| k < n)?;
+                Some(base + k as usize)
+            }) else {
                 continue;
             };
-            let clause = base + k as usize;
             if !self.linux.aggregates_in_kernel(clause, ep.probe_id) {
                 continue;
             }
@@ -117,6 +124,43 @@ impl KernelTracer {
                 self.linux.bind_aggregation(clause, j, a.aggid, &a.recs);
             }
         }
+    }
+}
+
+impl KernelTracer {
+    /// When a traced process's run-time linker changed its objects (it is stopped there): matches
+    /// the enabled descriptions again, so the probes of a library it loaded are created, enabled
+    /// and placed, then lets it go on. The new ECBs wait in `new_probes` for the consumer.
+    fn place_loaded_probes(&mut self) -> Result<()> {
+        let pids = self.linux.loads_changed();
+        if pids.is_empty() {
+            return Ok(());
+        }
+        let placed = (|| -> Result<()> {
+            // Only descriptions that can name those processes' providers can match anything new.
+            let names_them =
+                |d: &ProbeDesc| dtrace_linux::provider::user::may_name_process(&d.provider, &pids);
+            let e = self.inner.framework().enable_new(&names_them).map_err(be)?;
+            if e.eprobes.is_empty() {
+                return Ok(());
+            }
+            let info = ExecInfo {
+                matches: e.matched,
+                eprobes: e.eprobes,
+                probes: e.probes,
+                aggs: e.aggs,
+                clauses: 0..0,
+            };
+            self.run_kernel_aggregations(&info);
+            let pending = self.new_probes.get_or_insert_with(ExecInfo::default);
+            pending.matches += info.matches;
+            pending.eprobes.extend(info.eprobes);
+            pending.probes = info.probes;
+            pending.aggs.extend(info.aggs);
+            self.linux.attach_pending().map_err(be)
+        })();
+        self.linux.resume_loads(&pids);
+        placed
     }
 }
 
@@ -203,12 +247,15 @@ impl Tracer for KernelTracer {
         self.linux.set_consumer_polls();
         let first_clause = self.inner.framework().next_clause();
         let info = self.inner.exec(prog, options)?;
-        self.run_kernel_aggregations(prog, first_clause, &info);
+        if let Some(base) = self.linux.clause_base(prog) {
+            self.clause_bases
+                .push((first_clause, prog.ecbs.len() as u32, base));
+        }
+        self.run_kernel_aggregations(&info);
         // Uprobes (and kprobes on kernel functions) are placed by the group, before the match is
-        // reported.
-        self.linux
-            .attach_pending()
-            .map_err(|e| ConsumerError::Backend(e.to_string()))?;
+        // reported; then the traced processes' linkers are watched for libraries loaded later.
+        self.linux.attach_pending().map_err(be)?;
+        self.linux.watch_loads().map_err(be)?;
         Ok(info)
     }
     fn go(&mut self) -> Result<()> {
@@ -264,7 +311,11 @@ impl Tracer for KernelTracer {
         s.dyndrops += self.linux.kernel_dynvar_drops().map_err(be)?;
         Ok(s)
     }
+    fn take_new_probes(&mut self) -> Option<ExecInfo> {
+        self.new_probes.take()
+    }
     fn poll(&mut self) -> Result<()> {
+        self.place_loaded_probes()?;
         // After exit() nothing but END fires: the kernel stops aggregating too.
         if !self.inner.exit_requested() {
             self.pumped_from = Some(self.inner.framework().now());

@@ -11,6 +11,9 @@ pub fn matches(pattern: &str, text: &str) -> bool {
     if pattern.is_empty() {
         return true;
     }
+    if !has_meta(pattern) {
+        return pattern == text;
+    }
     let p: Vec<char> = pattern.chars().collect();
     let t: Vec<char> = text.chars().collect();
     // Iterative matcher with single-star backtracking: linear memory, no recursion.

@@ -50,6 +50,13 @@ impl ProcessImage {
     /// Reads the mapped ELF objects of `pid`. A process that does not exist is an error; an
     /// object that cannot be read is left out.
     pub fn read(pid: u32) -> Result<ProcessImage> {
+        Self::read_again(pid, None)
+    }
+
+    /// [`ProcessImage::read`], keeping the objects of `previous` (an earlier reading of the same
+    /// process) that are still mapped instead of reading their files again: after the run-time
+    /// linker loaded a library, only the library is new.
+    pub fn read_again(pid: u32, previous: Option<&ProcessImage>) -> Result<ProcessImage> {
         let maps = crate::symbols::procmaps::read_maps(pid).map_err(|e| {
             if e.kind() == std::io::ErrorKind::NotFound {
                 LinuxError::NoProcess(pid)
@@ -68,6 +75,18 @@ impl ProcessImage {
         }
         let mut objects = Vec::new();
         for path in paths {
+            if let Some(known) = previous
+                .into_iter()
+                .flat_map(|p| &p.objects)
+                .find(|o| o.table.path == path)
+            {
+                if known.main {
+                    objects.insert(0, known.clone());
+                } else {
+                    objects.push(known.clone());
+                }
+                continue;
+            }
             let Ok(table) = FunctionTable::load(path) else {
                 continue;
             };
@@ -96,9 +115,30 @@ impl ProcessImage {
             .map(|o| o.module.as_str())
     }
 
-    /// Whether module pattern `pattern` selects `obj` (`a.out` selects the main executable).
+    /// Whether module pattern `pattern` selects `obj` (`a.out` selects the main executable, and
+    /// a name without its suffix the object it begins, see [`ProcessImage::module_alias`]).
     fn module_matches(pattern: &str, obj: &MappedObject) -> bool {
-        glob::matches(pattern, &obj.module) || (obj.main && glob::matches(pattern, "a.out"))
+        glob::matches(pattern, &obj.module)
+            || (obj.main && glob::matches(pattern, "a.out"))
+            || is_alias(pattern, &obj.module)
+    }
+
+    /// The object module name `module` stands for, as DTrace resolves it: `a.out` is the main
+    /// executable, and a name that is not a glob and names no object is the one object whose
+    /// name it begins, up to a dot (`libc` and `libc.so` are `libc.so.6`). `None`: `module` is
+    /// used as it is.
+    pub fn module_alias(&self, module: &str) -> Option<&str> {
+        if module == "a.out" {
+            return self.main_module();
+        }
+        if glob::has_meta(module) || self.objects.iter().any(|o| o.module == module) {
+            return None;
+        }
+        let mut found = self.objects.iter().filter(|o| is_alias(module, &o.module));
+        match (found.next(), found.next()) {
+            (Some(o), None) => Some(&o.module),
+            _ => None,
+        }
     }
 
     /// The `pid` probes of provider `provider` matching `pattern`. Offset probes are offered when
@@ -115,7 +155,14 @@ impl ProcessImage {
             if !Self::module_matches(&pattern.module, obj) {
                 continue;
             }
-            for f in obj.table.iter() {
+            // A function named exactly is looked up, not searched for.
+            let named = !pattern.function.is_empty() && !glob::has_meta(&pattern.function);
+            let funcs: Box<dyn Iterator<Item = &Function>> = if named {
+                Box::new(obj.table.get(&pattern.function).into_iter())
+            } else {
+                Box::new(obj.table.iter())
+            };
+            for f in funcs {
                 if !glob::matches(&pattern.function, &f.name) {
                     continue;
                 }
@@ -259,6 +306,16 @@ impl ProcessImage {
             },
         })
     }
+}
+
+/// Whether `name` (not a glob) is `module` without a suffix that starts with a dot (`libc` and
+/// `libc.so` for `libc.so.6`).
+fn is_alias(name: &str, module: &str) -> bool {
+    !name.is_empty()
+        && !glob::has_meta(name)
+        && module
+            .strip_prefix(name)
+            .is_some_and(|rest| rest.starts_with('.'))
 }
 
 /// Where in a function a probe fires.
@@ -410,6 +467,35 @@ mod tests {
         assert_eq!(split_provider("pid"), None);
         assert_eq!(split_provider("123"), None);
         assert_eq!(split_provider("pid99999999999999"), None);
+    }
+
+    #[test]
+    fn modules_are_named_without_their_suffix() {
+        let obj = |module: &str, main: bool| MappedObject {
+            module: module.into(),
+            main,
+            table: Arc::default(),
+            usdt: Vec::new(),
+        };
+        let image = ProcessImage {
+            pid: 1,
+            objects: vec![
+                obj("prog", true),
+                obj("libc.so.6", false),
+                obj("libm.so.6", false),
+                obj("libmx.so", false),
+            ],
+        };
+        assert_eq!(image.module_alias("a.out"), Some("prog"));
+        assert_eq!(image.module_alias("libc"), Some("libc.so.6"));
+        assert_eq!(image.module_alias("libc.so"), Some("libc.so.6"));
+        assert_eq!(image.module_alias("libc.so.6"), None);
+        assert_eq!(image.module_alias("libc.s"), None);
+        assert_eq!(image.module_alias("libm"), Some("libm.so.6"));
+        assert_eq!(image.module_alias("lib*"), None);
+        assert_eq!(image.module_alias("libz"), None);
+        assert!(ProcessImage::module_matches("libc", &image.objects[1]));
+        assert!(!ProcessImage::module_matches("libc", &image.objects[2]));
     }
 
     #[test]

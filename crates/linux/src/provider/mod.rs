@@ -336,6 +336,10 @@ impl Shared {
                 if let Some(offset) = self.clock_offset {
                     k.set_clock_offset(offset);
                 }
+                // Made after tracing went live (a library loaded later): aggregating at once.
+                if self.live_since.is_some() {
+                    k.set_on(true).map_err(|e| e.to_string())?;
+                }
                 self.kaggs = Some(k);
             }
             let uses_vars = k_idx.iter().any(|&i| self.placement.in_kernel(i));
@@ -1173,7 +1177,10 @@ impl LinuxTracing {
         sh.sampled.clear();
         sh.execargs_from_proc.clear();
         sh.image_replaced.clear();
+        // The linker hooks come out too (a process stopped in one goes on).
+        let watches = sh.user.take_watches();
         drop(sh);
+        drop(watches);
         drop(session);
     }
 

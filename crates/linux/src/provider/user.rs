@@ -8,6 +8,7 @@ use super::LinuxTracing;
 use crate::catalog::pid::{split_provider, ProcessImage};
 use crate::catalog::{glob, Probe, ProbeDesc};
 use crate::error::{LinuxError, Result};
+use crate::rtld::RtldWatch;
 use dtrace_dif::program::ProbeDesc as DifProbeDesc;
 use dtrace_framework::provider::{
     ArgDesc, Attribute, DepClass, ProbeSink, ProviderAttributes, ProviderError, Stability,
@@ -25,6 +26,8 @@ pub(crate) struct UserProbes {
     registered: HashSet<String>,
     /// USDT providers of each object file looked at by a provider glob.
     file_providers: HashMap<String, Vec<String>>,
+    /// The run-time linker hook of each traced process (see [`crate::rtld`]).
+    watches: HashMap<u32, RtldWatch>,
 }
 
 impl UserProbes {
@@ -41,6 +44,20 @@ impl UserProbes {
         let i = Arc::new(ProcessImage::read(pid)?);
         self.images.insert(pid, i.clone());
         Ok(i)
+    }
+
+    /// The linker hooks placed so far, taken out (dropping them removes them).
+    pub(crate) fn take_watches(&mut self) -> HashMap<u32, RtldWatch> {
+        std::mem::take(&mut self.watches)
+    }
+
+    /// Reads the objects of `pid` again (its run-time linker changed them); the objects it still
+    /// maps are kept from the earlier reading.
+    fn reread(&mut self, pid: u32) -> Result<()> {
+        let old = self.images.get(&pid).cloned();
+        let i = Arc::new(ProcessImage::read_again(pid, old.as_deref())?);
+        self.images.insert(pid, i);
+        Ok(())
     }
 
     /// The USDT providers (`python1234`) of every process that match provider glob `pattern`,
@@ -129,6 +146,21 @@ fn glob_prefix(pattern: &str) -> &str {
     &pattern[..end]
 }
 
+/// The process of the pid provider that provider glob `pattern` names (`p*d123` → 123).
+fn glob_pid_provider(pattern: &str) -> Option<u32> {
+    let (_, pid) = split_provider(pattern)?;
+    glob::matches(pattern, &format!("pid{pid}")).then_some(pid)
+}
+
+/// Whether provider description `provider` may name a per-process provider of one of `pids`
+/// (`pid123`, `python123`, `p*d123`, or a glob without a process id such as `*`).
+pub fn may_name_process(provider: &str, pids: &[u32]) -> bool {
+    match split_provider(provider) {
+        Some((_, pid)) => pids.contains(&pid),
+        None => provider.is_empty() || glob::has_meta(provider),
+    }
+}
+
 /// Whether `provider` names a per-process provider (`pid123`, `python123`).
 fn per_process(provider: &str) -> bool {
     split_provider(provider).is_some()
@@ -136,8 +168,8 @@ fn per_process(provider: &str) -> bool {
 
 impl LinuxTracing {
     /// Registers with `fw` the per-process providers `descs` name (`pid1234`) and returns the
-    /// descriptions as the framework must see them (`a.out` replaced by the main executable's
-    /// name). A process that does not exist, or a probe that cannot be placed (an offset inside an
+    /// descriptions as the framework must see them (module aliases such as `a.out` and `libc`
+    /// replaced by the object's name). A process that does not exist, or a probe that cannot be placed (an offset inside an
     /// instruction), is an error.
     pub fn prepare_user(
         &self,
@@ -147,8 +179,14 @@ impl LinuxTracing {
         let mut out = Vec::with_capacity(descs.len());
         for d in descs {
             if glob::has_meta(&d.provider) && !glob_prefix(&d.provider).is_empty() {
-                // `python*`: the USDT providers of every process whose objects have them.
-                let names = self.lock().user.usdt_providers_matching(&d.provider);
+                // `python*`: the USDT providers of every process whose objects have them; and
+                // `p*d123`: the pid provider of process 123, as DTrace tries `pid<digits>`
+                // against a glob ending in a process id.
+                let mut names = self.lock().user.usdt_providers_matching(&d.provider);
+                if let Some(pid) = glob_pid_provider(&d.provider) {
+                    self.lock().user.image(pid)?;
+                    names.push(format!("pid{pid}"));
+                }
                 for name in names {
                     if self.lock().user.registered.insert(name.clone()) {
                         fw.register_provider(Box::new(UserProvider {
@@ -172,10 +210,8 @@ impl LinuxTracing {
                     sh.user.matching(&d.provider, &pattern)?;
                     (image, sh.user.registered.insert(d.provider.clone()))
                 };
-                if d.module == "a.out" {
-                    if let Some(m) = image.main_module() {
-                        d.module = m.to_string();
-                    }
+                if let Some(m) = image.module_alias(&d.module) {
+                    d.module = m.to_string();
                 }
                 if newly {
                     fw.register_provider(Box::new(UserProvider {
@@ -188,6 +224,64 @@ impl LinuxTracing {
             out.push(d);
         }
         Ok(out)
+    }
+}
+
+impl LinuxTracing {
+    /// Hooks the run-time linker of every process a per-process provider names (see
+    /// [`crate::rtld`]), once per process: the libraries it loads from now on get their probes
+    /// before their code runs. A process without a linker hook (a static program that cannot
+    /// `dlopen`) loads nothing later.
+    pub fn watch_loads(&self) -> Result<()> {
+        let mut sh = self.lock();
+        let user = &mut sh.user;
+        let pids: Vec<u32> = user.images.keys().copied().collect();
+        for pid in pids {
+            if user.watches.contains_key(&pid) {
+                continue;
+            }
+            let Some(image) = user.images.get(&pid).cloned() else {
+                continue;
+            };
+            if let Some(w) = RtldWatch::place(&image)? {
+                user.watches.insert(pid, w);
+            }
+        }
+        Ok(())
+    }
+
+    /// The processes whose run-time linker changed their objects since the last call: each is
+    /// stopped in the linker, and its objects are read again, so the descriptions matched now see
+    /// the new ones. Call [`LinuxTracing::resume_loads`] with them once their probes are placed.
+    pub fn loads_changed(&self) -> Vec<u32> {
+        let mut sh = self.lock();
+        let user = &mut sh.user;
+        let mut changed = Vec::new();
+        for (pid, w) in user.watches.iter_mut() {
+            if w.changed() {
+                changed.push(*pid);
+            }
+        }
+        changed.retain(|&pid| {
+            // A process that is gone has nothing to trace: drop its hook.
+            if user.reread(pid).is_ok() {
+                return true;
+            }
+            user.images.remove(&pid);
+            user.watches.remove(&pid);
+            false
+        });
+        changed
+    }
+
+    /// Lets the processes [`LinuxTracing::loads_changed`] returned go on.
+    pub fn resume_loads(&self, pids: &[u32]) {
+        let sh = self.lock();
+        for pid in pids {
+            if let Some(w) = sh.user.watches.get(pid) {
+                w.resume();
+            }
+        }
     }
 }
 
@@ -240,5 +334,23 @@ impl Provider for UserProvider {
         let desc =
             crate::ProbeDesc::new(&probe.provider, &probe.module, &probe.function, &probe.name);
         super::arg_desc_of(sh.user.get(&desc)?, index)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn provider_descriptions_name_processes() {
+        assert!(may_name_process("pid12", &[12]));
+        assert!(may_name_process("python12", &[7, 12]));
+        assert!(!may_name_process("pid13", &[12]));
+        assert!(!may_name_process("syscall", &[12]));
+        assert!(may_name_process("", &[12]));
+        assert!(may_name_process("python*", &[12]));
+        assert_eq!(glob_pid_provider("p*d12"), Some(12));
+        assert_eq!(glob_pid_provider("py*12"), None);
+        assert_eq!(glob_pid_provider("p*d"), None);
     }
 }

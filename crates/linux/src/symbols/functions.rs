@@ -10,6 +10,7 @@ use object::{Object, ObjectSegment, ObjectSymbol, SymbolKind};
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
+use std::sync::{Arc, OnceLock};
 
 /// One function of an object.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -30,6 +31,11 @@ pub struct FunctionTable {
     /// Path of the file.
     pub path: String,
     funcs: BTreeMap<String, Function>,
+    /// The address the file gives its first page (the loadable segment at file offset 0).
+    first_page: Option<u64>,
+    /// The file, opened at the first [`FunctionTable::code`] and kept for the next (placing an
+    /// entry probe on every function of libc reads each function's first instruction).
+    file: Arc<OnceLock<Option<File>>>,
 }
 
 /// Where `vaddr` lies in the file, through the loadable segment that maps it.
@@ -48,6 +54,14 @@ fn segments<'d, R: object::ReadRef<'d>>(file: &object::File<'d, R>) -> Vec<(u64,
             (s.address(), off, fsize, s.size())
         })
         .collect()
+}
+
+/// The page-aligned address of the loadable segment that starts at file offset 0.
+fn first_page(segments: &[(u64, u64, u64, u64)]) -> Option<u64> {
+    segments
+        .iter()
+        .find(|(_, off, _, _)| *off == 0)
+        .map(|(addr, _, _, _)| addr & !0xfff)
 }
 
 fn bad(path: &str, reason: impl std::fmt::Display) -> LinuxError {
@@ -119,6 +133,8 @@ impl FunctionTable {
         Ok(FunctionTable {
             path: path.to_string(),
             funcs,
+            first_page: first_page(&segs),
+            file: Arc::default(),
         })
     }
 
@@ -131,7 +147,15 @@ impl FunctionTable {
         Ok(FunctionTable {
             path: path.to_string(),
             funcs,
+            first_page: first_page(&segs),
+            file: Arc::default(),
         })
+    }
+
+    /// The address the file gives its first page (0 for a shared object or PIE), from which the
+    /// load bias of a mapping of it follows.
+    pub fn first_page_vaddr(&self) -> Option<u64> {
+        self.first_page
     }
 
     /// The function named `name`.
@@ -166,7 +190,14 @@ impl FunctionTable {
     pub fn code(&self, f: &Function) -> Result<Vec<u8>> {
         let len = usize::try_from(f.size.min(1 << 20)).unwrap_or(0);
         let mut buf = vec![0u8; len];
-        let file = File::open(&self.path).map_err(|e| LinuxError::from_io(&self.path, e))?;
+        let file = match self.file.get_or_init(|| File::open(&self.path).ok()) {
+            Some(file) => file,
+            None => {
+                let e = File::open(&self.path).err();
+                let e = e.unwrap_or_else(|| std::io::ErrorKind::NotFound.into());
+                return Err(LinuxError::from_io(&self.path, e));
+            }
+        };
         file.read_exact_at(&mut buf, f.file_offset)
             .map_err(|e| LinuxError::from_io(&self.path, e))?;
         Ok(buf)

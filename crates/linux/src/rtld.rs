@@ -1,0 +1,187 @@
+//! Watching a traced process's run-time linker, as DTrace's rtld agent does: the dynamic linker
+//! calls `_dl_debug_state` (the `r_brk` address of its `r_debug`) before and after it changes the
+//! list of loaded objects (`dlopen`, `dlclose`). The address is read from the `r_debug` the linker
+//! exports (`_r_debug`), as a debugger finds it, since ld.so's own symbol table is usually
+//! stripped (the name serves where `r_debug` cannot be read and debuginfo is installed). A uprobe
+//! there, in that process only, runs a small program that counts the call and stops the process
+//! (`SIGSTOP` through `bpf_send_signal`) before the linker returns, so before a newly loaded
+//! library's initialisers or functions run. `dtrace` sees the count move, reads the process's
+//! mappings again, places the probes the new objects bring, and lets the process go on
+//! (`SIGCONT`), as DTrace creates pid and USDT probes at the linker's `RT_CONSISTENT` event.
+
+use crate::attach::Attachment;
+use crate::bpf::insn::{R0, R1, R6};
+use crate::bpf::{Asm, Map, MapKind, ProgKind, Program};
+use crate::capture::MemKind;
+use crate::catalog::pid::ProcessImage;
+use crate::error::{LinuxError, Result};
+
+/// The linker's hook (glibc, and static glibc programs that can `dlopen`).
+pub const HOOK: &str = "_dl_debug_state";
+/// `bpf_send_signal`.
+const SEND_SIGNAL: i32 = 109;
+
+/// The hook of one process, placed while it is traced.
+#[derive(Debug)]
+pub struct RtldWatch {
+    pid: u32,
+    /// One u64: how many times the hook ran.
+    count: Map,
+    attach: Option<Attachment>,
+    _prog: Program,
+    /// The count last handled.
+    seen: u64,
+}
+
+impl RtldWatch {
+    /// Places the hook in process `pid`, in the object of `image` that has it. `None` when no
+    /// object has (a static program without `dlopen`): the process loads nothing later.
+    pub fn place(image: &ProcessImage) -> Result<Option<RtldWatch>> {
+        let by_name = || {
+            image.objects.iter().find_map(|o| {
+                o.table
+                    .get(HOOK)
+                    .map(|f| (o.table.path.clone(), f.file_offset))
+            })
+        };
+        let Some((path, offset)) = r_brk_site(image).or_else(by_name) else {
+            return Ok(None);
+        };
+        let count = Map::create(MapKind::Array, "dt_rtld", 4, 8, 1)?;
+        let mut a = Asm::new();
+        a.ld_map_value(R6, count.raw_fd(), 0)
+            .mov_imm(R1, 1)
+            .atomic_add64(R6, 0, R1)
+            .mov_imm(R1, libc::SIGSTOP)
+            .call(SEND_SIGNAL)
+            .mov_imm(R0, 0)
+            .exit();
+        let what = format!("the run-time linker of pid {}", image.pid);
+        let prog = Program::load(ProgKind::Kprobe, &a.finish()?, "dt_rtld", &what)?;
+        let site = crate::uprobe::UprobeSite {
+            path: &path,
+            offset,
+            retprobe: false,
+            pid: image.pid,
+            ref_ctr_offset: 0,
+        };
+        let attach = crate::uprobe::attach(&prog, &site, &what)?;
+        Ok(Some(RtldWatch {
+            pid: image.pid,
+            count,
+            attach: Some(attach),
+            _prog: prog,
+            seen: 0,
+        }))
+    }
+
+    /// The process watched.
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    fn count(&self) -> Result<u64> {
+        let v = self.count.lookup(&0u32.to_ne_bytes())?.unwrap_or_default();
+        let bytes: [u8; 8] = v
+            .get(..8)
+            .and_then(|b| b.try_into().ok())
+            .ok_or_else(|| LinuxError::Process("short rtld counter".into()))?;
+        Ok(u64::from_ne_bytes(bytes))
+    }
+
+    /// Whether the linker changed the process's objects since the last call: the process is then
+    /// stopped (or about to stop) in the hook until [`RtldWatch::resume`].
+    pub fn changed(&mut self) -> bool {
+        match self.count() {
+            Ok(n) if n != self.seen => {
+                self.seen = n;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Lets the process go on after a change. A `SIGCONT` sent before the stop took effect
+    /// discards the pending stop, so the process never stays stopped.
+    pub fn resume(&self) {
+        // SAFETY: kill has no memory preconditions; a process that is gone makes it fail.
+        unsafe { libc::kill(self.pid as i32, libc::SIGCONT) };
+    }
+}
+
+/// The address of `r_debug` (its exported symbol `_r_debug`) in the object at `path`.
+fn r_debug_vaddr(path: &str) -> Option<u64> {
+    use object::{Object, ObjectSymbol};
+    let f = std::fs::File::open(path).ok()?;
+    let cache = object::read::ReadCache::new(f);
+    let file = object::File::parse(&cache).ok()?;
+    let found = file
+        .dynamic_symbols()
+        .chain(file.symbols())
+        .find(|s| s.name() == Ok(R_DEBUG) && s.address() != 0)
+        .map(|s| s.address());
+    found
+}
+
+/// `r_debug`'s exported name.
+const R_DEBUG: &str = "_r_debug";
+/// Offset of `r_brk` in `struct r_debug` (x86-64: `int r_version; struct link_map *r_map;`).
+const R_BRK: u64 = 16;
+
+/// Where the linker's hook is in the process of `image`, as a debugger finds it: the `r_brk`
+/// address of the `r_debug` the linker (or a static program) exports, read from the process's
+/// memory and turned into a file offset through its mappings. `None` where there is no such
+/// structure or it is not set up.
+fn r_brk_site(image: &ProcessImage) -> Option<(String, u64)> {
+    let maps = crate::symbols::procmaps::read_maps(image.pid).ok()?;
+    for o in &image.objects {
+        let Some(vaddr) = r_debug_vaddr(&o.table.path) else {
+            continue;
+        };
+        // The object's load bias: where its first page (file offset 0) is mapped, less the
+        // address the file gives that page (0 for a shared object or PIE).
+        let first = maps
+            .iter()
+            .find(|m| m.path == o.table.path && m.offset == 0)?;
+        let bias = first.start.checked_sub(o.table.first_page_vaddr()?)?;
+        let at = bias.checked_add(vaddr)?.checked_add(R_BRK)?;
+        let bytes = crate::process::read_memory(image.pid, at, MemKind::UserBytes, 8).ok()?;
+        let r_brk = u64::from_ne_bytes(bytes.get(..8)?.try_into().ok()?);
+        let m = maps
+            .iter()
+            .find(|m| m.exec && (m.start..m.end).contains(&r_brk))?;
+        return Some((m.path.clone(), r_brk - m.start + m.offset));
+    }
+    None
+}
+
+impl Drop for RtldWatch {
+    fn drop(&mut self) {
+        // Take the hook out first, then let go of a process it stopped that was not resumed.
+        drop(self.attach.take());
+        if self.changed() {
+            self.resume();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_linker_hook_of_this_process_is_found_through_r_debug() {
+        let image = ProcessImage::read(std::process::id()).expect("own image");
+        let (path, offset) = r_brk_site(&image).expect("r_brk of a dynamically linked test");
+        let ld = image
+            .objects
+            .iter()
+            .find(|o| o.table.path == path)
+            .expect("r_brk lies in a mapped object");
+        // Where ld.so's symbols are known (debuginfo), r_brk is the hook function's first byte.
+        if let Some(f) = ld.table.get(HOOK) {
+            assert_eq!(offset, f.file_offset);
+        }
+        assert!(r_debug_vaddr(&path).is_some(), "{path} exports {R_DEBUG}");
+    }
+}
