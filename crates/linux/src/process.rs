@@ -640,10 +640,19 @@ pub fn raise_in_thread(pid: u32, tid: u32, signal: u64) -> Result<()> {
 /// `stop()`: stops process `pid` (`SIGSTOP`), as DTrace's `stop()` stops the process that fired
 /// the probe. A process that is gone by now is not an error.
 pub fn stop_process(pid: u32) -> Result<()> {
+    signal_process(pid, libc::SIGSTOP)
+}
+
+/// Lets a stopped process `pid` go on (`SIGCONT`). A process that is gone is not an error.
+pub fn continue_process(pid: u32) -> Result<()> {
+    signal_process(pid, libc::SIGCONT)
+}
+
+fn signal_process(pid: u32, sig: libc::c_int) -> Result<()> {
     let pid = libc::pid_t::try_from(pid)
-        .map_err(|_| LinuxError::BadProbe(format!("stop(): no process {pid}")))?;
+        .map_err(|_| LinuxError::BadProbe(format!("no process {pid}")))?;
     // SAFETY: kill takes two integers and touches no memory of ours.
-    match unsafe { libc::kill(pid, libc::SIGSTOP) } {
+    match unsafe { libc::kill(pid, sig) } {
         0 => Ok(()),
         _ => match std::io::Error::last_os_error() {
             e if e.raw_os_error() == Some(libc::ESRCH) => Ok(()),

@@ -18,8 +18,6 @@ use crate::error::{LinuxError, Result};
 
 /// The linker's hook (glibc, and static glibc programs that can `dlopen`).
 pub const HOOK: &str = "_dl_debug_state";
-/// `bpf_send_signal`.
-const SEND_SIGNAL: i32 = 109;
 
 /// The hook of one process, placed while it is traced.
 #[derive(Debug)]
@@ -53,7 +51,7 @@ impl RtldWatch {
             .mov_imm(R1, 1)
             .atomic_add64(R6, 0, R1)
             .mov_imm(R1, libc::SIGSTOP)
-            .call(SEND_SIGNAL)
+            .call(crate::bpf::insn::helper::SEND_SIGNAL)
             .mov_imm(R0, 0)
             .exit();
         let what = format!("the run-time linker of pid {}", image.pid);
@@ -104,8 +102,8 @@ impl RtldWatch {
     /// Lets the process go on after a change. A `SIGCONT` sent before the stop took effect
     /// discards the pending stop, so the process never stays stopped.
     pub fn resume(&self) {
-        // SAFETY: kill has no memory preconditions; a process that is gone makes it fail.
-        unsafe { libc::kill(self.pid as i32, libc::SIGCONT) };
+        // A process that is gone has nothing to resume.
+        let _ = crate::process::continue_process(self.pid);
     }
 }
 
