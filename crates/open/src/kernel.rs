@@ -98,10 +98,16 @@ impl KernelTracer {
 
     /// After `prog` (planned, its first clause numbered `first_clause` by the framework) is
     /// enabled: the enabled probes whose aggregations the kernel computes no longer run in the
-    /// framework, and the kernel's maps learn the aggregation each feeds.
-    fn run_kernel_aggregations(&mut self, prog: &Program, first_clause: u32, info: &ExecInfo) {
+    /// framework, the kernel's maps learn the aggregation each feeds, and the records built at
+    /// the probe their EPIDs.
+    fn run_kernel_aggregations(
+        &mut self,
+        prog: &Program,
+        first_clause: u32,
+        info: &ExecInfo,
+    ) -> Result<()> {
         let Some(base) = self.linux.clause_base(prog) else {
-            return;
+            return Ok(());
         };
         for ep in &info.eprobes {
             let Some(k) = ep.clause.checked_sub(first_clause) else {
@@ -115,7 +121,11 @@ impl KernelTracer {
             for (j, a) in info.aggs.iter().filter(|a| a.epid == ep.epid).enumerate() {
                 self.linux.bind_aggregation(clause, j, a.aggid, &a.recs);
             }
+            self.linux
+                .bind_record(clause, ep.probe_id, ep.epid, ep.size, &ep.recs)
+                .map_err(be)?;
         }
+        Ok(())
     }
 }
 
@@ -202,7 +212,7 @@ impl Tracer for KernelTracer {
         self.linux.set_consumer_polls();
         let first_clause = self.inner.framework().next_clause();
         let info = self.inner.exec(prog, options)?;
-        self.run_kernel_aggregations(prog, first_clause, &info);
+        self.run_kernel_aggregations(prog, first_clause, &info)?;
         // Uprobes (and kprobes on kernel functions) are placed by the group, before the match is
         // reported.
         self.linux

@@ -12,6 +12,22 @@ use crate::error::{LinuxError, Result};
 pub const KIND_EVENT: u16 = 1;
 /// Record kind: bytes re-read at a syscall's return for an earlier entry event.
 pub const KIND_RETRY: u16 = 2;
+/// Record kind: an ECB's record built at the probe (see `capture::kagg`): a [`built`] header,
+/// then the framework's record.
+pub const KIND_BUILT: u16 = 3;
+
+/// Field offsets of the header of a [`KIND_BUILT`] record (kind and tag where an event's are).
+#[allow(missing_docs)]
+pub mod built {
+    pub const KIND: usize = 0;
+    /// The clause's number among the probe's kernel clauses.
+    pub const CLAUSE: usize = 2;
+    pub const TAG: usize = 4;
+    pub const CPU: usize = 8;
+    /// The framework's record starts here.
+    pub const SIZE: usize = 16;
+}
+
 /// Header flag: a user copy faulted and a retry at return was armed.
 pub const FLAG_RETRY_ARMED: u16 = 1;
 

@@ -15,8 +15,8 @@
 
 use crate::bpf::{Map, MapKind};
 use crate::capture::spec::{
-    kernel_key_layout, string_key_hash, KernelAgg, KeyKind, MAX_KAGG_KEY, MAX_KAGG_VALUE,
-    STRING_CONST_MARK,
+    kernel_key_layout, string_key_hash, KernelAgg, KernelRecord, KeyKind, RecordAction,
+    MAX_KAGG_KEY, MAX_KAGG_VALUE, STRING_CONST_MARK,
 };
 use crate::error::Result;
 use dtrace_dif::object::DifObject;
@@ -66,27 +66,42 @@ impl PlannedAgg {
     }
 }
 
-/// A clause as the kernel would run it: its aggregating actions and its store actions (each
-/// with the number of aggregating actions before it).
+/// A clause as the kernel would run it: its aggregating actions, the actions that record data
+/// (built into the ECB's record at the probe) and its store actions, in the clause's order.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ClausePlan {
     /// The aggregating actions.
     pub aggs: Vec<PlannedAgg>,
     /// The actions that store variables and record nothing (they run in the kernel only when the
-    /// variables they store live there, see `provider::kvars`).
+    /// variables they store live there, see `provider::kvars`), each with the number of
+    /// aggregating and recording actions before it.
     pub stores: Vec<(usize, DifObject)>,
+    /// The record the clause builds, when it records data (`trace()`, `printf()`...).
+    pub record: Option<KernelRecord>,
+}
+
+impl ClausePlan {
+    /// Whether the clause writes a record.
+    pub fn records(&self) -> bool {
+        self.record.is_some()
+    }
+}
+
+/// Whether a data-recording action of kind `kind` can be built at the probe: `trace()` and the
+/// arguments of `printf()`-like actions (the value itself then decides, at translation: an
+/// integer, a string constant or `execname`).
+fn records_at_probe(kind: ActionKind) -> bool {
+    matches!(kind, ActionKind::DifExpr | ActionKind::Printf)
 }
 
 /// Whether clause `e` can run in the kernel (before translation, which the probe's program
-/// does): its aggregating and store actions, or why not.
-pub fn plan_clause(e: &EcbDesc) -> std::result::Result<ClausePlan, String> {
+/// does): its aggregating, recording and store actions, or why not. Its record is laid out as
+/// the framework lays it out with strings of `strsize` characters (the framework's layout is
+/// checked against it when the clause is bound, see [`super::LinuxTracing::bind_record`]).
+pub fn plan_clause(e: &EcbDesc, strsize: u32) -> std::result::Result<ClausePlan, String> {
     let acts = &e.actions;
-    let stores_only = acts.iter().all(is_store);
     if acts.is_empty() {
         return Err("the clause has no action (it records the firing)".into());
-    }
-    if !acts.iter().any(|a| a.kind.is_aggregation()) && !stores_only {
-        return Err("the clause has actions other than aggregations".into());
     }
     let mut used = vec![false; acts.len()];
     let mut out = Vec::new();
@@ -153,20 +168,99 @@ pub fn plan_clause(e: &EcbDesc) -> std::result::Result<ClausePlan, String> {
             value_words: bytes / 8,
         });
     }
+    let recording: Vec<usize> = (0..acts.len())
+        .filter(|&i| !used[i] && !is_store(&acts[i]))
+        .collect();
+    if let Some(&i) = recording.iter().find(|&&i| !records_at_probe(acts[i].kind)) {
+        return Err(format!(
+            "{} is not yet built at the probe",
+            action_name(acts[i].kind)
+        ));
+    }
+    let record = if recording.is_empty() {
+        None
+    } else {
+        let opts = dtrace_framework::options::Options {
+            strsize: u64::from(strsize),
+            ..Default::default()
+        };
+        let layout = dtrace_framework::layout::layout_ecb(e, &opts).map_err(|e| e.to_string())?;
+        if layout.size as usize > crate::capture::spec::MAX_KERNEL_RECORD {
+            return Err(format!(
+                "its record takes more than the {} bytes built at the probe",
+                crate::capture::spec::MAX_KERNEL_RECORD
+            ));
+        }
+        let mut actions = Vec::with_capacity(recording.len());
+        for &i in &recording {
+            let rec = layout.actions.get(i).ok_or("malformed layout")?.rec;
+            actions.push(RecordAction {
+                step: steps_before(acts, &used, i),
+                difo: acts[i].difo.clone(),
+                offset: rec.offset,
+                size: rec.size,
+            });
+        }
+        Some(KernelRecord {
+            size: layout.size,
+            recs: layout.principal_recs(),
+            actions,
+        })
+    };
     let mut stores = Vec::new();
     for (i, a) in acts.iter().enumerate() {
-        if used[i] {
+        if used[i] || !is_store(a) {
             continue;
         }
-        if !is_store(a) {
-            return Err("the clause has actions other than aggregations".into());
-        }
-        let before = acts[..i].iter().filter(|b| b.kind.is_aggregation()).count();
         if let Some(o) = &a.difo {
-            stores.push((before, o.clone()));
+            stores.push((steps_before(acts, &used, i), o.clone()));
         }
     }
-    Ok(ClausePlan { aggs: out, stores })
+    Ok(ClausePlan {
+        aggs: out,
+        stores,
+        record,
+    })
+}
+
+/// The aggregating and recording actions before action `i` (keys, weights and stores are not
+/// counted): the steps a store runs after.
+fn steps_before(acts: &[dtrace_dif::program::ActionDesc], used: &[bool], i: usize) -> usize {
+    acts[..i]
+        .iter()
+        .zip(used)
+        .filter(|(a, &u)| a.kind.is_aggregation() || (!u && !is_store(a)))
+        .count()
+}
+
+/// Whether clause `e` records data: an action other than aggregating functions, their keys and
+/// stores.
+pub fn records_data(e: &EcbDesc) -> bool {
+    let acts = &e.actions;
+    let mut key = vec![false; acts.len()];
+    for (i, a) in acts.iter().enumerate() {
+        if a.kind.is_aggregation() {
+            let first = i.saturating_sub(a.ntuple as usize);
+            key[first..i].iter_mut().for_each(|k| *k = true);
+        }
+    }
+    acts.iter()
+        .zip(&key)
+        .any(|(a, &k)| !k && !a.kind.is_aggregation() && !is_store(a))
+}
+
+/// How `dtrace -v` names an action the kernel does not build.
+fn action_name(kind: ActionKind) -> String {
+    use ActionKind as K;
+    match kind {
+        K::Printa => "printa()".into(),
+        K::Exit => "exit()".into(),
+        K::Stack => "stack()".into(),
+        K::Ustack | K::Jstack => "ustack()".into(),
+        K::Tracemem | K::TracememDynsize => "tracemem()".into(),
+        K::Speculate | K::Commit | K::Discard => "a speculation action".into(),
+        other => format!("the {other:?} action"),
+    }
 }
 
 /// Whether action `a` only evaluates an expression for its effect on variables (`self->ts =

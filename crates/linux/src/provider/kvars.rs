@@ -111,6 +111,11 @@ pub struct ClauseFacts {
     pub vars: Vec<ThreadVar>,
     /// `Ok` when it can run whole in the kernel at every probe it matches, else why not.
     pub whole: std::result::Result<(), String>,
+    /// It builds a record at the probe (see `capture::kagg`): it runs there only when every
+    /// clause at its probes does, so one firing's records keep the clauses' order.
+    pub records: bool,
+    /// The kernel probes it matches.
+    pub probes: Vec<String>,
 }
 
 /// Where the thread-locals of the planned clauses live.
@@ -176,7 +181,14 @@ pub fn place(facts: &[ClauseFacts]) -> Placement {
                         "it shares {} with clause {}, which stays in dtrace",
                         v.name, c.desc
                     ),
-                    None => continue,
+                    None => match order_blocker(c, facts, &dtrace) {
+                        Some((other, probe)) => format!(
+                            "it records, and clause {} runs in dtrace at {probe} (records keep \
+                             the clauses' order)",
+                            other.desc
+                        ),
+                        None => continue,
+                    },
                 },
             };
             for v in &c.vars {
@@ -222,6 +234,39 @@ pub fn place(facts: &[ClauseFacts]) -> Placement {
     out
 }
 
+/// For a clause `c` that records: another clause that runs in dtrace at one of its probes (its
+/// translation fails, or a variable it uses stays in dtrace), and that probe.
+fn order_blocker<'a>(
+    c: &ClauseFacts,
+    facts: &'a [ClauseFacts],
+    dtrace: &BTreeMap<VarKey, String>,
+) -> Option<(&'a ClauseFacts, String)> {
+    if !c.records {
+        return None;
+    }
+    facts
+        .iter()
+        .filter(|d| !std::ptr::eq(*d, c))
+        .filter(|d| d.whole.is_err() || d.vars.iter().any(|v| dtrace.contains_key(&v.key)))
+        .find_map(|d| {
+            let shared = d.probes.iter().find(|p| c.probes.contains(p))?;
+            Some((d, shared.clone()))
+        })
+}
+
+/// The kernel probes clause `e` matches, by name.
+pub fn probes_of(e: &EcbDesc, catalog: &Catalog) -> Vec<String> {
+    let d = &e.probe;
+    if !KERNEL_PROVIDERS.contains(&d.provider.as_str()) {
+        return Vec::new();
+    }
+    let desc = crate::ProbeDesc::new(&d.provider, &d.module, &d.function, &d.name);
+    catalog
+        .matching(&desc)
+        .map(|ps| ps.iter().map(|p| p.desc.to_string()).collect())
+        .unwrap_or_default()
+}
+
 /// Whether clause `e` (planned as `plan`) can run whole in the kernel at every probe of
 /// `catalog` it matches, its thread-locals `vars` kept there, comparing strings up to
 /// `strsize`: `Ok`, or why not.
@@ -248,6 +293,7 @@ pub fn runs_whole(
         // The maps' descriptors are not part of a translation.
         aggs: plan.aggs.iter().map(|p| p.with_maps([-1, -1])).collect(),
         stores: plan.stores.clone(),
+        record: plan.record.clone(),
     };
     let kv = KernelVars {
         map: -1,
@@ -377,6 +423,8 @@ mod tests {
             desc: "syscall::read:entry".into(),
             vars,
             whole,
+            records: false,
+            probes: vec!["syscall:vmlinux:read:entry".into()],
         }
     }
 

@@ -116,7 +116,19 @@ pub(crate) struct Shared {
     /// A planned clause at a kernel probe calls `exit()` (its description): tracing then stops
     /// at that very firing, which only dtrace knows of, so aggregations stay there.
     exit_at_kernel_probe: Option<String>,
+    /// Clauses may build their records at the probe (off: [`KERNEL_RECORDS_ENV`] is `0`).
+    kernel_records: bool,
+    /// (clause of `clauses`, probe id) to the clause's number among the probe's kernel clauses,
+    /// for the clauses that build their records at the probe.
+    built_at: std::collections::HashMap<(usize, u32), u16>,
+    /// (probe id, the clause's number among the probe's kernel clauses) to the EPID of the
+    /// records it builds at the probe (see [`LinuxTracing::bind_record`]).
+    pub(crate) built_epids: std::collections::HashMap<(u32, u16), u32>,
 }
+
+/// Environment variable that, set to `0`, builds every record in dtrace's interpreter (clauses
+/// that record data then run there, with the variables they use).
+pub const KERNEL_RECORDS_ENV: &str = "DTRACE_KERNEL_RECORDS";
 
 /// Environment variable that, set to `0`, keeps every predicate in dtrace's interpreter (the
 /// kernel then records every firing of an enabled probe).
@@ -144,6 +156,9 @@ pub struct ClauseKernel {
     /// The clause uses D variables: `Ok` with their names when they live in the kernel (the
     /// clause then runs whole there, counted in `aggs_in_kernel`), else why they stay in dtrace.
     pub variables: Option<std::result::Result<String, String>>,
+    /// The clause records data (`trace()`, `printf()`...): `Ok` when it may build its record at
+    /// the probe (it then runs whole there, counted in `aggs_in_kernel`), else why not.
+    pub records: Option<std::result::Result<(), String>>,
 }
 
 impl ClauseKernel {
@@ -194,6 +209,16 @@ impl ClauseKernel {
                 out.push(line);
             }
             Some(Err(why)) => out.push(format!("{head}: variables stay in dtrace ({why})")),
+        }
+        match &self.records {
+            None => {}
+            _ if whole => {}
+            Some(Err(why)) => out.push(format!("{head}: records are built in dtrace ({why})")),
+            Some(Ok(())) => {
+                let mut line = placement("runs whole", self.aggs_in_kernel, &self.aggs_in_dtrace);
+                line.push_str(" (records built at the probe)");
+                out.push(line);
+            }
         }
         out
     }
@@ -367,10 +392,15 @@ impl Shared {
                     .map(|(j, p)| state.agg_for(i, j, p, &strings))
                     .collect::<Result<Vec<_>>>()
                     .map_err(|e| e.to_string())?;
+                if plan.records() {
+                    let n = u16::try_from(clauses.len()).map_err(|_| "too many clauses")?;
+                    self.built_at.insert((i, info.id), n);
+                }
                 clauses.push(crate::capture::KernelAggClause {
                     predicate: self.clauses[i].1.predicate.clone(),
                     aggs,
                     stores: plan.stores.clone(),
+                    record: plan.record.clone(),
                 });
             }
             spec.aggs = Some(crate::capture::KernelAggs {
@@ -508,7 +538,10 @@ impl Shared {
             match (&in_kernel, &c.aggregates) {
                 (Some(Ok(())), _) => c.aggs_in_kernel += 1,
                 (Some(Err(e)), _) => c.aggs_in_dtrace.push((probe_name.clone(), e.to_string())),
-                (None, Some(Ok(()))) => {
+                (None, _)
+                    if matches!(c.aggregates, Some(Ok(())))
+                        || matches!(c.records, Some(Ok(()))) =>
+                {
                     let why = match &self.kernel_aggregations {
                         _ if !self.kernel_predicates => {
                             format!("kernel predicates are off ({KERNEL_PREDICATES_ENV}=0)")
@@ -564,6 +597,19 @@ impl Shared {
 }
 
 impl Shared {
+    /// [`kagg::plan_clause`], unless records are built in dtrace only.
+    fn plan_clause(
+        &self,
+        e: &dtrace_dif::program::EcbDesc,
+        strsize: u32,
+    ) -> std::result::Result<kagg::ClausePlan, String> {
+        let plan = kagg::plan_clause(e, strsize)?;
+        if plan.records() && !self.kernel_records {
+            return Err(format!("kernel records are off ({KERNEL_RECORDS_ENV}=0)"));
+        }
+        Ok(plan)
+    }
+
     /// Places the D variables of every planned clause (see [`kvars::place`]).
     fn place_variables(&mut self) {
         if self.kvars_enabled {
@@ -600,9 +646,11 @@ impl Shared {
             for (k, e) in program.ecbs.iter().enumerate() {
                 let i = base + k;
                 let vars = self.tvars.get(i).cloned().unwrap_or_default();
-                let whole = match (&off, self.kplans.get(i)) {
-                    // Nothing to check: no variable, or one the kernel does not keep.
-                    _ if vars.is_empty() || vars.iter().any(|v| !v.integer) => Ok(()),
+                let plan = self.kplans.get(i);
+                let records = matches!(plan, Some(Ok(p)) if p.records());
+                let whole = match (&off, plan) {
+                    // Nothing to check: a variable the kernel does not keep.
+                    _ if vars.iter().any(|v| !v.integer) => Ok(()),
                     (Some(why), _) => Err(why.clone()),
                     (None, Some(plan)) => {
                         kvars::runs_whole(e, plan, &self.catalog, &vars, self.strsize)
@@ -616,6 +664,8 @@ impl Shared {
                         .map_or_else(String::new, |c| c.desc.clone()),
                     vars,
                     whole,
+                    records,
+                    probes: kvars::probes_of(e, &self.catalog),
                 });
             }
         }
@@ -768,6 +818,9 @@ impl LinuxTracing {
                 aggsize: 4 << 20,
                 kernel_aggregated: HashSet::new(),
                 exit_at_kernel_probe: None,
+                kernel_records: std::env::var_os(KERNEL_RECORDS_ENV).is_none_or(|v| v != "0"),
+                built_at: Default::default(),
+                built_epids: Default::default(),
             })),
             symbols: Arc::new(Mutex::new(Symbolizer::new())),
         }
@@ -935,9 +988,10 @@ impl LinuxTracing {
                         format!("{}:{}:{}:{}", d.provider, d.module, d.function, d.name)
                     });
         }
+        let strsize = needs::program_strsize(program).saturating_sub(1);
         for ((d, c), e) in n.clauses.iter().zip(&program.ecbs) {
             let desc = format!("{}:{}:{}:{}", d.provider, d.module, d.function, d.name);
-            let plan = kagg::plan_clause(e);
+            let plan = sh.plan_clause(e, strsize);
             let has_aggs = e.actions.iter().any(|a| a.kind.is_aggregation());
             sh.tvars.push(kvars::thread_vars(e));
             sh.kernel.push(ClauseKernel {
@@ -950,6 +1004,8 @@ impl LinuxTracing {
                     Ok(_) => Err("the clause has actions other than aggregations".into()),
                     Err(e) => Err(e.clone()),
                 }),
+                records: kagg::records_data(e)
+                    .then(|| plan.as_ref().map(|_| ()).map_err(Clone::clone)),
                 ..ClauseKernel::default()
             });
             sh.kplans.push(plan);
@@ -975,11 +1031,14 @@ impl LinuxTracing {
         let base = sh.planned[at].1;
         for (k, ((d, c), e)) in n.clauses.into_iter().zip(&program.ecbs).enumerate() {
             let i = base + k;
+            let plan = sh.plan_clause(e, needs::program_strsize(program).saturating_sub(1));
             if let Some(kc) = sh.kernel.get_mut(i) {
                 kc.desc = format!("{}:{}:{}:{}", d.provider, d.module, d.function, d.name);
+                kc.records =
+                    kagg::records_data(e).then(|| plan.as_ref().map(|_| ()).map_err(Clone::clone));
             }
             if let Some(p) = sh.kplans.get_mut(i) {
-                *p = kagg::plan_clause(e);
+                *p = plan;
             }
             if let Some(t) = sh.tvars.get_mut(i) {
                 *t = kvars::thread_vars(e);
@@ -1006,6 +1065,35 @@ impl LinuxTracing {
     /// (the framework then does not run the clause there).
     pub fn aggregates_in_kernel(&self, clause: usize, probe: u32) -> bool {
         self.lock().kernel_aggregated.contains(&(clause, probe))
+    }
+
+    /// Tells which EPID planned clause `clause` has at probe `probe`, whose record the kernel
+    /// builds there (when it does), with the size and record descriptions the framework laid the
+    /// ECB out with: they must be those the kernel writes, else the enabling fails.
+    pub fn bind_record(
+        &self,
+        clause: usize,
+        probe: u32,
+        epid: u32,
+        size: u32,
+        recs: &[RecDesc],
+    ) -> Result<()> {
+        let mut sh = self.lock();
+        let Some(&n) = sh.built_at.get(&(clause, probe)) else {
+            return Ok(());
+        };
+        let planned = match sh.kplans.get(clause) {
+            Some(Ok(p)) => p.record.as_ref(),
+            _ => None,
+        };
+        if planned.is_none_or(|r| r.size != size || r.recs != recs) {
+            return Err(LinuxError::Unavailable(format!(
+                "clause {}: the record built at the probe is not laid out as dtrace's",
+                sh.kernel.get(clause).map_or("?", |c| c.desc.as_str())
+            )));
+        }
+        sh.built_epids.insert((probe, n), epid);
+        Ok(())
     }
 
     /// Tells which framework aggregation (id and records) aggregation `index` of planned clause
