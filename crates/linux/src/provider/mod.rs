@@ -214,9 +214,26 @@ impl ClauseKernel {
             None => {}
             _ if whole => {}
             Some(Err(why)) => out.push(format!("{head}: records are built in dtrace ({why})")),
+            Some(Ok(())) if self.aggs_in_kernel == 0 => {
+                let (probe, why) = self
+                    .aggs_in_dtrace
+                    .first()
+                    .map_or(("every probe", "not enabled"), |(p, w)| (p, w));
+                out.push(format!(
+                    "{head}: records are built in dtrace (at {probe}: {why})"
+                ));
+            }
             Some(Ok(())) => {
-                let mut line = placement("runs whole", self.aggs_in_kernel, &self.aggs_in_dtrace);
-                line.push_str(" (records built at the probe)");
+                let mut line = format!(
+                    "{head}: runs whole in the kernel at {} (records built at the probe)",
+                    probes(self.aggs_in_kernel)
+                );
+                if let Some((probe, why)) = self.aggs_in_dtrace.first() {
+                    line.push_str(&format!(
+                        ", in dtrace at {} (at {probe}: {why})",
+                        probes(self.aggs_in_dtrace.len())
+                    ));
+                }
                 out.push(line);
             }
         }
