@@ -755,6 +755,129 @@ mod tests {
         }
     }
 
+    /// The single instruction `f` emits.
+    fn one(f: impl FnOnce(&mut Asm)) -> crate::bpf::Insn {
+        let mut a = Asm::new();
+        f(&mut a);
+        a.finish().unwrap()[0]
+    }
+
+    /// The capture program of probe tag 9 with `clause` as its kernel clause, `others` its other
+    /// clauses' record path.
+    fn program(
+        clause: super::super::spec::KernelAggClause,
+        others: Option<(Option<super::super::spec::KernelFilter>, Option<u32>)>,
+    ) -> (Vec<crate::bpf::Insn>, AggReport) {
+        use crate::capture::codegen::{gen_capture_reporting, CtxKind, MapFds};
+        use crate::capture::spec::{ArgSource, CaptureSpec, Identity};
+        let shape = ProbeShape {
+            ctx: CtxKind::RawTracepoint,
+            args: vec![ArgSource::RawArg(0)],
+            conditions: Vec::new(),
+            identity: Identity::Current,
+            task: None,
+        };
+        let maps = MapFds {
+            ring: 3,
+            drops: 4,
+            pending: None,
+            wakeup_bytes: 0,
+            mirror: None,
+            vclock: None,
+        };
+        let spec = CaptureSpec {
+            aggs: Some(KernelAggs {
+                clauses: vec![clause],
+                control: 5,
+                zeros: 6,
+                drops: 7,
+                strsize: 257,
+                names: Default::default(),
+                opaque_args: 0,
+                others,
+                bypass: None,
+                vars: None,
+            }),
+            ..CaptureSpec::new()
+        };
+        let layout = crate::capture::RecordLayout::for_spec(&spec, "p").unwrap();
+        let (insns, report) = gen_capture_reporting(&shape, &spec, &layout, 9, &maps).unwrap();
+        (insns, report.aggs)
+    }
+
+    #[test]
+    fn a_record_is_built_with_its_headers_and_values() {
+        use super::super::spec::{KernelAggClause, KernelRecord, RecordAction};
+        use dtrace_dif::asm::assemble;
+        let int = assemble("setx 7, %r1\nret %r1\n").unwrap();
+        let text = assemble(".rtype string 257\nsets \"hey\", %r1\nret %r1\n").unwrap();
+        let record = KernelRecord {
+            size: 281,
+            recs: Vec::new(),
+            actions: vec![
+                RecordAction {
+                    step: 0,
+                    difo: Some(int),
+                    offset: 16,
+                    size: 8,
+                },
+                RecordAction {
+                    step: 1,
+                    difo: Some(text),
+                    offset: 24,
+                    size: 257,
+                },
+            ],
+        };
+        let clause = KernelAggClause {
+            predicate: None,
+            aggs: Vec::new(),
+            stores: Vec::new(),
+            record: Some(record),
+        };
+        let (insns, report) = program(clause.clone(), None);
+        assert_eq!(report, vec![Ok(())]);
+        let has = |i: crate::bpf::Insn| insns.contains(&i);
+        // The ring's record: its header, then the framework's record padded to 8 bytes.
+        assert!(has(one(|a| {
+            a.mov_imm(R2, 16 + 288);
+        })));
+        assert!(has(one(|a| {
+            a.store_imm(Size::H, R7, 0, i32::from(super::super::layout::KIND_BUILT));
+        })));
+        assert!(has(one(|a| {
+            a.store_imm(Size::W, R7, 4, 9);
+        })));
+        // The integer's 8 bytes, the constant's characters (its NUL is the zeroed record's).
+        assert!(has(one(|a| {
+            a.store(Size::DW, R7, 16 + 16, R0);
+        })));
+        for (i, b) in b"hey".iter().enumerate() {
+            assert!(has(one(|a| {
+                a.store_imm(Size::B, R7, 16 + 24 + i as i16, i32::from(*b));
+            })));
+        }
+        assert!(!has(one(|a| {
+            a.store_imm(Size::B, R7, 16 + 27, 0);
+        })));
+        let submits = insns
+            .iter()
+            .filter(|i| i.code == 0x85 && i.imm == helper::RINGBUF_SUBMIT)
+            .count();
+        assert_eq!(submits, 1);
+        // Another clause at the probe runs in dtrace: the record is built there too.
+        let (_, report) = program(clause.clone(), Some((None, None)));
+        assert!(matches!(&report[..], [Err(Untranslatable::Placement(_))]));
+        // A value that can fault is left to dtrace, which reports the fault.
+        let mut faulting = clause;
+        if let Some(r) = faulting.record.as_mut() {
+            r.actions[0].difo =
+                Some(assemble("setx 7, %r1\nsetx 0, %r2\nsdiv %r1, %r2, %r3\nret %r3\n").unwrap());
+        }
+        let (_, report) = program(faulting, None);
+        assert_eq!(report, vec![Err(Untranslatable::MayFault)]);
+    }
+
     #[test]
     fn llquantize_orders_bucket_as_the_framework() {
         for (f, lo, hi, n) in [

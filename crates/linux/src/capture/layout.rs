@@ -296,4 +296,31 @@ mod tests {
         });
         assert!(RecordLayout::for_spec(&s, "p").is_err());
     }
+
+    #[test]
+    fn built_records_decode_to_the_framework_record() {
+        use super::super::record::{decode_record, BuiltRecord, Record};
+        let mut b = vec![0u8; built::SIZE + 24];
+        b[..2].copy_from_slice(&KIND_BUILT.to_le_bytes());
+        b[built::CLAUSE..built::CLAUSE + 2].copy_from_slice(&2u16.to_le_bytes());
+        b[built::TAG..built::TAG + 4].copy_from_slice(&77u32.to_le_bytes());
+        b[built::CPU..built::CPU + 4].copy_from_slice(&1u32.to_le_bytes());
+        b[built::SIZE + 16] = 5;
+        // No layout is needed: the record is the framework's.
+        let r = decode_record(&b, |_| None).unwrap();
+        let mut data = vec![0u8; 24];
+        data[16] = 5;
+        assert_eq!(
+            r,
+            Record::Built(BuiltRecord {
+                tag: 77,
+                clause: 2,
+                cpu: 1,
+                data
+            })
+        );
+        // Shorter than the framework's header: a bad record, not a panic.
+        assert!(decode_record(&b[..built::SIZE + 8], |_| None).is_err());
+        assert!(decode_record(&b[..3], |_| None).is_err());
+    }
 }

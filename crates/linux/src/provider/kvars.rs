@@ -452,4 +452,37 @@ mod tests {
         };
         assert!(why.contains("not an integer"), "{why}");
     }
+
+    #[test]
+    fn a_recording_clause_runs_in_the_kernel_only_with_every_clause_at_its_probes() {
+        let at = |probe: &str, vars: Vec<ThreadVar>, whole: std::result::Result<(), String>| {
+            ClauseFacts {
+                desc: probe.into(),
+                vars,
+                whole,
+                records: true,
+                probes: vec![probe.into()],
+            }
+        };
+        // Clause 1 prints in dtrace at write:return: clause 2, printing there too, keeps its
+        // variable (and clause 0's) in dtrace; clause 3, alone at read:return, does not.
+        let p = place(&[
+            at("write:entry", vec![var(1, true), var(2, true)], Ok(())),
+            at("write:return", vec![], Err("lltostr()".into())),
+            at("write:return", vec![var(1, true)], Ok(())),
+            at("read:return", vec![var(2, true)], Ok(())),
+        ]);
+        assert_eq!(p.kernel, BTreeSet::new());
+        let Some(Err(why)) = &p.clauses[2] else {
+            unreachable!()
+        };
+        assert!(why.contains("runs in dtrace at write:return"), "{why}");
+        // No clause using self->v2 shares a probe with the one in dtrace.
+        let p = place(&[
+            at("write:entry", vec![var(2, true)], Ok(())),
+            at("write:return", vec![], Err("lltostr()".into())),
+            at("read:return", vec![var(2, true)], Ok(())),
+        ]);
+        assert_eq!(p.kernel, BTreeSet::from([(Scope::Thread, 2)]));
+    }
 }
