@@ -3,7 +3,8 @@
 //! commits to the CPU's buffer unchanged, so it prints exactly what the interpreter prints with
 //! DTRACE_KERNEL_RECORDS=0; the entry/return idiom with a printf runs whole in the kernel; a
 //! clause sharing a probe with one that runs in dtrace builds its records there too (records keep
-//! the clauses' order); a full ring counts drops as DTrace reports them; `-v` says where.
+//! the clauses' order); `exit()` at the probe stops every kernel clause at that firing; a full
+//! ring counts drops as DTrace reports them; `-v` says where.
 
 mod common;
 use common::{clause_lines, compile_c, dtrace, have_gcc, kernel_ok, test_dir};
@@ -189,4 +190,26 @@ fn a_full_ring_counts_drops_as_dtrace_reports_them() {
     }
     assert!(dropped > 0, "no drops reported: {err}");
     assert_eq!(printed + dropped, n, "{err}");
+}
+
+#[test]
+fn exit_at_the_probe_stops_at_that_firing() {
+    let t = "exit_at_the_probe_stops_at_that_firing";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let w = writer("krec-exit");
+    let cmd = format!("{} 300", w.display());
+    // The third write is of 74 bytes: it is counted and printed, and nothing after it, not even
+    // the clause after exit() in that firing.
+    let script =
+        "syscall::write:entry /pid == $target/ { @ = count(); printf(\"w %d\\n\", arg2); } \
+        syscall::write:entry /pid == $target && arg2 == 74/ { printf(\"bye\\n\"); exit(0); } \
+        syscall::write:entry /pid == $target/ { printf(\"after %d\\n\", arg2); }";
+    let at = "runs whole in the kernel at 1 probe (records built at the probe)";
+    let out = same_both_ways(script, &[], &cmd, &[(1, at), (2, at), (3, at)]);
+    assert!(
+        out.ends_with("w 0\nafter 0\nw 37\nafter 37\nw 74\nbye\n\n                3\n"),
+        "{out:?}"
+    );
 }

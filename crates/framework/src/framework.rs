@@ -824,6 +824,15 @@ impl Framework {
         kept
     }
 
+    /// Ends tracing as `exit(status)` does, for an `exit()` a provider ran where its probe
+    /// fired (when its record did not reach [`Framework::commit_elsewhere`]): the first
+    /// status is kept.
+    pub fn exit_elsewhere(&mut self, status: i32) {
+        if self.activity == Activity::Active && self.status.exit_status.is_none() {
+            self.status.exit_status = Some(status);
+        }
+    }
+
     /// Fires every queued event from other threads, in order.
     pub fn process_events(&mut self) -> usize {
         let mut n = 0;

@@ -280,6 +280,10 @@ impl Tracer for KernelTracer {
             self.linux
                 .pump(self.inner.framework(), 0)
                 .map_err(|e| ConsumerError::Backend(e.to_string()))?;
+            // An exit() run in the kernel whose record the ring had no room for.
+            if let Some(status) = self.linux.kernel_exit().map_err(be)? {
+                self.inner.framework().exit_elsewhere(status);
+            }
         }
         self.inner.poll()?;
         if self.inner.exit_requested() {

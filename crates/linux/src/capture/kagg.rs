@@ -251,6 +251,14 @@ pub fn emit_aggs(
     a.load(Size::DW, R1, R1, 0);
     a.jmp_imm(op::JEQ, R1, 0, done);
     a.store(Size::DW, R10, GEN, R1);
+    let exits = k
+        .clauses
+        .iter()
+        .zip(&results)
+        .any(|(c, t)| t.is_ok() && c.record.iter().flat_map(|r| &r.actions).any(|x| x.exit));
+    if exits {
+        emit_exited(a, k.exit, done);
+    }
     let stamps = k
         .clauses
         .iter()
@@ -266,8 +274,13 @@ pub fn emit_aggs(
     if let Some(kv) = &k.vars {
         super::kvars::emit_zero_locals(a, kv.local_ids.len());
     }
+    let mut exited_before = false;
     for (n, (c, t)) in k.clauses.iter().zip(&results).enumerate() {
         let Ok(t) = t else { continue };
+        if exited_before {
+            // After exit() in an earlier clause of this firing no clause runs.
+            emit_exited(a, k.exit, done);
+        }
         let next = a.label();
         if let Some(p) = &t.predicate {
             p.emit(a);
@@ -297,6 +310,10 @@ pub fn emit_aggs(
                         .find(|x| x.step == j);
                     if let (Some(v), Some(action)) = (v, action) {
                         emit_record_value(a, v, action)?;
+                        if action.exit {
+                            emit_exit(a, k.exit);
+                            exited_before = true;
+                        }
                     }
                 }
                 None => {
@@ -362,6 +379,25 @@ fn emit_reserve(
     a.alu_imm(op::RSH, R1, 32).store(Size::W, R7, at + 4, R1);
     a.bind(body);
     Ok(())
+}
+
+/// Jumps to `done` when a clause called `exit()` in the kernel; uses r1.
+fn emit_exited(a: &mut Asm, exit: i32, done: Label) {
+    a.ld_map_value(R1, exit, 0);
+    a.load(Size::DW, R1, R1, 0);
+    a.jmp_imm(op::JNE, R1, 0, done);
+}
+
+/// `exit()` with the status in r0: the first call's status is kept, and the flag stops every
+/// kernel clause from now on; uses r1, r2.
+fn emit_exit(a: &mut Asm, exit: i32) {
+    let first = a.label();
+    a.ld_map_value(R1, exit, 0);
+    a.load(Size::DW, R2, R1, 0);
+    a.jmp_imm(op::JNE, R2, 0, first);
+    a.store(Size::DW, R1, 8, R0);
+    a.store_imm(Size::DW, R1, 0, 1);
+    a.bind(first);
 }
 
 /// Writes the value of one recording action into the record at [`REC`] (nothing when the ring
@@ -791,6 +827,7 @@ mod tests {
                 control: 5,
                 zeros: 6,
                 drops: 7,
+                exit: 8,
                 strsize: 257,
                 names: Default::default(),
                 opaque_args: 0,
@@ -820,12 +857,14 @@ mod tests {
                     difo: Some(int),
                     offset: 16,
                     size: 8,
+                    exit: false,
                 },
                 RecordAction {
                     step: 1,
                     difo: Some(text),
                     offset: 24,
                     size: 257,
+                    exit: false,
                 },
             ],
         };

@@ -222,6 +222,10 @@ pub struct KernelAggs {
     pub zeros: i32,
     /// A per-CPU array of one u64: updates lost because a map was full.
     pub drops: i32,
+    /// An array map of one [`EXIT_SIZE`]-byte value: a u64 set when a clause called `exit()`
+    /// in the kernel, then the status it gave. Once set, no clause runs in the kernel (as no
+    /// clause fires after `exit()` in the framework), and dtrace ends tracing.
+    pub exit: i32,
     /// `strsize`, for string compares.
     pub strsize: u32,
     /// The probe's names.
@@ -238,6 +242,9 @@ pub struct KernelAggs {
     /// The thread-locals that live in the kernel (see `capture::kvars`), when some do.
     pub vars: Option<KernelVars>,
 }
+
+/// Bytes of the value of [`KernelAggs::exit`].
+pub const EXIT_SIZE: usize = 16;
 
 /// Bytes of the value of [`KernelAggs::control`].
 pub const CONTROL_SIZE: usize = 16;
@@ -298,6 +305,8 @@ pub struct RecordAction {
     pub offset: u32,
     /// Bytes of its data.
     pub size: u32,
+    /// It is `exit()`: tracing ends with this firing (see [`KernelAggs::exit`]).
+    pub exit: bool,
 }
 
 /// The largest record a clause builds at the probe.

@@ -85,13 +85,21 @@ impl ClausePlan {
     pub fn records(&self) -> bool {
         self.record.is_some()
     }
+
+    /// Whether the clause calls `exit()`.
+    pub fn exits(&self) -> bool {
+        self.record.iter().flat_map(|r| &r.actions).any(|a| a.exit)
+    }
 }
 
 /// Whether a data-recording action of kind `kind` can be built at the probe: `trace()` and the
 /// arguments of `printf()`-like actions (the value itself then decides, at translation: an
 /// integer, a string constant or `execname`).
 fn records_at_probe(kind: ActionKind) -> bool {
-    matches!(kind, ActionKind::DifExpr | ActionKind::Printf)
+    matches!(
+        kind,
+        ActionKind::DifExpr | ActionKind::Printf | ActionKind::Exit
+    )
 }
 
 /// Whether clause `e` can run in the kernel (before translation, which the probe's program
@@ -199,6 +207,7 @@ pub fn plan_clause(e: &EcbDesc, strsize: u32) -> std::result::Result<ClausePlan,
                 difo: acts[i].difo.clone(),
                 offset: rec.offset,
                 size: rec.size,
+                exit: acts[i].kind == ActionKind::Exit,
             });
         }
         Some(KernelRecord {
@@ -310,6 +319,8 @@ pub struct KernelAggState {
     barrier_template: Map,
     barrier: Map,
     zeros: Map,
+    /// Set by the first `exit()` of a clause run in the kernel (see `KernelAggs::exit`).
+    exit: Map,
     drops: Map,
     reported_drops: Vec<u64>,
     /// The generation updated while on (1 or 2).
@@ -336,6 +347,13 @@ impl KernelAggState {
                 1,
             )?,
             zeros: Map::create(MapKind::Array, "dt_agg_zero", 4, MAX_KAGG_VALUE as u32, 1)?,
+            exit: Map::create(
+                MapKind::Array,
+                "dt_exit",
+                4,
+                crate::capture::spec::EXIT_SIZE as u32,
+                1,
+            )?,
             drops: Map::create(MapKind::PerCpuArray, "dt_agg_drops", 4, 8, 1)?,
             barrier_template,
             barrier,
@@ -362,13 +380,30 @@ impl KernelAggState {
         self.control.update(&0u32.to_ne_bytes(), &v)
     }
 
-    /// The descriptors programs use: (control, zeros, drops).
-    pub fn fds(&self) -> (i32, i32, i32) {
+    /// The descriptors programs use: (control, zeros, drops, exit).
+    pub fn fds(&self) -> (i32, i32, i32, i32) {
         (
             self.control.raw_fd(),
             self.zeros.raw_fd(),
             self.drops.raw_fd(),
+            self.exit.raw_fd(),
         )
+    }
+
+    /// The status of the first `exit()` a clause called in the kernel, if one did.
+    pub fn exited(&self) -> Result<Option<i32>> {
+        let Some(v) = self.exit.lookup(&0u32.to_ne_bytes())? else {
+            return Ok(None);
+        };
+        let word = |o: usize| {
+            v.get(o..o + 8)
+                .and_then(|b| b.try_into().ok())
+                .map(u64::from_ne_bytes)
+        };
+        Ok(match word(0) {
+            Some(0) | None => None,
+            Some(_) => word(8).map(|s| s as u32 as i32),
+        })
     }
 
     /// The kernel form of aggregation `index` of clause `clause` (its maps made at first use),

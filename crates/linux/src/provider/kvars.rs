@@ -254,6 +254,23 @@ fn order_blocker<'a>(
         })
 }
 
+/// Whether clause `i` of `facts` (as [`place`] made `placement` of them) runs whole in the
+/// kernel at every probe it matches.
+pub fn runs_in_kernel(facts: &[ClauseFacts], i: usize, placement: &Placement) -> bool {
+    let Some(c) = facts.get(i) else {
+        return false;
+    };
+    let dtrace: BTreeMap<VarKey, String> = facts
+        .iter()
+        .flat_map(|f| &f.vars)
+        .filter(|v| !placement.kernel.contains(&v.key))
+        .map(|v| (v.key, String::new()))
+        .collect();
+    c.whole.is_ok()
+        && c.vars.iter().all(|v| placement.kernel.contains(&v.key))
+        && order_blocker(c, facts, &dtrace).is_none()
+}
+
 /// The kernel probes clause `e` matches, by name.
 pub fn probes_of(e: &EcbDesc, catalog: &Catalog) -> Vec<String> {
     let d = &e.probe;

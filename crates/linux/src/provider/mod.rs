@@ -392,7 +392,7 @@ impl Shared {
                 _ => None,
             };
             let state = self.kaggs.as_mut().ok_or("no kernel aggregations")?;
-            let (control, zeros, drops) = state.fds();
+            let (control, zeros, drops, exit) = state.fds();
             let mut clauses = Vec::with_capacity(k_idx.len());
             for &i in &k_idx {
                 let Some(Ok(plan)) = self.kplans.get(i) else {
@@ -425,6 +425,7 @@ impl Shared {
                 control,
                 zeros,
                 drops,
+                exit,
                 strsize: self.strsize,
                 names: names.clone(),
                 opaque_args,
@@ -545,6 +546,18 @@ impl Shared {
                 return Err(format!(
                     "clause {}: its variables live in the kernel, which refused it at \
                      {probe_name} ({e})",
+                    self.kernel.get(i).map_or("?", |c| c.desc.as_str())
+                ));
+            }
+            let exits = matches!(self.kplans.get(i), Some(Ok(p)) if p.exits());
+            if kernel_aggs && exits && !matches!(in_kernel, Some(Ok(()))) {
+                let why = match &in_kernel {
+                    Some(Err(e)) => e.to_string(),
+                    _ => "the clause was planned after its probe was enabled".into(),
+                };
+                return Err(format!(
+                    "clause {}: its exit() would stop the clauses run in the kernel, which \
+                     refused it at {probe_name} ({why})",
                     self.kernel.get(i).map_or("?", |c| c.desc.as_str())
                 ));
             }
@@ -687,6 +700,24 @@ impl Shared {
             }
         }
         self.placement = kvars::place(&facts);
+        // A clause calling exit() at a kernel probe that cannot run whole there keeps every
+        // clause in dtrace: only dtrace would know when tracing stopped.
+        let mut exiting = None;
+        for (program, base) in &self.planned {
+            for (k, e) in program.ecbs.iter().enumerate() {
+                let i = base + k;
+                if exiting.is_none()
+                    && exits_at_kernel_probe(e)
+                    && !kvars::runs_in_kernel(&facts, i, &self.placement)
+                {
+                    exiting = Some(desc_of(e));
+                }
+            }
+        }
+        if let (Some(c), None, true) = (exiting, &off, self.exit_at_kernel_probe.is_none()) {
+            self.exit_at_kernel_probe = Some(c);
+            return self.place_variables();
+        }
         self.report_variables();
     }
 
@@ -716,6 +747,12 @@ pub(crate) fn opaque_args(probe: &Probe) -> u16 {
         .take(16)
         .filter(|(_, a)| a.copy.is_some())
         .fold(0u16, |m, (i, _)| m | (1 << i))
+}
+
+/// `provider:module:function:name` of clause `e`.
+fn desc_of(e: &dtrace_dif::program::EcbDesc) -> String {
+    let d = &e.probe;
+    format!("{}:{}:{}:{}", d.provider, d.module, d.function, d.name)
 }
 
 /// Whether clause `e` calls `exit()` at a probe other than `BEGIN`, `END`, `ERROR` and the
@@ -994,18 +1031,16 @@ impl LinuxTracing {
         sh.note_processes |= user_symbols;
         sh.strsize = sh.strsize.max(needs::program_strsize(program));
         let base = sh.clauses.len();
-        if sh.exit_at_kernel_probe.is_none() {
-            sh.exit_at_kernel_probe =
-                program
-                    .ecbs
-                    .iter()
-                    .find(|e| exits_at_kernel_probe(e))
-                    .map(|e| {
-                        let d = &e.probe;
-                        format!("{}:{}:{}:{}", d.provider, d.module, d.function, d.name)
-                    });
-        }
         let strsize = needs::program_strsize(program).saturating_sub(1);
+        if sh.exit_at_kernel_probe.is_none() {
+            // A clause that builds its exit() record at the probe stops the kernel's clauses
+            // itself; whether it can is checked once every program is planned.
+            sh.exit_at_kernel_probe = program
+                .ecbs
+                .iter()
+                .find(|e| exits_at_kernel_probe(e) && sh.plan_clause(e, strsize).is_err())
+                .map(desc_of);
+        }
         for ((d, c), e) in n.clauses.iter().zip(&program.ecbs) {
             let desc = format!("{}:{}:{}:{}", d.provider, d.module, d.function, d.name);
             let plan = sh.plan_clause(e, strsize);
@@ -1163,6 +1198,15 @@ impl LinuxTracing {
             self.plan(p);
         }
         self.lock().place_variables();
+    }
+
+    /// The status of the first `exit()` a clause called in the kernel, if one did (its record
+    /// ends tracing when dtrace commits it; this serves when the ring had no room for it).
+    pub fn kernel_exit(&self) -> Result<Option<i32>> {
+        match self.lock().kaggs.as_ref() {
+            Some(k) => k.exited(),
+            None => Ok(None),
+        }
     }
 
     /// Sets `dynvarsize`, which bounds the kernel's map of thread-locals (made afterwards).
