@@ -18,6 +18,15 @@
 //! first clause, as the framework stamps a firing once: the kernel's clock plus the offset to the
 //! framework's clock that dtrace writes into the control map when tracing starts.
 //!
+//! A clause whose other actions record data (`trace()`, `printf()` of integers, string constants
+//! and `execname`; `exit()`) builds the ECB's record here, as the framework lays it out (a zero
+//! EPID that dtrace fills in, the firing's timestamp, the data at its record descriptions'
+//! offsets, zeros elsewhere), in a ring record of kind `KIND_BUILT` that dtrace commits to the
+//! CPU's principal buffer unchanged (`Framework::commit_elsewhere`). It does so only when every
+//! clause of the probe runs here, so one firing's records keep the clauses' order; a full ring
+//! counts a drop on the CPU, and the clause's other actions still run. `exit()` also sets the
+//! exit flag, which stops every kernel clause from the next one of that firing on.
+//!
 //! Code that can fault (a division, a memory load) stays in dtrace, where the interpreter reports
 //! the fault; so does what the translator does not handle, with the reason in the report.
 

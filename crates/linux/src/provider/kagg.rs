@@ -5,7 +5,9 @@
 //! layout, so the consumer merges and prints them exactly as the ones the interpreter computes.
 //!
 //! Clauses that store thread-locals living in the kernel (`provider::kvars`) run here whole too,
-//! their store actions planned with their aggregations ([`ClausePlan`]).
+//! their store actions planned with their aggregations ([`ClausePlan`]), and so do clauses that
+//! record data the probe's code can compute: their record is laid out here as the framework lays
+//! it out ([`plan_clause`]), built at the probe (`capture::kagg`) and committed by dtrace.
 //!
 //! A snapshot switches the generation the programs update, waits until no program can still be
 //! updating the old one (an update of an array of maps returns after an RCU grace period, and

@@ -3,11 +3,12 @@
 //!
 //! A variable lives in the kernel only when every clause that reads or writes it, in every
 //! program of the session (all `-n`/`-s` programs are planned together), runs whole at the probe:
-//! its probes are kernel probes, its actions are aggregating functions and stores that record
-//! nothing ([`ClausePlan`]), and it translates at every probe it matches
+//! its probes are kernel probes, its actions are aggregating functions, stores and records the
+//! probe's code builds ([`ClausePlan`]), and it translates at every probe it matches
 //! (`capture::kagg::check_clause`). One clause that cannot keeps every variable it uses in
 //! dtrace, and with them every other clause that uses those, until nothing changes: the two
-//! paths never share a variable, so nothing changes meaning. Only integer scalars qualify
+//! paths never share a variable, so nothing changes meaning. A clause that records runs there only
+//! when every clause at its probes does (records keep the clauses' order). Only integer scalars qualify
 //! (strings and structs stay in dtrace). A clause whose thread-locals live in the kernel runs
 //! there at every probe or the enabling fails with a one-line reason (a verifier limit no
 //! translation foresees); a clause that uses one and runs in dtrace (a program planned after

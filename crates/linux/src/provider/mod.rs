@@ -627,15 +627,25 @@ impl Shared {
 }
 
 impl Shared {
-    /// [`kagg::plan_clause`], unless records are built in dtrace only.
+    /// [`kagg::plan_clause`] of clause `e` of `program`, unless records are built in dtrace
+    /// only, or the program prints user symbols (resolved with the mappings of the processes
+    /// noted as their events are delivered).
     fn plan_clause(
         &self,
         e: &dtrace_dif::program::EcbDesc,
-        strsize: u32,
+        program: &Program,
     ) -> std::result::Result<kagg::ClausePlan, String> {
+        let strsize = needs::program_strsize(program).saturating_sub(1);
         let plan = kagg::plan_clause(e, strsize)?;
         if plan.records() && !self.kernel_records {
             return Err(format!("kernel records are off ({KERNEL_RECORDS_ENV}=0)"));
+        }
+        if plan.records() && prints_user_symbols(program) {
+            return Err(
+                "the program prints user symbols, resolved with the process's mappings \
+                 noted as events reach dtrace"
+                    .into(),
+            );
         }
         Ok(plan)
     }
@@ -1031,19 +1041,18 @@ impl LinuxTracing {
         sh.note_processes |= user_symbols;
         sh.strsize = sh.strsize.max(needs::program_strsize(program));
         let base = sh.clauses.len();
-        let strsize = needs::program_strsize(program).saturating_sub(1);
         if sh.exit_at_kernel_probe.is_none() {
             // A clause that builds its exit() record at the probe stops the kernel's clauses
             // itself; whether it can is checked once every program is planned.
             sh.exit_at_kernel_probe = program
                 .ecbs
                 .iter()
-                .find(|e| exits_at_kernel_probe(e) && sh.plan_clause(e, strsize).is_err())
+                .find(|e| exits_at_kernel_probe(e) && sh.plan_clause(e, program).is_err())
                 .map(desc_of);
         }
         for ((d, c), e) in n.clauses.iter().zip(&program.ecbs) {
             let desc = format!("{}:{}:{}:{}", d.provider, d.module, d.function, d.name);
-            let plan = sh.plan_clause(e, strsize);
+            let plan = sh.plan_clause(e, program);
             let has_aggs = e.actions.iter().any(|a| a.kind.is_aggregation());
             sh.tvars.push(kvars::thread_vars(e));
             sh.kernel.push(ClauseKernel {
@@ -1083,7 +1092,7 @@ impl LinuxTracing {
         let base = sh.planned[at].1;
         for (k, ((d, c), e)) in n.clauses.into_iter().zip(&program.ecbs).enumerate() {
             let i = base + k;
-            let plan = sh.plan_clause(e, needs::program_strsize(program).saturating_sub(1));
+            let plan = sh.plan_clause(e, program);
             if let Some(kc) = sh.kernel.get_mut(i) {
                 kc.desc = format!("{}:{}:{}:{}", d.provider, d.module, d.function, d.name);
                 kc.records =
@@ -1322,6 +1331,8 @@ impl LinuxTracing {
         sh.sampled.clear();
         sh.execargs_from_proc.clear();
         sh.image_replaced.clear();
+        sh.built_at.clear();
+        sh.built_epids.clear();
         drop(sh);
         drop(session);
     }
