@@ -7,34 +7,9 @@
 //! ring counts drops as DTrace reports them; `-v` says where.
 
 mod common;
-use common::{clause_lines, compile_c, dtrace, have_gcc, kernel_ok, test_dir};
-use std::path::PathBuf;
-
-/// Writes `argv[1]` times to /dev/null, of sizes (i * 37) % 300, then reads as often from
-/// /dev/zero, 7 bytes at a time.
-const WRITER: &str = r#"
-#include <fcntl.h>
-#include <stdlib.h>
-#include <unistd.h>
-int main(int argc, char **argv) {
-    int n = atoi(argv[1]);
-    int out = open("/dev/null", O_WRONLY), in = open("/dev/zero", O_RDONLY);
-    static char buf[512];
-    for (int i = 0; i < n; i++)
-        if (write(out, buf, (i * 37) % 300) < 0)
-            return 1;
-    for (int i = 0; i < n; i++)
-        if (read(in, buf, 7) != 7)
-            return 1;
-    return 0;
-}
-"#;
+use common::{clause_lines, dtrace, have_gcc, kernel_ok};
 
 const SWITCH: &str = "DTRACE_KERNEL_RECORDS";
-
-fn writer(tag: &str) -> PathBuf {
-    compile_c(&test_dir(tag), "writer", WRITER, &["-O2"])
-}
 
 /// Runs `script` both ways; asserts both succeed and print the same non-empty output, and that
 /// each `-v` line in `said` (clause number, text) is there the first way. Returns the output.
@@ -52,7 +27,7 @@ fn the_entry_return_idiom_with_a_printf_runs_whole_in_the_kernel() {
     if !kernel_ok(t) || !have_gcc(t) {
         return;
     }
-    let w = writer("krec-idiom");
+    let w = common::sized_writer("krec-idiom");
     let cmd = format!("{} 500", w.display());
     // Times differ run to run; that they are positive, the sizes and results do not.
     let idiom = "syscall::write:entry /pid == $target/ { self->ts = timestamp; \
@@ -82,7 +57,7 @@ fn trace_and_printf_print_the_same_both_ways() {
     if !kernel_ok(t) || !have_gcc(t) {
         return;
     }
-    let w = writer("krec-formats");
+    let w = common::sized_writer("krec-formats");
     let cmd = format!("{} 200", w.display());
     let at = "runs whole in the kernel at 1 probe (records built at the probe)";
     // Integers of every size and sign, constants, execname and the probe's names.
@@ -121,7 +96,7 @@ fn records_keep_the_clauses_order_at_a_shared_probe() {
     if !kernel_ok(t) || !have_gcc(t) {
         return;
     }
-    let w = writer("krec-order");
+    let w = common::sized_writer("krec-order");
     let cmd = format!("{} 50", w.display());
     // Clause 1 prints what only dtrace computes: clause 2, at the same probe, prints there too,
     // after it; clause 3, alone at its probe, builds its records in the kernel.
@@ -198,14 +173,15 @@ fn exit_at_the_probe_stops_at_that_firing() {
     if !kernel_ok(t) || !have_gcc(t) {
         return;
     }
-    let w = writer("krec-exit");
+    let w = common::sized_writer("krec-exit");
     let cmd = format!("{} 300", w.display());
     // The third write is of 74 bytes: it is counted and printed, and nothing after it, not even
-    // the clause after exit() in that firing.
+    // the clause after exit() in that firing, nor the reads that follow the writes.
     let script =
         "syscall::write:entry /pid == $target/ { @ = count(); printf(\"w %d\\n\", arg2); } \
         syscall::write:entry /pid == $target && arg2 == 74/ { printf(\"bye\\n\"); exit(0); } \
-        syscall::write:entry /pid == $target/ { printf(\"after %d\\n\", arg2); }";
+        syscall::write:entry /pid == $target/ { printf(\"after %d\\n\", arg2); } \
+        syscall::read:entry /pid == $target/ { @reads = count(); }";
     let at = "runs whole in the kernel at 1 probe (records built at the probe)";
     let out = same_both_ways(script, &[], &cmd, &[(1, at), (2, at), (3, at)]);
     assert!(

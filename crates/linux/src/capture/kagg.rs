@@ -260,14 +260,8 @@ pub fn emit_aggs(
     a.load(Size::DW, R1, R1, 0);
     a.jmp_imm(op::JEQ, R1, 0, done);
     a.store(Size::DW, R10, GEN, R1);
-    let exits = k
-        .clauses
-        .iter()
-        .zip(&results)
-        .any(|(c, t)| t.is_ok() && c.record.iter().flat_map(|r| &r.actions).any(|x| x.exit));
-    if exits {
-        emit_exited(a, k.exit, done);
-    }
+    // After exit() at any probe, no clause runs (as no probe fires in the framework).
+    emit_exited(a, k.exit, done);
     let stamps = k
         .clauses
         .iter()
