@@ -192,3 +192,17 @@ fn exit_at_the_probe_stops_at_that_firing() {
         "{out:?}"
     );
 }
+
+#[test]
+fn exit_in_a_timer_clause_leaves_kernel_clauses_alone() {
+    if !kernel_ok("exit_in_a_timer_clause_leaves_kernel_clauses_alone") {
+        return;
+    }
+    // tick-N fires in dtrace: its exit() (and the global it reads) stay there, and the
+    // enabling does not ask the kernel to run it.
+    let script = "BEGIN { i = 0; } tick-10ms /i < 10/ { i++; trace(i); } \
+        tick-10ms /i == 10/ { exit(0); }";
+    let (rc, out, err) = dtrace(&["-qn", script]);
+    assert_eq!(rc, 0, "{err}");
+    assert_eq!(out.trim(), "12345678910");
+}

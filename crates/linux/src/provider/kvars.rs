@@ -38,7 +38,7 @@ use std::collections::{BTreeMap, BTreeSet};
 pub const KERNEL_VARIABLES_ENV: &str = "DTRACE_KERNEL_VARIABLES";
 
 /// Providers whose probes fire in the kernel, where a clause can run whole.
-const KERNEL_PROVIDERS: [&str; 5] = ["syscall", "proc", "sched", "io", "sdt"];
+pub(crate) const KERNEL_PROVIDERS: [&str; 5] = ["syscall", "proc", "sched", "io", "sdt"];
 
 /// Where a D variable is visible.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

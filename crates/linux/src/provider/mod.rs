@@ -550,7 +550,8 @@ impl Shared {
                 ));
             }
             let exits = matches!(self.kplans.get(i), Some(Ok(p)) if p.exits());
-            if kernel_aggs && exits && !matches!(in_kernel, Some(Ok(()))) {
+            let at_kernel_probe = kvars::KERNEL_PROVIDERS.contains(&info.provider.as_str());
+            if kernel_aggs && exits && at_kernel_probe && !matches!(in_kernel, Some(Ok(()))) {
                 let why = match &in_kernel {
                     Some(Err(e)) => e.to_string(),
                     _ => "the clause was planned after its probe was enabled".into(),
