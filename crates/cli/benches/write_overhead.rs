@@ -2,7 +2,8 @@
 //! counting both the traced writer's CPU and the tracer's own (dtrace's, or bpftrace's), for the
 //! paper's first example (`syscall::write:entry { @[execname] = count(); }`), for predicates that
 //! are always false (on `pid`, on `execname`, on an argument), for `quantize(arg2)` and for the
-//! entry/return latency idiom (`self->ts`, thread-locals in the kernel), each
+//! entry/return latency idiom (`self->ts`, thread-locals in the kernel; and printing each
+//! latency, its records built at the probe), each
 //! against bpftrace's equivalent in the same run (when `bpftrace` is installed); and the highest
 //! write rate `dtrace` follows with no drop (a ladder of paced rates, one second each; a rate passes
 //! when no drop is reported and every write is counted). Where the kernel has `fbt`, the count by
@@ -27,7 +28,7 @@ use std::time::{Duration, Instant};
 const SCRIPT: &str = "syscall::write:entry { @[execname] = count(); }";
 
 /// The cases compared: name, dtrace's script, bpftrace's.
-const CASES: [(&str, &str, &str); 6] = [
+const CASES: [(&str, &str, &str); 7] = [
     (
         "count by execname",
         SCRIPT,
@@ -60,6 +61,15 @@ const CASES: [(&str, &str, &str); 6] = [
         "tracepoint:syscalls:sys_enter_write { @s[tid] = nsecs; } \
          tracepoint:syscalls:sys_exit_write /@s[tid]/ { @ = hist(nsecs - @s[tid]); \
          delete(@s[tid]); }",
+    ),
+    (
+        "write latency printf",
+        "syscall::write:entry /execname == \"dtbenchw\"/ { self->ts = timestamp; } \
+         syscall::write:return /self->ts/ { printf(\"%d %d\\n\", pid, timestamp - self->ts); \
+         self->ts = 0; }",
+        "tracepoint:syscalls:sys_enter_write /comm == \"dtbenchw\"/ { @s[tid] = nsecs; } \
+         tracepoint:syscalls:sys_exit_write /@s[tid]/ { printf(\"%d %d\\n\", pid, \
+         nsecs - @s[tid]); delete(@s[tid]); }",
     ),
 ];
 

@@ -847,6 +847,68 @@ impl Framework {
         self.ecbs = ecbs;
     }
 
+    /// Commits a record built where its probe fired (the provider ran the clause there, see
+    /// [`Framework::run_elsewhere`]): `record` is the ECB's whole record as [`Framework::fire`]
+    /// would have built it (EPID, timestamp, data laid out by its record descriptions; bytes
+    /// past the ECB's record size are padding and ignored). It goes
+    /// to `cpu`'s principal buffer unchanged, under the rules a firing follows: nothing while
+    /// tracing is not active or after `exit()` (DTrace's draining), a full buffer counts a drop,
+    /// and an `exit()` action in it ends tracing as the interpreter's would. Returns whether the
+    /// record was kept; a record that names no ECB run elsewhere, or is not its size, is refused
+    /// (a bad record).
+    pub fn commit_elsewhere(&mut self, cpu: u32, record: &[u8]) -> bool {
+        let draining = self.status.exit_status.is_some();
+        if self.activity != Activity::Active || draining || cpu >= self.ncpus {
+            return false;
+        }
+        if self.options.cpu.is_some_and(|c| c != cpu) {
+            return false;
+        }
+        let Some(epid) = record
+            .get(..4)
+            .and_then(|b| b.try_into().ok())
+            .map(u32::from_ne_bytes)
+        else {
+            return false;
+        };
+        let Some(e) = (epid as usize)
+            .checked_sub(1)
+            .and_then(|i| self.ecbs.get(i))
+        else {
+            return false;
+        };
+        let size = e.layout.size as usize;
+        let Some(record) = record.get(..size).filter(|_| e.elsewhere && size >= 12) else {
+            return false;
+        };
+        let exit = e
+            .layout
+            .actions
+            .iter()
+            .zip(&e.actions)
+            .find(|(_, a)| a.kind == ActionKind::Exit)
+            .and_then(|(l, _)| record.get(l.rec.offset as usize..l.rec.offset as usize + 4))
+            .and_then(|b| b.try_into().ok())
+            .map(i32::from_ne_bytes);
+        let kept = match self.cpus.get_mut(cpu as usize) {
+            Some(c) => c.principal.append(record, false),
+            None => false,
+        };
+        if let Some(status) = exit {
+            self.status.exit_status = Some(status);
+        }
+        kept
+    }
+
+    /// Ends tracing as `exit(status)` does, for an `exit()` a provider ran where its probe
+    /// fired (when its record did not reach [`Framework::commit_elsewhere`]): the first
+    /// status is kept.
+    pub fn exit_elsewhere(&mut self, status: i32) {
+        if self.activity == Activity::Active && self.status.exit_status.is_none() {
+            self.status.exit_status = Some(status);
+        }
+    }
+
     /// Fires every queued event from other threads, in order.
     pub fn process_events(&mut self) -> usize {
         let mut n = 0;

@@ -1385,3 +1385,59 @@ fn descriptions_are_matched_again_when_probes_appear() {
     let want: Vec<u32> = new.eprobes.iter().map(|e| e.epid).collect();
     assert_eq!(epids, want);
 }
+
+#[test]
+fn records_built_elsewhere_are_committed_unchanged() {
+    let (mut fw, _c) = new_fw();
+    let p = program(vec![
+        ecb("profile:::tick-1s", None, vec![trace_int(5)]),
+        ecb(
+            "profile:::tick-1s",
+            None,
+            vec![
+                trace_int(6),
+                act(
+                    ActionKind::Exit,
+                    Some(asm("setx 3, %r1\nret %r1\n.rtype int 4\n")),
+                ),
+            ],
+        ),
+    ]);
+    let en = fw.enable(&p, false).unwrap();
+    let (one, two) = (&en.eprobes[0], &en.eprobes[1]);
+    assert_eq!((one.size, two.size), (24, 28));
+    // As the provider would build them where the probe fires.
+    let built = |epid: u32, size: usize, value: u64, exit: Option<u32>| {
+        let mut r = vec![0u8; size.next_multiple_of(8)];
+        r[..4].copy_from_slice(&epid.to_ne_bytes());
+        r[4..8].copy_from_slice(&7u32.to_ne_bytes());
+        r[8..12].copy_from_slice(&9u32.to_ne_bytes());
+        r[16..24].copy_from_slice(&value.to_ne_bytes());
+        if let Some(x) = exit {
+            r[24..28].copy_from_slice(&x.to_ne_bytes());
+        }
+        r
+    };
+    let first = built(one.epid, 24, 55, None);
+    // Only while tracing, and only for a clause run elsewhere.
+    assert!(!fw.commit_elsewhere(1, &first));
+    fw.go().unwrap();
+    assert!(!fw.commit_elsewhere(1, &first));
+    fw.run_elsewhere(one.epid);
+    fw.run_elsewhere(two.epid);
+    assert!(fw.commit_elsewhere(1, &first));
+    // Shorter than the ECB's record, or naming no ECB: refused.
+    assert!(!fw.commit_elsewhere(1, &first[..20]));
+    assert!(!fw.commit_elsewhere(1, &built(99, 24, 1, None)));
+    assert!(!fw.commit_elsewhere(7, &first));
+    // exit() in a built record ends tracing as the interpreter's does: nothing after it.
+    assert!(fw.commit_elsewhere(1, &built(two.epid, 28, 66, Some(3))));
+    assert_eq!(fw.status().exit_status, Some(3));
+    assert!(!fw.commit_elsewhere(1, &first));
+    let snap = fw.switch_buffer(1).unwrap();
+    let recs = records(&snap.data, &|e| if e == one.epid { 24 } else { 28 });
+    assert_eq!(recs.len(), 2);
+    assert_eq!(recs[0].1, &first[..24]);
+    assert_eq!(read_header(recs[0].1), Some((one.epid, (7u64 << 32) | 9)));
+    assert_eq!((u64_at(recs[1].1, 16), u32_at(recs[1].1, 24)), (66, 3));
+}

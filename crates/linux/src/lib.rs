@@ -20,8 +20,10 @@
 //! per direction that tail-calls the enabled probe's program by syscall number, so `syscall:::entry`
 //! attaches and detaches hundreds of probes in about a second; other tracepoints use perf events.
 //!
-//! It does not run D: it delivers [`capture::CapturedEvent`]s (probe context, copied memory, stacks)
-//! to the framework, which runs predicates and actions in the DIF interpreter; [`provider`] registers
+//! It delivers [`capture::CapturedEvent`]s (probe context, copied memory, stacks) to the
+//! framework, which runs predicates and actions in the DIF interpreter, except for the clauses
+//! whose DIF translates to eBPF: their predicates, aggregations, variables and records run at the
+//! probe, and the records they build are committed to the framework's buffers; [`provider`] registers
 //! the catalogue as framework providers and does that delivery, and drives the framework's `profile`
 //! probes from cpu-clock perf events ([`provider::profile`]). The delivery remembers the mappings of
 //! the processes events come from, so the consumer prints user stacks of processes that have exited.

@@ -813,15 +813,16 @@ impl Session {
     /// Waits up to `timeout_ms` for records, then delivers every available event to `f`. Returns the
     /// number delivered.
     pub fn poll(&mut self, timeout_ms: i32, f: &mut dyn FnMut(CapturedEvent)) -> Result<usize> {
-        self.poll_boxed(timeout_ms, &mut |e| f(*e))
+        self.poll_boxed(timeout_ms, &mut |d| {
+            if let Delivery::Event(e) = d {
+                f(*e)
+            }
+        })
     }
 
-    /// [`Session::poll`], delivering the events boxed as they were decoded (no copy of each).
-    pub fn poll_boxed(
-        &mut self,
-        timeout_ms: i32,
-        f: &mut dyn FnMut(Box<CapturedEvent>),
-    ) -> Result<usize> {
+    /// [`Session::poll`], delivering the events boxed as they were decoded (no copy of each),
+    /// and the records built at the probes, in the ring's order.
+    pub fn poll_boxed(&mut self, timeout_ms: i32, f: &mut dyn FnMut(Delivery)) -> Result<usize> {
         self.attach_pending()?;
         let mut n = self.drain_boxed(f);
         if n == 0 {
@@ -833,11 +834,16 @@ impl Session {
 
     /// Delivers every available event without waiting.
     pub fn drain(&mut self, f: &mut dyn FnMut(CapturedEvent)) -> usize {
-        self.drain_boxed(&mut |e| f(*e))
+        self.drain_boxed(&mut |d| {
+            if let Delivery::Event(e) = d {
+                f(*e)
+            }
+        })
     }
 
-    /// [`Session::drain`], delivering the events boxed as they were decoded.
-    pub fn drain_boxed(&mut self, f: &mut dyn FnMut(Box<CapturedEvent>)) -> usize {
+    /// [`Session::drain`], delivering the events boxed as they were decoded, and the records
+    /// built at the probes, in the ring's order.
+    pub fn drain_boxed(&mut self, f: &mut dyn FnMut(Delivery)) -> usize {
         let mut records = std::mem::take(&mut self.scratch);
         let info = &self.info;
         let mut bad = 0;
@@ -867,7 +873,11 @@ impl Session {
                     {
                         self.complete_from_process(&mut ev);
                     }
-                    f(self.finish(ev));
+                    f(Delivery::Event(self.finish(ev)));
+                    n += 1;
+                }
+                Record::Built(b) => {
+                    f(Delivery::Built(b));
                     n += 1;
                 }
                 Record::Retry {
@@ -882,14 +892,14 @@ impl Session {
                                 *orig = again;
                             }
                         }
-                        f(self.finish(ev));
+                        f(Delivery::Event(self.finish(ev)));
                         n += 1;
                     }
                 }
             }
         }
         self.scratch = records;
-        n + self.release_expired(f, false)
+        n + self.release_expired(&mut |e| f(Delivery::Event(e)), false)
     }
 
     /// Delivers every held event now (at the end of a run), completing faulted copies from the
@@ -979,6 +989,15 @@ impl Session {
         }
         ev
     }
+}
+
+/// What a session delivers from its ring, in order.
+#[derive(Debug)]
+pub enum Delivery {
+    /// A probe firing, for the clauses that run in dtrace.
+    Event(Box<CapturedEvent>),
+    /// An ECB's record built at the probe, for the principal buffer.
+    Built(crate::capture::record::BuiltRecord),
 }
 
 /// Generates and loads the capture program of a probe. When the kernel refuses the program with its

@@ -106,9 +106,10 @@ impl KernelTracer {
     }
 
     /// After ECBs are created (by enabling a program, or for probes that appeared later): the
-    /// enabled probes whose aggregations the kernel computes no longer run in the framework, and
-    /// the kernel's maps learn the aggregation each feeds.
-    fn run_kernel_aggregations(&mut self, info: &ExecInfo) {
+    /// enabled probes whose aggregations the kernel computes no longer run in the framework, the
+    /// kernel's maps learn the aggregation each feeds, and the records built at the probe their
+    /// EPIDs.
+    fn run_kernel_aggregations(&mut self, info: &ExecInfo) -> Result<()> {
         for ep in &info.eprobes {
             let Some(clause) = self.clause_bases.iter().find_map(|&(first, n, base)| {
                 let k = ep.clause.checked_sub(first).filter(|&k| k < n)?;
@@ -123,7 +124,11 @@ impl KernelTracer {
             for (j, a) in info.aggs.iter().filter(|a| a.epid == ep.epid).enumerate() {
                 self.linux.bind_aggregation(clause, j, a.aggid, &a.recs);
             }
+            self.linux
+                .bind_record(clause, ep.probe_id, ep.epid, ep.size, &ep.recs)
+                .map_err(be)?;
         }
+        Ok(())
     }
 }
 
@@ -151,7 +156,7 @@ impl KernelTracer {
                 aggs: e.aggs,
                 clauses: 0..0,
             };
-            self.run_kernel_aggregations(&info);
+            self.run_kernel_aggregations(&info)?;
             let pending = self.new_probes.get_or_insert_with(ExecInfo::default);
             pending.matches += info.matches;
             pending.eprobes.extend(info.eprobes);
@@ -251,7 +256,7 @@ impl Tracer for KernelTracer {
             self.clause_bases
                 .push((first_clause, prog.ecbs.len() as u32, base));
         }
-        self.run_kernel_aggregations(&info);
+        self.run_kernel_aggregations(&info)?;
         // Uprobes (and kprobes on kernel functions) are placed by the group, before the match is
         // reported; then the traced processes' linkers are watched for libraries loaded later.
         self.linux.attach_pending().map_err(be)?;
@@ -322,6 +327,10 @@ impl Tracer for KernelTracer {
             self.linux
                 .pump(self.inner.framework(), 0)
                 .map_err(|e| ConsumerError::Backend(e.to_string()))?;
+            // An exit() run in the kernel whose record the ring had no room for.
+            if let Some(status) = self.linux.kernel_exit().map_err(be)? {
+                self.inner.framework().exit_elsewhere(status);
+            }
         }
         self.inner.poll()?;
         // raise() and stop() of the clauses just run, sent to the thread or process that fired.

@@ -157,3 +157,29 @@ pub fn phases_under_grab(exe: &Path, script: impl Fn(u32) -> String) -> String {
     assert!(o.status.success());
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
+
+/// Writes `argv[1]` times to /dev/null, of sizes (i * 37) % 300, then reads as often from
+/// /dev/zero, 7 bytes at a time.
+const SIZED_WRITER: &str = r#"
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    int n = atoi(argv[1]);
+    int out = open("/dev/null", O_WRONLY), in = open("/dev/zero", O_RDONLY);
+    static char buf[512];
+    for (int i = 0; i < n; i++)
+        if (write(out, buf, (i * 37) % 300) < 0)
+            return 1;
+    for (int i = 0; i < n; i++)
+        if (read(in, buf, 7) != 7)
+            return 1;
+    return 0;
+}
+"#;
+
+/// The writer of [`SIZED_WRITER`], built in the test directory `tag` (its process is named
+/// `writer`).
+pub fn sized_writer(tag: &str) -> PathBuf {
+    compile_c(&test_dir(tag), "writer", SIZED_WRITER, &["-O2"])
+}

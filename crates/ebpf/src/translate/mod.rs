@@ -231,6 +231,11 @@ pub enum Untranslatable {
     /// The generated code could not be assembled.
     #[error("eBPF assembly: {0}")]
     Asm(String),
+    /// The clause translates, but where it runs is decided by the other clauses of the probe
+    /// (a clause that builds records at the probe does so only when every clause there runs
+    /// there, so the records keep the clauses' order).
+    #[error("{0}")]
+    Placement(String),
     /// The kernel refused the program the translated code is part of (a verifier limit); the
     /// probe records every firing instead.
     #[error("the kernel refused the translated code ({0})")]

@@ -79,7 +79,7 @@ pub const NEVER_WAKE: u32 = u32::MAX;
 
 /// Submits the record in r7, waking the consumer only when enough data waits (never, with
 /// [`NEVER_WAKE`]).
-fn emit_submit(a: &mut Asm, maps: &MapFds) {
+pub(crate) fn emit_submit(a: &mut Asm, maps: &MapFds) {
     if maps.wakeup_bytes == NEVER_WAKE {
         a.mov(R1, R7)
             .mov_imm(R2, BPF_RB_NO_WAKEUP)
@@ -656,7 +656,7 @@ pub fn gen_capture_reporting(
     a.mov(R6, R1);
     emit_conditions(&mut a, shape, out)?;
     let aggs = match &spec.aggs {
-        Some(k) => super::kagg::emit_aggs(&mut a, shape, k)?,
+        Some(k) => super::kagg::emit_aggs(&mut a, shape, k, maps, tag)?,
         None => Vec::new(),
     };
     // When every aggregation-only clause aggregates in the kernel, the record path serves the

@@ -18,6 +18,15 @@
 //! first clause, as the framework stamps a firing once: the kernel's clock plus the offset to the
 //! framework's clock that dtrace writes into the control map when tracing starts.
 //!
+//! A clause whose other actions record data (`trace()`, `printf()` of integers, string constants
+//! and `execname`; `exit()`) builds the ECB's record here, as the framework lays it out (a zero
+//! EPID that dtrace fills in, the firing's timestamp, the data at its record descriptions'
+//! offsets, zeros elsewhere), in a ring record of kind `KIND_BUILT` that dtrace commits to the
+//! CPU's principal buffer unchanged (`Framework::commit_elsewhere`). It does so only when every
+//! clause of the probe runs here, so one firing's records keep the clauses' order; a full ring
+//! counts a drop on the CPU, and the clause's other actions still run. `exit()` also sets the
+//! exit flag, which stops every kernel clause from the next one of that firing on.
+//!
 //! Code that can fault (a division, a memory load) stays in dtrace, where the interpreter reports
 //! the fault; so does what the translator does not handle, with the reason in the report.
 
@@ -46,6 +55,9 @@ const KEYBUF: i16 = INCR - MAX_KAGG_KEY as i16;
 const TIMESTAMP: i16 = KEYBUF - 8;
 /// The key of a kernel thread-local (see `capture::kvars`).
 pub(crate) const VARS_KEY: i16 = TIMESTAMP - 8;
+/// The address of the clause's record in the ring (zero when the ring was full), below the
+/// clause-locals of `capture::kvars`.
+const REC: i16 = VARS_KEY - 8 * (super::kvars::MAX_LOCALS as i16 + 1);
 
 /// `BPF_NOEXIST`: create only.
 const BPF_NOEXIST: i32 = 1;
@@ -54,8 +66,10 @@ const BPF_NOEXIST: i32 = 1;
 struct Translated {
     predicate: Option<Fragment>,
     aggs: Vec<TranslatedAgg>,
-    /// The store actions, with the number of aggregating actions before each.
+    /// The store actions, with the number of aggregating and recording actions before each.
     stores: Vec<(usize, Fragment)>,
+    /// The data-recording actions of the clause's record: each one's step and value.
+    records: Vec<(usize, Option<translate::Value>)>,
 }
 
 struct TranslatedAgg {
@@ -125,10 +139,32 @@ fn translate_clause(
         .iter()
         .map(|(before, o)| Ok((*before, int(o)?)))
         .collect::<Result<Vec<_>, Untranslatable>>()?;
+    let mut records = Vec::new();
+    for r in c.record.iter().flat_map(|r| &r.actions) {
+        let Some(o) = &r.difo else {
+            records.push((r.step, None));
+            continue;
+        };
+        let v = translate::translate_value(o, ctx, strsize, FRAME)?;
+        let t = &o.rtype;
+        let fits = match &v.kind {
+            ValueKind::Int => !t.is_by_ref() && matches!(r.size, 1 | 2 | 4 | 8),
+            ValueKind::Execname | ValueKind::Str(_) => t.is_string() && r.size > 0,
+        };
+        if !fits {
+            return Err(Untranslatable::Value {
+                pc: 0,
+                what: "a recorded value of a kind not built at the probe".into(),
+            });
+        }
+        no_fault(v.fragment.clone())?;
+        records.push((r.step, Some(v)));
+    }
     Ok(Translated {
         predicate,
         aggs,
         stores,
+        records,
     })
 }
 
@@ -182,6 +218,8 @@ pub fn emit_aggs(
     a: &mut Asm,
     shape: &ProbeShape,
     k: &KernelAggs,
+    ring: &super::codegen::MapFds,
+    tag: u32,
 ) -> crate::error::Result<AggReport> {
     let ctx = ShapeContext {
         shape,
@@ -190,11 +228,25 @@ pub fn emit_aggs(
         vars: k.vars.as_ref(),
         timestamp: Some(TIMESTAMP),
     };
-    let results: Vec<Result<Translated, Untranslatable>> = k
+    let mut results: Vec<Result<Translated, Untranslatable>> = k
         .clauses
         .iter()
         .map(|c| translate_clause(&ctx, c, k.strsize as usize))
         .collect();
+    // Records are built here only when every clause of the probe runs here: the records of one
+    // firing then reach the buffer in the clauses' order.
+    let all_here = k.others.is_none() && results.iter().all(|r| r.is_ok());
+    if !all_here {
+        for (c, r) in k.clauses.iter().zip(results.iter_mut()) {
+            if c.record.is_some() && r.is_ok() {
+                *r = Err(Untranslatable::Placement(
+                    "it records, and another clause at the probe runs in dtrace (records \
+                     keep the clauses' order)"
+                        .into(),
+                ));
+            }
+        }
+    }
     let report = results
         .iter()
         .map(|r| r.as_ref().map(|_| ()).map_err(Clone::clone))
@@ -208,11 +260,13 @@ pub fn emit_aggs(
     a.load(Size::DW, R1, R1, 0);
     a.jmp_imm(op::JEQ, R1, 0, done);
     a.store(Size::DW, R10, GEN, R1);
+    // After exit() at any probe, no clause runs (as no probe fires in the framework).
+    emit_exited(a, k.exit, done);
     let stamps = k
         .clauses
         .iter()
         .zip(&results)
-        .any(|(c, t)| t.is_ok() && reads_timestamp(c));
+        .any(|(c, t)| t.is_ok() && (reads_timestamp(c) || c.record.is_some()));
     if stamps {
         a.call(helper::KTIME_GET_NS);
         a.ld_map_value(R1, k.control, 0);
@@ -223,27 +277,171 @@ pub fn emit_aggs(
     if let Some(kv) = &k.vars {
         super::kvars::emit_zero_locals(a, kv.local_ids.len());
     }
-    for (c, t) in k.clauses.iter().zip(&results) {
+    let mut exited_before = false;
+    for (n, (c, t)) in k.clauses.iter().zip(&results).enumerate() {
         let Ok(t) = t else { continue };
+        if exited_before {
+            // After exit() in an earlier clause of this firing no clause runs.
+            emit_exited(a, k.exit, done);
+        }
         let next = a.label();
         if let Some(p) = &t.predicate {
             p.emit(a);
             a.jmp_imm(op::JEQ, R0, 0, next);
+        }
+        if let Some(r) = &c.record {
+            let clause = u16::try_from(n)
+                .map_err(|_| crate::error::LinuxError::Asm("too many clauses".into()))?;
+            emit_reserve(a, r, ring, tag, clause)?;
         }
         let stores_before = |a: &mut Asm, j: usize| {
             for (_, f) in t.stores.iter().filter(|(b, _)| *b == j) {
                 f.emit(a);
             }
         };
-        for (j, (agg, ta)) in c.aggs.iter().zip(&t.aggs).enumerate() {
+        // The aggregating and recording actions in the clause's order, stores between them.
+        let steps = c.aggs.len() + t.records.len();
+        let mut aggs = c.aggs.iter().zip(&t.aggs);
+        for j in 0..steps {
             stores_before(a, j);
-            emit_agg(a, k, agg, ta)?;
+            match t.records.iter().find(|(s, _)| *s == j) {
+                Some((_, v)) => {
+                    let action = c
+                        .record
+                        .iter()
+                        .flat_map(|r| &r.actions)
+                        .find(|x| x.step == j);
+                    if let (Some(v), Some(action)) = (v, action) {
+                        emit_record_value(a, v, action)?;
+                        if action.exit {
+                            emit_exit(a, k.exit);
+                            exited_before = true;
+                        }
+                    }
+                }
+                None => {
+                    if let Some((agg, ta)) = aggs.next() {
+                        emit_agg(a, k, agg, ta)?;
+                    }
+                }
+            }
         }
-        stores_before(a, c.aggs.len());
+        stores_before(a, steps);
+        if c.record.is_some() {
+            let none = a.label();
+            a.load(Size::DW, R7, R10, REC);
+            a.jmp_imm(op::JEQ, R7, 0, none);
+            super::codegen::emit_submit(a, ring);
+            a.bind(none);
+        }
         a.bind(next);
     }
     a.bind(done);
     Ok(report)
+}
+
+/// Reserves the ring's record for clause number `clause` of the probe and writes its headers
+/// (the ring's, then the framework's: a zero EPID that dtrace fills in, and the firing's
+/// timestamp); the rest is zeroed, as the framework's record starts. The record's address is
+/// kept at [`REC`]; when the ring is full, a drop is counted on the CPU (a DTrace drop) and
+/// [`REC`] holds zero: the clause's other actions still run, its data goes nowhere.
+fn emit_reserve(
+    a: &mut Asm,
+    r: &super::spec::KernelRecord,
+    ring: &super::codegen::MapFds,
+    tag: u32,
+    clause: u16,
+) -> crate::error::Result<()> {
+    use super::layout::{built, KIND_BUILT};
+    let total = built::SIZE + (r.size as usize).next_multiple_of(8);
+    let total32 = i32::try_from(total)
+        .map_err(|_| crate::error::LinuxError::Asm("record too large".into()))?;
+    let (have, body) = (a.label(), a.label());
+    a.ld_map_fd(R1, ring.ring)
+        .mov_imm(R2, total32)
+        .mov_imm(R3, 0)
+        .call(helper::RINGBUF_RESERVE);
+    a.jmp_imm(op::JNE, R0, 0, have);
+    a.store_imm(Size::DW, R10, REC, 0);
+    let counted = a.label();
+    emit_count_drop(a, ring.drops, VAL, counted);
+    a.bind(counted).ja(body);
+    a.bind(have).mov(R7, R0).store(Size::DW, R10, REC, R7);
+    for off in (0..total).step_by(8) {
+        a.store_imm(Size::DW, R7, off as i16, 0);
+    }
+    a.store_imm(Size::H, R7, built::KIND as i16, i32::from(KIND_BUILT));
+    a.store_imm(Size::H, R7, built::CLAUSE as i16, i32::from(clause));
+    a.store_imm(Size::W, R7, built::TAG as i16, tag as i32);
+    a.call(helper::GET_SMP_PROCESSOR_ID)
+        .store(Size::W, R7, built::CPU as i16, R0);
+    // The framework's header: EPID (0 here), then the timestamp's high and low words.
+    let at = built::SIZE as i16;
+    a.load(Size::DW, R1, R10, TIMESTAMP);
+    a.store(Size::W, R7, at + 8, R1);
+    a.alu_imm(op::RSH, R1, 32).store(Size::W, R7, at + 4, R1);
+    a.bind(body);
+    Ok(())
+}
+
+/// Jumps to `done` when a clause called `exit()` in the kernel; uses r1.
+fn emit_exited(a: &mut Asm, exit: i32, done: Label) {
+    a.ld_map_value(R1, exit, 0);
+    a.load(Size::DW, R1, R1, 0);
+    a.jmp_imm(op::JNE, R1, 0, done);
+}
+
+/// `exit()` with the status in r0: the first call's status is kept, and the flag stops every
+/// kernel clause from now on; uses r1, r2.
+fn emit_exit(a: &mut Asm, exit: i32) {
+    let first = a.label();
+    a.ld_map_value(R1, exit, 0);
+    a.load(Size::DW, R2, R1, 0);
+    a.jmp_imm(op::JNE, R2, 0, first);
+    a.store(Size::DW, R1, 8, R0);
+    a.store_imm(Size::DW, R1, 0, 1);
+    a.bind(first);
+}
+
+/// Writes the value of one recording action into the record at [`REC`] (nothing when the ring
+/// was full): an integer's low bytes, a string's characters (its NUL and padding are the
+/// record's zeros).
+fn emit_record_value(
+    a: &mut Asm,
+    v: &translate::Value,
+    action: &super::spec::RecordAction,
+) -> crate::error::Result<()> {
+    let at = i16::try_from(super::layout::built::SIZE + action.offset as usize)
+        .map_err(|_| crate::error::LinuxError::Asm("record too large".into()))?;
+    let skip = a.label();
+    v.fragment.emit(a);
+    a.load(Size::DW, R7, R10, REC);
+    a.jmp_imm(op::JEQ, R7, 0, skip);
+    let size = action.size as usize;
+    match &v.kind {
+        ValueKind::Int => {
+            let s = Size::for_bytes(size).unwrap_or(Size::DW);
+            a.store(s, R7, at, R0);
+        }
+        ValueKind::Str(bytes) => {
+            for (i, b) in bytes.iter().take(size.saturating_sub(1)).enumerate() {
+                if *b == 0 {
+                    break;
+                }
+                a.store_imm(Size::B, R7, at + i as i16, i32::from(*b));
+            }
+        }
+        ValueKind::Execname => {
+            let c = FRAME.execname_at();
+            let n = translate::COMM_LEN.min(size.saturating_sub(1));
+            for i in 0..n as i16 {
+                a.load(Size::B, R1, R10, c + i)
+                    .store(Size::B, R7, at + i, R1);
+            }
+        }
+    }
+    a.bind(skip);
+    Ok(())
 }
 
 /// Loads the map of the current generation into r1.
@@ -562,7 +760,7 @@ fn emit_square_add(a: &mut Asm) {
 }
 
 // The slots fit the eBPF stack, 8-aligned.
-const _: () = assert!(VARS_KEY >= -512 && GEN % 8 == 0 && KEYBUF % 8 == 0);
+const _: () = assert!(REC >= -512 && GEN % 8 == 0 && KEYBUF % 8 == 0);
 
 #[cfg(test)]
 mod tests {
@@ -594,6 +792,132 @@ mod tests {
         } else {
             (zero - 1 - k) as i64
         }
+    }
+
+    /// The single instruction `f` emits.
+    fn one(f: impl FnOnce(&mut Asm)) -> crate::bpf::Insn {
+        let mut a = Asm::new();
+        f(&mut a);
+        a.finish().unwrap()[0]
+    }
+
+    /// The capture program of probe tag 9 with `clause` as its kernel clause, `others` its other
+    /// clauses' record path.
+    fn program(
+        clause: super::super::spec::KernelAggClause,
+        others: Option<(Option<super::super::spec::KernelFilter>, Option<u32>)>,
+    ) -> (Vec<crate::bpf::Insn>, AggReport) {
+        use crate::capture::codegen::{gen_capture_reporting, CtxKind, MapFds};
+        use crate::capture::spec::{ArgSource, CaptureSpec, Identity};
+        let shape = ProbeShape {
+            ctx: CtxKind::RawTracepoint,
+            args: vec![ArgSource::RawArg(0)],
+            conditions: Vec::new(),
+            identity: Identity::Current,
+            task: None,
+        };
+        let maps = MapFds {
+            ring: 3,
+            drops: 4,
+            pending: None,
+            wakeup_bytes: 0,
+            mirror: None,
+            vclock: None,
+        };
+        let spec = CaptureSpec {
+            aggs: Some(KernelAggs {
+                clauses: vec![clause],
+                control: 5,
+                zeros: 6,
+                drops: 7,
+                exit: 8,
+                strsize: 257,
+                names: Default::default(),
+                opaque_args: 0,
+                others,
+                bypass: None,
+                vars: None,
+            }),
+            ..CaptureSpec::new()
+        };
+        let layout = crate::capture::RecordLayout::for_spec(&spec, "p").unwrap();
+        let (insns, report) = gen_capture_reporting(&shape, &spec, &layout, 9, &maps).unwrap();
+        (insns, report.aggs)
+    }
+
+    #[test]
+    fn a_record_is_built_with_its_headers_and_values() {
+        use super::super::spec::{KernelAggClause, KernelRecord, RecordAction};
+        use dtrace_dif::asm::assemble;
+        let int = assemble("setx 7, %r1\nret %r1\n").unwrap();
+        let text = assemble(".rtype string 257\nsets \"hey\", %r1\nret %r1\n").unwrap();
+        let record = KernelRecord {
+            size: 281,
+            recs: Vec::new(),
+            actions: vec![
+                RecordAction {
+                    step: 0,
+                    difo: Some(int),
+                    offset: 16,
+                    size: 8,
+                    exit: false,
+                },
+                RecordAction {
+                    step: 1,
+                    difo: Some(text),
+                    offset: 24,
+                    size: 257,
+                    exit: false,
+                },
+            ],
+        };
+        let clause = KernelAggClause {
+            predicate: None,
+            aggs: Vec::new(),
+            stores: Vec::new(),
+            record: Some(record),
+        };
+        let (insns, report) = program(clause.clone(), None);
+        assert_eq!(report, vec![Ok(())]);
+        let has = |i: crate::bpf::Insn| insns.contains(&i);
+        // The ring's record: its header, then the framework's record padded to 8 bytes.
+        assert!(has(one(|a| {
+            a.mov_imm(R2, 16 + 288);
+        })));
+        assert!(has(one(|a| {
+            a.store_imm(Size::H, R7, 0, i32::from(super::super::layout::KIND_BUILT));
+        })));
+        assert!(has(one(|a| {
+            a.store_imm(Size::W, R7, 4, 9);
+        })));
+        // The integer's 8 bytes, the constant's characters (its NUL is the zeroed record's).
+        assert!(has(one(|a| {
+            a.store(Size::DW, R7, 16 + 16, R0);
+        })));
+        for (i, b) in b"hey".iter().enumerate() {
+            assert!(has(one(|a| {
+                a.store_imm(Size::B, R7, 16 + 24 + i as i16, i32::from(*b));
+            })));
+        }
+        assert!(!has(one(|a| {
+            a.store_imm(Size::B, R7, 16 + 27, 0);
+        })));
+        let submits = insns
+            .iter()
+            .filter(|i| i.code == 0x85 && i.imm == helper::RINGBUF_SUBMIT)
+            .count();
+        assert_eq!(submits, 1);
+        // Another clause at the probe runs in dtrace: the record is built there too.
+        let (_, report) = program(clause.clone(), Some((None, None)));
+        assert!(matches!(&report[..], [Err(Untranslatable::Placement(_))]));
+        // A value that can fault is left to dtrace, which reports the fault.
+        let mut faulting = clause;
+        if let Some(r) = faulting.record.as_mut() {
+            r.actions[0].difo =
+                Some(assemble("setx 7, %r1\nsetx 0, %r2\nsdiv %r1, %r2, %r3\nret %r3\n").unwrap());
+        }
+        let (_, report) = program(faulting, None);
+        assert_eq!(report, vec![Err(Untranslatable::MayFault)]);
     }
 
     #[test]

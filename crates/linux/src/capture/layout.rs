@@ -12,6 +12,22 @@ use crate::error::{LinuxError, Result};
 pub const KIND_EVENT: u16 = 1;
 /// Record kind: bytes re-read at a syscall's return for an earlier entry event.
 pub const KIND_RETRY: u16 = 2;
+/// Record kind: an ECB's record built at the probe (see `capture::kagg`): a [`built`] header,
+/// then the framework's record.
+pub const KIND_BUILT: u16 = 3;
+
+/// Field offsets of the header of a [`KIND_BUILT`] record (kind and tag where an event's are).
+#[allow(missing_docs)]
+pub mod built {
+    pub const KIND: usize = 0;
+    /// The clause's number among the probe's kernel clauses.
+    pub const CLAUSE: usize = 2;
+    pub const TAG: usize = 4;
+    pub const CPU: usize = 8;
+    /// The framework's record starts here.
+    pub const SIZE: usize = 16;
+}
+
 /// Header flag: a user copy faulted and a retry at return was armed.
 pub const FLAG_RETRY_ARMED: u16 = 1;
 
@@ -279,5 +295,32 @@ mod tests {
             size_arg: None,
         });
         assert!(RecordLayout::for_spec(&s, "p").is_err());
+    }
+
+    #[test]
+    fn built_records_decode_to_the_framework_record() {
+        use super::super::record::{decode_record, BuiltRecord, Record};
+        let mut b = vec![0u8; built::SIZE + 24];
+        b[..2].copy_from_slice(&KIND_BUILT.to_le_bytes());
+        b[built::CLAUSE..built::CLAUSE + 2].copy_from_slice(&2u16.to_le_bytes());
+        b[built::TAG..built::TAG + 4].copy_from_slice(&77u32.to_le_bytes());
+        b[built::CPU..built::CPU + 4].copy_from_slice(&1u32.to_le_bytes());
+        b[built::SIZE + 16] = 5;
+        // No layout is needed: the record is the framework's.
+        let r = decode_record(&b, |_| None).unwrap();
+        let mut data = vec![0u8; 24];
+        data[16] = 5;
+        assert_eq!(
+            r,
+            Record::Built(BuiltRecord {
+                tag: 77,
+                clause: 2,
+                cpu: 1,
+                data
+            })
+        );
+        // Shorter than the framework's header: a bad record, not a panic.
+        assert!(decode_record(&b[..built::SIZE + 8], |_| None).is_err());
+        assert!(decode_record(&b[..3], |_| None).is_err());
     }
 }

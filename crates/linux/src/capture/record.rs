@@ -3,8 +3,9 @@
 //! checked and a bad record is a [`LinuxError::BadRecord`].
 
 use super::layout::{
-    hdr, RecordLayout, ANCESTORS_HDR, BUILD_ID_FRAME, COPY_HDR, EXECARGS_HDR, FLAG_RETRY_ARMED,
-    KIND_EVENT, KIND_RETRY, NARGS, STACK_HDR, UNWIND_HDR, UREGS_COUNT, UREGS_HDR,
+    built, hdr, RecordLayout, ANCESTORS_HDR, BUILD_ID_FRAME, COPY_HDR, EXECARGS_HDR,
+    FLAG_RETRY_ARMED, KIND_BUILT, KIND_EVENT, KIND_RETRY, NARGS, STACK_HDR, UNWIND_HDR,
+    UREGS_COUNT, UREGS_HDR,
 };
 use super::spec::{MemKind, MAX_ANCESTORS};
 use crate::error::{LinuxError, Result};
@@ -171,11 +172,26 @@ fn decode_uregs(b: &[u8], at: Option<usize>) -> Result<Option<std::result::Resul
     Ok(Some(Ok(regs)))
 }
 
+/// An ECB's record built at the probe: the framework's record, its EPID still to fill in.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BuiltRecord {
+    /// The tag of the probe.
+    pub tag: u32,
+    /// The clause's number among the probe's kernel clauses.
+    pub clause: u16,
+    /// The CPU it fired on.
+    pub cpu: u32,
+    /// The framework's record (a zero EPID, the timestamp, the data), padded to 8 bytes.
+    pub data: Vec<u8>,
+}
+
 /// A decoded record.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Record {
     /// A probe firing.
     Event(Box<CapturedEvent>),
+    /// An ECB's record built at the probe (see `capture::kagg`).
+    Built(BuiltRecord),
     /// Copies re-read at a syscall's return for the entry event of `tid` at `ktime_ns`.
     Retry {
         /// Tag of the entry probe.
@@ -361,14 +377,26 @@ pub fn decode_record<'a>(
     b: &[u8],
     layout_of: impl Fn(u32) -> Option<&'a RecordLayout>,
 ) -> Result<Record> {
+    let kind = u16_at(b, hdr::KIND)?;
+    let tag = u32_at(b, hdr::TAG)?;
+    if kind == KIND_BUILT {
+        let data = b
+            .get(built::SIZE..)
+            .filter(|d| d.len() >= 12)
+            .ok_or_else(|| bad("built record shorter than its headers"))?;
+        return Ok(Record::Built(BuiltRecord {
+            tag,
+            clause: u16_at(b, built::CLAUSE)?,
+            cpu: u32_at(b, built::CPU)?,
+            data: data.to_vec(),
+        }));
+    }
     if b.len() < hdr::SIZE {
         return Err(bad(format!(
             "record of {} bytes is shorter than the header",
             b.len()
         )));
     }
-    let kind = u16_at(b, hdr::KIND)?;
-    let tag = u32_at(b, hdr::TAG)?;
     let layout =
         layout_of(tag).ok_or_else(|| bad(format!("record for unknown probe tag {tag}")))?;
     match kind {

@@ -222,6 +222,10 @@ pub struct KernelAggs {
     pub zeros: i32,
     /// A per-CPU array of one u64: updates lost because a map was full.
     pub drops: i32,
+    /// An array map of one [`EXIT_SIZE`]-byte value: a u64 set when a clause called `exit()`
+    /// in the kernel, then the status it gave. Once set, no clause runs in the kernel (as no
+    /// clause fires after `exit()` in the framework), and dtrace ends tracing.
+    pub exit: i32,
     /// `strsize`, for string compares.
     pub strsize: u32,
     /// The probe's names.
@@ -238,6 +242,9 @@ pub struct KernelAggs {
     /// The thread-locals that live in the kernel (see `capture::kvars`), when some do.
     pub vars: Option<KernelVars>,
 }
+
+/// Bytes of the value of [`KernelAggs::exit`].
+pub const EXIT_SIZE: usize = 16;
 
 /// Bytes of the value of [`KernelAggs::control`].
 pub const CONTROL_SIZE: usize = 16;
@@ -268,9 +275,42 @@ pub struct KernelAggClause {
     /// Its aggregating actions.
     pub aggs: Vec<KernelAgg>,
     /// Its other actions (each stores variables and records nothing), with the number of
-    /// aggregating actions before each: they run in the clause's order.
+    /// aggregating and recording actions before each: they run in the clause's order.
     pub stores: Vec<(usize, dtrace_dif::object::DifObject)>,
+    /// The record it builds at the probe, when it records data.
+    pub record: Option<KernelRecord>,
 }
+
+/// The record a clause builds at the probe (see `capture::kagg`): the ECB's record as the
+/// framework lays it out, which dtrace commits to the CPU's principal buffer unchanged.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KernelRecord {
+    /// Bytes of the record, its 12-byte header (EPID, timestamp) included.
+    pub size: u32,
+    /// The record descriptions the framework publishes for the ECB (checked against its own
+    /// when the clause is bound).
+    pub recs: Vec<dtrace_dif::program::RecDesc>,
+    /// The actions that write data, in the clause's order.
+    pub actions: Vec<RecordAction>,
+}
+
+/// One data-recording action of a [`KernelRecord`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecordAction {
+    /// The aggregating and recording actions before it in the clause.
+    pub step: usize,
+    /// Its expression (`None`: the data stays zero, as a `printf()` without arguments).
+    pub difo: Option<dtrace_dif::object::DifObject>,
+    /// Offset of its data in the record.
+    pub offset: u32,
+    /// Bytes of its data.
+    pub size: u32,
+    /// It is `exit()`: tracing ends with this firing (see [`KernelAggs::exit`]).
+    pub exit: bool,
+}
+
+/// The largest record a clause builds at the probe.
+pub const MAX_KERNEL_RECORD: usize = 4096;
 
 /// One aggregating action run in the kernel.
 #[derive(Clone, Debug, PartialEq, Eq)]

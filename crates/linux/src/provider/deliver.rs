@@ -12,6 +12,7 @@
 use super::LinuxTracing;
 use crate::capture::spec::MAX_STACK_DEPTH;
 use crate::capture::CapturedEvent;
+use crate::session::Delivery;
 use dtrace_dif::vm::{FaultKind, Memory};
 use dtrace_framework::{CapturedMemory, FiringContext, Framework};
 use std::fs::File;
@@ -345,7 +346,7 @@ impl LinuxTracing {
     /// Waits up to `timeout_ms` for captured events and fires each in `fw`. Returns how many were
     /// fired. Call it from the thread driving the framework, alongside `Framework::poll`.
     pub fn pump(&self, fw: &mut Framework, timeout_ms: i32) -> crate::error::Result<usize> {
-        let mut events: Vec<Box<CapturedEvent>> = Vec::new();
+        let mut events: Vec<Delivery> = Vec::new();
         let offset = {
             let mut sh = self.lock();
             let offset = *sh
@@ -371,7 +372,7 @@ impl LinuxTracing {
     /// Delivers everything still pending (ring contents and entry events held for a re-read). Call
     /// once the traced work is over, before `Framework::stop`.
     pub fn finish(&self, fw: &mut Framework) -> usize {
-        let mut events: Vec<Box<CapturedEvent>> = Vec::new();
+        let mut events: Vec<Delivery> = Vec::new();
         let offset = {
             let mut sh = self.lock();
             let offset = *sh
@@ -379,20 +380,19 @@ impl LinuxTracing {
                 .get_or_insert_with(|| fw.now() as i64 - monotonic_ns() as i64);
             if let Some(s) = sh.session.as_mut() {
                 s.drain_boxed(&mut |e| events.push(e));
-                s.flush_held_boxed(&mut |e| events.push(e));
+                s.flush_held_boxed(&mut |e| events.push(Delivery::Event(e)));
             }
             offset
         };
         self.fire_all(fw, events, offset)
     }
 
-    // Boxed on purpose: an event is large, and each stays where it was decoded until it is fired.
-    #[allow(clippy::vec_box)]
-    fn fire_all(&self, fw: &mut Framework, events: Vec<Box<CapturedEvent>>, offset: i64) -> usize {
-        if events.is_empty() {
+    /// Fires the events in `deliveries` and commits the records built at the probes, in order.
+    fn fire_all(&self, fw: &mut Framework, deliveries: Vec<Delivery>, offset: i64) -> usize {
+        if deliveries.is_empty() {
             return 0;
         }
-        let (active, arg_copies, since, sampled, note, proc_args, exec) = {
+        let (active, arg_copies, since, sampled, note, proc_args, exec, built) = {
             let sh = self.lock();
             (
                 sh.active.clone(),
@@ -402,6 +402,7 @@ impl LinuxTracing {
                 sh.note_processes,
                 sh.execargs_from_proc.clone(),
                 sh.image_replaced.clone(),
+                sh.built_epids.clone(),
             )
         };
         let mut n = 0;
@@ -409,10 +410,21 @@ impl LinuxTracing {
         // One context for the batch: its strings and stacks keep their buffers from firing to
         // firing.
         let mut ctx = FiringContext::default();
-        for mut ev in events
-            .into_iter()
-            .filter(|e| active.contains(&e.tag) && e.ktime_ns >= since)
-        {
+        for d in deliveries {
+            let mut ev = match d {
+                Delivery::Event(ev) if active.contains(&ev.tag) && ev.ktime_ns >= since => ev,
+                Delivery::Event(_) => continue,
+                Delivery::Built(mut b) => {
+                    // The clause's EPID (the kernel's clauses run only while tracing is live).
+                    if let Some(&epid) = built.get(&(b.tag, b.clause)) {
+                        if active.contains(&b.tag) {
+                            commit_built(fw, &mut b, epid);
+                            n += 1;
+                        }
+                    }
+                    continue;
+                }
+            };
             fill_firing(&mut ctx, &mut ev, offset);
             if note && ev.pid != 0 {
                 // Remember the process's mappings while it lives, for user symbols printed later.
@@ -453,6 +465,14 @@ impl LinuxTracing {
             n += 1;
         }
         n
+    }
+}
+
+/// Commits record `b`, built at the probe for the ECB `epid`, to its CPU's principal buffer.
+fn commit_built(fw: &mut Framework, b: &mut crate::capture::record::BuiltRecord, epid: u32) {
+    if let Some(head) = b.data.get_mut(..4) {
+        head.copy_from_slice(&epid.to_ne_bytes());
+        fw.commit_elsewhere(b.cpu, &b.data);
     }
 }
 

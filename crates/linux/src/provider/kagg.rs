@@ -5,7 +5,9 @@
 //! layout, so the consumer merges and prints them exactly as the ones the interpreter computes.
 //!
 //! Clauses that store thread-locals living in the kernel (`provider::kvars`) run here whole too,
-//! their store actions planned with their aggregations ([`ClausePlan`]).
+//! their store actions planned with their aggregations ([`ClausePlan`]), and so do clauses that
+//! record data the probe's code can compute: their record is laid out here as the framework lays
+//! it out ([`plan_clause`]), built at the probe (`capture::kagg`) and committed by dtrace.
 //!
 //! A snapshot switches the generation the programs update, waits until no program can still be
 //! updating the old one (an update of an array of maps returns after an RCU grace period, and
@@ -15,8 +17,8 @@
 
 use crate::bpf::{Map, MapKind};
 use crate::capture::spec::{
-    kernel_key_layout, string_key_hash, KernelAgg, KeyKind, MAX_KAGG_KEY, MAX_KAGG_VALUE,
-    STRING_CONST_MARK,
+    kernel_key_layout, string_key_hash, KernelAgg, KernelRecord, KeyKind, RecordAction,
+    MAX_KAGG_KEY, MAX_KAGG_VALUE, STRING_CONST_MARK,
 };
 use crate::error::Result;
 use dtrace_dif::object::DifObject;
@@ -66,27 +68,50 @@ impl PlannedAgg {
     }
 }
 
-/// A clause as the kernel would run it: its aggregating actions and its store actions (each
-/// with the number of aggregating actions before it).
+/// A clause as the kernel would run it: its aggregating actions, the actions that record data
+/// (built into the ECB's record at the probe) and its store actions, in the clause's order.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ClausePlan {
     /// The aggregating actions.
     pub aggs: Vec<PlannedAgg>,
     /// The actions that store variables and record nothing (they run in the kernel only when the
-    /// variables they store live there, see `provider::kvars`).
+    /// variables they store live there, see `provider::kvars`), each with the number of
+    /// aggregating and recording actions before it.
     pub stores: Vec<(usize, DifObject)>,
+    /// The record the clause builds, when it records data (`trace()`, `printf()`...).
+    pub record: Option<KernelRecord>,
+}
+
+impl ClausePlan {
+    /// Whether the clause writes a record.
+    pub fn records(&self) -> bool {
+        self.record.is_some()
+    }
+
+    /// Whether the clause calls `exit()`.
+    pub fn exits(&self) -> bool {
+        self.record.iter().flat_map(|r| &r.actions).any(|a| a.exit)
+    }
+}
+
+/// Whether a data-recording action of kind `kind` can be built at the probe: `trace()` and the
+/// arguments of `printf()`-like actions (the value itself then decides, at translation: an
+/// integer, a string constant or `execname`).
+fn records_at_probe(kind: ActionKind) -> bool {
+    matches!(
+        kind,
+        ActionKind::DifExpr | ActionKind::Printf | ActionKind::Exit
+    )
 }
 
 /// Whether clause `e` can run in the kernel (before translation, which the probe's program
-/// does): its aggregating and store actions, or why not.
-pub fn plan_clause(e: &EcbDesc) -> std::result::Result<ClausePlan, String> {
+/// does): its aggregating, recording and store actions, or why not. Its record is laid out as
+/// the framework lays it out with strings of `strsize` characters (the framework's layout is
+/// checked against it when the clause is bound, see [`super::LinuxTracing::bind_record`]).
+pub fn plan_clause(e: &EcbDesc, strsize: u32) -> std::result::Result<ClausePlan, String> {
     let acts = &e.actions;
-    let stores_only = acts.iter().all(is_store);
     if acts.is_empty() {
         return Err("the clause has no action (it records the firing)".into());
-    }
-    if !acts.iter().any(|a| a.kind.is_aggregation()) && !stores_only {
-        return Err("the clause has actions other than aggregations".into());
     }
     let mut used = vec![false; acts.len()];
     let mut out = Vec::new();
@@ -153,20 +178,100 @@ pub fn plan_clause(e: &EcbDesc) -> std::result::Result<ClausePlan, String> {
             value_words: bytes / 8,
         });
     }
+    let recording: Vec<usize> = (0..acts.len())
+        .filter(|&i| !used[i] && !is_store(&acts[i]))
+        .collect();
+    if let Some(&i) = recording.iter().find(|&&i| !records_at_probe(acts[i].kind)) {
+        return Err(format!(
+            "{} is not yet built at the probe",
+            action_name(acts[i].kind)
+        ));
+    }
+    let record = if recording.is_empty() {
+        None
+    } else {
+        let opts = dtrace_framework::options::Options {
+            strsize: u64::from(strsize),
+            ..Default::default()
+        };
+        let layout = dtrace_framework::layout::layout_ecb(e, &opts).map_err(|e| e.to_string())?;
+        if layout.size as usize > crate::capture::spec::MAX_KERNEL_RECORD {
+            return Err(format!(
+                "its record takes more than the {} bytes built at the probe",
+                crate::capture::spec::MAX_KERNEL_RECORD
+            ));
+        }
+        let mut actions = Vec::with_capacity(recording.len());
+        for &i in &recording {
+            let rec = layout.actions.get(i).ok_or("malformed layout")?.rec;
+            actions.push(RecordAction {
+                step: steps_before(acts, &used, i),
+                difo: acts[i].difo.clone(),
+                offset: rec.offset,
+                size: rec.size,
+                exit: acts[i].kind == ActionKind::Exit,
+            });
+        }
+        Some(KernelRecord {
+            size: layout.size,
+            recs: layout.principal_recs(),
+            actions,
+        })
+    };
     let mut stores = Vec::new();
     for (i, a) in acts.iter().enumerate() {
-        if used[i] {
+        if used[i] || !is_store(a) {
             continue;
         }
-        if !is_store(a) {
-            return Err("the clause has actions other than aggregations".into());
-        }
-        let before = acts[..i].iter().filter(|b| b.kind.is_aggregation()).count();
         if let Some(o) = &a.difo {
-            stores.push((before, o.clone()));
+            stores.push((steps_before(acts, &used, i), o.clone()));
         }
     }
-    Ok(ClausePlan { aggs: out, stores })
+    Ok(ClausePlan {
+        aggs: out,
+        stores,
+        record,
+    })
+}
+
+/// The aggregating and recording actions before action `i` (keys, weights and stores are not
+/// counted): the steps a store runs after.
+fn steps_before(acts: &[dtrace_dif::program::ActionDesc], used: &[bool], i: usize) -> usize {
+    acts[..i]
+        .iter()
+        .zip(used)
+        .filter(|(a, &u)| a.kind.is_aggregation() || (!u && !is_store(a)))
+        .count()
+}
+
+/// Whether clause `e` records data: an action other than aggregating functions, their keys and
+/// stores.
+pub fn records_data(e: &EcbDesc) -> bool {
+    let acts = &e.actions;
+    let mut key = vec![false; acts.len()];
+    for (i, a) in acts.iter().enumerate() {
+        if a.kind.is_aggregation() {
+            let first = i.saturating_sub(a.ntuple as usize);
+            key[first..i].iter_mut().for_each(|k| *k = true);
+        }
+    }
+    acts.iter()
+        .zip(&key)
+        .any(|(a, &k)| !k && !a.kind.is_aggregation() && !is_store(a))
+}
+
+/// How `dtrace -v` names an action the kernel does not build.
+fn action_name(kind: ActionKind) -> String {
+    use ActionKind as K;
+    match kind {
+        K::Printa => "printa()".into(),
+        K::Exit => "exit()".into(),
+        K::Stack => "stack()".into(),
+        K::Ustack | K::Jstack => "ustack()".into(),
+        K::Tracemem | K::TracememDynsize => "tracemem()".into(),
+        K::Speculate | K::Commit | K::Discard => "a speculation action".into(),
+        other => format!("the {other:?} action"),
+    }
 }
 
 /// Whether action `a` only evaluates an expression for its effect on variables (`self->ts =
@@ -216,6 +321,8 @@ pub struct KernelAggState {
     barrier_template: Map,
     barrier: Map,
     zeros: Map,
+    /// Set by the first `exit()` of a clause run in the kernel (see `KernelAggs::exit`).
+    exit: Map,
     drops: Map,
     reported_drops: Vec<u64>,
     /// The generation updated while on (1 or 2).
@@ -242,6 +349,13 @@ impl KernelAggState {
                 1,
             )?,
             zeros: Map::create(MapKind::Array, "dt_agg_zero", 4, MAX_KAGG_VALUE as u32, 1)?,
+            exit: Map::create(
+                MapKind::Array,
+                "dt_exit",
+                4,
+                crate::capture::spec::EXIT_SIZE as u32,
+                1,
+            )?,
             drops: Map::create(MapKind::PerCpuArray, "dt_agg_drops", 4, 8, 1)?,
             barrier_template,
             barrier,
@@ -268,13 +382,30 @@ impl KernelAggState {
         self.control.update(&0u32.to_ne_bytes(), &v)
     }
 
-    /// The descriptors programs use: (control, zeros, drops).
-    pub fn fds(&self) -> (i32, i32, i32) {
+    /// The descriptors programs use: (control, zeros, drops, exit).
+    pub fn fds(&self) -> (i32, i32, i32, i32) {
         (
             self.control.raw_fd(),
             self.zeros.raw_fd(),
             self.drops.raw_fd(),
+            self.exit.raw_fd(),
         )
+    }
+
+    /// The status of the first `exit()` a clause called in the kernel, if one did.
+    pub fn exited(&self) -> Result<Option<i32>> {
+        let Some(v) = self.exit.lookup(&0u32.to_ne_bytes())? else {
+            return Ok(None);
+        };
+        let word = |o: usize| {
+            v.get(o..o + 8)
+                .and_then(|b| b.try_into().ok())
+                .map(u64::from_ne_bytes)
+        };
+        Ok(match word(0) {
+            Some(0) | None => None,
+            Some(_) => word(8).map(|s| s as u32 as i32),
+        })
     }
 
     /// The kernel form of aggregation `index` of clause `clause` (its maps made at first use),

@@ -3,11 +3,12 @@
 //!
 //! A variable lives in the kernel only when every clause that reads or writes it, in every
 //! program of the session (all `-n`/`-s` programs are planned together), runs whole at the probe:
-//! its probes are kernel probes, its actions are aggregating functions and stores that record
-//! nothing ([`ClausePlan`]), and it translates at every probe it matches
+//! its probes are kernel probes, its actions are aggregating functions, stores and records the
+//! probe's code builds ([`ClausePlan`]), and it translates at every probe it matches
 //! (`capture::kagg::check_clause`). One clause that cannot keeps every variable it uses in
 //! dtrace, and with them every other clause that uses those, until nothing changes: the two
-//! paths never share a variable, so nothing changes meaning. Only integer scalars qualify
+//! paths never share a variable, so nothing changes meaning. A clause that records runs there only
+//! when every clause at its probes does (records keep the clauses' order). Only integer scalars qualify
 //! (strings and structs stay in dtrace). A clause whose thread-locals live in the kernel runs
 //! there at every probe or the enabling fails with a one-line reason (a verifier limit no
 //! translation foresees); a clause that uses one and runs in dtrace (a program planned after
@@ -37,7 +38,7 @@ use std::collections::{BTreeMap, BTreeSet};
 pub const KERNEL_VARIABLES_ENV: &str = "DTRACE_KERNEL_VARIABLES";
 
 /// Providers whose probes fire in the kernel, where a clause can run whole.
-const KERNEL_PROVIDERS: [&str; 5] = ["syscall", "proc", "sched", "io", "sdt"];
+pub(crate) const KERNEL_PROVIDERS: [&str; 5] = ["syscall", "proc", "sched", "io", "sdt"];
 
 /// Where a D variable is visible.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -111,6 +112,11 @@ pub struct ClauseFacts {
     pub vars: Vec<ThreadVar>,
     /// `Ok` when it can run whole in the kernel at every probe it matches, else why not.
     pub whole: std::result::Result<(), String>,
+    /// It builds a record at the probe (see `capture::kagg`): it runs there only when every
+    /// clause at its probes does, so one firing's records keep the clauses' order.
+    pub records: bool,
+    /// The kernel probes it matches.
+    pub probes: Vec<String>,
 }
 
 /// Where the thread-locals of the planned clauses live.
@@ -176,7 +182,14 @@ pub fn place(facts: &[ClauseFacts]) -> Placement {
                         "it shares {} with clause {}, which stays in dtrace",
                         v.name, c.desc
                     ),
-                    None => continue,
+                    None => match order_blocker(c, facts, &dtrace) {
+                        Some((other, probe)) => format!(
+                            "it records, and clause {} runs in dtrace at {probe} (records keep \
+                             the clauses' order)",
+                            other.desc
+                        ),
+                        None => continue,
+                    },
                 },
             };
             for v in &c.vars {
@@ -222,6 +235,56 @@ pub fn place(facts: &[ClauseFacts]) -> Placement {
     out
 }
 
+/// For a clause `c` that records: another clause that runs in dtrace at one of its probes (its
+/// translation fails, or a variable it uses stays in dtrace), and that probe.
+fn order_blocker<'a>(
+    c: &ClauseFacts,
+    facts: &'a [ClauseFacts],
+    dtrace: &BTreeMap<VarKey, String>,
+) -> Option<(&'a ClauseFacts, String)> {
+    if !c.records {
+        return None;
+    }
+    facts
+        .iter()
+        .filter(|d| !std::ptr::eq(*d, c))
+        .filter(|d| d.whole.is_err() || d.vars.iter().any(|v| dtrace.contains_key(&v.key)))
+        .find_map(|d| {
+            let shared = d.probes.iter().find(|p| c.probes.contains(p))?;
+            Some((d, shared.clone()))
+        })
+}
+
+/// Whether clause `i` of `facts` (as [`place`] made `placement` of them) runs whole in the
+/// kernel at every probe it matches.
+pub fn runs_in_kernel(facts: &[ClauseFacts], i: usize, placement: &Placement) -> bool {
+    let Some(c) = facts.get(i) else {
+        return false;
+    };
+    let dtrace: BTreeMap<VarKey, String> = facts
+        .iter()
+        .flat_map(|f| &f.vars)
+        .filter(|v| !placement.kernel.contains(&v.key))
+        .map(|v| (v.key, String::new()))
+        .collect();
+    c.whole.is_ok()
+        && c.vars.iter().all(|v| placement.kernel.contains(&v.key))
+        && order_blocker(c, facts, &dtrace).is_none()
+}
+
+/// The kernel probes clause `e` matches, by name.
+pub fn probes_of(e: &EcbDesc, catalog: &Catalog) -> Vec<String> {
+    let d = &e.probe;
+    if !KERNEL_PROVIDERS.contains(&d.provider.as_str()) {
+        return Vec::new();
+    }
+    let desc = crate::ProbeDesc::new(&d.provider, &d.module, &d.function, &d.name);
+    catalog
+        .matching(&desc)
+        .map(|ps| ps.iter().map(|p| p.desc.to_string()).collect())
+        .unwrap_or_default()
+}
+
 /// Whether clause `e` (planned as `plan`) can run whole in the kernel at every probe of
 /// `catalog` it matches, its thread-locals `vars` kept there, comparing strings up to
 /// `strsize`: `Ok`, or why not.
@@ -248,6 +311,7 @@ pub fn runs_whole(
         // The maps' descriptors are not part of a translation.
         aggs: plan.aggs.iter().map(|p| p.with_maps([-1, -1])).collect(),
         stores: plan.stores.clone(),
+        record: plan.record.clone(),
     };
     let kv = KernelVars {
         map: -1,
@@ -377,6 +441,8 @@ mod tests {
             desc: "syscall::read:entry".into(),
             vars,
             whole,
+            records: false,
+            probes: vec!["syscall:vmlinux:read:entry".into()],
         }
     }
 
@@ -403,5 +469,38 @@ mod tests {
             unreachable!()
         };
         assert!(why.contains("not an integer"), "{why}");
+    }
+
+    #[test]
+    fn a_recording_clause_runs_in_the_kernel_only_with_every_clause_at_its_probes() {
+        let at = |probe: &str, vars: Vec<ThreadVar>, whole: std::result::Result<(), String>| {
+            ClauseFacts {
+                desc: probe.into(),
+                vars,
+                whole,
+                records: true,
+                probes: vec![probe.into()],
+            }
+        };
+        // Clause 1 prints in dtrace at write:return: clause 2, printing there too, keeps its
+        // variable (and clause 0's) in dtrace; clause 3, alone at read:return, does not.
+        let p = place(&[
+            at("write:entry", vec![var(1, true), var(2, true)], Ok(())),
+            at("write:return", vec![], Err("lltostr()".into())),
+            at("write:return", vec![var(1, true)], Ok(())),
+            at("read:return", vec![var(2, true)], Ok(())),
+        ]);
+        assert_eq!(p.kernel, BTreeSet::new());
+        let Some(Err(why)) = &p.clauses[2] else {
+            unreachable!()
+        };
+        assert!(why.contains("runs in dtrace at write:return"), "{why}");
+        // No clause using self->v2 shares a probe with the one in dtrace.
+        let p = place(&[
+            at("write:entry", vec![var(2, true)], Ok(())),
+            at("write:return", vec![], Err("lltostr()".into())),
+            at("read:return", vec![var(2, true)], Ok(())),
+        ]);
+        assert_eq!(p.kernel, BTreeSet::from([(Scope::Thread, 2)]));
     }
 }

@@ -116,7 +116,19 @@ pub(crate) struct Shared {
     /// A planned clause at a kernel probe calls `exit()` (its description): tracing then stops
     /// at that very firing, which only dtrace knows of, so aggregations stay there.
     exit_at_kernel_probe: Option<String>,
+    /// Clauses may build their records at the probe (off: [`KERNEL_RECORDS_ENV`] is `0`).
+    kernel_records: bool,
+    /// (clause of `clauses`, probe id) to the clause's number among the probe's kernel clauses,
+    /// for the clauses that build their records at the probe.
+    built_at: std::collections::HashMap<(usize, u32), u16>,
+    /// (probe id, the clause's number among the probe's kernel clauses) to the EPID of the
+    /// records it builds at the probe (see [`LinuxTracing::bind_record`]).
+    pub(crate) built_epids: std::collections::HashMap<(u32, u16), u32>,
 }
+
+/// Environment variable that, set to `0`, builds every record in dtrace's interpreter (clauses
+/// that record data then run there, with the variables they use).
+pub const KERNEL_RECORDS_ENV: &str = "DTRACE_KERNEL_RECORDS";
 
 /// Environment variable that, set to `0`, keeps every predicate in dtrace's interpreter (the
 /// kernel then records every firing of an enabled probe).
@@ -144,6 +156,9 @@ pub struct ClauseKernel {
     /// The clause uses D variables: `Ok` with their names when they live in the kernel (the
     /// clause then runs whole there, counted in `aggs_in_kernel`), else why they stay in dtrace.
     pub variables: Option<std::result::Result<String, String>>,
+    /// The clause records data (`trace()`, `printf()`...): `Ok` when it may build its record at
+    /// the probe (it then runs whole there, counted in `aggs_in_kernel`), else why not.
+    pub records: Option<std::result::Result<(), String>>,
 }
 
 impl ClauseKernel {
@@ -194,6 +209,33 @@ impl ClauseKernel {
                 out.push(line);
             }
             Some(Err(why)) => out.push(format!("{head}: variables stay in dtrace ({why})")),
+        }
+        match &self.records {
+            None => {}
+            _ if whole => {}
+            Some(Err(why)) => out.push(format!("{head}: records are built in dtrace ({why})")),
+            Some(Ok(())) if self.aggs_in_kernel == 0 => {
+                let (probe, why) = self
+                    .aggs_in_dtrace
+                    .first()
+                    .map_or(("every probe", "not enabled"), |(p, w)| (p, w));
+                out.push(format!(
+                    "{head}: records are built in dtrace (at {probe}: {why})"
+                ));
+            }
+            Some(Ok(())) => {
+                let mut line = format!(
+                    "{head}: runs whole in the kernel at {} (records built at the probe)",
+                    probes(self.aggs_in_kernel)
+                );
+                if let Some((probe, why)) = self.aggs_in_dtrace.first() {
+                    line.push_str(&format!(
+                        ", in dtrace at {} (at {probe}: {why})",
+                        probes(self.aggs_in_dtrace.len())
+                    ));
+                }
+                out.push(line);
+            }
         }
         out
     }
@@ -354,7 +396,7 @@ impl Shared {
                 _ => None,
             };
             let state = self.kaggs.as_mut().ok_or("no kernel aggregations")?;
-            let (control, zeros, drops) = state.fds();
+            let (control, zeros, drops, exit) = state.fds();
             let mut clauses = Vec::with_capacity(k_idx.len());
             for &i in &k_idx {
                 let Some(Ok(plan)) = self.kplans.get(i) else {
@@ -371,10 +413,15 @@ impl Shared {
                     .map(|(j, p)| state.agg_for(i, j, p, &strings))
                     .collect::<Result<Vec<_>>>()
                     .map_err(|e| e.to_string())?;
+                if plan.records() {
+                    let n = u16::try_from(clauses.len()).map_err(|_| "too many clauses")?;
+                    self.built_at.insert((i, info.id), n);
+                }
                 clauses.push(crate::capture::KernelAggClause {
                     predicate: self.clauses[i].1.predicate.clone(),
                     aggs,
                     stores: plan.stores.clone(),
+                    record: plan.record.clone(),
                 });
             }
             spec.aggs = Some(crate::capture::KernelAggs {
@@ -382,6 +429,7 @@ impl Shared {
                 control,
                 zeros,
                 drops,
+                exit,
                 strsize: self.strsize,
                 names: names.clone(),
                 opaque_args,
@@ -505,6 +553,19 @@ impl Shared {
                     self.kernel.get(i).map_or("?", |c| c.desc.as_str())
                 ));
             }
+            let exits = matches!(self.kplans.get(i), Some(Ok(p)) if p.exits());
+            let at_kernel_probe = kvars::KERNEL_PROVIDERS.contains(&info.provider.as_str());
+            if kernel_aggs && exits && at_kernel_probe && !matches!(in_kernel, Some(Ok(()))) {
+                let why = match &in_kernel {
+                    Some(Err(e)) => e.to_string(),
+                    _ => "the clause was planned after its probe was enabled".into(),
+                };
+                return Err(format!(
+                    "clause {}: its exit() would stop the clauses run in the kernel, which \
+                     refused it at {probe_name} ({why})",
+                    self.kernel.get(i).map_or("?", |c| c.desc.as_str())
+                ));
+            }
             let Some(c) = self.kernel.get_mut(i) else {
                 continue;
             };
@@ -512,7 +573,10 @@ impl Shared {
             match (&in_kernel, &c.aggregates) {
                 (Some(Ok(())), _) => c.aggs_in_kernel += 1,
                 (Some(Err(e)), _) => c.aggs_in_dtrace.push((probe_name.clone(), e.to_string())),
-                (None, Some(Ok(()))) => {
+                (None, _)
+                    if matches!(c.aggregates, Some(Ok(())))
+                        || matches!(c.records, Some(Ok(()))) =>
+                {
                     let why = match &self.kernel_aggregations {
                         _ if !self.kernel_predicates => {
                             format!("kernel predicates are off ({KERNEL_PREDICATES_ENV}=0)")
@@ -568,6 +632,29 @@ impl Shared {
 }
 
 impl Shared {
+    /// [`kagg::plan_clause`] of clause `e` of `program`, unless records are built in dtrace
+    /// only, or the program prints user symbols (resolved with the mappings of the processes
+    /// noted as their events are delivered).
+    fn plan_clause(
+        &self,
+        e: &dtrace_dif::program::EcbDesc,
+        program: &Program,
+    ) -> std::result::Result<kagg::ClausePlan, String> {
+        let strsize = needs::program_strsize(program).saturating_sub(1);
+        let plan = kagg::plan_clause(e, strsize)?;
+        if plan.records() && !self.kernel_records {
+            return Err(format!("kernel records are off ({KERNEL_RECORDS_ENV}=0)"));
+        }
+        if plan.records() && prints_user_symbols(program) {
+            return Err(
+                "the program prints user symbols, resolved with the process's mappings \
+                 noted as events reach dtrace"
+                    .into(),
+            );
+        }
+        Ok(plan)
+    }
+
     /// Places the D variables of every planned clause (see [`kvars::place`]).
     fn place_variables(&mut self) {
         if self.kvars_enabled {
@@ -604,9 +691,11 @@ impl Shared {
             for (k, e) in program.ecbs.iter().enumerate() {
                 let i = base + k;
                 let vars = self.tvars.get(i).cloned().unwrap_or_default();
-                let whole = match (&off, self.kplans.get(i)) {
-                    // Nothing to check: no variable, or one the kernel does not keep.
-                    _ if vars.is_empty() || vars.iter().any(|v| !v.integer) => Ok(()),
+                let plan = self.kplans.get(i);
+                let records = matches!(plan, Some(Ok(p)) if p.records());
+                let whole = match (&off, plan) {
+                    // Nothing to check: a variable the kernel does not keep.
+                    _ if vars.iter().any(|v| !v.integer) => Ok(()),
                     (Some(why), _) => Err(why.clone()),
                     (None, Some(plan)) => {
                         kvars::runs_whole(e, plan, &self.catalog, &vars, self.strsize)
@@ -620,10 +709,30 @@ impl Shared {
                         .map_or_else(String::new, |c| c.desc.clone()),
                     vars,
                     whole,
+                    records,
+                    probes: kvars::probes_of(e, &self.catalog),
                 });
             }
         }
         self.placement = kvars::place(&facts);
+        // A clause calling exit() at a kernel probe that cannot run whole there keeps every
+        // clause in dtrace: only dtrace would know when tracing stopped.
+        let mut exiting = None;
+        for (program, base) in &self.planned {
+            for (k, e) in program.ecbs.iter().enumerate() {
+                let i = base + k;
+                if exiting.is_none()
+                    && exits_at_kernel_probe(e)
+                    && !kvars::runs_in_kernel(&facts, i, &self.placement)
+                {
+                    exiting = Some(desc_of(e));
+                }
+            }
+        }
+        if let (Some(c), None, true) = (exiting, &off, self.exit_at_kernel_probe.is_none()) {
+            self.exit_at_kernel_probe = Some(c);
+            return self.place_variables();
+        }
         self.report_variables();
     }
 
@@ -653,6 +762,12 @@ pub(crate) fn opaque_args(probe: &Probe) -> u16 {
         .take(16)
         .filter(|(_, a)| a.copy.is_some())
         .fold(0u16, |m, (i, _)| m | (1 << i))
+}
+
+/// `provider:module:function:name` of clause `e`.
+fn desc_of(e: &dtrace_dif::program::EcbDesc) -> String {
+    let d = &e.probe;
+    format!("{}:{}:{}:{}", d.provider, d.module, d.function, d.name)
 }
 
 /// Whether clause `e` calls `exit()` at a probe other than `BEGIN`, `END`, `ERROR` and the
@@ -772,6 +887,9 @@ impl LinuxTracing {
                 aggsize: 4 << 20,
                 kernel_aggregated: HashSet::new(),
                 exit_at_kernel_probe: None,
+                kernel_records: std::env::var_os(KERNEL_RECORDS_ENV).is_none_or(|v| v != "0"),
+                built_at: Default::default(),
+                built_epids: Default::default(),
             })),
             symbols: Arc::new(Mutex::new(Symbolizer::new())),
         }
@@ -929,19 +1047,17 @@ impl LinuxTracing {
         sh.strsize = sh.strsize.max(needs::program_strsize(program));
         let base = sh.clauses.len();
         if sh.exit_at_kernel_probe.is_none() {
-            sh.exit_at_kernel_probe =
-                program
-                    .ecbs
-                    .iter()
-                    .find(|e| exits_at_kernel_probe(e))
-                    .map(|e| {
-                        let d = &e.probe;
-                        format!("{}:{}:{}:{}", d.provider, d.module, d.function, d.name)
-                    });
+            // A clause that builds its exit() record at the probe stops the kernel's clauses
+            // itself; whether it can is checked once every program is planned.
+            sh.exit_at_kernel_probe = program
+                .ecbs
+                .iter()
+                .find(|e| exits_at_kernel_probe(e) && sh.plan_clause(e, program).is_err())
+                .map(desc_of);
         }
         for ((d, c), e) in n.clauses.iter().zip(&program.ecbs) {
             let desc = format!("{}:{}:{}:{}", d.provider, d.module, d.function, d.name);
-            let plan = kagg::plan_clause(e);
+            let plan = sh.plan_clause(e, program);
             let has_aggs = e.actions.iter().any(|a| a.kind.is_aggregation());
             sh.tvars.push(kvars::thread_vars(e));
             sh.kernel.push(ClauseKernel {
@@ -954,6 +1070,8 @@ impl LinuxTracing {
                     Ok(_) => Err("the clause has actions other than aggregations".into()),
                     Err(e) => Err(e.clone()),
                 }),
+                records: kagg::records_data(e)
+                    .then(|| plan.as_ref().map(|_| ()).map_err(Clone::clone)),
                 ..ClauseKernel::default()
             });
             sh.kplans.push(plan);
@@ -979,11 +1097,14 @@ impl LinuxTracing {
         let base = sh.planned[at].1;
         for (k, ((d, c), e)) in n.clauses.into_iter().zip(&program.ecbs).enumerate() {
             let i = base + k;
+            let plan = sh.plan_clause(e, program);
             if let Some(kc) = sh.kernel.get_mut(i) {
                 kc.desc = format!("{}:{}:{}:{}", d.provider, d.module, d.function, d.name);
+                kc.records =
+                    kagg::records_data(e).then(|| plan.as_ref().map(|_| ()).map_err(Clone::clone));
             }
             if let Some(p) = sh.kplans.get_mut(i) {
-                *p = kagg::plan_clause(e);
+                *p = plan;
             }
             if let Some(t) = sh.tvars.get_mut(i) {
                 *t = kvars::thread_vars(e);
@@ -1010,6 +1131,35 @@ impl LinuxTracing {
     /// (the framework then does not run the clause there).
     pub fn aggregates_in_kernel(&self, clause: usize, probe: u32) -> bool {
         self.lock().kernel_aggregated.contains(&(clause, probe))
+    }
+
+    /// Tells which EPID planned clause `clause` has at probe `probe`, whose record the kernel
+    /// builds there (when it does), with the size and record descriptions the framework laid the
+    /// ECB out with: they must be those the kernel writes, else the enabling fails.
+    pub fn bind_record(
+        &self,
+        clause: usize,
+        probe: u32,
+        epid: u32,
+        size: u32,
+        recs: &[RecDesc],
+    ) -> Result<()> {
+        let mut sh = self.lock();
+        let Some(&n) = sh.built_at.get(&(clause, probe)) else {
+            return Ok(());
+        };
+        let planned = match sh.kplans.get(clause) {
+            Some(Ok(p)) => p.record.as_ref(),
+            _ => None,
+        };
+        if planned.is_none_or(|r| r.size != size || r.recs != recs) {
+            return Err(LinuxError::Unavailable(format!(
+                "clause {}: the record built at the probe is not laid out as dtrace's",
+                sh.kernel.get(clause).map_or("?", |c| c.desc.as_str())
+            )));
+        }
+        sh.built_epids.insert((probe, n), epid);
+        Ok(())
     }
 
     /// Tells which framework aggregation (id and records) aggregation `index` of planned clause
@@ -1062,6 +1212,15 @@ impl LinuxTracing {
             self.plan(p);
         }
         self.lock().place_variables();
+    }
+
+    /// The status of the first `exit()` a clause called in the kernel, if one did (its record
+    /// ends tracing when dtrace commits it; this serves when the ring had no room for it).
+    pub fn kernel_exit(&self) -> Result<Option<i32>> {
+        match self.lock().kaggs.as_ref() {
+            Some(k) => k.exited(),
+            None => Ok(None),
+        }
     }
 
     /// Sets `dynvarsize`, which bounds the kernel's map of thread-locals (made afterwards).
@@ -1179,6 +1338,8 @@ impl LinuxTracing {
         sh.image_replaced.clear();
         // The linker hooks come out too (a process stopped in one goes on).
         let watches = sh.user.take_watches();
+        sh.built_at.clear();
+        sh.built_epids.clear();
         drop(sh);
         drop(watches);
         drop(session);

@@ -1,0 +1,208 @@
+//! Records built at the probe: a clause whose actions are `trace()` and `printf()` of integers,
+//! string constants and `execname` writes the framework's record in the kernel, which dtrace
+//! commits to the CPU's buffer unchanged, so it prints exactly what the interpreter prints with
+//! DTRACE_KERNEL_RECORDS=0; the entry/return idiom with a printf runs whole in the kernel; a
+//! clause sharing a probe with one that runs in dtrace builds its records there too (records keep
+//! the clauses' order); `exit()` at the probe stops every kernel clause at that firing; a full
+//! ring counts drops as DTrace reports them; `-v` says where.
+
+mod common;
+use common::{clause_lines, dtrace, have_gcc, kernel_ok};
+
+const SWITCH: &str = "DTRACE_KERNEL_RECORDS";
+
+/// Runs `script` both ways; asserts both succeed and print the same non-empty output, and that
+/// each `-v` line in `said` (clause number, text) is there the first way. Returns the output.
+fn same_both_ways(script: &str, extra: &[&str], cmd: &str, said: &[(usize, &str)]) -> String {
+    let in_kernel = |err: &str| {
+        said.iter()
+            .all(|&(n, text)| clause_lines(err, n).iter().any(|l| l.contains(text)))
+    };
+    common::same_both_ways(SWITCH, script, extra, cmd, &in_kernel)
+}
+
+#[test]
+fn the_entry_return_idiom_with_a_printf_runs_whole_in_the_kernel() {
+    let t = "the_entry_return_idiom_with_a_printf_runs_whole_in_the_kernel";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let w = common::sized_writer("krec-idiom");
+    let cmd = format!("{} 500", w.display());
+    // Times differ run to run; that they are positive, the sizes and results do not.
+    let idiom = "syscall::write:entry /pid == $target/ { self->ts = timestamp; \
+        self->size = arg2; } \
+        syscall::write:return /self->ts/ { printf(\"%d %d %d\\n\", self->size, arg0, \
+        timestamp - self->ts > 0); self->ts = 0; self->size = 0; }";
+    let whole = "runs whole in the kernel at 1 probe (variables self->ts, self->size live in \
+                 the kernel)";
+    let out = same_both_ways(idiom, &[], &cmd, &[(1, whole), (2, whole)]);
+    let rows: Vec<Vec<i64>> = out
+        .lines()
+        .map(|l| {
+            l.split(' ')
+                .map_while(|w| w.parse().ok())
+                .collect::<Vec<i64>>()
+        })
+        .filter(|r| r.len() == 3)
+        .collect();
+    assert!(rows.len() >= 500, "{out}");
+    assert!(rows.contains(&vec![296, 296, 1]), "{out}");
+    assert!(rows.iter().all(|r| r[2] == 1), "{out}");
+}
+
+#[test]
+fn trace_and_printf_print_the_same_both_ways() {
+    let t = "trace_and_printf_print_the_same_both_ways";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let w = common::sized_writer("krec-formats");
+    let cmd = format!("{} 200", w.display());
+    let at = "runs whole in the kernel at 1 probe (records built at the probe)";
+    // Integers of every size and sign, constants, execname and the probe's names.
+    let script = "syscall::write:entry /pid == $target/ { trace(arg2); trace(\" \"); \
+        trace((char)(arg2 % 26 + 65)); trace((short)-arg2); \
+        printf(\"|%d|%5u|%-4x|%c|%s|%s|%s:%s|%d|%lld\\n\", (int)arg2, (uint16_t)arg2, \
+        arg2 * 3, (char)(arg2 % 26 + 97), \"const\", execname, probefunc, probename, \
+        (int8_t)arg2, (long long)arg2 - 150); }";
+    let out = same_both_ways(script, &[], &cmd, &[(1, at)]);
+    assert!(
+        out.contains("|296|  296|378 |k|const|writer|write:entry|40|146\n"),
+        "{out}"
+    );
+    // Strings as strsize lays them out: cut to its characters.
+    let short = "syscall::read:entry /pid == $target/ { printf(\"%s|%s|\\n\", \"abcdefghijkl\", \
+        execname); trace(\"0123456789\"); trace(arg2); }";
+    let out = same_both_ways(short, &["-x", "strsize=5"], &cmd, &[(1, at)]);
+    assert!(out.contains("\nabcde|write|\n01234"), "{out}");
+    // Without -q: the CPU, id and probe columns of the default output.
+    let plain = "syscall::read:entry /pid == $target/ { trace(arg2); }";
+    let (krc, kout, kerr) = dtrace(&["-n", plain, "-c", &cmd]);
+    let (irc, iout, _) = common::dtrace_way(SWITCH, false, &["-n", plain, "-c", &cmd]);
+    assert_eq!((krc, irc), (0, 0), "{kerr}");
+    let columns = |s: &str| -> Vec<String> {
+        s.lines()
+            .map(|l| l.split_whitespace().skip(1).collect::<Vec<_>>().join(" "))
+            .collect()
+    };
+    assert_eq!(columns(&kout), columns(&iout));
+    assert!(kout.contains("read:entry"), "{kout}");
+}
+
+#[test]
+fn records_keep_the_clauses_order_at_a_shared_probe() {
+    let t = "records_keep_the_clauses_order_at_a_shared_probe";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let w = common::sized_writer("krec-order");
+    let cmd = format!("{} 50", w.display());
+    // Clause 1 prints what only dtrace computes: clause 2, at the same probe, prints there too,
+    // after it; clause 3, alone at its probe, builds its records in the kernel.
+    let script = "syscall::write:entry /pid == $target/ { printf(\"A %s\\n\", lltostr(arg2)); } \
+        syscall::write:entry /pid == $target/ { printf(\"B %d\\n\", arg2); } \
+        syscall::read:entry /pid == $target/ { printf(\"C %d\\n\", arg2); }";
+    let out = same_both_ways(
+        script,
+        &[],
+        &cmd,
+        &[
+            (
+                2,
+                "records are built in dtrace (at syscall:vmlinux:write:entry: it records, \
+                 and another clause at the probe runs in dtrace (records keep the clauses' \
+                 order))",
+            ),
+            (
+                3,
+                "runs whole in the kernel at 1 probe (records built at the probe)",
+            ),
+        ],
+    );
+    assert!(out.contains("A 296\nB 296\n"), "{out}");
+    // A variable such a clause uses stays in dtrace with it, and says why.
+    let shared = "syscall::write:entry /pid == $target/ { self->n = arg2; \
+        printf(\"A %s\\n\", lltostr(arg2)); } \
+        syscall::write:entry /self->n/ { printf(\"B %d\\n\", self->n); }";
+    let (rc, out, err) = dtrace(&["-qv", "-n", shared, "-c", &cmd]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(out.contains("A 296\nB 296\n"), "{out}");
+    assert!(
+        clause_lines(&err, 2)
+            .iter()
+            .any(|l| l.contains("variables stay in dtrace")),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_full_ring_counts_drops_as_dtrace_reports_them() {
+    let t = "a_full_ring_counts_drops_as_dtrace_reports_them";
+    if !kernel_ok(t) {
+        return;
+    }
+    // A 4k buffer per CPU (a ring of a page or two) cannot hold a burst of 100000 records: what
+    // is lost is reported as drops on its CPU, and what printed plus what dropped is every write.
+    let n = 100_000u64;
+    let cmd = format!("dd if=/dev/zero of=/dev/null bs=1 count={n} status=none");
+    let script = "syscall::write:entry /pid == $target/ { printf(\"%d\\n\", arg2); }";
+    let (rc, out, err) = dtrace(&["-qv", "-b", "4k", "-n", script, "-c", &cmd]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(
+        clause_lines(&err, 1)
+            .iter()
+            .any(|l| l.contains("records built at the probe")),
+        "{err}"
+    );
+    let printed = out.lines().filter(|l| *l == "1").count() as u64;
+    let mut dropped = 0;
+    for l in err.lines().filter(|l| l.contains("drop")) {
+        let words: Vec<&str> = l.split(' ').collect();
+        assert_eq!(words.len(), 6, "{l}");
+        assert_eq!(&words[3..5], ["on", "CPU"], "{l}");
+        dropped += words[1].parse::<u64>().unwrap_or(0);
+    }
+    assert!(dropped > 0, "no drops reported: {err}");
+    assert_eq!(printed + dropped, n, "{err}");
+}
+
+#[test]
+fn exit_at_the_probe_stops_at_that_firing() {
+    let t = "exit_at_the_probe_stops_at_that_firing";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let w = common::sized_writer("krec-exit");
+    let cmd = format!("{} 300", w.display());
+    // The third write is of 74 bytes: it is counted and printed, and nothing after it, not even
+    // the clause after exit() in that firing, nor the reads that follow the writes (the one read
+    // counted is the loader's).
+    let script =
+        "syscall::write:entry /pid == $target/ { @ = count(); printf(\"w %d\\n\", arg2); } \
+        syscall::write:entry /pid == $target && arg2 == 74/ { printf(\"bye\\n\"); exit(0); } \
+        syscall::write:entry /pid == $target/ { printf(\"after %d\\n\", arg2); } \
+        syscall::read:entry /pid == $target/ { @reads = count(); }";
+    let at = "runs whole in the kernel at 1 probe (records built at the probe)";
+    let out = same_both_ways(script, &[], &cmd, &[(1, at), (2, at), (3, at)]);
+    assert!(
+        out.ends_with(
+            "w 0\nafter 0\nw 37\nafter 37\nw 74\nbye\n\n                3\n                1\n"
+        ),
+        "{out:?}"
+    );
+}
+
+#[test]
+fn exit_in_a_timer_clause_leaves_kernel_clauses_alone() {
+    if !kernel_ok("exit_in_a_timer_clause_leaves_kernel_clauses_alone") {
+        return;
+    }
+    // tick-N fires in dtrace: its exit() (and the global it reads) stay there, and the
+    // enabling does not ask the kernel to run it.
+    let script = "BEGIN { i = 0; } tick-10ms /i < 10/ { i++; trace(i); } \
+        tick-10ms /i == 10/ { exit(0); }";
+    let (rc, out, err) = dtrace(&["-qn", script]);
+    assert_eq!(rc, 0, "{err}");
+    assert_eq!(out.trim(), "12345678910");
+}
