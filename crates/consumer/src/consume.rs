@@ -916,7 +916,8 @@ impl Decoder {
 }
 
 /// `trace()` of a value by its size, as DTrace for Linux prints it: integers right-aligned in a column
-/// (` %20lld`, ` %10d`, ` %5d`, ` %3d`) or bare with `quiet`, signed or unsigned as the traced
+/// (64-bit signed ` %19ld`, unsigned ` %20lu`; ` %10d`, ` %5d`, ` %3d`) or bare with `quiet`,
+/// signed or unsigned as the traced
 /// expression's type (`signed`, the record's [`dtrace_dif::program::TRACE_SIGNED`]); anything else as a
 /// string or byte dump.
 pub fn trace_value(out: &mut Vec<u8>, b: &[u8], quiet: bool, rawbytes: bool, signed: bool) {
@@ -933,6 +934,7 @@ pub fn trace_value(out: &mut Vec<u8>, b: &[u8], quiet: bool, rawbytes: bool, sig
                 out.push(b' ');
             }
             let w = match b.len() {
+                8 if signed => 19,
                 8 => 20,
                 4 => 10,
                 2 => 5,

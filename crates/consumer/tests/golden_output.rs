@@ -77,8 +77,9 @@ fn buf(cpu: u32, recs: &[Vec<u8>]) -> BufferSnapshot {
 
 #[test]
 fn default_probe_lines_and_trace_by_type() {
-    // trace() as DTrace for Linux prints it: ` %20lld`, ` %10d`, ` %5d`, ` %3d`, signed or unsigned
-    // as the traced expression's type says (the record's arg).
+    // trace() as DTrace for Linux prints it: ` %19ld` (signed) or ` %20lu` (unsigned) for 64 bits,
+    // ` %10d`, ` %5d`, ` %3d`, signed or unsigned as the traced expression's type says (the
+    // record's arg).
     let s = dtrace_dif::program::TRACE_SIGNED;
     let ep = eprobe(
         1,
@@ -109,7 +110,7 @@ fn default_probe_lines_and_trace_by_type() {
         ],
     );
     let got = run(&mut d, &[buf(0, std::slice::from_ref(&r))], false).out;
-    let want = "CPU     ID                    FUNCTION:NAME\n  0      1                           :BEGIN                   -42         -7 65535 200  hello                             4294967295  -1 18446744073709551615\n";
+    let want = "CPU     ID                    FUNCTION:NAME\n  0      1                           :BEGIN                  -42         -7 65535 200  hello                             4294967295  -1 18446744073709551615\n";
     assert_eq!(got, want);
     let got = run(&mut d, &[buf(0, &[r])], true).out;
     assert_eq!(got, "-42-765535200hello4294967295-118446744073709551615");
