@@ -79,16 +79,17 @@ pub struct ProbeData<'a> {
 
 /// Side effects of destructive or output-redirecting actions, carried out by the embedding program
 /// (the library itself makes no OS calls). `pending` is output not yet written: flush it first.
+/// Commands and paths are the bytes the D program formatted, not necessarily UTF-8.
 pub trait Effects {
     /// `system(cmd)`.
-    fn system(&mut self, pending: &mut Vec<u8>, cmd: &str) -> Result<()> {
+    fn system(&mut self, pending: &mut Vec<u8>, cmd: &[u8]) -> Result<()> {
         let _ = (pending, cmd);
         Err(ConsumerError::NotSupported(
             "system() in this consumer".into(),
         ))
     }
     /// `freopen(path)`; an empty path restores the original output.
-    fn freopen(&mut self, pending: &mut Vec<u8>, path: &str) -> Result<()> {
+    fn freopen(&mut self, pending: &mut Vec<u8>, path: &[u8]) -> Result<()> {
         let _ = (pending, path);
         Err(ConsumerError::NotSupported(
             "freopen() in this consumer".into(),
@@ -774,11 +775,10 @@ impl Decoder {
                 if let Some(f) = self.format(r)? {
                     let mut s = Vec::new();
                     let n = f.format(&mut s, &env, &recs[i..], rec, &[])?.max(1);
-                    let text = String::from_utf8_lossy(&s).into_owned();
                     if r.action == ActionKind::System {
-                        self.effects.system(out, &text)?;
+                        self.effects.system(out, &s)?;
                     } else {
-                        self.effects.freopen(out, &text)?;
+                        self.effects.freopen(out, &s)?;
                     }
                     return Ok(n);
                 }
