@@ -112,7 +112,7 @@ fn associative_arrays_keyed_by_int_and_string_tuples() {
 #[test]
 fn dynamic_space_exhaustion_counts_drops() {
     let mut h = H::with(VmOptions {
-        dynvarsize: 1000,
+        dynvarsize: 500,
         ..Default::default()
     });
     let store = |i: u64| {
@@ -124,7 +124,7 @@ fn dynamic_space_exhaustion_counts_drops() {
         h.run(&store(i)).unwrap();
     }
     assert!(h.state.dynvar_drops() > 0);
-    assert!(h.state.dynvars.used() <= 1000);
+    assert!(h.state.dynvars.used() <= 500);
     let stored = h.state.dynvars.len() as u64;
     assert_eq!(stored + h.state.dynvar_drops(), 50);
 }
