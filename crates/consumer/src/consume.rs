@@ -659,11 +659,10 @@ impl Decoder {
         out: &mut Vec<u8>,
     ) -> Result<usize> {
         let r = &recs[i];
-        // The value of normalize/trunc/setopt follows as a LibAct record with the same number
-        // (DTrace's form) or as a DifExpr record (the compiler's form).
-        let paired = recs.get(i + 1).filter(|n| {
-            (n.action == ActionKind::LibAct && n.arg == r.arg) || n.action == ActionKind::DifExpr
-        });
+        // The value of normalize/trunc/setopt follows as a LibAct record with the same number.
+        let paired = recs
+            .get(i + 1)
+            .filter(|n| n.action == ActionKind::LibAct && n.arg == r.arg);
         match lib_action(r.arg) {
             Some(LibAction::Clear) => {
                 let id = u64_rec(r, rec)? as u32;
@@ -716,8 +715,10 @@ impl Decoder {
                     None => (None, 1),
                 };
                 if let Err(e) = self.options.set(&name, value.as_deref(), true) {
+                    // DTrace for Linux's message ends in a newline of its own, so a blank line
+                    // follows it.
                     self.lib_errors.push(format!(
-                        "couldn't set option \"{name}\" to \"{}\": {e}",
+                        "couldn't set option \"{name}\" to \"{}\": {e}\n",
                         value.as_deref().unwrap_or("")
                     ));
                 }
