@@ -676,7 +676,11 @@ impl Framework {
                     .sum()
             })
             .unwrap_or(0);
-        let min = if self.options.bufpolicy == crate::options::BufPolicy::Fill {
+        let fill = self.options.bufpolicy == crate::options::BufPolicy::Fill;
+        if fill && end_reserve > 0 && end_reserve as u64 + needed > self.options.bufsize & !7 {
+            return Err(FrameworkError::EndTooBig);
+        }
+        let min = if fill {
             end_reserve as u64 + needed
         } else {
             needed

@@ -933,6 +933,24 @@ fn buffer_too_small_for_a_record() {
 }
 
 #[test]
+fn fill_buffers_must_have_room_for_the_end_records() {
+    let (mut fw, _c) = new_fw();
+    fw.set_option("bufsize", Some("32")).unwrap();
+    fw.set_option("bufpolicy", Some("fill")).unwrap();
+    let p = program(vec![
+        ecb("dtrace:::BEGIN", None, vec![trace_int(1)]),
+        ecb("dtrace:::END", None, vec![trace_int(1), trace_int(2)]),
+    ]);
+    fw.enable(&p, false).unwrap();
+    let e = fw.go().unwrap_err();
+    assert_eq!(e, FrameworkError::EndTooBig);
+    assert_eq!(
+        e.to_string(),
+        "END enablings exceed size of principal buffer"
+    );
+}
+
+#[test]
 fn dynamic_variable_drops_are_counted() {
     let (mut fw, _c) = new_fw();
     fw.set_option("dynvarsize", Some("256")).unwrap();
