@@ -459,8 +459,7 @@ impl Framework {
                     }
                     *st.dest = Dest::Spec(s)
                 }
-                SpecLookup::Nothing => return Ok(false),
-                SpecLookup::Illegal => return Err(ActFault::Outside(FaultKind::IllOp, 0)),
+                SpecLookup::Nothing | SpecLookup::Illegal => return Ok(false),
             },
             ActionKind::Commit => match self.specs.commit(val, cpu as usize) {
                 Ok(Some(buf)) => {

@@ -483,7 +483,8 @@ fn speculation_commit_and_discard() {
     assert_eq!(u32_at(&snap.data, 0), 2);
     assert_eq!(u64_at(&snap.data, 16), 11);
 
-    // With nspec=1, a second speculation() fails as unavailable; speculate(5) is illegal.
+    // With nspec=1, a second speculation() fails as unavailable; speculate(5) drops the clause's
+    // data without a fault (DTrace for Linux).
     let (mut fw, _c) = new_fw();
     let p = program(vec![
         ecb(
@@ -516,8 +517,7 @@ fn speculation_commit_and_discard() {
     assert_eq!(u64_at(&data, 24), 1);
     assert_eq!(u64_at(&data, 32), 0);
     assert_eq!(fw.status().spec_unavail, 1);
-    let f = FaultRecord::decode(&data[40..]).unwrap();
-    assert_eq!((f.probe, f.clause, f.kind, f.pc), (1, 1, 3, 1));
+    assert_eq!(data.len(), 40);
 }
 
 #[test]
