@@ -154,3 +154,25 @@ fn keys_follow_memory_changes_within_a_run() {
     // First lookup finds 5, second ("xb") finds nothing: 5 * 10 + 0.
     assert_eq!(h.run(&src(body)), Ok(50));
 }
+
+#[test]
+fn a_string_variable_set_to_null_loads_as_null() {
+    let mut h = H::new();
+    // Never stored: the empty string.
+    assert_ne!(h.run(&src("ldgs gs, %r1\nret %r1\n")), Ok(0));
+    // Set to NULL: NULL again, so s[1] faults at address 1 as in DTrace for Linux.
+    h.run(&src("stgs %r0, gs\nret %r0\n")).unwrap();
+    assert_eq!(h.run(&src("ldgs gs, %r1\nret %r1\n")), Ok(0));
+    let f = h
+        .run(&src(
+            "ldgs gs, %r1\nsetx 1, %r2\nadd %r1, %r2, %r1\nldub [%r1], %r3\nret %r3\n",
+        ))
+        .unwrap_err();
+    assert_eq!((f.kind, f.addr), (FaultKind::BadAddr, 1));
+    // A clause-local likewise; a string stored again is a string.
+    h.run(&src("stls %r0, ls\nldls ls, %r1\nret %r1\n"))
+        .unwrap();
+    h.run(&src("sets \"x\", %r1\nstgs %r1, gs\nret %r0\n"))
+        .unwrap();
+    assert_eq!(h.run_str(&src_str("ldgs gs, %r1\nret %r1\n")).unwrap(), "x");
+}
