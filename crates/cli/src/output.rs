@@ -2,8 +2,10 @@
 //! `system()` action run through the shell after flushing what was printed before it.
 
 use std::cell::RefCell;
+use std::ffi::OsStr;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
+use std::os::unix::ffi::OsStrExt;
 use std::rc::Rc;
 
 use dtrace_consumer::consume::Effects;
@@ -58,19 +60,23 @@ impl Write for Output {
 }
 
 impl Effects for Output {
-    fn system(&mut self, pending: &mut Vec<u8>, cmd: &str) -> Result<()> {
+    fn system(&mut self, pending: &mut Vec<u8>, cmd: &[u8]) -> Result<()> {
         self.write_all(pending)?;
         pending.clear();
         self.flush()?;
+        // The command's bytes as they are (`\xc0` in a D string is that byte, not UTF-8).
         std::process::Command::new("/bin/sh")
             .arg("-c")
-            .arg(cmd)
+            .arg(OsStr::from_bytes(cmd))
             .status()
-            .map_err(|e| ConsumerError::Io(format!("system(\"{cmd}\"): {e}")))?;
+            .map_err(|e| {
+                let cmd = String::from_utf8_lossy(cmd);
+                ConsumerError::Io(format!("system(\"{cmd}\"): {e}"))
+            })?;
         Ok(())
     }
 
-    fn freopen(&mut self, pending: &mut Vec<u8>, path: &str) -> Result<()> {
+    fn freopen(&mut self, pending: &mut Vec<u8>, path: &[u8]) -> Result<()> {
         self.write_all(pending)?;
         pending.clear();
         self.flush()?;
@@ -79,12 +85,17 @@ impl Effects for Output {
             st.redirected = None;
             return Ok(());
         }
-        match OpenOptions::new().create(true).append(true).open(path) {
+        match OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(OsStr::from_bytes(path))
+        {
             Ok(f) => {
                 st.redirected = Some(f);
                 Ok(())
             }
             Err(e) => {
+                let path = String::from_utf8_lossy(path);
                 eprintln!("dtrace: couldn't freopen() \"{path}\": {e}");
                 Ok(())
             }

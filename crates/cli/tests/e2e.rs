@@ -736,3 +736,31 @@ fn probes_by_id() {
         "dtrace: invalid probe specifier 4000000: invalid probe identifier 4000000: Unknown probe identifier\n"
     );
 }
+
+#[test]
+fn system_passes_the_formatted_bytes_to_the_shell_unchanged() {
+    // "\xc0\xa8" is two bytes that are not UTF-8: the shell must get them as they are.
+    let p = script(
+        "system-bytes.d",
+        "BEGIN { system(\"printf %%s '%s' | od -An -tx1\", \"\\xc0\\xa8\"); exit(0); }\n",
+    );
+    let o = dtrace(&["-q", "-w", "-s", p.to_str().unwrap()]);
+    let _ = std::fs::remove_file(&p);
+    assert_eq!(o.rc, 0, "{}", o.stderr);
+    assert_eq!(
+        o.stdout.split_whitespace().collect::<Vec<_>>(),
+        ["c0", "a8"]
+    );
+}
+
+#[test]
+fn trace_prints_signed_64_bit_values_in_a_19_wide_column() {
+    // DTrace for Linux: ` %19ld` for signed, ` %20lu` for unsigned 64-bit values.
+    let o = dtrace(&["-n", "BEGIN { trace(x++); trace(-1ul); exit(0); }"]);
+    assert_eq!(o.rc, 0, "{}", o.stderr);
+    let line = o.stdout.lines().nth(1).unwrap();
+    assert!(
+        line.ends_with(":BEGIN                    0 18446744073709551615"),
+        "{line:?}"
+    );
+}

@@ -1028,6 +1028,7 @@ impl<'o> Checker<'o> {
                 } else {
                     LibAction::Normalize
                 } as u64;
+                let p_arg = p.arg;
                 plans.push(p);
                 if let Some(a) = args.get(1) {
                     if matches!(a.kind, ExprKind::Agg(_)) {
@@ -1045,7 +1046,11 @@ impl<'o> Checker<'o> {
                             format!("{n}( ) argument #2 must be of scalar type"),
                         );
                     }
-                    plans.push(Plan::new(ActionKind::DifExpr, Some(v)));
+                    // The count is a record of the same library action (DTrace's form), so no
+                    // later trace() can be taken for it.
+                    let mut c = Plan::new(ActionKind::LibAct, Some(v));
+                    c.arg = p_arg;
+                    plans.push(c);
                 }
             }
             "setopt" => {
@@ -1074,12 +1079,11 @@ impl<'o> Checker<'o> {
                         line,
                     })?);
                 }
-                let mut it = vals.into_iter();
-                let mut p = Plan::new(ActionKind::LibAct, it.next());
-                p.arg = LibAction::Setopt as u64;
-                plans.push(p);
-                for v in it {
-                    plans.push(Plan::new(ActionKind::DifExpr, Some(v)));
+                // Both as records of the same library action (DTrace's form).
+                for v in vals {
+                    let mut p = Plan::new(ActionKind::LibAct, Some(v));
+                    p.arg = LibAction::Setopt as u64;
+                    plans.push(p);
                 }
             }
             _ if record_kind(n).is_some() => {

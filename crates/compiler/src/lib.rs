@@ -261,6 +261,7 @@ fn check_program(
         .collect();
     program.options = ck.options.clone();
     program.print_types = std::mem::take(&mut ck.print_types.table);
+    (program.max_tuple_size, program.max_dvar_size) = ck.dynvar_sizes();
     Ok(program)
 }
 

@@ -8,6 +8,7 @@ use dtrace_dif::program::{ActionDesc, ActionKind, EcbDesc, ProbeDesc};
 use crate::cg::Cg;
 use crate::check::{Checker, Cooked};
 use crate::error::{err, CResult, ErrTag};
+use crate::types::TypeId;
 
 /// Parses `provider:module:function:name` (fewer fields are right-aligned, as DTrace does).
 pub fn probe_desc(spec: &str, line: u32) -> CResult<ProbeDesc> {
@@ -75,6 +76,39 @@ impl<'o> Checker<'o> {
             });
         }
         Ok(out)
+    }
+}
+
+impl Checker<'_> {
+    /// The program's largest tuple and largest dynamic variable, in bytes (`Program::max_tuple_size`
+    /// and `max_dvar_size`): over the associative arrays' and aggregations' keys, and the values of
+    /// thread-locals and associative arrays.
+    pub fn dynvar_sizes(&self) -> (u32, u32) {
+        // Strings take their storage: strsize characters and the NUL.
+        let diftype = |t: TypeId| self.types.diftype(t, self.strsize.saturating_add(1));
+        let tuple = |keys: &[TypeId]| {
+            dtrace_dif::vm::dynvar::tuple_size(keys.iter().map(|&k| {
+                let t = diftype(k);
+                (t.size, !t.is_by_ref())
+            }))
+        };
+        let mut max_tuple = 0;
+        let mut max_dvar = 0;
+        let vars = self.globals.vars.values().filter(|v| v.array);
+        for v in vars.chain(self.tls.vars.values()) {
+            if let Some(keys) = &v.keys {
+                max_tuple = max_tuple.max(tuple(keys));
+            }
+            if let Some(t) = v.ty {
+                max_dvar = max_dvar.max(diftype(t).size);
+            }
+        }
+        for a in self.aggs.iter().filter(|a| self.aggs_used.contains(&a.id)) {
+            if let Some(keys) = &a.keys {
+                max_tuple = max_tuple.max(tuple(keys));
+            }
+        }
+        (max_tuple, max_dvar)
     }
 }
 

@@ -123,3 +123,27 @@ fn clause_local_arrays_keep_element_stores_within_the_firing() {
     // A new firing starts them over.
     assert_eq!(run(src, true), [0]);
 }
+
+/// The program's largest tuple and dynamic variable, which size every dynamic variable as DTrace
+/// for Linux's map does.
+#[test]
+fn programs_carry_their_largest_tuple_and_dynamic_variable() {
+    let sizes = |src: &str| {
+        let p = compile(src, &CompileOptions::default()).unwrap();
+        (p.max_tuple_size, p.max_dvar_size)
+    };
+    // A 4-byte id, the int key, an 8-byte thread key; an int value.
+    assert_eq!(sizes("BEGIN { a[1] = 1; }"), (16, 4));
+    // Thread-locals have no tuple.
+    assert_eq!(sizes("BEGIN { self->x = 1; }"), (0, 4));
+    assert_eq!(sizes("BEGIN { self->x = (long)1; }"), (0, 8));
+    // A string key takes strsize and its NUL; a long key aligns to 8.
+    assert_eq!(sizes("BEGIN { a[1, \"x\"] = 1; }"), (4 + 4 + 257 + 8, 4));
+    assert_eq!(
+        sizes("BEGIN { a[(char)1, (long)2] = 1; }"),
+        (4 + 1 + 3 + 8 + 8, 4)
+    );
+    // Aggregation keys are tuples too.
+    assert_eq!(sizes("BEGIN { @[1, 2] = count(); }"), (4 + 4 + 4 + 8, 0));
+    assert_eq!(sizes("BEGIN { trace(1); }"), (0, 0));
+}

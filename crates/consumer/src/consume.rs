@@ -79,16 +79,17 @@ pub struct ProbeData<'a> {
 
 /// Side effects of destructive or output-redirecting actions, carried out by the embedding program
 /// (the library itself makes no OS calls). `pending` is output not yet written: flush it first.
+/// Commands and paths are the bytes the D program formatted, not necessarily UTF-8.
 pub trait Effects {
     /// `system(cmd)`.
-    fn system(&mut self, pending: &mut Vec<u8>, cmd: &str) -> Result<()> {
+    fn system(&mut self, pending: &mut Vec<u8>, cmd: &[u8]) -> Result<()> {
         let _ = (pending, cmd);
         Err(ConsumerError::NotSupported(
             "system() in this consumer".into(),
         ))
     }
     /// `freopen(path)`; an empty path restores the original output.
-    fn freopen(&mut self, pending: &mut Vec<u8>, path: &str) -> Result<()> {
+    fn freopen(&mut self, pending: &mut Vec<u8>, path: &[u8]) -> Result<()> {
         let _ = (pending, path);
         Err(ConsumerError::NotSupported(
             "freopen() in this consumer".into(),
@@ -658,11 +659,10 @@ impl Decoder {
         out: &mut Vec<u8>,
     ) -> Result<usize> {
         let r = &recs[i];
-        // The value of normalize/trunc/setopt follows as a LibAct record with the same number
-        // (DTrace's form) or as a DifExpr record (the compiler's form).
-        let paired = recs.get(i + 1).filter(|n| {
-            (n.action == ActionKind::LibAct && n.arg == r.arg) || n.action == ActionKind::DifExpr
-        });
+        // The value of normalize/trunc/setopt follows as a LibAct record with the same number.
+        let paired = recs
+            .get(i + 1)
+            .filter(|n| n.action == ActionKind::LibAct && n.arg == r.arg);
         match lib_action(r.arg) {
             Some(LibAction::Clear) => {
                 let id = u64_rec(r, rec)? as u32;
@@ -715,8 +715,10 @@ impl Decoder {
                     None => (None, 1),
                 };
                 if let Err(e) = self.options.set(&name, value.as_deref(), true) {
+                    // DTrace for Linux's message ends in a newline of its own, so a blank line
+                    // follows it.
                     self.lib_errors.push(format!(
-                        "couldn't set option \"{name}\" to \"{}\": {e}",
+                        "couldn't set option \"{name}\" to \"{}\": {e}\n",
                         value.as_deref().unwrap_or("")
                     ));
                 }
@@ -774,11 +776,10 @@ impl Decoder {
                 if let Some(f) = self.format(r)? {
                     let mut s = Vec::new();
                     let n = f.format(&mut s, &env, &recs[i..], rec, &[])?.max(1);
-                    let text = String::from_utf8_lossy(&s).into_owned();
                     if r.action == ActionKind::System {
-                        self.effects.system(out, &text)?;
+                        self.effects.system(out, &s)?;
                     } else {
-                        self.effects.freopen(out, &text)?;
+                        self.effects.freopen(out, &s)?;
                     }
                     return Ok(n);
                 }
@@ -916,7 +917,8 @@ impl Decoder {
 }
 
 /// `trace()` of a value by its size, as DTrace for Linux prints it: integers right-aligned in a column
-/// (` %20lld`, ` %10d`, ` %5d`, ` %3d`) or bare with `quiet`, signed or unsigned as the traced
+/// (64-bit signed ` %19ld`, unsigned ` %20lu`; ` %10d`, ` %5d`, ` %3d`) or bare with `quiet`,
+/// signed or unsigned as the traced
 /// expression's type (`signed`, the record's [`dtrace_dif::program::TRACE_SIGNED`]); anything else as a
 /// string or byte dump.
 pub fn trace_value(out: &mut Vec<u8>, b: &[u8], quiet: bool, rawbytes: bool, signed: bool) {
@@ -933,6 +935,7 @@ pub fn trace_value(out: &mut Vec<u8>, b: &[u8], quiet: bool, rawbytes: bool, sig
                 out.push(b' ');
             }
             let w = match b.len() {
+                8 if signed => 19,
                 8 => 20,
                 4 => 10,
                 2 => 5,

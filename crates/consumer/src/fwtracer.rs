@@ -111,8 +111,8 @@ impl Tracer for FrameworkTracer {
         let s = self.fw.status();
         Ok(StatusCounters {
             dyndrops: s.dynvar_drops,
-            dyndrops_dirty: s.dynvar_dirty_drops,
-            dyndrops_rinsing: s.dynvar_rinsing_drops,
+            dyndrops_dirty: 0,
+            dyndrops_rinsing: 0,
             specdrops: s.spec_drops,
             specdrops_busy: s.spec_busy,
             specdrops_unavail: s.spec_unavail,

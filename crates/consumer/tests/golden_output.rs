@@ -77,8 +77,9 @@ fn buf(cpu: u32, recs: &[Vec<u8>]) -> BufferSnapshot {
 
 #[test]
 fn default_probe_lines_and_trace_by_type() {
-    // trace() as DTrace for Linux prints it: ` %20lld`, ` %10d`, ` %5d`, ` %3d`, signed or unsigned
-    // as the traced expression's type says (the record's arg).
+    // trace() as DTrace for Linux prints it: ` %19ld` (signed) or ` %20lu` (unsigned) for 64 bits,
+    // ` %10d`, ` %5d`, ` %3d`, signed or unsigned as the traced expression's type says (the
+    // record's arg).
     let s = dtrace_dif::program::TRACE_SIGNED;
     let ep = eprobe(
         1,
@@ -109,7 +110,7 @@ fn default_probe_lines_and_trace_by_type() {
         ],
     );
     let got = run(&mut d, &[buf(0, std::slice::from_ref(&r))], false).out;
-    let want = "CPU     ID                    FUNCTION:NAME\n  0      1                           :BEGIN                   -42         -7 65535 200  hello                             4294967295  -1 18446744073709551615\n";
+    let want = "CPU     ID                    FUNCTION:NAME\n  0      1                           :BEGIN                  -42         -7 65535 200  hello                             4294967295  -1 18446744073709551615\n";
     assert_eq!(got, want);
     let got = run(&mut d, &[buf(0, &[r])], true).out;
     assert_eq!(got, "-42-765535200hello4294967295-118446744073709551615");
@@ -783,18 +784,21 @@ fn printa_aggregation_ids_as_difexpr_records() {
 }
 
 #[test]
-fn compiler_form_library_actions_and_setopt_errors() {
-    // normalize(@, 3) with the factor as a DifExpr; trunc(@) with no count; setopt("nosuch").
+fn library_action_values_are_records_of_the_same_action() {
+    // normalize(@, 3): the factor is a second normalize record; trunc(@) with no count, then a
+    // trace() that must not be taken for one; setopt("nosuch") with its toggle value.
     let ep = eprobe(
         1,
         2,
         &[
             (A::LibAct, 4, 0, 2),
-            (A::DifExpr, 8, 0, 0),
+            (A::LibAct, 8, 0, 2),
             (A::Printa, 4, 1, 0),
             (A::LibAct, 4, 0, 4),
+            (A::DifExpr, 4, 0, 0),
             (A::Printa, 4, 1, 0),
             (A::LibAct, 16, 0, 5),
+            (A::LibAct, 4, 0, 5),
         ],
     );
     let mut d = key_count_aggs();
@@ -807,15 +811,18 @@ fn compiler_form_library_actions_and_setopt_errors() {
             i64b(3),
             i32b(0),
             i32b(0),
+            i32b(7),
             i32b(0),
             strb("nosuch", 16),
+            i32b(0),
         ],
     );
     let res = run(&mut d, &[buf(0, &[r])], true);
-    assert_eq!(res.out, "cat=0\nbash=1\nsshd=3\n");
+    assert_eq!(res.out, "cat=0\nbash=1\nsshd=3\n7");
     assert_eq!(
         res.errors,
-        ["error in dt_clause_1 for probe ID 2 (dtrace:::END): couldn't set option \"nosuch\" to \"\": Invalid option name
+        ["error in dt_clause_1 for probe ID 2 (dtrace:::END): couldn't set option \"nosuch\" to \"1\": Invalid option name
+
 "]
     );
 }

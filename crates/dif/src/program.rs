@@ -233,6 +233,14 @@ pub struct Program {
     pub print_types: Vec<PrintType>,
     /// The program's `provider` declarations (USDT providers, for `dtrace -h` and `-G`).
     pub providers: Vec<ProviderDecl>,
+    /// Bytes of its largest tuple (an associative array's or an aggregation's keys, laid out by
+    /// [`crate::vm::dynvar::tuple_size`]) and of its largest dynamic variable (a thread-local or an
+    /// associative array element): together, what each dynamic variable costs in `dynvarsize`
+    /// (DTrace for Linux's `dt_maxtuplesize` and `dt_maxdvarsize`). 0 when not known (a program
+    /// read from DOF).
+    pub max_tuple_size: u32,
+    /// See [`Program::max_tuple_size`].
+    pub max_dvar_size: u32,
 }
 
 /// A `provider` declaration: a USDT provider's name and probes.

@@ -2,7 +2,8 @@
 
 mod common;
 use common::{kind, run, H};
-use dtrace_dif::vm::{FaultKind, SCRATCH_BASE};
+use dtrace_dif::vm::machine::TEMP_MIN;
+use dtrace_dif::vm::{FaultKind, ALLOCA_BASE, SCRATCH_BASE};
 
 fn alu(op: &str, a: u64, b: u64) -> Result<u64, dtrace_dif::vm::Fault> {
     run(&format!(
@@ -151,16 +152,76 @@ fn scratch_is_bounded_and_reset_per_firing() {
         scratch_size: 64,
         ..Default::default()
     });
-    let src = "setx 40, %r1\nallocs %r1, %r2\nret %r2\n";
-    assert_eq!(h.run(src), Ok(SCRATCH_BASE));
-    let f = h.run(src).unwrap_err();
+    // Temporaries have room for at least TEMP_MIN bytes, whatever scratchsize says.
+    let src = format!("setx {}, %r1\nallocs %r1, %r2\nret %r2\n", TEMP_MIN - 8);
+    assert_eq!(h.run(&src), Ok(SCRATCH_BASE));
+    let f = h.run(&src).unwrap_err();
     assert_eq!(f.kind, FaultKind::NoScratch);
     h.m.begin_firing();
-    assert_eq!(h.run(src), Ok(SCRATCH_BASE));
+    assert_eq!(h.run(&src), Ok(SCRATCH_BASE));
     assert_eq!(
         kind(h.run("setx 0xffffffffffffffff, %r1\nallocs %r1, %r2\nret %r2\n")),
         FaultKind::NoScratch
     );
+}
+
+fn alloca(n: u64) -> String {
+    format!("flushts\nsetx {n}, %r1\npushtv int, %r1\ncall alloca, %r2\n")
+}
+
+#[test]
+fn alloca_takes_scratchsize_bytes_per_clause() {
+    let mut h = H::with(dtrace_dif::vm::VmOptions {
+        scratch_size: 9,
+        ..Default::default()
+    });
+    // alloca(9) fits in scratchsize=9, whatever temporaries the clause makes.
+    let src = format!("{}sets \"abcdefghij\", %r3\nret %r2\n", alloca(9));
+    assert_eq!(h.run(&src), Ok(ALLOCA_BASE));
+    let f = h
+        .run(&format!("{}{}ret %r2\n", alloca(1), alloca(9)))
+        .unwrap_err();
+    assert_eq!(f.kind, FaultKind::NoScratch);
+    // Each clause starts with an empty area.
+    h.m.begin_clause();
+    assert_eq!(h.run(&format!("{}ret %r2\n", alloca(8))), Ok(ALLOCA_BASE));
+}
+
+#[test]
+fn alloca_accesses_past_the_top_fault_as_dtrace_for_linux_does() {
+    let mut h = H::new();
+    // A store starting at the top: invalid address.
+    let f = h
+        .run(&format!(
+            "{}setx 16, %r3\nadd %r2, %r3, %r3\nstb %r0, [%r3]\nret %r0\n",
+            alloca(16)
+        ))
+        .unwrap_err();
+    assert_eq!((f.kind, f.addr), (FaultKind::BadAddr, ALLOCA_BASE + 16));
+    // A load starting below the top and crossing it: invalid size.
+    h.m.begin_clause();
+    let f = h
+        .run(&format!(
+            "{}setx 8, %r3\nadd %r2, %r3, %r3\nldx [%r3], %r4\nret %r4\n",
+            alloca(12)
+        ))
+        .unwrap_err();
+    assert_eq!((f.kind, f.addr), (FaultKind::BadSize, 8));
+    // Within: fine.
+    h.m.begin_clause();
+    let src = format!(
+        "{}setx 7, %r3\nstb %r3, [%r2]\nldub [%r2], %r4\nret %r4\n",
+        alloca(1)
+    );
+    assert_eq!(h.run(&src), Ok(7));
+    // The previous clause's area is gone.
+    h.m.begin_clause();
+    let f = h
+        .run(&format!(
+            "setx {ALLOCA_BASE:#x}, %r2\nldub [%r2], %r4\nret %r4\n"
+        ))
+        .unwrap_err();
+    assert_eq!(f.kind, FaultKind::BadAddr);
 }
 
 #[test]

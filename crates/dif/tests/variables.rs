@@ -112,7 +112,7 @@ fn associative_arrays_keyed_by_int_and_string_tuples() {
 #[test]
 fn dynamic_space_exhaustion_counts_drops() {
     let mut h = H::with(VmOptions {
-        dynvarsize: 1000,
+        dynvarsize: 500,
         ..Default::default()
     });
     let store = |i: u64| {
@@ -124,7 +124,7 @@ fn dynamic_space_exhaustion_counts_drops() {
         h.run(&store(i)).unwrap();
     }
     assert!(h.state.dynvar_drops() > 0);
-    assert!(h.state.dynvars.used() <= 1000);
+    assert!(h.state.dynvars.used() <= 500);
     let stored = h.state.dynvars.len() as u64;
     assert_eq!(stored + h.state.dynvar_drops(), 50);
 }
@@ -153,4 +153,26 @@ fn keys_follow_memory_changes_within_a_run() {
     let body = "sets \"ab\", %r1\nsetx 3, %r2\nallocs %r2, %r3\ncopys %r1, %r2, %r3\nflushts\npushtr string, %r0, %r3\nldgaa a, %r4\nsetx 0x78, %r5\nstb %r5, [%r3]\nldgaa a, %r6\nsetx 10, %r7\nmul %r4, %r7, %r4\nadd %r4, %r6, %r4\nret %r4\n";
     // First lookup finds 5, second ("xb") finds nothing: 5 * 10 + 0.
     assert_eq!(h.run(&src(body)), Ok(50));
+}
+
+#[test]
+fn a_string_variable_set_to_null_loads_as_null() {
+    let mut h = H::new();
+    // Never stored: the empty string.
+    assert_ne!(h.run(&src("ldgs gs, %r1\nret %r1\n")), Ok(0));
+    // Set to NULL: NULL again, so s[1] faults at address 1 as in DTrace for Linux.
+    h.run(&src("stgs %r0, gs\nret %r0\n")).unwrap();
+    assert_eq!(h.run(&src("ldgs gs, %r1\nret %r1\n")), Ok(0));
+    let f = h
+        .run(&src(
+            "ldgs gs, %r1\nsetx 1, %r2\nadd %r1, %r2, %r1\nldub [%r1], %r3\nret %r3\n",
+        ))
+        .unwrap_err();
+    assert_eq!((f.kind, f.addr), (FaultKind::BadAddr, 1));
+    // A clause-local likewise; a string stored again is a string.
+    h.run(&src("stls %r0, ls\nldls ls, %r1\nret %r1\n"))
+        .unwrap();
+    h.run(&src("sets \"x\", %r1\nstgs %r1, gs\nret %r0\n"))
+        .unwrap();
+    assert_eq!(h.run_str(&src_str("ldgs gs, %r1\nret %r1\n")).unwrap(), "x");
 }

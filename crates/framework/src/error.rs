@@ -69,6 +69,10 @@ pub enum FrameworkError {
     /// The buffer size is too small for the records enabled.
     #[error("Enabling exceeds size of buffer")]
     BufferTooSmall,
+    /// Under `bufpolicy=fill`, the END clauses' records, which the buffer keeps room for, do not
+    /// fit in it (DTrace's `EDT_ENDTOOBIG`).
+    #[error("END enablings exceed size of principal buffer")]
+    EndTooBig,
     /// No such CPU.
     #[error("CPU {0} is not being traced")]
     BadCpu(u32),

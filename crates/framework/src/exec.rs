@@ -275,6 +275,12 @@ impl Framework {
         mem: &mut dyn Memory,
         ts: u64,
     ) -> Outcome {
+        // Each clause has an alloca area of its own (DTrace for Linux's).
+        if self.in_error {
+            self.error_machine.begin_clause();
+        } else {
+            self.machine.begin_clause();
+        }
         if let Some(pred) = &e.predicate {
             match self.run_difo(pred, e, cpu, ctx, mem, ts) {
                 Ok(0) => return Outcome::Done,
@@ -453,8 +459,7 @@ impl Framework {
                     }
                     *st.dest = Dest::Spec(s)
                 }
-                SpecLookup::Nothing => return Ok(false),
-                SpecLookup::Illegal => return Err(ActFault::Outside(FaultKind::IllOp, 0)),
+                SpecLookup::Nothing | SpecLookup::Illegal => return Ok(false),
             },
             ActionKind::Commit => match self.specs.commit(val, cpu as usize) {
                 Ok(Some(buf)) => {

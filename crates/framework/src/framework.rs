@@ -165,12 +165,9 @@ pub struct Status {
     pub errors: u64,
     /// Faults in ERROR probe clauses.
     pub dblerrors: u64,
-    /// Dynamic variable drops (out of space, nothing waiting to be cleaned).
+    /// Dynamic variable drops (stores that found the space full; freed space is reusable at once,
+    /// as in DTrace for Linux, so no drop waits on a dirty or rinsing list).
     pub dynvar_drops: u64,
-    /// Dynamic variable drops while freed space was on the dirty list.
-    pub dynvar_dirty_drops: u64,
-    /// Dynamic variable drops while freed space was on the rinsing list.
-    pub dynvar_rinsing_drops: u64,
     /// Speculative records dropped (speculation buffer full).
     pub spec_drops: u64,
     /// `speculation()` failures with busy buffers.
@@ -234,6 +231,9 @@ pub struct Framework {
     pub(crate) cpus: Vec<CpuState>,
     pub(crate) specs: Speculations,
     pub(crate) vars: VarState,
+    /// The largest tuple and largest dynamic variable of the enabled programs (see
+    /// `Program::max_tuple_size`): what each dynamic variable costs.
+    dynvar_sizes: (u32, u32),
     pub(crate) machine: Machine,
     pub(crate) error_machine: Machine,
     pub(crate) clock: Box<dyn Clock>,
@@ -289,6 +289,7 @@ impl Framework {
         Framework {
             specs: Speculations::new(0, ncpus as usize, 0),
             vars: VarState::new(VmOptions::default()),
+            dynvar_sizes: (0, 0),
             options,
             ncpus,
             registry,
@@ -516,6 +517,10 @@ impl Framework {
         }
         self.options = opts;
         self.destructive_enabled |= has_destructive;
+        self.dynvar_sizes = (
+            self.dynvar_sizes.0.max(program.max_tuple_size),
+            self.dynvar_sizes.1.max(program.max_dvar_size),
+        );
         let mut out = Enabling {
             matched,
             ..Enabling::default()
@@ -747,7 +752,11 @@ impl Framework {
                     .sum()
             })
             .unwrap_or(0);
-        let min = if self.options.bufpolicy == crate::options::BufPolicy::Fill {
+        let fill = self.options.bufpolicy == crate::options::BufPolicy::Fill;
+        if fill && end_reserve > 0 && end_reserve as u64 + needed > self.options.bufsize & !7 {
+            return Err(FrameworkError::EndTooBig);
+        }
+        let min = if fill {
             end_reserve as u64 + needed
         } else {
             needed
@@ -779,10 +788,20 @@ impl Framework {
             dynvarsize: self.options.dynvarsize.min(usize::MAX as u64) as usize,
             scratch_size: self.options.scratchsize.min(usize::MAX as u64) as usize,
         });
+        self.vars
+            .dynvars
+            .set_entry_size(self.dynvar_entry_size() as usize);
         self.activity = Activity::Active;
         self.last_clean = self.clock.now();
         self.fire_consumer_probe(BEGIN);
         Ok(())
+    }
+
+    /// Bytes each dynamic variable costs in `dynvarsize`: the enabled programs' largest tuple and
+    /// largest dynamic variable, as DTrace for Linux sizes its map of them; 0 when not known (each
+    /// variable then costs its own key and value).
+    pub fn dynvar_entry_size(&self) -> u64 {
+        dtrace_dif::vm::dynvar::entry_size(self.dynvar_sizes.0, self.dynvar_sizes.1)
     }
 
     /// The CPU BEGIN and END fire on (the `cpu` option's, else CPU 0).
@@ -1015,8 +1034,6 @@ impl Framework {
         s.activity = Some(self.activity);
         s.filled |= self.cpus.iter().any(|c| c.principal.is_full());
         s.dynvar_drops = self.vars.dynvar_drops();
-        s.dynvar_dirty_drops = self.vars.dynvar_dirty_drops();
-        s.dynvar_rinsing_drops = self.vars.dynvar_rinsing_drops();
         s.spec_drops = self.specs.drops;
         s.spec_busy = self.specs.busy;
         s.spec_unavail = self.specs.unavail;

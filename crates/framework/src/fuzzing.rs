@@ -284,6 +284,8 @@ pub fn fire_program(data: &[u8]) -> bool {
         attrs: Vec::new(),
         print_types: Vec::new(),
         providers: Vec::new(),
+        max_tuple_size: 0,
+        max_dvar_size: 0,
     };
     // chill() is left out of the action kinds: it really sleeps.
     let opts = Options {

@@ -483,7 +483,8 @@ fn speculation_commit_and_discard() {
     assert_eq!(u32_at(&snap.data, 0), 2);
     assert_eq!(u64_at(&snap.data, 16), 11);
 
-    // With nspec=1, a second speculation() fails as unavailable; speculate(5) is illegal.
+    // With nspec=1, a second speculation() fails as unavailable; speculate(5) drops the clause's
+    // data without a fault (DTrace for Linux).
     let (mut fw, _c) = new_fw();
     let p = program(vec![
         ecb(
@@ -516,8 +517,7 @@ fn speculation_commit_and_discard() {
     assert_eq!(u64_at(&data, 24), 1);
     assert_eq!(u64_at(&data, 32), 0);
     assert_eq!(fw.status().spec_unavail, 1);
-    let f = FaultRecord::decode(&data[40..]).unwrap();
-    assert_eq!((f.probe, f.clause, f.kind, f.pc), (1, 1, 3, 1));
+    assert_eq!(data.len(), 40);
 }
 
 #[test]
@@ -933,6 +933,24 @@ fn buffer_too_small_for_a_record() {
 }
 
 #[test]
+fn fill_buffers_must_have_room_for_the_end_records() {
+    let (mut fw, _c) = new_fw();
+    fw.set_option("bufsize", Some("32")).unwrap();
+    fw.set_option("bufpolicy", Some("fill")).unwrap();
+    let p = program(vec![
+        ecb("dtrace:::BEGIN", None, vec![trace_int(1)]),
+        ecb("dtrace:::END", None, vec![trace_int(1), trace_int(2)]),
+    ]);
+    fw.enable(&p, false).unwrap();
+    let e = fw.go().unwrap_err();
+    assert_eq!(e, FrameworkError::EndTooBig);
+    assert_eq!(
+        e.to_string(),
+        "END enablings exceed size of principal buffer"
+    );
+}
+
+#[test]
 fn dynamic_variable_drops_are_counted() {
     let (mut fw, _c) = new_fw();
     fw.set_option("dynvarsize", Some("256")).unwrap();
@@ -1132,23 +1150,30 @@ fn quantize_increment_weights_the_bucket() {
 }
 
 #[test]
-fn dirty_and_rinsing_dynamic_variable_drops_are_reported_and_cleaned_between_firings() {
+fn freed_dynamic_variable_space_is_reusable_in_the_same_firing() {
     let (mut fw, _c) = new_fw();
-    // Room for one thread-local (an entry costs about 104 bytes here), not two.
-    fw.set_option("dynvarsize", Some("150")).unwrap();
-    let v = ".var ts 1280 scl tls r/w int 8\n.var u 1281 scl tls r/w int 8\n";
-    // One firing: set self->ts, free it, then set self->u: the freed space is still dirty.
-    let p = program(vec![ecb(
-        "profile:::tick-1",
-        None,
-        vec![act(
-            ActionKind::DifExpr,
-            Some(asm(&format!(
-                "{v}setx 1, %r1\nstts %r1, ts\nstts %r0, ts\nstts %r1, u\nstts %r0, u\nret %r0\n.rtype int 0\n"
-            ))),
-        )],
-    )]);
+    // Every dynamic variable costs the program's largest one: 4 bytes (an int), so 15 bytes hold
+    // three thread-locals (DTrace for Linux's sizing).
+    fw.set_option("dynvarsize", Some("15")).unwrap();
+    let v = ".var a 1280 scl tls r/w int 4\n.var b 1281 scl tls r/w int 4\n\
+             .var c 1282 scl tls r/w int 4\n.var d 1283 scl tls r/w int 4\n";
+    // self->a..c fill the space; self->a = 0 frees one, so self->d fits at once; a fifth drops.
+    let p = Program {
+        max_dvar_size: 4,
+        ..program(vec![ecb(
+            "profile:::tick-1",
+            None,
+            vec![act(
+                ActionKind::DifExpr,
+                Some(asm(&format!(
+                    "{v}setx 1, %r1\nstts %r1, a\nstts %r1, b\nstts %r1, c\nstts %r0, a\n\
+                     stts %r1, d\nstts %r1, a\nret %r0\n.rtype int 0\n"
+                ))),
+            )],
+        )])
+    };
     fw.enable(&p, false).unwrap();
+    assert_eq!(fw.dynvar_entry_size(), 4);
     fw.go().unwrap();
     let tick = fw.list_probes(&pd("profile:::tick-1"))[0].id;
     let ctx = FiringContext {
@@ -1156,34 +1181,8 @@ fn dirty_and_rinsing_dynamic_variable_drops_are_reported_and_cleaned_between_fir
         ..FiringContext::default()
     };
     fw.fire(tick, 0, &ctx);
-    let st = fw.status();
-    assert_eq!(
-        (
-            st.dynvar_drops,
-            st.dynvar_dirty_drops,
-            st.dynvar_rinsing_drops
-        ),
-        (0, 1, 0),
-        "{st:?}"
-    );
-    // The next firing starts with the cleaner's pass: the space is rinsing, not yet free, so both
-    // stores drop.
-    fw.fire(tick, 0, &ctx);
-    let st = fw.status();
-    assert_eq!(st.dynvar_rinsing_drops, 2, "{st:?}");
-    // After another pass it is free again: self->ts fits; self->u then meets the dirty list again.
-    fw.fire(tick, 0, &ctx);
-    let st = fw.status();
-    assert_eq!(
-        (
-            st.dynvar_drops,
-            st.dynvar_dirty_drops,
-            st.dynvar_rinsing_drops
-        ),
-        (0, 2, 2),
-        "{st:?}"
-    );
-    assert!(fw.vars().dynvars.is_empty());
+    assert_eq!(fw.status().dynvar_drops, 1);
+    assert_eq!(fw.vars().dynvars.len(), 3);
 }
 
 #[test]

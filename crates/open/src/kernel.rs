@@ -244,6 +244,8 @@ impl Tracer for KernelTracer {
         } else {
             1 << 20
         });
+        self.linux
+            .note_dynvar_sizes(prog.max_tuple_size, prog.max_dvar_size);
         let ncpus = dtrace_linux::provider::framework_ncpus().unwrap_or(1);
         self.linux
             .set_ring_bytes(ring_bytes(bufsize_of(prog, options), ncpus));

@@ -3,35 +3,60 @@
 //!
 //! Each live variable has a slot whose number is stable while it lives, so by-reference values (structs,
 //! arrays) have an address in the VM ([`crate::vm::machine::DYN_BASE`]) that DIF code loads and stores
-//! through. As in DTrace, a freed variable's space is not reusable at once: it goes on a dirty list,
-//! which the cleaner ([`DynVarSpace::clean`], run by the framework between probe firings) moves to a
-//! rinsing list and then back to free space. A store that does not fit is dropped and counted by why:
-//! with a non-empty dirty list, with a non-empty rinsing list, or plainly out of space.
+//! through.
+//!
+//! The space is sized as DTrace for Linux sizes its map of dynamic variables: every variable costs
+//! the same, the program's largest tuple (see [`tuple_size`]) plus its largest dynamic variable
+//! ([`DynVarSpace::set_entry_size`]), so `dynvarsize` holds `dynvarsize / entry` variables
+//! ([`capacity`]). Storing 0 frees a variable, and its space is reusable at once, as a deleted map
+//! element is; only its slot number waits on a dirty list, which the cleaner
+//! ([`DynVarSpace::clean`], run by the framework between probe firings) moves to a rinsing list and
+//! then back to the free slots, so an address DIF code still holds never names a new variable in
+//! the same firing. A store that does not fit is dropped and counted.
 
 use crate::vm::state::{DynKey, DynScope, FxMap, Stored};
 
-/// Fixed cost charged per dynamic variable, like DTrace's `dtrace_dynvar_t` header.
-const ENTRY_OVERHEAD: usize = 64;
-/// Cost charged per key element (DTrace's `dtrace_key_t`).
-const KEY_OVERHEAD: usize = 16;
 /// Most slots: slot numbers are part of VM addresses.
 pub(crate) const MAX_SLOTS: usize = 1 << 24;
 
-fn entry_cost(key: &DynKey, value: &Stored) -> usize {
-    let val = match value {
-        Stored::Int(_) => 8,
-        Stored::Bytes(b) => b.len().max(8),
-    };
-    ENTRY_OVERHEAD + 2 * KEY_OVERHEAD + key.cost() + val
+/// Bytes a tuple of keys of these sizes takes, laid out as DTrace for Linux assembles one: a 4-byte
+/// variable id, each element after it (an integer of `n` bytes, `(n, true)`, aligned to `n`; a
+/// string or other by-reference element of `n` bytes, `(n, false)`, unaligned), then an 8-byte
+/// thread key (0 for global arrays).
+pub fn tuple_size(elems: impl IntoIterator<Item = (u32, bool)>) -> u32 {
+    let mut size = 4u32;
+    for (n, integer) in elems {
+        if integer && n > 0 {
+            size = size.next_multiple_of(n.min(8));
+        }
+        size = size.saturating_add(n);
+    }
+    size.saturating_add(8)
 }
 
-/// Bytes an integer thread-local (`self->x`) costs in the space: what bounds a store elsewhere
-/// that must fill up as this space does (the kernel's map of thread-locals).
-pub fn integer_thread_local_cost() -> usize {
-    entry_cost(
-        &DynKey::new(crate::vm::state::DynScope::ThreadScalar, 0, 0),
-        &Stored::Int(0),
-    )
+/// How many dynamic variables of `entry` bytes each fit in `dynvarsize` bytes (at least one, as a
+/// program that uses dynamic variables always gets a map).
+pub fn capacity(dynvarsize: u64, entry: u64) -> u64 {
+    (dynvarsize / entry.max(1)).max(1)
+}
+
+/// What each dynamic variable costs given the programs' largest tuple and largest dynamic variable
+/// (`Program::max_tuple_size`, `max_dvar_size`); 0 when those are not known.
+pub fn entry_size(max_tuple: u32, max_dvar: u32) -> u64 {
+    match max_dvar {
+        0 => 0,
+        dvar => max_tuple as u64 + dvar as u64,
+    }
+}
+
+/// What a variable costs when the program's sizes are not known (DIF not compiled here, as a
+/// program read from DOF): its key's bytes and its value's.
+fn own_cost(key: &DynKey, value: &Stored) -> usize {
+    let val = match value {
+        Stored::Int(_) => 8,
+        Stored::Bytes(b) => b.len().max(1),
+    };
+    key.cost() + val
 }
 
 #[derive(Debug, Clone)]
@@ -55,14 +80,12 @@ struct Space {
     free: Vec<u32>,
     dirty: Vec<u32>,
     rinsing: Vec<u32>,
-    dirty_bytes: usize,
-    rinsing_bytes: usize,
-    /// Bytes of live, dirty and rinsing variables.
+    /// Bytes of live variables.
     used: usize,
     limit: usize,
+    /// What every variable costs (0: each its own size, [`own_cost`]).
+    entry: usize,
     drops: u64,
-    dirty_drops: u64,
-    rinsing_drops: u64,
 }
 
 impl DynVarSpace {
@@ -73,6 +96,21 @@ impl DynVarSpace {
                 limit,
                 ..Space::default()
             }),
+        }
+    }
+
+    /// Makes every variable cost `bytes` (the program's largest tuple and largest dynamic variable);
+    /// 0 charges each its own size.
+    pub fn set_entry_size(&mut self, bytes: usize) {
+        self.s.entry = bytes;
+    }
+
+    /// What `key` holding `value` costs.
+    fn cost(&self, key: &DynKey, value: &Stored) -> usize {
+        if self.s.entry > 0 {
+            self.s.entry
+        } else {
+            own_cost(key, value)
         }
     }
 
@@ -113,7 +151,7 @@ impl DynVarSpace {
 
     /// Stores `value` under `key` and returns its slot; `None` (a drop, counted) when it does not fit.
     pub fn put_slot(&mut self, key: &DynKey, value: Stored) -> Option<u32> {
-        let cost = entry_cost(key, &value);
+        let cost = self.cost(key, &value);
         if let Some(slot) = self.slot_of(key) {
             let e = self.s.slots[slot as usize].as_mut()?;
             if self.s.used - e.cost + cost > self.s.limit {
@@ -150,15 +188,9 @@ impl DynVarSpace {
         Some(slot)
     }
 
-    /// Counts a drop for a store that found no space, by why (as DTrace's `dtrace_dynvar` does).
+    /// Counts a drop for a store that found no space.
     fn count_full(&mut self) {
-        if !self.s.dirty.is_empty() {
-            self.s.dirty_drops += 1;
-        } else if !self.s.rinsing.is_empty() {
-            self.s.rinsing_drops += 1;
-        } else {
-            self.s.drops += 1;
-        }
+        self.s.drops += 1;
     }
 
     /// Overwrites the bytes stored under `key` when an entry exists with exactly `bytes.len()` bytes;
@@ -178,7 +210,8 @@ impl DynVarSpace {
         self.s.drops += 1;
     }
 
-    /// Frees the variable under `key`, if any: its space goes on the dirty list.
+    /// Frees the variable under `key`, if any: its space is free at once, its slot goes on the dirty
+    /// list.
     pub fn remove(&mut self, key: &DynKey) {
         if let Some(slot) = self.s.index.remove(key) {
             self.free_slot(slot);
@@ -188,7 +221,7 @@ impl DynVarSpace {
     fn free_slot(&mut self, slot: u32) {
         if let Some(e) = self.s.slots.get_mut(slot as usize).and_then(Option::take) {
             self.s.dirty.push(slot);
-            self.s.dirty_bytes += e.cost;
+            self.s.used -= e.cost;
         }
     }
 
@@ -206,16 +239,14 @@ impl DynVarSpace {
         }
     }
 
-    /// The cleaner: rinsing space becomes free, dirty space becomes rinsing. Run it only when no DIF code
-    /// holds addresses of variables (between probe firings).
+    /// The cleaner: rinsing slots become free, dirty slots become rinsing. Run it only when no DIF
+    /// code holds addresses of variables (between probe firings).
     pub fn clean(&mut self) {
         if self.s.rinsing.is_empty() && self.s.dirty.is_empty() {
             return;
         }
-        self.s.used -= self.s.rinsing_bytes;
         self.s.free.append(&mut self.s.rinsing);
         std::mem::swap(&mut self.s.rinsing, &mut self.s.dirty);
-        self.s.rinsing_bytes = std::mem::take(&mut self.s.dirty_bytes);
     }
 
     /// Number of live entries.
@@ -228,24 +259,14 @@ impl DynVarSpace {
         self.s.index.is_empty()
     }
 
-    /// Bytes in use (live variables and space not yet cleaned).
+    /// Bytes in use by live variables.
     pub fn used(&self) -> usize {
         self.s.used
     }
 
-    /// Drops with empty dirty and rinsing lists (out of space), and stores that could never fit.
+    /// Stores dropped for want of space, and stores that could never fit.
     pub fn drops(&self) -> u64 {
         self.s.drops
-    }
-
-    /// Drops while freed space was waiting on the dirty list.
-    pub fn dirty_drops(&self) -> u64 {
-        self.s.dirty_drops
-    }
-
-    /// Drops while freed space was waiting on the rinsing list.
-    pub fn rinsing_drops(&self) -> u64 {
-        self.s.rinsing_drops
     }
 
     /// Every entry, in no particular order (for inspection and tests).

@@ -605,6 +605,10 @@ impl Machine {
             });
         }
         if var.ty.is_string() {
+            // A string set to NULL loads as NULL (DTrace for Linux's DT_NULL_STRING).
+            if let Some(Stored::Int(0)) = slot {
+                return Ok(0);
+            }
             let mut t = std::mem::take(&mut self.tmp);
             t.clear();
             if let Some(Stored::Bytes(b)) = slot {
@@ -675,10 +679,12 @@ impl Machine {
         }
         let size = var_size(var, self.opts.strsize);
         if var.ty.is_string() {
-            let mut s = Vec::new();
-            if v != 0 {
-                self.read_str(env.obj, env.mem, v, size.saturating_sub(1), false, &mut s)?;
+            if v == 0 {
+                // NULL, kept apart from "" (a later load gives NULL back).
+                return Ok(Stored::Int(0));
             }
+            let mut s = Vec::new();
+            self.read_str(env.obj, env.mem, v, size.saturating_sub(1), false, &mut s)?;
             Ok(Stored::Bytes(s.into_boxed_slice()))
         } else {
             let mut buf = vec![0u8; size];

@@ -1,8 +1,8 @@
 //! The per-firing machine state and the VM's address space.
 //!
 //! DIF code sees 64-bit addresses. Memory the VM owns lives at fixed, non-canonical addresses that no
-//! x86-64 or arm64 kernel or user pointer can have: scratch space at [`SCRATCH_BASE`] and the running
-//! object's string table at [`STRTAB_BASE`]. Every other address is kernel memory, read through the
+//! x86-64 or arm64 kernel or user pointer can have: scratch space at [`SCRATCH_BASE`], the alloca
+//! area at [`ALLOCA_BASE`] and the running object's string table at [`STRTAB_BASE`]. Every other address is kernel memory, read through the
 //! [`Memory`] trait (user memory only by the `uld*` instructions and `copyin*`). Global and clause-local
 //! by-reference variables that are not strings (D arrays, structs, unions) are loaded as the address of
 //! their real storage at [`VAR_BASE`], so `st*` into `a[2]` or `s.x` persists, as in DTrace; by-reference
@@ -12,6 +12,13 @@
 //!
 //! Scratch and clause-local variables live for one probe firing ([`Machine::begin_firing`]); clause-locals
 //! persist across the clauses (DIF objects) run for that firing, as in DTrace.
+//!
+//! The alloca area is DTrace for Linux's: what `alloca()` and `copyin()` return, `scratchsize` bytes
+//! of it, emptied at each clause ([`Machine::begin_clause`]). Accesses through its pointers are
+//! checked against what the clause allocated: one that starts past the top faults with an invalid
+//! address, one that starts below it and runs past it with an invalid size. Scratch proper holds
+//! the temporaries the VM makes (string results, loaded strings), bounded by `scratchsize` or
+//! [`TEMP_MIN`], whichever is more, as DTrace for Linux keeps those apart from the alloca area.
 
 use crate::object::DifObject;
 use crate::vm::env::Memory;
@@ -20,6 +27,10 @@ use crate::vm::state::{Stored, VmOptions};
 
 /// Address of the first byte of scratch space.
 pub const SCRATCH_BASE: u64 = 0x5ca7_0000_0000_0000;
+/// Address of the first byte of the alloca area.
+pub const ALLOCA_BASE: u64 = 0xa11c_0000_0000_0000;
+/// Least room for temporaries in scratch, whatever `scratchsize` is.
+pub const TEMP_MIN: usize = 1 << 20;
 /// Address of the first byte of the running object's string table.
 pub const STRTAB_BASE: u64 = 0x57a6_0000_0000_0000;
 /// Address of the storage of global by-reference variables; clause-locals follow at
@@ -60,6 +71,19 @@ pub(crate) fn var_addr(local: bool, index: usize) -> u64 {
     VAR_BASE + if local { VAR_LOCAL_BIT } else { 0 } + ((index as u64) << VAR_SHIFT)
 }
 
+/// Extends `area` by `size` zeroed bytes starting on an 8-byte boundary, within `limit` bytes;
+/// returns the start.
+fn grow(area: &mut Vec<u8>, size: u64, limit: usize) -> Result<usize, Fault> {
+    let start = area.len().next_multiple_of(8);
+    let end = usize::try_from(size)
+        .ok()
+        .and_then(|n| start.checked_add(n))
+        .filter(|&e| e <= limit)
+        .ok_or(Fault::new(FaultKind::NoScratch, 0))?;
+    area.resize(end, 0);
+    Ok(start)
+}
+
 /// Number of tuple-stack registers (`DIF_DTR_NREGS`).
 pub const TUPLE_REGS: usize = 8;
 
@@ -69,6 +93,8 @@ pub const TUPLE_REGS: usize = 8;
 pub struct Machine {
     pub(crate) opts: VmOptions,
     pub(crate) scratch: Vec<u8>,
+    /// The alloca area of the running clause.
+    pub(crate) alloca: Vec<u8>,
     pub(crate) locals: Vec<Option<Stored>>,
     /// Global scalar variables: the caller's during a run (moved in from the `VarState` and back), after
     /// it at most a copy of the variable a by-reference result points into, for `read_result`.
@@ -142,6 +168,7 @@ impl Machine {
     /// Starts a probe firing: empties scratch, forgets clause-local variables and the `strtok` position.
     pub fn begin_firing(&mut self) {
         self.scratch.clear();
+        self.alloca.clear();
         self.locals.clear();
         self.local_bytes = 0;
         self.globals.clear();
@@ -149,6 +176,11 @@ impl Machine {
         self.builtin_strs.clear();
         self.strtok = 0;
         self.strtok_end = 0;
+    }
+
+    /// Starts a clause (its predicate and actions): empties the alloca area.
+    pub fn begin_clause(&mut self) {
+        self.alloca.clear();
     }
 
     /// Bytes of scratch in use in this firing.
@@ -164,6 +196,11 @@ impl Machine {
         addr: u64,
         len: usize,
     ) -> Result<Region<'a>, Fault> {
+        if let Some(off) = self.alloca_offset(addr) {
+            return self
+                .alloca_range(addr, off, len)
+                .map(|r| Region::Vm(&self.alloca[r]));
+        }
         let (bytes, off) = match self.vm_bytes(obj, addr)? {
             Some(b) => b,
             None => return Ok(Region::Outside),
@@ -207,7 +244,7 @@ impl Machine {
         if off >= self.scratch.len() || off + buf.len() <= self.scratch.len() {
             return None;
         }
-        if off + buf.len() > self.opts.scratch_size {
+        if off + buf.len() > self.temp_limit() {
             return Some(Err(Fault::new(FaultKind::BadAddr, addr)));
         }
         let have = self.scratch.len() - off;
@@ -284,6 +321,8 @@ impl Machine {
     ) -> Result<Option<(&'a [u8], u64)>, Fault> {
         Ok(Some(if addr.wrapping_sub(SCRATCH_BASE) < REGION_SPAN {
             (&self.scratch[..], addr - SCRATCH_BASE)
+        } else if let Some(off) = self.alloca_offset(addr) {
+            (&self.alloca[..], off as u64)
         } else if addr.wrapping_sub(STRTAB_BASE) < REGION_SPAN {
             (&obj.strtab[..], addr - STRTAB_BASE)
         } else if addr.wrapping_sub(VAR_BASE) < VAR_SPAN {
@@ -321,21 +360,59 @@ impl Machine {
         }
     }
 
-    /// Allocates `size` zeroed bytes of scratch aligned on 8 bytes; `NoScratch` when it does not fit.
+    /// Allocates `size` zeroed bytes of scratch for a temporary, aligned on 8 bytes; `NoScratch`
+    /// when it does not fit.
     pub(crate) fn alloc(&mut self, size: u64) -> Result<u64, Fault> {
-        let start = self.scratch.len().next_multiple_of(8);
-        let size = usize::try_from(size).map_err(|_| Fault::new(FaultKind::NoScratch, 0))?;
-        let end = start
-            .checked_add(size)
-            .filter(|&e| e <= self.opts.scratch_size)
-            .ok_or(Fault::new(FaultKind::NoScratch, 0))?;
-        self.scratch.resize(end, 0);
+        let limit = self.temp_limit();
+        let start = grow(&mut self.scratch, size, limit)?;
         Ok(SCRATCH_BASE + start as u64)
     }
 
-    /// Whether `len` bytes at `addr` are allocated scratch (the only memory DIF may store into).
+    /// Bytes of scratch for temporaries.
+    fn temp_limit(&self) -> usize {
+        self.opts.scratch_size.max(TEMP_MIN)
+    }
+
+    /// `alloca(size)`: `size` zeroed bytes of the clause's alloca area, aligned on 8 bytes;
+    /// `NoScratch` past `scratchsize`.
+    pub(crate) fn alloca(&mut self, size: u64) -> Result<u64, Fault> {
+        let start = grow(&mut self.alloca, size, self.opts.scratch_size)?;
+        Ok(ALLOCA_BASE + start as u64)
+    }
+
+    /// The offset of `addr` in the alloca area, if it is in that region.
+    fn alloca_offset(&self, addr: u64) -> Option<usize> {
+        let rel = addr.wrapping_sub(ALLOCA_BASE);
+        (rel < REGION_SPAN).then_some(rel as usize)
+    }
+
+    /// The range of `len` bytes at offset `off` of the alloca area (`addr`): an invalid address when
+    /// it starts at or past what the clause allocated, an invalid size when it runs past it.
+    fn alloca_range(
+        &self,
+        addr: u64,
+        off: usize,
+        len: usize,
+    ) -> Result<std::ops::Range<usize>, Fault> {
+        let top = self.alloca.len();
+        if off >= top {
+            return Err(Fault::new(FaultKind::BadAddr, addr));
+        }
+        match off.checked_add(len) {
+            Some(end) if end <= top => Ok(off..end),
+            _ => Err(Fault::new(FaultKind::BadSize, len as u64)),
+        }
+    }
+
+    /// Whether `len` bytes at `addr` are allocated scratch or alloca area (the only memory DIF may
+    /// store into besides variables).
     pub(crate) fn scratch_mut(&mut self, addr: u64, len: u64) -> Result<&mut [u8], Fault> {
         let bad = Fault::new(FaultKind::BadAddr, addr);
+        if let Some(off) = self.alloca_offset(addr) {
+            let len = usize::try_from(len).map_err(|_| Fault::new(FaultKind::BadSize, len))?;
+            let r = self.alloca_range(addr, off, len)?;
+            return Ok(&mut self.alloca[r]);
+        }
         if addr.wrapping_sub(SCRATCH_BASE) >= REGION_SPAN {
             return Err(bad);
         }

@@ -34,6 +34,6 @@ pub mod subr;
 
 pub use env::{is_string_var, Memory, NoMemory, ProbeContext};
 pub use fault::{Fault, FaultKind};
-pub use machine::{Machine, DYN_BASE, SCRATCH_BASE, STRTAB_BASE};
+pub use machine::{Machine, ALLOCA_BASE, DYN_BASE, SCRATCH_BASE, STRTAB_BASE};
 pub use prepare::Prepared;
 pub use state::{DynKey, DynScope, DynScopeTag, DynVarSpace, KeyElem, Stored, VarState, VmOptions};

@@ -223,10 +223,10 @@ impl DynKey {
         self.hash = h;
     }
 
-    /// Bytes the key costs in the dynamic variable space (DTrace's `dtrace_key_t` per element plus the
-    /// key data).
+    /// Bytes the key costs in the dynamic variable space when the program's tuple sizes are not
+    /// known: its encoded elements.
     pub(crate) fn cost(&self) -> usize {
-        self.nelems as usize * 16 + self.tuple.len()
+        self.tuple.len()
     }
 
     /// The kind of variable.
@@ -322,19 +322,9 @@ impl VarState {
         self.global_bytes = self.global_bytes.saturating_sub(old) + len(&self.globals[i]);
     }
 
-    /// Dynamic-variable drops so far (out of space with empty dirty and rinsing lists).
+    /// Dynamic-variable drops so far (stores that found the space full).
     pub fn dynvar_drops(&self) -> u64 {
         self.dynvars.drops()
-    }
-
-    /// Dynamic-variable drops with a non-empty dirty list.
-    pub fn dynvar_dirty_drops(&self) -> u64 {
-        self.dynvars.dirty_drops()
-    }
-
-    /// Dynamic-variable drops with a non-empty rinsing list.
-    pub fn dynvar_rinsing_drops(&self) -> u64 {
-        self.dynvars.rinsing_drops()
     }
 }
 
@@ -381,16 +371,55 @@ mod tests {
         assert!(stored > 0 && stored < 100);
         assert_eq!(s.drops(), 100 - stored);
         assert!(s.used() <= 1000);
-        // A freed entry's space is dirty until the cleaner has run twice (dirty, then rinsing).
+        // A freed entry's space is free at once (its slot number waits for the cleaner).
         s.remove(&key(0));
-        assert!(!s.put(key(1000), Stored::Int(1)));
-        assert_eq!(s.dirty_drops(), 1);
-        s.clean();
-        assert!(!s.put(key(1000), Stored::Int(1)));
-        assert_eq!(s.rinsing_drops(), 1);
-        s.clean();
         assert!(s.put(key(1000), Stored::Int(1)));
-        assert_eq!(s.drops(), 100 - stored);
+        assert!(!s.put(key(1001), Stored::Int(1)));
+        assert_eq!(s.drops(), 100 - stored + 1);
+    }
+
+    #[test]
+    fn every_variable_costs_the_entry_size() {
+        // int a[int]: a tuple of 4 + 4 + 8 bytes and a 4-byte value, as DTrace for Linux lays them
+        // out: 80 bytes hold four.
+        let entry = crate::vm::dynvar::tuple_size([(4, true)]) + 4;
+        assert_eq!(entry, 20);
+        let mut s = DynVarSpace::new(80);
+        s.set_entry_size(entry as usize);
+        for n in 1..=4 {
+            assert!(s.put(key(n), Stored::Int(n)));
+        }
+        assert!(!s.put(key(5), Stored::Int(5)));
+        // Storing 0 deletes: the next store fits in the same firing.
+        s.remove(&key(1));
+        assert!(s.put(key(5), Stored::Int(5)));
+        assert_eq!(s.drops(), 1);
+    }
+
+    #[test]
+    fn freed_slots_wait_for_two_cleaner_passes() {
+        let mut s = DynVarSpace::new(1 << 20);
+        s.set_entry_size(16);
+        let slot = s.put_slot(&key(1), Stored::Int(1)).unwrap();
+        s.remove(&key(1));
+        // Not reused while DIF code may still hold its address.
+        assert_ne!(s.put_slot(&key(2), Stored::Int(2)), Some(slot));
+        s.clean();
+        assert_ne!(s.put_slot(&key(3), Stored::Int(3)), Some(slot));
+        s.clean();
+        assert_eq!(s.put_slot(&key(4), Stored::Int(4)), Some(slot));
+    }
+
+    #[test]
+    fn tuples_are_laid_out_as_dtrace_for_linux_assembles_them() {
+        use crate::vm::dynvar::{capacity, tuple_size};
+        assert_eq!(tuple_size([]), 12);
+        assert_eq!(tuple_size([(8, true)]), 24);
+        assert_eq!(tuple_size([(1, true), (8, true)]), 24);
+        // A string of strsize 256 (and its NUL) is not aligned.
+        assert_eq!(tuple_size([(4, true), (257, false), (8, true)]), 288);
+        assert_eq!(capacity(15, 4), 3);
+        assert_eq!(capacity(5, 8), 1);
     }
 
     #[test]

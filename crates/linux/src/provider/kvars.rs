@@ -15,7 +15,8 @@
 //! the placement) fails alike.
 //!
 //! The thread-locals' map holds (thread id, variable id) to value, as many entries as
-//! `dynvarsize` gives integer thread-locals in the framework's dynamic variable space; stores
+//! `dynvarsize` gives dynamic variables in the framework's space (`dynvar::capacity` of the
+//! programs' entry size, an 8-byte integer when that is not known); stores
 //! that find it full are counted per CPU and reported as dynamic variable drops. Globals are the
 //! words of one array value, zero until stored, never freed, shared by every CPU (as racy as
 //! DTrace's own).
@@ -383,14 +384,15 @@ pub struct KernelVarMaps {
 }
 
 impl KernelVarMaps {
-    /// Maps for `dynvarsize` bytes of integer thread-locals, and the globals of `kernel`.
-    pub fn new(dynvarsize: u64, kernel: &BTreeSet<VarKey>) -> Result<KernelVarMaps> {
+    /// Maps for `dynvarsize` bytes of thread-locals of `entry` bytes each (0: 8-byte integers),
+    /// and the globals of `kernel`.
+    pub fn new(dynvarsize: u64, entry: u64, kernel: &BTreeSet<VarKey>) -> Result<KernelVarMaps> {
         let global_ids = ids_of(kernel.iter().copied(), Scope::Global);
         let words = global_ids
             .len()
             .clamp(1, crate::capture::kvars::MAX_GLOBALS);
-        let cost = dtrace_dif::vm::dynvar::integer_thread_local_cost() as u64;
-        let entries = (dynvarsize / cost.max(1)).clamp(1, 1 << 20) as u32;
+        let entry = if entry == 0 { 8 } else { entry };
+        let entries = dtrace_dif::vm::dynvar::capacity(dynvarsize, entry).min(1 << 20) as u32;
         Ok(KernelVarMaps {
             map: Map::create(
                 MapKind::Hash,

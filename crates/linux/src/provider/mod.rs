@@ -100,6 +100,9 @@ pub(crate) struct Shared {
     kvar_maps: Option<kvars::KernelVarMaps>,
     /// `dynvarsize` for that map.
     dynvarsize: u64,
+    /// The programs' largest tuple and largest dynamic variable (`Program::max_tuple_size`),
+    /// which size that map's entries as the framework's.
+    dynvar_sizes: (u32, u32),
     /// Thread-locals may live in the kernel (off: [`kvars::KERNEL_VARIABLES_ENV`] is `0`).
     kernel_variables: bool,
     /// A probe runs clauses with D variables in the kernel.
@@ -387,8 +390,15 @@ impl Shared {
             let uses_vars = k_idx.iter().any(|&i| self.placement.in_kernel(i));
             if uses_vars && self.kvar_maps.is_none() {
                 self.kvar_maps = Some(
-                    kvars::KernelVarMaps::new(self.dynvarsize, &self.placement.kernel)
-                        .map_err(|e| e.to_string())?,
+                    kvars::KernelVarMaps::new(
+                        self.dynvarsize,
+                        dtrace_dif::vm::dynvar::entry_size(
+                            self.dynvar_sizes.0,
+                            self.dynvar_sizes.1,
+                        ),
+                        &self.placement.kernel,
+                    )
+                    .map_err(|e| e.to_string())?,
                 );
             }
             let vars = match (&self.kvar_maps, uses_vars) {
@@ -879,6 +889,7 @@ impl LinuxTracing {
                 placement: kvars::Placement::default(),
                 kvar_maps: None,
                 dynvarsize: 1 << 20,
+                dynvar_sizes: (0, 0),
                 kernel_variables: std::env::var_os(kvars::KERNEL_VARIABLES_ENV)
                     .is_none_or(|v| v != "0"),
                 kvars_enabled: false,
@@ -1226,6 +1237,16 @@ impl LinuxTracing {
     /// Sets `dynvarsize`, which bounds the kernel's map of thread-locals (made afterwards).
     pub fn set_dynvarsize(&self, bytes: u64) {
         self.lock().dynvarsize = bytes.max(1);
+    }
+
+    /// Notes a program's largest tuple and dynamic variable, which size the kernel's map of
+    /// thread-locals' entries (made afterwards).
+    pub fn note_dynvar_sizes(&self, max_tuple: u32, max_dvar: u32) {
+        let mut s = self.lock();
+        s.dynvar_sizes = (
+            s.dynvar_sizes.0.max(max_tuple),
+            s.dynvar_sizes.1.max(max_dvar),
+        );
     }
 
     /// Stores of thread-locals the kernel lost so far because its map was full (DTrace's dynamic

@@ -112,7 +112,7 @@ impl Machine {
             Strlen => self.strlen(env, arg(0), strsize - 1).map(|n| n as u64),
             Copyin => {
                 let size = arg(1);
-                let dst = self.alloc(size)?;
+                let dst = self.alloca(size)?;
                 self.copy_from_user(env, arg(0), dst, size)?;
                 Ok(dst)
             }
@@ -170,7 +170,7 @@ impl Machine {
                     .map_err(|k| Fault::new(k, dst))?;
                 Ok(0)
             }
-            Alloca => self.alloc(arg(0)),
+            Alloca => self.alloca(arg(0)),
             // Linux's kernel dev_t: 32 bits, the major number above the 20 minor bits
             Getmajor => Ok(u64::from(arg(0) as u32 >> 20)),
             Getminor => Ok(arg(0) & 0xf_ffff),
