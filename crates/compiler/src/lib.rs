@@ -62,7 +62,7 @@ use dtrace_dif::program::{AggregationDesc, Program};
 
 pub use check_action::NO_FORMAT;
 pub use error::{CompileError, ErrTag};
-pub use options::{CompileOptions, SourceKind};
+pub use options::{CompileOptions, SourceKind, StdcMode};
 pub use shared::SharedState;
 pub use types::{DataModel, TypeSource};
 
