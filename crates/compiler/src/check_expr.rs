@@ -10,6 +10,7 @@ use crate::idents::{builtin_var, subr_proto};
 use crate::lexer::IntSuffix;
 use crate::tree::{CmpKind, Place, TExpr, VarRef, TK};
 use crate::types::{TypeId, TypeKind};
+use dtrace_dif::subr::Subr;
 
 /// The highest `uregs[]` index on x86-64 (`R_TRAPNO` of the D library's `regs.d`).
 const UREGS_MAX: u64 = 25;
@@ -1104,11 +1105,16 @@ impl<'o> Checker<'o> {
         for (i, a) in args.iter().enumerate() {
             let v = self.cook(a)?;
             let pt = self.named_type(p.params[i]);
+            // A parameter naming a type this system lacks (a kernel struct without the kernel's
+            // types) takes any pointer, as `void *` would.
+            let known = p.params[i]
+                .strip_suffix(" *")
+                .is_none_or(|base| self.types.lookup(base).is_some());
             let ok = if self.types.is_pointer(pt) {
                 // D's string is an array of char to DTrace's type system, and an array passes
                 // for a pointer to its first element (`substr(execname, 1)` for `char *`,
                 // `bcopy(probename, ...)` for `void *`)
-                self.types.is_pointer(v.ty)
+                (self.types.is_pointer(v.ty) && (!known || self.types.ptr_compat(pt, v.ty)))
                     || v.as_const() == Some(0)
                     || (self.types.is_strcompat(v.ty)
                         && (self.types.is_strcompat(pt)
@@ -1124,6 +1130,16 @@ impl<'o> Checker<'o> {
                         "{n}( ) argument #{} is incompatible with prototype:\n\tprototype: {}\n\t argument: {}",
                         i + 1,
                         p.params[i],
+                        self.tname(v.ty)
+                    ),
+                );
+            }
+            if p.subr == Subr::InetNtoa6 && i == 1 && v.as_const().is_none() {
+                return err(
+                    ErrTag::D_PROTO_ARG,
+                    line,
+                    format!(
+                        "{n}( ) argument #2 is incompatible with prototype:\n\tprototype: integer constant\n\t argument: {}",
                         self.tname(v.ty)
                     ),
                 );

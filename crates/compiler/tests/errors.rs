@@ -891,3 +891,39 @@ fn begin_and_end_have_no_args() {
     )
     .unwrap();
 }
+
+#[test]
+fn network_subroutine_prototypes() {
+    let decl = "struct in6_addr { uint8_t b[16]; };\n";
+    let ok = |src: &str| {
+        compile(&format!("{decl}{src}"), &CompileOptions::default())
+            .unwrap_or_else(|e| panic!("{src}: {e}"))
+    };
+    let bad = |src: &str| e(&format!("{decl}{src}"));
+    // inet_ntoa6(addr [, strict]): the second argument an integer constant
+    ok("BEGIN { trace(inet_ntoa6((struct in6_addr *)alloca(16))); }");
+    ok("BEGIN { trace(inet_ntoa6((struct in6_addr *)alloca(16), 1)); }");
+    ok("BEGIN { trace(inet_ntoa6(alloca(16))); }");
+    let err = bad("BEGIN { n = 0; trace(inet_ntoa6((struct in6_addr *)alloca(16), n)); }");
+    assert_eq!(err.tag, ErrTag::D_PROTO_ARG, "{err}");
+    assert!(err.message.contains("argument #2"), "{err}");
+    // a pointer to another type is not a pointer to struct in6_addr (pointers to void and
+    // between integers are compatible, as in DTrace's dt_node_is_ptrcompat)
+    let err = bad("int *p; BEGIN { trace(inet_ntoa6(p)); }");
+    assert_eq!(err.tag, ErrTag::D_PROTO_ARG, "{err}");
+    assert!(
+        err.message.contains("prototype: struct in6_addr *"),
+        "{err}"
+    );
+    assert_eq!(
+        bad("BEGIN { trace(inet_ntoa6()); }").tag,
+        ErrTag::D_PROTO_LEN
+    );
+    ok("uint32_t *q; BEGIN { trace(inet_ntoa((ipaddr_t *)q)); trace(inet_ntoa((int *)q)); }");
+    // link_ntop(type, addr): any pointer or byte array
+    ok("uint8_t a[20]; BEGIN { trace(link_ntop(ARPHRD_ETHER, a)); trace(link_ntop(1, alloca(8))); }");
+    assert_eq!(
+        bad("BEGIN { trace(link_ntop(1)); }").tag,
+        ErrTag::D_PROTO_LEN
+    );
+}

@@ -803,3 +803,21 @@ fn arrays_decay_structs_copy_and_zero_frees() {
     "#);
     assert_eq!(v, ["200", "4", "0", "3", "0"]);
 }
+
+#[test]
+fn curcpu_describes_the_firing_cpu() {
+    use dtrace_dif::vars::{DIF_VAR_CHIP, DIF_VAR_CPU, DIF_VAR_LGRP};
+    let src = "cpuinfo_t *ci; BEGIN { trace(curcpu->cpu_id); trace(curcpu->cpu_chip); \
+        trace(curcpu->cpu_lgrp); trace(curcpu->cpu_pset); trace(pset); trace(chip); trace(lgrp); \
+        ci = curcpu; trace(ci->cpu_chip); trace(curcpu->cpu_info == NULL); \
+        trace(sizeof (cpuinfo_t)); }";
+    let p = compile(src, &CompileOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+    let mut r = Run::new();
+    r.ctx.ints.insert(DIF_VAR_CPU, 3);
+    r.ctx.ints.insert(DIF_VAR_CHIP, 1);
+    r.ctx.ints.insert(DIF_VAR_LGRP, 2);
+    assert_eq!(
+        r.fire(&p),
+        ["3", "1", "2", "0", "0", "1", "2", "1", "1", "24"]
+    );
+}

@@ -47,6 +47,7 @@ pub mod provider;
 pub mod session;
 pub mod signals;
 pub mod symbols;
+pub mod topology;
 pub mod tracefs;
 pub mod uprobe;
 pub mod vtime;
