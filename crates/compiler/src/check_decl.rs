@@ -341,8 +341,20 @@ impl<'o> Checker<'o> {
                         );
                     }
                     let mut k = Vec::new();
-                    for tn in sig {
-                        k.push(self.resolve_type_name(tn)?);
+                    for (j, tn) in sig.iter().enumerate() {
+                        let kt = self.resolve_type_name(tn)?;
+                        if self.types.is_void(kt) {
+                            return err(
+                                ErrTag::D_DECL_PROTO_TYPE,
+                                line,
+                                format!(
+                                    "array prototype may not use parameter of type void: {}, parameter #{}",
+                                    tn.decl.name.as_deref().unwrap_or("(anonymous)"),
+                                    j + 1
+                                ),
+                            );
+                        }
+                        k.push(kt);
                     }
                     keys = Some(k);
                 }

@@ -703,6 +703,9 @@ impl<'o> Checker<'o> {
             line,
         };
         let rv = self.cook(r)?;
+        if matches!(bop, BinOp::Add | BinOp::Sub) {
+            self.check_additive_assign(lty, &rv, &optext, line)?;
+        }
         let val = self.binary_typed(bop, cur, rv, line, &optext)?;
         if !self.argcompat(lty, &val) {
             return err(
@@ -721,6 +724,41 @@ impl<'o> Checker<'o> {
             ty: lty,
             line,
         })
+    }
+
+    /// DTrace's rules for `+=` and `-=`: no strings; unless both sides are integers, the left
+    /// must be a pointer of known size (not `void *`), and a right-hand pointer must be
+    /// compatible with it.
+    fn check_additive_assign(&self, lty: TypeId, rv: &TExpr, op: &str, line: u32) -> CResult<()> {
+        let t = &self.types;
+        let incompat = || {
+            err(
+                ErrTag::D_OP_INCOMPAT,
+                line,
+                format!(
+                    "operands have incompatible types: \"{}\" {op} \"{}\"",
+                    self.tname(lty),
+                    self.tname(rv.ty)
+                ),
+            )
+        };
+        if t.is_string(lty) || t.is_string(rv.ty) {
+            return incompat();
+        }
+        if t.is_integer(lty) && t.is_integer(rv.ty) {
+            return Ok(());
+        }
+        if !t.is_pointer(lty) || t.is_vfptr(lty) {
+            return err(
+                ErrTag::D_OP_VFPTR,
+                line,
+                format!("operator {op} requires left-hand scalar operand of known size"),
+            );
+        }
+        if !t.is_integer(rv.ty) && !t.ptr_compat(lty, rv.ty) {
+            return incompat();
+        }
+        Ok(())
     }
 
     fn cook_cond(&mut self, c: &Expr, a: &Expr, b: &Expr, line: u32) -> CResult<TExpr> {

@@ -947,10 +947,20 @@ impl<'a> Parser<'a> {
             if self.eat("[")? {
                 if self.eat("]")? {
                     suffixes.push(Derived::Array(None));
-                } else if self.starts_type_name(0)? {
-                    let mut sig = vec![self.type_name()?];
-                    while self.eat(",")? {
+                } else if self.is_punct("...")? || self.starts_type_name(0)? {
+                    let mut sig = Vec::new();
+                    loop {
+                        if self.is_punct("...")? {
+                            return err(
+                                ErrTag::D_DECL_PROTO_VARARGS,
+                                self.lex.line(),
+                                "array prototype may not use a variable-length argument list",
+                            );
+                        }
                         sig.push(self.type_name()?);
+                        if !self.eat(",")? {
+                            break;
+                        }
                     }
                     self.expect("]")?;
                     suffixes.push(Derived::Assoc(sig));

@@ -927,3 +927,43 @@ fn network_subroutine_prototypes() {
         ErrTag::D_PROTO_LEN
     );
 }
+
+#[test]
+fn array_prototypes_and_additive_assignment() {
+    golden(
+        "int a[...];\nBEGIN { exit(0); }",
+        ErrTag::D_DECL_PROTO_VARARGS,
+        "line 1: array prototype may not use a variable-length argument list",
+    );
+    golden(
+        "int a[int, ...];",
+        ErrTag::D_DECL_PROTO_VARARGS,
+        "line 1: array prototype may not use a variable-length argument list",
+    );
+    golden(
+        "int x[void, char];\nBEGIN { x[1, 'a'] = 4; }",
+        ErrTag::D_DECL_PROTO_TYPE,
+        "line 1: array prototype may not use parameter of type void: (anonymous), parameter #1",
+    );
+    // += and -=: the left side must be an integer or a pointer of known size
+    golden(
+        "int p;\nBEGIN { p -= alloca(10); }",
+        ErrTag::D_OP_VFPTR,
+        "line 2: operator -= requires left-hand scalar operand of known size",
+    );
+    golden(
+        "void *v;\nBEGIN { v += 1; }",
+        ErrTag::D_OP_VFPTR,
+        "line 2: operator += requires left-hand scalar operand of known size",
+    );
+    golden(
+        "int *p; char *c;\nBEGIN { p -= c; }",
+        ErrTag::D_OP_INCOMPAT,
+        "line 2: operands have incompatible types: \"int *\" -= \"char *\"",
+    );
+    compile(
+        "int *p; int i; BEGIN { p += 2; i -= 3; i += 'a'; }",
+        &CompileOptions::default(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+}
