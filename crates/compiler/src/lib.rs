@@ -209,7 +209,7 @@ fn check_program(
     ast: &ast::Program,
     opts: &CompileOptions,
 ) -> Result<Program, CompileError> {
-    if ast.items.is_empty() {
+    if ast.items.is_empty() && !opts.empty {
         return Err(CompileError::new(
             ErrTag::D_EMPTY,
             ast.last_line,

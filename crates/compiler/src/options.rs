@@ -81,6 +81,8 @@ pub struct CompileOptions {
     pub cpp_args: Vec<String>,
     /// `-x cpppath`.
     pub cpp_path: String,
+    /// `-x empty`: an empty program is accepted (and enables nothing) rather than an error.
+    pub empty: bool,
     /// `-X` (`-x stdc`): the ISO C conformance the preprocessor is run with.
     pub stdc: StdcMode,
     /// How the source was given.
@@ -108,6 +110,7 @@ impl Default for CompileOptions {
             argref: false,
             cpp_args: Vec::new(),
             cpp_path: "cpp".to_string(),
+            empty: false,
             stdc: StdcMode::default(),
             source: SourceKind::File,
         }

@@ -967,3 +967,14 @@ fn array_prototypes_and_additive_assignment() {
     )
     .unwrap_or_else(|e| panic!("{e}"));
 }
+
+#[test]
+fn the_empty_option_accepts_an_empty_program() {
+    let o = CompileOptions {
+        empty: true,
+        ..Default::default()
+    };
+    let p = compile("\n/* nothing */\n", &o).unwrap_or_else(|e| panic!("{e}"));
+    assert!(p.ecbs.is_empty());
+    assert_eq!(e("\n").tag, ErrTag::D_EMPTY);
+}
