@@ -291,6 +291,16 @@ impl<'a> Lexer<'a> {
         )))
     }
 
+    /// How many characters of probe description start at the current position, without
+    /// consuming them.
+    pub fn pspec_len(&mut self) -> CResult<usize> {
+        self.skip_space()?;
+        Ok(self.src[self.pos..]
+            .iter()
+            .take_while(|&&c| is_pspec_char(c))
+            .count())
+    }
+
     /// The identifier-like word at the current position, without consuming it.
     pub fn peek_word(&mut self) -> CResult<String> {
         self.skip_space()?;

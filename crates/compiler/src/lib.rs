@@ -199,7 +199,8 @@ fn compile_program(
         named: opts.macros.clone(),
         default_args: opts.default_args,
     };
-    let parser = parser::Parser::new(text, env, names, opts.source == SourceKind::File);
+    let mut parser = parser::Parser::new(text, env, names, opts.source == SourceKind::File);
+    parser.pspec = opts.pspec;
     let (ast, names) = parser.program_with_names_always();
     (ast.and_then(|ast| check_program(ck, &ast, opts)), names)
 }
@@ -276,7 +277,8 @@ fn probe_arg_type_names(
         named: opts.macros.clone(),
         default_args: opts.default_args,
     };
-    let parser = parser::Parser::new(text, env, names.clone(), opts.source == SourceKind::File);
+    let mut parser = parser::Parser::new(text, env, names.clone(), opts.source == SourceKind::File);
+    parser.pspec = opts.pspec;
     // A program that does not parse without the library fails again (with its message) later.
     let Ok(ast) = parser.program() else {
         return Vec::new();

@@ -81,6 +81,8 @@ pub struct CompileOptions {
     pub cpp_args: Vec<String>,
     /// `-x cpppath`.
     pub cpp_path: String,
+    /// `-x pspec`: ambiguous text is read as a probe description.
+    pub pspec: bool,
     /// `-x empty`: an empty program is accepted (and enables nothing) rather than an error.
     pub empty: bool,
     /// `-X` (`-x stdc`): the ISO C conformance the preprocessor is run with.
@@ -111,6 +113,7 @@ impl Default for CompileOptions {
             cpp_args: Vec::new(),
             cpp_path: "cpp".to_string(),
             empty: false,
+            pspec: false,
             stdc: StdcMode::default(),
             source: SourceKind::File,
         }

@@ -978,3 +978,21 @@ fn the_empty_option_accepts_an_empty_program() {
     assert!(p.ecbs.is_empty());
     assert_eq!(e("\n").tag, ErrTag::D_EMPTY);
 }
+
+#[test]
+fn pspec_reads_ambiguous_text_as_a_probe_description() {
+    // without pspec `int*x` is a declaration cut short; with it, a probe description
+    let err = e("\nint*x");
+    assert_eq!(err.tag, ErrTag::D_SYNTAX);
+    golden(
+        "#pragma D option pspec\n\nint*x",
+        ErrTag::D_SYNTAX,
+        "line 3: expected predicate and/or actions following probe description",
+    );
+    // declarations still read as declarations
+    compile(
+        "#pragma D option pspec\nint x;\nBEGIN { x = 1; }",
+        &CompileOptions::default(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+}

@@ -138,6 +138,7 @@ impl Compiler for DCompiler {
             default_args: o.is_set("defaultargs"),
             argref: o.is_set("argref"),
             empty: o.is_set("empty"),
+            pspec: o.is_set("pspec"),
             strsize: num(o, "strsize", 256),
             destructive: o.is_set("destructive"),
             stackframes: frames(o, "stackframes", 20),
