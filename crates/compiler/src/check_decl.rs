@@ -108,7 +108,9 @@ impl<'o> Checker<'o> {
                     }
                 };
                 let mut out: Vec<Member> = Vec::new();
-                let (mut off, mut size, mut align) = (0u64, 0u64, 1u64);
+                // `end`: where the last member ends, which is a struct's size in libctf's layout
+                // (no tail padding: `struct { int a; char b; }` is 5 bytes to DTrace).
+                let (mut off, mut size, mut align, mut end) = (0u64, 0u64, 1u64, 0u64);
                 for m in members {
                     let mb = self.base_type(&m.spec)?;
                     let (mt, keys) = self.apply_declarator(mb, &m.decl, m.line)?;
@@ -131,6 +133,7 @@ impl<'o> Checker<'o> {
                         let o = if *kind == SouKind::Struct {
                             let o = off.div_ceil(msize) * msize;
                             off = o + (width as u64).div_ceil(8);
+                            end = o + msize;
                             o
                         } else {
                             size = size.max(msize);
@@ -191,6 +194,7 @@ impl<'o> Checker<'o> {
                     let o = if *kind == SouKind::Struct {
                         let o = off.div_ceil(malign) * malign;
                         off = o + msize;
+                        end = off;
                         o
                     } else {
                         size = size.max(msize);
@@ -203,8 +207,7 @@ impl<'o> Checker<'o> {
                         bits: None,
                     });
                 }
-                let total = if *kind == SouKind::Struct { off } else { size };
-                let total = total.div_ceil(align) * align;
+                let total = if *kind == SouKind::Struct { end } else { size };
                 self.types.set_kind(
                     id,
                     TypeKind::Sou {
@@ -341,8 +344,20 @@ impl<'o> Checker<'o> {
                         );
                     }
                     let mut k = Vec::new();
-                    for tn in sig {
-                        k.push(self.resolve_type_name(tn)?);
+                    for (j, tn) in sig.iter().enumerate() {
+                        let kt = self.resolve_type_name(tn)?;
+                        if self.types.is_void(kt) {
+                            return err(
+                                ErrTag::D_DECL_PROTO_TYPE,
+                                line,
+                                format!(
+                                    "array prototype may not use parameter of type void: {}, parameter #{}",
+                                    tn.decl.name.as_deref().unwrap_or("(anonymous)"),
+                                    j + 1
+                                ),
+                            );
+                        }
+                        k.push(kt);
                     }
                     keys = Some(k);
                 }

@@ -10,6 +10,7 @@ use crate::idents::{builtin_var, subr_proto};
 use crate::lexer::IntSuffix;
 use crate::tree::{CmpKind, Place, TExpr, VarRef, TK};
 use crate::types::{TypeId, TypeKind};
+use dtrace_dif::subr::Subr;
 
 /// The highest `uregs[]` index on x86-64 (`R_TRAPNO` of the D library's `regs.d`).
 const UREGS_MAX: u64 = 25;
@@ -702,6 +703,9 @@ impl<'o> Checker<'o> {
             line,
         };
         let rv = self.cook(r)?;
+        if matches!(bop, BinOp::Add | BinOp::Sub) {
+            self.check_additive_assign(lty, &rv, &optext, line)?;
+        }
         let val = self.binary_typed(bop, cur, rv, line, &optext)?;
         if !self.argcompat(lty, &val) {
             return err(
@@ -720,6 +724,41 @@ impl<'o> Checker<'o> {
             ty: lty,
             line,
         })
+    }
+
+    /// DTrace's rules for `+=` and `-=`: no strings; unless both sides are integers, the left
+    /// must be a pointer of known size (not `void *`), and a right-hand pointer must be
+    /// compatible with it.
+    fn check_additive_assign(&self, lty: TypeId, rv: &TExpr, op: &str, line: u32) -> CResult<()> {
+        let t = &self.types;
+        let incompat = || {
+            err(
+                ErrTag::D_OP_INCOMPAT,
+                line,
+                format!(
+                    "operands have incompatible types: \"{}\" {op} \"{}\"",
+                    self.tname(lty),
+                    self.tname(rv.ty)
+                ),
+            )
+        };
+        if t.is_string(lty) || t.is_string(rv.ty) {
+            return incompat();
+        }
+        if t.is_integer(lty) && t.is_integer(rv.ty) {
+            return Ok(());
+        }
+        if !t.is_pointer(lty) || t.is_vfptr(lty) {
+            return err(
+                ErrTag::D_OP_VFPTR,
+                line,
+                format!("operator {op} requires left-hand scalar operand of known size"),
+            );
+        }
+        if !t.is_integer(rv.ty) && !t.ptr_compat(lty, rv.ty) {
+            return incompat();
+        }
+        Ok(())
     }
 
     fn cook_cond(&mut self, c: &Expr, a: &Expr, b: &Expr, line: u32) -> CResult<TExpr> {
@@ -1104,11 +1143,16 @@ impl<'o> Checker<'o> {
         for (i, a) in args.iter().enumerate() {
             let v = self.cook(a)?;
             let pt = self.named_type(p.params[i]);
+            // A parameter naming a type this system lacks (a kernel struct without the kernel's
+            // types) takes any pointer, as `void *` would.
+            let known = p.params[i]
+                .strip_suffix(" *")
+                .is_none_or(|base| self.types.lookup(base).is_some());
             let ok = if self.types.is_pointer(pt) {
                 // D's string is an array of char to DTrace's type system, and an array passes
                 // for a pointer to its first element (`substr(execname, 1)` for `char *`,
                 // `bcopy(probename, ...)` for `void *`)
-                self.types.is_pointer(v.ty)
+                (self.types.is_pointer(v.ty) && (!known || self.types.ptr_compat(pt, v.ty)))
                     || v.as_const() == Some(0)
                     || (self.types.is_strcompat(v.ty)
                         && (self.types.is_strcompat(pt)
@@ -1124,6 +1168,16 @@ impl<'o> Checker<'o> {
                         "{n}( ) argument #{} is incompatible with prototype:\n\tprototype: {}\n\t argument: {}",
                         i + 1,
                         p.params[i],
+                        self.tname(v.ty)
+                    ),
+                );
+            }
+            if p.subr == Subr::InetNtoa6 && i == 1 && v.as_const().is_none() {
+                return err(
+                    ErrTag::D_PROTO_ARG,
+                    line,
+                    format!(
+                        "{n}( ) argument #2 is incompatible with prototype:\n\tprototype: integer constant\n\t argument: {}",
                         self.tname(v.ty)
                     ),
                 );

@@ -7,8 +7,12 @@ use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 
 use crate::error::{CResult, CompileError, ErrTag};
-use crate::options::CompileOptions;
+use crate::options::{CompileOptions, StdcMode};
 use crate::types::DataModel;
+
+/// The D language version `__SUNW_D_VERSION` names: DTrace for Linux's 2.0, as its
+/// major, minor and micro numbers packed 8, 12 and 12 bits wide.
+const D_VERSION: u32 = 2 << 24;
 
 /// Runs the preprocessor over `src`; under `-H` the list of included files it prints goes to
 /// standard error, as DTrace lets `cpp -H` print it.
@@ -31,12 +35,27 @@ pub fn preprocess_with_headers(src: &str, opts: &CompileOptions) -> CResult<(Str
     if opts.cpp_headers {
         cmd.arg("-H");
     }
-    cmd.arg("-undef").arg("-D__linux").arg("-D__SUNW_D=1");
-    cmd.arg(if opts.model == DataModel::Lp64 {
-        "-D_LP64"
+    // DTrace for Linux's predefinitions: its system's names, __GNUC__ undefined (D is not GNU C),
+    // the data model's, and the D version's.
+    cmd.args([
+        "-D__linux",
+        "-D__unix",
+        "-D__SVR4",
+        "-D__SUNW_D=1",
+        "-U__GNUC__",
+    ]);
+    let lp64 = opts.model == DataModel::Lp64;
+    cmd.arg(if lp64 {
+        "-D__SUNW_D_64"
     } else {
-        "-D_ILP32"
+        "-D__SUNW_D_32"
     });
+    // `-D__<uname's sysname>`, always Linux here.
+    cmd.arg("-D__Linux");
+    if cfg!(target_arch = "x86_64") || cfg!(target_arch = "x86") {
+        cmd.arg(if lp64 { "-D__amd64" } else { "-D__i386" });
+    }
+    cmd.arg(if lp64 { "-D_LP64" } else { "-D_ILP32" });
     for d in &opts.defines {
         cmd.arg(format!("-D{d}"));
     }
@@ -47,6 +66,19 @@ pub fn preprocess_with_headers(src: &str, opts: &CompileOptions) -> CResult<(Str
         cmd.arg(format!("-I{i}"));
     }
     cmd.args(&opts.cpp_args);
+    cmd.arg(format!("-D__SUNW_D_VERSION=0x{D_VERSION:08x}"));
+    // The `stdc` option: ISO C with extensions (the default) reads the program as C99, whose
+    // strict mode leaves out system headers' GNU extensions (their inline functions and
+    // statement expressions, which D does not have); `s` is K&R C, without __STDC__.
+    match opts.stdc {
+        StdcMode::Xa => {
+            cmd.arg("-std=c99");
+        }
+        StdcMode::Xs => {
+            cmd.arg("-traditional-cpp");
+        }
+        StdcMode::Xc | StdcMode::Xt => {}
+    }
     // The program is read from /dev/stdin, the name DTrace gives it, so cpp's messages say
     // "/dev/stdin:LINE: ...". Those go straight to dtrace's standard error, as DTrace lets them;
     // under -H they are read to pick out the list of included files.

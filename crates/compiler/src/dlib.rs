@@ -4,7 +4,8 @@
 //! `curpsinfo`, `curlwpsinfo` and the constants they use), `io.d` (`fileinfo_t` from
 //! `struct file *`), `bio.d` (`bufinfo_t`, `devinfo_t` from `struct bio *`) and `regs.d` (the
 //! `R_*` register indices of `uregs[]` for x86-64, needing no kernel type), `net.d` (`AF_INET`,
-//! `AF_INET6` and the `ARPHRD_*` link types, Linux's values). A file is loaded only when the kernel type it translates from is known (kernel
+//! `AF_INET6` and the `ARPHRD_*` link types, Linux's values), `sched.d` (`cpuinfo_t` and `curcpu`,
+//! `pset`, from the built-in `cpu`, `chip` and `lgrp`). A file is loaded only when the kernel type it translates from is known (kernel
 //! BTF given as a [`crate::TypeSource`]); without it `curpsinfo` is an unknown identifier, as in
 //! DTrace without the library. An item the running kernel's types cannot satisfy is left out, so
 //! using what it declares fails as an unknown name rather than failing every compilation. A file is
@@ -29,6 +30,7 @@ const FILES: &[(&str, &str, &str)] = &[
     ("struct bio", "bio.d", include_str!("dlib/bio.d")),
     ("", "regs.d", include_str!("dlib/regs.d")),
     ("", "net.d", include_str!("dlib/net.d")),
+    ("", "sched.d", include_str!("dlib/sched.d")),
 ];
 
 /// Kernel typedef names the library files use (with the built-in ones, enough to parse them without

@@ -83,6 +83,9 @@ pub const BUILTIN_VARS: &[BuiltinVar] = &[
     bv("errno", DIF_VAR_ERRNO, "int"),
     bv("execargs", DIF_VAR_EXECARGS, "string"),
     bv("cpu", DIF_VAR_CPU, "int"),
+    // The D library's cpuinfo_t (sched.d) is built from these and `cpu`.
+    bv("chip", DIF_VAR_CHIP, "int"),
+    bv("lgrp", DIF_VAR_LGRP, "int"),
 ];
 
 /// DTrace built-in variables this implementation does not provide, with the reason, so that a
@@ -92,7 +95,6 @@ pub fn unsupported_builtin(name: &str) -> Option<&'static str> {
         // With the kernel's types the D library defines them (io.d, d_path of curthread->fs).
         "cwd" => "the current directory's path needs the kernel's types (BTF)",
         "root" => "the root directory's path needs the kernel's types (BTF)",
-        "curcpu" => "there is no cpuinfo_t for Linux CPUs yet; use cpu",
         _ => return None,
     })
 }
@@ -193,7 +195,9 @@ pub const SUBR_PROTOS: &[SubrProto] = &[
     sp(Subr::Ntohll, "uint64_t", &["uint64_t"]),
     sp(Subr::InetNtop, "string", &["int", "void *"]),
     sp(Subr::InetNtoa, "string", &["ipaddr_t *"]),
-    sp(Subr::InetNtoa6, "string", &["void *"]),
+    // DTrace for Linux's optional second argument, an integer constant, asks for the strict form
+    // of embedded IPv4 addresses
+    spo(Subr::InetNtoa6, "string", &["struct in6_addr *", "int"], 1),
     sp(Subr::Toupper, "string", &["string"]),
     sp(Subr::Tolower, "string", &["string"]),
     sp(Subr::Memref, "uintptr_t *", &["uintptr_t", "size_t"]),
@@ -206,6 +210,7 @@ pub const SUBR_PROTOS: &[SubrProto] = &[
     spo(Subr::Strtoll, "int64_t", &["string", "int"], 1),
     sp(Subr::Random, "uint64_t", &[]),
     sp(Subr::DPath, "string", &["struct path *"]),
+    sp(Subr::LinkNtop, "string", &["int", "void *"]),
 ];
 
 /// The `void *` parameters (subroutine, 0-based position) that only read bytes from the address:
@@ -213,8 +218,12 @@ pub const SUBR_PROTOS: &[SubrProto] = &[
 /// first element (`bcopy(probename, dst, 5)`). Destinations (`bcopy`'s second, `copyinto`'s third)
 /// must be scratch memory and the lock subroutines take kernel lock structures, so a string does
 /// not pass there.
-pub const BYTE_SOURCES: &[(Subr, usize)] =
-    &[(Subr::Bcopy, 0), (Subr::Copyout, 0), (Subr::Memstr, 0)];
+pub const BYTE_SOURCES: &[(Subr, usize)] = &[
+    (Subr::Bcopy, 0),
+    (Subr::Copyout, 0),
+    (Subr::Memstr, 0),
+    (Subr::LinkNtop, 1),
+];
 
 /// Looks up a subroutine prototype by D name.
 pub fn subr_proto(name: &str) -> Option<&'static SubrProto> {

@@ -291,6 +291,16 @@ impl<'a> Lexer<'a> {
         )))
     }
 
+    /// How many characters of probe description start at the current position, without
+    /// consuming them.
+    pub fn pspec_len(&mut self) -> CResult<usize> {
+        self.skip_space()?;
+        Ok(self.src[self.pos..]
+            .iter()
+            .take_while(|&&c| is_pspec_char(c))
+            .count())
+    }
+
     /// The identifier-like word at the current position, without consuming it.
     pub fn peek_word(&mut self) -> CResult<String> {
         self.skip_space()?;
@@ -616,8 +626,28 @@ impl<'a> Lexer<'a> {
                 }
                 b'\\' => {
                     self.pos += 1;
-                    let e = self.escape()?;
-                    out.push(e);
+                    // As DTrace's stresc2chr, a string keeps a backslash that starts no escape
+                    // it knows (`\?`, `\'`) with the character after it.
+                    if matches!(
+                        self.peek(0),
+                        b'0'..=b'7'
+                            | b'a'
+                            | b'b'
+                            | b'f'
+                            | b'n'
+                            | b'r'
+                            | b't'
+                            | b'v'
+                            | b'x'
+                            | b'"'
+                            | b'\\'
+                            | b'\n'
+                    ) {
+                        let e = self.escape()?;
+                        out.push(e);
+                    } else {
+                        out.push(b'\\');
+                    }
                 }
                 _ => {
                     out.push(c);
@@ -699,6 +729,20 @@ mod tests {
                 Tok::Punct("++")
             ]
         );
+    }
+
+    #[test]
+    fn string_escapes_as_stresc2chr() {
+        // known escapes convert; `\?` and `\'` keep their backslash; `\\` and `\"` are one char
+        assert_eq!(
+            toks(r#""abc\"\t\044\?\x4D" "\?\\\'\"""#),
+            vec![
+                Tok::Str(b"abc\"\t$\\?M".to_vec()),
+                Tok::Str(b"\\?\\\\'\"".to_vec()),
+            ]
+        );
+        // character constants still take `\'`
+        assert_eq!(toks("'\\''"), vec![Tok::Char(39)]);
     }
 
     #[test]

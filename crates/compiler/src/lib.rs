@@ -62,7 +62,7 @@ use dtrace_dif::program::{AggregationDesc, Program};
 
 pub use check_action::NO_FORMAT;
 pub use error::{CompileError, ErrTag};
-pub use options::{CompileOptions, SourceKind};
+pub use options::{CompileOptions, SourceKind, StdcMode};
 pub use shared::SharedState;
 pub use types::{DataModel, TypeSource};
 
@@ -207,7 +207,8 @@ fn compile_program(
         named: opts.macros.clone(),
         default_args: opts.default_args,
     };
-    let parser = parser::Parser::new(text, env, names, opts.source == SourceKind::File);
+    let mut parser = parser::Parser::new(text, env, names, opts.source == SourceKind::File);
+    parser.pspec = opts.pspec;
     let (ast, names) = parser.program_with_names_always();
     (ast.and_then(|ast| check_program(ck, &ast, opts)), names)
 }
@@ -217,7 +218,7 @@ fn check_program(
     ast: &ast::Program,
     opts: &CompileOptions,
 ) -> Result<Program, CompileError> {
-    if ast.items.is_empty() {
+    if ast.items.is_empty() && !opts.empty {
         return Err(CompileError::new(
             ErrTag::D_EMPTY,
             ast.last_line,
@@ -285,7 +286,8 @@ fn probe_arg_type_names(
         named: opts.macros.clone(),
         default_args: opts.default_args,
     };
-    let parser = parser::Parser::new(text, env, names.clone(), opts.source == SourceKind::File);
+    let mut parser = parser::Parser::new(text, env, names.clone(), opts.source == SourceKind::File);
+    parser.pspec = opts.pspec;
     // A program that does not parse without the library fails again (with its message) later.
     let Ok(ast) = parser.program() else {
         return Vec::new();

@@ -14,6 +14,33 @@ pub enum SourceKind {
     String,
 }
 
+/// The `stdc` option (`-X a|c|s|t`): how ISO C conforming the preprocessing is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum StdcMode {
+    /// `a`: ISO C plus extensions (the default).
+    #[default]
+    Xa,
+    /// `c`: strictly conforming ISO C.
+    Xc,
+    /// `s`: K&R C.
+    Xs,
+    /// `t`: ISO C plus extensions, with transitional semantics.
+    Xt,
+}
+
+impl StdcMode {
+    /// The mode an option value names (`a`, `c`, `s` or `t`).
+    pub fn from_letter(v: &str) -> Option<StdcMode> {
+        match v {
+            "a" => Some(StdcMode::Xa),
+            "c" => Some(StdcMode::Xc),
+            "s" => Some(StdcMode::Xs),
+            "t" => Some(StdcMode::Xt),
+            _ => None,
+        }
+    }
+}
+
 /// Options for one compilation.
 #[derive(Debug, Clone)]
 pub struct CompileOptions {
@@ -54,6 +81,12 @@ pub struct CompileOptions {
     pub cpp_args: Vec<String>,
     /// `-x cpppath`.
     pub cpp_path: String,
+    /// `-x pspec`: ambiguous text is read as a probe description.
+    pub pspec: bool,
+    /// `-x empty`: an empty program is accepted (and enables nothing) rather than an error.
+    pub empty: bool,
+    /// `-X` (`-x stdc`): the ISO C conformance the preprocessor is run with.
+    pub stdc: StdcMode,
     /// How the source was given.
     pub source: SourceKind,
 }
@@ -79,6 +112,9 @@ impl Default for CompileOptions {
             argref: false,
             cpp_args: Vec::new(),
             cpp_path: "cpp".to_string(),
+            empty: false,
+            pspec: false,
+            stdc: StdcMode::default(),
             source: SourceKind::File,
         }
     }

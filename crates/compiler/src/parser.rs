@@ -33,6 +33,9 @@ pub struct Parser<'a> {
     /// Line of the last token read from the lexer (lookahead included): the line DTrace gives a
     /// node, which its yacc parser builds once it has read the token that ends it.
     lexed_line: u32,
+    /// The `pspec` option: text that reads as a probe description longer than a declaration's
+    /// first word (`int*x`) is taken as one.
+    pub pspec: bool,
 }
 
 fn syntax(t: &Token) -> CompileError {
@@ -65,6 +68,7 @@ impl<'a> Parser<'a> {
             from_file,
             depth: 0,
             lexed_line: 1,
+            pspec: false,
         }
     }
 
@@ -149,6 +153,9 @@ impl<'a> Parser<'a> {
                                 if w == "defaultargs" {
                                     self.macros.default_args = true;
                                 }
+                                if w == "pspec" {
+                                    self.pspec = true;
+                                }
                             }
                         }
                         items.push(Item::Pragma(words[1..].to_vec(), line))
@@ -182,7 +189,11 @@ impl<'a> Parser<'a> {
                 "inline" => self.inline_decl()?,
                 "translator" => self.translator()?,
                 "provider" => self.provider()?,
-                w if DECL_WORDS.contains(&w) || self.typenames.contains(w) => self.decl_item()?,
+                w if (DECL_WORDS.contains(&w) || self.typenames.contains(w))
+                    && !(self.pspec && self.lex.pspec_len()? > w.len()) =>
+                {
+                    self.decl_item()?
+                }
                 _ => Item::Clause(self.clause()?),
             };
             items.push(item);
@@ -947,10 +958,20 @@ impl<'a> Parser<'a> {
             if self.eat("[")? {
                 if self.eat("]")? {
                     suffixes.push(Derived::Array(None));
-                } else if self.starts_type_name(0)? {
-                    let mut sig = vec![self.type_name()?];
-                    while self.eat(",")? {
+                } else if self.is_punct("...")? || self.starts_type_name(0)? {
+                    let mut sig = Vec::new();
+                    loop {
+                        if self.is_punct("...")? {
+                            return err(
+                                ErrTag::D_DECL_PROTO_VARARGS,
+                                self.lex.line(),
+                                "array prototype may not use a variable-length argument list",
+                            );
+                        }
                         sig.push(self.type_name()?);
+                        if !self.eat(",")? {
+                            break;
+                        }
                     }
                     self.expect("]")?;
                     suffixes.push(Derived::Assoc(sig));

@@ -521,6 +521,16 @@ impl TypeTable {
         }
     }
 
+    /// `dt_node_is_ptrcompat` for two pointer (or array) types: compatible when either refers to
+    /// `void` (or a function), both refer to integers, or the referenced types are the same.
+    pub fn ptr_compat(&self, a: TypeId, b: TypeId) -> bool {
+        let (Some(x), Some(y)) = (self.pointee(a), self.pointee(b)) else {
+            return false;
+        };
+        let vf = |t| matches!(self.rkind(t), TypeKind::Void | TypeKind::Function(..));
+        vf(x) || vf(y) || (self.is_integer(x) && self.is_integer(y)) || self.compat(x, y)
+    }
+
     /// Whether values of this type are passed by reference (strings, structs, unions, arrays).
     pub fn is_by_ref(&self, id: TypeId) -> bool {
         matches!(

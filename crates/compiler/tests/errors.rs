@@ -891,3 +891,108 @@ fn begin_and_end_have_no_args() {
     )
     .unwrap();
 }
+
+#[test]
+fn network_subroutine_prototypes() {
+    let decl = "struct in6_addr { uint8_t b[16]; };\n";
+    let ok = |src: &str| {
+        compile(&format!("{decl}{src}"), &CompileOptions::default())
+            .unwrap_or_else(|e| panic!("{src}: {e}"))
+    };
+    let bad = |src: &str| e(&format!("{decl}{src}"));
+    // inet_ntoa6(addr [, strict]): the second argument an integer constant
+    ok("BEGIN { trace(inet_ntoa6((struct in6_addr *)alloca(16))); }");
+    ok("BEGIN { trace(inet_ntoa6((struct in6_addr *)alloca(16), 1)); }");
+    ok("BEGIN { trace(inet_ntoa6(alloca(16))); }");
+    let err = bad("BEGIN { n = 0; trace(inet_ntoa6((struct in6_addr *)alloca(16), n)); }");
+    assert_eq!(err.tag, ErrTag::D_PROTO_ARG, "{err}");
+    assert!(err.message.contains("argument #2"), "{err}");
+    // a pointer to another type is not a pointer to struct in6_addr (pointers to void and
+    // between integers are compatible, as in DTrace's dt_node_is_ptrcompat)
+    let err = bad("int *p; BEGIN { trace(inet_ntoa6(p)); }");
+    assert_eq!(err.tag, ErrTag::D_PROTO_ARG, "{err}");
+    assert!(
+        err.message.contains("prototype: struct in6_addr *"),
+        "{err}"
+    );
+    assert_eq!(
+        bad("BEGIN { trace(inet_ntoa6()); }").tag,
+        ErrTag::D_PROTO_LEN
+    );
+    ok("uint32_t *q; BEGIN { trace(inet_ntoa((ipaddr_t *)q)); trace(inet_ntoa((int *)q)); }");
+    // link_ntop(type, addr): any pointer or byte array
+    ok("uint8_t a[20]; BEGIN { trace(link_ntop(ARPHRD_ETHER, a)); trace(link_ntop(1, alloca(8))); }");
+    assert_eq!(
+        bad("BEGIN { trace(link_ntop(1)); }").tag,
+        ErrTag::D_PROTO_LEN
+    );
+}
+
+#[test]
+fn array_prototypes_and_additive_assignment() {
+    golden(
+        "int a[...];\nBEGIN { exit(0); }",
+        ErrTag::D_DECL_PROTO_VARARGS,
+        "line 1: array prototype may not use a variable-length argument list",
+    );
+    golden(
+        "int a[int, ...];",
+        ErrTag::D_DECL_PROTO_VARARGS,
+        "line 1: array prototype may not use a variable-length argument list",
+    );
+    golden(
+        "int x[void, char];\nBEGIN { x[1, 'a'] = 4; }",
+        ErrTag::D_DECL_PROTO_TYPE,
+        "line 1: array prototype may not use parameter of type void: (anonymous), parameter #1",
+    );
+    // += and -=: the left side must be an integer or a pointer of known size
+    golden(
+        "int p;\nBEGIN { p -= alloca(10); }",
+        ErrTag::D_OP_VFPTR,
+        "line 2: operator -= requires left-hand scalar operand of known size",
+    );
+    golden(
+        "void *v;\nBEGIN { v += 1; }",
+        ErrTag::D_OP_VFPTR,
+        "line 2: operator += requires left-hand scalar operand of known size",
+    );
+    golden(
+        "int *p; char *c;\nBEGIN { p -= c; }",
+        ErrTag::D_OP_INCOMPAT,
+        "line 2: operands have incompatible types: \"int *\" -= \"char *\"",
+    );
+    compile(
+        "int *p; int i; BEGIN { p += 2; i -= 3; i += 'a'; }",
+        &CompileOptions::default(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+}
+
+#[test]
+fn the_empty_option_accepts_an_empty_program() {
+    let o = CompileOptions {
+        empty: true,
+        ..Default::default()
+    };
+    let p = compile("\n/* nothing */\n", &o).unwrap_or_else(|e| panic!("{e}"));
+    assert!(p.ecbs.is_empty());
+    assert_eq!(e("\n").tag, ErrTag::D_EMPTY);
+}
+
+#[test]
+fn pspec_reads_ambiguous_text_as_a_probe_description() {
+    // without pspec `int*x` is a declaration cut short; with it, a probe description
+    let err = e("\nint*x");
+    assert_eq!(err.tag, ErrTag::D_SYNTAX);
+    golden(
+        "#pragma D option pspec\n\nint*x",
+        ErrTag::D_SYNTAX,
+        "line 3: expected predicate and/or actions following probe description",
+    );
+    // declarations still read as declarations
+    compile(
+        "#pragma D option pspec\nint x;\nBEGIN { x = 1; }",
+        &CompileOptions::default(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+}

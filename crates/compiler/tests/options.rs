@@ -1,6 +1,6 @@
 //! Compile options: data models, string size, C preprocessing, `defaultargs`, destructive actions.
 
-use dtrace_compiler::{compile, CompileOptions, DataModel, ErrTag};
+use dtrace_compiler::{compile, CompileOptions, DataModel, ErrTag, StdcMode};
 
 fn const_of(p: &dtrace_dif::Program, action: usize) -> u64 {
     let o = p.ecbs[0].actions[action].difo.as_ref().expect("object");
@@ -106,6 +106,39 @@ fn c_preprocessor() {
     let src = "#define A 1\n\n\nBEGIN { trace(nosuchvar); }\n";
     let e = compile(src, &o).unwrap_err();
     assert_eq!(e.line, Some(4));
+}
+
+#[test]
+fn cpp_predefinitions_and_stdc_modes() {
+    let have_cpp = dtrace_testkit::have_program("cpp");
+    if !dtrace_testkit::skip_unless(have_cpp, "cpp_predefinitions", "no cpp on this machine") {
+        return;
+    }
+    let o = CompileOptions {
+        cpp: true,
+        ..Default::default()
+    };
+    // DTrace for Linux's names are defined, GNU C's is not.
+    let src = "#if defined(__linux) && defined(__unix) && defined(__SVR4) && __SUNW_D == 1 \
+        && defined(__SUNW_D_64) && defined(__Linux) && __SUNW_D_VERSION == 0x02000000 \
+        && !defined(__GNUC__)\nBEGIN { trace(1); }\n#else\nBEGIN { trace(2); }\n#endif\n";
+    assert_eq!(const_of(&compile(src, &o).unwrap(), 0), 1);
+    // The default (-X a) preprocesses as C99: a system header's GNU inline functions stay out,
+    // its macros stay in.
+    let src = "#include <endian.h>\nBEGIN { trace(__BYTE_ORDER == __LITTLE_ENDIAN || __BYTE_ORDER == __BIG_ENDIAN); }\n";
+    assert_eq!(const_of(&compile(src, &o).unwrap(), 0), 1);
+    // -X s is K&R C: no __STDC__; -X c keeps it.
+    let src = "#ifdef __STDC__\nBEGIN { trace(1); }\n#else\nBEGIN { trace(0); }\n#endif\n";
+    for (mode, want) in [(StdcMode::Xs, 0), (StdcMode::Xc, 1), (StdcMode::Xa, 1)] {
+        let o = CompileOptions {
+            cpp: true,
+            stdc: mode,
+            ..Default::default()
+        };
+        assert_eq!(const_of(&compile(src, &o).unwrap(), 0), want, "{mode:?}");
+    }
+    assert_eq!(StdcMode::from_letter("t"), Some(StdcMode::Xt));
+    assert_eq!(StdcMode::from_letter("x"), None);
 }
 
 #[test]

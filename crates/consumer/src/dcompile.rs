@@ -5,7 +5,7 @@
 //! compiles share their identifiers (globals, `self->` variables, aggregations, types), as those of one
 //! DTrace handle do.
 
-use dtrace_compiler::{CompileOptions, ProbeInfo, SharedState, SourceKind, TypeSource};
+use dtrace_compiler::{CompileOptions, ProbeInfo, SharedState, SourceKind, StdcMode, TypeSource};
 use dtrace_dif::program::{ActionKind, Program};
 use dtrace_dif::{DifObject, DifType, Instr};
 
@@ -137,6 +137,8 @@ impl Compiler for DCompiler {
             },
             default_args: o.is_set("defaultargs"),
             argref: o.is_set("argref"),
+            empty: o.is_set("empty"),
+            pspec: o.is_set("pspec"),
             strsize: num(o, "strsize", 256),
             destructive: o.is_set("destructive"),
             stackframes: frames(o, "stackframes", 20),
@@ -167,6 +169,9 @@ impl Compiler for DCompiler {
         c.macros = macros;
         if let Some(p) = o.string("cpppath") {
             c.cpp_path = p.to_string();
+        }
+        if let Some(m) = o.string("stdc").and_then(StdcMode::from_letter) {
+            c.stdc = m;
         }
         let text = expand_spec(spec, source)?;
         let errtags = o.is_set("errtags");

@@ -90,4 +90,6 @@ subrs! {
     // DTrace for Linux (Oracle) numbers d_path 44, which illumos gives toupper: we keep illumos'
     // numbers and give d_path the next number free of our own.
     DPath = 58, "d_path";
+    // DTrace for Linux's link_ntop (its 45, illumos' tolower) takes the next number free.
+    LinkNtop = 59, "link_ntop";
 }

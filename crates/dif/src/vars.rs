@@ -64,6 +64,12 @@ pub const DIF_VAR_ERRNO: u32 = 0x0120;
 pub const DIF_VAR_EXECARGS: u32 = 0x0121;
 /// `cpu` (FreeBSD/OpenDTrace number; illumos derives `cpu` from `curcpu` in its D library instead).
 pub const DIF_VAR_CPU: u32 = 0x0200;
+/// `chip`: the physical package (socket) of the CPU the probe fired on (DTrace's
+/// `curcpu->cpu_chip`; DTrace for Linux reads it from the CPU's topology as we do).
+pub const DIF_VAR_CHIP: u32 = 0x0201;
+/// `lgrp`: the locality group, on Linux the NUMA node, of the CPU the probe fired on
+/// (`curcpu->cpu_lgrp`).
+pub const DIF_VAR_LGRP: u32 = 0x0202;
 /// Last id reserved for built-ins.
 pub const DIF_VAR_OTHER_MAX: u32 = 0x04ff;
 /// First id of user-defined variables.
@@ -109,6 +115,8 @@ const BUILTIN_NAMES: &[(u32, &str)] = &[
     (DIF_VAR_ERRNO, "errno"),
     (DIF_VAR_EXECARGS, "execargs"),
     (DIF_VAR_CPU, "cpu"),
+    (DIF_VAR_CHIP, "chip"),
+    (DIF_VAR_LGRP, "lgrp"),
 ];
 
 /// The D name of a built-in variable id.

@@ -173,6 +173,23 @@ fn network_and_uuid() {
     );
     assert_eq!(st(&mut h, "inet_ntop", &[I(10), I(0x2000)]).unwrap(), "::1");
     assert_eq!(st(&mut h, "inet_ntoa6", &[I(0x2000)]).unwrap(), "::1");
+    // An IPv4-compatible address: a dotted quad alone, or with its prefix when strict.
+    let mut compat = vec![0u8; 16];
+    compat[12..].copy_from_slice(&[127, 0, 0, 1]);
+    h.mem.kernel.insert(0x4000, compat);
+    assert_eq!(st(&mut h, "inet_ntoa6", &[I(0x4000)]).unwrap(), "127.0.0.1");
+    assert_eq!(
+        st(&mut h, "inet_ntoa6", &[I(0x4000), I(0)]).unwrap(),
+        "127.0.0.1"
+    );
+    assert_eq!(
+        st(&mut h, "inet_ntoa6", &[I(0x4000), I(1)]).unwrap(),
+        "::127.0.0.1"
+    );
+    assert_eq!(
+        st(&mut h, "inet_ntop", &[I(10), I(0x4000)]).unwrap(),
+        "::127.0.0.1"
+    );
     assert_eq!(
         kind(int(&mut h, "inet_ntop", &[I(99), I(0x1000)])),
         FaultKind::IllOp
@@ -184,6 +201,32 @@ fn network_and_uuid() {
     assert_eq!(
         st(&mut h, "uuidstr", &[I(0x3000)]).unwrap(),
         "03020100-0504-0706-0809-0a0b0c0d0e0f"
+    );
+}
+
+#[test]
+fn link_layer_addresses() {
+    let mut h = H::new();
+    h.mem
+        .kernel
+        .insert(0x1000, vec![0, 0x10, 0xe0, 0x8a, 0x71, 0x5e, 0xee, 0xee]);
+    h.mem.kernel.insert(0x2000, (0x10u8..0x24).collect());
+    assert_eq!(
+        st(&mut h, "link_ntop", &[I(1), I(0x1000)]).unwrap(),
+        "00:10:e0:8a:71:5e"
+    );
+    assert_eq!(
+        st(&mut h, "link_ntop", &[I(32), I(0x2000)]).unwrap(),
+        "10:11:12:13:14:15:16:17:18:19:1a:1b:1c:1d:1e:1f:20:21:22:23"
+    );
+    // another hardware type is an illegal operation; an unreadable address a bad one
+    assert_eq!(
+        kind(int(&mut h, "link_ntop", &[I(-1), I(0x1000)])),
+        FaultKind::IllOp
+    );
+    assert_eq!(
+        kind(int(&mut h, "link_ntop", &[I(1), I(0)])),
+        FaultKind::BadAddr
     );
 }
 

@@ -53,6 +53,16 @@ pub struct FiringContext {
     pub uregs: Option<Vec<u64>>,
 }
 
+/// Where a CPU sits in the machine (`chip` and `lgrp`, `curcpu->cpu_chip` and `cpu_lgrp`), as the
+/// embedder reads the system's topology; unknown is 0.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CpuPlace {
+    /// Physical package (socket).
+    pub chip: u32,
+    /// Locality group: the NUMA node.
+    pub lgrp: u32,
+}
+
 /// The key of thread `tid`'s thread-local variables: never 0, so thread 0 (an idle or unknown thread)
 /// still gets its own.
 pub fn thread_key(tid: u64) -> u64 {
@@ -69,6 +79,8 @@ pub struct ContextAdapter<'a> {
     pub epid: u32,
     /// The CPU the probe fired on (`cpu`).
     pub cpu: u32,
+    /// Where that CPU sits (`chip`, `lgrp`).
+    pub place: CpuPlace,
     /// `timestamp`.
     pub timestamp: u64,
     /// The clock `walltimestamp` is read from (only when a clause uses it).
@@ -104,6 +116,8 @@ impl ProbeContext for ContextAdapter<'_> {
             vars::DIF_VAR_GID => c.gid,
             vars::DIF_VAR_ERRNO => c.errno,
             DIF_VAR_CPU => self.cpu as u64,
+            vars::DIF_VAR_CHIP => self.place.chip as u64,
+            vars::DIF_VAR_LGRP => self.place.lgrp as u64,
             _ => return Err(FaultKind::IllOp),
         })
     }

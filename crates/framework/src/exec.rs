@@ -245,6 +245,11 @@ impl Framework {
             probe: &probe.info,
             epid: e.epid,
             cpu,
+            place: self
+                .cpu_places
+                .get(cpu as usize)
+                .copied()
+                .unwrap_or_default(),
             timestamp: ts,
             clock: self.clock.as_ref(),
             specs: &mut self.specs,

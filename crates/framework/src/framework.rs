@@ -11,7 +11,7 @@
 
 use crate::aggregate::AggBuffer;
 use crate::buffer::PrincipalBuffer;
-use crate::context::FiringContext;
+use crate::context::{CpuPlace, FiringContext};
 use crate::error::FrameworkError;
 use crate::layout::{layout_ecb, EcbLayout};
 use crate::options::{BufResize, Options};
@@ -260,6 +260,8 @@ pub struct Framework {
     /// Reads the on-CPU nanoseconds of the thread firing consumer-context probes (their
     /// `vtimestamp`), when the embedder supplies it.
     consumer_vtime: Option<ThreadCpuClock>,
+    /// Where each CPU sits (`chip`, `lgrp`), by CPU number, when the embedder told.
+    pub(crate) cpu_places: Vec<CpuPlace>,
     /// Whether faults also write [`crate::records::FAULT_EPID`] records.
     pub(crate) fault_records: bool,
     /// An enabled ECB has a destructive action (checked against the option at `go`).
@@ -316,6 +318,7 @@ impl Framework {
             consumer_ctx: FiringContext::default(),
             consumer_mem: None,
             consumer_vtime: None,
+            cpu_places: Vec::new(),
             destructive_enabled: false,
             fault_records: false,
             tx,
@@ -355,6 +358,12 @@ impl Framework {
     /// context's.
     pub fn set_consumer_vtime(&mut self, f: Box<dyn Fn() -> u64 + Send>) {
         self.consumer_vtime = Some(f);
+    }
+
+    /// Where each CPU sits, by CPU number (`chip` and `lgrp`; the framework reads no topology
+    /// itself, and a CPU not told of is on chip 0, node 0).
+    pub fn set_cpu_places(&mut self, places: Vec<CpuPlace>) {
+        self.cpu_places = places;
     }
 
     /// The consumer context of a firing now, with its `vtimestamp` read.

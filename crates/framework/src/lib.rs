@@ -66,7 +66,7 @@ pub mod providers;
 pub mod records;
 pub mod speculation;
 
-pub use context::FiringContext;
+pub use context::{CpuPlace, FiringContext};
 pub use error::FrameworkError;
 pub use framework::{
     Activity, Clock, DestructiveRequest, Enabling, EventSender, Framework, ManualClock, ProbeEvent,

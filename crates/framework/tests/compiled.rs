@@ -311,3 +311,48 @@ fn progenyof_is_the_process_its_parent_or_an_ancestor() {
         .collect();
     assert_eq!(got, [vec![1, 1, 0, 0], vec![1, 1, 1, 0]]);
 }
+
+#[test]
+fn chip_and_lgrp_come_from_the_cpu_places() {
+    let prog = compile(
+        "profile:::tick-1 { trace(curcpu->cpu_id); trace(curcpu->cpu_chip); trace(lgrp); }",
+        &CompileOptions::default(),
+    )
+    .unwrap_or_else(|e| panic!("{e:?}"));
+    let mut fw = Framework::new(Options::default(), 3);
+    fw.set_cpu_places(vec![
+        dtrace_framework::CpuPlace::default(),
+        dtrace_framework::CpuPlace::default(),
+        dtrace_framework::CpuPlace { chip: 4, lgrp: 5 },
+    ]);
+    fw.enable(&prog, false).unwrap();
+    fw.go().unwrap();
+    let tick = fw.list_probes(&dtrace_dif::program::ProbeDesc {
+        provider: "profile".into(),
+        name: "tick-1".into(),
+        ..Default::default()
+    })[0]
+        .id;
+    fw.fire(tick, 2, &FiringContext::default());
+    fw.stop().unwrap();
+    let data = fw.switch_buffer(2).unwrap().data;
+    let (_, e, b) = RecordIter::new(&data, |e| fw.eprobe(e).map(|d| d.size))
+        .next()
+        .unwrap()
+        .unwrap();
+    let d = fw.eprobe(e).unwrap();
+    let vals: Vec<u64> = d
+        .recs
+        .iter()
+        .filter(|r| r.size >= 4)
+        .map(|r| match r.size {
+            4 => u32::from_ne_bytes(
+                b[r.offset as usize..r.offset as usize + 4]
+                    .try_into()
+                    .unwrap(),
+            ) as u64,
+            _ => u64_at(b, r.offset as usize),
+        })
+        .collect();
+    assert_eq!(vals, [2, 4, 5]);
+}

@@ -50,6 +50,7 @@ pub mod rtld;
 pub mod session;
 pub mod signals;
 pub mod symbols;
+pub mod topology;
 pub mod tracefs;
 pub mod uprobe;
 pub mod vtime;

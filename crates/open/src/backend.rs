@@ -95,6 +95,8 @@ fn tracer(linux: Option<dtrace_linux::LinuxTracing>) -> (Box<dyn Tracer>, Box<dy
         })
         .unwrap_or(1);
     let mut t = FrameworkTracer::new(ncpus);
+    t.framework()
+        .set_cpu_places(dtrace_linux::topology::cpu_places(ncpus));
     let mut ctx = consumer_context();
     // BEGIN and END run in this thread: with a kernel reader, `curthread` is its task and kernel
     // reads through it are made now (without one, they fault as before).

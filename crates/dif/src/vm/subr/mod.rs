@@ -14,6 +14,10 @@ use crate::vm::machine::Machine;
 pub const AF_INET: u64 = 2;
 /// Linux `AF_INET6`.
 pub const AF_INET6: u64 = 10;
+/// Linux `ARPHRD_ETHER` (`<linux/if_arp.h>`): Ethernet, 6-byte addresses.
+pub const ARPHRD_ETHER: u64 = 1;
+/// Linux `ARPHRD_INFINIBAND`: IP over InfiniBand, 20-byte addresses.
+pub const ARPHRD_INFINIBAND: u64 = 32;
 /// Largest `memstr` length (DTrace's `dtrace_memstr_max`).
 pub const MEMSTR_MAX: u64 = 4096;
 /// Largest size `copyin`/`copyout`/`bcopy` accept in one call.
@@ -29,7 +33,7 @@ fn min_args(s: Subr) -> usize {
     match s {
         Rand | Speculation | Random => 0,
         Copyin | Strjoin | Strchr | Strrchr | Strstr | Strtok | Substr | Index | Rindex
-        | InetNtop | Memref | Json | Alloca | Bcopy => match s {
+        | InetNtop | LinkNtop | Memref | Json | Alloca | Bcopy => match s {
             Alloca => 1,
             Bcopy => 3,
             _ => 2,
@@ -276,7 +280,7 @@ impl Machine {
                 }
                 AF_INET6 => {
                     let b = self.arg_bytes::<16>(env, arg(1))?;
-                    self.put_str(&strfn::ntoa6(&b))
+                    self.put_str(&strfn::ntoa6(&b, true))
                 }
                 _ => Err(illop("inet_ntop address family not AF_INET or AF_INET6")),
             },
@@ -284,9 +288,25 @@ impl Machine {
                 let b = self.arg_bytes::<4>(env, arg(0))?;
                 self.put_str(&strfn::ntoa(&b))
             }
+            // DTrace for Linux's optional second argument asks for the strict form of embedded
+            // IPv4 addresses (`::ffff:a.b.c.d` rather than `a.b.c.d`).
             InetNtoa6 => {
                 let b = self.arg_bytes::<16>(env, arg(0))?;
-                self.put_str(&strfn::ntoa6(&b))
+                self.put_str(&strfn::ntoa6(&b, arg(1) != 0))
+            }
+            LinkNtop => {
+                let len = match arg(0) {
+                    ARPHRD_ETHER => 6,
+                    ARPHRD_INFINIBAND => 20,
+                    _ => {
+                        return Err(illop(
+                            "link_ntop hardware type not ARPHRD_ETHER or ARPHRD_INFINIBAND",
+                        ))
+                    }
+                };
+                let mut b = [0u8; 20];
+                self.read(env.obj, env.mem, arg(1), &mut b[..len])?;
+                self.put_str(&strfn::link_ntop(&b[..len]))
             }
             Memref => {
                 let mut b = [0u8; 16];

@@ -330,15 +330,26 @@ pub fn ntoa(b: &[u8; 4]) -> Vec<u8> {
     format!("{}.{}.{}.{}", b[0], b[1], b[2], b[3]).into_bytes()
 }
 
-/// `inet_ntoa6`/`inet_ntop(AF_INET6)`: DTrace's IPv6 text form (the longest run of zero groups as `::`,
-/// IPv4-mapped and -compatible addresses with a dotted quad).
-pub fn ntoa6(b: &[u8; 16]) -> Vec<u8> {
+/// `link_ntop`: a link-layer address as lower-case hex bytes joined by colons.
+pub fn link_ntop(b: &[u8]) -> Vec<u8> {
+    let hex: Vec<String> = b.iter().map(|x| format!("{x:02x}")).collect();
+    hex.join(":").into_bytes()
+}
+
+/// `inet_ntoa6`/`inet_ntop(AF_INET6)`: DTrace's IPv6 text form (the longest run of zero groups as `::`).
+/// IPv4-mapped and -compatible addresses (five zero groups then `ffff`, or six zero groups then
+/// anything but `::` and `::1`) end in a dotted quad: `strict` keeps their IPv6 prefix
+/// (`::ffff:10.0.0.1`, inet_ntop's form), otherwise the dotted quad is all (inet_ntoa6's default).
+pub fn ntoa6(b: &[u8; 16], strict: bool) -> Vec<u8> {
     let groups: Vec<u16> = (0..8)
         .map(|i| u16::from_be_bytes([b[2 * i], b[2 * i + 1]]))
         .collect();
     let v4_tail = b[..10].iter().all(|&x| x == 0)
         && ((b[10] == 0xff && b[11] == 0xff)
             || (b[10] == 0 && b[11] == 0 && u32::from_be_bytes([b[12], b[13], b[14], b[15]]) > 1));
+    if v4_tail && !strict {
+        return ntoa(&[b[12], b[13], b[14], b[15]]);
+    }
     let ngroups = if v4_tail { 6 } else { 8 };
     // Longest run of zero groups (the first of equal runs).
     let (mut best, mut best_len, mut i) = (usize::MAX, 0usize, 0usize);
@@ -522,23 +533,49 @@ mod tests {
     fn inet_formats() {
         assert_eq!(s(ntoa(&[192, 168, 1, 2])), "192.168.1.2");
         let mut a = [0u8; 16];
-        assert_eq!(s(ntoa6(&a)), "::");
+        assert_eq!(s(ntoa6(&a, false)), "::");
         a[15] = 1;
-        assert_eq!(s(ntoa6(&a)), "::1");
+        assert_eq!(s(ntoa6(&a, false)), "::1");
+        assert_eq!(s(ntoa6(&a, true)), "::1");
         let mut m = [0u8; 16];
         m[10] = 0xff;
         m[11] = 0xff;
         m[12..].copy_from_slice(&[10, 0, 0, 1]);
-        assert_eq!(s(ntoa6(&m)), "::ffff:10.0.0.1");
+        assert_eq!(s(ntoa6(&m, true)), "::ffff:10.0.0.1");
+        assert_eq!(s(ntoa6(&m, false)), "10.0.0.1");
         let mut c = [0u8; 16];
         c[12..].copy_from_slice(&[10, 0, 0, 1]);
-        assert_eq!(s(ntoa6(&c)), "::10.0.0.1");
+        assert_eq!(s(ntoa6(&c, true)), "::10.0.0.1");
+        assert_eq!(s(ntoa6(&c, false)), "10.0.0.1");
+        // seven zero groups then anything but 0 or 1 is IPv4-compatible too
+        let mut d = [0u8; 16];
+        d[15] = 2;
+        assert_eq!(s(ntoa6(&d, false)), "0.0.0.2");
+        // ffff must follow exactly five zero groups
+        let mut f = [0u8; 16];
+        f[10] = 0xff;
+        f[11] = 0xfe;
+        f[12] = 0x7f;
+        f[15] = 1;
+        assert_eq!(s(ntoa6(&f, false)), "::fffe:7f00:1");
         let x: [u8; 16] = [
             0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x02, 0x11, 0x22, 0xff, 0xfe, 0x33, 0x44, 0x55,
         ];
-        assert_eq!(s(ntoa6(&x)), "fe80::211:22ff:fe33:4455");
+        assert_eq!(s(ntoa6(&x, false)), "fe80::211:22ff:fe33:4455");
         let y: [u8; 16] = [0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1];
-        assert_eq!(s(ntoa6(&y)), "2001:db8:0:1::1");
+        assert_eq!(s(ntoa6(&y, true)), "2001:db8:0:1::1");
+    }
+
+    #[test]
+    fn link_addresses() {
+        assert_eq!(s(link_ntop(&[0, 1, 2, 0xab, 4, 0xff])), "00:01:02:ab:04:ff");
+        let ib: Vec<u8> = (0..20).collect();
+        let text = s(link_ntop(&ib));
+        assert_eq!(text.len(), 20 * 3 - 1);
+        assert!(
+            text.starts_with("00:01:02:03") && text.ends_with(":13"),
+            "{text}"
+        );
     }
 
     #[test]
