@@ -371,10 +371,12 @@ fn sched_probes_without_tracepoints_fire_on_fbt() {
             &[
                 "-q",
                 "-n",
-                "sched:::enqueue /args[1]->pr_pid == $target/ { @e = count(); } \
+                "sched:::enqueue /args[1]->pr_pid == $target/ { @e = count(); \
+                 @cpu = max(args[2]->cpu_id); } \
                  sched:::dequeue /args[1]->pr_pid == $target/ { @d = count(); } \
                  sched:::tick /pid == $target/ { @t[args[1]->pr_fname] = count(); } \
                  END { printa(\"enqueue %@d\\n\", @e); printa(\"dequeue %@d\\n\", @d); \
+                 printa(\"cpu %@d\\n\", @cpu); \
                  printa(\"tick %s %@d\\n\", @t); }",
                 "-c",
                 &exe,
@@ -390,6 +392,13 @@ fn sched_probes_without_tracepoints_fire_on_fbt() {
         // Each sleep takes the thread off its run queue and its wakeup puts it back.
         assert!(count("enqueue ") >= 5, "{m}: {out}");
         assert!(count("dequeue ") >= 5, "{m}: {out}");
+        // args[2] is the run queue's CPU.
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
+        let cpu = out
+            .lines()
+            .find_map(|l| l.strip_prefix("cpu ")?.trim().parse::<u64>().ok())
+            .unwrap_or_else(|| panic!("{m}: no cpu line: {out}"));
+        assert!(cpu < cpus, "{m}: {out}");
         // 50 ms of CPU time spans several clock ticks at any HZ.
         assert!(count("tick scheduled ") >= 2, "{m}: {out}");
         if surrender {

@@ -27,5 +27,17 @@ translator cpuinfo_t < processorid_t C > {
 	cpu_info = NULL;
 };
 
+/*
+ * The CPU whose run queue R is (sched:::enqueue and dequeue's args[2]); its chip and node are known
+ * only when it is the CPU the probe fires on, -1 otherwise.
+ */
+translator cpuinfo_t < struct rq *R > {
+	cpu_id = R->cpu;
+	cpu_pset = 0;
+	cpu_chip = R->cpu == cpu ? chip : -1;
+	cpu_lgrp = R->cpu == cpu ? lgrp : -1;
+	cpu_info = NULL;
+};
+
 inline cpuinfo_t *curcpu = xlate <cpuinfo_t *> (cpu);
 inline psetid_t pset = curcpu->cpu_pset;
