@@ -118,6 +118,7 @@ fn program_seed() -> Vec<u8> {
         attrs: Vec::new(),
         print_types: Vec::new(),
         providers: Vec::new(),
+        ..Default::default()
     };
     let bytes = program::program_to_dof_bytes(&p, &Default::default()).unwrap();
     assert_eq!(program::program_from_dof_bytes(&bytes).unwrap(), p);
