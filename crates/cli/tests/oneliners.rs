@@ -173,7 +173,7 @@ fn exec_and_exit_of_the_targets_progeny() {
 #[test]
 fn tracemem_of_scratch_with_a_dynamic_size() {
     let out = begin_only(
-        "BEGIN { this->p = (char *)alloca(4); this->p[0] = 0x41; this->p[1] = 0x42; \
+        "BEGIN { this->p = (char *)alloca(20); this->p[0] = 0x41; this->p[1] = 0x42; \
          tracemem(this->p, 20); tracemem(this->p, 20, 3); exit(0); }",
     );
     let head = "             0  1  2  3  4  5  6  7  8  9  a  b  c  d  e  f  0123456789abcdef\n";

@@ -154,7 +154,9 @@ impl DynVarSpace {
         let cost = self.cost(key, &value);
         if let Some(slot) = self.slot_of(key) {
             let e = self.s.slots[slot as usize].as_mut()?;
-            if self.s.used - e.cost + cost > self.s.limit {
+            let others = self.s.used - e.cost;
+            // At least one variable fits, however small the space (as `capacity` says).
+            if others > 0 && others + cost > self.s.limit {
                 self.count_full();
                 return None;
             }
@@ -163,7 +165,7 @@ impl DynVarSpace {
             e.value = value;
             return Some(slot);
         }
-        if self.s.used.saturating_add(cost) > self.s.limit {
+        if self.s.used > 0 && self.s.used.saturating_add(cost) > self.s.limit {
             self.count_full();
             return None;
         }

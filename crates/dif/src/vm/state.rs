@@ -397,6 +397,19 @@ mod tests {
     }
 
     #[test]
+    fn one_variable_fits_however_small_the_space() {
+        // As `capacity` sizes the kernel's map: at least one entry.
+        let mut s = DynVarSpace::new(8);
+        s.set_entry_size(20);
+        assert!(s.put(key(1), Stored::Int(1)));
+        assert!(s.put(key(1), Stored::Int(2)));
+        assert!(!s.put(key(2), Stored::Int(3)));
+        s.remove(&key(1));
+        assert!(s.put(key(2), Stored::Int(3)));
+        assert_eq!(s.drops(), 1);
+    }
+
+    #[test]
     fn freed_slots_wait_for_two_cleaner_passes() {
         let mut s = DynVarSpace::new(1 << 20);
         s.set_entry_size(16);
