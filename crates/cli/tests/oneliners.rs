@@ -107,8 +107,9 @@ fn copyinstr_with_a_length_keeps_that_many_characters() {
     assert_eq!(out, "[hello\\n] [hel]\n\n");
 }
 
-/// `tracemem()` of what `copyin()` fetched: the constant size is recorded (scratch past the
-/// copied bytes reads as zeros), and a third argument limits what is printed.
+/// `tracemem()` of what `copyinto()` fetched into `alloca()`'d scratch: the constant size is
+/// recorded (the scratch past the copied bytes reads as zeros), and a third argument limits what
+/// is printed.
 #[test]
 fn tracemem_of_copied_in_bytes() {
     if !kernel_ok("tracemem_of_copied_in_bytes") {
@@ -117,7 +118,8 @@ fn tracemem_of_copied_in_bytes() {
     let (out, _) = on_prog(&[
         "-qn",
         "syscall::write:entry /pid == $target/ \
-         { tracemem(copyin(arg1, 6), 16); tracemem(copyin(arg1, 6), 16, arg2); }",
+         { this->p = (char *)alloca(16); copyinto(arg1, 6, this->p); \
+         tracemem(this->p, 16); tracemem(this->p, 16, arg2); }",
     ]);
     let head = "             0  1  2  3  4  5  6  7  8  9  a  b  c  d  e  f  0123456789abcdef\n";
     assert_eq!(

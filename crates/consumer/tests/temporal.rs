@@ -123,6 +123,8 @@ fn run(
         h.setopt("temporal", None).unwrap();
     }
     h.setopt("quiet", None).unwrap();
+    // Each work() below, 2 ms apart, reads the buffers.
+    h.setopt("switchrate", Some("1ms")).unwrap();
     let prog = Program {
         formats: vec!["%d\n".into()],
         ..Program::default()
