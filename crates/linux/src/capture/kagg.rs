@@ -58,6 +58,11 @@ pub(crate) const VARS_KEY: i16 = TIMESTAMP - 8;
 /// The address of the clause's record in the ring (zero when the ring was full), below the
 /// clause-locals of `capture::kvars`.
 const REC: i16 = VARS_KEY - 8 * (super::kvars::MAX_LOCALS as i16 + 1);
+/// 1 when [`REC`] holds a reserved record, 0 when the ring was full. The record is submitted on
+/// this flag, a constant the verifier tracks exactly, not on the reloaded pointer: a verifier
+/// before Linux 6.2 or so follows the null branch of a test of a reloaded ring pointer too, and
+/// finds the record unreleased there.
+const REC_OK: i16 = REC - 8;
 
 /// `BPF_NOEXIST`: create only.
 const BPF_NOEXIST: i32 = 1;
@@ -329,8 +334,9 @@ pub fn emit_aggs(
         stores_before(a, steps);
         if c.record.is_some() {
             let none = a.label();
+            a.load(Size::DW, R1, R10, REC_OK);
+            a.jmp_imm(op::JEQ, R1, 0, none);
             a.load(Size::DW, R7, R10, REC);
-            a.jmp_imm(op::JEQ, R7, 0, none);
             super::codegen::emit_submit(a, ring);
             a.bind(none);
         }
@@ -363,10 +369,12 @@ fn emit_reserve(
         .call(helper::RINGBUF_RESERVE);
     a.jmp_imm(op::JNE, R0, 0, have);
     a.store_imm(Size::DW, R10, REC, 0);
+    a.store_imm(Size::DW, R10, REC_OK, 0);
     let counted = a.label();
     emit_count_drop(a, ring.drops, VAL, counted);
     a.bind(counted).ja(body);
     a.bind(have).mov(R7, R0).store(Size::DW, R10, REC, R7);
+    a.mov_imm(R1, 1).store(Size::DW, R10, REC_OK, R1);
     for off in (0..total).step_by(8) {
         a.store_imm(Size::DW, R7, off as i16, 0);
     }
@@ -760,7 +768,7 @@ fn emit_square_add(a: &mut Asm) {
 }
 
 // The slots fit the eBPF stack, 8-aligned.
-const _: () = assert!(REC >= -512 && GEN % 8 == 0 && KEYBUF % 8 == 0);
+const _: () = assert!(REC_OK >= -512 && GEN % 8 == 0 && KEYBUF % 8 == 0);
 
 #[cfg(test)]
 mod tests {
