@@ -1359,8 +1359,10 @@ impl<'o> Checker<'o> {
         let module = (!module.is_empty()).then_some(module);
         let found = self.probe_info.and_then(|p| p.symbol(module, name, user));
         let Some((addr, tyname)) = found else {
+            // (Only a name that could be a variable's gets the reason.)
             let why = self
                 .probe_info
+                .filter(|_| is_c_identifier(name))
                 .and_then(|p| p.symbols_unlisted(module, user))
                 .map(|w| format!(" ({w})"))
                 .unwrap_or_default();
@@ -1387,4 +1389,12 @@ impl<'o> Checker<'o> {
         let a = TExpr::int(addr, self.types.pointer_to(ty), line);
         Ok(self.read_place(Place::Mem(Box::new(a), user), ty, line))
     }
+}
+
+/// Whether `s` is a C identifier (a letter or `_`, then letters, digits and `_`).
+fn is_c_identifier(s: &str) -> bool {
+    let mut c = s.chars();
+    c.next()
+        .is_some_and(|f| f.is_ascii_alphabetic() || f == '_')
+        && c.all(|x| x.is_ascii_alphanumeric() || x == '_')
 }
