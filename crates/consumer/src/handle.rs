@@ -705,12 +705,11 @@ impl Handle {
         self.adopt_new_probes();
         let r = r.and_then(|_| self.check_status());
         self.record(r)?;
-        // As DTrace's, a snapshot is taken when `aggrate` has passed and the buffers are read when
-        // `switchrate` has (both may change with setopt()); everything once tracing has stopped.
+        // The buffers are read when `switchrate` has passed, as DTrace's (it may change with
+        // setopt()), and always once tracing has stopped. A snapshot is taken at each call, so
+        // what printa() shows is as fresh as the records it comes with.
         let stopped = self.state == State::Stopped;
-        if stopped || self.is_due(self.last_agg, "aggrate") {
-            self.aggregate_snap()?;
-        }
+        self.aggregate_snap()?;
         if stopped || self.is_due(self.last_switch, "switchrate") {
             self.consume(out, pfunc, rfunc)?;
         }
