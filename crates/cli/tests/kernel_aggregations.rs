@@ -151,7 +151,9 @@ fn clauses_beside_kernel_aggregations_and_keys_from_probe_names() {
         return;
     }
     let w = writer("kagg-mixed");
-    let cmd = format!("{} 500 2", w.display());
+    // On one CPU: records print CPU by CPU, so a writer that moved CPU could have a record printed
+    // after the marker's printa() of the same switch (as in DTrace).
+    let cmd = format!("taskset -c 0 {} 500 2", w.display());
     // A recording clause on the same probe, and a clause on several probes keyed by their names.
     let script = "syscall::write:entry,syscall::getppid:entry /pid == $target/ \
         { @[probefunc, probename, \"k\"] = count(); } \
