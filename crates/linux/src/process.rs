@@ -628,13 +628,7 @@ pub fn raise_in_thread(pid: u32, tid: u32, signal: u64) -> Result<()> {
             sig as libc::c_long,
         )
     };
-    match r {
-        0 => Ok(()),
-        _ => match std::io::Error::last_os_error() {
-            e if e.raw_os_error() == Some(libc::ESRCH) => Ok(()),
-            e => Err(LinuxError::from_io("tgkill", e)),
-        },
-    }
+    signalled(r == 0, "tgkill")
 }
 
 /// `stop()`: stops process `pid` (`SIGSTOP`), as DTrace's `stop()` stops the process that fired
@@ -652,12 +646,17 @@ fn signal_process(pid: u32, sig: libc::c_int) -> Result<()> {
     let pid = libc::pid_t::try_from(pid)
         .map_err(|_| LinuxError::BadProbe(format!("no process {pid}")))?;
     // SAFETY: kill takes two integers and touches no memory of ours.
-    match unsafe { libc::kill(pid, sig) } {
-        0 => Ok(()),
-        _ => match std::io::Error::last_os_error() {
-            e if e.raw_os_error() == Some(libc::ESRCH) => Ok(()),
-            e => Err(LinuxError::from_io("kill", e)),
-        },
+    let r = unsafe { libc::kill(pid, sig) };
+    signalled(r == 0, "kill")
+}
+
+/// The result of a signalling call `call` that succeeded or set errno: a target that is gone
+/// (`ESRCH`) is not an error.
+fn signalled(ok: bool, call: &str) -> Result<()> {
+    match std::io::Error::last_os_error() {
+        _ if ok => Ok(()),
+        e if e.raw_os_error() == Some(libc::ESRCH) => Ok(()),
+        e => Err(LinuxError::from_io(call, e)),
     }
 }
 
