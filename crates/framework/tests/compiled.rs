@@ -13,12 +13,7 @@ fn run(src: &str) -> (Framework, Vec<u8>, dtrace_framework::Enabling) {
     fw.set_clock(Box::new(clock));
     let en = fw.enable(&prog, false).unwrap();
     fw.go().unwrap();
-    let tick = fw.list_probes(&dtrace_dif::program::ProbeDesc {
-        provider: "profile".into(),
-        name: "tick-1".into(),
-        ..Default::default()
-    })[0]
-        .id;
+    let tick = tick_1(&mut fw);
     for i in 0..3u64 {
         let mut ctx = FiringContext {
             execname: "sh".into(),
@@ -279,12 +274,7 @@ fn progenyof_is_the_process_its_parent_or_an_ancestor() {
     let mut fw = Framework::new(Options::default(), 1);
     fw.enable(&prog, false).unwrap();
     fw.go().unwrap();
-    let tick = fw.list_probes(&dtrace_dif::program::ProbeDesc {
-        provider: "profile".into(),
-        name: "tick-1".into(),
-        ..Default::default()
-    })[0]
-        .id;
+    let tick = tick_1(&mut fw);
     for ancestors in [vec![], vec![5, 1]] {
         let ctx = FiringContext {
             pid: 10,
@@ -327,12 +317,7 @@ fn chip_and_lgrp_come_from_the_cpu_places() {
     ]);
     fw.enable(&prog, false).unwrap();
     fw.go().unwrap();
-    let tick = fw.list_probes(&dtrace_dif::program::ProbeDesc {
-        provider: "profile".into(),
-        name: "tick-1".into(),
-        ..Default::default()
-    })[0]
-        .id;
+    let tick = tick_1(&mut fw);
     fw.fire(tick, 2, &FiringContext::default());
     fw.stop().unwrap();
     let data = fw.switch_buffer(2).unwrap().data;
@@ -355,4 +340,14 @@ fn chip_and_lgrp_come_from_the_cpu_places() {
         })
         .collect();
     assert_eq!(vals, [2, 4, 5]);
+}
+
+/// The id of `profile:::tick-1`.
+fn tick_1(fw: &mut Framework) -> u32 {
+    fw.list_probes(&dtrace_dif::program::ProbeDesc {
+        provider: "profile".into(),
+        name: "tick-1".into(),
+        ..Default::default()
+    })[0]
+        .id
 }
