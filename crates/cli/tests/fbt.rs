@@ -263,12 +263,9 @@ int main(int argc, char **argv) {
 const NINEP: &str = "9pnet";
 
 #[test]
-fn module_functions_fire_with_kprobes_and_untyped_arguments() {
+fn module_functions_fire_on_each_mechanism_typed_from_the_module_btf() {
     let test = "fbt_module";
-    if !common::kernel_ok(test)
-        || !common::have_gcc(test)
-        || !kernel_has(KernelFeature::Kprobes, test)
-    {
+    if !common::kernel_ok(test) || !common::have_gcc(test) {
         return;
     }
     let (rc, out, _) = dtrace(&["-l", "-n", &format!("fbt:{NINEP}:p9_client_open:entry")]);
@@ -284,6 +281,20 @@ fn module_functions_fire_with_kprobes_and_untyped_arguments() {
         return;
     }
     assert!(out.contains(NINEP), "{out}");
+    // The module's own BTF types its arguments, its own structs included (`struct p9_fid` is
+    // 9pnet's, not the kernel's); without it they are untyped registers.
+    let module_btf = std::path::Path::new("/sys/kernel/btf").join(NINEP).exists();
+    let (rc, out, err) = dtrace(&["-lv", "-n", &format!("fbt:{NINEP}:p9_client_open:entry")]);
+    assert_eq!(rc, 0, "{err}");
+    let first = match module_btf {
+        true => "args[0]: struct p9_fid *",
+        false => "args[0]: uint64_t",
+    };
+    assert!(out.contains(first), "{out}");
+    let fid = match module_btf {
+        true => "args[0]->fid >= 0",
+        false => "arg0 != 0",
+    };
     let exe = common::compile_c(
         &common::test_dir("fbtmod"),
         "opener",
@@ -299,7 +310,7 @@ fn module_functions_fire_with_kprobes_and_untyped_arguments() {
                 "-q",
                 "-n",
                 &format!(
-                    "fbt:{NINEP}:p9_client_open:entry /pid == $target/ {{ @e = count(); }} \
+                    "fbt:{NINEP}:p9_client_open:entry /pid == $target && {fid}/ {{ @e = count(); }} \
                      fbt:{NINEP}:p9_client_open:return /pid == $target/ {{ @r = count(); @v = max(arg1); }} \
                      END {{ printa(\"%@d\", @e); printa(\" %@d\", @r); printa(\" %@d\\n\", @v); }}"
                 ),

@@ -47,6 +47,9 @@ struct TypeRec {
 pub struct Btf {
     types: Vec<TypeRec>,
     strings: Vec<u8>,
+    /// For a module's split BTF: the kernel's BTF, whose types and strings this one continues
+    /// (`types` then start at id `base.len()`, `strings` at offset `base.strings.len()`).
+    base: Option<std::sync::Arc<Btf>>,
 }
 
 fn bad(reason: impl Into<String>) -> LinuxError {
@@ -72,8 +75,25 @@ impl Btf {
         Self::parse(&data)
     }
 
+    /// Reads module `module`'s split BTF (`/sys/kernel/btf/<module>`) on top of the kernel's.
+    pub fn load_module(module: &str, vmlinux: std::sync::Arc<Btf>) -> Result<Btf> {
+        if module.is_empty() || module.contains('/') || module.starts_with('.') {
+            return Err(bad(format!("bad module name {module:?}")));
+        }
+        let path = format!("/sys/kernel/btf/{module}");
+        let data = std::fs::read(&path)
+            .map_err(|e| LinuxError::Unavailable(format!("module BTF ({path}): {e}")))?;
+        Self::parse_split(&data, Some(vmlinux))
+    }
+
     /// Parses BTF bytes (little-endian).
     pub fn parse(b: &[u8]) -> Result<Btf> {
+        Self::parse_split(b, None)
+    }
+
+    /// Parses BTF bytes (little-endian) whose type ids and string offsets continue those of
+    /// `base` when given (a module's split BTF over the kernel's).
+    pub fn parse_split(b: &[u8], base: Option<std::sync::Arc<Btf>>) -> Result<Btf> {
         if b.len() < 24 || u16::from_le_bytes([b[0], b[1]]) != MAGIC {
             return Err(bad("not little-endian BTF (bad magic)"));
         }
@@ -89,13 +109,18 @@ impl Btf {
         };
         let tsec = section(type_off, type_len)?;
         let strings = section(str_off, str_len)?.to_vec();
-        let mut types = vec![TypeRec {
-            name_off: 0,
-            kind: 0,
-            size: 0,
-            members: Vec::new(),
-            params: Vec::new(),
-        }];
+        // A split blob's types start after its base's (whose void type 0 it shares).
+        let mut types = match base {
+            Some(_) => Vec::new(),
+            None => vec![TypeRec {
+                name_off: 0,
+                kind: 0,
+                size: 0,
+                members: Vec::new(),
+                params: Vec::new(),
+            }],
+        };
+        let base_strings = base.as_ref().map_or(0, |b| b.strings.len());
         let mut at = 0usize;
         while at < tsec.len() {
             if types.len() > MAX_TYPES {
@@ -131,8 +156,14 @@ impl Btf {
                 for m in 0..vlen {
                     let mo = at + 12 * m;
                     let off = u32_at(tsec, mo + 8)?;
+                    let name_off = u32_at(tsec, mo)?;
+                    let name = match (&base, name_off.checked_sub(base_strings as u32)) {
+                        (Some(_), Some(own)) => str_at(&strings, own),
+                        (Some(b), None) => b.name(name_off),
+                        (None, _) => str_at(&strings, name_off),
+                    };
                     members.push(Member {
-                        name: str_at(&strings, u32_at(tsec, mo)?).to_string(),
+                        name: name.to_string(),
                         type_id: u32_at(tsec, mo + 4)?,
                         bit_offset: if kflag { off & 0x00ff_ffff } else { off },
                     });
@@ -152,36 +183,73 @@ impl Btf {
                 params,
             });
         }
-        Ok(Btf { types, strings })
+        Ok(Btf {
+            types,
+            strings,
+            base,
+        })
     }
 
-    /// Number of types (plus the void type 0).
+    /// The id of this blob's first own type: 0 (void) for the kernel's, the base's length for a
+    /// module's split BTF.
+    pub fn first_id(&self) -> u32 {
+        self.base.as_ref().map_or(0, |b| b.len() as u32)
+    }
+
+    /// Number of types (plus the void type 0), the base's included.
     pub fn len(&self) -> usize {
-        self.types.len()
+        self.first_id() as usize + self.types.len()
     }
 
     /// Whether there are no types besides void.
     pub fn is_empty(&self) -> bool {
-        self.types.len() <= 1
+        self.len() <= 1
+    }
+
+    /// Type `id`, in this blob or its base.
+    fn ty(&self, id: u32) -> Option<&TypeRec> {
+        match (&self.base, id.checked_sub(self.first_id())) {
+            (Some(_), Some(own)) => self.types.get(own as usize),
+            (Some(b), None) => b.ty(id),
+            (None, _) => self.types.get(id as usize),
+        }
+    }
+
+    /// The string at offset `off` of this blob's string table (continuing its base's).
+    fn name(&self, off: u32) -> &str {
+        match &self.base {
+            Some(b) => match off.checked_sub(b.strings.len() as u32) {
+                Some(own) => str_at(&self.strings, own),
+                None => b.name(off),
+            },
+            None => str_at(&self.strings, off),
+        }
+    }
+
+    /// This blob's own types with their ids (a split blob's base not included).
+    fn own_types(&self) -> impl Iterator<Item = (u32, &TypeRec)> {
+        let first = self.first_id();
+        self.types
+            .iter()
+            .enumerate()
+            .map(move |(i, t)| (first + i as u32, t))
     }
 
     /// The id of the complete struct named `name`.
     pub fn struct_id(&self, name: &str) -> Option<u32> {
-        self.types
-            .iter()
-            .position(|t| {
-                t.kind == KIND_STRUCT && t.size > 0 && str_at(&self.strings, t.name_off) == name
-            })
-            .map(|i| i as u32)
+        self.own_types()
+            .find(|(_, t)| t.kind == KIND_STRUCT && t.size > 0 && self.name(t.name_off) == name)
+            .map(|(i, _)| i)
+            .or_else(|| self.base.as_ref()?.struct_id(name))
     }
 
     /// The id of the typedef named `name` (e.g. `btf_trace_sched_switch`, which typed raw
     /// tracepoint programs attach by).
     pub fn typedef_id(&self, name: &str) -> Option<u32> {
-        self.types
-            .iter()
-            .position(|t| t.kind == KIND_TYPEDEF && str_at(&self.strings, t.name_off) == name)
-            .map(|i| i as u32)
+        self.own_types()
+            .find(|(_, t)| t.kind == KIND_TYPEDEF && self.name(t.name_off) == name)
+            .map(|(i, _)| i)
+            .or_else(|| self.base.as_ref()?.typedef_id(name))
     }
 
     /// The byte offset of member `member` in struct/union `id`, looking through anonymous members
@@ -201,7 +269,7 @@ impl Btf {
         if depth > 8 {
             return None;
         }
-        let t = self.types.get(id as usize)?;
+        let t = self.ty(id)?;
         for m in &t.members {
             *budget = budget.checked_sub(1)?;
             if m.name == member {
@@ -210,7 +278,7 @@ impl Btf {
         }
         for m in t.members.iter().filter(|m| m.name.is_empty()) {
             *budget = budget.checked_sub(1)?;
-            let inner = self.types.get(m.type_id as usize)?;
+            let inner = self.ty(m.type_id)?;
             if inner.kind == KIND_STRUCT || inner.kind == KIND_UNION {
                 if let Some(o) = self.member_offset_depth(m.type_id, member, depth + 1, budget) {
                     return Some(m.bit_offset / 8 + o);
@@ -250,7 +318,8 @@ impl Btf {
     }
 
     /// The ids of every function by name (the first of a name wins), and the names that several
-    /// `FUNC` records share (static functions of one name and different prototypes).
+    /// `FUNC` records share (static functions of one name and different prototypes). For a
+    /// module's split BTF, only the module's own functions.
     pub fn func_index(
         &self,
     ) -> (
@@ -259,13 +328,13 @@ impl Btf {
     ) {
         let mut m = std::collections::HashMap::new();
         let mut several = std::collections::HashSet::new();
-        for (i, t) in self.types.iter().enumerate() {
+        for (i, t) in self.own_types() {
             if t.kind == KIND_FUNC {
-                let name = str_at(&self.strings, t.name_off);
+                let name = self.name(t.name_off);
                 if m.contains_key(name) {
                     several.insert(name.to_string());
                 } else {
-                    m.insert(name.to_string(), i as u32);
+                    m.insert(name.to_string(), i);
                 }
             }
         }
@@ -275,11 +344,11 @@ impl Btf {
     /// The signature of function `func_id` (a `FUNC` record); `None` when it is not one or its
     /// prototype is malformed.
     pub fn func_signature(&self, func_id: u32) -> Option<FuncSignature> {
-        let f = self.types.get(func_id as usize)?;
+        let f = self.ty(func_id)?;
         if f.kind != KIND_FUNC {
             return None;
         }
-        let proto = self.types.get(f.size as usize)?;
+        let proto = self.ty(f.size)?;
         if proto.kind != KIND_FUNC_PROTO {
             return None;
         }
@@ -320,7 +389,7 @@ impl Btf {
     /// Kind, size and signedness of `id` once typedefs and qualifiers are looked through.
     fn resolve(&self, mut id: u32) -> (u32, u32, bool) {
         for _ in 0..32 {
-            let Some(t) = self.types.get(id as usize) else {
+            let Some(t) = self.ty(id) else {
                 break;
             };
             match t.kind {
@@ -340,10 +409,10 @@ impl Btf {
     /// The C name of type `id` (qualifiers and type tags left out; anonymous and function types
     /// pointed at become `void`).
     pub fn type_name(&self, id: u32, depth: usize) -> String {
-        let Some(t) = self.types.get(id as usize).filter(|_| depth < 32) else {
+        let Some(t) = self.ty(id).filter(|_| depth < 32) else {
             return "void".into();
         };
-        let name = str_at(&self.strings, t.name_off);
+        let name = self.name(t.name_off);
         match t.kind {
             KIND_PTR => {
                 let inner = self.type_name(t.size, depth + 1);
@@ -484,6 +553,91 @@ mod tests {
             0x9f, 0xeb, 1, 0, 24, 0, 0, 0, 0, 0, 0, 0, 99, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
         ])
         .is_err());
+    }
+
+    /// A BTF blob of `types` (already encoded) and `strings`.
+    fn blob(types: &[u32], strings: &[u8]) -> Vec<u8> {
+        let tlen = (types.len() * 4) as u32;
+        let mut b = vec![0x9f, 0xeb, 1, 0];
+        for w in [24, 0, tlen, tlen, strings.len() as u32] {
+            b.extend_from_slice(&u32::to_le_bytes(w));
+        }
+        for w in types {
+            b.extend_from_slice(&w.to_le_bytes());
+        }
+        b.extend_from_slice(strings);
+        b
+    }
+
+    #[test]
+    fn split_btf_continues_its_bases_ids_and_strings() {
+        // Base: 1 int, 2 struct base_s { int a; }.
+        let base_strings = b"\0int\0base_s\0a\0";
+        let base = blob(
+            &[
+                1,
+                1 << 24,
+                4,
+                (1 << 24) | 32, // int: signed, 32 bits
+                5,
+                (4 << 24) | 1,
+                4,
+                12,
+                1,
+                0, // struct base_s { int a; }
+            ],
+            base_strings,
+        );
+        let base = std::sync::Arc::new(Btf::parse(&base).unwrap());
+        assert_eq!(base.len(), 3);
+        // Module: 3 struct mod_s { int b; struct base_s *c; }, 4 base_s *, 5 mod_s *,
+        // 6 int (struct mod_s *), 7 func mod_fn.
+        let o = base_strings.len() as u32;
+        let module = blob(
+            &[
+                o,
+                (4 << 24) | 2,
+                16,
+                o + 6,
+                1,
+                0,
+                o + 8,
+                4,
+                64, // struct mod_s
+                0,
+                2 << 24,
+                2, // base_s *
+                0,
+                2 << 24,
+                3, // mod_s *
+                0,
+                (13 << 24) | 1,
+                1,
+                0,
+                5, // int (struct mod_s *)
+                o + 10,
+                12 << 24,
+                6, // mod_fn
+            ],
+            b"mod_s\0b\0c\0mod_fn\0",
+        );
+        let m = Btf::parse_split(&module, Some(base)).unwrap();
+        assert_eq!((m.first_id(), m.len()), (3, 8));
+        let (ids, several) = m.func_index();
+        assert_eq!(ids.get("mod_fn"), Some(&7));
+        assert!(several.is_empty() && !ids.contains_key("int"));
+        let sig = m.func_signature(7).unwrap();
+        assert_eq!(sig.params[0].native, "struct mod_s *");
+        assert_eq!(sig.ret.unwrap().dtype, "int32_t");
+        assert_eq!(m.struct_id("mod_s"), Some(3));
+        assert_eq!(m.struct_id("base_s"), Some(2));
+        assert_eq!(m.member_offset(3, "c"), Some(8));
+        assert_eq!(m.type_name(4, 0), "struct base_s *");
+        // A split blob's string offsets past its own table name nothing, without a panic.
+        let bad = blob(&[o + 99, (4 << 24), 0], b"x\0");
+        let b2 = std::sync::Arc::new(Btf::parse(&blob(&[], b"\0")).unwrap());
+        let m2 = Btf::parse_split(&bad, Some(b2)).unwrap();
+        assert!(m2.struct_id("x").is_none());
     }
 
     #[test]

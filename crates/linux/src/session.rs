@@ -487,12 +487,20 @@ impl Session {
                 conditions,
                 also,
             } => {
-                // A module's functions are always placed with (single) kprobes: see
-                // `catalog::fbt`; kprobe-multi links reach module functions only on newer kernels.
+                // A module's function is placed on a trampoline (by its id in the module's BTF
+                // object) when the catalogue typed it from that BTF, otherwise with (single)
+                // kprobes: see `catalog::fbt`; kprobe-multi links reach module functions only on
+                // newer kernels.
                 let in_module = module != crate::catalog::fbt::KERNEL_MODULE;
-                let mechanism = match in_module {
+                let mechanism = match in_module && *btf_id == 0 {
                     true => crate::features::FbtMechanism::Kprobe,
                     false => crate::features::fbt_mechanism()?,
+                };
+                let btf_obj_fd = match (in_module, mechanism) {
+                    (true, crate::features::FbtMechanism::Fentry) => {
+                        crate::bpf::btf_obj::module_btf_fd(module)? as u32
+                    }
+                    _ => 0,
                 };
                 let mut shape = ProbeShape {
                     ctx: CtxKind::TypedRawTracepoint,
@@ -509,8 +517,14 @@ impl Session {
                         // A trampoline program is loaded for one function (its BTF id).
                         for (_, id) in &functions {
                             let kind = match ret {
-                                true => ProgKind::Fexit { btf_id: *id },
-                                false => ProgKind::Fentry { btf_id: *id },
+                                true => ProgKind::Fexit {
+                                    btf_id: *id,
+                                    btf_obj_fd,
+                                },
+                                false => ProgKind::Fentry {
+                                    btf_id: *id,
+                                    btf_obj_fd,
+                                },
                             };
                             let (prog, report) = load(kind, &shape, &fds)?;
                             capture_report = report;

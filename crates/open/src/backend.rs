@@ -15,6 +15,7 @@ use crate::ktypes::{KernelTypeLoader, LinuxProbeArgs};
 use crate::symbols::LinuxSymbols;
 use dtrace_compiler::ProbeInfo;
 use dtrace_framework::FiringContext;
+use std::sync::Arc;
 
 /// The tracer (framework plus providers) over every CPU of the machine, the symbol lookups its
 /// stacks and addresses print with, and the D compiler for what it traces. Unless `compiles` (D
@@ -36,11 +37,12 @@ pub fn open(
             None
         }
     };
+    let loader = Arc::clone(&types);
     let compiler = DCompiler {
         types: Some(Box::new(move |complete| types.sources(complete))),
         probes: linux
             .clone()
-            .map(|l| Box::new(LinuxProbeArgs(l)) as Box<dyn ProbeInfo + Send>),
+            .map(|l| Box::new(LinuxProbeArgs(l, loader)) as Box<dyn ProbeInfo + Send>),
         model: if ilp32 {
             dtrace_compiler::DataModel::Ilp32
         } else {

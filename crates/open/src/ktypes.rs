@@ -7,6 +7,8 @@
 //! waits for the kernel's types only when it looks a type up in them, so a program that uses none
 //! starts as fast as without them. The converted types live until the process exits and are never
 //! freed (freeing some 100,000 types at exit would cost more than a third of the conversion).
+//! A kernel module's types (its split BTF) join them once one of the module's probes is looked
+//! at (`fbt:ext4:...`), consulted after the kernel's own.
 
 use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -17,18 +19,22 @@ use dtrace_compiler::types::{TypeId, TypeTable};
 use dtrace_compiler::{ProbeInfo, TypeSource};
 use dtrace_ctf::{Container, KernelTypes, SYS_KERNEL_BTF};
 use dtrace_dif::program::ProbeDesc;
+use std::collections::HashMap;
 
 /// The kernel's types, loading in the background (or on demand) until first asked for.
 pub struct KernelTypeLoader {
-    loading: Mutex<Option<JoinHandle<Option<Arc<Container>>>>>,
-    loaded: OnceLock<Option<Arc<Container>>>,
+    loading: Mutex<Option<JoinHandle<Option<Arc<KernelTypes>>>>>,
+    loaded: OnceLock<Option<Arc<KernelTypes>>>,
+    /// Modules whose types the compiler consults after the kernel's, in the order they were asked
+    /// for.
+    modules: Mutex<Vec<String>>,
 }
 
 /// Reads and converts `/sys/kernel/btf/vmlinux` (a kernel without BTF gives no types), keeping the
 /// result for the life of the process: one reference is never released, so the last owner to
 /// go (at exit) does not spend its time freeing every type.
-fn load_kept() -> Option<Arc<Container>> {
-    let types = KernelTypes::load(Path::new(SYS_KERNEL_BTF)).ok()?.vmlinux;
+fn load_kept() -> Option<Arc<KernelTypes>> {
+    let types = Arc::new(KernelTypes::load(Path::new(SYS_KERNEL_BTF)).ok()?);
     std::mem::forget(Arc::clone(&types));
     Some(types)
 }
@@ -47,6 +53,7 @@ impl KernelTypeLoader {
         Arc::new(KernelTypeLoader {
             loading: Mutex::new(handle.flatten()),
             loaded: OnceLock::new(),
+            modules: Mutex::new(Vec::new()),
         })
     }
 
@@ -56,11 +63,33 @@ impl KernelTypeLoader {
         Arc::new(KernelTypeLoader {
             loading: Mutex::new(None),
             loaded: OnceLock::new(),
+            modules: Mutex::new(Vec::new()),
         })
     }
 
     /// The kernel's types, waiting for the load to finish (or loading them now, on demand).
     pub fn get(&self) -> Option<Arc<Container>> {
+        self.kernel().map(|k| Arc::clone(&k.vmlinux))
+    }
+
+    /// Lets compilations find module `module`'s types (after the kernel's own).
+    pub fn add_module(&self, module: &str) {
+        let mut m = self.modules.lock().unwrap_or_else(|p| p.into_inner());
+        if !m.iter().any(|n| n == module) {
+            m.push(module.to_string());
+        }
+    }
+
+    /// The modules added, in order.
+    fn modules(&self) -> Vec<String> {
+        self.modules
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// The kernel's type containers, waiting for the load as [`Self::get`] does.
+    fn kernel(&self) -> Option<Arc<KernelTypes>> {
         self.loaded
             .get_or_init(|| {
                 let h = self
@@ -87,6 +116,7 @@ impl KernelTypeLoader {
         vec![Box::new(LazyKernelTypes {
             loader: Arc::clone(self),
             types: OnceLock::new(),
+            modules: Mutex::new(HashMap::new()),
         })]
     }
 }
@@ -95,6 +125,8 @@ impl KernelTypeLoader {
 struct LazyKernelTypes {
     loader: Arc<KernelTypeLoader>,
     types: OnceLock<Option<CtfTypes>>,
+    /// The added modules' types, converted when first consulted (`None`: the module has none).
+    modules: Mutex<HashMap<String, Option<CtfTypes>>>,
 }
 
 impl LazyKernelTypes {
@@ -103,11 +135,32 @@ impl LazyKernelTypes {
             .get_or_init(|| self.loader.get().map(CtfTypes::new))
             .as_ref()
     }
+
+    /// `name` from the added modules' types, in the order they were added.
+    fn import_from_modules(&self, name: &str, table: &mut TypeTable) -> Option<TypeId> {
+        let added = self.loader.modules();
+        if added.is_empty() {
+            return None;
+        }
+        let kernel = self.loader.kernel()?;
+        let mut cache = self.modules.lock().unwrap_or_else(|p| p.into_inner());
+        for m in added {
+            let types = cache
+                .entry(m.clone())
+                .or_insert_with(|| kernel.module(&m).ok().map(CtfTypes::new));
+            if let Some(id) = types.as_ref().and_then(|t| t.import(name, table)) {
+                return Some(id);
+            }
+        }
+        None
+    }
 }
 
 impl TypeSource for LazyKernelTypes {
     fn import(&self, name: &str, table: &mut TypeTable) -> Option<TypeId> {
-        self.types()?.import(name, table)
+        self.types()?
+            .import(name, table)
+            .or_else(|| self.import_from_modules(name, table))
     }
 
     fn typedef_names(&self) -> Vec<String> {
@@ -118,14 +171,22 @@ impl TypeSource for LazyKernelTypes {
     }
 }
 
-/// The `args[]` types of the Linux providers' probes.
-pub struct LinuxProbeArgs(pub dtrace_linux::LinuxTracing);
+/// The `args[]` types of the Linux providers' probes; the types of a kernel module whose probe is
+/// looked at join the compiler's (through the loader).
+pub struct LinuxProbeArgs(pub dtrace_linux::LinuxTracing, pub Arc<KernelTypeLoader>);
 
 impl ProbeInfo for LinuxProbeArgs {
     fn arg_types(&self, desc: &ProbeDesc) -> Option<Vec<String>> {
         let d =
             dtrace_linux::ProbeDesc::new(&desc.provider, &desc.module, &desc.function, &desc.name);
-        self.0.arg_types(&d)
+        let types = self.0.arg_types(&d)?;
+        let in_module = !desc.module.is_empty()
+            && desc.module != dtrace_linux::catalog::fbt::KERNEL_MODULE
+            && desc.provider.starts_with("fbt");
+        if in_module {
+            self.1.add_module(&desc.module);
+        }
+        Some(types)
     }
 
     fn arg_native_types(&self, desc: &ProbeDesc) -> Option<Vec<String>> {

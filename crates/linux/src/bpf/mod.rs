@@ -2,6 +2,7 @@
 //! consumption. A thin layer of our own over `libc` (see the crate docs for why).
 
 pub use dtrace_ebpf::insn;
+pub mod btf_obj;
 pub mod map;
 pub mod prog;
 pub mod ringbuf;

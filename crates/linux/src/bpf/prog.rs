@@ -35,13 +35,17 @@ pub enum ProgKind {
     },
     /// A kernel function's entry through a BPF trampoline: `ctx` is the u64 argument array.
     Fentry {
-        /// The function's vmlinux BTF id.
+        /// The function's BTF id (in its module's split BTF for a module function).
         btf_id: u32,
+        /// The descriptor of the module's BTF object (`bpf::btf_obj`); 0 for the kernel's own.
+        btf_obj_fd: u32,
     },
     /// A kernel function's return: the argument array, then the return value.
     Fexit {
-        /// The function's vmlinux BTF id.
+        /// As for [`ProgKind::Fentry`].
         btf_id: u32,
+        /// As for [`ProgKind::Fentry`].
+        btf_obj_fd: u32,
     },
 }
 
@@ -145,14 +149,19 @@ impl Program {
             ..Default::default()
         };
         let traced = match kind {
-            ProgKind::TpBtf { btf_id } => Some((attach_type::TRACE_RAW_TP, btf_id)),
-            ProgKind::Fentry { btf_id } => Some((attach_type::TRACE_FENTRY, btf_id)),
-            ProgKind::Fexit { btf_id } => Some((attach_type::TRACE_FEXIT, btf_id)),
+            ProgKind::TpBtf { btf_id } => Some((attach_type::TRACE_RAW_TP, btf_id, 0)),
+            ProgKind::Fentry { btf_id, btf_obj_fd } => {
+                Some((attach_type::TRACE_FENTRY, btf_id, btf_obj_fd))
+            }
+            ProgKind::Fexit { btf_id, btf_obj_fd } => {
+                Some((attach_type::TRACE_FEXIT, btf_id, btf_obj_fd))
+            }
             _ => None,
         };
-        if let Some((expected, btf_id)) = traced {
+        if let Some((expected, btf_id, obj_fd)) = traced {
             attr.expected_attach_type = expected;
             attr.attach_btf_id = btf_id;
+            attr.attach_btf_obj_fd = obj_fd;
         }
         match kind {
             ProgKind::UprobeMulti => attr.expected_attach_type = attach_type::TRACE_UPROBE_MULTI,

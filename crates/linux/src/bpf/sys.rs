@@ -16,6 +16,8 @@ pub mod cmd {
     pub const PROG_TEST_RUN: u32 = 10;
     pub const OBJ_GET_INFO_BY_FD: u32 = 15;
     pub const RAW_TRACEPOINT_OPEN: u32 = 17;
+    pub const BTF_GET_FD_BY_ID: u32 = 19;
+    pub const BTF_GET_NEXT_ID: u32 = 23;
     pub const LINK_CREATE: u32 = 28;
 }
 
@@ -108,6 +110,8 @@ pub struct ProgLoadAttr {
     pub line_info: u64,
     pub line_info_cnt: u32,
     pub attach_btf_id: u32,
+    /// The BTF object `attach_btf_id` is in (a module's); 0 for the kernel's.
+    pub attach_btf_obj_fd: u32,
 }
 
 /// `union bpf_attr` for `BPF_RAW_TRACEPOINT_OPEN`.
@@ -191,6 +195,28 @@ pub struct InfoAttr {
     pub bpf_fd: u32,
     pub info_len: u32,
     pub info: u64,
+}
+
+/// `union bpf_attr` for `BPF_BTF_GET_NEXT_ID` (`id`: the id to start after) and
+/// `BPF_BTF_GET_FD_BY_ID` (`id`: the object's).
+#[repr(C)]
+#[derive(Default)]
+pub struct IdAttr {
+    pub id: u32,
+    pub next_id: u32,
+    pub open_flags: u32,
+}
+
+/// `struct bpf_btf_info`, as `BPF_OBJ_GET_INFO_BY_FD` fills it for a BTF object.
+#[repr(C)]
+#[derive(Default)]
+pub struct BtfInfo {
+    pub btf: u64,
+    pub btf_size: u32,
+    pub id: u32,
+    pub name: u64,
+    pub name_len: u32,
+    pub kernel_btf: u32,
 }
 
 /// Calls bpf(2) with `attr`; returns the non-negative result or the errno as an `io::Error`.

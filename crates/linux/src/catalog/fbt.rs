@@ -2,7 +2,10 @@
 //! the kernel lets ftrace trace (`available_filter_functions`, whose `[module]` tags name the module;
 //! `vmlinux` otherwise), attached as fentry/fexit programs (BPF trampolines) on the function's BTF
 //! id, or as kprobes where the kernel has no trampolines (`crate::kprobe`: the same probes, their
-//! arguments read from the registers; untyped where the kernel has no BTF). `args[]` are typed from the function's BTF prototype and `arg0..` are the raw values; a
+//! arguments read from the registers; untyped where the kernel has no BTF). A module's functions
+//! are typed from the module's split BTF (`/sys/kernel/btf/<module>`) and placed on trampolines
+//! by the module's BTF object, or with kprobes, untyped, where the module has no BTF.
+//! `args[]` are typed from the function's BTF prototype and `arg0..` are the raw values; a
 //! return probe has the return value in `arg1` and `args[1]` (its `arg0`, the offset of the return
 //! instruction in DTrace, is 0: a trampoline does not know which return was taken).
 //!
@@ -35,13 +38,24 @@ pub const DENIED: &[&str] = &[
 /// The module name of functions built into the kernel image.
 pub const KERNEL_MODULE: &str = "vmlinux";
 
-/// The kernel's BTF and its functions by name.
+/// The BTF of the kernel or of one module (split over the kernel's), and its functions by name.
 struct FbtTypes {
-    btf: Btf,
+    btf: std::sync::Arc<Btf>,
     ids: HashMap<String, u32>,
     /// Names of several functions in the BTF (the kernel attaches by name, to the first).
     several: HashSet<String>,
 }
+
+impl FbtTypes {
+    fn of(btf: std::sync::Arc<Btf>) -> FbtTypes {
+        let (ids, several) = btf.func_index();
+        FbtTypes { btf, ids, several }
+    }
+}
+
+/// A module's BTF, `None` where it has none.
+#[derive(Debug)]
+struct ModuleTypes(Option<FbtTypes>);
 
 impl std::fmt::Debug for FbtTypes {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -59,6 +73,8 @@ pub struct FbtCatalog {
     /// Pairs that name several functions (a trampoline attaches by name, so to only one of them).
     ambiguous: HashSet<(String, String)>,
     types: OnceLock<std::result::Result<FbtTypes, String>>,
+    /// Each module's BTF, read the first time one of its probes is built.
+    module_types: std::sync::Mutex<HashMap<String, std::sync::Arc<ModuleTypes>>>,
     /// Names several kernel symbols have (kallsyms), read when kprobes are asked for: a kprobe
     /// placed by name refuses them.
     several_symbols: OnceLock<std::result::Result<HashSet<String>, String>>,
@@ -115,6 +131,7 @@ impl FbtCatalog {
             funcs,
             ambiguous: HashSet::new(),
             types: OnceLock::new(),
+            module_types: Default::default(),
             several_symbols: OnceLock::new(),
         }
     }
@@ -176,12 +193,26 @@ impl FbtCatalog {
     fn types(&self) -> std::result::Result<&FbtTypes, String> {
         self.types
             .get_or_init(|| {
-                let btf = Btf::load_vmlinux().map_err(|e| e.to_string())?;
-                let (ids, several) = btf.func_index();
-                Ok(FbtTypes { btf, ids, several })
+                let btf = std::sync::Arc::new(Btf::load_vmlinux().map_err(|e| e.to_string())?);
+                Ok(FbtTypes::of(btf))
             })
             .as_ref()
             .map_err(Clone::clone)
+    }
+
+    /// Module `module`'s BTF (`/sys/kernel/btf/<module>`, split over the kernel's), read once;
+    /// `None` where the module publishes none or the kernel has no BTF.
+    fn module_types(&self, module: &str) -> std::sync::Arc<ModuleTypes> {
+        let mut cache = self.module_types.lock().unwrap_or_else(|p| p.into_inner());
+        let entry = cache.entry(module.to_string()).or_insert_with(|| {
+            let types = self.types().ok().and_then(|k| {
+                Btf::load_module(module, std::sync::Arc::clone(&k.btf))
+                    .ok()
+                    .map(|m| FbtTypes::of(std::sync::Arc::new(m)))
+            });
+            std::sync::Arc::new(ModuleTypes(types))
+        });
+        std::sync::Arc::clone(entry)
     }
 
     /// The probe `desc` names, or why it cannot be traced.
@@ -223,20 +254,43 @@ impl FbtCatalog {
         let module = desc.module != KERNEL_MODULE;
         let kprobes = crate::features::fbt_mechanism().map_err(|e| e.to_string())?
             == crate::features::FbtMechanism::Kprobe;
-        if (module || kprobes) && self.several_symbols()?.contains(&desc.function) {
-            return Err(format!(
-                "not yet supported: {} names several functions of the kernel (kallsyms), \
-                 which a kprobe cannot tell apart",
-                desc.function
-            ));
+        let kprobe_by_name = |what: &Self| -> std::result::Result<(), String> {
+            match what.several_symbols()?.contains(&desc.function) {
+                true => Err(format!(
+                    "not yet supported: {} names several functions of the kernel (kallsyms), \
+                     which a kprobe cannot tell apart",
+                    desc.function
+                )),
+                false => Ok(()),
+            }
+        };
+        if kprobes {
+            kprobe_by_name(self)?;
         }
         if module {
-            // A module's functions are placed with kprobes whatever the mechanism (fentry on a
-            // module function needs the module's BTF object, which is not yet supported), and
-            // their arguments are untyped (the compiler knows only vmlinux's types).
+            // A module's functions are typed from the module's BTF where it publishes one (and
+            // placed on trampolines by its BTF object, or with kprobes); otherwise they are
+            // placed with kprobes, untyped.
+            let types = self.module_types(&desc.module);
+            let typed = types
+                .0
+                .as_ref()
+                .filter(|t| !t.several.contains(&desc.function))
+                .and_then(|t| Some((t, *t.ids.get(&desc.function)?)));
+            if let Some((t, id)) = typed {
+                let sig = t
+                    .btf
+                    .func_signature(id)
+                    .ok_or_else(|| format!("{}: malformed BTF prototype", desc.function))?;
+                if let Ok(p) = probe_of(desc, id, &sig, ret) {
+                    return Ok(p);
+                }
+            }
+            kprobe_by_name(self)?;
             if !crate::kprobe::available() {
                 return Err(format!(
-                    "not yet supported: fbt probes in modules without kprobes ({} of {})",
+                    "{} of {} cannot be traced: the module has no BTF for it and this kernel \
+                     has no kprobes",
                     desc.function, desc.module
                 ));
             }
