@@ -242,18 +242,26 @@ fn btf_reader_survives_mutations() {
     assert_eq!(sig.params[0].native, "struct s *");
     assert_eq!(sig.ret.unwrap().dtype, "uint32_t");
     let mut rng = Rng(99);
+    let base = std::sync::Arc::new(b);
+    let exercise = |b: &dtrace_linux::btf::Btf| {
+        if let Some(id) = b.struct_id("s") {
+            let _ = b.member_offset(id, "b");
+        }
+        for id in b.func_ids().into_values() {
+            let _ = b.func_signature(id);
+        }
+        for id in 0..b.len() as u32 + 2 {
+            let _ = b.type_name(id, 0);
+        }
+    };
     for _ in 0..4000 {
         let m = rng.mutate(&btf);
         if let Ok(b) = dtrace_linux::btf::Btf::parse(&m) {
-            if let Some(id) = b.struct_id("s") {
-                let _ = b.member_offset(id, "b");
-            }
-            for id in b.func_ids().into_values() {
-                let _ = b.func_signature(id);
-            }
-            for id in 0..b.len() as u32 + 2 {
-                let _ = b.type_name(id, 0);
-            }
+            exercise(&b);
+        }
+        // The same bytes as a module's split BTF over the good blob.
+        if let Ok(b) = dtrace_linux::btf::Btf::parse_split(&m, Some(std::sync::Arc::clone(&base))) {
+            exercise(&b);
         }
     }
 }
