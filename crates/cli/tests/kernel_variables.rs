@@ -108,7 +108,7 @@ fn a_thread_local_used_in_dtrace_keeps_all_its_clauses_there() {
         ),
         (
             "BEGIN { self->n = 1; } syscall::write:entry /pid == $target/ { self->n = 2; }",
-            "its probes are not kernel tracepoints",
+            "its probes fire in dtrace",
         ),
     ] {
         let (rc, _, err) = dtrace_way(true, &["-qv", "-n", script, "-c", &cmd]);

@@ -51,6 +51,9 @@ pub(crate) struct Shared {
     pub(crate) active: crate::fasthash::TagSet,
     /// Per tag: `(argument, copy index)` of arguments delivered as the address of a capture.
     pub(crate) arg_copies: crate::fasthash::TagMap<Vec<(usize, usize)>>,
+    /// `profile-N`/`tick-N` fire from perf events of the session ([`LinuxTracing::drive_profile`]),
+    /// so their clauses can run in the kernel.
+    perf_profile: bool,
     /// Tags of perf-event probes (`profile-N`, `tick-N`): their kernel stacks start at the
     /// interrupted instruction, so nothing is trimmed off them.
     pub(crate) sampled: crate::fasthash::TagSet,
@@ -564,7 +567,7 @@ impl Shared {
                 ));
             }
             let exits = matches!(self.kplans.get(i), Some(Ok(p)) if p.exits());
-            let at_kernel_probe = kvars::KERNEL_PROVIDERS.contains(&info.provider.as_str());
+            let at_kernel_probe = !fires_in_dtrace(&info.provider, &info.name);
             if kernel_aggs && exits && at_kernel_probe && !matches!(in_kernel, Some(Ok(()))) {
                 let why = match &in_kernel {
                     Some(Err(e)) => e.to_string(),
@@ -703,14 +706,17 @@ impl Shared {
                 let vars = self.tvars.get(i).cloned().unwrap_or_default();
                 let plan = self.kplans.get(i);
                 let records = matches!(plan, Some(Ok(p)) if p.records());
-                let whole = match (&off, plan) {
+                let probes =
+                    kvars::kernel_probes(e, &self.catalog, &mut self.user, self.perf_profile);
+                let whole = match (&off, plan, &probes) {
                     // Nothing to check: a variable the kernel does not keep.
                     _ if vars.iter().any(|v| !v.integer) => Ok(()),
-                    (Some(why), _) => Err(why.clone()),
-                    (None, Some(plan)) => {
-                        kvars::runs_whole(e, plan, &self.catalog, &vars, self.strsize)
+                    (_, _, Err(why)) => Err(why.clone()),
+                    (Some(why), _, _) => Err(why.clone()),
+                    (None, Some(plan), Ok(probes)) => {
+                        kvars::runs_whole(e, plan, probes, &vars, self.strsize)
                     }
-                    (None, None) => Err("not planned".into()),
+                    (None, None, _) => Err("not planned".into()),
                 };
                 facts.push(kvars::ClauseFacts {
                     desc: self
@@ -720,7 +726,9 @@ impl Shared {
                     vars,
                     whole,
                     records,
-                    probes: kvars::probes_of(e, &self.catalog),
+                    probes: probes
+                        .map(|ps| ps.iter().map(|p| p.desc.to_string()).collect())
+                        .unwrap_or_default(),
                 });
             }
         }
@@ -780,14 +788,17 @@ fn desc_of(e: &dtrace_dif::program::EcbDesc) -> String {
     format!("{}:{}:{}:{}", d.provider, d.module, d.function, d.name)
 }
 
+/// Whether a probe named `name` of `provider` is `BEGIN`, `END`, `ERROR` or a `tick-N` timer,
+/// whose `exit()` dtrace sees first (timers fire in dtrace where perf events cannot drive them).
+fn fires_in_dtrace(provider: &str, name: &str) -> bool {
+    provider == "dtrace" || matches!(name, "BEGIN" | "END" | "ERROR") || name.starts_with("tick-")
+}
+
 /// Whether clause `e` calls `exit()` at a probe other than `BEGIN`, `END`, `ERROR` and the
-/// `tick-N` timers (which fire in dtrace itself).
+/// `tick-N` timers (see [`fires_in_dtrace`]).
 fn exits_at_kernel_probe(e: &dtrace_dif::program::EcbDesc) -> bool {
     let d = &e.probe;
-    let in_dtrace = d.provider == "dtrace"
-        || matches!(d.name.as_str(), "BEGIN" | "END" | "ERROR")
-        || d.name.starts_with("tick-");
-    !in_dtrace
+    !fires_in_dtrace(&d.provider, &d.name)
         && e.actions
             .iter()
             .any(|a| a.kind == dtrace_dif::program::ActionKind::Exit)
@@ -871,6 +882,7 @@ impl LinuxTracing {
                 active: Default::default(),
                 arg_copies: Default::default(),
                 sampled: Default::default(),
+                perf_profile: false,
                 execargs_from_proc: Default::default(),
                 image_replaced: Default::default(),
                 note_processes: false,
@@ -1010,6 +1022,7 @@ impl LinuxTracing {
     /// Makes `fw`'s `profile` probes fire from perf events of this session.
     pub fn drive_profile(&self, fw: &mut Framework) {
         fw.set_profile_driver(Box::new(profile::PerfProfileDriver::new(self.clone())));
+        self.lock().perf_profile = true;
     }
 
     /// Records what `program`'s clauses read, so the probes they enable capture it. Call before
