@@ -3,8 +3,10 @@
 //!
 //! A variable lives in the kernel only when every clause that reads or writes it, in every
 //! program of the session (all `-n`/`-s` programs are planned together), runs whole at the probe:
-//! its probes are kernel probes, its actions are aggregating functions, stores and records the
-//! probe's code builds ([`ClausePlan`]), and it translates at every probe it matches
+//! its probes fire in the kernel (tracepoints, `fbt`, `pid` and USDT uprobes, `profile` and
+//! `tick` perf events; never `BEGIN`/`END`, which fire in dtrace), its actions are aggregating
+//! functions, stores and records the probe's code builds ([`ClausePlan`]), and it translates at
+//! every probe it matches
 //! (`capture::kagg::check_clause`). One clause that cannot keeps every variable it uses in
 //! dtrace, and with them every other clause that uses those, until nothing changes: the two
 //! paths never share a variable, so nothing changes meaning. A clause that records runs there only
@@ -36,7 +38,8 @@ use std::collections::{BTreeMap, BTreeSet};
 /// use them too).
 pub const KERNEL_VARIABLES_ENV: &str = "DTRACE_KERNEL_VARIABLES";
 
-/// Providers whose probes fire in the kernel, where a clause can run whole.
+/// The tracepoint providers (with `fbt`, the per-process `pid` and USDT providers and
+/// `profile` on perf events, the probes where a clause can run whole: see [`kernel_probes`]).
 pub(crate) const KERNEL_PROVIDERS: [&str; 5] = ["syscall", "proc", "sched", "io", "sdt"];
 
 /// Where a D variable is visible.
