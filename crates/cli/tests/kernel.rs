@@ -344,9 +344,26 @@ fn raise_at_the_probe_reaches_the_thread_before_it_returns_to_user_space() {
     );
     // Each firing that raised still prints its probe line.
     assert!(out.contains("ioctl:entry"), "{out}");
-    // A predicate dtrace decides keeps the signal there: it arrives, later.
-    let d =
-        "syscall::ioctl:entry /pid == $target && !self->done/ { raise(SIGUSR1); self->done = 1; }";
+    // A clause that runs whole at the probe, its thread-local there, sends it there too.
+    let d = "syscall::ioctl:entry /pid == $target && !self->done/ { raise(SIGUSR1); \
+        self->done = 1; }";
+    let (rc, out, err) = dtrace(&["-wv", "-n", d, "-c", &exe]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(
+        err.contains(
+            "runs whole in the kernel at 1 probe (variables self->done live in the kernel)"
+        ) && err.contains("raise() and stop() are sent in the kernel at 1 probe"),
+        "{err}"
+    );
+    assert!(
+        out.contains("signalled before the first call returned"),
+        "{out}"
+    );
+    let lines = out.lines().filter(|l| l.trim().ends_with("ioctl:entry"));
+    assert_eq!(lines.count(), 1, "{out}");
+    // A predicate only dtrace decides keeps the signal there: it arrives, later.
+    let d = "syscall::ioctl:entry /pid == $target && lltostr(arg1) == \"21505\" && !self->done/ \
+        { raise(SIGUSR1); self->done = 1; }";
     let (rc, out, err) = dtrace(&["-wv", "-n", d, "-c", &exe]);
     assert_eq!(rc, 0, "{err}");
     assert!(

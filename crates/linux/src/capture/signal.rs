@@ -6,7 +6,8 @@
 //! `bpf_send_signal(SIGSTOP)` to its process; both helpers exist in every program type a probe
 //! uses (tracepoints, raw tracepoints, kprobes and uprobes, perf events, fentry).
 //!
-//! The clause itself still runs in dtrace, which records the firing (the probe line prints) and
+//! A clause that runs whole at the probe (`capture::kagg`) sends its signal where its record
+//! is built, with the same emitters. Otherwise the clause itself still runs in dtrace, which records the firing (the probe line prints) and
 //! sends nothing (`Framework::signal_elsewhere`). Nothing is sent before tracing starts, after it
 //! stops or after an `exit()` in the kernel (the control map and exit flag of `capture::kagg`).
 //! A clause whose predicate, signal or earlier actions do not translate, or whose earlier actions
@@ -92,16 +93,24 @@ pub fn emit_signals(a: &mut Asm, shape: &ProbeShape, s: &KernelSignals) -> Signa
         match &t.signal {
             Some(f) => {
                 f.emit(a);
-                a.mov(R1, R0);
-                a.call(helper::SEND_SIGNAL_THREAD);
+                emit_raise(a);
             }
-            None => {
-                a.mov_imm(R1, SIGSTOP);
-                a.call(helper::SEND_SIGNAL);
-            }
+            None => emit_stop(a),
         }
         a.bind(next);
     }
     a.bind(done);
     report
+}
+
+/// `raise()` of the signal in r0, to the thread that fired the probe.
+pub(crate) fn emit_raise(a: &mut Asm) {
+    a.mov(R1, R0);
+    a.call(helper::SEND_SIGNAL_THREAD);
+}
+
+/// `stop()`: `SIGSTOP` to the process of the thread that fired the probe.
+pub(crate) fn emit_stop(a: &mut Asm) {
+    a.mov_imm(R1, SIGSTOP);
+    a.call(helper::SEND_SIGNAL);
 }

@@ -341,6 +341,17 @@ pub struct RecordAction {
     pub size: u32,
     /// It is `exit()`: tracing ends with this firing (see [`KernelAggs::exit`]).
     pub exit: bool,
+    /// It is `raise()` or `stop()`: it sends its signal (see [`super::signal`]).
+    pub signal: Option<SignalAction>,
+}
+
+/// A destructive action that sends a signal at the probe.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SignalAction {
+    /// `raise(sig)`: its value, to the thread that fired the probe.
+    Raise,
+    /// `stop()`: `SIGSTOP` to the process of that thread.
+    Stop,
 }
 
 /// The largest record a clause builds at the probe.

@@ -584,6 +584,10 @@ impl Shared {
             if let Some(Ok(())) = in_kernel {
                 self.kernel_aggregated.insert((i, info.id));
                 self.kvars_enabled |= self.placement.in_kernel(i);
+                // Its raise() or stop() is sent where its record is built.
+                if let Some(c) = self.kernel.get_mut(i).filter(|c| c.signals.is_some()) {
+                    c.signals_in_kernel += 1;
+                }
             }
             if let (Some(Err(e)), true) = (&in_kernel, self.placement.in_kernel(i)) {
                 return Err(format!(
