@@ -31,3 +31,52 @@ pub fn plan_signal(e: &EcbDesc) -> Option<Result<KernelSignal, String>> {
         signal,
     }))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dtrace_dif::object::DifObject;
+    use dtrace_dif::program::ActionDesc;
+
+    fn action(kind: ActionKind, difo: bool) -> ActionDesc {
+        ActionDesc {
+            kind,
+            difo: difo.then(DifObject::default),
+            arg: 0,
+            uarg: 0,
+            ntuple: 0,
+        }
+    }
+
+    fn clause(actions: Vec<ActionDesc>) -> EcbDesc {
+        EcbDesc {
+            probe: Default::default(),
+            predicate: Some(DifObject::default()),
+            actions,
+            line: 0,
+        }
+    }
+
+    #[test]
+    fn a_clause_sends_its_one_signal_after_the_actions_before_it() {
+        assert!(plan_signal(&clause(vec![action(ActionKind::DifExpr, true)])).is_none());
+        let Some(Ok(s)) = plan_signal(&clause(vec![
+            action(ActionKind::DifExpr, true),
+            action(ActionKind::Raise, true),
+            action(ActionKind::DifExpr, true),
+        ])) else {
+            panic!("raise() planned")
+        };
+        assert_eq!(s.before.len(), 1);
+        assert!(s.signal.is_some() && s.predicate.is_some());
+        let Some(Ok(s)) = plan_signal(&clause(vec![action(ActionKind::Stop, false)])) else {
+            panic!("stop() planned")
+        };
+        assert!(s.signal.is_none() && s.before.is_empty());
+        let two = clause(vec![
+            action(ActionKind::Stop, false),
+            action(ActionKind::Raise, true),
+        ]);
+        assert!(matches!(plan_signal(&two), Some(Err(_))));
+    }
+}
