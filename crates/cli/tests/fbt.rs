@@ -139,6 +139,38 @@ fn entry_arguments_are_typed_from_btf_and_chain() {
     }
 }
 
+#[test]
+fn the_entry_return_idiom_runs_whole_in_the_kernel_on_each_mechanism() {
+    // The sizes read kept from entry to return in a thread-local, and a global counting the
+    // reads: both live in the kernel, and print what they print in dtrace.
+    let d = "int n; fbt::vfs_read:entry /pid == $target/ { self->size = arg2; n = n + 1; } \
+             fbt::vfs_read:return /self->size/ { @s = sum(self->size); @m = max(n); \
+             @r = sum(arg1); self->size = 0; } \
+             END { printa(\"%@d\\n\", @s); printa(\"%@d\\n\", @m); printa(\"%@d\\n\", @r); }";
+    let exe = prog().display().to_string();
+    for m in mechanisms("fbt_entry_return_idiom") {
+        let mut outs = Vec::new();
+        for kernel in ["1", "0"] {
+            let (rc, out, err) = dtrace_with_env(
+                &[("DTRACE_FBT", m), ("DTRACE_KERNEL_VARIABLES", kernel)],
+                &["-qv", "-n", d, "-c", &exe],
+            );
+            assert_eq!(rc, 0, "{m}: {err}");
+            for n in [1, 2] {
+                let whole = err.lines().any(|l| {
+                    l.starts_with(&format!("dtrace: clause {n} "))
+                        && l.contains("runs whole in the kernel at 1 probe (variables")
+                });
+                assert_eq!(whole, kernel == "1", "{m}: clause {n}: {err}");
+            }
+            let nums: Vec<i64> = out.lines().filter_map(|l| l.trim().parse().ok()).collect();
+            assert_eq!(nums, [448, 7, 448], "{m}: {out}");
+            outs.push(out);
+        }
+        assert_eq!(outs[0], outs[1], "{m}");
+    }
+}
+
 /// How many functions have trampolines now (`enabled_functions` lines).
 fn enabled_functions() -> usize {
     ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]

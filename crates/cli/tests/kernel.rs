@@ -296,6 +296,84 @@ fn strsize_from_the_command_line_sizes_strings_copied_at_the_probe() {
 /// `raise()` sends its signal to the thread that fired the probe (the firing still prints its
 /// probe line, as DTrace's raise records), and `stop()` stops the process: `sleep 30` dies of
 /// SIGUSR1 at its first sleep, and a stopped one is reported by its state.
+/// Calls ioctl() until SIGUSR1 arrives, and says whether it had arrived when the first call
+/// returned.
+const RAISED: &str = r#"
+#include <signal.h>
+#include <stdio.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+static volatile sig_atomic_t got;
+static void on_usr1(int sig) { (void)sig; got = 1; }
+int main(void) {
+    signal(SIGUSR1, on_usr1);
+    ioctl(-1, 0x5401, 0);
+    if (got) {
+        printf("signalled before the first call returned\n");
+        return 0;
+    }
+    for (int i = 0; i < 30000 && !got; i++) {
+        ioctl(-1, 0x5401, 0);
+        usleep(1000);
+    }
+    printf(got ? "signalled later\n" : "never signalled\n");
+    return 0;
+}
+"#;
+
+#[test]
+fn raise_at_the_probe_reaches_the_thread_before_it_returns_to_user_space() {
+    let t = "raise_at_the_probe";
+    if !kernel_ok(t) || !common::have_gcc(t) {
+        return;
+    }
+    let exe = common::compile_c(&common::test_dir("raised"), "raised", RAISED, &[]);
+    let exe = exe.display().to_string();
+    let d = "syscall::ioctl:entry /pid == $target && arg1 == 0x5401/ { raise(SIGUSR1); }";
+    let (rc, out, err) = dtrace(&["-wv", "-n", d, "-c", &exe]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(
+        err.contains(
+            "clause 1 (syscall::ioctl:entry): raise() and stop() are sent in the kernel at 1 probe"
+        ),
+        "{err}"
+    );
+    assert!(
+        out.contains("signalled before the first call returned"),
+        "{out}"
+    );
+    // Each firing that raised still prints its probe line.
+    assert!(out.contains("ioctl:entry"), "{out}");
+    // A clause that runs whole at the probe, its thread-local there, sends it there too.
+    let d = "syscall::ioctl:entry /pid == $target && !self->done/ { raise(SIGUSR1); \
+        self->done = 1; }";
+    let (rc, out, err) = dtrace(&["-wv", "-n", d, "-c", &exe]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(
+        err.contains(
+            "runs whole in the kernel at 1 probe (variables self->done live in the kernel)"
+        ) && err.contains("raise() and stop() are sent in the kernel at 1 probe"),
+        "{err}"
+    );
+    assert!(
+        out.contains("signalled before the first call returned"),
+        "{out}"
+    );
+    let lines = out.lines().filter(|l| l.trim().ends_with("ioctl:entry"));
+    assert_eq!(lines.count(), 1, "{out}");
+    // A predicate only dtrace decides keeps the signal there: it arrives, later.
+    let d = "syscall::ioctl:entry /pid == $target && lltostr(arg1) == \"21505\" && !self->done/ \
+        { raise(SIGUSR1); self->done = 1; }";
+    let (rc, out, err) = dtrace(&["-wv", "-n", d, "-c", &exe]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(
+        err.contains("raise() and stop() are sent in the kernel at 0 probes, in dtrace at 1 probe"),
+        "{err}"
+    );
+    assert!(out.contains("signalled"), "{out}");
+    assert!(!out.contains("never signalled"), "{out}");
+}
+
 #[test]
 fn raise_and_stop_reach_the_thread_that_fired() {
     if !kernel_ok("raise_and_stop") {

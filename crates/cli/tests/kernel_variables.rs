@@ -108,7 +108,7 @@ fn a_thread_local_used_in_dtrace_keeps_all_its_clauses_there() {
         ),
         (
             "BEGIN { self->n = 1; } syscall::write:entry /pid == $target/ { self->n = 2; }",
-            "its probes are not kernel tracepoints",
+            "its probes fire in dtrace",
         ),
     ] {
         let (rc, _, err) = dtrace_way(true, &["-qv", "-n", script, "-c", &cmd]);
@@ -190,9 +190,128 @@ fn global_scalars_live_in_the_kernel_when_only_kernel_clauses_use_them() {
     assert!(out.contains("400"), "{out}");
     assert!(
         clause_lines(&err, 1).iter().any(|l| l.contains(
-            "END runs in dtrace: its probes are not \
-             kernel tracepoints"
+            "END runs in dtrace: its probes fire in dtrace \
+             (BEGIN"
         )),
         "{err}"
     );
+}
+
+/// Calls libc's write() on /dev/null with sizes 1..=N (N from argv[1]), then spins in `spin()`
+/// for about N milliseconds of CPU time.
+const PID_PROG: &str = r#"
+#include <fcntl.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+static char buf[4096];
+__attribute__((noinline)) long spin(long ms) {
+    struct timespec t0, t;
+    volatile long n = 0;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+    do {
+        for (int i = 0; i < 100000; i++)
+            n++;
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    } while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 < ms);
+    return n;
+}
+int main(int argc, char **argv) {
+    int n = argc > 1 ? atoi(argv[1]) : 100;
+    int fd = open("/dev/null", O_WRONLY);
+    for (int i = 1; i <= n; i++)
+        if (write(fd, buf, i % 4096) < 0)
+            return 1;
+    close(fd);
+    return spin(n) > 0 ? 0 : 1;
+}
+"#;
+
+/// Whether clauses `whole` of `err` (`dtrace -v`'s stderr) ran whole in the kernel, each at one
+/// probe.
+fn ran_whole(err: &str, whole: &[usize]) -> bool {
+    whole.iter().all(|&n| {
+        clause_lines(err, n)
+            .iter()
+            .any(|l| l.contains("runs whole in the kernel at 1 probe (variables"))
+    })
+}
+
+#[test]
+fn the_entry_return_idiom_runs_whole_in_the_kernel_at_pid_probes() {
+    let t = "the_entry_return_idiom_runs_whole_in_the_kernel_at_pid_probes";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let exe = common::compile_c(
+        &common::test_dir("kvars-pid"),
+        "pidprog",
+        PID_PROG,
+        &["-O2"],
+    );
+    let cmd = format!("{} 500", exe.display());
+    // The latency of libc's write(): times differ run to run, the counts do not.
+    let idiom = "pid$target:libc.so.6:write:entry { self->ts = timestamp; } \
+        pid$target:libc.so.6:write:return /self->ts/ { @q = quantize(timestamp - self->ts); \
+        @n = count(); @neg = min(timestamp - self->ts); self->ts = 0; } \
+        END { printa(\"%@d\\n\", @n); printa(\"%@d\\n\", @neg); }";
+    for kernel in [true, false] {
+        let (rc, out, err) = dtrace_way(kernel, &["-qv", "-n", idiom, "-c", &cmd]);
+        assert_eq!(rc, 0, "{err}");
+        assert_eq!(ran_whole(&err, &[1, 2]), kernel, "{err}");
+        let mut nums = out.lines().filter_map(|l| l.trim().parse::<i64>().ok());
+        let (count, min) = (nums.next().unwrap_or(0), nums.next().unwrap_or(-1));
+        assert_eq!(count, 500, "{out}");
+        assert!(min > 0, "{out}");
+    }
+    // What does not depend on time prints the same both ways: the sizes kept from entry to
+    // return, a counter never freed, a global, a predicate on a thread-local.
+    let sizes = "int total; self int n; pid$target:libc.so.6:write:entry { self->size = arg2; \
+        self->n = self->n + 1; total = total + arg2; } \
+        pid$target:libc.so.6:write:return /self->size/ { @s = sum(self->size); \
+        @q = quantize(self->size); @c[self->n % 3] = count(); @t = max(total); \
+        self->size = 0; } \
+        pid$target:libc.so.6:write:return /self->n == 400/ { @at = max(self->n); }";
+    let out = same_both_ways(sizes, &[], &cmd, &[1, 2, 3]);
+    assert!(out.contains("125250"), "{out}");
+}
+
+#[test]
+fn thread_locals_and_globals_are_shared_by_pid_profile_and_tick_clauses_in_the_kernel() {
+    let t = "thread_locals_and_globals_are_shared_by_pid_profile_and_tick_clauses_in_the_kernel";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let exe = common::compile_c(
+        &common::test_dir("kvars-prof"),
+        "pidprog",
+        PID_PROG,
+        &["-O2"],
+    );
+    let cmd = format!("{} 400", exe.display());
+    // The samples taken while the program spins read the thread-local its pid probes keep; the
+    // timer reads the global the samples count, once.
+    let script = "int hits; int said; \
+        pid$target:a.out:spin:entry { self->spinning = 1; } \
+        pid$target:a.out:spin:return { self->spinning = 0; } \
+        profile-997 /self->spinning/ { @k[self->spinning, pid == $target] = count(); \
+        hits = hits + 1; } \
+        tick-1ms /hits > 20 && !said/ { said = 1; printf(\"spinning seen\\n\"); } \
+        END { printa(\"spinning %d %d\\n\", @k); }";
+    let out = same_both_ways(script, &[], &cmd, &[1, 2, 3, 4]);
+    assert!(out.ends_with("\nspinning seen\nspinning 1 1\n\n"), "{out}");
+    // A variable a BEGIN clause shares stays in dtrace with every clause using it (BEGIN, on
+    // no kernel probe, is not numbered).
+    let shared = "int hits; BEGIN { hits = 1; } profile-997 { hits = hits + 1; } \
+        tick-1ms /hits > 20/ { exit(0); }";
+    let (rc, _, err) = dtrace_way(true, &["-qv", "-n", shared]);
+    assert_eq!(rc, 0, "{err}");
+    for n in [1, 2] {
+        assert!(
+            clause_lines(&err, n)
+                .iter()
+                .any(|l| l.contains("variables stay in dtrace")),
+            "clause {n}: {err}"
+        );
+    }
 }

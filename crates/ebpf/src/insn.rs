@@ -169,6 +169,7 @@ pub mod helper {
     pub const GET_FUNC_RET: i32 = 184;
     pub const GET_STACK: i32 = 67;
     pub const SEND_SIGNAL: i32 = 109;
+    pub const SEND_SIGNAL_THREAD: i32 = 117;
     pub const PROBE_READ_USER: i32 = 112;
     pub const PROBE_READ_KERNEL: i32 = 113;
     pub const PROBE_READ_USER_STR: i32 = 114;

@@ -504,6 +504,8 @@ impl Framework {
                         .read_result_into(o, st.mem, val, &mut st.record[r])?;
                 }
             }
+            // Sent already where the probe fired (see `Framework::signal_elsewhere`).
+            ActionKind::Stop if e.signals_elsewhere => {}
             ActionKind::Stop => self
                 .requests
                 .push(DestructiveRequest::Stop { pid: ctx.pid }),
@@ -511,11 +513,13 @@ impl Framework {
                 if let Some(r) = range {
                     store_int(st.record, r.start, 4, val);
                 }
-                self.requests.push(DestructiveRequest::Raise {
-                    pid: ctx.pid,
-                    tid: ctx.tid,
-                    signal: val,
-                })
+                if !e.signals_elsewhere {
+                    self.requests.push(DestructiveRequest::Raise {
+                        pid: ctx.pid,
+                        tid: ctx.tid,
+                        signal: val,
+                    })
+                }
             }
             ActionKind::Chill => {
                 let now = self.clock.now();

@@ -198,6 +198,9 @@ pub(crate) struct Ecb {
     pub(crate) aggids: Vec<u32>,
     /// The clause runs where the probe fires, not here (see [`Framework::run_elsewhere`]).
     pub(crate) elsewhere: bool,
+    /// Its `raise()` and `stop()` are sent where the probe fires (see
+    /// [`Framework::signal_elsewhere`]).
+    pub(crate) signals_elsewhere: bool,
 }
 
 /// An enabled clause as [`Framework::enable_new`] matches it again.
@@ -628,6 +631,7 @@ impl Framework {
             layout: layout.clone(),
             aggids,
             elsewhere: false,
+            signals_elsewhere: false,
         });
     }
 
@@ -689,6 +693,18 @@ impl Framework {
             .and_then(|i| self.ecbs.get_mut(i))
         {
             e.elsewhere = true;
+        }
+    }
+
+    /// Marks ECB `epid`'s `raise()` and `stop()` as sent where its probe fires, when its
+    /// predicate holds there: the clause still runs here and records the firing, and queues
+    /// no [`DestructiveRequest`].
+    pub fn signal_elsewhere(&mut self, epid: u32) {
+        if let Some(e) = (epid as usize)
+            .checked_sub(1)
+            .and_then(|i| self.ecbs.get_mut(i))
+        {
+            e.signals_elsewhere = true;
         }
     }
 

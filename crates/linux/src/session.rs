@@ -10,7 +10,7 @@ use crate::capture::codegen::{
     MAX_SYSCALL_NR, PENDING_VALUE_SIZE,
 };
 use crate::capture::{
-    decode_record, ArgSource, CaptureSpec, CapturedEvent, CopySource, CtxKind, Identity,
+    decode_record, ArgSource, CaptureSpec, CapturedEvent, Condition, CopySource, CtxKind, Identity,
     ProbeShape, Record, RecordLayout,
 };
 use crate::catalog::{AttachPoint, Probe};
@@ -189,6 +189,78 @@ fn monotonic_ns() -> u64 {
     // SAFETY: valid timespec out-parameter.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// The shape a program at one site of a `pid` or USDT probe reads its context with.
+fn uprobe_shape(
+    site: &crate::catalog::UserSite,
+    task: Option<crate::btf::TaskOffsets>,
+) -> ProbeShape {
+    ProbeShape {
+        ctx: CtxKind::Uprobe,
+        args: site.args.clone(),
+        conditions: Vec::new(),
+        identity: Identity::Current,
+        task,
+    }
+}
+
+/// The shape a `profile-N`/`tick-N` perf event's program reads its context with.
+fn profile_shape(task: Option<crate::btf::TaskOffsets>) -> ProbeShape {
+    ProbeShape {
+        ctx: CtxKind::PerfEvent,
+        args: vec![ArgSource::KernelPc, ArgSource::UserPc],
+        conditions: Vec::new(),
+        identity: Identity::Current,
+        task,
+    }
+}
+
+/// The shapes the programs of a probe attached at `at` read their context with, as
+/// [`Session::enable`] builds them (one per site of a user probe; a syscall tracepoint's raw
+/// form reads the same values as its tracefs record; `fbt` by this kernel's mechanism), for
+/// planning what translates there before anything is enabled. Without `task_struct` offsets:
+/// what needs them is refused here, never accepted here and refused at the probe.
+pub(crate) fn planning_shapes(at: &AttachPoint) -> std::result::Result<Vec<ProbeShape>, String> {
+    let shape =
+        |ctx, args: &Vec<ArgSource>, conditions: &Vec<Condition>, identity: &Identity| ProbeShape {
+            ctx,
+            args: args.clone(),
+            conditions: conditions.clone(),
+            identity: *identity,
+            task: None,
+        };
+    Ok(match at {
+        AttachPoint::Tracepoint {
+            args,
+            conditions,
+            identity,
+            ..
+        } => vec![shape(CtxKind::Tracepoint, args, conditions, identity)],
+        AttachPoint::RawTracepoint {
+            args,
+            conditions,
+            identity,
+            ..
+        } => vec![shape(CtxKind::RawTracepoint, args, conditions, identity)],
+        AttachPoint::Uprobe { sites, .. } => sites.iter().map(|s| uprobe_shape(s, None)).collect(),
+        AttachPoint::Fbt {
+            module,
+            args,
+            conditions,
+            ..
+        } => {
+            let kprobe = module != crate::catalog::fbt::KERNEL_MODULE
+                || crate::features::fbt_mechanism().map_err(|e| e.to_string())?
+                    == crate::features::FbtMechanism::Kprobe;
+            let ctx = match kprobe {
+                true => CtxKind::Kprobe,
+                false => CtxKind::TypedRawTracepoint,
+            };
+            vec![shape(ctx, args, conditions, &Identity::Current)]
+        }
+        AttachPoint::Profile { .. } => vec![profile_shape(None)],
+    })
 }
 
 /// Whether records of probes at `attach` speak for the thread running the probe (whose
@@ -441,13 +513,7 @@ impl Session {
                 // One program per site: a USDT probe's sites read their arguments differently.
                 let multi = crate::uprobe::multi_available();
                 for at in sites {
-                    let shape = ProbeShape {
-                        ctx: CtxKind::Uprobe,
-                        args: at.args.clone(),
-                        conditions: Vec::new(),
-                        identity: Identity::Current,
-                        task: self.task,
-                    };
+                    let shape = uprobe_shape(at, self.task);
                     let kind = match multi {
                         true => ProgKind::UprobeMulti,
                         false => ProgKind::Kprobe,
@@ -565,13 +631,7 @@ impl Session {
                 period_ns,
                 all_cpus,
             } => {
-                let shape = ProbeShape {
-                    ctx: CtxKind::PerfEvent,
-                    args: vec![ArgSource::KernelPc, ArgSource::UserPc],
-                    conditions: Vec::new(),
-                    identity: Identity::Current,
-                    task: self.task,
-                };
+                let shape = profile_shape(self.task);
                 let (prog, report) = load(ProgKind::PerfEvent, &shape, &fds)?;
                 capture_report = report;
                 let online = crate::bpf::map::online_cpus()?;

@@ -117,6 +117,9 @@ impl KernelTracer {
             }) else {
                 continue;
             };
+            if self.linux.signals_in_kernel(clause, ep.probe_id) {
+                self.inner.framework().signal_elsewhere(ep.epid);
+            }
             if !self.linux.aggregates_in_kernel(clause, ep.probe_id) {
                 continue;
             }

@@ -632,6 +632,8 @@ pub struct CaptureReport {
     pub filter_over_others: bool,
     /// Per clause of the spec's kernel aggregations.
     pub aggs: super::kagg::AggReport,
+    /// Per clause of the spec's signals sent at the probe.
+    pub signals: super::signal::SignalReport,
 }
 
 /// [`gen_capture`], with the report of what runs in the kernel.
@@ -655,6 +657,10 @@ pub fn gen_capture_reporting(
     let out = a.label();
     a.mov(R6, R1);
     emit_conditions(&mut a, shape, out)?;
+    let signals = match &spec.signals {
+        Some(s) => super::signal::emit_signals(&mut a, shape, s),
+        None => Vec::new(),
+    };
     let aggs = match &spec.aggs {
         Some(k) => super::kagg::emit_aggs(&mut a, shape, k, maps, tag)?,
         None => Vec::new(),
@@ -678,6 +684,7 @@ pub fn gen_capture_reporting(
         filter: Vec::new(),
         filter_over_others: all_in_kernel,
         aggs,
+        signals,
     };
     if !records && bypass.is_none() {
         // Nothing at this probe records.

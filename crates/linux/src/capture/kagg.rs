@@ -25,7 +25,8 @@
 //! CPU's principal buffer unchanged (`Framework::commit_elsewhere`). It does so only when every
 //! clause of the probe runs here, so one firing's records keep the clauses' order; a full ring
 //! counts a drop on the CPU, and the clause's other actions still run. `exit()` also sets the
-//! exit flag, which stops every kernel clause from the next one of that firing on.
+//! exit flag, which stops every kernel clause from the next one of that firing on; `raise()` and
+//! `stop()` send their signal there and then (`capture::signal`).
 //!
 //! Code that can fault (a division, a memory load) stays in dtrace, where the interpreter reports
 //! the fault; so does what the translator does not handle, with the reason in the report.
@@ -34,7 +35,7 @@ use super::codegen::ProbeShape;
 use super::filter::{ShapeContext, FRAME};
 use super::spec::{
     kernel_key_layout, string_key_hash, KernelAgg, KernelAggClause, KernelAggs, KeyKind,
-    MAX_KAGG_KEY, STRING_CONST_MARK,
+    SignalAction, MAX_KAGG_KEY, STRING_CONST_MARK,
 };
 use crate::bpf::insn::{helper, op, Asm, Label, Reg, Size, R0, R1, R10, R2, R3, R4, R5, R7};
 use dtrace_dif::object::DifObject;
@@ -322,6 +323,12 @@ pub fn emit_aggs(
                             emit_exit(a, k.exit);
                             exited_before = true;
                         }
+                        if action.signal == Some(SignalAction::Raise) {
+                            super::signal::emit_raise(a);
+                        }
+                    }
+                    if action.is_some_and(|x| x.signal == Some(SignalAction::Stop)) {
+                        super::signal::emit_stop(a);
                     }
                 }
                 None => {
@@ -869,6 +876,7 @@ mod tests {
                     offset: 16,
                     size: 8,
                     exit: false,
+                    signal: None,
                 },
                 RecordAction {
                     step: 1,
@@ -876,6 +884,7 @@ mod tests {
                     offset: 24,
                     size: 257,
                     exit: false,
+                    signal: None,
                 },
             ],
         };

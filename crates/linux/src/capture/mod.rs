@@ -10,6 +10,7 @@ pub mod mirror;
 pub mod path;
 pub mod record;
 pub mod regs;
+pub mod signal;
 mod sized;
 pub mod spec;
 
@@ -22,5 +23,6 @@ pub use record::{
 };
 pub use spec::{
     AddrBase, AddrExpr, ArgSource, CaptureSpec, Condition, CopyRequest, Identity, KernelAgg,
-    KernelAggClause, KernelAggs, KernelFilter, KernelVars, KeyKind, MemKind, MirrorOp,
+    KernelAggClause, KernelAggs, KernelFilter, KernelSignal, KernelSignals, KernelVars, KeyKind,
+    MemKind, MirrorOp,
 };

@@ -204,6 +204,40 @@ pub struct CaptureSpec {
     pub filter: Option<KernelFilter>,
     /// Aggregation-only clauses that aggregate in the kernel at the probe (see [`super::kagg`]).
     pub aggs: Option<KernelAggs>,
+    /// The `raise()` and `stop()` actions sent at the probe (see [`super::signal`]).
+    pub signals: Option<KernelSignals>,
+}
+
+/// The `raise()` and `stop()` actions of the clauses enabled on a probe that the probe's program
+/// sends itself, when each clause's predicate holds (the clauses still run in dtrace, which
+/// records the firing and sends nothing).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KernelSignals {
+    /// One per clause that signals, in the clauses' order.
+    pub clauses: Vec<KernelSignal>,
+    /// The kernel clauses' control map (`KernelAggs::control`): nothing is sent while it is 0
+    /// (before BEGIN, after END).
+    pub control: i32,
+    /// The flag `exit()` sets in the kernel (`KernelAggs::exit`): nothing is sent after it.
+    pub exit: i32,
+    /// `strsize`: how far string compares look.
+    pub strsize: u32,
+    /// The probe's names (constants there).
+    pub names: dtrace_ebpf::translate::ProbeNames,
+    /// Arguments whose value delivery replaces (bit n: argument n).
+    pub opaque_args: u16,
+}
+
+/// One clause's `raise()` or `stop()`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KernelSignal {
+    /// The clause's predicate.
+    pub predicate: Option<dtrace_dif::object::DifObject>,
+    /// The clause's actions before the signal: the signal is sent only when none of them can
+    /// fault (a fault would end the clause before it in dtrace).
+    pub before: Vec<dtrace_dif::object::DifObject>,
+    /// `raise()`'s signal; `None` for `stop()`.
+    pub signal: Option<dtrace_dif::object::DifObject>,
 }
 
 /// The aggregation-only clauses enabled on a probe that update per-CPU maps at the probe instead
@@ -307,6 +341,17 @@ pub struct RecordAction {
     pub size: u32,
     /// It is `exit()`: tracing ends with this firing (see [`KernelAggs::exit`]).
     pub exit: bool,
+    /// It is `raise()` or `stop()`: it sends its signal (see [`super::signal`]).
+    pub signal: Option<SignalAction>,
+}
+
+/// A destructive action that sends a signal at the probe.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SignalAction {
+    /// `raise(sig)`: its value, to the thread that fired the probe.
+    Raise,
+    /// `stop()`: `SIGSTOP` to the process of that thread.
+    Stop,
 }
 
 /// The largest record a clause builds at the probe.

@@ -100,7 +100,11 @@ impl ClausePlan {
 fn records_at_probe(kind: ActionKind) -> bool {
     matches!(
         kind,
-        ActionKind::DifExpr | ActionKind::Printf | ActionKind::Exit
+        ActionKind::DifExpr
+            | ActionKind::Printf
+            | ActionKind::Exit
+            | ActionKind::Raise
+            | ActionKind::Stop
     )
 }
 
@@ -210,6 +214,11 @@ pub fn plan_clause(e: &EcbDesc, strsize: u32) -> std::result::Result<ClausePlan,
                 offset: rec.offset,
                 size: rec.size,
                 exit: acts[i].kind == ActionKind::Exit,
+                signal: match acts[i].kind {
+                    ActionKind::Raise => Some(crate::capture::spec::SignalAction::Raise),
+                    ActionKind::Stop => Some(crate::capture::spec::SignalAction::Stop),
+                    _ => None,
+                },
             });
         }
         Some(KernelRecord {

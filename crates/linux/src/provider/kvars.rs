@@ -3,8 +3,10 @@
 //!
 //! A variable lives in the kernel only when every clause that reads or writes it, in every
 //! program of the session (all `-n`/`-s` programs are planned together), runs whole at the probe:
-//! its probes are kernel probes, its actions are aggregating functions, stores and records the
-//! probe's code builds ([`ClausePlan`]), and it translates at every probe it matches
+//! its probes fire in the kernel (tracepoints, `fbt`, `pid` and USDT uprobes, `profile` and
+//! `tick` perf events; never `BEGIN`/`END`, which fire in dtrace), its actions are aggregating
+//! functions, stores and records the probe's code builds ([`ClausePlan`]), and it translates at
+//! every probe it matches
 //! (`capture::kagg::check_clause`). One clause that cannot keeps every variable it uses in
 //! dtrace, and with them every other clause that uses those, until nothing changes: the two
 //! paths never share a variable, so nothing changes meaning. A clause that records runs there only
@@ -24,9 +26,7 @@
 use super::kagg::ClausePlan;
 use crate::bpf::{Map, MapKind};
 use crate::capture::spec::{KernelAggClause, KernelVars};
-use crate::capture::{CtxKind, ProbeShape};
-use crate::catalog::AttachPoint;
-use crate::catalog::Catalog;
+use crate::catalog::{Catalog, Probe};
 use crate::error::Result;
 use dtrace_dif::object::{
     DifObject, DIFV_KIND_SCALAR, DIFV_SCOPE_GLOBAL, DIFV_SCOPE_LOCAL, DIFV_SCOPE_THREAD,
@@ -38,7 +38,8 @@ use std::collections::{BTreeMap, BTreeSet};
 /// use them too).
 pub const KERNEL_VARIABLES_ENV: &str = "DTRACE_KERNEL_VARIABLES";
 
-/// Providers whose probes fire in the kernel, where a clause can run whole.
+/// The tracepoint providers (with `fbt`, the per-process `pid` and USDT providers and
+/// `profile` on perf events, the probes where a clause can run whole: see [`kernel_probes`]).
 pub(crate) const KERNEL_PROVIDERS: [&str; 5] = ["syscall", "proc", "sched", "io", "sdt"];
 
 /// Where a D variable is visible.
@@ -273,40 +274,74 @@ pub fn runs_in_kernel(facts: &[ClauseFacts], i: usize, placement: &Placement) ->
         && order_blocker(c, facts, &dtrace).is_none()
 }
 
-/// The kernel probes clause `e` matches, by name.
-pub fn probes_of(e: &EcbDesc, catalog: &Catalog) -> Vec<String> {
-    let d = &e.probe;
-    if !KERNEL_PROVIDERS.contains(&d.provider.as_str()) {
-        return Vec::new();
+/// Why a clause of `e`'s description runs in dtrace whatever it does: its probes fire there
+/// (`BEGIN`, `END`, `ERROR`, timers without perf events), or its provider is a glob, whose
+/// probes are not all known when variables are placed. `None` for a description whose probes
+/// [`kernel_probes`] can enumerate.
+fn fires_elsewhere(d: &dtrace_dif::program::ProbeDesc, perf_profile: bool) -> Option<String> {
+    let provider = d.provider.as_str();
+    let timer = provider.is_empty()
+        && d.module.is_empty()
+        && d.function.is_empty()
+        && crate::catalog::profile::probe(&d.name).is_some();
+    if KERNEL_PROVIDERS.contains(&provider)
+        || provider == "fbt"
+        || ((provider == "profile" || timer) && perf_profile)
+        || (!crate::catalog::glob::has_meta(provider)
+            && crate::catalog::pid::split_provider(provider).is_some())
+    {
+        return None;
     }
-    let desc = crate::ProbeDesc::new(&d.provider, &d.module, &d.function, &d.name);
-    catalog
-        .matching(&desc)
-        .map(|ps| ps.iter().map(|p| p.desc.to_string()).collect())
-        .unwrap_or_default()
-}
-
-/// Whether clause `e` (planned as `plan`) can run whole in the kernel at every probe of
-/// `catalog` it matches, its thread-locals `vars` kept there, comparing strings up to
-/// `strsize`: `Ok`, or why not.
-pub fn runs_whole(
-    e: &EcbDesc,
-    plan: &std::result::Result<ClausePlan, String>,
-    catalog: &Catalog,
-    vars: &[ThreadVar],
-    strsize: u32,
-) -> std::result::Result<(), String> {
-    let d = &e.probe;
-    if !KERNEL_PROVIDERS.contains(&d.provider.as_str()) {
-        return Err(
-            "its probes are not kernel tracepoints (BEGIN, END, tick, profile, pid and USDT \
-             probes fire elsewhere)"
+    let timer_here = provider == "profile" || timer;
+    if provider == "dtrace" || matches!(d.name.as_str(), "BEGIN" | "END" | "ERROR") || timer_here {
+        return Some(
+            "its probes fire in dtrace (BEGIN, END, ERROR, and tick and profile without perf \
+             events)"
                 .into(),
         );
     }
+    Some(format!(
+        "its provider description '{provider}' may match probes not known when variables are \
+         placed (a glob, or none)"
+    ))
+}
+
+/// The probes clause `e` fires at, each placed in the kernel by the capture session (tracepoints,
+/// `fbt`, `pid` and USDT uprobes of the processes `user` reads, `profile`/`tick` perf events
+/// when `perf_profile`), or why its clauses run in dtrace there.
+pub(crate) fn kernel_probes(
+    e: &EcbDesc,
+    catalog: &Catalog,
+    user: &mut super::user::UserProbes,
+    perf_profile: bool,
+) -> std::result::Result<Vec<Probe>, String> {
+    let d = &e.probe;
+    if let Some(why) = fires_elsewhere(d, perf_profile) {
+        return Err(why);
+    }
+    let provider = if d.provider.is_empty() {
+        "profile"
+    } else {
+        d.provider.as_str()
+    };
+    let desc = crate::ProbeDesc::new(provider, &d.module, &d.function, &d.name);
+    if crate::catalog::pid::split_provider(provider).is_some() {
+        return user.matching(provider, &desc).map_err(|e| e.to_string());
+    }
+    catalog.matching(&desc).map_err(|e| e.to_string())
+}
+
+/// Whether clause `e` (planned as `plan`) can run whole in the kernel at each of `probes` (see
+/// [`kernel_probes`]), its thread-locals `vars` kept there, comparing strings up to `strsize`:
+/// `Ok`, or why not.
+pub fn runs_whole(
+    e: &EcbDesc,
+    plan: &std::result::Result<ClausePlan, String>,
+    probes: &[Probe],
+    vars: &[ThreadVar],
+    strsize: u32,
+) -> std::result::Result<(), String> {
     let plan = plan.as_ref().map_err(Clone::clone)?;
-    let desc = crate::ProbeDesc::new(&d.provider, &d.module, &d.function, &d.name);
-    let probes = catalog.matching(&desc).map_err(|e| e.to_string())?;
     let clause = KernelAggClause {
         predicate: e.predicate.clone(),
         // The maps' descriptors are not part of a translation.
@@ -322,10 +357,12 @@ pub fn runs_whole(
         global_ids: ids_of(vars.iter().map(|v| v.key), Scope::Global),
         local_ids: ids_of(vars.iter().map(|v| v.key), Scope::Clause),
     };
-    for p in &probes {
-        let Some(shape) = planning_shape(&p.attach) else {
-            return Err(format!("{}: not a tracepoint", p.desc));
-        };
+    // Probes that read their context alike translate alike (a glob over a library's functions
+    // or the kernel's has thousands): each shape is checked once, with the probe's names when
+    // the clause reads them.
+    let named = reads_probe_names(e);
+    let mut checked = std::collections::HashSet::new();
+    for p in probes {
         let names = dtrace_ebpf::translate::ProbeNames {
             provider: p.desc.provider.clone(),
             module: p.desc.module.clone(),
@@ -333,10 +370,38 @@ pub fn runs_whole(
             name: p.desc.name.clone(),
         };
         let opaque = super::opaque_args(p);
-        crate::capture::kagg::check_clause(&shape, &names, opaque, &kv, &clause, strsize)
+        let shapes = crate::session::planning_shapes(&p.attach)
             .map_err(|why| format!("at {}: {why}", p.desc))?;
+        for shape in shapes {
+            let seen = format!(
+                "{shape:?} {opaque} {}",
+                if named {
+                    p.desc.to_string()
+                } else {
+                    String::new()
+                }
+            );
+            if !checked.insert(seen) {
+                continue;
+            }
+            crate::capture::kagg::check_clause(&shape, &names, opaque, &kv, &clause, strsize)
+                .map_err(|why| format!("at {}: {why}", p.desc))?;
+        }
     }
     Ok(())
+}
+
+/// Whether clause `e` reads `probeprov`, `probemod`, `probefunc` or `probename`.
+fn reads_probe_names(e: &EcbDesc) -> bool {
+    use dtrace_dif::instr::Instr;
+    use dtrace_dif::vars::{
+        DIF_VAR_PROBEFUNC, DIF_VAR_PROBEMOD, DIF_VAR_PROBENAME, DIF_VAR_PROBEPROV,
+    };
+    clause_objects(e).flat_map(|o| &o.text).any(|w| {
+        matches!(Instr::decode(*w), Ok(Instr::LoadVar { var, .. })
+            if matches!(u32::from(var), DIF_VAR_PROBEPROV | DIF_VAR_PROBEMOD
+                | DIF_VAR_PROBEFUNC | DIF_VAR_PROBENAME))
+    })
 }
 
 /// The ids of the variables of `scope` among `keys`, in order.
@@ -346,33 +411,6 @@ fn ids_of(keys: impl Iterator<Item = VarKey>, scope: Scope) -> Vec<u32> {
         .collect::<BTreeSet<u32>>()
         .into_iter()
         .collect()
-}
-
-/// The shape a tracepoint's program reads its context with (as the session builds it; the
-/// syscall tracepoints' raw form reads the same values).
-fn planning_shape(at: &AttachPoint) -> Option<ProbeShape> {
-    let (ctx, args, conditions, identity) = match at {
-        AttachPoint::Tracepoint {
-            args,
-            conditions,
-            identity,
-            ..
-        } => (CtxKind::Tracepoint, args, conditions, identity),
-        AttachPoint::RawTracepoint {
-            args,
-            conditions,
-            identity,
-            ..
-        } => (CtxKind::RawTracepoint, args, conditions, identity),
-        _ => return None,
-    };
-    Some(ProbeShape {
-        ctx,
-        args: args.clone(),
-        conditions: conditions.clone(),
-        identity: *identity,
-        task: None,
-    })
 }
 
 /// The kernel's map of thread-locals and its drop counter, and the globals' array.

@@ -15,6 +15,7 @@ pub mod kagg;
 pub mod kvars;
 pub mod needs;
 pub mod profile;
+pub mod signal;
 pub mod user;
 
 use crate::capture::spec::MAX_COPIES;
@@ -51,6 +52,9 @@ pub(crate) struct Shared {
     pub(crate) active: crate::fasthash::TagSet,
     /// Per tag: `(argument, copy index)` of arguments delivered as the address of a capture.
     pub(crate) arg_copies: crate::fasthash::TagMap<Vec<(usize, usize)>>,
+    /// `profile-N`/`tick-N` fire from perf events of the session ([`LinuxTracing::drive_profile`]),
+    /// so their clauses can run in the kernel.
+    perf_profile: bool,
     /// Tags of perf-event probes (`profile-N`, `tick-N`): their kernel stacks start at the
     /// interrupted instruction, so nothing is trimmed off them.
     pub(crate) sampled: crate::fasthash::TagSet,
@@ -124,6 +128,8 @@ pub(crate) struct Shared {
     /// (clause of `clauses`, probe id) to the clause's number among the probe's kernel clauses,
     /// for the clauses that build their records at the probe.
     built_at: std::collections::HashMap<(usize, u32), u16>,
+    /// (clause of `clauses`, probe id) pairs whose `raise()`/`stop()` the probe sends.
+    signalled: HashSet<(usize, u32)>,
     /// (probe id, the clause's number among the probe's kernel clauses) to the EPID of the
     /// records it builds at the probe (see [`LinuxTracing::bind_record`]).
     pub(crate) built_epids: std::collections::HashMap<(u32, u16), u32>,
@@ -162,6 +168,13 @@ pub struct ClauseKernel {
     /// The clause records data (`trace()`, `printf()`...): `Ok` when it may build its record at
     /// the probe (it then runs whole there, counted in `aggs_in_kernel`), else why not.
     pub records: Option<std::result::Result<(), String>>,
+    /// The clause calls `raise()` or `stop()`: `Ok` when the probe may send the signal, else
+    /// why dtrace sends it.
+    pub signals: Option<std::result::Result<(), String>>,
+    /// Probes where the probe's program sends it.
+    pub signals_in_kernel: usize,
+    /// Probes where dtrace sends it, with the reason.
+    pub signals_in_dtrace: Vec<(String, String)>,
 }
 
 impl ClauseKernel {
@@ -212,6 +225,17 @@ impl ClauseKernel {
                 out.push(line);
             }
             Some(Err(why)) => out.push(format!("{head}: variables stay in dtrace ({why})")),
+        }
+        match &self.signals {
+            None => {}
+            Some(Err(why)) => out.push(format!(
+                "{head}: raise() and stop() are sent by dtrace ({why})"
+            )),
+            Some(Ok(())) => out.push(placement(
+                "raise() and stop() are sent",
+                self.signals_in_kernel,
+                &self.signals_in_dtrace,
+            )),
         }
         match &self.records {
             None => {}
@@ -319,6 +343,7 @@ impl Shared {
         let matching: Vec<&ClauseNeeds> =
             matching_idx.iter().map(|&i| &self.clauses[i].1).collect();
         let mut spec = needs::spec_for(&matching, &string_args(&probe), self.strsize)?;
+        let used = matching.iter().fold(0u16, |m, n| m | n.used_args);
         if !self.kernel_predicates {
             spec.filter = None;
         }
@@ -375,18 +400,7 @@ impl Shared {
             if let Some(f) = &mut o.filter {
                 complete(f);
             }
-            if self.kaggs.is_none() {
-                let mut k = kagg::KernelAggState::new(self.aggsize).map_err(|e| e.to_string())?;
-                // Made after tracing started: the clock is already fixed.
-                if let Some(offset) = self.clock_offset {
-                    k.set_clock_offset(offset);
-                }
-                // Made after tracing went live (a library loaded later): aggregating at once.
-                if self.live_since.is_some() {
-                    k.set_on(true).map_err(|e| e.to_string())?;
-                }
-                self.kaggs = Some(k);
-            }
+            self.ensure_kaggs()?;
             let uses_vars = k_idx.iter().any(|&i| self.placement.in_kernel(i));
             if uses_vars && self.kvar_maps.is_none() {
                 self.kvar_maps = Some(
@@ -448,6 +462,12 @@ impl Shared {
                 vars,
             });
         }
+        let probe_name = format!(
+            "{}:{}:{}:{}",
+            info.provider, info.module, info.function, info.name
+        );
+        let (sig_idx, signals) = self.plan_signals(&r_idx, &probe_name, &names, opaque_args)?;
+        spec.signals = signals;
         if replaces_image(info) {
             spec.retry_at_return = false;
             self.image_replaced.insert(info.id);
@@ -497,7 +517,6 @@ impl Shared {
         }
         // Arguments whose data lives in the record (`__data_loc` strings, inline arrays) are
         // captured when a clause reads them; the argument's value becomes the captured address.
-        let used = matching.iter().fold(0u16, |m, n| m | n.used_args);
         let mut arg_copies = Vec::new();
         for (i, a) in probe.args.iter().enumerate().take(10) {
             let Some(c) = &a.copy else { continue };
@@ -529,10 +548,20 @@ impl Shared {
         if spec.filter.is_some() || spec.aggs.is_some() {
             self.filtered.push(info.clone());
         }
-        let probe_name = format!(
-            "{}:{}:{}:{}",
-            info.provider, info.module, info.function, info.name
-        );
+        for (k, &i) in sig_idx.iter().enumerate() {
+            let sent = report.signals.get(k).cloned().unwrap_or(Ok(()));
+            if let Some(c) = self.kernel.get_mut(i) {
+                match sent {
+                    Ok(()) => c.signals_in_kernel += 1,
+                    Err(e) => c
+                        .signals_in_dtrace
+                        .push((probe_name.clone(), e.to_string())),
+                }
+            }
+            if report.signals.get(k).is_some_and(|r| r.is_ok()) {
+                self.signalled.insert((i, info.id));
+            }
+        }
         // Where each clause's predicate and aggregations run at this probe.
         let filter_used = if report.filter_over_others {
             spec.aggs
@@ -555,6 +584,10 @@ impl Shared {
             if let Some(Ok(())) = in_kernel {
                 self.kernel_aggregated.insert((i, info.id));
                 self.kvars_enabled |= self.placement.in_kernel(i);
+                // Its raise() or stop() is sent where its record is built.
+                if let Some(c) = self.kernel.get_mut(i).filter(|c| c.signals.is_some()) {
+                    c.signals_in_kernel += 1;
+                }
             }
             if let (Some(Err(e)), true) = (&in_kernel, self.placement.in_kernel(i)) {
                 return Err(format!(
@@ -564,7 +597,7 @@ impl Shared {
                 ));
             }
             let exits = matches!(self.kplans.get(i), Some(Ok(p)) if p.exits());
-            let at_kernel_probe = kvars::KERNEL_PROVIDERS.contains(&info.provider.as_str());
+            let at_kernel_probe = !fires_in_dtrace(&info.provider, &info.name);
             if kernel_aggs && exits && at_kernel_probe && !matches!(in_kernel, Some(Ok(()))) {
                 let why = match &in_kernel {
                     Some(Err(e)) => e.to_string(),
@@ -642,6 +675,83 @@ impl Shared {
 }
 
 impl Shared {
+    /// Makes the maps of the kernel clauses (their control switch, exit flag...), if not yet made.
+    fn ensure_kaggs(&mut self) -> std::result::Result<(), String> {
+        if self.kaggs.is_some() {
+            return Ok(());
+        }
+        let mut k = kagg::KernelAggState::new(self.aggsize).map_err(|e| e.to_string())?;
+        // Made after tracing started: the clock is already fixed.
+        if let Some(offset) = self.clock_offset {
+            k.set_clock_offset(offset);
+        }
+        // Made after tracing went live (a library loaded later): aggregating at once.
+        if self.live_since.is_some() {
+            k.set_on(true).map_err(|e| e.to_string())?;
+        }
+        self.kaggs = Some(k);
+        Ok(())
+    }
+
+    /// Planned clause `i`.
+    fn ecb(&self, i: usize) -> Option<&dtrace_dif::program::EcbDesc> {
+        self.planned
+            .iter()
+            .rev()
+            .find_map(|(p, base)| p.ecbs.get(i.checked_sub(*base)?))
+    }
+
+    /// The signals (`raise()`, `stop()`) of `clauses` (run in dtrace at a probe named by `names`
+    /// with arguments `opaque_args` replaced) that the probe's program sends: the clauses, and
+    /// what the program needs (none when no clause qualifies). Says in each clause's report why
+    /// dtrace sends the others.
+    fn plan_signals(
+        &mut self,
+        clauses: &[usize],
+        probe_name: &str,
+        names: &dtrace_ebpf::translate::ProbeNames,
+        opaque_args: u16,
+    ) -> std::result::Result<(Vec<usize>, Option<crate::capture::KernelSignals>), String> {
+        let mut idx = Vec::new();
+        let mut out = Vec::new();
+        for &i in clauses {
+            let plan = match self.ecb(i).and_then(signal::plan_signal) {
+                None => continue,
+                Some(_) if !self.kernel_predicates => Err(format!(
+                    "kernel predicates are off ({KERNEL_PREDICATES_ENV}=0)"
+                )),
+                Some(p) => p,
+            };
+            match plan {
+                Ok(s) => {
+                    idx.push(i);
+                    out.push(s);
+                }
+                Err(why) => {
+                    if let Some(c) = self.kernel.get_mut(i) {
+                        c.signals_in_dtrace.push((probe_name.to_string(), why));
+                    }
+                }
+            }
+        }
+        if out.is_empty() {
+            return Ok((idx, None));
+        }
+        self.ensure_kaggs()?;
+        let (control, _, _, exit) = self.kaggs.as_ref().ok_or("no kernel clauses")?.fds();
+        Ok((
+            idx,
+            Some(crate::capture::KernelSignals {
+                clauses: out,
+                control,
+                exit,
+                strsize: self.strsize,
+                names: names.clone(),
+                opaque_args,
+            }),
+        ))
+    }
+
     /// [`kagg::plan_clause`] of clause `e` of `program`, unless records are built in dtrace
     /// only, or the program prints user symbols (resolved with the mappings of the processes
     /// noted as their events are delivered).
@@ -703,14 +813,17 @@ impl Shared {
                 let vars = self.tvars.get(i).cloned().unwrap_or_default();
                 let plan = self.kplans.get(i);
                 let records = matches!(plan, Some(Ok(p)) if p.records());
-                let whole = match (&off, plan) {
+                let probes =
+                    kvars::kernel_probes(e, &self.catalog, &mut self.user, self.perf_profile);
+                let whole = match (&off, plan, &probes) {
                     // Nothing to check: a variable the kernel does not keep.
                     _ if vars.iter().any(|v| !v.integer) => Ok(()),
-                    (Some(why), _) => Err(why.clone()),
-                    (None, Some(plan)) => {
-                        kvars::runs_whole(e, plan, &self.catalog, &vars, self.strsize)
+                    (_, _, Err(why)) => Err(why.clone()),
+                    (Some(why), _, _) => Err(why.clone()),
+                    (None, Some(plan), Ok(probes)) => {
+                        kvars::runs_whole(e, plan, probes, &vars, self.strsize)
                     }
-                    (None, None) => Err("not planned".into()),
+                    (None, None, _) => Err("not planned".into()),
                 };
                 facts.push(kvars::ClauseFacts {
                     desc: self
@@ -720,7 +833,9 @@ impl Shared {
                     vars,
                     whole,
                     records,
-                    probes: kvars::probes_of(e, &self.catalog),
+                    probes: probes
+                        .map(|ps| ps.iter().map(|p| p.desc.to_string()).collect())
+                        .unwrap_or_default(),
                 });
             }
         }
@@ -780,14 +895,17 @@ fn desc_of(e: &dtrace_dif::program::EcbDesc) -> String {
     format!("{}:{}:{}:{}", d.provider, d.module, d.function, d.name)
 }
 
+/// Whether a probe named `name` of `provider` is `BEGIN`, `END`, `ERROR` or a `tick-N` timer,
+/// whose `exit()` dtrace sees first (timers fire in dtrace where perf events cannot drive them).
+fn fires_in_dtrace(provider: &str, name: &str) -> bool {
+    provider == "dtrace" || matches!(name, "BEGIN" | "END" | "ERROR") || name.starts_with("tick-")
+}
+
 /// Whether clause `e` calls `exit()` at a probe other than `BEGIN`, `END`, `ERROR` and the
-/// `tick-N` timers (which fire in dtrace itself).
+/// `tick-N` timers (see [`fires_in_dtrace`]).
 fn exits_at_kernel_probe(e: &dtrace_dif::program::EcbDesc) -> bool {
     let d = &e.probe;
-    let in_dtrace = d.provider == "dtrace"
-        || matches!(d.name.as_str(), "BEGIN" | "END" | "ERROR")
-        || d.name.starts_with("tick-");
-    !in_dtrace
+    !fires_in_dtrace(&d.provider, &d.name)
         && e.actions
             .iter()
             .any(|a| a.kind == dtrace_dif::program::ActionKind::Exit)
@@ -871,6 +989,7 @@ impl LinuxTracing {
                 active: Default::default(),
                 arg_copies: Default::default(),
                 sampled: Default::default(),
+                perf_profile: false,
                 execargs_from_proc: Default::default(),
                 image_replaced: Default::default(),
                 note_processes: false,
@@ -900,6 +1019,7 @@ impl LinuxTracing {
                 exit_at_kernel_probe: None,
                 kernel_records: std::env::var_os(KERNEL_RECORDS_ENV).is_none_or(|v| v != "0"),
                 built_at: Default::default(),
+                signalled: HashSet::new(),
                 built_epids: Default::default(),
             })),
             symbols: Arc::new(Mutex::new(Symbolizer::new())),
@@ -1010,6 +1130,7 @@ impl LinuxTracing {
     /// Makes `fw`'s `profile` probes fire from perf events of this session.
     pub fn drive_profile(&self, fw: &mut Framework) {
         fw.set_profile_driver(Box::new(profile::PerfProfileDriver::new(self.clone())));
+        self.lock().perf_profile = true;
     }
 
     /// Records what `program`'s clauses read, so the probes they enable capture it. Call before
@@ -1083,6 +1204,7 @@ impl LinuxTracing {
                 }),
                 records: kagg::records_data(e)
                     .then(|| plan.as_ref().map(|_| ()).map_err(Clone::clone)),
+                signals: signal::plan_signal(e).map(|p| p.map(|_| ())),
                 ..ClauseKernel::default()
             });
             sh.kplans.push(plan);
@@ -1142,6 +1264,13 @@ impl LinuxTracing {
     /// (the framework then does not run the clause there).
     pub fn aggregates_in_kernel(&self, clause: usize, probe: u32) -> bool {
         self.lock().kernel_aggregated.contains(&(clause, probe))
+    }
+
+    /// Whether probe `probe` sends the `raise()` or `stop()` of planned clause `clause` itself
+    /// (the framework then records the firing and sends nothing, see
+    /// `Framework::signal_elsewhere`).
+    pub fn signals_in_kernel(&self, clause: usize, probe: u32) -> bool {
+        self.lock().signalled.contains(&(clause, probe))
     }
 
     /// Tells which EPID planned clause `clause` has at probe `probe`, whose record the kernel
@@ -1360,6 +1489,7 @@ impl LinuxTracing {
         // The linker hooks come out too (a process stopped in one goes on).
         let watches = sh.user.take_watches();
         sh.built_at.clear();
+        sh.signalled.clear();
         sh.built_epids.clear();
         drop(sh);
         drop(watches);

@@ -123,7 +123,7 @@ impl UserProbes {
     }
 
     /// The probes of `provider` (a per-process provider's full name) matching `pattern`.
-    fn matching(&mut self, provider: &str, pattern: &ProbeDesc) -> Result<Vec<Probe>> {
+    pub(crate) fn matching(&mut self, provider: &str, pattern: &ProbeDesc) -> Result<Vec<Probe>> {
         let Some((kind, pid)) = split_provider(provider) else {
             return Ok(Vec::new());
         };
