@@ -329,8 +329,12 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
         eprintln!("dtrace: allowing destructive actions");
     }
     if h.decoder.options.is_set("noresolve") {
-        // -x noresolve: addresses are printed as they are, not as symbols.
-        h.decoder.symbols = Box::new(dtrace_open::symbols::Unresolved);
+        // -x noresolve: user addresses print as offsets into their objects, not as symbols.
+        let inner = std::mem::replace(
+            &mut h.decoder.symbols,
+            Box::new(dtrace_consumer::symbols::NoSymbols),
+        );
+        h.decoder.symbols = Box::new(dtrace_open::symbols::Unresolved::new(inner));
     }
     if let Err(e) = h.go() {
         return fatal(&format!("could not enable tracing: {e}"));
