@@ -4,6 +4,7 @@
 //! aggregations, and exits with DTrace's statuses: the `exit()` value, 1 on error, 2 on usage errors.
 
 mod args;
+mod coredump;
 mod header;
 mod link;
 mod metrics;
@@ -69,7 +70,9 @@ fn main() -> ExitCode {
         println!("{pname}: {}", usage::VERSION);
         return ExitCode::SUCCESS;
     }
-    run(&pname, cfg)
+    let code = run(&pname, cfg);
+    coredump::force_if_requested();
+    code
 }
 
 /// The text and kind a `-n/-P/-m/-f/-i` argument compiles as. DTrace's lexer reads a specifier that
@@ -148,6 +151,9 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
     if let Some(code) = set_options(&mut h, &cfg) {
         return code;
     }
+    if h.decoder.options.is_set("core") {
+        coredump::request();
+    }
     // DTrace for Linux's testing mode quiets what varies between runs: the CPU and ID columns of
     // probe lines, the newline after an interrupt, and reports of resized buffers.
     let testing = std::env::var_os("_DTRACE_TESTING").is_some();
@@ -225,6 +231,10 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
             }
             Err(e) => return fatal(&format!("invalid probe specifier {}: {e}", cmd.arg)),
         }
+    }
+    // A `#pragma D option core` in a script.
+    if h.decoder.options.is_set("core") {
+        coredump::request();
     }
     let out = match output::Output::open(cfg.output.as_deref()) {
         Ok(o) => o,

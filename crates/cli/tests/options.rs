@@ -214,3 +214,37 @@ fn setopt_of_switchrate_takes_effect_while_tracing() {
     assert!(values[0] < 8, "{out}");
     assert!(values[2..].iter().all(|v| *v == 8), "{out}");
 }
+
+/// `-x core` (and `#pragma D option core`): dtrace says it is forcing a core dump and aborts as it
+/// exits, with its core size limit lifted; where the kernel's `core_pattern` is a plain `core`,
+/// the core file is left in the working directory.
+#[test]
+fn core_option_dumps_core_at_exit() {
+    use std::os::unix::process::ExitStatusExt;
+    const SIGABRT: i32 = 6;
+    let pattern = std::fs::read_to_string("/proc/sys/kernel/core_pattern").unwrap_or_default();
+    for (i, args) in [
+        vec!["-xcore", "-n", "BEGIN { exit(0); }"],
+        vec!["-n", "#pragma D option core\nBEGIN { exit(0); }"],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let dir = common::test_dir(&format!("core-{i}"));
+        let o = Command::new(env!("CARGO_BIN_EXE_dtrace"))
+            .args(&args)
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.signal(), Some(SIGABRT), "{err}");
+        assert!(
+            err.ends_with("libdtrace DEBUG: [ forcing coredump ]\n"),
+            "{err}"
+        );
+        if pattern.trim() == "core" {
+            assert!(dir.join("core").is_file(), "no core in {}", dir.display());
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
