@@ -282,8 +282,12 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
         },
         None => None,
     };
-    if progs.iter().any(uses_process_providers) {
-        // The libraries a command loads at start are mapped before its pid probes are matched.
+    // `-c` commands are traced from `evaltime`: from their exec with `exec`, otherwise (DTrace's
+    // default `postinit`, and `preinit`/`main`) once the dynamic linker has loaded and initialized
+    // their libraries, at the program's entry point, so its work is not traced. The libraries a
+    // command loads at start are also mapped before its pid probes are matched.
+    let from_exec = h.decoder.options.string("evaltime") == Some("exec");
+    if !from_exec || progs.iter().any(uses_process_providers) {
         if let Err(e) = procs.run_to_entry() {
             return fatal(&e);
         }

@@ -83,3 +83,28 @@ fn exec_failure_and_signal_clear_are_listed_with_their_arguments() {
         assert!(out.contains("\t\targs[0]: int\n"), "{out}");
     }
 }
+
+/// A `-c` command is traced from `evaltime`: by default (`postinit`) once the dynamic linker has
+/// loaded its libraries, so the linker's own opens are not seen; with `-xevaltime=exec` from its
+/// exec, so they are.
+#[test]
+fn c_commands_are_traced_from_evaltime() {
+    let test = "c_commands_are_traced_from_evaltime";
+    if !(common::kernel_ok(test) && common::have_gcc(test)) {
+        return;
+    }
+    let src = "#include <fcntl.h>\n\
+               int main(void) { char p[] = \"/dev/null\"; return open(p, O_RDONLY) < 0; }\n";
+    let exe = common::compile_c(&common::test_dir("evaltime"), "opener", src, &["-O1"]);
+    let exe = exe.display().to_string();
+    let prog = "syscall::openat:entry /pid == $target/ { printf(\"%s\\n\", copyinstr(arg1)); }";
+    let (rc, out, err) = dtrace(&["-qn", prog, "-c", &exe]);
+    assert_eq!(rc, 0, "{err}");
+    assert_eq!(out, "/dev/null\n\n");
+    let (rc, out, err) = dtrace(&["-xevaltime=exec", "-qn", prog, "-c", &exe]);
+    assert_eq!(rc, 0, "{err}");
+    let opens: Vec<&str> = out.lines().filter(|l| !l.is_empty()).collect();
+    assert!(opens.len() > 1, "{out}");
+    assert!(opens.iter().any(|o| o.contains("libc.so")), "{out}");
+    assert_eq!(opens.last(), Some(&"/dev/null"), "{out}");
+}
