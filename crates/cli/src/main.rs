@@ -186,10 +186,6 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
     if let Some(pid) = pids.first() {
         h.set_macro("target", &pid.to_string());
     }
-    // Their mappings now, while they are held: a command may exit before its events are read.
-    for pid in &pids {
-        h.decoder.symbols.note_process(u64::from(*pid));
-    }
     if cfg.list {
         return list(pname, &mut h, &cfg, &mut procs, pids.first().copied());
     }
@@ -291,6 +287,11 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
         if let Err(e) = procs.run_to_entry() {
             return fatal(&e);
         }
+    }
+    // Their mappings now, while they are held (with the libraries loaded at start): a command may
+    // exit before its events are read.
+    for pid in &pids {
+        h.decoder.symbols.note_process(u64::from(*pid));
     }
     h.plan(&progs.iter().collect::<Vec<_>>());
     let mut total = 0;
