@@ -4,6 +4,7 @@
 //! aggregations, and exits with DTrace's statuses: the `exit()` value, 1 on error, 2 on usage errors.
 
 mod args;
+mod coredump;
 mod header;
 mod link;
 mod metrics;
@@ -69,7 +70,9 @@ fn main() -> ExitCode {
         println!("{pname}: {}", usage::VERSION);
         return ExitCode::SUCCESS;
     }
-    run(&pname, cfg)
+    let code = run(&pname, cfg);
+    coredump::force_if_requested();
+    code
 }
 
 /// The text and kind a `-n/-P/-m/-f/-i` argument compiles as. DTrace's lexer reads a specifier that
@@ -148,6 +151,9 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
     if let Some(code) = set_options(&mut h, &cfg) {
         return code;
     }
+    if h.decoder.options.is_set("core") {
+        coredump::request();
+    }
     // DTrace for Linux's testing mode quiets what varies between runs: the CPU and ID columns of
     // probe lines, the newline after an interrupt, and reports of resized buffers.
     let testing = std::env::var_os("_DTRACE_TESTING").is_some();
@@ -179,10 +185,6 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
     }
     if let Some(pid) = pids.first() {
         h.set_macro("target", &pid.to_string());
-    }
-    // Their mappings now, while they are held: a command may exit before its events are read.
-    for pid in &pids {
-        h.decoder.symbols.note_process(u64::from(*pid));
     }
     if cfg.list {
         return list(pname, &mut h, &cfg, &mut procs, pids.first().copied());
@@ -225,6 +227,10 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
             }
             Err(e) => return fatal(&format!("invalid probe specifier {}: {e}", cmd.arg)),
         }
+    }
+    // A `#pragma D option core` in a script.
+    if h.decoder.options.is_set("core") {
+        coredump::request();
     }
     let out = match output::Output::open(cfg.output.as_deref()) {
         Ok(o) => o,
@@ -272,11 +278,20 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
         },
         None => None,
     };
-    if progs.iter().any(uses_process_providers) {
-        // The libraries a command loads at start are mapped before its pid probes are matched.
+    // `-c` commands are traced from `evaltime`: from their exec with `exec`, otherwise (DTrace's
+    // default `postinit`, and `preinit`/`main`) once the dynamic linker has loaded and initialized
+    // their libraries, at the program's entry point, so its work is not traced. The libraries a
+    // command loads at start are also mapped before its pid probes are matched.
+    let from_exec = h.decoder.options.string("evaltime") == Some("exec");
+    if !from_exec || progs.iter().any(uses_process_providers) {
         if let Err(e) = procs.run_to_entry() {
             return fatal(&e);
         }
+    }
+    // Their mappings now, while they are held (with the libraries loaded at start): a command may
+    // exit before its events are read.
+    for pid in &pids {
+        h.decoder.symbols.note_process(u64::from(*pid));
     }
     h.plan(&progs.iter().collect::<Vec<_>>());
     let mut total = 0;
@@ -329,8 +344,12 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
         eprintln!("dtrace: allowing destructive actions");
     }
     if h.decoder.options.is_set("noresolve") {
-        // -x noresolve: addresses are printed as they are, not as symbols.
-        h.decoder.symbols = Box::new(dtrace_open::symbols::Unresolved);
+        // -x noresolve: user addresses print as offsets into their objects, not as symbols.
+        let inner = std::mem::replace(
+            &mut h.decoder.symbols,
+            Box::new(dtrace_consumer::symbols::NoSymbols),
+        );
+        h.decoder.symbols = Box::new(dtrace_open::symbols::Unresolved::new(inner));
     }
     if let Err(e) = h.go() {
         return fatal(&format!("could not enable tracing: {e}"));

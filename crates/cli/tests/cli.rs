@@ -130,3 +130,43 @@ fn data_model_flags() {
     let (rc, out, _) = dtrace(&["-64", "-qn", prog]);
     assert_eq!((rc, out.as_str()), (0, "8 8\n\n"));
 }
+
+/// BEGIN fires in `dtrace` itself, whose ancestry `progenyof()` follows to init: `dtrace` is the
+/// progeny of itself, its parent, the test process's parent and init, not of a pid past its own.
+#[test]
+fn progenyof_in_begin_follows_dtraces_ancestry() {
+    let grandparent = std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|s| {
+            let rest = &s[s.rfind(')')? + 1..];
+            rest.split_whitespace().nth(1)?.parse::<u32>().ok()
+        })
+        .unwrap();
+    let prog = format!(
+        "BEGIN {{ printf(\"%d %d %d %d %d\", progenyof($pid), progenyof($ppid), \
+         progenyof({grandparent}), progenyof(1), progenyof($pid + 100000)); exit(0); }}"
+    );
+    let (rc, out, err) = dtrace(&["-qn", &prog]);
+    assert_eq!(rc, 0, "{err}");
+    assert_eq!(out, "1 1 1 1 0\n");
+}
+
+/// `ftruncate()` empties the `-o` file of what was printed before it (in the same buffer too).
+#[test]
+fn ftruncate_empties_the_output_file() {
+    let dir = std::env::temp_dir().join(format!("dtrace-cli-ftruncate-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("out.txt");
+    let path = file.to_str().unwrap();
+    let (rc, out, err) = dtrace(&[
+        "-q",
+        "-o",
+        path,
+        "-n",
+        "BEGIN { printf(\"a\\n\"); } BEGIN { ftruncate(); } BEGIN { printf(\"b\\n\"); exit(0); }",
+    ]);
+    assert_eq!((rc, out.as_str()), (0, ""), "{err}");
+    // (dtrace ends its output with a newline of its own)
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "b\n\n");
+    let _ = std::fs::remove_dir_all(&dir);
+}

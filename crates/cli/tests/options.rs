@@ -101,20 +101,28 @@ fn pragma_option_names_are_checked_against_the_same_table() {
     );
 }
 
+/// `-x noresolve` (DTrace for Linux): user addresses print as `object:0xoffset` into the
+/// mapping that holds them, in stacks, `uaddr()` and `%A` alike.
 #[test]
-fn noresolve_prints_bare_user_addresses() {
-    if !kernel_ok("noresolve_prints_bare_user_addresses") {
+fn noresolve_prints_user_addresses_as_object_offsets() {
+    if !kernel_ok("noresolve_prints_user_addresses_as_object_offsets") {
         return;
     }
-    let prog = "syscall::exit_group:entry /pid == $target/ { ustack(1); }";
+    let prog = "syscall::exit_group:entry /pid == $target/ \
+                { ustack(1); uaddr(ucaller); printf(\"\\n%A\\n\", ucaller); }";
     let (rc, out, err) = dtrace(&["-x", "noresolve", "-qc", "/bin/true", "-n", prog]);
     assert_eq!(rc, 0, "{err}");
-    let frame = out.trim();
-    assert!(frame.starts_with("0x"), "{out:?}");
-    assert!(u64::from_str_radix(&frame[2..], 16).is_ok(), "{out:?}");
+    let words: Vec<&str> = out.split_whitespace().collect();
+    assert_eq!(words.len(), 3, "{out:?}");
+    for w in words {
+        let (object, off) = w.split_once(':').unwrap_or_else(|| panic!("{out:?}"));
+        assert!(object.starts_with("libc.so"), "{out:?}");
+        let hex = off.strip_prefix("0x").unwrap_or_else(|| panic!("{out:?}"));
+        assert!(u64::from_str_radix(hex, 16).is_ok(), "{out:?}");
+    }
     let (rc, out, _) = dtrace(&["-qc", "/bin/true", "-n", prog]);
     assert_eq!(rc, 0);
-    assert!(out.contains('`'), "{out:?}");
+    assert!(out.contains("libc.so.6`"), "{out:?}");
 }
 
 #[test]
@@ -205,4 +213,38 @@ fn setopt_of_switchrate_takes_effect_while_tracing() {
     assert_eq!(values.len(), 8, "{out}");
     assert!(values[0] < 8, "{out}");
     assert!(values[2..].iter().all(|v| *v == 8), "{out}");
+}
+
+/// `-x core` (and `#pragma D option core`): dtrace says it is forcing a core dump and aborts as it
+/// exits, with its core size limit lifted; where the kernel's `core_pattern` is a plain `core`,
+/// the core file is left in the working directory.
+#[test]
+fn core_option_dumps_core_at_exit() {
+    use std::os::unix::process::ExitStatusExt;
+    const SIGABRT: i32 = 6;
+    let pattern = std::fs::read_to_string("/proc/sys/kernel/core_pattern").unwrap_or_default();
+    for (i, args) in [
+        vec!["-xcore", "-n", "BEGIN { exit(0); }"],
+        vec!["-n", "#pragma D option core\nBEGIN { exit(0); }"],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let dir = common::test_dir(&format!("core-{i}"));
+        let o = Command::new(env!("CARGO_BIN_EXE_dtrace"))
+            .args(&args)
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.signal(), Some(SIGABRT), "{err}");
+        assert!(
+            err.ends_with("libdtrace DEBUG: [ forcing coredump ]\n"),
+            "{err}"
+        );
+        if pattern.trim() == "core" {
+            assert!(dir.join("core").is_file(), "no core in {}", dir.display());
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

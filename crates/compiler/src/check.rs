@@ -395,9 +395,12 @@ impl<'o> Checker<'o> {
             (t.trim_end_matches(['*', ' ']).trim(), n)
         };
         let Some(mut t) = self.types.lookup(base) else {
-            // Declarators the simple form does not cover (`void (*)(void)`, `char [16]`): the
-            // parser's type-name rule.
-            if !s.contains(['(', '[']) {
+            // Declarators the simple form does not cover (`void (*)(void)`, `char [16]`, a
+            // qualified pointer as in `const char *const *`): the parser's type-name rule.
+            let qualified = s
+                .split(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+                .any(|w| w == "const" || w == "volatile");
+            if !s.contains(['(', '[']) && !qualified {
                 return None;
             }
             let mut p = crate::parser::Parser::new(

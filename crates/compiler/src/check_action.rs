@@ -906,19 +906,20 @@ impl<'o> Checker<'o> {
                 };
                 plans.push(Plan::new(kind, Some(v)));
             }
-            "stop" | "breakpoint" | "panic" | "ftruncate" => {
-                let mut p = Plan::new(
-                    match n {
-                        "stop" => ActionKind::Stop,
-                        "breakpoint" => ActionKind::Breakpoint,
-                        "panic" => ActionKind::Panic,
-                        _ => ActionKind::LibAct,
-                    },
-                    None,
-                );
-                if n == "ftruncate" {
-                    p.arg = LibAction::Ftruncate as u64;
-                }
+            "stop" | "breakpoint" | "panic" => {
+                let kind = match n {
+                    "stop" => ActionKind::Stop,
+                    "breakpoint" => ActionKind::Breakpoint,
+                    _ => ActionKind::Panic,
+                };
+                plans.push(Plan::new(kind, None));
+            }
+            "ftruncate" => {
+                // As DTrace's: a library action records a value, here the ignored constant 0,
+                // so the clause has a record for the consumer to act on.
+                let zero = TExpr::int(0, self.basic.int, line);
+                let mut p = Plan::new(ActionKind::LibAct, Some(zero));
+                p.arg = LibAction::Ftruncate as u64;
                 plans.push(p);
             }
             "tracemem" => {

@@ -109,7 +109,7 @@ pub const ERRNO: &[(&str, i64)] = &[
     ("ENOTRECOVERABLE", 131),
 ];
 
-/// Signal numbers (Linux).
+/// Signal numbers and `SIGCHLD` codes (Linux).
 pub const SIGNALS: &[(&str, i64)] = &[
     ("SIGHUP", 1),
     ("SIGINT", 2),
@@ -145,4 +145,11 @@ pub const SIGNALS: &[(&str, i64)] = &[
     ("SIGPOLL", 29),
     ("SIGPWR", 30),
     ("SIGSYS", 31),
+    // `si_code` of SIGCHLD, which `proc:::exit`'s `args[0]` also takes.
+    ("CLD_EXITED", 1),
+    ("CLD_KILLED", 2),
+    ("CLD_DUMPED", 3),
+    ("CLD_TRAPPED", 4),
+    ("CLD_STOPPED", 5),
+    ("CLD_CONTINUED", 6),
 ];

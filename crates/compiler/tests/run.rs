@@ -400,6 +400,10 @@ fn scalar_arrays_in_variables_are_writable() {
 fn errno_and_signal_constants() {
     assert_eq!(val("ENOENT + EINVAL"), "24");
     assert_eq!(val("SIGKILL * 10 + SIGTERM"), "105");
+    assert_eq!(
+        val("CLD_EXITED * 100 + CLD_KILLED * 10 + CLD_DUMPED"),
+        "123"
+    );
 }
 
 #[test]
@@ -500,6 +504,37 @@ fn unknown_probe_and_symbol_types_are_errors() {
         e.file_message(false),
         "line 1: no symbolic type information is available for vmlinux`x: unknown type nosuch_t"
     );
+}
+
+/// execve(2)'s arguments as the kernel's format file declares them: pointers with qualifiers
+/// after the `*` (`const char *const *`).
+struct Execve;
+
+impl dtrace_compiler::ProbeInfo for Execve {
+    fn arg_types(&self, _: &dtrace_dif::program::ProbeDesc) -> Option<Vec<String>> {
+        Some(vec![
+            "const char *".into(),
+            "const char *const *".into(),
+            "const char *const *".into(),
+        ])
+    }
+
+    fn symbol(&self, _: Option<&str>, _: &str, _: bool) -> Option<(u64, String)> {
+        None
+    }
+}
+
+#[test]
+fn qualified_pointer_argument_types_resolve() {
+    let p = dtrace_compiler::compile_with(
+        "syscall::execve:entry { trace(sizeof (args[1])); trace(sizeof (*args[1])); \
+         trace(sizeof (**args[2])); trace((uintptr_t)args[1]); }",
+        &CompileOptions::default(),
+        Vec::new(),
+        Some(&Execve),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(Run::new().fire(&p), ["8", "8", "1", "20"]);
 }
 
 /// A symbol the system knows without a type (a kernel global where BTF describes none).

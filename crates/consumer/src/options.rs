@@ -47,7 +47,8 @@ impl Default for Options {
             ("strsize", 256),
             ("nspec", 1),
             ("stackframes", 20),
-            ("ustackframes", 20),
+            // DTrace for Linux's `_dtrace_ustackframes`: what `ustack()` records when unset.
+            ("ustackframes", 100),
             ("jstackframes", 50),
             ("jstackstrsize", 512),
             ("switchrate", 1_000_000_000),

@@ -591,7 +591,7 @@ fn value(
                 ),
                 n => return Err(mismatch(n, "%A")),
             };
-            let s = symbols::addr_to_string(env.symbols.user(pid, a), a);
+            let s = symbols::uaddr_to_string(env.symbols, pid, a);
             cformat::fmt_str(out, spec, s.as_bytes());
         }
         ConvKind::Stack => {

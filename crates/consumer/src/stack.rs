@@ -85,7 +85,7 @@ pub fn print_ustack(
         if pc == 0 {
             break;
         }
-        let text = symbols::addr_to_string(syms.user(pid, pc), pc);
+        let text = symbols::uaddr_to_string(syms, pid, pc);
         frame_line(out, indent, spec, &text);
         if let Some(off) = str_off {
             let s = recdata::cstr(&b[strbase + off..strbase + strsize]);
@@ -165,11 +165,10 @@ fn symbol_record_text(syms: &dyn Symbolizer, action: ActionKind, b: &[u8]) -> Re
                     what: "usym()/umod()/uaddr()",
                 });
             };
-            let info = syms.user(pid, pc);
             match action {
-                ActionKind::Umod => symbols::mod_to_string(info, pc),
-                ActionKind::Usym => symbols::sym_to_string(info, pc),
-                _ => symbols::addr_to_string(info, pc),
+                ActionKind::Umod => symbols::mod_to_string(syms.user(pid, pc), pc),
+                ActionKind::Usym => symbols::usym_to_string(syms, pid, pc),
+                _ => symbols::uaddr_to_string(syms, pid, pc),
             }
         }
     })

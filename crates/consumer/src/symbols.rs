@@ -31,6 +31,17 @@ pub trait Symbolizer {
     fn user_object_base(&self, _pid: u64, _addr: u64) -> Option<u64> {
         None
     }
+    /// The object (file basename) mapped at user address `addr` of process `pid`, and the start
+    /// of that mapping.
+    fn user_mapping(&self, _pid: u64, _addr: u64) -> Option<(String, u64)> {
+        None
+    }
+    /// How user address `addr` of process `pid` prints when symbols are not to be resolved
+    /// (`-x noresolve`): `object:0xoffset` into the mapping holding it, or `0xaddr`. `None` (the
+    /// default): resolve it.
+    fn user_unresolved(&self, _pid: u64, _addr: u64) -> Option<String> {
+        None
+    }
     /// Remembers process `pid`'s mappings now (a `-c` command held before its first instruction,
     /// a `-p` process), so its addresses resolve after it has exited.
     fn note_process(&self, _pid: u64) {}
@@ -105,6 +116,29 @@ pub fn addr_to_string(info: Option<SymInfo>, addr: u64) -> String {
             symbol: None,
         }) => format!("{object}`0x{addr:x}"),
         None => format!("0x{addr:x}"),
+    }
+}
+
+/// `dtrace_uaddr2str`: a user address of process `pid` as `ustack()`, `uaddr()` and `%A` print
+/// it (see [`addr_to_string`] and [`Symbolizer::user_unresolved`]).
+pub fn uaddr_to_string(syms: &dyn Symbolizer, pid: u64, addr: u64) -> String {
+    match syms.user_unresolved(pid, addr) {
+        Some(s) => s,
+        None => addr_to_string(syms.user(pid, addr), addr),
+    }
+}
+
+/// `usym()` spelling: the user symbol without offset (under `-x noresolve`, the symbol's start
+/// as [`uaddr_to_string`] prints it).
+pub fn usym_to_string(syms: &dyn Symbolizer, pid: u64, addr: u64) -> String {
+    let info = syms.user(pid, addr);
+    let start = info
+        .as_ref()
+        .and_then(|i| i.symbol.as_ref())
+        .map_or(addr, |(_, base)| *base);
+    match syms.user_unresolved(pid, start) {
+        Some(s) => s,
+        None => sym_to_string(info, addr),
     }
 }
 
@@ -193,5 +227,26 @@ mod tests {
         assert_eq!(sym_to_string(Some(i.clone()), 0x1010), "genunix`read");
         assert_eq!(mod_to_string(Some(i), 0x1010), "genunix");
         assert_eq!(addr_to_string(None, 0xbeef), "0xbeef");
+    }
+
+    /// A symbolizer that leaves user addresses unresolved, as `-x noresolve` does.
+    struct Offsets;
+    impl Symbolizer for Offsets {
+        fn user(&self, pid: u64, addr: u64) -> Option<SymInfo> {
+            Fixed.user(pid, addr)
+        }
+        fn user_unresolved(&self, _pid: u64, addr: u64) -> Option<String> {
+            Some(format!("libc.so.6:0x{:x}", addr - 0x1000))
+        }
+    }
+
+    #[test]
+    fn user_addresses_print_resolved_or_as_offsets() {
+        assert_eq!(uaddr_to_string(&Fixed, 7, 0x1234), "vmlinux`f+0x34");
+        assert_eq!(usym_to_string(&Fixed, 7, 0x1234), "vmlinux`f");
+        assert_eq!(uaddr_to_string(&Fixed, 7, 0x10), "0x10");
+        assert_eq!(uaddr_to_string(&Offsets, 7, 0x1234), "libc.so.6:0x234");
+        // usym() prints its symbol's start.
+        assert_eq!(usym_to_string(&Offsets, 7, 0x1234), "libc.so.6:0x200");
     }
 }

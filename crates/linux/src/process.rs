@@ -674,6 +674,22 @@ pub fn ppid_of(pid: u32) -> Option<u32> {
     parse_stat_ppid(&s)
 }
 
+/// The ancestors of `pid`, its parent first, up to init (at most
+/// [`crate::capture::spec::MAX_ANCESTORS`], as a probe captures them): what `progenyof()` tests in a
+/// context the kernel did not capture (BEGIN and END, which fire in `dtrace`).
+pub fn ancestors(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    let mut p = pid;
+    while let Some(parent) = ppid_of(p).filter(|&n| n != 0) {
+        if out.len() == crate::capture::spec::MAX_ANCESTORS || out.contains(&parent) {
+            break;
+        }
+        out.push(parent);
+        p = parent;
+    }
+    out
+}
+
 /// Extracts the ppid from the text of a `/proc/<pid>/stat` file (the comm may contain spaces and
 /// parentheses, so fields are counted after the last `)`).
 pub fn parse_stat_ppid(s: &str) -> Option<u32> {
@@ -720,6 +736,17 @@ mod tests {
         assert_eq!(parse_stat_ppid("12 (a) b) S 34 12 12"), Some(34));
         assert_eq!(parse_stat_ppid("garbage"), None);
         assert_eq!(parse_stat_ppid("1 (x)"), None);
+    }
+
+    #[test]
+    fn ancestors_run_from_the_parent_to_init() {
+        let me = std::process::id();
+        let a = ancestors(me);
+        assert_eq!(a.first().copied(), ppid_of(me));
+        // The chain ends at a process without a parent in this pid namespace (init's is 0).
+        let top = *a.last().unwrap();
+        assert_eq!(ppid_of(top), Some(0));
+        assert!(ancestors(u32::MAX).is_empty());
     }
 
     #[test]

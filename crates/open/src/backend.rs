@@ -154,6 +154,10 @@ fn consumer_context() -> FiringContext {
         gid: gid as u64,
         execname,
         execargs: std::env::args().collect::<Vec<_>>().join(" "),
+        ancestors: dtrace_linux::process::ancestors(std::process::id())
+            .into_iter()
+            .map(u64::from)
+            .collect(),
         ..FiringContext::default()
     }
 }

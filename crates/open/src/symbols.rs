@@ -60,13 +60,60 @@ impl Symbolizer for LinuxSymbols {
             self.lock().note_process(pid);
         }
     }
+
+    fn user_mapping(&self, pid: u64, addr: u64) -> Option<(String, u64)> {
+        let pid = u32::try_from(pid).ok()?;
+        self.lock().user_mapping(pid, addr)
+    }
 }
 
-/// `-x noresolve`: no address is resolved to a symbol, so stacks and `sym()`/`usym()` print the
-/// bare addresses.
-pub struct Unresolved;
+/// `-x noresolve`, as DTrace for Linux has it: user addresses (`ustack()`, `uaddr()`, `usym()`,
+/// `%A`) print as `object:0xoffset` into the mapping that holds them (`0xaddr` outside every
+/// mapping) instead of as symbols; kernel addresses and `umod()` print as ever, and aggregation
+/// keys still merge by symbol and object.
+pub struct Unresolved {
+    inner: Box<dyn Symbolizer>,
+}
 
-impl Symbolizer for Unresolved {}
+impl Unresolved {
+    /// Lookups through `inner`, user addresses left unresolved.
+    pub fn new(inner: Box<dyn Symbolizer>) -> Unresolved {
+        Unresolved { inner }
+    }
+}
+
+impl Symbolizer for Unresolved {
+    fn kernel(&self, addr: u64) -> Option<SymInfo> {
+        self.inner.kernel(addr)
+    }
+
+    fn user(&self, pid: u64, addr: u64) -> Option<SymInfo> {
+        self.inner.user(pid, addr)
+    }
+
+    fn kernel_object_base(&self, addr: u64) -> Option<u64> {
+        self.inner.kernel_object_base(addr)
+    }
+
+    fn user_object_base(&self, pid: u64, addr: u64) -> Option<u64> {
+        self.inner.user_object_base(pid, addr)
+    }
+
+    fn user_unresolved(&self, pid: u64, addr: u64) -> Option<String> {
+        Some(match self.inner.user_mapping(pid, addr) {
+            Some((object, start)) => format!("{object}:0x{:x}", addr.wrapping_sub(start)),
+            None => format!("0x{addr:x}"),
+        })
+    }
+
+    fn user_mapping(&self, pid: u64, addr: u64) -> Option<(String, u64)> {
+        self.inner.user_mapping(pid, addr)
+    }
+
+    fn note_process(&self, pid: u64) {
+        self.inner.note_process(pid);
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -368,6 +368,10 @@ fn emit_conditions(a: &mut Asm, shape: &ProbeShape, out: Label) -> Result<()> {
                 cond_load(a, shape, offset, size, true)?;
                 a.jmp_imm(op::JSGE, R0, 0, out);
             }
+            Condition::Positive { offset, size } => {
+                cond_load(a, shape, offset, size, true)?;
+                a.jmp_imm(op::JSLE, R0, 0, out);
+            }
             Condition::NewTask { .. } => {}
         }
     }
@@ -418,11 +422,6 @@ pub(crate) fn emit_arg(a: &mut Asm, shape: &ProbeShape, src: ArgSource) -> Resul
         } => {
             need_ctx(shape, CtxKind::Tracepoint, "a record field")?;
             load_field(a, R0, offset, size, signed)?;
-        }
-        ArgSource::NegField { offset, size } => {
-            need_ctx(shape, CtxKind::Tracepoint, "a record field")?;
-            load_field(a, R0, offset, size, true)?;
-            a.mov_imm(R1, 0).alu(op::SUB, R1, R0).mov(R0, R1);
         }
         ArgSource::RawArg(n) => {
             need_ctx(shape, CtxKind::RawTracepoint, "a raw argument")?;

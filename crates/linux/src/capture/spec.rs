@@ -486,13 +486,6 @@ pub enum ArgSource {
         /// Sign-extend.
         signed: bool,
     },
-    /// A scalar field, negated (errno from a negative return value).
-    NegField {
-        /// Offset.
-        offset: u16,
-        /// Size (1, 2, 4 or 8).
-        size: u8,
-    },
     /// Argument `n` of a raw tracepoint (`ctx[n]`).
     RawArg(u8),
     /// Argument `n` of the traced function at an fentry/fexit probe, read with `bpf_get_func_arg`
@@ -590,6 +583,13 @@ pub enum Condition {
     },
     /// `(signed) field < 0`.
     Negative {
+        /// Offset.
+        offset: u16,
+        /// Size.
+        size: u8,
+    },
+    /// `(signed) field > 0`.
+    Positive {
         /// Offset.
         offset: u16,
         /// Size.

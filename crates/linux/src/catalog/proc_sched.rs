@@ -30,6 +30,7 @@ enum Cond {
     MaskSet(&'static str, u32),
     Equals(&'static str, i32),
     Negative(&'static str),
+    Positive(&'static str),
     /// The incoming task's first run (see [`Condition::NewTask`]); for the first thread of a
     /// process only when true.
     FirstRun(bool),
@@ -44,8 +45,6 @@ enum Cond {
 enum Arg {
     /// A record field, with the D type DTrace documents (None: from the format file).
     Field(&'static str, Option<&'static str>),
-    /// A negated record field (errno from a return value).
-    Neg(&'static str, &'static str),
     /// The exit reason (`CLD_*`) from the exiting task's `exit_code`.
     ExitReason,
     /// A record field holding a user string's address: D sees the string (copied at the probe).
@@ -95,18 +94,10 @@ struct Spec {
 }
 
 const SPECS: &[Spec] = &[
-    Spec {
-        provider: "proc",
-        name: "exec",
-        sys: "sched",
-        event: "sched_prepare_exec",
-        args: &[Arg::Field("filename", Some("string"))],
-        conds: &[],
-        next_identity: false,
-        raw: false,
-    },
-    // Kernels without `sched_prepare_exec` (before 6.10): the entry of execve(2), whose path is
-    // read from the caller's memory.
+    // `exec` fires before the attempt, so an exec that fails fires it too (followed by
+    // `exec-failure`): the entry of execve(2), whose path is read from the caller's memory.
+    // (`sched_prepare_exec` would give the path from the kernel, but only for an exec that
+    // already succeeded.)
     Spec {
         provider: "proc",
         name: "exec",
@@ -132,7 +123,8 @@ const SPECS: &[Spec] = &[
         name: "exec-failure",
         sys: "syscalls",
         event: "sys_exit_execve",
-        args: &[Arg::Neg("ret", "int")],
+        // As DTrace for Linux: the system call's result, a negative errno (`-ENOENT`).
+        args: &[Arg::Field("ret", Some("int"))],
         conds: &[Cond::Negative("ret")],
         next_identity: false,
         raw: false,
@@ -204,6 +196,18 @@ const SPECS: &[Spec] = &[
         conds: &[Cond::RawEquals(SIGNAL_RESULT, TRACE_SIGNAL_IGNORED)],
         next_identity: false,
         raw: true,
+    },
+    // A pending signal taken by a thread waiting for it (sigwait(3), sigwaitinfo(2),
+    // sigtimedwait(2), all rt_sigtimedwait(2) here): the call returns the signal's number.
+    Spec {
+        provider: "proc",
+        name: "signal-clear",
+        sys: "syscalls",
+        event: "sys_exit_rt_sigtimedwait",
+        args: &[Arg::Field("ret", Some("int"))],
+        conds: &[Cond::Positive("ret")],
+        next_identity: false,
+        raw: false,
     },
     Spec {
         provider: "proc",
@@ -345,18 +349,6 @@ fn build(spec: &Spec, f: &EventFormat) -> Option<Probe> {
                 args.push(src);
                 types.push(ty);
             }
-            Arg::Neg(n, dt) => {
-                let fl = field(f, n)?;
-                args.push(ArgSource::NegField {
-                    offset: fl.offset as u16,
-                    size: fl.size as u8,
-                });
-                types.push(ProbeArg {
-                    native: fl.ctype.clone(),
-                    dtype: (*dt).into(),
-                    copy: None,
-                });
-            }
             Arg::UserString(n) => {
                 use crate::capture::{AddrBase, AddrExpr, CopyRequest, MemKind};
                 let fl = field(f, n)?;
@@ -462,7 +454,7 @@ fn build(spec: &Spec, f: &EventFormat) -> Option<Probe> {
             _ => {}
         }
         let name = match c {
-            Cond::MaskSet(n, _) | Cond::Equals(n, _) | Cond::Negative(n) => *n,
+            Cond::MaskSet(n, _) | Cond::Equals(n, _) | Cond::Negative(n) | Cond::Positive(n) => *n,
             _ => continue,
         };
         let fl = field(f, name)?;
@@ -478,6 +470,7 @@ fn build(spec: &Spec, f: &EventFormat) -> Option<Probe> {
                 value,
             },
             Cond::Negative(_) => Condition::Negative { offset, size },
+            Cond::Positive(_) => Condition::Positive { offset, size },
             _ => continue,
         });
     }

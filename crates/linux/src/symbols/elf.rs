@@ -1,5 +1,6 @@
 //! User-space symbols from ELF files (via the `object` crate): function symbols of `.symtab` and
-//! `.dynsym`, and the loadable segments that turn a file offset into a symbol address. Files are
+//! `.dynsym` (and of the separate debuginfo file under `/usr/lib/debug/.build-id` where one is
+//! installed), and the loadable segments that turn a file offset into a symbol address. Files are
 //! outside data: a malformed one yields an error, never a panic.
 
 use crate::error::{LinuxError, Result};
@@ -23,24 +24,6 @@ impl ElfSymbols {
             path: "<elf>".into(),
             reason: e.to_string(),
         })?;
-        let mut syms: Vec<(u64, u64, String)> = file
-            .symbols()
-            .chain(file.dynamic_symbols())
-            .filter(|s| s.kind() == SymbolKind::Text && s.address() != 0)
-            .filter_map(|s| {
-                s.name()
-                    .ok()
-                    .filter(|n| !n.is_empty())
-                    .map(|n| (s.address(), s.size(), n.to_string()))
-            })
-            .collect();
-        // Prefer sized, global-looking names when several symbols share an address.
-        syms.sort_by(|a, b| {
-            a.0.cmp(&b.0)
-                .then(b.1.cmp(&a.1))
-                .then(a.2.len().cmp(&b.2.len()))
-        });
-        syms.dedup_by_key(|s| s.0);
         let segments = file
             .segments()
             .map(|s| {
@@ -49,32 +32,57 @@ impl ElfSymbols {
             })
             .collect();
         let build_id = file.build_id().ok().flatten().map(|b| b.to_vec());
-        Ok(ElfSymbols {
-            syms,
+        let mut e = ElfSymbols {
+            syms: text_symbols(&file),
             segments,
             build_id,
-        })
+        };
+        e.sort();
+        Ok(e)
     }
 
-    /// Reads and parses the file at `path`.
+    /// Adds the function symbols of the file's separate debuginfo (`data`, the file a build-id
+    /// names under `/usr/lib/debug/.build-id`): its `.symtab` names the local functions a stripped
+    /// library's `.dynsym` leaves out (`__libc_start_call_main`), at the same addresses.
+    pub fn add_debuginfo(&mut self, data: &[u8]) -> Result<()> {
+        let file = object::File::parse(data).map_err(|e| LinuxError::BadFile {
+            path: "<debuginfo>".into(),
+            reason: e.to_string(),
+        })?;
+        self.syms.extend(text_symbols(&file));
+        self.sort();
+        Ok(())
+    }
+
+    /// Orders the symbols by address, one per address: when several share one, a sized one,
+    /// then the shortest name (the global-looking one) is kept.
+    fn sort(&mut self) {
+        self.syms.sort_by(|a, b| {
+            a.0.cmp(&b.0)
+                .then(b.1.cmp(&a.1))
+                .then(a.2.len().cmp(&b.2.len()))
+                .then(a.2.cmp(&b.2))
+        });
+        self.syms.dedup_by_key(|s| s.0);
+    }
+
+    /// Reads and parses the file at `path`, with its separate debuginfo's symbols when that is
+    /// installed.
     pub fn load(path: &str) -> Result<ElfSymbols> {
-        let meta = std::fs::metadata(path).map_err(|e| LinuxError::from_io(path, e))?;
-        if meta.len() > MAX_ELF {
-            return Err(LinuxError::BadFile {
-                path: path.into(),
-                reason: "too large".into(),
-            });
-        }
-        let data = std::fs::File::open(path)
-            .and_then(|f| super::elfimage::read_image(&f, meta.len()))
-            .map_err(|e| LinuxError::from_io(path, e))?;
-        Self::parse(&data).map_err(|e| match e {
+        let mut e = Self::parse(&read_elf_image(path)?).map_err(|e| match e {
             LinuxError::BadFile { reason, .. } => LinuxError::BadFile {
                 path: path.into(),
                 reason,
             },
             e => e,
-        })
+        })?;
+        if let Some(debug) = e.build_id().and_then(debuginfo_path) {
+            // A debuginfo file that cannot be read or parsed only leaves the names out.
+            if let Ok(data) = read_elf_image(&debug) {
+                let _ = e.add_debuginfo(&data);
+            }
+        }
+        Ok(e)
     }
 
     /// The symbol address of file offset `off` (through the segment containing it).
@@ -112,6 +120,42 @@ impl ElfSymbols {
     }
 }
 
+/// The function symbols (text, named, at a non-zero address) of `.symtab` and `.dynsym`.
+fn text_symbols<'d, R: object::ReadRef<'d>>(file: &object::File<'d, R>) -> Vec<(u64, u64, String)> {
+    file.symbols()
+        .chain(file.dynamic_symbols())
+        .filter(|s| s.kind() == SymbolKind::Text && s.address() != 0)
+        .filter_map(|s| {
+            s.name()
+                .ok()
+                .filter(|n| !n.is_empty())
+                .map(|n| (s.address(), s.size(), n.to_string()))
+        })
+        .collect()
+}
+
+/// The parts of the ELF file at `path` that symbolization reads (see [`super::elfimage`]).
+fn read_elf_image(path: &str) -> Result<Vec<u8>> {
+    let meta = std::fs::metadata(path).map_err(|e| LinuxError::from_io(path, e))?;
+    if meta.len() > MAX_ELF {
+        return Err(LinuxError::BadFile {
+            path: path.into(),
+            reason: "too large".into(),
+        });
+    }
+    std::fs::File::open(path)
+        .and_then(|f| super::elfimage::read_image(&f, meta.len()))
+        .map_err(|e| LinuxError::from_io(path, e))
+}
+
+/// The separate debuginfo file of a build-id, when installed.
+pub(crate) fn debuginfo_path(build_id: &[u8]) -> Option<String> {
+    let (first, rest) = build_id.split_first()?;
+    let hex: String = rest.iter().map(|b| format!("{b:02x}")).collect();
+    let p = format!("/usr/lib/debug/.build-id/{first:02x}/{hex}.debug");
+    std::path::Path::new(&p).is_file().then_some(p)
+}
+
 /// Reads only the build-id of the ELF file at `path` (a few small reads, whatever the file's size).
 pub fn read_build_id(path: &str) -> Option<Vec<u8>> {
     let f = std::fs::File::open(path).ok()?;
@@ -131,5 +175,43 @@ mod tests {
         assert!(!e.is_empty());
         assert!(ElfSymbols::parse(b"\x7fELFgarbage").is_err());
         assert!(ElfSymbols::parse(b"").is_err());
+    }
+
+    /// The C library this test runs with, from its own mappings.
+    fn own_libc() -> Option<String> {
+        let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+        maps.lines()
+            .filter_map(|l| l.split_whitespace().nth(5))
+            .find(|p| p.contains("/libc.so"))
+            .map(str::to_string)
+    }
+
+    #[test]
+    fn debuginfo_names_the_local_functions_of_a_stripped_library() {
+        let Some(libc) = own_libc() else {
+            eprintln!("SKIP: no libc.so mapped");
+            return;
+        };
+        let stripped = ElfSymbols::parse(&read_elf_image(&libc).unwrap()).unwrap();
+        let Some(debug) = stripped.build_id().and_then(debuginfo_path) else {
+            eprintln!("SKIP: no debuginfo installed for {libc}");
+            return;
+        };
+        let with = ElfSymbols::load(&libc).unwrap();
+        assert!(with.len() > stripped.len());
+        // Every symbol of the library still resolves to itself or an alias at its address.
+        let debug_only = ElfSymbols::parse(&read_elf_image(&debug).unwrap()).unwrap();
+        let (addr, size, name) = debug_only
+            .syms
+            .iter()
+            .find(|(a, sz, _)| {
+                *sz > 1 && stripped.lookup(*a).is_none() && with.lookup(*a).is_some()
+            })
+            .expect("a function only the debuginfo names");
+        assert_eq!(
+            with.lookup(addr + size - 1),
+            Some((name.as_str(), size - 1))
+        );
+        assert!(ElfSymbols::default().add_debuginfo(b"garbage").is_err());
     }
 }

@@ -71,14 +71,6 @@ fn bad(path: &str, reason: impl std::fmt::Display) -> LinuxError {
     }
 }
 
-/// The separate debuginfo file of a build-id, when installed.
-fn debuginfo_path(build_id: &[u8]) -> Option<String> {
-    let (first, rest) = build_id.split_first()?;
-    let hex: String = rest.iter().map(|b| format!("{b:02x}")).collect();
-    let p = format!("/usr/lib/debug/.build-id/{first:02x}/{hex}.debug");
-    std::path::Path::new(&p).is_file().then_some(p)
-}
-
 /// The function symbols of one parsed file, added to `funcs` (first name wins).
 fn add_symbols<'d, R: object::ReadRef<'d>>(
     file: &object::File<'d, R>,
@@ -121,7 +113,7 @@ impl FunctionTable {
             .build_id()
             .ok()
             .flatten()
-            .and_then(debuginfo_path)
+            .and_then(super::elf::debuginfo_path)
             .and_then(|p| File::open(p).ok());
         if let Some(d) = debug {
             let dcache = ReadCache::new(d);

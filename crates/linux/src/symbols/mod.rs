@@ -57,6 +57,14 @@ impl Resolved {
 /// The name of the kernel's vDSO mapping in `/proc/<pid>/maps`.
 pub const VDSO: &str = "[vdso]";
 
+/// The name an address in a mapping of `path` is attributed to: the file's basename (a file
+/// removed since it was mapped is still named by its path); `None` for an anonymous mapping.
+fn object_name(path: &str) -> Option<String> {
+    let path = path.strip_suffix(" (deleted)").unwrap_or(path);
+    let object = path.rsplit('/').next().unwrap_or(path);
+    (!object.is_empty()).then(|| object.to_string())
+}
+
 /// The vDSO's symbols (`__vdso_clock_gettime`...), read from this process's own copy: the kernel
 /// maps the same image into every process, so offsets into the mapping resolve alike in all.
 pub fn load_vdso() -> Option<ElfSymbols> {
@@ -398,12 +406,7 @@ impl Symbolizer {
     /// What holds user address `addr` of process `pid`.
     pub fn resolve_user(&mut self, pid: u32, addr: u64) -> Option<Resolved> {
         let map = self.mapping_of(pid, addr)?;
-        // A file removed since it was mapped is still named by its path.
-        let path = map.path.strip_suffix(" (deleted)").unwrap_or(&map.path);
-        let object = path.rsplit('/').next().unwrap_or(path).to_string();
-        if object.is_empty() {
-            return None;
-        }
+        let object = object_name(&map.path)?;
         let sym = if map.path.starts_with('/') || map.path == VDSO {
             self.elf(&map.path)
         } else {
@@ -415,6 +418,13 @@ impl Symbolizer {
                 .map(|(n, off)| (n.to_string(), addr.wrapping_sub(off)))
         });
         Some(Resolved { object, symbol })
+    }
+
+    /// The object (file basename) mapped at user address `addr` of `pid` and the start of that
+    /// mapping: what `-x noresolve` prints a user address relative to.
+    pub fn user_mapping(&mut self, pid: u32, addr: u64) -> Option<(String, u64)> {
+        let map = self.mapping_of(pid, addr)?;
+        Some((object_name(&map.path)?, map.start))
     }
 
     /// The lowest address of the kernel module (or `vmlinux`) holding `addr`.

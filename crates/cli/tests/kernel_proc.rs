@@ -1,0 +1,110 @@
+//! The `proc` provider's probes as DTrace for Linux fires them, on a small program compiled here
+//! (root, BPF, tracefs and gcc; skipped otherwise): `exec` before the attempt and `exec-failure`
+//! with the call's negative errno when it fails, `signal-clear` when a thread waiting in
+//! sigwait(3) takes its signal, and `exit` with `CLD_KILLED` for a process killed by a signal.
+
+mod common;
+use common::dtrace;
+
+/// Fails to exec a missing file (its path on the stack, since a probe cannot fault in a page the
+/// program has not touched yet), takes a SIGUSR1 it sent itself through sigwait(3), then forks a
+/// child that waits to be killed, kills it with SIGKILL and reaps it.
+const PROG: &str = r#"
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+int main(void) {
+    char path[] = "/nonexistent/kernel_proc";
+    execl(path, "kernel_proc", (char *)0);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGUSR1);
+    sigprocmask(SIG_BLOCK, &set, 0);
+    kill(getpid(), SIGUSR1);
+    int sig = 0;
+    sigwait(&set, &sig);
+    int fds[2];
+    pipe(fds);
+    pid_t p = fork();
+    if (p == 0) {
+        close(fds[0]);
+        close(fds[1]);
+        for (;;)
+            pause();
+    }
+    close(fds[1]);
+    char c;
+    read(fds[0], &c, 1);
+    kill(p, SIGKILL);
+    waitpid(p, 0, 0);
+    return 0;
+}
+"#;
+
+#[test]
+fn exec_failure_signal_clear_and_killed_exit() {
+    let test = "exec_failure_signal_clear_and_killed_exit";
+    if !(common::kernel_ok(test) && common::have_gcc(test)) {
+        return;
+    }
+    let exe = common::compile_c(&common::test_dir("kernel_proc"), "kproc", PROG, &["-O1"]);
+    let exe = exe.display().to_string();
+    // -x temporal: the child's exit is on whichever CPU it ran.
+    let (rc, out, err) = dtrace(&[
+        "-x",
+        "temporal",
+        "-qn",
+        "proc:::exec /pid == $target/ { printf(\"exec %s\\n\", args[0]); } \
+         proc:::exec-failure /pid == $target/ \
+         { printf(\"exec-failure %d %d\\n\", args[0], args[0] == -ENOENT); } \
+         proc:::signal-clear /pid == $target/ { printf(\"signal-clear %d\\n\", args[0]); } \
+         proc:::exit /progenyof($target) && pid != $target/ \
+         { printf(\"exit %d\\n\", args[0] == CLD_KILLED); }",
+        "-c",
+        &exe,
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    assert_eq!(
+        out,
+        "exec /nonexistent/kernel_proc\nexec-failure -2 1\nsignal-clear 10\nexit 1\n\n"
+    );
+}
+
+/// `exec-failure`'s argument is the system call's result, an `int`, as DTrace for Linux types it;
+/// `signal-clear` takes the signal number.
+#[test]
+fn exec_failure_and_signal_clear_are_listed_with_their_arguments() {
+    if !common::kernel_ok("exec_failure_and_signal_clear_are_listed_with_their_arguments") {
+        return;
+    }
+    for probe in ["proc:::exec-failure", "proc:::signal-clear"] {
+        let (rc, out, err) = dtrace(&["-lv", "-n", probe]);
+        assert_eq!(rc, 0, "{err}");
+        assert!(out.contains("\t\targs[0]: int\n"), "{out}");
+    }
+}
+
+/// A `-c` command is traced from `evaltime`: by default (`postinit`) once the dynamic linker has
+/// loaded its libraries, so the linker's own opens are not seen; with `-xevaltime=exec` from its
+/// exec, so they are.
+#[test]
+fn c_commands_are_traced_from_evaltime() {
+    let test = "c_commands_are_traced_from_evaltime";
+    if !(common::kernel_ok(test) && common::have_gcc(test)) {
+        return;
+    }
+    let src = "#include <fcntl.h>\n\
+               int main(void) { char p[] = \"/dev/null\"; return open(p, O_RDONLY) < 0; }\n";
+    let exe = common::compile_c(&common::test_dir("evaltime"), "opener", src, &["-O1"]);
+    let exe = exe.display().to_string();
+    let prog = "syscall::openat:entry /pid == $target/ { printf(\"%s\\n\", copyinstr(arg1)); }";
+    let (rc, out, err) = dtrace(&["-qn", prog, "-c", &exe]);
+    assert_eq!(rc, 0, "{err}");
+    assert_eq!(out, "/dev/null\n\n");
+    let (rc, out, err) = dtrace(&["-xevaltime=exec", "-qn", prog, "-c", &exe]);
+    assert_eq!(rc, 0, "{err}");
+    let opens: Vec<&str> = out.lines().filter(|l| !l.is_empty()).collect();
+    assert!(opens.len() > 1, "{out}");
+    assert!(opens.iter().any(|o| o.contains("libc.so")), "{out}");
+    assert_eq!(opens.last(), Some(&"/dev/null"), "{out}");
+}
