@@ -503,8 +503,14 @@ impl<'o> Checker<'o> {
                 let idx = self.translators.len() - 1;
                 for m in members.iter().filter(|_| cook_members) {
                     let input = TExpr::int(0, i, m.line);
-                    if let Err(e) = self.xlate_member_value(idx, input, &m.name, m.line) {
+                    if let Err(mut e) = self.xlate_member_value(idx, input, &m.name, m.line) {
                         self.translators.pop();
+                        // a conversion that does not fit is found by the translator's own check,
+                        // which reports where the translator ends (an error inside the member's
+                        // expression keeps the member's line)
+                        if e.tag == ErrTag::D_XLATE_INCOMPAT {
+                            e.line = Some(*line);
+                        }
                         return Err(e);
                     }
                 }
