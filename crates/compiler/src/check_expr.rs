@@ -402,6 +402,11 @@ impl<'o> Checker<'o> {
     /// A type by name from the built-in table (names in our own tables always exist).
     pub fn named_type(&mut self, name: &str) -> TypeId {
         if let Some(base) = name.strip_suffix(" *") {
+            // a pointer to a type this system lacks (a kernel struct without the kernel's
+            // types) is a `void *`
+            if !base.ends_with('*') && self.types.lookup(base).is_none() {
+                return self.basic.void_ptr;
+            }
             let b = self.named_type(base);
             return self.types.pointer_to(b);
         }
@@ -1063,6 +1068,20 @@ impl<'o> Checker<'o> {
             || t.is_void(to)
             || (t.is_pointer(to) && t.pointee(v.ty).is_some())
             || (t.is_string(to) && (t.is_scalar(v.ty) || t.is_strcompat(v.ty)));
+        // a translated pointer points at data the translation builds: it is no address to cast
+        let translated = matches!(v.kind, TK::Xlate(..) | TK::XlateStruct(..))
+            && t.is_pointer(v.ty)
+            && !t.compat(to, v.ty);
+        if translated {
+            return err(
+                ErrTag::D_CAST_INVAL,
+                line,
+                format!(
+                    "invalid cast expression: \"pointer to translated data\" to \"{}\"",
+                    self.tname(to)
+                ),
+            );
+        }
         if !ok {
             return err(
                 ErrTag::D_CAST_INVAL,

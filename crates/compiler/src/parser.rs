@@ -36,6 +36,9 @@ pub struct Parser<'a> {
     /// The `pspec` option: text that reads as a probe description longer than a declaration's
     /// first word (`int*x`) is taken as one.
     pub pspec: bool,
+    /// `struct`/`union` names this program has defined: DTrace declares a struct when it reads
+    /// the `{` of its body, so a second body is an error there, before the body is read.
+    sou_defined: HashSet<String>,
 }
 
 fn syntax(t: &Token) -> CompileError {
@@ -69,6 +72,7 @@ impl<'a> Parser<'a> {
             depth: 0,
             lexed_line: 1,
             pspec: false,
+            sou_defined: HashSet::new(),
         }
     }
 
@@ -834,12 +838,28 @@ impl<'a> Parser<'a> {
             name = Some(s.clone());
             self.next()?;
         }
-        if !self.eat("{")? {
+        if !self.is_punct("{")? {
             if name.is_none() {
                 let t = self.next()?;
                 return Err(syntax(&t));
             }
             return Ok(BaseType::Sou(kind, name, None));
+        }
+        let brace = self.next()?;
+        if let Some(n) = &name {
+            let kw = if kind == SouKind::Union {
+                "union"
+            } else {
+                "struct"
+            };
+            let full = format!("{kw} {n}");
+            if !self.sou_defined.insert(full.clone()) {
+                return Err(CompileError::new(
+                    ErrTag::D_DECL_TYPERED,
+                    brace.line,
+                    format!("type redeclared: {full}"),
+                ));
+            }
         }
         let mut members = Vec::new();
         while !self.eat("}")? {

@@ -989,3 +989,68 @@ fn pspec_reads_ambiguous_text_as_a_probe_description() {
     )
     .unwrap_or_else(|e| panic!("{e}"));
 }
+
+#[test]
+fn parameter_declarations() {
+    golden(
+        "int foo(static int);",
+        ErrTag::D_DECL_PARMCLASS,
+        "line 1: inappropriate storage class for function or associative array parameter",
+    );
+    golden(
+        "\nint a(void v);",
+        ErrTag::D_DECL_PROTO_NAME,
+        "line 2: void parameter may not have a name: v",
+    );
+    // `register`, and a nameless void, are fine
+    for ok in ["int f(register int);", "int g(void);"] {
+        compile(ok, &CompileOptions::default()).unwrap_or_else(|e| panic!("{ok}: {e}"));
+    }
+}
+
+#[test]
+fn extern_arrays_may_leave_out_their_size() {
+    let src = "extern int a1[];\nextern int a3[123][456];\nBEGIN { exit(0); }";
+    compile(src, &CompileOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+    golden(
+        "int a1[];",
+        ErrTag::D_DECL_ARRNULL,
+        "line 1: array declaration requires array dimension or tuple signature: a1",
+    );
+}
+
+#[test]
+fn struct_bodies_and_translators() {
+    // a second body for a struct is refused at its `{`, before the body is read: a translator
+    // written with braces instead of angle brackets reads as one
+    golden(
+        "struct in { int i; };\nstruct out { int o; };\ntranslator struct out\n{\n\tstruct in *p\n}\n{\n\to = p->i;\n};",
+        ErrTag::D_DECL_TYPERED,
+        "line 4: type redeclared: struct out",
+    );
+    golden(
+        "union u { int i; };\nunion u { long l; };",
+        ErrTag::D_DECL_TYPERED,
+        "line 2: type redeclared: union u",
+    );
+    // a member conversion that does not fit is reported where the translator ends
+    golden(
+        "struct in { char c; };\nstruct out { char *p; };\ntranslator struct out < struct in *x >\n{\n\tp = x->c;\n};",
+        ErrTag::D_XLATE_INCOMPAT,
+        "line 6: translator member p definition uses incompatible types: \"char *\" = \"char\"",
+    );
+}
+
+#[test]
+fn freopen_refuses_the_current_directory() {
+    golden(
+        "BEGIN\n{\n\tfreopen(\".\");\n}",
+        ErrTag::D_FREOPEN_INVALID,
+        "line 3: freopen( ) argument #1 cannot be \".\"",
+    );
+    compile(
+        "BEGIN { freopen(\"\"); freopen(\"./x\"); }",
+        &CompileOptions::default(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+}

@@ -887,3 +887,17 @@ fn deep_expressions_spill_registers() {
     let (from, len) = ((sum % 7) as usize, (sum % 5) as usize);
     assert_eq!(v, ["5", &"abcdefghijklmnopqrstuvwxyz"[from..from + len]]);
 }
+
+#[test]
+fn mixed_type_arithmetic_takes_the_greater_rank() {
+    // DTrace for Linux does not promote small integers to int first: unsigned char + signed
+    // char is an unsigned char, recorded in its size; in variables of every scope alike
+    let v = run(
+        "unsigned char C[int]; signed char c[int]; self short s; unsigned char G; \
+         BEGIN { C[0] = -2; c[0] = 3; trace(C[0] + c[0]); trace(c[0] + C[0]); \
+         C[0] = 2; c[0] = -3; trace(C[0] + c[0]); \
+         self->s = -2; trace(self->s + c[0]); G = 254; trace(G + 3); \
+         trace(sizeof (C[0] + c[0])); trace(sizeof (self->s + G)); trace(sizeof (G + 1)); }",
+    );
+    assert_eq!(v, ["1", "1", "255", "65531", "257", "1", "2", "4"]);
+}
