@@ -1068,10 +1068,11 @@ impl<'o> Checker<'o> {
             || t.is_void(to)
             || (t.is_pointer(to) && t.pointee(v.ty).is_some())
             || (t.is_string(to) && (t.is_scalar(v.ty) || t.is_strcompat(v.ty)));
-        // a translated pointer points at data the translation builds: it is no address to cast
+        // a translated pointer points at data the translation builds: it is no address to make
+        // an integer of
         let translated = matches!(v.kind, TK::Xlate(..) | TK::XlateStruct(..))
             && t.is_pointer(v.ty)
-            && !t.compat(to, v.ty);
+            && !t.is_pointer(to);
         if translated {
             return err(
                 ErrTag::D_CAST_INVAL,

@@ -1054,3 +1054,12 @@ fn freopen_refuses_the_current_directory() {
     )
     .unwrap_or_else(|e| panic!("{e}"));
 }
+
+#[test]
+fn translated_pointers_are_no_integers() {
+    golden(
+        "struct in { int ii; };\nstruct out { int oi; };\ntranslator struct out < struct in *i > { oi = i->ii; };\nBEGIN\n{\n\taddr = (uintptr_t)xlate<struct out *>((struct in *)0);\n}",
+        ErrTag::D_CAST_INVAL,
+        "line 6: invalid cast expression: \"pointer to translated data\" to \"uintptr_t\"",
+    );
+}
