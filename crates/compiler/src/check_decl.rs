@@ -905,7 +905,7 @@ const STABILITY: &[&str] = &[
 ];
 const CLASS: &[&str] = &["Unknown", "CPU", "Platform", "Group", "ISA", "Common"];
 
-fn valid_attributes(s: &str) -> bool {
+pub(crate) fn valid_attributes(s: &str) -> bool {
     attribute_numbers(s).is_some()
 }
 

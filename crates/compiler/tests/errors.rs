@@ -1063,3 +1063,49 @@ fn translated_pointers_are_no_integers() {
         "line 6: invalid cast expression: \"pointer to translated data\" to \"uintptr_t\"",
     );
 }
+
+#[test]
+fn syntax_errors_in_declarations_quote_the_rest_of_the_line() {
+    golden(
+        "typedef pint new_int;\nBEGIN { exit(0); }",
+        ErrTag::D_SYNTAX,
+        "line 1: syntax error near \"new_int;\"",
+    );
+    golden(
+        "BEGIN\n{\n\ttrace(offsetof(vnode_t, v_no_such_member));\n}",
+        ErrTag::D_SYNTAX,
+        "line 3: syntax error near \"vnode_t, v_no_such_member));\"",
+    );
+    // a declaration cut short by the end of the input, outside any clause
+    golden(
+        "\nint*x",
+        ErrTag::D_SYNTAX,
+        "line 2: syntax error near end-of-input",
+    );
+    // elsewhere the token alone
+    golden(
+        "BEGIN { x = 12abc; }",
+        ErrTag::D_SYNTAX,
+        "line 1: syntax error near \"abc\"",
+    );
+}
+
+#[test]
+fn control_lines_inside_clauses_and_declarations() {
+    let p = compile(
+        "BEGIN\n{\n#pragma D option quiet\n\texit(0);\n}",
+        &CompileOptions::default(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        p.options.iter().any(|(k, _)| k == "quiet"),
+        "{:?}",
+        p.options
+    );
+    // acted on where they are read: before the declaration they interrupt is found incomplete
+    golden(
+        "inline int foo\n\n#pragma D attributes incorrect_attr foo\n\nBEGIN\n{\n}",
+        ErrTag::D_PRAGMA_INVAL,
+        "line 3: invalid attributes specified by #pragma attributes",
+    );
+}
