@@ -216,6 +216,8 @@ pub struct Checker<'o> {
     pub locals: VarTable,
     /// Current string size (`-x strsize`, `#pragma D option strsize`).
     pub strsize: u32,
+    /// The `scratchsize` option: bytes of scratch space a firing may allocate.
+    pub scratchsize: u64,
     pub aggs: Vec<AggInfo>,
     /// Ids of the aggregations this compilation names (`aggs` also holds those of earlier
     /// programs on the handle).
@@ -275,6 +277,7 @@ impl<'o> Checker<'o> {
             tls: VarTable::default(),
             locals: VarTable::default(),
             strsize: opts.strsize,
+            scratchsize: opts.scratchsize,
             aggs: Vec::new(),
             aggs_used: Default::default(),
             agg_undo: Vec::new(),

@@ -1188,6 +1188,19 @@ impl<'o> Checker<'o> {
             }
             let kt = p.expr.as_ref().map(|e| e.ty).unwrap_or(self.basic.uint64);
             if let Some(ex) = &p.expr {
+                // a translated pointer (`curpsinfo`) points at data built for the expression
+                let translated = matches!(ex.kind, TK::Xlate(..) | TK::XlateStruct(..))
+                    && self.types.is_pointer(ex.ty);
+                if p.kind == ActionKind::DifExpr && translated {
+                    return err(
+                        ErrTag::D_KEY_TYPE,
+                        k.line,
+                        format!(
+                            "@{name}[ ] key #{} is of invalid type: pointer to translated data",
+                            key_types.len() + 1
+                        ),
+                    );
+                }
                 if p.kind == ActionKind::DifExpr
                     && !self.types.is_scalar(ex.ty)
                     && !self.types.is_string(ex.ty)

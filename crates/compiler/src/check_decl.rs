@@ -820,6 +820,13 @@ impl<'o> Checker<'o> {
                     {
                         return invalid();
                     }
+                    if name == "scratchsize" {
+                        // as the framework keeps it: rounded up to 8 bytes
+                        match value.as_deref().and_then(dtrace_dif::optval::parse_size) {
+                            Some(v) if v > 0 => self.scratchsize = v.div_ceil(8) * 8,
+                            _ => return invalid(),
+                        }
+                    }
                     if name == "strsize" {
                         match value.as_deref().and_then(dtrace_dif::optval::parse_size) {
                             Some(v) if v > 0 && v <= u32::MAX as u64 => {

@@ -1209,6 +1209,24 @@ impl<'o> Checker<'o> {
             };
             targs.push(v);
         }
+        // a constant size that cannot fit in the scratch space is refused here
+        let size_arg = match p.subr {
+            Subr::Alloca => targs.first(),
+            Subr::Copyin => targs.get(1),
+            _ => None,
+        };
+        if let Some(size) = size_arg.and_then(TExpr::as_const) {
+            if size > self.scratchsize {
+                return err(
+                    ErrTag::D_ALLOCA_SIZE,
+                    line,
+                    format!(
+                        "{n}( ) size {size} is larger than the scratch space ({} bytes)",
+                        self.scratchsize
+                    ),
+                );
+            }
+        }
         let ret = self.named_type(p.ret);
         Ok(TExpr {
             kind: TK::Call(p.subr as u16, targs),

@@ -1109,3 +1109,45 @@ fn control_lines_inside_clauses_and_declarations() {
         "line 3: invalid attributes specified by #pragma attributes",
     );
 }
+
+#[test]
+fn scratch_sizes_known_when_compiling() {
+    golden(
+        "#pragma D option scratchsize=64\nBEGIN\n{\n\tcopyin(0, 65);\n}",
+        ErrTag::D_ALLOCA_SIZE,
+        "line 4: copyin( ) size 65 is larger than the scratch space (64 bytes)",
+    );
+    golden(
+        "#pragma D option scratchsize=60\nBEGIN\n{\n\tx = alloca(65);\n}",
+        ErrTag::D_ALLOCA_SIZE,
+        "line 4: alloca( ) size 65 is larger than the scratch space (64 bytes)",
+    );
+    let opts = CompileOptions {
+        scratchsize: 16,
+        ..Default::default()
+    };
+    assert_eq!(
+        compile("BEGIN { x = alloca(17); }", &opts).unwrap_err().tag,
+        ErrTag::D_ALLOCA_SIZE
+    );
+    compile("BEGIN { x = alloca(16); y = copyin(0, arg0); }", &opts)
+        .unwrap_or_else(|e| panic!("{e}"));
+}
+
+#[test]
+fn lock_subroutines_name_the_kernels_lock_types() {
+    golden(
+        "BEGIN\n{\n\tmutex_type_adaptive(trace(\"badarg\"));\n}",
+        ErrTag::D_PROTO_ARG,
+        "line 3: mutex_type_adaptive( ) argument #1 is incompatible with prototype:\n\tprototype: struct mutex *\n\t argument: void",
+    );
+}
+
+#[test]
+fn translated_pointers_are_no_aggregation_keys() {
+    golden(
+        "struct o { int a; };\ntranslator struct o < int x > { a = x; };\nBEGIN\n{\n\t@a[xlate<struct o *>(1)] = count();\n}",
+        ErrTag::D_KEY_TYPE,
+        "line 5: @a[ ] key #1 is of invalid type: pointer to translated data",
+    );
+}
