@@ -24,6 +24,8 @@ pub struct VarInfo {
     /// Associative array with this key signature (once known).
     pub keys: Option<Vec<TypeId>>,
     pub array: bool,
+    /// Whether it holds alloca pointers (`Some(true)`) or other pointers, once assigned one.
+    pub alloca: Option<bool>,
 }
 
 /// One namespace of user variables.
@@ -76,6 +78,7 @@ impl VarTable {
             ty: None,
             keys: None,
             array,
+            alloca: None,
         };
         self.next += 1;
         self.vars.insert(name.to_string(), v.clone());

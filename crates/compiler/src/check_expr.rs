@@ -680,6 +680,7 @@ impl<'o> Checker<'o> {
                     ),
                 );
             }
+            self.assign_alloca(&place, &rv, line)?;
             let place = self.retype_place(place, lty);
             let rv = self.convert(rv, lty);
             return Ok(TExpr {

@@ -1151,3 +1151,31 @@ fn translated_pointers_are_no_aggregation_keys() {
         "line 5: @a[ ] key #1 is of invalid type: pointer to translated data",
     );
 }
+
+#[test]
+fn alloca_and_other_pointers_do_not_share_a_variable() {
+    golden(
+        "BEGIN\n{\n\ta = (char *) alloca(1);\n\ta = (a == NULL) ? (char *) 50 : a;\n}",
+        ErrTag::D_ALLOCA_INCOMPAT,
+        "line 4: a: cannot assign a conditional expression of both alloca and non-alloca pointers",
+    );
+    // in another clause too, and NULL in between changes nothing
+    golden(
+        "BEGIN\n{\n\ta = (char *) alloca(1);\n}\nBEGIN\n{\n\ta = NULL;\n\ta = (char *)arg0 + 5;\n}",
+        ErrTag::D_ALLOCA_INCOMPAT,
+        "line 8: a: cannot reuse the same identifier for both alloca and non-alloca allocations",
+    );
+    golden(
+        "BEGIN\n{\n\tself->p = (char *)curthread;\n\tself->p = (char *)alloca(4) + 1;\n}",
+        ErrTag::D_ALLOCA_INCOMPAT,
+        "line 4: p: cannot reuse the same identifier for both alloca and non-alloca allocations",
+    );
+    // what is fine: the same kind again, integers, NULL, and a mixed ?: not assigned
+    for ok in [
+        "BEGIN { a = (char *)alloca(1); a = (char *)alloca(2) + 1; a = NULL; b = a; b = 0; }",
+        "BEGIN { p = (char *)arg0; p = p + 1; x[1] = copyin(arg0, 4); x[2] = (void *)alloca(4); }",
+        "BEGIN { a = (char *)alloca(1); trace((a == NULL) ? (char *)50 : a); }",
+    ] {
+        compile(ok, &CompileOptions::default()).unwrap_or_else(|e| panic!("{ok}: {e}"));
+    }
+}
