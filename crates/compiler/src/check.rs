@@ -187,6 +187,9 @@ pub struct Xlator {
     pub output: TypeId,
     pub param: String,
     pub members: Vec<crate::ast::XlatorMember>,
+    /// Declared by the D library, where a translation may stand for data DTrace for Linux keeps
+    /// itself (`curcpu` points at a real `cpuinfo_t` there).
+    pub library: bool,
 }
 
 /// An inline definition.

@@ -508,6 +508,7 @@ impl<'o> Checker<'o> {
                     output: o,
                     param: param.clone(),
                     members: members.clone(),
+                    library: !cook_members,
                 });
                 // DTrace cooks each member's conversion where the translator is defined: an
                 // input member that does not exist or a type that does not fit is reported here,

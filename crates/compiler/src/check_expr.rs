@@ -208,7 +208,27 @@ impl<'o> Checker<'o> {
             }
             ExprKind::Cast(tn, x) => {
                 let to = self.resolve_type_name(tn)?;
-                let v = self.cook(x)?;
+                let v = self.cook_any(x)?;
+                // a translated pointer points at data the translation builds: it is no address
+                // to make an integer of (the library's translations stand for real data)
+                if let TK::Xlate(i, _) = &v.kind {
+                    let library = self.translators.get(*i).is_some_and(|x| x.library);
+                    if !library && self.types.is_pointer(v.ty) && !self.types.is_pointer(to) {
+                        return err(
+                            ErrTag::D_CAST_INVAL,
+                            line,
+                            format!(
+                                "invalid cast expression: \"pointer to translated data\" to \"{}\"",
+                                self.tname(to)
+                            ),
+                        );
+                    }
+                }
+                let v = if matches!(v.kind, TK::Xlate(..)) {
+                    self.expand_xlate(v)?
+                } else {
+                    v
+                };
                 self.cook_cast(v, to, line)
             }
             ExprKind::SizeofType(tn) => {
@@ -1069,21 +1089,6 @@ impl<'o> Checker<'o> {
             || t.is_void(to)
             || (t.is_pointer(to) && t.pointee(v.ty).is_some())
             || (t.is_string(to) && (t.is_scalar(v.ty) || t.is_strcompat(v.ty)));
-        // a translated pointer points at data the translation builds: it is no address to make
-        // an integer of
-        let translated = matches!(v.kind, TK::Xlate(..) | TK::XlateStruct(..))
-            && t.is_pointer(v.ty)
-            && !t.is_pointer(to);
-        if translated {
-            return err(
-                ErrTag::D_CAST_INVAL,
-                line,
-                format!(
-                    "invalid cast expression: \"pointer to translated data\" to \"{}\"",
-                    self.tname(to)
-                ),
-            );
-        }
         if !ok {
             return err(
                 ErrTag::D_CAST_INVAL,
