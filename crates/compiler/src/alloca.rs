@@ -92,10 +92,7 @@ impl Checker<'_> {
                 return err(
                     ErrTag::D_ALLOCA_INCOMPAT,
                     line,
-                    format!(
-                        "{}: cannot assign a conditional expression of both alloca and non-alloca pointers",
-                        var.name
-                    ),
+                    "ternary conditional with alloca and non-alloca branches cannot be assigned to a variable",
                 )
             }
         };

@@ -1157,7 +1157,7 @@ fn alloca_and_other_pointers_do_not_share_a_variable() {
     golden(
         "BEGIN\n{\n\ta = (char *) alloca(1);\n\ta = (a == NULL) ? (char *) 50 : a;\n}",
         ErrTag::D_ALLOCA_INCOMPAT,
-        "line 4: a: cannot assign a conditional expression of both alloca and non-alloca pointers",
+        "line 4: ternary conditional with alloca and non-alloca branches cannot be assigned to a variable",
     );
     // in another clause too, and NULL in between changes nothing
     golden(
