@@ -981,6 +981,17 @@ impl<'o> Checker<'o> {
                     let elem = t.pointee(lv.ty).unwrap_or(self.basic.char);
                     return Ok(self.ptr_add(lv, rv, elem, op, line));
                 }
+                // DTrace for Linux: a string plus an integer is the string from that many
+                // characters on (`"abc" + 1` is "bc")
+                let (ls, rs) = (t.is_string(lv.ty), t.is_string(rv.ty));
+                if op == Add && ((ls && ri) || (li && rs)) {
+                    let ty = if ls { lv.ty } else { rv.ty };
+                    return Ok(TExpr {
+                        kind: TK::Binary(Add, bx(lv), bx(rv)),
+                        ty,
+                        line,
+                    });
+                }
                 if li && rp && op == Add && !t.is_string(rv.ty) {
                     let elem = t.pointee(rv.ty).unwrap_or(self.basic.char);
                     return Ok(self.ptr_add(rv, lv, elem, Add, line));

@@ -17,14 +17,14 @@ fn golden(src: &str, tag: ErrTag, msg: &str) {
 
 #[test]
 fn rendering_for_files_and_strings() {
-    let err = e("BEGIN\n{\n\ttrace(\"a\" + 1);\n}\n");
+    let err = e("BEGIN\n{\n\ttrace(\"a\" - 1);\n}\n");
     assert_eq!(
         err.render_script("t.d", false),
-        "failed to compile script t.d: line 3: operands have incompatible types: \"string\" + \"int\""
+        "failed to compile script t.d: line 3: operands have incompatible types: \"string\" - \"int\""
     );
     assert_eq!(
         err.render_script("t.d", true),
-        "failed to compile script t.d: [D_OP_INCOMPAT] line 3: operands have incompatible types: \"string\" + \"int\""
+        "failed to compile script t.d: [D_OP_INCOMPAT] line 3: operands have incompatible types: \"string\" - \"int\""
     );
     let opts = CompileOptions {
         source: SourceKind::String,

@@ -901,3 +901,14 @@ fn mixed_type_arithmetic_takes_the_greater_rank() {
     );
     assert_eq!(v, ["1", "1", "255", "65531", "257", "1", "2", "4"]);
 }
+
+#[test]
+fn a_string_plus_an_integer_skips_characters() {
+    assert_eq!(val("\"abcdef\" + 1"), "bcdef");
+    assert_eq!(val("2 + \"abcdef\""), "cdef");
+    let v = run(
+        "BEGIN { g = \"abcdef\"; trace(g + 1); self->t = \"12\"; trace(1 + self->t); \
+                 a[1] = \"xyz\"; trace(a[1] + 2); this->l = g; trace(this->l + 5); }",
+    );
+    assert_eq!(v, ["bcdef", "2", "z", "f"]);
+}
