@@ -1,7 +1,10 @@
 //! Code generation (`dt_cg` in DTrace's vocabulary): a typed expression to a DIF object. Registers
-//! `%r1`-`%r7` are allocated as a free set (`%r0` is zero); `&&`, `||`, `?:` and comparisons use
-//! forward branches; strings compare with `scmp`; subroutine arguments and associative-array keys go on
-//! the tuple stack; integer and string tables are deduplicated.
+//! `%r1`-`%r7` are allocated as a free set (`%r0` is zero); a value kept across the evaluation of
+//! another subexpression is *held*, and when no register is free the oldest held value is spilled to
+//! a hidden clause-local (`stls`/`ldls`) and filled back when it is used, so deep expressions compile
+//! as in DTrace for Linux; `&&`, `||`, `?:` and comparisons use forward branches (each arm leaves the
+//! spills as it found them); strings compare with `scmp`; subroutine arguments and associative-array
+//! keys go on the tuple stack; integer and string tables are deduplicated.
 
 use std::collections::HashMap;
 
@@ -13,9 +16,10 @@ use dtrace_dif::object::{
 use dtrace_dif::opcode::Opcode;
 
 use crate::ast::{BinOp, UnOp, VarScope};
+use crate::check::VarTable;
 use crate::error::{err, CResult, ErrTag};
 use crate::tree::{CmpKind, Place, TExpr, VarRef, TK};
-use crate::types::{BitField, TypeTable};
+use crate::types::{BitField, TypeId, TypeTable};
 
 /// The load of `size` bytes, sign-extending when `signed`, from kernel or `user` memory.
 fn load_op(size: u64, signed: bool, user: bool) -> Opcode {
@@ -70,7 +74,28 @@ pub struct Cg<'a> {
     vars: Vec<VarEntry>,
     used: [bool; 8],
     line: u32,
+    /// Values held across another subexpression's code, by [`Held`] token.
+    held: Vec<HeldValue>,
+    /// Tokens in the order their values were spilled (the log [`Cg::settle`] rewinds).
+    spilled: Vec<usize>,
+    /// Spill slots in use.
+    slots: Vec<bool>,
+    /// Where spill slots are created: the program's clause-locals, and the slots' type (64 bits).
+    locals: &'a mut VarTable,
+    slot_ty: TypeId,
 }
+
+/// A held value: its register, and its spill slot while it is spilled (`None` once released).
+#[derive(Clone, Copy)]
+struct HeldValue {
+    reg: Reg,
+    slot: Option<usize>,
+    live: bool,
+}
+
+/// A value held across the code of another subexpression (see [`Cg::hold`]).
+#[must_use]
+struct Held(usize);
 
 /// Running out of registers is a libdtrace error code (`EDT_NOREG`, `EDT_NOTUPREG`), not a
 /// diagnostic of the program's text: DTrace reports it with no line.
@@ -83,8 +108,14 @@ fn noreg() -> crate::error::CompileError {
 }
 
 impl<'a> Cg<'a> {
-    /// A builder using `types` and the `strsize` option (characters of a string, its NUL not counted).
-    pub fn new(types: &'a TypeTable, strsize: u32) -> Cg<'a> {
+    /// A builder using `types` and the `strsize` option (characters of a string, its NUL not counted);
+    /// spill slots are clause-locals of `locals` of type `slot_ty` (a 64-bit integer).
+    pub fn new(
+        types: &'a TypeTable,
+        strsize: u32,
+        locals: &'a mut VarTable,
+        slot_ty: TypeId,
+    ) -> Cg<'a> {
         Cg {
             types,
             strsize: strsize.saturating_add(1),
@@ -97,6 +128,11 @@ impl<'a> Cg<'a> {
             vars: Vec::new(),
             used: [true, false, false, false, false, false, false, false],
             line: 0,
+            held: Vec::new(),
+            spilled: Vec::new(),
+            slots: Vec::new(),
+            locals,
+            slot_ty,
         }
     }
 
@@ -165,14 +201,150 @@ impl<'a> Cg<'a> {
         self.code.push(Ins::Br(op, l));
     }
 
+    /// A free register; when there is none, the oldest held value still in a register is spilled
+    /// to make one (DTrace for Linux's `dt_regset_alloc` spills to the stack likewise).
     fn alloc(&mut self) -> CResult<Reg> {
-        for r in 1..8 {
-            if !self.used[r] {
-                self.used[r] = true;
-                return Ok(r as Reg);
-            }
+        if let Some(r) = self.free_reg() {
+            self.used[r as usize] = true;
+            return Ok(r);
         }
-        Err(noreg())
+        let Some(t) = self.held.iter().position(|h| h.live && h.slot.is_none()) else {
+            return Err(noreg());
+        };
+        let reg = self.held[t].reg;
+        let slot = self.spill_slot()?;
+        let var = self.slot_var(slot)?;
+        self.emit(Instr::StoreVar {
+            op: Opcode::Stls,
+            var: var.id as u16,
+            rs: reg,
+        });
+        self.held[t].slot = Some(slot);
+        self.spilled.push(t);
+        Ok(reg)
+    }
+
+    /// The lowest free register, if any.
+    fn free_reg(&self) -> Option<Reg> {
+        (1..8).find(|&r| !self.used[r]).map(|r| r as Reg)
+    }
+
+    /// A spill slot not in use.
+    fn spill_slot(&mut self) -> CResult<usize> {
+        let k = match self.slots.iter().position(|u| !u) {
+            Some(k) => k,
+            None => {
+                self.slots.push(false);
+                self.slots.len() - 1
+            }
+        };
+        self.slots[k] = true;
+        Ok(k)
+    }
+
+    /// The hidden clause-local of spill slot `k` (a name no D identifier can take), noted in the
+    /// object's variable table.
+    fn slot_var(&mut self, k: usize) -> CResult<VarRef> {
+        let name = format!("%spill{k}");
+        let info = match self.locals.vars.get(&name) {
+            Some(v) => v.clone(),
+            None => {
+                let mut v = self
+                    .locals
+                    .create(&name, false, self.line, "clause local")?;
+                v.ty = Some(self.slot_ty);
+                self.locals.vars.insert(name.clone(), v.clone());
+                v
+            }
+        };
+        let v = VarRef {
+            scope: VarScope::Local,
+            id: info.id,
+            name,
+            array: false,
+            ty: self.slot_ty,
+        };
+        self.note_var(&v, DIFV_F_REF | DIFV_F_MOD);
+        Ok(v)
+    }
+
+    /// Holds the value in `r` while other code is generated: its register may be spilled meanwhile,
+    /// so it must be taken back with [`Cg::unhold`], which says where it then is.
+    fn hold(&mut self, r: Reg) -> Held {
+        self.held.push(HeldValue {
+            reg: r,
+            slot: None,
+            live: true,
+        });
+        Held(self.held.len() - 1)
+    }
+
+    /// The register of a held value, filled from its spill slot if it was spilled.
+    fn unhold(&mut self, h: Held) -> CResult<Reg> {
+        let v = self.held[h.0];
+        self.held[h.0].live = false;
+        let Some(slot) = v.slot else {
+            return Ok(v.reg);
+        };
+        self.slots[slot] = false;
+        let r = self.alloc()?;
+        let var = self.slot_var(slot)?;
+        self.emit(Instr::LoadVar {
+            op: Opcode::Ldls,
+            var: var.id as u16,
+            rd: r,
+        });
+        Ok(r)
+    }
+
+    /// A point to [`Cg::settle`] back to: code after it may run or not (an arm of a branch).
+    fn spill_mark(&self) -> usize {
+        self.spilled.len()
+    }
+
+    /// Ends a conditionally run stretch of code begun at `mark`, whose result is in `r`: every value
+    /// spilled since is filled back into its register, so the spills are as they were at `mark` on
+    /// each path; the result is kept (through a spill slot when fills were needed) and its register
+    /// returned.
+    fn settle(&mut self, r: Reg, mark: usize) -> CResult<Reg> {
+        if self.spilled[mark..]
+            .iter()
+            .all(|&t| !self.held[t].live || self.held[t].slot.is_none())
+        {
+            self.spilled.truncate(mark);
+            return Ok(r);
+        }
+        let keep = self.spill_slot()?;
+        let kv = self.slot_var(keep)?;
+        self.emit(Instr::StoreVar {
+            op: Opcode::Stls,
+            var: kv.id as u16,
+            rs: r,
+        });
+        self.free(r);
+        for t in self.spilled.split_off(mark) {
+            let v = self.held[t];
+            let Some(slot) = v.slot.filter(|_| v.live) else {
+                continue;
+            };
+            let var = self.slot_var(slot)?;
+            self.emit(Instr::LoadVar {
+                op: Opcode::Ldls,
+                var: var.id as u16,
+                rd: v.reg,
+            });
+            self.used[v.reg as usize] = true;
+            self.held[t].slot = None;
+            self.slots[slot] = false;
+        }
+        self.slots[keep] = false;
+        let rd = self.alloc()?;
+        self.emit(Instr::LoadVar {
+            op: Opcode::Ldls,
+            var: kv.id as u16,
+            rd,
+        });
+        Ok(rd)
     }
 
     fn free(&mut self, r: Reg) {
@@ -308,7 +480,9 @@ impl<'a> Cg<'a> {
             }
             TK::Binary(op, l, r) => {
                 let rl = self.gen(l)?;
+                let h = self.hold(rl);
                 let rr = self.gen(r)?;
+                let rl = self.unhold(h)?;
                 let signed = self.types.is_signed(e.ty);
                 let opc = match op {
                     BinOp::Add => Opcode::Add,
@@ -337,7 +511,9 @@ impl<'a> Cg<'a> {
             }
             TK::Cmp(op, l, r, kind) => {
                 let rl = self.gen(l)?;
+                let h = self.hold(rl);
                 let rr = self.gen(r)?;
+                let rl = self.unhold(h)?;
                 if *kind == CmpKind::String {
                     self.emit(Instr::Scmp { r1: rl, r2: rr });
                 } else {
@@ -369,26 +545,25 @@ impl<'a> Cg<'a> {
             }
             TK::Logical(op, l, r) => self.logical(*op, l, r),
             TK::Cond(c, a, b) => {
-                let rd = self.gen(c)?;
+                let rc = self.gen(c)?;
                 let le = self.label();
                 let end = self.label();
-                self.emit(Instr::Tst { r1: rd });
+                self.emit(Instr::Tst { r1: rc });
+                self.free(rc);
                 self.branch(Opcode::Be, le);
-                let ra = self.gen(a)?;
-                self.emit(Instr::Mov { r1: ra, rd });
-                self.free(ra);
+                // the register both arms leave the value in: free, as `rc` was just freed
+                let rd = self.free_reg().ok_or_else(noreg)?;
+                self.arm(a, rd)?;
                 self.branch(Opcode::Ba, end);
                 self.place_label(le);
-                let rb = self.gen(b)?;
-                self.emit(Instr::Mov { r1: rb, rd });
-                self.free(rb);
+                self.arm(b, rd)?;
                 self.place_label(end);
+                self.used[rd as usize] = true;
                 Ok(rd)
             }
             TK::Assign(p, v) => {
                 let rv = self.gen(v)?;
-                self.store(p, rv, e.ty)?;
-                Ok(rv)
+                self.store(p, rv, e.ty)
             }
             TK::IncDec { place, delta, post } => {
                 let rv = self.read(place, e)?;
@@ -400,7 +575,9 @@ impl<'a> Cg<'a> {
                     r2: rd,
                     rd,
                 });
-                self.store(place, rd, e.ty)?;
+                let h = self.hold(rv);
+                let rd = self.store(place, rd, e.ty)?;
+                let rv = self.unhold(h)?;
                 if *post {
                     self.free(rd);
                     Ok(rv)
@@ -464,6 +641,19 @@ impl<'a> Cg<'a> {
         }
     }
 
+    /// One arm of `?:`, run or not: its value is left in `rd` (free until both arms are done) with
+    /// the spills as they were before it.
+    fn arm(&mut self, x: &TExpr, rd: Reg) -> CResult<()> {
+        let mark = self.spill_mark();
+        let r = self.gen(x)?;
+        let r = self.settle(r, mark)?;
+        if r != rd {
+            self.emit(Instr::Mov { r1: r, rd });
+        }
+        self.free(r);
+        Ok(())
+    }
+
     fn logical(&mut self, op: BinOp, l: &TExpr, r: &TExpr) -> CResult<Reg> {
         let rl = self.gen(l)?;
         match op {
@@ -476,22 +666,30 @@ impl<'a> Cg<'a> {
                     (Opcode::Bne, 1, 0)
                 };
                 self.emit(Instr::Tst { r1: rl });
+                self.free(rl);
                 self.branch(br, short);
+                // the right operand runs or not: it leaves the spills as it found them
+                let mark = self.spill_mark();
                 let rr = self.gen(r)?;
+                let rr = self.settle(rr, mark)?;
                 self.emit(Instr::Tst { r1: rr });
                 self.free(rr);
                 self.branch(br, short);
-                self.set_bool(other, rl)?;
+                // free before the right operand, so the same register on both paths
+                let rd = self.alloc()?;
+                self.set_bool(other, rd)?;
                 self.branch(Opcode::Ba, end);
                 self.place_label(short);
-                self.set_bool(short_val, rl)?;
+                self.set_bool(short_val, rd)?;
                 self.place_label(end);
-                Ok(rl)
+                Ok(rd)
             }
             _ => {
                 self.make_bool(rl)?;
+                let h = self.hold(rl);
                 let rr = self.gen(r)?;
                 self.make_bool(rr)?;
+                let rl = self.unhold(h)?;
                 self.emit(Instr::Alu {
                     op: Opcode::Xor,
                     r1: rl,
@@ -531,12 +729,14 @@ impl<'a> Cg<'a> {
                 "Insufficient tuple registers to generate code",
             );
         }
-        let mut regs = Vec::new();
+        let mut held = Vec::new();
         for a in args {
-            regs.push(self.gen(a)?);
+            let r = self.gen(a)?;
+            held.push(self.hold(r));
         }
         self.emit(Instr::Flushts);
-        for (a, r) in args.iter().zip(regs) {
+        for (a, h) in args.iter().zip(held) {
+            let r = self.unhold(h)?;
             let t = self.types.diftype(a.ty, self.strsize);
             if t.is_by_ref() {
                 let (ty, sr) = if t.is_string() {
@@ -681,11 +881,13 @@ impl<'a> Cg<'a> {
         bf: BitField,
         rv: Reg,
         signed: bool,
-    ) -> CResult<()> {
+    ) -> CResult<Reg> {
+        let h = self.hold(rv);
         let ra = self.gen(addr)?;
+        let rv = self.unhold(h)?;
         self.field_set_at(ra, user, bf, rv, signed)?;
         self.free(ra);
-        Ok(())
+        Ok(rv)
     }
 
     /// [`Self::field_set`] with the word's address in `ra` (left allocated).
@@ -760,7 +962,9 @@ impl<'a> Cg<'a> {
         Ok(())
     }
 
-    fn store(&mut self, p: &Place, rv: Reg, ty: crate::types::TypeId) -> CResult<()> {
+    /// Stores `rv` into `p`; the value stays allocated, in the register returned (it may have been
+    /// spilled while the place's address or keys were computed).
+    fn store(&mut self, p: &Place, rv: Reg, ty: crate::types::TypeId) -> CResult<Reg> {
         if matches!(p, Place::Var(_) | Place::Assoc(..)) {
             self.narrow_to(rv, ty)?;
         }
@@ -777,11 +981,13 @@ impl<'a> Cg<'a> {
                     var: v.id as u16,
                     rs: rv,
                 });
-                Ok(())
+                Ok(rv)
             }
             Place::Assoc(v, keys) => {
                 self.note_var(v, DIFV_F_MOD);
+                let h = self.hold(rv);
                 self.push_tuple(keys)?;
+                let rv = self.unhold(h)?;
                 let op = if v.scope == VarScope::Thread {
                     Opcode::Sttaa
                 } else {
@@ -792,11 +998,13 @@ impl<'a> Cg<'a> {
                     var: v.id as u16,
                     rs: rv,
                 });
-                Ok(())
+                Ok(rv)
             }
             Place::Mem(addr, _) => {
                 // a store into a D variable's storage (scalar arrays, members)
+                let h = self.hold(rv);
                 let ra = self.gen(addr)?;
+                let rv = self.unhold(h)?;
                 if self.types.is_by_ref(ty) && !self.types.is_string(ty) {
                     // a struct or union member assigned a whole struct or union: copied
                     let rn = self.alloc()?;
@@ -815,7 +1023,7 @@ impl<'a> Cg<'a> {
                     });
                 }
                 self.free(ra);
-                Ok(())
+                Ok(rv)
             }
             Place::Bits(addr, user, bf) => {
                 self.field_set(addr, *user, *bf, rv, self.types.is_signed(ty))

@@ -24,6 +24,8 @@ pub struct VarInfo {
     /// Associative array with this key signature (once known).
     pub keys: Option<Vec<TypeId>>,
     pub array: bool,
+    /// Whether it holds alloca pointers (`Some(true)`) or other pointers, once assigned one.
+    pub alloca: Option<bool>,
 }
 
 /// One namespace of user variables.
@@ -76,6 +78,7 @@ impl VarTable {
             ty: None,
             keys: None,
             array,
+            alloca: None,
         };
         self.next += 1;
         self.vars.insert(name.to_string(), v.clone());
@@ -184,6 +187,9 @@ pub struct Xlator {
     pub output: TypeId,
     pub param: String,
     pub members: Vec<crate::ast::XlatorMember>,
+    /// Declared by the D library, where a translation may stand for data DTrace for Linux keeps
+    /// itself (`curcpu` points at a real `cpuinfo_t` there).
+    pub library: bool,
 }
 
 /// An inline definition.
@@ -216,6 +222,8 @@ pub struct Checker<'o> {
     pub locals: VarTable,
     /// Current string size (`-x strsize`, `#pragma D option strsize`).
     pub strsize: u32,
+    /// The `scratchsize` option: bytes of scratch space a firing may allocate.
+    pub scratchsize: u64,
     pub aggs: Vec<AggInfo>,
     /// Ids of the aggregations this compilation names (`aggs` also holds those of earlier
     /// programs on the handle).
@@ -275,6 +283,7 @@ impl<'o> Checker<'o> {
             tls: VarTable::default(),
             locals: VarTable::default(),
             strsize: opts.strsize,
+            scratchsize: opts.scratchsize,
             aggs: Vec::new(),
             aggs_used: Default::default(),
             agg_undo: Vec::new(),

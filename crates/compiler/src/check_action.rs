@@ -814,6 +814,20 @@ impl<'o> Checker<'o> {
                         "print( ) may not be applied to a translated pointer",
                     );
                 }
+                // what a pointer refers to is printed: a struct or union of no size cannot be
+                if let Some(r) = self.types.pointee(v.ty) {
+                    let sou = matches!(self.types.rkind(r), TypeKind::Sou { .. });
+                    if sou && self.types.size(r) == 0 {
+                        return err(
+                            ErrTag::D_PRINT_SIZE,
+                            line,
+                            format!(
+                                "print( ) argument #1 reference has type '{}' with size 0; cannot print( ) it.",
+                                self.tname(r)
+                            ),
+                        );
+                    }
+                }
                 let ty = self.print_type_index(v.ty);
                 let mut p = Plan::new(ActionKind::LibAct, Some(v));
                 p.arg = print_arg(ty);
@@ -821,6 +835,14 @@ impl<'o> Checker<'o> {
             }
             "printf" | "system" | "freopen" => {
                 let fmt = self.format_arg(n, &args[0])?;
+                // "." would name the current directory, not a file to write
+                if n == "freopen" && fmt == "." {
+                    return err(
+                        ErrTag::D_FREOPEN_INVALID,
+                        line,
+                        "freopen( ) argument #1 cannot be \".\"",
+                    );
+                }
                 let mut vals = self.printf_args(n, &fmt, &args[1..], line)?;
                 let kind = match n {
                     "printf" => ActionKind::Printf,
@@ -1167,6 +1189,19 @@ impl<'o> Checker<'o> {
             }
             let kt = p.expr.as_ref().map(|e| e.ty).unwrap_or(self.basic.uint64);
             if let Some(ex) = &p.expr {
+                // a translated pointer (`curpsinfo`) points at data built for the expression
+                let translated = matches!(ex.kind, TK::Xlate(..) | TK::XlateStruct(..))
+                    && self.types.is_pointer(ex.ty);
+                if p.kind == ActionKind::DifExpr && translated {
+                    return err(
+                        ErrTag::D_KEY_TYPE,
+                        k.line,
+                        format!(
+                            "@{name}[ ] key #{} is of invalid type: pointer to translated data",
+                            key_types.len() + 1
+                        ),
+                    );
+                }
                 if p.kind == ActionKind::DifExpr
                     && !self.types.is_scalar(ex.ty)
                     && !self.types.is_string(ex.ty)

@@ -14,7 +14,7 @@ impl<'o> Checker<'o> {
     /// Resolves a type name.
     pub fn resolve_type_name(&mut self, tn: &TypeName) -> CResult<TypeId> {
         let base = self.base_type(&tn.spec)?;
-        let (t, keys) = self.apply_declarator(base, &tn.decl, tn.spec.line)?;
+        let (t, keys) = self.apply_declarator(base, &tn.decl, tn.spec.line, false)?;
         if keys.is_some() {
             return err(
                 ErrTag::D_DECL_ARRNULL,
@@ -113,7 +113,7 @@ impl<'o> Checker<'o> {
                 let (mut off, mut size, mut align, mut end) = (0u64, 0u64, 1u64, 0u64);
                 for m in members {
                     let mb = self.base_type(&m.spec)?;
-                    let (mt, keys) = self.apply_declarator(mb, &m.decl, m.line)?;
+                    let (mt, keys) = self.apply_declarator(mb, &m.decl, m.line, false)?;
                     if keys.is_some() {
                         return err(
                             ErrTag::D_DECL_ARRNULL,
@@ -303,6 +303,7 @@ impl<'o> Checker<'o> {
         base: TypeId,
         d: &Declarator,
         line: u32,
+        unsized_ok: bool,
     ) -> CResult<(TypeId, Option<Vec<TypeId>>)> {
         let mut t = base;
         let mut keys = None;
@@ -310,6 +311,7 @@ impl<'o> Checker<'o> {
         for (i, dv) in d.derived.iter().enumerate() {
             match dv {
                 Derived::Pointer => t = self.types.pointer_to(t),
+                Derived::Array(None) if unsized_ok => t = self.types.array_of(t, 0),
                 Derived::Array(None) => {
                     return err(
                         ErrTag::D_DECL_ARRNULL,
@@ -345,6 +347,7 @@ impl<'o> Checker<'o> {
                     }
                     let mut k = Vec::new();
                     for (j, tn) in sig.iter().enumerate() {
+                        param_class(tn, line)?;
                         let kt = self.resolve_type_name(tn)?;
                         if self.types.is_void(kt) {
                             return err(
@@ -364,7 +367,16 @@ impl<'o> Checker<'o> {
                 Derived::Function(params) => {
                     let mut ps = Vec::new();
                     for p in params {
-                        ps.push(self.resolve_type_name(p)?);
+                        param_class(p, line)?;
+                        let pt = self.resolve_type_name(p)?;
+                        if let (true, Some(name)) = (self.types.is_void(pt), &p.decl.name) {
+                            return err(
+                                ErrTag::D_DECL_PROTO_NAME,
+                                line,
+                                format!("void parameter may not have a name: {name}"),
+                            );
+                        }
+                        ps.push(pt);
                     }
                     let name = format!("{} (*)()", self.tname(t));
                     t = self.types.add(name, TypeKind::Function(t, ps));
@@ -496,6 +508,7 @@ impl<'o> Checker<'o> {
                     output: o,
                     param: param.clone(),
                     members: members.clone(),
+                    library: !cook_members,
                 });
                 // DTrace cooks each member's conversion where the translator is defined: an
                 // input member that does not exist or a type that does not fit is reported here,
@@ -503,8 +516,14 @@ impl<'o> Checker<'o> {
                 let idx = self.translators.len() - 1;
                 for m in members.iter().filter(|_| cook_members) {
                     let input = TExpr::int(0, i, m.line);
-                    if let Err(e) = self.xlate_member_value(idx, input, &m.name, m.line) {
+                    if let Err(mut e) = self.xlate_member_value(idx, input, &m.name, m.line) {
                         self.translators.pop();
+                        // a conversion that does not fit is found by the translator's own check,
+                        // which reports where the translator ends (an error inside the member's
+                        // expression keeps the member's line)
+                        if e.tag == ErrTag::D_XLATE_INCOMPAT {
+                            e.line = Some(*line);
+                        }
                         return Err(e);
                     }
                 }
@@ -520,7 +539,9 @@ impl<'o> Checker<'o> {
         }
         let base = self.base_type(spec)?;
         for (d, line) in decls {
-            let (t, keys) = self.apply_declarator(base, d, *line)?;
+            // an `extern` array may leave its size to the symbol it declares
+            let unsized_ok = spec.class == Some(StorageClass::Extern);
+            let (t, keys) = self.apply_declarator(base, d, *line, unsized_ok)?;
             let Some(name) = d.name.clone() else { continue };
             match spec.class {
                 Some(StorageClass::Typedef) => {
@@ -629,7 +650,7 @@ impl<'o> Checker<'o> {
 
     fn declare_inline(&mut self, tn: &TypeName, e: &Expr, line: u32) -> CResult<()> {
         let base = self.base_type(&tn.spec)?;
-        let (t, keys) = self.apply_declarator(base, &tn.decl, line)?;
+        let (t, keys) = self.apply_declarator(base, &tn.decl, line, false)?;
         let Some(name) = tn.decl.name.clone() else {
             return err(
                 ErrTag::D_DECL_USELESS,
@@ -800,6 +821,13 @@ impl<'o> Checker<'o> {
                     {
                         return invalid();
                     }
+                    if name == "scratchsize" {
+                        // as the framework keeps it: rounded up to 8 bytes
+                        match value.as_deref().and_then(dtrace_dif::optval::parse_size) {
+                            Some(v) if v > 0 => self.scratchsize = v.div_ceil(8) * 8,
+                            _ => return invalid(),
+                        }
+                    }
                     if name == "strsize" {
                         match value.as_deref().and_then(dtrace_dif::optval::parse_size) {
                             Some(v) if v > 0 && v <= u32::MAX as u64 => {
@@ -885,7 +913,7 @@ const STABILITY: &[&str] = &[
 ];
 const CLASS: &[&str] = &["Unknown", "CPU", "Platform", "Group", "ISA", "Common"];
 
-fn valid_attributes(s: &str) -> bool {
+pub(crate) fn valid_attributes(s: &str) -> bool {
     attribute_numbers(s).is_some()
 }
 
@@ -1006,5 +1034,18 @@ impl Checker<'_> {
             });
         }
         Ok(out)
+    }
+}
+
+/// A function or associative array parameter takes no storage class but `register`
+/// (DTrace's `dt_decl_prototype`).
+fn param_class(p: &crate::ast::TypeName, line: u32) -> CResult<()> {
+    match p.spec.class {
+        None | Some(StorageClass::Register) => Ok(()),
+        Some(_) => err(
+            ErrTag::D_DECL_PARMCLASS,
+            line,
+            "inappropriate storage class for function or associative array parameter",
+        ),
     }
 }

@@ -208,7 +208,27 @@ impl<'o> Checker<'o> {
             }
             ExprKind::Cast(tn, x) => {
                 let to = self.resolve_type_name(tn)?;
-                let v = self.cook(x)?;
+                let v = self.cook_any(x)?;
+                // a translated pointer points at data the translation builds: it is no address
+                // to make an integer of (the library's translations stand for real data)
+                if let TK::Xlate(i, _) = &v.kind {
+                    let library = self.translators.get(*i).is_some_and(|x| x.library);
+                    if !library && self.types.is_pointer(v.ty) && !self.types.is_pointer(to) {
+                        return err(
+                            ErrTag::D_CAST_INVAL,
+                            line,
+                            format!(
+                                "invalid cast expression: \"pointer to translated data\" to \"{}\"",
+                                self.tname(to)
+                            ),
+                        );
+                    }
+                }
+                let v = if matches!(v.kind, TK::Xlate(..)) {
+                    self.expand_xlate(v)?
+                } else {
+                    v
+                };
                 self.cook_cast(v, to, line)
             }
             ExprKind::SizeofType(tn) => {
@@ -402,6 +422,11 @@ impl<'o> Checker<'o> {
     /// A type by name from the built-in table (names in our own tables always exist).
     pub fn named_type(&mut self, name: &str) -> TypeId {
         if let Some(base) = name.strip_suffix(" *") {
+            // a pointer to a type this system lacks (a kernel struct without the kernel's
+            // types) is a `void *`
+            if !base.ends_with('*') && self.types.lookup(base).is_none() {
+                return self.basic.void_ptr;
+            }
             let b = self.named_type(base);
             return self.types.pointer_to(b);
         }
@@ -675,6 +700,7 @@ impl<'o> Checker<'o> {
                     ),
                 );
             }
+            self.assign_alloca(&place, &rv, line)?;
             let place = self.retype_place(place, lty);
             let rv = self.convert(rv, lty);
             return Ok(TExpr {
@@ -955,6 +981,17 @@ impl<'o> Checker<'o> {
                     let elem = t.pointee(lv.ty).unwrap_or(self.basic.char);
                     return Ok(self.ptr_add(lv, rv, elem, op, line));
                 }
+                // DTrace for Linux: a string plus an integer is the string from that many
+                // characters on (`"abc" + 1` is "bc")
+                let (ls, rs) = (t.is_string(lv.ty), t.is_string(rv.ty));
+                if op == Add && ((ls && ri) || (li && rs)) {
+                    let ty = if ls { lv.ty } else { rv.ty };
+                    return Ok(TExpr {
+                        kind: TK::Binary(Add, bx(lv), bx(rv)),
+                        ty,
+                        line,
+                    });
+                }
                 if li && rp && op == Add && !t.is_string(rv.ty) {
                     let elem = t.pointee(rv.ty).unwrap_or(self.basic.char);
                     return Ok(self.ptr_add(rv, lv, elem, Add, line));
@@ -1188,6 +1225,24 @@ impl<'o> Checker<'o> {
                 v
             };
             targs.push(v);
+        }
+        // a constant size that cannot fit in the scratch space is refused here
+        let size_arg = match p.subr {
+            Subr::Alloca => targs.first(),
+            Subr::Copyin => targs.get(1),
+            _ => None,
+        };
+        if let Some(size) = size_arg.and_then(TExpr::as_const) {
+            if size > self.scratchsize {
+                return err(
+                    ErrTag::D_ALLOCA_SIZE,
+                    line,
+                    format!(
+                        "{n}( ) size {size} is larger than the scratch space ({} bytes)",
+                        self.scratchsize
+                    ),
+                );
+            }
         }
         let ret = self.named_type(p.ret);
         Ok(TExpr {

@@ -152,13 +152,18 @@ const fn spd(subr: Subr, ret: &'static str, params: &'static [&'static str]) -> 
 /// Every subroutine D scripts may call.
 pub const SUBR_PROTOS: &[SubrProto] = &[
     sp(Subr::Rand, "int", &[]),
-    sp(Subr::MutexOwned, "int", &["void *"]),
-    sp(Subr::MutexOwner, "void *", &["void *"]),
-    sp(Subr::MutexTypeAdaptive, "int", &["void *"]),
-    sp(Subr::MutexTypeSpin, "int", &["void *"]),
-    sp(Subr::RwReadHeld, "int", &["void *"]),
-    sp(Subr::RwWriteHeld, "int", &["void *"]),
-    sp(Subr::RwIswriter, "int", &["void *"]),
+    // DTrace for Linux's prototypes name the kernel's lock types
+    sp(Subr::MutexOwned, "int", &["struct mutex *"]),
+    sp(
+        Subr::MutexOwner,
+        "struct task_struct *",
+        &["struct mutex *"],
+    ),
+    sp(Subr::MutexTypeAdaptive, "int", &["struct mutex *"]),
+    sp(Subr::MutexTypeSpin, "int", &["struct mutex *"]),
+    sp(Subr::RwReadHeld, "int", &["rwlock_t *"]),
+    sp(Subr::RwWriteHeld, "int", &["rwlock_t *"]),
+    sp(Subr::RwIswriter, "int", &["rwlock_t *"]),
     sp(Subr::Copyin, "void *", &["uintptr_t", "size_t"]),
     spo(Subr::Copyinstr, "string", &["uintptr_t", "size_t"], 1),
     sp(Subr::Speculation, "int", &[]),

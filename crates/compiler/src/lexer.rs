@@ -71,6 +71,9 @@ pub struct Token {
     pub line: u32,
     /// The raw text (for error messages).
     pub raw: String,
+    /// The text from the token to the end of its line: in a declaration DTrace's lexer reads
+    /// ahead from an identifier, and a syntax error there quotes all it read.
+    pub rest: String,
 }
 
 const PUNCTS: &[&str] = &[
@@ -89,6 +92,9 @@ pub struct Lexer<'a> {
     /// Open `(` and `[` so far, as DTrace's lexer counts them to report what is unbalanced.
     parens: u32,
     brackets: u32,
+    /// Control lines (`#pragma ...`) met between the tokens of a declaration or clause, with
+    /// their lines: DTrace's lexer acts on a control line wherever it starts a line.
+    pub controls: Vec<(u32, Vec<String>)>,
 }
 
 fn is_ident_start(c: u8) -> bool {
@@ -117,6 +123,7 @@ impl<'a> Lexer<'a> {
             src,
             pos,
             line: 1,
+            controls: Vec::new(),
             in_predicate: false,
             parens: 0,
             brackets: 0,
@@ -241,6 +248,15 @@ impl<'a> Lexer<'a> {
     }
 
     /// If the next input is a `#pragma` or `#error` line, consumes it and returns its words.
+    /// Whether only blanks precede the next character on its line.
+    fn starts_line(&self) -> bool {
+        self.src[..self.pos]
+            .iter()
+            .rev()
+            .take_while(|c| **c != b'\n')
+            .all(|c| *c == b' ' || *c == b'\t')
+    }
+
     pub fn control_line(&mut self) -> CResult<Option<(u32, Vec<String>)>> {
         self.skip_space()?;
         if self.peek(0) != b'#' {
@@ -326,10 +342,21 @@ impl<'a> Lexer<'a> {
     /// The next token.
     pub fn next_token(&mut self) -> CResult<Token> {
         self.skip_space()?;
+        while self.peek(0) == b'#' && self.starts_line() {
+            if let Some(c) = self.control_line()? {
+                self.controls.push(c);
+            }
+            self.skip_space()?;
+        }
         let line = self.line;
         let start = self.pos;
         let tok = self.lex_one()?;
         let raw = String::from_utf8_lossy(&self.src[start..self.pos]).to_string();
+        let eol = self.src[start..]
+            .iter()
+            .position(|c| *c == b'\n')
+            .map_or(self.src.len(), |n| start + n);
+        let rest = String::from_utf8_lossy(&self.src[start..eol]).to_string();
         // DTrace's lexer decides between `/` (division) and the end of a predicate by reading
         // ahead to the next non-blank character, counting the newlines it passes: what it builds
         // after a `/` (and the errors it reports there) carry that later line
@@ -342,7 +369,12 @@ impl<'a> Lexer<'a> {
         } else {
             line
         };
-        Ok(Token { tok, line, raw })
+        Ok(Token {
+            tok,
+            line,
+            raw,
+            rest,
+        })
     }
 
     fn lex_one(&mut self) -> CResult<Tok> {

@@ -28,6 +28,7 @@
 //! - `cpu` is built-in variable `0x0200` (`idents::DIF_VAR_CPU`).
 
 pub mod actions;
+pub mod alloca;
 pub mod ast;
 pub mod cg;
 pub mod check;

@@ -34,16 +34,26 @@ pub fn probe_desc(spec: &str, line: u32) -> CResult<ProbeDesc> {
 }
 
 impl<'o> Checker<'o> {
+    /// A DIF object builder for this program (its spill slots are clause-locals of the program).
+    fn cg(&mut self) -> Cg<'_> {
+        Cg::new(
+            &self.types,
+            self.strsize,
+            &mut self.locals,
+            self.basic.int64,
+        )
+    }
+
     /// Compiles a cooked clause into ECB descriptions for each of its probe specifiers.
-    pub fn lower(&self, probes: &[(String, u32)], c: &Cooked) -> CResult<Vec<EcbDesc>> {
+    pub fn lower(&mut self, probes: &[(String, u32)], c: &Cooked) -> CResult<Vec<EcbDesc>> {
         let predicate = match &c.pred {
-            Some(p) => Some(Cg::new(&self.types, self.strsize).object(p, false)?),
+            Some(p) => Some(self.cg().object(p, false)?),
             None => None,
         };
         let mut actions = Vec::new();
         for p in &c.plans {
             let mut difo = match &p.expr {
-                Some(e) => Some(Cg::new(&self.types, self.strsize).object(e, p.void_result)?),
+                Some(e) => Some(self.cg().object(e, p.void_result)?),
                 None => None,
             };
             match (p.kind, difo.as_mut()) {

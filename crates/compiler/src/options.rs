@@ -55,6 +55,8 @@ pub struct CompileOptions {
     pub model: DataModel,
     /// `-x strsize`: characters of a string, its NUL not counted (a string's storage is one more).
     pub strsize: u32,
+    /// `-x scratchsize`: bytes of scratch space (`alloca()`, `copyin()`) per probe firing.
+    pub scratchsize: u64,
     /// `-w`: destructive actions allowed.
     pub destructive: bool,
     /// `-x stackframes` default for `stack()`.
@@ -99,6 +101,7 @@ impl Default for CompileOptions {
             default_args: false,
             model: DataModel::Lp64,
             strsize: 256,
+            scratchsize: 1 << 20,
             destructive: false,
             stackframes: 20,
             ustackframes: 100,

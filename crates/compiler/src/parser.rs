@@ -36,6 +36,20 @@ pub struct Parser<'a> {
     /// The `pspec` option: text that reads as a probe description longer than a declaration's
     /// first word (`int*x`) is taken as one.
     pub pspec: bool,
+    /// `struct`/`union` names this program has defined: DTrace declares a struct when it reads
+    /// the `{` of its body, so a second body is an error there, before the body is read.
+    sou_defined: HashSet<String>,
+    /// Pragmas read since the last item was added to the program.
+    pragmas: Vec<Item>,
+}
+
+/// The end of the input met in a declaration outside any clause is worded as DTrace's lexer
+/// words it in that state ("end-of-input"; inside a clause, "end of input").
+fn top_level_eof(mut e: CompileError) -> CompileError {
+    if e.tag == ErrTag::D_SYNTAX && e.message == "syntax error near end of input" {
+        e.message = "syntax error near end-of-input".into();
+    }
+    e
 }
 
 fn syntax(t: &Token) -> CompileError {
@@ -47,6 +61,20 @@ fn syntax(t: &Token) -> CompileError {
             t.line,
             format!("syntax error near \"{}\"", t.raw),
         )
+    }
+}
+
+/// A syntax error at `t` where a declaration or type name is read: DTrace's lexer has read ahead
+/// from an identifier (not a keyword) to the end of its line, and quotes all of it
+/// (`syntax error near "new_int;"`).
+fn decl_syntax(t: &Token) -> CompileError {
+    match &t.tok {
+        Tok::Ident(s) if !is_reserved(s) => CompileError::new(
+            ErrTag::D_SYNTAX,
+            t.line,
+            format!("syntax error near \"{}\"", t.rest),
+        ),
+        _ => syntax(t),
     }
 }
 
@@ -69,12 +97,17 @@ impl<'a> Parser<'a> {
             depth: 0,
             lexed_line: 1,
             pspec: false,
+            sou_defined: HashSet::new(),
+            pragmas: Vec::new(),
         }
     }
 
     fn fill(&mut self, n: usize) -> CResult<()> {
         while self.peeked.len() <= n {
             let t = self.lex.next_token()?;
+            for (line, words) in std::mem::take(&mut self.lex.controls) {
+                self.control(line, words)?;
+            }
             self.lexed_line = t.line;
             self.peeked.push_back(t);
         }
@@ -97,6 +130,7 @@ impl<'a> Parser<'a> {
             tok: Tok::Eof,
             line: self.lex.line(),
             raw: String::new(),
+            rest: String::new(),
         }))
     }
 
@@ -145,36 +179,8 @@ impl<'a> Parser<'a> {
         let mut items = Vec::new();
         loop {
             if let Some((line, words)) = self.lex.control_line()? {
-                match words.first().map(String::as_str) {
-                    Some("pragma") => {
-                        // options that change how the rest of the program is read
-                        if words.len() >= 4 && words[1] == "D" && words[2] == "option" {
-                            for w in &words[3..] {
-                                if w == "defaultargs" {
-                                    self.macros.default_args = true;
-                                }
-                                if w == "pspec" {
-                                    self.pspec = true;
-                                }
-                            }
-                        }
-                        items.push(Item::Pragma(words[1..].to_vec(), line))
-                    }
-                    Some("error") => {
-                        return err(
-                            ErrTag::D_PRAGERR,
-                            line,
-                            format!("#error {}", words[1..].join(" ")),
-                        )
-                    }
-                    _ => {
-                        return err(
-                            ErrTag::D_PRAGCTL_INVAL,
-                            line,
-                            format!("invalid control directive: #{}", words.join(" ")),
-                        )
-                    }
-                }
+                self.control(line, words)?;
+                items.append(&mut self.pragmas);
                 continue;
             }
             if self.peeked.is_empty() && self.lex.at_end()? {
@@ -186,16 +192,18 @@ impl<'a> Parser<'a> {
             }
             let word = self.lex.peek_word()?;
             let item = match word.as_str() {
-                "inline" => self.inline_decl()?,
-                "translator" => self.translator()?,
-                "provider" => self.provider()?,
+                "inline" => self.inline_decl().map_err(top_level_eof)?,
+                "translator" => self.translator().map_err(top_level_eof)?,
+                "provider" => self.provider().map_err(top_level_eof)?,
                 w if (DECL_WORDS.contains(&w) || self.typenames.contains(w))
                     && !(self.pspec && self.lex.pspec_len()? > w.len()) =>
                 {
-                    self.decl_item()?
+                    self.decl_item().map_err(top_level_eof)?
                 }
                 _ => Item::Clause(self.clause()?),
             };
+            // control lines met inside the item act before it
+            items.append(&mut self.pragmas);
             items.push(item);
         }
         Ok(Program {
@@ -204,6 +212,46 @@ impl<'a> Parser<'a> {
             last_line: self.lex.line(),
             default_args: self.macros.default_args,
         })
+    }
+
+    /// A control line (`#pragma`, `#error`), at the top level or between the tokens of an item:
+    /// options that change how the rest of the program is read take effect at once, malformed
+    /// attributes are refused where they are read, and the pragma is kept for the checker.
+    fn control(&mut self, line: u32, words: Vec<String>) -> CResult<()> {
+        match words.first().map(String::as_str) {
+            Some("pragma") => {
+                if words.len() >= 4 && words[1] == "D" && words[2] == "option" {
+                    for w in &words[3..] {
+                        if w == "defaultargs" {
+                            self.macros.default_args = true;
+                        }
+                        if w == "pspec" {
+                            self.pspec = true;
+                        }
+                    }
+                }
+                let attrs = words.len() == 5 && words[1] == "D" && words[2] == "attributes";
+                if attrs && !crate::check_decl::valid_attributes(&words[3]) {
+                    return err(
+                        ErrTag::D_PRAGMA_INVAL,
+                        line,
+                        "invalid attributes specified by #pragma attributes",
+                    );
+                }
+                self.pragmas.push(Item::Pragma(words[1..].to_vec(), line));
+                Ok(())
+            }
+            Some("error") => err(
+                ErrTag::D_PRAGERR,
+                line,
+                format!("#error {}", words[1..].join(" ")),
+            ),
+            _ => err(
+                ErrTag::D_PRAGCTL_INVAL,
+                line,
+                format!("invalid control directive: #{}", words.join(" ")),
+            ),
+        }
     }
 
     fn clause(&mut self) -> CResult<Clause> {
@@ -684,6 +732,10 @@ impl<'a> Parser<'a> {
             }
             Tok::Ident(s) if s == "offsetof" => {
                 self.expect("(")?;
+                if !self.starts_type_name(0)? {
+                    let t = self.next()?;
+                    return Err(decl_syntax(&t));
+                }
                 let tn = self.type_name()?;
                 self.expect(",")?;
                 let (m, _) = self.ident()?;
@@ -834,12 +886,28 @@ impl<'a> Parser<'a> {
             name = Some(s.clone());
             self.next()?;
         }
-        if !self.eat("{")? {
+        if !self.is_punct("{")? {
             if name.is_none() {
                 let t = self.next()?;
                 return Err(syntax(&t));
             }
             return Ok(BaseType::Sou(kind, name, None));
+        }
+        let brace = self.next()?;
+        if let Some(n) = &name {
+            let kw = if kind == SouKind::Union {
+                "union"
+            } else {
+                "struct"
+            };
+            let full = format!("{kw} {n}");
+            if !self.sou_defined.insert(full.clone()) {
+                return Err(CompileError::new(
+                    ErrTag::D_DECL_TYPERED,
+                    brace.line,
+                    format!("type redeclared: {full}"),
+                ));
+            }
         }
         let mut members = Vec::new();
         while !self.eat("}")? {
@@ -1044,7 +1112,10 @@ impl<'a> Parser<'a> {
             if self.eat(",")? {
                 continue;
             }
-            self.expect(";")?;
+            let t = self.next()?;
+            if !matches!(t.tok, Tok::Punct(";")) {
+                return Err(decl_syntax(&t));
+            }
             break;
         }
         Ok(Item::Decl(spec, decls))
@@ -1156,6 +1227,7 @@ fn t_clone(s: &str, line: u32) -> Token {
         tok: Tok::Ident(s.to_string()),
         line,
         raw: s.to_string(),
+        rest: s.to_string(),
     }
 }
 

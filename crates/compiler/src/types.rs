@@ -580,10 +580,19 @@ impl TypeTable {
         }
     }
 
-    /// The usual arithmetic conversions of two integer operands.
+    /// The type of a binary operation on two integer operands (`dt_type_promote`): the operand
+    /// type of the greater rank (its size, and unsigned above signed), enums counting as `int`.
+    /// Unlike C, smaller types are not first promoted to `int`: `(unsigned char)254 + (char)3`
+    /// is an `unsigned char`, recorded as 1.
     pub fn promote(&self, a: TypeId, b: TypeId, basic: &Basic) -> TypeId {
-        let a = self.promote_one(a, basic);
-        let b = self.promote_one(b, basic);
+        let as_int = |t: TypeId| {
+            if matches!(self.rkind(t), TypeKind::Enum { .. }) {
+                basic.int
+            } else {
+                t
+            }
+        };
+        let (a, b) = (as_int(a), as_int(b));
         let (sa, sb) = (self.size(a), self.size(b));
         if sa > sb {
             return a;
@@ -697,7 +706,9 @@ mod tests {
     fn promotion() {
         let (mut t, b) = TypeTable::new(DataModel::Lp64);
         let uc = t.lookup("unsigned char").unwrap();
-        assert_eq!(t.promote(uc, uc, &b), b.int);
+        assert_eq!(t.promote(uc, uc, &b), uc);
+        assert_eq!(t.promote(uc, b.char, &b), uc);
+        assert_eq!(t.promote(uc, b.int, &b), b.int);
         assert_eq!(t.promote(b.int, b.uint, &b), b.uint);
         assert_eq!(t.promote(b.int, b.long, &b), b.long);
         let u64t = t.lookup("uint64_t").unwrap();

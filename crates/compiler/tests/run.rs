@@ -873,3 +873,77 @@ fn bitfield_structs_are_laid_out_as_libctf_does() {
             trace(sizeof (struct r8)); trace(sizeof (union u)); }");
     assert_eq!(v, ["5", "6", "7", "8", "5"]);
 }
+
+/// `a + (b + (c + ...))` nested `n` deep over `arg0`.. `arg2` and constants: more values held at
+/// once than DIF has registers.
+fn deep_sum(n: u64) -> (String, u64) {
+    let mut e = String::from("1");
+    let mut sum = 1;
+    for i in 0..n {
+        let (term, v) = match i % 4 {
+            0 => ("arg0".to_string(), 10),
+            1 => ("arg1".to_string(), 20),
+            2 => ("arg2".to_string(), 30),
+            _ => (format!("{i}"), i),
+        };
+        e = format!("{term} + ({e})");
+        sum += v;
+    }
+    (e, sum)
+}
+
+#[test]
+fn deep_expressions_spill_registers() {
+    for n in [6, 7, 8, 12, 20] {
+        let (e, sum) = deep_sum(n);
+        assert_eq!(val(&e), sum.to_string(), "{e}");
+    }
+    // the registers of the left operands are spilled and filled in order; side effects too
+    let v = run("BEGIN { a = b = c = d = e = f = g = h = i = j = k = 7; \
+         trace(a++ & (b++ & (c++ & (d++ & (e++ & (f++ & (g++ & (h++ & (i++ & (j++ & k++))))))))));\
+         trace(a++ & (b++ & (c++ & (d++ & (e++ & (f++ & (g++ & (h++ & (i++ & (j++ & k++))))))))));\
+         trace(a + b + c + d + e + f + g + h + i + j + k); }");
+    assert_eq!(v, ["7", "8", "99"]);
+    // spills inside one arm of ?:, && and || leave the other path intact
+    let (deep, sum) = deep_sum(12);
+    for (cond, want) in [("arg0 == 10", sum), ("arg0 == 11", 5)] {
+        let e = format!("arg1 + ({cond} ? ({deep}) : 5)");
+        assert_eq!(val(&e), (20 + want).to_string(), "{e}");
+    }
+    let e = format!("arg1 + (arg0 == 10 && ({deep}) == {sum})");
+    assert_eq!(val(&e), "21");
+    let e = format!("arg1 + (arg0 == 11 || ({deep}) == {sum} + 1)");
+    assert_eq!(val(&e), "20");
+    // subroutine arguments and keys hold their values while the next ones are computed
+    let v = run(&format!(
+        "BEGIN {{ x[{deep}, ({deep}) + 1] = 5; trace(x[{sum}, {sum} + 1]); \
+           trace(substr(\"abcdefghijklmnopqrstuvwxyz\", ({deep}) % 7, ({deep}) % 5)); }}"
+    ));
+    let (from, len) = ((sum % 7) as usize, (sum % 5) as usize);
+    assert_eq!(v, ["5", &"abcdefghijklmnopqrstuvwxyz"[from..from + len]]);
+}
+
+#[test]
+fn mixed_type_arithmetic_takes_the_greater_rank() {
+    // DTrace for Linux does not promote small integers to int first: unsigned char + signed
+    // char is an unsigned char, recorded in its size; in variables of every scope alike
+    let v = run(
+        "unsigned char C[int]; signed char c[int]; self short s; unsigned char G; \
+         BEGIN { C[0] = -2; c[0] = 3; trace(C[0] + c[0]); trace(c[0] + C[0]); \
+         C[0] = 2; c[0] = -3; trace(C[0] + c[0]); \
+         self->s = -2; trace(self->s + c[0]); G = 254; trace(G + 3); \
+         trace(sizeof (C[0] + c[0])); trace(sizeof (self->s + G)); trace(sizeof (G + 1)); }",
+    );
+    assert_eq!(v, ["1", "1", "255", "65531", "257", "1", "2", "4"]);
+}
+
+#[test]
+fn a_string_plus_an_integer_skips_characters() {
+    assert_eq!(val("\"abcdef\" + 1"), "bcdef");
+    assert_eq!(val("2 + \"abcdef\""), "cdef");
+    let v = run(
+        "BEGIN { g = \"abcdef\"; trace(g + 1); self->t = \"12\"; trace(1 + self->t); \
+                 a[1] = \"xyz\"; trace(a[1] + 2); this->l = g; trace(this->l + 5); }",
+    );
+    assert_eq!(v, ["bcdef", "2", "z", "f"]);
+}

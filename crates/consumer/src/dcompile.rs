@@ -140,6 +140,10 @@ impl Compiler for DCompiler {
             empty: o.is_set("empty"),
             pspec: o.is_set("pspec"),
             strsize: num(o, "strsize", 256),
+            scratchsize: match o.value("scratchsize") {
+                v if v > 0 => v as u64,
+                _ => 1 << 20,
+            },
             destructive: o.is_set("destructive"),
             stackframes: frames(o, "stackframes", 20),
             ustackframes: frames(o, "ustackframes", 100),
