@@ -140,7 +140,7 @@ fn stack_and_tracemem_wordings() {
 #[test]
 fn multi_line_expressions_report_dtraces_line() {
     let e = e_with(
-        "BEGIN\n{\n\tx = \"a\" +\n\t    1;\n}\n",
+        "BEGIN\n{\n\tx = \"a\" -\n\t    1;\n}\n",
         &CompileOptions::default(),
     );
     assert_eq!(e.tag, ErrTag::D_OP_INCOMPAT);
@@ -153,7 +153,7 @@ fn multi_line_expressions_report_dtraces_line() {
     assert_eq!(e.line, Some(5));
     // a single-line construct keeps its line
     let e = e_with(
-        "BEGIN\n{\n\ttrace(\"a\" + 1);\n}\n",
+        "BEGIN\n{\n\ttrace(\"a\" - 1);\n}\n",
         &CompileOptions::default(),
     );
     assert_eq!(e.line, Some(3));
