@@ -754,6 +754,23 @@ fn system_passes_the_formatted_bytes_to_the_shell_unchanged() {
 }
 
 #[test]
+fn a_format_string_keeps_bytes_that_are_not_utf8() {
+    // The same bytes written in the format itself: the format travels as bytes from the lexer
+    // to the consumer (a lossy UTF-8 conversion turned each into EF BF BD).
+    let p = script(
+        "format-bytes.d",
+        "BEGIN { system(\"printf '\\xc0\\xa8\\x01\\x17' | od -An -tx1\"); exit(0); }\n",
+    );
+    let o = dtrace(&["-q", "-w", "-s", p.to_str().unwrap()]);
+    let _ = std::fs::remove_file(&p);
+    assert_eq!(o.rc, 0, "{}", o.stderr);
+    assert_eq!(
+        o.stdout.split_whitespace().collect::<Vec<_>>(),
+        ["c0", "a8", "01", "17"]
+    );
+}
+
+#[test]
 fn trace_prints_signed_64_bit_values_in_a_19_wide_column() {
     // DTrace for Linux: ` %19ld` for signed, ` %20lu` for unsigned 64-bit values.
     let o = dtrace(&["-n", "BEGIN { trace(x++); trace(-1ul); exit(0); }"]);

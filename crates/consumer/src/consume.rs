@@ -330,7 +330,7 @@ impl Decoder {
 
     /// Parses a program's format strings and installs them with the EPIDs of its enablings;
     /// returns the program's index.
-    pub fn add_program(&mut self, formats: &[String], epids: &[u32]) -> Result<usize> {
+    pub fn add_program(&mut self, formats: &[Vec<u8>], epids: &[u32]) -> Result<usize> {
         let parsed = formats
             .iter()
             .map(|f| PrintfFormat::parse(f))

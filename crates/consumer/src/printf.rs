@@ -178,8 +178,8 @@ fn syntax(index: usize, reason: impl Into<String>) -> ConsumerError {
 
 impl PrintfFormat {
     /// Parses a format string the way DTrace's compiler does, with its error messages.
-    pub fn parse(format: &str) -> Result<PrintfFormat> {
-        let b = format.as_bytes();
+    pub fn parse(format: &[u8]) -> Result<PrintfFormat> {
+        let b = format;
         let mut segments = Vec::new();
         let mut q = 0usize;
         while let Some(off) = b[q..].iter().position(|&c| c == b'%') {

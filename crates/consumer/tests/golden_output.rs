@@ -22,7 +22,7 @@ fn setup(eps: &[EprobeDesc], formats: &[&str]) -> Decoder {
     d.probes.insert(1, probe(1, "dtrace", "", "", "BEGIN"));
     d.probes.insert(2, probe(2, "dtrace", "", "", "END"));
     d.probes.insert(3, probe(3, "dtrace", "", "", "ERROR"));
-    let f: Vec<String> = formats.iter().map(|s| s.to_string()).collect();
+    let f: Vec<Vec<u8>> = formats.iter().map(|s| s.as_bytes().to_vec()).collect();
     let epids: Vec<u32> = eps.iter().map(|e| e.epid).collect();
     d.add_program(&f, &epids).unwrap();
     for e in eps {
@@ -575,7 +575,7 @@ fn clear_trunc_normalize_actions() {
     );
     let mut d = key_count_aggs();
     d.eprobes.insert(1, ep.clone());
-    d.add_program(&["%@d\n".to_string()], &[1]).unwrap();
+    d.add_program(&[b"%@d\n".to_vec()], &[1]).unwrap();
     let r = record(
         &ep,
         &[
@@ -803,7 +803,7 @@ fn library_action_values_are_records_of_the_same_action() {
     );
     let mut d = key_count_aggs();
     d.eprobes.insert(1, ep.clone());
-    d.add_program(&["%s=%@d\n".to_string()], &[1]).unwrap();
+    d.add_program(&[b"%s=%@d\n".to_vec()], &[1]).unwrap();
     let r = record(
         &ep,
         &[

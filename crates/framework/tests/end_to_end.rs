@@ -1107,7 +1107,7 @@ fn printf_without_arguments_records() {
     let mut printf = act(ActionKind::Printf, None);
     printf.arg = 0;
     let mut p = program(vec![ecb("dtrace:::BEGIN", None, vec![printf])]);
-    p.formats.push("hello\n".into());
+    p.formats.push(b"hello\n".to_vec());
     let en = fw.enable(&p, false).unwrap();
     let r = en.eprobes[0].recs[0];
     assert_eq!((r.offset, r.size, r.format), (12, 4, 1));
