@@ -258,6 +258,28 @@ fn printf_star_width_and_precision() {
 }
 
 #[test]
+fn printf_widths_and_precisions_are_not_capped_below_a_c_int() {
+    // DTrace hands them to printf(3): ten million columns are ten million columns.
+    let ep = eprobe(
+        1,
+        1,
+        &[
+            (A::Printf, 4, 1, 0),
+            (A::DifExpr, 4, 0, 0),
+            (A::DifExpr, 4, 0, 0),
+        ],
+    );
+    let mut d = setup(
+        std::slice::from_ref(&ep),
+        &["%10000000d\n%.10000000d\n%10000000.10000000d\n"],
+    );
+    let r = record(&ep, &[i32b(1), i32b(1), i32b(1)]);
+    let out = run(&mut d, &[buf(0, &[r])], true).out;
+    let lens: Vec<usize> = out.lines().map(str::len).collect();
+    assert_eq!(lens, [10_000_000; 3]);
+}
+
+#[test]
 fn printf_without_arguments_uses_its_record() {
     let ep = eprobe(1, 1, &[(A::Printf, 0, 1, 0), (A::DifExpr, 8, 0, 0)]);
     let mut d = setup(std::slice::from_ref(&ep), &["hello\n"]);
