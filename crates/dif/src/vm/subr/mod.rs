@@ -254,6 +254,10 @@ impl Machine {
                 let pos = (nargs > 2).then(|| arg(2) as i64);
                 Ok(strfn::index_of(&v, &sub, pos, s == Rindex) as u64)
             }
+            // DTrace for Linux reads a string expression given as the first argument (a NULL one
+            // faults); only a pointer value (the `NULL` constant) continues the saved string. A string
+            // is pushed by reference (with its size), a pointer by value.
+            Strtok if arg(0) == 0 && regs[0].size != 0 => Err(Fault::new(FaultKind::BadAddr, 0)),
             Strtok => self.strtok(env, arg(0), arg(1)),
             Substr => {
                 let v = self.arg_str(env, arg(0))?;
