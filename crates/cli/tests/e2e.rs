@@ -771,6 +771,31 @@ fn a_format_string_keeps_bytes_that_are_not_utf8() {
 }
 
 #[test]
+fn an_alloca_pointer_is_recorded_as_its_scratch_offset() {
+    // DTrace for Linux's alloca pointers are offsets in the scratch area after 8 reserved bytes.
+    let o = dtrace(&[
+        "-qn",
+        "BEGIN { x = (char *)alloca(8); trace(x); y = alloca(16); printf(\" %d\", (uint64_t)y); exit(0); }",
+    ]);
+    assert_eq!(o.rc, 0, "{}", o.stderr);
+    assert_eq!(o.stdout, "8 16\n");
+}
+
+#[test]
+fn strtok_of_a_null_string_expression_faults_at_address_0() {
+    let o = dtrace(&[
+        "-qn",
+        "BEGIN { strtok(strstr(\"abc\", \"def\"), \"\"); exit(1); } ERROR { exit(0); }",
+    ]);
+    assert_eq!(o.rc, 0, "{}", o.stderr);
+    assert!(
+        o.stderr.contains("(dtrace:::BEGIN): invalid address (0x0)"),
+        "{}",
+        o.stderr
+    );
+}
+
+#[test]
 fn trace_prints_signed_64_bit_values_in_a_19_wide_column() {
     // DTrace for Linux: ` %19ld` for signed, ` %20lu` for unsigned 64-bit values.
     let o = dtrace(&["-n", "BEGIN { trace(x++); trace(-1ul); exit(0); }"]);

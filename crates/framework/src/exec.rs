@@ -76,7 +76,7 @@ fn store_value(
     let t = &obj.rtype;
     if !t.is_by_ref() {
         let n = dst.len();
-        store_int(dst, 0, n, val);
+        store_int(dst, 0, n, m.export_value(val));
         return Ok(n);
     }
     if t.is_string() {
