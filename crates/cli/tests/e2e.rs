@@ -796,6 +796,42 @@ fn strtok_of_a_null_string_expression_faults_at_address_0() {
 }
 
 #[test]
+fn aggsortrev_prints_the_last_aggregation_first() {
+    // DTrace sorts by aggregation, then key or value; aggsortrev reverses the whole order.
+    let o = dtrace(&[
+        "-q",
+        "-x",
+        "aggsortrev",
+        "-n",
+        "BEGIN { @a = count(); @b = sum(5); exit(0); }",
+    ]);
+    assert_eq!(o.rc, 0, "{}", o.stderr);
+    assert_eq!(o.stdout, format!("\n{:>17}\n{:>17}\n", 5, 1));
+}
+
+#[test]
+fn a_dropped_dynamic_variable_store_ends_its_clause() {
+    // DTrace for Linux: the clause stops at the store that got no variable (one drop counted,
+    // no record, no error); the next clause runs.
+    let o = dtrace(&[
+        "-q",
+        "-x",
+        "dynvarsize=1024",
+        "-x",
+        "strsize=512",
+        "-n",
+        "BEGIN { a[\"x\"] = 1; a[\"y\"] = 1; a[\"z\"] = 1; printf(\"rest\\n\"); } BEGIN { printf(\"next\\n\"); exit(0); }",
+    ]);
+    assert_eq!(o.rc, 0, "{}", o.stderr);
+    assert_eq!(o.stdout, "next\n");
+    assert!(
+        o.stderr.contains("1 dynamic variable drop\n"),
+        "{}",
+        o.stderr
+    );
+}
+
+#[test]
 fn trace_prints_signed_64_bit_values_in_a_19_wide_column() {
     // DTrace for Linux: ` %19ld` for signed, ` %20lu` for unsigned 64-bit values.
     let o = dtrace(&["-n", "BEGIN { trace(x++); trace(-1ul); exit(0); }"]);

@@ -127,6 +127,8 @@ pub struct Machine {
     /// After a run whose result points into a dynamic variable: that variable's slot and bytes, for
     /// `read_result`.
     pub(crate) dyn_kept: Option<(u32, Box<[u8]>)>,
+    /// The last run stopped because a dynamic-variable store was dropped.
+    pub(crate) dropped_exit: bool,
 }
 
 /// The inputs a dynamic-variable key was built from: same inputs and no memory written since means the
