@@ -833,6 +833,16 @@ fn a_dropped_dynamic_variable_store_ends_its_clause() {
 }
 
 #[test]
+fn begin_is_progeny_of_its_ancestors_up_to_init() {
+    let o = dtrace(&[
+        "-qn",
+        "BEGIN { printf(\"%d %d %d\", progenyof($pid), progenyof($ppid), progenyof(1)); exit(0); }",
+    ]);
+    assert_eq!(o.rc, 0, "{}", o.stderr);
+    assert!(o.stdout.starts_with("1 1 1"), "{}", o.stdout);
+}
+
+#[test]
 fn trace_prints_signed_64_bit_values_in_a_19_wide_column() {
     // DTrace for Linux: ` %19ld` for signed, ` %20lu` for unsigned 64-bit values.
     let o = dtrace(&["-n", "BEGIN { trace(x++); trace(-1ul); exit(0); }"]);

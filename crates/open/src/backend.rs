@@ -152,6 +152,25 @@ fn consumer_context() -> FiringContext {
         gid: gid as u64,
         execname,
         execargs: std::env::args().collect::<Vec<_>>().join(" "),
+        ancestors: ancestors_of(ppid as u32),
         ..FiringContext::default()
     }
+}
+
+/// The ancestors of the process whose parent is `ppid`, from it up to `init` (pid 1) included, for
+/// `progenyof()` in BEGIN and END; a bounded walk of `/proc/<pid>/stat`.
+fn ancestors_of(ppid: u32) -> Vec<u64> {
+    let mut out = Vec::new();
+    let mut pid = ppid;
+    while pid > 0 && out.len() < 256 {
+        out.push(u64::from(pid));
+        if pid == 1 {
+            break;
+        }
+        match dtrace_linux::process::ppid_of(pid) {
+            Some(p) => pid = p,
+            None => break,
+        }
+    }
+    out
 }

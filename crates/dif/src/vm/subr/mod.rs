@@ -107,7 +107,8 @@ impl Machine {
         let arg = |i: usize| if i < nargs { regs[i].value } else { 0 };
         let strsize = self.opts.strsize;
         match s {
-            Rand => Ok(env.ctx.random() % 1_771_875),
+            // DTrace for Linux: 32 random bits (bpf_get_prandom_u32), all of them uniform
+            Rand => Ok(env.ctx.random() & 0xffff_ffff),
             Random => Ok(env.ctx.random()),
             Speculation => Ok(env.ctx.speculation()),
             Progenyof => Ok(env.ctx.progenyof(arg(0)) as u64),
