@@ -435,6 +435,18 @@ fn aggregation_drops_when_aggsize_exceeded() {
 }
 
 #[test]
+fn an_aggsize_too_small_for_one_entry_fails_the_enabling() {
+    // DTrace for Linux: "Enabling exceeds size of buffer" when not one entry fits.
+    let (mut fw, _c) = new_fw();
+    fw.set_option("aggsize", Some("8")).unwrap();
+    let count = act(ActionKind::AggCount, None);
+    let p = program(vec![ecb("profile:::tick-1", None, vec![count])]);
+    fw.enable(&p, false).unwrap();
+    let e = fw.go().unwrap_err();
+    assert_eq!(e.to_string(), "Enabling exceeds size of buffer");
+}
+
+#[test]
 fn speculation_commit_and_discard() {
     let (mut fw, _c) = new_fw();
     // BEGIN: spec = speculation(); speculate(spec); trace(11)
