@@ -156,6 +156,23 @@ fn output_file_and_environment_options() {
     let _ = std::fs::remove_file(&f);
 }
 
+#[test]
+fn a_clause_with_only_ftruncate_truncates_the_output_file() {
+    let f = std::env::temp_dir().join(format!("dtrace-e2e-{}-ftrunc", std::process::id()));
+    let _ = std::fs::remove_file(&f);
+    let o = dtrace(&[
+        "-q",
+        "-o",
+        f.to_str().unwrap(),
+        "-n",
+        "BEGIN { printf(\"a\\n\"); } BEGIN { ftruncate(); } BEGIN { printf(\"b\\n\"); exit(0); }",
+    ]);
+    assert_eq!(o.rc, 0, "{}", o.stderr);
+    let text = std::fs::read_to_string(&f).unwrap();
+    let _ = std::fs::remove_file(&f);
+    assert!(text.starts_with("b\n"), "{text:?}");
+}
+
 /// The `-l` heading.
 const HEADING: &str = "   ID   PROVIDER            MODULE                          FUNCTION NAME\n";
 
