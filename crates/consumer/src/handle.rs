@@ -693,7 +693,9 @@ impl Handle {
     ) -> Result<WorkStatus> {
         let r = self.tracer.poll();
         self.adopt_new_probes();
-        if self.is_due(self.last_status, "statusrate") {
+        // The status (an exit(), drops) is checked at the statusrate, and a last time once
+        // tracing has stopped, so drops made at the end are reported too.
+        if self.state == State::Stopped || self.is_due(self.last_status, "statusrate") {
             let r = r.and_then(|_| self.check_status());
             self.record(r)?;
         } else {
