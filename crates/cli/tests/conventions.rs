@@ -191,5 +191,12 @@ fn preprocessor_messages_pass_through() {
     let o = dtrace(&[], &["-x", "cpppath=/bin/cat", "-Cs", path]);
     assert_eq!(o.rc, 1);
     assert!(o.stderr.starts_with("cat: "), "{}", o.stderr);
+    // whether cat quit before or after reading the program, its failure is the preprocessor's
+    assert!(
+        o.stderr
+            .ends_with(": Preprocessor failed to process input program\n"),
+        "{}",
+        o.stderr
+    );
     let _ = std::fs::remove_file(p);
 }

@@ -156,6 +156,23 @@ fn output_file_and_environment_options() {
     let _ = std::fs::remove_file(&f);
 }
 
+#[test]
+fn a_clause_with_only_ftruncate_truncates_the_output_file() {
+    let f = std::env::temp_dir().join(format!("dtrace-e2e-{}-ftrunc", std::process::id()));
+    let _ = std::fs::remove_file(&f);
+    let o = dtrace(&[
+        "-q",
+        "-o",
+        f.to_str().unwrap(),
+        "-n",
+        "BEGIN { printf(\"a\\n\"); } BEGIN { ftruncate(); } BEGIN { printf(\"b\\n\"); exit(0); }",
+    ]);
+    assert_eq!(o.rc, 0, "{}", o.stderr);
+    let text = std::fs::read_to_string(&f).unwrap();
+    let _ = std::fs::remove_file(&f);
+    assert!(text.starts_with("b\n"), "{text:?}");
+}
+
 /// The `-l` heading.
 const HEADING: &str = "   ID   PROVIDER            MODULE                          FUNCTION NAME\n";
 
@@ -751,6 +768,95 @@ fn system_passes_the_formatted_bytes_to_the_shell_unchanged() {
         o.stdout.split_whitespace().collect::<Vec<_>>(),
         ["c0", "a8"]
     );
+}
+
+#[test]
+fn a_format_string_keeps_bytes_that_are_not_utf8() {
+    // The same bytes written in the format itself: the format travels as bytes from the lexer
+    // to the consumer (a lossy UTF-8 conversion turned each into EF BF BD).
+    let p = script(
+        "format-bytes.d",
+        "BEGIN { system(\"printf '\\xc0\\xa8\\x01\\x17' | od -An -tx1\"); exit(0); }\n",
+    );
+    let o = dtrace(&["-q", "-w", "-s", p.to_str().unwrap()]);
+    let _ = std::fs::remove_file(&p);
+    assert_eq!(o.rc, 0, "{}", o.stderr);
+    assert_eq!(
+        o.stdout.split_whitespace().collect::<Vec<_>>(),
+        ["c0", "a8", "01", "17"]
+    );
+}
+
+#[test]
+fn an_alloca_pointer_is_recorded_as_its_scratch_offset() {
+    // DTrace for Linux's alloca pointers are offsets in the scratch area after 8 reserved bytes.
+    let o = dtrace(&[
+        "-qn",
+        "BEGIN { x = (char *)alloca(8); trace(x); y = alloca(16); printf(\" %d\", (uint64_t)y); exit(0); }",
+    ]);
+    assert_eq!(o.rc, 0, "{}", o.stderr);
+    assert_eq!(o.stdout, "8 16\n");
+}
+
+#[test]
+fn strtok_of_a_null_string_expression_faults_at_address_0() {
+    let o = dtrace(&[
+        "-qn",
+        "BEGIN { strtok(strstr(\"abc\", \"def\"), \"\"); exit(1); } ERROR { exit(0); }",
+    ]);
+    assert_eq!(o.rc, 0, "{}", o.stderr);
+    assert!(
+        o.stderr.contains("(dtrace:::BEGIN): invalid address (0x0)"),
+        "{}",
+        o.stderr
+    );
+}
+
+#[test]
+fn aggsortrev_prints_the_last_aggregation_first() {
+    // DTrace sorts by aggregation, then key or value; aggsortrev reverses the whole order.
+    let o = dtrace(&[
+        "-q",
+        "-x",
+        "aggsortrev",
+        "-n",
+        "BEGIN { @a = count(); @b = sum(5); exit(0); }",
+    ]);
+    assert_eq!(o.rc, 0, "{}", o.stderr);
+    assert_eq!(o.stdout, format!("\n{:>17}\n{:>17}\n", 5, 1));
+}
+
+#[test]
+fn a_dropped_dynamic_variable_store_ends_its_clause() {
+    // DTrace for Linux: the clause stops at the store that got no variable (one drop counted,
+    // no record, no error); the next clause runs.
+    let o = dtrace(&[
+        "-q",
+        "-x",
+        "dynvarsize=1024",
+        "-x",
+        "strsize=512",
+        "-n",
+        "BEGIN { a[\"x\"] = 1; a[\"y\"] = 1; a[\"z\"] = 1; printf(\"rest\\n\"); } BEGIN { printf(\"next\\n\"); exit(0); }",
+    ]);
+    assert_eq!(o.rc, 0, "{}", o.stderr);
+    assert!(o.stdout.starts_with("next\n"), "{}", o.stdout);
+    assert!(!o.stdout.contains("rest"), "{}", o.stdout);
+    assert!(
+        o.stderr.contains("1 dynamic variable drop\n"),
+        "{}",
+        o.stderr
+    );
+}
+
+#[test]
+fn begin_is_progeny_of_its_ancestors_up_to_init() {
+    let o = dtrace(&[
+        "-qn",
+        "BEGIN { printf(\"%d %d %d\", progenyof($pid), progenyof($ppid), progenyof(1)); exit(0); }",
+    ]);
+    assert_eq!(o.rc, 0, "{}", o.stderr);
+    assert!(o.stdout.starts_with("1 1 1"), "{}", o.stdout);
 }
 
 #[test]

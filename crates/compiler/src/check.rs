@@ -235,7 +235,8 @@ pub struct Checker<'o> {
     /// Nesting of inline array expansions (bounds self-reference).
     pub inline_depth: u32,
     pub enums: HashMap<String, (i64, TypeId)>,
-    pub formats: Vec<String>,
+    /// The program's format strings, as bytes (`Program::formats`).
+    pub formats: Vec<Vec<u8>>,
     /// Types of `print()` values (`Program::print_types`).
     pub print_types: crate::print_types::PrintTypes,
     pub options: Vec<(String, Option<String>)>,
@@ -317,17 +318,17 @@ impl<'o> Checker<'o> {
     /// A format entry of its own for one `printa()` statement: the consumer takes the run of
     /// `printa` records sharing a format as the aggregations of one statement, as libdtrace does
     /// with its per-statement format pointer.
-    pub fn printa_format_index(&mut self, s: &str) -> u64 {
-        self.formats.push(s.to_string());
+    pub fn printa_format_index(&mut self, s: &[u8]) -> u64 {
+        self.formats.push(s.to_vec());
         (self.formats.len() - 1) as u64
     }
 
     /// Index of a format string in the program's table (deduplicated).
-    pub fn format_index(&mut self, s: &str) -> u64 {
+    pub fn format_index(&mut self, s: &[u8]) -> u64 {
         if let Some(i) = self.formats.iter().position(|f| f == s) {
             return i as u64;
         }
-        self.formats.push(s.to_string());
+        self.formats.push(s.to_vec());
         (self.formats.len() - 1) as u64
     }
 

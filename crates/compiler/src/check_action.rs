@@ -402,9 +402,9 @@ impl<'o> Checker<'o> {
         TExpr::int(id, self.basic.int, line)
     }
 
-    fn format_arg(&mut self, fname: &str, a: &Expr) -> CResult<String> {
+    fn format_arg(&mut self, fname: &str, a: &Expr) -> CResult<Vec<u8>> {
         match &a.kind {
-            ExprKind::Str(s) => Ok(String::from_utf8_lossy(s).to_string()),
+            ExprKind::Str(s) => Ok(s.clone()),
             _ => {
                 let t = self.cook(a)?;
                 // DTrace for Linux checks the type against the prototype's `string` first; a
@@ -435,7 +435,7 @@ impl<'o> Checker<'o> {
     fn printf_args(
         &mut self,
         fname: &str,
-        fmt: &str,
+        fmt: &[u8],
         args: &[Expr],
         line: u32,
     ) -> CResult<Vec<Plan>> {
@@ -657,7 +657,7 @@ impl<'o> Checker<'o> {
     /// order (`*` widths too), `%@` the value (`uint64_t` for `count()`, `int64_t` otherwise), as
     /// `dt_printf_validate` does for aggregations. Keys that are records (`stack()`, `sym()`...)
     /// are not type-checked.
-    fn printa_format(&mut self, fmt: &str, id: u64, line: u32) -> CResult<()> {
+    fn printa_format(&mut self, fmt: &[u8], id: u64, line: u32) -> CResult<()> {
         let fname = "printa";
         let convs = printf::parse(fmt, line)?;
         let Some(agg) = self.aggs.iter().find(|a| a.id as u64 == id).cloned() else {

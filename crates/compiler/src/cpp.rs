@@ -95,9 +95,11 @@ pub fn preprocess_with_headers(src: &str, opts: &CompileOptions) -> CResult<(Str
         .spawn()
         .map_err(|e| fail(format!("failed to run {}: {e}", opts.cpp_path)))?;
     if let Some(mut stdin) = child.stdin.take() {
-        stdin
-            .write_all(src.as_bytes())
-            .map_err(|e| fail(format!("failed to write to {}: {e}", opts.cpp_path)))?;
+        match stdin.write_all(src.as_bytes()) {
+            // A preprocessor that quit before reading everything: its exit status says why.
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+            r => r.map_err(|e| fail(format!("failed to write to {}: {e}", opts.cpp_path)))?,
+        }
     }
     let out = child
         .wait_with_output()

@@ -125,8 +125,8 @@ pub fn lookup(name: &str) -> Option<ConvArg> {
 /// `@` and the size modifiers `h`, `l`, `L`, `w` may come in any order (`%16@d` and `%@16d` are
 /// the same); the first other character ends the conversion's name, which must be in DTrace's
 /// dictionary ([`lookup`]).
-pub fn parse(fmt: &str, line: u32) -> CResult<Vec<Conv>> {
-    let b = fmt.as_bytes();
+pub fn parse(fmt: &[u8], line: u32) -> CResult<Vec<Conv>> {
+    let b = fmt;
     let mut out = Vec::new();
     let mut i = 0;
     while i < b.len() {
@@ -205,8 +205,11 @@ pub fn parse(fmt: &str, line: u32) -> CResult<Vec<Conv>> {
                 _ => {
                     // A conversion character (the whole UTF-8 character, for the error message).
                     let rest = &fmt[i - 1..];
-                    let c = rest.chars().next().unwrap_or('?');
-                    i += c.len_utf8() - 1;
+                    let c = (1..=rest.len().min(4))
+                        .find_map(|n| std::str::from_utf8(&rest[..n]).ok())
+                        .and_then(|s| s.chars().next())
+                        .unwrap_or(char::REPLACEMENT_CHARACTER);
+                    i += c.len_utf8().min(rest.len()) - 1;
                     break c;
                 }
             }
@@ -237,26 +240,26 @@ mod tests {
 
     #[test]
     fn conversions() {
-        let v = parse("%d %-*s %llx %% %@d %5.2f", 1).unwrap();
+        let v = parse(b"%d %-*s %llx %% %@d %5.2f", 1).unwrap();
         let names: Vec<&str> = v.iter().map(|c| c.name.as_str()).collect();
         assert_eq!(names, ["d", "s", "llx", "%", "d", "f"]);
         assert_eq!(v[1].dynamic, 1);
         assert!(v[4].agg);
-        let v = parse("%9d %16@d %-@8.3d", 1).unwrap();
+        let v = parse(b"%9d %16@d %-@8.3d", 1).unwrap();
         assert!(v[1].agg && v[2].agg && !v[0].agg);
         assert_eq!(v[1].arg, ConvArg::Int);
         assert_eq!(v[0].arg, ConvArg::Int);
-        assert!(parse("%", 1).is_err());
-        assert!(parse("%v", 1).is_err());
+        assert!(parse(b"%", 1).is_err());
+        assert!(parse(b"%v", 1).is_err());
         // %Y and %T (RFC 822) both take a time in nanoseconds.
-        let v = parse("%Y %-30T", 1).unwrap();
+        let v = parse(b"%Y %-30T", 1).unwrap();
         assert_eq!(v[0].arg, ConvArg::Time);
         assert_eq!(v[1].arg, ConvArg::Time);
         // size modifiers select a conversion of DTrace's dictionary; others are undefined
-        let v = parse("%hd %-8lu %llx %lc %Lf %hhd", 1);
+        let v = parse(b"%hd %-8lu %llx %lc %Lf %hhd", 1);
         let e = v.unwrap_err();
         assert_eq!(e.message, "format conversion #6 is undefined: %hhd");
-        let v = parse("%hd %-8lu %llx %lc %Lf %hX", 1).unwrap();
+        let v = parse(b"%hd %-8lu %llx %lc %Lf %hX", 1).unwrap();
         let args: Vec<ConvArg> = v.iter().map(|c| c.arg).collect();
         assert_eq!(
             args,
@@ -284,15 +287,15 @@ mod tests {
             ("%-%", "cannot be combined with other format flags: %%"),
             ("%*", "name expected before end of format string"),
         ] {
-            let e = parse(f, 1).unwrap_err();
+            let e = parse(f.as_bytes(), 1).unwrap_err();
             assert_eq!(e.tag, ErrTag::D_SYNTAX, "{f}");
             assert_eq!(e.message, format!("format conversion #1 {m}"), "{f}");
         }
-        let v = parse("%.*d %*d %*.*d", 1).unwrap();
+        let v = parse(b"%.*d %*d %*.*d", 1).unwrap();
         assert!(v[0].dyn_prec && !v[1].dyn_prec && v[2].dyn_prec);
         // `z`, `j`, `q`, `t` are no modifiers to DTrace: the conversion is named by them
         for (f, n) in [("%zd", "%z"), ("%jd", "%j"), ("%lf", "%lf"), ("%F", "%F")] {
-            let e = parse(f, 1).unwrap_err();
+            let e = parse(f.as_bytes(), 1).unwrap_err();
             assert!(
                 e.message.ends_with(&format!("is undefined: {n}")),
                 "{f}: {e}"

@@ -135,7 +135,7 @@ fn trace_and_printf_shapes() {
         ]
     );
     let a = &p.ecbs[0].actions;
-    assert_eq!(p.formats, ["%d %s %x\n", "hi\n"]);
+    assert_eq!(p.formats, [b"%d %s %x\n".to_vec(), b"hi\n".to_vec()]);
     assert_eq!(a[2].arg, 0);
     assert_eq!(a[5].arg, 1);
     assert!(a[5].difo.is_none());
@@ -146,6 +146,12 @@ fn trace_and_printf_shapes() {
     // a statement expression records nothing
     let p = c("BEGIN { x = 1; }");
     assert_eq!(p.ecbs[0].actions[0].difo.as_ref().unwrap().rtype.size, 0);
+}
+
+#[test]
+fn format_strings_keep_escaped_bytes_that_are_not_utf8() {
+    let p = c("BEGIN { printf(\"\\xc0\\xa8%d\\n\", 1); }");
+    assert_eq!(p.formats, [b"\xc0\xa8%d\n".to_vec()]);
 }
 
 #[test]
@@ -217,12 +223,12 @@ fn printa_and_aggregation_library_actions() {
     assert_eq!(a[0].arg, dtrace_compiler::NO_FORMAT);
     // Every aggregation of one printa() is a printa record with the statement's format.
     assert_eq!((a[1].arg, a[2].arg), (0, 0));
-    assert_eq!(p.formats, ["%d %@d %@d\n"]);
+    assert_eq!(p.formats, [b"%d %@d %@d\n".to_vec()]);
     // Each printa() statement has its own format entry, even when the text repeats.
     let p = c(r#"BEGIN { @a = count(); @b = count(); printa("%@d\n", @a); printa("%@d\n", @b); }"#);
     let args: Vec<u64> = p.ecbs[0].actions[2..].iter().map(|x| x.arg).collect();
     assert_eq!(args, [0, 1]);
-    assert_eq!(p.formats, ["%@d\n", "%@d\n"]);
+    assert_eq!(p.formats, [b"%@d\n".to_vec(), b"%@d\n".to_vec()]);
     assert_eq!(a[3].arg, LibAction::Clear as u64);
     assert_eq!(a[4].arg, LibAction::Trunc as u64);
     assert_eq!(a[6].arg, LibAction::Trunc as u64);

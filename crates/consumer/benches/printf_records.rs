@@ -49,7 +49,7 @@ fn setup() -> (Decoder, BufferSnapshot) {
         },
     );
     d.eprobes.insert(1, ep);
-    d.add_program(&["%d %s\n".to_string()], &[1]).unwrap();
+    d.add_program(&[b"%d %s\n".to_vec()], &[1]).unwrap();
     d.options.set("quiet", None, false).unwrap();
     let mut data = Vec::with_capacity(56 * PER_BUFFER);
     for i in 0..PER_BUFFER {

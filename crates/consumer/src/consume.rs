@@ -330,7 +330,7 @@ impl Decoder {
 
     /// Parses a program's format strings and installs them with the EPIDs of its enablings;
     /// returns the program's index.
-    pub fn add_program(&mut self, formats: &[String], epids: &[u32]) -> Result<usize> {
+    pub fn add_program(&mut self, formats: &[Vec<u8>], epids: &[u32]) -> Result<usize> {
         let parsed = formats
             .iter()
             .map(|f| PrintfFormat::parse(f))
@@ -398,7 +398,13 @@ impl Decoder {
     /// of the sorted walkers) instead of the `aggsort*` options'.
     pub fn print_aggregations_in(&self, out: &mut Vec<u8>, order: SortOrder) -> Result<()> {
         let env = self.agg_env();
-        for varid in self.aggs.varids() {
+        let mut varids = self.aggs.varids();
+        // DTrace sorts all the entries by aggregation first, then by key or value, and
+        // `aggsortrev` reverses that whole order: the last aggregation prints first.
+        if order.reverse {
+            varids.reverse();
+        }
+        for varid in varids {
             if self.printed.contains(&varid) {
                 continue;
             }

@@ -158,7 +158,7 @@ pub fn print_typed_bytes(data: &[u8]) {
 pub fn consume_bytes(data: &[u8]) {
     let mut b = Bytes(data);
     let mut d = Decoder::default();
-    let formats: Vec<String> = FORMATS.iter().map(|s| s.to_string()).collect();
+    let formats: Vec<Vec<u8>> = FORMATS.iter().map(|s| s.as_bytes().to_vec()).collect();
     let n = b.u8() % 5;
     let mut epids = Vec::new();
     for i in 0..n {
@@ -268,7 +268,7 @@ pub fn format_bytes(data: &[u8]) {
         Some(n) => (&data[..n], &data[n + 1..]),
         None => (data, &[][..]),
     };
-    let Ok(f) = PrintfFormat::parse(&String::from_utf8_lossy(fmt)) else {
+    let Ok(f) = PrintfFormat::parse(fmt) else {
         return;
     };
     let mut b = Bytes(rest);

@@ -44,6 +44,13 @@ impl FrameworkTracer {
         &mut self.fw
     }
 
+    /// Whether tracing is draining: `exit()` was called or a `fill` buffer filled (the consumer
+    /// notices it at its next status check).
+    pub fn exit_requested(&mut self) -> bool {
+        let s = self.fw.status();
+        s.exit_status.is_some() || s.filled
+    }
+
     fn apply_options(&mut self, o: &Options) -> Result<()> {
         for (name, value) in &o.explicit()[self.applied..] {
             if matches!(
@@ -127,10 +134,6 @@ impl Tracer for FrameworkTracer {
             self.fw.poll();
         }
         Ok(())
-    }
-    fn exit_requested(&mut self) -> bool {
-        let s = self.fw.status();
-        s.exit_status.is_some() || s.filled
     }
     fn end_cpu(&self) -> Option<u32> {
         Some(self.fw.consumer_cpu())

@@ -127,10 +127,6 @@ pub trait Tracer {
     fn complete_through(&self) -> Option<u64> {
         None
     }
-    /// Whether `exit()` has been called (the run should be drained now, not at the next status check).
-    fn exit_requested(&mut self) -> bool {
-        false
-    }
     /// The CPU BEGIN and END fire on, if known: its buffer is consumed first the first time (BEGIN's
     /// output first) and last once tracing has stopped (END's output last), as DTrace does.
     fn end_cpu(&self) -> Option<u32> {
@@ -490,8 +486,8 @@ impl Handle {
     /// How long until the next buffer switch, status check, aggregation snapshot or tracer timer.
     pub fn time_to_next(&self) -> Duration {
         match self.tracer.time_to_next_event() {
-            Some(t) => t.min(self.time_to_next_rate_only()),
-            None => self.time_to_next_rate_only(),
+            Some(t) => t.min(self.time_to_next_rate()),
+            None => self.time_to_next_rate(),
         }
     }
 
@@ -528,16 +524,10 @@ impl Handle {
         }
     }
 
-    /// How long until the next buffer switch, status check or aggregation snapshot is due (zero once
-    /// the tracer reports an `exit()`).
-    pub fn time_to_next_rate(&mut self) -> Duration {
-        if self.state == State::Going && self.tracer.exit_requested() {
-            return Duration::ZERO;
-        }
-        self.time_to_next_rate_only()
-    }
-
-    fn time_to_next_rate_only(&self) -> Duration {
+    /// How long until the next buffer switch, status check or aggregation snapshot is due. An
+    /// `exit()` is noticed at the next status check, as DTrace's `dtrace_status` checks at the
+    /// `statusrate`: END follows `exit()` by up to that interval.
+    pub fn time_to_next_rate(&self) -> Duration {
         let now = Instant::now();
         let due = |last: Option<Instant>, every: Duration| last.map_or(now, |l| l + every);
         let next = due(self.last_switch, self.rate("switchrate"))
@@ -703,8 +693,14 @@ impl Handle {
     ) -> Result<WorkStatus> {
         let r = self.tracer.poll();
         self.adopt_new_probes();
-        let r = r.and_then(|_| self.check_status());
-        self.record(r)?;
+        // The status (an exit(), drops) is checked at the statusrate, and a last time once
+        // tracing has stopped, so drops made at the end are reported too.
+        if self.state == State::Stopped || self.is_due(self.last_status, "statusrate") {
+            let r = r.and_then(|_| self.check_status());
+            self.record(r)?;
+        } else {
+            self.record(r)?;
+        }
         // The buffers are read when `switchrate` has passed, as DTrace's (it may change with
         // setopt()), and always once tracing has stopped. A snapshot is taken at each call, so
         // what printa() shows is as fresh as the records it comes with.

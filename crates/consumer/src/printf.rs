@@ -178,8 +178,8 @@ fn syntax(index: usize, reason: impl Into<String>) -> ConsumerError {
 
 impl PrintfFormat {
     /// Parses a format string the way DTrace's compiler does, with its error messages.
-    pub fn parse(format: &str) -> Result<PrintfFormat> {
-        let b = format.as_bytes();
+    pub fn parse(format: &[u8]) -> Result<PrintfFormat> {
+        let b = format;
         let mut segments = Vec::new();
         let mut q = 0usize;
         while let Some(off) = b[q..].iter().position(|&c| c == b'%') {
@@ -357,6 +357,7 @@ impl PrintfFormat {
                 prec = get_int(recs.get(next), data, i + 1)?;
                 next += 1;
             }
+            // widths and precisions are C `int`s, as in the printf(3) DTrace hands them to
             let spec = Spec {
                 alt: conv.alt,
                 zero: conv.zero,
@@ -366,10 +367,10 @@ impl PrintfFormat {
                 width: if conv.kind == ConvKind::Stack && conv.left {
                     0
                 } else {
-                    width.unsigned_abs().min(1 << 20) as usize
+                    width.unsigned_abs().min(i32::MAX as u64) as usize
                 },
                 // DTrace only passes a precision when it is positive.
-                prec: (prec > 0).then_some(prec.min(1 << 20) as usize),
+                prec: (prec > 0).then_some(prec.min(i64::from(i32::MAX)) as usize),
             };
             if conv.agg {
                 let Some(av) = aggs.get(curagg).or(aggs.last()) else {

@@ -411,7 +411,7 @@ fn printa_run(
     let ep = eprobe(1, 1, specs);
     d.eprobes.insert(1, ep.clone());
     d.probes.insert(1, probe(1, "dtrace", "", "", "BEGIN"));
-    let f: Vec<String> = formats.iter().map(|s| s.to_string()).collect();
+    let f: Vec<Vec<u8>> = formats.iter().map(|s| s.as_bytes().to_vec()).collect();
     d.add_program(&f, &[1]).unwrap();
     d.options.set("quiet", None, false).unwrap();
     let r = record(&ep, &ids.iter().map(|&i| i32b(i)).collect::<Vec<_>>());

@@ -22,7 +22,7 @@ fn setup(eps: &[EprobeDesc], formats: &[&str]) -> Decoder {
     d.probes.insert(1, probe(1, "dtrace", "", "", "BEGIN"));
     d.probes.insert(2, probe(2, "dtrace", "", "", "END"));
     d.probes.insert(3, probe(3, "dtrace", "", "", "ERROR"));
-    let f: Vec<String> = formats.iter().map(|s| s.to_string()).collect();
+    let f: Vec<Vec<u8>> = formats.iter().map(|s| s.as_bytes().to_vec()).collect();
     let epids: Vec<u32> = eps.iter().map(|e| e.epid).collect();
     d.add_program(&f, &epids).unwrap();
     for e in eps {
@@ -255,6 +255,28 @@ fn printf_star_width_and_precision() {
     let mut d = setup(std::slice::from_ref(&ep), &["[%*.*d][%-*s]\n"]);
     let r = record(&ep, &[i32b(6), i32b(4), i64b(7), i32b(5), strb("ab", 16)]);
     assert_eq!(run(&mut d, &[buf(0, &[r])], true).out, "[  0007][ab   ]\n");
+}
+
+#[test]
+fn printf_widths_and_precisions_are_not_capped_below_a_c_int() {
+    // DTrace hands them to printf(3): ten million columns are ten million columns.
+    let ep = eprobe(
+        1,
+        1,
+        &[
+            (A::Printf, 4, 1, 0),
+            (A::DifExpr, 4, 0, 0),
+            (A::DifExpr, 4, 0, 0),
+        ],
+    );
+    let mut d = setup(
+        std::slice::from_ref(&ep),
+        &["%10000000d\n%.10000000d\n%10000000.10000000d\n"],
+    );
+    let r = record(&ep, &[i32b(1), i32b(1), i32b(1)]);
+    let out = run(&mut d, &[buf(0, &[r])], true).out;
+    let lens: Vec<usize> = out.lines().map(str::len).collect();
+    assert_eq!(lens, [10_000_000; 3]);
 }
 
 #[test]
@@ -575,7 +597,7 @@ fn clear_trunc_normalize_actions() {
     );
     let mut d = key_count_aggs();
     d.eprobes.insert(1, ep.clone());
-    d.add_program(&["%@d\n".to_string()], &[1]).unwrap();
+    d.add_program(&[b"%@d\n".to_vec()], &[1]).unwrap();
     let r = record(
         &ep,
         &[
@@ -803,7 +825,7 @@ fn library_action_values_are_records_of_the_same_action() {
     );
     let mut d = key_count_aggs();
     d.eprobes.insert(1, ep.clone());
-    d.add_program(&["%s=%@d\n".to_string()], &[1]).unwrap();
+    d.add_program(&[b"%s=%@d\n".to_vec()], &[1]).unwrap();
     let r = record(
         &ep,
         &[

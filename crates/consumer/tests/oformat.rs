@@ -234,7 +234,7 @@ fn consume_json(d: &mut Decoder, specs: &[(A, u32, u16, u64)], values: &[Vec<u8>
 #[test]
 fn json_probe_firing_with_every_record_kind() {
     let mut d = decoder("json");
-    d.add_program(&["x=%d \"%s\"\n".to_string()], &[3]).unwrap();
+    d.add_program(&[b"x=%d \"%s\"\n".to_vec()], &[3]).unwrap();
     let specs = [
         (A::DifExpr, 8, 0, 0),
         (A::DifExpr, 4, 0, 0),

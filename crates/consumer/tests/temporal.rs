@@ -59,9 +59,6 @@ impl Tracer for Batches {
             ..StatusCounters::default()
         })
     }
-    fn exit_requested(&mut self) -> bool {
-        self.drained
-    }
     fn complete_through(&self) -> Option<u64> {
         self.through
     }
@@ -123,10 +120,11 @@ fn run(
         h.setopt("temporal", None).unwrap();
     }
     h.setopt("quiet", None).unwrap();
-    // Each work() below, 2 ms apart, reads the buffers.
+    // Each work() below, 2 ms apart, reads the buffers and checks the status.
     h.setopt("switchrate", Some("1ms")).unwrap();
+    h.setopt("statusrate", Some("1ms")).unwrap();
     let prog = Program {
-        formats: vec!["%d\n".into()],
+        formats: vec![b"%d\n".to_vec()],
         ..Program::default()
     };
     h.exec(&prog).unwrap();
@@ -247,4 +245,50 @@ fn a_buffer_slightly_out_of_order_is_sorted_too() {
             .collect::<Vec<_>>(),
         v(&["0", "1", "2", "3"])
     );
+}
+
+#[test]
+fn an_exit_is_noticed_at_the_next_status_check_not_before() {
+    // DTrace's dtrace_status checks at the statusrate: with an hour between checks, the exit the
+    // tracer reports after the first check does not end the run at the next work() calls.
+    let info = ExecInfo {
+        matches: 1,
+        eprobes: vec![ep()],
+        probes: vec![probe(1, "profile", "", "", "profile-97")],
+        ..ExecInfo::default()
+    };
+    let tracer = Batches {
+        info,
+        batches: vec![(vec![cpu_buf(0, &[(10, 1)], 0)], None)].into(),
+        through: None,
+        stopped: false,
+        drained: false,
+    };
+    let mut h = Handle::open(Box::new(tracer), None);
+    h.setopt("quiet", None).unwrap();
+    h.setopt("switchrate", Some("1ns")).unwrap();
+    h.setopt("statusrate", Some("1h")).unwrap();
+    h.exec(&Program {
+        formats: vec![b"%d\n".to_vec()],
+        ..Program::default()
+    })
+    .unwrap();
+    h.go().unwrap();
+    let mut out: Vec<u8> = Vec::new();
+    let mut o = DefaultOutput {
+        quiet: true,
+        ..Default::default()
+    };
+    let o = std::cell::RefCell::new(&mut o);
+    for _ in 0..3 {
+        let st = h
+            .work(
+                &mut out,
+                &mut |pd, w| o.borrow_mut().probe(pd, w),
+                &mut |pd, r, w| o.borrow_mut().record(pd, r, w),
+            )
+            .unwrap();
+        assert_ne!(st, WorkStatus::Done);
+    }
+    assert_eq!(String::from_utf8(out).unwrap(), "1\n");
 }

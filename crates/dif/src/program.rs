@@ -219,8 +219,9 @@ pub struct AggregationDesc {
 pub struct Program {
     /// Clauses in source order; one clause with several probe descriptions yields one ECB per description.
     pub ecbs: Vec<EcbDesc>,
-    /// Format strings of printf-like actions, referenced by index.
-    pub formats: Vec<String>,
+    /// Format strings of printf-like actions, referenced by index: bytes as the source wrote them
+    /// (`"\xc0"` is that byte, not UTF-8).
+    pub formats: Vec<Vec<u8>>,
     /// Aggregations referenced by aggregating actions and printa/clear/trunc/normalize.
     pub aggregations: Vec<AggregationDesc>,
     /// Options set in the program (`#pragma D option name=value`); value `None` for boolean options.

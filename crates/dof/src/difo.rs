@@ -85,7 +85,7 @@ impl DofFile {
 #[derive(Debug, Clone)]
 pub struct StrTabBuilder {
     bytes: Vec<u8>,
-    index: HashMap<String, u32>,
+    index: HashMap<Vec<u8>, u32>,
 }
 
 impl Default for StrTabBuilder {
@@ -104,6 +104,10 @@ impl StrTabBuilder {
     }
     /// The offset of `s`, adding it if new.
     pub fn add(&mut self, s: &str) -> u32 {
+        self.add_bytes(s.as_bytes())
+    }
+    /// The offset of the bytes `s` (a D string, not necessarily UTF-8), adding them if new.
+    pub fn add_bytes(&mut self, s: &[u8]) -> u32 {
         if s.is_empty() {
             return 0;
         }
@@ -111,9 +115,9 @@ impl StrTabBuilder {
             return o;
         }
         let o = self.bytes.len() as u32;
-        self.bytes.extend_from_slice(s.as_bytes());
+        self.bytes.extend_from_slice(s);
         self.bytes.push(0);
-        self.index.insert(s.to_string(), o);
+        self.index.insert(s.to_vec(), o);
         o
     }
     /// Adds `strs` consecutively (for argument type lists) and returns the offset of the first.
@@ -133,10 +137,15 @@ impl StrTabBuilder {
 
 /// The string at `off` of a string table.
 pub fn str_at(tab: &[u8], off: u64) -> Option<&str> {
+    std::str::from_utf8(bytes_at(tab, off)?).ok()
+}
+
+/// The bytes of the NUL-terminated string at `off` of a string table, whatever their encoding.
+pub fn bytes_at(tab: &[u8], off: u64) -> Option<&[u8]> {
     let start = usize::try_from(off).ok()?;
     let rest = tab.get(start..)?;
     let n = rest.iter().position(|&c| c == 0)?;
-    std::str::from_utf8(&rest[..n]).ok()
+    Some(&rest[..n])
 }
 
 /// `count` consecutive strings starting at `off`.

@@ -40,7 +40,7 @@ use dtrace_dif::optval::{parse_c_unsigned, parse_rate, parse_size};
 use dtrace_dif::program::{ActionDesc, ActionKind, AggregationDesc, EcbDesc, ProbeDesc, Program};
 
 use crate::consts::*;
-use crate::difo::{str_at, Difo, StrTabBuilder};
+use crate::difo::{bytes_at, Difo, StrTabBuilder};
 use crate::error::DofError;
 use crate::model::{self, *};
 
@@ -395,7 +395,7 @@ pub fn program_to_dof(p: &Program, extras: &ProgramDofExtras) -> Result<DofFile>
                     .ok()
                     .and_then(|i| p.formats.get(i))
                     .ok_or(ProgramDofError::BadFormat(a.arg))?;
-                (strsec, u64::from(st.add(fmt)))
+                (strsec, u64::from(st.add_bytes(fmt)))
             } else {
                 (DOF_SECIDX_NONE, a.arg)
             };
@@ -463,6 +463,17 @@ pub fn program_to_dof_bytes(p: &Program, extras: &ProgramDofExtras) -> Result<Ve
 pub const PROGRAM_STRTAB: u32 = 0;
 
 fn string(f: &DofFile, section: u32, strtab: u32, off: u64) -> Result<String> {
+    let b = bytes(f, section, strtab, off)?;
+    std::str::from_utf8(b)
+        .map(str::to_string)
+        .map_err(|_| ProgramDofError::BadSection {
+            section,
+            why: format!("string at offset {off} in section {strtab} is not UTF-8"),
+        })
+}
+
+/// The bytes of the string at `off` of string table `strtab` (a format string: any bytes).
+fn bytes(f: &DofFile, section: u32, strtab: u32, off: u64) -> Result<&[u8]> {
     let bad = |why: String| ProgramDofError::BadSection { section, why };
     let Some(Section {
         data: SectionData::StrTab(tab),
@@ -471,9 +482,7 @@ fn string(f: &DofFile, section: u32, strtab: u32, off: u64) -> Result<String> {
     else {
         return Err(bad(format!("section {strtab} is not a string table")));
     };
-    str_at(tab, off)
-        .map(str::to_string)
-        .ok_or_else(|| bad(format!("bad string offset {off} in section {strtab}")))
+    bytes_at(tab, off).ok_or_else(|| bad(format!("bad string offset {off} in section {strtab}")))
 }
 
 /// The DIF object whose `DIFOHDR` is section `hdr`, verified as DTrace's kernel verifies it on load.
@@ -540,7 +549,7 @@ pub fn program_from_dof(f: &DofFile) -> Result<Program> {
                         let arg = if kind == ActionKind::Printa && a.strtab == DOF_SECIDX_NONE {
                             NO_FORMAT // a printa without a format: its arg means nothing more
                         } else if a.strtab != DOF_SECIDX_NONE && has_format(kind, 0) {
-                            let fmt = string(f, e.actions, a.strtab, a.arg)?;
+                            let fmt = bytes(f, e.actions, a.strtab, a.arg)?.to_vec();
                             match p.formats.iter().position(|x| *x == fmt) {
                                 Some(k) => k as u64,
                                 None => {

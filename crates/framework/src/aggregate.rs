@@ -16,6 +16,12 @@ pub const QUANTIZE_ZEROBUCKET: usize = 63;
 /// against `aggsize`.
 pub const AGG_ENTRY_OVERHEAD: usize = 32;
 
+/// Bytes of `aggsize` one entry costs: its key (aggregation id included) of `key_len` bytes, its
+/// value of `value_words` words and [`AGG_ENTRY_OVERHEAD`].
+pub fn entry_cost(key_len: usize, value_words: usize) -> usize {
+    crate::buffer::align8(key_len) + value_words * 8 + AGG_ENTRY_OVERHEAD
+}
+
 /// Errors in an aggregating action's parameters (DTrace refuses these at enabling time).
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum AggParamError {
@@ -389,9 +395,7 @@ impl AggBuffer {
             apply(kind, &mut self.entries[i].value, val, incr);
             return true;
         }
-        let cost = crate::buffer::align8(full_len.max(full_key.len()))
-            + value_words * 8
-            + AGG_ENTRY_OVERHEAD;
+        let cost = entry_cost(full_len.max(full_key.len()), value_words);
         if self.used + cost > self.limit {
             self.drops += 1;
             return false;

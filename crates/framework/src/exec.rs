@@ -76,7 +76,7 @@ fn store_value(
     let t = &obj.rtype;
     if !t.is_by_ref() {
         let n = dst.len();
-        store_int(dst, 0, n, val);
+        store_int(dst, 0, n, m.export_value(val));
         return Ok(n);
     }
     if t.is_string() {
@@ -263,6 +263,14 @@ impl Framework {
         m.run_prepared(obj, &mut self.vars, &mut adapter, mem)
     }
 
+    fn machine_mut(&mut self) -> &mut Machine {
+        if self.in_error {
+            &mut self.error_machine
+        } else {
+            &mut self.machine
+        }
+    }
+
     fn machine(&self) -> &Machine {
         if self.in_error {
             &self.error_machine
@@ -290,6 +298,7 @@ impl Framework {
             match self.run_difo(pred, e, cpu, ctx, mem, ts) {
                 Ok(0) => return Outcome::Done,
                 Ok(_) => {}
+                Err(_) if self.machine_mut().take_dropped_exit() => return Outcome::Done,
                 Err(f) => {
                     return Outcome::Fault {
                         kind: f.kind,
@@ -345,6 +354,11 @@ impl Framework {
             match result {
                 Ok(true) => {}
                 Ok(false) => {
+                    dest = Dest::Nowhere;
+                    break;
+                }
+                // a dropped dynamic-variable store ends the clause without its record
+                Err(ActFault::Dif(_)) if self.machine_mut().take_dropped_exit() => {
                     dest = Dest::Nowhere;
                     break;
                 }

@@ -787,6 +787,17 @@ impl Framework {
             needed
         }
         .max(8);
+        // As DTrace for Linux sizes its aggregation map: `aggsize` holds at least one entry of the
+        // largest aggregation, or the enabling fails.
+        let largest_agg = self
+            .ecbs
+            .iter()
+            .flat_map(|e| e.layout.aggs.iter())
+            .map(|a| crate::aggregate::entry_cost(4 + a.key_size as usize, a.value_words))
+            .max();
+        if largest_agg.is_some_and(|n| self.options.aggsize < n as u64) {
+            return Err(FrameworkError::BufferTooSmall);
+        }
         let mut cpus = Vec::with_capacity(self.ncpus as usize);
         let mut bufsize = self.options.bufsize;
         for _ in 0..self.ncpus {

@@ -395,7 +395,9 @@ pub fn layout_ecb(ecb: &EcbDesc, opts: &Options) -> Result<EcbLayout, LayoutErro
         }
     }
     let only_speculate = acts.len() == 1 && acts[0].kind == ActionKind::Speculate;
-    if !acts.is_empty() && !only_speculate && size == RECHDR_SIZE as u64 {
+    // a consumer action (ftruncate()) is carried out from its record, even one with no data
+    let for_consumer = acts.iter().any(|a| a.kind == ActionKind::LibAct);
+    if !acts.is_empty() && !only_speculate && !for_consumer && size == RECHDR_SIZE as u64 {
         size = 0;
     }
     let size = round_up(size, 4);
@@ -494,6 +496,14 @@ mod tests {
         )
         .unwrap();
         assert_eq!(l.size, 0);
+    }
+
+    #[test]
+    fn an_ftruncate_only_clause_still_records_for_the_consumer() {
+        let mut f = act(ActionKind::LibAct, None);
+        f.arg = dtrace_dif::program::LibAction::Ftruncate as u64;
+        let l = layout_ecb(&ecb(vec![f]), &Options::default()).unwrap();
+        assert_eq!(l.size, RECHDR_SIZE);
     }
 
     #[test]

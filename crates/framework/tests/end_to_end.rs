@@ -435,6 +435,18 @@ fn aggregation_drops_when_aggsize_exceeded() {
 }
 
 #[test]
+fn an_aggsize_too_small_for_one_entry_fails_the_enabling() {
+    // DTrace for Linux: "Enabling exceeds size of buffer" when not one entry fits.
+    let (mut fw, _c) = new_fw();
+    fw.set_option("aggsize", Some("8")).unwrap();
+    let count = act(ActionKind::AggCount, None);
+    let p = program(vec![ecb("profile:::tick-1", None, vec![count])]);
+    fw.enable(&p, false).unwrap();
+    let e = fw.go().unwrap_err();
+    assert_eq!(e.to_string(), "Enabling exceeds size of buffer");
+}
+
+#[test]
 fn speculation_commit_and_discard() {
     let (mut fw, _c) = new_fw();
     // BEGIN: spec = speculation(); speculate(spec); trace(11)
@@ -1107,7 +1119,7 @@ fn printf_without_arguments_records() {
     let mut printf = act(ActionKind::Printf, None);
     printf.arg = 0;
     let mut p = program(vec![ecb("dtrace:::BEGIN", None, vec![printf])]);
-    p.formats.push("hello\n".into());
+    p.formats.push(b"hello\n".to_vec());
     let en = fw.enable(&p, false).unwrap();
     let r = en.eprobes[0].recs[0];
     assert_eq!((r.offset, r.size, r.format), (12, 4, 1));

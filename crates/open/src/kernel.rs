@@ -365,9 +365,6 @@ impl Tracer for KernelTracer {
         let pumped = self.pumped_from?.saturating_sub(RING_ORDER_SLACK_NS);
         Some(self.linux.oldest_held().map_or(pumped, |h| h.min(pumped)))
     }
-    fn exit_requested(&mut self) -> bool {
-        self.inner.exit_requested()
-    }
     fn end_cpu(&self) -> Option<u32> {
         self.inner.end_cpu()
     }

@@ -386,6 +386,7 @@ impl Machine {
                     self.store_dyn(env, var, d)?;
                 } else {
                     self.dynvars.count_drop();
+                    return Err(self.drop_exit());
                 }
                 return Ok(Step::Next);
             }
@@ -836,6 +837,9 @@ impl Machine {
                 }
             }
             self.key_slot = self.dynvars.put_slot(&self.key, Stored::Int(v));
+            if self.key_slot.is_none() {
+                return Err(self.drop_exit());
+            }
             return Ok(());
         }
         let size = var_size(var, self.opts.strsize);
@@ -864,7 +868,29 @@ impl Machine {
             }
         }
         self.tmp = buf;
-        r
+        r?;
+        if self.key_slot.is_none() {
+            return Err(self.drop_exit());
+        }
+        Ok(())
+    }
+
+    /// A store into the dynamic variable space that was dropped (counted already) ends the clause, as
+    /// DTrace for Linux's clause jumps to its exit when it gets no variable: no record, no error. The
+    /// run stops with this `Err`, and [`Machine::take_dropped_exit`] tells the caller it is no fault.
+    fn drop_exit(&mut self) -> Fault {
+        self.dropped_exit = true;
+        Fault::with_detail(
+            FaultKind::Unknown,
+            0,
+            "dynamic variable drop ends the clause",
+        )
+    }
+
+    /// Whether the last run ended because a dynamic-variable store was dropped (see `drop_exit`);
+    /// clears the flag.
+    pub fn take_dropped_exit(&mut self) -> bool {
+        std::mem::take(&mut self.dropped_exit)
     }
 }
 

@@ -29,6 +29,8 @@ use crate::vm::state::{Stored, VmOptions};
 pub const SCRATCH_BASE: u64 = 0x5ca7_0000_0000_0000;
 /// Address of the first byte of the alloca area.
 pub const ALLOCA_BASE: u64 = 0xa11c_0000_0000_0000;
+/// Bytes DTrace for Linux reserves at the start of its scratch area, before the alloca area.
+const ALLOCA_RESERVED: u64 = 8;
 /// Least room for temporaries in scratch, whatever `scratchsize` is.
 pub const TEMP_MIN: usize = 1 << 20;
 /// Address of the first byte of the running object's string table.
@@ -125,6 +127,8 @@ pub struct Machine {
     /// After a run whose result points into a dynamic variable: that variable's slot and bytes, for
     /// `read_result`.
     pub(crate) dyn_kept: Option<(u32, Box<[u8]>)>,
+    /// The last run stopped because a dynamic-variable store was dropped.
+    pub(crate) dropped_exit: bool,
 }
 
 /// The inputs a dynamic-variable key was built from: same inputs and no memory written since means the
@@ -378,6 +382,16 @@ impl Machine {
     pub(crate) fn alloca(&mut self, size: u64) -> Result<u64, Fault> {
         let start = grow(&mut self.alloca, size, self.opts.scratch_size)?;
         Ok(ALLOCA_BASE + start as u64)
+    }
+
+    /// A value as it leaves the VM into a record: an alloca pointer becomes what DTrace for Linux
+    /// records for one, its offset in the scratch area, whose first 8 bytes are reserved (so the
+    /// clause's first `alloca()` is 8, and no alloca pointer is NULL); every other value is itself.
+    pub fn export_value(&self, v: u64) -> u64 {
+        match self.alloca_offset(v) {
+            Some(off) => off as u64 + ALLOCA_RESERVED,
+            None => v,
+        }
     }
 
     /// The offset of `addr` in the alloca area, if it is in that region.

@@ -931,8 +931,8 @@ pub fn prints_user_symbols(program: &Program) -> bool {
 }
 
 /// Whether a printf format has a `%A` conversion (flags, width and precision allowed).
-fn has_uaddr_conversion(format: &str) -> bool {
-    let b = format.as_bytes();
+fn has_uaddr_conversion(format: &[u8]) -> bool {
+    let b = format;
     let mut i = 0;
     while i < b.len() {
         if b[i] != b'%' {
@@ -1627,11 +1627,11 @@ mod tests {
 
     #[test]
     fn uaddr_conversions_are_found() {
-        assert!(has_uaddr_conversion("%A\n"));
-        assert!(has_uaddr_conversion("x %-20A y"));
-        assert!(!has_uaddr_conversion("%a %d 100%% A"));
-        assert!(!has_uaddr_conversion("%%A"));
-        assert!(!has_uaddr_conversion("%"));
+        assert!(has_uaddr_conversion(b"%A\n"));
+        assert!(has_uaddr_conversion(b"x %-20A y"));
+        assert!(!has_uaddr_conversion(b"%a %d 100%% A"));
+        assert!(!has_uaddr_conversion(b"%%A"));
+        assert!(!has_uaddr_conversion(b"%"));
     }
 }
 

@@ -107,7 +107,8 @@ impl Machine {
         let arg = |i: usize| if i < nargs { regs[i].value } else { 0 };
         let strsize = self.opts.strsize;
         match s {
-            Rand => Ok(env.ctx.random() % 1_771_875),
+            // DTrace for Linux: 32 random bits (bpf_get_prandom_u32), all of them uniform
+            Rand => Ok(env.ctx.random() & 0xffff_ffff),
             Random => Ok(env.ctx.random()),
             Speculation => Ok(env.ctx.speculation()),
             Progenyof => Ok(env.ctx.progenyof(arg(0)) as u64),
@@ -254,6 +255,10 @@ impl Machine {
                 let pos = (nargs > 2).then(|| arg(2) as i64);
                 Ok(strfn::index_of(&v, &sub, pos, s == Rindex) as u64)
             }
+            // DTrace for Linux reads a string expression given as the first argument (a NULL one
+            // faults); only a pointer value (the `NULL` constant) continues the saved string. A string
+            // is pushed by reference (with its size), a pointer by value.
+            Strtok if arg(0) == 0 && regs[0].size != 0 => Err(Fault::new(FaultKind::BadAddr, 0)),
             Strtok => self.strtok(env, arg(0), arg(1)),
             Substr => {
                 let v = self.arg_str(env, arg(0))?;
