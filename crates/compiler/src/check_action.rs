@@ -836,7 +836,7 @@ impl<'o> Checker<'o> {
             "printf" | "system" | "freopen" => {
                 let fmt = self.format_arg(n, &args[0])?;
                 // "." would name the current directory, not a file to write
-                if n == "freopen" && fmt == "." {
+                if n == "freopen" && fmt == b"." {
                     return err(
                         ErrTag::D_FREOPEN_INVALID,
                         line,
