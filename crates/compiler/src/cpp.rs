@@ -94,16 +94,27 @@ pub fn preprocess_with_headers(src: &str, opts: &CompileOptions) -> CResult<(Str
     let mut child = cmd
         .spawn()
         .map_err(|e| fail(format!("failed to run {}: {e}", opts.cpp_path)))?;
-    if let Some(mut stdin) = child.stdin.take() {
-        match stdin.write_all(src.as_bytes()) {
-            // A preprocessor that quit before reading everything: its exit status says why.
-            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
-            r => r.map_err(|e| fail(format!("failed to write to {}: {e}", opts.cpp_path)))?,
-        }
-    }
-    let out = child
-        .wait_with_output()
-        .map_err(|e| fail(format!("failed to run {}: {e}", opts.cpp_path)))?;
+    // The program is written on a thread of its own while cpp's output is read here: a
+    // preprocessor (`cpppath`) may write before it has read everything, and a program larger than
+    // a pipe's buffer would then leave both sides waiting on full pipes.
+    let stdin = child.stdin.take();
+    let (written, out) = std::thread::scope(|scope| {
+        let writer = scope.spawn(move || match stdin {
+            Some(mut stdin) => match stdin.write_all(src.as_bytes()) {
+                // A preprocessor that quit before reading everything: its exit status says why.
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+                r => r,
+            },
+            None => Ok(()),
+        });
+        let out = child.wait_with_output();
+        let written = writer
+            .join()
+            .unwrap_or_else(|_| Err(std::io::Error::other("the writing thread panicked")));
+        (written, out)
+    });
+    written.map_err(|e| fail(format!("failed to write to {}: {e}", opts.cpp_path)))?;
+    let out = out.map_err(|e| fail(format!("failed to run {}: {e}", opts.cpp_path)))?;
     let stderr = String::from_utf8_lossy(&out.stderr).to_string();
     // `cpp -H` lists included files as lines starting with dots; its other messages pass on.
     let (headers, other): (Vec<&str>, Vec<&str>) = stderr.lines().partition(|l| l.starts_with('.'));

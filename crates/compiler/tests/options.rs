@@ -106,6 +106,11 @@ fn c_preprocessor() {
     let src = "#define A 1\n\n\nBEGIN { trace(nosuchvar); }\n";
     let e = compile(src, &o).unwrap_err();
     assert_eq!(e.line, Some(4));
+    // A program far larger than a pipe's buffer goes through cpp whole (written while cpp's
+    // output is read, never both sides waiting on a full pipe).
+    let big = "BEGIN { x = LIMIT; }\n".repeat(20_000);
+    let out = dtrace_compiler::cpp::preprocess(&big, &o).unwrap();
+    assert_eq!(out.matches("x = 7;").count(), 20_000);
 }
 
 #[test]
