@@ -301,15 +301,21 @@ fn exit_fires_once_per_process_and_lwp_exit_per_thread() {
     let _ = std::fs::remove_dir_all(exe.parent().unwrap());
 }
 
+/// Forks a child and starts three threads; waits for the child, so that it has run (and its
+/// probes fired) before the target exits and tracing ends: on a loaded machine an unwaited child
+/// may first run after its parent is gone.
 const START_PROG: &str = r#"
 #include <pthread.h>
+#include <sys/wait.h>
 #include <unistd.h>
 static void *work(void *p) { return p; }
 int main(void) {
     pthread_t t[3];
-    if (fork() == 0) _exit(0);
+    pid_t child = fork();
+    if (child == 0) _exit(0);
     for (int i = 0; i < 3; i++) pthread_create(&t[i], 0, work, 0);
     for (int i = 0; i < 3; i++) pthread_join(t[i], 0);
+    waitpid(child, 0, 0);
     return 0;
 }
 "#;
