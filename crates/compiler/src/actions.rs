@@ -101,7 +101,7 @@ pub const ACTION_FUNCS: &[ActionFunc] = &[
     f("denormalize", T, &["@"], 1, false),
     f("setopt", T, &["char *", "char *"], 1, false),
     destructive(f("freopen", T, &["@"], 1, true)),
-    destructive(f("ftruncate", T, &[], 0, false)),
+    f("ftruncate", T, &[], 0, false),
     destructive(f("raise", T, &["int"], 1, false)),
     destructive(f("stop", T, &[], 0, false)),
     destructive(f("system", T, &["@"], 1, true)),
@@ -180,6 +180,8 @@ mod tests {
         assert_eq!(agg_func("trace"), None);
         assert_eq!(record_kind("ufunc"), Some(ActionKind::Usym));
         assert!(action_func("raise").is_some_and(|a| a.destructive));
+        // ftruncate() is a data recording action in DTrace, not a destructive one.
+        assert!(action_func("ftruncate").is_some_and(|a| !a.destructive));
         assert!(action_func("rand").is_none());
     }
 }
