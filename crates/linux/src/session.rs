@@ -246,17 +246,16 @@ pub(crate) fn planning_shapes(at: &AttachPoint) -> std::result::Result<Vec<Probe
         AttachPoint::Uprobe { sites, .. } => sites.iter().map(|s| uprobe_shape(s, None)).collect(),
         AttachPoint::Fbt {
             module,
+            btf_id,
             args,
             conditions,
             ..
         } => {
-            let kprobe = module != crate::catalog::fbt::KERNEL_MODULE
-                || crate::features::fbt_mechanism().map_err(|e| e.to_string())?
-                    == crate::features::FbtMechanism::Kprobe;
-            let ctx = match kprobe {
-                true => CtxKind::Kprobe,
-                false => CtxKind::TypedRawTracepoint,
-            };
+            let ctx =
+                match crate::catalog::fbt::mechanism(module, *btf_id).map_err(|e| e.to_string())? {
+                    crate::features::FbtMechanism::Kprobe => CtxKind::Kprobe,
+                    crate::features::FbtMechanism::Fentry => CtxKind::TypedRawTracepoint,
+                };
             vec![shape(ctx, args, conditions, &Identity::Current)]
         }
         AttachPoint::Profile { .. } => vec![profile_shape(None)],
@@ -553,15 +552,10 @@ impl Session {
                 conditions,
                 also,
             } => {
-                // A module's function is placed on a trampoline (by its id in the module's BTF
-                // object) when the catalogue typed it from that BTF, otherwise with (single)
-                // kprobes: see `catalog::fbt`; kprobe-multi links reach module functions only on
-                // newer kernels.
+                // See `catalog::fbt::mechanism`; a module's kprobes are single ones (kprobe-multi
+                // links reach module functions only on newer kernels).
                 let in_module = module != crate::catalog::fbt::KERNEL_MODULE;
-                let mechanism = match in_module && *btf_id == 0 {
-                    true => crate::features::FbtMechanism::Kprobe,
-                    false => crate::features::fbt_mechanism()?,
-                };
+                let mechanism = crate::catalog::fbt::mechanism(module, *btf_id)?;
                 let btf_obj_fd = match (in_module, mechanism) {
                     (true, crate::features::FbtMechanism::Fentry) => {
                         crate::bpf::btf_obj::module_btf_fd(module)? as u32

@@ -182,7 +182,7 @@ impl ProbeInfo for LinuxProbeArgs {
         let types = self.0.arg_types(&d)?;
         let in_module = !desc.module.is_empty()
             && desc.module != dtrace_linux::catalog::fbt::KERNEL_MODULE
-            && desc.provider.starts_with("fbt");
+            && desc.provider == "fbt";
         if in_module {
             self.1.add_module(&desc.module);
         }

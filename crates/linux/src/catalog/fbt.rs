@@ -53,10 +53,6 @@ impl FbtTypes {
     }
 }
 
-/// A module's BTF, `None` where it has none.
-#[derive(Debug)]
-struct ModuleTypes(Option<FbtTypes>);
-
 impl std::fmt::Debug for FbtTypes {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "FbtTypes({} functions)", self.ids.len())
@@ -73,8 +69,9 @@ pub struct FbtCatalog {
     /// Pairs that name several functions (a trampoline attaches by name, so to only one of them).
     ambiguous: HashSet<(String, String)>,
     types: OnceLock<std::result::Result<FbtTypes, String>>,
-    /// Each module's BTF, read the first time one of its probes is built.
-    module_types: std::sync::Mutex<HashMap<String, std::sync::Arc<ModuleTypes>>>,
+    /// Each module's BTF (`None` where it has none), read the first time one of its probes is
+    /// built.
+    module_types: std::sync::Mutex<HashMap<String, std::sync::Arc<Option<FbtTypes>>>>,
     /// Names several kernel symbols have (kallsyms), read when kprobes are asked for: a kprobe
     /// placed by name refuses them.
     several_symbols: OnceLock<std::result::Result<HashSet<String>, String>>,
@@ -202,7 +199,7 @@ impl FbtCatalog {
 
     /// Module `module`'s BTF (`/sys/kernel/btf/<module>`, split over the kernel's), read once;
     /// `None` where the module publishes none or the kernel has no BTF.
-    fn module_types(&self, module: &str) -> std::sync::Arc<ModuleTypes> {
+    fn module_types(&self, module: &str) -> std::sync::Arc<Option<FbtTypes>> {
         let mut cache = self.module_types.lock().unwrap_or_else(|p| p.into_inner());
         let entry = cache.entry(module.to_string()).or_insert_with(|| {
             let types = self.types().ok().and_then(|k| {
@@ -210,7 +207,7 @@ impl FbtCatalog {
                     .ok()
                     .map(|m| FbtTypes::of(std::sync::Arc::new(m)))
             });
-            std::sync::Arc::new(ModuleTypes(types))
+            std::sync::Arc::new(types)
         });
         std::sync::Arc::clone(entry)
     }
@@ -254,8 +251,8 @@ impl FbtCatalog {
         let module = desc.module != KERNEL_MODULE;
         let kprobes = crate::features::fbt_mechanism().map_err(|e| e.to_string())?
             == crate::features::FbtMechanism::Kprobe;
-        let kprobe_by_name = |what: &Self| -> std::result::Result<(), String> {
-            match what.several_symbols()?.contains(&desc.function) {
+        let kprobe_by_name = || -> std::result::Result<(), String> {
+            match self.several_symbols()?.contains(&desc.function) {
                 true => Err(format!(
                     "not yet supported: {} names several functions of the kernel (kallsyms), \
                      which a kprobe cannot tell apart",
@@ -265,7 +262,7 @@ impl FbtCatalog {
             }
         };
         if kprobes {
-            kprobe_by_name(self)?;
+            kprobe_by_name()?;
         }
         if module {
             // A module's functions are typed from the module's BTF where it publishes one (and
@@ -273,7 +270,7 @@ impl FbtCatalog {
             // placed with kprobes, untyped.
             let types = self.module_types(&desc.module);
             let typed = types
-                .0
+                .as_ref()
                 .as_ref()
                 .filter(|t| !t.several.contains(&desc.function))
                 .and_then(|t| Some((t, *t.ids.get(&desc.function)?)));
@@ -286,7 +283,7 @@ impl FbtCatalog {
                     return Ok(p);
                 }
             }
-            kprobe_by_name(self)?;
+            kprobe_by_name()?;
             if !crate::kprobe::available() {
                 return Err(format!(
                     "{} of {} cannot be traced: the module has no BTF for it and this kernel \
@@ -319,6 +316,16 @@ impl FbtCatalog {
             .func_signature(id)
             .ok_or_else(|| format!("{}: malformed BTF prototype", desc.function))?;
         probe_of(desc, id, &sig, ret)
+    }
+}
+
+/// How the probe of function `btf_id` of `module` is placed: a module's function on a trampoline
+/// (by its id in the module's BTF object) only when [`FbtCatalog::probe`] typed it from that BTF
+/// (`btf_id` not 0), otherwise with kprobes; the kernel's own by this kernel's mechanism.
+pub fn mechanism(module: &str, btf_id: u32) -> Result<crate::features::FbtMechanism> {
+    match module != KERNEL_MODULE && btf_id == 0 {
+        true => Ok(crate::features::FbtMechanism::Kprobe),
+        false => crate::features::fbt_mechanism(),
     }
 }
 
