@@ -212,13 +212,8 @@ impl<'a> Cg<'a> {
             return Err(noreg());
         };
         let reg = self.held[t].reg;
-        let slot = self.spill_slot()?;
-        let var = self.slot_var(slot)?;
-        self.emit(Instr::StoreVar {
-            op: Opcode::Stls,
-            var: var.id as u16,
-            rs: reg,
-        });
+        let slot = self.spill_slot();
+        self.store_slot(slot, reg)?;
         self.held[t].slot = Some(slot);
         self.spilled.push(t);
         Ok(reg)
@@ -230,7 +225,7 @@ impl<'a> Cg<'a> {
     }
 
     /// A spill slot not in use.
-    fn spill_slot(&mut self) -> CResult<usize> {
+    fn spill_slot(&mut self) -> usize {
         let k = match self.slots.iter().position(|u| !u) {
             Some(k) => k,
             None => {
@@ -239,7 +234,29 @@ impl<'a> Cg<'a> {
             }
         };
         self.slots[k] = true;
-        Ok(k)
+        k
+    }
+
+    /// Stores register `rs` in spill slot `k`.
+    fn store_slot(&mut self, k: usize, rs: Reg) -> CResult<()> {
+        let var = self.slot_var(k)?;
+        self.emit(Instr::StoreVar {
+            op: Opcode::Stls,
+            var: var.id as u16,
+            rs,
+        });
+        Ok(())
+    }
+
+    /// Loads spill slot `k` into register `rd`.
+    fn load_slot(&mut self, k: usize, rd: Reg) -> CResult<()> {
+        let var = self.slot_var(k)?;
+        self.emit(Instr::LoadVar {
+            op: Opcode::Ldls,
+            var: var.id as u16,
+            rd,
+        });
+        Ok(())
     }
 
     /// The hidden clause-local of spill slot `k` (a name no D identifier can take), noted in the
@@ -288,12 +305,7 @@ impl<'a> Cg<'a> {
         };
         self.slots[slot] = false;
         let r = self.alloc()?;
-        let var = self.slot_var(slot)?;
-        self.emit(Instr::LoadVar {
-            op: Opcode::Ldls,
-            var: var.id as u16,
-            rd: r,
-        });
+        self.load_slot(slot, r)?;
         Ok(r)
     }
 
@@ -314,36 +326,22 @@ impl<'a> Cg<'a> {
             self.spilled.truncate(mark);
             return Ok(r);
         }
-        let keep = self.spill_slot()?;
-        let kv = self.slot_var(keep)?;
-        self.emit(Instr::StoreVar {
-            op: Opcode::Stls,
-            var: kv.id as u16,
-            rs: r,
-        });
+        let keep = self.spill_slot();
+        self.store_slot(keep, r)?;
         self.free(r);
         for t in self.spilled.split_off(mark) {
             let v = self.held[t];
             let Some(slot) = v.slot.filter(|_| v.live) else {
                 continue;
             };
-            let var = self.slot_var(slot)?;
-            self.emit(Instr::LoadVar {
-                op: Opcode::Ldls,
-                var: var.id as u16,
-                rd: v.reg,
-            });
+            self.load_slot(slot, v.reg)?;
             self.used[v.reg as usize] = true;
             self.held[t].slot = None;
             self.slots[slot] = false;
         }
         self.slots[keep] = false;
         let rd = self.alloc()?;
-        self.emit(Instr::LoadVar {
-            op: Opcode::Ldls,
-            var: kv.id as u16,
-            rd,
-        });
+        self.load_slot(keep, rd)?;
         Ok(rd)
     }
 

@@ -280,20 +280,21 @@ pub fn runs_in_kernel(facts: &[ClauseFacts], i: usize, placement: &Placement) ->
 /// [`kernel_probes`] can enumerate.
 fn fires_elsewhere(d: &dtrace_dif::program::ProbeDesc, perf_profile: bool) -> Option<String> {
     let provider = d.provider.as_str();
-    let timer = provider.is_empty()
-        && d.module.is_empty()
-        && d.function.is_empty()
-        && crate::catalog::profile::probe(&d.name).is_some();
+    // `profile-N`/`tick-N`, named with their provider or alone.
+    let timer = provider == "profile"
+        || (provider.is_empty()
+            && d.module.is_empty()
+            && d.function.is_empty()
+            && crate::catalog::profile::probe(&d.name).is_some());
     if KERNEL_PROVIDERS.contains(&provider)
         || provider == "fbt"
-        || ((provider == "profile" || timer) && perf_profile)
+        || (timer && perf_profile)
         || (!crate::catalog::glob::has_meta(provider)
             && crate::catalog::pid::split_provider(provider).is_some())
     {
         return None;
     }
-    let timer_here = provider == "profile" || timer;
-    if provider == "dtrace" || matches!(d.name.as_str(), "BEGIN" | "END" | "ERROR") || timer_here {
+    if timer || super::fires_in_dtrace(provider, &d.name) {
         return Some(
             "its probes fire in dtrace (BEGIN, END, ERROR, and tick and profile without perf \
              events)"
