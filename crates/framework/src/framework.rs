@@ -688,29 +688,33 @@ impl Framework {
     /// aggregations in the kernel): its firings no longer run it here. Its aggregations keep
     /// their ids and descriptions, and the provider feeds their snapshots to the consumer.
     pub fn run_elsewhere(&mut self, epid: u32) {
-        if let Some(e) = (epid as usize)
-            .checked_sub(1)
-            .and_then(|i| self.ecbs.get_mut(i))
-        {
+        if let Some(e) = self.ecb_mut(epid) {
             e.elsewhere = true;
         }
+    }
+
+    /// ECB `epid` (EPIDs count from 1).
+    fn ecb(&self, epid: u32) -> Option<&Ecb> {
+        self.ecbs.get((epid as usize).checked_sub(1)?)
+    }
+
+    /// ECB `epid`, to change.
+    fn ecb_mut(&mut self, epid: u32) -> Option<&mut Ecb> {
+        self.ecbs.get_mut((epid as usize).checked_sub(1)?)
     }
 
     /// Marks ECB `epid`'s `raise()` and `stop()` as sent where its probe fires, when its
     /// predicate holds there: the clause still runs here and records the firing, and queues
     /// no [`DestructiveRequest`].
     pub fn signal_elsewhere(&mut self, epid: u32) {
-        if let Some(e) = (epid as usize)
-            .checked_sub(1)
-            .and_then(|i| self.ecbs.get_mut(i))
-        {
+        if let Some(e) = self.ecb_mut(epid) {
             e.signals_elsewhere = true;
         }
     }
 
     /// The description of an enabled probe.
     pub fn eprobe(&self, epid: u32) -> Option<EprobeDesc> {
-        let e = self.ecbs.get((epid as usize).checked_sub(1)?)?;
+        let e = self.ecb(epid)?;
         Some(EprobeDesc {
             epid,
             probe_id: e.probe,
@@ -926,10 +930,7 @@ impl Framework {
         else {
             return false;
         };
-        let Some(e) = (epid as usize)
-            .checked_sub(1)
-            .and_then(|i| self.ecbs.get(i))
-        else {
+        let Some(e) = self.ecb(epid) else {
             return false;
         };
         let size = e.layout.size as usize;
