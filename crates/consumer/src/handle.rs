@@ -695,12 +695,11 @@ impl Handle {
         self.adopt_new_probes();
         // The status (an exit(), drops) is checked at the statusrate, and a last time once
         // tracing has stopped, so drops made at the end are reported too.
-        if self.state == State::Stopped || self.is_due(self.last_status, "statusrate") {
-            let r = r.and_then(|_| self.check_status());
-            self.record(r)?;
-        } else {
-            self.record(r)?;
-        }
+        let r = match self.state == State::Stopped || self.is_due(self.last_status, "statusrate") {
+            true => r.and_then(|_| self.check_status()),
+            false => r,
+        };
+        self.record(r)?;
         // The buffers are read when `switchrate` has passed, as DTrace's (it may change with
         // setopt()), and always once tracing has stopped. A snapshot is taken at each call, so
         // what printa() shows is as fresh as the records it comes with.
