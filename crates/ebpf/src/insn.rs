@@ -180,6 +180,7 @@ pub mod helper {
     pub const RINGBUF_DISCARD: i32 = 133;
     pub const RINGBUF_QUERY: i32 = 134;
     pub const GET_TASK_STACK: i32 = 141;
+    pub const THIS_CPU_PTR: i32 = 154;
     pub const GET_CURRENT_TASK_BTF: i32 = 158;
     pub const TASK_PT_REGS: i32 = 175;
     pub const GET_ATTACH_COOKIE: i32 = 174;
@@ -266,6 +267,13 @@ impl Asm {
     /// `dst = map` (two slots, `BPF_PSEUDO_MAP_FD`).
     pub fn ld_map_fd(&mut self, dst: Reg, fd: i32) -> &mut Self {
         self.emit(op::LD | op::DW | op::IMM, dst, Reg(1), 0, fd);
+        self.emit(0, R0, R0, 0, 0)
+    }
+
+    /// `dst = &kernel variable` (two slots, `BPF_PSEUDO_BTF_ID`): the address of the variable with
+    /// vmlinux BTF id `btf_id`; for a per-CPU variable, pass it to `bpf_this_cpu_ptr`.
+    pub fn ld_btf_var(&mut self, dst: Reg, btf_id: u32) -> &mut Self {
+        self.emit(op::LD | op::DW | op::IMM, dst, Reg(3), 0, btf_id as i32);
         self.emit(0, R0, R0, 0, 0)
     }
 

@@ -15,6 +15,7 @@ const KIND_ENUM: u32 = 6;
 const KIND_FWD: u32 = 7;
 const KIND_FUNC: u32 = 12;
 const KIND_FUNC_PROTO: u32 = 13;
+const KIND_VAR: u32 = 14;
 const KIND_ENUM64: u32 = 19;
 /// The most types we walk.
 pub const MAX_TYPES: usize = 1 << 22;
@@ -241,6 +242,15 @@ impl Btf {
             .find(|(_, t)| t.kind == KIND_STRUCT && t.size > 0 && self.name(t.name_off) == name)
             .map(|(i, _)| i)
             .or_else(|| self.base.as_ref()?.struct_id(name))
+    }
+
+    /// The id of the variable named `name` (the kernel's BTF lists its per-CPU variables) and the
+    /// id of its type.
+    pub fn var(&self, name: &str) -> Option<(u32, u32)> {
+        self.own_types()
+            .find(|(_, t)| t.kind == KIND_VAR && self.name(t.name_off) == name)
+            .map(|(i, t)| (i, t.size))
+            .or_else(|| self.base.as_ref()?.var(name))
     }
 
     /// The id of the typedef named `name` (e.g. `btf_trace_sched_switch`, which typed raw

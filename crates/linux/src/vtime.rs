@@ -12,16 +12,24 @@
 //! `vtimestamp`: a program on the `sched_switch` tracepoint (BTF-typed where the kernel allows)
 //! records, per CPU, the offset between `bpf_ktime_get_ns()` and the task clock (the incoming
 //! thread's `exec_start` was set from that clock just before the tracepoint) and the time of the
-//! switch. At a probe, [`emit_exact_vtime`] computes `sum + (now - offset - exec_start)`, bounded
+//! switch; one on `sched_stat_runtime` measures the offset again at each accounting of the
+//! running thread (see [`ClockHook`]). At a probe, [`emit_exact_vtime`] computes `sum + (now - offset - exec_start)`, bounded
 //! by the time since this CPU's last switch, and falls back to the plain `sum_exec_runtime` on a
 //! CPU that has not switched since tracing began ([`Vclock::start`] makes every CPU switch once).
 //!
+//! Steal time: a kernel built with `CONFIG_PARAVIRT_TIME_ACCOUNTING` leaves the time a hypervisor
+//! took the CPU away out of the task clock (and so out of `sum_exec_runtime` and the thread CPU
+//! clocks). Where it does, and the kernel's BTF names the KVM per-CPU `steal_time` record, the
+//! switch program also records this CPU's steal total, and a probe subtracts the steal since the
+//! switch, so values stay on the task clock within a slice as across slices. (Counting steal in a
+//! slice but not before it made deltas err by the steal of a whole slice, both ways, on a busy
+//! host.)
+//!
 //! Errors: the offset measured at the switch lags the task clock by the time between the
 //! scheduler reading its clock and the tracepoint, which errs low (harmless); time the task clock
-//! leaves out (steal time under a hypervisor, interrupt time with IRQ time accounting) errs high
-//! within a slice, so a thread could read a value below one it read in its previous slice (a few
-//! microseconds were seen under a hypervisor): [`VtimeFloor`] keeps each thread's values
-//! non-decreasing in capture order.
+//! leaves out and the probe cannot see (interrupt time with IRQ time accounting, steal of other
+//! hypervisors) errs high within a slice, so a thread could read a value below one it read in its
+//! previous slice: [`VtimeFloor`] keeps each thread's values non-decreasing in capture order.
 //!
 //! Nothing here runs unless an enabled clause reads `vtimestamp`. Unlike DTrace, the value includes
 //! the time of the capture programs themselves (DTrace subtracts its probe processing), so a delta
@@ -84,8 +92,45 @@ pub mod slot {
     pub const OFFSET: i16 = 0;
     /// `bpf_ktime_get_ns()` at the last switch on this CPU (0: none seen yet).
     pub const SWITCH_NS: i16 = 8;
+    /// This CPU's steal-time total at the last switch (when steal is subtracted).
+    pub const STEAL: i16 = 16;
     /// Bytes per value.
-    pub const SIZE: u32 = 16;
+    pub const SIZE: u32 = 24;
+}
+
+/// Where a program reads this CPU's steal-time total: the KVM per-CPU record `steal_time`
+/// (`struct kvm_steal_time`), through `bpf_this_cpu_ptr`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StealClock {
+    /// BTF id of the `steal_time` variable in the kernel's BTF.
+    pub var: u32,
+    /// Offset of its `steal` member (nanoseconds stolen, maintained by the hypervisor).
+    pub offset: i16,
+}
+
+impl StealClock {
+    /// The steal clock to subtract on the running kernel: only where the kernel's task clock
+    /// leaves steal time out (`CONFIG_PARAVIRT_TIME_ACCOUNTING`, not booted with `no-steal-acc`)
+    /// and its BTF names the record.
+    fn for_running_kernel(btf: &Btf) -> Option<StealClock> {
+        let config = crate::kconfig::running();
+        let subtracted =
+            crate::kconfig::setting(config.as_deref(), "CONFIG_PARAVIRT_TIME_ACCOUNTING")
+                == crate::kconfig::Setting::Set
+                && !crate::kconfig::boot_flag("no-steal-acc");
+        if !subtracted {
+            return None;
+        }
+        let (var, ty) = btf.var("steal_time")?;
+        let offset = i16::try_from(btf.member_offset(ty, "steal")?).ok()?;
+        Some(StealClock { var, offset })
+    }
+
+    /// Emits `dst = this CPU's steal total`. Clobbers r0-r5.
+    fn emit_read(&self, a: &mut Asm, dst: crate::bpf::insn::Reg) {
+        a.ld_btf_var(R1, self.var).call(helper::THIS_CPU_PTR);
+        a.load(Size::DW, dst, R0, self.offset);
+    }
 }
 
 /// What a capture program needs to compute an exact `vtimestamp`.
@@ -98,23 +143,55 @@ pub struct VclockRef {
     /// Every capture program type may read the current task's fields directly (through
     /// `bpf_get_current_task_btf`) rather than with `bpf_probe_read_kernel`.
     pub direct: bool,
+    /// The steal clock to subtract within a slice (see the module notes), if any.
+    pub steal: Option<StealClock>,
 }
 
-/// `bpf_get_current_task_btf`: the current task as a BTF-typed pointer.
-const GET_CURRENT_TASK_BTF: i32 = 158;
+/// A scheduler tracepoint at which the task clock is sampled: the given task's `exec_start` was
+/// set from the run queue's task clock just before the tracepoint.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClockHook {
+    /// `sched_switch (bool preempt, struct task_struct *prev, struct task_struct *next, unsigned
+    /// int prev_state)`: the incoming task; also the time of the switch.
+    Switch,
+    /// `sched_stat_runtime (struct task_struct *tsk, u64 runtime)`, at each accounting of the
+    /// running task (a tick, a wake-up, a switch): keeps the offset fresh within a long slice, so
+    /// time the task clock leaves out (steal) is counted for at most one accounting interval.
+    /// Only when `tsk` is the task running here (accounting may be done for another CPU's
+    /// task).
+    Runtime,
+}
 
-/// `raw_tp/sched_switch` arguments: `(bool preempt, struct task_struct *prev, struct task_struct
-/// *next, unsigned int prev_state)`.
-const SWITCH_NEXT: i16 = 2 * 8;
+impl ClockHook {
+    /// The tracepoint's name (and its BTF typedef, `btf_trace_NAME`).
+    pub fn tracepoint(self) -> &'static str {
+        match self {
+            ClockHook::Switch => "sched_switch",
+            ClockHook::Runtime => "sched_stat_runtime",
+        }
+    }
 
-/// Generates the `sched_switch` program: for the incoming task, records
-/// `ktime - next->se.exec_start` and `ktime` in this CPU's slot. `typed`: a BTF-typed raw
-/// tracepoint (`tp_btf`), which reads the field directly; otherwise a plain raw tracepoint, which
-/// reads it with `bpf_probe_read_kernel`.
-pub fn gen_switch(v: &VclockRef, typed: bool) -> Result<Vec<Insn>> {
+    /// Offset of the task argument in the raw tracepoint's arguments.
+    fn task_arg(self) -> i16 {
+        match self {
+            ClockHook::Switch => 2 * 8,
+            ClockHook::Runtime => 0,
+        }
+    }
+}
+
+/// Generates the program of `hook`: for its task, records `ktime - task->se.exec_start` in this
+/// CPU's slot (and the steal total, where subtracted), and at a switch `ktime` as the switch time.
+/// `typed`: a BTF-typed raw tracepoint (`tp_btf`), which reads the field directly; otherwise a
+/// plain raw tracepoint, which reads it with `bpf_probe_read_kernel`.
+pub fn gen_clock(v: &VclockRef, hook: ClockHook, typed: bool) -> Result<Vec<Insn>> {
     let mut a = Asm::new();
     let out = a.label();
-    a.load(Size::DW, R6, R1, SWITCH_NEXT);
+    a.load(Size::DW, R6, R1, hook.task_arg());
+    if hook == ClockHook::Runtime {
+        a.call(helper::GET_CURRENT_TASK);
+        a.jmp_reg(op::JNE, R0, R6, out);
+    }
     a.store_imm(Size::W, R10, -4, 0);
     a.ld_map_fd(R1, v.map)
         .mov(R2, R10)
@@ -133,11 +210,17 @@ pub fn gen_switch(v: &VclockRef, typed: bool) -> Result<Vec<Insn>> {
             .call(helper::PROBE_READ_KERNEL);
         a.jmp_imm(op::JNE, R0, 0, out);
     }
+    if let Some(steal) = v.steal {
+        steal.emit_read(&mut a, R1);
+        a.store(Size::DW, R7, slot::STEAL, R1);
+    }
     a.call(helper::KTIME_GET_NS);
     a.load(Size::DW, R1, R10, -16);
     a.mov(R2, R0).alu(op::SUB, R2, R1);
     a.store(Size::DW, R7, slot::OFFSET, R2);
-    a.store(Size::DW, R7, slot::SWITCH_NS, R0);
+    if hook == ClockHook::Switch {
+        a.store(Size::DW, R7, slot::SWITCH_NS, R0);
+    }
     a.bind(out).mov_imm(R0, 0).exit();
     Ok(a.finish()?)
 }
@@ -155,6 +238,11 @@ const READ_AT: i16 = -16;
 pub fn emit_exact_vtime(a: &mut Asm, v: &VclockRef) {
     let store = a.label();
     let o = v.offsets;
+    if let Some(steal) = v.steal {
+        // Kept in the record's vtime field until the value is stored there.
+        steal.emit_read(a, R1);
+        a.store(Size::DW, R7, hdr::VTIME as i16, R1);
+    }
     a.store_imm(Size::W, R10, READ_AT, 0);
     a.ld_map_fd(R1, v.map)
         .mov(R2, R10)
@@ -176,7 +264,7 @@ pub fn emit_exact_vtime(a: &mut Asm, v: &VclockRef) {
             .call(helper::PROBE_READ_KERNEL);
     };
     if let Some((start, sum)) = direct {
-        a.call(GET_CURRENT_TASK_BTF);
+        a.call(helper::GET_CURRENT_TASK_BTF);
         a.load(Size::DW, R1, R0, start)
             .store(Size::DW, R10, READ_AT, R1);
         a.load(Size::DW, R1, R0, sum)
@@ -201,6 +289,17 @@ pub fn emit_exact_vtime(a: &mut Asm, v: &VclockRef) {
     a.load(Size::DW, R5, R10, READ_AT);
     a.alu(op::SUB, R3, R5);
     a.jmp_imm(op::JSLE, R3, 0, store);
+    if v.steal.is_some() {
+        // Less the steal since the switch.
+        let none = a.label();
+        a.load(Size::DW, R5, R7, hdr::VTIME as i16);
+        a.load(Size::DW, R1, R8, slot::STEAL);
+        a.alu(op::SUB, R5, R1);
+        a.jmp_imm(op::JSLE, R5, 0, none);
+        a.alu(op::SUB, R3, R5);
+        a.jmp_imm(op::JSLE, R3, 0, store);
+        a.bind(none);
+    }
     let add = a.label();
     a.jmp_reg(op::JLE, R3, R4, add);
     a.mov(R3, R4);
@@ -212,8 +311,7 @@ pub fn emit_exact_vtime(a: &mut Asm, v: &VclockRef) {
 /// program filling them. Dropping it detaches the program.
 pub struct Vclock {
     // Field order is drop order: detach first.
-    _link: Attachment,
-    _prog: Program,
+    _hooks: [Option<(Attachment, Program)>; 2],
     map: Map,
     reference: VclockRef,
 }
@@ -233,34 +331,26 @@ impl Vclock {
             1,
         )?;
         let switch_btf = btf.typedef_id("btf_trace_sched_switch");
+        let steal = StealClock::for_running_kernel(&btf).filter(|s| steal_reads(s, switch_btf));
         let r = VclockRef {
             map: map.raw_fd(),
             offsets,
             direct: direct_task_loads(&offsets, switch_btf),
+            steal,
         };
-        let name = format!("{name_prefix}_vclk");
-        let what = "vtimestamp (sched_switch)";
-        // Typed where the kernel's BTF names the tracepoint (a direct read of the field, about
-        // half the program's cost); plain otherwise.
-        let typed = switch_btf.and_then(|btf_id| {
-            let insns = gen_switch(&r, true).ok()?;
-            let prog = Program::load(ProgKind::TpBtf { btf_id }, &insns, &name, what).ok()?;
-            let link = Attachment::tp_btf(&prog, what).ok()?;
-            Some((prog, link))
-        });
-        let (prog, link) = match typed {
-            Some(p) => p,
-            None => {
-                let insns = gen_switch(&r, false)?;
-                let prog = Program::load(ProgKind::RawTracepoint, &insns, &name, what)?;
-                let link = Attachment::raw_tracepoint(&prog, "sched_switch")?;
-                (prog, link)
-            }
-        };
+        let switch = attach_clock(&r, ClockHook::Switch, switch_btf, name_prefix)?;
+        // Without the accounting hook, values are as before: exact but for time left out of the
+        // task clock since the switch.
+        let runtime = attach_clock(
+            &r,
+            ClockHook::Runtime,
+            btf.typedef_id("btf_trace_sched_stat_runtime"),
+            name_prefix,
+        )
+        .ok();
         visit_cpus();
         Ok(Vclock {
-            _link: link,
-            _prog: prog,
+            _hooks: [Some(switch), runtime],
             map,
             reference: r,
         })
@@ -292,12 +382,47 @@ fn direct_task_loads(o: &VclockOffsets, switch_btf: Option<u32>) -> bool {
         return false;
     };
     let mut a = Asm::new();
-    a.call(GET_CURRENT_TASK_BTF);
+    a.call(helper::GET_CURRENT_TASK_BTF);
     a.load(Size::DW, R1, R0, start).load(Size::DW, R1, R0, sum);
     a.mov_imm(R0, 0).exit();
     let Ok(insns) = a.finish() else {
         return false;
     };
+    program_kinds(switch_btf)
+        .into_iter()
+        .all(|k| Program::load(k, &insns, "dt_vclk_probe", "a direct task read").is_ok())
+}
+
+/// Loads and attaches the program of `hook`: BTF-typed where the kernel's BTF names the
+/// tracepoint (`btf_id`; a direct read of the field, about half the program's cost), plain
+/// otherwise.
+fn attach_clock(
+    r: &VclockRef,
+    hook: ClockHook,
+    btf_id: Option<u32>,
+    name_prefix: &str,
+) -> Result<(Attachment, Program)> {
+    let name = format!("{name_prefix}_vclk");
+    let what = format!("vtimestamp ({})", hook.tracepoint());
+    let typed = btf_id.and_then(|btf_id| {
+        let insns = gen_clock(r, hook, true).ok()?;
+        let prog = Program::load(ProgKind::TpBtf { btf_id }, &insns, &name, &what).ok()?;
+        let link = Attachment::tp_btf(&prog, &what).ok()?;
+        Some((link, prog))
+    });
+    match typed {
+        Some(p) => Ok(p),
+        None => {
+            let insns = gen_clock(r, hook, false)?;
+            let prog = Program::load(ProgKind::RawTracepoint, &insns, &name, &what)?;
+            let link = Attachment::raw_tracepoint(&prog, hook.tracepoint())?;
+            Ok((link, prog))
+        }
+    }
+}
+
+/// Program kinds a capture or the switch program may be.
+fn program_kinds(switch_btf: Option<u32>) -> Vec<ProgKind> {
     let mut kinds = vec![
         ProgKind::Tracepoint,
         ProgKind::RawTracepoint,
@@ -305,8 +430,20 @@ fn direct_task_loads(o: &VclockOffsets, switch_btf: Option<u32>) -> bool {
     ];
     kinds.extend(switch_btf.map(|btf_id| ProgKind::TpBtf { btf_id }));
     kinds
+}
+
+/// Whether programs of every kind may read the steal clock (a small program of each kind is
+/// loaded and dropped).
+fn steal_reads(steal: &StealClock, switch_btf: Option<u32>) -> bool {
+    let mut a = Asm::new();
+    steal.emit_read(&mut a, R1);
+    a.mov_imm(R0, 0).exit();
+    let Ok(insns) = a.finish() else {
+        return false;
+    };
+    program_kinds(switch_btf)
         .into_iter()
-        .all(|k| Program::load(k, &insns, "dt_vclk_probe", "a direct task read").is_ok())
+        .all(|k| Program::load(k, &insns, "dt_vclk_steal", "a steal clock read").is_ok())
 }
 
 /// Runs a short-lived thread on each online CPU in turn (where this process's affinity allows):
@@ -419,9 +556,10 @@ mod tests {
                 sum_exec_runtime: 208,
             },
             direct: false,
+            steal: None,
         };
-        assert!(gen_switch(&r, true).is_ok());
-        assert!(gen_switch(&r, false).is_ok());
+        assert!(gen_clock(&r, ClockHook::Switch, true).is_ok());
+        assert!(gen_clock(&r, ClockHook::Runtime, false).is_ok());
         let mut a = Asm::new();
         emit_exact_vtime(&mut a, &r);
         a.mov_imm(R0, 0).exit();
@@ -442,6 +580,21 @@ mod tests {
         a.mov_imm(R0, 0).exit();
         let insns = a.finish().unwrap();
         assert!(insns.len() < one_read);
+        let steal = VclockRef {
+            steal: Some(StealClock {
+                var: 9232,
+                offset: 0,
+            }),
+            ..r
+        };
+        assert!(
+            gen_clock(&steal, ClockHook::Switch, true).unwrap().len()
+                > gen_clock(&r, ClockHook::Switch, true).unwrap().len()
+        );
+        let mut a = Asm::new();
+        emit_exact_vtime(&mut a, &steal);
+        a.mov_imm(R0, 0).exit();
+        assert!(a.finish().unwrap().len() > one_read);
     }
 
     #[test]
