@@ -1,7 +1,8 @@
 //! The `proc` provider's probes as DTrace for Linux fires them, on a small program compiled here
 //! (root, BPF, tracefs and gcc; skipped otherwise): `exec` before the attempt and `exec-failure`
 //! with the call's negative errno when it fails, `signal-clear` when a thread waiting in
-//! sigwait(3) takes its signal, and `exit` with `CLD_KILLED` for a process killed by a signal.
+//! sigwait(3) takes its signal, `exit` with `CLD_KILLED` for a process killed by a signal, and
+//! `fault` for each machine fault.
 
 mod common;
 use common::dtrace;
@@ -107,4 +108,67 @@ fn c_commands_are_traced_from_evaltime() {
     assert!(opens.len() > 1, "{out}");
     assert!(opens.iter().any(|o| o.contains("libc.so")), "{out}");
     assert_eq!(opens.last(), Some(&"/dev/null"), "{out}");
+}
+
+/// Three stores to unmapped addresses and an integer divide by zero, each caught by a handler;
+/// then a SIGSEGV sent with kill(2) and a SIGUSR1 with raise(3), which are not faults.
+const FAULTS: &str = r#"
+#include <setjmp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <unistd.h>
+static sigjmp_buf jb;
+static void back(int sig) { (void)sig; siglongjmp(jb, 1); }
+int main(void) {
+    signal(SIGSEGV, back);
+    signal(SIGFPE, back);
+    signal(SIGUSR1, back);
+    for (int i = 0; i < 3; i++)
+        if (!sigsetjmp(jb, 1))
+            *(volatile int *)(long)(16 + 8 * i) = 1;
+    volatile int zero = 0;
+    if (!sigsetjmp(jb, 1))
+        zero = 5 / zero;
+    if (!sigsetjmp(jb, 1))
+        kill(getpid(), SIGSEGV);
+    if (!sigsetjmp(jb, 1))
+        raise(SIGUSR1);
+    return 0;
+}
+"#;
+
+/// `proc:::fault` fires in the faulting thread, before its signal is handled, for each machine
+/// fault (`FLT_BOUNDS`, 6, for an unmapped address; `FLT_IZDIV`, 8, for a divide by zero), with
+/// the signal's siginfo as `args[1]`; signals sent by a process are not faults.
+#[test]
+fn fault_fires_for_machine_faults_only() {
+    let test = "fault_fires_for_machine_faults_only";
+    if !(common::kernel_ok(test) && common::have_gcc(test)) {
+        return;
+    }
+    let exe = common::compile_c(&common::test_dir("kernel_proc"), "faults", FAULTS, &["-O0"]);
+    let exe = exe.display().to_string();
+    let (rc, out, err) = dtrace(&[
+        "-qn",
+        "proc:::fault /pid == $target/ \
+         { printf(\"fault %d sig %d code %d\\n\", args[0], args[1]->si_signo, args[1]->si_code); } \
+         proc:::signal-handle /pid == $target/ { printf(\"handle %d\\n\", args[0]); }",
+        "-c",
+        &exe,
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    assert_eq!(
+        out,
+        "fault 6 sig 11 code 1\nhandle 11\n\
+         fault 6 sig 11 code 1\nhandle 11\n\
+         fault 6 sig 11 code 1\nhandle 11\n\
+         fault 8 sig 8 code 1\nhandle 8\n\
+         handle 11\nhandle 10\n\n"
+    );
+    let (rc, out, err) = dtrace(&["-lv", "-n", "proc:::fault"]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(
+        out.contains("\t\targs[0]: int\n\t\targs[1]: siginfo_t *\n"),
+        "{out}"
+    );
 }

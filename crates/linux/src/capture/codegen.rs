@@ -372,6 +372,11 @@ fn emit_conditions(a: &mut Asm, shape: &ProbeShape, out: Label) -> Result<()> {
                 cond_load(a, shape, offset, size, true)?;
                 a.jmp_imm(op::JSLE, R0, 0, out);
             }
+            Condition::Fault { sig, info, task } => {
+                need_ctx(shape, CtxKind::RawTracepoint, "a fault condition")?;
+                let at = |n: u8| off16(8 * n as usize, "raw argument");
+                super::fault::emit_condition(a, at(sig)?, at(info)?, at(task)?, SCRATCH, out);
+            }
             Condition::NewTask { .. } => {}
         }
     }
@@ -457,6 +462,11 @@ pub(crate) fn emit_arg(a: &mut Asm, shape: &ProbeShape, src: ArgSource) -> Resul
             a.jmp_imm(op::JEQ, R8, 0, done);
             read_kernel(a, R10, SCRATCH as i32, 8, R8, i32::from(offset));
             a.bind(done).load(Size::DW, R0, R10, SCRATCH);
+        }
+        ArgSource::FaultCode { sig, info } => {
+            need_ctx(shape, CtxKind::RawTracepoint, "a fault code")?;
+            let at = |n: u8| off16(8 * n as usize, "raw argument");
+            super::fault::emit_code(a, at(sig)?, at(info)?, SCRATCH);
         }
         ArgSource::KernelPc | ArgSource::UserPc => {
             need_ctx(shape, CtxKind::PerfEvent, "a sampled PC")?;

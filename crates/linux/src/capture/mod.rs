@@ -2,6 +2,7 @@
 //! ([`layout`]), the eBPF that records it ([`codegen`]) and the decoder back to Rust values ([`record`]).
 
 pub mod codegen;
+pub mod fault;
 pub mod filter;
 pub mod kagg;
 pub mod kvars;

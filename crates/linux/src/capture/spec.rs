@@ -521,6 +521,14 @@ pub enum ArgSource {
         /// The raw argument holding the donor task (may be NULL).
         donor: u8,
     },
+    /// The `FLT_*` code of the fault `signal_generate` reports ([`super::fault`]): from the signal
+    /// in raw argument `sig` and the `si_code` of the siginfo raw argument `info` points at.
+    FaultCode {
+        /// The raw argument holding the signal number.
+        sig: u8,
+        /// The raw argument holding the `struct kernel_siginfo *`.
+        info: u8,
+    },
     /// The current thread's `struct task_struct *` (`bpf_get_current_task`): the thread a probe
     /// built on a kernel function describes when the function's arguments do not name it.
     CurrentTask,
@@ -594,6 +602,17 @@ pub enum Condition {
         offset: u16,
         /// Size.
         size: u8,
+    },
+    /// A machine fault of the running thread ([`super::fault`]): the signal in raw argument `sig`
+    /// is one a fault raises, the kernel raised it (`si_code` above 0 in the siginfo raw argument
+    /// `info` points at), and it is for the thread running (raw argument `task`).
+    Fault {
+        /// The raw argument holding the signal number.
+        sig: u8,
+        /// The raw argument holding the `struct kernel_siginfo *`.
+        info: u8,
+        /// The raw argument holding the target `struct task_struct *`.
+        task: u8,
     },
     /// The task whose `struct task_struct *` is raw tracepoint argument `arg` is a user task that
     /// has never run (no CPU time yet, an address space): its first switch-in, where `proc:::start`

@@ -40,6 +40,8 @@ enum Cond {
     RawMaskClear(u8, u32),
     /// Raw tracepoint argument `n` (an `int`) equals the value.
     RawEquals(u8, i32),
+    /// `signal_generate` reports a machine fault of the running thread.
+    Fault,
 }
 
 enum Arg {
@@ -58,6 +60,8 @@ enum Arg {
     RawLoad(u8, u16, &'static str, &'static str),
     /// `sched_pi_setprio(task, pi_task)`'s new priority (see [`ArgSource::PiNewPrio`]).
     PiNewPrio,
+    /// `signal_generate`'s fault code (see [`ArgSource::FaultCode`]).
+    FaultCode,
 }
 
 /// The native type of a task argument.
@@ -72,6 +76,8 @@ const SWITCH_RAW: &str = "sched_switch";
 const SWITCH_NEXT_ARG: u8 = 2;
 /// `signal_generate(int sig, struct kernel_siginfo *info, struct task_struct *task, int group,
 /// int result)`: the target task and the result.
+const SIGNAL_SIG: u8 = 0;
+const SIGNAL_INFO: u8 = 1;
 const SIGNAL_TASK: u8 = 2;
 const SIGNAL_RESULT: u8 = 4;
 /// `signal_deliver(int sig, struct kernel_siginfo *info, struct k_sigaction *ka)`: the handler is
@@ -194,6 +200,21 @@ const SPECS: &[Spec] = &[
             Arg::Raw(0, "int", "int"),
         ],
         conds: &[Cond::RawEquals(SIGNAL_RESULT, TRACE_SIGNAL_IGNORED)],
+        next_identity: false,
+        raw: true,
+    },
+    // A fault of the running thread that raises a signal (see `capture::fault`), before the
+    // signal is delivered.
+    Spec {
+        provider: "proc",
+        name: "fault",
+        sys: "signal",
+        event: "signal_generate",
+        args: &[
+            Arg::FaultCode,
+            Arg::Raw(SIGNAL_INFO, "siginfo_t *", "siginfo_t *"),
+        ],
+        conds: &[Cond::Fault],
         next_identity: false,
         raw: true,
     },
@@ -326,7 +347,7 @@ pub fn unavailable(name: &str) -> Option<&'static str> {
         | "schedctl-preempt" | "schedctl-yield" => {
             Some("no tracepoint of this kernel corresponds")
         }
-        "fault" => Some("no tracepoint of this kernel corresponds"),
+        "fault" => Some("the kernel has no signal:signal_generate tracepoint"),
         _ => None,
     }
 }
@@ -410,6 +431,17 @@ fn build(spec: &Spec, f: &EventFormat) -> Option<Probe> {
                     copy: None,
                 });
             }
+            Arg::FaultCode => {
+                args.push(ArgSource::FaultCode {
+                    sig: SIGNAL_SIG,
+                    info: SIGNAL_INFO,
+                });
+                types.push(ProbeArg {
+                    native: "int".into(),
+                    dtype: "int".into(),
+                    copy: None,
+                });
+            }
             Arg::PiNewPrio => {
                 args.push(ArgSource::PiNewPrio { task: 0, donor: 1 });
                 types.push(ProbeArg {
@@ -439,6 +471,14 @@ fn build(spec: &Spec, f: &EventFormat) -> Option<Probe> {
             Cond::RawMaskClear(n, mask) => {
                 let (offset, size) = raw_at(n);
                 conditions.push(Condition::MaskClear { offset, size, mask });
+                continue;
+            }
+            Cond::Fault => {
+                conditions.push(Condition::Fault {
+                    sig: SIGNAL_SIG,
+                    info: SIGNAL_INFO,
+                    task: SIGNAL_TASK,
+                });
                 continue;
             }
             Cond::RawEquals(n, value) => {
