@@ -3,7 +3,8 @@
 //! quantize and chain through their BTF-typed arguments, and globs of a thousand functions attach
 //! and detach, on each mechanism the kernel has (chosen with `DTRACE_FBT`); `-l` lists every
 //! traceable function; on kernels with neither kprobes nor fentry, every `fbt` description fails
-//! with one line saying so.
+//! with one line saying so. `rawfbt` offers the same functions and the synthetic ones, on kprobes,
+//! untyped.
 
 mod common;
 use common::{dtrace, dtrace_with_env};
@@ -259,6 +260,8 @@ fn listing_fbt_lists_every_traceable_function() {
         .filter_map(|l| l.split_whitespace().next())
         .collect();
     assert!(funcs.iter().all(|f| avail.contains(f)));
+    // Synthetic functions (copies the compiler made, `foo.isra.0`) are rawfbt's only.
+    assert!(!funcs.iter().any(|f| f.contains('.')));
     // Every traceable function has both probes.
     let with = |name: &str| -> std::collections::HashSet<&str> {
         out.lines()
@@ -462,4 +465,77 @@ fn sched_probes_without_tracepoints_fire_on_fbt() {
             assert_eq!(out.trim(), "3", "{m}");
         }
     }
+}
+
+/// `rawfbt` places kprobes on every traceable function, the synthetic ones (copies the compiler
+/// made, `foo.isra.0`) included, which `fbt` leaves out; its probes are untyped: `arg0..` are the
+/// argument registers and a return's `arg1` the return value, and `args[]` is not offered.
+#[test]
+fn rawfbt_traces_every_function_on_kprobes_untyped() {
+    let test = "rawfbt_traces_every_function_on_kprobes_untyped";
+    if !(common::kernel_ok(test)
+        && common::have_gcc(test)
+        && kernel_has(KernelFeature::Kprobes, test))
+    {
+        return;
+    }
+    let exe = prog().display().to_string();
+    let (rc, out, err) = dtrace(&[
+        "-q",
+        "-n",
+        "rawfbt::vfs_read:entry /pid == $target/ { @e = count(); @n = sum(arg2); } \
+         rawfbt::vfs_read:return /pid == $target/ { @r = sum(arg1); } \
+         END { printa(\"entry %@d\\n\", @e); printa(\"asked %@d\\n\", @n); \
+         printa(\"returned %@d\\n\", @r); }",
+        "-c",
+        &exe,
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    assert_eq!(out.trim(), "entry 7\nasked 448\nreturned 448", "{out}");
+    let (rc, out, err) = dtrace(&["-lv", "-n", "rawfbt:vmlinux:vfs_read:entry"]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(out.contains("rawfbt"), "{out}");
+    assert!(!out.contains("args[0]"), "{out}");
+    let (rc, _, err) = dtrace(&["-n", "rawfbt::vfs_read:entry { trace(args[0]); }"]);
+    assert_ne!(rc, 0, "args[] compiled at an untyped probe: {err}");
+    let avail = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]
+        .iter()
+        .find_map(|r| std::fs::read_to_string(format!("{r}/available_filter_functions")).ok())
+        .unwrap_or_default();
+    let synthetic = avail
+        .lines()
+        .filter(|l| !l.contains('['))
+        .filter_map(|l| l.split_whitespace().next())
+        .find(|f| f.contains('.'));
+    let Some(f) = synthetic else {
+        eprintln!("{test}: this kernel lists no synthetic function; that part not checked");
+        return;
+    };
+    let (rc, out, err) = dtrace(&["-l", "-n", &format!("rawfbt:vmlinux:{f}:entry")]);
+    assert_eq!(rc, 0, "{err}");
+    assert_eq!(out.lines().count(), 2, "{out}");
+    let (_, out, err) = dtrace(&["-l", "-n", &format!("fbt:vmlinux:{f}:entry")]);
+    assert!(
+        out.lines().count() <= 1 && err.contains("No probe matches description"),
+        "fbt offered synthetic {f}: {out}{err}"
+    );
+}
+
+/// Without kprobes, every `rawfbt` description fails with one line saying so.
+#[test]
+fn without_kprobes_every_rawfbt_description_says_why() {
+    if !common::kernel_ok("rawfbt_unavailable") || KernelFeature::Kprobes.present() {
+        return;
+    }
+    const WHY: &str = "rawfbt provider unavailable: this kernel has no kprobes";
+    for d in ["rawfbt::vfs_read:entry", "rawfbt:::"] {
+        let (rc, out, err) = dtrace(&["-n", d]);
+        assert_ne!(rc, 0);
+        assert!(out.is_empty(), "{out}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(WHY), "{err}");
+    }
+    let (rc, _, err) = dtrace(&["-l", "-P", "rawfbt"]);
+    assert_ne!(rc, 0);
+    assert!(err.contains(WHY), "{err}");
 }

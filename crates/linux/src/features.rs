@@ -95,3 +95,15 @@ fn have_function_list() -> bool {
 pub fn fbt_support() -> Result<()> {
     fbt_mechanism().map(|_| ())
 }
+
+/// `Ok` when this kernel has the `rawfbt` provider, which always places kprobes; otherwise why
+/// not, as the user should see it.
+pub fn rawfbt_support() -> Result<()> {
+    if have_kprobes() && crate::kprobe::available() && have_function_list() {
+        Ok(())
+    } else {
+        Err(LinuxError::Unavailable(
+            "rawfbt provider unavailable: this kernel has no kprobes".into(),
+        ))
+    }
+}

@@ -245,17 +245,15 @@ pub(crate) fn planning_shapes(at: &AttachPoint) -> std::result::Result<Vec<Probe
         } => vec![shape(CtxKind::RawTracepoint, args, conditions, identity)],
         AttachPoint::Uprobe { sites, .. } => sites.iter().map(|s| uprobe_shape(s, None)).collect(),
         AttachPoint::Fbt {
-            module,
             btf_id,
             args,
             conditions,
             ..
         } => {
-            let ctx =
-                match crate::catalog::fbt::mechanism(module, *btf_id).map_err(|e| e.to_string())? {
-                    crate::features::FbtMechanism::Kprobe => CtxKind::Kprobe,
-                    crate::features::FbtMechanism::Fentry => CtxKind::TypedRawTracepoint,
-                };
+            let ctx = match crate::catalog::fbt::mechanism(*btf_id).map_err(|e| e.to_string())? {
+                crate::features::FbtMechanism::Kprobe => CtxKind::Kprobe,
+                crate::features::FbtMechanism::Fentry => CtxKind::TypedRawTracepoint,
+            };
             vec![shape(ctx, args, conditions, &Identity::Current)]
         }
         AttachPoint::Profile { .. } => vec![profile_shape(None)],
@@ -555,7 +553,7 @@ impl Session {
                 // See `catalog::fbt::mechanism`; a module's kprobes are single ones (kprobe-multi
                 // links reach module functions only on newer kernels).
                 let in_module = module != crate::catalog::fbt::KERNEL_MODULE;
-                let mechanism = crate::catalog::fbt::mechanism(module, *btf_id)?;
+                let mechanism = crate::catalog::fbt::mechanism(*btf_id)?;
                 let btf_obj_fd = match (in_module, mechanism) {
                     (true, crate::features::FbtMechanism::Fentry) => {
                         crate::bpf::btf_obj::module_btf_fd(module)? as u32

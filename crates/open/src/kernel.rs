@@ -172,15 +172,20 @@ impl KernelTracer {
     }
 }
 
-/// Why a description naming the `fbt` provider cannot be served on this kernel (`None`: it can, or
-/// the description does not name `fbt`; an empty provider matches every provider and is left alone).
+/// Why a description naming the `fbt` provider (or exactly `rawfbt`) cannot be served on this
+/// kernel (`None`: it can, or the description does not name it; an empty provider matches every
+/// provider and is left alone).
 fn fbt_refusal(desc: &ProbeDesc) -> Option<ConsumerError> {
-    if desc.provider.is_empty() || !dtrace_framework::glob::field_matches(&desc.provider, "fbt") {
+    let support = if desc.provider == dtrace_linux::catalog::fbt::RAW_PROVIDER {
+        dtrace_linux::features::rawfbt_support()
+    } else if desc.provider.is_empty()
+        || !dtrace_framework::glob::field_matches(&desc.provider, "fbt")
+    {
         return None;
-    }
-    dtrace_linux::features::fbt_support()
-        .err()
-        .map(|e| ConsumerError::Backend(e.to_string()))
+    } else {
+        dtrace_linux::features::fbt_support()
+    };
+    support.err().map(|e| ConsumerError::Backend(e.to_string()))
 }
 
 impl Tracer for KernelTracer {

@@ -9,6 +9,10 @@
 //! return probe has the return value in `arg1` and `args[1]` (its `arg0`, the offset of the return
 //! instruction in DTrace, is 0: a trampoline does not know which return was taken).
 //!
+//! `rawfbt` offers the same functions and also the synthetic ones (names the compiler made, with a
+//! `.`: `foo.isra.0`, `foo.constprop.0`), which `fbt` leaves out as DTrace for Linux does; its
+//! probes are always kprobes and untyped (`arg0..` only).
+//!
 //! Listing reads only `available_filter_functions`; the kernel's BTF is read the first time a probe
 //! is built.
 
@@ -37,6 +41,24 @@ pub const DENIED: &[&str] = &[
 
 /// The module name of functions built into the kernel image.
 pub const KERNEL_MODULE: &str = "vmlinux";
+
+/// The provider of the kernel's functions, typed where the kernel's BTF allows.
+pub const PROVIDER: &str = "fbt";
+/// The provider of every traceable function, synthetic ones included, on kprobes, untyped.
+pub const RAW_PROVIDER: &str = "rawfbt";
+/// Both, in the order they are listed.
+pub const PROVIDERS: [&str; 2] = [PROVIDER, RAW_PROVIDER];
+
+/// Whether `provider` is `fbt` or `rawfbt`.
+pub fn is_provider(provider: &str) -> bool {
+    PROVIDERS.contains(&provider)
+}
+
+/// Whether `function` is a synthetic function (a copy the compiler made and renamed, such as
+/// `foo.isra.0`), which only `rawfbt` offers.
+pub fn synthetic(function: &str) -> bool {
+    function.contains('.')
+}
 
 /// The BTF of the kernel or of one module (split over the kernel's), and its functions by name.
 struct FbtTypes {
@@ -138,9 +160,10 @@ impl FbtCatalog {
         self.funcs.len()
     }
 
-    /// The names of the probes matching `pattern` (its provider is not looked at), functions in the
-    /// kernel's order, entry before return.
-    pub fn descs_matching(&self, pattern: &ProbeDesc) -> Vec<ProbeDesc> {
+    /// The names of the probes of `provider` (`fbt` or `rawfbt`) matching `pattern` (its provider
+    /// is not looked at), functions in the kernel's order, entry before return.
+    pub fn descs_matching(&self, provider: &str, pattern: &ProbeDesc) -> Vec<ProbeDesc> {
+        let raw = provider == RAW_PROVIDER;
         let names: Vec<&str> = ["entry", "return"]
             .into_iter()
             .filter(|n| glob::matches(&pattern.name, n))
@@ -150,9 +173,12 @@ impl FbtCatalog {
             return out;
         }
         for (m, f) in &self.funcs {
-            if glob::matches(&pattern.module, m) && glob::matches(&pattern.function, f) {
+            if (raw || !synthetic(f))
+                && glob::matches(&pattern.module, m)
+                && glob::matches(&pattern.function, f)
+            {
                 for n in &names {
-                    out.push(ProbeDesc::new("fbt", m, f, n));
+                    out.push(ProbeDesc::new(provider, m, f, n));
                 }
             }
         }
@@ -212,15 +238,16 @@ impl FbtCatalog {
         std::sync::Arc::clone(entry)
     }
 
-    /// The probe `desc` names, or why it cannot be traced.
-    pub fn probe(&self, desc: &ProbeDesc) -> std::result::Result<Probe, String> {
+    /// Whether a probe of `desc`'s function is a return probe, once the function is known to be
+    /// traceable and to name one function; otherwise why it cannot be traced.
+    fn check(&self, desc: &ProbeDesc) -> std::result::Result<bool, String> {
         let ret = match desc.name.as_str() {
             "entry" => false,
             "return" => true,
             _ => {
                 return Err(format!(
-                    "fbt probes are named entry or return, not {:?}",
-                    desc.name
+                    "{} probes are named entry or return, not {:?}",
+                    desc.provider, desc.name
                 ))
             }
         };
@@ -242,6 +269,34 @@ impl FbtCatalog {
                 desc.function, desc.module
             ));
         }
+        Ok(ret)
+    }
+
+    /// Refuses a function several kernel symbols are named after (kallsyms): a kprobe placed by
+    /// name cannot tell them apart.
+    fn kprobe_by_name(&self, function: &str) -> std::result::Result<(), String> {
+        match self.several_symbols()?.contains(function) {
+            true => Err(format!(
+                "not yet supported: {function} names several functions of the kernel (kallsyms), \
+                 which a kprobe cannot tell apart"
+            )),
+            false => Ok(()),
+        }
+    }
+
+    /// The probe `desc` names (`fbt` or `rawfbt`), or why it cannot be traced.
+    pub fn probe(&self, desc: &ProbeDesc) -> std::result::Result<Probe, String> {
+        if desc.provider == RAW_PROVIDER {
+            return self.raw_probe(desc);
+        }
+        if synthetic(&desc.function) {
+            return Err(format!(
+                "{} is a synthetic function (a copy the compiler made), which fbt does not \
+                 trace: rawfbt does",
+                desc.function
+            ));
+        }
+        let ret = self.check(desc)?;
         if DENIED.contains(&desc.function.as_str()) {
             return Err(format!(
                 "the kernel runs BPF programs inside {}, so it cannot be traced with them",
@@ -251,16 +306,7 @@ impl FbtCatalog {
         let module = desc.module != KERNEL_MODULE;
         let kprobes = crate::features::fbt_mechanism().map_err(|e| e.to_string())?
             == crate::features::FbtMechanism::Kprobe;
-        let kprobe_by_name = || -> std::result::Result<(), String> {
-            match self.several_symbols()?.contains(&desc.function) {
-                true => Err(format!(
-                    "not yet supported: {} names several functions of the kernel (kallsyms), \
-                     which a kprobe cannot tell apart",
-                    desc.function
-                )),
-                false => Ok(()),
-            }
-        };
+        let kprobe_by_name = || self.kprobe_by_name(&desc.function);
         if kprobes {
             kprobe_by_name()?;
         }
@@ -319,13 +365,28 @@ impl FbtCatalog {
     }
 }
 
-/// How the probe of function `btf_id` of `module` is placed: a module's function on a trampoline
-/// (by its id in the module's BTF object) only when [`FbtCatalog::probe`] typed it from that BTF
-/// (`btf_id` not 0), otherwise with kprobes; the kernel's own by this kernel's mechanism.
-pub fn mechanism(module: &str, btf_id: u32) -> Result<crate::features::FbtMechanism> {
-    match module != KERNEL_MODULE && btf_id == 0 {
-        true => Ok(crate::features::FbtMechanism::Kprobe),
-        false => crate::features::fbt_mechanism(),
+impl FbtCatalog {
+    /// The `rawfbt` probe `desc` names: a kprobe on the function, synthetic or not, whose
+    /// arguments are `arg0..arg5` (the argument registers) and, at a return, the return value in
+    /// `arg1`, with no types (`args[]` is not offered).
+    fn raw_probe(&self, desc: &ProbeDesc) -> std::result::Result<Probe, String> {
+        let ret = self.check(desc)?;
+        crate::features::rawfbt_support().map_err(|e| e.to_string())?;
+        self.kprobe_by_name(&desc.function)?;
+        let mut p = untyped_probe(desc, ret);
+        p.args.clear();
+        Ok(p)
+    }
+}
+
+/// How the probe of function `btf_id` is placed: on a trampoline (by its id in the kernel's or
+/// the module's BTF object) only when [`FbtCatalog::probe`] typed it from BTF (`btf_id` not 0)
+/// and the kernel has trampolines; otherwise with kprobes (a module without BTF, a kernel without
+/// BTF, any `rawfbt` probe).
+pub fn mechanism(btf_id: u32) -> Result<crate::features::FbtMechanism> {
+    match btf_id {
+        0 => Ok(crate::features::FbtMechanism::Kprobe),
+        _ => crate::features::fbt_mechanism(),
     }
 }
 
@@ -513,7 +574,7 @@ mod tests {
     #[test]
     fn descriptions_match_globs_entry_before_return() {
         let c = FbtCatalog::from_functions(parse_functions("vfs_read\nvfs_write\nksys_read\n").0);
-        let d = c.descs_matching(&ProbeDesc::parse("fbt::vfs_*:"));
+        let d = c.descs_matching(PROVIDER, &ProbeDesc::parse("fbt::vfs_*:"));
         let names: Vec<String> = d.iter().map(|d| d.to_string()).collect();
         assert_eq!(
             names,
@@ -525,7 +586,7 @@ mod tests {
             ]
         );
         assert!(c
-            .descs_matching(&ProbeDesc::parse("fbt::vfs_read:start"))
+            .descs_matching(PROVIDER, &ProbeDesc::parse("fbt::vfs_read:start"))
             .is_empty());
         assert!(c
             .probe(&ProbeDesc::parse("fbt:vmlinux:nope:entry"))

@@ -475,19 +475,23 @@ impl Catalog {
             .as_ref()
     }
 
-    /// The names of the `fbt` probes matching `pattern` (none where the kernel has no `fbt`).
+    /// The names of the `fbt` and `rawfbt` probes matching `pattern` (none of a provider the
+    /// kernel has not).
     pub fn fbt_descs(&self, pattern: &ProbeDesc) -> Vec<ProbeDesc> {
-        if !glob::matches(&pattern.provider, "fbt") {
+        let Some(f) = self.fbt() else {
             return Vec::new();
-        }
-        self.fbt()
-            .map(|f| f.descs_matching(pattern))
-            .unwrap_or_default()
+        };
+        fbt::PROVIDERS
+            .into_iter()
+            .filter(|p| glob::matches(&pattern.provider, p))
+            .filter(|p| *p != fbt::RAW_PROVIDER || crate::features::rawfbt_support().is_ok())
+            .flat_map(|p| f.descs_matching(p, pattern))
+            .collect()
     }
 
     /// The probe with exactly this name, including `profile-N`/`tick-N` for any rate.
     pub fn get(&self, desc: &ProbeDesc) -> Option<Probe> {
-        if desc.provider == "fbt" {
+        if fbt::is_provider(&desc.provider) {
             return self.fbt()?.probe(desc).ok();
         }
         if let Some(i) = self.index.get(desc) {
@@ -504,8 +508,11 @@ impl Catalog {
     /// saying so; one that matches nothing is [`LinuxError::NoSuchProbe`]. Only the matching
     /// probes' formats are read.
     pub fn matching(&self, pattern: &ProbeDesc) -> Result<Vec<Probe>> {
-        if glob::matches(&pattern.provider, "fbt") && !pattern.provider.is_empty() {
+        if glob::matches(&pattern.provider, fbt::PROVIDER) && !pattern.provider.is_empty() {
             crate::features::fbt_support()?;
+        }
+        if pattern.provider == fbt::RAW_PROVIDER {
+            crate::features::rawfbt_support()?;
         }
         let mut out: Vec<Probe> = self
             .entries

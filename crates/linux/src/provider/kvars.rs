@@ -287,7 +287,7 @@ fn fires_elsewhere(d: &dtrace_dif::program::ProbeDesc, perf_profile: bool) -> Op
             && d.function.is_empty()
             && crate::catalog::profile::probe(&d.name).is_some());
     if KERNEL_PROVIDERS.contains(&provider)
-        || provider == "fbt"
+        || crate::catalog::fbt::is_provider(provider)
         || (timer && perf_profile)
         || (!crate::catalog::glob::has_meta(provider)
             && crate::catalog::pid::split_provider(provider).is_some())

@@ -36,7 +36,7 @@ use std::collections::{BTreeSet, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Providers of the catalogue that are registered with the framework (in this order).
-pub const PROVIDERS: [&str; 6] = ["syscall", "proc", "sched", "io", "sdt", "fbt"];
+pub const PROVIDERS: [&str; 7] = ["syscall", "proc", "sched", "io", "sdt", "fbt", "rawfbt"];
 
 /// The state the providers share: the catalogue, the session (created at the first enabling, so
 /// listing probes needs no BPF), the capture needs of the planned programs and the enabled tags.
@@ -299,7 +299,11 @@ impl Shared {
             return Ok(());
         }
         let desc = crate::ProbeDesc::new(&info.provider, &info.module, &info.function, &info.name);
-        let probe = match self.catalog.fbt().filter(|_| desc.provider == "fbt") {
+        let probe = match self
+            .catalog
+            .fbt()
+            .filter(|_| crate::catalog::fbt::is_provider(&desc.provider))
+        {
             Some(fbt) => fbt.probe(&desc)?,
             None => self
                 .catalog
@@ -1103,6 +1107,9 @@ impl LinuxTracing {
         if crate::features::fbt_support().is_ok() {
             names.insert("fbt".into());
         }
+        if crate::features::rawfbt_support().is_ok() {
+            names.insert("rawfbt".into());
+        }
         PROVIDERS
             .iter()
             .filter(|n| names.contains(**n))
@@ -1551,7 +1558,7 @@ impl Provider for LinuxProvider {
                 name: attr(Evolving, Evolving, Common),
                 args: attr(Private, Private, Isa),
             },
-            "fbt" => ProviderAttributes {
+            "fbt" | "rawfbt" => ProviderAttributes {
                 provider: attr(Evolving, Evolving, Isa),
                 module: private,
                 function: attr(Private, Private, Isa),
@@ -1580,12 +1587,13 @@ impl Provider for LinuxProvider {
         // fbt's tens of thousands of probes are created as descriptions name them: every function a
         // glob matches that can be traced, and a function named alone even when it cannot (enabling
         // it then says why).
-        if self.name == "fbt" {
+        if crate::catalog::fbt::is_provider(&self.name) {
             let (Some(desc), Some(fbt)) = (desc, sh.catalog.fbt()) else {
                 return;
             };
+            // This provider's probes only, whatever the description's provider glob.
             let pattern =
-                crate::ProbeDesc::new(&desc.provider, &desc.module, &desc.function, &desc.name);
+                crate::ProbeDesc::new(&self.name, &desc.module, &desc.function, &desc.name);
             let exact =
                 !pattern.function.is_empty() && !crate::catalog::glob::has_meta(&pattern.function);
             for d in sh.catalog.fbt_descs(&pattern) {
