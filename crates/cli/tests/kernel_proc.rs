@@ -99,10 +99,11 @@ fn c_commands_are_traced_from_evaltime() {
     let exe = common::compile_c(&common::test_dir("evaltime"), "opener", src, &["-O1"]);
     let exe = exe.display().to_string();
     let prog = "syscall::openat:entry /pid == $target/ { printf(\"%s\\n\", copyinstr(arg1)); }";
-    let (rc, out, err) = dtrace(&["-qn", prog, "-c", &exe]);
+    // -x temporal: the process may move between CPUs after its exec.
+    let (rc, out, err) = dtrace(&["-xtemporal", "-qn", prog, "-c", &exe]);
     assert_eq!(rc, 0, "{err}");
     assert_eq!(out, "/dev/null\n\n");
-    let (rc, out, err) = dtrace(&["-xevaltime=exec", "-qn", prog, "-c", &exe]);
+    let (rc, out, err) = dtrace(&["-xtemporal", "-xevaltime=exec", "-qn", prog, "-c", &exe]);
     assert_eq!(rc, 0, "{err}");
     let opens: Vec<&str> = out.lines().filter(|l| !l.is_empty()).collect();
     assert!(opens.len() > 1, "{out}");
