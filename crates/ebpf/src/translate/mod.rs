@@ -145,6 +145,79 @@ pub trait ProbeContext {
         let _ = (a, var, value_at);
         Err("global variables live in dtrace".into())
     }
+    /// Emits code that leaves element `key` of associative array `array` (an integer) in r0: 0
+    /// when the element does not exist. As [`ProbeContext::emit_thread_load`].
+    fn emit_array_load(&self, a: &mut Asm, array: Array, key: &[KeyPart]) -> Result<(), String> {
+        let _ = (a, array, key);
+        Err("associative arrays live in dtrace".into())
+    }
+    /// Emits code that stores the integer at `fp + value_at` in element `key` of `array`, a zero
+    /// deleting the element (DTrace's rule). As [`ProbeContext::emit_thread_load`].
+    fn emit_array_store(
+        &self,
+        a: &mut Asm,
+        array: Array,
+        key: &[KeyPart],
+        value_at: i16,
+    ) -> Result<(), String> {
+        let _ = (a, array, key, value_at);
+        Err("associative arrays live in dtrace".into())
+    }
+    /// Emits, after a store to a dynamic variable (a thread-local or an array element), code that
+    /// jumps to `abandon` when the store was dropped (the space was full): as in the
+    /// interpreter, a dropped store ends the clause. Returns whether it emitted anything (by
+    /// default no store can be dropped).
+    fn emit_dropped(&self, a: &mut Asm, abandon: Label) -> bool {
+        let _ = (a, abandon);
+        false
+    }
+}
+
+/// An associative array: `self->name[...]` (`thread`) or `name[...]`, and its variable id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Array {
+    /// A thread-local array (one per thread).
+    pub thread: bool,
+    /// The variable's id in its scope.
+    pub var: u32,
+}
+
+/// One element of the key of an associative array (the DIF tuple), as the translator hands it
+/// to the [`ProbeContext`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyPart {
+    /// An integer: 8 bytes at this frame offset.
+    Int(i16),
+}
+
+/// Most elements in a DIF tuple (the interpreter's tuple registers).
+pub const MAX_TUPLE: usize = 8;
+
+/// The most elements of the tuple that keys associative array `id` of scope `thread` in `obj`:
+/// the pushes since the last `flushts` at each `ldgaa`/`stgaa` (`ldtaa`/`sttaa`) naming it.
+/// Sizes the kernel's keys (the translator refuses what it cannot follow).
+pub fn array_key_len(obj: &DifObject, thread: bool, id: u32) -> usize {
+    let (load, store) = if thread {
+        (Opcode::Ldtaa, Opcode::Sttaa)
+    } else {
+        (Opcode::Ldgaa, Opcode::Stgaa)
+    };
+    let mut depth = 0usize;
+    let mut most = 0;
+    for w in &obj.text {
+        match Instr::decode(*w) {
+            Ok(Instr::Flushts) => depth = 0,
+            Ok(Instr::Pushtv { .. } | Instr::Pushtr { .. }) => depth += 1,
+            Ok(Instr::Popts) => depth = depth.saturating_sub(1),
+            Ok(Instr::LoadVar { op, var, .. } | Instr::StoreVar { op, var, .. })
+                if (op == load || op == store) && u32::from(var) == id =>
+            {
+                most = most.max(depth);
+            }
+            _ => {}
+        }
+    }
+    most.min(MAX_TUPLE)
 }
 
 /// Where a fragment keeps its state on the eBPF stack.
@@ -257,6 +330,9 @@ pub struct Fragment {
     /// Some path of the code faults (leaves [`FAULTED`] in r0): a division, a load, an index
     /// past the context's arguments, or running off the end.
     pub can_fault: bool,
+    /// A store to a dynamic variable may be dropped, which ends the fragment early (see
+    /// [`ProbeContext::emit_dropped`]): the caller asks the context whether it was.
+    pub can_drop: bool,
 }
 
 /// What a translated value is (see [`translate_value`]).
@@ -310,10 +386,38 @@ fn join(a: &Kind, b: &Kind) -> Kind {
     }
 }
 
-type State = [Kind; NREGS];
+/// What the translator knows at an instruction: the registers, and the tuple stack.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct State {
+    regs: [Kind; NREGS],
+    /// The DIF registers pushed on the tuple stack since the last `flushts`, in order; `None`
+    /// when not followed (a pushed register written since, or paths that push differently).
+    tuple: Option<Vec<u8>>,
+}
+
+impl std::ops::Index<usize> for State {
+    type Output = Kind;
+    fn index(&self, i: usize) -> &Kind {
+        &self.regs[i]
+    }
+}
 
 fn start_state() -> State {
-    std::array::from_fn(|_| Kind::Int(Some(0)))
+    State {
+        regs: std::array::from_fn(|_| Kind::Int(Some(0))),
+        tuple: Some(Vec::new()),
+    }
+}
+
+fn join_states(s: &State, t: &State) -> State {
+    State {
+        regs: std::array::from_fn(|i| join(&s.regs[i], &t.regs[i])),
+        tuple: if s.tuple == t.tuple {
+            s.tuple.clone()
+        } else {
+            None
+        },
+    }
 }
 
 /// Translates a predicate (or any DIF object whose value is an integer) to a [`Fragment`] for the
@@ -368,6 +472,8 @@ struct Translator<'a> {
     strings_ok: bool,
     /// What the `ret`s seen so far return.
     result: Option<ValueKind>,
+    /// A dynamic-variable store may be dropped (see [`Fragment::can_drop`]).
+    can_drop: bool,
 }
 
 impl<'a> Translator<'a> {
@@ -429,6 +535,7 @@ impl<'a> Translator<'a> {
             faults: false,
             strings_ok: false,
             result: None,
+            can_drop: false,
         })
     }
 
@@ -453,7 +560,7 @@ impl<'a> Translator<'a> {
             let label = self.labels[pc];
             self.a.bind(label);
             state = match (state, self.incoming[pc].take()) {
-                (Some(s), Some(t)) => Some(std::array::from_fn(|i| join(&s[i], &t[i]))),
+                (Some(s), Some(t)) => Some(join_states(&s, &t)),
                 (s, t) => s.or(t),
             };
             let Some(mut s) = state.take() else {
@@ -483,6 +590,7 @@ impl<'a> Translator<'a> {
             Fragment {
                 insns: self.a.finish()?,
                 can_fault,
+                can_drop: self.can_drop,
             },
             result,
         ))
@@ -524,7 +632,7 @@ impl<'a> Translator<'a> {
     fn flow_to(&mut self, target: usize, s: &State) {
         let slot = &mut self.incoming[target];
         *slot = Some(match slot.take() {
-            Some(t) => std::array::from_fn(|i| join(&s[i], &t[i])),
+            Some(t) => join_states(s, &t),
             None => s.clone(),
         });
     }
@@ -539,7 +647,11 @@ impl<'a> Translator<'a> {
             return;
         }
         self.a.store(Size::DW, R10, self.frame.reg(rd), src);
-        s[rd as usize] = k;
+        s.regs[rd as usize] = k;
+        if s.tuple.as_ref().is_some_and(|t| t.contains(&rd)) {
+            // The pushed value is no longer the register's.
+            s.tuple = None;
+        }
     }
 
     fn int(&self, s: &State, pc: usize, r: u8) -> Result<Option<u64>, Untranslatable> {
@@ -661,7 +773,9 @@ impl<'a> Translator<'a> {
                 self.a.ja(end);
                 return Ok(false);
             }
-            Instr::LoadVar { op, var, rd } => self.load_var(pc, s, op, var, rd)?,
+            Instr::LoadVar { op, var, rd } if !matches!(op, Opcode::Ldgaa | Opcode::Ldtaa) => {
+                self.load_var(pc, s, op, var, rd)?
+            }
             Instr::StoreVar {
                 op: op @ (Opcode::Stts | Opcode::Stgs | Opcode::Stls),
                 var,
@@ -680,6 +794,51 @@ impl<'a> Translator<'a> {
                     name: self.var_name(id, prefix),
                     why,
                 })?;
+                if op == Opcode::Stts {
+                    self.dropped();
+                }
+            }
+            Instr::StoreVar {
+                op: op @ (Opcode::Stgaa | Opcode::Sttaa),
+                var,
+                rs,
+            } => {
+                self.int(s, pc, rs)?;
+                let (array, key) = self.array(pc, s, op == Opcode::Sttaa, var)?;
+                let at = self.frame.reg(rs & 7);
+                self.ctx
+                    .emit_array_store(&mut self.a, array, &key, at)
+                    .map_err(|why| self.array_refused(pc, array, why))?;
+                self.dropped();
+            }
+            Instr::LoadVar {
+                op: op @ (Opcode::Ldgaa | Opcode::Ldtaa),
+                var,
+                rd,
+            } => {
+                let (array, key) = self.array(pc, s, op == Opcode::Ldtaa, var)?;
+                self.ctx
+                    .emit_array_load(&mut self.a, array, &key)
+                    .map_err(|why| self.array_refused(pc, array, why))?;
+                self.put(s, rd, R0, Kind::Int(None));
+            }
+            Instr::Flushts => s.tuple = Some(Vec::new()),
+            Instr::Pushtv { rs, .. } => {
+                self.int(s, pc, rs)?;
+                match &mut s.tuple {
+                    Some(t) if t.len() < MAX_TUPLE => t.push(rs & 7),
+                    _ => {
+                        return Err(Untranslatable::Value {
+                            pc,
+                            what: "a tuple the translator does not follow".into(),
+                        })
+                    }
+                }
+            }
+            Instr::Popts => {
+                if let Some(t) = &mut s.tuple {
+                    t.pop();
+                }
             }
             Instr::LoadArray { op, var, r2, rd } => {
                 if op != Opcode::Ldga || u32::from(var) != vars::DIF_VAR_ARGS {
@@ -711,6 +870,50 @@ impl<'a> Translator<'a> {
             }
         }
         Ok(true)
+    }
+
+    /// After a store to a dynamic variable: the fragment ends when the context says the store
+    /// was dropped.
+    fn dropped(&mut self) {
+        let end = self.end;
+        if self.ctx.emit_dropped(&mut self.a, end) {
+            self.can_drop = true;
+        }
+    }
+
+    /// Associative array `var` (thread-local when `thread`) and the key the tuple stack holds.
+    fn array(
+        &self,
+        pc: usize,
+        s: &State,
+        thread: bool,
+        var: u16,
+    ) -> Result<(Array, Vec<KeyPart>), Untranslatable> {
+        let array = Array {
+            thread,
+            var: u32::from(var),
+        };
+        let regs = s.tuple.as_ref().ok_or_else(|| Untranslatable::Value {
+            pc,
+            what: "a tuple the translator does not follow".into(),
+        })?;
+        let key = regs
+            .iter()
+            .map(|&r| {
+                self.int(s, pc, r)?;
+                Ok(KeyPart::Int(self.frame.reg(r)))
+            })
+            .collect::<Result<Vec<_>, Untranslatable>>()?;
+        Ok((array, key))
+    }
+
+    fn array_refused(&self, pc: usize, array: Array, why: String) -> Untranslatable {
+        let prefix = if array.thread { "self->" } else { "" };
+        Untranslatable::Variable {
+            pc,
+            name: format!("{}[]", self.var_name(array.var, prefix)),
+            why,
+        }
     }
 
     /// `R1 = R1 op R2` with DTrace's semantics (`nonzero`: R2 is a constant other than zero, so

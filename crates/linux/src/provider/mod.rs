@@ -410,13 +410,13 @@ impl Shared {
                             self.dynvar_sizes.0,
                             self.dynvar_sizes.1,
                         ),
-                        &self.placement.kernel,
+                        &self.placement,
                     )
                     .map_err(|e| e.to_string())?,
                 );
             }
             let vars = match (&self.kvar_maps, uses_vars) {
-                (Some(m), true) => Some(m.kernel_vars(&self.placement.kernel)),
+                (Some(m), true) => Some(m.kernel_vars(&self.placement)),
                 _ => None,
             };
             let state = self.kaggs.as_mut().ok_or("no kernel aggregations")?;
@@ -867,6 +867,7 @@ impl Shared {
             *c = Err(why.to_string());
         }
         self.placement.kernel.clear();
+        self.placement.arrays.clear();
         self.report_variables();
     }
 
