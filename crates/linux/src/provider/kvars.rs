@@ -608,4 +608,41 @@ mod tests {
         ]);
         assert_eq!(p.kernel, BTreeSet::from([(Scope::Thread, 2)]));
     }
+
+    #[test]
+    fn associative_arrays_of_integers_are_placed_with_their_longest_tuple() {
+        let src = "syscall::read:entry { a[arg0, 1] = 1; self->t[arg0] = a[1, 2, 3]; \
+            s[\"k\"] = \"v\"; }";
+        let p = dtrace_compiler::compile(src, &dtrace_compiler::CompileOptions::default());
+        // `a` is declared with two keys by its first use: three is a compile error.
+        assert!(p.is_err());
+        let src = "syscall::read:entry { a[arg0, 1] = 1; self->t[arg0] = a[1, 2]; \
+            s[arg0] = \"v\"; }";
+        let p = dtrace_compiler::compile(src, &dtrace_compiler::CompileOptions::default())
+            .expect("compiles");
+        let vars = thread_vars(&p.ecbs[0]);
+        let by_name = |n: &str| vars.iter().find(|v| v.name == n).cloned();
+        let a = by_name("a").expect("a");
+        assert_eq!(
+            (a.key.0, a.integer, a.array),
+            (Scope::Global, true, Some(2))
+        );
+        let t = by_name("self->t").expect("self->t");
+        assert_eq!(
+            (t.key.0, t.integer, t.array),
+            (Scope::Thread, true, Some(1))
+        );
+        // An array of strings stays in dtrace (for now).
+        assert!(!by_name("s").expect("s").integer);
+        let f = facts(vec![a.clone(), t.clone()], Ok(()));
+        let placed = place(&[f]);
+        assert_eq!(
+            placed.arrays,
+            BTreeMap::from([(a.key, 2), (t.key, 1)]),
+            "{placed:?}"
+        );
+        let kv = kernel_vars_of(placed.kernel.clone(), &placed.arrays, [-1; 4], 24);
+        assert!(kv.ids.is_empty() && kv.global_ids.is_empty());
+        assert_eq!((kv.thread_arrays.len(), kv.global_arrays.len()), (1, 1));
+    }
 }
