@@ -12,8 +12,10 @@
 //! interpreter, which reports the fault exactly as it always has (the ERROR probe, its arguments and
 //! the DIF offset).
 //!
-//! What the fragment reads of the probe (its arguments, `pid`, `execname`...) it asks of a
-//! [`ProbeContext`], which each attachment implements; what the translator cannot (yet) express comes
+//! What the fragment reads of the probe (its arguments, `pid`, `execname`...) and the D variables
+//! it loads and stores (an associative array's key is the DIF tuple stack, which the translator
+//! follows: the registers pushed since `flushts`) it asks of a [`ProbeContext`], which each
+//! attachment implements; what the translator cannot (yet) express comes
 //! back as an [`Untranslatable`] reason, and the clause stays on the interpreter's path.
 //!
 //! DIF registers live in stack slots below [`Frame::base`]: eBPF helper calls clobber r1-r5 and the

@@ -1,27 +1,28 @@
 //! D variables in the kernel, the consumer's side (the probe's side is `capture::kvars`): where
-//! each thread-local (`self->x`) and global scalar (`x`) lives ([`place`]), and their maps.
+//! each thread-local (`self->x`, `self->a[k]`), global (`x`, `a[k1, k2]`) and clause-local
+//! (`this->x`) lives ([`place`]), and their maps.
 //!
 //! A variable lives in the kernel only when every clause that reads or writes it, in every
 //! program of the session (all `-n`/`-s` programs are planned together), runs whole at the probe:
 //! its probes fire in the kernel (tracepoints, `fbt`, `pid` and USDT uprobes, `profile` and
 //! `tick` perf events; never `BEGIN`/`END`, which fire in dtrace), its actions are aggregating
 //! functions, stores and records the probe's code builds ([`ClausePlan`]), and it translates at
-//! every probe it matches
-//! (`capture::kagg::check_clause`). One clause that cannot keeps every variable it uses in
-//! dtrace, and with them every other clause that uses those, until nothing changes: the two
-//! paths never share a variable, so nothing changes meaning. A clause that records runs there only
-//! when every clause at its probes does (records keep the clauses' order). Only integer scalars qualify
-//! (strings and structs stay in dtrace). A clause whose thread-locals live in the kernel runs
-//! there at every probe or the enabling fails with a one-line reason (a verifier limit no
-//! translation foresees); a clause that uses one and runs in dtrace (a program planned after
-//! the placement) fails alike.
+//! every probe it matches (`capture::kagg::check_clause`). One clause that cannot keeps every
+//! variable it uses in dtrace, and with them every other clause that uses those, until nothing
+//! changes: the two paths never share a variable, so nothing changes meaning. A clause that
+//! records runs there only when every clause at its probes does (records keep the clauses'
+//! order). Only integer scalars and associative arrays with integer keys and values qualify
+//! (strings and structs stay in dtrace). A clause whose variables live in the kernel runs there
+//! at every probe or the enabling fails with a one-line reason (a verifier limit no translation
+//! foresees); a clause that uses one and runs in dtrace (a program planned after the placement)
+//! fails alike.
 //!
-//! The thread-locals' map holds (thread id, variable id) to value, as many entries as
-//! `dynvarsize` gives dynamic variables in the framework's space (`dynvar::capacity` of the
-//! programs' entry size, an 8-byte integer when that is not known); stores
-//! that find it full are counted per CPU and reported as dynamic variable drops. Globals are the
-//! words of one array value, zero until stored, never freed, shared by every CPU (as racy as
-//! DTrace's own).
+//! Thread-locals and array elements share one map, DTrace's dynamic variable space: (thread id,
+//! variable, tuple) to value (`capture::kvars`), as many entries as `dynvarsize` gives dynamic
+//! variables in the framework's space (`dynvar::capacity` of the programs' entry size, an 8-byte
+//! integer when that is not known); stores that find it full are counted per CPU and reported as
+//! dynamic variable drops. Global scalars are the words of one array value, zero until stored,
+//! never freed, shared by every CPU (as racy as DTrace's own).
 
 use super::kagg::ClausePlan;
 use crate::bpf::{Map, MapKind};
