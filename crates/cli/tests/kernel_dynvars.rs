@@ -62,6 +62,46 @@ fn associative_arrays_of_integers_run_in_the_kernel_as_in_dtrace() {
 }
 
 #[test]
+fn string_keys_compare_by_their_bytes_in_the_kernel_as_in_dtrace() {
+    let t = "string_keys_compare_by_their_bytes_in_the_kernel_as_in_dtrace";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let w = common::sized_writer("kdynvars-strings");
+    let cmd = format!("{} 300", w.display());
+    // execname and string constants as keys, mixed with integers; a constant that is a prefix
+    // of execname is another key, so is a longer one.
+    let script = "syscall::write:entry /pid == $target/ { a[execname, arg2 % 3]++; \
+        s[\"const\"]++; self->e[execname] = arg2; } \
+        syscall::write:return /pid == $target/ { @n[a[\"writer\", 1]] = count(); \
+        @c = max(s[\"const\"]); @e = sum(self->e[\"writer\"]); \
+        @none = max(a[\"write\", 1] + a[\"writers\", 1] + a[\"\", 0] + 1); }";
+    let out = common::same_both_ways(SWITCH, script, &[], &cmd, &|err: &str| {
+        ran_whole(err, &[1, 2])
+    });
+    assert!(out.contains("44850") && out.contains(" 300\n"), "{out}");
+    // -x strsize cuts execname in a key, as the interpreter cuts it: "writer" keeps "writ".
+    let cut = "syscall::write:entry /pid == $target/ { a[execname]++; } \
+        syscall::write:return /pid == $target/ { @[a[\"writ\"], a[\"wri\"]] = count(); }";
+    let out = common::same_both_ways(SWITCH, cut, &["-x", "strsize=4"], &cmd, &|err: &str| {
+        ran_whole(err, &[1, 2])
+    });
+    assert!(
+        out.lines()
+            .any(|l| l.split_whitespace().collect::<Vec<_>>() == ["300", "0", "1"]),
+        "{out}"
+    );
+    // A constant longer than that is no key the kernel keeps: the clauses stay in dtrace.
+    let (rc, _, err) = common::dtrace_way(
+        SWITCH,
+        true,
+        &["-qv", "-x", "strsize=4", "-n", script, "-c", &cmd],
+    );
+    assert_eq!(rc, 0, "{err}");
+    assert!(err.contains("a string key longer than strsize"), "{err}");
+}
+
+#[test]
 fn a_full_space_drops_the_store_and_ends_the_clause_the_same_both_ways() {
     let t = "a_full_space_drops_the_store_and_ends_the_clause_the_same_both_ways";
     if !kernel_ok(t) || !have_gcc(t) {

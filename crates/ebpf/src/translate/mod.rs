@@ -185,41 +185,56 @@ pub struct Array {
 }
 
 /// One element of the key of an associative array (the DIF tuple), as the translator hands it
-/// to the [`ProbeContext`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// to the [`ProbeContext`]. A string element is compared by its bytes up to the NUL, as DTrace
+/// compares it: a key gives it [`string_key_width`] bytes, zero-padded.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum KeyPart {
     /// An integer: 8 bytes at this frame offset.
     Int(i16),
+    /// A string constant, its bytes before the NUL.
+    Str(Vec<u8>),
+    /// The current thread's `execname`, [`COMM_LEN`] NUL-terminated bytes at this frame offset
+    /// (a key keeps its first `strsize`, as the interpreter's).
+    Execname(i16),
+}
+
+/// Bytes a key gives a string element: `strsize`, rounded up to 8.
+pub fn string_key_width(strsize: usize) -> usize {
+    strsize.max(1).next_multiple_of(8)
 }
 
 /// Most elements in a DIF tuple (the interpreter's tuple registers).
 pub const MAX_TUPLE: usize = 8;
 
-/// The most elements of the tuple that keys associative array `id` of scope `thread` in `obj`:
-/// the pushes since the last `flushts` at each `ldgaa`/`stgaa` (`ldtaa`/`sttaa`) naming it.
-/// Sizes the kernel's keys (the translator refuses what it cannot follow).
-pub fn array_key_len(obj: &DifObject, thread: bool, id: u32) -> usize {
+/// The most bytes of the tuple that keys associative array `id` of scope `thread` in `obj`: the
+/// pushes since the last `flushts` at each `ldgaa`/`stgaa` (`ldtaa`/`sttaa`) naming it, 8 bytes
+/// for a value, [`string_key_width`] for a reference. Sizes the kernel's keys (the translator
+/// refuses what it cannot follow).
+pub fn array_key_bytes(obj: &DifObject, thread: bool, id: u32, strsize: usize) -> usize {
     let (load, store) = if thread {
         (Opcode::Ldtaa, Opcode::Sttaa)
     } else {
         (Opcode::Ldgaa, Opcode::Stgaa)
     };
-    let mut depth = 0usize;
+    let mut widths: Vec<usize> = Vec::new();
     let mut most = 0;
     for w in &obj.text {
         match Instr::decode(*w) {
-            Ok(Instr::Flushts) => depth = 0,
-            Ok(Instr::Pushtv { .. } | Instr::Pushtr { .. }) => depth += 1,
-            Ok(Instr::Popts) => depth = depth.saturating_sub(1),
+            Ok(Instr::Flushts) => widths.clear(),
+            Ok(Instr::Pushtv { .. }) => widths.push(8),
+            Ok(Instr::Pushtr { .. }) => widths.push(string_key_width(strsize)),
+            Ok(Instr::Popts) => {
+                widths.pop();
+            }
             Ok(Instr::LoadVar { op, var, .. } | Instr::StoreVar { op, var, .. })
                 if (op == load || op == store) && u32::from(var) == id =>
             {
-                most = most.max(depth);
+                most = most.max(widths.iter().take(MAX_TUPLE).sum());
             }
             _ => {}
         }
     }
-    most.min(MAX_TUPLE)
+    most
 }
 
 /// Where a fragment keeps its state on the eBPF stack.
@@ -837,6 +852,21 @@ impl<'a> Translator<'a> {
                     }
                 }
             }
+            Instr::Pushtr { ty, r2, rs } => {
+                // A string the translator follows (a constant, `execname`), its size strsize.
+                let string = ty == dtrace_dif::instr::DIF_TYPE_STRING
+                    && matches!(s[(r2 & 7) as usize], Kind::Int(Some(0)))
+                    && matches!(s[(rs & 7) as usize], Kind::StrConst(_) | Kind::Execname);
+                match &mut s.tuple {
+                    Some(t) if string && t.len() < MAX_TUPLE => t.push(rs & 7),
+                    _ => {
+                        return Err(Untranslatable::Value {
+                            pc,
+                            what: "a tuple the translator does not follow".into(),
+                        })
+                    }
+                }
+            }
             Instr::Popts => {
                 if let Some(t) = &mut s.tuple {
                     t.pop();
@@ -901,9 +931,24 @@ impl<'a> Translator<'a> {
         })?;
         let key = regs
             .iter()
-            .map(|&r| {
-                self.int(s, pc, r)?;
-                Ok(KeyPart::Int(self.frame.reg(r)))
+            .map(|&r| match &s[r as usize] {
+                Kind::StrConst(b) => {
+                    let b = b.split(|&c| c == 0).next().unwrap_or_default();
+                    // A key keeps `strsize` characters of a string in the interpreter (this
+                    // strsize counts the NUL, as the records' storage does).
+                    if b.len() >= self.strsize {
+                        return Err(Untranslatable::Value {
+                            pc,
+                            what: "a string key longer than strsize".into(),
+                        });
+                    }
+                    Ok(KeyPart::Str(b.to_vec()))
+                }
+                Kind::Execname => Ok(KeyPart::Execname(self.frame.comm())),
+                _ => {
+                    self.int(s, pc, r)?;
+                    Ok(KeyPart::Int(self.frame.reg(r)))
+                }
             })
             .collect::<Result<Vec<_>, Untranslatable>>()?;
         Ok((array, key))

@@ -796,8 +796,17 @@ impl ProbeContext for ArrayProbe {
     fn emit_array_load(&self, a: &mut Asm, _: Array, key: &[KeyPart]) -> Result<(), String> {
         a.mov_imm(R0, 0);
         for part in key {
-            let KeyPart::Int(at) = *part;
-            a.load(Size::DW, R1, R10, at).alu(op::ADD, R0, R1);
+            match *part {
+                KeyPart::Int(at) => {
+                    a.load(Size::DW, R1, R10, at).alu(op::ADD, R0, R1);
+                }
+                KeyPart::Str(ref b) => {
+                    a.alu_imm(op::ADD, R0, b.len() as i32);
+                }
+                KeyPart::Execname(_) => {
+                    a.alu_imm(op::ADD, R0, 100);
+                }
+            }
         }
         Ok(())
     }
@@ -840,12 +849,16 @@ fn associative_arrays_are_keyed_by_the_tuple_stack() {
     for a in &p.ecbs[0].actions {
         translate(a.difo.as_ref().unwrap(), &ap, 256, FRAME).unwrap();
     }
-    let stores = ap.stores.borrow();
-    let seen: Vec<(bool, usize)> = stores.iter().map(|(a, n, _)| (a.thread, *n)).collect();
+    let seen: Vec<(bool, usize)> = ap
+        .stores
+        .borrow()
+        .iter()
+        .map(|(a, n, _)| (a.thread, *n))
+        .collect();
     assert_eq!(seen, [(false, 3), (true, 1)]);
     assert_eq!(
-        array_key_len(p.ecbs[0].predicate.as_ref().unwrap(), false, 0x500),
-        3
+        array_key_bytes(p.ecbs[0].predicate.as_ref().unwrap(), false, 0x500, 256),
+        24
     );
     // A context whose stores can be dropped makes the fragment say so.
     let dp = ArrayProbe {
@@ -855,9 +868,16 @@ fn associative_arrays_are_keyed_by_the_tuple_stack() {
     };
     let o = p.ecbs[0].actions[0].difo.as_ref().unwrap();
     assert!(translate(o, &dp, 256, FRAME).unwrap().can_drop);
-    // String keys are not (yet) kept at the probe.
-    let s = "syscall::write:entry { a[execname] = 1; }";
+    // String keys: constants and execname (strsize bytes each in a key); a key longer than
+    // strsize is not kept at the probe.
+    let s =
+        "syscall::write:entry / a[execname, \"abc\"] == 103 / { a[\"0123456789\", \"x\"] = 1; }";
     let p = dtrace_compiler::compile(s, &dtrace_compiler::CompileOptions::default()).unwrap();
+    let pred = p.ecbs[0].predicate.as_ref().unwrap();
+    let f = translate(pred, &ap, 256, FRAME).unwrap();
+    assert_eq!(emulate(&f.insns, &ap.p), 1);
+    assert_eq!(array_key_bytes(pred, false, 0x500, 250), 512);
     let o = p.ecbs[0].actions[0].difo.as_ref().unwrap();
-    assert!(translate(o, &ap, 256, FRAME).is_err());
+    assert!(translate(o, &ap, 256, FRAME).is_ok());
+    assert!(translate(o, &ap, 8, FRAME).is_err());
 }

@@ -6,8 +6,10 @@
 //!
 //! A key is [`key_size`] bytes, built in a per-CPU scratch value: the thread id (4 bytes, 0
 //! for a global array), the variable's id with its kind ([`THREAD_ARRAY`], [`GLOBAL_ARRAY`];
-//! nothing for a thread-local scalar), then the tuple's integers, 8 bytes each, zero-padded to
-//! the map's key size (the most elements any kernel array's tuple has).
+//! nothing for a thread-local scalar), then the tuple's elements: an integer in 8 bytes, a string
+//! (a constant or `execname`) in `strsize` bytes rounded up to 8, zero-padded, so two keys are
+//! equal when their strings are equal up to the NUL, as DTrace compares them; the key is
+//! zero-padded to the map's key size (the largest tuple of any kernel array).
 //!
 //! DTrace's rules hold: a variable never stored, or stored zero, reads as zero; storing zero
 //! frees its entry (a delete); a store that finds the map full (its size comes from
@@ -23,7 +25,7 @@
 
 use super::spec::KernelVars;
 use crate::bpf::insn::{helper, op, Asm, Label, Size, R0, R1, R10, R2, R3, R4, R9};
-use dtrace_ebpf::translate::{Array, KeyPart, MAX_TUPLE};
+use dtrace_ebpf::translate::{string_key_width, Array, KeyPart, COMM_LEN};
 
 /// Bytes of a value: the integer.
 pub const VALUE_SIZE: u32 = 8;
@@ -34,10 +36,13 @@ pub const THREAD_ARRAY: u32 = 1 << 16;
 /// Marks the variable id of a global array in a key.
 pub const GLOBAL_ARRAY: u32 = 2 << 16;
 
-/// Bytes of a key whose tuples have at most `elements` elements.
-pub fn key_size(elements: usize) -> u32 {
-    8 + 8 * elements.min(MAX_TUPLE) as u32
+/// Bytes of a key whose tuples take at most `tuple` bytes.
+pub fn key_size(tuple: usize) -> u32 {
+    8 + tuple.min(MAX_KEY_SIZE as usize) as u32
 }
+
+/// The largest key of a BPF hash map (the kernel's limit).
+pub const MAX_KEY_SIZE: u32 = 512;
 
 /// `BPF_ANY`: create or replace.
 const BPF_ANY: i32 = 0;
@@ -53,11 +58,17 @@ fn emit_key(
     tuple: &[KeyPart],
     none: Label,
 ) -> Result<(), String> {
-    let size = key_size(tuple.len());
-    if tuple.len() > MAX_TUPLE || size > kv.key_size {
+    let width = string_key_width(kv.strsize as usize);
+    let bytes: usize = tuple
+        .iter()
+        .map(|p| match p {
+            KeyPart::Int(_) => 8,
+            KeyPart::Str(_) | KeyPart::Execname(_) => width,
+        })
+        .sum();
+    if 8 + bytes > kv.key_size as usize {
         return Err(format!(
-            "a key of {} elements is larger than the kernel's keys",
-            tuple.len()
+            "a key of {bytes} bytes is larger than the kernel's keys"
         ));
     }
     a.store_imm(Size::DW, R10, KEY, 0);
@@ -76,12 +87,40 @@ fn emit_key(
     a.store_imm(Size::W, R9, 4, tag as i32);
     let mut off = 8i16;
     for part in tuple {
-        match *part {
+        match part {
             KeyPart::Int(at) => {
-                a.load(Size::DW, R1, R10, at).store(Size::DW, R9, off, R1);
+                a.load(Size::DW, R1, R10, *at).store(Size::DW, R9, off, R1);
+                off += 8;
+            }
+            KeyPart::Str(b) => {
+                if b.len() > kv.strsize as usize {
+                    return Err("a string key longer than strsize".into());
+                }
+                let mut padded = b.clone();
+                padded.resize(width, 0);
+                for chunk in padded.chunks(8) {
+                    let mut word = [0u8; 8];
+                    word.copy_from_slice(chunk);
+                    match u64::from_le_bytes(word) {
+                        0 => a.store_imm(Size::DW, R9, off, 0),
+                        w => a.ld_imm64(R1, w).store(Size::DW, R9, off, R1),
+                    };
+                    off += 8;
+                }
+            }
+            KeyPart::Execname(at) => {
+                // A key keeps `strsize` characters of a string, as the interpreter's.
+                let n = COMM_LEN.min(kv.strsize as usize) as i16;
+                for i in (0..width as i16).step_by(8) {
+                    a.store_imm(Size::DW, R9, off + i, 0);
+                }
+                for i in 0..n {
+                    a.load(Size::B, R1, R10, at + i)
+                        .store(Size::B, R9, off + i, R1);
+                }
+                off += width as i16;
             }
         }
-        off += 8;
     }
     while (off as u32) < kv.key_size {
         a.store_imm(Size::DW, R9, off, 0);

@@ -306,6 +306,9 @@ pub struct KernelVars {
     pub keys: i32,
     /// Bytes of `map`'s keys (`capture::kvars::key_size`).
     pub key_size: u32,
+    /// D's `strsize` (a key keeps `strsize` characters of a string, in `string_key_width`
+    /// bytes).
+    pub strsize: u32,
 }
 
 /// One clause run whole in the kernel: its actions are aggregating functions and stores to

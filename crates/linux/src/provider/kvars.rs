@@ -67,13 +67,13 @@ pub struct ThreadVar {
     pub name: String,
     /// An integer scalar, or an associative array of integers (what the kernel keeps).
     pub integer: bool,
-    /// An associative array, and the most elements its tuples have in the clause.
+    /// An associative array, and the most bytes its tuples take in the clause.
     pub array: Option<usize>,
 }
 
 /// The thread-locals, user globals and clause-locals clause `e` reads or writes (from its
-/// objects' variable tables).
-pub fn thread_vars(e: &EcbDesc) -> Vec<ThreadVar> {
+/// objects' variable tables), the strings of arrays' keys `strsize` (D's) bytes.
+pub fn thread_vars(e: &EcbDesc, strsize: u32) -> Vec<ThreadVar> {
     let mut out: Vec<ThreadVar> = Vec::new();
     for o in clause_objects(e) {
         for v in &o.vartab {
@@ -85,8 +85,14 @@ pub fn thread_vars(e: &EcbDesc) -> Vec<ThreadVar> {
                 }
                 _ => continue,
             };
-            let array = (v.kind == DIFV_KIND_ARRAY && scope != Scope::Clause)
-                .then(|| dtrace_ebpf::translate::array_key_len(o, scope == Scope::Thread, v.id));
+            let array = (v.kind == DIFV_KIND_ARRAY && scope != Scope::Clause).then(|| {
+                dtrace_ebpf::translate::array_key_bytes(
+                    o,
+                    scope == Scope::Thread,
+                    v.id,
+                    strsize as usize,
+                )
+            });
             let integer = (v.kind == DIFV_KIND_SCALAR || array.is_some())
                 && !v.ty.is_string()
                 && !v.ty.is_by_ref()
@@ -140,7 +146,7 @@ pub struct ClauseFacts {
 pub struct Placement {
     /// The variables kept in the kernel.
     pub kernel: BTreeSet<VarKey>,
-    /// Those of them that are associative arrays, with the most elements of their tuples.
+    /// Those of them that are associative arrays, with the most bytes of their tuples.
     pub arrays: BTreeMap<VarKey, usize>,
     /// Per clause: `None` when it uses no thread-local; `Ok` with the names of its variables
     /// when they live in the kernel (it runs there whole); else why they stay in dtrace.
@@ -185,6 +191,16 @@ pub fn place(facts: &[ClauseFacts]) -> Placement {
                 dtrace
                     .entry(v.key)
                     .or_insert_with(|| format!("{} is not an integer", v.name));
+            } else if v.array.is_some_and(|n| {
+                crate::capture::kvars::key_size(n) >= crate::capture::kvars::MAX_KEY_SIZE
+            }) {
+                dtrace.entry(v.key).or_insert_with(|| {
+                    format!(
+                        "{}'s keys are larger than a kernel map's ({} bytes)",
+                        v.name,
+                        crate::capture::kvars::MAX_KEY_SIZE
+                    )
+                });
             } else if let Some(why) = too_many.get(&v.key.0).filter(|_| v.array.is_none()) {
                 dtrace.entry(v.key).or_insert_with(|| why.clone());
             }
@@ -381,6 +397,7 @@ pub fn runs_whole(
         &arrays,
         [-1; 4],
         crate::capture::kvars::key_size(arrays.values().copied().max().unwrap_or(0)),
+        strsize.saturating_sub(1),
     );
     // Probes that read their context alike translate alike (a glob over a library's functions
     // or the kernel's has thousands): each shape is checked once, with the probe's names when
@@ -436,6 +453,7 @@ fn kernel_vars_of(
     arrays: &BTreeMap<VarKey, usize>,
     fds: [i32; 4],
     key_size: u32,
+    strsize: u32,
 ) -> KernelVars {
     let scalars = || kernel.iter().copied().filter(|k| !arrays.contains_key(k));
     KernelVars {
@@ -449,6 +467,7 @@ fn kernel_vars_of(
         global_arrays: ids_of(arrays.keys().copied(), Scope::Global),
         keys: fds[3],
         key_size,
+        strsize,
     }
 }
 
@@ -469,13 +488,20 @@ pub struct KernelVarMaps {
     globals: Map,
     keys: Map,
     key_size: u32,
+    strsize: u32,
     global_ids: Vec<u32>,
 }
 
 impl KernelVarMaps {
     /// Maps for `dynvarsize` bytes of dynamic variables of `entry` bytes each (0: 8-byte
-    /// integers), keyed for the arrays of `placement`, and its globals.
-    pub fn new(dynvarsize: u64, entry: u64, placement: &Placement) -> Result<KernelVarMaps> {
+    /// integers), keyed for the arrays of `placement` (strings of `strsize` bytes), and its
+    /// globals.
+    pub fn new(
+        dynvarsize: u64,
+        entry: u64,
+        placement: &Placement,
+        strsize: u32,
+    ) -> Result<KernelVarMaps> {
         let scalars = placement
             .kernel
             .iter()
@@ -501,6 +527,8 @@ impl KernelVarMaps {
             globals: Map::create(MapKind::Array, "dt_globals", 4, 8 * words as u32, 1)?,
             keys: Map::create(MapKind::PerCpuArray, "dt_dvar_key", 4, key_size, 1)?,
             key_size,
+            // D's strsize (the storage less its NUL).
+            strsize: strsize.saturating_sub(1),
             global_ids,
         })
     }
@@ -518,6 +546,7 @@ impl KernelVarMaps {
                 self.keys.raw_fd(),
             ],
             self.key_size,
+            self.strsize,
         );
         kv.global_ids = self.global_ids.clone();
         kv
@@ -621,17 +650,17 @@ mod tests {
             s[arg0] = \"v\"; }";
         let p = dtrace_compiler::compile(src, &dtrace_compiler::CompileOptions::default())
             .expect("compiles");
-        let vars = thread_vars(&p.ecbs[0]);
+        let vars = thread_vars(&p.ecbs[0], 256);
         let by_name = |n: &str| vars.iter().find(|v| v.name == n).cloned();
         let a = by_name("a").expect("a");
         assert_eq!(
             (a.key.0, a.integer, a.array),
-            (Scope::Global, true, Some(2))
+            (Scope::Global, true, Some(16))
         );
         let t = by_name("self->t").expect("self->t");
         assert_eq!(
             (t.key.0, t.integer, t.array),
-            (Scope::Thread, true, Some(1))
+            (Scope::Thread, true, Some(8))
         );
         // An array of strings stays in dtrace (for now).
         assert!(!by_name("s").expect("s").integer);
@@ -639,10 +668,10 @@ mod tests {
         let placed = place(&[f]);
         assert_eq!(
             placed.arrays,
-            BTreeMap::from([(a.key, 2), (t.key, 1)]),
+            BTreeMap::from([(a.key, 16), (t.key, 8)]),
             "{placed:?}"
         );
-        let kv = kernel_vars_of(placed.kernel.clone(), &placed.arrays, [-1; 4], 24);
+        let kv = kernel_vars_of(placed.kernel.clone(), &placed.arrays, [-1; 4], 24, 256);
         assert!(kv.ids.is_empty() && kv.global_ids.is_empty());
         assert_eq!((kv.thread_arrays.len(), kv.global_arrays.len()), (1, 1));
     }
