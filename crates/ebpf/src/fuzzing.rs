@@ -3,7 +3,7 @@
 //! frame.
 
 use crate::insn::{op, Asm, Insn, Size, R0, R10};
-use crate::translate::{translate, Builtin, Frame, ProbeContext, ProbeNames};
+use crate::translate::{translate, Array, Builtin, Frame, KeyPart, ProbeContext, ProbeNames};
 use dtrace_dif::object::DifObject;
 
 struct Fixed(ProbeNames);
@@ -57,6 +57,34 @@ impl ProbeContext for Fixed {
     fn emit_local_store(&self, a: &mut Asm, _: u32, value_at: i16) -> Result<(), String> {
         a.load(Size::DW, R0, R10, value_at);
         Ok(())
+    }
+
+    // An array's key parts are in the frame too: each is loaded where the translator says.
+    fn emit_array_load(&self, a: &mut Asm, _: Array, key: &[KeyPart]) -> Result<(), String> {
+        for part in key {
+            if let KeyPart::Int(at) | KeyPart::Execname(at) = *part {
+                a.load(Size::DW, R0, R10, at);
+            }
+        }
+        a.mov_imm(R0, 7);
+        Ok(())
+    }
+
+    fn emit_array_store(
+        &self,
+        a: &mut Asm,
+        array: Array,
+        key: &[KeyPart],
+        value_at: i16,
+    ) -> Result<(), String> {
+        self.emit_array_load(a, array, key)?;
+        a.load(Size::DW, R0, R10, value_at);
+        Ok(())
+    }
+
+    fn emit_dropped(&self, a: &mut Asm, abandon: crate::insn::Label) -> bool {
+        a.ja(abandon);
+        true
     }
 }
 
@@ -132,8 +160,8 @@ mod tests {
         // Opcodes the translator handles, so random words often reach its code.
         let ops = [
             0x01u32, 0x02, 0x03, 0x07, 0x08, 0x09, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f, 0x10, 0x11, 0x12,
-            0x13, 0x14, 0x1b, 0x1c, 0x23, 0x25, 0x26, 0x27, 0x28, 0x29, 0x2a, 0x2c, 0x2d, 0x38,
-            0x39,
+            0x13, 0x14, 0x1b, 0x1c, 0x23, 0x25, 0x26, 0x27, 0x28, 0x29, 0x2a, 0x2c, 0x2d, 0x30,
+            0x31, 0x32, 0x33, 0x34, 0x35, 0x36, 0x37, 0x38, 0x39,
         ];
         for _ in 0..5000 {
             let len = rng.below(40);
@@ -149,5 +177,40 @@ mod tests {
             }
             super::translate_bytes(&data);
         }
+    }
+}
+
+#[cfg(test)]
+mod tuple_tests {
+    use dtrace_dif::instr::Instr;
+    use dtrace_dif::opcode::Opcode;
+
+    #[test]
+    fn a_tuple_and_its_arrays_stay_in_the_frame() {
+        let code = [
+            Instr::Setx { idx: 0, rd: 1 },
+            Instr::Flushts,
+            Instr::Pushtv { ty: 0, rs: 1 },
+            Instr::Pushtv { ty: 0, rs: 0 },
+            Instr::LoadVar {
+                op: Opcode::Ldgaa,
+                var: 0x500,
+                rd: 2,
+            },
+            Instr::Flushts,
+            Instr::Pushtv { ty: 0, rs: 2 },
+            Instr::StoreVar {
+                op: Opcode::Sttaa,
+                var: 0x501,
+                rs: 1,
+            },
+            Instr::Ret { rd: 2 },
+        ];
+        let mut data = vec![1u8];
+        data.extend_from_slice(&7u64.to_le_bytes());
+        for i in code {
+            data.extend_from_slice(&i.encode().to_le_bytes());
+        }
+        super::translate_bytes(&data);
     }
 }

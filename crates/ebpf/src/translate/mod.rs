@@ -12,8 +12,10 @@
 //! interpreter, which reports the fault exactly as it always has (the ERROR probe, its arguments and
 //! the DIF offset).
 //!
-//! What the fragment reads of the probe (its arguments, `pid`, `execname`...) it asks of a
-//! [`ProbeContext`], which each attachment implements; what the translator cannot (yet) express comes
+//! What the fragment reads of the probe (its arguments, `pid`, `execname`...) and the D variables
+//! it loads and stores (an associative array's key is the DIF tuple stack, which the translator
+//! follows: the registers pushed since `flushts`) it asks of a [`ProbeContext`], which each
+//! attachment implements; what the translator cannot (yet) express comes
 //! back as an [`Untranslatable`] reason, and the clause stays on the interpreter's path.
 //!
 //! DIF registers live in stack slots below [`Frame::base`]: eBPF helper calls clobber r1-r5 and the
@@ -145,6 +147,94 @@ pub trait ProbeContext {
         let _ = (a, var, value_at);
         Err("global variables live in dtrace".into())
     }
+    /// Emits code that leaves element `key` of associative array `array` (an integer) in r0: 0
+    /// when the element does not exist. As [`ProbeContext::emit_thread_load`].
+    fn emit_array_load(&self, a: &mut Asm, array: Array, key: &[KeyPart]) -> Result<(), String> {
+        let _ = (a, array, key);
+        Err("associative arrays live in dtrace".into())
+    }
+    /// Emits code that stores the integer at `fp + value_at` in element `key` of `array`, a zero
+    /// deleting the element (DTrace's rule). As [`ProbeContext::emit_thread_load`].
+    fn emit_array_store(
+        &self,
+        a: &mut Asm,
+        array: Array,
+        key: &[KeyPart],
+        value_at: i16,
+    ) -> Result<(), String> {
+        let _ = (a, array, key, value_at);
+        Err("associative arrays live in dtrace".into())
+    }
+    /// Emits, after a store to a dynamic variable (a thread-local or an array element), code that
+    /// jumps to `abandon` when the store was dropped (the space was full): as in the
+    /// interpreter, a dropped store ends the clause. Returns whether it emitted anything (by
+    /// default no store can be dropped).
+    fn emit_dropped(&self, a: &mut Asm, abandon: Label) -> bool {
+        let _ = (a, abandon);
+        false
+    }
+}
+
+/// An associative array: `self->name[...]` (`thread`) or `name[...]`, and its variable id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Array {
+    /// A thread-local array (one per thread).
+    pub thread: bool,
+    /// The variable's id in its scope.
+    pub var: u32,
+}
+
+/// One element of the key of an associative array (the DIF tuple), as the translator hands it
+/// to the [`ProbeContext`]. A string element is compared by its bytes up to the NUL, as DTrace
+/// compares it: a key gives it [`string_key_width`] bytes, zero-padded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum KeyPart {
+    /// An integer: 8 bytes at this frame offset.
+    Int(i16),
+    /// A string constant, its bytes before the NUL.
+    Str(Vec<u8>),
+    /// The current thread's `execname`, [`COMM_LEN`] NUL-terminated bytes at this frame offset
+    /// (a key keeps its first `strsize`, as the interpreter's).
+    Execname(i16),
+}
+
+/// Bytes a key gives a string element: `strsize`, rounded up to 8.
+pub fn string_key_width(strsize: usize) -> usize {
+    strsize.max(1).next_multiple_of(8)
+}
+
+/// Most elements in a DIF tuple (the interpreter's tuple registers).
+pub const MAX_TUPLE: usize = 8;
+
+/// The most bytes of the tuple that keys associative array `id` of scope `thread` in `obj`: the
+/// pushes since the last `flushts` at each `ldgaa`/`stgaa` (`ldtaa`/`sttaa`) naming it, 8 bytes
+/// for a value, [`string_key_width`] for a reference. Sizes the kernel's keys (the translator
+/// refuses what it cannot follow).
+pub fn array_key_bytes(obj: &DifObject, thread: bool, id: u32, strsize: usize) -> usize {
+    let (load, store) = if thread {
+        (Opcode::Ldtaa, Opcode::Sttaa)
+    } else {
+        (Opcode::Ldgaa, Opcode::Stgaa)
+    };
+    let mut widths: Vec<usize> = Vec::new();
+    let mut most = 0;
+    for w in &obj.text {
+        match Instr::decode(*w) {
+            Ok(Instr::Flushts) => widths.clear(),
+            Ok(Instr::Pushtv { .. }) => widths.push(8),
+            Ok(Instr::Pushtr { .. }) => widths.push(string_key_width(strsize)),
+            Ok(Instr::Popts) => {
+                widths.pop();
+            }
+            Ok(Instr::LoadVar { op, var, .. } | Instr::StoreVar { op, var, .. })
+                if (op == load || op == store) && u32::from(var) == id =>
+            {
+                most = most.max(widths.iter().take(MAX_TUPLE).sum());
+            }
+            _ => {}
+        }
+    }
+    most
 }
 
 /// Where a fragment keeps its state on the eBPF stack.
@@ -257,6 +347,9 @@ pub struct Fragment {
     /// Some path of the code faults (leaves [`FAULTED`] in r0): a division, a load, an index
     /// past the context's arguments, or running off the end.
     pub can_fault: bool,
+    /// A store to a dynamic variable may be dropped, which ends the fragment early (see
+    /// [`ProbeContext::emit_dropped`]): the caller asks the context whether it was.
+    pub can_drop: bool,
 }
 
 /// What a translated value is (see [`translate_value`]).
@@ -310,10 +403,38 @@ fn join(a: &Kind, b: &Kind) -> Kind {
     }
 }
 
-type State = [Kind; NREGS];
+/// What the translator knows at an instruction: the registers, and the tuple stack.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct State {
+    regs: [Kind; NREGS],
+    /// The DIF registers pushed on the tuple stack since the last `flushts`, in order; `None`
+    /// when not followed (a pushed register written since, or paths that push differently).
+    tuple: Option<Vec<u8>>,
+}
+
+impl std::ops::Index<usize> for State {
+    type Output = Kind;
+    fn index(&self, i: usize) -> &Kind {
+        &self.regs[i]
+    }
+}
 
 fn start_state() -> State {
-    std::array::from_fn(|_| Kind::Int(Some(0)))
+    State {
+        regs: std::array::from_fn(|_| Kind::Int(Some(0))),
+        tuple: Some(Vec::new()),
+    }
+}
+
+fn join_states(s: &State, t: &State) -> State {
+    State {
+        regs: std::array::from_fn(|i| join(&s.regs[i], &t.regs[i])),
+        tuple: if s.tuple == t.tuple {
+            s.tuple.clone()
+        } else {
+            None
+        },
+    }
 }
 
 /// Translates a predicate (or any DIF object whose value is an integer) to a [`Fragment`] for the
@@ -368,6 +489,8 @@ struct Translator<'a> {
     strings_ok: bool,
     /// What the `ret`s seen so far return.
     result: Option<ValueKind>,
+    /// A dynamic-variable store may be dropped (see [`Fragment::can_drop`]).
+    can_drop: bool,
 }
 
 impl<'a> Translator<'a> {
@@ -429,6 +552,7 @@ impl<'a> Translator<'a> {
             faults: false,
             strings_ok: false,
             result: None,
+            can_drop: false,
         })
     }
 
@@ -453,7 +577,7 @@ impl<'a> Translator<'a> {
             let label = self.labels[pc];
             self.a.bind(label);
             state = match (state, self.incoming[pc].take()) {
-                (Some(s), Some(t)) => Some(std::array::from_fn(|i| join(&s[i], &t[i]))),
+                (Some(s), Some(t)) => Some(join_states(&s, &t)),
                 (s, t) => s.or(t),
             };
             let Some(mut s) = state.take() else {
@@ -483,6 +607,7 @@ impl<'a> Translator<'a> {
             Fragment {
                 insns: self.a.finish()?,
                 can_fault,
+                can_drop: self.can_drop,
             },
             result,
         ))
@@ -524,7 +649,7 @@ impl<'a> Translator<'a> {
     fn flow_to(&mut self, target: usize, s: &State) {
         let slot = &mut self.incoming[target];
         *slot = Some(match slot.take() {
-            Some(t) => std::array::from_fn(|i| join(&s[i], &t[i])),
+            Some(t) => join_states(s, &t),
             None => s.clone(),
         });
     }
@@ -539,7 +664,11 @@ impl<'a> Translator<'a> {
             return;
         }
         self.a.store(Size::DW, R10, self.frame.reg(rd), src);
-        s[rd as usize] = k;
+        s.regs[rd as usize] = k;
+        if s.tuple.as_ref().is_some_and(|t| t.contains(&rd)) {
+            // The pushed value is no longer the register's.
+            s.tuple = None;
+        }
     }
 
     fn int(&self, s: &State, pc: usize, r: u8) -> Result<Option<u64>, Untranslatable> {
@@ -661,7 +790,9 @@ impl<'a> Translator<'a> {
                 self.a.ja(end);
                 return Ok(false);
             }
-            Instr::LoadVar { op, var, rd } => self.load_var(pc, s, op, var, rd)?,
+            Instr::LoadVar { op, var, rd } if !matches!(op, Opcode::Ldgaa | Opcode::Ldtaa) => {
+                self.load_var(pc, s, op, var, rd)?
+            }
             Instr::StoreVar {
                 op: op @ (Opcode::Stts | Opcode::Stgs | Opcode::Stls),
                 var,
@@ -680,6 +811,66 @@ impl<'a> Translator<'a> {
                     name: self.var_name(id, prefix),
                     why,
                 })?;
+                if op == Opcode::Stts {
+                    self.dropped();
+                }
+            }
+            Instr::StoreVar {
+                op: op @ (Opcode::Stgaa | Opcode::Sttaa),
+                var,
+                rs,
+            } => {
+                self.int(s, pc, rs)?;
+                let (array, key) = self.array(pc, s, op == Opcode::Sttaa, var)?;
+                let at = self.frame.reg(rs & 7);
+                self.ctx
+                    .emit_array_store(&mut self.a, array, &key, at)
+                    .map_err(|why| self.array_refused(pc, array, why))?;
+                self.dropped();
+            }
+            Instr::LoadVar {
+                op: op @ (Opcode::Ldgaa | Opcode::Ldtaa),
+                var,
+                rd,
+            } => {
+                let (array, key) = self.array(pc, s, op == Opcode::Ldtaa, var)?;
+                self.ctx
+                    .emit_array_load(&mut self.a, array, &key)
+                    .map_err(|why| self.array_refused(pc, array, why))?;
+                self.put(s, rd, R0, Kind::Int(None));
+            }
+            Instr::Flushts => s.tuple = Some(Vec::new()),
+            Instr::Pushtv { rs, .. } => {
+                self.int(s, pc, rs)?;
+                match &mut s.tuple {
+                    Some(t) if t.len() < MAX_TUPLE => t.push(rs & 7),
+                    _ => {
+                        return Err(Untranslatable::Value {
+                            pc,
+                            what: "a tuple the translator does not follow".into(),
+                        })
+                    }
+                }
+            }
+            Instr::Pushtr { ty, r2, rs } => {
+                // A string the translator follows (a constant, `execname`), its size strsize.
+                let string = ty == dtrace_dif::instr::DIF_TYPE_STRING
+                    && matches!(s[(r2 & 7) as usize], Kind::Int(Some(0)))
+                    && matches!(s[(rs & 7) as usize], Kind::StrConst(_) | Kind::Execname);
+                match &mut s.tuple {
+                    Some(t) if string && t.len() < MAX_TUPLE => t.push(rs & 7),
+                    _ => {
+                        return Err(Untranslatable::Value {
+                            pc,
+                            what: "a tuple the translator does not follow".into(),
+                        })
+                    }
+                }
+            }
+            Instr::Popts => {
+                if let Some(t) = &mut s.tuple {
+                    t.pop();
+                }
             }
             Instr::LoadArray { op, var, r2, rd } => {
                 if op != Opcode::Ldga || u32::from(var) != vars::DIF_VAR_ARGS {
@@ -711,6 +902,65 @@ impl<'a> Translator<'a> {
             }
         }
         Ok(true)
+    }
+
+    /// After a store to a dynamic variable: the fragment ends when the context says the store
+    /// was dropped.
+    fn dropped(&mut self) {
+        let end = self.end;
+        if self.ctx.emit_dropped(&mut self.a, end) {
+            self.can_drop = true;
+        }
+    }
+
+    /// Associative array `var` (thread-local when `thread`) and the key the tuple stack holds.
+    fn array(
+        &self,
+        pc: usize,
+        s: &State,
+        thread: bool,
+        var: u16,
+    ) -> Result<(Array, Vec<KeyPart>), Untranslatable> {
+        let array = Array {
+            thread,
+            var: u32::from(var),
+        };
+        let regs = s.tuple.as_ref().ok_or_else(|| Untranslatable::Value {
+            pc,
+            what: "a tuple the translator does not follow".into(),
+        })?;
+        let key = regs
+            .iter()
+            .map(|&r| match &s[r as usize] {
+                Kind::StrConst(b) => {
+                    let b = b.split(|&c| c == 0).next().unwrap_or_default();
+                    // A key keeps `strsize` characters of a string in the interpreter (this
+                    // strsize counts the NUL, as the records' storage does).
+                    if b.len() >= self.strsize {
+                        return Err(Untranslatable::Value {
+                            pc,
+                            what: "a string key longer than strsize".into(),
+                        });
+                    }
+                    Ok(KeyPart::Str(b.to_vec()))
+                }
+                Kind::Execname => Ok(KeyPart::Execname(self.frame.comm())),
+                _ => {
+                    self.int(s, pc, r)?;
+                    Ok(KeyPart::Int(self.frame.reg(r)))
+                }
+            })
+            .collect::<Result<Vec<_>, Untranslatable>>()?;
+        Ok((array, key))
+    }
+
+    fn array_refused(&self, pc: usize, array: Array, why: String) -> Untranslatable {
+        let prefix = if array.thread { "self->" } else { "" };
+        Untranslatable::Variable {
+            pc,
+            name: format!("{}[]", self.var_name(array.var, prefix)),
+            why,
+        }
     }
 
     /// `R1 = R1 op R2` with DTrace's semantics (`nonzero`: R2 is a constant other than zero, so

@@ -771,3 +771,113 @@ fn variables_are_loaded_and_stored_by_the_probe_context() {
     let o = p.ecbs[0].actions[0].difo.as_ref().unwrap();
     assert!(translate(o, &vp, 256, FRAME).is_err());
 }
+
+/// [`Probe`] with associative arrays kept where the probe runs: a load leaves the sum of its
+/// key's elements (read from the frame slots the translator names), a store is noted with its key.
+struct ArrayProbe {
+    p: Probe,
+    stores: std::cell::RefCell<Vec<(Array, usize, i16)>>,
+    drops: bool,
+}
+
+impl ProbeContext for ArrayProbe {
+    fn emit_builtin(&self, a: &mut Asm, b: Builtin) -> Result<(), String> {
+        self.p.emit_builtin(a, b)
+    }
+
+    fn emit_execname(&self, a: &mut Asm, at: i16) -> Result<(), String> {
+        self.p.emit_execname(a, at)
+    }
+
+    fn names(&self) -> &ProbeNames {
+        self.p.names()
+    }
+
+    fn emit_array_load(&self, a: &mut Asm, _: Array, key: &[KeyPart]) -> Result<(), String> {
+        a.mov_imm(R0, 0);
+        for part in key {
+            match *part {
+                KeyPart::Int(at) => {
+                    a.load(Size::DW, R1, R10, at).alu(op::ADD, R0, R1);
+                }
+                KeyPart::Str(ref b) => {
+                    a.alu_imm(op::ADD, R0, b.len() as i32);
+                }
+                KeyPart::Execname(_) => {
+                    a.alu_imm(op::ADD, R0, 100);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn emit_array_store(
+        &self,
+        _: &mut Asm,
+        array: Array,
+        key: &[KeyPart],
+        value_at: i16,
+    ) -> Result<(), String> {
+        self.stores.borrow_mut().push((array, key.len(), value_at));
+        Ok(())
+    }
+
+    fn emit_dropped(&self, a: &mut Asm, abandon: Label) -> bool {
+        if self.drops {
+            a.ja(abandon);
+        }
+        self.drops
+    }
+}
+
+#[test]
+fn associative_arrays_are_keyed_by_the_tuple_stack() {
+    let ap = ArrayProbe {
+        p: Probe::new(),
+        stores: Default::default(),
+        drops: false,
+    };
+    // arg0 is 3, arg3 is 7: the load sees the tuple's values in order.
+    let src = "syscall::write:entry / a[arg0, arg3, 5] == 15 && self->t[arg3] == 7 / \
+        { a[arg0, 1, arg3] = 2; self->t[arg0] = 0; }";
+    let p = dtrace_compiler::compile(src, &dtrace_compiler::CompileOptions::default()).unwrap();
+    let pred = p.ecbs[0].predicate.clone().unwrap();
+    let f = translate(&pred, &ap, 256, FRAME).unwrap();
+    assert_reachable(&f.insns);
+    assert!(!f.can_drop);
+    assert_eq!(emulate(&f.insns, &ap.p), 1);
+    for a in &p.ecbs[0].actions {
+        translate(a.difo.as_ref().unwrap(), &ap, 256, FRAME).unwrap();
+    }
+    let seen: Vec<(bool, usize)> = ap
+        .stores
+        .borrow()
+        .iter()
+        .map(|(a, n, _)| (a.thread, *n))
+        .collect();
+    assert_eq!(seen, [(false, 3), (true, 1)]);
+    assert_eq!(
+        array_key_bytes(p.ecbs[0].predicate.as_ref().unwrap(), false, 0x500, 256),
+        24
+    );
+    // A context whose stores can be dropped makes the fragment say so.
+    let dp = ArrayProbe {
+        p: Probe::new(),
+        stores: Default::default(),
+        drops: true,
+    };
+    let o = p.ecbs[0].actions[0].difo.as_ref().unwrap();
+    assert!(translate(o, &dp, 256, FRAME).unwrap().can_drop);
+    // String keys: constants and execname (strsize bytes each in a key); a key longer than
+    // strsize is not kept at the probe.
+    let s =
+        "syscall::write:entry / a[execname, \"abc\"] == 103 / { a[\"0123456789\", \"x\"] = 1; }";
+    let p = dtrace_compiler::compile(s, &dtrace_compiler::CompileOptions::default()).unwrap();
+    let pred = p.ecbs[0].predicate.as_ref().unwrap();
+    let f = translate(pred, &ap, 256, FRAME).unwrap();
+    assert_eq!(emulate(&f.insns, &ap.p), 1);
+    assert_eq!(array_key_bytes(pred, false, 0x500, 250), 512);
+    let o = p.ecbs[0].actions[0].difo.as_ref().unwrap();
+    assert!(translate(o, &ap, 256, FRAME).is_ok());
+    assert!(translate(o, &ap, 8, FRAME).is_err());
+}

@@ -11,7 +11,9 @@
 use super::codegen::ProbeShape;
 use super::spec::{ArgSource, Identity, KernelFilter};
 use crate::bpf::insn::{helper, op, Asm, Label, Size, R0, R1, R10, R2, R3, R6};
-use dtrace_ebpf::translate::{self, Builtin, Frame, ProbeContext, ProbeNames, Untranslatable};
+use dtrace_ebpf::translate::{
+    self, Array, Builtin, Frame, KeyPart, ProbeContext, ProbeNames, Untranslatable,
+};
 
 /// Per predicate of a [`KernelFilter`], in its order: `Ok` when it runs in the kernel at this probe,
 /// else why not.
@@ -146,14 +148,12 @@ impl ProbeContext for ShapeContext<'_> {
 
     fn emit_thread_load(&self, a: &mut Asm, var: u32) -> Result<(), String> {
         let kv = self.kernel_var(var)?;
-        super::kvars::emit_load(a, kv, var);
-        Ok(())
+        super::kvars::emit_load(a, kv, var)
     }
 
     fn emit_thread_store(&self, a: &mut Asm, var: u32, value_at: i16) -> Result<(), String> {
         let kv = self.kernel_var(var)?;
-        super::kvars::emit_store(a, kv, var, value_at);
-        Ok(())
+        super::kvars::emit_store(a, kv, var, value_at)
     }
 
     fn emit_local_load(&self, a: &mut Asm, var: u32) -> Result<(), String> {
@@ -177,6 +177,30 @@ impl ProbeContext for ShapeContext<'_> {
         super::kvars::emit_global_store(a, kv, i, value_at);
         Ok(())
     }
+
+    fn emit_array_load(&self, a: &mut Asm, array: Array, key: &[KeyPart]) -> Result<(), String> {
+        let kv = self.kernel_array(array)?;
+        super::kvars::emit_array_load(a, kv, array, key)
+    }
+
+    fn emit_array_store(
+        &self,
+        a: &mut Asm,
+        array: Array,
+        key: &[KeyPart],
+        value_at: i16,
+    ) -> Result<(), String> {
+        let kv = self.kernel_array(array)?;
+        super::kvars::emit_array_store(a, kv, array, key, value_at)
+    }
+
+    fn emit_dropped(&self, a: &mut Asm, abandon: Label) -> bool {
+        if self.vars.is_none() {
+            return false;
+        }
+        super::kvars::emit_dropped(a, abandon);
+        true
+    }
 }
 
 impl ShapeContext<'_> {
@@ -193,6 +217,25 @@ impl ShapeContext<'_> {
         self.vars
             .and_then(|kv| Some((kv, kv.global_ids.iter().position(|&g| g == var)?)))
             .ok_or_else(|| "this global lives in dtrace".to_string())
+    }
+
+    /// The kernel's dynamic variables, when `array` lives there (and the probe runs for its
+    /// thread, for a thread-local array).
+    fn kernel_array(&self, array: Array) -> Result<&super::spec::KernelVars, String> {
+        let kv = self
+            .vars
+            .filter(|kv| {
+                if array.thread {
+                    kv.thread_arrays.contains(&array.var)
+                } else {
+                    kv.global_arrays.contains(&array.var)
+                }
+            })
+            .ok_or("this associative array lives in dtrace")?;
+        if array.thread {
+            self.current("a thread-local")?;
+        }
+        Ok(kv)
     }
 
     /// The kernel's thread-locals, when `var` is one of them and the probe runs for its thread.

@@ -64,6 +64,9 @@ const REC: i16 = VARS_KEY - 8 * (super::kvars::MAX_LOCALS as i16 + 1);
 /// before Linux 6.2 or so follows the null branch of a test of a reloaded ring pointer too, and
 /// finds the record unreleased there.
 const REC_OK: i16 = REC - 8;
+/// Non-zero once a store to a dynamic variable was dropped (`capture::kvars`): the clause ends
+/// there, without its record, as in the interpreter.
+pub(crate) const DVAR_DROPPED: i16 = REC_OK - 8;
 
 /// `BPF_NOEXIST`: create only.
 const BPF_NOEXIST: i32 = 1;
@@ -282,6 +285,7 @@ pub fn emit_aggs(
     }
     if let Some(kv) = &k.vars {
         super::kvars::emit_zero_locals(a, kv.local_ids.len());
+        a.store_imm(Size::DW, R10, DVAR_DROPPED, 0);
     }
     let mut exited_before = false;
     for (n, (c, t)) in k.clauses.iter().zip(&results).enumerate() {
@@ -290,9 +294,9 @@ pub fn emit_aggs(
             // After exit() in an earlier clause of this firing no clause runs.
             emit_exited(a, k.exit, done);
         }
-        let next = a.label();
+        let (next, dropped) = (a.label(), a.label());
         if let Some(p) = &t.predicate {
-            p.emit(a);
+            emit_fragment(a, p, dropped);
             a.jmp_imm(op::JEQ, R0, 0, next);
         }
         if let Some(r) = &c.record {
@@ -302,7 +306,7 @@ pub fn emit_aggs(
         }
         let stores_before = |a: &mut Asm, j: usize| {
             for (_, f) in t.stores.iter().filter(|(b, _)| *b == j) {
-                f.emit(a);
+                emit_fragment(a, f, dropped);
             }
         };
         // The aggregating and recording actions in the clause's order, stores between them.
@@ -318,7 +322,7 @@ pub fn emit_aggs(
                         .flat_map(|r| &r.actions)
                         .find(|x| x.step == j);
                     if let (Some(v), Some(action)) = (v, action) {
-                        emit_record_value(a, v, action)?;
+                        emit_record_value(a, v, action, dropped)?;
                         if action.exit {
                             emit_exit(a, k.exit);
                             exited_before = true;
@@ -333,7 +337,7 @@ pub fn emit_aggs(
                 }
                 None => {
                     if let Some((agg, ta)) = aggs.next() {
-                        emit_agg(a, k, agg, ta)?;
+                        emit_agg(a, k, agg, ta, dropped)?;
                     }
                 }
             }
@@ -346,6 +350,30 @@ pub fn emit_aggs(
             a.load(Size::DW, R7, R10, REC);
             super::codegen::emit_submit(a, ring);
             a.bind(none);
+        }
+        let can_drop = t.predicate.iter().any(|f| f.can_drop)
+            || t.stores.iter().any(|(_, f)| f.can_drop)
+            || t.records
+                .iter()
+                .flat_map(|(_, v)| v)
+                .any(|v| v.fragment.can_drop)
+            || t.aggs.iter().any(|g| {
+                g.keys.iter().any(|v| v.fragment.can_drop)
+                    || g.value.iter().chain(&g.incr).any(|f| f.can_drop)
+            });
+        if can_drop {
+            // A dropped store ended the clause: its record goes nowhere.
+            a.ja(next);
+            a.bind(dropped);
+            a.store_imm(Size::DW, R10, DVAR_DROPPED, 0);
+            if c.record.is_some() {
+                a.load(Size::DW, R1, R10, REC_OK);
+                a.jmp_imm(op::JEQ, R1, 0, next);
+                a.load(Size::DW, R1, R10, REC);
+                a.mov_imm(R2, 0).call(helper::RINGBUF_DISCARD);
+            }
+        } else {
+            a.bind(dropped);
         }
         a.bind(next);
     }
@@ -425,11 +453,12 @@ fn emit_record_value(
     a: &mut Asm,
     v: &translate::Value,
     action: &super::spec::RecordAction,
+    dropped: Label,
 ) -> crate::error::Result<()> {
     let at = i16::try_from(super::layout::built::SIZE + action.offset as usize)
         .map_err(|_| crate::error::LinuxError::Asm("record too large".into()))?;
     let skip = a.label();
-    v.fragment.emit(a);
+    emit_fragment(a, &v.fragment, dropped);
     a.load(Size::DW, R7, R10, REC);
     a.jmp_imm(op::JEQ, R7, 0, skip);
     let size = action.size as usize;
@@ -459,6 +488,14 @@ fn emit_record_value(
     Ok(())
 }
 
+/// Emits `f`; when a store in it may be dropped, jumps to `dropped` if one was (r0 is kept).
+fn emit_fragment(a: &mut Asm, f: &Fragment, dropped: Label) {
+    f.emit(a);
+    if f.can_drop {
+        super::kvars::emit_dropped(a, dropped);
+    }
+}
+
 /// Loads the map of the current generation into r1.
 fn emit_map(a: &mut Asm, maps: [i32; 2]) {
     let (second, have) = (a.label(), a.label());
@@ -480,6 +517,7 @@ fn emit_agg(
     k: &KernelAggs,
     agg: &KernelAgg,
     t: &TranslatedAgg,
+    dropped: Label,
 ) -> crate::error::Result<()> {
     let kinds: Vec<KeyKind> = agg.keys.iter().map(|(_, kind)| *kind).collect();
     let (ksize, offs) = kernel_key_layout(&kinds);
@@ -492,7 +530,7 @@ fn emit_agg(
         a.store_imm(Size::DW, R10, KEYBUF + i as i16, 0);
     }
     for ((v, kind), off) in t.keys.iter().zip(&kinds).zip(offs) {
-        v.fragment.emit(a);
+        emit_fragment(a, &v.fragment, dropped);
         let at = KEYBUF + off as i16;
         match (&v.kind, kind) {
             (ValueKind::Int, KeyKind::Int(n)) => {
@@ -519,7 +557,7 @@ fn emit_agg(
     }
     match &t.value {
         Some(f) => {
-            f.emit(a);
+            emit_fragment(a, f, dropped);
             a.store(Size::DW, R10, VAL, R0);
         }
         None => {
@@ -528,7 +566,7 @@ fn emit_agg(
     }
     match &t.incr {
         Some(f) => {
-            f.emit(a);
+            emit_fragment(a, f, dropped);
             a.store(Size::DW, R10, INCR, R0);
         }
         None => {
@@ -775,7 +813,7 @@ fn emit_square_add(a: &mut Asm) {
 }
 
 // The slots fit the eBPF stack, 8-aligned.
-const _: () = assert!(REC_OK >= -512 && GEN % 8 == 0 && KEYBUF % 8 == 0);
+const _: () = assert!(DVAR_DROPPED >= -512 && GEN % 8 == 0 && KEYBUF % 8 == 0);
 
 #[cfg(test)]
 mod tests {

@@ -1,14 +1,22 @@
 //! D variables in the kernel, the probe's side (the consumer's is `provider::kvars`):
-//! the integer `self->` variables that only clauses running whole at the probe use live in one
-//! BPF hash map keyed by (thread id, variable id), so `self->ts = timestamp` at one probe and
+//! the integer `self->` variables and the associative arrays with integer keys and values
+//! (`a[k1, k2]`, `self->a[k]`) that only clauses running whole at the probe use live in one BPF
+//! hash map, DTrace's dynamic variable space, so `self->ts = timestamp` at one probe and
 //! `timestamp - self->ts` at another cost no record at either.
+//!
+//! A key is [`key_size`] bytes, built in a per-CPU scratch value: the thread id (4 bytes, 0
+//! for a global array), the variable's id with its kind ([`THREAD_ARRAY`], [`GLOBAL_ARRAY`];
+//! nothing for a thread-local scalar), then the tuple's elements: an integer in 8 bytes, a string
+//! (a constant or `execname`) in `strsize` bytes rounded up to 8, zero-padded, so two keys are
+//! equal when their strings are equal up to the NUL, as DTrace compares them; the key is
+//! zero-padded to the map's key size (the largest tuple of any kernel array).
 //!
 //! DTrace's rules hold: a variable never stored, or stored zero, reads as zero; storing zero
 //! frees its entry (a delete); a store that finds the map full (its size comes from
-//! `dynvarsize`) is lost and counted in a per-CPU drop counter, which dtrace reports as dynamic
-//! variable drops. The translator (`dtrace_ebpf::translate`) asks for these loads and stores
-//! through `ProbeContext::emit_thread_load`/`emit_thread_store`; the emitters here build the key
-//! on the stack at [`KEY`] (below every other slot the kernel clauses use, see `capture::kagg`).
+//! `dynvarsize`) is lost, counted in a per-CPU drop counter, which dtrace reports as dynamic
+//! variable drops, and ends its clause (as in the interpreter): it sets the stack flag
+//! `kagg::DVAR_DROPPED`, which the clause's code tests after the store. The translator
+//! (`dtrace_ebpf::translate`) asks for these loads and stores through the `ProbeContext`.
 //!
 //! Integer global scalars placed in the kernel are the 8-byte words of the one value of an array
 //! map, read and written in place (no helper call): zero until stored, never freed. Integer
@@ -16,25 +24,195 @@
 //! so they live for the firing and are shared by its kernel clauses, as the framework's are.
 
 use super::spec::KernelVars;
-use crate::bpf::insn::{helper, op, Asm, Size, R0, R1, R10, R2, R3, R4};
+use crate::bpf::insn::{helper, op, Asm, Label, Size, R0, R1, R10, R2, R3, R4, R9};
+use dtrace_ebpf::translate::{string_key_width, Array, KeyPart, COMM_LEN};
 
-/// Bytes of a key: the thread id (4), then the variable id (4).
-pub const KEY_SIZE: u32 = 8;
 /// Bytes of a value: the integer.
 pub const VALUE_SIZE: u32 = 8;
-/// The stack slot of the key (and of the drop counter's index once a store failed).
+/// The stack slot of the scratch's index and of the drop counter's.
 pub(crate) const KEY: i16 = super::kagg::VARS_KEY;
+/// Marks the variable id of a thread-local array in a key.
+pub const THREAD_ARRAY: u32 = 1 << 16;
+/// Marks the variable id of a global array in a key.
+pub const GLOBAL_ARRAY: u32 = 2 << 16;
+
+/// Bytes of a key whose tuples take at most `tuple` bytes.
+pub fn key_size(tuple: usize) -> u32 {
+    8 + tuple.min(MAX_KEY_SIZE as usize) as u32
+}
+
+/// The largest key of a BPF hash map (the kernel's limit).
+pub const MAX_KEY_SIZE: u32 = 512;
 
 /// `BPF_ANY`: create or replace.
 const BPF_ANY: i32 = 0;
 
-/// Writes the key of `var` for the current thread at [`KEY`]; uses r0, r1.
-fn emit_key(a: &mut Asm, var: u32) {
-    a.call(helper::GET_CURRENT_PID_TGID);
-    a.alu_imm(op::LSH, R0, 32).alu_imm(op::RSH, R0, 32);
-    a.ld_imm64(R1, u64::from(var) << 32);
-    a.alu(op::OR, R0, R1);
-    a.store(Size::DW, R10, KEY, R0);
+/// Builds the key of variable `tag` (its id and kind) of the current thread (`thread`) or of
+/// none, with `tuple`, in the per-CPU scratch, and leaves its address in r9; jumps to `none`
+/// with r0 zero if the scratch is missing (it never is). Uses r0-r5.
+fn emit_key(
+    a: &mut Asm,
+    kv: &KernelVars,
+    thread: bool,
+    tag: u32,
+    tuple: &[KeyPart],
+    none: Label,
+) -> Result<(), String> {
+    let width = string_key_width(kv.strsize as usize);
+    let bytes: usize = tuple
+        .iter()
+        .map(|p| match p {
+            KeyPart::Int(_) => 8,
+            KeyPart::Str(_) | KeyPart::Execname(_) => width,
+        })
+        .sum();
+    if 8 + bytes > kv.key_size as usize {
+        return Err(format!(
+            "a key of {bytes} bytes is larger than the kernel's keys"
+        ));
+    }
+    a.store_imm(Size::DW, R10, KEY, 0);
+    a.ld_map_fd(R1, kv.keys)
+        .mov(R2, R10)
+        .alu_imm(op::ADD, R2, i32::from(KEY));
+    a.call(helper::MAP_LOOKUP_ELEM);
+    a.jmp_imm(op::JEQ, R0, 0, none);
+    a.mov(R9, R0);
+    if thread {
+        a.call(helper::GET_CURRENT_PID_TGID);
+        a.store(Size::W, R9, 0, R0);
+    } else {
+        a.store_imm(Size::W, R9, 0, 0);
+    }
+    a.store_imm(Size::W, R9, 4, tag as i32);
+    let mut off = 8i16;
+    for part in tuple {
+        match part {
+            KeyPart::Int(at) => {
+                a.load(Size::DW, R1, R10, *at).store(Size::DW, R9, off, R1);
+                off += 8;
+            }
+            KeyPart::Str(b) => {
+                if b.len() > kv.strsize as usize {
+                    return Err("a string key longer than strsize".into());
+                }
+                let mut padded = b.clone();
+                padded.resize(width, 0);
+                for chunk in padded.chunks(8) {
+                    let mut word = [0u8; 8];
+                    word.copy_from_slice(chunk);
+                    match u64::from_le_bytes(word) {
+                        0 => a.store_imm(Size::DW, R9, off, 0),
+                        w => a.ld_imm64(R1, w).store(Size::DW, R9, off, R1),
+                    };
+                    off += 8;
+                }
+            }
+            KeyPart::Execname(at) => {
+                // A key keeps `strsize` characters of a string, as the interpreter's.
+                let n = COMM_LEN.min(kv.strsize as usize) as i16;
+                for i in (0..width as i16).step_by(8) {
+                    a.store_imm(Size::DW, R9, off + i, 0);
+                }
+                for i in 0..n {
+                    a.load(Size::B, R1, R10, at + i)
+                        .store(Size::B, R9, off + i, R1);
+                }
+                off += width as i16;
+            }
+        }
+    }
+    while (off as u32) < kv.key_size {
+        a.store_imm(Size::DW, R9, off, 0);
+        off += 8;
+    }
+    Ok(())
+}
+
+/// r0 = the value under the key [`emit_key`] builds (0 when there is none).
+fn emit_lookup(
+    a: &mut Asm,
+    kv: &KernelVars,
+    thread: bool,
+    tag: u32,
+    tuple: &[KeyPart],
+) -> Result<(), String> {
+    let done = a.label();
+    emit_key(a, kv, thread, tag, tuple, done)?;
+    a.ld_map_fd(R1, kv.map).mov(R2, R9);
+    a.call(helper::MAP_LOOKUP_ELEM);
+    a.jmp_imm(op::JEQ, R0, 0, done);
+    a.load(Size::DW, R0, R0, 0);
+    a.bind(done);
+    Ok(())
+}
+
+/// Stores the integer at `fp + value_at` under the key [`emit_key`] builds: zero deletes, a
+/// full map counts a drop and sets the clause's drop flag.
+fn emit_update(
+    a: &mut Asm,
+    kv: &KernelVars,
+    thread: bool,
+    tag: u32,
+    tuple: &[KeyPart],
+    value_at: i16,
+) -> Result<(), String> {
+    let (free, done) = (a.label(), a.label());
+    emit_key(a, kv, thread, tag, tuple, done)?;
+    a.load(Size::DW, R1, R10, value_at);
+    a.jmp_imm(op::JEQ, R1, 0, free);
+    a.ld_map_fd(R1, kv.map)
+        .mov(R2, R9)
+        .mov(R3, R10)
+        .alu_imm(op::ADD, R3, i32::from(value_at))
+        .mov_imm(R4, BPF_ANY);
+    a.call(helper::MAP_UPDATE_ELEM);
+    a.jmp_imm(op::JEQ, R0, 0, done);
+    // The map is full: a dynamic variable drop, which ends the clause.
+    a.store_imm(Size::DW, R10, super::kagg::DVAR_DROPPED, 1);
+    super::kagg::emit_count_drop(a, kv.drops, KEY, done);
+    a.bind(free);
+    a.ld_map_fd(R1, kv.map).mov(R2, R9);
+    a.call(helper::MAP_DELETE_ELEM);
+    a.bind(done);
+    Ok(())
+}
+
+/// Jumps to `abandon` when a store of this firing's clause was dropped (see [`emit_update`]).
+pub fn emit_dropped(a: &mut Asm, abandon: Label) {
+    a.load(Size::DW, R1, R10, super::kagg::DVAR_DROPPED);
+    a.jmp_imm(op::JNE, R1, 0, abandon);
+}
+
+/// The tag of `array` in a key.
+fn array_tag(array: Array) -> u32 {
+    array.var
+        | if array.thread {
+            THREAD_ARRAY
+        } else {
+            GLOBAL_ARRAY
+        }
+}
+
+/// r0 = element `tuple` of `array` (0 when there is none).
+pub fn emit_array_load(
+    a: &mut Asm,
+    kv: &KernelVars,
+    array: Array,
+    tuple: &[KeyPart],
+) -> Result<(), String> {
+    emit_lookup(a, kv, array.thread, array_tag(array), tuple)
+}
+
+/// Stores the integer at `fp + value_at` in element `tuple` of `array` (zero deletes it).
+pub fn emit_array_store(
+    a: &mut Asm,
+    kv: &KernelVars,
+    array: Array,
+    tuple: &[KeyPart],
+    value_at: i16,
+) -> Result<(), String> {
+    emit_update(a, kv, array.thread, array_tag(array), tuple, value_at)
 }
 
 /// r0 = global scalar number `index` of the globals' value.
@@ -91,39 +269,12 @@ pub fn emit_local_store(a: &mut Asm, index: usize, value_at: i16) {
 const _: () = assert!(KEY - 8 * MAX_LOCALS as i16 >= -512);
 
 /// r0 = the current thread's `var` (0 when it has none).
-pub fn emit_load(a: &mut Asm, kv: &KernelVars, var: u32) {
-    emit_key(a, var);
-    let done = a.label();
-    a.ld_map_fd(R1, kv.map)
-        .mov(R2, R10)
-        .alu_imm(op::ADD, R2, i32::from(KEY));
-    a.call(helper::MAP_LOOKUP_ELEM);
-    a.jmp_imm(op::JEQ, R0, 0, done);
-    a.load(Size::DW, R0, R0, 0);
-    a.bind(done);
+pub fn emit_load(a: &mut Asm, kv: &KernelVars, var: u32) -> Result<(), String> {
+    emit_lookup(a, kv, true, var, &[])
 }
 
 /// Stores the integer at `fp + value_at` in the current thread's `var`: zero frees it, a full
 /// map counts a drop.
-pub fn emit_store(a: &mut Asm, kv: &KernelVars, var: u32, value_at: i16) {
-    emit_key(a, var);
-    let (free, done) = (a.label(), a.label());
-    a.load(Size::DW, R1, R10, value_at);
-    a.jmp_imm(op::JEQ, R1, 0, free);
-    a.ld_map_fd(R1, kv.map)
-        .mov(R2, R10)
-        .alu_imm(op::ADD, R2, i32::from(KEY))
-        .mov(R3, R10)
-        .alu_imm(op::ADD, R3, i32::from(value_at))
-        .mov_imm(R4, BPF_ANY);
-    a.call(helper::MAP_UPDATE_ELEM);
-    a.jmp_imm(op::JEQ, R0, 0, done);
-    // The map is full: a dynamic variable drop.
-    super::kagg::emit_count_drop(a, kv.drops, KEY, done);
-    a.bind(free);
-    a.ld_map_fd(R1, kv.map)
-        .mov(R2, R10)
-        .alu_imm(op::ADD, R2, i32::from(KEY));
-    a.call(helper::MAP_DELETE_ELEM);
-    a.bind(done);
+pub fn emit_store(a: &mut Asm, kv: &KernelVars, var: u32, value_at: i16) -> Result<(), String> {
+    emit_update(a, kv, true, var, &[], value_at)
 }

@@ -286,7 +286,7 @@ pub const CONTROL_SIZE: usize = 16;
 /// The D variables kept in the kernel (see `capture::kvars`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KernelVars {
-    /// The hash map of (thread id, variable id) to value.
+    /// The hash map of dynamic variables (see `capture::kvars` for its keys) to values.
     pub map: i32,
     /// A per-CPU array of one u64: stores lost because the map was full.
     pub drops: i32,
@@ -298,6 +298,17 @@ pub struct KernelVars {
     pub global_ids: Vec<u32>,
     /// The ids of the clause-locals kept on the stack (`capture::kvars::local_slot`), in order.
     pub local_ids: Vec<u32>,
+    /// The ids of the thread-local associative arrays kept in `map`.
+    pub thread_arrays: Vec<u32>,
+    /// The ids of the global associative arrays kept in `map`.
+    pub global_arrays: Vec<u32>,
+    /// A per-CPU array of one value of `key_size` bytes, where keys are built.
+    pub keys: i32,
+    /// Bytes of `map`'s keys (`capture::kvars::key_size`).
+    pub key_size: u32,
+    /// D's `strsize` (a key keeps `strsize` characters of a string, in `string_key_width`
+    /// bytes).
+    pub strsize: u32,
 }
 
 /// One clause run whole in the kernel: its actions are aggregating functions and stores to

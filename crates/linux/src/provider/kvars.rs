@@ -1,27 +1,28 @@
 //! D variables in the kernel, the consumer's side (the probe's side is `capture::kvars`): where
-//! each thread-local (`self->x`) and global scalar (`x`) lives ([`place`]), and their maps.
+//! each thread-local (`self->x`, `self->a[k]`), global (`x`, `a[k1, k2]`) and clause-local
+//! (`this->x`) lives ([`place`]), and their maps.
 //!
 //! A variable lives in the kernel only when every clause that reads or writes it, in every
 //! program of the session (all `-n`/`-s` programs are planned together), runs whole at the probe:
 //! its probes fire in the kernel (tracepoints, `fbt`, `pid` and USDT uprobes, `profile` and
 //! `tick` perf events; never `BEGIN`/`END`, which fire in dtrace), its actions are aggregating
 //! functions, stores and records the probe's code builds ([`ClausePlan`]), and it translates at
-//! every probe it matches
-//! (`capture::kagg::check_clause`). One clause that cannot keeps every variable it uses in
-//! dtrace, and with them every other clause that uses those, until nothing changes: the two
-//! paths never share a variable, so nothing changes meaning. A clause that records runs there only
-//! when every clause at its probes does (records keep the clauses' order). Only integer scalars qualify
-//! (strings and structs stay in dtrace). A clause whose thread-locals live in the kernel runs
-//! there at every probe or the enabling fails with a one-line reason (a verifier limit no
-//! translation foresees); a clause that uses one and runs in dtrace (a program planned after
-//! the placement) fails alike.
+//! every probe it matches (`capture::kagg::check_clause`). One clause that cannot keeps every
+//! variable it uses in dtrace, and with them every other clause that uses those, until nothing
+//! changes: the two paths never share a variable, so nothing changes meaning. A clause that
+//! records runs there only when every clause at its probes does (records keep the clauses'
+//! order). Only integer scalars and associative arrays with integer keys and values qualify
+//! (strings and structs stay in dtrace). A clause whose variables live in the kernel runs there
+//! at every probe or the enabling fails with a one-line reason (a verifier limit no translation
+//! foresees); a clause that uses one and runs in dtrace (a program planned after the placement)
+//! fails alike.
 //!
-//! The thread-locals' map holds (thread id, variable id) to value, as many entries as
-//! `dynvarsize` gives dynamic variables in the framework's space (`dynvar::capacity` of the
-//! programs' entry size, an 8-byte integer when that is not known); stores
-//! that find it full are counted per CPU and reported as dynamic variable drops. Globals are the
-//! words of one array value, zero until stored, never freed, shared by every CPU (as racy as
-//! DTrace's own).
+//! Thread-locals and array elements share one map, DTrace's dynamic variable space: (thread id,
+//! variable, tuple) to value (`capture::kvars`), as many entries as `dynvarsize` gives dynamic
+//! variables in the framework's space (`dynvar::capacity` of the programs' entry size, an 8-byte
+//! integer when that is not known); stores that find it full are counted per CPU and reported as
+//! dynamic variable drops. Global scalars are the words of one array value, zero until stored,
+//! never freed, shared by every CPU (as racy as DTrace's own).
 
 use super::kagg::ClausePlan;
 use crate::bpf::{Map, MapKind};
@@ -29,7 +30,8 @@ use crate::capture::spec::{KernelAggClause, KernelVars};
 use crate::catalog::{Catalog, Probe};
 use crate::error::Result;
 use dtrace_dif::object::{
-    DifObject, DIFV_KIND_SCALAR, DIFV_SCOPE_GLOBAL, DIFV_SCOPE_LOCAL, DIFV_SCOPE_THREAD,
+    DifObject, DIFV_KIND_ARRAY, DIFV_KIND_SCALAR, DIFV_SCOPE_GLOBAL, DIFV_SCOPE_LOCAL,
+    DIFV_SCOPE_THREAD,
 };
 use dtrace_dif::program::EcbDesc;
 use std::collections::{BTreeMap, BTreeSet};
@@ -63,13 +65,15 @@ pub struct ThreadVar {
     pub key: VarKey,
     /// `self->NAME` or `NAME`.
     pub name: String,
-    /// An integer scalar (what the kernel keeps).
+    /// An integer scalar, or an associative array of integers (what the kernel keeps).
     pub integer: bool,
+    /// An associative array, and the most bytes its tuples take in the clause.
+    pub array: Option<usize>,
 }
 
 /// The thread-locals, user globals and clause-locals clause `e` reads or writes (from its
-/// objects' variable tables).
-pub fn thread_vars(e: &EcbDesc) -> Vec<ThreadVar> {
+/// objects' variable tables), the strings of arrays' keys `strsize` (D's) bytes.
+pub fn thread_vars(e: &EcbDesc, strsize: u32) -> Vec<ThreadVar> {
     let mut out: Vec<ThreadVar> = Vec::new();
     for o in clause_objects(e) {
         for v in &o.vartab {
@@ -81,7 +85,15 @@ pub fn thread_vars(e: &EcbDesc) -> Vec<ThreadVar> {
                 }
                 _ => continue,
             };
-            let integer = v.kind == DIFV_KIND_SCALAR
+            let array = (v.kind == DIFV_KIND_ARRAY && scope != Scope::Clause).then(|| {
+                dtrace_ebpf::translate::array_key_bytes(
+                    o,
+                    scope == Scope::Thread,
+                    v.id,
+                    strsize as usize,
+                )
+            });
+            let integer = (v.kind == DIFV_KIND_SCALAR || array.is_some())
                 && !v.ty.is_string()
                 && !v.ty.is_by_ref()
                 && matches!(v.ty.size, 1 | 2 | 4 | 8);
@@ -91,8 +103,16 @@ pub fn thread_vars(e: &EcbDesc) -> Vec<ThreadVar> {
                 .unwrap_or_else(|| format!("{prefix}#{}", v.id));
             let key = (scope, v.id);
             match out.iter_mut().find(|t| t.key == key) {
-                Some(t) => t.integer &= integer,
-                None => out.push(ThreadVar { key, name, integer }),
+                Some(t) => {
+                    t.integer &= integer;
+                    t.array = t.array.max(array);
+                }
+                None => out.push(ThreadVar {
+                    key,
+                    name,
+                    integer,
+                    array,
+                }),
             }
         }
     }
@@ -126,6 +146,8 @@ pub struct ClauseFacts {
 pub struct Placement {
     /// The variables kept in the kernel.
     pub kernel: BTreeSet<VarKey>,
+    /// Those of them that are associative arrays, with the most bytes of their tuples.
+    pub arrays: BTreeMap<VarKey, usize>,
     /// Per clause: `None` when it uses no thread-local; `Ok` with the names of its variables
     /// when they live in the kernel (it runs there whole); else why they stay in dtrace.
     pub clauses: Vec<Option<std::result::Result<String, String>>>,
@@ -146,7 +168,7 @@ pub fn place(facts: &[ClauseFacts]) -> Placement {
         facts
             .iter()
             .flat_map(|c| &c.vars)
-            .filter(|v| v.key.0 == scope)
+            .filter(|v| v.key.0 == scope && v.array.is_none())
             .map(|v| v.key.1)
             .collect::<BTreeSet<u32>>()
             .len()
@@ -169,7 +191,17 @@ pub fn place(facts: &[ClauseFacts]) -> Placement {
                 dtrace
                     .entry(v.key)
                     .or_insert_with(|| format!("{} is not an integer", v.name));
-            } else if let Some(why) = too_many.get(&v.key.0) {
+            } else if v.array.is_some_and(|n| {
+                crate::capture::kvars::key_size(n) >= crate::capture::kvars::MAX_KEY_SIZE
+            }) {
+                dtrace.entry(v.key).or_insert_with(|| {
+                    format!(
+                        "{}'s keys are larger than a kernel map's ({} bytes)",
+                        v.name,
+                        crate::capture::kvars::MAX_KEY_SIZE
+                    )
+                });
+            } else if let Some(why) = too_many.get(&v.key.0).filter(|_| v.array.is_none()) {
                 dtrace.entry(v.key).or_insert_with(|| why.clone());
             }
         }
@@ -229,6 +261,12 @@ pub fn place(facts: &[ClauseFacts]) -> Placement {
             (Ok(()), Some(why)) => Err(why.clone()),
             (Ok(()), None) => {
                 out.kernel.extend(c.vars.iter().map(|v| v.key));
+                for v in &c.vars {
+                    if let Some(n) = v.array {
+                        let most = out.arrays.entry(v.key).or_default();
+                        *most = (*most).max(n);
+                    }
+                }
                 Ok(names())
             }
         };
@@ -350,14 +388,17 @@ pub fn runs_whole(
         stores: plan.stores.clone(),
         record: plan.record.clone(),
     };
-    let kv = KernelVars {
-        map: -1,
-        drops: -1,
-        ids: ids_of(vars.iter().map(|v| v.key), Scope::Thread),
-        globals: -1,
-        global_ids: ids_of(vars.iter().map(|v| v.key), Scope::Global),
-        local_ids: ids_of(vars.iter().map(|v| v.key), Scope::Clause),
-    };
+    let arrays: BTreeMap<VarKey, usize> = vars
+        .iter()
+        .filter_map(|v| Some((v.key, v.array?)))
+        .collect();
+    let kv = kernel_vars_of(
+        vars.iter().map(|v| v.key).collect(),
+        &arrays,
+        [-1; 4],
+        crate::capture::kvars::key_size(arrays.values().copied().max().unwrap_or(0)),
+        strsize.saturating_sub(1),
+    );
     // Probes that read their context alike translate alike (a glob over a library's functions
     // or the kernel's has thousands): each shape is checked once, with the probe's names when
     // the clause reads them.
@@ -405,6 +446,31 @@ fn reads_probe_names(e: &EcbDesc) -> bool {
     })
 }
 
+/// The probe's view of the variables `kernel` (`arrays` among them), in the maps `fds` (the
+/// dynamic variables, their drops, the globals, the key scratch) whose keys are `key_size` bytes.
+fn kernel_vars_of(
+    kernel: BTreeSet<VarKey>,
+    arrays: &BTreeMap<VarKey, usize>,
+    fds: [i32; 4],
+    key_size: u32,
+    strsize: u32,
+) -> KernelVars {
+    let scalars = || kernel.iter().copied().filter(|k| !arrays.contains_key(k));
+    KernelVars {
+        map: fds[0],
+        drops: fds[1],
+        ids: ids_of(scalars(), Scope::Thread),
+        globals: fds[2],
+        global_ids: ids_of(scalars(), Scope::Global),
+        local_ids: ids_of(scalars(), Scope::Clause),
+        thread_arrays: ids_of(arrays.keys().copied(), Scope::Thread),
+        global_arrays: ids_of(arrays.keys().copied(), Scope::Global),
+        keys: fds[3],
+        key_size,
+        strsize,
+    }
+}
+
 /// The ids of the variables of `scope` among `keys`, in order.
 fn ids_of(keys: impl Iterator<Item = VarKey>, scope: Scope) -> Vec<u32> {
     keys.filter(|k| k.0 == scope)
@@ -414,49 +480,76 @@ fn ids_of(keys: impl Iterator<Item = VarKey>, scope: Scope) -> Vec<u32> {
         .collect()
 }
 
-/// The kernel's map of thread-locals and its drop counter, and the globals' array.
+/// The kernel's map of dynamic variables (thread-locals and associative arrays), its drop
+/// counter and key scratch, and the globals' array.
 pub struct KernelVarMaps {
     map: Map,
     drops: Map,
     globals: Map,
+    keys: Map,
+    key_size: u32,
+    strsize: u32,
     global_ids: Vec<u32>,
 }
 
 impl KernelVarMaps {
-    /// Maps for `dynvarsize` bytes of thread-locals of `entry` bytes each (0: 8-byte integers),
-    /// and the globals of `kernel`.
-    pub fn new(dynvarsize: u64, entry: u64, kernel: &BTreeSet<VarKey>) -> Result<KernelVarMaps> {
-        let global_ids = ids_of(kernel.iter().copied(), Scope::Global);
+    /// Maps for `dynvarsize` bytes of dynamic variables of `entry` bytes each (0: 8-byte
+    /// integers), keyed for the arrays of `placement` (strings of `strsize` bytes), and its
+    /// globals.
+    pub fn new(
+        dynvarsize: u64,
+        entry: u64,
+        placement: &Placement,
+        strsize: u32,
+    ) -> Result<KernelVarMaps> {
+        let scalars = placement
+            .kernel
+            .iter()
+            .copied()
+            .filter(|k| !placement.arrays.contains_key(k));
+        let global_ids = ids_of(scalars, Scope::Global);
         let words = global_ids
             .len()
             .clamp(1, crate::capture::kvars::MAX_GLOBALS);
         let entry = if entry == 0 { 8 } else { entry };
         let entries = dtrace_dif::vm::dynvar::capacity(dynvarsize, entry).min(1 << 20) as u32;
+        let key_size =
+            crate::capture::kvars::key_size(placement.arrays.values().copied().max().unwrap_or(0));
         Ok(KernelVarMaps {
             map: Map::create(
                 MapKind::Hash,
-                "dt_tls",
-                crate::capture::kvars::KEY_SIZE,
+                "dt_dvars",
+                key_size,
                 crate::capture::kvars::VALUE_SIZE,
                 entries,
             )?,
-            drops: Map::create(MapKind::PerCpuArray, "dt_tls_drops", 4, 8, 1)?,
+            drops: Map::create(MapKind::PerCpuArray, "dt_dvar_drops", 4, 8, 1)?,
             globals: Map::create(MapKind::Array, "dt_globals", 4, 8 * words as u32, 1)?,
+            keys: Map::create(MapKind::PerCpuArray, "dt_dvar_key", 4, key_size, 1)?,
+            key_size,
+            // D's strsize (the storage less its NUL).
+            strsize: strsize.saturating_sub(1),
             global_ids,
         })
     }
 
-    /// The maps as the probe's code uses them, for the thread-locals of `kernel` (the globals
-    /// are those the maps were made for).
-    pub fn kernel_vars(&self, kernel: &BTreeSet<VarKey>) -> KernelVars {
-        KernelVars {
-            map: self.map.raw_fd(),
-            drops: self.drops.raw_fd(),
-            ids: ids_of(kernel.iter().copied(), Scope::Thread),
-            globals: self.globals.raw_fd(),
-            global_ids: self.global_ids.clone(),
-            local_ids: ids_of(kernel.iter().copied(), Scope::Clause),
-        }
+    /// The maps as the probe's code uses them, for the variables of `placement` (the globals
+    /// and the key size are those the maps were made for).
+    pub fn kernel_vars(&self, placement: &Placement) -> KernelVars {
+        let mut kv = kernel_vars_of(
+            placement.kernel.clone(),
+            &placement.arrays,
+            [
+                self.map.raw_fd(),
+                self.drops.raw_fd(),
+                self.globals.raw_fd(),
+                self.keys.raw_fd(),
+            ],
+            self.key_size,
+            self.strsize,
+        );
+        kv.global_ids = self.global_ids.clone();
+        kv
     }
 
     /// Stores lost so far because the map was full (all CPUs).
@@ -474,6 +567,7 @@ mod tests {
             key: (Scope::Thread, id),
             name: format!("self->v{id}"),
             integer,
+            array: None,
         }
     }
 
@@ -543,5 +637,42 @@ mod tests {
             at("read:return", vec![var(2, true)], Ok(())),
         ]);
         assert_eq!(p.kernel, BTreeSet::from([(Scope::Thread, 2)]));
+    }
+
+    #[test]
+    fn associative_arrays_of_integers_are_placed_with_their_longest_tuple() {
+        let src = "syscall::read:entry { a[arg0, 1] = 1; self->t[arg0] = a[1, 2, 3]; \
+            s[\"k\"] = \"v\"; }";
+        let p = dtrace_compiler::compile(src, &dtrace_compiler::CompileOptions::default());
+        // `a` is declared with two keys by its first use: three is a compile error.
+        assert!(p.is_err());
+        let src = "syscall::read:entry { a[arg0, 1] = 1; self->t[arg0] = a[1, 2]; \
+            s[arg0] = \"v\"; }";
+        let p = dtrace_compiler::compile(src, &dtrace_compiler::CompileOptions::default())
+            .expect("compiles");
+        let vars = thread_vars(&p.ecbs[0], 256);
+        let by_name = |n: &str| vars.iter().find(|v| v.name == n).cloned();
+        let a = by_name("a").expect("a");
+        assert_eq!(
+            (a.key.0, a.integer, a.array),
+            (Scope::Global, true, Some(16))
+        );
+        let t = by_name("self->t").expect("self->t");
+        assert_eq!(
+            (t.key.0, t.integer, t.array),
+            (Scope::Thread, true, Some(8))
+        );
+        // An array of strings stays in dtrace (for now).
+        assert!(!by_name("s").expect("s").integer);
+        let f = facts(vec![a.clone(), t.clone()], Ok(()));
+        let placed = place(&[f]);
+        assert_eq!(
+            placed.arrays,
+            BTreeMap::from([(a.key, 16), (t.key, 8)]),
+            "{placed:?}"
+        );
+        let kv = kernel_vars_of(placed.kernel.clone(), &placed.arrays, [-1; 4], 24, 256);
+        assert!(kv.ids.is_empty() && kv.global_ids.is_empty());
+        assert_eq!((kv.thread_arrays.len(), kv.global_arrays.len()), (1, 1));
     }
 }

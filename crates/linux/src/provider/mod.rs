@@ -414,13 +414,14 @@ impl Shared {
                             self.dynvar_sizes.0,
                             self.dynvar_sizes.1,
                         ),
-                        &self.placement.kernel,
+                        &self.placement,
+                        self.strsize,
                     )
                     .map_err(|e| e.to_string())?,
                 );
             }
             let vars = match (&self.kvar_maps, uses_vars) {
-                (Some(m), true) => Some(m.kernel_vars(&self.placement.kernel)),
+                (Some(m), true) => Some(m.kernel_vars(&self.placement)),
                 _ => None,
             };
             let state = self.kaggs.as_mut().ok_or("no kernel aggregations")?;
@@ -871,6 +872,7 @@ impl Shared {
             *c = Err(why.to_string());
         }
         self.placement.kernel.clear();
+        self.placement.arrays.clear();
         self.report_variables();
     }
 
@@ -1183,7 +1185,13 @@ impl LinuxTracing {
             sh.bypassed = true;
         }
         sh.note_processes |= user_symbols;
-        sh.strsize = sh.strsize.max(needs::program_strsize(program));
+        // The largest of the programs' (the default is a program's until one is planned).
+        let strsize = needs::program_strsize(program);
+        sh.strsize = if sh.clauses.is_empty() {
+            strsize
+        } else {
+            sh.strsize.max(strsize)
+        };
         let base = sh.clauses.len();
         if sh.exit_at_kernel_probe.is_none() {
             // A clause that builds its exit() record at the probe stops the kernel's clauses
@@ -1198,7 +1206,9 @@ impl LinuxTracing {
             let desc = format!("{}:{}:{}:{}", d.provider, d.module, d.function, d.name);
             let plan = sh.plan_clause(e, program);
             let has_aggs = e.actions.iter().any(|a| a.kind.is_aggregation());
-            sh.tvars.push(kvars::thread_vars(e));
+            let strsize = sh.strsize;
+            sh.tvars
+                .push(kvars::thread_vars(e, strsize.saturating_sub(1)));
             sh.kernel.push(ClauseKernel {
                 desc,
                 has_predicate: c.predicate.is_some(),
@@ -1235,6 +1245,17 @@ impl LinuxTracing {
             return self.plan(program);
         };
         let base = sh.planned[at].1;
+        // The program now carries the handle's strsize (`-x strsize`): the session's is the
+        // largest of the programs', and variables are placed again with it.
+        let before = sh.strsize;
+        sh.strsize = sh
+            .planned
+            .iter()
+            .enumerate()
+            .map(|(j, (p, _))| needs::program_strsize(if j == at { program } else { p }))
+            .max()
+            .unwrap_or(before);
+        let strsize = sh.strsize;
         for (k, ((d, c), e)) in n.clauses.into_iter().zip(&program.ecbs).enumerate() {
             let i = base + k;
             let plan = sh.plan_clause(e, program);
@@ -1247,13 +1268,16 @@ impl LinuxTracing {
                 *p = plan;
             }
             if let Some(t) = sh.tvars.get_mut(i) {
-                *t = kvars::thread_vars(e);
+                *t = kvars::thread_vars(e, strsize.saturating_sub(1));
             }
             if let Some(slot) = sh.clauses.get_mut(i) {
                 *slot = (d, c);
             }
         }
         sh.planned[at].0 = program.clone();
+        if strsize != before && !sh.kvars_enabled {
+            sh.place_variables();
+        }
     }
 
     /// Where the clauses of `program` (planned) start among the planned clauses: its clause `k`
