@@ -17,11 +17,10 @@ fn compile(name: &str, src: &str) -> PathBuf {
     common::compile_c(&dir, name, src, &["-O1", "-pthread"])
 }
 
-/// Rounds of: a syscall-free spin of 5 ms (more than a 250 Hz tick, so the scheduler accounts
-/// the thread inside it, or switches it), then getppid(2), a syscall-free loop of about 1.5 ms
-/// (shorter than a tick, so mostly inside one time slice), geteuid(2). Prints per round
+/// Rounds of: a short sleep (so the thread's slice starts afresh), a syscall-free spin of 2 ms,
+/// then getppid(2), a syscall-free loop of about 1.5 ms, geteuid(2). Prints per round
 /// `P <cpu> <steal> <steal before>`: its own measure of the CPU time between the two syscalls
-/// (the thread CPU clock), and the steal time in that stretch and in the spin before it. Steal
+/// (the thread CPU clock), and the steal time in that stretch and from the sleep to it. Steal
 /// (time a hypervisor took the CPU away) is what the perf task clock, which counts it, gives
 /// beyond the thread CPU clock, which leaves it out where the kernel accounts it
 /// (`CONFIG_PARAVIRT_TIME_ACCOUNTING`).
@@ -65,8 +64,9 @@ int main(int argc, char **argv) {
     }
     volatile unsigned long x = 0;
     for (int r = 0; r < rounds; r++) {
+        usleep(200);
         long long pc = cpu_ns(), pt = task_ns(), pw = wall_ns();
-        while (wall_ns() - pw < 5000000)
+        while (wall_ns() - pw < 2000000)
             for (int i = 0; i < 1000; i++)
                 x += i ^ (x >> 3);
         long long a = cpu_ns(), at = task_ns();
@@ -137,10 +137,10 @@ fn delta_across_a_cpu_burn_matches_the_threads_own_cpu_time() {
         };
         // A thread's values never go backwards.
         assert!(d >= 0, "delta {d} for {cpu} ns of CPU\n{out}");
-        // Where no steal time fell in the round or in the accounting before it, the probes'
-        // bracket is the program's (plus two clock reads and a syscall). Elsewhere the kernel
-        // leaves steal out of the thread CPU clock while the probe counts it for up to one
-        // accounting interval, unless it can read the steal clock (see the vtime module notes).
+        // Where no steal time fell in the round's time slice, the probes' bracket is the
+        // program's (plus two clock reads and a syscall). Elsewhere the kernel leaves steal out
+        // of the thread CPU clock while the probe counts it from the slice's start, unless it can
+        // read the steal clock (see the vtime module notes).
         if steal.abs() <= NO_STEAL_NS && steal_before.abs() <= NO_STEAL_NS {
             exact += 1;
             let tolerance = cpu / 4 + 200_000;

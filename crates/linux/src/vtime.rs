@@ -12,24 +12,26 @@
 //! `vtimestamp`: a program on the `sched_switch` tracepoint (BTF-typed where the kernel allows)
 //! records, per CPU, the offset between `bpf_ktime_get_ns()` and the task clock (the incoming
 //! thread's `exec_start` was set from that clock just before the tracepoint) and the time of the
-//! switch; one on `sched_stat_runtime` measures the offset again at each accounting of the
-//! running thread (see [`ClockHook`]). At a probe, [`emit_exact_vtime`] computes `sum + (now - offset - exec_start)`, bounded
+//! switch. At a probe, [`emit_exact_vtime`] computes `sum + (now - offset - exec_start)`, bounded
 //! by the time since this CPU's last switch, and falls back to the plain `sum_exec_runtime` on a
 //! CPU that has not switched since tracing began ([`Vclock::start`] makes every CPU switch once).
 //!
 //! Steal time: a kernel built with `CONFIG_PARAVIRT_TIME_ACCOUNTING` leaves the time a hypervisor
 //! took the CPU away out of the task clock (and so out of `sum_exec_runtime` and the thread CPU
-//! clocks). Where it does, and the kernel's BTF names the KVM per-CPU `steal_time` record, the
-//! switch program also records this CPU's steal total, and a probe subtracts the steal since the
-//! switch, so values stay on the task clock within a slice as across slices. (Counting steal in a
-//! slice but not before it made deltas err by the steal of a whole slice, both ways, on a busy
-//! host.)
+//! clocks). Where it does, and a program can read the KVM per-CPU `steal_time` record (its BTF
+//! names it; the loader finds its address in kallsyms, which takes `CONFIG_KALLSYMS_ALL`), the
+//! switch program also records this CPU's steal total and a probe subtracts the steal since the
+//! switch, so values stay on the task clock within a slice as across slices.
 //!
 //! Errors: the offset measured at the switch lags the task clock by the time between the
 //! scheduler reading its clock and the tracepoint, which errs low (harmless); time the task clock
-//! leaves out and the probe cannot see (interrupt time with IRQ time accounting, steal of other
-//! hypervisors) errs high within a slice, so a thread could read a value below one it read in its
-//! previous slice: [`VtimeFloor`] keeps each thread's values non-decreasing in capture order.
+//! leaves out and the probe cannot see (steal where the record cannot be read, interrupt time
+//! with IRQ time accounting) is counted from the thread's switch-in to the probe, so a delta
+//! within a slice errs high by it and one spanning slices errs either way; a thread could read a
+//! value below one it read in its previous slice: [`VtimeFloor`] keeps each thread's values
+//! non-decreasing in capture order. (A program on `sched_stat_runtime` measuring the offset again
+//! at each accounting would bound that to one tick, but was seen to make values err by a tick
+//! under emulated CPUs; not used.)
 //!
 //! Nothing here runs unless an enabled clause reads `vtimestamp`. Unlike DTrace, the value includes
 //! the time of the capture programs themselves (DTrace subtracts its probe processing), so a delta
@@ -147,51 +149,18 @@ pub struct VclockRef {
     pub steal: Option<StealClock>,
 }
 
-/// A scheduler tracepoint at which the task clock is sampled: the given task's `exec_start` was
-/// set from the run queue's task clock just before the tracepoint.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ClockHook {
-    /// `sched_switch (bool preempt, struct task_struct *prev, struct task_struct *next, unsigned
-    /// int prev_state)`: the incoming task; also the time of the switch.
-    Switch,
-    /// `sched_stat_runtime (struct task_struct *tsk, u64 runtime)`, at each accounting of the
-    /// running task (a tick, a wake-up, a switch): keeps the offset fresh within a long slice, so
-    /// time the task clock leaves out (steal) is counted for at most one accounting interval.
-    /// Only when `tsk` is the task running here (accounting may be done for another CPU's
-    /// task).
-    Runtime,
-}
+/// `raw_tp/sched_switch` arguments: `(bool preempt, struct task_struct *prev, struct task_struct
+/// *next, unsigned int prev_state)`.
+const SWITCH_NEXT: i16 = 2 * 8;
 
-impl ClockHook {
-    /// The tracepoint's name (and its BTF typedef, `btf_trace_NAME`).
-    pub fn tracepoint(self) -> &'static str {
-        match self {
-            ClockHook::Switch => "sched_switch",
-            ClockHook::Runtime => "sched_stat_runtime",
-        }
-    }
-
-    /// Offset of the task argument in the raw tracepoint's arguments.
-    fn task_arg(self) -> i16 {
-        match self {
-            ClockHook::Switch => 2 * 8,
-            ClockHook::Runtime => 0,
-        }
-    }
-}
-
-/// Generates the program of `hook`: for its task, records `ktime - task->se.exec_start` in this
-/// CPU's slot (and the steal total, where subtracted), and at a switch `ktime` as the switch time.
-/// `typed`: a BTF-typed raw tracepoint (`tp_btf`), which reads the field directly; otherwise a
-/// plain raw tracepoint, which reads it with `bpf_probe_read_kernel`.
-pub fn gen_clock(v: &VclockRef, hook: ClockHook, typed: bool) -> Result<Vec<Insn>> {
+/// Generates the `sched_switch` program: for the incoming task, records
+/// `ktime - next->se.exec_start`, `ktime` (and the steal total, where subtracted) in this CPU's
+/// slot. `typed`: a BTF-typed raw tracepoint (`tp_btf`), which reads the field directly;
+/// otherwise a plain raw tracepoint, which reads it with `bpf_probe_read_kernel`.
+pub fn gen_switch(v: &VclockRef, typed: bool) -> Result<Vec<Insn>> {
     let mut a = Asm::new();
     let out = a.label();
-    a.load(Size::DW, R6, R1, hook.task_arg());
-    if hook == ClockHook::Runtime {
-        a.call(helper::GET_CURRENT_TASK);
-        a.jmp_reg(op::JNE, R0, R6, out);
-    }
+    a.load(Size::DW, R6, R1, SWITCH_NEXT);
     a.store_imm(Size::W, R10, -4, 0);
     a.ld_map_fd(R1, v.map)
         .mov(R2, R10)
@@ -218,9 +187,7 @@ pub fn gen_clock(v: &VclockRef, hook: ClockHook, typed: bool) -> Result<Vec<Insn
     a.load(Size::DW, R1, R10, -16);
     a.mov(R2, R0).alu(op::SUB, R2, R1);
     a.store(Size::DW, R7, slot::OFFSET, R2);
-    if hook == ClockHook::Switch {
-        a.store(Size::DW, R7, slot::SWITCH_NS, R0);
-    }
+    a.store(Size::DW, R7, slot::SWITCH_NS, R0);
     a.bind(out).mov_imm(R0, 0).exit();
     Ok(a.finish()?)
 }
@@ -311,7 +278,7 @@ pub fn emit_exact_vtime(a: &mut Asm, v: &VclockRef) {
 /// program filling them. Dropping it detaches the program.
 pub struct Vclock {
     // Field order is drop order: detach first.
-    _hooks: [Option<(Attachment, Program)>; 2],
+    _switch: (Attachment, Program),
     map: Map,
     reference: VclockRef,
 }
@@ -338,19 +305,10 @@ impl Vclock {
             direct: direct_task_loads(&offsets, switch_btf),
             steal,
         };
-        let switch = attach_clock(&r, ClockHook::Switch, switch_btf, name_prefix)?;
-        // Without the accounting hook, values are as before: exact but for time left out of the
-        // task clock since the switch.
-        let runtime = attach_clock(
-            &r,
-            ClockHook::Runtime,
-            btf.typedef_id("btf_trace_sched_stat_runtime"),
-            name_prefix,
-        )
-        .ok();
+        let switch = attach_switch(&r, switch_btf, name_prefix)?;
         visit_cpus();
         Ok(Vclock {
-            _hooks: [Some(switch), runtime],
+            _switch: switch,
             map,
             reference: r,
         })
@@ -393,29 +351,28 @@ fn direct_task_loads(o: &VclockOffsets, switch_btf: Option<u32>) -> bool {
         .all(|k| Program::load(k, &insns, "dt_vclk_probe", "a direct task read").is_ok())
 }
 
-/// Loads and attaches the program of `hook`: BTF-typed where the kernel's BTF names the
+/// Loads and attaches the `sched_switch` program: BTF-typed where the kernel's BTF names the
 /// tracepoint (`btf_id`; a direct read of the field, about half the program's cost), plain
 /// otherwise.
-fn attach_clock(
+fn attach_switch(
     r: &VclockRef,
-    hook: ClockHook,
     btf_id: Option<u32>,
     name_prefix: &str,
 ) -> Result<(Attachment, Program)> {
     let name = format!("{name_prefix}_vclk");
-    let what = format!("vtimestamp ({})", hook.tracepoint());
+    let what = "vtimestamp (sched_switch)";
     let typed = btf_id.and_then(|btf_id| {
-        let insns = gen_clock(r, hook, true).ok()?;
-        let prog = Program::load(ProgKind::TpBtf { btf_id }, &insns, &name, &what).ok()?;
-        let link = Attachment::tp_btf(&prog, &what).ok()?;
+        let insns = gen_switch(r, true).ok()?;
+        let prog = Program::load(ProgKind::TpBtf { btf_id }, &insns, &name, what).ok()?;
+        let link = Attachment::tp_btf(&prog, what).ok()?;
         Some((link, prog))
     });
     match typed {
         Some(p) => Ok(p),
         None => {
-            let insns = gen_clock(r, hook, false)?;
-            let prog = Program::load(ProgKind::RawTracepoint, &insns, &name, &what)?;
-            let link = Attachment::raw_tracepoint(&prog, hook.tracepoint())?;
+            let insns = gen_switch(r, false)?;
+            let prog = Program::load(ProgKind::RawTracepoint, &insns, &name, what)?;
+            let link = Attachment::raw_tracepoint(&prog, "sched_switch")?;
             Ok((link, prog))
         }
     }
@@ -558,8 +515,8 @@ mod tests {
             direct: false,
             steal: None,
         };
-        assert!(gen_clock(&r, ClockHook::Switch, true).is_ok());
-        assert!(gen_clock(&r, ClockHook::Runtime, false).is_ok());
+        assert!(gen_switch(&r, true).is_ok());
+        assert!(gen_switch(&r, false).is_ok());
         let mut a = Asm::new();
         emit_exact_vtime(&mut a, &r);
         a.mov_imm(R0, 0).exit();
@@ -587,10 +544,7 @@ mod tests {
             }),
             ..r
         };
-        assert!(
-            gen_clock(&steal, ClockHook::Switch, true).unwrap().len()
-                > gen_clock(&r, ClockHook::Switch, true).unwrap().len()
-        );
+        assert!(gen_switch(&steal, true).unwrap().len() > gen_switch(&r, true).unwrap().len());
         let mut a = Asm::new();
         emit_exact_vtime(&mut a, &steal);
         a.mov_imm(R0, 0).exit();
