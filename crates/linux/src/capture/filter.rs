@@ -135,6 +135,11 @@ impl ProbeContext for ShapeContext<'_> {
 
     fn emit_execname(&self, a: &mut Asm, at: i16) -> Result<(), String> {
         self.current("execname")?;
+        // Zeroed first: kernels before 6.12 copy the name with strscpy, which leaves the bytes
+        // after its NUL as they were, and a key or compare takes all of them.
+        for i in (0..translate::COMM_LEN as i16).step_by(8) {
+            a.store_imm(Size::DW, R10, at + i, 0);
+        }
         a.mov(R1, R10)
             .alu_imm(op::ADD, R1, i32::from(at))
             .mov_imm(R2, translate::COMM_LEN as i32)
