@@ -8,6 +8,7 @@ use super::LinuxTracing;
 use crate::catalog::pid::{split_provider, ProcessImage};
 use crate::catalog::{glob, Probe, ProbeDesc};
 use crate::error::{LinuxError, Result};
+use crate::rlc::RunOnClose;
 use crate::rtld::RtldWatch;
 use dtrace_dif::program::ProbeDesc as DifProbeDesc;
 use dtrace_framework::provider::{
@@ -28,6 +29,9 @@ pub(crate) struct UserProbes {
     file_providers: HashMap<String, Vec<String>>,
     /// The run-time linker hook of each traced process (see [`crate::rtld`]).
     watches: HashMap<u32, RtldWatch>,
+    /// What lets the processes the hooks stop run on if dtrace dies (after `watches`, so it
+    /// stands down only once they are out).
+    rlc: Option<RunOnClose>,
 }
 
 impl UserProbes {
@@ -46,9 +50,10 @@ impl UserProbes {
         Ok(i)
     }
 
-    /// The linker hooks placed so far, taken out (dropping them removes them).
-    pub(crate) fn take_watches(&mut self) -> HashMap<u32, RtldWatch> {
-        std::mem::take(&mut self.watches)
+    /// The linker hooks placed so far and their run-on-close helper, taken out: dropping them
+    /// in that order removes the hooks, resumes what they stopped, then stands the helper down.
+    pub(crate) fn take_watches(&mut self) -> (HashMap<u32, RtldWatch>, Option<RunOnClose>) {
+        (std::mem::take(&mut self.watches), self.rlc.take())
     }
 
     /// Reads the objects of `pid` again (its run-time linker changed them); the objects it still
@@ -243,9 +248,17 @@ impl LinuxTracing {
             let Some(image) = user.images.get(&pid).cloned() else {
                 continue;
             };
-            if let Some(w) = RtldWatch::place(&image)? {
-                user.watches.insert(pid, w);
+            let Some(site) = RtldWatch::site(&image) else {
+                continue;
+            };
+            if user.rlc.is_none() {
+                user.rlc = Some(RunOnClose::start()?);
             }
+            let Some(rlc) = user.rlc.as_ref() else {
+                continue;
+            };
+            user.watches
+                .insert(pid, RtldWatch::place(&image, site, rlc)?);
         }
         Ok(())
     }
