@@ -344,14 +344,21 @@ mod tests {
         let t0 = std::time::Instant::now();
         let count = || std::fs::read_dir(format!("/proc/{helper}/fd")).map_or(0, |d| d.count());
         while count() != 3 {
-            assert!(t0.elapsed().as_secs() < 30, "helper has {} descriptors", count());
+            assert!(
+                t0.elapsed().as_secs() < 30,
+                "helper has {} descriptors",
+                count()
+            );
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
         drop(rlc);
         // Reaped by the drop: no such child any more.
         let mut status = 0;
         // SAFETY: waitpid on a pid that is no longer our child fails with ECHILD.
-        assert_eq!(unsafe { libc::waitpid(helper, &mut status, libc::WNOHANG) }, -1);
+        assert_eq!(
+            unsafe { libc::waitpid(helper, &mut status, libc::WNOHANG) },
+            -1
+        );
     }
 
     #[test]
