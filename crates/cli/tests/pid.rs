@@ -309,3 +309,167 @@ fn every_libc_function_is_probed_and_the_probes_removed() {
         attached, finished
     );
 }
+
+/// Reads a line, calls `after()`, then loads libm with `dlopen` (the run-time linker's hook stops
+/// it there while dtrace places the new library's probes) and says whether it did.
+const LOADER: &str = r#"
+#include <dlfcn.h>
+#include <stdio.h>
+void __attribute__((noinline)) after(void) { __asm__ volatile(""); }
+int main(void) {
+    char line[16];
+    if (!fgets(line, sizeof line, stdin))
+        return 2;
+    after();
+    void *h = dlopen("libm.so.6", RTLD_NOW);
+    printf("loaded %d\n", h != 0);
+    return h ? 0 : 1;
+}
+"#;
+
+/// The state letter of process `pid` (`T` stopped, `Z` zombie), `None` once it is gone.
+fn state_of(pid: u32) -> Option<char> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    s[s.rfind(')')? + 2..].chars().next()
+}
+
+/// Waits (a hang guard, not a measure) until `done` holds.
+fn wait_until(what: &str, done: impl Fn() -> bool) {
+    let t0 = std::time::Instant::now();
+    while !done() {
+        assert!(t0.elapsed().as_secs() < 60, "still waiting for {what}");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+/// Kills the processes of a test that fails half-way.
+struct KillOnDrop(Vec<u32>);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            for &pid in &self.0 {
+                // SAFETY: kill takes two integers.
+                unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+            }
+        }
+    }
+}
+
+fn signal(pid: u32, sig: i32) {
+    // SAFETY: kill takes two integers.
+    assert_eq!(
+        unsafe { libc::kill(pid as i32, sig) },
+        0,
+        "kill {pid} {sig}"
+    );
+}
+
+#[test]
+fn a_process_stopped_in_the_linker_runs_on_when_dtrace_is_killed() {
+    let test = "a_process_stopped_in_the_linker_runs_on_when_dtrace_is_killed";
+    if !ready(test) {
+        return;
+    }
+    let exe = common::compile_c(&common::test_dir(test), "loader", LOADER, &["-O0"]);
+    let mut child = Command::new(&exe)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let (mut dt, _err, line) = common::grab(
+        &["-n", "pid$target:a.out:main:entry {}"],
+        pid,
+        Stdio::null(),
+    );
+    let _cleanup = KillOnDrop(vec![pid, dt.id()]);
+    assert!(line.contains("matched 1 probe"), "{line}");
+    // Once dtrace has let the process go (it waits for its line, no longer held by ptrace),
+    // dtrace cannot answer the linker's stop: it is stopped itself, then killed.
+    wait_until("the release", || state_of(pid) == Some('S'));
+    signal(dt.id(), libc::SIGSTOP);
+    child.stdin.take().unwrap().write_all(b"go\n").unwrap();
+    wait_until("the stop in the linker", || state_of(pid) == Some('T'));
+    signal(dt.id(), libc::SIGKILL);
+    dt.wait().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    let o = match rx.recv_timeout(std::time::Duration::from_secs(60)) {
+        Ok(o) => o.unwrap(),
+        Err(_) => {
+            let state = state_of(pid);
+            signal(pid, libc::SIGKILL);
+            panic!("the process was left in state {state:?}");
+        }
+    };
+    assert!(o.status.success(), "{o:?}");
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "loaded 1\n");
+}
+
+#[test]
+fn a_process_stopped_by_stop_stays_stopped_when_dtrace_exits() {
+    let test = "a_process_stopped_by_stop_stays_stopped_when_dtrace_exits";
+    if !ready(test) {
+        return;
+    }
+    let exe = common::compile_c(&common::test_dir(test), "loader", LOADER, &["-O0"]);
+    let mut child = Command::new(&exe)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let (dt, _err, line) = common::grab(
+        &["-wn", "pid$target:a.out:after:entry { stop(); exit(0); }"],
+        pid,
+        Stdio::null(),
+    );
+    let _cleanup = KillOnDrop(vec![pid, dt.id()]);
+    assert!(line.contains("matched 1 probe"), "{line}");
+    child.stdin.take().unwrap().write_all(b"go\n").unwrap();
+    let o = dt.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    // DTrace leaves a process its stop() stopped as it is, dtrace gone.
+    assert_eq!(state_of(pid), Some('T'));
+    signal(pid, libc::SIGCONT);
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{o:?}");
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "loaded 1\n");
+}
+
+#[test]
+fn a_command_dies_with_a_killed_dtrace() {
+    let test = "a_command_dies_with_a_killed_dtrace";
+    if !ready(test) {
+        return;
+    }
+    let exe = common::compile_c(&common::test_dir(test), "loader", LOADER, &["-O0"]);
+    // The command waits for a line it never gets (its stdin is dtrace's, a pipe left open).
+    let mut dt = Command::new(env!("CARGO_BIN_EXE_dtrace"))
+        .args(["-n", "pid$target:a.out:after:entry {}", "-c"])
+        .arg(&exe)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (_err, line) = common::first_stderr_line(&mut dt);
+    assert!(line.contains("matched 1 probe"), "{line}");
+    let children =
+        std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", dt.id())).unwrap();
+    let pid: u32 = children
+        .split_whitespace()
+        .next()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no child of dtrace: {children:?}"));
+    let _cleanup = KillOnDrop(vec![pid, dt.id()]);
+    signal(dt.id(), libc::SIGKILL);
+    dt.wait().unwrap();
+    // As DTrace kills what it created: gone (or a zombie for its new parent to reap).
+    wait_until("the command's end", || {
+        matches!(state_of(pid), None | Some('Z'))
+    });
+}

@@ -196,3 +196,50 @@ fn semaphores_are_lowered_when_dtrace_exits() {
     });
     assert_eq!(out, "5 0\n");
 }
+
+/// A library whose `fire(n)` fires `mylib:hit` n times.
+const HIT_LIB: &str = r#"
+#include <sys/sdt.h>
+void fire(int n) {
+    for (int i = 0; i < n; i++)
+        DTRACE_PROBE1(mylib, hit, i);
+}
+"#;
+
+/// Loads the library its first argument names and calls its `fire(5)`.
+const HIT_MAIN: &str = r#"
+#include <dlfcn.h>
+#include <stdio.h>
+int main(int argc, char **argv) {
+    void *h = argc > 1 ? dlopen(argv[1], RTLD_NOW) : 0;
+    void (*fire)(int) = h ? (void (*)(int))dlsym(h, "fire") : 0;
+    if (!fire)
+        return 1;
+    fire(5);
+    return 0;
+}
+"#;
+
+#[test]
+fn a_provider_glob_matches_a_library_loaded_later() {
+    let test = "a_provider_glob_matches_a_library_loaded_later";
+    if !ready(test) {
+        return;
+    }
+    let dir = common::test_dir(test);
+    let lib = common::compile_c(&dir, "libhit.so", HIT_LIB, &["-O1", "-shared", "-fPIC"]);
+    let exe = common::compile_c(&dir, "hitmain", HIT_MAIN, &["-O1", "-ldl"]);
+    let cmd = format!("{} {}", exe.display(), lib.display());
+    // No object of the process has `mylib` when tracing starts: -Z lets the glob wait for the
+    // library, whose provider it names once the linker has loaded it (before `fire` runs).
+    let (rc, out, err) = dtrace(&[
+        "-Zqn",
+        "pid$target:a.out:main:entry {} mylib*:::hit { @n = count(); @s = sum(arg0); }
+         END { printa(\"n %@d\\n\", @n); printa(\"s %@d\\n\", @s); }",
+        "-c",
+        &cmd,
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(out.contains("n 5\n"), "{out}{err}");
+    assert!(out.contains("s 10\n"), "{out}{err}");
+}

@@ -47,6 +47,7 @@ pub mod kprobe;
 pub mod live;
 pub mod process;
 pub mod provider;
+pub mod rlc;
 pub mod rtld;
 pub mod session;
 pub mod signals;

@@ -1,8 +1,9 @@
-//! Process control for `-c` and `-p`: starting a command held until the probes are enabled (stopped
-//! just after its `exec`, as DTrace's `Pcreate` holds it, or before `exec`), releasing it, reporting
-//! how it ended; following an existing pid through a pidfd, stopped with ptrace (every thread
-//! seized and interrupted) while the probes are enabled; and the small `/proc` readers the session
-//! uses (thread group, parent, memory).
+//! Process control for `-c` and `-p`: starting a command held until the probes are enabled
+//! (stopped just after its `exec`, as DTrace's `Pcreate` holds it, or before `exec`), and killed
+//! should the thread that started it die; releasing it, reporting how it ended; following an
+//! existing pid through a pidfd, stopped with ptrace (every thread seized and interrupted) while
+//! the probes are enabled; and the small `/proc` readers the session uses (thread group, parent,
+//! memory).
 
 use crate::capture::MemKind;
 use crate::error::{LinuxError, Result};
@@ -55,8 +56,10 @@ pub fn spawn_held(argv: &[String]) -> Result<HeldChild> {
     ptrs.push(std::ptr::null());
     let (go_r, go_w) = pipe()?;
     let (err_r, err_w) = pipe()?;
-    // SAFETY: fork; the child only calls async-signal-safe functions (close, read, execvp, write,
-    // _exit) on memory prepared before the fork.
+    // SAFETY: getpid has no preconditions.
+    let parent = unsafe { libc::getpid() };
+    // SAFETY: fork; the child only calls async-signal-safe functions (prctl, getppid, close, read,
+    // execvp, write, _exit) on memory prepared before the fork.
     let pid = unsafe { libc::fork() };
     if pid < 0 {
         return Err(LinuxError::last_os("fork"));
@@ -64,6 +67,7 @@ pub fn spawn_held(argv: &[String]) -> Result<HeldChild> {
     if pid == 0 {
         // SAFETY: child side, see above.
         unsafe {
+            die_with_parent(parent);
             libc::close(go_w.as_raw_fd());
             libc::close(err_r.as_raw_fd());
             let mut b = 0u8;
@@ -118,8 +122,10 @@ pub fn spawn_stopped(argv: &[String]) -> Result<HeldChild> {
     let mut ptrs: Vec<*const libc::c_char> = cargs.iter().map(|c| c.as_ptr()).collect();
     ptrs.push(std::ptr::null());
     let (err_r, err_w) = pipe()?;
-    // SAFETY: fork; the child only calls async-signal-safe functions (close, ptrace, execvp,
-    // write, _exit) on memory prepared before the fork.
+    // SAFETY: getpid has no preconditions.
+    let parent = unsafe { libc::getpid() };
+    // SAFETY: fork; the child only calls async-signal-safe functions (prctl, getppid, close,
+    // ptrace, execvp, write, _exit) on memory prepared before the fork.
     let pid = unsafe { libc::fork() };
     if pid < 0 {
         return Err(LinuxError::last_os("fork"));
@@ -127,6 +133,7 @@ pub fn spawn_stopped(argv: &[String]) -> Result<HeldChild> {
     if pid == 0 {
         // SAFETY: child side, see above.
         unsafe {
+            die_with_parent(parent);
             libc::close(err_r.as_raw_fd());
             let null: *mut libc::c_void = std::ptr::null_mut();
             let e = if libc::ptrace(libc::PTRACE_TRACEME, 0, null, null) < 0 {
@@ -185,10 +192,33 @@ pub fn spawn_stopped(argv: &[String]) -> Result<HeldChild> {
     }
     if libc::WIFSTOPPED(status) {
         child.stopped = true;
+        // Killed should this process die while it is held (the death signal set before the exec
+        // is cleared by the exec of a set-user-ID program).
+        let _ = ptrace(
+            libc::PTRACE_SETOPTIONS,
+            pid,
+            libc::PTRACE_O_EXITKILL as usize,
+        );
     } else {
         child.reaped = Some(exit_status(status));
     }
     Ok(child)
+}
+
+/// In the child of a fork: die (SIGKILL) when the thread that forked it, `dtrace`'s main thread,
+/// ends, however it ends, as DTrace kills the processes it created (illumos sets them
+/// kill-on-last-close); exits at once if that parent is already gone.
+///
+/// # Safety
+/// Async-signal-safe: for a forked child before its exec.
+unsafe fn die_with_parent(parent: libc::pid_t) {
+    // SAFETY: prctl and getppid take integers only; _exit ends the child.
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong);
+        if libc::getppid() != parent {
+            libc::_exit(127);
+        }
+    }
 }
 
 fn exit_status(status: i32) -> ExitStatus {

@@ -3,11 +3,13 @@
 //! list of loaded objects (`dlopen`, `dlclose`). The address is read from the `r_debug` the linker
 //! exports (`_r_debug`), as a debugger finds it, since ld.so's own symbol table is usually
 //! stripped (the name serves where `r_debug` cannot be read and debuginfo is installed). A uprobe
-//! there, in that process only, runs a small program that counts the call and stops the process
-//! (`SIGSTOP` through `bpf_send_signal`) before the linker returns, so before a newly loaded
-//! library's initialisers or functions run. `dtrace` sees the count move, reads the process's
-//! mappings again, places the probes the new objects bring, and lets the process go on
-//! (`SIGCONT`), as DTrace creates pid and USDT probes at the linker's `RT_CONSISTENT` event.
+//! there, in that process only, runs a small program that stops the process (`SIGSTOP` through
+//! `bpf_send_signal`, noted first in the held map of [`crate::rlc`], so the process runs on
+//! however `dtrace` ends) and then counts the call, before the linker returns, so before a newly
+//! loaded library's initialisers or functions run. `dtrace` sees the count move (the stop is then
+//! already sent), reads the process's mappings again, places the probes the new objects bring,
+//! and lets the process go on (`SIGCONT`), as DTrace creates pid and USDT probes at the linker's
+//! `RT_CONSISTENT` event.
 
 use crate::attach::Attachment;
 use crate::bpf::insn::{R0, R1, R6};
@@ -15,6 +17,7 @@ use crate::bpf::{Asm, Map, MapKind, ProgKind, Program};
 use crate::capture::MemKind;
 use crate::catalog::pid::ProcessImage;
 use crate::error::{LinuxError, Result};
+use crate::rlc::RunOnClose;
 
 /// The linker's hook (glibc, and static glibc programs that can `dlopen`).
 pub const HOOK: &str = "_dl_debug_state";
@@ -32,9 +35,9 @@ pub struct RtldWatch {
 }
 
 impl RtldWatch {
-    /// Places the hook in process `pid`, in the object of `image` that has it. `None` when no
-    /// object has (a static program without `dlopen`): the process loads nothing later.
-    pub fn place(image: &ProcessImage) -> Result<Option<RtldWatch>> {
+    /// Where the hook is in the process of `image`: the object and file offset. `None` when no
+    /// object has it (a static program without `dlopen`): the process loads nothing later.
+    pub fn site(image: &ProcessImage) -> Option<(String, u64)> {
         let by_name = || {
             image.objects.iter().find_map(|o| {
                 o.table
@@ -42,16 +45,21 @@ impl RtldWatch {
                     .map(|f| (o.table.path.clone(), f.file_offset))
             })
         };
-        let Some((path, offset)) = r_brk_site(image).or_else(by_name) else {
-            return Ok(None);
-        };
+        r_brk_site(image).or_else(by_name)
+    }
+
+    /// Places the hook at `site` (see [`RtldWatch::site`]) in the process of `image`; its stops
+    /// are noted in `rlc`'s held map.
+    pub fn place(image: &ProcessImage, site: (String, u64), rlc: &RunOnClose) -> Result<RtldWatch> {
+        let (path, offset) = site;
         let count = Map::create(MapKind::Array, "dt_rtld", 4, 8, 1)?;
         let mut a = Asm::new();
+        // Stop first, count after: once dtrace sees the count move, its SIGCONT cannot come
+        // before the stop it answers.
+        rlc.emit_hold(&mut a, 0);
         a.ld_map_value(R6, count.raw_fd(), 0)
             .mov_imm(R1, 1)
             .atomic_add64(R6, 0, R1)
-            .mov_imm(R1, libc::SIGSTOP)
-            .call(crate::bpf::insn::helper::SEND_SIGNAL)
             .mov_imm(R0, 0)
             .exit();
         let what = format!("the run-time linker of pid {}", image.pid);
@@ -64,13 +72,13 @@ impl RtldWatch {
             ref_ctr_offset: 0,
         };
         let attach = crate::uprobe::attach(&prog, &site, &what)?;
-        Ok(Some(RtldWatch {
+        Ok(RtldWatch {
             pid: image.pid,
             count,
             attach: Some(attach),
             _prog: prog,
             seen: 0,
-        }))
+        })
     }
 
     /// The process watched.

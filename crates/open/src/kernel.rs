@@ -145,6 +145,11 @@ impl KernelTracer {
             return Ok(());
         }
         let placed = (|| -> Result<()> {
+            // Providers a glob names that a library those processes loaded brought are
+            // registered first.
+            self.linux
+                .register_glob_providers(self.inner.framework(), &pids)
+                .map_err(be)?;
             // Only descriptions that can name those processes' providers can match anything new.
             let names_them =
                 |d: &ProbeDesc| dtrace_linux::provider::user::may_name_process(&d.provider, &pids);

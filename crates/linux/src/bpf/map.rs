@@ -245,6 +245,20 @@ impl Map {
         Ok(out)
     }
 
+    /// The key after `prev` (the first key for `None`) of the map open as `fd`, written to `next`
+    /// (sized as the map's keys); false at the end or on an error. One system call and no
+    /// allocation, for a forked child of a threaded process (see [`crate::rlc`]).
+    pub fn next_key_raw(fd: i32, prev: Option<&[u8]>, next: &mut [u8]) -> bool {
+        let mut attr = MapElemAttr {
+            map_fd: fd as u32,
+            key: prev.map_or(0, |k| k.as_ptr() as u64),
+            value: next.as_mut_ptr() as u64,
+            ..Default::default()
+        };
+        // SAFETY: prev (or null) and next are key-sized buffers alive for the call.
+        unsafe { sys::bpf(cmd::MAP_GET_NEXT_KEY, &mut attr) }.is_ok()
+    }
+
     /// Sums a per-CPU array's u64 counter at `index` over every CPU.
     pub fn percpu_sum_u64(&self, index: u32) -> Result<u64> {
         Ok(self

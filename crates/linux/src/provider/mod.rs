@@ -1517,13 +1517,15 @@ impl LinuxTracing {
         sh.sampled.clear();
         sh.execargs_from_proc.clear();
         sh.image_replaced.clear();
-        // The linker hooks come out too (a process stopped in one goes on).
-        let watches = sh.user.take_watches();
+        // The linker hooks come out too (a process stopped in one goes on), then their
+        // run-on-close helper stands down.
+        let (watches, rlc) = sh.user.take_watches();
         sh.built_at.clear();
         sh.signalled.clear();
         sh.built_epids.clear();
         drop(sh);
         drop(watches);
+        drop(rlc);
         drop(session);
     }
 

@@ -8,6 +8,7 @@ use super::LinuxTracing;
 use crate::catalog::pid::{split_provider, ProcessImage};
 use crate::catalog::{glob, Probe, ProbeDesc};
 use crate::error::{LinuxError, Result};
+use crate::rlc::RunOnClose;
 use crate::rtld::RtldWatch;
 use dtrace_dif::program::ProbeDesc as DifProbeDesc;
 use dtrace_framework::provider::{
@@ -28,6 +29,12 @@ pub(crate) struct UserProbes {
     file_providers: HashMap<String, Vec<String>>,
     /// The run-time linker hook of each traced process (see [`crate::rtld`]).
     watches: HashMap<u32, RtldWatch>,
+    /// Provider globs of the enabled descriptions (`python*`): a library a traced process loads
+    /// later is matched against them.
+    globs: Vec<String>,
+    /// What lets the processes the hooks stop run on if dtrace dies (after `watches`, so it
+    /// stands down only once they are out).
+    rlc: Option<RunOnClose>,
 }
 
 impl UserProbes {
@@ -46,9 +53,88 @@ impl UserProbes {
         Ok(i)
     }
 
-    /// The linker hooks placed so far, taken out (dropping them removes them).
-    pub(crate) fn take_watches(&mut self) -> HashMap<u32, RtldWatch> {
-        std::mem::take(&mut self.watches)
+    /// The linker hooks placed so far and their run-on-close helper, taken out: dropping them
+    /// in that order removes the hooks, resumes what they stopped, then stands the helper down.
+    pub(crate) fn take_watches(&mut self) -> (HashMap<u32, RtldWatch>, Option<RunOnClose>) {
+        (std::mem::take(&mut self.watches), self.rlc.take())
+    }
+
+    /// The run-on-close helper, started at the first need.
+    fn rlc(&mut self) -> Result<&RunOnClose> {
+        if self.rlc.is_none() {
+            self.rlc = Some(RunOnClose::start()?);
+        }
+        self.rlc
+            .as_ref()
+            .ok_or_else(|| LinuxError::Process("run-on-close helper".into()))
+    }
+
+    /// Places the linker hook of process `pid` (its image read), if its objects have one.
+    fn watch(&mut self, pid: u32) -> Result<()> {
+        if self.watches.contains_key(&pid) {
+            return Ok(());
+        }
+        let Some(image) = self.images.get(&pid).cloned() else {
+            return Ok(());
+        };
+        let Some(site) = RtldWatch::site(&image) else {
+            return Ok(());
+        };
+        let w = RtldWatch::place(&image, site, self.rlc()?)?;
+        self.watches.insert(pid, w);
+        Ok(())
+    }
+
+    /// The USDT providers of the object file at `path` (read once).
+    fn file_providers(&mut self, path: &str) -> &[String] {
+        self.file_providers
+            .entry(path.to_string())
+            .or_insert_with(|| {
+                let mut v: Vec<String> = Vec::new();
+                for s in crate::catalog::usdt::read_sites(path).unwrap_or_default() {
+                    if !v.contains(&s.provider) {
+                        v.push(s.provider);
+                    }
+                }
+                v
+            })
+    }
+
+    /// The USDT providers (`python1234`) of the objects process `pid` maps that match an enabled
+    /// glob.
+    fn glob_providers_of(&mut self, pid: u32) -> Vec<String> {
+        let globs = self.globs.clone();
+        let mut out = Vec::new();
+        for g in &globs {
+            for name in self.usdt_providers_of(pid, g) {
+                if !out.contains(&name) {
+                    out.push(name);
+                }
+            }
+        }
+        out
+    }
+
+    /// The USDT providers (`python1234`) of the objects process `pid` maps that match provider
+    /// glob `pattern`.
+    fn usdt_providers_of(&mut self, pid: u32, pattern: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        let Ok(maps) = crate::symbols::procmaps::read_maps(pid) else {
+            return out;
+        };
+        let mut seen: HashSet<&str> = HashSet::new();
+        for m in maps.iter().filter(|m| m.exec && m.path.starts_with('/')) {
+            if !seen.insert(&m.path) {
+                continue;
+            }
+            for p in self.file_providers(&m.path) {
+                let name = format!("{p}{pid}");
+                if glob::matches(pattern, &name) && !out.contains(&name) {
+                    out.push(name);
+                }
+            }
+        }
+        out
     }
 
     /// Reads the objects of `pid` again (its run-time linker changed them); the objects it still
@@ -75,31 +161,9 @@ impl UserProbes {
             if pid == me {
                 continue;
             }
-            let Ok(maps) = crate::symbols::procmaps::read_maps(pid) else {
-                continue;
-            };
-            let mut seen: HashSet<&str> = HashSet::new();
-            for m in maps.iter().filter(|m| m.exec && m.path.starts_with('/')) {
-                if !seen.insert(&m.path) {
-                    continue;
-                }
-                let provs = self
-                    .file_providers
-                    .entry(m.path.clone())
-                    .or_insert_with(|| {
-                        let mut v: Vec<String> = Vec::new();
-                        for s in crate::catalog::usdt::read_sites(&m.path).unwrap_or_default() {
-                            if !v.contains(&s.provider) {
-                                v.push(s.provider);
-                            }
-                        }
-                        v
-                    });
-                for p in provs.iter() {
-                    let name = format!("{p}{pid}");
-                    if glob::matches(pattern, &name) && !out.contains(&name) {
-                        out.push(name);
-                    }
+            for name in self.usdt_providers_of(pid, pattern) {
+                if !out.contains(&name) {
+                    out.push(name);
                 }
             }
         }
@@ -182,7 +246,13 @@ impl LinuxTracing {
                 // `python*`: the USDT providers of every process whose objects have them; and
                 // `p*d123`: the pid provider of process 123, as DTrace tries `pid<digits>`
                 // against a glob ending in a process id.
-                let mut names = self.lock().user.usdt_providers_matching(&d.provider);
+                let mut names = {
+                    let mut sh = self.lock();
+                    if !sh.user.globs.contains(&d.provider) {
+                        sh.user.globs.push(d.provider.clone());
+                    }
+                    sh.user.usdt_providers_matching(&d.provider)
+                };
                 if let Some(pid) = glob_pid_provider(&d.provider) {
                     self.lock().user.image(pid)?;
                     names.push(format!("pid{pid}"));
@@ -237,14 +307,24 @@ impl LinuxTracing {
         let user = &mut sh.user;
         let pids: Vec<u32> = user.images.keys().copied().collect();
         for pid in pids {
-            if user.watches.contains_key(&pid) {
-                continue;
-            }
-            let Some(image) = user.images.get(&pid).cloned() else {
-                continue;
-            };
-            if let Some(w) = RtldWatch::place(&image)? {
-                user.watches.insert(pid, w);
+            user.watch(pid)?;
+        }
+        Ok(())
+    }
+
+    /// Registers with `fw` the USDT providers of processes `pids` that an enabled provider glob
+    /// names and that are not registered yet (a library a process loaded).
+    pub fn register_glob_providers(&self, fw: &mut Framework, pids: &[u32]) -> Result<()> {
+        for &pid in pids {
+            let names = self.lock().user.glob_providers_of(pid);
+            for name in names {
+                if self.lock().user.registered.insert(name.clone()) {
+                    fw.register_provider(Box::new(UserProvider {
+                        name,
+                        shared: self.clone(),
+                    }))
+                    .map_err(|e| LinuxError::BadProbe(e.to_string()))?;
+                }
             }
         }
         Ok(())
@@ -276,11 +356,9 @@ impl LinuxTracing {
 
     /// Lets the processes [`LinuxTracing::loads_changed`] returned go on.
     pub fn resume_loads(&self, pids: &[u32]) {
-        let sh = self.lock();
-        for pid in pids {
-            if let Some(w) = sh.user.watches.get(pid) {
-                w.resume();
-            }
+        for &pid in pids {
+            // A process that is gone has nothing to resume.
+            let _ = crate::process::continue_process(pid);
         }
     }
 }
