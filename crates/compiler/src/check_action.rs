@@ -7,12 +7,12 @@ use dtrace_dif::program::{
 };
 
 use crate::actions::{action_func, agg_func, record_kind, ActionFunc};
+use crate::ast::VarScope;
 use crate::ast::{Expr, ExprKind};
 use crate::check::{AggFunc, Checker, Plan};
 use crate::check_expr::is_action_name;
 use crate::error::{err, CResult, CompileError, ErrTag};
 use crate::printf::{self, ConvArg};
-use crate::ast::VarScope;
 use crate::tree::{Place, TExpr, VarRef, TK};
 use crate::types::{TypeId, TypeKind};
 

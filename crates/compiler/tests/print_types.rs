@@ -2,8 +2,8 @@
 //! prints them, resolved shapes, bit-fields as integers of their width, members and elements by index,
 //! and the action's `arg` naming the entry of what the printed pointer points to.
 
-use dtrace_compiler::{compile, CompileOptions};
 use dtrace_compiler::ErrTag;
+use dtrace_compiler::{compile, CompileOptions};
 use dtrace_dif::program::{split_libact_arg, ActionKind, LibAction, PrintKind, PrintType, Program};
 
 fn c(src: &str) -> Program {
@@ -44,7 +44,14 @@ fn scalars() {
     let names: Vec<&str> = t.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(
         names,
-        ["int", "char", "unsigned short", "void *", "uint64_t", "void"]
+        [
+            "int",
+            "char",
+            "unsigned short",
+            "void *",
+            "uint64_t",
+            "void"
+        ]
     );
     let int = |bits, signed, char| PrintKind::Integer { bits, signed, char };
     assert_eq!((t[0].size, &t[0].kind), (4, &int(32, true, false)));
@@ -59,7 +66,10 @@ fn scalars() {
     // each print() records the pointer, then the object (none for a pointer to void)
     let acts: Vec<_> = p.ecbs[0].actions.iter().collect();
     assert_eq!(acts.len(), 11);
-    let sizes: Vec<u32> = acts.iter().map(|a| a.difo.as_ref().unwrap().rtype.size).collect();
+    let sizes: Vec<u32> = acts
+        .iter()
+        .map(|a| a.difo.as_ref().unwrap().rtype.size)
+        .collect();
     assert_eq!(sizes, [8, 4, 8, 1, 8, 2, 8, 8, 8, 8, 8]);
     let kinds: Vec<u32> = acts.iter().map(|a| split_libact_arg(a.arg).0).collect();
     let (pr, ob) = (LibAction::Print as u32, LibAction::PrintObject as u32);

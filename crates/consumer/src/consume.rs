@@ -821,7 +821,8 @@ impl Decoder {
                         .map(|n| recdata::slice(rec, n.offset as usize, n.size as usize))
                         .transpose()?;
                     let printsize = self.options.is_set("printsize");
-                    let printsize = printsize.then(|| self.options.value("printsize").max(0) as u64);
+                    let printsize =
+                        printsize.then(|| self.options.value("printsize").max(0) as u64);
                     typeprint::print_pointer(out, t, root, addr, object, printsize)?;
                     return Ok(1 + usize::from(object.is_some()));
                 }

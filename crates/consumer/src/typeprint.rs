@@ -96,8 +96,7 @@ impl Printer<'_> {
 
     /// The margin and one space a level.
     fn indent(&mut self, depth: usize) {
-        self.out
-            .resize(self.out.len() + MARGIN + depth, b' ');
+        self.out.resize(self.out.len() + MARGIN + depth, b' ');
     }
 
     /// What follows a value: nothing for the object itself, else a comma and a new line.
@@ -150,7 +149,14 @@ impl Printer<'_> {
     }
 
     /// Shows one value: the object itself (depth 0), a member named `name`, or an array element.
-    fn value(&mut self, name: &str, ty: u32, off: u64, depth: usize, in_array: InArray) -> Result<()> {
+    fn value(
+        &mut self,
+        name: &str,
+        ty: u32,
+        off: u64,
+        depth: usize,
+        in_array: InArray,
+    ) -> Result<()> {
         if self.stopped {
             return Ok(());
         }
@@ -196,7 +202,11 @@ impl Printer<'_> {
             PrintKind::Pointer { .. } | PrintKind::Function => {
                 let v = self.uint(at, t.size.min(8)) as u64;
                 // glibc's %p
-                let text = if v == 0 { "(nil)".to_string() } else { format!("{v:#x}") };
+                let text = if v == 0 {
+                    "(nil)".to_string()
+                } else {
+                    format!("{v:#x}")
+                };
                 self.put(&text);
                 self.end(depth);
             }
@@ -237,7 +247,13 @@ impl Printer<'_> {
             PrintKind::Struct(members) | PrintKind::Union(members) => {
                 self.put(" {\n");
                 for m in members {
-                    self.value(&m.name, m.ty, off.saturating_add(m.offset_bits), depth + 1, None)?;
+                    self.value(
+                        &m.name,
+                        m.ty,
+                        off.saturating_add(m.offset_bits),
+                        depth + 1,
+                        None,
+                    )?;
                 }
                 self.indent(depth);
                 self.put("}");
@@ -372,13 +388,28 @@ mod tests {
                 ]),
             ),
             int("int", 4, true),
-            ty("char [5]", 5, PrintKind::Array { element: 3, count: 5 }),
+            ty(
+                "char [5]",
+                5,
+                PrintKind::Array {
+                    element: 3,
+                    count: 5,
+                },
+            ),
             int("char", 1, true),
-            ty("union ", 8, PrintKind::Union(vec![member("c", 5, 0), member("d", 6, 0)])),
+            ty(
+                "union ",
+                8,
+                PrintKind::Union(vec![member("c", 5, 0), member("d", 6, 0)]),
+            ),
             int("__u8", 1, false),
             int("__u64", 8, false),
             ty("void *", 8, PrintKind::Pointer { function: false }),
-            ty("enum e", 4, PrintKind::Enum(vec![("ONE".into(), 1), ("TWO".into(), 2)])),
+            ty(
+                "enum e",
+                4,
+                PrintKind::Enum(vec![("ONE".into(), 1), ("TWO".into(), 2)]),
+            ),
         ]
     }
 
@@ -449,7 +480,10 @@ mod tests {
         let t = [int("int", 4, true)];
         let mut out = Vec::new();
         print_pointer(&mut out, &t, 0, 0x10, Some(&[0, 0, 0, 0]), None).unwrap();
-        assert_eq!(String::from_utf8(out).unwrap(), format!("0x10 = *\n{}(int)0\n", " ".repeat(MARGIN)));
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            format!("0x10 = *\n{}(int)0\n", " ".repeat(MARGIN))
+        );
     }
 
     #[test]
@@ -458,7 +492,11 @@ mod tests {
         assert!(print_pointer(&mut out, &types(), 99, 0, Some(&[0; 40]), None).is_err());
         assert!(print_pointer(&mut out, &types(), 0, 0, Some(&[0; 8]), None).is_err());
         // a struct that contains itself
-        let t = [ty("struct s", 8, PrintKind::Struct(vec![member("s", 0, 0)]))];
+        let t = [ty(
+            "struct s",
+            8,
+            PrintKind::Struct(vec![member("s", 0, 0)]),
+        )];
         assert!(print_pointer(&mut out, &t, 0, 0, Some(&[1; 8]), None).is_err());
     }
 }

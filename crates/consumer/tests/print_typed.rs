@@ -58,7 +58,9 @@ fn shown(s: &str) -> String {
             out.push_str(line);
             continue;
         };
-        let (lead, addr) = before.rsplit_once(' ').map_or(("", before), |(l, a)| (l, a));
+        let (lead, addr) = before
+            .rsplit_once(' ')
+            .map_or(("", before), |(l, a)| (l, a));
         if !addr.starts_with("0x") {
             out.push_str(line);
             continue;
@@ -354,5 +356,8 @@ fn print_records_go_through_the_record_callback() {
         h.poll().expect("poll");
     }
     assert_eq!(seen, 2);
-    assert_eq!(shown(&String::from_utf8(out).unwrap()), "ADDR = *\n|(int)0\n");
+    assert_eq!(
+        shown(&String::from_utf8(out).unwrap()),
+        "ADDR = *\n|(int)0\n"
+    );
 }
