@@ -915,3 +915,35 @@ fn trace_prints_signed_64_bit_values_in_a_19_wide_column() {
         "{line:?}"
     );
 }
+
+/// An index computed at run time into an array variable declared with a size is checked against
+/// it: DTrace for Linux's "index out of bounds" fault, naming the (signed) index; a constant
+/// index is checked when compiling, and an index inside the bounds is no fault.
+#[test]
+fn index_past_a_declared_array_faults_at_run_time() {
+    let p = script(
+        "bounds.d",
+        "#pragma D option quiet\n\
+         int a[5];\n\
+         BEGIN { i = 4; a[i] = 7; printf(\"%d\\n\", a[i]); }\n\
+         BEGIN { i = 8; a[i] = 1; }\n\
+         BEGIN { i = -1; trace(a[i]); }\n\
+         BEGIN { exit(0); }\n",
+    );
+    let o = dtrace(&["-s", p.to_str().unwrap()]);
+    let _ = std::fs::remove_file(&p);
+    assert_eq!(o.rc, 0, "{}", o.stderr);
+    assert_eq!(o.stdout, "7\n\n");
+    let faults: Vec<&str> = o
+        .stderr
+        .lines()
+        .map(|l| l.split(" at BPF pc").next().unwrap_or(l))
+        .collect();
+    assert_eq!(
+        faults,
+        [
+            "dtrace: error in dt_clause_1 for probe ID 1 (dtrace:::BEGIN): index out of bounds (8)",
+            "dtrace: error in dt_clause_2 for probe ID 1 (dtrace:::BEGIN): index out of bounds (-1)",
+        ]
+    );
+}
