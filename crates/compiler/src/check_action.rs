@@ -196,8 +196,9 @@ impl<'o> Checker<'o> {
         let mut first = Plan::new(ActionKind::LibAct, Some(saved));
         first.arg = print_arg(index);
         let mut plans = vec![first];
-        // a pointer to void has nothing to show but its address
-        if !self.types.is_void(pointee) {
+        // a pointer to void or to a function has nothing to show but its address
+        let function = matches!(self.types.rkind(pointee), TypeKind::Function(..));
+        if !self.types.is_void(pointee) && !function {
             let object = self.read_place(Place::Mem(Box::new(addr), false), pointee, line);
             let mut second = Plan::new(ActionKind::LibAct, Some(object));
             second.arg = print_object_arg(index);

@@ -39,7 +39,7 @@ fn members(p: &Program, t: &PrintType) -> Vec<(String, String, u64)> {
 
 #[test]
 fn scalars() {
-    let p = c("BEGIN { print((int *)8); print((char *)8); print((unsigned short *)8); print((void **)8); print((uint64_t *)8); print((void *)8); }");
+    let p = c("BEGIN { print((int *)8); print((char *)8); print((unsigned short *)8); print((void **)8); print((uint64_t *)8); print((void *)8); print((void (*)())8); }");
     let t = printed(&p);
     let names: Vec<&str> = t.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(
@@ -50,7 +50,8 @@ fn scalars() {
             "unsigned short",
             "void *",
             "uint64_t",
-            "void"
+            "void",
+            "void (*)()"
         ]
     );
     let int = |bits, signed, char| PrintKind::Integer { bits, signed, char };
@@ -63,17 +64,18 @@ fn scalars() {
     );
     // typedefs keep their name and resolve to the shape
     assert_eq!((t[4].size, &t[4].kind), (8, &int(64, false, false)));
-    // each print() records the pointer, then the object (none for a pointer to void)
+    // each print() records the pointer, then the object (none for a pointer to void or to a
+    // function)
     let acts: Vec<_> = p.ecbs[0].actions.iter().collect();
-    assert_eq!(acts.len(), 11);
+    assert_eq!(acts.len(), 12);
     let sizes: Vec<u32> = acts
         .iter()
         .map(|a| a.difo.as_ref().unwrap().rtype.size)
         .collect();
-    assert_eq!(sizes, [8, 4, 8, 1, 8, 2, 8, 8, 8, 8, 8]);
+    assert_eq!(sizes, [8, 4, 8, 1, 8, 2, 8, 8, 8, 8, 8, 8]);
     let kinds: Vec<u32> = acts.iter().map(|a| split_libact_arg(a.arg).0).collect();
     let (pr, ob) = (LibAction::Print as u32, LibAction::PrintObject as u32);
-    assert_eq!(kinds, [pr, ob, pr, ob, pr, ob, pr, ob, pr, ob, pr]);
+    assert_eq!(kinds, [pr, ob, pr, ob, pr, ob, pr, ob, pr, ob, pr, pr]);
 }
 
 #[test]
