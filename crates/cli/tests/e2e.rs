@@ -626,8 +626,9 @@ fn verbose_stability_report_without_enabling() {
 }
 
 #[test]
-fn print_shows_values_with_their_types() {
-    // DTrace's tst.primitive and tst.struct shapes, plus a union, an enum, bit-fields and arrays
+fn print_shows_the_object_a_pointer_points_to() {
+    // DTrace for Linux's print(): the address, then the object (a union, an enum, bit-fields,
+    // arrays and a nested struct; members that are zero left out), as in its tst.print.*.r files
     let p = script(
         "print.d",
         "#pragma D option quiet\n\
@@ -641,15 +642,12 @@ fn print_shows_values_with_their_types() {
          \tunsigned int visible:1;\n\
          \tunsigned int layer:5;\n\
          \tstruct shape *next;\n\
+         \tlong zero;\n\
          };\n\
          BEGIN\n{\n\
-         \tprint(10);\n\
-         \tprint((char)'a');\n\
-         \tprint(\"hello\");\n\
-         \tprint((void *)0x1234);\n\
          \tthis->s = (struct shape *)alloca(sizeof (struct shape));\n\
          \tthis->s->color = BLUE;\n\
-         \tthis->s->next = this->s;\n\
+         \tthis->s->next = (struct shape *)0xfeedfacefeedface;\n\
          \tthis->s->u.i = 0x01020304;\n\
          \tthis->c = (char *)this->s;\n\
          \tthis->c[0] = 'b'; this->c[1] = 'o'; this->c[2] = 'x';\n\
@@ -657,34 +655,59 @@ fn print_shows_values_with_their_types() {
          \tthis->pt[2] = 3; this->pt[3] = 4;\n\
          \tthis->c[offsetof(struct shape, next) - 8] = 0x1;\n\
          \tthis->c[offsetof(struct shape, next) - 7] = 0x6;\n\
-         \tprint(*this->s);\n\
+         \tprint(this->s);\n\
+         \tprint((void *)0x1234);\n\
          \texit(0);\n}\n",
     );
     let o = dtrace(&["-s", p.to_str().unwrap()]);
     let _ = std::fs::remove_file(&p);
     assert_eq!(o.rc, 0, "{}", o.stderr);
     assert_eq!(o.stderr, "");
-    let addr = o
-        .stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("    struct shape *next = "))
-        .expect("next pointer printed")
-        .to_string();
+    let (addr, rest) = o.stdout.split_once(" = *\n").expect("an address line");
     assert!(addr.starts_with("0x"), "{addr}");
-    let want = format!(
-        "int 0xa\nchar 'a'\nstring \"hello\"\nvoid * 0x1234\n\
-         struct shape {{\n\
-         \x20   char [8] name = [ \"box\" ]\n\
-         \x20   enum color color = BLUE\n\
-         \x20   point_t [2] corner = [ \n\
-         \x20       point_t {{\n            int x = 0\n            int y = 0\n        }}, \n\
-         \x20       point_t {{\n            int x = 0x3\n            int y = 0x4\n        }}\n    ]\n\
-         \x20   union u = {{\n        int i = 0x1020304\n        unsigned char [4] b = [ 0x4, 0x3, 0x2, 0x1 ]\n    }}\n\
-         \x20   unsigned int visible :1 = 0x1\n\
-         \x20   unsigned int layer :5 = 0x6\n\
-         \x20   struct shape *next = {addr}\n}}\n"
-    );
-    assert_eq!(o.stdout, want);
+    let m = " ".repeat(44);
+    let want = [
+        "(struct shape) {",
+        " .name = (char [8]) [",
+        "  (char)'b',",
+        "  (char)'o',",
+        "  (char)'x',",
+        " ],",
+        " .color = (enum color)BLUE,",
+        " .corner = (point_t [2]) [",
+        "  (point_t) {",
+        "  },",
+        "  (point_t) {",
+        "   .x = (int)3,",
+        "   .y = (int)4,",
+        "  },",
+        " ],",
+        " .u = (union) {",
+        "  .i = (int)16909060,",
+        "  .b = (unsigned char [4]) [",
+        "   (unsigned char)4,",
+        "   (unsigned char)3,",
+        "   (unsigned char)2,",
+        "   (unsigned char)1,",
+        "  ],",
+        " },",
+        " .visible = (unsigned int)0x1,",
+        " .layer = (unsigned int)0x6,",
+        " .next = (struct shape *)0xfeedfacefeedface,",
+        "}",
+        "0x1234 = *",
+        "",
+    ]
+    .iter()
+    .map(|l| {
+        if l.starts_with(['(', ' ', '}']) {
+            format!("{m}{l}\n")
+        } else {
+            format!("{l}\n")
+        }
+    })
+    .collect::<String>();
+    assert_eq!(rest, want);
 }
 
 #[test]
@@ -696,18 +719,40 @@ fn print_shows_kernel_types_from_btf() {
     ) {
         return;
     }
+    // DTrace for Linux's print/tst.print.skb.d, and printsize (tst.print.local.trunc.d's shape)
     let o = dtrace(&[
         "-qn",
-        "BEGIN { this->t = (struct timespec64 *)alloca(sizeof (struct timespec64)); \
-         this->t->tv_sec = 12; this->t->tv_nsec = 345; print(*this->t); \
-         this->l = (struct list_head *)alloca(sizeof (struct list_head)); \
-         this->l->next = (struct list_head *)0xffff888000001000; print(*this->l); exit(0); }",
+        "BEGIN { skb = (struct sk_buff *)alloca(sizeof (struct sk_buff)); skb->len = 123; \
+         skb->data = (unsigned char *)0xfeedfacefeedface; skb->truesize = 32; print(skb); \
+         this->t = (struct timespec64 *)alloca(sizeof (struct timespec64)); \
+         this->t->tv_sec = 12; this->t->tv_nsec = 345; setopt(\"printsize\", \"8\"); print(this->t); exit(0); }",
     ]);
     assert_eq!(o.rc, 0, "{}", o.stderr);
+    let m = " ".repeat(44);
+    let got: Vec<String> = o
+        .stdout
+        .lines()
+        .map(|l| match l.split_once(" = *") {
+            Some((a, "")) if a.starts_with("0x") => "ADDR = *".to_string(),
+            _ => l.replace(&m, "|"),
+        })
+        .collect();
     assert_eq!(
-        o.stdout,
-        "struct timespec64 {\n    time64_t tv_sec = 0xc\n    long int tv_nsec = 0x159\n}\
-         struct list_head {\n    struct list_head *next = 0xffff888000001000\n    struct list_head *prev = 0\n}\n"
+        got,
+        [
+            "ADDR = *",
+            "|(struct sk_buff) {",
+            "| .len = (unsigned int)123,",
+            "| .data = (unsigned char *)0xfeedfacefeedface,",
+            "| .truesize = (unsigned int)32,",
+            "|}",
+            "ADDR = *",
+            "|(struct timespec64) {",
+            "| .tv_sec = (time64_t)12,",
+            "| ...",
+            "|}",
+            "",
+        ]
     );
 }
 
@@ -868,5 +913,37 @@ fn trace_prints_signed_64_bit_values_in_a_19_wide_column() {
     assert!(
         line.ends_with(":BEGIN                    0 18446744073709551615"),
         "{line:?}"
+    );
+}
+
+/// An index computed at run time into an array variable declared with a size is checked against
+/// it: DTrace for Linux's "index out of bounds" fault, naming the (signed) index; a constant
+/// index is checked when compiling, and an index inside the bounds is no fault.
+#[test]
+fn index_past_a_declared_array_faults_at_run_time() {
+    let p = script(
+        "bounds.d",
+        "#pragma D option quiet\n\
+         int a[5];\n\
+         BEGIN { i = 4; a[i] = 7; printf(\"%d\\n\", a[i]); }\n\
+         BEGIN { i = 8; a[i] = 1; }\n\
+         BEGIN { i = -1; trace(a[i]); }\n\
+         BEGIN { exit(0); }\n",
+    );
+    let o = dtrace(&["-s", p.to_str().unwrap()]);
+    let _ = std::fs::remove_file(&p);
+    assert_eq!(o.rc, 0, "{}", o.stderr);
+    assert_eq!(o.stdout, "7\n\n");
+    let faults: Vec<&str> = o
+        .stderr
+        .lines()
+        .map(|l| l.split(" at BPF pc").next().unwrap_or(l))
+        .collect();
+    assert_eq!(
+        faults,
+        [
+            "dtrace: error in dt_clause_1 for probe ID 1 (dtrace:::BEGIN): index out of bounds (8)",
+            "dtrace: error in dt_clause_2 for probe ID 1 (dtrace:::BEGIN): index out of bounds (-1)",
+        ]
     );
 }

@@ -193,14 +193,17 @@ fn print_of_a_kernel_type_copied_in_at_a_syscall() {
     // sleep 1.5 asks clock_nanosleep for { 1, 500000000 }
     let (rc, out, err) = dtrace(&[
         "-qn",
-        "syscall::clock_nanosleep:entry /pid == $target/ { print(*(struct __kernel_timespec *)copyin(arg2, sizeof (struct __kernel_timespec))); exit(0); }",
+        "syscall::clock_nanosleep:entry /pid == $target/ { print((struct __kernel_timespec *)copyin(arg2, sizeof (struct __kernel_timespec))); exit(0); }",
         "-c",
         "sleep 1.5",
     ]);
     assert_eq!(rc, 0, "{err}");
+    let m = " ".repeat(44);
+    let (addr, object) = out.split_once(" = *\n").unwrap_or(("", ""));
+    assert!(addr.starts_with("0x"), "{out}");
     assert_eq!(
-        out,
-        "struct __kernel_timespec {\n    __kernel_time64_t tv_sec = 0x1\n    long long int tv_nsec = 0x1dcd6500\n}\n"
+        object,
+        format!("{m}(struct __kernel_timespec) {{\n{m} .tv_sec = (__kernel_time64_t)1,\n{m} .tv_nsec = (long long int)500000000,\n{m}}}\n\n")
     );
 }
 
@@ -211,22 +214,30 @@ fn print_of_curthread_shows_the_whole_task() {
     }
     let (rc, out, err) = dtrace(&[
         "-qn",
-        "syscall::clock_nanosleep:entry /pid == $target/ { print(*curthread); exit(0); }",
+        "syscall::clock_nanosleep:entry /pid == $target/ { print(curthread); exit(0); }",
         "-c",
         "sleep 0.2",
     ]);
     assert_eq!(rc, 0, "{err}");
-    assert!(out.starts_with("struct task_struct {\n"), "{out}");
-    assert!(out.ends_with("\n}\n"), "{out}");
-    // members by name and type, nested structs and bit-fields, the command name as a string
+    let m = " ".repeat(44);
     assert!(
-        out.contains("\n    char [16] comm = [ \"sleep\" ]\n"),
+        out.contains(&format!(" = *\n{m}(struct task_struct) {{\n")),
         "{out}"
     );
-    assert!(out.contains("\n    pid_t pid = 0x"), "{out}");
-    assert!(out
-        .lines()
-        .any(|l| l.ends_with(":1 = 0") || l.ends_with(":1 = 0x1")));
+    // (and the new line dtrace adds at the end)
+    assert!(out.ends_with(&format!("\n{m}}}\n\n")), "{out}");
+    // members by name and type, nested structs, the command name character by character
+    assert!(
+        out.contains(&format!(
+            "\n{m} .comm = (char [16]) [\n{m}  (char)'s',\n{m}  (char)'l',\n"
+        )),
+        "{out}"
+    );
+    assert!(out.contains(&format!("\n{m} .pid = (pid_t)")), "{out}");
+    assert!(
+        out.contains(&format!("\n{m} .thread_info = (struct thread_info) {{\n")),
+        "{out}"
+    );
     assert!(out.lines().count() > 100);
 }
 

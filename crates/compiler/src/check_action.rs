@@ -2,16 +2,19 @@
 //! speculations, aggregation library actions, destructive actions (gated on `-w`), aggregations with
 //! their keys and argument checks, and the ordering rules around `speculate()`/`commit()`.
 
-use dtrace_dif::program::{llquantize_arg, lquantize_arg, print_arg, ActionKind, LibAction};
+use dtrace_dif::program::{
+    llquantize_arg, lquantize_arg, print_arg, print_object_arg, ActionKind, LibAction,
+};
 
 use crate::actions::{action_func, agg_func, record_kind, ActionFunc};
+use crate::ast::VarScope;
 use crate::ast::{Expr, ExprKind};
 use crate::check::{AggFunc, Checker, Plan};
 use crate::check_expr::is_action_name;
 use crate::error::{err, CResult, CompileError, ErrTag};
 use crate::printf::{self, ConvArg};
-use crate::tree::{TExpr, TK};
-use crate::types::TypeKind;
+use crate::tree::{Place, TExpr, VarRef, TK};
+use crate::types::{TypeId, TypeKind};
 
 /// The `arg` of a `printa()` without a format string.
 pub const NO_FORMAT: u64 = u64::MAX;
@@ -156,6 +159,54 @@ fn plural(n: usize) -> &'static str {
 }
 
 impl<'o> Checker<'o> {
+    /// The two records of `print(ptr)`: the pointer, then the object it points to (type `pointee`,
+    /// entry `index` of the print types). The pointer is kept in a hidden clause-local between
+    /// them, so an argument with side effects is evaluated once.
+    fn print_plans(
+        &mut self,
+        ptr: TExpr,
+        pointee: TypeId,
+        index: u32,
+        line: u32,
+    ) -> CResult<Vec<Plan>> {
+        let name = "%print";
+        let info = match self.locals.vars.get(name) {
+            Some(v) => v.clone(),
+            None => {
+                let mut v = self.locals.create(name, false, line, "clause local")?;
+                v.ty = Some(ptr.ty);
+                self.locals.vars.insert(name.to_string(), v.clone());
+                v
+            }
+        };
+        let var = VarRef {
+            scope: VarScope::Local,
+            id: info.id,
+            name: name.to_string(),
+            array: false,
+            ty: ptr.ty,
+        };
+        let pty = ptr.ty;
+        let saved = TExpr {
+            kind: TK::Assign(Box::new(Place::Var(var.clone())), Box::new(ptr)),
+            ty: pty,
+            line,
+        };
+        let addr = self.read_place(Place::Var(var), pty, line);
+        let mut first = Plan::new(ActionKind::LibAct, Some(saved));
+        first.arg = print_arg(index);
+        let mut plans = vec![first];
+        // a pointer to void or to a function has nothing to show but its address
+        let function = matches!(self.types.rkind(pointee), TypeKind::Function(..));
+        if !self.types.is_void(pointee) && !function {
+            let object = self.read_place(Place::Mem(Box::new(addr), false), pointee, line);
+            let mut second = Plan::new(ActionKind::LibAct, Some(object));
+            second.arg = print_object_arg(index);
+            plans.push(second);
+        }
+        Ok(plans)
+    }
+
     fn proto_len(&self, name: &str, got: usize, min: usize, max: usize, line: u32) -> CResult<()> {
         if got < min || got > max {
             let (tag, want) = if min == max {
@@ -814,24 +865,33 @@ impl<'o> Checker<'o> {
                         "print( ) may not be applied to a translated pointer",
                     );
                 }
-                // what a pointer refers to is printed: a struct or union of no size cannot be
-                if let Some(r) = self.types.pointee(v.ty) {
-                    let sou = matches!(self.types.rkind(r), TypeKind::Sou { .. });
-                    if sou && self.types.size(r) == 0 {
-                        return err(
-                            ErrTag::D_PRINT_SIZE,
-                            line,
-                            format!(
-                                "print( ) argument #1 reference has type '{}' with size 0; cannot print( ) it.",
-                                self.tname(r)
-                            ),
-                        );
-                    }
+                // DTrace for Linux's print() takes a pointer (prototype `void *`) and prints what
+                // it points to
+                let Some(r) = self.types.pointee(v.ty) else {
+                    return err(
+                        ErrTag::D_PROTO_ARG,
+                        line,
+                        format!(
+                            "print( ) argument #1 is incompatible with prototype:\n\tprototype: void *\n\t argument: {}",
+                            self.tname(v.ty)
+                        ),
+                    );
+                };
+                self.types.complete(r);
+                // a struct or union of no size cannot be printed
+                let sou = matches!(self.types.rkind(r), TypeKind::Sou { .. });
+                if sou && self.types.size(r) == 0 {
+                    return err(
+                        ErrTag::D_PRINT_SIZE,
+                        line,
+                        format!(
+                            "print( ) argument #1 reference has type '{}' with size 0; cannot print( ) it.",
+                            self.tname(r)
+                        ),
+                    );
                 }
-                let ty = self.print_type_index(v.ty);
-                let mut p = Plan::new(ActionKind::LibAct, Some(v));
-                p.arg = print_arg(ty);
-                plans.push(p);
+                let index = self.print_type_index(r);
+                plans.extend(self.print_plans(v, r, index, line)?);
             }
             "printf" | "system" | "freopen" => {
                 let fmt = self.format_arg(n, &args[0])?;

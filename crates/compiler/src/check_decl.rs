@@ -533,6 +533,22 @@ impl<'o> Checker<'o> {
         }
     }
 
+    /// Whether `name` is a D function (subroutine, action or aggregating function) in the program's
+    /// D version (`#pragma D option version`; the latest when not set).
+    fn is_d_function(&self, name: &str) -> bool {
+        let function = crate::idents::subr_proto(name).is_some()
+            || crate::actions::action_func(name).is_some()
+            || crate::actions::agg_func(name).is_some();
+        let version = self
+            .options
+            .iter()
+            .rev()
+            .find(|(n, _)| n == "version")
+            .and_then(|(_, v)| v.as_deref())
+            .and_then(crate::idents::parse_version);
+        function && version.is_none_or(|v| crate::idents::function_version(name) <= v)
+    }
+
     fn declare_vars(&mut self, spec: &DeclSpec, decls: &[(Declarator, u32)]) -> CResult<()> {
         if decls.is_empty() && matches!(spec.base, BaseType::Named(_)) {
             return err(ErrTag::D_DECL_USELESS, spec.line, "useless declaration");
@@ -612,6 +628,7 @@ impl<'o> Checker<'o> {
                             format!("incomplete struct/union/enum {}: {name}", self.tname(t)),
                         );
                     }
+                    let d_function = self.is_d_function(&name);
                     let table = match scope {
                         VarScope::Global => &mut self.globals,
                         VarScope::Thread => &mut self.tls,
@@ -629,7 +646,8 @@ impl<'o> Checker<'o> {
                     }
                     if scope == VarScope::Global
                         && (self.inlines.contains_key(&name)
-                            || crate::idents::builtin_var(&name).is_some())
+                            || crate::idents::builtin_var(&name).is_some()
+                            || d_function)
                     {
                         return err(
                             ErrTag::D_DECL_IDRED,

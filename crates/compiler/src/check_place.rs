@@ -4,6 +4,8 @@
 //! read, assigned and stepped like any member), lvalues for assignment and `++`/`--`
 //! (members of translations are in [`crate::check_xlate`]).
 
+use dtrace_dif::subr::Subr;
+
 use crate::ast::{BinOp, Expr, ExprKind, UnOp, VarScope};
 use crate::check::Checker;
 use crate::error::{err, CResult, ErrTag};
@@ -296,6 +298,21 @@ impl<'o> Checker<'o> {
                 );
             }
         }
+        // an index computed at run time into an array variable declared with a size is checked
+        // there: past the end, DTrace for Linux faults with "index out of bounds"
+        let declared = matches!(&base.kind, TK::Read(p) if matches!(p.as_ref(), Place::Var(_) | Place::Assoc(..)));
+        let idx = match self.types.rkind(base.ty) {
+            TypeKind::Array(_, n) if *n > 0 && declared && idx.as_const().is_none() => {
+                let n = TExpr::int(u64::from(*n), self.basic.uint64, line);
+                let ty = idx.ty;
+                TExpr {
+                    kind: TK::Call(Subr::Bounds as u16, vec![idx, n]),
+                    ty,
+                    line,
+                }
+            }
+            _ => idx,
+        };
         // DTrace for Linux indexes a string as the array of its characters (`s[1]`,
         // `execname[0]`): a string's value is the address of its bytes
         let base = if self.types.is_string(base.ty) {

@@ -235,3 +235,32 @@ pub fn subr_proto(name: &str) -> Option<&'static SubrProto> {
     let s = Subr::from_name(name)?;
     SUBR_PROTOS.iter().find(|p| p.subr == s)
 }
+
+/// The D functions DTrace added in version 1.1: before it, a program (`#pragma D option
+/// version=1.0`) may take their names for its own variables.
+const FUNCTIONS_1_1: &[&str] = &[
+    "freopen", "index", "rindex", "strchr", "strrchr", "strstr", "strtok", "substr",
+];
+
+/// The D language version that made `name` a D function, as (major, minor); 1.0 for the others.
+pub fn function_version(name: &str) -> (u32, u32) {
+    if FUNCTIONS_1_1.contains(&name) {
+        (1, 1)
+    } else {
+        (1, 0)
+    }
+}
+
+/// Parses a D language version (`1.1`, `1.6.3`, `2`) as (major, minor).
+pub fn parse_version(v: &str) -> Option<(u32, u32)> {
+    let mut parts = v.split('.');
+    let major = parts.next()?.parse().ok()?;
+    let minor = match parts.next() {
+        Some(m) => m.parse().ok()?,
+        None => 0,
+    };
+    if let Some(micro) = parts.next() {
+        micro.parse::<u32>().ok()?;
+    }
+    parts.next().is_none().then_some((major, minor))
+}

@@ -267,10 +267,10 @@ fn other_actions() {
     assert_eq!(p.ecbs[1].actions[0].kind, Commit);
     assert_eq!(p.ecbs[2].actions[0].kind, Discard);
     let p =
-        c("BEGIN { setopt(\"quiet\"); setopt(\"bufsize\", \"4m\"); ftruncate(); print(arg0); }");
+        c("BEGIN { setopt(\"quiet\"); setopt(\"bufsize\", \"4m\"); ftruncate(); print((int *)arg0); }");
     // A setopt() without a value still records one (the constant 0), as DTrace does, as a
     // second record of the action.
-    assert_eq!(kinds(&p), [LibAct; 6]);
+    assert_eq!(kinds(&p), [LibAct; 7]);
     let a = &p.ecbs[0].actions;
     assert!(a[..4].iter().all(|x| x.arg == a[0].arg));
     let p = cw("BEGIN { raise(9); stop(); system(\"echo %d\", pid); chill(100); breakpoint(); panic(); freopen(\"/tmp/x\"); copyoutstr(\"a\", arg0, 2); }");

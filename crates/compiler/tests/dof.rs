@@ -83,7 +83,7 @@ END
     stack(); ustack(); ustack(5, 200); jstack();
     tracemem(arg0, 64); tracemem(arg0, 64, arg1);
     setopt("quiet"); setopt("bufsize", "4m");
-    ftruncate(); print(arg0);
+    ftruncate(); print((int *)arg0);
     exit(0);
 }
 "#,

@@ -1179,3 +1179,29 @@ fn alloca_and_other_pointers_do_not_share_a_variable() {
         compile(ok, &CompileOptions::default()).unwrap_or_else(|e| panic!("{ok}: {e}"));
     }
 }
+
+/// A global variable may not take the name of a D function of the program's D version: the
+/// functions of D 1.1 (`strstr`, `index`, `freopen`, ...) are free names at `version=1.0`.
+#[test]
+fn variables_named_as_d_functions() {
+    for name in ["strstr", "index", "freopen", "trace", "count", "copyin"] {
+        golden(
+            &format!("int {name};\nBEGIN {{ exit(0); }}"),
+            ErrTag::D_DECL_IDRED,
+            &format!("line 1: identifier redeclared: {name}"),
+        );
+        golden(
+            &format!("#pragma D option version=1.1\nint {name};\nBEGIN {{ exit(0); }}"),
+            ErrTag::D_DECL_IDRED,
+            &format!("line 2: identifier redeclared: {name}"),
+        );
+    }
+    let v10 = "#pragma D option version=1.0\nint strstr;\nint substr;\nint freopen;\nint rindex;\nBEGIN { exit(0); }";
+    assert!(compile(v10, &CompileOptions::default()).is_ok());
+    let e = compile(
+        "#pragma D option version=1.0\nint copyin;\nBEGIN { exit(0); }",
+        &CompileOptions::default(),
+    )
+    .unwrap_err();
+    assert_eq!(e.tag, ErrTag::D_DECL_IDRED);
+}

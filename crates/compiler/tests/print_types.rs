@@ -1,7 +1,8 @@
 //! The type descriptions `print()` leaves in the program (`Program::print_types`): names as DTrace
 //! prints them, resolved shapes, bit-fields as integers of their width, members and elements by index,
-//! and the action's `arg` naming the value's entry.
+//! and the action's `arg` naming the entry of what the printed pointer points to.
 
+use dtrace_compiler::ErrTag;
 use dtrace_compiler::{compile, CompileOptions};
 use dtrace_dif::program::{split_libact_arg, ActionKind, LibAction, PrintKind, PrintType, Program};
 
@@ -9,17 +10,14 @@ fn c(src: &str) -> Program {
     compile(src, &CompileOptions::default()).expect("compiles")
 }
 
-/// The entries of the `print()` actions of the program, in order.
+/// The entries of the `print()` actions of the program, in order (the pointed-to types).
 fn printed(p: &Program) -> Vec<&PrintType> {
     p.ecbs
         .iter()
         .flat_map(|e| &e.actions)
         .filter(|a| a.kind == ActionKind::LibAct)
-        .map(|a| {
-            let (act, ty) = split_libact_arg(a.arg);
-            assert_eq!(act, LibAction::Print as u32);
-            &p.print_types[ty as usize]
-        })
+        .filter(|a| split_libact_arg(a.arg).0 == LibAction::Print as u32)
+        .map(|a| &p.print_types[split_libact_arg(a.arg).1 as usize])
         .collect()
 }
 
@@ -40,8 +38,8 @@ fn members(p: &Program, t: &PrintType) -> Vec<(String, String, u64)> {
 }
 
 #[test]
-fn scalars_and_strings() {
-    let p = c("BEGIN { print(10); print((char)'a'); print((unsigned short)1); print((void *)0); print(\"hi\"); print((uint64_t)1); }");
+fn scalars() {
+    let p = c("BEGIN { print((int *)8); print((char *)8); print((unsigned short *)8); print((void **)8); print((uint64_t *)8); print((void *)8); print((void (*)())8); }");
     let t = printed(&p);
     let names: Vec<&str> = t.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(
@@ -51,8 +49,9 @@ fn scalars_and_strings() {
             "char",
             "unsigned short",
             "void *",
-            "string",
-            "uint64_t"
+            "uint64_t",
+            "void",
+            "void (*)()"
         ]
     );
     let int = |bits, signed, char| PrintKind::Integer { bits, signed, char };
@@ -63,19 +62,37 @@ fn scalars_and_strings() {
         (t[3].size, &t[3].kind),
         (8, &PrintKind::Pointer { function: false })
     );
-    // D's string is a char [strsize] array named "string"
-    let PrintKind::Array { element, count } = t[4].kind else {
-        panic!("{:?}", t[4].kind)
-    };
-    assert_eq!((t[4].size, count), (256, 256));
-    assert_eq!(p.print_types[element as usize].name, "char");
     // typedefs keep their name and resolve to the shape
-    assert_eq!((t[5].size, &t[5].kind), (8, &int(64, false, false)));
-    // the record of a print() is the value's size, by reference for strings
+    assert_eq!((t[4].size, &t[4].kind), (8, &int(64, false, false)));
+    // each print() records the pointer, then the object (none for a pointer to void or to a
+    // function)
     let acts: Vec<_> = p.ecbs[0].actions.iter().collect();
-    assert_eq!(acts[0].difo.as_ref().unwrap().rtype.size, 4);
-    // (a string's record holds strsize characters and the NUL)
-    assert_eq!(acts[4].difo.as_ref().unwrap().rtype.size, 257);
+    assert_eq!(acts.len(), 12);
+    let sizes: Vec<u32> = acts
+        .iter()
+        .map(|a| a.difo.as_ref().unwrap().rtype.size)
+        .collect();
+    assert_eq!(sizes, [8, 4, 8, 1, 8, 2, 8, 8, 8, 8, 8, 8]);
+    let kinds: Vec<u32> = acts.iter().map(|a| split_libact_arg(a.arg).0).collect();
+    let (pr, ob) = (LibAction::Print as u32, LibAction::PrintObject as u32);
+    assert_eq!(kinds, [pr, ob, pr, ob, pr, ob, pr, ob, pr, ob, pr, pr]);
+}
+
+#[test]
+fn only_pointers_are_printed() {
+    // DTrace for Linux's print() has the prototype `void *`
+    for (arg, ty) in [("1", "int"), ("\"hi\"", "string")] {
+        let e = compile(
+            &format!("BEGIN {{ print({arg}); }}"),
+            &CompileOptions::default(),
+        )
+        .unwrap_err();
+        assert_eq!(e.tag, ErrTag::D_PROTO_ARG, "{arg}");
+        assert_eq!(
+            e.message,
+            format!("print( ) argument #1 is incompatible with prototype:\n\tprototype: void *\n\t argument: {ty}")
+        );
+    }
 }
 
 #[test]
@@ -92,7 +109,7 @@ fn structs_unions_bitfields_arrays_and_enums() {
             void (*fp)();
             struct s *next;
         } s_t;
-        BEGIN { this->p = (s_t *)alloca(sizeof (s_t)); print(*this->p); print(this->p->grid); print(B); }
+        BEGIN { this->p = (s_t *)alloca(sizeof (s_t)); print(this->p); print(&this->p->grid); print((enum e *)this->p); }
     "#);
     let t = printed(&p);
     assert_eq!(t[0].name, "s_t");
@@ -165,14 +182,14 @@ fn structs_unions_bitfields_arrays_and_enums() {
     assert_eq!((inner.name.as_str(), inner.size), ("int [3]", 12));
     assert_eq!(t[1].size, 24);
     assert_eq!(t[2].name, "enum e");
-    // the whole struct is recorded
-    let a = &p.ecbs[0].actions[1];
+    // the whole struct is recorded after the pointer
+    let a = &p.ecbs[0].actions[2];
     assert_eq!(a.difo.as_ref().unwrap().rtype.size as u64, t[0].size);
 }
 
 #[test]
 fn entries_are_shared() {
-    let p = c("struct q { int a; int b; }; BEGIN { this->q = (struct q *)alloca(8); print(*this->q); print(*this->q); print(this->q->a); }");
+    let p = c("struct q { int a; int b; }; BEGIN { this->q = (struct q *)alloca(8); print(this->q); print(this->q); print(&this->q->a); }");
     let t = printed(&p);
     assert!(std::ptr::eq(t[0], t[1]));
     // int (for the two members and the third print) and struct q

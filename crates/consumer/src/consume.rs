@@ -286,6 +286,17 @@ fn u64_rec(rec: &RecDesc, data: &[u8]) -> Result<u64> {
     })
 }
 
+/// The record of the object a `print()` whose pointer is record `i` points to, if it has one.
+fn print_object(recs: &[RecDesc], i: usize) -> Option<&RecDesc> {
+    let r = &recs[i];
+    if r.action != ActionKind::LibAct || lib_action(r.arg) != Some(LibAction::Print) {
+        return None;
+    }
+    recs.get(i + 1).filter(|n| {
+        n.action == ActionKind::LibAct && lib_action(n.arg) == Some(LibAction::PrintObject)
+    })
+}
+
 fn lib_action(arg: u64) -> Option<LibAction> {
     Some(match split_libact_arg(arg).0 {
         1 => LibAction::Clear,
@@ -295,6 +306,7 @@ fn lib_action(arg: u64) -> Option<LibAction> {
         5 => LibAction::Setopt,
         6 => LibAction::Ftruncate,
         7 => LibAction::Print,
+        8 => LibAction::PrintObject,
         _ => return None,
     })
 }
@@ -641,7 +653,8 @@ impl Decoder {
             }
             match rfunc(&pd, Some(r), out) {
                 ConsumeAction::Next => {
-                    i += 1;
+                    // a print() skipped leaves its object record too
+                    i += 1 + usize::from(print_object(recs, i).is_some());
                     continue;
                 }
                 ConsumeAction::This => {}
@@ -734,7 +747,7 @@ impl Decoder {
                 self.effects.ftruncate(out)?;
                 Ok(1)
             }
-            Some(LibAction::Print) | None => Ok(1),
+            Some(LibAction::Print) | Some(LibAction::PrintObject) | None => Ok(1),
         }
     }
 
@@ -799,8 +812,19 @@ impl Decoder {
                 // without a type description, print as trace() does (DTrace's fallback too)
                 if let Some(t) = types {
                     let root = split_libact_arg(r.arg).1;
-                    typeprint::print_typed(out, t, root, bytes, self.symbols.as_ref())?;
-                    return Ok(1);
+                    let addr = recdata::uint(bytes).ok_or(ConsumerError::SizeMismatch {
+                        size: bytes.len(),
+                        what: "print()",
+                    })?;
+                    // the object follows as a record of the same action (none for void *)
+                    let object = print_object(recs, i)
+                        .map(|n| recdata::slice(rec, n.offset as usize, n.size as usize))
+                        .transpose()?;
+                    let printsize = self.options.is_set("printsize");
+                    let printsize =
+                        printsize.then(|| self.options.value("printsize").max(0) as u64);
+                    typeprint::print_pointer(out, t, root, addr, object, printsize)?;
+                    return Ok(1 + usize::from(object.is_some()));
                 }
             }
             ActionKind::Tracemem => {

@@ -149,8 +149,11 @@ pub fn print_typed_bytes(data: &[u8]) {
     let body = b.0;
     let mut out = Vec::new();
     for root in 0..=types.len() as u32 {
-        out.clear();
-        let _ = crate::typeprint::print_typed(&mut out, &types, root, body, &NoSymbols);
+        for printsize in [None, Some(body.len() as u64 / 2)] {
+            out.clear();
+            let _ =
+                crate::typeprint::print_pointer(&mut out, &types, root, 8, Some(body), printsize);
+        }
     }
 }
 

@@ -1,16 +1,17 @@
-//! `print()` of typed data (libdtrace's `dt_print`): the recorded bytes of a value walked by the type
-//! description the compiler left in `Program::print_types`, printed as `mdb`'s `::print -tn` would:
-//! the type name, then the value; struct and union members one a line with their types and names,
-//! indented four spaces a level; integers and pointers in hex, characters quoted, enums by name,
-//! arrays in brackets (character arrays that hold a string as that string), bit-fields with their
-//! widths, function pointers by symbol.
+//! `print()` of a pointer, as DTrace for Linux prints it: the address and ` = *`, then the object it
+//! points to (recorded at the probe) walked by the type description the compiler left in
+//! `Program::print_types`, in the typed-data style of BTF dumps: `(type)value`; struct and union
+//! members one a line as `.name = (type)value,`, one space deeper a level under a 44-column margin;
+//! members whose value is zero left out; character arrays element by element up to their NUL; enums
+//! by name; pointers in hex. With `printsize` set, the object is shown up to that many bytes and a
+//! `...` line stands for the rest.
 
 use dtrace_dif::program::{PrintKind, PrintType};
 
-use crate::cformat::{self, Spec};
 use crate::error::{ConsumerError, Result};
-use crate::symbols::Symbolizer;
 
+/// The column the object starts at, under its address line.
+const MARGIN: usize = 44;
 /// Members and elements one `print()` may visit beyond eight per byte of its record (a real type
 /// has no more than a member per bit, plus a few empty structs): this bounds the work a malformed
 /// description can ask for.
@@ -18,32 +19,34 @@ const EXTRA_VISITS: u64 = 1024;
 /// Deepest nesting of members and arrays followed.
 const MAX_NESTING: usize = 128;
 
-/// Where the walk is (`dt_printarg_t`): the byte offset of the object being visited within the record,
-/// the member depth last printed and the array nesting.
-#[derive(Debug, Clone, Copy)]
-struct Place {
-    base: usize,
-    depth: usize,
-    nest: usize,
-}
-
 struct Printer<'a> {
     types: &'a [PrintType],
     data: &'a [u8],
-    syms: &'a dyn Symbolizer,
     out: &'a mut Vec<u8>,
+    /// Bytes of the object shown (`printsize`, at most the object's size).
+    limit: u64,
+    /// Whether `limit` cuts the object short.
+    cut: bool,
+    /// The `...` line is out: nothing more is shown but closing brackets.
+    stopped: bool,
     visits: u64,
     max_visits: u64,
 }
 
-/// Prints `data`, a value of type `root` of `types`, as DTrace's `print()` does.
-pub fn print_typed(
+/// Prints `print()`'s output for a pointer `addr` to an object of type `root` of `types` whose bytes
+/// are `object` (`None` for a pointer to void), showing at most `printsize` bytes when it is given.
+pub fn print_pointer(
     out: &mut Vec<u8>,
     types: &[PrintType],
     root: u32,
-    data: &[u8],
-    syms: &dyn Symbolizer,
+    addr: u64,
+    object: Option<&[u8]>,
+    printsize: Option<u64>,
 ) -> Result<()> {
+    out.extend_from_slice(format!("{addr:#x} = *\n").as_bytes());
+    let Some(data) = object else {
+        return Ok(());
+    };
     let t = types
         .get(root as usize)
         .ok_or(ConsumerError::BadPrintType(root))?;
@@ -53,21 +56,19 @@ pub fn print_typed(
             what: "print()",
         });
     }
+    let limit = printsize.map_or(t.size, |n| n.min(t.size));
     let mut p = Printer {
         types,
         data,
-        syms,
         out,
+        limit,
+        cut: limit < t.size,
+        stopped: false,
         visits: 0,
         max_visits: (data.len() as u64).saturating_mul(8) + EXTRA_VISITS,
     };
-    let mut pa = Place {
-        base: 0,
-        depth: 0,
-        nest: 0,
-    };
-    p.visit(&mut pa, "", root, 0, 0)?;
-    p.trailing_braces(&pa, 0);
+    p.value("", root, 0, 0, None)?;
+    p.out.push(b'\n');
     Ok(())
 }
 
@@ -76,33 +77,41 @@ fn isprint(c: u8) -> bool {
     (0x20..0x7f).contains(&c)
 }
 
-fn structlike(k: &PrintKind) -> bool {
-    matches!(k, PrintKind::Struct(_) | PrintKind::Union(_))
-}
-
-/// `%#x`: `0` for zero, else `0x` and the digits.
-fn alt_hex(v: u64) -> String {
-    if v == 0 {
-        "0".into()
-    } else {
-        format!("{v:#x}")
+/// The bits of a type as shown: a bit-field's own width, else 8 per byte.
+fn is_bitfield(t: &PrintType) -> bool {
+    match t.kind {
+        PrintKind::Integer { bits, .. } => u64::from(bits) != t.size.saturating_mul(8),
+        _ => false,
     }
 }
+
+/// Where a value sits among its siblings: as an element of an array (of characters or not), or as
+/// a member (or the object itself) when `None`.
+type InArray = Option<bool>;
 
 impl Printer<'_> {
     fn put(&mut self, s: &str) {
         self.out.extend_from_slice(s.as_bytes());
     }
 
-    fn spaces(&mut self, n: usize) {
-        self.out.resize(self.out.len() + n, b' ');
+    /// The margin and one space a level.
+    fn indent(&mut self, depth: usize) {
+        self.out.resize(self.out.len() + MARGIN + depth, b' ');
+    }
+
+    /// What follows a value: nothing for the object itself, else a comma and a new line.
+    fn end(&mut self, depth: usize) {
+        if depth != 0 {
+            self.put(",\n");
+        }
     }
 
     /// `n` bytes at `at`, zeros past the end of the record.
-    fn bytes(&self, at: usize, n: usize) -> Vec<u8> {
+    fn bytes(&self, at: u64, n: u64) -> Vec<u8> {
         (0..n)
             .map(|i| {
                 at.checked_add(i)
+                    .and_then(|j| usize::try_from(j).ok())
                     .and_then(|j| self.data.get(j))
                     .copied()
                     .unwrap_or(0)
@@ -111,289 +120,188 @@ impl Printer<'_> {
     }
 
     /// A little-endian unsigned integer of `n` (at most 16) bytes at `at`.
-    fn uint(&self, at: usize, n: usize) -> u128 {
+    fn uint(&self, at: u64, n: u64) -> u128 {
         let mut b = [0u8; 16];
-        let n = n.min(16);
-        b[..n].copy_from_slice(&self.bytes(at, n));
+        let n = n.min(16) as usize;
+        b[..n].copy_from_slice(&self.bytes(at, n as u64));
         u128::from_le_bytes(b)
     }
 
-    /// `ctf_type_visit` with `dt_print_member` as the callback: the type itself, then (for structs
-    /// and unions) each member, one level deeper.
-    fn visit(&mut self, pa: &mut Place, name: &str, ty: u32, off: u64, depth: usize) -> Result<()> {
-        self.visits += 1;
-        if self.visits > self.max_visits || depth + pa.nest > MAX_NESTING {
-            return Err(ConsumerError::BadPrintType(ty));
-        }
-        self.member(pa, name, ty, off, depth)?;
-        let members = match self.types.get(ty as usize).map(|t| &t.kind) {
-            Some(PrintKind::Struct(m)) | Some(PrintKind::Union(m)) => m,
-            _ => return Ok(()),
-        };
-        for m in members {
-            self.visit(
-                pa,
-                &m.name,
-                m.ty,
-                off.saturating_add(m.offset_bits),
-                depth + 1,
-            )?;
-        }
-        Ok(())
-    }
-
-    /// Closes the structs and unions left since the last member printed (`dt_print_trailing_braces`).
-    fn trailing_braces(&mut self, pa: &Place, depth: usize) {
-        for d in (depth + 1..=pa.depth).rev() {
-            self.spaces((d + pa.nest - 1) * 4);
-            self.put("}");
-            if d != depth + 1 {
-                self.put("\n");
-            }
+    /// A bit-field of `bits` bits at bit offset `off` of the object.
+    fn field(&self, off: u64, bits: u16) -> u64 {
+        let shift = off % 8;
+        let n = (shift + u64::from(bits)).div_ceil(8);
+        let v = self.uint(off / 8, n) >> shift;
+        if bits >= 64 {
+            v as u64
+        } else {
+            (v as u64) & ((1u64 << bits) - 1)
         }
     }
 
-    fn indent(&mut self, pa: &Place) {
-        self.spaces((pa.depth + pa.nest) * 4);
+    /// Whether the value of type `t` at bit offset `off` is zero (a bit-field by its bits, anything
+    /// else by its bytes).
+    fn is_zero(&self, t: &PrintType, off: u64) -> bool {
+        match t.kind {
+            PrintKind::Integer { bits, .. } if is_bitfield(t) => self.field(off, bits) == 0,
+            _ => self.bytes(off / 8, t.size).iter().all(|&b| b == 0),
+        }
     }
 
-    /// One member (or the value itself, or an array element): `dt_print_member`.
-    fn member(
+    /// Shows one value: the object itself (depth 0), a member named `name`, or an array element.
+    fn value(
         &mut self,
-        pa: &mut Place,
         name: &str,
         ty: u32,
         off: u64,
         depth: usize,
+        in_array: InArray,
     ) -> Result<()> {
-        self.trailing_braces(pa, depth);
-        if depth < pa.depth {
-            self.put("\n");
-        }
-        pa.depth = depth;
-        let Some(t) = self.types.get(ty as usize) else {
-            self.indent(pa);
-            self.put(&format!("{name} = <invalid type {ty}>"));
+        if self.stopped {
             return Ok(());
-        };
-        let arraymember = pa.nest != 0 && depth == 0;
-        let brief = arraymember && !structlike(&t.kind);
-        if !brief {
-            if arraymember {
-                self.put("\n");
-            }
-            self.indent(pa);
-            self.put(&t.name);
-            if !name.is_empty() {
-                if !t.name.ends_with('*') && !t.name.ends_with(' ') {
-                    self.put(" ");
-                }
-                self.put(name);
-                if let PrintKind::Integer { bits, .. } = t.kind {
-                    let size = u64::from(bits) / 8;
-                    if !bits.is_multiple_of(8)
-                        || !off.is_multiple_of(8)
-                        || size > 8
-                        || size != t.size
-                    {
-                        self.put(&format!(" :{bits}"));
-                    }
-                }
-                self.put(" =");
-            }
-            self.put(" ");
         }
-        let at = pa.base.saturating_add((off / 8) as usize);
+        self.visits += 1;
+        if self.visits > self.max_visits || depth > MAX_NESTING {
+            return Err(ConsumerError::BadPrintType(ty));
+        }
+        let types = self.types;
+        let t = types
+            .get(ty as usize)
+            .ok_or(ConsumerError::BadPrintType(ty))?;
+        // members that are zero are left out, as are the zero characters of a character array; the
+        // elements of any other array are all shown
+        let shown_if_zero = depth == 0 || in_array == Some(false);
+        if !shown_if_zero && self.is_zero(t, off) {
+            return Ok(());
+        }
+        if self.cut && off / 8 >= self.limit {
+            self.ellipsis();
+            return Ok(());
+        }
+        self.indent(depth);
+        if !name.is_empty() {
+            self.put(&format!(".{name} = "));
+        }
+        self.put(&format!("({})", t.name.trim_end()));
+        let at = off / 8;
         match &t.kind {
-            PrintKind::Integer { bits, signed, char } => self.int(at, off, *bits, *signed && *char),
-            PrintKind::Float => self.float(at, t.size),
-            PrintKind::Pointer { function } => self.pointer(at, t.size, *function),
-            PrintKind::Function => self.hex(at, t.size),
-            PrintKind::Array { element, count } => self.array(pa, at, *element, *count)?,
-            PrintKind::Struct(_) | PrintKind::Union(_) => self.put("{"),
-            PrintKind::Enum(values) => self.enumeration(at, t.size, values),
-            PrintKind::Forward => self.put("<forward decl>"),
-        }
-        if !brief {
-            self.put("\n");
-        }
-        Ok(())
-    }
-
-    /// A fixed-size integer in hex (`dt_print_hex`).
-    fn hex(&mut self, at: usize, size: u64) {
-        match size {
-            1 | 2 | 4 | 8 => {
-                let v = self.uint(at, size as usize) as u64;
-                self.put(&alt_hex(v));
-            }
-            _ => self.put(&format!("<invalid size {size}>")),
-        }
-    }
-
-    /// An integer: a bit-field when its width is not a power-of-two number of bytes up to 8, a
-    /// character when it is C's `char`, else hex.
-    fn int(&mut self, at: usize, off: u64, bits: u16, is_char: bool) {
-        let size = u64::from(bits / 8);
-        if size > 8 || !bits.is_multiple_of(8) || (size != 0 && !size.is_power_of_two()) {
-            // Read every byte the field touches (DTrace reads only ceil(bits / 8) of them, which
-            // loses the high bits of a field that crosses a byte boundary).
-            let shift = (off % 8) as u32;
-            let n = (shift as usize + bits as usize).div_ceil(8);
-            let v = self.uint(at, n) >> shift;
-            let v = if bits >= 64 {
-                v as u64
-            } else {
-                (v as u64) & ((1u64 << bits) - 1)
-            };
-            self.put(&alt_hex(v));
-            return;
-        }
-        if is_char && bits == 8 {
-            let c = self.uint(at, 1) as u8;
-            if isprint(c) {
-                self.put(&format!("'{}'", c as char));
-            } else if c == 0 {
-                self.put("'\\0'");
-            } else {
-                // C's `char` is signed: `%03o` shows the int it promotes to
-                self.put(&format!("'\\{:03o}'", c as i8 as i32 as u32));
-            }
-            return;
-        }
-        self.hex(at, size);
-    }
-
-    /// `float` and `double` as `%+.7e`, `long double` (x87 extended) as `%+.16LE`.
-    fn float(&mut self, at: usize, size: u64) {
-        let spec = |prec| Spec {
-            plus: true,
-            prec: Some(prec),
-            ..Spec::default()
-        };
-        match size {
-            4 => {
-                let v = f32::from_bits(self.uint(at, 4) as u32);
-                cformat::fmt_float(self.out, &spec(7), f64::from(v), b'e');
-            }
-            8 => {
-                let v = f64::from_bits(self.uint(at, 8) as u64);
-                cformat::fmt_float(self.out, &spec(7), v, b'e');
-            }
-            16 => {
-                let v = x87_to_f64(self.uint(at, 10));
-                cformat::fmt_float(self.out, &spec(16), v, b'E');
-            }
-            _ => self.put("<unknown encoding>"),
-        }
-    }
-
-    /// A pointer in hex; a function pointer by its kernel symbol when one holds it.
-    fn pointer(&mut self, at: usize, size: u64, function: bool) {
-        if function && size == 8 {
-            let pc = self.uint(at, 8) as u64;
-            if let Some(info) = self.syms.kernel(pc) {
-                if let Some((name, _)) = info.symbol {
-                    self.put(&format!("{}`{}", info.object, name));
-                    return;
-                }
-            }
-        }
-        self.hex(at, size);
-    }
-
-    /// An enum by the name of its value, or the value in decimal.
-    fn enumeration(&mut self, at: usize, size: u64, values: &[(String, i64)]) {
-        let v = match size {
-            1 => self.uint(at, 1) as u8 as i64,
-            2 => self.uint(at, 2) as u16 as i64,
-            4 => self.uint(at, 4) as u32 as i32 as i64,
-            _ => {
-                self.put(&format!("<invalid enum size {size}>"));
-                return;
-            }
-        };
-        match values.iter().find(|(_, x)| *x == v) {
-            Some((n, _)) => {
-                let n = n.clone();
-                self.put(&n);
-            }
-            None => self.put(&v.to_string()),
-        }
-    }
-
-    /// An array (`dt_print_array`): `[ a, b, c ]`, struct elements one per block, and a character
-    /// array holding a NUL-terminated printable string as `"that string"` (without the brackets at
-    /// the top level, so `print("foo")` is `string "foo"`).
-    fn array(&mut self, pa: &Place, at: usize, element: u32, count: u32) -> Result<()> {
-        let Some(et) = self.types.get(element as usize) else {
-            self.put(&format!("<invalid type {element}>"));
-            return Ok(());
-        };
-        let eltsize = usize::try_from(et.size).unwrap_or(usize::MAX);
-        let elem_at = |i: u32| at.saturating_add(eltsize.saturating_mul(i as usize));
-        let ekind = et.kind.clone();
-        let mut isstring = false;
-        // (a character type of size 0 only comes from a malformed description; it is no string)
-        if let (
-            PrintKind::Integer {
-                bits: 8,
-                signed: true,
-                char: true,
-            },
-            1..,
-        ) = (&ekind, eltsize)
-        {
-            let mut i = 0;
-            let mut c = 1u8;
-            while i < count {
-                c = self.uint(elem_at(i), 1) as u8;
-                if !isprint(c) || c == 0 {
-                    break;
-                }
-                i += 1;
-            }
-            isstring = i != count && c == 0;
-        }
-        let brackets = !isstring || pa.depth != 0;
-        if brackets {
-            self.put("[ ");
-        }
-        if isstring {
-            self.put("\"");
-            for i in 0..count {
-                let c = self.uint(elem_at(i), 1) as u8;
-                if c == 0 {
-                    break;
-                }
-                self.out.push(c);
-            }
-            self.put("\"");
-        } else {
-            for i in 0..count {
-                let mut sub = Place {
-                    base: elem_at(i),
-                    depth: 0,
-                    nest: pa.nest + pa.depth + 1,
+            PrintKind::Integer { bits, signed, char } => {
+                let text = if is_bitfield(t) {
+                    format!("{:#x}", self.field(off, *bits))
+                } else {
+                    self.integer(at, t.size, *signed, *char && in_array == Some(true))
                 };
-                self.visit(&mut sub, "", element, 0, 0)?;
-                self.trailing_braces(&sub, 0);
-                if i + 1 != count {
-                    self.put(", ");
-                } else if structlike(&ekind) {
-                    self.put("\n");
+                self.put(&text);
+                self.end(depth);
+            }
+            PrintKind::Float => {
+                let text = self.float(at, t.size);
+                self.put(&text);
+                self.end(depth);
+            }
+            PrintKind::Pointer { .. } | PrintKind::Function => {
+                let v = self.uint(at, t.size.min(8)) as u64;
+                // glibc's %p
+                let text = if v == 0 {
+                    "(nil)".to_string()
+                } else {
+                    format!("{v:#x}")
+                };
+                self.put(&text);
+                self.end(depth);
+            }
+            PrintKind::Enum(values) => {
+                let v = match t.size {
+                    1 => self.uint(at, 1) as u8 as i8 as i64,
+                    2 => self.uint(at, 2) as u16 as i16 as i64,
+                    4 => self.uint(at, 4) as u32 as i32 as i64,
+                    _ => self.uint(at, 8) as u64 as i64,
+                };
+                match values.iter().find(|(_, x)| *x == v) {
+                    Some((n, _)) => {
+                        let n = n.clone();
+                        self.put(&n);
+                    }
+                    None => self.put(&v.to_string()),
                 }
+                self.end(depth);
             }
+            PrintKind::Array { element, count } => {
+                self.put(" [\n");
+                let et = types
+                    .get(*element as usize)
+                    .ok_or(ConsumerError::BadPrintType(*element))?;
+                let chars = matches!(et.kind, PrintKind::Integer { bits: 8, .. }) && et.size == 1;
+                for i in 0..u64::from(*count) {
+                    let eoff = off.saturating_add(i.saturating_mul(et.size).saturating_mul(8));
+                    // a character array ends at its NUL
+                    if chars && self.uint(eoff / 8, 1) == 0 {
+                        break;
+                    }
+                    self.value("", *element, eoff, depth + 1, Some(chars))?;
+                }
+                self.indent(depth);
+                self.put("]");
+                self.end(depth);
+            }
+            PrintKind::Struct(members) | PrintKind::Union(members) => {
+                self.put(" {\n");
+                for m in members {
+                    self.value(
+                        &m.name,
+                        m.ty,
+                        off.saturating_add(m.offset_bits),
+                        depth + 1,
+                        None,
+                    )?;
+                }
+                self.indent(depth);
+                self.put("}");
+                self.end(depth);
+                return Ok(());
+            }
+            PrintKind::Forward => self.end(depth),
         }
-        if brackets {
-            if structlike(&ekind) {
-                self.indent(pa);
-            } else {
-                self.put(" ");
-            }
-            self.put("]");
+        // a value reaching the limit ends what is shown (an array as a whole, not each element)
+        if self.cut && in_array.is_none() && off / 8 + t.size >= self.limit {
+            self.ellipsis();
         }
         Ok(())
+    }
+
+    /// The `...` line for what `printsize` leaves out; nothing more is shown after it.
+    fn ellipsis(&mut self) {
+        if !self.stopped {
+            self.indent(1);
+            self.put("...\n");
+            self.stopped = true;
+        }
+    }
+
+    /// An integer of `size` bytes: decimal, or a quoted character for a printable element of a
+    /// character array; 16-byte integers in hex.
+    fn integer(&self, at: u64, size: u64, signed: bool, element_char: bool) -> String {
+        let v = self.uint(at, size);
+        if element_char && size == 1 && isprint(v as u8) {
+            return format!("'{}'", v as u8 as char);
+        }
+        match (size, signed) {
+            (1, true) => (v as u8 as i8).to_string(),
+            (2, true) => (v as u16 as i16).to_string(),
+            (4, true) => (v as u32 as i32).to_string(),
+            (8, true) => (v as u64 as i64).to_string(),
+            (1..=8, false) => (v as u64).to_string(),
+            _ => format!("{v:#x}"),
+        }
+    }
+
+    /// `float`, `double` and `long double` (x87 extended) as `%f`.
+    fn float(&self, at: u64, size: u64) -> String {
+        match size {
+            4 => format!("{:.6}", f32::from_bits(self.uint(at, 4) as u32)),
+            8 => format!("{:.6}", f64::from_bits(self.uint(at, 8) as u64)),
+            _ => format!("{:.6}", x87_to_f64(self.uint(at, 10))),
+        }
     }
 }
 
@@ -424,6 +332,7 @@ fn x87_to_f64(raw: u128) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use dtrace_dif::program::PrintMember;
 
     #[test]
     fn x87_values() {
@@ -434,9 +343,6 @@ mod tests {
         assert_eq!(x87_to_f64((16384u128 << 64) | (3u128 << 62)), 3.0);
         assert!(x87_to_f64(0x7fffu128 << 64 | 1).is_nan());
     }
-
-    use crate::symbols::{NoSymbols, SymInfo};
-    use dtrace_dif::program::PrintMember;
 
     fn ty(name: &str, size: u64, kind: PrintKind) -> PrintType {
         PrintType {
@@ -454,178 +360,143 @@ mod tests {
         }
     }
 
-    fn show(types: &[PrintType], root: u32, data: &[u8], syms: &dyn Symbolizer) -> String {
-        let mut out = Vec::new();
-        print_typed(&mut out, types, root, data, syms).unwrap();
-        String::from_utf8(out).unwrap()
+    fn int(name: &str, size: u64, signed: bool) -> PrintType {
+        let bits = (size * 8) as u16;
+        ty(
+            name,
+            size,
+            PrintKind::Integer {
+                bits,
+                signed,
+                char: name == "char",
+            },
+        )
     }
 
-    struct OneSymbol;
-    impl Symbolizer for OneSymbol {
-        fn kernel(&self, addr: u64) -> Option<SymInfo> {
-            (0x1000..0x1100).contains(&addr).then(|| SymInfo {
-                object: "vmlinux".into(),
-                symbol: Some(("do_sys_open".into(), 0x1000)),
-            })
-        }
-    }
-
-    #[test]
-    fn function_pointers_print_by_symbol() {
-        let types = [
-            ty("int (*)()", 8, PrintKind::Pointer { function: true }),
+    /// struct t { int a; char b[5]; union { u8 c; u64 d; } u; void *p; enum e h; } (40 bytes).
+    fn types() -> Vec<PrintType> {
+        vec![
             ty(
-                "struct ops",
-                16,
-                PrintKind::Struct(vec![member("open", 0, 0), member("close", 0, 64)]),
-            ),
-        ];
-        let mut data = 0x1010u64.to_le_bytes().to_vec();
-        data.extend_from_slice(&0x9999u64.to_le_bytes());
-        assert_eq!(
-            show(&types, 1, &data, &OneSymbol),
-            "struct ops {\n    int (*)() open = vmlinux`do_sys_open\n    int (*)() close = 0x9999\n}"
-        );
-        assert_eq!(
-            show(&types, 1, &data, &NoSymbols),
-            "struct ops {\n    int (*)() open = 0x1010\n    int (*)() close = 0x9999\n}"
-        );
-    }
-
-    #[test]
-    fn floats_forward_declarations_and_small_enums() {
-        let types = [
-            ty("float", 4, PrintKind::Float),
-            ty("double", 8, PrintKind::Float),
-            ty("long double", 16, PrintKind::Float),
-            ty("struct hidden", 0, PrintKind::Forward),
-            ty("enum small", 1, PrintKind::Enum(vec![("ONE".into(), 1)])),
-            ty("enum odd", 3, PrintKind::Enum(vec![])),
-            ty(
-                "struct f",
+                "struct t",
                 40,
                 PrintKind::Struct(vec![
-                    member("f", 0, 0),
-                    member("d", 1, 64),
-                    member("ld", 2, 128),
-                    member("h", 3, 256),
-                    member("e", 4, 264),
-                    member("o", 5, 272),
+                    member("a", 1, 0),
+                    member("b", 2, 32),
+                    member("u", 4, 128),
+                    member("p", 7, 192),
+                    member("h", 8, 256),
                 ]),
             ),
-        ];
-        let mut data = vec![0u8; 40];
-        data[..4].copy_from_slice(&1.5f32.to_le_bytes());
-        data[8..16].copy_from_slice(&(-0.25f64).to_le_bytes());
-        // 2.0 in x87 extended precision
-        let two = (16384u128 << 64) | (1u128 << 63);
-        data[16..32].copy_from_slice(&two.to_le_bytes());
-        data[33] = 1;
-        assert_eq!(
-            show(&types, 6, &data, &NoSymbols),
-            "struct f {\n    float f = +1.5000000e+00\n    double d = -2.5000000e-01\n\
-             \x20   long double ld = +2.0000000000000000E+00\n    struct hidden h = <forward decl>\n\
-             \x20   enum small e = ONE\n    enum odd o = <invalid enum size 3>\n}"
-        );
-    }
-
-    #[test]
-    fn bit_fields_crossing_bytes_keep_their_high_bits() {
-        let types = [
+            int("int", 4, true),
             ty(
-                "unsigned",
-                2,
-                PrintKind::Integer {
-                    bits: 10,
-                    signed: false,
-                    char: false,
+                "char [5]",
+                5,
+                PrintKind::Array {
+                    element: 3,
+                    count: 5,
                 },
             ),
-            ty("struct b", 4, PrintKind::Struct(vec![member("x", 0, 5)])),
-        ];
-        // bits 5..15 hold 0x3ff
-        let data = (0x3ffu32 << 5).to_le_bytes();
+            int("char", 1, true),
+            ty(
+                "union ",
+                8,
+                PrintKind::Union(vec![member("c", 5, 0), member("d", 6, 0)]),
+            ),
+            int("__u8", 1, false),
+            int("__u64", 8, false),
+            ty("void *", 8, PrintKind::Pointer { function: false }),
+            ty(
+                "enum e",
+                4,
+                PrintKind::Enum(vec![("ONE".into(), 1), ("TWO".into(), 2)]),
+            ),
+        ]
+    }
+
+    fn data(a: i32, b: &[u8; 5], d: u64, p: u64, h: u32) -> Vec<u8> {
+        let mut v = vec![0u8; 40];
+        v[0..4].copy_from_slice(&a.to_le_bytes());
+        v[4..9].copy_from_slice(b);
+        v[16..24].copy_from_slice(&d.to_le_bytes());
+        v[24..32].copy_from_slice(&p.to_le_bytes());
+        v[32..36].copy_from_slice(&h.to_le_bytes());
+        v
+    }
+
+    fn show(data: &[u8], printsize: Option<u64>) -> String {
+        let mut out = Vec::new();
+        print_pointer(&mut out, &types(), 0, 0xfeed0000, Some(data), printsize).unwrap();
+        let m = " ".repeat(MARGIN);
+        String::from_utf8(out).unwrap().replace(&m, "|")
+    }
+
+    #[test]
+    fn members_shown_with_their_types_zero_ones_left_out() {
+        let d = data(-3, b"ab\0c\0", 0, 0xfeedfacefeedface, 2);
         assert_eq!(
-            show(&types, 1, &data, &NoSymbols),
-            "struct b {\n    unsigned x :10 = 0x3ff\n}"
+            show(&d, None),
+            "0xfeed0000 = *\n\
+             |(struct t) {\n\
+             | .a = (int)-3,\n\
+             | .b = (char [5]) [\n\
+             |  (char)'a',\n\
+             |  (char)'b',\n\
+             | ],\n\
+             | .p = (void *)0xfeedfacefeedface,\n\
+             | .h = (enum e)TWO,\n\
+             |}\n"
         );
     }
 
     #[test]
-    fn malformed_descriptions_are_errors_not_hangs() {
+    fn a_character_array_is_shown_up_to_its_nul_even_when_that_comes_first() {
+        let d = data(0, b"\0est\0", 0, 0, 7);
+        assert_eq!(
+            show(&d, None),
+            "0xfeed0000 = *\n|(struct t) {\n| .b = (char [5]) [\n| ],\n| .h = (enum e)7,\n|}\n"
+        );
+    }
+
+    #[test]
+    fn printsize_shows_that_many_bytes_and_an_ellipsis() {
+        let d = data(1, b"test\0", 12345678, 0xfeedface, 1);
+        assert_eq!(
+            show(&d, Some(8)),
+            "0xfeed0000 = *\n|(struct t) {\n| .a = (int)1,\n| .b = (char [5]) [\n\
+             |  (char)'t',\n|  (char)'e',\n|  (char)'s',\n|  (char)'t',\n| ],\n| ...\n|}\n"
+        );
+        assert_eq!(
+            show(&d, Some(24)),
+            "0xfeed0000 = *\n|(struct t) {\n| .a = (int)1,\n| .b = (char [5]) [\n\
+             |  (char)'t',\n|  (char)'e',\n|  (char)'s',\n|  (char)'t',\n| ],\n\
+             | .u = (union) {\n|  .c = (__u8)78,\n|  .d = (__u64)12345678,\n| ...\n| },\n|}\n"
+        );
+        // a limit past the object's size changes nothing
+        assert_eq!(show(&d, Some(4096)), show(&d, None));
+    }
+
+    #[test]
+    fn a_pointer_to_a_scalar_shows_it_even_when_zero() {
+        let t = [int("int", 4, true)];
+        let mut out = Vec::new();
+        print_pointer(&mut out, &t, 0, 0x10, Some(&[0, 0, 0, 0]), None).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            format!("0x10 = *\n{}(int)0\n", " ".repeat(MARGIN))
+        );
+    }
+
+    #[test]
+    fn malformed_descriptions_are_errors() {
+        let mut out = Vec::new();
+        assert!(print_pointer(&mut out, &types(), 99, 0, Some(&[0; 40]), None).is_err());
+        assert!(print_pointer(&mut out, &types(), 0, 0, Some(&[0; 8]), None).is_err());
         // a struct that contains itself
-        let types = [ty(
-            "struct loop",
-            4,
-            PrintKind::Struct(vec![member("l", 0, 0)]),
-        )];
-        let mut out = Vec::new();
-        assert!(matches!(
-            print_typed(&mut out, &types, 0, &[0; 4], &NoSymbols),
-            Err(ConsumerError::BadPrintType(_))
-        ));
-        // zero-size characters (a string test over them would never meet a NUL)
-        let types = [
-            ty(
-                "char",
-                0,
-                PrintKind::Integer {
-                    bits: 8,
-                    signed: true,
-                    char: true,
-                },
-            ),
-            ty(
-                "char [4294967295]",
-                0,
-                PrintKind::Array {
-                    element: 0,
-                    count: u32::MAX,
-                },
-            ),
-        ];
-        assert!(print_typed(&mut Vec::new(), &types, 1, b"aaaa", &NoSymbols).is_err());
-        // an array of four thousand million zero-size elements
-        let types = [
-            ty("struct e", 0, PrintKind::Struct(vec![])),
-            ty(
-                "struct e [4294967295]",
-                0,
-                PrintKind::Array {
-                    element: 0,
-                    count: u32::MAX,
-                },
-            ),
-        ];
-        let mut out = Vec::new();
-        assert!(print_typed(&mut out, &types, 1, &[], &NoSymbols).is_err());
-        // unknown root, and a record too short for the type
-        assert!(print_typed(&mut out, &types, 7, &[], &NoSymbols).is_err());
-        let types = [ty(
-            "long",
-            8,
-            PrintKind::Integer {
-                bits: 64,
-                signed: true,
-                char: false,
-            },
-        )];
-        assert!(print_typed(&mut out, &types, 0, &[0; 4], &NoSymbols).is_err());
-        // a member of an unknown type
-        let types = [ty(
+        let t = [ty(
             "struct s",
-            4,
-            PrintKind::Struct(vec![member("m", 9, 0)]),
+            8,
+            PrintKind::Struct(vec![member("s", 0, 0)]),
         )];
-        assert_eq!(
-            show(&types, 0, &[0; 4], &NoSymbols),
-            "struct s {\n    m = <invalid type 9>}"
-        );
-    }
-
-    #[test]
-    fn alternate_hex() {
-        assert_eq!(alt_hex(0), "0");
-        assert_eq!(alt_hex(255), "0xff");
+        assert!(print_pointer(&mut out, &t, 0, 0, Some(&[1; 8]), None).is_err());
     }
 }

@@ -1,7 +1,8 @@
 //! `print()` end to end in the library: D compiled (against D declarations, and against the running
 //! kernel's BTF where it is published), run by the in-process framework, and the typed output compared
-//! with the output DTrace's `dt_print` gives for the same values (its test suite's `tst.primitive`,
-//! `tst.struct`, `tst.bitfield`, `tst.array`, `tst.enum` and the rules of `dt_print.c`).
+//! with what DTrace for Linux prints for a pointer: the address and ` = *`, then the object in the
+//! typed-data style of its test suite's `print/tst.print.*.r` files (members that are zero left
+//! out, `printsize` bytes at most).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -48,48 +49,53 @@ fn run(src: &str) -> String {
     run_with(src, Vec::new(), true)
 }
 
-#[test]
-fn primitives() {
-    let got = run(r#"
-        BEGIN {
-            print((char)'a');
-            print((int)-1);
-            print((unsigned int)23);
-            print((short)456);
-            print((unsigned short)789);
-            print((long)1234);
-            print((ulong_t)56789);
-            print((void *)0x1234);
-            print("hello");
-            print(10);
-            print(0);
-            print((char)0);
-            print((char)10);
-            print((char)-1);
-            print((uint8_t)200);
-            print((int8_t)'x');
-            print((_Bool)1);
-            print((long long)-2);
-            exit(0);
-        }"#);
-    assert_eq!(
-        got,
-        "char 'a'\nint 0xffffffff\nunsigned int 0x17\nshort 0x1c8\nunsigned short 0x315\n\
-         long 0x4d2\nulong_t 0xddd5\nvoid * 0x1234\nstring \"hello\"\nint 0xa\nint 0\n\
-         char '\\0'\nchar '\\012'\nchar '\\37777777777'\nuint8_t 0xc8\nint8_t 'x'\n_Bool 0x1\n\
-         long long 0xfffffffffffffffe\n"
-    );
+/// The output with the 44-column margin shown as `|` and addresses as `ADDR`.
+fn shown(s: &str) -> String {
+    let s = s.replace(&" ".repeat(44), "|");
+    let mut out = String::new();
+    for line in s.split_inclusive('\n') {
+        let Some((before, rest)) = line.split_once(" = *") else {
+            out.push_str(line);
+            continue;
+        };
+        let (lead, addr) = before
+            .rsplit_once(' ')
+            .map_or(("", before), |(l, a)| (l, a));
+        if !addr.starts_with("0x") {
+            out.push_str(line);
+            continue;
+        }
+        if !lead.is_empty() {
+            out.push_str(lead);
+            out.push(' ');
+        }
+        out.push_str("ADDR = *");
+        out.push_str(rest);
+    }
+    out
 }
 
 #[test]
-fn strings_that_are_not_printable_are_character_arrays() {
-    // a string with a newline fails dt_print_array's string test: every element is printed
+fn scalars_through_pointers() {
     let got = run(r#"
-        #pragma D option strsize=8
-        BEGIN { print("a\tb"); exit(0); }"#);
+        BEGIN {
+            this->p = (int64_t *)alloca(8);
+            *this->p = -2;
+            print(this->p);
+            print((int *)this->p);
+            print((unsigned char *)this->p);
+            print((char *)this->p);
+            print((void **)this->p);
+            *this->p = 0;
+            print((int *)this->p);
+            print((void *)0x1234);
+            exit(0);
+        }"#);
     assert_eq!(
-        got,
-        "string [ 'a', '\\011', 'b', '\\0', '\\0', '\\0', '\\0', '\\0' ]\n"
+        shown(&got),
+        "ADDR = *\n|(int64_t)-2\nADDR = *\n|(int)-2\nADDR = *\n|(unsigned char)254\n\
+         ADDR = *\n|(char)-2\nADDR = *\n|(void *)0xfffffffffffffffe\nADDR = *\n|(int)0\n\
+         ADDR = *\n"
     );
 }
 
@@ -119,14 +125,14 @@ fn struct_with_nested_anonymous_struct_and_pointers() {
             this->s->e = 0;
             this->s->f = (void *)7;
             this->s->g = (char *)0xffff880012345678;
-            print(*this->s);
+            print(this->s);
             exit(0);
         }"#);
     assert_eq!(
-        got,
-        "foo_t {\n    int a = 0x1\n    void *b = 0x2\n    struct c = {\n        uint64_t alpha = 0x3\n\
-         \x20       uint64_t beta = 0x4\n    }\n    ushort_t d = 0x5\n    int e = 0\n\
-         \x20   forward_t *f = 0x7\n    char *g = 0xffff880012345678\n}"
+        shown(&got),
+        "ADDR = *\n|(foo_t) {\n| .a = (int)1,\n| .b = (void *)0x2,\n| .c = (struct) {\n\
+         |  .alpha = (uint64_t)3,\n|  .beta = (uint64_t)4,\n| },\n| .d = (ushort_t)5,\n\
+         | .f = (forward_t *)0x7,\n| .g = (char *)0xffff880012345678,\n|}\n"
     );
 }
 
@@ -147,15 +153,13 @@ fn bit_fields() {
             this->w[0] = 0x02000501;
             this->w[1] = 0xbeef;
             this->w[2] = 0x123456;
-            print(*this->s);
+            print(this->s);
             exit(0);
         }"#);
-    // D lays each bit-field out from a byte boundary; a 16-bit one is a plain 2-byte integer
-    // (no width shown), a 24-bit one is not a power-of-two size and so a bit-field again
     assert_eq!(
-        got,
-        "foo_t {\n    int a :4 = 0x1\n    int b :7 = 0x5\n    int c :1 = 0\n    int d :2 = 0x2\n\
-         \x20   unsigned int e = 0xbeef\n    unsigned int f :24 = 0x123456\n}"
+        shown(&got),
+        "ADDR = *\n|(foo_t) {\n| .a = (int)0x1,\n| .b = (int)0x5,\n| .d = (int)0x2,\n\
+         | .e = (unsigned int)48879,\n| .f = (unsigned int)0x123456,\n|}\n"
     );
 }
 
@@ -176,32 +180,28 @@ fn arrays_of_integers_characters_and_structs() {
             this->f = (foo_t *)alloca(sizeof (foo_t));
             this->i = (int *)this->f;
             this->i[0] = 1;
-            this->i[1] = 2;
             this->i[2] = 3;
             this->p = (char *)this->f + offsetof(foo_t, b);
             this->p[0] = 'a';
             this->p[1] = 'b';
             this->i = (int *)((char *)this->f + offsetof(foo_t, c));
-            this->i[0] = 5;
             this->i[1] = 6;
             this->p = (char *)this->f + offsetof(foo_t, d);
             this->p[0] = 4;
             this->h = (short *)((char *)this->f + offsetof(foo_t, grid));
             this->h[3] = 9;
-            print(this->f->a);
-            print(this->f->b);
-            print(this->f->c);
-            print(*this->f);
+            print(this->f);
             exit(0);
         }"#);
-    let want = "int [3] [ 0x1, 0x2, 0x3 ]\n\
-                char [30] \"ab\"\n\
-                bar_t [2] [ \n    bar_t {\n        int alpha = 0x5\n    }, \n    bar_t {\n        int alpha = 0x6\n    }\n]\n\
-                foo_t {\n    int [3] a = [ 0x1, 0x2, 0x3 ]\n    char [30] b = [ \"ab\" ]\n\
-                \x20   bar_t [2] c = [ \n        bar_t {\n            int alpha = 0x5\n        }, \n        bar_t {\n            int alpha = 0x6\n        }\n    ]\n\
-                \x20   char [3] d = [ '\\004', '\\0', '\\0' ]\n\
-                \x20   short [2][2] grid = [ [ 0, 0 ], [ 0, 0x9 ] ]\n}";
-    assert_eq!(got, want);
+    assert_eq!(
+        shown(&got),
+        "ADDR = *\n|(foo_t) {\n| .a = (int [3]) [\n|  (int)1,\n|  (int)0,\n|  (int)3,\n| ],\n\
+         | .b = (char [30]) [\n|  (char)'a',\n|  (char)'b',\n| ],\n| .c = (bar_t [2]) [\n\
+         |  (bar_t) {\n|  },\n|  (bar_t) {\n|   .alpha = (int)6,\n|  },\n| ],\n\
+         | .d = (char [3]) [\n|  (char)4,\n| ],\n| .grid = (short [2][2]) [\n|  (short [2]) [\n\
+         |   (short)0,\n|   (short)0,\n|  ],\n|  (short [2]) [\n|   (short)0,\n|   (short)9,\n\
+         |  ],\n| ],\n|}\n"
+    );
 }
 
 #[test]
@@ -211,53 +211,74 @@ fn enums_and_unions() {
         union num { int i; char c[4]; unsigned short s; };
         struct holder { enum simpson who; union num n; };
         BEGIN {
-            print(bart);
-            print((enum simpson)4);
-            print((enum simpson)42);
             this->h = (struct holder *)alloca(sizeof (struct holder));
             this->h->who = lisa;
             this->h->n.i = 0x41424344;
-            print(*this->h);
+            print(this->h);
+            this->h->who = (enum simpson)42;
+            print((enum simpson *)this->h);
             exit(0);
         }"#);
     assert_eq!(
-        got,
-        "enum simpson bart\nenum simpson maggie\nenum simpson 42\n\
-         struct holder {\n    enum simpson who = lisa\n    union num n = {\n        int i = 0x41424344\n\
-         \x20       char [4] c = [ 'D', 'C', 'B', 'A' ]\n        unsigned short s = 0x4344\n    }\n}"
+        shown(&got),
+        "ADDR = *\n|(struct holder) {\n| .who = (enum simpson)lisa,\n| .n = (union num) {\n\
+         |  .i = (int)1094861636,\n|  .c = (char [4]) [\n|   (char)'D',\n|   (char)'C',\n\
+         |   (char)'B',\n|   (char)'A',\n|  ],\n|  .s = (unsigned short)17220,\n| },\n|}\n\
+         ADDR = *\n|(enum simpson)42\n"
     );
 }
 
 #[test]
-fn translated_structs() {
-    // the shape of DTrace's tst.xlate: print() of a dereferenced translation
+fn printsize_limits_the_bytes_shown_and_may_change_while_tracing() {
     let got = run(r#"
-        struct in { int a; long b; };
-        typedef struct out { int doubled; long b; char tag; } out_t;
-        translator out_t < struct in *I > { doubled = I->a * 2; b = I->b; tag = 'z'; };
+        #pragma D option printsize=8
+        struct three { long a; long b; long c; };
         BEGIN {
-            this->i = (struct in *)alloca(sizeof (struct in));
-            this->i->a = 21;
-            this->i->b = -1;
-            print(*(xlate < out_t * > (this->i)));
+            this->t = (struct three *)alloca(sizeof (struct three));
+            this->t->a = 1;
+            this->t->b = 2;
+            this->t->c = 3;
+            print(this->t);
+            setopt("printsize", "16");
+            print(this->t);
+            setopt("printsize", "1k");
+            print(this->t);
             exit(0);
         }"#);
     assert_eq!(
-        got,
-        "out_t {\n    int doubled = 0x2a\n    long b = 0xffffffffffffffff\n    char tag = 'z'\n}"
+        shown(&got),
+        "ADDR = *\n|(struct three) {\n| .a = (long)1,\n| ...\n|}\n\
+         ADDR = *\n|(struct three) {\n| .a = (long)1,\n| .b = (long)2,\n| ...\n|}\n\
+         ADDR = *\n|(struct three) {\n| .a = (long)1,\n| .b = (long)2,\n| .c = (long)3,\n|}\n"
     );
+}
+
+#[test]
+fn an_argument_is_evaluated_once() {
+    let got = run(r#"
+        BEGIN {
+            this->a = (int *)alloca(8);
+            this->a[0] = 10;
+            this->a[1] = 20;
+            this->p = this->a;
+            print(this->p++);
+            print(this->p);
+            exit(0);
+        }"#);
+    assert_eq!(shown(&got), "ADDR = *\n|(int)10\nADDR = *\n|(int)20\n");
 }
 
 #[test]
 fn default_output_puts_the_value_after_the_probe() {
     let got = run_with(
-        "struct p { int x; int y; }; BEGIN { this->v = (struct p *)alloca(8); this->v->y = 2; print(*this->v); print(7); exit(0); }",
+        "struct p { int x; int y; }; BEGIN { this->v = (struct p *)alloca(8); this->v->y = 2; print(this->v); exit(0); }",
         Vec::new(),
         false,
     );
     assert_eq!(
-        got,
-        "CPU     ID                    FUNCTION:NAME\n  0      1                           :BEGIN struct p {\n    int x = 0\n    int y = 0x2\n}int 0x7\n\n"
+        shown(&got),
+        "CPU     ID                    FUNCTION:NAME\n  0      1                           :BEGIN ADDR = *\n\
+         |(struct p) {\n| .y = (int)2,\n|}\n\n"
     );
 }
 
@@ -278,27 +299,27 @@ fn kernel_types_from_btf() {
         r#"BEGIN {
             this->l = (struct list_head *)alloca(sizeof (struct list_head));
             this->l->next = (struct list_head *)0xffff888000001000;
-            print(*this->l);
+            print(this->l);
             this->t = (struct timespec64 *)alloca(sizeof (struct timespec64));
             this->t->tv_sec = 12;
             this->t->tv_nsec = 345;
-            print(*this->t);
+            print(this->t);
             exit(0);
         }"#,
         sources(),
         true,
     );
     assert_eq!(
-        got,
-        "struct list_head {\n    struct list_head *next = 0xffff888000001000\n    struct list_head *prev = 0\n}\
-         struct timespec64 {\n    time64_t tv_sec = 0xc\n    long int tv_nsec = 0x159\n}"
+        shown(&got),
+        "ADDR = *\n|(struct list_head) {\n| .next = (struct list_head *)0xffff888000001000,\n|}\n\
+         ADDR = *\n|(struct timespec64) {\n| .tv_sec = (time64_t)12,\n| .tv_nsec = (long int)345,\n|}\n"
     );
 }
 
 #[test]
 fn print_records_go_through_the_record_callback() {
     let prog = compile_with_types(
-        "BEGIN { print(1); print(2); exit(0); }",
+        "BEGIN { print((int *)alloca(4)); print((int *)alloca(4)); exit(0); }",
         &CompileOptions::default(),
         Vec::new(),
     )
@@ -335,5 +356,8 @@ fn print_records_go_through_the_record_callback() {
         h.poll().expect("poll");
     }
     assert_eq!(seen, 2);
-    assert_eq!(String::from_utf8(out).unwrap(), "int 0x1\n");
+    assert_eq!(
+        shown(&String::from_utf8(out).unwrap()),
+        "ADDR = *\n|(int)0\n"
+    );
 }

@@ -149,11 +149,7 @@ pub const OPTIONS: &[(&str, OptKind, bool)] = &[
     ("flowindent", OptKind::Runtime, true),
     ("quiet", OptKind::Runtime, true),
     ("quietresize", OptKind::Runtime, true),
-    (
-        "printsize",
-        OptKind::Unsupported("limiting print() output (printsize)"),
-        true,
-    ),
+    ("printsize", OptKind::Size, true),
     ("rawbytes", OptKind::Runtime, true),
     ("stackindent", OptKind::Runtime, true),
     ("switchrate", OptKind::Rate, true),

@@ -18,10 +18,12 @@
 //!   parameters for `lquantize`/`llquantize` as DTrace encodes them (see [`lquantize_arg`]).
 //! - `trace(x)` is a `DifExpr` action; `tracemem(a, n)` a `Tracemem` action with `arg` = n.
 //! - `stack(n)`/`ustack(n, strsize)`: `arg` = frames (`ustack`: `frames | strsize << 32`), no object.
-//! - `print(x)` is a `LibAct` action whose DIF object computes `x` (by-reference values, structs,
-//!   unions, arrays and strings, are copied whole, `rtype.size` bytes) and whose `arg` is
-//!   [`print_arg`]`(i)`: [`LibAction::Print`] in the low 32 bits and, in the high 32 bits, the index
-//!   `i` of the value's type in [`Program::print_types`]. That table plays the part of the CTF type
+//! - `print(p)` (`p` a pointer, as in DTrace for Linux) is two `LibAct` actions: the first computes
+//!   `p`, with `arg` = [`print_arg`]`(i)` ([`LibAction::Print`] in the low 32 bits and, in the high
+//!   32 bits, the index `i` of the pointed-to type in [`Program::print_types`]); the second (absent
+//!   for `void *`) copies the object `*p` (`rtype.size` bytes), with `arg` =
+//!   [`print_object_arg`]`(i)` ([`LibAction::PrintObject`]). The type index is
+//!   into [`Program::print_types`]. That table plays the part of the CTF type
 //!   reference DTrace keeps in its string table for `print()`: each [`PrintType`] has the name DTrace
 //!   prints (typedef names kept, `"struct foo"`, `"int [3]"`, `"char *"`, `"string"`) and the resolved
 //!   shape the consumer walks; members and array elements refer to other entries by index, so one
@@ -157,8 +159,11 @@ pub enum LibAction {
     Setopt = 5,
     /// `ftruncate()`.
     Ftruncate = 6,
-    /// `print(x)` (typed print).
+    /// `print(p)` (typed print): the pointer `p`.
     Print = 7,
+    /// `print(p)`: the object `p` points to, the record after [`LibAction::Print`]'s (none for a
+    /// pointer to void).
+    PrintObject = 8,
 }
 
 /// A probe description pattern `provider:module:function:name`; an empty field matches anything, and
@@ -337,6 +342,11 @@ pub struct PrintMember {
 /// The `arg` of a `print()` action whose value has type `index` in [`Program::print_types`].
 pub fn print_arg(index: u32) -> u64 {
     LibAction::Print as u64 | (u64::from(index) << 32)
+}
+
+/// The `arg` of the record of a `print()` that holds the object of type `index` its pointer points to.
+pub fn print_object_arg(index: u32) -> u64 {
+    LibAction::PrintObject as u64 | (u64::from(index) << 32)
 }
 
 /// Splits a `LibAct` action's `arg` into the library action number (low 32 bits) and its operand

@@ -92,4 +92,7 @@ subrs! {
     DPath = 58, "d_path";
     // DTrace for Linux's link_ntop (its 45, illumos' tolower) takes the next number free.
     LinkNtop = 59, "link_ntop";
+    // Not callable from D: the compiler's run-time check of an index into an array variable
+    // declared with a size (`int a[5]; ... a[i]`), DTrace for Linux's "index out of bounds".
+    Bounds = 60, "%bounds";
 }

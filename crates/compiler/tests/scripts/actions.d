@@ -6,7 +6,7 @@ BEGIN
     tracemem(arg0, 64); tracemem(arg0, 64, arg1);
     @c[func(arg0), mod(arg0), usym(arg1), umod(arg1), uaddr(arg1)] = count();
     @k[stack(5), ustack(3)] = count();
-    print(arg0);
+    print((int *)arg0);
     setopt("quiet"); setopt("bufsize", "4m");
     x = strjoin(basename("/a/b"), dirname("/c/d"));
     y = substr(x, 1, 2) == "b" ? index(x, "b") : rindex(x, "a", 3);

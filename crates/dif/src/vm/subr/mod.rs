@@ -33,7 +33,7 @@ fn min_args(s: Subr) -> usize {
     match s {
         Rand | Speculation | Random => 0,
         Copyin | Strjoin | Strchr | Strrchr | Strstr | Strtok | Substr | Index | Rindex
-        | InetNtop | LinkNtop | Memref | Json | Alloca | Bcopy => match s {
+        | InetNtop | LinkNtop | Memref | Json | Alloca | Bcopy | Bounds => match s {
             Alloca => 1,
             Bcopy => 3,
             _ => 2,
@@ -110,6 +110,9 @@ impl Machine {
             // DTrace for Linux: 32 random bits (bpf_get_prandom_u32), all of them uniform
             Rand => Ok(env.ctx.random() & 0xffff_ffff),
             Random => Ok(env.ctx.random()),
+            // an index (as unsigned: a negative one is out too) below the array's element count
+            Bounds if arg(0) < arg(1) => Ok(arg(0)),
+            Bounds => Err(Fault::new(FaultKind::BadIndex, arg(0))),
             Speculation => Ok(env.ctx.speculation()),
             Progenyof => Ok(env.ctx.progenyof(arg(0)) as u64),
             // DTrace for Linux faults on strlen(NULL) as on any other bad address
