@@ -529,8 +529,8 @@ fn emit_agg(
     // Zero what no key part writes whole (stacks are zero-filled by bpf_get_stack()).
     let mut zeroed = vec![true; ksize / 8];
     for (kind, off) in kinds.iter().zip(&offs) {
-        if let KeyKind::KernelStack(n) | KeyKind::UserStack(n) = kind {
-            zeroed[off / 8 + 1..off / 8 + 1 + *n as usize].fill(false);
+        if !kind.has_value() {
+            zeroed[off / 8 + 1..(off + kind.kernel_size()) / 8].fill(false);
         }
     }
     for (i, z) in zeroed.iter().enumerate() {
@@ -566,9 +566,15 @@ fn emit_agg(
                 a.store_imm(Size::B, R2, at + 15, i32::from(STRING_CONST_MARK));
             }
             (None, KeyKind::KernelStack(n)) => {
+                // A sampled stack starts at the interrupted PC: the frames wanted, then zeros.
                 let sampled = shape.ctx == super::codegen::CtxKind::PerfEvent;
+                let room = kind.kernel_size() / 8 - 1;
+                let take = if sampled { *n as usize } else { room };
                 a.store_imm(Size::DW, R2, at, i32::from(sampled));
-                emit_key_stack(a, at + 8, *n, 0)?;
+                for i in take..room {
+                    a.store_imm(Size::DW, R2, at + 8 + 8 * i as i16, 0);
+                }
+                emit_key_stack(a, at + 8, take as u32, 0)?;
             }
             (None, KeyKind::UserStack(n)) => {
                 emit_key_pid(a, at);

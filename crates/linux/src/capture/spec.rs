@@ -148,6 +148,15 @@ pub const MAX_COPIES: usize = 8;
 pub const MAX_COPY_SIZE: u32 = 16384;
 /// The deepest stack we capture (the kernel's default `perf_event_max_stack`).
 pub const MAX_STACK_DEPTH: u32 = 127;
+/// Kernel frames taken beyond those wanted at a probe that is not sampled: its stack starts
+/// with the frames of the tracing machinery (the BPF program, the tracepoint's or kprobe's
+/// dispatch), which are cut before the stack is shown.
+pub const TRACING_FRAMES: u32 = 16;
+
+/// The kernel frames taken for a stack of `frames` frames at a probe that is not sampled.
+pub fn kernel_stack_room(frames: u32) -> u32 {
+    frames.saturating_add(TRACING_FRAMES).min(MAX_STACK_DEPTH)
+}
 /// The most pointer hops in one address.
 pub const MAX_DEREFS: usize = 8;
 /// The most user pointer hops in one address (`**argv` chains).
@@ -394,8 +403,9 @@ pub enum KeyKind {
     /// last (a NUL-terminated `execname` never has a non-zero last byte).
     String,
     /// `stack()` of this many frames: a word that is 1 when the probe is sampled (its stack
-    /// starts at the interrupted PC; else it starts with the tracing machinery's frames, cut
-    /// when the key is read), then the kernel's program counters, zero-filled.
+    /// starts at the interrupted PC), then the kernel's program counters, zero-filled; where the
+    /// probe is not sampled, the stack starts with the tracing machinery's frames, cut when the
+    /// key is read, so [`TRACING_FRAMES`] more are taken.
     KernelStack(u32),
     /// `ustack()` of this many frames: the process id, then the user program counters of the
     /// kernel's frame-pointer walk, zero-filled.
@@ -410,7 +420,8 @@ impl KeyKind {
         match self {
             KeyKind::Int(_) => 8,
             KeyKind::String | KeyKind::UserAddr => 16,
-            KeyKind::KernelStack(n) | KeyKind::UserStack(n) => 8 + 8 * n as usize,
+            KeyKind::KernelStack(n) => 8 + 8 * kernel_stack_room(n) as usize,
+            KeyKind::UserStack(n) => 8 + 8 * n as usize,
         }
     }
 

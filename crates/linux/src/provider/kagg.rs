@@ -40,9 +40,10 @@ pub type CpuDrops = Vec<(u32, u64)>;
 pub struct Snapshot {
     /// The records (one per key and CPU that updated it).
     pub records: Vec<AggRecord>,
-    /// Kernel stacks taken at a probe that is not sampled: `(record, offset in its key,
-    /// frames)`; they start with the frames of the tracing machinery, as at delivery.
-    pub cuts: Vec<(usize, usize, usize)>,
+    /// Kernel stacks taken at a probe that is not sampled, which start with the frames of the
+    /// tracing machinery, as at delivery: `(record, offset in its key, frames it holds, the
+    /// program counters taken)`.
+    pub cuts: Vec<(usize, usize, usize, Vec<u64>)>,
     /// The processes of the user stacks and addresses in the keys.
     pub pids: Vec<u32>,
 }
@@ -51,20 +52,17 @@ impl Snapshot {
     /// Cuts each stack of [`Snapshot::cuts`] as delivery cuts a captured one: the frames
     /// `prefix` counts go, the rest move up, zeros follow.
     pub fn cut_tracing_frames(&mut self, prefix: impl Fn(&[u64]) -> usize) {
-        for &(r, off, frames) in &self.cuts {
+        for (r, off, frames, pcs) in &self.cuts {
             let Some(bytes) = self
                 .records
-                .get_mut(r)
-                .and_then(|rec| rec.key.get_mut(off..off + frames * 8))
+                .get_mut(*r)
+                .and_then(|rec| rec.key.get_mut(*off..off + frames * 8))
             else {
                 continue;
             };
-            let pcs: Vec<u64> = bytes
-                .chunks_exact(8)
-                .map(|c| u64::from_ne_bytes(c.try_into().unwrap_or_default()))
-                .take_while(|pc| *pc != 0)
-                .collect();
-            let skip = prefix(&pcs).min(pcs.len());
+            let n = pcs.iter().position(|pc| *pc == 0).unwrap_or(pcs.len());
+            let skip = prefix(&pcs[..n]).min(n);
+            let pcs = &pcs[..n];
             for (i, chunk) in bytes.chunks_exact_mut(8).enumerate() {
                 let pc = pcs.get(i + skip).copied().unwrap_or(0);
                 chunk.copy_from_slice(&pc.to_ne_bytes());
@@ -650,8 +648,12 @@ impl KernelAggState {
                         continue;
                     }
                     let r = snap.records.len();
-                    snap.cuts
-                        .extend(fw_key.cuts.iter().map(|&(off, frames)| (r, off, frames)));
+                    snap.cuts.extend(
+                        fw_key
+                            .cuts
+                            .iter()
+                            .map(|(off, frames, pcs)| (r, *off, *frames, pcs.clone())),
+                    );
                     snap.records.push(AggRecord {
                         aggid: *aggid,
                         key: fw_key.bytes.clone(),
@@ -683,8 +685,9 @@ impl KernelAggState {
 /// A kernel key expanded to the framework's key bytes.
 struct ExpandedKey {
     bytes: Vec<u8>,
-    /// Kernel stacks whose tracing frames are still to cut: `(offset, frames)`.
-    cuts: Vec<(usize, usize)>,
+    /// Kernel stacks whose tracing frames are still to cut: `(offset, frames the framework's
+    /// record holds, the program counters taken)`.
+    cuts: Vec<(usize, usize, Vec<u64>)>,
     /// The processes of its user stacks and addresses.
     pids: Vec<u32>,
 }
@@ -733,11 +736,15 @@ impl KeyDecoder {
                     dst[..n].copy_from_slice(&bytes[..n]);
                 }
                 KeyKind::KernelStack(_) => {
-                    // The pcs, as many as the framework's record holds.
-                    let n = (part.len() - 8).min(dst.len()) / 8 * 8;
-                    dst[..n].copy_from_slice(&part[8..8 + n]);
+                    let frames = dst.len() / 8;
                     if word(0)? == 0 {
-                        out.cuts.push((rec.offset as usize, n / 8));
+                        // Placed once the tracing frames are known (see `Snapshot::cuts`).
+                        let pcs = (1..part.len() / 8).map_while(word).collect();
+                        out.cuts.push((rec.offset as usize, frames, pcs));
+                    } else {
+                        // Sampled: the pcs, as many as the framework's record holds.
+                        let n = (part.len() - 8).min(frames * 8);
+                        dst[..n].copy_from_slice(&part[8..8 + n]);
                     }
                 }
                 KeyKind::UserStack(_) => {
