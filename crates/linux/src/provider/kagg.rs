@@ -683,6 +683,7 @@ impl KernelAggState {
 }
 
 /// A kernel key expanded to the framework's key bytes.
+#[derive(Debug)]
 struct ExpandedKey {
     bytes: Vec<u8>,
     /// Kernel stacks whose tracing frames are still to cut: `(offset, frames the framework's
@@ -837,6 +838,109 @@ mod tests {
         // A constant never seen does not decode.
         key[24] ^= 1;
         assert!(a.expand(&key, &r).is_none());
+    }
+
+    #[test]
+    fn stack_and_address_keys_expand_to_the_framework_layout() {
+        let words = |w: &[u64]| -> Vec<u8> { w.iter().flat_map(|x| x.to_ne_bytes()).collect() };
+        let a = KeyDecoder {
+            keys: vec![
+                KeyKind::KernelStack(2),
+                KeyKind::UserStack(3),
+                KeyKind::UserAddr,
+            ],
+            strings: HashMap::new(),
+        };
+        // A stack of a probe that is not sampled (its room: 2 + TRACING_FRAMES frames), the
+        // user stack of process 42, and process 42's address 0x401000.
+        let room = crate::capture::spec::kernel_stack_room(2) as usize;
+        let mut kstack = vec![0u64; room + 1];
+        kstack[1..5].copy_from_slice(&[0xbf, 0xa1, 0xa2, 0xa3]);
+        let mut key = words(&kstack);
+        key.extend(words(&[42, 0x40_1000, 0x40_2000, 0]));
+        key.extend(words(&[42, 0x40_1000]));
+        // The framework's records: 2 frames, pid and 3 frames and 8 bytes of strings, pid and
+        // address.
+        let r = recs(&[(0, 16), (16, 40), (56, 16)], 72);
+        let e = a.expand(&key, &r).unwrap();
+        assert_eq!(&e.bytes[..16], &[0u8; 16], "placed once cut");
+        assert_eq!(&e.bytes[16..48], &words(&[42, 0x40_1000, 0x40_2000, 0])[..]);
+        assert_eq!(&e.bytes[48..56], &[0u8; 8]);
+        assert_eq!(&e.bytes[56..72], &words(&[42, 0x40_1000])[..]);
+        assert_eq!(e.pids, vec![42, 42]);
+        assert_eq!(e.cuts, vec![(0, 2, vec![0xbf, 0xa1, 0xa2, 0xa3])]);
+        let mut snap = Snapshot {
+            records: vec![AggRecord {
+                aggid: 1,
+                key: e.bytes.clone(),
+                value: Vec::new(),
+            }],
+            cuts: e.cuts.into_iter().map(|(o, f, p)| (0, o, f, p)).collect(),
+            pids: e.pids,
+        };
+        // The first frame is the tracing machinery's: the next two show.
+        snap.cut_tracing_frames(|pcs| pcs.iter().take_while(|pc| **pc == 0xbf).count());
+        assert_eq!(&snap.records[0].key[..16], &words(&[0xa1, 0xa2])[..]);
+        // A sampled stack is the frames the framework's record holds, as taken.
+        kstack[0] = 1;
+        let mut key = words(&kstack);
+        key.extend(vec![0u8; 48]);
+        let e = a.expand(&key, &r).unwrap();
+        assert_eq!(&e.bytes[..16], &words(&[0xbf, 0xa1])[..]);
+        assert!(e.cuts.is_empty());
+    }
+
+    #[test]
+    fn stack_and_symbol_keys_plan_for_the_kernel() {
+        use dtrace_dif::program::ActionDesc;
+        let addr = DifObject {
+            rtype: dtrace_dif::object::DifType::integer(8),
+            ..DifObject::default()
+        };
+        let act = |kind, arg, difo: Option<&DifObject>| ActionDesc {
+            kind,
+            arg,
+            difo: difo.cloned(),
+            uarg: 0,
+            ntuple: 0,
+        };
+        let with = |key: ActionDesc| EcbDesc {
+            actions: vec![key, {
+                let mut c = act(ActionKind::AggCount, 0, None);
+                c.ntuple = 1;
+                c
+            }],
+            probe: dtrace_dif::program::ProbeDesc::default(),
+            predicate: None,
+            line: 0,
+        };
+        let kind = |key: ActionDesc, ustacks: bool| {
+            plan_clause(&with(key), 256, ustacks).map(|p| p.aggs[0].keys[0].1)
+        };
+        assert_eq!(
+            kind(act(ActionKind::Stack, 0, None), false),
+            Ok(KeyKind::KernelStack(20))
+        );
+        assert_eq!(
+            kind(act(ActionKind::Stack, 500, None), false),
+            Ok(KeyKind::KernelStack(127))
+        );
+        assert_eq!(
+            kind(act(ActionKind::Usym, 0, Some(&addr)), false),
+            Ok(KeyKind::UserAddr)
+        );
+        assert_eq!(
+            kind(act(ActionKind::Mod, 0, Some(&addr)), false),
+            Ok(KeyKind::Int(8))
+        );
+        // ustack() keys only when asked for (the kernel walks frame pointers only).
+        let e = kind(act(ActionKind::Ustack, 3, None), false).unwrap_err();
+        assert!(e.contains(KERNEL_USTACKS_ENV), "{e}");
+        assert_eq!(
+            kind(act(ActionKind::Ustack, 3, None), true),
+            Ok(KeyKind::UserStack(3))
+        );
+        assert!(kind(act(ActionKind::Jstack, 0, None), true).is_err());
     }
 
     #[test]
