@@ -740,7 +740,10 @@ impl KeyDecoder {
                     let frames = dst.len() / 8;
                     if word(0)? == 0 {
                         // Placed once the tracing frames are known (see `Snapshot::cuts`).
-                        let pcs = (1..part.len() / 8).map_while(word).collect();
+                        let pcs = (1..part.len() / 8)
+                            .map_while(word)
+                            .take_while(|pc| *pc != 0)
+                            .collect();
                         out.cuts.push((rec.offset as usize, frames, pcs));
                     } else {
                         // Sampled: the pcs, as many as the framework's record holds.

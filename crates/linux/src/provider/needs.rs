@@ -1651,11 +1651,11 @@ mod tests {
         assert_eq!((one(1).kstack, one(1).ustack), (None, Some(UCALLER_FRAMES)));
         assert_eq!(one(2).execargs, Some(300));
         assert!(one(3).ancestors && !one(2).ancestors);
-        // A stack() deeper than the caller's frames keeps its depth.
+        // A stack() deeper than the caller's frames keeps its depth, and the tracing frames.
         let n = needs("syscall::write:entry { stack(40); trace(caller); }");
         assert_eq!(
             spec_for(&[&n.clauses[0].1], &[], 256).unwrap().kstack,
-            Some(40)
+            Some(40 + CALLER_FRAMES)
         );
         // Nothing is captured for clauses that do not read them.
         assert_eq!(
