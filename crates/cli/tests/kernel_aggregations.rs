@@ -178,8 +178,9 @@ fn verbose_mode_says_why_aggregations_stay_in_dtrace() {
             "aggregations run in dtrace (stack() is not yet built at the probe)",
         ),
         (
-            "@[stack()] = count();",
-            "aggregations run in dtrace (stack and symbol keys are not yet kept in the kernel)",
+            "@[ustack()] = count();",
+            "aggregations run in dtrace (ustack() keys are unwound in dtrace with .eh_frame \
+             (the kernel walks frame pointers only; DTRACE_KERNEL_USTACKS=1 keeps them there))",
         ),
         (
             "@ = sum(arg2 / (arg0 - 1));",

@@ -37,7 +37,7 @@ use super::spec::{
     kernel_key_layout, string_key_hash, KernelAgg, KernelAggClause, KernelAggs, KeyKind,
     SignalAction, MAX_KAGG_KEY, STRING_CONST_MARK,
 };
-use crate::bpf::insn::{helper, op, Asm, Label, Reg, Size, R0, R1, R10, R2, R3, R4, R5, R7};
+use crate::bpf::insn::{helper, op, Asm, Label, Reg, Size, R0, R1, R10, R2, R3, R4, R5, R6, R7};
 use dtrace_dif::object::DifObject;
 use dtrace_dif::program::ActionKind;
 use dtrace_ebpf::translate::{self, Fragment, Frame, Untranslatable, ValueKind};
@@ -47,13 +47,14 @@ use dtrace_framework::aggregate::{llquantize_magnitudes, llquantize_positive_buc
 /// this probe, else why not.
 pub type AggReport = Vec<Result<(), Untranslatable>>;
 
-/// Stack slots below the fragments' frame: the generation, the value, the weight, the key.
+/// Stack slots below the fragments' frame: the generation, the value, the weight, the address
+/// of the key being built (in the scratch value of `KernelAggs::keys`).
 const GEN: i16 = FRAME.base - Frame::SIZE - 8;
 const VAL: i16 = GEN - 8;
 const INCR: i16 = VAL - 8;
-const KEYBUF: i16 = INCR - MAX_KAGG_KEY as i16;
+const KEYPTR: i16 = INCR - 8;
 /// The firing's `timestamp`.
-const TIMESTAMP: i16 = KEYBUF - 8;
+const TIMESTAMP: i16 = KEYPTR - 8;
 /// The key of a kernel thread-local (see `capture::kvars`).
 pub(crate) const VARS_KEY: i16 = TIMESTAMP - 8;
 /// The address of the clause's record in the ring (zero when the ring was full), below the
@@ -70,6 +71,8 @@ pub(crate) const DVAR_DROPPED: i16 = REC_OK - 8;
 
 /// `BPF_NOEXIST`: create only.
 const BPF_NOEXIST: i32 = 1;
+/// `bpf_get_stack()`'s flag for the user stack.
+const BPF_F_USER_STACK: i32 = 1 << 8;
 
 /// The translated code of one clause.
 struct Translated {
@@ -82,7 +85,8 @@ struct Translated {
 }
 
 struct TranslatedAgg {
-    keys: Vec<translate::Value>,
+    /// Each key's value (none for a stack, which the probe gives).
+    keys: Vec<Option<translate::Value>>,
     value: Option<Fragment>,
     incr: Option<Fragment>,
 }
@@ -122,10 +126,23 @@ fn translate_clause(
     for agg in &c.aggs {
         let mut keys = Vec::with_capacity(agg.keys.len());
         for (o, kind) in &agg.keys {
+            if !kind.has_value() || *kind == KeyKind::UserAddr {
+                check_probe_stack(ctx.shape, *kind)?;
+            }
+            let Some(o) = o else {
+                if kind.has_value() {
+                    return Err(Untranslatable::Value {
+                        pc: 0,
+                        what: "an aggregation key without an expression".into(),
+                    });
+                }
+                keys.push(None);
+                continue;
+            };
             let v = translate::translate_value(o, ctx, strsize, FRAME)?;
             let fits = matches!(
                 (&v.kind, kind),
-                (ValueKind::Int, KeyKind::Int(_))
+                (ValueKind::Int, KeyKind::Int(_) | KeyKind::UserAddr)
                     | (ValueKind::Execname | ValueKind::Str(_), KeyKind::String)
             );
             if !fits {
@@ -135,7 +152,7 @@ fn translate_clause(
                 });
             }
             no_fault(v.fragment.clone())?;
-            keys.push(v);
+            keys.push(Some(v));
         }
         aggs.push(TranslatedAgg {
             keys,
@@ -199,6 +216,24 @@ pub fn check_clause(
     translate_clause(&ctx, c, strsize as usize).map(|_| ())
 }
 
+/// Whether the probe's program can take the stack (or the process id) a key of `kind` holds:
+/// of the thread that fired the probe only (a record that speaks for another thread, as
+/// `on-cpu`'s, keeps its clause in dtrace).
+fn check_probe_stack(shape: &ProbeShape, kind: KeyKind) -> Result<(), Untranslatable> {
+    if shape.identity != super::spec::Identity::Current {
+        let what = match kind {
+            KeyKind::KernelStack(_) => "the kernel stack",
+            KeyKind::UserStack(_) => "the user stack",
+            _ => "the process",
+        };
+        return Err(Untranslatable::Value {
+            pc: 0,
+            what: format!("{what} of a thread other than the one that fired the probe"),
+        });
+    }
+    Ok(())
+}
+
 /// Whether `c` reads `timestamp`.
 fn reads_timestamp(c: &KernelAggClause) -> bool {
     let objects = c
@@ -208,7 +243,7 @@ fn reads_timestamp(c: &KernelAggClause) -> bool {
         .chain(c.aggs.iter().flat_map(|g| {
             g.keys
                 .iter()
-                .map(|(o, _)| o)
+                .filter_map(|(o, _)| o.as_ref())
                 .chain(g.value.iter())
                 .chain(g.incr.iter())
         }));
@@ -337,7 +372,7 @@ pub fn emit_aggs(
                 }
                 None => {
                     if let Some((agg, ta)) = aggs.next() {
-                        emit_agg(a, k, agg, ta, dropped)?;
+                        emit_agg(a, shape, k, agg, ta, dropped)?;
                     }
                 }
             }
@@ -358,7 +393,7 @@ pub fn emit_aggs(
                 .flat_map(|(_, v)| v)
                 .any(|v| v.fragment.can_drop)
             || t.aggs.iter().any(|g| {
-                g.keys.iter().any(|v| v.fragment.can_drop)
+                g.keys.iter().flatten().any(|v| v.fragment.can_drop)
                     || g.value.iter().chain(&g.incr).any(|f| f.can_drop)
             });
         if can_drop {
@@ -508,12 +543,13 @@ fn emit_map(a: &mut Asm, maps: [i32; 2]) {
 
 fn emit_lookup(a: &mut Asm, maps: [i32; 2]) {
     emit_map(a, maps);
-    a.mov(R2, R10).alu_imm(op::ADD, R2, i32::from(KEYBUF));
+    a.load(Size::DW, R2, R10, KEYPTR);
     a.call(helper::MAP_LOOKUP_ELEM);
 }
 
 fn emit_agg(
     a: &mut Asm,
+    shape: &ProbeShape,
     k: &KernelAggs,
     agg: &KernelAgg,
     t: &TranslatedAgg,
@@ -526,31 +562,65 @@ fn emit_agg(
             "aggregation key of {ksize} bytes"
         )));
     }
-    for i in (0..ksize).step_by(8) {
-        a.store_imm(Size::DW, R10, KEYBUF + i as i16, 0);
+    let skip = a.label();
+    emit_key_scratch(a, shape, k.keys, skip);
+    // Zero what no key part writes whole (stacks are zero-filled by bpf_get_stack()).
+    let mut zeroed = vec![true; ksize / 8];
+    for (kind, off) in kinds.iter().zip(&offs) {
+        if !kind.has_value() {
+            zeroed[off / 8 + 1..(off + kind.kernel_size()) / 8].fill(false);
+        }
+    }
+    for (i, z) in zeroed.iter().enumerate() {
+        if *z {
+            a.store_imm(Size::DW, R0, (i * 8) as i16, 0);
+        }
     }
     for ((v, kind), off) in t.keys.iter().zip(&kinds).zip(offs) {
-        emit_fragment(a, &v.fragment, dropped);
-        let at = KEYBUF + off as i16;
-        match (&v.kind, kind) {
-            (ValueKind::Int, KeyKind::Int(n)) => {
+        let at = i16::try_from(off)
+            .map_err(|_| crate::error::LinuxError::Asm("aggregation key too large".into()))?;
+        if let Some(v) = v {
+            emit_fragment(a, &v.fragment, dropped);
+        }
+        a.load(Size::DW, R2, R10, KEYPTR);
+        match (v.as_ref().map(|v| &v.kind), kind) {
+            (Some(ValueKind::Int), KeyKind::Int(n)) => {
                 let size = Size::for_bytes(usize::from(*n)).unwrap_or(Size::DW);
-                a.store(size, R10, at, R0);
+                a.store(size, R2, at, R0);
             }
-            (ValueKind::Execname, _) => {
+            (Some(ValueKind::Int), KeyKind::UserAddr) => {
+                a.store(Size::DW, R2, at + 8, R0);
+                emit_key_pid(a, at);
+            }
+            (Some(ValueKind::Execname), _) => {
                 let c = FRAME.execname_at();
-                a.load(Size::DW, R1, R10, c).store(Size::DW, R10, at, R1);
+                a.load(Size::DW, R1, R10, c).store(Size::DW, R2, at, R1);
                 a.load(Size::DW, R1, R10, c + 8)
-                    .store(Size::DW, R10, at + 8, R1);
+                    .store(Size::DW, R2, at + 8, R1);
             }
-            (ValueKind::Str(s), _) => {
+            (Some(ValueKind::Str(s)), _) => {
                 a.ld_imm64(R1, string_key_hash(s))
-                    .store(Size::DW, R10, at, R1);
-                a.store_imm(Size::B, R10, at + 15, i32::from(STRING_CONST_MARK));
+                    .store(Size::DW, R2, at, R1);
+                a.store_imm(Size::B, R2, at + 15, i32::from(STRING_CONST_MARK));
             }
-            (ValueKind::Int, KeyKind::String) => {
+            (None, KeyKind::KernelStack(n)) => {
+                // A sampled stack starts at the interrupted PC: the frames wanted, then zeros.
+                let sampled = shape.ctx == super::codegen::CtxKind::PerfEvent;
+                let room = kind.kernel_size() / 8 - 1;
+                let take = if sampled { *n as usize } else { room };
+                a.store_imm(Size::DW, R2, at, i32::from(sampled));
+                for i in take..room {
+                    a.store_imm(Size::DW, R2, at + 8 + 8 * i as i16, 0);
+                }
+                emit_key_stack(a, at + 8, take as u32, 0)?;
+            }
+            (None, KeyKind::UserStack(n)) => {
+                emit_key_pid(a, at);
+                emit_key_stack(a, at + 8, *n, BPF_F_USER_STACK)?;
+            }
+            _ => {
                 return Err(crate::error::LinuxError::Asm(
-                    "integer value for a string key".into(),
+                    "a key value of the wrong kind".into(),
                 ))
             }
         }
@@ -573,11 +643,11 @@ fn emit_agg(
             a.store_imm(Size::DW, R10, INCR, 1);
         }
     }
-    let (found, skip) = (a.label(), a.label());
+    let found = a.label();
     emit_lookup(a, agg.maps);
     a.jmp_imm(op::JNE, R0, 0, found);
     emit_map(a, agg.maps);
-    a.mov(R2, R10).alu_imm(op::ADD, R2, i32::from(KEYBUF));
+    a.load(Size::DW, R2, R10, KEYPTR);
     a.ld_map_value(R3, k.zeros, 0);
     a.mov_imm(R4, BPF_NOEXIST).call(helper::MAP_UPDATE_ELEM);
     emit_lookup(a, agg.maps);
@@ -587,6 +657,42 @@ fn emit_agg(
     a.bind(found).mov(R7, R0);
     emit_apply(a, agg, skip)?;
     a.bind(skip);
+    Ok(())
+}
+
+/// Points r0 and [`KEYPTR`] at this program's key scratch value (see `KernelAggs::keys`);
+/// jumps to `skip` if the map has none (it always has).
+fn emit_key_scratch(a: &mut Asm, shape: &ProbeShape, keys: i32, skip: Label) {
+    let slot = i32::from(shape.ctx == super::codegen::CtxKind::PerfEvent);
+    a.store_imm(Size::W, R10, KEYPTR, slot);
+    a.ld_map_fd(R1, keys)
+        .mov(R2, R10)
+        .alu_imm(op::ADD, R2, i32::from(KEYPTR));
+    a.call(helper::MAP_LOOKUP_ELEM);
+    a.jmp_imm(op::JEQ, R0, 0, skip);
+    a.store(Size::DW, R10, KEYPTR, R0);
+}
+
+/// Writes the process id of the thread that fired the probe at `at` in the key; uses r0-r2.
+fn emit_key_pid(a: &mut Asm, at: i16) {
+    a.call(helper::GET_CURRENT_PID_TGID);
+    a.alu_imm(op::RSH, R0, 32);
+    a.load(Size::DW, R2, R10, KEYPTR);
+    a.store(Size::DW, R2, at, R0);
+}
+
+/// Writes `frames` program counters of the current stack (`flags`: kernel or user) at `at` in
+/// the key, zero-filled past the last (and all zero when the walk fails, as a stack the record
+/// path could not take); uses r0-r5.
+fn emit_key_stack(a: &mut Asm, at: i16, frames: u32, flags: i32) -> crate::error::Result<()> {
+    let bytes = i32::try_from(frames as usize * 8)
+        .map_err(|_| crate::error::LinuxError::Asm("stack too deep".into()))?;
+    a.mov(R1, R6);
+    a.load(Size::DW, R2, R10, KEYPTR)
+        .alu_imm(op::ADD, R2, i32::from(at));
+    a.mov_imm(R3, bytes)
+        .mov_imm(R4, flags)
+        .call(helper::GET_STACK);
     Ok(())
 }
 
@@ -813,7 +919,7 @@ fn emit_square_add(a: &mut Asm) {
 }
 
 // The slots fit the eBPF stack, 8-aligned.
-const _: () = assert!(DVAR_DROPPED >= -512 && GEN % 8 == 0 && KEYBUF % 8 == 0);
+const _: () = assert!(DVAR_DROPPED >= -512 && GEN % 8 == 0 && KEYPTR % 8 == 0);
 
 #[cfg(test)]
 mod tests {
@@ -883,6 +989,7 @@ mod tests {
                 control: 5,
                 zeros: 6,
                 drops: 7,
+                keys: 10,
                 exit: 8,
                 strsize: 257,
                 names: Default::default(),

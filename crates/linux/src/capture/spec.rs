@@ -148,6 +148,15 @@ pub const MAX_COPIES: usize = 8;
 pub const MAX_COPY_SIZE: u32 = 16384;
 /// The deepest stack we capture (the kernel's default `perf_event_max_stack`).
 pub const MAX_STACK_DEPTH: u32 = 127;
+/// Kernel frames taken beyond those wanted at a probe that is not sampled: its stack starts
+/// with the frames of the tracing machinery (the BPF program, the tracepoint's or kprobe's
+/// dispatch), which are cut before the stack is shown.
+pub const TRACING_FRAMES: u32 = 16;
+
+/// The kernel frames taken for a stack of `frames` frames at a probe that is not sampled.
+pub fn kernel_stack_room(frames: u32) -> u32 {
+    frames.saturating_add(TRACING_FRAMES).min(MAX_STACK_DEPTH)
+}
 /// The most pointer hops in one address.
 pub const MAX_DEREFS: usize = 8;
 /// The most user pointer hops in one address (`**argv` chains).
@@ -256,6 +265,10 @@ pub struct KernelAggs {
     pub zeros: i32,
     /// A per-CPU array of one u64: updates lost because a map was full.
     pub drops: i32,
+    /// A per-CPU array of [`KEY_SCRATCH_SLOTS`] values of [`MAX_KAGG_KEY`] bytes, where keys are
+    /// built: slot 1 for programs of perf events (which may interrupt another program on the
+    /// CPU), slot 0 for the others.
+    pub keys: i32,
     /// An array map of one [`EXIT_SIZE`]-byte value: a u64 set when a clause called `exit()`
     /// in the kernel, then the status it gave. Once set, no clause runs in the kernel (as no
     /// clause fires after `exit()` in the framework), and dtrace ends tracing.
@@ -276,6 +289,9 @@ pub struct KernelAggs {
     /// The thread-locals that live in the kernel (see `capture::kvars`), when some do.
     pub vars: Option<KernelVars>,
 }
+
+/// Values of [`KernelAggs::keys`].
+pub const KEY_SCRATCH_SLOTS: u32 = 2;
 
 /// Bytes of the value of [`KernelAggs::exit`].
 pub const EXIT_SIZE: usize = 16;
@@ -375,8 +391,8 @@ pub struct KernelAgg {
     pub kind: dtrace_dif::program::ActionKind,
     /// Its encoded parameters (lquantize, llquantize).
     pub arg: u64,
-    /// The keys: each one's expression and kind.
-    pub keys: Vec<(dtrace_dif::object::DifObject, KeyKind)>,
+    /// The keys: each one's expression (none for a stack) and kind.
+    pub keys: Vec<(Option<dtrace_dif::object::DifObject>, KeyKind)>,
     /// The value's expression (`None`: count()).
     pub value: Option<dtrace_dif::object::DifObject>,
     /// The weight of a quantization (`None`: 1).
@@ -390,12 +406,23 @@ pub struct KernelAgg {
 /// The kind of an aggregation key as the kernel's map keeps it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum KeyKind {
-    /// An integer of this many bytes (1, 2, 4 or 8), kept in 8.
+    /// An integer of this many bytes (1, 2, 4 or 8), kept in 8 (`sym()`, `func()` and `mod()`
+    /// keys too: a kernel address, resolved when printed).
     Int(u8),
     /// A string: `execname` (its 16 bytes, NUL-terminated), or a constant known at the probe,
     /// kept as its [`string_key_hash`] in the first 8 bytes and [`STRING_CONST_MARK`] in the
     /// last (a NUL-terminated `execname` never has a non-zero last byte).
     String,
+    /// `stack()` of this many frames: a word that is 1 when the probe is sampled (its stack
+    /// starts at the interrupted PC), then the kernel's program counters, zero-filled; where the
+    /// probe is not sampled, the stack starts with the tracing machinery's frames, cut when the
+    /// key is read, so [`TRACING_FRAMES`] more are taken.
+    KernelStack(u32),
+    /// `ustack()` of this many frames: the process id, then the user program counters of the
+    /// kernel's frame-pointer walk, zero-filled.
+    UserStack(u32),
+    /// `usym()`, `ufunc()`, `umod()`, `uaddr()`: the process id, then the user address.
+    UserAddr,
 }
 
 impl KeyKind {
@@ -403,15 +430,23 @@ impl KeyKind {
     pub fn kernel_size(self) -> usize {
         match self {
             KeyKind::Int(_) => 8,
-            KeyKind::String => 16,
+            KeyKind::String | KeyKind::UserAddr => 16,
+            KeyKind::KernelStack(n) => 8 + 8 * kernel_stack_room(n) as usize,
+            KeyKind::UserStack(n) => 8 + 8 * n as usize,
         }
+    }
+
+    /// Whether the key's value comes from an expression (stacks come from the probe).
+    pub fn has_value(self) -> bool {
+        !matches!(self, KeyKind::KernelStack(_) | KeyKind::UserStack(_))
     }
 }
 
 /// Largest aggregation value (the framework's words and the kernel's flag word) the kernel keeps.
 pub const MAX_KAGG_VALUE: usize = 8192;
-/// Largest key (all parts) the kernel keeps: it is built on the program's stack.
-pub const MAX_KAGG_KEY: usize = 128;
+/// Largest key (all parts) the kernel keeps: it is built in a per-CPU scratch value
+/// ([`KernelAggs::keys`]); two stacks of [`MAX_STACK_DEPTH`] frames fit.
+pub const MAX_KAGG_KEY: usize = 2048;
 /// The last byte of a string key part that holds a constant's hash.
 pub const STRING_CONST_MARK: u8 = 1;
 

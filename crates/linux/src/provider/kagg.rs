@@ -33,6 +33,44 @@ pub const KERNEL_AGGREGATIONS_ENV: &str = "DTRACE_KERNEL_AGGREGATIONS";
 /// Drops per CPU: `(cpu, count)`.
 pub type CpuDrops = Vec<(u32, u64)>;
 
+/// What the kernel aggregated since the previous snapshot, as the framework's records, and what
+/// is left to do with the symbol tables before they are: cut the tracing machinery's frames off
+/// the kernel stacks ([`Snapshot::cut_tracing_frames`]), note the processes of user keys.
+#[derive(Debug, Default)]
+pub struct Snapshot {
+    /// The records (one per key and CPU that updated it).
+    pub records: Vec<AggRecord>,
+    /// Kernel stacks taken at a probe that is not sampled, which start with the frames of the
+    /// tracing machinery, as at delivery: `(record, offset in its key, frames it holds, the
+    /// program counters taken)`.
+    pub cuts: Vec<(usize, usize, usize, Vec<u64>)>,
+    /// The processes of the user stacks and addresses in the keys.
+    pub pids: Vec<u32>,
+}
+
+impl Snapshot {
+    /// Cuts each stack of [`Snapshot::cuts`] as delivery cuts a captured one: the frames
+    /// `prefix` counts go, the rest move up, zeros follow.
+    pub fn cut_tracing_frames(&mut self, prefix: impl Fn(&[u64]) -> usize) {
+        for (r, off, frames, pcs) in &self.cuts {
+            let Some(bytes) = self
+                .records
+                .get_mut(*r)
+                .and_then(|rec| rec.key.get_mut(*off..off + frames * 8))
+            else {
+                continue;
+            };
+            let n = pcs.iter().position(|pc| *pc == 0).unwrap_or(pcs.len());
+            let skip = prefix(&pcs[..n]).min(n);
+            let pcs = &pcs[..n];
+            for (i, chunk) in bytes.chunks_exact_mut(8).enumerate() {
+                let pc = pcs.get(i + skip).copied().unwrap_or(0);
+                chunk.copy_from_slice(&pc.to_ne_bytes());
+            }
+        }
+    }
+}
+
 /// Entries a kernel aggregation map holds at most.
 const MAX_MAP_ENTRIES: u64 = 1 << 20;
 
@@ -43,8 +81,8 @@ pub struct PlannedAgg {
     pub kind: ActionKind,
     /// Its parameters.
     pub arg: u64,
-    /// Keys.
-    pub keys: Vec<(DifObject, KeyKind)>,
+    /// Keys: each one's expression (none for a stack) and kind.
+    pub keys: Vec<(Option<DifObject>, KeyKind)>,
     /// Value expression (none for count()).
     pub value: Option<DifObject>,
     /// Weight expression.
@@ -108,11 +146,68 @@ fn records_at_probe(kind: ActionKind) -> bool {
     )
 }
 
+/// Environment variable that, set to `1`, keeps `ustack()` aggregation keys in the kernel: the
+/// user stack is then the kernel's frame-pointer walk (as DTrace for Linux and bpftrace take
+/// it), not the walk dtrace completes with the files' `.eh_frame` from the stack bytes copied at
+/// each firing, so stacks through code without frame pointers end early.
+pub const KERNEL_USTACKS_ENV: &str = "DTRACE_KERNEL_USTACKS";
+
+/// The kind of key the kernel keeps for the stack or symbol key action `key` (`ustacks`:
+/// `ustack()` keys may be kept, see [`KERNEL_USTACKS_ENV`]), or why none.
+fn key_kind(
+    key: &dtrace_dif::program::ActionDesc,
+    ustacks: bool,
+) -> std::result::Result<KeyKind, String> {
+    use crate::capture::spec::MAX_STACK_DEPTH;
+    use crate::provider::needs::{DEFAULT_STACKFRAMES, DEFAULT_USTACKFRAMES};
+    let int64 = || match &key.difo {
+        Some(o) if !o.rtype.is_by_ref() && o.rtype.size == 8 => Ok(()),
+        _ => Err("a symbol key that is not a 64-bit address".to_string()),
+    };
+    Ok(match key.kind {
+        ActionKind::Stack => {
+            let frames = match key.arg {
+                0 => DEFAULT_STACKFRAMES,
+                n => u32::try_from(n).unwrap_or(u32::MAX),
+            };
+            KeyKind::KernelStack(frames.min(MAX_STACK_DEPTH))
+        }
+        ActionKind::Ustack if !ustacks => {
+            return Err(format!(
+                "ustack() keys are unwound in dtrace with .eh_frame (the kernel walks frame \
+                 pointers only; {KERNEL_USTACKS_ENV}=1 keeps them there)"
+            ))
+        }
+        ActionKind::Ustack => {
+            let frames = match (key.arg & 0xffff_ffff) as u32 {
+                0 => DEFAULT_USTACKFRAMES,
+                n => n,
+            };
+            KeyKind::UserStack(frames.min(MAX_STACK_DEPTH))
+        }
+        ActionKind::Sym | ActionKind::Mod => {
+            int64()?;
+            KeyKind::Int(8)
+        }
+        ActionKind::Usym | ActionKind::Umod | ActionKind::Uaddr => {
+            int64()?;
+            KeyKind::UserAddr
+        }
+        ActionKind::Jstack => return Err("jstack() keys are not kept in the kernel".into()),
+        _ => return Err("an aggregation key of a kind the kernel does not keep".into()),
+    })
+}
+
 /// Whether clause `e` can run in the kernel (before translation, which the probe's program
 /// does): its aggregating, recording and store actions, or why not. Its record is laid out as
 /// the framework lays it out with strings of `strsize` characters (the framework's layout is
-/// checked against it when the clause is bound, see [`super::LinuxTracing::bind_record`]).
-pub fn plan_clause(e: &EcbDesc, strsize: u32) -> std::result::Result<ClausePlan, String> {
+/// checked against it when the clause is bound, see [`super::LinuxTracing::bind_record`]);
+/// `ustacks`: whether `ustack()` keys may be kept in the kernel ([`KERNEL_USTACKS_ENV`]).
+pub fn plan_clause(
+    e: &EcbDesc,
+    strsize: u32,
+    ustacks: bool,
+) -> std::result::Result<ClausePlan, String> {
     let acts = &e.actions;
     if acts.is_empty() {
         return Err("the clause has no action (it records the firing)".into());
@@ -140,7 +235,8 @@ pub fn plan_clause(e: &EcbDesc, strsize: u32) -> std::result::Result<ClausePlan,
         for (j, key) in acts.iter().enumerate().take(i).skip(first) {
             used[j] = true;
             if key.kind != ActionKind::DifExpr {
-                return Err("stack and symbol keys are not yet kept in the kernel".into());
+                keys.push((key.difo.clone(), key_kind(key, ustacks)?));
+                continue;
             }
             let Some(o) = &key.difo else {
                 return Err("an aggregation key without an expression".into());
@@ -157,7 +253,7 @@ pub fn plan_clause(e: &EcbDesc, strsize: u32) -> std::result::Result<ClausePlan,
             } else {
                 return Err("an aggregation key of a type the kernel does not keep".into());
             };
-            keys.push((o.clone(), kind));
+            keys.push((Some(o.clone()), kind));
         }
         let kinds: Vec<KeyKind> = keys.iter().map(|(_, k)| *k).collect();
         if kernel_key_layout(&kinds).0 > MAX_KAGG_KEY {
@@ -333,6 +429,8 @@ pub struct KernelAggState {
     /// Set by the first `exit()` of a clause run in the kernel (see `KernelAggs::exit`).
     exit: Map,
     drops: Map,
+    /// Where the probes' programs build keys (see `KernelAggs::keys`).
+    key_scratch: Map,
     reported_drops: Vec<u64>,
     /// The generation updated while on (1 or 2).
     generation: u64,
@@ -366,6 +464,13 @@ impl KernelAggState {
                 1,
             )?,
             drops: Map::create(MapKind::PerCpuArray, "dt_agg_drops", 4, 8, 1)?,
+            key_scratch: Map::create(
+                MapKind::PerCpuArray,
+                "dt_agg_keys",
+                4,
+                MAX_KAGG_KEY as u32,
+                crate::capture::spec::KEY_SCRATCH_SLOTS,
+            )?,
             barrier_template,
             barrier,
             reported_drops: Vec::new(),
@@ -399,6 +504,11 @@ impl KernelAggState {
             self.drops.raw_fd(),
             self.exit.raw_fd(),
         )
+    }
+
+    /// The descriptor of the per-CPU scratch value where programs build keys.
+    pub fn key_scratch_fd(&self) -> i32 {
+        self.key_scratch.raw_fd()
     }
 
     /// The status of the first `exit()` a clause called in the kernel, if one did.
@@ -501,11 +611,11 @@ impl KernelAggState {
         self.barrier.update(&0u32.to_ne_bytes(), &fd.to_ne_bytes())
     }
 
-    /// What the kernel aggregated since the previous snapshot, as the framework's records (one
-    /// per key and CPU that updated it).
-    pub fn snapshot(&mut self) -> Result<Vec<AggRecord>> {
+    /// What the kernel aggregated since the previous snapshot (see [`Snapshot`]).
+    pub fn snapshot(&mut self) -> Result<Snapshot> {
+        let mut snap = Snapshot::default();
         if self.aggs.is_empty() {
-            return Ok(Vec::new());
+            return Ok(snap);
         }
         let old = self.generation;
         if self.on {
@@ -514,7 +624,6 @@ impl KernelAggState {
             self.wait_for_programs()?;
         }
         let slot = (old - 1) as usize;
-        let mut out = Vec::new();
         for a in &self.aggs {
             let map = &a.maps[slot];
             let keys = map.keys()?;
@@ -529,6 +638,7 @@ impl KernelAggState {
                 let Some(fw_key) = a.keys.expand(&key, recs) else {
                     continue;
                 };
+                snap.pids.extend(&fw_key.pids);
                 let slot_len = a.value_words * 8 + 8;
                 for cpu in values.chunks(slot_len) {
                     let Some((value, flag)) = cpu.split_at_checked(a.value_words * 8) else {
@@ -537,15 +647,24 @@ impl KernelAggState {
                     if flag.iter().all(|b| *b == 0) {
                         continue;
                     }
-                    out.push(AggRecord {
+                    let r = snap.records.len();
+                    snap.cuts.extend(
+                        fw_key
+                            .cuts
+                            .iter()
+                            .map(|(off, frames, pcs)| (r, *off, *frames, pcs.clone())),
+                    );
+                    snap.records.push(AggRecord {
                         aggid: *aggid,
-                        key: fw_key.clone(),
+                        key: fw_key.bytes.clone(),
                         value: value.to_vec(),
                     });
                 }
             }
         }
-        Ok(out)
+        snap.pids.sort_unstable();
+        snap.pids.dedup();
+        Ok(snap)
     }
 
     /// Updates lost in the kernel (a map was full) per CPU since the previous call.
@@ -563,20 +682,42 @@ impl KernelAggState {
     }
 }
 
+/// A kernel key expanded to the framework's key bytes.
+#[derive(Debug)]
+struct ExpandedKey {
+    bytes: Vec<u8>,
+    /// Kernel stacks whose tracing frames are still to cut: `(offset, frames the framework's
+    /// record holds, the program counters taken)`.
+    cuts: Vec<(usize, usize, Vec<u64>)>,
+    /// The processes of its user stacks and addresses.
+    pids: Vec<u32>,
+}
+
 impl KeyDecoder {
     /// The framework's key bytes (laid out by `recs`, whose last record is the value's) of a
     /// kernel key; `None` for a key that does not decode (a constant never seen).
-    fn expand(&self, key: &[u8], recs: &[RecDesc]) -> Option<Vec<u8>> {
+    fn expand(&self, key: &[u8], recs: &[RecDesc]) -> Option<ExpandedKey> {
         let key_recs = recs.get(..recs.len().checked_sub(1)?)?;
         if key_recs.len() != self.keys.len() {
             return None;
         }
         let size = recs.last()?.offset as usize;
-        let mut out = vec![0u8; size];
+        let mut out = ExpandedKey {
+            bytes: vec![0u8; size],
+            cuts: Vec::new(),
+            pids: Vec::new(),
+        };
         let (_, offs) = kernel_key_layout(&self.keys);
         for ((kind, off), rec) in self.keys.iter().zip(offs).zip(key_recs) {
             let part = key.get(off..off + kind.kernel_size())?;
-            let dst = out.get_mut(rec.offset as usize..(rec.offset + rec.size) as usize)?;
+            let dst = out
+                .bytes
+                .get_mut(rec.offset as usize..(rec.offset + rec.size) as usize)?;
+            let word = |i: usize| {
+                part.get(i * 8..i * 8 + 8)
+                    .and_then(|b| b.try_into().ok())
+                    .map(u64::from_ne_bytes)
+            };
             match kind {
                 KeyKind::Int(n) => {
                     let n = usize::from(*n).min(dst.len());
@@ -595,6 +736,33 @@ impl KeyDecoder {
                     let n = bytes.len().min(dst.len().saturating_sub(1));
                     dst[..n].copy_from_slice(&bytes[..n]);
                 }
+                KeyKind::KernelStack(_) => {
+                    let frames = dst.len() / 8;
+                    if word(0)? == 0 {
+                        // Placed once the tracing frames are known (see `Snapshot::cuts`).
+                        let pcs = (1..part.len() / 8)
+                            .map_while(word)
+                            .take_while(|pc| *pc != 0)
+                            .collect();
+                        out.cuts.push((rec.offset as usize, frames, pcs));
+                    } else {
+                        // Sampled: the pcs, as many as the framework's record holds.
+                        let n = (part.len() - 8).min(frames * 8);
+                        dst[..n].copy_from_slice(&part[8..8 + n]);
+                    }
+                }
+                KeyKind::UserStack(_) => {
+                    // The process id, then the pcs; the string space the framework's record
+                    // may have after them stays zero, as it does there.
+                    let n = part.len().min(dst.len()) / 8 * 8;
+                    dst[..n].copy_from_slice(&part[..n]);
+                    out.pids.push(word(0)? as u32);
+                }
+                KeyKind::UserAddr => {
+                    let n = part.len().min(dst.len());
+                    dst[..n].copy_from_slice(&part[..n]);
+                    out.pids.push(word(0)? as u32);
+                }
             }
         }
         Some(out)
@@ -606,7 +774,11 @@ impl KeyDecoder {
 pub fn key_strings(aggs: &[PlannedAgg], names: &[&str]) -> Vec<Vec<u8>> {
     let mut out: Vec<Vec<u8>> = names.iter().map(|n| n.as_bytes().to_vec()).collect();
     out.push(b"global".to_vec());
-    for (o, _) in aggs.iter().flat_map(|a| &a.keys) {
+    for o in aggs
+        .iter()
+        .flat_map(|a| &a.keys)
+        .filter_map(|(o, _)| o.as_ref())
+    {
         out.extend(
             o.strtab
                 .split(|b| *b == 0)
@@ -660,7 +832,7 @@ mod tests {
         key[24..32].copy_from_slice(&string_key_hash(b"write").to_ne_bytes());
         key[39] = STRING_CONST_MARK;
         let r = recs(&[(0, 256), (256, 4), (260, 256)], 520);
-        let fw = a.expand(&key, &r).unwrap();
+        let fw = a.expand(&key, &r).unwrap().bytes;
         assert_eq!(fw.len(), 520);
         assert_eq!(&fw[..3], b"dd\0");
         assert_eq!(&fw[256..260], &7u32.to_ne_bytes());
@@ -668,7 +840,110 @@ mod tests {
         assert!(fw[266..].iter().all(|b| *b == 0));
         // A constant never seen does not decode.
         key[24] ^= 1;
-        assert_eq!(a.expand(&key, &r), None);
+        assert!(a.expand(&key, &r).is_none());
+    }
+
+    #[test]
+    fn stack_and_address_keys_expand_to_the_framework_layout() {
+        let words = |w: &[u64]| -> Vec<u8> { w.iter().flat_map(|x| x.to_ne_bytes()).collect() };
+        let a = KeyDecoder {
+            keys: vec![
+                KeyKind::KernelStack(2),
+                KeyKind::UserStack(3),
+                KeyKind::UserAddr,
+            ],
+            strings: HashMap::new(),
+        };
+        // A stack of a probe that is not sampled (its room: 2 + TRACING_FRAMES frames), the
+        // user stack of process 42, and process 42's address 0x401000.
+        let room = crate::capture::spec::kernel_stack_room(2) as usize;
+        let mut kstack = vec![0u64; room + 1];
+        kstack[1..5].copy_from_slice(&[0xbf, 0xa1, 0xa2, 0xa3]);
+        let mut key = words(&kstack);
+        key.extend(words(&[42, 0x40_1000, 0x40_2000, 0]));
+        key.extend(words(&[42, 0x40_1000]));
+        // The framework's records: 2 frames, pid and 3 frames and 8 bytes of strings, pid and
+        // address.
+        let r = recs(&[(0, 16), (16, 40), (56, 16)], 72);
+        let e = a.expand(&key, &r).unwrap();
+        assert_eq!(&e.bytes[..16], &[0u8; 16], "placed once cut");
+        assert_eq!(&e.bytes[16..48], &words(&[42, 0x40_1000, 0x40_2000, 0])[..]);
+        assert_eq!(&e.bytes[48..56], &[0u8; 8]);
+        assert_eq!(&e.bytes[56..72], &words(&[42, 0x40_1000])[..]);
+        assert_eq!(e.pids, vec![42, 42]);
+        assert_eq!(e.cuts, vec![(0, 2, vec![0xbf, 0xa1, 0xa2, 0xa3])]);
+        let mut snap = Snapshot {
+            records: vec![AggRecord {
+                aggid: 1,
+                key: e.bytes.clone(),
+                value: Vec::new(),
+            }],
+            cuts: e.cuts.into_iter().map(|(o, f, p)| (0, o, f, p)).collect(),
+            pids: e.pids,
+        };
+        // The first frame is the tracing machinery's: the next two show.
+        snap.cut_tracing_frames(|pcs| pcs.iter().take_while(|pc| **pc == 0xbf).count());
+        assert_eq!(&snap.records[0].key[..16], &words(&[0xa1, 0xa2])[..]);
+        // A sampled stack is the frames the framework's record holds, as taken.
+        kstack[0] = 1;
+        let mut key = words(&kstack);
+        key.extend(vec![0u8; 48]);
+        let e = a.expand(&key, &r).unwrap();
+        assert_eq!(&e.bytes[..16], &words(&[0xbf, 0xa1])[..]);
+        assert!(e.cuts.is_empty());
+    }
+
+    #[test]
+    fn stack_and_symbol_keys_plan_for_the_kernel() {
+        use dtrace_dif::program::ActionDesc;
+        let addr = DifObject {
+            rtype: dtrace_dif::object::DifType::integer(8),
+            ..DifObject::default()
+        };
+        let act = |kind, arg, difo: Option<&DifObject>| ActionDesc {
+            kind,
+            arg,
+            difo: difo.cloned(),
+            uarg: 0,
+            ntuple: 0,
+        };
+        let with = |key: ActionDesc| EcbDesc {
+            actions: vec![key, {
+                let mut c = act(ActionKind::AggCount, 0, None);
+                c.ntuple = 1;
+                c
+            }],
+            probe: dtrace_dif::program::ProbeDesc::default(),
+            predicate: None,
+            line: 0,
+        };
+        let kind = |key: ActionDesc, ustacks: bool| {
+            plan_clause(&with(key), 256, ustacks).map(|p| p.aggs[0].keys[0].1)
+        };
+        assert_eq!(
+            kind(act(ActionKind::Stack, 0, None), false),
+            Ok(KeyKind::KernelStack(20))
+        );
+        assert_eq!(
+            kind(act(ActionKind::Stack, 500, None), false),
+            Ok(KeyKind::KernelStack(127))
+        );
+        assert_eq!(
+            kind(act(ActionKind::Usym, 0, Some(&addr)), false),
+            Ok(KeyKind::UserAddr)
+        );
+        assert_eq!(
+            kind(act(ActionKind::Mod, 0, Some(&addr)), false),
+            Ok(KeyKind::Int(8))
+        );
+        // ustack() keys only when asked for (the kernel walks frame pointers only).
+        let e = kind(act(ActionKind::Ustack, 3, None), false).unwrap_err();
+        assert!(e.contains(KERNEL_USTACKS_ENV), "{e}");
+        assert_eq!(
+            kind(act(ActionKind::Ustack, 3, None), true),
+            Ok(KeyKind::UserStack(3))
+        );
+        assert!(kind(act(ActionKind::Jstack, 0, None), true).is_err());
     }
 
     #[test]
@@ -680,7 +955,7 @@ mod tests {
         let p = PlannedAgg {
             kind: ActionKind::AggCount,
             arg: 0,
-            keys: vec![(o, KeyKind::String)],
+            keys: vec![(Some(o), KeyKind::String)],
             value: None,
             incr: None,
             value_words: 1,

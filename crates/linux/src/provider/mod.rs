@@ -125,6 +125,8 @@ pub(crate) struct Shared {
     exit_at_kernel_probe: Option<String>,
     /// Clauses may build their records at the probe (off: [`KERNEL_RECORDS_ENV`] is `0`).
     kernel_records: bool,
+    /// `ustack()` keys may stay in the kernel ([`kagg::KERNEL_USTACKS_ENV`] is `1`).
+    kernel_ustacks: bool,
     /// (clause of `clauses`, probe id) to the clause's number among the probe's kernel clauses,
     /// for the clauses that build their records at the probe.
     built_at: std::collections::HashMap<(usize, u32), u16>,
@@ -426,6 +428,7 @@ impl Shared {
             };
             let state = self.kaggs.as_mut().ok_or("no kernel aggregations")?;
             let (control, zeros, drops, exit) = state.fds();
+            let keys = state.key_scratch_fd();
             let mut clauses = Vec::with_capacity(k_idx.len());
             for &i in &k_idx {
                 let Some(Ok(plan)) = self.kplans.get(i) else {
@@ -458,6 +461,7 @@ impl Shared {
                 control,
                 zeros,
                 drops,
+                keys,
                 exit,
                 strsize: self.strsize,
                 names: names.clone(),
@@ -766,7 +770,7 @@ impl Shared {
         program: &Program,
     ) -> std::result::Result<kagg::ClausePlan, String> {
         let strsize = needs::program_strsize(program).saturating_sub(1);
-        let plan = kagg::plan_clause(e, strsize)?;
+        let plan = kagg::plan_clause(e, strsize, self.kernel_ustacks)?;
         if plan.records() && !self.kernel_records {
             return Err(format!("kernel records are off ({KERNEL_RECORDS_ENV}=0)"));
         }
@@ -1024,6 +1028,8 @@ impl LinuxTracing {
                 kernel_aggregated: HashSet::new(),
                 exit_at_kernel_probe: None,
                 kernel_records: std::env::var_os(KERNEL_RECORDS_ENV).is_none_or(|v| v != "0"),
+                kernel_ustacks: std::env::var_os(kagg::KERNEL_USTACKS_ENV)
+                    .is_some_and(|v| v == "1"),
                 built_at: Default::default(),
                 signalled: HashSet::new(),
                 built_epids: Default::default(),
@@ -1368,10 +1374,20 @@ impl LinuxTracing {
     /// What the kernel aggregated since the previous call, as the framework's records, and the
     /// updates it lost per CPU (a map was full).
     pub fn kernel_aggregations(&self) -> Result<(Vec<AggRecord>, kagg::CpuDrops)> {
-        match self.lock().kaggs.as_mut() {
-            Some(k) => Ok((k.snapshot()?, k.take_drops()?)),
-            None => Ok((Vec::new(), Vec::new())),
+        let (mut snap, drops) = match self.lock().kaggs.as_mut() {
+            Some(k) => (k.snapshot()?, k.take_drops()?),
+            None => return Ok((Vec::new(), Vec::new())),
+        };
+        if !snap.cuts.is_empty() || !snap.pids.is_empty() {
+            let mut syms = self.lock_symbols();
+            for &pid in &snap.pids {
+                // Remembered while the process lives, as at delivery.
+                syms.note_process(pid);
+            }
+            let kernel = syms.kernel_symbols();
+            snap.cut_tracing_frames(|pcs| kernel.tracing_prefix(pcs));
         }
+        Ok((snap.records, drops))
     }
 
     /// Plans every program of the consumer before any is enabled (see [`LinuxTracing::plan`]), so

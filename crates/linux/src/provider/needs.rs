@@ -85,7 +85,7 @@ pub struct ClauseNeeds {
 }
 
 /// Kernel frames captured for `caller`: enough to pass the tracing functions above the probe site.
-pub const CALLER_FRAMES: u32 = 16;
+pub const CALLER_FRAMES: u32 = crate::capture::spec::TRACING_FRAMES;
 /// User frames captured for `ucaller`: the PC and its caller.
 pub const UCALLER_FRAMES: u32 = 2;
 
@@ -214,7 +214,9 @@ pub fn program_needs_in(program: &Program, ctx: &MirrorContext) -> ProgramNeeds 
                     } else {
                         a.arg as u32
                     };
-                    n.kstack = Some(n.kstack.unwrap_or(0).max(frames.min(MAX_STACK_DEPTH)));
+                    // The tracing machinery's frames are cut at delivery: `frames` remain.
+                    let room = crate::capture::spec::kernel_stack_room(frames);
+                    n.kstack = Some(n.kstack.unwrap_or(0).max(room));
                 }
                 ActionKind::Ustack | ActionKind::Jstack => {
                     let frames = match (a.arg & 0xffff_ffff) as u32 {
@@ -1274,7 +1276,8 @@ mod tests {
         );
         let all: Vec<&ClauseNeeds> = n.clauses.iter().map(|(_, c)| c).collect();
         let spec = spec_for(&all, &[], DEFAULT_STRING_STORAGE).unwrap();
-        assert_eq!(spec.kstack, Some(DEFAULT_STACKFRAMES));
+        // The tracing machinery's frames, cut at delivery, are taken beyond those shown.
+        assert_eq!(spec.kstack, Some(DEFAULT_STACKFRAMES + CALLER_FRAMES));
         assert_eq!(spec.ustack, Some(5));
         assert_eq!(spec.copies.len(), 1);
         assert!(spec.retry_at_return);
@@ -1648,11 +1651,11 @@ mod tests {
         assert_eq!((one(1).kstack, one(1).ustack), (None, Some(UCALLER_FRAMES)));
         assert_eq!(one(2).execargs, Some(300));
         assert!(one(3).ancestors && !one(2).ancestors);
-        // A stack() deeper than the caller's frames keeps its depth.
+        // A stack() deeper than the caller's frames keeps its depth, and the tracing frames.
         let n = needs("syscall::write:entry { stack(40); trace(caller); }");
         assert_eq!(
             spec_for(&[&n.clauses[0].1], &[], 256).unwrap().kstack,
-            Some(40)
+            Some(40 + CALLER_FRAMES)
         );
         // Nothing is captured for clauses that do not read them.
         assert_eq!(

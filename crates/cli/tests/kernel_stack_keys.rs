@@ -1,0 +1,152 @@
+//! Stack and symbol keys of aggregations kept in the kernel: `@[stack()]`, `@[sym(arg0)]`,
+//! `@[usym(arg1)]`, `@[ufunc(arg0)]`... key per-CPU maps at the probe and print exactly what the
+//! interpreter prints when the clause runs in dtrace (DTRACE_KERNEL_AGGREGATIONS=0), on a program
+//! with known call chains; `ustack()` keys stay in dtrace (unwound with `.eh_frame`) unless
+//! DTRACE_KERNEL_USTACKS=1 asks for the kernel's frame-pointer walk, which then prints what
+//! dtrace prints where frame pointers are complete (root, BPF, uprobes; gcc).
+
+mod common;
+use common::{clause_lines, compile_c, dtrace_with_env, have_gcc, kernel_ok, test_dir};
+use std::path::PathBuf;
+
+/// Writes through a call chain of its own (level1 -> level2 -> level3 -> write), and calls
+/// `call` with a function pointer, 100 times each.
+const CHAIN: &str = r#"
+#include <fcntl.h>
+#include <unistd.h>
+static char buf[64];
+static int fd;
+__attribute__((noinline)) void level3(int i) {
+    if (write(fd, buf, i % 7) < 0)
+        _exit(1);
+}
+__attribute__((noinline)) void level2(int i) { level3(i); level3(i + 1); }
+__attribute__((noinline)) void level1(int i) { level2(i); }
+__attribute__((noinline)) void call(void (*f)(int), int i) { f(i); }
+int main(void) {
+    fd = open("/dev/null", O_WRONLY);
+    for (int i = 0; i < 100; i++) {
+        call(level1, i);
+        call(level2, i);
+    }
+    return 0;
+}
+"#;
+
+/// The chain program, with frame pointers in every function (leaves too) and at fixed
+/// addresses (so `uaddr()` of its data prints the same in two runs).
+fn chain(tag: &str) -> PathBuf {
+    compile_c(
+        &test_dir(tag),
+        "chain",
+        CHAIN,
+        &[
+            "-O1",
+            "-g",
+            "-no-pie",
+            "-fno-omit-frame-pointer",
+            "-mno-omit-leaf-frame-pointer",
+            "-fcf-protection=none",
+        ],
+    )
+}
+
+/// Runs `script` on `cmd` with aggregations in the kernel and in dtrace (`env` set both
+/// ways); asserts both succeed without drops and print the same non-empty output, and that
+/// clause `n`'s aggregations ran in the kernel for each of `clauses`. Returns the output.
+fn same_both_ways(env: &[(&str, &str)], script: &str, cmd: &str, clauses: &[usize]) -> String {
+    let args = ["-qv", "-n", script, "-c", cmd];
+    let (rc, kout, kerr) = dtrace_with_env(env, &args);
+    assert_eq!(rc, 0, "{script}: {kerr}");
+    for &n in clauses {
+        assert!(
+            clause_lines(&kerr, n)
+                .iter()
+                .any(|l| l.ends_with("aggregations run in the kernel at 1 probe")),
+            "clause {n} of {script}: {kerr}"
+        );
+    }
+    assert!(!kerr.contains("drop"), "{script}: {kerr}");
+    let mut off = env.to_vec();
+    off.push(("DTRACE_KERNEL_AGGREGATIONS", "0"));
+    let (rc, iout, ierr) = dtrace_with_env(&off, &args);
+    assert_eq!(rc, 0, "{script}: {ierr}");
+    assert!(
+        ierr.contains("are off (DTRACE_KERNEL_AGGREGATIONS=0)"),
+        "{ierr}"
+    );
+    assert_eq!(kout, iout, "{script}");
+    assert!(!kout.trim().is_empty(), "{script}");
+    kout
+}
+
+#[test]
+fn kernel_stack_and_symbol_keys_print_as_in_dtrace() {
+    let t = "kernel_stack_and_symbol_keys_print_as_in_dtrace";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let exe = chain("kstack-keys");
+    let cmd = exe.display().to_string();
+    let script = "syscall::write:entry /pid == $target/ { @k[stack()] = count(); \
+        @s[execname, stack(3)] = count(); @a[uaddr(arg1)] = count(); \
+        @u[usym(arg1), umod(arg1)] = count(); @y[sym(arg0), func(arg0), mod(arg0)] = count(); } \
+        pid$target::call:entry { @f[ufunc(arg0)] = count(); @g[usym(arg0), arg1 % 3] = sum(arg1); }";
+    let out = same_both_ways(&[], script, &cmd, &[1, 2]);
+    // The system call's kernel path, its tracing frames cut: three frames of stack(3) show.
+    assert!(out.contains("vmlinux`do_syscall_64+"), "{out}");
+    let frames: Vec<&str> = out
+        .lines()
+        .skip_while(|l| l.trim() != "chain")
+        .skip(1)
+        .take_while(|l| l.contains('`'))
+        .collect();
+    assert_eq!(frames.len(), 3, "{out}");
+    // The functions call() was given, 100 times each.
+    for f in ["chain`level1", "chain`level2"] {
+        assert!(
+            out.lines()
+                .any(|l| l.split_whitespace().collect::<Vec<_>>() == [f, "100"]),
+            "{f}: {out}"
+        );
+    }
+}
+
+#[test]
+fn ustack_keys_in_the_kernel_are_the_frame_pointer_walk() {
+    let t = "ustack_keys_in_the_kernel_are_the_frame_pointer_walk";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let exe = chain("kstack-ustack");
+    let cmd = exe.display().to_string();
+    // By default the keys stay in dtrace, which unwinds them with .eh_frame.
+    let script = "pid$target::level3:entry { @[ustack()] = count(); }";
+    let (rc, _, err) = dtrace_with_env(&[], &["-qv", "-n", script, "-c", &cmd]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(
+        clause_lines(&err, 1).iter().any(|l| l.contains(
+            "aggregations run in dtrace (ustack() keys are unwound in dtrace with .eh_frame"
+        )),
+        "{err}"
+    );
+    // Inside level3's body (past its frame's set-up: push %rbp, mov %rsp,%rbp) the
+    // frame-pointer walk finds every caller of the program: frames of it print the same
+    // either way.
+    let env = [("DTRACE_KERNEL_USTACKS", "1")];
+    let body = "pid$target::level3:4";
+    let script = format!(
+        "{body} {{ @[ustack(3)] = count(); @e[execname, ustack(4)] = count(); @n = count(); }}"
+    );
+    let out = same_both_ways(&env, &script, &cmd, &[1]);
+    for chain in [
+        ["chain`level3+0x4", "chain`level2+", "chain`level1+"],
+        ["chain`level3+0x4", "chain`level2+", "chain`call+"],
+    ] {
+        let found = out.split("\n\n").any(|s| {
+            let frames: Vec<&str> = s.lines().map(str::trim).collect();
+            frames.len() >= 4 && frames.iter().zip(chain).all(|(f, c)| f.starts_with(c))
+        });
+        assert!(found, "{chain:?}: {out}");
+    }
+}
