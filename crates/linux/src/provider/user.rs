@@ -257,15 +257,7 @@ impl LinuxTracing {
                     self.lock().user.image(pid)?;
                     names.push(format!("pid{pid}"));
                 }
-                for name in names {
-                    if self.lock().user.registered.insert(name.clone()) {
-                        fw.register_provider(Box::new(UserProvider {
-                            name,
-                            shared: self.clone(),
-                        }))
-                        .map_err(|e| LinuxError::BadProbe(e.to_string()))?;
-                    }
-                }
+                self.register_new(fw, names)?;
             }
             let mut d = d.clone();
             if per_process(&d.provider) {
@@ -317,14 +309,20 @@ impl LinuxTracing {
     pub fn register_glob_providers(&self, fw: &mut Framework, pids: &[u32]) -> Result<()> {
         for &pid in pids {
             let names = self.lock().user.glob_providers_of(pid);
-            for name in names {
-                if self.lock().user.registered.insert(name.clone()) {
-                    fw.register_provider(Box::new(UserProvider {
-                        name,
-                        shared: self.clone(),
-                    }))
-                    .map_err(|e| LinuxError::BadProbe(e.to_string()))?;
-                }
+            self.register_new(fw, names)?;
+        }
+        Ok(())
+    }
+
+    /// Registers with `fw` each user provider of `names` not registered yet.
+    fn register_new(&self, fw: &mut Framework, names: Vec<String>) -> Result<()> {
+        for name in names {
+            if self.lock().user.registered.insert(name.clone()) {
+                fw.register_provider(Box::new(UserProvider {
+                    name,
+                    shared: self.clone(),
+                }))
+                .map_err(|e| LinuxError::BadProbe(e.to_string()))?;
             }
         }
         Ok(())
