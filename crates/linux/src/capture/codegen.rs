@@ -157,7 +157,7 @@ fn load_field(
 }
 
 /// `bpf_probe_read_kernel(dst + dst_off, size, src + src_off)`.
-fn read_kernel(
+pub(super) fn read_kernel(
     a: &mut Asm,
     dst: crate::bpf::Reg,
     dst_off: i32,

@@ -6,7 +6,7 @@
 //! argument is the fault's `FLT_*` code (`<sys/fault.h>`), here from the signal and its `si_code`
 //! by [`FAULTS`].
 
-use crate::bpf::insn::{helper, op, Asm, Label, Size, R0, R1, R10, R2, R3, R6, R8};
+use crate::bpf::insn::{helper, op, Asm, Label, Size, R0, R1, R10, R2, R6, R8};
 
 /// Signal numbers a fault raises (x86-64 and arm64 numbering).
 pub mod sig {
@@ -81,11 +81,7 @@ const SI_CODE: i16 = 8;
 fn load_si_code(a: &mut Asm, info: i16, scratch: i16) {
     a.store_imm(Size::DW, R10, scratch, 0);
     a.load(Size::DW, R8, R6, info);
-    a.mov(R3, R8).alu_imm(op::ADD, R3, i32::from(SI_CODE));
-    a.mov(R1, R10)
-        .alu_imm(op::ADD, R1, i32::from(scratch))
-        .mov_imm(R2, 4)
-        .call(helper::PROBE_READ_KERNEL);
+    super::codegen::read_kernel(a, R10, i32::from(scratch), 4, R8, i32::from(SI_CODE));
     a.load(Size::W, R0, R10, scratch);
     a.sign_extend(R0, 4);
 }
