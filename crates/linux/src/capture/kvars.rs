@@ -114,9 +114,14 @@ fn emit_key(
                 for i in (0..width as i16).step_by(8) {
                     a.store_imm(Size::DW, R9, off + i, 0);
                 }
-                for i in 0..n {
-                    a.load(Size::B, R1, R10, at + i)
-                        .store(Size::B, R9, off + i, R1);
+                // Whole words where the name is kept whole (the probe's copy is zero after its
+                // NUL), bytes where strsize cuts it.
+                let (step, size) = match n as usize == COMM_LEN {
+                    true => (8, Size::DW),
+                    false => (1, Size::B),
+                };
+                for i in (0..n).step_by(step) {
+                    a.load(size, R1, R10, at + i).store(size, R9, off + i, R1);
                 }
                 off += width as i16;
             }
