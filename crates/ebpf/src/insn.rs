@@ -168,6 +168,7 @@ pub mod helper {
     pub const GET_FUNC_ARG: i32 = 183;
     pub const GET_FUNC_RET: i32 = 184;
     pub const GET_STACK: i32 = 67;
+    pub const KTIME_GET_BOOT_NS: i32 = 125;
     pub const SEND_SIGNAL: i32 = 109;
     pub const SEND_SIGNAL_THREAD: i32 = 117;
     pub const PROBE_READ_USER: i32 = 112;

@@ -7,6 +7,12 @@
 //! down, the helper lets go every noted process that is stopped or has a `SIGSTOP` pending, then
 //! exits. An orderly `dtrace` resumes its processes itself and stands the helper down first, so a
 //! process stopped on purpose (`stop()`, a shell's job control) stays stopped.
+//!
+//! A pid can be reused: each entry holds the time of the stop on the boot clock
+//! (`bpf_ktime_get_boot_ns`, the clock of a process's start time in `/proc/<pid>/stat`), and the
+//! helper leaves alone a process that started after it (its pid then names another process). The
+//! start time is in clock ticks, rounded down, so a pid reused within one tick of the stop is the
+//! one case it cannot tell apart.
 
 use crate::bpf::insn::{helper, op, R0, R1, R10, R2, R3, R4};
 use crate::bpf::{Asm, Map, MapKind, Size};
@@ -34,7 +40,13 @@ pub struct RunOnClose {
 impl RunOnClose {
     /// Creates the held map and forks the helper.
     pub fn start() -> Result<RunOnClose> {
-        let held = Map::create(MapKind::LruHash, "dt_held", 4, 4, HELD_ENTRIES)?;
+        let held = Map::create(MapKind::LruHash, "dt_held", 4, 8, HELD_ENTRIES)?;
+        // SAFETY: sysconf reads a constant of the C library.
+        let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+        let tick_ns = u64::try_from(ticks)
+            .ok()
+            .filter(|t| *t > 0)
+            .map_or(10_000_000, |t| 1_000_000_000 / t);
         // SAFETY: pidfd_open of our own pid; the result is checked.
         let me = unsafe { libc::syscall(libc::SYS_pidfd_open, libc::getpid(), 0) };
         if me < 0 {
@@ -58,7 +70,7 @@ impl RunOnClose {
             return Err(LinuxError::last_os("fork of the run-on-close helper"));
         }
         if pid == 0 {
-            helper_main(keep);
+            helper_main(keep, tick_ns);
         }
         drop(control_r);
         Ok(RunOnClose {
@@ -69,15 +81,17 @@ impl RunOnClose {
     }
 
     /// Emits, into a probe program, the noting of the current process in the held map, followed by
-    /// its `SIGSTOP` (clobbers R0-R5 and the 8 bytes below `stack_off` on the stack). Note first:
-    /// should dtrace die right after the signal, the helper knows the process.
+    /// its `SIGSTOP` (clobbers R0-R5 and the 16 bytes below `stack_off` on the stack). Note first:
+    /// should dtrace die right after the signal, the helper knows the process. The entry's value is
+    /// the time of the stop on the boot clock (see the module's doc: a reused pid).
     pub fn emit_hold(&self, a: &mut Asm, stack_off: i16) {
-        let key = stack_off - 8;
-        let value = stack_off - 4;
-        a.call(helper::GET_CURRENT_PID_TGID)
+        let key = stack_off - 16;
+        let value = stack_off - 8;
+        a.call(helper::KTIME_GET_BOOT_NS)
+            .store(Size::DW, R10, value, R0)
+            .call(helper::GET_CURRENT_PID_TGID)
             .alu_imm(op::RSH, R0, 32)
             .store(Size::W, R10, key, R0)
-            .store_imm(Size::W, R10, value, 1)
             .ld_map_fd(R1, self.held.raw_fd())
             .mov(R2, R10)
             .alu_imm(op::ADD, R2, i32::from(key))
@@ -120,9 +134,10 @@ impl Drop for RunOnClose {
 
 /// The helper: leaves dtrace's session and terminal signals, keeps only the descriptors `keep`
 /// (the control pipe's read end, dtrace's pidfd, the held map), waits for a stand-down or for
-/// dtrace's end, and in the latter case lets the held processes go. System calls only: this runs
-/// in the child of a fork of a threaded process.
-fn helper_main(keep: [i32; 3]) -> ! {
+/// dtrace's end, and in the latter case lets the held processes go (`tick_ns`: nanoseconds of a
+/// clock tick of `/proc`'s start times). System calls only: this runs in the child of a fork of a
+/// threaded process.
+fn helper_main(keep: [i32; 3], tick_ns: u64) -> ! {
     let [control, dtrace, held] = keep;
     // SAFETY: async-signal-safe calls only, on stack memory.
     unsafe {
@@ -190,7 +205,11 @@ fn helper_main(keep: [i32; 3]) -> ! {
             first = false;
             key = next;
             let pid = u32::from_ne_bytes(key);
-            if held_by_a_stop(pid) {
+            let mut held_at = [0u8; 8];
+            if !Map::lookup_raw(held, &key, &mut held_at) {
+                continue;
+            }
+            if held_by_a_stop(pid, u64::from_ne_bytes(held_at), tick_ns) {
                 libc::kill(pid as libc::pid_t, libc::SIGCONT);
             }
         }
@@ -217,13 +236,37 @@ unsafe fn close_all_but(mut keep: [i32; 3]) {
     unsafe { libc::syscall(libc::SYS_close_range, from, u32::MAX, 0) };
 }
 
-/// Whether process `pid` is stopped (`T`) or has a `SIGSTOP` pending, from its `/proc` files read
-/// into stack buffers.
-fn held_by_a_stop(pid: u32) -> bool {
+/// Whether process `pid`, noted at `held_at` (boot clock, ns), is that process (it started no
+/// later, `tick_ns` the unit of its start time) and is stopped (`T`) or has a `SIGSTOP` pending,
+/// from its `/proc` files read into stack buffers.
+fn held_by_a_stop(pid: u32, held_at: u64, tick_ns: u64) -> bool {
     let mut path = [0u8; 32];
     let mut buf = [0u8; 4096];
-    let stat = read_proc(pid, b"stat", &mut path, &mut buf).is_some_and(is_stopped);
-    stat || read_proc(pid, b"status", &mut path, &mut buf).is_some_and(stop_pending)
+    let Some(stat) = read_proc(pid, b"stat", &mut path, &mut buf) else {
+        return false;
+    };
+    match start_ticks(stat) {
+        Some(t) if t.saturating_mul(tick_ns) <= held_at => {}
+        _ => return false,
+    }
+    is_stopped(stat) || read_proc(pid, b"status", &mut path, &mut buf).is_some_and(stop_pending)
+}
+
+/// The start time (field 22, clock ticks since boot) of a `/proc/<pid>/stat` text.
+fn start_ticks(stat: &[u8]) -> Option<u64> {
+    let close = stat.iter().rposition(|b| *b == b')')?;
+    // Fields after the command: state is field 3, so the start time is the 20th.
+    let field = stat
+        .get(close + 1..)?
+        .split(|b| *b == b' ')
+        .filter(|f| !f.is_empty())
+        .nth(19)?;
+    let mut v: u64 = 0;
+    for c in field {
+        let d = (*c as char).to_digit(10)?;
+        v = v.checked_mul(10)?.checked_add(u64::from(d))?;
+    }
+    Some(v)
 }
 
 /// Reads `/proc/<pid>/<file>` into `buf` (system calls only); the bytes read.
@@ -326,6 +369,10 @@ mod tests {
         assert!(!stop_pending(other));
         assert!(!stop_pending(b"ShdPnd:\tzz40000\n"));
         assert!(!stop_pending(b""));
+        let stat = b"7 (a) b) T 1 7 7 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 4242 1000 10";
+        assert_eq!(start_ticks(stat), Some(4242));
+        assert_eq!(start_ticks(b"7 (a) T 1 2"), None);
+        assert_eq!(start_ticks(b"no command"), None);
     }
 
     #[test]
@@ -378,6 +425,53 @@ mod tests {
             &mut buf
         )
         .is_none());
-        assert!(!held_by_a_stop(me));
+        assert!(!held_by_a_stop(me, u64::MAX, 10_000_000));
+        // Our own start time is on the boot clock, before now.
+        let mine = start_ticks(&stat).expect("own start time");
+        let mut now = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: clock_gettime fills our timespec.
+        unsafe { libc::clock_gettime(libc::CLOCK_BOOTTIME, &mut now) };
+        // SAFETY: sysconf reads a constant of the C library.
+        let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as u64;
+        let now_ns = now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64;
+        assert!(mine * (1_000_000_000 / ticks) <= now_ns);
+    }
+
+    /// The boot clock now, in nanoseconds.
+    fn boot_ns() -> u64 {
+        let mut now = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: clock_gettime fills our timespec.
+        unsafe { libc::clock_gettime(libc::CLOCK_BOOTTIME, &mut now) };
+        now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64
+    }
+
+    #[test]
+    fn a_stopped_process_is_let_go_only_if_it_started_before_its_stop() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .expect("sleep");
+        let pid = child.id();
+        // SAFETY: a signal to our own child.
+        unsafe { libc::kill(pid as libc::pid_t, libc::SIGSTOP) };
+        let t0 = std::time::Instant::now();
+        let (mut path, mut buf) = ([0u8; 32], [0u8; 4096]);
+        while !read_proc(pid, b"stat", &mut path, &mut buf).is_some_and(is_stopped) {
+            assert!(t0.elapsed().as_secs() < 30, "child never stopped");
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        let tick = 1_000_000_000 / 100;
+        // Noted now: the same process.
+        assert!(held_by_a_stop(pid, boot_ns(), tick));
+        // Noted before it started: its pid named another process then.
+        assert!(!held_by_a_stop(pid, 0, tick));
+        let _ = child.kill();
+        let _ = child.wait();
     }
 }

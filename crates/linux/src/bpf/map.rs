@@ -259,6 +259,20 @@ impl Map {
         unsafe { sys::bpf(cmd::MAP_GET_NEXT_KEY, &mut attr) }.is_ok()
     }
 
+    /// The value of `key` in the map open as `fd`, written to `value` (sized as the map's values);
+    /// false when absent or on an error. One system call and no allocation, as
+    /// [`Map::next_key_raw`].
+    pub fn lookup_raw(fd: i32, key: &[u8], value: &mut [u8]) -> bool {
+        let mut attr = MapElemAttr {
+            map_fd: fd as u32,
+            key: key.as_ptr() as u64,
+            value: value.as_mut_ptr() as u64,
+            ..Default::default()
+        };
+        // SAFETY: key and value are buffers of the map's sizes, alive for the call.
+        unsafe { sys::bpf(cmd::MAP_LOOKUP_ELEM, &mut attr) }.is_ok()
+    }
+
     /// Sums a per-CPU array's u64 counter at `index` over every CPU.
     pub fn percpu_sum_u64(&self, index: u32) -> Result<u64> {
         Ok(self
