@@ -422,9 +422,10 @@ fn sched_probes_without_tracepoints_fire_on_fbt() {
                 "sched:::enqueue /args[1]->pr_pid == $target/ { @e = count(); \
                  @cpu = max(args[2]->cpu_id); } \
                  sched:::dequeue /args[1]->pr_pid == $target/ { @d = count(); } \
+                 sched:::dequeue /args[1]->pr_pid == $target && args[3] & 1/ { @s = count(); } \
                  sched:::tick /pid == $target/ { @t[args[1]->pr_fname] = count(); } \
                  END { printa(\"enqueue %@d\\n\", @e); printa(\"dequeue %@d\\n\", @d); \
-                 printa(\"cpu %@d\\n\", @cpu); \
+                 printa(\"cpu %@d\\n\", @cpu); printa(\"sleeps %@d\\n\", @s); \
                  printa(\"tick %s %@d\\n\", @t); }",
                 "-c",
                 &exe,
@@ -440,6 +441,8 @@ fn sched_probes_without_tracepoints_fire_on_fbt() {
         // Each sleep takes the thread off its run queue and its wakeup puts it back.
         assert!(count("enqueue ") >= 5, "{m}: {out}");
         assert!(count("dequeue ") >= 5, "{m}: {out}");
+        // args[3], the dequeue flags, say DEQUEUE_SLEEP for the sleeps.
+        assert!(count("sleeps ") >= 5, "{m}: {out}");
         // args[2] is the run queue's CPU.
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
         let cpu = out

@@ -8,7 +8,9 @@
 //! Arguments, as DTrace documents them: `args[0]` the thread (`lwpsinfo_t *`), `args[1]` its
 //! process (`psinfo_t *`), both translated from the `struct task_struct *`; for `enqueue` and
 //! `dequeue`, `args[2]` the CPU whose run queue it is (`cpuinfo_t *`, translated from the
-//! `struct rq *`).
+//! `struct rq *`); for `dequeue`, as in DTrace for Linux, `args[3]` the kernel's dequeue flags
+//! (`int`: 1, `DEQUEUE_SLEEP`, when the thread goes to sleep). `enqueue` has no `args[3]` there
+//! (Solaris's "placed at the front" would need the kernel's private `ENQUEUE_HEAD` value).
 
 use super::fbt::{FbtCatalog, KERNEL_MODULE};
 use super::proc_sched::{LWPSINFO, PSINFO, TASK};
@@ -61,15 +63,23 @@ fn arg(native: &str, dtype: &str) -> ProbeArg {
 pub fn probe(fbt: &FbtCatalog, name: &str) -> Option<Probe> {
     let (_, functions) = PROBES.iter().find(|(n, _)| *n == name)?;
     let (candidates, args, types) = match functions {
-        Functions::Family(prefix) => (
-            fbt.functions_starting_with(KERNEL_MODULE, prefix),
-            vec![
+        Functions::Family(prefix) => {
+            let mut args = vec![
                 ArgSource::FuncArg(1),
                 ArgSource::FuncArg(1),
                 ArgSource::FuncArg(0),
-            ],
-            vec![arg(TASK, LWPSINFO), arg(TASK, PSINFO), arg(RQ, CPUINFO)],
-        ),
+            ];
+            let mut types = vec![arg(TASK, LWPSINFO), arg(TASK, PSINFO), arg(RQ, CPUINFO)];
+            if name == "dequeue" {
+                args.push(ArgSource::FuncArg(2));
+                types.push(arg("int", "int"));
+            }
+            (
+                fbt.functions_starting_with(KERNEL_MODULE, prefix),
+                args,
+                types,
+            )
+        }
         Functions::OneOf(names) => (
             names
                 .iter()
