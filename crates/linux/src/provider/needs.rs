@@ -17,6 +17,7 @@ use crate::capture::spec::{
     MAX_COPIES, MAX_COPY_SIZE, MAX_DEREFS, MAX_STACK_DEPTH, MAX_USER_DEREFS, SIZED_COPY_CAP,
 };
 use crate::capture::{AddrBase, AddrExpr, CaptureSpec, CopyRequest, MemKind, MirrorOp};
+use dtrace_dif::flow::{self, kernel_load_size, Limits, State, Value, Visitor};
 use dtrace_dif::instr::Instr;
 use dtrace_dif::object::{
     DifObject, DIFV_SCOPE_GLOBAL, DIFV_SCOPE_LOCAL, DIFV_SCOPE_THREAD, DIF_TF_BYREF,
@@ -183,10 +184,10 @@ pub fn program_needs_in(program: &Program, ctx: &MirrorContext) -> ProgramNeeds 
     let mut first = scan_stores(program, strsize);
     let mut mirrorable = std::mem::take(&mut first.mirror_sources);
     mirrorable.extend(ctx.sources.iter().copied());
-    let thread: HashMap<u16, Val> = first
+    let thread: HashMap<u16, Value> = first
         .thread_stores
         .into_iter()
-        .filter(|(_, v)| *v != Val::Unknown)
+        .filter(|(_, v)| *v != Value::Unknown)
         .collect();
     for e in &program.ecbs {
         let mut n = ClauseNeeds {
@@ -285,133 +286,18 @@ fn pid_equality(obj: &DifObject) -> Option<u32> {
 /// `used_args` when an `args[]` index is computed.
 pub const ALL_ARGS: u16 = 0x3ff;
 
-/// What a register is known to hold.
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum Val {
-    Unknown,
-    Const(u64),
-    /// A value computable at the probe: the address (or, after the last hop, the pointer) an
-    /// [`AddrExpr`] evaluates to. A plain probe argument is `Arg(n)` with no offset and no hops.
-    Addr(AddrExpr),
-    /// A string constant (`sets`): at a join with an address, the address (the `"<none>"` arm of
-    /// `F == 0 ? "<none>" : stringof(F->...)`).
-    StrConst,
-    /// Argument `n` shifted left by 32 (the first half of its conversion to `int`).
-    ArgHigh(u8),
-    /// An array offset by a probe argument (`argN * scale`), to be added to an address.
-    Index {
-        /// The argument.
-        arg: u8,
-        /// Bytes per element.
-        scale: i32,
-        /// Converted to `int` first.
-        sext32: bool,
-    },
-    /// The scratch buffer a `copyin` filled from the user address an [`AddrExpr`] gives, moved by
-    /// the same offset as that address (`this->argv[1]` after `this->argv = copyin(arg1, 32)`):
-    /// a pointer loaded from it is a user pointer hop of that address.
-    Scratch(AddrExpr),
-    /// A length taken from probe argument `arg` and limited to `max` (`arg2 & 0xfff`, or the
-    /// constant arm of `arg2 > 64 ? 64 : arg2`): a copy it sizes takes at most `max` bytes of it.
-    /// The limit is only a capture hint: a read longer than what was captured is served at delivery.
-    ArgAtMost {
-        /// The argument.
-        arg: usize,
-        /// The limit.
-        max: u64,
-    },
-}
-
-impl Val {
-    /// `argN` itself, unchanged.
-    fn plain_arg(&self) -> Option<usize> {
-        match self {
-            Val::Addr(AddrExpr {
-                base: AddrBase::Arg(a),
-                offset: 0,
-                derefs,
-                user_derefs,
-                index: None,
-            }) if derefs.is_empty() && user_derefs.is_empty() => Some(*a),
-            _ => None,
+/// An address whose bytes the probe can copy from kernel memory: reached from `curthread` or
+/// from a probe argument through offsets or pointer hops (a plain argument used as a string or
+/// struct is left alone: tracepoint arrays are delivered as the address of their capture).
+fn kernel_addr(v: &Value) -> Option<&AddrExpr> {
+    match v {
+        Value::Addr(e)
+            if v.plain_arg().is_none() && e.user_derefs.is_empty() && !mirror::is_mirror(e) =>
+        {
+            Some(e)
         }
+        _ => None,
     }
-
-    /// An address whose bytes the probe can copy from kernel memory: reached from `curthread` or
-    /// from a probe argument through offsets or pointer hops (a plain argument used as a string or
-    /// struct is left alone: tracepoint arrays are delivered as the address of their capture).
-    fn kernel_addr(&self) -> Option<&AddrExpr> {
-        match self {
-            Val::Addr(e)
-                if self.plain_arg().is_none()
-                    && e.user_derefs.is_empty()
-                    && !mirror::is_mirror(e) =>
-            {
-                Some(e)
-            }
-            _ => None,
-        }
-    }
-}
-
-/// The value of a register where two paths join.
-fn join_val(a: Val, b: Val) -> Val {
-    if let Some(v) = join_length(&a, &b) {
-        return v;
-    }
-    match (a, b) {
-        (a, b) if a == b => a,
-        (Val::Addr(e), Val::Const(_) | Val::StrConst)
-        | (Val::Const(_) | Val::StrConst, Val::Addr(e)) => Val::Addr(e),
-        _ => Val::Unknown,
-    }
-}
-
-fn join(a: [Val; 8], b: [Val; 8]) -> [Val; 8] {
-    let mut b = b.into_iter();
-    a.map(|x| join_val(x, b.next().unwrap_or(Val::Unknown)))
-}
-
-/// `e + c`, if it still fits the capture's 32-bit offsets.
-fn add_offset(e: &AddrExpr, c: i64) -> Val {
-    offset_expr(e, c).map_or(Val::Unknown, Val::Addr)
-}
-
-/// `e + c` as an address expression: the offset added after the last hop.
-fn offset_expr(e: &AddrExpr, c: i64) -> Option<AddrExpr> {
-    let mut e = e.clone();
-    let slot = match (e.user_derefs.last_mut(), e.derefs.last_mut()) {
-        (Some(d), _) | (None, Some(d)) => d,
-        (None, None) => &mut e.offset,
-    };
-    *slot = i32::try_from(i64::from(*slot).wrapping_add(c)).ok()?;
-    Some(e)
-}
-
-/// Constant folding of the ALU operations array indexing and member offsets use.
-fn fold(op: Opcode, x: u64, y: u64) -> Option<u64> {
-    Some(match op {
-        Opcode::Add => x.wrapping_add(y),
-        Opcode::Sub => x.wrapping_sub(y),
-        Opcode::Mul => x.wrapping_mul(y),
-        Opcode::Sll => x.checked_shl(u32::try_from(y).ok()?)?,
-        Opcode::Srl => x.checked_shr(u32::try_from(y).ok()?)?,
-        Opcode::And => x & y,
-        Opcode::Or => x | y,
-        Opcode::Xor => x ^ y,
-        _ => return None,
-    })
-}
-
-/// Bytes a kernel load instruction reads (`None`: not a kernel load).
-fn kernel_load_size(op: Opcode) -> Option<u32> {
-    Some(match op {
-        Opcode::Ldsb | Opcode::Ldub => 1,
-        Opcode::Ldsh | Opcode::Lduh => 2,
-        Opcode::Ldsw | Opcode::Lduw => 4,
-        Opcode::Ldx => 8,
-        _ => return None,
-    })
 }
 
 /// Whether kernel bytes at `e` can be asked of the probe (arguments past the record's eight are
@@ -420,48 +306,6 @@ fn capturable(e: &AddrExpr) -> bool {
     !matches!(e.base, AddrBase::Arg(n) if n >= crate::capture::layout::NARGS)
         && e.index
             .is_none_or(|i| usize::from(i.arg) < crate::capture::layout::NARGS)
-}
-
-/// The value of the ALU operations that index an array by a probe argument: `(int)argN` (a shift
-/// left and an arithmetic shift right by 32), its scaling by the element size, and its addition to
-/// an address (`fdt->fd[arg0]`). `None` when `op` is not one of them.
-fn index_op(op: Opcode, x: &Val, y: &Val) -> Option<Val> {
-    let arg = |v: &Val| v.plain_arg().and_then(|n| u8::try_from(n).ok());
-    let scaled = |arg: u8, scale: i64, sext32: bool| {
-        i32::try_from(scale)
-            .ok()
-            .map(|scale| Val::Index { arg, scale, sext32 })
-    };
-    match (op, x, y) {
-        (Opcode::Sll, v, Val::Const(32)) => arg(v).map(Val::ArgHigh),
-        (Opcode::Sra, Val::ArgHigh(n), Val::Const(32)) => scaled(*n, 1, true),
-        (Opcode::Mul, v, Val::Const(c)) | (Opcode::Mul, Val::Const(c), v) => match v {
-            Val::Index { arg, scale, sext32 } => {
-                scaled(*arg, i64::from(*scale).checked_mul(*c as i64)?, *sext32)
-            }
-            v => scaled(arg(v)?, *c as i64, false),
-        },
-        (Opcode::Sll, Val::Index { arg, scale, sext32 }, Val::Const(k)) if *k < 16 => {
-            scaled(*arg, i64::from(*scale) << k, *sext32)
-        }
-        (Opcode::Add, Val::Addr(e), Val::Index { arg, scale, sext32 })
-        | (Opcode::Add, Val::Index { arg, scale, sext32 }, Val::Addr(e))
-            if e.index.is_none()
-                && e.user_derefs.is_empty()
-                && x.plain_arg().is_none()
-                && y.plain_arg().is_none() =>
-        {
-            let mut e = e.clone();
-            e.index = Some(ArgIndex {
-                hop: u8::try_from(e.derefs.len()).ok()?,
-                arg: *arg,
-                scale: *scale,
-                sext32: *sext32,
-            });
-            Some(Val::Addr(e))
-        }
-        _ => None,
-    }
 }
 
 impl ClauseNeeds {
@@ -484,9 +328,9 @@ impl ClauseNeeds {
     /// Asks for the path of the `struct path` a `d_path()` call is given, when the probe can
     /// compute its address; otherwise (but for a constant, where it faults) the clause cannot be
     /// enabled: its path would not be known.
-    fn d_path(&mut self, arg: Option<&Val>) {
+    fn d_path(&mut self, arg: Option<&Value>) {
         match arg {
-            Some(Val::Addr(e))
+            Some(Value::Addr(e))
                 if capturable(e)
                     && e.derefs.len() <= MAX_DEREFS
                     && e.user_derefs.is_empty()
@@ -497,7 +341,7 @@ impl ClauseNeeds {
                 }
             }
             // A constant (NULL) path: nothing to walk; d_path() faults at it, as in DTrace.
-            Some(Val::Const(_)) => {}
+            Some(Value::Const(_)) => {}
             _ => {
                 self.unsupported.get_or_insert_with(|| {
                     "not yet supported: d_path() of a struct path whose address is not a chain \
@@ -515,345 +359,277 @@ impl ClauseNeeds {
 /// is the same computation on the same thread wherever it is read, so it can be captured there too.
 #[derive(Default)]
 struct ScanVars {
-    locals: HashMap<u16, Val>,
+    locals: HashMap<u16, Value>,
     /// Thread-local values known at loads (from a first pass over the program).
-    thread: HashMap<u16, Val>,
+    thread: HashMap<u16, Value>,
     /// What the stores of each thread-local store (`Unknown`: not one `curthread` computation).
-    thread_stores: HashMap<u16, Val>,
+    thread_stores: HashMap<u16, Value>,
     /// Thread-locals some store sets to an address a probe can compute (filled by the first pass).
     mirror_sources: HashSet<u16>,
     /// Those of the first pass: their loads are mirror addresses ([`AddrBase::ThreadVar`]).
     mirrorable: HashSet<u16>,
     /// What the clause itself stored in thread-locals so far: a later load in the clause reads it
     /// (`self->b = arg1; copyinstr(self->b)` copies from arg1, not from the mirror).
-    stored: HashMap<u16, Val>,
+    stored: HashMap<u16, Value>,
 }
 
-/// Follows probe arguments, `curthread` and constants through one DIF object to the memory it
-/// reads: `copyinstr`/`copyin` of arguments (user memory), and kernel loads, strings and by-reference
-/// values reached from `curthread` or an argument through constant offsets and pointer loads
-/// (`curthread->real_parent->pid`, `args[0]->field`), each of which asks for a kernel copy. Every
-/// step of a chain is asked for, so the interpreter finds each pointer it loads on its own walk.
-/// One forward pass (DIF branches only go forward): where branches join, a register keeps a value
-/// the paths agree on, or the address one of them computed when the other holds a constant (the
-/// NULL arm of `T->mm ? T->mm->arg_start : 0`); anything else is unknown. A wrong guess only costs
-/// a copy, never a wrong result (reads are served by address), and what is not captured faults at
+/// Follows probe arguments, `curthread` and constants through one DIF object (the DIF data-flow,
+/// [`dtrace_dif::flow`]) to the memory it reads: `copyinstr`/`copyin` of arguments (user memory),
+/// and kernel loads, strings and by-reference values reached from `curthread` or an argument
+/// through constant offsets and pointer loads (`curthread->real_parent->pid`, `args[0]->field`),
+/// each of which asks for a kernel copy. Every step of a chain is asked for, so the interpreter
+/// finds each pointer it loads on its own walk. Where branches join, a register keeps a value the
+/// paths agree on, or the address one of them computed when the other holds a constant (the NULL
+/// arm of `T->mm ? T->mm->arg_start : 0`); anything else is unknown. A wrong guess only costs a
+/// copy, never a wrong result (reads are served by address), and what is not captured faults at
 /// delivery as before.
-/// `locals` carries clause-local variables (`this->`) from one object of the clause to the next.
+/// `vars` carries clause-local variables (`this->`) from one object of the clause to the next.
 fn scan_object(obj: &DifObject, strsize: u32, n: &mut ClauseNeeds, vars: &mut ScanVars) {
-    let mut regs: [Val; 8] = std::array::from_fn(|_| Val::Unknown);
-    let mut stack: Vec<Val> = Vec::new();
-    let set = |regs: &mut [Val; 8], rd: u8, v: Val| {
-        if let Some(r) = regs.get_mut(rd as usize) {
-            *r = if rd == 0 { Val::Const(0) } else { v };
-        }
+    let limits = Limits {
+        user_hops: MAX_USER_DEREFS,
     };
-    let get = |regs: &[Val; 8], r: u8| match r {
-        0 => Val::Const(0),
-        _ => regs.get(r as usize).cloned().unwrap_or(Val::Unknown),
-    };
-    let string_var = |op: Opcode, var: u16| {
+    flow::walk(
+        obj,
+        limits,
+        &mut ObjectScan {
+            obj,
+            strsize,
+            n,
+            vars,
+        },
+    );
+}
+
+/// The capture planner's view of one object's walk: what each instruction asks to capture, and
+/// the values of the variables and subroutines the data-flow leaves to it.
+struct ObjectScan<'a> {
+    obj: &'a DifObject,
+    strsize: u32,
+    n: &'a mut ClauseNeeds,
+    vars: &'a mut ScanVars,
+}
+
+impl ObjectScan<'_> {
+    /// Whether variable `var` stored by `op` is a string.
+    fn string_var(&self, op: Opcode, var: u16) -> bool {
         let scope = match op {
             Opcode::Stts => DIFV_SCOPE_THREAD,
             Opcode::Stls => DIFV_SCOPE_LOCAL,
             _ => DIFV_SCOPE_GLOBAL,
         };
-        obj.vartab
+        self.obj
+            .vartab
             .iter()
             .any(|v| v.id == u32::from(var) && v.scope == scope && v.ty.is_string())
-    };
-    // Register states carried by branches to each later instruction; whether the previous
-    // instruction falls through.
-    let mut incoming: HashMap<usize, Vec<[Val; 8]>> = HashMap::new();
-    let mut falls_through = true;
-    for (pc, &word) in obj.text.iter().enumerate() {
-        if let Some(states) = incoming.remove(&pc) {
-            let mut joined = falls_through.then(|| regs.clone());
-            for st in states {
-                joined = Some(match joined {
-                    None => st,
-                    Some(a) => join(a, st),
-                });
-            }
-            if let Some(j) = joined {
-                regs = j;
+    }
+
+    /// `ldgs`: notes the built-in variables that ask for a capture (the lattice gives the
+    /// arguments and `curthread` their values).
+    fn builtin(&mut self, var: u16) {
+        let n = &mut *self.n;
+        let var = u32::from(var);
+        if (vars::DIF_VAR_ARG0..=vars::DIF_VAR_ARG0 + 9).contains(&var) {
+            n.used_args |= 1 << (var - vars::DIF_VAR_ARG0);
+        } else if var == vars::DIF_VAR_CALLER {
+            n.caller = true;
+        } else if var == vars::DIF_VAR_UCALLER {
+            n.ucaller = true;
+        } else if var == vars::DIF_VAR_EXECARGS {
+            n.execargs = true;
+        } else if var == vars::DIF_VAR_STACKDEPTH {
+            // The depth of the whole stack, not of what a stack() action would print.
+            n.kstack = Some(MAX_STACK_DEPTH);
+        } else if var == vars::DIF_VAR_USTACKDEPTH {
+            n.ustack = Some(MAX_STACK_DEPTH);
+        } else if var == vars::DIF_VAR_VTIMESTAMP {
+            n.vtimestamp = true;
+        }
+    }
+
+    /// `stts`/`stls`: a string stored from kernel memory is copied; clause-locals and
+    /// thread-locals keep what they hold for later loads, and thread-locals holding addresses are
+    /// mirrored.
+    fn store(&mut self, op: Opcode, var: u16, v: Value) {
+        if let Some(e) = kernel_addr(&v) {
+            if self.string_var(op, var) {
+                self.n.kernel_copy(e, MemKind::KernelString, self.strsize);
             }
         }
-        falls_through = true;
-        let Ok(ins) = Instr::decode(word) else {
-            continue;
-        };
-        match ins {
-            Instr::Branch { op, label } => {
-                if label as usize > pc {
-                    incoming
-                        .entry(label as usize)
-                        .or_default()
-                        .push(regs.clone());
-                }
-                falls_through = op != Opcode::Ba;
+        let vars = &mut *self.vars;
+        match op {
+            Opcode::Stls => {
+                vars.locals.insert(var, v);
             }
+            Opcode::Stts => {
+                vars.stored.insert(var, v.clone());
+                if let Some(op) = mirror::store(self.obj, var, &v) {
+                    if op.value.is_some() {
+                        vars.mirror_sources.insert(var);
+                    }
+                    self.n.mirror.push(op);
+                }
+                // What every store of the thread-local stores (zero clears it).
+                let task_based = match &v {
+                    Value::Addr(e) if e.base == AddrBase::CurrentTask => Some(v.clone()),
+                    Value::Const(0) => None,
+                    _ => Some(Value::Unknown),
+                };
+                if let Some(v) = task_based {
+                    let slot = vars.thread_stores.entry(var).or_insert(v.clone());
+                    if *slot != v {
+                        *slot = Value::Unknown;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// `call`: the subroutines that read memory or ask for a capture; the value of `copyin` (a
+    /// scratch copy of the user memory it read).
+    fn call(&mut self, subr: u16, stack: &[Value]) -> Value {
+        let n = &mut *self.n;
+        let user_addr = stack.first().and_then(user_addr);
+        let mut result = Value::Unknown;
+        if subr == Subr::Progenyof as u16 {
+            n.ancestors = true;
+        } else if subr == Subr::DPath as u16 {
+            n.d_path(stack.first());
+        } else if subr == Subr::Copyinstr as u16 {
+            match user_addr {
+                // copyinstr(addr, maxlen) copies at most strsize bytes either way, at most
+                // maxlen characters when a probe argument gives it.
+                Some(addr) => n.add_copy(sized_string(addr, stack.get(1), self.strsize)),
+                None => n.any_string_arg = true,
+            }
+        } else if subr == Subr::Copyin as u16 || subr == Subr::Copyinto as u16 {
+            match (user_addr, stack.get(1)) {
+                (Some(addr), Some(Value::Const(size)))
+                    if (1..=u64::from(MAX_COPY_SIZE)).contains(size) =>
+                {
+                    if subr == Subr::Copyin as u16 {
+                        result = Value::Scratch(addr.clone());
+                    }
+                    n.add_copy(CopyRequest::new(addr, MemKind::UserBytes, *size as u32))
+                }
+                (Some(addr), Some(len)) => match sized_bytes(&addr, len) {
+                    Some(c) => {
+                        if subr == Subr::Copyin as u16 {
+                            result = Value::Scratch(addr);
+                        }
+                        n.add_copy(c)
+                    }
+                    None => n.unresolved_copyin = true,
+                },
+                _ => n.unresolved_copyin = true,
+            }
+        }
+        result
+    }
+}
+
+impl Visitor for ObjectScan<'_> {
+    fn visit(&mut self, _pc: usize, ins: &Instr, s: &State) -> Option<Value> {
+        let strsize = self.strsize;
+        match *ins {
             Instr::Ret { rd } => {
-                falls_through = false;
-                let t = obj.rtype;
+                let t = self.obj.rtype;
                 if t.flags & DIF_TF_BYREF != 0 {
-                    if let Some(e) = get(&regs, rd).kernel_addr() {
+                    if let Some(e) = kernel_addr(&s.reg(rd)) {
                         if t.is_string() {
-                            n.kernel_copy(e, MemKind::KernelString, strsize);
+                            self.n.kernel_copy(e, MemKind::KernelString, strsize);
                         } else {
-                            n.kernel_copy(e, MemKind::KernelBytes, t.size.min(MAX_COPY_SIZE));
+                            self.n
+                                .kernel_copy(e, MemKind::KernelBytes, t.size.min(MAX_COPY_SIZE));
                         }
                     }
                 }
             }
-            Instr::Setx { idx, rd } => {
-                let v = obj
-                    .inttab
-                    .get(idx as usize)
-                    .map_or(Val::Unknown, |v| Val::Const(*v));
-                set(&mut regs, rd, v);
-            }
-            Instr::Mov { r1, rd } => {
-                let v = get(&regs, r1);
-                set(&mut regs, rd, v);
-            }
-            Instr::Alu { op, r1, r2, rd } => {
-                if let Some(v) = index_op(op, &get(&regs, r1), &get(&regs, r2)) {
-                    set(&mut regs, rd, v);
-                    continue;
-                }
-                let v = match (op, get(&regs, r1), get(&regs, r2)) {
-                    (Opcode::Add, Val::Addr(e), Val::Const(c))
-                    | (Opcode::Add, Val::Const(c), Val::Addr(e)) => add_offset(&e, c as i64),
-                    (Opcode::Sub, Val::Addr(e), Val::Const(c)) => {
-                        add_offset(&e, (c as i64).wrapping_neg())
-                    }
-                    (op, Val::Const(x), Val::Const(y)) => {
-                        fold(op, x, y).map_or(Val::Unknown, Val::Const)
-                    }
-                    (op, x, y) => alu_user(op, &x, &y),
-                };
-                set(&mut regs, rd, v);
-            }
-            Instr::Not { r1, rd } => {
-                let v = match get(&regs, r1) {
-                    Val::Const(x) => Val::Const(!x),
-                    _ => Val::Unknown,
-                };
-                set(&mut regs, rd, v);
-            }
-            Instr::Load { op, r1, rd } => {
-                let mut v = Val::Unknown;
-                if let (Opcode::Ldx, Val::Scratch(e)) = (op, get(&regs, r1)) {
-                    v = user_hop(e);
-                } else if let (Some(size), Val::Addr(e)) = (kernel_load_size(op), get(&regs, r1)) {
+            Instr::Load { op, r1, .. } => {
+                if let (Some(size), Value::Addr(e)) = (kernel_load_size(op), s.reg(r1)) {
                     if mirror::is_mirror(&e) {
                         // Kernel memory at a mirrored address is not captured.
-                        set(&mut regs, rd, Val::Unknown);
-                        continue;
+                        return Some(Value::Unknown);
                     }
-                    n.kernel_copy(&e, MemKind::KernelBytes, size);
-                    if op == Opcode::Ldx && e.user_derefs.is_empty() {
-                        // The loaded value may be a pointer to follow.
-                        let mut next = e;
-                        next.derefs.push(0);
-                        v = Val::Addr(next);
-                    }
+                    self.n.kernel_copy(&e, MemKind::KernelBytes, size);
                 }
-                set(&mut regs, rd, v);
             }
             Instr::LoadVar {
                 op: Opcode::Ldgs,
                 var,
-                rd,
-            } => {
-                let var = u32::from(var);
-                let v = if (vars::DIF_VAR_ARG0..=vars::DIF_VAR_ARG0 + 9).contains(&var) {
-                    n.used_args |= 1 << (var - vars::DIF_VAR_ARG0);
-                    Val::Addr(AddrExpr::arg((var - vars::DIF_VAR_ARG0) as usize))
-                } else if var == vars::DIF_VAR_CALLER {
-                    n.caller = true;
-                    Val::Unknown
-                } else if var == vars::DIF_VAR_UCALLER {
-                    n.ucaller = true;
-                    Val::Unknown
-                } else if var == vars::DIF_VAR_EXECARGS {
-                    n.execargs = true;
-                    Val::Unknown
-                } else if var == vars::DIF_VAR_STACKDEPTH {
-                    // The depth of the whole stack, not of what a stack() action would print.
-                    n.kstack = Some(MAX_STACK_DEPTH);
-                    Val::Unknown
-                } else if var == vars::DIF_VAR_USTACKDEPTH {
-                    n.ustack = Some(MAX_STACK_DEPTH);
-                    Val::Unknown
-                } else if var == vars::DIF_VAR_VTIMESTAMP {
-                    n.vtimestamp = true;
-                    Val::Unknown
-                } else if var == vars::DIF_VAR_CURTHREAD {
-                    Val::Addr(AddrExpr::kernel(AddrBase::CurrentTask, 0, Vec::new()))
-                } else {
-                    Val::Unknown
-                };
-                set(&mut regs, rd, v);
-            }
+                ..
+            } => self.builtin(var),
             Instr::LoadVar {
                 op: Opcode::Ldls,
                 var,
-                rd,
+                ..
             } => {
-                let v = vars.locals.get(&var).cloned().unwrap_or(Val::Unknown);
-                set(&mut regs, rd, v);
+                return Some(
+                    self.vars
+                        .locals
+                        .get(&var)
+                        .cloned()
+                        .unwrap_or(Value::Unknown),
+                )
             }
             Instr::LoadVar {
                 op: Opcode::Ldts,
                 var,
-                rd,
+                ..
             } => {
-                let v = match (vars.stored.get(&var), vars.thread.get(&var)) {
-                    (Some(v), _) if *v != Val::Unknown => v.clone(),
+                let vars = &*self.vars;
+                return Some(match (vars.stored.get(&var), vars.thread.get(&var)) {
+                    (Some(v), _) if *v != Value::Unknown => v.clone(),
                     (_, Some(v)) => v.clone(),
                     _ if vars.mirrorable.contains(&var) => mirror::load(var),
-                    _ => Val::Unknown,
-                };
-                set(&mut regs, rd, v);
+                    _ => Value::Unknown,
+                });
             }
-            Instr::StoreVar { op, var, rs } => {
-                let v = get(&regs, rs);
-                if let Some(e) = v.kernel_addr() {
-                    if string_var(op, var) {
-                        n.kernel_copy(e, MemKind::KernelString, strsize);
-                    }
-                }
-                match op {
-                    Opcode::Stls => {
-                        vars.locals.insert(var, v);
-                    }
-                    Opcode::Stts => {
-                        vars.stored.insert(var, v.clone());
-                        if let Some(op) = mirror::store(obj, var, &v) {
-                            if op.value.is_some() {
-                                vars.mirror_sources.insert(var);
-                            }
-                            n.mirror.push(op);
-                        }
-                        // What every store of the thread-local stores (zero clears it).
-                        let task_based = match &v {
-                            Val::Addr(e) if e.base == AddrBase::CurrentTask => Some(v.clone()),
-                            Val::Const(0) => None,
-                            _ => Some(Val::Unknown),
-                        };
-                        if let Some(v) = task_based {
-                            let slot = vars.thread_stores.entry(var).or_insert(v.clone());
-                            if *slot != v {
-                                *slot = Val::Unknown;
-                            }
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            Instr::LoadArray { var, r2, rd, .. } => {
-                let is_args = u32::from(var) == vars::DIF_VAR_ARGS;
+            Instr::StoreVar { op, var, rs } => self.store(op, var, s.reg(rs)),
+            Instr::LoadArray { var, r2, .. } => {
                 if u32::from(var) == vars::DIF_VAR_UREGS {
-                    n.uregs = true;
+                    self.n.uregs = true;
                 }
-                let v = match get(&regs, r2) {
-                    Val::Const(i) if is_args && i < 10 => {
-                        n.used_args |= 1 << i;
-                        Val::Addr(AddrExpr::arg(i as usize))
+                if u32::from(var) == vars::DIF_VAR_ARGS {
+                    match s.reg(r2) {
+                        Value::Const(i) if i < 10 => self.n.used_args |= 1 << i,
+                        _ => self.n.used_args = ALL_ARGS,
                     }
-                    _ => {
-                        if is_args {
-                            n.used_args = ALL_ARGS;
-                        }
-                        Val::Unknown
-                    }
-                };
-                set(&mut regs, rd, v);
+                }
             }
             Instr::Scmp { r1, r2 } => {
                 for r in [r1, r2] {
-                    if let Some(e) = get(&regs, r).kernel_addr() {
-                        n.kernel_copy(e, MemKind::KernelString, strsize);
+                    if let Some(e) = kernel_addr(&s.reg(r)) {
+                        self.n.kernel_copy(e, MemKind::KernelString, strsize);
                     }
                 }
             }
             Instr::Pushtr { ty, r2, rs } => {
-                let v = get(&regs, rs);
-                if let Some(e) = v.kernel_addr() {
+                if let Some(e) = kernel_addr(&s.reg(rs)) {
                     if ty == DIF_TYPE_STRING {
-                        n.kernel_copy(e, MemKind::KernelString, strsize);
-                    } else if let Val::Const(size) = get(&regs, r2) {
-                        n.kernel_copy(
+                        self.n.kernel_copy(e, MemKind::KernelString, strsize);
+                    } else if let Value::Const(size) = s.reg(r2) {
+                        self.n.kernel_copy(
                             e,
                             MemKind::KernelBytes,
                             size.min(u64::from(MAX_COPY_SIZE)) as u32,
                         );
                     }
                 }
-                stack.push(v);
             }
-            Instr::Pushtv { rs, .. } => stack.push(get(&regs, rs)),
-            Instr::Popts => {
-                stack.pop();
-            }
-            Instr::Flushts => stack.clear(),
-            Instr::Copys { r1, r2, rd } => {
-                if let (Some(e), Val::Const(size)) = (get(&regs, r1).kernel_addr(), get(&regs, r2))
-                {
-                    n.kernel_copy(
+            Instr::Copys { r1, r2, .. } => {
+                if let (Some(e), Value::Const(size)) = (kernel_addr(&s.reg(r1)), s.reg(r2)) {
+                    self.n.kernel_copy(
                         e,
                         MemKind::KernelBytes,
                         size.min(u64::from(MAX_COPY_SIZE)) as u32,
                     );
                 }
-                set(&mut regs, rd, Val::Unknown);
             }
-            Instr::Call { subr, rd } => {
-                let user_addr = stack.first().and_then(user_addr);
-                let mut result = Val::Unknown;
-                if subr == Subr::Progenyof as u16 {
-                    n.ancestors = true;
-                } else if subr == Subr::DPath as u16 {
-                    n.d_path(stack.first());
-                } else if subr == Subr::Copyinstr as u16 {
-                    match user_addr {
-                        // copyinstr(addr, maxlen) copies at most strsize bytes either way, at most
-                        // maxlen characters when a probe argument gives it.
-                        Some(addr) => n.add_copy(sized_string(addr, stack.get(1), strsize)),
-                        None => n.any_string_arg = true,
-                    }
-                } else if subr == Subr::Copyin as u16 || subr == Subr::Copyinto as u16 {
-                    match (user_addr, stack.get(1)) {
-                        (Some(addr), Some(Val::Const(size)))
-                            if (1..=u64::from(MAX_COPY_SIZE)).contains(size) =>
-                        {
-                            if subr == Subr::Copyin as u16 {
-                                result = Val::Scratch(addr.clone());
-                            }
-                            n.add_copy(CopyRequest::new(addr, MemKind::UserBytes, *size as u32))
-                        }
-                        (Some(addr), Some(len)) => match sized_bytes(&addr, len) {
-                            Some(c) => {
-                                if subr == Subr::Copyin as u16 {
-                                    result = Val::Scratch(addr);
-                                }
-                                n.add_copy(c)
-                            }
-                            None => n.unresolved_copyin = true,
-                        },
-                        _ => n.unresolved_copyin = true,
-                    }
-                }
-                set(&mut regs, rd, result);
-            }
-            Instr::Sets { rd, .. } => set(&mut regs, rd, Val::StrConst),
-            Instr::LoadVar { rd, .. } | Instr::Allocs { rd, .. } | Instr::Xlate { rd, .. } => {
-                set(&mut regs, rd, Val::Unknown)
-            }
+            Instr::Call { subr, .. } => return Some(self.call(subr, &s.stack)),
             _ => {}
         }
+        None
     }
 }
 
@@ -862,9 +638,9 @@ fn scan_object(obj: &DifObject, strsize: u32, n: &mut ClauseNeeds, vars: &mut Sc
 /// one read from user memory a `copyin` of the same probe captured (`this->argv[1]`). Addresses
 /// computed otherwise (`arg1 + arg2`) are not: they fall back on the string arguments or the
 /// process's memory.
-fn user_addr(v: &Val) -> Option<AddrExpr> {
+fn user_addr(v: &Value) -> Option<AddrExpr> {
     match v {
-        Val::Addr(e)
+        Value::Addr(e)
             if capturable(e)
                 && (matches!(e.base, AddrBase::Arg(_) | AddrBase::ThreadVar(_))
                     || !e.derefs.is_empty()
@@ -877,9 +653,9 @@ fn user_addr(v: &Val) -> Option<AddrExpr> {
 }
 
 /// A probe argument a copy's length can come from: `(argument, most bytes)`.
-fn length_arg(len: &Val) -> Option<(usize, u64)> {
+fn length_arg(len: &Value) -> Option<(usize, u64)> {
     let (arg, max) = match len {
-        Val::ArgAtMost { arg, max } => (*arg, *max),
+        Value::ArgAtMost { arg, max } => (*arg, *max),
         v => (v.plain_arg()?, u64::MAX),
     };
     (arg < crate::capture::layout::NARGS).then_some((arg, max))
@@ -887,7 +663,7 @@ fn length_arg(len: &Val) -> Option<(usize, u64)> {
 
 /// `copyin(addr, len)` with a length known only at the probe: at most [`SIZED_COPY_CAP`] bytes
 /// (fewer when the length is limited by a constant).
-fn sized_bytes(addr: &AddrExpr, len: &Val) -> Option<CopyRequest> {
+fn sized_bytes(addr: &AddrExpr, len: &Value) -> Option<CopyRequest> {
     let (arg, max) = length_arg(len)?;
     let size = max.min(u64::from(SIZED_COPY_CAP)) as u32;
     (size > 0).then(|| CopyRequest {
@@ -901,63 +677,13 @@ fn sized_bytes(addr: &AddrExpr, len: &Val) -> Option<CopyRequest> {
 /// `copyinstr(addr)` or `copyinstr(addr, maxlen)`: a string's bytes (`strsize`, the storage), and
 /// when a probe argument gives `maxlen`, no more bytes than it says, the NUL among them (the bytes
 /// past a buffer that is not NUL-terminated may not be mapped).
-fn sized_string(addr: AddrExpr, maxlen: Option<&Val>, strsize: u32) -> CopyRequest {
+fn sized_string(addr: AddrExpr, maxlen: Option<&Value>, strsize: u32) -> CopyRequest {
     let mut c = CopyRequest::new(addr, MemKind::UserString, strsize);
     if let Some((arg, max)) = maxlen.and_then(length_arg) {
         c.size = u64::from(strsize).min(max.max(1)) as u32;
         c.size_arg = Some(arg);
     }
     c
-}
-
-/// A pointer loaded from the scratch copy of user memory at `e`: the user pointer stored there, as
-/// one more user hop (within [`MAX_USER_DEREFS`]; past them, not followed).
-fn user_hop(mut e: AddrExpr) -> Val {
-    if e.user_derefs.len() >= MAX_USER_DEREFS {
-        return Val::Unknown;
-    }
-    e.user_derefs.push(0);
-    Val::Addr(e)
-}
-
-/// ALU operations on scratch copies and lengths: an offset into a copy of user memory
-/// (`this->argv + 8`) and a probe argument masked by a constant (`arg2 & 0xfff`).
-fn alu_user(op: Opcode, x: &Val, y: &Val) -> Val {
-    match (op, x, y) {
-        (Opcode::Add, Val::Scratch(e), Val::Const(c))
-        | (Opcode::Add, Val::Const(c), Val::Scratch(e)) => {
-            offset_expr(e, *c as i64).map_or(Val::Unknown, Val::Scratch)
-        }
-        (Opcode::Sub, Val::Scratch(e), Val::Const(c)) => {
-            offset_expr(e, (*c as i64).wrapping_neg()).map_or(Val::Unknown, Val::Scratch)
-        }
-        (Opcode::And, v, Val::Const(m)) | (Opcode::And, Val::Const(m), v) => match v {
-            Val::ArgAtMost { arg, max } => Val::ArgAtMost {
-                arg: *arg,
-                max: (*max).min(*m),
-            },
-            v => v
-                .plain_arg()
-                .map_or(Val::Unknown, |arg| Val::ArgAtMost { arg, max: *m }),
-        },
-        _ => Val::Unknown,
-    }
-}
-
-/// Where a probe argument and a non-zero constant join (`arg2 > 64 ? 64 : arg2`): a length of that
-/// argument limited to the constant (as a capture hint). Other joins are left to [`join_val`].
-fn join_length(a: &Val, b: &Val) -> Option<Val> {
-    let (v, c) = match (a, b) {
-        (v, Val::Const(c)) | (Val::Const(c), v) if *c != 0 => (v, *c),
-        _ => return None,
-    };
-    match v {
-        Val::ArgAtMost { arg, max } => Some(Val::ArgAtMost {
-            arg: *arg,
-            max: (*max).max(c),
-        }),
-        v => v.plain_arg().map(|arg| Val::ArgAtMost { arg, max: c }),
-    }
 }
 
 /// Kernel copies closer than this many bytes to each other in one object are made as one.

@@ -256,8 +256,8 @@ fn by_reference_variables_are_never_mirrored() {
         }],
         ..DifObject::default()
     };
-    assert_eq!(mirror::store(&obj, 7, &Val::Addr(AddrExpr::arg(1))), None);
-    assert!(mirror::store(&obj, 8, &Val::Addr(AddrExpr::arg(1))).is_some());
+    assert_eq!(mirror::store(&obj, 7, &Value::Addr(AddrExpr::arg(1))), None);
+    assert!(mirror::store(&obj, 8, &Value::Addr(AddrExpr::arg(1))).is_some());
 }
 
 #[test]
