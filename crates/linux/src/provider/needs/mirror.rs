@@ -6,7 +6,7 @@
 //! another address than the D variable: delivery only serves a read from a capture whose recorded
 //! address covers it, so that costs a copy, not a wrong result.
 
-use super::ClauseNeeds;
+use super::clause::ClauseNeeds;
 use crate::capture::layout::NARGS;
 use crate::capture::spec::{MAX_DEREFS, MAX_MIRROR_OPS, MAX_USER_DEREFS};
 use crate::capture::{AddrBase, AddrExpr, CopyRequest, MirrorOp};

@@ -4,7 +4,10 @@
 //! copies of each probe's [`CaptureSpec`].
 
 use super::*;
-use crate::capture::spec::MAX_MIRROR_OPS;
+use crate::capture::spec::{MAX_MIRROR_OPS, SIZED_COPY_CAP};
+use crate::capture::{AddrBase, AddrExpr, CopyRequest, MemKind, MirrorOp};
+use dtrace_dif::flow::Value;
+use dtrace_dif::object::DifObject;
 
 fn needs(src: &str) -> ProgramNeeds {
     let p = dtrace_compiler::compile(src, &dtrace_compiler::CompileOptions::default())
