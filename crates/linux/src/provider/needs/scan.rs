@@ -58,9 +58,7 @@ impl ClauseNeeds {
         }
         self.add_copy(CopyRequest::new(e.clone(), kind, size.min(MAX_COPY_SIZE)));
     }
-}
 
-impl ClauseNeeds {
     /// Asks for the path of the `struct path` a `d_path()` call is given, when the probe can
     /// compute its address; otherwise (but for a constant, where it faults) the clause cannot be
     /// enabled: its path would not be known.
@@ -95,6 +93,7 @@ impl ClauseNeeds {
 /// is the same computation on the same thread wherever it is read, so it can be captured there too.
 #[derive(Default)]
 pub(super) struct ScanVars {
+    /// Clause-local values stored so far in the clause.
     pub(super) locals: HashMap<u16, Value>,
     /// Thread-local values known at loads (from a first pass over the program).
     pub(super) thread: HashMap<u16, Value>,
