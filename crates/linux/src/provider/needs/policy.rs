@@ -14,6 +14,24 @@ pub const DEFAULT_STACKFRAMES: u32 = 20;
 /// Default `ustackframes`.
 pub const DEFAULT_USTACKFRAMES: u32 = 100;
 
+/// Frames a `stack(N)` action or aggregation key records: `N`, or the `stackframes` default for
+/// `stack()`.
+pub fn stack_frames(arg: u64) -> u32 {
+    match arg {
+        0 => DEFAULT_STACKFRAMES,
+        n => u32::try_from(n).unwrap_or(u32::MAX),
+    }
+}
+
+/// Frames a `ustack(N)` or `jstack(N)` action or key records: `N` (the argument's low 32 bits; its
+/// high ones give the string space), or the `ustackframes` default for `ustack()`.
+pub fn ustack_frames(arg: u64) -> u32 {
+    match (arg & 0xffff_ffff) as u32 {
+        0 => DEFAULT_USTACKFRAMES,
+        f => f,
+    }
+}
+
 /// Kernel frames captured for `caller`: enough to pass the tracing functions above the probe site.
 pub const CALLER_FRAMES: u32 = crate::capture::spec::TRACING_FRAMES;
 /// User frames captured for `ucaller`: the PC and its caller.

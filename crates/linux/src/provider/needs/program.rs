@@ -5,7 +5,7 @@
 use super::clause::ClauseNeeds;
 use super::mirror;
 use super::pid_filter::pid_equality;
-use super::policy::{program_strsize, DEFAULT_STACKFRAMES, DEFAULT_USTACKFRAMES};
+use super::policy::{program_strsize, stack_frames, ustack_frames};
 use super::scan::{scan_object, ScanVars};
 use crate::capture::spec::MAX_STACK_DEPTH;
 use crate::capture::AddrBase;
@@ -111,21 +111,14 @@ pub fn program_needs_in(program: &Program, ctx: &MirrorContext) -> ProgramNeeds 
         for a in &e.actions {
             match a.kind {
                 ActionKind::Stack => {
-                    let frames = if a.arg == 0 {
-                        DEFAULT_STACKFRAMES
-                    } else {
-                        a.arg as u32
-                    };
-                    // The tracing machinery's frames are cut at delivery: `frames` remain.
-                    let room = crate::capture::spec::kernel_stack_room(frames);
+                    // The tracing machinery's frames are cut at delivery: the frames asked for
+                    // remain.
+                    let room = crate::capture::spec::kernel_stack_room(stack_frames(a.arg));
                     n.kstack = Some(n.kstack.unwrap_or(0).max(room));
                 }
                 ActionKind::Ustack | ActionKind::Jstack => {
-                    let frames = match (a.arg & 0xffff_ffff) as u32 {
-                        0 => DEFAULT_USTACKFRAMES,
-                        f => f,
-                    };
-                    n.ustack = Some(n.ustack.unwrap_or(0).max(frames.min(MAX_STACK_DEPTH)));
+                    let frames = ustack_frames(a.arg).min(MAX_STACK_DEPTH);
+                    n.ustack = Some(n.ustack.unwrap_or(0).max(frames));
                 }
                 _ => {}
             }

@@ -455,3 +455,19 @@ fn process_context_variables_ask_for_their_captures() {
         CaptureSpec::new()
     );
 }
+
+#[test]
+fn stack_frames_from_action_arguments() {
+    assert_eq!(stack_frames(0), DEFAULT_STACKFRAMES);
+    assert_eq!(stack_frames(12), 12);
+    // Too many to count: as many as a capture takes, never a truncated count.
+    assert_eq!(stack_frames(1 << 40), u32::MAX);
+    assert_eq!(ustack_frames(0), DEFAULT_USTACKFRAMES);
+    // ustack(7, 64): the string space in the high half is not frames.
+    assert_eq!(ustack_frames(7 | (64 << 32)), 7);
+    assert_eq!(ustack_frames(64 << 32), DEFAULT_USTACKFRAMES);
+    let n = needs("syscall::write:entry { stack(); ustack(3, 64); }");
+    let spec = spec_for(&[&n.clauses[0].1], &[], 256).unwrap();
+    assert_eq!(spec.kstack, Some(DEFAULT_STACKFRAMES + CALLER_FRAMES));
+    assert_eq!(spec.ustack, Some(3));
+}
