@@ -3,7 +3,7 @@
 //! This crate owns the DIF instruction set ([`opcode`], [`instr`]), DIF objects and their tables
 //! ([`object`]), built-in variable and subroutine numbers ([`vars`], [`subr`]), the description of a
 //! compiled program that the framework executes ([`program`]) with its stability attributes ([`attr`]), the text assembler ([`asm`]) and the
-//! `dtrace -S` disassembler ([`disasm`]), the syntax of option values ([`optval`]), the load-time verifier ([`verify`]) and the interpreter with its
+//! `dtrace -S` disassembler ([`disasm`]), the syntax of option values ([`optval`]), the load-time verifier ([`verify`]), the data-flow analysis of what registers hold ([`flow`]) and the interpreter with its
 //! subroutines, variable spaces and faults ([`vm`]). [`fuzzing`] holds the entry points of the fuzz targets.
 //! It has no OS code: probe context and memory are traits the caller hands in ([`vm::ProbeContext`],
 //! [`vm::Memory`]). It does not parse D (that is `dtrace-compiler`) nor manage buffers or providers (that
@@ -12,6 +12,7 @@
 pub mod asm;
 pub mod attr;
 pub mod disasm;
+pub mod flow;
 pub mod fuzzing;
 pub mod instr;
 pub mod object;

@@ -159,32 +159,20 @@ fn key_kind(
     ustacks: bool,
 ) -> std::result::Result<KeyKind, String> {
     use crate::capture::spec::MAX_STACK_DEPTH;
-    use crate::provider::needs::{DEFAULT_STACKFRAMES, DEFAULT_USTACKFRAMES};
+    use crate::provider::needs::{stack_frames, ustack_frames};
     let int64 = || match &key.difo {
         Some(o) if !o.rtype.is_by_ref() && o.rtype.size == 8 => Ok(()),
         _ => Err("a symbol key that is not a 64-bit address".to_string()),
     };
     Ok(match key.kind {
-        ActionKind::Stack => {
-            let frames = match key.arg {
-                0 => DEFAULT_STACKFRAMES,
-                n => u32::try_from(n).unwrap_or(u32::MAX),
-            };
-            KeyKind::KernelStack(frames.min(MAX_STACK_DEPTH))
-        }
+        ActionKind::Stack => KeyKind::KernelStack(stack_frames(key.arg).min(MAX_STACK_DEPTH)),
         ActionKind::Ustack if !ustacks => {
             return Err(format!(
                 "ustack() keys are unwound in dtrace with .eh_frame (the kernel walks frame \
                  pointers only; {KERNEL_USTACKS_ENV}=1 keeps them there)"
             ))
         }
-        ActionKind::Ustack => {
-            let frames = match (key.arg & 0xffff_ffff) as u32 {
-                0 => DEFAULT_USTACKFRAMES,
-                n => n,
-            };
-            KeyKind::UserStack(frames.min(MAX_STACK_DEPTH))
-        }
+        ActionKind::Ustack => KeyKind::UserStack(ustack_frames(key.arg).min(MAX_STACK_DEPTH)),
         ActionKind::Sym | ActionKind::Mod => {
             int64()?;
             KeyKind::Int(8)

@@ -6,10 +6,11 @@
 //! another address than the D variable: delivery only serves a read from a capture whose recorded
 //! address covers it, so that costs a copy, not a wrong result.
 
-use super::{ClauseNeeds, Val};
+use super::clause::ClauseNeeds;
 use crate::capture::layout::NARGS;
 use crate::capture::spec::{MAX_DEREFS, MAX_MIRROR_OPS, MAX_USER_DEREFS};
 use crate::capture::{AddrBase, AddrExpr, CopyRequest, MirrorOp};
+use dtrace_dif::flow::Value;
 use dtrace_dif::object::{DifObject, DIFV_SCOPE_THREAD, DIF_TF_BYREF, DIF_TF_BYUREF};
 use dtrace_dif::program::ProbeDesc;
 use std::collections::{HashMap, HashSet};
@@ -20,8 +21,8 @@ pub(super) fn is_mirror(e: &AddrExpr) -> bool {
 }
 
 /// The value a load of mirrorable thread-local `var` gives: the address the mirror holds.
-pub(super) fn load(var: u16) -> Val {
-    Val::Addr(AddrExpr::kernel(
+pub(super) fn load(var: u16) -> Value {
+    Value::Addr(AddrExpr::kernel(
         AddrBase::ThreadVar(u32::from(var)),
         0,
         Vec::new(),
@@ -30,9 +31,9 @@ pub(super) fn load(var: u16) -> Val {
 
 /// An address the storing probe computes itself: from an argument or `curthread`, within the
 /// capture's hop limits.
-fn probe_address(v: &Val) -> Option<AddrExpr> {
+fn probe_address(v: &Value) -> Option<AddrExpr> {
     match v {
-        Val::Addr(e)
+        Value::Addr(e)
             if (matches!(e.base, AddrBase::Arg(n) if n < NARGS)
                 || e.base == AddrBase::CurrentTask)
                 && e.derefs.len() <= MAX_DEREFS
@@ -48,7 +49,7 @@ fn probe_address(v: &Val) -> Option<AddrExpr> {
 /// What the store `self->var = v` in `obj` does to the mirror: a save of the address when the
 /// probe can compute it, else a removal. `None` for variables held by reference (strings,
 /// structures), whose loads are never addresses.
-pub(super) fn store(obj: &DifObject, var: u16, v: &Val) -> Option<MirrorOp> {
+pub(super) fn store(obj: &DifObject, var: u16, v: &Value) -> Option<MirrorOp> {
     let by_ref = obj.vartab.iter().any(|d| {
         d.id == u32::from(var)
             && d.scope == DIFV_SCOPE_THREAD
@@ -132,7 +133,7 @@ pub(super) fn resolve_stored(stored: &HashMap<u32, AddrExpr>, c: &CopyRequest) -
     if !c.addr.derefs.is_empty() || c.addr.index.is_some() {
         return c.clone();
     }
-    let Some(mut addr) = super::offset_expr(e, i64::from(c.addr.offset)) else {
+    let Some(mut addr) = e.offset_by(i64::from(c.addr.offset)) else {
         return c.clone();
     };
     addr.user_derefs.extend(c.addr.user_derefs.iter().copied());

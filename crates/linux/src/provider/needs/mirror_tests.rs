@@ -4,7 +4,10 @@
 //! copies of each probe's [`CaptureSpec`].
 
 use super::*;
-use crate::capture::spec::MAX_MIRROR_OPS;
+use crate::capture::spec::{MAX_MIRROR_OPS, SIZED_COPY_CAP};
+use crate::capture::{AddrBase, AddrExpr, CopyRequest, MemKind, MirrorOp};
+use dtrace_dif::flow::Value;
+use dtrace_dif::object::DifObject;
 
 fn needs(src: &str) -> ProgramNeeds {
     let p = dtrace_compiler::compile(src, &dtrace_compiler::CompileOptions::default())
@@ -256,8 +259,8 @@ fn by_reference_variables_are_never_mirrored() {
         }],
         ..DifObject::default()
     };
-    assert_eq!(mirror::store(&obj, 7, &Val::Addr(AddrExpr::arg(1))), None);
-    assert!(mirror::store(&obj, 8, &Val::Addr(AddrExpr::arg(1))).is_some());
+    assert_eq!(mirror::store(&obj, 7, &Value::Addr(AddrExpr::arg(1))), None);
+    assert!(mirror::store(&obj, 8, &Value::Addr(AddrExpr::arg(1))).is_some());
 }
 
 #[test]

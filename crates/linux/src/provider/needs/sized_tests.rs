@@ -3,6 +3,8 @@
 //! requests and the merged [`CaptureSpec`].
 
 use super::*;
+use crate::capture::spec::{MAX_USER_DEREFS, SIZED_COPY_CAP};
+use crate::capture::{AddrBase, AddrExpr, CopyRequest, MemKind};
 
 fn needs(src: &str) -> ProgramNeeds {
     let p = dtrace_compiler::compile(src, &dtrace_compiler::CompileOptions::default())
