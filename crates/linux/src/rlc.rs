@@ -428,15 +428,9 @@ mod tests {
         assert!(!held_by_a_stop(me, u64::MAX, 10_000_000));
         // Our own start time is on the boot clock, before now.
         let mine = start_ticks(&stat).expect("own start time");
-        let mut now = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: clock_gettime fills our timespec.
-        unsafe { libc::clock_gettime(libc::CLOCK_BOOTTIME, &mut now) };
         // SAFETY: sysconf reads a constant of the C library.
         let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as u64;
-        let now_ns = now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64;
+        let now_ns = boot_ns();
         assert!(mine * (1_000_000_000 / ticks) <= now_ns);
     }
 
