@@ -56,6 +56,21 @@ fn quiet_printf_and_exit_status() {
 }
 
 #[test]
+fn printf_d_of_an_unsigned_first_argument_prints_it_unsigned() {
+    // The first argument is recorded by the printf action itself: an unsigned one (an element of an
+    // associative array or a thread-local of an unsigned type) is printed unsigned by %d as well.
+    let o = dtrace(&[
+        "-qn",
+        "unsigned char C[int]; self unsigned long long L; \
+         BEGIN { C[0] = -2; self->L = -5; printf(\"%d\", C[0]); printf(\" %d\", self->L); \
+         printf(\" %d %d\", C[0] + C[0], C[0]); printf(\" %d\\n\", (char)-3); exit(0); }",
+    ]);
+    assert_eq!(o.stderr, "");
+    assert_eq!(o.stdout, "254 18446744073709551611 252 254 -3\n\n");
+    assert_eq!(o.rc, 0);
+}
+
+#[test]
 fn script_with_pragmas_arguments_and_aggregations() {
     let p = script(
         "aggs.d",
