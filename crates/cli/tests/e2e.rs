@@ -71,6 +71,28 @@ fn printf_d_of_an_unsigned_first_argument_prints_it_unsigned() {
 }
 
 #[test]
+fn a_string_stored_through_a_pointer_into_scratch_is_copied_there() {
+    // `*x = "abc"` copies the string into alloca'd memory; the assignment's value is the copy
+    let o = dtrace(&[
+        "-qn",
+        "BEGIN { x = (string *)alloca(sizeof(string) + 1); *x = \"abc\"; \
+         y = *x = strjoin(*x, \"def\"); printf(\"%s %s \", *x, y); \
+         printf(\"%s\\n\", *x = timestamp > 0 ? \"ghi\" : \"jk\"); exit(0); }",
+    ]);
+    assert_eq!(o.stderr, "");
+    assert_eq!(o.stdout, "abcdef abcdef ghi\n\n");
+    assert_eq!(o.rc, 0);
+    // memory that is not scratch is not written
+    let o = dtrace(&[
+        "-qn",
+        "BEGIN { x = (string *)0x1000; *x = \"abc\"; } \
+         ERROR { printf(\"fault %d\\n\", arg4); exit(0); }",
+    ]);
+    assert_eq!(o.stdout, "fault 1\n\n");
+    assert_eq!(o.rc, 0);
+}
+
+#[test]
 fn script_with_pragmas_arguments_and_aggregations() {
     let p = script(
         "aggs.d",
