@@ -93,6 +93,56 @@ fn a_string_stored_through_a_pointer_into_scratch_is_copied_there() {
 }
 
 #[test]
+fn libraries_of_a_libdir_are_declared_in_dependency_order() {
+    let dir = std::env::temp_dir().join(format!("dtrace-e2e-{}-libdir", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("ok")).unwrap();
+    std::fs::create_dir_all(dir.join("bad")).unwrap();
+    let write = |p: &str, t: &str| std::fs::write(dir.join(p), t).unwrap();
+    // a.d sorts first but depends on b.d; c.d needs a module that is not loaded, d.d needs c.d
+    write(
+        "ok/a.d",
+        "#pragma D depends_on library b.d\ninline int foo = bar + 1;\n",
+    );
+    write("ok/b.d", "typedef int libint_t;\ninline int bar = 41;\n");
+    write(
+        "ok/c.d",
+        "#pragma D depends_on module no_such_module_here\ninline int baz = 1;\n",
+    );
+    write(
+        "ok/d.d",
+        "#pragma D depends_on library c.d\ninline int qux = baz;\n",
+    );
+    write("bad/a.d", "#pragma D depends_on library notthere.d\n");
+    let ok = dir.join("ok").display().to_string();
+    let o = dtrace(&[
+        "-L",
+        &ok,
+        "-qn",
+        "BEGIN { printf(\"%d %d\\n\", foo, sizeof(libint_t)); exit(0); }",
+    ]);
+    assert_eq!(
+        (o.stdout.as_str(), o.stderr.as_str(), o.rc),
+        ("42 4\n\n", "", 0)
+    );
+    // the libraries left out declare nothing
+    let o = dtrace(&["-L", &ok, "-qn", "BEGIN { trace(qux); exit(0); }"]);
+    assert_eq!(o.rc, 1);
+    assert!(o.stderr.contains("failed to resolve qux"), "{}", o.stderr);
+    let bad = dir.join("bad").display().to_string();
+    let o = dtrace(&["-L", &bad, "-qn", "BEGIN { exit(0); }"]);
+    assert_eq!(o.rc, 1);
+    assert_eq!(
+        o.stderr,
+        format!(
+            "dtrace: invalid probe specifier BEGIN {{ exit(0); }}: \
+             Invalid library dependency in {bad}/a.d: {bad}/notthere.d\n"
+        )
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn script_with_pragmas_arguments_and_aggregations() {
     let p = script(
         "aggs.d",
