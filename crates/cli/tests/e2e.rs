@@ -56,6 +56,93 @@ fn quiet_printf_and_exit_status() {
 }
 
 #[test]
+fn printf_d_of_an_unsigned_first_argument_prints_it_unsigned() {
+    // The first argument is recorded by the printf action itself: an unsigned one (an element of an
+    // associative array or a thread-local of an unsigned type) is printed unsigned by %d as well.
+    let o = dtrace(&[
+        "-qn",
+        "unsigned char C[int]; self unsigned long long L; \
+         BEGIN { C[0] = -2; self->L = -5; printf(\"%d\", C[0]); printf(\" %d\", self->L); \
+         printf(\" %d %d\", C[0] + C[0], C[0]); printf(\" %d\\n\", (char)-3); exit(0); }",
+    ]);
+    assert_eq!(o.stderr, "");
+    assert_eq!(o.stdout, "254 18446744073709551611 252 254 -3\n\n");
+    assert_eq!(o.rc, 0);
+}
+
+#[test]
+fn a_string_stored_through_a_pointer_into_scratch_is_copied_there() {
+    // `*x = "abc"` copies the string into alloca'd memory; the assignment's value is the copy
+    let o = dtrace(&[
+        "-qn",
+        "BEGIN { x = (string *)alloca(sizeof(string) + 1); *x = \"abc\"; \
+         y = *x = strjoin(*x, \"def\"); printf(\"%s %s \", *x, y); \
+         printf(\"%s\\n\", *x = timestamp > 0 ? \"ghi\" : \"jk\"); exit(0); }",
+    ]);
+    assert_eq!(o.stderr, "");
+    assert_eq!(o.stdout, "abcdef abcdef ghi\n\n");
+    assert_eq!(o.rc, 0);
+    // memory that is not scratch is not written
+    let o = dtrace(&[
+        "-qn",
+        "BEGIN { x = (string *)0x1000; *x = \"abc\"; } \
+         ERROR { printf(\"fault %d\\n\", arg4); exit(0); }",
+    ]);
+    assert_eq!(o.stdout, "fault 1\n\n");
+    assert_eq!(o.rc, 0);
+}
+
+#[test]
+fn libraries_of_a_libdir_are_declared_in_dependency_order() {
+    let dir = std::env::temp_dir().join(format!("dtrace-e2e-{}-libdir", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("ok")).unwrap();
+    std::fs::create_dir_all(dir.join("bad")).unwrap();
+    let write = |p: &str, t: &str| std::fs::write(dir.join(p), t).unwrap();
+    // a.d sorts first but depends on b.d; c.d needs a module that is not loaded, d.d needs c.d
+    write(
+        "ok/a.d",
+        "#pragma D depends_on library b.d\ninline int foo = bar + 1;\n",
+    );
+    write("ok/b.d", "typedef int libint_t;\ninline int bar = 41;\n");
+    write(
+        "ok/c.d",
+        "#pragma D depends_on module no_such_module_here\ninline int baz = 1;\n",
+    );
+    write(
+        "ok/d.d",
+        "#pragma D depends_on library c.d\ninline int qux = baz;\n",
+    );
+    write("bad/a.d", "#pragma D depends_on library notthere.d\n");
+    let ok = dir.join("ok").display().to_string();
+    let o = dtrace(&[
+        "-L",
+        &ok,
+        "-qn",
+        "BEGIN { printf(\"%d %d\\n\", foo, sizeof(libint_t)); exit(0); }",
+    ]);
+    assert_eq!(
+        (o.stdout.as_str(), o.stderr.as_str(), o.rc),
+        ("42 4\n\n", "", 0)
+    );
+    // the libraries left out declare nothing
+    let o = dtrace(&["-L", &ok, "-qn", "BEGIN { trace(qux); exit(0); }"]);
+    assert_eq!(o.rc, 1);
+    assert!(o.stderr.contains("failed to resolve qux"), "{}", o.stderr);
+    let bad = dir.join("bad").display().to_string();
+    let o = dtrace(&["-L", &bad, "-qn", "BEGIN { exit(0); }"]);
+    assert_eq!(o.rc, 1);
+    assert_eq!(
+        o.stderr,
+        format!(
+            "dtrace: invalid probe specifier BEGIN {{ exit(0); }}: \
+             Invalid library dependency in {bad}/a.d: {bad}/notthere.d\n"
+        )
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn script_with_pragmas_arguments_and_aggregations() {
     let p = script(
         "aggs.d",

@@ -85,6 +85,45 @@ fn exec_failure_and_signal_clear_are_listed_with_their_arguments() {
     }
 }
 
+/// `proc`, `sched` and `io` probes are in module `vmlinux`, as DTrace for Linux lists them, so their
+/// description's stability is the module's (Private), not only the provider's and name's.
+#[test]
+fn proc_sched_and_io_probes_are_listed_in_vmlinux() {
+    if !common::kernel_ok("proc_sched_and_io_probes_are_listed_in_vmlinux") {
+        return;
+    }
+    for (probe, line) in [
+        (
+            "proc:::exec",
+            "proc           vmlinux                                   exec\n",
+        ),
+        (
+            "sched:::on-cpu",
+            "sched           vmlinux                                   on-cpu\n",
+        ),
+    ] {
+        let (rc, out, err) = dtrace(&["-lv", "-n", probe]);
+        assert_eq!(rc, 0, "{err}");
+        assert!(out.contains(line), "{out}");
+        assert!(
+            out.contains(
+                "\tProbe Description Attributes\n\t\tIdentifier Names: Private\n\
+                 \t\tData Semantics:   Private\n\t\tDependency Class: Unknown\n"
+            ),
+            "{out}"
+        );
+    }
+    let (rc, out, err) = dtrace(&[
+        "-q",
+        "-n",
+        "proc:vmlinux::exit /pid == $target/ { trace(probemod); exit(0); }",
+        "-c",
+        "/bin/true",
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    assert_eq!(out, "vmlinux\n");
+}
+
 /// A `-c` command is traced from `evaltime`: by default (`postinit`) once the dynamic linker has
 /// loaded its libraries, so the linker's own opens are not seen; with `-xevaltime=exec` from its
 /// exec, so they are.

@@ -559,10 +559,19 @@ impl<'a> Cg<'a> {
                 self.used[rd as usize] = true;
                 Ok(rd)
             }
-            TK::Assign(p, v) => {
-                let rv = self.gen(v)?;
-                self.store(p, rv, e.ty)
-            }
+            TK::Assign(p, v) => match p.as_ref() {
+                Place::Mem(addr, _) if self.types.is_string(e.ty) => {
+                    // a string stored into memory (`*x = "abc"` in alloca'd scratch): copied
+                    // there, bounded as a translated member's; the value is the copy
+                    let ra = self.gen(addr)?;
+                    self.store_member(ra, 0, v)?;
+                    Ok(ra)
+                }
+                _ => {
+                    let rv = self.gen(v)?;
+                    self.store(p, rv, e.ty)
+                }
+            },
             TK::IncDec { place, delta, post } => {
                 let rv = self.read(place, e)?;
                 let rd = self.alloc()?;

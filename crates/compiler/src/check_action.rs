@@ -917,6 +917,12 @@ impl<'o> Checker<'o> {
                 };
                 let mut p = Plan::new(kind, first.as_ref().and_then(|f| f.expr.clone()));
                 p.arg = fi;
+                if first
+                    .as_ref()
+                    .is_some_and(|f| f.arg == dtrace_dif::program::PRINTF_UNSIGNED)
+                {
+                    p.uarg = dtrace_dif::program::PRINTF_FIRST_UNSIGNED;
+                }
                 plans.push(p);
                 plans.extend(vals);
             }

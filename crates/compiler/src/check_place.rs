@@ -612,7 +612,8 @@ impl<'o> Checker<'o> {
                 ..
             }
         );
-        if in_variable(a) && (!self.types.is_by_ref(t) || sou) {
+        // ... and so does a string (its characters copied)
+        if in_variable(a) && (!self.types.is_by_ref(t) || sou || self.types.is_string(t)) {
             return Ok((p, t));
         }
         err(

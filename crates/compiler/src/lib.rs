@@ -56,6 +56,7 @@ pub mod shared;
 pub mod stability;
 pub mod tree;
 pub mod types;
+pub mod userlib;
 
 use std::collections::HashSet;
 
@@ -178,6 +179,13 @@ fn compile_here(
     let (mut ck, names, mut undo) = shared.checker(opts, sources);
     let arg_names = probe_arg_type_names(text, &names, opts, probes);
     let names = shared.load_library(&mut ck, names, text, &arg_names);
+    let names = match shared.load_user_libraries(&mut ck, names.clone(), opts) {
+        Ok(n) => n,
+        Err(e) => {
+            shared.keep(ck, names, Some(undo));
+            return Err(e);
+        }
+    };
     // the library files loaded stay loaded; what the program declares goes if it fails
     undo.restart_here(&mut ck);
     let names_before = names.clone();

@@ -77,6 +77,8 @@ pub struct CompileOptions {
     pub undefs: Vec<String>,
     /// `-I dir`.
     pub includes: Vec<String>,
+    /// `-L dir` (option `libdir`): directories of D libraries, declared before the first program.
+    pub libdirs: Vec<String>,
     /// `-x argref`: macro arguments need not all be referenced.
     pub argref: bool,
     /// `-x cppargs`: further preprocessor arguments, already split at white space.
@@ -112,6 +114,7 @@ impl Default for CompileOptions {
             defines: Vec::new(),
             undefs: Vec::new(),
             includes: Vec::new(),
+            libdirs: Vec::new(),
             argref: false,
             cpp_args: Vec::new(),
             cpp_path: "cpp".to_string(),

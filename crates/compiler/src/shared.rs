@@ -10,6 +10,7 @@
 use std::collections::{HashMap, HashSet};
 
 use crate::check::{AggInfo, Checker, Inline, InlineArray, VarTable, Xlator};
+use crate::error::CResult;
 use crate::options::CompileOptions;
 use crate::types::{Basic, TypeId, TypeSource, TypeTable};
 
@@ -20,6 +21,8 @@ pub struct SharedState {
     /// The D library files declared so far (each is declared once, by the first program that
     /// names something of it).
     library: HashSet<&'static str>,
+    /// Whether the `-L` libraries ([`crate::userlib`]) have been declared.
+    user_libraries: bool,
 }
 
 impl std::fmt::Debug for SharedState {
@@ -178,6 +181,23 @@ impl SharedState {
         also: &[String],
     ) -> HashSet<String> {
         crate::dlib::load(ck, typenames, program, also, &mut self.library)
+    }
+
+    /// Declares the D libraries of the `-L` directories before the first program (see
+    /// [`crate::userlib`]); an error fails this compilation and the next one tries again.
+    pub(crate) fn load_user_libraries(
+        &mut self,
+        ck: &mut Checker<'_>,
+        typenames: HashSet<String>,
+        opts: &CompileOptions,
+    ) -> CResult<HashSet<String>> {
+        if self.user_libraries || opts.libdirs.is_empty() {
+            return Ok(typenames);
+        }
+        let libs = crate::userlib::read_dirs(&opts.libdirs)?;
+        let names = crate::userlib::declare(ck, typenames, &libs)?;
+        self.user_libraries = true;
+        Ok(names)
     }
 
     /// Adds the typedef names the kept type table's sources know now and did not before (a lazily

@@ -155,6 +155,7 @@ impl Compiler for DCompiler {
             defines: o.strings("define").to_vec(),
             undefs: o.strings("undef").to_vec(),
             includes: o.strings("incdir").to_vec(),
+            libdirs: o.strings("libdir").to_vec(),
             cpp_args: o.strings("cppargs").to_vec(),
             source: if spec == ProbeSpec::Script {
                 SourceKind::File

@@ -7,7 +7,7 @@
 //! `%hd`) is accepted for the type check the compiler does and does not change the value, except `hh`,
 //! which narrows to a char as C does.
 
-use dtrace_dif::program::{ActionKind, RecDesc, PRINTF_UNSIGNED};
+use dtrace_dif::program::{ActionKind, RecDesc, PRINTF_FIRST_UNSIGNED, PRINTF_UNSIGNED};
 
 use crate::aggvalue;
 use crate::cformat::{self, Spec};
@@ -528,6 +528,18 @@ fn escape(out: &mut Vec<u8>, s: &[u8]) {
     }
 }
 
+/// Whether the compiler marked `rec` as an unsigned integer argument: a later argument's record by
+/// its `arg`, the first one (the printf-like action's own record) by its `arg`'s high bit.
+fn unsigned_arg(rec: &RecDesc) -> bool {
+    match rec.action {
+        ActionKind::DifExpr => rec.arg == PRINTF_UNSIGNED,
+        ActionKind::Printf | ActionKind::System | ActionKind::Freopen => {
+            rec.arg & PRINTF_FIRST_UNSIGNED != 0
+        }
+        _ => false,
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn value(
     out: &mut Vec<u8>,
@@ -540,12 +552,7 @@ fn value(
 ) -> Result<()> {
     match conv.kind {
         // %d of an unsigned argument prints it unsigned, as DTrace for Linux does
-        ConvKind::Sint
-            if rec.action == ActionKind::DifExpr
-                && rec.arg == PRINTF_UNSIGNED
-                && conv.ofmt != b'c'
-                && !conv.narrow_char =>
-        {
+        ConvKind::Sint if unsigned_arg(rec) && conv.ofmt != b'c' && !conv.narrow_char => {
             let v = recdata::uint(b).ok_or(mismatch(b.len(), "an integer conversion"))?;
             cformat::fmt_unsigned(out, spec, v, b'u');
         }

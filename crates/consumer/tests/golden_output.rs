@@ -158,6 +158,25 @@ fn printf_conversions() {
 }
 
 #[test]
+fn printf_d_of_an_unsigned_first_argument_prints_it_unsigned() {
+    // printf("%d %d\n", (uint8_t)x, (uint8_t)y): the first argument's mark is the high bit of the
+    // printf record's arg (its low bits the format's index).
+    let first = dtrace_dif::program::PRINTF_FIRST_UNSIGNED;
+    let u = dtrace_dif::program::PRINTF_UNSIGNED;
+    let ep = eprobe(1, 1, &[(A::Printf, 1, 1, first), (A::DifExpr, 1, 0, u)]);
+    let mut d = setup(std::slice::from_ref(&ep), &["%d %d\n"]);
+    let r = record(&ep, &[vec![0xfe], vec![0xff]]);
+    let got = run(&mut d, &[buf(0, &[r])], true).out;
+    assert_eq!(got, "254 255\n");
+    // unmarked, the same byte prints signed
+    let ep = eprobe(1, 1, &[(A::Printf, 1, 1, 0), (A::DifExpr, 1, 0, 0)]);
+    let mut d = setup(std::slice::from_ref(&ep), &["%d %d\n"]);
+    let r = record(&ep, &[vec![0xfe], vec![0xff]]);
+    let got = run(&mut d, &[buf(0, &[r])], true).out;
+    assert_eq!(got, "-2 -1\n");
+}
+
+#[test]
 fn printf_d_of_unsigned_arguments_prints_them_unsigned() {
     // printf("%d %d %d %i %d\n", a, (uint8_t)x, (uint32_t)y, (uint64_t)z, (int)w) with all bits set: the
     // compiler marks the unsigned arguments' records, and %d/%i print them as DTrace for Linux does.

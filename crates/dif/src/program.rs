@@ -139,8 +139,14 @@ pub const TRACE_STRING: u64 = 8;
 /// The `arg` of a `printf()` argument record (`ActionKind::DifExpr`) whose value is an unsigned
 /// integer: DTrace for Linux's `%d` and `%i` print it unsigned (`printf("%s %d", s, (uint8_t)-1)`
 /// prints 255). The first argument is recorded by the printf action itself, whose `arg` is the
-/// format's index (and DOF's the format string's offset), so it has no such mark and prints signed.
+/// format's index (and DOF's the format string's offset): its mark is [`PRINTF_FIRST_UNSIGNED`].
 pub const PRINTF_UNSIGNED: u64 = 2;
+
+/// The mark of a printf-like action (`printf`, `system`, `freopen`) whose first argument is an
+/// unsigned integer: the action's `uarg`, and the high bit of its record's `arg` (whose low bits are
+/// the format's index). The first argument is recorded by the action itself, so it cannot carry
+/// [`PRINTF_UNSIGNED`] in its `arg`; `printf("%d", (uint8_t)-1)` prints 255 as DTrace for Linux does.
+pub const PRINTF_FIRST_UNSIGNED: u64 = 1 << 63;
 
 /// Consumer-side actions carried as `ActionKind::LibAct` with this number in `arg`; their DIF object (if
 /// any) yields the aggregation id or option value the consumer acts on.

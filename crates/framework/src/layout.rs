@@ -7,7 +7,7 @@
 use crate::aggregate::{value_size, AggParamError};
 use crate::options::Options;
 use crate::records::{RecDesc, RECHDR_SIZE};
-use dtrace_dif::program::{ActionDesc, ActionKind, EcbDesc};
+use dtrace_dif::program::{ActionDesc, ActionKind, EcbDesc, PRINTF_FIRST_UNSIGNED};
 use thiserror::Error;
 
 /// Why an ECB's actions cannot be laid out.
@@ -303,6 +303,9 @@ pub fn layout_ecb(ecb: &EcbDesc, opts: &Options) -> Result<EcbLayout, LayoutErro
             ActionKind::Printf | ActionKind::Printa | ActionKind::System | ActionKind::Freopen
         ) {
             rec.format = u16::try_from(a.arg.saturating_add(1)).unwrap_or(0);
+            if a.kind != ActionKind::Printa && a.uarg == PRINTF_FIRST_UNSIGNED {
+                rec.arg |= PRINTF_FIRST_UNSIGNED;
+            }
         }
         match a.kind {
             ActionKind::Speculate => {
@@ -486,6 +489,22 @@ mod tests {
         p.arg = 0;
         let l = layout_ecb(&ecb(vec![p]), &Options::default()).unwrap();
         assert_eq!(l.size, 16);
+    }
+
+    #[test]
+    fn printf_of_an_unsigned_first_argument_marks_its_record() {
+        let mut p = act(ActionKind::Printf, Some(DifType::integer(1)));
+        p.arg = 2;
+        p.uarg = PRINTF_FIRST_UNSIGNED;
+        let l = layout_ecb(&ecb(vec![p]), &Options::default()).unwrap();
+        let r = l.principal_recs();
+        assert_eq!((r[0].size, r[0].format), (1, 3));
+        assert_eq!(r[0].arg, 2 | PRINTF_FIRST_UNSIGNED);
+        // unmarked, its arg is the format's index alone
+        let mut p = act(ActionKind::Printf, Some(DifType::integer(1)));
+        p.arg = 2;
+        let l = layout_ecb(&ecb(vec![p]), &Options::default()).unwrap();
+        assert_eq!(l.principal_recs()[0].arg, 2);
     }
 
     #[test]

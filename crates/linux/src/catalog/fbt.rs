@@ -392,7 +392,7 @@ pub fn mechanism(btf_id: u32) -> Result<crate::features::FbtMechanism> {
 
 /// `proc:::exit`.
 pub fn group_exit_desc() -> ProbeDesc {
-    ProbeDesc::new("proc", "", "", "exit")
+    ProbeDesc::new("proc", KERNEL_MODULE, "", "exit")
 }
 
 /// The function `proc:::exit` fires from where the exit tracepoint has no `group_dead` field: it

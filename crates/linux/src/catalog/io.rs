@@ -9,6 +9,7 @@
 //! `io:::wait-start`/`io:::wait-done` (a thread starting and ending a wait for a buffer) have no
 //! tracepoint on Linux; [`unavailable`] says so.
 
+use super::fbt::KERNEL_MODULE;
 use super::{AttachPoint, Probe, ProbeArg, ProbeDesc};
 use crate::capture::{ArgSource, Identity};
 use crate::tracefs::EventFormat;
@@ -63,7 +64,7 @@ pub fn probes_where(exists: impl Fn(&str, &str) -> bool) -> Vec<Probe> {
         .map(|(name, tp)| {
             let (sources, types) = args();
             Probe {
-                desc: ProbeDesc::new("io", "", "", name),
+                desc: ProbeDesc::new("io", KERNEL_MODULE, "", name),
                 args: types,
                 attach: AttachPoint::RawTracepoint {
                     name: (*tp).into(),
@@ -96,7 +97,7 @@ mod tests {
         formats.insert(("block".into(), "block_rq_issue".into()), format(1));
         let ps = probes(&formats);
         assert_eq!(ps.len(), 1);
-        assert_eq!(ps[0].desc, ProbeDesc::new("io", "", "", "start"));
+        assert_eq!(ps[0].desc, ProbeDesc::new("io", KERNEL_MODULE, "", "start"));
         let types: Vec<(&str, &str)> = ps[0]
             .args
             .iter()

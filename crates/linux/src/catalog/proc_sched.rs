@@ -17,6 +17,7 @@
 //! and `lwp-start` fire at a new user task's first switch-in (before it runs any instruction), with
 //! the new task's identity, as `on-cpu` does.
 
+use super::fbt::KERNEL_MODULE;
 use super::{field_arg, AttachPoint, Probe, ProbeArg, ProbeDesc};
 use crate::capture::{ArgSource, Condition, Identity};
 use crate::tracefs::{EventFormat, Field};
@@ -517,7 +518,7 @@ fn build(spec: &Spec, f: &EventFormat) -> Option<Probe> {
     if spec.next_identity {
         // The incoming thread is a task pointer of the raw tracepoint, not a record field.
         return Some(Probe {
-            desc: ProbeDesc::new(spec.provider, "", "", spec.name),
+            desc: ProbeDesc::new(spec.provider, KERNEL_MODULE, "", spec.name),
             args: types,
             attach: AttachPoint::RawTracepoint {
                 name: SWITCH_RAW.into(),
@@ -529,7 +530,7 @@ fn build(spec: &Spec, f: &EventFormat) -> Option<Probe> {
     }
     if spec.raw {
         return Some(Probe {
-            desc: ProbeDesc::new(spec.provider, "", "", spec.name),
+            desc: ProbeDesc::new(spec.provider, KERNEL_MODULE, "", spec.name),
             args: types,
             attach: AttachPoint::RawTracepoint {
                 name: spec.event.into(),
@@ -541,7 +542,7 @@ fn build(spec: &Spec, f: &EventFormat) -> Option<Probe> {
     }
     let identity = Identity::Current;
     Some(Probe {
-        desc: ProbeDesc::new(spec.provider, "", "", spec.name),
+        desc: ProbeDesc::new(spec.provider, KERNEL_MODULE, "", spec.name),
         args: types,
         attach: AttachPoint::Tracepoint {
             subsystem: spec.sys.into(),

@@ -47,7 +47,7 @@ pub fn names() -> impl Iterator<Item = &'static str> {
 
 /// `sched:::<name>`.
 pub fn desc(name: &str) -> ProbeDesc {
-    ProbeDesc::new("sched", "", "", name)
+    ProbeDesc::new("sched", KERNEL_MODULE, "", name)
 }
 
 fn arg(native: &str, dtype: &str) -> ProbeArg {
