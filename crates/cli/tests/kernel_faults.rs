@@ -34,8 +34,15 @@ fn error_lines(err: &str) -> Vec<&str> {
 /// both succeed with the same output and the same error messages, and that `-v` says each
 /// `(clause, text)` of `said` the first way. Returns (output, error lines).
 fn same_faults(script: &str, said: &[(usize, &str)]) -> (String, Vec<String>) {
+    same_faults_with(&[], script, said)
+}
+
+/// [`same_faults`] with the options `extra`.
+fn same_faults_with(extra: &[&str], script: &str, said: &[(usize, &str)]) -> (String, Vec<String>) {
     let script = format!("{script} {ERROR_CLAUSE}");
-    let args = ["-qv", "-n", &script, "-c", DD];
+    let mut args = vec!["-qv"];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["-n", &script, "-c", DD]);
     let (rc, kout, kerr) = dtrace_with_env(&[], &args);
     assert_eq!(rc, 0, "{script}: {kerr}");
     for &(n, text) in said {
@@ -202,4 +209,33 @@ fn a_record_built_at_the_probe_is_dropped_at_a_fault() {
     assert_errors(&out, &errs, 4, "0x0", "divide-by-zero");
     assert!(!out.contains("first"), "{out}");
     assert_eq!(out.matches("next 1").count(), 5, "{out}");
+}
+
+#[test]
+fn a_signal_whose_predicate_faults_is_not_sent() {
+    let t = "a_signal_whose_predicate_faults_is_not_sent";
+    if !kernel_ok(t) {
+        return;
+    }
+    // Sent, SIGUSR1 would end dd at its first write: it writes five times.
+    let script = format!(
+        "syscall::write:entry /pid == $target/ {{ @writes = count(); }} \
+         syscall::write:entry /pid == $target && arg2 / (arg0 - 1) >= 0/ {{ raise(10); }} {}",
+        printas(&["writes"])
+    );
+    let sent = "raise() and stop() are sent in the kernel at 1 probe";
+    let (out, errs) = same_faults_with(&["-w"], &script, &[(2, sent)]);
+    assert_errors(&out, &errs, 4, "0x0", "divide-by-zero");
+    assert_eq!(agg_value(&out, "writes"), Some(5), "{out}");
+    // The clause in dtrace, its signal sent by the probe (`capture::signal`): the same.
+    let script = format!("{script} {ERROR_CLAUSE}");
+    let args = ["-qvw", "-n", &script, "-c", DD];
+    let (rc, out, err) = dtrace_with_env(&[("DTRACE_KERNEL_RECORDS", "0")], &args);
+    assert_eq!(rc, 0, "{err}");
+    assert!(
+        clause_lines(&err, 2).iter().any(|l| l.contains(sent)),
+        "{err}"
+    );
+    assert_eq!(agg_value(&out, "writes"), Some(5), "{out}");
+    assert_eq!(error_lines(&err), errs, "{err}");
 }

@@ -373,10 +373,6 @@ pub enum Untranslatable {
         /// What.
         what: String,
     },
-    /// The code can fault where it runs in place of the interpreter, and nothing there carries
-    /// the fault to dtrace, which reports faults.
-    #[error("its code can fault (a division or a memory load), and faults are reported by dtrace")]
-    MayFault,
     /// The generated code could not be assembled.
     #[error("eBPF assembly: {0}")]
     Asm(String),

@@ -111,6 +111,7 @@ impl Translated {
         self.fragments().any(|f| f.can_drop)
     }
 
+    /// The clause's fragments, its predicate's first.
     fn fragments(&self) -> impl Iterator<Item = &Fragment> {
         self.predicate
             .iter()
@@ -451,11 +452,13 @@ pub fn emit_aggs(
             }
         }
         a.bind(exits.faulted);
-        if can_fault {
-            // A fault ended the clause: its record goes nowhere, the fault goes to dtrace.
-            if c.record.is_some() {
-                emit_discard(a);
-            }
+        if c.record.is_some()
+            && t.fragments()
+                .skip(usize::from(t.predicate.is_some()))
+                .any(|f| f.can_fault)
+        {
+            // A fault after the record was reserved ended the clause: its record goes nowhere.
+            emit_discard(a);
         }
         a.bind(report);
         if can_fault {
@@ -1118,6 +1121,85 @@ mod tests {
         let layout = crate::capture::RecordLayout::for_spec(&spec, "p").unwrap();
         let (insns, report) = gen_capture_reporting(&shape, &spec, &layout, 9, &maps).unwrap();
         (insns, report.aggs)
+    }
+
+    /// Asserts that every instruction of `insns` can be reached from the first (the verifier
+    /// refuses dead code).
+    fn assert_reachable(insns: &[crate::bpf::Insn]) {
+        let mut seen = vec![false; insns.len() + 1];
+        let mut work = vec![0usize];
+        while let Some(pc) = work.pop() {
+            if pc >= insns.len() || seen[pc] {
+                continue;
+            }
+            seen[pc] = true;
+            let i = insns[pc];
+            if i.code == (op::LD | op::DW | op::IMM) {
+                seen[pc + 1] = true;
+                work.push(pc + 2);
+                continue;
+            }
+            if i.code & 7 == op::JMP && i.code & 0xf0 == op::EXIT {
+                continue;
+            }
+            if i.code & 7 == op::JMP && i.code & 0xf0 != op::CALL {
+                work.push((pc as i64 + 1 + i64::from(i.off)) as usize);
+                if i.code & 0xf0 == op::JA {
+                    continue;
+                }
+            }
+            work.push(pc + 1);
+        }
+        let dead: Vec<usize> = (0..insns.len()).filter(|&i| !seen[i]).collect();
+        assert!(dead.is_empty(), "unreachable instructions {dead:?}");
+    }
+
+    #[test]
+    fn fault_paths_leave_no_dead_code() {
+        use super::super::spec::{KernelAggClause, KernelRecord, RecordAction};
+        use dtrace_dif::asm::assemble;
+        let faulting = assemble("setx 7, %r1\nsetx 0, %r2\nsdiv %r1, %r2, %r3\nret %r3\n").unwrap();
+        let fine = assemble("setx 7, %r1\nret %r1\n").unwrap();
+        let record = |difo| KernelRecord {
+            size: 24,
+            recs: Vec::new(),
+            actions: vec![RecordAction {
+                step: 0,
+                difo: Some(difo),
+                offset: 16,
+                size: 8,
+                exit: false,
+                signal: None,
+                base: 4,
+            }],
+        };
+        // A predicate that faults before the record is reserved, a value that faults after, both.
+        for (predicate, value) in [
+            (Some(faulting.clone()), fine.clone()),
+            (None, faulting.clone()),
+            (Some(faulting.clone()), faulting.clone()),
+            (Some(fine.clone()), fine.clone()),
+        ] {
+            let clause = KernelAggClause {
+                predicate: predicate.clone(),
+                aggs: Vec::new(),
+                stores: Vec::new(),
+                record: Some(record(value.clone())),
+            };
+            let (insns, report) = program(clause, None);
+            assert_eq!(report, vec![Ok(())]);
+            assert_reachable(&insns);
+            let faults = predicate.iter().chain([&value]).any(|o| o == &faulting);
+            let fault_records = insns
+                .iter()
+                .filter(|i| {
+                    **i == one(|a| {
+                        a.store_imm(Size::H, R7, 0, i32::from(super::super::layout::KIND_FAULT));
+                    })
+                })
+                .count();
+            assert_eq!(fault_records, usize::from(faults));
+        }
     }
 
     #[test]
