@@ -239,3 +239,49 @@ fn a_signal_whose_predicate_faults_is_not_sent() {
     assert_eq!(agg_value(&out, "writes"), Some(5), "{out}");
     assert_eq!(error_lines(&err), errs, "{err}");
 }
+
+#[test]
+fn faults_keep_the_clauses_order_with_clauses_run_in_dtrace() {
+    let t = "faults_keep_the_clauses_order_with_clauses_run_in_dtrace";
+    if !kernel_ok(t) {
+        return;
+    }
+    // ustack() keeps its clause in dtrace.
+    let printing = "syscall::write:entry /pid == $target/ { printf(\"first %d\\n\", arg2); \
+        ustack(1); }";
+    let faulting = "syscall::write:entry /pid == $target/ { @ = sum(arg2 / (arg0 - 1)); }";
+    let error = "dtrace:::ERROR { printf(\"ERR %d\\n\", arg3); }";
+    for (script, pair, kernel) in [
+        // The fault after the clause run in dtrace: reported there, in dtrace.
+        (
+            format!("{printing} {faulting} {error}"),
+            ["first", "ERR"],
+            "its code can fault, and a clause before it at the probe runs in dtrace",
+        ),
+        // The fault before it: in the kernel, reported first.
+        (
+            format!("{faulting} {printing} {error}"),
+            ["ERR", "first"],
+            "aggregations run in the kernel at 1 probe",
+        ),
+    ] {
+        let (rc, out, err) = dtrace_with_env(&[], &["-qv", "-n", &script, "-c", DD]);
+        assert_eq!(rc, 0, "{err}");
+        let n = if pair[0] == "first" { 2 } else { 1 };
+        assert!(
+            clause_lines(&err, n).iter().any(|l| l.contains(kernel)),
+            "{err}"
+        );
+        let lines: Vec<&str> = out
+            .lines()
+            .filter_map(|l| l.split(' ').next())
+            .filter(|w| *w == "first" || *w == "ERR")
+            .collect();
+        // Each firing's lines are together (a CPU's buffer keeps them in order).
+        assert_eq!(lines.len(), 10, "{out}");
+        for p in lines.chunks(2) {
+            assert_eq!(p, pair, "{out}");
+        }
+        assert_eq!(error_lines(&err).len(), 5, "{err}");
+    }
+}

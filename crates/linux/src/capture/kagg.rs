@@ -331,6 +331,20 @@ pub fn emit_aggs(
             }
         }
     }
+    // A fault is reported in the clauses' order only when no clause before the faulting one
+    // runs in dtrace (whose output would follow the fault's).
+    let mut dtrace_before = false;
+    for (c, r) in k.clauses.iter().zip(results.iter_mut()) {
+        dtrace_before |= c.after_dtrace;
+        if dtrace_before && r.as_ref().is_ok_and(Translated::can_fault) {
+            *r = Err(Untranslatable::Placement(
+                "its code can fault, and a clause before it at the probe runs in dtrace \
+                 (faults are reported in the clauses' order)"
+                    .into(),
+            ));
+        }
+        dtrace_before |= r.is_err();
+    }
     let report = results
         .iter()
         .map(|r| r.as_ref().map(|_| ()).map_err(Clone::clone))
@@ -1185,6 +1199,7 @@ mod tests {
                 aggs: Vec::new(),
                 stores: Vec::new(),
                 record: Some(record(value.clone())),
+                after_dtrace: false,
             };
             let (insns, report) = program(clause, None);
             assert_eq!(report, vec![Ok(())]);
@@ -1237,6 +1252,7 @@ mod tests {
             aggs: Vec::new(),
             stores: Vec::new(),
             record: Some(record),
+            after_dtrace: false,
         };
         let (insns, report) = program(clause.clone(), None);
         assert_eq!(report, vec![Ok(())]);

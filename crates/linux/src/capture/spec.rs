@@ -341,6 +341,10 @@ pub struct KernelAggClause {
     pub stores: Vec<(usize, CodeBase, dtrace_dif::object::DifObject)>,
     /// The record it builds at the probe, when it records data.
     pub record: Option<KernelRecord>,
+    /// A clause before it at the probe runs in dtrace: its faults, reported before that
+    /// clause's output, would not keep the clauses' order, so code that can fault keeps it in
+    /// dtrace too.
+    pub after_dtrace: bool,
 }
 
 /// The record a clause builds at the probe (see `capture::kagg`): the ECB's record as the

@@ -387,6 +387,7 @@ pub fn runs_whole(
         aggs: plan.aggs.iter().map(|p| p.with_maps([-1, -1])).collect(),
         stores: plan.stores.clone(),
         record: plan.record.clone(),
+        after_dtrace: false,
     };
     let arrays: BTreeMap<VarKey, usize> = vars
         .iter()

@@ -455,6 +455,7 @@ impl Shared {
                     aggs,
                     stores: plan.stores.clone(),
                     record: plan.record.clone(),
+                    after_dtrace: r_idx.iter().any(|&r| r < i),
                 });
             }
             spec.aggs = Some(crate::capture::KernelAggs {
