@@ -237,7 +237,8 @@ fn translate_clause(
 /// Whether clause `c` translates whole at a probe of `shape` (its names and opaque arguments as
 /// given, `vars` the thread-locals in the kernel), as [`emit_aggs`] would translate it: the
 /// planning of kernel variables checks every probe a clause will run at before anything is
-/// enabled, so a variable never ends up split between the kernel and dtrace.
+/// enabled, so a variable never ends up split between the kernel and dtrace. `Ok(true)` when its
+/// code can fault.
 pub fn check_clause(
     shape: &ProbeShape,
     names: &translate::ProbeNames,
@@ -245,7 +246,7 @@ pub fn check_clause(
     vars: &super::spec::KernelVars,
     c: &KernelAggClause,
     strsize: u32,
-) -> Result<(), Untranslatable> {
+) -> Result<bool, Untranslatable> {
     let ctx = ShapeContext {
         shape,
         names,
@@ -253,7 +254,7 @@ pub fn check_clause(
         vars: Some(vars),
         timestamp: Some(TIMESTAMP),
     };
-    translate_clause(&ctx, c, strsize as usize).map(|_| ())
+    translate_clause(&ctx, c, strsize as usize).map(|t| t.can_fault())
 }
 
 /// Whether the probe's program can take the stack (or the process id) a key of `kind` holds:

@@ -828,7 +828,7 @@ impl Shared {
                     kvars::kernel_probes(e, &self.catalog, &mut self.user, self.perf_profile);
                 let whole = match (&off, plan, &probes) {
                     // Nothing to check: a variable the kernel does not keep.
-                    _ if vars.iter().any(|v| !v.integer) => Ok(()),
+                    _ if vars.iter().any(|v| !v.integer) => Ok(false),
                     (_, _, Err(why)) => Err(why.clone()),
                     (Some(why), _, _) => Err(why.clone()),
                     (None, Some(plan), Ok(probes)) => {
@@ -836,6 +836,8 @@ impl Shared {
                     }
                     (None, None, _) => Err("not planned".into()),
                 };
+                let faults = matches!(whole, Ok(true));
+                let whole = whole.map(|_| ());
                 facts.push(kvars::ClauseFacts {
                     desc: self
                         .kernel
@@ -844,6 +846,7 @@ impl Shared {
                     vars,
                     whole,
                     records,
+                    faults,
                     probes: probes
                         .map(|ps| ps.iter().map(|p| p.desc.to_string()).collect())
                         .unwrap_or_default(),
