@@ -34,8 +34,9 @@ use dtrace_dif::subr::Subr;
 use dtrace_dif::vars;
 use dtrace_dif::vm::FaultKind;
 
-/// The value a fragment leaves in r0 when it faulted (the interpreter then runs the clause and
-/// reports the fault). Any other non-zero value is a true predicate.
+/// The value a fragment leaves in r0 when it faulted (the fault itself is in the frame,
+/// [`Frame::fault_at`]): the interpreter then runs the clause and reports the fault, or the
+/// caller reports it. Any other non-zero value is a true predicate.
 pub const FAULTED: i32 = 2;
 
 /// Number of DIF registers.
