@@ -183,12 +183,6 @@ fn verbose_mode_says_why_aggregations_stay_in_dtrace() {
              (the kernel walks frame pointers only; DTRACE_KERNEL_USTACKS=1 keeps them there))",
         ),
         (
-            "@ = sum(arg2 / (arg0 - 1));",
-            "aggregations run in the kernel at 0 probes, in dtrace at 1 probe (at \
-             syscall:vmlinux:write:entry: its code can fault (a division or a memory load), \
-             and faults are reported by dtrace)",
-        ),
-        (
             "@[copyinstr(arg1)] = count();",
             "aggregations run in the kernel at 0 probes, in dtrace at 1 probe (at \
              syscall:vmlinux:write:entry: instruction",

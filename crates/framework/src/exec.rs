@@ -194,6 +194,55 @@ impl Framework {
         }
     }
 
+    /// Reports a fault of ECB `epid`, a clause that runs where its probe fires (see
+    /// [`Framework::run_elsewhere`]), as a fault of the interpreter is reported: the error
+    /// counter, then the fault record (when enabled) and `dtrace:::ERROR`, whose clauses run here
+    /// in `ctx` (the faulting firing's context) with `mem`. `pc` is the faulting instruction in
+    /// the clause's code taken as one sequence (predicate, then the actions: the offset the
+    /// interpreter reports), `kind` the `DTRACEFLT_*` code and `addr` the address. Under the
+    /// rules a firing follows, nothing happens while tracing is not active or after `exit()`;
+    /// returns whether the fault was reported (a fault that names no ECB run elsewhere is
+    /// refused, a bad record).
+    #[allow(clippy::too_many_arguments)]
+    pub fn fault_elsewhere(
+        &mut self,
+        epid: u32,
+        cpu: u32,
+        pc: u64,
+        kind: u32,
+        addr: u64,
+        ctx: &FiringContext,
+        mem: &mut dyn Memory,
+    ) -> bool {
+        let draining = self.status.exit_status.is_some();
+        if self.activity != crate::framework::Activity::Active || draining || cpu >= self.ncpus {
+            return false;
+        }
+        if self.options.cpu.is_some_and(|c| c != cpu) {
+            return false;
+        }
+        let Some(e) = (epid as usize)
+            .checked_sub(1)
+            .and_then(|i| self.ecbs.get(i))
+            .filter(|e| e.elsewhere)
+        else {
+            return false;
+        };
+        let rec = FaultRecord {
+            probe: e.probe,
+            clause: e.clause,
+            pc,
+            kind,
+            addr,
+        };
+        self.status.errors += 1;
+        let ts = ctx.timestamp.unwrap_or_else(|| self.clock.now());
+        let ecbs = std::mem::take(&mut self.ecbs);
+        self.fire_error(&ecbs, cpu, rec, ctx, ts, mem);
+        self.ecbs = ecbs;
+        true
+    }
+
     /// Reports a fault: a fault record in the CPU's buffer (when enabled), then `dtrace:::ERROR` with
     /// DTrace for Linux's arguments: arg1 = probe id, arg2 = statement id of the clause, arg3 = pc in
     /// the clause's code, arg4 = fault kind, arg5 = address.

@@ -1096,8 +1096,10 @@ impl Framework {
 }
 
 /// The start of each DIF object of clause `e` in the clause's code taken as one sequence (predicate,
-/// then the actions in order), and its total length, in instructions.
-fn code_base(e: &dtrace_dif::program::EcbDesc) -> Vec<u64> {
+/// then the actions in order), and its total length, in instructions: a fault's DIF offset is
+/// its instruction's index in that sequence (a provider that runs a clause elsewhere reports its
+/// faults with it, see [`Framework::fault_elsewhere`]).
+pub fn code_base(e: &dtrace_dif::program::EcbDesc) -> Vec<u64> {
     let len = |o: Option<&dtrace_dif::object::DifObject>| o.map_or(0, |o| o.text.len() as u64);
     let mut at = len(e.predicate.as_ref());
     let mut v = Vec::with_capacity(e.actions.len() + 1);

@@ -1452,3 +1452,59 @@ fn records_built_elsewhere_are_committed_unchanged() {
     assert_eq!(read_header(recs[0].1), Some((one.epid, (7u64 << 32) | 9)));
     assert_eq!((u64_at(recs[1].1, 16), u32_at(recs[1].1, 24)), (66, 3));
 }
+
+#[test]
+fn faults_elsewhere_are_reported_as_the_interpreters() {
+    let (mut fw, _c) = new_fw();
+    let error_args = ecb(
+        "dtrace:::ERROR",
+        None,
+        (1..=5)
+            .map(|n| {
+                act(
+                    ActionKind::DifExpr,
+                    Some(asm(&format!("ldgs arg{n}, %r1\nret %r1\n"))),
+                )
+            })
+            .collect(),
+    );
+    let p = program(vec![
+        ecb("profile:::tick-1s", None, vec![trace_int(5)]),
+        error_args,
+    ]);
+    let en = fw.enable(&p, false).unwrap();
+    let one = &en.eprobes[0];
+    let mut mem = dtrace_dif::vm::NoMemory;
+    let ctx = FiringContext {
+        timestamp: Some(77),
+        ..FiringContext::default()
+    };
+    // Only while tracing, and only for a clause run elsewhere.
+    assert!(!fw.fault_elsewhere(one.epid, 1, 3, 4, 0, &ctx, &mut mem));
+    fw.go().unwrap();
+    fw.switch_buffer(1).unwrap();
+    assert!(!fw.fault_elsewhere(one.epid, 1, 3, 4, 0, &ctx, &mut mem));
+    fw.run_elsewhere(one.epid);
+    assert!(!fw.fault_elsewhere(99, 1, 3, 4, 0, &ctx, &mut mem));
+    assert!(!fw.fault_elsewhere(one.epid, 7, 3, 4, 0, &ctx, &mut mem));
+    assert!(fw.fault_elsewhere(one.epid, 1, 3, 1, 0x10, &ctx, &mut mem));
+    assert_eq!(fw.status().errors, 1);
+    // The fault record, then the ERROR clause's record with DTrace's arguments.
+    let snap = fw.switch_buffer(1).unwrap();
+    let recs = records(&snap.data, &|_| 56);
+    assert_eq!(recs.len(), 2);
+    assert_eq!(read_header(recs[0].1), Some((FAULT_EPID, 77)));
+    let f = FaultRecord::decode(recs[0].1).unwrap();
+    assert_eq!(
+        f,
+        FaultRecord {
+            probe: one.probe_id,
+            clause: 0,
+            pc: 3,
+            kind: 1,
+            addr: 0x10
+        }
+    );
+    let args: Vec<u64> = (0..5).map(|i| u64_at(recs[1].1, 16 + 8 * i)).collect();
+    assert_eq!(args, vec![u64::from(one.probe_id), 0, 3, 1, 0x10]);
+}

@@ -946,6 +946,10 @@ impl Session {
                     f(Delivery::Built(b));
                     n += 1;
                 }
+                Record::Fault(k) => {
+                    f(Delivery::Fault(k));
+                    n += 1;
+                }
                 Record::Retry {
                     tid,
                     ktime_ns,
@@ -1064,6 +1068,8 @@ pub enum Delivery {
     Event(Box<CapturedEvent>),
     /// An ECB's record built at the probe, for the principal buffer.
     Built(crate::capture::record::BuiltRecord),
+    /// A fault of a clause run at the probe, for the framework to report.
+    Fault(crate::capture::record::KernelFault),
 }
 
 /// Generates and loads the capture program of a probe. When the kernel refuses the program with its

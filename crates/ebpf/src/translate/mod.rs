@@ -8,9 +8,10 @@
 //! A translated object is a self-contained fragment of instructions ([`Fragment`]): it starts with the
 //! probe's context in r6, leaves its result in r0 and falls off its end (every jump inside it is
 //! relative, so the fragment is spliced into a larger program as it is). A fault does not end the
-//! fragment silently: it leaves [`FAULTED`] in r0, so the caller knows to hand the firing to the
-//! interpreter, which reports the fault exactly as it always has (the ERROR probe, its arguments and
-//! the DIF offset).
+//! fragment silently: it leaves [`FAULTED`] in r0, and what the interpreter's fault would carry in
+//! the frame ([`Frame::fault_at`]: the kind and the DIF instruction, [`Frame::fault_addr_at`]: the
+//! address), so the caller either hands the firing to the interpreter, which reports the fault
+//! exactly as it always has, or reports that fault itself (a clause run whole in the kernel).
 //!
 //! What the fragment reads of the probe (its arguments, `pid`, `execname`...) and the D variables
 //! it loads and stores (an associative array's key is the DIF tuple stack, which the translator
@@ -31,9 +32,11 @@ use dtrace_dif::object::DifObject;
 use dtrace_dif::opcode::Opcode;
 use dtrace_dif::subr::Subr;
 use dtrace_dif::vars;
+use dtrace_dif::vm::FaultKind;
 
-/// The value a fragment leaves in r0 when it faulted (the interpreter then runs the clause and
-/// reports the fault). Any other non-zero value is a true predicate.
+/// The value a fragment leaves in r0 when it faulted (the fault itself is in the frame,
+/// [`Frame::fault_at`]): the interpreter then runs the clause and reports the fault, or the
+/// caller reports it. Any other non-zero value is a true predicate.
 pub const FAULTED: i32 = 2;
 
 /// Number of DIF registers.
@@ -245,8 +248,8 @@ pub struct Frame {
 }
 
 impl Frame {
-    /// Bytes of stack a fragment uses: the DIF registers, a load buffer, `execname`.
-    pub const SIZE: i16 = 8 * NREGS as i16 + 8 + COMM_LEN as i16;
+    /// Bytes of stack a fragment uses: the DIF registers, a load buffer, `execname`, the fault.
+    pub const SIZE: i16 = 8 * NREGS as i16 + 8 + COMM_LEN as i16 + 16;
 
     fn reg(self, r: u8) -> i16 {
         self.base - 8 * (i16::from(r) + 1)
@@ -265,6 +268,63 @@ impl Frame {
     pub fn execname_at(self) -> i16 {
         self.comm()
     }
+
+    /// The frame offset of the 8-byte word that says whether and where the fragment faulted:
+    /// zero when it did not, else the fault's `DTRACEFLT_*` kind in the low 32 bits and the
+    /// index of the faulting DIF instruction in the object in the high 32 ([`FaultWord`]).
+    pub fn fault_at(self) -> i16 {
+        self.comm() - 8
+    }
+
+    /// The frame offset of the faulting address (the interpreter's `illval`; 0 when the kind
+    /// has none), valid when [`Frame::fault_at`] is not zero.
+    pub fn fault_addr_at(self) -> i16 {
+        self.comm() - 16
+    }
+}
+
+/// The fault word a fragment leaves at [`Frame::fault_at`], decoded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FaultWord {
+    /// The `DTRACEFLT_*` kind (`dtrace_dif::vm::FaultKind::code`).
+    pub kind: u32,
+    /// The index of the faulting instruction in its DIF object.
+    pub pc: u32,
+}
+
+impl FaultWord {
+    /// The word's value.
+    pub fn encode(self) -> u64 {
+        u64::from(self.kind) | u64::from(self.pc) << 32
+    }
+
+    /// The word `w`, `None` when zero (no fault).
+    pub fn decode(w: u64) -> Option<FaultWord> {
+        (w != 0).then_some(FaultWord {
+            kind: w as u32,
+            pc: (w >> 32) as u32,
+        })
+    }
+}
+
+/// A place the translated code can fault, as [`Fragment::fault_sites`] lists it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FaultSite {
+    /// The index of the DIF instruction in its object.
+    pub pc: u32,
+    /// The fault's `DTRACEFLT_*` kind.
+    pub kind: FaultKind,
+    /// Where the faulting address comes from.
+    pub addr: FaultAddr,
+}
+
+/// Where a fault's address (the interpreter's `illval`) comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FaultAddr {
+    /// None: 0.
+    Zero,
+    /// The value of this DIF register (the address loaded from).
+    Reg(u8),
 }
 
 /// Why a DIF object cannot run in the kernel (yet): the clause keeps running in the interpreter.
@@ -314,10 +374,6 @@ pub enum Untranslatable {
         /// What.
         what: String,
     },
-    /// The code can fault where it runs in place of the interpreter, which reports faults (an
-    /// aggregation computed in the kernel has no record to carry a fault to dtrace).
-    #[error("its code can fault (a division or a memory load), and faults are reported by dtrace")]
-    MayFault,
     /// The generated code could not be assembled.
     #[error("eBPF assembly: {0}")]
     Asm(String),
@@ -350,6 +406,8 @@ pub struct Fragment {
     /// A store to a dynamic variable may be dropped, which ends the fragment early (see
     /// [`ProbeContext::emit_dropped`]): the caller asks the context whether it was.
     pub can_drop: bool,
+    /// Every place the code faults, in code order (empty when it cannot fault).
+    pub fault_sites: Vec<FaultSite>,
 }
 
 /// What a translated value is (see [`translate_value`]).
@@ -491,6 +549,8 @@ struct Translator<'a> {
     result: Option<ValueKind>,
     /// A dynamic-variable store may be dropped (see [`Fragment::can_drop`]).
     can_drop: bool,
+    /// The fault sites met so far, each with the label of its out-of-line stub.
+    sites: Vec<(Label, FaultSite)>,
 }
 
 impl<'a> Translator<'a> {
@@ -553,6 +613,7 @@ impl<'a> Translator<'a> {
             strings_ok: false,
             result: None,
             can_drop: false,
+            sites: Vec::new(),
         })
     }
 
@@ -562,6 +623,7 @@ impl<'a> Translator<'a> {
         for r in 0..NREGS as u8 {
             self.a.store_imm(Size::DW, R10, self.frame.reg(r), 0);
         }
+        self.a.store_imm(Size::DW, R10, self.frame.fault_at(), 0);
         if self.reads_execname() {
             self.ctx
                 .emit_execname(&mut self.a, self.frame.comm())
@@ -593,12 +655,37 @@ impl<'a> Translator<'a> {
         let end_label = self.labels[self.code.len()];
         self.a.bind(end_label);
         if state.is_some() || self.incoming[self.code.len()].is_some() {
-            let f = self.fault_label();
+            let last = self.code.len().saturating_sub(1);
+            let f = self.fault_site(last, FaultKind::IllOp, FaultAddr::Zero);
             self.a.ja(f);
         }
         let end = self.end;
         if self.faults {
+            // Nothing falls through to here (the last instruction jumps). Each site's stub records the fault (as the interpreter's would carry it) and joins
+            // the shared exit.
+            let sites = std::mem::take(&mut self.sites);
+            for (label, site) in &sites {
+                self.a.bind(*label);
+                let word = FaultWord {
+                    kind: site.kind.code(),
+                    pc: site.pc,
+                };
+                self.a.ld_imm64(R1, word.encode());
+                self.a.store(Size::DW, R10, self.frame.fault_at(), R1);
+                match site.addr {
+                    FaultAddr::Zero => {
+                        self.a
+                            .store_imm(Size::DW, R10, self.frame.fault_addr_at(), 0);
+                    }
+                    FaultAddr::Reg(r) => {
+                        self.get(R1, r);
+                        self.a.store(Size::DW, R10, self.frame.fault_addr_at(), R1);
+                    }
+                }
+                self.a.ja(self.fault);
+            }
             self.a.bind(self.fault).mov_imm(R0, FAULTED);
+            self.sites = sites;
         }
         self.a.bind(end);
         let can_fault = self.faults;
@@ -608,6 +695,7 @@ impl<'a> Translator<'a> {
                 insns: self.a.finish()?,
                 can_fault,
                 can_drop: self.can_drop,
+                fault_sites: self.sites.iter().map(|(_, s)| *s).collect(),
             },
             result,
         ))
@@ -624,10 +712,18 @@ impl<'a> Translator<'a> {
             .unwrap_or_else(|| format!("{prefix}#{id}"))
     }
 
-    /// The label of the fault exit, noting that it is used.
-    fn fault_label(&mut self) -> Label {
+    /// The label of a new fault site: DIF instruction `pc` faults with `kind` at the address
+    /// `addr` says.
+    fn fault_site(&mut self, pc: usize, kind: FaultKind, addr: FaultAddr) -> Label {
         self.faults = true;
-        self.fault
+        let label = self.a.label();
+        let site = FaultSite {
+            pc: u32::try_from(pc).unwrap_or(u32::MAX),
+            kind,
+            addr,
+        };
+        self.sites.push((label, site));
+        label
     }
 
     fn reads_execname(&self) -> bool {
@@ -694,7 +790,7 @@ impl<'a> Translator<'a> {
                 let (x, y) = (self.int(s, pc, r1)?, self.int(s, pc, r2)?);
                 self.get(R1, r1);
                 self.get(R2, r2);
-                self.alu(op, y.is_some_and(|v| v != 0));
+                self.alu(pc, op, y.is_some_and(|v| v != 0));
                 let k = match (x, y) {
                     (Some(x), Some(y)) => Kind::Int(fold(op, x, y)),
                     _ => Kind::Int(None),
@@ -964,14 +1060,14 @@ impl<'a> Translator<'a> {
     }
 
     /// `R1 = R1 op R2` with DTrace's semantics (`nonzero`: R2 is a constant other than zero, so
-    /// a division needs no check).
-    fn alu(&mut self, dop: Opcode, nonzero: bool) {
+    /// a division needs no check), for DIF instruction `pc`.
+    fn alu(&mut self, pc: usize, dop: Opcode, nonzero: bool) {
         let divides = matches!(
             dop,
             Opcode::Udiv | Opcode::Urem | Opcode::Sdiv | Opcode::Srem
         );
         let fault = if divides && !nonzero {
-            self.fault_label()
+            self.fault_site(pc, FaultKind::DivZero, FaultAddr::Zero)
         } else {
             self.fault
         };
@@ -1118,7 +1214,7 @@ impl<'a> Translator<'a> {
             }
             // The interpreter faults on an index past the context's arguments.
             _ => {
-                let f = self.fault_label();
+                let f = self.fault_site(pc, FaultKind::IllOp, FaultAddr::Zero);
                 self.a.ja(f);
                 Ok(())
             }
@@ -1152,12 +1248,17 @@ impl<'a> Translator<'a> {
             }
         };
         let buf = self.frame.load_buf();
-        let fault = self.fault_label();
+        let misaligned = if !user && size > 1 {
+            Some(self.fault_site(pc, FaultKind::BadAlign, FaultAddr::Reg(r1 & 7)))
+        } else {
+            None
+        };
+        let fault = self.fault_site(pc, FaultKind::BadAddr, FaultAddr::Reg(r1 & 7));
         let a = &mut self.a;
         a.load(Size::DW, R3, R10, self.frame.reg(r1 & 7));
-        if !user && size > 1 {
+        if let Some(misaligned) = misaligned {
             // The interpreter faults on a misaligned kernel load (DTrace's bad alignment).
-            a.jmp_imm(op::JSET, R3, size - 1, fault);
+            a.jmp_imm(op::JSET, R3, size - 1, misaligned);
         }
         a.mov(R1, R10)
             .alu_imm(op::ADD, R1, i32::from(buf))

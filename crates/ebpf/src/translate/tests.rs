@@ -81,6 +81,11 @@ impl ProbeContext for Probe {
 
 /// Runs eBPF over [`Probe`]'s memory: the instructions and helpers fragments use.
 fn emulate(insns: &[Insn], p: &Probe) -> u64 {
+    emulate_frame(insns, p).0
+}
+
+/// [`emulate`], with the stack as the program left it (frame offset `off` is `stack[512 + off]`).
+fn emulate_frame(insns: &[Insn], p: &Probe) -> (u64, [u8; 512]) {
     const FP: u64 = 0x1000_0000;
     let mut stack = [0u8; 512];
     let mut r = [0u64; 11];
@@ -105,7 +110,7 @@ fn emulate(insns: &[Insn], p: &Probe) -> u64 {
         steps += 1;
         assert!(steps < 100_000, "runaway program");
         let Some(i) = insns.get(pc).copied() else {
-            return r[0];
+            return (r[0], stack);
         };
         pc += 1;
         let (dst, src) = (i.dst as usize, i.src as usize);
@@ -165,7 +170,7 @@ fn emulate(insns: &[Insn], p: &Probe) -> u64 {
             0x05 => {
                 let jop = i.code & 0xf0;
                 match jop {
-                    op::EXIT => return r[0],
+                    op::EXIT => return (r[0], stack),
                     op::CALL => {
                         let (dst_at, len) = (r[1], r[2] as usize);
                         let bytes = match i.imm {
@@ -236,6 +241,11 @@ const FRAME: Frame = Frame { base: -32 };
 
 /// The interpreter's verdict: `Some(true/false)`, or `None` for a fault.
 fn interpret(obj: &DifObject, p: &Probe) -> Option<bool> {
+    interpret_result(obj, p).ok().map(|v| v != 0)
+}
+
+/// The interpreter's value, or its fault.
+fn interpret_result(obj: &DifObject, p: &Probe) -> Result<u64, dtrace_dif::vm::Fault> {
     let mut ctx = FakeContext::new();
     ctx.args = p.args.clone();
     ctx.args.resize(10, 0);
@@ -261,10 +271,7 @@ fn interpret(obj: &DifObject, p: &Probe) -> Option<bool> {
     mem.kernel.extend(p.kernel.iter().cloned());
     mem.user.extend(p.user.iter().cloned());
     let mut state = VarState::new(VmOptions::default());
-    Machine::new()
-        .run(obj, &mut state, &mut ctx, &mut mem)
-        .ok()
-        .map(|v| v != 0)
+    Machine::new().run(obj, &mut state, &mut ctx, &mut mem)
 }
 
 /// Asserts that every instruction can be reached from the first (the verifier refuses dead code)
@@ -880,4 +887,87 @@ fn associative_arrays_are_keyed_by_the_tuple_stack() {
     let o = p.ecbs[0].actions[0].difo.as_ref().unwrap();
     assert!(translate(o, &ap, 256, FRAME).is_ok());
     assert!(translate(o, &ap, 8, FRAME).is_err());
+}
+
+/// The fault a fragment left in its frame: (kind, DIF pc, address), `None` when it did not fault.
+fn frame_fault(stack: &[u8; 512]) -> Option<(u32, u32, u64)> {
+    let word = |off: i16| {
+        let at = (512 + i32::from(off)) as usize;
+        u64::from_le_bytes(stack[at..at + 8].try_into().unwrap())
+    };
+    FaultWord::decode(word(FRAME.fault_at())).map(|w| (w.kind, w.pc, word(FRAME.fault_addr_at())))
+}
+
+#[test]
+fn each_fault_site_leaves_the_interpreters_kind_pc_and_address() {
+    let p = Probe::new();
+    let cases = [
+        ("arg0 / arg4 == 1", Some(FaultKind::DivZero)),
+        ("arg0 % arg4 == 1", Some(FaultKind::DivZero)),
+        (
+            "arg3 == 7 && (int)arg0 / (int)arg5 == 1",
+            Some(FaultKind::DivZero),
+        ),
+        ("*(int *)0xffff800000002000 == 0", Some(FaultKind::BadAddr)),
+        ("*(int *)arg4 == 0", Some(FaultKind::BadAddr)),
+        (
+            "arg0 == 3 && *(char *)(arg0 + 1) == 0",
+            Some(FaultKind::BadAddr),
+        ),
+        ("*(int *)0xffff800000001002 == 0", Some(FaultKind::BadAlign)),
+        (
+            "*(short *)0xffff800000001001 == 0",
+            Some(FaultKind::BadAlign),
+        ),
+        ("args[12] == 0", Some(FaultKind::IllOp)),
+        ("arg0 / arg3 == 0", None),
+        ("*(int *)0xffff800000001004 == 0x07060504", None),
+    ];
+    for (pred, want) in cases {
+        let obj = predicate(&clause(pred));
+        let f = translate(&obj, &p, 256, FRAME).unwrap_or_else(|e| panic!("{pred}: {e}"));
+        let (r0, stack) = emulate_frame(&f.insns, &p);
+        let got = frame_fault(&stack);
+        match interpret_result(&obj, &p) {
+            Err(fault) => {
+                assert_eq!(Some(fault.kind), want, "{pred}");
+                assert_eq!(r0, FAULTED as u64, "{pred}");
+                assert_eq!(
+                    got,
+                    Some((fault.kind.code(), fault.pc, fault.addr)),
+                    "{pred}: the frame's fault is the interpreter's"
+                );
+                assert!(
+                    f.fault_sites
+                        .iter()
+                        .any(|s| s.pc == fault.pc && s.kind == fault.kind),
+                    "{pred}: {:?} lists the site",
+                    f.fault_sites
+                );
+            }
+            Ok(_) => {
+                assert_eq!(want, None, "{pred}");
+                assert_eq!(got, None, "{pred}: no fault, a zero fault word");
+            }
+        }
+    }
+}
+
+#[test]
+fn fault_sites_name_each_faulting_instruction() {
+    let p = Probe::new();
+    let obj = predicate(&clause("*(int *)arg1 / arg2 == 0"));
+    let f = translate(&obj, &p, 256, FRAME).unwrap();
+    let kinds: Vec<FaultKind> = f.fault_sites.iter().map(|s| s.kind).collect();
+    assert_eq!(
+        kinds,
+        [FaultKind::BadAlign, FaultKind::BadAddr, FaultKind::DivZero]
+    );
+    let load = f.fault_sites[0];
+    assert_eq!(f.fault_sites[1].pc, load.pc);
+    assert!(matches!(load.addr, FaultAddr::Reg(_)));
+    assert!(f.fault_sites[2].pc > load.pc);
+    assert_eq!(f.fault_sites[2].addr, FaultAddr::Zero);
+    let none = translate(&predicate(&clause("arg0 / 2 == 1")), &p, 256, FRAME).unwrap();
+    assert!(none.fault_sites.is_empty() && !none.can_fault);
 }

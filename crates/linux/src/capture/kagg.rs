@@ -28,13 +28,19 @@
 //! exit flag, which stops every kernel clause from the next one of that firing on; `raise()` and
 //! `stop()` send their signal there and then (`capture::signal`).
 //!
-//! Code that can fault (a division, a memory load) stays in dtrace, where the interpreter reports
-//! the fault; so does what the translator does not handle, with the reason in the report.
+//! A clause whose code faults (a division by zero, a failed or misaligned load) ends at the fault
+//! as in the interpreter: what it did before stays (aggregation updates, variable stores), its
+//! record is discarded, the probe's later clauses run; the fault (the kind, the instruction in
+//! the clause's code, the address, the thread) goes to dtrace in a ring record of kind
+//! `KIND_FAULT`, which dtrace reports as the interpreter reports its faults
+//! (`Framework::fault_elsewhere`: the error message, the fault record, `dtrace:::ERROR`). A full
+//! ring counts a drop. What the translator does not handle stays in dtrace, with the reason in
+//! the report.
 
 use super::codegen::ProbeShape;
 use super::filter::{ShapeContext, FRAME};
 use super::spec::{
-    kernel_key_layout, string_key_hash, KernelAgg, KernelAggClause, KernelAggs, KeyKind,
+    kernel_key_layout, string_key_hash, CodeBase, KernelAgg, KernelAggClause, KernelAggs, KeyKind,
     SignalAction, MAX_KAGG_KEY, STRING_CONST_MARK,
 };
 use crate::bpf::insn::{helper, op, Asm, Label, Reg, Size, R0, R1, R10, R2, R3, R4, R5, R6, R7};
@@ -78,10 +84,53 @@ const BPF_F_USER_STACK: i32 = 1 << 8;
 struct Translated {
     predicate: Option<Fragment>,
     aggs: Vec<TranslatedAgg>,
-    /// The store actions, with the number of aggregating and recording actions before each.
-    stores: Vec<(usize, Fragment)>,
+    /// The store actions, with the number of aggregating and recording actions before each and
+    /// where each one's code starts in the clause's.
+    stores: Vec<(usize, CodeBase, Fragment)>,
     /// The data-recording actions of the clause's record: each one's step and value.
     records: Vec<(usize, Option<translate::Value>)>,
+}
+
+/// Where a clause's code goes when a fragment ends it early.
+#[derive(Clone, Copy)]
+struct Exits {
+    /// A store to a dynamic variable was dropped.
+    dropped: Label,
+    /// The code faulted (the fault is in the frame, its pc counted in the clause's code).
+    faulted: Label,
+}
+
+impl Translated {
+    /// Whether some fragment of the clause can fault.
+    fn can_fault(&self) -> bool {
+        self.fragments().any(|f| f.can_fault)
+    }
+
+    /// Whether some fragment of the clause can drop a store.
+    fn can_drop(&self) -> bool {
+        self.fragments().any(|f| f.can_drop)
+    }
+
+    /// The clause's fragments, its predicate's first.
+    fn fragments(&self) -> impl Iterator<Item = &Fragment> {
+        self.predicate
+            .iter()
+            .chain(self.stores.iter().map(|(_, _, f)| f))
+            .chain(
+                self.records
+                    .iter()
+                    .flat_map(|(_, v)| v)
+                    .map(|v| &v.fragment),
+            )
+            .chain(self.aggs.iter().flat_map(|g| {
+                g.keys
+                    .iter()
+                    .flatten()
+                    .map(|v| &v.fragment)
+                    .chain(g.value.iter())
+                    .chain(g.incr.iter())
+            }))
+    }
 }
 
 struct TranslatedAgg {
@@ -108,19 +157,12 @@ pub fn computes(kind: ActionKind) -> bool {
     )
 }
 
-fn no_fault(f: Fragment) -> Result<Fragment, Untranslatable> {
-    if f.can_fault {
-        return Err(Untranslatable::MayFault);
-    }
-    Ok(f)
-}
-
 fn translate_clause(
     ctx: &ShapeContext<'_>,
     c: &KernelAggClause,
     strsize: usize,
 ) -> Result<Translated, Untranslatable> {
-    let int = |o: &DifObject| no_fault(translate::translate(o, ctx, strsize, FRAME)?);
+    let int = |o: &DifObject| translate::translate(o, ctx, strsize, FRAME);
     let predicate = c.predicate.as_ref().map(int).transpose()?;
     let mut aggs = Vec::with_capacity(c.aggs.len());
     for agg in &c.aggs {
@@ -151,7 +193,6 @@ fn translate_clause(
                     what: "an aggregation key of a kind the kernel does not keep".into(),
                 });
             }
-            no_fault(v.fragment.clone())?;
             keys.push(Some(v));
         }
         aggs.push(TranslatedAgg {
@@ -163,7 +204,7 @@ fn translate_clause(
     let stores = c
         .stores
         .iter()
-        .map(|(before, o)| Ok((*before, int(o)?)))
+        .map(|(before, base, o)| Ok((*before, *base, int(o)?)))
         .collect::<Result<Vec<_>, Untranslatable>>()?;
     let mut records = Vec::new();
     for r in c.record.iter().flat_map(|r| &r.actions) {
@@ -183,7 +224,6 @@ fn translate_clause(
                 what: "a recorded value of a kind not built at the probe".into(),
             });
         }
-        no_fault(v.fragment.clone())?;
         records.push((r.step, Some(v)));
     }
     Ok(Translated {
@@ -197,7 +237,8 @@ fn translate_clause(
 /// Whether clause `c` translates whole at a probe of `shape` (its names and opaque arguments as
 /// given, `vars` the thread-locals in the kernel), as [`emit_aggs`] would translate it: the
 /// planning of kernel variables checks every probe a clause will run at before anything is
-/// enabled, so a variable never ends up split between the kernel and dtrace.
+/// enabled, so a variable never ends up split between the kernel and dtrace. `Ok(true)` when its
+/// code can fault.
 pub fn check_clause(
     shape: &ProbeShape,
     names: &translate::ProbeNames,
@@ -205,7 +246,7 @@ pub fn check_clause(
     vars: &super::spec::KernelVars,
     c: &KernelAggClause,
     strsize: u32,
-) -> Result<(), Untranslatable> {
+) -> Result<bool, Untranslatable> {
     let ctx = ShapeContext {
         shape,
         names,
@@ -213,7 +254,7 @@ pub fn check_clause(
         vars: Some(vars),
         timestamp: Some(TIMESTAMP),
     };
-    translate_clause(&ctx, c, strsize as usize).map(|_| ())
+    translate_clause(&ctx, c, strsize as usize).map(|t| t.can_fault())
 }
 
 /// Whether the probe's program can take the stack (or the process id) a key of `kind` holds:
@@ -239,7 +280,7 @@ fn reads_timestamp(c: &KernelAggClause) -> bool {
     let objects = c
         .predicate
         .iter()
-        .chain(c.stores.iter().map(|(_, o)| o))
+        .chain(c.stores.iter().map(|(_, _, o)| o))
         .chain(c.aggs.iter().flat_map(|g| {
             g.keys
                 .iter()
@@ -291,6 +332,20 @@ pub fn emit_aggs(
             }
         }
     }
+    // A fault is reported in the clauses' order only when no clause before the faulting one
+    // runs in dtrace (whose output would follow the fault's).
+    let mut dtrace_before = false;
+    for (c, r) in k.clauses.iter().zip(results.iter_mut()) {
+        dtrace_before |= c.after_dtrace;
+        if dtrace_before && r.as_ref().is_ok_and(Translated::can_fault) {
+            *r = Err(Untranslatable::Placement(
+                "its code can fault, and a clause before it at the probe runs in dtrace \
+                 (faults are reported in the clauses' order)"
+                    .into(),
+            ));
+        }
+        dtrace_before |= r.is_err();
+    }
     let report = results
         .iter()
         .map(|r| r.as_ref().map(|_| ()).map_err(Clone::clone))
@@ -329,19 +384,29 @@ pub fn emit_aggs(
             // After exit() in an earlier clause of this firing no clause runs.
             emit_exited(a, k.exit, done);
         }
-        let (next, dropped) = (a.label(), a.label());
+        let (next, report) = (a.label(), a.label());
+        let exits = Exits {
+            dropped: a.label(),
+            faulted: a.label(),
+        };
+        let clause = u16::try_from(n)
+            .map_err(|_| crate::error::LinuxError::Asm("too many clauses".into()))?;
         if let Some(p) = &t.predicate {
-            emit_fragment(a, p, dropped);
+            // The predicate's code starts the clause's; no record is reserved yet when it
+            // faults.
+            let before_record = Exits {
+                faulted: report,
+                ..exits
+            };
+            emit_fragment(a, p, 0, before_record);
             a.jmp_imm(op::JEQ, R0, 0, next);
         }
         if let Some(r) = &c.record {
-            let clause = u16::try_from(n)
-                .map_err(|_| crate::error::LinuxError::Asm("too many clauses".into()))?;
             emit_reserve(a, r, ring, tag, clause)?;
         }
         let stores_before = |a: &mut Asm, j: usize| {
-            for (_, f) in t.stores.iter().filter(|(b, _)| *b == j) {
-                emit_fragment(a, f, dropped);
+            for (_, base, f) in t.stores.iter().filter(|(b, _, _)| *b == j) {
+                emit_fragment(a, f, *base, exits);
             }
         };
         // The aggregating and recording actions in the clause's order, stores between them.
@@ -357,7 +422,7 @@ pub fn emit_aggs(
                         .flat_map(|r| &r.actions)
                         .find(|x| x.step == j);
                     if let (Some(v), Some(action)) = (v, action) {
-                        emit_record_value(a, v, action, dropped)?;
+                        emit_record_value(a, v, action, exits)?;
                         if action.exit {
                             emit_exit(a, k.exit);
                             exited_before = true;
@@ -372,7 +437,7 @@ pub fn emit_aggs(
                 }
                 None => {
                     if let Some((agg, ta)) = aggs.next() {
-                        emit_agg(a, shape, k, agg, ta, dropped)?;
+                        emit_agg(a, shape, k, agg, ta, exits)?;
                     }
                 }
             }
@@ -386,29 +451,33 @@ pub fn emit_aggs(
             super::codegen::emit_submit(a, ring);
             a.bind(none);
         }
-        let can_drop = t.predicate.iter().any(|f| f.can_drop)
-            || t.stores.iter().any(|(_, f)| f.can_drop)
-            || t.records
-                .iter()
-                .flat_map(|(_, v)| v)
-                .any(|v| v.fragment.can_drop)
-            || t.aggs.iter().any(|g| {
-                g.keys.iter().flatten().any(|v| v.fragment.can_drop)
-                    || g.value.iter().chain(&g.incr).any(|f| f.can_drop)
-            });
+        let (can_drop, can_fault) = (t.can_drop(), t.can_fault());
+        if can_drop || can_fault {
+            a.ja(next);
+        }
+        a.bind(exits.dropped);
         if can_drop {
             // A dropped store ended the clause: its record goes nowhere.
-            a.ja(next);
-            a.bind(dropped);
             a.store_imm(Size::DW, R10, DVAR_DROPPED, 0);
             if c.record.is_some() {
-                a.load(Size::DW, R1, R10, REC_OK);
-                a.jmp_imm(op::JEQ, R1, 0, next);
-                a.load(Size::DW, R1, R10, REC);
-                a.mov_imm(R2, 0).call(helper::RINGBUF_DISCARD);
+                emit_discard(a);
             }
-        } else {
-            a.bind(dropped);
+            if can_fault {
+                a.ja(next);
+            }
+        }
+        a.bind(exits.faulted);
+        if c.record.is_some()
+            && t.fragments()
+                .skip(usize::from(t.predicate.is_some()))
+                .any(|f| f.can_fault)
+        {
+            // A fault after the record was reserved ended the clause: its record goes nowhere.
+            emit_discard(a);
+        }
+        a.bind(report);
+        if can_fault {
+            emit_fault(a, ring, tag, clause);
         }
         a.bind(next);
     }
@@ -462,6 +531,55 @@ fn emit_reserve(
     Ok(())
 }
 
+/// Discards the clause's record at [`REC`] (when one was reserved); uses r0-r5.
+fn emit_discard(a: &mut Asm) {
+    let none = a.label();
+    a.load(Size::DW, R1, R10, REC_OK);
+    a.jmp_imm(op::JEQ, R1, 0, none);
+    a.load(Size::DW, R1, R10, REC);
+    a.mov_imm(R2, 0).call(helper::RINGBUF_DISCARD);
+    a.bind(none);
+}
+
+/// Writes the fault the frame holds (its pc already counted in the clause's code) for clause
+/// number `clause` of the probe into the ring, a `KIND_FAULT` record with the faulting thread;
+/// a full ring counts a drop on the CPU. Uses r0-r5, r7.
+fn emit_fault(a: &mut Asm, ring: &super::codegen::MapFds, tag: u32, clause: u16) {
+    use super::layout::{kfault, KIND_FAULT};
+    let (have, done) = (a.label(), a.label());
+    a.ld_map_fd(R1, ring.ring)
+        .mov_imm(R2, kfault::SIZE as i32)
+        .mov_imm(R3, 0)
+        .call(helper::RINGBUF_RESERVE);
+    a.jmp_imm(op::JNE, R0, 0, have);
+    emit_count_drop(a, ring.drops, VAL, done);
+    a.bind(have).mov(R7, R0);
+    a.store_imm(Size::H, R7, kfault::KIND as i16, i32::from(KIND_FAULT));
+    a.store_imm(Size::H, R7, kfault::CLAUSE as i16, i32::from(clause));
+    a.store_imm(Size::W, R7, kfault::TAG as i16, tag as i32);
+    a.store_imm(Size::W, R7, kfault::CPU as i16 + 4, 0);
+    a.call(helper::GET_SMP_PROCESSOR_ID)
+        .store(Size::W, R7, kfault::CPU as i16, R0);
+    a.load(Size::DW, R1, R10, FRAME.fault_at())
+        .store(Size::DW, R7, kfault::WORD as i16, R1);
+    a.load(Size::DW, R1, R10, FRAME.fault_addr_at())
+        .store(Size::DW, R7, kfault::ADDR as i16, R1);
+    a.call(helper::KTIME_GET_NS)
+        .store(Size::DW, R7, kfault::KTIME as i16, R0);
+    a.call(helper::GET_CURRENT_PID_TGID)
+        .store(Size::DW, R7, kfault::PID_TGID as i16, R0);
+    a.call(helper::GET_CURRENT_UID_GID)
+        .store(Size::DW, R7, kfault::UID_GID as i16, R0);
+    a.mov(R1, R7)
+        .alu_imm(op::ADD, R1, kfault::COMM as i32)
+        .mov_imm(R2, 16)
+        .call(helper::GET_CURRENT_COMM);
+    a.call(helper::GET_CURRENT_TASK)
+        .store(Size::DW, R7, kfault::TASK as i16, R0);
+    super::codegen::emit_submit(a, ring);
+    a.bind(done);
+}
+
 /// Jumps to `done` when a clause called `exit()` in the kernel; uses r1.
 fn emit_exited(a: &mut Asm, exit: i32, done: Label) {
     a.ld_map_value(R1, exit, 0);
@@ -488,12 +606,12 @@ fn emit_record_value(
     a: &mut Asm,
     v: &translate::Value,
     action: &super::spec::RecordAction,
-    dropped: Label,
+    exits: Exits,
 ) -> crate::error::Result<()> {
     let at = i16::try_from(super::layout::built::SIZE + action.offset as usize)
         .map_err(|_| crate::error::LinuxError::Asm("record too large".into()))?;
     let skip = a.label();
-    emit_fragment(a, &v.fragment, dropped);
+    emit_fragment(a, &v.fragment, action.base, exits);
     a.load(Size::DW, R7, R10, REC);
     a.jmp_imm(op::JEQ, R7, 0, skip);
     let size = action.size as usize;
@@ -523,11 +641,25 @@ fn emit_record_value(
     Ok(())
 }
 
-/// Emits `f`; when a store in it may be dropped, jumps to `dropped` if one was (r0 is kept).
-fn emit_fragment(a: &mut Asm, f: &Fragment, dropped: Label) {
+/// Emits `f`, whose code starts at `base` in the clause's; when a store in it may be dropped,
+/// jumps to `exits.dropped` if one was; when it may fault, counts the fault's pc in the clause's
+/// code and jumps to `exits.faulted` if it did (r0 is kept).
+fn emit_fragment(a: &mut Asm, f: &Fragment, base: CodeBase, exits: Exits) {
     f.emit(a);
     if f.can_drop {
-        super::kvars::emit_dropped(a, dropped);
+        super::kvars::emit_dropped(a, exits.dropped);
+    }
+    if f.can_fault {
+        let ok = a.label();
+        a.load(Size::DW, R1, R10, FRAME.fault_at());
+        a.jmp_imm(op::JEQ, R1, 0, ok);
+        if base != 0 {
+            // The pc is in the word's high half.
+            a.ld_imm64(R2, u64::from(base) << 32).alu(op::ADD, R1, R2);
+            a.store(Size::DW, R10, FRAME.fault_at(), R1);
+        }
+        a.ja(exits.faulted);
+        a.bind(ok);
     }
 }
 
@@ -553,7 +685,7 @@ fn emit_agg(
     k: &KernelAggs,
     agg: &KernelAgg,
     t: &TranslatedAgg,
-    dropped: Label,
+    exits: Exits,
 ) -> crate::error::Result<()> {
     let kinds: Vec<KeyKind> = agg.keys.iter().map(|(_, kind)| *kind).collect();
     let (ksize, offs) = kernel_key_layout(&kinds);
@@ -576,11 +708,12 @@ fn emit_agg(
             a.store_imm(Size::DW, R0, (i * 8) as i16, 0);
         }
     }
-    for ((v, kind), off) in t.keys.iter().zip(&kinds).zip(offs) {
+    for (i, ((v, kind), off)) in t.keys.iter().zip(&kinds).zip(offs).enumerate() {
         let at = i16::try_from(off)
             .map_err(|_| crate::error::LinuxError::Asm("aggregation key too large".into()))?;
         if let Some(v) = v {
-            emit_fragment(a, &v.fragment, dropped);
+            let base = agg.bases.keys.get(i).copied().unwrap_or(0);
+            emit_fragment(a, &v.fragment, base, exits);
         }
         a.load(Size::DW, R2, R10, KEYPTR);
         match (v.as_ref().map(|v| &v.kind), kind) {
@@ -627,7 +760,7 @@ fn emit_agg(
     }
     match &t.value {
         Some(f) => {
-            emit_fragment(a, f, dropped);
+            emit_fragment(a, f, agg.bases.value, exits);
             a.store(Size::DW, R10, VAL, R0);
         }
         None => {
@@ -636,7 +769,7 @@ fn emit_agg(
     }
     match &t.incr {
         Some(f) => {
-            emit_fragment(a, f, dropped);
+            emit_fragment(a, f, agg.bases.incr, exits);
             a.store(Size::DW, R10, INCR, R0);
         }
         None => {
@@ -1005,6 +1138,86 @@ mod tests {
         (insns, report.aggs)
     }
 
+    /// Asserts that every instruction of `insns` can be reached from the first (the verifier
+    /// refuses dead code).
+    fn assert_reachable(insns: &[crate::bpf::Insn]) {
+        let mut seen = vec![false; insns.len() + 1];
+        let mut work = vec![0usize];
+        while let Some(pc) = work.pop() {
+            if pc >= insns.len() || seen[pc] {
+                continue;
+            }
+            seen[pc] = true;
+            let i = insns[pc];
+            if i.code == (op::LD | op::DW | op::IMM) {
+                seen[pc + 1] = true;
+                work.push(pc + 2);
+                continue;
+            }
+            if i.code & 7 == op::JMP && i.code & 0xf0 == op::EXIT {
+                continue;
+            }
+            if i.code & 7 == op::JMP && i.code & 0xf0 != op::CALL {
+                work.push((pc as i64 + 1 + i64::from(i.off)) as usize);
+                if i.code & 0xf0 == op::JA {
+                    continue;
+                }
+            }
+            work.push(pc + 1);
+        }
+        let dead: Vec<usize> = (0..insns.len()).filter(|&i| !seen[i]).collect();
+        assert!(dead.is_empty(), "unreachable instructions {dead:?}");
+    }
+
+    #[test]
+    fn fault_paths_leave_no_dead_code() {
+        use super::super::spec::{KernelAggClause, KernelRecord, RecordAction};
+        use dtrace_dif::asm::assemble;
+        let faulting = assemble("setx 7, %r1\nsetx 0, %r2\nsdiv %r1, %r2, %r3\nret %r3\n").unwrap();
+        let fine = assemble("setx 7, %r1\nret %r1\n").unwrap();
+        let record = |difo| KernelRecord {
+            size: 24,
+            recs: Vec::new(),
+            actions: vec![RecordAction {
+                step: 0,
+                difo: Some(difo),
+                offset: 16,
+                size: 8,
+                exit: false,
+                signal: None,
+                base: 4,
+            }],
+        };
+        // A predicate that faults before the record is reserved, a value that faults after, both.
+        for (predicate, value) in [
+            (Some(faulting.clone()), fine.clone()),
+            (None, faulting.clone()),
+            (Some(faulting.clone()), faulting.clone()),
+            (Some(fine.clone()), fine.clone()),
+        ] {
+            let clause = KernelAggClause {
+                predicate: predicate.clone(),
+                aggs: Vec::new(),
+                stores: Vec::new(),
+                record: Some(record(value.clone())),
+                after_dtrace: false,
+            };
+            let (insns, report) = program(clause, None);
+            assert_eq!(report, vec![Ok(())]);
+            assert_reachable(&insns);
+            let faults = predicate.iter().chain([&value]).any(|o| o == &faulting);
+            let fault_records = insns
+                .iter()
+                .filter(|i| {
+                    **i == one(|a| {
+                        a.store_imm(Size::H, R7, 0, i32::from(super::super::layout::KIND_FAULT));
+                    })
+                })
+                .count();
+            assert_eq!(fault_records, usize::from(faults));
+        }
+    }
+
     #[test]
     fn a_record_is_built_with_its_headers_and_values() {
         use super::super::spec::{KernelAggClause, KernelRecord, RecordAction};
@@ -1022,6 +1235,7 @@ mod tests {
                     size: 8,
                     exit: false,
                     signal: None,
+                    base: 0,
                 },
                 RecordAction {
                     step: 1,
@@ -1030,6 +1244,7 @@ mod tests {
                     size: 257,
                     exit: false,
                     signal: None,
+                    base: 0,
                 },
             ],
         };
@@ -1038,6 +1253,7 @@ mod tests {
             aggs: Vec::new(),
             stores: Vec::new(),
             record: Some(record),
+            after_dtrace: false,
         };
         let (insns, report) = program(clause.clone(), None);
         assert_eq!(report, vec![Ok(())]);
@@ -1072,14 +1288,35 @@ mod tests {
         // Another clause at the probe runs in dtrace: the record is built there too.
         let (_, report) = program(clause.clone(), Some((None, None)));
         assert!(matches!(&report[..], [Err(Untranslatable::Placement(_))]));
-        // A value that can fault is left to dtrace, which reports the fault.
+        // A value that can fault is built here too: at a fault the record is discarded and a
+        // fault record goes to dtrace, its pc counted from the action's start in the clause.
         let mut faulting = clause;
         if let Some(r) = faulting.record.as_mut() {
             r.actions[0].difo =
                 Some(assemble("setx 7, %r1\nsetx 0, %r2\nsdiv %r1, %r2, %r3\nret %r3\n").unwrap());
+            r.actions[0].base = 3;
         }
-        let (_, report) = program(faulting, None);
-        assert_eq!(report, vec![Err(Untranslatable::MayFault)]);
+        let (insns, report) = program(faulting, None);
+        assert_eq!(report, vec![Ok(())]);
+        let calls = |h: i32| {
+            insns
+                .iter()
+                .filter(|i| i.code == 0x85 && i.imm == h)
+                .count()
+        };
+        assert_eq!(calls(helper::RINGBUF_DISCARD), 1);
+        // The clause's record and the fault's.
+        assert_eq!(calls(helper::RINGBUF_SUBMIT), 2);
+        assert!(insns.contains(&one(|a| {
+            a.store_imm(Size::H, R7, 0, i32::from(super::super::layout::KIND_FAULT));
+        })));
+        let mut wide = Asm::new();
+        wide.ld_imm64(R2, 3 << 32);
+        let wide = wide.finish().unwrap();
+        assert!(
+            insns.windows(2).any(|w| w == &wide[..]),
+            "the base is added"
+        );
     }
 
     #[test]

@@ -28,6 +28,36 @@ pub mod built {
     pub const SIZE: usize = 16;
 }
 
+/// Record kind: a fault of a clause that runs whole at the probe (see `capture::kagg`): the
+/// [`kfault`] fields, which dtrace reports as the interpreter reports its faults.
+pub const KIND_FAULT: u16 = 4;
+
+/// Field offsets of a [`KIND_FAULT`] record (kind, clause, tag and CPU where a [`built`]
+/// record's are).
+#[allow(missing_docs)]
+pub mod kfault {
+    pub const KIND: usize = 0;
+    /// The clause's number among the probe's kernel clauses.
+    pub const CLAUSE: usize = 2;
+    pub const TAG: usize = 4;
+    pub const CPU: usize = 8;
+    /// The `DTRACEFLT_*` kind in the low 32 bits, the faulting instruction's index in the
+    /// clause's code (predicate, then the actions) in the high 32.
+    pub const WORD: usize = 16;
+    /// The faulting address (the interpreter's `illval`).
+    pub const ADDR: usize = 24;
+    /// The kernel's clock at the fault.
+    pub const KTIME: usize = 32;
+    /// `bpf_get_current_pid_tgid()`: the process in the high 32 bits, the thread in the low.
+    pub const PID_TGID: usize = 40;
+    /// `bpf_get_current_uid_gid()`: the group in the high 32 bits, the user in the low.
+    pub const UID_GID: usize = 48;
+    pub const COMM: usize = 56;
+    /// The current `task_struct` (`curthread`).
+    pub const TASK: usize = 72;
+    pub const SIZE: usize = 80;
+}
+
 /// Header flag: a user copy faulted and a retry at return was armed.
 pub const FLAG_RETRY_ARMED: u16 = 1;
 
@@ -322,5 +352,46 @@ mod tests {
         // Shorter than the framework's header: a bad record, not a panic.
         assert!(decode_record(&b[..built::SIZE + 8], |_| None).is_err());
         assert!(decode_record(&b[..3], |_| None).is_err());
+    }
+
+    #[test]
+    fn fault_records_decode_to_the_fault_and_its_thread() {
+        use super::super::record::{decode_record, KernelFault, Record};
+        let mut b = vec![0u8; kfault::SIZE];
+        b[..2].copy_from_slice(&KIND_FAULT.to_le_bytes());
+        b[kfault::CLAUSE..kfault::CLAUSE + 2].copy_from_slice(&1u16.to_le_bytes());
+        b[kfault::TAG..kfault::TAG + 4].copy_from_slice(&9u32.to_le_bytes());
+        b[kfault::CPU..kfault::CPU + 4].copy_from_slice(&3u32.to_le_bytes());
+        let word = 4u64 | 12 << 32;
+        b[kfault::WORD..kfault::WORD + 8].copy_from_slice(&word.to_le_bytes());
+        b[kfault::ADDR..kfault::ADDR + 8].copy_from_slice(&0x1000u64.to_le_bytes());
+        b[kfault::KTIME..kfault::KTIME + 8].copy_from_slice(&55u64.to_le_bytes());
+        let pid_tgid = 100u64 << 32 | 101;
+        b[kfault::PID_TGID..kfault::PID_TGID + 8].copy_from_slice(&pid_tgid.to_le_bytes());
+        let uid_gid = 20u64 << 32 | 1000;
+        b[kfault::UID_GID..kfault::UID_GID + 8].copy_from_slice(&uid_gid.to_le_bytes());
+        b[kfault::COMM..kfault::COMM + 2].copy_from_slice(b"dd");
+        b[kfault::TASK..kfault::TASK + 8].copy_from_slice(&0xffffu64.to_le_bytes());
+        let mut comm = [0u8; 16];
+        comm[..2].copy_from_slice(b"dd");
+        assert_eq!(
+            decode_record(&b, |_| None).unwrap(),
+            Record::Fault(KernelFault {
+                tag: 9,
+                clause: 1,
+                cpu: 3,
+                kind: 4,
+                pc: 12,
+                addr: 0x1000,
+                ktime_ns: 55,
+                pid: 100,
+                tid: 101,
+                uid: 1000,
+                gid: 20,
+                comm,
+                task: 0xffff,
+            })
+        );
+        assert!(decode_record(&b[..kfault::SIZE - 8], |_| None).is_err());
     }
 }

@@ -4,7 +4,7 @@
 
 use super::layout::{
     built, hdr, RecordLayout, ANCESTORS_HDR, BUILD_ID_FRAME, COPY_HDR, EXECARGS_HDR,
-    FLAG_RETRY_ARMED, KIND_BUILT, KIND_EVENT, KIND_RETRY, NARGS, STACK_HDR, UNWIND_HDR,
+    FLAG_RETRY_ARMED, KIND_BUILT, KIND_EVENT, KIND_FAULT, KIND_RETRY, NARGS, STACK_HDR, UNWIND_HDR,
     UREGS_COUNT, UREGS_HDR,
 };
 use super::spec::{MemKind, MAX_ANCESTORS};
@@ -185,6 +185,38 @@ pub struct BuiltRecord {
     pub data: Vec<u8>,
 }
 
+/// A fault of a clause that runs whole at the probe (see `capture::kagg`), and the thread it
+/// faulted in.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KernelFault {
+    /// The probe's tag.
+    pub tag: u32,
+    /// The clause's number among the probe's kernel clauses.
+    pub clause: u16,
+    /// The CPU it fired on.
+    pub cpu: u32,
+    /// The `DTRACEFLT_*` kind.
+    pub kind: u32,
+    /// The faulting instruction's index in the clause's code (predicate, then the actions).
+    pub pc: u32,
+    /// The faulting address.
+    pub addr: u64,
+    /// The kernel's clock at the fault.
+    pub ktime_ns: u64,
+    /// Process id.
+    pub pid: u32,
+    /// Thread id.
+    pub tid: u32,
+    /// User id.
+    pub uid: u32,
+    /// Group id.
+    pub gid: u32,
+    /// `execname`, NUL-terminated.
+    pub comm: [u8; 16],
+    /// The thread's `task_struct`.
+    pub task: u64,
+}
+
 /// A decoded record.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Record {
@@ -192,6 +224,8 @@ pub enum Record {
     Event(Box<CapturedEvent>),
     /// An ECB's record built at the probe (see `capture::kagg`).
     Built(BuiltRecord),
+    /// A fault of a clause run at the probe.
+    Fault(KernelFault),
     /// Copies re-read at a syscall's return for the entry event of `tid` at `ktime_ns`.
     Retry {
         /// Tag of the entry probe.
@@ -389,6 +423,31 @@ pub fn decode_record<'a>(
             clause: u16_at(b, built::CLAUSE)?,
             cpu: u32_at(b, built::CPU)?,
             data: data.to_vec(),
+        }));
+    }
+    if kind == KIND_FAULT {
+        use super::layout::kfault;
+        if b.len() < kfault::SIZE {
+            return Err(bad("fault record shorter than its fields"));
+        }
+        let word = u64_at(b, kfault::WORD)?;
+        let (pid_tgid, uid_gid) = (u64_at(b, kfault::PID_TGID)?, u64_at(b, kfault::UID_GID)?);
+        let mut comm = [0u8; 16];
+        comm.copy_from_slice(&b[kfault::COMM..kfault::COMM + 16]);
+        return Ok(Record::Fault(KernelFault {
+            tag,
+            clause: u16_at(b, kfault::CLAUSE)?,
+            cpu: u32_at(b, kfault::CPU)?,
+            kind: word as u32,
+            pc: (word >> 32) as u32,
+            addr: u64_at(b, kfault::ADDR)?,
+            ktime_ns: u64_at(b, kfault::KTIME)?,
+            pid: (pid_tgid >> 32) as u32,
+            tid: pid_tgid as u32,
+            uid: uid_gid as u32,
+            gid: (uid_gid >> 32) as u32,
+            comm,
+            task: u64_at(b, kfault::TASK)?,
         }));
     }
     if b.len() < hdr::SIZE {

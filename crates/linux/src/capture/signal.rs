@@ -10,9 +10,10 @@
 //! is built, with the same emitters. Otherwise the clause itself still runs in dtrace, which records the firing (the probe line prints) and
 //! sends nothing (`Framework::signal_elsewhere`). Nothing is sent before tracing starts, after it
 //! stops or after an `exit()` in the kernel (the control map and exit flag of `capture::kagg`).
-//! A clause whose predicate, signal or earlier actions do not translate, or whose earlier actions
-//! could fault (the clause would end there in dtrace), keeps dtrace sending it, with the reason in
-//! the report.
+//! A predicate or signal number that faults at the probe sends nothing (the clause ends at the
+//! fault, which dtrace reports when it runs the clause). A clause whose predicate, signal or
+//! earlier actions do not translate, or whose earlier actions could fault (the clause would end
+//! there in dtrace), keeps dtrace sending it, with the reason in the report.
 
 use super::codegen::ProbeShape;
 use super::filter::{ShapeContext, FRAME};
@@ -47,10 +48,6 @@ fn translate_clause(
         }
     }
     let signal = c.signal.as_ref().map(int).transpose()?;
-    // A predicate or signal that faults runs the clause in dtrace, which reports the fault.
-    if predicate.iter().chain(&signal).any(|f| f.can_fault) {
-        return Err(Untranslatable::MayFault);
-    }
     Ok(Translated { predicate, signal })
 }
 
@@ -87,12 +84,12 @@ pub fn emit_signals(a: &mut Asm, shape: &ProbeShape, s: &KernelSignals) -> Signa
     for t in results.iter().flatten() {
         let next = a.label();
         if let Some(p) = &t.predicate {
-            p.emit(a);
+            emit_unless_faulted(a, p, next);
             a.jmp_imm(op::JEQ, R0, 0, next);
         }
         match &t.signal {
             Some(f) => {
-                f.emit(a);
+                emit_unless_faulted(a, f, next);
                 emit_raise(a);
             }
             None => emit_stop(a),
@@ -101,6 +98,15 @@ pub fn emit_signals(a: &mut Asm, shape: &ProbeShape, s: &KernelSignals) -> Signa
     }
     a.bind(done);
     report
+}
+
+/// Emits `f`, then jumps to `faulted` if it faulted (r0 is kept); uses r1.
+fn emit_unless_faulted(a: &mut Asm, f: &Fragment, faulted: crate::bpf::Label) {
+    f.emit(a);
+    if f.can_fault {
+        a.load(Size::DW, R1, crate::bpf::insn::R10, FRAME.fault_at());
+        a.jmp_imm(op::JNE, R1, 0, faulted);
+    }
 }
 
 /// `raise()` of the signal in r0, to the thread that fired the probe.

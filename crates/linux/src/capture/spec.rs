@@ -261,10 +261,15 @@ pub struct KernelAggClause {
     /// Its aggregating actions.
     pub aggs: Vec<KernelAgg>,
     /// Its other actions (each stores variables and records nothing), with the number of
-    /// aggregating and recording actions before each: they run in the clause's order.
-    pub stores: Vec<(usize, dtrace_dif::object::DifObject)>,
+    /// aggregating and recording actions before each (they run in the clause's order) and
+    /// where its code starts in the clause's ([`CodeBase`]).
+    pub stores: Vec<(usize, CodeBase, dtrace_dif::object::DifObject)>,
     /// The record it builds at the probe, when it records data.
     pub record: Option<KernelRecord>,
+    /// A clause before it at the probe runs in dtrace: its faults, reported before that
+    /// clause's output, would not keep the clauses' order, so code that can fault keeps it in
+    /// dtrace too.
+    pub after_dtrace: bool,
 }
 
 /// The record a clause builds at the probe (see `capture::kagg`): the ECB's record as the
@@ -295,6 +300,24 @@ pub struct RecordAction {
     pub exit: bool,
     /// It is `raise()` or `stop()`: it sends its signal (see [`super::signal`]).
     pub signal: Option<SignalAction>,
+    /// Where its code starts in the clause's.
+    pub base: CodeBase,
+}
+
+/// Where a DIF object's code starts in its clause's code taken as one sequence (predicate, then
+/// the actions: `dtrace_framework::framework::code_base`), in instructions: a fault at its
+/// instruction `pc` is reported at `base + pc`, as the interpreter reports it.
+pub type CodeBase = u32;
+
+/// Where the code of each DIF object of a [`KernelAgg`] starts in its clause's.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AggBases {
+    /// Each key's (0 for a key without an expression).
+    pub keys: Vec<CodeBase>,
+    /// The value's.
+    pub value: CodeBase,
+    /// The weight's.
+    pub incr: CodeBase,
 }
 
 /// A destructive action that sends a signal at the probe.
@@ -326,6 +349,8 @@ pub struct KernelAgg {
     pub value_words: usize,
     /// The per-CPU hash maps of the two generations.
     pub maps: [i32; 2],
+    /// Where each expression's code starts in the clause's.
+    pub bases: AggBases,
 }
 
 /// The kind of an aggregation key as the kernel's map keeps it.

@@ -424,6 +424,15 @@ impl LinuxTracing {
                     }
                     continue;
                 }
+                Delivery::Fault(k) => {
+                    if let Some(&epid) = built.get(&(k.tag, k.clause)) {
+                        if active.contains(&k.tag) {
+                            report_fault(fw, &k, epid, offset);
+                            n += 1;
+                        }
+                    }
+                    continue;
+                }
             };
             fill_firing(&mut ctx, &mut ev, offset);
             if note && ev.pid != 0 {
@@ -466,6 +475,31 @@ impl LinuxTracing {
         }
         n
     }
+}
+
+/// Reports fault `k` of the clause of ECB `epid` run at the probe, as the interpreter reports
+/// its faults (`Framework::fault_elsewhere`): the ERROR clauses run in the context of the
+/// faulting thread as the fault record gives it (`ppid`, the arguments and the stacks are not
+/// in it: 0 and empty), over the process's memory.
+fn report_fault(
+    fw: &mut Framework,
+    k: &crate::capture::record::KernelFault,
+    epid: u32,
+    clock_offset: i64,
+) {
+    let end = k.comm.iter().position(|b| *b == 0).unwrap_or(k.comm.len());
+    let ctx = FiringContext {
+        pid: u64::from(k.pid),
+        tid: u64::from(k.tid),
+        uid: u64::from(k.uid),
+        gid: u64::from(k.gid),
+        curthread: k.task,
+        execname: String::from_utf8_lossy(&k.comm[..end]).into_owned(),
+        timestamp: Some((k.ktime_ns as i64).saturating_add(clock_offset).max(0) as u64),
+        ..FiringContext::default()
+    };
+    let mut mem = EventMemory::new(CapturedMemory::new(), k.pid);
+    fw.fault_elsewhere(epid, k.cpu, u64::from(k.pc), k.kind, k.addr, &ctx, &mut mem);
 }
 
 /// Commits record `b`, built at the probe for the ECB `epid`, to its CPU's principal buffer.

@@ -17,8 +17,8 @@
 
 use crate::bpf::{Map, MapKind};
 use crate::capture::spec::{
-    kernel_key_layout, string_key_hash, KernelAgg, KernelRecord, KeyKind, RecordAction,
-    MAX_KAGG_KEY, MAX_KAGG_VALUE, STRING_CONST_MARK,
+    kernel_key_layout, string_key_hash, AggBases, CodeBase, KernelAgg, KernelRecord, KeyKind,
+    RecordAction, MAX_KAGG_KEY, MAX_KAGG_VALUE, STRING_CONST_MARK,
 };
 use crate::error::Result;
 use dtrace_dif::object::DifObject;
@@ -89,6 +89,8 @@ pub struct PlannedAgg {
     pub incr: Option<DifObject>,
     /// Value words in the framework's layout.
     pub value_words: usize,
+    /// Where each expression's code starts in the clause's.
+    pub bases: AggBases,
 }
 
 impl PlannedAgg {
@@ -102,6 +104,7 @@ impl PlannedAgg {
             incr: self.incr.clone(),
             value_words: self.value_words,
             maps,
+            bases: self.bases.clone(),
         }
     }
 }
@@ -115,7 +118,7 @@ pub struct ClausePlan {
     /// The actions that store variables and record nothing (they run in the kernel only when the
     /// variables they store live there, see `provider::kvars`), each with the number of
     /// aggregating and recording actions before it.
-    pub stores: Vec<(usize, DifObject)>,
+    pub stores: Vec<(usize, CodeBase, DifObject)>,
     /// The record the clause builds, when it records data (`trace()`, `printf()`...).
     pub record: Option<KernelRecord>,
 }
@@ -202,6 +205,12 @@ pub fn plan_clause(
     }
     let mut used = vec![false; acts.len()];
     let mut out = Vec::new();
+    let bases = dtrace_framework::framework::code_base(e);
+    let base = |i: usize| {
+        bases
+            .get(i)
+            .map_or(0, |&b| u32::try_from(b).unwrap_or(u32::MAX))
+    };
     for (i, a) in acts.iter().enumerate() {
         if !a.kind.is_aggregation() {
             continue;
@@ -220,10 +229,15 @@ pub fn plan_clause(
         );
         let mut keys = Vec::new();
         let mut incr = None;
+        let mut agg_bases = AggBases {
+            value: base(i),
+            ..AggBases::default()
+        };
         for (j, key) in acts.iter().enumerate().take(i).skip(first) {
             used[j] = true;
             if key.kind != ActionKind::DifExpr {
                 keys.push((key.difo.clone(), key_kind(key, ustacks)?));
+                agg_bases.keys.push(base(j));
                 continue;
             }
             let Some(o) = &key.difo else {
@@ -232,6 +246,7 @@ pub fn plan_clause(
             let t = &o.rtype;
             if quantizing && j + 1 == i && t.size == 0 && !t.is_string() {
                 incr = Some(o.clone());
+                agg_bases.incr = base(j);
                 continue;
             }
             let kind = if t.is_string() {
@@ -242,6 +257,7 @@ pub fn plan_clause(
                 return Err("an aggregation key of a type the kernel does not keep".into());
             };
             keys.push((Some(o.clone()), kind));
+            agg_bases.keys.push(base(j));
         }
         let kinds: Vec<KeyKind> = keys.iter().map(|(_, k)| *k).collect();
         if kernel_key_layout(&kinds).0 > MAX_KAGG_KEY {
@@ -264,6 +280,7 @@ pub fn plan_clause(
             value: a.difo.clone(),
             incr,
             value_words: bytes / 8,
+            bases: agg_bases,
         });
     }
     let recording: Vec<usize> = (0..acts.len())
@@ -303,6 +320,7 @@ pub fn plan_clause(
                     ActionKind::Stop => Some(crate::capture::spec::SignalAction::Stop),
                     _ => None,
                 },
+                base: base(i),
             });
         }
         Some(KernelRecord {
@@ -317,7 +335,7 @@ pub fn plan_clause(
             continue;
         }
         if let Some(o) = &a.difo {
-            stores.push((steps_before(acts, &used, i), o.clone()));
+            stores.push((steps_before(acts, &used, i), base(i), o.clone()));
         }
     }
     Ok(ClausePlan {
@@ -947,6 +965,7 @@ mod tests {
             value: None,
             incr: None,
             value_words: 1,
+            bases: AggBases::default(),
         };
         let s = key_strings(&[p], &["syscall", "write"]);
         for w in ["foo", "bar", "syscall", "write", "global"] {

@@ -137,6 +137,9 @@ pub struct ClauseFacts {
     /// It builds a record at the probe (see `capture::kagg`): it runs there only when every
     /// clause at its probes does, so one firing's records keep the clauses' order.
     pub records: bool,
+    /// Its code can fault: it runs in the kernel only when no clause before it at its probes
+    /// runs in dtrace, so its faults are reported in the clauses' order (see `capture::kagg`).
+    pub faults: bool,
     /// The kernel probes it matches.
     pub probes: Vec<String>,
 }
@@ -217,9 +220,14 @@ pub fn place(facts: &[ClauseFacts]) -> Placement {
                         v.name, c.desc
                     ),
                     None => match order_blocker(c, facts, &dtrace) {
-                        Some((other, probe)) => format!(
+                        Some((other, probe)) if c.records => format!(
                             "it records, and clause {} runs in dtrace at {probe} (records keep \
                              the clauses' order)",
+                            other.desc
+                        ),
+                        Some((other, probe)) => format!(
+                            "its code can fault, and clause {} before it runs in dtrace at \
+                             {probe} (faults are reported in the clauses' order)",
                             other.desc
                         ),
                         None => continue,
@@ -276,18 +284,22 @@ pub fn place(facts: &[ClauseFacts]) -> Placement {
 }
 
 /// For a clause `c` that records: another clause that runs in dtrace at one of its probes (its
-/// translation fails, or a variable it uses stays in dtrace), and that probe.
+/// translation fails, or a variable it uses stays in dtrace), and that probe; for a clause whose
+/// code can fault, such a clause before it.
 fn order_blocker<'a>(
     c: &ClauseFacts,
     facts: &'a [ClauseFacts],
     dtrace: &BTreeMap<VarKey, String>,
 ) -> Option<(&'a ClauseFacts, String)> {
-    if !c.records {
+    if !c.records && !c.faults {
         return None;
     }
+    let at = facts.iter().position(|d| std::ptr::eq(d, c));
     facts
         .iter()
-        .filter(|d| !std::ptr::eq(*d, c))
+        .enumerate()
+        .filter(|&(j, d)| !std::ptr::eq(d, c) && (c.records || at.is_some_and(|a| j < a)))
+        .map(|(_, d)| d)
         .filter(|d| d.whole.is_err() || d.vars.iter().any(|v| dtrace.contains_key(&v.key)))
         .find_map(|d| {
             let shared = d.probes.iter().find(|p| c.probes.contains(p))?;
@@ -372,14 +384,14 @@ pub(crate) fn kernel_probes(
 
 /// Whether clause `e` (planned as `plan`) can run whole in the kernel at each of `probes` (see
 /// [`kernel_probes`]), its thread-locals `vars` kept there, comparing strings up to `strsize`:
-/// `Ok`, or why not.
+/// `Ok` (with whether its code can fault), or why not.
 pub fn runs_whole(
     e: &EcbDesc,
     plan: &std::result::Result<ClausePlan, String>,
     probes: &[Probe],
     vars: &[ThreadVar],
     strsize: u32,
-) -> std::result::Result<(), String> {
+) -> std::result::Result<bool, String> {
     let plan = plan.as_ref().map_err(Clone::clone)?;
     let clause = KernelAggClause {
         predicate: e.predicate.clone(),
@@ -387,6 +399,7 @@ pub fn runs_whole(
         aggs: plan.aggs.iter().map(|p| p.with_maps([-1, -1])).collect(),
         stores: plan.stores.clone(),
         record: plan.record.clone(),
+        after_dtrace: false,
     };
     let arrays: BTreeMap<VarKey, usize> = vars
         .iter()
@@ -404,6 +417,7 @@ pub fn runs_whole(
     // the clause reads them.
     let named = reads_probe_names(e);
     let mut checked = std::collections::HashSet::new();
+    let mut faults = false;
     for p in probes {
         let names = dtrace_ebpf::translate::ProbeNames {
             provider: p.desc.provider.clone(),
@@ -426,11 +440,12 @@ pub fn runs_whole(
             if !checked.insert(seen) {
                 continue;
             }
-            crate::capture::kagg::check_clause(&shape, &names, opaque, &kv, &clause, strsize)
-                .map_err(|why| format!("at {}: {why}", p.desc))?;
+            faults |=
+                crate::capture::kagg::check_clause(&shape, &names, opaque, &kv, &clause, strsize)
+                    .map_err(|why| format!("at {}: {why}", p.desc))?;
         }
     }
-    Ok(())
+    Ok(faults)
 }
 
 /// Whether clause `e` reads `probeprov`, `probemod`, `probefunc` or `probename`.
@@ -577,6 +592,7 @@ mod tests {
             vars,
             whole,
             records: false,
+            faults: false,
             probes: vec!["syscall:vmlinux:read:entry".into()],
         }
     }
@@ -614,6 +630,7 @@ mod tests {
                 vars,
                 whole,
                 records: true,
+                faults: false,
                 probes: vec![probe.into()],
             }
         };
@@ -637,6 +654,42 @@ mod tests {
             at("read:return", vec![var(2, true)], Ok(())),
         ]);
         assert_eq!(p.kernel, BTreeSet::from([(Scope::Thread, 2)]));
+    }
+
+    #[test]
+    fn a_clause_that_can_fault_runs_in_the_kernel_only_before_clauses_in_dtrace() {
+        let at =
+            |vars: Vec<ThreadVar>, whole: std::result::Result<(), String>, faults| ClauseFacts {
+                desc: "write:entry".into(),
+                vars,
+                whole,
+                records: false,
+                faults,
+                probes: vec!["write:entry".into()],
+            };
+        // After the clause in dtrace: its fault would be reported before that clause's output.
+        let p = place(&[
+            at(vec![], Err("ustack()".into()), false),
+            at(vec![var(1, true)], Ok(()), true),
+        ]);
+        assert_eq!(p.kernel, BTreeSet::new());
+        let Some(Err(why)) = &p.clauses[1] else {
+            unreachable!()
+        };
+        assert!(why.contains("its code can fault"), "{why}");
+        // Before it, or unable to fault: in the kernel.
+        for facts in [
+            vec![
+                at(vec![var(1, true)], Ok(()), true),
+                at(vec![], Err("ustack()".into()), false),
+            ],
+            vec![
+                at(vec![], Err("ustack()".into()), false),
+                at(vec![var(1, true)], Ok(()), false),
+            ],
+        ] {
+            assert_eq!(place(&facts).kernel, BTreeSet::from([(Scope::Thread, 1)]));
+        }
     }
 
     #[test]

@@ -127,13 +127,14 @@ pub(crate) struct Shared {
     kernel_records: bool,
     /// `ustack()` keys may stay in the kernel ([`kagg::KERNEL_USTACKS_ENV`] is `1`).
     kernel_ustacks: bool,
-    /// (clause of `clauses`, probe id) to the clause's number among the probe's kernel clauses,
-    /// for the clauses that build their records at the probe.
+    /// (clause of `clauses`, probe id) to the clause's number among the probe's kernel clauses
+    /// (which names it in the records it builds and the faults it reports there).
     built_at: std::collections::HashMap<(usize, u32), u16>,
     /// (clause of `clauses`, probe id) pairs whose `raise()`/`stop()` the probe sends.
     signalled: HashSet<(usize, u32)>,
     /// (probe id, the clause's number among the probe's kernel clauses) to the EPID of the
-    /// records it builds at the probe (see [`LinuxTracing::bind_record`]).
+    /// records it builds and the faults it reports at the probe (see
+    /// [`LinuxTracing::bind_record`]).
     pub(crate) built_epids: std::collections::HashMap<(u32, u16), u32>,
 }
 
@@ -445,15 +446,16 @@ impl Shared {
                     .map(|(j, p)| state.agg_for(i, j, p, &strings))
                     .collect::<Result<Vec<_>>>()
                     .map_err(|e| e.to_string())?;
-                if plan.records() {
-                    let n = u16::try_from(clauses.len()).map_err(|_| "too many clauses")?;
-                    self.built_at.insert((i, info.id), n);
-                }
+                // Its number at the probe names it in the records it builds and the faults it
+                // reports there.
+                let n = u16::try_from(clauses.len()).map_err(|_| "too many clauses")?;
+                self.built_at.insert((i, info.id), n);
                 clauses.push(crate::capture::KernelAggClause {
                     predicate: self.clauses[i].1.predicate.clone(),
                     aggs,
                     stores: plan.stores.clone(),
                     record: plan.record.clone(),
+                    after_dtrace: r_idx.iter().any(|&r| r < i),
                 });
             }
             spec.aggs = Some(crate::capture::KernelAggs {
@@ -826,7 +828,7 @@ impl Shared {
                     kvars::kernel_probes(e, &self.catalog, &mut self.user, self.perf_profile);
                 let whole = match (&off, plan, &probes) {
                     // Nothing to check: a variable the kernel does not keep.
-                    _ if vars.iter().any(|v| !v.integer) => Ok(()),
+                    _ if vars.iter().any(|v| !v.integer) => Ok(false),
                     (_, _, Err(why)) => Err(why.clone()),
                     (Some(why), _, _) => Err(why.clone()),
                     (None, Some(plan), Ok(probes)) => {
@@ -834,6 +836,8 @@ impl Shared {
                     }
                     (None, None, _) => Err("not planned".into()),
                 };
+                let faults = matches!(whole, Ok(true));
+                let whole = whole.map(|_| ());
                 facts.push(kvars::ClauseFacts {
                     desc: self
                         .kernel
@@ -842,6 +846,7 @@ impl Shared {
                     vars,
                     whole,
                     records,
+                    faults,
                     probes: probes
                         .map(|ps| ps.iter().map(|p| p.desc.to_string()).collect())
                         .unwrap_or_default(),
@@ -1310,9 +1315,10 @@ impl LinuxTracing {
         self.lock().signalled.contains(&(clause, probe))
     }
 
-    /// Tells which EPID planned clause `clause` has at probe `probe`, whose record the kernel
-    /// builds there (when it does), with the size and record descriptions the framework laid the
-    /// ECB out with: they must be those the kernel writes, else the enabling fails.
+    /// Tells which EPID planned clause `clause` has at probe `probe`, run there by the kernel
+    /// (whose faults it reports, and whose record it builds when it records), with the size and
+    /// record descriptions the framework laid the ECB out with: they must be those the kernel
+    /// writes, else the enabling fails.
     pub fn bind_record(
         &self,
         clause: usize,
@@ -1325,11 +1331,11 @@ impl LinuxTracing {
         let Some(&n) = sh.built_at.get(&(clause, probe)) else {
             return Ok(());
         };
-        let planned = match sh.kplans.get(clause) {
-            Some(Ok(p)) => p.record.as_ref(),
-            _ => None,
+        let (planned, records) = match sh.kplans.get(clause) {
+            Some(Ok(p)) => (p.record.as_ref(), p.records()),
+            _ => (None, true),
         };
-        if planned.is_none_or(|r| r.size != size || r.recs != recs) {
+        if records && planned.is_none_or(|r| r.size != size || r.recs != recs) {
             return Err(LinuxError::Unavailable(format!(
                 "clause {}: the record built at the probe is not laid out as dtrace's",
                 sh.kernel.get(clause).map_or("?", |c| c.desc.as_str())
