@@ -38,7 +38,7 @@
 //! spanning a probe counts that probe's cost.
 
 use crate::attach::Attachment;
-use crate::bpf::insn::{helper, op, Asm, Insn, Size, R0, R1, R10, R2, R3, R4, R5, R6, R7, R8};
+use crate::bpf::insn::{helper, op, Asm, Insn, Size, R0, R1, R10, R2, R3, R4, R5, R6, R7, R8, R9};
 use crate::bpf::{Map, MapKind, ProgKind, Program};
 use crate::btf::Btf;
 use crate::capture::layout::hdr;
@@ -199,16 +199,42 @@ fn off16(off: u32) -> Result<i16> {
 /// Stack slots used while computing (free at this point of a capture program).
 const READ_AT: i16 = -16;
 
+/// Where [`emit_vtime`] finds the firing and leaves the `vtimestamp` it computes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VtimeAt {
+    /// In a capture program whose record is in r7, with `hdr::TASK` (the current task) and
+    /// `hdr::KTIME` already filled: the value goes to `hdr::VTIME`, which also holds the steal
+    /// total meanwhile. Clobbers r0-r5 and r8.
+    Record,
+    /// In a clause's code at the probe (`vtimestamp` translated, see `capture::filter`): the
+    /// current task and the clock are read there and then, and the value is left in r0. Clobbers
+    /// r1-r5, r8 and r9 (the steal total meanwhile).
+    R0,
+}
+
 /// Emits, in a capture program whose record is in r7 with `hdr::TASK` (the current task) and
 /// `hdr::KTIME` already filled, the computation of the exact `vtimestamp` into `hdr::VTIME`.
 /// Clobbers r0-r5, r8 and the stack slots at -16..-1.
 pub fn emit_exact_vtime(a: &mut Asm, v: &VclockRef) {
+    emit_vtime(a, v, VtimeAt::Record);
+}
+
+/// Emits the computation of the exact `vtimestamp` of the current thread, reading the firing and
+/// leaving the value as `at` says. Uses the stack slots at -16..-1.
+pub fn emit_vtime(a: &mut Asm, v: &VclockRef, at: VtimeAt) {
     let store = a.label();
     let o = v.offsets;
     if let Some(steal) = v.steal {
-        // Kept in the record's vtime field until the value is stored there.
+        // Kept aside until the value is computed.
         steal.emit_read(a, R1);
-        a.store(Size::DW, R7, hdr::VTIME as i16, R1);
+        match at {
+            VtimeAt::Record => {
+                a.store(Size::DW, R7, hdr::VTIME as i16, R1);
+            }
+            VtimeAt::R0 => {
+                a.mov(R9, R1);
+            }
+        }
     }
     a.store_imm(Size::W, R10, READ_AT, 0);
     a.ld_map_fd(R1, v.map)
@@ -222,11 +248,18 @@ pub fn emit_exact_vtime(a: &mut Asm, v: &VclockRef) {
         .direct
         .then(|| Some((off16(o.exec_start).ok()?, off16(o.sum_exec_runtime).ok()?)))
         .flatten();
-    let read = |a: &mut Asm, at: i16, off: u32, len: i32| {
-        a.load(Size::DW, R3, R7, hdr::TASK as i16)
-            .alu_imm(op::ADD, R3, off as i32);
+    let read = |a: &mut Asm, to: i16, off: u32, len: i32| {
+        match at {
+            VtimeAt::Record => {
+                a.load(Size::DW, R3, R7, hdr::TASK as i16);
+            }
+            VtimeAt::R0 => {
+                a.call(helper::GET_CURRENT_TASK).mov(R3, R0);
+            }
+        }
+        a.alu_imm(op::ADD, R3, off as i32);
         a.mov(R1, R10)
-            .alu_imm(op::ADD, R1, at as i32)
+            .alu_imm(op::ADD, R1, to as i32)
             .mov_imm(R2, len)
             .call(helper::PROBE_READ_KERNEL);
     };
@@ -244,9 +277,18 @@ pub fn emit_exact_vtime(a: &mut Asm, v: &VclockRef) {
     }
     a.load(Size::DW, R0, R10, READ_AT + 8);
     a.jmp_imm(op::JEQ, R8, 0, store);
+    // r3 = the firing's time.
+    match at {
+        VtimeAt::Record => {
+            a.load(Size::DW, R3, R7, hdr::KTIME as i16);
+        }
+        VtimeAt::R0 => {
+            a.call(helper::KTIME_GET_NS).mov(R3, R0);
+            a.load(Size::DW, R0, R10, READ_AT + 8);
+        }
+    }
     a.load(Size::DW, R2, R8, slot::SWITCH_NS);
     a.jmp_imm(op::JEQ, R2, 0, store);
-    a.load(Size::DW, R3, R7, hdr::KTIME as i16);
     // r4 = time since this CPU's last switch: the current thread has run at most that long since.
     a.mov(R4, R3).alu(op::SUB, R4, R2);
     a.jmp_imm(op::JSLE, R4, 0, store);
@@ -259,7 +301,14 @@ pub fn emit_exact_vtime(a: &mut Asm, v: &VclockRef) {
     if v.steal.is_some() {
         // Less the steal since the switch.
         let none = a.label();
-        a.load(Size::DW, R5, R7, hdr::VTIME as i16);
+        match at {
+            VtimeAt::Record => {
+                a.load(Size::DW, R5, R7, hdr::VTIME as i16);
+            }
+            VtimeAt::R0 => {
+                a.mov(R5, R9);
+            }
+        }
         a.load(Size::DW, R1, R8, slot::STEAL);
         a.alu(op::SUB, R5, R1);
         a.jmp_imm(op::JSLE, R5, 0, none);
@@ -271,7 +320,10 @@ pub fn emit_exact_vtime(a: &mut Asm, v: &VclockRef) {
     a.jmp_reg(op::JLE, R3, R4, add);
     a.mov(R3, R4);
     a.bind(add).alu(op::ADD, R0, R3);
-    a.bind(store).store(Size::DW, R7, hdr::VTIME as i16, R0);
+    a.bind(store);
+    if at == VtimeAt::Record {
+        a.store(Size::DW, R7, hdr::VTIME as i16, R0);
+    }
 }
 
 /// The kernel side of an exact `vtimestamp`: the per-CPU switch records and the `sched_switch`
@@ -549,6 +601,15 @@ mod tests {
         emit_exact_vtime(&mut a, &steal);
         a.mov_imm(R0, 0).exit();
         assert!(a.finish().unwrap().len() > one_read);
+        // At the probe, for a clause: the same computation, left in r0 (no store at the end).
+        for v in [r, apart, steal, VclockRef { direct: true, ..r }] {
+            let mut a = Asm::new();
+            emit_vtime(&mut a, &v, VtimeAt::R0);
+            a.exit();
+            let insns = a.finish().unwrap();
+            // No access through r7 (no record there).
+            assert!(insns.iter().all(|i| i.dst != R7.0 && i.src != R7.0));
+        }
     }
 
     #[test]

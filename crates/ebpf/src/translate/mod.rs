@@ -3,7 +3,9 @@
 //! interpreter's do, kernel loads go through `bpf_probe_read_kernel` and user loads through
 //! `bpf_probe_read_user` with a failed read a fault, compares and branches keep DIF's condition
 //! codes (the signed branches test the sign of the difference, as the interpreter does), strings
-//! compare bytewise up to `strsize`.
+//! compare bytewise up to `strsize`. As the interpreter's (`VmOptions::strsize`), the `strsize` a
+//! translation is given is a string's storage, its NUL included: one more than D's `strsize`
+//! option; built-in strings (`execname`, `probefunc`...) keep `strsize - 1` characters.
 //!
 //! A translated object is a self-contained fragment of instructions ([`Fragment`]): it starts with the
 //! probe's context in r6, leaves its result in r0 and falls off its end (every jump inside it is
@@ -66,6 +68,11 @@ pub enum Builtin {
     /// `timestamp` (the firing's time on the framework's clock, the same for every clause of
     /// the firing).
     Timestamp,
+    /// `walltimestamp` (nanoseconds since the epoch when the probe fired: the firing's time on
+    /// the kernel's clock plus the offset dtrace measured between that clock and the wall clock).
+    Walltimestamp,
+    /// `vtimestamp` (the current thread's on-CPU nanoseconds when the probe fired).
+    Vtimestamp,
 }
 
 impl Builtin {
@@ -81,6 +88,8 @@ impl Builtin {
             Builtin::Ppid => "ppid".into(),
             Builtin::Curthread => "curthread".into(),
             Builtin::Timestamp => "timestamp".into(),
+            Builtin::Walltimestamp => "walltimestamp".into(),
+            Builtin::Vtimestamp => "vtimestamp".into(),
         }
     }
 }
@@ -438,7 +447,8 @@ fn join_states(s: &State, t: &State) -> State {
 }
 
 /// Translates a predicate (or any DIF object whose value is an integer) to a [`Fragment`] for the
-/// probe `ctx` describes, comparing strings up to `strsize` bytes. Its stack use is `frame`.
+/// probe `ctx` describes, comparing strings up to `strsize` bytes (a string's storage: D's
+/// `strsize` plus its NUL, see the module notes). Its stack use is `frame`.
 pub fn translate(
     obj: &DifObject,
     ctx: &dyn ProbeContext,
@@ -1060,8 +1070,12 @@ impl<'a> Translator<'a> {
             _ => None,
         };
         if let Some(c) = constant {
+            // The interpreter keeps `strsize - 1` bytes of a built-in string (this strsize
+            // counts the NUL), as `execname`'s compares do.
+            let mut b = c.into_bytes();
+            b.truncate(self.strsize - 1);
             self.a.mov_imm(R1, 0);
-            self.put(s, rd, R1, Kind::StrConst(c.into_bytes()));
+            self.put(s, rd, R1, Kind::StrConst(b));
             return Ok(());
         }
         if id == vars::DIF_VAR_EXECNAME {
@@ -1078,6 +1092,8 @@ impl<'a> Translator<'a> {
             vars::DIF_VAR_PPID => Builtin::Ppid,
             vars::DIF_VAR_CURTHREAD => Builtin::Curthread,
             vars::DIF_VAR_TIMESTAMP => Builtin::Timestamp,
+            vars::DIF_VAR_WALLTIMESTAMP => Builtin::Walltimestamp,
+            vars::DIF_VAR_VTIMESTAMP => Builtin::Vtimestamp,
             _ => {
                 return Err(Untranslatable::Variable {
                     pc,

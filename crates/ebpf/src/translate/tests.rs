@@ -47,6 +47,10 @@ impl Probe {
     }
 }
 
+/// The fake probe's `walltimestamp` and `vtimestamp`.
+const WALLTIMESTAMP: u64 = 1_796_000_000_123_456_789;
+const VTIMESTAMP: u64 = 8_765_432;
+
 impl ProbeContext for Probe {
     fn emit_builtin(&self, a: &mut Asm, b: Builtin) -> Result<(), String> {
         let v = match b {
@@ -59,6 +63,8 @@ impl ProbeContext for Probe {
             Builtin::Ppid => 1,
             Builtin::Curthread => 0xffff_8000_0000_1000,
             Builtin::Timestamp => return Err("no timestamp in these tests".into()),
+            Builtin::Walltimestamp => WALLTIMESTAMP,
+            Builtin::Vtimestamp => VTIMESTAMP,
         };
         // Clobber what the contract allows, to catch a translator that keeps values there.
         a.mov_imm(R1, -1).mov_imm(R2, -1).mov_imm(R3, -1);
@@ -246,6 +252,8 @@ fn interpret(obj: &DifObject, p: &Probe) -> Option<bool> {
     ctx.ints.insert(vars::DIF_VAR_PPID, 1);
     ctx.ints
         .insert(vars::DIF_VAR_CURTHREAD, 0xffff_8000_0000_1000);
+    ctx.ints.insert(vars::DIF_VAR_WALLTIMESTAMP, WALLTIMESTAMP);
+    ctx.ints.insert(vars::DIF_VAR_VTIMESTAMP, VTIMESTAMP);
     ctx.strings
         .insert(vars::DIF_VAR_EXECNAME, p.execname.clone());
     let n = &p.names;
@@ -401,6 +409,19 @@ fn string_predicates_agree_with_the_interpreter() {
 }
 
 #[test]
+fn clock_builtins_are_read_from_the_context() {
+    let p = Probe::new();
+    for (pred, want) in [
+        ("walltimestamp == 1796000000123456789", Some(true)),
+        ("walltimestamp / 1000000000 == 1796000000", Some(true)),
+        ("vtimestamp == 8765432", Some(true)),
+        ("vtimestamp - 8765000 < 400", Some(false)),
+    ] {
+        assert_eq!(both_ways(&clause(pred), &p), want, "{pred}");
+    }
+}
+
+#[test]
 fn small_strsize_cuts_execname_as_the_interpreter_does() {
     let mut p = Probe::new();
     p.execname = b"abcdef".to_vec();
@@ -424,6 +445,53 @@ fn small_strsize_cuts_execname_as_the_interpreter_does() {
             .ok()
             .map(|v| v != 0);
         let f = translate(&obj, &p, 4, FRAME).unwrap();
+        assert_reachable(&f.insns);
+        let got = match emulate(&f.insns, &p) {
+            v if v == FAULTED as u64 => None,
+            v => Some(v != 0),
+        };
+        assert_eq!(got, want, "{pred}");
+    }
+}
+
+#[test]
+fn small_strsize_cuts_the_probe_names_as_the_interpreter_does() {
+    // `-x strsize=4`: a string's storage is 5 bytes, a built-in string keeps 4 characters.
+    let p = Probe::new();
+    for pred in [
+        r#"probeprov == "sysc""#,
+        r#"probeprov == "syscall""#,
+        r#"probefunc == "writ""#,
+        r#"probefunc == "write""#,
+        r#"probename == "entry""#,
+        r#"probename == "entr""#,
+        r#"probemod < "vmlinux""#,
+        r#"zonename == "glob""#,
+        r#"probefunc == probefunc"#,
+    ] {
+        let obj = predicate(&clause(pred));
+        let mut ctx = FakeContext::new();
+        let n = &p.names;
+        for (id, s) in [
+            (vars::DIF_VAR_PROBEPROV, &n.provider),
+            (vars::DIF_VAR_PROBEMOD, &n.module),
+            (vars::DIF_VAR_PROBEFUNC, &n.function),
+            (vars::DIF_VAR_PROBENAME, &n.name),
+        ] {
+            ctx.strings.insert(id, s.as_bytes().to_vec());
+        }
+        ctx.strings
+            .insert(vars::DIF_VAR_ZONENAME, b"global".to_vec());
+        let mut state = VarState::new(VmOptions {
+            strsize: 5,
+            ..VmOptions::default()
+        });
+        let want = Machine::new()
+            .run(&obj, &mut state, &mut ctx, &mut FakeMemory::new())
+            .ok()
+            .map(|v| v != 0);
+        assert!(want.is_some(), "{pred}");
+        let f = translate(&obj, &p, 5, FRAME).unwrap();
         assert_reachable(&f.insns);
         let got = match emulate(&f.insns, &p) {
             v if v == FAULTED as u64 => None,
