@@ -208,3 +208,40 @@ fn strsize_cuts_strings_in_the_kernel_as_in_dtrace() {
         );
     }
 }
+
+#[test]
+fn keys_reloaded_from_spill_slots_run_in_the_kernel() {
+    let t = "keys_reloaded_from_spill_slots_run_in_the_kernel";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let w = common::sized_writer("kmisc-spills");
+    let cmd = format!("{} 300", w.display());
+    // A key deep enough that the compiler spills registers to hidden clause-locals and pushes
+    // the reloaded values through one register.
+    let deep = "arg0 + (arg1 * (arg2 + (arg0 * (arg2 + (arg1 * (arg0 + (arg1 * (arg2 + \
+        (arg0 * 2)))))))))";
+    let script = format!(
+        "syscall::write:entry /pid == $target/ {{ self->k[arg0, arg2 % 7, {deep}] = arg2; \
+         @[self->k[arg0, arg2 % 7, {deep}]] = count(); self->k[arg0, arg2 % 7, {deep}] = 0; }}"
+    );
+    let (out, err) = same_both_ways("DTRACE_KERNEL_VARIABLES", &script, &[], &cmd, &[1]);
+    assert!(
+        clause_lines(&err, 1)
+            .iter()
+            .any(|l| l.ends_with("(variables self->k live in the kernel)")),
+        "{err}"
+    );
+    // Sizes (i * 37) % 300 of 300 writes: 0 and 296 among them, each as often as it comes.
+    let rows: Vec<Vec<i64>> = out
+        .lines()
+        .map(|l| {
+            l.split_whitespace()
+                .filter_map(|x| x.parse().ok())
+                .collect()
+        })
+        .filter(|r: &Vec<i64>| r.len() == 2)
+        .collect();
+    assert_eq!(rows.iter().map(|r| r[1]).sum::<i64>(), 300, "{out}");
+    assert!(rows.iter().any(|r| r[0] == 296), "{out}");
+}

@@ -254,8 +254,9 @@ pub struct Frame {
 }
 
 impl Frame {
-    /// Bytes of stack a fragment uses: the DIF registers, a load buffer, `execname`.
-    pub const SIZE: i16 = 8 * NREGS as i16 + 8 + COMM_LEN as i16;
+    /// Bytes of stack a fragment uses: the DIF registers, a load buffer, `execname`, the tuple
+    /// slots.
+    pub const SIZE: i16 = 8 * NREGS as i16 + 8 + COMM_LEN as i16 + 8 * MAX_TUPLE as i16;
 
     fn reg(self, r: u8) -> i16 {
         self.base - 8 * (i16::from(r) + 1)
@@ -267,6 +268,12 @@ impl Frame {
 
     fn comm(self) -> i16 {
         self.load_buf() - COMM_LEN as i16
+    }
+
+    /// The slot keeping the integer pushed at position `i` of the tuple stack once its register
+    /// is written (see [`Pushed::Saved`]).
+    fn tuple(self, i: usize) -> i16 {
+        self.comm() - 8 * (i.min(MAX_TUPLE - 1) as i16 + 1)
     }
 
     /// Where a fragment of this frame keeps `execname` (the frame offset of its
@@ -416,9 +423,22 @@ fn join(a: &Kind, b: &Kind) -> Kind {
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct State {
     regs: [Kind; NREGS],
-    /// The DIF registers pushed on the tuple stack since the last `flushts`, in order; `None`
-    /// when not followed (a pushed register written since, or paths that push differently).
-    tuple: Option<Vec<u8>>,
+    /// What was pushed on the tuple stack since the last `flushts`, in order; `None` when not
+    /// followed (paths that push differently).
+    tuple: Option<Vec<Pushed>>,
+}
+
+/// One element of the tuple stack as the translator follows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Pushed {
+    /// The integer in DIF register `r`, not written since it was pushed.
+    Reg(u8),
+    /// An integer whose register was written after it was pushed (the compiler reuses one
+    /// register to push values it reloads from spill slots): its value was copied to the frame's
+    /// tuple slot of its position first.
+    Saved,
+    /// A string the translator follows (a constant, `execname`).
+    Str(Kind),
 }
 
 impl std::ops::Index<usize> for State {
@@ -673,12 +693,19 @@ impl<'a> Translator<'a> {
         if rd == 0 {
             return;
         }
+        if let Some(t) = &mut s.tuple {
+            // A pushed integer about to be overwritten is kept in its tuple slot.
+            let tmp = if src == R2 { R3 } else { R2 };
+            for (i, p) in t.iter_mut().enumerate() {
+                if *p == Pushed::Reg(rd) {
+                    self.a.load(Size::DW, tmp, R10, self.frame.reg(rd));
+                    self.a.store(Size::DW, R10, self.frame.tuple(i), tmp);
+                    *p = Pushed::Saved;
+                }
+            }
+        }
         self.a.store(Size::DW, R10, self.frame.reg(rd), src);
         s.regs[rd as usize] = k;
-        if s.tuple.as_ref().is_some_and(|t| t.contains(&rd)) {
-            // The pushed value is no longer the register's.
-            s.tuple = None;
-        }
     }
 
     fn int(&self, s: &State, pc: usize, r: u8) -> Result<Option<u64>, Untranslatable> {
@@ -853,7 +880,7 @@ impl<'a> Translator<'a> {
             Instr::Pushtv { rs, .. } => {
                 self.int(s, pc, rs)?;
                 match &mut s.tuple {
-                    Some(t) if t.len() < MAX_TUPLE => t.push(rs & 7),
+                    Some(t) if t.len() < MAX_TUPLE => t.push(Pushed::Reg(rs & 7)),
                     _ => {
                         return Err(Untranslatable::Value {
                             pc,
@@ -868,7 +895,9 @@ impl<'a> Translator<'a> {
                     && matches!(s[(r2 & 7) as usize], Kind::Int(Some(0)))
                     && matches!(s[(rs & 7) as usize], Kind::StrConst(_) | Kind::Execname);
                 match &mut s.tuple {
-                    Some(t) if string && t.len() < MAX_TUPLE => t.push(rs & 7),
+                    Some(t) if string && t.len() < MAX_TUPLE => {
+                        t.push(Pushed::Str(s.regs[(rs & 7) as usize].clone()))
+                    }
                     _ => {
                         return Err(Untranslatable::Value {
                             pc,
@@ -935,14 +964,20 @@ impl<'a> Translator<'a> {
             thread,
             var: u32::from(var),
         };
-        let regs = s.tuple.as_ref().ok_or_else(|| Untranslatable::Value {
+        let pushed = s.tuple.as_ref().ok_or_else(|| Untranslatable::Value {
             pc,
             what: "a tuple the translator does not follow".into(),
         })?;
-        let key = regs
+        let key = pushed
             .iter()
-            .map(|&r| match &s[r as usize] {
-                Kind::StrConst(b) => {
+            .enumerate()
+            .map(|(i, p)| match p {
+                Pushed::Reg(r) => {
+                    self.int(s, pc, *r)?;
+                    Ok(KeyPart::Int(self.frame.reg(*r)))
+                }
+                Pushed::Saved => Ok(KeyPart::Int(self.frame.tuple(i))),
+                Pushed::Str(Kind::StrConst(b)) => {
                     let b = b.split(|&c| c == 0).next().unwrap_or_default();
                     // A key keeps `strsize` characters of a string in the interpreter (this
                     // strsize counts the NUL, as the records' storage does).
@@ -954,11 +989,11 @@ impl<'a> Translator<'a> {
                     }
                     Ok(KeyPart::Str(b.to_vec()))
                 }
-                Kind::Execname => Ok(KeyPart::Execname(self.frame.comm())),
-                _ => {
-                    self.int(s, pc, r)?;
-                    Ok(KeyPart::Int(self.frame.reg(r)))
-                }
+                Pushed::Str(Kind::Execname) => Ok(KeyPart::Execname(self.frame.comm())),
+                Pushed::Str(_) => Err(Untranslatable::Value {
+                    pc,
+                    what: "a tuple the translator does not follow".into(),
+                }),
             })
             .collect::<Result<Vec<_>, Untranslatable>>()?;
         Ok((array, key))

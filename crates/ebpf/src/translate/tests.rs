@@ -890,12 +890,82 @@ impl ProbeContext for ArrayProbe {
         Ok(())
     }
 
+    // Clause-locals (the compiler's spill slots among them) in stack slots below the frame.
+    fn emit_local_load(&self, a: &mut Asm, var: u32) -> Result<(), String> {
+        a.load(Size::DW, R0, R10, local_slot(var)?);
+        Ok(())
+    }
+
+    fn emit_local_store(&self, a: &mut Asm, var: u32, value_at: i16) -> Result<(), String> {
+        a.load(Size::DW, R1, R10, value_at)
+            .store(Size::DW, R10, local_slot(var)?, R1);
+        Ok(())
+    }
+
     fn emit_dropped(&self, a: &mut Asm, abandon: Label) -> bool {
         if self.drops {
             a.ja(abandon);
         }
         self.drops
     }
+}
+
+/// The stack slot of clause-local `var` in [`ArrayProbe`] (ids from 0x500, below the frame).
+fn local_slot(var: u32) -> Result<i16, String> {
+    let i = var
+        .checked_sub(0x500)
+        .filter(|i| *i < 16)
+        .ok_or("too many locals")?;
+    Ok(FRAME.base - Frame::SIZE - 8 * (i as i16 + 1))
+}
+
+#[test]
+fn tuples_follow_values_reloaded_from_spill_slots() {
+    let ap = ArrayProbe {
+        p: Probe::new(),
+        stores: Default::default(),
+        drops: false,
+    };
+    // A key deep enough that the compiler spills registers to clause-locals and pushes the
+    // reloaded values through one register: each element keeps the value it was pushed with.
+    let deep = "arg0 + (arg1 * (arg2 + (arg0 * (arg2 + (arg1 * (arg0 + (arg1 * (arg2 + \
+        (arg0 * 2)))))))))";
+    let args = &ap.p.args;
+    let (a0, a1, a2, a3) = (args[0], args[1], args[2], args[3]);
+    let m = |x: u64, y: u64| x.wrapping_mul(y);
+    let p = |x: u64, y: u64| x.wrapping_add(y);
+    let v = p(
+        a0,
+        m(
+            a1,
+            p(a2, m(a0, p(a2, m(a1, p(a0, m(a1, p(a2, m(a0, 2)))))))),
+        ),
+    );
+    // The fake array's value is the sum of its key's integers.
+    let sum = p(p(a0, a3 % 7), v);
+    let src = format!(
+        "syscall::write:entry / a[arg0, arg3 % 7, {deep}] == {sum} / {{ a[arg0, arg3 % 7, \
+         {deep}] = 1; }}"
+    );
+    let prog = dtrace_compiler::compile(&src, &dtrace_compiler::CompileOptions::default()).unwrap();
+    let pred = prog.ecbs[0].predicate.clone().unwrap();
+    assert!(
+        pred.text.iter().any(|w| matches!(
+            Instr::decode(*w),
+            Ok(Instr::LoadVar {
+                op: Opcode::Ldls,
+                ..
+            })
+        )),
+        "no spill in {src}"
+    );
+    let f = translate(&pred, &ap, 256, FRAME).unwrap();
+    assert_reachable(&f.insns);
+    assert_eq!(emulate(&f.insns, &ap.p), 1);
+    let o = prog.ecbs[0].actions[0].difo.as_ref().unwrap();
+    translate(o, &ap, 256, FRAME).unwrap();
+    assert_eq!(ap.stores.borrow().len(), 1);
+    assert_eq!(ap.stores.borrow()[0].1, 3);
 }
 
 #[test]

@@ -243,8 +243,14 @@ pub fn place(facts: &[ClauseFacts]) -> Placement {
             out.clauses.push(None);
             continue;
         }
+        // The compiler's spill slots (`this->%spill0`...) are clause-locals no one named.
         let names = || {
-            c.vars
+            let named = |v: &&ThreadVar| !v.name.starts_with("this->%");
+            let shown = match c.vars.iter().any(|v| named(&v)) {
+                true => c.vars.iter().filter(named).collect::<Vec<_>>(),
+                false => c.vars.iter().collect(),
+            };
+            shown
                 .iter()
                 .map(|v| v.name.as_str())
                 .collect::<Vec<_>>()
