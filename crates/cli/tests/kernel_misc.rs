@@ -244,4 +244,22 @@ fn keys_reloaded_from_spill_slots_run_in_the_kernel() {
         .collect();
     assert_eq!(rows.iter().map(|r| r[1]).sum::<i64>(), 300, "{out}");
     assert!(rows.iter().any(|r| r[0] == 296), "{out}");
+    // Eight this-> variables as one key: more values than free registers, pushed through the
+    // same ones.
+    let keys = "this->a, this->b, this->c, this->d, this->e, this->f, this->g, this->h";
+    let script = format!(
+        "syscall::write:entry /pid == $target/ {{ this->a = arg0; this->b = arg2;          this->c = arg2 % 3; this->d = arg2 % 5; this->e = arg2 % 7; this->f = arg2 % 11;          this->g = arg2 % 13; this->h = arg2 % 17; self->k[{keys}] = arg2 + 1;          @[self->k[{keys}]] = count(); self->k[{keys}] = 0; }}"
+    );
+    let (out, err) = same_both_ways("DTRACE_KERNEL_VARIABLES", &script, &[], &cmd, &[1]);
+    assert!(
+        clause_lines(&err, 1)
+            .iter()
+            .any(|l| l.contains("this->h, self->k live in the kernel)")),
+        "{err}"
+    );
+    assert!(
+        out.lines()
+            .any(|l| l.split_whitespace().next() == Some("297")),
+        "{out}"
+    );
 }
