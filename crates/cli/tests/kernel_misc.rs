@@ -58,13 +58,15 @@ fn walltimestamp_and_vtimestamp_are_read_at_the_probe() {
     let cmd = format!("{} 500", w.display());
     // The entry/return idiom on both clocks. walltimestamp is the firing's timestamp plus one
     // offset both ways, so the two clocks' deltas agree exactly; vtimestamp is never 0 for a
-    // thread that ran.
+    // thread that ran and never goes backwards (a floor per thread in the kernel as in dtrace).
     let script = "syscall::read:entry /pid == $target/ { self->v = vtimestamp; \
         self->w = walltimestamp; self->t = timestamp; } \
         syscall::read:return /self->v/ { @q = quantize(vtimestamp - self->v); @n = count(); \
         @off = sum((walltimestamp - self->w) != (timestamp - self->t)); \
-        @zero = sum(vtimestamp == 0); self->v = 0; self->w = 0; self->t = 0; } \
-        END { printa(\"%@d\\n\", @n); printa(\"%@d\\n\", @off); printa(\"%@d\\n\", @zero); }";
+        @zero = sum(vtimestamp == 0); @back = sum(vtimestamp < self->v); self->v = 0; \
+        self->w = 0; self->t = 0; } \
+        END { printa(\"%@d\\n\", @n); printa(\"%@d\\n\", @off); printa(\"%@d\\n\", @zero); \
+        printa(\"%@d\\n\", @back); }";
     let args = ["-qv", "-n", script, "-c", &cmd];
     let mut outs = Vec::new();
     for kernel in [true, false] {
@@ -80,12 +82,13 @@ fn walltimestamp_and_vtimestamp_are_read_at_the_probe() {
                 );
             }
         }
-        // The last three numbers: the count (the loader's reads too), no delta apart, no zero.
+        // The last four numbers: the count (the loader's reads too), no delta apart, no zero,
+        // no thread's vtimestamp going backwards.
         let n = numbers(&out);
-        assert!(n.len() >= 3, "{out}");
-        let tail = &n[n.len() - 3..];
+        assert!(n.len() >= 4, "{out}");
+        let tail = &n[n.len() - 4..];
         assert!((500..600).contains(&tail[0]), "{out}");
-        assert_eq!(&tail[1..], &[0, 0], "{out}");
+        assert_eq!(&tail[1..], &[0, 0, 0], "{out}");
         assert!(out.contains("value  ------------- Distribution"), "{out}");
         outs.push(tail.to_vec());
     }

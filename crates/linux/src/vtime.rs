@@ -29,7 +29,8 @@
 //! with IRQ time accounting) is counted from the thread's switch-in to the probe, so a delta
 //! within a slice errs high by it and one spanning slices errs either way; a thread could read a
 //! value below one it read in its previous slice: [`VtimeFloor`] keeps each thread's values
-//! non-decreasing in capture order. (A program on `sched_stat_runtime` measuring the offset again
+//! non-decreasing in capture order, and for the values clauses read at the probe
+//! ([`VtimeAt::R0`]) an LRU hash of threads does the same in the kernel. (A program on `sched_stat_runtime` measuring the offset again
 //! at each accounting would bound that to one tick, but was seen to make values err by a tick
 //! under emulated CPUs; not used.)
 //!
@@ -147,7 +148,14 @@ pub struct VclockRef {
     pub direct: bool,
     /// The steal clock to subtract within a slice (see the module notes), if any.
     pub steal: Option<StealClock>,
+    /// The per-thread floor of the values computed for clauses at the probe ([`VtimeAt::R0`]):
+    /// an LRU hash of a thread's key (its task address xor its thread id) to the last value
+    /// given it, the kernel's [`VtimeFloor`].
+    pub floor: i32,
 }
+
+/// Threads whose last `vtimestamp` the kernel's floor remembers ([`VclockRef::floor`]).
+const FLOOR_THREADS: u32 = 1 << 16;
 
 /// `raw_tp/sched_switch` arguments: `(bool preempt, struct task_struct *prev, struct task_struct
 /// *next, unsigned int prev_state)`.
@@ -210,6 +218,40 @@ pub enum VtimeAt {
     /// current task and the clock are read there and then, and the value is left in r0. Clobbers
     /// r1-r5, r8 and r9 (the steal total meanwhile).
     R0,
+}
+
+/// Emits, at the end of the [`VtimeAt::R0`] computation, the kernel's floor: r0 becomes at least
+/// the last value given the current thread, and is remembered. Uses the stack slots at -16..-1.
+fn emit_floor(a: &mut Asm, v: &VclockRef) {
+    let (keep, done) = (a.label(), a.label());
+    a.store(Size::DW, R10, READ_AT + 8, R0);
+    a.call(helper::GET_CURRENT_TASK).mov(R8, R0);
+    a.call(helper::GET_CURRENT_PID_TGID);
+    a.alu_imm(op::LSH, R0, 32).alu_imm(op::RSH, R0, 32);
+    a.alu(op::XOR, R0, R8);
+    a.store(Size::DW, R10, READ_AT, R0);
+    a.ld_map_fd(R1, v.floor)
+        .mov(R2, R10)
+        .alu_imm(op::ADD, R2, READ_AT as i32)
+        .call(helper::MAP_LOOKUP_ELEM);
+    a.jmp_imm(op::JEQ, R0, 0, keep);
+    a.load(Size::DW, R1, R0, 0);
+    a.load(Size::DW, R2, R10, READ_AT + 8);
+    let raise = a.label();
+    a.jmp_reg(op::JGT, R1, R2, raise);
+    a.store(Size::DW, R0, 0, R2);
+    a.ja(done);
+    a.bind(raise).store(Size::DW, R10, READ_AT + 8, R1).ja(done);
+    // A thread not seen yet (or forgotten): remembered from this value.
+    a.bind(keep);
+    a.ld_map_fd(R1, v.floor)
+        .mov(R2, R10)
+        .alu_imm(op::ADD, R2, READ_AT as i32)
+        .mov(R3, R10)
+        .alu_imm(op::ADD, R3, (READ_AT + 8) as i32)
+        .mov_imm(R4, 0)
+        .call(helper::MAP_UPDATE_ELEM);
+    a.bind(done).load(Size::DW, R0, R10, READ_AT + 8);
 }
 
 /// Emits, in a capture program whose record is in r7 with `hdr::TASK` (the current task) and
@@ -321,8 +363,13 @@ pub fn emit_vtime(a: &mut Asm, v: &VclockRef, at: VtimeAt) {
     a.mov(R3, R4);
     a.bind(add).alu(op::ADD, R0, R3);
     a.bind(store);
-    if at == VtimeAt::Record {
-        a.store(Size::DW, R7, hdr::VTIME as i16, R0);
+    match at {
+        VtimeAt::Record => {
+            a.store(Size::DW, R7, hdr::VTIME as i16, R0);
+        }
+        // dtrace keeps records' values from going backwards ([`VtimeFloor`]); the kernel does
+        // for the values clauses read there.
+        VtimeAt::R0 => emit_floor(a, v),
     }
 }
 
@@ -332,6 +379,7 @@ pub struct Vclock {
     // Field order is drop order: detach first.
     _switch: (Attachment, Program),
     map: Map,
+    _floor: Map,
     reference: VclockRef,
 }
 
@@ -351,17 +399,26 @@ impl Vclock {
         )?;
         let switch_btf = btf.typedef_id("btf_trace_sched_switch");
         let steal = StealClock::for_running_kernel(&btf).filter(|s| steal_reads(s, switch_btf));
+        let floor = Map::create(
+            MapKind::LruHash,
+            &format!("{name_prefix}_vfloor"),
+            8,
+            8,
+            FLOOR_THREADS,
+        )?;
         let r = VclockRef {
             map: map.raw_fd(),
             offsets,
             direct: direct_task_loads(&offsets, switch_btf),
             steal,
+            floor: floor.raw_fd(),
         };
         let switch = attach_switch(&r, switch_btf, name_prefix)?;
         visit_cpus();
         Ok(Vclock {
             _switch: switch,
             map,
+            _floor: floor,
             reference: r,
         })
     }
@@ -566,6 +623,7 @@ mod tests {
             },
             direct: false,
             steal: None,
+            floor: 4,
         };
         assert!(gen_switch(&r, true).is_ok());
         assert!(gen_switch(&r, false).is_ok());

@@ -19,7 +19,8 @@
 //! framework's clock that dtrace writes into the control map when tracing starts. `walltimestamp`
 //! is the same instant plus the wall clock's offset, also in the control map (the one dtrace
 //! adds to the kernel's clock for records); `vtimestamp` is computed where it is read, exactly
-//! as for records ([`crate::vtime`]), less the per-thread floor dtrace applies to records.
+//! as for records ([`crate::vtime`]), kept from going backwards per thread by the kernel's floor
+//! as records' are by dtrace's.
 //!
 //! A clause whose other actions record data (`trace()`, `printf()` of integers, string constants
 //! and `execname`; `exit()`) builds the ECB's record here, as the framework lays it out (a zero
