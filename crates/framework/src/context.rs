@@ -48,6 +48,9 @@ pub struct FiringContext {
     pub timestamp: Option<u64>,
     /// `vtimestamp`, if known.
     pub vtimestamp: u64,
+    /// `walltimestamp` (nanoseconds since 1970) when the probe fired, if the provider captured
+    /// it; the framework's clock when the clause runs otherwise.
+    pub walltimestamp: Option<u64>,
     /// The thread's user registers (`uregs[]`) in the order of the `R_*` indexes, when the
     /// provider captured them; reading any other index, or with none captured, faults.
     pub uregs: Option<Vec<u64>>,
@@ -108,7 +111,7 @@ impl ProbeContext for ContextAdapter<'_> {
             vars::DIF_VAR_CALLER => c.caller,
             vars::DIF_VAR_PID => c.pid,
             vars::DIF_VAR_TID => c.tid,
-            vars::DIF_VAR_WALLTIMESTAMP => self.clock.wall(),
+            vars::DIF_VAR_WALLTIMESTAMP => c.walltimestamp.unwrap_or_else(|| self.clock.wall()),
             vars::DIF_VAR_USTACKDEPTH => c.ustack.len() as u64,
             vars::DIF_VAR_UCALLER => c.ucaller,
             vars::DIF_VAR_PPID => c.ppid,

@@ -169,16 +169,21 @@ fn raise_fd_limit() {
     }
 }
 
-/// CLOCK_REALTIME minus CLOCK_MONOTONIC, to turn probe timestamps into `walltimestamp`.
-fn wall_offset_ns() -> i64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: valid timespec out-parameter.
-    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
-    let real = ts.tv_sec * 1_000_000_000 + ts.tv_nsec;
-    real - monotonic_ns() as i64
+/// CLOCK_REALTIME minus CLOCK_MONOTONIC, to turn probe timestamps into `walltimestamp`: measured
+/// once per process, so records and the clauses that run whole in the kernel (`capture::kagg`)
+/// make the same `walltimestamp` of one instant.
+pub(crate) fn wall_offset_ns() -> i64 {
+    static OFFSET: std::sync::OnceLock<i64> = std::sync::OnceLock::new();
+    *OFFSET.get_or_init(|| {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: valid timespec out-parameter.
+        unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+        let real = ts.tv_sec * 1_000_000_000 + ts.tv_nsec;
+        real - monotonic_ns() as i64
+    })
 }
 
 fn monotonic_ns() -> u64 {

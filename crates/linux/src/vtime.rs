@@ -29,7 +29,8 @@
 //! with IRQ time accounting) is counted from the thread's switch-in to the probe, so a delta
 //! within a slice errs high by it and one spanning slices errs either way; a thread could read a
 //! value below one it read in its previous slice: [`VtimeFloor`] keeps each thread's values
-//! non-decreasing in capture order. (A program on `sched_stat_runtime` measuring the offset again
+//! non-decreasing in capture order, and for the values clauses read at the probe
+//! ([`VtimeAt::R0`]) an LRU hash of threads does the same in the kernel. (A program on `sched_stat_runtime` measuring the offset again
 //! at each accounting would bound that to one tick, but was seen to make values err by a tick
 //! under emulated CPUs; not used.)
 //!
@@ -38,7 +39,7 @@
 //! spanning a probe counts that probe's cost.
 
 use crate::attach::Attachment;
-use crate::bpf::insn::{helper, op, Asm, Insn, Size, R0, R1, R10, R2, R3, R4, R5, R6, R7, R8};
+use crate::bpf::insn::{helper, op, Asm, Insn, Size, R0, R1, R10, R2, R3, R4, R5, R6, R7, R8, R9};
 use crate::bpf::{Map, MapKind, ProgKind, Program};
 use crate::btf::Btf;
 use crate::capture::layout::hdr;
@@ -147,7 +148,14 @@ pub struct VclockRef {
     pub direct: bool,
     /// The steal clock to subtract within a slice (see the module notes), if any.
     pub steal: Option<StealClock>,
+    /// The per-thread floor of the values computed for clauses at the probe ([`VtimeAt::R0`]):
+    /// an LRU hash of a thread's key (its task address xor its thread id) to the last value
+    /// given it, the kernel's [`VtimeFloor`].
+    pub floor: i32,
 }
+
+/// Threads whose last `vtimestamp` the kernel's floor remembers ([`VclockRef::floor`]).
+const FLOOR_THREADS: u32 = 1 << 16;
 
 /// `raw_tp/sched_switch` arguments: `(bool preempt, struct task_struct *prev, struct task_struct
 /// *next, unsigned int prev_state)`.
@@ -199,16 +207,76 @@ fn off16(off: u32) -> Result<i16> {
 /// Stack slots used while computing (free at this point of a capture program).
 const READ_AT: i16 = -16;
 
+/// Where [`emit_vtime`] finds the firing and leaves the `vtimestamp` it computes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VtimeAt {
+    /// In a capture program whose record is in r7, with `hdr::TASK` (the current task) and
+    /// `hdr::KTIME` already filled: the value goes to `hdr::VTIME`, which also holds the steal
+    /// total meanwhile. Clobbers r0-r5 and r8.
+    Record,
+    /// In a clause's code at the probe (`vtimestamp` translated, see `capture::filter`): the
+    /// current task and the clock are read there and then, and the value is left in r0. Clobbers
+    /// r1-r5, r8 and r9 (the steal total meanwhile).
+    R0,
+}
+
+/// Emits, at the end of the [`VtimeAt::R0`] computation, the kernel's floor: r0 becomes at least
+/// the last value given the current thread, and is remembered. Uses the stack slots at -16..-1.
+fn emit_floor(a: &mut Asm, v: &VclockRef) {
+    let (keep, done) = (a.label(), a.label());
+    a.store(Size::DW, R10, READ_AT + 8, R0);
+    a.call(helper::GET_CURRENT_TASK).mov(R8, R0);
+    a.call(helper::GET_CURRENT_PID_TGID);
+    a.alu_imm(op::LSH, R0, 32).alu_imm(op::RSH, R0, 32);
+    a.alu(op::XOR, R0, R8);
+    a.store(Size::DW, R10, READ_AT, R0);
+    a.ld_map_fd(R1, v.floor)
+        .mov(R2, R10)
+        .alu_imm(op::ADD, R2, READ_AT as i32)
+        .call(helper::MAP_LOOKUP_ELEM);
+    a.jmp_imm(op::JEQ, R0, 0, keep);
+    a.load(Size::DW, R1, R0, 0);
+    a.load(Size::DW, R2, R10, READ_AT + 8);
+    let raise = a.label();
+    a.jmp_reg(op::JGT, R1, R2, raise);
+    a.store(Size::DW, R0, 0, R2);
+    a.ja(done);
+    a.bind(raise).store(Size::DW, R10, READ_AT + 8, R1).ja(done);
+    // A thread not seen yet (or forgotten): remembered from this value.
+    a.bind(keep);
+    a.ld_map_fd(R1, v.floor)
+        .mov(R2, R10)
+        .alu_imm(op::ADD, R2, READ_AT as i32)
+        .mov(R3, R10)
+        .alu_imm(op::ADD, R3, (READ_AT + 8) as i32)
+        .mov_imm(R4, 0)
+        .call(helper::MAP_UPDATE_ELEM);
+    a.bind(done).load(Size::DW, R0, R10, READ_AT + 8);
+}
+
 /// Emits, in a capture program whose record is in r7 with `hdr::TASK` (the current task) and
 /// `hdr::KTIME` already filled, the computation of the exact `vtimestamp` into `hdr::VTIME`.
 /// Clobbers r0-r5, r8 and the stack slots at -16..-1.
 pub fn emit_exact_vtime(a: &mut Asm, v: &VclockRef) {
+    emit_vtime(a, v, VtimeAt::Record);
+}
+
+/// Emits the computation of the exact `vtimestamp` of the current thread, reading the firing and
+/// leaving the value as `at` says. Uses the stack slots at -16..-1.
+pub fn emit_vtime(a: &mut Asm, v: &VclockRef, at: VtimeAt) {
     let store = a.label();
     let o = v.offsets;
     if let Some(steal) = v.steal {
-        // Kept in the record's vtime field until the value is stored there.
+        // Kept aside until the value is computed.
         steal.emit_read(a, R1);
-        a.store(Size::DW, R7, hdr::VTIME as i16, R1);
+        match at {
+            VtimeAt::Record => {
+                a.store(Size::DW, R7, hdr::VTIME as i16, R1);
+            }
+            VtimeAt::R0 => {
+                a.mov(R9, R1);
+            }
+        }
     }
     a.store_imm(Size::W, R10, READ_AT, 0);
     a.ld_map_fd(R1, v.map)
@@ -222,11 +290,18 @@ pub fn emit_exact_vtime(a: &mut Asm, v: &VclockRef) {
         .direct
         .then(|| Some((off16(o.exec_start).ok()?, off16(o.sum_exec_runtime).ok()?)))
         .flatten();
-    let read = |a: &mut Asm, at: i16, off: u32, len: i32| {
-        a.load(Size::DW, R3, R7, hdr::TASK as i16)
-            .alu_imm(op::ADD, R3, off as i32);
+    let read = |a: &mut Asm, to: i16, off: u32, len: i32| {
+        match at {
+            VtimeAt::Record => {
+                a.load(Size::DW, R3, R7, hdr::TASK as i16);
+            }
+            VtimeAt::R0 => {
+                a.call(helper::GET_CURRENT_TASK).mov(R3, R0);
+            }
+        }
+        a.alu_imm(op::ADD, R3, off as i32);
         a.mov(R1, R10)
-            .alu_imm(op::ADD, R1, at as i32)
+            .alu_imm(op::ADD, R1, to as i32)
             .mov_imm(R2, len)
             .call(helper::PROBE_READ_KERNEL);
     };
@@ -244,9 +319,18 @@ pub fn emit_exact_vtime(a: &mut Asm, v: &VclockRef) {
     }
     a.load(Size::DW, R0, R10, READ_AT + 8);
     a.jmp_imm(op::JEQ, R8, 0, store);
+    // r3 = the firing's time.
+    match at {
+        VtimeAt::Record => {
+            a.load(Size::DW, R3, R7, hdr::KTIME as i16);
+        }
+        VtimeAt::R0 => {
+            a.call(helper::KTIME_GET_NS).mov(R3, R0);
+            a.load(Size::DW, R0, R10, READ_AT + 8);
+        }
+    }
     a.load(Size::DW, R2, R8, slot::SWITCH_NS);
     a.jmp_imm(op::JEQ, R2, 0, store);
-    a.load(Size::DW, R3, R7, hdr::KTIME as i16);
     // r4 = time since this CPU's last switch: the current thread has run at most that long since.
     a.mov(R4, R3).alu(op::SUB, R4, R2);
     a.jmp_imm(op::JSLE, R4, 0, store);
@@ -259,7 +343,14 @@ pub fn emit_exact_vtime(a: &mut Asm, v: &VclockRef) {
     if v.steal.is_some() {
         // Less the steal since the switch.
         let none = a.label();
-        a.load(Size::DW, R5, R7, hdr::VTIME as i16);
+        match at {
+            VtimeAt::Record => {
+                a.load(Size::DW, R5, R7, hdr::VTIME as i16);
+            }
+            VtimeAt::R0 => {
+                a.mov(R5, R9);
+            }
+        }
         a.load(Size::DW, R1, R8, slot::STEAL);
         a.alu(op::SUB, R5, R1);
         a.jmp_imm(op::JSLE, R5, 0, none);
@@ -271,7 +362,15 @@ pub fn emit_exact_vtime(a: &mut Asm, v: &VclockRef) {
     a.jmp_reg(op::JLE, R3, R4, add);
     a.mov(R3, R4);
     a.bind(add).alu(op::ADD, R0, R3);
-    a.bind(store).store(Size::DW, R7, hdr::VTIME as i16, R0);
+    a.bind(store);
+    match at {
+        VtimeAt::Record => {
+            a.store(Size::DW, R7, hdr::VTIME as i16, R0);
+        }
+        // dtrace keeps records' values from going backwards ([`VtimeFloor`]); the kernel does
+        // for the values clauses read there.
+        VtimeAt::R0 => emit_floor(a, v),
+    }
 }
 
 /// The kernel side of an exact `vtimestamp`: the per-CPU switch records and the `sched_switch`
@@ -280,6 +379,7 @@ pub struct Vclock {
     // Field order is drop order: detach first.
     _switch: (Attachment, Program),
     map: Map,
+    _floor: Map,
     reference: VclockRef,
 }
 
@@ -299,17 +399,26 @@ impl Vclock {
         )?;
         let switch_btf = btf.typedef_id("btf_trace_sched_switch");
         let steal = StealClock::for_running_kernel(&btf).filter(|s| steal_reads(s, switch_btf));
+        let floor = Map::create(
+            MapKind::LruHash,
+            &format!("{name_prefix}_vfloor"),
+            8,
+            8,
+            FLOOR_THREADS,
+        )?;
         let r = VclockRef {
             map: map.raw_fd(),
             offsets,
             direct: direct_task_loads(&offsets, switch_btf),
             steal,
+            floor: floor.raw_fd(),
         };
         let switch = attach_switch(&r, switch_btf, name_prefix)?;
         visit_cpus();
         Ok(Vclock {
             _switch: switch,
             map,
+            _floor: floor,
             reference: r,
         })
     }
@@ -514,6 +623,7 @@ mod tests {
             },
             direct: false,
             steal: None,
+            floor: 4,
         };
         assert!(gen_switch(&r, true).is_ok());
         assert!(gen_switch(&r, false).is_ok());
@@ -549,6 +659,15 @@ mod tests {
         emit_exact_vtime(&mut a, &steal);
         a.mov_imm(R0, 0).exit();
         assert!(a.finish().unwrap().len() > one_read);
+        // At the probe, for a clause: the same computation, left in r0 (no store at the end).
+        for v in [r, apart, steal, VclockRef { direct: true, ..r }] {
+            let mut a = Asm::new();
+            emit_vtime(&mut a, &v, VtimeAt::R0);
+            a.exit();
+            let insns = a.finish().unwrap();
+            // No access through r7 (no record there).
+            assert!(insns.iter().all(|i| i.dst != R7.0 && i.src != R7.0));
+        }
     }
 
     #[test]

@@ -3,7 +3,9 @@
 //! interpreter's do, kernel loads go through `bpf_probe_read_kernel` and user loads through
 //! `bpf_probe_read_user` with a failed read a fault, compares and branches keep DIF's condition
 //! codes (the signed branches test the sign of the difference, as the interpreter does), strings
-//! compare bytewise up to `strsize`.
+//! compare bytewise up to `strsize`. As the interpreter's (`VmOptions::strsize`), the `strsize` a
+//! translation is given is a string's storage, its NUL included: one more than D's `strsize`
+//! option; built-in strings (`execname`, `probefunc`...) keep `strsize - 1` characters.
 //!
 //! A translated object is a self-contained fragment of instructions ([`Fragment`]): it starts with the
 //! probe's context in r6, leaves its result in r0 and falls off its end (every jump inside it is
@@ -69,6 +71,11 @@ pub enum Builtin {
     /// `timestamp` (the firing's time on the framework's clock, the same for every clause of
     /// the firing).
     Timestamp,
+    /// `walltimestamp` (nanoseconds since the epoch when the probe fired: the firing's time on
+    /// the kernel's clock plus the offset dtrace measured between that clock and the wall clock).
+    Walltimestamp,
+    /// `vtimestamp` (the current thread's on-CPU nanoseconds when the probe fired).
+    Vtimestamp,
 }
 
 impl Builtin {
@@ -84,6 +91,8 @@ impl Builtin {
             Builtin::Ppid => "ppid".into(),
             Builtin::Curthread => "curthread".into(),
             Builtin::Timestamp => "timestamp".into(),
+            Builtin::Walltimestamp => "walltimestamp".into(),
+            Builtin::Vtimestamp => "vtimestamp".into(),
         }
     }
 }
@@ -248,8 +257,9 @@ pub struct Frame {
 }
 
 impl Frame {
-    /// Bytes of stack a fragment uses: the DIF registers, a load buffer, `execname`, the fault.
-    pub const SIZE: i16 = 8 * NREGS as i16 + 8 + COMM_LEN as i16 + 16;
+    /// Bytes of stack a fragment uses: the DIF registers, a load buffer, `execname`, the fault,
+    /// the tuple slots.
+    pub const SIZE: i16 = 8 * NREGS as i16 + 8 + COMM_LEN as i16 + 16 + 8 * MAX_TUPLE as i16;
 
     fn reg(self, r: u8) -> i16 {
         self.base - 8 * (i16::from(r) + 1)
@@ -261,6 +271,12 @@ impl Frame {
 
     fn comm(self) -> i16 {
         self.load_buf() - COMM_LEN as i16
+    }
+
+    /// The slot keeping the integer pushed at position `i` of the tuple stack once its register
+    /// is written (see [`Pushed::Saved`]).
+    fn tuple(self, i: usize) -> i16 {
+        self.fault_addr_at() - 8 * (i.min(MAX_TUPLE - 1) as i16 + 1)
     }
 
     /// Where a fragment of this frame keeps `execname` (the frame offset of its
@@ -465,9 +481,22 @@ fn join(a: &Kind, b: &Kind) -> Kind {
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct State {
     regs: [Kind; NREGS],
-    /// The DIF registers pushed on the tuple stack since the last `flushts`, in order; `None`
-    /// when not followed (a pushed register written since, or paths that push differently).
-    tuple: Option<Vec<u8>>,
+    /// What was pushed on the tuple stack since the last `flushts`, in order; `None` when not
+    /// followed (paths that push differently).
+    tuple: Option<Vec<Pushed>>,
+}
+
+/// One element of the tuple stack as the translator follows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Pushed {
+    /// The integer in DIF register `r`, not written since it was pushed.
+    Reg(u8),
+    /// An integer whose register was written after it was pushed (the compiler reuses one
+    /// register to push values it reloads from spill slots): its value was copied to the frame's
+    /// tuple slot of its position first.
+    Saved,
+    /// A string the translator follows (a constant, `execname`).
+    Str(Kind),
 }
 
 impl std::ops::Index<usize> for State {
@@ -496,7 +525,8 @@ fn join_states(s: &State, t: &State) -> State {
 }
 
 /// Translates a predicate (or any DIF object whose value is an integer) to a [`Fragment`] for the
-/// probe `ctx` describes, comparing strings up to `strsize` bytes. Its stack use is `frame`.
+/// probe `ctx` describes, comparing strings up to `strsize` bytes (a string's storage: D's
+/// `strsize` plus its NUL, see the module notes). Its stack use is `frame`.
 pub fn translate(
     obj: &DifObject,
     ctx: &dyn ProbeContext,
@@ -759,12 +789,19 @@ impl<'a> Translator<'a> {
         if rd == 0 {
             return;
         }
+        if let Some(t) = &mut s.tuple {
+            // A pushed integer about to be overwritten is kept in its tuple slot.
+            let tmp = if src == R2 { R3 } else { R2 };
+            for (i, p) in t.iter_mut().enumerate() {
+                if *p == Pushed::Reg(rd) {
+                    self.a.load(Size::DW, tmp, R10, self.frame.reg(rd));
+                    self.a.store(Size::DW, R10, self.frame.tuple(i), tmp);
+                    *p = Pushed::Saved;
+                }
+            }
+        }
         self.a.store(Size::DW, R10, self.frame.reg(rd), src);
         s.regs[rd as usize] = k;
-        if s.tuple.as_ref().is_some_and(|t| t.contains(&rd)) {
-            // The pushed value is no longer the register's.
-            s.tuple = None;
-        }
     }
 
     fn int(&self, s: &State, pc: usize, r: u8) -> Result<Option<u64>, Untranslatable> {
@@ -939,7 +976,7 @@ impl<'a> Translator<'a> {
             Instr::Pushtv { rs, .. } => {
                 self.int(s, pc, rs)?;
                 match &mut s.tuple {
-                    Some(t) if t.len() < MAX_TUPLE => t.push(rs & 7),
+                    Some(t) if t.len() < MAX_TUPLE => t.push(Pushed::Reg(rs & 7)),
                     _ => {
                         return Err(Untranslatable::Value {
                             pc,
@@ -954,7 +991,9 @@ impl<'a> Translator<'a> {
                     && matches!(s[(r2 & 7) as usize], Kind::Int(Some(0)))
                     && matches!(s[(rs & 7) as usize], Kind::StrConst(_) | Kind::Execname);
                 match &mut s.tuple {
-                    Some(t) if string && t.len() < MAX_TUPLE => t.push(rs & 7),
+                    Some(t) if string && t.len() < MAX_TUPLE => {
+                        t.push(Pushed::Str(s.regs[(rs & 7) as usize].clone()))
+                    }
                     _ => {
                         return Err(Untranslatable::Value {
                             pc,
@@ -1021,14 +1060,20 @@ impl<'a> Translator<'a> {
             thread,
             var: u32::from(var),
         };
-        let regs = s.tuple.as_ref().ok_or_else(|| Untranslatable::Value {
+        let pushed = s.tuple.as_ref().ok_or_else(|| Untranslatable::Value {
             pc,
             what: "a tuple the translator does not follow".into(),
         })?;
-        let key = regs
+        let key = pushed
             .iter()
-            .map(|&r| match &s[r as usize] {
-                Kind::StrConst(b) => {
+            .enumerate()
+            .map(|(i, p)| match p {
+                Pushed::Reg(r) => {
+                    self.int(s, pc, *r)?;
+                    Ok(KeyPart::Int(self.frame.reg(*r)))
+                }
+                Pushed::Saved => Ok(KeyPart::Int(self.frame.tuple(i))),
+                Pushed::Str(Kind::StrConst(b)) => {
                     let b = b.split(|&c| c == 0).next().unwrap_or_default();
                     // A key keeps `strsize` characters of a string in the interpreter (this
                     // strsize counts the NUL, as the records' storage does).
@@ -1040,11 +1085,11 @@ impl<'a> Translator<'a> {
                     }
                     Ok(KeyPart::Str(b.to_vec()))
                 }
-                Kind::Execname => Ok(KeyPart::Execname(self.frame.comm())),
-                _ => {
-                    self.int(s, pc, r)?;
-                    Ok(KeyPart::Int(self.frame.reg(r)))
-                }
+                Pushed::Str(Kind::Execname) => Ok(KeyPart::Execname(self.frame.comm())),
+                Pushed::Str(_) => Err(Untranslatable::Value {
+                    pc,
+                    what: "a tuple the translator does not follow".into(),
+                }),
             })
             .collect::<Result<Vec<_>, Untranslatable>>()?;
         Ok((array, key))
@@ -1156,8 +1201,12 @@ impl<'a> Translator<'a> {
             _ => None,
         };
         if let Some(c) = constant {
+            // The interpreter keeps `strsize - 1` bytes of a built-in string (this strsize
+            // counts the NUL), as `execname`'s compares do.
+            let mut b = c.into_bytes();
+            b.truncate(self.strsize - 1);
             self.a.mov_imm(R1, 0);
-            self.put(s, rd, R1, Kind::StrConst(c.into_bytes()));
+            self.put(s, rd, R1, Kind::StrConst(b));
             return Ok(());
         }
         if id == vars::DIF_VAR_EXECNAME {
@@ -1174,6 +1223,8 @@ impl<'a> Translator<'a> {
             vars::DIF_VAR_PPID => Builtin::Ppid,
             vars::DIF_VAR_CURTHREAD => Builtin::Curthread,
             vars::DIF_VAR_TIMESTAMP => Builtin::Timestamp,
+            vars::DIF_VAR_WALLTIMESTAMP => Builtin::Walltimestamp,
+            vars::DIF_VAR_VTIMESTAMP => Builtin::Vtimestamp,
             _ => {
                 return Err(Untranslatable::Variable {
                     pc,

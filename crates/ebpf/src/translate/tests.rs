@@ -47,6 +47,10 @@ impl Probe {
     }
 }
 
+/// The fake probe's `walltimestamp` and `vtimestamp`.
+const WALLTIMESTAMP: u64 = 1_796_000_000_123_456_789;
+const VTIMESTAMP: u64 = 8_765_432;
+
 impl ProbeContext for Probe {
     fn emit_builtin(&self, a: &mut Asm, b: Builtin) -> Result<(), String> {
         let v = match b {
@@ -59,6 +63,8 @@ impl ProbeContext for Probe {
             Builtin::Ppid => 1,
             Builtin::Curthread => 0xffff_8000_0000_1000,
             Builtin::Timestamp => return Err("no timestamp in these tests".into()),
+            Builtin::Walltimestamp => WALLTIMESTAMP,
+            Builtin::Vtimestamp => VTIMESTAMP,
         };
         // Clobber what the contract allows, to catch a translator that keeps values there.
         a.mov_imm(R1, -1).mov_imm(R2, -1).mov_imm(R3, -1);
@@ -256,6 +262,8 @@ fn interpret_result(obj: &DifObject, p: &Probe) -> Result<u64, dtrace_dif::vm::F
     ctx.ints.insert(vars::DIF_VAR_PPID, 1);
     ctx.ints
         .insert(vars::DIF_VAR_CURTHREAD, 0xffff_8000_0000_1000);
+    ctx.ints.insert(vars::DIF_VAR_WALLTIMESTAMP, WALLTIMESTAMP);
+    ctx.ints.insert(vars::DIF_VAR_VTIMESTAMP, VTIMESTAMP);
     ctx.strings
         .insert(vars::DIF_VAR_EXECNAME, p.execname.clone());
     let n = &p.names;
@@ -408,6 +416,19 @@ fn string_predicates_agree_with_the_interpreter() {
 }
 
 #[test]
+fn clock_builtins_are_read_from_the_context() {
+    let p = Probe::new();
+    for (pred, want) in [
+        ("walltimestamp == 1796000000123456789", Some(true)),
+        ("walltimestamp / 1000000000 == 1796000000", Some(true)),
+        ("vtimestamp == 8765432", Some(true)),
+        ("vtimestamp - 8765000 < 400", Some(false)),
+    ] {
+        assert_eq!(both_ways(&clause(pred), &p), want, "{pred}");
+    }
+}
+
+#[test]
 fn small_strsize_cuts_execname_as_the_interpreter_does() {
     let mut p = Probe::new();
     p.execname = b"abcdef".to_vec();
@@ -431,6 +452,53 @@ fn small_strsize_cuts_execname_as_the_interpreter_does() {
             .ok()
             .map(|v| v != 0);
         let f = translate(&obj, &p, 4, FRAME).unwrap();
+        assert_reachable(&f.insns);
+        let got = match emulate(&f.insns, &p) {
+            v if v == FAULTED as u64 => None,
+            v => Some(v != 0),
+        };
+        assert_eq!(got, want, "{pred}");
+    }
+}
+
+#[test]
+fn small_strsize_cuts_the_probe_names_as_the_interpreter_does() {
+    // `-x strsize=4`: a string's storage is 5 bytes, a built-in string keeps 4 characters.
+    let p = Probe::new();
+    for pred in [
+        r#"probeprov == "sysc""#,
+        r#"probeprov == "syscall""#,
+        r#"probefunc == "writ""#,
+        r#"probefunc == "write""#,
+        r#"probename == "entry""#,
+        r#"probename == "entr""#,
+        r#"probemod < "vmlinux""#,
+        r#"zonename == "glob""#,
+        r#"probefunc == probefunc"#,
+    ] {
+        let obj = predicate(&clause(pred));
+        let mut ctx = FakeContext::new();
+        let n = &p.names;
+        for (id, s) in [
+            (vars::DIF_VAR_PROBEPROV, &n.provider),
+            (vars::DIF_VAR_PROBEMOD, &n.module),
+            (vars::DIF_VAR_PROBEFUNC, &n.function),
+            (vars::DIF_VAR_PROBENAME, &n.name),
+        ] {
+            ctx.strings.insert(id, s.as_bytes().to_vec());
+        }
+        ctx.strings
+            .insert(vars::DIF_VAR_ZONENAME, b"global".to_vec());
+        let mut state = VarState::new(VmOptions {
+            strsize: 5,
+            ..VmOptions::default()
+        });
+        let want = Machine::new()
+            .run(&obj, &mut state, &mut ctx, &mut FakeMemory::new())
+            .ok()
+            .map(|v| v != 0);
+        assert!(want.is_some(), "{pred}");
+        let f = translate(&obj, &p, 5, FRAME).unwrap();
         assert_reachable(&f.insns);
         let got = match emulate(&f.insns, &p) {
             v if v == FAULTED as u64 => None,
@@ -829,12 +897,82 @@ impl ProbeContext for ArrayProbe {
         Ok(())
     }
 
+    // Clause-locals (the compiler's spill slots among them) in stack slots below the frame.
+    fn emit_local_load(&self, a: &mut Asm, var: u32) -> Result<(), String> {
+        a.load(Size::DW, R0, R10, local_slot(var)?);
+        Ok(())
+    }
+
+    fn emit_local_store(&self, a: &mut Asm, var: u32, value_at: i16) -> Result<(), String> {
+        a.load(Size::DW, R1, R10, value_at)
+            .store(Size::DW, R10, local_slot(var)?, R1);
+        Ok(())
+    }
+
     fn emit_dropped(&self, a: &mut Asm, abandon: Label) -> bool {
         if self.drops {
             a.ja(abandon);
         }
         self.drops
     }
+}
+
+/// The stack slot of clause-local `var` in [`ArrayProbe`] (ids from 0x500, below the frame).
+fn local_slot(var: u32) -> Result<i16, String> {
+    let i = var
+        .checked_sub(0x500)
+        .filter(|i| *i < 16)
+        .ok_or("too many locals")?;
+    Ok(FRAME.base - Frame::SIZE - 8 * (i as i16 + 1))
+}
+
+#[test]
+fn tuples_follow_values_reloaded_from_spill_slots() {
+    let ap = ArrayProbe {
+        p: Probe::new(),
+        stores: Default::default(),
+        drops: false,
+    };
+    // A key deep enough that the compiler spills registers to clause-locals and pushes the
+    // reloaded values through one register: each element keeps the value it was pushed with.
+    let deep = "arg0 + (arg1 * (arg2 + (arg0 * (arg2 + (arg1 * (arg0 + (arg1 * (arg2 + \
+        (arg0 * 2)))))))))";
+    let args = &ap.p.args;
+    let (a0, a1, a2, a3) = (args[0], args[1], args[2], args[3]);
+    let m = |x: u64, y: u64| x.wrapping_mul(y);
+    let p = |x: u64, y: u64| x.wrapping_add(y);
+    let v = p(
+        a0,
+        m(
+            a1,
+            p(a2, m(a0, p(a2, m(a1, p(a0, m(a1, p(a2, m(a0, 2)))))))),
+        ),
+    );
+    // The fake array's value is the sum of its key's integers.
+    let sum = p(p(a0, a3 % 7), v);
+    let src = format!(
+        "syscall::write:entry / a[arg0, arg3 % 7, {deep}] == {sum} / {{ a[arg0, arg3 % 7, \
+         {deep}] = 1; }}"
+    );
+    let prog = dtrace_compiler::compile(&src, &dtrace_compiler::CompileOptions::default()).unwrap();
+    let pred = prog.ecbs[0].predicate.clone().unwrap();
+    assert!(
+        pred.text.iter().any(|w| matches!(
+            Instr::decode(*w),
+            Ok(Instr::LoadVar {
+                op: Opcode::Ldls,
+                ..
+            })
+        )),
+        "no spill in {src}"
+    );
+    let f = translate(&pred, &ap, 256, FRAME).unwrap();
+    assert_reachable(&f.insns);
+    assert_eq!(emulate(&f.insns, &ap.p), 1);
+    let o = prog.ecbs[0].actions[0].difo.as_ref().unwrap();
+    translate(o, &ap, 256, FRAME).unwrap();
+    assert_eq!(ap.stores.borrow().len(), 1);
+    assert_eq!(ap.stores.borrow()[0].1, 3);
 }
 
 #[test]

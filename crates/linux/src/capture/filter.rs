@@ -32,11 +32,33 @@ pub(crate) struct ShapeContext<'a> {
     pub(crate) opaque_args: u16,
     /// The thread-locals kept in the kernel (`None`: all live in dtrace).
     pub(crate) vars: Option<&'a super::spec::KernelVars>,
-    /// The stack slot holding the firing's `timestamp` (`None`: not read at the probe).
-    pub(crate) timestamp: Option<i16>,
+    /// The clocks of a clause that runs whole at the probe (`None`: `timestamp`, `walltimestamp`
+    /// and `vtimestamp` are not read at the probe).
+    pub(crate) clocks: Option<Clocks>,
+}
+
+/// Where the code of a clause that runs whole at the probe reads the firing's clocks.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Clocks {
+    /// The stack slot holding the firing's `timestamp` (the kernel's clock plus the offset to
+    /// the framework's, read once per firing).
+    pub(crate) timestamp: i16,
+    /// The kernel clauses' control map (`KernelAggs::control`), whose value holds the offsets from
+    /// the kernel's clock to the framework's and to the wall clock (`walltimestamp`).
+    pub(crate) control: i32,
+    /// The exact-`vtimestamp` clock ([`crate::vtime`]); without it `vtimestamp` is the
+    /// scheduler's last accounting, as in the probe's records.
+    pub(crate) vclock: Option<crate::vtime::VclockRef>,
 }
 
 impl ShapeContext<'_> {
+    fn clocks(&self) -> Result<Clocks, String> {
+        self.clocks.ok_or_else(|| {
+            "read at the probe only by clauses that run whole there (dtrace stamps records)"
+                .to_string()
+        })
+    }
+
     fn current(&self, what: &str) -> Result<(), String> {
         match self.shape.identity {
             Identity::Current => Ok(()),
@@ -98,10 +120,41 @@ impl ProbeContext for ShapeContext<'_> {
                 a.call(helper::GET_SMP_PROCESSOR_ID);
             }
             Builtin::Timestamp => {
-                let at = self.timestamp.ok_or(
-                    "read at the probe only by clauses that run whole there (dtrace stamps records)",
-                )?;
-                a.load(Size::DW, R0, R10, at);
+                a.load(Size::DW, R0, R10, self.clocks()?.timestamp);
+            }
+            Builtin::Walltimestamp => {
+                // The firing's `timestamp` less the framework's offset plus the wall clock's: the
+                // kernel's clock plus the wall clock's offset, as dtrace computes it for records.
+                let c = self.clocks()?;
+                a.load(Size::DW, R0, R10, c.timestamp);
+                a.ld_map_value(R1, c.control, 0);
+                a.load(Size::DW, R2, R1, super::spec::CONTROL_CLOCK as i16);
+                a.alu(op::SUB, R0, R2);
+                a.load(Size::DW, R2, R1, super::spec::CONTROL_WALL as i16);
+                a.alu(op::ADD, R0, R2);
+            }
+            Builtin::Vtimestamp => {
+                let c = self.clocks()?;
+                self.current("vtimestamp")?;
+                match (&c.vclock, self.shape.task.and_then(|t| t.sum_exec_runtime)) {
+                    (Some(v), _) => {
+                        crate::vtime::emit_vtime(a, v, crate::vtime::VtimeAt::R0);
+                    }
+                    // As the probe's record has it without the exact clock.
+                    (None, Some(off)) => {
+                        a.call(helper::GET_CURRENT_TASK);
+                        a.mov(R3, R0).alu_imm(op::ADD, R3, off as i32);
+                        a.store_imm(Size::DW, R10, SCRATCH, 0);
+                        a.mov(R1, R10)
+                            .alu_imm(op::ADD, R1, i32::from(SCRATCH))
+                            .mov_imm(R2, 8)
+                            .call(helper::PROBE_READ_KERNEL);
+                        a.load(Size::DW, R0, R10, SCRATCH);
+                    }
+                    (None, None) => {
+                        a.mov_imm(R0, 0);
+                    }
+                }
             }
             Builtin::Curthread => {
                 self.current("curthread")?;
@@ -265,7 +318,7 @@ pub fn translate_filter(
         names: &filter.names,
         opaque_args: filter.opaque_args,
         vars: None,
-        timestamp: None,
+        clocks: None,
     };
     let results: Vec<Result<translate::Fragment, Untranslatable>> = filter
         .predicates

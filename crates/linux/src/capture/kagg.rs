@@ -16,7 +16,11 @@
 //! actions run between its aggregating actions in the clause's order, and such a clause (and any
 //! reading those variables) runs whole here. `timestamp` is read once per firing, before the
 //! first clause, as the framework stamps a firing once: the kernel's clock plus the offset to the
-//! framework's clock that dtrace writes into the control map when tracing starts.
+//! framework's clock that dtrace writes into the control map when tracing starts. `walltimestamp`
+//! is the same instant plus the wall clock's offset, also in the control map (the one dtrace
+//! adds to the kernel's clock for records); `vtimestamp` is computed where it is read, exactly
+//! as for records ([`crate::vtime`]), kept from going backwards per thread by the kernel's floor
+//! as records' are by dtrace's.
 //!
 //! A clause whose other actions record data (`trace()`, `printf()` of integers, string constants
 //! and `execname`; `exit()`) builds the ECB's record here, as the framework lays it out (a zero
@@ -38,7 +42,7 @@
 //! the report.
 
 use super::codegen::ProbeShape;
-use super::filter::{ShapeContext, FRAME};
+use super::filter::{Clocks, ShapeContext, FRAME};
 use super::spec::{
     kernel_key_layout, string_key_hash, CodeBase, KernelAgg, KernelAggClause, KernelAggs, KeyKind,
     SignalAction, MAX_KAGG_KEY, STRING_CONST_MARK,
@@ -252,7 +256,13 @@ pub fn check_clause(
         names,
         opaque_args,
         vars: Some(vars),
-        timestamp: Some(TIMESTAMP),
+        // The maps' descriptors are not part of a translation, nor is the clock `vtimestamp`
+        // is read with (its emitter does not fail once the record speaks for the thread).
+        clocks: Some(Clocks {
+            timestamp: TIMESTAMP,
+            control: -1,
+            vclock: None,
+        }),
     };
     translate_clause(&ctx, c, strsize as usize).map(|t| t.can_fault())
 }
@@ -275,7 +285,7 @@ fn check_probe_stack(shape: &ProbeShape, kind: KeyKind) -> Result<(), Untranslat
     Ok(())
 }
 
-/// Whether `c` reads `timestamp`.
+/// Whether `c` reads `timestamp` or `walltimestamp` (which the firing's `timestamp` makes).
 fn reads_timestamp(c: &KernelAggClause) -> bool {
     let objects = c
         .predicate
@@ -292,7 +302,8 @@ fn reads_timestamp(c: &KernelAggClause) -> bool {
         o.text.iter().any(|w| {
             matches!(dtrace_dif::instr::Instr::decode(*w),
                 Ok(dtrace_dif::instr::Instr::LoadVar { op: dtrace_dif::opcode::Opcode::Ldgs, var, .. })
-                    if u32::from(var) == dtrace_dif::vars::DIF_VAR_TIMESTAMP)
+                    if u32::from(var) == dtrace_dif::vars::DIF_VAR_TIMESTAMP
+                        || u32::from(var) == dtrace_dif::vars::DIF_VAR_WALLTIMESTAMP)
         })
     })
 }
@@ -311,7 +322,11 @@ pub fn emit_aggs(
         names: &k.names,
         opaque_args: k.opaque_args,
         vars: k.vars.as_ref(),
-        timestamp: Some(TIMESTAMP),
+        clocks: Some(Clocks {
+            timestamp: TIMESTAMP,
+            control: k.control,
+            vclock: ring.vclock,
+        }),
     };
     let mut results: Vec<Result<Translated, Untranslatable>> = k
         .clauses
@@ -369,7 +384,7 @@ pub fn emit_aggs(
     if stamps {
         a.call(helper::KTIME_GET_NS);
         a.ld_map_value(R1, k.control, 0);
-        a.load(Size::DW, R1, R1, 8);
+        a.load(Size::DW, R1, R1, super::spec::CONTROL_CLOCK as i16);
         a.alu(op::ADD, R0, R1);
         a.store(Size::DW, R10, TIMESTAMP, R0);
     }

@@ -184,7 +184,8 @@ pub struct KernelAggs {
     /// An array map of one [`CONTROL_SIZE`]-byte value: first a u64, 0 while the kernel clauses
     /// are off (before BEGIN, after END), 1 or 2 for the generation of maps updated (see
     /// `KernelAgg::maps`); then the framework's clock less `bpf_ktime_get_ns()` (an i64), which
-    /// makes `timestamp`.
+    /// makes `timestamp`; then the wall clock less `bpf_ktime_get_ns()` (an i64), which makes
+    /// `walltimestamp`.
     pub control: i32,
     /// An array map of one zeroed value of [`MAX_KAGG_VALUE`] bytes (new entries start from it).
     pub zeros: i32,
@@ -222,7 +223,12 @@ pub const KEY_SCRATCH_SLOTS: u32 = 2;
 pub const EXIT_SIZE: usize = 16;
 
 /// Bytes of the value of [`KernelAggs::control`].
-pub const CONTROL_SIZE: usize = 16;
+pub const CONTROL_SIZE: usize = 24;
+/// Offset in the value of [`KernelAggs::control`] of the framework's clock less the kernel's.
+pub const CONTROL_CLOCK: usize = 8;
+/// Offset in the value of [`KernelAggs::control`] of the wall clock less the kernel's
+/// (`walltimestamp`).
+pub const CONTROL_WALL: usize = 16;
 
 /// The D variables kept in the kernel (see `capture::kvars`).
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -224,6 +224,7 @@ fn fill_firing(ctx: &mut FiringContext, ev: &mut CapturedEvent, clock_offset: i6
         execname,
         execargs,
         vtimestamp: ev.vtime_ns,
+        walltimestamp: (ev.walltime_ns != 0).then_some(ev.walltime_ns),
         timestamp: Some((ev.ktime_ns as i64).saturating_add(clock_offset).max(0) as u64),
         ucaller: ustack.get(1).copied().unwrap_or(0),
         kstack,

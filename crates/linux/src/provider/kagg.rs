@@ -494,11 +494,15 @@ impl KernelAggState {
         self.clock_offset = offset;
     }
 
-    /// Writes the control value: the generation updated (0: off) and the clock offset.
+    /// Writes the control value: the generation updated (0: off), the clock offset and the wall
+    /// clock's offset (the one records' `walltimestamp` is made with).
     fn write_control(&self, generation: u64) -> Result<()> {
+        use crate::capture::spec::{CONTROL_CLOCK, CONTROL_WALL};
         let mut v = [0u8; crate::capture::spec::CONTROL_SIZE];
         v[..8].copy_from_slice(&generation.to_ne_bytes());
-        v[8..16].copy_from_slice(&self.clock_offset.to_ne_bytes());
+        v[CONTROL_CLOCK..CONTROL_CLOCK + 8].copy_from_slice(&self.clock_offset.to_ne_bytes());
+        v[CONTROL_WALL..CONTROL_WALL + 8]
+            .copy_from_slice(&crate::session::wall_offset_ns().to_ne_bytes());
         self.control.update(&0u32.to_ne_bytes(), &v)
     }
 
@@ -776,10 +780,15 @@ impl KeyDecoder {
 }
 
 /// The string constants a clause's keys may take at a probe: its string table's and the probe's
-/// names (`probefunc`...).
-pub fn key_strings(aggs: &[PlannedAgg], names: &[&str]) -> Vec<Vec<u8>> {
-    let mut out: Vec<Vec<u8>> = names.iter().map(|n| n.as_bytes().to_vec()).collect();
-    out.push(b"global".to_vec());
+/// names (`probefunc`..., also as their first `strsize` bytes, D's `strsize`: the translator cuts
+/// built-in strings there as the interpreter does).
+pub fn key_strings(aggs: &[PlannedAgg], names: &[&str], strsize: usize) -> Vec<Vec<u8>> {
+    let mut out: Vec<Vec<u8>> = Vec::new();
+    for n in names.iter().copied().chain(["global"]) {
+        let b = n.as_bytes();
+        out.push(b.to_vec());
+        out.push(b[..b.len().min(strsize)].to_vec());
+    }
     for o in aggs
         .iter()
         .flat_map(|a| &a.keys)
@@ -967,8 +976,10 @@ mod tests {
             value_words: 1,
             bases: AggBases::default(),
         };
-        let s = key_strings(&[p], &["syscall", "write"]);
-        for w in ["foo", "bar", "syscall", "write", "global"] {
+        let s = key_strings(&[p], &["syscall", "write"], 4);
+        for w in [
+            "foo", "bar", "syscall", "sysc", "write", "writ", "global", "glob",
+        ] {
             assert!(s.contains(&w.as_bytes().to_vec()), "{w}");
         }
     }

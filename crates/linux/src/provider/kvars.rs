@@ -251,8 +251,14 @@ pub fn place(facts: &[ClauseFacts]) -> Placement {
             out.clauses.push(None);
             continue;
         }
+        // The compiler's spill slots (`this->%spill0`...) are clause-locals no one named.
         let names = || {
-            c.vars
+            let named = |v: &&ThreadVar| !v.name.starts_with("this->%");
+            let shown = match c.vars.iter().any(|v| named(&v)) {
+                true => c.vars.iter().filter(named).collect::<Vec<_>>(),
+                false => c.vars.iter().collect(),
+            };
+            shown
                 .iter()
                 .map(|v| v.name.as_str())
                 .collect::<Vec<_>>()
@@ -325,9 +331,9 @@ pub fn runs_in_kernel(facts: &[ClauseFacts], i: usize, placement: &Placement) ->
 }
 
 /// Why a clause of `e`'s description runs in dtrace whatever it does: its probes fire there
-/// (`BEGIN`, `END`, `ERROR`, timers without perf events), or its provider is a glob, whose
-/// probes are not all known when variables are placed. `None` for a description whose probes
-/// [`kernel_probes`] can enumerate.
+/// (`BEGIN`, `END`, `ERROR`, timers without perf events), or it may match some that do (a glob
+/// or empty provider matching the `dtrace` provider's probes or a timer's). `None` for a
+/// description whose probes [`kernel_probes`] can enumerate.
 fn fires_elsewhere(d: &dtrace_dif::program::ProbeDesc, perf_profile: bool) -> Option<String> {
     let provider = d.provider.as_str();
     // `profile-N`/`tick-N`, named with their provider or alone.
@@ -336,6 +342,8 @@ fn fires_elsewhere(d: &dtrace_dif::program::ProbeDesc, perf_profile: bool) -> Op
             && d.module.is_empty()
             && d.function.is_empty()
             && crate::catalog::profile::probe(&d.name).is_some());
+    let in_dtrace = "its probes fire in dtrace (BEGIN, END, ERROR, and tick and profile without \
+                     perf events)";
     if KERNEL_PROVIDERS.contains(&provider)
         || crate::catalog::fbt::is_provider(provider)
         || (timer && perf_profile)
@@ -345,21 +353,46 @@ fn fires_elsewhere(d: &dtrace_dif::program::ProbeDesc, perf_profile: bool) -> Op
         return None;
     }
     if timer || super::fires_in_dtrace(provider, &d.name) {
-        return Some(
-            "its probes fire in dtrace (BEGIN, END, ERROR, and tick and profile without perf \
-             events)"
-                .into(),
-        );
+        return Some(in_dtrace.into());
     }
-    Some(format!(
-        "its provider description '{provider}' may match probes not known when variables are \
-         placed (a glob, or none)"
-    ))
+    if !provider.is_empty() && !crate::catalog::glob::has_meta(provider) {
+        return Some(format!(
+            "its provider '{provider}' is not one whose probes fire in the kernel"
+        ));
+    }
+    // A glob or empty provider: its probes are enumerated, unless it may match one that fires in
+    // dtrace, or a timer's (which [`kernel_probes`] does not enumerate).
+    let glob = crate::catalog::glob::matches;
+    let unnamed = glob(&d.module, "") && glob(&d.function, "");
+    let dtrace_probe = glob(provider, "dtrace")
+        && unnamed
+        && ["BEGIN", "END", "ERROR"].iter().any(|n| glob(&d.name, n));
+    let timer_probe = glob(provider, "profile")
+        && unnamed
+        && (crate::catalog::glob::has_meta(&d.name)
+            || crate::catalog::profile::probe(&d.name).is_some());
+    if dtrace_probe {
+        return Some(format!(
+            "its provider description '{provider}' matches BEGIN, END or ERROR, which fire in \
+             dtrace"
+        ));
+    }
+    if timer_probe {
+        return Some(format!(
+            "its provider description '{provider}' may match profile or tick probes (name them \
+             with their provider)"
+        ));
+    }
+    None
 }
 
 /// The probes clause `e` fires at, each placed in the kernel by the capture session (tracepoints,
 /// `fbt`, `pid` and USDT uprobes of the processes `user` reads, `profile`/`tick` perf events
-/// when `perf_profile`), or why its clauses run in dtrace there.
+/// when `perf_profile`), or why its clauses run in dtrace there. A glob or empty provider
+/// (`syscall::read*:entry` is not one; `sys*::read:entry` and `::read:entry` are) matches the
+/// kernel's probes known now; a per-process probe it matches later (a process's USDT probe) is
+/// checked when it is enabled, where a clause whose variables live in the kernel runs whole or
+/// the enabling fails saying why.
 pub(crate) fn kernel_probes(
     e: &EcbDesc,
     catalog: &Catalog,
@@ -370,13 +403,19 @@ pub(crate) fn kernel_probes(
     if let Some(why) = fires_elsewhere(d, perf_profile) {
         return Err(why);
     }
-    let provider = if d.provider.is_empty() {
+    let timer = d.provider.is_empty()
+        && d.module.is_empty()
+        && d.function.is_empty()
+        && crate::catalog::profile::probe(&d.name).is_some();
+    let provider = if timer {
         "profile"
     } else {
         d.provider.as_str()
     };
     let desc = crate::ProbeDesc::new(provider, &d.module, &d.function, &d.name);
-    if crate::catalog::pid::split_provider(provider).is_some() {
+    if crate::catalog::pid::split_provider(provider).is_some()
+        && !crate::catalog::glob::has_meta(provider)
+    {
         return user.matching(provider, &desc).map_err(|e| e.to_string());
     }
     catalog.matching(&desc).map_err(|e| e.to_string())
@@ -727,5 +766,47 @@ mod tests {
         let kv = kernel_vars_of(placed.kernel.clone(), &placed.arrays, [-1; 4], 24, 256);
         assert!(kv.ids.is_empty() && kv.global_ids.is_empty());
         assert_eq!((kv.thread_arrays.len(), kv.global_arrays.len()), (1, 1));
+    }
+}
+
+#[cfg(test)]
+mod glob_tests {
+    use super::fires_elsewhere;
+    use dtrace_dif::program::ProbeDesc;
+
+    fn desc(p: &str, m: &str, f: &str, n: &str) -> ProbeDesc {
+        ProbeDesc {
+            provider: p.into(),
+            module: m.into(),
+            function: f.into(),
+            name: n.into(),
+        }
+    }
+
+    #[test]
+    fn glob_and_empty_providers_are_enumerated_unless_they_reach_dtrace_probes() {
+        // Enumerated by the catalog (their probes are placed like a named provider's).
+        for d in [
+            desc("sysc*", "", "read", "entry"),
+            desc("", "", "read", "entry"),
+            desc("", "", "", "tick-1s"),
+            desc("syscall", "", "read*", "entry"),
+        ] {
+            assert_eq!(fires_elsewhere(&d, true), None, "{d:?}");
+        }
+        // BEGIN, END and ERROR fire in dtrace; a glob over the timers' names is not enumerated.
+        for d in [
+            desc("", "", "", "BEGIN"),
+            desc("*", "", "", "E*"),
+            desc("d*", "", "", ""),
+            desc("*", "", "", "tick-1s"),
+            desc("", "", "", "tick-1s"),
+        ] {
+            assert!(fires_elsewhere(&d, false).is_some(), "{d:?}");
+        }
+        let why = fires_elsewhere(&desc("*", "", "", "E*"), true).unwrap();
+        assert!(why.contains("BEGIN, END or ERROR"), "{why}");
+        let why = fires_elsewhere(&desc("p*", "", "", "profile-97"), true).unwrap();
+        assert!(why.contains("profile or tick"), "{why}");
     }
 }

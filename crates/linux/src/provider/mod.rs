@@ -438,6 +438,7 @@ impl Shared {
                 let strings = kagg::key_strings(
                     &plan.aggs,
                     &[&info.provider, &info.module, &info.function, &info.name],
+                    self.strsize.saturating_sub(1) as usize,
                 );
                 let aggs = plan
                     .aggs
