@@ -235,6 +235,8 @@ pub struct Site {
     pub args: Vec<ArgSource>,
     /// Their types (`args[]`).
     pub types: Vec<super::ProbeArg>,
+    /// The provider's stability, where the object declares it (a DOF provider's attributes).
+    pub stability: Option<dtrace_dif::attr::ProviderAttributes>,
 }
 
 impl Site {
@@ -266,6 +268,7 @@ impl Site {
             semaphore_offset,
             args,
             types,
+            stability: None,
         }
     }
 }
