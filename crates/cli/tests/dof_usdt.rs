@@ -602,3 +602,49 @@ fn a_dof_provider_has_the_stability_its_declaration_gives() {
         "{out}"
     );
 }
+
+#[test]
+fn a_probe_only_tested_with_enabled_is_listed_and_turns_its_test_true() {
+    let test = "a_probe_only_tested_with_enabled_is_listed_and_turns_its_test_true";
+    if !traceable(test) {
+        return;
+    }
+    let dir = common::test_dir(test);
+    for (tag, flags) in BUILDS {
+        let exe = build_with(&dir, tag, XPROVIDER, XPROG, flags);
+        assert_eq!(
+            run_in(&dir, exe.to_str().unwrap(), &["3"]),
+            "only=0\n",
+            "{tag}"
+        );
+        let cmd = format!("{} 6", exe.display());
+        let (rc, out, err) = common::dtrace(&["-l", "-n", "xprov$target:::", "-c", &cmd]);
+        assert_eq!(rc, 0, "{tag}: {err}");
+        let probes: Vec<String> = out
+            .lines()
+            .skip(1)
+            .map(|l| l.split_whitespace().skip(3).collect::<Vec<_>>().join(" "))
+            .collect();
+        assert_eq!(probes, ["main only", "main q"], "{tag}: {out}");
+        // Enabled, its test is true each time, and it never fires (it has no probe site).
+        let (rc, out, err) = common::dtrace(&[
+            "-qn",
+            "xprov$target:::only { @o = count(); }
+             xprov$target:::q { @q = count(); }
+             END { printa(\"q %@d\\n\", @q); printa(\"fired %@d\\n\", @o); }",
+            "-c",
+            &cmd,
+        ]);
+        assert_eq!(rc, 0, "{tag}: {err}");
+        assert!(
+            out.contains("only=6\n") && out.contains("q 6\n"),
+            "{tag}: {out}"
+        );
+        assert!(!out.contains("fired"), "{tag}: {out}");
+        // Not enabled: false.
+        let (rc, out, err) = common::dtrace(&["-qn", "xprov$target:::q {}", "-c", &cmd]);
+        assert_eq!(rc, 0, "{tag}: {err}");
+        assert!(out.contains("only=0\n"), "{tag}: {out}");
+        assert_eq!(run_in(&dir, exe.to_str().unwrap(), &["3"]), "only=0\n");
+    }
+}

@@ -20,6 +20,11 @@
 //!   semaphore, whose file offset is the uprobes' `ref_ctr_offset`: the kernel raises it while a
 //!   probe site is attached and lowers it when detached, so the program's `_ENABLED()` test is true
 //!   exactly while the probe is enabled.
+//! - A probe the program only tests with `_ENABLED()` (no probe site in a function, only
+//!   is-enabled ones) is still a probe, as DTrace creates it from its is-enabled offsets: its
+//!   uprobe goes on `__dtrace_<p>`, the `ret` right after the is-enabled function
+//!   (`dtrace_dof::PROBE_STUB_AFTER_ENABLED`) that no code calls, so it raises the semaphore while
+//!   enabled and never fires. The site is named for the function of the is-enabled test.
 //!
 //! The DOF and the code are outside bytes: malformed input is an error or a site left out, never a
 //! panic.
@@ -157,6 +162,19 @@ pub fn provider_attributes(attrs: &[u32; 5]) -> Option<ProviderAttributes> {
 /// The semaphore an is-enabled site at `vaddr` reads: the site must be a `call` of a function
 /// whose code is `dtrace_dof::IS_ENABLED_CODE`. Its link-time address.
 pub fn semaphore_of(image: &dyn Image, vaddr: u64) -> Option<u64> {
+    semaphore_and_function(image, vaddr).map(|(sem, _)| sem)
+}
+
+/// Where the uprobe of a probe with only is-enabled site `vaddr` goes: the never-called `ret`
+/// after the is-enabled function the site calls. Its link-time address.
+fn uncalled_stub_of(image: &dyn Image, vaddr: u64) -> Option<u64> {
+    let (_, func) = semaphore_and_function(image, vaddr)?;
+    let stub = func.checked_add(dtrace_dof::PROBE_STUB_AFTER_ENABLED)?;
+    (image.bytes(stub, 1)? == [0xc3]).then_some(stub)
+}
+
+/// The semaphore an is-enabled site at `vaddr` reads, and the is-enabled function it calls.
+fn semaphore_and_function(image: &dyn Image, vaddr: u64) -> Option<(u64, u64)> {
     let call = image.bytes(vaddr, 5)?;
     if call[0] != 0xe8 {
         return None;
@@ -169,7 +187,8 @@ pub fn semaphore_of(image: &dyn Image, vaddr: u64) -> Option<u64> {
         return None;
     }
     let disp = i32::from_le_bytes(code[3..7].try_into().ok()?);
-    func.checked_add(7)?.checked_add_signed(i64::from(disp))
+    let sem = func.checked_add(7)?.checked_add_signed(i64::from(disp))?;
+    Some((sem, func))
 }
 
 /// The USDT sites of the providers of DOF `dof`, an object's `.SUNW_dof` section, located in
@@ -211,12 +230,27 @@ pub fn sites(dof: &[u8], image: &dyn Image) -> Result<Vec<Site>> {
                 .map(|&m| arg_source(m, &p.native_args[m]))
                 .collect();
             let types = arg_types(p, &map);
-            for &off in &p.offsets {
-                let Some(vaddr) = p.addr.checked_add(u64::from(off)) else {
-                    continue;
-                };
+            // Each probe site; a probe with none in its function is placed on the uncalled
+            // stub of its first is-enabled site that has one, named for that site.
+            let placed: Vec<(u64, u64)> = if p.offsets.is_empty() {
+                p.enabled_offsets
+                    .iter()
+                    .filter_map(|&o| {
+                        let at = p.addr.checked_add(u64::from(o))?;
+                        Some((at, uncalled_stub_of(image, at)?))
+                    })
+                    .take(1)
+                    .collect()
+            } else {
+                p.offsets
+                    .iter()
+                    .filter_map(|&o| p.addr.checked_add(u64::from(o)))
+                    .map(|at| (at, at))
+                    .collect()
+            };
+            for (vaddr, probe_at) in placed {
                 // Only in code: a site elsewhere is a DOF that does not describe this file.
-                let Some(file_offset) = image.code_offset(vaddr) else {
+                let Some(file_offset) = image.code_offset(probe_at) else {
                     continue;
                 };
                 out.push(Site {
