@@ -307,6 +307,38 @@ mod tests {
         let s = sites(&dof, &image).unwrap();
         // the site at 0x1100 is outside the file
         assert_eq!(s.len(), 1);
+        // A probe with only an is-enabled site: its uprobe goes on the uncalled `ret` after the
+        // is-enabled function, once its bytes are there; the site names its function.
+        let only = dtrace_dof::UsdtProvider {
+            name: "myprov".into(),
+            attrs: [0; 5],
+            probes: vec![dtrace_dof::UsdtProbe {
+                function: "main".into(),
+                name: "only".into(),
+                addr: 0x1000,
+                offsets: vec![],
+                enabled_offsets: vec![5, 5],
+                native_args: vec![],
+                xlated_args: vec![],
+                arg_map: vec![],
+            }],
+        };
+        let mut g = dtrace_dof::DofFile::new();
+        g.add_usdt_provider(&only);
+        let only_dof = dtrace_dof::write_dof(&g).unwrap();
+        assert!(sites(&only_dof, &image).unwrap().is_empty());
+        let mut with_ret = image.bytes.clone();
+        with_ret[0x18] = 0xc3;
+        let image2 = super::super::usdt::FlatImage {
+            base: 0x1000,
+            bytes: with_ret,
+        };
+        let o = sites(&only_dof, &image2).unwrap();
+        assert_eq!(o.len(), 1);
+        assert_eq!(
+            (o[0].vaddr, o[0].file_offset, o[0].semaphore_offset),
+            (0x1005, 0x18, 0x20)
+        );
         assert_eq!(
             (s[0].provider.as_str(), s[0].name.as_str(), s[0].file_offset),
             ("myprov", "probe1", 0)
