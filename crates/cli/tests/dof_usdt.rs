@@ -56,9 +56,14 @@ fn build(dir: &Path, tag: &str, flags: &[&str]) -> PathBuf {
 
 /// As [`build`], of source `src`.
 fn build_source(dir: &Path, tag: &str, src: &str, flags: &[&str]) -> PathBuf {
+    build_with(dir, tag, PROVIDER, src, flags)
+}
+
+/// As [`build_source`], with provider declaration `provider`.
+fn build_with(dir: &Path, tag: &str, provider: &str, src: &str, flags: &[&str]) -> PathBuf {
     let d = dir.join(tag);
     std::fs::create_dir_all(&d).unwrap();
-    std::fs::write(d.join("provider.d"), PROVIDER).unwrap();
+    std::fs::write(d.join("provider.d"), provider).unwrap();
     std::fs::write(d.join("prog.c"), src).unwrap();
     let dt = env!("CARGO_BIN_EXE_dtrace");
     run_in(&d, dt, &["-h", "-s", "provider.d"]);
@@ -495,4 +500,151 @@ fn a_grabbed_process_that_loads_a_library_is_traced_in_it_and_let_go_after() {
     let o = child.wait_with_output().unwrap();
     assert!(o.status.success());
     assert_eq!(String::from_utf8_lossy(&o.stdout), "e=6\ne=0\n");
+}
+
+/// A provider whose probe `q` reorders its arguments (and repeats one), declared with its
+/// stability, and a probe `only` the program only tests with `_ENABLED()`.
+const XPROVIDER: &str = "provider xprov {
+    probe q(int a, char *b) : (string b, int a, int a);
+    probe only();
+};
+#pragma D attributes Evolving/Evolving/Common provider xprov provider
+#pragma D attributes Evolving/Evolving/Common provider xprov module
+#pragma D attributes Evolving/Evolving/Common provider xprov function
+#pragma D attributes Evolving/Evolving/Common provider xprov name
+#pragma D attributes Stable/Evolving/ISA provider xprov args
+";
+
+const XPROG: &str = r#"
+#include "provider.h"
+#include <stdio.h>
+#include <stdlib.h>
+int main(int argc, char **argv) {
+    int n = argc > 1 ? atoi(argv[1]) : 10;
+    long only = 0;
+    for (int i = 0; i < n; i++) {
+        char buf[16];
+        snprintf(buf, sizeof buf, "s%d", i);
+        XPROV_Q(i, buf);
+        if (XPROV_ONLY_ENABLED())
+            only++;
+    }
+    printf("only=%ld\n", only);
+    return 0;
+}
+"#;
+
+#[test]
+fn a_translation_that_reorders_arguments_maps_args_and_arg_n() {
+    let test = "a_translation_that_reorders_arguments_maps_args_and_arg_n";
+    if !common::have_gcc(test) {
+        return;
+    }
+    let dir = common::test_dir(test);
+    let exe = build_with(&dir, "x", XPROVIDER, XPROG, &["-O2"]);
+    // The header declares the native arguments.
+    let h = std::fs::read_to_string(dir.join("x/provider.h")).unwrap();
+    assert!(h.contains("XPROV_Q(arg0, arg1)"), "{h}");
+    // The DOF maps translated argument i to native argument map[i].
+    let bytes = std::fs::read(&exe).unwrap();
+    let dofs = dtrace_dof::dof_sections_from_elf(&bytes).unwrap().unwrap();
+    let provs = dtrace_dof::read_dof(&dofs[0])
+        .unwrap()
+        .usdt_providers()
+        .unwrap();
+    let q = provs[0].probes.iter().find(|p| p.name == "q").unwrap();
+    assert_eq!(q.native_args, ["int", "char *"]);
+    assert_eq!(q.xlated_args, ["string", "int", "int"]);
+    assert_eq!(q.arg_map, [1, 0, 0]);
+    if !traceable(test) {
+        return;
+    }
+    let cmd = format!("{} 5", exe.display());
+    let (rc, out, err) = common::dtrace(&["-lv", "-n", "xprov$target:::q", "-c", &cmd]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(
+        out.contains("\tArgument Types\n\t\targs[0]: string\n\t\targs[1]: int\n\t\targs[2]: int\n"),
+        "{out}"
+    );
+    // args[i] and argi are both native argument map[i], as in DTrace's tst.argmap.
+    let (rc, out, err) = common::dtrace(&[
+        "-qn",
+        "xprov$target:::q /args[1] == 3/ {
+             printf(\"%s %d %d %d %d\\n\", args[0], args[1], args[2], arg1, arg2);
+         }
+         xprov$target:::q { @s = sum(arg1 + args[2]); }
+         END { printa(\"sum %@d\\n\", @s); }",
+        "-c",
+        &cmd,
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    // 5 iterations: 2 * (0 + 1 + 2 + 3 + 4) = 20.
+    for want in ["s3 3 3 3 3\n", "sum 20\n"] {
+        assert!(out.contains(want), "{want:?} not in {out}");
+    }
+}
+
+#[test]
+fn a_dof_provider_has_the_stability_its_declaration_gives() {
+    let test = "a_dof_provider_has_the_stability_its_declaration_gives";
+    if !traceable(test) {
+        return;
+    }
+    let dir = common::test_dir(test);
+    let exe = build_with(&dir, "x", XPROVIDER, XPROG, &["-O2"]);
+    let cmd = format!("{} 1", exe.display());
+    let (rc, out, err) = common::dtrace(&["-lv", "-n", "xprov$target:::q", "-c", &cmd]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(
+        out.contains(
+            "\tProbe Description Attributes\n\t\tIdentifier Names: Evolving\n\t\tData Semantics:   Evolving\n\t\tDependency Class: Common\n\n\tArgument Attributes\n\t\tIdentifier Names: Stable\n\t\tData Semantics:   Evolving\n\t\tDependency Class: ISA\n"
+        ),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_probe_only_tested_with_enabled_is_listed_and_turns_its_test_true() {
+    let test = "a_probe_only_tested_with_enabled_is_listed_and_turns_its_test_true";
+    if !traceable(test) {
+        return;
+    }
+    let dir = common::test_dir(test);
+    for (tag, flags) in BUILDS {
+        let exe = build_with(&dir, tag, XPROVIDER, XPROG, flags);
+        assert_eq!(
+            run_in(&dir, exe.to_str().unwrap(), &["3"]),
+            "only=0\n",
+            "{tag}"
+        );
+        let cmd = format!("{} 6", exe.display());
+        let (rc, out, err) = common::dtrace(&["-l", "-n", "xprov$target:::", "-c", &cmd]);
+        assert_eq!(rc, 0, "{tag}: {err}");
+        let probes: Vec<String> = out
+            .lines()
+            .skip(1)
+            .map(|l| l.split_whitespace().skip(3).collect::<Vec<_>>().join(" "))
+            .collect();
+        assert_eq!(probes, ["main only", "main q"], "{tag}: {out}");
+        // Enabled, its test is true each time, and it never fires (it has no probe site).
+        let (rc, out, err) = common::dtrace(&[
+            "-qn",
+            "xprov$target:::only { @o = count(); }
+             xprov$target:::q { @q = count(); }
+             END { printa(\"q %@d\\n\", @q); printa(\"fired %@d\\n\", @o); }",
+            "-c",
+            &cmd,
+        ]);
+        assert_eq!(rc, 0, "{tag}: {err}");
+        assert!(
+            out.contains("only=6\n") && out.contains("q 6\n"),
+            "{tag}: {out}"
+        );
+        assert!(!out.contains("fired"), "{tag}: {out}");
+        // Not enabled: false.
+        let (rc, out, err) = common::dtrace(&["-qn", "xprov$target:::q {}", "-c", &cmd]);
+        assert_eq!(rc, 0, "{tag}: {err}");
+        assert!(out.contains("only=0\n"), "{tag}: {out}");
+        assert_eq!(run_in(&dir, exe.to_str().unwrap(), &["3"]), "only=0\n");
+    }
 }

@@ -38,6 +38,12 @@ pub fn dof_to_elf(dof: &[u8], arch: Architecture, relocs: &[DofElfReloc]) -> Res
 /// displacement at byte 3.
 pub const IS_ENABLED_CODE: [u8; 8] = [0x0f, 0xb7, 0x05, 0, 0, 0, 0, 0xc3];
 
+/// Where `__dtrace_<p>` (a `ret` no code calls: its call sites are nops) is from
+/// `__dtraceenabled_<p>`: right after its code. dtrace places the uprobe of a probe the program
+/// only tests with `_ENABLED()` there, so that the probe's semaphore is raised while the probe is
+/// enabled without a site that fires.
+pub const PROBE_STUB_AFTER_ENABLED: u64 = IS_ENABLED_CODE.len() as u64;
+
 /// As [`dof_to_elf`], and for each `<provider>___<probe>` of `stubs` (the probe as its C function
 /// names it) the functions a `dtrace -h` header declares: `__dtrace_<p>` (a `ret`; its call sites
 /// were turned into nops) and `__dtraceenabled_<p>` ([`IS_ENABLED_CODE`]: it returns the probe's
@@ -158,8 +164,6 @@ fn add_stubs(obj: &mut Object, stubs: &[String]) -> Result<()> {
         })
     };
     for p in stubs {
-        let off = obj.append_section_data(text, &[0xc3], 16);
-        func(obj, format!("__dtrace_{p}"), off, 1);
         let sem = obj.append_section_data(data, &[0, 0], 2);
         obj.add_symbol(Symbol {
             name: format!("__dtrace_sem_{p}").into_bytes(),
@@ -171,12 +175,21 @@ fn add_stubs(obj: &mut Object, stubs: &[String]) -> Result<()> {
             section: SymbolSection::Section(data),
             flags: SymbolFlags::None,
         });
-        let off = obj.append_section_data(text, &IS_ENABLED_CODE, 16);
+        // `__dtraceenabled_<p>`, then `__dtrace_<p>` right after it.
+        let mut code = IS_ENABLED_CODE.to_vec();
+        code.push(0xc3);
+        let off = obj.append_section_data(text, &code, 16);
         func(
             obj,
             format!("__dtraceenabled_{p}"),
             off,
             IS_ENABLED_CODE.len() as u64,
+        );
+        func(
+            obj,
+            format!("__dtrace_{p}"),
+            off + PROBE_STUB_AFTER_ENABLED,
+            1,
         );
         let addend = i64::try_from(sem).map_err(|_| DofError::Elf("data too large".into()))? - 4;
         obj.add_relocation(

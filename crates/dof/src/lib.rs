@@ -40,7 +40,7 @@ pub use consts::*;
 pub use difo::{str_at, str_list, Difo, StrTabBuilder, UsdtProbe, UsdtProvider};
 pub use elf::{
     dof_sections_from_elf, dof_to_elf, dof_to_elf_with_stubs, DofElfReloc, IS_ENABLED_CODE,
-    SHT_SUNW_DOF, SUNW_DOF_SECTION, SUNW_DOF_SYMBOL,
+    PROBE_STUB_AFTER_ENABLED, SHT_SUNW_DOF, SUNW_DOF_SECTION, SUNW_DOF_SYMBOL,
 };
 pub use error::{DofError, Result};
 pub use model::*;

@@ -238,10 +238,15 @@ impl ProcessImage {
                 };
                 let desc = ProbeDesc::new(provider, &obj.module, &function, &name);
                 match out.iter_mut().find(|p| p.desc == desc) {
+                    // One uprobe per place (is-enabled-only probes share one).
                     Some(Probe {
                         attach: AttachPoint::Uprobe { sites, .. },
                         ..
-                    }) => sites.push(at),
+                    }) => {
+                        if !sites.contains(&at) {
+                            sites.push(at);
+                        }
+                    }
                     _ => out.push(Probe {
                         desc,
                         args: types,

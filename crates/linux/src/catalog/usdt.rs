@@ -225,9 +225,11 @@ pub struct Site {
     pub provider: String,
     /// The probe name DTrace uses (a note's `gc__start` is `gc-start`).
     pub name: String,
-    /// The site's address (link-time; for notes adjusted to where `.stapsdt.base` really is).
+    /// The site's address (link-time; for notes adjusted to where `.stapsdt.base` really is),
+    /// which names the probe's function. For a DOF probe with only is-enabled sites, that of
+    /// its is-enabled test (its uprobe is elsewhere: see [`super::dof_usdt`]).
     pub vaddr: u64,
-    /// File offset of the site.
+    /// File offset of the uprobe.
     pub file_offset: u64,
     /// File offset of the semaphore (0: none).
     pub semaphore_offset: u64,
@@ -235,6 +237,8 @@ pub struct Site {
     pub args: Vec<ArgSource>,
     /// Their types (`args[]`).
     pub types: Vec<super::ProbeArg>,
+    /// The provider's stability, where the object declares it (a DOF provider's attributes).
+    pub stability: Option<dtrace_dif::attr::ProviderAttributes>,
 }
 
 impl Site {
@@ -266,6 +270,7 @@ impl Site {
             semaphore_offset,
             args,
             types,
+            stability: None,
         }
     }
 }

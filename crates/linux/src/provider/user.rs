@@ -43,6 +43,19 @@ impl UserProbes {
         self.probes.get(desc)
     }
 
+    /// The stability of per-process provider `provider` (`myprov1234`) where the objects of its
+    /// process declare it (DOF providers), as far as they have been read.
+    fn stability(&self, provider: &str) -> Option<ProviderAttributes> {
+        let (kind, pid) = split_provider(provider)?;
+        self.images
+            .get(&pid)?
+            .objects
+            .iter()
+            .flat_map(|o| &o.usdt)
+            .find(|s| s.provider == kind && s.stability.is_some())?
+            .stability
+    }
+
     /// The image of `pid`, read at the first asking.
     fn image(&mut self, pid: u32) -> Result<Arc<ProcessImage>> {
         if let Some(i) = self.images.get(&pid) {
@@ -375,6 +388,9 @@ impl Provider for UserProvider {
     fn attributes(&self) -> ProviderAttributes {
         use DepClass::*;
         use Stability::*;
+        if let Some(declared) = self.shared.lock().user.stability(&self.name) {
+            return declared;
+        }
         let a = |n, d, c| Attribute::new(n, d, c);
         ProviderAttributes {
             provider: a(Evolving, Evolving, Isa),
