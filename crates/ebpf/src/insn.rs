@@ -152,6 +152,45 @@ impl Size {
     }
 }
 
+/// Checks the control flow of a program or fragment as the kernel's verifier will: every
+/// instruction is reachable from the first (the verifier refuses dead code) and no jump leaves it
+/// (a jump to just past the end is a fragment's fall-through). `Err` names the first problem.
+pub fn check_flow(insns: &[Insn]) -> Result<()> {
+    let mut seen = vec![false; insns.len() + 1];
+    let mut work = vec![0usize];
+    while let Some(pc) = work.pop() {
+        let Some(i) = insns.get(pc) else { continue };
+        if seen[pc] {
+            continue;
+        }
+        seen[pc] = true;
+        if i.code == (op::LD | op::DW | op::IMM) {
+            seen[pc + 1] = true;
+            work.push(pc + 2);
+            continue;
+        }
+        if i.code & 7 == op::JMP && !matches!(i.code & 0xf0, op::CALL | op::EXIT) {
+            let t = pc as i64 + 1 + i64::from(i.off);
+            if t < 0 || t as usize > insns.len() {
+                return Err(AsmError(format!("jump out of the code at {pc}")));
+            }
+            work.push(t as usize);
+            if i.code & 0xf0 == op::JA {
+                continue;
+            }
+        } else if i.code & 7 == op::JMP && i.code & 0xf0 == op::EXIT {
+            continue;
+        }
+        work.push(pc + 1);
+    }
+    let dead: Vec<usize> = (0..insns.len()).filter(|&i| !seen[i]).collect();
+    if dead.is_empty() {
+        Ok(())
+    } else {
+        Err(AsmError(format!("unreachable instructions {dead:?}")))
+    }
+}
+
 /// Helper function numbers (`enum bpf_func_id`).
 #[allow(missing_docs)]
 pub mod helper {

@@ -285,35 +285,9 @@ fn interpret_result(obj: &DifObject, p: &Probe) -> Result<u64, dtrace_dif::vm::F
 /// Asserts that every instruction can be reached from the first (the verifier refuses dead code)
 /// and that no jump leaves the fragment (other than to its end).
 fn assert_reachable(insns: &[Insn]) {
-    let mut seen = vec![false; insns.len() + 1];
-    let mut work = vec![0usize];
-    while let Some(pc) = work.pop() {
-        if pc >= insns.len() || seen[pc] {
-            continue;
-        }
-        seen[pc] = true;
-        let i = insns[pc];
-        let wide = i.code == (op::LD | op::DW | op::IMM);
-        if wide {
-            seen[pc + 1] = true;
-            work.push(pc + 2);
-            continue;
-        }
-        if i.code & 7 == op::JMP && !matches!(i.code & 0xf0, op::CALL | op::EXIT) {
-            let t = pc as i64 + 1 + i64::from(i.off);
-            assert!(
-                t >= 0 && t as usize <= insns.len(),
-                "jump out of the fragment at {pc}"
-            );
-            work.push(t as usize);
-            if i.code & 0xf0 == op::JA {
-                continue;
-            }
-        }
-        work.push(pc + 1);
+    if let Err(e) = crate::insn::check_flow(insns) {
+        panic!("{e}");
     }
-    let dead: Vec<usize> = (0..insns.len()).filter(|&i| !seen[i]).collect();
-    assert!(dead.is_empty(), "unreachable instructions {dead:?}");
 }
 
 /// The translated fragment's verdict, as [`interpret`]'s.

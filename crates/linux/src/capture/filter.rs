@@ -8,7 +8,7 @@
 //! reports the fault exactly as it always has. When one predicate of the probe cannot be translated,
 //! the probe records every firing (no filter), and [`FilterReport`] says why.
 
-use super::codegen::ProbeShape;
+use super::codegen::{read_kernel, ProbeShape};
 use super::spec::{ArgSource, Identity, KernelFilter};
 use crate::bpf::insn::{helper, op, Asm, Label, Size, R0, R1, R10, R2, R3, R6};
 use dtrace_ebpf::translate::{
@@ -143,12 +143,8 @@ impl ProbeContext for ShapeContext<'_> {
                     // As the probe's record has it without the exact clock.
                     (None, Some(off)) => {
                         a.call(helper::GET_CURRENT_TASK);
-                        a.mov(R3, R0).alu_imm(op::ADD, R3, off as i32);
                         a.store_imm(Size::DW, R10, SCRATCH, 0);
-                        a.mov(R1, R10)
-                            .alu_imm(op::ADD, R1, i32::from(SCRATCH))
-                            .mov_imm(R2, 8)
-                            .call(helper::PROBE_READ_KERNEL);
+                        read_kernel(a, R10, i32::from(SCRATCH), 8, R0, off as i32);
                         a.load(Size::DW, R0, R10, SCRATCH);
                     }
                     (None, None) => {
@@ -168,18 +164,10 @@ impl ProbeContext for ShapeContext<'_> {
                     .ok_or("task_struct offsets are not in the kernel's BTF")?;
                 // current->real_parent->tgid, as the record's header has it.
                 a.call(helper::GET_CURRENT_TASK);
-                a.mov(R3, R0).alu_imm(op::ADD, R3, t.real_parent as i32);
-                a.mov(R1, R10)
-                    .alu_imm(op::ADD, R1, i32::from(SCRATCH))
-                    .mov_imm(R2, 8)
-                    .call(helper::PROBE_READ_KERNEL);
-                a.load(Size::DW, R3, R10, SCRATCH)
-                    .alu_imm(op::ADD, R3, t.tgid as i32);
+                read_kernel(a, R10, i32::from(SCRATCH), 8, R0, t.real_parent as i32);
+                a.load(Size::DW, R0, R10, SCRATCH);
                 a.store_imm(Size::DW, R10, SCRATCH, 0);
-                a.mov(R1, R10)
-                    .alu_imm(op::ADD, R1, i32::from(SCRATCH))
-                    .mov_imm(R2, 4)
-                    .call(helper::PROBE_READ_KERNEL);
+                read_kernel(a, R10, i32::from(SCRATCH), 4, R0, t.tgid as i32);
                 a.load(Size::W, R0, R10, SCRATCH);
             }
         }

@@ -1156,32 +1156,9 @@ mod tests {
     /// Asserts that every instruction of `insns` can be reached from the first (the verifier
     /// refuses dead code).
     fn assert_reachable(insns: &[crate::bpf::Insn]) {
-        let mut seen = vec![false; insns.len() + 1];
-        let mut work = vec![0usize];
-        while let Some(pc) = work.pop() {
-            if pc >= insns.len() || seen[pc] {
-                continue;
-            }
-            seen[pc] = true;
-            let i = insns[pc];
-            if i.code == (op::LD | op::DW | op::IMM) {
-                seen[pc + 1] = true;
-                work.push(pc + 2);
-                continue;
-            }
-            if i.code & 7 == op::JMP && i.code & 0xf0 == op::EXIT {
-                continue;
-            }
-            if i.code & 7 == op::JMP && i.code & 0xf0 != op::CALL {
-                work.push((pc as i64 + 1 + i64::from(i.off)) as usize);
-                if i.code & 0xf0 == op::JA {
-                    continue;
-                }
-            }
-            work.push(pc + 1);
+        if let Err(e) = crate::bpf::insn::check_flow(insns) {
+            panic!("{e}");
         }
-        let dead: Vec<usize> = (0..insns.len()).filter(|&i| !seen[i]).collect();
-        assert!(dead.is_empty(), "unreachable instructions {dead:?}");
     }
 
     #[test]
