@@ -208,6 +208,19 @@ pub struct InlineArray {
     pub body: crate::ast::Expr,
 }
 
+/// The options that give `stack()`, `ustack()` and `jstack()` without arguments their sizes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StackDefaults {
+    /// `stackframes`.
+    pub stackframes: u32,
+    /// `ustackframes`.
+    pub ustackframes: u32,
+    /// `jstackframes`.
+    pub jstackframes: u32,
+    /// `jstackstrsize`.
+    pub jstackstrsize: u32,
+}
+
 /// Checker state for one compilation.
 pub struct Checker<'o> {
     /// `#pragma D attributes ... provider <name> <part>`: provider, part index, attributes.
@@ -224,6 +237,9 @@ pub struct Checker<'o> {
     pub strsize: u32,
     /// The `scratchsize` option: bytes of scratch space a firing may allocate.
     pub scratchsize: u64,
+    /// The default depths of `stack()`, `ustack()` and `jstack()` and `jstack()`'s string space
+    /// (`-x stackframes`... or `#pragma D option stackframes=`... before the action).
+    pub stack_defaults: StackDefaults,
     pub aggs: Vec<AggInfo>,
     /// Ids of the aggregations this compilation names (`aggs` also holds those of earlier
     /// programs on the handle).
@@ -285,6 +301,12 @@ impl<'o> Checker<'o> {
             locals: VarTable::default(),
             strsize: opts.strsize,
             scratchsize: opts.scratchsize,
+            stack_defaults: StackDefaults {
+                stackframes: opts.stackframes,
+                ustackframes: opts.ustackframes,
+                jstackframes: opts.jstackframes,
+                jstackstrsize: opts.jstackstrsize,
+            },
             aggs: Vec::new(),
             aggs_used: Default::default(),
             agg_undo: Vec::new(),

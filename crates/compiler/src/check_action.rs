@@ -1040,7 +1040,7 @@ impl<'o> Checker<'o> {
             }
             "stack" => {
                 let frames = match args.first() {
-                    None => self.opts.stackframes as u64,
+                    None => self.stack_defaults.stackframes as u64,
                     Some(a) => self.positive_const(
                         a,
                         ErrTag::D_STACK_SIZE,
@@ -1054,11 +1054,11 @@ impl<'o> Checker<'o> {
             }
             "ustack" | "jstack" => {
                 let (df, ds) = if n == "ustack" {
-                    (self.opts.ustackframes as u64, 0)
+                    (self.stack_defaults.ustackframes as u64, 0)
                 } else {
                     (
-                        self.opts.jstackframes as u64,
-                        self.opts.jstackstrsize as u64,
+                        self.stack_defaults.jstackframes as u64,
+                        self.stack_defaults.jstackstrsize as u64,
                     )
                 };
                 let frames = match args.first() {

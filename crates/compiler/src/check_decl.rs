@@ -830,14 +830,24 @@ impl<'o> Checker<'o> {
                     {
                         return invalid();
                     }
-                    if COUNT_OPTIONS.contains(&name.as_str())
-                        && value
-                            .as_deref()
-                            .and_then(dtrace_dif::optval::parse_c_unsigned)
-                            .filter(|v| *v <= u32::MAX as u64)
-                            .is_none()
-                    {
+                    let count = value
+                        .as_deref()
+                        .and_then(dtrace_dif::optval::parse_c_unsigned)
+                        .and_then(|v| u32::try_from(v).ok());
+                    if COUNT_OPTIONS.contains(&name.as_str()) && count.is_none() {
                         return invalid();
+                    }
+                    // The stack actions that follow take their default sizes from these.
+                    let d = &mut self.stack_defaults;
+                    let slot = match name.as_str() {
+                        "stackframes" => Some(&mut d.stackframes),
+                        "ustackframes" => Some(&mut d.ustackframes),
+                        "jstackframes" => Some(&mut d.jstackframes),
+                        "jstackstrsize" => Some(&mut d.jstackstrsize),
+                        _ => None,
+                    };
+                    if let (Some(slot), Some(n)) = (slot, count) {
+                        *slot = n;
                     }
                     if name == "scratchsize" {
                         // as the framework keeps it: rounded up to 8 bytes

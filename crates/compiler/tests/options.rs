@@ -49,6 +49,29 @@ fn strsize_shapes_string_records() {
 }
 
 #[test]
+fn stack_depths_by_option_and_by_pragma() {
+    let frames = |src: &str, o: &CompileOptions| -> Vec<(u64, u64)> {
+        let p = compile(src, o).unwrap();
+        p.ecbs
+            .iter()
+            .flat_map(|e| e.actions.iter().map(|a| (a.arg, a.uarg)))
+            .collect()
+    };
+    let o = CompileOptions {
+        stackframes: 7,
+        ..Default::default()
+    };
+    assert_eq!(frames("BEGIN { stack(); }", &o)[0].0, 7);
+    // A pragma sets the default of the stack actions after it, as DTrace's option does.
+    let src = "#pragma D option stackframes=3
+        #pragma D option ustackframes=4
+        BEGIN { stack(); ustack(); stack(9); }";
+    let f = frames(src, &o);
+    assert_eq!((f[0].0, f[1].0, f[2].0), (3, 4, 9));
+    assert!(compile("#pragma D option stackframes=x\nBEGIN { stack(); }", &o).is_err());
+}
+
+#[test]
 fn defaultargs_by_pragma() {
     assert_eq!(
         compile("BEGIN { trace($3); }", &CompileOptions::default())
