@@ -96,6 +96,30 @@ fn without_kprobes_or_fentry_every_fbt_description_says_why() {
     );
 }
 
+/// A provider glob or an empty provider also matches `fbt`, but is not refused where the kernel
+/// has no fbt: it matches the other providers' probes (`*:::tick-10ms` is profile's tick), as on
+/// a kernel with fbt.
+#[test]
+fn a_provider_glob_matches_other_providers_whatever_fbt_can_do() {
+    if !common::kernel_ok("provider_glob_without_fbt") {
+        return;
+    }
+    for d in [
+        "*:::tick-10ms { trace(probeprov); exit(0); }",
+        ":::tick-10ms { trace(probeprov); exit(0); }",
+    ] {
+        let (rc, out, err) = dtrace(&["-q", "-n", d]);
+        assert_eq!(rc, 0, "{d}: {err}");
+        // (A slow guest may fire the tick again before the exit is seen.)
+        let lines: Vec<&str> = out.split_whitespace().collect();
+        assert!(
+            !lines.is_empty() && lines.iter().all(|l| *l == "profile"),
+            "{d}: {out} {err}"
+        );
+        assert!(!err.contains("fbt"), "{d}: {err}");
+    }
+}
+
 #[test]
 fn vfs_read_entry_counts_exactly_the_reads_of_the_program() {
     for m in mechanisms("vfs_read_entry_counts") {

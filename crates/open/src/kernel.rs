@@ -178,14 +178,13 @@ impl KernelTracer {
 }
 
 /// Why a description naming the `fbt` provider (or exactly `rawfbt`) cannot be served on this
-/// kernel (`None`: it can, or the description does not name it; an empty provider matches every
-/// provider and is left alone).
+/// kernel (`None`: it can, or the description does not name it; an empty provider or a glob
+/// (`*:::tick-10ms`) matches other providers too and is left alone: without fbt it matches their
+/// probes only).
 fn fbt_refusal(desc: &ProbeDesc) -> Option<ConsumerError> {
     let support = if desc.provider == dtrace_linux::catalog::fbt::RAW_PROVIDER {
         dtrace_linux::features::rawfbt_support()
-    } else if desc.provider.is_empty()
-        || !dtrace_framework::glob::field_matches(&desc.provider, "fbt")
-    {
+    } else if desc.provider != dtrace_linux::catalog::fbt::PROVIDER {
         return None;
     } else {
         dtrace_linux::features::fbt_support()
