@@ -215,9 +215,17 @@ pub enum VtimeAt {
     /// total meanwhile. Clobbers r0-r5 and r8.
     Record,
     /// In a clause's code at the probe (`vtimestamp` translated, see `capture::filter`): the
-    /// current task and the clock are read there and then, and the value is left in r0. Clobbers
-    /// r1-r5, r8 and r9 (the steal total meanwhile).
-    R0,
+    /// current task is read there and then, the firing's time from the stack slot `timestamp`
+    /// (the framework's clock, read once per firing) less the offset in the control map's value
+    /// at `clock` (so every clause of a firing reads one value, as DTrace's `vtimestamp` does not
+    /// advance within a firing), and the value is left in r0. Clobbers r1-r5, r8 and r9 (the
+    /// steal total meanwhile).
+    R0 {
+        /// The stack slot of the firing's `timestamp`.
+        timestamp: i16,
+        /// The control map (its value's [`crate::capture::spec::CONTROL_CLOCK`] word).
+        control: i32,
+    },
 }
 
 /// Emits, at the end of the [`VtimeAt::R0`] computation, the kernel's floor: r0 becomes at least
@@ -273,7 +281,7 @@ pub fn emit_vtime(a: &mut Asm, v: &VclockRef, at: VtimeAt) {
             VtimeAt::Record => {
                 a.store(Size::DW, R7, hdr::VTIME as i16, R1);
             }
-            VtimeAt::R0 => {
+            VtimeAt::R0 { .. } => {
                 a.mov(R9, R1);
             }
         }
@@ -295,7 +303,7 @@ pub fn emit_vtime(a: &mut Asm, v: &VclockRef, at: VtimeAt) {
             VtimeAt::Record => {
                 a.load(Size::DW, R3, R7, hdr::TASK as i16);
             }
-            VtimeAt::R0 => {
+            VtimeAt::R0 { .. } => {
                 a.call(helper::GET_CURRENT_TASK).mov(R3, R0);
             }
         }
@@ -324,9 +332,11 @@ pub fn emit_vtime(a: &mut Asm, v: &VclockRef, at: VtimeAt) {
         VtimeAt::Record => {
             a.load(Size::DW, R3, R7, hdr::KTIME as i16);
         }
-        VtimeAt::R0 => {
-            a.call(helper::KTIME_GET_NS).mov(R3, R0);
-            a.load(Size::DW, R0, R10, READ_AT + 8);
+        VtimeAt::R0 { timestamp, control } => {
+            a.load(Size::DW, R3, R10, timestamp);
+            a.ld_map_value(R1, control, 0);
+            a.load(Size::DW, R1, R1, crate::capture::spec::CONTROL_CLOCK as i16);
+            a.alu(op::SUB, R3, R1);
         }
     }
     a.load(Size::DW, R2, R8, slot::SWITCH_NS);
@@ -347,7 +357,7 @@ pub fn emit_vtime(a: &mut Asm, v: &VclockRef, at: VtimeAt) {
             VtimeAt::Record => {
                 a.load(Size::DW, R5, R7, hdr::VTIME as i16);
             }
-            VtimeAt::R0 => {
+            VtimeAt::R0 { .. } => {
                 a.mov(R5, R9);
             }
         }
@@ -369,7 +379,7 @@ pub fn emit_vtime(a: &mut Asm, v: &VclockRef, at: VtimeAt) {
         }
         // dtrace keeps records' values from going backwards ([`VtimeFloor`]); the kernel does
         // for the values clauses read there.
-        VtimeAt::R0 => emit_floor(a, v),
+        VtimeAt::R0 { .. } => emit_floor(a, v),
     }
 }
 
@@ -662,7 +672,14 @@ mod tests {
         // At the probe, for a clause: the same computation, left in r0 (no store at the end).
         for v in [r, apart, steal, VclockRef { direct: true, ..r }] {
             let mut a = Asm::new();
-            emit_vtime(&mut a, &v, VtimeAt::R0);
+            emit_vtime(
+                &mut a,
+                &v,
+                VtimeAt::R0 {
+                    timestamp: -24,
+                    control: 5,
+                },
+            );
             a.exit();
             let insns = a.finish().unwrap();
             // No access through r7 (no record there).

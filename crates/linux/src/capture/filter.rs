@@ -138,7 +138,14 @@ impl ProbeContext for ShapeContext<'_> {
                 self.current("vtimestamp")?;
                 match (&c.vclock, self.shape.task.and_then(|t| t.sum_exec_runtime)) {
                     (Some(v), _) => {
-                        crate::vtime::emit_vtime(a, v, crate::vtime::VtimeAt::R0);
+                        crate::vtime::emit_vtime(
+                            a,
+                            v,
+                            crate::vtime::VtimeAt::R0 {
+                                timestamp: c.timestamp,
+                                control: c.control,
+                            },
+                        );
                     }
                     // As the probe's record has it without the exact clock.
                     (None, Some(off)) => {

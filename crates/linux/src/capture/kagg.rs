@@ -303,7 +303,8 @@ fn reads_timestamp(c: &KernelAggClause) -> bool {
             matches!(dtrace_dif::instr::Instr::decode(*w),
                 Ok(dtrace_dif::instr::Instr::LoadVar { op: dtrace_dif::opcode::Opcode::Ldgs, var, .. })
                     if u32::from(var) == dtrace_dif::vars::DIF_VAR_TIMESTAMP
-                        || u32::from(var) == dtrace_dif::vars::DIF_VAR_WALLTIMESTAMP)
+                        || u32::from(var) == dtrace_dif::vars::DIF_VAR_WALLTIMESTAMP
+                        || u32::from(var) == dtrace_dif::vars::DIF_VAR_VTIMESTAMP)
         })
     })
 }
