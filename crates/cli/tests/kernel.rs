@@ -426,3 +426,41 @@ fn raise_and_stop_reach_the_thread_that_fired() {
     let state = state.rsplit(") ").next().and_then(|r| r.chars().next());
     assert_eq!(state, Some('T'), "{pid}");
 }
+
+/// A clause whose only action is `stop()` records nothing (the framework writes no record for
+/// it): its program at the probe reserved a header-only record and wrote past it, so the kernel
+/// refused it and the stop came late, from dtrace.
+#[test]
+fn a_clause_of_stop_alone_stops_at_the_probe() {
+    if !kernel_ok("a_clause_of_stop_alone") {
+        return;
+    }
+    let mut child = std::process::Command::new("yes")
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("yes");
+    let pid = child.id().to_string();
+    let (rc, out, err) = dtrace(&[
+        "-wv",
+        "-n",
+        &format!("syscall::write:entry /pid == {pid}/ {{ stop(); }} tick-200ms {{ exit(0); }}"),
+    ]);
+    let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(rc, 0, "{err}");
+    assert!(
+        err.contains(
+            "clause 1 (syscall::write:entry): raise() and stop() are sent in the kernel at 1 probe"
+        ),
+        "{err}"
+    );
+    assert!(!err.contains("refused"), "{err}");
+    // No probe line: the clause records nothing.
+    assert!(
+        !out.lines().any(|l| l.trim_end().ends_with("write:entry")),
+        "{out}"
+    );
+    let state = state.rsplit(") ").next().and_then(|r| r.chars().next());
+    assert_eq!(state, Some('T'), "{pid}");
+}

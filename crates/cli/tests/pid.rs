@@ -440,6 +440,87 @@ fn a_process_stopped_by_stop_stays_stopped_when_dtrace_exits() {
     assert_eq!(String::from_utf8_lossy(&o.stdout), "loaded 1\n");
 }
 
+/// Loads a library (the linker's hook stops it), calls `between()`, then `after()` at the next line.
+const LOAD_THEN_CALL: &str = r#"
+#include <dlfcn.h>
+#include <stdio.h>
+void __attribute__((noinline)) between(void) { __asm__ volatile(""); }
+void __attribute__((noinline)) after(void) { __asm__ volatile(""); }
+int main(void) {
+    char line[16];
+    if (!fgets(line, sizeof line, stdin))
+        return 2;
+    void *h = dlopen("libm.so.6", RTLD_NOW);
+    between();
+    if (!fgets(line, sizeof line, stdin))
+        return 2;
+    after();
+    return h ? 0 : 1;
+}
+"#;
+
+/// The children of process `pid` (every thread's).
+fn children_of(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for t in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let s = std::fs::read_to_string(t.path().join("children")).unwrap_or_default();
+        out.extend(s.split_whitespace().filter_map(|w| w.parse::<u32>().ok()));
+    }
+    out
+}
+
+#[test]
+fn a_process_stopped_by_stop_after_a_linker_stop_stays_stopped_when_dtrace_is_killed() {
+    let test = "a_process_stopped_by_stop_after_a_linker_stop_stays_stopped_when_dtrace_is_killed";
+    if !ready(test) {
+        return;
+    }
+    let exe = common::compile_c(&common::test_dir(test), "loader", LOAD_THEN_CALL, &["-O0"]);
+    let mut child = Command::new(&exe)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let d = "pid$target:a.out:between:entry { printf(\"between\\n\"); } \
+             pid$target:a.out:after:entry { stop(); }";
+    let (mut dt, _err, line) = common::grab(&["-wn", d], pid, Stdio::piped());
+    let _cleanup = KillOnDrop(vec![pid, dt.id()]);
+    assert!(line.contains("matched 2 probes"), "{line}");
+    // dtrace's run-on-close helper is its child.
+    let helpers = children_of(dt.id());
+    assert!(!helpers.is_empty(), "no run-on-close helper under dtrace");
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"go\n").unwrap();
+    // dtrace prints `between` once it has answered the linker's stops (one loop of dtrace
+    // answers them before it consumes what fired after).
+    let out = std::io::BufReader::new(dt.stdout.take().unwrap());
+    let mut lines = std::io::BufRead::lines(out);
+    assert!(
+        lines.any(|l| l.is_ok_and(|l| l.ends_with("between:entry between"))),
+        "dtrace ended without the firing of between()"
+    );
+    stdin.write_all(b"go\n").unwrap();
+    wait_until("the stop() in after()", || state_of(pid) == Some('T'));
+    signal(dt.id(), libc::SIGKILL);
+    dt.wait().unwrap();
+    // Once the helper has done its work and gone, the process is still stopped: the linker's
+    // stops, answered long ago, are not the stop it is in.
+    wait_until("the helper's end", || {
+        helpers
+            .iter()
+            .all(|&h| matches!(state_of(h), None | Some('Z')))
+    });
+    assert_eq!(state_of(pid), Some('T'));
+    signal(pid, libc::SIGCONT);
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+}
+
 #[test]
 fn a_command_dies_with_a_killed_dtrace() {
     let test = "a_command_dies_with_a_killed_dtrace";

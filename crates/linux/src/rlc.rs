@@ -103,6 +103,23 @@ impl RunOnClose {
             .call(helper::SEND_SIGNAL);
     }
 
+    /// Lets process `pid`, stopped by a probe program of [`RunOnClose::emit_hold`], go on, and
+    /// forgets it: a process the helper would otherwise resume after a SIGKILL of dtrace long
+    /// after, when it may be stopped on purpose (`stop()`, a shell's job control). The entry goes
+    /// only if it is still the one read before the `SIGCONT` (the process may have stopped in a
+    /// program again since, and must then stay noted).
+    pub fn let_go(&self, pid: u32) {
+        let key = pid.to_ne_bytes();
+        let before = self.held.lookup(&key).ok().flatten();
+        // A process that is gone has nothing to resume.
+        let _ = crate::process::continue_process(pid);
+        if let Some(v) = before {
+            if self.held.lookup(&key).ok().flatten() == Some(v) {
+                let _ = self.held.delete(&key);
+            }
+        }
+    }
+
     /// Whether process `pid` is in the held map (tests).
     pub fn holds(&self, pid: u32) -> bool {
         matches!(self.held.lookup(&pid.to_ne_bytes()), Ok(Some(_)))

@@ -514,6 +514,12 @@ fn emit_reserve(
     clause: u16,
 ) -> crate::error::Result<()> {
     use super::layout::{built, KIND_BUILT};
+    if r.size == 0 {
+        // Actions that record nothing (`stop()` alone): the framework writes no record either.
+        a.store_imm(Size::DW, R10, REC, 0);
+        a.store_imm(Size::DW, R10, REC_OK, 0);
+        return Ok(());
+    }
     let total = built::SIZE + (r.size as usize).next_multiple_of(8);
     let total32 = i32::try_from(total)
         .map_err(|_| crate::error::LinuxError::Asm("record too large".into()))?;

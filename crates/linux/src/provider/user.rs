@@ -367,9 +367,15 @@ impl LinuxTracing {
 
     /// Lets the processes [`LinuxTracing::loads_changed`] returned go on.
     pub fn resume_loads(&self, pids: &[u32]) {
+        let sh = self.lock();
         for &pid in pids {
-            // A process that is gone has nothing to resume.
-            let _ = crate::process::continue_process(pid);
+            match &sh.user.rlc {
+                Some(rlc) => rlc.let_go(pid),
+                // A process that is gone has nothing to resume.
+                None => {
+                    let _ = crate::process::continue_process(pid);
+                }
+            }
         }
     }
 }
