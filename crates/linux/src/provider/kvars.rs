@@ -439,6 +439,7 @@ pub fn runs_whole(
         stores: plan.stores.clone(),
         record: plan.record.clone(),
         after_dtrace: false,
+        string_args: Ok(Vec::new()),
     };
     let arrays: BTreeMap<VarKey, usize> = vars
         .iter()
