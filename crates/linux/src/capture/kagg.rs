@@ -32,6 +32,10 @@
 //! exit flag, which stops every kernel clause from the next one of that firing on; `raise()` and
 //! `stop()` send their signal there and then (`capture::signal`).
 //!
+//! A clause may copy user strings (`copyinstr()` of probe arguments: a key kept whole, a
+//! compare, a record's string): they are read before any clause runs, and a firing whose string
+//! cannot be read at the probe goes to dtrace whole (see [`emit_aggs`]).
+//!
 //! A clause whose code faults (a division by zero, a failed or misaligned load) ends at the fault
 //! as in the interpreter: what it did before stays (aggregation updates, variable stores), its
 //! record is discarded, the probe's later clauses run; the fault (the kind, the instruction in
