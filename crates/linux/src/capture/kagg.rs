@@ -740,7 +740,7 @@ fn emit_record_value(
     v: &translate::Value,
     action: &super::spec::RecordAction,
     exits: Exits,
-    k_strsize: usize,
+    strsize: usize,
 ) -> crate::error::Result<()> {
     let at = i16::try_from(super::layout::built::SIZE + action.offset as usize)
         .map_err(|_| crate::error::LinuxError::Asm("record too large".into()))?;
@@ -773,7 +773,7 @@ fn emit_record_value(
         ValueKind::Scratch => {
             // The string is NUL-terminated within strsize and zero-padded: its bytes up to
             // the record's last (its NUL), word by word where whole words fit.
-            let n = (k_strsize - 1).min(size.saturating_sub(1));
+            let n = (strsize - 1).min(size.saturating_sub(1));
             emit_copy(a, R7, at, R0, n)?;
         }
     }
@@ -1345,6 +1345,54 @@ mod tests {
         if let Err(e) = crate::bpf::insn::check_flow(insns) {
             panic!("{e}");
         }
+    }
+
+    #[test]
+    fn clauses_copying_strings_read_them_first_and_may_hand_the_firing_over() {
+        use super::super::spec::KernelAggClause;
+        let p = dtrace_compiler::compile(
+            r#"syscall::openat:entry /copyinstr(arg0) == "/etc/passwd"/ { @ = count(); }"#,
+            &dtrace_compiler::CompileOptions::default(),
+        )
+        .unwrap();
+        let clause = |string_args| KernelAggClause {
+            predicate: p.ecbs[0].predicate.clone(),
+            aggs: Vec::new(),
+            stores: Vec::new(),
+            record: None,
+            after_dtrace: false,
+            string_args,
+        };
+        // Read at the start: a string that cannot be read sets the hand-over flag, and the
+        // record path (none otherwise here) then records the firing with the flag.
+        let (insns, report) = program(clause(Ok(vec![0])), None);
+        assert_eq!(report, vec![Ok(())]);
+        assert_reachable(&insns);
+        let flag = one(|a| {
+            a.store_imm(Size::DW, R10, HANDOVER, 1);
+        });
+        assert!(insns.contains(&flag));
+        let handed = one(|a| {
+            a.store_imm(
+                Size::H,
+                R7,
+                super::super::layout::hdr::FLAGS as i16,
+                i32::from(super::super::layout::FLAG_HANDED_OVER),
+            );
+        });
+        assert!(insns.contains(&handed));
+        // A string whose address is not known before the clause runs keeps it in dtrace.
+        let (insns, report) = program(
+            clause(Err("copyinstr() of a computed address".into())),
+            None,
+        );
+        assert!(
+            matches!(&report[0], Err(Untranslatable::Placement(w)) if w.contains("computed")),
+            "{report:?}"
+        );
+        assert!(!insns.contains(&flag));
+        let (_, report) = program(clause(Ok(Vec::new())), None);
+        assert!(report[0].is_err(), "{report:?}");
     }
 
     #[test]
