@@ -218,3 +218,23 @@ fn a_clause_keeping_variables_in_the_kernel_keeps_copyinstr_in_dtrace_and_says_w
     );
     assert!(out.contains("/nonexistent/kstr-bb "), "{out}");
 }
+
+#[test]
+fn a_kernel_clause_copying_strings_beside_one_run_in_dtrace_prints_as_in_dtrace() {
+    let t = "a_kernel_clause_copying_strings_beside_one_run_in_dtrace_prints_as_in_dtrace";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let cmd = opener("kstr-mixed");
+    // A handed-over firing runs both clauses in dtrace; the others run the second one there.
+    let out = same_both_ways(
+        "syscall::openat:entry /pid == $target/ { @[copyinstr(arg1)] = count(); } \
+         syscall::openat:entry /pid == $target && arg3 == 0/ { printf(\"%s\\n\", \
+         lltostr(arg2)); } END { printa(\"%s %@d\\n\", @); }",
+        &[],
+        &cmd,
+        &[(1, AGGS)],
+    );
+    assert_eq!(count_of(&out, "/kstr/"), Some(1), "{out}");
+    assert_eq!(count_of(&out, "/nonexistent/kstr-a"), Some(6), "{out}");
+}
