@@ -19,6 +19,9 @@
 //! and never asserts them.
 //! The `pid` case puts an entry probe on the writer's libc `write` (against bpftrace's `uprobe:`),
 //! and the time to place an entry probe on every libc function follows the table.
+//! The `copyinstr` case counts `openat(2)` calls by path (`@[copyinstr(arg1)] = count()`; the
+//! writer then opens a path that does not exist instead of writing), with the kernel paths on and
+//! off, against bpftrace's `str(args->filename)` key.
 //! `cargo bench -p dtrace-cli --bench write_overhead [-- N [CASE]]`: with CASE, only the cases whose
 //! name contains it run, and not the rate ladder.
 
@@ -97,6 +100,68 @@ const PID_CASE: (&str, &str, &str) = (
     "pid$target:libc.so.6:write:entry { @[execname] = count(); }",
     "uprobe:LIBC:write /pid == cpid/ { @[comm] = count(); }",
 );
+
+/// Set for the writer: it opens [`OPENAT_PATH`] instead of writing.
+const OPENAT_ENV: &str = "DTBENCH_OPENAT";
+/// The path the writer opens in the `copyinstr` case.
+const OPENAT_PATH: &std::ffi::CStr = c"/nonexistent/dtbench-openat-path";
+
+/// The `copyinstr` case: added CPU ns per `openat(2)` (writer and tracer) counting by path, for
+/// dtrace with the kernel paths on and off and for bpftrace, each the best of `runs`.
+fn copyinstr_case(dtrace: &str, n: u64, runs: usize, have_bpftrace: bool) {
+    let env = [(OPENAT_ENV, "1")];
+    let (Some(base), Some(base1)) = (best(None, &env, n, runs), best(None, &env, 1, runs)) else {
+        println!("  the opener did not run");
+        return;
+    };
+    let untraced = base.total_ns.saturating_sub(base1.total_ns) as f64;
+    let added = |argv: &[&str], env: &[(&str, &str)]| -> Option<(f64, Run)> {
+        let big = best(Some(argv), env, n, runs)?;
+        let one = best(Some(argv), env, 1, runs)?;
+        let traced = big.total_ns as f64 - one.total_ns as f64;
+        Some(((traced - untraced) / (n - 1) as f64, big))
+    };
+    let script = "syscall::openat:entry { @[copyinstr(arg1)] = count(); }";
+    let off = [
+        (OPENAT_ENV, "1"),
+        ("DTRACE_KERNEL_AGGREGATIONS", "0"),
+        ("DTRACE_KERNEL_VARIABLES", "0"),
+        ("DTRACE_KERNEL_RECORDS", "0"),
+        ("DTRACE_KERNEL_PREDICATES", "0"),
+    ];
+    println!(
+        "openat(2) of a missing path, {n} calls, best of {runs}: opener alone {:.1} ns/call",
+        untraced / (n - 1) as f64
+    );
+    let show = |what: &str, r: Option<(f64, Run)>| match r {
+        Some((t, run)) => println!(
+            "  {what:<44} {t:>8.1} added CPU ns per call (opener and tracer), {} drops",
+            run.drops
+        ),
+        None => println!("  {what:<44} {:>8}", "-"),
+    };
+    show(
+        "dtrace @[copyinstr(arg1)] = count()",
+        added(&[dtrace, "-q", "-n", script], &env),
+    );
+    show(
+        "  the same, kernel paths off",
+        added(&[dtrace, "-q", "-n", script], &off),
+    );
+    if have_bpftrace {
+        show(
+            "bpftrace @[str(args->filename)] = count()",
+            added(
+                &[
+                    "bpftrace",
+                    "-e",
+                    "tracepoint:syscalls:sys_enter_openat { @[str(args->filename)] = count(); }",
+                ],
+                &env,
+            ),
+        );
+    }
+}
 
 /// The path of the libc this process maps.
 fn libc_path() -> Option<String> {
@@ -179,6 +244,7 @@ fn writer(n: u64, rate: u64, out: &str) {
         .open("/dev/null")
         .expect("/dev/null");
     let fd = std::os::fd::AsRawFd::as_raw_fd(&f);
+    let opens = std::env::var_os(OPENAT_ENV).is_some();
     let start = Instant::now();
     let t0 = process_cpu_ns();
     for i in 0..n {
@@ -188,8 +254,13 @@ fn writer(n: u64, rate: u64, out: &str) {
                 std::thread::sleep(wait);
             }
         }
-        // SAFETY: writing one byte from a static to an open descriptor.
-        unsafe { libc::write(fd, b"x".as_ptr() as *const libc::c_void, 1) };
+        if opens {
+            // SAFETY: a NUL-terminated path; the call fails (ENOENT), nothing to close.
+            unsafe { libc::openat(libc::AT_FDCWD, OPENAT_PATH.as_ptr(), libc::O_RDONLY) };
+        } else {
+            // SAFETY: writing one byte from a static to an open descriptor.
+            unsafe { libc::write(fd, b"x".as_ptr() as *const libc::c_void, 1) };
+        }
     }
     let per = (process_cpu_ns() - t0) as f64 / n as f64;
     let secs = start.elapsed().as_secs_f64();
@@ -225,6 +296,7 @@ fn run(tracer: Option<&[&str]>, env_vars: &[(&str, &str)], n: u64, rate: u64) ->
     let (stdout, stderr) = match tracer {
         None => {
             let o = Command::new(&me)
+                .envs(env_vars.iter().copied())
                 .env("DTBENCH_WRITER", &env)
                 .output()
                 .ok()?;
@@ -404,6 +476,12 @@ fn main() {
         .is_none_or(|o| "libc placement".contains(o.as_str()))
     {
         libc_placement(dtrace);
+    }
+    if only
+        .as_ref()
+        .is_none_or(|o| "copyinstr".contains(o.as_str()))
+    {
+        copyinstr_case(dtrace, n.min(1_000_000), runs, have_bpftrace);
     }
     if only.is_some() {
         return;

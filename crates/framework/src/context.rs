@@ -54,6 +54,9 @@ pub struct FiringContext {
     /// The thread's user registers (`uregs[]`) in the order of the `R_*` indexes, when the
     /// provider captured them; reading any other index, or with none captured, faults.
     pub uregs: Option<Vec<u64>>,
+    /// The clauses that run where the probe fires (see `Framework::run_elsewhere`) handed this
+    /// firing over (the provider could not read there what they read): they run here too.
+    pub handed_over: bool,
 }
 
 /// Where a CPU sits in the machine (`chip` and `lgrp`, `curcpu->cpu_chip` and `cpu_lgrp`), as the

@@ -173,7 +173,7 @@ impl Framework {
             }
             let i = self.probe_ecbs[probe as usize][k];
             let e = &ecbs[i];
-            if e.elsewhere {
+            if e.elsewhere && !ctx.handed_over {
                 continue;
             }
             if let Outcome::Fault { kind, addr, pc } = self.run_ecb(e, cpu, ctx, mem, ts) {

@@ -47,6 +47,7 @@ fn event() -> CapturedEvent {
         ustack_regs: None,
         uregs: None,
         retry_armed: false,
+        handed_over: false,
         execargs: None,
         ancestors: None,
         paths: Vec::new(),

@@ -23,7 +23,13 @@
 //!
 //! DIF registers live in stack slots below [`Frame::base`]: eBPF helper calls clobber r1-r5 and the
 //! context's emitters may use r8, so nothing is kept in registers between two DIF instructions.
+//!
+//! `copyinstr()` builds its string in a per-CPU scratch the context provides
+//! ([`ProbeContext::emit_string_scratch`], one [`string_scratch_width`] slot per call site of the
+//! object); the DIF register holds the string's address there, which only string uses (compares,
+//! a returned value) read (see `copyin`).
 
+mod copyin;
 mod strings;
 #[cfg(test)]
 mod tests;
@@ -35,6 +41,13 @@ use dtrace_dif::opcode::Opcode;
 use dtrace_dif::subr::Subr;
 use dtrace_dif::vars;
 use dtrace_dif::vm::FaultKind;
+
+/// Bytes of string scratch a `copyinstr()` call site takes: a string's storage (`strsize`, its
+/// NUL included), rounded up to 8. The string is NUL-terminated and zero-padded there, so it can
+/// be copied word by word (an aggregation key compares every byte).
+pub fn string_scratch_width(strsize: usize) -> usize {
+    strsize.max(1).next_multiple_of(8)
+}
 
 /// The value a fragment leaves in r0 when it faulted (the fault itself is in the frame,
 /// [`Frame::fault_at`]): the interpreter then runs the clause and reports the fault, or the
@@ -121,6 +134,19 @@ pub trait ProbeContext {
     fn emit_execname(&self, a: &mut Asm, at: i16) -> Result<(), String>;
     /// The probe's names.
     fn names(&self) -> &ProbeNames;
+    /// Emits code that leaves in r0 the address of `len` bytes at offset `offset` of a per-CPU
+    /// string scratch (0 when the scratch could not be had), for a string a fragment builds
+    /// (`copyinstr()`). Uses r0-r5. `Err` says why strings cannot be built at this probe (by
+    /// default: strings are built in dtrace).
+    fn emit_string_scratch(&self, a: &mut Asm, offset: usize, len: usize) -> Result<(), String> {
+        let _ = (a, offset, len);
+        Err("strings are built in dtrace".into())
+    }
+    /// Whether the user memory of the thread that fired the probe can be read here (`copyinstr()`
+    /// at a probe whose record speaks for another thread cannot). `Err` says why not.
+    fn reads_user_memory(&self) -> Result<(), String> {
+        Ok(())
+    }
     /// Emits code that leaves the value of thread-local `self->` variable `var` (an integer) for
     /// the current thread in r0: 0 when it holds none. Same registers and stack as
     /// [`ProbeContext::emit_builtin`]. `Err` says why the variable cannot be read here (by
@@ -341,6 +367,9 @@ pub enum FaultAddr {
     Zero,
     /// The value of this DIF register (the address loaded from).
     Reg(u8),
+    /// Computed by the faulting code, which stores it at [`Frame::fault_addr_at`] before it
+    /// jumps to the site (the first unreadable byte of a string).
+    Stored,
 }
 
 /// Why a DIF object cannot run in the kernel (yet): the clause keeps running in the interpreter.
@@ -436,6 +465,10 @@ pub enum ValueKind {
     Execname,
     /// A string constant (a `sets`, or one of the probe's names), known at translation.
     Str(Vec<u8>),
+    /// A string the fragment built (`copyinstr()`): its address in r0, in the context's string
+    /// scratch, NUL-terminated within `strsize` bytes and zero-padded to
+    /// [`string_scratch_width`] bytes.
+    Scratch,
 }
 
 /// A translated value: its code and what it leaves.
@@ -465,6 +498,9 @@ enum Kind {
     StrConst(Vec<u8>),
     /// The current thread's `execname`, read into the frame.
     Execname,
+    /// A string built in the context's string scratch (`copyinstr()`); the register holds its
+    /// address there.
+    Scratch,
     /// Different kinds on different paths: usable by nothing.
     Mixed,
 }
@@ -581,6 +617,8 @@ struct Translator<'a> {
     can_drop: bool,
     /// The fault sites met so far, each with the label of its out-of-line stub.
     sites: Vec<(Label, FaultSite)>,
+    /// String scratch slots taken so far (one per `copyinstr()` call site).
+    scratch_slots: usize,
 }
 
 impl<'a> Translator<'a> {
@@ -604,6 +642,9 @@ impl<'a> Translator<'a> {
         // A subroutine call is the reason to give, not the tuple pushes before it.
         for (pc, i) in code.iter().enumerate() {
             if let Instr::Call { subr, .. } = *i {
+                if Subr::from_u16(subr) == Some(Subr::Copyinstr) {
+                    continue;
+                }
                 let name = Subr::from_u16(subr)
                     .map(|s| s.name().to_string())
                     .unwrap_or_else(|| format!("#{subr}"));
@@ -644,6 +685,7 @@ impl<'a> Translator<'a> {
             result: None,
             can_drop: false,
             sites: Vec::new(),
+            scratch_slots: 0,
         })
     }
 
@@ -711,6 +753,7 @@ impl<'a> Translator<'a> {
                         self.get(R1, r);
                         self.a.store(Size::DW, R10, self.frame.fault_addr_at(), R1);
                     }
+                    FaultAddr::Stored => {}
                 }
                 self.a.ja(self.fault);
             }
@@ -904,6 +947,7 @@ impl<'a> Translator<'a> {
                 let kind = match &s[(rd & 7) as usize] {
                     Kind::Execname if self.strings_ok => ValueKind::Execname,
                     Kind::StrConst(b) if self.strings_ok => ValueKind::Str(b.clone()),
+                    Kind::Scratch if self.strings_ok => ValueKind::Scratch,
                     _ => {
                         self.int(s, pc, rd)?;
                         ValueKind::Int
@@ -971,6 +1015,17 @@ impl<'a> Translator<'a> {
                     .emit_array_load(&mut self.a, array, &key)
                     .map_err(|why| self.array_refused(pc, array, why))?;
                 self.put(s, rd, R0, Kind::Int(None));
+            }
+            Instr::Call { subr, rd } => {
+                if Subr::from_u16(subr) != Some(Subr::Copyinstr) {
+                    return Err(Untranslatable::Subroutine {
+                        pc,
+                        name: Subr::from_u16(subr)
+                            .map(|s| s.name().to_string())
+                            .unwrap_or_else(|| format!("#{subr}")),
+                    });
+                }
+                self.copyinstr(pc, s, rd)?;
             }
             Instr::Flushts => s.tuple = Some(Vec::new()),
             Instr::Pushtv { rs, .. } => {
@@ -1384,7 +1439,14 @@ impl<'a> Translator<'a> {
             }
             Instr::Scmp { r1, r2 } => {
                 let (x, y) = (s[(r1 & 7) as usize].clone(), s[(r2 & 7) as usize].clone());
-                strings::compare(&mut self.a, pc, &x, &y, self.strsize, self.frame.comm())?;
+                strings::compare(
+                    &mut self.a,
+                    pc,
+                    (&x, self.frame.reg(r1 & 7)),
+                    (&y, self.frame.reg(r2 & 7)),
+                    self.strsize,
+                    self.frame.comm(),
+                )?;
                 match bop {
                     Ba | Bgeu => Take::Always,
                     Blu => Take::Never,

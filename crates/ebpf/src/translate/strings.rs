@@ -1,36 +1,147 @@
 //! String compares in translated code (`scmp`): the strings the translator follows are constants
-//! (string-table entries, the probe's names) and the current thread's `execname`, read once into the
-//! fragment's frame. Bytes compare unsigned, up to `strsize`, as in the interpreter.
+//! (string-table entries, the probe's names), the current thread's `execname`, read once into the
+//! fragment's frame, and strings built in the context's scratch (`copyinstr()`), whose address a
+//! DIF register holds. Bytes compare unsigned, up to `strsize`, as in the interpreter; the code is
+//! unrolled over the bytes that can differ (no loop for the verifier to bound).
 
 use super::{Kind, Untranslatable, COMM_LEN};
-use crate::insn::{op, Asm, Size, R1, R10};
+use crate::insn::{op, Asm, Reg, Size, R1, R10, R2, R4, R5};
 
-/// Emits code leaving the sign of the compare of `x` with `y` in R1 (negative, zero, positive).
+/// Where the bytes of one operand come from.
+#[derive(Clone, Copy)]
+enum Src<'k> {
+    /// A constant, its bytes before the NUL.
+    Const(&'k [u8]),
+    /// `execname` in the frame (cut to `strsize - 1` bytes, as the interpreter cuts built-in
+    /// strings).
+    Comm,
+    /// A string in scratch, its address in this register.
+    Ptr(Reg),
+}
+
+impl Src<'_> {
+    /// Bytes to compare at most: by then this operand has ended.
+    fn limit(self, strsize: usize) -> usize {
+        match self {
+            Src::Const(c) => c.len() + 1,
+            Src::Comm => COMM_LEN,
+            Src::Ptr(_) => strsize,
+        }
+    }
+}
+
+/// Emits code leaving the sign of the compare of `x` with `y` in R1 (negative, zero, positive);
+/// each operand is a kind and the frame offset of its DIF register.
 pub(super) fn compare(
     a: &mut Asm,
     pc: usize,
-    x: &Kind,
-    y: &Kind,
+    x: (&Kind, i16),
+    y: (&Kind, i16),
     strsize: usize,
     comm: i16,
 ) -> Result<(), Untranslatable> {
-    match (x, y) {
-        (Kind::StrConst(p), Kind::StrConst(q)) => {
+    let ((sx, px), (sy, py)) = (source(pc, x, R4)?, source(pc, y, R5)?);
+    match (sx, sy) {
+        (Src::Const(p), Src::Const(q)) => {
             a.mov_imm(R1, constant_compare(p, q, strsize));
+            return Ok(());
         }
-        (Kind::Execname, Kind::Execname) => {
+        (Src::Comm, Src::Comm) => {
             a.mov_imm(R1, 0);
+            return Ok(());
         }
-        (Kind::Execname, Kind::StrConst(c)) => comm_compare(a, c, strsize, comm, false),
-        (Kind::StrConst(c), Kind::Execname) => comm_compare(a, c, strsize, comm, true),
+        _ => {}
+    }
+    for (p, r) in [(px, R4), (py, R5)] {
+        if let Some(slot) = p {
+            a.load(Size::DW, r, R10, slot);
+        }
+    }
+    let n = strsize.min(sx.limit(strsize)).min(sy.limit(strsize));
+    let (done, ended) = (a.label(), a.label());
+    let mut ends = false;
+    for i in 0..n {
+        let same = a.label();
+        match (sx, sy) {
+            (Src::Const(c), other) | (other, Src::Const(c)) => {
+                let k = i32::from(c.get(i).copied().unwrap_or(0));
+                byte(a, R1, other, i, strsize, comm);
+                a.jmp_imm(op::JEQ, R1, k, same);
+                if matches!(sx, Src::Const(_)) {
+                    // The constant is the left operand: k - byte.
+                    a.mov(R2, R1).mov_imm(R1, k).alu(op::SUB, R1, R2);
+                } else {
+                    a.alu_imm(op::SUB, R1, k);
+                }
+                a.ja(done);
+                a.bind(same);
+                if k == 0 {
+                    // Both ended here.
+                    a.ja(ended);
+                    ends = true;
+                    break;
+                }
+            }
+            _ => {
+                byte(a, R1, sx, i, strsize, comm);
+                byte(a, R2, sy, i, strsize, comm);
+                a.jmp_reg(op::JEQ, R1, R2, same);
+                a.alu(op::SUB, R1, R2).ja(done);
+                a.bind(same);
+                a.jmp_imm(op::JEQ, R1, 0, ended);
+                ends = true;
+            }
+        }
+    }
+    // Equal over the bytes compared.
+    if ends {
+        a.bind(ended);
+    }
+    a.mov_imm(R1, 0);
+    a.bind(done);
+    Ok(())
+}
+
+/// Where the bytes of string `k` (its DIF register at frame offset `slot`) come from; a scratch
+/// string's address is to be loaded into `reg` from that slot.
+fn source<'k>(
+    pc: usize,
+    (k, slot): (&'k Kind, i16),
+    reg: Reg,
+) -> Result<(Src<'k>, Option<i16>), Untranslatable> {
+    Ok(match k {
+        Kind::StrConst(b) => (
+            Src::Const(b.split(|&c| c == 0).next().unwrap_or_default()),
+            None,
+        ),
+        Kind::Execname => (Src::Comm, None),
+        Kind::Scratch => (Src::Ptr(reg), Some(slot)),
         _ => {
             return Err(Untranslatable::Value {
                 pc,
-                what: "string compare of a value that is not a constant or execname".into(),
+                what: "string compare of a value the translator does not follow".into(),
             })
         }
+    })
+}
+
+/// Loads byte `i` of `src` into `dst`.
+fn byte(a: &mut Asm, dst: Reg, src: Src<'_>, i: usize, strsize: usize, comm: i16) {
+    match src {
+        Src::Const(c) => {
+            a.mov_imm(dst, i32::from(c.get(i).copied().unwrap_or(0)));
+        }
+        // The interpreter keeps `strsize - 1` bytes of a built-in string.
+        Src::Comm if i + 1 >= strsize => {
+            a.mov_imm(dst, 0);
+        }
+        Src::Comm => {
+            a.load(Size::B, dst, R10, comm + i as i16);
+        }
+        Src::Ptr(r) => {
+            a.load(Size::B, dst, r, i as i16);
+        }
     }
-    Ok(())
 }
 
 /// The interpreter's compare of two known strings, as -1, 0 or 1.
@@ -48,43 +159,6 @@ fn constant_compare(p: &[u8], q: &[u8], strsize: usize) -> i32 {
         }
     }
     0
-}
-
-/// `execname` (at `fp + comm`, NUL-terminated within [`COMM_LEN`] bytes, and cut to `strsize - 1`
-/// bytes as the interpreter cuts built-in strings) compared with the constant `c`; `swap` when the
-/// constant is the left operand. Only as many bytes as can differ are compared: `execname` ends by
-/// its 16th byte, `c` at its length.
-fn comm_compare(a: &mut Asm, c: &[u8], strsize: usize, comm: i16, swap: bool) {
-    let lim = strsize.min(COMM_LEN).min(c.len() + 1);
-    let done = a.label();
-    let mut ended = false;
-    for i in 0..lim {
-        let k = i32::from(c.get(i).copied().unwrap_or(0));
-        let same = a.label();
-        if i + 1 == strsize {
-            // The interpreter keeps `strsize - 1` bytes of a built-in string.
-            a.mov_imm(R1, 0);
-        } else {
-            a.load(Size::B, R1, R10, comm + i as i16);
-        }
-        a.jmp_imm(op::JEQ, R1, k, same);
-        a.alu_imm(op::SUB, R1, k);
-        if swap {
-            a.alu_imm(op::NEG, R1, 0);
-        }
-        a.ja(done);
-        a.bind(same);
-        if k == 0 {
-            // Both ended here.
-            a.mov_imm(R1, 0).ja(done);
-            ended = true;
-        }
-    }
-    if !ended {
-        // Equal over the `strsize` bytes compared.
-        a.mov_imm(R1, 0);
-    }
-    a.bind(done);
 }
 
 #[cfg(test)]

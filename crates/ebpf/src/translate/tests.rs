@@ -83,7 +83,20 @@ impl ProbeContext for Probe {
     fn names(&self) -> &ProbeNames {
         &self.names
     }
+
+    fn emit_string_scratch(&self, a: &mut Asm, offset: usize, len: usize) -> Result<(), String> {
+        if offset + len > SCRATCH_LEN {
+            return Err("out of string scratch".into());
+        }
+        a.mov_imm(R1, -1).mov_imm(R2, -1);
+        a.ld_imm64(R0, SCRATCH_ADDR + offset as u64);
+        Ok(())
+    }
 }
+
+/// Where the emulator keeps the contexts' string scratch, and its size.
+const SCRATCH_ADDR: u64 = 0x2000_0000;
+const SCRATCH_LEN: usize = 4096;
 
 /// Runs eBPF over [`Probe`]'s memory: the instructions and helpers fragments use.
 fn emulate(insns: &[Insn], p: &Probe) -> u64 {
@@ -92,8 +105,15 @@ fn emulate(insns: &[Insn], p: &Probe) -> u64 {
 
 /// [`emulate`], with the stack as the program left it (frame offset `off` is `stack[512 + off]`).
 fn emulate_frame(insns: &[Insn], p: &Probe) -> (u64, [u8; 512]) {
+    let (r0, stack, _) = emulate_all(insns, p);
+    (r0, stack)
+}
+
+/// [`emulate_frame`], with the string scratch as the program left it.
+fn emulate_all(insns: &[Insn], p: &Probe) -> (u64, [u8; 512], Vec<u8>) {
     const FP: u64 = 0x1000_0000;
     let mut stack = [0u8; 512];
+    let mut scratch = vec![0xaau8; SCRATCH_LEN];
     let mut r = [0u64; 11];
     r[10] = FP;
     let mut pc = 0usize;
@@ -116,7 +136,7 @@ fn emulate_frame(insns: &[Insn], p: &Probe) -> (u64, [u8; 512]) {
         steps += 1;
         assert!(steps < 100_000, "runaway program");
         let Some(i) = insns.get(pc).copied() else {
-            return (r[0], stack);
+            return (r[0], stack, scratch);
         };
         pc += 1;
         let (dst, src) = (i.dst as usize, i.src as usize);
@@ -158,10 +178,20 @@ fn emulate_frame(insns: &[Insn], p: &Probe) -> (u64, [u8; 512]) {
                     op::W => 4,
                     _ => 8,
                 };
+                let base = if class == 0x01 { r[src] } else { r[dst] };
+                let addr = base.wrapping_add(i.off as i64 as u64);
+                let in_scratch = addr.wrapping_sub(SCRATCH_ADDR) < SCRATCH_LEN as u64;
+                let mem: &mut [u8] = if in_scratch {
+                    let at = (addr - SCRATCH_ADDR) as usize;
+                    assert!(at + len <= SCRATCH_LEN, "scratch access past its end");
+                    &mut scratch[at..at + len]
+                } else {
+                    let at = slot(addr, len);
+                    &mut stack[at..at + len]
+                };
                 if class == 0x01 {
-                    let at = slot(r[src].wrapping_add(i.off as i64 as u64), len);
                     let mut b = [0u8; 8];
-                    b[..len].copy_from_slice(&stack[at..at + len]);
+                    b[..len].copy_from_slice(mem);
                     r[dst] = u64::from_le_bytes(b);
                 } else {
                     let v = if class == 0x03 {
@@ -169,14 +199,46 @@ fn emulate_frame(insns: &[Insn], p: &Probe) -> (u64, [u8; 512]) {
                     } else {
                         i.imm as i64 as u64
                     };
-                    let at = slot(r[dst].wrapping_add(i.off as i64 as u64), len);
-                    stack[at..at + len].copy_from_slice(&v.to_le_bytes()[..len]);
+                    mem.copy_from_slice(&v.to_le_bytes()[..len]);
                 }
             }
             0x05 => {
                 let jop = i.code & 0xf0;
                 match jop {
-                    op::EXIT => return (r[0], stack),
+                    op::EXIT => return (r[0], stack, scratch),
+                    op::CALL if i.imm == helper::PROBE_READ_USER_STR => {
+                        // At most len - 1 bytes and the NUL; -EFAULT when a byte before the
+                        // end cannot be read.
+                        let (dst_at, len, src_at) = (r[1], r[2] as usize, r[3]);
+                        assert!(
+                            dst_at.wrapping_sub(SCRATCH_ADDR) < SCRATCH_LEN as u64,
+                            "strings are read into the scratch"
+                        );
+                        let at = (dst_at - SCRATCH_ADDR) as usize;
+                        assert!(at + len <= SCRATCH_LEN);
+                        let mut out = Vec::new();
+                        let mut ok = true;
+                        while out.len() + 1 < len {
+                            match read(&p.user, src_at + out.len() as u64, 1) {
+                                Some(b) if b[0] == 0 => break,
+                                Some(b) => out.push(b[0]),
+                                None => {
+                                    ok = false;
+                                    break;
+                                }
+                            }
+                        }
+                        r[0] = if ok {
+                            out.push(0);
+                            scratch[at..at + out.len()].copy_from_slice(&out);
+                            out.len() as u64
+                        } else {
+                            (-14i64) as u64
+                        };
+                        for x in &mut r[1..=5] {
+                            *x = 0xdead;
+                        }
+                    }
                     op::CALL => {
                         let (dst_at, len) = (r[1], r[2] as usize);
                         let bytes = match i.imm {
@@ -522,7 +584,7 @@ fn untranslatable_clauses_say_why() {
     assert!(why("strlen(execname) == 2").contains("strlen"));
     assert!(why("gid == 0").contains("no gid at this probe"));
     assert!(why("timestamp > 0").contains("timestamp"));
-    assert!(why("copyinstr(arg1) == \"x\"").contains("copyinstr"));
+    assert!(why("*(int *)copyin(arg1, 4) == 0").contains("copyin"));
     let g = dtrace_compiler::compile(
         "int g; syscall::write:entry /g == 1/ { @ = count(); }",
         &dtrace_compiler::CompileOptions::default(),
@@ -1082,4 +1144,125 @@ fn fault_sites_name_each_faulting_instruction() {
     assert_eq!(f.fault_sites[2].addr, FaultAddr::Zero);
     let none = translate(&predicate(&clause("arg0 / 2 == 1")), &p, 256, FRAME).unwrap();
     assert!(none.fault_sites.is_empty() && !none.can_fault);
+}
+
+/// [`Probe`] whose arguments point at user strings: `arg1` at "hello", `arg2` at "world", `arg4`
+/// at a string running to the end of its page (the next one unmapped), `arg5` unmapped, `arg6`
+/// NULL.
+fn string_probe() -> Probe {
+    let mut p = Probe::new();
+    let mut page = b"hello\0world\0".to_vec();
+    page.resize(4096, b'x');
+    p.user = vec![(0x7fff_0000_1000, page)];
+    p.args = vec![
+        3,
+        0x7fff_0000_1000,
+        0x7fff_0000_1006,
+        7,
+        0x7fff_0000_1ffa,
+        0x7fff_0000_5000,
+        0,
+        1,
+    ];
+    p
+}
+
+#[test]
+fn copyinstr_compares_and_faults_as_the_interpreter() {
+    let p = string_probe();
+    for pred in [
+        r#"copyinstr(arg1) == "hello""#,
+        r#"copyinstr(arg1) != "hello""#,
+        r#"copyinstr(arg1) < "help""#,
+        r#""hell" < copyinstr(arg1)"#,
+        r#"copyinstr(arg1) == "hello!""#,
+        r#"copyinstr(arg2) == "world""#,
+        "copyinstr(arg1) == copyinstr(arg2)",
+        "copyinstr(arg1) < copyinstr(arg2)",
+        "copyinstr(arg2) <= copyinstr(arg1)",
+        "copyinstr(arg1) == copyinstr(arg1, 6)",
+        r#"copyinstr(arg1, 3) == "he""#,
+        r#"copyinstr(arg1, arg0) == "he""#,
+        r#"copyinstr(arg1, 0) == """#,
+        r#"copyinstr(arg1, arg6) == """#,
+        "copyinstr(arg1) == execname",
+        "execname < copyinstr(arg2)",
+        r#"copyinstr(arg4) == "xxxxxx""#,
+        r#"copyinstr(arg5) == """#,
+        r#"copyinstr(arg6) == """#,
+        r#"copyinstr(arg6, 1) == """#,
+        r#"copyinstr(arg5, 1) == """#,
+        r#"copyinstr(arg4, 5) == "xxxx""#,
+        r#"arg0 == 3 && copyinstr(arg0 == 3 ? arg1 : arg2) == "hello""#,
+    ] {
+        let obj = predicate(&clause(pred));
+        let f = translate(&obj, &p, 257, FRAME).unwrap_or_else(|e| panic!("{pred}: {e}"));
+        assert_reachable(&f.insns);
+        let (r0, stack) = emulate_frame(&f.insns, &p);
+        match interpret_result(&obj, &p) {
+            Ok(v) => {
+                assert_eq!(r0 != 0, v != 0, "{pred}");
+                assert_ne!(r0, FAULTED as u64, "{pred}");
+                assert_eq!(frame_fault(&stack), None, "{pred}");
+            }
+            Err(fault) => {
+                assert_eq!(r0, FAULTED as u64, "{pred}");
+                assert_eq!(
+                    frame_fault(&stack),
+                    Some((fault.kind.code(), fault.pc, fault.addr)),
+                    "{pred}: the interpreter's fault"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn copyinstr_values_are_zero_padded_strings_in_scratch() {
+    let p = string_probe();
+    let value = |src: &str| translate_value(&key(src), &p, 257, FRAME).unwrap();
+    for (src, want) in [
+        ("copyinstr(arg1)", &b"hello"[..]),
+        ("copyinstr(arg2, 3)", b"wo"),
+        ("copyinstr(arg4, 5)", b"xxxx"),
+    ] {
+        let v = value(src);
+        assert_eq!(v.kind, ValueKind::Scratch, "{src}");
+        assert_reachable(&v.fragment.insns);
+        let (r0, _, scratch) = emulate_all(&v.fragment.insns, &p);
+        let at = (r0 - SCRATCH_ADDR) as usize;
+        let width = string_scratch_width(257);
+        let mut expect = want.to_vec();
+        expect.resize(width, 0);
+        assert_eq!(&scratch[at..at + width], &expect[..], "{src}");
+    }
+    // Each call site has its own slot; a context without scratch refuses, and says why.
+    let two = translate(
+        &predicate(&clause("copyinstr(arg1) == copyinstr(arg2)")),
+        &p,
+        257,
+        FRAME,
+    )
+    .unwrap();
+    assert!(two.fault_sites.iter().any(|s| s.addr == FaultAddr::Stored));
+    let big = translate(
+        &predicate(&clause("copyinstr(arg1) == copyinstr(arg2)")),
+        &p,
+        4000,
+        FRAME,
+    )
+    .unwrap_err();
+    assert!(big.to_string().contains("out of string scratch"), "{big}");
+    let vp = VarProbe {
+        p: string_probe(),
+        stores: Default::default(),
+    };
+    let e = translate(
+        &predicate(&clause(r#"copyinstr(arg1) == "x""#)),
+        &vp,
+        257,
+        FRAME,
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("strings are built in dtrace"), "{e}");
 }

@@ -3,8 +3,8 @@
 //! program that re-reads user memory at a syscall's return when it was not resident at entry.
 
 use super::layout::{
-    hdr, RecordLayout, ANCESTORS_HDR, BUILD_ID_FRAME, COPY_HDR, EXECARGS_HDR, FLAG_RETRY_ARMED,
-    KIND_EVENT, KIND_RETRY, NARGS, STACK_HDR, UNWIND_HDR, UREGS_COUNT, UREGS_HDR,
+    hdr, RecordLayout, ANCESTORS_HDR, BUILD_ID_FRAME, COPY_HDR, EXECARGS_HDR, FLAG_HANDED_OVER,
+    FLAG_RETRY_ARMED, KIND_EVENT, KIND_RETRY, NARGS, STACK_HDR, UNWIND_HDR, UREGS_COUNT, UREGS_HDR,
 };
 use super::spec::{
     AddrBase, ArgSource, CaptureSpec, Condition, Identity, MemKind, MAX_ANCESTORS, MAX_COPIES,
@@ -670,9 +670,9 @@ pub fn gen_capture_reporting(
         Some(s) => super::signal::emit_signals(&mut a, shape, s),
         None => Vec::new(),
     };
-    let aggs = match &spec.aggs {
+    let (aggs, handover) = match &spec.aggs {
         Some(k) => super::kagg::emit_aggs(&mut a, shape, k, maps, tag)?,
-        None => Vec::new(),
+        None => (Vec::new(), false),
     };
     // When every aggregation-only clause aggregates in the kernel, the record path serves the
     // other clauses only (perhaps none); else every clause, as without kernel aggregations.
@@ -695,13 +695,18 @@ pub fn gen_capture_reporting(
         aggs,
         signals,
     };
-    if !records && bypass.is_none() {
+    if !records && bypass.is_none() && !handover {
         // Nothing at this probe records.
         a.bind(out).mov_imm(R0, 0).exit();
         return Ok((a.finish()?, report));
     }
     let past_filters = a.label();
     super::filter::emit_bypass(&mut a, bypass, past_filters);
+    if handover {
+        // The kernel clauses handed the firing over: it is recorded for every clause.
+        a.load(Size::DW, R1, R10, super::kagg::HANDOVER);
+        a.jmp_imm(op::JNE, R1, 0, past_filters);
+    }
     if !records {
         a.ja(out);
     }
@@ -737,6 +742,13 @@ pub fn gen_capture_reporting(
     emit_count_drop(&mut a, maps, out);
     a.bind(have).mov(R7, R0);
     emit_header(&mut a, KIND_EVENT, tag);
+    if handover {
+        let kept = a.label();
+        a.load(Size::DW, R1, R10, super::kagg::HANDOVER);
+        a.jmp_imm(op::JEQ, R1, 0, kept);
+        a.store_imm(Size::H, R7, hdr::FLAGS as i16, i32::from(FLAG_HANDED_OVER));
+        a.bind(kept);
+    }
     a.call(helper::KTIME_GET_NS)
         .store(Size::DW, R7, hdr::KTIME as i16, R0);
     a.call(helper::GET_SMP_PROCESSOR_ID)
@@ -798,7 +810,9 @@ pub fn gen_capture_reporting(
     if let Some(pending) = retry {
         let submit = a.label();
         a.jmp_imm(op::JEQ, R9, 0, submit);
-        a.store_imm(Size::H, R7, hdr::FLAGS as i16, FLAG_RETRY_ARMED as i32);
+        a.load(Size::H, R1, R7, hdr::FLAGS as i16)
+            .alu_imm(op::OR, R1, i32::from(FLAG_RETRY_ARMED))
+            .store(Size::H, R7, hdr::FLAGS as i16, R1);
         a.load(Size::DW, R1, R7, hdr::KTIME as i16)
             .store(Size::DW, R10, PENDING, R1);
         a.load(Size::W, R1, R7, hdr::TID as i16)

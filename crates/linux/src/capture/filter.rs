@@ -32,6 +32,10 @@ pub(crate) struct ShapeContext<'a> {
     pub(crate) opaque_args: u16,
     /// The thread-locals kept in the kernel (`None`: all live in dtrace).
     pub(crate) vars: Option<&'a super::spec::KernelVars>,
+    /// The per-CPU scratch map (`KernelAggs::keys`) whose values hold, after the key being
+    /// built, the strings a clause that runs whole at the probe builds (`None`: strings are
+    /// built in dtrace).
+    pub(crate) strings: Option<i32>,
     /// The clocks of a clause that runs whole at the probe (`None`: `timestamp`, `walltimestamp`
     /// and `vtimestamp` are not read at the probe).
     pub(crate) clocks: Option<Clocks>,
@@ -205,6 +209,35 @@ impl ProbeContext for ShapeContext<'_> {
         self.names
     }
 
+    fn emit_string_scratch(&self, a: &mut Asm, offset: usize, len: usize) -> Result<(), String> {
+        use super::spec::{MAX_KAGG_KEY, STRING_SCRATCH};
+        let map = self.strings.ok_or(
+            "strings are built at the probe only by clauses that run whole there, at probes \
+                 where no clause keeps D variables in the kernel",
+        )?;
+        if offset + len > STRING_SCRATCH {
+            return Err(format!(
+                "its strings take more than the kernel's {STRING_SCRATCH} bytes of string scratch"
+            ));
+        }
+        // The value of the key scratch this program's kind uses (see `KernelAggs::keys`).
+        let slot = i32::from(self.shape.ctx == super::codegen::CtxKind::PerfEvent);
+        let null = a.label();
+        a.store_imm(Size::W, R10, SCRATCH, slot);
+        a.ld_map_fd(R1, map)
+            .mov(R2, R10)
+            .alu_imm(op::ADD, R2, i32::from(SCRATCH));
+        a.call(helper::MAP_LOOKUP_ELEM);
+        a.jmp_imm(op::JEQ, R0, 0, null);
+        a.alu_imm(op::ADD, R0, (MAX_KAGG_KEY + offset) as i32);
+        a.bind(null);
+        Ok(())
+    }
+
+    fn reads_user_memory(&self) -> Result<(), String> {
+        self.current("user memory")
+    }
+
     fn emit_thread_load(&self, a: &mut Asm, var: u32) -> Result<(), String> {
         let kv = self.kernel_var(var)?;
         super::kvars::emit_load(a, kv, var)
@@ -319,6 +352,7 @@ pub fn translate_filter(
         names: &filter.names,
         opaque_args: filter.opaque_args,
         vars: None,
+        strings: None,
         clocks: None,
     };
     let results: Vec<Result<translate::Fragment, Untranslatable>> = filter

@@ -32,6 +32,10 @@
 //! exit flag, which stops every kernel clause from the next one of that firing on; `raise()` and
 //! `stop()` send their signal there and then (`capture::signal`).
 //!
+//! A clause may copy user strings (`copyinstr()` of probe arguments: a key kept whole, a
+//! compare, a record's string): they are read before any clause runs, and a firing whose string
+//! cannot be read at the probe goes to dtrace whole (see [`emit_aggs`]).
+//!
 //! A clause whose code faults (a division by zero, a failed or misaligned load) ends at the fault
 //! as in the interpreter: what it did before stays (aggregation updates, variable stores), its
 //! record is discarded, the probe's later clauses run; the fault (the kind, the instruction in
@@ -78,6 +82,9 @@ const REC_OK: i16 = REC - 8;
 /// Non-zero once a store to a dynamic variable was dropped (`capture::kvars`): the clause ends
 /// there, without its record, as in the interpreter.
 pub(crate) const DVAR_DROPPED: i16 = REC_OK - 8;
+/// Non-zero when the probe's kernel clauses handed the firing over to dtrace (a string they
+/// copy could not be read at the probe); the record path reads it (see [`emit_aggs`]).
+pub(crate) const HANDOVER: i16 = DVAR_DROPPED - 8;
 
 /// `BPF_NOEXIST`: create only.
 const BPF_NOEXIST: i32 = 1;
@@ -108,6 +115,15 @@ impl Translated {
     /// Whether some fragment of the clause can fault.
     fn can_fault(&self) -> bool {
         self.fragments().any(|f| f.can_fault)
+    }
+
+    /// Whether some fragment of the clause copies a user string (`copyinstr()`).
+    fn copies_strings(&self) -> bool {
+        self.fragments().any(|f| {
+            f.fault_sites
+                .iter()
+                .any(|s| s.addr == translate::FaultAddr::Stored)
+        })
     }
 
     /// Whether some fragment of the clause can drop a store.
@@ -190,6 +206,10 @@ fn translate_clause(
                 (&v.kind, kind),
                 (ValueKind::Int, KeyKind::Int(_) | KeyKind::UserAddr)
                     | (ValueKind::Execname | ValueKind::Str(_), KeyKind::String)
+                    | (
+                        ValueKind::Execname | ValueKind::Str(_) | ValueKind::Scratch,
+                        KeyKind::StringBytes(_)
+                    )
             );
             if !fits {
                 return Err(Untranslatable::Value {
@@ -220,7 +240,9 @@ fn translate_clause(
         let t = &o.rtype;
         let fits = match &v.kind {
             ValueKind::Int => !t.is_by_ref() && matches!(r.size, 1 | 2 | 4 | 8),
-            ValueKind::Execname | ValueKind::Str(_) => t.is_string() && r.size > 0,
+            ValueKind::Execname | ValueKind::Str(_) | ValueKind::Scratch => {
+                t.is_string() && r.size > 0
+            }
         };
         if !fits {
             return Err(Untranslatable::Value {
@@ -256,6 +278,9 @@ pub fn check_clause(
         names,
         opaque_args,
         vars: Some(vars),
+        // A clause keeping D variables in the kernel cannot hand a firing over to dtrace (see
+        // `emit_aggs`): its strings are not built at the probe.
+        strings: None,
         // The maps' descriptors are not part of a translation, nor is the clock `vtimestamp`
         // is read with (its emitter does not fail once the record speaks for the thread).
         clocks: Some(Clocks {
@@ -310,19 +335,31 @@ fn reads_timestamp(c: &KernelAggClause) -> bool {
 }
 
 /// Emits the kernel aggregations of `k` (those whose clauses translate at this probe) and returns
-/// the report. Control falls through to what follows (the record path) in every case.
+/// the report, and whether the clauses may hand a firing over to dtrace: then [`HANDOVER`] is
+/// non-zero when they did, and the record path records the firing for every clause. Control
+/// falls through to what follows (the record path) in every case.
+///
+/// The user strings the clauses copy (`copyinstr()` of probe arguments) are read first, before
+/// any clause runs: when one cannot be read at the probe (a page not yet faulted in: dtrace's
+/// capture reads it again at a syscall's return, or from the process at delivery), no clause
+/// runs here and the firing goes to dtrace, where every clause of the probe runs on the
+/// captured memory as it would with the kernel paths off. So both paths print the same. A clause
+/// keeping D variables in the kernel cannot run in dtrace: at a probe where one does, a clause
+/// copying strings stays in dtrace; so does one copying from an address other than a probe
+/// argument (it cannot be read before the clause runs).
 pub fn emit_aggs(
     a: &mut Asm,
     shape: &ProbeShape,
     k: &KernelAggs,
     ring: &super::codegen::MapFds,
     tag: u32,
-) -> crate::error::Result<AggReport> {
+) -> crate::error::Result<(AggReport, bool)> {
     let ctx = ShapeContext {
         shape,
         names: &k.names,
         opaque_args: k.opaque_args,
         vars: k.vars.as_ref(),
+        strings: k.vars.is_none().then_some(k.keys),
         clocks: Some(Clocks {
             timestamp: TIMESTAMP,
             control: k.control,
@@ -334,6 +371,32 @@ pub fn emit_aggs(
         .iter()
         .map(|c| translate_clause(&ctx, c, k.strsize as usize))
         .collect();
+    // The strings read before the clauses run (see above).
+    let mut string_args: Vec<u8> = Vec::new();
+    for (c, r) in k.clauses.iter().zip(results.iter_mut()) {
+        if !r.as_ref().is_ok_and(Translated::copies_strings) {
+            continue;
+        }
+        match &c.string_args {
+            Ok(args) if !args.is_empty() => {
+                for n in args {
+                    if !string_args.contains(n) {
+                        string_args.push(*n);
+                    }
+                }
+            }
+            Ok(_) => {
+                *r = Err(Untranslatable::Placement(
+                    "copyinstr() of an address dtrace's planner does not follow".into(),
+                ))
+            }
+            Err(why) => {
+                *r = Err(Untranslatable::Placement(format!(
+                    "{why} (the strings of a kernel clause are read before it runs)"
+                )))
+            }
+        }
+    }
     // Records are built here only when every clause of the probe runs here: the records of one
     // firing then reach the buffer in the clauses' order.
     let all_here = k.others.is_none() && results.iter().all(|r| r.is_ok());
@@ -367,7 +430,21 @@ pub fn emit_aggs(
         .map(|r| r.as_ref().map(|_| ()).map_err(Clone::clone))
         .collect();
     if results.iter().all(|r| r.is_err()) {
-        return Ok(report);
+        return Ok((report, false));
+    }
+    // Only the strings of the clauses that run here.
+    let string_args: Vec<u8> = string_args
+        .into_iter()
+        .filter(|n| {
+            k.clauses.iter().zip(&results).any(|(c, r)| {
+                r.as_ref().is_ok_and(Translated::copies_strings)
+                    && c.string_args.as_ref().is_ok_and(|a| a.contains(n))
+            })
+        })
+        .collect();
+    let handover = !string_args.is_empty();
+    if handover {
+        a.store_imm(Size::DW, R10, HANDOVER, 0);
     }
     let done = a.label();
     // Off before BEGIN and after END; else the generation to update.
@@ -377,6 +454,9 @@ pub fn emit_aggs(
     a.store(Size::DW, R10, GEN, R1);
     // After exit() at any probe, no clause runs (as no probe fires in the framework).
     emit_exited(a, k.exit, done);
+    if handover {
+        emit_string_checks(a, &ctx, &string_args, k.strsize as usize, done)?;
+    }
     let stamps = k
         .clauses
         .iter()
@@ -438,7 +518,7 @@ pub fn emit_aggs(
                         .flat_map(|r| &r.actions)
                         .find(|x| x.step == j);
                     if let (Some(v), Some(action)) = (v, action) {
-                        emit_record_value(a, v, action, exits)?;
+                        emit_record_value(a, v, action, exits, k.strsize.max(1) as usize)?;
                         if action.exit {
                             emit_exit(a, k.exit);
                             exited_before = true;
@@ -498,7 +578,44 @@ pub fn emit_aggs(
         a.bind(next);
     }
     a.bind(done);
-    Ok(report)
+    Ok((report, handover))
+}
+
+/// Reads the user string at each probe argument of `args` (as `copyinstr()` would, into the
+/// string scratch); when one cannot be read, sets [`HANDOVER`] and jumps to `done`, where no
+/// kernel clause runs. An argument of 0 is not read: `copyinstr(0)` faults alike on both paths.
+fn emit_string_checks(
+    a: &mut Asm,
+    ctx: &ShapeContext<'_>,
+    args: &[u8],
+    strsize: usize,
+    done: Label,
+) -> crate::error::Result<()> {
+    use dtrace_ebpf::translate::{Builtin, ProbeContext};
+    let asm = |e: String| crate::error::LinuxError::Asm(e);
+    let width = translate::string_scratch_width(strsize);
+    let most = i32::try_from(strsize.saturating_sub(1).max(1))
+        .map_err(|_| asm("strsize too large".into()))?;
+    let (handover, checked) = (a.label(), a.label());
+    for &n in args {
+        let next = a.label();
+        ctx.emit_builtin(a, Builtin::Arg(n)).map_err(asm)?;
+        a.jmp_imm(op::JEQ, R0, 0, next);
+        a.store(Size::DW, R10, VAL, R0);
+        ctx.emit_string_scratch(a, 0, width).map_err(asm)?;
+        a.jmp_imm(op::JEQ, R0, 0, handover);
+        a.mov(R1, R0).mov_imm(R2, most);
+        a.load(Size::DW, R3, R10, VAL);
+        a.call(helper::PROBE_READ_USER_STR);
+        a.jmp_imm(op::JSLT, R0, 0, handover);
+        a.bind(next);
+    }
+    a.ja(checked);
+    a.bind(handover);
+    a.store_imm(Size::DW, R10, HANDOVER, 1);
+    a.ja(done);
+    a.bind(checked);
+    Ok(())
 }
 
 /// Reserves the ring's record for clause number `clause` of the probe and writes its headers
@@ -629,6 +746,7 @@ fn emit_record_value(
     v: &translate::Value,
     action: &super::spec::RecordAction,
     exits: Exits,
+    strsize: usize,
 ) -> crate::error::Result<()> {
     let at = i16::try_from(super::layout::built::SIZE + action.offset as usize)
         .map_err(|_| crate::error::LinuxError::Asm("record too large".into()))?;
@@ -658,8 +776,71 @@ fn emit_record_value(
                     .store(Size::B, R7, at + i, R1);
             }
         }
+        ValueKind::Scratch => {
+            // The string is NUL-terminated within strsize and zero-padded: its bytes up to
+            // the record's last (its NUL), word by word where whole words fit.
+            let n = (strsize - 1).min(size.saturating_sub(1));
+            emit_copy(a, R7, at, R0, n)?;
+        }
     }
     a.bind(skip);
+    Ok(())
+}
+
+/// Copies `n` bytes from `src + 0` to `dst + at` (both registers kept), word by word while whole
+/// words fit; uses r1.
+fn emit_copy(a: &mut Asm, dst: Reg, at: i16, src: Reg, n: usize) -> crate::error::Result<()> {
+    let too_far = || crate::error::LinuxError::Asm("string past the record's end".into());
+    let mut i = 0;
+    while i < n {
+        let step = if n - i >= 8 { Size::DW } else { Size::B };
+        let (off, to) = (
+            i16::try_from(i).map_err(|_| too_far())?,
+            at.checked_add(i16::try_from(i).map_err(|_| too_far())?)
+                .ok_or_else(too_far)?,
+        );
+        a.load(step, R1, src, off).store(step, dst, to, R1);
+        i += if step == Size::DW { 8 } else { 1 };
+    }
+    Ok(())
+}
+
+/// Writes a string value of `kind` (r0 its address for [`ValueKind::Scratch`], in a scratch slot
+/// of `scratch` bytes) as a key of `n` bytes ([`KeyKind::StringBytes`]) at `key + at`,
+/// NUL-terminated and zero-padded (the key's words are zero already); uses r1.
+fn emit_string_bytes(
+    a: &mut Asm,
+    kind: &ValueKind,
+    key: Reg,
+    at: i16,
+    n: usize,
+    scratch: usize,
+) -> crate::error::Result<()> {
+    match kind {
+        ValueKind::Scratch if scratch <= n => emit_copy(a, key, at, R0, scratch)?,
+        ValueKind::Scratch => emit_copy(a, key, at, R0, n - 1)?,
+        ValueKind::Execname => {
+            let c = FRAME.execname_at();
+            let words = translate::COMM_LEN.min(n) / 8;
+            for i in 0..words as i16 {
+                a.load(Size::DW, R1, R10, c + 8 * i)
+                    .store(Size::DW, key, at + 8 * i, R1);
+            }
+        }
+        ValueKind::Str(bytes) => {
+            for (i, b) in bytes.iter().take(n.saturating_sub(1)).enumerate() {
+                if *b == 0 {
+                    break;
+                }
+                a.store_imm(Size::B, key, at + i as i16, i32::from(*b));
+            }
+        }
+        ValueKind::Int => {
+            return Err(crate::error::LinuxError::Asm(
+                "an integer as a string key".into(),
+            ))
+        }
+    }
     Ok(())
 }
 
@@ -746,6 +927,10 @@ fn emit_agg(
             (Some(ValueKind::Int), KeyKind::UserAddr) => {
                 a.store(Size::DW, R2, at + 8, R0);
                 emit_key_pid(a, at);
+            }
+            (Some(kind), KeyKind::StringBytes(n)) => {
+                let scratch = translate::string_scratch_width(k.strsize as usize);
+                emit_string_bytes(a, kind, R2, at, *n as usize, scratch)?;
             }
             (Some(ValueKind::Execname), _) => {
                 let c = FRAME.execname_at();
@@ -1169,6 +1354,54 @@ mod tests {
     }
 
     #[test]
+    fn clauses_copying_strings_read_them_first_and_may_hand_the_firing_over() {
+        use super::super::spec::KernelAggClause;
+        let p = dtrace_compiler::compile(
+            r#"syscall::openat:entry /copyinstr(arg0) == "/etc/passwd"/ { @ = count(); }"#,
+            &dtrace_compiler::CompileOptions::default(),
+        )
+        .unwrap();
+        let clause = |string_args| KernelAggClause {
+            predicate: p.ecbs[0].predicate.clone(),
+            aggs: Vec::new(),
+            stores: Vec::new(),
+            record: None,
+            after_dtrace: false,
+            string_args,
+        };
+        // Read at the start: a string that cannot be read sets the hand-over flag, and the
+        // record path (none otherwise here) then records the firing with the flag.
+        let (insns, report) = program(clause(Ok(vec![0])), None);
+        assert_eq!(report, vec![Ok(())]);
+        assert_reachable(&insns);
+        let flag = one(|a| {
+            a.store_imm(Size::DW, R10, HANDOVER, 1);
+        });
+        assert!(insns.contains(&flag));
+        let handed = one(|a| {
+            a.store_imm(
+                Size::H,
+                R7,
+                super::super::layout::hdr::FLAGS as i16,
+                i32::from(super::super::layout::FLAG_HANDED_OVER),
+            );
+        });
+        assert!(insns.contains(&handed));
+        // A string whose address is not known before the clause runs keeps it in dtrace.
+        let (insns, report) = program(
+            clause(Err("copyinstr() of a computed address".into())),
+            None,
+        );
+        assert!(
+            matches!(&report[0], Err(Untranslatable::Placement(w)) if w.contains("computed")),
+            "{report:?}"
+        );
+        assert!(!insns.contains(&flag));
+        let (_, report) = program(clause(Ok(Vec::new())), None);
+        assert!(report[0].is_err(), "{report:?}");
+    }
+
+    #[test]
     fn fault_paths_leave_no_dead_code() {
         use super::super::spec::{KernelAggClause, KernelRecord, RecordAction};
         use dtrace_dif::asm::assemble;
@@ -1200,6 +1433,7 @@ mod tests {
                 stores: Vec::new(),
                 record: Some(record(value.clone())),
                 after_dtrace: false,
+                string_args: Ok(Vec::new()),
             };
             let (insns, report) = program(clause, None);
             assert_eq!(report, vec![Ok(())]);
@@ -1253,6 +1487,7 @@ mod tests {
             stores: Vec::new(),
             record: Some(record),
             after_dtrace: false,
+            string_args: Ok(Vec::new()),
         };
         let (insns, report) = program(clause.clone(), None);
         assert_eq!(report, vec![Ok(())]);

@@ -60,6 +60,9 @@ pub mod kfault {
 
 /// Header flag: a user copy faulted and a retry at return was armed.
 pub const FLAG_RETRY_ARMED: u16 = 1;
+/// Header flag: the clauses that run at the probe handed the firing over to dtrace (a string
+/// they copy could not be read there, see `capture::kagg`): they run there for this firing.
+pub const FLAG_HANDED_OVER: u16 = 2;
 
 /// Header field offsets.
 #[allow(missing_docs)]

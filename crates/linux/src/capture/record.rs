@@ -105,6 +105,9 @@ pub struct CapturedEvent {
     pub uregs: Option<std::result::Result<Vec<u64>, i64>>,
     /// A user copy faulted and the bytes will be re-read at the syscall's return.
     pub retry_armed: bool,
+    /// The clauses that run at the probe handed this firing over (see
+    /// [`super::layout::FLAG_HANDED_OVER`]).
+    pub handed_over: bool,
     /// The process's argument area (NUL-separated arguments), if requested, or the read's negative
     /// errno.
     pub execargs: Option<std::result::Result<Vec<u8>, i64>>,
@@ -503,6 +506,7 @@ pub fn decode_record<'a>(
                 ustack_regs: decode_unwind(b, layout.ustack_unwind)?,
                 uregs: decode_uregs(b, layout.uregs)?,
                 retry_armed: u16_at(b, hdr::FLAGS)? & FLAG_RETRY_ARMED != 0,
+                handed_over: u16_at(b, hdr::FLAGS)? & super::layout::FLAG_HANDED_OVER != 0,
                 execargs: decode_execargs(b, layout.execargs)?,
                 ancestors: decode_ancestors(b, layout.ancestors)?,
                 paths: layout

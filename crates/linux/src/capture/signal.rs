@@ -59,6 +59,7 @@ pub fn emit_signals(a: &mut Asm, shape: &ProbeShape, s: &KernelSignals) -> Signa
         names: &s.names,
         opaque_args: s.opaque_args,
         vars: None,
+        strings: None,
         clocks: None,
     };
     let results: Vec<Result<Translated, Untranslatable>> = s

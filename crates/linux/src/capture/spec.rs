@@ -191,9 +191,10 @@ pub struct KernelAggs {
     pub zeros: i32,
     /// A per-CPU array of one u64: updates lost because a map was full.
     pub drops: i32,
-    /// A per-CPU array of [`KEY_SCRATCH_SLOTS`] values of [`MAX_KAGG_KEY`] bytes, where keys are
-    /// built: slot 1 for programs of perf events (which may interrupt another program on the
-    /// CPU), slot 0 for the others.
+    /// A per-CPU array of [`KEY_SCRATCH_SLOTS`] values of [`KEY_SCRATCH_SIZE`] bytes, where keys
+    /// are built (the first [`MAX_KAGG_KEY`] bytes) and strings (`copyinstr()`, the
+    /// [`STRING_SCRATCH`] bytes after): slot 1 for programs of perf events (which may interrupt
+    /// another program on the CPU), slot 0 for the others.
     pub keys: i32,
     /// An array map of one [`EXIT_SIZE`]-byte value: a u64 set when a clause called `exit()`
     /// in the kernel, then the status it gave. Once set, no clause runs in the kernel (as no
@@ -218,6 +219,11 @@ pub struct KernelAggs {
 
 /// Values of [`KernelAggs::keys`].
 pub const KEY_SCRATCH_SLOTS: u32 = 2;
+/// Bytes of the strings a clause's fragment builds (`copyinstr()`), after the key in each value of
+/// [`KernelAggs::keys`]: one `dtrace_ebpf::translate::string_scratch_width` per call site.
+pub const STRING_SCRATCH: usize = 4096;
+/// Bytes of each value of [`KernelAggs::keys`].
+pub const KEY_SCRATCH_SIZE: usize = MAX_KAGG_KEY + STRING_SCRATCH;
 
 /// Bytes of the value of [`KernelAggs::exit`].
 pub const EXIT_SIZE: usize = 16;
@@ -276,6 +282,10 @@ pub struct KernelAggClause {
     /// clause's output, would not keep the clauses' order, so code that can fault keeps it in
     /// dtrace too.
     pub after_dtrace: bool,
+    /// The probe arguments whose user strings its `copyinstr()` calls read (each read at the
+    /// start of the probe's kernel clauses, a firing whose string cannot be read there handed
+    /// to dtrace, see `capture::kagg`), or why they cannot be known before it runs.
+    pub string_args: Result<Vec<u8>, String>,
 }
 
 /// The record a clause builds at the probe (see `capture::kagg`): the ECB's record as the
@@ -374,6 +384,9 @@ pub enum KeyKind {
     /// probe is not sampled, the stack starts with the tracing machinery's frames, cut when the
     /// key is read, so [`TRACING_FRAMES`] more are taken.
     KernelStack(u32),
+    /// A string of any origin the translator follows (`copyinstr()` too): its bytes,
+    /// NUL-terminated and zero-padded, in this many bytes (`translate::string_key_width`).
+    StringBytes(u32),
     /// `ustack()` of this many frames: the process id, then the user program counters of the
     /// kernel's frame-pointer walk, zero-filled.
     UserStack(u32),
@@ -387,6 +400,7 @@ impl KeyKind {
         match self {
             KeyKind::Int(_) => 8,
             KeyKind::String | KeyKind::UserAddr => 16,
+            KeyKind::StringBytes(n) => n as usize,
             KeyKind::KernelStack(n) => 8 + 8 * kernel_stack_room(n) as usize,
             KeyKind::UserStack(n) => 8 + 8 * n as usize,
         }

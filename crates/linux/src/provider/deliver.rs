@@ -230,6 +230,7 @@ fn fill_firing(ctx: &mut FiringContext, ev: &mut CapturedEvent, clock_offset: i6
         kstack,
         ustack,
         ancestors,
+        handed_over: ev.handed_over,
         ..FiringContext::default()
     };
     for (dst, src) in ctx.args.iter_mut().zip(ev.args.iter()) {
@@ -557,6 +558,7 @@ mod tests {
             ustack_regs: None,
             uregs: None,
             retry_armed: false,
+            handed_over: false,
             execargs: None,
             ancestors: None,
             paths: Vec::new(),

@@ -149,6 +149,41 @@ fn records_at_probe(kind: ActionKind) -> bool {
     )
 }
 
+/// The probe arguments whose user strings clause `n`'s `copyinstr()` calls read, or why they are
+/// not all known (see `KernelAggClause::string_args`).
+pub fn string_args(n: &super::needs::ClauseNeeds) -> std::result::Result<Vec<u8>, String> {
+    use crate::capture::spec::{AddrExpr, MemKind};
+    if n.any_string_arg {
+        return Err("copyinstr() of an address other than a probe argument".into());
+    }
+    let mut args = Vec::new();
+    for c in n.copies.iter().filter(|c| c.kind == MemKind::UserString) {
+        let arg = (0..crate::capture::layout::NARGS)
+            .find(|&i| c.addr == AddrExpr::arg(i))
+            .and_then(|i| u8::try_from(i).ok())
+            .ok_or("copyinstr() of an address other than a probe argument")?;
+        if !args.contains(&arg) {
+            args.push(arg);
+        }
+    }
+    Ok(args)
+}
+
+/// Whether string key `o` can only be `execname` or a constant (no subroutine call, no D
+/// variable): the kernel then keeps it in 16 bytes ([`KeyKind::String`]); any other string
+/// takes its bytes whole ([`KeyKind::StringBytes`]).
+fn names_a_known_string(o: &dtrace_dif::object::DifObject) -> bool {
+    use dtrace_dif::instr::Instr;
+    use dtrace_dif::opcode::Opcode;
+    o.text.iter().all(|w| match Instr::decode(*w) {
+        Ok(Instr::Call { .. }) => false,
+        Ok(Instr::LoadVar { op, var, .. }) => {
+            op == Opcode::Ldgs && u32::from(var) < dtrace_dif::vars::DIF_VAR_OTHER_UBASE
+        }
+        _ => true,
+    })
+}
+
 /// Environment variable that, set to `1`, keeps `ustack()` aggregation keys in the kernel: the
 /// user stack is then the kernel's frame-pointer walk (as DTrace for Linux and bpftrace take
 /// it), not the walk dtrace completes with the files' `.eh_frame` from the stack bytes copied at
@@ -249,8 +284,11 @@ pub fn plan_clause(
                 agg_bases.incr = base(j);
                 continue;
             }
-            let kind = if t.is_string() {
+            let kind = if t.is_string() && names_a_known_string(o) {
                 KeyKind::String
+            } else if t.is_string() {
+                let width = dtrace_ebpf::translate::string_key_width(strsize as usize + 1);
+                KeyKind::StringBytes(u32::try_from(width).map_err(|_| "strsize too large")?)
             } else if !t.is_by_ref() && matches!(t.size, 1 | 2 | 4 | 8) {
                 KeyKind::Int(t.size as u8)
             } else {
@@ -474,7 +512,7 @@ impl KernelAggState {
                 MapKind::PerCpuArray,
                 "dt_agg_keys",
                 4,
-                MAX_KAGG_KEY as u32,
+                crate::capture::spec::KEY_SCRATCH_SIZE as u32,
                 crate::capture::spec::KEY_SCRATCH_SLOTS,
             )?,
             barrier_template,
@@ -745,6 +783,11 @@ impl KeyDecoder {
                     // NUL, zero-padded.
                     let n = bytes.len().min(dst.len().saturating_sub(1));
                     dst[..n].copy_from_slice(&bytes[..n]);
+                }
+                KeyKind::StringBytes(_) => {
+                    let end = part.iter().position(|b| *b == 0).unwrap_or(part.len());
+                    let n = end.min(dst.len().saturating_sub(1));
+                    dst[..n].copy_from_slice(&part[..n]);
                 }
                 KeyKind::KernelStack(_) => {
                     let frames = dst.len() / 8;

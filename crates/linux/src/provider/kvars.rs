@@ -191,9 +191,12 @@ pub fn place(facts: &[ClauseFacts]) -> Placement {
     for c in facts {
         for v in &c.vars {
             if !v.integer {
-                dtrace
-                    .entry(v.key)
-                    .or_insert_with(|| format!("{} is not an integer", v.name));
+                dtrace.entry(v.key).or_insert_with(|| {
+                    format!(
+                        "{} is not an integer (strings and structs are not yet kept in the kernel)",
+                        v.name
+                    )
+                });
             } else if v.array.is_some_and(|n| {
                 crate::capture::kvars::key_size(n) >= crate::capture::kvars::MAX_KEY_SIZE
             }) {
@@ -269,7 +272,12 @@ pub fn place(facts: &[ClauseFacts]) -> Placement {
                 .vars
                 .iter()
                 .find(|v| !v.integer)
-                .map(|v| format!("{} is not an integer", v.name))
+                .map(|v| {
+                    format!(
+                        "{} is not an integer (strings and structs are not yet kept in the kernel)",
+                        v.name
+                    )
+                })
                 .unwrap_or_default()),
             (Err(why), _) => Err(why.clone()),
             (Ok(()), Some(why)) => Err(why.clone()),
@@ -439,6 +447,7 @@ pub fn runs_whole(
         stores: plan.stores.clone(),
         record: plan.record.clone(),
         after_dtrace: false,
+        string_args: Ok(Vec::new()),
     };
     let arrays: BTreeMap<VarKey, usize> = vars
         .iter()

@@ -457,6 +457,7 @@ impl Shared {
                     stores: plan.stores.clone(),
                     record: plan.record.clone(),
                     after_dtrace: r_idx.iter().any(|&r| r < i),
+                    string_args: kagg::string_args(&self.clauses[i].1),
                 });
             }
             spec.aggs = Some(crate::capture::KernelAggs {

@@ -30,6 +30,7 @@ fn event_with(pid: u32, copies: Vec<Copy>) -> CapturedEvent {
         ustack_regs: None,
         uregs: None,
         retry_armed: false,
+        handed_over: false,
         execargs: None,
         ancestors: None,
         paths: Vec::new(),

@@ -51,6 +51,7 @@ fn event(comm: &[u8], kstack: Option<Vec<u64>>, ustack: Vec<u64>, execargs: bool
         ustack_regs: None,
         uregs: None,
         retry_armed: false,
+        handed_over: false,
         execargs: execargs.then(|| Ok(b"sh\0-c\0true\0".to_vec())),
         ancestors: Some(vec![1, 40]),
         paths: Vec::new(),

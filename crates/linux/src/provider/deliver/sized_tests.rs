@@ -28,6 +28,7 @@ fn event_with(copy: Copy) -> CapturedEvent {
         ustack_regs: None,
         uregs: None,
         retry_armed: false,
+        handed_over: false,
         execargs: None,
         ancestors: None,
         paths: Vec::new(),

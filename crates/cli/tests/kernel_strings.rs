@@ -1,0 +1,240 @@
+//! `copyinstr()` at the probe: clauses that copy user strings as aggregation keys, in
+//! predicates (compared with constants, `execname`, each other) and in records built at the
+//! probe run in the kernel (`-v` says so) and print exactly what the interpreter prints with
+//! every kernel path off, `copyinstr(addr, maxlen)` and a small `strsize` included. A string
+//! the probe cannot read (a page not yet faulted in, a string running into one) hands the firing
+//! to dtrace, whose capture reads it again at the syscall's return, so both ways still print
+//! the same; `copyinstr(0)` faults in the kernel as in dtrace.
+
+mod common;
+use common::{clause_lines, dtrace_with_env, have_gcc, kernel_ok};
+
+/// Every switch that keeps work in dtrace's interpreter.
+const SWITCHES: [&str; 4] = [
+    "DTRACE_KERNEL_AGGREGATIONS",
+    "DTRACE_KERNEL_VARIABLES",
+    "DTRACE_KERNEL_RECORDS",
+    "DTRACE_KERNEL_PREDICATES",
+];
+
+/// The traced program: opens a few paths three times over (`openat`'s `arg1` a string, its
+/// `arg3` 0), then a path on a page never touched and one running into such a page (neither
+/// readable at the syscall's entry: the kernel reads them while opening them).
+const OPENER: &str = r#"
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+int main(void) {
+    static const char *paths[] = { "/nonexistent/kstr-a", "/nonexistent/kstr-bb",
+                                   "/nonexistent/kstr-a", "/etc/hostname" };
+    for (int r = 0; r < 3; r++)
+        for (unsigned i = 0; i < sizeof paths / sizeof paths[0]; i++) {
+            int fd = openat(AT_FDCWD, paths[i], O_RDONLY);
+            if (fd >= 0)
+                close(fd);
+        }
+    char *fresh = mmap(0, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    char *two = mmap(0, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (fresh == MAP_FAILED || two == MAP_FAILED)
+        return 1;
+    openat(AT_FDCWD, fresh, O_RDONLY);
+    memcpy(two + 4096 - 6, "/kstr/", 6);
+    openat(AT_FDCWD, two + 4096 - 6, O_RDONLY);
+    return 0;
+}
+"#;
+
+/// Builds [`OPENER`] once per test.
+fn opener(tag: &str) -> String {
+    let dir = common::test_dir(tag);
+    common::compile_c(&dir, "opener", OPENER, &["-O1"])
+        .display()
+        .to_string()
+}
+
+/// The lines of `out`, sorted.
+fn sorted(out: &str) -> Vec<&str> {
+    let mut v: Vec<&str> = out.lines().collect();
+    v.sort_unstable();
+    v
+}
+
+/// The `dtrace: error` lines of `err`.
+fn error_lines(err: &str) -> Vec<&str> {
+    err.lines()
+        .filter(|l| l.starts_with("dtrace: error"))
+        .collect()
+}
+
+/// Runs `script` (options `extra`) over `cmd` with the kernel paths on and off; asserts both
+/// succeed with the same output (lines sorted: a handed-over firing's records are printed when
+/// the syscall returns) and the same errors, and that `-v` says each `(clause, text)` of `said`
+/// the first way. Returns the output.
+fn same_both_ways(script: &str, extra: &[&str], cmd: &str, said: &[(usize, &str)]) -> String {
+    let mut args = vec!["-qv"];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["-n", script, "-c", cmd]);
+    let (rc, kout, kerr) = dtrace_with_env(&[], &args);
+    assert_eq!(rc, 0, "{script}: {kerr}");
+    for &(n, text) in said {
+        assert!(
+            clause_lines(&kerr, n).iter().any(|l| l.contains(text)),
+            "{script}: clause {n} should say {text:?}: {kerr}"
+        );
+    }
+    assert!(!kerr.contains("drop"), "{script}: {kerr}");
+    let off: Vec<(&str, &str)> = SWITCHES.iter().map(|s| (*s, "0")).collect();
+    let (rc, iout, ierr) = dtrace_with_env(&off, &args);
+    assert_eq!(rc, 0, "{script}: {ierr}");
+    assert!(ierr.contains("are off (DTRACE_KERNEL_"), "{ierr}");
+    assert_eq!(sorted(&kout), sorted(&iout), "{script}");
+    assert_eq!(error_lines(&kerr), error_lines(&ierr), "{script}");
+    assert!(!kout.trim().is_empty(), "{script}");
+    kout
+}
+
+const AGGS: &str = "aggregations run in the kernel at 1 probe";
+const RECORDS: &str = "runs whole in the kernel at 1 probe (records built at the probe)";
+
+/// The count printed for key `key` (`printa("%s %@d\n")` lines), if any.
+fn count_of(out: &str, key: &str) -> Option<u64> {
+    out.lines()
+        .find_map(|l| l.strip_prefix(&format!("{key} ")))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+#[test]
+fn copyinstr_keys_and_predicates_run_in_the_kernel_as_in_dtrace() {
+    let t = "copyinstr_keys_and_predicates_run_in_the_kernel_as_in_dtrace";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let cmd = opener("kstr-keys");
+    let printa = "END { printa(\"%s %@d\\n\", @); }";
+    let out = same_both_ways(
+        &format!(
+            "syscall::openat:entry /pid == $target/ {{ @[copyinstr(arg1)] = count(); }} {printa}"
+        ),
+        &[],
+        &cmd,
+        &[(1, AGGS)],
+    );
+    assert_eq!(count_of(&out, "/nonexistent/kstr-a"), Some(6), "{out}");
+    assert_eq!(count_of(&out, "/nonexistent/kstr-bb"), Some(3), "{out}");
+    // The strings the probe could not read, handed to dtrace and read at the return.
+    assert_eq!(count_of(&out, "/kstr/"), Some(1), "{out}");
+    assert!(
+        out.lines().any(|l| l.trim() == "1"),
+        "the empty path: {out}"
+    );
+    // Compares with a constant, execname and another copied string; maxlen; a string key of
+    // a constant and execname beside a copied one.
+    for (pred, want) in [
+        (r#"copyinstr(arg1) == "/nonexistent/kstr-a""#, 6),
+        (r#"copyinstr(arg1) != "/nonexistent/kstr-a""#, 0),
+        (r#""/nonexistent/kstr-b" < copyinstr(arg1)"#, 3),
+        (r#"copyinstr(arg1) >= "/nonexistent/kstr-""#, 0),
+        ("copyinstr(arg1) == execname", 0),
+        ("copyinstr(arg1) == copyinstr(arg1, 400)", 0),
+        (r#"copyinstr(arg1, 15) == "/nonexistent/k""#, 6),
+        (r#"copyinstr(arg1, 0) == """#, 0),
+    ] {
+        let script = format!(
+            "syscall::openat:entry /pid == $target && {pred}/ {{ @[\"n\", execname, \
+             copyinstr(arg1, 20)] = count(); }} END {{ printa(\"%s %s %s %@d\\n\", @); }}"
+        );
+        let out = same_both_ways(&script, &[], &cmd, &[(1, AGGS)]);
+        if want > 0 {
+            assert!(out.contains(&format!(" {want}\n")), "{pred}: {out}");
+        }
+    }
+}
+
+#[test]
+fn copyinstr_in_records_built_at_the_probe_prints_as_in_dtrace() {
+    let t = "copyinstr_in_records_built_at_the_probe_prints_as_in_dtrace";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let cmd = opener("kstr-records");
+    let out = same_both_ways(
+        "syscall::openat:entry /pid == $target/ { printf(\"%s|%s|%d\\n\", execname, \
+         copyinstr(arg1), arg3); trace(copyinstr(arg1, 5)); }",
+        &[],
+        &cmd,
+        &[(1, RECORDS)],
+    );
+    assert_eq!(
+        out.matches("opener|/nonexistent/kstr-bb|0").count(),
+        3,
+        "{out}"
+    );
+    assert!(out.contains("opener|/kstr/|0"), "{out}");
+    // A small strsize cuts strings, keys and records alike.
+    for extra in [["-x", "strsize=8"], ["-x", "strsize=16"]] {
+        same_both_ways(
+            "syscall::openat:entry /pid == $target/ { printf(\"%s|%s\\n\", execname, \
+             copyinstr(arg1)); @[copyinstr(arg1)] = count(); }",
+            &extra,
+            &cmd,
+            &[],
+        );
+    }
+}
+
+#[test]
+fn copyinstr_of_null_faults_in_the_kernel_as_in_dtrace() {
+    let t = "copyinstr_of_null_faults_in_the_kernel_as_in_dtrace";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let cmd = opener("kstr-null");
+    // arg3 (the mode) is 0: an invalid address, at the same DIF offset both ways.
+    let script = "syscall::openat:entry /pid == $target/ { @[copyinstr(arg3)] = count(); } \
+                  dtrace:::ERROR { printf(\"ERROR %d %d 0x%x\\n\", arg3, arg4, arg5); }";
+    let out = same_both_ways(script, &[], &cmd, &[(1, AGGS)]);
+    let errors: Vec<&str> = out.lines().filter(|l| l.starts_with("ERROR ")).collect();
+    assert!(errors.len() >= 14, "{out}");
+    assert!(errors.iter().all(|l| l.ends_with(" 1 0x0")), "{out}");
+}
+
+#[test]
+fn a_clause_keeping_variables_in_the_kernel_keeps_copyinstr_in_dtrace_and_says_why() {
+    let t = "a_clause_keeping_variables_in_the_kernel_keeps_copyinstr_in_dtrace_and_says_why";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let cmd = opener("kstr-vars");
+    let out = same_both_ways(
+        "syscall::openat:entry /pid == $target/ { self->n++; \
+         @[copyinstr(arg1), self->n] = count(); } END { printa(\"%s %d %@d\\n\", @); }",
+        &[],
+        &cmd,
+        &[(
+            1,
+            "strings are built at the probe only by clauses that run whole there",
+        )],
+    );
+    assert!(out.contains("/nonexistent/kstr-bb "), "{out}");
+}
+
+#[test]
+fn a_kernel_clause_copying_strings_beside_one_run_in_dtrace_prints_as_in_dtrace() {
+    let t = "a_kernel_clause_copying_strings_beside_one_run_in_dtrace_prints_as_in_dtrace";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let cmd = opener("kstr-mixed");
+    // A handed-over firing runs both clauses in dtrace; the others run the second one there.
+    let out = same_both_ways(
+        "syscall::openat:entry /pid == $target/ { @[copyinstr(arg1)] = count(); } \
+         syscall::openat:entry /pid == $target && arg3 == 0/ { printf(\"%s\\n\", \
+         lltostr(arg2)); } END { printa(\"%s %@d\\n\", @); }",
+        &[],
+        &cmd,
+        &[(1, AGGS)],
+    );
+    assert_eq!(count_of(&out, "/kstr/"), Some(1), "{out}");
+    assert_eq!(count_of(&out, "/nonexistent/kstr-a"), Some(6), "{out}");
+}
