@@ -119,15 +119,21 @@ fn delta_across_a_cpu_burn_matches_the_threads_own_cpu_time() {
     let (rc, out, err) = dtrace(&[
         "-q",
         "-n",
-        "syscall::getppid:entry /pid == $target/ { self->v = vtimestamp; }",
+        "syscall::getppid:entry /pid == $target/ { self->v = vtimestamp; self->t = timestamp; }",
         "-n",
         r#"syscall::geteuid:entry /pid == $target && self->v/ {
-            printf("D %d\n", vtimestamp - self->v); self->v = 0; }"#,
+            printf("D %d %d\n", self->t, vtimestamp - self->v); self->v = 0; self->t = 0; }"#,
         "-c",
         &cmd,
     ]);
     assert_eq!(rc, 0, "{err}");
-    let (d, p) = (numbers(&out, "D "), rows(&out, "P "));
+    // The D lines in the rounds' order: dtrace prints each CPU's buffer in turn, so the lines of
+    // a thread that moved between CPUs come out of order (paired with the wrong rounds, deltas
+    // of rounds of different lengths differed by milliseconds under emulated CPUs).
+    let mut d = rows(&out, "D ");
+    d.sort_unstable();
+    let d: Vec<i64> = d.iter().map(|r| r[1]).collect();
+    let p = rows(&out, "P ");
     assert_eq!(d.len(), rounds, "{out}{err}");
     assert_eq!(p.len(), rounds, "{out}{err}");
     let mut exact = 0;
