@@ -360,4 +360,31 @@ fn error_clauses_run_in_the_faulting_threads_context() {
             "kernel paths on: {kernel}\n{out}"
         );
     }
+    // Two faults of one firing whose clauses read no clock: one time for both, as both
+    // ERRORs of the interpreter share their firing's.
+    let script = "syscall::write:entry /pid == $target/ { @a = sum(arg2 / (arg0 - 1)); } \
+        syscall::write:entry /pid == $target/ { @b = sum(arg2 % (arg0 - 1)); } \
+        dtrace:::ERROR { @e[timestamp] = count(); } END { printa(\"e %d %@d\\n\", @e); }";
+    let args = ["-qv", "-n", script, "-c", DD];
+    for kernel in [true, false] {
+        let (rc, out, err) = common::dtrace_way("DTRACE_KERNEL_AGGREGATIONS", kernel, &args);
+        assert_eq!(rc, 0, "{err}");
+        if kernel {
+            for n in [1, 2] {
+                assert!(
+                    clause_lines(&err, n)
+                        .iter()
+                        .any(|l| l.contains(AGGS_IN_KERNEL)),
+                    "{err}"
+                );
+            }
+        }
+        assert_eq!(error_lines(&err).len(), 10, "{err}");
+        let counts: Vec<&str> = out
+            .lines()
+            .filter(|l| l.starts_with("e "))
+            .filter_map(|l| l.split(' ').nth(2))
+            .collect();
+        assert_eq!(counts, vec!["2"; 5], "kernel paths on: {kernel}\n{out}");
+    }
 }

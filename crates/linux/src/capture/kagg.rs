@@ -385,6 +385,12 @@ pub fn emit_aggs(
         .any(|(c, t)| t.is_ok() && (reads_timestamp(c) || c.record.is_some()));
     if stamps {
         emit_stamp(a, k.control);
+    } else if results
+        .iter()
+        .any(|t| t.as_ref().is_ok_and(Translated::can_fault))
+    {
+        // Not stamped yet: the first fault of the firing stamps it (see `emit_fault`).
+        a.store_imm(Size::DW, R10, TIMESTAMP, 0);
     }
     if let Some(kv) = &k.vars {
         super::kvars::emit_zero_locals(a, kv.local_ids.len());
@@ -576,7 +582,9 @@ struct FaultSite {
     tag: u32,
     /// The clause's number among the probe's kernel clauses.
     clause: u16,
-    /// Whether the firing was stamped ([`TIMESTAMP`] holds its `timestamp`).
+    /// Whether the firing was stamped before its first clause ([`TIMESTAMP`] holds its
+    /// `timestamp`); if not, [`TIMESTAMP`] is 0 until a fault of the firing stamps it, so every
+    /// fault of one firing reports one time, as the interpreter's ERROR probes share theirs.
     stamped: bool,
 }
 
@@ -614,9 +622,14 @@ fn emit_fault(
     a.load(Size::DW, R1, R10, FRAME.fault_addr_at())
         .store(Size::DW, R7, kfault::ADDR as i16, R1);
     // The firing's time, as the interpreter's ERROR probe shares its firing's `timestamp`
-    // (stamped here when no clause of the firing read a clock: `vtimestamp` is read at it).
+    // (stamped at the firing's first fault when no clause reads a clock; `vtimestamp` is read
+    // at that time).
     if !site.stamped {
+        let stamped = a.label();
+        a.load(Size::DW, R0, R10, TIMESTAMP);
+        a.jmp_imm(op::JNE, R0, 0, stamped);
         emit_stamp(a, control);
+        a.bind(stamped);
     }
     a.load(Size::DW, R0, R10, TIMESTAMP);
     a.ld_map_value(R1, control, 0);
