@@ -104,6 +104,35 @@ fn rows(out: &str, tag: &str) -> Vec<Vec<i64>> {
         .collect()
 }
 
+/// Where the kernel's clocksource is not the CPU's own counter (its TSC found unstable, as under
+/// emulated CPUs: hpet, acpi_pm), the scheduler's clock runs at most one tick past the last
+/// tick's time and then waits for the next tick, while the probes' clock (ktime) does not: a
+/// thread's own CPU clock may lag the probes' values by up to a tick (4.0 ms, one tick at
+/// HZ=250, was seen in the 6.1 guest under TCG, on either path). That tick in nanoseconds
+/// (CONFIG_HZ from /boot's config, else HZ=100's), else 0.
+fn lagging_sched_clock_tick_ns() -> i64 {
+    let source =
+        std::fs::read_to_string("/sys/devices/system/clocksource/clocksource0/current_clocksource")
+            .unwrap_or_default();
+    if matches!(
+        source.trim(),
+        "tsc" | "kvm-clock" | "arch_sys_counter" | "hyperv_clocksource_tsc_page" | "xen"
+    ) {
+        return 0;
+    }
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let hz = std::fs::read_to_string(format!("/boot/config-{}", release.trim()))
+        .ok()
+        .and_then(|c| {
+            c.lines()
+                .find_map(|l| l.strip_prefix("CONFIG_HZ="))
+                .and_then(|v| v.trim().parse::<i64>().ok())
+        })
+        .filter(|hz| *hz > 0)
+        .unwrap_or(100);
+    1_000_000_000 / hz
+}
+
 /// Steal time below which a stretch counts as free of it (the two clocks are read a few
 /// microseconds apart).
 const NO_STEAL_NS: i64 = 20_000;
@@ -137,6 +166,7 @@ fn delta_across_a_cpu_burn_matches_the_threads_own_cpu_time() {
     assert_eq!(d.len(), rounds, "{out}{err}");
     assert_eq!(p.len(), rounds, "{out}{err}");
     let mut exact = 0;
+    let tick = lagging_sched_clock_tick_ns();
     for (d, p) in d.iter().zip(&p) {
         let (d, &[cpu, steal, steal_before]) = (*d, p.as_slice()) else {
             panic!("bad round: P {p:?}\n{out}")
@@ -149,10 +179,10 @@ fn delta_across_a_cpu_burn_matches_the_threads_own_cpu_time() {
         // read the steal clock (see the vtime module notes).
         if steal.abs() <= NO_STEAL_NS && steal_before.abs() <= NO_STEAL_NS {
             exact += 1;
-            let tolerance = cpu / 4 + 200_000;
+            let tolerance = cpu / 4 + 200_000 + tick;
             assert!(
                 (d - cpu).abs() <= tolerance,
-                "vtimestamp delta {d} ns, thread CPU time {cpu} ns\n{out}"
+                "vtimestamp delta {d} ns, thread CPU time {cpu} ns, tolerance {tolerance} ns\n{out}"
             );
         }
     }
