@@ -285,3 +285,106 @@ fn faults_keep_the_clauses_order_with_clauses_run_in_dtrace() {
         assert_eq!(error_lines(&err).len(), 5, "{err}");
     }
 }
+
+#[test]
+fn error_clauses_run_in_the_faulting_threads_context() {
+    let t = "error_clauses_run_in_the_faulting_threads_context";
+    if !kernel_ok(t) {
+        return;
+    }
+    // DTrace fires ERROR in the context of the thread that faulted: dd's ids, its parent (this
+    // dtrace, `$pid`), its name, the firing's clocks; at a syscall's return, its errno.
+    let context = "dtrace:::ERROR { printf(\"ctx %d %d %d %d %d %s %d %d %d %d\\n\", \
+        pid == $target, ppid == $pid, tid == pid, uid == $uid, gid == $gid, execname, errno, \
+        timestamp > 0, vtimestamp > 0, walltimestamp / 1000000000 > 1600000000); }";
+    for probe in ["syscall::write:entry", "syscall::write:return"] {
+        let script = format!("{probe} /pid == $target/ {{ @s = sum(1 / (arg0 - 1)); }} {context}");
+        let (out, _) = same_faults(&script, &[(1, AGGS_IN_KERNEL)]);
+        let ctx: Vec<&str> = out.lines().filter(|l| l.starts_with("ctx ")).collect();
+        assert_eq!(ctx, vec!["ctx 1 1 1 1 1 dd 0 1 1 1"; 5], "{script}: {out}");
+    }
+    // A failed syscall's errno: dd's write to /dev/full fails with ENOSPC (28), and dd stops.
+    let script = "syscall::write:return /pid == $target/ { @s = sum(1 / (arg0 + 28)); } \
+        dtrace:::ERROR { printf(\"errno %d\\n\", errno); }";
+    let full = "dd if=/dev/zero of=/dev/full bs=1 count=1 status=none";
+    for kernel in [true, false] {
+        let args = ["-qv", "-n", script, "-c", full];
+        let (rc, out, err) = common::dtrace_way("DTRACE_KERNEL_AGGREGATIONS", kernel, &args);
+        assert_eq!(rc, 0, "{err}");
+        if kernel {
+            assert!(
+                clause_lines(&err, 1)
+                    .iter()
+                    .any(|l| l.contains(AGGS_IN_KERNEL)),
+                "{err}"
+            );
+        }
+        assert_eq!(error_lines(&err).len(), 1, "{err}");
+        assert!(out.lines().any(|l| l == "errno 28"), "{out}");
+    }
+    // ERROR's `timestamp` is its firing's, as the interpreter's ERROR shares its firing's: the
+    // timestamps the faulting clause saw before its fault are those ERROR sees, both ways.
+    let script = "syscall::write:entry /pid == $target/ { @t[timestamp] = count(); \
+        @s = sum(arg2 / (arg0 - 1)); } dtrace:::ERROR { @e[timestamp] = count(); } \
+        END { printa(\"t %d\\n\", @t); printa(\"e %d\\n\", @e); }";
+    let args = ["-qv", "-n", script, "-c", DD];
+    for kernel in [true, false] {
+        let off: Vec<(&str, &str)> = if kernel {
+            Vec::new()
+        } else {
+            SWITCHES.iter().map(|s| (*s, "0")).collect()
+        };
+        let (rc, out, err) = dtrace_with_env(&off, &args);
+        assert_eq!(rc, 0, "{err}");
+        if kernel {
+            assert!(
+                clause_lines(&err, 1)
+                    .iter()
+                    .any(|l| l.contains(AGGS_IN_KERNEL)),
+                "{err}"
+            );
+        }
+        let stamps = |tag: &str| {
+            let mut v: Vec<&str> = out
+                .lines()
+                .filter_map(|l| l.strip_prefix(tag))
+                .map(str::trim)
+                .collect();
+            v.sort_unstable();
+            v
+        };
+        assert_eq!(stamps("t ").len(), 5, "{out}");
+        assert_eq!(
+            stamps("t "),
+            stamps("e "),
+            "kernel paths on: {kernel}\n{out}"
+        );
+    }
+    // Two faults of one firing whose clauses read no clock: one time for both, as both
+    // ERRORs of the interpreter share their firing's.
+    let script = "syscall::write:entry /pid == $target/ { @a = sum(arg2 / (arg0 - 1)); } \
+        syscall::write:entry /pid == $target/ { @b = sum(arg2 % (arg0 - 1)); } \
+        dtrace:::ERROR { @e[timestamp] = count(); } END { printa(\"e %d %@d\\n\", @e); }";
+    let args = ["-qv", "-n", script, "-c", DD];
+    for kernel in [true, false] {
+        let (rc, out, err) = common::dtrace_way("DTRACE_KERNEL_AGGREGATIONS", kernel, &args);
+        assert_eq!(rc, 0, "{err}");
+        if kernel {
+            for n in [1, 2] {
+                assert!(
+                    clause_lines(&err, n)
+                        .iter()
+                        .any(|l| l.contains(AGGS_IN_KERNEL)),
+                    "{err}"
+                );
+            }
+        }
+        assert_eq!(error_lines(&err).len(), 10, "{err}");
+        let counts: Vec<&str> = out
+            .lines()
+            .filter(|l| l.starts_with("e "))
+            .filter_map(|l| l.split(' ').nth(2))
+            .collect();
+        assert_eq!(counts, vec!["2"; 5], "kernel paths on: {kernel}\n{out}");
+    }
+}

@@ -59,11 +59,11 @@ fn walltimestamp_and_vtimestamp_are_read_at_the_probe() {
     // The entry/return idiom on both clocks. walltimestamp is the firing's timestamp plus one
     // offset both ways, so the two clocks' deltas agree exactly; vtimestamp is never 0 for a
     // thread that ran and never goes backwards (a floor per thread in the kernel as in dtrace).
-    let script = "syscall::read:entry /pid == $target/ { self->v = timestamp; \
+    let script = "syscall::read:entry /pid == $target/ { self->v = vtimestamp; \
         self->w = walltimestamp; self->t = timestamp; } \
-        syscall::read:return /self->v/ { @q = quantize(timestamp - self->v); @n = count(); \
+        syscall::read:return /self->v/ { @q = quantize(vtimestamp - self->v); @n = count(); \
         @off = sum((walltimestamp - self->w) != (timestamp - self->t)); \
-        @zero = sum(timestamp == 0); @back = sum(timestamp < self->v); self->v = 0; \
+        @zero = sum(vtimestamp == 0); @back = sum(vtimestamp < self->v); self->v = 0; \
         self->w = 0; self->t = 0; } \
         END { printa(\"%@d\\n\", @n); printa(\"%@d\\n\", @off); printa(\"%@d\\n\", @zero); \
         printa(\"%@d\\n\", @back); }";
@@ -96,7 +96,7 @@ fn walltimestamp_and_vtimestamp_are_read_at_the_probe() {
     // Aggregations of the clocks alone, in the kernel: walltimestamp less timestamp is one
     // offset for every firing, and walltimestamp is the wall clock's.
     let script = "syscall::write:entry /pid == $target/ { @lo = min(walltimestamp - timestamp); \
-        @hi = max(walltimestamp - timestamp); @w = max(walltimestamp); @v = min(timestamp); } \
+        @hi = max(walltimestamp - timestamp); @w = max(walltimestamp); @v = min(vtimestamp); } \
         END { printa(\"%@d\\n\", @lo); printa(\"%@d\\n\", @hi); printa(\"%@d\\n\", @w); \
         printa(\"%@d\\n\", @v); }";
     for kernel in [true, false] {

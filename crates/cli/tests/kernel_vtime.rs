@@ -104,6 +104,35 @@ fn rows(out: &str, tag: &str) -> Vec<Vec<i64>> {
         .collect()
 }
 
+/// Where the kernel's clocksource is not the CPU's own counter (its TSC found unstable, as under
+/// emulated CPUs: hpet, acpi_pm), the scheduler's clock runs at most one tick past the last
+/// tick's time and then waits for the next tick, while the probes' clock (ktime) does not: a
+/// thread's own CPU clock may lag the probes' values by up to a tick (4.0 ms, one tick at
+/// HZ=250, was seen in the 6.1 guest under TCG, on either path). That tick in nanoseconds
+/// (CONFIG_HZ from /boot's config, else HZ=100's), else 0.
+fn lagging_sched_clock_tick_ns() -> i64 {
+    let source =
+        std::fs::read_to_string("/sys/devices/system/clocksource/clocksource0/current_clocksource")
+            .unwrap_or_default();
+    if matches!(
+        source.trim(),
+        "tsc" | "kvm-clock" | "arch_sys_counter" | "hyperv_clocksource_tsc_page" | "xen"
+    ) {
+        return 0;
+    }
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let hz = std::fs::read_to_string(format!("/boot/config-{}", release.trim()))
+        .ok()
+        .and_then(|c| {
+            c.lines()
+                .find_map(|l| l.strip_prefix("CONFIG_HZ="))
+                .and_then(|v| v.trim().parse::<i64>().ok())
+        })
+        .filter(|hz| *hz > 0)
+        .unwrap_or(100);
+    1_000_000_000 / hz
+}
+
 /// Steal time below which a stretch counts as free of it (the two clocks are read a few
 /// microseconds apart).
 const NO_STEAL_NS: i64 = 20_000;
@@ -119,18 +148,25 @@ fn delta_across_a_cpu_burn_matches_the_threads_own_cpu_time() {
     let (rc, out, err) = dtrace(&[
         "-q",
         "-n",
-        "syscall::getppid:entry /pid == $target/ { self->v = vtimestamp; }",
+        "syscall::getppid:entry /pid == $target/ { self->v = vtimestamp; self->t = timestamp; }",
         "-n",
         r#"syscall::geteuid:entry /pid == $target && self->v/ {
-            printf("D %d\n", vtimestamp - self->v); self->v = 0; }"#,
+            printf("D %d %d\n", self->t, vtimestamp - self->v); self->v = 0; self->t = 0; }"#,
         "-c",
         &cmd,
     ]);
     assert_eq!(rc, 0, "{err}");
-    let (d, p) = (numbers(&out, "D "), rows(&out, "P "));
+    // The D lines in the rounds' order: dtrace prints each CPU's buffer in turn, so the lines of
+    // a thread that moved between CPUs come out of order (paired with the wrong rounds, deltas
+    // of rounds of different lengths differed by milliseconds under emulated CPUs).
+    let mut d = rows(&out, "D ");
+    d.sort_unstable();
+    let d: Vec<i64> = d.iter().map(|r| r[1]).collect();
+    let p = rows(&out, "P ");
     assert_eq!(d.len(), rounds, "{out}{err}");
     assert_eq!(p.len(), rounds, "{out}{err}");
     let mut exact = 0;
+    let tick = lagging_sched_clock_tick_ns();
     for (d, p) in d.iter().zip(&p) {
         let (d, &[cpu, steal, steal_before]) = (*d, p.as_slice()) else {
             panic!("bad round: P {p:?}\n{out}")
@@ -143,10 +179,10 @@ fn delta_across_a_cpu_burn_matches_the_threads_own_cpu_time() {
         // read the steal clock (see the vtime module notes).
         if steal.abs() <= NO_STEAL_NS && steal_before.abs() <= NO_STEAL_NS {
             exact += 1;
-            let tolerance = cpu / 4 + 200_000;
+            let tolerance = cpu / 4 + 200_000 + tick;
             assert!(
                 (d - cpu).abs() <= tolerance,
-                "vtimestamp delta {d} ns, thread CPU time {cpu} ns\n{out}"
+                "vtimestamp delta {d} ns, thread CPU time {cpu} ns, tolerance {tolerance} ns\n{out}"
             );
         }
     }
@@ -245,16 +281,46 @@ END
     assert!(numbers(&out, "switches ")[0] >= 2 * 300, "{out}");
 }
 
-/// getppid(2) calls in a loop.
+/// getppid(2) calls in a loop; prints `S <steal>`: the steal time while they ran, as [`BURN`]
+/// measures it (the perf task clock's time beyond the thread CPU clock's).
 const CALLS: &str = r#"
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
 #include <unistd.h>
+#include <linux/perf_event.h>
 #include <sys/syscall.h>
+static long long cpu_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return t.tv_sec * 1000000000LL + t.tv_nsec;
+}
 int main(void) {
+    struct perf_event_attr attr;
+    memset(&attr, 0, sizeof attr);
+    attr.size = sizeof attr;
+    attr.type = PERF_TYPE_SOFTWARE;
+    attr.config = PERF_COUNT_SW_TASK_CLOCK;
+    int pfd = syscall(SYS_perf_event_open, &attr, 0, -1, -1, 0);
+    long long t0 = 0, t1 = 0;
+    if (pfd < 0 || read(pfd, &t0, sizeof t0) != sizeof t0) {
+        perror("perf_event_open task-clock");
+        return 2;
+    }
+    long long c0 = cpu_ns();
     for (int i = 0; i < 2000; i++)
         syscall(SYS_getppid);
+    long long c1 = cpu_ns();
+    if (read(pfd, &t1, sizeof t1) != sizeof t1)
+        return 3;
+    printf("S %lld\n", (t1 - t0) - (c1 - c0));
     return 0;
 }
 "#;
+
+/// Steal time below which [`CALLS`] counts as free of it: over its 2000 traced syscalls the two
+/// clocks it compares differ by 10 to 60 microseconds without steal on a quiet KVM guest.
+const NO_STEAL_CALLS_NS: i64 = 200_000;
 
 #[test]
 fn a_syscalls_entry_to_return_delta_is_positive() {
@@ -271,20 +337,39 @@ fn a_syscalls_entry_to_return_delta_is_positive() {
         r#"syscall::getppid:return /pid == $target && self->v && vtimestamp > self->v/ {
             @pos = count(); @ns = avg(vtimestamp - self->v); }"#,
         "-n",
-        r#"syscall::getppid:return /pid == $target && self->v && vtimestamp <= self->v/ {
+        r#"syscall::getppid:return /pid == $target && self->v && vtimestamp == self->v/ {
             @zero = count(); }"#,
+        "-n",
+        r#"syscall::getppid:return /pid == $target && self->v && vtimestamp < self->v/ {
+            @back = count(); }"#,
         "-n",
         "syscall::getppid:return /pid == $target/ { self->v = 0; }",
         "-n",
-        r#"END { printa("pos %@d\n", @pos); printa("zero %@d\n", @zero); printa("avg %@d\n", @ns); }"#,
+        r#"END { printa("pos %@d\n", @pos); printa("zero %@d\n", @zero);
+            printa("back %@d\n", @back); printa("avg %@d\n", @ns); }"#,
         "-c",
         &cmd,
     ]);
     assert_eq!(rc, 0, "{err}");
-    let pos = numbers(&out, "pos ").first().copied().unwrap_or(0);
-    let zero = numbers(&out, "zero ").first().copied().unwrap_or(0);
-    assert_eq!(pos + zero, 2000, "{out}{err}");
-    assert!(pos >= 1900, "entry-to-return deltas not positive:\n{out}");
+    let count = |tag: &str| numbers(&out, tag).first().copied().unwrap_or(0);
+    let (pos, zero, back) = (count("pos "), count("zero "), count("back "));
+    assert_eq!(pos + zero + back, 2000, "{out}{err}");
+    // A thread's values never go backwards.
+    assert_eq!(back, 0, "{out}");
+    // Steal time the probe cannot see (where the kernel's steal record cannot be read) makes a
+    // value err high until the scheduler next accounts; the values after it stay at it until
+    // the thread's time catches up (see the vtime module notes): deltas of 0 then. Without
+    // steal, a syscall's delta is positive (a few may fall on a tick's accounting).
+    let steal = numbers(&out, "S ");
+    assert_eq!(steal.len(), 1, "{out}");
+    if steal[0].abs() <= NO_STEAL_CALLS_NS {
+        assert!(pos >= 1900, "entry-to-return deltas not positive:\n{out}");
+    } else {
+        eprintln!(
+            "{} ns of steal time during the calls: {zero} of 2000 deltas were 0",
+            steal[0]
+        );
+    }
     let avg = numbers(&out, "avg ")[0];
     // A getppid(2) takes well under a millisecond of CPU.
     assert!(avg > 0 && avg < 1_000_000, "{out}");

@@ -951,7 +951,8 @@ impl Session {
                     f(Delivery::Built(b));
                     n += 1;
                 }
-                Record::Fault(k) => {
+                Record::Fault(mut k) => {
+                    self.finish_fault(&mut k);
                     f(Delivery::Fault(k));
                     n += 1;
                 }
@@ -1037,15 +1038,10 @@ impl Session {
     }
 
     fn finish(&mut self, mut ev: Box<CapturedEvent>) -> Box<CapturedEvent> {
-        ev.walltime_ns = (ev.ktime_ns as i64)
-            .saturating_add(self.wall_offset_ns)
-            .max(0) as u64;
+        ev.walltime_ns = self.walltime_of(ev.ktime_ns);
         if let Some(info) = self.info.get(&ev.tag) {
             if info.syscall_return {
-                let ret = ev.args[0] as i64;
-                if (-4095..0).contains(&ret) {
-                    ev.errno = (-ret) as i32;
-                }
+                ev.errno = errno_of(ev.args[0]);
             }
             if info.identity_from_fields && ev.pid == 0 && ev.tid != 0 {
                 let tid = ev.tid;
@@ -1056,13 +1052,44 @@ impl Session {
             }
         }
         if ev.ppid == 0 && ev.pid != 0 {
-            let pid = ev.pid;
-            ev.ppid = *self
-                .ppid_of
-                .entry(pid)
-                .or_insert_with(|| crate::process::ppid_of(pid).unwrap_or(0));
+            ev.ppid = self.ppid_of(ev.pid);
         }
         ev
+    }
+
+    /// Completes a fault of a clause run at the probe as [`Self::finish`] completes an event:
+    /// the firing context its ERROR clauses see is the faulting thread's, as a firing's is.
+    fn finish_fault(&mut self, k: &mut crate::capture::record::KernelFault) {
+        k.walltime_ns = self.walltime_of(k.ktime_ns);
+        if self.info.get(&k.tag).is_some_and(|i| i.syscall_return) {
+            k.errno = errno_of(k.arg0);
+        }
+        if k.ppid == 0 && k.pid != 0 {
+            k.ppid = self.ppid_of(k.pid);
+        }
+    }
+
+    /// `walltimestamp` of the kernel's clock `ktime_ns`.
+    fn walltime_of(&self, ktime_ns: u64) -> u64 {
+        (ktime_ns as i64).saturating_add(self.wall_offset_ns).max(0) as u64
+    }
+
+    /// The parent of process `pid` (remembered), from `/proc` where the probe could not read it.
+    fn ppid_of(&mut self, pid: u32) -> u32 {
+        *self
+            .ppid_of
+            .entry(pid)
+            .or_insert_with(|| crate::process::ppid_of(pid).unwrap_or(0))
+    }
+}
+
+/// The `errno` a syscall returning `ret` (its return probe's `arg0`) sets: 0 on success.
+fn errno_of(ret: u64) -> i32 {
+    let ret = ret as i64;
+    if (-4095..0).contains(&ret) {
+        (-ret) as i32
+    } else {
+        0
     }
 }
 

@@ -138,12 +138,6 @@ impl ProbeContext for ShapeContext<'_> {
                 a.alu(op::ADD, R0, R2);
             }
             Builtin::Vtimestamp => {
-                // Kept in dtrace for now: computed at the probe it erred by milliseconds in a
-                // few rounds under emulated CPUs (kernel_vtime in the 6.1 guest); dtrace takes it
-                // from the record's exact clock.
-                if self.clocks.is_some() {
-                    return Err("vtimestamp is read by dtrace from the probe's record".into());
-                }
                 let c = self.clocks()?;
                 self.current("vtimestamp")?;
                 match (&c.vclock, self.shape.task.and_then(|t| t.sum_exec_runtime)) {

@@ -18,9 +18,9 @@
 //! first clause, as the framework stamps a firing once: the kernel's clock plus the offset to the
 //! framework's clock that dtrace writes into the control map when tracing starts. `walltimestamp`
 //! is the same instant plus the wall clock's offset, also in the control map (the one dtrace
-//! adds to the kernel's clock for records); `vtimestamp` is computed where it is read, exactly
-//! as for records ([`crate::vtime`]), kept from going backwards per thread by the kernel's floor
-//! as records' are by dtrace's.
+//! adds to the kernel's clock for records); `vtimestamp` is computed at that instant as for
+//! records ([`crate::vtime`]), one value per firing, kept from going backwards per thread by the
+//! kernel's floor as records' are by dtrace's.
 //!
 //! A clause whose other actions record data (`trace()`, `printf()` of integers, string constants
 //! and `execname`; `exit()`) builds the ECB's record here, as the framework lays it out (a zero
@@ -39,10 +39,11 @@
 //! A clause whose code faults (a division by zero, a failed or misaligned load) ends at the fault
 //! as in the interpreter: what it did before stays (aggregation updates, variable stores), its
 //! record is discarded, the probe's later clauses run; the fault (the kind, the instruction in
-//! the clause's code, the address, the thread) goes to dtrace in a ring record of kind
+//! the clause's code, the address, the faulting thread's context: its ids, `execname`, `ppid`,
+//! `vtimestamp`, `arg0` for `errno`, the firing's time) goes to dtrace in a ring record of kind
 //! `KIND_FAULT`, which dtrace reports as the interpreter reports its faults
-//! (`Framework::fault_elsewhere`: the error message, the fault record, `dtrace:::ERROR`). A full
-//! ring counts a drop. What the translator does not handle stays in dtrace, with the reason in
+//! (`Framework::fault_elsewhere`: the error message, the fault record, `dtrace:::ERROR` in that
+//! context, as DTrace fires ERROR in the faulting thread's). A full ring counts a drop. What the translator does not handle stays in dtrace, with the reason in
 //! the report.
 
 use super::codegen::ProbeShape;
@@ -463,11 +464,13 @@ pub fn emit_aggs(
         .zip(&results)
         .any(|(c, t)| t.is_ok() && (reads_timestamp(c) || c.record.is_some()));
     if stamps {
-        a.call(helper::KTIME_GET_NS);
-        a.ld_map_value(R1, k.control, 0);
-        a.load(Size::DW, R1, R1, super::spec::CONTROL_CLOCK as i16);
-        a.alu(op::ADD, R0, R1);
-        a.store(Size::DW, R10, TIMESTAMP, R0);
+        emit_stamp(a, k.control);
+    } else if results
+        .iter()
+        .any(|t| t.as_ref().is_ok_and(Translated::can_fault))
+    {
+        // Not stamped yet: the first fault of the firing stamps it (see `emit_fault`).
+        a.store_imm(Size::DW, R10, TIMESTAMP, 0);
     }
     if let Some(kv) = &k.vars {
         super::kvars::emit_zero_locals(a, kv.local_ids.len());
@@ -573,7 +576,12 @@ pub fn emit_aggs(
         }
         a.bind(report);
         if can_fault {
-            emit_fault(a, ring, tag, clause);
+            let fault = FaultSite {
+                tag,
+                clause,
+                stamped: stamps,
+            };
+            emit_fault(a, &ctx, k.control, ring, fault);
         }
         a.bind(next);
     }
@@ -680,11 +688,44 @@ fn emit_discard(a: &mut Asm) {
     a.bind(none);
 }
 
-/// Writes the fault the frame holds (its pc already counted in the clause's code) for clause
-/// number `clause` of the probe into the ring, a `KIND_FAULT` record with the faulting thread;
-/// a full ring counts a drop on the CPU. Uses r0-r5, r7.
-fn emit_fault(a: &mut Asm, ring: &super::codegen::MapFds, tag: u32, clause: u16) {
+/// Stamps the firing: its `timestamp` (the kernel's clock plus the offset to the framework's in
+/// the control map `control`) goes to [`TIMESTAMP`]. Uses r0, r1.
+fn emit_stamp(a: &mut Asm, control: i32) {
+    a.call(helper::KTIME_GET_NS);
+    a.ld_map_value(R1, control, 0);
+    a.load(Size::DW, R1, R1, super::spec::CONTROL_CLOCK as i16);
+    a.alu(op::ADD, R0, R1);
+    a.store(Size::DW, R10, TIMESTAMP, R0);
+}
+
+/// Where a fault is reported from.
+#[derive(Clone, Copy)]
+struct FaultSite {
+    /// The probe's tag.
+    tag: u32,
+    /// The clause's number among the probe's kernel clauses.
+    clause: u16,
+    /// Whether the firing was stamped before its first clause ([`TIMESTAMP`] holds its
+    /// `timestamp`); if not, [`TIMESTAMP`] is 0 until a fault of the firing stamps it, so every
+    /// fault of one firing reports one time, as the interpreter's ERROR probes share theirs.
+    stamped: bool,
+}
+
+/// Writes the fault the frame holds (its pc already counted in the clause's code) for the
+/// clause of `site` into the ring, a `KIND_FAULT` record with the faulting thread's context (as
+/// `ctx` reads it at the probe: its ids, `ppid`, `vtimestamp`, `arg0`, the firing's time), which
+/// the ERROR probe's clauses see as the interpreter's see their faulting firing's; a full ring
+/// counts a drop on the CPU. Uses r0-r5, r7-r9.
+fn emit_fault(
+    a: &mut Asm,
+    ctx: &ShapeContext,
+    control: i32,
+    ring: &super::codegen::MapFds,
+    site: FaultSite,
+) {
     use super::layout::{kfault, KIND_FAULT};
+    use dtrace_ebpf::translate::{Builtin, ProbeContext};
+    let FaultSite { tag, clause, .. } = site;
     let (have, done) = (a.label(), a.label());
     a.ld_map_fd(R1, ring.ring)
         .mov_imm(R2, kfault::SIZE as i32)
@@ -703,8 +744,34 @@ fn emit_fault(a: &mut Asm, ring: &super::codegen::MapFds, tag: u32, clause: u16)
         .store(Size::DW, R7, kfault::WORD as i16, R1);
     a.load(Size::DW, R1, R10, FRAME.fault_addr_at())
         .store(Size::DW, R7, kfault::ADDR as i16, R1);
-    a.call(helper::KTIME_GET_NS)
-        .store(Size::DW, R7, kfault::KTIME as i16, R0);
+    // The firing's time, as the interpreter's ERROR probe shares its firing's `timestamp`
+    // (stamped at the firing's first fault when no clause reads a clock; `vtimestamp` is read
+    // at that time).
+    if !site.stamped {
+        let stamped = a.label();
+        a.load(Size::DW, R0, R10, TIMESTAMP);
+        a.jmp_imm(op::JNE, R0, 0, stamped);
+        emit_stamp(a, control);
+        a.bind(stamped);
+    }
+    a.load(Size::DW, R0, R10, TIMESTAMP);
+    a.ld_map_value(R1, control, 0);
+    a.load(Size::DW, R1, R1, super::spec::CONTROL_CLOCK as i16);
+    a.alu(op::SUB, R0, R1);
+    a.store(Size::DW, R7, kfault::KTIME as i16, R0);
+    // What the probe's clauses would read: 0 where they could not read it at this probe.
+    for (b, at) in [
+        (Builtin::Ppid, kfault::PPID),
+        (Builtin::Vtimestamp, kfault::VTIME),
+        (Builtin::Arg(0), kfault::ARG0),
+    ] {
+        // Tried aside first: a builtin the probe cannot read leaves no code behind.
+        if ctx.emit_builtin(&mut Asm::new(), b).is_ok() && ctx.emit_builtin(a, b).is_ok() {
+            a.store(Size::DW, R7, at as i16, R0);
+        } else {
+            a.store_imm(Size::DW, R7, at as i16, 0);
+        }
+    }
     a.call(helper::GET_CURRENT_PID_TGID)
         .store(Size::DW, R7, kfault::PID_TGID as i16, R0);
     a.call(helper::GET_CURRENT_UID_GID)

@@ -46,7 +46,8 @@ pub mod kfault {
     pub const WORD: usize = 16;
     /// The faulting address (the interpreter's `illval`).
     pub const ADDR: usize = 24;
-    /// The kernel's clock at the fault.
+    /// The kernel's clock of the firing (the instant `timestamp` is made from, as the ERROR
+    /// probe the interpreter fires for a fault shares its firing's `timestamp`).
     pub const KTIME: usize = 32;
     /// `bpf_get_current_pid_tgid()`: the process in the high 32 bits, the thread in the low.
     pub const PID_TGID: usize = 40;
@@ -55,7 +56,14 @@ pub mod kfault {
     pub const COMM: usize = 56;
     /// The current `task_struct` (`curthread`).
     pub const TASK: usize = 72;
-    pub const SIZE: usize = 80;
+    /// The parent process's id (`ppid`; 0 where the kernel's BTF lacks the task's offsets).
+    pub const PPID: usize = 80;
+    /// `vtimestamp`, as the probe's clauses read it (the exact clock when one reads it).
+    pub const VTIME: usize = 88;
+    /// The probe's `arg0` (a syscall return probe's `errno` comes from it), 0 where it is not
+    /// read at the probe.
+    pub const ARG0: usize = 96;
+    pub const SIZE: usize = 104;
 }
 
 /// Header flag: a user copy faulted and a retry at return was armed.
@@ -375,6 +383,9 @@ mod tests {
         b[kfault::UID_GID..kfault::UID_GID + 8].copy_from_slice(&uid_gid.to_le_bytes());
         b[kfault::COMM..kfault::COMM + 2].copy_from_slice(b"dd");
         b[kfault::TASK..kfault::TASK + 8].copy_from_slice(&0xffffu64.to_le_bytes());
+        b[kfault::PPID..kfault::PPID + 4].copy_from_slice(&77u32.to_le_bytes());
+        b[kfault::VTIME..kfault::VTIME + 8].copy_from_slice(&123_456u64.to_le_bytes());
+        b[kfault::ARG0..kfault::ARG0 + 8].copy_from_slice(&(-9i64).to_le_bytes());
         let mut comm = [0u8; 16];
         comm[..2].copy_from_slice(b"dd");
         assert_eq!(
@@ -393,6 +404,11 @@ mod tests {
                 gid: 20,
                 comm,
                 task: 0xffff,
+                ppid: 77,
+                vtime_ns: 123_456,
+                arg0: -9i64 as u64,
+                walltime_ns: 0,
+                errno: 0,
             })
         );
         assert!(decode_record(&b[..kfault::SIZE - 8], |_| None).is_err());

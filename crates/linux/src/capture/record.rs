@@ -204,10 +204,12 @@ pub struct KernelFault {
     pub pc: u32,
     /// The faulting address.
     pub addr: u64,
-    /// The kernel's clock at the fault.
+    /// The kernel's clock of the firing.
     pub ktime_ns: u64,
     /// Process id.
     pub pid: u32,
+    /// Parent process id.
+    pub ppid: u32,
     /// Thread id.
     pub tid: u32,
     /// User id.
@@ -218,6 +220,14 @@ pub struct KernelFault {
     pub comm: [u8; 16],
     /// The thread's `task_struct`.
     pub task: u64,
+    /// `vtimestamp` at the probe.
+    pub vtime_ns: u64,
+    /// The probe's `arg0`.
+    pub arg0: u64,
+    /// `walltimestamp` (filled in by the session, as events' are; 0 when not).
+    pub walltime_ns: u64,
+    /// For syscall return probes: the errno (filled in by the session, as events' are).
+    pub errno: i32,
 }
 
 /// A decoded record.
@@ -451,6 +461,11 @@ pub fn decode_record<'a>(
             gid: (uid_gid >> 32) as u32,
             comm,
             task: u64_at(b, kfault::TASK)?,
+            ppid: u32_at(b, kfault::PPID)?,
+            vtime_ns: u64_at(b, kfault::VTIME)?,
+            arg0: u64_at(b, kfault::ARG0)?,
+            walltime_ns: 0,
+            errno: 0,
         }));
     }
     if b.len() < hdr::SIZE {

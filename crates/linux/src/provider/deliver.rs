@@ -481,8 +481,9 @@ impl LinuxTracing {
 
 /// Reports fault `k` of the clause of ECB `epid` run at the probe, as the interpreter reports
 /// its faults (`Framework::fault_elsewhere`): the ERROR clauses run in the context of the
-/// faulting thread as the fault record gives it (`ppid`, the arguments and the stacks are not
-/// in it: 0 and empty), over the process's memory.
+/// faulting thread as the fault record gives it (its ids, `execname`, `curthread`, the firing's
+/// clocks, `errno`; the stacks and `execargs` are not in it: empty, as they are in the
+/// interpreter's firing unless the probe's own clauses took them), over the process's memory.
 fn report_fault(
     fw: &mut Framework,
     k: &crate::capture::record::KernelFault,
@@ -492,11 +493,15 @@ fn report_fault(
     let end = k.comm.iter().position(|b| *b == 0).unwrap_or(k.comm.len());
     let ctx = FiringContext {
         pid: u64::from(k.pid),
+        ppid: u64::from(k.ppid),
         tid: u64::from(k.tid),
         uid: u64::from(k.uid),
         gid: u64::from(k.gid),
+        errno: k.errno as i64 as u64,
         curthread: k.task,
         execname: String::from_utf8_lossy(&k.comm[..end]).into_owned(),
+        vtimestamp: k.vtime_ns,
+        walltimestamp: (k.walltime_ns != 0).then_some(k.walltime_ns),
         timestamp: Some((k.ktime_ns as i64).saturating_add(clock_offset).max(0) as u64),
         ..FiringContext::default()
     };
