@@ -45,18 +45,29 @@ pub struct UprobeSite<'a> {
     pub offset: u64,
     /// A uretprobe.
     pub retprobe: bool,
-    /// The process.
+    /// The process (0: every process that maps the file, see [`EVERY_PROCESS`]).
     pub pid: u32,
     /// File offset of a USDT semaphore (0: none).
     pub ref_ctr_offset: u64,
 }
+
+/// The `pid` of a uprobe placed on the file itself: it fires in every process that maps the file,
+/// now or later (perf events: one per CPU with pid -1; uprobe-multi links: no pid filter).
+pub const EVERY_PROCESS: u32 = 0;
 
 /// Attaches `prog` (a kprobe-type program) at `site`. `what` names the probe for errors.
 pub fn attach(prog: &Program, site: &UprobeSite<'_>, what: &str) -> Result<Attachment> {
     let pmu = pmu()?;
     let path = CString::new(site.path)
         .map_err(|_| LinuxError::BadProbe(format!("{what}: object path has a NUL byte")))?;
-    let pid = i32::try_from(site.pid).map_err(|_| LinuxError::NoProcess(site.pid))?;
+    // A file-wide uprobe is a perf event per CPU for every process.
+    let (pid, cpus) = if site.pid == EVERY_PROCESS {
+        let cpus = crate::bpf::map::online_cpus()?;
+        (-1, cpus.into_iter().map(|c| c as i32).collect())
+    } else {
+        let pid = i32::try_from(site.pid).map_err(|_| LinuxError::NoProcess(site.pid))?;
+        (pid, vec![-1])
+    };
     // The `ref_ctr_offset` format field is config:32-63; config1 is the path (`uprobe_path`),
     // config2 the offset (`probe_offset`).
     let mut attr = pmu.attr(
@@ -65,19 +76,23 @@ pub fn attach(prog: &Program, site: &UprobeSite<'_>, what: &str) -> Result<Attac
         path.as_ptr() as u64,
         site.offset,
     );
-    let fd = open_perf_event_for(&mut attr, pid, -1, what).map_err(|e| match e {
-        // ENOTSUPP: the kernel cannot single-step the instruction out of line.
-        LinuxError::Sys { source, .. } if source.raw_os_error() == Some(ENOTSUPP) => {
-            LinuxError::BadProbe(format!(
-                "{what}: the instruction at offset 0x{:x} of {} cannot be traced by uprobes",
-                site.offset, site.path
-            ))
-        }
-        e => e,
-    })?;
+    let mut fds = Vec::with_capacity(cpus.len());
+    for cpu in cpus {
+        let fd = open_perf_event_for(&mut attr, pid, cpu, what).map_err(|e| match e {
+            // ENOTSUPP: the kernel cannot single-step the instruction out of line.
+            LinuxError::Sys { source, .. } if source.raw_os_error() == Some(ENOTSUPP) => {
+                LinuxError::BadProbe(format!(
+                    "{what}: the instruction at offset 0x{:x} of {} cannot be traced by uprobes",
+                    site.offset, site.path
+                ))
+            }
+            e => e,
+        })?;
+        attach_perf(&fd, prog, what)?;
+        fds.push(fd);
+    }
     drop(path);
-    attach_perf(&fd, prog, what)?;
-    Ok(Attachment::from_perf_fds(vec![fd]))
+    Ok(Attachment::from_perf_fds(fds))
 }
 
 /// `BPF_F_UPROBE_MULTI_RETURN`.
@@ -128,7 +143,7 @@ pub fn multi_available() -> bool {
 pub struct MultiSites<'a> {
     /// The object file.
     pub path: &'a str,
-    /// The process.
+    /// The process ([`EVERY_PROCESS`]: no filter).
     pub pid: u32,
     /// Return probes.
     pub retprobe: bool,

@@ -1,0 +1,151 @@
+//! USDT probes of processes started after dtrace: a provider glob (`myapp*`) places uprobes on
+//! the files that define matching probes, for every process, so processes started while tracing
+//! fire them under their own `myapp<PID>` provider, counted exactly, their semaphores raised by
+//! the kernel (root, BPF, uprobes; gcc, systemtap-sdt-dev).
+
+mod common;
+
+use common::dtrace;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+/// Fires `myapp:work-done` n times (`argv[1]`) with `arg0` = i, and `myapp:tick` n times while
+/// its semaphore is raised; prints its pid and how often the semaphore was up. With n < 0 it
+/// only maps its file and waits for its standard input to close.
+const PROG: &str = r#"
+#define _SDT_HAS_SEMAPHORES 1
+#include <sys/sdt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+unsigned short myapp_work__done_semaphore __attribute__((section(".probes")));
+unsigned short myapp_tick_semaphore __attribute__((section(".probes")));
+int main(int argc, char **argv) {
+    int n = argc > 1 ? atoi(argv[1]) : 10;
+    if (n < 0) {
+        char b[16];
+        while (read(0, b, sizeof b) > 0) {}
+        return 0;
+    }
+    long enabled = 0;
+    for (int i = 0; i < n; i++) {
+        DTRACE_PROBE2(myapp, work__done, i, (long)i * -10);
+        if (__builtin_expect(myapp_tick_semaphore, 0)) {
+            enabled++;
+            DTRACE_PROBE1(myapp, tick, i);
+        }
+    }
+    printf("pid %d n %d enabled %ld\n", (int)getpid(), n, enabled);
+    return 0;
+}
+"#;
+
+fn ready(test: &str) -> bool {
+    common::kernel_ok(test)
+        && common::have_gcc(test)
+        && dtrace_testkit::skip_unless(dtrace_linux::uprobe::available(), test, "no uprobe PMU")
+        && dtrace_testkit::skip_unless(
+            Path::new("/usr/include/x86_64-linux-gnu/sys/sdt.h").exists()
+                || Path::new("/usr/include/sys/sdt.h").exists(),
+            test,
+            "needs <sys/sdt.h> (systemtap-sdt-dev)",
+        )
+}
+
+/// The `pid N n K enabled E` lines the traced processes printed: pid to (n, enabled).
+fn runs(out: &str) -> BTreeMap<u32, (u64, u64)> {
+    out.lines()
+        .filter_map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            match w.as_slice() {
+                ["pid", p, "n", n, "enabled", e] => {
+                    Some((p.parse().ok()?, (n.parse().ok()?, e.parse().ok()?)))
+                }
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+/// The `KEY VALUE` lines of aggregation `tag` printed as `tag KEY VALUE`.
+fn agg(out: &str, tag: &str) -> BTreeMap<String, i64> {
+    out.lines()
+        .filter_map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            match w.as_slice() {
+                [t, k, v] if *t == tag => Some((k.to_string(), v.parse().ok()?)),
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn a_provider_glob_traces_processes_started_after_dtrace() {
+    let test = "a_provider_glob_traces_processes_started_after_dtrace";
+    if !ready(test) {
+        return;
+    }
+    let dir = common::test_dir(test);
+    for (name, flags) in [
+        ("late-O2", &["-O2"][..]),
+        ("late-O0-static", &["-O0", "-static"][..]),
+    ] {
+        let exe = common::compile_c(&dir, name, PROG, flags);
+        // A process that maps the file when tracing starts: the glob finds the file through it.
+        let mut holder = Command::new(&exe)
+            .arg("-1")
+            .stdin(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let holder_pid = holder.id();
+        // Three processes started by the command, after tracing began.
+        let cmd = format!(
+            "sh -c '{e} 3; {e} 5; {e} 7'",
+            e = exe.display().to_string()
+        );
+        let (rc, out, err) = dtrace(&[
+            "-qn",
+            "myapp*:::work-done { @n[probeprov] = count(); @s[probeprov] = sum(arg0);
+                                  @m[probemod] = count(); }
+             myapp*::main:tick { @t[probeprov] = count(); }
+             END { printa(\"n %s %@d\\n\", @n); printa(\"s %s %@d\\n\", @s);
+                   printa(\"t %s %@d\\n\", @t); printa(\"m %s %@d\\n\", @m); }",
+            "-c",
+            &cmd,
+        ]);
+        drop(holder.stdin.take());
+        let _ = holder.wait();
+        assert_eq!(rc, 0, "{name}: {err}");
+        let runs = runs(&out);
+        assert_eq!(runs.len(), 3, "{name}: {out}");
+        assert!(!runs.contains_key(&holder_pid));
+        let (n, s, t, m) = (
+            agg(&out, "n"),
+            agg(&out, "s"),
+            agg(&out, "t"),
+            agg(&out, "m"),
+        );
+        assert_eq!(n.len(), 3, "{name}: {out}{err}");
+        for (pid, (k, enabled)) in &runs {
+            let prov = format!("myapp{pid}");
+            // The semaphore was raised in the new process by the kernel.
+            assert_eq!(*enabled, *k, "{name}: {out}");
+            assert_eq!(n.get(&prov), Some(&(*k as i64)), "{name}: {out}{err}");
+            assert_eq!(
+                s.get(&prov),
+                Some(&((*k * (*k - 1) / 2) as i64)),
+                "{name}: {out}"
+            );
+            assert_eq!(t.get(&prov), Some(&(*k as i64)), "{name}: {out}");
+        }
+        assert_eq!(m.get(name), Some(&15), "{name}: {out}");
+        // Untraced, the semaphore is down again.
+        let o = Command::new(&exe).arg("4").output().unwrap();
+        assert!(
+            String::from_utf8_lossy(&o.stdout).ends_with("n 4 enabled 0\n"),
+            "{name}"
+        );
+    }
+}
