@@ -12,7 +12,9 @@ use std::process::{Command, Stdio};
 
 /// Fires `myapp:work-done` n times (`argv[1]`) with `arg0` = i, and `myapp:tick` n times while
 /// its semaphore is raised; prints its pid and how often the semaphore was up. With n < 0 it
-/// only maps its file and waits for its standard input to close.
+/// only maps its file and waits for its standard input to close; with a second argument it
+/// first waits (a minute at most) for `work-done`'s semaphore to be raised, that is for the
+/// probe to be placed on its file.
 const PROG: &str = r#"
 #define _SDT_HAS_SEMAPHORES 1
 #include <sys/sdt.h>
@@ -28,6 +30,8 @@ int main(int argc, char **argv) {
         while (read(0, b, sizeof b) > 0) {}
         return 0;
     }
+    for (int t = 0; argc > 2 && !myapp_work__done_semaphore && t < 60000; t++)
+        usleep(1000);
     long enabled = 0;
     for (int i = 0; i < n; i++) {
         DTRACE_PROBE2(myapp, work__done, i, (long)i * -10);
@@ -81,6 +85,22 @@ fn agg(out: &str, tag: &str) -> BTreeMap<String, i64> {
         .collect()
 }
 
+/// A shell script `dir/name` that runs `exe` once with each of `runs` (arguments), in turn.
+fn script(dir: &Path, name: &str, exe: &Path, runs: &[&str]) -> String {
+    let path = dir.join(name);
+    let mut text = String::from("#!/bin/sh\n");
+    for r in runs {
+        text.push_str(&format!("{} {r}\n", exe.display()));
+    }
+    std::fs::write(&path, text).unwrap();
+    Command::new("chmod")
+        .arg("+x")
+        .arg(&path)
+        .status()
+        .unwrap();
+    path.display().to_string()
+}
+
 #[test]
 fn a_provider_glob_traces_processes_started_after_dtrace() {
     let test = "a_provider_glob_traces_processes_started_after_dtrace";
@@ -101,10 +121,7 @@ fn a_provider_glob_traces_processes_started_after_dtrace() {
             .unwrap();
         let holder_pid = holder.id();
         // Three processes started by the command, after tracing began.
-        let cmd = format!(
-            "sh -c '{e} 3; {e} 5; {e} 7'",
-            e = exe.display().to_string()
-        );
+        let cmd = script(&dir, &format!("{name}.sh"), &exe, &["3", "5", "7"]);
         let (rc, out, err) = dtrace(&[
             "-qn",
             "myapp*:::work-done { @n[probeprov] = count(); @s[probeprov] = sum(arg0);
@@ -148,4 +165,39 @@ fn a_provider_glob_traces_processes_started_after_dtrace() {
             "{name}"
         );
     }
+}
+
+#[test]
+fn with_no_process_at_start_the_files_of_processes_started_later_are_found() {
+    let test = "with_no_process_at_start_the_files_of_processes_started_later_are_found";
+    if !ready(test) {
+        return;
+    }
+    let dir = common::test_dir(test);
+    let exe = common::compile_c(&dir, "late-found", PROG, &["-O2"]);
+    // Nothing maps the file when tracing starts: -Z lets the glob match nothing. The first
+    // process fires once its file's probes are placed (its semaphore tells it), the next ones
+    // from their start.
+    let cmd = script(&dir, "found.sh", &exe, &["4 wait", "6", "2"]);
+    let (rc, out, err) = dtrace(&[
+        "-Zqn",
+        "myapp*:::work-done { @n[probeprov] = count(); @s[probeprov] = sum(arg0); }
+         END { printa(\"n %s %@d\\n\", @n); printa(\"s %s %@d\\n\", @s); }",
+        "-c",
+        &cmd,
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    let runs = runs(&out);
+    assert_eq!(runs.len(), 3, "{out}");
+    let (n, s) = (agg(&out, "n"), agg(&out, "s"));
+    assert_eq!(n.len(), 3, "{out}{err}");
+    for (pid, (k, _)) in &runs {
+        let prov = format!("myapp{pid}");
+        assert_eq!(n.get(&prov), Some(&(*k as i64)), "{out}{err}");
+        assert_eq!(s.get(&prov), Some(&((*k * (*k - 1) / 2) as i64)), "{out}");
+    }
+    // Without -Z the description matching nothing at start is an error, as before.
+    let (rc, _, err) = dtrace(&["-qn", "myapp*:::work-done", "-c", &cmd]);
+    assert_ne!(rc, 0);
+    assert!(err.contains("does not match any probes"), "{err}");
 }

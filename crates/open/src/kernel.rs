@@ -363,6 +363,8 @@ impl Tracer for KernelTracer {
     }
     fn poll(&mut self) -> Result<()> {
         self.place_loaded_probes()?;
+        // Files with USDT probes a provider glob names, in processes started since.
+        self.linux.discover_files().map_err(be)?;
         // After exit() nothing but END fires: the kernel stops aggregating too.
         if !self.inner.exit_requested() {
             self.pumped_from = Some(self.inner.framework().now());

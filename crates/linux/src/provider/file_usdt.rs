@@ -153,6 +153,11 @@ impl FileProbes {
         self.list.is_empty()
     }
 
+    /// How many there are.
+    pub(crate) fn len(&self) -> usize {
+        self.list.len()
+    }
+
     /// The file probes not yet enabled in the session, marked enabled.
     pub(crate) fn take_unenabled(&mut self) -> Vec<FileProbe> {
         let mut out = Vec::new();

@@ -38,7 +38,18 @@ pub(crate) struct UserProbes {
     rlc: Option<RunOnClose>,
     /// The USDT probes placed on files for every process (see [`super::file_usdt`]).
     pub(crate) files: FileProbes,
+    /// The enabled descriptions whose provider is a glob with a literal prefix (`python*:::`):
+    /// the files of processes started later are matched against them.
+    glob_descs: Vec<ProbeDesc>,
+    /// The processes whose objects have been looked at for USDT probes.
+    scanned: HashSet<u32>,
+    /// When processes were last looked at for new files ([`UserProbes::discover_files`]).
+    last_scan: Option<std::time::Instant>,
 }
+
+/// How often the processes started since the last look are looked at for object files with
+/// USDT probes a provider glob matches.
+const DISCOVERY_INTERVAL: std::time::Duration = std::time::Duration::from_millis(100);
 
 impl UserProbes {
     /// A created probe.
@@ -194,6 +205,46 @@ impl UserProbes {
         }
     }
 
+    /// Looks at the processes started since the last look (at most every
+    /// [`DISCOVERY_INTERVAL`]) for object files with USDT probes an enabled provider glob may
+    /// name, and adds their file probes. Whether any was added.
+    fn discover_files(&mut self) -> bool {
+        if self.glob_descs.is_empty()
+            || self
+                .last_scan
+                .is_some_and(|t| t.elapsed() < DISCOVERY_INTERVAL)
+        {
+            return false;
+        }
+        self.last_scan = Some(std::time::Instant::now());
+        let Ok(dir) = std::fs::read_dir("/proc") else {
+            return false;
+        };
+        let me = std::process::id();
+        let mut live = HashSet::new();
+        let mut files: Vec<(String, bool)> = Vec::new();
+        let descs = self.glob_descs.clone();
+        for e in dir.flatten() {
+            let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+                continue;
+            };
+            live.insert(pid);
+            if pid == me || self.scanned.contains(&pid) {
+                continue;
+            }
+            for d in &descs {
+                self.usdt_providers_and_files_of(pid, &d.provider, &mut files);
+            }
+        }
+        // A process id seen again later is a new process.
+        self.scanned = live;
+        let before = self.files.len();
+        for d in &descs {
+            self.add_file_probes(d, &files);
+        }
+        self.files.len() > before
+    }
+
     /// The image of process `pid`, which fired probes of the object files `files` (path, whether
     /// it was found as an executable) before it was known: its mappings while it lives (read
     /// again if they lack one of those files), else those files alone.
@@ -255,6 +306,7 @@ impl UserProbes {
             if pid == me {
                 continue;
             }
+            self.scanned.insert(pid);
             for name in self.usdt_providers_and_files_of(pid, pattern, files) {
                 if !out.contains(&name) {
                     out.push(name);
@@ -346,6 +398,9 @@ impl LinuxTracing {
                     // The files' probes fire in processes started from now on too.
                     let pattern = ProbeDesc::new(&d.provider, &d.module, &d.function, &d.name);
                     sh.user.add_file_probes(&pattern, &files);
+                    if !sh.user.glob_descs.contains(&pattern) {
+                        sh.user.glob_descs.push(pattern);
+                    }
                     names
                 };
                 if let Some(pid) = glob_pid_provider(&d.provider) {
@@ -385,6 +440,18 @@ impl LinuxTracing {
 }
 
 impl LinuxTracing {
+    /// Looks for object files with USDT probes an enabled provider glob names in the processes
+    /// started since the last look (every 100 ms at most), and places their file probes (see
+    /// [`super::file_usdt`]): the processes that map them from then on fire them. Call at each
+    /// poll while tracing.
+    pub fn discover_files(&self) -> Result<()> {
+        if !self.lock().user.discover_files() {
+            return Ok(());
+        }
+        self.enable_file_probes()?;
+        self.attach_pending()
+    }
+
     /// Hooks the run-time linker of every process a per-process provider names (see
     /// [`crate::rtld`]), once per process: the libraries it loads from now on get their probes
     /// before their code runs. A process without a linker hook (a static program that cannot
