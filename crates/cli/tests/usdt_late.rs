@@ -122,16 +122,15 @@ fn a_provider_glob_traces_processes_started_after_dtrace() {
         let holder_pid = holder.id();
         // Three processes started by the command, after tracing began.
         let cmd = script(&dir, &format!("{name}.sh"), &exe, &["3", "5", "7"]);
-        let (rc, out, err) = dtrace(&[
-            "-qn",
-            "myapp*:::work-done { @n[probeprov] = count(); @s[probeprov] = sum(arg0);
-                                  @m[probemod] = count(); }
-             myapp*::main:tick { @t[probeprov] = count(); }
-             END { printa(\"n %s %@d\\n\", @n); printa(\"s %s %@d\\n\", @s);
-                   printa(\"t %s %@d\\n\", @t); printa(\"m %s %@d\\n\", @m); }",
-            "-c",
-            &cmd,
-        ]);
+        // The module (the file's name) keeps other tests' processes out.
+        let script = format!(
+            "myapp*:{name}::work-done {{ @n[probeprov] = count(); @s[probeprov] = sum(arg0);
+                                        @m[probemod] = count(); }}
+             myapp*:{name}:main:tick {{ @t[probeprov] = count(); }}
+             END {{ printa(\"n %s %@d\\n\", @n); printa(\"s %s %@d\\n\", @s);
+                   printa(\"t %s %@d\\n\", @t); printa(\"m %s %@d\\n\", @m); }}"
+        );
+        let (rc, out, err) = dtrace(&["-qn", &script, "-c", &cmd]);
         drop(holder.stdin.take());
         let _ = holder.wait();
         assert_eq!(rc, 0, "{name}: {err}");
@@ -181,7 +180,7 @@ fn with_no_process_at_start_the_files_of_processes_started_later_are_found() {
     let cmd = script(&dir, "found.sh", &exe, &["4 wait", "6", "2"]);
     let (rc, out, err) = dtrace(&[
         "-Zqn",
-        "myapp*:::work-done { @n[probeprov] = count(); @s[probeprov] = sum(arg0); }
+        "myapp*:late-found::work-done { @n[probeprov] = count(); @s[probeprov] = sum(arg0); }
          END { printa(\"n %s %@d\\n\", @n); printa(\"s %s %@d\\n\", @s); }",
         "-c",
         &cmd,
@@ -197,7 +196,7 @@ fn with_no_process_at_start_the_files_of_processes_started_later_are_found() {
         assert_eq!(s.get(&prov), Some(&((*k * (*k - 1) / 2) as i64)), "{out}");
     }
     // Without -Z the description matching nothing at start is an error, as before.
-    let (rc, _, err) = dtrace(&["-qn", "myapp*:::work-done", "-c", &cmd]);
+    let (rc, _, err) = dtrace(&["-qn", "myapp*:late-found::work-done", "-c", &cmd]);
     assert_ne!(rc, 0);
     assert!(err.contains("does not match any probes"), "{err}");
 }
