@@ -93,11 +93,7 @@ fn script(dir: &Path, name: &str, exe: &Path, runs: &[&str]) -> String {
         text.push_str(&format!("{} {r}\n", exe.display()));
     }
     std::fs::write(&path, text).unwrap();
-    Command::new("chmod")
-        .arg("+x")
-        .arg(&path)
-        .status()
-        .unwrap();
+    Command::new("chmod").arg("+x").arg(&path).status().unwrap();
     path.display().to_string()
 }
 

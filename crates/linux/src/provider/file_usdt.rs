@@ -23,6 +23,7 @@
 //! those clauses are computed by the interpreter, and the kernel captures what they read.
 
 use crate::capture::CapturedEvent;
+use crate::session::Delivery;
 use crate::catalog::{glob, AttachPoint, Probe};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -99,6 +100,14 @@ fn module_alias(name: &str, module: &str) -> bool {
             .is_some_and(|rest| rest.starts_with('.'))
 }
 
+/// What fired in a process not known yet: a file probe of provider `kind` in the file at `path`
+/// (`main`: found as a process's executable).
+pub(crate) struct Fired {
+    pub(crate) kind: String,
+    pub(crate) path: String,
+    pub(crate) main: bool,
+}
+
 /// The file probes, which per-process probe each serves in each process, and the events of
 /// processes not known yet.
 #[derive(Default)]
@@ -109,7 +118,7 @@ pub(crate) struct FileProbes {
     /// (tag, process) to the framework probe fired.
     served: HashMap<(u32, u32), u32>,
     /// Events of processes whose probes are not created yet, in order.
-    waiting: Vec<Box<CapturedEvent>>,
+    waiting: Vec<Delivery>,
     /// The processes of those events, with the file probes (indices) that fired in each.
     unknown: BTreeMap<u32, Vec<usize>>,
     /// (tag, process) pairs whose probes were created from their events: a later event of one
@@ -216,12 +225,12 @@ impl FileProbes {
         if !fired.contains(&i) {
             fired.push(i);
         }
-        self.waiting.push(ev);
+        self.waiting.push(Delivery::Event(ev));
     }
 
     /// The processes that fired file probes without a probe of their own, each with the
     /// (provider kind, file, was an executable) of what fired; they count as adopted from now.
-    pub(crate) fn take_unknown(&mut self) -> Vec<(u32, Vec<(String, String, bool)>)> {
+    pub(crate) fn take_unknown(&mut self) -> Vec<(u32, Vec<Fired>)> {
         let unknown = std::mem::take(&mut self.unknown);
         let mut out = Vec::with_capacity(unknown.len());
         for (pid, fired) in unknown {
@@ -230,7 +239,11 @@ impl FileProbes {
                 .filter_map(|&i| self.list.get(i))
                 .map(|f| {
                     self.adopted.insert((f.tag, pid));
-                    (f.kind.clone(), f.path().to_string(), f.main)
+                    Fired {
+                        kind: f.kind.clone(),
+                        path: f.path().to_string(),
+                        main: f.main,
+                    }
                 })
                 .collect();
             out.push((pid, files));
@@ -239,7 +252,7 @@ impl FileProbes {
     }
 
     /// The events held for processes now adopted.
-    pub(crate) fn take_waiting(&mut self) -> Vec<Box<CapturedEvent>> {
+    pub(crate) fn take_waiting(&mut self) -> Vec<Delivery> {
         std::mem::take(&mut self.waiting)
     }
 }
@@ -380,10 +393,10 @@ impl super::LinuxTracing {
         let mut names: Vec<String> = Vec::new();
         for (pid, fired) in unknown {
             let files: Vec<(String, bool)> =
-                fired.iter().map(|(_, p, m)| (p.clone(), *m)).collect();
+                fired.iter().map(|f| (f.path.clone(), f.main)).collect();
             self.lock().user.late_image(pid, &files);
-            for (kind, _, _) in &fired {
-                let name = format!("{kind}{pid}");
+            for f in &fired {
+                let name = format!("{}{pid}", f.kind);
                 if !names.contains(&name) {
                     names.push(name);
                 }
@@ -401,11 +414,7 @@ impl super::LinuxTracing {
             let mut sh = self.lock();
             (sh.user.files.take_waiting(), sh.clock_offset.unwrap_or(0))
         };
-        let events = waiting
-            .into_iter()
-            .map(crate::session::Delivery::Event)
-            .collect();
-        self.fire_all(fw, events, offset)
+        self.fire_all(fw, waiting, offset)
     }
 }
 

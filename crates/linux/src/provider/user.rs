@@ -262,8 +262,7 @@ impl UserProbes {
             .ok()
             .filter(|i| has_all(i));
         let image = read.unwrap_or_else(|| {
-            let mut objects: Vec<MappedObject> =
-                old.map(|i| i.objects.clone()).unwrap_or_default();
+            let mut objects: Vec<MappedObject> = old.map(|i| i.objects.clone()).unwrap_or_default();
             for (path, main) in files {
                 if objects.iter().any(|o| o.table.path == *path) {
                     continue;
