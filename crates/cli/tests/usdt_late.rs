@@ -196,3 +196,63 @@ fn with_no_process_at_start_the_files_of_processes_started_later_are_found() {
     assert_ne!(rc, 0);
     assert!(err.contains("does not match any probes"), "{err}");
 }
+
+#[test]
+fn python_processes_started_later_fire_gc_start_under_their_own_provider() {
+    let test = "python_processes_started_later_fire_gc_start_under_their_own_provider";
+    if !ready(test) {
+        return;
+    }
+    let python = "/usr/bin/python3.11";
+    let notes = Command::new("readelf")
+        .args(["-n", python])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).contains("gc__start"))
+        .unwrap_or(false);
+    if !dtrace_testkit::skip_unless(notes, test, "needs Debian's python3.11 with stapsdt notes") {
+        return;
+    }
+    let dir = common::test_dir(test);
+    let gc = dir.join("gc.py");
+    std::fs::write(
+        &gc,
+        "import gc, os, sys\nfor i in range(int(sys.argv[1])):\n    gc.collect(2)\n\
+         print('pid', os.getpid(), 'n', sys.argv[1], 'enabled 0', flush=True)\n",
+    )
+    .unwrap();
+    // A python running when tracing starts: the glob finds python3.11 through it (other
+    // pythons on the machine may fire too: only the command's are looked at).
+    let mut holder = Command::new(python)
+        .args(["-c", "import sys; sys.stdin.read()"])
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let runs_of = [format!("{} 5", gc.display()), format!("{} 9", gc.display())];
+    let cmd = script(
+        &dir,
+        "gc.sh",
+        Path::new(python),
+        &[runs_of[0].as_str(), runs_of[1].as_str()],
+    );
+    let (rc, out, err) = dtrace(&[
+        "-qn",
+        "python*:python3.11::gc-start /arg0 == 2/ { @[probeprov] = count(); }
+         END { printa(\"g %s %@d\\n\", @); }",
+        "-c",
+        &cmd,
+    ]);
+    drop(holder.stdin.take());
+    let _ = holder.wait();
+    assert_eq!(rc, 0, "{err}");
+    let runs = runs(&out);
+    assert_eq!(runs.len(), 2, "{out}");
+    let g = agg(&out, "g");
+    let count = |n: u64| {
+        let pid = runs.iter().find(|(_, (k, _))| *k == n).map(|(p, _)| *p);
+        pid.and_then(|p| g.get(&format!("python{p}")).copied())
+    };
+    let (five, nine) = (count(5), count(9));
+    // Each run collects its n times, and as many more at start-up and exit.
+    assert!(five.is_some_and(|c| c >= 5), "{out}{err}");
+    assert_eq!(nine.zip(five).map(|(a, b)| a - b), Some(4), "{out}{err}");
+}

@@ -23,8 +23,8 @@
 //! those clauses are computed by the interpreter, and the kernel captures what they read.
 
 use crate::capture::CapturedEvent;
-use crate::session::Delivery;
 use crate::catalog::{glob, AttachPoint, Probe};
+use crate::session::Delivery;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// The first tag of the file probes (framework probe ids stay below it).
@@ -434,5 +434,117 @@ mod tests {
         assert!(!may_match_kind("", "python"));
         assert_eq!(glob_prefix("py*n"), "py");
         assert!(is_file_tag(FILE_TAG_BASE) && !is_file_tag(FILE_TAG_BASE - 1));
+    }
+
+    fn probe(provider: &str, pid: u32, function: &str, offsets: &[u64]) -> Probe {
+        Probe {
+            desc: crate::ProbeDesc::new(provider, "app", function, "work-done"),
+            args: Vec::new(),
+            attach: AttachPoint::Uprobe {
+                path: "/opt/app".into(),
+                retprobe: false,
+                pid,
+                sites: offsets
+                    .iter()
+                    .map(|&offset| crate::catalog::UserSite {
+                        offset,
+                        args: Vec::new(),
+                        ref_ctr_offset: 0x4000,
+                    })
+                    .collect(),
+            },
+        }
+    }
+
+    fn event(tag: u32, pid: u32) -> Box<CapturedEvent> {
+        Box::new(CapturedEvent {
+            tag,
+            ktime_ns: 0,
+            cpu: 0,
+            pid,
+            tid: pid,
+            ppid: 1,
+            uid: 0,
+            gid: 0,
+            comm: [0; 16],
+            task: 0,
+            args: [0; crate::capture::layout::NARGS],
+            vtime_ns: 0,
+            walltime_ns: 0,
+            errno: 0,
+            copies: Vec::new(),
+            kstack: None,
+            ustack: None,
+            ustack_files: None,
+            ustack_regs: None,
+            uregs: None,
+            retry_armed: false,
+            execargs: None,
+            ancestors: None,
+            paths: Vec::new(),
+        })
+    }
+
+    #[test]
+    fn a_file_probe_covers_the_same_sites_of_the_same_file_in_any_process() {
+        let mut files = FileProbes::default();
+        files.add("myapp", true, probe("myapp", 0, "main", &[0x10, 0x20]));
+        // Known already: not added twice.
+        files.add("myapp", true, probe("myapp", 0, "main", &[0x10, 0x20]));
+        assert_eq!(files.len(), 1);
+        let tag = FILE_TAG_BASE;
+        assert_eq!(
+            files.covering("myapp", &probe("myapp12", 12, "main", &[0x10, 0x20])),
+            Some(tag)
+        );
+        // Other sites, another function or another provider: not covered.
+        assert_eq!(
+            files.covering("myapp", &probe("myapp12", 12, "main", &[0x10])),
+            None
+        );
+        assert_eq!(
+            files.covering("myapp", &probe("myapp12", 12, "other", &[0x10, 0x20])),
+            None
+        );
+        assert_eq!(
+            files.covering("other", &probe("other12", 12, "main", &[0x10, 0x20])),
+            None
+        );
+        let f = &files.take_unenabled()[0];
+        assert!(files.take_unenabled().is_empty());
+        let d = |p: &str, m: &str| dtrace_dif::program::ProbeDesc {
+            provider: p.into(),
+            module: m.into(),
+            function: String::new(),
+            name: "work-done".into(),
+        };
+        assert!(f.may_match(&d("myapp*", "")));
+        assert!(f.may_match(&d("myapp*", "a.out")));
+        assert!(f.may_match(&d("my*", "app")));
+        assert!(!f.may_match(&d("myapp*", "libc")));
+        assert!(!f.may_match(&d("ruby*", "")));
+    }
+
+    #[test]
+    fn events_of_unknown_processes_wait_once() {
+        let mut files = FileProbes::default();
+        files.add("myapp", false, probe("myapp", 0, "main", &[0x10]));
+        let tag = FILE_TAG_BASE;
+        files.hold(event(tag, 7));
+        files.hold(event(tag, 7));
+        files.hold(event(tag, 8));
+        let unknown = files.take_unknown();
+        assert_eq!(unknown.len(), 2);
+        assert_eq!(unknown[0].0, 7);
+        assert_eq!(unknown[0].1.len(), 1);
+        assert_eq!(unknown[0].1[0].path, "/opt/app");
+        assert_eq!(unknown[0].1[0].kind, "myapp");
+        assert_eq!(files.take_waiting().len(), 3);
+        files.serve(tag, 7, 42);
+        assert_eq!(files.served_map().get(&(tag, 7)), Some(&42));
+        // Process 8 was adopted but got no probe: its later events are dropped, not held.
+        files.hold(event(tag, 8));
+        assert!(files.take_unknown().is_empty());
+        assert!(files.take_waiting().is_empty());
     }
 }

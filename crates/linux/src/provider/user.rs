@@ -107,7 +107,16 @@ impl UserProbes {
         let Some(site) = RtldWatch::site(&image) else {
             return Ok(());
         };
-        let w = RtldWatch::place(&image, site, self.rlc()?)?;
+        let w = match RtldWatch::place(&image, site, self.rlc()?) {
+            Ok(w) => w,
+            // Gone since its objects were read (a process a provider glob found): it loads
+            // nothing more.
+            Err(LinuxError::NoProcess(_)) => {
+                self.images.remove(&pid);
+                return Ok(());
+            }
+            Err(e) => return Err(e),
+        };
         self.watches.insert(pid, w);
         Ok(())
     }
