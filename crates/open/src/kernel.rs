@@ -298,7 +298,7 @@ impl Tracer for KernelTracer {
         // USDT probes placed on files for every process, then uprobes (and kprobes on kernel
         // functions) by the group, before the match is reported; then the traced processes'
         // linkers are watched for libraries loaded later.
-        self.linux.enable_file_probes().map_err(be)?;
+        self.linux.enable_file_probes(false).map_err(be)?;
         self.linux.attach_pending().map_err(be)?;
         self.linux.watch_loads().map_err(be)?;
         Ok(info)

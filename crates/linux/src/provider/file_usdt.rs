@@ -26,6 +26,7 @@ use crate::capture::CapturedEvent;
 use crate::catalog::{glob, AttachPoint, Probe};
 use crate::session::Delivery;
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
 
 /// The first tag of the file probes (framework probe ids stay below it).
 pub const FILE_TAG_BASE: u32 = 0xF000_0000;
@@ -115,8 +116,9 @@ pub(crate) struct FileProbes {
     list: Vec<FileProbe>,
     /// (path, provider kind, function, name) to the index in `list`.
     index: HashMap<(String, String, String, String), usize>,
-    /// (tag, process) to the framework probe fired.
-    served: HashMap<(u32, u32), u32>,
+    /// (tag, process) to the framework probe fired (shared with each delivery batch, copied
+    /// only when a probe is added while a batch holds it).
+    served: Arc<HashMap<(u32, u32), u32>>,
     /// Events of processes whose probes are not created yet, in order.
     waiting: Vec<Delivery>,
     /// The processes of those events, with the file probes (indices) that fired in each.
@@ -204,12 +206,12 @@ impl FileProbes {
 
     /// Fires file probe `tag` in process `pid` as framework probe `id`.
     pub(crate) fn serve(&mut self, tag: u32, pid: u32, id: u32) {
-        self.served.insert((tag, pid), id);
+        Arc::make_mut(&mut self.served).insert((tag, pid), id);
     }
 
     /// (tag, process) to the framework probe an event of that file probe in that process fires.
-    pub(crate) fn served_map(&self) -> HashMap<(u32, u32), u32> {
-        self.served.clone()
+    pub(crate) fn served_map(&self) -> Arc<HashMap<(u32, u32), u32>> {
+        Arc::clone(&self.served)
     }
 
     /// Keeps an event whose process has no probe yet, for after [`FileProbes::take_unknown`];
@@ -366,16 +368,21 @@ impl super::Shared {
 
 impl super::LinuxTracing {
     /// Places the file probes found since the last call (see [`FileProbe`]); call after the
-    /// programs naming them are enabled, before [`super::LinuxTracing::attach_pending`].
-    pub fn enable_file_probes(&self) -> crate::error::Result<()> {
+    /// programs naming them are enabled, before [`super::LinuxTracing::attach_pending`]. With
+    /// `lenient` (files found while tracing), a probe that cannot be placed is left out.
+    pub fn enable_file_probes(&self, lenient: bool) -> crate::error::Result<()> {
         let mut sh = self.lock();
         for f in sh.user.files.take_unenabled() {
-            sh.enable_file_probe(&f).map_err(|reason| {
-                crate::error::LinuxError::BadProbe(format!(
-                    "{} in every process: {reason}",
-                    f.probe.desc
-                ))
-            })?;
+            match sh.enable_file_probe(&f) {
+                Ok(()) => {}
+                Err(_) if lenient => {}
+                Err(reason) => {
+                    return Err(crate::error::LinuxError::BadProbe(format!(
+                        "{} in every process: {reason}",
+                        f.probe.desc
+                    )))
+                }
+            }
         }
         Ok(())
     }

@@ -451,13 +451,16 @@ impl LinuxTracing {
     /// Looks for object files with USDT probes an enabled provider glob names in the processes
     /// started since the last look (every 100 ms at most), and places their file probes (see
     /// [`super::file_usdt`]): the processes that map them from then on fire them. Call at each
-    /// poll while tracing.
+    /// poll while tracing. A file whose probes cannot be placed (gone, or an instruction uprobes
+    /// refuse) is left out: tracing goes on.
     pub fn discover_files(&self) -> Result<()> {
         if !self.lock().user.discover_files() {
             return Ok(());
         }
-        self.enable_file_probes()?;
-        self.attach_pending()
+        self.enable_file_probes(true)?;
+        // On an error the probes not yet placed are dropped (see `Session::attach_pending`).
+        let _ = self.attach_pending();
+        Ok(())
     }
 
     /// Hooks the run-time linker of every process a per-process provider names (see
