@@ -52,7 +52,9 @@ pub struct UprobeSite<'a> {
 }
 
 /// The `pid` of a uprobe placed on the file itself: it fires in every process that maps the file,
-/// now or later (perf events: one per CPU with pid -1; uprobe-multi links: no pid filter).
+/// now or later (a perf event with pid -1, opened on one CPU, as perf requires: its program runs
+/// at every hit on any CPU, the CPU choosing only where perf's own samples would go; uprobe-multi
+/// links: no pid filter).
 pub const EVERY_PROCESS: u32 = 0;
 
 /// Attaches `prog` (a kprobe-type program) at `site`. `what` names the probe for errors.
@@ -60,13 +62,17 @@ pub fn attach(prog: &Program, site: &UprobeSite<'_>, what: &str) -> Result<Attac
     let pmu = pmu()?;
     let path = CString::new(site.path)
         .map_err(|_| LinuxError::BadProbe(format!("{what}: object path has a NUL byte")))?;
-    // A file-wide uprobe is a perf event per CPU for every process.
-    let (pid, cpus) = if site.pid == EVERY_PROCESS {
-        let cpus = crate::bpf::map::online_cpus()?;
-        (-1, cpus.into_iter().map(|c| c as i32).collect())
+    // A file-wide uprobe: one event for every process (one per CPU would run the program once
+    // per CPU at each hit).
+    let (pid, cpu) = if site.pid == EVERY_PROCESS {
+        let cpu = crate::bpf::map::online_cpus()?
+            .first()
+            .copied()
+            .unwrap_or(0);
+        (-1, cpu as i32)
     } else {
         let pid = i32::try_from(site.pid).map_err(|_| LinuxError::NoProcess(site.pid))?;
-        (pid, vec![-1])
+        (pid, -1)
     };
     // The `ref_ctr_offset` format field is config:32-63; config1 is the path (`uprobe_path`),
     // config2 the offset (`probe_offset`).
@@ -76,23 +82,19 @@ pub fn attach(prog: &Program, site: &UprobeSite<'_>, what: &str) -> Result<Attac
         path.as_ptr() as u64,
         site.offset,
     );
-    let mut fds = Vec::with_capacity(cpus.len());
-    for cpu in cpus {
-        let fd = open_perf_event_for(&mut attr, pid, cpu, what).map_err(|e| match e {
-            // ENOTSUPP: the kernel cannot single-step the instruction out of line.
-            LinuxError::Sys { source, .. } if source.raw_os_error() == Some(ENOTSUPP) => {
-                LinuxError::BadProbe(format!(
-                    "{what}: the instruction at offset 0x{:x} of {} cannot be traced by uprobes",
-                    site.offset, site.path
-                ))
-            }
-            e => e,
-        })?;
-        attach_perf(&fd, prog, what)?;
-        fds.push(fd);
-    }
+    let fd = open_perf_event_for(&mut attr, pid, cpu, what).map_err(|e| match e {
+        // ENOTSUPP: the kernel cannot single-step the instruction out of line.
+        LinuxError::Sys { source, .. } if source.raw_os_error() == Some(ENOTSUPP) => {
+            LinuxError::BadProbe(format!(
+                "{what}: the instruction at offset 0x{:x} of {} cannot be traced by uprobes",
+                site.offset, site.path
+            ))
+        }
+        e => e,
+    })?;
     drop(path);
-    Ok(Attachment::from_perf_fds(fds))
+    attach_perf(&fd, prog, what)?;
+    Ok(Attachment::from_perf_fds(vec![fd]))
 }
 
 /// `BPF_F_UPROBE_MULTI_RETURN`.

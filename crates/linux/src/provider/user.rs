@@ -41,8 +41,9 @@ pub(crate) struct UserProbes {
     /// The enabled descriptions whose provider is a glob with a literal prefix (`python*:::`):
     /// the files of processes started later are matched against them.
     glob_descs: Vec<ProbeDesc>,
-    /// The processes whose objects have been looked at for USDT probes.
-    scanned: HashSet<u32>,
+    /// The processes whose objects have been looked at for USDT probes, with the executable
+    /// each ran then (one that has exec'd since is looked at again).
+    scanned: HashMap<u32, Option<std::path::PathBuf>>,
     /// When processes were last looked at for new files ([`UserProbes::discover_files`]).
     last_scan: Option<std::time::Instant>,
 }
@@ -230,15 +231,22 @@ impl UserProbes {
             return false;
         };
         let me = std::process::id();
-        let mut live = HashSet::new();
+        let mut live = HashMap::new();
         let mut files: Vec<(String, bool)> = Vec::new();
         let descs = self.glob_descs.clone();
         for e in dir.flatten() {
             let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
                 continue;
             };
-            live.insert(pid);
-            if pid == me || self.scanned.contains(&pid) {
+            if pid == me {
+                continue;
+            }
+            // A process is looked at again when it runs another program (a shell's child that
+            // was looked at between its fork and its exec).
+            let exe = std::fs::read_link(format!("/proc/{pid}/exe")).ok();
+            let known = self.scanned.get(&pid) == Some(&exe);
+            live.insert(pid, exe);
+            if known {
                 continue;
             }
             for d in &descs {
@@ -314,7 +322,8 @@ impl UserProbes {
             if pid == me {
                 continue;
             }
-            self.scanned.insert(pid);
+            let exe = std::fs::read_link(format!("/proc/{pid}/exe")).ok();
+            self.scanned.insert(pid, exe);
             for name in self.usdt_providers_and_files_of(pid, pattern, files) {
                 if !out.contains(&name) {
                     out.push(name);
