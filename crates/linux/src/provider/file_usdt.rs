@@ -362,6 +362,25 @@ impl super::Shared {
         if !arg_copies.is_empty() {
             self.arg_copies.insert(f.tag, arg_copies);
         }
+        // What `dtrace -v` reports for each clause.
+        let probe = format!("{} in every process", f.probe.desc);
+        let why = "the probe fires for every process, whose names only dtrace knows";
+        for &i in &idx {
+            let Some(c) = self.kernel.get_mut(i) else {
+                continue;
+            };
+            c.probes += 1;
+            let at = (probe.clone(), why.to_string());
+            if c.has_predicate {
+                c.in_dtrace.push(at.clone());
+            }
+            if c.aggregates.is_some() || c.records.is_some() {
+                c.aggs_in_dtrace.push(at.clone());
+            }
+            if c.signals.is_some() {
+                c.signals_in_dtrace.push(at);
+            }
+        }
         Ok(())
     }
 }
