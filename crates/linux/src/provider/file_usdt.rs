@@ -4,10 +4,13 @@
 //! `python*:::gc-start` also matches the `python<PID>` probes of processes started later. Here a
 //! description whose provider is a glob (`python*`, `myapp1*`) places, besides the per-process
 //! probes of the processes running when it is matched, one uprobe per USDT site on each *file*
-//! whose notes or DOF define matching probes (the executables and libraries those processes map):
-//! a [`FileProbe`], placed with no process filter ([`crate::uprobe::EVERY_PROCESS`]), so every
-//! process that maps the file, now or later, fires it; its semaphore is given to the kernel as
-//! the uprobe's `ref_ctr_offset`, which the kernel raises in each process as it maps the file.
+//! whose notes or DOF define matching probes (the executables and libraries those processes map,
+//! and those of the processes started since, looked for every 100 ms by
+//! `LinuxTracing::discover_files`): a [`FileProbe`], placed with no process filter
+//! ([`crate::uprobe::EVERY_PROCESS`]), so every process that maps the file, now or later, fires
+//! it; its semaphore is given to the kernel as the uprobe's `ref_ctr_offset`, which the kernel
+//! raises in each process as it maps the file. A process that maps a file not known yet fires
+//! once the file has been found.
 //!
 //! A file probe is not a framework probe: its records carry a tag of its own
 //! ([`FILE_TAG_BASE`] and up). Delivery fires each of its events as the probe
