@@ -648,3 +648,93 @@ fn a_probe_only_tested_with_enabled_is_listed_and_turns_its_test_true() {
         assert_eq!(run_in(&dir, exe.to_str().unwrap(), &["3"]), "only=0\n");
     }
 }
+
+/// A provider of its own, so that other tests' processes stay out of the glob below.
+const LATE_PROVIDER: &str = "provider lateprov {
+    probe hit(int);
+    probe tick(int);
+};
+";
+
+/// Fires `hit` n times and `tick` while enabled; with n < 0 waits for its input to close.
+const LATE_PROG: &str = r#"
+#include "provider.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    int n = argc > 1 ? atoi(argv[1]) : 10;
+    if (n < 0) {
+        char b[16];
+        while (read(0, b, sizeof b) > 0) {}
+        return 0;
+    }
+    long enabled = 0;
+    for (int i = 0; i < n; i++) {
+        LATEPROV_HIT(i);
+        if (LATEPROV_TICK_ENABLED()) {
+            enabled++;
+            LATEPROV_TICK(i);
+        }
+    }
+    printf("pid %d n %d enabled %ld\n", (int)getpid(), n, enabled);
+    return 0;
+}
+"#;
+
+#[test]
+fn a_provider_glob_traces_the_dof_probes_of_processes_started_later() {
+    let test = "a_provider_glob_traces_the_dof_probes_of_processes_started_later";
+    if !traceable(test) {
+        return;
+    }
+    let dir = common::test_dir(test);
+    for (tag, flags) in BUILDS {
+        let exe = build_with(&dir, tag, LATE_PROVIDER, LATE_PROG, flags);
+        // A process that maps the program when tracing starts; two more started after.
+        let mut holder = Command::new(&exe)
+            .arg("-1")
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let script = dir.join(format!("{tag}.sh"));
+        let e = exe.display();
+        std::fs::write(&script, format!("#!/bin/sh\n{e} 3\n{e} 4\n")).unwrap();
+        Command::new("chmod")
+            .arg("+x")
+            .arg(&script)
+            .status()
+            .unwrap();
+        let (rc, out, err) = common::dtrace(&[
+            "-qn",
+            "lateprov*:::hit { @n[probeprov] = count(); @s[probeprov] = sum(arg0); }
+             lateprov*:::tick { @t[probeprov] = count(); }
+             END { printa(\"n %s %@d\\n\", @n); printa(\"s %s %@d\\n\", @s);
+                   printa(\"t %s %@d\\n\", @t); }",
+            "-c",
+            &script.display().to_string(),
+        ]);
+        drop(holder.stdin.take());
+        let _ = holder.wait();
+        assert_eq!(rc, 0, "{tag}: {err}");
+        let mut runs = 0;
+        for l in out.lines() {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            let ["pid", pid, "n", n, "enabled", enabled] = w.as_slice() else {
+                continue;
+            };
+            runs += 1;
+            let k: i64 = n.parse().unwrap();
+            // The is-enabled test was true in the new process; each probe fired k times.
+            assert_eq!(*enabled, *n, "{tag}: {out}");
+            let p = format!("lateprov{pid}");
+            for (agg, want) in [("n", k), ("s", k * (k - 1) / 2), ("t", k)] {
+                assert!(
+                    out.contains(&format!("{agg} {p} {want}\n")),
+                    "{tag}: {agg} {p} {want} not in {out}{err}"
+                );
+            }
+        }
+        assert_eq!(runs, 2, "{tag}: {out}");
+    }
+}

@@ -459,6 +459,8 @@ impl Handle {
             return Ok(());
         }
         let r = self.tracer.stop();
+        // Probes the tracer created while draining (processes seen in its last events).
+        self.adopt_new_probes();
         self.state = State::Stopped;
         self.record(r)
     }

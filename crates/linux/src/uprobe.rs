@@ -45,18 +45,35 @@ pub struct UprobeSite<'a> {
     pub offset: u64,
     /// A uretprobe.
     pub retprobe: bool,
-    /// The process.
+    /// The process (0: every process that maps the file, see [`EVERY_PROCESS`]).
     pub pid: u32,
     /// File offset of a USDT semaphore (0: none).
     pub ref_ctr_offset: u64,
 }
+
+/// The `pid` of a uprobe placed on the file itself: it fires in every process that maps the file,
+/// now or later (a perf event with pid -1, opened on one CPU, as perf requires: its program runs
+/// at every hit on any CPU, the CPU choosing only where perf's own samples would go; uprobe-multi
+/// links: no pid filter).
+pub const EVERY_PROCESS: u32 = 0;
 
 /// Attaches `prog` (a kprobe-type program) at `site`. `what` names the probe for errors.
 pub fn attach(prog: &Program, site: &UprobeSite<'_>, what: &str) -> Result<Attachment> {
     let pmu = pmu()?;
     let path = CString::new(site.path)
         .map_err(|_| LinuxError::BadProbe(format!("{what}: object path has a NUL byte")))?;
-    let pid = i32::try_from(site.pid).map_err(|_| LinuxError::NoProcess(site.pid))?;
+    // A file-wide uprobe: one event for every process (one per CPU would run the program once
+    // per CPU at each hit).
+    let (pid, cpu) = if site.pid == EVERY_PROCESS {
+        let cpu = crate::bpf::map::online_cpus()?
+            .first()
+            .copied()
+            .unwrap_or(0);
+        (-1, cpu as i32)
+    } else {
+        let pid = i32::try_from(site.pid).map_err(|_| LinuxError::NoProcess(site.pid))?;
+        (pid, -1)
+    };
     // The `ref_ctr_offset` format field is config:32-63; config1 is the path (`uprobe_path`),
     // config2 the offset (`probe_offset`).
     let mut attr = pmu.attr(
@@ -65,7 +82,7 @@ pub fn attach(prog: &Program, site: &UprobeSite<'_>, what: &str) -> Result<Attac
         path.as_ptr() as u64,
         site.offset,
     );
-    let fd = open_perf_event_for(&mut attr, pid, -1, what).map_err(|e| match e {
+    let fd = open_perf_event_for(&mut attr, pid, cpu, what).map_err(|e| match e {
         // ENOTSUPP: the kernel cannot single-step the instruction out of line.
         LinuxError::Sys { source, .. } if source.raw_os_error() == Some(ENOTSUPP) => {
             LinuxError::BadProbe(format!(
@@ -128,7 +145,7 @@ pub fn multi_available() -> bool {
 pub struct MultiSites<'a> {
     /// The object file.
     pub path: &'a str,
-    /// The process.
+    /// The process ([`EVERY_PROCESS`]: no filter).
     pub pid: u32,
     /// Return probes.
     pub retprobe: bool,

@@ -150,30 +150,54 @@ impl KernelTracer {
             self.linux
                 .register_glob_providers(self.inner.framework(), &pids)
                 .map_err(be)?;
-            // Only descriptions that can name those processes' providers can match anything new.
-            let names_them =
-                |d: &ProbeDesc| dtrace_linux::provider::user::may_name_process(&d.provider, &pids);
-            let e = self.inner.framework().enable_new(&names_them).map_err(be)?;
-            if e.eprobes.is_empty() {
-                return Ok(());
-            }
-            let info = ExecInfo {
-                matches: e.matched,
-                eprobes: e.eprobes,
-                probes: e.probes,
-                aggs: e.aggs,
-                clauses: 0..0,
-            };
-            self.run_kernel_aggregations(&info)?;
-            let pending = self.new_probes.get_or_insert_with(ExecInfo::default);
-            pending.matches += info.matches;
-            pending.eprobes.extend(info.eprobes);
-            pending.probes = info.probes;
-            pending.aggs.extend(info.aggs);
+            self.enable_new_for(&pids)?;
             self.linux.attach_pending().map_err(be)
         })();
         self.linux.resume_loads(&pids);
         placed
+    }
+
+    /// Matches the enabled descriptions that can name the providers of processes `pids` again
+    /// (`Framework::enable_new`); the new ECBs wait in `new_probes` for the consumer.
+    fn enable_new_for(&mut self, pids: &[u32]) -> Result<()> {
+        // Only descriptions that can name those processes' providers can match anything new.
+        let names_them =
+            |d: &ProbeDesc| dtrace_linux::provider::user::may_name_process(&d.provider, pids);
+        let e = self.inner.framework().enable_new(&names_them).map_err(be)?;
+        if e.eprobes.is_empty() {
+            return Ok(());
+        }
+        let info = ExecInfo {
+            matches: e.matched,
+            eprobes: e.eprobes,
+            probes: e.probes,
+            aggs: e.aggs,
+            clauses: 0..0,
+        };
+        self.run_kernel_aggregations(&info)?;
+        let pending = self.new_probes.get_or_insert_with(ExecInfo::default);
+        pending.matches += info.matches;
+        pending.eprobes.extend(info.eprobes);
+        pending.probes = info.probes;
+        pending.aggs.extend(info.aggs);
+        Ok(())
+    }
+
+    /// Processes that fired USDT probes placed on their files before dtrace knew them (started
+    /// after tracing began, see `dtrace_linux::provider::file_usdt`): their providers are
+    /// registered and the enabled descriptions matched again, creating their probes; then the
+    /// events that waited for them fire.
+    fn adopt_new_processes(&mut self) -> Result<()> {
+        let pids = self
+            .linux
+            .adopt_new_processes(self.inner.framework())
+            .map_err(be)?;
+        if pids.is_empty() {
+            return Ok(());
+        }
+        self.enable_new_for(&pids)?;
+        self.linux.fire_waiting(self.inner.framework());
+        Ok(())
     }
 }
 
@@ -271,8 +295,10 @@ impl Tracer for KernelTracer {
                 .push((first_clause, prog.ecbs.len() as u32, base));
         }
         self.run_kernel_aggregations(&info)?;
-        // Uprobes (and kprobes on kernel functions) are placed by the group, before the match is
-        // reported; then the traced processes' linkers are watched for libraries loaded later.
+        // USDT probes placed on files for every process, then uprobes (and kprobes on kernel
+        // functions) by the group, before the match is reported; then the traced processes'
+        // linkers are watched for libraries loaded later.
+        self.linux.enable_file_probes(false).map_err(be)?;
         self.linux.attach_pending().map_err(be)?;
         self.linux.watch_loads().map_err(be)?;
         Ok(info)
@@ -290,6 +316,8 @@ impl Tracer for KernelTracer {
         // Everything the traced work produced fires (or is aggregated) before END.
         self.linux.kernel_aggregations_on(false).map_err(be)?;
         self.linux.finish(self.inner.framework());
+        // Processes seen only in those last events get their probes too.
+        self.adopt_new_processes()?;
         self.inner.stop()
     }
     fn switch_buffers(&mut self) -> Result<Vec<BufferSnapshot>> {
@@ -335,12 +363,15 @@ impl Tracer for KernelTracer {
     }
     fn poll(&mut self) -> Result<()> {
         self.place_loaded_probes()?;
+        // Files with USDT probes a provider glob names, in processes started since.
+        self.linux.discover_files().map_err(be)?;
         // After exit() nothing but END fires: the kernel stops aggregating too.
         if !self.inner.exit_requested() {
             self.pumped_from = Some(self.inner.framework().now());
             self.linux
                 .pump(self.inner.framework(), 0)
                 .map_err(|e| ConsumerError::Backend(e.to_string()))?;
+            self.adopt_new_processes()?;
             // An exit() run in the kernel whose record the ring had no room for.
             if let Some(status) = self.linux.kernel_exit().map_err(be)? {
                 self.inner.framework().exit_elsewhere(status);

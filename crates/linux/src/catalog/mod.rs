@@ -126,7 +126,8 @@ pub enum AttachPoint {
         path: String,
         /// Return probes (uretprobes on the function at each site).
         retprobe: bool,
-        /// The process the probe fires in.
+        /// The process the probe fires in ([`crate::uprobe::EVERY_PROCESS`]: every process that
+        /// maps the file, now or later; see `provider::file_usdt`).
         pid: u32,
         /// Where it is placed.
         sites: Vec<UserSite>,

@@ -32,6 +32,20 @@ pub struct MappedObject {
     pub usdt: Vec<super::usdt::Site>,
 }
 
+impl MappedObject {
+    /// The object at `path` (`main`: the process's executable), or `None` when its functions
+    /// cannot be read. A malformed note section leaves it without USDT probes.
+    pub fn load(path: &str, main: bool) -> Option<MappedObject> {
+        let table = FunctionTable::load(path).ok()?;
+        Some(MappedObject {
+            module: basename(path).to_string(),
+            main,
+            table: Arc::new(table),
+            usdt: super::usdt::read_sites(path).unwrap_or_default(),
+        })
+    }
+}
+
 /// The objects a process maps, read from `/proc/<pid>/maps` when the provider is first asked.
 #[derive(Clone, Debug)]
 pub struct ProcessImage {
@@ -87,16 +101,9 @@ impl ProcessImage {
                 }
                 continue;
             }
-            let Ok(table) = FunctionTable::load(path) else {
-                continue;
-            };
             let main = exe.as_deref() == Some(path);
-            let obj = MappedObject {
-                module: basename(path).to_string(),
-                main,
-                table: Arc::new(table),
-                // A malformed note section leaves the object without USDT probes.
-                usdt: super::usdt::read_sites(path).unwrap_or_default(),
+            let Some(obj) = MappedObject::load(path, main) else {
+                continue;
             };
             if main {
                 objects.insert(0, obj);

@@ -9,6 +9,7 @@
 //! (`copyin(arg1, arg2)`) holds at most its capacity: a longer read from it is served from the
 //! process's memory as a whole while the process lives, and faults after.
 
+use super::file_usdt;
 use super::LinuxTracing;
 use crate::capture::spec::MAX_STACK_DEPTH;
 use crate::capture::CapturedEvent;
@@ -390,11 +391,16 @@ impl LinuxTracing {
     }
 
     /// Fires the events in `deliveries` and commits the records built at the probes, in order.
-    fn fire_all(&self, fw: &mut Framework, deliveries: Vec<Delivery>, offset: i64) -> usize {
+    pub(crate) fn fire_all(
+        &self,
+        fw: &mut Framework,
+        deliveries: Vec<Delivery>,
+        offset: i64,
+    ) -> usize {
         if deliveries.is_empty() {
             return 0;
         }
-        let (active, arg_copies, since, sampled, note, proc_args, exec, built) = {
+        let (active, arg_copies, since, sampled, note, proc_args, exec, built, files) = {
             let sh = self.lock();
             (
                 sh.active.clone(),
@@ -405,16 +411,37 @@ impl LinuxTracing {
                 sh.execargs_from_proc.clone(),
                 sh.image_replaced.clone(),
                 sh.built_epids.clone(),
+                // Which probe each file probe fires in each process (see `file_usdt`).
+                (!sh.user.files.is_empty()).then(|| sh.user.files.served_map()),
             )
         };
+        let mut unknown = Vec::new();
         let mut n = 0;
         let mut syms = self.lock_symbols();
         // One context for the batch: its strings and stacks keep their buffers from firing to
         // firing.
         let mut ctx = FiringContext::default();
         for d in deliveries {
-            let mut ev = match d {
-                Delivery::Event(ev) if active.contains(&ev.tag) && ev.ktime_ns >= since => ev,
+            // The probe fired: the event's own, or for a file probe the process's probe it serves.
+            let (fire, mut ev) = match d {
+                Delivery::Event(ev) if file_usdt::is_file_tag(ev.tag) => {
+                    let Some(served) = &files else { continue };
+                    if ev.ktime_ns < since {
+                        continue;
+                    }
+                    match served.get(&(ev.tag, ev.pid)) {
+                        Some(&id) if active.contains(&id) => (id, ev),
+                        Some(_) => continue,
+                        None => {
+                            // Its process's probes are created at the next poll.
+                            unknown.push(ev);
+                            continue;
+                        }
+                    }
+                }
+                Delivery::Event(ev) if active.contains(&ev.tag) && ev.ktime_ns >= since => {
+                    (ev.tag, ev)
+                }
                 Delivery::Event(_) => continue,
                 Delivery::Built(mut b) => {
                     // The clause's EPID (the kernel's clauses run only while tracing is live).
@@ -472,8 +499,15 @@ impl LinuxTracing {
                 .with_prefixes(prefixes)
                 .with_arg_copies(user_copies)
                 .with_owned_paths(paths);
-            fw.fire_with_memory(ev.tag, ev.cpu, &ctx, &mut mem);
+            fw.fire_with_memory(fire, ev.cpu, &ctx, &mut mem);
             n += 1;
+        }
+        drop(syms);
+        if !unknown.is_empty() {
+            let mut sh = self.lock();
+            for ev in unknown {
+                sh.user.files.hold(ev);
+            }
         }
         n
     }

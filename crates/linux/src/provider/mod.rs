@@ -11,6 +11,7 @@
 //! allows it, and leaves the framework's timers in charge otherwise.
 
 pub mod deliver;
+pub mod file_usdt;
 pub mod kagg;
 pub mod kvars;
 pub mod needs;
@@ -301,6 +302,9 @@ impl Shared {
             self.active.insert(info.id);
             return Ok(());
         }
+        if self.serve_from_file(info)? {
+            return Ok(());
+        }
         let desc = crate::ProbeDesc::new(&info.provider, &info.module, &info.function, &info.name);
         let probe = match self
             .catalog
@@ -528,28 +532,7 @@ impl Shared {
             self.session =
                 Some(Session::new(self.session_opts.clone()).map_err(|e| e.to_string())?);
         }
-        // Arguments whose data lives in the record (`__data_loc` strings, inline arrays) are
-        // captured when a clause reads them; the argument's value becomes the captured address.
-        let mut arg_copies = Vec::new();
-        for (i, a) in probe.args.iter().enumerate().take(10) {
-            let Some(c) = &a.copy else { continue };
-            if used & (1 << i) == 0 {
-                continue;
-            }
-            let idx = match spec.copies.iter().position(|o| o == c) {
-                Some(idx) => idx,
-                None => {
-                    if spec.copies.len() >= MAX_COPIES {
-                        return Err(format!(
-                            "not yet supported: more than {MAX_COPIES} distinct memory copies at one probe"
-                        ));
-                    }
-                    spec.copies.push(c.clone());
-                    spec.copies.len() - 1
-                }
-            };
-            arg_copies.push((i, idx));
-        }
+        let arg_copies = copies_of_args(&probe, used, &mut spec)?;
         let session = self
             .session
             .as_mut()
@@ -892,6 +875,37 @@ impl Shared {
             c.variables = p.clone();
         }
     }
+}
+
+/// Arguments of `probe` whose data lives in the record (`__data_loc` strings, inline arrays) are
+/// captured when a clause reads them (bit n of `used`: argument n); the argument's value becomes
+/// the captured address. Adds their copies to `spec`; returns (argument, copy index) pairs.
+fn copies_of_args(
+    probe: &Probe,
+    used: u16,
+    spec: &mut crate::capture::CaptureSpec,
+) -> std::result::Result<Vec<(usize, usize)>, String> {
+    let mut arg_copies = Vec::new();
+    for (i, a) in probe.args.iter().enumerate().take(10) {
+        let Some(c) = &a.copy else { continue };
+        if used & (1 << i) == 0 {
+            continue;
+        }
+        let idx = match spec.copies.iter().position(|o| o == c) {
+            Some(idx) => idx,
+            None => {
+                if spec.copies.len() >= MAX_COPIES {
+                    return Err(format!(
+                        "not yet supported: more than {MAX_COPIES} distinct memory copies at one probe"
+                    ));
+                }
+                spec.copies.push(c.clone());
+                spec.copies.len() - 1
+            }
+        };
+        arg_copies.push((i, idx));
+    }
+    Ok(arg_copies)
 }
 
 /// The arguments of `probe` whose value delivery replaces (the address of data copied at the

@@ -4,8 +4,9 @@
 //! for them, from the process's mapped objects ([`crate::catalog::pid::ProcessImage`]), and kept
 //! here for the shared enabling path of [`super::Shared`].
 
+use super::file_usdt::{self, FileProbes};
 use super::LinuxTracing;
-use crate::catalog::pid::{split_provider, ProcessImage};
+use crate::catalog::pid::{split_provider, MappedObject, ProcessImage};
 use crate::catalog::{glob, Probe, ProbeDesc};
 use crate::error::{LinuxError, Result};
 use crate::rlc::RunOnClose;
@@ -35,7 +36,21 @@ pub(crate) struct UserProbes {
     /// What lets the processes the hooks stop run on if dtrace dies (after `watches`, so it
     /// stands down only once they are out).
     rlc: Option<RunOnClose>,
+    /// The USDT probes placed on files for every process (see [`super::file_usdt`]).
+    pub(crate) files: FileProbes,
+    /// The enabled descriptions whose provider is a glob with a literal prefix (`python*:::`):
+    /// the files of processes started later are matched against them.
+    glob_descs: Vec<ProbeDesc>,
+    /// The processes whose objects have been looked at for USDT probes, with the executable
+    /// each ran then (one that has exec'd since is looked at again).
+    scanned: HashMap<u32, Option<std::path::PathBuf>>,
+    /// When processes were last looked at for new files ([`UserProbes::discover_files`]).
+    last_scan: Option<std::time::Instant>,
 }
+
+/// How often the processes started since the last look are looked at for object files with
+/// USDT probes a provider glob matches.
+const DISCOVERY_INTERVAL: std::time::Duration = std::time::Duration::from_millis(100);
 
 impl UserProbes {
     /// A created probe.
@@ -93,7 +108,16 @@ impl UserProbes {
         let Some(site) = RtldWatch::site(&image) else {
             return Ok(());
         };
-        let w = RtldWatch::place(&image, site, self.rlc()?)?;
+        let w = match RtldWatch::place(&image, site, self.rlc()?) {
+            Ok(w) => w,
+            // Gone since its objects were read (a process a provider glob found): it loads
+            // nothing more.
+            Err(LinuxError::NoProcess(_)) => {
+                self.images.remove(&pid);
+                return Ok(());
+            }
+            Err(e) => return Err(e),
+        };
         self.watches.insert(pid, w);
         Ok(())
     }
@@ -131,23 +155,142 @@ impl UserProbes {
     /// The USDT providers (`python1234`) of the objects process `pid` maps that match provider
     /// glob `pattern`.
     fn usdt_providers_of(&mut self, pid: u32, pattern: &str) -> Vec<String> {
+        self.usdt_providers_and_files_of(pid, pattern, &mut Vec::new())
+    }
+
+    /// [`UserProbes::usdt_providers_of`], adding to `files` each object (path, whether it is the
+    /// process's executable) with a USDT provider the glob may name in some process.
+    fn usdt_providers_and_files_of(
+        &mut self,
+        pid: u32,
+        pattern: &str,
+        files: &mut Vec<(String, bool)>,
+    ) -> Vec<String> {
         let mut out = Vec::new();
         let Ok(maps) = crate::symbols::procmaps::read_maps(pid) else {
             return out;
         };
+        let exe = std::fs::read_link(format!("/proc/{pid}/exe")).ok();
         let mut seen: HashSet<&str> = HashSet::new();
         for m in maps.iter().filter(|m| m.exec && m.path.starts_with('/')) {
             if !seen.insert(&m.path) {
                 continue;
             }
+            let mut wanted = false;
             for p in self.file_providers(&m.path) {
+                wanted |= file_usdt::may_match_kind(pattern, p);
                 let name = format!("{p}{pid}");
                 if glob::matches(pattern, &name) && !out.contains(&name) {
                     out.push(name);
                 }
             }
+            let main = exe.as_deref() == Some(std::path::Path::new(&m.path));
+            if wanted && !files.iter().any(|(f, _)| *f == m.path) {
+                files.push((m.path.clone(), main));
+            }
         }
         out
+    }
+
+    /// Adds the file probes of description `d` (its provider a glob) in the object files
+    /// `files` (path, whether a process runs it as its executable): every USDT probe of a
+    /// provider the glob may name whose module, function and name it matches.
+    fn add_file_probes(&mut self, d: &ProbeDesc, files: &[(String, bool)]) {
+        for (path, main) in files {
+            let Some(obj) = MappedObject::load(path, *main) else {
+                continue;
+            };
+            let image = ProcessImage {
+                pid: crate::uprobe::EVERY_PROCESS,
+                objects: vec![obj],
+            };
+            for kind in image.usdt_providers() {
+                if !file_usdt::may_match_kind(&d.provider, kind) {
+                    continue;
+                }
+                for p in image.usdt_probes(kind, kind, d) {
+                    self.files.add(kind, *main, p);
+                }
+            }
+        }
+    }
+
+    /// Looks at the processes started since the last look (at most every
+    /// [`DISCOVERY_INTERVAL`]) for object files with USDT probes an enabled provider glob may
+    /// name, and adds their file probes. Whether any was added.
+    fn discover_files(&mut self) -> bool {
+        if self.glob_descs.is_empty()
+            || self
+                .last_scan
+                .is_some_and(|t| t.elapsed() < DISCOVERY_INTERVAL)
+        {
+            return false;
+        }
+        self.last_scan = Some(std::time::Instant::now());
+        let Ok(dir) = std::fs::read_dir("/proc") else {
+            return false;
+        };
+        let me = std::process::id();
+        let mut live = HashMap::new();
+        let mut files: Vec<(String, bool)> = Vec::new();
+        let descs = self.glob_descs.clone();
+        for e in dir.flatten() {
+            let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+                continue;
+            };
+            if pid == me {
+                continue;
+            }
+            // A process is looked at again when it runs another program (a shell's child that
+            // was looked at between its fork and its exec).
+            let exe = std::fs::read_link(format!("/proc/{pid}/exe")).ok();
+            let known = self.scanned.get(&pid) == Some(&exe);
+            live.insert(pid, exe);
+            if known {
+                continue;
+            }
+            for d in &descs {
+                self.usdt_providers_and_files_of(pid, &d.provider, &mut files);
+            }
+        }
+        // A process id seen again later is a new process.
+        self.scanned = live;
+        let before = self.files.len();
+        for d in &descs {
+            self.add_file_probes(d, &files);
+        }
+        self.files.len() > before
+    }
+
+    /// The image of process `pid`, which fired probes of the object files `files` (path, whether
+    /// it was found as an executable) before it was known: its mappings while it lives (read
+    /// again if they lack one of those files), else those files alone.
+    pub(crate) fn late_image(&mut self, pid: u32, files: &[(String, bool)]) {
+        let has_all = |i: &ProcessImage| {
+            files
+                .iter()
+                .all(|(f, _)| i.objects.iter().any(|o| o.table.path == *f))
+        };
+        let old = self.images.get(&pid).cloned();
+        if old.as_deref().is_some_and(has_all) {
+            return;
+        }
+        let read = ProcessImage::read_again(pid, old.as_deref())
+            .ok()
+            .filter(|i| has_all(i));
+        let image = read.unwrap_or_else(|| {
+            let mut objects: Vec<MappedObject> = old.map(|i| i.objects.clone()).unwrap_or_default();
+            for (path, main) in files {
+                if objects.iter().any(|o| o.table.path == *path) {
+                    continue;
+                }
+                if let Some(o) = MappedObject::load(path, *main) {
+                    objects.push(o);
+                }
+            }
+            ProcessImage { pid, objects }
+        });
+        self.images.insert(pid, Arc::new(image));
     }
 
     /// Reads the objects of `pid` again (its run-time linker changed them); the objects it still
@@ -160,8 +303,13 @@ impl UserProbes {
     }
 
     /// The USDT providers (`python1234`) of every process that match provider glob `pattern`,
-    /// found from the notes of the objects each process maps.
-    fn usdt_providers_matching(&mut self, pattern: &str) -> Vec<String> {
+    /// found from the notes of the objects each process maps; the objects with providers the
+    /// glob may name are added to `files`.
+    fn usdt_providers_matching(
+        &mut self,
+        pattern: &str,
+        files: &mut Vec<(String, bool)>,
+    ) -> Vec<String> {
         let mut out = Vec::new();
         let Ok(dir) = std::fs::read_dir("/proc") else {
             return out;
@@ -174,7 +322,9 @@ impl UserProbes {
             if pid == me {
                 continue;
             }
-            for name in self.usdt_providers_of(pid, pattern) {
+            let exe = std::fs::read_link(format!("/proc/{pid}/exe")).ok();
+            self.scanned.insert(pid, exe);
+            for name in self.usdt_providers_and_files_of(pid, pattern, files) {
                 if !out.contains(&name) {
                     out.push(name);
                 }
@@ -217,11 +367,7 @@ impl UserProbes {
     }
 }
 
-/// The part of a glob before its first special character.
-fn glob_prefix(pattern: &str) -> &str {
-    let end = pattern.find(['*', '?', '[', '\\']).unwrap_or(pattern.len());
-    &pattern[..end]
-}
+use file_usdt::glob_prefix;
 
 /// The process of the pid provider that provider glob `pattern` names (`p*d123` → 123).
 fn glob_pid_provider(pattern: &str) -> Option<u32> {
@@ -264,7 +410,15 @@ impl LinuxTracing {
                     if !sh.user.globs.contains(&d.provider) {
                         sh.user.globs.push(d.provider.clone());
                     }
-                    sh.user.usdt_providers_matching(&d.provider)
+                    let mut files = Vec::new();
+                    let names = sh.user.usdt_providers_matching(&d.provider, &mut files);
+                    // The files' probes fire in processes started from now on too.
+                    let pattern = ProbeDesc::new(&d.provider, &d.module, &d.function, &d.name);
+                    sh.user.add_file_probes(&pattern, &files);
+                    if !sh.user.glob_descs.contains(&pattern) {
+                        sh.user.glob_descs.push(pattern);
+                    }
+                    names
                 };
                 if let Some(pid) = glob_pid_provider(&d.provider) {
                     self.lock().user.image(pid)?;
@@ -303,6 +457,21 @@ impl LinuxTracing {
 }
 
 impl LinuxTracing {
+    /// Looks for object files with USDT probes an enabled provider glob names in the processes
+    /// started since the last look (every 100 ms at most), and places their file probes (see
+    /// [`super::file_usdt`]): the processes that map them from then on fire them. Call at each
+    /// poll while tracing. A file whose probes cannot be placed (gone, or an instruction uprobes
+    /// refuse) is left out: tracing goes on.
+    pub fn discover_files(&self) -> Result<()> {
+        if !self.lock().user.discover_files() {
+            return Ok(());
+        }
+        self.enable_file_probes(true)?;
+        // On an error the probes not yet placed are dropped (see `Session::attach_pending`).
+        let _ = self.attach_pending();
+        Ok(())
+    }
+
     /// Hooks the run-time linker of every process a per-process provider names (see
     /// [`crate::rtld`]), once per process: the libraries it loads from now on get their probes
     /// before their code runs. A process without a linker hook (a static program that cannot
@@ -328,7 +497,7 @@ impl LinuxTracing {
     }
 
     /// Registers with `fw` each user provider of `names` not registered yet.
-    fn register_new(&self, fw: &mut Framework, names: Vec<String>) -> Result<()> {
+    pub(crate) fn register_new(&self, fw: &mut Framework, names: Vec<String>) -> Result<()> {
         for name in names {
             if self.lock().user.registered.insert(name.clone()) {
                 fw.register_provider(Box::new(UserProvider {

@@ -1,0 +1,579 @@
+//! USDT probes of processes started after dtrace: file-wide uprobes.
+//!
+//! DTrace learns of a process's USDT providers when the process registers its DOF at start-up, so
+//! `python*:::gc-start` also matches the `python<PID>` probes of processes started later. Here a
+//! description whose provider is a glob (`python*`, `myapp1*`) places, besides the per-process
+//! probes of the processes running when it is matched, one uprobe per USDT site on each *file*
+//! whose notes or DOF define matching probes (the executables and libraries those processes map,
+//! and those of the processes started since, looked for every 100 ms by
+//! `LinuxTracing::discover_files`): a [`FileProbe`], placed with no process filter
+//! ([`crate::uprobe::EVERY_PROCESS`]), so every process that maps the file, now or later, fires
+//! it; its semaphore is given to the kernel as the uprobe's `ref_ctr_offset`, which the kernel
+//! raises in each process as it maps the file. A process that maps a file not known yet fires
+//! once the file has been found.
+//!
+//! A file probe is not a framework probe: its records carry a tag of its own
+//! ([`FILE_TAG_BASE`] and up). Delivery fires each of its events as the probe
+//! `<provider><PID>:<module>:<function>:<name>` of the firing process: the per-process probe the
+//! file probe *serves* for that process. The first event of a process not seen before waits
+//! ([`FileProbes::hold`]) until the next poll registers the process's provider, matches the
+//! enabled descriptions again (`Framework::enable_new`, as for a library loaded later) and so
+//! creates its probes (listed from then on); then it fires. Per-process probes the file probes
+//! cover place no uprobe of their own, so a firing is never delivered twice.
+//!
+//! Every clause runs in dtrace at a file probe (its names and EPIDs depend on the firing
+//! process, which the kernel program does not know); predicates, aggregations and records of
+//! those clauses are computed by the interpreter, and the kernel captures what they read.
+
+use crate::capture::CapturedEvent;
+use crate::catalog::{glob, AttachPoint, Probe};
+use crate::session::Delivery;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
+
+/// The first tag of the file probes (framework probe ids stay below it).
+pub const FILE_TAG_BASE: u32 = 0xF000_0000;
+
+/// Whether `tag` is a file probe's.
+pub fn is_file_tag(tag: u32) -> bool {
+    tag >= FILE_TAG_BASE
+}
+
+/// The part of a glob before its first special character.
+pub(crate) fn glob_prefix(pattern: &str) -> &str {
+    let end = pattern.find(['*', '?', '[', '\\']).unwrap_or(pattern.len());
+    &pattern[..end]
+}
+
+/// Whether provider description `pattern` may match provider `kind` followed by some process id
+/// (`python*`, `py*`, `python1*` and `python123` for `python`): a superset, from the pattern's
+/// literal prefix; the framework matches the real name once the process is known.
+pub fn may_match_kind(pattern: &str, kind: &str) -> bool {
+    if pattern.is_empty() || kind.is_empty() {
+        return false;
+    }
+    let pre = glob_prefix(pattern);
+    match pre.strip_prefix(kind) {
+        Some(rest) => rest.bytes().all(|b| b.is_ascii_digit()),
+        None => kind.starts_with(pre),
+    }
+}
+
+/// One USDT probe of one file, placed for every process.
+#[derive(Clone, Debug)]
+pub(crate) struct FileProbe {
+    /// Its records' tag.
+    pub(crate) tag: u32,
+    /// The provider without a process id (`python`).
+    pub(crate) kind: String,
+    /// Whether the file was a process's executable when found (its module is then `a.out` too).
+    pub(crate) main: bool,
+    /// The probe, named `<kind>:<module>:<function>:<name>`, placed for every process.
+    pub(crate) probe: Probe,
+    /// Enabled in the capture session.
+    pub(crate) enabled: bool,
+}
+
+impl FileProbe {
+    /// The object file.
+    pub(crate) fn path(&self) -> &str {
+        match &self.probe.attach {
+            AttachPoint::Uprobe { path, .. } => path,
+            _ => "",
+        }
+    }
+
+    /// Whether description `d` may match this probe in some process.
+    pub(crate) fn may_match(&self, d: &dtrace_dif::program::ProbeDesc) -> bool {
+        let p = &self.probe.desc;
+        may_match_kind(&d.provider, &self.kind)
+            && (glob::matches(&d.module, &p.module)
+                || (self.main && glob::matches(&d.module, "a.out"))
+                || module_alias(&d.module, &p.module))
+            && glob::matches(&d.function, &p.function)
+            && glob::matches(&d.name, &p.name)
+    }
+}
+
+/// Whether `name` (not a glob) names `module` without its suffix (`libc` for `libc.so.6`).
+fn module_alias(name: &str, module: &str) -> bool {
+    !name.is_empty()
+        && !glob::has_meta(name)
+        && module
+            .strip_prefix(name)
+            .is_some_and(|rest| rest.starts_with('.'))
+}
+
+/// What fired in a process not known yet: a file probe of provider `kind` in the file at `path`
+/// (`main`: found as a process's executable).
+pub(crate) struct Fired {
+    pub(crate) kind: String,
+    pub(crate) path: String,
+    pub(crate) main: bool,
+}
+
+/// The file probes, which per-process probe each serves in each process, and the events of
+/// processes not known yet.
+#[derive(Default)]
+pub(crate) struct FileProbes {
+    list: Vec<FileProbe>,
+    /// (path, provider kind, function, name) to the index in `list`.
+    index: HashMap<(String, String, String, String), usize>,
+    /// (tag, process) to the framework probe fired (shared with each delivery batch, copied
+    /// only when a probe is added while a batch holds it).
+    served: Arc<HashMap<(u32, u32), u32>>,
+    /// Events of processes whose probes are not created yet, in order.
+    waiting: Vec<Delivery>,
+    /// The processes of those events, with the file probes (indices) that fired in each.
+    unknown: BTreeMap<u32, Vec<usize>>,
+    /// (tag, process) pairs whose probes were created from their events: a later event of one
+    /// that still finds no probe (no enabled description matches it) is dropped.
+    adopted: HashSet<(u32, u32)>,
+}
+
+impl FileProbes {
+    /// Adds `probe` (named for `kind`, placed for every process) of a file, unless it is known.
+    pub(crate) fn add(&mut self, kind: &str, main: bool, probe: Probe) {
+        let AttachPoint::Uprobe { path, .. } = &probe.attach else {
+            return;
+        };
+        let key = (
+            path.clone(),
+            kind.to_string(),
+            probe.desc.function.clone(),
+            probe.desc.name.clone(),
+        );
+        if self.index.contains_key(&key) {
+            return;
+        }
+        let Some(tag) = u32::try_from(self.list.len())
+            .ok()
+            .and_then(|n| FILE_TAG_BASE.checked_add(n))
+        else {
+            return;
+        };
+        self.index.insert(key, self.list.len());
+        self.list.push(FileProbe {
+            tag,
+            kind: kind.to_string(),
+            main,
+            probe,
+            enabled: false,
+        });
+    }
+
+    /// Whether there are any.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+
+    /// How many there are.
+    pub(crate) fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    /// The file probes not yet enabled in the session, marked enabled.
+    pub(crate) fn take_unenabled(&mut self) -> Vec<FileProbe> {
+        let mut out = Vec::new();
+        for f in self.list.iter_mut().filter(|f| !f.enabled) {
+            f.enabled = true;
+            out.push(f.clone());
+        }
+        out
+    }
+
+    /// The tag of the file probe that covers per-process USDT probe `probe` (`python123:...`, of
+    /// provider kind `kind`): the same sites of the same file.
+    pub(crate) fn covering(&self, kind: &str, probe: &Probe) -> Option<u32> {
+        let AttachPoint::Uprobe {
+            path,
+            retprobe: false,
+            sites,
+            ..
+        } = &probe.attach
+        else {
+            return None;
+        };
+        let key = (
+            path.clone(),
+            kind.to_string(),
+            probe.desc.function.clone(),
+            probe.desc.name.clone(),
+        );
+        let f = self.list.get(*self.index.get(&key)?)?;
+        match &f.probe.attach {
+            AttachPoint::Uprobe { sites: s, .. } if s == sites => Some(f.tag),
+            _ => None,
+        }
+    }
+
+    /// Fires file probe `tag` in process `pid` as framework probe `id`.
+    pub(crate) fn serve(&mut self, tag: u32, pid: u32, id: u32) {
+        Arc::make_mut(&mut self.served).insert((tag, pid), id);
+    }
+
+    /// (tag, process) to the framework probe an event of that file probe in that process fires.
+    pub(crate) fn served_map(&self) -> Arc<HashMap<(u32, u32), u32>> {
+        Arc::clone(&self.served)
+    }
+
+    /// Keeps an event whose process has no probe yet, for after [`FileProbes::take_unknown`];
+    /// drops it when the process's probes were created already (none matches it).
+    pub(crate) fn hold(&mut self, ev: Box<CapturedEvent>) {
+        if self.adopted.contains(&(ev.tag, ev.pid)) {
+            return;
+        }
+        let Some(i) = ev.tag.checked_sub(FILE_TAG_BASE).map(|i| i as usize) else {
+            return;
+        };
+        let fired = self.unknown.entry(ev.pid).or_default();
+        if !fired.contains(&i) {
+            fired.push(i);
+        }
+        self.waiting.push(Delivery::Event(ev));
+    }
+
+    /// The processes that fired file probes without a probe of their own, each with the
+    /// (provider kind, file, was an executable) of what fired; they count as adopted from now.
+    pub(crate) fn take_unknown(&mut self) -> Vec<(u32, Vec<Fired>)> {
+        let unknown = std::mem::take(&mut self.unknown);
+        let mut out = Vec::with_capacity(unknown.len());
+        for (pid, fired) in unknown {
+            let files = fired
+                .iter()
+                .filter_map(|&i| self.list.get(i))
+                .map(|f| {
+                    self.adopted.insert((f.tag, pid));
+                    Fired {
+                        kind: f.kind.clone(),
+                        path: f.path().to_string(),
+                        main: f.main,
+                    }
+                })
+                .collect();
+            out.push((pid, files));
+        }
+        out
+    }
+
+    /// The events held for processes now adopted.
+    pub(crate) fn take_waiting(&mut self) -> Vec<Delivery> {
+        std::mem::take(&mut self.waiting)
+    }
+}
+
+impl super::Shared {
+    /// Serves probe `info` from a file probe when it is a per-process USDT probe that one
+    /// covers (the same sites of the same file): no uprobe of its own, its firings are those of
+    /// the file probe in its process. Whether it was.
+    pub(super) fn serve_from_file(
+        &mut self,
+        info: &dtrace_framework::records::ProbeInfo,
+    ) -> std::result::Result<bool, String> {
+        if self.user.files.is_empty() {
+            return Ok(false);
+        }
+        let Some((kind, pid)) = crate::catalog::pid::split_provider(&info.provider) else {
+            return Ok(false);
+        };
+        let desc = crate::ProbeDesc::new(&info.provider, &info.module, &info.function, &info.name);
+        let Some(tag) = self
+            .user
+            .get(&desc)
+            .and_then(|p| self.user.files.covering(kind, p))
+        else {
+            return Ok(false);
+        };
+        let matching: Vec<usize> = self
+            .clauses
+            .iter()
+            .enumerate()
+            .filter(|(_, (d, _))| {
+                dtrace_framework::glob::desc_matches(
+                    d,
+                    &info.provider,
+                    &info.module,
+                    &info.function,
+                    &info.name,
+                )
+            })
+            .map(|(i, _)| i)
+            .collect();
+        self.check_in_dtrace(&matching, &desc.to_string())?;
+        self.user.files.serve(tag, pid, info.id);
+        self.active.insert(info.id);
+        Ok(true)
+    }
+
+    /// Clauses `idx` run in dtrace at `probe`: none may use a D variable kept in the kernel.
+    fn check_in_dtrace(&self, idx: &[usize], probe: &str) -> std::result::Result<(), String> {
+        for &i in idx {
+            if let Some(v) = self.tvars[i]
+                .iter()
+                .find(|v| self.placement.kernel.contains(&v.key))
+            {
+                return Err(format!(
+                    "clause {}: {} lives in the kernel, where this clause cannot run at {probe} \
+                     (a USDT probe of every process runs its clauses in dtrace)",
+                    self.kernel.get(i).map_or("?", |c| c.desc.as_str()),
+                    v.name
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Places file probe `f` in the capture session for every process, capturing what the
+    /// clauses that may match it in some process read (their predicates and actions run in
+    /// dtrace). A probe no clause asks for is not placed.
+    fn enable_file_probe(&mut self, f: &FileProbe) -> std::result::Result<(), String> {
+        let idx: Vec<usize> = self
+            .clauses
+            .iter()
+            .enumerate()
+            .filter(|(_, (d, _))| f.may_match(d))
+            .map(|(i, _)| i)
+            .collect();
+        if idx.is_empty() {
+            return Ok(());
+        }
+        self.check_in_dtrace(&idx, &f.probe.desc.to_string())?;
+        let matching: Vec<&super::needs::ClauseNeeds> =
+            idx.iter().map(|&i| &self.clauses[i].1).collect();
+        let used = matching.iter().fold(0u16, |m, n| m | n.used_args);
+        let mut spec =
+            super::needs::spec_for(&matching, &super::string_args(&f.probe), self.strsize)?;
+        // The predicates read names the kernel does not know here (the firing process's).
+        spec.filter = None;
+        if spec.ustack.is_some() && !spec.ustack_build_id {
+            spec.ustack_unwind = Some(crate::capture::spec::USTACK_UNWIND_BYTES);
+        }
+        let arg_copies = super::copies_of_args(&f.probe, used, &mut spec)?;
+        if self.session.is_none() {
+            self.session = Some(
+                crate::session::Session::new(self.session_opts.clone())
+                    .map_err(|e| e.to_string())?,
+            );
+        }
+        let session = self
+            .session
+            .as_mut()
+            .ok_or_else(|| "no capture session".to_string())?;
+        session
+            .enable(&f.probe, f.tag, &spec)
+            .map_err(|e| e.to_string())?;
+        if !arg_copies.is_empty() {
+            self.arg_copies.insert(f.tag, arg_copies);
+        }
+        // What `dtrace -v` reports for each clause.
+        let probe = format!("{} in every process", f.probe.desc);
+        let why = "the probe fires for every process, whose names only dtrace knows";
+        for &i in &idx {
+            let Some(c) = self.kernel.get_mut(i) else {
+                continue;
+            };
+            c.probes += 1;
+            let at = (probe.clone(), why.to_string());
+            if c.has_predicate {
+                c.in_dtrace.push(at.clone());
+            }
+            if c.aggregates.is_some() || c.records.is_some() {
+                c.aggs_in_dtrace.push(at.clone());
+            }
+            if c.signals.is_some() {
+                c.signals_in_dtrace.push(at);
+            }
+        }
+        Ok(())
+    }
+}
+
+impl super::LinuxTracing {
+    /// Places the file probes found since the last call (see [`FileProbe`]); call after the
+    /// programs naming them are enabled, before [`super::LinuxTracing::attach_pending`]. With
+    /// `lenient` (files found while tracing), a probe that cannot be placed is left out.
+    pub fn enable_file_probes(&self, lenient: bool) -> crate::error::Result<()> {
+        let mut sh = self.lock();
+        for f in sh.user.files.take_unenabled() {
+            match sh.enable_file_probe(&f) {
+                Ok(()) => {}
+                Err(_) if lenient => {}
+                Err(reason) => {
+                    return Err(crate::error::LinuxError::BadProbe(format!(
+                        "{} in every process: {reason}",
+                        f.probe.desc
+                    )))
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Registers with `fw` the USDT providers of the processes whose file-probe events wait for
+    /// their probes (`python<PID>`), their images read (or, for a process gone, made of the
+    /// files that fired). Returns those processes: match the enabled descriptions again for
+    /// them (`Framework::enable_new`), then [`super::LinuxTracing::fire_waiting`].
+    pub fn adopt_new_processes(
+        &self,
+        fw: &mut dtrace_framework::Framework,
+    ) -> crate::error::Result<Vec<u32>> {
+        let unknown = self.lock().user.files.take_unknown();
+        let mut pids = Vec::with_capacity(unknown.len());
+        let mut names: Vec<String> = Vec::new();
+        for (pid, fired) in unknown {
+            let files: Vec<(String, bool)> =
+                fired.iter().map(|f| (f.path.clone(), f.main)).collect();
+            self.lock().user.late_image(pid, &files);
+            for f in &fired {
+                let name = format!("{}{pid}", f.kind);
+                if !names.contains(&name) {
+                    names.push(name);
+                }
+            }
+            pids.push(pid);
+        }
+        self.register_new(fw, names)?;
+        Ok(pids)
+    }
+
+    /// Fires the file-probe events that waited for their processes' probes (those still without
+    /// one are dropped). Returns how many fired.
+    pub fn fire_waiting(&self, fw: &mut dtrace_framework::Framework) -> usize {
+        let (waiting, offset) = {
+            let mut sh = self.lock();
+            (sh.user.files.take_waiting(), sh.clock_offset.unwrap_or(0))
+        };
+        self.fire_all(fw, waiting, offset)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn provider_globs_may_match_a_kind_with_any_pid() {
+        assert!(may_match_kind("python*", "python"));
+        assert!(may_match_kind("py*", "python"));
+        assert!(may_match_kind("python1*", "python"));
+        assert!(may_match_kind("python123", "python"));
+        assert!(may_match_kind("*", "python"));
+        assert!(!may_match_kind("pythonx*", "python"));
+        assert!(!may_match_kind("ruby*", "python"));
+        assert!(!may_match_kind("", "python"));
+        assert_eq!(glob_prefix("py*n"), "py");
+        assert!(is_file_tag(FILE_TAG_BASE) && !is_file_tag(FILE_TAG_BASE - 1));
+    }
+
+    fn probe(provider: &str, pid: u32, function: &str, offsets: &[u64]) -> Probe {
+        Probe {
+            desc: crate::ProbeDesc::new(provider, "app", function, "work-done"),
+            args: Vec::new(),
+            attach: AttachPoint::Uprobe {
+                path: "/opt/app".into(),
+                retprobe: false,
+                pid,
+                sites: offsets
+                    .iter()
+                    .map(|&offset| crate::catalog::UserSite {
+                        offset,
+                        args: Vec::new(),
+                        ref_ctr_offset: 0x4000,
+                    })
+                    .collect(),
+            },
+        }
+    }
+
+    fn event(tag: u32, pid: u32) -> Box<CapturedEvent> {
+        Box::new(CapturedEvent {
+            tag,
+            ktime_ns: 0,
+            cpu: 0,
+            pid,
+            tid: pid,
+            ppid: 1,
+            uid: 0,
+            gid: 0,
+            comm: [0; 16],
+            task: 0,
+            args: [0; crate::capture::layout::NARGS],
+            vtime_ns: 0,
+            walltime_ns: 0,
+            errno: 0,
+            copies: Vec::new(),
+            kstack: None,
+            ustack: None,
+            ustack_files: None,
+            ustack_regs: None,
+            uregs: None,
+            retry_armed: false,
+            execargs: None,
+            ancestors: None,
+            paths: Vec::new(),
+        })
+    }
+
+    #[test]
+    fn a_file_probe_covers_the_same_sites_of_the_same_file_in_any_process() {
+        let mut files = FileProbes::default();
+        files.add("myapp", true, probe("myapp", 0, "main", &[0x10, 0x20]));
+        // Known already: not added twice.
+        files.add("myapp", true, probe("myapp", 0, "main", &[0x10, 0x20]));
+        assert_eq!(files.len(), 1);
+        let tag = FILE_TAG_BASE;
+        assert_eq!(
+            files.covering("myapp", &probe("myapp12", 12, "main", &[0x10, 0x20])),
+            Some(tag)
+        );
+        // Other sites, another function or another provider: not covered.
+        assert_eq!(
+            files.covering("myapp", &probe("myapp12", 12, "main", &[0x10])),
+            None
+        );
+        assert_eq!(
+            files.covering("myapp", &probe("myapp12", 12, "other", &[0x10, 0x20])),
+            None
+        );
+        assert_eq!(
+            files.covering("other", &probe("other12", 12, "main", &[0x10, 0x20])),
+            None
+        );
+        let f = &files.take_unenabled()[0];
+        assert!(files.take_unenabled().is_empty());
+        let d = |p: &str, m: &str| dtrace_dif::program::ProbeDesc {
+            provider: p.into(),
+            module: m.into(),
+            function: String::new(),
+            name: "work-done".into(),
+        };
+        assert!(f.may_match(&d("myapp*", "")));
+        assert!(f.may_match(&d("myapp*", "a.out")));
+        assert!(f.may_match(&d("my*", "app")));
+        assert!(!f.may_match(&d("myapp*", "libc")));
+        assert!(!f.may_match(&d("ruby*", "")));
+    }
+
+    #[test]
+    fn events_of_unknown_processes_wait_once() {
+        let mut files = FileProbes::default();
+        files.add("myapp", false, probe("myapp", 0, "main", &[0x10]));
+        let tag = FILE_TAG_BASE;
+        files.hold(event(tag, 7));
+        files.hold(event(tag, 7));
+        files.hold(event(tag, 8));
+        let unknown = files.take_unknown();
+        assert_eq!(unknown.len(), 2);
+        assert_eq!(unknown[0].0, 7);
+        assert_eq!(unknown[0].1.len(), 1);
+        assert_eq!(unknown[0].1[0].path, "/opt/app");
+        assert_eq!(unknown[0].1[0].kind, "myapp");
+        assert_eq!(files.take_waiting().len(), 3);
+        files.serve(tag, 7, 42);
+        assert_eq!(files.served_map().get(&(tag, 7)), Some(&42));
+        // Process 8 was adopted but got no probe: its later events are dropped, not held.
+        files.hold(event(tag, 8));
+        assert!(files.take_unknown().is_empty());
+        assert!(files.take_waiting().is_empty());
+    }
+}
