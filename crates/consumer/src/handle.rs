@@ -474,6 +474,15 @@ impl Handle {
     }
 
     /// Whether the rate `name` has passed since `last` (always before the first time).
+    /// Whether `aggrate` was set (`-x`, a pragma, `setopt()`), rather than left at its default.
+    fn aggrate_explicit(&self) -> bool {
+        self.decoder
+            .options
+            .explicit()
+            .iter()
+            .any(|(name, _)| *name == "aggrate")
+    }
+
     fn is_due(&self, last: Option<Instant>, name: &str) -> bool {
         last.is_none_or(|l| l.elapsed() >= self.rate(name))
     }
@@ -702,11 +711,19 @@ impl Handle {
         self.record(r)?;
         // The buffers are read when `switchrate` has passed, as DTrace's (it may change with
         // setopt()), and always once tracing has stopped. A snapshot is taken at each call, so
-        // what printa() shows is as fresh as the records it comes with.
+        // what printa() shows is as fresh as the records it comes with, unless `aggrate` was
+        // set: then, as DTrace's, snapshots are taken at that rate (printa() shows the last
+        // one), with a fresh one once BEGIN's records are consumed.
         let stopped = self.state == State::Stopped;
-        self.aggregate_snap()?;
+        if stopped || !self.aggrate_explicit() || self.is_due(self.last_agg, "aggrate") {
+            self.aggregate_snap()?;
+        }
         if stopped || self.is_due(self.last_switch, "switchrate") {
+            let begin = self.last_switch.is_none();
             self.consume(out, pfunc, rfunc)?;
+            if begin {
+                self.last_agg = None;
+            }
         }
         if self.state == State::Stopped {
             // Collect what END produced.
