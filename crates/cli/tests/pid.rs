@@ -124,6 +124,31 @@ fn entry_return_and_offset_counts_are_exact_in_every_build() {
     }
 }
 
+/// `-` names one address of the main executable, as its symbols give it (DTrace's absolute
+/// address probes): the probe is named for the function holding it, with the address as its
+/// name, and fires each time the instruction there runs.
+#[test]
+fn an_address_in_a_out_is_probed_with_the_dash_function() {
+    let test = "an_address_in_a_out_is_probed_with_the_dash_function";
+    if !ready(test) {
+        return;
+    }
+    let n = N.to_string();
+    for (name, exe) in builds(test) {
+        let table =
+            dtrace_linux::symbols::functions::FunctionTable::load(exe.to_str().unwrap()).unwrap();
+        let at = format!("{:x}", table.get("work").unwrap().vaddr);
+        let cmd = format!("{} {n}", exe.display());
+        let script = format!(
+            "pid$target:a.out:-:{at} {{ @[probefunc, probename] = count(); }}
+             END {{ printa(\"%s:%s %@d\\n\", @); }}"
+        );
+        let (rc, out, err) = dtrace(&["-qn", &script, "-c", &cmd]);
+        assert_eq!(rc, 0, "{name}: {err}");
+        assert_eq!(count_of(&out, &format!("work:{at}")), N, "{name}: {out}");
+    }
+}
+
 #[test]
 fn globs_select_functions_and_libraries() {
     let test = "globs_select_functions_and_libraries";

@@ -237,35 +237,69 @@ impl ProcessImage {
     }
 
     /// Probes of the `-` function, whose probe name is an address in the main executable
-    /// (`pid$target:a.out:-:401136`): only `a.out` (or an empty module) and one address are
-    /// valid, as in DTrace.
-    fn address_probes(&self, _provider: &str, pattern: &ProbeDesc) -> Result<Vec<Probe>> {
+    /// (`pid$target:a.out:-:401136`, the address as the executable's symbols give it, before a
+    /// PIE is relocated): only `a.out` (or an empty module) and one address are valid, as in
+    /// DTrace. The probe is named for the function holding the address, with the address as
+    /// its name (`pid123:prog:main:401136`), and placed like an offset probe.
+    fn address_probes(&self, provider: &str, pattern: &ProbeDesc) -> Result<Vec<Probe>> {
+        let (obj, f, off) = self.address_site(pattern)?;
+        let desc = ProbeDesc::new(provider, &obj.module, &f.name, &pattern.name);
+        Ok(vec![self.probe(desc, &obj.table, f, Site::Offset(off))?])
+    }
+
+    /// Where a `-` description's address is: the main executable, the function holding it and
+    /// the offset in the function (refused as in DTrace when it is not valid).
+    fn address_site(&self, pattern: &ProbeDesc) -> Result<(&MappedObject, &Function, u64)> {
         let main = self.objects.iter().find(|o| o.main);
-        let in_main = pattern.module.is_empty()
-            || pattern.module == "*"
+        let module_is_main = pattern.module.is_empty() || pattern.module == "*";
+        let in_main = module_is_main
             || (!glob::has_meta(&pattern.module)
                 && main.is_some_and(|m| Self::module_matches(&pattern.module, m)));
-        if !in_main {
-            return Err(refused(
-                PidRefusal::Lib,
-                "only the a.out module is valid with the '-' function".into(),
-            ));
-        }
+        let main = match main {
+            Some(m) if in_main => m,
+            _ => {
+                return Err(refused(
+                    PidRefusal::Lib,
+                    "only the a.out module is valid with the '-' function".into(),
+                ))
+            }
+        };
         if pattern.name.is_empty() || glob::has_meta(&pattern.name) {
             return Err(refused(
                 PidRefusal::Name,
                 "only individual addresses may be specified with the '-' function".into(),
             ));
         }
-        if parse_offset(&pattern.name).is_none() {
+        let Some(addr) = parse_offset(&pattern.name) else {
             return Err(refused(
                 PidRefusal::Name,
                 format!("'{}' is an invalid probe name", pattern.name),
             ));
+        };
+        let Some(f) = main.table.containing(addr) else {
+            let module = if module_is_main {
+                "a.out"
+            } else {
+                &pattern.module
+            };
+            return Err(refused(
+                PidRefusal::Name,
+                format!("failed to lookup 0x{addr:x} in module '{module}'"),
+            ));
+        };
+        let off = addr - f.vaddr;
+        check_boundary(&main.table, f, off)?;
+        Ok((main, f, off))
+    }
+
+    /// The module and function the framework's probe of a `-` description is named for
+    /// (`None`: not a `-` description, or one that is refused).
+    pub fn address_names(&self, pattern: &ProbeDesc) -> Option<(String, String)> {
+        if pattern.function != "-" {
+            return None;
         }
-        Err(LinuxError::BadProbe(
-            "not yet supported: pid probes at absolute addresses (the '-' function)".into(),
-        ))
+        let (obj, f, _) = self.address_site(pattern).ok()?;
+        Some((obj.module.clone(), f.name.clone()))
     }
 
     /// The USDT providers of the process's objects (`python`), each once.
@@ -676,6 +710,25 @@ mod tests {
             let msg = "only individual addresses may be specified with the '-' function";
             assert_eq!(r, Some((PidRefusal::Name, msg.into())), "{p}");
         }
+        // One address: the probe is named for the function holding it.
+        let at = image.objects[0]
+            .table
+            .containing(f.vaddr)
+            .unwrap()
+            .name
+            .clone();
+        let d = ProbeDesc::new("pid1", "", "-", &format!("{:x}", f.vaddr));
+        assert_eq!(image.address_names(&d), Some(("prog".into(), at.clone())));
+        let probes = image.probes("pid1", &d).unwrap();
+        let want = ProbeDesc::new("pid1", "prog", &at, &format!("{:x}", f.vaddr));
+        assert_eq!(probes.iter().map(|p| &p.desc).collect::<Vec<_>>(), [&want]);
+        assert_eq!(
+            refusal(&image, "a.out:-:1"),
+            Some((
+                PidRefusal::Name,
+                "failed to lookup 0x1 in module 'a.out'".into()
+            ))
+        );
         assert_eq!(PidRefusal::CreateFail.tag(), "D_PROC_CREATEFAIL");
         assert!(matches!(
             ProcessImage::read(0),
