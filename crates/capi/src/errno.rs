@@ -230,6 +230,7 @@ impl From<ConsumerError> for Fail {
             C::BadErrorProbe(_) => (Edt::BadError as i32, true),
             C::BadEpid(_) | C::BadFormat(_) | C::BadPrintType(_) => (Edt::DMismatch as i32, true),
             C::NoMatch { .. } => (Edt::NoProbe as i32, true),
+            C::BadDescription { .. } => (Edt::Compiler as i32, true),
             C::Backend(m) if m.contains("does not match any probes") => (Edt::NoProbe as i32, true),
             C::Backend(_) => (Edt::EnablingErr as i32, true),
         };

@@ -313,8 +313,17 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
             // DTrace matches probes while compiling, so a description that matches nothing is
             // reported as a compilation error (`D_PDESC_ZERO`, at the description's line).
             Err(e) if unprivileged(&e) => return fatal(NO_PRIVILEGES),
-            Err(e @ ConsumerError::NoMatch { line, .. }) => {
-                let ce = CompileError::new(ErrTag::D_PDESC_ZERO, line, e.to_string());
+            Err(e @ (ConsumerError::NoMatch { .. } | ConsumerError::BadDescription { .. })) => {
+                // A provider refusing a description (the pid provider's `D_PROC_*`) is reported
+                // the same way, with its tag.
+                let (tag, line) = match &e {
+                    ConsumerError::BadDescription { tag, line, .. } => {
+                        (ErrTag::from_name(tag).unwrap_or(ErrTag::D_UNKNOWN), *line)
+                    }
+                    ConsumerError::NoMatch { line, .. } => (ErrTag::D_PDESC_ZERO, *line),
+                    _ => (ErrTag::D_UNKNOWN, 0),
+                };
+                let ce = CompileError::new(tag, line, e.to_string());
                 let errtags = h.decoder.options.is_set("errtags");
                 return fatal(&if cmd.kind == 's' {
                     ce.render_script(&cmd.arg, errtags)

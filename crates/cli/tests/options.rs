@@ -248,3 +248,37 @@ fn core_option_dumps_core_at_exit() {
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
+
+/// An `aggrate` that is set makes `printa()` show the snapshot taken at that rate, as DTrace's
+/// (Oracle's `options/tst.aggrate-slow.d`): with an hour, the snapshot taken once BEGIN's records
+/// are read, until the run stops and a last one is taken. Left at its default, each `printa()`
+/// shows the aggregation as fresh as its record.
+#[test]
+fn an_aggrate_that_is_set_spaces_the_snapshots_printa_shows() {
+    let prog = "BEGIN { @ = count(); } \
+                tick-200ms { @ = count(); printa(\"%@d\\n\", @); } \
+                tick-200ms /++i == 5/ { exit(0); }";
+    let run = |extra: &[&str]| {
+        let mut args = vec!["-q", "-x", "switchrate=1ms"];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["-n", prog]);
+        let (rc, out, err) = dtrace(&args);
+        assert_eq!(rc, 0, "{err}");
+        let values: Vec<u64> = out
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| l.trim().parse().expect(l))
+            .collect();
+        assert_eq!(values.len(), 5, "{out}");
+        values
+    };
+    let stale = run(&["-x", "aggrate=3600s"]);
+    assert_eq!(stale[0], 1, "{stale:?}");
+    assert!(stale.iter().all(|v| *v == 1 || *v == 6), "{stale:?}");
+    let fresh = run(&[]);
+    assert_eq!(fresh[4], 6, "{fresh:?}");
+    assert!(
+        fresh[0] >= 2 && fresh.windows(2).all(|w| w[0] <= w[1]),
+        "{fresh:?}"
+    );
+}

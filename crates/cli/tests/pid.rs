@@ -124,6 +124,31 @@ fn entry_return_and_offset_counts_are_exact_in_every_build() {
     }
 }
 
+/// `-` names one address of the main executable, as its symbols give it (DTrace's absolute
+/// address probes): the probe is named for the function holding it, with the address as its
+/// name, and fires each time the instruction there runs.
+#[test]
+fn an_address_in_a_out_is_probed_with_the_dash_function() {
+    let test = "an_address_in_a_out_is_probed_with_the_dash_function";
+    if !ready(test) {
+        return;
+    }
+    let n = N.to_string();
+    for (name, exe) in builds(test) {
+        let table =
+            dtrace_linux::symbols::functions::FunctionTable::load(exe.to_str().unwrap()).unwrap();
+        let at = format!("{:x}", table.get("work").unwrap().vaddr);
+        let cmd = format!("{} {n}", exe.display());
+        let script = format!(
+            "pid$target:a.out:-:{at} {{ @[probefunc, probename] = count(); }}
+             END {{ printa(\"%s:%s %@d\\n\", @); }}"
+        );
+        let (rc, out, err) = dtrace(&["-qn", &script, "-c", &cmd]);
+        assert_eq!(rc, 0, "{name}: {err}");
+        assert_eq!(count_of(&out, &format!("work:{at}")), N, "{name}: {out}");
+    }
+}
+
 #[test]
 fn globs_select_functions_and_libraries() {
     let test = "globs_select_functions_and_libraries";
@@ -193,25 +218,77 @@ fn bad_descriptions_are_clear_errors() {
     }
     let (_, exe) = builds(test).swap_remove(1);
     let exe = exe.to_str().unwrap();
-    let (rc, _, err) = dtrace(&["-n", "pid999999999:a.out:work:entry {}"]);
+    // DTrace's `D_PROC_*` compile errors (`-x errtags` shows the tag).
+    let (rc, _, err) = dtrace(&["-xerrtags", "-n", "pid999999999:a.out:work:entry {}"]);
+    assert_eq!(rc, 1);
+    assert_eq!(
+        err,
+        "dtrace: invalid probe specifier pid999999999:a.out:work:entry {}: \
+         [D_PROC_GRAB] failed to grab process 999999999\n"
+    );
+    let (rc, _, err) = dtrace(&["-xerrtags", "-n", "pid0:::entry {}"]);
     assert_eq!(rc, 1);
     assert!(
-        err.contains("failed to grab pid 999999999: No such process"),
+        err.ends_with("[D_PROC_BADPID] pid0 does not contain a valid pid\n"),
         "{err}"
     );
     let (rc, _, err) = dtrace(&["-n", "pid$target:a.out:nosuch:entry {}", "-c", exe]);
     assert_eq!(rc, 1);
-    assert!(err.contains("does not match any probes"), "{err}");
-    // `work` starts with a multi-byte instruction at -O2 (lea), so offset 1 is inside it.
-    let (rc, _, err) = dtrace(&["-n", "pid$target:a.out:work:1 {}", "-c", exe]);
-    assert_eq!(rc, 1);
     assert!(
-        err.contains("offset 0x1 of function work is not on an instruction boundary"),
+        err.ends_with(": failed to lookup 'nosuch' in module 'a.out'\n"),
         "{err}"
     );
-    let (rc, _, err) = dtrace(&["-n", "pid$target:a.out:work:fff {}", "-c", exe]);
+    // A module that is not loaded matches nothing.
+    let (rc, _, err) = dtrace(&["-n", "pid$target:libnone.so:work:entry {}", "-c", exe]);
     assert_eq!(rc, 1);
-    assert!(err.contains("is outside function work"), "{err}");
+    assert!(err.contains("does not match any probes"), "{err}");
+    let (rc, _, err) = dtrace(&[
+        "-xerrtags",
+        "-n",
+        "pid$target:a.out:work:start {}",
+        "-c",
+        exe,
+    ]);
+    assert_eq!(rc, 1);
+    assert!(
+        err.ends_with("[D_PROC_NAME] 'start' is an invalid probe name\n"),
+        "{err}"
+    );
+    // `work` starts with a multi-byte instruction at -O2 (lea), so offset 1 is inside it.
+    let (rc, _, err) = dtrace(&["-xerrtags", "-n", "pid$target:a.out:work:1 {}", "-c", exe]);
+    assert_eq!(rc, 1);
+    assert!(
+        err.contains("[D_PROC_CREATEFAIL] failed to create probes at 'work+0x1': the offset is not on an instruction boundary"),
+        "{err}"
+    );
+    let (rc, _, err) = dtrace(&["-xerrtags", "-n", "pid$target:a.out:work:fff {}", "-c", exe]);
+    assert_eq!(rc, 1);
+    assert!(
+        err.ends_with("[D_PROC_OFF] offset 0xfff outside of function 'work'\n"),
+        "{err}"
+    );
+    for (d, tag) in [
+        ("pid$target:libc:-:800", "D_PROC_LIB"),
+        ("pid$target::-:", "D_PROC_NAME"),
+    ] {
+        let (rc, _, err) = dtrace(&["-xerrtags", "-n", &format!("{d} {{}}"), "-c", exe]);
+        assert_eq!(rc, 1);
+        assert!(err.contains(&format!("[{tag}] only ")), "{err}");
+    }
+    // In a script, at the description's line.
+    let dir = common::test_dir(test);
+    let script = dir.join("bad.d");
+    std::fs::write(&script, "BEGIN {}\n\npid$target:a.out:nosuch:entry\n{}\n").unwrap();
+    let path = script.to_str().unwrap();
+    let (rc, _, err) = dtrace(&["-xerrtags", "-s", path, "-c", exe]);
+    assert_eq!(rc, 1);
+    assert_eq!(
+        err,
+        format!(
+            "dtrace: failed to compile script {path}: [D_PROC_FUNC] line 3: \
+             failed to lookup 'nosuch' in module 'a.out'\n"
+        )
+    );
 }
 
 #[test]

@@ -13,6 +13,11 @@ macro_rules! errtags {
             pub fn name(self) -> &'static str {
                 match self { $(ErrTag::$name => stringify!($name),)* }
             }
+
+            /// The tag named `name` (`D_PROC_FUNC`), if DTrace has it.
+            pub fn from_name(name: &str) -> Option<ErrTag> {
+                match name { $(stringify!($name) => Some(ErrTag::$name),)* _ => None }
+            }
         }
     };
 }
@@ -43,6 +48,8 @@ errtags! {
     D_CLEAR_AGGARG, D_NORMALIZE_PROTO, D_NORMALIZE_SCALAR, D_NORMALIZE_AGGARG, D_TRUNC_PROTO,
     D_TRUNC_SCALAR, D_TRUNC_AGGARG, D_ACT_DESTRUCT, D_NOT_SUPPORTED, D_NOREG, D_REGS_IDX,
     D_PROV_BADNAME, D_PROV_PRDUP, D_PROV_PRARGLEN, D_PROV_PRXLATOR,
+    D_PROC_OFF, D_PROC_ALIGN, D_PROC_NAME, D_PROC_GRAB, D_PROC_DYN, D_PROC_LIB, D_PROC_FUNC,
+    D_PROC_CREATEFAIL, D_PROC_NODEV, D_PROC_BADPID, D_PROC_BADPROV, D_PROC_USDT,
 }
 
 /// A compile error: DTrace's tag and message, and where it happened to the extent DTrace reports it.
@@ -126,3 +133,19 @@ pub fn err<T>(tag: ErrTag, line: u32, message: impl Into<String>) -> Result<T, C
 
 /// Result alias of this crate.
 pub type CResult<T> = Result<T, CompileError>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tags_are_found_by_name() {
+        assert_eq!(ErrTag::from_name("D_PROC_FUNC"), Some(ErrTag::D_PROC_FUNC));
+        assert_eq!(
+            ErrTag::from_name("D_PDESC_ZERO"),
+            Some(ErrTag::D_PDESC_ZERO)
+        );
+        assert_eq!(ErrTag::from_name("D_NO_SUCH_TAG"), None);
+        assert_eq!(ErrTag::D_PROC_BADPID.name(), "D_PROC_BADPID");
+    }
+}

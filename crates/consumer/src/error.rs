@@ -83,6 +83,18 @@ pub enum ConsumerError {
         /// Its source line (0 when unknown).
         line: u32,
     },
+    /// A provider refused a probe description while matching it (the `pid` provider's
+    /// `D_PROC_*` errors); DTrace reports it as a compile error with that tag at the
+    /// description's line.
+    #[error("{message}")]
+    BadDescription {
+        /// The compiler error tag (`D_PROC_FUNC`).
+        tag: &'static str,
+        /// DTrace's message.
+        message: String,
+        /// The description's source line (0 when unknown).
+        line: u32,
+    },
     /// The execution substrate reported an error.
     #[error("{0}")]
     Backend(String),

@@ -476,6 +476,15 @@ impl Handle {
     }
 
     /// Whether the rate `name` has passed since `last` (always before the first time).
+    /// Whether `aggrate` was set (`-x`, a pragma, `setopt()`), rather than left at its default.
+    fn aggrate_explicit(&self) -> bool {
+        self.decoder
+            .options
+            .explicit()
+            .iter()
+            .any(|(name, _)| *name == "aggrate")
+    }
+
     fn is_due(&self, last: Option<Instant>, name: &str) -> bool {
         last.is_none_or(|l| l.elapsed() >= self.rate(name))
     }
@@ -533,8 +542,12 @@ impl Handle {
         let now = Instant::now();
         let due = |last: Option<Instant>, every: Duration| last.map_or(now, |l| l + every);
         let next = due(self.last_switch, self.rate("switchrate"))
-            .min(due(self.last_status, self.rate("statusrate")))
-            .min(due(self.last_agg, self.rate("aggrate")));
+            .min(due(self.last_status, self.rate("statusrate")));
+        // A set aggrate's snapshots are taken when the buffers are read.
+        let next = match self.aggrate_explicit() {
+            true => next,
+            false => next.min(due(self.last_agg, self.rate("aggrate"))),
+        };
         next.saturating_duration_since(now)
     }
 
@@ -704,11 +717,22 @@ impl Handle {
         self.record(r)?;
         // The buffers are read when `switchrate` has passed, as DTrace's (it may change with
         // setopt()), and always once tracing has stopped. A snapshot is taken at each call, so
-        // what printa() shows is as fresh as the records it comes with.
+        // what printa() shows is as fresh as the records it comes with, unless `aggrate` was
+        // set: then, as DTrace's, a snapshot is taken with the buffers read once `aggrate` has
+        // passed (printa() shows the last one), and with the next read after BEGIN's records.
         let stopped = self.state == State::Stopped;
-        self.aggregate_snap()?;
-        if stopped || self.is_due(self.last_switch, "switchrate") {
+        let consume = stopped || self.is_due(self.last_switch, "switchrate");
+        if !self.aggrate_explicit()
+            || (consume && (stopped || self.is_due(self.last_agg, "aggrate")))
+        {
+            self.aggregate_snap()?;
+        }
+        if consume {
+            let begin = self.last_switch.is_none();
             self.consume(out, pfunc, rfunc)?;
+            if begin {
+                self.last_agg = None;
+            }
         }
         if self.state == State::Stopped {
             // Collect what END produced.

@@ -93,7 +93,7 @@ fn clause_local_storage_lives_for_one_firing() {
 }
 
 #[test]
-fn stores_are_bounds_checked_like_scratch() {
+fn stores_are_bounds_checked_like_scratch_and_loads_read_zeros_past_the_end() {
     let mut h = H::new();
     // One past the end of a (16 bytes).
     let past = src("ldgs a, %r1\nsetx 16, %r2\nadd %r1, %r2, %r1\nstb %r2, [%r1]\nret %r0\n");
@@ -107,9 +107,15 @@ fn stores_are_bounds_checked_like_scratch() {
     // Into the next variable's slot, never allocated: faults rather than reaching other storage.
     let next = src("ldgs a, %r1\nsetx 0x100000, %r2\nadd %r1, %r2, %r1\nstb %r2, [%r1]\nret %r0\n");
     assert_eq!(kind(h.run(&next)), FaultKind::BadAddr);
-    // Loads are checked the same way.
+    // Loads past the end read zeros, as DTrace's through a cast ("out-of-bounds array
+    // dereferences work as long as you cast"), within the variable's room.
     let load_past = src("ldgs a, %r1\nsetx 16, %r2\nadd %r1, %r2, %r1\nldub [%r1], %r3\nret %r3\n");
-    assert_eq!(kind(h.run(&load_past)), FaultKind::BadAddr);
+    assert_eq!(h.run(&load_past), Ok(0));
+    let word_past = src("ldgs a, %r1\nsetx 40, %r2\nadd %r1, %r2, %r1\nldx [%r1], %r3\nret %r3\n");
+    assert_eq!(h.run(&word_past), Ok(0));
+    let load_next =
+        src("ldgs a, %r1\nsetx 0x100000, %r2\nadd %r1, %r2, %r1\nldub [%r1], %r3\nret %r3\n");
+    assert_eq!(kind(h.run(&load_next)), FaultKind::BadAddr);
     // Nothing was written.
     assert_eq!(h.run(&src(LOAD_A2)), Ok(0));
 }

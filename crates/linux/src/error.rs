@@ -88,6 +88,15 @@ pub enum LinuxError {
     /// A probe description names a user-space probe that cannot be placed.
     #[error("{0}")]
     BadProbe(String),
+    /// The `pid` provider refused a probe description, as DTrace's does: the description is
+    /// reported as a compile error with `refusal`'s `D_PROC_*` tag.
+    #[error("{message}")]
+    PidRefused {
+        /// Why, as DTrace classifies it.
+        refusal: crate::catalog::pid::PidRefusal,
+        /// DTrace's message.
+        message: String,
+    },
 }
 
 /// Result alias of the crate.

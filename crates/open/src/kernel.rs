@@ -235,11 +235,24 @@ impl Tracer for KernelTracer {
             return Err(e);
         }
         // Per-process providers (`pid123`) are registered for the processes the program names.
-        let descs: Vec<ProbeDesc> = prog.ecbs.iter().map(|e| e.probe.clone()).collect();
-        let descs = self
-            .linux
-            .prepare_user(self.inner.framework(), &descs)
-            .map_err(|e| ConsumerError::Backend(e.to_string()))?;
+        // A description the pid provider refuses is a compile error at its line, as in DTrace.
+        let mut descs = Vec::with_capacity(prog.ecbs.len());
+        for e in &prog.ecbs {
+            let d = self
+                .linux
+                .prepare_user(self.inner.framework(), std::slice::from_ref(&e.probe))
+                .map_err(|err| match err {
+                    dtrace_linux::LinuxError::PidRefused { refusal, message } => {
+                        ConsumerError::BadDescription {
+                            tag: refusal.tag(),
+                            message,
+                            line: e.line,
+                        }
+                    }
+                    err => ConsumerError::Backend(err.to_string()),
+                })?;
+            descs.extend(d);
+        }
         let rewritten;
         let prog = if descs.iter().zip(&prog.ecbs).any(|(d, e)| *d != e.probe) {
             let mut p = prog.clone();

@@ -230,6 +230,9 @@ impl Machine {
         if let Some(r) = self.read_scratch(addr, buf) {
             return r;
         }
+        if let Some(r) = self.read_var_past_end(addr, buf) {
+            return r;
+        }
         match self.region(obj, addr, buf.len())? {
             Region::Vm(b) => {
                 buf.copy_from_slice(b);
@@ -253,6 +256,36 @@ impl Machine {
         }
         let have = self.scratch.len() - off;
         buf[..have].copy_from_slice(&self.scratch[off..]);
+        buf[have..].fill(0);
+        Some(Ok(()))
+    }
+
+    /// A read in the storage of a by-reference variable that runs past the variable's end: in
+    /// DTrace the variables share one region, and a load through a cast pointer may go past one
+    /// ("out-of-bounds array dereferences work as long as you cast"); here the bytes past the end
+    /// read as zero, within the room each variable has. Stores past the end still fault. `None`
+    /// for every other read.
+    fn read_var_past_end(&self, addr: u64, buf: &mut [u8]) -> Option<Result<(), Fault>> {
+        if addr.wrapping_sub(VAR_BASE) >= VAR_SPAN {
+            return None;
+        }
+        let (local, index, off) = split_var_addr(addr);
+        let vars = if local { &self.locals } else { &self.globals };
+        let Some(Some(Stored::Bytes(b))) = vars.get(index) else {
+            return None;
+        };
+        let off = usize::try_from(off).ok()?;
+        let end = off.checked_add(buf.len())?;
+        if end <= b.len() {
+            return None;
+        }
+        if end > 1 << VAR_SHIFT {
+            return Some(Err(Fault::new(FaultKind::BadAddr, addr)));
+        }
+        let have = b.len().saturating_sub(off);
+        if have > 0 {
+            buf[..have].copy_from_slice(&b[off..]);
+        }
         buf[have..].fill(0);
         Some(Ok(()))
     }

@@ -61,8 +61,9 @@ fn basename(path: &str) -> &str {
 }
 
 impl ProcessImage {
-    /// Reads the mapped ELF objects of `pid`. A process that does not exist is an error; an
-    /// object that cannot be read is left out.
+    /// Reads the mapped ELF objects of `pid`. A process that does not exist, and pid 0, are
+    /// refused ([`PidRefusal::Grab`], [`PidRefusal::BadPid`]); an object that cannot be read is
+    /// left out.
     pub fn read(pid: u32) -> Result<ProcessImage> {
         Self::read_again(pid, None)
     }
@@ -71,9 +72,15 @@ impl ProcessImage {
     /// process) that are still mapped instead of reading their files again: after the run-time
     /// linker loaded a library, only the library is new.
     pub fn read_again(pid: u32, previous: Option<&ProcessImage>) -> Result<ProcessImage> {
+        if pid == 0 {
+            return Err(refused(
+                PidRefusal::BadPid,
+                "pid0 does not contain a valid pid".into(),
+            ));
+        }
         let maps = crate::symbols::procmaps::read_maps(pid).map_err(|e| {
             if e.kind() == std::io::ErrorKind::NotFound {
-                LinuxError::NoProcess(pid)
+                refused(PidRefusal::Grab, format!("failed to grab process {pid}"))
             } else {
                 LinuxError::from_io(format!("reading the mappings of pid {pid}"), e)
             }
@@ -150,20 +157,27 @@ impl ProcessImage {
 
     /// The `pid` probes of provider `provider` matching `pattern`. Offset probes are offered when
     /// the name asks for an offset, or when the function is named exactly and the name is a glob
-    /// (`pid$target:a.out:main:` is entry, return and every instruction). A named offset that is
-    /// not an instruction boundary is an error.
+    /// (`pid$target:a.out:main:` is entry, return and every instruction). A description the
+    /// provider cannot serve is refused as DTrace's `dt_pid.c` refuses it ([`PidRefusal`]): a
+    /// function named exactly that a module named exactly lacks, a name that is neither `entry`,
+    /// `return` nor an offset, an offset past the function's end or inside an instruction, and
+    /// the `-` function (absolute addresses) outside `a.out` or with a glob.
     pub fn probes(&self, provider: &str, pattern: &ProbeDesc) -> Result<Vec<Probe>> {
+        if pattern.function == "-" {
+            return self.address_probes(provider, pattern);
+        }
         let mut out = Vec::new();
-        let exact_offset = parse_offset(&pattern.name);
-        let all_offsets = !pattern.function.is_empty()
-            && !glob::has_meta(&pattern.function)
-            && (pattern.name.is_empty() || glob::has_meta(&pattern.name));
+        let name_is_glob = pattern.name.is_empty() || glob::has_meta(&pattern.name);
+        let all_offsets =
+            !pattern.function.is_empty() && !glob::has_meta(&pattern.function) && name_is_glob;
+        // A function named exactly is looked up, not searched for.
+        let named = !pattern.function.is_empty() && !glob::has_meta(&pattern.function);
+        let (mut modules, mut functions) = (0usize, 0usize);
         for obj in &self.objects {
             if !Self::module_matches(&pattern.module, obj) {
                 continue;
             }
-            // A function named exactly is looked up, not searched for.
-            let named = !pattern.function.is_empty() && !glob::has_meta(&pattern.function);
+            modules += 1;
             let funcs: Box<dyn Iterator<Item = &Function>> = if named {
                 Box::new(obj.table.get(&pattern.function).into_iter())
             } else {
@@ -173,14 +187,26 @@ impl ProcessImage {
                 if !glob::matches(&pattern.function, &f.name) {
                     continue;
                 }
+                functions += 1;
                 let desc = |name: &str| ProbeDesc::new(provider, &obj.module, &f.name, name);
+                let mut named_site = false;
                 for name in ["entry", "return"] {
+                    if !glob::matches(&pattern.name, name) {
+                        continue;
+                    }
+                    named_site = true;
                     // Both are placed on the function's first instruction.
-                    if glob::matches(&pattern.name, name) && probeable_at(&obj.table, f, 0) {
+                    if probeable_at(&obj.table, f, 0) {
                         out.push(self.probe(desc(name), &obj.table, f, Site::of(name))?);
                     }
                 }
-                if let Some(off) = exact_offset {
+                if !name_is_glob && !named_site {
+                    let Some(off) = parse_offset(&pattern.name) else {
+                        return Err(refused(
+                            PidRefusal::Name,
+                            format!("'{}' is an invalid probe name", pattern.name),
+                        ));
+                    };
                     check_boundary(&obj.table, f, off)?;
                     out.push(self.probe(
                         desc(&format!("{off:x}")),
@@ -202,7 +228,85 @@ impl ProcessImage {
                 }
             }
         }
+        // A function named exactly in a module named exactly (and loaded) must be there; with a
+        // module glob another object may have it, and a module not loaded matches nothing.
+        let module_named = !pattern.module.is_empty() && !glob::has_meta(&pattern.module);
+        if named && module_named && modules > 0 && functions == 0 {
+            return Err(refused(
+                PidRefusal::Func,
+                format!(
+                    "failed to lookup '{}' in module '{}'",
+                    pattern.function, pattern.module
+                ),
+            ));
+        }
         Ok(out)
+    }
+
+    /// Probes of the `-` function, whose probe name is an address in the main executable
+    /// (`pid$target:a.out:-:401136`, the address as the executable's symbols give it, before a
+    /// PIE is relocated): only `a.out` (or an empty module) and one address are valid, as in
+    /// DTrace. The probe is named for the function holding the address, with the address as
+    /// its name (`pid123:prog:main:401136`), and placed like an offset probe.
+    fn address_probes(&self, provider: &str, pattern: &ProbeDesc) -> Result<Vec<Probe>> {
+        let (obj, f, off) = self.address_site(pattern)?;
+        let desc = ProbeDesc::new(provider, &obj.module, &f.name, &pattern.name);
+        Ok(vec![self.probe(desc, &obj.table, f, Site::Offset(off))?])
+    }
+
+    /// Where a `-` description's address is: the main executable, the function holding it and
+    /// the offset in the function (refused as in DTrace when it is not valid).
+    fn address_site(&self, pattern: &ProbeDesc) -> Result<(&MappedObject, &Function, u64)> {
+        let main = self.objects.iter().find(|o| o.main);
+        let module_is_main = pattern.module.is_empty() || pattern.module == "*";
+        let in_main = module_is_main
+            || (!glob::has_meta(&pattern.module)
+                && main.is_some_and(|m| Self::module_matches(&pattern.module, m)));
+        let main = match main {
+            Some(m) if in_main => m,
+            _ => {
+                return Err(refused(
+                    PidRefusal::Lib,
+                    "only the a.out module is valid with the '-' function".into(),
+                ))
+            }
+        };
+        if pattern.name.is_empty() || glob::has_meta(&pattern.name) {
+            return Err(refused(
+                PidRefusal::Name,
+                "only individual addresses may be specified with the '-' function".into(),
+            ));
+        }
+        let Some(addr) = parse_offset(&pattern.name) else {
+            return Err(refused(
+                PidRefusal::Name,
+                format!("'{}' is an invalid probe name", pattern.name),
+            ));
+        };
+        let Some(f) = main.table.containing(addr) else {
+            let module = if module_is_main {
+                "a.out"
+            } else {
+                &pattern.module
+            };
+            return Err(refused(
+                PidRefusal::Name,
+                format!("failed to lookup 0x{addr:x} in module '{module}'"),
+            ));
+        };
+        let off = addr - f.vaddr;
+        check_boundary(&main.table, f, off)?;
+        Ok((main, f, off))
+    }
+
+    /// The module and function the framework's probe of a `-` description is named for
+    /// (`None`: not a `-` description, or one that is refused).
+    pub fn address_names(&self, pattern: &ProbeDesc) -> Option<(String, String)> {
+        if pattern.function != "-" {
+            return None;
+        }
+        let (obj, f, _) = self.address_site(pattern).ok()?;
+        Some((obj.module.clone(), f.name.clone()))
     }
 
     /// The USDT providers of the process's objects (`python`), each once.
@@ -433,28 +537,67 @@ pub fn return_offsets(code: &[u8]) -> Vec<u64> {
     out
 }
 
-/// An offset probe's offset must start an instruction of the function.
+/// An offset probe's offset must fall inside the function (`D_PROC_OFF`) and start an
+/// instruction that uprobes can trace (`D_PROC_CREATEFAIL` otherwise).
 fn check_boundary(table: &FunctionTable, f: &Function, off: u64) -> Result<()> {
     if f.size == 0 || off >= f.size {
-        return Err(LinuxError::BadProbe(format!(
-            "offset 0x{off:x} is outside function {} ({} bytes)",
-            f.name, f.size
-        )));
+        return Err(refused(
+            PidRefusal::Off,
+            format!("offset 0x{off:x} outside of function '{}'", f.name),
+        ));
     }
     let code = table.code(f)?;
-    if !instruction_offsets(&code).contains(&off) {
-        return Err(LinuxError::BadProbe(format!(
-            "offset 0x{off:x} of function {} is not on an instruction boundary",
-            f.name
-        )));
+    let why = if !instruction_offsets(&code).contains(&off) {
+        "the offset is not on an instruction boundary"
+    } else if !probeable(&code, off) {
+        "uprobes cannot trace the instruction there"
+    } else {
+        return Ok(());
+    };
+    Err(refused(
+        PidRefusal::CreateFail,
+        format!("failed to create probes at '{}+0x{off:x}': {why}", f.name),
+    ))
+}
+
+/// Why the `pid` provider refuses a probe description: each is one of DTrace's `D_PROC_*`
+/// compiler error tags, with the message its `dt_pid.c` prints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PidRefusal {
+    /// The provider names no process (`pid0`).
+    BadPid,
+    /// The process cannot be grabbed: it does not exist (any more).
+    Grab,
+    /// A function named exactly is not in the module named exactly.
+    Func,
+    /// The `-` function with a module other than `a.out`.
+    Lib,
+    /// A probe name that is not `entry`, `return` or an offset, or not one address with `-`.
+    Name,
+    /// An offset past the end of the function.
+    Off,
+    /// A probe that cannot be placed (an offset inside an instruction).
+    CreateFail,
+}
+
+impl PidRefusal {
+    /// The refusal's compiler error tag, as `-x errtags` prints it.
+    pub fn tag(self) -> &'static str {
+        match self {
+            PidRefusal::BadPid => "D_PROC_BADPID",
+            PidRefusal::Grab => "D_PROC_GRAB",
+            PidRefusal::Func => "D_PROC_FUNC",
+            PidRefusal::Lib => "D_PROC_LIB",
+            PidRefusal::Name => "D_PROC_NAME",
+            PidRefusal::Off => "D_PROC_OFF",
+            PidRefusal::CreateFail => "D_PROC_CREATEFAIL",
+        }
     }
-    if !probeable(&code, off) {
-        return Err(LinuxError::BadProbe(format!(
-            "the instruction at offset 0x{off:x} of function {} cannot be traced by uprobes",
-            f.name
-        )));
-    }
-    Ok(())
+}
+
+/// A refusal with its message.
+fn refused(refusal: PidRefusal, message: String) -> LinuxError {
+    LinuxError::PidRefused { refusal, message }
 }
 
 /// Splits a per-process provider name into its provider and process id (`pid1234` →
@@ -508,6 +651,99 @@ mod tests {
         assert_eq!(image.module_alias("libz"), None);
         assert!(ProcessImage::module_matches("libc", &image.objects[1]));
         assert!(!ProcessImage::module_matches("libc", &image.objects[2]));
+    }
+
+    /// The refusal of reading `pattern` (`module:function:name`) against `image`.
+    fn refusal(image: &ProcessImage, pattern: &str) -> Option<(PidRefusal, String)> {
+        let mut f = pattern.split(':');
+        let mut next = || f.next().unwrap_or_default();
+        let desc = ProbeDesc::new("pid1", next(), next(), next());
+        match image.probes("pid1", &desc) {
+            Err(LinuxError::PidRefused { refusal, message }) => Some((refusal, message)),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn descriptions_are_refused_with_dtraces_tags() {
+        let exe = std::env::current_exe().unwrap();
+        let table = FunctionTable::load(exe.to_str().unwrap()).unwrap();
+        // A function of this test program with its size, for offsets past its end.
+        let f = table.iter().find(|f| f.size > 16).unwrap().clone();
+        let image = ProcessImage {
+            pid: 1,
+            objects: vec![MappedObject {
+                module: "prog".into(),
+                main: true,
+                table: Arc::new(table),
+                usdt: Vec::new(),
+            }],
+        };
+        let r = refusal(&image, "a.out:no_such_function_here:entry");
+        assert_eq!(
+            r,
+            Some((
+                PidRefusal::Func,
+                "failed to lookup 'no_such_function_here' in module 'a.out'".into()
+            ))
+        );
+        // With a module glob another object might have it; a module not loaded matches nothing.
+        assert!(image
+            .probes(
+                "pid1",
+                &ProbeDesc::new("pid1", "*", "no_such_function_here", "entry")
+            )
+            .is_ok_and(|v| v.is_empty()));
+        assert!(image
+            .probes("pid1", &ProbeDesc::new("pid1", "libnone.so", "f", "entry"))
+            .is_ok_and(|v| v.is_empty()));
+        let r = refusal(&image, &format!("a.out:{}:beginning", f.name));
+        assert_eq!(
+            r,
+            Some((
+                PidRefusal::Name,
+                "'beginning' is an invalid probe name".into()
+            ))
+        );
+        let r = refusal(&image, &format!(":{}:{:x}", f.name, f.size));
+        let off = format!("offset 0x{:x} outside of function '{}'", f.size, f.name);
+        assert_eq!(r, Some((PidRefusal::Off, off)));
+        assert_eq!(
+            refusal(&image, "libc:-:800").map(|r| r.0),
+            Some(PidRefusal::Lib)
+        );
+        for p in [":-:", "a.out:-:10*"] {
+            let r = refusal(&image, p);
+            let msg = "only individual addresses may be specified with the '-' function";
+            assert_eq!(r, Some((PidRefusal::Name, msg.into())), "{p}");
+        }
+        // One address: the probe is named for the function holding it.
+        let at = image.objects[0]
+            .table
+            .containing(f.vaddr)
+            .unwrap()
+            .name
+            .clone();
+        let d = ProbeDesc::new("pid1", "", "-", &format!("{:x}", f.vaddr));
+        assert_eq!(image.address_names(&d), Some(("prog".into(), at.clone())));
+        let probes = image.probes("pid1", &d).unwrap();
+        let want = ProbeDesc::new("pid1", "prog", &at, &format!("{:x}", f.vaddr));
+        assert_eq!(probes.iter().map(|p| &p.desc).collect::<Vec<_>>(), [&want]);
+        assert_eq!(
+            refusal(&image, "a.out:-:1"),
+            Some((
+                PidRefusal::Name,
+                "failed to lookup 0x1 in module 'a.out'".into()
+            ))
+        );
+        assert_eq!(PidRefusal::CreateFail.tag(), "D_PROC_CREATEFAIL");
+        assert!(matches!(
+            ProcessImage::read(0),
+            Err(LinuxError::PidRefused {
+                refusal: PidRefusal::BadPid,
+                ..
+            })
+        ));
     }
 
     #[test]

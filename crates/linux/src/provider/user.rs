@@ -354,6 +354,11 @@ impl UserProbes {
         let Some((kind, pid)) = split_provider(provider) else {
             return Ok(Vec::new());
         };
+        // A probe already created is found by its name (a `-` probe is named for its function
+        // and address, which are not a description of it).
+        if let Some(p) = self.probes.get(pattern) {
+            return Ok(vec![p.clone()]);
+        }
         let image = self.image(pid)?;
         let found = if kind == "pid" {
             image.probes(provider, pattern)?
@@ -441,6 +446,10 @@ impl LinuxTracing {
                 };
                 if let Some(m) = image.module_alias(&d.module) {
                     d.module = m.to_string();
+                }
+                // `-`: the probe is named for the function holding the address.
+                if let Some((m, f)) = image.address_names(&pattern) {
+                    (d.module, d.function) = (m, f);
                 }
                 if newly {
                     fw.register_provider(Box::new(UserProvider {
