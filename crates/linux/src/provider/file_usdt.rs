@@ -508,6 +508,7 @@ mod tests {
             ustack_regs: None,
             uregs: None,
             retry_armed: false,
+            handed_over: false,
             execargs: None,
             ancestors: None,
             paths: Vec::new(),
