@@ -29,6 +29,10 @@ pub struct KernelTracer {
     /// When (framework clock) the last pump of the kernel's ring began: events before it have been
     /// delivered, later ones may still be in the ring.
     pumped_from: Option<u64>,
+    /// When (framework clock) the kernel's exit flag was first seen set while the framework had
+    /// not exited: the exit's own record may still be on its way to the ring (see
+    /// [`RING_ORDER_SLACK_NS`]), behind records of earlier firings not pumped yet.
+    kernel_exit_seen: Option<u64>,
     /// Aggregation drops in the kernel's maps not yet reported, per CPU.
     kernel_agg_drops: Vec<(u32, u64)>,
     /// Per enabled program: its first clause's framework statement id, its number of clauses,
@@ -99,6 +103,7 @@ impl KernelTracer {
             linux,
             reported_drops: Vec::new(),
             pumped_from: None,
+            kernel_exit_seen: None,
             kernel_agg_drops: Vec::new(),
             clause_bases: Vec::new(),
             new_probes: None,
@@ -385,9 +390,20 @@ impl Tracer for KernelTracer {
                 .pump(self.inner.framework(), 0)
                 .map_err(|e| ConsumerError::Backend(e.to_string()))?;
             self.adopt_new_processes()?;
-            // An exit() run in the kernel whose record the ring had no room for.
+            // An exit() run in the kernel whose record the ring had no room for. The flag is set
+            // before the exiting firing's records are committed: the framework exits on the
+            // exit's record, after the records before it, unless a pump that began a slack after
+            // the flag was seen still brought none (taking the flag at once ended tracing before
+            // those records were consumed: they were lost).
             if let Some(status) = self.linux.kernel_exit().map_err(be)? {
-                self.inner.framework().exit_elsewhere(status);
+                let now = self.inner.framework().now();
+                let seen = *self.kernel_exit_seen.get_or_insert(now);
+                if self
+                    .pumped_from
+                    .is_some_and(|p| p >= seen.saturating_add(RING_ORDER_SLACK_NS))
+                {
+                    self.inner.framework().exit_elsewhere(status);
+                }
             }
         }
         self.inner.poll()?;
