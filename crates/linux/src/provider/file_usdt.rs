@@ -284,21 +284,7 @@ impl super::Shared {
         else {
             return Ok(false);
         };
-        let matching: Vec<usize> = self
-            .clauses
-            .iter()
-            .enumerate()
-            .filter(|(_, (d, _))| {
-                dtrace_framework::glob::desc_matches(
-                    d,
-                    &info.provider,
-                    &info.module,
-                    &info.function,
-                    &info.name,
-                )
-            })
-            .map(|(i, _)| i)
-            .collect();
+        let matching = self.clauses_matching(info);
         self.check_in_dtrace(&matching, &desc.to_string())?;
         self.user.files.serve(tag, pid, info.id);
         self.active.insert(info.id);

@@ -283,6 +283,24 @@ pub(crate) fn arg_desc_of(probe: &Probe, index: u32) -> Option<ArgDesc> {
 }
 
 impl Shared {
+    /// The indexes of the enabled clauses whose descriptions match probe `info`.
+    fn clauses_matching(&self, info: &dtrace_framework::records::ProbeInfo) -> Vec<usize> {
+        self.clauses
+            .iter()
+            .enumerate()
+            .filter(|(_, (d, _))| {
+                dtrace_framework::glob::desc_matches(
+                    d,
+                    &info.provider,
+                    &info.module,
+                    &info.function,
+                    &info.name,
+                )
+            })
+            .map(|(i, _)| i)
+            .collect()
+    }
+
     /// [`Shared::enable`] for a framework provider's `enable`, naming the probe in its error.
     pub(crate) fn enable_for_framework(
         &mut self,
@@ -318,21 +336,7 @@ impl Shared {
                 .or_else(|| self.user.get(&desc).cloned())
                 .ok_or_else(|| "no such probe in the kernel's catalogue".to_string())?,
         };
-        let matching_idx: Vec<usize> = self
-            .clauses
-            .iter()
-            .enumerate()
-            .filter(|(_, (d, _))| {
-                dtrace_framework::glob::desc_matches(
-                    d,
-                    &info.provider,
-                    &info.module,
-                    &info.function,
-                    &info.name,
-                )
-            })
-            .map(|(i, _)| i)
-            .collect();
+        let matching_idx = self.clauses_matching(info);
         // The aggregation-only clauses that aggregate in the kernel here, and the others.
         let kernel_aggs = self.kernel_predicates
             && self.kernel_aggregations.is_ok()
