@@ -18,10 +18,16 @@
 //!
 //! Steal time: a kernel built with `CONFIG_PARAVIRT_TIME_ACCOUNTING` leaves the time a hypervisor
 //! took the CPU away out of the task clock (and so out of `sum_exec_runtime` and the thread CPU
-//! clocks). Where it does, and a program can read the KVM per-CPU `steal_time` record (its BTF
-//! names it; the loader finds its address in kallsyms, which takes `CONFIG_KALLSYMS_ALL`), the
-//! switch program also records this CPU's steal total and a probe subtracts the steal since the
-//! switch, so values stay on the task clock within a slice as across slices.
+//! clocks). Where it does, the switch program also records this CPU's steal total and a probe
+//! subtracts the steal since the switch, so values stay on the task clock within a slice as across
+//! slices. The total is the KVM per-CPU `steal_time` record where a program can read it (its BTF
+//! names it; the loader finds its address in kallsyms, which takes `CONFIG_KALLSYMS_ALL`), else
+//! the run queue's own count of the steal its clock left out (`rq->prev_steal_time_rq`, reached
+//! from the current task), which lags the hypervisor's by the steal since the run queue's clock
+//! was last updated (a tick at most). Without either, a thread spinning on a VM with steal reads
+//! values ahead of its task clock within a slice, and then stands still at its floor (below) in
+//! the next until the task clock catches up: a quarter of the samples of a spinning thread stood
+//! still that way on a loaded 2-CPU VM.
 //!
 //! Errors: the offset measured at the switch lags the task clock by the time between the
 //! scheduler reading its clock and the tracepoint, which errs low (harmless); time the task clock
@@ -101,38 +107,94 @@ pub mod slot {
     pub const SIZE: u32 = 24;
 }
 
-/// Where a program reads this CPU's steal-time total: the KVM per-CPU record `steal_time`
-/// (`struct kvm_steal_time`), through `bpf_this_cpu_ptr`.
+/// Where a program reads this CPU's steal-time total.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct StealClock {
-    /// BTF id of the `steal_time` variable in the kernel's BTF.
-    pub var: u32,
-    /// Offset of its `steal` member (nanoseconds stolen, maintained by the hypervisor).
-    pub offset: i16,
+pub enum StealClock {
+    /// The KVM per-CPU record `steal_time` (`struct kvm_steal_time`), through `bpf_this_cpu_ptr`:
+    /// the hypervisor's live total. Takes the record's address, which the kernel finds in
+    /// kallsyms only with `CONFIG_KALLSYMS_ALL`.
+    Record {
+        /// BTF id of the `steal_time` variable in the kernel's BTF.
+        var: u32,
+        /// Offset of its `steal` member (nanoseconds stolen, maintained by the hypervisor).
+        offset: i16,
+    },
+    /// The run queue's `prev_steal_time_rq`, reached from the current task
+    /// (`task->se.cfs_rq->rq`, with group scheduling): the steal the run queue's clock has left
+    /// out, as of its last update (every tick, switch and wake-up on this CPU), so a value errs by
+    /// the steal since then at most rather than since the thread's switch-in.
+    RunQueue {
+        /// Offset of `se.cfs_rq` in `struct task_struct`.
+        cfs_rq: u32,
+        /// Offset of `rq` in `struct cfs_rq`.
+        rq: u32,
+        /// Offset of `prev_steal_time_rq` in `struct rq`.
+        prev_steal: u32,
+    },
 }
 
 impl StealClock {
-    /// The steal clock to subtract on the running kernel: only where the kernel's task clock
-    /// leaves steal time out (`CONFIG_PARAVIRT_TIME_ACCOUNTING`, not booted with `no-steal-acc`)
-    /// and its BTF names the record.
-    fn for_running_kernel(btf: &Btf) -> Option<StealClock> {
+    /// The steal clocks a program could subtract on the running kernel, best first: only where the
+    /// kernel's task clock leaves steal time out (`CONFIG_PARAVIRT_TIME_ACCOUNTING`, not booted
+    /// with `no-steal-acc`) and its BTF names the fields.
+    fn for_running_kernel(btf: &Btf) -> Vec<StealClock> {
         let config = crate::kconfig::running();
         let subtracted =
             crate::kconfig::setting(config.as_deref(), "CONFIG_PARAVIRT_TIME_ACCOUNTING")
                 == crate::kconfig::Setting::Set
                 && !crate::kconfig::boot_flag("no-steal-acc");
         if !subtracted {
-            return None;
+            return Vec::new();
         }
-        let (var, ty) = btf.var("steal_time")?;
-        let offset = i16::try_from(btf.member_offset(ty, "steal")?).ok()?;
-        Some(StealClock { var, offset })
+        let record = (|| {
+            let (var, ty) = btf.var("steal_time")?;
+            let offset = i16::try_from(btf.member_offset(ty, "steal")?).ok()?;
+            Some(StealClock::Record { var, offset })
+        })();
+        let run_queue = (|| {
+            let task = btf.struct_id("task_struct")?;
+            let se = btf.member_offset(task, "se")?;
+            let entity = btf.member_offset(btf.struct_id("sched_entity")?, "cfs_rq")?;
+            let rq = btf.member_offset(btf.struct_id("cfs_rq")?, "rq")?;
+            let prev_steal = btf.member_offset(btf.struct_id("rq")?, "prev_steal_time_rq")?;
+            Some(StealClock::RunQueue {
+                cfs_rq: se + entity,
+                rq,
+                prev_steal,
+            })
+        })();
+        record.into_iter().chain(run_queue).collect()
     }
 
-    /// Emits `dst = this CPU's steal total`. Clobbers r0-r5.
-    fn emit_read(&self, a: &mut Asm, dst: crate::bpf::insn::Reg) {
-        a.ld_btf_var(R1, self.var).call(helper::THIS_CPU_PTR);
-        a.load(Size::DW, dst, R0, self.offset);
+    /// Emits `dst = this CPU's steal total`. Clobbers r0-r5 and the stack slot at `slot`
+    /// (8 bytes).
+    fn emit_read(&self, a: &mut Asm, dst: crate::bpf::insn::Reg, slot: i16) {
+        match *self {
+            StealClock::Record { var, offset } => {
+                a.ld_btf_var(R1, var).call(helper::THIS_CPU_PTR);
+                a.load(Size::DW, dst, R0, offset);
+            }
+            StealClock::RunQueue {
+                cfs_rq,
+                rq,
+                prev_steal,
+            } => {
+                // Three reads down the chain; a failed read zeroes the slot, so a broken chain
+                // reads from a null page and ends in 0 (nothing subtracted).
+                a.call(helper::GET_CURRENT_TASK).mov(R3, R0);
+                for (i, off) in [cfs_rq, rq, prev_steal].into_iter().enumerate() {
+                    if i > 0 {
+                        a.load(Size::DW, R3, R10, slot);
+                    }
+                    a.alu_imm(op::ADD, R3, off as i32);
+                    a.mov(R1, R10)
+                        .alu_imm(op::ADD, R1, slot as i32)
+                        .mov_imm(R2, 8)
+                        .call(helper::PROBE_READ_KERNEL);
+                }
+                a.load(Size::DW, dst, R10, slot);
+            }
+        }
     }
 }
 
@@ -188,7 +250,7 @@ pub fn gen_switch(v: &VclockRef, typed: bool) -> Result<Vec<Insn>> {
         a.jmp_imm(op::JNE, R0, 0, out);
     }
     if let Some(steal) = v.steal {
-        steal.emit_read(&mut a, R1);
+        steal.emit_read(&mut a, R1, -8);
         a.store(Size::DW, R7, slot::STEAL, R1);
     }
     a.call(helper::KTIME_GET_NS);
@@ -276,7 +338,7 @@ pub fn emit_vtime(a: &mut Asm, v: &VclockRef, at: VtimeAt) {
     let o = v.offsets;
     if let Some(steal) = v.steal {
         // Kept aside until the value is computed.
-        steal.emit_read(a, R1);
+        steal.emit_read(a, R1, READ_AT);
         match at {
             VtimeAt::Record => {
                 a.store(Size::DW, R7, hdr::VTIME as i16, R1);
@@ -408,7 +470,9 @@ impl Vclock {
             1,
         )?;
         let switch_btf = btf.typedef_id("btf_trace_sched_switch");
-        let steal = StealClock::for_running_kernel(&btf).filter(|s| steal_reads(s, switch_btf));
+        let steal = StealClock::for_running_kernel(&btf)
+            .into_iter()
+            .find(|s| steal_reads(s, switch_btf));
         let floor = Map::create(
             MapKind::LruHash,
             &format!("{name_prefix}_vfloor"),
@@ -512,7 +576,7 @@ fn program_kinds(switch_btf: Option<u32>) -> Vec<ProgKind> {
 /// loaded and dropped).
 fn steal_reads(steal: &StealClock, switch_btf: Option<u32>) -> bool {
     let mut a = Asm::new();
-    steal.emit_read(&mut a, R1);
+    steal.emit_read(&mut a, R1, -8);
     a.mov_imm(R0, 0).exit();
     let Ok(insns) = a.finish() else {
         return false;
@@ -658,7 +722,7 @@ mod tests {
         let insns = a.finish().unwrap();
         assert!(insns.len() < one_read);
         let steal = VclockRef {
-            steal: Some(StealClock {
+            steal: Some(StealClock::Record {
                 var: 9232,
                 offset: 0,
             }),
@@ -670,7 +734,18 @@ mod tests {
         a.mov_imm(R0, 0).exit();
         assert!(a.finish().unwrap().len() > one_read);
         // At the probe, for a clause: the same computation, left in r0 (no store at the end).
-        for v in [r, apart, steal, VclockRef { direct: true, ..r }] {
+        let run_queue = VclockRef {
+            steal: Some(StealClock::RunQueue {
+                cfs_rq: 200,
+                rq: 300,
+                prev_steal: 3240,
+            }),
+            ..r
+        };
+        assert!(
+            gen_switch(&run_queue, true).unwrap().len() > gen_switch(&steal, true).unwrap().len()
+        );
+        for v in [r, apart, steal, run_queue, VclockRef { direct: true, ..r }] {
             let mut a = Asm::new();
             emit_vtime(
                 &mut a,
