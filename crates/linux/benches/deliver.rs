@@ -20,20 +20,13 @@ fn event() -> CapturedEvent {
     let mut comm = [0u8; 16];
     comm[..5].copy_from_slice(b"bench");
     CapturedEvent {
-        tag: 0,
         ktime_ns: 1_000_000,
-        cpu: 0,
         pid: 100,
         tid: 100,
         ppid: 1,
-        uid: 0,
-        gid: 0,
         comm,
         task: 0xffff_8880_0000_0000,
         args: [3, 0x7ffd_0000_1000, 0, 0, 0, 0, 0, 0],
-        vtime_ns: 0,
-        walltime_ns: 0,
-        errno: 0,
         copies: vec![CapturedMemory {
             addr: 0x7ffd_0000_1000,
             kind: MemKind::UserString,
@@ -41,16 +34,7 @@ fn event() -> CapturedEvent {
             source: CopySource::AtProbe,
             requested: None,
         }],
-        kstack: None,
-        ustack: None,
-        ustack_files: None,
-        ustack_regs: None,
-        uregs: None,
-        retry_armed: false,
-        handed_over: false,
-        execargs: None,
-        ancestors: None,
-        paths: Vec::new(),
+        ..Default::default()
     }
 }
 

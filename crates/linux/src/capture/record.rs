@@ -57,8 +57,9 @@ pub enum UserFrame {
 /// A build-id user stack, or the helper's negative errno.
 pub type FileStackCapture = std::result::Result<Vec<UserFrame>, i64>;
 
-/// One probe firing, decoded.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// One probe firing, decoded. (`Default`: every field zero or absent, for tests and synthetic
+/// firings.)
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CapturedEvent {
     /// The tag given when the probe was enabled (the framework's probe id).
     pub tag: u32,

@@ -573,7 +573,6 @@ mod tests {
             task: 0xffff_8888_0000_1000,
             args: [1, 0x7fff_0000, 3, 4, 5, 6, 7, 8],
             vtime_ns: 55,
-            walltime_ns: 0,
             errno: 2,
             copies: vec![
                 Copy {
@@ -593,14 +592,7 @@ mod tests {
             ],
             kstack: Some(Ok(vec![0xffff_ffff_8100_0000])),
             ustack: Some(Err(-14)),
-            ustack_files: None,
-            ustack_regs: None,
-            uregs: None,
-            retry_armed: false,
-            handed_over: false,
-            execargs: None,
-            ancestors: None,
-            paths: Vec::new(),
+            ..Default::default()
         }
     }
 

@@ -474,30 +474,10 @@ mod tests {
     fn event(tag: u32, pid: u32) -> Box<CapturedEvent> {
         Box::new(CapturedEvent {
             tag,
-            ktime_ns: 0,
-            cpu: 0,
             pid,
             tid: pid,
             ppid: 1,
-            uid: 0,
-            gid: 0,
-            comm: [0; 16],
-            task: 0,
-            args: [0; crate::capture::layout::NARGS],
-            vtime_ns: 0,
-            walltime_ns: 0,
-            errno: 0,
-            copies: Vec::new(),
-            kstack: None,
-            ustack: None,
-            ustack_files: None,
-            ustack_regs: None,
-            uregs: None,
-            retry_armed: false,
-            handed_over: false,
-            execargs: None,
-            ancestors: None,
-            paths: Vec::new(),
+            ..Default::default()
         })
     }
 

@@ -10,18 +10,13 @@ fn event(comm: &[u8], kstack: Option<Vec<u64>>, ustack: Vec<u64>, execargs: bool
     CapturedEvent {
         tag: 3,
         ktime_ns: 9_000,
-        cpu: 0,
         pid: 40,
         tid: 41,
         ppid: 1,
-        uid: 0,
-        gid: 0,
         comm: c,
         task: 0xffff_8888_0000_2000,
         args: [9, 8, 7, 6, 5, 4, 3, 2],
         vtime_ns: 77,
-        walltime_ns: 0,
-        errno: 0,
         copies: vec![
             Copy {
                 addr: 0x7fff_1000,
@@ -47,14 +42,9 @@ fn event(comm: &[u8], kstack: Option<Vec<u64>>, ustack: Vec<u64>, execargs: bool
         ],
         kstack: kstack.map(Ok),
         ustack: Some(Ok(ustack)),
-        ustack_files: None,
-        ustack_regs: None,
-        uregs: None,
-        retry_armed: false,
-        handed_over: false,
         execargs: execargs.then(|| Ok(b"sh\0-c\0true\0".to_vec())),
         ancestors: Some(vec![1, 40]),
-        paths: Vec::new(),
+        ..Default::default()
     }
 }
 

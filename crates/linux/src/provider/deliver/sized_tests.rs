@@ -8,30 +8,9 @@ use dtrace_dif::vm::Memory;
 fn event_with(copy: Copy) -> CapturedEvent {
     CapturedEvent {
         tag: 1,
-        ktime_ns: 0,
-        cpu: 0,
         pid: std::process::id(),
-        tid: 0,
-        ppid: 0,
-        uid: 0,
-        gid: 0,
-        comm: [0; 16],
-        task: 0,
-        args: [0; 8],
-        vtime_ns: 0,
-        walltime_ns: 0,
-        errno: 0,
         copies: vec![copy],
-        kstack: None,
-        ustack: None,
-        ustack_files: None,
-        ustack_regs: None,
-        uregs: None,
-        retry_armed: false,
-        handed_over: false,
-        execargs: None,
-        ancestors: None,
-        paths: Vec::new(),
+        ..Default::default()
     }
 }
 
