@@ -159,8 +159,10 @@ fn copyinstr_in_records_built_at_the_probe_prints_as_in_dtrace() {
     }
     let cmd = opener("kstr-records");
     let out = same_both_ways(
-        "syscall::openat:entry /pid == $target/ { printf(\"%s|%s|%d\\n\", execname, \
-         copyinstr(arg1), arg3); trace(copyinstr(arg1, 5)); }",
+        // One line per firing: the firings of a thread that moved between CPUs print in the
+        // order their buffers are read (as DTrace's), so lines, not the output, compare.
+        "syscall::openat:entry /pid == $target/ { trace(copyinstr(arg1, 5)); \
+         printf(\"|%s|%s|%d\\n\", execname, copyinstr(arg1), arg3); }",
         &[],
         &cmd,
         &[(1, RECORDS)],
