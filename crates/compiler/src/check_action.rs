@@ -365,6 +365,7 @@ impl<'o> Checker<'o> {
             }
             _ => {
                 let t = self.cook(e)?;
+                self.refuse_translated_pointer(&t)?;
                 let mut p = Plan::new(ActionKind::DifExpr, Some(t));
                 p.void_result = true;
                 plans.push(p);
@@ -820,6 +821,7 @@ impl<'o> Checker<'o> {
                     );
                 }
                 let v = self.cook(&args[0])?;
+                self.refuse_translated_pointer(&v)?;
                 if self.types.is_void(v.ty) {
                     return err(
                         ErrTag::D_TRACE_VOID,

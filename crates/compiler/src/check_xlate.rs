@@ -2,8 +2,11 @@
 //! and cook to an unexpanded [`TK::Xlate`]. A member of it (`xlate<T *>(e)->m`, `curpsinfo->pr_pid`)
 //! is the translator's conversion for `m` with the translator's parameter bound to `e`, so it
 //! compiles to the plain loads the conversion names (nothing is built). Any other use of a
-//! translation (`this->ps = xlate<psinfo_t>(curthread)`, `trace(curpsinfo)`, `*curpsinfo`) expands
-//! it into [`TK::XlateStruct`]: the whole struct built in scratch, member by member.
+//! translation (`this->ps = xlate<psinfo_t>(curthread)`, `*curpsinfo`) expands it into
+//! [`TK::XlateStruct`]: the whole struct built in scratch, member by member. A translated pointer
+//! is no value of its own: an expression compiled by itself (a statement, a predicate, `trace()`'s
+//! argument) that ends in one (`xlate<psinfo_t *>(curthread);`, `trace(curpsinfo)`) is DTrace's
+//! `D_CG_DYN`.
 //!
 //! Inline associative arrays (`fds[fd]`) live here too: their body, usually a translation, is
 //! cooked at each use with the parameters bound to the keys.
@@ -219,6 +222,20 @@ impl Checker<'_> {
             );
         }
         Ok(x)
+    }
+
+    /// `D_CG_DYN` when `e`, an expression compiled by itself (a statement, a predicate, an
+    /// action's value), evaluates to a translated pointer (`xlate<T *>(x)`, `curpsinfo`): the
+    /// pointer is to data built only for a member's use, so DTrace refuses it as a result.
+    pub(crate) fn refuse_translated_pointer(&self, e: &TExpr) -> CResult<()> {
+        if matches!(e.kind, TK::Xlate(..) | TK::XlateStruct(..)) && self.types.is_pointer(e.ty) {
+            return err(
+                ErrTag::D_CG_DYN,
+                e.line,
+                "expression cannot evaluate to result of a translated pointer",
+            );
+        }
+        Ok(())
     }
 
     /// `name[keys]` for an inline associative array: the keys checked against its parameters as
