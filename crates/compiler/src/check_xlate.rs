@@ -5,8 +5,9 @@
 //! translation (`this->ps = xlate<psinfo_t>(curthread)`, `*curpsinfo`) expands it into
 //! [`TK::XlateStruct`]: the whole struct built in scratch, member by member. A translated pointer
 //! is no value of its own: an expression compiled by itself (a statement, a predicate, `trace()`'s
-//! argument) that ends in one (`xlate<psinfo_t *>(curthread);`, `trace(curpsinfo)`) is DTrace's
-//! `D_CG_DYN`.
+//! argument) that ends in one (`xlate<mine_t *>(curthread);`) is DTrace's `D_CG_DYN`, unless the
+//! translation is the D library's (`trace(curcpu)` traces the pointer, as DTrace for Linux's
+//! `curcpu` is real data there).
 //!
 //! Inline associative arrays (`fds[fd]`) live here too: their body, usually a translation, is
 //! cooked at each use with the parameters bound to the keys.
@@ -224,18 +225,24 @@ impl Checker<'_> {
         Ok(x)
     }
 
-    /// `D_CG_DYN` when `e`, an expression compiled by itself (a statement, a predicate, an
-    /// action's value), evaluates to a translated pointer (`xlate<T *>(x)`, `curpsinfo`): the
-    /// pointer is to data built only for a member's use, so DTrace refuses it as a result.
-    pub(crate) fn refuse_translated_pointer(&self, e: &TExpr) -> CResult<()> {
-        if matches!(e.kind, TK::Xlate(..) | TK::XlateStruct(..)) && self.types.is_pointer(e.ty) {
-            return err(
-                ErrTag::D_CG_DYN,
-                e.line,
-                "expression cannot evaluate to result of a translated pointer",
-            );
+    /// Cooks `e`, an expression compiled by itself (a statement, a predicate, an action's value):
+    /// `D_CG_DYN` when it evaluates to a translated pointer (`xlate<T *>(x)`), which points at
+    /// data built only for a member's use, so DTrace refuses it as a result. The D library's
+    /// translations are exempt: they stand for data DTrace for Linux keeps itself (`curcpu`).
+    pub(crate) fn cook_result(&mut self, e: &Expr) -> CResult<TExpr> {
+        let t = self.cook_any(e)?;
+        if let TK::Xlate(i, _) = &t.kind {
+            let library = self.translators.get(*i).is_some_and(|x| x.library);
+            if !library && self.types.is_pointer(t.ty) {
+                return err(
+                    ErrTag::D_CG_DYN,
+                    t.line,
+                    "expression cannot evaluate to result of a translated pointer",
+                );
+            }
+            return self.expand_xlate(t);
         }
-        Ok(())
+        Ok(t)
     }
 
     /// `name[keys]` for an inline associative array: the keys checked against its parameters as
