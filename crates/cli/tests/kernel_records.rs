@@ -4,7 +4,8 @@
 //! DTRACE_KERNEL_RECORDS=0; the entry/return idiom with a printf runs whole in the kernel; a
 //! clause sharing a probe with one that runs in dtrace builds its records there too (records keep
 //! the clauses' order); `exit()` at the probe stops every kernel clause at that firing; a full
-//! ring counts drops as DTrace reports them; `-v` says where.
+//! ring counts drops as DTrace reports them, and what it loses after `exit()` (firings DTrace, draining,
+//! never makes) is no drop; `-v` says where.
 
 mod common;
 use common::{clause_lines, dtrace, have_gcc, kernel_ok};
@@ -204,4 +205,22 @@ fn exit_in_a_timer_clause_leaves_kernel_clauses_alone() {
     let (rc, out, err) = dtrace(&["-qn", script]);
     assert_eq!(rc, 0, "{err}");
     assert_eq!(out.trim(), "12345678910");
+}
+
+#[test]
+fn what_the_ring_loses_after_exit_is_no_drop() {
+    let t = "what_the_ring_loses_after_exit_is_no_drop";
+    if !kernel_ok(t) {
+        return;
+    }
+    // The first write exits; dd's million more 1-byte writes then flood the ring, which dtrace no
+    // longer empties (clauses run in dtrace here) until it has ended. DTrace drains after exit():
+    // those firings never happen there, so no drop is reported, only the first write's line.
+    let cmd = "dd if=/dev/zero of=/dev/null bs=1 count=1000000 status=none";
+    let script = "syscall::write:entry /pid == $target/ { printf(\"%d\\n\", arg2); exit(0); }";
+    let (rc, out, err) =
+        common::dtrace_with_env(&[(SWITCH, "0")], &["-q", "-n", script, "-c", cmd]);
+    assert_eq!(rc, 0, "{err}");
+    assert_eq!(out.trim(), "1", "{err}");
+    assert!(!err.contains("drop"), "{err}");
 }

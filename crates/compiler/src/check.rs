@@ -527,7 +527,7 @@ impl<'o> Checker<'o> {
 
     fn cook_pred(&mut self, c: &Clause) -> CResult<Option<TExpr>> {
         let Some(p) = &c.pred else { return Ok(None) };
-        let e = self.cook(p)?;
+        let e = self.cook_result(p)?;
         if !self.types.is_scalar(e.ty) {
             return Err(CompileError::new(
                 ErrTag::D_PRED_SCALAR,

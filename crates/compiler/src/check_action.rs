@@ -364,7 +364,7 @@ impl<'o> Checker<'o> {
                 )
             }
             _ => {
-                let t = self.cook(e)?;
+                let t = self.cook_result(e)?;
                 let mut p = Plan::new(ActionKind::DifExpr, Some(t));
                 p.void_result = true;
                 plans.push(p);
@@ -819,7 +819,7 @@ impl<'o> Checker<'o> {
                         "trace( ) may not be applied to a dynamic expression",
                     );
                 }
-                let v = self.cook(&args[0])?;
+                let v = self.cook_result(&args[0])?;
                 if self.types.is_void(v.ty) {
                     return err(
                         ErrTag::D_TRACE_VOID,

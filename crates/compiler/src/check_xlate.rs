@@ -2,8 +2,12 @@
 //! and cook to an unexpanded [`TK::Xlate`]. A member of it (`xlate<T *>(e)->m`, `curpsinfo->pr_pid`)
 //! is the translator's conversion for `m` with the translator's parameter bound to `e`, so it
 //! compiles to the plain loads the conversion names (nothing is built). Any other use of a
-//! translation (`this->ps = xlate<psinfo_t>(curthread)`, `trace(curpsinfo)`, `*curpsinfo`) expands
-//! it into [`TK::XlateStruct`]: the whole struct built in scratch, member by member.
+//! translation (`this->ps = xlate<psinfo_t>(curthread)`, `*curpsinfo`) expands it into
+//! [`TK::XlateStruct`]: the whole struct built in scratch, member by member. A translated pointer
+//! is no value of its own: an expression compiled by itself (a statement, a predicate, `trace()`'s
+//! argument) that ends in one (`xlate<mine_t *>(curthread);`) is DTrace's `D_CG_DYN`, unless the
+//! translation is the D library's (`trace(curcpu)` traces the pointer, as DTrace for Linux's
+//! `curcpu` is real data there).
 //!
 //! Inline associative arrays (`fds[fd]`) live here too: their body, usually a translation, is
 //! cooked at each use with the parameters bound to the keys.
@@ -219,6 +223,26 @@ impl Checker<'_> {
             );
         }
         Ok(x)
+    }
+
+    /// Cooks `e`, an expression compiled by itself (a statement, a predicate, an action's value):
+    /// `D_CG_DYN` when it evaluates to a translated pointer (`xlate<T *>(x)`), which points at
+    /// data built only for a member's use, so DTrace refuses it as a result. The D library's
+    /// translations are exempt: they stand for data DTrace for Linux keeps itself (`curcpu`).
+    pub(crate) fn cook_result(&mut self, e: &Expr) -> CResult<TExpr> {
+        let t = self.cook_any(e)?;
+        if let TK::Xlate(i, _) = &t.kind {
+            let library = self.translators.get(*i).is_some_and(|x| x.library);
+            if !library && self.types.is_pointer(t.ty) {
+                return err(
+                    ErrTag::D_CG_DYN,
+                    t.line,
+                    "expression cannot evaluate to result of a translated pointer",
+                );
+            }
+            return self.expand_xlate(t);
+        }
+        Ok(t)
     }
 
     /// `name[keys]` for an inline associative array: the keys checked against its parameters as

@@ -17,6 +17,10 @@ const DECL_WORDS: &[&str] = &[
     "string", "struct", "union", "enum", "_Bool",
 ];
 
+/// The scopes a type name may carry (`D`t`, `C`t`, `vmlinux`t`): DTrace's containers for the
+/// program's own types, C's, and the kernel's.
+const TYPE_SCOPES: &[&str] = &["D", "C", "vmlinux"];
+
 /// Maximum nesting of expressions (recursion guard against hostile input).
 const MAX_DEPTH: u32 = 100;
 
@@ -501,9 +505,46 @@ impl<'a> Parser<'a> {
                         "self" | "this" | "typedef" | "extern" | "static"
                     ))
                     || self.typenames.contains(&s)
+                    || self.unscoped_type(&s).is_some()
             }
             _ => false,
         })
+    }
+
+    /// The type name a scoped one stands for: `D`dqstr_t` (a type the program declares), `C`int`
+    /// (a C type), `vmlinux`pid_t` (a kernel type). DTrace keeps those in separate containers
+    /// named by the scope; here they share one namespace, so the scope is checked and dropped.
+    /// `None` for anything else (a scoped symbol such as `vmlinux`max_pfn`).
+    fn unscoped_type(&self, w: &str) -> Option<String> {
+        let (scope, name) = w.split_once('`')?;
+        if !TYPE_SCOPES.contains(&scope) || name.contains('`') {
+            return None;
+        }
+        let base_word = matches!(
+            name,
+            "void"
+                | "char"
+                | "short"
+                | "int"
+                | "long"
+                | "float"
+                | "double"
+                | "signed"
+                | "unsigned"
+                | "string"
+                | "_Bool"
+        );
+        (base_word || self.typenames.contains(name)).then(|| name.to_string())
+    }
+
+    /// A struct, union or enum tag with its scope dropped (`struct vmlinux`task_struct`).
+    fn unscoped_tag(w: &str) -> String {
+        match w.split_once('`') {
+            Some((scope, tag)) if TYPE_SCOPES.contains(&scope) && !tag.contains('`') => {
+                tag.to_string()
+            }
+            _ => w.to_string(),
+        }
     }
 
     fn unary(&mut self) -> CResult<Expr> {
@@ -772,7 +813,7 @@ impl<'a> Parser<'a> {
         loop {
             let t = self.peek()?.clone();
             let w = match &t.tok {
-                Tok::Ident(w) => w.clone(),
+                Tok::Ident(w) => self.unscoped_type(w).unwrap_or_else(|| w.clone()),
                 _ => break,
             };
             let c = match w.as_str() {
@@ -883,7 +924,7 @@ impl<'a> Parser<'a> {
     fn sou_spec(&mut self, kind: SouKind) -> CResult<BaseType> {
         let mut name = None;
         if let Tok::Ident(s) = &self.peek()?.tok {
-            name = Some(s.clone());
+            name = Some(Self::unscoped_tag(s));
             self.next()?;
         }
         if !self.is_punct("{")? {
@@ -943,7 +984,7 @@ impl<'a> Parser<'a> {
     fn enum_spec(&mut self) -> CResult<BaseType> {
         let mut name = None;
         if let Tok::Ident(s) = &self.peek()?.tok {
-            name = Some(s.clone());
+            name = Some(Self::unscoped_tag(s));
             self.next()?;
         }
         if !self.eat("{")? {

@@ -1205,3 +1205,35 @@ fn variables_named_as_d_functions() {
     .unwrap_err();
     assert_eq!(e.tag, ErrTag::D_DECL_IDRED);
 }
+
+/// An expression compiled by itself (a statement, a predicate, `trace()`'s value) may not end in a
+/// translated pointer: DTrace's `D_CG_DYN` (the Errtag/D_CG_DYN assertion: "An expression cannot
+/// evaluate to result of dynamic type"). A member of the same translation stays legal, and so does a
+/// pointer the D library translates.
+#[test]
+fn a_translated_pointer_is_no_result_of_its_own() {
+    let xl =
+        "struct i { int a; }; struct o { int b; }; translator struct o < int I > { b = I; };\n";
+    let msg = "line 2: expression cannot evaluate to result of a translated pointer";
+    golden(
+        &format!("{xl}BEGIN {{ xlate < struct o * > (0); exit(0); }}"),
+        ErrTag::D_CG_DYN,
+        msg,
+    );
+    golden(
+        &format!("{xl}BEGIN {{ trace(xlate < struct o * > (1)); }}"),
+        ErrTag::D_CG_DYN,
+        msg,
+    );
+    golden(
+        &format!("{xl}BEGIN / xlate < struct o * > (1) / {{ exit(0); }}"),
+        ErrTag::D_CG_DYN,
+        msg,
+    );
+    let ok =
+        format!("{xl}BEGIN {{ trace(xlate < struct o * > (1)->b); x = xlate < struct o > (1); }}");
+    assert!(compile(&ok, &CompileOptions::default()).is_ok(), "{ok}");
+    // the D library's translations stand for real data (DTrace for Linux's `curcpu`)
+    let lib = "BEGIN { trace(curcpu); exit(curcpu != 0 ? 0 : 1); }";
+    assert!(compile(lib, &CompileOptions::default()).is_ok(), "{lib}");
+}

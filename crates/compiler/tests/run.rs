@@ -947,3 +947,37 @@ fn a_string_plus_an_integer_skips_characters() {
     );
     assert_eq!(v, ["bcdef", "2", "z", "f"]);
 }
+
+/// A type name may carry the scope of the container DTrace keeps it in: `D`t` for the program's
+/// own types, `C`t` for C's, `struct vmlinux`tag` for the kernel's; the scoped name is the same
+/// type as the bare one, in casts, `sizeof` and declarations.
+#[test]
+fn scoped_type_names_name_the_same_types() {
+    let p = compile(
+        r#"
+        typedef struct dq { unsigned int hash; unsigned int len; } dq_t;
+        BEGIN {
+            trace(sizeof (D`dq_t));
+            trace(sizeof (C`int));
+            trace(((D`dq_t *)arg0)->len);
+            trace((C`char)0x141);
+            trace(sizeof (struct D`dq));
+        }
+    "#,
+        &CompileOptions::default(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let mut r = Run::new();
+    let base = 0x1000u64;
+    let mut bytes = vec![0u8; 8];
+    bytes[4..8].copy_from_slice(&7u32.to_ne_bytes());
+    r.mem.kernel.insert(base, bytes);
+    r.ctx.args = vec![base];
+    assert_eq!(r.fire(&p), ["8", "4", "7", "65", "8"]);
+    // a scope that names no type container leaves a symbol reference (not a type)
+    let e = compile(
+        "typedef int t; BEGIN { trace(sizeof (nosuchscope`t)); }",
+        &CompileOptions::default(),
+    );
+    assert!(e.is_err());
+}

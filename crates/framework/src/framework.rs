@@ -1065,6 +1065,11 @@ impl Framework {
             .collect()
     }
 
+    /// Whether `exit()` was called: tracing drains, and no probe but END fires any more.
+    pub fn draining(&self) -> bool {
+        self.status.exit_status.is_some()
+    }
+
     /// The status counters.
     pub fn status(&mut self) -> Status {
         let mut s = self.status;

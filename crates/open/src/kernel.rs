@@ -24,8 +24,12 @@ const RING_ORDER_SLACK_NS: u64 = 10_000_000;
 pub struct KernelTracer {
     inner: FrameworkTracer,
     linux: LinuxTracing,
-    /// Kernel drops per CPU already reported.
+    /// Kernel drops per CPU already reported (or lost before tracing went).
     reported_drops: Vec<u64>,
+    /// The kernel's drop counts per CPU when `exit()` was first seen: from then on the ring is no
+    /// longer pumped, and what it loses are firings after the exit, which DTrace (draining) never
+    /// records, so they are no drops of its.
+    drops_at_exit: Option<Vec<u64>>,
     /// When (framework clock) the last pump of the kernel's ring began: events before it have been
     /// delivered, later ones may still be in the ring.
     pumped_from: Option<u64>,
@@ -102,6 +106,7 @@ impl KernelTracer {
             inner,
             linux,
             reported_drops: Vec::new(),
+            drops_at_exit: None,
             pumped_from: None,
             kernel_exit_seen: None,
             kernel_agg_drops: Vec::new(),
@@ -192,6 +197,16 @@ impl KernelTracer {
     /// after tracing began, see `dtrace_linux::provider::file_usdt`): their providers are
     /// registered and the enabled descriptions matched again, creating their probes; then the
     /// events that waited for them fire.
+    /// Keeps the kernel's drop counts at the first `exit()` seen (see `drops_at_exit`). A `fill`
+    /// buffer that filled is no exit: what the ring loses after it are drops the framework would
+    /// have counted itself.
+    fn note_drops_at_exit(&mut self) -> Result<()> {
+        if self.drops_at_exit.is_none() && self.inner.framework().draining() {
+            self.drops_at_exit = Some(self.linux.cpu_drops().map_err(be)?);
+        }
+        Ok(())
+    }
+
     fn adopt_new_processes(&mut self) -> Result<()> {
         let pids = self
             .linux
@@ -322,6 +337,13 @@ impl Tracer for KernelTracer {
         Ok(info)
     }
     fn go(&mut self) -> Result<()> {
+        // Probes fire from the moment they are attached, DTrace's only once tracing goes: what the
+        // ring caught meanwhile is emptied now (the framework, not active yet, fires none of it),
+        // so that it leaves room for the first firings, and what it lost is no drop of DTrace's.
+        self.linux
+            .pump(self.inner.framework(), 0)
+            .map_err(|e| ConsumerError::Backend(e.to_string()))?;
+        self.reported_drops = self.linux.cpu_drops().map_err(be)?;
         self.inner.go()?;
         // BEGIN has fired: nothing captured before it is delivered, nor aggregated.
         self.linux.go_live();
@@ -340,10 +362,13 @@ impl Tracer for KernelTracer {
     }
     fn switch_buffers(&mut self) -> Result<Vec<BufferSnapshot>> {
         let mut snaps = self.inner.switch_buffers()?;
-        let now = self
-            .linux
-            .cpu_drops()
-            .map_err(|e| ConsumerError::Backend(e.to_string()))?;
+        let now = match &self.drops_at_exit {
+            Some(at_exit) => at_exit.clone(),
+            None => self
+                .linux
+                .cpu_drops()
+                .map_err(|e| ConsumerError::Backend(e.to_string()))?,
+        };
         self.reported_drops.resize(now.len(), 0);
         for (cpu, (&n, seen)) in now.iter().zip(self.reported_drops.iter_mut()).enumerate() {
             let new = n.saturating_sub(*seen);
@@ -389,6 +414,7 @@ impl Tracer for KernelTracer {
             self.linux
                 .pump(self.inner.framework(), 0)
                 .map_err(|e| ConsumerError::Backend(e.to_string()))?;
+            self.note_drops_at_exit()?;
             self.adopt_new_processes()?;
             // An exit() run in the kernel whose record the ring had no room for. The flag is set
             // before the exiting firing's records are committed: the framework exits on the
@@ -419,6 +445,7 @@ impl Tracer for KernelTracer {
         }
         if self.inner.exit_requested() {
             self.linux.kernel_aggregations_on(false).map_err(be)?;
+            self.note_drops_at_exit()?;
         }
         Ok(())
     }

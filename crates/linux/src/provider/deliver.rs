@@ -422,6 +422,11 @@ impl LinuxTracing {
         // firing.
         let mut ctx = FiringContext::default();
         for d in deliveries {
+            // After exit() nothing fires: the rest of the batch is of no use (and the ring's
+            // drops from now on are of firings DTrace would not have made).
+            if fw.draining() {
+                break;
+            }
             // The probe fired: the event's own, or for a file probe the process's probe it serves.
             let (fire, mut ev) = match d {
                 Delivery::Event(ev) if file_usdt::is_file_tag(ev.tag) => {
