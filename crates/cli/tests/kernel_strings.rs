@@ -207,7 +207,8 @@ fn a_clause_keeping_variables_in_the_kernel_reads_its_strings_at_the_probe_and_s
     }
     let cmd = opener("kstr-vars");
     // It cannot hand a firing over to dtrace: the strings it cannot read at the probe (the two
-    // last paths) fault there, as DTrace's copyinstr() does (kernel_strvars has more).
+    // last paths, and the first one when its page of the program's constants was not read in
+    // yet) fault there, as DTrace's copyinstr() does (kernel_strvars has more).
     let script = "syscall::openat:entry /pid == $target/ { self->n++; \
          @[copyinstr(arg1), self->n] = count(); } END { printa(\"%s %d %@d\\n\", @); }";
     let (rc, out, err) = dtrace_with_env(&[], &["-qv", "-n", script, "-c", &cmd]);
@@ -220,7 +221,12 @@ fn a_clause_keeping_variables_in_the_kernel_reads_its_strings_at_the_probe_and_s
         "{err}"
     );
     assert!(out.contains("/nonexistent/kstr-bb "), "{out}");
-    assert_eq!(error_lines(&err).len(), 2, "{err}");
+    let faults = error_lines(&err);
+    assert!((2..=3).contains(&faults.len()), "{err}");
+    assert!(
+        faults.iter().all(|l| l.contains("invalid address (0x")),
+        "{err}"
+    );
     // At a probe where such a clause runs, one copying strings without variables stays in
     // dtrace (a firing it could not read could not be handed over).
     let script = "syscall::openat:entry /pid == $target/ { self->n++; @n = count(); } \

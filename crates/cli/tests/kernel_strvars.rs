@@ -285,6 +285,21 @@ fn a_string_on_a_page_not_read_in_faults_at_the_probe_as_in_dtrace() {
     assert_eq!(rc, 0, "{ierr}");
     assert!(error_lines(&ierr).is_empty(), "{ierr}");
     assert_eq!(sorted(&out), sorted(&iout));
+    // DTrace's advice: keep the address at entry and copy the string at return, where the
+    // kernel has read it in. That runs whole in the kernel too, with no fault.
+    let out = same_both_ways(
+        "syscall::openat:entry /pid == $target/ { self->a = arg1; } \
+         syscall::openat:return /self->a/ { @[copyinstr(self->a)] = count(); self->a = 0; } \
+         END { printa(\"%s %@d\\n\", @); }",
+        &[],
+        &cmd,
+        &[(1, &whole("self->a")), (2, &whole("self->a"))],
+    );
+    assert_eq!(count_of(&out, "/nonexistent/kstrvar-a"), Some(6), "{out}");
+    assert!(
+        out.lines().any(|l| l.trim() == "1"),
+        "the empty path: {out}"
+    );
 }
 
 #[test]
