@@ -431,3 +431,89 @@ pub fn emit_string_store(
     a.bind(done);
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capture::spec::StringVars;
+
+    fn kv() -> KernelVars {
+        KernelVars {
+            map: 3,
+            drops: 4,
+            ids: vec![0x500],
+            globals: 5,
+            global_ids: vec![0x500, 0x501],
+            local_ids: Vec::new(),
+            thread_arrays: Vec::new(),
+            global_arrays: Vec::new(),
+            keys: 6,
+            key_size: key_size(8),
+            strsize: 256,
+            strings: StringVars {
+                map: 7,
+                width: 264,
+                ids: vec![0x501],
+                global_ids: vec![0x502, 0x503],
+                thread_arrays: Vec::new(),
+                global_arrays: vec![0x504],
+            },
+        }
+    }
+
+    fn calls(insns: &[crate::bpf::Insn], h: i32) -> usize {
+        insns
+            .iter()
+            .filter(|i| i.code == 0x85 && i.imm == h)
+            .count()
+    }
+
+    #[test]
+    fn string_variables_load_and_store_where_they_live() {
+        let kv = kv();
+        let key = [KeyPart::Int(-8)];
+        let array = Array {
+            thread: false,
+            var: 0x504,
+        };
+        for var in [
+            StringVar::Thread(0x501),
+            StringVar::Array(array, &key),
+            StringVar::Global(0x503),
+        ] {
+            let mut a = Asm::new();
+            emit_string_load(&mut a, &kv, var, -16).unwrap();
+            emit_string_store(&mut a, &kv, var, -16).unwrap();
+            let insns = a.finish().unwrap();
+            crate::bpf::insn::check_flow(&insns).unwrap();
+            let dynamic = !matches!(var, StringVar::Global(_));
+            // A dynamic variable: a lookup, an update, a delete (NULL frees), a drop counted;
+            // a global is read and written in place.
+            assert_eq!(
+                calls(&insns, helper::MAP_LOOKUP_ELEM) > 2,
+                dynamic,
+                "{var:?}"
+            );
+            assert_eq!(calls(&insns, helper::MAP_UPDATE_ELEM), usize::from(dynamic));
+            assert_eq!(calls(&insns, helper::MAP_DELETE_ELEM), usize::from(dynamic));
+            // The string's 264 bytes are copied word by word to the scratch, and for a global
+            // from it (a dynamic variable's update copies them).
+            let copies = insns
+                .iter()
+                .filter(|i| i.code == (op::STX | op::MEM | op::DW))
+                .count();
+            let want = if dynamic { 33 } else { 66 };
+            assert!(copies >= want, "{var:?}: {copies}");
+        }
+        // The second string global follows the integers' words and the first one's flag and
+        // string.
+        assert_eq!(string_global_offset(&kv, 1), Ok((2 * 8 + 8 + 264) as i16));
+        assert_eq!(globals_size(2, 2, 264), 2 * 8 + 2 * (8 + 264));
+        // Where a variable does not live, the context says so.
+        let mut a = Asm::new();
+        let e = emit_string_load(&mut a, &kv, StringVar::Thread(0x500), -16).unwrap_err();
+        assert!(e.contains("lives in dtrace"), "{e}");
+        let e = emit_string_store(&mut a, &kv, StringVar::Global(0x500), -16).unwrap_err();
+        assert!(e.contains("lives in dtrace"), "{e}");
+    }
+}

@@ -891,6 +891,73 @@ mod tests {
 }
 
 #[cfg(test)]
+mod string_tests {
+    use super::*;
+
+    #[test]
+    fn string_variables_are_placed_but_clause_local_strings_are_not() {
+        let src = "string g; syscall::read:entry { self->p = copyinstr(arg1); f[pid] = execname; \
+            g = \"x\"; this->s = execname; n[execname] = 1; }";
+        let p = dtrace_compiler::compile(src, &dtrace_compiler::CompileOptions::default())
+            .expect("compiles");
+        let vars = thread_vars(&p.ecbs[0], 256);
+        let by_name = |n: &str| vars.iter().find(|v| v.name == n).cloned().expect(n);
+        for n in ["self->p", "f", "g"] {
+            let v = by_name(n);
+            assert!(v.string && !v.integer && v.not_kept().is_none(), "{v:?}");
+        }
+        // An integer array keyed by a string is an integer.
+        assert!(by_name("n").integer);
+        let local = by_name("this->s").not_kept().expect("refused");
+        assert!(local.contains("clause-local string"), "{local}");
+        // Without the clause-local, the clause runs whole with its strings in the kernel.
+        let kept: Vec<ThreadVar> = vars
+            .iter()
+            .filter(|v| v.name != "this->s")
+            .cloned()
+            .collect();
+        let facts = ClauseFacts {
+            desc: "syscall::read:entry".into(),
+            vars: kept.clone(),
+            whole: Ok(()),
+            records: false,
+            faults: false,
+            probes: vec!["syscall:vmlinux:read:entry".into()],
+        };
+        let placed = place(std::slice::from_ref(&facts));
+        assert!(placed.in_kernel(0), "{placed:?}");
+        assert_eq!(placed.strings.len(), 3, "{placed:?}");
+        let kv = kernel_vars_of(
+            placed.kernel.clone(),
+            &placed.arrays,
+            &placed.strings,
+            [-1; 5],
+            24,
+            257,
+        );
+        assert_eq!(kv.strsize, 256);
+        assert_eq!(kv.strings.width, 264);
+        assert_eq!(
+            (
+                kv.strings.ids.len(),
+                kv.strings.global_ids.len(),
+                kv.strings.global_arrays.len()
+            ),
+            (1, 1, 1)
+        );
+        assert_eq!(kv.global_arrays.len(), 1, "n[] holds integers");
+        // With it, every variable of the clause stays in dtrace, saying why.
+        let facts = ClauseFacts { vars, ..facts };
+        let placed = place(&[facts]);
+        assert!(placed.kernel.is_empty());
+        let Some(Some(Err(why))) = placed.clauses.first() else {
+            unreachable!()
+        };
+        assert!(why.contains("this->s is a clause-local string"), "{why}");
+    }
+}
+
+#[cfg(test)]
 mod glob_tests {
     use super::fires_elsewhere;
     use dtrace_dif::program::ProbeDesc;
