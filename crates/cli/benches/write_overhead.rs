@@ -21,7 +21,9 @@
 //! and the time to place an entry probe on every libc function follows the table.
 //! The `copyinstr` case counts `openat(2)` calls by path (`@[copyinstr(arg1)] = count()`; the
 //! writer then opens a path that does not exist instead of writing), with the kernel paths on and
-//! off, against bpftrace's `str(args->filename)` key.
+//! off, against bpftrace's `str(args->filename)` key; and by a path kept from entry to return in
+//! a string thread-local (`self->p = copyinstr(arg1)`, `@[self->p]` at return), against
+//! bpftrace's map of strings keyed by `tid`.
 //! `cargo bench -p dtrace-cli --bench write_overhead [-- N [CASE]]`: with CASE, only the cases whose
 //! name contains it run, and not the rate ladder.
 
@@ -140,26 +142,35 @@ fn copyinstr_case(dtrace: &str, n: u64, runs: usize, have_bpftrace: bool) {
         ),
         None => println!("  {what:<44} {:>8}", "-"),
     };
-    show(
-        "dtrace @[copyinstr(arg1)] = count()",
-        added(&[dtrace, "-q", "-n", script], &env),
-    );
-    show(
-        "  the same, kernel paths off",
-        added(&[dtrace, "-q", "-n", script], &off),
-    );
-    if have_bpftrace {
-        show(
+    // The path kept in a string thread-local from entry to return (string variables in the
+    // kernel), against bpftrace's map of strings keyed by thread.
+    let var_script = "syscall::openat:entry { self->p = copyinstr(arg1); } \
+        syscall::openat:return /self->p != NULL/ { @[self->p] = count(); self->p = 0; }";
+    let cases = [
+        (
+            "dtrace @[copyinstr(arg1)] = count()",
+            script,
             "bpftrace @[str(args->filename)] = count()",
-            added(
-                &[
-                    "bpftrace",
-                    "-e",
-                    "tracepoint:syscalls:sys_enter_openat { @[str(args->filename)] = count(); }",
-                ],
-                &env,
-            ),
+            "tracepoint:syscalls:sys_enter_openat { @[str(args->filename)] = count(); }",
+        ),
+        (
+            "dtrace self->p = copyinstr(arg1) ... @[self->p]",
+            var_script,
+            "bpftrace @p[tid] = str(args->filename) ... @[@p[tid]]",
+            "tracepoint:syscalls:sys_enter_openat { @p[tid] = str(args->filename); } \
+             tracepoint:syscalls:sys_exit_openat /@p[tid] != \"\"/ { @[@p[tid]] = count(); \
+             delete(@p[tid]); }",
+        ),
+    ];
+    for (name, script, bname, bscript) in cases {
+        show(name, added(&[dtrace, "-q", "-n", script], &env));
+        show(
+            "  the same, kernel paths off",
+            added(&[dtrace, "-q", "-n", script], &off),
         );
+        if have_bpftrace {
+            show(bname, added(&["bpftrace", "-e", bscript], &env));
+        }
     }
 }
 

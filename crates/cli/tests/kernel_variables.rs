@@ -100,11 +100,11 @@ fn a_thread_local_used_in_dtrace_keeps_all_its_clauses_there() {
             "clause {n}: {err}"
         );
     }
-    // A string is not kept in the kernel, nor a variable a BEGIN clause uses.
+    // A clause-local string is not kept in the kernel, nor a variable a BEGIN clause uses.
     for (script, why) in [
         (
-            "syscall::write:entry /pid == $target/ { self->s = execname; }",
-            "self->s is not an integer",
+            "syscall::write:entry /pid == $target/ { this->s = execname; @[this->s] = count(); }",
+            "this->s is a clause-local string",
         ),
         (
             "BEGIN { self->n = 1; } syscall::write:entry /pid == $target/ { self->n = 2; }",

@@ -28,9 +28,16 @@
 //! ([`ProbeContext::emit_string_scratch`], one [`string_scratch_width`] slot per call site of the
 //! object); the DIF register holds the string's address there, which only string uses (compares,
 //! a returned value) read (see `copyin`).
+//!
+//! String-valued D variables (`self->s`, `s`, `a[k]` of strings) are asked of the context too
+//! ([`ProbeContext::emit_string_load`], [`ProbeContext::emit_string_store`], see `strvars`): a
+//! load copies the variable's string into a scratch slot and the register holds its address, or
+//! 0 (NULL) when the variable holds none, as the interpreter's loads give; compares take NULL as
+//! the empty string, a record or key of NULL faults, a store of NULL frees the variable.
 
 mod copyin;
 mod strings;
+mod strvars;
 #[cfg(test)]
 mod tests;
 
@@ -203,6 +210,31 @@ pub trait ProbeContext {
         let _ = (a, array, key, value_at);
         Err("associative arrays live in dtrace".into())
     }
+    /// Emits code that copies string variable `var` (its whole [`string_scratch_width`] bytes,
+    /// NUL-terminated within `strsize` and zero-padded) to the scratch slot whose address is at
+    /// `fp + dst_at`, and leaves 1 in r0; or leaves 0 in r0 when the variable holds no string
+    /// (a dynamic variable never stored or freed, a global set to NULL: the interpreter's NULL),
+    /// the slot untouched. A global never stored holds the empty string. Same registers and
+    /// stack as [`ProbeContext::emit_builtin`]. `Err` says why the variable cannot be read here
+    /// (by default: string variables live in dtrace).
+    fn emit_string_load(&self, a: &mut Asm, var: StringVar<'_>, dst_at: i16) -> Result<(), String> {
+        let _ = (a, var, dst_at);
+        Err("string variables live in dtrace".into())
+    }
+    /// Emits code that stores in string variable `var` the string whose scratch slot's address
+    /// is at `fp + src_at` ([`string_scratch_width`] bytes, NUL-terminated within `strsize`,
+    /// zero-padded), or NULL when that address is 0: a dynamic variable is then freed (DTrace's
+    /// rule), a global reads NULL. A dynamic variable's store may be dropped (see
+    /// [`ProbeContext::emit_dropped`]). As [`ProbeContext::emit_string_load`].
+    fn emit_string_store(
+        &self,
+        a: &mut Asm,
+        var: StringVar<'_>,
+        src_at: i16,
+    ) -> Result<(), String> {
+        let _ = (a, var, src_at);
+        Err("string variables live in dtrace".into())
+    }
     /// Emits, after a store to a dynamic variable (a thread-local or an array element), code that
     /// jumps to `abandon` when the store was dropped (the space was full): as in the
     /// interpreter, a dropped store ends the clause. Returns whether it emitted anything (by
@@ -220,6 +252,17 @@ pub struct Array {
     pub thread: bool,
     /// The variable's id in its scope.
     pub var: u32,
+}
+
+/// A string-valued D variable, as the translator hands it to the [`ProbeContext`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StringVar<'k> {
+    /// Thread-local `self->name`, by its id.
+    Thread(u32),
+    /// Global scalar `name`, by its id.
+    Global(u32),
+    /// An element of an associative array of strings, and its key.
+    Array(Array, &'k [KeyPart]),
 }
 
 /// One element of the key of an associative array (the DIF tuple), as the translator hands it
@@ -501,6 +544,9 @@ enum Kind {
     /// A string built in the context's string scratch (`copyinstr()`); the register holds its
     /// address there.
     Scratch,
+    /// A string variable's value, copied into the context's string scratch: the register holds
+    /// its address there, or 0 (NULL) when the variable held none.
+    VarStr,
     /// Different kinds on different paths: usable by nothing.
     Mixed,
 }
@@ -799,6 +845,13 @@ impl<'a> Translator<'a> {
         label
     }
 
+    /// Whether the object stores a variable (a store action, whose value nothing reads).
+    fn stores(&self) -> bool {
+        self.code
+            .iter()
+            .any(|i| matches!(i, Instr::StoreVar { .. }))
+    }
+
     fn reads_execname(&self) -> bool {
         self.code.iter().any(|i| {
             matches!(*i, Instr::LoadVar { op: Opcode::Ldgs, var, .. }
@@ -948,6 +1001,23 @@ impl<'a> Translator<'a> {
                     Kind::Execname if self.strings_ok => ValueKind::Execname,
                     Kind::StrConst(b) if self.strings_ok => ValueKind::Str(b.clone()),
                     Kind::Scratch if self.strings_ok => ValueKind::Scratch,
+                    Kind::VarStr if self.strings_ok => {
+                        // Recording NULL (a key, a trace() or printf() value) faults in the
+                        // interpreter when the action stores it: at the expression's last
+                        // instruction.
+                        let last = self.code.len().saturating_sub(1);
+                        let null = self.fault_site(last, FaultKind::BadAddr, FaultAddr::Zero);
+                        self.get(R1, rd);
+                        self.a.jmp_imm(op::JEQ, R1, 0, null);
+                        ValueKind::Scratch
+                    }
+                    // A store action's value (the string stored), which nothing reads: the
+                    // compiler gives predicates and aggregated values scalar types only.
+                    Kind::StrConst(_) | Kind::Execname | Kind::Scratch | Kind::VarStr
+                        if !self.strings_ok && self.stores() =>
+                    {
+                        ValueKind::Int
+                    }
                     _ => {
                         self.int(s, pc, rd)?;
                         ValueKind::Int
@@ -971,11 +1041,31 @@ impl<'a> Translator<'a> {
                 self.load_var(pc, s, op, var, rd)?
             }
             Instr::StoreVar {
+                op: op @ (Opcode::Stts | Opcode::Stgs),
+                var,
+                rs,
+            } if self.is_string_var(op, var) => {
+                let id = u32::from(var);
+                let (v, prefix) = match op {
+                    Opcode::Stts => (StringVar::Thread(id), "self->"),
+                    _ => (StringVar::Global(id), ""),
+                };
+                let name = self.var_name(id, prefix);
+                self.store_string(pc, s, v, rs, name)?;
+            }
+            Instr::StoreVar {
                 op: op @ (Opcode::Stts | Opcode::Stgs | Opcode::Stls),
                 var,
                 rs,
             } => {
                 let id = u32::from(var);
+                if op == Opcode::Stls && self.is_string_var(op, var) {
+                    return Err(Untranslatable::Variable {
+                        pc,
+                        name: self.var_name(id, "this->"),
+                        why: "clause-local strings live in dtrace".into(),
+                    });
+                }
                 self.int(s, pc, rs)?;
                 let at = self.frame.reg(rs & 7);
                 let (stored, prefix) = match op {
@@ -996,6 +1086,15 @@ impl<'a> Translator<'a> {
                 op: op @ (Opcode::Stgaa | Opcode::Sttaa),
                 var,
                 rs,
+            } if self.is_string_var(op, var) => {
+                let (array, key) = self.array(pc, s, op == Opcode::Sttaa, var)?;
+                let name = self.array_name(array);
+                self.store_string(pc, s, StringVar::Array(array, &key), rs, name)?;
+            }
+            Instr::StoreVar {
+                op: op @ (Opcode::Stgaa | Opcode::Sttaa),
+                var,
+                rs,
             } => {
                 self.int(s, pc, rs)?;
                 let (array, key) = self.array(pc, s, op == Opcode::Sttaa, var)?;
@@ -1011,6 +1110,11 @@ impl<'a> Translator<'a> {
                 rd,
             } => {
                 let (array, key) = self.array(pc, s, op == Opcode::Ldtaa, var)?;
+                if self.is_string_var(op, var) {
+                    let name = self.array_name(array);
+                    self.load_string(pc, s, StringVar::Array(array, &key), rd, name)?;
+                    return Ok(true);
+                }
                 self.ctx
                     .emit_array_load(&mut self.a, array, &key)
                     .map_err(|why| self.array_refused(pc, array, why))?;
@@ -1151,12 +1255,17 @@ impl<'a> Translator<'a> {
     }
 
     fn array_refused(&self, pc: usize, array: Array, why: String) -> Untranslatable {
-        let prefix = if array.thread { "self->" } else { "" };
         Untranslatable::Variable {
             pc,
-            name: format!("{}[]", self.var_name(array.var, prefix)),
+            name: self.array_name(array),
             why,
         }
+    }
+
+    /// `self->name[]` or `name[]`.
+    fn array_name(&self, array: Array) -> String {
+        let prefix = if array.thread { "self->" } else { "" };
+        format!("{}[]", self.var_name(array.var, prefix))
     }
 
     /// `R1 = R1 op R2` with DTrace's semantics (`nonzero`: R2 is a constant other than zero, so
@@ -1205,6 +1314,23 @@ impl<'a> Translator<'a> {
         let id = u32::from(var);
         let name =
             || vars::builtin_name(id).map_or_else(|| format!("variable #{id}"), String::from);
+        if dop == Opcode::Ldls && self.is_string_var(dop, var) {
+            return Err(Untranslatable::Variable {
+                pc,
+                name: self.var_name(id, "this->"),
+                why: "clause-local strings live in dtrace".into(),
+            });
+        }
+        if (dop == Opcode::Ldts || (dop == Opcode::Ldgs && id >= vars::DIF_VAR_OTHER_UBASE))
+            && self.is_string_var(dop, var)
+        {
+            let (v, prefix) = match dop {
+                Opcode::Ldts => (StringVar::Thread(id), "self->"),
+                _ => (StringVar::Global(id), ""),
+            };
+            let name = self.var_name(id, prefix);
+            return self.load_string(pc, s, v, rd, name);
+        }
         if dop == Opcode::Ldts || dop == Opcode::Ldls {
             let (loaded, prefix) = if dop == Opcode::Ldts {
                 (self.ctx.emit_thread_load(&mut self.a, id), "self->")

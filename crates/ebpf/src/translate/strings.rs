@@ -1,8 +1,10 @@
 //! String compares in translated code (`scmp`): the strings the translator follows are constants
 //! (string-table entries, the probe's names), the current thread's `execname`, read once into the
 //! fragment's frame, and strings built in the context's scratch (`copyinstr()`), whose address a
-//! DIF register holds. Bytes compare unsigned, up to `strsize`, as in the interpreter; the code is
-//! unrolled over the bytes that can differ (no loop for the verifier to bound).
+//! DIF register holds, and string variables loaded into that scratch, whose register holds 0 for
+//! NULL. As in the interpreter, NULL (such a register, or the constant 0) compares as the empty
+//! string. Bytes compare unsigned, up to `strsize`, as in the interpreter; the code is unrolled
+//! over the bytes that can differ (no loop for the verifier to bound).
 
 use super::{Kind, Untranslatable, COMM_LEN};
 use crate::insn::{op, Asm, Reg, Size, R1, R10, R2, R4, R5};
@@ -17,6 +19,8 @@ enum Src<'k> {
     Comm,
     /// A string in scratch, its address in this register.
     Ptr(Reg),
+    /// As [`Src::Ptr`], or NULL (the empty string) when the register holds 0.
+    Nullable(Reg),
 }
 
 impl Src<'_> {
@@ -25,7 +29,7 @@ impl Src<'_> {
         match self {
             Src::Const(c) => c.len() + 1,
             Src::Comm => COMM_LEN,
-            Src::Ptr(_) => strsize,
+            Src::Ptr(_) | Src::Nullable(_) => strsize,
         }
     }
 }
@@ -59,6 +63,27 @@ pub(super) fn compare(
     }
     let n = strsize.min(sx.limit(strsize)).min(sy.limit(strsize));
     let (done, ended) = (a.label(), a.label());
+    // NULL is the empty string: its compare with `s` is the sign of `-s[0]`.
+    if let Src::Nullable(r) = sx {
+        let not_null = a.label();
+        a.jmp_imm(op::JNE, r, 0, not_null);
+        if let Src::Nullable(q) = sy {
+            let y_not_null = a.label();
+            a.jmp_imm(op::JNE, q, 0, y_not_null);
+            a.mov_imm(R1, 0).ja(done);
+            a.bind(y_not_null);
+        }
+        byte(a, R1, sy, 0, strsize, comm);
+        a.alu_imm(op::NEG, R1, 0).ja(done);
+        a.bind(not_null);
+    }
+    if let Src::Nullable(r) = sy {
+        let not_null = a.label();
+        a.jmp_imm(op::JNE, r, 0, not_null);
+        byte(a, R1, sx, 0, strsize, comm);
+        a.ja(done);
+        a.bind(not_null);
+    }
     let mut ends = false;
     for i in 0..n {
         let same = a.label();
@@ -116,6 +141,9 @@ fn source<'k>(
         ),
         Kind::Execname => (Src::Comm, None),
         Kind::Scratch => (Src::Ptr(reg), Some(slot)),
+        Kind::VarStr => (Src::Nullable(reg), Some(slot)),
+        // NULL (`s == NULL`): the interpreter compares it as the empty string.
+        Kind::Int(Some(0)) => (Src::Const(b""), None),
         _ => {
             return Err(Untranslatable::Value {
                 pc,
@@ -138,7 +166,7 @@ fn byte(a: &mut Asm, dst: Reg, src: Src<'_>, i: usize, strsize: usize, comm: i16
         Src::Comm => {
             a.load(Size::B, dst, R10, comm + i as i16);
         }
-        Src::Ptr(r) => {
+        Src::Ptr(r) | Src::Nullable(r) => {
             a.load(Size::B, dst, r, i as i16);
         }
     }

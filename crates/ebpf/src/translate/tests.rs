@@ -314,6 +314,13 @@ fn interpret(obj: &DifObject, p: &Probe) -> Option<bool> {
 
 /// The interpreter's value, or its fault.
 fn interpret_result(obj: &DifObject, p: &Probe) -> Result<u64, dtrace_dif::vm::Fault> {
+    let (mut ctx, mut mem) = fake_env(p);
+    let mut state = VarState::new(VmOptions::default());
+    Machine::new().run(obj, &mut state, &mut ctx, &mut mem)
+}
+
+/// The interpreter's fake context and memory for probe `p`.
+fn fake_env(p: &Probe) -> (FakeContext, FakeMemory) {
     let mut ctx = FakeContext::new();
     ctx.args = p.args.clone();
     ctx.args.resize(10, 0);
@@ -340,8 +347,7 @@ fn interpret_result(obj: &DifObject, p: &Probe) -> Result<u64, dtrace_dif::vm::F
     let mut mem = FakeMemory::new();
     mem.kernel.extend(p.kernel.iter().cloned());
     mem.user.extend(p.user.iter().cloned());
-    let mut state = VarState::new(VmOptions::default());
-    Machine::new().run(obj, &mut state, &mut ctx, &mut mem)
+    (ctx, mem)
 }
 
 /// Asserts that every instruction can be reached from the first (the verifier refuses dead code)
@@ -1265,4 +1271,221 @@ fn copyinstr_values_are_zero_padded_strings_in_scratch() {
     )
     .unwrap_err();
     assert!(e.to_string().contains("strings are built in dtrace"), "{e}");
+}
+
+/// [`Probe`] whose string variables (thread-locals and globals, by id) live in the emulator's
+/// string scratch past the translator's slots: per variable a flag word (a thread-local: set
+/// when it holds a string; a global: set when it is NULL) and its string.
+struct StrVarProbe {
+    p: Probe,
+}
+
+/// Where [`StrVarProbe`] keeps variable `id` (of the first four of each scope).
+fn strvar_at(global: bool, id: u32) -> u64 {
+    let width = string_scratch_width(257) as u64 + 8;
+    let i = u64::from(id - vars::DIF_VAR_OTHER_UBASE) + if global { 4 } else { 0 };
+    assert!(i < 8);
+    SCRATCH_ADDR + 1600 + i * width
+}
+
+impl StrVarProbe {
+    fn place(var: StringVar<'_>) -> Result<(bool, u64), String> {
+        match var {
+            StringVar::Thread(id) => Ok((false, strvar_at(false, id))),
+            StringVar::Global(id) => Ok((true, strvar_at(true, id))),
+            StringVar::Array(..) => Err("no arrays here".into()),
+        }
+    }
+
+    /// Code that empties every variable (the scratch starts as garbage).
+    fn prologue() -> Vec<Insn> {
+        let mut a = Asm::new();
+        for i in 0..8u32 {
+            let at = strvar_at(i >= 4, vars::DIF_VAR_OTHER_UBASE + i % 4);
+            a.ld_imm64(R1, at);
+            for w in (0..string_scratch_width(257) as i16 + 8).step_by(8) {
+                a.store_imm(Size::DW, R1, w, 0);
+            }
+        }
+        a.finish().unwrap()
+    }
+}
+
+impl ProbeContext for StrVarProbe {
+    fn emit_builtin(&self, a: &mut Asm, b: Builtin) -> Result<(), String> {
+        self.p.emit_builtin(a, b)
+    }
+
+    fn emit_execname(&self, a: &mut Asm, at: i16) -> Result<(), String> {
+        self.p.emit_execname(a, at)
+    }
+
+    fn names(&self) -> &ProbeNames {
+        self.p.names()
+    }
+
+    fn emit_string_scratch(&self, a: &mut Asm, offset: usize, len: usize) -> Result<(), String> {
+        if offset + len > 1600 {
+            return Err("out of string scratch".into());
+        }
+        self.p.emit_string_scratch(a, offset, len)
+    }
+
+    fn emit_string_load(&self, a: &mut Asm, var: StringVar<'_>, dst: i16) -> Result<(), String> {
+        let (global, at) = Self::place(var)?;
+        let (null, done) = (a.label(), a.label());
+        a.ld_imm64(R1, at).load(Size::DW, R2, R1, 0);
+        a.mov_imm(R0, 0);
+        a.jmp_imm(if global { op::JNE } else { op::JEQ }, R2, 0, null);
+        a.load(Size::DW, R3, R10, dst);
+        for w in (0..string_scratch_width(257) as i16).step_by(8) {
+            a.load(Size::DW, R2, R1, 8 + w).store(Size::DW, R3, w, R2);
+        }
+        a.mov_imm(R0, 1).ja(done);
+        a.bind(null);
+        a.mov_imm(R0, 0);
+        a.bind(done);
+        Ok(())
+    }
+
+    fn emit_string_store(&self, a: &mut Asm, var: StringVar<'_>, src: i16) -> Result<(), String> {
+        let (global, at) = Self::place(var)?;
+        let (copy, done) = (a.label(), a.label());
+        a.ld_imm64(R1, at).load(Size::DW, R3, R10, src);
+        a.jmp_imm(op::JNE, R3, 0, copy);
+        a.store_imm(Size::DW, R1, 0, i32::from(global)).ja(done);
+        a.bind(copy);
+        a.store_imm(Size::DW, R1, 0, i32::from(!global));
+        for w in (0..string_scratch_width(257) as i16).step_by(8) {
+            a.load(Size::DW, R2, R3, w).store(Size::DW, R1, 8 + w, R2);
+        }
+        a.bind(done);
+        Ok(())
+    }
+}
+
+/// Runs `setup`'s first clause's actions, then the last clause's predicate, in the interpreter
+/// (one variable state) and translated (one program, the fragments one after the other).
+fn strvar_case(setup: &str, pred: &str) {
+    let decls = "self string p; self string q; string s; string t;";
+    let src = format!(
+        "{decls} syscall::write:entry {{ {setup} }} syscall::write:entry /{pred}/ {{ @ = count(); }}"
+    );
+    let prog = dtrace_compiler::compile(&src, &dtrace_compiler::CompileOptions::default())
+        .unwrap_or_else(|e| panic!("{src}: {e:?}"));
+    let p = string_probe();
+    let (mut ctx, mut mem) = fake_env(&p);
+    let mut state = VarState::new(VmOptions::default());
+    let ctxp = StrVarProbe { p: string_probe() };
+    let mut insns = StrVarProbe::prologue();
+    for a in &prog.ecbs[0].actions {
+        let o = a.difo.as_ref().unwrap();
+        Machine::new()
+            .run(o, &mut state, &mut ctx, &mut mem)
+            .unwrap_or_else(|e| panic!("{setup}: {e:?}"));
+        let f = translate(o, &ctxp, 257, FRAME).unwrap_or_else(|e| panic!("{setup}: {e}"));
+        assert_reachable(&f.insns);
+        insns.extend(f.insns);
+    }
+    let obj = prog.ecbs[1].predicate.clone().unwrap();
+    let want = Machine::new().run(&obj, &mut state, &mut ctx, &mut mem);
+    let f = translate(&obj, &ctxp, 257, FRAME).unwrap_or_else(|e| panic!("{pred}: {e}"));
+    assert_reachable(&f.insns);
+    insns.extend(f.insns);
+    let r0 = emulate(&insns, &p);
+    match want {
+        Ok(v) => assert_eq!(r0 != 0, v != 0, "{setup} / {pred}: the interpreter's {v}"),
+        Err(e) => panic!("{setup} / {pred}: the interpreter faulted: {e:?}"),
+    }
+    assert_ne!(r0, FAULTED as u64, "{setup} / {pred}");
+}
+
+#[test]
+fn string_variables_compare_as_the_interpreter_keeps_them() {
+    let set = [
+        "self->p = copyinstr(arg1);",
+        "self->p = copyinstr(arg2, 3);",
+        "self->p = \"hello\";",
+        "self->p = \"\";",
+        "self->p = execname;",
+        "self->p = \"x\"; self->p = 0;",
+        "self->p = copyinstr(arg1); self->q = self->p;",
+        "self->q = self->p;",
+        "s = copyinstr(arg1);",
+        "s = \"hello\"; t = s; s = 0;",
+        "t = execname;",
+        ";",
+    ];
+    let preds = [
+        "self->p == \"hello\"",
+        "self->p != NULL",
+        "self->p == NULL",
+        "NULL == self->p",
+        "self->p == \"\"",
+        "self->p < \"hellp\"",
+        "self->p > \"\"",
+        "self->p == execname",
+        "self->q == self->p",
+        "self->q < self->p",
+        "self->q != NULL",
+        "s == \"hello\"",
+        "s != NULL",
+        "t == \"hello\"",
+        "t == NULL",
+        "t > s",
+        "s == self->p",
+    ];
+    for setup in set {
+        for pred in preds {
+            strvar_case(setup, pred);
+        }
+    }
+}
+
+#[test]
+fn a_null_string_variable_faults_as_a_value_and_a_string_as_one() {
+    let ctxp = StrVarProbe { p: string_probe() };
+    let src = "self string p; syscall::write:entry { @[self->p] = count(); }";
+    let prog = dtrace_compiler::compile(src, &dtrace_compiler::CompileOptions::default()).unwrap();
+    let key = prog.ecbs[0].actions[0].difo.clone().unwrap();
+    let v = translate_value(&key, &ctxp, 257, FRAME).unwrap();
+    assert_eq!(v.kind, ValueKind::Scratch);
+    assert_reachable(&v.fragment.insns);
+    // NULL: the interpreter's fault when the action stores it, at the expression's end.
+    let mut insns = StrVarProbe::prologue();
+    insns.extend(v.fragment.insns.iter().copied());
+    let (r0, stack) = emulate_frame(&insns, &ctxp.p);
+    assert_eq!(r0, FAULTED as u64);
+    let last = key.text.len() as u32 - 1;
+    assert_eq!(
+        frame_fault(&stack),
+        Some((FaultKind::BadAddr.code(), last, 0))
+    );
+    // Stored first: the string, zero-padded in scratch.
+    let store = "self string p; syscall::write:entry { self->p = copyinstr(arg1); }";
+    let prog =
+        dtrace_compiler::compile(store, &dtrace_compiler::CompileOptions::default()).unwrap();
+    let o = prog.ecbs[0].actions[0].difo.clone().unwrap();
+    let f = translate(&o, &ctxp, 257, FRAME).unwrap();
+    let mut insns = StrVarProbe::prologue();
+    insns.extend(f.insns);
+    insns.extend(v.fragment.insns.iter().copied());
+    let (r0, _, scratch) = emulate_all(&insns, &ctxp.p);
+    let at = (r0 - SCRATCH_ADDR) as usize;
+    let mut want = b"hello".to_vec();
+    want.resize(string_scratch_width(257), 0);
+    assert_eq!(&scratch[at..at + want.len()], &want[..]);
+    // A context that keeps strings in dtrace says so.
+    let e = translate(&o, &string_probe(), 257, FRAME).unwrap_err();
+    assert!(
+        e.to_string().contains("string variables live in dtrace"),
+        "{e}"
+    );
+    // Clause-local strings stay in dtrace.
+    let local = "syscall::write:entry { this->s = execname; @[this->s] = count(); }";
+    let prog =
+        dtrace_compiler::compile(local, &dtrace_compiler::CompileOptions::default()).unwrap();
+    let o = prog.ecbs[0].actions[0].difo.clone().unwrap();
+    let e = translate(&o, &ctxp, 257, FRAME).unwrap_err();
+    assert!(e.to_string().contains("clause-local strings"), "{e}");
 }

@@ -12,7 +12,7 @@ use super::codegen::{read_kernel, ProbeShape};
 use super::spec::{ArgSource, Identity, KernelFilter};
 use crate::bpf::insn::{helper, op, Asm, Label, Size, R0, R1, R10, R2, R3, R6};
 use dtrace_ebpf::translate::{
-    self, Array, Builtin, Frame, KeyPart, ProbeContext, ProbeNames, Untranslatable,
+    self, Array, Builtin, Frame, KeyPart, ProbeContext, ProbeNames, StringVar, Untranslatable,
 };
 
 /// Per predicate of a [`KernelFilter`], in its order: `Ok` when it runs in the kernel at this probe,
@@ -205,10 +205,9 @@ impl ProbeContext for ShapeContext<'_> {
 
     fn emit_string_scratch(&self, a: &mut Asm, offset: usize, len: usize) -> Result<(), String> {
         use super::spec::{MAX_KAGG_KEY, STRING_SCRATCH};
-        let map = self.strings.ok_or(
-            "strings are built at the probe only by clauses that run whole there, at probes \
-                 where no clause keeps D variables in the kernel",
-        )?;
+        let map = self
+            .strings
+            .ok_or("strings are built at the probe only by clauses that run whole there")?;
         if offset + len > STRING_SCRATCH {
             return Err(format!(
                 "its strings take more than the kernel's {STRING_SCRATCH} bytes of string scratch"
@@ -280,6 +279,21 @@ impl ProbeContext for ShapeContext<'_> {
         super::kvars::emit_array_store(a, kv, array, key, value_at)
     }
 
+    fn emit_string_load(&self, a: &mut Asm, var: StringVar<'_>, dst_at: i16) -> Result<(), String> {
+        let kv = self.kernel_strings(var)?;
+        super::kvars::emit_string_load(a, kv, var, dst_at)
+    }
+
+    fn emit_string_store(
+        &self,
+        a: &mut Asm,
+        var: StringVar<'_>,
+        src_at: i16,
+    ) -> Result<(), String> {
+        let kv = self.kernel_strings(var)?;
+        super::kvars::emit_string_store(a, kv, var, src_at)
+    }
+
     fn emit_dropped(&self, a: &mut Asm, abandon: Label) -> bool {
         if self.vars.is_none() {
             return false;
@@ -319,6 +333,28 @@ impl ShapeContext<'_> {
             })
             .ok_or("this associative array lives in dtrace")?;
         if array.thread {
+            self.current("a thread-local")?;
+        }
+        Ok(kv)
+    }
+
+    /// The kernel's variables, when string variable `var` lives there (and the probe runs for
+    /// its thread, for a thread-local).
+    fn kernel_strings(&self, var: StringVar<'_>) -> Result<&super::spec::KernelVars, String> {
+        let kv = self.vars.ok_or("string variables live in dtrace")?;
+        let s = &kv.strings;
+        let (kept, thread) = match var {
+            StringVar::Thread(id) => (s.ids.contains(&id), true),
+            StringVar::Global(id) => (s.global_ids.contains(&id), false),
+            StringVar::Array(array, _) if array.thread => {
+                (s.thread_arrays.contains(&array.var), true)
+            }
+            StringVar::Array(array, _) => (s.global_arrays.contains(&array.var), false),
+        };
+        if !kept {
+            return Err("this string variable lives in dtrace".into());
+        }
+        if thread {
             self.current("a thread-local")?;
         }
         Ok(kv)

@@ -280,8 +280,9 @@ pub fn check_clause(
         opaque_args,
         vars: Some(vars),
         // A clause keeping D variables in the kernel cannot hand a firing over to dtrace (see
-        // `emit_aggs`): its strings are not built at the probe.
-        strings: None,
+        // `emit_aggs`): it builds its strings at the probe as it runs; for another, whether its
+        // strings are built here depends on the probe's other clauses.
+        strings: c.keeps_vars.then_some(-1),
         // The maps' descriptors are not part of a translation, nor is the clock `vtimestamp`
         // is read with (its emitter does not fail once the record speaks for the thread).
         clocks: Some(Clocks {
@@ -345,9 +346,11 @@ fn reads_timestamp(c: &KernelAggClause) -> bool {
 /// capture reads it again at a syscall's return, or from the process at delivery), no clause
 /// runs here and the firing goes to dtrace, where every clause of the probe runs on the
 /// captured memory as it would with the kernel paths off. So both paths print the same. A clause
-/// keeping D variables in the kernel cannot run in dtrace: at a probe where one does, a clause
-/// copying strings stays in dtrace; so does one copying from an address other than a probe
-/// argument (it cannot be read before the clause runs).
+/// keeping D variables in the kernel cannot run in dtrace: it reads its strings as it runs, and
+/// one it cannot read faults there, as DTrace's `copyinstr()` does at the probe; at a probe
+/// where such a clause runs, a clause copying strings without variables stays in dtrace; so does
+/// one copying from an address other than a probe argument (it cannot be read before the clause
+/// runs).
 pub fn emit_aggs(
     a: &mut Asm,
     shape: &ProbeShape,
@@ -360,7 +363,7 @@ pub fn emit_aggs(
         names: &k.names,
         opaque_args: k.opaque_args,
         vars: k.vars.as_ref(),
-        strings: k.vars.is_none().then_some(k.keys),
+        strings: Some(k.keys),
         clocks: Some(Clocks {
             timestamp: TIMESTAMP,
             control: k.control,
@@ -375,7 +378,15 @@ pub fn emit_aggs(
     // The strings read before the clauses run (see above).
     let mut string_args: Vec<u8> = Vec::new();
     for (c, r) in k.clauses.iter().zip(results.iter_mut()) {
-        if !r.as_ref().is_ok_and(Translated::copies_strings) {
+        if !r.as_ref().is_ok_and(Translated::copies_strings) || c.keeps_vars {
+            continue;
+        }
+        if k.vars.is_some() {
+            *r = Err(Untranslatable::Placement(
+                "it copies strings, and a clause at the probe keeps D variables in the kernel (a \
+                 firing whose string cannot be read at the probe could not go to dtrace)"
+                    .into(),
+            ));
             continue;
         }
         match &c.string_args {
@@ -1435,6 +1446,7 @@ mod tests {
             record: None,
             after_dtrace: false,
             string_args,
+            keeps_vars: false,
         };
         // Read at the start: a string that cannot be read sets the hand-over flag, and the
         // record path (none otherwise here) then records the firing with the flag.
@@ -1501,6 +1513,7 @@ mod tests {
                 record: Some(record(value.clone())),
                 after_dtrace: false,
                 string_args: Ok(Vec::new()),
+                keeps_vars: false,
             };
             let (insns, report) = program(clause, None);
             assert_eq!(report, vec![Ok(())]);
@@ -1555,6 +1568,7 @@ mod tests {
             record: Some(record),
             after_dtrace: false,
             string_args: Ok(Vec::new()),
+            keeps_vars: false,
         };
         let (insns, report) = program(clause.clone(), None);
         assert_eq!(report, vec![Ok(())]);

@@ -22,10 +22,18 @@
 //! map, read and written in place (no helper call): zero until stored, never freed. Integer
 //! clause-locals (`this->`) are stack slots of the probe's program, zeroed when a firing starts,
 //! so they live for the firing and are shared by its kernel clauses, as the framework's are.
+//!
+//! String-valued variables (`spec::StringVars`): thread-locals and array elements of strings
+//! live in a second hash map, keyed as the first, whose values are the strings' `width` bytes
+//! (NUL-terminated within `strsize`, zero-padded, as the translator's string scratch holds
+//! them), so a store is one map update straight from the scratch and a load one copy into it;
+//! no entry is NULL (never stored, or stored 0 and freed). Global string scalars follow the
+//! integer globals in the globals' value, each a flag word (set: NULL) and its string: zero
+//! until stored, the empty string, as the interpreter's globals.
 
 use super::spec::KernelVars;
 use crate::bpf::insn::{helper, op, Asm, Label, Size, R0, R1, R10, R2, R3, R4, R9};
-use dtrace_ebpf::translate::{string_key_width, Array, KeyPart, COMM_LEN};
+use dtrace_ebpf::translate::{string_key_width, Array, KeyPart, StringVar, COMM_LEN};
 
 /// Bytes of a value: the integer.
 pub const VALUE_SIZE: u32 = 8;
@@ -282,4 +290,230 @@ pub fn emit_load(a: &mut Asm, kv: &KernelVars, var: u32) -> Result<(), String> {
 /// map counts a drop.
 pub fn emit_store(a: &mut Asm, kv: &KernelVars, var: u32, value_at: i16) -> Result<(), String> {
     emit_update(a, kv, true, var, &[], value_at)
+}
+
+/// Most global string scalars kept in the kernel (their flags and strings follow the integers
+/// in the globals' value, whose offsets the instructions hold in 16 bits).
+pub const MAX_STRING_GLOBALS: usize = 64;
+
+/// Bytes of the globals' value: the integers' words (at least one), then each string global's
+/// flag word and `width` bytes.
+pub fn globals_size(int_globals: usize, string_globals: usize, width: u32) -> u32 {
+    let ints = 8 * int_globals.clamp(1, MAX_GLOBALS);
+    let strings = string_globals.min(MAX_STRING_GLOBALS) * (8 + width as usize);
+    (ints + strings) as u32
+}
+
+/// The offset of string global `index`'s flag word in the globals' value (its string follows).
+fn string_global_offset(kv: &KernelVars, index: usize) -> Result<i16, String> {
+    let at = globals_size(kv.global_ids.len(), index, kv.strings.width) as usize;
+    i16::try_from(at + 8 + kv.strings.width as usize)
+        .ok()
+        .filter(|_| index < MAX_STRING_GLOBALS)
+        .map(|_| at as i16)
+        .ok_or_else(|| format!("more than {MAX_STRING_GLOBALS} string globals"))
+}
+
+/// Where string variable `var` lives: a dynamic variable's key (thread, tag, tuple), or a
+/// global's offset in the globals' value.
+enum StringPlace<'k> {
+    Dynamic(bool, u32, &'k [KeyPart]),
+    Global(i16),
+}
+
+fn string_place<'k>(kv: &KernelVars, var: StringVar<'k>) -> Result<StringPlace<'k>, String> {
+    let s = &kv.strings;
+    Ok(match var {
+        StringVar::Thread(id) if s.ids.contains(&id) => StringPlace::Dynamic(true, id, &[]),
+        StringVar::Array(array, key)
+            if (array.thread && s.thread_arrays.contains(&array.var))
+                || (!array.thread && s.global_arrays.contains(&array.var)) =>
+        {
+            StringPlace::Dynamic(array.thread, array_tag(array), key)
+        }
+        StringVar::Global(id) => match s.global_ids.iter().position(|&g| g == id) {
+            Some(i) => StringPlace::Global(string_global_offset(kv, i)?),
+            None => return Err("this global lives in dtrace".into()),
+        },
+        StringVar::Thread(_) => return Err("this thread-local lives in dtrace".into()),
+        StringVar::Array(..) => return Err("this associative array lives in dtrace".into()),
+    })
+}
+
+/// Copies `width` bytes from `src + from` to `dst + 0`, word by word; uses r2.
+fn emit_copy_words(
+    a: &mut Asm,
+    dst: crate::bpf::insn::Reg,
+    src: crate::bpf::insn::Reg,
+    from: i16,
+    width: u32,
+) {
+    for w in (0..width as i16).step_by(8) {
+        a.load(Size::DW, R2, src, from + w)
+            .store(Size::DW, dst, w, R2);
+    }
+}
+
+/// Copies string variable `var` to the scratch slot whose address is at `fp + dst_at` and
+/// leaves 1 in r0, or leaves 0 in r0 when it is NULL (see
+/// `dtrace_ebpf::translate::ProbeContext::emit_string_load`).
+pub fn emit_string_load(
+    a: &mut Asm,
+    kv: &KernelVars,
+    var: StringVar<'_>,
+    dst_at: i16,
+) -> Result<(), String> {
+    let width = kv.strings.width;
+    let done = a.label();
+    match string_place(kv, var)? {
+        StringPlace::Dynamic(thread, tag, tuple) => {
+            emit_key(a, kv, thread, tag, tuple, done)?;
+            a.ld_map_fd(R1, kv.strings.map).mov(R2, R9);
+            a.call(helper::MAP_LOOKUP_ELEM);
+            a.jmp_imm(op::JEQ, R0, 0, done);
+            a.load(Size::DW, R1, R10, dst_at);
+            emit_copy_words(a, R1, R0, 0, width);
+        }
+        StringPlace::Global(off) => {
+            a.ld_map_value(R1, kv.globals, 0);
+            a.load(Size::DW, R2, R1, off);
+            a.mov_imm(R0, 0);
+            a.jmp_imm(op::JNE, R2, 0, done);
+            a.load(Size::DW, R3, R10, dst_at);
+            emit_copy_words(a, R3, R1, off + 8, width);
+        }
+    }
+    a.mov_imm(R0, 1);
+    a.bind(done);
+    Ok(())
+}
+
+/// Stores in string variable `var` the string whose scratch slot's address is at
+/// `fp + src_at`, or NULL when it is 0: a dynamic variable is freed, a global reads NULL; a
+/// dynamic variable's store that finds the map full is dropped as an integer's (see
+/// [`emit_update`]).
+pub fn emit_string_store(
+    a: &mut Asm,
+    kv: &KernelVars,
+    var: StringVar<'_>,
+    src_at: i16,
+) -> Result<(), String> {
+    let (null, done) = (a.label(), a.label());
+    match string_place(kv, var)? {
+        StringPlace::Dynamic(thread, tag, tuple) => {
+            emit_key(a, kv, thread, tag, tuple, done)?;
+            a.load(Size::DW, R3, R10, src_at);
+            a.jmp_imm(op::JEQ, R3, 0, null);
+            a.ld_map_fd(R1, kv.strings.map)
+                .mov(R2, R9)
+                .mov_imm(R4, BPF_ANY);
+            a.call(helper::MAP_UPDATE_ELEM);
+            a.jmp_imm(op::JEQ, R0, 0, done);
+            // The map is full: a dynamic variable drop, which ends the clause.
+            a.store_imm(Size::DW, R10, super::kagg::DVAR_DROPPED, 1);
+            super::kagg::emit_count_drop(a, kv.drops, KEY, done);
+            a.bind(null);
+            a.ld_map_fd(R1, kv.strings.map).mov(R2, R9);
+            a.call(helper::MAP_DELETE_ELEM);
+        }
+        StringPlace::Global(off) => {
+            a.ld_map_value(R1, kv.globals, 0);
+            a.load(Size::DW, R3, R10, src_at);
+            a.jmp_imm(op::JEQ, R3, 0, null);
+            a.store_imm(Size::DW, R1, off, 0);
+            a.alu_imm(op::ADD, R1, i32::from(off) + 8);
+            emit_copy_words(a, R1, R3, 0, kv.strings.width);
+            a.ja(done);
+            a.bind(null);
+            a.store_imm(Size::DW, R1, off, 1);
+        }
+    }
+    a.bind(done);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capture::spec::StringVars;
+
+    fn kv() -> KernelVars {
+        KernelVars {
+            map: 3,
+            drops: 4,
+            ids: vec![0x500],
+            globals: 5,
+            global_ids: vec![0x500, 0x501],
+            local_ids: Vec::new(),
+            thread_arrays: Vec::new(),
+            global_arrays: Vec::new(),
+            keys: 6,
+            key_size: key_size(8),
+            strsize: 256,
+            strings: StringVars {
+                map: 7,
+                width: 264,
+                ids: vec![0x501],
+                global_ids: vec![0x502, 0x503],
+                thread_arrays: Vec::new(),
+                global_arrays: vec![0x504],
+            },
+        }
+    }
+
+    fn calls(insns: &[crate::bpf::Insn], h: i32) -> usize {
+        insns
+            .iter()
+            .filter(|i| i.code == 0x85 && i.imm == h)
+            .count()
+    }
+
+    #[test]
+    fn string_variables_load_and_store_where_they_live() {
+        let kv = kv();
+        let key = [KeyPart::Int(-8)];
+        let array = Array {
+            thread: false,
+            var: 0x504,
+        };
+        for var in [
+            StringVar::Thread(0x501),
+            StringVar::Array(array, &key),
+            StringVar::Global(0x503),
+        ] {
+            let mut a = Asm::new();
+            emit_string_load(&mut a, &kv, var, -16).unwrap();
+            emit_string_store(&mut a, &kv, var, -16).unwrap();
+            let insns = a.finish().unwrap();
+            crate::bpf::insn::check_flow(&insns).unwrap();
+            let dynamic = !matches!(var, StringVar::Global(_));
+            // A dynamic variable: a lookup, an update, a delete (NULL frees), a drop counted;
+            // a global is read and written in place.
+            assert_eq!(
+                calls(&insns, helper::MAP_LOOKUP_ELEM) > 2,
+                dynamic,
+                "{var:?}"
+            );
+            assert_eq!(calls(&insns, helper::MAP_UPDATE_ELEM), usize::from(dynamic));
+            assert_eq!(calls(&insns, helper::MAP_DELETE_ELEM), usize::from(dynamic));
+            // The string's 264 bytes are copied word by word to the scratch, and for a global
+            // from it (a dynamic variable's update copies them).
+            let copies = insns
+                .iter()
+                .filter(|i| i.code == (op::STX | op::MEM | op::DW))
+                .count();
+            let want = if dynamic { 33 } else { 66 };
+            assert!(copies >= want, "{var:?}: {copies}");
+        }
+        // The second string global follows the integers' words and the first one's flag and
+        // string.
+        assert_eq!(string_global_offset(&kv, 1), Ok((2 * 8 + 8 + 264) as i16));
+        assert_eq!(globals_size(2, 2, 264), 2 * 8 + 2 * (8 + 264));
+        // Where a variable does not live, the context says so.
+        let mut a = Asm::new();
+        let e = emit_string_load(&mut a, &kv, StringVar::Thread(0x500), -16).unwrap_err();
+        assert!(e.contains("lives in dtrace"), "{e}");
+        let e = emit_string_store(&mut a, &kv, StringVar::Global(0x500), -16).unwrap_err();
+        assert!(e.contains("lives in dtrace"), "{e}");
+    }
 }

@@ -262,6 +262,29 @@ pub struct KernelVars {
     /// D's `strsize` (a key keeps `strsize` characters of a string, in `string_key_width`
     /// bytes).
     pub strsize: u32,
+    /// The string-valued variables that live in the kernel (see `capture::kvars`).
+    pub strings: StringVars,
+}
+
+/// The string-valued D variables kept in the kernel: thread-locals and array elements in a hash
+/// map of their own, keyed as the integers' map, whose values are strings of
+/// [`StringVars::width`] bytes (NUL-terminated within `strsize`, zero-padded); global scalars in
+/// the globals' value after the integers, each a NULL flag word and its string.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StringVars {
+    /// The hash map of string dynamic variables.
+    pub map: i32,
+    /// Bytes of a string value (`dtrace_ebpf::translate::string_scratch_width` of the strings'
+    /// storage).
+    pub width: u32,
+    /// The ids of the string thread-locals.
+    pub ids: Vec<u32>,
+    /// The ids of the string global scalars, in their order in the globals' value.
+    pub global_ids: Vec<u32>,
+    /// The ids of the thread-local associative arrays of strings.
+    pub thread_arrays: Vec<u32>,
+    /// The ids of the global associative arrays of strings.
+    pub global_arrays: Vec<u32>,
 }
 
 /// One clause run whole in the kernel: its actions are aggregating functions and stores to
@@ -286,6 +309,10 @@ pub struct KernelAggClause {
     /// start of the probe's kernel clauses, a firing whose string cannot be read there handed
     /// to dtrace, see `capture::kagg`), or why they cannot be known before it runs.
     pub string_args: Result<Vec<u8>, String>,
+    /// It keeps D variables in the kernel: it cannot be handed over to dtrace, so its strings
+    /// are read as it runs, and one that cannot be read faults, as DTrace's `copyinstr()` does
+    /// at the probe (see `capture::kagg`).
+    pub keeps_vars: bool,
 }
 
 /// The record a clause builds at the probe (see `capture::kagg`): the ECB's record as the

@@ -11,8 +11,12 @@
 //! variable it uses in dtrace, and with them every other clause that uses those, until nothing
 //! changes: the two paths never share a variable, so nothing changes meaning. A clause that
 //! records runs there only when every clause at its probes does (records keep the clauses'
-//! order). Only integer scalars and associative arrays with integer keys and values qualify
-//! (strings and structs stay in dtrace). A clause whose variables live in the kernel runs there
+//! order). Integer and string scalars (thread-locals and globals) and associative arrays of
+//! integers or strings, keyed by integers and strings the translator follows, qualify; structs
+//! and clause-local strings stay in dtrace. A clause that keeps variables in the kernel cannot
+//! hand a firing over to dtrace: its `copyinstr()` reads at the probe, where a string on a page
+//! not yet read in faults, as DTrace's does (dtrace's own capture of a syscall's entry would
+//! read it again at the return), and `-v` says so. A clause whose variables live in the kernel runs there
 //! at every probe or the enabling fails with a one-line reason (a verifier limit no translation
 //! foresees); a clause that uses one and runs in dtrace (a program planned after the placement)
 //! fails alike.
@@ -21,8 +25,10 @@
 //! variable, tuple) to value (`capture::kvars`), as many entries as `dynvarsize` gives dynamic
 //! variables in the framework's space (`dynvar::capacity` of the programs' entry size, an 8-byte
 //! integer when that is not known); stores that find it full are counted per CPU and reported as
-//! dynamic variable drops. Global scalars are the words of one array value, zero until stored,
-//! never freed, shared by every CPU (as racy as DTrace's own).
+//! dynamic variable drops. String thread-locals and array elements have a second map of the same
+//! keys and capacity, whose values are strings of `strsize` bytes. Global scalars are the words
+//! of one array value (integers, then each string's NULL flag and bytes), zero (the empty
+//! string) until stored, never freed, shared by every CPU (as racy as DTrace's own).
 
 use super::kagg::ClausePlan;
 use crate::bpf::{Map, MapKind};
@@ -67,8 +73,29 @@ pub struct ThreadVar {
     pub name: String,
     /// An integer scalar, or an associative array of integers (what the kernel keeps).
     pub integer: bool,
+    /// A string scalar, or an associative array of strings (the kernel keeps them too, but for
+    /// clause-locals).
+    pub string: bool,
     /// An associative array, and the most bytes its tuples take in the clause.
     pub array: Option<usize>,
+}
+
+impl ThreadVar {
+    /// Why the kernel cannot keep the variable (`None`: it can).
+    pub fn not_kept(&self) -> Option<String> {
+        match (self.integer, self.string, self.key.0) {
+            (true, _, _) => None,
+            (_, true, Scope::Clause) => Some(format!(
+                "{} is a clause-local string (those are not yet kept in the kernel)",
+                self.name
+            )),
+            (_, true, _) => None,
+            _ => Some(format!(
+                "{} is neither an integer nor a string (structs are not yet kept in the kernel)",
+                self.name
+            )),
+        }
+    }
 }
 
 /// The thread-locals, user globals and clause-locals clause `e` reads or writes (from its
@@ -97,6 +124,7 @@ pub fn thread_vars(e: &EcbDesc, strsize: u32) -> Vec<ThreadVar> {
                 && !v.ty.is_string()
                 && !v.ty.is_by_ref()
                 && matches!(v.ty.size, 1 | 2 | 4 | 8);
+            let string = (v.kind == DIFV_KIND_SCALAR || array.is_some()) && v.ty.is_string();
             let name = o
                 .string_at(v.name as usize)
                 .map(|n| format!("{prefix}{}", String::from_utf8_lossy(n)))
@@ -105,12 +133,14 @@ pub fn thread_vars(e: &EcbDesc, strsize: u32) -> Vec<ThreadVar> {
             match out.iter_mut().find(|t| t.key == key) {
                 Some(t) => {
                     t.integer &= integer;
+                    t.string &= string;
                     t.array = t.array.max(array);
                 }
                 None => out.push(ThreadVar {
                     key,
                     name,
                     integer,
+                    string,
                     array,
                 }),
             }
@@ -151,6 +181,8 @@ pub struct Placement {
     pub kernel: BTreeSet<VarKey>,
     /// Those of them that are associative arrays, with the most bytes of their tuples.
     pub arrays: BTreeMap<VarKey, usize>,
+    /// Those of them that hold strings.
+    pub strings: BTreeSet<VarKey>,
     /// Per clause: `None` when it uses no thread-local; `Ok` with the names of its variables
     /// when they live in the kernel (it runs there whole); else why they stay in dtrace.
     pub clauses: Vec<Option<std::result::Result<String, String>>>,
@@ -167,36 +199,43 @@ impl Placement {
 pub fn place(facts: &[ClauseFacts]) -> Placement {
     // Variables kept in dtrace, with why.
     let mut dtrace: BTreeMap<VarKey, String> = BTreeMap::new();
-    let count = |scope: Scope| {
+    let count = |scope: Scope, string: bool| {
         facts
             .iter()
             .flat_map(|c| &c.vars)
-            .filter(|v| v.key.0 == scope && v.array.is_none())
+            .filter(|v| v.key.0 == scope && v.array.is_none() && v.string == string)
             .map(|v| v.key.1)
             .collect::<BTreeSet<u32>>()
             .len()
     };
     let too_many = [
-        (Scope::Global, crate::capture::kvars::MAX_GLOBALS, "globals"),
+        (
+            Scope::Global,
+            false,
+            crate::capture::kvars::MAX_GLOBALS,
+            "globals",
+        ),
+        (
+            Scope::Global,
+            true,
+            crate::capture::kvars::MAX_STRING_GLOBALS,
+            "string globals",
+        ),
         (
             Scope::Clause,
+            false,
             crate::capture::kvars::MAX_LOCALS,
             "clause-locals",
         ),
     ]
     .into_iter()
-    .filter(|&(scope, most, _)| count(scope) > most)
-    .map(|(scope, most, what)| (scope, format!("more than {most} {what}")))
-    .collect::<BTreeMap<Scope, String>>();
+    .filter(|&(scope, string, most, _)| count(scope, string) > most)
+    .map(|(scope, string, most, what)| ((scope, string), format!("more than {most} {what}")))
+    .collect::<BTreeMap<(Scope, bool), String>>();
     for c in facts {
         for v in &c.vars {
-            if !v.integer {
-                dtrace.entry(v.key).or_insert_with(|| {
-                    format!(
-                        "{} is not an integer (strings and structs are not yet kept in the kernel)",
-                        v.name
-                    )
-                });
+            if let Some(why) = v.not_kept() {
+                dtrace.entry(v.key).or_insert(why);
             } else if v.array.is_some_and(|n| {
                 crate::capture::kvars::key_size(n) >= crate::capture::kvars::MAX_KEY_SIZE
             }) {
@@ -207,7 +246,10 @@ pub fn place(facts: &[ClauseFacts]) -> Placement {
                         crate::capture::kvars::MAX_KEY_SIZE
                     )
                 });
-            } else if let Some(why) = too_many.get(&v.key.0).filter(|_| v.array.is_none()) {
+            } else if let Some(why) = too_many
+                .get(&(v.key.0, v.string))
+                .filter(|_| v.array.is_none())
+            {
                 dtrace.entry(v.key).or_insert_with(|| why.clone());
             }
         }
@@ -268,21 +310,17 @@ pub fn place(facts: &[ClauseFacts]) -> Placement {
                 .join(", ")
         };
         let placed = match (&c.whole, c.vars.iter().find_map(|v| dtrace.get(&v.key))) {
-            _ if c.vars.iter().any(|v| !v.integer) => Err(c
+            _ if c.vars.iter().any(|v| v.not_kept().is_some()) => Err(c
                 .vars
                 .iter()
-                .find(|v| !v.integer)
-                .map(|v| {
-                    format!(
-                        "{} is not an integer (strings and structs are not yet kept in the kernel)",
-                        v.name
-                    )
-                })
+                .find_map(ThreadVar::not_kept)
                 .unwrap_or_default()),
             (Err(why), _) => Err(why.clone()),
             (Ok(()), Some(why)) => Err(why.clone()),
             (Ok(()), None) => {
                 out.kernel.extend(c.vars.iter().map(|v| v.key));
+                out.strings
+                    .extend(c.vars.iter().filter(|v| v.string).map(|v| v.key));
                 for v in &c.vars {
                     if let Some(n) = v.array {
                         let most = out.arrays.entry(v.key).or_default();
@@ -448,17 +486,20 @@ pub fn runs_whole(
         record: plan.record.clone(),
         after_dtrace: false,
         string_args: Ok(Vec::new()),
+        keeps_vars: !vars.is_empty(),
     };
     let arrays: BTreeMap<VarKey, usize> = vars
         .iter()
         .filter_map(|v| Some((v.key, v.array?)))
         .collect();
+    let strings: BTreeSet<VarKey> = vars.iter().filter(|v| v.string).map(|v| v.key).collect();
     let kv = kernel_vars_of(
         vars.iter().map(|v| v.key).collect(),
         &arrays,
-        [-1; 4],
+        &strings,
+        [-1; 5],
         crate::capture::kvars::key_size(arrays.values().copied().max().unwrap_or(0)),
-        strsize.saturating_sub(1),
+        strsize,
     );
     // Probes that read their context alike translate alike (a glob over a library's functions
     // or the kernel's has thousands): each shape is checked once, with the probe's names when
@@ -496,6 +537,22 @@ pub fn runs_whole(
     Ok(faults)
 }
 
+/// What `-v` adds to the variables of a clause kept whole in the kernel that calls
+/// `copyinstr()`: it cannot be handed over to dtrace (whose capture of a syscall's entry reads a
+/// string again at its return), so it reads the string at the probe, as DTrace does.
+pub const COPYINSTR_AT_PROBE: &str = "; copyinstr() reads at the probe, where a string on a \
+    page not yet read in faults, as in DTrace";
+
+/// Whether clause `e` calls `copyinstr()`.
+pub fn calls_copyinstr(e: &EcbDesc) -> bool {
+    use dtrace_dif::instr::Instr;
+    use dtrace_dif::subr::Subr;
+    clause_objects(e).flat_map(|o| &o.text).any(|w| {
+        matches!(Instr::decode(*w), Ok(Instr::Call { subr, .. })
+            if Subr::from_u16(subr) == Some(Subr::Copyinstr))
+    })
+}
+
 /// Whether clause `e` reads `probeprov`, `probemod`, `probefunc` or `probename`.
 fn reads_probe_names(e: &EcbDesc) -> bool {
     use dtrace_dif::instr::Instr;
@@ -509,29 +566,52 @@ fn reads_probe_names(e: &EcbDesc) -> bool {
     })
 }
 
-/// The probe's view of the variables `kernel` (`arrays` among them), in the maps `fds` (the
-/// dynamic variables, their drops, the globals, the key scratch) whose keys are `key_size` bytes.
+/// The probe's view of the variables `kernel` (`arrays` and `strings` among them), in the maps
+/// `fds` (the dynamic variables, their drops, the globals, the key scratch, the string dynamic
+/// variables) whose keys are `key_size` bytes, with strings of `strsize` bytes (their storage,
+/// D's `strsize` and the NUL).
 fn kernel_vars_of(
     kernel: BTreeSet<VarKey>,
     arrays: &BTreeMap<VarKey, usize>,
-    fds: [i32; 4],
+    strings: &BTreeSet<VarKey>,
+    fds: [i32; 5],
     key_size: u32,
     strsize: u32,
 ) -> KernelVars {
-    let scalars = || kernel.iter().copied().filter(|k| !arrays.contains_key(k));
+    let of = |string: bool, array: bool| {
+        kernel
+            .iter()
+            .copied()
+            .filter(move |k| strings.contains(k) == string && arrays.contains_key(k) == array)
+    };
     KernelVars {
         map: fds[0],
         drops: fds[1],
-        ids: ids_of(scalars(), Scope::Thread),
+        ids: ids_of(of(false, false), Scope::Thread),
         globals: fds[2],
-        global_ids: ids_of(scalars(), Scope::Global),
-        local_ids: ids_of(scalars(), Scope::Clause),
-        thread_arrays: ids_of(arrays.keys().copied(), Scope::Thread),
-        global_arrays: ids_of(arrays.keys().copied(), Scope::Global),
+        global_ids: ids_of(of(false, false), Scope::Global),
+        local_ids: ids_of(of(false, false), Scope::Clause),
+        thread_arrays: ids_of(of(false, true), Scope::Thread),
+        global_arrays: ids_of(of(false, true), Scope::Global),
         keys: fds[3],
         key_size,
-        strsize,
+        // D's strsize (the storage less its NUL).
+        strsize: strsize.saturating_sub(1),
+        strings: crate::capture::spec::StringVars {
+            map: fds[4],
+            width: string_width(strsize),
+            ids: ids_of(of(true, false), Scope::Thread),
+            global_ids: ids_of(of(true, false), Scope::Global),
+            thread_arrays: ids_of(of(true, true), Scope::Thread),
+            global_arrays: ids_of(of(true, true), Scope::Global),
+        },
     }
+}
+
+/// Bytes of a string variable's value in the kernel, for strings of `strsize` bytes (their
+/// storage): the translator's string scratch slot.
+fn string_width(strsize: u32) -> u32 {
+    dtrace_ebpf::translate::string_scratch_width(strsize as usize) as u32
 }
 
 /// The ids of the variables of `scope` among `keys`, in order.
@@ -544,40 +624,45 @@ fn ids_of(keys: impl Iterator<Item = VarKey>, scope: Scope) -> Vec<u32> {
 }
 
 /// The kernel's map of dynamic variables (thread-locals and associative arrays), its drop
-/// counter and key scratch, and the globals' array.
+/// counter and key scratch, the map of string dynamic variables, and the globals' array.
 pub struct KernelVarMaps {
     map: Map,
     drops: Map,
     globals: Map,
     keys: Map,
+    strings: Option<Map>,
     key_size: u32,
     strsize: u32,
     global_ids: Vec<u32>,
+    string_global_ids: Vec<u32>,
 }
 
 impl KernelVarMaps {
     /// Maps for `dynvarsize` bytes of dynamic variables of `entry` bytes each (0: 8-byte
-    /// integers), keyed for the arrays of `placement` (strings of `strsize` bytes), and its
-    /// globals.
+    /// integers), keyed for the arrays of `placement` (strings of `strsize` bytes, their
+    /// storage), and its globals.
     pub fn new(
         dynvarsize: u64,
         entry: u64,
         placement: &Placement,
         strsize: u32,
     ) -> Result<KernelVarMaps> {
-        let scalars = placement
-            .kernel
-            .iter()
-            .copied()
-            .filter(|k| !placement.arrays.contains_key(k));
-        let global_ids = ids_of(scalars, Scope::Global);
-        let words = global_ids
-            .len()
-            .clamp(1, crate::capture::kvars::MAX_GLOBALS);
+        let kv = kernel_vars_of(
+            placement.kernel.clone(),
+            &placement.arrays,
+            &placement.strings,
+            [-1; 5],
+            0,
+            strsize,
+        );
+        let width = kv.strings.width;
         let entry = if entry == 0 { 8 } else { entry };
         let entries = dtrace_dif::vm::dynvar::capacity(dynvarsize, entry).min(1 << 20) as u32;
         let key_size =
             crate::capture::kvars::key_size(placement.arrays.values().copied().max().unwrap_or(0));
+        let s = &kv.strings;
+        let dynamic_strings =
+            !(s.ids.is_empty() && s.thread_arrays.is_empty() && s.global_arrays.is_empty());
         Ok(KernelVarMaps {
             map: Map::create(
                 MapKind::Hash,
@@ -587,12 +672,28 @@ impl KernelVarMaps {
                 entries,
             )?,
             drops: Map::create(MapKind::PerCpuArray, "dt_dvar_drops", 4, 8, 1)?,
-            globals: Map::create(MapKind::Array, "dt_globals", 4, 8 * words as u32, 1)?,
+            globals: Map::create(
+                MapKind::Array,
+                "dt_globals",
+                4,
+                crate::capture::kvars::globals_size(kv.global_ids.len(), s.global_ids.len(), width),
+                1,
+            )?,
             keys: Map::create(MapKind::PerCpuArray, "dt_dvar_key", 4, key_size, 1)?,
+            strings: match dynamic_strings {
+                true => Some(Map::create(
+                    MapKind::Hash,
+                    "dt_dvars_str",
+                    key_size,
+                    width,
+                    entries,
+                )?),
+                false => None,
+            },
             key_size,
-            // D's strsize (the storage less its NUL).
-            strsize: strsize.saturating_sub(1),
-            global_ids,
+            strsize,
+            global_ids: kv.global_ids.clone(),
+            string_global_ids: s.global_ids.clone(),
         })
     }
 
@@ -602,16 +703,19 @@ impl KernelVarMaps {
         let mut kv = kernel_vars_of(
             placement.kernel.clone(),
             &placement.arrays,
+            &placement.strings,
             [
                 self.map.raw_fd(),
                 self.drops.raw_fd(),
                 self.globals.raw_fd(),
                 self.keys.raw_fd(),
+                self.strings.as_ref().map_or(-1, Map::raw_fd),
             ],
             self.key_size,
             self.strsize,
         );
         kv.global_ids = self.global_ids.clone();
+        kv.strings.global_ids = self.string_global_ids.clone();
         kv
     }
 
@@ -630,6 +734,7 @@ mod tests {
             key: (Scope::Thread, id),
             name: format!("self->v{id}"),
             integer,
+            string: false,
             array: None,
         }
     }
@@ -667,7 +772,7 @@ mod tests {
         let Some(Err(why)) = &p.clauses[6] else {
             unreachable!()
         };
-        assert!(why.contains("not an integer"), "{why}");
+        assert!(why.contains("neither an integer nor a string"), "{why}");
     }
 
     #[test]
@@ -772,9 +877,83 @@ mod tests {
             BTreeMap::from([(a.key, 16), (t.key, 8)]),
             "{placed:?}"
         );
-        let kv = kernel_vars_of(placed.kernel.clone(), &placed.arrays, [-1; 4], 24, 256);
+        let kv = kernel_vars_of(
+            placed.kernel.clone(),
+            &placed.arrays,
+            &placed.strings,
+            [-1; 5],
+            24,
+            257,
+        );
         assert!(kv.ids.is_empty() && kv.global_ids.is_empty());
         assert_eq!((kv.thread_arrays.len(), kv.global_arrays.len()), (1, 1));
+    }
+}
+
+#[cfg(test)]
+mod string_tests {
+    use super::*;
+
+    #[test]
+    fn string_variables_are_placed_but_clause_local_strings_are_not() {
+        let src = "string g; syscall::read:entry { self->p = copyinstr(arg1); f[pid] = execname; \
+            g = \"x\"; this->s = execname; n[execname] = 1; }";
+        let p = dtrace_compiler::compile(src, &dtrace_compiler::CompileOptions::default())
+            .expect("compiles");
+        let vars = thread_vars(&p.ecbs[0], 256);
+        let by_name = |n: &str| vars.iter().find(|v| v.name == n).cloned().expect(n);
+        for n in ["self->p", "f", "g"] {
+            let v = by_name(n);
+            assert!(v.string && !v.integer && v.not_kept().is_none(), "{v:?}");
+        }
+        // An integer array keyed by a string is an integer.
+        assert!(by_name("n").integer);
+        let local = by_name("this->s").not_kept().expect("refused");
+        assert!(local.contains("clause-local string"), "{local}");
+        // Without the clause-local, the clause runs whole with its strings in the kernel.
+        let kept: Vec<ThreadVar> = vars
+            .iter()
+            .filter(|v| v.name != "this->s")
+            .cloned()
+            .collect();
+        let facts = ClauseFacts {
+            desc: "syscall::read:entry".into(),
+            vars: kept.clone(),
+            whole: Ok(()),
+            records: false,
+            faults: false,
+            probes: vec!["syscall:vmlinux:read:entry".into()],
+        };
+        let placed = place(std::slice::from_ref(&facts));
+        assert!(placed.in_kernel(0), "{placed:?}");
+        assert_eq!(placed.strings.len(), 3, "{placed:?}");
+        let kv = kernel_vars_of(
+            placed.kernel.clone(),
+            &placed.arrays,
+            &placed.strings,
+            [-1; 5],
+            24,
+            257,
+        );
+        assert_eq!(kv.strsize, 256);
+        assert_eq!(kv.strings.width, 264);
+        assert_eq!(
+            (
+                kv.strings.ids.len(),
+                kv.strings.global_ids.len(),
+                kv.strings.global_arrays.len()
+            ),
+            (1, 1, 1)
+        );
+        assert_eq!(kv.global_arrays.len(), 1, "n[] holds integers");
+        // With it, every variable of the clause stays in dtrace, saying why.
+        let facts = ClauseFacts { vars, ..facts };
+        let placed = place(&[facts]);
+        assert!(placed.kernel.is_empty());
+        let Some(Some(Err(why))) = placed.clauses.first() else {
+            unreachable!()
+        };
+        assert!(why.contains("this->s is a clause-local string"), "{why}");
     }
 }
 

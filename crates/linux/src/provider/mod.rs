@@ -225,7 +225,12 @@ impl ClauseKernel {
             None => {}
             Some(Ok(names)) => {
                 let mut line = placement("runs whole", self.aggs_in_kernel, &self.aggs_in_dtrace);
-                line.push_str(&format!(" (variables {names} live in the kernel)"));
+                // A note after the names (`kvars::COPYINSTR_AT_PROBE`) follows them.
+                let (names, note) = names.split_once("; ").unwrap_or((names, ""));
+                let sep = if note.is_empty() { "" } else { "; " };
+                line.push_str(&format!(
+                    " (variables {names} live in the kernel{sep}{note})"
+                ));
                 out.push(line);
             }
             Some(Err(why)) => out.push(format!("{head}: variables stay in dtrace ({why})")),
@@ -466,6 +471,7 @@ impl Shared {
                     record: plan.record.clone(),
                     after_dtrace: r_idx.iter().any(|&r| r < i),
                     string_args: kagg::string_args(&self.clauses[i].1),
+                    keeps_vars: self.placement.in_kernel(i),
                 });
             }
             spec.aggs = Some(crate::capture::KernelAggs {
@@ -817,7 +823,7 @@ impl Shared {
                     kvars::kernel_probes(e, &self.catalog, &mut self.user, self.perf_profile);
                 let whole = match (&off, plan, &probes) {
                     // Nothing to check: a variable the kernel does not keep.
-                    _ if vars.iter().any(|v| !v.integer) => Ok(false),
+                    _ if vars.iter().any(|v| v.not_kept().is_some()) => Ok(false),
                     (_, _, Err(why)) => Err(why.clone()),
                     (Some(why), _, _) => Err(why.clone()),
                     (None, Some(plan), Ok(probes)) => {
@@ -843,6 +849,16 @@ impl Shared {
             }
         }
         self.placement = kvars::place(&facts);
+        // A clause kept whole in the kernel reads its strings there, as DTrace does: -v says so.
+        for (program, base) in &self.planned {
+            for (k, e) in program.ecbs.iter().enumerate() {
+                if let Some(Some(Ok(names))) = self.placement.clauses.get_mut(base + k) {
+                    if kvars::calls_copyinstr(e) {
+                        names.push_str(kvars::COPYINSTR_AT_PROBE);
+                    }
+                }
+            }
+        }
         // A clause calling exit() at a kernel probe that cannot run whole there keeps every
         // clause in dtrace: only dtrace would know when tracing stopped.
         let mut exiting = None;

@@ -1,0 +1,359 @@
+//! String-valued D variables in the kernel: thread-locals, globals and associative arrays of
+//! strings, assigned from `copyinstr()`, `execname`, constants and one another, read back in
+//! predicates (`== NULL`, `!= NULL`, `== "x"`), as aggregation keys and in records built at the
+//! probe, and freed by `= 0`, run whole in the kernel (`-v` says so) and print exactly what the
+//! interpreter prints with every kernel path off: NULL compares as the empty string, a global
+//! never stored is the empty string, recording NULL faults at the same DIF offset, a small
+//! `strsize` cuts alike. Such a clause cannot hand a firing over to dtrace: a string on a page
+//! not yet read in faults at the probe, as DTrace's `copyinstr()` does there (`-v` says so).
+
+mod common;
+use common::{clause_lines, dtrace_with_env, have_gcc, kernel_ok};
+
+/// Every switch that keeps work in dtrace's interpreter.
+const SWITCHES: [&str; 4] = [
+    "DTRACE_KERNEL_AGGREGATIONS",
+    "DTRACE_KERNEL_VARIABLES",
+    "DTRACE_KERNEL_RECORDS",
+    "DTRACE_KERNEL_PREDICATES",
+];
+
+/// The traced program: opens a few paths (copied to its stack first, so every string is on a
+/// page read in) three times over; `openat`'s `arg2` is the flags (0), `arg3` the mode (0).
+/// With an argument, it then opens a path on a page never touched.
+const OPENER: &str = r#"
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    char buf[64];
+    static const char *paths[] = { "/nonexistent/kstrvar-a", "/nonexistent/kstrvar-bb",
+                                   "/nonexistent/kstrvar-a", "/etc/hostname" };
+    for (int r = 0; r < 3; r++)
+        for (unsigned i = 0; i < sizeof paths / sizeof paths[0]; i++) {
+            strcpy(buf, paths[i]);
+            int fd = openat(AT_FDCWD, buf, O_RDONLY);
+            if (fd >= 0)
+                close(fd);
+        }
+    if (argc > 1) {
+        char *fresh = mmap(0, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (fresh == MAP_FAILED)
+            return 1;
+        openat(AT_FDCWD, fresh, O_RDONLY);
+    }
+    return 0;
+}
+"#;
+
+/// Builds [`OPENER`] once per test.
+fn opener(tag: &str) -> String {
+    let dir = common::test_dir(tag);
+    common::compile_c(&dir, "opener", OPENER, &["-O1"])
+        .display()
+        .to_string()
+}
+
+/// The lines of `out`, sorted.
+fn sorted(out: &str) -> Vec<&str> {
+    let mut v: Vec<&str> = out.lines().collect();
+    v.sort_unstable();
+    v
+}
+
+/// The `dtrace: error` lines of `err`.
+fn error_lines(err: &str) -> Vec<&str> {
+    err.lines()
+        .filter(|l| l.starts_with("dtrace: error"))
+        .collect()
+}
+
+/// Runs `script` (options `extra`) over `cmd` with the kernel paths on and off; asserts both
+/// succeed with the same output and the same errors, and that `-v` says `text` of each clause
+/// numbered in `whole` the first way. Returns the output.
+fn same_both_ways(script: &str, extra: &[&str], cmd: &str, whole: &[(usize, &str)]) -> String {
+    let mut args = vec!["-qv"];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["-n", script, "-c", cmd]);
+    let (rc, kout, kerr) = dtrace_with_env(&[], &args);
+    assert_eq!(rc, 0, "{script}: {kerr}");
+    for &(n, text) in whole {
+        assert!(
+            clause_lines(&kerr, n).iter().any(|l| l.contains(text)),
+            "{script}: clause {n} should say {text:?}: {kerr}"
+        );
+    }
+    assert!(!kerr.contains("drop"), "{script}: {kerr}");
+    let off: Vec<(&str, &str)> = SWITCHES.iter().map(|s| (*s, "0")).collect();
+    let (rc, iout, ierr) = dtrace_with_env(&off, &args);
+    assert_eq!(rc, 0, "{script}: {ierr}");
+    assert!(ierr.contains("are off (DTRACE_KERNEL_"), "{ierr}");
+    assert_eq!(sorted(&kout), sorted(&iout), "{script}");
+    assert_eq!(error_lines(&kerr), error_lines(&ierr), "{script}");
+    assert!(!kout.trim().is_empty(), "{script}");
+    kout
+}
+
+/// What `-v` says of a clause run whole in the kernel with `vars`.
+fn whole(vars: &str) -> String {
+    format!("runs whole in the kernel at 1 probe (variables {vars} live in the kernel")
+}
+
+/// The count printed for key `key` (`printa("%s %@d\n")` lines), if any.
+fn count_of(out: &str, key: &str) -> Option<u64> {
+    out.lines()
+        .find_map(|l| l.strip_prefix(&format!("{key} ")))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+#[test]
+fn the_entry_return_string_idioms_run_whole_in_the_kernel() {
+    let t = "the_entry_return_string_idioms_run_whole_in_the_kernel";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let cmd = opener("kstrvar-idioms");
+    let printa = "END { printa(\"%s %@d\\n\", @); }";
+    // A thread-local copied at entry, counted at return and freed.
+    let p = whole("self->p");
+    let out = same_both_ways(
+        &format!(
+            "syscall::openat:entry /pid == $target/ {{ self->p = copyinstr(arg1); }} \
+             syscall::openat:return /self->p != NULL/ {{ @[self->p] = count(); self->p = 0; }} \
+             {printa}"
+        ),
+        &[],
+        &cmd,
+        &[(1, &p), (2, &p)],
+    );
+    assert_eq!(count_of(&out, "/nonexistent/kstrvar-a"), Some(6), "{out}");
+    assert_eq!(count_of(&out, "/nonexistent/kstrvar-bb"), Some(3), "{out}");
+    assert_eq!(count_of(&out, "/etc/hostname"), Some(3), "{out}");
+    // execname kept from entry to return and compared with a constant.
+    let n = whole("self->n");
+    let out = same_both_ways(
+        "syscall::openat:entry /pid == $target/ { self->n = execname; } \
+         syscall::openat:return /self->n == \"opener\"/ { @c = count(); self->n = 0; } \
+         syscall::openat:return /self->n != NULL/ { @x = count(); } \
+         END { printa(\"n %@d\\n\", @c); }",
+        &[],
+        &cmd,
+        &[(1, &n), (2, &n), (3, &n)],
+    );
+    assert!(out.contains("n 12"), "{out}");
+    // An associative array of strings keyed by pid.
+    let f = whole("f");
+    let out = same_both_ways(
+        &format!(
+            "syscall::openat:entry /pid == $target/ {{ f[pid] = copyinstr(arg1); }} \
+             syscall::openat:return /f[pid] != NULL/ {{ @[f[pid]] = count(); f[pid] = 0; }} \
+             {printa}"
+        ),
+        &[],
+        &cmd,
+        &[(1, &f), (2, &f)],
+    );
+    assert_eq!(count_of(&out, "/nonexistent/kstrvar-bb"), Some(3), "{out}");
+    // -v says how the kernel reads the string.
+    let (_, _, err) = dtrace_with_env(
+        &[],
+        &[
+            "-qv",
+            "-n",
+            "syscall::openat:entry /pid == $target/ { self->p = copyinstr(arg1); }",
+            "-c",
+            &cmd,
+        ],
+    );
+    assert!(
+        clause_lines(&err, 1).iter().any(|l| l.contains(
+            "copyinstr() reads at the probe, where a string on a page not yet read in faults, \
+             as in DTrace"
+        )),
+        "{err}"
+    );
+}
+
+#[test]
+fn string_globals_arrays_and_copies_print_as_in_dtrace() {
+    let t = "string_globals_arrays_and_copies_print_as_in_dtrace";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let cmd = opener("kstrvar-globals");
+    // Globals: one never stored (the empty string, not NULL), one set to NULL, one copied from
+    // another; records built at the probe; a ternary choosing between two variables.
+    let out = same_both_ways(
+        "string s; string t; string never; \
+         syscall::openat:entry /pid == $target/ { self->n = execname; s = copyinstr(arg1); \
+         t = s == \"/etc/hostname\" ? s : t; } \
+         syscall::openat:return /self->n == \"opener\" && s != NULL/ { \
+         printf(\"%s|%s|%s|%s|\\n\", self->n, s, t, never); trace(s); printf(\"\\n\"); \
+         self->n = 0; s = 0; } \
+         syscall::openat:return /pid == $target && s == NULL && never == NULL/ { \
+         @[t, never] = count(); } \
+         END { printa(\"%s|%s %@d\\n\", @); }",
+        &[],
+        &cmd,
+        &[
+            (1, &whole("self->n, s, t")),
+            (3, "runs whole in the kernel"),
+        ],
+    );
+    assert_eq!(
+        out.matches("opener|/nonexistent/kstrvar-bb|/etc/hostname||")
+            .count(),
+        2,
+        "{out}"
+    );
+    assert_eq!(count_of(&out, "/etc/hostname|"), Some(9), "{out}");
+    // String keys (execname, a constant) and a small strsize cutting values, keys and
+    // compares alike; one variable copied into another.
+    for strsize in ["strsize=9", "strsize=256"] {
+        let out = same_both_ways(
+            "syscall::openat:entry /pid == $target/ { a[execname, arg2] = copyinstr(arg1); \
+             self->q = a[\"opener\", arg2]; } \
+             syscall::openat:return /pid == $target && self->q == \"/etc/hostname\"/ { \
+             @h = count(); } \
+             syscall::openat:return /pid == $target/ { @[self->q, a[\"opener\", 0]] = count(); \
+             a[execname, 0] = 0; self->q = 0; }",
+            &["-x", strsize],
+            &cmd,
+            &[(1, &whole("a, self->q"))],
+        );
+        assert!(!out.trim().is_empty(), "{out}");
+    }
+}
+
+#[test]
+fn recording_a_null_string_faults_in_the_kernel_as_in_dtrace() {
+    let t = "recording_a_null_string_faults_in_the_kernel_as_in_dtrace";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let cmd = opener("kstrvar-null");
+    // self->p is never stored: compares see the empty string, records and keys fault (an
+    // invalid address, 0) at the same DIF offset both ways, and ERROR sees the same arguments.
+    let out = same_both_ways(
+        "syscall::openat:entry /pid == $target && arg2 == 12345/ { self->p = \"x\"; } \
+         syscall::openat:return /pid == $target/ { trace(self->p); } \
+         syscall::openat:return /pid == $target/ { @[self->p, 1] = count(); } \
+         syscall::openat:return /pid == $target && self->p == \"\"/ { @e = count(); } \
+         dtrace:::ERROR { printf(\"ERROR %d %d 0x%x\\n\", arg3, arg4, arg5); } \
+         END { printa(\"empty %@d\\n\", @e); }",
+        &[],
+        &cmd,
+        &[(2, &whole("self->p")), (3, &whole("self->p"))],
+    );
+    let errors: Vec<&str> = out.lines().filter(|l| l.starts_with("ERROR ")).collect();
+    let empty: usize = out
+        .lines()
+        .find_map(|l| l.strip_prefix("empty "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0);
+    // Two faults per return (the loader's opens too, if traced), each one compared as empty.
+    assert!(empty >= 12 && errors.len() == 2 * empty, "{out}");
+    assert!(errors.iter().all(|l| l.ends_with(" 1 0x0")), "{out}");
+}
+
+#[test]
+fn a_string_on_a_page_not_read_in_faults_at_the_probe_as_in_dtrace() {
+    let t = "a_string_on_a_page_not_read_in_faults_at_the_probe_as_in_dtrace";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let cmd = format!("{} fresh", opener("kstrvar-fresh"));
+    let script = "syscall::openat:entry /pid == $target/ { self->p = copyinstr(arg1); } \
+        syscall::openat:return /self->p != NULL/ { @[self->p] = count(); self->p = 0; } \
+        END { printa(\"%s %@d\\n\", @); }";
+    let (rc, out, err) = dtrace_with_env(&[], &["-q", "-n", script, "-c", &cmd]);
+    assert_eq!(rc, 0, "{err}");
+    // The empty path on a page never touched: the kernel cannot read it at the entry, and
+    // reports DTrace's fault there, as DTrace does; the readable ones count as in dtrace (the
+    // empty string is not counted either way: it compares equal to NULL).
+    let faults = error_lines(&err);
+    assert_eq!(faults.len(), 1, "{err}");
+    assert!(
+        faults[0].contains("syscall:vmlinux:openat:entry): invalid address (0x"),
+        "{err}"
+    );
+    assert_eq!(count_of(&out, "/nonexistent/kstrvar-a"), Some(6), "{out}");
+    // In dtrace, the capture reads it again at the syscall's return: no fault.
+    let off: Vec<(&str, &str)> = SWITCHES.iter().map(|s| (*s, "0")).collect();
+    let (rc, iout, ierr) = dtrace_with_env(&off, &["-q", "-n", script, "-c", &cmd]);
+    assert_eq!(rc, 0, "{ierr}");
+    assert!(error_lines(&ierr).is_empty(), "{ierr}");
+    assert_eq!(sorted(&out), sorted(&iout));
+    // DTrace's advice: keep the address at entry and copy the string at return, where the
+    // kernel has read it in. That runs whole in the kernel too, with no fault.
+    let out = same_both_ways(
+        "syscall::openat:entry /pid == $target/ { self->a = arg1; } \
+         syscall::openat:return /self->a/ { @[copyinstr(self->a)] = count(); self->a = 0; } \
+         END { printa(\"%s %@d\\n\", @); }",
+        &[],
+        &cmd,
+        &[(1, &whole("self->a")), (2, &whole("self->a"))],
+    );
+    assert_eq!(count_of(&out, "/nonexistent/kstrvar-a"), Some(6), "{out}");
+    assert!(
+        out.lines().any(|l| l.trim() == "1"),
+        "the empty path: {out}"
+    );
+}
+
+#[test]
+fn clause_local_strings_and_full_maps_say_why_and_count_drops() {
+    let t = "clause_local_strings_and_full_maps_say_why_and_count_drops";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let cmd = opener("kstrvar-drops");
+    // A clause-local string stays in dtrace, with the clause.
+    let (rc, _, err) = dtrace_with_env(
+        &[],
+        &[
+            "-qv",
+            "-n",
+            "syscall::openat:entry /pid == $target/ { this->s = execname; @[this->s] = count(); }",
+            "-c",
+            &cmd,
+        ],
+    );
+    assert_eq!(rc, 0, "{err}");
+    assert!(
+        clause_lines(&err, 1).iter().any(|l| l.contains(
+            "variables stay in dtrace (this->s is a clause-local string (those are not yet \
+             kept in the kernel))"
+        )),
+        "{err}"
+    );
+    // Never freed, one string per thread fills a space of one variable: the other thread-local's
+    // stores are dynamic variable drops, reported both ways.
+    let script = "syscall::openat:entry /pid == $target/ { self->a = copyinstr(arg1); } \
+        syscall::close:entry /pid == $target/ { self->b = execname; }";
+    for kernel in [true, false] {
+        let env: Vec<(&str, &str)> = if kernel {
+            Vec::new()
+        } else {
+            SWITCHES.iter().map(|s| (*s, "0")).collect()
+        };
+        let (rc, _, err) = dtrace_with_env(
+            &env,
+            &["-qv", "-x", "dynvarsize=300", "-n", script, "-c", &cmd],
+        );
+        assert_eq!(rc, 0, "{err}");
+        assert!(
+            err.contains("dynamic variable drops"),
+            "kernel {kernel}: {err}"
+        );
+        if kernel {
+            assert!(
+                clause_lines(&err, 2)
+                    .iter()
+                    .any(|l| l.contains(&whole("self->b"))),
+                "{err}"
+            );
+        }
+    }
+}
