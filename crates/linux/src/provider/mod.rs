@@ -366,7 +366,7 @@ impl Shared {
         let (k_idx, r_idx): (Vec<usize>, Vec<usize>) = matching_idx.iter().partition(|&&i| {
             kernel_aggs
                 && match self.kplans.get(i) {
-                    Some(Ok(p)) => p.stores.is_empty() || placement.in_kernel(i),
+                    Some(Ok(p)) => p.stores.is_empty() || placement.in_kernel(i) || p.writes_user,
                     _ => false,
                 }
         });
@@ -596,6 +596,15 @@ impl Shared {
                     self.kernel.get(i).map_or("?", |c| c.desc.as_str())
                 ));
             }
+            if !matches!(in_kernel, Some(Ok(()))) {
+                if let Some(why) = self.user_write_refused(i, &in_kernel, kernel_aggs) {
+                    return Err(format!(
+                        "clause {}: copyout() and copyoutstr() write at the probe, which cannot \
+                         run them at {probe_name} ({why})",
+                        self.kernel.get(i).map_or("?", |c| c.desc.as_str())
+                    ));
+                }
+            }
             let exits = matches!(self.kplans.get(i), Some(Ok(p)) if p.exits());
             let at_kernel_probe = !fires_in_dtrace(&info.provider, &info.name);
             if kernel_aggs && exits && at_kernel_probe && !matches!(in_kernel, Some(Ok(()))) {
@@ -675,6 +684,40 @@ impl Shared {
 }
 
 impl Shared {
+    /// When clause `i` writes into the traced process (`copyout()`) but does not run at the probe
+    /// (`in_kernel`: what the probe's program said of it, `None` when it was not planned there;
+    /// `kernel_aggs`: clauses may run there at all), why: dtrace would write too late, after the
+    /// thread ran on, so such a clause is refused rather than run there.
+    fn user_write_refused(
+        &self,
+        i: usize,
+        in_kernel: &Option<std::result::Result<(), dtrace_ebpf::translate::Untranslatable>>,
+        kernel_aggs: bool,
+    ) -> Option<String> {
+        let ecb = self.ecb(i)?;
+        let writes = ecb
+            .predicate
+            .iter()
+            .chain(ecb.actions.iter().filter_map(|a| a.difo.as_ref()))
+            .any(dtrace_framework::framework::calls_destructive);
+        if !writes {
+            return None;
+        }
+        Some(match (in_kernel, self.kplans.get(i)) {
+            (Some(Err(e)), _) => e.to_string(),
+            (_, Some(Err(why))) => why.clone(),
+            _ if !self.kernel_predicates => {
+                format!("kernel predicates are off ({KERNEL_PREDICATES_ENV}=0)")
+            }
+            _ if !kernel_aggs => match (&self.kernel_aggregations, &self.exit_at_kernel_probe) {
+                (Err(why), _) => why.clone(),
+                (Ok(()), Some(c)) => format!("clause {c} calls exit() at a kernel probe"),
+                (Ok(()), None) => "clauses do not run at this probe".into(),
+            },
+            _ => "the clause was planned after its probe was enabled".into(),
+        })
+    }
+
     /// Makes the maps of the kernel clauses (their control switch, exit flag...), if not yet made.
     fn ensure_kaggs(&mut self) -> std::result::Result<(), String> {
         if self.kaggs.is_some() {
