@@ -328,6 +328,9 @@ impl Tracer for KernelTracer {
         if let Some(log) = verifier_log_of(prog, options) {
             dtrace_linux::bpf::prog::set_verifier_log(Some(log));
         }
+        self.linux.set_destructive(
+            options.is_set("destructive") || prog.options.iter().any(|(n, _)| n == "destructive"),
+        );
         self.linux.plan_replacing(original, prog);
         self.linux
             .set_aggsize(aggsize_of(prog, options).unwrap_or(4 << 20));

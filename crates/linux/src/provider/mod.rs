@@ -126,6 +126,9 @@ pub(crate) struct Shared {
     exit_at_kernel_probe: Option<String>,
     /// Clauses may build their records at the probe (off: [`KERNEL_RECORDS_ENV`] is `0`).
     kernel_records: bool,
+    /// Destructive actions are allowed (`-w`): without, a clause that writes user memory is
+    /// left for the framework to refuse when tracing starts, as DTrace refuses it.
+    destructive: bool,
     /// `ustack()` keys may stay in the kernel ([`kagg::KERNEL_USTACKS_ENV`] is `1`).
     kernel_ustacks: bool,
     /// (clause of `clauses`, probe id) to the clause's number among the probe's kernel clauses
@@ -700,7 +703,7 @@ impl Shared {
             .iter()
             .chain(ecb.actions.iter().filter_map(|a| a.difo.as_ref()))
             .any(dtrace_framework::framework::calls_destructive);
-        if !writes {
+        if !writes || !self.destructive {
             return None;
         }
         Some(match (in_kernel, self.kplans.get(i)) {
@@ -1096,6 +1099,7 @@ impl LinuxTracing {
                 kernel_aggregated: HashSet::new(),
                 exit_at_kernel_probe: None,
                 kernel_records: std::env::var_os(KERNEL_RECORDS_ENV).is_none_or(|v| v != "0"),
+                destructive: false,
                 kernel_ustacks: std::env::var_os(kagg::KERNEL_USTACKS_ENV)
                     .is_some_and(|v| v == "1"),
                 built_at: Default::default(),
@@ -1575,6 +1579,13 @@ impl LinuxTracing {
         }
         sh.session_opts.ring_bytes = bytes;
         true
+    }
+
+    /// Says whether destructive actions are allowed (`-w`, the `destructive` option): a clause
+    /// that writes user memory (`copyout()`) that cannot run at the probe is refused at enable
+    /// only when they are (else tracing refuses to start, as DTrace does).
+    pub fn set_destructive(&self, allowed: bool) {
+        self.lock().destructive = allowed;
     }
 
     /// Tells the session that its consumer polls the ring on its own clock (as `dtrace(1)` does,
