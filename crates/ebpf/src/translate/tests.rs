@@ -1345,7 +1345,8 @@ fn copyout_writes_at_the_probe_and_faults_at_a_bad_destination() {
     let p = WritingProbe(string_probe());
     let buf = 0x7fff_0000_1000u64;
     // (action, what is written at arg1, or the fault's kind and address)
-    let cases: Vec<(&str, Result<&[u8], (FaultKind, u64)>)> = vec![
+    type Written = Result<&'static [u8], (FaultKind, u64)>;
+    let cases: Vec<(&str, Written)> = vec![
         (r#"copyout("HELLO", arg1, 3)"#, Ok(b"HEL")),
         (r#"copyout("HELLO", arg1, 8)"#, Ok(b"HELLO\0\0\0")),
         (r#"copyout("HELLO", arg1, 0)"#, Ok(b"")),
