@@ -143,6 +143,8 @@ const MAX_LOG: usize = 64 << 20;
 pub const DEFAULT_LOG_LEVEL: u32 = 4 | 2 | 1;
 /// DTrace for Linux's default `bpflogsize`: 16 MiB less one byte.
 pub const DEFAULT_LOG_SIZE: usize = (16 << 20) - 1;
+/// The smallest log buffer every kernel takes.
+pub const MIN_LOG_SIZE: usize = 128;
 /// The largest log buffer the kernel takes (`log_size` is checked against `UINT_MAX >> 2`).
 pub const MAX_LOG_SIZE: usize = (u32::MAX >> 2) as usize;
 
@@ -266,7 +268,8 @@ impl Program {
         probe: &str,
         v: VerifierLog,
     ) -> Result<Program> {
-        let size = v.size.clamp(1, MAX_LOG_SIZE);
+        // The kernel refuses a log buffer under 128 bytes (EINVAL on 6.1).
+        let size = v.size.clamp(MIN_LOG_SIZE, MAX_LOG_SIZE);
         let mut log = vec![0u8; size];
         match Self::try_load(kind, words, name, Some((&mut log, v.level))) {
             Ok(fd) => {
