@@ -141,6 +141,11 @@ impl Options {
             },
             OptKind::Size => sized(parse_size, value)?,
             OptKind::Rate => sized(parse_rate, value)?,
+            // The kernel's verifier log level bits (1, 2, 4); no value: DTrace for Linux's.
+            OptKind::Runtime if key == "bpflog" => match parse_runtime(value)? {
+                n if n == UNSET || (0..=7).contains(&n) => n,
+                _ => return Err(bad(value.unwrap_or(""))),
+            },
             OptKind::Runtime => parse_runtime(value)?,
             OptKind::BufPolicy => match need(value)?.as_str() {
                 "ring" => BUFPOLICY_RING,

@@ -100,11 +100,7 @@ pub const OPTIONS: &[(&str, OptKind, bool)] = &[
     ("zdefs", OptKind::Compile, false),
     // runtime options fixed once tracing starts
     ("aggsize", OptKind::Size, false),
-    (
-        "bpflog",
-        OptKind::Unsupported("printing the BPF verifier log (bpflog)"),
-        false,
-    ),
+    ("bpflog", OptKind::Runtime, false),
     ("bpflogsize", OptKind::Size, false),
     ("bufsize", OptKind::Size, false),
     ("bufpolicy", OptKind::BufPolicy, false),

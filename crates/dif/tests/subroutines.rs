@@ -276,6 +276,9 @@ fn user_memory_copies() {
     h.mem.writable = true;
     int(&mut h, "copyoutstr", &[S("hi"), I(0x8000), I(32)]).unwrap();
     assert_eq!(&h.mem.user[&0x8000][..3], b"hi\0");
+    // A size shorter than the string: that many characters, no NUL (DTrace's copyoutstr).
+    int(&mut h, "copyoutstr", &[S("HELLO"), I(0x8000), I(2)]).unwrap();
+    assert_eq!(&h.mem.user[&0x8000][..3], b"HE\0");
     int(&mut h, "copyout", &[S("xyz"), I(0x8010), I(3)]).unwrap();
     assert_eq!(&h.mem.user[&0x8000][16..19], b"xyz");
     assert_eq!(

@@ -214,6 +214,7 @@ pub mod helper {
     pub const PROBE_READ_KERNEL: i32 = 113;
     pub const PROBE_READ_USER_STR: i32 = 114;
     pub const PROBE_READ_KERNEL_STR: i32 = 115;
+    pub const PROBE_WRITE_USER: i32 = 36;
     pub const RINGBUF_OUTPUT: i32 = 130;
     pub const RINGBUF_RESERVE: i32 = 131;
     pub const RINGBUF_SUBMIT: i32 = 132;

@@ -273,8 +273,9 @@ pub struct Framework {
     rx: mpsc::Receiver<ProbeEvent>,
 }
 
-/// Whether a DIF object calls a destructive subroutine (`copyout`, `copyoutstr`).
-fn calls_destructive(d: &DifObject) -> bool {
+/// Whether a DIF object calls a destructive subroutine (`copyout`, `copyoutstr`): it writes into
+/// the traced process's memory.
+pub fn calls_destructive(d: &DifObject) -> bool {
     d.text.iter().any(|&w| {
         matches!(Instr::decode(w), Ok(Instr::Call { subr, .. })
             if subr == Subr::Copyout as u16 || subr == Subr::Copyoutstr as u16)

@@ -71,6 +71,42 @@ fn aggsize_of(prog: &Program, options: &Options) -> Option<u64> {
     (v > 0).then_some(v as u64)
 }
 
+/// The verifier log a program asks for with `bpflog` (its `#pragma D option`, else the
+/// handle's): the level given (the kernel's `log_level` bits), DTrace for Linux's when the option
+/// has no value, in a buffer of `bpflogsize` bytes (DTrace for Linux's default when unset).
+fn verifier_log_of(
+    prog: &Program,
+    options: &Options,
+) -> Option<dtrace_linux::bpf::prog::VerifierLog> {
+    use dtrace_linux::bpf::prog::{VerifierLog, DEFAULT_LOG_LEVEL, DEFAULT_LOG_SIZE};
+    let pragma = prog.options.iter().rev().find(|(n, _)| n == "bpflog");
+    let level = match pragma {
+        Some((_, None)) => 0,
+        Some((_, Some(v))) => match v.as_str() {
+            "yes" | "on" | "true" | "set" | "enable" | "enabled" => 1,
+            "no" | "off" | "false" | "unset" | "disable" | "disabled" => return None,
+            v => dtrace_dif::optval::parse_c_unsigned(v).and_then(|n| i64::try_from(n).ok())?,
+        },
+        None => options.value("bpflog"),
+    };
+    if level == dtrace_consumer::options::UNSET || !(0..=7).contains(&level) {
+        return None;
+    }
+    let size = size_option(prog, options, "bpflogsize");
+    Some(VerifierLog {
+        level: if level == 0 {
+            DEFAULT_LOG_LEVEL
+        } else {
+            level as u32
+        },
+        size: if size > 0 {
+            usize::try_from(size).unwrap_or(usize::MAX)
+        } else {
+            DEFAULT_LOG_SIZE
+        },
+    })
+}
+
 /// The kernel ring's size for a per-CPU `bufsize` (DTrace's buffers are per CPU; the ring is shared
 /// by every CPU): `bufsize` times the number of CPUs, at least a page.
 fn ring_bytes(bufsize: u64, ncpus: u32) -> usize {
@@ -304,6 +340,12 @@ impl Tracer for KernelTracer {
                 "the cpu option keeps tracing to one CPU, which only dtrace filters on".into(),
             ));
         }
+        if let Some(log) = verifier_log_of(prog, options) {
+            dtrace_linux::bpf::prog::set_verifier_log(Some(log));
+        }
+        self.linux.set_destructive(
+            options.is_set("destructive") || prog.options.iter().any(|(n, _)| n == "destructive"),
+        );
         self.linux.plan_replacing(original, prog);
         self.linux
             .set_aggsize(aggsize_of(prog, options).unwrap_or(4 << 20));

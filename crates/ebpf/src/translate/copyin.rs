@@ -67,22 +67,11 @@ impl Translator<'_> {
         if most == 0 {
             return Err(refused("strsize 0".into()));
         }
-        let width = super::string_scratch_width(self.strsize);
-        let offset = self.scratch_slots * width;
-        self.scratch_slots += 1;
-        let buf = self.frame.load_buf();
-        let no_scratch = self.fault_site(pc, FaultKind::NoScratch, FaultAddr::Zero);
-        let bad = self.fault_site(pc, FaultKind::BadAddr, FaultAddr::Stored);
-        self.ctx
-            .emit_string_scratch(&mut self.a, offset, width)
-            .map_err(refused)?;
-        let a = &mut self.a;
-        a.jmp_imm(op::JEQ, R0, 0, no_scratch);
         // The scratch's address is kept in the load buffer across the helper calls.
-        a.store(Size::DW, R10, buf, R0);
-        for w in (0..width).step_by(8) {
-            a.store_imm(Size::DW, R0, w as i16, 0);
-        }
+        let buf = self.frame.load_buf();
+        self.string_slot(pc, buf, true).map_err(refused)?;
+        let bad = self.fault_site(pc, FaultKind::BadAddr, FaultAddr::Stored);
+        let a = &mut self.a;
         // R2: the bytes to copy, as the interpreter sizes them.
         let (sized, read, done, failed) = (a.label(), a.label(), a.label(), a.label());
         if let Some(&n) = args.get(1) {

@@ -36,6 +36,7 @@
 //! the empty string, a record or key of NULL faults, a store of NULL frees the variable.
 
 mod copyin;
+mod copyout;
 mod strings;
 mod strvars;
 #[cfg(test)]
@@ -153,6 +154,12 @@ pub trait ProbeContext {
     /// at a probe whose record speaks for another thread cannot). `Err` says why not.
     fn reads_user_memory(&self) -> Result<(), String> {
         Ok(())
+    }
+    /// Whether the user memory of the thread that fired the probe can be written here
+    /// (`copyout()`: the kernel's `bpf_probe_write_user`, which a locked-down kernel refuses).
+    /// `Err` says why not (by default: nothing is written at the probe).
+    fn writes_user_memory(&self) -> Result<(), String> {
+        Err("user memory is not written at this probe".into())
     }
     /// Emits code that leaves the value of thread-local `self->` variable `var` (an integer) for
     /// the current thread in r0: 0 when it holds none. Same registers and stack as
@@ -413,6 +420,9 @@ pub enum FaultAddr {
     /// Computed by the faulting code, which stores it at [`Frame::fault_addr_at`] before it
     /// jumps to the site (the first unreadable byte of a string).
     Stored,
+    /// The 8 bytes at this frame offset (a subroutine's argument kept in a tuple slot or a
+    /// register's slot: `copyout()`'s destination).
+    Frame(i16),
 }
 
 /// Why a DIF object cannot run in the kernel (yet): the clause keeps running in the interpreter.
@@ -688,7 +698,10 @@ impl<'a> Translator<'a> {
         // A subroutine call is the reason to give, not the tuple pushes before it.
         for (pc, i) in code.iter().enumerate() {
             if let Instr::Call { subr, .. } = *i {
-                if Subr::from_u16(subr) == Some(Subr::Copyinstr) {
+                if matches!(
+                    Subr::from_u16(subr),
+                    Some(Subr::Copyinstr | Subr::Copyout | Subr::Copyoutstr)
+                ) {
                     continue;
                 }
                 let name = Subr::from_u16(subr)
@@ -799,6 +812,10 @@ impl<'a> Translator<'a> {
                         self.get(R1, r);
                         self.a.store(Size::DW, R10, self.frame.fault_addr_at(), R1);
                     }
+                    FaultAddr::Frame(at) => {
+                        self.a.load(Size::DW, R1, R10, at);
+                        self.a.store(Size::DW, R10, self.frame.fault_addr_at(), R1);
+                    }
                     FaultAddr::Stored => {}
                 }
                 self.a.ja(self.fault);
@@ -843,6 +860,27 @@ impl<'a> Translator<'a> {
         };
         self.sites.push((label, site));
         label
+    }
+
+    /// A fresh slot of the context's string scratch (one string's storage,
+    /// [`string_scratch_width`]): leaves its address in r0 and at the stack slot `at`, zeroed when
+    /// `zeroed`; a `NoScratch` fault at `pc` when the scratch could not be had. The error is the
+    /// context's reason for having no scratch.
+    fn string_slot(&mut self, pc: usize, at: i16, zeroed: bool) -> Result<(), String> {
+        let width = string_scratch_width(self.strsize);
+        let offset = self.scratch_slots * width;
+        self.scratch_slots += 1;
+        let no_scratch = self.fault_site(pc, FaultKind::NoScratch, FaultAddr::Zero);
+        self.ctx.emit_string_scratch(&mut self.a, offset, width)?;
+        let a = &mut self.a;
+        a.jmp_imm(op::JEQ, R0, 0, no_scratch);
+        a.store(Size::DW, R10, at, R0);
+        if zeroed {
+            for w in (0..width).step_by(8) {
+                a.store_imm(Size::DW, R0, w as i16, 0);
+            }
+        }
+        Ok(())
     }
 
     /// Whether the object stores a variable (a store action, whose value nothing reads).
@@ -1120,17 +1158,18 @@ impl<'a> Translator<'a> {
                     .map_err(|why| self.array_refused(pc, array, why))?;
                 self.put(s, rd, R0, Kind::Int(None));
             }
-            Instr::Call { subr, rd } => {
-                if Subr::from_u16(subr) != Some(Subr::Copyinstr) {
+            Instr::Call { subr, rd } => match Subr::from_u16(subr) {
+                Some(Subr::Copyinstr) => self.copyinstr(pc, s, rd)?,
+                Some(w @ (Subr::Copyout | Subr::Copyoutstr)) => self.copyout(pc, s, w, rd)?,
+                other => {
                     return Err(Untranslatable::Subroutine {
                         pc,
-                        name: Subr::from_u16(subr)
+                        name: other
                             .map(|s| s.name().to_string())
                             .unwrap_or_else(|| format!("#{subr}")),
-                    });
+                    })
                 }
-                self.copyinstr(pc, s, rd)?;
-            }
+            },
             Instr::Flushts => s.tuple = Some(Vec::new()),
             Instr::Pushtv { rs, .. } => {
                 self.int(s, pc, rs)?;
@@ -1145,12 +1184,21 @@ impl<'a> Translator<'a> {
                 }
             }
             Instr::Pushtr { ty, r2, rs } => {
-                // A string the translator follows (a constant, `execname`), its size strsize.
+                // A string the translator follows (a constant, `execname`, a string built in
+                // the scratch, whose address is kept in the tuple slot of its position: string
+                // registers are not followed into tuple slots otherwise), its size strsize.
                 let string = ty == dtrace_dif::instr::DIF_TYPE_STRING
                     && matches!(s[(r2 & 7) as usize], Kind::Int(Some(0)))
-                    && matches!(s[(rs & 7) as usize], Kind::StrConst(_) | Kind::Execname);
+                    && matches!(
+                        s[(rs & 7) as usize],
+                        Kind::StrConst(_) | Kind::Execname | Kind::Scratch
+                    );
                 match &mut s.tuple {
                     Some(t) if string && t.len() < MAX_TUPLE => {
+                        if s.regs[(rs & 7) as usize] == Kind::Scratch {
+                            self.a.load(Size::DW, R1, R10, self.frame.reg(rs & 7));
+                            self.a.store(Size::DW, R10, self.frame.tuple(t.len()), R1);
+                        }
                         t.push(Pushed::Str(s.regs[(rs & 7) as usize].clone()))
                     }
                     _ => {

@@ -7,13 +7,10 @@
 //! dynamic variable, as DTrace's `self->s = 0` does. Where the variable lives is the context's
 //! business ([`ProbeContext::emit_string_load`], [`ProbeContext::emit_string_store`]).
 
-use super::{
-    string_scratch_width, FaultAddr, Kind, State, StringVar, Translator, Untranslatable, COMM_LEN,
-};
+use super::{string_scratch_width, Kind, State, StringVar, Translator, Untranslatable, COMM_LEN};
 use crate::insn::{op, Size, R0, R1, R10};
 use dtrace_dif::object::{DIFV_SCOPE_GLOBAL, DIFV_SCOPE_LOCAL, DIFV_SCOPE_THREAD};
 use dtrace_dif::opcode::Opcode;
-use dtrace_dif::vm::FaultKind;
 
 impl Translator<'_> {
     /// Whether the user variable `var` that `dop` loads or stores is a string (its entry in the
@@ -32,24 +29,15 @@ impl Translator<'_> {
             .any(|v| v.id == u32::from(var) && v.scope == scope && v.ty.is_string())
     }
 
-    /// A fresh slot of the context's string scratch: leaves its address in r0 and at the frame's
-    /// load buffer, a `NoScratch` fault at `pc` when the scratch could not be had.
+    /// A fresh slot of the string scratch for variable `name` (see [`Self::string_slot`]).
     fn scratch_slot(&mut self, pc: usize, name: &str) -> Result<(), Untranslatable> {
-        let width = string_scratch_width(self.strsize);
-        let offset = self.scratch_slots * width;
-        self.scratch_slots += 1;
-        let no_scratch = self.fault_site(pc, FaultKind::NoScratch, FaultAddr::Zero);
-        self.ctx
-            .emit_string_scratch(&mut self.a, offset, width)
+        let buf = self.frame.load_buf();
+        self.string_slot(pc, buf, false)
             .map_err(|why| Untranslatable::Variable {
                 pc,
                 name: name.to_string(),
                 why,
-            })?;
-        let buf = self.frame.load_buf();
-        self.a.jmp_imm(op::JEQ, R0, 0, no_scratch);
-        self.a.store(Size::DW, R10, buf, R0);
-        Ok(())
+            })
     }
 
     /// Loads string variable `var` (D name `name`) into `rd` (see the module notes).

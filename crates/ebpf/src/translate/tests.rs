@@ -94,6 +94,11 @@ impl ProbeContext for Probe {
     }
 }
 
+thread_local! {
+    /// What the emulated `bpf_probe_write_user` wrote: (address, bytes).
+    static WRITES: std::cell::RefCell<Vec<(u64, Vec<u8>)>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// Where the emulator keeps the contexts' string scratch, and its size.
 const SCRATCH_ADDR: u64 = 0x2000_0000;
 const SCRATCH_LEN: usize = 4096;
@@ -235,6 +240,45 @@ fn emulate_all(insns: &[Insn], p: &Probe) -> (u64, [u8; 512], Vec<u8>) {
                         } else {
                             (-14i64) as u64
                         };
+                        for x in &mut r[1..=5] {
+                            *x = 0xdead;
+                        }
+                    }
+                    op::CALL if i.imm == helper::PROBE_WRITE_USER => {
+                        // From the scratch into a user region of the probe (recorded in
+                        // WRITES); -EFAULT elsewhere.
+                        let (dst_at, src_at, len) = (r[1], r[2], r[3] as usize);
+                        let at = (src_at - SCRATCH_ADDR) as usize;
+                        assert!(at + len <= SCRATCH_LEN, "writes come from the scratch");
+                        r[0] = if read(&p.user, dst_at, len).is_some() {
+                            WRITES.with(|w| {
+                                w.borrow_mut()
+                                    .push((dst_at, scratch[at..at + len].to_vec()))
+                            });
+                            0
+                        } else {
+                            (-14i64) as u64
+                        };
+                        for x in &mut r[1..=5] {
+                            *x = 0xdead;
+                        }
+                    }
+                    op::CALL if i.imm == helper::PROBE_READ_KERNEL_STR => {
+                        // Within the scratch: at most len - 1 bytes and the NUL.
+                        let (dst_at, len, src_at) = (r[1], r[2] as usize, r[3]);
+                        let (d, s) = (
+                            (dst_at - SCRATCH_ADDR) as usize,
+                            (src_at - SCRATCH_ADDR) as usize,
+                        );
+                        assert!(d + len <= SCRATCH_LEN && s + len <= SCRATCH_LEN);
+                        let n = scratch[s..s + len - 1]
+                            .iter()
+                            .position(|&c| c == 0)
+                            .unwrap_or(len - 1);
+                        let copy = scratch[s..s + n].to_vec();
+                        scratch[d..d + n].copy_from_slice(&copy);
+                        scratch[d + n] = 0;
+                        r[0] = n as u64 + 1;
                         for x in &mut r[1..=5] {
                             *x = 0xdead;
                         }
@@ -1488,4 +1532,95 @@ fn a_null_string_variable_faults_as_a_value_and_a_string_as_one() {
     let o = prog.ecbs[0].actions[0].difo.clone().unwrap();
     let e = translate(&o, &ctxp, 257, FRAME).unwrap_err();
     assert!(e.to_string().contains("clause-local strings"), "{e}");
+}
+
+/// [`Probe`] at a probe whose thread's memory may be written (`copyout()`).
+struct WritingProbe(Probe);
+
+impl ProbeContext for WritingProbe {
+    fn emit_builtin(&self, a: &mut Asm, b: Builtin) -> Result<(), String> {
+        self.0.emit_builtin(a, b)
+    }
+    fn emit_execname(&self, a: &mut Asm, at: i16) -> Result<(), String> {
+        self.0.emit_execname(a, at)
+    }
+    fn names(&self) -> &ProbeNames {
+        self.0.names()
+    }
+    fn emit_string_scratch(&self, a: &mut Asm, offset: usize, len: usize) -> Result<(), String> {
+        self.0.emit_string_scratch(a, offset, len)
+    }
+    fn writes_user_memory(&self) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+/// The DIF of a clause's first action.
+fn action(src: &str) -> DifObject {
+    let src = format!("syscall::write:entry {{ {src}; }}");
+    let p = dtrace_compiler::compile(&src, &dtrace_compiler::CompileOptions::default())
+        .unwrap_or_else(|e| panic!("{src}: {e:?}"));
+    p.ecbs[0].actions[0].difo.clone().expect("an action")
+}
+
+#[test]
+fn copyout_writes_at_the_probe_and_faults_at_a_bad_destination() {
+    let p = WritingProbe(string_probe());
+    let buf = 0x7fff_0000_1000u64;
+    // (action, what is written at arg1, or the fault's kind and address)
+    type Written = Result<&'static [u8], (FaultKind, u64)>;
+    let cases: Vec<(&str, Written)> = vec![
+        (r#"copyout("HELLO", arg1, 3)"#, Ok(b"HEL")),
+        (r#"copyout("HELLO", arg1, 8)"#, Ok(b"HELLO\0\0\0")),
+        (r#"copyout("HELLO", arg1, 0)"#, Ok(b"")),
+        (r#"copyoutstr("HELLO", arg1, 64)"#, Ok(b"HELLO\0")),
+        (r#"copyoutstr("HELLO", arg1, 2)"#, Ok(b"HE")),
+        ("copyoutstr(execname, arg1, 64)", Ok(b"dd\0")),
+        ("copyoutstr(execname, arg1, 1)", Ok(b"d")),
+        ("copyout(execname, arg1, 4)", Ok(b"dd\0\0")),
+        ("copyoutstr(copyinstr(arg1), arg1, 64)", Ok(b"hello\0")),
+        ("copyoutstr(copyinstr(arg1), arg1, 3)", Ok(b"hel")),
+        (r#"copyout("HELLO", 16, 3)"#, Err((FaultKind::BadAddr, 16))),
+        (r#"copyoutstr("HELLO", 0, 3)"#, Err((FaultKind::BadAddr, 0))),
+        (
+            r#"copyout("HELLO", arg1, 300)"#,
+            Err((FaultKind::BadSize, 300)),
+        ),
+    ];
+    for (src, want) in cases {
+        let obj = action(src);
+        let f = translate(&obj, &p, 257, FRAME).unwrap_or_else(|e| panic!("{src}: {e}"));
+        assert_reachable(&f.insns);
+        WRITES.with(|w| w.borrow_mut().clear());
+        let (r0, stack) = emulate_frame(&f.insns, &p.0);
+        let writes = WRITES.with(|w| w.borrow().clone());
+        match want {
+            Ok(bytes) => {
+                assert_ne!(r0, FAULTED as u64, "{src}");
+                let expect: Vec<(u64, Vec<u8>)> = if bytes.is_empty() {
+                    Vec::new()
+                } else {
+                    vec![(buf, bytes.to_vec())]
+                };
+                assert_eq!(writes, expect, "{src}");
+            }
+            Err((kind, addr)) => {
+                assert_eq!(r0, FAULTED as u64, "{src}");
+                assert!(writes.is_empty(), "{src}");
+                let (k, _, a) = frame_fault(&stack).unwrap_or_else(|| panic!("{src}"));
+                assert_eq!((k, a), (kind.code(), addr), "{src}");
+            }
+        }
+    }
+    // A context that does not write user memory says so; memory at an address is not copied out.
+    let e = translate(
+        &action(r#"copyout("x", arg1, 1)"#),
+        &string_probe(),
+        257,
+        FRAME,
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("not written at this probe"), "{e}");
+    let e = translate(&action("copyout((void *)arg0, arg1, 1)"), &p, 257, FRAME).unwrap_err();
+    assert!(e.to_string().contains("not memory at an address"), "{e}");
 }

@@ -1,5 +1,11 @@
 //! Program loading: hands generated instructions to the kernel and, when the verifier refuses them,
 //! returns its complete log in the error. A [`Program`] owns its descriptor.
+//!
+//! With DTrace's `bpflog` option ([`set_verifier_log`]), every program is loaded with the
+//! verifier's log on at the level asked, in a buffer of `bpflogsize` bytes, and the log is
+//! printed to standard error, each line prefixed with `BPF: ` as DTrace for Linux prints it,
+//! whether the kernel accepted the program or refused it; a log that does not fit the buffer is
+//! not printed and DTrace's note says so.
 
 use super::insn::Insn;
 use super::sys::{self, attach_type, cmd, prog_type, ProgLoadAttr};
@@ -63,6 +69,64 @@ impl ProgKind {
     }
 }
 
+/// Whether this kernel lets BPF programs write into user memory (`bpf_probe_write_user`, what
+/// `copyout()` needs), found once by loading a tracepoint program that calls it: the kernel
+/// offers the helper only to a process with `CAP_SYS_ADMIN` on a kernel not locked down. `Err`
+/// says why not, as plainly as the system tells.
+pub fn write_user_allowed() -> std::result::Result<(), String> {
+    static ALLOWED: std::sync::OnceLock<std::result::Result<(), String>> =
+        std::sync::OnceLock::new();
+    ALLOWED
+        .get_or_init(|| {
+            use super::insn::{helper, Size, R0, R1, R10, R2, R3};
+            let mut a = super::Asm::new();
+            a.store_imm(Size::DW, R10, -8, 0)
+                .mov_imm(R1, 0)
+                .mov(R2, R10)
+                .alu_imm(super::insn::op::ADD, R2, -8)
+                .mov_imm(R3, 1)
+                .call(helper::PROBE_WRITE_USER)
+                .mov_imm(R0, 0)
+                .exit();
+            let words: Vec<u64> = a
+                .finish()
+                .map_err(|e| e.to_string())?
+                .iter()
+                .map(|i| i.to_u64())
+                .collect();
+            let mut log = vec![0u8; 1 << 16];
+            match Program::try_load(
+                ProgKind::Tracepoint,
+                &words,
+                "dt_write_probe",
+                Some((&mut log, 1)),
+            ) {
+                Ok(_) => Ok(()),
+                Err(e) => {
+                    let lockdown = std::fs::read_to_string("/sys/kernel/security/lockdown")
+                        .ok()
+                        .and_then(|s| {
+                            let mode = s.split('[').nth(1)?.split(']').next()?.to_string();
+                            (mode != "none").then_some(mode)
+                        });
+                    let text = log_text(&log);
+                    Err(match lockdown {
+                        Some(mode) => format!(
+                            "the kernel is locked down ({mode}), which refuses \
+                             bpf_probe_write_user() to BPF programs"
+                        ),
+                        None if text.contains("cannot use helper") => "this kernel refuses \
+                            bpf_probe_write_user() to BPF programs (kernel lockdown, or a \
+                            process without CAP_SYS_ADMIN)"
+                            .to_string(),
+                        None => format!("this kernel refuses bpf_probe_write_user(): {e}"),
+                    })
+                }
+            }
+        })
+        .clone()
+}
+
 /// A loaded program.
 #[derive(Debug)]
 pub struct Program {
@@ -74,6 +138,65 @@ pub struct Program {
 const LICENSE: &[u8] = b"GPL\0";
 const FIRST_LOG: usize = 1 << 20;
 const MAX_LOG: usize = 64 << 20;
+
+/// DTrace for Linux's log level for `bpflog`: `BPF_LOG_LEVEL1 | BPF_LOG_LEVEL2 | BPF_LOG_STATS`.
+pub const DEFAULT_LOG_LEVEL: u32 = 4 | 2 | 1;
+/// DTrace for Linux's default `bpflogsize`: 16 MiB less one byte.
+pub const DEFAULT_LOG_SIZE: usize = (16 << 20) - 1;
+/// The smallest log buffer every kernel takes.
+pub const MIN_LOG_SIZE: usize = 128;
+/// The largest log buffer the kernel takes (`log_size` is checked against `UINT_MAX >> 2`).
+pub const MAX_LOG_SIZE: usize = (u32::MAX >> 2) as usize;
+
+/// The verifier log asked for with `bpflog`: every program loaded while it is set logs at
+/// `level` (the kernel's `log_level` bits) into `size` bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct VerifierLog {
+    /// The kernel's `log_level` (1: the instructions verified, 2: every state, 4: statistics).
+    pub level: u32,
+    /// The buffer's size (`bpflogsize`).
+    pub size: usize,
+}
+
+static VERIFIER_LOG: std::sync::Mutex<Option<VerifierLog>> = std::sync::Mutex::new(None);
+
+/// Sets (or, with `None`, clears) the verifier log every program is loaded with from now on.
+pub fn set_verifier_log(log: Option<VerifierLog>) {
+    let mut g = VERIFIER_LOG.lock().unwrap_or_else(|p| p.into_inner());
+    *g = log;
+}
+
+/// The verifier log programs are loaded with now, if any.
+pub fn verifier_log() -> Option<VerifierLog> {
+    *VERIFIER_LOG.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The text of a log buffer (up to its NUL).
+fn log_text(log: &[u8]) -> String {
+    let end = log.iter().position(|b| *b == 0).unwrap_or(log.len());
+    String::from_utf8_lossy(&log[..end]).trim_end().to_string()
+}
+
+/// Prints a verifier log as DTrace for Linux does: each line after `BPF: `.
+fn print_log(text: &str) {
+    use std::io::Write;
+    let mut out = String::with_capacity(text.len() + text.len() / 16);
+    for line in text.lines() {
+        out.push_str("BPF: ");
+        out.push_str(line);
+        out.push('\n');
+    }
+    let _ = std::io::stderr().lock().write_all(out.as_bytes());
+}
+
+/// DTrace for Linux's note for a log larger than its buffer.
+fn print_incomplete(size: usize) {
+    eprintln!(
+        "BPF verifier log is incomplete and is not reported.\n\
+         Set DTrace option 'bpflogsize' to some greater size for more output.\n\
+         (Current size is {size}.)"
+    );
+}
 
 impl Program {
     /// Loads a program of `kind` that does nothing (returns 0): what a feature probe attaches to
@@ -88,6 +211,9 @@ impl Program {
     /// `name` is the kernel object name (15 characters at most are kept).
     pub fn load(kind: ProgKind, insns: &[Insn], name: &str, probe: &str) -> Result<Program> {
         let words: Vec<u64> = insns.iter().map(|i| i.to_u64()).collect();
+        if let Some(v) = verifier_log() {
+            return Self::load_logged(kind, &words, name, probe, v);
+        }
         match Self::try_load(kind, &words, name, None) {
             Ok(fd) => Ok(Program {
                 fd,
@@ -99,7 +225,7 @@ impl Program {
                 let mut size = FIRST_LOG;
                 loop {
                     let mut log = vec![0u8; size];
-                    match Self::try_load(kind, &words, name, Some(&mut log)) {
+                    match Self::try_load(kind, &words, name, Some((&mut log, 1))) {
                         Ok(fd) => {
                             return Ok(Program {
                                 fd,
@@ -111,8 +237,7 @@ impl Program {
                             size *= 4
                         }
                         Err(e) => {
-                            let end = log.iter().position(|b| *b == 0).unwrap_or(log.len());
-                            let text = String::from_utf8_lossy(&log[..end]).trim_end().to_string();
+                            let text = log_text(&log);
                             if e.raw_os_error() == Some(libc::EPERM) && text.is_empty() {
                                 return Err(LinuxError::Permission(format!(
                                     "loading the BPF program for {probe}"
@@ -134,11 +259,54 @@ impl Program {
         }
     }
 
+    /// [`Program::load`] with the verifier log `v` on (`bpflog`): the log is printed whether the
+    /// kernel accepts the program or not.
+    fn load_logged(
+        kind: ProgKind,
+        words: &[u64],
+        name: &str,
+        probe: &str,
+        v: VerifierLog,
+    ) -> Result<Program> {
+        // The kernel refuses a log buffer under 128 bytes (EINVAL on 6.1).
+        let size = v.size.clamp(MIN_LOG_SIZE, MAX_LOG_SIZE);
+        let mut log = vec![0u8; size];
+        match Self::try_load(kind, words, name, Some((&mut log, v.level))) {
+            Ok(fd) => {
+                print_log(&log_text(&log));
+                Ok(Program {
+                    fd,
+                    kind,
+                    insn_count: words.len(),
+                })
+            }
+            Err(e) => {
+                let text = log_text(&log);
+                if e.raw_os_error() == Some(libc::ENOSPC) {
+                    print_incomplete(size);
+                } else {
+                    print_log(&text);
+                }
+                if e.raw_os_error() == Some(libc::EPERM) && text.is_empty() {
+                    return Err(LinuxError::Permission(format!(
+                        "loading the BPF program for {probe}"
+                    )));
+                }
+                Err(LinuxError::VerifierRejected {
+                    probe: probe.to_string(),
+                    reason: e.to_string(),
+                    // Printed already (or too large to be).
+                    log: String::new(),
+                })
+            }
+        }
+    }
+
     fn try_load(
         kind: ProgKind,
         words: &[u64],
         name: &str,
-        log: Option<&mut Vec<u8>>,
+        log: Option<(&mut Vec<u8>, u32)>,
     ) -> std::io::Result<OwnedFd> {
         let mut attr = ProgLoadAttr {
             prog_type: kind.code(),
@@ -168,8 +336,8 @@ impl Program {
             ProgKind::KprobeMulti => attr.expected_attach_type = attach_type::TRACE_KPROBE_MULTI,
             _ => {}
         }
-        if let Some(log) = log {
-            attr.log_level = 1;
+        if let Some((log, level)) = log {
+            attr.log_level = level;
             attr.log_size = log.len() as u32;
             attr.log_buf = log.as_mut_ptr() as u64;
         }

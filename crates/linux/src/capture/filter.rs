@@ -231,6 +231,11 @@ impl ProbeContext for ShapeContext<'_> {
         self.current("user memory")
     }
 
+    fn writes_user_memory(&self) -> Result<(), String> {
+        self.current("user memory")?;
+        crate::bpf::prog::write_user_allowed()
+    }
+
     fn emit_thread_load(&self, a: &mut Asm, var: u32) -> Result<(), String> {
         let kv = self.kernel_var(var)?;
         super::kvars::emit_load(a, kv, var)

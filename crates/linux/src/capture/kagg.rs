@@ -389,6 +389,19 @@ pub fn emit_aggs(
             ));
             continue;
         }
+        if c.stores
+            .iter()
+            .any(|(_, _, o)| dtrace_framework::framework::calls_destructive(o))
+        {
+            // A string not readable at the probe hands the firing over to dtrace, where
+            // copyout() would write too late.
+            *r = Err(Untranslatable::Placement(
+                "it copies in a string, which may not be readable at the probe (the firing \
+                 then goes to dtrace, too late for copyout())"
+                    .into(),
+            ));
+            continue;
+        }
         match &c.string_args {
             Ok(args) if !args.is_empty() => {
                 for n in args {

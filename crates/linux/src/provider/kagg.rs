@@ -121,6 +121,9 @@ pub struct ClausePlan {
     pub stores: Vec<(usize, CodeBase, DifObject)>,
     /// The record the clause builds, when it records data (`trace()`, `printf()`...).
     pub record: Option<KernelRecord>,
+    /// A store action calls `copyout()` or `copyoutstr()`: the clause writes into the traced
+    /// process's memory, which only means something at the probe, so it runs there or nowhere.
+    pub writes_user: bool,
 }
 
 impl ClausePlan {
@@ -376,10 +379,14 @@ pub fn plan_clause(
             stores.push((steps_before(acts, &used, i), base(i), o.clone()));
         }
     }
+    let writes_user = stores
+        .iter()
+        .any(|(_, _, o)| dtrace_framework::framework::calls_destructive(o));
     Ok(ClausePlan {
         aggs: out,
         stores,
         record,
+        writes_user,
     })
 }
 

@@ -126,6 +126,9 @@ pub(crate) struct Shared {
     exit_at_kernel_probe: Option<String>,
     /// Clauses may build their records at the probe (off: [`KERNEL_RECORDS_ENV`] is `0`).
     kernel_records: bool,
+    /// Destructive actions are allowed (`-w`): without, a clause that writes user memory is
+    /// left for the framework to refuse when tracing starts, as DTrace refuses it.
+    destructive: bool,
     /// `ustack()` keys may stay in the kernel ([`kagg::KERNEL_USTACKS_ENV`] is `1`).
     kernel_ustacks: bool,
     /// (clause of `clauses`, probe id) to the clause's number among the probe's kernel clauses
@@ -371,7 +374,7 @@ impl Shared {
         let (k_idx, r_idx): (Vec<usize>, Vec<usize>) = matching_idx.iter().partition(|&&i| {
             kernel_aggs
                 && match self.kplans.get(i) {
-                    Some(Ok(p)) => p.stores.is_empty() || placement.in_kernel(i),
+                    Some(Ok(p)) => p.stores.is_empty() || placement.in_kernel(i) || p.writes_user,
                     _ => false,
                 }
         });
@@ -602,6 +605,15 @@ impl Shared {
                     self.kernel.get(i).map_or("?", |c| c.desc.as_str())
                 ));
             }
+            if !matches!(in_kernel, Some(Ok(()))) {
+                if let Some(why) = self.user_write_refused(i, &in_kernel, kernel_aggs) {
+                    return Err(format!(
+                        "clause {}: copyout() and copyoutstr() write at the probe, which cannot \
+                         run them at {probe_name} ({why})",
+                        self.kernel.get(i).map_or("?", |c| c.desc.as_str())
+                    ));
+                }
+            }
             let exits = matches!(self.kplans.get(i), Some(Ok(p)) if p.exits());
             let at_kernel_probe = !fires_in_dtrace(&info.provider, &info.name);
             if kernel_aggs && exits && at_kernel_probe && !matches!(in_kernel, Some(Ok(()))) {
@@ -681,6 +693,40 @@ impl Shared {
 }
 
 impl Shared {
+    /// When clause `i` writes into the traced process (`copyout()`) but does not run at the probe
+    /// (`in_kernel`: what the probe's program said of it, `None` when it was not planned there;
+    /// `kernel_aggs`: clauses may run there at all), why: dtrace would write too late, after the
+    /// thread ran on, so such a clause is refused rather than run there.
+    fn user_write_refused(
+        &self,
+        i: usize,
+        in_kernel: &Option<std::result::Result<(), dtrace_ebpf::translate::Untranslatable>>,
+        kernel_aggs: bool,
+    ) -> Option<String> {
+        let ecb = self.ecb(i)?;
+        let writes = ecb
+            .predicate
+            .iter()
+            .chain(ecb.actions.iter().filter_map(|a| a.difo.as_ref()))
+            .any(dtrace_framework::framework::calls_destructive);
+        if !writes || !self.destructive {
+            return None;
+        }
+        Some(match (in_kernel, self.kplans.get(i)) {
+            (Some(Err(e)), _) => e.to_string(),
+            (_, Some(Err(why))) => why.clone(),
+            _ if !self.kernel_predicates => {
+                format!("kernel predicates are off ({KERNEL_PREDICATES_ENV}=0)")
+            }
+            _ if !kernel_aggs => match (&self.kernel_aggregations, &self.exit_at_kernel_probe) {
+                (Err(why), _) => why.clone(),
+                (Ok(()), Some(c)) => format!("clause {c} calls exit() at a kernel probe"),
+                (Ok(()), None) => "clauses do not run at this probe".into(),
+            },
+            _ => "the clause was planned after its probe was enabled".into(),
+        })
+    }
+
     /// Makes the maps of the kernel clauses (their control switch, exit flag...), if not yet made.
     fn ensure_kaggs(&mut self) -> std::result::Result<(), String> {
         if self.kaggs.is_some() {
@@ -1069,6 +1115,7 @@ impl LinuxTracing {
                 kernel_aggregated: HashSet::new(),
                 exit_at_kernel_probe: None,
                 kernel_records: std::env::var_os(KERNEL_RECORDS_ENV).is_none_or(|v| v != "0"),
+                destructive: false,
                 kernel_ustacks: std::env::var_os(kagg::KERNEL_USTACKS_ENV)
                     .is_some_and(|v| v == "1"),
                 built_at: Default::default(),
@@ -1548,6 +1595,13 @@ impl LinuxTracing {
         }
         sh.session_opts.ring_bytes = bytes;
         true
+    }
+
+    /// Says whether destructive actions are allowed (`-w`, the `destructive` option): a clause
+    /// that writes user memory (`copyout()`) that cannot run at the probe is refused at enable
+    /// only when they are (else tracing refuses to start, as DTrace does).
+    pub fn set_destructive(&self, allowed: bool) {
+        self.lock().destructive = allowed;
     }
 
     /// Tells the session that its consumer polls the ring on its own clock (as `dtrace(1)` does,

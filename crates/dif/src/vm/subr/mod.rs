@@ -165,14 +165,18 @@ impl Machine {
                 Ok(0)
             }
             Copyoutstr => {
+                // As DTrace: the string and its NUL, at most `size` bytes and D's strsize (so a
+                // size shorter than the string writes that many characters and no NUL).
                 let (src, dst, size) = (arg(0), arg(1), arg(2));
-                let lim = (size as usize).min(strsize);
+                let lim = usize::try_from(size).unwrap_or(usize::MAX).min(strsize - 1);
                 if lim == 0 {
                     return Ok(0);
                 }
                 let mut v = Vec::new();
-                self.read_str(env.obj, env.mem, src, lim - 1, false, &mut v)?;
-                v.push(0);
+                self.read_str(env.obj, env.mem, src, lim, false, &mut v)?;
+                if v.len() < lim {
+                    v.push(0);
+                }
                 env.mem
                     .write_user(dst, &v)
                     .map_err(|k| Fault::new(k, dst))?;
