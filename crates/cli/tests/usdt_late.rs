@@ -317,6 +317,22 @@ fn clauses_that_depend_on_the_process_stay_in_dtrace_at_a_provider_glob() {
 }
 
 #[test]
+fn a_pid_provider_glob_over_processes_matches_nothing_as_in_dtrace() {
+    let test = "a_pid_provider_glob_over_processes_matches_nothing_as_in_dtrace";
+    if !common::kernel_ok(test) {
+        return;
+    }
+    // DTrace creates pid probes only for a provider naming one process (`pid123`,
+    // `pid$target`): `pid*` matches the probes that exist, none here.
+    let (rc, _, err) = dtrace(&["-n", "pid*:libc.so.6:malloc:entry"]);
+    assert_ne!(rc, 0);
+    assert!(
+        err.contains("probe description pid*:libc.so.6:malloc:entry does not match any probes"),
+        "{err}"
+    );
+}
+
+#[test]
 fn python_processes_started_later_fire_gc_start_under_their_own_provider() {
     let test = "python_processes_started_later_fire_gc_start_under_their_own_provider";
     if !ready(test) {

@@ -21,9 +21,13 @@
 //! creates its probes (listed from then on); then it fires. Per-process probes the file probes
 //! cover place no uprobe of their own, so a firing is never delivered twice.
 //!
-//! Every clause runs in dtrace at a file probe (its names and EPIDs depend on the firing
-//! process, which the kernel program does not know); predicates, aggregations and records of
-//! those clauses are computed by the interpreter, and the kernel captures what they read.
+//! A clause that matches the probe in every process (provider `prefix*`, see
+//! [`FileProbe::matches_every_process`]) and reads no `probeprov` runs in the kernel at a file
+//! probe, as at a per-process probe (its predicate, aggregations, records): only the EPIDs of
+//! its records depend on the process, and dtrace maps each record to the process's probe by
+//! the pid it carries. The kernel notes each process at its first firing and records that
+//! firing for dtrace whatever the filter says (`KernelAggs::known`), so dtrace learns of every
+//! process. The other clauses run in dtrace, the kernel capturing what they read.
 
 use crate::catalog::{glob, AttachPoint, Probe};
 use crate::session::Delivery;
