@@ -594,9 +594,9 @@ impl Shared {
             spec.filter.as_ref()
         };
         let filtered_clauses: &[usize] = if report.filter_over_others {
-            &r_idx
+            r_idx
         } else {
-            &matching_idx
+            matching_idx
         };
         for &i in matching_idx {
             let in_kernel = k_idx
