@@ -12,9 +12,11 @@ use std::process::{Command, Stdio};
 
 /// Fires `myapp:work-done` n times (`argv[1]`) with `arg0` = i, and `myapp:tick` n times while
 /// its semaphore is raised; prints its pid and how often the semaphore was up. With n < 0 it
-/// only maps its file and waits for its standard input to close; with a second argument it
-/// first waits (a minute at most) for `work-done`'s semaphore to be raised, that is for the
-/// probe to be placed on its file.
+/// only maps its file and waits for its standard input to close; with a second argument (a
+/// path) it first fires `myapp:ready` every millisecond until that file exists (a minute at
+/// most): the tracer creates it once it has seen a firing, so the process knows its probes
+/// are in place (a raised semaphore does not say so: where uprobes are perf events, the
+/// kernel raises it when the event is opened, before dtrace attaches its program).
 const PROG: &str = r#"
 #define _SDT_HAS_SEMAPHORES 1
 #include <sys/sdt.h>
@@ -23,6 +25,7 @@ const PROG: &str = r#"
 #include <unistd.h>
 unsigned short myapp_work__done_semaphore __attribute__((section(".probes")));
 unsigned short myapp_tick_semaphore __attribute__((section(".probes")));
+unsigned short myapp_ready_semaphore __attribute__((section(".probes")));
 int main(int argc, char **argv) {
     int n = argc > 1 ? atoi(argv[1]) : 10;
     if (n < 0) {
@@ -30,8 +33,10 @@ int main(int argc, char **argv) {
         while (read(0, b, sizeof b) > 0) {}
         return 0;
     }
-    for (int t = 0; argc > 2 && !myapp_work__done_semaphore && t < 60000; t++)
+    for (int t = 0; argc > 2 && access(argv[2], F_OK) != 0 && t < 60000; t++) {
+        DTRACE_PROBE(myapp, ready);
         usleep(1000);
+    }
     long enabled = 0;
     for (int i = 0; i < n; i++) {
         DTRACE_PROBE2(myapp, work__done, i, (long)i * -10);
@@ -171,16 +176,19 @@ fn with_no_process_at_start_the_files_of_processes_started_later_are_found() {
     let dir = common::test_dir(test);
     let exe = common::compile_c(&dir, "late-found", PROG, &["-O2"]);
     // Nothing maps the file when tracing starts: -Z lets the glob match nothing. The first
-    // process fires once its file's probes are placed (its semaphore tells it), the next ones
-    // from their start.
-    let cmd = script(&dir, "found.sh", &exe, &["4 wait", "6", "2"]);
-    let (rc, out, err) = dtrace(&[
-        "-Zqn",
-        "myapp*:late-found::work-done { @n[probeprov] = count(); @s[probeprov] = sum(arg0); }
-         END { printa(\"n %s %@d\\n\", @n); printa(\"s %s %@d\\n\", @s); }",
-        "-c",
-        &cmd,
-    ]);
+    // process fires once dtrace has seen it (its `ready` firings: dtrace then creates the file
+    // it waits for), the next ones from their start.
+    let ready = dir.join("ready");
+    let _ = std::fs::remove_file(&ready);
+    let first = format!("4 {}", ready.display());
+    let cmd = script(&dir, "found.sh", &exe, &[first.as_str(), "6", "2"]);
+    let d = format!(
+        "myapp*:late-found::ready {{ system(\"touch {}\"); }}
+         myapp*:late-found::work-done {{ @n[probeprov] = count(); @s[probeprov] = sum(arg0); }}
+         END {{ printa(\"n %s %@d\\n\", @n); printa(\"s %s %@d\\n\", @s); }}",
+        ready.display()
+    );
+    let (rc, out, err) = dtrace(&["-wZqn", &d, "-c", &cmd]);
     assert_eq!(rc, 0, "{err}");
     let runs = runs(&out);
     assert_eq!(runs.len(), 3, "{out}");
@@ -195,6 +203,133 @@ fn with_no_process_at_start_the_files_of_processes_started_later_are_found() {
     let (rc, _, err) = dtrace(&["-qn", "myapp*:late-found::work-done", "-c", &cmd]);
     assert_ne!(rc, 0);
     assert!(err.contains("does not match any probes"), "{err}");
+}
+
+/// Runs `dtrace -qv -n d -c cmd` with a process of `exe` mapping its file meanwhile (so the
+/// glob finds the file at start).
+fn with_holder(exe: &Path, args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
+    let mut holder = Command::new(exe)
+        .arg("-1")
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let r = common::dtrace_with_env(env, args);
+    drop(holder.stdin.take());
+    let _ = holder.wait();
+    r
+}
+
+#[test]
+fn clauses_at_a_provider_glob_run_in_the_kernel_as_at_a_per_process_probe() {
+    let test = "clauses_at_a_provider_glob_run_in_the_kernel_as_at_a_per_process_probe";
+    if !ready(test) {
+        return;
+    }
+    let dir = common::test_dir(test);
+    let exe = common::compile_c(&dir, "late-kernel", PROG, &["-O2"]);
+    let cmd = script(&dir, "kernel.sh", &exe, &["3", "5", "7"]);
+    // Aggregations, a predicate and records, none reading the process's provider name: run in
+    // the kernel for every process, the same output as in dtrace.
+    let d = "myapp*:late-kernel::work-done { @c[execname] = count(); @s = sum(arg0); }
+             myapp*:late-kernel::work-done /arg0 >= 5/ { @q = quantize(arg0); }
+             myapp*:late-kernel::work-done /arg0 == 6/ { printf(\"six %d %s\\n\", arg1, probefunc); }
+             myapp*:late-kernel:main:tick /arg0 == 2/ { @t = count(); }
+             END { printa(\"c %s %@d\\n\", @c); printa(\"s %@d\\n\", @s); printa(@q);
+                   printa(\"t %@d\\n\", @t); }";
+    let args = ["-qv", "-n", d, "-c", &cmd];
+    let switch = dtrace_linux::provider::kagg::KERNEL_AGGREGATIONS_ENV;
+    let (rc, kout, kerr) = with_holder(&exe, &args, &[]);
+    assert_eq!(rc, 0, "{kerr}");
+    let lines = |n| common::clause_lines(&kerr, n).join("\n");
+    assert!(
+        lines(1).contains("aggregations run in the kernel at 1 probe")
+            && !lines(1).contains("in dtrace"),
+        "{kerr}"
+    );
+    assert!(
+        lines(2).contains("predicate runs in the kernel at 1 probe"),
+        "{kerr}"
+    );
+    assert!(
+        lines(3).contains("runs whole in the kernel at 1 probe (records built at the probe)"),
+        "{kerr}"
+    );
+    assert!(lines(4).contains("in the kernel at 1 probe"), "{kerr}");
+    let (rc, iout, ierr) = with_holder(&exe, &args, &[(switch, "0")]);
+    assert_eq!(rc, 0, "{ierr}");
+    assert!(ierr.contains(&format!("are off ({switch}=0)")), "{ierr}");
+    // The traced processes' own lines (pids) differ between the runs; the rest is the same.
+    let traced = |o: &str| {
+        o.lines()
+            .filter(|l| !l.starts_with("pid "))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert_eq!(traced(&kout), traced(&iout));
+    // 15 firings (3 + 5 + 7), arg0 summing to 3 + 10 + 21; 5 and 6 once each; one six; one
+    // tick with arg0 == 2 in each process (its semaphore raised in each).
+    assert!(kout.contains("c late-kernel 15\n"), "{kout}");
+    assert!(kout.contains("s 34\n"), "{kout}");
+    assert!(kout.contains("six -60 main\n"), "{kout}");
+    assert!(kout.contains("t 3\n"), "{kout}");
+    assert_eq!(runs(&kout).len(), 3, "{kout}");
+}
+
+#[test]
+fn clauses_that_depend_on_the_process_stay_in_dtrace_at_a_provider_glob() {
+    let test = "clauses_that_depend_on_the_process_stay_in_dtrace_at_a_provider_glob";
+    if !ready(test) {
+        return;
+    }
+    let dir = common::test_dir(test);
+    let exe = common::compile_c(&dir, "late-names", PROG, &["-O2"]);
+    let cmd = script(&dir, "names.sh", &exe, &["3", "4"]);
+    // probeprov names the firing process; `myapp9*` matches only some processes' probes: both
+    // run in dtrace, the others in the kernel, and every count is exact.
+    let d = "myapp*:late-names::work-done { @p[probeprov] = count(); }
+             myapp9*:late-names::work-done { @n = count(); }
+             myapp*:late-names::work-done { @a = count(); }
+             END { printa(\"p %s %@d\\n\", @p); printa(\"a %@d\\n\", @a); }";
+    let (rc, out, err) = with_holder(&exe, &["-Zqv", "-n", d, "-c", &cmd], &[]);
+    assert_eq!(rc, 0, "{err}");
+    let lines = |n| common::clause_lines(&err, n).join("\n");
+    assert!(lines(1).contains("it reads probeprov"), "{err}");
+    assert!(
+        lines(2).contains("its description matches the probe in some processes only"),
+        "{err}"
+    );
+    assert!(
+        lines(3).contains("aggregations run in the kernel at 1 probe")
+            && !lines(3).contains("in dtrace"),
+        "{err}"
+    );
+    let runs = runs(&out);
+    assert_eq!(runs.len(), 2, "{out}");
+    let p = agg(&out, "p");
+    for (pid, (k, _)) in &runs {
+        assert_eq!(
+            p.get(&format!("myapp{pid}")),
+            Some(&(*k as i64)),
+            "{out}{err}"
+        );
+    }
+    assert!(out.contains("a 7\n"), "{out}");
+}
+
+#[test]
+fn a_pid_provider_glob_over_processes_matches_nothing_as_in_dtrace() {
+    let test = "a_pid_provider_glob_over_processes_matches_nothing_as_in_dtrace";
+    if !common::kernel_ok(test) {
+        return;
+    }
+    // DTrace creates pid probes only for a provider naming one process (`pid123`,
+    // `pid$target`): `pid*` matches the probes that exist, none here.
+    let (rc, _, err) = dtrace(&["-n", "pid*:libc.so.6:malloc:entry"]);
+    assert_ne!(rc, 0);
+    assert!(
+        err.contains("probe description pid*:libc.so.6:malloc:entry does not match any probes"),
+        "{err}"
+    );
 }
 
 #[test]

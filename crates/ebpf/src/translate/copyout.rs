@@ -46,18 +46,19 @@ impl Translator<'_> {
                 what: format!("{name}() with {} arguments", pushed.len()),
             });
         }
-        let source =
-            match &pushed[0] {
-                Pushed::Str(k @ (Kind::StrConst(_) | Kind::Execname | Kind::Scratch)) => k.clone(),
-                Pushed::Str(_) => {
-                    return Err(refused("a string the translator does not follow".into()))
-                }
-                Pushed::Reg(_) | Pushed::Saved => return Err(refused(
-                    "only strings (constants, execname, copyinstr()) are written at the probe, \
-                     not memory at an address"
-                        .into(),
-                )),
-            };
+        let source = match &pushed[0] {
+            Pushed::Str(
+                k @ (Kind::StrConst(_) | Kind::Execname | Kind::Scratch | Kind::VarStr),
+            ) => k.clone(),
+            Pushed::Str(_) => {
+                return Err(refused("a string the translator does not follow".into()))
+            }
+            Pushed::Reg(_) | Pushed::Saved => return Err(refused(
+                "only strings (constants, execname, copyinstr(), string variables) are written \
+                 at the probe, not memory at an address"
+                    .into(),
+            )),
+        };
         // The integer arguments: where each one's value is in the frame.
         let int_at = |i: usize, p: &Pushed| -> Result<i16, Untranslatable> {
             match p {
@@ -84,6 +85,14 @@ impl Translator<'_> {
             Kind::Scratch => {
                 // Its address, kept in the tuple slot when it was pushed (see `Pushtr`).
                 self.a.load(Size::DW, R0, R10, self.frame.tuple(0));
+                self.a.store(Size::DW, R10, buf, R0);
+            }
+            Kind::VarStr => {
+                // A string variable's copy, likewise; NULL (none held) is read at address 0, an
+                // invalid address, as in the interpreter.
+                let null = self.fault_site(pc, FaultKind::BadAddr, FaultAddr::Zero);
+                self.a.load(Size::DW, R0, R10, self.frame.tuple(0));
+                self.a.jmp_imm(op::JEQ, R0, 0, null);
                 self.a.store(Size::DW, R10, buf, R0);
             }
             Kind::StrConst(b) => {

@@ -1185,17 +1185,18 @@ impl<'a> Translator<'a> {
             }
             Instr::Pushtr { ty, r2, rs } => {
                 // A string the translator follows (a constant, `execname`, a string built in
-                // the scratch, whose address is kept in the tuple slot of its position: string
-                // registers are not followed into tuple slots otherwise), its size strsize.
+                // the scratch or a string variable's copy there, whose address (0: NULL) is kept
+                // in the tuple slot of its position: string registers are not followed into tuple
+                // slots otherwise), its size strsize.
                 let string = ty == dtrace_dif::instr::DIF_TYPE_STRING
                     && matches!(s[(r2 & 7) as usize], Kind::Int(Some(0)))
                     && matches!(
                         s[(rs & 7) as usize],
-                        Kind::StrConst(_) | Kind::Execname | Kind::Scratch
+                        Kind::StrConst(_) | Kind::Execname | Kind::Scratch | Kind::VarStr
                     );
                 match &mut s.tuple {
                     Some(t) if string && t.len() < MAX_TUPLE => {
-                        if s.regs[(rs & 7) as usize] == Kind::Scratch {
+                        if matches!(s.regs[(rs & 7) as usize], Kind::Scratch | Kind::VarStr) {
                             self.a.load(Size::DW, R1, R10, self.frame.reg(rs & 7));
                             self.a.store(Size::DW, R10, self.frame.tuple(t.len()), R1);
                         }

@@ -703,7 +703,8 @@ pub fn gen_capture_reporting(
     let past_filters = a.label();
     super::filter::emit_bypass(&mut a, bypass, past_filters);
     if handover {
-        // The kernel clauses handed the firing over: it is recorded for every clause.
+        // The kernel clauses handed the firing over (it is recorded for every clause) or
+        // announce its process (recorded for dtrace's clauses, see `kagg::ANNOUNCE`).
         a.load(Size::DW, R1, R10, super::kagg::HANDOVER);
         a.jmp_imm(op::JNE, R1, 0, past_filters);
     }
@@ -745,7 +746,7 @@ pub fn gen_capture_reporting(
     if handover {
         let kept = a.label();
         a.load(Size::DW, R1, R10, super::kagg::HANDOVER);
-        a.jmp_imm(op::JEQ, R1, 0, kept);
+        a.jmp_imm(op::JNE, R1, super::kagg::HANDED_OVER, kept);
         a.store_imm(Size::H, R7, hdr::FLAGS as i16, i32::from(FLAG_HANDED_OVER));
         a.bind(kept);
     }

@@ -86,6 +86,12 @@ pub(crate) const DVAR_DROPPED: i16 = REC_OK - 8;
 /// Non-zero when the probe's kernel clauses handed the firing over to dtrace (a string they
 /// copy could not be read at the probe); the record path reads it (see [`emit_aggs`]).
 pub(crate) const HANDOVER: i16 = DVAR_DROPPED - 8;
+/// The value of [`HANDOVER`] that hands the firing over whole (dtrace runs every clause).
+pub(crate) const HANDED_OVER: i32 = 1;
+/// The value of [`HANDOVER`] that records the firing for dtrace's clauses whatever their filter
+/// says, the kernel's clauses having run (the first firing of a process at a probe placed for
+/// every process, see `KernelAggs::known`).
+pub(crate) const ANNOUNCE: i32 = 2;
 
 /// `BPF_NOEXIST`: create only.
 const BPF_NOEXIST: i32 = 1;
@@ -467,7 +473,7 @@ pub fn emit_aggs(
             })
         })
         .collect();
-    let handover = !string_args.is_empty();
+    let handover = !string_args.is_empty() || k.known.is_some();
     if handover {
         a.store_imm(Size::DW, R10, HANDOVER, 0);
     }
@@ -479,7 +485,10 @@ pub fn emit_aggs(
     a.store(Size::DW, R10, GEN, R1);
     // After exit() at any probe, no clause runs (as no probe fires in the framework).
     emit_exited(a, k.exit, done);
-    if handover {
+    if let Some(known) = k.known {
+        emit_known_check(a, known, tag);
+    }
+    if !string_args.is_empty() {
         emit_string_checks(a, &ctx, &string_args, k.strsize as usize, done)?;
     }
     let stamps = k
@@ -613,6 +622,37 @@ pub fn emit_aggs(
     Ok((report, handover))
 }
 
+/// At a probe placed for every process: the first firing of a process the map `known` does
+/// not hold (see `KernelAggs::known`) adds it there and sets [`HANDOVER`] to [`ANNOUNCE`], so the
+/// record path records the firing whatever the other clauses' filter says (unflagged: dtrace
+/// runs only the clauses it runs anyway), which tells dtrace of the process; the kernel clauses
+/// run as for any firing. Uses r0-r3.
+fn emit_known_check(a: &mut Asm, known: i32, tag: u32) {
+    let found = a.label();
+    // The key (tag << 32 | pid) in VAL and the value in INCR, free until the clauses run.
+    a.call(helper::GET_CURRENT_PID_TGID)
+        .alu_imm(op::RSH, R0, 32)
+        .mov_imm(R1, tag as i32)
+        .alu_imm(op::LSH, R1, 32)
+        .alu(op::OR, R0, R1)
+        .store(Size::DW, R10, VAL, R0);
+    a.ld_map_fd(R1, known)
+        .mov(R2, R10)
+        .alu_imm(op::ADD, R2, i32::from(VAL))
+        .call(helper::MAP_LOOKUP_ELEM);
+    a.jmp_imm(op::JNE, R0, 0, found);
+    a.store_imm(Size::DW, R10, INCR, 1);
+    a.ld_map_fd(R1, known)
+        .mov(R2, R10)
+        .alu_imm(op::ADD, R2, i32::from(VAL))
+        .mov(R3, R10)
+        .alu_imm(op::ADD, R3, i32::from(INCR))
+        .mov_imm(R4, 0)
+        .call(helper::MAP_UPDATE_ELEM);
+    a.store_imm(Size::DW, R10, HANDOVER, ANNOUNCE);
+    a.bind(found);
+}
+
 /// Reads the user string at each probe argument of `args` (as `copyinstr()` would, into the
 /// string scratch); when one cannot be read, sets [`HANDOVER`] and jumps to `done`, where no
 /// kernel clause runs. An argument of 0 is not read: `copyinstr(0)` faults alike on both paths.
@@ -644,7 +684,7 @@ fn emit_string_checks(
     }
     a.ja(checked);
     a.bind(handover);
-    a.store_imm(Size::DW, R10, HANDOVER, 1);
+    a.store_imm(Size::DW, R10, HANDOVER, HANDED_OVER);
     a.ja(done);
     a.bind(checked);
     Ok(())
@@ -693,6 +733,9 @@ fn emit_reserve(
     a.store_imm(Size::W, R7, built::TAG as i16, tag as i32);
     a.call(helper::GET_SMP_PROCESSOR_ID)
         .store(Size::W, R7, built::CPU as i16, R0);
+    a.call(helper::GET_CURRENT_PID_TGID)
+        .alu_imm(op::RSH, R0, 32)
+        .store(Size::W, R7, built::PID as i16, R0);
     // The framework's header: EPID (0 here), then the timestamp's high and low words.
     let at = built::SIZE as i16;
     a.load(Size::DW, R1, R10, TIMESTAMP);
@@ -1397,6 +1440,16 @@ mod tests {
         clause: super::super::spec::KernelAggClause,
         others: Option<(Option<super::super::spec::KernelFilter>, Option<u32>)>,
     ) -> (Vec<crate::bpf::Insn>, AggReport) {
+        program_known(clause, others, None)
+    }
+
+    /// [`program`] at a probe placed for every process, with `known` its map of known
+    /// processes.
+    fn program_known(
+        clause: super::super::spec::KernelAggClause,
+        others: Option<(Option<super::super::spec::KernelFilter>, Option<u32>)>,
+        known: Option<i32>,
+    ) -> (Vec<crate::bpf::Insn>, AggReport) {
         use crate::capture::codegen::{gen_capture_reporting, CtxKind, MapFds};
         use crate::capture::spec::{ArgSource, CaptureSpec, Identity};
         let shape = ProbeShape {
@@ -1428,6 +1481,7 @@ mod tests {
                 others,
                 bypass: None,
                 vars: None,
+                known,
             }),
             ..CaptureSpec::new()
         };
@@ -1491,6 +1545,59 @@ mod tests {
         assert!(!insns.contains(&flag));
         let (_, report) = program(clause(Ok(Vec::new())), None);
         assert!(report[0].is_err(), "{report:?}");
+    }
+
+    #[test]
+    fn at_a_probe_of_every_process_the_first_firing_of_a_process_is_recorded() {
+        use super::super::spec::KernelAggClause;
+        let p = dtrace_compiler::compile(
+            "myapp*:::work-done /arg0 > 2/ { @[pid] = count(); }",
+            &dtrace_compiler::CompileOptions::default(),
+        )
+        .unwrap();
+        let clause = KernelAggClause {
+            predicate: p.ecbs[0].predicate.clone(),
+            aggs: Vec::new(),
+            stores: Vec::new(),
+            record: None,
+            after_dtrace: false,
+            string_args: Ok(Vec::new()),
+            keeps_vars: false,
+        };
+        let announce = one(|a| {
+            a.store_imm(Size::DW, R10, HANDOVER, ANNOUNCE);
+        });
+        let update = one(|a| {
+            a.call(helper::MAP_UPDATE_ELEM);
+        });
+        let (tag, high) = (
+            one(|a| {
+                a.mov_imm(R1, 9);
+            }),
+            one(|a| {
+                a.alu_imm(op::LSH, R1, 32);
+            }),
+        );
+        // A process not known yet is noted and its firing recorded (unflagged), the clause
+        // running here all the same.
+        let (insns, report) = program_known(clause.clone(), None, Some(11));
+        assert_eq!(report, vec![Ok(())]);
+        assert_reachable(&insns);
+        assert!(insns.contains(&announce) && insns.contains(&update));
+        // The key: the tag (9) in the high word, the process in the low.
+        assert!(insns.windows(2).any(|w| w == [tag, high]));
+        // Only a firing handed over whole is flagged so.
+        let flagged = one(|a| {
+            let l = a.label();
+            a.jmp_imm(op::JNE, R1, HANDED_OVER, l);
+            a.bind(l);
+        });
+        assert!(insns
+            .iter()
+            .any(|i| i.code == flagged.code && i.dst == flagged.dst && i.imm == flagged.imm));
+        // At a per-process probe, nothing of that.
+        let (insns, _) = program_known(clause, None, None);
+        assert!(!insns.contains(&announce) && !insns.contains(&update));
     }
 
     #[test]

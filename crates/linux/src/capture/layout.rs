@@ -24,6 +24,8 @@ pub mod built {
     pub const CLAUSE: usize = 2;
     pub const TAG: usize = 4;
     pub const CPU: usize = 8;
+    /// The process that fired (which names the probe of a file probe's firing).
+    pub const PID: usize = 12;
     /// The framework's record starts here.
     pub const SIZE: usize = 16;
 }
@@ -346,6 +348,7 @@ mod tests {
         b[built::CLAUSE..built::CLAUSE + 2].copy_from_slice(&2u16.to_le_bytes());
         b[built::TAG..built::TAG + 4].copy_from_slice(&77u32.to_le_bytes());
         b[built::CPU..built::CPU + 4].copy_from_slice(&1u32.to_le_bytes());
+        b[built::PID..built::PID + 4].copy_from_slice(&4321u32.to_le_bytes());
         b[built::SIZE + 16] = 5;
         // No layout is needed: the record is the framework's.
         let r = decode_record(&b, |_| None).unwrap();
@@ -357,6 +360,7 @@ mod tests {
                 tag: 77,
                 clause: 2,
                 cpu: 1,
+                pid: 4321,
                 data
             })
         );

@@ -185,6 +185,8 @@ pub struct BuiltRecord {
     pub clause: u16,
     /// The CPU it fired on.
     pub cpu: u32,
+    /// The process that fired.
+    pub pid: u32,
     /// The framework's record (a zero EPID, the timestamp, the data), padded to 8 bytes.
     pub data: Vec<u8>,
 }
@@ -436,6 +438,7 @@ pub fn decode_record<'a>(
             tag,
             clause: u16_at(b, built::CLAUSE)?,
             cpu: u32_at(b, built::CPU)?,
+            pid: u32_at(b, built::PID)?,
             data: data.to_vec(),
         }));
     }

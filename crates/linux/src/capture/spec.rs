@@ -215,6 +215,16 @@ pub struct KernelAggs {
     pub bypass: Option<i32>,
     /// The thread-locals that live in the kernel (see `capture::kvars`), when some do.
     pub vars: Option<KernelVars>,
+    /// At a probe placed for every process (a file probe, `provider::file_usdt`): a hash map
+    /// whose keys are the (tag << 32 | process id) pairs dtrace knows the probes of
+    /// ([`known_process_key`]). A firing in a process not in it runs no clause here: it is
+    /// handed over to dtrace whole, which names the process's probes and runs every clause.
+    pub known: Option<i32>,
+}
+
+/// The key of [`KernelAggs::known`] for probe tag `tag` in process `pid`.
+pub fn known_process_key(tag: u32, pid: u32) -> u64 {
+    (u64::from(tag) << 32) | u64::from(pid)
 }
 
 /// Values of [`KernelAggs::keys`].

@@ -439,7 +439,7 @@ impl LinuxTracing {
                         Some(_) => continue,
                         None => {
                             // Its process's probes are created at the next poll.
-                            unknown.push(ev);
+                            unknown.push((ev.tag, ev.pid, Delivery::Event(ev)));
                             continue;
                         }
                     }
@@ -450,8 +450,12 @@ impl LinuxTracing {
                 Delivery::Event(_) => continue,
                 Delivery::Built(mut b) => {
                     // The clause's EPID (the kernel's clauses run only while tracing is live).
-                    if let Some(&epid) = built.get(&(b.tag, b.clause)) {
-                        if active.contains(&b.tag) {
+                    let Some(probe) = served_probe(files.as_deref(), b.tag, b.pid) else {
+                        unknown.push((b.tag, b.pid, Delivery::Built(b)));
+                        continue;
+                    };
+                    if let Some(&epid) = built.get(&(probe, b.clause)) {
+                        if active.contains(&probe) {
                             commit_built(fw, &mut b, epid);
                             n += 1;
                         }
@@ -459,8 +463,12 @@ impl LinuxTracing {
                     continue;
                 }
                 Delivery::Fault(k) => {
-                    if let Some(&epid) = built.get(&(k.tag, k.clause)) {
-                        if active.contains(&k.tag) {
+                    let Some(probe) = served_probe(files.as_deref(), k.tag, k.pid) else {
+                        unknown.push((k.tag, k.pid, Delivery::Fault(k)));
+                        continue;
+                    };
+                    if let Some(&epid) = built.get(&(probe, k.clause)) {
+                        if active.contains(&probe) {
                             report_fault(fw, &k, epid, offset);
                             n += 1;
                         }
@@ -510,12 +518,26 @@ impl LinuxTracing {
         drop(syms);
         if !unknown.is_empty() {
             let mut sh = self.lock();
-            for ev in unknown {
-                sh.user.files.hold(ev);
+            for (tag, pid, d) in unknown {
+                sh.user.files.hold(d, tag, pid);
             }
         }
         n
     }
+}
+
+/// The probe a record of tag `tag` built in process `pid` speaks for: the tag's own, or for a
+/// file probe the process's probe it serves (`None` while the process has none: the record
+/// waits for it, as the process's events do).
+fn served_probe(
+    files: Option<&std::collections::HashMap<(u32, u32), u32>>,
+    tag: u32,
+    pid: u32,
+) -> Option<u32> {
+    if !file_usdt::is_file_tag(tag) {
+        return Some(tag);
+    }
+    files.and_then(|f| f.get(&(tag, pid))).copied()
 }
 
 /// Reports fault `k` of the clause of ECB `epid` run at the probe, as the interpreter reports

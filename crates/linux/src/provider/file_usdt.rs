@@ -21,11 +21,14 @@
 //! creates its probes (listed from then on); then it fires. Per-process probes the file probes
 //! cover place no uprobe of their own, so a firing is never delivered twice.
 //!
-//! Every clause runs in dtrace at a file probe (its names and EPIDs depend on the firing
-//! process, which the kernel program does not know); predicates, aggregations and records of
-//! those clauses are computed by the interpreter, and the kernel captures what they read.
+//! A clause that matches the probe in every process (provider `prefix*`, see
+//! [`FileProbe::matches_every_process`]) and reads no `probeprov` runs in the kernel at a file
+//! probe, as at a per-process probe (its predicate, aggregations, records): only the EPIDs of
+//! its records depend on the process, and dtrace maps each record to the process's probe by
+//! the pid it carries. The kernel notes each process at its first firing and records that
+//! firing for dtrace whatever the filter says (`KernelAggs::known`), so dtrace learns of every
+//! process. The other clauses run in dtrace, the kernel capturing what they read.
 
-use crate::capture::CapturedEvent;
 use crate::catalog::{glob, AttachPoint, Probe};
 use crate::session::Delivery;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -95,6 +98,22 @@ impl FileProbe {
     }
 }
 
+impl FileProbe {
+    /// Whether description `d` matches this probe in every process: its provider is a glob
+    /// whose literal prefix starts the kind and ends in `*` alone (`python*`, `py*`), and its
+    /// module, function and name match the probe's own (an alias such as `a.out` is left to
+    /// the framework's matching, per process).
+    pub(crate) fn matches_every_process(&self, d: &dtrace_dif::program::ProbeDesc) -> bool {
+        let p = &self.probe.desc;
+        let pre = glob_prefix(&d.provider);
+        d.provider.get(pre.len()..) == Some("*")
+            && self.kind.starts_with(pre)
+            && glob::matches(&d.module, &p.module)
+            && glob::matches(&d.function, &p.function)
+            && glob::matches(&d.name, &p.name)
+    }
+}
+
 /// Whether `name` (not a glob) names `module` without its suffix (`libc` for `libc.so.6`).
 fn module_alias(name: &str, module: &str) -> bool {
     !name.is_empty()
@@ -129,6 +148,9 @@ pub(crate) struct FileProbes {
     /// (tag, process) pairs whose probes were created from their events: a later event of one
     /// that still finds no probe (no enabled description matches it) is dropped.
     adopted: HashSet<(u32, u32)>,
+    /// Per tag: the clauses that run in the kernel at that file probe, each with its number
+    /// among the probe's kernel clauses.
+    pub(crate) kernel: HashMap<u32, Vec<(usize, u16)>>,
 }
 
 impl FileProbes {
@@ -217,20 +239,22 @@ impl FileProbes {
         Arc::clone(&self.served)
     }
 
-    /// Keeps an event whose process has no probe yet, for after [`FileProbes::take_unknown`];
-    /// drops it when the process's probes were created already (none matches it).
-    pub(crate) fn hold(&mut self, ev: Box<CapturedEvent>) {
-        if self.adopted.contains(&(ev.tag, ev.pid)) {
+    /// Keeps what file probe `tag` delivered in process `pid` (an event, a record or a fault of
+    /// a clause run in the kernel) while the process has no probe yet, for after
+    /// [`FileProbes::take_unknown`]; drops it when the process's probes were created already
+    /// (none matches it).
+    pub(crate) fn hold(&mut self, d: Delivery, tag: u32, pid: u32) {
+        if self.adopted.contains(&(tag, pid)) {
             return;
         }
-        let Some(i) = ev.tag.checked_sub(FILE_TAG_BASE).map(|i| i as usize) else {
+        let Some(i) = tag.checked_sub(FILE_TAG_BASE).map(|i| i as usize) else {
             return;
         };
-        let fired = self.unknown.entry(ev.pid).or_default();
+        let fired = self.unknown.entry(pid).or_default();
         if !fired.contains(&i) {
             fired.push(i);
         }
-        self.waiting.push(Delivery::Event(ev));
+        self.waiting.push(d);
     }
 
     /// The processes that fired file probes without a probe of their own, each with the
@@ -288,6 +312,24 @@ impl super::Shared {
         self.check_in_dtrace(&matching, &desc.to_string())?;
         self.user.files.serve(tag, pid, info.id);
         self.active.insert(info.id);
+        // The clauses run in the kernel at the file probe run there for this process from now
+        // on: the framework leaves them to it, the records they build carry their EPIDs here.
+        let in_kernel: Vec<(usize, u16)> = self
+            .user
+            .files
+            .kernel
+            .get(&tag)
+            .map(|k| {
+                k.iter()
+                    .filter(|(i, _)| matching.contains(i))
+                    .copied()
+                    .collect()
+            })
+            .unwrap_or_default();
+        for (i, n) in in_kernel {
+            self.kernel_aggregated.insert((i, info.id));
+            self.built_at.insert((i, info.id), n);
+        }
         Ok(true)
     }
 
@@ -309,9 +351,14 @@ impl super::Shared {
         Ok(())
     }
 
-    /// Places file probe `f` in the capture session for every process, capturing what the
-    /// clauses that may match it in some process read (their predicates and actions run in
-    /// dtrace). A probe no clause asks for is not placed.
+    /// Places file probe `f` in the capture session for every process. The clauses that match
+    /// its probe in every process and read no name that depends on the process (`probeprov`)
+    /// run in the kernel as at a per-process probe (predicates, aggregations, records), for the
+    /// processes whose probes dtrace has named ([`FileProbes::serve`] makes one known to the
+    /// kernel); a firing in another process is handed over to dtrace whole, which names the
+    /// process's probes and runs every clause on it. The other clauses run in dtrace, their
+    /// predicates filtering in the kernel when none reads `probeprov`. A probe no clause asks
+    /// for is not placed.
     fn enable_file_probe(&mut self, f: &FileProbe) -> std::result::Result<(), String> {
         let idx: Vec<usize> = self
             .clauses
@@ -324,13 +371,99 @@ impl super::Shared {
             return Ok(());
         }
         self.check_in_dtrace(&idx, &f.probe.desc.to_string())?;
+        let kernel_aggs = self.kernel_predicates
+            && self.kernel_aggregations.is_ok()
+            && self.exit_at_kernel_probe.is_none();
+        // Why each clause stays in dtrace at this probe (the others may run in the kernel).
+        let mut kept_out: Vec<(usize, String)> = Vec::new();
+        let mut prov_readers = false;
+        for &i in &idx {
+            if self.ecb(i).is_some_and(reads_probeprov) {
+                prov_readers = true;
+                kept_out.push((
+                    i,
+                    "it reads probeprov, the firing process's provider, which only dtrace \
+                     knows at a probe of every process"
+                        .into(),
+                ));
+            } else if !f.matches_every_process(&self.clauses[i].0) {
+                kept_out.push((
+                    i,
+                    "its description matches the probe in some processes only".into(),
+                ));
+            } else if self.placement.in_kernel(i) {
+                kept_out.push((i, "its variables live in the kernel".into()));
+            }
+        }
+        let (k_idx, r_idx): (Vec<usize>, Vec<usize>) = idx.iter().partition(|&&i| {
+            kernel_aggs
+                && !kept_out.iter().any(|(k, _)| *k == i)
+                && matches!(self.kplans.get(i), Some(Ok(p)) if p.stores.is_empty())
+        });
+        let filter_off = prov_readers.then_some(
+            "a predicate at the probe reads probeprov, the firing process's provider, which \
+             only dtrace knows at a probe of every process",
+        );
         let matching: Vec<&super::needs::ClauseNeeds> =
             idx.iter().map(|&i| &self.clauses[i].1).collect();
         let used = matching.iter().fold(0u16, |m, n| m | n.used_args);
-        let mut spec =
-            super::needs::spec_for(&matching, &super::string_args(&f.probe), self.strsize)?;
-        // The predicates read names the kernel does not know here (the firing process's).
-        spec.filter = None;
+        let string_args = super::string_args(&f.probe);
+        let mut spec = super::needs::spec_for(&matching, &string_args, self.strsize)?;
+        if !self.kernel_predicates || prov_readers {
+            spec.filter = None;
+        }
+        let others = if k_idx.is_empty() {
+            None
+        } else {
+            let r: Vec<&super::needs::ClauseNeeds> =
+                r_idx.iter().map(|&i| &self.clauses[i].1).collect();
+            let mut o = super::needs::spec_for(&r, &string_args, self.strsize)?;
+            if prov_readers {
+                o.filter = None;
+            }
+            Some(o)
+        };
+        if (spec.filter.is_some() || others.is_some()) && self.bypass.is_none() {
+            let map = crate::bpf::Map::create(crate::bpf::MapKind::Array, "dt_nofilter", 4, 8, 1)
+                .map_err(|e| e.to_string())?;
+            self.bypass = Some(map);
+        }
+        let bypass = self.bypass.as_ref().map(|m| m.raw_fd());
+        // The names the kernel knows: the provider is the kind (`python`), which no clause run
+        // there reads.
+        let d = &f.probe.desc;
+        let names = dtrace_ebpf::translate::ProbeNames {
+            provider: f.kind.clone(),
+            module: d.module.clone(),
+            function: d.function.clone(),
+            name: d.name.clone(),
+        };
+        let opaque_args = super::opaque_args(&f.probe);
+        let complete = |k: &mut crate::capture::KernelFilter| {
+            k.bypass = bypass;
+            k.names = names.clone();
+            k.opaque_args = opaque_args;
+        };
+        if let Some(k) = &mut spec.filter {
+            complete(k);
+        }
+        if let Some(mut o) = others {
+            if let Some(k) = &mut o.filter {
+                complete(k);
+            }
+            let (mut aggs, numbers) = self.kernel_clauses(
+                &k_idx,
+                &r_idx,
+                (o.filter, o.filter_pid),
+                &names,
+                opaque_args,
+                bypass,
+                &[&f.kind, &d.module, &d.function, &d.name],
+            )?;
+            aggs.known = Some(self.known_processes()?);
+            self.user.files.kernel.insert(f.tag, numbers);
+            spec.aggs = Some(aggs);
+        }
         if spec.ustack.is_some() && !spec.ustack_build_id {
             spec.ustack_unwind = Some(crate::capture::spec::USTACK_UNWIND_BYTES);
         }
@@ -348,30 +481,90 @@ impl super::Shared {
         session
             .enable(&f.probe, f.tag, &spec)
             .map_err(|e| e.to_string())?;
+        let report = session.capture_report(f.tag).cloned().unwrap_or_default();
         if !arg_copies.is_empty() {
             self.arg_copies.insert(f.tag, arg_copies);
         }
-        // What `dtrace -v` reports for each clause.
-        let probe = format!("{} in every process", f.probe.desc);
+        if spec.filter.is_some() || spec.aggs.is_some() {
+            // A clause planned later that matches it turns the filters off.
+            self.filtered.push(dtrace_framework::records::ProbeInfo {
+                id: f.tag,
+                provider: f.kind.clone(),
+                module: d.module.clone(),
+                function: d.function.clone(),
+                name: d.name.clone(),
+            });
+        }
+        // What `dtrace -v` reports for each clause; signals are sent by dtrace here.
+        let probe_name = format!("{} in every process", f.probe.desc);
+        let run_here = self.report_placement(
+            &super::Placed {
+                matching: &idx,
+                kernel: &k_idx,
+                others: &r_idx,
+                report: &report,
+                spec: &spec,
+                kernel_aggs,
+                at_kernel_probe: true,
+                kept_out: &kept_out,
+                filter_off,
+            },
+            &probe_name,
+        )?;
+        if let Some(numbers) = self.user.files.kernel.get_mut(&f.tag) {
+            numbers.retain(|(i, _)| run_here.contains(i));
+        }
         let why = "the probe fires for every process, whose names only dtrace knows";
         for &i in &idx {
             let Some(c) = self.kernel.get_mut(i) else {
                 continue;
             };
-            c.probes += 1;
-            let at = (probe.clone(), why.to_string());
-            if c.has_predicate {
-                c.in_dtrace.push(at.clone());
-            }
-            if c.aggregates.is_some() || c.records.is_some() {
-                c.aggs_in_dtrace.push(at.clone());
-            }
             if c.signals.is_some() {
-                c.signals_in_dtrace.push(at);
+                c.signals_in_dtrace
+                    .push((probe_name.clone(), why.to_string()));
             }
         }
         Ok(())
     }
+
+    /// The map of the processes whose probes dtrace knows (see `KernelAggs::known`), made at
+    /// first use.
+    fn known_processes(&mut self) -> std::result::Result<i32, String> {
+        if self.known_processes.is_none() {
+            let map = crate::bpf::Map::create(
+                crate::bpf::MapKind::LruHash,
+                "dt_known_procs",
+                8,
+                1,
+                KNOWN_PROCESSES,
+            )
+            .map_err(|e| e.to_string())?;
+            self.known_processes = Some(map);
+        }
+        self.known_processes
+            .as_ref()
+            .map(|m| m.raw_fd())
+            .ok_or_else(|| "no map of known processes".to_string())
+    }
+}
+
+/// (file probe, process) pairs the kernel remembers as known; one evicted is handed over to
+/// dtrace again, which serves it as before (slower, not wrong).
+const KNOWN_PROCESSES: u32 = 65536;
+
+/// Whether `e` reads `probeprov` anywhere (its predicate or its actions).
+fn reads_probeprov(e: &dtrace_dif::program::EcbDesc) -> bool {
+    use dtrace_dif::instr::Instr;
+    e.predicate
+        .iter()
+        .chain(e.actions.iter().filter_map(|a| a.difo.as_ref()))
+        .any(|o| {
+            o.text.iter().any(|w| {
+                matches!(Instr::decode(*w),
+                    Ok(Instr::LoadVar { op: dtrace_dif::opcode::Opcode::Ldgs, var, .. })
+                        if u32::from(var) == dtrace_dif::vars::DIF_VAR_PROBEPROV)
+            })
+        })
 }
 
 impl super::LinuxTracing {
@@ -436,6 +629,7 @@ impl super::LinuxTracing {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::capture::CapturedEvent;
 
     #[test]
     fn provider_globs_may_match_a_kind_with_any_pid() {
@@ -526,9 +720,9 @@ mod tests {
         let mut files = FileProbes::default();
         files.add("myapp", false, probe("myapp", 0, "main", &[0x10]));
         let tag = FILE_TAG_BASE;
-        files.hold(event(tag, 7));
-        files.hold(event(tag, 7));
-        files.hold(event(tag, 8));
+        files.hold(Delivery::Event(event(tag, 7)), tag, 7);
+        files.hold(Delivery::Event(event(tag, 7)), tag, 7);
+        files.hold(Delivery::Event(event(tag, 8)), tag, 8);
         let unknown = files.take_unknown();
         assert_eq!(unknown.len(), 2);
         assert_eq!(unknown[0].0, 7);
@@ -539,7 +733,7 @@ mod tests {
         files.serve(tag, 7, 42);
         assert_eq!(files.served_map().get(&(tag, 7)), Some(&42));
         // Process 8 was adopted but got no probe: its later events are dropped, not held.
-        files.hold(event(tag, 8));
+        files.hold(Delivery::Event(event(tag, 8)), tag, 8);
         assert!(files.take_unknown().is_empty());
         assert!(files.take_waiting().is_empty());
     }

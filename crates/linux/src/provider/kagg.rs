@@ -681,15 +681,17 @@ impl KernelAggState {
         let slot = (old - 1) as usize;
         for a in &self.aggs {
             let map = &a.maps[slot];
+            // Not bound yet (a clause of a probe of every process whose first process's probes
+            // are not named yet, see `file_usdt`): its entries wait in their generation.
+            let Some((aggid, recs)) = &a.bound else {
+                continue;
+            };
             let keys = map.keys()?;
             for key in keys {
                 let Some(values) = map.lookup(&key)? else {
                     continue;
                 };
                 let _ = map.delete(&key)?;
-                let Some((aggid, recs)) = &a.bound else {
-                    continue;
-                };
                 let Some(fw_key) = a.keys.expand(&key, recs) else {
                     continue;
                 };

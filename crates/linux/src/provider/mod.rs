@@ -140,6 +140,9 @@ pub(crate) struct Shared {
     /// records it builds and the faults it reports at the probe (see
     /// [`LinuxTracing::bind_record`]).
     pub(crate) built_epids: std::collections::HashMap<(u32, u16), u32>,
+    /// The (file probe, process) pairs whose probes dtrace knows, for the kernel clauses of
+    /// file probes (see `file_usdt`), made with the first.
+    known_processes: Option<crate::bpf::Map>,
 }
 
 /// Environment variable that, set to `0`, builds every record in dtrace's interpreter (clauses
@@ -423,74 +426,19 @@ impl Shared {
             if let Some(f) = &mut o.filter {
                 complete(f);
             }
-            self.ensure_kaggs()?;
-            let uses_vars = k_idx.iter().any(|&i| self.placement.in_kernel(i));
-            if uses_vars && self.kvar_maps.is_none() {
-                self.kvar_maps = Some(
-                    kvars::KernelVarMaps::new(
-                        self.dynvarsize,
-                        dtrace_dif::vm::dynvar::entry_size(
-                            self.dynvar_sizes.0,
-                            self.dynvar_sizes.1,
-                        ),
-                        &self.placement,
-                        self.strsize,
-                    )
-                    .map_err(|e| e.to_string())?,
-                );
-            }
-            let vars = match (&self.kvar_maps, uses_vars) {
-                (Some(m), true) => Some(m.kernel_vars(&self.placement)),
-                _ => None,
-            };
-            let state = self.kaggs.as_mut().ok_or("no kernel aggregations")?;
-            let (control, zeros, drops, exit) = state.fds();
-            let keys = state.key_scratch_fd();
-            let mut clauses = Vec::with_capacity(k_idx.len());
-            for &i in &k_idx {
-                let Some(Ok(plan)) = self.kplans.get(i) else {
-                    continue;
-                };
-                let strings = kagg::key_strings(
-                    &plan.aggs,
-                    &[&info.provider, &info.module, &info.function, &info.name],
-                    self.strsize.saturating_sub(1) as usize,
-                );
-                let aggs = plan
-                    .aggs
-                    .iter()
-                    .enumerate()
-                    .map(|(j, p)| state.agg_for(i, j, p, &strings))
-                    .collect::<Result<Vec<_>>>()
-                    .map_err(|e| e.to_string())?;
-                // Its number at the probe names it in the records it builds and the faults it
-                // reports there.
-                let n = u16::try_from(clauses.len()).map_err(|_| "too many clauses")?;
-                self.built_at.insert((i, info.id), n);
-                clauses.push(crate::capture::KernelAggClause {
-                    predicate: self.clauses[i].1.predicate.clone(),
-                    aggs,
-                    stores: plan.stores.clone(),
-                    record: plan.record.clone(),
-                    after_dtrace: r_idx.iter().any(|&r| r < i),
-                    string_args: kagg::string_args(&self.clauses[i].1),
-                    keeps_vars: self.placement.in_kernel(i),
-                });
-            }
-            spec.aggs = Some(crate::capture::KernelAggs {
-                clauses,
-                control,
-                zeros,
-                drops,
-                keys,
-                exit,
-                strsize: self.strsize,
-                names: names.clone(),
+            let (aggs, numbers) = self.kernel_clauses(
+                &k_idx,
+                &r_idx,
+                (o.filter, o.filter_pid),
+                &names,
                 opaque_args,
-                others: (!r_idx.is_empty()).then_some((o.filter, o.filter_pid)),
                 bypass,
-                vars,
-            });
+                &[&info.provider, &info.module, &info.function, &info.name],
+            )?;
+            for (i, n) in numbers {
+                self.built_at.insert((i, info.id), n);
+            }
+            spec.aggs = Some(aggs);
         }
         let probe_name = format!(
             "{}:{}:{}:{}",
@@ -572,6 +520,79 @@ impl Shared {
             }
         }
         // Where each clause's predicate and aggregations run at this probe.
+        let at_kernel_probe = !fires_in_dtrace(&info.provider, &info.name);
+        let run_here = self.report_placement(
+            &Placed {
+                matching: &matching_idx,
+                kernel: &k_idx,
+                others: &r_idx,
+                report: &report,
+                spec: &spec,
+                kernel_aggs,
+                at_kernel_probe,
+                kept_out: &[],
+                filter_off: None,
+            },
+            &probe_name,
+        )?;
+        for i in run_here {
+            self.kernel_aggregated.insert((i, info.id));
+        }
+        self.in_session.insert(info.id);
+        self.active.insert(info.id);
+        if matches!(probe.attach, AttachPoint::Profile { .. }) {
+            self.sampled.insert(info.id);
+        }
+        if !arg_copies.is_empty() {
+            self.arg_copies.insert(info.id, arg_copies);
+        }
+        Ok(())
+    }
+}
+
+/// What was placed at one probe, for [`Shared::report_placement`].
+struct Placed<'a> {
+    /// The clauses that match the probe.
+    matching: &'a [usize],
+    /// Those asked to run in the kernel.
+    kernel: &'a [usize],
+    /// The others.
+    others: &'a [usize],
+    /// What the capture program runs in the kernel.
+    report: &'a crate::capture::codegen::CaptureReport,
+    /// The probe's capture.
+    spec: &'a crate::capture::CaptureSpec,
+    /// Clauses may run in the kernel at all.
+    kernel_aggs: bool,
+    /// The probe fires in the kernel (not `BEGIN`, `END`...).
+    at_kernel_probe: bool,
+    /// Clauses the probe keeps out of the kernel, with why (a probe of every process).
+    kept_out: &'a [(usize, String)],
+    /// Why the probe's predicates run in dtrace only, when it says.
+    filter_off: Option<&'a str>,
+}
+
+impl Shared {
+    /// Notes in each clause's report where its predicate, aggregations and records run at
+    /// probe `probe_name` (see [`Placed`]). Returns the clauses that run whole in the kernel.
+    fn report_placement(
+        &mut self,
+        placed: &Placed<'_>,
+        probe_name: &str,
+    ) -> std::result::Result<Vec<usize>, String> {
+        let Placed {
+            matching: matching_idx,
+            kernel: k_idx,
+            others: r_idx,
+            report,
+            spec,
+            kernel_aggs,
+            at_kernel_probe,
+            kept_out,
+            filter_off,
+        } = *placed;
+        let kept_out = |i: usize| kept_out.iter().find(|(k, _)| *k == i).map(|(_, w)| w);
+        let mut run_here = Vec::new();
         let filter_used = if report.filter_over_others {
             spec.aggs
                 .as_ref()
@@ -581,17 +602,17 @@ impl Shared {
             spec.filter.as_ref()
         };
         let filtered_clauses: &[usize] = if report.filter_over_others {
-            &r_idx
+            r_idx
         } else {
-            &matching_idx
+            matching_idx
         };
-        for &i in &matching_idx {
+        for &i in matching_idx {
             let in_kernel = k_idx
                 .iter()
                 .position(|&x| x == i)
                 .map(|p| report.aggs.get(p).cloned().unwrap_or(Ok(())));
             if let Some(Ok(())) = in_kernel {
-                self.kernel_aggregated.insert((i, info.id));
+                run_here.push(i);
                 self.kvars_enabled |= self.placement.in_kernel(i);
                 // Its raise() or stop() is sent where its record is built.
                 if let Some(c) = self.kernel.get_mut(i).filter(|c| c.signals.is_some()) {
@@ -601,7 +622,7 @@ impl Shared {
             if let (Some(Err(e)), true) = (&in_kernel, self.placement.in_kernel(i)) {
                 return Err(format!(
                     "clause {}: its variables live in the kernel, which refused it at \
-                     {probe_name} ({e})",
+                         {probe_name} ({e})",
                     self.kernel.get(i).map_or("?", |c| c.desc.as_str())
                 ));
             }
@@ -615,7 +636,6 @@ impl Shared {
                 }
             }
             let exits = matches!(self.kplans.get(i), Some(Ok(p)) if p.exits());
-            let at_kernel_probe = !fires_in_dtrace(&info.provider, &info.name);
             if kernel_aggs && exits && at_kernel_probe && !matches!(in_kernel, Some(Ok(()))) {
                 let why = match &in_kernel {
                     Some(Err(e)) => e.to_string(),
@@ -623,7 +643,7 @@ impl Shared {
                 };
                 return Err(format!(
                     "clause {}: its exit() would stop the clauses run in the kernel, which \
-                     refused it at {probe_name} ({why})",
+                         refused it at {probe_name} ({why})",
                     self.kernel.get(i).map_or("?", |c| c.desc.as_str())
                 ));
             }
@@ -633,24 +653,27 @@ impl Shared {
             c.probes += 1;
             match (&in_kernel, &c.aggregates) {
                 (Some(Ok(())), _) => c.aggs_in_kernel += 1,
-                (Some(Err(e)), _) => c.aggs_in_dtrace.push((probe_name.clone(), e.to_string())),
+                (Some(Err(e)), _) => c
+                    .aggs_in_dtrace
+                    .push((probe_name.to_string(), e.to_string())),
                 (None, _)
                     if matches!(c.aggregates, Some(Ok(())))
                         || matches!(c.records, Some(Ok(()))) =>
                 {
                     let why = match &self.kernel_aggregations {
+                        _ if kept_out(i).is_some() => kept_out(i).cloned().unwrap_or_default(),
                         _ if !self.kernel_predicates => {
                             format!("kernel predicates are off ({KERNEL_PREDICATES_ENV}=0)")
                         }
                         Err(why) => why.clone(),
                         Ok(()) if self.exit_at_kernel_probe.is_some() => format!(
                             "clause {} calls exit() at a kernel probe: counting stops at that \
-                             firing, which only dtrace sees",
+                                 firing, which only dtrace sees",
                             self.exit_at_kernel_probe.as_deref().unwrap_or("?")
                         ),
                         Ok(()) => "the clause was planned after its probe was enabled".into(),
                     };
-                    c.aggs_in_dtrace.push((probe_name.clone(), why));
+                    c.aggs_in_dtrace.push((probe_name.to_string(), why));
                 }
                 _ => {}
             }
@@ -673,22 +696,102 @@ impl Shared {
                 _ if !self.kernel_predicates => Some(format!(
                     "kernel predicates are off ({KERNEL_PREDICATES_ENV}=0)"
                 )),
+                _ if filter_off.is_some() => filter_off.map(str::to_string),
                 _ => Some("a clause without a predicate is enabled on the probe".to_string()),
             };
             match why {
                 None => c.in_kernel += 1,
-                Some(w) => c.in_dtrace.push((probe_name.clone(), w)),
+                Some(w) => c.in_dtrace.push((probe_name.to_string(), w)),
             }
         }
-        self.in_session.insert(info.id);
-        self.active.insert(info.id);
-        if matches!(probe.attach, AttachPoint::Profile { .. }) {
-            self.sampled.insert(info.id);
+        Ok(run_here)
+    }
+}
+
+impl Shared {
+    /// The kernel side of clauses `k_idx` (run in the kernel at a probe named `names`, with
+    /// `key_names` the names its aggregation keys may hold), `r_idx` those run in dtrace there
+    /// with `others` their filter and pid filter: the maps made, and each clause's number among
+    /// the probe's kernel clauses (which names it in its records and faults).
+    #[allow(clippy::too_many_arguments)]
+    fn kernel_clauses(
+        &mut self,
+        k_idx: &[usize],
+        r_idx: &[usize],
+        others: (Option<crate::capture::KernelFilter>, Option<u32>),
+        names: &dtrace_ebpf::translate::ProbeNames,
+        opaque_args: u16,
+        bypass: Option<i32>,
+        key_names: &[&str],
+    ) -> std::result::Result<(crate::capture::KernelAggs, Vec<(usize, u16)>), String> {
+        self.ensure_kaggs()?;
+        let uses_vars = k_idx.iter().any(|&i| self.placement.in_kernel(i));
+        if uses_vars && self.kvar_maps.is_none() {
+            self.kvar_maps = Some(
+                kvars::KernelVarMaps::new(
+                    self.dynvarsize,
+                    dtrace_dif::vm::dynvar::entry_size(self.dynvar_sizes.0, self.dynvar_sizes.1),
+                    &self.placement,
+                    self.strsize,
+                )
+                .map_err(|e| e.to_string())?,
+            );
         }
-        if !arg_copies.is_empty() {
-            self.arg_copies.insert(info.id, arg_copies);
+        let vars = match (&self.kvar_maps, uses_vars) {
+            (Some(m), true) => Some(m.kernel_vars(&self.placement)),
+            _ => None,
+        };
+        let state = self.kaggs.as_mut().ok_or("no kernel aggregations")?;
+        let (control, zeros, drops, exit) = state.fds();
+        let keys = state.key_scratch_fd();
+        let mut clauses = Vec::with_capacity(k_idx.len());
+        let mut numbers = Vec::with_capacity(k_idx.len());
+        for &i in k_idx {
+            let Some(Ok(plan)) = self.kplans.get(i) else {
+                continue;
+            };
+            let strings = kagg::key_strings(
+                &plan.aggs,
+                key_names,
+                self.strsize.saturating_sub(1) as usize,
+            );
+            let aggs = plan
+                .aggs
+                .iter()
+                .enumerate()
+                .map(|(j, p)| state.agg_for(i, j, p, &strings))
+                .collect::<Result<Vec<_>>>()
+                .map_err(|e| e.to_string())?;
+            // Its number at the probe names it in the records it builds and the faults it
+            // reports there.
+            let n = u16::try_from(clauses.len()).map_err(|_| "too many clauses")?;
+            numbers.push((i, n));
+            clauses.push(crate::capture::KernelAggClause {
+                predicate: self.clauses[i].1.predicate.clone(),
+                aggs,
+                stores: plan.stores.clone(),
+                record: plan.record.clone(),
+                after_dtrace: r_idx.iter().any(|&r| r < i),
+                string_args: kagg::string_args(&self.clauses[i].1),
+                keeps_vars: self.placement.in_kernel(i),
+            });
         }
-        Ok(())
+        let aggs = crate::capture::KernelAggs {
+            clauses,
+            control,
+            zeros,
+            drops,
+            keys,
+            exit,
+            strsize: self.strsize,
+            names: names.clone(),
+            opaque_args,
+            others: (!r_idx.is_empty()).then_some(others),
+            bypass,
+            vars,
+            known: None,
+        };
+        Ok((aggs, numbers))
     }
 }
 
@@ -1099,6 +1202,7 @@ impl LinuxTracing {
                 kernel_predicates: std::env::var_os(KERNEL_PREDICATES_ENV).is_none_or(|v| v != "0"),
                 bypass: None,
                 filtered: Vec::new(),
+                known_processes: None,
                 bypassed: false,
                 kplans: Vec::new(),
                 tvars: Vec::new(),
