@@ -7,15 +7,8 @@
 //! the same; `copyinstr(0)` faults in the kernel as in dtrace.
 
 mod common;
-use common::{clause_lines, dtrace_with_env, have_gcc, kernel_ok};
-
-/// Every switch that keeps work in dtrace's interpreter.
-const SWITCHES: [&str; 4] = [
-    "DTRACE_KERNEL_AGGREGATIONS",
-    "DTRACE_KERNEL_VARIABLES",
-    "DTRACE_KERNEL_RECORDS",
-    "DTRACE_KERNEL_PREDICATES",
-];
+use common::same_with_kernel_paths_off as same_both_ways;
+use common::{clause_lines, dtrace_with_env, error_lines, have_gcc, kernel_ok};
 
 /// The traced program: opens a few paths three times over (`openat`'s `arg1` a string, its
 /// `arg3` 0), then a path on a page never touched and one running into such a page (neither
@@ -51,47 +44,6 @@ fn opener(tag: &str) -> String {
     common::compile_c(&dir, "opener", OPENER, &["-O1"])
         .display()
         .to_string()
-}
-
-/// The lines of `out`, sorted.
-fn sorted(out: &str) -> Vec<&str> {
-    let mut v: Vec<&str> = out.lines().collect();
-    v.sort_unstable();
-    v
-}
-
-/// The `dtrace: error` lines of `err`.
-fn error_lines(err: &str) -> Vec<&str> {
-    err.lines()
-        .filter(|l| l.starts_with("dtrace: error"))
-        .collect()
-}
-
-/// Runs `script` (options `extra`) over `cmd` with the kernel paths on and off; asserts both
-/// succeed with the same output (lines sorted: a handed-over firing's records are printed when
-/// the syscall returns) and the same errors, and that `-v` says each `(clause, text)` of `said`
-/// the first way. Returns the output.
-fn same_both_ways(script: &str, extra: &[&str], cmd: &str, said: &[(usize, &str)]) -> String {
-    let mut args = vec!["-qv"];
-    args.extend_from_slice(extra);
-    args.extend_from_slice(&["-n", script, "-c", cmd]);
-    let (rc, kout, kerr) = dtrace_with_env(&[], &args);
-    assert_eq!(rc, 0, "{script}: {kerr}");
-    for &(n, text) in said {
-        assert!(
-            clause_lines(&kerr, n).iter().any(|l| l.contains(text)),
-            "{script}: clause {n} should say {text:?}: {kerr}"
-        );
-    }
-    assert!(!kerr.contains("drop"), "{script}: {kerr}");
-    let off: Vec<(&str, &str)> = SWITCHES.iter().map(|s| (*s, "0")).collect();
-    let (rc, iout, ierr) = dtrace_with_env(&off, &args);
-    assert_eq!(rc, 0, "{script}: {ierr}");
-    assert!(ierr.contains("are off (DTRACE_KERNEL_"), "{ierr}");
-    assert_eq!(sorted(&kout), sorted(&iout), "{script}");
-    assert_eq!(error_lines(&kerr), error_lines(&ierr), "{script}");
-    assert!(!kout.trim().is_empty(), "{script}");
-    kout
 }
 
 const AGGS: &str = "aggregations run in the kernel at 1 probe";

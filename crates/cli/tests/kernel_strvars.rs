@@ -8,15 +8,10 @@
 //! not yet read in faults at the probe, as DTrace's `copyinstr()` does there (`-v` says so).
 
 mod common;
-use common::{clause_lines, dtrace_with_env, have_gcc, kernel_ok};
-
-/// Every switch that keeps work in dtrace's interpreter.
-const SWITCHES: [&str; 4] = [
-    "DTRACE_KERNEL_AGGREGATIONS",
-    "DTRACE_KERNEL_VARIABLES",
-    "DTRACE_KERNEL_RECORDS",
-    "DTRACE_KERNEL_PREDICATES",
-];
+use common::same_with_kernel_paths_off as same_both_ways;
+use common::{
+    clause_lines, dtrace_with_env, error_lines, have_gcc, kernel_ok, kernel_paths_off, sorted,
+};
 
 /// The traced program: opens a few paths (copied to its stack first, so every string is on a
 /// page read in) three times over; `openat`'s `arg2` is the flags (0), `arg3` the mode (0).
@@ -53,46 +48,6 @@ fn opener(tag: &str) -> String {
     common::compile_c(&dir, "opener", OPENER, &["-O1"])
         .display()
         .to_string()
-}
-
-/// The lines of `out`, sorted.
-fn sorted(out: &str) -> Vec<&str> {
-    let mut v: Vec<&str> = out.lines().collect();
-    v.sort_unstable();
-    v
-}
-
-/// The `dtrace: error` lines of `err`.
-fn error_lines(err: &str) -> Vec<&str> {
-    err.lines()
-        .filter(|l| l.starts_with("dtrace: error"))
-        .collect()
-}
-
-/// Runs `script` (options `extra`) over `cmd` with the kernel paths on and off; asserts both
-/// succeed with the same output and the same errors, and that `-v` says `text` of each clause
-/// numbered in `whole` the first way. Returns the output.
-fn same_both_ways(script: &str, extra: &[&str], cmd: &str, whole: &[(usize, &str)]) -> String {
-    let mut args = vec!["-qv"];
-    args.extend_from_slice(extra);
-    args.extend_from_slice(&["-n", script, "-c", cmd]);
-    let (rc, kout, kerr) = dtrace_with_env(&[], &args);
-    assert_eq!(rc, 0, "{script}: {kerr}");
-    for &(n, text) in whole {
-        assert!(
-            clause_lines(&kerr, n).iter().any(|l| l.contains(text)),
-            "{script}: clause {n} should say {text:?}: {kerr}"
-        );
-    }
-    assert!(!kerr.contains("drop"), "{script}: {kerr}");
-    let off: Vec<(&str, &str)> = SWITCHES.iter().map(|s| (*s, "0")).collect();
-    let (rc, iout, ierr) = dtrace_with_env(&off, &args);
-    assert_eq!(rc, 0, "{script}: {ierr}");
-    assert!(ierr.contains("are off (DTRACE_KERNEL_"), "{ierr}");
-    assert_eq!(sorted(&kout), sorted(&iout), "{script}");
-    assert_eq!(error_lines(&kerr), error_lines(&ierr), "{script}");
-    assert!(!kout.trim().is_empty(), "{script}");
-    kout
 }
 
 /// What `-v` says of a clause run whole in the kernel with `vars`.
@@ -280,7 +235,7 @@ fn a_string_on_a_page_not_read_in_faults_at_the_probe_as_in_dtrace() {
     );
     assert_eq!(count_of(&out, "/nonexistent/kstrvar-a"), Some(6), "{out}");
     // In dtrace, the capture reads it again at the syscall's return: no fault.
-    let off: Vec<(&str, &str)> = SWITCHES.iter().map(|s| (*s, "0")).collect();
+    let off = kernel_paths_off();
     let (rc, iout, ierr) = dtrace_with_env(&off, &["-q", "-n", script, "-c", &cmd]);
     assert_eq!(rc, 0, "{ierr}");
     assert!(error_lines(&ierr).is_empty(), "{ierr}");
@@ -336,7 +291,7 @@ fn clause_local_strings_and_full_maps_say_why_and_count_drops() {
         let env: Vec<(&str, &str)> = if kernel {
             Vec::new()
         } else {
-            SWITCHES.iter().map(|s| (*s, "0")).collect()
+            kernel_paths_off()
         };
         let (rc, _, err) = dtrace_with_env(
             &env,

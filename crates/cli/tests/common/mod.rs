@@ -183,3 +183,61 @@ int main(int argc, char **argv) {
 pub fn sized_writer(tag: &str) -> PathBuf {
     compile_c(&test_dir(tag), "writer", SIZED_WRITER, &["-O2"])
 }
+
+/// Every switch that keeps work in dtrace's interpreter.
+pub const KERNEL_SWITCHES: [&str; 4] = [
+    "DTRACE_KERNEL_AGGREGATIONS",
+    "DTRACE_KERNEL_VARIABLES",
+    "DTRACE_KERNEL_RECORDS",
+    "DTRACE_KERNEL_PREDICATES",
+];
+
+/// The environment that turns every kernel path off ([`KERNEL_SWITCHES`] set to `0`).
+pub fn kernel_paths_off() -> Vec<(&'static str, &'static str)> {
+    KERNEL_SWITCHES.iter().map(|s| (*s, "0")).collect()
+}
+
+/// The lines of `out`, sorted.
+pub fn sorted(out: &str) -> Vec<&str> {
+    let mut v: Vec<&str> = out.lines().collect();
+    v.sort_unstable();
+    v
+}
+
+/// The `dtrace: error` lines of `err`.
+pub fn error_lines(err: &str) -> Vec<&str> {
+    err.lines()
+        .filter(|l| l.starts_with("dtrace: error"))
+        .collect()
+}
+
+/// Runs `script` (options `extra`, with `-qv`) over `cmd` with every kernel path on, then off;
+/// asserts both succeed with the same output (lines sorted: a handed-over firing's records are
+/// printed when the syscall returns) and the same errors, no drops, and that `-v` says each
+/// `(clause, text)` of `said` the first way. Returns the output.
+pub fn same_with_kernel_paths_off(
+    script: &str,
+    extra: &[&str],
+    cmd: &str,
+    said: &[(usize, &str)],
+) -> String {
+    let mut args = vec!["-qv"];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["-n", script, "-c", cmd]);
+    let (rc, kout, kerr) = dtrace_with_env(&[], &args);
+    assert_eq!(rc, 0, "{script}: {kerr}");
+    for &(n, text) in said {
+        assert!(
+            clause_lines(&kerr, n).iter().any(|l| l.contains(text)),
+            "{script}: clause {n} should say {text:?}: {kerr}"
+        );
+    }
+    assert!(!kerr.contains("drop"), "{script}: {kerr}");
+    let (rc, iout, ierr) = dtrace_with_env(&kernel_paths_off(), &args);
+    assert_eq!(rc, 0, "{script}: {ierr}");
+    assert!(ierr.contains("are off (DTRACE_KERNEL_"), "{ierr}");
+    assert_eq!(sorted(&kout), sorted(&iout), "{script}");
+    assert_eq!(error_lines(&kerr), error_lines(&ierr), "{script}");
+    assert!(!kout.trim().is_empty(), "{script}");
+    kout
+}
