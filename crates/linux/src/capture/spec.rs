@@ -494,6 +494,21 @@ pub struct KernelFilter {
     pub bypass: Option<i32>,
 }
 
+impl KernelFilter {
+    /// Sets what the filter knows of the probe it is placed at: its names, the arguments delivery
+    /// replaces and the bypass switch.
+    pub fn place_at(
+        &mut self,
+        names: &dtrace_ebpf::translate::ProbeNames,
+        opaque_args: u16,
+        bypass: Option<i32>,
+    ) {
+        self.names = names.clone();
+        self.opaque_args = opaque_args;
+        self.bypass = bypass;
+    }
+}
+
 /// What a probe does to the mirror of one thread-local variable, after its copies: save the
 /// address `value` computes (the D store `self->buf = arg1`), or with `None` remove the entry (a
 /// clear, `self->buf = 0`, or a store of a value the probe cannot compute).

@@ -439,17 +439,12 @@ impl super::Shared {
             name: d.name.clone(),
         };
         let opaque_args = super::opaque_args(&f.probe);
-        let complete = |k: &mut crate::capture::KernelFilter| {
-            k.bypass = bypass;
-            k.names = names.clone();
-            k.opaque_args = opaque_args;
-        };
         if let Some(k) = &mut spec.filter {
-            complete(k);
+            k.place_at(&names, opaque_args, bypass);
         }
         if let Some(mut o) = others {
             if let Some(k) = &mut o.filter {
-                complete(k);
+                k.place_at(&names, opaque_args, bypass);
             }
             let (mut aggs, numbers) = self.kernel_clauses(
                 &k_idx,

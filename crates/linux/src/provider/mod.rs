@@ -414,17 +414,12 @@ impl Shared {
             name: info.name.clone(),
         };
         let opaque_args = opaque_args(&probe);
-        let complete = |f: &mut crate::capture::KernelFilter| {
-            f.bypass = bypass;
-            f.names = names.clone();
-            f.opaque_args = opaque_args;
-        };
         if let Some(f) = &mut spec.filter {
-            complete(f);
+            f.place_at(&names, opaque_args, bypass);
         }
         if let Some(mut o) = others {
             if let Some(f) = &mut o.filter {
-                complete(f);
+                f.place_at(&names, opaque_args, bypass);
             }
             let (aggs, numbers) = self.kernel_clauses(
                 &k_idx,
