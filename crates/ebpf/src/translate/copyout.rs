@@ -125,15 +125,23 @@ impl Translator<'_> {
             a.jmp_imm(op::JGT, R3, storage32, bad_size);
             a.jmp_imm(op::JLT, R3, 1, done);
         } else {
+            // A string not known here is measured: the string's bytes and its NUL within R3,
+            // read into a second slot (the measure needs a destination), whose address waits in
+            // the fault address's slot (no fault site here stores there).
+            let at = self.frame.fault_addr_at();
+            if !matches!(source, Kind::StrConst(_)) {
+                self.string_slot(pc, at, false).map_err(&refused)?;
+            }
+            // R3: the size asked, at most strsize less the NUL.
             let capped = self.a.label();
+            let a = &mut self.a;
+            a.load(Size::DW, R3, R10, size);
+            a.jmp_imm(op::JLE, R3, most32, capped);
+            a.mov_imm(R3, most32);
+            a.bind(capped);
+            a.jmp_imm(op::JLT, R3, 1, done);
             match &source {
                 Kind::StrConst(b) => {
-                    let a = &mut self.a;
-                    a.load(Size::DW, R3, R10, size);
-                    a.jmp_imm(op::JLE, R3, most32, capped);
-                    a.mov_imm(R3, most32);
-                    a.bind(capped);
-                    a.jmp_imm(op::JLT, R3, 1, done);
                     // The string and its NUL, if fewer.
                     let len = b.iter().position(|&c| c == 0).unwrap_or(b.len());
                     let with_nul = i32::try_from(len + 1).unwrap_or(i32::MAX).min(most32);
@@ -143,17 +151,6 @@ impl Translator<'_> {
                     a.bind(fits);
                 }
                 _ => {
-                    // Measured: the string's bytes and its NUL within R3, read into a second
-                    // slot (the measure needs a destination), whose address waits in the fault
-                    // address's slot (no fault site here stores there).
-                    let at = self.frame.fault_addr_at();
-                    self.string_slot(pc, at, false).map_err(&refused)?;
-                    let a = &mut self.a;
-                    a.load(Size::DW, R3, R10, size);
-                    a.jmp_imm(op::JLE, R3, most32, capped);
-                    a.mov_imm(R3, most32);
-                    a.bind(capped);
-                    a.jmp_imm(op::JLT, R3, 1, done);
                     a.mov(R2, R3);
                     a.load(Size::DW, R1, R10, at);
                     a.load(Size::DW, R3, R10, buf);
