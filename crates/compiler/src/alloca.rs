@@ -43,6 +43,7 @@ impl Checker<'_> {
             TK::Call(s, _) if *s == Subr::Alloca as u16 || *s == Subr::Copyin as u16 => {
                 AllocaKind::Alloca
             }
+            TK::NonNull(x) => self.alloca_kind(x),
             TK::Retype(x) | TK::Convert(x) => match self.alloca_kind(x) {
                 // an integer made a pointer (`(char *)50`) is a plain one
                 AllocaKind::Neither if pointer && x.as_const() != Some(0) => AllocaKind::Plain,

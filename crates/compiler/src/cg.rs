@@ -627,6 +627,23 @@ impl<'a> Cg<'a> {
                 Ok(r)
             }
             TK::Retype(x) => self.gen(x),
+            TK::NonNull(x) => {
+                // a NULL pointer faults with a read at address 0 (`%r0`) before the member's
+                // offset is added to it
+                let r = self.gen(x)?;
+                let ok = self.label();
+                self.emit(Instr::Tst { r1: r });
+                self.branch(Opcode::Bne, ok);
+                let rt = self.alloc()?;
+                self.emit(Instr::Load {
+                    op: Opcode::Ldub,
+                    r1: 0,
+                    rd: rt,
+                });
+                self.free(rt);
+                self.place_label(ok);
+                Ok(r)
+            }
             TK::XlateStruct(size, members) => self.xlate_struct(*size, members),
             TK::Action(n) => err(
                 ErrTag::D_CG_EXPR,

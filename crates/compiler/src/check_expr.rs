@@ -517,7 +517,8 @@ impl<'o> Checker<'o> {
                     match p.as_ref() {
                         Place::Mem(a, _) => {
                             let pt = self.types.pointer_to(v.ty);
-                            let mut a = (**a).clone();
+                            // an address computed, not a read through a `->` base
+                            let mut a = crate::check_place::without_null_check((**a).clone());
                             a.ty = pt;
                             return Ok(a);
                         }

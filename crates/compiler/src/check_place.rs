@@ -378,7 +378,9 @@ impl<'o> Checker<'o> {
     pub(crate) fn address_of(&self, e: TExpr) -> Option<TExpr> {
         if let TK::Read(p) = &e.kind {
             if let Place::Mem(a, _) = p.as_ref() {
-                return Some((**a).clone());
+                // `&p->m` is an address computed, not a read through `p`: no NULL check
+                // (`&((struct s *)0)->m` is the member's offset)
+                return Some(without_null_check((**a).clone()));
             }
         }
         if self.types.is_by_ref(e.ty) {
@@ -480,6 +482,16 @@ impl<'o> Checker<'o> {
         let a = if mb.offset == 0 {
             addr
         } else {
+            // a read at a member's offset from a NULL pointer faults at address 0, as DTrace's
+            // check of the pointer of `->` reports it (at offset 0 the read itself faults there)
+            let addr = match arrow {
+                true => TExpr {
+                    ty: addr.ty,
+                    line: addr.line,
+                    kind: TK::NonNull(bx(addr)),
+                },
+                false => addr,
+            };
             TExpr {
                 kind: TK::Binary(
                     BinOp::Add,
@@ -634,9 +646,28 @@ fn in_variable(a: &TExpr) -> bool {
             Place::Mem(inner, _) | Place::Bits(inner, _, _) => in_variable(inner),
         },
         TK::Binary(BinOp::Add, l, _) => in_variable(l),
-        TK::Retype(x) => in_variable(x),
+        TK::Retype(x) | TK::NonNull(x) => in_variable(x),
         _ => false,
     }
+}
+
+/// The address `a` without the NULL check of a `->` at its base (`base + offset`).
+pub(crate) fn without_null_check(a: TExpr) -> TExpr {
+    let TExpr { kind, ty, line } = a;
+    let kind = match kind {
+        TK::Binary(op, l, r) => {
+            let l = match *l {
+                TExpr {
+                    kind: TK::NonNull(base),
+                    ..
+                } => base,
+                l => bx(l),
+            };
+            TK::Binary(op, l, r)
+        }
+        kind => kind,
+    };
+    TExpr { kind, ty, line }
 }
 
 /// Whether `e` reads user memory (its members are then in user memory too).

@@ -89,6 +89,10 @@ pub enum TK {
     Convert(Box<TExpr>),
     /// A change of type only (casts between pointers, `stringof`).
     Retype(Box<TExpr>),
+    /// The pointer of a `->` read through: its value, faulting with an invalid address at 0
+    /// when it is NULL (DTrace for Linux checks the pointer before adding the member's offset,
+    /// so `((struct task_struct *)NULL)->pid` faults at address 0, not at the member's offset).
+    NonNull(Box<TExpr>),
     Comma(Box<TExpr>, Box<TExpr>),
     /// A translation not yet expanded: translator number `.0` of the checker applied to the input
     /// `.1`. It exists only between the checker's steps (the base of `.`/`->` selects one member's
@@ -145,7 +149,11 @@ pub fn stats(e: &TExpr) -> (usize, usize) {
     let kids: (usize, usize) = match &e.kind {
         TK::Int(_) | TK::Str(_) | TK::Builtin(_) | TK::Action(_) => (0, 0),
         TK::Read(p) => place(p),
-        TK::BuiltinArray(_, x) | TK::Unary(_, x) | TK::Convert(x) | TK::Retype(x) => stats(x),
+        TK::BuiltinArray(_, x)
+        | TK::Unary(_, x)
+        | TK::Convert(x)
+        | TK::Retype(x)
+        | TK::NonNull(x) => stats(x),
         TK::Binary(_, a, b) | TK::Cmp(_, a, b, _) | TK::Logical(_, a, b) | TK::Comma(a, b) => {
             let (x, y) = (stats(a), stats(b));
             (x.0 + y.0, x.1.max(y.1))
@@ -182,6 +190,7 @@ pub fn children(e: &TExpr) -> Vec<&TExpr> {
         | TK::Unary(_, x)
         | TK::Convert(x)
         | TK::Retype(x)
+        | TK::NonNull(x)
         | TK::Xlate(_, x) => vec![x],
         TK::Binary(_, a, b) | TK::Cmp(_, a, b, _) | TK::Logical(_, a, b) | TK::Comma(a, b) => {
             vec![a, b]

@@ -981,3 +981,53 @@ fn scoped_type_names_name_the_same_types() {
     );
     assert!(e.is_err());
 }
+
+/// The fault of each action of `src`'s one clause run on `r`, or its value.
+fn faults(src: &str, r: &mut Run) -> Vec<Result<u64, dtrace_dif::vm::Fault>> {
+    let p = compile(src, &CompileOptions::default()).unwrap_or_else(|e| panic!("{src}: {e}"));
+    r.m.begin_firing();
+    p.ecbs[0]
+        .actions
+        .iter()
+        .filter_map(|a| a.difo.as_ref())
+        .map(|o| r.m.run(o, &mut r.state, &mut r.ctx, &mut r.mem))
+        .collect()
+}
+
+#[test]
+fn a_member_read_through_a_null_pointer_faults_at_address_zero() {
+    // DTrace for Linux checks the pointer of `->` before adding the member's offset: the fault
+    // is an invalid address at 0, not at the member's offset (Oracle's
+    // tst.DTRACEFLT_BADADDR.null_ptr_field.d: ERROR's arg5 is 0).
+    let src = r#"
+        struct point { int x; char c; long y; struct point *next; };
+        BEGIN {
+            trace(((struct point *)arg0)->y);
+            trace(((struct point *)arg0)->next->y);
+            trace((uint64_t)&((struct point *)arg0)->y);
+            trace(((struct point *)arg0)->x);
+        }
+    "#;
+    let mut r = Run::new();
+    r.ctx.args = vec![0];
+    let got = faults(src, &mut r);
+    let addr = |i: usize| match &got[i] {
+        Err(f) => Some((f.kind, f.addr)),
+        Ok(_) => None,
+    };
+    use dtrace_dif::vm::FaultKind::BadAddr;
+    assert_eq!(addr(0), Some((BadAddr, 0)));
+    assert_eq!(addr(1), Some((BadAddr, 0)));
+    // taking a member's address reads nothing: `&((struct s *)0)->m` is its offset
+    assert_eq!(got[2].as_ref().ok(), Some(&8));
+    // a member at offset 0 faults at the pointer itself
+    assert_eq!(addr(3), Some((BadAddr, 0)));
+    // through a valid pointer to a NULL one, the fault is at 0 again, not at 0 + 8
+    let base = 0x2000u64;
+    r.mem.kernel.insert(base, vec![0u8; 24]);
+    r.ctx.args = vec![base];
+    let got = faults(src, &mut r);
+    assert_eq!(got[0].as_ref().ok(), Some(&0));
+    assert!(matches!(&got[1], Err(f) if f.kind == BadAddr && f.addr == 0));
+    assert_eq!(got[2].as_ref().ok(), Some(&(base + 8)));
+}
