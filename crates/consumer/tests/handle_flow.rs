@@ -208,3 +208,73 @@ fn scripts_lose_their_interpreter_line_and_get_their_arguments() {
     assert_eq!(seen[0].0, "\nBEGIN { trace($1); }\n");
     assert_eq!(seen[0].1, argv);
 }
+
+/// A tracer whose program calls exit() once the test says so; the status reports it.
+struct Exiting {
+    exited: std::rc::Rc<std::cell::Cell<bool>>,
+    stops: std::rc::Rc<std::cell::Cell<u32>>,
+}
+
+impl Tracer for Exiting {
+    fn exec(&mut self, _: &Program, _: &Options) -> Result<ExecInfo> {
+        Ok(ExecInfo::default())
+    }
+    fn go(&mut self) -> Result<()> {
+        Ok(())
+    }
+    fn stop(&mut self) -> Result<()> {
+        self.stops.set(self.stops.get() + 1);
+        Ok(())
+    }
+    fn switch_buffers(&mut self) -> Result<Vec<BufferSnapshot>> {
+        Ok(Vec::new())
+    }
+    fn aggregate_snapshot(&mut self) -> Result<Vec<AggRecord>> {
+        Ok(Vec::new())
+    }
+    fn status(&mut self) -> Result<StatusCounters> {
+        Ok(StatusCounters {
+            exited: self.exited.get(),
+            ..StatusCounters::default()
+        })
+    }
+}
+
+#[test]
+fn exit_is_noticed_at_the_status_check() {
+    // DTrace notices exit() at its status check (dtrace_status, every `statusrate`): tracing
+    // goes on until the check is due, then END fires. Oracle's tst.statusrate.d (END more than
+    // 2 s after exit() at statusrate=10sec) and tst.aggrate-slow.d (the exiting firing's printa
+    // consumed before the stop, with the older snapshot) depend on it.
+    let exited = std::rc::Rc::new(std::cell::Cell::new(false));
+    let stops = std::rc::Rc::new(std::cell::Cell::new(0));
+    let tracer = Exiting {
+        exited: exited.clone(),
+        stops: stops.clone(),
+    };
+    let mut h = Handle::open(Box::new(tracer), None);
+    h.setopt("statusrate", Some("3600s")).unwrap();
+    h.exec(&Program::default()).unwrap();
+    h.go().unwrap();
+    let mut out: Vec<u8> = Vec::new();
+    let mut o = DefaultOutput::default();
+    let o = std::cell::RefCell::new(&mut o);
+    let mut work = |h: &mut Handle| {
+        h.work(
+            &mut out,
+            &mut |pd, w| o.borrow_mut().probe(pd, w),
+            &mut |pd, r, w| o.borrow_mut().record(pd, r, w),
+        )
+        .unwrap()
+    };
+    // the first call checks the status
+    assert_eq!(work(&mut h), WorkStatus::Okay);
+    exited.set(true);
+    assert_eq!(work(&mut h), WorkStatus::Okay);
+    assert_eq!(stops.get(), 0);
+    assert!(h.going());
+    // once tracing stops (as when the check is due), END fires and the run is done
+    h.stop().unwrap();
+    assert_eq!(stops.get(), 1);
+    assert_eq!(work(&mut h), WorkStatus::Done);
+}
