@@ -175,6 +175,9 @@ pub struct ClauseKernel {
     /// The clause uses D variables: `Ok` with their names when they live in the kernel (the
     /// clause then runs whole there, counted in `aggs_in_kernel`), else why they stay in dtrace.
     pub variables: Option<std::result::Result<String, String>>,
+    /// A `BEGIN` or `END` clause (run in dtrace) sharing globals with clauses run in the kernel:
+    /// their names (copied into the kernel after `BEGIN`, out of it before `END`).
+    pub shares_globals: Option<String>,
     /// The clause records data (`trace()`, `printf()`...): `Ok` when it may build its record at
     /// the probe (it then runs whole there, counted in `aggs_in_kernel`), else why not.
     pub records: Option<std::result::Result<(), String>>,
@@ -188,6 +191,20 @@ pub struct ClauseKernel {
 }
 
 impl ClauseKernel {
+    /// The line for `dtrace -v` of a `BEGIN` or `END` clause that shares globals with clauses
+    /// run in the kernel (these clauses are not numbered: they fire at no kernel probe).
+    pub fn describe_shared(&self) -> Option<String> {
+        let names = self.shares_globals.as_ref()?;
+        let when = match self.desc.ends_with("END") {
+            true => "after the kernel's clauses stop, reading",
+            false => "before the kernel's clauses start, writing",
+        };
+        Some(format!(
+            "clause ({}): runs in dtrace {when} variables {names} kept in the kernel",
+            self.desc
+        ))
+    }
+
     /// The lines for `dtrace -v`: where the clause numbered `n` (from 1) runs (its predicate,
     /// then its aggregations); none for a clause enabled on no kernel probe (`BEGIN`,
     /// `profile`...).
@@ -810,9 +827,16 @@ impl Shared {
         if !writes || !self.destructive {
             return None;
         }
-        Some(match (in_kernel, self.kplans.get(i)) {
-            (Some(Err(e)), _) => e.to_string(),
-            (_, Some(Err(why))) => why.clone(),
+        let vars_stay = match self.placement.clauses.get(i) {
+            Some(Some(Err(why))) => Some(why),
+            _ => None,
+        };
+        Some(match (in_kernel, self.kplans.get(i), vars_stay) {
+            // Why its variables stay in dtrace says more than the translation refused without
+            // them.
+            (Some(Err(_)), _, Some(why)) => format!("its variables stay in dtrace: {why}"),
+            (Some(Err(e)), _, _) => e.to_string(),
+            (_, Some(Err(why)), _) => why.clone(),
             _ if !self.kernel_predicates => {
                 format!("kernel predicates are off ({KERNEL_PREDICATES_ENV}=0)")
             }
@@ -989,6 +1013,7 @@ impl Shared {
                     probes: probes
                         .map(|ps| ps.iter().map(|p| p.desc.to_string()).collect())
                         .unwrap_or_default(),
+                    bookend: kvars::is_bookend(&e.probe),
                 });
             }
         }
@@ -1031,12 +1056,19 @@ impl Shared {
         }
         self.placement.kernel.clear();
         self.placement.arrays.clear();
+        self.placement.shared.clear();
         self.report_variables();
     }
 
     fn report_variables(&mut self) {
-        for (c, p) in self.kernel.iter_mut().zip(&self.placement.clauses) {
+        for (i, (c, p)) in self
+            .kernel
+            .iter_mut()
+            .zip(&self.placement.clauses)
+            .enumerate()
+        {
             c.variables = p.clone();
+            c.shares_globals = self.placement.shared.get(&i).cloned();
         }
     }
 }
@@ -1619,6 +1651,24 @@ impl LinuxTracing {
         match &self.lock().kvar_maps {
             Some(m) => m.drops(),
             None => Ok(0),
+        }
+    }
+
+    /// Copies the global scalars the kernel keeps from dtrace's variables (`vars`, as `BEGIN`
+    /// left them) into the kernel, before its clauses start.
+    pub fn push_globals(&self, vars: &dtrace_dif::vm::VarState) -> Result<()> {
+        match &self.lock().kvar_maps {
+            Some(m) => m.push_globals(vars),
+            None => Ok(()),
+        }
+    }
+
+    /// Copies the global scalars the kernel keeps into dtrace's variables (`vars`), once its
+    /// clauses have stopped, for `END`.
+    pub fn pull_globals(&self, vars: &mut dtrace_dif::vm::VarState) -> Result<()> {
+        match &self.lock().kvar_maps {
+            Some(m) => m.pull_globals(vars),
+            None => Ok(()),
         }
     }
 
