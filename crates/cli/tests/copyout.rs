@@ -138,7 +138,8 @@ fn copyout_of_string_variables_set_in_begin_or_by_the_clause() {
         return;
     }
     // A global set in BEGIN (which runs in dtrace, before the kernel's clauses start), as
-    // Oracle's tst.copyout.sh has it; a thread-local and a global set by the clause itself.
+    // Oracle's tst.copyout.sh has it; a thread-local, a global and a clause-local set by the
+    // clause itself.
     for (prelude, clause) in [
         (r#"BEGIN { s = "HELLO"; }"#, "copyout(s, arg1, 5);"),
         (
@@ -146,6 +147,7 @@ fn copyout_of_string_variables_set_in_begin_or_by_the_clause() {
             r#"self->s = "HELLO"; copyout(self->s, arg1, 5); self->s = 0;"#,
         ),
         ("", r#"g = "HELLO"; copyoutstr(g, arg1, 5);"#),
+        ("", r#"this->s = "HELLO"; copyout(this->s, arg1, 5);"#),
     ] {
         let Some((rc, out, err)) = rewrite_after(t, prelude, clause) else {
             return;
