@@ -389,3 +389,51 @@ fn clause_local_strings_and_string_keys_run_whole_in_the_kernel() {
     // close(2) reads seen[NULL]: a fault at each close, BADADDR at 0.
     assert!(out.lines().any(|l| l.starts_with("e 1 0 ")), "{out}");
 }
+
+/// Loads libm with `dlopen` and calls its `nextafter` three times.
+const LATE_LOADER: &str = r#"
+#include <dlfcn.h>
+#include <stdio.h>
+int main(void) {
+    void *h = dlopen("libm.so.6", RTLD_NOW);
+    if (!h)
+        return 1;
+    double (*f)(double, double) = (double (*)(double, double))dlsym(h, "nextafter");
+    double x = 0;
+    for (int i = 0; i < 3; i++)
+        x += f(i, 10);
+    printf("done %d\n", x > 0);
+    return 0;
+}
+"#;
+
+#[test]
+fn globals_begin_set_reach_kernel_clauses_enabled_after_it() {
+    let t = "globals_begin_set_reach_kernel_clauses_enabled_after_it";
+    if !kernel_ok(t)
+        || !have_gcc(t)
+        || !dtrace_testkit::skip_unless(dtrace_linux::uprobe::available(), t, "no uprobe PMU")
+    {
+        return;
+    }
+    let dir = common::test_dir("kstrvar-late");
+    let exe = common::compile_c(&dir, "late", LATE_LOADER, &["-O1", "-ldl"]);
+    // The library's probe is placed when the process loads it, after BEGIN ran: the kernel's
+    // variables are made then, with the values BEGIN left.
+    let script = "BEGIN { s = \"set in BEGIN\"; n = 5; } \
+        pid$target:libm.so.6:nextafter:entry { n++; @[s] = count(); } \
+        END { printf(\"%d %s\\n\", n, s); printa(\"%s %@d\\n\", @); }";
+    let cmd = exe.display().to_string();
+    let args = ["-Zqv", "-n", script, "-c", &cmd];
+    let (rc, out, err) = dtrace_with_env(&[], &args);
+    assert_eq!(rc, 0, "{err}");
+    assert!(
+        err.contains("clause (:::BEGIN): runs in dtrace before the kernel's clauses start"),
+        "{err}"
+    );
+    let (rc, iout, ierr) = dtrace_with_env(&kernel_paths_off(), &args);
+    assert_eq!(rc, 0, "{ierr}");
+    assert_eq!(sorted(&out), sorted(&iout));
+    assert!(out.contains("8 set in BEGIN\n"), "{out}");
+    assert!(out.contains("set in BEGIN 3\n"), "{out}");
+}

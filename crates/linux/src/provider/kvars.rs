@@ -792,7 +792,10 @@ impl KernelVarMaps {
     /// `BEGIN` (which runs in dtrace) and before any clause runs in the kernel. A global never
     /// stored is zero or the empty string, as in the kernel; a string stored NULL sets its NULL
     /// flag; a string is cut to `strsize`, as a store in the kernel cuts it.
-    pub fn push_globals(&self, vars: &dtrace_dif::vm::VarState) -> Result<()> {
+    pub fn push_globals(
+        &self,
+        value_of: impl Fn(u32) -> Option<dtrace_dif::vm::Stored>,
+    ) -> Result<()> {
         use dtrace_dif::vm::Stored;
         if self.global_ids.is_empty() && self.string_global_ids.is_empty() {
             return Ok(());
@@ -805,14 +808,14 @@ impl KernelVarMaps {
                 as usize
         ];
         for (i, &id) in self.global_ids.iter().enumerate() {
-            if let Some(Stored::Int(v)) = vars.global(id) {
+            if let Some(Stored::Int(v)) = value_of(id) {
                 value[8 * i..8 * i + 8].copy_from_slice(&v.to_ne_bytes());
             }
         }
         let most = self.strsize.saturating_sub(1) as usize;
         for (j, &id) in self.string_global_ids.iter().enumerate() {
             let at = crate::capture::kvars::string_global_at(ints, j, width);
-            match vars.global(id) {
+            match value_of(id) {
                 Some(Stored::Int(_)) => value[at..at + 8].copy_from_slice(&1u64.to_ne_bytes()),
                 Some(Stored::Bytes(b)) => {
                     let s = b.split(|&c| c == 0).next().unwrap_or_default();
@@ -1224,7 +1227,8 @@ mod shared_globals_tests {
         dtrace.set_global(ub + 3, Stored::Int(0));
         dtrace.set_global(ub + 4, Stored::Bytes((*b"0123456789").into()));
         // ub + 5 never stored: the empty string.
-        maps.push_globals(&dtrace).expect("push");
+        maps.push_globals(|id| dtrace.global(id).cloned())
+            .expect("push");
         let mut back = VarState::default();
         maps.pull_globals(&mut back).expect("pull");
         let got = |id: u32| back.global(id).cloned();

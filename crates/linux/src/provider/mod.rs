@@ -103,6 +103,9 @@ pub(crate) struct Shared {
     placement: kvars::Placement,
     /// The kernel's maps of D variables, made with the first probe that uses them.
     kvar_maps: Option<kvars::KernelVarMaps>,
+    /// The values `BEGIN` left in the global scalars kept in the kernel (see
+    /// [`LinuxTracing::push_globals`]), for maps made after it ran.
+    begin_globals: Option<Vec<(u32, dtrace_dif::vm::Stored)>>,
     /// `dynvarsize` for that map.
     dynvarsize: u64,
     /// The programs' largest tuple and largest dynamic variable (`Program::max_tuple_size`),
@@ -748,6 +751,17 @@ impl Shared {
                 )
                 .map_err(|e| e.to_string())?,
             );
+            // Made after BEGIN ran (a process's probe found later): its globals as BEGIN left
+            // them.
+            if let (Some(m), Some(values)) = (&self.kvar_maps, &self.begin_globals) {
+                m.push_globals(|id| {
+                    values
+                        .iter()
+                        .find(|(v, _)| *v == id)
+                        .map(|(_, s)| s.clone())
+                })
+                .map_err(|e| e.to_string())?;
+            }
         }
         let vars = match (&self.kvar_maps, uses_vars) {
             (Some(m), true) => Some(m.kernel_vars(&self.placement)),
@@ -1235,6 +1249,7 @@ impl LinuxTracing {
                 tvars: Vec::new(),
                 placement: kvars::Placement::default(),
                 kvar_maps: None,
+                begin_globals: None,
                 dynvarsize: 1 << 20,
                 dynvar_sizes: (0, 0),
                 kernel_variables: std::env::var_os(kvars::KERNEL_VARIABLES_ENV)
@@ -1657,10 +1672,19 @@ impl LinuxTracing {
     /// Copies the global scalars the kernel keeps from dtrace's variables (`vars`, as `BEGIN`
     /// left them) into the kernel, before its clauses start.
     pub fn push_globals(&self, vars: &dtrace_dif::vm::VarState) -> Result<()> {
-        match &self.lock().kvar_maps {
-            Some(m) => m.push_globals(vars),
-            None => Ok(()),
+        let mut sh = self.lock();
+        let values: Vec<(u32, dtrace_dif::vm::Stored)> = sh
+            .placement
+            .kernel
+            .iter()
+            .filter(|k| k.0 == kvars::Scope::Global && !sh.placement.arrays.contains_key(k))
+            .filter_map(|k| Some((k.1, vars.global(k.1)?.clone())))
+            .collect();
+        if let Some(m) = &sh.kvar_maps {
+            m.push_globals(|id| vars.global(id).cloned())?;
         }
+        sh.begin_globals = Some(values);
+        Ok(())
     }
 
     /// Copies the global scalars the kernel keeps into dtrace's variables (`vars`), once its
