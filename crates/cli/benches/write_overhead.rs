@@ -23,7 +23,8 @@
 //! writer then opens a path that does not exist instead of writing), with the kernel paths on and
 //! off, against bpftrace's `str(args->filename)` key; and by a path kept from entry to return in
 //! a string thread-local (`self->p = copyinstr(arg1)`, `@[self->p]` at return), against
-//! bpftrace's map of strings keyed by `tid`.
+//! bpftrace's map of strings keyed by `tid`; with `DTBENCH_BASELINE=/path/to/dtrace`, that binary
+//! (an earlier build) too, for before/after figures in the same run.
 //! `cargo bench -p dtrace-cli --bench write_overhead [-- N [CASE]]`: with CASE, only the cases whose
 //! name contains it run, and not the rate ladder.
 
@@ -105,6 +106,10 @@ const PID_CASE: (&str, &str, &str) = (
 
 /// Set for the writer: it opens [`OPENAT_PATH`] instead of writing.
 const OPENAT_ENV: &str = "DTBENCH_OPENAT";
+/// Environment variable naming another `dtrace` binary the `copyinstr` case also runs (an
+/// earlier build, for before/after figures in one run).
+const BASELINE_ENV: &str = "DTBENCH_BASELINE";
+
 /// The path the writer opens in the `copyinstr` case.
 const OPENAT_PATH: &std::ffi::CStr = c"/nonexistent/dtbench-openat-path";
 
@@ -168,6 +173,13 @@ fn copyinstr_case(dtrace: &str, n: u64, runs: usize, have_bpftrace: bool) {
             "  the same, kernel paths off",
             added(&[dtrace, "-q", "-n", script], &off),
         );
+        // Another build of dtrace to compare with in the same run (an earlier commit's).
+        if let Ok(baseline) = std::env::var(BASELINE_ENV) {
+            show(
+                "  the same, baseline dtrace",
+                added(&[&baseline, "-q", "-n", script], &env),
+            );
+        }
         if have_bpftrace {
             show(bname, added(&["bpftrace", "-e", bscript], &env));
         }

@@ -56,8 +56,14 @@ fn writes_allowed(test: &str, err: &str) -> bool {
 /// Runs `clause` (at `syscall::write:entry`, for the writer's writes to `/dev/null`) with `-qw`
 /// on the writer; `None` when the kernel refuses the writes.
 fn rewrite(test: &str, clause: &str) -> Option<(i32, String, String)> {
+    rewrite_after(test, "", clause)
+}
+
+/// [`rewrite`] with the clauses of `prelude` (`BEGIN`...) before the one at the write.
+fn rewrite_after(test: &str, prelude: &str, clause: &str) -> Option<(i32, String, String)> {
     let w = writer(test);
-    let script = format!("syscall::write:entry /pid == $target && arg0 > 2/ {{ {clause} }}");
+    let script =
+        format!("{prelude} syscall::write:entry /pid == $target && arg0 > 2/ {{ {clause} }}");
     let (rc, out, err) = dtrace(&["-qw", "-n", &script, "-c", w.to_str().unwrap()]);
     writes_allowed(test, &err).then_some((rc, out, err))
 }
@@ -123,6 +129,36 @@ fn copyoutstr_of_execname_and_of_a_copied_in_string() {
     // would write too late: such a clause is refused, with the reason.
     assert_ne!(rc, 0, "{out}");
     assert!(err.contains("too late for copyout()"), "{err}");
+}
+
+#[test]
+fn copyout_of_string_variables_set_in_begin_or_by_the_clause() {
+    let t = "copyout_of_string_variables_set_in_begin_or_by_the_clause";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    // A global set in BEGIN (which runs in dtrace, before the kernel's clauses start), as
+    // Oracle's tst.copyout.sh has it; a thread-local, a global and a clause-local set by the
+    // clause itself.
+    for (prelude, clause) in [
+        (r#"BEGIN { s = "HELLO"; }"#, "copyout(s, arg1, 5);"),
+        (
+            "",
+            r#"self->s = "HELLO"; copyout(self->s, arg1, 5); self->s = 0;"#,
+        ),
+        ("", r#"g = "HELLO"; copyoutstr(g, arg1, 5);"#),
+        ("", r#"this->s = "HELLO"; copyout(this->s, arg1, 5);"#),
+    ] {
+        let Some((rc, out, err)) = rewrite_after(t, prelude, clause) else {
+            return;
+        };
+        assert_eq!(rc, 0, "{prelude} {clause}: {err}");
+        assert_eq!(
+            first_line(&out),
+            format!("HELLO{}", "-".repeat(58)),
+            "{prelude} {clause}: {err}"
+        );
+    }
 }
 
 #[test]

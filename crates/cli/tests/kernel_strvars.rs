@@ -258,31 +258,12 @@ fn a_string_on_a_page_not_read_in_faults_at_the_probe_as_in_dtrace() {
 }
 
 #[test]
-fn clause_local_strings_and_full_maps_say_why_and_count_drops() {
-    let t = "clause_local_strings_and_full_maps_say_why_and_count_drops";
+fn full_maps_count_drops() {
+    let t = "full_maps_count_drops";
     if !kernel_ok(t) || !have_gcc(t) {
         return;
     }
     let cmd = opener("kstrvar-drops");
-    // A clause-local string stays in dtrace, with the clause.
-    let (rc, _, err) = dtrace_with_env(
-        &[],
-        &[
-            "-qv",
-            "-n",
-            "syscall::openat:entry /pid == $target/ { this->s = execname; @[this->s] = count(); }",
-            "-c",
-            &cmd,
-        ],
-    );
-    assert_eq!(rc, 0, "{err}");
-    assert!(
-        clause_lines(&err, 1).iter().any(|l| l.contains(
-            "variables stay in dtrace (this->s is a clause-local string (those are not yet \
-             kept in the kernel))"
-        )),
-        "{err}"
-    );
     // Never freed, one string per thread fills a space of one variable: the other thread-local's
     // stores are dynamic variable drops, reported both ways.
     let script = "syscall::openat:entry /pid == $target/ { self->a = copyinstr(arg1); } \
@@ -311,4 +292,148 @@ fn clause_local_strings_and_full_maps_say_why_and_count_drops() {
             );
         }
     }
+}
+
+#[test]
+fn begin_and_end_share_globals_with_the_clauses_in_the_kernel() {
+    let t = "begin_and_end_share_globals_with_the_clauses_in_the_kernel";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let cmd = opener("kstrvar-bookends");
+    // BEGIN (run in dtrace before the kernel's clauses start) sets an integer and a string the
+    // clause in the kernel reads and writes; END (after they stop) prints what they left.
+    let script = "string last; BEGIN { s = \"hello\"; n = 3; } \
+        syscall::openat:entry /pid == $target && s == \"hello\"/ { n++; \
+        last = copyinstr(arg1); @[s] = count(); } \
+        END { printf(\"%d %s %s\\n\", n, s, last); printa(\"%s %@d\\n\", @); }";
+    let out = same_both_ways(
+        script,
+        &[],
+        &cmd,
+        &[(1, "runs whole in the kernel at 1 probe")],
+    );
+    // The loader's opens count too.
+    let opens = count_of(&out, "hello").expect("count");
+    assert!(opens >= 12, "{out}");
+    assert!(
+        out.contains(&format!("{} hello /etc/hostname\n", opens + 3)),
+        "{out}"
+    );
+    let (rc, _, err) = dtrace_with_env(&[], &["-qv", "-n", script, "-c", &cmd]);
+    assert_eq!(rc, 0, "{err}");
+    for line in [
+        "clause (:::BEGIN): runs in dtrace before the kernel's clauses start, writing variables s, n \
+         kept in the kernel",
+        "clause (:::END): runs in dtrace after the kernel's clauses stop, reading variables",
+    ] {
+        assert!(err.contains(line), "{line}: {err}");
+    }
+}
+
+#[test]
+fn clause_local_strings_and_string_keys_run_whole_in_the_kernel() {
+    let t = "clause_local_strings_and_string_keys_run_whole_in_the_kernel";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let cmd = opener("kstrvar-locals");
+    // Clause-locals from copyinstr() and execname, shared by the probe's clauses for the
+    // firing; one set to NULL; read at another probe before any store: the empty string.
+    let out = same_both_ways(
+        "syscall::openat:entry /pid == $target/ { this->p = copyinstr(arg1); \
+         this->e = execname; this->q = this->p; this->q = 0; } \
+         syscall::openat:entry /pid == $target && this->q == NULL/ { \
+         @[this->e, this->p] = count(); } \
+         syscall::openat:return /pid == $target/ { @r[this->p, \"r\"] = count(); } \
+         END { printa(\"%s %s %@d\\n\", @); printa(\"%s|%s %@d\\n\", @r); }",
+        &[],
+        &cmd,
+        &[
+            (1, &whole("this->p, this->e, this->q")),
+            (2, "runs whole in the kernel"),
+            (3, &whole("this->p")),
+        ],
+    );
+    assert_eq!(
+        count_of(&out, "opener /nonexistent/kstrvar-a"),
+        Some(6),
+        "{out}"
+    );
+    assert_eq!(count_of(&out, "opener /etc/hostname"), Some(3), "{out}");
+    assert!(out.lines().any(|l| l.starts_with("|r ")), "{out}");
+    // Arrays keyed by strings: copyinstr() itself, a string thread-local, a clause-local; a
+    // NULL key faults where the array is read, as in the interpreter.
+    let out = same_both_ways(
+        "syscall::openat:entry /pid == $target/ { self->p = copyinstr(arg1); \
+         seen[self->p]++; lens[copyinstr(arg1)] = seen[self->p]; \
+         this->p = self->p; by[this->p] = execname; } \
+         syscall::openat:return /self->p != NULL/ { \
+         @k[self->p, seen[self->p], lens[self->p], by[self->p]] = count(); self->p = 0; } \
+         syscall::close:entry /pid == $target/ { @n[seen[self->p]] = count(); } \
+         dtrace:::ERROR { @e[arg4, arg5] = count(); } \
+         END { printa(\"%s %d %d %s %@d\\n\", @k); printa(\"e %d %x %@d\\n\", @e); }",
+        &[],
+        &cmd,
+        &[
+            (1, &whole("self->p, seen, lens, this->p, by")),
+            (2, &whole("self->p, seen, lens, by")),
+        ],
+    );
+    assert_eq!(
+        count_of(&out, "/nonexistent/kstrvar-a 6 6 opener"),
+        Some(1),
+        "{out}"
+    );
+    assert_eq!(count_of(&out, "/etc/hostname 3 3 opener"), Some(1), "{out}");
+    // close(2) reads seen[NULL]: a fault at each close, BADADDR at 0.
+    assert!(out.lines().any(|l| l.starts_with("e 1 0 ")), "{out}");
+}
+
+/// Loads libm with `dlopen` and calls its `nextafter` three times.
+const LATE_LOADER: &str = r#"
+#include <dlfcn.h>
+#include <stdio.h>
+int main(void) {
+    void *h = dlopen("libm.so.6", RTLD_NOW);
+    if (!h)
+        return 1;
+    double (*f)(double, double) = (double (*)(double, double))dlsym(h, "nextafter");
+    double x = 0;
+    for (int i = 0; i < 3; i++)
+        x += f(i, 10);
+    printf("done %d\n", x > 0);
+    return 0;
+}
+"#;
+
+#[test]
+fn globals_begin_set_reach_kernel_clauses_enabled_after_it() {
+    let t = "globals_begin_set_reach_kernel_clauses_enabled_after_it";
+    if !kernel_ok(t)
+        || !have_gcc(t)
+        || !dtrace_testkit::skip_unless(dtrace_linux::uprobe::available(), t, "no uprobe PMU")
+    {
+        return;
+    }
+    let dir = common::test_dir("kstrvar-late");
+    let exe = common::compile_c(&dir, "late", LATE_LOADER, &["-O1", "-ldl"]);
+    // The library's probe is placed when the process loads it, after BEGIN ran: the kernel's
+    // variables are made then, with the values BEGIN left.
+    let script = "BEGIN { s = \"set in BEGIN\"; n = 5; } \
+        pid$target:libm.so.6:nextafter:entry { n++; @[s] = count(); } \
+        END { printf(\"%d %s\\n\", n, s); printa(\"%s %@d\\n\", @); }";
+    let cmd = exe.display().to_string();
+    let args = ["-Zqv", "-n", script, "-c", &cmd];
+    let (rc, out, err) = dtrace_with_env(&[], &args);
+    assert_eq!(rc, 0, "{err}");
+    assert!(
+        err.contains("clause (:::BEGIN): runs in dtrace before the kernel's clauses start"),
+        "{err}"
+    );
+    let (rc, iout, ierr) = dtrace_with_env(&kernel_paths_off(), &args);
+    assert_eq!(rc, 0, "{ierr}");
+    assert_eq!(sorted(&out), sorted(&iout));
+    assert!(out.contains("8 set in BEGIN\n"), "{out}");
+    assert!(out.contains("set in BEGIN 3\n"), "{out}");
 }

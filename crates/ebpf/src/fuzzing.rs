@@ -62,7 +62,7 @@ impl ProbeContext for Fixed {
     // An array's key parts are in the frame too: each is loaded where the translator says.
     fn emit_array_load(&self, a: &mut Asm, _: Array, key: &[KeyPart]) -> Result<(), String> {
         for part in key {
-            if let KeyPart::Int(at) | KeyPart::Execname(at) = *part {
+            if let KeyPart::Int(at) | KeyPart::Execname(at) | KeyPart::Scratch(at) = *part {
                 a.load(Size::DW, R0, R10, at);
             }
         }

@@ -1099,6 +1099,13 @@ impl Framework {
     pub fn vars(&self) -> &VarState {
         &self.vars
     }
+
+    /// The variable state, for a provider that keeps some variables elsewhere and copies them
+    /// in and out when no clause runs (the Linux provider's globals in the kernel, around
+    /// `BEGIN` and `END`).
+    pub fn vars_mut(&mut self) -> &mut VarState {
+        &mut self.vars
+    }
 }
 
 /// The start of each DIF object of clause `e` in the clause's code taken as one sequence (predicate,

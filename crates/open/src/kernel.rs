@@ -277,12 +277,13 @@ impl Tracer for KernelTracer {
         self.linux.plan_all(programs);
     }
     fn placement_report(&self) -> Vec<String> {
-        self.linux
-            .kernel_report()
+        let report = self.linux.kernel_report();
+        report
             .iter()
             .filter(|c| c.probes > 0)
             .enumerate()
             .flat_map(|(i, c)| c.describe(i + 1))
+            .chain(report.iter().filter_map(|c| c.describe_shared()))
             .collect()
     }
     fn exec(&mut self, prog: &Program, options: &Options) -> Result<ExecInfo> {
@@ -387,8 +388,12 @@ impl Tracer for KernelTracer {
             .map_err(|e| ConsumerError::Backend(e.to_string()))?;
         self.reported_drops = self.linux.cpu_drops().map_err(be)?;
         self.inner.go()?;
-        // BEGIN has fired: nothing captured before it is delivered, nor aggregated.
+        // BEGIN has fired: nothing captured before it is delivered, nor aggregated. The globals
+        // it shares with the kernel's clauses go there before they start.
         self.linux.go_live();
+        self.linux
+            .push_globals(self.inner.framework().vars())
+            .map_err(be)?;
         // The kernel's `timestamp` is the framework's clock too.
         let now = self.inner.framework().now();
         self.linux.fix_clock(now);
@@ -400,6 +405,10 @@ impl Tracer for KernelTracer {
         self.linux.finish(self.inner.framework());
         // Processes seen only in those last events get their probes too.
         self.adopt_new_processes()?;
+        // END reads the globals the kernel's clauses left.
+        self.linux
+            .pull_globals(self.inner.framework().vars_mut())
+            .map_err(be)?;
         self.inner.stop()
     }
     fn switch_buffers(&mut self) -> Result<Vec<BufferSnapshot>> {

@@ -69,6 +69,9 @@ impl Translator<'_> {
         }
         // The scratch's address is kept in the load buffer across the helper calls.
         let buf = self.frame.load_buf();
+        if self.pre_read(pc, s, &args, rd)? {
+            return Ok(());
+        }
         self.string_slot(pc, buf, true).map_err(refused)?;
         let bad = self.fault_site(pc, FaultKind::BadAddr, FaultAddr::Stored);
         let a = &mut self.a;
@@ -123,6 +126,50 @@ impl Translator<'_> {
         a.load(Size::DW, R1, R10, buf);
         self.put(s, rd, R1, Kind::Scratch);
         Ok(())
+    }
+}
+
+impl Translator<'_> {
+    /// `copyinstr(argN)` (`args`, the frame offsets of the pushed arguments) of a string the
+    /// probe's program read before the clauses ran: its copy into `rd`, read once per firing.
+    /// As the interpreter, address 0 faults there. False when there is no such copy.
+    fn pre_read(
+        &mut self,
+        pc: usize,
+        s: &mut State,
+        args: &[i16],
+        rd: u8,
+    ) -> Result<bool, Untranslatable> {
+        let arg = match (args, s.tuple.as_deref()) {
+            ([_], Some([Pushed::Reg(r)])) => s.args[(r & 7) as usize],
+            _ => None,
+        };
+        let Some(n) = arg.filter(|&n| self.ctx.pre_reads_string(n)) else {
+            return Ok(false);
+        };
+        let buf = self.frame.load_buf();
+        let no_scratch = self.fault_site(pc, FaultKind::NoScratch, FaultAddr::Zero);
+        // A Stored fault site: the clause copies a string in, as the planner sees it.
+        let bad = self.fault_site(pc, FaultKind::BadAddr, FaultAddr::Stored);
+        let refused = |why: String| Untranslatable::Value {
+            pc,
+            what: format!("copyinstr(): {why}"),
+        };
+        let (a, at) = (&mut self.a, self.frame.fault_addr_at());
+        let read = a.label();
+        a.load(Size::DW, R3, R10, args[0]);
+        a.jmp_imm(op::JNE, R3, 0, read);
+        a.store_imm(Size::DW, R10, at, 0);
+        a.ja(bad);
+        a.bind(read);
+        self.ctx
+            .emit_pre_read_string(&mut self.a, n)
+            .map_err(refused)?;
+        self.a.jmp_imm(op::JEQ, R0, 0, no_scratch);
+        self.a.store(Size::DW, R10, buf, R0);
+        self.a.mov(R1, R0);
+        self.put(s, rd, R1, Kind::Scratch);
+        Ok(true)
     }
 }
 

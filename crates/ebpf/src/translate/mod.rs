@@ -150,6 +150,20 @@ pub trait ProbeContext {
         let _ = (a, offset, len);
         Err("strings are built in dtrace".into())
     }
+    /// Whether the probe's program reads the user string at probe argument `n` at each firing
+    /// before the clauses run, as `copyinstr(argN)` reads it (by default it does not): a
+    /// `copyinstr(argN)` then takes that copy ([`ProbeContext::emit_pre_read_string`]).
+    fn pre_reads_string(&self, n: u8) -> bool {
+        let _ = n;
+        false
+    }
+    /// Emits code that leaves in r0 the address of the copy [`ProbeContext::pre_reads_string`]
+    /// speaks of (`strsize` bytes at most, the NUL among them, zero-padded, in the string
+    /// scratch), or 0 when the scratch could not be had. Uses r0-r5.
+    fn emit_pre_read_string(&self, a: &mut Asm, n: u8) -> Result<(), String> {
+        let _ = (a, n);
+        Err("no string is read before the clauses run".into())
+    }
     /// Whether the user memory of the thread that fired the probe can be read here (`copyinstr()`
     /// at a probe whose record speaks for another thread cannot). `Err` says why not.
     fn reads_user_memory(&self) -> Result<(), String> {
@@ -268,6 +282,9 @@ pub enum StringVar<'k> {
     Thread(u32),
     /// Global scalar `name`, by its id.
     Global(u32),
+    /// Clause-local `this->name`, by its id: it lives for one firing, shared by the probe's
+    /// clauses, and reads as the empty string until stored in that firing, as in the interpreter.
+    Local(u32),
     /// An element of an associative array of strings, and its key.
     Array(Array, &'k [KeyPart]),
 }
@@ -284,6 +301,10 @@ pub enum KeyPart {
     /// The current thread's `execname`, [`COMM_LEN`] NUL-terminated bytes at this frame offset
     /// (a key keeps its first `strsize`, as the interpreter's).
     Execname(i16),
+    /// A string in the context's string scratch (`copyinstr()`, a string variable's copy), its
+    /// address at this frame offset: [`string_scratch_width`] bytes, NUL-terminated within
+    /// `strsize` and zero-padded. Never NULL (the translator faults on NULL first).
+    Scratch(i16),
 }
 
 /// Bytes a key gives a string element: `strsize`, rounded up to 8.
@@ -576,6 +597,10 @@ struct State {
     /// What was pushed on the tuple stack since the last `flushts`, in order; `None` when not
     /// followed (paths that push differently).
     tuple: Option<Vec<Pushed>>,
+    /// The registers holding a probe argument (`argN`) as loaded, with its number: a
+    /// `copyinstr(argN)` may take the copy the probe's program made before the clauses ran
+    /// ([`ProbeContext::emit_pre_read_string`]).
+    args: [Option<u8>; NREGS],
 }
 
 /// One element of the tuple stack as the translator follows it.
@@ -602,6 +627,7 @@ fn start_state() -> State {
     State {
         regs: std::array::from_fn(|_| Kind::Int(Some(0))),
         tuple: Some(Vec::new()),
+        args: [None; NREGS],
     }
 }
 
@@ -613,6 +639,7 @@ fn join_states(s: &State, t: &State) -> State {
         } else {
             None
         },
+        args: std::array::from_fn(|i| s.args[i].filter(|_| s.args[i] == t.args[i])),
     }
 }
 
@@ -936,6 +963,7 @@ impl<'a> Translator<'a> {
         }
         self.a.store(Size::DW, R10, self.frame.reg(rd), src);
         s.regs[rd as usize] = k;
+        s.args[rd as usize] = None;
     }
 
     fn int(&self, s: &State, pc: usize, r: u8) -> Result<Option<u64>, Untranslatable> {
@@ -1079,13 +1107,14 @@ impl<'a> Translator<'a> {
                 self.load_var(pc, s, op, var, rd)?
             }
             Instr::StoreVar {
-                op: op @ (Opcode::Stts | Opcode::Stgs),
+                op: op @ (Opcode::Stts | Opcode::Stgs | Opcode::Stls),
                 var,
                 rs,
             } if self.is_string_var(op, var) => {
                 let id = u32::from(var);
                 let (v, prefix) = match op {
                     Opcode::Stts => (StringVar::Thread(id), "self->"),
+                    Opcode::Stls => (StringVar::Local(id), "this->"),
                     _ => (StringVar::Global(id), ""),
                 };
                 let name = self.var_name(id, prefix);
@@ -1097,13 +1126,6 @@ impl<'a> Translator<'a> {
                 rs,
             } => {
                 let id = u32::from(var);
-                if op == Opcode::Stls && self.is_string_var(op, var) {
-                    return Err(Untranslatable::Variable {
-                        pc,
-                        name: self.var_name(id, "this->"),
-                        why: "clause-local strings live in dtrace".into(),
-                    });
-                }
                 self.int(s, pc, rs)?;
                 let at = self.frame.reg(rs & 7);
                 let (stored, prefix) = match op {
@@ -1258,7 +1280,7 @@ impl<'a> Translator<'a> {
 
     /// Associative array `var` (thread-local when `thread`) and the key the tuple stack holds.
     fn array(
-        &self,
+        &mut self,
         pc: usize,
         s: &State,
         thread: bool,
@@ -1294,12 +1316,25 @@ impl<'a> Translator<'a> {
                     Ok(KeyPart::Str(b.to_vec()))
                 }
                 Pushed::Str(Kind::Execname) => Ok(KeyPart::Execname(self.frame.comm())),
+                // Its address was kept in the tuple slot when it was pushed.
+                Pushed::Str(Kind::Scratch | Kind::VarStr) => {
+                    Ok(KeyPart::Scratch(self.frame.tuple(i)))
+                }
                 Pushed::Str(_) => Err(Untranslatable::Value {
                     pc,
                     what: "a tuple the translator does not follow".into(),
                 }),
             })
             .collect::<Result<Vec<_>, Untranslatable>>()?;
+        // A NULL string variable as a key faults where the interpreter reads the key: at the
+        // array's load or store.
+        for (i, p) in pushed.iter().enumerate() {
+            if matches!(p, Pushed::Str(Kind::VarStr)) {
+                let null = self.fault_site(pc, FaultKind::BadAddr, FaultAddr::Zero);
+                self.a.load(Size::DW, R1, R10, self.frame.tuple(i));
+                self.a.jmp_imm(op::JEQ, R1, 0, null);
+            }
+        }
         Ok((array, key))
     }
 
@@ -1363,18 +1398,14 @@ impl<'a> Translator<'a> {
         let id = u32::from(var);
         let name =
             || vars::builtin_name(id).map_or_else(|| format!("variable #{id}"), String::from);
-        if dop == Opcode::Ldls && self.is_string_var(dop, var) {
-            return Err(Untranslatable::Variable {
-                pc,
-                name: self.var_name(id, "this->"),
-                why: "clause-local strings live in dtrace".into(),
-            });
-        }
-        if (dop == Opcode::Ldts || (dop == Opcode::Ldgs && id >= vars::DIF_VAR_OTHER_UBASE))
+        if (dop == Opcode::Ldts
+            || dop == Opcode::Ldls
+            || (dop == Opcode::Ldgs && id >= vars::DIF_VAR_OTHER_UBASE))
             && self.is_string_var(dop, var)
         {
             let (v, prefix) = match dop {
                 Opcode::Ldts => (StringVar::Thread(id), "self->"),
+                Opcode::Ldls => (StringVar::Local(id), "this->"),
                 _ => (StringVar::Global(id), ""),
             };
             let name = self.var_name(id, prefix);
@@ -1481,6 +1512,9 @@ impl<'a> Translator<'a> {
                 why,
             })?;
         self.put(s, rd, R0, Kind::Int(None));
+        if let (Builtin::Arg(n), Some(a)) = (b, s.args.get_mut((rd & 7) as usize)) {
+            *a = (rd & 7 != 0).then_some(n);
+        }
         Ok(())
     }
 

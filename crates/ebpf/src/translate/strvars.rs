@@ -122,7 +122,7 @@ impl Translator<'_> {
         self.ctx
             .emit_string_store(&mut self.a, var, src)
             .map_err(|why| Untranslatable::Variable { pc, name, why })?;
-        if !matches!(var, StringVar::Global(_)) {
+        if !matches!(var, StringVar::Global(_) | StringVar::Local(_)) {
             self.dropped();
         }
         Ok(())

@@ -967,6 +967,9 @@ impl ProbeContext for ArrayProbe {
                 KeyPart::Execname(_) => {
                     a.alu_imm(op::ADD, R0, 100);
                 }
+                KeyPart::Scratch(_) => {
+                    a.alu_imm(op::ADD, R0, 1000);
+                }
             }
         }
         Ok(())
@@ -1317,6 +1320,110 @@ fn copyinstr_values_are_zero_padded_strings_in_scratch() {
     assert!(e.to_string().contains("strings are built in dtrace"), "{e}");
 }
 
+/// [`string_probe`] whose program read `arg1`'s string before the clauses ran, into the
+/// emulator's string scratch past the translator's slots.
+struct PreReadProbe(Probe, u8);
+
+/// Where [`PreReadProbe`] keeps its copy of its argument's string.
+const PRE_READ_AT: u64 = SCRATCH_ADDR + 1600;
+
+impl PreReadProbe {
+    /// Code that writes the copy: "hello", zero-padded.
+    fn prologue() -> Vec<Insn> {
+        let mut a = Asm::new();
+        let mut bytes = b"hello".to_vec();
+        bytes.resize(string_scratch_width(257), 0);
+        a.ld_imm64(R1, PRE_READ_AT);
+        for (i, chunk) in bytes.chunks(8).enumerate() {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(chunk);
+            a.ld_imm64(R2, u64::from_le_bytes(w))
+                .store(Size::DW, R1, 8 * i as i16, R2);
+        }
+        a.finish().unwrap()
+    }
+}
+
+impl ProbeContext for PreReadProbe {
+    fn emit_builtin(&self, a: &mut Asm, b: Builtin) -> Result<(), String> {
+        self.0.emit_builtin(a, b)
+    }
+
+    fn emit_execname(&self, a: &mut Asm, at: i16) -> Result<(), String> {
+        self.0.emit_execname(a, at)
+    }
+
+    fn names(&self) -> &ProbeNames {
+        self.0.names()
+    }
+
+    fn emit_string_scratch(&self, a: &mut Asm, offset: usize, len: usize) -> Result<(), String> {
+        if offset + len > 1600 {
+            return Err("out of string scratch".into());
+        }
+        self.0.emit_string_scratch(a, offset, len)
+    }
+
+    fn pre_reads_string(&self, n: u8) -> bool {
+        n == self.1
+    }
+
+    fn emit_pre_read_string(&self, a: &mut Asm, n: u8) -> Result<(), String> {
+        assert_eq!(n, self.1);
+        a.ld_imm64(R0, PRE_READ_AT);
+        Ok(())
+    }
+}
+
+#[test]
+fn copyinstr_of_an_argument_read_before_the_clauses_takes_that_copy() {
+    let p = PreReadProbe(string_probe(), 1);
+    let reads = |insns: &[Insn]| {
+        insns
+            .iter()
+            .filter(|i| i.code == 0x85 && i.imm == helper::PROBE_READ_USER_STR)
+            .count()
+    };
+    for (pred, copies) in [
+        (r#"copyinstr(arg1) == "hello""#, 0),
+        (r#"copyinstr(arg1) < "help""#, 0),
+        ("copyinstr(arg1) == copyinstr(arg2)", 1),
+        // A length, or another argument: read as before.
+        (r#"copyinstr(arg1, 3) == "he""#, 1),
+        (r#"copyinstr(arg0 == 3 ? arg1 : arg2) == "hello""#, 1),
+    ] {
+        let obj = predicate(&clause(pred));
+        let f = translate(&obj, &p, 257, FRAME).unwrap_or_else(|e| panic!("{pred}: {e}"));
+        assert_eq!(reads(&f.insns), copies, "{pred}");
+        // A clause copying a string in, as the planner sees it.
+        assert!(f.fault_sites.iter().any(|s| s.addr == FaultAddr::Stored));
+        let mut insns = PreReadProbe::prologue();
+        insns.extend(f.insns.iter().copied());
+        let (r0, stack) = emulate_frame(&insns, &p.0);
+        let v = interpret_result(&obj, &p.0).unwrap_or_else(|e| panic!("{pred}: {e:?}"));
+        assert_eq!(r0 != 0, v != 0, "{pred}");
+        assert_eq!(frame_fault(&stack), None, "{pred}");
+    }
+    // A value: the copy itself.
+    let v = translate_value(&key("copyinstr(arg1)"), &p, 257, FRAME).unwrap();
+    let mut insns = PreReadProbe::prologue();
+    insns.extend(v.fragment.insns.iter().copied());
+    let (r0, _, _) = emulate_all(&insns, &p.0);
+    assert_eq!(r0, PRE_READ_AT);
+    // arg6 is 0: the probe's program read nothing; the clause faults at address 0, as the
+    // interpreter does.
+    let p = PreReadProbe(string_probe(), 6);
+    let obj = predicate(&clause(r#"copyinstr(arg6) == """#));
+    let f = translate(&obj, &p, 257, FRAME).unwrap();
+    let (r0, stack) = emulate_frame(&f.insns, &p.0);
+    let fault = interpret_result(&obj, &p.0).unwrap_err();
+    assert_eq!(r0, FAULTED as u64);
+    assert_eq!(
+        frame_fault(&stack),
+        Some((fault.kind.code(), fault.pc, fault.addr))
+    );
+}
+
 /// [`Probe`] whose string variables (thread-locals and globals, by id) live in the emulator's
 /// string scratch past the translator's slots: per variable a flag word (a thread-local: set
 /// when it holds a string; a global: set when it is NULL) and its string.
@@ -1338,6 +1445,7 @@ impl StrVarProbe {
             StringVar::Thread(id) => Ok((false, strvar_at(false, id))),
             StringVar::Global(id) => Ok((true, strvar_at(true, id))),
             StringVar::Array(..) => Err("no arrays here".into()),
+            StringVar::Local(_) => Err("no clause-locals here".into()),
         }
     }
 
@@ -1525,13 +1633,16 @@ fn a_null_string_variable_faults_as_a_value_and_a_string_as_one() {
         e.to_string().contains("string variables live in dtrace"),
         "{e}"
     );
-    // Clause-local strings stay in dtrace.
+    // A clause-local string is asked of the context too (this one keeps none).
     let local = "syscall::write:entry { this->s = execname; @[this->s] = count(); }";
     let prog =
         dtrace_compiler::compile(local, &dtrace_compiler::CompileOptions::default()).unwrap();
     let o = prog.ecbs[0].actions[0].difo.clone().unwrap();
     let e = translate(&o, &ctxp, 257, FRAME).unwrap_err();
-    assert!(e.to_string().contains("clause-local strings"), "{e}");
+    assert!(
+        e.to_string().contains("this->s") && e.to_string().contains("no clause-locals here"),
+        "{e}"
+    );
 }
 
 /// [`Probe`] at a probe whose thread's memory may be written (`copyout()`).

@@ -39,6 +39,23 @@ pub(crate) struct ShapeContext<'a> {
     /// The clocks of a clause that runs whole at the probe (`None`: `timestamp`, `walltimestamp`
     /// and `vtimestamp` are not read at the probe).
     pub(crate) clocks: Option<Clocks>,
+    /// The probe arguments whose user strings the probe's program reads before the clauses run
+    /// (`kagg::emit_string_checks`), each into its slot at the end of the string scratch, in
+    /// this order ([`pre_read_offset`]); slots `width` bytes wide.
+    pub(crate) pre_read: PreRead<'a>,
+}
+
+/// See [`ShapeContext::pre_read`].
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct PreRead<'a> {
+    pub(crate) args: &'a [u8],
+    pub(crate) width: usize,
+}
+
+/// The offset in the string scratch of the copy of pre-read argument number `index` of slots
+/// `width` bytes wide: the last slots, the first argument's last.
+pub(crate) fn pre_read_offset(index: usize, width: usize) -> usize {
+    super::spec::STRING_SCRATCH.saturating_sub((index + 1) * width)
 }
 
 /// Where the code of a clause that runs whole at the probe reads the firing's clocks.
@@ -204,27 +221,29 @@ impl ProbeContext for ShapeContext<'_> {
     }
 
     fn emit_string_scratch(&self, a: &mut Asm, offset: usize, len: usize) -> Result<(), String> {
-        use super::spec::{MAX_KAGG_KEY, STRING_SCRATCH};
-        let map = self
-            .strings
-            .ok_or("strings are built at the probe only by clauses that run whole there")?;
-        if offset + len > STRING_SCRATCH {
+        // The pre-read strings' slots are at the end.
+        let room = super::spec::STRING_SCRATCH
+            .saturating_sub(self.pre_read.args.len() * self.pre_read.width);
+        if offset + len > room {
             return Err(format!(
-                "its strings take more than the kernel's {STRING_SCRATCH} bytes of string scratch"
+                "its strings take more than the kernel's {room} bytes of string scratch"
             ));
         }
-        // The value of the key scratch this program's kind uses (see `KernelAggs::keys`).
-        let slot = i32::from(self.shape.ctx == super::codegen::CtxKind::PerfEvent);
-        let null = a.label();
-        a.store_imm(Size::W, R10, SCRATCH, slot);
-        a.ld_map_fd(R1, map)
-            .mov(R2, R10)
-            .alu_imm(op::ADD, R2, i32::from(SCRATCH));
-        a.call(helper::MAP_LOOKUP_ELEM);
-        a.jmp_imm(op::JEQ, R0, 0, null);
-        a.alu_imm(op::ADD, R0, (MAX_KAGG_KEY + offset) as i32);
-        a.bind(null);
-        Ok(())
+        self.emit_scratch_at(a, offset)
+    }
+
+    fn pre_reads_string(&self, n: u8) -> bool {
+        self.pre_read.args.contains(&n)
+    }
+
+    fn emit_pre_read_string(&self, a: &mut Asm, n: u8) -> Result<(), String> {
+        let i = self
+            .pre_read
+            .args
+            .iter()
+            .position(|&m| m == n)
+            .ok_or("no string is read before the clauses run")?;
+        self.emit_scratch_at(a, pre_read_offset(i, self.pre_read.width))
     }
 
     fn reads_user_memory(&self) -> Result<(), String> {
@@ -309,6 +328,26 @@ impl ProbeContext for ShapeContext<'_> {
 }
 
 impl ShapeContext<'_> {
+    /// r0 = the address of byte `offset` of the string scratch (0 when the scratch could not be
+    /// had). Uses r0-r5.
+    pub(crate) fn emit_scratch_at(&self, a: &mut Asm, offset: usize) -> Result<(), String> {
+        let map = self
+            .strings
+            .ok_or("strings are built at the probe only by clauses that run whole there")?;
+        // The value of the key scratch this program's kind uses (see `KernelAggs::keys`).
+        let slot = i32::from(self.shape.ctx == super::codegen::CtxKind::PerfEvent);
+        let null = a.label();
+        a.store_imm(Size::W, R10, SCRATCH, slot);
+        a.ld_map_fd(R1, map)
+            .mov(R2, R10)
+            .alu_imm(op::ADD, R2, i32::from(SCRATCH));
+        a.call(helper::MAP_LOOKUP_ELEM);
+        a.jmp_imm(op::JEQ, R0, 0, null);
+        a.alu_imm(op::ADD, R0, (super::spec::MAX_KAGG_KEY + offset) as i32);
+        a.bind(null);
+        Ok(())
+    }
+
     /// `var`'s place among the kernel's clause-locals, when it is one of them.
     fn kernel_local(&self, var: u32) -> Result<usize, String> {
         self.vars
@@ -351,6 +390,7 @@ impl ShapeContext<'_> {
         let (kept, thread) = match var {
             StringVar::Thread(id) => (s.ids.contains(&id), true),
             StringVar::Global(id) => (s.global_ids.contains(&id), false),
+            StringVar::Local(id) => (s.local_ids.contains(&id), false),
             StringVar::Array(array, _) if array.thread => {
                 (s.thread_arrays.contains(&array.var), true)
             }
@@ -389,6 +429,7 @@ pub fn translate_filter(
         vars: None,
         strings: None,
         clocks: None,
+        pre_read: PreRead::default(),
     };
     let results: Vec<Result<translate::Fragment, Untranslatable>> = filter
         .predicates

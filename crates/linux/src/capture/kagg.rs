@@ -296,6 +296,7 @@ pub fn check_clause(
             control: -1,
             vclock: None,
         }),
+        pre_read: Default::default(),
     };
     translate_clause(&ctx, c, strsize as usize).map(|t| t.can_fault())
 }
@@ -364,6 +365,19 @@ pub fn emit_aggs(
     ring: &super::codegen::MapFds,
     tag: u32,
 ) -> crate::error::Result<(AggReport, bool)> {
+    // The arguments whose strings may be read before the clauses run (see below), each once:
+    // a clause's `copyinstr(argN)` takes that copy.
+    let mut pre_read: Vec<u8> = Vec::new();
+    if k.vars.is_none() {
+        for c in k.clauses.iter().filter(|c| !c.keeps_vars) {
+            for &n in c.string_args.as_deref().unwrap_or_default() {
+                if !pre_read.contains(&n) && pre_read.len() < MAX_PRE_READ {
+                    pre_read.push(n);
+                }
+            }
+        }
+    }
+    let width = translate::string_scratch_width(k.strsize as usize);
     let ctx = ShapeContext {
         shape,
         names: &k.names,
@@ -375,6 +389,10 @@ pub fn emit_aggs(
             control: k.control,
             vclock: ring.vclock,
         }),
+        pre_read: super::filter::PreRead {
+            args: &pre_read,
+            width,
+        },
     };
     let mut results: Vec<Result<Translated, Untranslatable>> = k
         .clauses
@@ -506,7 +524,7 @@ pub fn emit_aggs(
         a.store_imm(Size::DW, R10, TIMESTAMP, 0);
     }
     if let Some(kv) = &k.vars {
-        super::kvars::emit_zero_locals(a, kv.local_ids.len());
+        super::kvars::emit_zero_locals(a, kv);
         a.store_imm(Size::DW, R10, DVAR_DROPPED, 0);
     }
     let mut exited_before = false;
@@ -653,9 +671,14 @@ fn emit_known_check(a: &mut Asm, known: i32, tag: u32) {
     a.bind(found);
 }
 
-/// Reads the user string at each probe argument of `args` (as `copyinstr()` would, into the
-/// string scratch); when one cannot be read, sets [`HANDOVER`] and jumps to `done`, where no
-/// kernel clause runs. An argument of 0 is not read: `copyinstr(0)` faults alike on both paths.
+/// Most probe arguments whose strings are read before the clauses run.
+const MAX_PRE_READ: usize = 4;
+
+/// Reads the user string at each probe argument of `args` (as `copyinstr()` would, into its
+/// slot of the string scratch, zeroed first: see `ShapeContext::pre_read`, where the clauses'
+/// `copyinstr(argN)` take it); when one cannot be read, sets [`HANDOVER`] and jumps to `done`,
+/// where no kernel clause runs. An argument of 0 is not read: `copyinstr(0)` faults alike on
+/// both paths.
 fn emit_string_checks(
     a: &mut Asm,
     ctx: &ShapeContext<'_>,
@@ -674,8 +697,16 @@ fn emit_string_checks(
         ctx.emit_builtin(a, Builtin::Arg(n)).map_err(asm)?;
         a.jmp_imm(op::JEQ, R0, 0, next);
         a.store(Size::DW, R10, VAL, R0);
-        ctx.emit_string_scratch(a, 0, width).map_err(asm)?;
-        a.jmp_imm(op::JEQ, R0, 0, handover);
+        if ctx.pre_reads_string(n) {
+            ctx.emit_pre_read_string(a, n).map_err(asm)?;
+            a.jmp_imm(op::JEQ, R0, 0, handover);
+            for w in (0..width as i16).step_by(8) {
+                a.store_imm(Size::DW, R0, w, 0);
+            }
+        } else {
+            ctx.emit_string_scratch(a, 0, width).map_err(asm)?;
+            a.jmp_imm(op::JEQ, R0, 0, handover);
+        }
         a.mov(R1, R0).mov_imm(R2, most);
         a.load(Size::DW, R3, R10, VAL);
         a.call(helper::PROBE_READ_USER_STR);

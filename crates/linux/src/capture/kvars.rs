@@ -29,7 +29,14 @@
 //! them), so a store is one map update straight from the scratch and a load one copy into it;
 //! no entry is NULL (never stored, or stored 0 and freed). Global string scalars follow the
 //! integer globals in the globals' value, each a flag word (set: NULL) and its string: zero
-//! until stored, the empty string, as the interpreter's globals.
+//! until stored, the empty string, as the interpreter's globals. String clause-locals
+//! (`this->s`) are a flag each in a clause-local stack slot (after the integers'; zeroed when a
+//! firing starts: the empty string until stored in the firing, as in the interpreter; or NULL,
+//! or set) and their strings in the one per-CPU value of a map of their own.
+//!
+//! A key's string element may be a string in the translator's scratch (`a[copyinstr(arg1)]`,
+//! `a[self->p]`, [`KeyPart::Scratch`]): its first key-wide bytes are copied, zero-padded there
+//! after the NUL, so keys compare as DTrace compares strings.
 
 use super::spec::KernelVars;
 use crate::bpf::insn::{helper, op, Asm, Label, Size, R0, R1, R10, R2, R3, R4, R9};
@@ -71,7 +78,7 @@ fn emit_key(
         .iter()
         .map(|p| match p {
             KeyPart::Int(_) => 8,
-            KeyPart::Str(_) | KeyPart::Execname(_) => width,
+            KeyPart::Str(_) | KeyPart::Execname(_) | KeyPart::Scratch(_) => width,
         })
         .sum();
     if 8 + bytes > kv.key_size as usize {
@@ -130,6 +137,15 @@ fn emit_key(
                 };
                 for i in (0..n).step_by(step) {
                     a.load(size, R1, R10, at + i).store(size, R9, off + i, R1);
+                }
+                off += width as i16;
+            }
+            KeyPart::Scratch(at) => {
+                // Zero-padded after its NUL in the scratch: its first `width` bytes are the
+                // key's (`strsize` characters at most, as the interpreter keeps).
+                a.load(Size::DW, R3, R10, *at);
+                for i in (0..width as i16).step_by(8) {
+                    a.load(Size::DW, R1, R3, i).store(Size::DW, R9, off + i, R1);
                 }
                 off += width as i16;
             }
@@ -243,7 +259,7 @@ pub fn emit_global_store(a: &mut Asm, kv: &KernelVars, index: usize, value_at: i
 }
 
 /// The offset of global number `index` in the globals' value (planning bounds the number).
-fn global_offset(index: usize) -> i16 {
+pub(crate) fn global_offset(index: usize) -> i16 {
     i16::try_from(index * 8).unwrap_or(i16::MAX & !7)
 }
 
@@ -258,13 +274,23 @@ fn local_slot(index: usize) -> i16 {
     KEY - 8 * (index.min(MAX_LOCALS - 1) as i16 + 1)
 }
 
-/// Zeroes the first `n` clause-locals' slots: a firing starts with none stored (and the verifier
-/// wants every slot written before it is read).
-pub fn emit_zero_locals(a: &mut Asm, n: usize) {
+/// Zeroes the clause-locals' slots of `kv` (the integers', then the string flags'): a firing
+/// starts with none stored (and the verifier wants every slot written before it is read).
+pub fn emit_zero_locals(a: &mut Asm, kv: &KernelVars) {
+    let n = kv.local_ids.len() + kv.strings.local_ids.len();
     for i in 0..n.min(MAX_LOCALS) {
         a.store_imm(Size::DW, R10, local_slot(i), 0);
     }
 }
+
+/// Most clause-local strings kept in the kernel (their flags are clause-local slots too).
+pub const MAX_LOCAL_STRINGS: usize = 8;
+
+/// A clause-local string's flag (in its stack slot): not stored in this firing (the empty
+/// string, as the interpreter reads it), NULL, or its string is in the per-CPU value.
+const LOCAL_UNSET: i32 = 0;
+const LOCAL_NULL: i32 = 1;
+const LOCAL_SET: i32 = 2;
 
 /// r0 = clause-local number `index` (clause-locals live for one firing, shared by the clauses
 /// of the probe that run in the kernel).
@@ -304,9 +330,15 @@ pub fn globals_size(int_globals: usize, string_globals: usize, width: u32) -> u3
     (ints + strings) as u32
 }
 
+/// The offset of string global `index`'s flag word (its string follows) in the value of
+/// `int_globals` integer globals and strings `width` bytes wide.
+pub fn string_global_at(int_globals: usize, index: usize, width: u32) -> usize {
+    globals_size(int_globals, index, width) as usize
+}
+
 /// The offset of string global `index`'s flag word in the globals' value (its string follows).
 fn string_global_offset(kv: &KernelVars, index: usize) -> Result<i16, String> {
-    let at = globals_size(kv.global_ids.len(), index, kv.strings.width) as usize;
+    let at = string_global_at(kv.global_ids.len(), index, kv.strings.width);
     i16::try_from(at + 8 + kv.strings.width as usize)
         .ok()
         .filter(|_| index < MAX_STRING_GLOBALS)
@@ -319,6 +351,8 @@ fn string_global_offset(kv: &KernelVars, index: usize) -> Result<i16, String> {
 enum StringPlace<'k> {
     Dynamic(bool, u32, &'k [KeyPart]),
     Global(i16),
+    /// A clause-local: its flag's stack slot and its string's offset in the per-CPU value.
+    Local(i16, i16),
 }
 
 fn string_place<'k>(kv: &KernelVars, var: StringVar<'k>) -> Result<StringPlace<'k>, String> {
@@ -334,6 +368,15 @@ fn string_place<'k>(kv: &KernelVars, var: StringVar<'k>) -> Result<StringPlace<'
         StringVar::Global(id) => match s.global_ids.iter().position(|&g| g == id) {
             Some(i) => StringPlace::Global(string_global_offset(kv, i)?),
             None => return Err("this global lives in dtrace".into()),
+        },
+        StringVar::Local(id) => match s.local_ids.iter().position(|&l| l == id) {
+            Some(j) if j < MAX_LOCAL_STRINGS && kv.local_ids.len() + j < MAX_LOCALS => {
+                StringPlace::Local(
+                    local_slot(kv.local_ids.len() + j),
+                    (j * s.width as usize) as i16,
+                )
+            }
+            _ => return Err("this clause-local lives in dtrace".into()),
         },
         StringVar::Thread(_) => return Err("this thread-local lives in dtrace".into()),
         StringVar::Array(..) => return Err("this associative array lives in dtrace".into()),
@@ -382,10 +425,38 @@ pub fn emit_string_load(
             a.load(Size::DW, R3, R10, dst_at);
             emit_copy_words(a, R3, R1, off + 8, width);
         }
+        StringPlace::Local(flag, off) => {
+            let (unset, set) = (a.label(), a.label());
+            a.load(Size::DW, R1, R10, flag);
+            a.mov_imm(R0, 0);
+            a.jmp_imm(op::JEQ, R1, LOCAL_NULL, done);
+            a.jmp_imm(op::JEQ, R1, LOCAL_UNSET, unset);
+            emit_local_strings(a, kv, unset);
+            a.load(Size::DW, R3, R10, dst_at);
+            emit_copy_words(a, R3, R0, off, width);
+            a.ja(set);
+            a.bind(unset);
+            a.load(Size::DW, R3, R10, dst_at);
+            for w in (0..width as i16).step_by(8) {
+                a.store_imm(Size::DW, R3, w, 0);
+            }
+            a.bind(set);
+        }
     }
     a.mov_imm(R0, 1);
     a.bind(done);
     Ok(())
+}
+
+/// r0 = this CPU's value of the clause-local strings; jumps to `none` if it is missing (it
+/// never is). Uses r0-r5.
+fn emit_local_strings(a: &mut Asm, kv: &KernelVars, none: Label) {
+    a.store_imm(Size::DW, R10, KEY, 0);
+    a.ld_map_fd(R1, kv.strings.locals)
+        .mov(R2, R10)
+        .alu_imm(op::ADD, R2, i32::from(KEY));
+    a.call(helper::MAP_LOOKUP_ELEM);
+    a.jmp_imm(op::JEQ, R0, 0, none);
 }
 
 /// Stores in string variable `var` the string whose scratch slot's address is at
@@ -427,6 +498,18 @@ pub fn emit_string_store(
             a.bind(null);
             a.store_imm(Size::DW, R1, off, 1);
         }
+        StringPlace::Local(flag, off) => {
+            a.load(Size::DW, R3, R10, src_at);
+            a.jmp_imm(op::JEQ, R3, 0, null);
+            emit_local_strings(a, kv, done);
+            a.alu_imm(op::ADD, R0, i32::from(off));
+            a.load(Size::DW, R3, R10, src_at);
+            emit_copy_words(a, R0, R3, 0, kv.strings.width);
+            a.store_imm(Size::DW, R10, flag, LOCAL_SET);
+            a.ja(done);
+            a.bind(null);
+            a.store_imm(Size::DW, R10, flag, LOCAL_NULL);
+        }
     }
     a.bind(done);
     Ok(())
@@ -457,6 +540,8 @@ mod tests {
                 global_ids: vec![0x502, 0x503],
                 thread_arrays: Vec::new(),
                 global_arrays: vec![0x504],
+                local_ids: vec![0x505],
+                locals: 8,
             },
         }
     }
@@ -509,6 +594,38 @@ mod tests {
         // string.
         assert_eq!(string_global_offset(&kv, 1), Ok((2 * 8 + 8 + 264) as i16));
         assert_eq!(globals_size(2, 2, 264), 2 * 8 + 2 * (8 + 264));
+        // A clause-local: its flag in a stack slot after the integer clause-locals', its string
+        // in the per-CPU value (one lookup each way), nothing freed or dropped.
+        let mut a = Asm::new();
+        emit_string_load(&mut a, &kv, StringVar::Local(0x505), -16).unwrap();
+        emit_string_store(&mut a, &kv, StringVar::Local(0x505), -16).unwrap();
+        let insns = a.finish().unwrap();
+        crate::bpf::insn::check_flow(&insns).unwrap();
+        assert_eq!(calls(&insns, helper::MAP_LOOKUP_ELEM), 2);
+        assert_eq!(calls(&insns, helper::MAP_UPDATE_ELEM), 0);
+        let flag = local_slot(0);
+        assert!(
+            insns
+                .iter()
+                .any(|i| i.code == (op::ST | op::MEM | op::DW) && i.off == flag && i.imm == 2),
+            "the store marks it set"
+        );
+        // A string in the scratch as a key: its key-wide bytes copied from the scratch.
+        let key = [KeyPart::Scratch(-24)];
+        let kv = KernelVars {
+            key_size: key_size(256),
+            ..kv
+        };
+        let mut a = Asm::new();
+        emit_string_load(&mut a, &kv, StringVar::Array(array, &key), -16).unwrap();
+        let insns = a.finish().unwrap();
+        crate::bpf::insn::check_flow(&insns).unwrap();
+        assert!(
+            insns
+                .iter()
+                .any(|i| i.code == (op::LDX | op::MEM | op::DW) && i.off == -24),
+            "the key's address is read"
+        );
         // Where a variable does not live, the context says so.
         let mut a = Asm::new();
         let e = emit_string_load(&mut a, &kv, StringVar::Thread(0x500), -16).unwrap_err();

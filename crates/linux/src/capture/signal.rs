@@ -61,6 +61,7 @@ pub fn emit_signals(a: &mut Asm, shape: &ProbeShape, s: &KernelSignals) -> Signa
         vars: None,
         strings: None,
         clocks: None,
+        pre_read: Default::default(),
     };
     let results: Vec<Result<Translated, Untranslatable>> = s
         .clauses

@@ -295,6 +295,12 @@ pub struct StringVars {
     pub thread_arrays: Vec<u32>,
     /// The ids of the global associative arrays of strings.
     pub global_arrays: Vec<u32>,
+    /// The ids of the string clause-locals (`this->s`), in their order: each a flag in a stack
+    /// slot after the integer clause-locals' and its string in the per-CPU value of `locals`.
+    pub local_ids: Vec<u32>,
+    /// The per-CPU array whose one value holds the clause-local strings, [`Self::width`] bytes
+    /// each (-1: none).
+    pub locals: i32,
 }
 
 /// One clause run whole in the kernel: its actions are aggregating functions and stores to

@@ -11,13 +11,18 @@
 //! variable it uses in dtrace, and with them every other clause that uses those, until nothing
 //! changes: the two paths never share a variable, so nothing changes meaning. A clause that
 //! records runs there only when every clause at its probes does (records keep the clauses'
-//! order). Integer and string scalars (thread-locals and globals) and associative arrays of
-//! integers or strings, keyed by integers and strings the translator follows, qualify; structs
-//! and clause-local strings stay in dtrace. A clause that keeps variables in the kernel cannot
-//! hand a firing over to dtrace: its `copyinstr()` reads at the probe, where a string on a page
-//! not yet read in faults, as DTrace's does (dtrace's own capture of a syscall's entry would
-//! read it again at the return), and `-v` says so. A clause whose variables live in the kernel runs there
-//! at every probe or the enabling fails with a one-line reason (a verifier limit no translation
+//! order). Integer and string scalars (thread-locals, globals and clause-locals) and associative
+//! arrays of integers or strings, keyed by integers and strings the translator follows
+//! (constants, `execname`, `copyinstr()`, string variables), qualify; structs stay in dtrace.
+//! `BEGIN` and `END` clauses run in dtrace, before the kernel's clauses start and after they
+//! stop: the global scalars they share with kernel clauses live in the kernel all the same,
+//! copied from dtrace's variables after `BEGIN` and back before `END`
+//! ([`KernelVarMaps::push_globals`], [`KernelVarMaps::pull_globals`]); their thread-locals
+//! (dtrace's own thread's) and arrays keep what they share in dtrace. A clause that keeps
+//! variables in the kernel cannot hand a firing over to dtrace: its `copyinstr()` reads at the
+//! probe, where a string on a page not yet read in faults, as DTrace's does (dtrace's own capture
+//! of a syscall's entry would read it again at the return), and `-v` says so. A clause whose
+//! variables live in the kernel runs there at every probe or the enabling fails with a one-line reason (a verifier limit no translation
 //! foresees); a clause that uses one and runs in dtrace (a program planned after the placement)
 //! fails alike.
 //!
@@ -73,8 +78,7 @@ pub struct ThreadVar {
     pub name: String,
     /// An integer scalar, or an associative array of integers (what the kernel keeps).
     pub integer: bool,
-    /// A string scalar, or an associative array of strings (the kernel keeps them too, but for
-    /// clause-locals).
+    /// A string scalar, or an associative array of strings (the kernel keeps them too).
     pub string: bool,
     /// An associative array, and the most bytes its tuples take in the clause.
     pub array: Option<usize>,
@@ -85,10 +89,6 @@ impl ThreadVar {
     pub fn not_kept(&self) -> Option<String> {
         match (self.integer, self.string, self.key.0) {
             (true, _, _) => None,
-            (_, true, Scope::Clause) => Some(format!(
-                "{} is a clause-local string (those are not yet kept in the kernel)",
-                self.name
-            )),
             (_, true, _) => None,
             _ => Some(format!(
                 "{} is neither an integer nor a string (structs are not yet kept in the kernel)",
@@ -172,6 +172,23 @@ pub struct ClauseFacts {
     pub faults: bool,
     /// The kernel probes it matches.
     pub probes: Vec<String>,
+    /// It fires in dtrace before tracing starts or after it stops (`BEGIN`, `END`), when no
+    /// clause runs in the kernel: the global scalars it shares with kernel clauses live in the
+    /// kernel all the same, copied out of dtrace after `BEGIN` and back before `END`
+    /// ([`KernelVarMaps::push_globals`], [`KernelVarMaps::pull_globals`]).
+    pub bookend: bool,
+}
+
+impl ClauseFacts {
+    /// Whether variable `v` of this clause may live in the kernel although the clause runs in
+    /// dtrace: a global scalar of a `BEGIN` or `END` clause (copied between the two), or a
+    /// clause-local of one (it lives for a firing, and no kernel clause shares its firings).
+    fn shares_from_dtrace(&self, v: &ThreadVar) -> bool {
+        self.bookend
+            && v.array.is_none()
+            && matches!(v.key.0, Scope::Global | Scope::Clause)
+            && v.not_kept().is_none()
+    }
 }
 
 /// Where the thread-locals of the planned clauses live.
@@ -186,6 +203,9 @@ pub struct Placement {
     /// Per clause: `None` when it uses no thread-local; `Ok` with the names of its variables
     /// when they live in the kernel (it runs there whole); else why they stay in dtrace.
     pub clauses: Vec<Option<std::result::Result<String, String>>>,
+    /// Per `BEGIN` or `END` clause (by index) that shares globals with kernel clauses: their
+    /// names (copied into the kernel after `BEGIN`, out of it before `END`).
+    pub shared: BTreeMap<usize, String>,
 }
 
 impl Placement {
@@ -199,11 +219,16 @@ impl Placement {
 pub fn place(facts: &[ClauseFacts]) -> Placement {
     // Variables kept in dtrace, with why.
     let mut dtrace: BTreeMap<VarKey, String> = BTreeMap::new();
+    // Clause-locals of both kinds take stack slots: counted together as integers.
     let count = |scope: Scope, string: bool| {
         facts
             .iter()
             .flat_map(|c| &c.vars)
-            .filter(|v| v.key.0 == scope && v.array.is_none() && v.string == string)
+            .filter(|v| {
+                v.key.0 == scope
+                    && v.array.is_none()
+                    && (v.string == string || (scope == Scope::Clause && !string))
+            })
             .map(|v| v.key.1)
             .collect::<BTreeSet<u32>>()
             .len()
@@ -227,6 +252,12 @@ pub fn place(facts: &[ClauseFacts]) -> Placement {
             crate::capture::kvars::MAX_LOCALS,
             "clause-locals",
         ),
+        (
+            Scope::Clause,
+            true,
+            crate::capture::kvars::MAX_LOCAL_STRINGS,
+            "clause-local strings",
+        ),
     ]
     .into_iter()
     .filter(|&(scope, string, most, _)| count(scope, string) > most)
@@ -246,8 +277,11 @@ pub fn place(facts: &[ClauseFacts]) -> Placement {
                         crate::capture::kvars::MAX_KEY_SIZE
                     )
                 });
-            } else if let Some(why) = too_many
-                .get(&(v.key.0, v.string))
+            } else if let Some(why) = [(v.key.0, v.string), (Scope::Clause, false)]
+                .iter()
+                // A clause-local string counts among the clause-locals too.
+                .take(if v.key.0 == Scope::Clause { 2 } else { 1 })
+                .find_map(|k| too_many.get(k))
                 .filter(|_| v.array.is_none())
             {
                 dtrace.entry(v.key).or_insert_with(|| why.clone());
@@ -279,7 +313,7 @@ pub fn place(facts: &[ClauseFacts]) -> Placement {
                     },
                 },
             };
-            for v in &c.vars {
+            for v in c.vars.iter().filter(|v| !c.shares_from_dtrace(v)) {
                 if let std::collections::btree_map::Entry::Vacant(e) = dtrace.entry(v.key) {
                     e.insert(why.clone());
                     changed = true;
@@ -332,6 +366,17 @@ pub fn place(facts: &[ClauseFacts]) -> Placement {
         };
         out.clauses.push(Some(placed));
     }
+    for (i, c) in facts.iter().enumerate().filter(|(_, c)| c.bookend) {
+        let shared: Vec<&str> = c
+            .vars
+            .iter()
+            .filter(|v| v.key.0 == Scope::Global && out.kernel.contains(&v.key))
+            .map(|v| v.name.as_str())
+            .collect();
+        if !shared.is_empty() {
+            out.shared.insert(i, shared.join(", "));
+        }
+    }
     out
 }
 
@@ -374,6 +419,15 @@ pub fn runs_in_kernel(facts: &[ClauseFacts], i: usize, placement: &Placement) ->
     c.whole.is_ok()
         && c.vars.iter().all(|v| placement.kernel.contains(&v.key))
         && order_blocker(c, facts, &dtrace).is_none()
+}
+
+/// Whether `d` names `BEGIN` or `END` alone (`dtrace:::BEGIN`, `END`): probes that fire in
+/// dtrace before the kernel's clauses start or after they stop (see [`ClauseFacts::bookend`]).
+pub fn is_bookend(d: &dtrace_dif::program::ProbeDesc) -> bool {
+    matches!(d.provider.as_str(), "" | "dtrace")
+        && d.module.is_empty()
+        && d.function.is_empty()
+        && matches!(d.name.as_str(), "BEGIN" | "END")
 }
 
 /// Why a clause of `e`'s description runs in dtrace whatever it does: its probes fire there
@@ -497,7 +551,7 @@ pub fn runs_whole(
         vars.iter().map(|v| v.key).collect(),
         &arrays,
         &strings,
-        [-1; 5],
+        [-1; 6],
         crate::capture::kvars::key_size(arrays.values().copied().max().unwrap_or(0)),
         strsize,
     );
@@ -568,13 +622,13 @@ fn reads_probe_names(e: &EcbDesc) -> bool {
 
 /// The probe's view of the variables `kernel` (`arrays` and `strings` among them), in the maps
 /// `fds` (the dynamic variables, their drops, the globals, the key scratch, the string dynamic
-/// variables) whose keys are `key_size` bytes, with strings of `strsize` bytes (their storage,
-/// D's `strsize` and the NUL).
+/// variables, the clause-local strings) whose keys are `key_size` bytes, with strings of
+/// `strsize` bytes (their storage, D's `strsize` and the NUL).
 fn kernel_vars_of(
     kernel: BTreeSet<VarKey>,
     arrays: &BTreeMap<VarKey, usize>,
     strings: &BTreeSet<VarKey>,
-    fds: [i32; 5],
+    fds: [i32; 6],
     key_size: u32,
     strsize: u32,
 ) -> KernelVars {
@@ -604,6 +658,8 @@ fn kernel_vars_of(
             global_ids: ids_of(of(true, false), Scope::Global),
             thread_arrays: ids_of(of(true, true), Scope::Thread),
             global_arrays: ids_of(of(true, true), Scope::Global),
+            local_ids: ids_of(of(true, false), Scope::Clause),
+            locals: fds[5],
         },
     }
 }
@@ -631,6 +687,8 @@ pub struct KernelVarMaps {
     globals: Map,
     keys: Map,
     strings: Option<Map>,
+    /// The clause-local strings' per-CPU value, when there are any.
+    local_strings: Option<Map>,
     key_size: u32,
     strsize: u32,
     global_ids: Vec<u32>,
@@ -651,7 +709,7 @@ impl KernelVarMaps {
             placement.kernel.clone(),
             &placement.arrays,
             &placement.strings,
-            [-1; 5],
+            [-1; 6],
             0,
             strsize,
         );
@@ -690,6 +748,16 @@ impl KernelVarMaps {
                 )?),
                 false => None,
             },
+            local_strings: match s.local_ids.len() {
+                0 => None,
+                n => Some(Map::create(
+                    MapKind::PerCpuArray,
+                    "dt_locals_str",
+                    4,
+                    (n.min(crate::capture::kvars::MAX_LOCAL_STRINGS) as u32) * width,
+                    1,
+                )?),
+            },
             key_size,
             strsize,
             global_ids: kv.global_ids.clone(),
@@ -710,6 +778,7 @@ impl KernelVarMaps {
                 self.globals.raw_fd(),
                 self.keys.raw_fd(),
                 self.strings.as_ref().map_or(-1, Map::raw_fd),
+                self.local_strings.as_ref().map_or(-1, Map::raw_fd),
             ],
             self.key_size,
             self.strsize,
@@ -717,6 +786,82 @@ impl KernelVarMaps {
         kv.global_ids = self.global_ids.clone();
         kv.strings.global_ids = self.string_global_ids.clone();
         kv
+    }
+
+    /// Writes dtrace's values of the global scalars kept in the kernel into the kernel's: after
+    /// `BEGIN` (which runs in dtrace) and before any clause runs in the kernel. A global never
+    /// stored is zero or the empty string, as in the kernel; a string stored NULL sets its NULL
+    /// flag; a string is cut to `strsize`, as a store in the kernel cuts it.
+    pub fn push_globals(
+        &self,
+        value_of: impl Fn(u32) -> Option<dtrace_dif::vm::Stored>,
+    ) -> Result<()> {
+        use dtrace_dif::vm::Stored;
+        if self.global_ids.is_empty() && self.string_global_ids.is_empty() {
+            return Ok(());
+        }
+        let width = string_width(self.strsize);
+        let ints = self.global_ids.len();
+        let mut value = vec![
+            0u8;
+            crate::capture::kvars::globals_size(ints, self.string_global_ids.len(), width)
+                as usize
+        ];
+        for (i, &id) in self.global_ids.iter().enumerate() {
+            if let Some(Stored::Int(v)) = value_of(id) {
+                value[8 * i..8 * i + 8].copy_from_slice(&v.to_ne_bytes());
+            }
+        }
+        let most = self.strsize.saturating_sub(1) as usize;
+        for (j, &id) in self.string_global_ids.iter().enumerate() {
+            let at = crate::capture::kvars::string_global_at(ints, j, width);
+            match value_of(id) {
+                Some(Stored::Int(_)) => value[at..at + 8].copy_from_slice(&1u64.to_ne_bytes()),
+                Some(Stored::Bytes(b)) => {
+                    let s = b.split(|&c| c == 0).next().unwrap_or_default();
+                    let s = &s[..s.len().min(most)];
+                    value[at + 8..at + 8 + s.len()].copy_from_slice(s);
+                }
+                None => {}
+            }
+        }
+        self.globals.update(&0u32.to_ne_bytes(), &value)
+    }
+
+    /// Reads the kernel's global scalars into dtrace's: after the kernel's clauses stopped and
+    /// before `END` (which runs in dtrace).
+    pub fn pull_globals(&self, vars: &mut dtrace_dif::vm::VarState) -> Result<()> {
+        use dtrace_dif::vm::Stored;
+        if self.global_ids.is_empty() && self.string_global_ids.is_empty() {
+            return Ok(());
+        }
+        let Some(value) = self.globals.lookup(&0u32.to_ne_bytes())? else {
+            return Ok(());
+        };
+        let word = |at: usize| {
+            value
+                .get(at..at + 8)
+                .and_then(|w| <[u8; 8]>::try_from(w).ok())
+                .map_or(0, u64::from_ne_bytes)
+        };
+        for (i, &id) in self.global_ids.iter().enumerate() {
+            vars.set_global(id, Stored::Int(word(8 * i)));
+        }
+        let width = string_width(self.strsize);
+        let most = self.strsize.saturating_sub(1) as usize;
+        for (j, &id) in self.string_global_ids.iter().enumerate() {
+            let at = crate::capture::kvars::string_global_at(self.global_ids.len(), j, width);
+            let stored = match word(at) {
+                0 => {
+                    let bytes = value.get(at + 8..).unwrap_or_default();
+                    let s = bytes.split(|&c| c == 0).next().unwrap_or_default();
+                    Stored::Bytes(s[..s.len().min(most)].into())
+                }
+                _ => Stored::Int(0),
+            };
+            vars.set_global(id, stored);
+        }
+        Ok(())
     }
 
     /// Stores lost so far because the map was full (all CPUs).
@@ -747,6 +892,7 @@ mod tests {
             records: false,
             faults: false,
             probes: vec!["syscall:vmlinux:read:entry".into()],
+            bookend: false,
         }
     }
 
@@ -776,6 +922,83 @@ mod tests {
     }
 
     #[test]
+    fn begin_and_end_share_their_global_scalars_with_kernel_clauses() {
+        let global = |id: u32, string: bool| ThreadVar {
+            key: (Scope::Global, id),
+            name: format!("g{id}"),
+            integer: !string,
+            string,
+            array: None,
+        };
+        let at = |desc: &str, bookend: bool, vars: Vec<ThreadVar>| ClauseFacts {
+            desc: desc.into(),
+            vars,
+            whole: Err("its probes fire in dtrace".into()),
+            records: true,
+            faults: false,
+            probes: vec![],
+            bookend,
+        };
+        let clause_local = ThreadVar {
+            key: (Scope::Clause, 1),
+            ..var(1, true)
+        };
+        let begin = at(
+            "BEGIN",
+            true,
+            vec![
+                global(1, false),
+                global(2, true),
+                var(3, true),
+                clause_local,
+            ],
+        );
+        let end = at("END", true, vec![global(1, false)]);
+        let p = place(&[
+            begin.clone(),
+            facts(vec![global(1, false), global(2, true)], Ok(())),
+            facts(vec![var(3, true)], Ok(())),
+            end.clone(),
+        ]);
+        // The globals live in the kernel; BEGIN's thread-local (dtrace's own thread) does not.
+        assert_eq!(
+            p.kernel,
+            BTreeSet::from([(Scope::Global, 1), (Scope::Global, 2)])
+        );
+        assert!(p.in_kernel(1) && !p.in_kernel(2) && !p.in_kernel(0));
+        assert_eq!(p.shared.get(&0).map(String::as_str), Some("g1, g2"));
+        assert_eq!(p.shared.get(&3).map(String::as_str), Some("g1"));
+        // ERROR fires in dtrace while the kernel's clauses run: it shares nothing.
+        let p = place(&[
+            facts(vec![global(1, false)], Ok(())),
+            at("ERROR", false, vec![global(1, false)]),
+        ]);
+        assert!(p.kernel.is_empty() && p.shared.is_empty(), "{p:?}");
+        for (d, bookend) in [
+            ("BEGIN", true),
+            ("dtrace:::END", true),
+            ("ERROR", false),
+            ("dtrace:::BEG*", false),
+            ("tick-1s", false),
+        ] {
+            let parts: Vec<&str> = d.split(':').collect();
+            let desc = match parts.as_slice() {
+                [p, m, f, n] => dtrace_dif::program::ProbeDesc {
+                    provider: (*p).into(),
+                    module: (*m).into(),
+                    function: (*f).into(),
+                    name: (*n).into(),
+                },
+                _ => dtrace_dif::program::ProbeDesc {
+                    name: d.into(),
+                    ..Default::default()
+                },
+            };
+            assert_eq!(is_bookend(&desc), bookend, "{d}");
+        }
+    }
+
+    #[test]
     fn a_recording_clause_runs_in_the_kernel_only_with_every_clause_at_its_probes() {
         let at = |probe: &str, vars: Vec<ThreadVar>, whole: std::result::Result<(), String>| {
             ClauseFacts {
@@ -785,6 +1008,7 @@ mod tests {
                 records: true,
                 faults: false,
                 probes: vec![probe.into()],
+                bookend: false,
             }
         };
         // Clause 1 prints in dtrace at write:return: clause 2, printing there too, keeps its
@@ -819,6 +1043,7 @@ mod tests {
                 records: false,
                 faults,
                 probes: vec!["write:entry".into()],
+                bookend: false,
             };
         // After the clause in dtrace: its fault would be reported before that clause's output.
         let p = place(&[
@@ -881,7 +1106,7 @@ mod tests {
             placed.kernel.clone(),
             &placed.arrays,
             &placed.strings,
-            [-1; 5],
+            [-1; 6],
             24,
             257,
         );
@@ -895,43 +1120,37 @@ mod string_tests {
     use super::*;
 
     #[test]
-    fn string_variables_are_placed_but_clause_local_strings_are_not() {
+    fn string_variables_are_placed_clause_locals_too() {
         let src = "string g; syscall::read:entry { self->p = copyinstr(arg1); f[pid] = execname; \
             g = \"x\"; this->s = execname; n[execname] = 1; }";
         let p = dtrace_compiler::compile(src, &dtrace_compiler::CompileOptions::default())
             .expect("compiles");
         let vars = thread_vars(&p.ecbs[0], 256);
         let by_name = |n: &str| vars.iter().find(|v| v.name == n).cloned().expect(n);
-        for n in ["self->p", "f", "g"] {
+        for n in ["self->p", "f", "g", "this->s"] {
             let v = by_name(n);
             assert!(v.string && !v.integer && v.not_kept().is_none(), "{v:?}");
         }
         // An integer array keyed by a string is an integer.
         assert!(by_name("n").integer);
-        let local = by_name("this->s").not_kept().expect("refused");
-        assert!(local.contains("clause-local string"), "{local}");
-        // Without the clause-local, the clause runs whole with its strings in the kernel.
-        let kept: Vec<ThreadVar> = vars
-            .iter()
-            .filter(|v| v.name != "this->s")
-            .cloned()
-            .collect();
+        // The clause runs whole with its strings in the kernel.
         let facts = ClauseFacts {
             desc: "syscall::read:entry".into(),
-            vars: kept.clone(),
+            vars: vars.clone(),
             whole: Ok(()),
             records: false,
             faults: false,
             probes: vec!["syscall:vmlinux:read:entry".into()],
+            bookend: false,
         };
         let placed = place(std::slice::from_ref(&facts));
         assert!(placed.in_kernel(0), "{placed:?}");
-        assert_eq!(placed.strings.len(), 3, "{placed:?}");
+        assert_eq!(placed.strings.len(), 4, "{placed:?}");
         let kv = kernel_vars_of(
             placed.kernel.clone(),
             &placed.arrays,
             &placed.strings,
-            [-1; 5],
+            [-1; 6],
             24,
             257,
         );
@@ -941,19 +1160,85 @@ mod string_tests {
             (
                 kv.strings.ids.len(),
                 kv.strings.global_ids.len(),
-                kv.strings.global_arrays.len()
+                kv.strings.global_arrays.len(),
+                kv.strings.local_ids.len(),
             ),
-            (1, 1, 1)
+            (1, 1, 1, 1)
         );
         assert_eq!(kv.global_arrays.len(), 1, "n[] holds integers");
-        // With it, every variable of the clause stays in dtrace, saying why.
-        let facts = ClauseFacts { vars, ..facts };
-        let placed = place(&[facts]);
+        // More clause-local strings than the kernel keeps: they stay in dtrace, saying why.
+        let locals: Vec<ThreadVar> = (0..=crate::capture::kvars::MAX_LOCAL_STRINGS as u32)
+            .map(|i| ThreadVar {
+                key: (Scope::Clause, dtrace_dif::vars::DIF_VAR_OTHER_UBASE + i),
+                name: format!("this->s{i}"),
+                ..by_name("this->s")
+            })
+            .collect();
+        let placed = place(&[ClauseFacts {
+            vars: locals,
+            ..facts
+        }]);
         assert!(placed.kernel.is_empty());
         let Some(Some(Err(why))) = placed.clauses.first() else {
             unreachable!()
         };
-        assert!(why.contains("this->s is a clause-local string"), "{why}");
+        assert!(why.contains("more than 8 clause-local strings"), "{why}");
+    }
+}
+
+#[cfg(test)]
+mod shared_globals_tests {
+    use super::*;
+    use dtrace_dif::vm::{Stored, VarState};
+
+    #[test]
+    fn globals_copied_into_the_kernel_come_back_as_they_went() {
+        if !dtrace_testkit::skip_unless(
+            crate::bpf_available(),
+            "globals_copied_into_the_kernel_come_back_as_they_went",
+            "needs bpf(2)",
+        ) {
+            return;
+        }
+        let ub = dtrace_dif::vars::DIF_VAR_OTHER_UBASE;
+        let placement = Placement {
+            kernel: BTreeSet::from([
+                (Scope::Global, ub),
+                (Scope::Global, ub + 1),
+                (Scope::Global, ub + 2),
+                (Scope::Global, ub + 3),
+                (Scope::Global, ub + 4),
+                (Scope::Global, ub + 5),
+            ]),
+            strings: BTreeSet::from([
+                (Scope::Global, ub + 2),
+                (Scope::Global, ub + 3),
+                (Scope::Global, ub + 4),
+                (Scope::Global, ub + 5),
+            ]),
+            ..Placement::default()
+        };
+        // strsize 9: eight characters and the NUL.
+        let maps = KernelVarMaps::new(1 << 16, 0, &placement, 9).expect("maps");
+        let mut dtrace = VarState::default();
+        dtrace.set_global(ub, Stored::Int(7));
+        // ub + 1 never stored: 0.
+        dtrace.set_global(ub + 2, Stored::Bytes((*b"hello").into()));
+        dtrace.set_global(ub + 3, Stored::Int(0));
+        dtrace.set_global(ub + 4, Stored::Bytes((*b"0123456789").into()));
+        // ub + 5 never stored: the empty string.
+        maps.push_globals(|id| dtrace.global(id).cloned())
+            .expect("push");
+        let mut back = VarState::default();
+        maps.pull_globals(&mut back).expect("pull");
+        let got = |id: u32| back.global(id).cloned();
+        assert_eq!(got(ub), Some(Stored::Int(7)));
+        assert_eq!(got(ub + 1), Some(Stored::Int(0)));
+        assert_eq!(got(ub + 2), Some(Stored::Bytes((*b"hello").into())));
+        // NULL stays NULL; a string is cut to strsize, as a store in the kernel cuts it.
+        assert_eq!(got(ub + 3), Some(Stored::Int(0)));
+        assert_eq!(got(ub + 4), Some(Stored::Bytes((*b"01234567").into())));
+        assert_eq!(got(ub + 5), Some(Stored::Bytes(Box::default())));
     }
 }
 

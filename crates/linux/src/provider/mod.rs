@@ -103,6 +103,9 @@ pub(crate) struct Shared {
     placement: kvars::Placement,
     /// The kernel's maps of D variables, made with the first probe that uses them.
     kvar_maps: Option<kvars::KernelVarMaps>,
+    /// The values `BEGIN` left in the global scalars kept in the kernel (see
+    /// [`LinuxTracing::push_globals`]), for maps made after it ran.
+    begin_globals: Option<Vec<(u32, dtrace_dif::vm::Stored)>>,
     /// `dynvarsize` for that map.
     dynvarsize: u64,
     /// The programs' largest tuple and largest dynamic variable (`Program::max_tuple_size`),
@@ -175,6 +178,9 @@ pub struct ClauseKernel {
     /// The clause uses D variables: `Ok` with their names when they live in the kernel (the
     /// clause then runs whole there, counted in `aggs_in_kernel`), else why they stay in dtrace.
     pub variables: Option<std::result::Result<String, String>>,
+    /// A `BEGIN` or `END` clause (run in dtrace) sharing globals with clauses run in the kernel:
+    /// their names (copied into the kernel after `BEGIN`, out of it before `END`).
+    pub shares_globals: Option<String>,
     /// The clause records data (`trace()`, `printf()`...): `Ok` when it may build its record at
     /// the probe (it then runs whole there, counted in `aggs_in_kernel`), else why not.
     pub records: Option<std::result::Result<(), String>>,
@@ -188,6 +194,20 @@ pub struct ClauseKernel {
 }
 
 impl ClauseKernel {
+    /// The line for `dtrace -v` of a `BEGIN` or `END` clause that shares globals with clauses
+    /// run in the kernel (these clauses are not numbered: they fire at no kernel probe).
+    pub fn describe_shared(&self) -> Option<String> {
+        let names = self.shares_globals.as_ref()?;
+        let when = match self.desc.ends_with("END") {
+            true => "after the kernel's clauses stop, reading",
+            false => "before the kernel's clauses start, writing",
+        };
+        Some(format!(
+            "clause ({}): runs in dtrace {when} variables {names} kept in the kernel",
+            self.desc
+        ))
+    }
+
     /// The lines for `dtrace -v`: where the clause numbered `n` (from 1) runs (its predicate,
     /// then its aggregations); none for a clause enabled on no kernel probe (`BEGIN`,
     /// `profile`...).
@@ -731,6 +751,17 @@ impl Shared {
                 )
                 .map_err(|e| e.to_string())?,
             );
+            // Made after BEGIN ran (a process's probe found later): its globals as BEGIN left
+            // them.
+            if let (Some(m), Some(values)) = (&self.kvar_maps, &self.begin_globals) {
+                m.push_globals(|id| {
+                    values
+                        .iter()
+                        .find(|(v, _)| *v == id)
+                        .map(|(_, s)| s.clone())
+                })
+                .map_err(|e| e.to_string())?;
+            }
         }
         let vars = match (&self.kvar_maps, uses_vars) {
             (Some(m), true) => Some(m.kernel_vars(&self.placement)),
@@ -810,9 +841,16 @@ impl Shared {
         if !writes || !self.destructive {
             return None;
         }
-        Some(match (in_kernel, self.kplans.get(i)) {
-            (Some(Err(e)), _) => e.to_string(),
-            (_, Some(Err(why))) => why.clone(),
+        let vars_stay = match self.placement.clauses.get(i) {
+            Some(Some(Err(why))) => Some(why),
+            _ => None,
+        };
+        Some(match (in_kernel, self.kplans.get(i), vars_stay) {
+            // Why its variables stay in dtrace says more than the translation refused without
+            // them.
+            (Some(Err(_)), _, Some(why)) => format!("its variables stay in dtrace: {why}"),
+            (Some(Err(e)), _, _) => e.to_string(),
+            (_, Some(Err(why)), _) => why.clone(),
             _ if !self.kernel_predicates => {
                 format!("kernel predicates are off ({KERNEL_PREDICATES_ENV}=0)")
             }
@@ -989,6 +1027,7 @@ impl Shared {
                     probes: probes
                         .map(|ps| ps.iter().map(|p| p.desc.to_string()).collect())
                         .unwrap_or_default(),
+                    bookend: kvars::is_bookend(&e.probe),
                 });
             }
         }
@@ -1031,12 +1070,19 @@ impl Shared {
         }
         self.placement.kernel.clear();
         self.placement.arrays.clear();
+        self.placement.shared.clear();
         self.report_variables();
     }
 
     fn report_variables(&mut self) {
-        for (c, p) in self.kernel.iter_mut().zip(&self.placement.clauses) {
+        for (i, (c, p)) in self
+            .kernel
+            .iter_mut()
+            .zip(&self.placement.clauses)
+            .enumerate()
+        {
             c.variables = p.clone();
+            c.shares_globals = self.placement.shared.get(&i).cloned();
         }
     }
 }
@@ -1203,6 +1249,7 @@ impl LinuxTracing {
                 tvars: Vec::new(),
                 placement: kvars::Placement::default(),
                 kvar_maps: None,
+                begin_globals: None,
                 dynvarsize: 1 << 20,
                 dynvar_sizes: (0, 0),
                 kernel_variables: std::env::var_os(kvars::KERNEL_VARIABLES_ENV)
@@ -1619,6 +1666,33 @@ impl LinuxTracing {
         match &self.lock().kvar_maps {
             Some(m) => m.drops(),
             None => Ok(0),
+        }
+    }
+
+    /// Copies the global scalars the kernel keeps from dtrace's variables (`vars`, as `BEGIN`
+    /// left them) into the kernel, before its clauses start.
+    pub fn push_globals(&self, vars: &dtrace_dif::vm::VarState) -> Result<()> {
+        let mut sh = self.lock();
+        let values: Vec<(u32, dtrace_dif::vm::Stored)> = sh
+            .placement
+            .kernel
+            .iter()
+            .filter(|k| k.0 == kvars::Scope::Global && !sh.placement.arrays.contains_key(k))
+            .filter_map(|k| Some((k.1, vars.global(k.1)?.clone())))
+            .collect();
+        if let Some(m) = &sh.kvar_maps {
+            m.push_globals(|id| vars.global(id).cloned())?;
+        }
+        sh.begin_globals = Some(values);
+        Ok(())
+    }
+
+    /// Copies the global scalars the kernel keeps into dtrace's variables (`vars`), once its
+    /// clauses have stopped, for `END`.
+    pub fn pull_globals(&self, vars: &mut dtrace_dif::vm::VarState) -> Result<()> {
+        match &self.lock().kvar_maps {
+            Some(m) => m.pull_globals(vars),
+            None => Ok(()),
         }
     }
 
