@@ -391,3 +391,119 @@ fn python_processes_started_later_fire_gc_start_under_their_own_provider() {
     assert!(five.is_some_and(|c| c >= 5), "{out}{err}");
     assert_eq!(nine.zip(five).map(|(a, b)| a - b), Some(4), "{out}{err}");
 }
+
+/// A library whose `fire(n, ready)` first fires `mylib:ready` every millisecond until the file
+/// `ready` exists (a minute at most), then `mylib:hit` n times with `arg0` = i, then
+/// `mylib:done`.
+const LATE_LIB: &str = r#"
+#include <sys/sdt.h>
+#include <unistd.h>
+void fire(int n, const char *ready) {
+    for (int t = 0; access(ready, F_OK) != 0 && t < 60000; t++) {
+        DTRACE_PROBE(mylib, ready);
+        usleep(1000);
+    }
+    for (int i = 0; i < n; i++)
+        DTRACE_PROBE1(mylib, hit, i);
+    DTRACE_PROBE(mylib, done);
+}
+"#;
+
+/// Waits for a line, then loads the library `argv[1]` and calls its `fire(argv[2], argv[3])`;
+/// prints its pid and n.
+const LATE_LOADER: &str = r#"
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    char line[16];
+    if (argc < 4 || !fgets(line, sizeof line, stdin))
+        return 2;
+    void *h = dlopen(argv[1], RTLD_NOW);
+    void (*fire)(int, const char *) = h ? (void (*)(int, const char *))dlsym(h, "fire") : 0;
+    if (!fire)
+        return 1;
+    fire(atoi(argv[2]), argv[3]);
+    printf("pid %d n %d enabled 0\n", (int)getpid(), atoi(argv[2]));
+    return 0;
+}
+"#;
+
+#[test]
+fn a_process_looked_at_before_gets_the_probes_of_a_library_it_loads_later() {
+    let test = "a_process_looked_at_before_gets_the_probes_of_a_library_it_loads_later";
+    if !ready(test) {
+        return;
+    }
+    use std::io::{Read, Write};
+    let dir = common::test_dir(test);
+    let lib = common::compile_c(&dir, "liblate.so", LATE_LIB, &["-O1", "-shared", "-fPIC"]);
+    let exe = common::compile_c(&dir, "late-loader", LATE_LOADER, &["-O1", "-ldl"]);
+    let (started, ready) = (dir.join("started"), dir.join("ready"));
+    for f in [&started, &ready] {
+        let _ = std::fs::remove_file(f);
+    }
+    const N: u64 = 7;
+    // The process runs, without the library, when tracing starts: dtrace looks at it then.
+    let mut child = Command::new(&exe)
+        .arg(&lib)
+        .arg(N.to_string())
+        .arg(&ready)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    // -Z: no object has `mylib` at start. BEGIN says tracing has begun; the library, once
+    // loaded, fires `ready` until dtrace has seen a firing; `done` ends tracing (a minute's
+    // ticks end a run that never sees it).
+    let d = format!(
+        "BEGIN {{ system(\"touch {}\"); }}
+         mylib*:liblate.so::ready {{ system(\"touch {}\"); }}
+         mylib*:liblate.so::hit {{ @n[probeprov] = count(); @s[probeprov] = sum(arg0); }}
+         mylib*:liblate.so::done {{ exit(0); }}
+         tick-1s /++ticks > 60/ {{ exit(1); }}
+         END {{ printa(\"n %s %@d\\n\", @n); printa(\"s %s %@d\\n\", @s); }}",
+        started.display(),
+        ready.display()
+    );
+    let mut dt = Command::new(env!("CARGO_BIN_EXE_dtrace"))
+        .args(["-wZq", "-n", &d])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while !started.exists() {
+        if t0.elapsed().as_secs() > 60 || dt.try_wait().unwrap().is_some() {
+            let _ = child.kill();
+            let _ = dt.kill();
+            panic!("dtrace did not begin tracing");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    child.stdin.take().unwrap().write_all(b"go\n").unwrap();
+    let o = dt.wait_with_output().unwrap();
+    let (out, err) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    let mut child_out = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut child_out)
+        .unwrap();
+    assert!(child.wait().unwrap().success(), "{child_out}");
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    assert_eq!(runs(&child_out).get(&pid), Some(&(N, 0)), "{child_out}");
+    let prov = format!("mylib{pid}");
+    assert_eq!(agg(&out, "n").get(&prov), Some(&(N as i64)), "{out}{err}");
+    assert_eq!(
+        agg(&out, "s").get(&prov),
+        Some(&((N * (N - 1) / 2) as i64)),
+        "{out}{err}"
+    );
+}

@@ -10,7 +10,8 @@
 //! ([`crate::uprobe::EVERY_PROCESS`]), so every process that maps the file, now or later, fires
 //! it; its semaphore is given to the kernel as the uprobe's `ref_ctr_offset`, which the kernel
 //! raises in each process as it maps the file. A process that maps a file not known yet fires
-//! once the file has been found.
+//! once the file has been found; one looked at before that loads a library later is looked at
+//! again after the load ([`crate::rtld::LinkerWatch`] on the run-time linkers it maps).
 //!
 //! A file probe is not a framework probe: its records carry a tag of its own
 //! ([`FILE_TAG_BASE`] and up). Delivery fires each of its events as the probe

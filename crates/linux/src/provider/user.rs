@@ -10,7 +10,7 @@ use crate::catalog::pid::{split_provider, MappedObject, ProcessImage};
 use crate::catalog::{glob, Probe, ProbeDesc};
 use crate::error::{LinuxError, Result};
 use crate::rlc::RunOnClose;
-use crate::rtld::RtldWatch;
+use crate::rtld::{LinkerWatch, RtldWatch};
 use dtrace_dif::program::ProbeDesc as DifProbeDesc;
 use dtrace_framework::provider::{
     ArgDesc, Attribute, DepClass, ProbeSink, ProviderAttributes, ProviderError, Stability,
@@ -46,6 +46,10 @@ pub(crate) struct UserProbes {
     scanned: HashMap<u32, Option<std::path::PathBuf>>,
     /// When processes were last looked at for new files ([`UserProbes::discover_files`]).
     last_scan: Option<std::time::Instant>,
+    /// Each object file a looked-at process maps, with the hook placed on it when it is a
+    /// run-time linker (`None` otherwise): a process looked at before that loads a library is
+    /// looked at again.
+    linkers: HashMap<String, Option<LinkerWatch>>,
 }
 
 /// How often the processes started since the last look are looked at for object files with
@@ -188,8 +192,24 @@ impl UserProbes {
             if wanted && !files.iter().any(|(f, _)| *f == m.path) {
                 files.push((m.path.clone(), main));
             }
+            self.watch_linker(pid, &m.path);
         }
         out
+    }
+
+    /// Hooks object file `path` of process `pid` for every process when it is a run-time
+    /// linker (once per file; one whose hook cannot be placed is left unwatched: its processes'
+    /// later libraries are then found only by a process that maps them from its start).
+    fn watch_linker(&mut self, pid: u32, path: &str) {
+        if self.linkers.contains_key(path) {
+            return;
+        }
+        let watch = if LinkerWatch::may_be_linker(path) {
+            LinkerWatch::place(pid, path).ok().flatten()
+        } else {
+            None
+        };
+        self.linkers.insert(path.to_string(), watch);
     }
 
     /// Adds the file probes of description `d` (its provider a glob) in the object files
@@ -227,6 +247,13 @@ impl UserProbes {
             return false;
         }
         self.last_scan = Some(std::time::Instant::now());
+        // A process whose linker changed its objects since the last look (a library loaded) is
+        // looked at again, after the change.
+        for w in self.linkers.values().flatten() {
+            for pid in w.take_changed() {
+                self.scanned.remove(&pid);
+            }
+        }
         let Ok(dir) = std::fs::read_dir("/proc") else {
             return false;
         };
