@@ -507,3 +507,152 @@ fn a_process_looked_at_before_gets_the_probes_of_a_library_it_loads_later() {
         "{out}{err}"
     );
 }
+
+#[test]
+fn variables_at_a_provider_glob_live_in_the_kernel_as_at_a_per_process_probe() {
+    let test = "variables_at_a_provider_glob_live_in_the_kernel_as_at_a_per_process_probe";
+    if !ready(test) {
+        return;
+    }
+    let dir = common::test_dir(test);
+    let exe = common::compile_c(&dir, "late-vars", PROG, &["-O2"]);
+    let cmd = script(&dir, "vars.sh", &exe, &["3", "5", "7"]);
+    // A thread-local, a thread-local array and a global, stored and read at the probes of every
+    // process: the clauses run whole in the kernel, the output the same with every kernel path
+    // off. The processes run in turn, so the global counts on from one to the next (END, which
+    // runs in dtrace, does not read it).
+    let d = "myapp*:late-vars::work-done { self->last = arg0; n++; @w[execname] = sum(arg1); }
+             myapp*:late-vars:main:tick /self->last == arg0 && arg0 % 2 == 0/
+             { @even = count(); self->seen[arg0] = 1; }
+             myapp*:late-vars:main:tick /self->seen[arg0]/ { printf(\"seen %d of %d\\n\", arg0, n); }
+             END { printa(\"w %s %@d\\n\", @w); printa(\"even %@d\\n\", @even); }";
+    let args = ["-qv", "-n", d, "-c", &cmd];
+    let (rc, kout, kerr) = with_holder(&exe, &args, &[]);
+    assert_eq!(rc, 0, "{kerr}");
+    for n in 1..=3 {
+        let lines = common::clause_lines(&kerr, n).join("\n");
+        assert!(
+            lines.contains("runs whole in the kernel at 1 probe")
+                && lines.contains("live in the kernel"),
+            "clause {n}: {kerr}"
+        );
+    }
+    let (rc, iout, ierr) = with_holder(&exe, &args, &common::kernel_paths_off());
+    assert_eq!(rc, 0, "{ierr}");
+    assert!(ierr.contains("are off (DTRACE_KERNEL_"), "{ierr}");
+    let traced = |o: &str| {
+        let mut v: Vec<String> = o
+            .lines()
+            .filter(|l| !l.starts_with("pid "))
+            .map(String::from)
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(traced(&kout), traced(&iout));
+    for want in [
+        "seen 0 of 1\n",
+        "seen 2 of 3\n",
+        "seen 4 of 8\n",
+        "seen 6 of 15\n",
+        "w late-vars -340\n",
+        "even 9\n",
+    ] {
+        assert!(kout.contains(want), "{want:?} not in {kout}");
+    }
+    assert_eq!(runs(&kout).len(), 3, "{kout}");
+    // A clause matching the probe in some processes only (`myapp9*`) runs in dtrace, and the
+    // variables it uses stay there with every clause using them, saying why (-Z: it may match
+    // no process at start).
+    let d2 = format!("{d} myapp9*:late-vars::work-done {{ self->last = 0; }}");
+    let (rc, out2, err2) = with_holder(&exe, &["-Zqv", "-n", &d2, "-c", &cmd], &[]);
+    assert_eq!(rc, 0, "{err2}");
+    assert!(
+        common::clause_lines(&err2, 4)
+            .join("\n")
+            .contains("matches myapp:late-vars:main:work-done in some processes only"),
+        "{err2}"
+    );
+    assert!(out2.contains("even 9\n"), "{out2}");
+}
+
+/// Waits for a line, then fires `myapp:work-done` n times (`argv[1]`) with `arg0` = i, then
+/// `myapp:done`.
+const WAITER: &str = r#"
+#include <sys/sdt.h>
+#include <stdio.h>
+#include <stdlib.h>
+int main(int argc, char **argv) {
+    char line[16];
+    if (argc < 2 || !fgets(line, sizeof line, stdin))
+        return 2;
+    int n = atoi(argv[1]);
+    for (int i = 0; i < n; i++)
+        DTRACE_PROBE1(myapp, work__done, i);
+    DTRACE_PROBE(myapp, done);
+    return 0;
+}
+"#;
+
+#[test]
+fn a_process_running_at_start_is_counted_once_at_a_provider_glob_run_in_the_kernel() {
+    let test = "a_process_running_at_start_is_counted_once_at_a_provider_glob_run_in_the_kernel";
+    if !ready(test) {
+        return;
+    }
+    use std::io::Write;
+    let dir = common::test_dir(test);
+    let exe = common::compile_c(&dir, "late-waiter", WAITER, &["-O1"]);
+    let started = dir.join("started");
+    let _ = std::fs::remove_file(&started);
+    const N: i64 = 6;
+    // Its probes are created when the program is enabled, before the file probes they are
+    // served from are placed: the clauses run in the kernel for it too, counted once, and
+    // its exit() (run in the kernel) ends tracing.
+    let mut child = Command::new(&exe)
+        .arg(N.to_string())
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let d = format!(
+        "BEGIN {{ system(\"touch {}\"); }}
+         myapp*:late-waiter::work-done {{ @n = count(); @s = sum(arg0); }}
+         myapp*:late-waiter::done {{ exit(0); }}
+         END {{ printa(\"n %@d\\n\", @n); printa(\"s %@d\\n\", @s); }}",
+        started.display()
+    );
+    let mut dt = Command::new(env!("CARGO_BIN_EXE_dtrace"))
+        .args(["-wqv", "-n", &d])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while !started.exists() {
+        if t0.elapsed().as_secs() > 60 || dt.try_wait().unwrap().is_some() {
+            let _ = child.kill();
+            let _ = dt.kill();
+            panic!("dtrace did not begin tracing");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    child.stdin.take().unwrap().write_all(b"go\n").unwrap();
+    assert!(child.wait().unwrap().success());
+    let o = dt.wait_with_output().unwrap();
+    let (out, err) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(
+        common::clause_lines(&err, 1)
+            .join("\n")
+            .contains("aggregations run in the kernel at 1 probe"),
+        "{err}"
+    );
+    assert!(out.contains(&format!("n {N}\n")), "{out}{err}");
+    assert!(
+        out.contains(&format!("s {}\n", N * (N - 1) / 2)),
+        "{out}{err}"
+    );
+}

@@ -28,7 +28,9 @@
 //! its records depend on the process, and dtrace maps each record to the process's probe by
 //! the pid it carries. The kernel notes each process at its first firing and records that
 //! firing for dtrace whatever the filter says (`KernelAggs::known`), so dtrace learns of every
-//! process. The other clauses run in dtrace, the kernel capturing what they read.
+//! process. The D variables such clauses use live in the kernel as at a per-process probe
+//! (`kvars::kernel_probes` counts the file probes a provider glob matches). The other clauses
+//! run in dtrace, the kernel capturing what they read.
 
 use crate::catalog::{glob, AttachPoint, Probe};
 use crate::session::Delivery;
@@ -185,6 +187,14 @@ impl FileProbes {
         });
     }
 
+    /// The file probes description `d` may match in some process.
+    pub(crate) fn matching<'a>(
+        &'a self,
+        d: &'a dtrace_dif::program::ProbeDesc,
+    ) -> impl Iterator<Item = &'a FileProbe> + 'a {
+        self.list.iter().filter(move |f| f.may_match(d))
+    }
+
     /// Whether there are any.
     pub(crate) fn is_empty(&self) -> bool {
         self.list.is_empty()
@@ -203,6 +213,18 @@ impl FileProbes {
             out.push(f.clone());
         }
         out
+    }
+
+    /// File probe `tag` if it is not yet enabled in the session, marked enabled.
+    pub(crate) fn take_unenabled_tag(&mut self, tag: u32) -> Option<FileProbe> {
+        let f = self
+            .list
+            .get_mut(tag.checked_sub(FILE_TAG_BASE)? as usize)?;
+        if f.enabled {
+            return None;
+        }
+        f.enabled = true;
+        Some(f.clone())
     }
 
     /// The tag of the file probe that covers per-process USDT probe `probe` (`python123:...`, of
@@ -309,12 +331,14 @@ impl super::Shared {
         else {
             return Ok(false);
         };
+        // The file probe is placed first (a process running when the program is enabled is
+        // served before the file probes are placed): which clauses run in the kernel there is
+        // known then.
+        if let Some(f) = self.user.files.take_unenabled_tag(tag) {
+            self.enable_file_probe(&f)
+                .map_err(|e| format!("{} in every process: {e}", f.probe.desc))?;
+        }
         let matching = self.clauses_matching(info);
-        self.check_in_dtrace(&matching, &desc.to_string())?;
-        self.user.files.serve(tag, pid, info.id);
-        self.active.insert(info.id);
-        // The clauses run in the kernel at the file probe run there for this process from now
-        // on: the framework leaves them to it, the records they build carry their EPIDs here.
         let in_kernel: Vec<(usize, u16)> = self
             .user
             .files
@@ -327,6 +351,16 @@ impl super::Shared {
                     .collect()
             })
             .unwrap_or_default();
+        let in_dtrace: Vec<usize> = matching
+            .iter()
+            .copied()
+            .filter(|i| !in_kernel.iter().any(|(k, _)| k == i))
+            .collect();
+        self.check_in_dtrace(&in_dtrace, &desc.to_string())?;
+        self.user.files.serve(tag, pid, info.id);
+        self.active.insert(info.id);
+        // The clauses run in the kernel at the file probe run there for this process from now
+        // on: the framework leaves them to it, the records they build carry their EPIDs here.
         for (i, n) in in_kernel {
             self.kernel_aggregated.insert((i, info.id));
             self.built_at.insert((i, info.id), n);
@@ -343,7 +377,7 @@ impl super::Shared {
             {
                 return Err(format!(
                     "clause {}: {} lives in the kernel, where this clause cannot run at {probe} \
-                     (a USDT probe of every process runs its clauses in dtrace)",
+                     (planned after the programs that placed it there)",
                     self.kernel.get(i).map_or("?", |c| c.desc.as_str()),
                     v.name
                 ));
@@ -371,7 +405,6 @@ impl super::Shared {
         if idx.is_empty() {
             return Ok(());
         }
-        self.check_in_dtrace(&idx, &f.probe.desc.to_string())?;
         let kernel_aggs = self.kernel_predicates
             && self.kernel_aggregations.is_ok()
             && self.exit_at_kernel_probe.is_none();
@@ -392,15 +425,18 @@ impl super::Shared {
                     i,
                     "its description matches the probe in some processes only".into(),
                 ));
-            } else if self.placement.in_kernel(i) {
-                kept_out.push((i, "its variables live in the kernel".into()));
             }
         }
+        // As at a per-process probe: stores run in the kernel with the variables they store.
         let (k_idx, r_idx): (Vec<usize>, Vec<usize>) = idx.iter().partition(|&&i| {
             kernel_aggs
                 && !kept_out.iter().any(|(k, _)| *k == i)
-                && matches!(self.kplans.get(i), Some(Ok(p)) if p.stores.is_empty())
+                && matches!(self.kplans.get(i),
+                    Some(Ok(p)) if p.stores.is_empty() || self.placement.in_kernel(i)
+                        || p.writes_user)
         });
+        // A clause that uses a kernel variable runs in the kernel, or nothing runs.
+        self.check_in_dtrace(&r_idx, &f.probe.desc.to_string())?;
         let filter_off = prov_readers.then_some(
             "a predicate at the probe reads probeprov, the firing process's provider, which \
              only dtrace knows at a probe of every process",
@@ -549,7 +585,7 @@ impl super::Shared {
 const KNOWN_PROCESSES: u32 = 65536;
 
 /// Whether `e` reads `probeprov` anywhere (its predicate or its actions).
-fn reads_probeprov(e: &dtrace_dif::program::EcbDesc) -> bool {
+pub(crate) fn reads_probeprov(e: &dtrace_dif::program::EcbDesc) -> bool {
     use dtrace_dif::instr::Instr;
     e.predicate
         .iter()

@@ -360,6 +360,17 @@ impl UserProbes {
         out
     }
 
+    /// The file probes (see [`super::file_usdt`]) description `d` may match, its provider a
+    /// glob with a literal prefix (`myapp*`): those of the files the running processes map,
+    /// added now if not yet known.
+    pub(crate) fn file_probes_for(&mut self, d: &DifProbeDesc) -> Vec<file_usdt::FileProbe> {
+        let mut files = Vec::new();
+        self.usdt_providers_matching(&d.provider, &mut files);
+        let pattern = ProbeDesc::new(&d.provider, &d.module, &d.function, &d.name);
+        self.add_file_probes(&pattern, &files);
+        self.files.matching(d).cloned().collect()
+    }
+
     /// The USDT probes of per-process provider description `desc`, for typing `args[]` while a
     /// program compiles (`None` for `pid` probes, which have no declared types, or when the process
     /// cannot be read). The image read here is not kept: a process started with `-c` has not
