@@ -656,3 +656,153 @@ fn a_process_running_at_start_is_counted_once_at_a_provider_glob_run_in_the_kern
         "{out}{err}"
     );
 }
+
+/// Says it waits, waits for a line, then calls `getppid()` `argv[1]` times, then fires
+/// `myapp:hit` `argv[2]` times with `arg0` = i, and says so.
+const FILLER: &str = r#"
+#include <sys/sdt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    char line[16];
+    if (argc < 3)
+        return 2;
+    printf("waiting\n");
+    fflush(stdout);
+    if (!fgets(line, sizeof line, stdin))
+        return 2;
+    long fills = atol(argv[1]);
+    int n = atoi(argv[2]);
+    for (long i = 0; i < fills; i++)
+        getppid();
+    for (int i = 0; i < n; i++)
+        DTRACE_PROBE1(myapp, hit, i);
+    printf("fired %d\n", n);
+    return 0;
+}
+"#;
+
+/// Fires `myready:ready` every millisecond until the file `argv[1]` exists, waits until the file
+/// `argv[2]` exists, then fires `myready:stop` every 10 ms (a minute at most each).
+const READY: &str = r#"
+#include <sys/sdt.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    if (argc < 3)
+        return 2;
+    for (int t = 0; access(argv[1], F_OK) != 0 && t < 60000; t++) {
+        DTRACE_PROBE(myready, ready);
+        usleep(1000);
+    }
+    for (int t = 0; access(argv[2], F_OK) != 0 && t < 60000; t++)
+        usleep(1000);
+    for (int t = 0; t < 6000; t++) {
+        DTRACE_PROBE(myready, stop);
+        usleep(10000);
+    }
+    return 0;
+}
+"#;
+
+#[test]
+fn what_the_kernel_counted_for_a_process_whose_first_firing_the_ring_lost_is_kept() {
+    let test = "what_the_kernel_counted_for_a_process_whose_first_firing_the_ring_lost_is_kept";
+    if !ready(test) {
+        return;
+    }
+    use std::io::{BufRead, Write};
+    let dir = common::test_dir(test);
+    let filler = common::compile_c(&dir, "late-fill", FILLER, &["-O1"]);
+    let readier = common::compile_c(&dir, "late-ready", READY, &["-O1"]);
+    let (started, ready, end) = (dir.join("started"), dir.join("ready"), dir.join("end"));
+    for f in [&started, &ready, &end] {
+        let _ = std::fs::remove_file(f);
+    }
+    const N: i64 = 6;
+    // No process maps either file at start (-Z). Once tracing has begun, the hit process
+    // starts, then the ready one:
+    // dtrace finds the hit process's file no later than the ready one's, and the ready
+    // process's first firing makes dtrace create the file `ready` (naming the ready process
+    // only: the hit process is not named, nor are its probes created). Then dtrace is
+    // stopped, and the getppid() records of a small ring (-b 4k) fill it, so the ring has no
+    // room for the record of the hit process's first firing, the one that tells dtrace of the
+    // process. The kernel counts every hit all the same; dtrace must name the process to bind
+    // and print them. The ready process's `stop` ends tracing once dtrace runs again.
+    let d = format!(
+        "BEGIN {{ system(\"touch {}\"); }}
+         myready*:late-ready::ready {{ system(\"touch {}\"); }}
+         syscall::getppid:entry /execname == \"late-fill\"/ {{ printf(\"f\\n\"); }}
+         myapp*:late-fill::hit {{ @n = count(); @s = sum(arg0); }}
+         myready*:late-ready::stop {{ exit(0); }}
+         END {{ printa(\"n %@d\\n\", @n); printa(\"s %@d\\n\", @s); }}",
+        started.display(),
+        ready.display()
+    );
+    let mut dt = Command::new(env!("CARGO_BIN_EXE_dtrace"))
+        .args(["-Zwq", "-b", "4k", "-n", &d])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while !started.exists() {
+        if t0.elapsed().as_secs() > 60 || dt.try_wait().unwrap().is_some() {
+            let _ = dt.kill();
+            panic!("dtrace did not begin tracing");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let mut hit = Command::new(&filler)
+        .args(["200000", &N.to_string()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut hit_out = std::io::BufReader::new(hit.stdout.take().unwrap());
+    let mut line = String::new();
+    hit_out.read_line(&mut line).unwrap();
+    assert_eq!(line, "waiting\n");
+    let mut readier = Command::new(&readier)
+        .arg(&ready)
+        .arg(&end)
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while !ready.exists() {
+        if t0.elapsed().as_secs() > 60 || dt.try_wait().unwrap().is_some() {
+            for c in [&mut hit, &mut readier, &mut dt] {
+                let _ = c.kill();
+            }
+            panic!("dtrace did not see the ready process");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let dt_pid = dt.id() as i32;
+    // SAFETY: kill takes two integers.
+    assert_eq!(unsafe { libc::kill(dt_pid, libc::SIGSTOP) }, 0);
+    hit.stdin.take().unwrap().write_all(b"go\n").unwrap();
+    line.clear();
+    hit_out.read_line(&mut line).unwrap();
+    let hit_ok = hit.wait().unwrap().success();
+    // SAFETY: as above.
+    assert_eq!(unsafe { libc::kill(dt_pid, libc::SIGCONT) }, 0);
+    std::fs::write(&end, "").unwrap();
+    let out = dt.wait_with_output().unwrap();
+    let _ = readier.kill();
+    let _ = readier.wait();
+    assert!(hit_ok);
+    assert_eq!(line, format!("fired {N}\n"));
+    let (stdout, err) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    // The ring was full: the getppid() records it had no room for are drops.
+    assert!(err.contains("drop"), "{err}");
+    assert!(stdout.contains(&format!("\nn {N}\n")), "{err}");
+    assert!(
+        stdout.contains(&format!("\ns {}\n", N * (N - 1) / 2)),
+        "{err}"
+    );
+}

@@ -280,6 +280,25 @@ impl FileProbes {
         self.waiting.push(d);
     }
 
+    /// Notes that file probe `tag` fired in process `pid` (its first firing, whose record was
+    /// lost): the process is named at the next [`FileProbes::take_unknown`] unless it is
+    /// already.
+    pub(crate) fn note_unknown(&mut self, tag: u32, pid: u32) {
+        if self.adopted.contains(&(tag, pid)) || self.served.contains_key(&(tag, pid)) {
+            return;
+        }
+        let Some(i) = tag.checked_sub(FILE_TAG_BASE).map(|i| i as usize) else {
+            return;
+        };
+        if i >= self.list.len() {
+            return;
+        }
+        let fired = self.unknown.entry(pid).or_default();
+        if !fired.contains(&i) {
+            fired.push(i);
+        }
+    }
+
     /// The processes that fired file probes without a probe of their own, each with the
     /// (provider kind, file, was an executable) of what fired; they count as adopted from now.
     pub(crate) fn take_unknown(&mut self) -> Vec<(u32, Vec<Fired>)> {
@@ -493,6 +512,7 @@ impl super::Shared {
                 &[&f.kind, &d.module, &d.function, &d.name],
             )?;
             aggs.known = Some(self.known_processes()?);
+            aggs.missed = self.missed_announcements.as_ref().map(|m| m.raw_fd());
             self.user.files.kernel.insert(f.tag, numbers);
             spec.aggs = Some(aggs);
         }
@@ -571,7 +591,16 @@ impl super::Shared {
                 KNOWN_PROCESSES,
             )
             .map_err(|e| e.to_string())?;
+            let missed = crate::bpf::Map::create(
+                crate::bpf::MapKind::LruHash,
+                "dt_missed_procs",
+                8,
+                1,
+                MISSED_ANNOUNCEMENTS,
+            )
+            .map_err(|e| e.to_string())?;
             self.known_processes = Some(map);
+            self.missed_announcements = Some(missed);
         }
         self.known_processes
             .as_ref()
@@ -583,6 +612,28 @@ impl super::Shared {
 /// (file probe, process) pairs the kernel remembers as known; one evicted is handed over to
 /// dtrace again, which serves it as before (slower, not wrong).
 const KNOWN_PROCESSES: u32 = 65536;
+
+/// (file probe, process) pairs whose first firing the ring had no room for, noted between two
+/// polls (see `KernelAggs::missed`).
+const MISSED_ANNOUNCEMENTS: u32 = 8192;
+
+/// The (tag, process) pairs noted in map `missed` (see `KernelAggs::missed`), taken out: one
+/// noted again after it is read is taken by the next call.
+fn take_missed(missed: &crate::bpf::Map) -> Vec<(u32, u32)> {
+    let mut out = Vec::new();
+    for k in missed.keys().unwrap_or_default() {
+        let _ = missed.delete(&k);
+        let Some(key) = k
+            .get(..8)
+            .and_then(|b| b.try_into().ok())
+            .map(u64::from_ne_bytes)
+        else {
+            continue;
+        };
+        out.push(((key >> 32) as u32, key as u32));
+    }
+    out
+}
 
 /// Whether `e` reads `probeprov` anywhere (its predicate or its actions).
 pub(crate) fn reads_probeprov(e: &dtrace_dif::program::EcbDesc) -> bool {
@@ -628,7 +679,19 @@ impl super::LinuxTracing {
         &self,
         fw: &mut dtrace_framework::Framework,
     ) -> crate::error::Result<Vec<u32>> {
-        let unknown = self.lock().user.files.take_unknown();
+        let unknown = {
+            let mut sh = self.lock();
+            // First firings whose records the ring had no room for name their processes too.
+            let missed = sh
+                .missed_announcements
+                .as_ref()
+                .map(take_missed)
+                .unwrap_or_default();
+            for (tag, pid) in missed {
+                sh.user.files.note_unknown(tag, pid);
+            }
+            sh.user.files.take_unknown()
+        };
         let mut pids = Vec::with_capacity(unknown.len());
         let mut names: Vec<String> = Vec::new();
         for (pid, fired) in unknown {
