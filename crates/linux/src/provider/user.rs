@@ -142,28 +142,29 @@ impl UserProbes {
     }
 
     /// The USDT providers (`python1234`) of the objects process `pid` maps that match an enabled
-    /// glob.
+    /// glob. The file probes of those objects are added too (placed by the next
+    /// [`LinuxTracing::enable_file_probes`]), so the process's probes are served from them: a
+    /// library it loaded fires once for it, and in every process that maps it.
     fn glob_providers_of(&mut self, pid: u32) -> Vec<String> {
         let globs = self.globs.clone();
         let mut out = Vec::new();
+        let mut files = Vec::new();
         for g in &globs {
-            for name in self.usdt_providers_of(pid, g) {
+            for name in self.usdt_providers_and_files_of(pid, g, &mut files) {
                 if !out.contains(&name) {
                     out.push(name);
                 }
             }
         }
+        for d in self.glob_descs.clone() {
+            self.add_file_probes(&d, &files);
+        }
         out
     }
 
     /// The USDT providers (`python1234`) of the objects process `pid` maps that match provider
-    /// glob `pattern`.
-    fn usdt_providers_of(&mut self, pid: u32, pattern: &str) -> Vec<String> {
-        self.usdt_providers_and_files_of(pid, pattern, &mut Vec::new())
-    }
-
-    /// [`UserProbes::usdt_providers_of`], adding to `files` each object (path, whether it is the
-    /// process's executable) with a USDT provider the glob may name in some process.
+    /// glob `pattern`, adding to `files` each object (path, whether it is the process's
+    /// executable) with a USDT provider the glob may name in some process.
     fn usdt_providers_and_files_of(
         &mut self,
         pid: u32,
@@ -540,7 +541,8 @@ impl LinuxTracing {
             let names = self.lock().user.glob_providers_of(pid);
             self.register_new(fw, names)?;
         }
-        Ok(())
+        // The new objects' file probes first: the processes' probes are served from them.
+        self.enable_file_probes(true)
     }
 
     /// Registers with `fw` each user provider of `names` not registered yet.
