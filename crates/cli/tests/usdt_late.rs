@@ -391,3 +391,418 @@ fn python_processes_started_later_fire_gc_start_under_their_own_provider() {
     assert!(five.is_some_and(|c| c >= 5), "{out}{err}");
     assert_eq!(nine.zip(five).map(|(a, b)| a - b), Some(4), "{out}{err}");
 }
+
+/// A library whose `fire(n, ready)` first fires `mylib:ready` every millisecond until the file
+/// `ready` exists (a minute at most), then `mylib:hit` n times with `arg0` = i, then
+/// `mylib:done`.
+const LATE_LIB: &str = r#"
+#include <sys/sdt.h>
+#include <unistd.h>
+void fire(int n, const char *ready) {
+    for (int t = 0; access(ready, F_OK) != 0 && t < 60000; t++) {
+        DTRACE_PROBE(mylib, ready);
+        usleep(1000);
+    }
+    for (int i = 0; i < n; i++)
+        DTRACE_PROBE1(mylib, hit, i);
+    DTRACE_PROBE(mylib, done);
+}
+"#;
+
+/// Waits for a line, then loads the library `argv[1]` and calls its `fire(argv[2], argv[3])`;
+/// prints its pid and n.
+const LATE_LOADER: &str = r#"
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    char line[16];
+    if (argc < 4 || !fgets(line, sizeof line, stdin))
+        return 2;
+    void *h = dlopen(argv[1], RTLD_NOW);
+    void (*fire)(int, const char *) = h ? (void (*)(int, const char *))dlsym(h, "fire") : 0;
+    if (!fire)
+        return 1;
+    fire(atoi(argv[2]), argv[3]);
+    printf("pid %d n %d enabled 0\n", (int)getpid(), atoi(argv[2]));
+    return 0;
+}
+"#;
+
+#[test]
+fn a_process_looked_at_before_gets_the_probes_of_a_library_it_loads_later() {
+    let test = "a_process_looked_at_before_gets_the_probes_of_a_library_it_loads_later";
+    if !ready(test) {
+        return;
+    }
+    use std::io::{Read, Write};
+    let dir = common::test_dir(test);
+    let lib = common::compile_c(&dir, "liblate.so", LATE_LIB, &["-O1", "-shared", "-fPIC"]);
+    let exe = common::compile_c(&dir, "late-loader", LATE_LOADER, &["-O1", "-ldl"]);
+    let (started, ready) = (dir.join("started"), dir.join("ready"));
+    for f in [&started, &ready] {
+        let _ = std::fs::remove_file(f);
+    }
+    const N: u64 = 7;
+    // The process runs, without the library, when tracing starts: dtrace looks at it then.
+    let mut child = Command::new(&exe)
+        .arg(&lib)
+        .arg(N.to_string())
+        .arg(&ready)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    // -Z: no object has `mylib` at start. BEGIN says tracing has begun; the library, once
+    // loaded, fires `ready` until dtrace has seen a firing; `done` ends tracing (a minute's
+    // ticks end a run that never sees it).
+    let d = format!(
+        "BEGIN {{ system(\"touch {}\"); }}
+         mylib*:liblate.so::ready {{ system(\"touch {}\"); }}
+         mylib*:liblate.so::hit {{ @n[probeprov] = count(); @s[probeprov] = sum(arg0); }}
+         mylib*:liblate.so::done {{ exit(0); }}
+         tick-1s /++ticks > 60/ {{ exit(1); }}
+         END {{ printa(\"n %s %@d\\n\", @n); printa(\"s %s %@d\\n\", @s); }}",
+        started.display(),
+        ready.display()
+    );
+    let mut dt = Command::new(env!("CARGO_BIN_EXE_dtrace"))
+        .args(["-wZq", "-n", &d])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while !started.exists() {
+        if t0.elapsed().as_secs() > 60 || dt.try_wait().unwrap().is_some() {
+            let _ = child.kill();
+            let _ = dt.kill();
+            panic!("dtrace did not begin tracing");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    child.stdin.take().unwrap().write_all(b"go\n").unwrap();
+    let o = dt.wait_with_output().unwrap();
+    let (out, err) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    let mut child_out = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut child_out)
+        .unwrap();
+    assert!(child.wait().unwrap().success(), "{child_out}");
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    assert_eq!(runs(&child_out).get(&pid), Some(&(N, 0)), "{child_out}");
+    let prov = format!("mylib{pid}");
+    assert_eq!(agg(&out, "n").get(&prov), Some(&(N as i64)), "{out}{err}");
+    assert_eq!(
+        agg(&out, "s").get(&prov),
+        Some(&((N * (N - 1) / 2) as i64)),
+        "{out}{err}"
+    );
+}
+
+#[test]
+fn variables_at_a_provider_glob_live_in_the_kernel_as_at_a_per_process_probe() {
+    let test = "variables_at_a_provider_glob_live_in_the_kernel_as_at_a_per_process_probe";
+    if !ready(test) {
+        return;
+    }
+    let dir = common::test_dir(test);
+    let exe = common::compile_c(&dir, "late-vars", PROG, &["-O2"]);
+    let cmd = script(&dir, "vars.sh", &exe, &["3", "5", "7"]);
+    // A thread-local, a thread-local array and a global, stored and read at the probes of every
+    // process: the clauses run whole in the kernel, the output the same with every kernel path
+    // off. The processes run in turn, so the global counts on from one to the next (END, which
+    // runs in dtrace, does not read it).
+    let d = "myapp*:late-vars::work-done { self->last = arg0; n++; @w[execname] = sum(arg1); }
+             myapp*:late-vars:main:tick /self->last == arg0 && arg0 % 2 == 0/
+             { @even = count(); self->seen[arg0] = 1; }
+             myapp*:late-vars:main:tick /self->seen[arg0]/ { printf(\"seen %d of %d\\n\", arg0, n); }
+             END { printa(\"w %s %@d\\n\", @w); printa(\"even %@d\\n\", @even); }";
+    let args = ["-qv", "-n", d, "-c", &cmd];
+    let (rc, kout, kerr) = with_holder(&exe, &args, &[]);
+    assert_eq!(rc, 0, "{kerr}");
+    for n in 1..=3 {
+        let lines = common::clause_lines(&kerr, n).join("\n");
+        assert!(
+            lines.contains("runs whole in the kernel at 1 probe")
+                && lines.contains("live in the kernel"),
+            "clause {n}: {kerr}"
+        );
+    }
+    let (rc, iout, ierr) = with_holder(&exe, &args, &common::kernel_paths_off());
+    assert_eq!(rc, 0, "{ierr}");
+    assert!(ierr.contains("are off (DTRACE_KERNEL_"), "{ierr}");
+    let traced = |o: &str| {
+        let mut v: Vec<String> = o
+            .lines()
+            .filter(|l| !l.starts_with("pid "))
+            .map(String::from)
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(traced(&kout), traced(&iout));
+    for want in [
+        "seen 0 of 1\n",
+        "seen 2 of 3\n",
+        "seen 4 of 8\n",
+        "seen 6 of 15\n",
+        "w late-vars -340\n",
+        "even 9\n",
+    ] {
+        assert!(kout.contains(want), "{want:?} not in {kout}");
+    }
+    assert_eq!(runs(&kout).len(), 3, "{kout}");
+    // A clause matching the probe in some processes only (`myapp9*`) runs in dtrace, and the
+    // variables it uses stay there with every clause using them, saying why (-Z: it may match
+    // no process at start; its predicate never holds, whatever the processes' ids).
+    let d2 = format!("{d} myapp9*:late-vars::work-done /self->last < 0/ {{ @never = count(); }}");
+    let (rc, out2, err2) = with_holder(&exe, &["-Zqv", "-n", &d2, "-c", &cmd], &[]);
+    assert_eq!(rc, 0, "{err2}");
+    assert!(
+        common::clause_lines(&err2, 4)
+            .join("\n")
+            .contains("matches myapp:late-vars:main:work-done in some processes only"),
+        "{err2}"
+    );
+    assert!(out2.contains("even 9\n"), "{out2}");
+}
+
+/// Waits for a line, then fires `myapp:work-done` n times (`argv[1]`) with `arg0` = i, then
+/// `myapp:done`.
+const WAITER: &str = r#"
+#include <sys/sdt.h>
+#include <stdio.h>
+#include <stdlib.h>
+int main(int argc, char **argv) {
+    char line[16];
+    if (argc < 2 || !fgets(line, sizeof line, stdin))
+        return 2;
+    int n = atoi(argv[1]);
+    for (int i = 0; i < n; i++)
+        DTRACE_PROBE1(myapp, work__done, i);
+    DTRACE_PROBE(myapp, done);
+    return 0;
+}
+"#;
+
+#[test]
+fn a_process_running_at_start_is_counted_once_at_a_provider_glob_run_in_the_kernel() {
+    let test = "a_process_running_at_start_is_counted_once_at_a_provider_glob_run_in_the_kernel";
+    if !ready(test) {
+        return;
+    }
+    use std::io::Write;
+    let dir = common::test_dir(test);
+    let exe = common::compile_c(&dir, "late-waiter", WAITER, &["-O1"]);
+    let started = dir.join("started");
+    let _ = std::fs::remove_file(&started);
+    const N: i64 = 6;
+    // Its probes are created when the program is enabled, before the file probes they are
+    // served from are placed: the clauses run in the kernel for it too, counted once, and
+    // its exit() (run in the kernel) ends tracing.
+    let mut child = Command::new(&exe)
+        .arg(N.to_string())
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let d = format!(
+        "BEGIN {{ system(\"touch {}\"); }}
+         myapp*:late-waiter::work-done {{ @n = count(); @s = sum(arg0); }}
+         myapp*:late-waiter::done {{ exit(0); }}
+         END {{ printa(\"n %@d\\n\", @n); printa(\"s %@d\\n\", @s); }}",
+        started.display()
+    );
+    let mut dt = Command::new(env!("CARGO_BIN_EXE_dtrace"))
+        .args(["-wqv", "-n", &d])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while !started.exists() {
+        if t0.elapsed().as_secs() > 60 || dt.try_wait().unwrap().is_some() {
+            let _ = child.kill();
+            let _ = dt.kill();
+            panic!("dtrace did not begin tracing");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    child.stdin.take().unwrap().write_all(b"go\n").unwrap();
+    assert!(child.wait().unwrap().success());
+    let o = dt.wait_with_output().unwrap();
+    let (out, err) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(
+        common::clause_lines(&err, 1)
+            .join("\n")
+            .contains("aggregations run in the kernel at 1 probe"),
+        "{err}"
+    );
+    assert!(out.contains(&format!("n {N}\n")), "{out}{err}");
+    assert!(
+        out.contains(&format!("s {}\n", N * (N - 1) / 2)),
+        "{out}{err}"
+    );
+}
+
+/// Says it waits, waits for a line, then calls `getppid()` `argv[1]` times, then fires
+/// `myapp:hit` `argv[2]` times with `arg0` = i, and says so.
+const FILLER: &str = r#"
+#include <sys/sdt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    char line[16];
+    if (argc < 3)
+        return 2;
+    printf("waiting\n");
+    fflush(stdout);
+    if (!fgets(line, sizeof line, stdin))
+        return 2;
+    long fills = atol(argv[1]);
+    int n = atoi(argv[2]);
+    for (long i = 0; i < fills; i++)
+        getppid();
+    for (int i = 0; i < n; i++)
+        DTRACE_PROBE1(myapp, hit, i);
+    printf("fired %d\n", n);
+    return 0;
+}
+"#;
+
+/// Fires `myready:ready` every millisecond until the file `argv[1]` exists, waits until the file
+/// `argv[2]` exists, then fires `myready:stop` every 10 ms (a minute at most each).
+const READY: &str = r#"
+#include <sys/sdt.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    if (argc < 3)
+        return 2;
+    for (int t = 0; access(argv[1], F_OK) != 0 && t < 60000; t++) {
+        DTRACE_PROBE(myready, ready);
+        usleep(1000);
+    }
+    for (int t = 0; access(argv[2], F_OK) != 0 && t < 60000; t++)
+        usleep(1000);
+    for (int t = 0; t < 6000; t++) {
+        DTRACE_PROBE(myready, stop);
+        usleep(10000);
+    }
+    return 0;
+}
+"#;
+
+#[test]
+fn what_the_kernel_counted_for_a_process_whose_first_firing_the_ring_lost_is_kept() {
+    let test = "what_the_kernel_counted_for_a_process_whose_first_firing_the_ring_lost_is_kept";
+    if !ready(test) {
+        return;
+    }
+    use std::io::{BufRead, Write};
+    let dir = common::test_dir(test);
+    let filler = common::compile_c(&dir, "late-fill", FILLER, &["-O1"]);
+    let readier = common::compile_c(&dir, "late-ready", READY, &["-O1"]);
+    let (started, ready, end) = (dir.join("started"), dir.join("ready"), dir.join("end"));
+    for f in [&started, &ready, &end] {
+        let _ = std::fs::remove_file(f);
+    }
+    const N: i64 = 6;
+    // No process maps either file at start (-Z). Once tracing has begun, the hit process
+    // starts, then the ready one:
+    // dtrace finds the hit process's file no later than the ready one's, and the ready
+    // process's first firing makes dtrace create the file `ready` (naming the ready process
+    // only: the hit process is not named, nor are its probes created). Then dtrace is
+    // stopped, and the getppid() records of a small ring (-b 4k) fill it, so the ring has no
+    // room for the record of the hit process's first firing, the one that tells dtrace of the
+    // process. The kernel counts every hit all the same; dtrace must name the process to bind
+    // and print them. The ready process's `stop` ends tracing once dtrace runs again.
+    let d = format!(
+        "BEGIN {{ system(\"touch {}\"); }}
+         myready*:late-ready::ready {{ system(\"touch {}\"); }}
+         syscall::getppid:entry /execname == \"late-fill\"/ {{ printf(\"f\\n\"); }}
+         myapp*:late-fill::hit {{ @n = count(); @s = sum(arg0); }}
+         myready*:late-ready::stop {{ exit(0); }}
+         END {{ printa(\"n %@d\\n\", @n); printa(\"s %@d\\n\", @s); }}",
+        started.display(),
+        ready.display()
+    );
+    let mut dt = Command::new(env!("CARGO_BIN_EXE_dtrace"))
+        .args(["-Zwq", "-b", "4k", "-n", &d])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while !started.exists() {
+        if t0.elapsed().as_secs() > 60 || dt.try_wait().unwrap().is_some() {
+            let _ = dt.kill();
+            panic!("dtrace did not begin tracing");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let mut hit = Command::new(&filler)
+        .args(["200000", &N.to_string()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut hit_out = std::io::BufReader::new(hit.stdout.take().unwrap());
+    let mut line = String::new();
+    hit_out.read_line(&mut line).unwrap();
+    assert_eq!(line, "waiting\n");
+    let mut readier = Command::new(&readier)
+        .arg(&ready)
+        .arg(&end)
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while !ready.exists() {
+        if t0.elapsed().as_secs() > 60 || dt.try_wait().unwrap().is_some() {
+            for c in [&mut hit, &mut readier, &mut dt] {
+                let _ = c.kill();
+            }
+            panic!("dtrace did not see the ready process");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let dt_pid = dt.id() as i32;
+    // SAFETY: kill takes two integers.
+    assert_eq!(unsafe { libc::kill(dt_pid, libc::SIGSTOP) }, 0);
+    hit.stdin.take().unwrap().write_all(b"go\n").unwrap();
+    line.clear();
+    hit_out.read_line(&mut line).unwrap();
+    let hit_ok = hit.wait().unwrap().success();
+    // SAFETY: as above.
+    assert_eq!(unsafe { libc::kill(dt_pid, libc::SIGCONT) }, 0);
+    std::fs::write(&end, "").unwrap();
+    let out = dt.wait_with_output().unwrap();
+    let _ = readier.kill();
+    let _ = readier.wait();
+    assert!(hit_ok);
+    assert_eq!(line, format!("fired {N}\n"));
+    let (stdout, err) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    // The ring was full: the getppid() records it had no room for are drops.
+    assert!(err.contains("drop"), "{err}");
+    assert!(stdout.contains(&format!("\nn {N}\n")), "{err}");
+    assert!(
+        stdout.contains(&format!("\ns {}\n", N * (N - 1) / 2)),
+        "{err}"
+    );
+}

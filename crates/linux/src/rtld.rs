@@ -12,8 +12,8 @@
 //! `RT_CONSISTENT` event.
 
 use crate::attach::Attachment;
-use crate::bpf::insn::{R0, R1, R6};
-use crate::bpf::{Asm, Map, MapKind, ProgKind, Program};
+use crate::bpf::insn::{helper, op, R0, R1, R10, R2, R3, R4, R6};
+use crate::bpf::{Asm, Map, MapKind, ProgKind, Program, Size};
 use crate::capture::MemKind;
 use crate::catalog::pid::ProcessImage;
 use crate::error::{LinuxError, Result};
@@ -112,6 +112,96 @@ impl RtldWatch {
     pub fn resume(&self) {
         // A process that is gone has nothing to resume.
         let _ = crate::process::continue_process(self.pid);
+    }
+}
+
+/// The linker's hook in every process that maps one linker file, for the provider globs that
+/// place USDT probes on files (see [`crate::provider::file_usdt`]): a process already looked at
+/// for object files that loads a library later (`dlopen`) is looked at again. It stops nothing
+/// (a `dtrace` that stalls must not stall every program that loads a library): the program
+/// notes the process in an LRU hash that dtrace empties at each look, so a library's probes fire
+/// from the look that finds it on, as for a process started later.
+#[derive(Debug)]
+pub struct LinkerWatch {
+    /// The processes whose linker changed their objects since the last look (pid to nothing).
+    changed: Map,
+    _attach: Attachment,
+    _prog: Program,
+}
+
+/// How many processes [`LinkerWatch`] notes between two looks (the least recently noted go
+/// first; more in one interval than this are mostly processes just started, looked at anyway).
+const CHANGED_ENTRIES: u32 = 8192;
+
+impl LinkerWatch {
+    /// Whether the object file at `path` may be a run-time linker: it exports `r_debug` (ld.so,
+    /// or a static program that can `dlopen`).
+    pub fn may_be_linker(path: &str) -> bool {
+        r_debug_vaddr(path).is_some()
+    }
+
+    /// Places the hook of the linker file `path` for every process that maps it, its site read
+    /// from process `pid`, which maps it (`None`: not a linker, or its `r_debug` is not set up).
+    pub fn place(pid: u32, path: &str) -> Result<Option<LinkerWatch>> {
+        let Some(obj) = crate::catalog::pid::MappedObject::load(path, false) else {
+            return Ok(None);
+        };
+        let image = ProcessImage {
+            pid,
+            objects: vec![obj],
+        };
+        let Some((site_path, offset)) = RtldWatch::site(&image) else {
+            return Ok(None);
+        };
+        let changed = Map::create(MapKind::LruHash, "dt_rtld_every", 4, 8, CHANGED_ENTRIES)?;
+        let mut a = Asm::new();
+        a.call(helper::GET_CURRENT_PID_TGID)
+            .alu_imm(op::RSH, R0, 32)
+            .store(Size::W, R10, -8, R0)
+            .store_imm(Size::DW, R10, -16, 0)
+            .ld_map_fd(R1, changed.raw_fd())
+            .mov(R2, R10)
+            .alu_imm(op::ADD, R2, -8)
+            .mov(R3, R10)
+            .alu_imm(op::ADD, R3, -16)
+            .mov_imm(R4, 0)
+            .call(helper::MAP_UPDATE_ELEM)
+            .mov_imm(R0, 0)
+            .exit();
+        let what = format!("the run-time linker {site_path} in every process");
+        let prog = Program::load(ProgKind::Kprobe, &a.finish()?, "dt_rtld_every", &what)?;
+        let site = crate::uprobe::UprobeSite {
+            path: &site_path,
+            offset,
+            retprobe: false,
+            pid: crate::uprobe::EVERY_PROCESS,
+            ref_ctr_offset: 0,
+        };
+        let attach = crate::uprobe::attach(&prog, &site, &what)?;
+        Ok(Some(LinkerWatch {
+            changed,
+            _attach: attach,
+            _prog: prog,
+        }))
+    }
+
+    /// The processes whose linker ran its hook since the last call, forgotten here: one whose
+    /// hook runs again after this call is returned by the next, so reading a process's objects
+    /// after this call sees every change reported by it.
+    pub fn take_changed(&self) -> Vec<u32> {
+        let mut out = Vec::new();
+        for k in self.changed.keys().unwrap_or_default() {
+            let Some(pid) = k
+                .get(..4)
+                .and_then(|b| b.try_into().ok())
+                .map(u32::from_ne_bytes)
+            else {
+                continue;
+            };
+            let _ = self.changed.delete(&k);
+            out.push(pid);
+        }
+        out
     }
 }
 

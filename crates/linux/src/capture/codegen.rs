@@ -740,6 +740,16 @@ pub fn gen_capture_reporting(
     emit_ring_reserve(&mut a, maps, layout.size)?;
     let have = a.label();
     a.jmp_imm(op::JNE, R0, 0, have);
+    if let Some(missed) = spec
+        .aggs
+        .as_ref()
+        .and_then(|k| k.missed)
+        .filter(|_| handover)
+    {
+        // A process's first firing at a probe of every process: dtrace is told of it all the
+        // same; only a record dtrace's clauses would have run on is a drop.
+        super::kagg::emit_missed_announcement(&mut a, missed, tag, (!records).then_some(out));
+    }
     emit_count_drop(&mut a, maps, out);
     a.bind(have).mov(R7, R0);
     emit_header(&mut a, KIND_EVENT, tag);

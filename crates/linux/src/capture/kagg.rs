@@ -671,6 +671,34 @@ fn emit_known_check(a: &mut Asm, known: i32, tag: u32) {
     a.bind(found);
 }
 
+/// When the ring had no room for the record of a firing that announces its process (see
+/// [`emit_known_check`]): notes the process's key in the map `missed` (see
+/// `KernelAggs::missed`), then jumps to `no_drop` when given (nothing else was recorded for
+/// dtrace). Other firings go on. Uses r0-r4.
+pub(crate) fn emit_missed_announcement(a: &mut Asm, missed: i32, tag: u32, no_drop: Option<Label>) {
+    let other = a.label();
+    a.load(Size::DW, R1, R10, HANDOVER)
+        .jmp_imm(op::JNE, R1, ANNOUNCE, other);
+    a.call(helper::GET_CURRENT_PID_TGID)
+        .alu_imm(op::RSH, R0, 32)
+        .mov_imm(R1, tag as i32)
+        .alu_imm(op::LSH, R1, 32)
+        .alu(op::OR, R0, R1)
+        .store(Size::DW, R10, VAL, R0);
+    a.store_imm(Size::DW, R10, INCR, 1);
+    a.ld_map_fd(R1, missed)
+        .mov(R2, R10)
+        .alu_imm(op::ADD, R2, i32::from(VAL))
+        .mov(R3, R10)
+        .alu_imm(op::ADD, R3, i32::from(INCR))
+        .mov_imm(R4, 0)
+        .call(helper::MAP_UPDATE_ELEM);
+    if let Some(l) = no_drop {
+        a.ja(l);
+    }
+    a.bind(other);
+}
+
 /// Most probe arguments whose strings are read before the clauses run.
 const MAX_PRE_READ: usize = 4;
 
@@ -1471,15 +1499,16 @@ mod tests {
         clause: super::super::spec::KernelAggClause,
         others: Option<(Option<super::super::spec::KernelFilter>, Option<u32>)>,
     ) -> (Vec<crate::bpf::Insn>, AggReport) {
-        program_known(clause, others, None)
+        program_known(clause, others, None, None)
     }
 
     /// [`program`] at a probe placed for every process, with `known` its map of known
-    /// processes.
+    /// processes and `missed` its map of missed announcements.
     fn program_known(
         clause: super::super::spec::KernelAggClause,
         others: Option<(Option<super::super::spec::KernelFilter>, Option<u32>)>,
         known: Option<i32>,
+        missed: Option<i32>,
     ) -> (Vec<crate::bpf::Insn>, AggReport) {
         use crate::capture::codegen::{gen_capture_reporting, CtxKind, MapFds};
         use crate::capture::spec::{ArgSource, CaptureSpec, Identity};
@@ -1513,6 +1542,7 @@ mod tests {
                 bypass: None,
                 vars: None,
                 known,
+                missed,
             }),
             ..CaptureSpec::new()
         };
@@ -1611,7 +1641,7 @@ mod tests {
         );
         // A process not known yet is noted and its firing recorded (unflagged), the clause
         // running here all the same.
-        let (insns, report) = program_known(clause.clone(), None, Some(11));
+        let (insns, report) = program_known(clause.clone(), None, Some(11), None);
         assert_eq!(report, vec![Ok(())]);
         assert_reachable(&insns);
         assert!(insns.contains(&announce) && insns.contains(&update));
@@ -1626,8 +1656,19 @@ mod tests {
         assert!(insns
             .iter()
             .any(|i| i.code == flagged.code && i.dst == flagged.dst && i.imm == flagged.imm));
+        // With a map of missed announcements, a first firing the ring has no room for is
+        // noted there (with or without other clauses recording at the probe).
+        let missed = one(|a| {
+            a.ld_map_fd(R1, 12);
+        });
+        assert!(!insns.contains(&missed));
+        for others in [None, Some((None, None))] {
+            let (insns, _) = program_known(clause.clone(), others, Some(11), Some(12));
+            assert_reachable(&insns);
+            assert!(insns.contains(&missed));
+        }
         // At a per-process probe, nothing of that.
-        let (insns, _) = program_known(clause, None, None);
+        let (insns, _) = program_known(clause, None, None, None);
         assert!(!insns.contains(&announce) && !insns.contains(&update));
     }
 

@@ -216,10 +216,16 @@ pub struct KernelAggs {
     /// The thread-locals that live in the kernel (see `capture::kvars`), when some do.
     pub vars: Option<KernelVars>,
     /// At a probe placed for every process (a file probe, `provider::file_usdt`): a hash map
-    /// whose keys are the (tag << 32 | process id) pairs dtrace knows the probes of
-    /// ([`known_process_key`]). A firing in a process not in it runs no clause here: it is
-    /// handed over to dtrace whole, which names the process's probes and runs every clause.
+    /// whose keys are the (tag << 32 | process id) pairs whose first firing was seen
+    /// ([`known_process_key`]). The first firing of a process not in it is recorded for dtrace
+    /// whatever the filters say (the kernel's clauses run as for any firing), so dtrace names
+    /// the process's probes.
     pub known: Option<i32>,
+    /// With [`KernelAggs::known`]: a hash map where such a first firing whose record the ring
+    /// had no room for notes its key, for dtrace to name the process all the same (what the
+    /// kernel's clauses counted for it is then not lost); the record is no drop when no clause
+    /// runs in dtrace at the probe (it only named the process).
+    pub missed: Option<i32>,
 }
 
 /// The key of [`KernelAggs::known`] for probe tag `tag` in process `pid`.

@@ -10,7 +10,8 @@
 //! ([`crate::uprobe::EVERY_PROCESS`]), so every process that maps the file, now or later, fires
 //! it; its semaphore is given to the kernel as the uprobe's `ref_ctr_offset`, which the kernel
 //! raises in each process as it maps the file. A process that maps a file not known yet fires
-//! once the file has been found.
+//! once the file has been found; one looked at before that loads a library later is looked at
+//! again after the load ([`crate::rtld::LinkerWatch`] on the run-time linkers it maps).
 //!
 //! A file probe is not a framework probe: its records carry a tag of its own
 //! ([`FILE_TAG_BASE`] and up). Delivery fires each of its events as the probe
@@ -27,7 +28,9 @@
 //! its records depend on the process, and dtrace maps each record to the process's probe by
 //! the pid it carries. The kernel notes each process at its first firing and records that
 //! firing for dtrace whatever the filter says (`KernelAggs::known`), so dtrace learns of every
-//! process. The other clauses run in dtrace, the kernel capturing what they read.
+//! process. The D variables such clauses use live in the kernel as at a per-process probe
+//! (`kvars::kernel_probes` counts the file probes a provider glob matches). The other clauses
+//! run in dtrace, the kernel capturing what they read.
 
 use crate::catalog::{glob, AttachPoint, Probe};
 use crate::session::Delivery;
@@ -184,6 +187,14 @@ impl FileProbes {
         });
     }
 
+    /// The file probes description `d` may match in some process.
+    pub(crate) fn matching<'a>(
+        &'a self,
+        d: &'a dtrace_dif::program::ProbeDesc,
+    ) -> impl Iterator<Item = &'a FileProbe> + 'a {
+        self.list.iter().filter(move |f| f.may_match(d))
+    }
+
     /// Whether there are any.
     pub(crate) fn is_empty(&self) -> bool {
         self.list.is_empty()
@@ -202,6 +213,18 @@ impl FileProbes {
             out.push(f.clone());
         }
         out
+    }
+
+    /// File probe `tag` if it is not yet enabled in the session, marked enabled.
+    pub(crate) fn take_unenabled_tag(&mut self, tag: u32) -> Option<FileProbe> {
+        let f = self
+            .list
+            .get_mut(tag.checked_sub(FILE_TAG_BASE)? as usize)?;
+        if f.enabled {
+            return None;
+        }
+        f.enabled = true;
+        Some(f.clone())
     }
 
     /// The tag of the file probe that covers per-process USDT probe `probe` (`python123:...`, of
@@ -257,6 +280,25 @@ impl FileProbes {
         self.waiting.push(d);
     }
 
+    /// Notes that file probe `tag` fired in process `pid` (its first firing, whose record was
+    /// lost): the process is named at the next [`FileProbes::take_unknown`] unless it is
+    /// already.
+    pub(crate) fn note_unknown(&mut self, tag: u32, pid: u32) {
+        if self.adopted.contains(&(tag, pid)) || self.served.contains_key(&(tag, pid)) {
+            return;
+        }
+        let Some(i) = tag.checked_sub(FILE_TAG_BASE).map(|i| i as usize) else {
+            return;
+        };
+        if i >= self.list.len() {
+            return;
+        }
+        let fired = self.unknown.entry(pid).or_default();
+        if !fired.contains(&i) {
+            fired.push(i);
+        }
+    }
+
     /// The processes that fired file probes without a probe of their own, each with the
     /// (provider kind, file, was an executable) of what fired; they count as adopted from now.
     pub(crate) fn take_unknown(&mut self) -> Vec<(u32, Vec<Fired>)> {
@@ -308,12 +350,14 @@ impl super::Shared {
         else {
             return Ok(false);
         };
+        // The file probe is placed first (a process running when the program is enabled is
+        // served before the file probes are placed): which clauses run in the kernel there is
+        // known then.
+        if let Some(f) = self.user.files.take_unenabled_tag(tag) {
+            self.enable_file_probe(&f)
+                .map_err(|e| format!("{} in every process: {e}", f.probe.desc))?;
+        }
         let matching = self.clauses_matching(info);
-        self.check_in_dtrace(&matching, &desc.to_string())?;
-        self.user.files.serve(tag, pid, info.id);
-        self.active.insert(info.id);
-        // The clauses run in the kernel at the file probe run there for this process from now
-        // on: the framework leaves them to it, the records they build carry their EPIDs here.
         let in_kernel: Vec<(usize, u16)> = self
             .user
             .files
@@ -326,6 +370,16 @@ impl super::Shared {
                     .collect()
             })
             .unwrap_or_default();
+        let in_dtrace: Vec<usize> = matching
+            .iter()
+            .copied()
+            .filter(|i| !in_kernel.iter().any(|(k, _)| k == i))
+            .collect();
+        self.check_in_dtrace(&in_dtrace, &desc.to_string())?;
+        self.user.files.serve(tag, pid, info.id);
+        self.active.insert(info.id);
+        // The clauses run in the kernel at the file probe run there for this process from now
+        // on: the framework leaves them to it, the records they build carry their EPIDs here.
         for (i, n) in in_kernel {
             self.kernel_aggregated.insert((i, info.id));
             self.built_at.insert((i, info.id), n);
@@ -342,7 +396,7 @@ impl super::Shared {
             {
                 return Err(format!(
                     "clause {}: {} lives in the kernel, where this clause cannot run at {probe} \
-                     (a USDT probe of every process runs its clauses in dtrace)",
+                     (planned after the programs that placed it there)",
                     self.kernel.get(i).map_or("?", |c| c.desc.as_str()),
                     v.name
                 ));
@@ -370,7 +424,6 @@ impl super::Shared {
         if idx.is_empty() {
             return Ok(());
         }
-        self.check_in_dtrace(&idx, &f.probe.desc.to_string())?;
         let kernel_aggs = self.kernel_predicates
             && self.kernel_aggregations.is_ok()
             && self.exit_at_kernel_probe.is_none();
@@ -391,15 +444,18 @@ impl super::Shared {
                     i,
                     "its description matches the probe in some processes only".into(),
                 ));
-            } else if self.placement.in_kernel(i) {
-                kept_out.push((i, "its variables live in the kernel".into()));
             }
         }
+        // As at a per-process probe: stores run in the kernel with the variables they store.
         let (k_idx, r_idx): (Vec<usize>, Vec<usize>) = idx.iter().partition(|&&i| {
             kernel_aggs
                 && !kept_out.iter().any(|(k, _)| *k == i)
-                && matches!(self.kplans.get(i), Some(Ok(p)) if p.stores.is_empty())
+                && matches!(self.kplans.get(i),
+                    Some(Ok(p)) if p.stores.is_empty() || self.placement.in_kernel(i)
+                        || p.writes_user)
         });
+        // A clause that uses a kernel variable runs in the kernel, or nothing runs.
+        self.check_in_dtrace(&r_idx, &f.probe.desc.to_string())?;
         let filter_off = prov_readers.then_some(
             "a predicate at the probe reads probeprov, the firing process's provider, which \
              only dtrace knows at a probe of every process",
@@ -456,6 +512,7 @@ impl super::Shared {
                 &[&f.kind, &d.module, &d.function, &d.name],
             )?;
             aggs.known = Some(self.known_processes()?);
+            aggs.missed = self.missed_announcements.as_ref().map(|m| m.raw_fd());
             self.user.files.kernel.insert(f.tag, numbers);
             spec.aggs = Some(aggs);
         }
@@ -534,7 +591,16 @@ impl super::Shared {
                 KNOWN_PROCESSES,
             )
             .map_err(|e| e.to_string())?;
+            let missed = crate::bpf::Map::create(
+                crate::bpf::MapKind::LruHash,
+                "dt_missed_procs",
+                8,
+                1,
+                MISSED_ANNOUNCEMENTS,
+            )
+            .map_err(|e| e.to_string())?;
             self.known_processes = Some(map);
+            self.missed_announcements = Some(missed);
         }
         self.known_processes
             .as_ref()
@@ -547,8 +613,30 @@ impl super::Shared {
 /// dtrace again, which serves it as before (slower, not wrong).
 const KNOWN_PROCESSES: u32 = 65536;
 
+/// (file probe, process) pairs whose first firing the ring had no room for, noted between two
+/// polls (see `KernelAggs::missed`).
+const MISSED_ANNOUNCEMENTS: u32 = 8192;
+
+/// The (tag, process) pairs noted in map `missed` (see `KernelAggs::missed`), taken out: one
+/// noted again after it is read is taken by the next call.
+fn take_missed(missed: &crate::bpf::Map) -> Vec<(u32, u32)> {
+    let mut out = Vec::new();
+    for k in missed.keys().unwrap_or_default() {
+        let _ = missed.delete(&k);
+        let Some(key) = k
+            .get(..8)
+            .and_then(|b| b.try_into().ok())
+            .map(u64::from_ne_bytes)
+        else {
+            continue;
+        };
+        out.push(((key >> 32) as u32, key as u32));
+    }
+    out
+}
+
 /// Whether `e` reads `probeprov` anywhere (its predicate or its actions).
-fn reads_probeprov(e: &dtrace_dif::program::EcbDesc) -> bool {
+pub(crate) fn reads_probeprov(e: &dtrace_dif::program::EcbDesc) -> bool {
     use dtrace_dif::instr::Instr;
     e.predicate
         .iter()
@@ -591,7 +679,19 @@ impl super::LinuxTracing {
         &self,
         fw: &mut dtrace_framework::Framework,
     ) -> crate::error::Result<Vec<u32>> {
-        let unknown = self.lock().user.files.take_unknown();
+        let unknown = {
+            let mut sh = self.lock();
+            // First firings whose records the ring had no room for name their processes too.
+            let missed = sh
+                .missed_announcements
+                .as_ref()
+                .map(take_missed)
+                .unwrap_or_default();
+            for (tag, pid) in missed {
+                sh.user.files.note_unknown(tag, pid);
+            }
+            sh.user.files.take_unknown()
+        };
         let mut pids = Vec::with_capacity(unknown.len());
         let mut names: Vec<String> = Vec::new();
         for (pid, fired) in unknown {

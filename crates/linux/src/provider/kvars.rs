@@ -492,7 +492,9 @@ fn fires_elsewhere(d: &dtrace_dif::program::ProbeDesc, perf_profile: bool) -> Op
 /// (`syscall::read*:entry` is not one; `sys*::read:entry` and `::read:entry` are) matches the
 /// kernel's probes known now; a per-process probe it matches later (a process's USDT probe) is
 /// checked when it is enabled, where a clause whose variables live in the kernel runs whole or
-/// the enabling fails saying why.
+/// the enabling fails saying why. A glob with a literal prefix (`myapp*`) also matches the USDT
+/// probes placed on files for every process (see `file_usdt`), found now; one it matches in some
+/// processes only (`myapp9*`), or a clause reading `probeprov` there, runs in dtrace.
 pub(crate) fn kernel_probes(
     e: &EcbDesc,
     catalog: &Catalog,
@@ -518,7 +520,31 @@ pub(crate) fn kernel_probes(
     {
         return user.matching(provider, &desc).map_err(|e| e.to_string());
     }
-    catalog.matching(&desc).map_err(|e| e.to_string())
+    let kernel = catalog.matching(&desc).map_err(|e| e.to_string());
+    if !crate::catalog::glob::has_meta(provider)
+        || super::file_usdt::glob_prefix(provider).is_empty()
+    {
+        return kernel;
+    }
+    // `myapp*`: the USDT probes of every process, placed on files (see `file_usdt`), besides
+    // the kernel's probes it matches; none may be matched yet (-Z, processes started later).
+    let files = user.file_probes_for(d);
+    if let Some(f) = files.iter().find(|f| !f.matches_every_process(d)) {
+        return Err(format!(
+            "its description matches {} in some processes only",
+            f.probe.desc
+        ));
+    }
+    if !files.is_empty() && super::file_usdt::reads_probeprov(e) {
+        return Err(
+            "it reads probeprov, the firing process's provider, which only dtrace \
+                    knows at a probe of every process"
+                .into(),
+        );
+    }
+    let mut probes = kernel.unwrap_or_default();
+    probes.extend(files.into_iter().map(|f| f.probe));
+    Ok(probes)
 }
 
 /// Whether clause `e` (planned as `plan`) can run whole in the kernel at each of `probes` (see

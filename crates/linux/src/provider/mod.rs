@@ -146,6 +146,9 @@ pub(crate) struct Shared {
     /// The (file probe, process) pairs whose probes dtrace knows, for the kernel clauses of
     /// file probes (see `file_usdt`), made with the first.
     known_processes: Option<crate::bpf::Map>,
+    /// The processes whose first firing at a file probe the ring had no room for (see
+    /// `KernelAggs::missed`), made with `known_processes`.
+    missed_announcements: Option<crate::bpf::Map>,
 }
 
 /// Environment variable that, set to `0`, builds every record in dtrace's interpreter (clauses
@@ -816,6 +819,7 @@ impl Shared {
             bypass,
             vars,
             known: None,
+            missed: None,
         };
         Ok((aggs, numbers))
     }
@@ -1244,6 +1248,7 @@ impl LinuxTracing {
                 bypass: None,
                 filtered: Vec::new(),
                 known_processes: None,
+                missed_announcements: None,
                 bypassed: false,
                 kplans: Vec::new(),
                 tvars: Vec::new(),

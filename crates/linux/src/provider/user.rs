@@ -10,7 +10,7 @@ use crate::catalog::pid::{split_provider, MappedObject, ProcessImage};
 use crate::catalog::{glob, Probe, ProbeDesc};
 use crate::error::{LinuxError, Result};
 use crate::rlc::RunOnClose;
-use crate::rtld::RtldWatch;
+use crate::rtld::{LinkerWatch, RtldWatch};
 use dtrace_dif::program::ProbeDesc as DifProbeDesc;
 use dtrace_framework::provider::{
     ArgDesc, Attribute, DepClass, ProbeSink, ProviderAttributes, ProviderError, Stability,
@@ -46,6 +46,10 @@ pub(crate) struct UserProbes {
     scanned: HashMap<u32, Option<std::path::PathBuf>>,
     /// When processes were last looked at for new files ([`UserProbes::discover_files`]).
     last_scan: Option<std::time::Instant>,
+    /// Each object file a looked-at process maps, with the hook placed on it when it is a
+    /// run-time linker (`None` otherwise): a process looked at before that loads a library is
+    /// looked at again.
+    linkers: HashMap<String, Option<LinkerWatch>>,
 }
 
 /// How often the processes started since the last look are looked at for object files with
@@ -138,28 +142,29 @@ impl UserProbes {
     }
 
     /// The USDT providers (`python1234`) of the objects process `pid` maps that match an enabled
-    /// glob.
+    /// glob. The file probes of those objects are added too (placed by the next
+    /// [`LinuxTracing::enable_file_probes`]), so the process's probes are served from them: a
+    /// library it loaded fires once for it, and in every process that maps it.
     fn glob_providers_of(&mut self, pid: u32) -> Vec<String> {
         let globs = self.globs.clone();
         let mut out = Vec::new();
+        let mut files = Vec::new();
         for g in &globs {
-            for name in self.usdt_providers_of(pid, g) {
+            for name in self.usdt_providers_and_files_of(pid, g, &mut files) {
                 if !out.contains(&name) {
                     out.push(name);
                 }
             }
         }
+        for d in self.glob_descs.clone() {
+            self.add_file_probes(&d, &files);
+        }
         out
     }
 
     /// The USDT providers (`python1234`) of the objects process `pid` maps that match provider
-    /// glob `pattern`.
-    fn usdt_providers_of(&mut self, pid: u32, pattern: &str) -> Vec<String> {
-        self.usdt_providers_and_files_of(pid, pattern, &mut Vec::new())
-    }
-
-    /// [`UserProbes::usdt_providers_of`], adding to `files` each object (path, whether it is the
-    /// process's executable) with a USDT provider the glob may name in some process.
+    /// glob `pattern`, adding to `files` each object (path, whether it is the process's
+    /// executable) with a USDT provider the glob may name in some process.
     fn usdt_providers_and_files_of(
         &mut self,
         pid: u32,
@@ -188,8 +193,24 @@ impl UserProbes {
             if wanted && !files.iter().any(|(f, _)| *f == m.path) {
                 files.push((m.path.clone(), main));
             }
+            self.watch_linker(pid, &m.path);
         }
         out
+    }
+
+    /// Hooks object file `path` of process `pid` for every process when it is a run-time
+    /// linker (once per file; one whose hook cannot be placed is left unwatched: its processes'
+    /// later libraries are then found only by a process that maps them from its start).
+    fn watch_linker(&mut self, pid: u32, path: &str) {
+        if self.linkers.contains_key(path) {
+            return;
+        }
+        let watch = if LinkerWatch::may_be_linker(path) {
+            LinkerWatch::place(pid, path).ok().flatten()
+        } else {
+            None
+        };
+        self.linkers.insert(path.to_string(), watch);
     }
 
     /// Adds the file probes of description `d` (its provider a glob) in the object files
@@ -227,6 +248,13 @@ impl UserProbes {
             return false;
         }
         self.last_scan = Some(std::time::Instant::now());
+        // A process whose linker changed its objects since the last look (a library loaded) is
+        // looked at again, after the change.
+        for w in self.linkers.values().flatten() {
+            for pid in w.take_changed() {
+                self.scanned.remove(&pid);
+            }
+        }
         let Ok(dir) = std::fs::read_dir("/proc") else {
             return false;
         };
@@ -331,6 +359,17 @@ impl UserProbes {
             }
         }
         out
+    }
+
+    /// The file probes (see [`super::file_usdt`]) description `d` may match, its provider a
+    /// glob with a literal prefix (`myapp*`): those of the files the running processes map,
+    /// added now if not yet known.
+    pub(crate) fn file_probes_for(&mut self, d: &DifProbeDesc) -> Vec<file_usdt::FileProbe> {
+        let mut files = Vec::new();
+        self.usdt_providers_matching(&d.provider, &mut files);
+        let pattern = ProbeDesc::new(&d.provider, &d.module, &d.function, &d.name);
+        self.add_file_probes(&pattern, &files);
+        self.files.matching(d).cloned().collect()
     }
 
     /// The USDT probes of per-process provider description `desc`, for typing `args[]` while a
@@ -502,7 +541,8 @@ impl LinuxTracing {
             let names = self.lock().user.glob_providers_of(pid);
             self.register_new(fw, names)?;
         }
-        Ok(())
+        // The new objects' file probes first: the processes' probes are served from them.
+        self.enable_file_probes(true)
     }
 
     /// Registers with `fw` each user provider of `names` not registered yet.
