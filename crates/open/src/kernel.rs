@@ -369,11 +369,13 @@ impl Tracer for KernelTracer {
             self.clause_bases
                 .push((first_clause, prog.ecbs.len() as u32, base));
         }
-        self.run_kernel_aggregations(&info)?;
-        // USDT probes placed on files for every process, then uprobes (and kprobes on kernel
-        // functions) by the group, before the match is reported; then the traced processes'
-        // linkers are watched for libraries loaded later.
+        // USDT probes placed on files for every process first: the clauses they run in the
+        // kernel run there for the processes already known too, whose probes the framework
+        // then leaves to the kernel. Then uprobes (and kprobes on kernel functions) by the
+        // group, before the match is reported; then the traced processes' linkers are watched
+        // for libraries loaded later.
         self.linux.enable_file_probes(false).map_err(be)?;
+        self.run_kernel_aggregations(&info)?;
         self.linux.attach_pending().map_err(be)?;
         self.linux.watch_loads().map_err(be)?;
         Ok(info)

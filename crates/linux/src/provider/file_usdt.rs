@@ -151,6 +151,10 @@ pub(crate) struct FileProbes {
     /// Per tag: the clauses that run in the kernel at that file probe, each with its number
     /// among the probe's kernel clauses.
     pub(crate) kernel: HashMap<u32, Vec<(usize, u16)>>,
+    /// Per-process probes served before their file probe was enabled (those of the processes
+    /// running when the program is enabled, `-c` or `-p` ones included): (tag, framework probe,
+    /// the clauses matching it). Enabling the file probe runs its kernel clauses for them too.
+    served_early: Vec<(u32, u32, Vec<usize>)>,
 }
 
 impl FileProbes {
@@ -234,6 +238,13 @@ impl FileProbes {
         Arc::make_mut(&mut self.served).insert((tag, pid), id);
     }
 
+    /// Whether file probe `tag` is enabled in the session.
+    pub(crate) fn is_enabled(&self, tag: u32) -> bool {
+        tag.checked_sub(FILE_TAG_BASE)
+            .and_then(|i| self.list.get(i as usize))
+            .is_some_and(|f| f.enabled)
+    }
+
     /// (tag, process) to the framework probe an event of that file probe in that process fires.
     pub(crate) fn served_map(&self) -> Arc<HashMap<(u32, u32), u32>> {
         Arc::clone(&self.served)
@@ -312,8 +323,20 @@ impl super::Shared {
         self.check_in_dtrace(&matching, &desc.to_string())?;
         self.user.files.serve(tag, pid, info.id);
         self.active.insert(info.id);
-        // The clauses run in the kernel at the file probe run there for this process from now
-        // on: the framework leaves them to it, the records they build carry their EPIDs here.
+        if !self.user.files.is_enabled(tag) {
+            // Which clauses run in the kernel there is known once the file probe is enabled
+            // (see `enable_file_probe`), before the framework asks.
+            self.user.files.served_early.push((tag, info.id, matching));
+            return Ok(true);
+        }
+        self.run_served_in_kernel(tag, info.id, &matching);
+        Ok(true)
+    }
+
+    /// The clauses of `matching` that run in the kernel at file probe `tag` run there for
+    /// per-process probe `probe` it serves: the framework leaves them to it, the records they
+    /// build carry their EPIDs at `probe`.
+    fn run_served_in_kernel(&mut self, tag: u32, probe: u32, matching: &[usize]) {
         let in_kernel: Vec<(usize, u16)> = self
             .user
             .files
@@ -327,10 +350,9 @@ impl super::Shared {
             })
             .unwrap_or_default();
         for (i, n) in in_kernel {
-            self.kernel_aggregated.insert((i, info.id));
-            self.built_at.insert((i, info.id), n);
+            self.kernel_aggregated.insert((i, probe));
+            self.built_at.insert((i, probe), n);
         }
-        Ok(true)
     }
 
     /// Clauses `idx` run in dtrace at `probe`: none may use a D variable kept in the kernel.
@@ -508,6 +530,17 @@ impl super::Shared {
         )?;
         if let Some(numbers) = self.user.files.kernel.get_mut(&f.tag) {
             numbers.retain(|(i, _)| run_here.contains(i));
+        }
+        // The probes of processes served before this probe was enabled: its kernel clauses run
+        // for them as for any process (the kernel does not tell them apart), so dtrace must
+        // leave those clauses to it there too, or it would run them again on the firing that
+        // announces the process and drop the records the kernel built.
+        let (early, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut self.user.files.served_early)
+            .into_iter()
+            .partition(|(tag, _, _)| *tag == f.tag);
+        self.user.files.served_early = rest;
+        for (tag, probe, matching) in early {
+            self.run_served_in_kernel(tag, probe, &matching);
         }
         let why = "the probe fires for every process, whose names only dtrace knows";
         for &i in &idx {
