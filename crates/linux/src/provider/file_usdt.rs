@@ -27,7 +27,10 @@
 //! its records depend on the process, and dtrace maps each record to the process's probe by
 //! the pid it carries. The kernel notes each process at its first firing and records that
 //! firing for dtrace whatever the filter says (`KernelAggs::known`), so dtrace learns of every
-//! process. The other clauses run in dtrace, the kernel capturing what they read.
+//! process. The other clauses run in dtrace, the kernel capturing what they read. The probes of
+//! the processes running when the program is enabled (`-c`, `-p`) exist before their file probe
+//! is placed: enabling it runs its kernel clauses for them too (`FileProbes::served_early`),
+//! before the framework is told which clauses it leaves to the kernel.
 
 use crate::catalog::{glob, AttachPoint, Probe};
 use crate::session::Delivery;
