@@ -238,7 +238,6 @@ fn a_full_map_counts_aggregation_drops_as_the_framework_does() {
     let (irc, iout, ierr) = dtrace_way(false, &args);
     assert_eq!((krc, irc), (0, 0), "{kerr}");
     let entries = |out: &str| out.lines().filter(|l| !l.is_empty()).count();
-    assert_eq!(entries(&kout), 10, "{kout}");
     let drops = |e: &str| -> u64 {
         e.lines()
             .filter(|l| l.contains("aggregation drop"))
@@ -250,15 +249,16 @@ fn a_full_map_counts_aggregation_drops_as_the_framework_does() {
             .filter_map(|l| l.split(' ').nth(1)?.parse::<u64>().ok())
             .sum()
     };
-    // Every write is counted or dropped, on either path. The framework's buffer, as DTrace's, is
-    // bounded between two snapshots (each takes its entries out): a run spanning one fits 10
-    // more keys there (950 drops against the kernel's 960 once on a loaded host), so the two
-    // paths' counts agree only when the run falls between two snapshots.
+    // Every write is counted or dropped, on either path. Both bound the entries between two
+    // snapshots, as DTrace's aggregation buffer is (the framework's buffer is emptied by each
+    // snapshot, the kernel's maps are two generations switched at each): a run spanning a
+    // snapshot fits 10 more keys (15 entries once on a loaded host), so the paths' counts agree
+    // only when the run falls between two snapshots.
     for (out, err) in [(&kout, &kerr), (&iout, &ierr)] {
         assert!(err.contains("aggregation drops on CPU"), "{err}");
         assert_eq!(counted(out) + drops(err), 1000, "{out}\n{err}");
+        assert!((10..300).contains(&entries(out)), "{out}");
     }
-    assert!(entries(&iout) >= 10, "{iout}");
 }
 
 #[test]
