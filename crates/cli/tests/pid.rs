@@ -1,7 +1,8 @@
 //! The `pid` provider end to end on uprobes: C programs built here (with and without frame
 //! pointers, PIE and not, static and dynamic) call a function a known number of times; `entry`,
 //! `return` and offset probes count exactly that many, `arg1` at `return` is the return value,
-//! globs select modules and functions, `-c` and `-p` name the process, and bad descriptions (a
+//! globs select modules and functions, `-c` and `-p` name the process, several processes are
+//! traced in one script (`pid<A>` and `pid<B>`), and bad descriptions (a
 //! process that does not exist, a function that does not, an offset inside an instruction) are
 //! clear errors (root, BPF, uprobes; gcc).
 
@@ -208,6 +209,62 @@ fn a_grabbed_process_is_traced_with_p() {
         .and_then(|v| v.parse().ok())
         .unwrap_or_else(|| panic!("{out}"));
     assert_eq!(sum, 3 * N * (N - 1) / 2 + N, "{out}");
+}
+
+#[test]
+fn several_processes_are_traced_in_one_script() {
+    // `pid<A>` and `pid<B>` in one description (two builds, so two a.out objects): each
+    // process's calls are counted under its own pid, the other's never.
+    let test = "several_processes_are_traced_in_one_script";
+    if !ready(test) {
+        return;
+    }
+    let mut exes = builds(test);
+    let (_, b) = exes.swap_remove(1);
+    let (_, a) = exes.swap_remove(0);
+    let spawn = |exe: &PathBuf, n: u64| {
+        Command::new(exe)
+            .args([n.to_string().as_str(), "wait"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let (mut ca, mut cb) = (spawn(&a, N), spawn(&b, 2 * N));
+    let (pa, pb) = (ca.id(), cb.id());
+    let script = format!(
+        "BEGIN {{ printf(\"ready\\n\"); }} \
+         pid{pa}:a.out:work:entry, pid{pb}:a.out:work:entry {{ @[pid] = count(); }} \
+         syscall::exit_group:entry /pid == {pa} || pid == {pb}/ {{ gone++; }} \
+         syscall::exit_group:entry /gone == 2/ {{ exit(0); }} \
+         END {{ printa(\"%d %@d\\n\", @); }}"
+    );
+    // Tracing has begun once BEGIN has printed (the match is reported before it goes, as
+    // DTrace's is): then the processes go.
+    let mut dt = Command::new(env!("CARGO_BIN_EXE_dtrace"))
+        .args(["-q", "-n", &script])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = std::io::BufReader::new(dt.stdout.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut stdout, &mut line).unwrap();
+    assert_eq!(line, "ready\n");
+    for c in [&mut ca, &mut cb] {
+        c.stdin.take().unwrap().write_all(b"go\n").unwrap();
+        assert!(c.wait().unwrap().success());
+    }
+    let mut out = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut out).unwrap();
+    let o = dt.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let mut got: Vec<&str> = out.lines().filter(|l| !l.is_empty()).collect();
+    got.sort();
+    let mut want = [format!("{pa} {N}"), format!("{pb} {}", 2 * N)];
+    want.sort();
+    assert_eq!(got, want, "{out}{err}");
 }
 
 #[test]
