@@ -41,19 +41,36 @@ fn pipe() -> Result<(OwnedFd, OwnedFd)> {
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
-/// Forks `argv` (searched on `PATH`), holding the child before `exec` until released. Dropping the
-/// handle without releasing makes the child exit with status 126 instead of running.
-pub fn spawn_held(argv: &[String]) -> Result<HeldChild> {
+/// A command's arguments as `execvp` takes them, prepared before a fork (the child may not
+/// allocate): the strings, and [`ExecArgs::pointers`] to them ending in NULL.
+struct ExecArgs(Vec<CString>);
+
+impl ExecArgs {
+    /// The NULL-terminated argument vector; valid while `self` lives.
+    fn pointers(&self) -> Vec<*const libc::c_char> {
+        let mut ptrs: Vec<*const libc::c_char> = self.0.iter().map(|c| c.as_ptr()).collect();
+        ptrs.push(std::ptr::null());
+        ptrs
+    }
+}
+
+/// `argv` checked for [`spawn_held`] and [`spawn_stopped`]: not empty, no NUL byte inside.
+fn exec_args(argv: &[String]) -> Result<ExecArgs> {
     if argv.is_empty() {
         return Err(LinuxError::Process("empty command".into()));
     }
-    let cargs: Vec<CString> = argv
-        .iter()
+    argv.iter()
         .map(|a| CString::new(a.as_bytes()))
         .collect::<std::result::Result<_, _>>()
-        .map_err(|_| LinuxError::Process("command argument contains a NUL byte".into()))?;
-    let mut ptrs: Vec<*const libc::c_char> = cargs.iter().map(|c| c.as_ptr()).collect();
-    ptrs.push(std::ptr::null());
+        .map(ExecArgs)
+        .map_err(|_| LinuxError::Process("command argument contains a NUL byte".into()))
+}
+
+/// Forks `argv` (searched on `PATH`), holding the child before `exec` until released. Dropping the
+/// handle without releasing makes the child exit with status 126 instead of running.
+pub fn spawn_held(argv: &[String]) -> Result<HeldChild> {
+    let cargs = exec_args(argv)?;
+    let ptrs = cargs.pointers();
     let (go_r, go_w) = pipe()?;
     let (err_r, err_w) = pipe()?;
     // SAFETY: getpid has no preconditions.
@@ -111,16 +128,8 @@ const TRACEME_FAILED: i32 = -1;
 /// trace its children (`PTRACE_TRACEME` refused), falls back to [`spawn_held`]. Fails at once if
 /// the command cannot be executed. Dropping the handle without releasing kills the command.
 pub fn spawn_stopped(argv: &[String]) -> Result<HeldChild> {
-    if argv.is_empty() {
-        return Err(LinuxError::Process("empty command".into()));
-    }
-    let cargs: Vec<CString> = argv
-        .iter()
-        .map(|a| CString::new(a.as_bytes()))
-        .collect::<std::result::Result<_, _>>()
-        .map_err(|_| LinuxError::Process("command argument contains a NUL byte".into()))?;
-    let mut ptrs: Vec<*const libc::c_char> = cargs.iter().map(|c| c.as_ptr()).collect();
-    ptrs.push(std::ptr::null());
+    let cargs = exec_args(argv)?;
+    let ptrs = cargs.pointers();
     let (err_r, err_w) = pipe()?;
     // SAFETY: getpid has no preconditions.
     let parent = unsafe { libc::getpid() };
