@@ -640,6 +640,29 @@ pub fn emit_aggs(
     Ok((report, handover))
 }
 
+/// Stores the key of the current process at probe `tag` (tag << 32 | pid) in VAL. Uses r0-r1.
+fn emit_process_key(a: &mut Asm, tag: u32) {
+    a.call(helper::GET_CURRENT_PID_TGID)
+        .alu_imm(op::RSH, R0, 32)
+        .mov_imm(R1, tag as i32)
+        .alu_imm(op::LSH, R1, 32)
+        .alu(op::OR, R0, R1)
+        .store(Size::DW, R10, VAL, R0);
+}
+
+/// Adds the process key in VAL (see [`emit_process_key`]) to the hash map `map`, with the
+/// value 1 (in INCR). Uses r0-r4.
+fn emit_note_process(a: &mut Asm, map: i32) {
+    a.store_imm(Size::DW, R10, INCR, 1);
+    a.ld_map_fd(R1, map)
+        .mov(R2, R10)
+        .alu_imm(op::ADD, R2, i32::from(VAL))
+        .mov(R3, R10)
+        .alu_imm(op::ADD, R3, i32::from(INCR))
+        .mov_imm(R4, 0)
+        .call(helper::MAP_UPDATE_ELEM);
+}
+
 /// At a probe placed for every process: the first firing of a process the map `known` does
 /// not hold (see `KernelAggs::known`) adds it there and sets [`HANDOVER`] to [`ANNOUNCE`], so the
 /// record path records the firing whatever the other clauses' filter says (unflagged: dtrace
@@ -647,26 +670,14 @@ pub fn emit_aggs(
 /// run as for any firing. Uses r0-r3.
 fn emit_known_check(a: &mut Asm, known: i32, tag: u32) {
     let found = a.label();
-    // The key (tag << 32 | pid) in VAL and the value in INCR, free until the clauses run.
-    a.call(helper::GET_CURRENT_PID_TGID)
-        .alu_imm(op::RSH, R0, 32)
-        .mov_imm(R1, tag as i32)
-        .alu_imm(op::LSH, R1, 32)
-        .alu(op::OR, R0, R1)
-        .store(Size::DW, R10, VAL, R0);
+    // The key and the value in VAL and INCR, free until the clauses run.
+    emit_process_key(a, tag);
     a.ld_map_fd(R1, known)
         .mov(R2, R10)
         .alu_imm(op::ADD, R2, i32::from(VAL))
         .call(helper::MAP_LOOKUP_ELEM);
     a.jmp_imm(op::JNE, R0, 0, found);
-    a.store_imm(Size::DW, R10, INCR, 1);
-    a.ld_map_fd(R1, known)
-        .mov(R2, R10)
-        .alu_imm(op::ADD, R2, i32::from(VAL))
-        .mov(R3, R10)
-        .alu_imm(op::ADD, R3, i32::from(INCR))
-        .mov_imm(R4, 0)
-        .call(helper::MAP_UPDATE_ELEM);
+    emit_note_process(a, known);
     a.store_imm(Size::DW, R10, HANDOVER, ANNOUNCE);
     a.bind(found);
 }
@@ -679,20 +690,8 @@ pub(crate) fn emit_missed_announcement(a: &mut Asm, missed: i32, tag: u32, no_dr
     let other = a.label();
     a.load(Size::DW, R1, R10, HANDOVER)
         .jmp_imm(op::JNE, R1, ANNOUNCE, other);
-    a.call(helper::GET_CURRENT_PID_TGID)
-        .alu_imm(op::RSH, R0, 32)
-        .mov_imm(R1, tag as i32)
-        .alu_imm(op::LSH, R1, 32)
-        .alu(op::OR, R0, R1)
-        .store(Size::DW, R10, VAL, R0);
-    a.store_imm(Size::DW, R10, INCR, 1);
-    a.ld_map_fd(R1, missed)
-        .mov(R2, R10)
-        .alu_imm(op::ADD, R2, i32::from(VAL))
-        .mov(R3, R10)
-        .alu_imm(op::ADD, R3, i32::from(INCR))
-        .mov_imm(R4, 0)
-        .call(helper::MAP_UPDATE_ELEM);
+    emit_process_key(a, tag);
+    emit_note_process(a, missed);
     if let Some(l) = no_drop {
         a.ja(l);
     }
