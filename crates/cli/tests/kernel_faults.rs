@@ -6,15 +6,7 @@
 //! the fault kept, its record dropped, the probe's later clauses run.
 
 mod common;
-use common::{clause_lines, dtrace_with_env, kernel_ok};
-
-/// Every switch that keeps work in dtrace's interpreter.
-const SWITCHES: [&str; 4] = [
-    "DTRACE_KERNEL_AGGREGATIONS",
-    "DTRACE_KERNEL_VARIABLES",
-    "DTRACE_KERNEL_RECORDS",
-    "DTRACE_KERNEL_PREDICATES",
-];
+use common::{clause_lines, dtrace_with_env, error_lines, kernel_ok, kernel_paths_off, sorted};
 
 /// The traced command: five one-byte writes to /dev/null (write's `arg0` is 1, `arg2` is 1).
 const DD: &str = "dd if=/dev/zero of=/dev/null bs=1 count=5 status=none";
@@ -22,13 +14,6 @@ const DD: &str = "dd if=/dev/zero of=/dev/null bs=1 count=5 status=none";
 /// An ERROR clause printing the arguments DTrace gives it.
 const ERROR_CLAUSE: &str =
     "dtrace:::ERROR { printf(\"ERROR %d %d %d %d 0x%x\\n\", arg1, arg2, arg3, arg4, arg5); }";
-
-/// The `dtrace: error on ...` lines of `err`.
-fn error_lines(err: &str) -> Vec<&str> {
-    err.lines()
-        .filter(|l| l.starts_with("dtrace: error"))
-        .collect()
-}
 
 /// Runs `script` (with [`ERROR_CLAUSE`]) over [`DD`] with the kernel paths on and off; asserts
 /// both succeed with the same output and the same error messages, and that `-v` says each
@@ -51,8 +36,7 @@ fn same_faults_with(extra: &[&str], script: &str, said: &[(usize, &str)]) -> (St
             "{script}: clause {n} should say {text:?}: {kerr}"
         );
     }
-    let off: Vec<(&str, &str)> = SWITCHES.iter().map(|s| (*s, "0")).collect();
-    let (rc, iout, ierr) = dtrace_with_env(&off, &args);
+    let (rc, iout, ierr) = dtrace_with_env(&kernel_paths_off(), &args);
     assert_eq!(rc, 0, "{script}: {ierr}");
     assert!(ierr.contains("are off (DTRACE_KERNEL_"), "{ierr}");
     // The same lines; their order across CPUs (END's, the faulting thread's) is the buffers'.
@@ -61,13 +45,6 @@ fn same_faults_with(extra: &[&str], script: &str, said: &[(usize, &str)]) -> (St
     assert_eq!(kerrs, ierrs, "{script}");
     assert_eq!(kerrs.len(), 5, "{script}: one error per write: {kerr}");
     (kout, kerrs.into_iter().map(String::from).collect())
-}
-
-/// The lines of `out`, sorted.
-fn sorted(out: &str) -> Vec<&str> {
-    let mut v: Vec<&str> = out.lines().collect();
-    v.sort_unstable();
-    v
 }
 
 /// The `ERROR` lines of `out`, each one's five arguments.
@@ -332,7 +309,7 @@ fn error_clauses_run_in_the_faulting_threads_context() {
         let off: Vec<(&str, &str)> = if kernel {
             Vec::new()
         } else {
-            SWITCHES.iter().map(|s| (*s, "0")).collect()
+            kernel_paths_off()
         };
         let (rc, out, err) = dtrace_with_env(&off, &args);
         assert_eq!(rc, 0, "{err}");

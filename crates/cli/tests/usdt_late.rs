@@ -8,7 +8,7 @@ mod common;
 use common::dtrace;
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 
 /// Fires `myapp:work-done` n times (`argv[1]`) with `arg0` = i, and `myapp:tick` n times while
 /// its semaphore is raised; prints its pid and how often the semaphore was up. With n < 0 it
@@ -430,6 +430,30 @@ int main(int argc, char **argv) {
 }
 "#;
 
+/// Starts dtrace with `args` (its output piped) and waits until its BEGIN clause has created
+/// `started` (tracing has begun); if it does not within a minute, or dtrace exits first, kills
+/// dtrace and `child` and fails.
+fn begin_tracing(args: &[&str], started: &Path, child: Option<&mut Child>) -> Child {
+    let mut dt = Command::new(env!("CARGO_BIN_EXE_dtrace"))
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while !started.exists() {
+        if t0.elapsed().as_secs() > 60 || dt.try_wait().unwrap().is_some() {
+            if let Some(c) = child {
+                let _ = c.kill();
+            }
+            let _ = dt.kill();
+            panic!("dtrace did not begin tracing");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    dt
+}
+
 #[test]
 fn a_process_looked_at_before_gets_the_probes_of_a_library_it_loads_later() {
     let test = "a_process_looked_at_before_gets_the_probes_of_a_library_it_loads_later";
@@ -468,21 +492,7 @@ fn a_process_looked_at_before_gets_the_probes_of_a_library_it_loads_later() {
         started.display(),
         ready.display()
     );
-    let mut dt = Command::new(env!("CARGO_BIN_EXE_dtrace"))
-        .args(["-wZq", "-n", &d])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let t0 = std::time::Instant::now();
-    while !started.exists() {
-        if t0.elapsed().as_secs() > 60 || dt.try_wait().unwrap().is_some() {
-            let _ = child.kill();
-            let _ = dt.kill();
-            panic!("dtrace did not begin tracing");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    let dt = begin_tracing(&["-wZq", "-n", &d], &started, Some(&mut child));
     child.stdin.take().unwrap().write_all(b"go\n").unwrap();
     let o = dt.wait_with_output().unwrap();
     let (out, err) = (
@@ -621,21 +631,7 @@ fn a_process_running_at_start_is_counted_once_at_a_provider_glob_run_in_the_kern
          END {{ printa(\"n %@d\\n\", @n); printa(\"s %@d\\n\", @s); }}",
         started.display()
     );
-    let mut dt = Command::new(env!("CARGO_BIN_EXE_dtrace"))
-        .args(["-wqv", "-n", &d])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let t0 = std::time::Instant::now();
-    while !started.exists() {
-        if t0.elapsed().as_secs() > 60 || dt.try_wait().unwrap().is_some() {
-            let _ = child.kill();
-            let _ = dt.kill();
-            panic!("dtrace did not begin tracing");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    let dt = begin_tracing(&["-wqv", "-n", &d], &started, Some(&mut child));
     child.stdin.take().unwrap().write_all(b"go\n").unwrap();
     assert!(child.wait().unwrap().success());
     let o = dt.wait_with_output().unwrap();
@@ -739,20 +735,7 @@ fn what_the_kernel_counted_for_a_process_whose_first_firing_the_ring_lost_is_kep
         started.display(),
         ready.display()
     );
-    let mut dt = Command::new(env!("CARGO_BIN_EXE_dtrace"))
-        .args(["-Zwq", "-b", "4k", "-n", &d])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let t0 = std::time::Instant::now();
-    while !started.exists() {
-        if t0.elapsed().as_secs() > 60 || dt.try_wait().unwrap().is_some() {
-            let _ = dt.kill();
-            panic!("dtrace did not begin tracing");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    let mut dt = begin_tracing(&["-Zwq", "-b", "4k", "-n", &d], &started, None);
     let mut hit = Command::new(&filler)
         .args(["200000", &N.to_string()])
         .stdin(Stdio::piped())
