@@ -287,12 +287,21 @@ fn run_emulated(t: &mut Tracer, tid: i32, tgid: i32, regs: &mut libc::user_regs_
 
 /// Single-steps thread `tid` at `pc`, lifting our breakpoint there first (a thread can come back to a
 /// breakpointed terminator other than through its block: a restarted system call, a signal return).
-/// In a multithreaded process the breakpoint stays and the terminator is emulated instead.
+/// In a multithreaded process the breakpoint stays and the terminator is emulated instead; a signal
+/// is delivered with the breakpoint in place (lifting it would let another thread run through it
+/// uncounted): a handler's first instruction is the step's stop, and where the signal is ignored the
+/// thread runs into the `int3`, is moved back to `pc` ([`stepped_into_breakpoint`]) and steps again
+/// without the signal.
 fn step(t: &mut Tracer, tid: i32, tgid: i32, pc: u64, sig: i32) -> io::Result<()> {
     let lifted = t.threads.get(&tid).and_then(|th| th.lifted);
     if lifted.is_none() && t.procs.get(&tgid).is_some_and(|p| p.bps.contains(pc)) {
-        if sig == 0 && multithreaded(t, tgid) && step_by_emulation(t, tid, tgid, pc)? {
-            return Ok(());
+        if multithreaded(t, tgid) {
+            if sig != 0 {
+                return ptrace::singlestep(tid, sig);
+            }
+            if step_by_emulation(t, tid, tgid, pc)? {
+                return Ok(());
+            }
         }
         if let Some(p) = t.procs.get(&tgid) {
             p.bps.lift(tid, pc)?;
@@ -490,17 +499,25 @@ fn emulate(
 }
 
 /// A step trap of a thread that was stepping its pending instruction: if another thread's block put a
-/// breakpoint on that instruction after the step was requested, the thread ran our `int3` instead.
-/// Then it goes back to the instruction, which is run again (emulated, as the breakpoint stays).
+/// breakpoint on that instruction after the step was requested, or the step delivered a signal with
+/// our breakpoint kept in place ([`step`]), the thread ran our `int3` instead. Then it goes back to
+/// the instruction, which is run again (emulated, as the breakpoint stays).
 fn stepped_into_breakpoint(t: &mut Tracer, tid: i32, tgid: i32) -> io::Result<bool> {
     let Some(p) = t.threads.get(&tid).and_then(|th| th.pending) else {
         return Ok(false);
     };
-    if !t.procs.get(&tgid).is_some_and(|pr| pr.bps.contains(p.pc)) {
+    if p.kind == Kind::Trap {
+        // The program's own int3.
         return Ok(false);
     }
     let mut regs = ptrace::getregs(tid)?;
     if regs.rip != p.pc.wrapping_add(1) {
+        return Ok(false);
+    }
+    // Ours if it is there, and also if it was removed since (a vfork strips every breakpoint while
+    // this trap waited to be reported): an int3 reports SI_KERNEL, a completed step TRAP_TRACE.
+    let placed = t.procs.get(&tgid).is_some_and(|pr| pr.bps.contains(p.pc));
+    if !placed && ptrace::signal_code(tid)? != libc::SI_KERNEL {
         return Ok(false);
     }
     regs.rip = p.pc;

@@ -117,6 +117,23 @@ pub fn event_msg(tid: i32) -> io::Result<u64> {
     Ok(msg as u64)
 }
 
+/// The `si_code` of the signal thread `tid` is stopped for (PTRACE_GETSIGINFO): for a SIGTRAP,
+/// `TRAP_TRACE` after a single step and `SI_KERNEL` after an `int3`.
+pub fn signal_code(tid: i32) -> io::Result<i32> {
+    // SAFETY: plain data, filled by the kernel.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    // SAFETY: the pointer is to a live siginfo_t.
+    check(unsafe {
+        libc::ptrace(
+            libc::PTRACE_GETSIGINFO,
+            tid,
+            0usize,
+            &mut info as *mut libc::siginfo_t,
+        )
+    })?;
+    Ok(info.si_code)
+}
+
 /// PTRACE_PEEKTEXT of one word.
 pub fn peek(tid: i32, addr: u64) -> io::Result<u64> {
     // PEEKTEXT returns the word; -1 is ambiguous, so errno decides.

@@ -1,6 +1,7 @@
 //! Block mode in multithreaded processes: threads run their blocks natively (no fallback to
 //! single-stepping the whole process), breakpoints are never lifted while other threads run, and counts
-//! are exact, also while a thread vforks (posix_spawn) and the others keep running.
+//! are exact, also while a thread vforks (posix_spawn) and the others keep running, and while the
+//! process receives signals it ignores.
 
 mod common;
 use common::*;
@@ -80,4 +81,18 @@ fn threads_keep_counting_while_one_vforks() {
     }
     let (t, _, _) = block_trace(&[], &prog, &["tspawn", "20000"]);
     assert_eq!(decs(&t), 40000);
+}
+
+#[test]
+fn threads_count_exactly_while_ignored_signals_arrive() {
+    let Some(prog) = setup_static("threads_signals") else {
+        return;
+    };
+    // SIGURG (ignored by default) stops the spinning threads anywhere in their loop, the breakpointed
+    // branch included; the signal is delivered there without lifting the breakpoint the other thread
+    // runs to.
+    for extra in [&["--no-emulate"][..], &[]] {
+        let (t, _, _) = block_trace(extra, &prog, &["tsignal", "20000"]);
+        assert_eq!(decs(&t), 40000, "{extra:?}");
+    }
 }

@@ -85,6 +85,15 @@ static void *thread_sys(void *arg) {
     return NULL;
 }
 
+static int spinners_done;
+
+/* thread_main, then counts itself done. */
+static void *thread_spin_flag(void *arg) {
+    spin((long)arg);
+    __atomic_add_fetch(&spinners_done, 1, __ATOMIC_SEQ_CST);
+    return NULL;
+}
+
 int main(int argc, char **argv) {
     if (argc < 3)
         return 2;
@@ -120,6 +129,23 @@ int main(int argc, char **argv) {
             pid_t c;
             if (posix_spawnp(&c, "true", NULL, NULL, args, NULL) == 0)
                 waitpid(c, NULL, 0);
+        }
+        pthread_join(a, NULL);
+        pthread_join(b, NULL);
+    } else if (!strcmp(mode, "tsignal")) {
+        /* Threads spin while the main thread (SIGURG blocked) sends the process SIGURG, whose default
+         * action is to ignore it: the kernel hands it to a spinning thread, stopped anywhere in its
+         * loop, the loop's branch included. */
+        pthread_t a, b;
+        pthread_create(&a, NULL, thread_spin_flag, (void *)n);
+        pthread_create(&b, NULL, thread_spin_flag, (void *)n);
+        sigset_t urg;
+        sigemptyset(&urg);
+        sigaddset(&urg, SIGURG);
+        pthread_sigmask(SIG_BLOCK, &urg, NULL);
+        while (__atomic_load_n(&spinners_done, __ATOMIC_SEQ_CST) < 2) {
+            kill(getpid(), SIGURG);
+            usleep(200);
         }
         pthread_join(a, NULL);
         pthread_join(b, NULL);
