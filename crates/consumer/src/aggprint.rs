@@ -10,7 +10,7 @@ use dtrace_dif::program::{ActionKind, RecDesc};
 use dtrace_framework::records::AggDesc;
 
 use crate::aggdisplay;
-use crate::aggregate::{AggEntry, Aggregations, SortOrder};
+use crate::aggregate::{AggEntry, Aggregations, CpuValues, SortOrder};
 use crate::aggvalue;
 use crate::bytes;
 use crate::cformat::{self, Spec};
@@ -94,7 +94,7 @@ pub fn print_row(
     desc: &AggDesc,
     key: &[u8],
     values: &[(&RecDesc, &[u8], u64)],
-    percpu: &[Option<Vec<(u32, Vec<u8>)>>],
+    percpu: &[Option<CpuValues>],
 ) -> Result<()> {
     print_keys(out, env, desc, key, false)?;
     for (i, (r, v, normal)) in values.iter().enumerate() {

@@ -22,6 +22,9 @@ use crate::error::{ConsumerError, Result};
 use crate::quantize;
 use crate::recdata;
 
+/// Every CPU's value of one entry under `aggpercpu`, CPU by CPU.
+pub type CpuValues = Vec<(u32, Vec<u8>)>;
+
 /// One merged aggregation entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AggEntry {
@@ -132,7 +135,7 @@ impl Aggregations {
 
     /// Under `aggpercpu`, every CPU's value of one entry, CPU by CPU (the initial value where a
     /// CPU never updated it); `None` without the option.
-    pub fn percpu_values(&self, varid: u32, key: &[u8]) -> Option<Vec<(u32, Vec<u8>)>> {
+    pub fn percpu_values(&self, varid: u32, key: &[u8]) -> Option<CpuValues> {
         let ncpus = self.percpu?;
         let (_, value) = self.entries.get(&(varid, key.to_vec()))?;
         let action = self.action_of(varid)?;
