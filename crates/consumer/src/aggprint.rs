@@ -10,7 +10,7 @@ use dtrace_dif::program::{ActionKind, RecDesc};
 use dtrace_framework::records::AggDesc;
 
 use crate::aggdisplay;
-use crate::aggregate::{AggEntry, Aggregations, SortOrder};
+use crate::aggregate::{AggEntry, Aggregations, CpuValues, SortOrder};
 use crate::aggvalue;
 use crate::bytes;
 use crate::cformat::{self, Spec};
@@ -85,17 +85,24 @@ fn value_rec(desc: &AggDesc) -> Result<&RecDesc> {
     desc.recs.last().ok_or(ConsumerError::BadAggId(desc.aggid))
 }
 
-/// One row in the default layout: the keys, then each value, then a newline.
+/// One row in the default layout: the keys, then each value, then a newline. Under
+/// `aggpercpu` (`percpu`, one per value) each value is followed by every CPU's, each on a line of
+/// its own after `    [CPU n]`.
 pub fn print_row(
     out: &mut Vec<u8>,
     env: &FmtEnv<'_>,
     desc: &AggDesc,
     key: &[u8],
     values: &[(&RecDesc, &[u8], u64)],
+    percpu: &[Option<CpuValues>],
 ) -> Result<()> {
     print_keys(out, env, desc, key, false)?;
-    for (r, v, normal) in values {
+    for (i, (r, v, normal)) in values.iter().enumerate() {
         print_datum(out, env, r, v, *normal, false)?;
+        for (cpu, cv) in percpu.get(i).into_iter().flatten().flatten() {
+            out.extend_from_slice(format!("\n    [CPU {cpu}]").as_bytes());
+            print_datum(out, env, r, cv, *normal, false)?;
+        }
     }
     out.push(b'\n');
     Ok(())
@@ -144,7 +151,8 @@ pub fn print_aggregation(
     }
     for e in &entries {
         let d = aggs.desc_of(e).unwrap_or(desc);
-        print_row(out, env, d, &e.key, &[(&vrec, &e.value, normal)])?;
+        let percpu = [aggs.percpu_values(varid, &e.key)];
+        print_row(out, env, d, &e.key, &[(&vrec, &e.value, normal)], &percpu)?;
     }
     Ok(())
 }
@@ -316,12 +324,17 @@ pub fn print_joined(
             .zip(&row.values)
             .map(|((r, n), v)| (r, v.as_slice(), *n))
             .collect();
+        let percpu: Vec<_> = varids
+            .iter()
+            .map(|&v| aggs.percpu_values(v, &row.key))
+            .collect();
         print_row(
             out,
             env,
             aggs.desc(row.aggid).unwrap_or(desc),
             &row.key,
             &vals,
+            &percpu,
         )?;
     }
     Ok(())

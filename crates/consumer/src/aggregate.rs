@@ -6,6 +6,10 @@
 //!
 //! Snapshots carry what accumulated since the previous snapshot (DTrace's semantics: the framework
 //! resets its per-CPU aggregation buffers when it hands them over), so merging adds.
+//!
+//! With the `aggpercpu` option ([`Aggregations::set_percpu`]) each entry also keeps what every CPU
+//! aggregated (`dtada_percpu`), which the default layout prints under the value, one line per CPU,
+//! a CPU that never updated the entry showing the function's initial value ([`initial`]).
 
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashMap};
@@ -17,6 +21,9 @@ use crate::aggvalue;
 use crate::error::{ConsumerError, Result};
 use crate::quantize;
 use crate::recdata;
+
+/// Every CPU's value of one entry under `aggpercpu`, CPU by CPU.
+pub type CpuValues = Vec<(u32, Vec<u8>)>;
 
 /// One merged aggregation entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,6 +58,10 @@ pub struct Aggregations {
     /// (variable, key) -> (aggregation id that laid the key out, value).
     entries: BTreeMap<(u32, Vec<u8>), (u32, Vec<u8>)>,
     normals: HashMap<u32, u64>,
+    /// `aggpercpu`: the number of CPUs whose values are kept and printed.
+    percpu: Option<u32>,
+    /// (variable, key) -> CPU -> what that CPU aggregated (kept under `aggpercpu` only).
+    cpu_values: BTreeMap<(u32, Vec<u8>), BTreeMap<u32, Vec<u8>>>,
 }
 
 fn merge_value(action: ActionKind, into: &mut [u8], from: &[u8]) {
@@ -90,6 +101,22 @@ fn merge_value(action: ActionKind, into: &mut [u8], from: &[u8]) {
     }
 }
 
+/// The value a CPU that never updated an entry holds (DTrace's initial aggregation value):
+/// `min()` starts at the largest 64-bit integer, `max()` at the smallest, the others at zero
+/// (quantization parameters kept).
+pub fn initial(action: ActionKind, v: &[u8]) -> Vec<u8> {
+    let mut z = zeroed(action, v);
+    let start = match action {
+        ActionKind::AggMin => i64::MAX,
+        ActionKind::AggMax => i64::MIN,
+        _ => return z,
+    };
+    if let Some(w) = z.get_mut(..8) {
+        w.copy_from_slice(&start.to_ne_bytes());
+    }
+    z
+}
+
 /// A zero value of the shape of `v` (quantization parameters kept).
 fn zeroed(action: ActionKind, v: &[u8]) -> Vec<u8> {
     let mut z = vec![0u8; v.len()];
@@ -100,6 +127,32 @@ fn zeroed(action: ActionKind, v: &[u8]) -> Vec<u8> {
 }
 
 impl Aggregations {
+    /// `aggpercpu`: keeps (with `Some(ncpus)`) what each of `ncpus` CPUs aggregated, for
+    /// [`Aggregations::percpu_values`].
+    pub fn set_percpu(&mut self, ncpus: Option<u32>) {
+        self.percpu = ncpus.map(|n| n.max(1));
+    }
+
+    /// Under `aggpercpu`, every CPU's value of one entry, CPU by CPU (the initial value where a
+    /// CPU never updated it); `None` without the option.
+    pub fn percpu_values(&self, varid: u32, key: &[u8]) -> Option<CpuValues> {
+        let ncpus = self.percpu?;
+        let (_, value) = self.entries.get(&(varid, key.to_vec()))?;
+        let action = self.action_of(varid)?;
+        let cpus = self.cpu_values.get(&(varid, key.to_vec()));
+        Some(
+            (0..ncpus)
+                .map(|c| {
+                    let v = cpus
+                        .and_then(|m| m.get(&c))
+                        .cloned()
+                        .unwrap_or_else(|| initial(action, value));
+                    (c, v)
+                })
+                .collect(),
+        )
+    }
+
     /// Records the description of an aggregation id.
     pub fn add_desc(&mut self, desc: AggDesc) {
         self.by_var.entry(desc.varid).or_insert(desc.aggid);
@@ -179,6 +232,18 @@ impl Aggregations {
                         .insert((desc.varid, r.key.clone()), (r.aggid, r.value.clone()));
                 }
             }
+            if self.percpu.is_some() {
+                let cpus = self
+                    .cpu_values
+                    .entry((desc.varid, r.key.clone()))
+                    .or_default();
+                match cpus.get_mut(&r.cpu) {
+                    Some(v) => merge_value(action, v, &r.value),
+                    None => {
+                        cpus.insert(r.cpu, r.value.clone());
+                    }
+                }
+            }
         }
         Ok(())
     }
@@ -208,6 +273,11 @@ impl Aggregations {
                 *val = zeroed(action, val);
             }
         }
+        for ((v, _), cpus) in self.cpu_values.iter_mut() {
+            if *v == varid {
+                cpus.values_mut().for_each(|val| *val = zeroed(action, val));
+            }
+        }
     }
 
     /// `trunc(@a, n)`: keep the `n` largest entries (the `-n` smallest when negative).
@@ -225,6 +295,8 @@ impl Aggregations {
             .collect();
         self.entries
             .retain(|(v, k), _| *v != varid || keep.contains(k));
+        self.cpu_values
+            .retain(|(v, k), _| *v != varid || keep.contains(k));
     }
 
     /// Zeroes one entry's value (`DTRACE_AGGWALK_CLEAR`).
@@ -235,16 +307,21 @@ impl Aggregations {
         if let Some((_, val)) = self.entries.get_mut(&(varid, key.to_vec())) {
             *val = zeroed(action, val);
         }
+        if let Some(cpus) = self.cpu_values.get_mut(&(varid, key.to_vec())) {
+            cpus.values_mut().for_each(|val| *val = zeroed(action, val));
+        }
     }
 
     /// Forgets one entry (`DTRACE_AGGWALK_REMOVE`).
     pub fn remove_entry(&mut self, varid: u32, key: &[u8]) {
         self.entries.remove(&(varid, key.to_vec()));
+        self.cpu_values.remove(&(varid, key.to_vec()));
     }
 
     /// Forgets every entry (used between runs).
     pub fn remove_all(&mut self) {
         self.entries.clear();
+        self.cpu_values.clear();
     }
 
     /// Every entry of one variable (unsorted).
@@ -410,6 +487,7 @@ mod tests {
             aggid,
             key: key.to_ne_bytes().to_vec(),
             value: vals.iter().flat_map(|v| v.to_ne_bytes()).collect(),
+            cpu: 0,
         }
     }
 
@@ -442,6 +520,43 @@ mod tests {
     }
 
     #[test]
+    fn aggpercpu_keeps_each_cpus_value_with_initial_values_elsewhere() {
+        let on = |cpu: u32, r: AggRecord| AggRecord { cpu, ..r };
+        let mut a = Aggregations::default();
+        a.add_desc(desc(1, 0, ActionKind::AggMin, 8));
+        a.add_desc(desc(2, 1, ActionKind::AggCount, 8));
+        // Without the option nothing per CPU is kept.
+        a.merge(&[on(1, rec(1, 5, &[3]))]).unwrap();
+        assert_eq!(a.percpu_values(0, &5u64.to_ne_bytes()), None);
+        a.remove_all();
+        a.set_percpu(Some(3));
+        a.merge(&[
+            on(1, rec(1, 5, &[3])),
+            on(2, rec(1, 5, &[-4])),
+            on(1, rec(2, 6, &[2])),
+        ])
+        .unwrap();
+        a.merge(&[on(1, rec(1, 5, &[1])), on(1, rec(2, 6, &[5]))])
+            .unwrap();
+        let cpus = |a: &Aggregations, var: u32, key: u64| -> Vec<(u32, i64)> {
+            a.percpu_values(var, &key.to_ne_bytes())
+                .unwrap()
+                .iter()
+                .map(|(c, v)| (*c, recdata::i64_at(v, 0).unwrap()))
+                .collect()
+        };
+        assert_eq!(cpus(&a, 0, 5), vec![(0, i64::MAX), (1, 1), (2, -4)]);
+        assert_eq!(cpus(&a, 1, 6), vec![(0, 0), (1, 7), (2, 0)]);
+        // clear() zeroes every CPU's value; trunc() forgets them with the entry.
+        a.clear(1);
+        assert_eq!(cpus(&a, 1, 6), vec![(0, 0), (1, 0), (2, 0)]);
+        a.trunc(0, 0);
+        assert_eq!(a.percpu_values(0, &5u64.to_ne_bytes()), None);
+        a.merge(&[on(0, rec(1, 5, &[8]))]).unwrap();
+        assert_eq!(cpus(&a, 0, 5), vec![(0, 8), (1, i64::MAX), (2, i64::MAX)]);
+    }
+
+    #[test]
     fn aggsortkeypos_orders_entries_of_several_aggregating_actions() {
         // @[1, 3] = sum(0); @[2, 2] = sum(0); @[3, 1] = sum(0): three actions (aggregation ids)
         // of one variable with one key layout; equal values sort by key #2 under aggsortkeypos=1.
@@ -463,16 +578,19 @@ mod tests {
                 aggid: 1,
                 key: key(1, 3),
                 value: 0i64.to_ne_bytes().to_vec(),
+                cpu: 0,
             },
             AggRecord {
                 aggid: 2,
                 key: key(2, 2),
                 value: 0i64.to_ne_bytes().to_vec(),
+                cpu: 0,
             },
             AggRecord {
                 aggid: 3,
                 key: key(3, 1),
                 value: 0i64.to_ne_bytes().to_vec(),
+                cpu: 0,
             },
         ])
         .unwrap();

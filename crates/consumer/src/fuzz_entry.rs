@@ -219,7 +219,12 @@ pub fn consume_bytes(data: &[u8]) {
         let vl = [8usize, 16, 32, 127 * 8, 40][b.u8() as usize % 5];
         let key = (0..kl).map(|_| b.u8()).collect();
         let value = (0..vl).map(|_| b.u8()).collect();
-        aggrecs.push(AggRecord { aggid, key, value });
+        aggrecs.push(AggRecord {
+            aggid,
+            key,
+            value,
+            cpu: 0,
+        });
     }
     let _ = d.aggs.merge(&aggrecs);
     let snap = BufferSnapshot {

@@ -114,6 +114,9 @@ impl Tracer for FrameworkTracer {
     fn take_aggregation_drops(&mut self) -> Vec<(u32, u64)> {
         std::mem::take(&mut self.agg_drops)
     }
+    fn ncpus(&self) -> u32 {
+        self.fw.ncpus()
+    }
     fn status(&mut self) -> Result<StatusCounters> {
         let s = self.fw.status();
         Ok(StatusCounters {

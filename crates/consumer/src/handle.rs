@@ -132,6 +132,11 @@ pub trait Tracer {
     fn end_cpu(&self) -> Option<u32> {
         None
     }
+    /// The number of CPUs records and aggregations come from (CPU ids `0..ncpus`: DTrace's
+    /// `max_cpuid + 1`), over which `aggpercpu` prints each CPU's value.
+    fn ncpus(&self) -> u32 {
+        1
+    }
     /// Aggregation drops per CPU (cpu, count) since the previous call.
     fn take_aggregation_drops(&mut self) -> Vec<(u32, u64)> {
         Vec::new()
@@ -601,8 +606,11 @@ impl Handle {
 
     /// `dtrace_aggregate_snap`.
     pub fn aggregate_snap(&mut self) -> Result<()> {
+        let ncpus = self.tracer.ncpus();
         let r = self.tracer.aggregate_snapshot().and_then(|recs| {
             let d = &mut self.decoder;
+            d.aggs
+                .set_percpu(d.options.is_set("aggpercpu").then_some(ncpus));
             d.aggs.merge_symbolized(&recs, d.symbols.as_ref())
         });
         self.last_agg = Some(Instant::now());

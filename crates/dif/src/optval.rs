@@ -39,11 +39,7 @@ pub enum OptKind {
 /// DTrace for Linux's options: (name, kind, may change while tracing is active).
 pub const OPTIONS: &[(&str, OptKind, bool)] = &[
     // compile-time options
-    (
-        "aggpercpu",
-        OptKind::Unsupported("per-CPU aggregation values (aggpercpu)"),
-        false,
-    ),
+    ("aggpercpu", OptKind::Compile, false),
     ("amin", OptKind::Compile, false),
     ("argref", OptKind::Compile, false),
     ("core", OptKind::Compile, false),

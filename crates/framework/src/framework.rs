@@ -1053,12 +1053,18 @@ impl Framework {
             .iter_mut()
             .enumerate()
             .map(|(cpu, c)| {
+                let cpu = cpu as u32;
                 let (entries, drops) = c.aggs.drain();
                 AggSnapshot {
-                    cpu: cpu as u32,
+                    cpu,
                     records: entries
                         .into_iter()
-                        .map(|(aggid, key, value)| AggRecord { aggid, key, value })
+                        .map(|(aggid, key, value)| AggRecord {
+                            aggid,
+                            key,
+                            value,
+                            cpu,
+                        })
                         .collect(),
                     drops,
                 }

@@ -84,6 +84,8 @@ pub struct AggRecord {
     pub key: Vec<u8>,
     /// Value bytes in the aggregating function's layout.
     pub value: Vec<u8>,
+    /// The CPU that aggregated it (the `aggpercpu` option prints each CPU's value).
+    pub cpu: u32,
 }
 
 /// What one switch of one CPU's principal buffer yields.

@@ -515,6 +515,9 @@ impl Tracer for KernelTracer {
     fn end_cpu(&self) -> Option<u32> {
         self.inner.end_cpu()
     }
+    fn ncpus(&self) -> u32 {
+        self.inner.ncpus()
+    }
     fn take_aggregation_drops(&mut self) -> Vec<(u32, u64)> {
         let mut drops = self.inner.take_aggregation_drops();
         for (cpu, n) in std::mem::take(&mut self.kernel_agg_drops) {

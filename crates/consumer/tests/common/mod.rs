@@ -121,5 +121,6 @@ pub fn aggrec(d: &AggDesc, keys: &[Vec<u8>], value: Vec<u8>) -> AggRecord {
         aggid: d.aggid,
         key: aggkey(d, keys),
         value,
+        cpu: 0,
     }
 }

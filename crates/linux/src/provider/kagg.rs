@@ -697,8 +697,8 @@ impl KernelAggState {
                 };
                 snap.pids.extend(&fw_key.pids);
                 let slot_len = a.value_words * 8 + 8;
-                for cpu in values.chunks(slot_len) {
-                    let Some((value, flag)) = cpu.split_at_checked(a.value_words * 8) else {
+                for (cpu, slot) in values.chunks(slot_len).enumerate() {
+                    let Some((value, flag)) = slot.split_at_checked(a.value_words * 8) else {
                         continue;
                     };
                     if flag.iter().all(|b| *b == 0) {
@@ -715,6 +715,8 @@ impl KernelAggState {
                         aggid: *aggid,
                         key: fw_key.bytes.clone(),
                         value: value.to_vec(),
+                        // Per-CPU maps hold one slot per possible CPU, in CPU order.
+                        cpu: cpu as u32,
                     });
                 }
             }
@@ -944,6 +946,7 @@ mod tests {
                 aggid: 1,
                 key: e.bytes.clone(),
                 value: Vec::new(),
+                cpu: 0,
             }],
             cuts: e.cuts.into_iter().map(|(o, f, p)| (0, o, f, p)).collect(),
             pids: e.pids,
