@@ -38,6 +38,7 @@
 mod copyin;
 mod copyout;
 mod strings;
+mod strlen;
 mod strvars;
 #[cfg(test)]
 mod tests;
@@ -727,7 +728,7 @@ impl<'a> Translator<'a> {
             if let Instr::Call { subr, .. } = *i {
                 if matches!(
                     Subr::from_u16(subr),
-                    Some(Subr::Copyinstr | Subr::Copyout | Subr::Copyoutstr)
+                    Some(Subr::Copyinstr | Subr::Copyout | Subr::Copyoutstr | Subr::Strlen)
                 ) {
                     continue;
                 }
@@ -1182,6 +1183,7 @@ impl<'a> Translator<'a> {
             }
             Instr::Call { subr, rd } => match Subr::from_u16(subr) {
                 Some(Subr::Copyinstr) => self.copyinstr(pc, s, rd)?,
+                Some(Subr::Strlen) => self.strlen(pc, s, rd)?,
                 Some(w @ (Subr::Copyout | Subr::Copyoutstr)) => self.copyout(pc, s, w, rd)?,
                 other => {
                     return Err(Untranslatable::Subroutine {

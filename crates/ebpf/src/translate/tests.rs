@@ -1735,3 +1735,55 @@ fn copyout_writes_at_the_probe_and_faults_at_a_bad_destination() {
     let e = translate(&action("copyout((void *)arg0, arg1, 1)"), &p, 257, FRAME).unwrap_err();
     assert!(e.to_string().contains("not memory at an address"), "{e}");
 }
+
+#[test]
+fn strlen_measures_as_the_interpreter() {
+    let mut p = string_probe();
+    p.execname = b"abcdef".to_vec();
+    for strsize in [256usize, 4] {
+        for expr in [
+            "strlen(copyinstr(arg1))",
+            "strlen(copyinstr(arg2))",
+            "strlen(copyinstr(arg4))",
+            "strlen(copyinstr(arg1, 3))",
+            "strlen(copyinstr(arg1, 0))",
+            "strlen(copyinstr(arg6))",
+            "strlen(execname)",
+            "strlen(probefunc)",
+            r#"strlen("abc")"#,
+            r#"strlen("")"#,
+            r#"strlen("0123456789")"#,
+            "strlen(copyinstr(arg1)) + strlen(execname) * 100",
+        ] {
+            let src = format!(
+                "#pragma D option strsize={strsize}\n{}",
+                clause(&format!("{expr} + 1000"))
+            );
+            let obj = predicate(&src);
+            let (mut ctx, mut mem) = fake_env(&p);
+            let mut state = VarState::new(VmOptions {
+                strsize: strsize + 1,
+                ..VmOptions::default()
+            });
+            let want = Machine::new().run(&obj, &mut state, &mut ctx, &mut mem);
+            let f =
+                translate(&obj, &p, strsize + 1, FRAME).unwrap_or_else(|e| panic!("{expr}: {e}"));
+            assert_reachable(&f.insns);
+            let (r0, stack) = emulate_frame(&f.insns, &p);
+            match want {
+                Ok(v) => {
+                    assert!(v >= 1000, "{expr}: {v}");
+                    assert_eq!(r0, v, "{expr} (strsize {strsize})");
+                }
+                Err(fault) => {
+                    assert_eq!(r0, FAULTED as u64, "{expr}");
+                    assert_eq!(
+                        frame_fault(&stack),
+                        Some((fault.kind.code(), fault.pc, fault.addr)),
+                        "{expr}: the interpreter's fault"
+                    );
+                }
+            }
+        }
+    }
+}
