@@ -37,6 +37,7 @@
 
 mod copyin;
 mod copyout;
+mod stringof;
 mod strings;
 mod strlen;
 mod strvars;
@@ -703,6 +704,9 @@ struct Translator<'a> {
     sites: Vec<(Label, FaultSite)>,
     /// String scratch slots taken so far (one per `copyinstr()` call site).
     scratch_slots: usize,
+    /// What the data-flow knows the registers hold before each instruction (where a string
+    /// at an integer address comes from, see `stringof`).
+    flow: stringof::FlowRegs,
 }
 
 impl<'a> Translator<'a> {
@@ -773,6 +777,7 @@ impl<'a> Translator<'a> {
             can_drop: false,
             sites: Vec::new(),
             scratch_slots: 0,
+            flow: stringof::flow_regs(obj),
         })
     }
 
@@ -1068,6 +1073,11 @@ impl<'a> Translator<'a> {
                     Kind::Execname if self.strings_ok => ValueKind::Execname,
                     Kind::StrConst(b) if self.strings_ok => ValueKind::Str(b.clone()),
                     Kind::Scratch if self.strings_ok => ValueKind::Scratch,
+                    // An address returned as a string (`stringof(p)`, `(string)p`).
+                    Kind::Int(_) if self.strings_ok && self.obj.rtype.is_string() => {
+                        self.kernel_string(pc, s, rd, self.frame.reg(rd & 7))?;
+                        ValueKind::Scratch
+                    }
                     Kind::VarStr if self.strings_ok => {
                         // Recording NULL (a key, a trace() or printf() value) faults in the
                         // interpreter when the action stores it: at the expression's last
@@ -1213,7 +1223,22 @@ impl<'a> Translator<'a> {
                 // in the tuple slot of its position: string registers are not followed into tuple
                 // slots otherwise), its size strsize.
                 let string = ty == dtrace_dif::instr::DIF_TYPE_STRING
-                    && matches!(s[(r2 & 7) as usize], Kind::Int(Some(0)))
+                    && matches!(s[(r2 & 7) as usize], Kind::Int(Some(0)));
+                // An address pushed as a string (`a[stringof(p)]`, `strlen((string)p)`): the
+                // string read into the scratch, its address in the tuple slot.
+                if let (true, Kind::Int(v), Some(t)) =
+                    (string, &s[(rs & 7) as usize], s.tuple.as_ref())
+                {
+                    if *v != Some(0) && t.len() < MAX_TUPLE {
+                        let at = self.frame.tuple(t.len());
+                        self.kernel_string(pc, s, rs, at)?;
+                        if let Some(t) = &mut s.tuple {
+                            t.push(Pushed::Str(Kind::Scratch));
+                        }
+                        return Ok(true);
+                    }
+                }
+                let string = string
                     && matches!(
                         s[(rs & 7) as usize],
                         Kind::StrConst(_) | Kind::Execname | Kind::Scratch | Kind::VarStr
@@ -1649,12 +1674,24 @@ impl<'a> Translator<'a> {
                 }
             }
             Instr::Scmp { r1, r2 } => {
-                let (x, y) = (s[(r1 & 7) as usize].clone(), s[(r2 & 7) as usize].clone());
+                // An address compared as a string (`stringof(p) == "x"`) is read into the
+                // scratch first, its address kept in the load buffer (left) or the fault
+                // address's slot (right: no fault site of the compare stores there).
+                let operand = |t: &mut Self, r: u8, at: i16| match s[(r & 7) as usize] {
+                    Kind::Int(v) if v != Some(0) => {
+                        t.kernel_string(pc, s, r, at).map(|_| (Kind::Scratch, at))
+                    }
+                    ref k => Ok((k.clone(), t.frame.reg(r & 7))),
+                };
+                let (x, y) = (
+                    operand(self, r1, self.frame.load_buf())?,
+                    operand(self, r2, self.frame.fault_addr_at())?,
+                );
                 strings::compare(
                     &mut self.a,
                     pc,
-                    (&x, self.frame.reg(r1 & 7)),
-                    (&y, self.frame.reg(r2 & 7)),
+                    (&x.0, x.1),
+                    (&y.0, y.1),
                     self.strsize,
                     self.frame.comm(),
                 )?;
