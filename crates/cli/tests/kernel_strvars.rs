@@ -487,3 +487,38 @@ fn strlen_runs_at_the_probe_as_in_dtrace() {
     assert!(errors.len() >= 12, "{out}");
     assert!(errors.iter().all(|l| l.ends_with(" 1 0x0")), "{out}");
 }
+
+#[test]
+fn global_arrays_set_in_begin_reach_the_kernel_and_end_reads_them_back() {
+    let t = "global_arrays_set_in_begin_reach_the_kernel_and_end_reads_them_back";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let cmd = opener("kstrvar-arrays");
+    // BEGIN fills an integer array keyed by strings and a string array keyed by a string and
+    // an integer; the clause in the kernel reads them (a predicate, a key), adds to them and
+    // deletes an element; END prints what the kernel left, absent elements included.
+    let script = "BEGIN { a[\"opener\"] = 1; a[\"gone\"] = 5; a[\"kept\"] = 9; \
+        n[\"opener\", 1] = \"first\"; } \
+        syscall::openat:entry /pid == $target && a[execname]/ { a[execname]++; \
+        a[\"gone\"] = 0; @[n[execname, 1]] = count(); n[execname, 2] = copyinstr(arg1); } \
+        END { printf(\"%d %d %d %d|%s|%s\\n\", a[\"opener\"], a[\"gone\"], a[\"kept\"], \
+        a[\"none\"], n[\"opener\", 1], n[\"opener\", 2]); printa(\"%s %@d\\n\", @); }";
+    let out = same_both_ways(script, &[], &cmd, &[(1, &whole("a, n"))]);
+    let opens = count_of(&out, "first").expect("count");
+    assert!(opens >= 12, "{out}");
+    assert!(
+        out.contains(&format!("{} 0 9 0|first|/etc/hostname\n", opens + 1)),
+        "{out}"
+    );
+    let (rc, _, err) = dtrace_with_env(&[], &["-qv", "-n", script, "-c", &cmd]);
+    assert_eq!(rc, 0, "{err}");
+    for line in [
+        "clause (:::BEGIN): runs in dtrace before the kernel's clauses start, writing variables a, \
+         n kept in the kernel",
+        "clause (:::END): runs in dtrace after the kernel's clauses stop, reading variables a, n \
+         kept in the kernel",
+    ] {
+        assert!(err.contains(line), "{line}: {err}");
+    }
+}

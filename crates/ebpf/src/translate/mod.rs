@@ -348,6 +348,38 @@ pub fn array_key_bytes(obj: &DifObject, thread: bool, id: u32, strsize: usize) -
     most
 }
 
+/// The shape of the tuple that keys associative array `id` of scope `thread` in `obj`: per
+/// element, whether it is a string (a reference, `pushtr`) rather than an integer, as the
+/// pushes since the last `flushts` give it at the first `ldgaa`/`stgaa` (`ldtaa`/`sttaa`)
+/// naming it (D gives every use of an array the same key types); `None` when `obj` does not
+/// use it. Decodes the kernel's keys ([`array_key_bytes`] sizes them).
+pub fn array_key_strings(obj: &DifObject, thread: bool, id: u32) -> Option<Vec<bool>> {
+    let (load, store) = if thread {
+        (Opcode::Ldtaa, Opcode::Sttaa)
+    } else {
+        (Opcode::Ldgaa, Opcode::Stgaa)
+    };
+    let mut shape: Vec<bool> = Vec::new();
+    for w in &obj.text {
+        match Instr::decode(*w) {
+            Ok(Instr::Flushts) => shape.clear(),
+            Ok(Instr::Pushtv { .. }) => shape.push(false),
+            Ok(Instr::Pushtr { .. }) => shape.push(true),
+            Ok(Instr::Popts) => {
+                shape.pop();
+            }
+            Ok(Instr::LoadVar { op, var, .. } | Instr::StoreVar { op, var, .. })
+                if (op == load || op == store) && u32::from(var) == id =>
+            {
+                shape.truncate(MAX_TUPLE);
+                return Some(shape);
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
 /// Where a fragment keeps its state on the eBPF stack.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Frame {
