@@ -110,9 +110,11 @@ impl Translator<'_> {
                 .store(Size::DW, R10, buf, R1);
             reg = buf;
         }
+        let storage = i32::try_from(self.strsize).map_err(|_| Untranslatable::Value {
+            pc,
+            what: "a string at a kernel address: strsize too large".into(),
+        })?;
         let bad = self.fault_site(pc, FaultKind::BadAddr, FaultAddr::Frame(reg));
-        let storage = i32::try_from(self.strsize)
-            .map_err(|_| refused("an address, with a strsize this large,"))?;
         self.string_slot(pc, at, true)
             .map_err(|why| Untranslatable::Value {
                 pc,
