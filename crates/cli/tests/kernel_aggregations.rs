@@ -183,7 +183,7 @@ fn verbose_mode_says_why_aggregations_stay_in_dtrace() {
              (the kernel walks frame pointers only; DTRACE_KERNEL_USTACKS=1 keeps them there))",
         ),
         (
-            "@[strlen(execname)] = count();",
+            "@[strjoin(execname, \"x\")] = count();",
             "aggregations run in the kernel at 0 probes, in dtrace at 1 probe (at \
              syscall:vmlinux:write:entry: instruction",
         ),

@@ -4,7 +4,9 @@
 //! every kernel path off, `copyinstr(addr, maxlen)` and a small `strsize` included. A string
 //! the probe cannot read (a page not yet faulted in, a string running into one) hands the firing
 //! to dtrace, whose capture reads it again at the syscall's return, so both ways still print
-//! the same; `copyinstr(0)` faults in the kernel as in dtrace.
+//! the same; `copyinstr(0)` faults in the kernel as in dtrace. Strings at kernel addresses
+//! (`stringof(curthread->comm)`, `(string)` casts) are read at the probe too; a probe
+//! argument's string is not (user memory: it stays in dtrace, and `-v` says why).
 
 mod common;
 use common::same_with_kernel_paths_off as same_both_ways;
@@ -213,4 +215,85 @@ fn a_kernel_clause_copying_strings_beside_one_run_in_dtrace_prints_as_in_dtrace(
     );
     assert_eq!(count_of(&out, "/kstr/"), Some(1), "{out}");
     assert_eq!(count_of(&out, "/nonexistent/kstr-a"), Some(6), "{out}");
+}
+
+#[test]
+fn strings_at_kernel_addresses_are_read_at_the_probe_as_in_dtrace() {
+    let t = "strings_at_kernel_addresses_are_read_at_the_probe_as_in_dtrace";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let cmd = opener("kstr-stringof");
+    // Compared in a predicate, as keys (with strlen()), in a record built at the probe.
+    let out = same_both_ways(
+        "syscall::openat:entry /pid == $target && stringof(curthread->comm) == \"opener\"/ \
+         { @[stringof(curthread->comm), strlen((string)curthread->comm)] = count(); } \
+         END { printa(\"%s %d %@d\\n\", @); }",
+        &[],
+        &cmd,
+        &[(1, AGGS)],
+    );
+    let n = out
+        .lines()
+        .find_map(|l| l.strip_prefix("opener 6 "))
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    assert!(n.is_some_and(|n| n >= 14), "{out}");
+    let out = same_both_ways(
+        "syscall::openat:entry /pid == $target/ \
+         { printf(\"%s|%s\\n\", stringof(curthread->comm), (string)curthread->comm); }",
+        &[],
+        &cmd,
+        &[(1, RECORDS)],
+    );
+    assert!(
+        out.lines().filter(|l| *l == "opener|opener").count() >= 14,
+        "{out}"
+    );
+    // Stored in a thread-local kept in the kernel, read back at the return.
+    let out = same_both_ways(
+        "syscall::openat:entry /pid == $target/ { self->c = stringof(curthread->comm); } \
+         syscall::openat:return /self->c != NULL/ { @[self->c] = count(); self->c = 0; } \
+         END { printa(\"%s %@d\\n\", @); }",
+        &[],
+        &cmd,
+        &[
+            (
+                1,
+                "runs whole in the kernel at 1 probe (variables self->c live in the kernel",
+            ),
+            (
+                2,
+                "runs whole in the kernel at 1 probe (variables self->c live in the kernel",
+            ),
+        ],
+    );
+    assert!(count_of(&out, "opener").is_some_and(|n| n >= 14), "{out}");
+    // A constant address is never copied: it faults at its value both ways.
+    let out = same_both_ways(
+        "syscall::openat:entry /pid == $target/ { @[stringof(123)] = count(); } \
+         dtrace:::ERROR { printf(\"ERROR %d %d 0x%x\\n\", arg3, arg4, arg5); }",
+        &[],
+        &cmd,
+        &[(1, AGGS)],
+    );
+    let errors: Vec<&str> = out.lines().filter(|l| l.starts_with("ERROR ")).collect();
+    assert!(errors.len() >= 14, "{out}");
+    assert!(errors.iter().all(|l| l.ends_with(" 1 0x7b")), "{out}");
+    // A probe argument's string is user memory: the clause stays in dtrace, and -v says why.
+    let (_, _, err) = dtrace_with_env(
+        &[],
+        &[
+            "-qv",
+            "-n",
+            "syscall::openat:entry /pid == $target/ { trace(stringof(arg1)); }",
+            "-c",
+            &cmd,
+        ],
+    );
+    assert!(
+        clause_lines(&err, 1)
+            .iter()
+            .any(|l| l.contains("a string at probe argument arg1 is read in dtrace")),
+        "{err}"
+    );
 }

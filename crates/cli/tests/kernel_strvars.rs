@@ -437,3 +437,88 @@ fn globals_begin_set_reach_kernel_clauses_enabled_after_it() {
     assert!(out.contains("8 set in BEGIN\n"), "{out}");
     assert!(out.contains("set in BEGIN 3\n"), "{out}");
 }
+
+#[test]
+fn strlen_runs_at_the_probe_as_in_dtrace() {
+    let t = "strlen_runs_at_the_probe_as_in_dtrace";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let cmd = opener("kstrvar-strlen");
+    // strlen() of copyinstr() in a predicate and as keys, of execname as a key.
+    let out = same_both_ways(
+        "syscall::openat:entry /pid == $target && strlen(copyinstr(arg1)) >= 22 && \
+         strlen(copyinstr(arg1)) < 24/ { @[strlen(copyinstr(arg1)), strlen(execname)] = count(); } \
+         END { printa(\"%d %d %@d\\n\", @); }",
+        &[],
+        &cmd,
+        &[(1, "aggregations run in the kernel at 1 probe")],
+    );
+    let counts: Vec<&str> = sorted(&out)
+        .into_iter()
+        .filter(|l| l.starts_with(|c: char| c.is_ascii_digit()))
+        .collect();
+    assert_eq!(counts, ["22 6 6", "23 6 3"], "{out}");
+    // strlen() of a thread-local string kept in the kernel.
+    let p = whole("self->p");
+    let out = same_both_ways(
+        "syscall::openat:entry /pid == $target/ { self->p = copyinstr(arg1); } \
+         syscall::openat:return /self->p != NULL && strlen(self->p) == 23/ { @n = count(); } \
+         syscall::openat:return /self->p != NULL/ { @[strlen(self->p)] = sum(1); self->p = 0; } \
+         END { printa(\"n %@d\\n\", @n); printa(\"%d %@d\\n\", @); }",
+        &[],
+        &cmd,
+        &[(1, &p), (2, &p), (3, &p)],
+    );
+    assert!(out.lines().any(|l| l == "n 3"), "{out}");
+    assert!(out.lines().any(|l| l == "22 6"), "{out}");
+    assert!(out.lines().any(|l| l == "13 3"), "{out}");
+    // strlen(NULL) faults (an invalid address, 0) at the same DIF offset both ways.
+    let q = whole("self->q");
+    let out = same_both_ways(
+        "syscall::openat:entry /pid == $target && arg2 == 12345/ { self->q = \"x\"; } \
+         syscall::openat:return /pid == $target/ { @[strlen(self->q)] = count(); } \
+         dtrace:::ERROR { printf(\"ERROR %d %d 0x%x\\n\", arg3, arg4, arg5); }",
+        &[],
+        &cmd,
+        &[(2, &q)],
+    );
+    let errors: Vec<&str> = out.lines().filter(|l| l.starts_with("ERROR ")).collect();
+    assert!(errors.len() >= 12, "{out}");
+    assert!(errors.iter().all(|l| l.ends_with(" 1 0x0")), "{out}");
+}
+
+#[test]
+fn global_arrays_set_in_begin_reach_the_kernel_and_end_reads_them_back() {
+    let t = "global_arrays_set_in_begin_reach_the_kernel_and_end_reads_them_back";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let cmd = opener("kstrvar-arrays");
+    // BEGIN fills an integer array keyed by strings and a string array keyed by a string and
+    // an integer; the clause in the kernel reads them (a predicate, a key), adds to them and
+    // deletes an element; END prints what the kernel left, absent elements included.
+    let script = "BEGIN { a[\"opener\"] = 1; a[\"gone\"] = 5; a[\"kept\"] = 9; \
+        n[\"opener\", 1] = \"first\"; } \
+        syscall::openat:entry /pid == $target && a[execname]/ { a[execname]++; \
+        a[\"gone\"] = 0; @[n[execname, 1]] = count(); n[execname, 2] = copyinstr(arg1); } \
+        END { printf(\"%d %d %d %d|%s|%s\\n\", a[\"opener\"], a[\"gone\"], a[\"kept\"], \
+        a[\"none\"], n[\"opener\", 1], n[\"opener\", 2]); printa(\"%s %@d\\n\", @); }";
+    let out = same_both_ways(script, &[], &cmd, &[(1, &whole("a, n"))]);
+    let opens = count_of(&out, "first").expect("count");
+    assert!(opens >= 12, "{out}");
+    assert!(
+        out.contains(&format!("{} 0 9 0|first|/etc/hostname\n", opens + 1)),
+        "{out}"
+    );
+    let (rc, _, err) = dtrace_with_env(&[], &["-qv", "-n", script, "-c", &cmd]);
+    assert_eq!(rc, 0, "{err}");
+    for line in [
+        "clause (:::BEGIN): runs in dtrace before the kernel's clauses start, writing variables a, \
+         n kept in the kernel",
+        "clause (:::END): runs in dtrace after the kernel's clauses stop, reading variables a, n \
+         kept in the kernel",
+    ] {
+        assert!(err.contains(line), "{line}: {err}");
+    }
+}

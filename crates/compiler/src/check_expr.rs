@@ -711,6 +711,15 @@ impl<'o> Checker<'o> {
             });
         };
         let (place, lty) = self.lvalue(l, line, &optext, true)?;
+        // An associative array first used by a compound assignment (`x[k] += v`) is declared
+        // by that use, as by `x[k]++`: its values are int64_t.
+        let lty = if self.types.is_void(lty) && matches!(place, Place::Assoc(..)) {
+            let t = self.basic.int64;
+            self.set_place_type(&place, t);
+            t
+        } else {
+            lty
+        };
         if self.types.is_void(lty) {
             let name = match &l.kind {
                 ExprKind::ScopedVar(sc, n) => format!("{}{n}", scope_prefix(*sc)),

@@ -160,6 +160,17 @@ fn variables_across_clauses() {
 }
 
 #[test]
+fn an_array_first_used_by_a_compound_assignment_holds_int64() {
+    // Declared by that use, as by `x[k]++` (DTrace accepts both); a scalar is not (errors.rs).
+    let v = run(r#"
+        BEGIN { x[1] += 2; y["a", 3] -= 5; self->z[2] *= 7; w[1] |= 0x100000000; }
+        BEGIN { x[1] += 2; trace(x[1]); trace(y["a", 3]); trace(self->z[2]); trace(w[1]);
+                trace(sizeof (x[1])); }
+    "#);
+    assert_eq!(v, ["4", "-5", "0", "4294967296", "8"]);
+}
+
+#[test]
 fn inlines_and_enums() {
     let v = run(r#"
         inline int TEN = 10;

@@ -37,7 +37,9 @@
 
 mod copyin;
 mod copyout;
+mod stringof;
 mod strings;
+mod strlen;
 mod strvars;
 #[cfg(test)]
 mod tests;
@@ -344,6 +346,38 @@ pub fn array_key_bytes(obj: &DifObject, thread: bool, id: u32, strsize: usize) -
         }
     }
     most
+}
+
+/// The shape of the tuple that keys associative array `id` of scope `thread` in `obj`: per
+/// element, whether it is a string (a reference, `pushtr`) rather than an integer, as the
+/// pushes since the last `flushts` give it at the first `ldgaa`/`stgaa` (`ldtaa`/`sttaa`)
+/// naming it (D gives every use of an array the same key types); `None` when `obj` does not
+/// use it. Decodes the kernel's keys ([`array_key_bytes`] sizes them).
+pub fn array_key_strings(obj: &DifObject, thread: bool, id: u32) -> Option<Vec<bool>> {
+    let (load, store) = if thread {
+        (Opcode::Ldtaa, Opcode::Sttaa)
+    } else {
+        (Opcode::Ldgaa, Opcode::Stgaa)
+    };
+    let mut shape: Vec<bool> = Vec::new();
+    for w in &obj.text {
+        match Instr::decode(*w) {
+            Ok(Instr::Flushts) => shape.clear(),
+            Ok(Instr::Pushtv { .. }) => shape.push(false),
+            Ok(Instr::Pushtr { .. }) => shape.push(true),
+            Ok(Instr::Popts) => {
+                shape.pop();
+            }
+            Ok(Instr::LoadVar { op, var, .. } | Instr::StoreVar { op, var, .. })
+                if (op == load || op == store) && u32::from(var) == id =>
+            {
+                shape.truncate(MAX_TUPLE);
+                return Some(shape);
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 /// Where a fragment keeps its state on the eBPF stack.
@@ -702,6 +736,9 @@ struct Translator<'a> {
     sites: Vec<(Label, FaultSite)>,
     /// String scratch slots taken so far (one per `copyinstr()` call site).
     scratch_slots: usize,
+    /// What the data-flow knows the registers hold before each instruction (where a string
+    /// at an integer address comes from, see `stringof`).
+    flow: stringof::FlowRegs,
 }
 
 impl<'a> Translator<'a> {
@@ -727,7 +764,7 @@ impl<'a> Translator<'a> {
             if let Instr::Call { subr, .. } = *i {
                 if matches!(
                     Subr::from_u16(subr),
-                    Some(Subr::Copyinstr | Subr::Copyout | Subr::Copyoutstr)
+                    Some(Subr::Copyinstr | Subr::Copyout | Subr::Copyoutstr | Subr::Strlen)
                 ) {
                     continue;
                 }
@@ -772,6 +809,7 @@ impl<'a> Translator<'a> {
             can_drop: false,
             sites: Vec::new(),
             scratch_slots: 0,
+            flow: stringof::flow_regs(obj),
         })
     }
 
@@ -1067,6 +1105,11 @@ impl<'a> Translator<'a> {
                     Kind::Execname if self.strings_ok => ValueKind::Execname,
                     Kind::StrConst(b) if self.strings_ok => ValueKind::Str(b.clone()),
                     Kind::Scratch if self.strings_ok => ValueKind::Scratch,
+                    // An address returned as a string (`stringof(p)`, `(string)p`).
+                    Kind::Int(_) if self.strings_ok && self.obj.rtype.is_string() => {
+                        self.kernel_string(pc, s, rd, self.frame.reg(rd & 7))?;
+                        ValueKind::Scratch
+                    }
                     Kind::VarStr if self.strings_ok => {
                         // Recording NULL (a key, a trace() or printf() value) faults in the
                         // interpreter when the action stores it: at the expression's last
@@ -1182,6 +1225,7 @@ impl<'a> Translator<'a> {
             }
             Instr::Call { subr, rd } => match Subr::from_u16(subr) {
                 Some(Subr::Copyinstr) => self.copyinstr(pc, s, rd)?,
+                Some(Subr::Strlen) => self.strlen(pc, s, rd)?,
                 Some(w @ (Subr::Copyout | Subr::Copyoutstr)) => self.copyout(pc, s, w, rd)?,
                 other => {
                     return Err(Untranslatable::Subroutine {
@@ -1211,7 +1255,22 @@ impl<'a> Translator<'a> {
                 // in the tuple slot of its position: string registers are not followed into tuple
                 // slots otherwise), its size strsize.
                 let string = ty == dtrace_dif::instr::DIF_TYPE_STRING
-                    && matches!(s[(r2 & 7) as usize], Kind::Int(Some(0)))
+                    && matches!(s[(r2 & 7) as usize], Kind::Int(Some(0)));
+                // An address pushed as a string (`a[stringof(p)]`, `strlen((string)p)`): the
+                // string read into the scratch, its address in the tuple slot.
+                if let (true, Kind::Int(v), Some(t)) =
+                    (string, &s[(rs & 7) as usize], s.tuple.as_ref())
+                {
+                    if *v != Some(0) && t.len() < MAX_TUPLE {
+                        let at = self.frame.tuple(t.len());
+                        self.kernel_string(pc, s, rs, at)?;
+                        if let Some(t) = &mut s.tuple {
+                            t.push(Pushed::Str(Kind::Scratch));
+                        }
+                        return Ok(true);
+                    }
+                }
+                let string = string
                     && matches!(
                         s[(rs & 7) as usize],
                         Kind::StrConst(_) | Kind::Execname | Kind::Scratch | Kind::VarStr
@@ -1647,12 +1706,24 @@ impl<'a> Translator<'a> {
                 }
             }
             Instr::Scmp { r1, r2 } => {
-                let (x, y) = (s[(r1 & 7) as usize].clone(), s[(r2 & 7) as usize].clone());
+                // An address compared as a string (`stringof(p) == "x"`) is read into the
+                // scratch first, its address kept in the load buffer (left) or the fault
+                // address's slot (right: no fault site of the compare stores there).
+                let operand = |t: &mut Self, r: u8, at: i16| match s[(r & 7) as usize] {
+                    Kind::Int(v) if v != Some(0) => {
+                        t.kernel_string(pc, s, r, at).map(|_| (Kind::Scratch, at))
+                    }
+                    ref k => Ok((k.clone(), t.frame.reg(r & 7))),
+                };
+                let (x, y) = (
+                    operand(self, r1, self.frame.load_buf())?,
+                    operand(self, r2, self.frame.fault_addr_at())?,
+                );
                 strings::compare(
                     &mut self.a,
                     pc,
-                    (&x, self.frame.reg(r1 & 7)),
-                    (&y, self.frame.reg(r2 & 7)),
+                    (&x.0, x.1),
+                    (&y.0, y.1),
                     self.strsize,
                     self.frame.comm(),
                 )?;

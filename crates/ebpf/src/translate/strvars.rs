@@ -112,6 +112,12 @@ impl Translator<'_> {
                 }
                 self.frame.load_buf()
             }
+            // An address stored as a string (`self->s = stringof(p)`).
+            Kind::Int(_) => {
+                let buf = self.frame.load_buf();
+                self.kernel_string(pc, s, rs, buf)?;
+                buf
+            }
             _ => {
                 return Err(Untranslatable::Value {
                     pc,

@@ -211,10 +211,19 @@ fn emulate_all(insns: &[Insn], p: &Probe) -> (u64, [u8; 512], Vec<u8>) {
                 let jop = i.code & 0xf0;
                 match jop {
                     op::EXIT => return (r[0], stack, scratch),
-                    op::CALL if i.imm == helper::PROBE_READ_USER_STR => {
+                    op::CALL
+                        if i.imm == helper::PROBE_READ_USER_STR
+                            || (i.imm == helper::PROBE_READ_KERNEL_STR
+                                && r[3].wrapping_sub(SCRATCH_ADDR) >= SCRATCH_LEN as u64) =>
+                    {
                         // At most len - 1 bytes and the NUL; -EFAULT when a byte before the
                         // end cannot be read.
                         let (dst_at, len, src_at) = (r[1], r[2] as usize, r[3]);
+                        let region = if i.imm == helper::PROBE_READ_USER_STR {
+                            &p.user
+                        } else {
+                            &p.kernel
+                        };
                         assert!(
                             dst_at.wrapping_sub(SCRATCH_ADDR) < SCRATCH_LEN as u64,
                             "strings are read into the scratch"
@@ -224,7 +233,7 @@ fn emulate_all(insns: &[Insn], p: &Probe) -> (u64, [u8; 512], Vec<u8>) {
                         let mut out = Vec::new();
                         let mut ok = true;
                         while out.len() + 1 < len {
-                            match read(&p.user, src_at + out.len() as u64, 1) {
+                            match read(region, src_at.wrapping_add(out.len() as u64), 1) {
                                 Some(b) if b[0] == 0 => break,
                                 Some(b) => out.push(b[0]),
                                 None => {
@@ -606,7 +615,7 @@ fn memory_loads_read_and_fault_as_the_interpreter() {
         ),
         ("*(char *)0xffff80000000103f == 63", Some(true)),
         (
-            "*(int *)((uint64_t)curthread + 8) == 0x0b0a0908 && ppid == 1",
+            "*(int *)((uint64_t)(char *)curthread + 8) == 0x0b0a0908 && ppid == 1",
             Some(true),
         ),
         ("*(int *)0xffff800000002000 == 0", None),
@@ -631,7 +640,7 @@ fn untranslatable_clauses_say_why() {
         "{}",
         why("self->x == 1")
     );
-    assert!(why("strlen(execname) == 2").contains("strlen"));
+    assert!(why("strjoin(execname, \"x\") == \"ddx\"").contains("strjoin"));
     assert!(why("gid == 0").contains("no gid at this probe"));
     assert!(why("timestamp > 0").contains("timestamp"));
     assert!(why("*(int *)copyin(arg1, 4) == 0").contains("copyin"));
@@ -1734,4 +1743,121 @@ fn copyout_writes_at_the_probe_and_faults_at_a_bad_destination() {
     assert!(e.to_string().contains("not written at this probe"), "{e}");
     let e = translate(&action("copyout((void *)arg0, arg1, 1)"), &p, 257, FRAME).unwrap_err();
     assert!(e.to_string().contains("not memory at an address"), "{e}");
+}
+
+#[test]
+fn strlen_measures_as_the_interpreter() {
+    let mut p = string_probe();
+    p.execname = b"abcdef".to_vec();
+    for strsize in [256usize, 4] {
+        for expr in [
+            "strlen(copyinstr(arg1))",
+            "strlen(copyinstr(arg2))",
+            "strlen(copyinstr(arg4))",
+            "strlen(copyinstr(arg1, 3))",
+            "strlen(copyinstr(arg1, 0))",
+            "strlen(copyinstr(arg6))",
+            "strlen(execname)",
+            "strlen(probefunc)",
+            r#"strlen("abc")"#,
+            r#"strlen("")"#,
+            r#"strlen("0123456789")"#,
+            "strlen(copyinstr(arg1)) + strlen(execname) * 100",
+        ] {
+            let src = format!(
+                "#pragma D option strsize={strsize}\n{}",
+                clause(&format!("{expr} + 1000"))
+            );
+            let obj = predicate(&src);
+            let (mut ctx, mut mem) = fake_env(&p);
+            let mut state = VarState::new(VmOptions {
+                strsize: strsize + 1,
+                ..VmOptions::default()
+            });
+            let want = Machine::new().run(&obj, &mut state, &mut ctx, &mut mem);
+            let f =
+                translate(&obj, &p, strsize + 1, FRAME).unwrap_or_else(|e| panic!("{expr}: {e}"));
+            assert_reachable(&f.insns);
+            let (r0, stack) = emulate_frame(&f.insns, &p);
+            match want {
+                Ok(v) => {
+                    assert!(v >= 1000, "{expr}: {v}");
+                    assert_eq!(r0, v, "{expr} (strsize {strsize})");
+                }
+                Err(fault) => {
+                    assert_eq!(r0, FAULTED as u64, "{expr}");
+                    assert_eq!(
+                        frame_fault(&stack),
+                        Some((fault.kind.code(), fault.pc, fault.addr)),
+                        "{expr}: the interpreter's fault"
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// [`Probe`] whose `curthread` points at kernel memory holding "\0kthread\0" then bytes
+/// running to the end of the region (no NUL).
+fn kernel_string_probe() -> Probe {
+    let mut p = string_probe();
+    let mut mem = b"\0kthread\0".to_vec();
+    mem.extend(std::iter::repeat_n(b'k', 23));
+    p.kernel = vec![(0xffff_8000_0000_1000, mem)];
+    p
+}
+
+#[test]
+fn strings_at_kernel_addresses_compare_and_fault_as_the_interpreter() {
+    let p = kernel_string_probe();
+    for pred in [
+        r#"stringof(curthread) == """#,
+        r#"stringof((char *)curthread + 1) == "kthread""#,
+        r#"(string)((char *)curthread + 1) < "kz""#,
+        r#""kthread" == stringof((char *)curthread + 1)"#,
+        "stringof((char *)curthread + 1) == stringof((char *)curthread + 2)",
+        "stringof((char *)curthread + 1) == execname",
+        "strlen(stringof((char *)curthread + 1)) == 7",
+        "strlen(stringof((char *)curthread + 3)) == 5",
+        r#"stringof(123) == "x""#,
+        r#"stringof(0) == "x""#,
+        r#"stringof((char *)curthread + 4096) == "x""#,
+    ] {
+        let obj = predicate(&clause(pred));
+        let f = translate(&obj, &p, 257, FRAME).unwrap_or_else(|e| panic!("{pred}: {e}"));
+        assert_reachable(&f.insns);
+        let (r0, stack) = emulate_frame(&f.insns, &p);
+        match interpret_result(&obj, &p) {
+            Ok(v) => {
+                assert_eq!(r0 != 0, v != 0, "{pred}");
+                assert_ne!(r0, FAULTED as u64, "{pred}");
+            }
+            Err(fault) => {
+                assert_eq!(r0, FAULTED as u64, "{pred}");
+                assert_eq!(
+                    frame_fault(&stack),
+                    Some((fault.kind.code(), fault.pc, fault.addr)),
+                    "{pred}: the interpreter's fault"
+                );
+            }
+        }
+    }
+    // A probe argument's string is user memory (or the probe's own copy): read in dtrace.
+    for pred in [r#"stringof(arg1) == "hello""#, r#"(string)arg1 == "hello""#] {
+        let obj = predicate(&clause(pred));
+        let e = translate(&obj, &p, 257, FRAME).expect_err(pred);
+        assert!(e.to_string().contains("probe argument arg1"), "{pred}: {e}");
+    }
+}
+
+#[test]
+fn a_string_at_a_kernel_address_is_a_value_in_scratch() {
+    let p = kernel_string_probe();
+    let obj = key("stringof((char *)curthread + 1)");
+    let v = translate_value(&obj, &p, 257, FRAME).unwrap();
+    assert_eq!(v.kind, ValueKind::Scratch);
+    let (r0, _, scratch) = emulate_all(&v.fragment.insns, &p);
+    let at = (r0 - SCRATCH_ADDR) as usize;
+    assert_eq!(&scratch[at..at + 8], b"kthread\0");
+    assert!(scratch[at + 8..at + 264].iter().all(|&c| c == 0));
 }

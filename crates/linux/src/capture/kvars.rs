@@ -40,6 +40,7 @@
 
 use super::spec::KernelVars;
 use crate::bpf::insn::{helper, op, Asm, Label, Size, R0, R1, R10, R2, R3, R4, R9};
+use dtrace_dif::vm::KeyElem;
 use dtrace_ebpf::translate::{string_key_width, Array, KeyPart, StringVar, COMM_LEN};
 
 /// Bytes of a value: the integer.
@@ -156,6 +157,73 @@ fn emit_key(
         off += 8;
     }
     Ok(())
+}
+
+/// The key [`emit_key`] builds for element `elems` of global array `id` (dtrace's tuple: its
+/// strings without their NUL), in a map of `key_size`-byte keys with strings of `strsize`
+/// characters (D's), for dtrace to write the kernel's copy of an element it stored (`BEGIN`'s).
+/// A string is cut to `strsize` characters, as a key keeps it; `None` when the key does not
+/// fit.
+pub fn global_array_key(
+    key_size: u32,
+    strsize: u32,
+    id: u32,
+    elems: &[KeyElem],
+) -> Option<Vec<u8>> {
+    let width = string_key_width(strsize as usize);
+    let mut key = Vec::with_capacity(key_size as usize);
+    key.extend_from_slice(&0u32.to_ne_bytes());
+    key.extend_from_slice(&(id | GLOBAL_ARRAY).to_ne_bytes());
+    for e in elems {
+        match e {
+            KeyElem::Int(v) => key.extend_from_slice(&v.to_ne_bytes()),
+            KeyElem::Bytes(b) => {
+                let s = b.split(|&c| c == 0).next().unwrap_or_default();
+                let s = &s[..s.len().min(strsize as usize)];
+                let at = key.len();
+                key.extend_from_slice(s);
+                key.resize(at + width, 0);
+            }
+        }
+    }
+    (key.len() <= key_size as usize).then(|| {
+        key.resize(key_size as usize, 0);
+        key
+    })
+}
+
+/// The tuple of the kernel's key `key` of global array `id`, whose elements are strings where
+/// `shape` says (see [`dtrace_ebpf::translate::array_key_strings`]), with strings of
+/// `strsize` characters (D's): dtrace's tuple, for `END` to read what the kernel stored.
+/// `None` when the key is another variable's.
+pub fn global_array_elems(
+    key: &[u8],
+    strsize: u32,
+    id: u32,
+    shape: &[bool],
+) -> Option<Vec<KeyElem>> {
+    let width = string_key_width(strsize as usize);
+    let word = |at: usize| -> Option<u32> {
+        Some(u32::from_ne_bytes(key.get(at..at + 4)?.try_into().ok()?))
+    };
+    if word(0)? != 0 || word(4)? != id | GLOBAL_ARRAY {
+        return None;
+    }
+    let mut at = 8;
+    let mut elems = Vec::with_capacity(shape.len());
+    for &string in shape {
+        if string {
+            let b = key.get(at..at + width)?;
+            let s = b.split(|&c| c == 0).next().unwrap_or_default();
+            elems.push(KeyElem::Bytes(s[..s.len().min(strsize as usize)].into()));
+            at += width;
+        } else {
+            let w = key.get(at..at + 8)?;
+            elems.push(KeyElem::Int(u64::from_ne_bytes(w.try_into().ok()?)));
+            at += 8;
+        }
+    }
+    Some(elems)
 }
 
 /// r0 = the value under the key [`emit_key`] builds (0 when there is none).
@@ -518,6 +586,40 @@ pub fn emit_string_store(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_global_array_key_is_built_and_read_back_as_the_probe_builds_it() {
+        let elems = vec![
+            KeyElem::Bytes(b"opener".to_vec().into()),
+            KeyElem::Int(7),
+            KeyElem::Bytes(b"0123456789".to_vec().into()),
+        ];
+        // Strings of 8 characters (D's strsize): 8-byte elements, the long one cut.
+        let key = global_array_key(48, 8, 0x501, &elems).expect("fits");
+        assert_eq!(key.len(), 48);
+        assert_eq!(&key[..4], &0u32.to_ne_bytes());
+        assert_eq!(&key[4..8], &(0x501 | GLOBAL_ARRAY).to_ne_bytes());
+        assert_eq!(&key[8..16], b"opener\0\0");
+        assert_eq!(&key[16..24], &7u64.to_ne_bytes());
+        assert_eq!(&key[24..32], b"01234567");
+        assert!(key[32..].iter().all(|&b| b == 0));
+        let back = global_array_elems(&key, 8, 0x501, &[true, false, true]).expect("ours");
+        assert_eq!(back[..2], elems[..2]);
+        assert_eq!(back[2], KeyElem::Bytes(b"01234567".to_vec().into()));
+        // Another variable's key, or a thread's, is not this array's.
+        assert_eq!(
+            global_array_elems(&key, 8, 0x502, &[true, false, true]),
+            None
+        );
+        let mut thread = key.clone();
+        thread[0] = 1;
+        assert_eq!(
+            global_array_elems(&thread, 8, 0x501, &[true, false, true]),
+            None
+        );
+        // A tuple larger than the keys does not fit.
+        assert_eq!(global_array_key(24, 8, 0x501, &elems), None);
+    }
     use crate::capture::spec::StringVars;
 
     fn kv() -> KernelVars {

@@ -172,18 +172,39 @@ pub fn string_args(n: &super::needs::ClauseNeeds) -> std::result::Result<Vec<u8>
     Ok(args)
 }
 
-/// Whether string key `o` can only be `execname` or a constant (no subroutine call, no D
-/// variable): the kernel then keeps it in 16 bytes ([`KeyKind::String`]); any other string
-/// takes its bytes whole ([`KeyKind::StringBytes`]).
+/// Whether string key `o` can only be `execname` or a constant (string constants, the probe's
+/// names and compares only: no subroutine call, no D variable, no integer, which would be the
+/// address of a string, `stringof(curthread->comm)`): the kernel then keeps it in 16
+/// bytes ([`KeyKind::String`]); any other string takes its bytes whole
+/// ([`KeyKind::StringBytes`]).
 fn names_a_known_string(o: &dtrace_dif::object::DifObject) -> bool {
     use dtrace_dif::instr::Instr;
     use dtrace_dif::opcode::Opcode;
+    use dtrace_dif::vars;
     o.text.iter().all(|w| match Instr::decode(*w) {
-        Ok(Instr::Call { .. }) => false,
+        Ok(
+            Instr::Sets { .. }
+            | Instr::Mov { .. }
+            | Instr::Ret { .. }
+            | Instr::Nop
+            | Instr::Cmp { .. }
+            | Instr::Tst { .. }
+            | Instr::Scmp { .. }
+            | Instr::Branch { .. },
+        ) => true,
         Ok(Instr::LoadVar { op, var, .. }) => {
-            op == Opcode::Ldgs && u32::from(var) < dtrace_dif::vars::DIF_VAR_OTHER_UBASE
+            op == Opcode::Ldgs
+                && matches!(
+                    u32::from(var),
+                    vars::DIF_VAR_EXECNAME
+                        | vars::DIF_VAR_PROBEPROV
+                        | vars::DIF_VAR_PROBEMOD
+                        | vars::DIF_VAR_PROBEFUNC
+                        | vars::DIF_VAR_PROBENAME
+                        | vars::DIF_VAR_ZONENAME
+                )
         }
-        _ => true,
+        _ => false,
     })
 }
 

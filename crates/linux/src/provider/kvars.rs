@@ -15,10 +15,12 @@
 //! arrays of integers or strings, keyed by integers and strings the translator follows
 //! (constants, `execname`, `copyinstr()`, string variables), qualify; structs stay in dtrace.
 //! `BEGIN` and `END` clauses run in dtrace, before the kernel's clauses start and after they
-//! stop: the global scalars they share with kernel clauses live in the kernel all the same,
-//! copied from dtrace's variables after `BEGIN` and back before `END`
-//! ([`KernelVarMaps::push_globals`], [`KernelVarMaps::pull_globals`]); their thread-locals
-//! (dtrace's own thread's) and arrays keep what they share in dtrace. A clause that keeps
+//! stop: the global scalars and associative arrays they share with kernel clauses live in the
+//! kernel all the same, copied from dtrace's variables after `BEGIN` and back before `END`
+//! ([`KernelVarMaps::push_globals`], [`KernelVarMaps::push_arrays`],
+//! [`KernelVarMaps::pull_globals`], [`KernelVarMaps::pull_arrays`]: an array's elements are
+//! keyed as the probe keys them, its tuple's shape read from the clauses' DIF); their
+//! thread-locals (dtrace's own thread's) keep what they share in dtrace. A clause that keeps
 //! variables in the kernel cannot hand a firing over to dtrace: its `copyinstr()` reads at the
 //! probe, where a string on a page not yet read in faults, as DTrace's does (dtrace's own capture
 //! of a syscall's entry would read it again at the return), and `-v` says so. A clause whose
@@ -181,11 +183,12 @@ pub struct ClauseFacts {
 
 impl ClauseFacts {
     /// Whether variable `v` of this clause may live in the kernel although the clause runs in
-    /// dtrace: a global scalar of a `BEGIN` or `END` clause (copied between the two), or a
+    /// dtrace: a global scalar or associative array of a `BEGIN` or `END` clause (copied
+    /// between the two), or a
     /// clause-local of one (it lives for a firing, and no kernel clause shares its firings).
     fn shares_from_dtrace(&self, v: &ThreadVar) -> bool {
         self.bookend
-            && v.array.is_none()
+            && (v.array.is_none() || v.key.0 == Scope::Global)
             && matches!(v.key.0, Scope::Global | Scope::Clause)
             && v.not_kept().is_none()
     }
@@ -719,6 +722,23 @@ pub struct KernelVarMaps {
     strsize: u32,
     global_ids: Vec<u32>,
     string_global_ids: Vec<u32>,
+    /// The global associative arrays of integers, and of strings.
+    int_arrays: Vec<u32>,
+    string_arrays: Vec<u32>,
+}
+
+/// An element of a global associative array as dtrace holds it: the array's id, its tuple and
+/// its value.
+pub type ArrayElem = (u32, Vec<dtrace_dif::vm::KeyElem>, dtrace_dif::vm::Stored);
+
+/// The elements of the global arrays `ids` in dtrace's variables `vars`.
+pub fn array_elems(vars: &dtrace_dif::vm::VarState, ids: &BTreeSet<u32>) -> Vec<ArrayElem> {
+    use dtrace_dif::vm::DynScope;
+    vars.dynvars
+        .iter()
+        .filter(|(k, _)| k.scope() == DynScope::GlobalArray && ids.contains(&k.var()))
+        .map(|(k, v)| (k.var(), k.elems(), v.clone()))
+        .collect()
 }
 
 impl KernelVarMaps {
@@ -788,6 +808,8 @@ impl KernelVarMaps {
             strsize,
             global_ids: kv.global_ids.clone(),
             string_global_ids: s.global_ids.clone(),
+            int_arrays: kv.global_arrays.clone(),
+            string_arrays: s.global_arrays.clone(),
         })
     }
 
@@ -886,6 +908,107 @@ impl KernelVarMaps {
                 _ => Stored::Int(0),
             };
             vars.set_global(id, stored);
+        }
+        Ok(())
+    }
+
+    /// Writes the elements `elems` of global arrays (dtrace's, `BEGIN`'s: see
+    /// [`array_elems`]) kept in the kernel into the kernel's maps, as [`Self::push_globals`]
+    /// writes the scalars. An element whose key the kernel's keys cannot hold is left out; a
+    /// string value is cut to `strsize`, as a store in the kernel cuts it.
+    pub fn push_arrays(&self, elems: &[ArrayElem]) -> Result<()> {
+        use dtrace_dif::vm::Stored;
+        let most = self.strsize.saturating_sub(1);
+        let width = string_width(self.strsize) as usize;
+        for (id, tuple, value) in elems {
+            let string = self.string_arrays.contains(id);
+            if !string && !self.int_arrays.contains(id) {
+                continue;
+            }
+            let Some(key) =
+                crate::capture::kvars::global_array_key(self.key_size, most, *id, tuple)
+            else {
+                continue;
+            };
+            match (value, string, &self.strings) {
+                (Stored::Int(v), false, _) if *v != 0 => self.map.update(&key, &v.to_ne_bytes())?,
+                (Stored::Bytes(b), true, Some(m)) => {
+                    let s = b.split(|&c| c == 0).next().unwrap_or_default();
+                    let mut v = s[..s.len().min(most as usize)].to_vec();
+                    v.resize(width, 0);
+                    m.update(&key, &v)?
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Replaces dtrace's elements of the global arrays kept in the kernel by the kernel's:
+    /// after the kernel's clauses stopped and before `END`, as [`Self::pull_globals`] does the
+    /// scalars. `shapes`: per array, which elements of its tuple are strings (see
+    /// [`dtrace_ebpf::translate::array_key_strings`]); an array without one is left alone.
+    pub fn pull_arrays(
+        &self,
+        vars: &mut dtrace_dif::vm::VarState,
+        shapes: &BTreeMap<u32, Vec<bool>>,
+    ) -> Result<()> {
+        use dtrace_dif::vm::{DynKey, DynScope, KeyElem, Stored};
+        let most = self.strsize.saturating_sub(1);
+        let arrays: Vec<(u32, &Vec<bool>, bool)> = self
+            .int_arrays
+            .iter()
+            .map(|&id| (id, false))
+            .chain(self.string_arrays.iter().map(|&id| (id, true)))
+            .filter_map(|(id, string)| Some((id, shapes.get(&id)?, string)))
+            .collect();
+        if arrays.is_empty() {
+            return Ok(());
+        }
+        let stale: Vec<DynKey> = vars
+            .dynvars
+            .iter()
+            .filter(|(k, _)| {
+                k.scope() == DynScope::GlobalArray && arrays.iter().any(|a| a.0 == k.var())
+            })
+            .map(|(k, _)| k.clone())
+            .collect();
+        for k in &stale {
+            vars.dynvars.remove(k);
+        }
+        for (map, string) in [(Some(&self.map), false), (self.strings.as_ref(), true)] {
+            let Some(map) = map else { continue };
+            for key in map.keys()? {
+                let Some((id, elems)) =
+                    arrays
+                        .iter()
+                        .filter(|a| a.2 == string)
+                        .find_map(|&(id, shape, _)| {
+                            crate::capture::kvars::global_array_elems(&key, most, id, shape)
+                                .map(|e| (id, e))
+                        })
+                else {
+                    continue;
+                };
+                let Some(value) = map.lookup(&key)? else {
+                    continue;
+                };
+                let stored = if string {
+                    let s = value.split(|&c| c == 0).next().unwrap_or_default();
+                    Stored::Bytes(s[..s.len().min(most as usize)].into())
+                } else {
+                    let w = value.get(..8).and_then(|w| <[u8; 8]>::try_from(w).ok());
+                    Stored::Int(w.map_or(0, u64::from_ne_bytes))
+                };
+                let mut k = DynKey::new(DynScope::GlobalArray, id, 0);
+                for e in &elems {
+                    match e {
+                        KeyElem::Int(v) => k.push_int(*v),
+                        KeyElem::Bytes(b) => k.push_bytes(b),
+                    }
+                }
+                vars.dynvars.put(k, stored);
+            }
         }
         Ok(())
     }
@@ -994,6 +1117,28 @@ mod tests {
         assert!(p.in_kernel(1) && !p.in_kernel(2) && !p.in_kernel(0));
         assert_eq!(p.shared.get(&0).map(String::as_str), Some("g1, g2"));
         assert_eq!(p.shared.get(&3).map(String::as_str), Some("g1"));
+        // A global array BEGIN fills lives in the kernel too; a thread-local array of BEGIN's
+        // (dtrace's own thread) keeps its kernel clauses in dtrace.
+        let array = |key: VarKey| ThreadVar {
+            key,
+            name: format!("a{}", key.1),
+            integer: true,
+            string: false,
+            array: Some(16),
+        };
+        let p = place(&[
+            at(
+                "BEGIN",
+                true,
+                vec![array((Scope::Global, 4)), array((Scope::Thread, 5))],
+            ),
+            facts(vec![array((Scope::Global, 4))], Ok(())),
+            facts(vec![array((Scope::Thread, 5))], Ok(())),
+        ]);
+        assert_eq!(p.kernel, BTreeSet::from([(Scope::Global, 4)]));
+        assert_eq!(p.arrays.get(&(Scope::Global, 4)), Some(&16));
+        assert!(p.in_kernel(1) && !p.in_kernel(2));
+        assert_eq!(p.shared.get(&0).map(String::as_str), Some("a4"));
         // ERROR fires in dtrace while the kernel's clauses run: it shares nothing.
         let p = place(&[
             facts(vec![global(1, false)], Ok(())),
@@ -1265,6 +1410,80 @@ mod shared_globals_tests {
         assert_eq!(got(ub + 3), Some(Stored::Int(0)));
         assert_eq!(got(ub + 4), Some(Stored::Bytes((*b"01234567").into())));
         assert_eq!(got(ub + 5), Some(Stored::Bytes(Box::default())));
+    }
+
+    #[test]
+    fn global_arrays_copied_into_the_kernel_come_back_as_they_went() {
+        use dtrace_dif::vm::{DynKey, DynScope, KeyElem};
+        if !dtrace_testkit::skip_unless(
+            crate::bpf_available(),
+            "global_arrays_copied_into_the_kernel_come_back_as_they_went",
+            "needs bpf(2)",
+        ) {
+            return;
+        }
+        let ub = dtrace_dif::vars::DIF_VAR_OTHER_UBASE;
+        // ub: integers keyed by (string, integer); ub + 1: strings keyed by an integer.
+        let (ints, strs) = ((Scope::Global, ub), (Scope::Global, ub + 1));
+        let placement = Placement {
+            kernel: BTreeSet::from([ints, strs]),
+            strings: BTreeSet::from([strs]),
+            arrays: BTreeMap::from([(ints, 24), (strs, 8)]),
+            ..Placement::default()
+        };
+        // strsize 9: eight characters and the NUL.
+        let maps = KernelVarMaps::new(1 << 16, 0, &placement, 9).expect("maps");
+        let key = |id: u32, elems: &[KeyElem]| {
+            let mut k = DynKey::new(DynScope::GlobalArray, id, 0);
+            for e in elems {
+                match e {
+                    KeyElem::Int(v) => k.push_int(*v),
+                    KeyElem::Bytes(b) => k.push_bytes(b),
+                }
+            }
+            k
+        };
+        let s = |b: &[u8]| KeyElem::Bytes(b.into());
+        let mut dtrace = VarState::default();
+        dtrace
+            .dynvars
+            .put(key(ub, &[s(b"a"), KeyElem::Int(1)]), Stored::Int(5));
+        dtrace
+            .dynvars
+            .put(key(ub, &[s(b"bb"), KeyElem::Int(2)]), Stored::Int(6));
+        dtrace.dynvars.put(
+            key(ub + 1, &[KeyElem::Int(3)]),
+            Stored::Bytes((*b"0123456789").into()),
+        );
+        // A thread-local of dtrace's and another array are not copied.
+        dtrace
+            .dynvars
+            .put(DynKey::new(DynScope::ThreadScalar, ub, 1), Stored::Int(9));
+        let elems = array_elems(&dtrace, &BTreeSet::from([ub, ub + 1]));
+        assert_eq!(elems.len(), 3, "{elems:?}");
+        maps.push_arrays(&elems).expect("push");
+        // END's view: what dtrace held of the arrays before is replaced.
+        let mut back = VarState::default();
+        back.dynvars
+            .put(key(ub, &[s(b"old"), KeyElem::Int(0)]), Stored::Int(1));
+        let shapes = BTreeMap::from([(ub, vec![true, false]), (ub + 1, vec![false])]);
+        maps.pull_arrays(&mut back, &shapes).expect("pull");
+        let got = |k: DynKey| back.dynvars.get(&k).cloned();
+        assert_eq!(
+            got(key(ub, &[s(b"a"), KeyElem::Int(1)])),
+            Some(Stored::Int(5))
+        );
+        assert_eq!(
+            got(key(ub, &[s(b"bb"), KeyElem::Int(2)])),
+            Some(Stored::Int(6))
+        );
+        assert_eq!(got(key(ub, &[s(b"old"), KeyElem::Int(0)])), None);
+        // A string is cut to strsize, as a store in the kernel cuts it.
+        assert_eq!(
+            got(key(ub + 1, &[KeyElem::Int(3)])),
+            Some(Stored::Bytes((*b"01234567").into()))
+        );
+        assert_eq!(back.dynvars.len(), 3);
     }
 }
 

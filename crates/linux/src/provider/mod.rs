@@ -33,7 +33,7 @@ use dtrace_framework::provider::{
 use dtrace_framework::records::{AggRecord, ProbeInfo};
 use dtrace_framework::{Framework, FrameworkError, Provider};
 use needs::ClauseNeeds;
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Providers of the catalogue that are registered with the framework (in this order).
@@ -106,6 +106,8 @@ pub(crate) struct Shared {
     /// The values `BEGIN` left in the global scalars kept in the kernel (see
     /// [`LinuxTracing::push_globals`]), for maps made after it ran.
     begin_globals: Option<Vec<(u32, dtrace_dif::vm::Stored)>>,
+    /// Likewise the elements `BEGIN` left in the global associative arrays kept there.
+    begin_arrays: Vec<kvars::ArrayElem>,
     /// `dynvarsize` for that map.
     dynvarsize: u64,
     /// The programs' largest tuple and largest dynamic variable (`Program::max_tuple_size`),
@@ -764,6 +766,8 @@ impl Shared {
                         .map(|(_, s)| s.clone())
                 })
                 .map_err(|e| e.to_string())?;
+                m.push_arrays(&self.begin_arrays)
+                    .map_err(|e| e.to_string())?;
             }
         }
         let vars = match (&self.kvar_maps, uses_vars) {
@@ -1255,6 +1259,7 @@ impl LinuxTracing {
                 placement: kvars::Placement::default(),
                 kvar_maps: None,
                 begin_globals: None,
+                begin_arrays: Vec::new(),
                 dynvarsize: 1 << 20,
                 dynvar_sizes: (0, 0),
                 kernel_variables: std::env::var_os(kvars::KERNEL_VARIABLES_ENV)
@@ -1674,8 +1679,8 @@ impl LinuxTracing {
         }
     }
 
-    /// Copies the global scalars the kernel keeps from dtrace's variables (`vars`, as `BEGIN`
-    /// left them) into the kernel, before its clauses start.
+    /// Copies the global scalars and associative arrays the kernel keeps from dtrace's
+    /// variables (`vars`, as `BEGIN` left them) into the kernel, before its clauses start.
     pub fn push_globals(&self, vars: &dtrace_dif::vm::VarState) -> Result<()> {
         let mut sh = self.lock();
         let values: Vec<(u32, dtrace_dif::vm::Stored)> = sh
@@ -1685,20 +1690,53 @@ impl LinuxTracing {
             .filter(|k| k.0 == kvars::Scope::Global && !sh.placement.arrays.contains_key(k))
             .filter_map(|k| Some((k.1, vars.global(k.1)?.clone())))
             .collect();
+        let arrays: BTreeSet<u32> = sh
+            .placement
+            .arrays
+            .keys()
+            .filter(|k| k.0 == kvars::Scope::Global)
+            .map(|k| k.1)
+            .collect();
+        let elems = kvars::array_elems(vars, &arrays);
         if let Some(m) = &sh.kvar_maps {
             m.push_globals(|id| vars.global(id).cloned())?;
+            m.push_arrays(&elems)?;
         }
         sh.begin_globals = Some(values);
+        sh.begin_arrays = elems;
         Ok(())
     }
 
-    /// Copies the global scalars the kernel keeps into dtrace's variables (`vars`), once its
-    /// clauses have stopped, for `END`.
+    /// Copies the global scalars and associative arrays the kernel keeps into dtrace's
+    /// variables (`vars`), once its clauses have stopped, for `END`.
     pub fn pull_globals(&self, vars: &mut dtrace_dif::vm::VarState) -> Result<()> {
-        match &self.lock().kvar_maps {
-            Some(m) => m.pull_globals(vars),
-            None => Ok(()),
+        let sh = self.lock();
+        let Some(m) = &sh.kvar_maps else {
+            return Ok(());
+        };
+        m.pull_globals(vars)?;
+        // The global arrays' key shapes, from any clause that uses them.
+        let mut shapes = BTreeMap::new();
+        for id in sh
+            .placement
+            .arrays
+            .keys()
+            .filter(|k| k.0 == kvars::Scope::Global)
+            .map(|k| k.1)
+        {
+            let shape = sh.planned.iter().find_map(|(p, _)| {
+                p.ecbs.iter().find_map(|e| {
+                    e.predicate
+                        .iter()
+                        .chain(e.actions.iter().filter_map(|a| a.difo.as_ref()))
+                        .find_map(|o| dtrace_ebpf::translate::array_key_strings(o, false, id))
+                })
+            });
+            if let Some(shape) = shape {
+                shapes.insert(id, shape);
+            }
         }
+        m.pull_arrays(vars, &shapes)
     }
 
     /// Fixes the offset between the framework's clock (now `fw_now`) and the kernel's, if not

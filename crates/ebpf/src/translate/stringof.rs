@@ -1,0 +1,140 @@
+//! Strings at kernel addresses in translated code: an integer used where D wants a string
+//! (`stringof(p)`, `(string)p`, a `char *` or `char[]` member such as `curthread->comm`), read
+//! as the interpreter reads it. The interpreter reads such a string from the kernel memory the
+//! probe copied for it, which the capture planner copies only for an address computed from
+//! `curthread` or a probe argument through constant offsets and kernel pointer hops (DIF's
+//! data-flow, `dtrace_dif::flow`, says which): that string is read here with
+//! `bpf_probe_read_kernel_str` (a string's storage at most, the NUL included, into a zeroed slot
+//! of the string scratch), and a read that fails faults `DTRACEFLT_BADADDR` at the address, as
+//! the interpreter faults when the copy failed (the probe's copy is whole or nothing, so a string
+//! running into unreadable memory faults at its address on both paths). A constant address is never copied, so it faults
+//! at its value. Anything else (a probe argument itself, whose string is user memory or the
+//! probe's own copy; an address kept in a variable) is left to the interpreter: the clause stays
+//! in dtrace.
+
+use super::{FaultAddr, Translator, Untranslatable, NREGS};
+use crate::insn::{helper, op, Size, R0, R1, R10, R2, R3};
+use dtrace_dif::flow::{self, AddrBase, Value};
+use dtrace_dif::instr::Instr;
+use dtrace_dif::object::DifObject;
+use dtrace_dif::vm::FaultKind;
+
+/// Probe arguments a capture carries (the interpreter's copies index nothing past them).
+const CAPTURED_ARGS: usize = 8;
+/// The most kernel pointer hops the capture planner follows to an address.
+const MAX_DEREFS: usize = 8;
+
+/// What the data-flow knows each register holds before each instruction (`None`: not reached).
+pub(super) type FlowRegs = Vec<Option<Vec<Value>>>;
+
+/// The data-flow's register values before each instruction of `obj`.
+pub(super) fn flow_regs(obj: &DifObject) -> FlowRegs {
+    struct Record(FlowRegs);
+    impl flow::Visitor for Record {
+        fn visit(&mut self, pc: usize, _: &Instr, s: &flow::State) -> Option<Value> {
+            if let Some(slot) = self.0.get_mut(pc) {
+                *slot = Some((0..NREGS as u8).map(|r| s.reg(r)).collect());
+            }
+            None
+        }
+    }
+    let mut r = Record(vec![None; obj.text.len()]);
+    flow::walk(obj, flow::Limits { user_hops: 0 }, &mut r);
+    r.0
+}
+
+/// How the interpreter reads a string at an address the data-flow describes as `v`.
+enum Source {
+    /// From the kernel memory the probe copied.
+    Kernel,
+    /// Nowhere: a constant is never copied.
+    Nothing,
+}
+
+fn source(v: &Value) -> Option<Source> {
+    match v {
+        Value::Const(_) => Some(Source::Nothing),
+        Value::Addr(e)
+            if e.plain_arg().is_none()
+                && e.user_derefs.is_empty()
+                && e.derefs.len() <= MAX_DEREFS
+                && match e.base {
+                    AddrBase::CurrentTask => true,
+                    AddrBase::Arg(n) => n < CAPTURED_ARGS,
+                    _ => false,
+                }
+                && e.index.is_none_or(|i| usize::from(i.arg) < CAPTURED_ARGS) =>
+        {
+            Some(Source::Kernel)
+        }
+        _ => None,
+    }
+}
+
+impl Translator<'_> {
+    /// DIF register `r`, an integer, used as a string at `pc`: reads the string at its address
+    /// into a fresh slot of the string scratch, whose address is left at frame offset `at` (the
+    /// register's own slot, the load buffer, the fault address's slot or a tuple slot; see the
+    /// module notes).
+    pub(super) fn kernel_string(
+        &mut self,
+        pc: usize,
+        s: &super::State,
+        r: u8,
+        at: i16,
+    ) -> Result<(), Untranslatable> {
+        let r = r & 7;
+        self.int(s, pc, r)?;
+        let refused = |what: &str| Untranslatable::Value {
+            pc,
+            what: format!("a string at {what} is read in dtrace"),
+        };
+        let v = self
+            .flow
+            .get(pc)
+            .and_then(|regs| regs.as_ref())
+            .and_then(|regs| regs.get(usize::from(r)))
+            .cloned()
+            .unwrap_or(Value::Unknown);
+        let how = source(&v).ok_or_else(|| match v.plain_arg() {
+            Some(n) => refused(&format!("probe argument arg{n}")),
+            None => refused("an address the translator does not follow"),
+        })?;
+        // Where the address is read from: the register, or the load buffer when the string's
+        // address is to replace the register's value (a `ret`).
+        let mut reg = self.frame.reg(r);
+        if at == reg {
+            let buf = self.frame.load_buf();
+            self.a
+                .load(Size::DW, R1, R10, reg)
+                .store(Size::DW, R10, buf, R1);
+            reg = buf;
+        }
+        let storage = i32::try_from(self.strsize).map_err(|_| Untranslatable::Value {
+            pc,
+            what: "a string at a kernel address: strsize too large".into(),
+        })?;
+        let bad = self.fault_site(pc, FaultKind::BadAddr, FaultAddr::Frame(reg));
+        self.string_slot(pc, at, true)
+            .map_err(|why| Untranslatable::Value {
+                pc,
+                what: format!("a string at a kernel address: {why}"),
+            })?;
+        let a = &mut self.a;
+        match how {
+            Source::Nothing => {
+                // Always taken; a conditional jump keeps what follows reachable as the
+                // verifier sees the code's shape.
+                a.load(Size::DW, R1, R10, reg);
+                a.jmp_imm(op::JGE, R1, 0, bad);
+            }
+            Source::Kernel => {
+                a.mov(R1, R0).mov_imm(R2, storage);
+                a.load(Size::DW, R3, R10, reg);
+                a.call(helper::PROBE_READ_KERNEL_STR);
+                a.jmp_imm(op::JSLT, R0, 0, bad);
+            }
+        }
+        Ok(())
+    }
+}
