@@ -105,8 +105,9 @@ struct Translated {
     /// The store actions, with the number of aggregating and recording actions before each and
     /// where each one's code starts in the clause's.
     stores: Vec<(usize, CodeBase, Fragment)>,
-    /// The data-recording actions of the clause's record: each one's step and value.
-    records: Vec<(usize, Option<translate::Value>)>,
+    /// The data-recording actions of the clause's record: each one's step, whether it is
+    /// `tracemem()`, and its value.
+    records: Vec<(usize, bool, Option<translate::Value>)>,
 }
 
 /// Where a clause's code goes when a fragment ends it early.
@@ -119,9 +120,17 @@ struct Exits {
 }
 
 impl Translated {
-    /// Whether some fragment of the clause can fault.
+    /// Whether some fragment of the clause can fault, or its `tracemem()` of kernel memory.
     fn can_fault(&self) -> bool {
-        self.fragments().any(|f| f.can_fault)
+        self.fragments().any(|f| f.can_fault) || self.reads_memory()
+    }
+
+    /// Whether the clause records kernel memory (`tracemem()` of an address), a read that can
+    /// fault after its record was reserved.
+    fn reads_memory(&self) -> bool {
+        self.records
+            .iter()
+            .any(|(_, m, v)| *m && v.as_ref().is_some_and(|v| v.kind == ValueKind::Int))
     }
 
     /// Whether some fragment of the clause copies a user string (`copyinstr()`).
@@ -146,7 +155,7 @@ impl Translated {
             .chain(
                 self.records
                     .iter()
-                    .flat_map(|(_, v)| v)
+                    .flat_map(|(_, _, v)| v)
                     .map(|v| &v.fragment),
             )
             .chain(self.aggs.iter().flat_map(|g| {
@@ -240,10 +249,16 @@ fn translate_clause(
     let mut records = Vec::new();
     for r in c.record.iter().flat_map(|r| &r.actions) {
         let Some(o) = &r.difo else {
-            records.push((r.step, None));
+            records.push((r.step, r.memory, None));
             continue;
         };
         let v = translate::translate_value(o, ctx, strsize, FRAME)?;
+        if r.memory {
+            super::tracemem::check(&v.kind, r.size, strsize)
+                .map_err(|what| Untranslatable::Value { pc: 0, what })?;
+            records.push((r.step, true, Some(v)));
+            continue;
+        }
         let t = &o.rtype;
         let fits = match &v.kind {
             ValueKind::Int => !t.is_by_ref() && matches!(r.size, 1 | 2 | 4 | 8),
@@ -257,7 +272,7 @@ fn translate_clause(
                 what: "a recorded value of a kind not built at the probe".into(),
             });
         }
-        records.push((r.step, Some(v)));
+        records.push((r.step, false, Some(v)));
     }
     Ok(Translated {
         predicate,
@@ -564,8 +579,8 @@ pub fn emit_aggs(
         let mut aggs = c.aggs.iter().zip(&t.aggs);
         for j in 0..steps {
             stores_before(a, j);
-            match t.records.iter().find(|(s, _)| *s == j) {
-                Some((_, v)) => {
+            match t.records.iter().find(|(s, _, _)| *s == j) {
+                Some((_, _, v)) => {
                     let action = c
                         .record
                         .iter()
@@ -618,9 +633,10 @@ pub fn emit_aggs(
         }
         a.bind(exits.faulted);
         if c.record.is_some()
-            && t.fragments()
-                .skip(usize::from(t.predicate.is_some()))
-                .any(|f| f.can_fault)
+            && (t.reads_memory()
+                || t.fragments()
+                    .skip(usize::from(t.predicate.is_some()))
+                    .any(|f| f.can_fault))
         {
             // A fault after the record was reserved ended the clause: its record goes nowhere.
             emit_discard(a);
@@ -947,6 +963,17 @@ fn emit_record_value(
     a.load(Size::DW, R7, R10, REC);
     a.jmp_imm(op::JEQ, R7, 0, skip);
     let size = action.size as usize;
+    if action.memory {
+        // A fault outside the DIF code is placed at the expression's last instruction.
+        let len = action.difo.as_ref().map_or(1, |o| o.text.len().max(1));
+        let pc = u32::try_from(len - 1)
+            .ok()
+            .and_then(|n| action.base.checked_add(n))
+            .ok_or_else(|| crate::error::LinuxError::Asm("expression too long".into()))?;
+        super::tracemem::emit(a, &v.kind, R7, at, action.size, pc, VAL, exits.faulted)?;
+        a.bind(skip);
+        return Ok(());
+    }
     match &v.kind {
         ValueKind::Int => {
             let s = Size::for_bytes(size).unwrap_or(Size::DW);
@@ -1687,6 +1714,7 @@ mod tests {
                 size: 8,
                 exit: false,
                 signal: None,
+                memory: false,
                 base: 4,
             }],
         };
@@ -1739,6 +1767,7 @@ mod tests {
                     size: 8,
                     exit: false,
                     signal: None,
+                    memory: false,
                     base: 0,
                 },
                 RecordAction {
@@ -1748,6 +1777,7 @@ mod tests {
                     size: 257,
                     exit: false,
                     signal: None,
+                    memory: false,
                     base: 0,
                 },
             ],

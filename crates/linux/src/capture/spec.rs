@@ -365,6 +365,9 @@ pub struct RecordAction {
     pub exit: bool,
     /// It is `raise()` or `stop()`: it sends its signal (see [`super::signal`]).
     pub signal: Option<SignalAction>,
+    /// It is `tracemem()`: its value is an address, and the record holds the [`Self::size`]
+    /// bytes there (see [`super::tracemem`]).
+    pub memory: bool,
     /// Where its code starts in the clause's.
     pub base: CodeBase,
 }

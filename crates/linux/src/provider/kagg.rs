@@ -138,9 +138,9 @@ impl ClausePlan {
     }
 }
 
-/// Whether a data-recording action of kind `kind` can be built at the probe: `trace()` and the
+/// Whether a data-recording action of kind `kind` can be built at the probe: `trace()`, the
 /// arguments of `printf()`-like actions (the value itself then decides, at translation: an
-/// integer, a string constant or `execname`).
+/// integer, a string constant or `execname`) and `tracemem()` (the memory at an address).
 fn records_at_probe(kind: ActionKind) -> bool {
     matches!(
         kind,
@@ -149,6 +149,8 @@ fn records_at_probe(kind: ActionKind) -> bool {
             | ActionKind::Exit
             | ActionKind::Raise
             | ActionKind::Stop
+            | ActionKind::Tracemem
+            | ActionKind::TracememDynsize
     )
 }
 
@@ -361,6 +363,7 @@ pub fn plan_clause(
                     ActionKind::Stop => Some(crate::capture::spec::SignalAction::Stop),
                     _ => None,
                 },
+                memory: acts[i].kind == ActionKind::Tracemem,
                 base: base(i),
             });
         }

@@ -1,0 +1,57 @@
+//! Actions built at the probe (issue 13): `tracemem()` copies the memory into the record the
+//! kernel builds, byte for byte what the interpreter records (the dynamic size too), and a
+//! read that fails faults as the interpreter's does; each script runs with every kernel path on
+//! and again with every one off (`DTRACE_KERNEL_*=0`) and must print the same output and the
+//! same errors, and `-v` must say the clause ran whole in the kernel (root, BPF, tracepoints;
+//! gcc).
+
+mod common;
+use common::{have_gcc, kernel_ok, same_with_kernel_paths_off};
+
+/// What `-v` says of a clause that runs whole at its one probe, building records there.
+const AT_PROBE: &str = "runs whole in the kernel at 1 probe (records built at the probe)";
+
+#[test]
+fn tracemem_records_kernel_memory_at_the_probe() {
+    let t = "tracemem_records_kernel_memory_at_the_probe";
+    if !kernel_ok(t) || !have_gcc(t) || !common::have_btf(t) {
+        return;
+    }
+    let w = common::sized_writer("kact-tracemem");
+    let cmd = format!("{} 20", w.display());
+    // The thread's name, whole, cut by a dynamic size, and from an offset, between integers.
+    let script = "syscall::write:entry /pid == $target/ { trace(arg2); \
+        tracemem(&curthread->comm[0], 16); tracemem(&curthread->comm[0], 16, arg2 % 7); \
+        printf(\"|%d|\\n\", arg2 % 7); tracemem(&curthread->comm[2], 5); }";
+    let out = same_with_kernel_paths_off(script, &[], &cmd, &[(1, AT_PROBE)]);
+    assert!(
+        out.contains("0: 77 72 69 74 65 72 00 00 00 00 00 00 00 00 00 00  writer.........."),
+        "{out}"
+    );
+    // 296 % 7 == 2 bytes of the name, then the name from its third byte.
+    assert!(
+        out.contains(
+            "0: 77 72                                            wr\n|2|\n\n             0  1  2  3  4  5  6  7  8  9  a  b  c  d  e  f  0123456789abcdef\n         0: 69 74 65 72 00                                   iter."
+        ),
+        "{out}"
+    );
+}
+
+#[test]
+fn tracemem_of_an_unreadable_address_faults_as_in_the_interpreter() {
+    let t = "tracemem_of_an_unreadable_address_faults_as_in_the_interpreter";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let w = common::sized_writer("kact-tracemem-fault");
+    let cmd = format!("{} 5", w.display());
+    // The record before the fault is kept, the faulting clause's is not; ERROR sees the
+    // fault's DIF offset, kind and address.
+    let script = "syscall::write:entry /pid == $target/ { printf(\"%d\\n\", arg2); } \
+        syscall::write:entry /pid == $target/ { trace(arg2); tracemem(8 + arg2 % 2, 4); } \
+        ERROR { printf(\"error %d %d 0x%x\\n\", arg3 > 0, arg4, arg5); }";
+    let out = same_with_kernel_paths_off(script, &[], &cmd, &[(2, AT_PROBE)]);
+    // DTRACEFLT_BADADDR (1) at the address, at a DIF offset past the first clause's code.
+    assert!(out.contains("\n37\nerror 1 1 0x9\n"), "{out}");
+    assert_eq!(out.matches("error").count(), 5, "{out}");
+}
