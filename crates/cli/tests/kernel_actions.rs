@@ -55,3 +55,37 @@ fn tracemem_of_an_unreadable_address_faults_as_in_the_interpreter() {
     assert!(out.contains("\n37\nerror 1 1 0x9\n"), "{out}");
     assert_eq!(out.matches("error").count(), 5, "{out}");
 }
+
+#[test]
+fn printa_at_the_probe_prints_every_update_made_before_it() {
+    let t = "printa_at_the_probe_prints_every_update_made_before_it";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let w = common::sized_writer("kact-printa");
+    let cmd = format!("{} 50", w.display());
+    // Every write is aggregated in the kernel before the process exits: printa() at its exit
+    // (plain, formatted, two aggregations joined, one updated by its own clause) prints all of
+    // them, and the aggregations it printed are not printed again at the end.
+    let script = "syscall::write:entry /pid == $target/ { @[arg2 % 3] = count(); \
+        @s[arg2 % 3] = sum(arg2); } \
+        syscall::exit_group:entry /pid == $target/ { printa(@); printa(\"%d %@d\\n\", @s); \
+        printa(\"%d %@d %@d\\n\", @s, @); } \
+        syscall::exit_group:entry /pid == $target/ { @e = count(); printa(\"exits %@d\\n\", @e); }";
+    let whole = "runs whole in the kernel at 1 probe (records built at the probe)";
+    let out = same_with_kernel_paths_off(
+        script,
+        &[],
+        &cmd,
+        &[
+            (1, "aggregations run in the kernel at 1 probe"),
+            (2, whole),
+            (3, whole),
+        ],
+    );
+    let expect = "\n                2               16\n                0               17\n\
+                  \x20               1               17\n0 2496\n2 2504\n1 2525\n\
+                  0 2496 17\n2 2504 16\n1 2525 17\nexits 1\n";
+    // After -v's stability report, which goes to stdout.
+    assert!(out.ends_with(&format!("Common\n\n{expect}\n")), "{out}");
+}

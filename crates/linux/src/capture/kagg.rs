@@ -23,7 +23,10 @@
 //! kernel's floor as records' are by dtrace's.
 //!
 //! A clause whose other actions record data (`trace()`, `printf()` of integers, string constants
-//! and `execname`; `exit()`) builds the ECB's record here, as the framework lays it out (a zero
+//! and `execname`; `exit()`; `tracemem()`, see `capture::tracemem`; `printa()`, whose record is
+//! the aggregations' ids: dtrace snapshots the kernel's maps after it drains the ring and before
+//! it reads the buffers, so the printed values hold every update made before the `printa()`
+//! fired) builds the ECB's record here, as the framework lays it out (a zero
 //! EPID that dtrace fills in, the firing's timestamp, the data at its record descriptions'
 //! offsets, zeros elsewhere), in a ring record of kind `KIND_BUILT` that dtrace commits to the
 //! CPU's principal buffer unchanged (`Framework::commit_elsewhere`). It does so only when every

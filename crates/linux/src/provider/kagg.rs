@@ -151,6 +151,7 @@ fn records_at_probe(kind: ActionKind) -> bool {
             | ActionKind::Stop
             | ActionKind::Tracemem
             | ActionKind::TracememDynsize
+            | ActionKind::Printa
     )
 }
 
