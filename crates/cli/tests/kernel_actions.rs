@@ -89,3 +89,61 @@ fn printa_at_the_probe_prints_every_update_made_before_it() {
     // After -v's stability report, which goes to stdout.
     assert!(out.ends_with(&format!("Common\n\n{expect}\n")), "{out}");
 }
+
+/// Writes `argv[1]` times (3 by default) to /dev/null, from a buffer on its stack, the i-th
+/// time its first 20 + i bytes: "copied at the probe!" and a counting byte.
+const STACK_WRITER: &str = r#"
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    int n = argc > 1 ? atoi(argv[1]) : 3;
+    int out = open("/dev/null", O_WRONLY);
+    char buf[64];
+    memset(buf, 0, sizeof buf);
+    strcpy(buf, "copied at the probe!");
+    for (int i = 0; i < n; i++) {
+        buf[20] = (char)('A' + i);
+        if (write(out, buf, 20 + i) < 0)
+            return 1;
+    }
+    return 0;
+}
+"#;
+
+#[test]
+fn tracemem_of_copyin_records_user_memory_at_the_probe() {
+    let t = "tracemem_of_copyin_records_user_memory_at_the_probe";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let dir = common::test_dir("kact-copyin");
+    let w = common::compile_c(&dir, "stackw", STACK_WRITER, &["-O2"]);
+    let cmd = format!("{} 3", w.display());
+    // copyin() of a constant size, whole, cut by the dynamic size (the bytes written), and
+    // twice in one clause.
+    let script = "syscall::write:entry /pid == $target/ { tracemem(copyin(arg1, 24), 24); \
+        tracemem(copyin(arg1, 32), 32, arg2); trace(arg2); tracemem(copyin(arg1 + 7, 2), 2); }";
+    let out = same_with_kernel_paths_off(script, &[], &cmd, &[(1, AT_PROBE)]);
+    assert!(
+        out.contains(
+            "0: 63 6f 70 69 65 64 20 61 74 20 74 68 65 20 70 72  copied at the pr\n        10: 6f 62 65 21 43 00 00 00                          obe!C..."
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("        10: 6f 62 65 21 42                                   obe!B\n21\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("0: 61 74                                            at\n"),
+        "{out}"
+    );
+    // A read that fails faults at the address, as the interpreter's.
+    let script =
+        "syscall::write:entry /pid == $target/ { tracemem(copyin(16 + arg0 * 0, 8), 8); } \
+        ERROR { printf(\"error %d 0x%x\\n\", arg4, arg5); }";
+    let out = same_with_kernel_paths_off(script, &[], &cmd, &[(1, AT_PROBE)]);
+    assert_eq!(out.matches("error 1 0x10\n").count(), 3, "{out}");
+}

@@ -543,6 +543,10 @@ pub enum ValueKind {
     /// scratch, NUL-terminated within `strsize` bytes and zero-padded to
     /// [`string_scratch_width`] bytes.
     Scratch,
+    /// Memory `copyin()` copied into the context's scratch, this many bytes: its address in r0
+    /// (the interpreter's value is an address of its own scratch, which only a recording of the
+    /// memory, `tracemem()`, can follow).
+    Buffer(u32),
 }
 
 /// A translated value: its code and what it leaves.
@@ -578,6 +582,9 @@ enum Kind {
     /// A string variable's value, copied into the context's string scratch: the register holds
     /// its address there, or 0 (NULL) when the variable held none.
     VarStr,
+    /// Bytes `copyin()` copied into the context's scratch, this many: the register holds their
+    /// address there (which only `tracemem()` reads: see [`ValueKind::Buffer`]).
+    Buffer(u32),
     /// Different kinds on different paths: usable by nothing.
     Mixed,
 }
@@ -727,7 +734,7 @@ impl<'a> Translator<'a> {
             if let Instr::Call { subr, .. } = *i {
                 if matches!(
                     Subr::from_u16(subr),
-                    Some(Subr::Copyinstr | Subr::Copyout | Subr::Copyoutstr)
+                    Some(Subr::Copyin | Subr::Copyinstr | Subr::Copyout | Subr::Copyoutstr)
                 ) {
                     continue;
                 }
@@ -1067,6 +1074,7 @@ impl<'a> Translator<'a> {
                     Kind::Execname if self.strings_ok => ValueKind::Execname,
                     Kind::StrConst(b) if self.strings_ok => ValueKind::Str(b.clone()),
                     Kind::Scratch if self.strings_ok => ValueKind::Scratch,
+                    Kind::Buffer(n) if self.strings_ok => ValueKind::Buffer(*n),
                     Kind::VarStr if self.strings_ok => {
                         // Recording NULL (a key, a trace() or printf() value) faults in the
                         // interpreter when the action stores it: at the expression's last
@@ -1181,6 +1189,7 @@ impl<'a> Translator<'a> {
                 self.put(s, rd, R0, Kind::Int(None));
             }
             Instr::Call { subr, rd } => match Subr::from_u16(subr) {
+                Some(Subr::Copyin) => self.copyin(pc, s, rd)?,
                 Some(Subr::Copyinstr) => self.copyinstr(pc, s, rd)?,
                 Some(w @ (Subr::Copyout | Subr::Copyoutstr)) => self.copyout(pc, s, w, rd)?,
                 other => {

@@ -257,7 +257,7 @@ fn translate_clause(
         };
         let v = translate::translate_value(o, ctx, strsize, FRAME)?;
         if r.memory {
-            super::tracemem::check(&v.kind, r.size, strsize)
+            super::tracemem::check(&v.kind, r.size)
                 .map_err(|what| Untranslatable::Value { pc: 0, what })?;
             records.push((r.step, true, Some(v)));
             continue;
@@ -268,6 +268,7 @@ fn translate_clause(
             ValueKind::Execname | ValueKind::Str(_) | ValueKind::Scratch => {
                 t.is_string() && r.size > 0
             }
+            ValueKind::Buffer(_) => false,
         };
         if !fits {
             return Err(Untranslatable::Value {
@@ -1004,6 +1005,11 @@ fn emit_record_value(
             let n = (strsize - 1).min(size.saturating_sub(1));
             emit_copy(a, R7, at, R0, n)?;
         }
+        ValueKind::Buffer(_) => {
+            return Err(crate::error::LinuxError::Asm(
+                "copyin()'s copy recorded as a value".into(),
+            ))
+        }
     }
     a.bind(skip);
     Ok(())
@@ -1011,7 +1017,13 @@ fn emit_record_value(
 
 /// Copies `n` bytes from `src + 0` to `dst + at` (both registers kept), word by word while whole
 /// words fit; uses r1.
-fn emit_copy(a: &mut Asm, dst: Reg, at: i16, src: Reg, n: usize) -> crate::error::Result<()> {
+pub(crate) fn emit_copy(
+    a: &mut Asm,
+    dst: Reg,
+    at: i16,
+    src: Reg,
+    n: usize,
+) -> crate::error::Result<()> {
     let too_far = || crate::error::LinuxError::Asm("string past the record's end".into());
     let mut i = 0;
     while i < n {
@@ -1057,7 +1069,7 @@ fn emit_string_bytes(
                 a.store_imm(Size::B, key, at + i as i16, i32::from(*b));
             }
         }
-        ValueKind::Int => {
+        ValueKind::Int | ValueKind::Buffer(_) => {
             return Err(crate::error::LinuxError::Asm(
                 "an integer as a string key".into(),
             ))

@@ -1,7 +1,7 @@
 //! `tracemem(addr, size [, dsize])` built at the probe: the record holds `size` bytes of the
-//! memory at `addr`, read where the interpreter reads it (`Machine::read_result_into`): a string
-//! the clause built in the string scratch (`tracemem(copyinstr(arg0), 16)`) is copied from
-//! there, any other address is kernel memory, read with `bpf_probe_read_kernel`. A read that
+//! memory at `addr`, read where the interpreter reads it (`Machine::read_result_into`): what
+//! `copyin()` copied from user memory into the scratch (`tracemem(copyin(arg1, 16), 16)`) is
+//! copied from there, any other address is kernel memory, read with `bpf_probe_read_kernel`. A read that
 //! fails is the interpreter's fault: `DTRACEFLT_BADADDR` at `addr`, placed at the last
 //! instruction of the action's expression (the interpreter's read is outside the DIF code, and
 //! such a fault is placed there). `dsize` is an integer record of its own (`TracememDynsize`), built as
@@ -11,19 +11,19 @@
 use super::filter::FRAME;
 use crate::bpf::insn::{helper, op, Asm, Label, Reg, Size, R0, R1, R10, R2, R3};
 use dtrace_dif::vm::FaultKind;
-use dtrace_ebpf::translate::{self, FaultWord, ValueKind};
+use dtrace_ebpf::translate::{FaultWord, ValueKind};
 
 /// Whether a `tracemem()` of `size` bytes of a value of `kind` is built at the probe, or why
-/// not: an address (an integer), or a string built in the scratch whose slot holds the `size`
-/// bytes (`strsize`: a string's storage, its NUL included).
-pub fn check(kind: &ValueKind, size: u32, strsize: usize) -> Result<(), String> {
+/// not: an address (an integer), or `copyin()`'s copy when it holds the `size` bytes (the
+/// interpreter faults on a read past what the clause copied in).
+pub fn check(kind: &ValueKind, size: u32) -> Result<(), String> {
     match kind {
         ValueKind::Int if size > 0 => Ok(()),
-        ValueKind::Scratch if size as usize <= translate::string_scratch_width(strsize) => Ok(()),
-        ValueKind::Scratch => Err(format!(
-            "tracemem() of {size} bytes of a string of {strsize}: past its storage"
+        ValueKind::Buffer(n) if size <= *n => Ok(()),
+        ValueKind::Buffer(n) => Err(format!(
+            "tracemem() of {size} bytes of the {n} copyin() copied"
         )),
-        _ => Err("tracemem() of memory other than an address or a built string".into()),
+        _ => Err("tracemem() of memory other than an address or copyin()'s copy".into()),
     }
 }
 
@@ -65,21 +65,7 @@ pub fn emit(
             a.ja(faulted);
             a.bind(ok);
         }
-        ValueKind::Scratch => {
-            let too_far = || asm("tracemem() past the record's end".into());
-            let mut i = 0usize;
-            while i < size as usize {
-                let step = if size as usize - i >= 8 {
-                    Size::DW
-                } else {
-                    Size::B
-                };
-                let off = i16::try_from(i).map_err(|_| too_far())?;
-                let to = at.checked_add(off).ok_or_else(too_far)?;
-                a.load(step, R1, R0, off).store(step, rec, to, R1);
-                i += if step == Size::DW { 8 } else { 1 };
-            }
-        }
+        ValueKind::Buffer(_) => super::kagg::emit_copy(a, rec, at, R0, size as usize)?,
         _ => return Err(asm("tracemem() of a value not built at the probe".into())),
     }
     Ok(())
