@@ -980,6 +980,13 @@ impl<'a> Translator<'a> {
                 pc,
                 what: format!("%r{r} holds a string on one path and an integer on another"),
             }),
+            Kind::Buffer(_) => Err(Untranslatable::Value {
+                pc,
+                what: format!(
+                    "copyin()'s copy in %r{r} used as an integer (only tracemem() records it at \
+                     the probe)"
+                ),
+            }),
             _ => Err(Untranslatable::Value {
                 pc,
                 what: format!("string in %r{r} used as an integer"),

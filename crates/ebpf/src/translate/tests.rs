@@ -645,7 +645,11 @@ fn untranslatable_clauses_say_why() {
     assert!(why("strlen(execname) == 2").contains("strlen"));
     assert!(why("gid == 0").contains("no gid at this probe"));
     assert!(why("timestamp > 0").contains("timestamp"));
-    assert!(why("*(int *)copyin(arg1, 4) == 0").contains("copyin"));
+    assert!(
+        why("*(int *)copyin(arg1, 4) == 0").contains("copyin"),
+        "{}",
+        why("*(int *)copyin(arg1, 4) == 0")
+    );
     let g = dtrace_compiler::compile(
         "int g; syscall::write:entry /g == 1/ { @ = count(); }",
         &dtrace_compiler::CompileOptions::default(),
