@@ -1,6 +1,8 @@
 //! Actions built at the probe (issue 13): `tracemem()` copies the memory into the record the
 //! kernel builds, byte for byte what the interpreter records (the dynamic size too), and a
-//! read that fails faults as the interpreter's does; each script runs with every kernel path on
+//! read that fails faults as the interpreter's does; `printa()` prints every update the kernel
+//! made before it fired; speculations live in the kernel (`speculation()`, `speculate()`,
+//! `commit()`, `discard()`, their failures, drops and faults); each script runs with every kernel path on
 //! and again with every one off (`DTRACE_KERNEL_*=0`) and must print the same output and the
 //! same errors, and `-v` must say the clause ran whole in the kernel (root, BPF, tracepoints;
 //! gcc).
@@ -146,4 +148,115 @@ fn tracemem_of_copyin_records_user_memory_at_the_probe() {
         ERROR { printf(\"error %d 0x%x\\n\", arg4, arg5); }";
     let out = same_with_kernel_paths_off(script, &[], &cmd, &[(1, AT_PROBE)]);
     assert_eq!(out.matches("error 1 0x10\n").count(), 3, "{out}");
+}
+
+#[test]
+fn speculations_run_in_the_kernel_and_commit_or_discard_there() {
+    let t = "speculations_run_in_the_kernel_and_commit_or_discard_there";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let w = common::sized_writer("kact-spec");
+    let cmd = format!("{} 10", w.display());
+    // One speculation per write: its size speculated at entry (a printf and a trace), committed
+    // at the return of an even result, discarded otherwise. nspec is enough for every write:
+    // a speculation is busy until dtrace consumed its commit (as DTrace for Linux's).
+    let script = "syscall::write:entry /pid == $target/ { self->spec = speculation(); } \
+        syscall::write:entry /self->spec/ { speculate(self->spec); printf(\"%d \", arg2); \
+        trace(execname); } \
+        syscall::write:return /self->spec && arg0 % 2 == 0/ { commit(self->spec); \
+        self->spec = 0; } \
+        syscall::write:return /self->spec/ { discard(self->spec); self->spec = 0; } \
+        syscall::write:return /pid == $target/ { printf(\"|\\n\"); }";
+    let whole = "runs whole in the kernel at 1 probe (variables self->spec, speculations live \
+                 in the kernel)";
+    let out = same_with_kernel_paths_off(
+        script,
+        &["-x", "nspec=16"],
+        &cmd,
+        &[(1, whole), (2, whole), (3, whole), (4, whole)],
+    );
+    let lines: Vec<&str> = out.lines().filter(|l| l.ends_with('|')).collect();
+    assert_eq!(
+        lines,
+        [
+            "0 writer|",
+            "|",
+            "74 writer|",
+            "|",
+            "148 writer|",
+            "|",
+            "222 writer|",
+            "|",
+            "296 writer|",
+            "|"
+        ],
+        "{out}"
+    );
+}
+
+#[test]
+fn kernel_speculations_fail_drop_and_fault_as_the_interpreters() {
+    let t = "kernel_speculations_fail_drop_and_fault_as_the_interpreters";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let w = common::sized_writer("kact-spec-fail");
+    let cmd = format!("{} 6", w.display());
+    let both = |script: &str, extra: &[&str]| {
+        let mut args = vec!["-qv"];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["-n", script, "-c", &cmd]);
+        let (rc, kout, kerr) = common::dtrace_with_env(&[], &args);
+        assert_eq!(rc, 0, "{kerr}");
+        assert!(kerr.contains("speculations live in the kernel"), "{kerr}");
+        let (rc, iout, ierr) = common::dtrace_with_env(&common::kernel_paths_off(), &args);
+        assert_eq!(rc, 0, "{ierr}");
+        let said = |e: &str| -> Vec<String> {
+            e.lines()
+                .filter(|l| l.starts_with("dtrace: ") && !l.starts_with("dtrace: clause"))
+                .filter(|l| !l.contains("matched") && !l.contains("has exited"))
+                .map(String::from)
+                .collect()
+        };
+        assert_eq!(kout, iout, "{script}");
+        assert_eq!(said(&kerr), said(&ierr), "{script}");
+        (kout, said(&kerr))
+    };
+    // nspec speculations only: the second speculation() of a firing fails.
+    let (out, said) = both(
+        "syscall::write:entry /pid == $target && arg2 == 37/ { self->a = speculation(); \
+         self->b = speculation(); printf(\"%d %d\\n\", self->a, self->b); }",
+        &[],
+    );
+    assert!(out.contains("1 0\n"), "{out}");
+    assert_eq!(
+        said,
+        ["dtrace: 1 failed speculation (no speculative buffer available)"]
+    );
+    // A record larger than specsize is a speculative drop.
+    let (_, said) = both(
+        "syscall::write:entry /pid == $target/ { self->s = speculation(); } \
+         syscall::write:entry /self->s/ { speculate(self->s); printf(\"%d %s\\n\", arg2, \
+         \"longer than the buffer\"); } \
+         syscall::write:return /self->s/ { commit(self->s); self->s = 0; }",
+        &["-x", "nspec=16", "-x", "specsize=40"],
+    );
+    assert!(
+        said.iter().any(|l| l == "dtrace: 6 speculative drops"),
+        "{said:?}"
+    );
+    // commit() of an id beyond nspec is an illegal operation; discard(0) does nothing.
+    let (out, said) = both(
+        "syscall::write:entry /pid == $target && arg2 == 37/ { commit(arg2); } \
+         syscall::write:entry /pid == $target && arg2 == 74/ { discard(0); printf(\"zero\\n\"); } \
+         syscall::write:entry /pid == $target && arg2 == 74/ { self->s = speculation(); }",
+        &[],
+    );
+    // After -v's stability report, which goes to stdout.
+    assert!(out.ends_with("Common\n\nzero\n\n"), "{out}");
+    assert!(
+        said[0].ends_with("illegal operation at BPF pc 23"),
+        "{said:?}"
+    );
 }

@@ -224,6 +224,35 @@ impl Speculations {
         Ok(())
     }
 
+    /// Records into speculation `id`'s buffer for `cpu` a record of a clause that speculated
+    /// where its probe fired (a provider keeps the speculations' states there, see
+    /// [`Speculations::settle_elsewhere`]): a record larger than `specsize` or than the room
+    /// left counts a drop on the buffer. False when not kept (an id beyond `nspec` too).
+    pub fn record_elsewhere(&mut self, id: u64, cpu: usize, record: &[u8]) -> bool {
+        let SpecLookup::Use(i) = self.lookup(id) else {
+            return false;
+        };
+        self.fits(i, cpu, record.len()) && self.record(i, cpu, record)
+    }
+
+    /// `commit(id)` (`commit`) or `discard(id)` of a speculation kept where its probes fire:
+    /// every CPU's buffer of it is emptied (its drops counted) and, for a commit, returned as
+    /// `(cpu, buffer)` pairs to copy into the principal buffers, in CPU order.
+    pub fn settle_elsewhere(&mut self, id: u64, commit: bool) -> Vec<(usize, SpecBuffer)> {
+        let SpecLookup::Use(i) = self.lookup(id) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for (cpu, b) in self.specs[i].bufs.iter_mut().enumerate() {
+            self.drops += b.drops;
+            let b = std::mem::take(b);
+            if commit && !b.is_empty() {
+                out.push((cpu, b));
+            }
+        }
+        out
+    }
+
     /// The cleaner (`dtrace_speculation_clean`): commits every CPU's buffer of speculations being
     /// committed, empties those being discarded, and frees both. Returns `(cpu, buffer)` pairs to copy
     /// into principal buffers, in speculation then CPU order.

@@ -358,6 +358,9 @@ impl Tracer for KernelTracer {
         });
         self.linux
             .note_dynvar_sizes(prog.max_tuple_size, prog.max_dvar_size);
+        let nspec = size_option(prog, options, "nspec");
+        self.linux
+            .set_nspec(if nspec > 0 { nspec as u64 } else { 1 });
         let ncpus = dtrace_linux::provider::framework_ncpus().unwrap_or(1);
         self.linux
             .set_ring_bytes(ring_bytes(bufsize_of(prog, options), ncpus));
@@ -447,9 +450,17 @@ impl Tracer for KernelTracer {
         Ok(recs)
     }
     fn status(&mut self) -> Result<StatusCounters> {
+        // speculation() calls that failed in the kernel, counted as the framework's.
+        let (busy, unavail) = self.linux.kernel_speculation_fails().map_err(be)?;
+        if busy + unavail > 0 {
+            self.inner
+                .framework()
+                .count_failed_speculations(busy, unavail);
+        }
         let mut s = self.inner.status()?;
         // Stores of thread-locals the kernel's map had no room for.
         s.dyndrops += self.linux.kernel_dynvar_drops().map_err(be)?;
+
         Ok(s)
     }
     fn take_new_probes(&mut self) -> Option<ExecInfo> {

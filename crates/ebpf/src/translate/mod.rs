@@ -264,6 +264,13 @@ pub trait ProbeContext {
         let _ = (a, abandon);
         false
     }
+    /// Emits code that leaves in r0 a new speculation's id (`speculation()`), or 0 when none is
+    /// free (counted as DTrace counts failed speculations). Uses r0-r5. `Err` says why not here
+    /// (by default: speculations live in dtrace).
+    fn emit_speculation(&self, a: &mut Asm) -> Result<(), String> {
+        let _ = a;
+        Err("speculations live in dtrace".into())
+    }
 }
 
 /// An associative array: `self->name[...]` (`thread`) or `name[...]`, and its variable id.
@@ -734,7 +741,13 @@ impl<'a> Translator<'a> {
             if let Instr::Call { subr, .. } = *i {
                 if matches!(
                     Subr::from_u16(subr),
-                    Some(Subr::Copyin | Subr::Copyinstr | Subr::Copyout | Subr::Copyoutstr)
+                    Some(
+                        Subr::Copyin
+                            | Subr::Copyinstr
+                            | Subr::Copyout
+                            | Subr::Copyoutstr
+                            | Subr::Speculation
+                    )
                 ) {
                     continue;
                 }
@@ -1197,6 +1210,15 @@ impl<'a> Translator<'a> {
             }
             Instr::Call { subr, rd } => match Subr::from_u16(subr) {
                 Some(Subr::Copyin) => self.copyin(pc, s, rd)?,
+                Some(Subr::Speculation) => {
+                    self.ctx.emit_speculation(&mut self.a).map_err(|why| {
+                        Untranslatable::Value {
+                            pc,
+                            what: format!("speculation(): {why}"),
+                        }
+                    })?;
+                    self.put(s, rd, R0, Kind::Int(None));
+                }
                 Some(Subr::Copyinstr) => self.copyinstr(pc, s, rd)?,
                 Some(w @ (Subr::Copyout | Subr::Copyoutstr)) => self.copyout(pc, s, w, rd)?,
                 other => {

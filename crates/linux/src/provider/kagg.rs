@@ -152,6 +152,9 @@ fn records_at_probe(kind: ActionKind) -> bool {
             | ActionKind::Tracemem
             | ActionKind::TracememDynsize
             | ActionKind::Printa
+            | ActionKind::Speculate
+            | ActionKind::Commit
+            | ActionKind::Discard
     )
 }
 
@@ -336,6 +339,13 @@ pub fn plan_clause(
             action_name(acts[i].kind)
         ));
     }
+    let has = |k: &[ActionKind]| recording.iter().any(|&i| k.contains(&acts[i].kind));
+    if has(&[ActionKind::Speculate]) && has(&[ActionKind::Commit, ActionKind::Discard]) {
+        return Err(
+            "speculate() with commit() or discard() in one clause is not yet built at the probe"
+                .into(),
+        );
+    }
     let record = if recording.is_empty() {
         None
     } else {
@@ -365,6 +375,12 @@ pub fn plan_clause(
                     _ => None,
                 },
                 memory: acts[i].kind == ActionKind::Tracemem,
+                spec: match acts[i].kind {
+                    ActionKind::Speculate => Some(crate::capture::spec::SpecOp::Speculate),
+                    ActionKind::Commit => Some(crate::capture::spec::SpecOp::Commit),
+                    ActionKind::Discard => Some(crate::capture::spec::SpecOp::Discard),
+                    _ => None,
+                },
                 base: base(i),
             });
         }
