@@ -259,4 +259,19 @@ fn kernel_speculations_fail_drop_and_fault_as_the_interpreters() {
         said[0].ends_with("illegal operation at BPF pc 23"),
         "{said:?}"
     );
+    // More speculations than the kernel keeps: they stay in dtrace, and -v says why.
+    let (rc, _, err) = common::dtrace(&[
+        "-qv",
+        "-x",
+        "nspec=17",
+        "-n",
+        "syscall::write:entry /pid == $target/ { self->s = speculation(); }",
+        "-c",
+        &cmd,
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(
+        err.contains("variables stay in dtrace (nspec is above the kernel's 16 speculations)"),
+        "{err}"
+    );
 }

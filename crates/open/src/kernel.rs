@@ -347,6 +347,10 @@ impl Tracer for KernelTracer {
         self.linux.set_destructive(
             options.is_set("destructive") || prog.options.iter().any(|(n, _)| n == "destructive"),
         );
+        // Before planning: how many speculations the kernel would keep decides where they live.
+        let nspec = size_option(prog, options, "nspec");
+        self.linux
+            .set_nspec(if nspec > 0 { nspec as u64 } else { 1 });
         self.linux.plan_replacing(original, prog);
         self.linux
             .set_aggsize(aggsize_of(prog, options).unwrap_or(4 << 20));
@@ -358,9 +362,6 @@ impl Tracer for KernelTracer {
         });
         self.linux
             .note_dynvar_sizes(prog.max_tuple_size, prog.max_dvar_size);
-        let nspec = size_option(prog, options, "nspec");
-        self.linux
-            .set_nspec(if nspec > 0 { nspec as u64 } else { 1 });
         let ncpus = dtrace_linux::provider::framework_ncpus().unwrap_or(1);
         self.linux
             .set_ring_bytes(ring_bytes(bufsize_of(prog, options), ncpus));

@@ -1687,7 +1687,15 @@ impl LinuxTracing {
     /// Sets `nspec`, the speculations the kernel keeps when clauses use them there (planned
     /// afterwards).
     pub fn set_nspec(&self, nspec: u64) {
-        self.lock().nspec = u32::try_from(nspec.max(1)).unwrap_or(u32::MAX);
+        let mut sh = self.lock();
+        let nspec = u32::try_from(nspec.max(1)).unwrap_or(u32::MAX);
+        if sh.nspec != nspec {
+            sh.nspec = nspec;
+            // Planned already (every program is, before the first is enabled): placed again.
+            if !sh.kvars_enabled && !sh.planned.is_empty() {
+                sh.place_variables();
+            }
+        }
     }
 
     /// The `speculation()` calls that failed in the kernel since the previous call: (while one
