@@ -47,7 +47,11 @@ pub mod kspec {
     pub const CPU: usize = 8;
     /// The speculation's id (a u32).
     pub const ID: usize = 12;
-    pub const SIZE: usize = 16;
+    /// 1 when dtrace frees the speculation once it consumed the record (it was left settling),
+    /// 0 when the probe freed it (a u32).
+    pub const RELEASE: usize = 16;
+    pub const PAD: usize = 20;
+    pub const SIZE: usize = 24;
     /// `commit()`.
     pub const COMMIT: u16 = 1;
     /// `discard()`.
@@ -398,13 +402,15 @@ mod tests {
         k[kspec::TAG..kspec::TAG + 4].copy_from_slice(&77u32.to_le_bytes());
         k[kspec::CPU..kspec::CPU + 4].copy_from_slice(&1u32.to_le_bytes());
         k[kspec::ID..kspec::ID + 4].copy_from_slice(&2u32.to_le_bytes());
+        k[kspec::RELEASE] = 1;
         assert_eq!(
             decode_record(&k, |_| None).unwrap(),
             Record::Settle(SpecSettle {
                 tag: 77,
                 cpu: 1,
                 id: 2,
-                commit: false
+                commit: false,
+                release: true,
             })
         );
         k[kspec::OP] = 9;

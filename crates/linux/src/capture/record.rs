@@ -204,6 +204,8 @@ pub struct SpecSettle {
     pub id: u32,
     /// `commit()` (else `discard()`).
     pub commit: bool,
+    /// dtrace frees the speculation once it consumed this (the probe left it settling).
+    pub release: bool,
 }
 
 /// A fault of a clause that runs whole at the probe (see `capture::kagg`), and the thread it
@@ -471,6 +473,7 @@ pub fn decode_record<'a>(
             cpu: u32_at(b, kspec::CPU)?,
             id: u32_at(b, kspec::ID)?,
             commit: op == kspec::COMMIT,
+            release: u32_at(b, kspec::RELEASE)? != 0,
         }));
     }
     if kind == KIND_FAULT {

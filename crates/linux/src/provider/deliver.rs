@@ -464,9 +464,9 @@ impl LinuxTracing {
                 }
                 Delivery::Settle(k) => {
                     // Its speculation's buffers go where the commit or discard sends them, then
-                    // it is free again in the kernel.
+                    // it is free again in the kernel (when the probe left it settling).
                     fw.settle_speculation_elsewhere(u64::from(k.id), k.commit);
-                    if let Some(m) = &self.lock().kspec_maps {
+                    if let Some(m) = self.lock().kspec_maps.as_ref().filter(|_| k.release) {
                         // A state that cannot be written leaves the speculation busy (counted
                         // as such by later speculation() calls).
                         let _ = m.release(k.id);
