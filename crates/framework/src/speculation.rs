@@ -289,6 +289,33 @@ mod tests {
     use super::*;
 
     #[test]
+    fn speculations_kept_elsewhere_record_and_settle_every_cpu() {
+        let mut s = Speculations::new(2, 2, 32);
+        assert!(s.record_elsewhere(1, 0, &[1u8; 12]));
+        assert!(s.record_elsewhere(1, 1, &[2u8; 12]));
+        // Larger than specsize, or than the room left: speculative drops.
+        assert!(!s.record_elsewhere(1, 0, &[3u8; 40]));
+        assert!(s.record_elsewhere(1, 0, &[4u8; 12]));
+        assert!(!s.record_elsewhere(1, 0, &[5u8; 12]));
+        // An id beyond nspec is nowhere.
+        assert!(!s.record_elsewhere(3, 0, &[6u8; 12]));
+        let out = s.settle_elsewhere(1, true);
+        assert_eq!(
+            out.iter()
+                .map(|(c, b)| (*c, b.lens.len()))
+                .collect::<Vec<_>>(),
+            [(0, 2), (1, 1)]
+        );
+        assert_eq!(s.drops, 2);
+        assert!(s.record_elsewhere(2, 1, &[7u8; 12]));
+        assert!(s.settle_elsewhere(2, false).is_empty());
+        assert!(
+            s.settle_elsewhere(2, true).is_empty(),
+            "a discard empties it"
+        );
+    }
+
+    #[test]
     fn allocate_until_unavailable() {
         let mut s = Speculations::new(2, 2, 64);
         assert_eq!(s.speculation(), 1);
