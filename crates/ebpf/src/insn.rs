@@ -355,6 +355,13 @@ impl Asm {
         self.emit(op::ST | op::MEM | size.code(), dst, R0, off, imm)
     }
 
+    /// Atomic compare-and-exchange: if `*(u64 *)(dst + off) == r0`, it becomes `src`; r0
+    /// gets the old value either way (`BPF_CMPXCHG`, Linux 5.12).
+    pub fn atomic_cmpxchg64(&mut self, dst: Reg, off: i16, src: Reg) -> &mut Self {
+        const BPF_CMPXCHG: i32 = 0xf0 | 0x01;
+        self.emit(op::STX | op::ATOMIC | op::DW, dst, src, off, BPF_CMPXCHG)
+    }
+
     /// Atomic `*(u64 *)(dst + off) += src`.
     pub fn atomic_add64(&mut self, dst: Reg, off: i16, src: Reg) -> &mut Self {
         self.emit(op::STX | op::ATOMIC | op::DW, dst, src, off, 0)

@@ -957,6 +957,50 @@ impl Framework {
         kept
     }
 
+    /// Records into speculation `id` a record built where its probe fired by a clause that
+    /// called `speculate(id)` there (the provider keeps the speculations' states, see
+    /// [`Framework::settle_speculation_elsewhere`]), under [`Framework::commit_elsewhere`]'s
+    /// rules; the buffer's `specsize` bounds it, counting speculative drops. Returns whether the
+    /// record was kept.
+    pub fn speculate_elsewhere(&mut self, cpu: u32, id: u64, record: &[u8]) -> bool {
+        let draining = self.status.exit_status.is_some();
+        if self.activity != Activity::Active || draining || cpu >= self.ncpus {
+            return false;
+        }
+        let Some(e) = record
+            .get(..4)
+            .and_then(|b| b.try_into().ok())
+            .map(u32::from_ne_bytes)
+            .and_then(|epid| self.ecb(epid))
+        else {
+            return false;
+        };
+        let size = e.layout.size as usize;
+        let Some(record) = record.get(..size).filter(|_| e.elsewhere && size >= 12) else {
+            return false;
+        };
+        let record = record.to_vec();
+        self.specs.record_elsewhere(id, cpu as usize, &record)
+    }
+
+    /// `commit(id)` (`commit`) or `discard(id)` run where the probe fired: a committed
+    /// speculation's records go to the principal buffers of the CPUs that recorded them, a
+    /// discarded one's nowhere (its drops are counted either way).
+    pub fn settle_speculation_elsewhere(&mut self, id: u64, commit: bool) {
+        for (cpu, buf) in self.specs.settle_elsewhere(id, commit) {
+            if let Some(c) = self.cpus.get_mut(cpu) {
+                c.principal.append_many(&buf.data, &buf.lens);
+            }
+        }
+    }
+
+    /// Counts `speculation()` calls that failed where their probe fired: `busy` while a
+    /// speculation was being committed or discarded, `unavail` with every one in use.
+    pub fn count_failed_speculations(&mut self, busy: u64, unavail: u64) {
+        self.specs.busy += busy;
+        self.specs.unavail += unavail;
+    }
+
     /// Ends tracing as `exit(status)` does, for an `exit()` a provider ran where its probe
     /// fired (when its record did not reach [`Framework::commit_elsewhere`]): the first
     /// status is kept.

@@ -224,6 +224,35 @@ impl Speculations {
         Ok(())
     }
 
+    /// Records into speculation `id`'s buffer for `cpu` a record of a clause that speculated
+    /// where its probe fired (a provider keeps the speculations' states there, see
+    /// [`Speculations::settle_elsewhere`]): a record larger than `specsize` or than the room
+    /// left counts a drop on the buffer. False when not kept (an id beyond `nspec` too).
+    pub fn record_elsewhere(&mut self, id: u64, cpu: usize, record: &[u8]) -> bool {
+        let SpecLookup::Use(i) = self.lookup(id) else {
+            return false;
+        };
+        self.fits(i, cpu, record.len()) && self.record(i, cpu, record)
+    }
+
+    /// `commit(id)` (`commit`) or `discard(id)` of a speculation kept where its probes fire:
+    /// every CPU's buffer of it is emptied (its drops counted) and, for a commit, returned as
+    /// `(cpu, buffer)` pairs to copy into the principal buffers, in CPU order.
+    pub fn settle_elsewhere(&mut self, id: u64, commit: bool) -> Vec<(usize, SpecBuffer)> {
+        let SpecLookup::Use(i) = self.lookup(id) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for (cpu, b) in self.specs[i].bufs.iter_mut().enumerate() {
+            self.drops += b.drops;
+            let b = std::mem::take(b);
+            if commit && !b.is_empty() {
+                out.push((cpu, b));
+            }
+        }
+        out
+    }
+
     /// The cleaner (`dtrace_speculation_clean`): commits every CPU's buffer of speculations being
     /// committed, empties those being discarded, and frees both. Returns `(cpu, buffer)` pairs to copy
     /// into principal buffers, in speculation then CPU order.
@@ -258,6 +287,33 @@ impl Speculations {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn speculations_kept_elsewhere_record_and_settle_every_cpu() {
+        let mut s = Speculations::new(2, 2, 32);
+        assert!(s.record_elsewhere(1, 0, &[1u8; 12]));
+        assert!(s.record_elsewhere(1, 1, &[2u8; 12]));
+        // Larger than specsize, or than the room left: speculative drops.
+        assert!(!s.record_elsewhere(1, 0, &[3u8; 40]));
+        assert!(s.record_elsewhere(1, 0, &[4u8; 12]));
+        assert!(!s.record_elsewhere(1, 0, &[5u8; 12]));
+        // An id beyond nspec is nowhere.
+        assert!(!s.record_elsewhere(3, 0, &[6u8; 12]));
+        let out = s.settle_elsewhere(1, true);
+        assert_eq!(
+            out.iter()
+                .map(|(c, b)| (*c, b.lens.len()))
+                .collect::<Vec<_>>(),
+            [(0, 2), (1, 1)]
+        );
+        assert_eq!(s.drops, 2);
+        assert!(s.record_elsewhere(2, 1, &[7u8; 12]));
+        assert!(s.settle_elsewhere(2, false).is_empty());
+        assert!(
+            s.settle_elsewhere(2, true).is_empty(),
+            "a discard empties it"
+        );
+    }
 
     #[test]
     fn allocate_until_unavailable() {

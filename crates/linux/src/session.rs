@@ -951,6 +951,10 @@ impl Session {
                     f(Delivery::Built(b));
                     n += 1;
                 }
+                Record::Settle(k) => {
+                    f(Delivery::Settle(k));
+                    n += 1;
+                }
                 Record::Fault(mut k) => {
                     self.finish_fault(&mut k);
                     f(Delivery::Fault(k));
@@ -1102,6 +1106,8 @@ pub enum Delivery {
     Built(crate::capture::record::BuiltRecord),
     /// A fault of a clause run at the probe, for the framework to report.
     Fault(crate::capture::record::KernelFault),
+    /// `commit()` or `discard()` of a speculation kept in the kernel.
+    Settle(crate::capture::record::SpecSettle),
 }
 
 /// Generates and loads the capture program of a probe. When the kernel refuses the program with its

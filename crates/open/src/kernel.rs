@@ -347,6 +347,10 @@ impl Tracer for KernelTracer {
         self.linux.set_destructive(
             options.is_set("destructive") || prog.options.iter().any(|(n, _)| n == "destructive"),
         );
+        // Before planning: how many speculations the kernel would keep decides where they live.
+        let nspec = size_option(prog, options, "nspec");
+        self.linux
+            .set_nspec(if nspec > 0 { nspec as u64 } else { 1 });
         self.linux.plan_replacing(original, prog);
         self.linux
             .set_aggsize(aggsize_of(prog, options).unwrap_or(4 << 20));
@@ -447,9 +451,17 @@ impl Tracer for KernelTracer {
         Ok(recs)
     }
     fn status(&mut self) -> Result<StatusCounters> {
+        // speculation() calls that failed in the kernel, counted as the framework's.
+        let (busy, unavail) = self.linux.kernel_speculation_fails().map_err(be)?;
+        if busy + unavail > 0 {
+            self.inner
+                .framework()
+                .count_failed_speculations(busy, unavail);
+        }
         let mut s = self.inner.status()?;
         // Stores of thread-locals the kernel's map had no room for.
         s.dyndrops += self.linux.kernel_dynvar_drops().map_err(be)?;
+
         Ok(s)
     }
     fn take_new_probes(&mut self) -> Option<ExecInfo> {

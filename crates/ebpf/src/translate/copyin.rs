@@ -1,4 +1,5 @@
-//! `copyinstr(addr [, maxlen])` in translated code, as the interpreter's: at most `strsize`
+//! `copyin(addr, size)` and `copyinstr(addr [, maxlen])` in translated code; `copyinstr()` as
+//! the interpreter's: at most `strsize`
 //! bytes (D's option; `maxlen` if less, at least 1), the NUL among them, read from the user
 //! memory of the thread that fired the probe with `bpf_probe_read_user_str` into a slot of the
 //! context's per-CPU string scratch, zeroed first (so the string is zero-padded, as a key needs).
@@ -170,6 +171,68 @@ impl Translator<'_> {
         self.a.mov(R1, R0);
         self.put(s, rd, R1, Kind::Scratch);
         Ok(true)
+    }
+}
+
+/// The most bytes one `copyin()` copies at the probe (a larger copy stays in dtrace).
+pub const MAX_COPYIN: u64 = 1024;
+
+impl Translator<'_> {
+    /// `copyin(addr, size)` of the arguments on the tuple stack into `rd`, as the interpreter's:
+    /// `size` bytes of the user memory of the thread that fired the probe, read whole with
+    /// `bpf_probe_read_user` into the context's scratch (slots of the string scratch, as many as
+    /// it takes), a read that fails faulting `DTRACEFLT_BADADDR` at `addr`. Only a constant
+    /// `size` of 1 to [`MAX_COPYIN`] bytes is copied at the probe (the interpreter's scratch
+    /// bounds any other, which the kernel's cannot follow).
+    pub(super) fn copyin(
+        &mut self,
+        pc: usize,
+        s: &mut State,
+        rd: u8,
+    ) -> Result<(), Untranslatable> {
+        let refused = |why: String| Untranslatable::Value {
+            pc,
+            what: format!("copyin(): {why}"),
+        };
+        self.ctx.reads_user_memory().map_err(refused)?;
+        let args = self.int_args(pc, s)?;
+        if args.len() != 2 {
+            return Err(Untranslatable::Invalid {
+                pc,
+                what: format!("copyin() with {} arguments", args.len()),
+            });
+        }
+        let size = match s.tuple.as_deref() {
+            Some([_, Pushed::Reg(r)]) => match &s[(r & 7) as usize] {
+                Kind::Int(Some(n)) => Some(*n),
+                _ => None,
+            },
+            _ => None,
+        }
+        .filter(|n| (1..=MAX_COPYIN).contains(n))
+        .ok_or_else(|| refused(format!("a size other than a constant of 1 to {MAX_COPYIN}")))?;
+        let n32 = size as u32;
+        // Whole string slots, so later slots stay where string_slot() puts them.
+        let width = super::string_scratch_width(self.strsize);
+        let slots = (size as usize).div_ceil(width);
+        let offset = self.scratch_slots * width;
+        self.scratch_slots += slots;
+        let buf = self.frame.load_buf();
+        let no_scratch = self.fault_site(pc, FaultKind::NoScratch, FaultAddr::Zero);
+        let bad = self.fault_site(pc, FaultKind::BadAddr, FaultAddr::Frame(args[0]));
+        self.ctx
+            .emit_string_scratch(&mut self.a, offset, slots * width)
+            .map_err(refused)?;
+        let a = &mut self.a;
+        a.jmp_imm(op::JEQ, R0, 0, no_scratch);
+        a.store(Size::DW, R10, buf, R0);
+        a.mov(R1, R0).mov_imm(R2, n32 as i32);
+        a.load(Size::DW, R3, R10, args[0]);
+        a.call(helper::PROBE_READ_USER);
+        a.jmp_imm(op::JNE, R0, 0, bad);
+        a.load(Size::DW, R1, R10, buf);
+        self.put(s, rd, R1, Kind::Buffer(n32));
+        Ok(())
     }
 }
 

@@ -266,6 +266,13 @@ pub trait ProbeContext {
         let _ = (a, abandon);
         false
     }
+    /// Emits code that leaves in r0 a new speculation's id (`speculation()`), or 0 when none is
+    /// free (counted as DTrace counts failed speculations). Uses r0-r5. `Err` says why not here
+    /// (by default: speculations live in dtrace).
+    fn emit_speculation(&self, a: &mut Asm) -> Result<(), String> {
+        let _ = a;
+        Err("speculations live in dtrace".into())
+    }
 }
 
 /// An associative array: `self->name[...]` (`thread`) or `name[...]`, and its variable id.
@@ -577,6 +584,10 @@ pub enum ValueKind {
     /// scratch, NUL-terminated within `strsize` bytes and zero-padded to
     /// [`string_scratch_width`] bytes.
     Scratch,
+    /// Memory `copyin()` copied into the context's scratch, this many bytes: its address in r0
+    /// (the interpreter's value is an address of its own scratch, which only a recording of the
+    /// memory, `tracemem()`, can follow).
+    Buffer(u32),
 }
 
 /// A translated value: its code and what it leaves.
@@ -612,6 +623,9 @@ enum Kind {
     /// A string variable's value, copied into the context's string scratch: the register holds
     /// its address there, or 0 (NULL) when the variable held none.
     VarStr,
+    /// Bytes `copyin()` copied into the context's scratch, this many: the register holds their
+    /// address there (which only `tracemem()` reads: see [`ValueKind::Buffer`]).
+    Buffer(u32),
     /// Different kinds on different paths: usable by nothing.
     Mixed,
 }
@@ -764,7 +778,14 @@ impl<'a> Translator<'a> {
             if let Instr::Call { subr, .. } = *i {
                 if matches!(
                     Subr::from_u16(subr),
-                    Some(Subr::Copyinstr | Subr::Copyout | Subr::Copyoutstr | Subr::Strlen)
+                    Some(
+                        Subr::Copyin
+                            | Subr::Copyinstr
+                            | Subr::Copyout
+                            | Subr::Copyoutstr
+                            | Subr::Speculation
+                            | Subr::Strlen
+                    )
                 ) {
                     continue;
                 }
@@ -1011,6 +1032,13 @@ impl<'a> Translator<'a> {
                 pc,
                 what: format!("%r{r} holds a string on one path and an integer on another"),
             }),
+            Kind::Buffer(_) => Err(Untranslatable::Value {
+                pc,
+                what: format!(
+                    "copyin()'s copy in %r{r} used as an integer (only tracemem() records it at \
+                     the probe)"
+                ),
+            }),
             _ => Err(Untranslatable::Value {
                 pc,
                 what: format!("string in %r{r} used as an integer"),
@@ -1110,6 +1138,7 @@ impl<'a> Translator<'a> {
                         self.kernel_string(pc, s, rd, self.frame.reg(rd & 7))?;
                         ValueKind::Scratch
                     }
+                    Kind::Buffer(n) if self.strings_ok => ValueKind::Buffer(*n),
                     Kind::VarStr if self.strings_ok => {
                         // Recording NULL (a key, a trace() or printf() value) faults in the
                         // interpreter when the action stores it: at the expression's last
@@ -1224,6 +1253,16 @@ impl<'a> Translator<'a> {
                 self.put(s, rd, R0, Kind::Int(None));
             }
             Instr::Call { subr, rd } => match Subr::from_u16(subr) {
+                Some(Subr::Copyin) => self.copyin(pc, s, rd)?,
+                Some(Subr::Speculation) => {
+                    self.ctx.emit_speculation(&mut self.a).map_err(|why| {
+                        Untranslatable::Value {
+                            pc,
+                            what: format!("speculation(): {why}"),
+                        }
+                    })?;
+                    self.put(s, rd, R0, Kind::Int(None));
+                }
                 Some(Subr::Copyinstr) => self.copyinstr(pc, s, rd)?,
                 Some(Subr::Strlen) => self.strlen(pc, s, rd)?,
                 Some(w @ (Subr::Copyout | Subr::Copyoutstr)) => self.copyout(pc, s, w, rd)?,

@@ -304,14 +304,25 @@ fn emulate_all(insns: &[Insn], p: &Probe) -> (u64, [u8; 512], Vec<u8>) {
                             }
                             h => panic!("helper {h}"),
                         };
-                        let at = slot(dst_at, len);
+                        // Into the string scratch (copyin()), or the frame.
+                        let dst: &mut [u8] = match dst_at.checked_sub(SCRATCH_ADDR) {
+                            Some(d) if (d as usize) < SCRATCH_LEN => {
+                                let d = d as usize;
+                                assert!(d + len <= SCRATCH_LEN);
+                                &mut scratch[d..d + len]
+                            }
+                            _ => {
+                                let at = slot(dst_at, len);
+                                &mut stack[at..at + len]
+                            }
+                        };
                         r[0] = match bytes {
                             Some(b) => {
-                                stack[at..at + len].copy_from_slice(&b);
+                                dst.copy_from_slice(&b);
                                 0
                             }
                             None => {
-                                stack[at..at + len].fill(0);
+                                dst.fill(0);
                                 (-14i64) as u64
                             }
                         };
@@ -643,7 +654,11 @@ fn untranslatable_clauses_say_why() {
     assert!(why("strjoin(execname, \"x\") == \"ddx\"").contains("strjoin"));
     assert!(why("gid == 0").contains("no gid at this probe"));
     assert!(why("timestamp > 0").contains("timestamp"));
-    assert!(why("*(int *)copyin(arg1, 4) == 0").contains("copyin"));
+    assert!(
+        why("*(int *)copyin(arg1, 4) == 0").contains("copyin"),
+        "{}",
+        why("*(int *)copyin(arg1, 4) == 0")
+    );
     let g = dtrace_compiler::compile(
         "int g; syscall::write:entry /g == 1/ { @ = count(); }",
         &dtrace_compiler::CompileOptions::default(),
@@ -1860,4 +1875,54 @@ fn a_string_at_a_kernel_address_is_a_value_in_scratch() {
     let at = (r0 - SCRATCH_ADDR) as usize;
     assert_eq!(&scratch[at..at + 8], b"kthread\0");
     assert!(scratch[at + 8..at + 264].iter().all(|&c| c == 0));
+}
+
+/// The DIF of the address of `tracemem(src, n)`.
+fn tracemem_addr(src: &str, n: usize) -> DifObject {
+    let src = format!("syscall::write:entry {{ tracemem({src}, {n}); }}");
+    let p = dtrace_compiler::compile(&src, &dtrace_compiler::CompileOptions::default())
+        .unwrap_or_else(|e| panic!("{src}: {e:?}"));
+    p.ecbs[0].actions[0].difo.clone().expect("an address")
+}
+
+#[test]
+fn copyin_copies_user_memory_into_scratch_and_faults_as_the_interpreter() {
+    let p = string_probe();
+    let v = translate_value(&tracemem_addr("copyin(arg1, 9)", 9), &p, 257, FRAME).unwrap();
+    assert_eq!(v.kind, ValueKind::Buffer(9));
+    assert_reachable(&v.fragment.insns);
+    let (r0, stack, scratch) = emulate_all(&v.fragment.insns, &p);
+    assert_eq!(frame_fault(&stack), None);
+    let at = (r0 - SCRATCH_ADDR) as usize;
+    assert_eq!(&scratch[at..at + 9], b"hello\0wor");
+    // An unmapped address faults where the interpreter's copyin() does, at that address.
+    let obj = tracemem_addr("copyin(arg5, 8)", 8);
+    let v = translate_value(&obj, &p, 257, FRAME).unwrap();
+    let (r0, stack) = emulate_frame(&v.fragment.insns, &p);
+    assert_eq!(r0, FAULTED as u64);
+    let fault = interpret_result(&obj, &p).unwrap_err();
+    assert_eq!(
+        frame_fault(&stack),
+        Some((fault.kind.code(), fault.pc, fault.addr))
+    );
+    // A size the interpreter's scratch bounds at run time stays there; so does copyin()'s
+    // copy used as anything but memory to record.
+    for (obj, what) in [
+        (
+            tracemem_addr("copyin(arg1, arg0)", 8),
+            "a size other than a constant",
+        ),
+        (
+            tracemem_addr("copyin(arg1, 2000)", 8),
+            "a size other than a constant",
+        ),
+        (key("copyin(arg1, 8)"), ""),
+    ] {
+        let e = translate_value(&obj, &p, 257, FRAME);
+        let ok = match &e {
+            Ok(v) => v.kind == ValueKind::Buffer(8) && what.is_empty(),
+            Err(e) => e.to_string().contains(what),
+        };
+        assert!(ok, "{e:?}");
+    }
 }

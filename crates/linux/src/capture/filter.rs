@@ -43,6 +43,8 @@ pub(crate) struct ShapeContext<'a> {
     /// (`kagg::emit_string_checks`), each into its slot at the end of the string scratch, in
     /// this order ([`pre_read_offset`]); slots `width` bytes wide.
     pub(crate) pre_read: PreRead<'a>,
+    /// The speculations, when they live in the kernel (`None`: in dtrace).
+    pub(crate) specs: Option<super::spec::KernelSpecs>,
 }
 
 /// See [`ShapeContext::pre_read`].
@@ -325,6 +327,15 @@ impl ProbeContext for ShapeContext<'_> {
         super::kvars::emit_dropped(a, abandon);
         true
     }
+
+    fn emit_speculation(&self, a: &mut Asm) -> Result<(), String> {
+        let specs = self
+            .specs
+            .as_ref()
+            .ok_or("speculations live in dtrace at this probe")?;
+        super::speculation::emit_speculation(a, specs);
+        Ok(())
+    }
 }
 
 impl ShapeContext<'_> {
@@ -430,6 +441,7 @@ pub fn translate_filter(
         strings: None,
         clocks: None,
         pre_read: PreRead::default(),
+        specs: None,
     };
     let results: Vec<Result<translate::Fragment, Untranslatable>> = filter
         .predicates

@@ -23,7 +23,10 @@
 //! kernel's floor as records' are by dtrace's.
 //!
 //! A clause whose other actions record data (`trace()`, `printf()` of integers, string constants
-//! and `execname`; `exit()`) builds the ECB's record here, as the framework lays it out (a zero
+//! and `execname`; `exit()`; `tracemem()`, see `capture::tracemem`; `printa()`, whose record is
+//! the aggregations' ids: dtrace snapshots the kernel's maps after it drains the ring and before
+//! it reads the buffers, so the printed values hold every update made before the `printa()`
+//! fired) builds the ECB's record here, as the framework lays it out (a zero
 //! EPID that dtrace fills in, the firing's timestamp, the data at its record descriptions'
 //! offsets, zeros elsewhere), in a ring record of kind `KIND_BUILT` that dtrace commits to the
 //! CPU's principal buffer unchanged (`Framework::commit_elsewhere`). It does so only when every
@@ -105,8 +108,13 @@ struct Translated {
     /// The store actions, with the number of aggregating and recording actions before each and
     /// where each one's code starts in the clause's.
     stores: Vec<(usize, CodeBase, Fragment)>,
-    /// The data-recording actions of the clause's record: each one's step and value.
-    records: Vec<(usize, Option<translate::Value>)>,
+    /// The data-recording actions of the clause's record: each one's step, whether it is
+    /// `tracemem()`, and its value.
+    records: Vec<(usize, bool, Option<translate::Value>)>,
+    /// It calls `commit()` or `discard()`, which fault on an id beyond `nspec`.
+    settles: bool,
+    /// It calls `speculate()`, which may abandon it.
+    speculates: bool,
 }
 
 /// Where a clause's code goes when a fragment ends it early.
@@ -119,9 +127,17 @@ struct Exits {
 }
 
 impl Translated {
-    /// Whether some fragment of the clause can fault.
+    /// Whether some fragment of the clause can fault, or its `tracemem()` of kernel memory.
     fn can_fault(&self) -> bool {
-        self.fragments().any(|f| f.can_fault)
+        self.fragments().any(|f| f.can_fault) || self.reads_memory() || self.settles
+    }
+
+    /// Whether the clause records kernel memory (`tracemem()` of an address), a read that can
+    /// fault after its record was reserved.
+    fn reads_memory(&self) -> bool {
+        self.records
+            .iter()
+            .any(|(_, m, v)| *m && v.as_ref().is_some_and(|v| v.kind == ValueKind::Int))
     }
 
     /// Whether some fragment of the clause copies a user string (`copyinstr()`).
@@ -146,7 +162,7 @@ impl Translated {
             .chain(
                 self.records
                     .iter()
-                    .flat_map(|(_, v)| v)
+                    .flat_map(|(_, _, v)| v)
                     .map(|v| &v.fragment),
             )
             .chain(self.aggs.iter().flat_map(|g| {
@@ -238,18 +254,44 @@ fn translate_clause(
         .map(|(before, base, o)| Ok((*before, *base, int(o)?)))
         .collect::<Result<Vec<_>, Untranslatable>>()?;
     let mut records = Vec::new();
+    let (mut settles, mut speculates) = (false, false);
     for r in c.record.iter().flat_map(|r| &r.actions) {
         let Some(o) = &r.difo else {
-            records.push((r.step, None));
+            records.push((r.step, r.memory, None));
             continue;
         };
         let v = translate::translate_value(o, ctx, strsize, FRAME)?;
+        if let Some(op) = r.spec {
+            if ctx.specs.is_none() {
+                return Err(Untranslatable::Value {
+                    pc: 0,
+                    what: "speculations live in dtrace at this probe".into(),
+                });
+            }
+            if v.kind != ValueKind::Int {
+                return Err(Untranslatable::Value {
+                    pc: 0,
+                    what: "a speculation id that is not an integer".into(),
+                });
+            }
+            settles |= op != super::spec::SpecOp::Speculate;
+            speculates |= op == super::spec::SpecOp::Speculate;
+            records.push((r.step, false, Some(v)));
+            continue;
+        }
+        if r.memory {
+            super::tracemem::check(&v.kind, r.size)
+                .map_err(|what| Untranslatable::Value { pc: 0, what })?;
+            records.push((r.step, true, Some(v)));
+            continue;
+        }
         let t = &o.rtype;
         let fits = match &v.kind {
             ValueKind::Int => !t.is_by_ref() && matches!(r.size, 1 | 2 | 4 | 8),
             ValueKind::Execname | ValueKind::Str(_) | ValueKind::Scratch => {
                 t.is_string() && r.size > 0
             }
+            ValueKind::Buffer(_) => false,
         };
         if !fits {
             return Err(Untranslatable::Value {
@@ -257,13 +299,15 @@ fn translate_clause(
                 what: "a recorded value of a kind not built at the probe".into(),
             });
         }
-        records.push((r.step, Some(v)));
+        records.push((r.step, false, Some(v)));
     }
     Ok(Translated {
         predicate,
         aggs,
         stores,
         records,
+        settles,
+        speculates,
     })
 }
 
@@ -279,6 +323,7 @@ pub fn check_clause(
     vars: &super::spec::KernelVars,
     c: &KernelAggClause,
     strsize: u32,
+    specs: Option<super::spec::KernelSpecs>,
 ) -> Result<bool, Untranslatable> {
     let ctx = ShapeContext {
         shape,
@@ -297,6 +342,7 @@ pub fn check_clause(
             vclock: None,
         }),
         pre_read: Default::default(),
+        specs,
     };
     translate_clause(&ctx, c, strsize as usize).map(|t| t.can_fault())
 }
@@ -393,6 +439,7 @@ pub fn emit_aggs(
             args: &pre_read,
             width,
         },
+        specs: k.specs,
     };
     let mut results: Vec<Result<Translated, Untranslatable>> = k
         .clauses
@@ -534,7 +581,7 @@ pub fn emit_aggs(
             // After exit() in an earlier clause of this firing no clause runs.
             emit_exited(a, k.exit, done);
         }
-        let (next, report) = (a.label(), a.label());
+        let (next, report, abandon) = (a.label(), a.label(), a.label());
         let exits = Exits {
             dropped: a.label(),
             faulted: a.label(),
@@ -564,14 +611,33 @@ pub fn emit_aggs(
         let mut aggs = c.aggs.iter().zip(&t.aggs);
         for j in 0..steps {
             stores_before(a, j);
-            match t.records.iter().find(|(s, _)| *s == j) {
-                Some((_, v)) => {
+            match t.records.iter().find(|(s, _, _)| *s == j) {
+                Some((_, _, v)) => {
                     let action = c
                         .record
                         .iter()
                         .flat_map(|r| &r.actions)
                         .find(|x| x.step == j);
-                    if let (Some(v), Some(action)) = (v, action) {
+                    if let (Some(v), Some(action), Some(op), Some(specs)) =
+                        (v, action, action.and_then(|x| x.spec), &k.specs)
+                    {
+                        emit_fragment(a, &v.fragment, action.base, exits);
+                        let spec_exits = super::speculation::SpecExits {
+                            abandon,
+                            faulted: exits.faulted,
+                        };
+                        super::speculation::emit_action(
+                            a,
+                            specs,
+                            op,
+                            ring,
+                            tag,
+                            REC,
+                            VAL,
+                            last_pc(action)?,
+                            spec_exits,
+                        );
+                    } else if let (Some(v), Some(action)) = (v, action) {
                         emit_record_value(a, v, action, exits, k.strsize.max(1) as usize)?;
                         if action.exit {
                             emit_exit(a, k.exit);
@@ -602,8 +668,19 @@ pub fn emit_aggs(
             a.bind(none);
         }
         let (can_drop, can_fault) = (t.can_drop(), t.can_fault());
-        if can_drop || can_fault {
+        if can_drop || can_fault || t.speculates {
             a.ja(next);
+        }
+        if t.speculates {
+            // speculate() of a speculation not active: the clause ends silently, its record
+            // goes nowhere.
+            a.bind(abandon);
+            if c.record.is_some() {
+                emit_discard(a);
+            }
+            if can_drop || can_fault {
+                a.ja(next);
+            }
         }
         a.bind(exits.dropped);
         if can_drop {
@@ -618,9 +695,10 @@ pub fn emit_aggs(
         }
         a.bind(exits.faulted);
         if c.record.is_some()
-            && t.fragments()
-                .skip(usize::from(t.predicate.is_some()))
-                .any(|f| f.can_fault)
+            && (t.reads_memory()
+                || t.fragments()
+                    .skip(usize::from(t.predicate.is_some()))
+                    .any(|f| f.can_fault))
         {
             // A fault after the record was reserved ended the clause: its record goes nowhere.
             emit_discard(a);
@@ -947,6 +1025,12 @@ fn emit_record_value(
     a.load(Size::DW, R7, R10, REC);
     a.jmp_imm(op::JEQ, R7, 0, skip);
     let size = action.size as usize;
+    if action.memory {
+        let pc = last_pc(action)?;
+        super::tracemem::emit(a, &v.kind, R7, at, action.size, pc, VAL, exits.faulted)?;
+        a.bind(skip);
+        return Ok(());
+    }
     match &v.kind {
         ValueKind::Int => {
             let s = Size::for_bytes(size).unwrap_or(Size::DW);
@@ -974,14 +1058,35 @@ fn emit_record_value(
             let n = (strsize - 1).min(size.saturating_sub(1));
             emit_copy(a, R7, at, R0, n)?;
         }
+        ValueKind::Buffer(_) => {
+            return Err(crate::error::LinuxError::Asm(
+                "copyin()'s copy recorded as a value".into(),
+            ))
+        }
     }
     a.bind(skip);
     Ok(())
 }
 
+/// Where a fault of action `action` outside its DIF code is reported: at its expression's last
+/// instruction in the clause's code, as the interpreter places such faults.
+fn last_pc(action: &super::spec::RecordAction) -> crate::error::Result<u32> {
+    let len = action.difo.as_ref().map_or(1, |o| o.text.len().max(1));
+    u32::try_from(len - 1)
+        .ok()
+        .and_then(|n| action.base.checked_add(n))
+        .ok_or_else(|| crate::error::LinuxError::Asm("expression too long".into()))
+}
+
 /// Copies `n` bytes from `src + 0` to `dst + at` (both registers kept), word by word while whole
 /// words fit; uses r1.
-fn emit_copy(a: &mut Asm, dst: Reg, at: i16, src: Reg, n: usize) -> crate::error::Result<()> {
+pub(crate) fn emit_copy(
+    a: &mut Asm,
+    dst: Reg,
+    at: i16,
+    src: Reg,
+    n: usize,
+) -> crate::error::Result<()> {
     let too_far = || crate::error::LinuxError::Asm("string past the record's end".into());
     let mut i = 0;
     while i < n {
@@ -1027,7 +1132,7 @@ fn emit_string_bytes(
                 a.store_imm(Size::B, key, at + i as i16, i32::from(*b));
             }
         }
-        ValueKind::Int => {
+        ValueKind::Int | ValueKind::Buffer(_) => {
             return Err(crate::error::LinuxError::Asm(
                 "an integer as a string key".into(),
             ))
@@ -1498,7 +1603,7 @@ mod tests {
         clause: super::super::spec::KernelAggClause,
         others: Option<(Option<super::super::spec::KernelFilter>, Option<u32>)>,
     ) -> (Vec<crate::bpf::Insn>, AggReport) {
-        program_known(clause, others, None, None)
+        program_with(clause, others, None, None, None)
     }
 
     /// [`program`] at a probe placed for every process, with `known` its map of known
@@ -1508,6 +1613,17 @@ mod tests {
         others: Option<(Option<super::super::spec::KernelFilter>, Option<u32>)>,
         known: Option<i32>,
         missed: Option<i32>,
+    ) -> (Vec<crate::bpf::Insn>, AggReport) {
+        program_with(clause, others, known, missed, None)
+    }
+
+    /// [`program_known`], with `specs` the speculations kept in the kernel.
+    fn program_with(
+        clause: super::super::spec::KernelAggClause,
+        others: Option<(Option<super::super::spec::KernelFilter>, Option<u32>)>,
+        known: Option<i32>,
+        missed: Option<i32>,
+        specs: Option<super::super::spec::KernelSpecs>,
     ) -> (Vec<crate::bpf::Insn>, AggReport) {
         use crate::capture::codegen::{gen_capture_reporting, CtxKind, MapFds};
         use crate::capture::spec::{ArgSource, CaptureSpec, Identity};
@@ -1540,6 +1656,7 @@ mod tests {
                 others,
                 bypass: None,
                 vars: None,
+                specs,
                 known,
                 missed,
             }),
@@ -1687,6 +1804,8 @@ mod tests {
                 size: 8,
                 exit: false,
                 signal: None,
+                memory: false,
+                spec: None,
                 base: 4,
             }],
         };
@@ -1739,6 +1858,8 @@ mod tests {
                     size: 8,
                     exit: false,
                     signal: None,
+                    memory: false,
+                    spec: None,
                     base: 0,
                 },
                 RecordAction {
@@ -1748,6 +1869,8 @@ mod tests {
                     size: 257,
                     exit: false,
                     signal: None,
+                    memory: false,
+                    spec: None,
                     base: 0,
                 },
             ],
@@ -1766,7 +1889,7 @@ mod tests {
         let has = |i: crate::bpf::Insn| insns.contains(&i);
         // The ring's record: its header, then the framework's record padded to 8 bytes.
         assert!(has(one(|a| {
-            a.mov_imm(R2, 16 + 288);
+            a.mov_imm(R2, 24 + 288);
         })));
         assert!(has(one(|a| {
             a.store_imm(Size::H, R7, 0, i32::from(super::super::layout::KIND_BUILT));
@@ -1776,15 +1899,15 @@ mod tests {
         })));
         // The integer's 8 bytes, the constant's characters (its NUL is the zeroed record's).
         assert!(has(one(|a| {
-            a.store(Size::DW, R7, 16 + 16, R0);
+            a.store(Size::DW, R7, 24 + 16, R0);
         })));
         for (i, b) in b"hey".iter().enumerate() {
             assert!(has(one(|a| {
-                a.store_imm(Size::B, R7, 16 + 24 + i as i16, i32::from(*b));
+                a.store_imm(Size::B, R7, 24 + 24 + i as i16, i32::from(*b));
             })));
         }
         assert!(!has(one(|a| {
-            a.store_imm(Size::B, R7, 16 + 27, 0);
+            a.store_imm(Size::B, R7, 24 + 27, 0);
         })));
         let submits = insns
             .iter()
@@ -1823,6 +1946,72 @@ mod tests {
             insns.windows(2).any(|w| w == &wide[..]),
             "the base is added"
         );
+    }
+
+    #[test]
+    fn speculation_actions_tag_settle_and_fault_at_the_probe() {
+        use super::super::spec::{
+            KernelAggClause, KernelRecord, KernelSpecs, RecordAction, SpecOp,
+        };
+        use dtrace_dif::asm::assemble;
+        let id = assemble("setx 3, %r1\nret %r1\n").unwrap();
+        let action = |step, op, offset, size| RecordAction {
+            step,
+            difo: Some(id.clone()),
+            offset,
+            size,
+            exit: false,
+            signal: None,
+            memory: false,
+            spec: op,
+            base: 0,
+        };
+        let clause = |actions: Vec<RecordAction>, size| KernelAggClause {
+            predicate: None,
+            aggs: Vec::new(),
+            stores: Vec::new(),
+            record: Some(KernelRecord {
+                size,
+                recs: Vec::new(),
+                actions,
+            }),
+            after_dtrace: false,
+            string_args: Ok(Vec::new()),
+            keeps_vars: true,
+        };
+        let specs = KernelSpecs {
+            states: 13,
+            fails: 14,
+            nspec: 4,
+        };
+        let speculating = clause(
+            vec![
+                action(0, Some(SpecOp::Speculate), 0, 0),
+                action(1, None, 16, 8),
+            ],
+            24,
+        );
+        let committing = clause(vec![action(0, Some(SpecOp::Commit), 0, 0)], 0);
+        for c in [&speculating, &committing] {
+            // Without speculations in the kernel, the clause stays in dtrace.
+            let (_, report) = program_with(c.clone(), None, None, None, None);
+            assert!(report[0].is_err(), "{report:?}");
+            let (insns, report) = program_with(c.clone(), None, None, None, Some(specs));
+            assert_eq!(report, vec![Ok(())]);
+            assert_reachable(&insns);
+            let has = |i: crate::bpf::Insn| insns.contains(&i);
+            let tags = has(one(|a| {
+                a.store(Size::W, R7, super::super::layout::built::SPEC as i16, R1);
+            }));
+            let settles = has(one(|a| {
+                a.store_imm(Size::H, R7, 0, i32::from(super::super::layout::KIND_SPEC));
+            }));
+            let faults = has(one(|a| {
+                a.store_imm(Size::H, R7, 0, i32::from(super::super::layout::KIND_FAULT));
+            }));
+            let commit = std::ptr::eq(c, &committing);
+            assert_eq!((tags, settles, faults), (!commit, commit, commit));
+        }
     }
 
     #[test]

@@ -26,8 +26,36 @@ pub mod built {
     pub const CPU: usize = 8;
     /// The process that fired (which names the probe of a file probe's firing).
     pub const PID: usize = 12;
+    /// The speculation the record goes to (a u32; 0: the principal buffer), see
+    /// `capture::speculation`.
+    pub const SPEC: usize = 16;
     /// The framework's record starts here.
-    pub const SIZE: usize = 16;
+    pub const SIZE: usize = 24;
+}
+
+/// Record kind: `commit()` or `discard()` of a speculation kept in the kernel (see
+/// `capture::speculation`): the [`kspec`] fields.
+pub const KIND_SPEC: u16 = 5;
+
+/// Field offsets of a [`KIND_SPEC`] record (kind, tag and CPU where a [`built`] record's are).
+#[allow(missing_docs)]
+pub mod kspec {
+    pub const KIND: usize = 0;
+    /// [`COMMIT`] or [`DISCARD`] (a u16).
+    pub const OP: usize = 2;
+    pub const TAG: usize = 4;
+    pub const CPU: usize = 8;
+    /// The speculation's id (a u32).
+    pub const ID: usize = 12;
+    /// 1 when dtrace frees the speculation once it consumed the record (it was left settling),
+    /// 0 when the probe freed it (a u32).
+    pub const RELEASE: usize = 16;
+    pub const PAD: usize = 20;
+    pub const SIZE: usize = 24;
+    /// `commit()`.
+    pub const COMMIT: u16 = 1;
+    /// `discard()`.
+    pub const DISCARD: u16 = 2;
 }
 
 /// Record kind: a fault of a clause that runs whole at the probe (see `capture::kagg`): the
@@ -349,6 +377,7 @@ mod tests {
         b[built::TAG..built::TAG + 4].copy_from_slice(&77u32.to_le_bytes());
         b[built::CPU..built::CPU + 4].copy_from_slice(&1u32.to_le_bytes());
         b[built::PID..built::PID + 4].copy_from_slice(&4321u32.to_le_bytes());
+        b[built::SPEC..built::SPEC + 4].copy_from_slice(&3u32.to_le_bytes());
         b[built::SIZE + 16] = 5;
         // No layout is needed: the record is the framework's.
         let r = decode_record(&b, |_| None).unwrap();
@@ -361,9 +390,31 @@ mod tests {
                 clause: 2,
                 cpu: 1,
                 pid: 4321,
+                spec: 3,
                 data
             })
         );
+        // A speculation's commit or discard; an unknown operation is a bad record.
+        use super::super::record::SpecSettle;
+        let mut k = vec![0u8; kspec::SIZE];
+        k[..2].copy_from_slice(&KIND_SPEC.to_le_bytes());
+        k[kspec::OP..kspec::OP + 2].copy_from_slice(&kspec::DISCARD.to_le_bytes());
+        k[kspec::TAG..kspec::TAG + 4].copy_from_slice(&77u32.to_le_bytes());
+        k[kspec::CPU..kspec::CPU + 4].copy_from_slice(&1u32.to_le_bytes());
+        k[kspec::ID..kspec::ID + 4].copy_from_slice(&2u32.to_le_bytes());
+        k[kspec::RELEASE] = 1;
+        assert_eq!(
+            decode_record(&k, |_| None).unwrap(),
+            Record::Settle(SpecSettle {
+                tag: 77,
+                cpu: 1,
+                id: 2,
+                commit: false,
+                release: true,
+            })
+        );
+        k[kspec::OP] = 9;
+        assert!(decode_record(&k, |_| None).is_err());
         // Shorter than the framework's header: a bad record, not a panic.
         assert!(decode_record(&b[..built::SIZE + 8], |_| None).is_err());
         assert!(decode_record(&b[..3], |_| None).is_err());

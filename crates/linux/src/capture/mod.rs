@@ -14,6 +14,8 @@ pub mod regs;
 pub mod signal;
 mod sized;
 pub mod spec;
+pub mod speculation;
+pub mod tracemem;
 
 pub use codegen::{CtxKind, ProbeShape};
 pub use layout::RecordLayout;

@@ -187,8 +187,25 @@ pub struct BuiltRecord {
     pub cpu: u32,
     /// The process that fired.
     pub pid: u32,
+    /// The speculation it goes to (0: the principal buffer), see `capture::speculation`.
+    pub spec: u32,
     /// The framework's record (a zero EPID, the timestamp, the data), padded to 8 bytes.
     pub data: Vec<u8>,
+}
+
+/// `commit()` or `discard()` of a speculation kept in the kernel (see `capture::speculation`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SpecSettle {
+    /// The tag of the probe.
+    pub tag: u32,
+    /// The CPU it fired on.
+    pub cpu: u32,
+    /// The speculation's id.
+    pub id: u32,
+    /// `commit()` (else `discard()`).
+    pub commit: bool,
+    /// dtrace frees the speculation once it consumed this (the probe left it settling).
+    pub release: bool,
 }
 
 /// A fault of a clause that runs whole at the probe (see `capture::kagg`), and the thread it
@@ -242,6 +259,8 @@ pub enum Record {
     Built(BuiltRecord),
     /// A fault of a clause run at the probe.
     Fault(KernelFault),
+    /// `commit()` or `discard()` of a speculation kept in the kernel.
+    Settle(SpecSettle),
     /// Copies re-read at a syscall's return for the entry event of `tid` at `ktime_ns`.
     Retry {
         /// Tag of the entry probe.
@@ -439,7 +458,22 @@ pub fn decode_record<'a>(
             clause: u16_at(b, built::CLAUSE)?,
             cpu: u32_at(b, built::CPU)?,
             pid: u32_at(b, built::PID)?,
+            spec: u32_at(b, built::SPEC)?,
             data: data.to_vec(),
+        }));
+    }
+    if kind == super::layout::KIND_SPEC {
+        use super::layout::kspec;
+        let op = u16_at(b, kspec::OP)?;
+        if !matches!(op, kspec::COMMIT | kspec::DISCARD) {
+            return Err(bad("speculation record of an unknown operation"));
+        }
+        return Ok(Record::Settle(SpecSettle {
+            tag,
+            cpu: u32_at(b, kspec::CPU)?,
+            id: u32_at(b, kspec::ID)?,
+            commit: op == kspec::COMMIT,
+            release: u32_at(b, kspec::RELEASE)? != 0,
         }));
     }
     if kind == KIND_FAULT {

@@ -62,6 +62,7 @@ pub fn emit_signals(a: &mut Asm, shape: &ProbeShape, s: &KernelSignals) -> Signa
         strings: None,
         clocks: None,
         pre_read: Default::default(),
+        specs: None,
     };
     let results: Vec<Result<Translated, Untranslatable>> = s
         .clauses

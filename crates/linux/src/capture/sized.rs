@@ -176,7 +176,9 @@ mod decode_tests {
         let copy = |b: &[u8]| match decode_record(b, |_| Some(&l)).unwrap() {
             Record::Event(ev) => ev.copies[0].clone(),
             Record::Retry { copies, .. } => copies[0].clone(),
-            Record::Built(_) | Record::Fault(_) => unreachable!("an event or a retry"),
+            Record::Built(_) | Record::Fault(_) | Record::Settle(_) => {
+                unreachable!("an event or a retry")
+            }
         };
         let c = copy(&record(&l, KIND_EVENT, 5, 0));
         assert_eq!(c.data, Ok(vec![0, 1, 2, 3, 4]));

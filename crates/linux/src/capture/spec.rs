@@ -215,6 +215,8 @@ pub struct KernelAggs {
     pub bypass: Option<i32>,
     /// The thread-locals that live in the kernel (see `capture::kvars`), when some do.
     pub vars: Option<KernelVars>,
+    /// The speculations, when they live in the kernel (see `capture::speculation`).
+    pub specs: Option<KernelSpecs>,
     /// At a probe placed for every process (a file probe, `provider::file_usdt`): a hash map
     /// whose keys are the (tag << 32 | process id) pairs whose first firing was seen
     /// ([`known_process_key`]). The first firing of a process not in it is recorded for dtrace
@@ -365,6 +367,12 @@ pub struct RecordAction {
     pub exit: bool,
     /// It is `raise()` or `stop()`: it sends its signal (see [`super::signal`]).
     pub signal: Option<SignalAction>,
+    /// It is `tracemem()`: its value is an address, and the record holds the [`Self::size`]
+    /// bytes there (see [`super::tracemem`]).
+    pub memory: bool,
+    /// It is `speculate()`, `commit()` or `discard()` of the speculation its value names (see
+    /// [`super::speculation`]).
+    pub spec: Option<SpecOp>,
     /// Where its code starts in the clause's.
     pub base: CodeBase,
 }
@@ -392,6 +400,29 @@ pub enum SignalAction {
     Raise,
     /// `stop()`: `SIGSTOP` to the process of that thread.
     Stop,
+}
+
+/// A speculation action built at the probe.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SpecOp {
+    /// `speculate(id)`: the clause's record goes to the speculation.
+    Speculate,
+    /// `commit(id)`.
+    Commit,
+    /// `discard(id)`.
+    Discard,
+}
+
+/// The speculations kept in the kernel (see [`super::speculation`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KernelSpecs {
+    /// An array map of `nspec` u64 states (see `capture::speculation`).
+    pub states: i32,
+    /// A per-CPU array of one value of two u64: `speculation()` calls that failed while a
+    /// speculation was busy, and with every one in use.
+    pub fails: i32,
+    /// `nspec`.
+    pub nspec: u32,
 }
 
 /// The largest record a clause builds at the probe.

@@ -462,6 +462,18 @@ impl LinuxTracing {
                     }
                     continue;
                 }
+                Delivery::Settle(k) => {
+                    // Its speculation's buffers go where the commit or discard sends them, then
+                    // it is free again in the kernel (when the probe left it settling).
+                    fw.settle_speculation_elsewhere(u64::from(k.id), k.commit);
+                    if let Some(m) = self.lock().kspec_maps.as_ref().filter(|_| k.release) {
+                        // A state that cannot be written leaves the speculation busy (counted
+                        // as such by later speculation() calls).
+                        let _ = m.release(k.id);
+                    }
+                    n += 1;
+                    continue;
+                }
                 Delivery::Fault(k) => {
                     let Some(probe) = served_probe(files.as_deref(), k.tag, k.pid) else {
                         unknown.push((k.tag, k.pid, Delivery::Fault(k)));
@@ -570,11 +582,16 @@ fn report_fault(
     fw.fault_elsewhere(epid, k.cpu, u64::from(k.pc), k.kind, k.addr, &ctx, &mut mem);
 }
 
-/// Commits record `b`, built at the probe for the ECB `epid`, to its CPU's principal buffer.
+/// Commits record `b`, built at the probe for the ECB `epid`, to its CPU's principal buffer,
+/// or to its speculation's buffer when the clause speculated.
 fn commit_built(fw: &mut Framework, b: &mut crate::capture::record::BuiltRecord, epid: u32) {
     if let Some(head) = b.data.get_mut(..4) {
         head.copy_from_slice(&epid.to_ne_bytes());
-        fw.commit_elsewhere(b.cpu, &b.data);
+        if b.spec != 0 {
+            fw.speculate_elsewhere(b.cpu, u64::from(b.spec), &b.data);
+        } else {
+            fw.commit_elsewhere(b.cpu, &b.data);
+        }
     }
 }
 

@@ -66,6 +66,9 @@ pub enum Scope {
     Global,
     /// `this->x` (for one firing).
     Clause,
+    /// The speculations (`provider::speculation`), which every clause using them shares as one
+    /// variable.
+    Speculations,
 }
 
 /// A variable: its scope and its id (ids are numbered per scope).
@@ -147,6 +150,15 @@ pub fn thread_vars(e: &EcbDesc, strsize: u32) -> Vec<ThreadVar> {
                 }),
             }
         }
+    }
+    if super::speculation::uses_speculations(e) {
+        out.push(ThreadVar {
+            key: (Scope::Speculations, 0),
+            name: super::speculation::SPECULATIONS.into(),
+            integer: true,
+            string: false,
+            array: None,
+        });
     }
     out
 }
@@ -559,8 +571,21 @@ pub fn runs_whole(
     probes: &[Probe],
     vars: &[ThreadVar],
     strsize: u32,
+    nspec: u32,
 ) -> std::result::Result<bool, String> {
     let plan = plan.as_ref().map_err(Clone::clone)?;
+    // The maps' descriptors are not part of a translation.
+    let specs = match vars.iter().any(|v| v.key.0 == Scope::Speculations) {
+        false => None,
+        true => match super::speculation::not_kept(nspec) {
+            Some(why) => return Err(why),
+            None => Some(crate::capture::spec::KernelSpecs {
+                states: -1,
+                fails: -1,
+                nspec,
+            }),
+        },
+    };
     let clause = KernelAggClause {
         predicate: e.predicate.clone(),
         // The maps' descriptors are not part of a translation.
@@ -612,9 +637,10 @@ pub fn runs_whole(
             if !checked.insert(seen) {
                 continue;
             }
-            faults |=
-                crate::capture::kagg::check_clause(&shape, &names, opaque, &kv, &clause, strsize)
-                    .map_err(|why| format!("at {}: {why}", p.desc))?;
+            faults |= crate::capture::kagg::check_clause(
+                &shape, &names, opaque, &kv, &clause, strsize, specs,
+            )
+            .map_err(|why| format!("at {}: {why}", p.desc))?;
         }
     }
     Ok(faults)

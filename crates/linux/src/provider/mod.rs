@@ -17,6 +17,7 @@ pub mod kvars;
 pub mod needs;
 pub mod profile;
 pub mod signal;
+pub mod speculation;
 pub mod user;
 
 use crate::capture::spec::MAX_COPIES;
@@ -103,6 +104,10 @@ pub(crate) struct Shared {
     placement: kvars::Placement,
     /// The kernel's maps of D variables, made with the first probe that uses them.
     kvar_maps: Option<kvars::KernelVarMaps>,
+    /// `nspec`, for the speculations kept in the kernel.
+    nspec: u32,
+    /// The kernel's maps of the speculations, made with the first probe that uses them.
+    pub(crate) kspec_maps: Option<speculation::KernelSpecMaps>,
     /// The values `BEGIN` left in the global scalars kept in the kernel (see
     /// [`LinuxTracing::push_globals`]), for maps made after it ran.
     begin_globals: Option<Vec<(u32, dtrace_dif::vm::Stored)>>,
@@ -809,6 +814,27 @@ impl Shared {
                 keeps_vars: self.placement.in_kernel(i),
             });
         }
+        // The speculations, when a clause here keeps them in the kernel.
+        let spec_key = (kvars::Scope::Speculations, 0);
+        let specs = match k_idx.iter().any(|&i| {
+            self.placement.in_kernel(i)
+                && self
+                    .tvars
+                    .get(i)
+                    .is_some_and(|v| v.iter().any(|t| t.key == spec_key))
+        }) {
+            false => None,
+            true => {
+                if self.kspec_maps.is_none() {
+                    self.kspec_maps = Some(
+                        speculation::KernelSpecMaps::new(self.nspec).map_err(|e| e.to_string())?,
+                    );
+                }
+                self.kspec_maps
+                    .as_ref()
+                    .map(speculation::KernelSpecMaps::specs)
+            }
+        };
         let aggs = crate::capture::KernelAggs {
             clauses,
             control,
@@ -822,6 +848,7 @@ impl Shared {
             others: (!r_idx.is_empty()).then_some(others),
             bypass,
             vars,
+            specs,
             known: None,
             missed: None,
         };
@@ -1017,7 +1044,7 @@ impl Shared {
                     (_, _, Err(why)) => Err(why.clone()),
                     (Some(why), _, _) => Err(why.clone()),
                     (None, Some(plan), Ok(probes)) => {
-                        kvars::runs_whole(e, plan, probes, &vars, self.strsize)
+                        kvars::runs_whole(e, plan, probes, &vars, self.strsize, self.nspec)
                     }
                     (None, None, _) => Err("not planned".into()),
                 };
@@ -1258,6 +1285,8 @@ impl LinuxTracing {
                 tvars: Vec::new(),
                 placement: kvars::Placement::default(),
                 kvar_maps: None,
+                nspec: 1,
+                kspec_maps: None,
                 begin_globals: None,
                 begin_arrays: Vec::new(),
                 dynvarsize: 1 << 20,
@@ -1658,6 +1687,29 @@ impl LinuxTracing {
     /// Sets `dynvarsize`, which bounds the kernel's map of thread-locals (made afterwards).
     pub fn set_dynvarsize(&self, bytes: u64) {
         self.lock().dynvarsize = bytes.max(1);
+    }
+
+    /// Sets `nspec`, the speculations the kernel keeps when clauses use them there (planned
+    /// afterwards).
+    pub fn set_nspec(&self, nspec: u64) {
+        let mut sh = self.lock();
+        let nspec = u32::try_from(nspec.max(1)).unwrap_or(u32::MAX);
+        if sh.nspec != nspec {
+            sh.nspec = nspec;
+            // Planned already (every program is, before the first is enabled): placed again.
+            if !sh.kvars_enabled && !sh.planned.is_empty() {
+                sh.place_variables();
+            }
+        }
+    }
+
+    /// The `speculation()` calls that failed in the kernel since the previous call: (while one
+    /// was busy, with every one in use).
+    pub fn kernel_speculation_fails(&self) -> Result<(u64, u64)> {
+        match self.lock().kspec_maps.as_mut() {
+            Some(m) => m.take_fails(),
+            None => Ok((0, 0)),
+        }
     }
 
     /// Notes a program's largest tuple and dynamic variable, which size the kernel's map of

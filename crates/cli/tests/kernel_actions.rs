@@ -1,0 +1,277 @@
+//! Actions built at the probe (issue 13): `tracemem()` copies the memory into the record the
+//! kernel builds, byte for byte what the interpreter records (the dynamic size too), and a
+//! read that fails faults as the interpreter's does; `printa()` prints every update the kernel
+//! made before it fired; speculations live in the kernel (`speculation()`, `speculate()`,
+//! `commit()`, `discard()`, their failures, drops and faults); each script runs with every kernel path on
+//! and again with every one off (`DTRACE_KERNEL_*=0`) and must print the same output and the
+//! same errors, and `-v` must say the clause ran whole in the kernel (root, BPF, tracepoints;
+//! gcc).
+
+mod common;
+use common::{have_gcc, kernel_ok, same_with_kernel_paths_off};
+
+/// What `-v` says of a clause that runs whole at its one probe, building records there.
+const AT_PROBE: &str = "runs whole in the kernel at 1 probe (records built at the probe)";
+
+#[test]
+fn tracemem_records_kernel_memory_at_the_probe() {
+    let t = "tracemem_records_kernel_memory_at_the_probe";
+    if !kernel_ok(t) || !have_gcc(t) || !common::have_btf(t) {
+        return;
+    }
+    let w = common::sized_writer("kact-tracemem");
+    let cmd = format!("{} 20", w.display());
+    // The thread's name, whole, cut by a dynamic size, and from an offset, between integers.
+    let script = "syscall::write:entry /pid == $target/ { trace(arg2); \
+        tracemem(&curthread->comm[0], 16); tracemem(&curthread->comm[0], 16, arg2 % 7); \
+        printf(\"|%d|\\n\", arg2 % 7); tracemem(&curthread->comm[2], 5); }";
+    let out = same_with_kernel_paths_off(script, &[], &cmd, &[(1, AT_PROBE)]);
+    assert!(
+        out.contains("0: 77 72 69 74 65 72 00 00 00 00 00 00 00 00 00 00  writer.........."),
+        "{out}"
+    );
+    // 296 % 7 == 2 bytes of the name, then the name from its third byte.
+    assert!(
+        out.contains(
+            "0: 77 72                                            wr\n|2|\n\n             0  1  2  3  4  5  6  7  8  9  a  b  c  d  e  f  0123456789abcdef\n         0: 69 74 65 72 00                                   iter."
+        ),
+        "{out}"
+    );
+}
+
+#[test]
+fn tracemem_of_an_unreadable_address_faults_as_in_the_interpreter() {
+    let t = "tracemem_of_an_unreadable_address_faults_as_in_the_interpreter";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let w = common::sized_writer("kact-tracemem-fault");
+    let cmd = format!("{} 5", w.display());
+    // The record before the fault is kept, the faulting clause's is not; ERROR sees the
+    // fault's DIF offset, kind and address.
+    let script = "syscall::write:entry /pid == $target/ { printf(\"%d\\n\", arg2); } \
+        syscall::write:entry /pid == $target/ { trace(arg2); tracemem(8 + arg2 % 2, 4); } \
+        ERROR { printf(\"error %d %d 0x%x\\n\", arg3 > 0, arg4, arg5); }";
+    let out = same_with_kernel_paths_off(script, &[], &cmd, &[(2, AT_PROBE)]);
+    // DTRACEFLT_BADADDR (1) at the address, at a DIF offset past the first clause's code.
+    assert!(out.contains("\n37\nerror 1 1 0x9\n"), "{out}");
+    assert_eq!(out.matches("error").count(), 5, "{out}");
+}
+
+#[test]
+fn printa_at_the_probe_prints_every_update_made_before_it() {
+    let t = "printa_at_the_probe_prints_every_update_made_before_it";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let w = common::sized_writer("kact-printa");
+    let cmd = format!("{} 50", w.display());
+    // Every write is aggregated in the kernel before the process exits: printa() at its exit
+    // (plain, formatted, two aggregations joined, one updated by its own clause) prints all of
+    // them, and the aggregations it printed are not printed again at the end.
+    let script = "syscall::write:entry /pid == $target/ { @[arg2 % 3] = count(); \
+        @s[arg2 % 3] = sum(arg2); } \
+        syscall::exit_group:entry /pid == $target/ { printa(@); printa(\"%d %@d\\n\", @s); \
+        printa(\"%d %@d %@d\\n\", @s, @); } \
+        syscall::exit_group:entry /pid == $target/ { @e = count(); printa(\"exits %@d\\n\", @e); }";
+    let whole = "runs whole in the kernel at 1 probe (records built at the probe)";
+    let out = same_with_kernel_paths_off(
+        script,
+        &[],
+        &cmd,
+        &[
+            (1, "aggregations run in the kernel at 1 probe"),
+            (2, whole),
+            (3, whole),
+        ],
+    );
+    let expect = "\n                2               16\n                0               17\n\
+                  \x20               1               17\n0 2496\n2 2504\n1 2525\n\
+                  0 2496 17\n2 2504 16\n1 2525 17\nexits 1\n";
+    // After -v's stability report, which goes to stdout.
+    assert!(out.ends_with(&format!("Common\n\n{expect}\n")), "{out}");
+}
+
+/// Writes `argv[1]` times (3 by default) to /dev/null, from a buffer on its stack, the i-th
+/// time its first 20 + i bytes: "copied at the probe!" and a counting byte.
+const STACK_WRITER: &str = r#"
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    int n = argc > 1 ? atoi(argv[1]) : 3;
+    int out = open("/dev/null", O_WRONLY);
+    char buf[64];
+    memset(buf, 0, sizeof buf);
+    strcpy(buf, "copied at the probe!");
+    for (int i = 0; i < n; i++) {
+        buf[20] = (char)('A' + i);
+        if (write(out, buf, 20 + i) < 0)
+            return 1;
+    }
+    return 0;
+}
+"#;
+
+#[test]
+fn tracemem_of_copyin_records_user_memory_at_the_probe() {
+    let t = "tracemem_of_copyin_records_user_memory_at_the_probe";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let dir = common::test_dir("kact-copyin");
+    let w = common::compile_c(&dir, "stackw", STACK_WRITER, &["-O2"]);
+    let cmd = format!("{} 3", w.display());
+    // copyin() of a constant size, whole, cut by the dynamic size (the bytes written), and
+    // twice in one clause.
+    let script = "syscall::write:entry /pid == $target/ { tracemem(copyin(arg1, 24), 24); \
+        tracemem(copyin(arg1, 32), 32, arg2); trace(arg2); tracemem(copyin(arg1 + 7, 2), 2); }";
+    let out = same_with_kernel_paths_off(script, &[], &cmd, &[(1, AT_PROBE)]);
+    assert!(
+        out.contains(
+            "0: 63 6f 70 69 65 64 20 61 74 20 74 68 65 20 70 72  copied at the pr\n        10: 6f 62 65 21 43 00 00 00                          obe!C..."
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("        10: 6f 62 65 21 42                                   obe!B\n21\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("0: 61 74                                            at\n"),
+        "{out}"
+    );
+    // A read that fails faults at the address, as the interpreter's.
+    let script =
+        "syscall::write:entry /pid == $target/ { tracemem(copyin(16 + arg0 * 0, 8), 8); } \
+        ERROR { printf(\"error %d 0x%x\\n\", arg4, arg5); }";
+    let out = same_with_kernel_paths_off(script, &[], &cmd, &[(1, AT_PROBE)]);
+    assert_eq!(out.matches("error 1 0x10\n").count(), 3, "{out}");
+}
+
+#[test]
+fn speculations_run_in_the_kernel_and_commit_or_discard_there() {
+    let t = "speculations_run_in_the_kernel_and_commit_or_discard_there";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let w = common::sized_writer("kact-spec");
+    let cmd = format!("{} 10", w.display());
+    // One speculation per write (nspec is 1): its size speculated at entry (a printf and a
+    // trace), committed at the return of an even result, discarded otherwise. Committed or
+    // discarded on the CPU that speculated, it is free at once, as in the interpreter.
+    let script = "syscall::write:entry /pid == $target/ { self->spec = speculation(); } \
+        syscall::write:entry /self->spec/ { speculate(self->spec); printf(\"%d \", arg2); \
+        trace(execname); } \
+        syscall::write:return /self->spec && arg0 % 2 == 0/ { commit(self->spec); \
+        self->spec = 0; } \
+        syscall::write:return /self->spec/ { discard(self->spec); self->spec = 0; } \
+        syscall::write:return /pid == $target/ { printf(\"|\\n\"); }";
+    let whole = "runs whole in the kernel at 1 probe (variables self->spec, speculations live \
+                 in the kernel)";
+    let out = same_with_kernel_paths_off(
+        script,
+        &[],
+        &cmd,
+        &[(1, whole), (2, whole), (3, whole), (4, whole)],
+    );
+    let lines: Vec<&str> = out.lines().filter(|l| l.ends_with('|')).collect();
+    assert_eq!(
+        lines,
+        [
+            "0 writer|",
+            "|",
+            "74 writer|",
+            "|",
+            "148 writer|",
+            "|",
+            "222 writer|",
+            "|",
+            "296 writer|",
+            "|"
+        ],
+        "{out}"
+    );
+}
+
+#[test]
+fn kernel_speculations_fail_drop_and_fault_as_the_interpreters() {
+    let t = "kernel_speculations_fail_drop_and_fault_as_the_interpreters";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let w = common::sized_writer("kact-spec-fail");
+    let cmd = format!("{} 6", w.display());
+    let both = |script: &str, extra: &[&str]| {
+        let mut args = vec!["-qv"];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["-n", script, "-c", &cmd]);
+        let (rc, kout, kerr) = common::dtrace_with_env(&[], &args);
+        assert_eq!(rc, 0, "{kerr}");
+        assert!(kerr.contains("speculations live in the kernel"), "{kerr}");
+        let (rc, iout, ierr) = common::dtrace_with_env(&common::kernel_paths_off(), &args);
+        assert_eq!(rc, 0, "{ierr}");
+        let said = |e: &str| -> Vec<String> {
+            e.lines()
+                .filter(|l| l.starts_with("dtrace: ") && !l.starts_with("dtrace: clause"))
+                .filter(|l| !l.contains("matched") && !l.contains("has exited"))
+                .map(String::from)
+                .collect()
+        };
+        assert_eq!(kout, iout, "{script}");
+        assert_eq!(said(&kerr), said(&ierr), "{script}");
+        (kout, said(&kerr))
+    };
+    // nspec speculations only: the second speculation() of a firing fails.
+    let (out, said) = both(
+        "syscall::write:entry /pid == $target && arg2 == 37/ { self->a = speculation(); \
+         self->b = speculation(); printf(\"%d %d\\n\", self->a, self->b); }",
+        &[],
+    );
+    assert!(out.contains("1 0\n"), "{out}");
+    assert_eq!(
+        said,
+        ["dtrace: 1 failed speculation (no speculative buffer available)"]
+    );
+    // A record larger than specsize is a speculative drop.
+    let (_, said) = both(
+        "syscall::write:entry /pid == $target/ { self->s = speculation(); } \
+         syscall::write:entry /self->s/ { speculate(self->s); printf(\"%d %s\\n\", arg2, \
+         \"longer than the buffer\"); } \
+         syscall::write:return /self->s/ { commit(self->s); self->s = 0; }",
+        &["-x", "nspec=16", "-x", "specsize=40"],
+    );
+    assert!(
+        said.iter().any(|l| l == "dtrace: 6 speculative drops"),
+        "{said:?}"
+    );
+    // commit() of an id beyond nspec is an illegal operation; discard(0) does nothing.
+    let (out, said) = both(
+        "syscall::write:entry /pid == $target && arg2 == 37/ { commit(arg2); } \
+         syscall::write:entry /pid == $target && arg2 == 74/ { discard(0); printf(\"zero\\n\"); } \
+         syscall::write:entry /pid == $target && arg2 == 74/ { self->s = speculation(); }",
+        &[],
+    );
+    // After -v's stability report, which goes to stdout.
+    assert!(out.ends_with("Common\n\nzero\n\n"), "{out}");
+    assert!(
+        said[0].ends_with("illegal operation at BPF pc 23"),
+        "{said:?}"
+    );
+    // More speculations than the kernel keeps: they stay in dtrace, and -v says why.
+    let (rc, _, err) = common::dtrace(&[
+        "-qv",
+        "-x",
+        "nspec=17",
+        "-n",
+        "syscall::write:entry /pid == $target/ { self->s = speculation(); }",
+        "-c",
+        &cmd,
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(
+        err.contains("variables stay in dtrace (nspec is above the kernel's 16 speculations)"),
+        "{err}"
+    );
+}

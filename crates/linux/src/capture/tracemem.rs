@@ -1,0 +1,72 @@
+//! `tracemem(addr, size [, dsize])` built at the probe: the record holds `size` bytes of the
+//! memory at `addr`, read where the interpreter reads it (`Machine::read_result_into`): what
+//! `copyin()` copied from user memory into the scratch (`tracemem(copyin(arg1, 16), 16)`) is
+//! copied from there, any other address is kernel memory, read with `bpf_probe_read_kernel`. A read that
+//! fails is the interpreter's fault: `DTRACEFLT_BADADDR` at `addr`, placed at the last
+//! instruction of the action's expression (the interpreter's read is outside the DIF code, and
+//! such a fault is placed there). `dsize` is an integer record of its own (`TracememDynsize`), built as
+//! `trace()`'s; the consumer prints only that many bytes, as it does for the interpreter's
+//! records.
+
+use super::filter::FRAME;
+use crate::bpf::insn::{helper, op, Asm, Label, Reg, Size, R0, R1, R10, R2, R3};
+use dtrace_dif::vm::FaultKind;
+use dtrace_ebpf::translate::{FaultWord, ValueKind};
+
+/// Whether a `tracemem()` of `size` bytes of a value of `kind` is built at the probe, or why
+/// not: an address (an integer), or `copyin()`'s copy when it holds the `size` bytes (the
+/// interpreter faults on a read past what the clause copied in).
+pub fn check(kind: &ValueKind, size: u32) -> Result<(), String> {
+    match kind {
+        ValueKind::Int if size > 0 => Ok(()),
+        ValueKind::Buffer(n) if size <= *n => Ok(()),
+        ValueKind::Buffer(n) => Err(format!(
+            "tracemem() of {size} bytes of the {n} copyin() copied"
+        )),
+        _ => Err("tracemem() of memory other than an address or copyin()'s copy".into()),
+    }
+}
+
+/// Writes the `size` bytes at the address in r0 (of a value of `kind`) to `rec + at`, where
+/// `rec` holds the reserved record (kept). A failed read stores the fault (at instruction `pc`
+/// of the clause's code, the address kept at `fp + addr_at`) in the frame and jumps to
+/// `faulted`. Uses r0-r3.
+#[allow(clippy::too_many_arguments)]
+pub fn emit(
+    a: &mut Asm,
+    kind: &ValueKind,
+    rec: Reg,
+    at: i16,
+    size: u32,
+    pc: u32,
+    addr_at: i16,
+    faulted: Label,
+) -> crate::error::Result<()> {
+    let asm = |e: String| crate::error::LinuxError::Asm(e);
+    match kind {
+        ValueKind::Int => {
+            let n = i32::try_from(size).map_err(|_| asm("tracemem() too large".into()))?;
+            let ok = a.label();
+            a.store(Size::DW, R10, addr_at, R0);
+            a.mov(R3, R0)
+                .mov(R1, rec)
+                .alu_imm(op::ADD, R1, i32::from(at))
+                .mov_imm(R2, n)
+                .call(helper::PROBE_READ_KERNEL);
+            a.jmp_imm(op::JEQ, R0, 0, ok);
+            let word = FaultWord {
+                kind: FaultKind::BadAddr.code(),
+                pc,
+            };
+            a.ld_imm64(R1, word.encode());
+            a.store(Size::DW, R10, FRAME.fault_at(), R1);
+            a.load(Size::DW, R1, R10, addr_at);
+            a.store(Size::DW, R10, FRAME.fault_addr_at(), R1);
+            a.ja(faulted);
+            a.bind(ok);
+        }
+        ValueKind::Buffer(_) => super::kagg::emit_copy(a, rec, at, R0, size as usize)?,
+        _ => return Err(asm("tracemem() of a value not built at the probe".into())),
+    }
+    Ok(())
+}
