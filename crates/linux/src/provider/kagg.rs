@@ -234,19 +234,13 @@ fn key_kind(
     };
     Ok(match key.kind {
         ActionKind::Stack => KeyKind::KernelStack(stack_frames(key.arg).min(MAX_STACK_DEPTH)),
-        // jstack() is ustack() where no Java helper annotates the frames (its string space
-        // stays zero, as the framework's): the same frames (as many as ustack() would take,
-        // cut to `jstackframes` when the key is expanded).
-        ActionKind::Ustack | ActionKind::Jstack if !ustacks => {
+        ActionKind::Ustack if !ustacks => {
             return Err(format!(
-                "{} keys are unwound in dtrace with .eh_frame (the kernel walks frame \
-                 pointers only; {KERNEL_USTACKS_ENV}=1 keeps them there)",
-                action_name(key.kind)
+                "ustack() keys are unwound in dtrace with .eh_frame (the kernel walks frame \
+                 pointers only; {KERNEL_USTACKS_ENV}=1 keeps them there)"
             ))
         }
-        ActionKind::Ustack | ActionKind::Jstack => {
-            KeyKind::UserStack(ustack_frames(key.arg).min(MAX_STACK_DEPTH))
-        }
+        ActionKind::Ustack => KeyKind::UserStack(ustack_frames(key.arg).min(MAX_STACK_DEPTH)),
         ActionKind::Sym | ActionKind::Mod => {
             int64()?;
             KeyKind::Int(8)
@@ -255,6 +249,7 @@ fn key_kind(
             int64()?;
             KeyKind::UserAddr
         }
+        ActionKind::Jstack => return Err("jstack() keys are not kept in the kernel".into()),
         _ => return Err("an aggregation key of a kind the kernel does not keep".into()),
     })
 }
@@ -469,8 +464,7 @@ fn action_name(kind: ActionKind) -> String {
         K::Printa => "printa()".into(),
         K::Exit => "exit()".into(),
         K::Stack => "stack()".into(),
-        K::Ustack => "ustack()".into(),
-        K::Jstack => "jstack()".into(),
+        K::Ustack | K::Jstack => "ustack()".into(),
         K::Tracemem | K::TracememDynsize => "tracemem()".into(),
         K::Speculate | K::Commit | K::Discard => "a speculation action".into(),
         other => format!("the {other:?} action"),
@@ -1060,20 +1054,7 @@ mod tests {
             kind(act(ActionKind::Ustack, 3, None), true),
             Ok(KeyKind::UserStack(3))
         );
-        // jstack() keys as ustack()'s, as many frames as ustack() takes.
-        let e = kind(act(ActionKind::Jstack, 3, None), false).unwrap_err();
-        assert!(
-            e.starts_with("jstack() keys") && e.contains(KERNEL_USTACKS_ENV),
-            "{e}"
-        );
-        assert_eq!(
-            kind(act(ActionKind::Jstack, 3 | (100 << 32), None), true),
-            Ok(KeyKind::UserStack(3))
-        );
-        assert_eq!(
-            kind(act(ActionKind::Jstack, 0, None), true),
-            Ok(KeyKind::UserStack(100))
-        );
+        assert!(kind(act(ActionKind::Jstack, 0, None), true).is_err());
     }
 
     #[test]
