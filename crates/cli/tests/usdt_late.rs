@@ -783,10 +783,7 @@ fn what_the_kernel_counted_for_a_process_whose_first_firing_the_ring_lost_is_kep
     assert_eq!(out.status.code(), Some(0), "{err}");
     // The ring was full: the getppid() records it had no room for are drops.
     assert!(err.contains("drop"), "{err}");
-    assert!(
-        stdout.contains(&format!("\nn {N}\n")),
-        "{stdout:?}\n{err}"
-    );
+    assert!(stdout.contains(&format!("\nn {N}\n")), "{stdout:?}\n{err}");
     assert!(
         stdout.contains(&format!("\ns {}\n", N * (N - 1) / 2)),
         "{stdout:?}\n{err}"
