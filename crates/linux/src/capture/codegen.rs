@@ -301,7 +301,11 @@ fn need_ctx(shape: &ProbeShape, want: CtxKind, what: &str) -> Result<()> {
 }
 
 /// Skips to `out` unless raw argument `arg`'s task is a user task that has never run (and, with
-/// `process_only`, is a process's first thread).
+/// `process_only`, is a process's first thread). "Never run" is "never switched away": the
+/// scheduler counts every switch away from a CPU in `nvcsw` or `nivcsw`, both zeroed when the task
+/// is made, so at the first switch-in their sum is zero and at every later one it is not. (Its run
+/// time is no such test: a thread that ran less than the scheduler clock's grain, as under an
+/// emulated CPU's coarse clock, still has none at its second switch-in.)
 fn emit_new_task(
     a: &mut Asm,
     shape: &ProbeShape,
@@ -311,11 +315,11 @@ fn emit_new_task(
 ) -> Result<()> {
     need_ctx(shape, CtxKind::RawTracepoint, "a task condition")?;
     let t = task_offsets(shape, "proc:::start and lwp-start")?;
-    let (run, mm) = match (t.sum_exec_runtime, t.args_area) {
-        (Some(run), Some(aa)) => (run, aa.mm),
+    let ((nvcsw, nivcsw), mm) = match (t.switch_counts, t.args_area) {
+        (Some(counts), Some(aa)) => (counts, aa.mm),
         _ => {
             return Err(LinuxError::Unavailable(
-                "task_struct run time or mm offsets missing from the BTF".into(),
+                "task_struct switch counts or mm offsets missing from the BTF".into(),
             ))
         }
     };
@@ -323,8 +327,11 @@ fn emit_new_task(
         LinuxError::Unavailable("task_struct pid offset missing from the BTF".into())
     })?;
     a.load(Size::DW, R8, R6, off16(8 * arg as usize, "raw argument")?);
-    read_kernel(a, R10, SCRATCH as i32, 8, R8, run as i32);
+    read_kernel(a, R10, SCRATCH as i32, 8, R8, nvcsw as i32);
+    read_kernel(a, R10, KEY as i32, 8, R8, nivcsw as i32);
     a.load(Size::DW, R0, R10, SCRATCH);
+    a.load(Size::DW, R1, R10, KEY);
+    a.alu(op::OR, R0, R1);
     a.jmp_imm(op::JNE, R0, 0, out);
     read_kernel(a, R10, SCRATCH as i32, 8, R8, mm as i32);
     a.load(Size::DW, R0, R10, SCRATCH);

@@ -726,8 +726,8 @@ pub enum Condition {
         task: u8,
     },
     /// The task whose `struct task_struct *` is raw tracepoint argument `arg` is a user task that
-    /// has never run (no CPU time yet, an address space): its first switch-in, where `proc:::start`
-    /// and `lwp-start` fire. With `process_only`, only a process's first thread.
+    /// has never been switched away from a CPU (an address space, no switch counted): its first
+    /// switch-in, where `proc:::start` and `lwp-start` fire. With `process_only`, only a process's first thread.
     NewTask {
         /// The raw argument holding the task.
         arg: u8,
