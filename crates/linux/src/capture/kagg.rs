@@ -52,8 +52,8 @@
 use super::codegen::ProbeShape;
 use super::filter::{Clocks, ShapeContext, FRAME};
 use super::spec::{
-    kernel_key_layout, string_key_hash, CodeBase, KernelAgg, KernelAggClause, KernelAggs, KeyKind,
-    SignalAction, MAX_KAGG_KEY, STRING_CONST_MARK,
+    kernel_key_layout, short_string_keys, string_key_hash, CodeBase, KernelAgg, KernelAggClause,
+    KernelAggs, KeyKind, SignalAction, MAX_KAGG_KEY, STRING_CONST_MARK,
 };
 use crate::bpf::insn::{helper, op, Asm, Label, Reg, Size, R0, R1, R10, R2, R3, R4, R5, R6, R7};
 use dtrace_dif::object::DifObject;
@@ -1208,7 +1208,7 @@ fn emit_agg(
             a.store_imm(Size::DW, R0, (i * 8) as i16, 0);
         }
     }
-    for (i, ((v, kind), off)) in t.keys.iter().zip(&kinds).zip(offs).enumerate() {
+    for (i, ((v, kind), off)) in t.keys.iter().zip(&kinds).zip(offs.iter().copied()).enumerate() {
         let at = i16::try_from(off)
             .map_err(|_| crate::error::LinuxError::Asm("aggregation key too large".into()))?;
         if let Some(v) = v {
@@ -1281,20 +1281,46 @@ fn emit_agg(
         }
     }
     let found = a.label();
-    emit_lookup(a, agg.maps);
-    a.jmp_imm(op::JNE, R0, 0, found);
-    emit_map(a, agg.maps);
-    a.load(Size::DW, R2, R10, KEYPTR);
-    a.ld_map_value(R3, k.zeros, 0);
-    a.mov_imm(R4, BPF_NOEXIST).call(helper::MAP_UPDATE_ELEM);
-    emit_lookup(a, agg.maps);
-    a.jmp_imm(op::JNE, R0, 0, found);
-    // The map is full: the update is an aggregation drop.
-    emit_count_drop(a, k.drops, INCR, skip);
+    if let (Some(short), Some(maps)) = (short_string_keys(&kinds), agg.short_maps) {
+        // The last part is a string: one whose NUL is within the short maps' bytes of it is
+        // kept there (its bytes past the NUL are zero), where its key is the first bytes of
+        // the one built.
+        let (last, whole) = (offs.last().copied(), a.label());
+        let short_len = short.last().map(|k| k.kernel_size());
+        let (Some(last), Some(short_len)) = (last, short_len) else {
+            return Err(crate::error::LinuxError::Asm(
+                "a short key without parts".into(),
+            ));
+        };
+        let at = i16::try_from(last + short_len - 1)
+            .map_err(|_| crate::error::LinuxError::Asm("aggregation key too large".into()))?;
+        a.load(Size::DW, R2, R10, KEYPTR);
+        a.load(Size::B, R1, R2, at);
+        a.jmp_imm(op::JNE, R1, 0, whole);
+        emit_find(a, k, maps, found, skip);
+        a.bind(whole);
+    }
+    emit_find(a, k, agg.maps, found, skip);
     a.bind(found).mov(R7, R0);
     emit_apply(a, agg, skip)?;
     a.bind(skip);
     Ok(())
+}
+
+/// Points r0 at the CPU's value of the key at [`KEYPTR`] in the current generation's map of
+/// `maps` (created zero when missing) and jumps to `found`; when the map is full, counts an
+/// aggregation drop and jumps to `skip`.
+fn emit_find(a: &mut Asm, k: &KernelAggs, maps: [i32; 2], found: Label, skip: Label) {
+    emit_lookup(a, maps);
+    a.jmp_imm(op::JNE, R0, 0, found);
+    emit_map(a, maps);
+    a.load(Size::DW, R2, R10, KEYPTR);
+    a.ld_map_value(R3, k.zeros, 0);
+    a.mov_imm(R4, BPF_NOEXIST).call(helper::MAP_UPDATE_ELEM);
+    emit_lookup(a, maps);
+    a.jmp_imm(op::JNE, R0, 0, found);
+    // The map is full: the update is an aggregation drop.
+    emit_count_drop(a, k.drops, INCR, skip);
 }
 
 /// Points r0 and [`KEYPTR`] at this program's key scratch value (see `KernelAggs::keys`);

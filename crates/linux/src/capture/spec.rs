@@ -445,8 +445,34 @@ pub struct KernelAgg {
     pub value_words: usize,
     /// The per-CPU hash maps of the two generations.
     pub maps: [i32; 2],
+    /// When the keys' last part is a long string ([`short_string_keys`]): the maps of the two
+    /// generations for the keys whose string is short, kept in [`SHORT_STRING_KEY`] bytes.
+    pub short_maps: Option<[i32; 2]>,
     /// Where each expression's code starts in the clause's.
     pub bases: AggBases,
+}
+
+/// Bytes of the last string of a key kept in the short maps of an aggregation
+/// ([`KernelAgg::short_maps`]): a string of at most this many bytes less one (its NUL) is kept
+/// there, a longer one in the maps of the whole width. A map hashes and compares its whole key,
+/// so `@[copyinstr(arg0)]` would otherwise hash `strsize` bytes (264 by default) for every
+/// path however short; a string is in one map only (its length decides), so the two maps'
+/// keys are still compared exactly as DTrace compares strings.
+pub const SHORT_STRING_KEY: u32 = 64;
+
+/// The key kinds of an aggregation's short maps (see [`KernelAgg::short_maps`]): `keys` with
+/// its last part, when a string of more than [`SHORT_STRING_KEY`] bytes, cut to that many
+/// (the short key is the first bytes of the whole key, whose string bytes past its NUL are
+/// zero). `None` when the last part is no such string.
+pub fn short_string_keys(keys: &[KeyKind]) -> Option<Vec<KeyKind>> {
+    match keys.last() {
+        Some(KeyKind::StringBytes(n)) if *n > SHORT_STRING_KEY => {
+            let mut short = keys.to_vec();
+            *short.last_mut()? = KeyKind::StringBytes(SHORT_STRING_KEY);
+            Some(short)
+        }
+        _ => None,
+    }
 }
 
 /// The kind of an aggregation key as the kernel's map keeps it.

@@ -95,7 +95,9 @@ pub struct PlannedAgg {
 
 impl PlannedAgg {
     /// The aggregation as the probe's code updates it, in `maps` (one per generation).
-    pub fn with_maps(&self, maps: [i32; 2]) -> KernelAgg {
+    /// `short_maps`: those of the keys whose last string is short (see
+    /// [`crate::capture::spec::short_string_keys`]).
+    pub fn with_maps(&self, maps: [i32; 2], short_maps: Option<[i32; 2]>) -> KernelAgg {
         KernelAgg {
             kind: self.kind,
             arg: self.arg,
@@ -104,6 +106,7 @@ impl PlannedAgg {
             incr: self.incr.clone(),
             value_words: self.value_words,
             maps,
+            short_maps,
             bases: self.bases.clone(),
         }
     }
@@ -500,6 +503,9 @@ struct AggMaps {
     index: usize,
     value_words: usize,
     maps: [Map; 2],
+    /// The maps of the keys whose last string is short, with their key kinds (see
+    /// [`crate::capture::spec::short_string_keys`]).
+    short: Option<([Map; 2], Vec<KeyKind>)>,
     /// The framework's aggregation id and its key records, once the clause is enabled.
     bound: Option<(u32, Vec<RecDesc>)>,
     keys: KeyDecoder,
@@ -640,25 +646,31 @@ impl KernelAggState {
             Some(i) => i,
             None => {
                 let kinds: Vec<KeyKind> = p.keys.iter().map(|(_, k)| *k).collect();
-                let key_size = kernel_key_layout(&kinds).0;
                 let value_size = p.value_words * 8 + 8;
-                let per_entry = (key_size + value_size + 4 + 32) as u64;
-                let entries = (self.aggsize / per_entry).clamp(1, MAX_MAP_ENTRIES) as u32;
-                let make = |g: usize| {
+                let aggsize = self.aggsize;
+                let make = |kinds: &[KeyKind], g: usize, tier: &str| {
+                    let key_size = kernel_key_layout(kinds).0;
+                    let per_entry = (key_size + value_size + 4 + 32) as u64;
+                    let entries = (aggsize / per_entry).clamp(1, MAX_MAP_ENTRIES) as u32;
                     Map::create(
                         MapKind::PerCpuHash,
-                        &format!("dt_agg_{clause}_{index}_{g}"),
+                        &format!("dt_agg_{clause}_{index}_{g}{tier}"),
                         key_size as u32,
                         value_size as u32,
                         entries,
                     )
                 };
-                let maps = [make(0)?, make(1)?];
+                let maps = [make(&kinds, 0, "")?, make(&kinds, 1, "")?];
+                let short = match crate::capture::spec::short_string_keys(&kinds) {
+                    Some(short) => Some(([make(&short, 0, "s")?, make(&short, 1, "s")?], short)),
+                    None => None,
+                };
                 self.aggs.push(AggMaps {
                     clause,
                     index,
                     value_words: p.value_words,
                     maps,
+                    short,
                     bound: None,
                     keys: KeyDecoder {
                         keys: kinds,
@@ -672,7 +684,11 @@ impl KernelAggState {
         for s in strings {
             a.keys.strings.insert(string_key_hash(s), s.clone());
         }
-        Ok(p.with_maps([a.maps[0].raw_fd(), a.maps[1].raw_fd()]))
+        let short = a
+            .short
+            .as_ref()
+            .map(|(m, _)| [m[0].raw_fd(), m[1].raw_fd()]);
+        Ok(p.with_maps([a.maps[0].raw_fd(), a.maps[1].raw_fd()], short))
     }
 
     /// Tells which framework aggregation (its id and key records) aggregation `index` of clause
@@ -721,44 +737,48 @@ impl KernelAggState {
         }
         let slot = (old - 1) as usize;
         for a in &self.aggs {
-            let map = &a.maps[slot];
             // Not bound yet (a clause of a probe of every process whose first process's probes
             // are not named yet, see `file_usdt`): its entries wait in their generation.
             let Some((aggid, recs)) = &a.bound else {
                 continue;
             };
-            let keys = map.keys()?;
-            for key in keys {
-                let Some(values) = map.lookup(&key)? else {
-                    continue;
-                };
-                let _ = map.delete(&key)?;
-                let Some(fw_key) = a.keys.expand(&key, recs) else {
-                    continue;
-                };
-                snap.pids.extend(&fw_key.pids);
-                let slot_len = a.value_words * 8 + 8;
-                for (cpu, slot) in values.chunks(slot_len).enumerate() {
-                    let Some((value, flag)) = slot.split_at_checked(a.value_words * 8) else {
+            // The maps of the whole keys, then those of the short strings' (a key is in one).
+            let tiers = std::iter::once((&a.maps[slot], &a.keys.keys))
+                .chain(a.short.as_ref().map(|(m, kinds)| (&m[slot], kinds)));
+            for (map, kinds) in tiers {
+                let keys = map.keys()?;
+                for key in keys {
+                    let Some(values) = map.lookup(&key)? else {
                         continue;
                     };
-                    if flag.iter().all(|b| *b == 0) {
+                    let _ = map.delete(&key)?;
+                    let Some(fw_key) = a.keys.expand(kinds, &key, recs) else {
                         continue;
+                    };
+                    snap.pids.extend(&fw_key.pids);
+                    let slot_len = a.value_words * 8 + 8;
+                    for (cpu, slot) in values.chunks(slot_len).enumerate() {
+                        let Some((value, flag)) = slot.split_at_checked(a.value_words * 8) else {
+                            continue;
+                        };
+                        if flag.iter().all(|b| *b == 0) {
+                            continue;
+                        }
+                        let r = snap.records.len();
+                        snap.cuts.extend(
+                            fw_key
+                                .cuts
+                                .iter()
+                                .map(|(off, frames, pcs)| (r, *off, *frames, pcs.clone())),
+                        );
+                        snap.records.push(AggRecord {
+                            aggid: *aggid,
+                            key: fw_key.bytes.clone(),
+                            value: value.to_vec(),
+                            // Per-CPU maps hold one slot per possible CPU, in CPU order.
+                            cpu: cpu as u32,
+                        });
                     }
-                    let r = snap.records.len();
-                    snap.cuts.extend(
-                        fw_key
-                            .cuts
-                            .iter()
-                            .map(|(off, frames, pcs)| (r, *off, *frames, pcs.clone())),
-                    );
-                    snap.records.push(AggRecord {
-                        aggid: *aggid,
-                        key: fw_key.bytes.clone(),
-                        value: value.to_vec(),
-                        // Per-CPU maps hold one slot per possible CPU, in CPU order.
-                        cpu: cpu as u32,
-                    });
                 }
             }
         }
@@ -796,9 +816,11 @@ struct ExpandedKey {
 impl KeyDecoder {
     /// The framework's key bytes (laid out by `recs`, whose last record is the value's) of a
     /// kernel key; `None` for a key that does not decode (a constant never seen).
-    fn expand(&self, key: &[u8], recs: &[RecDesc]) -> Option<ExpandedKey> {
+    /// `kinds`: the key's parts as its map keeps them (the decoder's, or those of the short
+    /// strings' map, see [`crate::capture::spec::short_string_keys`]).
+    fn expand(&self, kinds: &[KeyKind], key: &[u8], recs: &[RecDesc]) -> Option<ExpandedKey> {
         let key_recs = recs.get(..recs.len().checked_sub(1)?)?;
-        if key_recs.len() != self.keys.len() {
+        if key_recs.len() != kinds.len() {
             return None;
         }
         let size = recs.last()?.offset as usize;
@@ -807,8 +829,8 @@ impl KeyDecoder {
             cuts: Vec::new(),
             pids: Vec::new(),
         };
-        let (_, offs) = kernel_key_layout(&self.keys);
-        for ((kind, off), rec) in self.keys.iter().zip(offs).zip(key_recs) {
+        let (_, offs) = kernel_key_layout(kinds);
+        for ((kind, off), rec) in kinds.iter().zip(offs).zip(key_recs) {
             let part = key.get(off..off + kind.kernel_size())?;
             let dst = out
                 .bytes
@@ -942,7 +964,7 @@ mod tests {
         key[24..32].copy_from_slice(&string_key_hash(b"write").to_ne_bytes());
         key[39] = STRING_CONST_MARK;
         let r = recs(&[(0, 256), (256, 4), (260, 256)], 520);
-        let fw = a.expand(&key, &r).unwrap().bytes;
+        let fw = a.expand(&a.keys, &key, &r).unwrap().bytes;
         assert_eq!(fw.len(), 520);
         assert_eq!(&fw[..3], b"dd\0");
         assert_eq!(&fw[256..260], &7u32.to_ne_bytes());
@@ -950,7 +972,44 @@ mod tests {
         assert!(fw[266..].iter().all(|b| *b == 0));
         // A constant never seen does not decode.
         key[24] ^= 1;
-        assert!(a.expand(&key, &r).is_none());
+        assert!(a.expand(&a.keys, &key, &r).is_none());
+    }
+
+    #[test]
+    fn a_string_key_expands_alike_from_the_whole_and_the_short_maps() {
+        use crate::capture::spec::{short_string_keys, SHORT_STRING_KEY};
+        let a = KeyDecoder {
+            keys: vec![KeyKind::Int(8), KeyKind::StringBytes(264)],
+            strings: HashMap::new(),
+        };
+        let short = short_string_keys(&a.keys).unwrap();
+        assert_eq!(
+            short,
+            vec![KeyKind::Int(8), KeyKind::StringBytes(SHORT_STRING_KEY)]
+        );
+        assert_eq!(kernel_key_layout(&short).0, 8 + SHORT_STRING_KEY as usize);
+        let r = recs(&[(0, 8), (8, 257)], 272);
+        let key = |len: usize, s: &[u8]| {
+            let mut k = vec![0u8; len];
+            k[..8].copy_from_slice(&7u64.to_ne_bytes());
+            k[8..8 + s.len()].copy_from_slice(s);
+            k
+        };
+        // A short string, as the short maps keep it and as the whole maps would.
+        let path = b"/etc/passwd";
+        let from_short = a.expand(&short, &key(8 + 64, path), &r).unwrap().bytes;
+        let from_whole = a.expand(&a.keys, &key(8 + 264, path), &r).unwrap().bytes;
+        assert_eq!(from_short, from_whole);
+        assert_eq!(&from_short[8..8 + path.len() + 1], b"/etc/passwd\0");
+        // A string of 63 bytes is the longest the short maps keep (its NUL is their last byte).
+        let long = [b'x'; 63];
+        let e = a.expand(&short, &key(8 + 64, &long), &r).unwrap().bytes;
+        assert_eq!(&e[8..8 + 63], &long[..]);
+        assert_eq!(e[8 + 63], 0);
+        // Other keys have no short maps.
+        assert!(short_string_keys(&[KeyKind::StringBytes(264), KeyKind::Int(8)]).is_none());
+        assert!(short_string_keys(&[KeyKind::StringBytes(SHORT_STRING_KEY)]).is_none());
+        assert!(short_string_keys(&[KeyKind::String]).is_none());
     }
 
     #[test]
@@ -975,7 +1034,7 @@ mod tests {
         // The framework's records: 2 frames, pid and 3 frames and 8 bytes of strings, pid and
         // address.
         let r = recs(&[(0, 16), (16, 40), (56, 16)], 72);
-        let e = a.expand(&key, &r).unwrap();
+        let e = a.expand(&a.keys, &key, &r).unwrap();
         assert_eq!(&e.bytes[..16], &[0u8; 16], "placed once cut");
         assert_eq!(&e.bytes[16..48], &words(&[42, 0x40_1000, 0x40_2000, 0])[..]);
         assert_eq!(&e.bytes[48..56], &[0u8; 8]);
@@ -999,7 +1058,7 @@ mod tests {
         kstack[0] = 1;
         let mut key = words(&kstack);
         key.extend(vec![0u8; 48]);
-        let e = a.expand(&key, &r).unwrap();
+        let e = a.expand(&a.keys, &key, &r).unwrap();
         assert_eq!(&e.bytes[..16], &words(&[0xbf, 0xa1])[..]);
         assert!(e.cuts.is_empty());
     }

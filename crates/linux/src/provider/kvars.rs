@@ -589,7 +589,11 @@ pub fn runs_whole(
     let clause = KernelAggClause {
         predicate: e.predicate.clone(),
         // The maps' descriptors are not part of a translation.
-        aggs: plan.aggs.iter().map(|p| p.with_maps([-1, -1])).collect(),
+        aggs: plan
+            .aggs
+            .iter()
+            .map(|p| p.with_maps([-1, -1], None))
+            .collect(),
         stores: plan.stores.clone(),
         record: plan.record.clone(),
         after_dtrace: false,
