@@ -51,7 +51,7 @@ struct Enabled {
     // Field order is drop order: detach before closing programs and maps.
     _attachments: Vec<Attachment>,
     _programs: Vec<Program>,
-    _pending: Option<Map>,
+    _pending: Option<(Map, Map)>,
 }
 
 /// A uprobe site enabled but not yet placed: its capture program, loaded for a uprobe-multi link.
@@ -368,6 +368,7 @@ impl Session {
             ring: self.ring.map().raw_fd(),
             drops: self.drops.raw_fd(),
             pending: None,
+            pending_armed: None,
             mirror: self.mirror_fd(spec)?,
             wakeup_bytes: match (self.opts.wakeups, self.opts.wakeup_divisor) {
                 (false, _) => crate::capture::codegen::NEVER_WAKE,
@@ -416,7 +417,9 @@ impl Session {
                         PENDING_VALUE_SIZE,
                         16_384,
                     )?;
+                    let armed = Map::create(MapKind::Array, &format!("{obj}_pn"), 4, 8, 1)?;
                     fds.pending = Some(map.raw_fd());
+                    fds.pending_armed = Some(armed.raw_fd());
                     // The return-side program goes in first, so no entry can arm a retry nobody serves.
                     let insns = gen_retry(spec, &layout, tag, &fds)?;
                     let rname = format!("{obj}_r");
@@ -434,7 +437,7 @@ impl Session {
                         }
                         _ => {}
                     }
-                    pending = Some(map);
+                    pending = Some((map, armed));
                 }
                 match raw {
                     Some(route) => {

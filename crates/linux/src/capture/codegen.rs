@@ -58,6 +58,11 @@ pub struct MapFds {
     pub drops: i32,
     /// The pending-retry hash (tid -> ktime and addresses), when retry at return is on.
     pub pending: Option<i32>,
+    /// With [`MapFds::pending`]: an array of one u64 counting the entries armed and not yet
+    /// served (never fewer than the hash holds; more once the LRU evicts one), so the return
+    /// side of a syscall whose entries never arm a retry (their strings were readable) costs a
+    /// load, not a hash lookup, per return.
+    pub pending_armed: Option<i32>,
     /// Wake the consumer only once this many bytes wait in the ring (0: at every record). Between
     /// wake-ups the consumer reads at its own rate (its poll timeout), as DTrace's switchrate does;
     /// sparing a wake-up per record is most of the cost of a capture.
@@ -842,6 +847,12 @@ pub fn gen_capture_reporting(
             .alu_imm(op::ADD, R3, PENDING as i32)
             .mov_imm(R4, 0)
             .call(helper::MAP_UPDATE_ELEM);
+        if let Some(armed) = maps.pending_armed {
+            a.jmp_imm(op::JNE, R0, 0, submit);
+            a.ld_map_value(R1, armed, 0)
+                .mov_imm(R2, 1)
+                .atomic_add64(R1, 0, R2);
+        }
         a.bind(submit);
     }
     emit_submit(&mut a, maps);
@@ -1158,6 +1169,11 @@ pub fn gen_retry(
     let mut a = Asm::new();
     let (out, del) = (a.label(), a.label());
     a.mov(R6, R1);
+    if let Some(armed) = maps.pending_armed {
+        // No entry armed a retry: nothing to look up.
+        a.ld_map_value(R1, armed, 0).load(Size::DW, R1, R1, 0);
+        a.jmp_imm(op::JEQ, R1, 0, out);
+    }
     a.call(helper::GET_CURRENT_PID_TGID)
         .store(Size::W, R10, KEY, R0);
     a.ld_map_fd(R1, pending)
@@ -1207,6 +1223,13 @@ pub fn gen_retry(
         .mov(R2, R10)
         .alu_imm(op::ADD, R2, KEY as i32)
         .call(helper::MAP_DELETE_ELEM);
+    if let Some(armed) = maps.pending_armed {
+        // Served: one fewer armed (this thread's entry counted when it was armed).
+        a.jmp_imm(op::JNE, R0, 0, out);
+        a.ld_map_value(R1, armed, 0)
+            .mov_imm(R2, -1)
+            .atomic_add64(R1, 0, R2);
+    }
     a.bind(out).mov_imm(R0, 0).exit();
     Ok(a.finish()?)
 }
@@ -1288,6 +1311,44 @@ mod tests {
             signed: false,
         };
         assert!(kprobe_load(field).is_err());
+    }
+
+    #[test]
+    fn a_retry_is_looked_up_at_the_return_only_while_an_entry_armed_one() {
+        let spec = CaptureSpec::new();
+        let layout = RecordLayout::for_spec(&spec, "p").unwrap();
+        let mut maps = MapFds {
+            ring: 3,
+            drops: 4,
+            pending: Some(5),
+            pending_armed: None,
+            wakeup_bytes: 0,
+            mirror: None,
+            vclock: None,
+        };
+        let atomics = |insns: &[Insn]| {
+            insns
+                .iter()
+                .filter(|i| i.code == op::STX | op::ATOMIC | op::DW)
+                .count()
+        };
+        let plain = gen_retry(&spec, &layout, 1, &maps).unwrap();
+        maps.pending_armed = Some(6);
+        let gated = gen_retry(&spec, &layout, 1, &maps).unwrap();
+        // The count of armed entries is read (a map value, no helper) and tested before the
+        // first helper call; a served entry takes one off it.
+        assert_eq!((gated[1].src, gated[1].imm), (2, 6));
+        let first_call = gated
+            .iter()
+            .position(|i| i.code == op::JMP | op::CALL)
+            .unwrap();
+        assert!(gated[..first_call]
+            .iter()
+            .any(|i| i.code == op::JMP | op::JEQ | op::K && i.imm == 0));
+        assert_eq!(atomics(&gated), atomics(&plain) + 1);
+        assert!(gated
+            .iter()
+            .any(|i| i.code == op::ALU64 | op::MOV | op::K && i.imm == -1));
     }
 
     #[test]

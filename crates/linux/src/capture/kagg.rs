@@ -1208,7 +1208,13 @@ fn emit_agg(
             a.store_imm(Size::DW, R0, (i * 8) as i16, 0);
         }
     }
-    for (i, ((v, kind), off)) in t.keys.iter().zip(&kinds).zip(offs.iter().copied()).enumerate() {
+    for (i, ((v, kind), off)) in t
+        .keys
+        .iter()
+        .zip(&kinds)
+        .zip(offs.iter().copied())
+        .enumerate()
+    {
         let at = i16::try_from(off)
             .map_err(|_| crate::error::LinuxError::Asm("aggregation key too large".into()))?;
         if let Some(v) = v {
@@ -1664,6 +1670,7 @@ mod tests {
             ring: 3,
             drops: 4,
             pending: None,
+            pending_armed: None,
             wakeup_bytes: 0,
             mirror: None,
             vclock: None,

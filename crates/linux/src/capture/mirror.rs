@@ -189,6 +189,7 @@ mod tests {
             ring: 3,
             drops: 4,
             pending: None,
+            pending_armed: None,
             wakeup_bytes: 0,
             mirror: Some(5),
             vclock: None,
