@@ -105,6 +105,71 @@ fn copyinstr_keys_and_predicates_run_in_the_kernel_as_in_dtrace() {
     }
 }
 
+/// Opens paths of 62 to 300 bytes sharing their first 62 (`/` then `a`s, then the letter
+/// of the length), the one of `n` bytes (index i) i + 1 times, and a short one.
+const LENGTHS_OPENER: &str = r#"
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+int main(void) {
+    static const unsigned lens[] = { 62, 63, 64, 65, 200, 255, 256, 300 };
+    static char p[301];
+    for (unsigned i = 0; i < sizeof lens / sizeof lens[0]; i++) {
+        memset(p, 0, sizeof p);
+        memset(p, 'a', lens[i]);
+        p[0] = '/';
+        p[lens[i] - 1] = 'A' + i;
+        for (unsigned r = 0; r <= i; r++)
+            openat(AT_FDCWD, p, O_RDONLY);
+    }
+    openat(AT_FDCWD, "/nonexistent/kstr-s", O_RDONLY);
+    return 0;
+}
+"#;
+
+#[test]
+fn string_keys_short_and_long_compare_and_print_as_in_dtrace() {
+    let t = "string_keys_short_and_long_compare_and_print_as_in_dtrace";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    // The kernel keeps a key's string whose NUL is within 64 bytes in maps of short keys, a
+    // longer one in maps of the whole width: keys either side of that length, and past
+    // strsize (cut to 255 characters, so the last two are one key), compare and print as the
+    // interpreter's, alone and after an integer key.
+    let dir = common::test_dir("kstr-lengths");
+    let cmd = common::compile_c(&dir, "lengths", LENGTHS_OPENER, &["-O1"])
+        .display()
+        .to_string();
+    let path = |n: usize, i: u8| format!("/{}{}", "a".repeat(n - 2), char::from(b'A' + i));
+    for script in [
+        "syscall::openat:entry /pid == $target/ { @[copyinstr(arg1)] = count(); } \
+         END { printa(\"%s %@d\\n\", @); }",
+        "syscall::openat:entry /pid == $target/ { @[arg0 + 1, copyinstr(arg1)] = count(); } \
+         END { printa(\"%d %s %@d\\n\", @); }",
+    ] {
+        let out = same_both_ways(script, &[], &cmd, &[(1, AGGS)]);
+        // The path and its count, the last two words of a line.
+        let count = |key: &str| {
+            out.lines().find_map(|l| {
+                let w: Vec<&str> = l.split_whitespace().rev().take(2).collect();
+                (w.len() == 2 && w[1] == key)
+                    .then(|| w[0].parse::<u64>().ok())
+                    .flatten()
+            })
+        };
+        for (i, n) in [62, 63, 64, 65, 200].into_iter().enumerate() {
+            assert_eq!(count(&path(n, i as u8)), Some(i as u64 + 1), "{n}: {out}");
+        }
+        // 255 characters are kept: the paths of 256 bytes and more (NUL included) are cut to
+        // their first 255, the `a`s, and count together.
+        let cut = format!("/{}", "a".repeat(254));
+        assert_eq!(count(&cut), Some(7 + 8), "{out}");
+        assert_eq!(count(&path(255, 5)), Some(6), "{out}");
+        assert_eq!(count("/nonexistent/kstr-s"), Some(1), "{out}");
+    }
+}
+
 #[test]
 fn copyinstr_in_records_built_at_the_probe_prints_as_in_dtrace() {
     let t = "copyinstr_in_records_built_at_the_probe_prints_as_in_dtrace";
