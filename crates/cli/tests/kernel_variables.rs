@@ -315,3 +315,26 @@ fn thread_locals_and_globals_are_shared_by_pid_profile_and_tick_clauses_in_the_k
         "{err}"
     );
 }
+
+#[test]
+fn a_firing_keeps_the_thread_locals_it_loaded_and_stored_as_dtrace_sees_them() {
+    let t = "a_firing_keeps_the_thread_locals_it_loaded_and_stored_as_dtrace_sees_them";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let w = common::sized_writer("kvars-kept");
+    let cmd = format!("{} 200", w.display());
+    // A firing keeps the first two thread-locals of the probe once it loaded or stored them
+    // (a second load needs no lookup): loads after stores, increments, frees (a zero store,
+    // then a load: zero) and a third variable, which is looked up each time, in one clause and
+    // across the probe's clauses, print as in dtrace.
+    let script =
+        "self int a, b, c; syscall::write:entry /pid == $target/ { self->a = self->a + 1; \
+        self->b = self->a * 10; self->c = self->b + self->a; @x[self->a % 4, self->b % 7, \
+        self->c % 5] = count(); } \
+        syscall::write:entry /pid == $target && self->a % 3 == 0/ { self->b = 0; \
+        @z[self->b, self->c % 3] = count(); self->c = self->c + self->b + 1; } \
+        syscall::write:entry /pid == $target && self->b == 0/ { @f[self->a % 5, self->c % 11] \
+        = count(); self->a = self->a + 1; @g[self->a % 6] = sum(self->a); }";
+    same_both_ways(script, &[], &cmd, &[1, 2, 3]);
+}

@@ -95,7 +95,13 @@ fn emit_key(
     a.jmp_imm(op::JEQ, R0, 0, none);
     a.mov(R9, R0);
     if thread {
+        // The thread's id, read once a firing (see [`TID`]).
+        let have = a.label();
+        a.load(Size::DW, R0, R10, TID);
+        a.jmp_imm(op::JNE, R0, 0, have);
         a.call(helper::GET_CURRENT_PID_TGID);
+        a.store(Size::DW, R10, TID, R0);
+        a.bind(have);
         a.store(Size::W, R9, 0, R0);
     } else {
         a.store_imm(Size::W, R9, 0, 0);
@@ -343,13 +349,46 @@ fn local_slot(index: usize) -> i16 {
 }
 
 /// Zeroes the clause-locals' slots of `kv` (the integers', then the string flags'): a firing
-/// starts with none stored (and the verifier wants every slot written before it is read).
+/// starts with none stored (and the verifier wants every slot written before it is read); and
+/// the thread's id and the thread-locals kept by the firing ([`TID`], [`cache_slots`]): none
+/// read yet.
 pub fn emit_zero_locals(a: &mut Asm, kv: &KernelVars) {
     let n = kv.local_ids.len() + kv.strings.local_ids.len();
     for i in 0..n.min(MAX_LOCALS) {
         a.store_imm(Size::DW, R10, local_slot(i), 0);
     }
+    a.store_imm(Size::DW, R10, TID, 0);
+    for &id in kv.ids.iter().take(CACHED_THREAD_VARS) {
+        if let Some((value, valid)) = cache_slots(kv, id) {
+            a.store_imm(Size::DW, R10, value, 0)
+                .store_imm(Size::DW, R10, valid, 0);
+        }
+    }
 }
+
+/// The stack slot of the firing's `bpf_get_current_pid_tgid()` (zero until a key of a
+/// thread-local needs it: one helper call a firing, not one per load and store).
+const TID: i16 = super::kagg::HANDOVER - 8;
+
+/// How many of a probe's integer thread-locals (the first of `KernelVars::ids`) a firing
+/// keeps once it loaded or stored one ([`cache_slots`]).
+pub const CACHED_THREAD_VARS: usize = 2;
+
+/// The stack slots of thread-local `var`'s value as this firing last loaded or stored it and
+/// of the flag saying it did, when it is one the firing keeps ([`CACHED_THREAD_VARS`]): a
+/// thread-local is the thread's own, and every load and store of it in the kernel is the probe's
+/// code, so a second load in a firing (`/self->ts/ { ... timestamp - self->ts ... }`) needs no
+/// hash lookup.
+fn cache_slots(kv: &KernelVars, var: u32) -> Option<(i16, i16)> {
+    let i = kv.ids.iter().position(|&id| id == var)?;
+    (i < CACHED_THREAD_VARS).then(|| {
+        let at = TID - 16 * i as i16;
+        (at - 8, at - 16)
+    })
+}
+
+// The lowest cache slot is on the eBPF stack.
+const _: () = assert!(TID - 16 * CACHED_THREAD_VARS as i16 >= -512);
 
 /// Most clause-local strings kept in the kernel (their flags are clause-local slots too).
 pub const MAX_LOCAL_STRINGS: usize = 8;
@@ -375,15 +414,43 @@ pub fn emit_local_store(a: &mut Asm, index: usize, value_at: i16) {
 // The lowest clause-local's slot is on the eBPF stack.
 const _: () = assert!(KEY - 8 * MAX_LOCALS as i16 >= -512);
 
-/// r0 = the current thread's `var` (0 when it has none).
+/// r0 = the current thread's `var` (0 when it has none); a second load in a firing takes the
+/// value the first found ([`cache_slots`]).
 pub fn emit_load(a: &mut Asm, kv: &KernelVars, var: u32) -> Result<(), String> {
-    emit_lookup(a, kv, true, var, &[])
+    let Some((value, valid)) = cache_slots(kv, var) else {
+        return emit_lookup(a, kv, true, var, &[]);
+    };
+    let (miss, done) = (a.label(), a.label());
+    a.load(Size::DW, R0, R10, valid);
+    a.jmp_imm(op::JEQ, R0, 0, miss);
+    a.load(Size::DW, R0, R10, value);
+    a.ja(done);
+    a.bind(miss);
+    emit_lookup(a, kv, true, var, &[])?;
+    a.store(Size::DW, R10, value, R0)
+        .store_imm(Size::DW, R10, valid, 1);
+    a.bind(done);
+    Ok(())
 }
 
 /// Stores the integer at `fp + value_at` in the current thread's `var`: zero frees it, a full
-/// map counts a drop.
+/// map counts a drop. The firing keeps what it stored ([`cache_slots`]), unless the store was
+/// dropped (the variable is then as it was: the next load looks it up).
 pub fn emit_store(a: &mut Asm, kv: &KernelVars, var: u32, value_at: i16) -> Result<(), String> {
-    emit_update(a, kv, true, var, &[], value_at)
+    emit_update(a, kv, true, var, &[], value_at)?;
+    if let Some((value, valid)) = cache_slots(kv, var) {
+        let (dropped, done) = (a.label(), a.label());
+        a.load(Size::DW, R1, R10, super::kagg::DVAR_DROPPED);
+        a.jmp_imm(op::JNE, R1, 0, dropped);
+        a.load(Size::DW, R1, R10, value_at)
+            .store(Size::DW, R10, value, R1)
+            .store_imm(Size::DW, R10, valid, 1);
+        a.ja(done);
+        a.bind(dropped);
+        a.store_imm(Size::DW, R10, valid, 0);
+        a.bind(done);
+    }
+    Ok(())
 }
 
 /// Most global string scalars kept in the kernel (their flags and strings follow the integers
@@ -653,6 +720,58 @@ mod tests {
             .iter()
             .filter(|i| i.code == 0x85 && i.imm == h)
             .count()
+    }
+
+    #[test]
+    fn a_firing_reads_its_thread_id_once_and_keeps_the_thread_locals_it_loaded_or_stored() {
+        let mut kv = kv();
+        kv.ids = vec![0x500, 0x506, 0x507];
+        // Two loads and a store of a kept variable: the thread's id once (lazily, after the
+        // firing zeroed it), one lookup for the two loads, the store's update.
+        let mut a = Asm::new();
+        emit_zero_locals(&mut a, &kv);
+        emit_load(&mut a, &kv, 0x500).unwrap();
+        emit_load(&mut a, &kv, 0x500).unwrap();
+        emit_store(&mut a, &kv, 0x500, -16).unwrap();
+        let insns = a.finish().unwrap();
+        crate::bpf::insn::check_flow(&insns).unwrap();
+        assert_eq!(
+            calls(&insns, helper::GET_CURRENT_PID_TGID),
+            3,
+            "one per key built"
+        );
+        let tid_reads = insns
+            .iter()
+            .filter(|i| i.code == op::LDX | op::MEM | op::DW && i.off == TID)
+            .count();
+        assert_eq!(tid_reads, 3, "each key reads the kept id first");
+        let (value, valid) = cache_slots(&kv, 0x500).unwrap();
+        let stores_to = |slot: i16| {
+            insns
+                .iter()
+                .filter(|i| i.dst == 10 && i.off == slot)
+                .count()
+        };
+        // Zeroed at the firing's start; set by each load's lookup and by the store (the flag
+        // also cleared when the store was dropped).
+        assert_eq!(stores_to(value), 1 + 2 + 1);
+        assert_eq!(stores_to(valid), 1 + 2 + 2);
+        assert_eq!(stores_to(TID), 1 + 3);
+        // The slots of the kept variables are distinct and below the kagg frame's; a third
+        // variable is not kept: it is looked up at each load.
+        let (v2, f2) = cache_slots(&kv, 0x506).unwrap();
+        assert!(v2 < valid && f2 < v2 && f2 >= -512);
+        assert!(value < TID && TID < super::super::kagg::HANDOVER);
+        assert_eq!(cache_slots(&kv, 0x507), None);
+        let mut a = Asm::new();
+        emit_load(&mut a, &kv, 0x507).unwrap();
+        let insns = a.finish().unwrap();
+        assert_eq!(
+            calls(&insns, helper::MAP_LOOKUP_ELEM),
+            2,
+            "the scratch, the variable"
+        );
+        assert!(insns.iter().all(|i| i.off != value && i.off != valid));
     }
 
     #[test]
