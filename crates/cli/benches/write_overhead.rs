@@ -3,8 +3,12 @@
 //! paper's first example (`syscall::write:entry { @[execname] = count(); }`), for predicates that
 //! are always false (on `pid`, on `execname`, on an argument), for `quantize(arg2)` and for the
 //! entry/return latency idiom (`self->ts`, thread-locals in the kernel; and printing each
-//! latency, its records built at the probe), each
-//! against bpftrace's equivalent in the same run (when `bpftrace` is installed); and the highest
+//! latency, its records built at the probe), for the count with two writer threads on two CPUs,
+//! each
+//! against bpftrace's equivalent in the same run (when `bpftrace` is installed), each figure the
+//! median of `DTBENCH_ROUNDS` (5) rounds that run every tracer in turn (the machine's load then
+//! falls alike on all), with the tracer's own CPU time against the writer's ("own": DTrace's
+//! target is under 2% for aggregation-only scripts); and the highest
 //! write rate `dtrace` follows with no drop (a ladder of paced rates, one second each; a rate passes
 //! when no drop is reported and every write is counted). Where the kernel has `fbt`, the count by
 //! execname is also taken at `vfs_write`'s entry, on each mechanism it has (fentry against
@@ -23,8 +27,8 @@
 //! writer then opens a path that does not exist instead of writing), with the kernel paths on and
 //! off, against bpftrace's `str(args->filename)` key; and by a path kept from entry to return in
 //! a string thread-local (`self->p = copyinstr(arg1)`, `@[self->p]` at return), against
-//! bpftrace's map of strings keyed by `tid`; with `DTBENCH_BASELINE=/path/to/dtrace`, that binary
-//! (an earlier build) too, for before/after figures in the same run.
+//! bpftrace's map of strings keyed by `tid`. With `DTBENCH_BASELINE=/path/to/dtrace`, that binary
+//! (an earlier build) runs every case too, in the same rounds, for before/after figures.
 //! `cargo bench -p dtrace-cli --bench write_overhead [-- N [CASE]]`: with CASE, only the cases whose
 //! name contains it run, and not the rate ladder.
 
@@ -258,18 +262,34 @@ fn process_cpu_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-/// The writer: `n` writes at `rate` a second (0: unpaced); its CPU ns per write goes to `out`.
-fn writer(n: u64, rate: u64, out: &str) {
-    // SAFETY: PR_SET_NAME with a NUL-terminated name.
+/// The writer: `threads` threads (named alike) of `n` writes each at `rate` a second (0:
+/// unpaced); its CPU ns per write, the seconds it took and its whole CPU time (its start-up
+/// included) go to `out`.
+fn writer(n: u64, rate: u64, out: &str, threads: u64) {
+    // SAFETY: PR_SET_NAME with a NUL-terminated name (threads made after it inherit it).
     unsafe { libc::prctl(libc::PR_SET_NAME, c"dtbenchw".as_ptr(), 0, 0, 0) };
     let f = std::fs::OpenOptions::new()
         .write(true)
         .open("/dev/null")
         .expect("/dev/null");
     let fd = std::os::fd::AsRawFd::as_raw_fd(&f);
-    let opens = std::env::var_os(OPENAT_ENV).is_some();
     let start = Instant::now();
     let t0 = process_cpu_ns();
+    std::thread::scope(|s| {
+        for _ in 1..threads {
+            s.spawn(|| write_loop(fd, n, rate, start));
+        }
+        write_loop(fd, n, rate, start);
+    });
+    let end = process_cpu_ns();
+    let per = (end - t0) as f64 / (n * threads.max(1)) as f64;
+    let secs = start.elapsed().as_secs_f64();
+    std::fs::write(out, format!("{per} {secs} {end}\n")).expect("result file");
+}
+
+/// One thread's `n` writes (or opens) at `rate` a second (0: unpaced) from `start`.
+fn write_loop(fd: i32, n: u64, rate: u64, start: Instant) {
+    let opens = std::env::var_os(OPENAT_ENV).is_some();
     for i in 0..n {
         if rate > 0 && i % 256 == 0 {
             let due = start + Duration::from_nanos(i * 1_000_000_000 / rate);
@@ -285,9 +305,6 @@ fn writer(n: u64, rate: u64, out: &str) {
             unsafe { libc::write(fd, b"x".as_ptr() as *const libc::c_void, 1) };
         }
     }
-    let per = (process_cpu_ns() - t0) as f64 / n as f64;
-    let secs = start.elapsed().as_secs_f64();
-    std::fs::write(out, format!("{per} {secs}\n")).expect("result file");
 }
 
 /// One run's figures.
@@ -295,6 +312,8 @@ struct Run {
     ns_per_write: f64,
     /// CPU time of the tracer and the writer together (the children's), in ns.
     total_ns: u64,
+    /// CPU time of the writer alone (its start-up included), in ns.
+    writer_ns: u64,
     /// Writes a second the writer achieved.
     rate: f64,
     counted: Option<u64>,
@@ -311,10 +330,21 @@ fn result_file() -> String {
 /// Runs the writer under `tracer` (None: alone), with `env` set for the tracer, and reads its
 /// figures.
 fn run(tracer: Option<&[&str]>, env_vars: &[(&str, &str)], n: u64, rate: u64) -> Option<Run> {
+    run_threads(tracer, env_vars, n, rate, 1)
+}
+
+/// [`run`] with a writer of `threads` threads of `n` writes each.
+fn run_threads(
+    tracer: Option<&[&str]>,
+    env_vars: &[(&str, &str)],
+    n: u64,
+    rate: u64,
+    threads: u64,
+) -> Option<Run> {
     let me = std::env::current_exe().ok()?.display().to_string();
     let out = result_file();
     let _ = std::fs::remove_file(&out);
-    let env = format!("{n},{rate},{out}");
+    let env = format!("{n},{rate},{out},{threads}");
     let cpu0 = children_cpu_ns();
     let (stdout, stderr) = match tracer {
         None => {
@@ -345,9 +375,9 @@ fn run(tracer: Option<&[&str]>, env_vars: &[(&str, &str)], n: u64, rate: u64) ->
     let total_ns = children_cpu_ns().saturating_sub(cpu0);
     let figures = std::fs::read_to_string(&out).ok().and_then(|s| {
         let mut w = s.split_whitespace().map(|v| v.parse::<f64>().ok());
-        Some((w.next()??, w.next()??))
+        Some((w.next()??, w.next()??, w.next()??))
     });
-    let (ns_per_write, secs) = match figures {
+    let (ns_per_write, secs, writer_ns) = match figures {
         Some(v) => v,
         None => {
             eprintln!("run failed: {stderr}");
@@ -376,10 +406,84 @@ fn run(tracer: Option<&[&str]>, env_vars: &[(&str, &str)], n: u64, rate: u64) ->
     Some(Run {
         ns_per_write,
         total_ns,
-        rate: n as f64 / secs.max(1e-9),
+        writer_ns: writer_ns as u64,
+        rate: (n * threads) as f64 / secs.max(1e-9),
         counted,
         drops,
     })
+}
+
+/// Environment variable: rounds of the per-case figures (5 by default).
+const ROUNDS_ENV: &str = "DTBENCH_ROUNDS";
+
+/// Median figures of a tracer (or of the writer alone) over rounds, start-up subtracted.
+#[derive(Clone, Debug)]
+struct Figures {
+    /// The writer's CPU ns per write.
+    ns_per_write: f64,
+    /// CPU ns of writer and tracer together, less a run of one write's.
+    total_ns: f64,
+    /// The tracer's own CPU ns (less a run of one write's: its start-up and exit).
+    tracer_ns: f64,
+    /// The writer's CPU ns.
+    writer_ns: f64,
+    /// The smallest count of the writer's writes printed.
+    counted: Option<u64>,
+    /// The median of the drops reported.
+    drops: u64,
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+/// The figures of each of `tracers` (None: the writer alone), with `env` set, for a writer of
+/// `threads` threads of `n` writes: each round runs every tracer with `n` writes and with one
+/// (interleaved, so the machine's load falls alike on all), and each figure is the median over
+/// the rounds. The figures stop at the first tracer whose runs all failed.
+fn figures(
+    tracers: &[Option<&[&str]>],
+    env: &[(&str, &str)],
+    n: u64,
+    threads: u64,
+    rounds: usize,
+) -> Vec<Figures> {
+    let mut big: Vec<Vec<Run>> = tracers.iter().map(|_| Vec::new()).collect();
+    let mut one: Vec<Vec<Run>> = tracers.iter().map(|_| Vec::new()).collect();
+    for _ in 0..rounds {
+        for (i, t) in tracers.iter().enumerate() {
+            if let Some(r) = run_threads(*t, env, n, 0, threads) {
+                big[i].push(r);
+            }
+            if let Some(r) = run_threads(*t, env, 1, 0, 1) {
+                one[i].push(r);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for (b, o) in big.iter().zip(&one) {
+        if b.is_empty() || o.is_empty() {
+            break;
+        }
+        let m = |v: &[Run], f: &dyn Fn(&Run) -> f64| median(v.iter().map(f).collect());
+        let tracer = |r: &Run| r.total_ns.saturating_sub(r.writer_ns) as f64;
+        let mut drops: Vec<u64> = b.iter().map(|r| r.drops).collect();
+        drops.sort_unstable();
+        out.push(Figures {
+            ns_per_write: m(b, &|r| r.ns_per_write),
+            total_ns: m(b, &|r| r.total_ns as f64) - m(o, &|r| r.total_ns as f64),
+            tracer_ns: (m(b, &tracer) - m(o, &tracer)).max(0.0),
+            writer_ns: m(b, &|r| r.writer_ns as f64),
+            counted: b.iter().filter_map(|r| r.counted).min(),
+            drops: drops[drops.len() / 2],
+        });
+    }
+    out
 }
 
 /// The run with the lowest cost of `runs`.
@@ -391,11 +495,12 @@ fn best(tracer: Option<&[&str]>, env: &[(&str, &str)], n: u64, runs: usize) -> O
 
 fn main() {
     if let Ok(spec) = std::env::var("DTBENCH_WRITER") {
-        let mut it = spec.splitn(3, ',');
+        let mut it = spec.splitn(4, ',');
         let n = it.next().and_then(|v| v.parse().ok()).unwrap_or(1);
         let rate = it.next().and_then(|v| v.parse().ok()).unwrap_or(0);
         let out = it.next().unwrap_or("/dev/null");
-        writer(n, rate, out);
+        let threads = it.next().and_then(|v| v.parse().ok()).unwrap_or(1);
+        writer(n, rate, out, threads);
         return;
     }
     // SAFETY: geteuid has no preconditions.
@@ -413,40 +518,33 @@ fn main() {
     let dtrace = env!("CARGO_BIN_EXE_dtrace");
     let dt_argv = [dtrace, "-q", "-n", SCRIPT];
     let runs = 3;
+    // Rounds of the per-case figures (medians of interleaved runs: this machine is shared).
+    let rounds: usize = std::env::var(ROUNDS_ENV)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(5)
+        .max(1);
+    let baseline = std::env::var(BASELINE_ENV).ok();
 
-    println!("write(2) of 1 byte to /dev/null, {n} writes, best of {runs}");
-    let Some(base) = best(None, &[], n, runs) else {
-        println!("the writer did not run");
-        return;
-    };
-    let Some(base1) = best(None, &[], 1, runs) else {
-        println!("the writer did not run");
-        return;
-    };
     println!(
-        "  untraced: writer {:.1} ns/write, {:.1} ns/write with its start-up",
-        base.ns_per_write,
-        base.total_ns.saturating_sub(base1.total_ns) as f64 / (n - 1) as f64
+        "write(2) of 1 byte to /dev/null, {n} writes a writer thread, medians of {rounds} \
+         interleaved rounds; own: the tracer's CPU against the writer's"
     );
     let have_bpftrace = Command::new("bpftrace")
         .arg("--version")
         .output()
         .is_ok_and(|o| o.status.success());
-    // Added CPU ns per write of the writer alone, and of writer and tracer together.
-    let added = |argv: &[&str], env: &[(&str, &str)]| -> Option<(f64, f64, Run)> {
-        let big = best(Some(argv), env, n, runs)?;
-        let one = best(Some(argv), env, 1, runs)?;
-        let untraced = base.total_ns.saturating_sub(base1.total_ns) as f64;
-        let traced = big.total_ns as f64 - one.total_ns as f64;
-        Some((
-            big.ns_per_write - base.ns_per_write,
-            (traced - untraced) / (n - 1) as f64,
-            big,
-        ))
-    };
     println!(
-        "  {:<26} {:>22} {:>22} {:>6}",
-        "added CPU ns per write", "dtrace: writer/total", "bpftrace: writer/total", "ratio"
+        "  {:<26} {:>26} {:>26} {:>6}{}",
+        "added CPU ns per write",
+        "dtrace: writer/total own",
+        "bpftrace: writer/total own",
+        "ratio",
+        if baseline.is_some() {
+            format!(" {:>10} {:>6}", "baseline", "new/bl")
+        } else {
+            String::new()
+        }
     );
     // The fbt cases run where this kernel has the mechanism.
     let fbt_cases = FBT_CASES.iter().filter(|(_, m, d, _)| {
@@ -459,36 +557,92 @@ fn main() {
     let pid_bscript = libc_path().map(|p| PID_CASE.2.replace("LIBC", &p));
     let pid_case = pid_bscript
         .as_deref()
-        .map(|b| (PID_CASE.0, None, PID_CASE.1, b));
+        .map(|b| (PID_CASE.0, None, PID_CASE.1, b, 1));
     let cases = CASES
         .iter()
-        .map(|&(n, d, b)| (n, None, d, b))
+        .map(|&(n, d, b)| (n, None, d, b, 1))
+        .chain(std::iter::once((
+            "count, 2 writers (2 CPUs)",
+            None,
+            SCRIPT,
+            CASES[0].2,
+            2,
+        )))
         .chain(pid_case)
-        .chain(fbt_cases.map(|&(n, m, d, b)| (n, Some(m), d, b)));
+        .chain(fbt_cases.map(|&(n, m, d, b)| (n, Some(m), d, b, 1)));
     let cases = cases.filter(|(name, ..)| only.as_ref().is_none_or(|o| name.contains(o.as_str())));
-    for (name, mechanism, dscript, bscript) in cases {
+    // The untraced writer's figures, per number of writer threads.
+    let mut untraced: Vec<(u64, Figures)> = Vec::new();
+    for (name, mechanism, dscript, bscript, threads) in cases {
+        let base = match untraced.iter().find(|(t, _)| *t == threads) {
+            Some((_, f)) => f.clone(),
+            None => {
+                let Some(f) = figures(&[None], &[], n, threads, rounds).pop() else {
+                    println!("  the writer did not run");
+                    return;
+                };
+                println!(
+                    "  untraced, {threads} writer thread(s): {:.1} CPU ns per write",
+                    f.total_ns / (n * threads - 1) as f64
+                );
+                untraced.push((threads, f.clone()));
+                f
+            }
+        };
         let env: Vec<(&str, &str)> = mechanism.map(|m| ("DTRACE_FBT", m)).into_iter().collect();
-        let d = added(&[dtrace, "-q", "-n", dscript], &env);
-        let b = if have_bpftrace {
-            added(&["bpftrace", "-e", bscript], &[])
-        } else {
-            None
+        let dt: Vec<&str> = vec![dtrace, "-q", "-n", dscript];
+        let bl: Option<Vec<&str>> = baseline.as_deref().map(|b| vec![b, "-q", "-n", dscript]);
+        let bt: Option<Vec<&str>> = have_bpftrace.then(|| vec!["bpftrace", "-e", bscript]);
+        let tracers: Vec<Option<&[&str]>> = std::iter::once(Some(&dt[..]))
+            .chain(bt.as_deref().map(Some))
+            .chain(bl.as_deref().map(Some))
+            .collect();
+        let figs = figures(&tracers, &env, n, threads, rounds);
+        let events = (n * threads - 1) as f64;
+        let added = |f: &Figures| {
+            (
+                f.ns_per_write - base.ns_per_write,
+                (f.total_ns - base.total_ns) / events,
+                100.0 * f.tracer_ns / f.writer_ns.max(1.0),
+            )
         };
-        let fig = |r: &Option<(f64, f64, Run)>| match r {
-            Some((w, t, _)) => format!("{w:>8.1} / {t:>8.1}"),
-            None => format!("{:>19}", "-"),
+        let fig = |f: Option<&Figures>| match f {
+            Some(f) => {
+                let (w, t, own) = added(f);
+                format!("{w:>8.1} / {t:>8.1} {own:>5.1}%")
+            }
+            None => format!("{:>26}", "-"),
         };
-        let ratio = match (&d, &b) {
-            (Some((_, dt, _)), Some((_, bt, _))) if *bt > 0.0 => format!("{:.2}", dt / bt),
+        let d = figs.first();
+        let b = bt.as_ref().and_then(|_| figs.get(1));
+        let l = bl
+            .as_ref()
+            .and_then(|_| figs.get(1 + usize::from(bt.is_some())));
+        let ratio = |x: Option<&Figures>, y: Option<&Figures>| match (x, y) {
+            (Some(x), Some(y)) if added(y).1 > 0.0 => format!("{:.2}", added(x).1 / added(y).1),
             _ => "-".into(),
         };
-        println!("  {name:<26} {:>22} {:>22} {ratio:>6}", fig(&d), fig(&b));
-        if let Some((_, _, r)) = &d {
-            if r.drops > 0 || (name == CASES[0].0 && r.counted.is_none_or(|c| c < n)) {
+        let bl_col = match &bl {
+            Some(_) => format!(
+                " {:>10} {:>6}",
+                l.map_or("-".into(), |l| format!("{:.1}", added(l).1)),
+                ratio(d, l)
+            ),
+            None => String::new(),
+        };
+        println!(
+            "  {name:<26} {} {} {:>6}{bl_col}",
+            fig(d),
+            fig(b),
+            ratio(d, b)
+        );
+        if let Some(f) = d {
+            let whole = n * threads;
+            if f.drops > 0 || (dscript == SCRIPT && f.counted.is_none_or(|c| c < whole)) {
                 println!(
-                    "    dtrace counted {} of {n}, {} drops",
-                    r.counted.map_or("?".to_string(), |c| c.to_string()),
-                    r.drops
+                    "    dtrace counted {} of {whole}, {} drops",
+                    f.counted.map_or("?".to_string(), |c| c.to_string()),
+                    f.drops
                 );
             }
         }
