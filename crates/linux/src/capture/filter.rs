@@ -52,6 +52,11 @@ pub(crate) struct ShapeContext<'a> {
 pub(crate) struct PreRead<'a> {
     pub(crate) args: &'a [u8],
     pub(crate) width: usize,
+    /// The stack slot of the first argument's value, the next ones' below it, which
+    /// `kagg::emit_string_checks` keeps before the clauses run: a clause reading one of these
+    /// arguments loads it there, not through a helper call again (`None`: while those checks
+    /// read them).
+    pub(crate) values: Option<i16>,
 }
 
 /// The offset in the string scratch of the copy of pre-read argument number `index` of slots
@@ -98,6 +103,11 @@ impl ProbeContext for ShapeContext<'_> {
             Builtin::Arg(n) => {
                 if self.opaque_args & (1 << n) != 0 {
                     return Err("its value is the address of data copied at the probe".into());
+                }
+                let kept = self.pre_read.args.iter().position(|&m| m == n);
+                if let (Some(base), Some(i)) = (self.pre_read.values, kept) {
+                    a.load(Size::DW, R0, R10, base - 8 * i as i16);
+                    return Ok(());
                 }
                 match self.shape.args.get(n as usize).copied() {
                     None => {

@@ -438,6 +438,7 @@ pub fn emit_aggs(
         pre_read: super::filter::PreRead {
             args: &pre_read,
             width,
+            values: Some(PRE_READ_ARGS),
         },
         specs: k.specs,
     };
@@ -555,6 +556,19 @@ pub fn emit_aggs(
     }
     if !string_args.is_empty() {
         emit_string_checks(a, &ctx, &string_args, k.strsize as usize, done)?;
+    }
+    // The other arguments a clause's code takes from PRE_READ_ARGS (those of clauses that do
+    // not run here need no string).
+    for (i, &n) in pre_read.iter().enumerate() {
+        if !string_args.contains(&n) {
+            translate::ProbeContext::emit_builtin(
+                &reading_args(&ctx),
+                a,
+                translate::Builtin::Arg(n),
+            )
+            .map_err(crate::error::LinuxError::Asm)?;
+            a.store(Size::DW, R10, pre_read_slot(i), R0);
+        }
     }
     let stamps = k
         .clauses
@@ -779,6 +793,37 @@ pub(crate) fn emit_missed_announcement(a: &mut Asm, missed: i32, tag: u32, no_dr
 /// Most probe arguments whose strings are read before the clauses run.
 const MAX_PRE_READ: usize = 4;
 
+/// The stack slot of the value of the first argument whose string is read before the clauses
+/// run (`PreRead::values`), the next ones' below it. A probe reads strings first only when no D
+/// variable of its clauses lives in the kernel, so these are the slots `capture::kvars` keeps
+/// the thread's id and thread-locals in otherwise.
+const PRE_READ_ARGS: i16 = HANDOVER - 8;
+
+/// The slot of pre-read argument number `i` (below [`MAX_PRE_READ`]).
+fn pre_read_slot(i: usize) -> i16 {
+    PRE_READ_ARGS - 8 * i.min(MAX_PRE_READ - 1) as i16
+}
+
+const _: () = assert!(PRE_READ_ARGS - 8 * (MAX_PRE_READ as i16 - 1) >= -512);
+
+/// `ctx` reading the probe's arguments as the probe has them (not from the slots where the
+/// checks keep them for the clauses).
+fn reading_args<'a>(ctx: &ShapeContext<'a>) -> ShapeContext<'a> {
+    ShapeContext {
+        shape: ctx.shape,
+        names: ctx.names,
+        opaque_args: ctx.opaque_args,
+        vars: ctx.vars,
+        strings: ctx.strings,
+        clocks: ctx.clocks,
+        pre_read: super::filter::PreRead {
+            values: None,
+            ..ctx.pre_read
+        },
+        specs: ctx.specs,
+    }
+}
+
 /// Reads the user string at each probe argument of `args` (as `copyinstr()` would, into its
 /// slot of the string scratch, zeroed first: see `ShapeContext::pre_read`, where the clauses'
 /// `copyinstr(argN)` take it); when one cannot be read, sets [`HANDOVER`] and jumps to `done`,
@@ -797,9 +842,14 @@ fn emit_string_checks(
     let most = i32::try_from(strsize.saturating_sub(1).max(1))
         .map_err(|_| asm("strsize too large".into()))?;
     let (handover, checked) = (a.label(), a.label());
+    let reading = reading_args(ctx);
     for &n in args {
         let next = a.label();
-        ctx.emit_builtin(a, Builtin::Arg(n)).map_err(asm)?;
+        reading.emit_builtin(a, Builtin::Arg(n)).map_err(asm)?;
+        // Kept for the clauses' code (see `PreRead::values`).
+        if let Some(i) = ctx.pre_read.args.iter().position(|&m| m == n) {
+            a.store(Size::DW, R10, pre_read_slot(i), R0);
+        }
         a.jmp_imm(op::JEQ, R0, 0, next);
         a.store(Size::DW, R10, VAL, R0);
         if ctx.pre_reads_string(n) {
@@ -1743,6 +1793,22 @@ mod tests {
             );
         });
         assert!(insns.contains(&handed));
+        // The argument's value is kept when its string is read, and the clause's code takes
+        // it there (one read of the argument a firing).
+        let keep = one(|a| {
+            a.store(Size::DW, R10, pre_read_slot(0), R0);
+        });
+        let take = one(|a| {
+            a.load(Size::DW, R0, R10, pre_read_slot(0));
+        });
+        assert!(insns.contains(&keep) && insns.contains(&take));
+        let reads_ctx = insns
+            .iter()
+            .filter(|i| i.code == op::LDX | op::MEM | op::DW && i.src == 6)
+            .count();
+        // The checks' read, and the record of a firing handed over (its arguments); none in
+        // the clause's code.
+        assert_eq!(reads_ctx, 2, "{insns:?}");
         // A string whose address is not known before the clause runs keeps it in dtrace.
         let (insns, report) = program(
             clause(Err("copyinstr() of a computed address".into())),
