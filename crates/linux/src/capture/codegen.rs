@@ -38,7 +38,7 @@ pub enum CtxKind {
 pub struct ProbeShape {
     /// The context kind.
     pub ctx: CtxKind,
-    /// Argument sources, arg0 first (at most 8).
+    /// Argument sources, arg0 first (at most [`NARGS`]).
     pub args: Vec<ArgSource>,
     /// Tests that must hold for the probe to fire.
     pub conditions: Vec<Condition>,

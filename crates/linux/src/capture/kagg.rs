@@ -1300,14 +1300,32 @@ fn emit_agg(
 /// Points r0 and [`KEYPTR`] at this program's key scratch value (see `KernelAggs::keys`);
 /// jumps to `skip` if the map has none (it always has).
 fn emit_key_scratch(a: &mut Asm, shape: &ProbeShape, keys: i32, skip: Label) {
-    let slot = i32::from(shape.ctx == super::codegen::CtxKind::PerfEvent);
-    a.store_imm(Size::W, R10, KEYPTR, slot);
+    emit_key_scratch_lookup(a, shape, keys, KEYPTR, skip);
+    a.store(Size::DW, R10, KEYPTR, R0);
+}
+
+/// The slot of the key scratch (`KernelAggs::keys`) a program of `shape`'s kind uses: 1 for
+/// programs of perf events (which may interrupt another program on the CPU), 0 for the others.
+fn key_scratch_slot(shape: &ProbeShape) -> i32 {
+    i32::from(shape.ctx == super::codegen::CtxKind::PerfEvent)
+}
+
+/// Points r0 at this program's value of the per-CPU key scratch map `keys` (its slot from
+/// [`key_scratch_slot`], the lookup key in the 4 bytes at stack offset `at`); jumps to `missing`
+/// when the map has none (it always has). Uses r0-r5.
+pub(crate) fn emit_key_scratch_lookup(
+    a: &mut Asm,
+    shape: &ProbeShape,
+    keys: i32,
+    at: i16,
+    missing: Label,
+) {
+    a.store_imm(Size::W, R10, at, key_scratch_slot(shape));
     a.ld_map_fd(R1, keys)
         .mov(R2, R10)
-        .alu_imm(op::ADD, R2, i32::from(KEYPTR));
+        .alu_imm(op::ADD, R2, i32::from(at));
     a.call(helper::MAP_LOOKUP_ELEM);
-    a.jmp_imm(op::JEQ, R0, 0, skip);
-    a.store(Size::DW, R10, KEYPTR, R0);
+    a.jmp_imm(op::JEQ, R0, 0, missing);
 }
 
 /// Writes the process id of the thread that fired the probe at `at` in the key; uses r0-r2.
