@@ -678,15 +678,30 @@ impl Shared {
             c.probes += 1;
             match (&in_kernel, &c.aggregates) {
                 (Some(Ok(())), _) => c.aggs_in_kernel += 1,
-                (Some(Err(e)), _) => c
-                    .aggs_in_dtrace
-                    .push((probe_name.to_string(), e.to_string())),
+                (Some(Err(e)), _) => {
+                    c.aggs_in_dtrace
+                        .push((probe_name.to_string(), e.to_string()));
+                    // The kernel refused the clause, so dtrace runs it, and sends its signals.
+                    if c.signals.is_some() {
+                        c.signals_in_dtrace
+                            .push((probe_name.to_string(), e.to_string()));
+                    }
+                }
                 (None, _)
                     if matches!(c.aggregates, Some(Ok(())))
                         || matches!(c.records, Some(Ok(()))) =>
                 {
+                    let vars_stay = match self.placement.clauses.get(i) {
+                        Some(Some(Err(why))) if !self.placement.in_kernel(i) => Some(why),
+                        _ => None,
+                    };
                     let why = match &self.kernel_aggregations {
                         _ if kept_out(i).is_some() => kept_out(i).cloned().unwrap_or_default(),
+                        // It writes variables that live in dtrace, so it runs there.
+                        _ if vars_stay.is_some() && self.kernel_predicates => format!(
+                            "its variables stay in dtrace: {}",
+                            vars_stay.map_or("", String::as_str)
+                        ),
                         _ if !self.kernel_predicates => {
                             format!("kernel predicates are off ({KERNEL_PREDICATES_ENV}=0)")
                         }
