@@ -272,21 +272,9 @@ fn fbt_refusal(desc: &ProbeDesc) -> Option<ConsumerError> {
     support.err().map(|e| ConsumerError::Backend(e.to_string()))
 }
 
-impl Tracer for KernelTracer {
-    fn plan(&mut self, programs: &[&Program]) {
-        self.linux.plan_all(programs);
-    }
-    fn placement_report(&self) -> Vec<String> {
-        let report = self.linux.kernel_report();
-        report
-            .iter()
-            .filter(|c| c.probes > 0)
-            .enumerate()
-            .flat_map(|(i, c)| c.describe(i + 1))
-            .chain(report.iter().filter_map(|c| c.describe_shared()))
-            .collect()
-    }
-    fn exec(&mut self, prog: &Program, options: &Options) -> Result<ExecInfo> {
+impl KernelTracer {
+    /// [`Tracer::exec`] of `prog`, the processes that provider globs match read once.
+    fn exec_program(&mut self, prog: &Program, options: &Options) -> Result<ExecInfo> {
         let original = prog;
         if let Some(e) = prog.ecbs.iter().find_map(|e| fbt_refusal(&e.probe)) {
             return Err(e);
@@ -382,6 +370,28 @@ impl Tracer for KernelTracer {
         self.linux.attach_pending().map_err(be)?;
         self.linux.watch_loads().map_err(be)?;
         Ok(info)
+    }
+}
+
+impl Tracer for KernelTracer {
+    fn plan(&mut self, programs: &[&Program]) {
+        self.linux.plan_all(programs);
+    }
+    fn placement_report(&self) -> Vec<String> {
+        let report = self.linux.kernel_report();
+        report
+            .iter()
+            .filter(|c| c.probes > 0)
+            .enumerate()
+            .flat_map(|(i, c)| c.describe(i + 1))
+            .chain(report.iter().filter_map(|c| c.describe_shared()))
+            .collect()
+    }
+    fn exec(&mut self, prog: &Program, options: &Options) -> Result<ExecInfo> {
+        let r = self.exec_program(prog, options);
+        // The processes read to match provider globs are read again by the next enabling.
+        self.linux.end_enabling();
+        r
     }
     fn go(&mut self) -> Result<()> {
         // Probes fire from the moment they are attached, DTrace's only once tracing goes: what the
@@ -546,8 +556,9 @@ impl Tracer for KernelTracer {
         }
         let descs = self
             .linux
-            .prepare_user(self.inner.framework(), std::slice::from_ref(desc))
-            .map_err(|e| ConsumerError::Backend(e.to_string()))?;
+            .prepare_user(self.inner.framework(), std::slice::from_ref(desc));
+        self.linux.end_enabling();
+        let descs = descs.map_err(|e| ConsumerError::Backend(e.to_string()))?;
         let desc = descs.first().unwrap_or(desc);
         self.inner.list(desc)
     }

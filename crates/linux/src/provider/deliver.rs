@@ -343,7 +343,9 @@ impl LinuxTracing {
     /// attached when programs are enabled, before `go`) are discarded rather than fired after
     /// BEGIN with earlier timestamps.
     pub fn go_live(&self) {
-        self.lock().live_since = Some(monotonic_ns());
+        let mut sh = self.lock();
+        sh.live_since = Some(monotonic_ns());
+        sh.user.end_enabling();
     }
 
     /// Waits up to `timeout_ms` for captured events and fires each in `fw`. Returns how many were

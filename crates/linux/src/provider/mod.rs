@@ -15,6 +15,7 @@ pub mod file_usdt;
 pub mod kagg;
 pub mod kvars;
 pub mod needs;
+mod proc_scan;
 pub mod profile;
 pub mod signal;
 pub mod speculation;
