@@ -129,6 +129,15 @@ mod tests {
             .spawn()
             .expect("sleep");
         let pid = child.id();
+        // Scan once the child has exec'd sleep and mapped it (a scan made between fork and exec
+        // sees the test's own program).
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while !std::fs::read_to_string(format!("/proc/{pid}/maps"))
+            .is_ok_and(|m| m.lines().any(|l| l.ends_with("/sleep")))
+        {
+            assert!(std::time::Instant::now() < deadline, "sleep never mapped");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
         let s = ProcScan::read();
         let _ = child.kill();
         let _ = child.wait();
