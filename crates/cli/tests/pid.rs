@@ -688,3 +688,70 @@ fn a_command_dies_with_a_killed_dtrace() {
         matches!(state_of(pid), None | Some('Z'))
     });
 }
+
+/// Calls `ten(10 * i + 0, ..., 10 * i + 9)` for i in 1..=N (N the first argument, 3 by default):
+/// ten integer arguments, the last four passed on the stack (x86-64 SysV).
+const TEN_ARGS: &str = r#"
+#include <stdio.h>
+#include <stdlib.h>
+long __attribute__((noipa)) ten(long a0, long a1, long a2, long a3, long a4, long a5, long a6,
+                                long a7, long a8, long a9) {
+    return a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7 + a8 + a9;
+}
+int main(int argc, char **argv) {
+    int n = argc > 1 ? atoi(argv[1]) : 3;
+    long s = 0;
+    for (long i = 1; i <= n; i++) {
+        long b = 10 * i;
+        s += ten(b, b + 1, b + 2, b + 3, b + 4, b + 5, b + 6, b + 7, b + 8, b + 9);
+    }
+    printf("%ld\n", s);
+    return 0;
+}
+"#;
+
+/// `arg6..arg9` at a pid `entry` probe are the arguments the caller passed on the stack (above
+/// the return address, as DTrace reads them), in the kernel and in dtrace alike: printed, in a
+/// predicate and as aggregation keys.
+#[test]
+fn arguments_past_the_registers_are_read_from_the_stack() {
+    let test = "arguments_past_the_registers_are_read_from_the_stack";
+    if !ready(test) {
+        return;
+    }
+    let dir = common::test_dir(test);
+    for (name, flags) in [
+        ("O0", &["-O0"][..]),
+        ("O2-nofp", &["-O2", "-fomit-frame-pointer"]),
+    ] {
+        let exe = common::compile_c(&dir, name, TEN_ARGS, flags);
+        let cmd = format!("{} 3", exe.display());
+        let out = common::same_with_kernel_paths_off(
+            "pid$target:a.out:ten:entry {
+                 printf(\"%d %d %d %d %d %d %d %d %d %d\\n\", arg0, arg1, arg2, arg3, arg4,
+                        arg5, arg6, arg7, arg8, arg9); }
+             pid$target:a.out:ten:entry /arg9 == 29/ { printf(\"nine %d\\n\", arg8); }
+             pid$target:a.out:ten:entry { @[arg8, arg9] = sum(arg6); }",
+            &[],
+            &cmd,
+            &[
+                (2, "runs whole in the kernel"),
+                (3, "aggregations run in the kernel"),
+            ],
+        );
+        for i in 1..=3 {
+            let line = (0..10)
+                .map(|k| (10 * i + k).to_string())
+                .collect::<Vec<_>>()
+                .join(" ");
+            assert!(out.contains(&format!("{line}\n")), "{name}: {out}");
+            let agg = format!("{} {} {}", 10 * i + 8, 10 * i + 9, 10 * i + 6);
+            let found = out
+                .lines()
+                .any(|l| l.split_whitespace().collect::<Vec<_>>().join(" ") == agg);
+            assert!(found, "{name}: no {agg} in {out}");
+        }
+        assert_eq!(out.matches("nine ").count(), 1, "{name}: {out}");
+        assert!(out.contains("nine 28\n"), "{name}: {out}");
+    }
+}

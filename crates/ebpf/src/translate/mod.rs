@@ -1619,12 +1619,7 @@ impl<'a> Translator<'a> {
     /// `args[i]` into `rd`.
     fn arg(&mut self, pc: usize, s: &mut State, i: u64, rd: u8) -> Result<(), Untranslatable> {
         match u8::try_from(i) {
-            Ok(n) if n < 8 => self.builtin(pc, s, Builtin::Arg(n), rd),
-            _ if i < CONTEXT_ARGS => {
-                self.a.mov_imm(R1, 0);
-                self.put(s, rd, R1, Kind::Int(Some(0)));
-                Ok(())
-            }
+            Ok(n) if u64::from(n) < CONTEXT_ARGS => self.builtin(pc, s, Builtin::Arg(n), rd),
             // The interpreter faults on an index past the context's arguments.
             _ => {
                 let f = self.fault_site(pc, FaultKind::IllOp, FaultAddr::Zero);

@@ -4,7 +4,7 @@
 //! Modules are the objects' file names (`libc.so.6`); `a.out` names the main executable. Function
 //! names come from the objects' symbol tables ([`FunctionTable`]). An offset probe must fall on an
 //! instruction boundary, checked by decoding the function with `iced-x86`. At `entry` and offset
-//! probes `arg0..arg7` are the integer argument registers of the x86-64 calling convention and the
+//! probes `arg0..arg9` are the integer argument registers of the x86-64 calling convention and the
 //! stack slots after them; at `return` (a uretprobe) `arg1` is the return value (`%rax`) and `arg0`
 //! the offset of the function's return instruction when it has a single one (a uretprobe fires in
 //! the caller and cannot tell which of several returns ran: `-1` then).
@@ -453,7 +453,8 @@ impl Site {
 }
 
 /// The integer arguments of the x86-64 calling convention: six registers, then the stack (above
-/// the return address at a function's first instruction).
+/// the return address at a function's first instruction: `arg6` at `sp+8`, ... `arg9` at
+/// `sp+32`), as many as a record carries.
 fn call_args() -> Vec<ArgSource> {
     let mut v: Vec<ArgSource> = regs::CALL_ARGS
         .iter()
@@ -463,7 +464,7 @@ fn call_args() -> Vec<ArgSource> {
             signed: false,
         })
         .collect();
-    for slot in 1..=2 {
+    for slot in 1..=(crate::capture::layout::NARGS - regs::CALL_ARGS.len()) as i32 {
         v.push(ArgSource::UserMem {
             reg: regs::RSP,
             disp: 8 * slot,
