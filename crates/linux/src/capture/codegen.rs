@@ -1141,6 +1141,8 @@ pub fn gen_retry(
         .store(Size::DW, R7, hdr::KTIME as i16, R1);
     a.load(Size::W, R1, R10, KEY)
         .store(Size::W, R7, hdr::TID as i16, R1);
+    // The user hops restart from the address the entry saved before them.
+    let addresses = Evaluator::new("a retried copy", Slot::stack(SCRATCH));
     for (i, (req, slot)) in spec.copies.iter().zip(&layout.copies).enumerate() {
         let so = slot.offset;
         if !req.kind.is_user() {
@@ -1149,7 +1151,7 @@ pub fn gen_retry(
             continue;
         }
         a.load(Size::DW, R3, R8, (8 + 8 * i) as i16);
-        super::sized::emit_user_hops(&mut a, &req.addr.user_derefs, SCRATCH, None);
+        addresses.emit_user(&mut a, &req.addr.user_derefs, None);
         a.store(Size::DW, R7, off16(so + 8, "copy")?, R3);
         a.mov(R1, R7).alu_imm(op::ADD, R1, (so + COPY_HDR) as i32);
         match slot.size_arg {
