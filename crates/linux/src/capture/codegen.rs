@@ -1092,24 +1092,6 @@ fn emit_user_unwind(a: &mut Asm, at: usize, cap: usize) -> Result<()> {
     Ok(())
 }
 
-/// Adds the argument index of `addr` to the address in R3 when it applies after `hop` pointer
-/// hops (uses R2; the record is in R7).
-pub(crate) fn emit_index(a: &mut Asm, addr: &super::spec::AddrExpr, hop: usize) {
-    let Some(i) = addr.index.filter(|i| usize::from(i.hop) == hop) else {
-        return;
-    };
-    a.load(
-        Size::DW,
-        R2,
-        R7,
-        (hdr::ARGS + 8 * usize::from(i.arg)) as i16,
-    );
-    if i.sext32 {
-        a.alu_imm(op::LSH, R2, 32).alu_imm(op::ARSH, R2, 32);
-    }
-    a.alu_imm(op::MUL, R2, i.scale).alu(op::ADD, R3, R2);
-}
-
 /// Generates the program attached to a syscall's exit tracepoint that re-reads the user copies of an
 /// entry event whose reads faulted, and emits them as a retry record.
 pub fn gen_retry(
