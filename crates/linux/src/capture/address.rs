@@ -22,10 +22,16 @@
 //! return saves the address between them and restarts the user hops from it
 //! ([`Evaluator::emit`] does both). Every part uses r0-r5 (helper calls) and reads the record in r7.
 //!
-//! What does not fit the shape and stays with its owner: the fixed kernel reads of the header
-//! (`current->real_parent->tgid` and the other identity fields of [`super::codegen`]) and the
-//! path walk's own pointer chasing past the `struct path` (its steps branch on what they read, not
-//! only on faults), which read known offsets of known structures rather than a D expression.
+//! What does not fit the shape and stays with its owner:
+//! - the fixed kernel reads of the header (`current->real_parent->tgid` and the other identity
+//!   fields of [`super::codegen`]) and the path walk's own pointer chasing past the `struct path`
+//!   (its steps branch on what they read, not only on faults): known offsets of known structures,
+//!   not a D expression, and each read lands in its own record field rather than in r3;
+//! - argument sources that read a value at the probe (`ArgSource::UserMem`, a USDT argument such as
+//!   `8@16(%rbp)`; `ArgSource::RawArgLoad`): a sized, sign-extended load that reads 0 on a fault,
+//!   a value rather than an address;
+//! - the loads of D clauses run whole at the probe (`dtrace_ebpf::translate`): DIF's own
+//!   instructions, faulting to the ERROR probe with the DIF offset, as the interpreter does.
 
 use super::codegen::CtxKind;
 use super::layout::{hdr, NARGS};
