@@ -522,7 +522,7 @@ impl Framework {
         match kind {
             ActionKind::Speculate => match self.specs.speculate(val, cpu as usize) {
                 SpecLookup::Use(s) => {
-                    if !self.specs.fits(s, cpu as usize, e.layout.size as usize) {
+                    if !self.specs.fits(e.layout.size as usize) {
                         return Ok(false);
                     }
                     *st.dest = Dest::Spec(s)

@@ -144,17 +144,16 @@ impl Speculations {
         SpecLookup::Use(i)
     }
 
-    /// Whether a record of `len` bytes can ever fit a speculation buffer (`specsize`); when it cannot,
-    /// a drop is counted on speculation `i`'s buffer for `cpu`. DTrace for Linux checks this when a
-    /// clause calls `speculate()` and abandons the clause (its other actions and stores included);
-    /// a record that fits `specsize` but not the space left is dropped when recorded.
-    pub fn fits(&mut self, i: usize, cpu: usize, len: usize) -> bool {
+    /// Whether a record of `len` bytes can ever fit a speculation buffer (`specsize`); when it
+    /// cannot, a speculative drop is counted at once (as DTrace for Linux counts it at the probe).
+    /// DTrace for Linux checks this when a clause calls `speculate()` and abandons the clause
+    /// (its other actions and stores included); a record that fits `specsize` but not the space
+    /// left is dropped when recorded.
+    pub fn fits(&mut self, len: usize) -> bool {
         if len.div_ceil(8) * 8 <= self.specsize {
             return true;
         }
-        if let Some(b) = self.specs.get_mut(i).and_then(|s| s.bufs.get_mut(cpu)) {
-            b.drops += 1;
-        }
+        self.drops += 1;
         false
     }
 
@@ -232,7 +231,7 @@ impl Speculations {
         let SpecLookup::Use(i) = self.lookup(id) else {
             return false;
         };
-        self.fits(i, cpu, record.len()) && self.record(i, cpu, record)
+        self.fits(record.len()) && self.record(i, cpu, record)
     }
 
     /// `commit(id)` (`commit`) or `discard(id)` of a speculation kept where its probes fire:

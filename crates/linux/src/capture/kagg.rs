@@ -632,7 +632,7 @@ pub fn emit_aggs(
                             op,
                             ring,
                             tag,
-                            REC,
+                            (REC, c.record.as_ref().map_or(0, |r| r.size)),
                             VAL,
                             last_pc(action)?,
                             spec_exits,
@@ -1983,6 +1983,7 @@ mod tests {
             states: 13,
             fails: 14,
             nspec: 4,
+            specsize: 64,
         };
         let speculating = clause(
             vec![
