@@ -45,6 +45,9 @@ pub struct IllegalSpecId(pub u64);
 #[derive(Debug, Clone)]
 struct Speculation {
     state: SpecState,
+    /// The CPU it was speculated on, while [`SpecState::ActiveOne`] (a clause that records
+    /// nothing speculates too: DTrace reserves its record's header in the buffer).
+    one_cpu: usize,
     bufs: Vec<SpecBuffer>,
 }
 
@@ -68,6 +71,7 @@ impl Speculations {
             specs: vec![
                 Speculation {
                     state: SpecState::Inactive,
+                    one_cpu: 0,
                     bufs: vec![SpecBuffer::default(); ncpus],
                 };
                 nspec
@@ -127,19 +131,21 @@ impl Speculations {
             _ => return SpecLookup::Nothing,
         };
         let s = &mut self.specs[i];
-        let here_nonempty = s.bufs.get(cpu).is_some_and(|b| !b.is_empty());
         match s.state {
             SpecState::Inactive
             | SpecState::CommittingMany
             | SpecState::Discarding
             | SpecState::Committing => return SpecLookup::Nothing,
             SpecState::ActiveOne => {
-                if !here_nonempty {
+                if s.one_cpu != cpu {
                     s.state = SpecState::ActiveMany;
                 }
             }
             SpecState::ActiveMany => {}
-            SpecState::Active => s.state = SpecState::ActiveOne,
+            SpecState::Active => {
+                s.state = SpecState::ActiveOne;
+                s.one_cpu = cpu;
+            }
         }
         SpecLookup::Use(i)
     }
@@ -174,13 +180,13 @@ impl Speculations {
             SpecLookup::Illegal => return Err(IllegalSpecId(id)),
         };
         let s = &mut self.specs[i];
-        let here_nonempty = s.bufs.get(cpu).is_some_and(|b| !b.is_empty());
+        let here_only = s.one_cpu == cpu;
         let current = s.state;
         let new = match current {
             SpecState::CommittingMany => SpecState::CommittingMany,
             SpecState::Inactive | SpecState::Discarding | SpecState::Committing => return Ok(None),
             SpecState::Active => SpecState::Committing,
-            SpecState::ActiveOne if here_nonempty => SpecState::Committing,
+            SpecState::ActiveOne if here_only => SpecState::Committing,
             SpecState::ActiveOne | SpecState::ActiveMany => SpecState::CommittingMany,
         };
         s.state = new;
@@ -204,14 +210,14 @@ impl Speculations {
             SpecLookup::Illegal => return Err(IllegalSpecId(id)),
         };
         let s = &mut self.specs[i];
-        let here_nonempty = s.bufs.get(cpu).is_some_and(|b| !b.is_empty());
+        let here_only = s.one_cpu == cpu;
         let new = match s.state {
             SpecState::Inactive
             | SpecState::CommittingMany
             | SpecState::Committing
             | SpecState::Discarding => return Ok(()),
             SpecState::Active | SpecState::ActiveMany => SpecState::Discarding,
-            SpecState::ActiveOne if here_nonempty => SpecState::Inactive,
+            SpecState::ActiveOne if here_only => SpecState::Inactive,
             SpecState::ActiveOne => SpecState::Discarding,
         };
         s.state = new;

@@ -696,6 +696,7 @@ pub fn emit_aggs(
         a.bind(exits.faulted);
         if c.record.is_some()
             && (t.reads_memory()
+                || t.settles
                 || t.fragments()
                     .skip(usize::from(t.predicate.is_some()))
                     .any(|f| f.can_fault))
