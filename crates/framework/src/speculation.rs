@@ -343,6 +343,33 @@ mod tests {
     }
 
     #[test]
+    fn a_speculation_speculated_on_one_cpu_with_nothing_recorded_stays_there() {
+        // As the kernel's state machine: the CPU that speculated is remembered, not inferred
+        // from a non-empty buffer (a clause that records nothing speculates too).
+        let mut s = Speculations::new(1, 2, 64);
+        let id = s.speculation();
+        assert_eq!(s.speculate(id, 1), SpecLookup::Use(0));
+        assert_eq!(s.speculate(id, 1), SpecLookup::Use(0));
+        assert_eq!(s.state(id), Some(SpecState::ActiveOne));
+        assert_eq!(s.commit(id, 1).unwrap(), None);
+        assert_eq!(s.state(id), Some(SpecState::Inactive));
+        let id = s.speculation();
+        s.speculate(id, 1);
+        s.speculate(id, 0);
+        assert_eq!(s.state(id), Some(SpecState::ActiveMany));
+        s.discard(id, 1).unwrap();
+        assert_eq!(s.state(id), Some(SpecState::Discarding));
+    }
+
+    #[test]
+    fn a_record_larger_than_specsize_is_a_drop_at_once() {
+        let mut s = Speculations::new(1, 1, 16);
+        assert!(!s.fits(17));
+        assert_eq!(s.drops, 1);
+        assert!(s.fits(16));
+    }
+
+    #[test]
     fn commit_on_other_cpu_waits_for_cleaner_and_counts_busy() {
         let mut s = Speculations::new(1, 2, 64);
         let id = s.speculation();

@@ -248,12 +248,11 @@ impl KernelTracer {
             self.lost_settles.push((lost, now));
         }
         let pumped = self.pumped_from;
-        let (due, wait): (Vec<_>, Vec<_>) =
-            std::mem::take(&mut self.lost_settles)
-                .into_iter()
-                .partition(|(_, seen)| {
-                    all || pumped.is_some_and(|p| p >= seen.saturating_add(RING_ORDER_SLACK_NS))
-                });
+        let (due, wait): (Vec<_>, Vec<_>) = std::mem::take(&mut self.lost_settles)
+            .into_iter()
+            .partition(|(_, seen)| {
+                all || pumped.is_some_and(|p| p >= seen.saturating_add(RING_ORDER_SLACK_NS))
+            });
         self.lost_settles = wait;
         for (lost, _) in due {
             self.inner.framework().settle_lost_speculation_elsewhere(

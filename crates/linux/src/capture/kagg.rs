@@ -2014,6 +2014,28 @@ mod tests {
             let commit = std::ptr::eq(c, &committing);
             assert_eq!((tags, settles, faults), (!commit, commit, commit));
         }
+        // A record larger than specsize never speculates: a speculative drop is counted and the
+        // clause ends, its record never tagged.
+        let counts_drop = |insns: &[crate::bpf::Insn]| {
+            insns.contains(&one(|a| {
+                a.load(
+                    Size::DW,
+                    R1,
+                    R0,
+                    super::super::speculation::SPEC_DROPS_AT as i16,
+                );
+            }))
+        };
+        let small = KernelSpecs {
+            specsize: 16,
+            ..specs
+        };
+        let (insns, report) = program_with(speculating.clone(), None, None, None, Some(small));
+        assert_eq!(report, vec![Ok(())]);
+        assert_reachable(&insns);
+        assert!(counts_drop(&insns));
+        let (insns, _) = program_with(speculating.clone(), None, None, None, Some(specs));
+        assert!(!counts_drop(&insns));
     }
 
     #[test]

@@ -362,3 +362,22 @@ fn emit_lost(a: &mut Asm, specs: &KernelSpecs, commit: bool, done: Label) {
     a.mov_imm(R1, 1).atomic_add64(R0, 0, R1);
     a.bind(counted);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lost_settle_says_what_it_was_and_where() {
+        for (commit, cpu) in [(true, 0), (false, 3), (true, 4095)] {
+            let state = lost(commit, cpu);
+            assert_eq!(state & 0xff, SETTLING, "settling to the probes");
+            assert_eq!(decode_lost(state), Some((commit, cpu)));
+        }
+        for state in [INACTIVE, ACTIVE, SETTLING, one_cpu(2), MANY] {
+            assert_eq!(decode_lost(state), None);
+        }
+        assert_eq!(lost_count(4), 4);
+        assert_eq!(lost_count(99), MAX_KERNEL_NSPEC);
+    }
+}

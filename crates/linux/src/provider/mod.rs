@@ -1046,16 +1046,14 @@ impl Shared {
                     _ if vars.iter().any(|v| v.not_kept().is_some()) => Ok(false),
                     (_, _, Err(why)) => Err(why.clone()),
                     (Some(why), _, _) => Err(why.clone()),
-                    (None, Some(plan), Ok(probes)) => {
-                        kvars::runs_whole(
-                            e,
-                            plan,
-                            probes,
-                            &vars,
-                            self.strsize,
-                            (self.nspec, self.specsize),
-                        )
-                    }
+                    (None, Some(plan), Ok(probes)) => kvars::runs_whole(
+                        e,
+                        plan,
+                        probes,
+                        &vars,
+                        self.strsize,
+                        (self.nspec, self.specsize),
+                    ),
                     (None, None, _) => Err("not planned".into()),
                 };
                 let faults = matches!(whole, Ok(true));
