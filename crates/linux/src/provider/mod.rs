@@ -400,7 +400,11 @@ impl Shared {
         }
         let matching: Vec<&ClauseNeeds> =
             matching_idx.iter().map(|&i| &self.clauses[i].1).collect();
-        let mut spec = needs::spec_for(&matching, &string_args(&probe), self.strsize)?;
+        let mut spec = needs::spec_for(
+            &matching,
+            (&string_args(&probe), kernel_args(&probe)),
+            self.strsize,
+        )?;
         let used = matching.iter().fold(0u16, |m, n| m | n.used_args);
         if !self.kernel_predicates {
             spec.filter = None;
@@ -431,7 +435,11 @@ impl Shared {
             None
         } else {
             let r: Vec<&ClauseNeeds> = r_idx.iter().map(|&i| &self.clauses[i].1).collect();
-            Some(needs::spec_for(&r, &string_args(&probe), self.strsize)?)
+            Some(needs::spec_for(
+                &r,
+                (&string_args(&probe), kernel_args(&probe)),
+                self.strsize,
+            )?)
         };
         if (spec.filter.is_some() || others.is_some()) && self.bypass.is_none() {
             let map = crate::bpf::Map::create(crate::bpf::MapKind::Array, "dt_nofilter", 4, 8, 1)
@@ -1240,6 +1248,12 @@ fn has_uaddr_conversion(format: &[u8]) -> bool {
 
 /// Arguments of `probe` that point at user strings (`char *`), for clauses whose `copyinstr`
 /// address is computed.
+/// Whether probe `probe`'s arguments are kernel values (`fbt`'s: the traced function's own), so
+/// a string at an argument's value is kernel memory.
+fn kernel_args(probe: &Probe) -> bool {
+    probe.desc.provider == "fbt"
+}
+
 fn string_args(probe: &Probe) -> Vec<usize> {
     probe
         .args
