@@ -234,10 +234,6 @@ impl KernelTracer {
         Ok(())
     }
 
-    /// Processes that fired USDT probes placed on their files before dtrace knew them (started
-    /// after tracing began, see `dtrace_linux::provider::file_usdt`): their providers are
-    /// registered and the enabled descriptions matched again, creating their probes; then the
-    /// events that waited for them fire.
     /// Settles the speculations whose `commit()` or `discard()` the kernel's ring had no room
     /// for (see `capture::speculation`): each once a pump that began a slack after it was seen
     /// brought the records speculated before it, or all of them (`all`) once the ring was
@@ -275,6 +271,10 @@ impl KernelTracer {
         Ok(())
     }
 
+    /// Processes that fired USDT probes placed on their files before dtrace knew them (started
+    /// after tracing began, see `dtrace_linux::provider::file_usdt`): their providers are
+    /// registered and the enabled descriptions matched again, creating their probes; then the
+    /// events that waited for them fire.
     fn adopt_new_processes(&mut self) -> Result<()> {
         let pids = self
             .linux
