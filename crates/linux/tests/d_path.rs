@@ -85,7 +85,7 @@ fn needs_ask_for_path_walks() {
     let p = compile("syscall::close:entry { trace(cwd); } syscall::close:entry { trace(cwd); }");
     let n = program_needs(&p);
     let all: Vec<_> = n.clauses.iter().map(|(_, c)| c).collect();
-    assert_eq!(spec_for(&all, &[], 256).unwrap().paths, vec![pwd]);
+    assert_eq!(spec_for(&all, (&[], false), 256).unwrap().paths, vec![pwd]);
     // fi_name of fds[arg0] reads the name through the same index.
     let p = compile("syscall::close:entry { trace(fds[arg0].fi_name); }");
     let n = program_needs(&p);
@@ -104,7 +104,7 @@ fn needs_ask_for_path_walks() {
     let n = program_needs(&p);
     let why = n.clauses[0].1.unsupported.clone().expect("refused");
     assert!(why.starts_with("not yet supported: d_path()"), "{why}");
-    assert!(spec_for(&[&n.clauses[0].1], &[], 256).is_err());
+    assert!(spec_for(&[&n.clauses[0].1], (&[], false), 256).is_err());
     // A NULL path: no walk, d_path() faults at run time as DTrace's does.
     let p = compile("syscall::close:entry { trace(d_path((struct path *)0)); }");
     let n = program_needs(&p);

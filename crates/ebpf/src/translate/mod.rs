@@ -144,6 +144,12 @@ pub trait ProbeContext {
     fn emit_execname(&self, a: &mut Asm, at: i16) -> Result<(), String>;
     /// The probe's names.
     fn names(&self) -> &ProbeNames;
+    /// Whether the probe's arguments are kernel values (`fbt`'s: the traced function's own), so a
+    /// string at an argument's value (`stringof(arg0)`) is kernel memory, which the interpreter
+    /// reads from the probe's copy (see `stringof`).
+    fn args_are_kernel(&self) -> bool {
+        self.names().provider == "fbt"
+    }
     /// Emits code that leaves in r0 the address of `len` bytes at offset `offset` of a per-CPU
     /// string scratch (0 when the scratch could not be had), for a string a fragment builds
     /// (`copyinstr()`). Uses r0-r5. `Err` says why strings cannot be built at this probe (by

@@ -632,7 +632,7 @@ pub fn emit_aggs(
                             op,
                             ring,
                             tag,
-                            REC,
+                            (REC, c.record.as_ref().map_or(0, |r| r.size)),
                             VAL,
                             last_pc(action)?,
                             spec_exits,
@@ -696,6 +696,7 @@ pub fn emit_aggs(
         a.bind(exits.faulted);
         if c.record.is_some()
             && (t.reads_memory()
+                || t.settles
                 || t.fragments()
                     .skip(usize::from(t.predicate.is_some()))
                     .any(|f| f.can_fault))
@@ -2001,6 +2002,7 @@ mod tests {
             states: 13,
             fails: 14,
             nspec: 4,
+            specsize: 64,
         };
         let speculating = clause(
             vec![
@@ -2030,6 +2032,28 @@ mod tests {
             let commit = std::ptr::eq(c, &committing);
             assert_eq!((tags, settles, faults), (!commit, commit, commit));
         }
+        // A record larger than specsize never speculates: a speculative drop is counted and the
+        // clause ends, its record never tagged.
+        let counts_drop = |insns: &[crate::bpf::Insn]| {
+            insns.contains(&one(|a| {
+                a.load(
+                    Size::DW,
+                    R1,
+                    R0,
+                    super::super::speculation::SPEC_DROPS_AT as i16,
+                );
+            }))
+        };
+        let small = KernelSpecs {
+            specsize: 16,
+            ..specs
+        };
+        let (insns, report) = program_with(speculating.clone(), None, None, None, Some(small));
+        assert_eq!(report, vec![Ok(())]);
+        assert_reachable(&insns);
+        assert!(counts_drop(&insns));
+        let (insns, _) = program_with(speculating.clone(), None, None, None, Some(specs));
+        assert!(!counts_drop(&insns));
     }
 
     #[test]

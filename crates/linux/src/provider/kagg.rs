@@ -365,13 +365,6 @@ pub fn plan_clause(
             action_name(acts[i].kind)
         ));
     }
-    let has = |k: &[ActionKind]| recording.iter().any(|&i| k.contains(&acts[i].kind));
-    if has(&[ActionKind::Speculate]) && has(&[ActionKind::Commit, ActionKind::Discard]) {
-        return Err(
-            "speculate() with commit() or discard() in one clause is not yet built at the probe"
-                .into(),
-        );
-    }
     let record = if recording.is_empty() {
         None
     } else {

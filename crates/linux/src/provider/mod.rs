@@ -107,6 +107,8 @@ pub(crate) struct Shared {
     kvar_maps: Option<kvars::KernelVarMaps>,
     /// `nspec`, for the speculations kept in the kernel.
     nspec: u32,
+    /// `specsize`, for the speculations kept in the kernel.
+    specsize: u64,
     /// The kernel's maps of the speculations, made with the first probe that uses them.
     pub(crate) kspec_maps: Option<speculation::KernelSpecMaps>,
     /// The values `BEGIN` left in the global scalars kept in the kernel (see
@@ -399,7 +401,11 @@ impl Shared {
         }
         let matching: Vec<&ClauseNeeds> =
             matching_idx.iter().map(|&i| &self.clauses[i].1).collect();
-        let mut spec = needs::spec_for(&matching, &string_args(&probe), self.strsize)?;
+        let mut spec = needs::spec_for(
+            &matching,
+            (&string_args(&probe), kernel_args(&probe)),
+            self.strsize,
+        )?;
         let used = matching.iter().fold(0u16, |m, n| m | n.used_args);
         if !self.kernel_predicates {
             spec.filter = None;
@@ -430,7 +436,11 @@ impl Shared {
             None
         } else {
             let r: Vec<&ClauseNeeds> = r_idx.iter().map(|&i| &self.clauses[i].1).collect();
-            Some(needs::spec_for(&r, &string_args(&probe), self.strsize)?)
+            Some(needs::spec_for(
+                &r,
+                (&string_args(&probe), kernel_args(&probe)),
+                self.strsize,
+            )?)
         };
         if (spec.filter.is_some() || others.is_some()) && self.bypass.is_none() {
             let map = crate::bpf::Map::create(crate::bpf::MapKind::Array, "dt_nofilter", 4, 8, 1)
@@ -843,7 +853,8 @@ impl Shared {
             true => {
                 if self.kspec_maps.is_none() {
                     self.kspec_maps = Some(
-                        speculation::KernelSpecMaps::new(self.nspec).map_err(|e| e.to_string())?,
+                        speculation::KernelSpecMaps::new(self.nspec, self.specsize)
+                            .map_err(|e| e.to_string())?,
                     );
                 }
                 self.kspec_maps
@@ -1059,9 +1070,14 @@ impl Shared {
                     _ if vars.iter().any(|v| v.not_kept().is_some()) => Ok(false),
                     (_, _, Err(why)) => Err(why.clone()),
                     (Some(why), _, _) => Err(why.clone()),
-                    (None, Some(plan), Ok(probes)) => {
-                        kvars::runs_whole(e, plan, probes, &vars, self.strsize, self.nspec)
-                    }
+                    (None, Some(plan), Ok(probes)) => kvars::runs_whole(
+                        e,
+                        plan,
+                        probes,
+                        &vars,
+                        self.strsize,
+                        (self.nspec, self.specsize),
+                    ),
                     (None, None, _) => Err("not planned".into()),
                 };
                 let faults = matches!(whole, Ok(true));
@@ -1248,6 +1264,12 @@ fn has_uaddr_conversion(format: &[u8]) -> bool {
 
 /// Arguments of `probe` that point at user strings (`char *`), for clauses whose `copyinstr`
 /// address is computed.
+/// Whether probe `probe`'s arguments are kernel values (`fbt`'s: the traced function's own), so
+/// a string at an argument's value is kernel memory.
+fn kernel_args(probe: &Probe) -> bool {
+    probe.desc.provider == "fbt"
+}
+
 fn string_args(probe: &Probe) -> Vec<usize> {
     probe
         .args
@@ -1302,6 +1324,7 @@ impl LinuxTracing {
                 placement: kvars::Placement::default(),
                 kvar_maps: None,
                 nspec: 1,
+                specsize: dtrace_framework::options::Options::default().specsize,
                 kspec_maps: None,
                 begin_globals: None,
                 begin_arrays: Vec::new(),
@@ -1719,12 +1742,39 @@ impl LinuxTracing {
         }
     }
 
-    /// The `speculation()` calls that failed in the kernel since the previous call: (while one
-    /// was busy, with every one in use).
-    pub fn kernel_speculation_fails(&self) -> Result<(u64, u64)> {
+    /// Sets `specsize`, the bytes a speculation keeps per CPU: a clause whose record is larger
+    /// never speculates at the probe (before its probes are enabled).
+    pub fn set_specsize(&self, bytes: u64) {
+        self.lock().specsize = bytes;
+    }
+
+    /// What the speculations counted in the kernel since the previous call: the
+    /// `speculation()` calls that failed, and the speculative drops (see
+    /// [`speculation::SpecCounts`]).
+    pub fn kernel_speculation_counts(&self) -> Result<speculation::SpecCounts> {
         match self.lock().kspec_maps.as_mut() {
-            Some(m) => m.take_fails(),
-            None => Ok((0, 0)),
+            Some(m) => m.take_counts(),
+            None => Ok(speculation::SpecCounts::default()),
+        }
+    }
+
+    /// The speculations whose `commit()` or `discard()` the ring had no room for, not reported
+    /// before (see [`speculation::KernelSpecMaps::lost`]): dtrace settles each once the records
+    /// speculated before it were consumed, then frees it with
+    /// [`LinuxTracing::release_lost_speculation`].
+    pub fn kernel_lost_speculations(&self) -> Result<Vec<speculation::LostSettle>> {
+        match self.lock().kspec_maps.as_mut() {
+            Some(m) => m.lost(),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// Frees a speculation [`LinuxTracing::kernel_lost_speculations`] reported, once dtrace
+    /// settled it.
+    pub fn release_lost_speculation(&self, id: u32) -> Result<()> {
+        match self.lock().kspec_maps.as_mut() {
+            Some(m) => m.release_lost(id),
+            None => Ok(()),
         }
     }
 
