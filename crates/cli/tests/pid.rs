@@ -173,6 +173,54 @@ fn globs_select_functions_and_libraries() {
     assert!(!out.contains("main"), "{out}");
 }
 
+/// Calls `twice` N times through its alias `_twice` (the first argument); `twice` is `static`
+/// when built with `-DLOCAL`.
+const ALIASED: &str = r#"
+#include <stdlib.h>
+#ifdef LOCAL
+static
+#endif
+int __attribute__((noinline, used)) twice(int i) { return 2 * i; }
+extern int _twice(int) __attribute__((weak, alias("twice")));
+int main(int argc, char **argv) {
+    int n = argc > 1 ? atoi(argv[1]) : 10, s = 0;
+    for (int i = 0; i < n; i++)
+        s += _twice(i);
+    return s == -1;
+}
+"#;
+
+#[test]
+fn a_function_with_aliases_is_probed_once_under_the_name_of_its_address() {
+    // As DTrace's pid provider: a global name before a weak alias with more leading
+    // underscores, a weak alias before a static name; a description naming either alias
+    // enables the one probe, and a glob matching both takes the address once.
+    let test = "a_function_with_aliases_is_probed_once_under_the_name_of_its_address";
+    if !ready(test) {
+        return;
+    }
+    let dir = common::test_dir(test);
+    for (flags, want) in [(&["-O1"][..], "twice"), (&["-O1", "-DLOCAL"][..], "_twice")] {
+        let exe = common::compile_c(&dir, want, ALIASED, flags);
+        let cmd = format!("{} {N}", exe.display());
+        for desc in [
+            "pid$target:a.out:twice:entry",
+            "pid$target:a.out:_twice:entry",
+            "pid$target:a.out:*twice:entry",
+        ] {
+            let script =
+                format!("{desc} {{ @[probefunc] = count(); }} END {{ printa(\"%s %@d\\n\", @); }}");
+            let (rc, out, err) = dtrace(&["-qn", &script, "-c", &cmd]);
+            assert_eq!(rc, 0, "{flags:?} {desc}: {err}");
+            assert_eq!(
+                counts(&out),
+                vec![(want.to_string(), N)],
+                "{flags:?} {desc}"
+            );
+        }
+    }
+}
+
 #[test]
 fn a_grabbed_process_is_traced_with_p() {
     let test = "a_grabbed_process_is_traced_with_p";

@@ -178,15 +178,20 @@ impl ProcessImage {
                 continue;
             }
             modules += 1;
-            let funcs: Box<dyn Iterator<Item = &Function>> = if named {
-                Box::new(obj.table.get(&pattern.function).into_iter())
+            // As DTrace's dt_pid.c: a function named exactly is looked up by that name and its
+            // probes named for the name that names its address (`_go`, a weak alias of `go`,
+            // is `go`); a glob takes each address once, named for the first alias it matches.
+            let funcs: Vec<&Function> = if named {
+                let t = &obj.table;
+                t.get(&pattern.function)
+                    .map(|f| t.canonical(f))
+                    .into_iter()
+                    .collect()
             } else {
-                Box::new(obj.table.iter())
+                obj.table
+                    .matching(|name| glob::matches(&pattern.function, name))
             };
             for f in funcs {
-                if !glob::matches(&pattern.function, &f.name) {
-                    continue;
-                }
                 functions += 1;
                 let desc = |name: &str| ProbeDesc::new(provider, &obj.module, &f.name, name);
                 let mut named_site = false;
@@ -307,6 +312,24 @@ impl ProcessImage {
         }
         let (obj, f, _) = self.address_site(pattern).ok()?;
         Some((obj.module.clone(), f.name.clone()))
+    }
+
+    /// The function a description naming one exactly by an alias is matched against: the name
+    /// of its address (`go` for its weak alias `_go`), as its probes are named (see
+    /// [`ProcessImage::probes`]). `None`: a glob, `-`, a name that is its address's own, or
+    /// objects the description selects that disagree.
+    pub fn canonical_function(&self, pattern: &ProbeDesc) -> Option<String> {
+        let f = &pattern.function;
+        if f.is_empty() || f == "-" || glob::has_meta(f) {
+            return None;
+        }
+        let mut names = self
+            .objects
+            .iter()
+            .filter(|o| Self::module_matches(&pattern.module, o))
+            .filter_map(|o| o.table.get(f).map(|g| o.table.canonical(g).name.as_str()));
+        let first = names.next()?;
+        (first != f && names.all(|n| n == first)).then(|| first.to_string())
     }
 
     /// The USDT providers of the process's objects (`python`), each once.

@@ -137,6 +137,9 @@ pub(crate) struct Shared {
     /// A planned clause at a kernel probe calls `exit()` (its description): tracing then stops
     /// at that very firing, which only dtrace knows of, so aggregations stay there.
     exit_at_kernel_probe: Option<String>,
+    /// Why the clause of [`Shared::exit_at_kernel_probe`] cannot run whole at its probe, when
+    /// known (a `copyout()` the kernel refuses, a string read there may hand over...).
+    exit_at_kernel_probe_why: Option<String>,
     /// Clauses may build their records at the probe (off: [`KERNEL_RECORDS_ENV`] is `0`).
     kernel_records: bool,
     /// Destructive actions are allowed (`-w`): without, a clause that writes user memory is
@@ -388,7 +391,7 @@ impl Shared {
         if !kernel_aggs && !self.placement.kernel.is_empty() {
             let why = match (&self.kernel_aggregations, &self.exit_at_kernel_probe) {
                 (Err(why), _) => why.clone(),
-                (Ok(()), Some(c)) => format!("clause {c} calls exit() at a kernel probe"),
+                (Ok(()), Some(c)) => self.exit_reason(c),
                 (Ok(()), None) => "kernel predicates are off".to_string(),
             };
             if self.kvars_enabled {
@@ -918,11 +921,22 @@ impl Shared {
             }
             _ if !kernel_aggs => match (&self.kernel_aggregations, &self.exit_at_kernel_probe) {
                 (Err(why), _) => why.clone(),
-                (Ok(()), Some(c)) => format!("clause {c} calls exit() at a kernel probe"),
+                (Ok(()), Some(c)) => self.exit_reason(c),
                 (Ok(()), None) => "clauses do not run at this probe".into(),
             },
             _ => "the clause was planned after its probe was enabled".into(),
         })
+    }
+
+    /// Why clauses do not run in the kernel when clause `c` calls `exit()` at a kernel probe
+    /// where it cannot run whole, with that clause's own reason when known.
+    fn exit_reason(&self, c: &str) -> String {
+        match &self.exit_at_kernel_probe_why {
+            Some(why) => format!(
+                "clause {c} calls exit() at a kernel probe, where it cannot run whole: {why}"
+            ),
+            None => format!("clause {c} calls exit() at a kernel probe"),
+        }
     }
 
     /// Makes the maps of the kernel clauses (their control switch, exit flag...), if not yet made.
@@ -1119,12 +1133,14 @@ impl Shared {
                     && exits_at_kernel_probe(e)
                     && !kvars::runs_in_kernel(&facts, i, &self.placement)
                 {
-                    exiting = Some(desc_of(e));
+                    let why = facts.get(i).and_then(|f| f.whole.clone().err());
+                    exiting = Some((desc_of(e), why));
                 }
             }
         }
-        if let (Some(c), None, true) = (exiting, &off, self.exit_at_kernel_probe.is_none()) {
+        if let (Some((c, why)), None, true) = (exiting, &off, self.exit_at_kernel_probe.is_none()) {
             self.exit_at_kernel_probe = Some(c);
+            self.exit_at_kernel_probe_why = why;
             return self.place_variables();
         }
         self.report_variables();
@@ -1338,6 +1354,7 @@ impl LinuxTracing {
                 aggsize: 4 << 20,
                 kernel_aggregated: HashSet::new(),
                 exit_at_kernel_probe: None,
+                exit_at_kernel_probe_why: None,
                 kernel_records: std::env::var_os(KERNEL_RECORDS_ENV).is_none_or(|v| v != "0"),
                 destructive: false,
                 kernel_ustacks: std::env::var_os(kagg::KERNEL_USTACKS_ENV)
@@ -1514,11 +1531,16 @@ impl LinuxTracing {
         if sh.exit_at_kernel_probe.is_none() {
             // A clause that builds its exit() record at the probe stops the kernel's clauses
             // itself; whether it can is checked once every program is planned.
-            sh.exit_at_kernel_probe = program
-                .ecbs
-                .iter()
-                .find(|e| exits_at_kernel_probe(e) && sh.plan_clause(e, program).is_err())
-                .map(desc_of);
+            let refused = program.ecbs.iter().find_map(|e| {
+                if !exits_at_kernel_probe(e) {
+                    return None;
+                }
+                Some((desc_of(e), sh.plan_clause(e, program).err()?))
+            });
+            if let Some((c, why)) = refused {
+                sh.exit_at_kernel_probe = Some(c);
+                sh.exit_at_kernel_probe_why = Some(why);
+            }
         }
         for ((d, c), e) in n.clauses.iter().zip(&program.ecbs) {
             let desc = format!("{}:{}:{}:{}", d.provider, d.module, d.function, d.name);

@@ -482,6 +482,10 @@ impl LinuxTracing {
                 if let Some((m, f)) = image.address_names(&pattern) {
                     (d.module, d.function) = (m, f);
                 }
+                // A function named by an alias: its probes are named for its address's name.
+                if let Some(f) = image.canonical_function(&pattern) {
+                    d.function = f;
+                }
                 if newly {
                     fw.register_provider(Box::new(UserProvider {
                         name: d.provider.clone(),
