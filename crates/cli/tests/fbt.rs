@@ -196,6 +196,53 @@ fn the_entry_return_idiom_runs_whole_in_the_kernel_on_each_mechanism() {
     }
 }
 
+/// Creates a memfd named `kspec` (the kernel names its file `memfd:kspec`).
+const MEMFD_PROG: &str = r#"
+#define _GNU_SOURCE
+#include <sys/mman.h>
+int main(void) {
+    return memfd_create("kspec", 0) < 0;
+}
+"#;
+
+#[test]
+fn stringof_an_argument_reads_the_kernel_string_at_the_probe_on_each_mechanism() {
+    // fbt's arguments are the traced function's values: stringof(arg0) is the kernel string
+    // shmem_file_setup() is given, read at the probe (compared there, and recorded) as in
+    // dtrace's interpreter, which reads the copy the probe made.
+    let d = "fbt::shmem_file_setup:entry /pid == $target/ { printf(\"%s|\\n\", stringof(arg0)); } \
+             fbt::shmem_file_setup:entry /pid == $target && stringof(arg0) == \"memfd:kspec\"/ \
+             { printf(\"%d\\n\", strlen((string)arg0)); }";
+    let exe = common::compile_c(
+        &common::test_dir("fbt-memfd"),
+        "memfd",
+        MEMFD_PROG,
+        &["-O1"],
+    );
+    let exe = exe.display().to_string();
+    for m in mechanisms("fbt_stringof_argument") {
+        let mut outs = Vec::new();
+        for kernel in [true, false] {
+            let mut env = vec![("DTRACE_FBT", m)];
+            if !kernel {
+                env.extend(common::kernel_paths_off());
+            }
+            let (rc, out, err) = dtrace_with_env(&env, &["-qv", "-n", d, "-c", &exe]);
+            assert_eq!(rc, 0, "{m}: {err}");
+            for n in [1, 2] {
+                let whole = err.lines().any(|l| {
+                    l.starts_with(&format!("dtrace: clause {n} "))
+                        && l.contains("runs whole in the kernel at 1 probe")
+                });
+                assert_eq!(whole, kernel, "{m}: clause {n}: {err}");
+            }
+            assert!(out.ends_with("memfd:kspec|\n11\n\n"), "{m}: {out}");
+            outs.push(out);
+        }
+        assert_eq!(outs[0], outs[1], "{m}");
+    }
+}
+
 /// How many functions have trampolines now (`enabled_functions` lines).
 fn enabled_functions() -> usize {
     ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]

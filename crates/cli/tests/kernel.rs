@@ -385,6 +385,60 @@ fn raise_at_the_probe_reaches_the_thread_before_it_returns_to_user_space() {
     assert!(!out.contains("never signalled"), "{out}");
 }
 
+/// A clause calling `raise()` that dtrace runs is reported with what keeps it there, and its
+/// signal is still sent: its variables stay in dtrace (BEGIN, which fires in dtrace, writes its
+/// thread-local), or another clause at the probe runs in dtrace (records keep the clauses'
+/// order). `-v` never falls back to a reason that does not apply.
+#[test]
+fn raise_run_in_dtrace_is_reported_with_the_real_reason() {
+    let t = "raise_run_in_dtrace_is_reported_with_the_real_reason";
+    if !kernel_ok(t) || !common::have_gcc(t) {
+        return;
+    }
+    let exe = common::compile_c(&common::test_dir("raised_why"), "raised", RAISED, &[]);
+    let exe = exe.display().to_string();
+    let d = "BEGIN { self->done = 0; } \
+        syscall::ioctl:entry /pid == $target && !self->done/ { raise(SIGUSR1); self->done = 1; }";
+    let (rc, out, err) = dtrace(&["-wqv", "-n", d, "-c", &exe]);
+    assert_eq!(rc, 0, "{err}");
+    let lines = common::clause_lines(&err, 1);
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("records are built in dtrace (at syscall:")
+                && l.contains(
+                    "ioctl:entry: its variables stay in dtrace: clause :::BEGIN runs in dtrace"
+                )),
+        "{err}"
+    );
+    assert!(
+        lines.iter().any(|l| l.contains(
+            "raise() and stop() are sent in the kernel at 0 probes, in dtrace at 1 probe"
+        )),
+        "{err}"
+    );
+    assert!(!err.contains("planned after"), "{err}");
+    assert!(out.contains("signalled"), "{out}");
+    assert!(!out.contains("never signalled"), "{out}");
+    // Clause 1 could run at the probe, but clause 2 after it runs in dtrace.
+    let d = "BEGIN { self->n = 0; } \
+        syscall::ioctl:entry /pid == $target/ { raise(SIGUSR1); } \
+        syscall::ioctl:entry /pid == $target/ { self->n++; }";
+    let (rc, out, err) = dtrace(&["-wqv", "-n", d, "-c", &exe]);
+    assert_eq!(rc, 0, "{err}");
+    let lines = common::clause_lines(&err, 1);
+    assert!(
+        lines.iter().any(|l| l.contains(
+            "raise() and stop() are sent in the kernel at 0 probes, in dtrace at 1 probe (at \
+             syscall:"
+        ) && l.contains("another clause at the probe runs in dtrace")),
+        "{err}"
+    );
+    assert!(!err.contains("planned after"), "{err}");
+    assert!(out.contains("signalled"), "{out}");
+    assert!(!out.contains("never signalled"), "{out}");
+}
+
 #[test]
 fn raise_and_stop_reach_the_thread_that_fired() {
     if !kernel_ok("raise_and_stop") {

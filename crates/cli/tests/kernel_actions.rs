@@ -212,13 +212,7 @@ fn kernel_speculations_fail_drop_and_fault_as_the_interpreters() {
         assert!(kerr.contains("speculations live in the kernel"), "{kerr}");
         let (rc, iout, ierr) = common::dtrace_with_env(&common::kernel_paths_off(), &args);
         assert_eq!(rc, 0, "{ierr}");
-        let said = |e: &str| -> Vec<String> {
-            e.lines()
-                .filter(|l| l.starts_with("dtrace: ") && !l.starts_with("dtrace: clause"))
-                .filter(|l| !l.contains("matched") && !l.contains("has exited"))
-                .map(String::from)
-                .collect()
-        };
+        let said = dtrace_messages;
         assert_eq!(kout, iout, "{script}");
         assert_eq!(said(&kerr), said(&ierr), "{script}");
         (kout, said(&kerr))
@@ -274,4 +268,270 @@ fn kernel_speculations_fail_drop_and_fault_as_the_interpreters() {
         err.contains("variables stay in dtrace (nspec is above the kernel's 16 speculations)"),
         "{err}"
     );
+}
+
+/// The `dtrace:` messages of `err` (the clauses' reports, matches and exits aside), the
+/// speculative drops reported in several status intervals added up into one line (the kernel
+/// counts them at the probe, the interpreter as dtrace consumes the firings).
+fn dtrace_messages(err: &str) -> Vec<String> {
+    let mut spec_drops = 0u64;
+    let mut out: Vec<String> = err
+        .lines()
+        .filter(|l| l.starts_with("dtrace: ") && !l.starts_with("dtrace: clause"))
+        .filter(|l| !l.contains("matched") && !l.contains("has exited"))
+        .filter(|l| {
+            let n = l
+                .strip_prefix("dtrace: ")
+                .and_then(|r| r.strip_suffix(" speculative drops"))
+                .or_else(|| {
+                    l.strip_prefix("dtrace: ")?
+                        .strip_suffix(" speculative drop")
+                })
+                .and_then(|n| n.parse::<u64>().ok());
+            spec_drops += n.unwrap_or(0);
+            n.is_none()
+        })
+        .map(String::from)
+        .collect();
+    if spec_drops > 0 {
+        let s = if spec_drops == 1 { "" } else { "s" };
+        out.push(format!("dtrace: {spec_drops} speculative drop{s}"));
+    }
+    out
+}
+
+/// Pinned to CPU 0 (so a speculation stays on one CPU): writes `argv[1]` times to /dev/null, of
+/// sizes (i * 37) % 300, sleeping `argv[2]` ms after each.
+const PINNED_WRITER: &str = r#"
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(0, &set);
+    if (sched_setaffinity(0, sizeof set, &set) != 0)
+        return 1;
+    int n = atoi(argv[1]), ms = argc > 2 ? atoi(argv[2]) : 0;
+    int out = open("/dev/null", O_WRONLY);
+    static char buf[512];
+    for (int i = 0; i < n; i++) {
+        if (write(out, buf, (i * 37) % 300) < 0)
+            return 1;
+        if (ms > 0)
+            usleep(ms * 1000);
+    }
+    return 0;
+}
+"#;
+
+/// Runs `script` with `-qv` and `extra` over `cmd` with every kernel path on, then off: both
+/// succeed with the same output and the same `dtrace:` messages (the clauses' reports, matches
+/// and exits aside), and `-v` says `said` of every clause. Returns the output and the messages.
+fn speculating_both_ways(
+    script: &str,
+    extra: &[&str],
+    cmd: &str,
+    said: &str,
+) -> (String, Vec<String>) {
+    let (out, messages) = both_ways(script, extra, cmd, said);
+    assert_eq!(messages[0], messages[1], "{script}");
+    (out, messages.into_iter().next().unwrap_or_default())
+}
+
+/// [`speculating_both_ways`], returning both ways' messages (kernel paths on, then off).
+fn both_ways(script: &str, extra: &[&str], cmd: &str, said: &str) -> (String, Vec<Vec<String>>) {
+    let mut args = vec!["-qv"];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["-n", script, "-c", cmd]);
+    let (rc, kout, kerr) = common::dtrace_with_env(&[], &args);
+    assert_eq!(rc, 0, "{kerr}");
+    // Every clause, each named by its number.
+    let clauses = kerr
+        .lines()
+        .filter_map(|l| l.strip_prefix("dtrace: clause "))
+        .filter_map(|l| l.split(' ').next())
+        .collect::<std::collections::BTreeSet<_>>();
+    assert!(!clauses.is_empty(), "{kerr}");
+    for n in clauses {
+        assert!(
+            common::clause_lines(&kerr, n.parse().unwrap_or(0))
+                .iter()
+                .any(|l| l.contains(said)),
+            "clause {n}: {kerr}"
+        );
+    }
+    let (rc, iout, ierr) = common::dtrace_with_env(&common::kernel_paths_off(), &args);
+    assert_eq!(rc, 0, "{ierr}");
+    let messages = dtrace_messages;
+    assert_eq!(kout, iout, "{script}");
+    (kout, vec![messages(&kerr), messages(&ierr)])
+}
+
+#[test]
+fn a_clause_whose_record_exceeds_specsize_stores_nothing_at_the_probe() {
+    let t = "a_clause_whose_record_exceeds_specsize_stores_nothing_at_the_probe";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let w = common::sized_writer("kact-spec-size");
+    let cmd = format!("{} 6", w.display());
+    // speculate() of a record larger than specsize ends the clause there, as in DTrace: its
+    // later store (self->n++) never runs, and each firing is one speculative drop.
+    let (out, said) = speculating_both_ways(
+        "syscall::write:entry /pid == $target/ { self->s = speculation(); } \
+         syscall::write:entry /self->s/ { speculate(self->s); printf(\"%d %s\\n\", arg2, \
+         \"longer than the buffer\"); self->n++; } \
+         syscall::write:return /self->s/ { commit(self->s); self->s = 0; } \
+         syscall::write:return /pid == $target/ { printf(\"n=%d\\n\", self->n); }",
+        &["-x", "nspec=16", "-x", "specsize=40"],
+        &cmd,
+        "runs whole in the kernel",
+    );
+    assert_eq!(out.matches("n=0\n").count(), 6, "{out}");
+    assert!(!out.contains("longer"), "{out}");
+    assert_eq!(said, ["dtrace: 6 speculative drops"]);
+}
+
+#[test]
+fn speculate_and_commit_in_one_clause_run_at_the_probe() {
+    let t = "speculate_and_commit_in_one_clause_run_at_the_probe";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let dir = common::test_dir("kact-spec-commit");
+    let w = common::compile_c(&dir, "pinned", PINNED_WRITER, &["-O2"]);
+    let cmd = format!("{} 6", w.display());
+    // Each write speculates to a new speculation and, in the same clause, commits the previous
+    // write's (DTrace allows speculate() before commit(), not after): committed on the CPU that
+    // speculated, it is free at once, so two speculations take turns (a clause recording
+    // nothing speculates too). A clause that speculates to the speculation it discards sends
+    // its record there first: nothing of it is printed.
+    let (out, said) = speculating_both_ways(
+        "self int prev; \
+         syscall::write:entry /pid == $target/ { self->cur = speculation(); \
+         printf(\"id %d\\n\", self->cur); } \
+         syscall::write:entry /pid == $target/ { speculate(self->cur); commit(self->prev); } \
+         syscall::write:entry /pid == $target/ { speculate(self->cur); printf(\"%d\\n\", arg2); } \
+         syscall::write:entry /pid == $target/ { self->prev = self->cur; } \
+         syscall::write:entry /pid == $target && arg2 == 148/ { speculate(self->prev); \
+         discard(self->prev); self->prev = 0; }",
+        &["-x", "nspec=2"],
+        &cmd,
+        "runs whole in the kernel",
+    );
+    // The 148-byte write's speculation is discarded, freed at once for the last write's, whose
+    // data is never committed.
+    let printed = out
+        .lines()
+        .filter(|l| !l.is_empty() && !l.starts_with('\t') && !l.starts_with("Stability"))
+        .collect::<Vec<_>>();
+    assert_eq!(
+        printed,
+        ["id 1", "id 2", "0", "id 1", "37", "id 2", "74", "id 1", "111", "id 1"],
+        "{out}"
+    );
+    assert!(said.is_empty(), "{said:?}");
+}
+
+/// Pinned to CPU 0: writes 37 bytes to /dev/null, then half a second later reads 7 bytes from
+/// /dev/zero (static: no loader reads first).
+const WRITE_THEN_READ: &str = r#"
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <sched.h>
+#include <unistd.h>
+int main(void) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(0, &set);
+    if (sched_setaffinity(0, sizeof set, &set) != 0)
+        return 1;
+    static char buf[64];
+    if (write(open("/dev/null", O_WRONLY), buf, 37) != 37)
+        return 1;
+    usleep(500000);
+    if (read(open("/dev/zero", O_RDONLY), buf, 7) != 7)
+        return 1;
+    usleep(100000);
+    return 0;
+}
+"#;
+
+#[test]
+fn a_commit_the_full_ring_cannot_take_loses_that_cpus_data_and_frees_the_speculation() {
+    let t = "a_commit_the_full_ring_cannot_take_loses_that_cpus_data_and_frees_the_speculation";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let dir = common::test_dir("kact-spec-full");
+    let cmd = common::compile_c(&dir, "wr", WRITE_THEN_READ, &["-O2", "-static"]);
+    let cmd = cmd.display().to_string();
+    // The ring holds bufsize (4k) per CPU; the interpreter's principal buffer 4k. At the write
+    // the clauses before commit() fill both with records that print nothing: the interpreter's
+    // with 15 strings of 256 bytes (4080 of its 4096 bytes, each 304 in the ring), the ring then
+    // with larger records, then those strings again, then settles of 32 bytes (a discard() of
+    // a new speculation) until not even a settle fits. The commit() then finds no room: as
+    // DTrace with a full principal buffer, the speculation's data is lost, counted as a drop on
+    // the CPU, and the speculation is free again, the read's speculation() taking it. (Every
+    // predicate is `pid == $target` alone, which the probe filters on with the kernel paths
+    // off too: the small ring then takes no other process's writes.)
+    let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
+    let max_cpu = online
+        .trim()
+        .split([',', '-'])
+        .filter_map(|n| n.parse::<usize>().ok())
+        .max()
+        .unwrap_or(0);
+    let ring = ((max_cpu + 1) * 4096).next_power_of_two();
+    let at =
+        |probe: &str, body: &str| format!("syscall::{probe}:entry /pid == $target/ {{ {body} }} ");
+    let mut script = String::new();
+    for probe in ["write", "read"] {
+        script += &at(probe, "self->s = speculation();");
+        script += &at(
+            probe,
+            &format!("speculate(self->s); printf(\"speculated {probe} %d\\n\", (long)self->s);"),
+        );
+        if probe == "write" {
+            let string = at(probe, "printf(\"%s\", \"\");");
+            let large = at(
+                probe,
+                &format!("printf(\"{}\"{});", "%s".repeat(15), ", \"\"".repeat(15)),
+            );
+            script += &string.repeat(15);
+            script += &large.repeat(ring / 3888 + 1);
+            script += &string.repeat(13);
+            script += &at(probe, "discard(speculation());").repeat(9);
+        }
+        script += &at(probe, "commit(self->s); self->s = 0;");
+    }
+    let (out, said) = both_ways(
+        &script,
+        &[
+            "-b",
+            "4k",
+            "-x",
+            "strsize=256",
+            "-x",
+            "nspec=10",
+            "-x",
+            "switchrate=20hz",
+        ],
+        &cmd,
+        "runs whole in the kernel",
+    );
+    // After -v's stability report, which goes to stdout.
+    assert!(out.ends_with("Common\n\nspeculated read 1\n\n"), "{out}");
+    // The buffers' sizes differ (the ring is shared by the CPUs): both ways drop, not as many.
+    for said in said {
+        assert!(
+            said.iter()
+                .all(|l| l.ends_with(" drops on CPU 0") || l.ends_with(" 1 drop on CPU 0"))
+                && !said.is_empty(),
+            "{said:?}"
+        );
+    }
 }

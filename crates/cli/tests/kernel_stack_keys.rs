@@ -150,3 +150,100 @@ fn ustack_keys_in_the_kernel_are_the_frame_pointer_walk() {
         assert!(found, "{chain:?}: {out}");
     }
 }
+
+/// The distinct stacks an output of stack records prints.
+fn stacks(out: &str) -> std::collections::BTreeSet<String> {
+    out.split("\n\n")
+        .map(str::trim)
+        .filter(|s| s.contains('`'))
+        .map(String::from)
+        .collect()
+}
+
+/// `jstack()` is `ustack()` where no Java helper annotates the frames (DTrace for Linux has
+/// none): its frames default to `jstackframes` (50), `jstack(n)` and `jstack(n, strsize)` print
+/// what `ustack(n)` and `ustack(n, strsize)` print, and its aggregation keys follow ustack()'s:
+/// unwound in dtrace by default, the kernel's frame-pointer walk with DTRACE_KERNEL_USTACKS=1,
+/// printing the same either way.
+#[test]
+fn jstack_prints_as_ustack_where_no_java_helper_exists() {
+    let t = "jstack_prints_as_ustack_where_no_java_helper_exists";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let exe = chain("kstack-jstack");
+    let cmd = exe.display().to_string();
+    let body = "pid$target::level3:4";
+    let run = |env: &[(&str, &str)], extra: &[&str], action: &str| {
+        let script = format!("{body} {{ {action}; }}");
+        let mut args = vec!["-q"];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["-n", &script, "-c", &cmd]);
+        let (rc, out, err) = dtrace_with_env(env, &args);
+        assert_eq!(rc, 0, "{script}: {err}");
+        out
+    };
+    for (extra, jstack, ustack) in [
+        (&[][..], "jstack()", "ustack(50)"),
+        (&[], "jstack(3)", "ustack(3)"),
+        (&[], "jstack(3, 100)", "ustack(3, 100)"),
+        (&["-x", "jstackframes=2"], "jstack()", "ustack(2)"),
+    ] {
+        let j = stacks(&run(&[], extra, jstack));
+        assert!(
+            j.iter().any(|s| s.contains("chain`level3+0x4")),
+            "{jstack}: {j:?}"
+        );
+        assert_eq!(j, stacks(&run(&[], extra, ustack)), "{jstack} {extra:?}");
+    }
+    // The frames default to jstackframes: 3 here, where ustack() shows main's callers too.
+    let three = stacks(&run(&[], &["-x", "jstackframes=3"], "jstack()"));
+    assert!(!three.is_empty());
+    for s in &three {
+        assert_eq!(s.lines().count(), 3, "{s}");
+    }
+    // Aggregation keys: in dtrace by default, saying why.
+    let script = format!("{body} {{ @[jstack(3)] = count(); }}");
+    let (rc, _, err) = dtrace_with_env(&[], &["-qv", "-n", &script, "-c", &cmd]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(
+        clause_lines(&err, 1).iter().any(|l| l.contains(
+            "aggregations run in dtrace (jstack() keys are unwound in dtrace with .eh_frame"
+        )),
+        "{err}"
+    );
+    // In the kernel when asked, as ustack()'s: the same output both ways, and as ustack()'s.
+    let env = [("DTRACE_KERNEL_USTACKS", "1")];
+    let out = same_both_ways(&env, &script, &cmd, &[1]);
+    let ustack = same_both_ways(
+        &env,
+        &format!("{body} {{ @[ustack(3)] = count(); }}"),
+        &cmd,
+        &[1],
+    );
+    assert_eq!(out, ustack);
+    assert!(out.contains("chain`level2+"), "{out}");
+    // jstack() keys: the kernel walks as many frames as ustack() would, cut to jstackframes
+    // (the walk stops where frame pointers do, in libc here, as ustack()'s does).
+    let kernel_keys = |extra: &[&str], action: &str| {
+        let script = format!("{body} {{ @[{action}] = count(); }}");
+        let mut args = vec!["-qv"];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["-n", &script, "-c", &cmd]);
+        let (rc, out, err) = dtrace_with_env(&env, &args);
+        assert_eq!(rc, 0, "{script}: {err}");
+        assert!(
+            clause_lines(&err, 1)
+                .iter()
+                .any(|l| l.ends_with("aggregations run in the kernel at 1 probe")),
+            "{script}: {err}"
+        );
+        out
+    };
+    let out = kernel_keys(&[], "jstack()");
+    assert!(out.contains("chain`main+"), "{out}");
+    assert_eq!(out, kernel_keys(&[], "ustack(50)"));
+    let two = kernel_keys(&["-x", "jstackframes=2"], "jstack()");
+    assert_eq!(two, kernel_keys(&[], "ustack(2)"));
+    assert_ne!(out, two);
+}

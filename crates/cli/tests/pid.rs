@@ -173,6 +173,54 @@ fn globs_select_functions_and_libraries() {
     assert!(!out.contains("main"), "{out}");
 }
 
+/// Calls `twice` N times through its alias `_twice` (the first argument); `twice` is `static`
+/// when built with `-DLOCAL`.
+const ALIASED: &str = r#"
+#include <stdlib.h>
+#ifdef LOCAL
+static
+#endif
+int __attribute__((noinline, used)) twice(int i) { return 2 * i; }
+extern int _twice(int) __attribute__((weak, alias("twice")));
+int main(int argc, char **argv) {
+    int n = argc > 1 ? atoi(argv[1]) : 10, s = 0;
+    for (int i = 0; i < n; i++)
+        s += _twice(i);
+    return s == -1;
+}
+"#;
+
+#[test]
+fn a_function_with_aliases_is_probed_once_under_the_name_of_its_address() {
+    // As DTrace's pid provider: a global name before a weak alias with more leading
+    // underscores, a weak alias before a static name; a description naming either alias
+    // enables the one probe, and a glob matching both takes the address once.
+    let test = "a_function_with_aliases_is_probed_once_under_the_name_of_its_address";
+    if !ready(test) {
+        return;
+    }
+    let dir = common::test_dir(test);
+    for (flags, want) in [(&["-O1"][..], "twice"), (&["-O1", "-DLOCAL"][..], "_twice")] {
+        let exe = common::compile_c(&dir, want, ALIASED, flags);
+        let cmd = format!("{} {N}", exe.display());
+        for desc in [
+            "pid$target:a.out:twice:entry",
+            "pid$target:a.out:_twice:entry",
+            "pid$target:a.out:*twice:entry",
+        ] {
+            let script =
+                format!("{desc} {{ @[probefunc] = count(); }} END {{ printa(\"%s %@d\\n\", @); }}");
+            let (rc, out, err) = dtrace(&["-qn", &script, "-c", &cmd]);
+            assert_eq!(rc, 0, "{flags:?} {desc}: {err}");
+            assert_eq!(
+                counts(&out),
+                vec![(want.to_string(), N)],
+                "{flags:?} {desc}"
+            );
+        }
+    }
+}
+
 #[test]
 fn a_grabbed_process_is_traced_with_p() {
     let test = "a_grabbed_process_is_traced_with_p";
@@ -687,4 +735,71 @@ fn a_command_dies_with_a_killed_dtrace() {
     wait_until("the command's end", || {
         matches!(state_of(pid), None | Some('Z'))
     });
+}
+
+/// Calls `ten(10 * i + 0, ..., 10 * i + 9)` for i in 1..=N (N the first argument, 3 by default):
+/// ten integer arguments, the last four passed on the stack (x86-64 SysV).
+const TEN_ARGS: &str = r#"
+#include <stdio.h>
+#include <stdlib.h>
+long __attribute__((noipa)) ten(long a0, long a1, long a2, long a3, long a4, long a5, long a6,
+                                long a7, long a8, long a9) {
+    return a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7 + a8 + a9;
+}
+int main(int argc, char **argv) {
+    int n = argc > 1 ? atoi(argv[1]) : 3;
+    long s = 0;
+    for (long i = 1; i <= n; i++) {
+        long b = 10 * i;
+        s += ten(b, b + 1, b + 2, b + 3, b + 4, b + 5, b + 6, b + 7, b + 8, b + 9);
+    }
+    printf("%ld\n", s);
+    return 0;
+}
+"#;
+
+/// `arg6..arg9` at a pid `entry` probe are the arguments the caller passed on the stack (above
+/// the return address, as DTrace reads them), in the kernel and in dtrace alike: printed, in a
+/// predicate and as aggregation keys.
+#[test]
+fn arguments_past_the_registers_are_read_from_the_stack() {
+    let test = "arguments_past_the_registers_are_read_from_the_stack";
+    if !ready(test) {
+        return;
+    }
+    let dir = common::test_dir(test);
+    for (name, flags) in [
+        ("O0", &["-O0"][..]),
+        ("O2-nofp", &["-O2", "-fomit-frame-pointer"]),
+    ] {
+        let exe = common::compile_c(&dir, name, TEN_ARGS, flags);
+        let cmd = format!("{} 3", exe.display());
+        let out = common::same_with_kernel_paths_off(
+            "pid$target:a.out:ten:entry {
+                 printf(\"%d %d %d %d %d %d %d %d %d %d\\n\", arg0, arg1, arg2, arg3, arg4,
+                        arg5, arg6, arg7, arg8, arg9); }
+             pid$target:a.out:ten:entry /arg9 == 29/ { printf(\"nine %d\\n\", arg8); }
+             pid$target:a.out:ten:entry { @[arg8, arg9] = sum(arg6); }",
+            &[],
+            &cmd,
+            &[
+                (2, "runs whole in the kernel"),
+                (3, "aggregations run in the kernel"),
+            ],
+        );
+        for i in 1..=3 {
+            let line = (0..10)
+                .map(|k| (10 * i + k).to_string())
+                .collect::<Vec<_>>()
+                .join(" ");
+            assert!(out.contains(&format!("{line}\n")), "{name}: {out}");
+            let agg = format!("{} {} {}", 10 * i + 8, 10 * i + 9, 10 * i + 6);
+            let found = out
+                .lines()
+                .any(|l| l.split_whitespace().collect::<Vec<_>>().join(" ") == agg);
+            assert!(found, "{name}: no {agg} in {out}");
+        }
+        assert_eq!(out.matches("nine ").count(), 1, "{name}: {out}");
+        assert!(out.contains("nine 28\n"), "{name}: {out}");
+    }
 }

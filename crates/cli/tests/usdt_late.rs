@@ -679,17 +679,21 @@ int main(int argc, char **argv) {
 }
 "#;
 
-/// Fires `myready:ready` every millisecond until the file `argv[1]` exists, waits until the file
-/// `argv[2]` exists, then fires `myready:stop` every 10 ms (a minute at most each).
+/// Fires `myready:ready` every 20 ms until the file `argv[1]` exists, waits until the file
+/// `argv[2]` exists, then fires `myready:stop` every 10 ms (a minute at most each). (`ready` fires
+/// no faster: the records of its firings while dtrace makes the file share the small ring the
+/// test then fills, and dtrace reads the ring once a second; at a firing a millisecond, the 6.1
+/// guest's slow `system()` left the ring all but full of them, with no room for a getppid()
+/// record once the records grew by 16 bytes.)
 const READY: &str = r#"
 #include <sys/sdt.h>
 #include <unistd.h>
 int main(int argc, char **argv) {
     if (argc < 3)
         return 2;
-    for (int t = 0; access(argv[1], F_OK) != 0 && t < 60000; t++) {
+    for (int t = 0; access(argv[1], F_OK) != 0 && t < 3000; t++) {
         DTRACE_PROBE(myready, ready);
-        usleep(1000);
+        usleep(20000);
     }
     for (int t = 0; access(argv[2], F_OK) != 0 && t < 60000; t++)
         usleep(1000);
@@ -727,7 +731,7 @@ fn what_the_kernel_counted_for_a_process_whose_first_firing_the_ring_lost_is_kep
     // and print them. The ready process's `stop` ends tracing once dtrace runs again.
     let d = format!(
         "BEGIN {{ system(\"touch {}\"); }}
-         myready*:late-ready::ready {{ system(\"touch {}\"); }}
+         myready*:late-ready::ready /!seen/ {{ seen = 1; system(\"touch {}\"); }}
          syscall::getppid:entry /execname == \"late-fill\"/ {{ printf(\"f\\n\"); }}
          myapp*:late-fill::hit {{ @n = count(); @s = sum(arg0); }}
          myready*:late-ready::stop {{ exit(0); }}

@@ -448,6 +448,22 @@ impl Framework {
 
     /// Performs action `ai` of ECB `i` with its evaluated value. `Ok(false)` drops the rest of the ECB
     /// silently (a `speculate()` on a speculation that is not active).
+    /// `commit(id)` or `discard(id)` (`kind`) on `cpu`: a commit copies the CPU's buffer of it
+    /// to the principal buffer (a full one counts a drop); an id beyond `nspec` is an illegal
+    /// operation.
+    fn settle(&mut self, kind: ActionKind, id: u64, cpu: u32) -> Result<(), ActFault> {
+        let illegal = ActFault::Outside(FaultKind::IllOp, 0);
+        if kind == ActionKind::Discard {
+            return self.specs.discard(id, cpu as usize).map_err(|_| illegal);
+        }
+        if let Some(buf) = self.specs.commit(id, cpu as usize).map_err(|_| illegal)? {
+            if let Some(c) = self.cpus.get_mut(cpu as usize) {
+                c.principal.append_many(&buf.data, &buf.lens);
+            }
+        }
+        Ok(())
+    }
+
     fn do_action(
         &mut self,
         e: &Ecb,
@@ -522,26 +538,25 @@ impl Framework {
         match kind {
             ActionKind::Speculate => match self.specs.speculate(val, cpu as usize) {
                 SpecLookup::Use(s) => {
-                    if !self.specs.fits(s, cpu as usize, e.layout.size as usize) {
+                    if !self.specs.fits(e.layout.size as usize) {
                         return Ok(false);
                     }
                     *st.dest = Dest::Spec(s)
                 }
                 SpecLookup::Nothing | SpecLookup::Illegal => return Ok(false),
             },
-            ActionKind::Commit => match self.specs.commit(val, cpu as usize) {
-                Ok(Some(buf)) => {
-                    if let Some(c) = self.cpus.get_mut(cpu as usize) {
-                        c.principal.append_many(&buf.data, &buf.lens);
+            ActionKind::Commit | ActionKind::Discard => {
+                // A clause that speculated to the speculation it settles has its record in that
+                // buffer already, as DTrace reserves it at speculate() (and nothing is recorded
+                // after commit()): the record goes with the speculation, which a commit on the
+                // CPU that speculated frees at once.
+                if let Dest::Spec(s) = *st.dest {
+                    if val.checked_sub(1) == Some(s as u64) && !st.record.is_empty() {
+                        self.specs.record(s, cpu as usize, st.record);
+                        *st.dest = Dest::Nowhere;
                     }
                 }
-                Ok(None) => {}
-                Err(_) => return Err(ActFault::Outside(FaultKind::IllOp, 0)),
-            },
-            ActionKind::Discard => {
-                if self.specs.discard(val, cpu as usize).is_err() {
-                    return Err(ActFault::Outside(FaultKind::IllOp, 0));
-                }
+                self.settle(kind, val, cpu)?;
             }
             ActionKind::Exit => {
                 if let Some(r) = range {

@@ -994,6 +994,28 @@ impl Framework {
         }
     }
 
+    /// `commit(id)` (`commit`) or `discard(id)` run on `cpu` where the probe fired, whose
+    /// record could not reach dtrace (the provider's buffer was full): as a `commit()` whose
+    /// principal buffer is full, `cpu`'s speculative records are lost (one drop counted on that
+    /// CPU when it had some) and the other CPUs' are committed; a discard discards them all.
+    pub fn settle_lost_speculation_elsewhere(&mut self, id: u64, commit: bool, cpu: u32) {
+        for (c, buf) in self.specs.settle_elsewhere(id, commit) {
+            if let Some(p) = self.cpus.get_mut(c) {
+                if c == cpu as usize {
+                    p.principal.count_drop();
+                } else {
+                    p.principal.append_many(&buf.data, &buf.lens);
+                }
+            }
+        }
+    }
+
+    /// Counts speculative drops made where their probe fired (a clause whose record can never
+    /// fit `specsize`).
+    pub fn count_speculative_drops(&mut self, drops: u64) {
+        self.specs.drops += drops;
+    }
+
     /// Counts `speculation()` calls that failed where their probe fired: `busy` while a
     /// speculation was being committed or discarded, `unavail` with every one in use.
     pub fn count_failed_speculations(&mut self, busy: u64, unavail: u64) {

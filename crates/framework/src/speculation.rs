@@ -45,6 +45,9 @@ pub struct IllegalSpecId(pub u64);
 #[derive(Debug, Clone)]
 struct Speculation {
     state: SpecState,
+    /// The CPU it was speculated on, while [`SpecState::ActiveOne`] (a clause that records
+    /// nothing speculates too: DTrace reserves its record's header in the buffer).
+    one_cpu: usize,
     bufs: Vec<SpecBuffer>,
 }
 
@@ -68,6 +71,7 @@ impl Speculations {
             specs: vec![
                 Speculation {
                     state: SpecState::Inactive,
+                    one_cpu: 0,
                     bufs: vec![SpecBuffer::default(); ncpus],
                 };
                 nspec
@@ -127,34 +131,35 @@ impl Speculations {
             _ => return SpecLookup::Nothing,
         };
         let s = &mut self.specs[i];
-        let here_nonempty = s.bufs.get(cpu).is_some_and(|b| !b.is_empty());
         match s.state {
             SpecState::Inactive
             | SpecState::CommittingMany
             | SpecState::Discarding
             | SpecState::Committing => return SpecLookup::Nothing,
             SpecState::ActiveOne => {
-                if !here_nonempty {
+                if s.one_cpu != cpu {
                     s.state = SpecState::ActiveMany;
                 }
             }
             SpecState::ActiveMany => {}
-            SpecState::Active => s.state = SpecState::ActiveOne,
+            SpecState::Active => {
+                s.state = SpecState::ActiveOne;
+                s.one_cpu = cpu;
+            }
         }
         SpecLookup::Use(i)
     }
 
-    /// Whether a record of `len` bytes can ever fit a speculation buffer (`specsize`); when it cannot,
-    /// a drop is counted on speculation `i`'s buffer for `cpu`. DTrace for Linux checks this when a
-    /// clause calls `speculate()` and abandons the clause (its other actions and stores included);
-    /// a record that fits `specsize` but not the space left is dropped when recorded.
-    pub fn fits(&mut self, i: usize, cpu: usize, len: usize) -> bool {
+    /// Whether a record of `len` bytes can ever fit a speculation buffer (`specsize`); when it
+    /// cannot, a speculative drop is counted at once (as DTrace for Linux counts it at the probe).
+    /// DTrace for Linux checks this when a clause calls `speculate()` and abandons the clause
+    /// (its other actions and stores included); a record that fits `specsize` but not the space
+    /// left is dropped when recorded.
+    pub fn fits(&mut self, len: usize) -> bool {
         if len.div_ceil(8) * 8 <= self.specsize {
             return true;
         }
-        if let Some(b) = self.specs.get_mut(i).and_then(|s| s.bufs.get_mut(cpu)) {
-            b.drops += 1;
-        }
+        self.drops += 1;
         false
     }
 
@@ -175,13 +180,13 @@ impl Speculations {
             SpecLookup::Illegal => return Err(IllegalSpecId(id)),
         };
         let s = &mut self.specs[i];
-        let here_nonempty = s.bufs.get(cpu).is_some_and(|b| !b.is_empty());
+        let here_only = s.one_cpu == cpu;
         let current = s.state;
         let new = match current {
             SpecState::CommittingMany => SpecState::CommittingMany,
             SpecState::Inactive | SpecState::Discarding | SpecState::Committing => return Ok(None),
             SpecState::Active => SpecState::Committing,
-            SpecState::ActiveOne if here_nonempty => SpecState::Committing,
+            SpecState::ActiveOne if here_only => SpecState::Committing,
             SpecState::ActiveOne | SpecState::ActiveMany => SpecState::CommittingMany,
         };
         s.state = new;
@@ -205,14 +210,14 @@ impl Speculations {
             SpecLookup::Illegal => return Err(IllegalSpecId(id)),
         };
         let s = &mut self.specs[i];
-        let here_nonempty = s.bufs.get(cpu).is_some_and(|b| !b.is_empty());
+        let here_only = s.one_cpu == cpu;
         let new = match s.state {
             SpecState::Inactive
             | SpecState::CommittingMany
             | SpecState::Committing
             | SpecState::Discarding => return Ok(()),
             SpecState::Active | SpecState::ActiveMany => SpecState::Discarding,
-            SpecState::ActiveOne if here_nonempty => SpecState::Inactive,
+            SpecState::ActiveOne if here_only => SpecState::Inactive,
             SpecState::ActiveOne => SpecState::Discarding,
         };
         s.state = new;
@@ -232,7 +237,7 @@ impl Speculations {
         let SpecLookup::Use(i) = self.lookup(id) else {
             return false;
         };
-        self.fits(i, cpu, record.len()) && self.record(i, cpu, record)
+        self.fits(record.len()) && self.record(i, cpu, record)
     }
 
     /// `commit(id)` (`commit`) or `discard(id)` of a speculation kept where its probes fire:
@@ -335,6 +340,33 @@ mod tests {
         let b = s.commit(id, 0).unwrap().unwrap();
         assert_eq!(b.data.len(), 16);
         assert_eq!(s.state(id), Some(SpecState::Inactive));
+    }
+
+    #[test]
+    fn a_speculation_speculated_on_one_cpu_with_nothing_recorded_stays_there() {
+        // As the kernel's state machine: the CPU that speculated is remembered, not inferred
+        // from a non-empty buffer (a clause that records nothing speculates too).
+        let mut s = Speculations::new(1, 2, 64);
+        let id = s.speculation();
+        assert_eq!(s.speculate(id, 1), SpecLookup::Use(0));
+        assert_eq!(s.speculate(id, 1), SpecLookup::Use(0));
+        assert_eq!(s.state(id), Some(SpecState::ActiveOne));
+        assert_eq!(s.commit(id, 1).unwrap(), None);
+        assert_eq!(s.state(id), Some(SpecState::Inactive));
+        let id = s.speculation();
+        s.speculate(id, 1);
+        s.speculate(id, 0);
+        assert_eq!(s.state(id), Some(SpecState::ActiveMany));
+        s.discard(id, 1).unwrap();
+        assert_eq!(s.state(id), Some(SpecState::Discarding));
+    }
+
+    #[test]
+    fn a_record_larger_than_specsize_is_a_drop_at_once() {
+        let mut s = Speculations::new(1, 1, 16);
+        assert!(!s.fits(17));
+        assert_eq!(s.drops, 1);
+        assert!(s.fits(16));
     }
 
     #[test]

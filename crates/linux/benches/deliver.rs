@@ -26,7 +26,7 @@ fn event() -> CapturedEvent {
         ppid: 1,
         comm,
         task: 0xffff_8880_0000_0000,
-        args: [3, 0x7ffd_0000_1000, 0, 0, 0, 0, 0, 0],
+        args: [3, 0x7ffd_0000_1000, 0, 0, 0, 0, 0, 0, 0, 0],
         copies: vec![CapturedMemory {
             addr: 0x7ffd_0000_1000,
             kind: MemKind::UserString,

@@ -10,6 +10,7 @@ use dtrace_compiler::ctf_types::CtfTypes;
 use dtrace_compiler::{compile_with_types, CompileOptions};
 use dtrace_ctf::{KernelTypes, SYS_KERNEL_BTF};
 use dtrace_linux::btf::Btf;
+use dtrace_linux::capture::layout::hdr;
 use dtrace_linux::capture::path::{MAX_PATH_STEPS, PATH_SLOT};
 use dtrace_linux::capture::spec::ArgIndex;
 use dtrace_linux::capture::{AddrBase, AddrExpr, CaptureSpec, PathError, RecordLayout};
@@ -84,7 +85,7 @@ fn needs_ask_for_path_walks() {
     let p = compile("syscall::close:entry { trace(cwd); } syscall::close:entry { trace(cwd); }");
     let n = program_needs(&p);
     let all: Vec<_> = n.clauses.iter().map(|(_, c)| c).collect();
-    assert_eq!(spec_for(&all, &[], 256).unwrap().paths, vec![pwd]);
+    assert_eq!(spec_for(&all, (&[], false), 256).unwrap().paths, vec![pwd]);
     // fi_name of fds[arg0] reads the name through the same index.
     let p = compile("syscall::close:entry { trace(fds[arg0].fi_name); }");
     let n = program_needs(&p);
@@ -103,7 +104,7 @@ fn needs_ask_for_path_walks() {
     let n = program_needs(&p);
     let why = n.clauses[0].1.unsupported.clone().expect("refused");
     assert!(why.starts_with("not yet supported: d_path()"), "{why}");
-    assert!(spec_for(&[&n.clauses[0].1], &[], 256).is_err());
+    assert!(spec_for(&[&n.clauses[0].1], (&[], false), 256).is_err());
     // A NULL path: no walk, d_path() faults at run time as DTrace's does.
     let p = compile("syscall::close:entry { trace(d_path((struct path *)0)); }");
     let n = program_needs(&p);
@@ -188,7 +189,7 @@ fn paths_are_walked_at_the_probe() {
     // The cost: three path slots on top of the header.
     let layout = RecordLayout::for_spec(&spec, "close").unwrap();
     assert_eq!(layout.paths.len(), 3);
-    assert_eq!(layout.size, 136 + 3 * PATH_SLOT);
+    assert_eq!(layout.size, hdr::SIZE + 3 * PATH_SLOT);
     let argv = vec![
         exe.display().to_string(),
         shm.display().to_string(),
@@ -270,21 +271,21 @@ fn path_slots_in_the_record_layout() {
     spec.kstack = Some(4);
     let l = RecordLayout::for_spec(&spec, "p").unwrap();
     // After the ancestors (8 + 4 * 32 bytes), before the stack.
-    assert_eq!(l.paths, vec![136 + 136, 136 + 136 + PATH_SLOT]);
-    assert_eq!(l.kstack, Some((136 + 136 + 2 * PATH_SLOT, 4)));
+    assert_eq!(l.paths, vec![hdr::SIZE + 136, hdr::SIZE + 136 + PATH_SLOT]);
+    assert_eq!(l.kstack, Some((hdr::SIZE + 136 + 2 * PATH_SLOT, 4)));
     // Bounds: at most MAX_PATHS walks, addresses the probe carries.
     spec.paths = vec![at(0); dtrace_linux::capture::path::MAX_PATHS + 1];
     assert!(RecordLayout::for_spec(&spec, "p").is_err());
     let mut far = at(0);
     far.index = Some(ArgIndex {
         hop: 1,
-        arg: 9,
+        arg: 10,
         scale: 8,
         sext32: true,
     });
     spec.paths = vec![far];
     assert!(RecordLayout::for_spec(&spec, "p").is_err());
-    spec.paths = vec![AddrExpr::arg(9)];
+    spec.paths = vec![AddrExpr::arg(10)];
     assert!(RecordLayout::for_spec(&spec, "p").is_err());
 }
 

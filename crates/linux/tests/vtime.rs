@@ -16,7 +16,7 @@ fn exact(src: &str) -> bool {
         .unwrap_or_else(|e| panic!("{e:?}"));
     let n = program_needs(&p);
     let clauses: Vec<_> = n.clauses.iter().map(|(_, c)| c).collect();
-    spec_for(&clauses, &[], 256).unwrap().exact_vtime
+    spec_for(&clauses, (&[], false), 256).unwrap().exact_vtime
 }
 
 #[test]

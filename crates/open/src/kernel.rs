@@ -39,6 +39,10 @@ pub struct KernelTracer {
     kernel_exit_seen: Option<u64>,
     /// Aggregation drops in the kernel's maps not yet reported, per CPU.
     kernel_agg_drops: Vec<(u32, u64)>,
+    /// Speculations whose `commit()` or `discard()` the kernel's ring had no room for, with
+    /// when (framework clock) they were seen: each is settled once a pump that began
+    /// [`RING_ORDER_SLACK_NS`] later brought the records speculated before it.
+    lost_settles: Vec<(dtrace_linux::provider::speculation::LostSettle, u64)>,
     /// Per enabled program: its first clause's framework statement id, its number of clauses,
     /// and where its clauses start among the Linux side's planned clauses.
     clause_bases: Vec<(u32, u32, usize)>,
@@ -146,6 +150,7 @@ impl KernelTracer {
             pumped_from: None,
             kernel_exit_seen: None,
             kernel_agg_drops: Vec::new(),
+            lost_settles: Vec::new(),
             clause_bases: Vec::new(),
             new_probes: None,
         })
@@ -229,10 +234,33 @@ impl KernelTracer {
         Ok(())
     }
 
-    /// Processes that fired USDT probes placed on their files before dtrace knew them (started
-    /// after tracing began, see `dtrace_linux::provider::file_usdt`): their providers are
-    /// registered and the enabled descriptions matched again, creating their probes; then the
-    /// events that waited for them fire.
+    /// Settles the speculations whose `commit()` or `discard()` the kernel's ring had no room
+    /// for (see `capture::speculation`): each once a pump that began a slack after it was seen
+    /// brought the records speculated before it, or all of them (`all`) once the ring was
+    /// emptied for good; then frees it in the kernel.
+    fn settle_lost_speculations(&mut self, all: bool) -> Result<()> {
+        let now = self.inner.framework().now();
+        for lost in self.linux.kernel_lost_speculations().map_err(be)? {
+            self.lost_settles.push((lost, now));
+        }
+        let pumped = self.pumped_from;
+        let (due, wait): (Vec<_>, Vec<_>) = std::mem::take(&mut self.lost_settles)
+            .into_iter()
+            .partition(|(_, seen)| {
+                all || pumped.is_some_and(|p| p >= seen.saturating_add(RING_ORDER_SLACK_NS))
+            });
+        self.lost_settles = wait;
+        for (lost, _) in due {
+            self.inner.framework().settle_lost_speculation_elsewhere(
+                u64::from(lost.id),
+                lost.commit,
+                lost.cpu,
+            );
+            self.linux.release_lost_speculation(lost.id).map_err(be)?;
+        }
+        Ok(())
+    }
+
     /// Keeps the kernel's drop counts at the first `exit()` seen (see `drops_at_exit`). A `fill`
     /// buffer that filled is no exit: what the ring loses after it are drops the framework would
     /// have counted itself.
@@ -243,6 +271,10 @@ impl KernelTracer {
         Ok(())
     }
 
+    /// Processes that fired USDT probes placed on their files before dtrace knew them (started
+    /// after tracing began, see `dtrace_linux::provider::file_usdt`): their providers are
+    /// registered and the enabled descriptions matched again, creating their probes; then the
+    /// events that waited for them fire.
     fn adopt_new_processes(&mut self) -> Result<()> {
         let pids = self
             .linux
@@ -272,21 +304,9 @@ fn fbt_refusal(desc: &ProbeDesc) -> Option<ConsumerError> {
     support.err().map(|e| ConsumerError::Backend(e.to_string()))
 }
 
-impl Tracer for KernelTracer {
-    fn plan(&mut self, programs: &[&Program]) {
-        self.linux.plan_all(programs);
-    }
-    fn placement_report(&self) -> Vec<String> {
-        let report = self.linux.kernel_report();
-        report
-            .iter()
-            .filter(|c| c.probes > 0)
-            .enumerate()
-            .flat_map(|(i, c)| c.describe(i + 1))
-            .chain(report.iter().filter_map(|c| c.describe_shared()))
-            .collect()
-    }
-    fn exec(&mut self, prog: &Program, options: &Options) -> Result<ExecInfo> {
+impl KernelTracer {
+    /// [`Tracer::exec`] of `prog`, the processes that provider globs match read once.
+    fn exec_program(&mut self, prog: &Program, options: &Options) -> Result<ExecInfo> {
         let original = prog;
         if let Some(e) = prog.ecbs.iter().find_map(|e| fbt_refusal(&e.probe)) {
             return Err(e);
@@ -351,6 +371,12 @@ impl Tracer for KernelTracer {
         let nspec = size_option(prog, options, "nspec");
         self.linux
             .set_nspec(if nspec > 0 { nspec as u64 } else { 1 });
+        let specsize = size_option(prog, options, "specsize");
+        self.linux.set_specsize(if specsize > 0 {
+            specsize as u64
+        } else {
+            dtrace_framework::options::Options::default().specsize
+        });
         self.linux.plan_replacing(original, prog);
         self.linux
             .set_aggsize(aggsize_of(prog, options).unwrap_or(4 << 20));
@@ -383,6 +409,28 @@ impl Tracer for KernelTracer {
         self.linux.watch_loads().map_err(be)?;
         Ok(info)
     }
+}
+
+impl Tracer for KernelTracer {
+    fn plan(&mut self, programs: &[&Program]) {
+        self.linux.plan_all(programs);
+    }
+    fn placement_report(&self) -> Vec<String> {
+        let report = self.linux.kernel_report();
+        report
+            .iter()
+            .filter(|c| c.probes > 0)
+            .enumerate()
+            .flat_map(|(i, c)| c.describe(i + 1))
+            .chain(report.iter().filter_map(|c| c.describe_shared()))
+            .collect()
+    }
+    fn exec(&mut self, prog: &Program, options: &Options) -> Result<ExecInfo> {
+        let r = self.exec_program(prog, options);
+        // The processes read to match provider globs are read again by the next enabling.
+        self.linux.end_enabling();
+        r
+    }
     fn go(&mut self) -> Result<()> {
         // Probes fire from the moment they are attached, DTrace's only once tracing goes: what the
         // ring caught meanwhile is emptied now (the framework, not active yet, fires none of it),
@@ -409,6 +457,8 @@ impl Tracer for KernelTracer {
         self.linux.finish(self.inner.framework());
         // Processes seen only in those last events get their probes too.
         self.adopt_new_processes()?;
+        // The ring is empty: every record speculated before a lost settle was consumed.
+        self.settle_lost_speculations(true)?;
         // END reads the globals the kernel's clauses left.
         self.linux
             .pull_globals(self.inner.framework().vars_mut())
@@ -451,12 +501,16 @@ impl Tracer for KernelTracer {
         Ok(recs)
     }
     fn status(&mut self) -> Result<StatusCounters> {
-        // speculation() calls that failed in the kernel, counted as the framework's.
-        let (busy, unavail) = self.linux.kernel_speculation_fails().map_err(be)?;
-        if busy + unavail > 0 {
+        // speculation() calls that failed in the kernel, and its speculative drops, counted as
+        // the framework's.
+        let spec = self.linux.kernel_speculation_counts().map_err(be)?;
+        if spec.busy + spec.unavail > 0 {
             self.inner
                 .framework()
-                .count_failed_speculations(busy, unavail);
+                .count_failed_speculations(spec.busy, spec.unavail);
+        }
+        if spec.drops > 0 {
+            self.inner.framework().count_speculative_drops(spec.drops);
         }
         let mut s = self.inner.status()?;
         // Stores of thread-locals the kernel's map had no room for.
@@ -479,6 +533,7 @@ impl Tracer for KernelTracer {
                 .map_err(|e| ConsumerError::Backend(e.to_string()))?;
             self.note_drops_at_exit()?;
             self.adopt_new_processes()?;
+            self.settle_lost_speculations(false)?;
             // An exit() run in the kernel whose record the ring had no room for. The flag is set
             // before the exiting firing's records are committed: the framework exits on the
             // exit's record, after the records before it, unless a pump that began a slack after
@@ -546,8 +601,9 @@ impl Tracer for KernelTracer {
         }
         let descs = self
             .linux
-            .prepare_user(self.inner.framework(), std::slice::from_ref(desc))
-            .map_err(|e| ConsumerError::Backend(e.to_string()))?;
+            .prepare_user(self.inner.framework(), std::slice::from_ref(desc));
+        self.linux.end_enabling();
+        let descs = descs.map_err(|e| ConsumerError::Backend(e.to_string()))?;
         let desc = descs.first().unwrap_or(desc);
         self.inner.list(desc)
     }

@@ -144,6 +144,12 @@ pub trait ProbeContext {
     fn emit_execname(&self, a: &mut Asm, at: i16) -> Result<(), String>;
     /// The probe's names.
     fn names(&self) -> &ProbeNames;
+    /// Whether the probe's arguments are kernel values (`fbt`'s: the traced function's own), so a
+    /// string at an argument's value (`stringof(arg0)`) is kernel memory, which the interpreter
+    /// reads from the probe's copy (see `stringof`).
+    fn args_are_kernel(&self) -> bool {
+        self.names().provider == "fbt"
+    }
     /// Emits code that leaves in r0 the address of `len` bytes at offset `offset` of a per-CPU
     /// string scratch (0 when the scratch could not be had), for a string a fragment builds
     /// (`copyinstr()`). Uses r0-r5. `Err` says why strings cannot be built at this probe (by
@@ -1619,12 +1625,7 @@ impl<'a> Translator<'a> {
     /// `args[i]` into `rd`.
     fn arg(&mut self, pc: usize, s: &mut State, i: u64, rd: u8) -> Result<(), Untranslatable> {
         match u8::try_from(i) {
-            Ok(n) if n < 8 => self.builtin(pc, s, Builtin::Arg(n), rd),
-            _ if i < CONTEXT_ARGS => {
-                self.a.mov_imm(R1, 0);
-                self.put(s, rd, R1, Kind::Int(Some(0)));
-                Ok(())
-            }
+            Ok(n) if u64::from(n) < CONTEXT_ARGS => self.builtin(pc, s, Builtin::Arg(n), rd),
             // The interpreter faults on an index past the context's arguments.
             _ => {
                 let f = self.fault_site(pc, FaultKind::IllOp, FaultAddr::Zero);

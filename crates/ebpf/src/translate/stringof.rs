@@ -8,9 +8,10 @@
 //! of the string scratch), and a read that fails faults `DTRACEFLT_BADADDR` at the address, as
 //! the interpreter faults when the copy failed (the probe's copy is whole or nothing, so a string
 //! running into unreadable memory faults at its address on both paths). A constant address is never copied, so it faults
-//! at its value. Anything else (a probe argument itself, whose string is user memory or the
-//! probe's own copy; an address kept in a variable) is left to the interpreter: the clause stays
-//! in dtrace.
+//! at its value. A probe argument itself is kernel memory only at a probe whose arguments are
+//! kernel values (`fbt`), where the capture planner copies the string at it too; anywhere else
+//! (its string is user memory or the probe's own copy), and for an address kept in a variable,
+//! the clause is left to the interpreter: it stays in dtrace.
 
 use super::{FaultAddr, Translator, Untranslatable, NREGS};
 use crate::insn::{helper, op, Size, R0, R1, R10, R2, R3};
@@ -51,9 +52,13 @@ enum Source {
     Nothing,
 }
 
-fn source(v: &Value) -> Option<Source> {
+fn source(v: &Value, kernel_args: bool) -> Option<Source> {
     match v {
         Value::Const(_) => Some(Source::Nothing),
+        // At a probe whose arguments are kernel values, the string at one is kernel memory.
+        v if kernel_args && v.plain_arg().is_some_and(|n| n < CAPTURED_ARGS) => {
+            Some(Source::Kernel)
+        }
         Value::Addr(e)
             if e.plain_arg().is_none()
                 && e.user_derefs.is_empty()
@@ -96,7 +101,7 @@ impl Translator<'_> {
             .and_then(|regs| regs.get(usize::from(r)))
             .cloned()
             .unwrap_or(Value::Unknown);
-        let how = source(&v).ok_or_else(|| match v.plain_arg() {
+        let how = source(&v, self.ctx.args_are_kernel()).ok_or_else(|| match v.plain_arg() {
             Some(n) => refused(&format!("probe argument arg{n}")),
             None => refused("an address the translator does not follow"),
         })?;

@@ -1866,6 +1866,44 @@ fn strings_at_kernel_addresses_compare_and_fault_as_the_interpreter() {
 }
 
 #[test]
+fn a_string_at_an_fbt_argument_is_kernel_memory() {
+    // At fbt the arguments are the traced function's own values: the string at one is kernel
+    // memory, read as the interpreter reads it from the probe's copy.
+    let mut p = kernel_string_probe();
+    p.names.provider = "fbt".into();
+    p.args[1] = 0xffff_8000_0000_1001;
+    p.args[2] = 0xffff_8000_0000_5000;
+    for pred in [
+        r#"stringof(arg1) == "kthread""#,
+        r#"(string)arg1 < "kz""#,
+        "strlen(stringof(arg1)) == 7",
+        r#"stringof(arg2) == "x""#,
+        r#"stringof(arg3) == "x""#,
+    ] {
+        let obj = predicate(&clause(pred));
+        let f = translate(&obj, &p, 257, FRAME).unwrap_or_else(|e| panic!("{pred}: {e}"));
+        assert_reachable(&f.insns);
+        let (r0, stack) = emulate_frame(&f.insns, &p);
+        match interpret_result(&obj, &p) {
+            Ok(v) => {
+                assert_eq!(r0 != 0, v != 0, "{pred}");
+                assert_ne!(r0, FAULTED as u64, "{pred}");
+            }
+            Err(fault) => {
+                assert_eq!(r0, FAULTED as u64, "{pred}");
+                assert_eq!(
+                    frame_fault(&stack),
+                    Some((fault.kind.code(), fault.pc, fault.addr)),
+                    "{pred}: the interpreter's fault"
+                );
+            }
+        }
+    }
+    let v = translate_value(&key("stringof(arg1)"), &p, 257, FRAME).unwrap();
+    assert_eq!(v.kind, ValueKind::Scratch);
+}
+
+#[test]
 fn a_string_at_a_kernel_address_is_a_value_in_scratch() {
     let p = kernel_string_probe();
     let obj = key("stringof((char *)curthread + 1)");

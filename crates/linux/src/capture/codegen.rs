@@ -2,12 +2,13 @@
 //! instructions that fill one ring-buffer record laid out by [`RecordLayout`]. Also the companion
 //! program that re-reads user memory at a syscall's return when it was not resident at entry.
 
+use super::address::{Evaluator, Slot};
 use super::layout::{
     hdr, RecordLayout, ANCESTORS_HDR, BUILD_ID_FRAME, COPY_HDR, EXECARGS_HDR, FLAG_HANDED_OVER,
     FLAG_RETRY_ARMED, KIND_EVENT, KIND_RETRY, NARGS, STACK_HDR, UNWIND_HDR, UREGS_COUNT, UREGS_HDR,
 };
 use super::spec::{
-    AddrBase, ArgSource, CaptureSpec, Condition, Identity, MemKind, MAX_ANCESTORS, MAX_COPIES,
+    ArgSource, CaptureSpec, Condition, Identity, MemKind, MAX_ANCESTORS, MAX_COPIES,
 };
 use crate::bpf::insn::{
     helper, op, Asm, Insn, Label, Size, R0, R1, R10, R2, R3, R4, R6, R7, R8, R9,
@@ -38,7 +39,7 @@ pub enum CtxKind {
 pub struct ProbeShape {
     /// The context kind.
     pub ctx: CtxKind,
-    /// Argument sources, arg0 first (at most 8).
+    /// Argument sources, arg0 first (at most [`NARGS`]).
     pub args: Vec<ArgSource>,
     /// Tests that must hold for the probe to fire.
     pub conditions: Vec<Condition>,
@@ -928,54 +929,19 @@ fn emit_body(
             a.store_imm(Size::DW, R10, PENDING + 8 * k, 0);
         }
     }
+    let mut addresses = Evaluator::new("a copy", Slot::stack(SCRATCH)).with_context(shape.ctx);
+    if let Some(fd) = mirror {
+        addresses = addresses.with_mirror(fd, KEY);
+    }
     for (i, (req, slot)) in spec.copies.iter().zip(&layout.copies).enumerate() {
-        let mut missing = None;
-        match req.addr.base {
-            AddrBase::ThreadVar(var) => {
-                let fd = mirror
-                    .ok_or_else(|| LinuxError::Asm("thread-local copy without a mirror".into()))?;
-                let l = a.label();
-                super::mirror::emit_lookup(a, fd, var, KEY, l);
-                missing = Some(l);
-            }
-            AddrBase::Arg(n) => {
-                a.load(Size::DW, R3, R7, (hdr::ARGS + 8 * n) as i16);
-            }
-            AddrBase::Context(off) => {
-                need_ctx(shape, CtxKind::Tracepoint, "a record address")?;
-                a.mov(R3, R6).alu_imm(op::ADD, R3, off as i32);
-            }
-            AddrBase::DataLoc(off) => {
-                need_ctx(shape, CtxKind::Tracepoint, "a __data_loc field")?;
-                a.load(Size::W, R3, R6, off16(off as usize, "data_loc")?);
-                a.alu_imm(op::AND, R3, 0xffff).alu(op::ADD, R3, R6);
-            }
-            AddrBase::CurrentTask => {
-                a.load(Size::DW, R3, R7, hdr::TASK as i16);
-            }
-        }
-        if req.addr.offset != 0 {
-            a.alu_imm(op::ADD, R3, req.addr.offset);
-        }
-        emit_index(a, &req.addr, 0);
-        for (hop, d) in req.addr.derefs.iter().enumerate() {
-            a.mov(R1, R10)
-                .alu_imm(op::ADD, R1, SCRATCH as i32)
-                .mov_imm(R2, 8)
-                .call(helper::PROBE_READ_KERNEL);
-            a.load(Size::DW, R3, R10, SCRATCH);
-            if *d != 0 {
-                a.alu_imm(op::ADD, R3, *d);
-            }
-            emit_index(a, &req.addr, hop + 1);
-        }
+        let missing = addresses.emit_kernel(a, &req.addr)?;
         let hops = &req.addr.user_derefs;
         if !hops.is_empty() {
             // The retry re-reads the chain from its last kernel address.
             if retry {
                 a.store(Size::DW, R10, PENDING + 8 + 8 * i as i16, R3);
             }
-            super::sized::emit_user_hops(a, hops, SCRATCH, retry.then_some(R9));
+            addresses.emit_user(a, hops, retry.then_some(R9));
         }
         let so = slot.offset;
         a.store(Size::DW, R7, off16(so + 8, "copy")?, R3);
@@ -1137,24 +1103,6 @@ fn emit_user_unwind(a: &mut Asm, at: usize, cap: usize) -> Result<()> {
     Ok(())
 }
 
-/// Adds the argument index of `addr` to the address in R3 when it applies after `hop` pointer
-/// hops (uses R2; the record is in R7).
-pub(crate) fn emit_index(a: &mut Asm, addr: &super::spec::AddrExpr, hop: usize) {
-    let Some(i) = addr.index.filter(|i| usize::from(i.hop) == hop) else {
-        return;
-    };
-    a.load(
-        Size::DW,
-        R2,
-        R7,
-        (hdr::ARGS + 8 * usize::from(i.arg)) as i16,
-    );
-    if i.sext32 {
-        a.alu_imm(op::LSH, R2, 32).alu_imm(op::ARSH, R2, 32);
-    }
-    a.alu_imm(op::MUL, R2, i.scale).alu(op::ADD, R3, R2);
-}
-
 /// Generates the program attached to a syscall's exit tracepoint that re-reads the user copies of an
 /// entry event whose reads faulted, and emits them as a retry record.
 pub fn gen_retry(
@@ -1191,6 +1139,8 @@ pub fn gen_retry(
         .store(Size::DW, R7, hdr::KTIME as i16, R1);
     a.load(Size::W, R1, R10, KEY)
         .store(Size::W, R7, hdr::TID as i16, R1);
+    // The user hops restart from the address the entry saved before them.
+    let addresses = Evaluator::new("a retried copy", Slot::stack(SCRATCH));
     for (i, (req, slot)) in spec.copies.iter().zip(&layout.copies).enumerate() {
         let so = slot.offset;
         if !req.kind.is_user() {
@@ -1199,7 +1149,7 @@ pub fn gen_retry(
             continue;
         }
         a.load(Size::DW, R3, R8, (8 + 8 * i) as i16);
-        super::sized::emit_user_hops(&mut a, &req.addr.user_derefs, SCRATCH, None);
+        addresses.emit_user(&mut a, &req.addr.user_derefs, None);
         a.store(Size::DW, R7, off16(so + 8, "copy")?, R3);
         a.mov(R1, R7).alu_imm(op::ADD, R1, (so + COPY_HDR) as i32);
         match slot.size_arg {

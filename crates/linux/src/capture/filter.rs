@@ -356,14 +356,8 @@ impl ShapeContext<'_> {
             .strings
             .ok_or("strings are built at the probe only by clauses that run whole there")?;
         // The value of the key scratch this program's kind uses (see `KernelAggs::keys`).
-        let slot = i32::from(self.shape.ctx == super::codegen::CtxKind::PerfEvent);
         let null = a.label();
-        a.store_imm(Size::W, R10, SCRATCH, slot);
-        a.ld_map_fd(R1, map)
-            .mov(R2, R10)
-            .alu_imm(op::ADD, R2, i32::from(SCRATCH));
-        a.call(helper::MAP_LOOKUP_ELEM);
-        a.jmp_imm(op::JEQ, R0, 0, null);
+        super::kagg::emit_key_scratch_lookup(a, self.shape, map, SCRATCH, null);
         a.alu_imm(op::ADD, R0, (super::spec::MAX_KAGG_KEY + offset) as i32);
         a.bind(null);
         Ok(())

@@ -646,7 +646,7 @@ pub fn emit_aggs(
                             op,
                             ring,
                             tag,
-                            REC,
+                            (REC, c.record.as_ref().map_or(0, |r| r.size)),
                             VAL,
                             last_pc(action)?,
                             spec_exits,
@@ -710,6 +710,7 @@ pub fn emit_aggs(
         a.bind(exits.faulted);
         if c.record.is_some()
             && (t.reads_memory()
+                || t.settles
                 || t.fragments()
                     .skip(usize::from(t.predicate.is_some()))
                     .any(|f| f.can_fault))
@@ -1382,14 +1383,32 @@ fn emit_find(a: &mut Asm, k: &KernelAggs, maps: [i32; 2], found: Label, skip: La
 /// Points r0 and [`KEYPTR`] at this program's key scratch value (see `KernelAggs::keys`);
 /// jumps to `skip` if the map has none (it always has).
 fn emit_key_scratch(a: &mut Asm, shape: &ProbeShape, keys: i32, skip: Label) {
-    let slot = i32::from(shape.ctx == super::codegen::CtxKind::PerfEvent);
-    a.store_imm(Size::W, R10, KEYPTR, slot);
+    emit_key_scratch_lookup(a, shape, keys, KEYPTR, skip);
+    a.store(Size::DW, R10, KEYPTR, R0);
+}
+
+/// The slot of the key scratch (`KernelAggs::keys`) a program of `shape`'s kind uses: 1 for
+/// programs of perf events (which may interrupt another program on the CPU), 0 for the others.
+fn key_scratch_slot(shape: &ProbeShape) -> i32 {
+    i32::from(shape.ctx == super::codegen::CtxKind::PerfEvent)
+}
+
+/// Points r0 at this program's value of the per-CPU key scratch map `keys` (its slot from
+/// [`key_scratch_slot`], the lookup key in the 4 bytes at stack offset `at`); jumps to `missing`
+/// when the map has none (it always has). Uses r0-r5.
+pub(crate) fn emit_key_scratch_lookup(
+    a: &mut Asm,
+    shape: &ProbeShape,
+    keys: i32,
+    at: i16,
+    missing: Label,
+) {
+    a.store_imm(Size::W, R10, at, key_scratch_slot(shape));
     a.ld_map_fd(R1, keys)
         .mov(R2, R10)
-        .alu_imm(op::ADD, R2, i32::from(KEYPTR));
+        .alu_imm(op::ADD, R2, i32::from(at));
     a.call(helper::MAP_LOOKUP_ELEM);
-    a.jmp_imm(op::JEQ, R0, 0, skip);
-    a.store(Size::DW, R10, KEYPTR, R0);
+    a.jmp_imm(op::JEQ, R0, 0, missing);
 }
 
 /// Writes the process id of the thread that fired the probe at `at` in the key; uses r0-r2.
@@ -2082,6 +2101,7 @@ mod tests {
             states: 13,
             fails: 14,
             nspec: 4,
+            specsize: 64,
         };
         let speculating = clause(
             vec![
@@ -2111,6 +2131,28 @@ mod tests {
             let commit = std::ptr::eq(c, &committing);
             assert_eq!((tags, settles, faults), (!commit, commit, commit));
         }
+        // A record larger than specsize never speculates: a speculative drop is counted and the
+        // clause ends, its record never tagged.
+        let counts_drop = |insns: &[crate::bpf::Insn]| {
+            insns.contains(&one(|a| {
+                a.load(
+                    Size::DW,
+                    R1,
+                    R0,
+                    super::super::speculation::SPEC_DROPS_AT as i16,
+                );
+            }))
+        };
+        let small = KernelSpecs {
+            specsize: 16,
+            ..specs
+        };
+        let (insns, report) = program_with(speculating.clone(), None, None, None, Some(small));
+        assert_eq!(report, vec![Ok(())]);
+        assert_reachable(&insns);
+        assert!(counts_drop(&insns));
+        let (insns, _) = program_with(speculating.clone(), None, None, None, Some(specs));
+        assert!(!counts_drop(&insns));
     }
 
     #[test]

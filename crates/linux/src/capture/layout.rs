@@ -118,12 +118,12 @@ pub mod hdr {
     pub const COMM: usize = 40;
     pub const TASK: usize = 56;
     pub const ARGS: usize = 64;
-    pub const VTIME: usize = 128;
-    pub const SIZE: usize = 136;
+    pub const VTIME: usize = 144;
+    pub const SIZE: usize = 152;
 }
 
-/// Arguments carried in every record.
-pub const NARGS: usize = 8;
+/// Arguments carried in every record (`arg0..arg9`, as DTrace's probe context).
+pub const NARGS: usize = 10;
 /// Bytes before a copy's data: i64 result, u64 address.
 pub const COPY_HDR: usize = 16;
 /// Bytes before a stack's frames: i64 result (bytes written or -errno).
@@ -329,18 +329,18 @@ mod tests {
         });
         s.kstack = Some(4);
         let l = RecordLayout::for_spec(&s, "p").unwrap();
-        assert_eq!(l.copies[0].offset, 136);
-        assert_eq!(l.kstack, Some((136 + 16 + 16, 4)));
-        assert_eq!(l.size, 168 + 8 + 32);
-        assert_eq!(l.retry_size, 168);
+        assert_eq!(l.copies[0].offset, 152);
+        assert_eq!(l.kstack, Some((152 + 16 + 16, 4)));
+        assert_eq!(l.size, 184 + 8 + 32);
+        assert_eq!(l.retry_size, 184);
         // The arguments and ancestors sit between the copies and the stacks.
         s.execargs = Some(100);
         s.ancestors = true;
         let l = RecordLayout::for_spec(&s, "p").unwrap();
-        assert_eq!(l.execargs, Some((168, 100)));
-        assert_eq!(l.ancestors, Some(168 + 8 + 104));
-        assert_eq!(l.kstack, Some((168 + 8 + 104 + 8 + 4 * MAX_ANCESTORS, 4)));
-        assert_eq!(l.retry_size, 168);
+        assert_eq!(l.execargs, Some((184, 100)));
+        assert_eq!(l.ancestors, Some(184 + 8 + 104));
+        assert_eq!(l.kstack, Some((184 + 8 + 104 + 8 + 4 * MAX_ANCESTORS, 4)));
+        assert_eq!(l.retry_size, 184);
         s.execargs = Some(0);
         assert!(RecordLayout::for_spec(&s, "p").is_err());
     }
@@ -352,7 +352,7 @@ mod tests {
         assert!(RecordLayout::for_spec(&s, "p").is_err());
         let mut s = CaptureSpec::new();
         s.copies.push(CopyRequest {
-            addr: AddrExpr::arg(9),
+            addr: AddrExpr::arg(10),
             kind: MemKind::UserBytes,
             size: 8,
             size_arg: None,

@@ -7,10 +7,11 @@
 //! the one the interpreter reads, so a mirror that differs from the D variable (a predicate kept
 //! the D store from happening) costs a copy, never a wrong result.
 
+use super::address::{Evaluator, Slot};
 use super::layout::hdr;
-use super::spec::{AddrBase, AddrExpr, CaptureSpec, MirrorOp, MAX_MIRROR_OPS};
+use super::spec::{AddrBase, CaptureSpec, MirrorOp, MAX_MIRROR_OPS};
 use crate::bpf::insn::{helper, op, Asm, Label, Size, R0, R1, R10, R2, R3, R4, R7};
-use crate::error::{LinuxError, Result};
+use crate::error::Result;
 
 /// Bytes of a mirror key: the thread id (4), then the variable id (4).
 pub const KEY_SIZE: u32 = 8;
@@ -74,39 +75,6 @@ pub(super) fn emit_lookup(a: &mut Asm, map: i32, var: u32, key: i16, missing: La
     a.load(Size::DW, R3, R0, 0);
 }
 
-/// Computes `e` into r3 from the record in r7 (its arguments and task): the base, the offset,
-/// kernel pointer hops then user pointer hops, each read through the stack slot `scratch`.
-fn emit_addr(a: &mut Asm, e: &AddrExpr, scratch: i16) -> Result<()> {
-    match e.base {
-        AddrBase::Arg(n) if n < super::layout::NARGS => {
-            a.load(Size::DW, R3, R7, (hdr::ARGS + 8 * n) as i16);
-        }
-        AddrBase::CurrentTask => {
-            a.load(Size::DW, R3, R7, hdr::TASK as i16);
-        }
-        b => {
-            return Err(LinuxError::Asm(format!(
-                "thread-local mirror of an address at {b:?}"
-            )))
-        }
-    }
-    if e.offset != 0 {
-        a.alu_imm(op::ADD, R3, e.offset);
-    }
-    for d in &e.derefs {
-        a.mov(R1, R10)
-            .alu_imm(op::ADD, R1, i32::from(scratch))
-            .mov_imm(R2, 8)
-            .call(helper::PROBE_READ_KERNEL);
-        a.load(Size::DW, R3, R10, scratch);
-        if *d != 0 {
-            a.alu_imm(op::ADD, R3, *d);
-        }
-    }
-    super::sized::emit_user_hops(a, &e.user_derefs, scratch, None);
-    Ok(())
-}
-
 /// Saves or removes each mirrored variable of the record's thread (the record in r7, filled).
 /// `key` and `scratch` are 8-byte stack slots.
 pub(super) fn emit_ops(
@@ -116,10 +84,13 @@ pub(super) fn emit_ops(
     key: i16,
     scratch: i16,
 ) -> Result<()> {
+    // The address from the record in r7 (its arguments and task), hops read through `scratch`.
+    let addresses = Evaluator::new("a thread-local mirror of an address", Slot::stack(scratch));
     for m in ops {
         match &m.value {
             Some(e) => {
-                emit_addr(a, e, scratch)?;
+                // No thread-local base (`check` refuses them), so always an address.
+                addresses.emit(a, e)?;
                 a.store(Size::DW, R10, scratch, R3);
                 emit_key(a, m.var, key);
                 a.ld_map_fd(R1, map)
@@ -145,7 +116,7 @@ pub(super) fn emit_ops(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::capture::spec::{CopyRequest, MemKind};
+    use crate::capture::spec::{AddrExpr, CopyRequest, MemKind};
 
     #[test]
     fn specs_say_when_they_use_the_mirror() {

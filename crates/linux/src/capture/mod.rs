@@ -1,6 +1,8 @@
 //! Capture: what a consumer asks to record at a probe ([`spec`]), where it sits in a ring-buffer record
-//! ([`layout`]), the eBPF that records it ([`codegen`]) and the decoder back to Rust values ([`record`]).
+//! ([`layout`]), the eBPF that records it ([`codegen`], every address it reads evaluated by
+//! [`address`]) and the decoder back to Rust values ([`record`]).
 
+mod address;
 pub mod codegen;
 pub mod fault;
 pub mod filter;

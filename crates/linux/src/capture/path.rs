@@ -16,6 +16,7 @@
 //! stack), so that the verifier sees the same state at every step and the cost of verifying it
 //! grows linearly with the bound.
 
+use super::address::{Evaluator, Slot};
 use super::layout::hdr;
 use super::spec::{AddrBase, AddrExpr};
 use crate::bpf::insn::{helper, op, Asm, Label, Size, R0, R1, R2, R3, R7, R8};
@@ -273,32 +274,22 @@ pub fn emit_path_walk(a: &mut Asm, o: &PathOffsets, addr: &AddrExpr, at: usize) 
     a.store_imm(Size::W, R8, slot::FLAGS, 0)
         .store_imm(Size::W, R8, slot::USED, 0);
     let (fault, trunc, done, out) = (a.label(), a.label(), a.label(), a.label());
-    // The address of the struct path.
-    match addr.base {
-        AddrBase::Arg(n) if n < super::layout::NARGS => {
-            a.load(Size::DW, R3, R7, (hdr::ARGS + 8 * n) as i16);
-        }
-        AddrBase::CurrentTask => {
-            a.load(Size::DW, R3, R7, hdr::TASK as i16);
-        }
-        b => {
-            return Err(LinuxError::Asm(format!(
-                "d_path() of a struct path at {b:?} (only arguments and curthread chains)"
-            )))
-        }
+    // The address of the struct path; a hop that cannot be read, or reads NULL, is no path.
+    if !addr.user_derefs.is_empty() {
+        return Err(LinuxError::Asm(
+            "d_path() of a struct path in user memory".into(),
+        ));
     }
-    a.alu_imm(op::ADD, R3, addr.offset);
-    super::codegen::emit_index(a, addr, 0);
-    for (hop, d) in addr.derefs.iter().enumerate() {
-        a.store(Size::DW, R8, slot::TMP, R3);
-        a.load(Size::DW, R2, R8, slot::TMP);
-        rk(a, slot::TMP, 8, R2, 0);
-        a.jmp_imm(op::JNE, R0, 0, fault);
-        a.load(Size::DW, R3, R8, slot::TMP);
-        a.jmp_imm(op::JEQ, R3, 0, fault);
-        a.alu_imm(op::ADD, R3, *d);
-        super::codegen::emit_index(a, addr, hop + 1);
-    }
+    // Neither the context nor a thread-local is a base here, so there is always an address.
+    Evaluator::new(
+        "d_path() of a struct path",
+        Slot {
+            base: R8,
+            off: slot::TMP,
+        },
+    )
+    .faulting_to(fault)
+    .emit(a, addr)?;
     a.store(Size::DW, R8, slot::ADDR, R3);
     // Its mount and dentry.
     read_path(a, o, slot::VFSMNT, 0, fault);

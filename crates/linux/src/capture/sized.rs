@@ -2,13 +2,12 @@
 //! probe argument says (at most the copy's capacity, so the verifier sees a bounded size), and
 //! `copyinstr(this->argv[1])` after `this->argv = (uint64_t *)copyin(arg1, 32)` reads its address
 //! from user memory at the probe. This module checks such requests, emits the eBPF shared by the
-//! capture program and the return-time retry program (the hops, the bounded length), and tells the
-//! decoder how many bytes a sized copy holds.
+//! capture program and the return-time retry program (the bounded length; the hops are evaluated by
+//! [`super::address`]), and tells the decoder how many bytes a sized copy holds.
 
 use super::layout::{hdr, CopySlot, NARGS};
 use super::spec::{CopyRequest, MAX_USER_DEREFS};
-use crate::bpf::insn::{helper, op, Asm, Size, R0, R1, R10, R2, R3};
-use crate::bpf::Reg;
+use crate::bpf::insn::{op, Asm, R2};
 
 /// Why a request with user hops or a probe-time length cannot be captured, if it cannot.
 pub(super) fn check_request(c: &CopyRequest) -> Result<(), String> {
@@ -30,27 +29,6 @@ pub(super) fn check_request(c: &CopyRequest) -> Result<(), String> {
         }
     }
     Ok(())
-}
-
-/// Follows user pointer hops from the address in r3, leaving the final address in r3: for each
-/// hop, the 8-byte user pointer at r3 (read through the stack slot `scratch`) plus the hop's
-/// offset. A hop that faults reads as 0 (the helper zeroes its destination), so the copy at the end
-/// faults too; with `fault_flag`, the register is also set to 1 (a retry at return is armed).
-pub(super) fn emit_user_hops(a: &mut Asm, hops: &[i32], scratch: i16, fault_flag: Option<Reg>) {
-    for &d in hops {
-        a.mov(R1, R10)
-            .alu_imm(op::ADD, R1, i32::from(scratch))
-            .mov_imm(R2, 8)
-            .call(helper::PROBE_READ_USER);
-        if let Some(flag) = fault_flag {
-            let fine = a.label();
-            a.jmp_imm(op::JSGE, R0, 0, fine).mov_imm(flag, 1).bind(fine);
-        }
-        a.load(Size::DW, R3, R10, scratch);
-        if d != 0 {
-            a.alu_imm(op::ADD, R3, d);
-        }
-    }
 }
 
 /// Turns the argument value in r2 into the helper's size for `slot`: at most the slot's capacity

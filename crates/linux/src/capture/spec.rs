@@ -418,11 +418,15 @@ pub enum SpecOp {
 pub struct KernelSpecs {
     /// An array map of `nspec` u64 states (see `capture::speculation`).
     pub states: i32,
-    /// A per-CPU array of one value of two u64: `speculation()` calls that failed while a
-    /// speculation was busy, and with every one in use.
+    /// A per-CPU array of one value of three u64: `speculation()` calls that failed while a
+    /// speculation was busy, and with every one in use; speculative drops counted at the probe
+    /// (see `capture::speculation`).
     pub fails: i32,
     /// `nspec`.
     pub nspec: u32,
+    /// `specsize`: a clause whose record is larger never speculates (see
+    /// `capture::speculation`).
+    pub specsize: u64,
 }
 
 /// The largest record a clause builds at the probe.

@@ -23,6 +23,19 @@
 //! emptied the old buffers by then. An id beyond `nspec` faults (`DTRACEFLT_ILLOP`) as in the
 //! interpreter; 0 or an inactive one does nothing.
 //!
+//! A clause whose record is larger than `specsize` never speculates: `speculate()` of a
+//! speculation in use counts a speculative drop (`KernelSpecs::fails`, reported at once as
+//! DTrace for Linux reports them) and abandons the clause, its later stores included, as the
+//! interpreter does.
+//!
+//! A `commit()` or `discard()` the ring has no room for leaves the speculation [`lost`]: settling,
+//! with the CPU that ran it and whether it committed, and counted in the states' last element
+//! ([`lost_count`]). dtrace finds it there, settles it once the records speculated before it were
+//! consumed, then frees it: as DTrace does with a principal buffer full at `commit()`, that CPU's
+//! speculative data is lost (one drop on the CPU, counted by dtrace when the buffer held some),
+//! the other CPUs' is committed, and a discard discards. A `commit()` with nothing speculated
+//! anywhere frees it at once, as when the ring has room.
+//!
 //! dtrace writes a state only when it is settling, which the kernel leaves alone, so the two
 //! never write one state at once.
 
@@ -42,6 +55,34 @@ pub const SETTLING: u64 = 2;
 pub const ONE: u64 = 3;
 /// A speculation's state: speculated on several CPUs.
 pub const MANY: u64 = 4;
+
+/// The bit of a [`SETTLING`] state whose `commit()` or `discard()` the ring had no room for
+/// (see [`lost`]).
+pub const LOST: u64 = 1 << 8;
+/// The bit of a [`LOST`] state that was a `commit()`.
+pub const LOST_COMMIT: u64 = 1 << 9;
+
+/// The state of a speculation whose `commit()` (`commit`) or `discard()` on CPU `cpu` the ring
+/// had no room for: settling until dtrace settled it.
+pub fn lost(commit: bool, cpu: u32) -> u64 {
+    SETTLING | LOST | if commit { LOST_COMMIT } else { 0 } | (u64::from(cpu) + 1) << 32
+}
+
+/// What a [`lost`] state says: (whether it was a `commit()`, the CPU that ran it); `None` for
+/// any other state.
+pub fn decode_lost(state: u64) -> Option<(bool, u32)> {
+    let cpu = u32::try_from((state >> 32).checked_sub(1)?).ok()?;
+    (state & 0xff == SETTLING && state & LOST != 0).then_some((state & LOST_COMMIT != 0, cpu))
+}
+
+/// The index in the states' map of the count of [`lost`] settles (after the `nspec` states).
+pub fn lost_count(nspec: u32) -> u32 {
+    nspec.min(MAX_KERNEL_NSPEC)
+}
+
+/// The byte offset in a CPU's value of `KernelSpecs::fails` of the speculative drops counted at
+/// the probe (after the busy and unavailable failures).
+pub const SPEC_DROPS_AT: i32 = 16;
 
 /// The state of a speculation speculated on CPU `cpu` only.
 pub fn one_cpu(cpu: u32) -> u64 {
@@ -98,6 +139,8 @@ pub fn emit_speculation(a: &mut Asm, specs: &KernelSpecs) {
         a.mov_imm(R2, i as i32);
         emit_state(a, specs, next);
         a.load(Size::DW, R1, R0, 0);
+        // Settling, lost settles included.
+        a.alu_imm(op::AND, R1, 0xff);
         a.jmp_imm(op::JNE, R1, SETTLING as i32, next);
         a.mov_imm(R8, 0);
         a.bind(next);
@@ -125,11 +168,12 @@ pub struct SpecExits {
 }
 
 /// The speculation action `op_kind` of the id in r0: `speculate()` writes the id into the
-/// clause's record (the stack slot `rec` holds its address, 0 when the ring was full) or abandons
-/// the clause; `commit()`/`discard()` settle it (a [`KIND_SPEC`](super::layout::KIND_SPEC)
-/// record in `ring`: when the ring has no room nothing happens, and a drop is counted), an id
-/// beyond `nspec` faulting at instruction `pc` of the clause's code. `id_at` is a stack slot it
-/// may use. Uses r0-r5, r7-r9.
+/// clause's record of `record_size` bytes (the stack slot `rec` holds its address, 0 when the
+/// ring was full) or abandons the clause (a speculative drop counted when the record is larger
+/// than `specsize`); `commit()`/`discard()` settle it (a
+/// [`KIND_SPEC`](super::layout::KIND_SPEC) record in `ring`, or when the ring has no room a
+/// [`lost`] state), an id beyond `nspec` faulting at instruction `pc` of the clause's code.
+/// `id_at` is a stack slot it may use. Uses r0-r5, r7-r9.
 #[allow(clippy::too_many_arguments)]
 pub fn emit_action(
     a: &mut Asm,
@@ -137,7 +181,7 @@ pub fn emit_action(
     op_kind: SpecOp,
     ring: &super::codegen::MapFds,
     tag: u32,
-    rec: i16,
+    (rec, record_size): (i16, u32),
     id_at: i16,
     pc: u32,
     exits: SpecExits,
@@ -188,6 +232,14 @@ pub fn emit_action(
         }
         a.ja(exits.abandon);
         a.bind(tagged);
+        if u64::from(record_size).next_multiple_of(8) > specs.specsize {
+            // As the interpreter's (and DTrace for Linux's): a record that can never fit the
+            // buffer is a speculative drop, and the clause ends here.
+            emit_count_spec_drop(a, specs, exits.abandon);
+            // Always taken (the count is at least 1); a conditional jump keeps what follows
+            // reachable as the verifier sees the code's shape.
+            a.jmp_imm(op::JNE, R1, 0, exits.abandon);
+        }
         a.load(Size::DW, R7, R10, rec);
         a.jmp_imm(op::JEQ, R7, 0, done);
         a.load(Size::DW, R1, R10, id_at);
@@ -207,7 +259,8 @@ pub fn emit_action(
         .mov_imm(R3, 0)
         .call(helper::RINGBUF_RESERVE);
     a.jmp_imm(op::JNE, R0, 0, have);
-    super::kagg::emit_count_drop(a, ring.drops, id_at, done);
+    emit_lost(a, specs, op_kind == SpecOp::Commit, done);
+    a.ja(done);
     a.bind(have).mov(R7, R0);
     emit_one_here(a);
     let (free, busy, nothing, fill) = (a.label(), a.label(), a.label(), a.label());
@@ -257,4 +310,74 @@ pub fn emit_action(
     a.store_imm(Size::DW, R10, FRAME.fault_addr_at(), 0);
     a.ja(exits.faulted);
     a.bind(done);
+}
+
+/// Counts a speculative drop on this CPU (`KernelSpecs::fails`), leaving the count in r1, then
+/// goes on (or to `out` when the map has no value). Uses r0-r3.
+fn emit_count_spec_drop(a: &mut Asm, specs: &KernelSpecs, out: Label) {
+    a.store_imm(Size::W, R10, KEY, 0);
+    a.ld_map_fd(R1, specs.fails)
+        .mov(R2, R10)
+        .alu_imm(op::ADD, R2, i32::from(KEY))
+        .call(helper::MAP_LOOKUP_ELEM);
+    a.jmp_imm(op::JEQ, R0, 0, out);
+    a.load(Size::DW, R1, R0, SPEC_DROPS_AT as i16)
+        .alu_imm(op::ADD, R1, 1);
+    a.store(Size::DW, R0, SPEC_DROPS_AT as i16, R1);
+}
+
+/// `commit()` (`commit`) or `discard()` of the speculation whose state's address is in r8, the
+/// ring having no room for its record: a commit with nothing speculated frees it; one in use
+/// becomes [`lost`] (counted at [`lost_count`]) for dtrace to settle; any other state is left
+/// alone. Uses r0-r5, r9.
+fn emit_lost(a: &mut Asm, specs: &KernelSpecs, commit: bool, done: Label) {
+    let (to_lost, counted) = (a.label(), a.label());
+    a.load(Size::DW, R1, R8, 0);
+    a.mov(R2, R1).alu_imm(op::AND, R2, 0xff);
+    if commit {
+        let not_active = a.label();
+        a.jmp_imm(op::JNE, R1, ACTIVE as i32, not_active);
+        a.mov(R0, R1).mov_imm(R2, INACTIVE as i32);
+        a.atomic_cmpxchg64(R8, 0, R2);
+        a.ja(done);
+        a.bind(not_active);
+    } else {
+        a.jmp_imm(op::JEQ, R1, ACTIVE as i32, to_lost);
+    }
+    a.jmp_imm(op::JEQ, R2, ONE as i32, to_lost);
+    a.jmp_imm(op::JEQ, R2, MANY as i32, to_lost);
+    a.ja(done);
+    a.bind(to_lost);
+    // The state read stays in r1 across the call (r1-r5 are not: kept in r9 meanwhile).
+    a.mov(R9, R1);
+    a.call(helper::GET_SMP_PROCESSOR_ID);
+    a.alu_imm(op::ADD, R0, 1).alu_imm(op::LSH, R0, 32);
+    let bits = (SETTLING | LOST | if commit { LOST_COMMIT } else { 0 }) as i32;
+    a.alu_imm(op::OR, R0, bits);
+    a.mov(R2, R0).mov(R0, R9);
+    a.atomic_cmpxchg64(R8, 0, R2);
+    a.jmp_reg(op::JNE, R0, R9, done);
+    a.mov_imm(R2, lost_count(specs.nspec) as i32);
+    emit_state(a, specs, counted);
+    a.mov_imm(R1, 1).atomic_add64(R0, 0, R1);
+    a.bind(counted);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lost_settle_says_what_it_was_and_where() {
+        for (commit, cpu) in [(true, 0), (false, 3), (true, 4095)] {
+            let state = lost(commit, cpu);
+            assert_eq!(state & 0xff, SETTLING, "settling to the probes");
+            assert_eq!(decode_lost(state), Some((commit, cpu)));
+        }
+        for state in [INACTIVE, ACTIVE, SETTLING, one_cpu(2), MANY] {
+            assert_eq!(decode_lost(state), None);
+        }
+        assert_eq!(lost_count(4), 4);
+        assert_eq!(lost_count(99), MAX_KERNEL_NSPEC);
+    }
 }

@@ -4,7 +4,7 @@
 //! Modules are the objects' file names (`libc.so.6`); `a.out` names the main executable. Function
 //! names come from the objects' symbol tables ([`FunctionTable`]). An offset probe must fall on an
 //! instruction boundary, checked by decoding the function with `iced-x86`. At `entry` and offset
-//! probes `arg0..arg7` are the integer argument registers of the x86-64 calling convention and the
+//! probes `arg0..arg9` are the integer argument registers of the x86-64 calling convention and the
 //! stack slots after them; at `return` (a uretprobe) `arg1` is the return value (`%rax`) and `arg0`
 //! the offset of the function's return instruction when it has a single one (a uretprobe fires in
 //! the caller and cannot tell which of several returns ran: `-1` then).
@@ -178,15 +178,20 @@ impl ProcessImage {
                 continue;
             }
             modules += 1;
-            let funcs: Box<dyn Iterator<Item = &Function>> = if named {
-                Box::new(obj.table.get(&pattern.function).into_iter())
+            // As DTrace's dt_pid.c: a function named exactly is looked up by that name and its
+            // probes named for the name that names its address (`_go`, a weak alias of `go`,
+            // is `go`); a glob takes each address once, named for the first alias it matches.
+            let funcs: Vec<&Function> = if named {
+                let t = &obj.table;
+                t.get(&pattern.function)
+                    .map(|f| t.canonical(f))
+                    .into_iter()
+                    .collect()
             } else {
-                Box::new(obj.table.iter())
+                obj.table
+                    .matching(|name| glob::matches(&pattern.function, name))
             };
             for f in funcs {
-                if !glob::matches(&pattern.function, &f.name) {
-                    continue;
-                }
                 functions += 1;
                 let desc = |name: &str| ProbeDesc::new(provider, &obj.module, &f.name, name);
                 let mut named_site = false;
@@ -307,6 +312,24 @@ impl ProcessImage {
         }
         let (obj, f, _) = self.address_site(pattern).ok()?;
         Some((obj.module.clone(), f.name.clone()))
+    }
+
+    /// The function a description naming one exactly by an alias is matched against: the name
+    /// of its address (`go` for its weak alias `_go`), as its probes are named (see
+    /// [`ProcessImage::probes`]). `None`: a glob, `-`, a name that is its address's own, or
+    /// objects the description selects that disagree.
+    pub fn canonical_function(&self, pattern: &ProbeDesc) -> Option<String> {
+        let f = &pattern.function;
+        if f.is_empty() || f == "-" || glob::has_meta(f) {
+            return None;
+        }
+        let mut names = self
+            .objects
+            .iter()
+            .filter(|o| Self::module_matches(&pattern.module, o))
+            .filter_map(|o| o.table.get(f).map(|g| o.table.canonical(g).name.as_str()));
+        let first = names.next()?;
+        (first != f && names.all(|n| n == first)).then(|| first.to_string())
     }
 
     /// The USDT providers of the process's objects (`python`), each once.
@@ -453,7 +476,8 @@ impl Site {
 }
 
 /// The integer arguments of the x86-64 calling convention: six registers, then the stack (above
-/// the return address at a function's first instruction).
+/// the return address at a function's first instruction: `arg6` at `sp+8`, ... `arg9` at
+/// `sp+32`), as many as a record carries.
 fn call_args() -> Vec<ArgSource> {
     let mut v: Vec<ArgSource> = regs::CALL_ARGS
         .iter()
@@ -463,7 +487,7 @@ fn call_args() -> Vec<ArgSource> {
             signed: false,
         })
         .collect();
-    for slot in 1..=2 {
+    for slot in 1..=(crate::capture::layout::NARGS - regs::CALL_ARGS.len()) as i32 {
         v.push(ArgSource::UserMem {
             reg: regs::RSP,
             disp: 8 * slot,

@@ -343,7 +343,9 @@ impl LinuxTracing {
     /// attached when programs are enabled, before `go`) are discarded rather than fired after
     /// BEGIN with earlier timestamps.
     pub fn go_live(&self) {
-        self.lock().live_since = Some(monotonic_ns());
+        let mut sh = self.lock();
+        sh.live_since = Some(monotonic_ns());
+        sh.user.end_enabling();
     }
 
     /// Waits up to `timeout_ms` for captured events and fires each in `fw`. Returns how many were
@@ -615,7 +617,7 @@ mod tests {
             gid: 100,
             comm,
             task: 0xffff_8888_0000_1000,
-            args: [1, 0x7fff_0000, 3, 4, 5, 6, 7, 8],
+            args: [1, 0x7fff_0000, 3, 4, 5, 6, 7, 8, 9, 10],
             vtime_ns: 55,
             errno: 2,
             copies: vec![
@@ -652,8 +654,7 @@ mod tests {
         assert_eq!(ctx.curthread, 0xffff_8888_0000_1000);
         assert_eq!(ctx.timestamp, Some(1_500));
         assert_eq!(ctx.vtimestamp, 55);
-        assert_eq!(&ctx.args[..8], &[1, 0x7fff_0000, 3, 4, 5, 6, 7, 8]);
-        assert_eq!(ctx.args[8..], [0, 0]);
+        assert_eq!(ctx.args, [1, 0x7fff_0000, 3, 4, 5, 6, 7, 8, 9, 10]);
         assert_eq!(ctx.kstack, vec![0xffff_ffff_8100_0000]);
         assert!(ctx.ustack.is_empty());
         let mut b = [0u8; 12];

@@ -464,7 +464,7 @@ impl super::Shared {
             idx.iter().map(|&i| &self.clauses[i].1).collect();
         let used = matching.iter().fold(0u16, |m, n| m | n.used_args);
         let string_args = super::string_args(&f.probe);
-        let mut spec = super::needs::spec_for(&matching, &string_args, self.strsize)?;
+        let mut spec = super::needs::spec_for(&matching, (&string_args, false), self.strsize)?;
         if !self.kernel_predicates || prov_readers {
             spec.filter = None;
         }
@@ -473,7 +473,7 @@ impl super::Shared {
         } else {
             let r: Vec<&super::needs::ClauseNeeds> =
                 r_idx.iter().map(|&i| &self.clauses[i].1).collect();
-            let mut o = super::needs::spec_for(&r, &string_args, self.strsize)?;
+            let mut o = super::needs::spec_for(&r, (&string_args, false), self.strsize)?;
             if prov_readers {
                 o.filter = None;
             }

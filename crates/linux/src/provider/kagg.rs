@@ -237,13 +237,19 @@ fn key_kind(
     };
     Ok(match key.kind {
         ActionKind::Stack => KeyKind::KernelStack(stack_frames(key.arg).min(MAX_STACK_DEPTH)),
-        ActionKind::Ustack if !ustacks => {
+        // jstack() is ustack() where no Java helper annotates the frames (its string space
+        // stays zero, as the framework's): the same frames (as many as ustack() would take,
+        // cut to `jstackframes` when the key is expanded).
+        ActionKind::Ustack | ActionKind::Jstack if !ustacks => {
             return Err(format!(
-                "ustack() keys are unwound in dtrace with .eh_frame (the kernel walks frame \
-                 pointers only; {KERNEL_USTACKS_ENV}=1 keeps them there)"
+                "{} keys are unwound in dtrace with .eh_frame (the kernel walks frame \
+                 pointers only; {KERNEL_USTACKS_ENV}=1 keeps them there)",
+                action_name(key.kind)
             ))
         }
-        ActionKind::Ustack => KeyKind::UserStack(ustack_frames(key.arg).min(MAX_STACK_DEPTH)),
+        ActionKind::Ustack | ActionKind::Jstack => {
+            KeyKind::UserStack(ustack_frames(key.arg).min(MAX_STACK_DEPTH))
+        }
         ActionKind::Sym | ActionKind::Mod => {
             int64()?;
             KeyKind::Int(8)
@@ -252,7 +258,6 @@ fn key_kind(
             int64()?;
             KeyKind::UserAddr
         }
-        ActionKind::Jstack => return Err("jstack() keys are not kept in the kernel".into()),
         _ => return Err("an aggregation key of a kind the kernel does not keep".into()),
     })
 }
@@ -363,13 +368,6 @@ pub fn plan_clause(
             action_name(acts[i].kind)
         ));
     }
-    let has = |k: &[ActionKind]| recording.iter().any(|&i| k.contains(&acts[i].kind));
-    if has(&[ActionKind::Speculate]) && has(&[ActionKind::Commit, ActionKind::Discard]) {
-        return Err(
-            "speculate() with commit() or discard() in one clause is not yet built at the probe"
-                .into(),
-        );
-    }
     let record = if recording.is_empty() {
         None
     } else {
@@ -467,7 +465,8 @@ fn action_name(kind: ActionKind) -> String {
         K::Printa => "printa()".into(),
         K::Exit => "exit()".into(),
         K::Stack => "stack()".into(),
-        K::Ustack | K::Jstack => "ustack()".into(),
+        K::Ustack => "ustack()".into(),
+        K::Jstack => "jstack()".into(),
         K::Tracemem | K::TracememDynsize => "tracemem()".into(),
         K::Speculate | K::Commit | K::Discard => "a speculation action".into(),
         other => format!("the {other:?} action"),
@@ -1113,7 +1112,20 @@ mod tests {
             kind(act(ActionKind::Ustack, 3, None), true),
             Ok(KeyKind::UserStack(3))
         );
-        assert!(kind(act(ActionKind::Jstack, 0, None), true).is_err());
+        // jstack() keys as ustack()'s, as many frames as ustack() takes.
+        let e = kind(act(ActionKind::Jstack, 3, None), false).unwrap_err();
+        assert!(
+            e.starts_with("jstack() keys") && e.contains(KERNEL_USTACKS_ENV),
+            "{e}"
+        );
+        assert_eq!(
+            kind(act(ActionKind::Jstack, 3 | (100 << 32), None), true),
+            Ok(KeyKind::UserStack(3))
+        );
+        assert_eq!(
+            kind(act(ActionKind::Jstack, 0, None), true),
+            Ok(KeyKind::UserStack(100))
+        );
     }
 
     #[test]

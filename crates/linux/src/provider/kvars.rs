@@ -571,7 +571,7 @@ pub fn runs_whole(
     probes: &[Probe],
     vars: &[ThreadVar],
     strsize: u32,
-    nspec: u32,
+    (nspec, specsize): (u32, u64),
 ) -> std::result::Result<bool, String> {
     let plan = plan.as_ref().map_err(Clone::clone)?;
     // The maps' descriptors are not part of a translation.
@@ -583,6 +583,7 @@ pub fn runs_whole(
                 states: -1,
                 fails: -1,
                 nspec,
+                specsize,
             }),
         },
     };

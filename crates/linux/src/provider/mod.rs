@@ -15,6 +15,7 @@ pub mod file_usdt;
 pub mod kagg;
 pub mod kvars;
 pub mod needs;
+mod proc_scan;
 pub mod profile;
 pub mod signal;
 pub mod speculation;
@@ -106,6 +107,8 @@ pub(crate) struct Shared {
     kvar_maps: Option<kvars::KernelVarMaps>,
     /// `nspec`, for the speculations kept in the kernel.
     nspec: u32,
+    /// `specsize`, for the speculations kept in the kernel.
+    specsize: u64,
     /// The kernel's maps of the speculations, made with the first probe that uses them.
     pub(crate) kspec_maps: Option<speculation::KernelSpecMaps>,
     /// The values `BEGIN` left in the global scalars kept in the kernel (see
@@ -134,6 +137,9 @@ pub(crate) struct Shared {
     /// A planned clause at a kernel probe calls `exit()` (its description): tracing then stops
     /// at that very firing, which only dtrace knows of, so aggregations stay there.
     exit_at_kernel_probe: Option<String>,
+    /// Why the clause of [`Shared::exit_at_kernel_probe`] cannot run whole at its probe, when
+    /// known (a `copyout()` the kernel refuses, a string read there may hand over...).
+    exit_at_kernel_probe_why: Option<String>,
     /// Clauses may build their records at the probe (off: [`KERNEL_RECORDS_ENV`] is `0`).
     kernel_records: bool,
     /// Destructive actions are allowed (`-w`): without, a clause that writes user memory is
@@ -385,7 +391,7 @@ impl Shared {
         if !kernel_aggs && !self.placement.kernel.is_empty() {
             let why = match (&self.kernel_aggregations, &self.exit_at_kernel_probe) {
                 (Err(why), _) => why.clone(),
-                (Ok(()), Some(c)) => format!("clause {c} calls exit() at a kernel probe"),
+                (Ok(()), Some(c)) => self.exit_reason(c),
                 (Ok(()), None) => "kernel predicates are off".to_string(),
             };
             if self.kvars_enabled {
@@ -398,7 +404,11 @@ impl Shared {
         }
         let matching: Vec<&ClauseNeeds> =
             matching_idx.iter().map(|&i| &self.clauses[i].1).collect();
-        let mut spec = needs::spec_for(&matching, &string_args(&probe), self.strsize)?;
+        let mut spec = needs::spec_for(
+            &matching,
+            (&string_args(&probe), kernel_args(&probe)),
+            self.strsize,
+        )?;
         let used = matching.iter().fold(0u16, |m, n| m | n.used_args);
         if !self.kernel_predicates {
             spec.filter = None;
@@ -429,7 +439,11 @@ impl Shared {
             None
         } else {
             let r: Vec<&ClauseNeeds> = r_idx.iter().map(|&i| &self.clauses[i].1).collect();
-            Some(needs::spec_for(&r, &string_args(&probe), self.strsize)?)
+            Some(needs::spec_for(
+                &r,
+                (&string_args(&probe), kernel_args(&probe)),
+                self.strsize,
+            )?)
         };
         if (spec.filter.is_some() || others.is_some()) && self.bypass.is_none() {
             let map = crate::bpf::Map::create(crate::bpf::MapKind::Array, "dt_nofilter", 4, 8, 1)
@@ -678,15 +692,30 @@ impl Shared {
             c.probes += 1;
             match (&in_kernel, &c.aggregates) {
                 (Some(Ok(())), _) => c.aggs_in_kernel += 1,
-                (Some(Err(e)), _) => c
-                    .aggs_in_dtrace
-                    .push((probe_name.to_string(), e.to_string())),
+                (Some(Err(e)), _) => {
+                    c.aggs_in_dtrace
+                        .push((probe_name.to_string(), e.to_string()));
+                    // The kernel refused the clause, so dtrace runs it, and sends its signals.
+                    if c.signals.is_some() {
+                        c.signals_in_dtrace
+                            .push((probe_name.to_string(), e.to_string()));
+                    }
+                }
                 (None, _)
                     if matches!(c.aggregates, Some(Ok(())))
                         || matches!(c.records, Some(Ok(()))) =>
                 {
+                    let vars_stay = match self.placement.clauses.get(i) {
+                        Some(Some(Err(why))) if !self.placement.in_kernel(i) => Some(why),
+                        _ => None,
+                    };
                     let why = match &self.kernel_aggregations {
                         _ if kept_out(i).is_some() => kept_out(i).cloned().unwrap_or_default(),
+                        // It writes variables that live in dtrace, so it runs there.
+                        _ if vars_stay.is_some() && self.kernel_predicates => format!(
+                            "its variables stay in dtrace: {}",
+                            vars_stay.map_or("", String::as_str)
+                        ),
                         _ if !self.kernel_predicates => {
                             format!("kernel predicates are off ({KERNEL_PREDICATES_ENV}=0)")
                         }
@@ -827,7 +856,8 @@ impl Shared {
             true => {
                 if self.kspec_maps.is_none() {
                     self.kspec_maps = Some(
-                        speculation::KernelSpecMaps::new(self.nspec).map_err(|e| e.to_string())?,
+                        speculation::KernelSpecMaps::new(self.nspec, self.specsize)
+                            .map_err(|e| e.to_string())?,
                     );
                 }
                 self.kspec_maps
@@ -891,11 +921,22 @@ impl Shared {
             }
             _ if !kernel_aggs => match (&self.kernel_aggregations, &self.exit_at_kernel_probe) {
                 (Err(why), _) => why.clone(),
-                (Ok(()), Some(c)) => format!("clause {c} calls exit() at a kernel probe"),
+                (Ok(()), Some(c)) => self.exit_reason(c),
                 (Ok(()), None) => "clauses do not run at this probe".into(),
             },
             _ => "the clause was planned after its probe was enabled".into(),
         })
+    }
+
+    /// Why clauses do not run in the kernel when clause `c` calls `exit()` at a kernel probe
+    /// where it cannot run whole, with that clause's own reason when known.
+    fn exit_reason(&self, c: &str) -> String {
+        match &self.exit_at_kernel_probe_why {
+            Some(why) => format!(
+                "clause {c} calls exit() at a kernel probe, where it cannot run whole: {why}"
+            ),
+            None => format!("clause {c} calls exit() at a kernel probe"),
+        }
     }
 
     /// Makes the maps of the kernel clauses (their control switch, exit flag...), if not yet made.
@@ -1043,9 +1084,14 @@ impl Shared {
                     _ if vars.iter().any(|v| v.not_kept().is_some()) => Ok(false),
                     (_, _, Err(why)) => Err(why.clone()),
                     (Some(why), _, _) => Err(why.clone()),
-                    (None, Some(plan), Ok(probes)) => {
-                        kvars::runs_whole(e, plan, probes, &vars, self.strsize, self.nspec)
-                    }
+                    (None, Some(plan), Ok(probes)) => kvars::runs_whole(
+                        e,
+                        plan,
+                        probes,
+                        &vars,
+                        self.strsize,
+                        (self.nspec, self.specsize),
+                    ),
                     (None, None, _) => Err("not planned".into()),
                 };
                 let faults = matches!(whole, Ok(true));
@@ -1087,12 +1133,14 @@ impl Shared {
                     && exits_at_kernel_probe(e)
                     && !kvars::runs_in_kernel(&facts, i, &self.placement)
                 {
-                    exiting = Some(desc_of(e));
+                    let why = facts.get(i).and_then(|f| f.whole.clone().err());
+                    exiting = Some((desc_of(e), why));
                 }
             }
         }
-        if let (Some(c), None, true) = (exiting, &off, self.exit_at_kernel_probe.is_none()) {
+        if let (Some((c, why)), None, true) = (exiting, &off, self.exit_at_kernel_probe.is_none()) {
             self.exit_at_kernel_probe = Some(c);
+            self.exit_at_kernel_probe_why = why;
             return self.place_variables();
         }
         self.report_variables();
@@ -1232,6 +1280,12 @@ fn has_uaddr_conversion(format: &[u8]) -> bool {
 
 /// Arguments of `probe` that point at user strings (`char *`), for clauses whose `copyinstr`
 /// address is computed.
+/// Whether probe `probe`'s arguments are kernel values (`fbt`'s: the traced function's own), so
+/// a string at an argument's value is kernel memory.
+fn kernel_args(probe: &Probe) -> bool {
+    probe.desc.provider == "fbt"
+}
+
 fn string_args(probe: &Probe) -> Vec<usize> {
     probe
         .args
@@ -1286,6 +1340,7 @@ impl LinuxTracing {
                 placement: kvars::Placement::default(),
                 kvar_maps: None,
                 nspec: 1,
+                specsize: dtrace_framework::options::Options::default().specsize,
                 kspec_maps: None,
                 begin_globals: None,
                 begin_arrays: Vec::new(),
@@ -1299,6 +1354,7 @@ impl LinuxTracing {
                 aggsize: 4 << 20,
                 kernel_aggregated: HashSet::new(),
                 exit_at_kernel_probe: None,
+                exit_at_kernel_probe_why: None,
                 kernel_records: std::env::var_os(KERNEL_RECORDS_ENV).is_none_or(|v| v != "0"),
                 destructive: false,
                 kernel_ustacks: std::env::var_os(kagg::KERNEL_USTACKS_ENV)
@@ -1475,11 +1531,16 @@ impl LinuxTracing {
         if sh.exit_at_kernel_probe.is_none() {
             // A clause that builds its exit() record at the probe stops the kernel's clauses
             // itself; whether it can is checked once every program is planned.
-            sh.exit_at_kernel_probe = program
-                .ecbs
-                .iter()
-                .find(|e| exits_at_kernel_probe(e) && sh.plan_clause(e, program).is_err())
-                .map(desc_of);
+            let refused = program.ecbs.iter().find_map(|e| {
+                if !exits_at_kernel_probe(e) {
+                    return None;
+                }
+                Some((desc_of(e), sh.plan_clause(e, program).err()?))
+            });
+            if let Some((c, why)) = refused {
+                sh.exit_at_kernel_probe = Some(c);
+                sh.exit_at_kernel_probe_why = Some(why);
+            }
         }
         for ((d, c), e) in n.clauses.iter().zip(&program.ecbs) {
             let desc = format!("{}:{}:{}:{}", d.provider, d.module, d.function, d.name);
@@ -1703,12 +1764,39 @@ impl LinuxTracing {
         }
     }
 
-    /// The `speculation()` calls that failed in the kernel since the previous call: (while one
-    /// was busy, with every one in use).
-    pub fn kernel_speculation_fails(&self) -> Result<(u64, u64)> {
+    /// Sets `specsize`, the bytes a speculation keeps per CPU: a clause whose record is larger
+    /// never speculates at the probe (before its probes are enabled).
+    pub fn set_specsize(&self, bytes: u64) {
+        self.lock().specsize = bytes;
+    }
+
+    /// What the speculations counted in the kernel since the previous call: the
+    /// `speculation()` calls that failed, and the speculative drops (see
+    /// [`speculation::SpecCounts`]).
+    pub fn kernel_speculation_counts(&self) -> Result<speculation::SpecCounts> {
         match self.lock().kspec_maps.as_mut() {
-            Some(m) => m.take_fails(),
-            None => Ok((0, 0)),
+            Some(m) => m.take_counts(),
+            None => Ok(speculation::SpecCounts::default()),
+        }
+    }
+
+    /// The speculations whose `commit()` or `discard()` the ring had no room for, not reported
+    /// before (see [`speculation::KernelSpecMaps::lost`]): dtrace settles each once the records
+    /// speculated before it were consumed, then frees it with
+    /// [`LinuxTracing::release_lost_speculation`].
+    pub fn kernel_lost_speculations(&self) -> Result<Vec<speculation::LostSettle>> {
+        match self.lock().kspec_maps.as_mut() {
+            Some(m) => m.lost(),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// Frees a speculation [`LinuxTracing::kernel_lost_speculations`] reported, once dtrace
+    /// settled it.
+    pub fn release_lost_speculation(&self, id: u32) -> Result<()> {
+        match self.lock().kspec_maps.as_mut() {
+            Some(m) => m.release_lost(id),
+            None => Ok(()),
         }
     }
 

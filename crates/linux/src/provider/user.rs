@@ -5,6 +5,7 @@
 //! here for the shared enabling path of [`super::Shared`].
 
 use super::file_usdt::{self, FileProbes};
+use super::proc_scan::{self, ProcessObjects, ScanCache};
 use super::LinuxTracing;
 use crate::catalog::pid::{split_provider, MappedObject, ProcessImage};
 use crate::catalog::{glob, Probe, ProbeDesc};
@@ -50,6 +51,9 @@ pub(crate) struct UserProbes {
     /// run-time linker (`None` otherwise): a process looked at before that loads a library is
     /// looked at again.
     linkers: HashMap<String, Option<LinkerWatch>>,
+    /// The processes and their objects as the enabling under way first read them, shared by
+    /// every provider glob it looks at.
+    procs: ScanCache,
 }
 
 /// How often the processes started since the last look are looked at for object files with
@@ -149,8 +153,11 @@ impl UserProbes {
         let globs = self.globs.clone();
         let mut out = Vec::new();
         let mut files = Vec::new();
+        let Some(process) = ProcessObjects::read(pid) else {
+            return out;
+        };
         for g in &globs {
-            for name in self.usdt_providers_and_files_of(pid, g, &mut files) {
+            for name in self.usdt_providers_and_files_in(&process, g, &mut files) {
                 if !out.contains(&name) {
                     out.push(name);
                 }
@@ -162,38 +169,30 @@ impl UserProbes {
         out
     }
 
-    /// The USDT providers (`python1234`) of the objects process `pid` maps that match provider
+    /// The USDT providers (`python1234`) of the objects `process` maps that match provider
     /// glob `pattern`, adding to `files` each object (path, whether it is the process's
     /// executable) with a USDT provider the glob may name in some process.
-    fn usdt_providers_and_files_of(
+    fn usdt_providers_and_files_in(
         &mut self,
-        pid: u32,
+        process: &ProcessObjects,
         pattern: &str,
         files: &mut Vec<(String, bool)>,
     ) -> Vec<String> {
         let mut out = Vec::new();
-        let Ok(maps) = crate::symbols::procmaps::read_maps(pid) else {
-            return out;
-        };
-        let exe = std::fs::read_link(format!("/proc/{pid}/exe")).ok();
-        let mut seen: HashSet<&str> = HashSet::new();
-        for m in maps.iter().filter(|m| m.exec && m.path.starts_with('/')) {
-            if !seen.insert(&m.path) {
-                continue;
-            }
+        let pid = process.process.pid;
+        for path in &process.objects {
             let mut wanted = false;
-            for p in self.file_providers(&m.path) {
+            for p in self.file_providers(path) {
                 wanted |= file_usdt::may_match_kind(pattern, p);
                 let name = format!("{p}{pid}");
                 if glob::matches(pattern, &name) && !out.contains(&name) {
                     out.push(name);
                 }
             }
-            let main = exe.as_deref() == Some(std::path::Path::new(&m.path));
-            if wanted && !files.iter().any(|(f, _)| *f == m.path) {
-                files.push((m.path.clone(), main));
+            if wanted && !files.iter().any(|(f, _)| f == path) {
+                files.push((path.clone(), process.is_main(path)));
             }
-            self.watch_linker(pid, &m.path);
+            self.watch_linker(pid, path);
         }
         out
     }
@@ -255,30 +254,22 @@ impl UserProbes {
                 self.scanned.remove(&pid);
             }
         }
-        let Ok(dir) = std::fs::read_dir("/proc") else {
-            return false;
-        };
-        let me = std::process::id();
         let mut live = HashMap::new();
         let mut files: Vec<(String, bool)> = Vec::new();
         let descs = self.glob_descs.clone();
-        for e in dir.flatten() {
-            let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
-                continue;
-            };
-            if pid == me {
-                continue;
-            }
+        for process in proc_scan::list() {
             // A process is looked at again when it runs another program (a shell's child that
             // was looked at between its fork and its exec).
-            let exe = std::fs::read_link(format!("/proc/{pid}/exe")).ok();
-            let known = self.scanned.get(&pid) == Some(&exe);
-            live.insert(pid, exe);
+            let known = self.scanned.get(&process.pid) == Some(&process.exe);
+            live.insert(process.pid, process.exe.clone());
             if known {
                 continue;
             }
+            let Some(objects) = ProcessObjects::of(process) else {
+                continue;
+            };
             for d in &descs {
-                self.usdt_providers_and_files_of(pid, &d.provider, &mut files);
+                self.usdt_providers_and_files_in(&objects, &d.provider, &mut files);
             }
         }
         // A process id seen again later is a new process.
@@ -331,34 +322,35 @@ impl UserProbes {
     }
 
     /// The USDT providers (`python1234`) of every process that match provider glob `pattern`,
-    /// found from the notes of the objects each process maps; the objects with providers the
-    /// glob may name are added to `files`.
+    /// found from the notes of the objects each process maps (as the enabling under way first
+    /// read them); the objects with providers the glob may name are added to `files`.
     fn usdt_providers_matching(
         &mut self,
         pattern: &str,
         files: &mut Vec<(String, bool)>,
     ) -> Vec<String> {
         let mut out = Vec::new();
-        let Ok(dir) = std::fs::read_dir("/proc") else {
-            return out;
-        };
-        let me = std::process::id();
-        for e in dir.flatten() {
-            let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
-                continue;
-            };
-            if pid == me {
-                continue;
-            }
-            let exe = std::fs::read_link(format!("/proc/{pid}/exe")).ok();
-            self.scanned.insert(pid, exe);
-            for name in self.usdt_providers_and_files_of(pid, pattern, files) {
+        let scan = self.procs.get();
+        for process in &scan.processes {
+            self.scanned
+                .insert(process.process.pid, process.process.exe.clone());
+            for name in self.usdt_providers_and_files_in(process, pattern, files) {
                 if !out.contains(&name) {
                     out.push(name);
                 }
             }
         }
         out
+    }
+
+    /// The enabling under way has ended: the next one reads the processes again.
+    pub(crate) fn end_enabling(&mut self) {
+        self.procs.forget();
+    }
+
+    /// How many times the processes were read for enablings (for tests).
+    pub(crate) fn process_scans(&self) -> usize {
+        self.procs.reads()
     }
 
     /// The file probes (see [`super::file_usdt`]) description `d` may match, its provider a
@@ -490,6 +482,10 @@ impl LinuxTracing {
                 if let Some((m, f)) = image.address_names(&pattern) {
                     (d.module, d.function) = (m, f);
                 }
+                // A function named by an alias: its probes are named for its address's name.
+                if let Some(f) = image.canonical_function(&pattern) {
+                    d.function = f;
+                }
                 if newly {
                     fw.register_provider(Box::new(UserProvider {
                         name: d.provider.clone(),
@@ -505,6 +501,19 @@ impl LinuxTracing {
 }
 
 impl LinuxTracing {
+    /// An enabling (a program's descriptions prepared, planned and enabled) has ended: the
+    /// processes its provider globs were matched against, read from `/proc` once for all of
+    /// them, are read again by the next one (see [`super::proc_scan`]). Tracing going live ends
+    /// one too.
+    pub fn end_enabling(&self) {
+        self.lock().user.end_enabling();
+    }
+
+    /// How many times enablings have read the running processes to match provider globs.
+    pub fn process_scans(&self) -> usize {
+        self.lock().user.process_scans()
+    }
+
     /// Looks for object files with USDT probes an enabled provider glob names in the processes
     /// started since the last look (every 100 ms at most), and places their file probes (see
     /// [`super::file_usdt`]): the processes that map them from then on fire them. Call at each

@@ -3,13 +3,15 @@
 //! installed), and the loadable segments that turn a file offset into a symbol address. Files are
 //! outside data: a malformed one yields an error, never a panic.
 
+use super::prefer::{self, Candidate};
 use crate::error::{LinuxError, Result};
 use object::{Object, ObjectSegment, ObjectSymbol, SymbolKind};
 
 /// The symbol table of one ELF file.
 #[derive(Clone, Debug, Default)]
 pub struct ElfSymbols {
-    syms: Vec<(u64, u64, String)>,
+    /// (address, size, name, local).
+    syms: Vec<(u64, u64, String, bool)>,
     segments: Vec<(u64, u64, u64)>,
     build_id: Option<Vec<u8>>,
 }
@@ -54,16 +56,27 @@ impl ElfSymbols {
         Ok(())
     }
 
-    /// Orders the symbols by address, one per address: when several share one, a sized one,
-    /// then the shortest name (the global-looking one) is kept.
+    /// Orders the symbols by address, one per address: when several share one, the one
+    /// [`super::prefer`] chooses names it, with the largest size among them.
     fn sort(&mut self) {
+        fn candidate(s: &(u64, u64, String, bool)) -> Candidate<'_> {
+            Candidate {
+                name: &s.2,
+                size: s.1,
+                local: s.3,
+            }
+        }
         self.syms.sort_by(|a, b| {
             a.0.cmp(&b.0)
-                .then(b.1.cmp(&a.1))
-                .then(a.2.len().cmp(&b.2.len()))
-                .then(a.2.cmp(&b.2))
+                .then_with(|| prefer::order(candidate(a), candidate(b)))
         });
-        self.syms.dedup_by_key(|s| s.0);
+        self.syms.dedup_by(|later, kept| {
+            let same = later.0 == kept.0;
+            if same {
+                kept.1 = kept.1.max(later.1);
+            }
+            same
+        });
     }
 
     /// Reads and parses the file at `path`, with its separate debuginfo's symbols when that is
@@ -96,7 +109,7 @@ impl ElfSymbols {
     /// The function containing `vaddr` and the offset into it.
     pub fn lookup(&self, vaddr: u64) -> Option<(&str, u64)> {
         let i = self.syms.partition_point(|s| s.0 <= vaddr);
-        let (addr, size, name) = self.syms.get(i.checked_sub(1)?)?;
+        let (addr, size, name, _) = self.syms.get(i.checked_sub(1)?)?;
         let off = vaddr - addr;
         if *size != 0 && off >= *size {
             return None;
@@ -120,8 +133,11 @@ impl ElfSymbols {
     }
 }
 
-/// The function symbols (text, named, at a non-zero address) of `.symtab` and `.dynsym`.
-fn text_symbols<'d, R: object::ReadRef<'d>>(file: &object::File<'d, R>) -> Vec<(u64, u64, String)> {
+/// The function symbols (text, named, at a non-zero address) of `.symtab` and `.dynsym`, as
+/// (address, size, name, local).
+fn text_symbols<'d, R: object::ReadRef<'d>>(
+    file: &object::File<'d, R>,
+) -> Vec<(u64, u64, String, bool)> {
     file.symbols()
         .chain(file.dynamic_symbols())
         .filter(|s| s.kind() == SymbolKind::Text && s.address() != 0)
@@ -129,7 +145,7 @@ fn text_symbols<'d, R: object::ReadRef<'d>>(file: &object::File<'d, R>) -> Vec<(
             s.name()
                 .ok()
                 .filter(|n| !n.is_empty())
-                .map(|n| (s.address(), s.size(), n.to_string()))
+                .map(|n| (s.address(), s.size(), n.to_string(), s.is_local()))
         })
         .collect()
 }
@@ -187,6 +203,25 @@ mod tests {
     }
 
     #[test]
+    fn an_address_with_aliases_is_named_as_dtrace_names_it() {
+        // A static `go` and its weak alias `_go` (the weak one names it), a global `f` and
+        // `__f` (fewer underscores), with the largest size among them as the extent.
+        let mut e = ElfSymbols {
+            syms: vec![
+                (0x1000, 16, "go".into(), true),
+                (0x1000, 16, "_go".into(), false),
+                (0x2000, 8, "__f".into(), false),
+                (0x2000, 32, "f".into(), false),
+            ],
+            ..ElfSymbols::default()
+        };
+        e.sort();
+        assert_eq!(e.lookup(0x1004), Some(("_go", 4)));
+        assert_eq!(e.lookup(0x2010), Some(("f", 0x10)));
+        assert_eq!(e.len(), 2);
+    }
+
+    #[test]
     fn debuginfo_names_the_local_functions_of_a_stripped_library() {
         let Some(libc) = own_libc() else {
             eprintln!("SKIP: no libc.so mapped");
@@ -201,10 +236,10 @@ mod tests {
         assert!(with.len() > stripped.len());
         // Every symbol of the library still resolves to itself or an alias at its address.
         let debug_only = ElfSymbols::parse(&read_elf_image(&debug).unwrap()).unwrap();
-        let (addr, size, name) = debug_only
+        let (addr, size, name, _) = debug_only
             .syms
             .iter()
-            .find(|(a, sz, _)| {
+            .find(|(a, sz, _, _)| {
                 *sz > 1 && stripped.lookup(*a).is_none() && with.lookup(*a).is_some()
             })
             .expect("a function only the debuginfo names");

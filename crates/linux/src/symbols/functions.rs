@@ -4,6 +4,7 @@
 //! a function for checking instruction boundaries. Files are outside data: a malformed one is an
 //! error, never a panic; they are read lazily (symbol tables, not the whole file).
 
+use super::prefer::{self, Candidate};
 use crate::error::{LinuxError, Result};
 use object::read::ReadCache;
 use object::{Object, ObjectSegment, ObjectSymbol, SymbolKind};
@@ -23,6 +24,18 @@ pub struct Function {
     pub size: u64,
     /// The offset in the file of its first byte (where an entry uprobe goes).
     pub file_offset: u64,
+    /// Whether the symbol is local to the object (a `static` function).
+    pub local: bool,
+}
+
+impl Function {
+    fn candidate(&self) -> Candidate<'_> {
+        Candidate {
+            name: &self.name,
+            size: self.size,
+            local: self.local,
+        }
+    }
 }
 
 /// The functions of one ELF file, by name.
@@ -31,6 +44,9 @@ pub struct FunctionTable {
     /// Path of the file.
     pub path: String,
     funcs: BTreeMap<String, Function>,
+    /// The names of the functions at each address, the one that names the address first
+    /// ([`super::prefer`]).
+    aliases: BTreeMap<u64, Vec<String>>,
     /// The address the file gives its first page (the loadable segment at file offset 0).
     first_page: Option<u64>,
     /// The file, opened at the first [`FunctionTable::code`] and kept for the next (placing an
@@ -95,9 +111,25 @@ fn add_symbols<'d, R: object::ReadRef<'d>>(
                 vaddr: s.address(),
                 size: s.size(),
                 file_offset,
+                local: s.is_local(),
             },
         );
     }
+}
+
+/// The names of `funcs` at each address, in the order of [`prefer::order`].
+fn aliases(funcs: &BTreeMap<String, Function>) -> BTreeMap<u64, Vec<String>> {
+    let mut by_addr: BTreeMap<u64, Vec<&Function>> = BTreeMap::new();
+    for f in funcs.values() {
+        by_addr.entry(f.vaddr).or_default().push(f);
+    }
+    by_addr
+        .into_iter()
+        .map(|(addr, mut fs)| {
+            fs.sort_by(|a, b| prefer::order(a.candidate(), b.candidate()));
+            (addr, fs.into_iter().map(|f| f.name.clone()).collect())
+        })
+        .collect()
 }
 
 impl FunctionTable {
@@ -124,6 +156,7 @@ impl FunctionTable {
         }
         Ok(FunctionTable {
             path: path.to_string(),
+            aliases: aliases(&funcs),
             funcs,
             first_page: first_page(&segs),
             file: Arc::default(),
@@ -138,6 +171,7 @@ impl FunctionTable {
         add_symbols(&file, &segs, &mut funcs);
         Ok(FunctionTable {
             path: path.to_string(),
+            aliases: aliases(&funcs),
             funcs,
             first_page: first_page(&segs),
             file: Arc::default(),
@@ -155,12 +189,37 @@ impl FunctionTable {
         self.funcs.get(name)
     }
 
+    /// The function that names the address of `f` ([`super::prefer`]): `go` for its weak alias
+    /// `_go`, as DTrace names the probes of a function looked up by an alias.
+    pub fn canonical<'a>(&'a self, f: &'a Function) -> &'a Function {
+        self.aliases
+            .get(&f.vaddr)
+            .and_then(|names| names.first())
+            .and_then(|n| self.funcs.get(n))
+            .unwrap_or(f)
+    }
+
+    /// The functions whose names `matches` accepts, once per address, each named by the first
+    /// accepted of the names at its address in the order of [`super::prefer`] (DTrace takes an
+    /// address once when a glob matches several of its aliases), by address.
+    pub fn matching<'a>(&'a self, matches: impl Fn(&str) -> bool + 'a) -> Vec<&'a Function> {
+        self.aliases
+            .values()
+            .filter_map(|names| names.iter().find(|n| matches(n)))
+            .filter_map(|n| self.funcs.get(n))
+            .collect()
+    }
+
     /// The function whose bytes hold `vaddr` (the sized one of the lowest address when several do).
     pub fn containing(&self, vaddr: u64) -> Option<&Function> {
         self.funcs
             .values()
             .filter(|f| vaddr >= f.vaddr && vaddr - f.vaddr < f.size.max(1))
-            .min_by_key(|f| (f.vaddr, f.name.len()))
+            .min_by(|a, b| {
+                a.vaddr
+                    .cmp(&b.vaddr)
+                    .then_with(|| prefer::order(a.candidate(), b.candidate()))
+            })
     }
 
     /// Every function, by name.

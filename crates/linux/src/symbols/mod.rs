@@ -9,6 +9,7 @@ pub mod elfimage;
 pub mod functions;
 pub mod kallsyms;
 pub mod mmaptrack;
+pub mod prefer;
 pub mod procmaps;
 pub mod unwind;
 

@@ -11,7 +11,7 @@ fn event_with(pid: u32, copies: Vec<Copy>) -> CapturedEvent {
     CapturedEvent {
         tag: 1,
         pid,
-        args: [15, 0, 0, 0, 0, 0, 0, 0],
+        args: [15, 0, 0, 0, 0, 0, 0, 0, 0, 0],
         copies,
         ..Default::default()
     }

@@ -15,7 +15,7 @@ fn event(comm: &[u8], kstack: Option<Vec<u64>>, ustack: Vec<u64>, execargs: bool
         ppid: 1,
         comm: c,
         task: 0xffff_8888_0000_2000,
-        args: [9, 8, 7, 6, 5, 4, 3, 2],
+        args: [9, 8, 7, 6, 5, 4, 3, 2, 1, 0],
         vtime_ns: 77,
         copies: vec![
             Copy {

@@ -12,6 +12,10 @@ pub struct ClauseNeeds {
     /// The clause calls `copyinstr` on something other than a plain argument: capture every
     /// string-pointer argument of the probe.
     pub any_string_arg: bool,
+    /// The probe arguments (a bit each, arg0 the lowest) the clause reads as strings at their
+    /// value (`stringof(arg0)`, `(string)arg1`): at a probe whose arguments are kernel values
+    /// (`fbt`) each is a kernel string the probe copies (see `spec_for`).
+    pub string_at_args: u8,
     /// The clause calls `copyin` with an address or a length the probe cannot compute (`arg1 +
     /// arg2`, `arg2 * 2`): it is served from the process's memory at delivery (see
     /// `deliver::EventMemory`).

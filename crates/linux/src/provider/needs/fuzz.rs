@@ -64,7 +64,7 @@ pub fn fuzz_entry(data: &[u8]) {
         assert!(
             c.kstack.unwrap_or(0) <= MAX_STACK_DEPTH && c.ustack.unwrap_or(0) <= MAX_STACK_DEPTH
         );
-        if let Ok(spec) = spec_for(&[c], &[0, 1, 2], DEFAULT_STRING_STORAGE) {
+        if let Ok(spec) = spec_for(&[c], (&[0, 1, 2], false), DEFAULT_STRING_STORAGE) {
             assert!(spec.copies.len() <= MAX_COPIES);
             // Every copy asked for is one the capture can make.
             assert!(spec.copies.iter().all(|c| c.addr.derefs.len() <= MAX_DEREFS

@@ -62,10 +62,10 @@ fn read_buffer_saved_at_entry_is_copied_at_return() {
     assert!(entry.copies.is_empty(), "{entry:?}");
     assert_eq!(ret.mirror, vec![MirrorOp { var, value: None }]);
     // Each probe's spec: the entry only saves, the return copies then removes.
-    let es = spec_for(&[entry], &[], DEFAULT_STRING_STORAGE).unwrap();
+    let es = spec_for(&[entry], (&[], false), DEFAULT_STRING_STORAGE).unwrap();
     assert_eq!(es.mirror, entry.mirror);
     assert!(es.copies.is_empty());
-    let rs = spec_for(&[ret], &[], DEFAULT_STRING_STORAGE).unwrap();
+    let rs = spec_for(&[ret], (&[], false), DEFAULT_STRING_STORAGE).unwrap();
     assert_eq!(rs.copies.len(), 1);
     assert_eq!(rs.mirror, vec![MirrorOp { var, value: None }]);
 }
@@ -206,7 +206,7 @@ fn predicated_stores_and_clears_merge_per_probe() {
            syscall::read:return /self->b/ { tracemem(copyin(self->b, 8), 8); }"#,
     );
     let var = thread_var(&n.clauses[2].1);
-    let spec = spec_for(&[&n.clauses[1].1, &n.clauses[0].1], &[], 256).unwrap();
+    let spec = spec_for(&[&n.clauses[1].1, &n.clauses[0].1], (&[], false), 256).unwrap();
     assert_eq!(
         spec.mirror,
         vec![MirrorOp {
@@ -339,7 +339,7 @@ fn a_later_clause_of_the_storing_probe_copies_from_the_stored_address() {
     let (store, load) = (&n.clauses[0].1, &n.clauses[1].1);
     let var = thread_var(load);
     // In clause order the copy is made from arg1 + 2 itself.
-    let spec = spec_for(&[store, load], &[], DEFAULT_STRING_STORAGE).unwrap();
+    let spec = spec_for(&[store, load], (&[], false), DEFAULT_STRING_STORAGE).unwrap();
     assert_eq!(
         spec.copies,
         vec![CopyRequest::new(
@@ -356,7 +356,7 @@ fn a_later_clause_of_the_storing_probe_copies_from_the_stored_address() {
         }]
     );
     // A clause before the store reads what an earlier firing saved: the mirror.
-    let spec = spec_for(&[load, store], &[], DEFAULT_STRING_STORAGE).unwrap();
+    let spec = spec_for(&[load, store], (&[], false), DEFAULT_STRING_STORAGE).unwrap();
     assert_eq!(
         spec.copies[0].addr,
         AddrExpr::kernel(AddrBase::ThreadVar(var), 2, Vec::new())

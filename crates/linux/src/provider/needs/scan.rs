@@ -44,6 +44,14 @@ fn capturable(e: &AddrExpr) -> bool {
             .is_none_or(|i| usize::from(i.arg) < crate::capture::layout::NARGS)
 }
 
+/// Notes in `n` a string read at `v` when `v` is a plain probe argument (see
+/// [`ClauseNeeds::string_at_args`]).
+fn note_string_at_arg(n: &mut ClauseNeeds, v: &Value) {
+    if let Some(arg) = v.plain_arg().filter(|&a| a < crate::capture::layout::NARGS) {
+        n.string_at_args |= 1 << arg;
+    }
+}
+
 impl ClauseNeeds {
     /// Asks for `size` kernel bytes (or a string of at most `size` bytes) at `e`.
     fn kernel_copy(&mut self, e: &AddrExpr, kind: MemKind, size: u32) {
@@ -270,6 +278,9 @@ impl Visitor for ObjectScan<'_> {
             Instr::Ret { rd } => {
                 let t = self.obj.rtype;
                 if t.flags & DIF_TF_BYREF != 0 {
+                    if t.is_string() {
+                        note_string_at_arg(self.n, &s.reg(rd));
+                    }
                     if let Some(e) = kernel_addr(&s.reg(rd)) {
                         if t.is_string() {
                             self.n.kernel_copy(e, MemKind::KernelString, strsize);
@@ -334,12 +345,16 @@ impl Visitor for ObjectScan<'_> {
             }
             Instr::Scmp { r1, r2 } => {
                 for r in [r1, r2] {
+                    note_string_at_arg(self.n, &s.reg(r));
                     if let Some(e) = kernel_addr(&s.reg(r)) {
                         self.n.kernel_copy(e, MemKind::KernelString, strsize);
                     }
                 }
             }
             Instr::Pushtr { ty, r2, rs } => {
+                if ty == DIF_TYPE_STRING {
+                    note_string_at_arg(self.n, &s.reg(rs));
+                }
                 if let Some(e) = kernel_addr(&s.reg(rs)) {
                     if ty == DIF_TYPE_STRING {
                         self.n.kernel_copy(e, MemKind::KernelString, strsize);

@@ -59,7 +59,7 @@ fn copyin_sized_by_an_argument() {
     let c = one(
         "syscall::write:entry { tracemem(copyin(arg1, arg2), 64); tracemem(copyin(arg1, 16), 16); }",
     );
-    let spec = spec_for(&[&c], &[], DEFAULT_STRING_STORAGE).unwrap();
+    let spec = spec_for(&[&c], (&[], false), DEFAULT_STRING_STORAGE).unwrap();
     assert_eq!(spec.copies.len(), 2, "{:?}", spec.copies);
     assert!(spec
         .copies
@@ -183,7 +183,7 @@ fn user_pointer_chains_of_execve_argv() {
         assert!(c.copies.contains(&want), "{want:?} not in {:?}", c.copies);
     }
     assert_eq!(c.copies.len(), 4);
-    let spec = spec_for(&[c], &[0], DEFAULT_STRING_STORAGE).unwrap();
+    let spec = spec_for(&[c], (&[0], false), DEFAULT_STRING_STORAGE).unwrap();
     assert_eq!(spec.copies.len(), 4);
     crate::capture::RecordLayout::for_spec(&spec, "execve").unwrap();
 }

@@ -80,7 +80,7 @@ fn random_dif_never_panics() {
             .all(|c| c.size >= 1 && c.size <= MAX_COPY_SIZE));
         assert!(c.kstack.unwrap_or(0) <= MAX_STACK_DEPTH);
         assert!(c.ustack.unwrap_or(0) <= MAX_STACK_DEPTH);
-        if let Ok(spec) = spec_for(&[c], &[0, 1], DEFAULT_STRING_STORAGE) {
+        if let Ok(spec) = spec_for(&[c], (&[0, 1], false), DEFAULT_STRING_STORAGE) {
             assert!(spec.copies.len() <= MAX_COPIES);
         }
     }

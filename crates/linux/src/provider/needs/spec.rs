@@ -13,10 +13,12 @@ use std::collections::HashMap;
 
 /// Merges the needs of the clauses matching a probe into one capture spec. `string_args` are the
 /// probe's arguments that are user string pointers (used when a clause's `copyinstr` address could
-/// not be resolved to one argument).
+/// not be resolved to one argument); `kernel_args` says the probe's arguments are kernel values
+/// (`fbt`), so a string read at an argument's value (`stringof(arg0)`) is a kernel string the
+/// probe copies, as `stringof` of any kernel address.
 pub fn spec_for(
     clauses: &[&ClauseNeeds],
-    string_args: &[usize],
+    (string_args, kernel_args): (&[usize], bool),
     strsize: u32,
 ) -> Result<CaptureSpec, String> {
     let mut spec = CaptureSpec::new();
@@ -52,6 +54,14 @@ pub fn spec_for(
             push(&mut spec, mirror::resolve_stored(&stored_before, c));
         }
         mirror::note_stores(&mut stored_before, n);
+        if kernel_args {
+            for a in (0..crate::capture::layout::NARGS).filter(|a| n.string_at_args & 1 << a != 0) {
+                push(
+                    &mut spec,
+                    CopyRequest::new(AddrExpr::arg(a), MemKind::KernelString, strsize),
+                );
+            }
+        }
         if n.any_string_arg {
             for &a in string_args {
                 push(

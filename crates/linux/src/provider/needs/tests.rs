@@ -45,12 +45,12 @@ fn args_array_and_copyin_with_constant_size() {
 fn computed_addresses_fall_back() {
     let n = needs(r#"syscall::write:entry { trace(copyinstr(arg1 + arg2)); }"#);
     assert!(n.clauses[0].1.any_string_arg);
-    let spec = spec_for(&[&n.clauses[0].1], &[1], 64).unwrap();
+    let spec = spec_for(&[&n.clauses[0].1], (&[1], false), 64).unwrap();
     assert_eq!(spec.copies.len(), 1);
     assert_eq!(spec.copies[0].size, 64);
     let n = needs(r#"syscall::write:entry { trace(*(int *)copyin(arg1 + arg2, 4)); }"#);
     assert!(n.clauses[0].1.unresolved_copyin);
-    assert!(spec_for(&[&n.clauses[0].1], &[], 64)
+    assert!(spec_for(&[&n.clauses[0].1], (&[], false), 64)
         .unwrap()
         .copies
         .is_empty());
@@ -62,7 +62,7 @@ fn stacks_and_union() {
         r#"syscall::read:entry { stack(); } syscall::read:entry { ustack(5); trace(copyinstr(arg0)); }"#,
     );
     let all: Vec<&ClauseNeeds> = n.clauses.iter().map(|(_, c)| c).collect();
-    let spec = spec_for(&all, &[], DEFAULT_STRING_STORAGE).unwrap();
+    let spec = spec_for(&all, (&[], false), DEFAULT_STRING_STORAGE).unwrap();
     // The tracing machinery's frames, cut at delivery, are taken beyond those shown.
     assert_eq!(spec.kstack, Some(DEFAULT_STACKFRAMES + CALLER_FRAMES));
     assert_eq!(spec.ustack, Some(5));
@@ -92,7 +92,7 @@ fn a_probe_is_filtered_when_every_clause_has_a_predicate() {
          syscall::write:entry /execname == \"sh\"/ { @b = count(); }",
     );
     let all: Vec<&ClauseNeeds> = two.clauses.iter().map(|(_, n)| n).collect();
-    let spec = spec_for(&all, &[], 64).unwrap();
+    let spec = spec_for(&all, (&[], false), 64).unwrap();
     let f = spec.filter.expect("a kernel filter");
     assert_eq!(f.predicates.len(), 2);
     assert_eq!(f.strsize, 64);
@@ -100,7 +100,7 @@ fn a_probe_is_filtered_when_every_clause_has_a_predicate() {
         "syscall::write:entry /pid == 1/ { @a = count(); } syscall::write:entry { @b = count(); }",
     );
     let all: Vec<&ClauseNeeds> = mixed.clauses.iter().map(|(_, n)| n).collect();
-    assert_eq!(spec_for(&all, &[], 64).unwrap().filter, None);
+    assert_eq!(spec_for(&all, (&[], false), 64).unwrap().filter, None);
 }
 
 #[test]
@@ -140,12 +140,15 @@ fn pid_predicates_filter_in_the_kernel() {
         "syscall::write:entry /pid == 7/ { @c = count(); } syscall::write:entry /pid == 7/ { trace(1); }",
     );
     let all: Vec<&ClauseNeeds> = n.clauses.iter().map(|(_, c)| c).collect();
-    assert_eq!(spec_for(&all, &[], 256).unwrap().filter_pid, Some(7));
+    assert_eq!(
+        spec_for(&all, (&[], false), 256).unwrap().filter_pid,
+        Some(7)
+    );
     let n = needs(
         "syscall::write:entry /pid == 7/ { @c = count(); } syscall::write:entry { trace(1); }",
     );
     let all: Vec<&ClauseNeeds> = n.clauses.iter().map(|(_, c)| c).collect();
-    assert_eq!(spec_for(&all, &[], 256).unwrap().filter_pid, None);
+    assert_eq!(spec_for(&all, (&[], false), 256).unwrap().filter_pid, None);
 }
 
 #[test]
@@ -227,7 +230,7 @@ fn kernel_chains_from_curthread_merge_per_object() {
     ] {
         assert!(c.copies.contains(&want), "{want:?} not in {:?}", c.copies);
     }
-    let spec = spec_for(&[c], &[], DEFAULT_STRING_STORAGE).unwrap();
+    let spec = spec_for(&[c], (&[], false), DEFAULT_STRING_STORAGE).unwrap();
     // The task's own fields in one copy, bytes 0..28; the string apart; one copy per hop.
     assert!(
         spec.copies.contains(&kcopy(task, 0, &[], bytes, 28)),
@@ -296,6 +299,26 @@ fn strings_of_plain_arguments_and_user_pointers() {
     // nothing to ask for.
     let n = needs("sdt:::x { trace(stringof(args[0])); }");
     assert!(n.clauses[0].1.copies.is_empty());
+    let spec = spec_for(&[&n.clauses[0].1], (&[], false), 64).unwrap();
+    assert!(spec.copies.is_empty());
+    // At fbt an argument's value is a kernel address: the string at it is copied at the probe.
+    let n =
+        needs(r#"fbt::x:entry { trace(stringof(arg1)); } fbt::x:entry /(string)arg3 == "a"/ {}"#);
+    let all: Vec<&ClauseNeeds> = n.clauses.iter().map(|(_, c)| c).collect();
+    assert_eq!(
+        (all[0].string_at_args, all[1].string_at_args),
+        (1 << 1, 1 << 3)
+    );
+    let spec = spec_for(&all, (&[], true), 64).unwrap();
+    for arg in [1, 3] {
+        assert!(
+            spec.copies.iter().any(|c| c.addr == AddrExpr::arg(arg)
+                && c.kind == MemKind::KernelString
+                && c.size == 64),
+            "{:?}",
+            spec.copies
+        );
+    }
     // A user pointer read from the kernel: a user string at the end of the chain.
     let n = needs(&format!(
         "{FOO} sdt:::x {{ trace(copyinstr(((struct foo *)curthread)->next->b)); }}"
@@ -357,7 +380,7 @@ fn chains_past_the_hop_limit_are_refused() {
     );
     let n = needs(&format!("{FOO} sdt:::x {{ trace({deep}); }}"));
     let c = &n.clauses[0].1;
-    let e = spec_for(&[c], &[], DEFAULT_STRING_STORAGE).unwrap_err();
+    let e = spec_for(&[c], (&[], false), DEFAULT_STRING_STORAGE).unwrap_err();
     assert!(e.starts_with("not yet supported:"), "{e}");
     // One copy per hop: the copy limit comes first.
     let ok = format!(
@@ -365,7 +388,7 @@ fn chains_past_the_hop_limit_are_refused() {
         "->next".repeat(MAX_COPIES - 1)
     );
     let n = needs(&format!("{FOO} sdt:::x {{ trace({ok}); }}"));
-    assert!(spec_for(&[&n.clauses[0].1], &[], DEFAULT_STRING_STORAGE).is_ok());
+    assert!(spec_for(&[&n.clauses[0].1], (&[], false), DEFAULT_STRING_STORAGE).is_ok());
 }
 
 #[test]
@@ -412,7 +435,7 @@ fn merging_keeps_within_the_copy_limit() {
         copies: big,
         ..ClauseNeeds::default()
     };
-    assert!(spec_for(&[&n], &[], 64)
+    assert!(spec_for(&[&n], (&[], false), 64)
         .unwrap_err()
         .starts_with("not yet supported"));
 }
@@ -433,7 +456,7 @@ fn process_context_variables_ask_for_their_captures() {
         (c[4].kstack, c[4].ustack),
         (Some(MAX_STACK_DEPTH), Some(MAX_STACK_DEPTH))
     );
-    let one = |i: usize| spec_for(&[c[i]], &[], 300).unwrap();
+    let one = |i: usize| spec_for(&[c[i]], (&[], false), 300).unwrap();
     assert_eq!((one(0).kstack, one(0).ustack), (Some(CALLER_FRAMES), None));
     assert_eq!((one(1).kstack, one(1).ustack), (None, Some(UCALLER_FRAMES)));
     assert_eq!(one(2).execargs, Some(300));
@@ -441,14 +464,16 @@ fn process_context_variables_ask_for_their_captures() {
     // A stack() deeper than the caller's frames keeps its depth, and the tracing frames.
     let n = needs("syscall::write:entry { stack(40); trace(caller); }");
     assert_eq!(
-        spec_for(&[&n.clauses[0].1], &[], 256).unwrap().kstack,
+        spec_for(&[&n.clauses[0].1], (&[], false), 256)
+            .unwrap()
+            .kstack,
         Some(40 + CALLER_FRAMES)
     );
     // Nothing is captured for clauses that do not read them.
     assert_eq!(
         spec_for(
             &[&needs("syscall::write:entry { trace(pid); }").clauses[0].1],
-            &[],
+            (&[], false),
             256
         )
         .unwrap(),
@@ -467,7 +492,7 @@ fn stack_frames_from_action_arguments() {
     assert_eq!(ustack_frames(7 | (64 << 32)), 7);
     assert_eq!(ustack_frames(64 << 32), DEFAULT_USTACKFRAMES);
     let n = needs("syscall::write:entry { stack(); ustack(3, 64); }");
-    let spec = spec_for(&[&n.clauses[0].1], &[], 256).unwrap();
+    let spec = spec_for(&[&n.clauses[0].1], (&[], false), 256).unwrap();
     assert_eq!(spec.kstack, Some(DEFAULT_STACKFRAMES + CALLER_FRAMES));
     assert_eq!(spec.ustack, Some(3));
 }
