@@ -66,6 +66,37 @@ impl PrincipalBuffer {
         self.full
     }
 
+    /// Takes the room a clause's record needs before the clause runs (DTrace's `dte_needed`, taken
+    /// by `dtrace_buffer_reserve()` before an ECB does anything): whether a record of `needed`
+    /// bytes would be kept now. When it would not, one drop is counted (a fill-policy buffer is
+    /// then full) and the clause must do nothing at all: no predicate with side effects, no store,
+    /// no record. A `ring` buffer always has room for a record no larger than itself; `for_end`
+    /// records may use the END reserve. A clause that records nothing (`needed` 0) always has room.
+    pub fn reserve(&mut self, needed: usize, for_end: bool) -> bool {
+        let len = align8(needed);
+        if len == 0 {
+            return true;
+        }
+        let fits = match self.policy {
+            BufPolicy::Ring => len <= self.size,
+            BufPolicy::Switch | BufPolicy::Fill => {
+                let limit = if self.policy == BufPolicy::Fill && !for_end {
+                    self.size - self.reserve
+                } else {
+                    self.size
+                };
+                !(self.full && !for_end) && self.data.len() + len <= limit
+            }
+        };
+        if !fits {
+            self.drops += 1;
+            if self.policy == BufPolicy::Fill && !for_end {
+                self.full = true;
+            }
+        }
+        fits
+    }
+
     /// Appends one whole record; `for_end` records may use the END reserve. Returns `false` (and counts a
     /// drop) when the record is refused.
     pub fn append(&mut self, record: &[u8], for_end: bool) -> bool {
@@ -238,6 +269,39 @@ mod tests {
         let (data, drops) = b.take();
         assert_eq!(data.len(), 64);
         assert_eq!(drops, 2);
+    }
+
+    #[test]
+    fn reserve_takes_room_before_a_clause_runs() {
+        // switch: room while a record fits; a refusal counts one drop; nothing needed always fits.
+        let mut b = PrincipalBuffer::new(BufPolicy::Switch, 32, Vec::new());
+        assert!(b.reserve(12, false));
+        assert!(b.append(&rec(1, 12), false));
+        assert!(b.reserve(16, false));
+        assert!(!b.reserve(17, false));
+        assert!(b.reserve(0, false));
+        assert_eq!(b.take().1, 1);
+        // fill: a refusal fills the buffer; only END's records fit after it, in the reserve.
+        let mut b = PrincipalBuffer::new(BufPolicy::Fill, 48, Vec::new());
+        b.set_reserve(16);
+        assert!(b.reserve(16, false));
+        assert!(b.append(&rec(1, 16), false));
+        assert!(b.reserve(16, false));
+        assert!(b.append(&rec(1, 16), false));
+        assert!(!b.reserve(16, false));
+        assert!(b.is_full());
+        assert!(!b.reserve(8, false));
+        assert!(b.reserve(0, false));
+        assert!(b.reserve(16, true));
+        assert_eq!(b.take().1, 2);
+        // ring: never full, unless the record is larger than the buffer.
+        let mut b = PrincipalBuffer::new(BufPolicy::Ring, 32, Vec::new());
+        for _ in 0..4 {
+            assert!(b.reserve(16, false));
+            assert!(b.append(&rec(1, 16), false));
+        }
+        assert!(!b.reserve(40, false));
+        assert_eq!(b.take().1, 1);
     }
 
     #[test]

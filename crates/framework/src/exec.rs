@@ -1,5 +1,6 @@
-//! Probe context: running the ECBs of a firing probe (`dtrace_probe`). For each ECB: the predicate,
-//! then each action through the DIF interpreter, building the record in the layout of the ECB and
+//! Probe context: running the ECBs of a firing probe (`dtrace_probe`). For each ECB: the room its
+//! record needs in the CPU's principal buffer (none: the ECB is skipped whole, one drop counted),
+//! the predicate, then each action through the DIF interpreter, building the record in the layout of the ECB and
 //! committing it to the CPU's principal buffer (or a speculation); aggregating actions update the CPU's
 //! aggregation buffer. A fault stops the ECB (its record is not committed), writes a fault record and
 //! fires `dtrace:::ERROR` with DTrace's arguments; a fault in an ERROR clause only counts a double error.
@@ -343,6 +344,14 @@ impl Framework {
         } else {
             self.machine.begin_clause();
         }
+        // The room the clause's record needs is taken before the clause does anything that
+        // lasts (DTrace's `dte_needed`, reserved by `dtrace_probe()` before the ECB runs): without
+        // it the clause is skipped whole, one drop counted, its stores not made. A clause that
+        // records nothing (aggregations, stores alone) needs no room and always runs. A
+        // predicate without side effects runs first (see `framework::has_side_effects`).
+        if e.reserve_before_predicate && !self.reserve_record(e, cpu) {
+            return Outcome::Done;
+        }
         if let Some(pred) = &e.predicate {
             match self.run_difo(pred, e, cpu, ctx, mem, ts) {
                 Ok(0) => return Outcome::Done,
@@ -356,6 +365,9 @@ impl Framework {
                     }
                 }
             }
+        }
+        if !e.reserve_before_predicate && !self.reserve_record(e, cpu) {
+            return Outcome::Done;
         }
         let size = e.layout.size as usize;
         let epid = e.epid;
@@ -444,6 +456,19 @@ impl Framework {
         self.record = record;
         self.key = key;
         outcome
+    }
+
+    /// Takes the room ECB `e`'s record needs in `cpu`'s principal buffer before the clause runs
+    /// (see [`PrincipalBuffer::reserve`](crate::buffer::PrincipalBuffer::reserve)): `false`,
+    /// with one drop counted, when there is none and the clause must be skipped whole. A
+    /// speculative clause takes it too, as DTrace reserves in the principal buffer before the
+    /// clause's `speculate()` moves its record to the speculation's buffer.
+    fn reserve_record(&mut self, e: &Ecb, cpu: u32) -> bool {
+        let is_end = self.firing_end && e.probe == END;
+        match self.cpus.get_mut(cpu as usize) {
+            Some(c) => c.principal.reserve(e.layout.size as usize, is_end),
+            None => true,
+        }
     }
 
     /// Performs action `ai` of ECB `i` with its evaluated value. `Ok(false)` drops the rest of the ECB

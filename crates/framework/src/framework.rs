@@ -201,6 +201,9 @@ pub(crate) struct Ecb {
     /// Its `raise()` and `stop()` are sent where the probe fires (see
     /// [`Framework::signal_elsewhere`]).
     pub(crate) signals_elsewhere: bool,
+    /// Its predicate has side effects ([`has_side_effects`]): the record's room is taken before
+    /// the predicate runs, not after.
+    pub(crate) reserve_before_predicate: bool,
 }
 
 /// An enabled clause as [`Framework::enable_new`] matches it again.
@@ -279,6 +282,25 @@ pub fn calls_destructive(d: &DifObject) -> bool {
     d.text.iter().any(|&w| {
         matches!(Instr::decode(w), Ok(Instr::Call { subr, .. })
             if subr == Subr::Copyout as u16 || subr == Subr::Copyoutstr as u16)
+    })
+}
+
+/// Whether running a DIF object changes anything beyond its result: it stores to a variable
+/// (global, thread-local, clause-local, an associative array's element) or to memory, or calls a
+/// subroutine that does (`speculation()` takes a speculation, `copyout()`/`copyoutstr()` write
+/// into the traced process). A clause's record room is taken before its predicate runs when the
+/// predicate has such effects (DTrace reserves before the predicate); a predicate without them
+/// runs first, on both paths (the kernel's too, where a false predicate must cost no record):
+/// skipping it or not leaves everything the same.
+pub fn has_side_effects(d: &DifObject) -> bool {
+    d.text.iter().any(|&w| match Instr::decode(w) {
+        Ok(Instr::Store { .. } | Instr::StoreVar { .. }) => true,
+        Ok(Instr::Call { subr, .. }) => {
+            subr == Subr::Speculation as u16
+                || subr == Subr::Copyout as u16
+                || subr == Subr::Copyoutstr as u16
+        }
+        _ => false,
     })
 }
 
@@ -633,6 +655,7 @@ impl Framework {
             aggids,
             elsewhere: false,
             signals_elsewhere: false,
+            reserve_before_predicate: e.predicate.as_ref().is_some_and(has_side_effects),
         });
     }
 

@@ -1508,3 +1508,88 @@ fn faults_elsewhere_are_reported_as_the_interpreters() {
     let args: Vec<u64> = (0..5).map(|i| u64_at(recs[1].1, 16 + 8 * i)).collect();
     assert_eq!(args, vec![u64::from(one.probe_id), 0, 3, 1, 0x10]);
 }
+
+/// A clause whose record finds no room in the principal buffer is skipped whole, as DTrace's
+/// `dtrace_probe()` skips an ECB whose `dte_needed` it cannot reserve: one drop, and none of
+/// its stores (here `n++` before `trace(n)`) happen; a predicate with side effects does not run
+/// either. An aggregation-only clause (no record) always runs.
+#[test]
+fn a_clause_without_room_for_its_record_is_skipped_whole() {
+    let n = ".var n 1280 scl glb r/w int 8\n";
+    let p = ".var p 1281 scl glb r/w int 8\n";
+    let incr = |v: &str, name: &str| {
+        act(
+            ActionKind::DifExpr,
+            Some(asm(&format!(
+                "{v}ldgs {name}, %r1\nsetx 1, %r2\nadd %r1, %r2, %r1\nstgs %r1, {name}\nret %r0\n.rtype int 0\n"
+            ))),
+        )
+    };
+    let load = |v: &str, name: &str| {
+        act(
+            ActionKind::DifExpr,
+            Some(asm(&format!("{v}ldgs {name}, %r1\nret %r1\n"))),
+        )
+    };
+    for policy in ["switch", "fill", "ring"] {
+        let (mut fw, _c) = new_fw();
+        fw.set_option("bufsize", Some("96")).unwrap();
+        fw.set_option("bufpolicy", Some(policy)).unwrap();
+        // { n++; trace(n); }, then /++p/ { trace(p); } (a predicate that stores), then
+        // @ = count().
+        let pred = asm(&format!(
+            "{p}ldgs p, %r1\nsetx 1, %r2\nadd %r1, %r2, %r1\nstgs %r1, p\nret %r2\n"
+        ));
+        let mut count = act(ActionKind::AggCount, None);
+        count.uarg = 1;
+        let mut prog = program(vec![
+            ecb("profile:::tick-1", None, vec![incr(n, "n"), load(n, "n")]),
+            ecb("profile:::tick-1", Some(pred), vec![load(p, "p")]),
+            ecb("profile:::tick-1", None, vec![count]),
+        ]);
+        prog.aggregations.push(AggregationDesc {
+            id: 1,
+            name: String::new(),
+        });
+        fw.enable(&prog, false).unwrap();
+        fw.go().unwrap();
+        let tick = fw.list_probes(&pd("profile:::tick-1"))[0].id;
+        for _ in 0..5 {
+            fw.fire(tick, 0, &FiringContext::default());
+        }
+        let snap = fw.switch_buffer(0).unwrap();
+        let vals: Vec<u64> = records(&snap.data, &|_| 24)
+            .iter()
+            .map(|r| u64_at(r.1, 16))
+            .collect();
+        let counted: u64 = fw
+            .snapshot_aggregations()
+            .iter()
+            .flat_map(|s| &s.records)
+            .map(|r| u64_at(&r.value, 0))
+            .sum();
+        assert_eq!(counted, 5, "{policy}: aggregation-only clauses always run");
+        match policy {
+            // Four 24-byte records fit in 96: n and p went to 2 each, then nothing changed.
+            "switch" | "fill" => {
+                assert_eq!(vals, vec![1, 1, 2, 2], "{policy}");
+                assert_eq!(snap.drops, 6, "{policy}");
+            }
+            // A ring always has room: every clause ran, the newest four records are kept.
+            _ => {
+                assert_eq!(vals, vec![4, 4, 5, 5], "{policy}");
+                assert_eq!(snap.drops, 0);
+            }
+        }
+        // The next interval: the stores skipped before were never made.
+        if policy == "switch" {
+            fw.fire(tick, 0, &FiringContext::default());
+            let snap = fw.switch_buffer(0).unwrap();
+            let vals: Vec<u64> = records(&snap.data, &|_| 24)
+                .iter()
+                .map(|r| u64_at(r.1, 16))
+                .collect();
+            assert_eq!(vals, vec![3, 3]);
+        }
+    }
+}
