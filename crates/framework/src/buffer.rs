@@ -139,6 +139,40 @@ impl PrincipalBuffer {
         }
     }
 
+    /// The room this buffer gives records built where their probe fired, which reserve it there
+    /// before their clause runs, for the interval until the buffer is next taken: the whole buffer
+    /// under `switch` (less the END reserve under `fill`, and nothing once a fill buffer is full);
+    /// no limit under `ring`, which always has room.
+    pub fn room_elsewhere(&self) -> u64 {
+        match self.policy {
+            BufPolicy::Ring => u64::MAX,
+            BufPolicy::Switch => self.size as u64,
+            BufPolicy::Fill if self.full => 0,
+            BufPolicy::Fill => (self.size - self.reserve) as u64,
+        }
+    }
+
+    /// Appends a record whose room was reserved where its probe fired (see
+    /// [`PrincipalBuffer::room_elsewhere`]): its clause's stores were made, so it is kept
+    /// even past the buffer's size (the room was given for an interval the record may arrive
+    /// just after). A `ring` buffer appends it as any record.
+    pub fn append_reserved(&mut self, record: &[u8]) {
+        if self.policy == BufPolicy::Ring {
+            self.append(record, false);
+            return;
+        }
+        let len = align8(record.len());
+        self.data.extend_from_slice(record);
+        self.data.resize(self.data.len() + len - record.len(), 0);
+    }
+
+    /// Marks a fill-policy buffer full: its room was exhausted where probes fire.
+    pub fn fill(&mut self) {
+        if self.policy == BufPolicy::Fill {
+            self.full = true;
+        }
+    }
+
     /// Appends bytes that are already a sequence of aligned records (a committed speculation) as one
     /// unit: all or nothing.
     pub fn append_many(&mut self, records: &[u8], lens: &[usize]) -> bool {

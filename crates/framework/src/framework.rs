@@ -935,8 +935,10 @@ impl Framework {
     /// would have built it (EPID, timestamp, data laid out by its record descriptions; bytes
     /// past the ECB's record size are padding and ignored). It goes
     /// to `cpu`'s principal buffer unchanged, under the rules a firing follows: nothing while
-    /// tracing is not active or after `exit()` (DTrace's draining), a full buffer counts a drop,
-    /// and an `exit()` action in it ends tracing as the interpreter's would. Returns whether the
+    /// tracing is not active or after `exit()` (DTrace's draining), and an `exit()` action in it
+    /// ends tracing as the interpreter's would. Its room was taken where the probe fired, before
+    /// its clause ran (see [`Framework::record_room_elsewhere`]): it is not refused for lack of
+    /// room. Returns whether the
     /// record was kept; a record that names no ECB run elsewhere, or is not its size, is refused
     /// (a bad record).
     pub fn commit_elsewhere(&mut self, cpu: u32, record: &[u8]) -> bool {
@@ -970,14 +972,39 @@ impl Framework {
             .and_then(|(l, _)| record.get(l.rec.offset as usize..l.rec.offset as usize + 4))
             .and_then(|b| b.try_into().ok())
             .map(i32::from_ne_bytes);
+        // Its room in the buffer was taken where the probe fired, before the clause ran (see
+        // `Framework::record_room_elsewhere`): it is kept.
         let kept = match self.cpus.get_mut(cpu as usize) {
-            Some(c) => c.principal.append(record, false),
+            Some(c) => {
+                c.principal.append_reserved(record);
+                true
+            }
             None => false,
         };
         if let Some(status) = exit {
             self.status.exit_status = Some(status);
         }
         kept
+    }
+
+    /// The room each CPU's principal buffer gives records built where their probe fired (see
+    /// [`Framework::commit_elsewhere`]) until the buffers are next switched, indexed by CPU: the
+    /// provider takes a record's room there before its clause runs and skips the clause whole
+    /// (one drop) when there is none, as DTrace reserves an ECB's room before running it. Call
+    /// at `go` and after each switch of the buffers.
+    pub fn record_room_elsewhere(&self) -> Vec<u64> {
+        self.cpus
+            .iter()
+            .map(|c| c.principal.room_elsewhere())
+            .collect()
+    }
+
+    /// A fill-policy buffer of `cpu` filled where its probes fire (a record found no room
+    /// there): it is full here too, and the status says so.
+    pub fn fill_elsewhere(&mut self, cpu: u32) {
+        if let Some(c) = self.cpus.get_mut(cpu as usize) {
+            c.principal.fill();
+        }
     }
 
     /// Records into speculation `id` a record built where its probe fired by a clause that

@@ -148,6 +148,9 @@ pub struct Session {
     vclock: Option<crate::vtime::Vclock>,
     vfloor: crate::vtime::VtimeFloor,
     drops: Map,
+    /// The room each CPU's principal buffer has left for records built at the probe (see
+    /// [`Session::set_record_room`]).
+    room: Map,
     /// The thread-variable mirror, created with the first probe that uses it.
     mirror: Option<Map>,
     ring: RingBuf,
@@ -325,6 +328,17 @@ impl Session {
             8,
             1,
         )?;
+        let room = Map::create(
+            MapKind::PerCpuArray,
+            &format!("{}_room", opts.name_prefix),
+            4,
+            8,
+            1,
+        )?;
+        // No limit until the framework's buffers give one.
+        let n = crate::bpf::map::possible_cpus()?;
+        room.update(&0u32.to_le_bytes(), &u64::MAX.to_le_bytes().repeat(n))?;
+        let session_room = room;
         Ok(Session {
             enabled: Vec::new(),
             pending_uprobes: Vec::new(),
@@ -345,6 +359,7 @@ impl Session {
             vclock: None,
             vfloor: crate::vtime::VtimeFloor::new(),
             drops,
+            room: session_room,
             mirror: None,
             ring,
         })
@@ -367,6 +382,7 @@ impl Session {
         let mut fds = MapFds {
             ring: self.ring.map().raw_fd(),
             drops: self.drops.raw_fd(),
+            room: self.room.raw_fd(),
             pending: None,
             pending_armed: None,
             mirror: self.mirror_fd(spec)?,
@@ -867,6 +883,20 @@ impl Session {
     /// on; possible CPUs that never dropped count 0).
     pub fn cpu_drops(&self) -> Result<Vec<u64>> {
         self.drops.percpu_u64(0)
+    }
+
+    /// Sets the room each CPU's principal buffer has for records built at the probe until the
+    /// next call (indexed by CPU number; a CPU not given gets none): a clause whose record does
+    /// not fit in its CPU's room is skipped whole and counted as a drop, as DTrace skips an ECB
+    /// it cannot reserve buffer room for, so that dtrace never refuses a record the kernel built
+    /// after the clause's stores were made. `u64::MAX`: no limit (a `ring` buffer).
+    pub fn set_record_room(&self, room: &[u64]) -> Result<()> {
+        let n = crate::bpf::map::possible_cpus()?;
+        let mut value = vec![0u8; n * 8];
+        for (cpu, chunk) in value.chunks_exact_mut(8).enumerate() {
+            chunk.copy_from_slice(&room.get(cpu).copied().unwrap_or(0).to_le_bytes());
+        }
+        self.room.update(&0u32.to_le_bytes(), &value)
     }
 
     /// Records that could not be decoded (should stay 0).

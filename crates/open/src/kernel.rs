@@ -440,6 +440,9 @@ impl Tracer for KernelTracer {
             .map_err(|e| ConsumerError::Backend(e.to_string()))?;
         self.reported_drops = self.linux.cpu_drops().map_err(be)?;
         self.inner.go()?;
+        // The room the principal buffers give records built at the probe.
+        let room = self.inner.framework().record_room_elsewhere();
+        self.linux.set_record_room(&room).map_err(be)?;
         // BEGIN has fired: nothing captured before it is delivered, nor aggregated. The globals
         // it shares with the kernel's clauses go there before they start.
         self.linux.go_live();
@@ -467,6 +470,8 @@ impl Tracer for KernelTracer {
     }
     fn switch_buffers(&mut self) -> Result<Vec<BufferSnapshot>> {
         let mut snaps = self.inner.switch_buffers()?;
+        let fill = self.inner.framework().options().bufpolicy
+            == dtrace_framework::options::BufPolicy::Fill;
         let now = match &self.drops_at_exit {
             Some(at_exit) => at_exit.clone(),
             None => self
@@ -482,6 +487,10 @@ impl Tracer for KernelTracer {
             }
             *seen = n;
             let cpu = cpu as u32;
+            // A record the kernel found no room for fills a fill buffer as one refused here.
+            if fill {
+                self.inner.framework().fill_elsewhere(cpu);
+            }
             match snaps.iter_mut().find(|s| s.cpu == cpu) {
                 Some(s) => s.drops += new,
                 None => snaps.push(BufferSnapshot {
@@ -490,6 +499,12 @@ impl Tracer for KernelTracer {
                     drops: new,
                 }),
             }
+        }
+        // The buffers were switched: records built at the probe have their room again (none
+        // in a full fill buffer).
+        if self.drops_at_exit.is_none() {
+            let room = self.inner.framework().record_room_elsewhere();
+            self.linux.set_record_room(&room).map_err(be)?;
         }
         Ok(snaps)
     }

@@ -57,6 +57,9 @@ pub struct MapFds {
     pub ring: i32,
     /// The per-CPU drop counter (array of one u64).
     pub drops: i32,
+    /// The per-CPU room left for records built at the probe (array of one u64, see
+    /// `Session::set_record_room`): a clause whose record does not fit is skipped whole.
+    pub room: i32,
     /// The pending-retry hash (tid -> ktime and addresses), when retry at return is on.
     pub pending: Option<i32>,
     /// With [`MapFds::pending`]: an array of one u64 counting the entries armed and not yet
@@ -1270,6 +1273,7 @@ mod tests {
         let mut maps = MapFds {
             ring: 3,
             drops: 4,
+            room: 9,
             pending: Some(5),
             pending_armed: None,
             wakeup_bytes: 0,

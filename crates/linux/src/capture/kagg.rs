@@ -30,8 +30,10 @@
 //! EPID that dtrace fills in, the firing's timestamp, the data at its record descriptions'
 //! offsets, zeros elsewhere), in a ring record of kind `KIND_BUILT` that dtrace commits to the
 //! CPU's principal buffer unchanged (`Framework::commit_elsewhere`). It does so only when every
-//! clause of the probe runs here, so one firing's records keep the clauses' order; a full ring
-//! counts a drop on the CPU, and the clause's other actions still run. `exit()` also sets the
+//! clause of the probe runs here, so one firing's records keep the clauses' order. The record is
+//! reserved before the clause does anything that lasts (after a predicate without side effects,
+//! before one with them): a full ring counts a drop on the CPU and skips the clause whole, its
+//! stores, aggregations and signals too, as DTrace skips an ECB it has no buffer room for. `exit()` also sets the
 //! exit flag, which stops every kernel clause from the next one of that firing on; `raise()` and
 //! `stop()` send their signal there and then (`capture::signal`).
 //!
@@ -602,18 +604,37 @@ pub fn emit_aggs(
         };
         let clause = u16::try_from(n)
             .map_err(|_| crate::error::LinuxError::Asm("too many clauses".into()))?;
+        // The clause's record is reserved before anything it does lasts: a full ring skips the
+        // clause whole, as DTrace skips an ECB whose room it cannot reserve. A predicate without
+        // side effects runs first (a false one then costs no record); one with them runs after
+        // the reservation (see `framework::has_side_effects`).
+        let reserve_first = c.record.is_some()
+            && c.predicate
+                .as_ref()
+                .is_some_and(dtrace_framework::framework::has_side_effects);
+        if let (true, Some(r)) = (reserve_first, &c.record) {
+            emit_reserve(a, r, ring, tag, clause, next)?;
+        }
         if let Some(p) = &t.predicate {
             // The predicate's code starts the clause's; no record is reserved yet when it
-            // faults.
+            // faults, unless it was reserved first.
             let before_record = Exits {
-                faulted: report,
+                faulted: if reserve_first { exits.faulted } else { report },
                 ..exits
             };
             emit_fragment(a, p, 0, before_record);
-            a.jmp_imm(op::JEQ, R0, 0, next);
+            if reserve_first {
+                let holds = a.label();
+                a.jmp_imm(op::JNE, R0, 0, holds);
+                emit_discard(a);
+                a.ja(next);
+                a.bind(holds);
+            } else {
+                a.jmp_imm(op::JEQ, R0, 0, next);
+            }
         }
-        if let Some(r) = &c.record {
-            emit_reserve(a, r, ring, tag, clause)?;
+        if let (false, Some(r)) = (reserve_first, &c.record) {
+            emit_reserve(a, r, ring, tag, clause, next)?;
         }
         let stores_before = |a: &mut Asm, j: usize| {
             for (_, base, f) in t.stores.iter().filter(|(b, _, _)| *b == j) {
@@ -712,7 +733,7 @@ pub fn emit_aggs(
             && (t.reads_memory()
                 || t.settles
                 || t.fragments()
-                    .skip(usize::from(t.predicate.is_some()))
+                    .skip(usize::from(t.predicate.is_some() && !reserve_first))
                     .any(|f| f.can_fault))
         {
             // A fault after the record was reserved ended the clause: its record goes nowhere.
@@ -880,14 +901,19 @@ fn emit_string_checks(
 /// Reserves the ring's record for clause number `clause` of the probe and writes its headers
 /// (the ring's, then the framework's: a zero EPID that dtrace fills in, and the firing's
 /// timestamp); the rest is zeroed, as the framework's record starts. The record's address is
-/// kept at [`REC`]; when the ring is full, a drop is counted on the CPU (a DTrace drop) and
-/// [`REC`] holds zero: the clause's other actions still run, its data goes nowhere.
+/// kept at [`REC`]. The CPU's principal buffer (dtrace's) must have room for it too (the room
+/// map, `MapFds::room`, which dtrace sets at each switch of its buffers). When the ring is full
+/// or the buffer has no room, a drop is counted on the CPU (a DTrace drop), [`REC`]
+/// holds zero and control goes to `skip`: the clause is skipped whole (no store, no aggregation,
+/// no signal), as DTrace's `dtrace_probe()` skips an ECB whose `dte_needed` bytes it cannot
+/// reserve in the principal buffer. A record of no size (`stop()` alone) reserves nothing.
 fn emit_reserve(
     a: &mut Asm,
     r: &super::spec::KernelRecord,
     ring: &super::codegen::MapFds,
     tag: u32,
     clause: u16,
+    skip: Label,
 ) -> crate::error::Result<()> {
     use super::layout::{built, KIND_BUILT};
     if r.size == 0 {
@@ -899,17 +925,31 @@ fn emit_reserve(
     let total = built::SIZE + (r.size as usize).next_multiple_of(8);
     let total32 = i32::try_from(total)
         .map_err(|_| crate::error::LinuxError::Asm("record too large".into()))?;
-    let (have, body) = (a.label(), a.label());
+    let needed = i32::try_from((r.size as usize).next_multiple_of(8))
+        .map_err(|_| crate::error::LinuxError::Asm("record too large".into()))?;
+    let (have, refused) = (a.label(), a.label());
+    // The room the CPU's principal buffer has left for it (dtrace's, see
+    // `Session::set_record_room`): taken first, so dtrace never refuses the record.
+    a.store_imm(Size::W, R10, VAL, 0);
+    a.ld_map_fd(R1, ring.room)
+        .mov(R2, R10)
+        .alu_imm(op::ADD, R2, i32::from(VAL));
+    a.call(helper::MAP_LOOKUP_ELEM);
+    a.jmp_imm(op::JEQ, R0, 0, refused);
+    a.load(Size::DW, R1, R0, 0);
+    a.jmp_imm(op::JLT, R1, needed, refused);
+    a.alu_imm(op::SUB, R1, needed).store(Size::DW, R0, 0, R1);
     a.ld_map_fd(R1, ring.ring)
         .mov_imm(R2, total32)
         .mov_imm(R3, 0)
         .call(helper::RINGBUF_RESERVE);
     a.jmp_imm(op::JNE, R0, 0, have);
+    a.bind(refused);
     a.store_imm(Size::DW, R10, REC, 0);
     a.store_imm(Size::DW, R10, REC_OK, 0);
     let counted = a.label();
     emit_count_drop(a, ring.drops, VAL, counted);
-    a.bind(counted).ja(body);
+    a.bind(counted).ja(skip);
     a.bind(have).mov(R7, R0).store(Size::DW, R10, REC, R7);
     a.mov_imm(R1, 1).store(Size::DW, R10, REC_OK, R1);
     for off in (0..total).step_by(8) {
@@ -928,7 +968,6 @@ fn emit_reserve(
     a.load(Size::DW, R1, R10, TIMESTAMP);
     a.store(Size::W, R7, at + 8, R1);
     a.alu_imm(op::RSH, R1, 32).store(Size::W, R7, at + 4, R1);
-    a.bind(body);
     Ok(())
 }
 
@@ -1738,6 +1777,7 @@ mod tests {
         let maps = MapFds {
             ring: 3,
             drops: 4,
+            room: 9,
             pending: None,
             pending_armed: None,
             wakeup_bytes: 0,

@@ -159,6 +159,7 @@ mod tests {
         let mut maps = MapFds {
             ring: 3,
             drops: 4,
+            room: 9,
             pending: None,
             pending_armed: None,
             wakeup_bytes: 0,

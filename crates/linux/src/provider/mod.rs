@@ -1932,6 +1932,15 @@ impl LinuxTracing {
         }
     }
 
+    /// Sets the room each CPU's principal buffer has for records built at the probe (see
+    /// [`crate::session::Session::set_record_room`]); nothing before the first enabling.
+    pub fn set_record_room(&self, room: &[u64]) -> Result<()> {
+        match &self.lock().session {
+            Some(s) => s.set_record_room(room),
+            None => Ok(()),
+        }
+    }
+
     /// Records lost in the kernel because the ring buffer was full, per CPU (indexed by CPU
     /// number; empty before the first enabling). The counts only grow.
     pub fn cpu_drops(&self) -> Result<Vec<u64>> {
