@@ -8,7 +8,7 @@
 //! gcc).
 
 mod common;
-use common::{have_gcc, kernel_ok, same_with_kernel_paths_off};
+use common::{clause_lines, have_gcc, kernel_ok, same_with_kernel_paths_off};
 
 /// What `-v` says of a clause that runs whole at its one probe, building records there.
 const AT_PROBE: &str = "runs whole in the kernel at 1 probe (records built at the probe)";
@@ -532,6 +532,86 @@ fn a_commit_the_full_ring_cannot_take_loses_that_cpus_data_and_frees_the_specula
                 .all(|l| l.ends_with(" drops on CPU 0") || l.ends_with(" 1 drop on CPU 0"))
                 && !said.is_empty(),
             "{said:?}"
+        );
+    }
+}
+
+/// Runs `script` with `-q -v -b 4k` and `opts` over dd's 100000 one-byte writes, the kernel paths
+/// on (`kernel`) or off; returns the output and stderr.
+fn small_buffer_run(script: &str, opts: &[&str], kernel: bool) -> (String, String) {
+    let cmd = "dd if=/dev/zero of=/dev/null bs=1 count=100000 status=none";
+    let env = if kernel {
+        Vec::new()
+    } else {
+        common::kernel_paths_off()
+    };
+    let mut args = vec!["-qv", "-b", "4k"];
+    args.extend_from_slice(opts);
+    args.extend_from_slice(&["-n", script, "-c", cmd]);
+    let (rc, out, err) = common::dtrace_with_env(&env, &args);
+    assert_eq!(rc, 0, "{err}");
+    (out, err)
+}
+
+/// The drops `dtrace` reported on stderr, added up.
+fn drops_reported(err: &str) -> u64 {
+    err.lines()
+        .filter(|l| l.contains(" drops on CPU ") || l.contains(" drop on CPU "))
+        .filter_map(|l| l.split(' ').nth(1)?.parse::<u64>().ok())
+        .sum()
+}
+
+#[test]
+fn a_clause_without_room_for_its_record_is_skipped_whole() {
+    let t = "a_clause_without_room_for_its_record_is_skipped_whole";
+    if !kernel_ok(t) {
+        return;
+    }
+    // As DTrace reserves an ECB's room in the principal buffer before it runs, a firing whose
+    // record finds no room (a 4k buffer, 100000 writes in a burst) does nothing but count a
+    // drop: `x++` is not made either. Under `fill` the buffer fills once and END's record
+    // still fits: x is the number of records traced. Under `switch` the values printed are
+    // 1..x without a gap. Both ways: in the kernel (the clause runs whole there, x too) and
+    // in dtrace.
+    let script = "syscall::write:entry /pid == $target/ { x++; printf(\"%d\\n\", x); } \
+        END { printf(\"x=%d\\n\", x); }";
+    for kernel in [true, false] {
+        let (out, err) = small_buffer_run(script, &["-x", "bufpolicy=fill"], kernel);
+        if kernel {
+            assert!(
+                clause_lines(&err, 1)
+                    .iter()
+                    .any(|l| l.contains("runs whole in the kernel at 1 probe")),
+                "{err}"
+            );
+        }
+        let traced: Vec<u64> = out.lines().filter_map(|l| l.parse().ok()).collect();
+        let x = out
+            .lines()
+            .find_map(|l| l.strip_prefix("x="))
+            .and_then(|v| v.parse::<u64>().ok());
+        assert!(!traced.is_empty(), "{out}\n{err}");
+        assert_eq!(
+            x,
+            Some(traced.len() as u64),
+            "kernel {kernel}: {out}\n{err}"
+        );
+        assert!(drops_reported(&err) > 0, "{err}");
+        let (out, err) = small_buffer_run(script, &["-x", "bufpolicy=switch"], kernel);
+        let mut traced: Vec<u64> = out.lines().filter_map(|l| l.parse().ok()).collect();
+        traced.sort_unstable();
+        let n = traced.len() as u64;
+        assert!(n > 0, "{out}\n{err}");
+        assert_eq!(
+            traced,
+            (1..=n).collect::<Vec<u64>>(),
+            "kernel {kernel}: {err}"
+        );
+        // Every write was traced or dropped (the END record may have been dropped too).
+        let dropped = drops_reported(&err);
+        assert!(
+            n + dropped == 100_000 || n + dropped == 100_001,
+            "kernel {kernel}: {n} traced, {dropped} dropped: {err}"
         );
     }
 }
