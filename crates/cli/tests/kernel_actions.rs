@@ -597,6 +597,16 @@ fn a_clause_without_room_for_its_record_is_skipped_whole() {
             "kernel {kernel}: {out}\n{err}"
         );
         assert!(drops_reported(&err) > 0, "{err}");
+        // A predicate with side effects does not run either: the room is taken before it.
+        let stores = "syscall::write:entry /pid == $target && ++y > 0/ { printf(\"%d\\n\", y); } \
+            END { printf(\"x=%d\\n\", y); }";
+        let (out, err) = small_buffer_run(stores, &["-x", "bufpolicy=fill"], kernel);
+        let traced = out.lines().filter(|l| l.parse::<u64>().is_ok()).count() as u64;
+        assert!(traced > 0, "{out}\n{err}");
+        assert!(
+            out.contains(&format!("x={traced}\n")),
+            "kernel {kernel}: {out}\n{err}"
+        );
         let (out, err) = small_buffer_run(script, &["-x", "bufpolicy=switch"], kernel);
         let mut traced: Vec<u64> = out.lines().filter_map(|l| l.parse().ok()).collect();
         traced.sort_unstable();
