@@ -626,7 +626,7 @@ pub fn emit_aggs(
             if reserve_first {
                 let holds = a.label();
                 a.jmp_imm(op::JNE, R0, 0, holds);
-                emit_discard(a);
+                emit_discard(a, ring.room, c.record.as_ref().map_or(0, |r| r.size));
                 a.ja(next);
                 a.bind(holds);
             } else {
@@ -711,7 +711,7 @@ pub fn emit_aggs(
             // goes nowhere.
             a.bind(abandon);
             if c.record.is_some() {
-                emit_discard(a);
+                emit_discard(a, ring.room, c.record.as_ref().map_or(0, |r| r.size));
             }
             if can_drop || can_fault {
                 a.ja(next);
@@ -722,7 +722,7 @@ pub fn emit_aggs(
             // A dropped store ended the clause: its record goes nowhere.
             a.store_imm(Size::DW, R10, DVAR_DROPPED, 0);
             if c.record.is_some() {
-                emit_discard(a);
+                emit_discard(a, ring.room, c.record.as_ref().map_or(0, |r| r.size));
             }
             if can_fault {
                 a.ja(next);
@@ -737,7 +737,7 @@ pub fn emit_aggs(
                     .any(|f| f.can_fault))
         {
             // A fault after the record was reserved ended the clause: its record goes nowhere.
-            emit_discard(a);
+            emit_discard(a, ring.room, c.record.as_ref().map_or(0, |r| r.size));
         }
         a.bind(report);
         if can_fault {
@@ -971,13 +971,36 @@ fn emit_reserve(
     Ok(())
 }
 
-/// Discards the clause's record at [`REC`] (when one was reserved); uses r0-r5.
-fn emit_discard(a: &mut Asm) {
+/// Discards the clause's record of `size` bytes at [`REC`] (when one was reserved) and gives
+/// its room back to the CPU's principal buffer (`room`, see [`emit_give_room`]); uses r0-r5.
+fn emit_discard(a: &mut Asm, room: i32, size: u32) {
     let none = a.label();
     a.load(Size::DW, R1, R10, REC_OK);
     a.jmp_imm(op::JEQ, R1, 0, none);
     a.load(Size::DW, R1, R10, REC);
     a.mov_imm(R2, 0).call(helper::RINGBUF_DISCARD);
+    emit_give_room(a, room, size, REC);
+    a.bind(none);
+}
+
+/// Gives the room a record of `size` bytes took in the CPU's principal buffer back (map `room`,
+/// see `Session::set_record_room`): the record will not reach it (discarded, or speculated, whose
+/// data goes to the speculation's buffer), as DTrace's principal buffer does not advance past a
+/// reservation its ECB did not use. `slot` is a stack slot it may overwrite. Uses r0-r2.
+pub(crate) fn emit_give_room(a: &mut Asm, room: i32, size: u32, slot: i16) {
+    let needed = i32::try_from(u64::from(size).next_multiple_of(8)).unwrap_or(i32::MAX);
+    if needed == 0 {
+        return;
+    }
+    let none = a.label();
+    a.store_imm(Size::DW, R10, slot, 0);
+    a.ld_map_fd(R1, room)
+        .mov(R2, R10)
+        .alu_imm(op::ADD, R2, i32::from(slot));
+    a.call(helper::MAP_LOOKUP_ELEM);
+    a.jmp_imm(op::JEQ, R0, 0, none);
+    a.load(Size::DW, R1, R0, 0).alu_imm(op::ADD, R1, needed);
+    a.store(Size::DW, R0, 0, R1);
     a.bind(none);
 }
 

@@ -244,6 +244,8 @@ pub fn emit_action(
         a.jmp_imm(op::JEQ, R7, 0, done);
         a.load(Size::DW, R1, R10, id_at);
         a.store(Size::W, R7, built::SPEC as i16, R1);
+        // Its data goes to the speculation's buffer: the principal buffer's room comes back.
+        super::kagg::emit_give_room(a, ring.room, record_size, id_at);
         a.bind(done);
         return;
     }
