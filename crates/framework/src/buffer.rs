@@ -85,7 +85,7 @@ impl PrincipalBuffer {
                 } else {
                     self.size
                 };
-                !(self.full && !for_end) && self.data.len() + len <= limit
+                (for_end || !self.full) && self.data.len() + len <= limit
             }
         };
         if !fits {
