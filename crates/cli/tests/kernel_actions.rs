@@ -536,10 +536,13 @@ fn a_commit_the_full_ring_cannot_take_loses_that_cpus_data_and_frees_the_specula
     }
 }
 
-/// Runs `script` with `-q -v -b 4k` and `opts` over dd's 100000 one-byte writes, the kernel paths
+/// The one-byte writes of [`small_buffer_run`]'s command.
+const WRITES: u64 = 20_000;
+
+/// Runs `script` with `-q -v -b 4k` and `opts` over dd's [`WRITES`] one-byte writes, the kernel paths
 /// on (`kernel`) or off; returns the output and stderr.
 fn small_buffer_run(script: &str, opts: &[&str], kernel: bool) -> (String, String) {
-    let cmd = "dd if=/dev/zero of=/dev/null bs=1 count=100000 status=none";
+    let cmd = format!("dd if=/dev/zero of=/dev/null bs=1 count={WRITES} status=none");
     let env = if kernel {
         Vec::new()
     } else {
@@ -547,7 +550,7 @@ fn small_buffer_run(script: &str, opts: &[&str], kernel: bool) -> (String, Strin
     };
     let mut args = vec!["-qv", "-b", "4k"];
     args.extend_from_slice(opts);
-    args.extend_from_slice(&["-n", script, "-c", cmd]);
+    args.extend_from_slice(&["-n", script, "-c", &cmd]);
     let (rc, out, err) = common::dtrace_with_env(&env, &args);
     assert_eq!(rc, 0, "{err}");
     (out, err)
@@ -568,7 +571,7 @@ fn a_clause_without_room_for_its_record_is_skipped_whole() {
         return;
     }
     // As DTrace reserves an ECB's room in the principal buffer before it runs, a firing whose
-    // record finds no room (a 4k buffer, 100000 writes in a burst) does nothing but count a
+    // record finds no room (a 4k buffer, 20000 writes in a burst) does nothing but count a
     // drop: `x++` is not made either. Under `fill` the buffer fills once and END's record
     // still fits: x is the number of records traced. Under `switch` the values printed are
     // 1..x without a gap. Both ways: in the kernel (the clause runs whole there, x too) and
@@ -620,7 +623,7 @@ fn a_clause_without_room_for_its_record_is_skipped_whole() {
         // Every write was traced or dropped (the END record may have been dropped too).
         let dropped = drops_reported(&err);
         assert!(
-            n + dropped == 100_000 || n + dropped == 100_001,
+            n + dropped == WRITES || n + dropped == WRITES + 1,
             "kernel {kernel}: {n} traced, {dropped} dropped: {err}"
         );
     }
