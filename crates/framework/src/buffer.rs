@@ -2,7 +2,10 @@
 //! [`EPID_NONE`](crate::records::EPID_NONE) words) under one of DTrace's policies. `switch` keeps records
 //! until the consumer switches the buffer and drops what does not fit; `fill` records until full, then
 //! drops and reports itself filled (space for END records is reserved so END always fits); `ring` keeps
-//! the newest records, evicting the oldest. Every record refused is counted as a drop.
+//! the newest records, evicting the oldest. Every record refused is counted as a drop. A clause's
+//! room is taken before the clause runs ([`PrincipalBuffer::reserve`], DTrace's `dte_needed`): a
+//! clause without room is skipped whole. Records built where their probe fired took their room
+//! there ([`PrincipalBuffer::room_elsewhere`]) and are kept ([`PrincipalBuffer::append_reserved`]).
 
 use crate::options::BufPolicy;
 use std::collections::VecDeque;
