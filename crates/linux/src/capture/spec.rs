@@ -755,13 +755,15 @@ pub enum Condition {
         /// The raw argument holding the target `struct task_struct *`.
         task: u8,
     },
-    /// The task whose `struct task_struct *` is raw tracepoint argument `arg` is a user task that
-    /// has never been switched away from a CPU (an address space, no switch counted): its first
-    /// switch-in, where `proc:::start` and `lwp-start` fire. With `process_only`, only a process's first thread.
-    NewTask {
-        /// The raw argument holding the task.
-        arg: u8,
-        /// Only the first thread of a process (thread id equal to the process id).
+    /// At the `sys_exit` raw tracepoint (arguments: the saved registers, the return value): the
+    /// running task is returning 0 from one of the system calls `nrs` (a new task's return from
+    /// `fork`, `vfork`, `clone` or `clone3`, the first thing it does in user mode), where
+    /// `proc:::start` and `lwp-start` fire. With `process_only`, only a process's first thread
+    /// (thread id equal to the process id). Unused entries of `nrs` are -1.
+    ForkChild {
+        /// The system call numbers of the calls that make a task.
+        nrs: [i32; 4],
+        /// Only the first thread of a process.
         process_only: bool,
     },
 }
