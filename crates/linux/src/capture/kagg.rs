@@ -1365,22 +1365,19 @@ fn emit_agg(
 /// Computes the aggregating action's value into [`VAL`] (0 for `count()`) and its weight into
 /// [`INCR`] (1 when it has none).
 fn emit_value_and_weight(a: &mut Asm, agg: &KernelAgg, t: &TranslatedAgg, exits: Exits) {
-    match &t.value {
-        Some(f) => {
-            emit_fragment(a, f, agg.bases.value, exits);
-            a.store(Size::DW, R10, VAL, R0);
-        }
-        None => {
-            a.store_imm(Size::DW, R10, VAL, 0);
-        }
-    }
-    match &t.incr {
-        Some(f) => {
-            emit_fragment(a, f, agg.bases.incr, exits);
-            a.store(Size::DW, R10, INCR, R0);
-        }
-        None => {
-            a.store_imm(Size::DW, R10, INCR, 1);
+    let parts = [
+        (&t.value, agg.bases.value, VAL, 0),
+        (&t.incr, agg.bases.incr, INCR, 1),
+    ];
+    for (f, base, slot, absent) in parts {
+        match f {
+            Some(f) => {
+                emit_fragment(a, f, base, exits);
+                a.store(Size::DW, R10, slot, R0);
+            }
+            None => {
+                a.store_imm(Size::DW, R10, slot, absent);
+            }
         }
     }
 }
