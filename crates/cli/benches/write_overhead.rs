@@ -1,7 +1,7 @@
 //! Benchmark of `dtrace(1)` itself (the built binary): the CPU time tracing adds to each write(2),
 //! counting both the traced writer's CPU and the tracer's own (dtrace's, or bpftrace's), for the
-//! paper's first example (`syscall::write:entry { @[execname] = count(); }`), for predicates that
-//! are always false (on `pid`, on `execname`, on an argument), for `quantize(arg2)` and for the
+//! paper's first example (`syscall::write:entry { @[execname] = count(); }`), for a count without
+//! keys (`@ = count()`), for predicates that are always false (on `pid`, on `execname`, on an argument), for `quantize(arg2)` and for the
 //! entry/return latency idiom (`self->ts`, thread-locals in the kernel; and printing each
 //! latency, its records built at the probe), for the count with two writer threads on two CPUs,
 //! each
@@ -38,11 +38,16 @@ use std::time::{Duration, Instant};
 const SCRIPT: &str = "syscall::write:entry { @[execname] = count(); }";
 
 /// The cases compared: name, dtrace's script, bpftrace's.
-const CASES: [(&str, &str, &str); 7] = [
+const CASES: [(&str, &str, &str); 8] = [
     (
         "count by execname",
         SCRIPT,
         "tracepoint:syscalls:sys_enter_write { @[comm] = count(); }",
+    ),
+    (
+        "count() (no key)",
+        "syscall::write:entry { @ = count(); }",
+        "tracepoint:syscalls:sys_enter_write { @ = count(); }",
     ),
     (
         "false pid predicate",

@@ -145,6 +145,39 @@ fn clear_and_trunc_keep_their_meaning() {
 }
 
 #[test]
+fn keyless_aggregations_have_no_data_until_they_fire_and_keep_clear_and_trunc() {
+    let t = "keyless_aggregations_have_no_data_until_they_fire_and_keep_clear_and_trunc";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    // Aggregations without keys are kept in a per-CPU array whose values exist before they
+    // fire: one that never fires prints nothing, one that fires with 0 prints 0, and clear()
+    // and trunc() between three phases keep their meaning, both ways.
+    let w = writer("kagg-keyless");
+    let cmd = format!("{} 300 3", w.display());
+    let script = "syscall::write:entry /pid == $target/ { @n = count(); @z = sum(0); \
+        @mx = max((int)arg2 % 3 - 5); @q = quantize(arg2); @lq = lquantize(arg2, 0, 300, 100); } \
+        syscall::write:entry /pid == $target && arg2 > 100000/ { @never = count(); \
+        @nq = quantize(arg2); @nmin = min(arg2); } \
+        syscall::getppid:entry /pid == $target/ { printa(\"n %@d\\n\", @n); \
+        printa(\"z %@d\\n\", @z); printa(\"mx %@d\\n\", @mx); printa(\"never %@d\\n\", @never); \
+        printa(\"nmin %@d\\n\", @nmin); printa(@q); printa(@nq); clear(@n); trunc(@z); \
+        trunc(@q); printf(\"--\\n\"); }";
+    let in_kernel = |err: &str| {
+        [1, 2].iter().all(|&c| {
+            clause_lines(err, c)
+                .iter()
+                .any(|l| l.ends_with("aggregations run in the kernel at 1 probe"))
+        })
+    };
+    let out = common::same_both_ways("DTRACE_KERNEL_AGGREGATIONS", script, FAST, &cmd, &in_kernel);
+    assert_eq!(out.matches("--\n").count(), 3, "{out}");
+    assert_eq!(out.matches("n 300\n").count(), 3, "{out}");
+    assert_eq!(out.matches("z 0\n").count(), 3, "{out}");
+    assert!(!out.contains("never") && !out.contains("nmin"), "{out}");
+}
+
+#[test]
 fn clauses_beside_kernel_aggregations_and_keys_from_probe_names() {
     let t = "clauses_beside_kernel_aggregations_and_keys_from_probe_names";
     if !kernel_ok(t) || !have_gcc(t) {

@@ -172,8 +172,9 @@ fn every_kind_of_probe_takes_a_kernel_predicate_or_says_why_not() {
         ("proc:::exit", true),
         ("sched:::off-cpu", true),
         ("profile-997", true),
+        // In the new thread itself, as it returns from the call that made it.
+        ("proc:::lwp-start", true),
         // The record speaks for a thread other than the one running.
-        ("proc:::lwp-start", false),
         ("sched:::on-cpu", false),
     ];
     for (probe, in_kernel) in cases {

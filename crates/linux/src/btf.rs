@@ -461,9 +461,6 @@ pub struct TaskOffsets {
     pub tgid: u32,
     /// `se.sum_exec_runtime` (the thread's on-CPU nanoseconds, for `vtimestamp`), when found.
     pub sum_exec_runtime: Option<u32>,
-    /// `nvcsw` and `nivcsw` (the task's voluntary and involuntary switches away from a CPU, both
-    /// zero until its first switch-in ends), when found.
-    pub switch_counts: Option<(u32, u32)>,
     /// What a program needs to describe a task other than the current one (`on-cpu`'s incoming
     /// thread), when found.
     pub other: Option<OtherTaskOffsets>,
@@ -528,9 +525,6 @@ impl TaskOffsets {
                 let sid = btf.struct_id("sched_entity")?;
                 Some(se + btf.member_offset(sid, "sum_exec_runtime")?)
             }),
-            switch_counts: btf
-                .member_offset(id, "nvcsw")
-                .zip(btf.member_offset(id, "nivcsw")),
             other: (|| {
                 let cid = btf.struct_id("cred")?;
                 Some(OtherTaskOffsets {

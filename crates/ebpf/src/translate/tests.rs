@@ -1244,6 +1244,31 @@ fn string_probe() -> Probe {
     p
 }
 
+/// Asserts that the clause predicate `pred` translates to code that reaches every instruction
+/// and, run at probe `p`, gives the interpreter's verdict, or faults where and as the
+/// interpreter faults (and does not fault where it does not).
+fn assert_predicate_as_the_interpreter(p: &Probe, pred: &str) {
+    let obj = predicate(&clause(pred));
+    let f = translate(&obj, p, 257, FRAME).unwrap_or_else(|e| panic!("{pred}: {e}"));
+    assert_reachable(&f.insns);
+    let (r0, stack) = emulate_frame(&f.insns, p);
+    match interpret_result(&obj, p) {
+        Ok(v) => {
+            assert_eq!(r0 != 0, v != 0, "{pred}");
+            assert_ne!(r0, FAULTED as u64, "{pred}");
+            assert_eq!(frame_fault(&stack), None, "{pred}");
+        }
+        Err(fault) => {
+            assert_eq!(r0, FAULTED as u64, "{pred}");
+            assert_eq!(
+                frame_fault(&stack),
+                Some((fault.kind.code(), fault.pc, fault.addr)),
+                "{pred}: the interpreter's fault"
+            );
+        }
+    }
+}
+
 #[test]
 fn copyinstr_compares_and_faults_as_the_interpreter() {
     let p = string_probe();
@@ -1272,25 +1297,7 @@ fn copyinstr_compares_and_faults_as_the_interpreter() {
         r#"copyinstr(arg4, 5) == "xxxx""#,
         r#"arg0 == 3 && copyinstr(arg0 == 3 ? arg1 : arg2) == "hello""#,
     ] {
-        let obj = predicate(&clause(pred));
-        let f = translate(&obj, &p, 257, FRAME).unwrap_or_else(|e| panic!("{pred}: {e}"));
-        assert_reachable(&f.insns);
-        let (r0, stack) = emulate_frame(&f.insns, &p);
-        match interpret_result(&obj, &p) {
-            Ok(v) => {
-                assert_eq!(r0 != 0, v != 0, "{pred}");
-                assert_ne!(r0, FAULTED as u64, "{pred}");
-                assert_eq!(frame_fault(&stack), None, "{pred}");
-            }
-            Err(fault) => {
-                assert_eq!(r0, FAULTED as u64, "{pred}");
-                assert_eq!(
-                    frame_fault(&stack),
-                    Some((fault.kind.code(), fault.pc, fault.addr)),
-                    "{pred}: the interpreter's fault"
-                );
-            }
-        }
+        assert_predicate_as_the_interpreter(&p, pred);
     }
 }
 
@@ -1822,6 +1829,16 @@ fn kernel_string_probe() -> Probe {
     p
 }
 
+/// [`kernel_string_probe`] as an fbt probe, whose arguments are the traced function's own
+/// values: `arg1` points at "kthread" in kernel memory, `arg2` at kernel memory not mapped.
+fn fbt_string_probe() -> Probe {
+    let mut p = kernel_string_probe();
+    p.names.provider = "fbt".into();
+    p.args[1] = 0xffff_8000_0000_1001;
+    p.args[2] = 0xffff_8000_0000_5000;
+    p
+}
+
 #[test]
 fn strings_at_kernel_addresses_compare_and_fault_as_the_interpreter() {
     let p = kernel_string_probe();
@@ -1838,24 +1855,7 @@ fn strings_at_kernel_addresses_compare_and_fault_as_the_interpreter() {
         r#"stringof(0) == "x""#,
         r#"stringof((char *)curthread + 4096) == "x""#,
     ] {
-        let obj = predicate(&clause(pred));
-        let f = translate(&obj, &p, 257, FRAME).unwrap_or_else(|e| panic!("{pred}: {e}"));
-        assert_reachable(&f.insns);
-        let (r0, stack) = emulate_frame(&f.insns, &p);
-        match interpret_result(&obj, &p) {
-            Ok(v) => {
-                assert_eq!(r0 != 0, v != 0, "{pred}");
-                assert_ne!(r0, FAULTED as u64, "{pred}");
-            }
-            Err(fault) => {
-                assert_eq!(r0, FAULTED as u64, "{pred}");
-                assert_eq!(
-                    frame_fault(&stack),
-                    Some((fault.kind.code(), fault.pc, fault.addr)),
-                    "{pred}: the interpreter's fault"
-                );
-            }
-        }
+        assert_predicate_as_the_interpreter(&p, pred);
     }
     // A probe argument's string is user memory (or the probe's own copy): read in dtrace.
     for pred in [r#"stringof(arg1) == "hello""#, r#"(string)arg1 == "hello""#] {
@@ -1869,10 +1869,7 @@ fn strings_at_kernel_addresses_compare_and_fault_as_the_interpreter() {
 fn a_string_at_an_fbt_argument_is_kernel_memory() {
     // At fbt the arguments are the traced function's own values: the string at one is kernel
     // memory, read as the interpreter reads it from the probe's copy.
-    let mut p = kernel_string_probe();
-    p.names.provider = "fbt".into();
-    p.args[1] = 0xffff_8000_0000_1001;
-    p.args[2] = 0xffff_8000_0000_5000;
+    let p = fbt_string_probe();
     for pred in [
         r#"stringof(arg1) == "kthread""#,
         r#"(string)arg1 < "kz""#,
@@ -1880,24 +1877,7 @@ fn a_string_at_an_fbt_argument_is_kernel_memory() {
         r#"stringof(arg2) == "x""#,
         r#"stringof(arg3) == "x""#,
     ] {
-        let obj = predicate(&clause(pred));
-        let f = translate(&obj, &p, 257, FRAME).unwrap_or_else(|e| panic!("{pred}: {e}"));
-        assert_reachable(&f.insns);
-        let (r0, stack) = emulate_frame(&f.insns, &p);
-        match interpret_result(&obj, &p) {
-            Ok(v) => {
-                assert_eq!(r0 != 0, v != 0, "{pred}");
-                assert_ne!(r0, FAULTED as u64, "{pred}");
-            }
-            Err(fault) => {
-                assert_eq!(r0, FAULTED as u64, "{pred}");
-                assert_eq!(
-                    frame_fault(&stack),
-                    Some((fault.kind.code(), fault.pc, fault.addr)),
-                    "{pred}: the interpreter's fault"
-                );
-            }
-        }
+        assert_predicate_as_the_interpreter(&p, pred);
     }
     let v = translate_value(&key("stringof(arg1)"), &p, 257, FRAME).unwrap();
     assert_eq!(v.kind, ValueKind::Scratch);

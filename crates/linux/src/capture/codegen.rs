@@ -309,47 +309,41 @@ fn need_ctx(shape: &ProbeShape, want: CtxKind, what: &str) -> Result<()> {
     Ok(())
 }
 
-/// Skips to `out` unless raw argument `arg`'s task is a user task that has never run (and, with
-/// `process_only`, is a process's first thread). "Never run" is "never switched away": the
-/// scheduler counts every switch away from a CPU in `nvcsw` or `nivcsw`, both zeroed when the task
-/// is made, so at the first switch-in their sum is zero and at every later one it is not. (Its run
-/// time is no such test: a thread that ran less than the scheduler clock's grain, as under an
-/// emulated CPU's coarse clock, still has none at its second switch-in.)
-fn emit_new_task(
+/// Where `struct pt_regs` keeps a system call's number (`orig_ax` on x86-64).
+const ORIG_AX: i32 = 15 * 8;
+
+/// Skips to `out` unless the running task returns 0 from one of the system calls `nrs` at the
+/// `sys_exit` raw tracepoint: a task's first return to user mode, from the call that made it (only
+/// the new task gets 0; its parent gets the new id or an error), and with `process_only` only
+/// where it is a process's first thread. (A new task's first switch-in is no such test: on some
+/// kernels no `sched_switch` program sees a new thread's first switch-in, now and then.)
+fn emit_fork_child(
     a: &mut Asm,
     shape: &ProbeShape,
-    arg: u8,
+    nrs: [i32; 4],
     process_only: bool,
     out: Label,
 ) -> Result<()> {
-    need_ctx(shape, CtxKind::RawTracepoint, "a task condition")?;
-    let t = task_offsets(shape, "proc:::start and lwp-start")?;
-    let ((nvcsw, nivcsw), mm) = match (t.switch_counts, t.args_area) {
-        (Some(counts), Some(aa)) => (counts, aa.mm),
-        _ => {
-            return Err(LinuxError::Unavailable(
-                "task_struct switch counts or mm offsets missing from the BTF".into(),
-            ))
-        }
-    };
-    let o = t.other.ok_or_else(|| {
-        LinuxError::Unavailable("task_struct pid offset missing from the BTF".into())
-    })?;
-    a.load(Size::DW, R8, R6, off16(8 * arg as usize, "raw argument")?);
-    read_kernel(a, R10, SCRATCH as i32, 8, R8, nvcsw as i32);
-    read_kernel(a, R10, KEY as i32, 8, R8, nivcsw as i32);
-    a.load(Size::DW, R0, R10, SCRATCH);
-    a.load(Size::DW, R1, R10, KEY);
-    a.alu(op::OR, R0, R1);
+    need_ctx(shape, CtxKind::RawTracepoint, "a new task's return")?;
+    a.load(Size::DW, R0, R6, 8);
     a.jmp_imm(op::JNE, R0, 0, out);
-    read_kernel(a, R10, SCRATCH as i32, 8, R8, mm as i32);
+    a.load(Size::DW, R3, R6, 0).alu_imm(op::ADD, R3, ORIG_AX);
+    a.mov(R1, R10)
+        .alu_imm(op::ADD, R1, SCRATCH as i32)
+        .mov_imm(R2, 8)
+        .call(helper::PROBE_READ_KERNEL);
+    a.jmp_imm(op::JNE, R0, 0, out);
     a.load(Size::DW, R0, R10, SCRATCH);
-    a.jmp_imm(op::JEQ, R0, 0, out);
+    let made = a.label();
+    for nr in nrs.into_iter().filter(|&n| n >= 0) {
+        a.jmp_imm(op::JEQ, R0, nr, made);
+    }
+    a.ja(out);
+    a.bind(made);
     if process_only {
-        read_kernel(a, R10, SCRATCH as i32, 4, R8, o.pid as i32);
-        read_kernel(a, R10, KEY as i32, 4, R8, t.tgid as i32);
-        a.load(Size::W, R0, R10, SCRATCH);
-        a.load(Size::W, R1, R10, KEY);
+        a.call(helper::GET_CURRENT_PID_TGID);
+        a.mov(R1, R0).alu_imm(op::RSH, R1, 32);
+        a.alu_imm(op::LSH, R0, 32).alu_imm(op::RSH, R0, 32);
         a.jmp_reg(op::JNE, R0, R1, out);
     }
     Ok(())
@@ -357,8 +351,8 @@ fn emit_new_task(
 
 fn emit_conditions(a: &mut Asm, shape: &ProbeShape, out: Label) -> Result<()> {
     for c in &shape.conditions {
-        if let Condition::NewTask { arg, process_only } = *c {
-            emit_new_task(a, shape, arg, process_only, out)?;
+        if let Condition::ForkChild { nrs, process_only } = *c {
+            emit_fork_child(a, shape, nrs, process_only, out)?;
             continue;
         }
         match *c {
@@ -393,7 +387,7 @@ fn emit_conditions(a: &mut Asm, shape: &ProbeShape, out: Label) -> Result<()> {
                 let at = |n: u8| off16(8 * n as usize, "raw argument");
                 super::fault::emit_condition(a, at(sig)?, at(info)?, at(task)?, SCRATCH, out);
             }
-            Condition::NewTask { .. } => {}
+            Condition::ForkChild { .. } => {}
         }
     }
     Ok(())
@@ -1191,7 +1185,6 @@ pub fn gen_retry(
 /// the program in `slots` at the syscall's number (`ctx[1]` at entry is the number; at exit the
 /// number is read from the saved registers' `orig_ax`), and does nothing for syscalls nobody traces.
 pub fn gen_syscall_dispatcher(slots: i32, exit: bool) -> Result<Vec<Insn>> {
-    const ORIG_AX: i32 = 15 * 8;
     let mut a = Asm::new();
     let out = a.label();
     a.mov(R6, R1);

@@ -3,14 +3,18 @@
 //! per-CPU hash map at the probe instead of recording the firing, so it costs no record and loses
 //! no event however fast the probe fires.
 //!
-//! Each aggregating action has two maps, one per generation (see `KernelAggs::control`): the
-//! consumer switches the generation, waits for the programs running on the old one to finish, and
-//! drains it, as DTrace switches its per-CPU aggregation buffers. A map's key is the aggregation's
-//! keys laid out by [`kernel_key_layout`] (integers in 8 bytes, strings in 16); its value is the
-//! framework's value words (`dtrace_framework::aggregate`) followed by a flag word set when the
-//! CPU's slot was first used (a per-CPU hash entry created on one CPU starts at zero on the
-//! others, and `min`/`max`/`lquantize` start elsewhere). The consumer side expands keys to the
-//! framework's layout, so every output is byte for byte the same (`provider::kagg`).
+//! Each aggregating action keeps one value place per generation (see `KernelAggs::control`,
+//! `AggStore`): the consumer switches the generation, waits for the programs running on the old
+//! one to finish, and drains it, as DTrace switches its per-CPU aggregation buffers. An
+//! aggregation with keys has a per-CPU hash map per generation, keyed by its keys laid out by
+//! [`kernel_key_layout`] (integers in 8 bytes, strings in 16); one without keys (`@ = count()`)
+//! has a per-CPU array of one value per generation, found with one lookup that never inserts.
+//! A value is the framework's value words (`dtrace_framework::aggregate`) followed by a flag
+//! word set when the CPU's value was first updated (a per-CPU hash entry created on one CPU starts
+//! at zero on the others, an array's value exists before its aggregation fires, and
+//! `min`/`max`/`lquantize` start elsewhere): a value whose flag is zero is no data. The consumer
+//! side expands keys to the framework's layout, so every output is byte for byte the same
+//! (`provider::kagg`).
 //!
 //! A clause may also store thread-locals that live in the kernel (`capture::kvars`): its store
 //! actions run between its aggregating actions in the clause's order, and such a clause (and any
@@ -54,8 +58,8 @@
 use super::codegen::ProbeShape;
 use super::filter::{Clocks, ShapeContext, FRAME};
 use super::spec::{
-    kernel_key_layout, short_string_keys, string_key_hash, CodeBase, KernelAgg, KernelAggClause,
-    KernelAggs, KeyKind, SignalAction, MAX_KAGG_KEY, STRING_CONST_MARK,
+    kernel_key_layout, short_string_keys, string_key_hash, AggStore, CodeBase, KernelAgg,
+    KernelAggClause, KernelAggs, KeyKind, SignalAction, MAX_KAGG_KEY, STRING_CONST_MARK,
 };
 use crate::bpf::insn::{helper, op, Asm, Label, Reg, Size, R0, R1, R10, R2, R3, R4, R5, R6, R7};
 use dtrace_dif::object::DifObject;
@@ -1300,6 +1304,17 @@ fn emit_agg(
     t: &TranslatedAgg,
     exits: Exits,
 ) -> crate::error::Result<()> {
+    let (maps, short_maps) = match agg.store {
+        AggStore::Keyed { maps, short } => (maps, short),
+        AggStore::Keyless(slots) => {
+            if !agg.keys.is_empty() {
+                return Err(crate::error::LinuxError::Asm(
+                    "an aggregation with keys in a keyless array".into(),
+                ));
+            }
+            return emit_keyless_agg(a, agg, t, slots, exits);
+        }
+    };
     let kinds: Vec<KeyKind> = agg.keys.iter().map(|(_, kind)| *kind).collect();
     let (ksize, offs) = kernel_key_layout(&kinds);
     if ksize > MAX_KAGG_KEY {
@@ -1381,26 +1396,9 @@ fn emit_agg(
             }
         }
     }
-    match &t.value {
-        Some(f) => {
-            emit_fragment(a, f, agg.bases.value, exits);
-            a.store(Size::DW, R10, VAL, R0);
-        }
-        None => {
-            a.store_imm(Size::DW, R10, VAL, 0);
-        }
-    }
-    match &t.incr {
-        Some(f) => {
-            emit_fragment(a, f, agg.bases.incr, exits);
-            a.store(Size::DW, R10, INCR, R0);
-        }
-        None => {
-            a.store_imm(Size::DW, R10, INCR, 1);
-        }
-    }
+    emit_value_and_weight(a, agg, t, exits);
     let found = a.label();
-    if let (Some(short), Some(maps)) = (short_string_keys(&kinds), agg.short_maps) {
+    if let (Some(short), Some(maps)) = (short_string_keys(&kinds), short_maps) {
         // The last part is a string: one whose NUL is within the short maps' bytes of it is
         // kept there (its bytes past the NUL are zero), where its key is the first bytes of
         // the one built.
@@ -1419,8 +1417,54 @@ fn emit_agg(
         emit_find(a, k, maps, found, skip);
         a.bind(whole);
     }
-    emit_find(a, k, agg.maps, found, skip);
+    emit_find(a, k, maps, found, skip);
     a.bind(found).mov(R7, R0);
+    emit_apply(a, agg, skip)?;
+    a.bind(skip);
+    Ok(())
+}
+
+/// Computes the aggregating action's value into [`VAL`] (0 for `count()`) and its weight into
+/// [`INCR`] (1 when it has none).
+fn emit_value_and_weight(a: &mut Asm, agg: &KernelAgg, t: &TranslatedAgg, exits: Exits) {
+    let parts = [
+        (&t.value, agg.bases.value, VAL, 0),
+        (&t.incr, agg.bases.incr, INCR, 1),
+    ];
+    for (f, base, slot, absent) in parts {
+        match f {
+            Some(f) => {
+                emit_fragment(a, f, base, exits);
+                a.store(Size::DW, R10, slot, R0);
+            }
+            None => {
+                a.store_imm(Size::DW, R10, slot, absent);
+            }
+        }
+    }
+}
+
+/// An aggregation without keys ([`AggStore::Keyless`]): its value and weight, then this CPU's
+/// value in the per-CPU array `slots` at the current generation's index (the generation less
+/// one, built in the 4 bytes at [`KEYPTR`]: no key is built), then the function. The lookup
+/// cannot miss (the generation is 1 or 2, the array has both); its null test is the verifier's.
+fn emit_keyless_agg(
+    a: &mut Asm,
+    agg: &KernelAgg,
+    t: &TranslatedAgg,
+    slots: i32,
+    exits: Exits,
+) -> crate::error::Result<()> {
+    let skip = a.label();
+    emit_value_and_weight(a, agg, t, exits);
+    a.load(Size::DW, R2, R10, GEN).alu_imm(op::SUB, R2, 1);
+    a.store(Size::W, R10, KEYPTR, R2);
+    a.ld_map_fd(R1, slots)
+        .mov(R2, R10)
+        .alu_imm(op::ADD, R2, i32::from(KEYPTR));
+    a.call(helper::MAP_LOOKUP_ELEM);
+    a.jmp_imm(op::JEQ, R0, 0, skip);
+    a.mov(R7, R0);
     emit_apply(a, agg, skip)?;
     a.bind(skip);
     Ok(())
@@ -1967,6 +2011,70 @@ mod tests {
         // At a per-process probe, nothing of that.
         let (insns, _) = program_known(clause, None, None, None);
         assert!(!insns.contains(&announce) && !insns.contains(&update));
+    }
+
+    #[test]
+    fn a_keyless_aggregation_takes_its_array_slot_without_a_key_or_an_insert() {
+        use super::super::spec::{AggBases, KernelAggClause};
+        use dtrace_dif::asm::assemble;
+        let value = assemble("setx 7, %r1\nret %r1\n").unwrap();
+        let clause = |keys: Vec<(Option<DifObject>, KeyKind)>, store| KernelAggClause {
+            predicate: None,
+            aggs: vec![KernelAgg {
+                kind: ActionKind::AggQuantize,
+                arg: 0,
+                keys,
+                value: Some(value.clone()),
+                incr: None,
+                value_words: 127,
+                store,
+                bases: AggBases::default(),
+            }],
+            stores: Vec::new(),
+            record: None,
+            after_dtrace: false,
+            string_args: Ok(Vec::new()),
+            keeps_vars: false,
+        };
+        let uses = |insns: &[crate::bpf::Insn], f: &dyn Fn(&mut Asm)| {
+            let want = one(|a| f(a));
+            insns.iter().filter(|i| **i == want).count()
+        };
+        let map = |fd: i32| {
+            move |a: &mut Asm| {
+                a.ld_map_fd(R1, fd);
+            }
+        };
+        let zeros = |a: &mut Asm| {
+            a.ld_map_value(R3, 6, 0);
+        };
+        let update = |a: &mut Asm| {
+            a.call(helper::MAP_UPDATE_ELEM);
+        };
+        let (keyless, report) = program(clause(Vec::new(), AggStore::Keyless(11)), None);
+        assert_eq!(report, vec![Ok(())]);
+        assert_reachable(&keyless);
+        // One lookup in the array; no key scratch (fd 10), no insert from the zeros (fd 6).
+        assert_eq!(uses(&keyless, &map(11)), 1);
+        assert_eq!(uses(&keyless, &map(10)), 0);
+        assert_eq!(uses(&keyless, &zeros), 0);
+        assert_eq!(uses(&keyless, &update), 0);
+        // With a key: the key built in the scratch, the hash maps, an insert when missing.
+        let keyed = clause(
+            vec![(Some(value.clone()), KeyKind::Int(8))],
+            AggStore::Keyed {
+                maps: [12, 13],
+                short: None,
+            },
+        );
+        let (keyed, report) = program(keyed, None);
+        assert_eq!(report, vec![Ok(())]);
+        assert_reachable(&keyed);
+        assert_eq!(uses(&keyed, &map(10)), 1);
+        assert!(uses(&keyed, &map(12)) > 0 && uses(&keyed, &map(13)) > 0);
+        assert_eq!(uses(&keyed, &zeros), 1);
+        assert_eq!(uses(&keyed, &update), 1);
+        assert!(keyless.len() < keyed.len());
     }
 
     #[test]

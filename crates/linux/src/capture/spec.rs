@@ -183,7 +183,7 @@ pub struct KernelAggs {
     pub clauses: Vec<KernelAggClause>,
     /// An array map of one [`CONTROL_SIZE`]-byte value: first a u64, 0 while the kernel clauses
     /// are off (before BEGIN, after END), 1 or 2 for the generation of maps updated (see
-    /// `KernelAgg::maps`); then the framework's clock less `bpf_ktime_get_ns()` (an i64), which
+    /// `KernelAgg::store`); then the framework's clock less `bpf_ktime_get_ns()` (an i64), which
     /// makes `timestamp`; then the wall clock less `bpf_ktime_get_ns()` (an i64), which makes
     /// `walltimestamp`.
     pub control: i32,
@@ -447,24 +447,60 @@ pub struct KernelAgg {
     pub incr: Option<dtrace_dif::object::DifObject>,
     /// Words of the value in the framework's layout (a flag word follows them in the kernel).
     pub value_words: usize,
-    /// The per-CPU hash maps of the two generations.
-    pub maps: [i32; 2],
-    /// When the keys' last part is a long string ([`short_string_keys`]): the maps of the two
-    /// generations for the keys whose string is short, kept in [`SHORT_STRING_KEY`] bytes.
-    pub short_maps: Option<[i32; 2]>,
+    /// Where its values are kept.
+    pub store: AggStore,
     /// Where each expression's code starts in the clause's.
     pub bases: AggBases,
 }
 
+/// Where the probe's code keeps an aggregation's values: one place per generation (see
+/// [`KernelAggs::control`]), each value the framework's value words then a flag word set when
+/// the CPU's value was first updated (see `capture::kagg`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AggStore {
+    /// An aggregation with keys: the per-CPU hash maps of the two generations, keyed by the
+    /// kernel key ([`kernel_key_layout`]).
+    Keyed {
+        /// The maps of the two generations.
+        maps: [i32; 2],
+        /// When the keys' last part is a long string ([`short_string_keys`]): the maps of the
+        /// two generations for the keys whose string is short, kept in [`SHORT_STRING_KEY`]
+        /// bytes.
+        short: Option<[i32; 2]>,
+    },
+    /// An aggregation without keys (`@ = count()`): a per-CPU array of [`KEYLESS_SLOTS`]
+    /// values, generation `g`'s at index `g - 1`. The probe finds its value with one array
+    /// lookup, builds no key, and never inserts (nor runs out of room); a value whose flag word
+    /// is zero never fired, and dtrace zeroes a generation's value when it drains it.
+    Keyless(i32),
+}
+
+impl AggStore {
+    /// A store whose maps are not made (a translation does not depend on them): keyless or
+    /// keyed as an aggregation with `keys` key parts is.
+    pub fn unmade(keys: usize) -> AggStore {
+        match keys {
+            0 => AggStore::Keyless(-1),
+            _ => AggStore::Keyed {
+                maps: [-1, -1],
+                short: None,
+            },
+        }
+    }
+}
+
+/// Values of the array of [`AggStore::Keyless`]: one per generation.
+pub const KEYLESS_SLOTS: u32 = 2;
+
 /// Bytes of the last string of a key kept in the short maps of an aggregation
-/// ([`KernelAgg::short_maps`]): a string of at most this many bytes less one (its NUL) is kept
+/// ([`AggStore::Keyed`]): a string of at most this many bytes less one (its NUL) is kept
 /// there, a longer one in the maps of the whole width. A map hashes and compares its whole key,
 /// so `@[copyinstr(arg0)]` would otherwise hash `strsize` bytes (264 by default) for every
 /// path however short; a string is in one map only (its length decides), so the two maps'
 /// keys are still compared exactly as DTrace compares strings.
 pub const SHORT_STRING_KEY: u32 = 64;
 
-/// The key kinds of an aggregation's short maps (see [`KernelAgg::short_maps`]): `keys` with
+/// The key kinds of an aggregation's short maps (see [`AggStore::Keyed`]): `keys` with
 /// its last part, when a string of more than [`SHORT_STRING_KEY`] bytes, cut to that many
 /// (the short key is the first bytes of the whole key, whose string bytes past its NUL are
 /// zero). `None` when the last part is no such string.
@@ -755,13 +791,15 @@ pub enum Condition {
         /// The raw argument holding the target `struct task_struct *`.
         task: u8,
     },
-    /// The task whose `struct task_struct *` is raw tracepoint argument `arg` is a user task that
-    /// has never been switched away from a CPU (an address space, no switch counted): its first
-    /// switch-in, where `proc:::start` and `lwp-start` fire. With `process_only`, only a process's first thread.
-    NewTask {
-        /// The raw argument holding the task.
-        arg: u8,
-        /// Only the first thread of a process (thread id equal to the process id).
+    /// At the `sys_exit` raw tracepoint (arguments: the saved registers, the return value): the
+    /// running task is returning 0 from one of the system calls `nrs` (a new task's return from
+    /// `fork`, `vfork`, `clone` or `clone3`, the first thing it does in user mode), where
+    /// `proc:::start` and `lwp-start` fire. With `process_only`, only a process's first thread
+    /// (thread id equal to the process id). Unused entries of `nrs` are -1.
+    ForkChild {
+        /// The system call numbers of the calls that make a task.
+        nrs: [i32; 4],
+        /// Only the first thread of a process.
         process_only: bool,
     },
 }

@@ -116,6 +116,18 @@ fn emit_state(a: &mut Asm, specs: &KernelSpecs, none: Label) {
     a.jmp_imm(op::JEQ, R0, 0, none);
 }
 
+/// Leaves in r0 the address of this CPU's value of `KernelSpecs::fails` (the failures of
+/// `speculation()`, then the speculative drops at [`SPEC_DROPS_AT`]), or jumps to `none` when
+/// the map has no value (it always has). Uses r0-r5.
+fn emit_fails(a: &mut Asm, specs: &KernelSpecs, none: Label) {
+    a.store_imm(Size::W, R10, KEY, 0);
+    a.ld_map_fd(R1, specs.fails)
+        .mov(R2, R10)
+        .alu_imm(op::ADD, R2, i32::from(KEY))
+        .call(helper::MAP_LOOKUP_ELEM);
+    a.jmp_imm(op::JEQ, R0, 0, none);
+}
+
 /// `speculation()`: leaves a new speculation's id in r0, or 0 (the failure counted). Uses
 /// r0-r5, r8.
 pub fn emit_speculation(a: &mut Asm, specs: &KernelSpecs) {
@@ -145,12 +157,7 @@ pub fn emit_speculation(a: &mut Asm, specs: &KernelSpecs) {
         a.mov_imm(R8, 0);
         a.bind(next);
     }
-    a.store_imm(Size::W, R10, KEY, 0);
-    a.ld_map_fd(R1, specs.fails)
-        .mov(R2, R10)
-        .alu_imm(op::ADD, R2, i32::from(KEY))
-        .call(helper::MAP_LOOKUP_ELEM);
-    a.jmp_imm(op::JEQ, R0, 0, failed);
+    emit_fails(a, specs, failed);
     a.alu(op::ADD, R0, R8);
     a.load(Size::DW, R1, R0, 0).alu_imm(op::ADD, R1, 1);
     a.store(Size::DW, R0, 0, R1);
@@ -317,12 +324,7 @@ pub fn emit_action(
 /// Counts a speculative drop on this CPU (`KernelSpecs::fails`), leaving the count in r1, then
 /// goes on (or to `out` when the map has no value). Uses r0-r3.
 fn emit_count_spec_drop(a: &mut Asm, specs: &KernelSpecs, out: Label) {
-    a.store_imm(Size::W, R10, KEY, 0);
-    a.ld_map_fd(R1, specs.fails)
-        .mov(R2, R10)
-        .alu_imm(op::ADD, R2, i32::from(KEY))
-        .call(helper::MAP_LOOKUP_ELEM);
-    a.jmp_imm(op::JEQ, R0, 0, out);
+    emit_fails(a, specs, out);
     a.load(Size::DW, R1, R0, SPEC_DROPS_AT as i16)
         .alu_imm(op::ADD, R1, 1);
     a.store(Size::DW, R0, SPEC_DROPS_AT as i16, R1);

@@ -14,10 +14,11 @@
 //! the tracepoint itself runs on the outgoing thread), `off-cpu`, `sleep` and `preempt` in the
 //! outgoing thread, `wakeup` in the waking thread (`sched_waking`, which runs in the waker, where
 //! `sched_wakeup` may run on the target CPU), and the `proc` probes in the acting process. `start`
-//! and `lwp-start` fire at a new user task's first switch-in (before it runs any instruction), with
-//! the new task's identity, as `on-cpu` does.
+//! and `lwp-start` fire in the new task itself, as it returns from the `fork`/`vfork`/`clone`/`clone3`
+//! that made it (`sys_exit` returning 0), before it runs any instruction of its program.
 
 use super::fbt::KERNEL_MODULE;
+use super::syscall_nr::syscall_nr;
 use super::{field_arg, AttachPoint, Probe, ProbeArg, ProbeDesc};
 use crate::capture::{ArgSource, Condition, Identity};
 use crate::tracefs::{EventFormat, Field};
@@ -32,9 +33,9 @@ enum Cond {
     Equals(&'static str, i32),
     Negative(&'static str),
     Positive(&'static str),
-    /// The incoming task's first run (see [`Condition::NewTask`]); for the first thread of a
-    /// process only when true.
-    FirstRun(bool),
+    /// A new task's return from the call that made it (see [`Condition::ForkChild`]); for the
+    /// first thread of a process only when true.
+    ForkChild(bool),
     /// Raw tracepoint argument `n` has a bit of the mask set.
     RawMaskSet(u8, u32),
     /// Raw tracepoint argument `n` has every bit of the mask clear.
@@ -248,22 +249,22 @@ const SPECS: &[Spec] = &[
     Spec {
         provider: "proc",
         name: "start",
-        sys: "sched",
-        event: "sched_switch",
+        sys: "raw_syscalls",
+        event: "sys_exit",
         args: &[],
-        conds: &[Cond::FirstRun(true)],
-        next_identity: true,
-        raw: false,
+        conds: &[Cond::ForkChild(true)],
+        next_identity: false,
+        raw: true,
     },
     Spec {
         provider: "proc",
         name: "lwp-start",
-        sys: "sched",
-        event: "sched_switch",
+        sys: "raw_syscalls",
+        event: "sys_exit",
         args: &[],
-        conds: &[Cond::FirstRun(false)],
-        next_identity: true,
-        raw: false,
+        conds: &[Cond::ForkChild(false)],
+        next_identity: false,
+        raw: true,
     },
     Spec {
         provider: "sched",
@@ -457,11 +458,16 @@ fn build(spec: &Spec, f: &EventFormat) -> Option<Probe> {
     for c in spec.conds {
         let raw_at = |n: u8| (8 * n as u16, 8u8);
         match *c {
-            Cond::FirstRun(process_only) => {
-                conditions.push(Condition::NewTask {
-                    arg: SWITCH_NEXT_ARG,
-                    process_only,
-                });
+            Cond::ForkChild(process_only) => {
+                let mut nrs = [-1; 4];
+                let calls = ["fork", "vfork", "clone", "clone3"];
+                for (slot, nr) in nrs
+                    .iter_mut()
+                    .zip(calls.iter().filter_map(|c| syscall_nr(c)))
+                {
+                    *slot = nr as i32;
+                }
+                conditions.push(Condition::ForkChild { nrs, process_only });
                 continue;
             }
             Cond::RawMaskSet(n, mask) => {

@@ -12,13 +12,15 @@
 //! A snapshot switches the generation the programs update, waits until no program can still be
 //! updating the old one (an update of an array of maps returns after an RCU grace period, and
 //! every capture program runs inside one), then reads every CPU's values of the old generation and
-//! empties it: each snapshot carries what accumulated since the previous one, as the framework's
-//! do, so `clear()`, `trunc()` and the other consumer actions keep their meaning.
+//! empties it (deletes a hash map's keys; zeroes a keyless aggregation's array value, flag words
+//! included): each snapshot carries what accumulated since the previous one, as the framework's
+//! do, so `clear()`, `trunc()` and the other consumer actions keep their meaning, and a CPU's
+//! value whose flag word is zero (it did not fire since) is no record.
 
 use crate::bpf::{Map, MapKind};
 use crate::capture::spec::{
-    kernel_key_layout, string_key_hash, AggBases, CodeBase, KernelAgg, KernelRecord, KeyKind,
-    RecordAction, MAX_KAGG_KEY, MAX_KAGG_VALUE, STRING_CONST_MARK,
+    kernel_key_layout, string_key_hash, AggBases, AggStore, CodeBase, KernelAgg, KernelRecord,
+    KeyKind, RecordAction, KEYLESS_SLOTS, MAX_KAGG_KEY, MAX_KAGG_VALUE, STRING_CONST_MARK,
 };
 use crate::error::Result;
 use dtrace_dif::object::DifObject;
@@ -94,10 +96,8 @@ pub struct PlannedAgg {
 }
 
 impl PlannedAgg {
-    /// The aggregation as the probe's code updates it, in `maps` (one per generation).
-    /// `short_maps`: those of the keys whose last string is short (see
-    /// [`crate::capture::spec::short_string_keys`]).
-    pub fn with_maps(&self, maps: [i32; 2], short_maps: Option<[i32; 2]>) -> KernelAgg {
+    /// The aggregation as the probe's code updates it, its values kept in `store`.
+    pub fn with_store(&self, store: AggStore) -> KernelAgg {
         KernelAgg {
             kind: self.kind,
             arg: self.arg,
@@ -105,8 +105,7 @@ impl PlannedAgg {
             value: self.value.clone(),
             incr: self.incr.clone(),
             value_words: self.value_words,
-            maps,
-            short_maps,
+            store,
             bases: self.bases.clone(),
         }
     }
@@ -501,13 +500,35 @@ struct AggMaps {
     clause: usize,
     index: usize,
     value_words: usize,
-    maps: [Map; 2],
-    /// The maps of the keys whose last string is short, with their key kinds (see
-    /// [`crate::capture::spec::short_string_keys`]).
-    short: Option<([Map; 2], Vec<KeyKind>)>,
+    maps: Storage,
     /// The framework's aggregation id and its key records, once the clause is enabled.
     bound: Option<(u32, Vec<RecDesc>)>,
     keys: KeyDecoder,
+}
+
+/// The maps of an aggregating action (see [`AggStore`]).
+enum Storage {
+    /// With keys: the hash maps of the two generations, and those of the keys whose last
+    /// string is short, with their key kinds (see [`crate::capture::spec::short_string_keys`]).
+    Keyed {
+        maps: [Map; 2],
+        short: Option<([Map; 2], Vec<KeyKind>)>,
+    },
+    /// Without keys: the per-CPU array of one value per generation.
+    Keyless(Map),
+}
+
+impl Storage {
+    /// The descriptors the probe's code updates.
+    fn store(&self) -> AggStore {
+        match self {
+            Storage::Keyed { maps, short } => AggStore::Keyed {
+                maps: [maps[0].raw_fd(), maps[1].raw_fd()],
+                short: short.as_ref().map(|(m, _)| [m[0].raw_fd(), m[1].raw_fd()]),
+            },
+            Storage::Keyless(slots) => AggStore::Keyless(slots.raw_fd()),
+        }
+    }
 }
 
 /// How a kernel key turns into the framework's key bytes.
@@ -659,17 +680,29 @@ impl KernelAggState {
                         entries,
                     )
                 };
-                let maps = [make(&kinds, 0, "")?, make(&kinds, 1, "")?];
-                let short = match crate::capture::spec::short_string_keys(&kinds) {
-                    Some(short) => Some(([make(&short, 0, "s")?, make(&short, 1, "s")?], short)),
-                    None => None,
+                let maps = if kinds.is_empty() {
+                    Storage::Keyless(Map::create(
+                        MapKind::PerCpuArray,
+                        &format!("dt_agg_{clause}_{index}"),
+                        4,
+                        value_size as u32,
+                        KEYLESS_SLOTS,
+                    )?)
+                } else {
+                    let maps = [make(&kinds, 0, "")?, make(&kinds, 1, "")?];
+                    let short = match crate::capture::spec::short_string_keys(&kinds) {
+                        Some(short) => {
+                            Some(([make(&short, 0, "s")?, make(&short, 1, "s")?], short))
+                        }
+                        None => None,
+                    };
+                    Storage::Keyed { maps, short }
                 };
                 self.aggs.push(AggMaps {
                     clause,
                     index,
                     value_words: p.value_words,
                     maps,
-                    short,
                     bound: None,
                     keys: KeyDecoder {
                         keys: kinds,
@@ -683,11 +716,7 @@ impl KernelAggState {
         for s in strings {
             a.keys.strings.insert(string_key_hash(s), s.clone());
         }
-        let short = a
-            .short
-            .as_ref()
-            .map(|(m, _)| [m[0].raw_fd(), m[1].raw_fd()]);
-        Ok(p.with_maps([a.maps[0].raw_fd(), a.maps[1].raw_fd()], short))
+        Ok(p.with_store(a.maps.store()))
     }
 
     /// Tells which framework aggregation (its id and key records) aggregation `index` of clause
@@ -741,9 +770,26 @@ impl KernelAggState {
             let Some((aggid, recs)) = &a.bound else {
                 continue;
             };
+            let (maps, short) = match &a.maps {
+                Storage::Keyed { maps, short } => (maps, short),
+                Storage::Keyless(slots) => {
+                    // The generation's value: emptied (every flag word zero) once read.
+                    let index = (slot as u32).to_ne_bytes();
+                    let Some(values) = slots.lookup(&index)? else {
+                        continue;
+                    };
+                    if values.iter().any(|b| *b != 0) {
+                        slots.update(&index, &vec![0u8; values.len()])?;
+                    }
+                    if let Some(fw_key) = a.keys.expand(&[], &[], recs) {
+                        push_values(&mut snap, *aggid, &fw_key, &values, a.value_words);
+                    }
+                    continue;
+                }
+            };
             // The maps of the whole keys, then those of the short strings' (a key is in one).
-            let tiers = std::iter::once((&a.maps[slot], &a.keys.keys))
-                .chain(a.short.as_ref().map(|(m, kinds)| (&m[slot], kinds)));
+            let tiers = std::iter::once((&maps[slot], &a.keys.keys))
+                .chain(short.as_ref().map(|(m, kinds)| (&m[slot], kinds)));
             for (map, kinds) in tiers {
                 let keys = map.keys()?;
                 for key in keys {
@@ -755,29 +801,7 @@ impl KernelAggState {
                         continue;
                     };
                     snap.pids.extend(&fw_key.pids);
-                    let slot_len = a.value_words * 8 + 8;
-                    for (cpu, slot) in values.chunks(slot_len).enumerate() {
-                        let Some((value, flag)) = slot.split_at_checked(a.value_words * 8) else {
-                            continue;
-                        };
-                        if flag.iter().all(|b| *b == 0) {
-                            continue;
-                        }
-                        let r = snap.records.len();
-                        snap.cuts.extend(
-                            fw_key
-                                .cuts
-                                .iter()
-                                .map(|(off, frames, pcs)| (r, *off, *frames, pcs.clone())),
-                        );
-                        snap.records.push(AggRecord {
-                            aggid: *aggid,
-                            key: fw_key.bytes.clone(),
-                            value: value.to_vec(),
-                            // Per-CPU maps hold one slot per possible CPU, in CPU order.
-                            cpu: cpu as u32,
-                        });
-                    }
+                    push_values(&mut snap, *aggid, &fw_key, &values, a.value_words);
                 }
             }
         }
@@ -798,6 +822,38 @@ impl KernelAggState {
             }
         }
         Ok(out)
+    }
+}
+
+/// Adds to `snap` a record of aggregation `aggid` under `key` for each CPU's slot of `values`
+/// (a per-CPU value: `value_words` words then the flag word, one slot per possible CPU in CPU
+/// order) whose flag says it was updated.
+fn push_values(
+    snap: &mut Snapshot,
+    aggid: u32,
+    key: &ExpandedKey,
+    values: &[u8],
+    value_words: usize,
+) {
+    for (cpu, slot) in values.chunks(value_words * 8 + 8).enumerate() {
+        let Some((value, flag)) = slot.split_at_checked(value_words * 8) else {
+            continue;
+        };
+        if flag.iter().all(|b| *b == 0) {
+            continue;
+        }
+        let r = snap.records.len();
+        snap.cuts.extend(
+            key.cuts
+                .iter()
+                .map(|(off, frames, pcs)| (r, *off, *frames, pcs.clone())),
+        );
+        snap.records.push(AggRecord {
+            aggid,
+            key: key.bytes.clone(),
+            value: value.to_vec(),
+            cpu: cpu as u32,
+        });
     }
 }
 
@@ -947,6 +1003,87 @@ mod tests {
             arg: 0,
         });
         v
+    }
+
+    /// Writes every CPU's value of generation `g`'s slot of the keyless aggregation at `pos` of
+    /// `state`: `(value, flag)` per CPU, zero for the CPUs not given.
+    fn write_keyless(state: &KernelAggState, pos: usize, g: u32, cpus: &[(u64, u64)]) {
+        let Storage::Keyless(slots) = &state.aggs[pos].maps else {
+            panic!("not keyless");
+        };
+        let mut v = vec![0u8; slots.user_value_size().unwrap()];
+        for (chunk, (value, flag)) in v.chunks_mut(16).zip(cpus) {
+            chunk[..8].copy_from_slice(&value.to_ne_bytes());
+            chunk[8..].copy_from_slice(&flag.to_ne_bytes());
+        }
+        slots.update(&g.to_ne_bytes(), &v).unwrap();
+    }
+
+    /// The (cpu, value) of each record of `snap`.
+    fn per_cpu(snap: &Snapshot) -> Vec<(u32, u64)> {
+        snap.records
+            .iter()
+            .map(|r| (r.cpu, u64::from_ne_bytes(r.value[..8].try_into().unwrap())))
+            .collect()
+    }
+
+    #[test]
+    fn a_keyless_aggregation_is_kept_in_an_array_read_by_its_flags_and_emptied() {
+        let t = "a_keyless_aggregation_is_kept_in_an_array_read_by_its_flags_and_emptied";
+        if !dtrace_testkit::skip_unless(crate::bpf_available(), t, "needs bpf(2)") {
+            return;
+        }
+        let cpus = crate::bpf::map::possible_cpus().unwrap();
+        let mut state = KernelAggState::new(1 << 20).unwrap();
+        let planned = |keys: Vec<(Option<DifObject>, KeyKind)>| PlannedAgg {
+            kind: ActionKind::AggSum,
+            arg: 0,
+            keys,
+            value: None,
+            incr: None,
+            value_words: 1,
+            bases: AggBases::default(),
+        };
+        // Without keys: one per-CPU array; with keys: the hash maps of the two generations.
+        let keyless = state.agg_for(0, 0, &planned(Vec::new()), &[]).unwrap();
+        assert!(matches!(keyless.store, AggStore::Keyless(fd) if fd >= 0));
+        let keyed = state
+            .agg_for(0, 1, &planned(vec![(None, KeyKind::Int(8))]), &[])
+            .unwrap();
+        assert!(matches!(keyed.store, AggStore::Keyed { short: None, .. }));
+        // Asked again (another probe of the clause): the same array.
+        let again = state.agg_for(0, 0, &planned(Vec::new()), &[]).unwrap();
+        assert_eq!(again.store, keyless.store);
+        state.bind(0, 0, 7, &recs(&[], 0));
+        state.bind(0, 1, 8, &recs(&[(0, 8)], 8));
+        // Nothing fired: no record at all (no data).
+        assert!(state.snapshot().unwrap().records.is_empty());
+        // CPU 0 summed 5; the last CPU fired with a sum of 0 (its flag set): both are data;
+        // the others never fired.
+        let mut values = vec![(0, 0); cpus];
+        values[0] = (5, 1);
+        values[cpus - 1] = (0, 1);
+        write_keyless(&state, 0, 0, &values);
+        let snap = state.snapshot().unwrap();
+        assert!(snap
+            .records
+            .iter()
+            .all(|r| r.aggid == 7 && r.key.is_empty()));
+        let mut want = vec![(0, 5)];
+        if cpus > 1 {
+            want.push((cpus as u32 - 1, 0));
+        }
+        assert_eq!(per_cpu(&snap), want);
+        // Drained: the next snapshot has nothing.
+        assert!(state.snapshot().unwrap().records.is_empty());
+        // On, a snapshot switches the generation and drains the old one only.
+        state.set_on(true).unwrap();
+        write_keyless(&state, 0, 0, &[(2, 1)]);
+        write_keyless(&state, 0, 1, &[(3, 1)]);
+        assert_eq!(per_cpu(&state.snapshot().unwrap()), vec![(0, 2)]);
+        assert_eq!(per_cpu(&state.snapshot().unwrap()), vec![(0, 3)]);
+        assert!(state.snapshot().unwrap().records.is_empty());
+        state.set_on(false).unwrap();
     }
 
     #[test]

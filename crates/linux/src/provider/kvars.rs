@@ -39,7 +39,7 @@
 
 use super::kagg::ClausePlan;
 use crate::bpf::{Map, MapKind};
-use crate::capture::spec::{KernelAggClause, KernelVars};
+use crate::capture::spec::{AggStore, KernelAggClause, KernelVars};
 use crate::catalog::{Catalog, Probe};
 use crate::error::Result;
 use dtrace_dif::object::{
@@ -593,7 +593,7 @@ pub fn runs_whole(
         aggs: plan
             .aggs
             .iter()
-            .map(|p| p.with_maps([-1, -1], None))
+            .map(|p| p.with_store(AggStore::unmade(p.keys.len())))
             .collect(),
         stores: plan.stores.clone(),
         record: plan.record.clone(),
