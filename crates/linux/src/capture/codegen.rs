@@ -312,6 +312,17 @@ fn need_ctx(shape: &ProbeShape, want: CtxKind, what: &str) -> Result<()> {
 /// Where `struct pt_regs` keeps a system call's number (`orig_ax` on x86-64).
 const ORIG_AX: i32 = 15 * 8;
 
+/// At the `sys_exit` raw tracepoint (context in r6; its first argument the saved registers):
+/// reads the system call's number from the registers' `orig_ax` into [`SCRATCH`], the helper's
+/// result (0, or a negative errno) in r0. Uses r0-r5.
+fn emit_exit_syscall_nr(a: &mut Asm) {
+    a.load(Size::DW, R3, R6, 0).alu_imm(op::ADD, R3, ORIG_AX);
+    a.mov(R1, R10)
+        .alu_imm(op::ADD, R1, SCRATCH as i32)
+        .mov_imm(R2, 8)
+        .call(helper::PROBE_READ_KERNEL);
+}
+
 /// Skips to `out` unless the running task returns 0 from one of the system calls `nrs` at the
 /// `sys_exit` raw tracepoint: a task's first return to user mode, from the call that made it (only
 /// the new task gets 0; its parent gets the new id or an error), and with `process_only` only
@@ -327,11 +338,7 @@ fn emit_fork_child(
     need_ctx(shape, CtxKind::RawTracepoint, "a new task's return")?;
     a.load(Size::DW, R0, R6, 8);
     a.jmp_imm(op::JNE, R0, 0, out);
-    a.load(Size::DW, R3, R6, 0).alu_imm(op::ADD, R3, ORIG_AX);
-    a.mov(R1, R10)
-        .alu_imm(op::ADD, R1, SCRATCH as i32)
-        .mov_imm(R2, 8)
-        .call(helper::PROBE_READ_KERNEL);
+    emit_exit_syscall_nr(a);
     a.jmp_imm(op::JNE, R0, 0, out);
     a.load(Size::DW, R0, R10, SCRATCH);
     let made = a.label();
@@ -1189,11 +1196,7 @@ pub fn gen_syscall_dispatcher(slots: i32, exit: bool) -> Result<Vec<Insn>> {
     let out = a.label();
     a.mov(R6, R1);
     if exit {
-        a.load(Size::DW, R3, R6, 0).alu_imm(op::ADD, R3, ORIG_AX);
-        a.mov(R1, R10)
-            .alu_imm(op::ADD, R1, SCRATCH as i32)
-            .mov_imm(R2, 8)
-            .call(helper::PROBE_READ_KERNEL);
+        emit_exit_syscall_nr(&mut a);
         a.load(Size::DW, R3, R10, SCRATCH);
     } else {
         a.load(Size::DW, R3, R6, 8);
