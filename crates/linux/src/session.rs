@@ -333,11 +333,14 @@ impl Session {
             &format!("{}_room", opts.name_prefix),
             4,
             8,
-            1,
+            2,
         )?;
         // No limit until the framework's buffers give one.
         let n = crate::bpf::map::possible_cpus()?;
-        room.update(&0u32.to_le_bytes(), &u64::MAX.to_le_bytes().repeat(n))?;
+        room.update(
+            &crate::capture::codegen::ROOM_LEFT.to_le_bytes(),
+            &u64::MAX.to_le_bytes().repeat(n),
+        )?;
         let session_room = room;
         Ok(Session {
             enabled: Vec::new(),
@@ -885,6 +888,14 @@ impl Session {
         self.drops.percpu_u64(0)
     }
 
+    /// The records each CPU refused because its principal buffer had no room for them (see
+    /// [`Session::set_record_room`]), indexed by CPU number; the counts only grow. They are
+    /// among [`Session::cpu_drops`], which also counts records the ring had no room for: only
+    /// these fill a `fill` buffer, as DTrace's fills when a reservation in it fails.
+    pub fn cpu_room_refusals(&self) -> Result<Vec<u64>> {
+        self.room.percpu_u64(crate::capture::codegen::ROOM_REFUSALS)
+    }
+
     /// Sets the room each CPU's principal buffer has for records built at the probe until the
     /// next call (indexed by CPU number; a CPU not given gets none): a clause whose record does
     /// not fit in its CPU's room is skipped whole and counted as a drop, as DTrace skips an ECB
@@ -896,7 +907,8 @@ impl Session {
         for (cpu, chunk) in value.chunks_exact_mut(8).enumerate() {
             chunk.copy_from_slice(&room.get(cpu).copied().unwrap_or(0).to_le_bytes());
         }
-        self.room.update(&0u32.to_le_bytes(), &value)
+        self.room
+            .update(&crate::capture::codegen::ROOM_LEFT.to_le_bytes(), &value)
     }
 
     /// Records that could not be decoded (should stay 0).

@@ -26,6 +26,9 @@ pub struct KernelTracer {
     linux: LinuxTracing,
     /// Kernel drops per CPU already reported (or lost before tracing went).
     reported_drops: Vec<u64>,
+    /// The kernel's refusals for the principal buffer's room per CPU already seen (see
+    /// `LinuxTracing::cpu_room_refusals`): a new one fills a `fill` buffer.
+    room_refusals_seen: Vec<u64>,
     /// The kernel's drop counts per CPU when `exit()` was first seen: from then on the ring is no
     /// longer pumped, and what it loses are firings after the exit, which DTrace (draining) never
     /// records, so they are no drops of its.
@@ -146,6 +149,7 @@ impl KernelTracer {
             inner,
             linux,
             reported_drops: Vec::new(),
+            room_refusals_seen: Vec::new(),
             drops_at_exit: None,
             pumped_from: None,
             kernel_exit_seen: None,
@@ -439,6 +443,7 @@ impl Tracer for KernelTracer {
             .pump(self.inner.framework(), 0)
             .map_err(|e| ConsumerError::Backend(e.to_string()))?;
         self.reported_drops = self.linux.cpu_drops().map_err(be)?;
+        self.room_refusals_seen = self.linux.cpu_room_refusals().map_err(be)?;
         self.inner.go()?;
         // The room the principal buffers give records built at the probe.
         let room = self.inner.framework().record_room_elsewhere();
@@ -487,10 +492,6 @@ impl Tracer for KernelTracer {
             }
             *seen = n;
             let cpu = cpu as u32;
-            // A record the kernel found no room for fills a fill buffer as one refused here.
-            if fill {
-                self.inner.framework().fill_elsewhere(cpu);
-            }
             match snaps.iter_mut().find(|s| s.cpu == cpu) {
                 Some(s) => s.drops += new,
                 None => snaps.push(BufferSnapshot {
@@ -498,6 +499,23 @@ impl Tracer for KernelTracer {
                     data: Vec::new(),
                     drops: new,
                 }),
+            }
+        }
+        // A record the kernel found no room for in the principal buffer fills a fill buffer,
+        // as one refused here does; one the ring had no room for (a capture, or a record built
+        // at the probe) is a drop that leaves the buffer as it was.
+        if fill && self.drops_at_exit.is_none() {
+            let now = self.linux.cpu_room_refusals().map_err(be)?;
+            self.room_refusals_seen.resize(now.len(), 0);
+            for (cpu, (&n, seen)) in now
+                .iter()
+                .zip(self.room_refusals_seen.iter_mut())
+                .enumerate()
+            {
+                if n > *seen {
+                    *seen = n;
+                    self.inner.framework().fill_elsewhere(cpu as u32);
+                }
             }
         }
         // The buffers were switched: records built at the probe have their room again (none

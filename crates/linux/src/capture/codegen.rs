@@ -50,6 +50,12 @@ pub struct ProbeShape {
     pub task: Option<crate::btf::TaskOffsets>,
 }
 
+/// The key of [`MapFds::room`] holding the room a CPU's principal buffer has left.
+pub const ROOM_LEFT: u32 = 0;
+/// The key of [`MapFds::room`] counting the records a CPU refused for lack of room (drops
+/// of DTrace's principal buffer, which fill a `fill` buffer, unlike drops of the ring).
+pub const ROOM_REFUSALS: u32 = 1;
+
 /// Map descriptors a program refers to.
 #[derive(Clone, Copy, Debug)]
 pub struct MapFds {
@@ -57,7 +63,8 @@ pub struct MapFds {
     pub ring: i32,
     /// The per-CPU drop counter (array of one u64).
     pub drops: i32,
-    /// The per-CPU room left for records built at the probe (array of one u64, see
+    /// The per-CPU room left for records built at the probe (array of two u64: the room at
+    /// [`ROOM_LEFT`], the records refused for lack of it at [`ROOM_REFUSALS`]; see
     /// `Session::set_record_room`): a clause whose record does not fit is skipped whole.
     pub room: i32,
     /// The pending-retry hash (tid -> ktime and addresses), when retry at return is on.

@@ -55,7 +55,7 @@
 //! context, as DTrace fires ERROR in the faulting thread's). A full ring counts a drop. What the translator does not handle stays in dtrace, with the reason in
 //! the report.
 
-use super::codegen::ProbeShape;
+use super::codegen::{ProbeShape, ROOM_LEFT, ROOM_REFUSALS};
 use super::filter::{Clocks, ShapeContext, FRAME};
 use super::spec::{
     kernel_key_layout, short_string_keys, string_key_hash, AggStore, CodeBase, KernelAgg,
@@ -910,7 +910,9 @@ fn emit_string_checks(
 /// or the buffer has no room, a drop is counted on the CPU (a DTrace drop), [`REC`]
 /// holds zero and control goes to `skip`: the clause is skipped whole (no store, no aggregation,
 /// no signal), as DTrace's `dtrace_probe()` skips an ECB whose `dte_needed` bytes it cannot
-/// reserve in the principal buffer. A record of no size (`stop()` alone) reserves nothing.
+/// reserve in the principal buffer. A refusal for the buffer's room is also counted at
+/// [`ROOM_REFUSALS`] (it fills a `fill` buffer); a refusal of the ring's gives the room back.
+/// A record of no size (`stop()` alone) reserves nothing.
 fn emit_reserve(
     a: &mut Asm,
     r: &super::spec::KernelRecord,
@@ -931,10 +933,10 @@ fn emit_reserve(
         .map_err(|_| crate::error::LinuxError::Asm("record too large".into()))?;
     let needed = i32::try_from((r.size as usize).next_multiple_of(8))
         .map_err(|_| crate::error::LinuxError::Asm("record too large".into()))?;
-    let (have, refused) = (a.label(), a.label());
+    let (have, refused, lost) = (a.label(), a.label(), a.label());
     // The room the CPU's principal buffer has left for it (dtrace's, see
     // `Session::set_record_room`): taken first, so dtrace never refuses the record.
-    a.store_imm(Size::W, R10, VAL, 0);
+    a.store_imm(Size::DW, R10, VAL, ROOM_LEFT as i32);
     a.ld_map_fd(R1, ring.room)
         .mov(R2, R10)
         .alu_imm(op::ADD, R2, i32::from(VAL));
@@ -948,7 +950,20 @@ fn emit_reserve(
         .mov_imm(R3, 0)
         .call(helper::RINGBUF_RESERVE);
     a.jmp_imm(op::JNE, R0, 0, have);
+    // The ring had no room: a drop, but not the principal buffer's, whose room comes back.
+    emit_give_room(a, ring.room, r.size, VAL);
+    a.ja(lost);
+    // The principal buffer had no room: counted apart too (see `Session::cpu_room_refusals`),
+    // as such a drop fills a `fill` buffer.
     a.bind(refused);
+    a.store_imm(Size::DW, R10, VAL, ROOM_REFUSALS as i32);
+    a.ld_map_fd(R1, ring.room)
+        .mov(R2, R10)
+        .alu_imm(op::ADD, R2, i32::from(VAL));
+    a.call(helper::MAP_LOOKUP_ELEM);
+    a.jmp_imm(op::JEQ, R0, 0, lost);
+    a.mov_imm(R1, 1).atomic_add64(R0, 0, R1);
+    a.bind(lost);
     a.store_imm(Size::DW, R10, REC, 0);
     a.store_imm(Size::DW, R10, REC_OK, 0);
     let counted = a.label();
@@ -997,7 +1012,7 @@ pub(crate) fn emit_give_room(a: &mut Asm, room: i32, size: u32, slot: i16) {
         return;
     }
     let none = a.label();
-    a.store_imm(Size::DW, R10, slot, 0);
+    a.store_imm(Size::DW, R10, slot, ROOM_LEFT as i32);
     a.ld_map_fd(R1, room)
         .mov(R2, R10)
         .alu_imm(op::ADD, R2, i32::from(slot));

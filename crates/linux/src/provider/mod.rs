@@ -1950,6 +1950,16 @@ impl LinuxTracing {
         }
     }
 
+    /// Records refused in the kernel because the CPU's principal buffer had no room for them, per
+    /// CPU (see [`crate::session::Session::cpu_room_refusals`]; empty before the first
+    /// enabling). The counts only grow; they are among [`LinuxTracing::cpu_drops`].
+    pub fn cpu_room_refusals(&self) -> Result<Vec<u64>> {
+        match &self.lock().session {
+            Some(s) => s.cpu_room_refusals(),
+            None => Ok(Vec::new()),
+        }
+    }
+
     /// Sets the size of the ring buffer the kernel probes write to (rounded up to a power of two of
     /// at least a page). Takes effect when the session is created, at the first enabling; returns
     /// `false` when the session already exists.
