@@ -148,9 +148,13 @@ pub struct Session {
     vclock: Option<crate::vtime::Vclock>,
     vfloor: crate::vtime::VtimeFloor,
     drops: Map,
-    /// The room each CPU's principal buffer has left for records built at the probe (see
+    /// The room each CPU's principal buffer has for records built at the probe (see
     /// [`Session::set_record_room`]).
     room: Map,
+    /// Bytes of the records each CPU built at the probe for its principal buffer that were
+    /// read from the ring (indexed by CPU number): they are no longer on their way, and the
+    /// room they took is dtrace's to give again once its buffer is switched.
+    room_arrived: Vec<u64>,
     /// The thread-variable mirror, created with the first probe that uses it.
     mirror: Option<Map>,
     ring: RingBuf,
@@ -333,12 +337,12 @@ impl Session {
             &format!("{}_room", opts.name_prefix),
             4,
             8,
-            2,
+            3,
         )?;
         // No limit until the framework's buffers give one.
         let n = crate::bpf::map::possible_cpus()?;
         room.update(
-            &crate::capture::codegen::ROOM_LEFT.to_le_bytes(),
+            &crate::capture::codegen::ROOM_GRANTED.to_le_bytes(),
             &u64::MAX.to_le_bytes().repeat(n),
         )?;
         let session_room = room;
@@ -363,6 +367,7 @@ impl Session {
             vfloor: crate::vtime::VtimeFloor::new(),
             drops,
             room: session_room,
+            room_arrived: vec![0; n],
             mirror: None,
             ring,
         })
@@ -896,19 +901,25 @@ impl Session {
         self.room.percpu_u64(crate::capture::codegen::ROOM_REFUSALS)
     }
 
-    /// Sets the room each CPU's principal buffer has for records built at the probe until the
-    /// next call (indexed by CPU number; a CPU not given gets none): a clause whose record does
-    /// not fit in its CPU's room is skipped whole and counted as a drop, as DTrace skips an ECB
-    /// it cannot reserve buffer room for, so that dtrace never refuses a record the kernel built
-    /// after the clause's stores were made. `u64::MAX`: no limit (a `ring` buffer).
+    /// Sets the room each CPU's principal buffer has for records built at the probe, just
+    /// switched (empty), until the next call (indexed by CPU number; a CPU not given gets
+    /// none): a clause whose record does not fit in its CPU's room is skipped whole and counted
+    /// as a drop, as DTrace skips an ECB it cannot reserve buffer room for, so that dtrace never
+    /// refuses a record the kernel built after the clause's stores were made. `u64::MAX`: no
+    /// limit (a `ring` buffer). Records built before the call and not yet read from the ring
+    /// will land in the buffer after the switch: their room is taken from `room` (the kernel
+    /// checks its use against a grant, [`ROOM_GRANTED`](crate::capture::codegen::ROOM_GRANTED),
+    /// set here to the bytes already read from the ring plus `room`).
     pub fn set_record_room(&self, room: &[u64]) -> Result<()> {
         let n = crate::bpf::map::possible_cpus()?;
         let mut value = vec![0u8; n * 8];
         for (cpu, chunk) in value.chunks_exact_mut(8).enumerate() {
-            chunk.copy_from_slice(&room.get(cpu).copied().unwrap_or(0).to_le_bytes());
+            let arrived = self.room_arrived.get(cpu).copied().unwrap_or(0);
+            let granted = arrived.saturating_add(room.get(cpu).copied().unwrap_or(0));
+            chunk.copy_from_slice(&granted.to_le_bytes());
         }
         self.room
-            .update(&crate::capture::codegen::ROOM_LEFT.to_le_bytes(), &value)
+            .update(&crate::capture::codegen::ROOM_GRANTED.to_le_bytes(), &value)
     }
 
     /// Records that could not be decoded (should stay 0).
@@ -993,6 +1004,13 @@ impl Session {
                     n += 1;
                 }
                 Record::Built(b) => {
+                    // Its room comes back at the next switch (a speculated record gave
+                    // its room back when it was built).
+                    if b.spec == 0 {
+                        if let Some(a) = self.room_arrived.get_mut(b.cpu as usize) {
+                            *a = a.saturating_add(b.data.len() as u64);
+                        }
+                    }
                     f(Delivery::Built(b));
                     n += 1;
                 }

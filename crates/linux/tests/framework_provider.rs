@@ -283,3 +283,135 @@ fn sdt_data_loc_string_argument() {
         String::from_utf8_lossy(&hay)
     );
 }
+
+/// Writes 100 one-byte, then (once `argv[1]` is opened for writing) 100 two-byte, then (once
+/// `argv[2]` is) 100 three-byte writes to /dev/null: the FIFOs' opens meet the test's between
+/// the batches.
+const PHASED_WRITER: &str = r#"
+#include <fcntl.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    char buf[3] = "xyz";
+    int fd = open("/dev/null", O_WRONLY);
+    for (int phase = 1; phase <= 3; phase++) {
+        if (phase > 1) {
+            int f = open(argv[phase - 1], O_RDONLY);
+            if (f < 0 || read(f, buf, 1) != 1) return 2;
+            close(f);
+        }
+        for (int i = 0; i < 100; i++)
+            if (write(fd, buf, phase) != phase) return 1;
+    }
+    return 0;
+}
+"#;
+
+/// Records built at the probe take their room in the CPU's principal buffer there, from what
+/// dtrace granted (`LinuxTracing::set_record_room`, at `go` and at each switch): a record built
+/// but not yet read from the ring when the buffer is switched still holds its room, so the room
+/// given again does not come on top of it; once read, its room comes back.
+#[test]
+fn records_on_their_way_keep_their_room_across_a_switch() {
+    let t = "records_on_their_way_keep_their_room_across_a_switch";
+    if !kernel_ok(t) || !gcc_ok(t) {
+        return;
+    }
+    let exe = compile("fwphased", PHASED_WRITER);
+    let dir = std::env::temp_dir().join(format!("dtrace-linux-test-{}-room", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let fifos: Vec<std::path::PathBuf> = (1..=2).map(|i| dir.join(format!("fifo{i}"))).collect();
+    for f in &fifos {
+        let c = std::ffi::CString::new(f.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(
+            unsafe { libc::mkfifo(c.as_ptr(), 0o600) },
+            0,
+            "mkfifo {}",
+            f.display()
+        );
+    }
+    let linux = tracing("rm");
+    // As dtrace's KernelTracer does: clauses the kernel can run whole run at the probe.
+    linux.set_kernel_aggregations(Ok(()));
+    let ncpus = framework_ncpus().unwrap();
+    let mut fw = Framework::new(Options::default(), ncpus);
+    linux.register(&mut fw).unwrap();
+    let mut argv = vec![exe.display().to_string()];
+    argv.extend(fifos.iter().map(|f| f.display().to_string()));
+    let mut child = spawn_held(&argv).unwrap();
+    let opts = CompileOptions {
+        macros: vec![("target".into(), child.pid().to_string())],
+        ..CompileOptions::default()
+    };
+    let program = compile_d(
+        "syscall::write:entry /pid == $target/ { trace(arg2); }",
+        &opts,
+    )
+    .unwrap_or_else(|e| panic!("{e:?}"));
+    linux.plan(&program);
+    let en = fw.enable(&program, false).unwrap();
+    // As dtrace's KernelTracer binds them: the clause runs whole at the probe.
+    for ep in &en.eprobes {
+        assert!(
+            linux.aggregates_in_kernel(ep.clause as usize, ep.probe_id),
+            "not at the probe"
+        );
+        fw.run_elsewhere(ep.epid);
+        linux
+            .bind_record(ep.clause as usize, ep.probe_id, ep.epid, ep.size, &ep.recs)
+            .unwrap();
+    }
+    fw.go().unwrap();
+    linux.go_live();
+    linux.fix_clock(fw.now());
+    linux.kernel_aggregations_on(true).unwrap();
+    // Room for ten records of 24 bytes (an EPID, a timestamp, arg2) on every CPU.
+    let room = vec![240u64; ncpus as usize];
+    linux.set_record_room(&room).unwrap();
+    child.release().unwrap();
+    let mut values: Vec<u64> = Vec::new();
+    let take = |fw: &mut Framework, values: &mut Vec<u64>| {
+        for snap in fw.switch_all() {
+            for r in RecordIter::new(&snap.data, |e| fw.eprobe(e).map(|d| d.size)) {
+                let (_, _, bytes) = r.unwrap();
+                let v = bytes[bytes.len() - 8..].try_into().unwrap();
+                values.push(u64::from_ne_bytes(v));
+            }
+        }
+    };
+    for (i, f) in fifos.iter().enumerate() {
+        // Meets the writer's open: the batch before it was written.
+        let mut w = std::fs::OpenOptions::new().write(true).open(f).unwrap();
+        if i == 1 {
+            // Every record of the first two batches is read and the buffers switched.
+            linux.finish(&mut fw);
+            take(&mut fw, &mut values);
+        }
+        // A switch: nothing read from the ring after the first batch.
+        linux.set_record_room(&room).unwrap();
+        std::io::Write::write_all(&mut w, b"g").unwrap();
+    }
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    assert_eq!(status, ExitStatus::Exited(0));
+    linux.finish(&mut fw);
+    take(&mut fw, &mut values);
+    let drops = linux.drops().unwrap();
+    fw.stop().unwrap();
+    linux.close();
+    let _ = std::fs::remove_dir_all(&dir);
+    let batch = |n: u64| values.iter().filter(|v| **v == n).count();
+    // The writer may move between CPUs: each has its own room.
+    assert!((10..=10 * ncpus as usize).contains(&batch(1)), "{values:?}");
+    assert_eq!(
+        batch(2),
+        0,
+        "the first batch's records were on their way: {values:?}"
+    );
+    assert!((10..=10 * ncpus as usize).contains(&batch(3)), "{values:?}");
+    assert_eq!(values.len() as u64 + drops, 300, "{values:?}");
+}

@@ -55,7 +55,7 @@
 //! context, as DTrace fires ERROR in the faulting thread's). A full ring counts a drop. What the translator does not handle stays in dtrace, with the reason in
 //! the report.
 
-use super::codegen::{ProbeShape, ROOM_LEFT, ROOM_REFUSALS};
+use super::codegen::{ProbeShape, ROOM_GRANTED, ROOM_REFUSALS, ROOM_USED};
 use super::filter::{Clocks, ShapeContext, FRAME};
 use super::spec::{
     kernel_key_layout, short_string_keys, string_key_hash, AggStore, CodeBase, KernelAgg,
@@ -935,16 +935,25 @@ fn emit_reserve(
         .map_err(|_| crate::error::LinuxError::Asm("record too large".into()))?;
     let (have, refused, lost) = (a.label(), a.label(), a.label());
     // The room the CPU's principal buffer has left for it (dtrace's, see
-    // `Session::set_record_room`): taken first, so dtrace never refuses the record.
-    a.store_imm(Size::DW, R10, VAL, ROOM_LEFT as i32);
+    // `Session::set_record_room`): taken first, so dtrace never refuses the record. What
+    // dtrace granted (kept at REC for a moment), then what the CPU used of it.
+    a.store_imm(Size::DW, R10, VAL, ROOM_GRANTED as i32);
     a.ld_map_fd(R1, ring.room)
         .mov(R2, R10)
         .alu_imm(op::ADD, R2, i32::from(VAL));
     a.call(helper::MAP_LOOKUP_ELEM);
     a.jmp_imm(op::JEQ, R0, 0, refused);
-    a.load(Size::DW, R1, R0, 0);
-    a.jmp_imm(op::JLT, R1, needed, refused);
-    a.alu_imm(op::SUB, R1, needed).store(Size::DW, R0, 0, R1);
+    a.load(Size::DW, R1, R0, 0).store(Size::DW, R10, REC, R1);
+    a.store_imm(Size::DW, R10, VAL, ROOM_USED as i32);
+    a.ld_map_fd(R1, ring.room)
+        .mov(R2, R10)
+        .alu_imm(op::ADD, R2, i32::from(VAL));
+    a.call(helper::MAP_LOOKUP_ELEM);
+    a.jmp_imm(op::JEQ, R0, 0, refused);
+    a.load(Size::DW, R1, R0, 0).alu_imm(op::ADD, R1, needed);
+    a.load(Size::DW, R2, R10, REC);
+    a.jmp_reg(op::JGT, R1, R2, refused);
+    a.store(Size::DW, R0, 0, R1);
     a.ld_map_fd(R1, ring.ring)
         .mov_imm(R2, total32)
         .mov_imm(R3, 0)
@@ -1012,13 +1021,13 @@ pub(crate) fn emit_give_room(a: &mut Asm, room: i32, size: u32, slot: i16) {
         return;
     }
     let none = a.label();
-    a.store_imm(Size::DW, R10, slot, ROOM_LEFT as i32);
+    a.store_imm(Size::DW, R10, slot, ROOM_USED as i32);
     a.ld_map_fd(R1, room)
         .mov(R2, R10)
         .alu_imm(op::ADD, R2, i32::from(slot));
     a.call(helper::MAP_LOOKUP_ELEM);
     a.jmp_imm(op::JEQ, R0, 0, none);
-    a.load(Size::DW, R1, R0, 0).alu_imm(op::ADD, R1, needed);
+    a.load(Size::DW, R1, R0, 0).alu_imm(op::SUB, R1, needed);
     a.store(Size::DW, R0, 0, R1);
     a.bind(none);
 }
