@@ -352,6 +352,18 @@ fn start_fires_for_new_processes_and_lwp_start_for_every_new_thread() {
     }
     assert!(lines[0].starts_with("lwp-start "), "{out}");
     assert_eq!(lines[2], "threads 3", "{out}");
+    // A new process's `start` fires before its first thread's `lwp-start`, whichever clause
+    // comes first in the script.
+    let (rc, out, err) = dtrace(&[
+        "-qn",
+        r#"proc:::lwp-start /ppid == $target/ { printf("lwp-start\n"); }
+           proc:::start /ppid == $target/ { printf("start\n"); }"#,
+        "-c",
+        &exe.display().to_string(),
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    let lines: Vec<&str> = out.lines().filter(|l| !l.is_empty()).collect();
+    assert_eq!(lines, ["start", "lwp-start"], "{out}");
     let _ = std::fs::remove_dir_all(exe.parent().unwrap());
 }
 

@@ -1,8 +1,8 @@
 //! `dtrace` copying user memory whose size or address is known only at the probe (root, BPF and
-//! tracefs; skipped otherwise), with `-c` programs that exit right after their system calls, so
-//! nothing can be read from the process later: `copyin(arg1, arg2)` of write(2) prints exactly the
-//! bytes written up to the capture's cap (4096 bytes); a longer read is served from the process's
-//! memory while it lives and is an invalid address after, while a length limited to the cap prints
+//! tracefs; skipped otherwise), with `-c` programs that exit right after their system calls:
+//! `copyin(arg1, arg2)` of write(2) prints exactly the bytes written up to the capture's cap (4096
+//! bytes); a longer read is served from the process's memory while it lives and is an invalid
+//! address after (whichever the consumer meets, whole), while a length limited to the cap prints
 //! the first 4096 bytes; and execve's argv strings are reached through the pointers in the vector.
 
 mod common;
@@ -52,24 +52,34 @@ fn copyin_sized_by_the_write_count_prints_the_bytes_written() {
         &cmd,
     ]);
     assert_eq!(rc, 0, "{err}");
-    let want = format!(
-        "<13:hello, world\n>\n<1:x>\n<3000:{}>\n[5000:{}]\n",
-        pattern(b'A', 3000),
-        pattern(b'a', 4096)
-    );
-    assert_eq!(out.trim_end_matches('\n'), want.trim_end_matches('\n'));
-    // The 5000-byte read is longer than the 4096 bytes captured and the writer is gone: DTrace's
-    // invalid address error at the buffer, never the captured prefix alone.
     let errors: Vec<&str> = err
         .lines()
         .filter(|l| l.contains("dtrace: error in dt_clause_"))
         .collect();
-    assert_eq!(errors.len(), 1, "{err}");
-    assert!(
-        errors[0].contains("invalid address (0x")
-            && errors[0].contains("syscall:vmlinux:write:entry"),
-        "{err}"
+    // The 5000-byte read is longer than the 4096 bytes captured: it is served from the writer's
+    // memory while the writer lives and is DTrace's invalid address error after. The writer exits
+    // right after its last write, so which of the two the consumer meets is a race it may lose
+    // either way (the 6.1 guest under load found the writer still there): each outcome is checked
+    // whole, never the captured prefix alone and never both.
+    let long = format!("<5000:{}>\n", pattern(b'a', 5000));
+    let read_live = out.contains("<5000:");
+    let want = format!(
+        "<13:hello, world\n>\n<1:x>\n<3000:{}>\n{}[5000:{}]\n",
+        pattern(b'A', 3000),
+        if read_live { long.as_str() } else { "" },
+        pattern(b'a', 4096)
     );
+    assert_eq!(out.trim_end_matches('\n'), want.trim_end_matches('\n'));
+    if read_live {
+        assert!(errors.is_empty(), "{err}");
+    } else {
+        assert_eq!(errors.len(), 1, "{err}");
+        assert!(
+            errors[0].contains("invalid address (0x")
+                && errors[0].contains("syscall:vmlinux:write:entry"),
+            "{err}"
+        );
+    }
 }
 
 const EXEC: &str = r#"

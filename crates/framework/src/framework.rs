@@ -569,6 +569,10 @@ impl Framework {
                 }
             }
         }
+        // In probe id order, not clause order: probes that fire at one kernel point (a new task's
+        // `proc:::start` and `lwp-start`) then fire in the order their provider lists them, which
+        // is the order DTrace fires them in, whichever clause names them first.
+        newly.sort_unstable();
         for (n, &id) in newly.iter().enumerate() {
             if let Err(e) = self.registry.enable(id) {
                 for &done in &newly[..n] {

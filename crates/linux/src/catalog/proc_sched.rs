@@ -101,6 +101,9 @@ struct Spec {
     raw: bool,
 }
 
+/// Probes that fire at one kernel point are listed in the order DTrace fires them (a thread's
+/// `lwp-exit` before its process's `exit`, `off-cpu` before `on-cpu`, `start` before `lwp-start`):
+/// probes are enabled in id order, and programs at one point run in the order they were attached.
 const SPECS: &[Spec] = &[
     // `exec` fires before the attempt, so an exec that fails fires it too (followed by
     // `exec-failure`): the entry of execve(2), whose path is read from the caller's memory.
@@ -139,21 +142,21 @@ const SPECS: &[Spec] = &[
     },
     Spec {
         provider: "proc",
-        name: "exit",
-        sys: "sched",
-        event: "sched_process_exit",
-        args: &[Arg::ExitReason],
-        conds: &[Cond::Equals("group_dead", 1)],
-        next_identity: false,
-        raw: false,
-    },
-    Spec {
-        provider: "proc",
         name: "lwp-exit",
         sys: "sched",
         event: "sched_process_exit",
         args: &[],
         conds: &[],
+        next_identity: false,
+        raw: false,
+    },
+    Spec {
+        provider: "proc",
+        name: "exit",
+        sys: "sched",
+        event: "sched_process_exit",
+        args: &[Arg::ExitReason],
+        conds: &[Cond::Equals("group_dead", 1)],
         next_identity: false,
         raw: false,
     },
@@ -268,16 +271,6 @@ const SPECS: &[Spec] = &[
     },
     Spec {
         provider: "sched",
-        name: "on-cpu",
-        sys: "sched",
-        event: "sched_switch",
-        args: &[],
-        conds: &[],
-        next_identity: true,
-        raw: false,
-    },
-    Spec {
-        provider: "sched",
         name: "off-cpu",
         sys: "sched",
         event: "sched_switch",
@@ -288,6 +281,16 @@ const SPECS: &[Spec] = &[
         conds: &[],
         next_identity: false,
         raw: true,
+    },
+    Spec {
+        provider: "sched",
+        name: "on-cpu",
+        sys: "sched",
+        event: "sched_switch",
+        args: &[],
+        conds: &[],
+        next_identity: true,
+        raw: false,
     },
     Spec {
         provider: "sched",
