@@ -3,11 +3,12 @@
 //! before enabling it, delivers captured events whenever the consumer polls, and drains them before
 //! END fires.
 
+use std::os::fd::RawFd;
 use std::time::Duration;
 
 use dtrace_consumer::error::{ConsumerError, Result};
 use dtrace_consumer::fwtracer::FrameworkTracer;
-use dtrace_consumer::handle::{ExecInfo, Tracer};
+use dtrace_consumer::handle::{ExecInfo, Tracer, SLEEP_POLL};
 use dtrace_consumer::listing::ProbeDetail;
 use dtrace_consumer::options::Options;
 use dtrace_consumer::status::StatusCounters;
@@ -49,6 +50,13 @@ pub struct KernelTracer {
     /// ECBs created for probes that appeared after their programs were enabled, not yet handed
     /// to the consumer.
     new_probes: Option<ExecInfo>,
+    /// The last pump brought records: the next wait is short ([`SLEEP_POLL`]), so a ring that
+    /// keeps filling is read as often as before, and only a quiet one is slept on until its
+    /// programs' wake-up or the next deadline.
+    busy: bool,
+    /// An exit() or a settle the ring had no room for waits for a pump a slack later: the
+    /// consumer wakes for it.
+    settling: bool,
 }
 
 fn be<E: std::fmt::Display>(e: E) -> ConsumerError {
@@ -153,6 +161,8 @@ impl KernelTracer {
             lost_settles: Vec::new(),
             clause_bases: Vec::new(),
             new_probes: None,
+            busy: false,
+            settling: false,
         })
     }
 
@@ -391,9 +401,6 @@ impl KernelTracer {
         let ncpus = dtrace_linux::provider::framework_ncpus().unwrap_or(1);
         self.linux
             .set_ring_bytes(ring_bytes(bufsize_of(prog, options), ncpus));
-        // The ring is pumped at every poll of the consumer's loop (a few milliseconds apart),
-        // never waited on: records need not wake anyone.
-        self.linux.set_consumer_polls();
         let first_clause = self.inner.framework().next_clause();
         let info = self.inner.exec(prog, options)?;
         if let Some(base) = self.linux.clause_base(prog) {
@@ -528,9 +535,11 @@ impl Tracer for KernelTracer {
         // After exit() nothing but END fires: the kernel stops aggregating too.
         if !self.inner.exit_requested() {
             self.pumped_from = Some(self.inner.framework().now());
-            self.linux
+            let pumped = self
+                .linux
                 .pump(self.inner.framework(), 0)
                 .map_err(|e| ConsumerError::Backend(e.to_string()))?;
+            self.busy = pumped > 0;
             self.note_drops_at_exit()?;
             self.adopt_new_processes()?;
             self.settle_lost_speculations(false)?;
@@ -561,14 +570,36 @@ impl Tracer for KernelTracer {
             }
             .map_err(be)?;
         }
-        if self.inner.exit_requested() {
+        let exited = self.inner.exit_requested();
+        if exited {
             self.linux.kernel_aggregations_on(false).map_err(be)?;
             self.note_drops_at_exit()?;
         }
+        self.settling =
+            !exited && (self.kernel_exit_seen.is_some() || !self.lost_settles.is_empty());
         Ok(())
     }
     fn time_to_next_event(&self) -> Option<Duration> {
-        self.inner.time_to_next_event()
+        // An exit() or a settle the kernel's ring had no room for is taken once a pump a slack
+        // later brought nothing more.
+        let slack = self
+            .settling
+            .then_some(Duration::from_nanos(RING_ORDER_SLACK_NS));
+        [
+            self.inner.time_to_next_event(),
+            self.linux.time_to_next_look(),
+            slack,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+    fn wait(&mut self, timeout: Duration, also: &[RawFd]) -> Result<()> {
+        let timeout = match self.busy {
+            true => timeout.min(SLEEP_POLL),
+            false => timeout,
+        };
+        self.linux.wait(timeout, also).map_err(be)
     }
     fn complete_through(&self) -> Option<u64> {
         // Kernel events reach the framework's buffers when the ring is pumped, with the time they

@@ -17,6 +17,7 @@ use crate::session::Delivery;
 use dtrace_dif::vm::{FaultKind, Memory};
 use dtrace_framework::{CapturedMemory, FiringContext, Framework};
 use std::fs::File;
+use std::os::fd::RawFd;
 use std::os::unix::fs::FileExt;
 
 /// The memory a clause reads at one firing: the bytes captured at the probe, and for user addresses
@@ -363,6 +364,25 @@ impl LinuxTracing {
             offset
         };
         Ok(self.fire_all(fw, events, offset))
+    }
+
+    /// Sleeps until the capture ring needs reading (its programs wake the reader once it is
+    /// filling up, and it is readable at once when records already wait), one of `also` is
+    /// readable (a signal's self-pipe, a traced process's pidfd), or `timeout` passes. Call it
+    /// between pumps instead of sleeping: an idle session then costs no wake-up.
+    pub fn wait(&self, timeout: std::time::Duration, also: &[RawFd]) -> crate::error::Result<()> {
+        // The descriptor stays open: the session is closed only by this thread.
+        let ring = self.lock().session.as_ref().map(|s| s.ring_fd());
+        let fds: Vec<RawFd> = ring.into_iter().chain(also.iter().copied()).collect();
+        crate::wait::readable(&fds, timeout).map(|_| ())
+    }
+
+    /// How long until the user probes have work due without a ring record telling of it: the
+    /// next look for processes that started with USDT probes a provider glob names, or the next
+    /// read of the run-time linker hooks' counts while processes are watched (a process stopped
+    /// in its linker waits for it). `None` when there is none.
+    pub fn time_to_next_look(&self) -> Option<std::time::Duration> {
+        self.lock().user.time_to_next_look()
     }
 
     /// The framework-clock time of the oldest event captured but held back for a re-read, if any:

@@ -1960,18 +1960,6 @@ impl LinuxTracing {
         self.lock().destructive = allowed;
     }
 
-    /// Tells the session that its consumer polls the ring on its own clock (as `dtrace(1)` does,
-    /// with [`LinuxTracing::pump`] and no timeout): records then never raise a wake-up. Takes
-    /// effect when the session is created; returns `false` when it already exists.
-    pub fn set_consumer_polls(&self) -> bool {
-        let mut sh = self.lock();
-        if sh.session.is_some() {
-            return false;
-        }
-        sh.session_opts.wakeups = false;
-        true
-    }
-
     /// Detaches every probe and frees the kernel objects now (otherwise that happens when the
     /// framework, which holds the providers, and every clone of this handle are dropped). Events
     /// not yet delivered are lost: call [`LinuxTracing::finish`] first. Enabling again later

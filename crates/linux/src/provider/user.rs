@@ -60,6 +60,11 @@ pub(crate) struct UserProbes {
 /// USDT probes a provider glob matches.
 const DISCOVERY_INTERVAL: std::time::Duration = std::time::Duration::from_millis(100);
 
+/// How often the linker hooks' counts are read while traced processes are watched: a process
+/// its hook stopped in the run-time linker (a library loading) waits for that read. (The hook
+/// raises no wake-up of its own yet, so a watched run polls at this rate.)
+const LINKER_POLL: std::time::Duration = std::time::Duration::from_millis(5);
+
 impl UserProbes {
     /// A created probe.
     pub(crate) fn get(&self, desc: &ProbeDesc) -> Option<&Probe> {
@@ -233,6 +238,18 @@ impl UserProbes {
                 }
             }
         }
+    }
+
+    /// How long until [`UserProbes::discover_files`] looks again, or the linker hooks' counts
+    /// are to be read again (every [`LINKER_POLL`] while processes are watched).
+    pub(crate) fn time_to_next_look(&self) -> Option<std::time::Duration> {
+        let linker = (!self.watches.is_empty()).then_some(LINKER_POLL);
+        let scan = (!self.glob_descs.is_empty()).then(|| {
+            self.last_scan.map_or(std::time::Duration::ZERO, |t| {
+                DISCOVERY_INTERVAL.saturating_sub(t.elapsed())
+            })
+        });
+        linker.into_iter().chain(scan).min()
     }
 
     /// Looks at the processes started since the last look (at most every
