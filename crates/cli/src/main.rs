@@ -427,7 +427,9 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
             }
             let mut also = procs.exit_fds();
             also.extend(signals::wake_fd());
-            let r = h.wait(h.time_to_next().min(rate), &also).and_then(|_| h.poll());
+            let r = h
+                .wait(h.time_to_next().min(rate), &also)
+                .and_then(|_| h.poll());
             if let Err(e) = r {
                 return fatal(&format!("processing aborted: {e}"));
             }
