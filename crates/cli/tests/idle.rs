@@ -3,10 +3,11 @@
 //! (its rates and timers), not every few milliseconds, while its ticks still fire; a busy ring
 //! is read in time, losing nothing; a `-c` command's end and a SIGINT end a run whose rates are a
 //! minute long at once (each would otherwise wait out the minute: the watchdog here is a hang
-//! check, not a timing threshold). Wake-ups are counted by `DTRACE_REPORT_WAKEUPS=1`.
+//! check, not a timing threshold), and so does a traced process stopped by the run-time
+//! linker's hook (gcc too). Wake-ups are counted by `DTRACE_REPORT_WAKEUPS=1`.
 
 mod common;
-use common::{dtrace_with_env, kernel_ok};
+use common::{compile_c, dtrace_with_env, have_gcc, kernel_ok, test_dir};
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -154,4 +155,56 @@ fn sigint_wakes_the_run() {
     let mut rest = String::new();
     std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
     assert!(rest.contains("end"), "END fires: {rest}");
+}
+
+/// Loads and unloads libm five times (each time the run-time linker's hook stops it until dtrace
+/// has placed the probes the library brings), then calls `after()`.
+const LOADER: &str = r#"
+#include <dlfcn.h>
+void __attribute__((noinline)) after(void) { __asm__ volatile(""); }
+int main(void) {
+    for (int i = 0; i < 5; i++) {
+        void *h = dlopen("libm.so.6", RTLD_NOW);
+        if (!h)
+            return 1;
+        dlclose(h);
+    }
+    after();
+    return 0;
+}
+"#;
+
+#[test]
+fn a_process_stopped_in_its_linker_wakes_the_run() {
+    if !kernel_ok("a_process_stopped_in_its_linker_wakes_the_run")
+        || !have_gcc("a_process_stopped_in_its_linker_wakes_the_run")
+    {
+        return;
+    }
+    let dir = test_dir("idle-loader");
+    let exe = compile_c(&dir, "loader", LOADER, &["-O1", "-ldl"]);
+    let exe = exe.display().to_string();
+    let mut args = vec![
+        "-q",
+        "-c",
+        &exe,
+        "-n",
+        "pid$target::after:entry { printf(\"after\\n\"); }",
+    ];
+    args.extend(SLOW);
+    let child = Command::new(env!("CARGO_BIN_EXE_dtrace"))
+        .args(&args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Each of the ten or more stops would otherwise wait out a minute.
+    let o = ended_within(
+        child,
+        Duration::from_secs(30),
+        "a process stopped in its linker",
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "after", "{err}");
 }

@@ -1,7 +1,10 @@
 //! The kernel providers of `dtrace-linux` (`syscall`, `proc`, `sched`, `sdt`) joined to the
 //! in-process framework: a [`Tracer`] over [`FrameworkTracer`] that plans each program's captures
 //! before enabling it, delivers captured events whenever the consumer polls, and drains them before
-//! END fires.
+//! END fires. Between polls the consumer sleeps in [`Tracer::wait`] on the capture ring (whose
+//! programs wake it once the ring is filling up) until the next deadline: its rates, the
+//! framework's timers, the user providers' looks for new processes; while records keep coming it
+//! polls every [`SLEEP_POLL`] as before.
 
 use std::os::fd::RawFd;
 use std::time::Duration;

@@ -367,20 +367,27 @@ impl LinuxTracing {
     }
 
     /// Sleeps until the capture ring needs reading (its programs wake the reader once it is
-    /// filling up, and it is readable at once when records already wait), one of `also` is
+    /// filling up, and it is readable at once when records already wait), a run-time linker hook
+    /// stopped a process (its doorbell, see [`crate::rlc`]), one of `also` is
     /// readable (a signal's self-pipe, a traced process's pidfd), or `timeout` passes. Call it
     /// between pumps instead of sleeping: an idle session then costs no wake-up.
     pub fn wait(&self, timeout: std::time::Duration, also: &[RawFd]) -> crate::error::Result<()> {
-        // The descriptor stays open: the session is closed only by this thread.
-        let ring = self.lock().session.as_ref().map(|s| s.ring_fd());
-        let fds: Vec<RawFd> = ring.into_iter().chain(also.iter().copied()).collect();
+        // The descriptors stay open: the session and the hooks are closed only by this thread.
+        let (ring, doorbell) = {
+            let sh = self.lock();
+            (sh.session.as_ref().map(|s| s.ring_fd()), sh.user.doorbell())
+        };
+        let fds: Vec<RawFd> = ring
+            .into_iter()
+            .chain(doorbell)
+            .chain(also.iter().copied())
+            .collect();
         crate::wait::readable(&fds, timeout).map(|_| ())
     }
 
-    /// How long until the user probes have work due without a ring record telling of it: the
-    /// next look for processes that started with USDT probes a provider glob names, or the next
-    /// read of the run-time linker hooks' counts while processes are watched (a process stopped
-    /// in its linker waits for it). `None` when there is none.
+    /// How long until the user probes have work due without a ring record or a doorbell telling
+    /// of it: the next look for processes that started with USDT probes a provider glob names.
+    /// `None` when there is none.
     pub fn time_to_next_look(&self) -> Option<std::time::Duration> {
         self.lock().user.time_to_next_look()
     }

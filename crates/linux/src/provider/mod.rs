@@ -485,6 +485,11 @@ impl Shared {
         );
         let (sig_idx, signals) = self.plan_signals(&r_idx, &probe_name, &names, opaque_args)?;
         spec.signals = signals;
+        // A raise() or stop() dtrace may have to send (the probe's program refused, or the
+        // clause runs in dtrace) is sent as soon as its record is read.
+        spec.wake_each = r_idx
+            .iter()
+            .any(|&i| self.ecb(i).and_then(signal::plan_signal).is_some());
         if replaces_image(info) {
             spec.retry_at_return = false;
             self.image_replaced.insert(info.id);

@@ -60,11 +60,6 @@ pub(crate) struct UserProbes {
 /// USDT probes a provider glob matches.
 const DISCOVERY_INTERVAL: std::time::Duration = std::time::Duration::from_millis(100);
 
-/// How often the linker hooks' counts are read while traced processes are watched: a process
-/// its hook stopped in the run-time linker (a library loading) waits for that read. (The hook
-/// raises no wake-up of its own yet, so a watched run polls at this rate.)
-const LINKER_POLL: std::time::Duration = std::time::Duration::from_millis(5);
-
 impl UserProbes {
     /// A created probe.
     pub(crate) fn get(&self, desc: &ProbeDesc) -> Option<&Probe> {
@@ -240,16 +235,22 @@ impl UserProbes {
         }
     }
 
-    /// How long until [`UserProbes::discover_files`] looks again, or the linker hooks' counts
-    /// are to be read again (every [`LINKER_POLL`] while processes are watched).
+    /// How long until [`UserProbes::discover_files`] looks again (`None`: no provider glob
+    /// asks it to).
     pub(crate) fn time_to_next_look(&self) -> Option<std::time::Duration> {
-        let linker = (!self.watches.is_empty()).then_some(LINKER_POLL);
-        let scan = (!self.glob_descs.is_empty()).then(|| {
+        (!self.glob_descs.is_empty()).then(|| {
             self.last_scan.map_or(std::time::Duration::ZERO, |t| {
                 DISCOVERY_INTERVAL.saturating_sub(t.elapsed())
             })
-        });
-        linker.into_iter().chain(scan).min()
+        })
+    }
+
+    /// The doorbell the linker hooks ring once they stopped a process (see
+    /// [`RunOnClose::emit_ring`]), for a wait on it; `None` before the first hook. It is
+    /// emptied by [`LinuxTracing::loads_changed`] before the counts are read, so a ring that
+    /// follows the read keeps it readable.
+    pub(crate) fn doorbell(&self) -> Option<std::os::fd::RawFd> {
+        self.rlc.as_ref().map(RunOnClose::doorbell_fd)
     }
 
     /// Looks at the processes started since the last look (at most every
@@ -591,6 +592,10 @@ impl LinuxTracing {
     pub fn loads_changed(&self) -> Vec<u32> {
         let mut sh = self.lock();
         let user = &mut sh.user;
+        // The rings answered here are those of the counts read next.
+        if let Some(rlc) = user.rlc.as_mut() {
+            rlc.answer_doorbell();
+        }
         let mut changed = Vec::new();
         for (pid, w) in user.watches.iter_mut() {
             if w.changed() {
