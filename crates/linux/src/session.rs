@@ -368,7 +368,6 @@ impl Session {
             pending_armed: None,
             mirror: self.mirror_fd(spec)?,
             wakeup_bytes: match self.opts.wakeup_divisor {
-                _ if spec.wake_each => 0,
                 0 => 0,
                 d => (self.ring.size() / d as usize).max(1) as u32,
             },

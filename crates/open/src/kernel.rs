@@ -53,13 +53,23 @@ pub struct KernelTracer {
     /// ECBs created for probes that appeared after their programs were enabled, not yet handed
     /// to the consumer.
     new_probes: Option<ExecInfo>,
-    /// The last pump brought records: the next wait is short ([`SLEEP_POLL`]), so a ring that
-    /// keeps filling is read as often as before, and only a quiet one is slept on until its
-    /// programs' wake-up or the next deadline.
-    busy: bool,
+    /// What the last poll found in the capture ring, which decides how the next wait treats it.
+    ring: RingState,
     /// An exit() or a settle the ring had no room for waits for a pump a slack later: the
     /// consumer wakes for it.
     settling: bool,
+}
+
+/// What the last poll found in the capture ring.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RingState {
+    /// Empty: the next wait sleeps on it until its programs' wake-up or the next deadline.
+    Quiet,
+    /// Records came: the next wait is a sleep of [`SLEEP_POLL`] at most that records do not
+    /// end, so a ring that keeps filling is read in batches, as a ring never waited on.
+    Busy,
+    /// Not read (after `exit()` nothing more fires): waits ignore it.
+    Unread,
 }
 
 fn be<E: std::fmt::Display>(e: E) -> ConsumerError {
@@ -164,7 +174,7 @@ impl KernelTracer {
             lost_settles: Vec::new(),
             clause_bases: Vec::new(),
             new_probes: None,
-            busy: false,
+            ring: RingState::Quiet,
             settling: false,
         })
     }
@@ -536,13 +546,17 @@ impl Tracer for KernelTracer {
         // Files with USDT probes a provider glob names, in processes started since.
         self.linux.discover_files().map_err(be)?;
         // After exit() nothing but END fires: the kernel stops aggregating too.
+        self.ring = RingState::Unread;
         if !self.inner.exit_requested() {
             self.pumped_from = Some(self.inner.framework().now());
             let pumped = self
                 .linux
                 .pump(self.inner.framework(), 0)
                 .map_err(|e| ConsumerError::Backend(e.to_string()))?;
-            self.busy = pumped > 0;
+            self.ring = match pumped {
+                0 => RingState::Quiet,
+                _ => RingState::Busy,
+            };
             self.note_drops_at_exit()?;
             self.adopt_new_processes()?;
             self.settle_lost_speculations(false)?;
@@ -598,11 +612,14 @@ impl Tracer for KernelTracer {
         .min()
     }
     fn wait(&mut self, timeout: Duration, also: &[RawFd]) -> Result<()> {
-        let timeout = match self.busy {
-            true => timeout.min(SLEEP_POLL),
-            false => timeout,
+        // While records keep coming the ring is read every SLEEP_POLL, in batches, as a ring
+        // that is never waited on (its records then raise no wake-up); a quiet one is slept on.
+        let r = match self.ring {
+            RingState::Quiet => self.linux.wait(timeout, true, also),
+            RingState::Busy => self.linux.wait(timeout.min(SLEEP_POLL), false, also),
+            RingState::Unread => self.linux.wait(timeout, false, also),
         };
-        self.linux.wait(timeout, also).map_err(be)
+        r.map_err(be)
     }
     fn complete_through(&self) -> Option<u64> {
         // Kernel events reach the framework's buffers when the ring is pumped, with the time they

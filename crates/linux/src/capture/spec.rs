@@ -140,10 +140,6 @@ pub struct CaptureSpec {
     pub aggs: Option<KernelAggs>,
     /// The `raise()` and `stop()` actions sent at the probe (see [`super::signal`]).
     pub signals: Option<KernelSignals>,
-    /// Each record wakes the consumer, which otherwise sleeps until the ring is filling up or
-    /// its own next deadline: for clauses whose effects on the traced process must not wait
-    /// (a `raise()` or `stop()` dtrace sends when the probe cannot).
-    pub wake_each: bool,
 }
 
 /// The `raise()` and `stop()` actions of the clauses enabled on a probe that the probe's program
