@@ -29,6 +29,8 @@
 //! a string thread-local (`self->p = copyinstr(arg1)`, `@[self->p]` at return), against
 //! bpftrace's map of strings keyed by `tid`. With `DTBENCH_BASELINE=/path/to/dtrace`, that binary
 //! (an earlier build) runs every case too, in the same rounds, for before/after figures.
+//! The `idle` case measures the CPU a tracer spends a second while nothing it traces happens
+//! (`dtrace`'s main loop sleeps until something is due, against bpftrace's).
 //! `cargo bench -p dtrace-cli --bench write_overhead [-- N [CASE]]`: with CASE, only the cases whose
 //! name contains it run, and not the rate ladder.
 
@@ -192,6 +194,70 @@ fn copyinstr_case(dtrace: &str, n: u64, runs: usize, have_bpftrace: bool) {
         if have_bpftrace {
             show(bname, added(&["bpftrace", "-e", bscript], &env));
         }
+    }
+}
+
+/// Seconds of the idle case's long run (its short one lasts a second).
+const IDLE_SECS: u64 = 6;
+
+/// The CPU time (ns) of a tracer run `argv` and waited for (start-up and exit included).
+fn tracer_cpu_ns(argv: &[&str]) -> Option<u64> {
+    let cpu0 = children_cpu_ns();
+    let o = Command::new(argv[0]).args(&argv[1..]).output().ok()?;
+    o.status
+        .success()
+        .then(|| children_cpu_ns().saturating_sub(cpu0))
+}
+
+/// The idle case: the CPU a tracer spends a second while nothing it traces happens (a probe
+/// whose predicate is never true, and a timer ending the run), from a run of [`IDLE_SECS`] less
+/// a run of one second (start-up and exit subtracted); the best of `runs`.
+fn idle_case(dtrace: &str, baseline: Option<&str>, have_bpftrace: bool, runs: usize) {
+    let d = |secs: u64| {
+        format!(
+            "syscall::getppid:entry /pid == 1/ {{ printf(\"x\"); }} tick-{secs}s {{ exit(0); }}"
+        )
+    };
+    let b = |secs: u64| {
+        format!(
+            "tracepoint:syscalls:sys_enter_getppid /pid == 1/ {{ printf(\"x\"); }} \
+             interval:s:{secs} {{ exit(); }}"
+        )
+    };
+    println!(
+        "idle: CPU a second over {} idle seconds, best of {runs}:",
+        IDLE_SECS - 1
+    );
+    let per_second = |argv: &dyn Fn(u64) -> Vec<String>| -> Option<f64> {
+        let cost = |secs: u64| {
+            let a = argv(secs);
+            let a: Vec<&str> = a.iter().map(String::as_str).collect();
+            (0..runs).filter_map(|_| tracer_cpu_ns(&a)).min()
+        };
+        let (long, short) = (cost(IDLE_SECS)?, cost(1)?);
+        Some(long.saturating_sub(short) as f64 / (IDLE_SECS - 1) as f64)
+    };
+    let show = |what: &str, ns: Option<f64>| match ns {
+        Some(ns) => println!(
+            "  {what:<20} {:>8.2} ms CPU a second ({:.3}% of a CPU)",
+            ns / 1e6,
+            ns / 1e7
+        ),
+        None => println!("  {what:<20} {:>8}", "-"),
+    };
+    let dt = |bin: &str| {
+        let bin = bin.to_string();
+        move |secs: u64| vec![bin.clone(), "-q".into(), "-n".into(), d(secs)]
+    };
+    show("dtrace", per_second(&dt(dtrace)));
+    if let Some(bl) = baseline {
+        show("baseline dtrace", per_second(&dt(bl)));
+    }
+    if have_bpftrace {
+        show(
+            "bpftrace",
+            per_second(&|secs| vec!["bpftrace".into(), "-e".into(), b(secs)]),
+        );
     }
 }
 
@@ -398,6 +464,15 @@ fn run_threads(
             .or_else(|| l.strip_prefix("@[dtbenchw]:"))?;
         rest.trim().parse().ok()
     });
+    // The printf case: a line `pid latency` a write.
+    let printed = stdout
+        .lines()
+        .filter(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            w.len() == 2 && w.iter().all(|v| v.parse::<u64>().is_ok())
+        })
+        .count() as u64;
+    let counted = counted.or((printed > 0).then_some(printed));
     // `dtrace: 12 drops on CPU 0`
     let drops = stderr
         .lines()
@@ -643,7 +718,8 @@ fn main() {
         );
         if let Some(f) = d {
             let whole = n * threads;
-            if f.drops > 0 || (dscript == SCRIPT && f.counted.is_none_or(|c| c < whole)) {
+            let counts = dscript == SCRIPT || dscript.contains("printf");
+            if f.drops > 0 || counts {
                 println!(
                     "    dtrace counted {} of {whole}, {} drops",
                     f.counted.map_or("?".to_string(), |c| c.to_string()),
@@ -658,6 +734,9 @@ fn main() {
         .is_none_or(|o| "libc placement".contains(o.as_str()))
     {
         libc_placement(dtrace);
+    }
+    if only.as_ref().is_none_or(|o| "idle".contains(o.as_str())) {
+        idle_case(dtrace, baseline.as_deref(), have_bpftrace, runs);
     }
     if only
         .as_ref()

@@ -16,7 +16,6 @@ mod usage;
 
 use std::io::Write;
 use std::process::ExitCode;
-use std::time::Duration;
 
 use dtrace_compiler::{CompileError, ErrTag};
 use dtrace_consumer::error::ConsumerError;
@@ -28,6 +27,9 @@ use dtrace_consumer::proginfo::stability_report;
 
 /// Exit status for errors (`E_ERROR`).
 const E_ERROR: u8 = 1;
+/// Set to 1: at the end of a run, how many times the main loop woke from its waits is reported
+/// on stderr (`dtrace: N wake-ups`), to show that an idle run sleeps.
+const REPORT_WAKEUPS_ENV: &str = "DTRACE_REPORT_WAKEUPS";
 /// Exit status for usage errors (`E_USAGE`).
 pub(crate) const E_USAGE: u8 = 2;
 
@@ -416,14 +418,19 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
         if h.stopped() {
             continue;
         }
-        // Wait until the next rate is due, running the tracer's timers and waking for signals.
+        // Wait until the next rate is due, running the tracer's timers and waking for what the
+        // tracer delivers, signals and the end of a traced process; between those, sleep.
         loop {
             let rate = h.time_to_next_rate();
             if rate.is_zero() || signals::interrupted() || procs.poll() {
                 break;
             }
-            std::thread::sleep(h.time_to_next().min(rate).min(Duration::from_millis(5)));
-            if let Err(e) = h.poll() {
+            let mut also = procs.exit_fds();
+            also.extend(signals::wake_fd());
+            let r = h
+                .wait(h.time_to_next().min(rate), &also)
+                .and_then(|_| h.poll());
+            if let Err(e) = r {
                 return fatal(&format!("processing aborted: {e}"));
             }
         }
@@ -440,6 +447,9 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
         return fatal(&format!("failed to print aggregations: {e}"));
     }
     let _ = w.flush();
+    if std::env::var_os(REPORT_WAKEUPS_ENV).is_some_and(|v| v == "1") {
+        eprintln!("dtrace: {} wake-ups", h.wakeups());
+    }
     ExitCode::from(h.exit_status().unwrap_or(0) as u8)
 }
 

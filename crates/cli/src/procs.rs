@@ -175,6 +175,19 @@ impl Procs {
         self.notices.len() > before
     }
 
+    /// Descriptors that become readable when a process still alive ends, for the main loop to
+    /// wait on.
+    pub fn exit_fds(&self) -> Vec<std::os::fd::RawFd> {
+        self.list
+            .iter()
+            .filter(|(_, live)| *live)
+            .filter_map(|(v, _)| match v {
+                Victim::Created(c) => c.exit_fd(),
+                Victim::Grabbed(f) => Some(f.exit_fd()),
+            })
+            .collect()
+    }
+
     /// How many processes are still alive (`g_pslive`).
     pub fn live(&self) -> usize {
         self.list.iter().filter(|(_, l)| *l).count()

@@ -7,6 +7,7 @@
 //! that produces the record format of `dtrace_framework::records`.
 
 use std::io::Write;
+use std::os::fd::RawFd;
 use std::time::{Duration, Instant};
 
 use dtrace_dif::program::{ProbeDesc, Program};
@@ -120,6 +121,16 @@ pub trait Tracer {
     fn time_to_next_event(&self) -> Option<Duration> {
         None
     }
+    /// Sleeps until the tracer has something to deliver (its kernel buffers need reading),
+    /// one of `also` is readable (the caller's: a signal's self-pipe, a traced process's pidfd),
+    /// or `timeout` passes, whichever comes first; [`Tracer::poll`] follows. Tracers that
+    /// cannot wait on their sources sleep at most [`SLEEP_POLL`], and the caller looks at its
+    /// own conditions after each return.
+    fn wait(&mut self, timeout: Duration, also: &[RawFd]) -> Result<()> {
+        let _ = also;
+        std::thread::sleep(timeout.min(SLEEP_POLL));
+        Ok(())
+    }
     /// The time (in the records' clock) before which every record has reached the buffers
     /// [`Tracer::switch_buffers`] returned or earlier ones: records stamped later may still be
     /// joined by older ones from another CPU, so the `temporal` option holds them for the next
@@ -211,7 +222,8 @@ enum State {
     Stopped,
 }
 
-/// The longest [`Handle::sleep`] waits between polls of the tracer.
+/// The longest a tracer that cannot wait on its sources sleeps between polls (the default
+/// [`Tracer::wait`]), and the longest one that can waits while its buffers keep filling.
 pub const SLEEP_POLL: Duration = Duration::from_millis(5);
 
 /// The library's ERROR program (`_dt_errprog`).
@@ -240,6 +252,8 @@ pub struct Handle {
     /// Per enabled program: its clauses' statement ids, its index in the decoder, and whether it
     /// is the ERROR program (for the ECBs the tracer creates later).
     programs: Vec<(std::ops::Range<u32>, usize, bool)>,
+    /// Returns of [`Handle::wait`] so far.
+    wakeups: u64,
 }
 
 impl Handle {
@@ -260,6 +274,7 @@ impl Handle {
             last_status: None,
             last_agg: None,
             temporal: Default::default(),
+            wakeups: 0,
         }
     }
 
@@ -556,17 +571,31 @@ impl Handle {
         next.saturating_duration_since(now)
     }
 
+    /// Waits up to `timeout` for the tracer to have something to deliver or for one of `also`
+    /// to be readable (see [`Tracer::wait`]); [`Handle::poll`] delivers it. Counted
+    /// ([`Handle::wakeups`]).
+    pub fn wait(&mut self, timeout: Duration, also: &[RawFd]) -> Result<()> {
+        self.wakeups += 1;
+        let r = self.tracer.wait(timeout, also);
+        self.record(r)
+    }
+
+    /// How many times [`Handle::wait`] has returned: an idle run wakes only when something is
+    /// due.
+    pub fn wakeups(&self) -> u64 {
+        self.wakeups
+    }
+
     /// `dtrace_sleep`: waits until the next buffer switch, status check or aggregation snapshot is
-    /// due, running the tracer's timers meanwhile and polling it at least every
-    /// [`SLEEP_POLL`] (so events queued by the kernel are delivered as they come, as in
-    /// `dtrace(1)`'s loop).
+    /// due, running the tracer's timers meanwhile and waking for what the tracer delivers (as
+    /// `dtrace(1)`'s loop does).
     pub fn sleep(&mut self) -> Result<()> {
         loop {
             let rate = self.time_to_next_rate();
             if rate.is_zero() {
                 return Ok(());
             }
-            std::thread::sleep(self.time_to_next().min(rate).min(SLEEP_POLL));
+            self.wait(self.time_to_next().min(rate), &[])?;
             self.poll()?;
         }
     }

@@ -56,6 +56,7 @@ pub mod topology;
 pub mod tracefs;
 pub mod uprobe;
 pub mod vtime;
+pub mod wait;
 
 pub use catalog::{Catalog, Probe, ProbeDesc};
 pub use error::{LinuxError, Result};

@@ -29,6 +29,16 @@ pub struct HeldChild {
     reaped: Option<ExitStatus>,
     /// Held in the ptrace stop that follows its `exec` (we are its tracer until released).
     stopped: bool,
+    /// A pidfd of the child, readable once it has ended (`None` where the kernel has none).
+    pidfd: Option<OwnedFd>,
+}
+
+/// A pidfd of process `pid` (`None` where the kernel has no `pidfd_open`).
+fn pidfd_of(pid: i32) -> Option<OwnedFd> {
+    // SAFETY: pidfd_open takes a pid and flags; the result is checked.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    // SAFETY: a descriptor the kernel just returned.
+    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as i32) })
 }
 
 fn pipe() -> Result<(OwnedFd, OwnedFd)> {
@@ -116,6 +126,7 @@ pub fn spawn_held(argv: &[String]) -> Result<HeldChild> {
         exec_err: err_r,
         reaped: None,
         stopped: false,
+        pidfd: pidfd_of(pid),
     })
 }
 
@@ -167,6 +178,7 @@ pub fn spawn_stopped(argv: &[String]) -> Result<HeldChild> {
         exec_err: err_r,
         reaped: None,
         stopped: false,
+        pidfd: pidfd_of(pid),
     };
     let mut e = 0i32;
     // Blocks until exec succeeds (pipe closed by CLOEXEC) or fails (errno written).
@@ -354,6 +366,12 @@ impl HeldChild {
                 .map_err(|e| LinuxError::from_io(format!("restoring pid {pid}"), e))?;
         }
         run
+    }
+
+    /// A descriptor that becomes readable when the child ends, for a wait on it among others
+    /// ([`crate::wait::readable`]); `None` where the kernel has no pidfds.
+    pub fn exit_fd(&self) -> Option<std::os::fd::RawFd> {
+        self.pidfd.as_ref().map(AsRawFd::as_raw_fd)
     }
 
     /// Non-blocking: how the child ended, if it has.
@@ -621,6 +639,12 @@ impl Followed {
     /// The pid.
     pub fn pid(&self) -> u32 {
         self.pid
+    }
+
+    /// A descriptor that becomes readable when the process exits (its pidfd), for a wait on it
+    /// among others ([`crate::wait::readable`]).
+    pub fn exit_fd(&self) -> std::os::fd::RawFd {
+        self.pidfd.as_raw_fd()
     }
 
     /// Waits up to `timeout_ms` for the process to exit; true once it has.

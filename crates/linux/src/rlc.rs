@@ -15,15 +15,17 @@
 //! one case it cannot tell apart.
 
 use crate::bpf::insn::{helper, op, R0, R1, R10, R2, R3, R4};
-use crate::bpf::{Asm, Map, MapKind, Size};
+use crate::bpf::{Asm, Map, MapKind, RingBuf, Size};
 use crate::error::{LinuxError, Result};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 /// How many processes the held map remembers (the least recently noted go first; a process
 /// stopped now is the most recent).
 const HELD_ENTRIES: u32 = 8192;
 /// What dtrace writes to stand the helper down.
 const STAND_DOWN: u8 = b'q';
+/// `bpf_ringbuf_output`'s flag: wake the ring's waiters whatever it holds.
+const BPF_RB_FORCE_WAKEUP: i32 = 2;
 /// `SIGSTOP`'s bit in `/proc/<pid>/status`'s pending masks.
 const SIGSTOP_BIT: u64 = 1 << (libc::SIGSTOP - 1);
 
@@ -35,6 +37,10 @@ pub struct RunOnClose {
     helper: libc::pid_t,
     /// Write end of the pipe the helper reads (`STAND_DOWN`, or end of file when dtrace is gone).
     control: Option<OwnedFd>,
+    /// A one-page ring the programs that stop a process ring once it is stopped and noted
+    /// ([`RunOnClose::emit_ring`]): its wake-up ends the consumer's wait, so a stopped process
+    /// waits for dtrace's answer, not for dtrace's next deadline.
+    doorbell: RingBuf,
 }
 
 impl RunOnClose {
@@ -73,10 +79,13 @@ impl RunOnClose {
             helper_main(keep, tick_ns);
         }
         drop(control_r);
+        // Made after the fork: the helper has no use for it.
+        let doorbell = RingBuf::create("dt_rtld_bell", 4096)?;
         Ok(RunOnClose {
             held,
             helper: pid,
             control: Some(control_w),
+            doorbell,
         })
     }
 
@@ -101,6 +110,32 @@ impl RunOnClose {
             .call(helper::MAP_UPDATE_ELEM)
             .mov_imm(R1, libc::SIGSTOP)
             .call(helper::SEND_SIGNAL);
+    }
+
+    /// Emits, into a probe program, the ringing of the doorbell (after [`RunOnClose::emit_hold`]
+    /// and whatever tells dtrace why): an 8-byte record with a forced wake-up of the consumer
+    /// (clobbers R0-R5 and the 8 bytes below `stack_off` on the stack). A full doorbell rings
+    /// no more, but then it is readable until read, which wakes the consumer as well.
+    pub fn emit_ring(&self, a: &mut Asm, stack_off: i16) {
+        let slot = stack_off - 8;
+        a.store_imm(Size::DW, R10, slot, 0)
+            .ld_map_fd(R1, self.doorbell.map().raw_fd())
+            .mov(R2, R10)
+            .alu_imm(op::ADD, R2, i32::from(slot))
+            .mov_imm(R3, 8)
+            .mov_imm(R4, BPF_RB_FORCE_WAKEUP)
+            .call(helper::RINGBUF_OUTPUT);
+    }
+
+    /// The doorbell's descriptor, readable once a program rang it, for the consumer to wait on
+    /// ([`crate::wait::readable`]).
+    pub fn doorbell_fd(&self) -> RawFd {
+        self.doorbell.map().raw_fd()
+    }
+
+    /// Empties the doorbell (before a wait on it: it is readable while rings are unread).
+    pub fn answer_doorbell(&mut self) {
+        self.doorbell.consume(|_| {});
     }
 
     /// Lets process `pid`, stopped by a probe program of [`RunOnClose::emit_hold`], go on, and

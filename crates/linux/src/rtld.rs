@@ -7,7 +7,8 @@
 //! `bpf_send_signal`, noted first in the held map of [`crate::rlc`], so the process runs on
 //! however `dtrace` ends) and then counts the call, before the linker returns, so before a newly
 //! loaded library's initialisers or functions run. `dtrace` sees the count move (the stop is then
-//! already sent), reads the process's mappings again, places the probes the new objects bring,
+//! already sent; the program then rings [`RunOnClose`]'s doorbell, which wakes `dtrace`'s wait),
+//! reads the process's mappings again, places the probes the new objects bring,
 //! and lets the process go on (`SIGCONT`), as DTrace creates pid and USDT probes at the linker's
 //! `RT_CONSISTENT` event.
 
@@ -59,9 +60,10 @@ impl RtldWatch {
         rlc.emit_hold(&mut a, 0);
         a.ld_map_value(R6, count.raw_fd(), 0)
             .mov_imm(R1, 1)
-            .atomic_add64(R6, 0, R1)
-            .mov_imm(R0, 0)
-            .exit();
+            .atomic_add64(R6, 0, R1);
+        // Then wake dtrace, which sleeps until something is due.
+        rlc.emit_ring(&mut a, 0);
+        a.mov_imm(R0, 0).exit();
         let what = format!("the run-time linker of pid {}", image.pid);
         let prog = Program::load(ProgKind::Kprobe, &a.finish()?, "dt_rtld", &what)?;
         let site = crate::uprobe::UprobeSite {

@@ -27,12 +27,10 @@ pub struct SessionOptions {
     /// How long an entry event may wait for its return-time re-read, in nanoseconds.
     pub retry_wait_ns: u64,
     /// Wake the consumer when 1/n of the ring is filled; between wake-ups it reads at its poll
-    /// timeout (DTrace's switchrate). 0 wakes it at every record.
+    /// timeout (DTrace's switchrate), so a record raises no wake-up (whose interrupt costs the
+    /// traced thread more than the rest of the probe in a VM) until the ring is filling up. 0
+    /// wakes it at every record.
     pub wakeup_divisor: u32,
-    /// Whether the consumer waits on the ring (`Session::poll` with a timeout) and must be woken.
-    /// A consumer that polls on its own clock turns this off: no record then raises a wake-up,
-    /// whose interrupt costs the traced thread more than the rest of the probe in a VM.
-    pub wakeups: bool,
 }
 
 impl Default for SessionOptions {
@@ -42,7 +40,6 @@ impl Default for SessionOptions {
             name_prefix: "dtrace".into(),
             retry_wait_ns: 2_000_000_000,
             wakeup_divisor: 8,
-            wakeups: true,
         }
     }
 }
@@ -394,10 +391,9 @@ impl Session {
             pending: None,
             pending_armed: None,
             mirror: self.mirror_fd(spec)?,
-            wakeup_bytes: match (self.opts.wakeups, self.opts.wakeup_divisor) {
-                (false, _) => crate::capture::codegen::NEVER_WAKE,
-                (true, 0) => 0,
-                (true, d) => (self.ring.size() / d as usize).max(1) as u32,
+            wakeup_bytes: match self.opts.wakeup_divisor {
+                0 => 0,
+                d => (self.ring.size() / d as usize).max(1) as u32,
             },
             vclock: None,
         };
@@ -920,6 +916,20 @@ impl Session {
         }
         self.room
             .update(&crate::capture::codegen::ROOM_GRANTED.to_le_bytes(), &value)
+    }
+
+    /// The ring's descriptor, readable once records wait in it, for a wait on it among others
+    /// ([`crate::wait::readable`]); its programs wake its waiters once it is
+    /// 1/[`SessionOptions::wakeup_divisor`] full.
+    pub fn ring_fd(&self) -> std::os::fd::RawFd {
+        self.ring.map().raw_fd()
+    }
+
+    /// Waits up to `timeout_ms` (-1: forever) for a wake-up raised by the ring's programs (records
+    /// alone raise none until the ring is 1/[`SessionOptions::wakeup_divisor`] full). Returns
+    /// whether one came.
+    pub fn wait_woken(&self, timeout_ms: i32) -> Result<bool> {
+        self.ring.wait(timeout_ms)
     }
 
     /// Records that could not be decoded (should stay 0).

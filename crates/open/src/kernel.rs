@@ -1,13 +1,17 @@
 //! The kernel providers of `dtrace-linux` (`syscall`, `proc`, `sched`, `sdt`) joined to the
 //! in-process framework: a [`Tracer`] over [`FrameworkTracer`] that plans each program's captures
 //! before enabling it, delivers captured events whenever the consumer polls, and drains them before
-//! END fires.
+//! END fires. Between polls the consumer sleeps in [`Tracer::wait`] on the capture ring (whose
+//! programs wake it once the ring is filling up) until the next deadline: its rates, the
+//! framework's timers, the user providers' looks for new processes; while records keep coming it
+//! polls every [`SLEEP_POLL`] as before.
 
+use std::os::fd::RawFd;
 use std::time::Duration;
 
 use dtrace_consumer::error::{ConsumerError, Result};
 use dtrace_consumer::fwtracer::FrameworkTracer;
-use dtrace_consumer::handle::{ExecInfo, Tracer};
+use dtrace_consumer::handle::{ExecInfo, Tracer, SLEEP_POLL};
 use dtrace_consumer::listing::ProbeDetail;
 use dtrace_consumer::options::Options;
 use dtrace_consumer::status::StatusCounters;
@@ -52,6 +56,23 @@ pub struct KernelTracer {
     /// ECBs created for probes that appeared after their programs were enabled, not yet handed
     /// to the consumer.
     new_probes: Option<ExecInfo>,
+    /// What the last poll found in the capture ring, which decides how the next wait treats it.
+    ring: RingState,
+    /// An exit() or a settle the ring had no room for waits for a pump a slack later: the
+    /// consumer wakes for it.
+    settling: bool,
+}
+
+/// What the last poll found in the capture ring.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RingState {
+    /// Empty: the next wait sleeps on it until its programs' wake-up or the next deadline.
+    Quiet,
+    /// Records came: the next wait is a sleep of [`SLEEP_POLL`] at most that records do not
+    /// end, so a ring that keeps filling is read in batches, as a ring never waited on.
+    Busy,
+    /// Not read (after `exit()` nothing more fires): waits ignore it.
+    Unread,
 }
 
 fn be<E: std::fmt::Display>(e: E) -> ConsumerError {
@@ -157,6 +178,8 @@ impl KernelTracer {
             lost_settles: Vec::new(),
             clause_bases: Vec::new(),
             new_probes: None,
+            ring: RingState::Quiet,
+            settling: false,
         })
     }
 
@@ -395,9 +418,6 @@ impl KernelTracer {
         let ncpus = dtrace_linux::provider::framework_ncpus().unwrap_or(1);
         self.linux
             .set_ring_bytes(ring_bytes(bufsize_of(prog, options), ncpus));
-        // The ring is pumped at every poll of the consumer's loop (a few milliseconds apart),
-        // never waited on: records need not wake anyone.
-        self.linux.set_consumer_polls();
         let first_clause = self.inner.framework().next_clause();
         let info = self.inner.exec(prog, options)?;
         if let Some(base) = self.linux.clause_base(prog) {
@@ -559,11 +579,17 @@ impl Tracer for KernelTracer {
         // Files with USDT probes a provider glob names, in processes started since.
         self.linux.discover_files().map_err(be)?;
         // After exit() nothing but END fires: the kernel stops aggregating too.
+        self.ring = RingState::Unread;
         if !self.inner.exit_requested() {
             self.pumped_from = Some(self.inner.framework().now());
-            self.linux
+            let pumped = self
+                .linux
                 .pump(self.inner.framework(), 0)
                 .map_err(|e| ConsumerError::Backend(e.to_string()))?;
+            self.ring = match pumped {
+                0 => RingState::Quiet,
+                _ => RingState::Busy,
+            };
             self.note_drops_at_exit()?;
             self.adopt_new_processes()?;
             self.settle_lost_speculations(false)?;
@@ -594,14 +620,39 @@ impl Tracer for KernelTracer {
             }
             .map_err(be)?;
         }
-        if self.inner.exit_requested() {
+        let exited = self.inner.exit_requested();
+        if exited {
             self.linux.kernel_aggregations_on(false).map_err(be)?;
             self.note_drops_at_exit()?;
         }
+        self.settling =
+            !exited && (self.kernel_exit_seen.is_some() || !self.lost_settles.is_empty());
         Ok(())
     }
     fn time_to_next_event(&self) -> Option<Duration> {
-        self.inner.time_to_next_event()
+        // An exit() or a settle the kernel's ring had no room for is taken once a pump a slack
+        // later brought nothing more.
+        let slack = self
+            .settling
+            .then_some(Duration::from_nanos(RING_ORDER_SLACK_NS));
+        [
+            self.inner.time_to_next_event(),
+            self.linux.time_to_next_look(),
+            slack,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+    fn wait(&mut self, timeout: Duration, also: &[RawFd]) -> Result<()> {
+        // While records keep coming the ring is read every SLEEP_POLL, in batches, as a ring
+        // that is never waited on (its records then raise no wake-up); a quiet one is slept on.
+        let r = match self.ring {
+            RingState::Quiet => self.linux.wait(timeout, true, also),
+            RingState::Busy => self.linux.wait(timeout.min(SLEEP_POLL), false, also),
+            RingState::Unread => self.linux.wait(timeout, false, also),
+        };
+        r.map_err(be)
     }
     fn complete_through(&self) -> Option<u64> {
         // Kernel events reach the framework's buffers when the ring is pumped, with the time they

@@ -96,18 +96,9 @@ const BPF_RB_NO_WAKEUP: i32 = 1;
 const BPF_RB_FORCE_WAKEUP: i32 = 2;
 const BPF_RB_AVAIL_DATA: i32 = 0;
 
-/// `MapFds::wakeup_bytes` meaning "never wake the consumer" (it polls on its own).
-pub const NEVER_WAKE: u32 = u32::MAX;
-
-/// Submits the record in r7, waking the consumer only when enough data waits (never, with
-/// [`NEVER_WAKE`]).
+/// Submits the record in r7, waking the consumer only when enough data waits: it sleeps until
+/// then, or until its own next deadline, and drains the ring whenever it wakes.
 pub(crate) fn emit_submit(a: &mut Asm, maps: &MapFds) {
-    if maps.wakeup_bytes == NEVER_WAKE {
-        a.mov(R1, R7)
-            .mov_imm(R2, BPF_RB_NO_WAKEUP)
-            .call(helper::RINGBUF_SUBMIT);
-        return;
-    }
     if maps.wakeup_bytes == 0 {
         a.mov(R1, R7).mov_imm(R2, 0).call(helper::RINGBUF_SUBMIT);
         return;

@@ -17,6 +17,7 @@ use crate::session::Delivery;
 use dtrace_dif::vm::{FaultKind, Memory};
 use dtrace_framework::{CapturedMemory, FiringContext, Framework};
 use std::fs::File;
+use std::os::fd::RawFd;
 use std::os::unix::fs::FileExt;
 
 /// The memory a clause reads at one firing: the bytes captured at the probe, and for user addresses
@@ -363,6 +364,45 @@ impl LinuxTracing {
             offset
         };
         Ok(self.fire_all(fw, events, offset))
+    }
+
+    /// Sleeps until the capture ring needs reading (with `ring`: its programs wake the reader
+    /// once it is filling up, and it is readable at once when records already wait), a run-time
+    /// linker hook stopped a process (its doorbell, see [`crate::rlc`]), one of `also` is
+    /// readable (a signal's self-pipe, a traced process's pidfd), or `timeout` passes. Call it
+    /// between pumps instead of sleeping: an idle session then costs no wake-up. While records
+    /// keep coming, wait without `ring` for a short while: the next pump then reads a batch, not
+    /// each record as it comes.
+    pub fn wait(
+        &self,
+        timeout: std::time::Duration,
+        ring: bool,
+        also: &[RawFd],
+    ) -> crate::error::Result<()> {
+        // The descriptors stay open: the session and the hooks are closed only by this thread.
+        let (ring, doorbell) = {
+            let sh = self.lock();
+            // Where dtrace may send signals the ring is read on a clock (see `SIGNAL_POLL`).
+            let ring = ring && !sh.signals_polled;
+            let ring = sh.session.as_ref().filter(|_| ring).map(|s| s.ring_fd());
+            (ring, sh.user.doorbell())
+        };
+        let fds: Vec<RawFd> = ring
+            .into_iter()
+            .chain(doorbell)
+            .chain(also.iter().copied())
+            .collect();
+        crate::wait::readable(&fds, timeout).map(|_| ())
+    }
+
+    /// How long until the providers have work due without a ring record or a doorbell telling
+    /// of it: the next look for processes that started with USDT probes a provider glob names,
+    /// the next read of a ring whose records may ask dtrace to send a signal
+    /// ([`super::SIGNAL_POLL`]). `None` when there is none.
+    pub fn time_to_next_look(&self) -> Option<std::time::Duration> {
+        let sh = self.lock();
+        let signals = sh.signals_polled.then_some(super::SIGNAL_POLL);
+        signals.into_iter().chain(sh.user.time_to_next_look()).min()
     }
 
     /// The framework-clock time of the oldest event captured but held back for a re-read, if any:

@@ -152,6 +152,9 @@ pub(crate) struct Shared {
     built_at: std::collections::HashMap<(usize, u32), u16>,
     /// (clause of `clauses`, probe id) pairs whose `raise()`/`stop()` the probe sends.
     signalled: HashSet<(usize, u32)>,
+    /// A probe with a clause calling `raise()` or `stop()` is enabled: dtrace may send them,
+    /// once it reads the record, so the ring is read at least every [`SIGNAL_POLL`].
+    signals_polled: bool,
     /// (probe id, the clause's number among the probe's kernel clauses) to the EPID of the
     /// records it builds and the faults it reports at the probe (see
     /// [`LinuxTracing::bind_record`]).
@@ -485,6 +488,12 @@ impl Shared {
         );
         let (sig_idx, signals) = self.plan_signals(&r_idx, &probe_name, &names, opaque_args)?;
         spec.signals = signals;
+        // A raise() or stop() dtrace may have to send (the probe's program refused, or the
+        // clause runs in dtrace) is sent once its record is read: the ring is then read every
+        // few milliseconds, as ever (see `LinuxTracing::time_to_next_look`).
+        self.signals_polled |= r_idx
+            .iter()
+            .any(|&i| self.ecb(i).and_then(signal::plan_signal).is_some());
         if replaces_image(info) {
             spec.retry_at_return = false;
             self.image_replaced.insert(info.id);
@@ -1297,6 +1306,12 @@ fn string_args(probe: &Probe) -> Vec<usize> {
         .collect()
 }
 
+/// How often the ring is read at least while a clause's `raise()` or `stop()` may be sent by
+/// dtrace: the signal reaches its thread within this of the firing, as when every run polled.
+/// (A wake-up per record would send it sooner; the harness's triggers, run by a shell that
+/// `exec`s them, rely on the signal landing after the `exec`.)
+pub const SIGNAL_POLL: std::time::Duration = std::time::Duration::from_millis(5);
+
 /// The Linux providers of one tracing session, shared between the framework (which owns the
 /// [`Provider`] handles) and the thread driving the framework (which pumps events).
 #[derive(Clone)]
@@ -1361,6 +1376,7 @@ impl LinuxTracing {
                     .is_some_and(|v| v == "1"),
                 built_at: Default::default(),
                 signalled: HashSet::new(),
+                signals_polled: false,
                 built_epids: Default::default(),
             })),
             symbols: Arc::new(Mutex::new(Symbolizer::new())),
@@ -1977,18 +1993,6 @@ impl LinuxTracing {
     /// only when they are (else tracing refuses to start, as DTrace does).
     pub fn set_destructive(&self, allowed: bool) {
         self.lock().destructive = allowed;
-    }
-
-    /// Tells the session that its consumer polls the ring on its own clock (as `dtrace(1)` does,
-    /// with [`LinuxTracing::pump`] and no timeout): records then never raise a wake-up. Takes
-    /// effect when the session is created; returns `false` when it already exists.
-    pub fn set_consumer_polls(&self) -> bool {
-        let mut sh = self.lock();
-        if sh.session.is_some() {
-            return false;
-        }
-        sh.session_opts.wakeups = false;
-        true
     }
 
     /// Detaches every probe and frees the kernel objects now (otherwise that happens when the

@@ -235,6 +235,24 @@ impl UserProbes {
         }
     }
 
+    /// How long until [`UserProbes::discover_files`] looks again (`None`: no provider glob
+    /// asks it to).
+    pub(crate) fn time_to_next_look(&self) -> Option<std::time::Duration> {
+        (!self.glob_descs.is_empty()).then(|| {
+            self.last_scan.map_or(std::time::Duration::ZERO, |t| {
+                DISCOVERY_INTERVAL.saturating_sub(t.elapsed())
+            })
+        })
+    }
+
+    /// The doorbell the linker hooks ring once they stopped a process (see
+    /// [`RunOnClose::emit_ring`]), for a wait on it; `None` before the first hook. It is
+    /// emptied by [`LinuxTracing::loads_changed`] before the counts are read, so a ring that
+    /// follows the read keeps it readable.
+    pub(crate) fn doorbell(&self) -> Option<std::os::fd::RawFd> {
+        self.rlc.as_ref().map(RunOnClose::doorbell_fd)
+    }
+
     /// Looks at the processes started since the last look (at most every
     /// [`DISCOVERY_INTERVAL`]) for object files with USDT probes an enabled provider glob may
     /// name, and adds their file probes. Whether any was added.
@@ -574,6 +592,10 @@ impl LinuxTracing {
     pub fn loads_changed(&self) -> Vec<u32> {
         let mut sh = self.lock();
         let user = &mut sh.user;
+        // The rings answered here are those of the counts read next.
+        if let Some(rlc) = user.rlc.as_mut() {
+            rlc.answer_doorbell();
+        }
         let mut changed = Vec::new();
         for (pid, w) in user.watches.iter_mut() {
             if w.changed() {
