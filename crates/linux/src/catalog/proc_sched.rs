@@ -103,7 +103,8 @@ struct Spec {
 
 /// Probes that fire at one kernel point are listed in the order DTrace fires them (a thread's
 /// `lwp-exit` before its process's `exit`, `off-cpu` before `on-cpu`, `start` before `lwp-start`):
-/// probes are enabled in id order, and programs at one point run in the order they were attached.
+/// probes are enabled in id order, and programs at one point run in the order they were attached
+/// (so on 6.18; Debian 12's 6.1 runs `lwp-exit`'s and `exit`'s perf-event programs the other way).
 const SPECS: &[Spec] = &[
     // `exec` fires before the attempt, so an exec that fails fires it too (followed by
     // `exec-failure`): the entry of execve(2), whose path is read from the caller's memory.
