@@ -937,19 +937,9 @@ fn emit_reserve(
     // The room the CPU's principal buffer has left for it (dtrace's, see
     // `Session::set_record_room`): taken first, so dtrace never refuses the record. What
     // dtrace granted (kept at REC for a moment), then what the CPU used of it.
-    a.store_imm(Size::DW, R10, VAL, ROOM_GRANTED as i32);
-    a.ld_map_fd(R1, ring.room)
-        .mov(R2, R10)
-        .alu_imm(op::ADD, R2, i32::from(VAL));
-    a.call(helper::MAP_LOOKUP_ELEM);
-    a.jmp_imm(op::JEQ, R0, 0, refused);
+    emit_room_slot(a, ring.room, ROOM_GRANTED, VAL, refused);
     a.load(Size::DW, R1, R0, 0).store(Size::DW, R10, REC, R1);
-    a.store_imm(Size::DW, R10, VAL, ROOM_USED as i32);
-    a.ld_map_fd(R1, ring.room)
-        .mov(R2, R10)
-        .alu_imm(op::ADD, R2, i32::from(VAL));
-    a.call(helper::MAP_LOOKUP_ELEM);
-    a.jmp_imm(op::JEQ, R0, 0, refused);
+    emit_room_slot(a, ring.room, ROOM_USED, VAL, refused);
     a.load(Size::DW, R1, R0, 0).alu_imm(op::ADD, R1, needed);
     a.load(Size::DW, R2, R10, REC);
     a.jmp_reg(op::JGT, R1, R2, refused);
@@ -965,12 +955,7 @@ fn emit_reserve(
     // The principal buffer had no room: counted apart too (see `Session::cpu_room_refusals`),
     // as such a drop fills a `fill` buffer.
     a.bind(refused);
-    a.store_imm(Size::DW, R10, VAL, ROOM_REFUSALS as i32);
-    a.ld_map_fd(R1, ring.room)
-        .mov(R2, R10)
-        .alu_imm(op::ADD, R2, i32::from(VAL));
-    a.call(helper::MAP_LOOKUP_ELEM);
-    a.jmp_imm(op::JEQ, R0, 0, lost);
+    emit_room_slot(a, ring.room, ROOM_REFUSALS, VAL, lost);
     a.mov_imm(R1, 1).atomic_add64(R0, 0, R1);
     a.bind(lost);
     a.store_imm(Size::DW, R10, REC, 0);
@@ -1011,6 +996,18 @@ fn emit_discard(a: &mut Asm, room: i32, size: u32) {
     a.bind(none);
 }
 
+/// Looks up the room map's (`room`, see `Session::set_record_room`) value at `key` for this CPU,
+/// its address in r0, the key written to the stack slot `slot`; to `missing` when there is none.
+/// Uses r0-r5.
+fn emit_room_slot(a: &mut Asm, room: i32, key: u32, slot: i16, missing: crate::bpf::Label) {
+    a.store_imm(Size::DW, R10, slot, key as i32);
+    a.ld_map_fd(R1, room)
+        .mov(R2, R10)
+        .alu_imm(op::ADD, R2, i32::from(slot));
+    a.call(helper::MAP_LOOKUP_ELEM);
+    a.jmp_imm(op::JEQ, R0, 0, missing);
+}
+
 /// Gives the room a record of `size` bytes took in the CPU's principal buffer back (map `room`,
 /// see `Session::set_record_room`): the record will not reach it (discarded, or speculated, whose
 /// data goes to the speculation's buffer), as DTrace's principal buffer does not advance past a
@@ -1021,12 +1018,7 @@ pub(crate) fn emit_give_room(a: &mut Asm, room: i32, size: u32, slot: i16) {
         return;
     }
     let none = a.label();
-    a.store_imm(Size::DW, R10, slot, ROOM_USED as i32);
-    a.ld_map_fd(R1, room)
-        .mov(R2, R10)
-        .alu_imm(op::ADD, R2, i32::from(slot));
-    a.call(helper::MAP_LOOKUP_ELEM);
-    a.jmp_imm(op::JEQ, R0, 0, none);
+    emit_room_slot(a, room, ROOM_USED, slot, none);
     a.load(Size::DW, R1, R0, 0).alu_imm(op::SUB, R1, needed);
     a.store(Size::DW, R0, 0, R1);
     a.bind(none);
