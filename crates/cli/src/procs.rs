@@ -162,7 +162,7 @@ impl Procs {
                     Ok(None) => None,
                     Err(_) => Some(None),
                 },
-                Victim::Grabbed(f) => match f.wait_exit(0) {
+                Victim::Grabbed(f) => match f.wait_exit(std::time::Duration::ZERO) {
                     Ok(true) | Err(_) => Some(None),
                     Ok(false) => None,
                 },

@@ -647,23 +647,9 @@ impl Followed {
         self.pidfd.as_raw_fd()
     }
 
-    /// Waits up to `timeout_ms` for the process to exit; true once it has.
-    pub fn wait_exit(&self, timeout_ms: i32) -> Result<bool> {
-        let mut p = libc::pollfd {
-            fd: self.pidfd.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: one pollfd.
-        let r = unsafe { libc::poll(&mut p, 1, timeout_ms) };
-        if r < 0 {
-            let e = std::io::Error::last_os_error();
-            if e.raw_os_error() == Some(libc::EINTR) {
-                return Ok(false);
-            }
-            return Err(LinuxError::from_io("poll on pidfd", e));
-        }
-        Ok(r > 0)
+    /// Waits up to `timeout` for the process to exit; true once it has.
+    pub fn wait_exit(&self, timeout: std::time::Duration) -> Result<bool> {
+        crate::wait::readable(&[self.exit_fd()], timeout)
     }
 }
 
@@ -874,9 +860,9 @@ mod tests {
             .spawn()
             .unwrap();
         let f = Followed::attach(child.id()).unwrap();
-        assert!(!f.wait_exit(0).unwrap());
+        assert!(!f.wait_exit(std::time::Duration::ZERO).unwrap());
         child.wait().unwrap();
-        assert!(f.wait_exit(5000).unwrap());
+        assert!(f.wait_exit(std::time::Duration::from_secs(5)).unwrap());
         assert!(Followed::attach(0x3fff_fff0).is_err());
     }
 
