@@ -382,8 +382,9 @@ impl LinuxTracing {
         // The descriptors stay open: the session and the hooks are closed only by this thread.
         let (ring, doorbell) = {
             let sh = self.lock();
-            // Where dtrace may send signals the ring is read on a clock (see `SIGNAL_POLL`).
-            let ring = ring && !sh.signals_polled;
+            // Where dtrace may send signals or read a process at delivery the ring is read on a
+            // clock (see `SIGNAL_POLL`).
+            let ring = ring && !sh.ring_polled;
             let ring = sh.session.as_ref().filter(|_| ring).map(|s| s.ring_fd());
             (ring, sh.user.doorbell())
         };
@@ -401,7 +402,7 @@ impl LinuxTracing {
     /// ([`super::SIGNAL_POLL`]). `None` when there is none.
     pub fn time_to_next_look(&self) -> Option<std::time::Duration> {
         let sh = self.lock();
-        let signals = sh.signals_polled.then_some(super::SIGNAL_POLL);
+        let signals = sh.ring_polled.then_some(super::SIGNAL_POLL);
         signals.into_iter().chain(sh.user.time_to_next_look()).min()
     }
 

@@ -152,9 +152,11 @@ pub(crate) struct Shared {
     built_at: std::collections::HashMap<(usize, u32), u16>,
     /// (clause of `clauses`, probe id) pairs whose `raise()`/`stop()` the probe sends.
     signalled: HashSet<(usize, u32)>,
-    /// A probe with a clause calling `raise()` or `stop()` is enabled: dtrace may send them,
-    /// once it reads the record, so the ring is read at least every [`SIGNAL_POLL`].
-    signals_polled: bool,
+    /// A probe is enabled whose records dtrace must act on soon after the firing: a clause
+    /// calling `raise()` or `stop()` (dtrace may send them, once it reads the record), or a
+    /// record completed from the process's memory at delivery (the thread going on CPU): the
+    /// ring is then read at least every [`SIGNAL_POLL`].
+    ring_polled: bool,
     /// (probe id, the clause's number among the probe's kernel clauses) to the EPID of the
     /// records it builds and the faults it reports at the probe (see
     /// [`LinuxTracing::bind_record`]).
@@ -491,7 +493,7 @@ impl Shared {
         // A raise() or stop() dtrace may have to send (the probe's program refused, or the
         // clause runs in dtrace) is sent once its record is read: the ring is then read every
         // few milliseconds, as ever (see `LinuxTracing::time_to_next_look`).
-        self.signals_polled |= r_idx
+        self.ring_polled |= r_idx
             .iter()
             .any(|&i| self.ecb(i).and_then(signal::plan_signal).is_some());
         if replaces_image(info) {
@@ -530,8 +532,10 @@ impl Shared {
             if let Some(cap) = spec.execargs.take() {
                 self.execargs_from_proc.insert(info.id, cap);
             }
-            // User reads are served from the process's memory at delivery instead.
+            // User reads are served from the process's memory at delivery instead, while it
+            // lives: the ring is read on a clock, not only when it fills.
             spec.copies.retain(|c| !c.kind.is_user());
+            self.ring_polled = true;
         }
         if spec.ustack.is_some() && !spec.ustack_build_id {
             // Unwound at delivery with .eh_frame where the kernel's frame-pointer walk stops.
@@ -1307,7 +1311,8 @@ fn string_args(probe: &Probe) -> Vec<usize> {
 }
 
 /// How often the ring is read at least while a clause's `raise()` or `stop()` may be sent by
-/// dtrace: the signal reaches its thread within this of the firing, as when every run polled.
+/// dtrace (the signal reaches its thread within this of the firing, as when every run polled) or
+/// a record is completed from its process's memory at delivery (read while the process lives).
 /// (A wake-up per record would send it sooner; the harness's triggers, run by a shell that
 /// `exec`s them, rely on the signal landing after the `exec`.)
 pub const SIGNAL_POLL: std::time::Duration = std::time::Duration::from_millis(5);
@@ -1376,7 +1381,7 @@ impl LinuxTracing {
                     .is_some_and(|v| v == "1"),
                 built_at: Default::default(),
                 signalled: HashSet::new(),
-                signals_polled: false,
+                ring_polled: false,
                 built_epids: Default::default(),
             })),
             symbols: Arc::new(Mutex::new(Symbolizer::new())),
