@@ -419,21 +419,30 @@ fn order_blocker<'a>(
         })
 }
 
-/// Whether clause `i` of `facts` (as [`place`] made `placement` of them) runs whole in the
-/// kernel at every probe it matches.
-pub fn runs_in_kernel(facts: &[ClauseFacts], i: usize, placement: &Placement) -> bool {
+/// Why clause `i` of `facts` (as [`place`] made `placement` of them) does not run whole in the
+/// kernel at every probe it matches; `None` when it does.
+pub fn kept_from_kernel(facts: &[ClauseFacts], i: usize, placement: &Placement) -> Option<String> {
     let Some(c) = facts.get(i) else {
-        return false;
+        return Some("not planned".into());
     };
+    if let Err(why) = &c.whole {
+        return Some(why.clone());
+    }
+    if let Some(v) = c.vars.iter().find(|v| !placement.kernel.contains(&v.key)) {
+        return Some(format!("its variable {} stays in dtrace", v.name));
+    }
     let dtrace: BTreeMap<VarKey, String> = facts
         .iter()
         .flat_map(|f| &f.vars)
         .filter(|v| !placement.kernel.contains(&v.key))
         .map(|v| (v.key, String::new()))
         .collect();
-    c.whole.is_ok()
-        && c.vars.iter().all(|v| placement.kernel.contains(&v.key))
-        && order_blocker(c, facts, &dtrace).is_none()
+    order_blocker(c, facts, &dtrace).map(|(d, probe)| {
+        format!(
+            "clause {} runs in dtrace at {probe}, where it fires too",
+            d.desc
+        )
+    })
 }
 
 /// Whether `d` names `BEGIN` or `END` alone (`dtrace:::BEGIN`, `END`): probes that fire in
@@ -599,7 +608,11 @@ pub fn runs_whole(
         record: plan.record.clone(),
         after_dtrace: false,
         string_args: Ok(Vec::new()),
-        keeps_vars: !vars.is_empty(),
+        // A clause calling exit() at a kernel probe runs whole there or not at all (the kernel
+        // stops its clauses itself; see `Shared::place_variables`): one that copies no string
+        // in never hands a firing over to dtrace, so it builds its strings at the probe, like
+        // one keeping variables.
+        keeps_vars: !vars.is_empty() || (super::exits_at_kernel_probe(e) && !calls_copyinstr(e)),
     };
     let arrays: BTreeMap<VarKey, usize> = vars
         .iter()

@@ -1142,12 +1142,10 @@ impl Shared {
         for (program, base) in &self.planned {
             for (k, e) in program.ecbs.iter().enumerate() {
                 let i = base + k;
-                if exiting.is_none()
-                    && exits_at_kernel_probe(e)
-                    && !kvars::runs_in_kernel(&facts, i, &self.placement)
-                {
-                    let why = facts.get(i).and_then(|f| f.whole.clone().err());
-                    exiting = Some((desc_of(e), why));
+                if exiting.is_none() && exits_at_kernel_probe(e) {
+                    if let Some(why) = kvars::kept_from_kernel(&facts, i, &self.placement) {
+                        exiting = Some((desc_of(e), Some(why)));
+                    }
                 }
             }
         }
