@@ -266,3 +266,40 @@ fn keys_reloaded_from_spill_slots_run_in_the_kernel() {
         "{out}"
     );
 }
+
+#[test]
+fn an_exit_that_reads_a_variable_kept_in_dtrace_keeps_every_clause_there() {
+    // Oracle's speculation/tst.SingleCPU.d with the kernel's variables off: the exit() clause
+    // reads a global that stays in dtrace, so it cannot stop the kernel's clauses itself; every
+    // clause then runs in dtrace (the speculations too), and prints what the kernel prints.
+    let t = "an_exit_that_reads_a_variable_kept_in_dtrace_keeps_every_clause_there";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let w = common::sized_writer("kmisc-exit-vars");
+    let cmd = format!("{} 300", w.display());
+    let on = "syscall::write:entry /pid == $target";
+    let script = format!(
+        "BEGIN {{ n = 0; }} \
+        {on} && (n & 3) == 0/ {{ i = speculation(); }} \
+        {on} && (n & 3) == 1/ {{ speculate(i); printf(\"%4d\", n); }} \
+        {on} && (n & 3) == 2/ {{ speculate(i); printf(\"%4d hello\\n\", n); }} \
+        {on} && (n & 7) == 3/ {{ commit(i); }} \
+        {on} && (n & 7) == 7/ {{ discard(i); }} \
+        {on}/ {{ n++; }} \
+        {on} && n == 40/ {{ exit(0); }}"
+    );
+    let (out, _) = same_both_ways(
+        "DTRACE_KERNEL_VARIABLES",
+        &script,
+        &[],
+        &cmd,
+        &[1, 2, 3, 4, 5, 6, 7],
+    );
+    // (-v's stability report comes first.)
+    let got: Vec<&str> = out.lines().filter(|l| l.contains("hello")).collect();
+    let want: Vec<String> = (0..5)
+        .map(|k| format!("{:4}{:4} hello", 8 * k + 1, 8 * k + 2))
+        .collect();
+    assert_eq!(got, want, "{out}");
+}

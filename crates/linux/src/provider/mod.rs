@@ -1083,6 +1083,8 @@ impl Shared {
                 format!("clause {c} calls exit() at a kernel probe, which only dtrace sees")
             })
         };
+        let vars_off_only =
+            !self.kernel_variables && self.kernel_predicates && self.kernel_aggregations.is_ok();
         let mut facts = Vec::with_capacity(self.clauses.len());
         for (program, base) in &self.planned {
             for (k, e) in program.ecbs.iter().enumerate() {
@@ -1092,7 +1094,10 @@ impl Shared {
                 let records = matches!(plan, Some(Ok(p)) if p.records());
                 let probes =
                     kvars::kernel_probes(e, &self.catalog, &mut self.user, self.perf_profile);
-                let whole = match (&off, plan, &probes) {
+                // With only the kernel's variables off, a clause without variables may still run
+                // whole in the kernel.
+                let off = off.as_ref().filter(|_| !(vars_off_only && vars.is_empty()));
+                let whole = match (off, plan, &probes) {
                     // Nothing to check: a variable the kernel does not keep.
                     _ if vars.iter().any(|v| v.not_kept().is_some()) => Ok(false),
                     (_, _, Err(why)) => Err(why.clone()),
@@ -1149,7 +1154,11 @@ impl Shared {
                 }
             }
         }
-        if let (Some((c, why)), None, true) = (exiting, &off, self.exit_at_kernel_probe.is_none()) {
+        // (Where nothing runs in the kernel anyway, there is nothing to stop.)
+        let kernel_runs = off.is_none() || vars_off_only;
+        if let (Some((c, why)), true, true) =
+            (exiting, kernel_runs, self.exit_at_kernel_probe.is_none())
+        {
             self.exit_at_kernel_probe = Some(c);
             self.exit_at_kernel_probe_why = why;
             return self.place_variables();
