@@ -356,3 +356,145 @@ mod decode_tests {
         assert_eq!((c.data, c.requested), (Ok(vec![0, 1, 2]), Some(3)));
     }
 }
+
+#[cfg(test)]
+mod tail_tests {
+    use super::classes;
+    use crate::bpf::insn::{helper, op};
+    use crate::capture::codegen::{gen_capture, gen_retry, MapFds};
+    use crate::capture::layout::{
+        hdr, RecordLayout, SizedCopies, KIND_EVENT, TAIL_AT, TAIL_HDR, TAIL_LEN,
+    };
+    use crate::capture::spec::{
+        AddrExpr, ArgSource, CaptureSpec, CopyRequest, Identity, MemKind, MAX_SIZED_COPY,
+        SIZED_COPY_CAP,
+    };
+    use crate::capture::{decode_record, CtxKind, ProbeShape, Record};
+
+    fn spec(size: u32) -> CaptureSpec {
+        let mut s = CaptureSpec::new();
+        let mut c = CopyRequest::new(AddrExpr::arg(1), MemKind::UserBytes, size);
+        c.size_arg = Some(2);
+        s.copies.push(c);
+        s.copies
+            .push(CopyRequest::new(AddrExpr::arg(0), MemKind::UserString, 32));
+        s
+    }
+
+    #[test]
+    fn tail_slots_hold_where_the_bytes_are() {
+        let s = spec(MAX_SIZED_COPY);
+        let l = RecordLayout::for_spec_sized(&s, "p", SizedCopies::AtProbe).unwrap();
+        assert!(l.copies[0].tail && !l.copies[1].tail);
+        assert_eq!(l.copies[0].size, MAX_SIZED_COPY as usize);
+        assert_eq!(l.copies[1].offset, hdr::SIZE + TAIL_HDR);
+        // Records of one size keep a page in the slot.
+        let capped = RecordLayout::for_spec(&s, "p").unwrap();
+        assert!(!capped.has_tails());
+        assert_eq!(capped.copies[0].size, SIZED_COPY_CAP as usize);
+        // Larger than any copy sized at the probe may be: refused.
+        let big = spec(MAX_SIZED_COPY + 1);
+        assert!(RecordLayout::for_spec_sized(&big, "p", SizedCopies::AtProbe).is_err());
+        // A constant copy keeps its own bound.
+        let mut s = CaptureSpec::new();
+        s.copies.push(CopyRequest::new(
+            AddrExpr::arg(1),
+            MemKind::UserBytes,
+            MAX_SIZED_COPY,
+        ));
+        assert!(RecordLayout::for_spec_sized(&s, "p", SizedCopies::AtProbe).is_err());
+    }
+
+    /// A record of `layout` whose tail copy holds `bytes` at `at` (length `len`, result `res`).
+    fn record(layout: &RecordLayout, at: u32, len: u32, res: i64, bytes: &[u8]) -> Vec<u8> {
+        let mut b = vec![0u8; layout.size];
+        b[..2].copy_from_slice(&KIND_EVENT.to_le_bytes());
+        b[hdr::ARGS + 16..hdr::ARGS + 24].copy_from_slice(&u64::from(len).to_le_bytes());
+        let so = layout.copies[0].offset;
+        b[so..so + 8].copy_from_slice(&res.to_le_bytes());
+        b[so + 8..so + 16].copy_from_slice(&0x5000u64.to_le_bytes());
+        b[so + TAIL_AT..so + TAIL_AT + 4].copy_from_slice(&at.to_le_bytes());
+        b[so + TAIL_LEN..so + TAIL_LEN + 4].copy_from_slice(&len.to_le_bytes());
+        b.extend_from_slice(bytes);
+        b
+    }
+
+    #[test]
+    fn tail_bytes_decode_whole_and_bad_places_are_bad_records() {
+        let l = RecordLayout::for_spec_sized(&spec(8192), "p", SizedCopies::AtProbe).unwrap();
+        let copy0 = |b: &[u8]| match decode_record(b, |_| Some(&l)) {
+            Ok(Record::Event(ev)) => Ok(ev.copies[0].clone()),
+            Ok(_) => unreachable!("an event"),
+            Err(e) => Err(e),
+        };
+        let bytes: Vec<u8> = (0..5000).map(|i| (i % 251) as u8).collect();
+        let fixed = l.size as u32;
+        let c = copy0(&record(&l, fixed, 5000, 0, &bytes)).unwrap();
+        assert_eq!(c.data, Ok(bytes.clone()));
+        assert_eq!(c.requested, Some(5000));
+        // A fault keeps its errno, whatever the place says.
+        let c = copy0(&record(&l, fixed, 5000, -14, &bytes)).unwrap();
+        assert_eq!(c.data, Err(-14));
+        // Past the record, inside the fixed part, or longer than the copy's size: bad records.
+        assert!(copy0(&record(&l, fixed, 5000, 0, &bytes[..4000])).is_err());
+        assert!(copy0(&record(&l, 8, 16, 0, &bytes)).is_err());
+        assert!(copy0(&record(&l, fixed, 9000, 0, &[0; 9000])).is_err());
+        assert!(copy0(&record(&l, u32::MAX, 16, 0, &bytes)).is_err());
+    }
+
+    #[test]
+    fn regions_are_powers_of_two_from_8_to_the_size() {
+        assert_eq!(classes(1).collect::<Vec<_>>(), vec![8]);
+        assert_eq!(classes(100).collect::<Vec<_>>(), vec![8, 16, 32, 64, 128]);
+        let all: Vec<i32> = classes(MAX_SIZED_COPY as usize).collect();
+        assert_eq!((all.len(), all.last()), (18, Some(&(1 << 20))));
+    }
+
+    fn calls(insns: &[crate::bpf::Insn], id: i32) -> usize {
+        insns
+            .iter()
+            .filter(|i| i.code == op::JMP | op::CALL && i.imm == id)
+            .count()
+    }
+
+    #[test]
+    fn only_probes_with_tails_reserve_through_a_dynptr() {
+        let shape = ProbeShape {
+            ctx: CtxKind::RawTracepoint,
+            args: (0..3).map(ArgSource::RawArg).collect(),
+            conditions: Vec::new(),
+            identity: Identity::Current,
+            task: None,
+        };
+        let maps = MapFds {
+            ring: 3,
+            drops: 4,
+            room: 9,
+            pending: Some(5),
+            pending_armed: Some(6),
+            wakeup_bytes: 4096,
+            mirror: None,
+            vclock: None,
+        };
+        let s = spec(MAX_SIZED_COPY);
+        let tailed = RecordLayout::for_spec_sized(&s, "p", SizedCopies::AtProbe).unwrap();
+        let capped = RecordLayout::for_spec(&s, "p").unwrap();
+        for (layout, dynptr) in [(&tailed, true), (&capped, false)] {
+            for insns in [
+                gen_capture(&shape, &s, layout, 1, &maps).unwrap(),
+                gen_retry(&s, layout, 1, &maps).unwrap(),
+            ] {
+                let n = usize::from(dynptr);
+                assert_eq!(calls(&insns, helper::RINGBUF_RESERVE_DYNPTR), n);
+                assert_eq!(calls(&insns, helper::RINGBUF_SUBMIT_DYNPTR), n);
+                // Released on the path where the ring had no room.
+                assert_eq!(calls(&insns, helper::RINGBUF_DISCARD_DYNPTR), n);
+                assert_eq!(calls(&insns, helper::RINGBUF_RESERVE), 1 - n);
+                assert_eq!(calls(&insns, helper::RINGBUF_SUBMIT), 1 - n);
+                // The fixed part, then one region per class of the copy's size.
+                let regions = if dynptr { 1 + 18 } else { 0 };
+                assert_eq!(calls(&insns, helper::DYNPTR_DATA), regions);
+            }
+        }
+    }
+}
