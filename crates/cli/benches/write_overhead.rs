@@ -3,7 +3,8 @@
 //! paper's first example (`syscall::write:entry { @[execname] = count(); }`), for a count without
 //! keys (`@ = count()`), for predicates that are always false (on `pid`, on `execname`, on an argument), for `quantize(arg2)` and for the
 //! entry/return latency idiom (`self->ts`, thread-locals in the kernel; and printing each
-//! latency, its records built at the probe), for the count with two writer threads on two CPUs,
+//! latency, its records built at the probe), for a key copied by the write's count
+//! (`copyin(arg1, arg2)`, a record per write to dtrace), for the count with two writer threads on two CPUs,
 //! each
 //! against bpftrace's equivalent in the same run (when `bpftrace` is installed), each figure the
 //! median of `DTBENCH_ROUNDS` (5) rounds that run every tracer in turn (the machine's load then
@@ -40,7 +41,7 @@ use std::time::{Duration, Instant};
 const SCRIPT: &str = "syscall::write:entry { @[execname] = count(); }";
 
 /// The cases compared: name, dtrace's script, bpftrace's.
-const CASES: [(&str, &str, &str); 8] = [
+const CASES: [(&str, &str, &str); 9] = [
     (
         "count by execname",
         SCRIPT,
@@ -87,6 +88,13 @@ const CASES: [(&str, &str, &str); 8] = [
         "tracepoint:syscalls:sys_enter_write /comm == \"dtbenchw\"/ { @s[tid] = nsecs; } \
          tracepoint:syscalls:sys_exit_write /@s[tid]/ { printf(\"%d %d\\n\", pid, \
          nsecs - @s[tid]); delete(@s[tid]); }",
+    ),
+    (
+        "sized copyin key",
+        "syscall::write:entry /execname == \"dtbenchw\"/ \
+         { @[stringof(copyin(arg1, arg2))] = count(); }",
+        "tracepoint:syscalls:sys_enter_write /comm == \"dtbenchw\"/ \
+         { @[str(args->buf, args->count)] = count(); }",
     ),
 ];
 

@@ -220,6 +220,10 @@ pub mod helper {
     pub const RINGBUF_SUBMIT: i32 = 132;
     pub const RINGBUF_DISCARD: i32 = 133;
     pub const RINGBUF_QUERY: i32 = 134;
+    pub const RINGBUF_RESERVE_DYNPTR: i32 = 198;
+    pub const RINGBUF_SUBMIT_DYNPTR: i32 = 199;
+    pub const RINGBUF_DISCARD_DYNPTR: i32 = 200;
+    pub const DYNPTR_DATA: i32 = 203;
     pub const GET_TASK_STACK: i32 = 141;
     pub const THIS_CPU_PTR: i32 = 154;
     pub const GET_CURRENT_TASK_BTF: i32 = 158;

@@ -107,3 +107,43 @@ pub fn rawfbt_support() -> Result<()> {
         ))
     }
 }
+
+/// Whether a probe may size its ring-buffer records (`bpf_ringbuf_reserve_dynptr` and
+/// `bpf_dynptr_data`, Linux 5.19): copies sized at the probe then take every byte they ask for
+/// at the probe (see `capture::sized`). Found once by loading a program that reserves one.
+pub fn have_ringbuf_dynptr() -> bool {
+    static HAVE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *HAVE.get_or_init(|| {
+        use crate::bpf::insn::{helper, op, R0, R1, R10, R2, R3, R4};
+        let Ok(ring) = crate::bpf::RingBuf::create("dt_dynptr", 4096) else {
+            return false;
+        };
+        let mut a = crate::bpf::Asm::new();
+        a.ld_map_fd(R1, ring.map().raw_fd())
+            .mov_imm(R2, 64)
+            .mov_imm(R3, 0)
+            .mov(R4, R10)
+            .alu_imm(op::ADD, R4, -16)
+            .call(helper::RINGBUF_RESERVE_DYNPTR);
+        a.mov(R1, R10)
+            .alu_imm(op::ADD, R1, -16)
+            .mov_imm(R2, 8)
+            .mov_imm(R3, 8)
+            .call(helper::DYNPTR_DATA);
+        a.mov(R1, R10)
+            .alu_imm(op::ADD, R1, -16)
+            .mov_imm(R2, 0)
+            .call(helper::RINGBUF_DISCARD_DYNPTR);
+        a.mov_imm(R0, 0).exit();
+        let Ok(insns) = a.finish() else {
+            return false;
+        };
+        crate::bpf::Program::load(
+            crate::bpf::ProgKind::RawTracepoint,
+            &insns,
+            "dt_dynptr",
+            "ring-buffer dynptr probe",
+        )
+        .is_ok()
+    })
+}

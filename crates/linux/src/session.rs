@@ -9,6 +9,7 @@ use crate::capture::codegen::{
     gen_cookie_dispatcher, gen_retry, gen_syscall_dispatcher, CaptureReport, MapFds,
     MAX_SYSCALL_NR, PENDING_VALUE_SIZE,
 };
+use crate::capture::layout::SizedCopies;
 use crate::capture::{
     decode_record, ArgSource, CaptureSpec, CapturedEvent, Condition, CopySource, CtxKind, Identity,
     ProbeShape, Record, RecordLayout,
@@ -31,6 +32,10 @@ pub struct SessionOptions {
     /// traced thread more than the rest of the probe in a VM) until the ring is filling up. 0
     /// wakes it at every record.
     pub wakeup_divisor: u32,
+    /// Records of one size per probe even where the kernel lets the probe size them: copies
+    /// sized at the probe hold at most a page there, as on kernels before 5.19 (see
+    /// `capture::sized`; for tests of that path).
+    pub capped_sized_copies: bool,
 }
 
 impl Default for SessionOptions {
@@ -40,6 +45,7 @@ impl Default for SessionOptions {
             name_prefix: "dtrace".into(),
             retry_wait_ns: 2_000_000_000,
             wakeup_divisor: 8,
+            capped_sized_copies: false,
         }
     }
 }
@@ -382,7 +388,7 @@ impl Session {
                 reason: format!("tag {tag} is already enabled"),
             });
         }
-        let layout = RecordLayout::for_spec(spec, &name)?;
+        let layout = RecordLayout::for_spec_sized(spec, &name, self.sized_copies(spec))?;
         let obj = format!("{}_{tag}", self.opts.name_prefix);
         let mut fds = MapFds {
             ring: self.ring.map().raw_fd(),
@@ -682,6 +688,20 @@ impl Session {
             },
         );
         Ok(())
+    }
+
+    /// How the records of a probe capturing `spec` hold its copies sized at the probe: the probe
+    /// sizes each record where the kernel lets it (see `capture::sized`).
+    fn sized_copies(&self, spec: &CaptureSpec) -> SizedCopies {
+        let sized = spec
+            .copies
+            .iter()
+            .any(|c| c.size_arg.is_some() && c.kind == crate::capture::MemKind::UserBytes);
+        if sized && !self.opts.capped_sized_copies && crate::features::have_ringbuf_dynptr() {
+            SizedCopies::AtProbe
+        } else {
+            SizedCopies::Capped
+        }
     }
 
     /// Places the probes enabled since the last call that attach by the group: one uprobe-multi

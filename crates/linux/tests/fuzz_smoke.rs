@@ -154,6 +154,32 @@ fn record_decoder_survives_mutations() {
         }
         other => panic!("{other:?}"),
     }
+    // A copy sized at the probe whose bytes follow the fixed part (their place in its slot).
+    use dtrace_linux::capture::layout::{SizedCopies, TAIL_AT, TAIL_LEN};
+    let mut tspec = spec;
+    tspec.copies[0] = CopyRequest {
+        addr: AddrExpr::arg(1),
+        kind: MemKind::UserBytes,
+        size: 4096,
+        size_arg: Some(2),
+    };
+    let tlayout = RecordLayout::for_spec_sized(&tspec, "smoke", SizedCopies::AtProbe).unwrap();
+    let mut tseed = vec![0u8; tlayout.size];
+    tseed[0] = 1;
+    let t0 = tlayout.copies[0].offset;
+    tseed[t0 + TAIL_AT..t0 + TAIL_AT + 4].copy_from_slice(&(tlayout.size as u32).to_le_bytes());
+    tseed[t0 + TAIL_LEN..t0 + TAIL_LEN + 4].copy_from_slice(&5u32.to_le_bytes());
+    tseed.extend_from_slice(b"hello\0\0\0");
+    match decode_record(&tseed, |_| Some(&tlayout)).unwrap() {
+        dtrace_linux::capture::Record::Event(e) => {
+            assert_eq!(e.copies[0].data.as_deref(), Ok(b"hello".as_slice()))
+        }
+        other => panic!("{other:?}"),
+    }
+    for _ in 0..4000 {
+        let m = rng.mutate(&tseed);
+        let _ = decode_record(&m, |_| Some(&tlayout));
+    }
 }
 
 #[test]

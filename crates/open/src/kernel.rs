@@ -368,18 +368,24 @@ impl KernelTracer {
         } else {
             prog
         };
-        // The Linux side sizes the strings it copies at the probe from the program's options:
-        // a program that sets no strsize runs with the handle's (`-x strsize`).
+        // The Linux side sizes the strings and sized copies it takes at the probe from the
+        // program's options: a program that sets no strsize (scratchsize) runs with the
+        // handle's (`-x strsize`, `-x scratchsize`).
+        let inherit: Vec<&str> = ["strsize", "scratchsize"]
+            .into_iter()
+            .filter(|o| options.is_set(o) && !prog.options.iter().any(|(n, _)| n == o))
+            .collect();
         let sized;
-        let prog = if options.is_set("strsize") && !prog.options.iter().any(|(n, _)| n == "strsize")
-        {
+        let prog = if inherit.is_empty() {
+            prog
+        } else {
             let mut p = prog.clone();
-            p.options
-                .push(("strsize".into(), Some(options.value("strsize").to_string())));
+            for o in inherit {
+                p.options
+                    .push((o.into(), Some(options.value(o).to_string())));
+            }
             sized = p;
             &sized
-        } else {
-            prog
         };
         if options.is_set("cpu") || prog.options.iter().any(|(n, _)| n == "cpu") {
             // The framework fires probes of that CPU only; the kernel's maps would count every

@@ -99,8 +99,21 @@ const BPF_RB_AVAIL_DATA: i32 = 0;
 /// Submits the record in r7, waking the consumer only when enough data waits: it sleeps until
 /// then, or until its own next deadline, and drains the ring whenever it wakes.
 pub(crate) fn emit_submit(a: &mut Asm, maps: &MapFds) {
+    emit_submit_record(a, maps, false);
+}
+
+/// [`emit_submit`], of a record reserved through its dynptr when `tails` (see
+/// [`super::sized`]).
+fn emit_submit_record(a: &mut Asm, maps: &MapFds, tails: bool) {
+    let submit = |a: &mut Asm| match tails {
+        true => super::sized::emit_tail_submit(a),
+        false => {
+            a.mov(R1, R7).call(helper::RINGBUF_SUBMIT);
+        }
+    };
     if maps.wakeup_bytes == 0 {
-        a.mov(R1, R7).mov_imm(R2, 0).call(helper::RINGBUF_SUBMIT);
+        a.mov_imm(R2, 0);
+        submit(a);
         return;
     }
     let quiet = a.label();
@@ -110,7 +123,8 @@ pub(crate) fn emit_submit(a: &mut Asm, maps: &MapFds) {
     a.mov_imm(R2, BPF_RB_NO_WAKEUP);
     a.jmp_imm(op::JLT, R0, maps.wakeup_bytes as i32, quiet);
     a.mov_imm(R2, BPF_RB_FORCE_WAKEUP);
-    a.bind(quiet).mov(R1, R7).call(helper::RINGBUF_SUBMIT);
+    a.bind(quiet);
+    submit(a);
 }
 
 /// Stack slots.
@@ -135,6 +149,8 @@ const REGS_FIRST: i32 = super::regs::R10 as i32;
 const REGS_SPAN: i32 = super::regs::RDI as i32 + 8 - REGS_FIRST;
 /// Stack slot of that copy (below the pending value).
 const REGS_COPY: i16 = PENDING - REGS_SPAN as i16;
+/// The lowest stack slot a record's body uses (see [`super::sized::DYNPTR`], below it).
+pub(super) const BODY_STACK_END: i16 = REGS_COPY;
 
 /// Copies the saved argument registers (`ctx[0]`, a `struct pt_regs *`) to the stack with one read.
 fn emit_syscall_regs(a: &mut Asm) {
@@ -758,9 +774,37 @@ pub fn gen_capture_reporting(
         report.filter = super::filter::emit_filter(&mut a, shape, f, out);
     }
     a.bind(past_filters);
-    emit_ring_reserve(&mut a, maps, layout.size)?;
-    let have = a.label();
-    a.jmp_imm(op::JNE, R0, 0, have);
+    let tails = layout.has_tails();
+    let syscall_regs = shape
+        .args
+        .iter()
+        .any(|a| matches!(a, ArgSource::SyscallArg(_)));
+    let (have, failed) = (a.label(), a.label());
+    let plain = if tails {
+        // The record's size is the fixed part's and the copies' the firing asks for (see
+        // `capture::sized`): the lengths are read before it is reserved.
+        if syscall_regs {
+            emit_syscall_regs(&mut a);
+        }
+        super::sized::emit_tail_plan(&mut a, layout, layout.size, |a, _, slot| {
+            match slot.size_arg.and_then(|n| shape.args.get(n)) {
+                Some(src) => emit_arg(a, shape, *src),
+                None => {
+                    a.mov_imm(R0, 0);
+                    Ok(())
+                }
+            }
+        })?;
+        super::sized::emit_tail_reserve(&mut a, maps.ring, layout.size, failed);
+        a.ja(have);
+        None
+    } else {
+        emit_ring_reserve(&mut a, maps, layout.size)?;
+        let plain = a.label();
+        a.jmp_imm(op::JNE, R0, 0, plain);
+        Some(plain)
+    };
+    a.bind(failed);
     if let Some(missed) = spec
         .aggs
         .as_ref()
@@ -772,7 +816,10 @@ pub fn gen_capture_reporting(
         super::kagg::emit_missed_announcement(&mut a, missed, tag, (!records).then_some(out));
     }
     emit_count_drop(&mut a, maps, out);
-    a.bind(have).mov(R7, R0);
+    if let Some(plain) = plain {
+        a.bind(plain).mov(R7, R0);
+    }
+    a.bind(have);
     emit_header(&mut a, KIND_EVENT, tag);
     if handover {
         let kept = a.label();
@@ -819,11 +866,7 @@ pub fn gen_capture_reporting(
     if current_ids {
         emit_current_ids(&mut a, shape, maps.vclock.as_ref());
     }
-    if shape
-        .args
-        .iter()
-        .any(|a| matches!(a, ArgSource::SyscallArg(_)))
-    {
+    if syscall_regs && !tails {
         emit_syscall_regs(&mut a);
     }
     let mirror = match (super::mirror::uses_mirror(spec), maps.mirror) {
@@ -864,7 +907,7 @@ pub fn gen_capture_reporting(
         }
         a.bind(submit);
     }
-    emit_submit(&mut a, maps);
+    emit_submit_record(&mut a, maps, tails);
     a.bind(out).mov_imm(R0, 0).exit();
     Ok((a.finish()?, report))
 }
@@ -942,6 +985,9 @@ fn emit_body(
         addresses = addresses.with_mirror(fd, KEY);
     }
     for (i, (req, slot)) in spec.copies.iter().zip(&layout.copies).enumerate() {
+        if slot.tail {
+            super::sized::emit_tail_slot(a, i, slot)?;
+        }
         let missing = addresses.emit_kernel(a, &req.addr)?;
         let hops = &req.addr.user_derefs;
         if !hops.is_empty() {
@@ -956,22 +1002,29 @@ fn emit_body(
         if retry && req.kind.is_user() && hops.is_empty() {
             a.store(Size::DW, R10, PENDING + 8 + 8 * i as i16, R3);
         }
-        a.mov(R1, R7).alu_imm(op::ADD, R1, (so + COPY_HDR) as i32);
-        match slot.size_arg {
-            None => {
-                a.mov_imm(R2, slot.size as i32);
-            }
-            Some(n) => {
-                let at = super::sized::size_arg_offset(n);
-                a.load(Size::DW, R2, R7, off16(at, "argument")?);
-                if retry {
-                    a.store(Size::DW, R10, PENDING + pending_len(i), R2);
-                }
-                super::sized::emit_bounded_size(a, slot);
-            }
+        if let (Some(n), true) = (slot.size_arg, retry) {
+            // The length the retry asks for: the argument's value.
+            let at = super::sized::size_arg_offset(n);
+            a.load(Size::DW, R2, R7, off16(at, "argument")?);
+            a.store(Size::DW, R10, PENDING + pending_len(i), R2);
         }
-        a.call(read_helper(req.kind));
-        a.store(Size::DW, R7, off16(so, "copy")?, R0);
+        if slot.tail {
+            super::sized::emit_tail_copy(a, i, slot)?;
+        } else {
+            a.mov(R1, R7).alu_imm(op::ADD, R1, (so + COPY_HDR) as i32);
+            match slot.size_arg {
+                None => {
+                    a.mov_imm(R2, slot.size as i32);
+                }
+                Some(n) => {
+                    let at = super::sized::size_arg_offset(n);
+                    a.load(Size::DW, R2, R7, off16(at, "argument")?);
+                    super::sized::emit_bounded_size(a, slot);
+                }
+            }
+            a.call(read_helper(req.kind));
+            a.store(Size::DW, R7, off16(so, "copy")?, R0);
+        }
         if retry && req.kind.is_user() {
             let fine = a.label();
             a.jmp_imm(op::JSGE, R0, 0, fine).mov_imm(R9, 1).bind(fine);
@@ -1137,11 +1190,28 @@ pub fn gen_retry(
         .alu_imm(op::ADD, R2, KEY as i32)
         .call(helper::MAP_LOOKUP_ELEM);
     a.jmp_imm(op::JEQ, R0, 0, out).mov(R8, R0);
-    emit_ring_reserve(&mut a, maps, layout.retry_size)?;
+    let tails = layout.has_tails();
     let have = a.label();
-    a.jmp_imm(op::JNE, R0, 0, have);
-    emit_count_drop(&mut a, maps, del);
-    a.bind(have).mov(R7, R0);
+    if tails {
+        // The lengths the entry saw (see `capture::sized`).
+        super::sized::emit_tail_plan(&mut a, layout, layout.retry_size, |a, i, _| {
+            a.load(Size::DW, R0, R8, pending_len(i));
+            Ok(())
+        })?;
+        let failed = a.label();
+        super::sized::emit_tail_reserve(&mut a, maps.ring, layout.retry_size, failed);
+        a.ja(have);
+        a.bind(failed);
+        emit_count_drop(&mut a, maps, del);
+    } else {
+        emit_ring_reserve(&mut a, maps, layout.retry_size)?;
+        a.jmp_imm(op::JNE, R0, 0, have);
+        emit_count_drop(&mut a, maps, del);
+    }
+    a.bind(have);
+    if !tails {
+        a.mov(R7, R0);
+    }
     emit_header(&mut a, KIND_RETRY, tag);
     a.load(Size::DW, R1, R8, 0)
         .store(Size::DW, R7, hdr::KTIME as i16, R1);
@@ -1156,9 +1226,22 @@ pub fn gen_retry(
             a.store_imm(Size::DW, R7, off16(so + 8, "copy")?, 0);
             continue;
         }
+        if slot.tail {
+            super::sized::emit_tail_slot(&mut a, i, slot)?;
+        }
         a.load(Size::DW, R3, R8, (8 + 8 * i) as i16);
         addresses.emit_user(&mut a, &req.addr.user_derefs, None);
         a.store(Size::DW, R7, off16(so + 8, "copy")?, R3);
+        if slot.tail {
+            // The length the entry saw, written where the decoder reads it.
+            if let Some(n) = slot.size_arg {
+                a.load(Size::DW, R2, R8, pending_len(i));
+                let at = super::sized::size_arg_offset(n);
+                a.store(Size::DW, R7, off16(at, "argument")?, R2);
+            }
+            super::sized::emit_tail_copy(&mut a, i, slot)?;
+            continue;
+        }
         a.mov(R1, R7).alu_imm(op::ADD, R1, (so + COPY_HDR) as i32);
         match slot.size_arg {
             None => {
@@ -1175,7 +1258,7 @@ pub fn gen_retry(
         a.call(read_helper(req.kind))
             .store(Size::DW, R7, off16(so, "copy")?, R0);
     }
-    emit_submit(&mut a, maps);
+    emit_submit_record(&mut a, maps, tails);
     a.bind(del);
     a.ld_map_fd(R1, pending)
         .mov(R2, R10)

@@ -1,10 +1,13 @@
-//! The byte layout of capture records in the ring buffer: a fixed 136-byte header, then one slot per
+//! The byte layout of capture records in the ring buffer: a fixed 152-byte header, then one slot per
 //! memory copy, then the process's arguments and ancestors when asked for, then the kernel and user
-//! stacks. The generator writes it; the decoder reads it; both
-//! take offsets from here only.
+//! stacks. Where the probe sizes its records ([`SizedCopies::AtProbe`]), the bytes of the copies
+//! sized at the probe (`copyin(arg1, arg2)`) follow that fixed part, as many as the firing asked
+//! for, each slot saying where its bytes are ([`TAIL_HDR`]). The generator writes it; the decoder
+//! reads it; both take offsets from here only.
 
 use super::spec::{
-    CaptureSpec, MemKind, MAX_ANCESTORS, MAX_COPIES, MAX_COPY_SIZE, MAX_DEREFS, MAX_STACK_DEPTH,
+    CaptureSpec, MemKind, MAX_ANCESTORS, MAX_COPIES, MAX_COPY_SIZE, MAX_DEREFS, MAX_SIZED_COPY,
+    MAX_STACK_DEPTH, SIZED_COPY_CAP,
 };
 use crate::error::{LinuxError, Result};
 
@@ -126,6 +129,27 @@ pub mod hdr {
 pub const NARGS: usize = 10;
 /// Bytes before a copy's data: i64 result, u64 address.
 pub const COPY_HDR: usize = 16;
+/// Bytes of a slot whose copy's bytes follow the record's fixed part ([`CopySlot::tail`]): the
+/// [`COPY_HDR`] words, then a u32 offset of the bytes in the record and their u32 length (the
+/// length is held whether or not the read faulted; the result says whether the bytes are there).
+pub const TAIL_HDR: usize = COPY_HDR + 8;
+/// Offset in a tail slot of its bytes' offset (a u32) in the record.
+pub const TAIL_AT: usize = COPY_HDR;
+/// Offset in a tail slot of its bytes' length (a u32).
+pub const TAIL_LEN: usize = COPY_HDR + 4;
+
+/// How a probe's records hold the copies sized at the probe (`copyin(arg1, arg2)`, user bytes
+/// whose length is a probe argument's value).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SizedCopies {
+    /// Every record has the same size: each such copy reserves at most
+    /// [`SIZED_COPY_CAP`](super::spec::SIZED_COPY_CAP) bytes in its slot, and a longer read is
+    /// served from the process's memory at delivery (kernels without ring-buffer dynptrs).
+    Capped,
+    /// The probe sizes each record (`bpf_ringbuf_reserve_dynptr`, Linux 5.19): the bytes the
+    /// firing asks for, up to the copy's size, follow the fixed part.
+    AtProbe,
+}
 /// Bytes before a stack's frames: i64 result (bytes written or -errno).
 pub const STACK_HDR: usize = 8;
 /// Bytes before the argument area's bytes: i64 result (bytes copied or -errno).
@@ -156,6 +180,9 @@ pub struct CopySlot {
     pub size: usize,
     /// The probe argument holding the copy's length (at most `size`), for copies sized at the probe.
     pub size_arg: Option<usize>,
+    /// The copy's bytes follow the record's fixed part ([`SizedCopies::AtProbe`]); the slot is
+    /// [`TAIL_HDR`] bytes.
+    pub tail: bool,
 }
 
 /// Where everything sits in a probe's records.
@@ -179,10 +206,17 @@ pub struct RecordLayout {
     pub ustack_unwind: Option<(usize, usize)>,
     /// Offset of the saved user registers, when recorded.
     pub uregs: Option<usize>,
-    /// Size of a full event record.
+    /// Size of a full event record (its fixed part, when some slot is a [`CopySlot::tail`]).
     pub size: usize,
-    /// Size of a retry record (header and copies only).
+    /// Size of a retry record (header and copies only; its fixed part, as `size`).
     pub retry_size: usize,
+}
+
+impl RecordLayout {
+    /// Whether some copy's bytes follow the fixed part (records of a size the probe computes).
+    pub fn has_tails(&self) -> bool {
+        self.copies.iter().any(|c| c.tail)
+    }
 }
 
 fn round8(n: usize) -> usize {
@@ -190,8 +224,19 @@ fn round8(n: usize) -> usize {
 }
 
 impl RecordLayout {
-    /// Lays out records for `spec`, checking its bounds. `probe` names it in errors.
+    /// Lays out records of one size for `spec` ([`SizedCopies::Capped`]), checking its bounds.
+    /// `probe` names it in errors.
     pub fn for_spec(spec: &CaptureSpec, probe: &str) -> Result<RecordLayout> {
+        Self::for_spec_sized(spec, probe, SizedCopies::Capped)
+    }
+
+    /// Lays out records for `spec`, holding its copies sized at the probe as `sized` says,
+    /// checking its bounds. `probe` names it in errors.
+    pub fn for_spec_sized(
+        spec: &CaptureSpec,
+        probe: &str,
+        sized: SizedCopies,
+    ) -> Result<RecordLayout> {
         let bad = |reason: String| LinuxError::BadCapture {
             probe: probe.to_string(),
             reason,
@@ -205,9 +250,15 @@ impl RecordLayout {
         let mut off = hdr::SIZE;
         let mut copies = Vec::with_capacity(spec.copies.len());
         for c in &spec.copies {
-            if c.size == 0 || c.size > MAX_COPY_SIZE {
+            let sized_bytes = c.size_arg.is_some() && c.kind == MemKind::UserBytes;
+            let most = if sized_bytes {
+                MAX_SIZED_COPY
+            } else {
+                MAX_COPY_SIZE
+            };
+            if c.size == 0 || c.size > most {
                 return Err(bad(format!(
-                    "copy of {} bytes; sizes run from 1 to {MAX_COPY_SIZE}",
+                    "copy of {} bytes; sizes run from 1 to {most}",
                     c.size
                 )));
             }
@@ -226,13 +277,22 @@ impl RecordLayout {
                 }
             }
             super::sized::check_request(c).map_err(bad)?;
+            let tail = sized_bytes && sized == SizedCopies::AtProbe;
+            let size = match sized_bytes && !tail {
+                true => c.size.min(SIZED_COPY_CAP),
+                false => c.size,
+            };
             copies.push(CopySlot {
                 offset: off,
                 kind: c.kind,
-                size: c.size as usize,
+                size: size as usize,
                 size_arg: c.size_arg,
+                tail,
             });
-            off += COPY_HDR + round8(c.size as usize);
+            off += match tail {
+                true => TAIL_HDR,
+                false => COPY_HDR + round8(size as usize),
+            };
         }
         super::mirror::check(spec).map_err(bad)?;
         let retry_size = off;

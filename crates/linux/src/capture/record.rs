@@ -33,7 +33,8 @@ pub struct CapturedMemory {
     /// How it was obtained.
     pub source: CopySource,
     /// For a copy sized at the probe (`copyin(arg1, arg2)`), the length it asked for: the bytes held
-    /// are at most the copy's capacity, so fewer when this is larger.
+    /// are at most the copy's size (and, in records of one size, its slot's capacity), so fewer
+    /// when this is larger.
     pub requested: Option<u64>,
 }
 
@@ -312,6 +313,16 @@ fn decode_copies(
         let requested = super::sized::requested(b, slot);
         let data = if result < 0 {
             Err(result)
+        } else if slot.tail {
+            // The bytes the firing asked for, after the record's fixed part.
+            let (at, n) = super::sized::tail_range(b, slot)
+                .ok_or_else(|| bad("copy longer than its size"))?;
+            let bytes = at
+                .checked_add(n)
+                .and_then(|end| b.get(at..end))
+                .filter(|_| at >= layout.retry_size)
+                .ok_or_else(|| bad("copy runs past the record"))?;
+            Ok(bytes.to_vec())
         } else {
             let n = if slot.kind.is_string() {
                 // bpf_probe_read_*_str returns the length with its NUL.

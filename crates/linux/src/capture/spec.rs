@@ -47,7 +47,9 @@ pub struct CopyRequest {
     pub addr: AddrExpr,
     /// What kind of memory.
     pub kind: MemKind,
-    /// Bytes to copy (strings: the most bytes, NUL included). With `size_arg`, the most bytes.
+    /// Bytes to copy (strings: the most bytes, NUL included). With `size_arg`, the most bytes
+    /// (user bytes: at most [`MAX_SIZED_COPY`], of which a record of one size per probe holds
+    /// [`SIZED_COPY_CAP`]).
     pub size: u32,
     /// The copy's length is the value of this probe argument at the probe (`copyin(arg1, arg2)`,
     /// `copyinstr(arg1, arg2)`), at most `size` bytes (strings: at most that many characters and
@@ -86,11 +88,17 @@ pub fn kernel_stack_room(frames: u32) -> u32 {
 pub const MAX_DEREFS: usize = 8;
 /// The most user pointer hops in one address (`**argv` chains).
 pub const MAX_USER_DEREFS: usize = 4;
-/// The most bytes a copy whose length comes from a probe argument takes (`copyin(arg1, arg2)`):
-/// one page. Every record of the probe reserves this much in the ring buffer, whatever the length
-/// at the firing, so it is kept small; a longer read is served from the process's memory at
-/// delivery while the process lives, and faults after.
+/// The most bytes a copy whose length comes from a probe argument (`copyin(arg1, arg2)`) takes
+/// where records are of one size per probe (kernels without ring-buffer dynptrs, before 5.19; see
+/// [`super::layout::SizedCopies`]): one page. Every record of the probe reserves this much in the
+/// ring buffer, whatever the length at the firing, so it is kept small; a longer read is served
+/// from the process's memory at delivery while the process lives, and faults after.
 pub const SIZED_COPY_CAP: u32 = 4096;
+/// The most bytes a copy sized at the probe takes where the probe sizes its records (see
+/// [`super::layout::SizedCopies::AtProbe`]): the framework's default `scratchsize`, the most one
+/// `copyin()` of the interpreter may allocate. A larger `scratchsize` takes this much at the probe
+/// and the rest from the process's memory at delivery.
+pub const MAX_SIZED_COPY: u32 = 1 << 20;
 
 /// What a consumer wants recorded at a probe, beyond the fixed header (ids, cpu, time, comm, args).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

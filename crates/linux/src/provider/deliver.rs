@@ -6,8 +6,11 @@
 //! analysis asked for, found by the address the interpreter computes at each step of its walk. User
 //! reads the capture could not foresee (computed addresses) go to the process's memory while it can
 //! still be read; everything else faults as DTrace faults ([`EventMemory`]). A copy sized at the probe
-//! (`copyin(arg1, arg2)`) holds at most its capacity: a longer read from it is served from the
-//! process's memory as a whole while the process lives, and faults after.
+//! (`copyin(arg1, arg2)`) holds every byte the firing asked for where the probe sizes its records
+//! (`capture::sized`), up to the program's `scratchsize`; a read past it faults. Only where it holds
+//! fewer ([`sized_prefixes`]: records of one size per probe, on kernels without ring-buffer dynptrs,
+//! which hold a page; or a `scratchsize` above `capture::spec::MAX_SIZED_COPY`) is a longer read
+//! from it served from the process's memory as a whole while the process lives, faulting after.
 
 use super::file_usdt;
 use super::LinuxTracing;
@@ -256,12 +259,17 @@ fn captured_memory_of(ev: &mut CapturedEvent) -> CapturedMemory {
     mem
 }
 
-/// The user ranges of `ev`'s copies sized at the probe that were captured: `(address, bytes held)`.
+/// The user ranges of `ev`'s copies sized at the probe that were captured holding fewer bytes than
+/// the firing asked for: `(address, bytes held)`. A read starting in one and running past it goes
+/// to the process's memory (see the module notes); a copy that holds all it asked for is not one.
 pub fn sized_prefixes(ev: &CapturedEvent) -> Vec<(u64, u64)> {
     ev.copies
         .iter()
-        .filter(|c| c.requested.is_some() && c.kind == crate::capture::MemKind::UserBytes)
-        .filter_map(|c| Some((c.addr, c.data.as_ref().ok()?.len() as u64)))
+        .filter(|c| c.kind == crate::capture::MemKind::UserBytes)
+        .filter_map(|c| {
+            let held = c.data.as_ref().ok()?.len() as u64;
+            (held < c.requested?).then_some((c.addr, held))
+        })
         .collect()
 }
 

@@ -64,3 +64,27 @@ fn only_captured_sized_byte_copies_are_prefixes() {
     c.requested = Some(8);
     assert!(sized_prefixes(&event_with(c)).is_empty());
 }
+
+#[test]
+fn a_sized_copy_holding_every_byte_asked_for_never_reads_the_process() {
+    // The probe took all 16 bytes (a record the probe sized): what the process holds now is
+    // never read, even for a read running past them.
+    let now = *b"NOW-NOW-NOW-NOW-NOW-";
+    let addr = now.as_ptr() as u64;
+    let then = b"then-then-then-t".to_vec();
+    let ev = event_with(Copy {
+        addr,
+        kind: MemKind::UserBytes,
+        data: Ok(then.clone()),
+        source: CopySource::AtProbe,
+        requested: Some(16),
+    });
+    assert!(sized_prefixes(&ev).is_empty());
+    let (_, captured) = firing_of(&ev, 0);
+    let mut m = EventMemory::new(captured, ev.pid).with_prefixes(sized_prefixes(&ev));
+    let mut all = [0u8; 16];
+    m.read_user(addr, &mut all).unwrap();
+    assert_eq!(all.to_vec(), then);
+    let mut past = [0u8; 20];
+    assert_eq!(m.read_user(addr, &mut past), Err(FaultKind::BadAddr));
+}

@@ -4,7 +4,7 @@
 //! copies of each probe's [`CaptureSpec`].
 
 use super::*;
-use crate::capture::spec::{MAX_MIRROR_OPS, SIZED_COPY_CAP};
+use crate::capture::spec::{MAX_MIRROR_OPS, MAX_SIZED_COPY};
 use crate::capture::{AddrBase, AddrExpr, CopyRequest, MemKind, MirrorOp};
 use dtrace_dif::flow::Value;
 use dtrace_dif::object::DifObject;
@@ -46,7 +46,7 @@ fn read_buffer_saved_at_entry_is_copied_at_return() {
         vec![CopyRequest {
             addr: tv(var),
             kind: MemKind::UserBytes,
-            size: SIZED_COPY_CAP,
+            size: MAX_SIZED_COPY,
             size_arg: Some(0),
         }]
     );

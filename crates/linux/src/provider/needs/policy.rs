@@ -1,8 +1,8 @@
 //! The sizes a capture takes from the program's options and D's defaults: `strsize` (the most
-//! bytes of a string copy), the frames of `stack()`/`ustack()`, and the frames `caller` and
-//! `ucaller` read.
+//! bytes of a string copy), `scratchsize` (the most bytes of a copy sized at the probe), the
+//! frames of `stack()`/`ustack()`, and the frames `caller` and `ucaller` read.
 
-use crate::capture::spec::MAX_COPY_SIZE;
+use crate::capture::spec::{MAX_COPY_SIZE, MAX_SIZED_COPY};
 use dtrace_dif::program::Program;
 
 /// Default `strsize` (characters of a string, its NUL not counted).
@@ -50,4 +50,42 @@ pub fn program_strsize(program: &Program) -> u32 {
         .and_then(dtrace_dif::optval::parse_size)
         .map(|s| s.saturating_add(1).clamp(2, u64::from(MAX_COPY_SIZE)) as u32)
         .unwrap_or(DEFAULT_STRING_STORAGE)
+}
+
+/// The most bytes a copy sized at the probe takes (`copyin(arg1, arg2)`): what one `copyin()`
+/// of the interpreter may allocate, the program's `scratchsize` (rounded up to 8 bytes, as the
+/// framework rounds it; the framework's default where the program sets none), at most
+/// [`MAX_SIZED_COPY`]. A longer copy faults in the interpreter (out of scratch space) before it
+/// reads a byte, so the probe need take no more.
+pub fn sized_copy_limit(program: &Program) -> u32 {
+    program
+        .options
+        .iter()
+        .rev()
+        .find(|(n, _)| n == "scratchsize")
+        .and_then(|(_, v)| v.as_deref())
+        .and_then(dtrace_dif::optval::parse_size)
+        .unwrap_or(dtrace_framework::Options::default().scratchsize)
+        .div_ceil(8)
+        .saturating_mul(8)
+        .min(u64::from(MAX_SIZED_COPY)) as u32
+}
+
+/// The sizes the needs of a program's clauses are computed with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CopyLimits {
+    /// Bytes of a string ([`program_strsize`]).
+    pub strsize: u32,
+    /// The most bytes of a copy sized at the probe ([`sized_copy_limit`]).
+    pub sized: u32,
+}
+
+impl CopyLimits {
+    /// The limits of `program`.
+    pub fn of(program: &Program) -> CopyLimits {
+        CopyLimits {
+            strsize: program_strsize(program),
+            sized: sized_copy_limit(program),
+        }
+    }
 }

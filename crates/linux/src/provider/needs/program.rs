@@ -5,7 +5,7 @@
 use super::clause::ClauseNeeds;
 use super::mirror;
 use super::pid_filter::pid_equality;
-use super::policy::{program_strsize, stack_frames, ustack_frames};
+use super::policy::{stack_frames, ustack_frames, CopyLimits};
 use super::scan::{scan_object, ScanVars};
 use crate::capture::spec::MAX_STACK_DEPTH;
 use crate::capture::AddrBase;
@@ -40,7 +40,7 @@ pub struct MirrorContext {
 pub fn mirror_context(programs: &[&Program]) -> MirrorContext {
     let mut ctx = MirrorContext::default();
     for p in programs {
-        ctx.sources.extend(mirror_sources(p, program_strsize(p)));
+        ctx.sources.extend(mirror_sources(p, CopyLimits::of(p)));
     }
     for p in programs {
         let n = program_needs_in(p, &ctx);
@@ -55,7 +55,7 @@ pub fn mirror_context(programs: &[&Program]) -> MirrorContext {
 }
 
 /// The first pass over `program`: what its clauses store in thread-local variables.
-fn scan_stores(program: &Program, strsize: u32) -> ScanVars {
+fn scan_stores(program: &Program, limits: CopyLimits) -> ScanVars {
     let mut first = ScanVars::default();
     for e in &program.ecbs {
         first.locals.clear();
@@ -65,24 +65,24 @@ fn scan_stores(program: &Program, strsize: u32) -> ScanVars {
             .iter()
             .chain(e.actions.iter().filter_map(|a| a.difo.as_ref()))
         {
-            scan_object(obj, strsize, &mut ClauseNeeds::default(), &mut first);
+            scan_object(obj, limits, &mut ClauseNeeds::default(), &mut first);
         }
     }
     first
 }
 
 /// The thread-locals `program` stores from probe-computable addresses.
-fn mirror_sources(program: &Program, strsize: u32) -> HashSet<u16> {
-    scan_stores(program, strsize).mirror_sources
+fn mirror_sources(program: &Program, limits: CopyLimits) -> HashSet<u16> {
+    scan_stores(program, limits).mirror_sources
 }
 
 /// Analyses every clause of `program`, one of several programs sharing thread-locals whose mirror
 /// needs `ctx` gives (from [`mirror_context`]).
 pub fn program_needs_in(program: &Program, ctx: &MirrorContext) -> ProgramNeeds {
-    let strsize = program_strsize(program);
+    let limits = CopyLimits::of(program);
     let mut out = ProgramNeeds::default();
     // First pass: what the program stores in its thread-local variables.
-    let mut first = scan_stores(program, strsize);
+    let mut first = scan_stores(program, limits);
     let mut mirrorable = std::mem::take(&mut first.mirror_sources);
     mirrorable.extend(ctx.sources.iter().copied());
     let thread: HashMap<u16, Value> = first
@@ -106,7 +106,7 @@ pub fn program_needs_in(program: &Program, ctx: &MirrorContext) -> ProgramNeeds 
             .iter()
             .chain(e.actions.iter().filter_map(|a| a.difo.as_ref()))
         {
-            scan_object(obj, strsize, &mut n, &mut vars);
+            scan_object(obj, limits, &mut n, &mut vars);
         }
         for a in &e.actions {
             match a.kind {

@@ -7,9 +7,8 @@
 
 use super::clause::{ClauseNeeds, ALL_ARGS};
 use super::mirror;
-use crate::capture::spec::{
-    MAX_COPY_SIZE, MAX_DEREFS, MAX_STACK_DEPTH, MAX_USER_DEREFS, SIZED_COPY_CAP,
-};
+use super::policy::CopyLimits;
+use crate::capture::spec::{MAX_COPY_SIZE, MAX_DEREFS, MAX_STACK_DEPTH, MAX_USER_DEREFS};
 use crate::capture::{AddrBase, AddrExpr, CopyRequest, MemKind};
 use dtrace_dif::flow::{self, kernel_load_size, Limits, State, Value, Visitor};
 use dtrace_dif::instr::Instr;
@@ -127,7 +126,12 @@ pub(super) struct ScanVars {
 /// copy, never a wrong result (reads are served by address), and what is not captured faults at
 /// delivery as before.
 /// `vars` carries clause-local variables (`this->`) from one object of the clause to the next.
-pub(super) fn scan_object(obj: &DifObject, strsize: u32, n: &mut ClauseNeeds, vars: &mut ScanVars) {
+pub(super) fn scan_object(
+    obj: &DifObject,
+    sizes: CopyLimits,
+    n: &mut ClauseNeeds,
+    vars: &mut ScanVars,
+) {
     let limits = Limits {
         user_hops: MAX_USER_DEREFS,
     };
@@ -136,7 +140,8 @@ pub(super) fn scan_object(obj: &DifObject, strsize: u32, n: &mut ClauseNeeds, va
         limits,
         &mut ObjectScan {
             obj,
-            strsize,
+            strsize: sizes.strsize,
+            sized: sizes.sized,
             n,
             vars,
         },
@@ -148,6 +153,8 @@ pub(super) fn scan_object(obj: &DifObject, strsize: u32, n: &mut ClauseNeeds, va
 struct ObjectScan<'a> {
     obj: &'a DifObject,
     strsize: u32,
+    /// The most bytes of a copy sized at the probe.
+    sized: u32,
     n: &'a mut ClauseNeeds,
     vars: &'a mut ScanVars,
 }
@@ -255,7 +262,7 @@ impl ObjectScan<'_> {
                     }
                     n.add_copy(CopyRequest::new(addr, MemKind::UserBytes, *size as u32))
                 }
-                (Some(addr), Some(len)) => match sized_bytes(&addr, len) {
+                (Some(addr), Some(len)) => match sized_bytes(&addr, len, self.sized) {
                     Some(c) => {
                         if subr == Subr::Copyin as u16 {
                             result = Value::Scratch(addr);
@@ -411,11 +418,12 @@ fn length_arg(len: &Value) -> Option<(usize, u64)> {
     (arg < crate::capture::layout::NARGS).then_some((arg, max))
 }
 
-/// `copyin(addr, len)` with a length known only at the probe: at most [`SIZED_COPY_CAP`] bytes
-/// (fewer when the length is limited by a constant).
-fn sized_bytes(addr: &AddrExpr, len: &Value) -> Option<CopyRequest> {
+/// `copyin(addr, len)` with a length known only at the probe: at most `most` bytes (the
+/// program's `scratchsize`, see `policy::sized_copy_limit`; fewer when the length is limited by
+/// a constant).
+fn sized_bytes(addr: &AddrExpr, len: &Value, most: u32) -> Option<CopyRequest> {
     let (arg, max) = length_arg(len)?;
-    let size = max.min(u64::from(SIZED_COPY_CAP)) as u32;
+    let size = max.min(u64::from(most)) as u32;
     (size > 0).then(|| CopyRequest {
         addr: addr.clone(),
         kind: MemKind::UserBytes,

@@ -3,7 +3,7 @@
 //! requests and the merged [`CaptureSpec`].
 
 use super::*;
-use crate::capture::spec::{MAX_USER_DEREFS, SIZED_COPY_CAP};
+use crate::capture::spec::{MAX_SIZED_COPY, MAX_USER_DEREFS};
 use crate::capture::{AddrBase, AddrExpr, CopyRequest, MemKind};
 
 fn needs(src: &str) -> ProgramNeeds {
@@ -41,7 +41,7 @@ fn copyin_sized_by_an_argument() {
         vec![user(
             AddrExpr::arg(1),
             MemKind::UserBytes,
-            SIZED_COPY_CAP,
+            MAX_SIZED_COPY,
             Some(2)
         )]
     );
@@ -51,7 +51,7 @@ fn copyin_sized_by_an_argument() {
         vec![user(
             AddrExpr::arg(1),
             MemKind::UserBytes,
-            SIZED_COPY_CAP,
+            MAX_SIZED_COPY,
             Some(2)
         )]
     );
@@ -80,14 +80,30 @@ fn limited_lengths_reserve_less() {
         vec![user(AddrExpr::arg(1), MemKind::UserBytes, 100, Some(2))],
         "{c:?}"
     );
-    // A bound above the cap keeps the cap.
+    // A bound above the limit (the default scratchsize) keeps the limit.
     let c = one("syscall::write:entry { tracemem(copyin(arg1, arg2 & 0xffffff), 64); }");
-    assert_eq!(c.copies[0].size, SIZED_COPY_CAP);
+    assert_eq!(c.copies[0].size, MAX_SIZED_COPY);
     // A length computed otherwise is not foreseen: read at delivery as before.
     let c = one("syscall::write:entry { tracemem(copyin(arg1, arg2 * 2), 64); }");
     assert!(c.unresolved_copyin && c.copies.is_empty(), "{c:?}");
     let c = one("syscall::write:entry { tracemem(copyin(arg1, arg2 & 0), 64); }");
     assert!(c.unresolved_copyin && c.copies.is_empty(), "{c:?}");
+}
+
+#[test]
+fn sized_copies_take_at_most_the_scratch_space() {
+    // copyin() allocates its bytes in scratch: a longer copy faults in the interpreter before
+    // it reads, so the probe takes at most scratchsize (rounded up to 8, as the framework does).
+    let c = one("#pragma D option scratchsize=5000\n\
+         syscall::write:entry { tracemem(copyin(arg1, arg2), 64); }");
+    assert_eq!(c.copies[0].size, 5000);
+    let c = one("#pragma D option scratchsize=4095\n\
+         syscall::write:entry { tracemem(copyin(arg1, arg2), 64); }");
+    assert_eq!(c.copies[0].size, 4096);
+    // A larger scratchsize: the most the probe takes.
+    let c = one("#pragma D option scratchsize=64m\n\
+         syscall::write:entry { tracemem(copyin(arg1, arg2), 64); }");
+    assert_eq!(c.copies[0].size, MAX_SIZED_COPY);
 }
 
 #[test]
