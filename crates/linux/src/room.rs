@@ -10,7 +10,11 @@
 //! records the CPU may have built at the probe since tracing began (written by dtrace only), the
 //! records refused for lack of room (drops of the principal buffer, which fill a `fill` buffer),
 //! and the bytes taken, less those given back (a record fits while this plus its size stays
-//! within the grant).
+//! within the grant). The records dtrace builds itself for a CPU's buffer (clauses that run there)
+//! take their room from the same account ([`RoomMap`] is the framework's
+//! [`SharedRoom`](dtrace_framework::buffer::SharedRoom)), so that the records of both sides never
+//! pass the buffer between two switches; both sides take with an atomic add, and give back what
+//! passed the grant.
 
 use crate::bpf::Map;
 use crate::error::{LinuxError, Result};
@@ -32,6 +36,10 @@ pub struct RoomMap {
     base: std::ptr::NonNull<u8>,
     len: usize,
     ncpus: usize,
+    /// Per CPU, the bytes of records that reached dtrace's buffer through this account since
+    /// tracing began (those built at the probe once read from the ring, dtrace's own at once):
+    /// the rest of [`USED`] is on its way, and takes room from the next grant.
+    landed: Vec<AtomicU64>,
 }
 
 // SAFETY: the mapping is shared memory that every access reaches through `AtomicU64`; it lives as
@@ -73,6 +81,7 @@ impl RoomMap {
             base,
             len,
             ncpus,
+            landed: (0..ncpus).map(|_| AtomicU64::new(0)).collect(),
         };
         for cpu in 0..ncpus {
             room.set_granted(cpu, u64::MAX);
@@ -107,6 +116,20 @@ impl RoomMap {
         }
     }
 
+    /// Counts `bytes` of a record built at the probe for `cpu` as arrived in dtrace's buffer.
+    pub fn land(&self, cpu: usize, bytes: u64) {
+        if let Some(l) = self.landed.get(cpu) {
+            l.fetch_add(bytes, Ordering::AcqRel);
+        }
+    }
+
+    /// The bytes of `cpu`'s records that reached dtrace's buffer (see [`RoomMap::land`]).
+    pub fn landed(&self, cpu: usize) -> u64 {
+        self.landed
+            .get(cpu)
+            .map_or(0, |l| l.load(Ordering::Acquire))
+    }
+
     /// `cpu`'s grant.
     pub fn granted(&self, cpu: usize) -> u64 {
         self.field(cpu, GRANTED)
@@ -128,6 +151,37 @@ impl RoomMap {
                     .map_or(0, |f| f.load(Ordering::Acquire))
             })
             .collect()
+    }
+}
+
+impl dtrace_framework::buffer::SharedRoom for RoomMap {
+    fn take(&self, cpu: u32, bytes: u64) -> bool {
+        let cpu = cpu as usize;
+        let Some(used) = self.field(cpu, USED) else {
+            return true;
+        };
+        let before = used.fetch_add(bytes, Ordering::AcqRel);
+        if before.saturating_add(bytes) > self.granted(cpu) {
+            used.fetch_sub(bytes, Ordering::AcqRel);
+            return false;
+        }
+        // A record dtrace builds reaches its buffer at once.
+        self.land(cpu, bytes);
+        true
+    }
+
+    fn give(&self, cpu: u32, bytes: u64) {
+        let cpu = cpu as usize;
+        if let Some(used) = self.field(cpu, USED) {
+            used.fetch_sub(bytes, Ordering::AcqRel);
+        }
+        if let Some(l) = self.landed.get(cpu) {
+            l.fetch_sub(bytes, Ordering::AcqRel);
+        }
+    }
+
+    fn close(&self, cpu: u32) {
+        self.set_granted(cpu as usize, 0);
     }
 }
 

@@ -147,11 +147,7 @@ pub struct Session {
     drops: Map,
     /// The room each CPU's principal buffer has for records built at the probe (see
     /// [`Session::set_record_room`]).
-    room: crate::room::RoomMap,
-    /// Bytes of the records each CPU built at the probe for its principal buffer that were
-    /// read from the ring (indexed by CPU number): they are no longer on their way, and the
-    /// room they took is dtrace's to give again once its buffer is switched.
-    room_arrived: Vec<u64>,
+    room: std::sync::Arc<crate::room::RoomMap>,
     /// The thread-variable mirror, created with the first probe that uses it.
     mirror: Option<Map>,
     ring: RingBuf,
@@ -331,7 +327,10 @@ impl Session {
         )?;
         let n = crate::bpf::map::possible_cpus()?;
         // No limit until the framework's buffers give one.
-        let room = crate::room::RoomMap::create(&format!("{}_room", opts.name_prefix), n)?;
+        let room = std::sync::Arc::new(crate::room::RoomMap::create(
+            &format!("{}_room", opts.name_prefix),
+            n,
+        )?);
         let session_room = room;
         Ok(Session {
             enabled: Vec::new(),
@@ -354,7 +353,6 @@ impl Session {
             vfloor: crate::vtime::VtimeFloor::new(),
             drops,
             room: session_room,
-            room_arrived: vec![0; n],
             mirror: None,
             ring,
         })
@@ -887,6 +885,12 @@ impl Session {
         Ok(self.room.refusals())
     }
 
+    /// The principal buffers' room shared by the records built at the probe and those dtrace
+    /// builds for the same buffers (see [`crate::room`]).
+    pub fn shared_room(&self) -> std::sync::Arc<crate::room::RoomMap> {
+        self.room.clone()
+    }
+
     /// Sets the room each CPU's principal buffer has for records built at the probe, just
     /// switched (empty), until the next call (indexed by CPU number; a CPU not given gets
     /// none): a clause whose record does not fit in its CPU's room is skipped whole and counted
@@ -898,8 +902,10 @@ impl Session {
     /// set here to the bytes already read from the ring plus `room`).
     pub fn set_record_room(&self, room: &[u64]) -> Result<()> {
         for cpu in 0..self.room.ncpus() {
-            let arrived = self.room_arrived.get(cpu).copied().unwrap_or(0);
-            let granted = arrived.saturating_add(room.get(cpu).copied().unwrap_or(0));
+            let granted = self
+                .room
+                .landed(cpu)
+                .saturating_add(room.get(cpu).copied().unwrap_or(0));
             self.room.set_granted(cpu, granted);
         }
         Ok(())
@@ -1004,9 +1010,7 @@ impl Session {
                     // Its room comes back at the next switch (a speculated record gave
                     // its room back when it was built).
                     if b.spec == 0 {
-                        if let Some(a) = self.room_arrived.get_mut(b.cpu as usize) {
-                            *a = a.saturating_add(b.data.len() as u64);
-                        }
+                        self.room.land(b.cpu as usize, b.data.len() as u64);
                     }
                     f(Delivery::Built(b));
                     n += 1;

@@ -941,10 +941,16 @@ fn emit_reserve(
     a.call(helper::GET_SMP_PROCESSOR_ID)
         .store(Size::DW, R10, REC, R0);
     emit_room_account(a, ring.room, VAL, lost);
+    // Taken at once (dtrace takes room from the same account, see `crate::room`), and given
+    // back when it passed the grant.
+    let fits = a.label();
+    a.mov_imm(R2, needed).atomic_fetch_add64(R0, USED, R2);
+    a.alu_imm(op::ADD, R2, needed);
     a.load(Size::DW, R1, R0, GRANTED);
-    a.load(Size::DW, R2, R0, USED).alu_imm(op::ADD, R2, needed);
-    a.jmp_reg(op::JGT, R2, R1, refused);
-    a.store(Size::DW, R0, USED, R2);
+    a.jmp_reg(op::JLE, R2, R1, fits);
+    a.mov_imm(R2, -needed).atomic_add64(R0, USED, R2);
+    a.ja(refused);
+    a.bind(fits);
     a.store(Size::DW, R10, VAL, R0);
     a.ld_map_fd(R1, ring.ring)
         .mov_imm(R2, total32)
@@ -953,8 +959,7 @@ fn emit_reserve(
     a.jmp_imm(op::JNE, R0, 0, have);
     // The ring had no room: a drop, but not the principal buffer's, whose room comes back.
     a.load(Size::DW, R1, R10, VAL);
-    a.load(Size::DW, R2, R1, USED).alu_imm(op::SUB, R2, needed);
-    a.store(Size::DW, R1, USED, R2);
+    a.mov_imm(R2, -needed).atomic_add64(R1, USED, R2);
     a.ja(lost);
     // The principal buffer had no room: counted apart too (see `Session::cpu_room_refusals`),
     // as such a drop fills a `fill` buffer.
@@ -1023,8 +1028,7 @@ pub(crate) fn emit_give_room(a: &mut Asm, room: i32, size: u32, slot: i16) {
     }
     let none = a.label();
     emit_room_account(a, room, slot, none);
-    a.load(Size::DW, R1, R0, USED).alu_imm(op::SUB, R1, needed);
-    a.store(Size::DW, R0, USED, R1);
+    a.mov_imm(R1, -needed).atomic_add64(R0, USED, R1);
     a.bind(none);
 }
 
