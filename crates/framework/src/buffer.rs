@@ -213,7 +213,7 @@ impl PrincipalBuffer {
                 if reserved {
                     self.pending = 0;
                 }
-                let local = !(self.full && !for_end) && self.data.len() + len <= limit;
+                let local = (for_end || !self.full) && self.data.len() + len <= limit;
                 let shared = local && (reserved || self.take_shared(len, for_end));
                 if !shared {
                     if reserved {
