@@ -747,3 +747,77 @@ fn a_fill_buffer_filled_at_the_probe_keeps_no_later_record() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn records_built_at_the_probe_and_in_dtrace_share_one_buffer() {
+    let t = "records_built_at_the_probe_and_in_dtrace_share_one_buffer";
+    if !kernel_ok(t) {
+        return;
+    }
+    // One CPU's writes, two clauses: entry's record is built in dtrace (getmajor() is not
+    // translated), return's at the probe. Both go to CPU 0's one 4k principal buffer, as in
+    // DTrace, so together they never pass it: records of 24 bytes (EPID, timestamp, an
+    // integer), 170 at most, however the two sides' records interleave; the rest are drops,
+    // under `fill` and `switch` alike (a switch interval of 10 s: one interval).
+    let script =
+        "syscall::write:entry /pid == $target/ { printf(\"d %d\\n\", arg2 + getmajor(0)); } \
+        syscall::write:return /pid == $target/ { printf(\"k %d\\n\", arg1); }";
+    // Few writes (a burst of them still overflows the buffer), so that the other tests' runs
+    // with the kernel paths off, which capture every write, do not lose theirs to these.
+    let writes = 2000;
+    let cmd = format!("taskset -c 0 dd if=/dev/zero of=/dev/null bs=1 count={writes} status=none");
+    for policy in ["fill", "switch"] {
+        let pol = format!("bufpolicy={policy}");
+        let args = [
+            "-qv",
+            "-b",
+            "4k",
+            "-x",
+            &pol,
+            "-x",
+            "switchrate=10s",
+            "-n",
+            script,
+            "-c",
+            &cmd,
+        ];
+        let (rc, out, err) = common::dtrace_with_env(&[], &args);
+        assert_eq!(rc, 0, "{err}");
+        assert!(
+            clause_lines(&err, 1)
+                .iter()
+                .any(|l| l.contains("records are built in dtrace")),
+            "{err}"
+        );
+        assert!(
+            clause_lines(&err, 2)
+                .iter()
+                .any(|l| l.contains("runs whole in the kernel at 1 probe")),
+            "{err}"
+        );
+        let count = |v: &str| {
+            out.lines()
+                .filter(|l| l.split(' ').next() == Some(v))
+                .count()
+        };
+        let (d, k) = (count("d") as u64, count("k") as u64);
+        assert!(
+            d > 0 && k > 0,
+            "{policy}: {d} built in dtrace, {k} at the probe\n{err}"
+        );
+        assert!(
+            (d + k) * 24 <= 4096,
+            "{policy}: {d} built in dtrace and {k} at the probe pass the 4k buffer\n{err}"
+        );
+        // Under `switch` every firing's record was kept or dropped; a filled `fill` buffer
+        // ends tracing, and later firings are no drops.
+        let drops = drops_reported(&err);
+        assert!(drops > 0, "{policy}: {d} + {k} kept, no drop\n{err}");
+        if policy == "switch" {
+            assert!(
+                d + k + drops >= 2 * writes,
+                "{policy}: {d} + {k} kept, {drops} dropped\n{err}"
+            );
+        }
+    }
+}

@@ -366,6 +366,13 @@ impl Asm {
         self.emit(op::STX | op::ATOMIC | op::DW, dst, src, off, BPF_CMPXCHG)
     }
 
+    /// Atomic `*(u64 *)(dst + off) += src`, `src` getting the old value (`BPF_ADD | BPF_FETCH`,
+    /// Linux 5.12).
+    pub fn atomic_fetch_add64(&mut self, dst: Reg, off: i16, src: Reg) -> &mut Self {
+        const BPF_FETCH: i32 = 0x01;
+        self.emit(op::STX | op::ATOMIC | op::DW, dst, src, off, BPF_FETCH)
+    }
+
     /// Atomic `*(u64 *)(dst + off) += src`.
     pub fn atomic_add64(&mut self, dst: Reg, off: i16, src: Reg) -> &mut Self {
         self.emit(op::STX | op::ATOMIC | op::DW, dst, src, off, 0)

@@ -6,9 +6,28 @@
 //! room is taken before the clause runs ([`PrincipalBuffer::reserve`], DTrace's `dte_needed`): a
 //! clause without room is skipped whole. Records built where their probe fired took their room
 //! there ([`PrincipalBuffer::room_elsewhere`]) and are kept ([`PrincipalBuffer::append_reserved`]).
+//! When some clauses run there and others here, a buffer has one account of its room with the
+//! place where probes fire ([`SharedRoom`]): what either side builds for a CPU counts against
+//! that CPU's one buffer, as in DTrace, where every ECB reserves in the same buffer.
 
 use crate::options::BufPolicy;
 use std::collections::VecDeque;
+use std::sync::Arc;
+
+/// A CPU's principal-buffer room kept with the place where probes fire, which builds records
+/// for the same buffer (see [`crate::Framework::share_room`]): the room it grants for an interval
+/// between switches is the buffer's, and records built here take theirs from it too, so that
+/// together they never pass the buffer. `switch` and `fill` buffers use it (a `ring` always has
+/// room); records for END, built once probes no longer fire, do not.
+pub trait SharedRoom: Send + Sync {
+    /// Takes `bytes` of `cpu`'s room; `false` (nothing taken) when they would pass its grant.
+    fn take(&self, cpu: u32, bytes: u64) -> bool;
+    /// Gives back `bytes` taken from `cpu`'s room by [`SharedRoom::take`] for a record that did
+    /// not reach the buffer.
+    fn give(&self, cpu: u32, bytes: u64);
+    /// `cpu`'s `fill` buffer has filled: no record built where probes fire is kept any more.
+    fn close(&self, cpu: u32);
+}
 
 /// Rounds `n` up to a multiple of 8.
 pub fn align8(n: usize) -> usize {
@@ -28,6 +47,17 @@ pub struct PrincipalBuffer {
     ring_lens: VecDeque<usize>,
     drops: u64,
     full: bool,
+    /// The room shared with the place where probes fire, and this buffer's CPU there.
+    shared: Option<(Arc<dyn SharedRoom>, u32)>,
+    /// Bytes taken from [`PrincipalBuffer::shared`] by [`PrincipalBuffer::reserve`] for a
+    /// record not appended yet.
+    pending: u64,
+}
+
+impl std::fmt::Debug for dyn SharedRoom {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SharedRoom")
+    }
 }
 
 impl PrincipalBuffer {
@@ -43,7 +73,53 @@ impl PrincipalBuffer {
             ring_lens: VecDeque::new(),
             drops: 0,
             full: false,
+            shared: None,
+            pending: 0,
         }
+    }
+
+    /// Keeps this buffer's room in one account with the place where probes fire (see
+    /// [`SharedRoom`]), as CPU `cpu` there; `None` keeps it here alone.
+    pub fn share_room(&mut self, shared: Option<Arc<dyn SharedRoom>>, cpu: u32) {
+        self.shared = shared.map(|s| (s, cpu));
+    }
+
+    /// Takes `len` bytes from the shared room (see [`SharedRoom`]) for a record not for END:
+    /// `false` when it has none. Always `true` without one, or for a `ring` buffer.
+    fn take_shared(&mut self, len: usize, for_end: bool) -> bool {
+        match &self.shared {
+            Some((s, cpu)) if !for_end && self.policy != BufPolicy::Ring => {
+                s.take(*cpu, len as u64)
+            }
+            _ => true,
+        }
+    }
+
+    /// Gives `len` bytes taken by [`PrincipalBuffer::take_shared`] back.
+    fn give_shared(&mut self, len: u64) {
+        if let (Some((s, cpu)), true) = (&self.shared, len > 0) {
+            s.give(*cpu, len);
+        }
+    }
+
+    /// A `fill` buffer is full: so is the shared room.
+    fn set_full(&mut self) {
+        if self.policy == BufPolicy::Fill {
+            if !self.full {
+                if let Some((s, cpu)) = &self.shared {
+                    s.close(*cpu);
+                }
+            }
+            self.full = true;
+        }
+    }
+
+    /// Gives back the room [`PrincipalBuffer::reserve`] took for a record that was not
+    /// appended (its clause recorded nothing here: a false predicate, a fault, a speculation, a
+    /// dropped store); nothing when none is pending.
+    pub fn release(&mut self) {
+        let len = std::mem::take(&mut self.pending);
+        self.give_shared(len);
     }
 
     /// Sets the space kept for END records (fill policy).
@@ -91,11 +167,15 @@ impl PrincipalBuffer {
                 (for_end || !self.full) && self.data.len() + len <= limit
             }
         };
+        let fits = fits && self.take_shared(len, for_end);
         if !fits {
             self.drops += 1;
-            if self.policy == BufPolicy::Fill && !for_end {
-                self.full = true;
+            if !for_end {
+                self.set_full();
             }
+        } else if self.shared.is_some() && !for_end && self.policy != BufPolicy::Ring {
+            self.release();
+            self.pending = len as u64;
         }
         fits
     }
@@ -128,10 +208,20 @@ impl PrincipalBuffer {
                 } else {
                     self.size
                 };
-                if (self.full && !for_end) || self.data.len() + len > limit {
+                // Its room was taken by `reserve` (the pending reservation), or is taken now.
+                let reserved = self.pending > 0 && self.pending == len as u64;
+                if reserved {
+                    self.pending = 0;
+                }
+                let local = (for_end || !self.full) && self.data.len() + len <= limit;
+                let shared = local && (reserved || self.take_shared(len, for_end));
+                if !shared {
+                    if reserved {
+                        self.give_shared(len as u64);
+                    }
                     self.drops += 1;
-                    if self.policy == BufPolicy::Fill && !for_end {
-                        self.full = true;
+                    if !for_end {
+                        self.set_full();
                     }
                     return false;
                 }
@@ -144,14 +234,16 @@ impl PrincipalBuffer {
 
     /// The room this buffer gives records built where their probe fired, which reserve it there
     /// before their clause runs, for the interval until the buffer is next taken: the whole buffer
-    /// under `switch` (less the END reserve under `fill`, and nothing once a fill buffer is full);
-    /// no limit under `ring`, which always has room.
+    /// under `switch`, less the records it holds (BEGIN's, before the first switch), and less the
+    /// END reserve under `fill` (nothing once a fill buffer is full); no limit under `ring`,
+    /// which always has room.
     pub fn room_elsewhere(&self) -> u64 {
+        let held = self.data.len();
         match self.policy {
             BufPolicy::Ring => u64::MAX,
-            BufPolicy::Switch => self.size as u64,
+            BufPolicy::Switch => self.size.saturating_sub(held) as u64,
             BufPolicy::Fill if self.full => 0,
-            BufPolicy::Fill => (self.size - self.reserve) as u64,
+            BufPolicy::Fill => (self.size - self.reserve).saturating_sub(held) as u64,
         }
     }
 
@@ -171,9 +263,7 @@ impl PrincipalBuffer {
 
     /// Marks a fill-policy buffer full: its room was exhausted where probes fire.
     pub fn fill(&mut self) {
-        if self.policy == BufPolicy::Fill {
-            self.full = true;
-        }
+        self.set_full();
     }
 
     /// Appends bytes that are already a sequence of aligned records (a committed speculation) as one
@@ -189,11 +279,12 @@ impl PrincipalBuffer {
                 true
             }
             _ => {
-                if self.full || self.data.len() + records.len() > self.size - self.reserve {
+                if self.full
+                    || self.data.len() + records.len() > self.size - self.reserve
+                    || !self.take_shared(records.len(), false)
+                {
                     self.drops += 1;
-                    if self.policy == BufPolicy::Fill {
-                        self.full = true;
-                    }
+                    self.set_full();
                     return false;
                 }
                 self.data.extend_from_slice(records);
@@ -366,5 +457,83 @@ mod tests {
         assert!(!s.append(&rec(1, 12), 32));
         assert_eq!(s.drops, 1);
         assert_eq!(s.lens, vec![16, 16]);
+    }
+
+    /// A shared room as the place where probes fire keeps it: a grant, the bytes used, and
+    /// whether it was closed.
+    #[derive(Default)]
+    struct Room {
+        granted: std::sync::atomic::AtomicU64,
+        used: std::sync::atomic::AtomicU64,
+        closed: std::sync::atomic::AtomicBool,
+    }
+
+    impl SharedRoom for Room {
+        fn take(&self, _cpu: u32, bytes: u64) -> bool {
+            use std::sync::atomic::Ordering::SeqCst;
+            if self.used.load(SeqCst) + bytes > self.granted.load(SeqCst) {
+                return false;
+            }
+            self.used.fetch_add(bytes, SeqCst);
+            true
+        }
+        fn give(&self, _cpu: u32, bytes: u64) {
+            self.used
+                .fetch_sub(bytes, std::sync::atomic::Ordering::SeqCst);
+        }
+        fn close(&self, _cpu: u32) {
+            self.closed.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn records_built_here_take_their_room_from_the_shared_account() {
+        use std::sync::atomic::Ordering::SeqCst;
+        let room = Arc::new(Room::default());
+        room.granted.store(64, SeqCst);
+        let mut b = PrincipalBuffer::new(BufPolicy::Fill, 128, Vec::new());
+        b.share_room(Some(room.clone()), 0);
+        // The place where probes fire took 40 bytes of the 64 granted (records on their way).
+        room.used.store(40, SeqCst);
+        // A clause's reservation takes its room at once; its record, appended, keeps it.
+        assert!(b.reserve(12, false));
+        assert_eq!(room.used.load(SeqCst), 56);
+        assert!(b.append(&rec(1, 12), false));
+        b.release();
+        assert_eq!(room.used.load(SeqCst), 56);
+        // A clause that recorded nothing (a false predicate) gives its room back.
+        assert!(b.reserve(8, false));
+        b.release();
+        assert_eq!(room.used.load(SeqCst), 56);
+        // A record taken without a reservation (a fault record) takes its room too.
+        assert!(b.append(&rec(1, 8), false));
+        assert_eq!(room.used.load(SeqCst), 64);
+        // The buffer itself has room (24 of 128 bytes held), the account none: a drop, and the
+        // fill buffer is full, its shared room closed.
+        assert!(!b.reserve(8, false));
+        assert!(b.is_full());
+        assert!(room.closed.load(SeqCst));
+        assert_eq!(room.used.load(SeqCst), 64);
+        // END's records do not take from it.
+        assert!(b.append(&rec(1, 8), true));
+        assert_eq!(b.take().1, 1);
+        // A ring buffer does not use it.
+        let mut r = PrincipalBuffer::new(BufPolicy::Ring, 32, Vec::new());
+        r.share_room(Some(room.clone()), 0);
+        assert!(r.reserve(16, false) && r.append(&rec(1, 16), false));
+        assert_eq!(room.used.load(SeqCst), 64);
+    }
+
+    #[test]
+    fn room_elsewhere_leaves_the_records_held_their_room() {
+        let mut b = PrincipalBuffer::new(BufPolicy::Switch, 64, Vec::new());
+        assert!(b.append(&rec(1, 12), false));
+        assert_eq!(b.room_elsewhere(), 48);
+        let mut f = PrincipalBuffer::new(BufPolicy::Fill, 64, Vec::new());
+        f.set_reserve(16);
+        assert!(f.append(&rec(1, 12), false));
+        assert_eq!(f.room_elsewhere(), 32);
+        f.take();
+        assert_eq!(f.room_elsewhere(), 48);
     }
 }

@@ -177,7 +177,13 @@ impl Framework {
             if e.elsewhere && !ctx.handed_over {
                 continue;
             }
-            if let Outcome::Fault { kind, addr, pc } = self.run_ecb(e, cpu, ctx, mem, ts) {
+            let outcome = self.run_ecb(e, cpu, ctx, mem, ts);
+            // Room the clause took and did not use goes back to the account it shares with the
+            // place where probes fire (see `Framework::share_room`).
+            if let Some(c) = self.cpus.get_mut(cpu as usize) {
+                c.principal.release();
+            }
+            if let Outcome::Fault { kind, addr, pc } = outcome {
                 self.status.errors += 1;
                 if in_error {
                     self.status.dblerrors += 1;

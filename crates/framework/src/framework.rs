@@ -1003,6 +1003,19 @@ impl Framework {
             .collect()
     }
 
+    /// Keeps each CPU's principal-buffer room in one account with the place where probes fire
+    /// and build records for the same buffers ([`SharedRoom`](crate::buffer::SharedRoom)): the
+    /// records built here (by the clauses that do not run there, and ERROR's fault records and
+    /// committed speculations) take their room from it too, so that the records of both never
+    /// pass a buffer between two switches. Call once tracing has gone (BEGIN's records are in
+    /// the buffers, and [`Framework::record_room_elsewhere`] leaves them their room), before the
+    /// first grant; `None` ends the sharing.
+    pub fn share_room(&mut self, shared: Option<std::sync::Arc<dyn crate::buffer::SharedRoom>>) {
+        for (cpu, c) in self.cpus.iter_mut().enumerate() {
+            c.principal.share_room(shared.clone(), cpu as u32);
+        }
+    }
+
     /// A fill-policy buffer of `cpu` filled where its probes fire (a record found no room
     /// there): it is full here too, and the status says so.
     pub fn fill_elsewhere(&mut self, cpu: u32) {

@@ -48,6 +48,7 @@ pub mod live;
 pub mod process;
 pub mod provider;
 pub mod rlc;
+pub mod room;
 pub mod rtld;
 pub mod session;
 pub mod signals;

@@ -153,11 +153,7 @@ pub struct Session {
     drops: Map,
     /// The room each CPU's principal buffer has for records built at the probe (see
     /// [`Session::set_record_room`]).
-    room: Map,
-    /// Bytes of the records each CPU built at the probe for its principal buffer that were
-    /// read from the ring (indexed by CPU number): they are no longer on their way, and the
-    /// room they took is dtrace's to give again once its buffer is switched.
-    room_arrived: Vec<u64>,
+    room: std::sync::Arc<crate::room::RoomMap>,
     /// The thread-variable mirror, created with the first probe that uses it.
     mirror: Option<Map>,
     ring: RingBuf,
@@ -335,19 +331,12 @@ impl Session {
             8,
             1,
         )?;
-        let room = Map::create(
-            MapKind::PerCpuArray,
-            &format!("{}_room", opts.name_prefix),
-            4,
-            8,
-            3,
-        )?;
-        // No limit until the framework's buffers give one.
         let n = crate::bpf::map::possible_cpus()?;
-        room.update(
-            &crate::capture::codegen::ROOM_GRANTED.to_le_bytes(),
-            &u64::MAX.to_le_bytes().repeat(n),
-        )?;
+        // No limit until the framework's buffers give one.
+        let room = std::sync::Arc::new(crate::room::RoomMap::create(
+            &format!("{}_room", opts.name_prefix),
+            n,
+        )?);
         let session_room = room;
         Ok(Session {
             enabled: Vec::new(),
@@ -370,7 +359,6 @@ impl Session {
             vfloor: crate::vtime::VtimeFloor::new(),
             drops,
             room: session_room,
-            room_arrived: vec![0; n],
             mirror: None,
             ring,
         })
@@ -914,7 +902,13 @@ impl Session {
     /// among [`Session::cpu_drops`], which also counts records the ring had no room for: only
     /// these fill a `fill` buffer, as DTrace's fills when a reservation in it fails.
     pub fn cpu_room_refusals(&self) -> Result<Vec<u64>> {
-        self.room.percpu_u64(crate::capture::codegen::ROOM_REFUSALS)
+        Ok(self.room.refusals())
+    }
+
+    /// The principal buffers' room shared by the records built at the probe and those dtrace
+    /// builds for the same buffers (see [`crate::room`]).
+    pub fn shared_room(&self) -> std::sync::Arc<crate::room::RoomMap> {
+        self.room.clone()
     }
 
     /// Sets the room each CPU's principal buffer has for records built at the probe, just
@@ -924,18 +918,17 @@ impl Session {
     /// refuses a record the kernel built after the clause's stores were made. `u64::MAX`: no
     /// limit (a `ring` buffer). Records built before the call and not yet read from the ring
     /// will land in the buffer after the switch: their room is taken from `room` (the kernel
-    /// checks its use against a grant, [`ROOM_GRANTED`](crate::capture::codegen::ROOM_GRANTED),
+    /// checks its use against a grant, [`crate::room::GRANTED`],
     /// set here to the bytes already read from the ring plus `room`).
     pub fn set_record_room(&self, room: &[u64]) -> Result<()> {
-        let n = crate::bpf::map::possible_cpus()?;
-        let mut value = vec![0u8; n * 8];
-        for (cpu, chunk) in value.chunks_exact_mut(8).enumerate() {
-            let arrived = self.room_arrived.get(cpu).copied().unwrap_or(0);
-            let granted = arrived.saturating_add(room.get(cpu).copied().unwrap_or(0));
-            chunk.copy_from_slice(&granted.to_le_bytes());
+        for cpu in 0..self.room.ncpus() {
+            let granted = self
+                .room
+                .landed(cpu)
+                .saturating_add(room.get(cpu).copied().unwrap_or(0));
+            self.room.set_granted(cpu, granted);
         }
-        self.room
-            .update(&crate::capture::codegen::ROOM_GRANTED.to_le_bytes(), &value)
+        Ok(())
     }
 
     /// The ring's descriptor, readable once records wait in it, for a wait on it among others
@@ -1037,9 +1030,7 @@ impl Session {
                     // Its room comes back at the next switch (a speculated record gave
                     // its room back when it was built).
                     if b.spec == 0 {
-                        if let Some(a) = self.room_arrived.get_mut(b.cpu as usize) {
-                            *a = a.saturating_add(b.data.len() as u64);
-                        }
+                        self.room.land(b.cpu as usize, b.data.len() as u64);
                     }
                     f(Delivery::Built(b));
                     n += 1;

@@ -471,7 +471,10 @@ impl Tracer for KernelTracer {
         self.reported_drops = self.linux.cpu_drops().map_err(be)?;
         self.room_refusals_seen = self.linux.cpu_room_refusals().map_err(be)?;
         self.inner.go()?;
-        // The room the principal buffers give records built at the probe.
+        // The room the principal buffers give records built at the probe, one account per CPU
+        // with the records built here.
+        let shared = self.linux.shared_room();
+        self.inner.framework().share_room(shared);
         let room = self.inner.framework().record_room_elsewhere();
         self.linux.set_record_room(&room).map_err(be)?;
         // BEGIN has fired: nothing captured before it is delivered, nor aggregated. The globals

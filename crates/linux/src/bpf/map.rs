@@ -67,7 +67,24 @@ impl Map {
         value_size: u32,
         max_entries: u32,
     ) -> Result<Map> {
-        Map::create_inner(kind, name, key_size, value_size, max_entries, None)
+        Map::create_inner(kind, name, key_size, value_size, max_entries, None, 0)
+    }
+
+    /// Creates a [`MapKind::Array`] of `max_entries` values of `value_size` bytes that user space
+    /// may map into its memory (`BPF_F_MMAPABLE`): its values are then read and written there
+    /// with no system call, while programs look them up as any array's.
+    pub fn create_mmapable(name: &str, value_size: u32, max_entries: u32) -> Result<Map> {
+        /// `BPF_F_MMAPABLE`.
+        const MMAPABLE: u32 = 1 << 10;
+        Map::create_inner(
+            MapKind::Array,
+            name,
+            4,
+            value_size,
+            max_entries,
+            None,
+            MMAPABLE,
+        )
     }
 
     /// Creates an [`MapKind::ArrayOfMaps`] of `max_entries` slots for maps like `template`.
@@ -79,6 +96,7 @@ impl Map {
             4,
             max_entries,
             Some(template.raw_fd()),
+            0,
         )
     }
 
@@ -89,6 +107,7 @@ impl Map {
         value_size: u32,
         max_entries: u32,
         inner: Option<i32>,
+        flags: u32,
     ) -> Result<Map> {
         /// `BPF_F_NO_PREALLOC`.
         const NO_PREALLOC: u32 = 1;
@@ -97,11 +116,12 @@ impl Map {
             key_size,
             value_size,
             max_entries,
-            map_flags: if kind == MapKind::PerCpuHash {
-                NO_PREALLOC
-            } else {
-                0
-            },
+            map_flags: flags
+                | if kind == MapKind::PerCpuHash {
+                    NO_PREALLOC
+                } else {
+                    0
+                },
             inner_map_fd: inner.map_or(0, |fd| fd as u32),
             map_name: sys::object_name(name),
             ..Default::default()

@@ -50,18 +50,6 @@ pub struct ProbeShape {
     pub task: Option<crate::btf::TaskOffsets>,
 }
 
-/// The key of [`MapFds::room`] holding the bytes of records a CPU may have built at the probe
-/// since tracing began (dtrace's grant, raised at each switch of its buffers; only dtrace writes
-/// it).
-pub const ROOM_GRANTED: u32 = 0;
-/// The key of [`MapFds::room`] counting the records a CPU refused for lack of room (drops
-/// of DTrace's principal buffer, which fill a `fill` buffer, unlike drops of the ring).
-pub const ROOM_REFUSALS: u32 = 1;
-/// The key of [`MapFds::room`] holding the bytes of records a CPU built at the probe for its
-/// principal buffer since tracing began, less those given back (only the kernel writes it): a
-/// record fits while this plus its size stays within [`ROOM_GRANTED`].
-pub const ROOM_USED: u32 = 2;
-
 /// Map descriptors a program refers to.
 #[derive(Clone, Copy, Debug)]
 pub struct MapFds {
@@ -69,9 +57,9 @@ pub struct MapFds {
     pub ring: i32,
     /// The per-CPU drop counter (array of one u64).
     pub drops: i32,
-    /// The per-CPU room for records built at the probe (array of three u64: [`ROOM_GRANTED`],
-    /// [`ROOM_REFUSALS`], [`ROOM_USED`]; see `Session::set_record_room`): a clause whose record
-    /// does not fit is skipped whole.
+    /// The principal buffers' room for records built at the probe (one account per CPU, see
+    /// [`crate::room`] and `Session::set_record_room`): a clause whose record does not fit is
+    /// skipped whole.
     pub room: i32,
     /// The pending-retry hash (tid -> ktime and addresses), when retry at return is on.
     pub pending: Option<i32>,

@@ -55,13 +55,14 @@
 //! context, as DTrace fires ERROR in the faulting thread's). A full ring counts a drop. What the translator does not handle stays in dtrace, with the reason in
 //! the report.
 
-use super::codegen::{ProbeShape, ROOM_GRANTED, ROOM_REFUSALS, ROOM_USED};
+use super::codegen::ProbeShape;
 use super::filter::{Clocks, ShapeContext, FRAME};
 use super::spec::{
     kernel_key_layout, short_string_keys, string_key_hash, AggStore, CodeBase, KernelAgg,
     KernelAggClause, KernelAggs, KeyKind, SignalAction, MAX_KAGG_KEY, STRING_CONST_MARK,
 };
 use crate::bpf::insn::{helper, op, Asm, Label, Reg, Size, R0, R1, R10, R2, R3, R4, R5, R6, R7};
+use crate::room::{GRANTED, REFUSALS, USED};
 use dtrace_dif::object::DifObject;
 use dtrace_dif::program::ActionKind;
 use dtrace_ebpf::translate::{self, Fragment, Frame, Untranslatable, ValueKind};
@@ -911,7 +912,7 @@ fn emit_string_checks(
 /// holds zero and control goes to `skip`: the clause is skipped whole (no store, no aggregation,
 /// no signal), as DTrace's `dtrace_probe()` skips an ECB whose `dte_needed` bytes it cannot
 /// reserve in the principal buffer. A refusal for the buffer's room is also counted at
-/// [`ROOM_REFUSALS`] (it fills a `fill` buffer); a refusal of the ring's gives the room back.
+/// the account's [`REFUSALS`] (it fills a `fill` buffer); a refusal of the ring's gives the room back.
 /// A record of no size (`stop()` alone) reserves nothing.
 fn emit_reserve(
     a: &mut Asm,
@@ -934,45 +935,52 @@ fn emit_reserve(
     let needed = i32::try_from((r.size as usize).next_multiple_of(8))
         .map_err(|_| crate::error::LinuxError::Asm("record too large".into()))?;
     let (have, refused, lost) = (a.label(), a.label(), a.label());
-    // The room the CPU's principal buffer has left for it (dtrace's, see
-    // `Session::set_record_room`): taken first, so dtrace never refuses the record. What
-    // dtrace granted (kept at REC for a moment), then what the CPU used of it.
-    emit_room_slot(a, ring.room, ROOM_GRANTED, VAL, refused);
-    a.load(Size::DW, R1, R0, 0).store(Size::DW, R10, REC, R1);
-    emit_room_slot(a, ring.room, ROOM_USED, VAL, refused);
-    a.load(Size::DW, R1, R0, 0).alu_imm(op::ADD, R1, needed);
-    a.load(Size::DW, R2, R10, REC);
-    a.jmp_reg(op::JGT, R1, R2, refused);
-    a.store(Size::DW, R0, 0, R1);
+    // The CPU (kept at REC until the record's header takes it), then its account of the
+    // principal buffer's room (dtrace's, see `Session::set_record_room`), one pointer for the
+    // whole reservation: taken first, so dtrace never refuses the record.
+    a.call(helper::GET_SMP_PROCESSOR_ID)
+        .store(Size::DW, R10, REC, R0);
+    emit_room_account(a, ring.room, VAL, lost);
+    // Taken at once (dtrace takes room from the same account, see `crate::room`), and given
+    // back when it passed the grant.
+    let fits = a.label();
+    a.mov_imm(R2, needed).atomic_fetch_add64(R0, USED, R2);
+    a.alu_imm(op::ADD, R2, needed);
+    a.load(Size::DW, R1, R0, GRANTED);
+    a.jmp_reg(op::JLE, R2, R1, fits);
+    a.mov_imm(R2, -needed).atomic_add64(R0, USED, R2);
+    a.ja(refused);
+    a.bind(fits);
+    a.store(Size::DW, R10, VAL, R0);
     a.ld_map_fd(R1, ring.ring)
         .mov_imm(R2, total32)
         .mov_imm(R3, 0)
         .call(helper::RINGBUF_RESERVE);
     a.jmp_imm(op::JNE, R0, 0, have);
     // The ring had no room: a drop, but not the principal buffer's, whose room comes back.
-    emit_give_room(a, ring.room, r.size, VAL);
+    a.load(Size::DW, R1, R10, VAL);
+    a.mov_imm(R2, -needed).atomic_add64(R1, USED, R2);
     a.ja(lost);
     // The principal buffer had no room: counted apart too (see `Session::cpu_room_refusals`),
     // as such a drop fills a `fill` buffer.
     a.bind(refused);
-    emit_room_slot(a, ring.room, ROOM_REFUSALS, VAL, lost);
-    a.mov_imm(R1, 1).atomic_add64(R0, 0, R1);
+    a.mov_imm(R1, 1).atomic_add64(R0, REFUSALS, R1);
     a.bind(lost);
     a.store_imm(Size::DW, R10, REC, 0);
     a.store_imm(Size::DW, R10, REC_OK, 0);
     let counted = a.label();
     emit_count_drop(a, ring.drops, VAL, counted);
     a.bind(counted).ja(skip);
-    a.bind(have).mov(R7, R0).store(Size::DW, R10, REC, R7);
-    a.mov_imm(R1, 1).store(Size::DW, R10, REC_OK, R1);
+    a.bind(have).mov(R7, R0);
+    a.load(Size::DW, R1, R10, REC).store(Size::DW, R10, REC, R7);
+    a.mov_imm(R2, 1).store(Size::DW, R10, REC_OK, R2);
     for off in (0..total).step_by(8) {
         a.store_imm(Size::DW, R7, off as i16, 0);
     }
     a.store_imm(Size::H, R7, built::KIND as i16, i32::from(KIND_BUILT));
     a.store_imm(Size::H, R7, built::CLAUSE as i16, i32::from(clause));
     a.store_imm(Size::W, R7, built::TAG as i16, tag as i32);
-    a.call(helper::GET_SMP_PROCESSOR_ID)
-        .store(Size::W, R7, built::CPU as i16, R0);
+    a.store(Size::W, R7, built::CPU as i16, R1);
     a.call(helper::GET_CURRENT_PID_TGID)
         .alu_imm(op::RSH, R0, 32)
         .store(Size::W, R7, built::PID as i16, R0);
@@ -996,11 +1004,12 @@ fn emit_discard(a: &mut Asm, room: i32, size: u32) {
     a.bind(none);
 }
 
-/// Looks up the room map's (`room`, see `Session::set_record_room`) value at `key` for this CPU,
-/// its address in r0, the key written to the stack slot `slot`; to `missing` when there is none.
-/// Uses r0-r5.
-fn emit_room_slot(a: &mut Asm, room: i32, key: u32, slot: i16, missing: crate::bpf::Label) {
-    a.store_imm(Size::DW, R10, slot, key as i32);
+/// Looks up this CPU's account of the principal buffer's room (map `room`, see
+/// [`crate::room`]), its address in r0, the CPU's number written to the stack slot `slot` as the
+/// key; to `missing` when there is none. Uses r0-r5.
+fn emit_room_account(a: &mut Asm, room: i32, slot: i16, missing: crate::bpf::Label) {
+    a.call(helper::GET_SMP_PROCESSOR_ID)
+        .store(Size::W, R10, slot, R0);
     a.ld_map_fd(R1, room)
         .mov(R2, R10)
         .alu_imm(op::ADD, R2, i32::from(slot));
@@ -1011,16 +1020,15 @@ fn emit_room_slot(a: &mut Asm, room: i32, key: u32, slot: i16, missing: crate::b
 /// Gives the room a record of `size` bytes took in the CPU's principal buffer back (map `room`,
 /// see `Session::set_record_room`): the record will not reach it (discarded, or speculated, whose
 /// data goes to the speculation's buffer), as DTrace's principal buffer does not advance past a
-/// reservation its ECB did not use. `slot` is a stack slot it may overwrite. Uses r0-r2.
+/// reservation its ECB did not use. `slot` is a stack slot it may overwrite. Uses r0-r5.
 pub(crate) fn emit_give_room(a: &mut Asm, room: i32, size: u32, slot: i16) {
     let needed = i32::try_from(u64::from(size).next_multiple_of(8)).unwrap_or(i32::MAX);
     if needed == 0 {
         return;
     }
     let none = a.label();
-    emit_room_slot(a, room, ROOM_USED, slot, none);
-    a.load(Size::DW, R1, R0, 0).alu_imm(op::SUB, R1, needed);
-    a.store(Size::DW, R0, 0, R1);
+    emit_room_account(a, room, slot, none);
+    a.mov_imm(R1, -needed).atomic_add64(R0, USED, R1);
     a.bind(none);
 }
 

@@ -1969,6 +1969,16 @@ impl LinuxTracing {
         }
     }
 
+    /// The principal buffers' room shared by the records built at the probe and those the
+    /// framework builds for the same buffers (see [`crate::room`]; `None` before the first
+    /// enabling): give it to `Framework::share_room` once tracing has gone.
+    pub fn shared_room(&self) -> Option<std::sync::Arc<dyn dtrace_framework::buffer::SharedRoom>> {
+        self.lock().session.as_ref().map(|s| {
+            let room: std::sync::Arc<dyn dtrace_framework::buffer::SharedRoom> = s.shared_room();
+            room
+        })
+    }
+
     /// Records lost in the kernel because the ring buffer was full, per CPU (indexed by CPU
     /// number; empty before the first enabling). The counts only grow.
     pub fn cpu_drops(&self) -> Result<Vec<u64>> {
