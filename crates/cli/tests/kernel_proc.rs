@@ -1,8 +1,8 @@
 //! The `proc` provider's probes as DTrace for Linux fires them, on a small program compiled here
 //! (root, BPF, tracefs and gcc; skipped otherwise): `exec` before the attempt and `exec-failure`
 //! with the call's negative errno when it fails, `signal-clear` when a thread waiting in
-//! sigwait(3) takes its signal, `exit` with `CLD_KILLED` for a process killed by a signal, and
-//! `fault` for each machine fault.
+//! sigwait(3) takes its signal, `exit` with `CLD_KILLED` for a process killed by a signal (after
+//! its last thread's `lwp-exit`), and `fault` for each machine fault.
 
 mod common;
 use common::dtrace;
@@ -69,6 +69,35 @@ fn exec_failure_signal_clear_and_killed_exit() {
         out,
         "exec /nonexistent/kernel_proc\nexec-failure -2 1\nsignal-clear 10\nexit 1\n\n"
     );
+}
+
+/// A process's last thread fires `lwp-exit` before the process's `exit`, whichever clause names
+/// its probe first, on every kernel: at `sched_process_exit`'s raw tracepoint where it passes
+/// `group_dead` (6.16 on), at the entry and the return of `taskstats_exit` before (Debian 12's 6.1).
+#[test]
+fn lwp_exit_fires_before_exit() {
+    let test = "lwp_exit_fires_before_exit";
+    if !(common::kernel_ok(test) && common::have_gcc(test)) {
+        return;
+    }
+    let exe = common::compile_c(
+        &common::test_dir("kernel_proc_exit"),
+        "kproc",
+        PROG,
+        &["-O1"],
+    );
+    let exe = exe.display().to_string();
+    let (rc, out, err) = dtrace(&[
+        "-x",
+        "temporal",
+        "-qn",
+        "proc:::exit /progenyof($target) && pid != $target/ { printf(\"exit\\n\"); } \
+         proc:::lwp-exit /progenyof($target) && pid != $target/ { printf(\"lwp-exit\\n\"); }",
+        "-c",
+        &exe,
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    assert_eq!(out, "lwp-exit\nexit\n\n");
 }
 
 /// `exec-failure`'s argument is the system call's result, an `int`, as DTrace for Linux types it;
