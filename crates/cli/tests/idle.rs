@@ -74,6 +74,33 @@ fn an_idle_run_wakes_only_when_something_is_due() {
     assert!(n <= 40, "{n} wake-ups over 3 idle seconds");
 }
 
+/// A `raise()` clause (whose signal dtrace may send once it reads the record) does not put the
+/// run on a clock: its probe's records wake dtrace when they come, and while none come it
+/// sleeps as any idle run.
+#[test]
+fn an_idle_run_with_a_raise_clause_wakes_only_when_something_is_due() {
+    if !kernel_ok("an_idle_run_with_a_raise_clause_wakes_only_when_something_is_due") {
+        return;
+    }
+    let (rc, out, err) = dtrace_with_env(
+        &[REPORT],
+        &[
+            "-qw",
+            "-n",
+            "syscall::getppid:entry /pid == 1/ { raise(SIGUSR1); } \
+             tick-1s { printf(\"tick\\n\"); } tick-3s { exit(0); }",
+        ],
+    );
+    assert_eq!(rc, 0, "{err}");
+    assert!(
+        out.lines().filter(|l| *l == "tick").count() >= 2,
+        "the ticks fire: {out}"
+    );
+    // Read every 5 ms, as the ring of such a run was, it woke ~600 times in 3 s.
+    let n = wakeups(&err);
+    assert!(n <= 40, "{n} wake-ups over 3 idle seconds");
+}
+
 #[test]
 fn a_busy_ring_is_read_in_time_and_loses_nothing() {
     if !kernel_ok("a_busy_ring_is_read_in_time_and_loses_nothing") {

@@ -152,11 +152,6 @@ pub(crate) struct Shared {
     built_at: std::collections::HashMap<(usize, u32), u16>,
     /// (clause of `clauses`, probe id) pairs whose `raise()`/`stop()` the probe sends.
     signalled: HashSet<(usize, u32)>,
-    /// A probe is enabled whose records dtrace must act on soon after the firing: a clause
-    /// calling `raise()` or `stop()` (dtrace may send them, once it reads the record), or a
-    /// record completed from the process's memory at delivery (the thread going on CPU): the
-    /// ring is then read at least every [`SIGNAL_POLL`].
-    ring_polled: bool,
     /// (probe id, the clause's number among the probe's kernel clauses) to the EPID of the
     /// records it builds and the faults it reports at the probe (see
     /// [`LinuxTracing::bind_record`]).
@@ -491,11 +486,10 @@ impl Shared {
         let (sig_idx, signals) = self.plan_signals(&r_idx, &probe_name, &names, opaque_args)?;
         spec.signals = signals;
         // A raise() or stop() dtrace may have to send (the probe's program refused, or the
-        // clause runs in dtrace) is sent once its record is read: the ring is then read every
-        // few milliseconds, as ever (see `LinuxTracing::time_to_next_look`).
-        self.ring_polled |= r_idx
-            .iter()
-            .any(|&i| self.ecb(i).and_then(signal::plan_signal).is_some());
+        // clause runs in dtrace) is sent once its record is read, in the ring's batches, not at
+        // once: Oracle's harness starts a trigger with `bash -c "exec TRIGGER"`, and a signal
+        // sent at the firing can reach bash before its exec (actions/raise/tst.raise1.d then
+        // failed 2 runs in 5 with these records waking dtrace at once).
         if replaces_image(info) {
             spec.retry_at_return = false;
             self.image_replaced.insert(info.id);
@@ -533,9 +527,9 @@ impl Shared {
                 self.execargs_from_proc.insert(info.id, cap);
             }
             // User reads are served from the process's memory at delivery instead, while it
-            // lives: the ring is read on a clock, not only when it fills.
+            // lives: its records wake dtrace, which reads them at once.
             spec.copies.retain(|c| !c.kind.is_user());
-            self.ring_polled = true;
+            spec.wake_at_once = true;
         }
         if spec.ustack.is_some() && !spec.ustack_build_id {
             // Unwound at delivery with .eh_frame where the kernel's frame-pointer walk stops.
@@ -1310,13 +1304,6 @@ fn string_args(probe: &Probe) -> Vec<usize> {
         .collect()
 }
 
-/// How often the ring is read at least while a clause's `raise()` or `stop()` may be sent by
-/// dtrace (the signal reaches its thread within this of the firing, as when every run polled) or
-/// a record is completed from its process's memory at delivery (read while the process lives).
-/// (A wake-up per record would send it sooner; the harness's triggers, run by a shell that
-/// `exec`s them, rely on the signal landing after the `exec`.)
-pub const SIGNAL_POLL: std::time::Duration = std::time::Duration::from_millis(5);
-
 /// The Linux providers of one tracing session, shared between the framework (which owns the
 /// [`Provider`] handles) and the thread driving the framework (which pumps events).
 #[derive(Clone)]
@@ -1381,7 +1368,6 @@ impl LinuxTracing {
                     .is_some_and(|v| v == "1"),
                 built_at: Default::default(),
                 signalled: HashSet::new(),
-                ring_polled: false,
                 built_epids: Default::default(),
             })),
             symbols: Arc::new(Mutex::new(Symbolizer::new())),
