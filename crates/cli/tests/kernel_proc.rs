@@ -208,7 +208,8 @@ int main(void) {
 
 /// `proc:::fault` fires in the faulting thread, before its signal is handled, for each machine
 /// fault (`FLT_BOUNDS`, 6, for an unmapped address; `FLT_IZDIV`, 8, for a divide by zero), with
-/// the signal's siginfo as `args[1]`; signals sent by a process are not faults.
+/// the signal's siginfo as `args[1]`, before `signal-send` of its signal; signals sent by a
+/// process are not faults.
 #[test]
 fn fault_fires_for_machine_faults_only() {
     let test = "fault_fires_for_machine_faults_only";
@@ -238,6 +239,16 @@ fn fault_fires_for_machine_faults_only() {
          fault 8 sig 8 code 1\nhandle 8\n\
          handle 11\nhandle 10\n\n"
     );
+    // The fault comes first, then the signal it raises is sent (both at `signal_generate`).
+    let (rc, out, err) = dtrace(&[
+        "-qn",
+        "proc:::signal-send /pid == $target && args[2] == 8/ { printf(\"send\\n\"); } \
+         proc:::fault /pid == $target && args[0] == 8/ { printf(\"fault\\n\"); }",
+        "-c",
+        &exe,
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    assert_eq!(out, "fault\nsend\n\n");
     let (rc, out, err) = dtrace(&["-lv", "-n", "proc:::fault"]);
     assert_eq!(rc, 0, "{err}");
     assert!(

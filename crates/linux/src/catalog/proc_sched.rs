@@ -116,7 +116,7 @@ struct Spec {
 
 /// Probes that fire at one kernel point are listed in the order DTrace fires them (a thread's
 /// `lwp-exit` before its process's `exit`; `sleep` or `preempt`, then `off-cpu`, then `on-cpu`;
-/// `start` before `lwp-start`): probes are enabled in id order, and each of them is a raw
+/// `fault` before `signal-send`): probes are enabled in id order, and each of them is a raw
 /// tracepoint program, which the kernel runs in the order they were attached on every kernel
 /// (a tracepoint's probe functions are called in the order they were registered). Perf-event
 /// programs are not used at a shared point: they run from the one perf probe of the event, whose
@@ -199,6 +199,22 @@ const SPECS: &[Spec] = &[
         next_identity: false,
         raw: true,
     },
+    // A fault of the running thread that raises a signal (see `capture::fault`), before the
+    // signal is delivered, and before `signal-send` tells of that signal (DTrace's trap handler
+    // fires `fault`, then posts the signal).
+    Spec {
+        provider: "proc",
+        name: "fault",
+        sys: "signal",
+        event: "signal_generate",
+        args: &[
+            Arg::FaultCode,
+            Arg::Raw(SIGNAL_INFO, "siginfo_t *", "siginfo_t *"),
+        ],
+        conds: &[Cond::Fault],
+        next_identity: false,
+        raw: true,
+    },
     Spec {
         provider: "proc",
         name: "signal-send",
@@ -224,21 +240,6 @@ const SPECS: &[Spec] = &[
             Arg::Raw(0, "int", "int"),
         ],
         conds: &[Cond::RawEquals(SIGNAL_RESULT, TRACE_SIGNAL_IGNORED)],
-        next_identity: false,
-        raw: true,
-    },
-    // A fault of the running thread that raises a signal (see `capture::fault`), before the
-    // signal is delivered.
-    Spec {
-        provider: "proc",
-        name: "fault",
-        sys: "signal",
-        event: "signal_generate",
-        args: &[
-            Arg::FaultCode,
-            Arg::Raw(SIGNAL_INFO, "siginfo_t *", "siginfo_t *"),
-        ],
-        conds: &[Cond::Fault],
         next_identity: false,
         raw: true,
     },
