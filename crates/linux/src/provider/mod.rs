@@ -152,6 +152,9 @@ pub(crate) struct Shared {
     built_at: std::collections::HashMap<(usize, u32), u16>,
     /// (clause of `clauses`, probe id) pairs whose `raise()`/`stop()` the probe sends.
     signalled: HashSet<(usize, u32)>,
+    /// A clause is enabled whose `raise()` or `stop()` dtrace may send, once it reads the
+    /// record: the ring is then read at least every [`SIGNAL_POLL`].
+    signals_polled: bool,
     /// (probe id, the clause's number among the probe's kernel clauses) to the EPID of the
     /// records it builds and the faults it reports at the probe (see
     /// [`LinuxTracing::bind_record`]).
@@ -486,10 +489,11 @@ impl Shared {
         let (sig_idx, signals) = self.plan_signals(&r_idx, &probe_name, &names, opaque_args)?;
         spec.signals = signals;
         // A raise() or stop() dtrace may have to send (the probe's program refused, or the
-        // clause runs in dtrace) is sent once its record is read, in the ring's batches, not at
-        // once: Oracle's harness starts a trigger with `bash -c "exec TRIGGER"`, and a signal
-        // sent at the firing can reach bash before its exec (actions/raise/tst.raise1.d then
-        // failed 2 runs in 5 with these records waking dtrace at once).
+        // clause runs in dtrace) is sent once its record is read: the ring is then read every
+        // few milliseconds (see `SIGNAL_POLL`, and why these records do not wake dtrace).
+        self.signals_polled |= r_idx
+            .iter()
+            .any(|&i| self.ecb(i).and_then(signal::plan_signal).is_some());
         if replaces_image(info) {
             spec.retry_at_return = false;
             self.image_replaced.insert(info.id);
@@ -1304,6 +1308,14 @@ fn string_args(probe: &Probe) -> Vec<usize> {
         .collect()
 }
 
+/// How often the ring is read at least while a clause's `raise()` or `stop()` may be sent by
+/// dtrace: the one clock left on the ring (records dtrace completes from the process at delivery
+/// wake it instead, see `CaptureSpec::wake_at_once`). These records do not wake dtrace: sent at
+/// the firing, as a wake-up per record sends it, the signal can land before the traced process
+/// is ready for it (Oracle's actions/raise/tst.raise1.d failed 2 runs in 5 so: its trigger is
+/// started by `bash -c "exec TRIGGER"`), where read on this clock it never failed.
+pub const SIGNAL_POLL: std::time::Duration = std::time::Duration::from_millis(5);
+
 /// The Linux providers of one tracing session, shared between the framework (which owns the
 /// [`Provider`] handles) and the thread driving the framework (which pumps events).
 #[derive(Clone)]
@@ -1368,6 +1380,7 @@ impl LinuxTracing {
                     .is_some_and(|v| v == "1"),
                 built_at: Default::default(),
                 signalled: HashSet::new(),
+                signals_polled: false,
                 built_epids: Default::default(),
             })),
             symbols: Arc::new(Mutex::new(Symbolizer::new())),
