@@ -1310,10 +1310,12 @@ fn string_args(probe: &Probe) -> Vec<usize> {
 
 /// How often the ring is read at least while a clause's `raise()` or `stop()` may be sent by
 /// dtrace: the one clock left on the ring (records dtrace completes from the process at delivery
-/// wake it instead, see `CaptureSpec::wake_at_once`). These records do not wake dtrace: sent at
-/// the firing, as a wake-up per record sends it, the signal can land before the traced process
-/// is ready for it (Oracle's actions/raise/tst.raise1.d failed 2 runs in 5 so: its trigger is
-/// started by `bash -c "exec TRIGGER"`), where read on this clock it never failed.
+/// wake it instead, see `CaptureSpec::wake_at_once`). These records do not wake dtrace: the
+/// harness of Oracle's suite starts a trigger as `bash -c "exec TRIGGER"` just before dtrace,
+/// and bash's own `ioctl()`s (the trigger's pid, before the exec) can fire
+/// actions/raise/tst.raise1.d's probe; its SIGINT sent at once kills bash, one sent a few
+/// milliseconds later usually finds the trigger, which blocks it (the test passed 7 runs in 10
+/// with these records waking dtrace, 9 in 10 on this clock).
 pub const SIGNAL_POLL: std::time::Duration = std::time::Duration::from_millis(5);
 
 /// The Linux providers of one tracing session, shared between the framework (which owns the
