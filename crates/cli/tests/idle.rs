@@ -74,6 +74,59 @@ fn an_idle_run_wakes_only_when_something_is_due() {
     assert!(n <= 40, "{n} wake-ups over 3 idle seconds");
 }
 
+/// A `raise()` clause whose signal the probe sends (its predicate runs in the kernel) puts no
+/// clock on the run: while nothing fires it sleeps as any idle run. (One whose signal dtrace
+/// sends reads the ring every 5 ms: see `SIGNAL_POLL` in dtrace-linux.)
+#[test]
+fn an_idle_run_with_a_raise_clause_wakes_only_when_something_is_due() {
+    if !kernel_ok("an_idle_run_with_a_raise_clause_wakes_only_when_something_is_due") {
+        return;
+    }
+    let (rc, out, err) = dtrace_with_env(
+        &[REPORT],
+        &[
+            "-qw",
+            "-n",
+            "syscall::getppid:entry /pid == 1/ { raise(SIGUSR1); } \
+             tick-1s { printf(\"tick\\n\"); } tick-3s { exit(0); }",
+        ],
+    );
+    assert_eq!(rc, 0, "{err}");
+    assert!(
+        out.lines().filter(|l| *l == "tick").count() >= 2,
+        "the ticks fire: {out}"
+    );
+    // Read every 5 ms, it would wake ~600 times in 3 s.
+    let n = wakeups(&err);
+    assert!(n <= 40, "{n} wake-ups over 3 idle seconds");
+}
+
+/// An `on-cpu` clause reading `execargs` (completed from the live process when its record is
+/// read) does not put the run on a clock either: its records wake dtrace as they come.
+#[test]
+fn an_idle_run_with_on_cpu_execargs_wakes_only_when_something_is_due() {
+    if !kernel_ok("an_idle_run_with_on_cpu_execargs_wakes_only_when_something_is_due") {
+        return;
+    }
+    let (rc, out, err) = dtrace_with_env(
+        &[REPORT],
+        &[
+            "-q",
+            "-n",
+            "sched:::on-cpu /pid == 999999/ { trace(execargs); } \
+             tick-1s { printf(\"tick\\n\"); } tick-3s { exit(0); }",
+        ],
+    );
+    assert_eq!(rc, 0, "{err}");
+    assert!(
+        out.lines().filter(|l| *l == "tick").count() >= 2,
+        "the ticks fire: {out}"
+    );
+    // Its ring was read every 5 ms: ~600 wake-ups in 3 s.
+    let n = wakeups(&err);
+    assert!(n <= 40, "{n} wake-ups over 3 idle seconds");
+}
+
 #[test]
 fn a_busy_ring_is_read_in_time_and_loses_nothing() {
     if !kernel_ok("a_busy_ring_is_read_in_time_and_loses_nothing") {

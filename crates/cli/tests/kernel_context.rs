@@ -140,6 +140,31 @@ fn off_cpu_and_sleep_describe_the_outgoing_thread() {
     equal_pairs(&out, 3);
 }
 
+/// At one switch, `sleep` fires before `off-cpu` (as DTrace, whose `sleep` fires before the
+/// thread gives up the CPU), whichever clause names its probe first and on every kernel: both are
+/// raw tracepoint programs at `sched_switch`, run in the order they were enabled.
+#[test]
+fn sleep_fires_before_off_cpu() {
+    if !ready("sleep_fires_before_off_cpu") {
+        return;
+    }
+    let (rc, out, err) = dtrace(&[
+        "-qn",
+        r#"sched:::off-cpu /pid == $target/ { printf("off-cpu\n"); }
+           sched:::sleep /pid == $target/ { printf("sleep\n"); }"#,
+        "-c",
+        "sleep 0.2",
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    let lines: Vec<&str> = out.lines().filter(|l| !l.is_empty()).collect();
+    assert!(lines.contains(&"sleep"), "{out}");
+    for (i, l) in lines.iter().enumerate() {
+        if *l == "sleep" {
+            assert_eq!(lines.get(i + 1), Some(&"off-cpu"), "{out}");
+        }
+    }
+}
+
 #[test]
 fn caller_is_the_first_frame_of_the_kernel_stack() {
     if !ready("caller_is_the_first_frame_of_the_kernel_stack") {

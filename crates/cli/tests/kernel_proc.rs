@@ -1,8 +1,8 @@
 //! The `proc` provider's probes as DTrace for Linux fires them, on a small program compiled here
 //! (root, BPF, tracefs and gcc; skipped otherwise): `exec` before the attempt and `exec-failure`
 //! with the call's negative errno when it fails, `signal-clear` when a thread waiting in
-//! sigwait(3) takes its signal, `exit` with `CLD_KILLED` for a process killed by a signal, and
-//! `fault` for each machine fault.
+//! sigwait(3) takes its signal, `exit` with `CLD_KILLED` for a process killed by a signal (after
+//! its last thread's `lwp-exit`), and `fault` for each machine fault.
 
 mod common;
 use common::dtrace;
@@ -69,6 +69,35 @@ fn exec_failure_signal_clear_and_killed_exit() {
         out,
         "exec /nonexistent/kernel_proc\nexec-failure -2 1\nsignal-clear 10\nexit 1\n\n"
     );
+}
+
+/// A process's last thread fires `lwp-exit` before the process's `exit`, whichever clause names
+/// its probe first, on every kernel: at `sched_process_exit`'s raw tracepoint where it passes
+/// `group_dead` (6.16 on), at the entry and the return of `taskstats_exit` before (Debian 12's 6.1).
+#[test]
+fn lwp_exit_fires_before_exit() {
+    let test = "lwp_exit_fires_before_exit";
+    if !(common::kernel_ok(test) && common::have_gcc(test)) {
+        return;
+    }
+    let exe = common::compile_c(
+        &common::test_dir("kernel_proc_exit"),
+        "kproc",
+        PROG,
+        &["-O1"],
+    );
+    let exe = exe.display().to_string();
+    let (rc, out, err) = dtrace(&[
+        "-x",
+        "temporal",
+        "-qn",
+        "proc:::exit /progenyof($target) && pid != $target/ { printf(\"exit\\n\"); } \
+         proc:::lwp-exit /progenyof($target) && pid != $target/ { printf(\"lwp-exit\\n\"); }",
+        "-c",
+        &exe,
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    assert_eq!(out, "lwp-exit\nexit\n\n");
 }
 
 /// `exec-failure`'s argument is the system call's result, an `int`, as DTrace for Linux types it;
@@ -179,7 +208,8 @@ int main(void) {
 
 /// `proc:::fault` fires in the faulting thread, before its signal is handled, for each machine
 /// fault (`FLT_BOUNDS`, 6, for an unmapped address; `FLT_IZDIV`, 8, for a divide by zero), with
-/// the signal's siginfo as `args[1]`; signals sent by a process are not faults.
+/// the signal's siginfo as `args[1]`, before `signal-send` of its signal; signals sent by a
+/// process are not faults.
 #[test]
 fn fault_fires_for_machine_faults_only() {
     let test = "fault_fires_for_machine_faults_only";
@@ -209,6 +239,16 @@ fn fault_fires_for_machine_faults_only() {
          fault 8 sig 8 code 1\nhandle 8\n\
          handle 11\nhandle 10\n\n"
     );
+    // The fault comes first, then the signal it raises is sent (both at `signal_generate`).
+    let (rc, out, err) = dtrace(&[
+        "-qn",
+        "proc:::signal-send /pid == $target && args[2] == 8/ { printf(\"send\\n\"); } \
+         proc:::fault /pid == $target && args[0] == 8/ { printf(\"fault\\n\"); }",
+        "-c",
+        &exe,
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    assert_eq!(out, "fault\nsend\n\n");
     let (rc, out, err) = dtrace(&["-lv", "-n", "proc:::fault"]);
     assert_eq!(rc, 0, "{err}");
     assert!(

@@ -389,6 +389,7 @@ impl Session {
                 0 => 0,
                 d => (self.ring.size() / d as usize).max(1) as u32,
             },
+            wake_at_once: spec.wake_at_once,
             vclock: None,
         };
         if spec.exact_vtime && speaks_for_current(&probe.attach) {

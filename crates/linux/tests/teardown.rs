@@ -73,9 +73,9 @@ fn dropping_a_session_detaches_everything() {
         },
     )
     .unwrap();
-    // `sleep` fires from the sched_switch tracefs event (a perf event; `off-cpu` is a raw
-    // tracepoint link).
-    s.enable(&probe(&cat, "sched:::sleep"), 2, &CaptureSpec::new())
+    // `exec-success` fires from the sched_process_exec tracefs event (a perf event; the `sched`
+    // probes are raw tracepoint links).
+    s.enable(&probe(&cat, "proc:::exec-success"), 2, &CaptureSpec::new())
         .unwrap();
     s.enable(
         &probe(&cat, "profile:::profile-97"),
@@ -87,13 +87,13 @@ fn dropping_a_session_detaches_everything() {
     )
     .unwrap();
     // openat has its entry program and its return-side re-read program, each in a slot of the
-    // sys_enter / sys_exit dispatchers (two more programs); sleep and profile one each.
+    // sys_enter / sys_exit dispatchers (two more programs); exec-success and profile one each.
     assert_eq!(ours(&prefix), 6);
     let cpus = dtrace_linux::bpf::map::online_cpus().unwrap().len();
     assert_eq!(
         perf_fds_of_self(),
         perf_before + 1 + cpus,
-        "one perf event for the sched tracepoint, one per CPU for profile (syscalls use raw tracepoint links)"
+        "one perf event for the exec tracepoint, one per CPU for profile (syscalls use raw tracepoint links)"
     );
     drop(s);
     assert_eq!(

@@ -72,6 +72,9 @@ pub struct MapFds {
     /// wake-ups the consumer reads at its own rate (its poll timeout), as DTrace's switchrate does;
     /// sparing a wake-up per record is most of the cost of a capture.
     pub wakeup_bytes: u32,
+    /// Wake the consumer at every record, whatever [`MapFds::wakeup_bytes`] says (see
+    /// [`crate::capture::CaptureSpec::wake_at_once`]).
+    pub wake_at_once: bool,
     /// The thread-variable mirror (`(tid, variable) -> address`), when a probe saves or copies
     /// thread-local addresses.
     pub mirror: Option<i32>,
@@ -85,7 +88,10 @@ const BPF_RB_FORCE_WAKEUP: i32 = 2;
 const BPF_RB_AVAIL_DATA: i32 = 0;
 
 /// Submits the record in r7, waking the consumer only when enough data waits: it sleeps until
-/// then, or until its own next deadline, and drains the ring whenever it wakes.
+/// then, or until its own next deadline, and drains the ring whenever it wakes. A probe whose
+/// records dtrace must act on at once wakes it at every record (forced: the adaptive wake-up of
+/// flags 0 wakes only a consumer that had read everything, and records batched before this one
+/// may still wait).
 pub(crate) fn emit_submit(a: &mut Asm, maps: &MapFds) {
     emit_submit_record(a, maps, false);
 }
@@ -99,6 +105,11 @@ fn emit_submit_record(a: &mut Asm, maps: &MapFds, tails: bool) {
             a.mov(R1, R7).call(helper::RINGBUF_SUBMIT);
         }
     };
+    if maps.wake_at_once {
+        a.mov_imm(R2, BPF_RB_FORCE_WAKEUP);
+        submit(a);
+        return;
+    }
     if maps.wakeup_bytes == 0 {
         a.mov_imm(R2, 0);
         submit(a);
@@ -1348,6 +1359,7 @@ mod tests {
             pending: Some(5),
             pending_armed: None,
             wakeup_bytes: 0,
+            wake_at_once: false,
             mirror: None,
             vclock: None,
         };

@@ -1872,6 +1872,7 @@ mod tests {
             pending: None,
             pending_armed: None,
             wakeup_bytes: 0,
+            wake_at_once: false,
             mirror: None,
             vclock: None,
         };

@@ -163,6 +163,7 @@ mod tests {
             pending: None,
             pending_armed: None,
             wakeup_bytes: 0,
+            wake_at_once: false,
             mirror: Some(5),
             vclock: None,
         };

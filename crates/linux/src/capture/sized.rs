@@ -473,6 +473,7 @@ mod tail_tests {
             pending: Some(5),
             pending_armed: Some(6),
             wakeup_bytes: 4096,
+            wake_at_once: false,
             mirror: None,
             vclock: None,
         };

@@ -125,6 +125,10 @@ pub struct CaptureSpec {
     /// at the syscall's return and deliver the entry event with those bytes. On by default through
     /// [`CaptureSpec::new`].
     pub retry_at_return: bool,
+    /// Each record wakes the consumer at once (a forced ring wake-up), for a record dtrace must
+    /// act on when it comes: one completed from the live process at delivery (`sched:::on-cpu`'s
+    /// `execargs` and user reads). Other records wake it once the ring holds its wake-up size.
+    pub wake_at_once: bool,
     /// Copy at most this many bytes of the process's argument area (`mm->arg_start..arg_end`, the
     /// NUL-separated arguments), for `execargs`.
     pub execargs: Option<u32>,

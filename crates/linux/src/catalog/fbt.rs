@@ -395,29 +395,49 @@ pub fn group_exit_desc() -> ProbeDesc {
     ProbeDesc::new("proc", KERNEL_MODULE, "", "exit")
 }
 
+/// `proc:::lwp-exit`.
+pub fn thread_exit_desc() -> ProbeDesc {
+    ProbeDesc::new("proc", KERNEL_MODULE, "", "lwp-exit")
+}
+
 /// The function `proc:::exit` fires from where the exit tracepoint has no `group_dead` field: it
 /// is called once by every exiting thread, after its exit code is set, with `group_dead` as its
-/// second argument (true for the thread group's last thread).
+/// second argument (true for the thread group's last thread). It runs before the exit
+/// tracepoint, so `proc:::lwp-exit` fires from it too where it can fire first (see
+/// [`FbtCatalog::thread_exit_probe`]).
 pub const GROUP_EXIT_FUNCTION: &str = "taskstats_exit";
 
 impl FbtCatalog {
-    /// `proc:::exit` (with its exit reason) on the entry of [`GROUP_EXIT_FUNCTION`] when its
-    /// `group_dead` argument is true; `None` when that function cannot be traced here.
-    pub fn group_exit_probe(&self) -> Option<Probe> {
+    /// The place of [`GROUP_EXIT_FUNCTION`]'s entry (module, function, BTF id), when it is typed
+    /// as expected (a second argument of an integer type).
+    fn group_exit_function(&self) -> Option<(String, String, u32)> {
         let d = ProbeDesc::new("fbt", KERNEL_MODULE, GROUP_EXIT_FUNCTION, "entry");
         let p = self.probe(&d).ok()?;
         if p.args.len() != 2 || !p.args[1].dtype.contains("int") {
             return None;
         }
-        let AttachPoint::Fbt {
-            module,
-            function,
-            btf_id,
-            ..
-        } = p.attach
-        else {
-            return None;
-        };
+        match p.attach {
+            AttachPoint::Fbt {
+                module,
+                function,
+                btf_id,
+                ..
+            } => Some((module, function, btf_id)),
+            _ => None,
+        }
+    }
+
+    /// Whether `exit` is placed on [`GROUP_EXIT_FUNCTION`]'s return: with trampolines (an fexit
+    /// program sees the arguments), so that `lwp-exit`, on its entry, always fires first.
+    fn group_exit_at_return(btf_id: u32) -> bool {
+        matches!(mechanism(btf_id), Ok(crate::features::FbtMechanism::Fentry))
+    }
+
+    /// `proc:::exit` (with its exit reason) on [`GROUP_EXIT_FUNCTION`] when its `group_dead`
+    /// argument is true: at its return with trampolines, at its entry with kprobes (a kretprobe
+    /// cannot see the argument); `None` when that function cannot be traced here.
+    pub fn group_exit_probe(&self) -> Option<Probe> {
+        let (module, function, btf_id) = self.group_exit_function()?;
         Some(Probe {
             desc: group_exit_desc(),
             args: vec![ProbeArg {
@@ -429,7 +449,7 @@ impl FbtCatalog {
                 module,
                 function,
                 btf_id,
-                ret: false,
+                ret: Self::group_exit_at_return(btf_id),
                 args: vec![ArgSource::ExitReason],
                 // group_dead (an int, argument 1) is not 0.
                 conditions: vec![Condition::MaskSet {
@@ -437,6 +457,30 @@ impl FbtCatalog {
                     size: 4,
                     mask: u32::MAX,
                 }],
+                also: Vec::new(),
+            },
+        })
+    }
+
+    /// `proc:::lwp-exit` on [`GROUP_EXIT_FUNCTION`]'s entry, where `exit` is on its return (see
+    /// [`FbtCatalog::group_exit_probe`]): a thread's `lwp-exit` then fires before its process's
+    /// `exit` whatever order the kernel runs programs in. `None` elsewhere (`lwp-exit` stays on the
+    /// exit tracepoint; with kprobes, after `exit`, which runs earlier in the exiting thread).
+    pub fn thread_exit_probe(&self) -> Option<Probe> {
+        let (module, function, btf_id) = self.group_exit_function()?;
+        if !Self::group_exit_at_return(btf_id) {
+            return None;
+        }
+        Some(Probe {
+            desc: thread_exit_desc(),
+            args: Vec::new(),
+            attach: AttachPoint::Fbt {
+                module,
+                function,
+                btf_id,
+                ret: false,
+                args: Vec::new(),
+                conditions: Vec::new(),
                 also: Vec::new(),
             },
         })

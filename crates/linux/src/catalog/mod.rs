@@ -207,6 +207,9 @@ enum Source {
     /// `proc:::exit` on `fbt` ([`fbt::FbtCatalog::group_exit_probe`]), where the exit tracepoint
     /// cannot tell a process's exit from a thread's.
     FbtGroupExit,
+    /// `proc:::lwp-exit` on `fbt` where `exit` is ([`fbt::FbtCatalog::thread_exit_probe`]), so
+    /// that it fires first; the tracepoint's probe (built when the catalogue was read) otherwise.
+    FbtThreadExit(Box<Probe>),
     /// A `sched` probe no tracepoint gives, on `fbt` ([`sched_fbt::probe`]).
     FbtSched(&'static str),
 }
@@ -292,6 +295,7 @@ impl Catalog {
             && crate::features::fbt_support().is_ok()
         {
             cat.push_lazy(fbt::group_exit_desc(), Source::FbtGroupExit);
+            cat.thread_exit_follows_group_exit();
         }
         if crate::features::fbt_support().is_ok() {
             for name in sched_fbt::names() {
@@ -350,6 +354,9 @@ impl Catalog {
             if !cat.index.contains_key(&fbt::group_exit_desc()) {
                 if let Some(exit) = f.as_ref().and_then(|f| f.group_exit_probe()) {
                     cat.push(exit);
+                    if let Some(lwp_exit) = f.as_ref().and_then(|f| f.thread_exit_probe()) {
+                        cat.replace(lwp_exit);
+                    }
                 }
             }
             // Listed as the lazy catalogue lists them (absent when this kernel cannot build one).
@@ -370,6 +377,29 @@ impl Catalog {
             cat.push(p);
         }
         Ok(cat)
+    }
+
+    /// Where `exit` is placed on `fbt`, `lwp-exit` is built lazily too: on `fbt` when it can
+    /// fire before `exit` there, on its tracepoint otherwise (see [`Source::FbtThreadExit`]).
+    fn thread_exit_follows_group_exit(&mut self) {
+        let Some(&i) = self.index.get(&fbt::thread_exit_desc()) else {
+            return;
+        };
+        let e = &mut self.entries[i];
+        if let (Source::Built, Some(Some(p))) = (&e.source, e.built.take()) {
+            e.source = Source::FbtThreadExit(Box::new(p));
+        }
+    }
+
+    /// Puts `p` in place of the listed probe of its name (keeping its id), or lists it.
+    fn replace(&mut self, p: Probe) {
+        match self.index.get(&p.desc) {
+            Some(&i) => {
+                self.entries[i].source = Source::Built;
+                self.entries[i].built = OnceLock::from(Some(p));
+            }
+            None => self.push(p),
+        }
     }
 
     fn push(&mut self, p: Probe) {
@@ -422,6 +452,11 @@ impl Catalog {
             }
             Source::Sdt(sys, ev) => Some(sdt::probe(sys, ev, &*self.format(sys, ev)?)),
             Source::FbtGroupExit => self.fbt()?.group_exit_probe(),
+            Source::FbtThreadExit(tracepoint) => Some(
+                self.fbt()
+                    .and_then(|f| f.thread_exit_probe())
+                    .unwrap_or_else(|| (**tracepoint).clone()),
+            ),
             Source::FbtSched(name) => sched_fbt::probe(self.fbt()?, name),
         }
     }

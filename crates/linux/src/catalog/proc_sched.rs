@@ -26,11 +26,13 @@ use std::collections::HashMap;
 
 const CLONE_THREAD: u32 = 0x0001_0000;
 const TRACE_SIGNAL_IGNORED: i32 = 1;
-const TASK_REPORT_MAX: u32 = 0x100;
+/// The task states `sched_switch`'s record reports as a sleep (`TASK_REPORT`: running,
+/// interruptible, uninterruptible, stopped, traced, the exit states and parked), and the state of an
+/// RT lock's waiter, which the record reports as uninterruptible.
+const TASK_REPORT: u32 = 0x7f;
+const TASK_RTLOCK_WAIT: u32 = 0x1000;
 
 enum Cond {
-    MaskSet(&'static str, u32),
-    Equals(&'static str, i32),
     Negative(&'static str),
     Positive(&'static str),
     /// A new task's return from the call that made it (see [`Condition::ForkChild`]); for the
@@ -42,6 +44,9 @@ enum Cond {
     RawMaskClear(u8, u32),
     /// Raw tracepoint argument `n` (an `int`) equals the value.
     RawEquals(u8, i32),
+    /// Raw tracepoint argument `n`, a `bool`, is true; the tracefs record carries it as the named
+    /// field, and the probe exists only where it does (the kernels that pass the argument).
+    RawFlag(u8, &'static str),
     /// `signal_generate` reports a machine fault of the running thread.
     Fault,
 }
@@ -74,8 +79,16 @@ pub(super) const LWPSINFO: &str = "lwpsinfo_t *";
 pub(super) const PSINFO: &str = "psinfo_t *";
 
 /// The raw tracepoint `on-cpu` attaches to, and the argument holding the incoming task.
+/// `sched_switch(bool preempt, struct task_struct *prev, struct task_struct *next,
+/// unsigned int prev_state)` (the state argument since Linux 5.18).
 const SWITCH_RAW: &str = "sched_switch";
+const SWITCH_PREEMPT_ARG: u8 = 0;
 const SWITCH_NEXT_ARG: u8 = 2;
+const SWITCH_STATE_ARG: u8 = 3;
+/// `sched_process_exit(struct task_struct *p, bool group_dead)`: `group_dead` (true in a thread
+/// group's last thread) since Linux 6.16, where the record has the field too; before, `exit` is
+/// placed on `fbt` (see `fbt::GROUP_EXIT_FUNCTION`).
+const EXIT_GROUP_DEAD: u8 = 1;
 /// `signal_generate(int sig, struct kernel_siginfo *info, struct task_struct *task, int group,
 /// int result)`: the target task and the result.
 const SIGNAL_SIG: u8 = 0;
@@ -102,9 +115,14 @@ struct Spec {
 }
 
 /// Probes that fire at one kernel point are listed in the order DTrace fires them (a thread's
-/// `lwp-exit` before its process's `exit`, `off-cpu` before `on-cpu`, `start` before `lwp-start`):
-/// probes are enabled in id order, and programs at one point run in the order they were attached
-/// (so on 6.18; Debian 12's 6.1 runs `lwp-exit`'s and `exit`'s perf-event programs the other way).
+/// `lwp-exit` before its process's `exit`; `sleep` or `preempt`, then `off-cpu`, then `on-cpu`;
+/// `fault` before `signal-send`): probes are enabled in id order, and each of them is a raw
+/// tracepoint program, which the kernel runs in the order they were attached on every kernel
+/// (a tracepoint's probe functions are called in the order they were registered). Perf-event
+/// programs are not used at a shared point: they run from the one perf probe of the event, whose
+/// place among the raw programs depends on when the event's first perf user came. Where `exit`
+/// is placed on `fbt` (no `group_dead` here), `lwp-exit` moves with it (see
+/// `fbt::FbtCatalog::thread_exit_probe`).
 const SPECS: &[Spec] = &[
     // `exec` fires before the attempt, so an exec that fails fires it too (followed by
     // `exec-failure`): the entry of execve(2), whose path is read from the caller's memory.
@@ -149,7 +167,7 @@ const SPECS: &[Spec] = &[
         args: &[],
         conds: &[],
         next_identity: false,
-        raw: false,
+        raw: true,
     },
     Spec {
         provider: "proc",
@@ -157,9 +175,9 @@ const SPECS: &[Spec] = &[
         sys: "sched",
         event: "sched_process_exit",
         args: &[Arg::ExitReason],
-        conds: &[Cond::Equals("group_dead", 1)],
+        conds: &[Cond::RawFlag(EXIT_GROUP_DEAD, "group_dead")],
         next_identity: false,
-        raw: false,
+        raw: true,
     },
     Spec {
         provider: "proc",
@@ -178,6 +196,22 @@ const SPECS: &[Spec] = &[
         event: "task_newtask",
         args: &[Arg::Task(0, LWPSINFO), Arg::Task(0, PSINFO)],
         conds: &[Cond::RawMaskSet(1, CLONE_THREAD)],
+        next_identity: false,
+        raw: true,
+    },
+    // A fault of the running thread that raises a signal (see `capture::fault`), before the
+    // signal is delivered, and before `signal-send` tells of that signal (DTrace's trap handler
+    // fires `fault`, then posts the signal).
+    Spec {
+        provider: "proc",
+        name: "fault",
+        sys: "signal",
+        event: "signal_generate",
+        args: &[
+            Arg::FaultCode,
+            Arg::Raw(SIGNAL_INFO, "siginfo_t *", "siginfo_t *"),
+        ],
+        conds: &[Cond::Fault],
         next_identity: false,
         raw: true,
     },
@@ -206,21 +240,6 @@ const SPECS: &[Spec] = &[
             Arg::Raw(0, "int", "int"),
         ],
         conds: &[Cond::RawEquals(SIGNAL_RESULT, TRACE_SIGNAL_IGNORED)],
-        next_identity: false,
-        raw: true,
-    },
-    // A fault of the running thread that raises a signal (see `capture::fault`), before the
-    // signal is delivered.
-    Spec {
-        provider: "proc",
-        name: "fault",
-        sys: "signal",
-        event: "signal_generate",
-        args: &[
-            Arg::FaultCode,
-            Arg::Raw(SIGNAL_INFO, "siginfo_t *", "siginfo_t *"),
-        ],
-        conds: &[Cond::Fault],
         next_identity: false,
         raw: true,
     },
@@ -272,6 +291,29 @@ const SPECS: &[Spec] = &[
     },
     Spec {
         provider: "sched",
+        name: "sleep",
+        sys: "sched",
+        event: "sched_switch",
+        args: &[],
+        conds: &[
+            Cond::RawEquals(SWITCH_PREEMPT_ARG, 0),
+            Cond::RawMaskSet(SWITCH_STATE_ARG, TASK_REPORT | TASK_RTLOCK_WAIT),
+        ],
+        next_identity: false,
+        raw: true,
+    },
+    Spec {
+        provider: "sched",
+        name: "preempt",
+        sys: "sched",
+        event: "sched_switch",
+        args: &[],
+        conds: &[Cond::RawMaskSet(SWITCH_PREEMPT_ARG, 1)],
+        next_identity: false,
+        raw: true,
+    },
+    Spec {
+        provider: "sched",
         name: "off-cpu",
         sys: "sched",
         event: "sched_switch",
@@ -291,26 +333,6 @@ const SPECS: &[Spec] = &[
         args: &[],
         conds: &[],
         next_identity: true,
-        raw: false,
-    },
-    Spec {
-        provider: "sched",
-        name: "sleep",
-        sys: "sched",
-        event: "sched_switch",
-        args: &[],
-        conds: &[Cond::MaskSet("prev_state", TASK_REPORT_MAX - 1)],
-        next_identity: false,
-        raw: false,
-    },
-    Spec {
-        provider: "sched",
-        name: "preempt",
-        sys: "sched",
-        event: "sched_switch",
-        args: &[],
-        conds: &[Cond::MaskSet("prev_state", TASK_REPORT_MAX)],
-        next_identity: false,
         raw: false,
     },
     Spec {
@@ -492,6 +514,16 @@ fn build(spec: &Spec, f: &EventFormat) -> Option<Probe> {
                 });
                 continue;
             }
+            Cond::RawFlag(n, name) => {
+                field(f, name)?;
+                let (offset, _) = raw_at(n);
+                conditions.push(Condition::Equals {
+                    offset,
+                    size: 4,
+                    value: 1,
+                });
+                continue;
+            }
             Cond::RawEquals(n, value) => {
                 // An `int` argument: its low 4 bytes (the raw context holds it widened).
                 let (offset, _) = raw_at(n);
@@ -505,7 +537,7 @@ fn build(spec: &Spec, f: &EventFormat) -> Option<Probe> {
             _ => {}
         }
         let name = match c {
-            Cond::MaskSet(n, _) | Cond::Equals(n, _) | Cond::Negative(n) | Cond::Positive(n) => *n,
+            Cond::Negative(n) | Cond::Positive(n) => *n,
             _ => continue,
         };
         let fl = field(f, name)?;
@@ -514,12 +546,6 @@ fn build(spec: &Spec, f: &EventFormat) -> Option<Probe> {
         }
         let (offset, size) = (fl.offset as u16, fl.size as u8);
         conditions.push(match *c {
-            Cond::MaskSet(_, mask) => Condition::MaskSet { offset, size, mask },
-            Cond::Equals(_, value) => Condition::Equals {
-                offset,
-                size,
-                value,
-            },
             Cond::Negative(_) => Condition::Negative { offset, size },
             Cond::Positive(_) => Condition::Positive { offset, size },
             _ => continue,

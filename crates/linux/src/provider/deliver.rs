@@ -390,9 +390,11 @@ impl LinuxTracing {
         // The descriptors stay open: the session and the hooks are closed only by this thread.
         let (ring, doorbell) = {
             let sh = self.lock();
-            // Where dtrace may send signals or read a process at delivery the ring is read on a
+            // Records dtrace must act on at once wake it (`CaptureSpec::wake_at_once`); while
+            // records keep coming (`ring` false) it sleeps a few milliseconds instead (the
+            // consumer's SLEEP_POLL). Where dtrace may send signals the ring is read on a
             // clock (see `SIGNAL_POLL`).
-            let ring = ring && !sh.ring_polled;
+            let ring = ring && !sh.signals_polled;
             let ring = sh.session.as_ref().filter(|_| ring).map(|s| s.ring_fd());
             (ring, sh.user.doorbell())
         };
@@ -407,10 +409,11 @@ impl LinuxTracing {
     /// How long until the providers have work due without a ring record or a doorbell telling
     /// of it: the next look for processes that started with USDT probes a provider glob names,
     /// the next read of a ring whose records may ask dtrace to send a signal
-    /// ([`super::SIGNAL_POLL`]). `None` when there is none.
+    /// ([`super::SIGNAL_POLL`]). (Records dtrace completes at delivery wake it: see
+    /// `CaptureSpec::wake_at_once`.) `None` when there is none.
     pub fn time_to_next_look(&self) -> Option<std::time::Duration> {
         let sh = self.lock();
-        let signals = sh.ring_polled.then_some(super::SIGNAL_POLL);
+        let signals = sh.signals_polled.then_some(super::SIGNAL_POLL);
         signals.into_iter().chain(sh.user.time_to_next_look()).min()
     }
 
