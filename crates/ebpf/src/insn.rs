@@ -115,6 +115,10 @@ pub mod op {
     pub const JLE: u8 = 0xb0;
     pub const JSLT: u8 = 0xc0;
     pub const JSLE: u8 = 0xd0;
+    /// Byte-order conversion (`BPF_END`, class [`ALU`]); with [`TO_BE`] it converts to big-endian.
+    pub const END: u8 = 0xd0;
+    /// [`END`]'s source bit: to big-endian (a byte swap on a little-endian machine).
+    pub const TO_BE: u8 = 0x08;
 }
 
 /// Memory access sizes.
@@ -199,6 +203,7 @@ pub mod helper {
     pub const MAP_DELETE_ELEM: i32 = 3;
     pub const KTIME_GET_NS: i32 = 5;
     pub const TAIL_CALL: i32 = 12;
+    pub const GET_PRANDOM_U32: i32 = 7;
     pub const GET_SMP_PROCESSOR_ID: i32 = 8;
     pub const GET_CURRENT_PID_TGID: i32 = 14;
     pub const GET_CURRENT_UID_GID: i32 = 15;
@@ -404,6 +409,12 @@ impl Asm {
     /// `exit`.
     pub fn exit(&mut self) -> &mut Self {
         self.emit(op::JMP | op::EXIT, R0, R0, 0, 0)
+    }
+
+    /// `dst` = its low `bits` bits (16, 32 or 64) in big-endian byte order, zero-extended
+    /// (`BPF_END | BPF_TO_BE`: a byte swap on x86-64).
+    pub fn to_be(&mut self, dst: Reg, bits: i32) -> &mut Self {
+        self.emit(op::ALU | op::END | op::TO_BE, dst, R0, 0, bits)
     }
 
     /// Sign-extends the low `bytes` bytes of `dst` to 64 bits.

@@ -35,8 +35,10 @@
 //! 0 (NULL) when the variable holds none, as the interpreter's loads give; compares take NULL as
 //! the empty string, a record or key of NULL faults, a store of NULL frees the variable.
 
+mod byteorder;
 mod copyin;
 mod copyout;
+mod rand;
 mod stringof;
 mod strings;
 mod strlen;
@@ -790,6 +792,13 @@ impl<'a> Translator<'a> {
                             | Subr::Copyout
                             | Subr::Copyoutstr
                             | Subr::Speculation
+                            | Subr::Htons
+                            | Subr::Htonl
+                            | Subr::Htonll
+                            | Subr::Ntohs
+                            | Subr::Ntohl
+                            | Subr::Ntohll
+                            | Subr::Rand
                             | Subr::Strlen
                     )
                 ) {
@@ -1271,6 +1280,13 @@ impl<'a> Translator<'a> {
                 }
                 Some(Subr::Copyinstr) => self.copyinstr(pc, s, rd)?,
                 Some(Subr::Strlen) => self.strlen(pc, s, rd)?,
+                Some(w @ (Subr::Htons | Subr::Htonl | Subr::Htonll)) => {
+                    self.byteorder(pc, s, w, rd)?
+                }
+                Some(w @ (Subr::Ntohs | Subr::Ntohl | Subr::Ntohll)) => {
+                    self.byteorder(pc, s, w, rd)?
+                }
+                Some(Subr::Rand) => self.rand(s, rd),
                 Some(w @ (Subr::Copyout | Subr::Copyoutstr)) => self.copyout(pc, s, w, rd)?,
                 other => {
                     return Err(Untranslatable::Subroutine {

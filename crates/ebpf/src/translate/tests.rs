@@ -99,6 +99,10 @@ thread_local! {
     static WRITES: std::cell::RefCell<Vec<(u64, Vec<u8>)>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
+/// What the emulated `bpf_get_prandom_u32` returns (its top bit set, to show it is not
+/// sign-extended).
+const PRANDOM: u32 = 0x9abc_def1;
+
 /// Where the emulator keeps the contexts' string scratch, and its size.
 const SCRATCH_ADDR: u64 = 0x2000_0000;
 const SCRATCH_LEN: usize = 4096;
@@ -169,6 +173,15 @@ fn emulate_all(insns: &[Insn], p: &Probe) -> (u64, [u8; 512], Vec<u8>) {
                     op::MOV => y,
                     op::ARSH => ((x as i64) >> (y & 63)) as u64,
                     c => panic!("alu op {c:#x}"),
+                };
+            }
+            // 32-bit ALU: only the byte-order conversion to big-endian (`BPF_END | BPF_TO_BE`).
+            0x04 if i.code == op::ALU | op::END | op::TO_BE => {
+                r[dst] = match i.imm {
+                    16 => u64::from((r[dst] as u16).swap_bytes()),
+                    32 => u64::from((r[dst] as u32).swap_bytes()),
+                    64 => r[dst].swap_bytes(),
+                    w => panic!("byte swap of {w} bits"),
                 };
             }
             0x00 => {
@@ -249,6 +262,12 @@ fn emulate_all(insns: &[Insn], p: &Probe) -> (u64, [u8; 512], Vec<u8>) {
                         } else {
                             (-14i64) as u64
                         };
+                        for x in &mut r[1..=5] {
+                            *x = 0xdead;
+                        }
+                    }
+                    op::CALL if i.imm == helper::GET_PRANDOM_U32 => {
+                        r[0] = u64::from(PRANDOM);
                         for x in &mut r[1..=5] {
                             *x = 0xdead;
                         }
@@ -1942,5 +1961,56 @@ fn copyin_copies_user_memory_into_scratch_and_faults_as_the_interpreter() {
             Err(e) => e.to_string().contains(what),
         };
         assert!(ok, "{e:?}");
+    }
+}
+
+/// The value of `expr` (plus 1000, so it is never a fault's mark) both ways, for probe `p`.
+fn value_both_ways(p: &Probe, expr: &str) -> u64 {
+    let obj = predicate(&clause(&format!("({expr}) + 1000")));
+    let want = interpret_result(&obj, p).unwrap_or_else(|e| panic!("{expr}: {e:?}"));
+    let f = translate(&obj, p, 256, FRAME).unwrap_or_else(|e| panic!("{expr}: {e}"));
+    assert_reachable(&f.insns);
+    assert_eq!(emulate(&f.insns, p), want, "{expr}");
+    want
+}
+
+#[test]
+fn byte_order_subroutines_agree_with_the_interpreter() {
+    let mut p = Probe::new();
+    p.args[0] = 0x0102_0304_0506_0708;
+    p.args[3] = 0xfedc_ba98_7654_3210;
+    for (expr, want) in [
+        ("htons(arg0)", 0x0807u64),
+        ("ntohs(arg0)", 0x0807),
+        ("htonl(arg0)", 0x0807_0605),
+        ("ntohl(arg0)", 0x0807_0605),
+        ("htonll(arg0)", 0x0807_0605_0403_0201),
+        ("ntohll(arg0)", 0x0807_0605_0403_0201),
+        ("htons(arg3)", 0x1032),
+        ("htonl(arg3)", 0x1032_5476),
+        ("htonll(arg3)", 0x1032_5476_98ba_dcfe),
+        ("ntohs(htons(arg3))", 0x3210),
+        ("htonl(arg1)", 0xfeff_ffff),
+        ("htons(0x1234) + htonl(arg0) * 2", 0x3412 + 2 * 0x0807_0605),
+    ] {
+        assert_eq!(value_both_ways(&p, expr), want.wrapping_add(1000), "{expr}");
+    }
+}
+
+#[test]
+fn rand_gives_32_bits_zero_extended() {
+    let p = Probe::new();
+    let obj = predicate(&clause("rand() + 1000"));
+    let f = translate(&obj, &p, 256, FRAME).unwrap_or_else(|e| panic!("rand(): {e}"));
+    assert_reachable(&f.insns);
+    // The helper's 32 bits as they are, as the interpreter masks its generator's to 32.
+    assert_eq!(emulate(&f.insns, &p), u64::from(PRANDOM) + 1000);
+    // Whatever the generator gives, the interpreter's value is within the same range.
+    for _ in 0..4 {
+        let v = interpret_result(&obj, &p).unwrap() - 1000;
+        assert!(v <= u64::from(u32::MAX), "{v:#x}");
+    }
+    for pred in ["rand() >= 0", "rand() <= 0xffffffff", "rand() % 7 < 7"] {
+        assert_eq!(both_ways(&clause(pred), &p), Some(true), "{pred}");
     }
 }
