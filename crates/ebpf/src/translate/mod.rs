@@ -38,6 +38,7 @@
 mod byteorder;
 mod copyin;
 mod copyout;
+mod progeny;
 mod rand;
 mod stringof;
 mod strings;
@@ -45,6 +46,8 @@ mod strlen;
 mod strvars;
 #[cfg(test)]
 mod tests;
+
+pub use progeny::TaskLinks;
 
 use crate::insn::{helper, op, Asm, Insn, Label, Size, R0, R1, R10, R2, R3};
 use dtrace_dif::instr::Instr;
@@ -280,6 +283,11 @@ pub trait ProbeContext {
     fn emit_speculation(&self, a: &mut Asm) -> Result<(), String> {
         let _ = a;
         Err("speculations live in dtrace".into())
+    }
+    /// Where `progenyof()` finds the current task's ancestors (see `progeny`). `Err` says why
+    /// not here (by default: `progenyof()` runs in dtrace).
+    fn task_links(&self) -> Result<TaskLinks, String> {
+        Err("progenyof() runs in dtrace".into())
     }
 }
 
@@ -799,6 +807,7 @@ impl<'a> Translator<'a> {
                             | Subr::Ntohl
                             | Subr::Ntohll
                             | Subr::Rand
+                            | Subr::Progenyof
                             | Subr::Strlen
                     )
                 ) {
@@ -1287,6 +1296,7 @@ impl<'a> Translator<'a> {
                     self.byteorder(pc, s, w, rd)?
                 }
                 Some(Subr::Rand) => self.rand(s, rd),
+                Some(Subr::Progenyof) => self.progenyof(pc, s, rd)?,
                 Some(w @ (Subr::Copyout | Subr::Copyoutstr)) => self.copyout(pc, s, w, rd)?,
                 other => {
                     return Err(Untranslatable::Subroutine {

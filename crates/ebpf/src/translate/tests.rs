@@ -84,6 +84,10 @@ impl ProbeContext for Probe {
         &self.names
     }
 
+    fn task_links(&self) -> Result<TaskLinks, String> {
+        Ok(TASK_LINKS)
+    }
+
     fn emit_string_scratch(&self, a: &mut Asm, offset: usize, len: usize) -> Result<(), String> {
         if offset + len > SCRATCH_LEN {
             return Err("out of string scratch".into());
@@ -98,6 +102,16 @@ thread_local! {
     /// What the emulated `bpf_probe_write_user` wrote: (address, bytes).
     static WRITES: std::cell::RefCell<Vec<(u64, Vec<u8>)>> = const { std::cell::RefCell::new(Vec::new()) };
 }
+
+/// The current task's address (`curthread`, `bpf_get_current_task`).
+const CURTHREAD: u64 = 0xffff_8000_0000_1000;
+
+/// [`Probe`]'s `task_struct`: `real_parent` at 16, `tgid` at 32, walked 4 parents up.
+const TASK_LINKS: TaskLinks = TaskLinks {
+    real_parent: 16,
+    tgid: 32,
+    most: 4,
+};
 
 /// What the emulated `bpf_get_prandom_u32` returns (its top bit set, to show it is not
 /// sign-extended).
@@ -261,6 +275,19 @@ fn emulate_all(insns: &[Insn], p: &Probe) -> (u64, [u8; 512], Vec<u8>) {
                             out.len() as u64
                         } else {
                             (-14i64) as u64
+                        };
+                        for x in &mut r[1..=5] {
+                            *x = 0xdead;
+                        }
+                    }
+                    op::CALL
+                        if i.imm == helper::GET_CURRENT_TASK
+                            || i.imm == helper::GET_CURRENT_PID_TGID =>
+                    {
+                        r[0] = if i.imm == helper::GET_CURRENT_TASK {
+                            CURTHREAD
+                        } else {
+                            p.pid << 32 | p.tid
                         };
                         for x in &mut r[1..=5] {
                             *x = 0xdead;
@@ -2013,4 +2040,81 @@ fn rand_gives_32_bits_zero_extended() {
     for pred in ["rand() >= 0", "rand() <= 0xffffffff", "rand() % 7 < 7"] {
         assert_eq!(both_ways(&clause(pred), &p), Some(true), "{pred}");
     }
+}
+
+/// A task of [`TASK_LINKS`]'s layout: its parent's address and its tgid.
+fn task(parent: u64, tgid: u32) -> Vec<u8> {
+    let mut t = vec![0u8; 40];
+    t[16..24].copy_from_slice(&parent.to_le_bytes());
+    t[32..36].copy_from_slice(&tgid.to_le_bytes());
+    t
+}
+
+#[test]
+fn progenyof_walks_the_parents_as_the_recorded_ancestors() {
+    let at = |i: u64| 0xffff_9000_0000_0000 + 0x100 * i;
+    // The chains above the current task (pid 4242): its parents' tgids, nearest first, and
+    // what a probe records of them for the interpreter (the walk stops after pid 1 or 0, at a
+    // parent it cannot read, or after TASK_LINKS.most of them). A parent whose tgid cannot be
+    // read (at 0x10) is recorded as pid 0.
+    let chains: [(&[u32], u64, &[u64]); 5] = [
+        (&[300, 200, 1, 0], at(0), &[300, 200, 1]),
+        (&[500, 501, 502, 503, 504, 1], at(0), &[500, 501, 502, 503]),
+        (&[7, 0, 9], at(0), &[7, 0]),
+        (&[], 0, &[]),
+        (&[], 0x10, &[0]),
+    ];
+    for (tgids, first, recorded) in chains {
+        let mut p = Probe::new();
+        p.kernel = vec![(CURTHREAD, task(first, 4242))];
+        for (i, &t) in tgids.iter().enumerate() {
+            p.kernel.push((at(i as u64), task(at(i as u64 + 1), t)));
+        }
+        for pid in [
+            4242,
+            300,
+            200,
+            1,
+            0,
+            7,
+            9,
+            500,
+            503,
+            504,
+            4243,
+            1 << 32 | 300,
+        ] {
+            let obj = predicate(&clause(&format!("progenyof({pid}) + 1000")));
+            let f = translate(&obj, &p, 256, FRAME).unwrap_or_else(|e| panic!("{pid}: {e}"));
+            assert_reachable(&f.insns);
+            let (mut ctx, mut mem) = fake_env(&p);
+            ctx.ancestors = std::iter::once(p.pid)
+                .chain(recorded.iter().copied())
+                .collect();
+            let mut state = VarState::new(VmOptions::default());
+            let want = Machine::new()
+                .run(&obj, &mut state, &mut ctx, &mut mem)
+                .unwrap();
+            // progenyof() takes a pid_t: the compiler keeps the low 32 bits of a wider value.
+            let q = pid & 0xffff_ffff;
+            let is = q == 4242 || recorded.contains(&q);
+            assert_eq!(want, 1000 + u64::from(is), "{tgids:?} {pid}");
+            assert_eq!(emulate(&f.insns, &p), want, "{tgids:?} {pid}");
+        }
+    }
+}
+
+#[test]
+fn progenyof_stays_in_dtrace_where_the_context_has_no_task_links() {
+    let obj = predicate(&clause("progenyof(1)"));
+    let vp = VarProbe {
+        p: Probe::new(),
+        stores: Default::default(),
+    };
+    let e = translate(&obj, &vp, 256, FRAME).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("progenyof(): progenyof() runs in dtrace"),
+        "{e}"
+    );
 }

@@ -346,6 +346,20 @@ impl ProbeContext for ShapeContext<'_> {
         super::speculation::emit_speculation(a, specs);
         Ok(())
     }
+
+    fn task_links(&self) -> Result<translate::TaskLinks, String> {
+        self.current("progenyof()")?;
+        let t = self
+            .shape
+            .task
+            .ok_or("task_struct offsets are not in the kernel's BTF")?;
+        // The bound of the ancestors a probe records for the interpreter.
+        Ok(translate::TaskLinks {
+            real_parent: t.real_parent,
+            tgid: t.tgid,
+            most: super::spec::MAX_ANCESTORS,
+        })
+    }
 }
 
 impl ShapeContext<'_> {
