@@ -1,0 +1,69 @@
+//! The integer subroutines translated to eBPF (issue 13): the byte-order family (`htons`,
+//! `htonl`, `htonll`, `ntohs`, `ntohl`, `ntohll`), `rand()` and `progenyof()` run at the probe
+//! and print what dtrace's interpreter prints with the kernel paths off; `-v` says the clauses
+//! run in the kernel (root, BPF, tracepoints; `dd`).
+
+mod common;
+use common::{kernel_ok, same_with_kernel_paths_off};
+
+/// Four writes of 300 bytes to /dev/null by the traced `dd`.
+const DD: &str = "dd if=/dev/zero of=/dev/null bs=300 count=4 status=none";
+
+#[test]
+fn byte_order_and_rand_run_at_the_probe_as_in_dtrace() {
+    let t = "byte_order_and_rand_run_at_the_probe_as_in_dtrace";
+    if !kernel_ok(t) || !dtrace_testkit::skip_unless(dtrace_testkit::have_program("dd"), t, "no dd")
+    {
+        return;
+    }
+    let out = same_with_kernel_paths_off(
+        "syscall::write:entry /pid == $target/ { @[htons(arg2), htonl(arg2), htonll(arg2)] =
+         count(); @r = max(rand() >= 0); @hi = max(rand() >> 32);
+         printf(\"%x %x %x\\n\", ntohs(arg2), ntohl(arg2), ntohll(arg2)); }",
+        &[],
+        DD,
+        &[(1, "runs whole in the kernel")],
+    );
+    // 300 is 0x012c: its bytes swapped in 16, 32 and 64 bits.
+    assert_eq!(
+        out.matches("2c01 2c010000 2c01000000000000\n").count(),
+        4,
+        "{out}"
+    );
+    assert!(
+        out.contains(" 11265 738263040 3170815612645539840                4\n"),
+        "{out}"
+    );
+    // rand() >= 0 always, and its value is 32 bits (nothing above them).
+    assert!(
+        out.contains("\n                1\n                0\n"),
+        "{out}"
+    );
+}
+
+#[test]
+fn progenyof_runs_at_the_probe_as_in_dtrace() {
+    let t = "progenyof_runs_at_the_probe_as_in_dtrace";
+    if !kernel_ok(t)
+        || !common::have_btf(t)
+        || !dtrace_testkit::skip_unless(dtrace_testkit::have_program("dd"), t, "no dd")
+    {
+        return;
+    }
+    // dd is dtrace's child (-c): the progeny of dtrace ($pid), of itself and of init, not of a
+    // pid past the last.
+    let out = same_with_kernel_paths_off(
+        "syscall::write:entry /pid == $target && progenyof($pid)/ {
+         @[progenyof(1), progenyof($target), progenyof($pid), progenyof(4194305)] = count(); }",
+        &[],
+        DD,
+        &[
+            (1, "predicate runs in the kernel"),
+            (1, "aggregations run in the kernel"),
+        ],
+    );
+    assert!(
+        out.contains("        1        1        1        0                4\n"),
+        "{out}"
+    );
+}
