@@ -21,7 +21,7 @@ const PAGE: i32 = 4096;
 
 impl Translator<'_> {
     /// The frame offsets of the integers pushed on the tuple stack (a subroutine's arguments).
-    fn int_args(&self, pc: usize, s: &State) -> Result<Vec<i16>, Untranslatable> {
+    pub(super) fn int_args(&self, pc: usize, s: &State) -> Result<Vec<i16>, Untranslatable> {
         let pushed = s.tuple.as_ref().ok_or_else(|| Untranslatable::Value {
             pc,
             what: "subroutine arguments the translator does not follow".into(),

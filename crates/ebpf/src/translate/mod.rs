@@ -37,8 +37,10 @@
 
 mod copyin;
 mod copyout;
+mod lltostr;
 mod stringof;
 mod strings;
+mod strjoin;
 mod strlen;
 mod strvars;
 #[cfg(test)]
@@ -791,6 +793,8 @@ impl<'a> Translator<'a> {
                             | Subr::Copyoutstr
                             | Subr::Speculation
                             | Subr::Strlen
+                            | Subr::Strjoin
+                            | Subr::Lltostr
                     )
                 ) {
                     continue;
@@ -1271,6 +1275,8 @@ impl<'a> Translator<'a> {
                 }
                 Some(Subr::Copyinstr) => self.copyinstr(pc, s, rd)?,
                 Some(Subr::Strlen) => self.strlen(pc, s, rd)?,
+                Some(Subr::Strjoin) => self.strjoin(pc, s, rd)?,
+                Some(Subr::Lltostr) => self.lltostr(pc, s, rd)?,
                 Some(w @ (Subr::Copyout | Subr::Copyoutstr)) => self.copyout(pc, s, w, rd)?,
                 other => {
                     return Err(Untranslatable::Subroutine {

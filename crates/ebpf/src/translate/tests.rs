@@ -1944,3 +1944,4 @@ fn copyin_copies_user_memory_into_scratch_and_faults_as_the_interpreter() {
         assert!(ok, "{e:?}");
     }
 }
+mod strbuild;
