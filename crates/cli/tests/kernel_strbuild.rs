@@ -110,3 +110,22 @@ fn built_strings_print_in_records_built_at_the_probe() {
     let out = same_both_ways(script, &[], &cmd, &[(1, RECORDS)]);
     assert_eq!(out.matches("kstrbuild-w 101001101|").count(), 3, "{out}");
 }
+
+#[test]
+fn built_strings_live_in_variables_in_the_kernel() {
+    let t = "built_strings_live_in_variables_in_the_kernel";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let cmd = writer("ksb-vars");
+    let script = format!(
+        "syscall::write:entry /pid == $target/ {{ self->s = strjoin(execname, lltostr(arg2)); \
+         x = strjoin(self->s, self->s); }} \
+         syscall::write:return /self->s != NULL/ {{ @[strjoin(self->s, \"+r\")] = count(); \
+         @[x] = count(); self->s = 0; }} {PRINTA}"
+    );
+    let out = same_both_ways(&script, &[], &cmd, &[(1, "runs whole in the kernel")]);
+    for w in ["kstrbuild22+r 3", "kstrbuild333kstrbuild333 3"] {
+        assert!(out.lines().any(|l| l.trim() == w), "{w:?} in {out}");
+    }
+}
