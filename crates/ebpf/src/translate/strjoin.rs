@@ -23,7 +23,9 @@ impl Translator<'_> {
         rd: u8,
     ) -> Result<(), Untranslatable> {
         let parts = match s.tuple.as_deref() {
-            Some([Pushed::Str(a), Pushed::Str(b)]) => [a.clone(), b.clone()],
+            Some([Pushed::Str(a), Pushed::Str(b)]) if followed(a) && followed(b) => {
+                [a.clone(), b.clone()]
+            }
             _ => {
                 return Err(Untranslatable::Value {
                     pc,
@@ -37,7 +39,7 @@ impl Translator<'_> {
         };
         // D's strsize: the most characters the result holds.
         let most = self.strsize - 1;
-        let most32 = i32::try_from(most).map_err(|_| refused("strsize too large".into()))?;
+        i32::try_from(most).map_err(|_| refused("strsize too large".into()))?;
         if most == 0 {
             return Err(refused("strsize 0".into()));
         }
@@ -52,10 +54,7 @@ impl Translator<'_> {
         self.ctx
             .emit_string_scratch(&mut self.a, offset, 2 * width)
             .map_err(refused)?;
-        let (comm, tuple) = (
-            self.frame.comm(),
-            [self.frame.tuple(0), self.frame.tuple(1)],
-        );
+        let tuple = [self.frame.tuple(0), self.frame.tuple(1)];
         let a = &mut self.a;
         a.jmp_imm(op::JEQ, R0, 0, no_scratch);
         a.store(Size::DW, R10, buf, R0);
@@ -64,56 +63,79 @@ impl Translator<'_> {
         }
         a.mov_imm(R4, 0);
         for (part, at) in parts.iter().zip(tuple) {
-            let done = a.label();
-            match part {
-                Kind::StrConst(b) => {
-                    let b = b.split(|&c| c == 0).next().unwrap_or_default();
-                    for &c in b.iter().take(most) {
-                        emit_append_byte(a, buf, most32, done, |a| {
-                            a.mov_imm(R2, i32::from(c));
-                        });
-                    }
-                }
-                Kind::Execname => {
-                    // The interpreter keeps `strsize - 1` bytes of a built-in string.
-                    for i in 0..COMM_LEN.min(most) {
-                        a.load(Size::B, R2, R10, comm + i as i16);
-                        a.jmp_imm(op::JEQ, R2, 0, done);
-                        emit_append_byte(a, buf, most32, done, |_| {});
-                    }
-                }
-                Kind::Scratch | Kind::VarStr => {
-                    a.load(Size::DW, R3, R10, at);
-                    if let (Kind::VarStr, Some(null)) = (part, null) {
-                        a.jmp_imm(op::JEQ, R3, 0, null);
-                    }
-                    // R1: the end of the string so far; R2: the room left, its NUL included.
-                    a.load(Size::DW, R1, R10, buf).alu(op::ADD, R1, R4);
-                    a.mov_imm(R2, most32 + 1).alu(op::SUB, R2, R4);
-                    // The length so far is kept in the load buffer's neighbour: R4 is
-                    // clobbered by the helper, so it is recomputed from the result.
-                    a.store(Size::DW, R10, self.frame.fault_addr_at(), R4);
-                    a.call(helper::PROBE_READ_KERNEL_STR);
-                    a.load(Size::DW, R4, R10, self.frame.fault_addr_at());
-                    // A string in the scratch always reads (r0 >= 1: the NUL counted).
-                    a.jmp_imm(op::JSLE, R0, 0, done);
-                    a.alu(op::ADD, R4, R0).alu_imm(op::SUB, R4, 1);
-                    let fits = a.label();
-                    a.jmp_imm(op::JLE, R4, most32, fits);
-                    a.mov_imm(R4, most32);
-                    a.bind(fits);
-                }
-                _ => {
-                    return Err(Untranslatable::Value {
-                        pc,
-                        what: "strjoin() of strings the translator does not follow".into(),
-                    })
-                }
-            }
-            a.bind(done);
+            self.append(pc, part, at, null)?;
         }
+        let a = &mut self.a;
         a.load(Size::DW, R1, R10, buf);
         self.put(s, rd, R1, Kind::Scratch);
+        Ok(())
+    }
+}
+
+impl Translator<'_> {
+    /// Appends string `part` (its address, when in the scratch, in the frame at `at`) to the
+    /// string in the scratch at the address the load buffer holds, whose length R4 holds (the
+    /// bytes past it zero); R4 is its new length, at most `strsize - 1`. A NULL part jumps to
+    /// `null`. Uses R0 to R3 and the fault address's slot.
+    pub(super) fn append(
+        &mut self,
+        pc: usize,
+        part: &Kind,
+        at: i16,
+        null: Option<crate::insn::Label>,
+    ) -> Result<(), Untranslatable> {
+        let most = self.strsize - 1;
+        let most32 = i32::try_from(most).unwrap_or(i32::MAX);
+        let (buf, comm, temp) = (
+            self.frame.load_buf(),
+            self.frame.comm(),
+            self.frame.fault_addr_at(),
+        );
+        let a = &mut self.a;
+        let done = a.label();
+        match part {
+            Kind::StrConst(b) => {
+                let b = b.split(|&c| c == 0).next().unwrap_or_default();
+                for &c in b.iter().take(most) {
+                    emit_append_byte(a, buf, most32, done, |a| {
+                        a.mov_imm(R2, i32::from(c));
+                    });
+                }
+            }
+            Kind::Execname => {
+                // The interpreter keeps `strsize - 1` bytes of a built-in string.
+                for i in 0..COMM_LEN.min(most) {
+                    a.load(Size::B, R2, R10, comm + i as i16);
+                    a.jmp_imm(op::JEQ, R2, 0, done);
+                    emit_append_byte(a, buf, most32, done, |_| {});
+                }
+            }
+            Kind::Scratch | Kind::VarStr => {
+                a.load(Size::DW, R3, R10, at);
+                if let (Kind::VarStr, Some(null)) = (part, null) {
+                    a.jmp_imm(op::JEQ, R3, 0, null);
+                }
+                // R1: the end of the string so far; R2: the room left, its NUL included.
+                a.load(Size::DW, R1, R10, buf).alu(op::ADD, R1, R4);
+                a.mov_imm(R2, most32 + 1).alu(op::SUB, R2, R4);
+                // The helper clobbers R4: the length so far waits in the frame.
+                a.store(Size::DW, R10, temp, R4);
+                a.call(helper::PROBE_READ_KERNEL_STR);
+                a.load(Size::DW, R4, R10, temp);
+                // A string in the scratch always reads (r0 >= 1: the NUL counted).
+                a.jmp_imm(op::JSLE, R0, 0, done);
+                a.alu(op::ADD, R4, R0).alu_imm(op::SUB, R4, 1);
+                a.jmp_imm(op::JLE, R4, most32, done);
+                a.mov_imm(R4, most32);
+            }
+            _ => {
+                return Err(Untranslatable::Value {
+                    pc,
+                    what: "a string the translator does not follow".into(),
+                })
+            }
+        }
+        a.bind(done);
         Ok(())
     }
 }
@@ -133,4 +155,12 @@ fn emit_append_byte(
     a.load(Size::DW, R1, R10, buf).alu(op::ADD, R1, R4);
     a.store(Size::B, R1, 0, R2);
     a.alu_imm(op::ADD, R4, 1);
+}
+
+/// Whether `append` follows string `k`.
+pub(super) fn followed(k: &Kind) -> bool {
+    matches!(
+        k,
+        Kind::StrConst(_) | Kind::Execname | Kind::Scratch | Kind::VarStr
+    )
 }
