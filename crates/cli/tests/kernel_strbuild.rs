@@ -129,3 +129,29 @@ fn built_strings_live_in_variables_in_the_kernel() {
         assert!(out.lines().any(|l| l.trim() == w), "{w:?} in {out}");
     }
 }
+
+#[test]
+fn substr_cuts_at_the_probe_as_in_dtrace() {
+    let t = "substr_cuts_at_the_probe_as_in_dtrace";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let cmd = writer("ksb-substr");
+    let script = format!(
+        "syscall::openat:entry /pid == $target/ {{ @[substr(copyinstr(arg1), -4)] = count(); \
+         @[substr(copyinstr(arg1), 1, -20)] = count(); @[substr(execname, arg2 - 3, 3)] = count(); \
+         @[substr(strjoin(execname, lltostr(arg2)), 5, 100)] = count(); }} {PRINTA}"
+    );
+    let out = same_both_ways(&script, &[], &cmd, &[(1, AGGS)]);
+    for w in ["/ksb 3", "path 3", "nonexistent/k 3", "ild 6", "uild0 6"] {
+        assert!(out.lines().any(|l| l.trim() == w), "{w:?} in {out}");
+    }
+    for strsize in ["16", "8", "5"] {
+        same_both_ways(
+            &script,
+            &["-x", &format!("strsize={strsize}")],
+            &cmd,
+            &[(1, AGGS)],
+        );
+    }
+}

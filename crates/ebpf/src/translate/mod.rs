@@ -43,6 +43,7 @@ mod strings;
 mod strjoin;
 mod strlen;
 mod strvars;
+mod substr;
 #[cfg(test)]
 mod tests;
 
@@ -795,6 +796,7 @@ impl<'a> Translator<'a> {
                             | Subr::Strlen
                             | Subr::Strjoin
                             | Subr::Lltostr
+                            | Subr::Substr
                     )
                 ) {
                     continue;
@@ -1277,6 +1279,7 @@ impl<'a> Translator<'a> {
                 Some(Subr::Strlen) => self.strlen(pc, s, rd)?,
                 Some(Subr::Strjoin) => self.strjoin(pc, s, rd)?,
                 Some(Subr::Lltostr) => self.lltostr(pc, s, rd)?,
+                Some(Subr::Substr) => self.substr(pc, s, rd)?,
                 Some(w @ (Subr::Copyout | Subr::Copyoutstr)) => self.copyout(pc, s, w, rd)?,
                 other => {
                     return Err(Untranslatable::Subroutine {

@@ -151,3 +151,64 @@ fn lltostr_with_a_base_not_known_stays_in_dtrace() {
         assert!(e.to_string().contains("lltostr(): a base"), "{expr}: {e}");
     }
 }
+
+#[test]
+fn substr_cuts_as_the_interpreter() {
+    let mut p = string_probe();
+    p.execname = b"abcdefghijklmno".to_vec();
+    // arg0 3, arg3 7, arg6 0, arg7 1; and extremes through casts.
+    let indexes = [
+        "0",
+        "1",
+        "2",
+        "5",
+        "14",
+        "15",
+        "16",
+        "300",
+        "-1",
+        "-2",
+        "-5",
+        "-15",
+        "-16",
+        "-20",
+        "-300",
+        "arg0",
+        "-arg0",
+        "arg6",
+        "-9223372036854775807 - 1",
+        "9223372036854775807",
+    ];
+    let lengths = [
+        None,
+        Some("0"),
+        Some("1"),
+        Some("3"),
+        Some("7"),
+        Some("20"),
+        Some("-1"),
+        Some("-3"),
+        Some("-20"),
+        Some("arg3"),
+        Some("9223372036854775807"),
+        Some("-9223372036854775807 - 1"),
+    ];
+    for strsize in [256usize, 8] {
+        for s in ["execname", r#""hello""#, "copyinstr(arg1)", r#""""#] {
+            for i in indexes {
+                for n in lengths {
+                    let call = match n {
+                        Some(n) => format!("substr({s}, {i}, {n})"),
+                        None => format!("substr({s}, {i})"),
+                    };
+                    agree(&format!("strlen({call})"), &p, strsize);
+                    agree(&format!(r#"{call} == "hel""#), &p, strsize);
+                    agree(&format!(r#"{call} == "cdefg""#), &p, strsize);
+                }
+            }
+        }
+    }
+    builds(r#"substr(execname, 2, 3)"#, "cde", &p, 256);
+    builds(r#"substr(strjoin(execname, "xyz"), -4)"#, "oxyz", &p, 256);
+    builds(r#"substr(copyinstr(arg1), 1, -1)"#, "ell", &p, 256);
+}
