@@ -273,7 +273,7 @@ fn a_kernel_clause_copying_strings_beside_one_run_in_dtrace_prints_as_in_dtrace(
     let out = same_both_ways(
         "syscall::openat:entry /pid == $target/ { @[copyinstr(arg1)] = count(); } \
          syscall::openat:entry /pid == $target && arg3 == 0/ { printf(\"%s\\n\", \
-         lltostr(arg2)); } END { printa(\"%s %@d\\n\", @); }",
+         basename(lltostr(arg2))); } END { printa(\"%s %@d\\n\", @); }",
         &[],
         &cmd,
         &[(1, AGGS)],

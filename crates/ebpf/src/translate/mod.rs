@@ -38,12 +38,15 @@
 mod byteorder;
 mod copyin;
 mod copyout;
+mod lltostr;
 mod progeny;
 mod rand;
 mod stringof;
 mod strings;
+mod strjoin;
 mod strlen;
 mod strvars;
+mod substr;
 #[cfg(test)]
 mod tests;
 
@@ -809,6 +812,9 @@ impl<'a> Translator<'a> {
                             | Subr::Rand
                             | Subr::Progenyof
                             | Subr::Strlen
+                            | Subr::Strjoin
+                            | Subr::Lltostr
+                            | Subr::Substr
                     )
                 ) {
                     continue;
@@ -1297,6 +1303,9 @@ impl<'a> Translator<'a> {
                 }
                 Some(Subr::Rand) => self.rand(s, rd),
                 Some(Subr::Progenyof) => self.progenyof(pc, s, rd)?,
+                Some(Subr::Strjoin) => self.strjoin(pc, s, rd)?,
+                Some(Subr::Lltostr) => self.lltostr(pc, s, rd)?,
+                Some(Subr::Substr) => self.substr(pc, s, rd)?,
                 Some(w @ (Subr::Copyout | Subr::Copyoutstr)) => self.copyout(pc, s, w, rd)?,
                 other => {
                     return Err(Untranslatable::Subroutine {
