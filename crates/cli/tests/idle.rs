@@ -48,30 +48,29 @@ fn ended_within(mut child: Child, limit: Duration, what: &str) -> std::process::
     child.wait_with_output().unwrap()
 }
 
+/// Runs `dtrace FLAGS -n 'CLAUSE tick-1s {...} tick-3s { exit(0); }'`, whose `clause` never
+/// fires, and asserts the ticks fire while the main loop wakes a few times a second: a loop
+/// polling (or reading a ring) every 5 ms wakes ~600 times in 3 s; one sleeping until its rates
+/// (1 s apart) and its timers are due wakes a few times a second.
+fn assert_sleeps_while_idle(flags: &str, clause: &str) {
+    let script = format!("{clause} tick-1s {{ printf(\"tick\\n\"); }} tick-3s {{ exit(0); }}");
+    let (rc, out, err) = dtrace_with_env(&[REPORT], &[flags, "-n", &script]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(
+        out.lines().filter(|l| *l == "tick").count() >= 2,
+        "the ticks fire: {out}"
+    );
+    let n = wakeups(&err);
+    assert!(n <= 40, "{n} wake-ups over 3 idle seconds");
+}
+
 #[test]
 fn an_idle_run_wakes_only_when_something_is_due() {
     if !kernel_ok("an_idle_run_wakes_only_when_something_is_due") {
         return;
     }
     // The predicate is false in the kernel: nothing reaches the ring for 3 seconds.
-    let (rc, out, err) = dtrace_with_env(
-        &[REPORT],
-        &[
-            "-q",
-            "-n",
-            "syscall::getppid:entry /pid == 1/ { printf(\"x\"); } \
-             tick-1s { printf(\"tick\\n\"); } tick-3s { exit(0); }",
-        ],
-    );
-    assert_eq!(rc, 0, "{err}");
-    assert!(
-        out.lines().filter(|l| *l == "tick").count() >= 2,
-        "the ticks fire: {out}"
-    );
-    // A loop polling every 5 ms wakes ~600 times in 3 s; one sleeping until its rates (1 s
-    // apart) and its timers are due wakes a few times a second.
-    let n = wakeups(&err);
-    assert!(n <= 40, "{n} wake-ups over 3 idle seconds");
+    assert_sleeps_while_idle("-q", "syscall::getppid:entry /pid == 1/ { printf(\"x\"); }");
 }
 
 /// A `raise()` clause whose signal the probe sends (its predicate runs in the kernel) puts no
@@ -82,49 +81,21 @@ fn an_idle_run_with_a_raise_clause_wakes_only_when_something_is_due() {
     if !kernel_ok("an_idle_run_with_a_raise_clause_wakes_only_when_something_is_due") {
         return;
     }
-    let (rc, out, err) = dtrace_with_env(
-        &[REPORT],
-        &[
-            "-qw",
-            "-n",
-            "syscall::getppid:entry /pid == 1/ { raise(SIGUSR1); } \
-             tick-1s { printf(\"tick\\n\"); } tick-3s { exit(0); }",
-        ],
+    assert_sleeps_while_idle(
+        "-qw",
+        "syscall::getppid:entry /pid == 1/ { raise(SIGUSR1); }",
     );
-    assert_eq!(rc, 0, "{err}");
-    assert!(
-        out.lines().filter(|l| *l == "tick").count() >= 2,
-        "the ticks fire: {out}"
-    );
-    // Read every 5 ms, it would wake ~600 times in 3 s.
-    let n = wakeups(&err);
-    assert!(n <= 40, "{n} wake-ups over 3 idle seconds");
 }
 
 /// An `on-cpu` clause reading `execargs` (completed from the live process when its record is
-/// read) does not put the run on a clock either: its records wake dtrace as they come.
+/// read) does not put the run on a clock either: its records wake dtrace as they come (its ring
+/// was read every 5 ms before).
 #[test]
 fn an_idle_run_with_on_cpu_execargs_wakes_only_when_something_is_due() {
     if !kernel_ok("an_idle_run_with_on_cpu_execargs_wakes_only_when_something_is_due") {
         return;
     }
-    let (rc, out, err) = dtrace_with_env(
-        &[REPORT],
-        &[
-            "-q",
-            "-n",
-            "sched:::on-cpu /pid == 999999/ { trace(execargs); } \
-             tick-1s { printf(\"tick\\n\"); } tick-3s { exit(0); }",
-        ],
-    );
-    assert_eq!(rc, 0, "{err}");
-    assert!(
-        out.lines().filter(|l| *l == "tick").count() >= 2,
-        "the ticks fire: {out}"
-    );
-    // Its ring was read every 5 ms: ~600 wake-ups in 3 s.
-    let n = wakeups(&err);
-    assert!(n <= 40, "{n} wake-ups over 3 idle seconds");
+    assert_sleeps_while_idle("-q", "sched:::on-cpu /pid == 999999/ { trace(execargs); }");
 }
 
 #[test]
