@@ -492,6 +492,28 @@ impl Decoder {
         Ok((size as usize).max(RECHDR_SIZE as usize))
     }
 
+    /// How many bytes at the start of `data`, the buffer of the CPU BEGIN fired on, BEGIN's
+    /// records fill, with those of ERROR and the fault reports among them: the part
+    /// `dt_consume_begin` consumes before the other CPUs' buffers (the rest, END's records
+    /// included, comes after them).
+    pub(crate) fn begin_part(&self, data: &[u8]) -> usize {
+        let mut offs = 0;
+        while let Some(at) = next_record(data, offs) {
+            let epid = recdata::uint(&data[at..at + 4]).unwrap_or(0) as u32;
+            let of_begin = epid == FAULT_EPID
+                || self.eprobes.get(&epid).is_some_and(|e| {
+                    self.probes.get(&e.probe_id).is_some_and(|p| {
+                        p.provider == "dtrace" && (p.name == "BEGIN" || p.name == "ERROR")
+                    })
+                });
+            match self.record_size(epid) {
+                Ok(size) if of_begin => offs = at + size,
+                _ => return at,
+            }
+        }
+        data.len()
+    }
+
     /// Consumes the record at `offs` of `cpu`'s buffer `data` (as [`next_record`] found it);
     /// returns the offset past it.
     #[allow(clippy::too_many_arguments)]

@@ -138,8 +138,9 @@ pub trait Tracer {
     fn complete_through(&self) -> Option<u64> {
         None
     }
-    /// The CPU BEGIN and END fire on, if known: its buffer is consumed first the first time (BEGIN's
-    /// output first) and last once tracing has stopped (END's output last), as DTrace does.
+    /// The CPU BEGIN and END fire on, if known: as DTrace does, the first time the buffers are
+    /// read its buffer's BEGIN records come first and the rest of it after the other CPUs', and
+    /// once tracing has stopped it comes last (END's output last).
     fn end_cpu(&self) -> Option<u32> {
         None
     }
@@ -683,18 +684,30 @@ impl Handle {
         let first = self.last_switch.is_none();
         self.last_switch = Some(Instant::now());
         bufs.sort_by_key(|b| b.cpu);
+        let temporal = self.decoder.options.is_set("temporal") || !self.temporal.is_empty();
         if let Some(c) = self.tracer.end_cpu() {
-            if first {
-                // BEGIN's output first (dt_consume_begin), even when the run already ended.
+            if first && temporal {
+                // BEGIN's CPU first: the records are then merged in time order.
                 bufs.sort_by_key(|b| b.cpu != c);
-            } else if self.state == State::Stopped {
-                // END's output last (dt_endedon).
+            } else if first || self.state == State::Stopped {
+                // END's output last (dt_endedon), and at the first read BEGIN's first
+                // (dt_consume_begin): that CPU's buffer up to the end of BEGIN's records, then
+                // the other CPUs', then the rest of it, with END's records when the run ended.
                 bufs.sort_by_key(|b| b.cpu == c);
+                if let Some(last) = bufs.last_mut().filter(|b| first && b.cpu == c) {
+                    let k = self.decoder.begin_part(&last.data);
+                    let head = BufferSnapshot {
+                        cpu: c,
+                        data: last.data.drain(..k).collect(),
+                        drops: 0,
+                    };
+                    bufs.insert(0, head);
+                }
             }
         }
         let mut noerr = |_: &ErrorReport| false;
         let mut nodrop = |_: &DropReport| false;
-        if self.decoder.options.is_set("temporal") || !self.temporal.is_empty() {
+        if temporal {
             let through = self.tracer.complete_through();
             let stopped = self.state == State::Stopped;
             let sinks = crate::temporal::Sinks {

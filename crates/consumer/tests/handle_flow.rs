@@ -152,6 +152,97 @@ fn begin_exit_end_and_aggregations() {
     h.close().unwrap();
 }
 
+/// A tracer whose buffers are read only once, after tracing stopped: BEGIN's and END's CPU 0
+/// holds BEGIN's record, a record of another probe and END's; CPU 1 a record of that probe.
+struct ReadOnceStopped {
+    info: ExecInfo,
+    bufs: Vec<BufferSnapshot>,
+}
+
+impl Tracer for ReadOnceStopped {
+    fn exec(&mut self, _: &Program, _: &Options) -> Result<ExecInfo> {
+        Ok(self.info.clone())
+    }
+    fn go(&mut self) -> Result<()> {
+        Ok(())
+    }
+    fn stop(&mut self) -> Result<()> {
+        Ok(())
+    }
+    fn switch_buffers(&mut self) -> Result<Vec<BufferSnapshot>> {
+        Ok(std::mem::take(&mut self.bufs))
+    }
+    fn aggregate_snapshot(&mut self) -> Result<Vec<AggRecord>> {
+        Ok(Vec::new())
+    }
+    fn status(&mut self) -> Result<StatusCounters> {
+        Ok(StatusCounters::default())
+    }
+    fn end_cpu(&self) -> Option<u32> {
+        Some(0)
+    }
+}
+
+#[test]
+fn a_first_read_after_the_end_prints_begin_first_and_end_last() {
+    // dt_consume_begin: BEGIN's records of CPU 0, then CPU 1's buffer, then the rest of CPU 0's
+    // (END's last), though all were first read after END fired.
+    let begin = eprobe(1, 1, &[(A::Printf, 8, 1, 0)]);
+    let tick = eprobe(2, 3, &[(A::Printf, 8, 1, 0)]);
+    let end = eprobe(3, 2, &[(A::Printf, 8, 1, 0)]);
+    let info = ExecInfo {
+        matches: 3,
+        eprobes: vec![begin.clone(), tick.clone(), end.clone()],
+        probes: vec![
+            probe(1, "dtrace", "", "", "BEGIN"),
+            probe(2, "dtrace", "", "", "END"),
+            probe(3, "syscall", "vmlinux", "write", "entry"),
+        ],
+        ..ExecInfo::default()
+    };
+    let mut cpu0 = record(&begin, &[i64b(1)]);
+    cpu0.extend(record(&tick, &[i64b(2)]));
+    cpu0.extend(record(&end, &[i64b(4)]));
+    let tracer = ReadOnceStopped {
+        info,
+        bufs: vec![
+            BufferSnapshot {
+                cpu: 0,
+                data: cpu0,
+                drops: 0,
+            },
+            BufferSnapshot {
+                cpu: 1,
+                data: record(&tick, &[i64b(3)]),
+                drops: 0,
+            },
+        ],
+    };
+    let mut h = Handle::open(Box::new(tracer), None);
+    let prog = Program {
+        formats: vec!["<%d>\n".into()],
+        ..Program::default()
+    };
+    h.exec(&prog).unwrap();
+    h.go().unwrap();
+    h.stop().unwrap();
+    let mut out: Vec<u8> = Vec::new();
+    let mut o = DefaultOutput::default();
+    let o = std::cell::RefCell::new(&mut o);
+    let st = h
+        .work(
+            &mut out,
+            &mut |pd, w| o.borrow_mut().probe(pd, w),
+            &mut |pd, r, w| o.borrow_mut().record(pd, r, w),
+        )
+        .unwrap();
+    assert_eq!(st, WorkStatus::Done);
+    assert_eq!(
+        String::from_utf8(out).unwrap(),
+        "CPU     ID                    FUNCTION:NAME\n  0      1                           :BEGIN <1>\n\n  1      3                      write:entry <3>\n\n  0      3                      write:entry <2>\n\n  0      2                             :END <4>\n\n"
+    );
+}
+
 #[test]
 fn without_a_compiler_compiling_is_not_supported() {
     let mut h = Handle::open(
