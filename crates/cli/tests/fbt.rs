@@ -96,6 +96,38 @@ fn without_kprobes_or_fentry_every_fbt_description_says_why() {
     );
 }
 
+/// `DTRACE_FBT` naming a mechanism the kernel lacks, or no mechanism at all, says so in one line.
+#[test]
+fn asking_for_a_missing_fbt_mechanism_says_which_is_missing() {
+    if !common::kernel_ok("fbt_mechanism_missing") {
+        return;
+    }
+    let refused = |m: &str| {
+        let (rc, out, err) = dtrace_with_env(&[("DTRACE_FBT", m)], &["-n", "fbt::vfs_read:entry"]);
+        assert_ne!(rc, 0, "{m}: {out}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        err
+    };
+    assert!(refused("trampoline")
+        .contains("the fbt provider: DTRACE_FBT=trampoline is neither fentry nor kprobe"));
+    for (feature, m, what) in [
+        (
+            KernelFeature::Fentry,
+            "fentry",
+            "no fentry (BPF trampolines)",
+        ),
+        (KernelFeature::Kprobes, "kprobe", "no kprobes"),
+    ] {
+        if feature.present() {
+            eprintln!("SKIP fbt_mechanism_missing ({m}): this kernel has it");
+            continue;
+        }
+        let err = refused(m);
+        let want = format!("the fbt provider on {m} (DTRACE_FBT={m}): this kernel has {what}");
+        assert!(err.contains(&want), "{err}");
+    }
+}
+
 /// A provider glob or an empty provider also matches `fbt`, but is not refused where the kernel
 /// has no fbt: it matches the other providers' probes (`*:::tick-10ms` is profile's tick), as on
 /// a kernel with fbt.

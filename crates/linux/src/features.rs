@@ -54,14 +54,14 @@ fn choose_fbt_mechanism() -> std::result::Result<FbtMechanism, Option<String>> {
         Some("fentry") if fentry => return Ok(FbtMechanism::Fentry),
         Some("kprobe") if kprobes => return Ok(FbtMechanism::Kprobe),
         Some(m @ ("fentry" | "kprobe")) => {
+            let what = if m == "fentry" {
+                "no fentry (BPF trampolines)"
+            } else {
+                "no kprobes"
+            };
             return Err(Some(format!(
-                "the fbt provider on {m} ({FBT_MECHANISM_ENV}={m}): this kernel has no {m}s{}",
-                if m == "fentry" {
-                    " (BPF trampolines)"
-                } else {
-                    ""
-                }
-            )))
+                "the fbt provider on {m} ({FBT_MECHANISM_ENV}={m}): this kernel has {what}"
+            )));
         }
         Some(other) => {
             return Err(Some(format!(

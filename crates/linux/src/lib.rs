@@ -45,6 +45,7 @@ pub mod features;
 pub mod kconfig;
 pub mod kprobe;
 pub mod live;
+pub mod mapping;
 pub mod process;
 pub mod provider;
 pub mod rlc;

@@ -18,6 +18,7 @@
 
 use crate::bpf::Map;
 use crate::error::{LinuxError, Result};
+use crate::mapping::{page_size, Mapping};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Bytes between two CPUs' accounts (a cache line).
@@ -33,20 +34,13 @@ pub const USED: i16 = 16;
 #[derive(Debug)]
 pub struct RoomMap {
     map: Map,
-    base: std::ptr::NonNull<u8>,
-    len: usize,
+    mapping: Mapping,
     ncpus: usize,
     /// Per CPU, the bytes of records that reached dtrace's buffer through this account since
     /// tracing began (those built at the probe once read from the ring, dtrace's own at once):
     /// the rest of [`USED`] is on its way, and takes room from the next grant.
     landed: Vec<AtomicU64>,
 }
-
-// SAFETY: the mapping is shared memory that every access reaches through `AtomicU64`; it lives as
-// long as the value, which owns it.
-unsafe impl Send for RoomMap {}
-// SAFETY: as above: no access through a shared reference is a plain one.
-unsafe impl Sync for RoomMap {}
 
 impl RoomMap {
     /// Creates the accounts of `ncpus` CPUs, every grant without limit (`u64::MAX`) until dtrace
@@ -56,30 +50,12 @@ impl RoomMap {
         let entries = u32::try_from(ncpus)
             .map_err(|_| LinuxError::Unavailable(format!("{ncpus} CPUs for the room map")))?;
         let map = Map::create_mmapable(name, SLOT as u32, entries)?;
-        // SAFETY: sysconf has no preconditions.
-        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as usize;
-        let len = (SLOT * ncpus).next_multiple_of(page);
-        // SAFETY: mapping the array's values, shared and read-write, as a `BPF_F_MMAPABLE` array
-        // allows; the result is checked.
-        let at = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                map.raw_fd(),
-                0,
-            )
-        };
-        if at == libc::MAP_FAILED {
-            return Err(LinuxError::last_os("mmap of the room map"));
-        }
-        let base = std::ptr::NonNull::new(at.cast::<u8>())
-            .ok_or_else(|| LinuxError::Unavailable("mmap of the room map".into()))?;
+        let len = (SLOT * ncpus).next_multiple_of(page_size());
+        // The array's values, shared and read-write, as a `BPF_F_MMAPABLE` array allows.
+        let mapping = Mapping::shared(map.raw_fd(), len, 0, true, "the room map")?;
         let room = RoomMap {
             map,
-            base,
-            len,
+            mapping,
             ncpus,
             landed: (0..ncpus).map(|_| AtomicU64::new(0)).collect(),
         };
@@ -103,10 +79,7 @@ impl RoomMap {
         if cpu >= self.ncpus {
             return None;
         }
-        let at = cpu * SLOT + off as usize;
-        // SAFETY: `at` is an 8-aligned offset inside the mapping (cpu < ncpus, off < SLOT), whose
-        // page-aligned start makes the address 8-aligned; the mapping lives as long as `self`.
-        Some(unsafe { &*self.base.as_ptr().add(at).cast::<AtomicU64>() })
+        self.mapping.u64_at(cpu * SLOT + off as usize)
     }
 
     /// Sets `cpu`'s grant (bytes since tracing began; the kernel only reads it).
@@ -182,13 +155,6 @@ impl dtrace_framework::buffer::SharedRoom for RoomMap {
 
     fn close(&self, cpu: u32) {
         self.set_granted(cpu as usize, 0);
-    }
-}
-
-impl Drop for RoomMap {
-    fn drop(&mut self) {
-        // SAFETY: unmapping the mapping `create` made, once, as the value goes.
-        unsafe { libc::munmap(self.base.as_ptr().cast(), self.len) };
     }
 }
 

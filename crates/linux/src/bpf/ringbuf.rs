@@ -3,8 +3,9 @@
 
 use super::map::{Map, MapKind};
 use crate::error::{LinuxError, Result};
+use crate::mapping::{page_size, Mapping};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 const BUSY_BIT: u32 = 1 << 31;
 const DISCARD_BIT: u32 = 1 << 30;
@@ -14,22 +15,19 @@ const HDR_SIZE: usize = 8;
 #[derive(Debug)]
 pub struct RingBuf {
     map: Map,
-    consumer: *mut u8,
-    producer: *mut u8,
-    data: *const u8,
+    /// The consumer page (read-write): the consumer position.
+    consumer: Mapping,
+    /// The producer page, then the data area twice (read-only).
+    producer: Mapping,
     page: usize,
     size: usize,
     epoll: OwnedFd,
 }
 
-// SAFETY: the mappings belong to this value alone and are only touched through &mut self or atomics.
-unsafe impl Send for RingBuf {}
-
 impl RingBuf {
     /// Creates a ring buffer of `size` bytes (rounded up to a power of two of at least one page).
     pub fn create(name: &str, size: usize) -> Result<RingBuf> {
-        // SAFETY: sysconf has no preconditions.
-        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as usize;
+        let page = page_size();
         let size = size
             .max(page)
             .checked_next_power_of_two()
@@ -40,57 +38,21 @@ impl RingBuf {
             })?;
         let map = Map::create(MapKind::RingBuf, name, 0, 0, size as u32)?;
         let fd = map.raw_fd();
-        // SAFETY: mapping the consumer page read-write and producer page + data twice read-only, as the
-        // ring buffer map's mmap contract specifies; results are checked.
-        let consumer = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                page,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                fd,
-                0,
-            )
-        };
-        if consumer == libc::MAP_FAILED {
-            return Err(LinuxError::last_os("mmap of ring buffer consumer page"));
-        }
-        // SAFETY: as above.
-        let producer = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                page + 2 * size,
-                libc::PROT_READ,
-                libc::MAP_SHARED,
-                fd,
-                page as i64,
-            )
-        };
-        if producer == libc::MAP_FAILED {
-            let e = LinuxError::last_os("mmap of ring buffer data");
-            // SAFETY: unmapping what we just mapped.
-            unsafe { libc::munmap(consumer, page) };
-            return Err(e);
-        }
+        // The consumer page read-write, the producer page and the data area mapped twice back
+        // to back read-only, as the ring buffer map's mmap contract specifies.
+        let consumer = Mapping::shared(fd, page, 0, true, "ring buffer consumer page")?;
+        let producer = Mapping::shared(fd, page + 2 * size, page, false, "ring buffer data")?;
         // SAFETY: epoll_create1 has no memory preconditions.
         let ep = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
         if ep < 0 {
-            let e = LinuxError::last_os("epoll_create1");
-            // SAFETY: unmapping what we mapped.
-            unsafe {
-                libc::munmap(consumer, page);
-                libc::munmap(producer, page + 2 * size);
-            }
-            return Err(e);
+            return Err(LinuxError::last_os("epoll_create1"));
         }
         // SAFETY: fresh descriptor.
         let epoll = unsafe { OwnedFd::from_raw_fd(ep) };
         let rb = RingBuf {
             map,
-            consumer: consumer as *mut u8,
-            producer: producer as *mut u8,
-            // SAFETY: data starts one page into the producer mapping.
-            data: unsafe { (producer as *const u8).add(page) },
+            consumer,
+            producer,
             page,
             size,
             epoll,
@@ -116,31 +78,33 @@ impl RingBuf {
         self.size
     }
 
-    fn consumer_pos(&self) -> &AtomicU64 {
-        // SAFETY: the consumer page starts with the 8-byte aligned consumer position.
-        unsafe { &*(self.consumer as *const AtomicU64) }
+    fn consumer_pos(&self) -> Option<&AtomicU64> {
+        // The consumer page starts with the consumer position.
+        self.consumer.u64_at(0)
     }
 
-    fn producer_pos(&self) -> &AtomicU64 {
-        // SAFETY: the producer page starts with the 8-byte aligned producer position.
-        unsafe { &*(self.producer as *const AtomicU64) }
+    fn producer_pos(&self) -> Option<&AtomicU64> {
+        // The producer page starts with the producer position.
+        self.producer.u64_at(0)
     }
 
     /// Hands every record committed before the call to `f`, in order, and frees their space.
     /// Returns how many.
     pub fn consume(&mut self, mut f: impl FnMut(&[u8])) -> usize {
+        let (Some(cons_pos), Some(prod_pos)) = (self.consumer_pos(), self.producer_pos()) else {
+            return 0;
+        };
         let mask = (self.size - 1) as u64;
         let mut n = 0;
-        let mut cons = self.consumer_pos().load(Ordering::Acquire);
+        let mut cons = cons_pos.load(Ordering::Acquire);
         // Only what was produced before this call: a producer as fast as we are cannot keep us here.
-        let prod = self.producer_pos().load(Ordering::Acquire);
-        loop {
-            if cons >= prod {
+        let prod = prod_pos.load(Ordering::Acquire);
+        while cons < prod {
+            // The data area starts a page into the producer mapping; a header is 8-aligned.
+            let off = self.page + (cons & mask) as usize;
+            let Some(hdr) = self.producer.u32_at(off).map(|h| h.load(Ordering::Acquire)) else {
                 break;
-            }
-            let off = (cons & mask) as usize;
-            // SAFETY: off < size and the header is 8-byte aligned inside the data area.
-            let hdr = unsafe { &*(self.data.add(off) as *const AtomicU32) }.load(Ordering::Acquire);
+            };
             if hdr & BUSY_BIT != 0 {
                 break;
             }
@@ -150,14 +114,15 @@ impl RingBuf {
                 break;
             }
             if hdr & DISCARD_BIT == 0 {
-                // SAFETY: the data area is mapped twice back to back, so off + 8 + len <= 2 * size
-                // is readable contiguously.
-                let rec = unsafe { std::slice::from_raw_parts(self.data.add(off + HDR_SIZE), len) };
+                // The data area is mapped twice back to back: a record that wraps is contiguous.
+                let Some(rec) = self.producer.bytes(off + HDR_SIZE, len) else {
+                    break;
+                };
                 f(rec);
                 n += 1;
             }
             cons += (len + HDR_SIZE).div_ceil(8) as u64 * 8;
-            self.consumer_pos().store(cons, Ordering::Release);
+            cons_pos.store(cons, Ordering::Release);
         }
         n
     }
@@ -176,18 +141,5 @@ impl RingBuf {
             return Err(LinuxError::from_io("epoll_wait on ring buffer", e));
         }
         Ok(r > 0)
-    }
-}
-
-impl Drop for RingBuf {
-    fn drop(&mut self) {
-        // SAFETY: unmapping exactly the regions mapped in `create`.
-        unsafe {
-            libc::munmap(self.consumer as *mut libc::c_void, self.page);
-            libc::munmap(
-                self.producer as *mut libc::c_void,
-                self.page + 2 * self.size,
-            );
-        }
     }
 }

@@ -8,9 +8,10 @@
 
 use super::procmaps::Mapping;
 use crate::attach::{open_perf_event, ATTR_SIZE, PERF_ATTR_WORDS};
-use crate::error::{LinuxError, Result};
+use crate::error::Result;
+use crate::mapping::{page_size, Mapping as Shared};
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
 const PERF_TYPE_SOFTWARE: u64 = 1;
 const PERF_COUNT_SW_DUMMY: u64 = 9;
@@ -57,20 +58,10 @@ pub enum MapEvent {
 
 struct CpuRing {
     _fd: OwnedFd,
-    base: *mut u8,
-    len: usize,
+    /// The metadata page, then the data area.
+    ring: Shared,
     data_off: usize,
     data_size: usize,
-}
-
-// SAFETY: the mapping is owned by the ring and only read through &mut self.
-unsafe impl Send for CpuRing {}
-
-impl Drop for CpuRing {
-    fn drop(&mut self) {
-        // SAFETY: base/len are the mapping made in `open`.
-        unsafe { libc::munmap(self.base as *mut libc::c_void, self.len) };
-    }
 }
 
 impl CpuRing {
@@ -82,45 +73,31 @@ impl CpuRing {
         attr[3] = PERF_SAMPLE_TIME;
         attr[5] = F_MMAP | F_COMM | F_TASK | F_MMAP2 | F_COMM_EXEC | F_SAMPLE_ID_ALL;
         let fd = open_perf_event(&mut attr, cpu, "mapping records")?;
-        // SAFETY: sysconf has no preconditions.
-        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
+        let page = page_size();
         let len = page * (1 + DATA_PAGES);
-        // SAFETY: mapping the perf ring of a descriptor we own, read-write as perf requires.
-        let base = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                fd.as_raw_fd(),
-                0,
-            )
-        };
-        if base == libc::MAP_FAILED {
-            return Err(LinuxError::last_os("mapping a perf ring".to_string()));
-        }
+        // The perf ring of a descriptor we own, read-write as perf requires.
+        let ring = Shared::shared(fd.as_raw_fd(), len, 0, true, "a perf ring")?;
         Ok(CpuRing {
             _fd: fd,
-            base: base as *mut u8,
-            len,
+            ring,
             data_off: page,
             data_size: page * DATA_PAGES,
         })
     }
 
-    fn pos(&self, at: usize) -> &AtomicU64 {
-        // SAFETY: offsets 1024 (data_head) and 1032 (data_tail) of the 8-byte aligned metadata page.
-        unsafe { &*(self.base.add(at) as *const AtomicU64) }
-    }
-
     /// Reads every record written since the last call into `out`.
     fn read(&mut self, out: &mut Vec<(u64, MapEvent)>) {
-        let head = self.pos(1024).load(Ordering::Acquire);
-        let mut tail = self.pos(1032).load(Ordering::Relaxed);
+        // The metadata page's data_head and data_tail.
+        let (Some(head_pos), Some(tail_pos)) = (self.ring.u64_at(1024), self.ring.u64_at(1032))
+        else {
+            return;
+        };
+        let head = head_pos.load(Ordering::Acquire);
+        let mut tail = tail_pos.load(Ordering::Relaxed);
         let size = self.data_size as u64;
         let byte = |i: u64| -> u8 {
-            // SAFETY: the index is reduced modulo the data area's size.
-            unsafe { *self.base.add(self.data_off + (i % size) as usize) }
+            let at = self.data_off + (i % size) as usize;
+            self.ring.bytes(at, 1).map_or(0, |b| b[0])
         };
         let mut rec = Vec::new();
         while tail < head && head - tail <= size {
@@ -144,7 +121,7 @@ impl CpuRing {
             tail += len;
         }
         // Everything up to head is consumed (a bad record ends the read; what it hid is lost).
-        self.pos(1032).store(head, Ordering::Release);
+        tail_pos.store(head, Ordering::Release);
     }
 }
 
