@@ -115,7 +115,11 @@ fn paths_print_and_compare_in_the_kernel() {
                   || toupper(copyinstr(arg1)) == \"/NONEXISTENT/KSP-MIXED.CASE\")/ \
                   { @[copyinstr(arg1)] = count(); } END { printa(\"%s %@d\\n\", @); }";
     let out = same_both_ways(script, &[], &cmd, &[(1, AGGS)]);
-    assert_eq!(out.lines().filter(|l| l.ends_with(" 1")).count(), 2, "{out}");
+    assert_eq!(
+        out.lines().filter(|l| l.ends_with(" 1")).count(),
+        2,
+        "{out}"
+    );
 }
 
 #[test]
