@@ -159,3 +159,47 @@ fn lltostr_with_a_constant_bad_base_faults_at_the_probe() {
         assert_eq!(agree(&format!("strlen({expr})"), &p, 256), None, "{expr}");
     }
 }
+
+#[test]
+fn string_variables_are_rewritten_and_null_faults() {
+    for setup in [
+        "self->p = copyinstr(arg1);",
+        "s = \"/a/./b//\"; self->p = s;",
+    ] {
+        for pred in [
+            "toupper(self->p) == \"HELLO\"",
+            "tolower(toupper(self->p)) == self->p",
+            "basename(self->p) == \"b\"",
+            "dirname(self->p) == \"/a/.\"",
+            "cleanpath(self->p) == \"/a/b/\"",
+            "strlen(cleanpath(s)) == 6",
+        ] {
+            strvar_case(setup, pred);
+        }
+    }
+    // A variable holding no string: the interpreter's fault, at the subroutine's call.
+    let ctxp = StrVarProbe { p: string_probe() };
+    for f in ["toupper", "tolower", "basename", "dirname", "cleanpath"] {
+        let src = format!("self string p; syscall::write:entry /{f}(self->p) == \"\"/ {{ }}");
+        let prog = dtrace_compiler::compile(&src, &dtrace_compiler::CompileOptions::default())
+            .unwrap_or_else(|e| panic!("{src}: {e:?}"));
+        let obj = prog.ecbs[0].predicate.clone().unwrap();
+        let p = string_probe();
+        let (mut ctx, mut mem) = fake_env(&p);
+        let mut state = VarState::new(VmOptions::default());
+        let want = Machine::new()
+            .run(&obj, &mut state, &mut ctx, &mut mem)
+            .expect_err("NULL faults");
+        let t = translate(&obj, &ctxp, 257, FRAME).unwrap_or_else(|e| panic!("{f}: {e}"));
+        assert_reachable(&t.insns);
+        let mut insns = StrVarProbe::prologue();
+        insns.extend(t.insns);
+        let (r0, stack) = emulate_frame(&insns, &ctxp.p);
+        assert_eq!(r0, FAULTED as u64, "{f}");
+        assert_eq!(
+            frame_fault(&stack),
+            Some((want.kind.code(), want.pc, want.addr)),
+            "{f}"
+        );
+    }
+}
