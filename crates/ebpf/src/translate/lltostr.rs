@@ -1,8 +1,10 @@
 //! `lltostr(n [, base])` in translated code, as the interpreter's (`strfn::lltostr`): the digits
 //! of `n` in `base` (10 when absent; lower-case letters past 9), a `-` before a negative number
 //! in base 10 (any other base prints the 64 bits unsigned), `0` before an octal number and `0x`
-//! before a hexadecimal one, `0` for zero (`0x0` in base 16). Only a constant base of 2 to 36
-//! is translated: another base faults in the interpreter, which then runs the clause.
+//! before a hexadecimal one, `0` for zero (`0x0` in base 16). A base outside 2 to 36 faults
+//! with `DTRACEFLT_ILLOP` at address 0, as in the interpreter (checked before the scratch is
+//! taken); a base known when the clause is translated is built into the code, one computed at
+//! run time is read from its register.
 //!
 //! The digits are written from right to left into a work area of the context's string scratch,
 //! unrolled (as many steps as the base can need digits, each ending early when the number is
@@ -13,8 +15,15 @@
 //! the slot is full.
 
 use super::{FaultAddr, Kind, Pushed, State, Translator, Untranslatable};
-use crate::insn::{helper, op, Asm, Size, R0, R1, R10, R2, R3, R4};
+use crate::insn::{helper, op, Asm, Size, R0, R1, R10, R2, R3, R4, R5};
 use dtrace_dif::vm::FaultKind;
+
+/// The base: a constant of 2 to 36, or the frame slot of the value given (checked at run time).
+#[derive(Clone, Copy)]
+enum Base {
+    Const(u64),
+    At(i16),
+}
 
 /// Bytes of the work area: 64 binary digits, the `0x`, the `-` and the NUL, rounded up.
 const WORK: usize = 72;
@@ -33,12 +42,12 @@ impl Translator<'_> {
         };
         let args = self.int_args(pc, s)?;
         let base = match (args.len(), s.tuple.as_deref()) {
-            (1, _) => 10,
+            (1, _) => Base::Const(10),
             (2, Some([_, Pushed::Reg(r)])) => match &s[(r & 7) as usize] {
-                Kind::Int(Some(b)) if (2..=36).contains(b) => *b,
-                _ => return Err(refused("a base other than a constant of 2 to 36".into())),
+                Kind::Int(Some(b)) if (2..=36).contains(b) => Base::Const(*b),
+                _ => Base::At(args[1]),
             },
-            (2, _) => return Err(refused("a base other than a constant of 2 to 36".into())),
+            (2, _) => Base::At(args[1]),
             (n, _) => {
                 return Err(Untranslatable::Invalid {
                     pc,
@@ -57,6 +66,12 @@ impl Translator<'_> {
         self.scratch_slots += slots;
         let buf = self.frame.load_buf();
         let no_scratch = self.fault_site(pc, FaultKind::NoScratch, FaultAddr::Zero);
+        if let Base::At(at) = base {
+            let bad = self.fault_site(pc, FaultKind::IllOp, FaultAddr::Zero);
+            self.a.load(Size::DW, R5, R10, at);
+            self.a.jmp_imm(op::JLT, R5, 2, bad);
+            self.a.jmp_imm(op::JGT, R5, 36, bad);
+        }
         self.ctx
             .emit_string_scratch(&mut self.a, offset, slots * width)
             .map_err(refused)?;
@@ -73,18 +88,42 @@ impl Translator<'_> {
         // R1: the number left to print; R4: the number as given.
         a.load(Size::DW, R1, R10, args[0]);
         a.mov(R4, R1);
-        if base == 10 {
-            let positive = a.label();
+        // R5: a base computed at run time (checked above).
+        if let Base::At(at) = base {
+            a.load(Size::DW, R5, R10, at);
+        }
+        // Whether the base is `b`: known, or to be compared (jumping to `no` when not).
+        let is = |a: &mut Asm, b: u64, no: crate::insn::Label| match base {
+            Base::Const(k) => k == b,
+            Base::At(_) => {
+                a.jmp_imm(op::JNE, R5, b as i32, no);
+                true
+            }
+        };
+        let positive = a.label();
+        if is(a, 10, positive) {
             a.jmp_imm(op::JSGE, R1, 0, positive);
             a.alu_imm(op::NEG, R1, 0);
-            a.bind(positive);
         }
+        a.bind(positive);
         let spent = a.label();
-        for _ in 0..max_digits(base) {
+        let steps = match base {
+            Base::Const(b) => max_digits(b),
+            Base::At(_) => max_digits(2),
+        };
+        for _ in 0..steps {
             a.jmp_imm(op::JEQ, R1, 0, spent);
             let (letter, put) = (a.label(), a.label());
-            a.mov(R2, R1).alu_imm(op::MOD, R2, base as i32);
-            a.alu_imm(op::DIV, R1, base as i32);
+            match base {
+                Base::Const(b) => {
+                    a.mov(R2, R1).alu_imm(op::MOD, R2, b as i32);
+                    a.alu_imm(op::DIV, R1, b as i32);
+                }
+                Base::At(_) => {
+                    a.mov(R2, R1).alu(op::MOD, R2, R5);
+                    a.alu(op::DIV, R1, R5);
+                }
+            }
             a.jmp_imm(op::JGT, R2, 9, letter);
             a.alu_imm(op::ADD, R2, i32::from(b'0')).ja(put);
             a.bind(letter);
@@ -93,28 +132,36 @@ impl Translator<'_> {
             emit_prepend(a, R2);
         }
         a.bind(spent);
-        // The prefixes, right to left, as the interpreter pushes them.
+        // The prefixes, right to left, as the interpreter pushes them: a `0` for zero in any
+        // base but 8 (whose own `0` follows); `x` and `0` in base 16; `0` in base 8; `-`.
         let not_zero = a.label();
         a.jmp_imm(op::JNE, R4, 0, not_zero);
-        if base == 16 {
-            emit_prepend_byte(a, b'0');
-        }
-        if base != 8 && base != 16 {
-            emit_prepend_byte(a, b'0');
+        match base {
+            Base::Const(8) => {}
+            Base::Const(_) => emit_prepend_byte(a, b'0'),
+            Base::At(_) => {
+                a.jmp_imm(op::JEQ, R5, 8, not_zero);
+                emit_prepend_byte(a, b'0');
+            }
         }
         a.bind(not_zero);
-        if base == 16 {
+        let not_hex = a.label();
+        if is(a, 16, not_hex) {
             emit_prepend_byte(a, b'x');
-        }
-        if base == 8 || base == 16 {
             emit_prepend_byte(a, b'0');
         }
-        if base == 10 {
-            let positive = a.label();
+        a.bind(not_hex);
+        let not_octal = a.label();
+        if is(a, 8, not_octal) {
+            emit_prepend_byte(a, b'0');
+        }
+        a.bind(not_octal);
+        let positive = a.label();
+        if is(a, 10, positive) {
             a.jmp_imm(op::JSGE, R4, 0, positive);
             emit_prepend_byte(a, b'-');
-            a.bind(positive);
         }
+        a.bind(positive);
         // Into the slot, cut to strsize characters.
         a.load(Size::DW, R1, R10, buf);
         a.mov_imm(R2, most32 + 2);

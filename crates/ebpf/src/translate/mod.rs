@@ -36,11 +36,15 @@
 //! the empty string, a record or key of NULL faults, a store of NULL frees the variable.
 
 mod byteorder;
+mod cleanpath;
 mod copyin;
 mod copyout;
 mod lltostr;
+mod paths;
 mod progeny;
 mod rand;
+mod strarg;
+mod strcase;
 mod stringof;
 mod strings;
 mod strjoin;
@@ -815,6 +819,11 @@ impl<'a> Translator<'a> {
                             | Subr::Strjoin
                             | Subr::Lltostr
                             | Subr::Substr
+                            | Subr::Toupper
+                            | Subr::Tolower
+                            | Subr::Basename
+                            | Subr::Dirname
+                            | Subr::Cleanpath
                     )
                 ) {
                     continue;
@@ -1306,6 +1315,9 @@ impl<'a> Translator<'a> {
                 Some(Subr::Strjoin) => self.strjoin(pc, s, rd)?,
                 Some(Subr::Lltostr) => self.lltostr(pc, s, rd)?,
                 Some(Subr::Substr) => self.substr(pc, s, rd)?,
+                Some(w @ (Subr::Toupper | Subr::Tolower)) => self.strcase(pc, s, w, rd)?,
+                Some(w @ (Subr::Basename | Subr::Dirname)) => self.base_or_dir(pc, s, w, rd)?,
+                Some(Subr::Cleanpath) => self.cleanpath(pc, s, rd)?,
                 Some(w @ (Subr::Copyout | Subr::Copyoutstr)) => self.copyout(pc, s, w, rd)?,
                 other => {
                     return Err(Untranslatable::Subroutine {
