@@ -45,6 +45,7 @@ mod stringof;
 mod strings;
 mod strjoin;
 mod strlen;
+mod strsearch;
 mod strvars;
 mod substr;
 #[cfg(test)]
@@ -815,6 +816,11 @@ impl<'a> Translator<'a> {
                             | Subr::Strjoin
                             | Subr::Lltostr
                             | Subr::Substr
+                            | Subr::Index
+                            | Subr::Rindex
+                            | Subr::Strstr
+                            | Subr::Strchr
+                            | Subr::Strrchr
                     )
                 ) {
                     continue;
@@ -1306,6 +1312,10 @@ impl<'a> Translator<'a> {
                 Some(Subr::Strjoin) => self.strjoin(pc, s, rd)?,
                 Some(Subr::Lltostr) => self.lltostr(pc, s, rd)?,
                 Some(Subr::Substr) => self.substr(pc, s, rd)?,
+                Some(w @ (Subr::Index | Subr::Rindex | Subr::Strstr)) => {
+                    self.strsearch(pc, s, w, rd)?
+                }
+                Some(w @ (Subr::Strchr | Subr::Strrchr)) => self.strchr(pc, s, w, rd)?,
                 Some(w @ (Subr::Copyout | Subr::Copyoutstr)) => self.copyout(pc, s, w, rd)?,
                 other => {
                     return Err(Untranslatable::Subroutine {

@@ -6,7 +6,7 @@ use super::*;
 
 /// Runs `expr` (an integer) both ways at `strsize` and checks that they agree, faults included;
 /// the interpreter's value.
-fn agree(expr: &str, p: &Probe, strsize: usize) -> Option<u64> {
+pub(super) fn agree(expr: &str, p: &Probe, strsize: usize) -> Option<u64> {
     let src = format!(
         "#pragma D option strsize={strsize}\n{}",
         clause(&format!("({expr}) + 1000"))
