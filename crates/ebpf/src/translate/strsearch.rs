@@ -9,8 +9,10 @@
 //! of the context's string scratch, two slots wide (see `strjoin`), so its bytes end with a NUL
 //! at its length and the search reads nothing but the scratch. A constant `sub` is compared in
 //! place, unrolled. The searches are bounded loops the verifier walks once per position (and,
-//! for a `sub` not constant, once per byte of `sub` at each position): a search whose walk would
-//! be more than [`WALK_BUDGET`] instructions stays in dtrace, with that reason. A position
+//! for a `sub` not constant, once per byte `sub` can hold at each position): a search whose walk
+//! would be more than [`WALK_BUDGET`] instructions stays in dtrace, with that reason. The bytes
+//! at a position are compared without a branch per byte (their differences or-ed), as the
+//! verifier keeps a state for each branch it cannot decide, and gives up past 8192. A position
 //! found leaves the loop as the difference of two pointers, a number the verifier knows nothing
 //! of, so the code after it is not verified once per position (as `strlen`). A string result
 //! (`strstr()`, `strchr()`) is the rest of the work slot copied into a zeroed result slot: a
@@ -166,8 +168,8 @@ impl Translator<'_> {
             None => hay_most,
         };
         let per_position = match &constant {
-            Some(c) => 3 * c.len() + 12,
-            None => 7 * (needle_most + 1) + 20,
+            Some(c) => 3 * c.len() + 14,
+            None => 11 * needle_most + 24,
         };
         if positions * per_position > WALK_BUDGET {
             return Err(refused(format!(
@@ -282,31 +284,37 @@ impl Translator<'_> {
             a.jmp_imm(op::JSLE, R2, 0, notfound);
             a.jmp_imm(op::JGT, R3, most32, notfound);
             a.load(Size::DW, R5, R10, t.hay).alu(op::ADD, R5, R3);
+            // The bytes are compared without a branch per byte (the verifier keeps a pending
+            // state per branch it cannot decide, 8192 at most): the differences are or-ed.
+            a.mov_imm(R0, 0);
             match &constant {
                 Some(c) => {
                     for (k, &b) in c.iter().enumerate() {
-                        a.load(Size::B, R0, R5, k as i16);
-                        a.jmp_imm(op::JNE, R0, i32::from(b), next);
+                        a.load(Size::B, R1, R5, k as i16);
+                        a.alu_imm(op::XOR, R1, i32::from(b)).alu(op::OR, R0, R1);
                     }
+                    a.jmp_imm(op::JNE, R0, 0, next);
                     a.ja(found);
                 }
                 None => {
                     for (slot, r) in t.spill.iter().zip([R2, R3, R4]) {
                         a.store(Size::DW, R10, *slot, r);
                     }
-                    let (inner, hit, miss) = (a.label(), a.label(), a.label());
+                    // Each byte of `sub` before its NUL against the byte of `s` under it.
+                    let (inner, miss) = (a.label(), a.label());
                     a.load(Size::DW, R1, R10, t.needle);
-                    a.mov_imm(R2, needle_most as i32 + 1);
+                    a.mov_imm(R2, needle_most as i32);
                     a.bind(inner);
-                    a.load(Size::B, R0, R1, 0);
-                    a.jmp_imm(op::JEQ, R0, 0, hit);
-                    a.load(Size::B, R3, R5, 0);
-                    a.jmp_reg(op::JNE, R3, R0, miss);
+                    a.load(Size::B, R3, R1, 0).load(Size::B, R4, R5, 0);
+                    a.alu(op::XOR, R4, R3);
+                    // All ones when the byte of `sub` is not the NUL, else 0.
+                    a.alu_imm(op::NEG, R3, 0).alu_imm(op::RSH, R3, 63);
+                    a.alu_imm(op::NEG, R3, 0);
+                    a.alu(op::AND, R4, R3).alu(op::OR, R0, R4);
                     a.alu_imm(op::ADD, R1, 1).alu_imm(op::ADD, R5, 1);
                     a.alu_imm(op::SUB, R2, 1);
                     a.jmp_imm(op::JNE, R2, 0, inner);
-                    // Every byte `sub` can hold matched.
-                    a.bind(hit);
+                    a.jmp_imm(op::JNE, R0, 0, miss);
                     a.load(Size::DW, R3, R10, t.spill[1]);
                     a.load(Size::DW, R5, R10, t.hay).alu(op::ADD, R5, R3);
                     a.ja(found);
