@@ -108,7 +108,15 @@ impl Translator<'_> {
         self.a.load(Size::DW, R1, R10, slot);
         self.a.store(Size::DW, R10, buf, R1);
         self.a.mov_imm(R4, 0);
-        self.append(pc, k, self.frame.tuple(i), null)
+        self.append(pc, k, self.frame.tuple(i), null)?;
+        // `execname` is appended byte by byte, each NUL leaving with a length the verifier
+        // knows: the length as a difference of two pointers makes those paths one, so the
+        // search after it is not verified once per length.
+        let a = &mut self.a;
+        a.load(Size::DW, R1, R10, buf).alu(op::ADD, R1, R4);
+        a.load(Size::DW, R2, R10, buf).alu(op::SUB, R1, R2);
+        a.mov(R4, R1);
+        Ok(())
     }
 
     /// `index()`, `rindex()` or `strstr()` (`which`) of the arguments on the tuple stack into
