@@ -49,6 +49,7 @@ mod stringof;
 mod strings;
 mod strjoin;
 mod strlen;
+mod strsearch;
 mod strvars;
 mod substr;
 #[cfg(test)]
@@ -824,6 +825,11 @@ impl<'a> Translator<'a> {
                             | Subr::Basename
                             | Subr::Dirname
                             | Subr::Cleanpath
+                            | Subr::Index
+                            | Subr::Rindex
+                            | Subr::Strstr
+                            | Subr::Strchr
+                            | Subr::Strrchr
                     )
                 ) {
                     continue;
@@ -1318,6 +1324,10 @@ impl<'a> Translator<'a> {
                 Some(w @ (Subr::Toupper | Subr::Tolower)) => self.strcase(pc, s, w, rd)?,
                 Some(w @ (Subr::Basename | Subr::Dirname)) => self.base_or_dir(pc, s, w, rd)?,
                 Some(Subr::Cleanpath) => self.cleanpath(pc, s, rd)?,
+                Some(w @ (Subr::Index | Subr::Rindex | Subr::Strstr)) => {
+                    self.strsearch(pc, s, w, rd)?
+                }
+                Some(w @ (Subr::Strchr | Subr::Strrchr)) => self.strchr(pc, s, w, rd)?,
                 Some(w @ (Subr::Copyout | Subr::Copyoutstr)) => self.copyout(pc, s, w, rd)?,
                 other => {
                     return Err(Untranslatable::Subroutine {

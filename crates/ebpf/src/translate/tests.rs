@@ -2120,3 +2120,4 @@ fn progenyof_stays_in_dtrace_where_the_context_has_no_task_links() {
 }
 mod strbuild;
 mod strpaths;
+mod strsearch;
