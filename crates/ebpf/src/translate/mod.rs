@@ -38,9 +38,11 @@
 mod byteorder;
 mod copyin;
 mod copyout;
+mod inet;
 mod lltostr;
 mod progeny;
 mod rand;
+mod random;
 mod stringof;
 mod strings;
 mod strjoin;
@@ -815,6 +817,10 @@ impl<'a> Translator<'a> {
                             | Subr::Strjoin
                             | Subr::Lltostr
                             | Subr::Substr
+                            | Subr::Random
+                            | Subr::InetNtoa
+                            | Subr::InetNtoa6
+                            | Subr::InetNtop
                     )
                 ) {
                     continue;
@@ -1306,6 +1312,8 @@ impl<'a> Translator<'a> {
                 Some(Subr::Strjoin) => self.strjoin(pc, s, rd)?,
                 Some(Subr::Lltostr) => self.lltostr(pc, s, rd)?,
                 Some(Subr::Substr) => self.substr(pc, s, rd)?,
+                Some(Subr::Random) => self.random(s, rd),
+                Some(w @ (Subr::InetNtoa | Subr::InetNtoa6 | Subr::InetNtop)) => self.inet(pc, s, w, rd)?,
                 Some(w @ (Subr::Copyout | Subr::Copyoutstr)) => self.copyout(pc, s, w, rd)?,
                 other => {
                     return Err(Untranslatable::Subroutine {
