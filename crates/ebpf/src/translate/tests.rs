@@ -2118,4 +2118,5 @@ fn progenyof_stays_in_dtrace_where_the_context_has_no_task_links() {
         "{e}"
     );
 }
+mod inet;
 mod strbuild;
