@@ -165,14 +165,20 @@ fn emit_decimal(a: &mut Asm, at: i16) {
     a.load(Size::B, R1, R5, at);
     a.jmp_imm(op::JLT, R1, 10, one);
     a.jmp_imm(op::JLT, R1, 100, two);
-    a.mov(R2, R1).alu_imm(op::DIV, R2, 100).alu_imm(op::ADD, R2, i32::from(b'0'));
+    a.mov(R2, R1)
+        .alu_imm(op::DIV, R2, 100)
+        .alu_imm(op::ADD, R2, i32::from(b'0'));
     put_reg(a);
     a.bind(two);
-    a.mov(R2, R1).alu_imm(op::DIV, R2, 10).alu_imm(op::MOD, R2, 10);
+    a.mov(R2, R1)
+        .alu_imm(op::DIV, R2, 10)
+        .alu_imm(op::MOD, R2, 10);
     a.alu_imm(op::ADD, R2, i32::from(b'0'));
     put_reg(a);
     a.bind(one);
-    a.mov(R2, R1).alu_imm(op::MOD, R2, 10).alu_imm(op::ADD, R2, i32::from(b'0'));
+    a.mov(R2, R1)
+        .alu_imm(op::MOD, R2, 10)
+        .alu_imm(op::ADD, R2, i32::from(b'0'));
     put_reg(a);
 }
 
@@ -206,7 +212,9 @@ fn emit_hex(a: &mut Asm) {
         }
         let letter = a.label();
         let put = a.label();
-        a.mov(R2, R1).alu_imm(op::RSH, R2, 12 - 4 * i as i32).alu_imm(op::AND, R2, 15);
+        a.mov(R2, R1)
+            .alu_imm(op::RSH, R2, 12 - 4 * i as i32)
+            .alu_imm(op::AND, R2, 15);
         a.jmp_imm(op::JGT, R2, 9, letter);
         a.alu_imm(op::ADD, R2, i32::from(b'0')).ja(put);
         a.bind(letter);
@@ -281,8 +289,7 @@ fn emit_v6(a: &mut Asm, strict: bool) {
             a.load(Size::DW, R1, R5, V4_TAIL);
             a.jmp_imm(op::JNE, R1, 0, groups_done);
         }
-        let (not_first, shown, colon_done, next) =
-            (a.label(), a.label(), a.label(), a.label());
+        let (not_first, shown, colon_done, next) = (a.label(), a.label(), a.label(), a.label());
         a.load(Size::DW, R1, R5, BEST);
         a.jmp_imm(op::JNE, R1, i32::from(g), not_first);
         put_byte(a, b':');

@@ -85,7 +85,11 @@ fn v6_cases() -> Vec<[u8; 16]> {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
-            *v = if x & 1 == 0 { 0 } else { (x >> 8) as u16 >> (x >> 40 & 15) };
+            *v = if x & 1 == 0 {
+                0
+            } else {
+                (x >> 8) as u16 >> (x >> 40 & 15)
+            };
         }
         v.push(from_groups(g));
     }
@@ -117,7 +121,11 @@ fn inet_ntop_and_ntoa_build_the_interpreters_text() {
             format!("inet_ntoa((ipaddr_t *){at:#x})"),
             format!("inet_ntop(AF_INET, (void *){at:#x})"),
         ] {
-            assert_eq!(agree(&format!(r#"{s} == "{want}""#), &p, 256), Some(1), "{s}");
+            assert_eq!(
+                agree(&format!(r#"{s} == "{want}""#), &p, 256),
+                Some(1),
+                "{s}"
+            );
             assert_eq!(
                 agree(&format!("strlen({s})"), &p, 256),
                 Some(want.len() as u64),
@@ -126,7 +134,11 @@ fn inet_ntop_and_ntoa_build_the_interpreters_text() {
             // Cut as the interpreter's readers cut it.
             for strsize in [8, 3, 1] {
                 agree(&format!("strlen({s})"), &p, strsize);
-                agree(&format!(r#"{s} == "{}""#, &want[..strsize.min(want.len())]), &p, strsize);
+                agree(
+                    &format!(r#"{s} == "{}""#, &want[..strsize.min(want.len())]),
+                    &p,
+                    strsize,
+                );
             }
         }
     }
@@ -177,9 +189,14 @@ fn inet_of_an_unreadable_address_faults_as_the_interpreter() {
 #[test]
 fn inet_ntop_of_a_family_not_constant_stays_in_dtrace() {
     let p = inet_probe(&[[1; 16]]);
-    let obj = predicate(&clause("inet_ntop(arg0, (void *)0xffff800000002000) == \"\""));
+    let obj = predicate(&clause(
+        "inet_ntop(arg0, (void *)0xffff800000002000) == \"\"",
+    ));
     let e = translate(&obj, &p, 256, FRAME).unwrap_err();
-    assert!(e.to_string().contains("inet_ntop(): an address family"), "{e}");
+    assert!(
+        e.to_string().contains("inet_ntop(): an address family"),
+        "{e}"
+    );
 }
 
 #[test]
