@@ -1313,9 +1313,9 @@ impl<'a> Translator<'a> {
                 Some(Subr::Lltostr) => self.lltostr(pc, s, rd)?,
                 Some(Subr::Substr) => self.substr(pc, s, rd)?,
                 Some(Subr::Random) => self.random(s, rd),
-                Some(w @ (Subr::InetNtoa | Subr::InetNtoa6 | Subr::InetNtop)) => {
-                    self.inet(pc, s, w, rd)?
-                }
+                Some(Subr::InetNtoa) => self.inet(pc, s, Subr::InetNtoa, rd)?,
+                Some(Subr::InetNtoa6) => self.inet(pc, s, Subr::InetNtoa6, rd)?,
+                Some(Subr::InetNtop) => self.inet(pc, s, Subr::InetNtop, rd)?,
                 Some(w @ (Subr::Copyout | Subr::Copyoutstr)) => self.copyout(pc, s, w, rd)?,
                 other => {
                     return Err(Untranslatable::Subroutine {
