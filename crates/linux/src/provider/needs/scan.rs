@@ -246,8 +246,9 @@ impl ObjectScan<'_> {
         } else if subr == Subr::DPath as u16 {
             n.d_path(stack.first());
         } else if let Some((at, size)) = inet_bytes(subr, stack) {
-            // The address's bytes, which the subroutine reads from kernel memory.
-            if let Some(e) = kernel_addr(at) {
+            // The address's bytes, which the subroutine reads from kernel memory (as a load
+            // reads them: a probe argument's too).
+            if let Value::Addr(e) = at {
                 n.kernel_copy(e, MemKind::KernelBytes, size);
             }
         } else if subr == Subr::Copyinstr as u16 {
