@@ -85,3 +85,66 @@ fn inet_of_a_bad_address_faults_at_the_probe_as_in_dtrace() {
     );
     assert_eq!(out.matches("after 300\n").count(), 4, "{out}");
 }
+
+/// The traced program (`knet`): non-blocking TCP connects to 127.0.0.1, then to ::1, an
+/// IPv4-mapped address and a documentation address (none of them need to succeed).
+const CONNECTS: &str = r#"
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+int main(void) {
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(9) };
+    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+    int s = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    connect(s, (struct sockaddr *)&a, sizeof a);
+    close(s);
+    const char *v6[] = { "::1", "::ffff:127.0.0.1", "2001:db8::a:0:0:1" };
+    for (int i = 0; i < 3; i++) {
+        struct sockaddr_in6 b = { .sin6_family = AF_INET6, .sin6_port = htons(9) };
+        inet_pton(AF_INET6, v6[i], &b.sin6_addr);
+        s = socket(AF_INET6, SOCK_STREAM | SOCK_NONBLOCK, 0);
+        connect(s, (struct sockaddr *)&b, sizeof b);
+        close(s);
+    }
+    return 0;
+}
+"#;
+
+#[test]
+fn inet_text_of_connect_addresses_runs_at_fbt_probes_as_in_dtrace() {
+    let t = "inet_text_of_connect_addresses_runs_at_fbt_probes_as_in_dtrace";
+    if !kernel_ok(t)
+        || !common::have_gcc(t)
+        || !dtrace_testkit::kernel_has(dtrace_testkit::KernelFeature::Kprobes, t)
+    {
+        return;
+    }
+    let dir = common::test_dir("knet");
+    let cmd = common::compile_c(&dir, "knet", CONNECTS, &["-O1"])
+        .display()
+        .to_string();
+    let out = same_with_kernel_paths_off(
+        r#"fbt::tcp_v4_connect:entry /pid == $target/ {
+             printf("4 %s %s\n", inet_ntop(AF_INET, &((struct sockaddr_in *)args[1])->sin_addr),
+                 inet_ntoa((ipaddr_t *)&((struct sockaddr_in *)args[1])->sin_addr)); }
+         fbt::tcp_v6_connect:entry /pid == $target/ {
+             printf("6 %s %s %s\n", inet_ntop(AF_INET6, &((struct sockaddr_in6 *)args[1])->sin6_addr),
+                 inet_ntoa6((void *)&((struct sockaddr_in6 *)args[1])->sin6_addr),
+                 inet_ntoa6((void *)&((struct sockaddr_in6 *)args[1])->sin6_addr, 1)); }"#,
+        &[],
+        &cmd,
+        &[
+            (1, "runs whole in the kernel"),
+            (2, "runs whole in the kernel"),
+        ],
+    );
+    for want in [
+        "4 127.0.0.1 127.0.0.1\n",
+        "6 ::1 ::1 ::1\n",
+        "6 ::ffff:127.0.0.1 127.0.0.1 ::ffff:127.0.0.1\n",
+        "6 2001:db8::a:0:0:1 2001:db8::a:0:0:1 2001:db8::a:0:0:1\n",
+    ] {
+        assert!(out.contains(want), "{want:?} not in {out}");
+    }
+}
