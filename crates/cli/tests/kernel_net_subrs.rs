@@ -148,3 +148,20 @@ fn inet_text_of_connect_addresses_runs_at_fbt_probes_as_in_dtrace() {
         assert!(out.contains(want), "{want:?} not in {out}");
     }
 }
+
+#[test]
+fn inet_of_kernel_bytes_bcopied_into_alloca_scratch_reads_them() {
+    let t = "inet_of_kernel_bytes_bcopied_into_alloca_scratch_reads_them";
+    if !ready(t) {
+        return;
+    }
+    // alloca() and bcopy() stay in dtrace (-v says why); the capture brings bcopy()'s source.
+    let out = same_with_kernel_paths_off(
+        r#"syscall::write:entry /pid == $target/ { this->p = alloca(4);
+             bcopy(&curthread->comm[0], this->p, 4); printf("%s\n", inet_ntoa(this->p)); }"#,
+        &[],
+        DD,
+        &[(1, "subroutine alloca() not yet translated to eBPF")],
+    );
+    assert_eq!(out.matches("100.100.0.0\n").count(), 4, "{out}");
+}

@@ -251,6 +251,15 @@ impl ObjectScan<'_> {
             if let Value::Addr(e) = at {
                 n.kernel_copy(e, MemKind::KernelBytes, size);
             }
+        } else if subr == Subr::Bcopy as u16 {
+            // bcopy(src, dst, size): `size` bytes of kernel memory at `src` (a constant size
+            // the capture can hold).
+            if let (Some(Value::Addr(e)), Some(Value::Const(size))) = (stack.first(), stack.get(2))
+            {
+                if (1..=u64::from(MAX_COPY_SIZE)).contains(size) {
+                    n.kernel_copy(e, MemKind::KernelBytes, *size as u32);
+                }
+            }
         } else if subr == Subr::Copyinstr as u16 {
             match user_addr {
                 // copyinstr(addr, maxlen) copies at most strsize bytes either way, at most

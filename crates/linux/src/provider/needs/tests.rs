@@ -517,3 +517,25 @@ fn inet_subroutines_ask_for_the_address_bytes() {
         assert!(c.copies.contains(&want), "{want:?} not in {:?}", c.copies);
     }
 }
+
+#[test]
+fn bcopy_asks_for_the_source_bytes() {
+    let n = needs(
+        "sdt:::x { this->p = alloca(8); bcopy((void *)arg0, this->p, 8); trace(*(int *)this->p);
+           bcopy((void *)(arg1 + 2), this->p, 3); bcopy((void *)arg2, this->p, arg3); }",
+    );
+    let c = &n.clauses[0].1;
+    let bytes = MemKind::KernelBytes;
+    for want in [
+        kcopy(AddrBase::Arg(0), 0, &[], bytes, 8),
+        kcopy(AddrBase::Arg(1), 2, &[], bytes, 3),
+    ] {
+        assert!(c.copies.contains(&want), "{want:?} not in {:?}", c.copies);
+    }
+    // A size known only at the probe: nothing the capture can size.
+    assert!(
+        !c.copies.iter().any(|c| c.addr.base == AddrBase::Arg(2)),
+        "{:?}",
+        c.copies
+    );
+}
