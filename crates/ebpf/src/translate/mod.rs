@@ -39,10 +39,12 @@ mod byteorder;
 mod cleanpath;
 mod copyin;
 mod copyout;
+mod inet;
 mod lltostr;
 mod paths;
 mod progeny;
 mod rand;
+mod random;
 mod strarg;
 mod strcase;
 mod stringof;
@@ -830,6 +832,10 @@ impl<'a> Translator<'a> {
                             | Subr::Strstr
                             | Subr::Strchr
                             | Subr::Strrchr
+                            | Subr::Random
+                            | Subr::InetNtoa
+                            | Subr::InetNtoa6
+                            | Subr::InetNtop
                     )
                 ) {
                     continue;
@@ -1328,6 +1334,10 @@ impl<'a> Translator<'a> {
                     self.strsearch(pc, s, w, rd)?
                 }
                 Some(w @ (Subr::Strchr | Subr::Strrchr)) => self.strchr(pc, s, w, rd)?,
+                Some(Subr::Random) => self.random(s, rd),
+                Some(Subr::InetNtoa) => self.inet(pc, s, Subr::InetNtoa, rd)?,
+                Some(Subr::InetNtoa6) => self.inet(pc, s, Subr::InetNtoa6, rd)?,
+                Some(Subr::InetNtop) => self.inet(pc, s, Subr::InetNtop, rd)?,
                 Some(w @ (Subr::Copyout | Subr::Copyoutstr)) => self.copyout(pc, s, w, rd)?,
                 other => {
                     return Err(Untranslatable::Subroutine {

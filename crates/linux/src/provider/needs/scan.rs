@@ -245,6 +245,21 @@ impl ObjectScan<'_> {
             n.ancestors = true;
         } else if subr == Subr::DPath as u16 {
             n.d_path(stack.first());
+        } else if let Some((at, size)) = inet_bytes(subr, stack) {
+            // The address's bytes, which the subroutine reads from kernel memory (as a load
+            // reads them: a probe argument's too).
+            if let Value::Addr(e) = at {
+                n.kernel_copy(e, MemKind::KernelBytes, size);
+            }
+        } else if subr == Subr::Bcopy as u16 {
+            // bcopy(src, dst, size): `size` bytes of kernel memory at `src` (a constant size
+            // the capture can hold).
+            if let (Some(Value::Addr(e)), Some(Value::Const(size))) = (stack.first(), stack.get(2))
+            {
+                if (1..=u64::from(MAX_COPY_SIZE)).contains(size) {
+                    n.kernel_copy(e, MemKind::KernelBytes, *size as u32);
+                }
+            }
         } else if subr == Subr::Copyinstr as u16 {
             match user_addr {
                 // copyinstr(addr, maxlen) copies at most strsize bytes either way, at most
@@ -395,6 +410,24 @@ impl Visitor for ObjectScan<'_> {
 /// one read from user memory a `copyin` of the same probe captured (`this->argv[1]`). Addresses
 /// computed otherwise (`arg1 + arg2`) are not: they fall back on the string arguments or the
 /// process's memory.
+/// The argument `inet_ntoa()`, `inet_ntoa6()` or `inet_ntop()` reads its address from, and the
+/// bytes it reads there (16 when `inet_ntop`'s family is not a constant `AF_INET`).
+fn inet_bytes(subr: u16, stack: &[Value]) -> Option<(&Value, u32)> {
+    if subr == Subr::InetNtoa as u16 {
+        Some((stack.first()?, 4))
+    } else if subr == Subr::InetNtoa6 as u16 {
+        Some((stack.first()?, 16))
+    } else if subr == Subr::InetNtop as u16 {
+        let size = match stack.first() {
+            Some(Value::Const(af)) if *af == dtrace_dif::vm::subr::AF_INET => 4,
+            _ => 16,
+        };
+        Some((stack.get(1)?, size))
+    } else {
+        None
+    }
+}
+
 fn user_addr(v: &Value) -> Option<AddrExpr> {
     match v {
         Value::Addr(e)

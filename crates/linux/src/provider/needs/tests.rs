@@ -496,3 +496,46 @@ fn stack_frames_from_action_arguments() {
     assert_eq!(spec.kstack, Some(DEFAULT_STACKFRAMES + CALLER_FRAMES));
     assert_eq!(spec.ustack, Some(3));
 }
+
+#[test]
+fn inet_subroutines_ask_for_the_address_bytes() {
+    let n = needs(
+        "sdt:::x { trace(inet_ntoa((ipaddr_t *)arg0)); trace(inet_ntop(AF_INET, (void *)(arg1 + 4)));
+           trace(inet_ntop(AF_INET6, (void *)arg2)); trace(inet_ntoa6((void *)arg3, 1));
+           trace(inet_ntop(arg4, (void *)arg5)); }",
+    );
+    let c = &n.clauses[0].1;
+    let bytes = MemKind::KernelBytes;
+    for want in [
+        kcopy(AddrBase::Arg(0), 0, &[], bytes, 4),
+        kcopy(AddrBase::Arg(1), 4, &[], bytes, 4),
+        kcopy(AddrBase::Arg(2), 0, &[], bytes, 16),
+        kcopy(AddrBase::Arg(3), 0, &[], bytes, 16),
+        // A family known only at the probe: an IPv6 address's bytes, the most it reads.
+        kcopy(AddrBase::Arg(5), 0, &[], bytes, 16),
+    ] {
+        assert!(c.copies.contains(&want), "{want:?} not in {:?}", c.copies);
+    }
+}
+
+#[test]
+fn bcopy_asks_for_the_source_bytes() {
+    let n = needs(
+        "sdt:::x { this->p = alloca(8); bcopy((void *)arg0, this->p, 8); trace(*(int *)this->p);
+           bcopy((void *)(arg1 + 2), this->p, 3); bcopy((void *)arg2, this->p, arg3); }",
+    );
+    let c = &n.clauses[0].1;
+    let bytes = MemKind::KernelBytes;
+    for want in [
+        kcopy(AddrBase::Arg(0), 0, &[], bytes, 8),
+        kcopy(AddrBase::Arg(1), 2, &[], bytes, 3),
+    ] {
+        assert!(c.copies.contains(&want), "{want:?} not in {:?}", c.copies);
+    }
+    // A size known only at the probe: nothing the capture can size.
+    assert!(
+        !c.copies.iter().any(|c| c.addr.base == AddrBase::Arg(2)),
+        "{:?}",
+        c.copies
+    );
+}
