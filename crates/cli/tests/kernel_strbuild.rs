@@ -30,14 +30,11 @@ int main(void) {
 "#;
 
 fn writer(tag: &str) -> String {
-    let dir = common::test_dir(tag);
-    common::compile_c(&dir, "kstrbuild", WRITER, &["-O1"])
-        .display()
-        .to_string()
+    common::traced_program(tag, "kstrbuild", WRITER)
 }
 
-const AGGS: &str = "aggregations run in the kernel at 1 probe";
-const RECORDS: &str = "runs whole in the kernel at 1 probe (records built at the probe)";
+const AGGS: &str = common::AGGS_AT_ONE_PROBE;
+const RECORDS: &str = common::RECORDS_AT_ONE_PROBE;
 const PRINTA: &str = r#"END { printa("%s %@d\n", @); }"#;
 
 #[test]

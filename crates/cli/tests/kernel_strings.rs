@@ -48,8 +48,8 @@ fn opener(tag: &str) -> String {
         .to_string()
 }
 
-const AGGS: &str = "aggregations run in the kernel at 1 probe";
-const RECORDS: &str = "runs whole in the kernel at 1 probe (records built at the probe)";
+const AGGS: &str = common::AGGS_AT_ONE_PROBE;
+const RECORDS: &str = common::RECORDS_AT_ONE_PROBE;
 
 /// The count printed for key `key` (`printa("%s %@d\n")` lines), if any.
 fn count_of(out: &str, key: &str) -> Option<u64> {

@@ -47,14 +47,11 @@ int main(void) {
 "#;
 
 fn program(tag: &str) -> String {
-    let dir = common::test_dir(tag);
-    common::compile_c(&dir, "kstrpaths", PROGRAM, &["-O1"])
-        .display()
-        .to_string()
+    common::traced_program(tag, "kstrpaths", PROGRAM)
 }
 
-const AGGS: &str = "aggregations run in the kernel at 1 probe";
-const RECORDS: &str = "runs whole in the kernel at 1 probe (records built at the probe)";
+const AGGS: &str = common::AGGS_AT_ONE_PROBE;
+const RECORDS: &str = common::RECORDS_AT_ONE_PROBE;
 
 #[test]
 fn path_keys_count_in_the_kernel() {

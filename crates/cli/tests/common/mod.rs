@@ -66,6 +66,19 @@ pub fn compile_c(dir: &Path, name: &str, src: &str, flags: &[&str]) -> PathBuf {
         .unwrap_or_else(|e| panic!("gcc failed: {e}"))
 }
 
+/// Builds C program `src` as `name` in test directory `tag`: the `-c` command running it.
+pub fn traced_program(tag: &str, name: &str, src: &str) -> String {
+    compile_c(&test_dir(tag), name, src, &["-O1"])
+        .display()
+        .to_string()
+}
+
+/// What `-v` says of a probe's clauses that aggregate in the kernel.
+pub const AGGS_AT_ONE_PROBE: &str = "aggregations run in the kernel at 1 probe";
+/// What `-v` says of a clause run whole at the probe whose records are built there.
+pub const RECORDS_AT_ONE_PROBE: &str =
+    "runs whole in the kernel at 1 probe (records built at the probe)";
+
 /// Runs `dtrace args` as it runs by default (`kernel`), or with the environment variable
 /// `switch` set to `0` (which keeps some kind of work in dtrace's interpreter).
 pub fn dtrace_way(switch: &str, kernel: bool, args: &[&str]) -> (i32, String, String) {
