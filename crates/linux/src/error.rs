@@ -19,7 +19,8 @@ pub enum LinuxError {
     VerifierRejected {
         /// The probe whose program was rejected.
         probe: String,
-        /// The errno text.
+        /// The verifier's last word on it, with the errno text (the errno text alone when the
+        /// log has none).
         reason: String,
         /// The verifier's log.
         log: String,

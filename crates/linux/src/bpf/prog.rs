@@ -177,6 +177,23 @@ fn log_text(log: &[u8]) -> String {
     String::from_utf8_lossy(&log[..end]).trim_end().to_string()
 }
 
+/// Why the verifier refused a program, in its own words: the last line of its log before the
+/// statistics it ends with ("processed N insns ...", "verification time", "stack depth"), e.g.
+/// "The sequence of 8193 jumps is too complex."; `None` for a log without one.
+fn verifier_reason(log: &str) -> Option<&str> {
+    log.lines().map(str::trim).rev().find(|l| {
+        !l.is_empty()
+            && !l.starts_with("processed ")
+            && !l.starts_with("verification time")
+            && !l.starts_with("stack depth")
+    })
+}
+
+/// The reason a refusal gives: the verifier's last word, else the system call's error.
+fn refusal_reason(log: &str, e: &std::io::Error) -> String {
+    verifier_reason(log).map_or_else(|| e.to_string(), |why| format!("{why} ({e})"))
+}
+
 /// Prints a verifier log as DTrace for Linux does: each line after `BPF: `.
 fn print_log(text: &str) {
     use std::io::Write;
@@ -248,7 +265,7 @@ impl Program {
                                 reason: if text.is_empty() {
                                     first.to_string()
                                 } else {
-                                    e.to_string()
+                                    refusal_reason(&text, &e)
                                 },
                                 log: text,
                             });
@@ -294,7 +311,7 @@ impl Program {
                 }
                 Err(LinuxError::VerifierRejected {
                     probe: probe.to_string(),
-                    reason: e.to_string(),
+                    reason: refusal_reason(&text, &e),
                     // Printed already (or too large to be).
                     log: String::new(),
                 })
@@ -382,5 +399,30 @@ impl Program {
         unsafe { sys::bpf(cmd::PROG_TEST_RUN, &mut attr) }
             .map_err(|e| LinuxError::from_io("running a BPF program", e))?;
         Ok(attr.retval)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refusal_gives_the_verifiers_last_word_not_its_statistics() {
+        let log = "0: R1=ctx() R10=fp0\n; some source\n12: (85) call bpf_probe_read_user#112\n\
+                   The sequence of 8193 jumps is too complex.\n\
+                   verification time 51234 usec\nstack depth 128+0\n\
+                   processed 54321 insns (limit 1000000) max_states_per_insn 4 total_states 900 \
+                   peak_states 800 mark_read 12\n";
+        assert_eq!(
+            verifier_reason(log),
+            Some("The sequence of 8193 jumps is too complex.")
+        );
+        let e = std::io::Error::from_raw_os_error(libc::E2BIG);
+        assert_eq!(
+            refusal_reason(log, &e),
+            format!("The sequence of 8193 jumps is too complex. ({e})")
+        );
+        assert_eq!(verifier_reason("processed 3 insns\n\n"), None);
+        assert_eq!(refusal_reason("", &e), e.to_string());
     }
 }
