@@ -436,7 +436,7 @@ fn speculate_and_commit_in_one_clause_run_at_the_probe() {
     assert!(said.is_empty(), "{said:?}");
 }
 
-/// Pinned to CPU 0: writes 37 bytes to /dev/null, then half a second later reads 7 bytes from
+/// Pinned to CPU 0 at a real-time priority: writes 37 bytes to /dev/null, then half a second later reads 7 bytes from
 /// /dev/zero (static: no loader reads first).
 const WRITE_THEN_READ: &str = r#"
 #define _GNU_SOURCE
@@ -449,6 +449,10 @@ int main(void) {
     CPU_SET(0, &set);
     if (sched_setaffinity(0, sizeof set, &set) != 0)
         return 1;
+    /* Not preempted by dtrace or other work while the write's clauses run (their programs are
+       preemptible where syscall tracepoints may fault): dtrace must not drain the ring then. */
+    struct sched_param fifo = { .sched_priority = 1 };
+    sched_setscheduler(0, SCHED_FIFO, &fifo);
     static char buf[64];
     if (write(open("/dev/null", O_WRONLY), buf, 37) != 37)
         return 1;
