@@ -436,8 +436,8 @@ fn speculate_and_commit_in_one_clause_run_at_the_probe() {
     assert!(said.is_empty(), "{said:?}");
 }
 
-/// Pinned to CPU 0 at a real-time priority: writes 37 bytes to /dev/null, then half a second later reads 7 bytes from
-/// /dev/zero (static: no loader reads first).
+/// Pinned to CPU 0 at a real-time priority: writes 37 bytes to /dev/null, then half a second
+/// later reads 7 bytes from /dev/zero (static: no loader reads first).
 const WRITE_THEN_READ: &str = r#"
 #define _GNU_SOURCE
 #include <fcntl.h>
