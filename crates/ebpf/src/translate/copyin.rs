@@ -63,11 +63,7 @@ impl Translator<'_> {
             });
         }
         // D's strsize: the most bytes copied, the NUL included.
-        let most = self.strsize - 1;
-        let most32 = i32::try_from(most).map_err(|_| refused("strsize too large".into()))?;
-        if most == 0 {
-            return Err(refused("strsize 0".into()));
-        }
+        let (most, most32) = self.string_bound().map_err(refused)?;
         // The scratch's address is kept in the load buffer across the helper calls.
         let buf = self.frame.load_buf();
         if self.pre_read(pc, s, &args, rd)? {

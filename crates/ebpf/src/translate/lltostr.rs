@@ -55,11 +55,7 @@ impl Translator<'_> {
                 })
             }
         };
-        let most = self.strsize - 1;
-        let most32 = i32::try_from(most).map_err(|_| refused("strsize too large".into()))?;
-        if most == 0 {
-            return Err(refused("strsize 0".into()));
-        }
+        let (_, most32) = self.string_bound().map_err(refused)?;
         let width = super::string_scratch_width(self.strsize);
         let slots = 1 + WORK.div_ceil(width);
         let offset = self.scratch_slots * width;

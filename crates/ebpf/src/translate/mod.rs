@@ -999,6 +999,17 @@ impl<'a> Translator<'a> {
         label
     }
 
+    /// D's `strsize` as the most characters a string built here holds (its NUL aside), and that
+    /// as an immediate; the reason no string can be built when it is none or too many.
+    fn string_bound(&self) -> Result<(usize, i32), String> {
+        let most = self.strsize.wrapping_sub(1);
+        let most32 = i32::try_from(most).map_err(|_| "strsize too large".to_string())?;
+        if most == 0 {
+            return Err("strsize 0".into());
+        }
+        Ok((most, most32))
+    }
+
     /// A fresh slot of the context's string scratch (one string's storage,
     /// [`string_scratch_width`]): leaves its address in r0 and at the stack slot `at`, zeroed when
     /// `zeroed`; a `NoScratch` fault at `pc` when the scratch could not be had. The error is the

@@ -45,11 +45,8 @@ impl Translator<'_> {
             Some([Pushed::Str(k)]) if super::strjoin::followed(k) => k.clone(),
             _ => return Err(refused("a string the translator does not follow".into())),
         };
-        let most = self.strsize - 1;
+        self.string_bound().map_err(refused)?;
         i32::try_from(self.strsize).map_err(|_| refused("strsize too large".into()))?;
-        if most == 0 {
-            return Err(refused("strsize 0".into()));
-        }
         let width = super::string_scratch_width(self.strsize);
         let slots = result_slots + 2 + extra.div_ceil(width);
         let offset = self.scratch_slots * width;

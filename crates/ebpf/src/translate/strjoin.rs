@@ -38,11 +38,7 @@ impl Translator<'_> {
             what: format!("strjoin(): {why}"),
         };
         // D's strsize: the most characters the result holds.
-        let most = self.strsize - 1;
-        i32::try_from(most).map_err(|_| refused("strsize too large".into()))?;
-        if most == 0 {
-            return Err(refused("strsize 0".into()));
-        }
+        self.string_bound().map_err(refused)?;
         let width = super::string_scratch_width(self.strsize);
         let offset = self.scratch_slots * width;
         self.scratch_slots += 2;

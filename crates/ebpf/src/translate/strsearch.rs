@@ -154,11 +154,7 @@ impl Translator<'_> {
             Some(Pushed::Saved) => Some(self.frame.tuple(2)),
             Some(Pushed::Str(_)) => return Err(refused("a string where an integer goes".into())),
         };
-        let most = self.strsize - 1;
-        let most32 = i32::try_from(most).map_err(|_| refused("strsize too large".into()))?;
-        if most == 0 {
-            return Err(refused("strsize 0".into()));
-        }
+        let (most, most32) = self.string_bound().map_err(refused)?;
         // A constant `sub`, as the interpreter reads it.
         let constant = match &needle {
             Kind::StrConst(b) => {
@@ -413,11 +409,7 @@ impl Translator<'_> {
             }
             _ => return Err(refused("arguments the translator does not follow".into())),
         };
-        let most = self.strsize - 1;
-        let most32 = i32::try_from(most).map_err(|_| refused("strsize too large".into()))?;
-        if most == 0 {
-            return Err(refused("strsize 0".into()));
-        }
+        let (_, most32) = self.string_bound().map_err(refused)?;
         self.result_whole(&hay).map_err(refused)?;
         let hay_most = self.most_chars(&hay);
         let null =

@@ -50,11 +50,7 @@ impl Translator<'_> {
             }
         }
         let size = self.strsize;
-        let most = size - 1;
-        let most32 = i32::try_from(most).map_err(|_| refused("strsize too large".into()))?;
-        if most == 0 {
-            return Err(refused("strsize 0".into()));
-        }
+        let (_, most32) = self.string_bound().map_err(refused)?;
         let width = super::string_scratch_width(size);
         // The result's slot, then the work slot (two wide: see `strjoin`).
         let offset = self.scratch_slots * width;
