@@ -3,6 +3,7 @@
 //! groups anywhere, IPv4-mapped and -compatible forms, strict and not), its length, a fault on an
 //! unreadable address, and at a `strsize` the text overflows.
 
+use super::strbuild::agree;
 use super::*;
 use dtrace_dif::vm::subr::strfn;
 
@@ -14,40 +15,6 @@ fn inet_probe(addrs: &[[u8; 16]]) -> Probe {
     let mut p = Probe::new();
     p.kernel = vec![(KADDR, addrs.iter().flatten().copied().collect())];
     p
-}
-
-/// Runs `expr` (an integer) both ways at `strsize` and checks that they agree, faults
-/// included; the interpreter's value (`None`: a fault).
-fn agree(expr: &str, p: &Probe, strsize: usize) -> Option<u64> {
-    let src = format!(
-        "#pragma D option strsize={strsize}\n{}",
-        clause(&format!("({expr}) + 1000"))
-    );
-    let obj = predicate(&src);
-    let (mut ctx, mut mem) = fake_env(p);
-    let mut state = VarState::new(VmOptions {
-        strsize: strsize + 1,
-        ..VmOptions::default()
-    });
-    let want = Machine::new().run(&obj, &mut state, &mut ctx, &mut mem);
-    let f = translate(&obj, p, strsize + 1, FRAME).unwrap_or_else(|e| panic!("{expr}: {e}"));
-    assert_reachable(&f.insns);
-    let (r0, stack) = emulate_frame(&f.insns, p);
-    match want {
-        Ok(v) => {
-            assert_eq!(r0, v, "{expr} (strsize {strsize})");
-            Some(v - 1000)
-        }
-        Err(fault) => {
-            assert_eq!(r0, FAULTED as u64, "{expr}");
-            assert_eq!(
-                frame_fault(&stack),
-                Some((fault.kind.code(), fault.pc, fault.addr)),
-                "{expr}: the interpreter's fault"
-            );
-            None
-        }
-    }
 }
 
 /// Addresses whose text takes every rule of DTrace's IPv6 form.
