@@ -35,6 +35,7 @@
 //! 0 (NULL) when the variable holds none, as the interpreter's loads give; compares take NULL as
 //! the empty string, a record or key of NULL faults, a store of NULL frees the variable.
 
+mod alloca;
 mod byteorder;
 mod cleanpath;
 mod copyin;
@@ -57,6 +58,7 @@ mod substr;
 #[cfg(test)]
 mod tests;
 
+pub use alloca::{alloca_locals, AllocaArea};
 pub use progeny::TaskLinks;
 
 use crate::insn::{helper, op, Asm, Insn, Label, Size, R0, R1, R10, R2, R3};
@@ -298,6 +300,22 @@ pub trait ProbeContext {
     /// not here (by default: `progenyof()` runs in dtrace).
     fn task_links(&self) -> Result<TaskLinks, String> {
         Err("progenyof() runs in dtrace".into())
+    }
+    /// Where a clause's `alloca()` memory lives at this probe (see `alloca`). `Err` says why
+    /// not here (by default: `alloca()` runs in dtrace).
+    fn alloca_area(&self) -> Result<AllocaArea, String> {
+        Err("alloca() runs in dtrace".into())
+    }
+    /// Emits code that leaves in r0 the address of the [`AllocaArea::size`] bytes of the
+    /// per-CPU alloca region (0 when it could not be had). Uses r0-r5.
+    fn emit_alloca_base(&self, a: &mut Asm) -> Result<(), String> {
+        let _ = a;
+        Err("alloca() runs in dtrace".into())
+    }
+    /// Whether clause-local `var` holds alloca pointers (see [`alloca_locals`]).
+    fn local_holds_alloca(&self, var: u32) -> bool {
+        let _ = var;
+        false
     }
 }
 
@@ -594,6 +612,9 @@ pub struct Fragment {
     pub can_drop: bool,
     /// Every place the code faults, in code order (empty when it cannot fault).
     pub fault_sites: Vec<FaultSite>,
+    /// The most bytes its `alloca()` calls take, padding included (the context refuses a clause
+    /// whose fragments may take more than its [`AllocaArea::size`]).
+    pub alloca_bytes: u64,
 }
 
 /// What a translated value is (see [`translate_value`]).
@@ -652,6 +673,9 @@ enum Kind {
     /// Bytes `copyin()` copied into the context's scratch, this many: the register holds their
     /// address there (which only `tracemem()` reads: see [`ValueKind::Buffer`]).
     Buffer(u32),
+    /// A pointer into the clause's `alloca()` memory, as the interpreter records one (see
+    /// `alloca`).
+    Alloca,
     /// Different kinds on different paths: usable by nothing.
     Mixed,
 }
@@ -779,6 +803,8 @@ struct Translator<'a> {
     /// What the data-flow knows the registers hold before each instruction (where a string
     /// at an integer address comes from, see `stringof`).
     flow: stringof::FlowRegs,
+    /// Bytes the `alloca()` calls translated so far take (see [`Fragment::alloca_bytes`]).
+    alloca_bytes: u64,
 }
 
 impl<'a> Translator<'a> {
@@ -836,6 +862,9 @@ impl<'a> Translator<'a> {
                             | Subr::InetNtoa
                             | Subr::InetNtoa6
                             | Subr::InetNtop
+                            | Subr::Alloca
+                            | Subr::Bcopy
+                            | Subr::Copyinto
                     )
                 ) {
                     continue;
@@ -882,6 +911,7 @@ impl<'a> Translator<'a> {
             sites: Vec::new(),
             scratch_slots: 0,
             flow: stringof::flow_regs(obj),
+            alloca_bytes: 0,
         })
     }
 
@@ -969,6 +999,7 @@ impl<'a> Translator<'a> {
                 can_fault,
                 can_drop: self.can_drop,
                 fault_sites: self.sites.iter().map(|(_, s)| *s).collect(),
+                alloca_bytes: self.alloca_bytes,
             },
             result,
         ))
@@ -1094,6 +1125,13 @@ impl<'a> Translator<'a> {
                 pc,
                 what: format!("%r{r} holds a string on one path and an integer on another"),
             }),
+            Kind::Alloca => Err(Untranslatable::Value {
+                pc,
+                what: format!(
+                    "the alloca() pointer in %r{r} used where the translator follows only \
+                     integers"
+                ),
+            }),
             Kind::Buffer(_) => Err(Untranslatable::Value {
                 pc,
                 what: format!(
@@ -1113,6 +1151,13 @@ impl<'a> Translator<'a> {
         let ins = self.code[pc];
         match ins {
             Instr::Nop => {}
+            Instr::Alu { op, r1, r2, rd } if self.alloca_arith(s, op, r1, r2).is_some() => {
+                let k = self.alloca_arith(s, op, r1, r2).unwrap_or(Kind::Int(None));
+                self.get(R1, r1);
+                self.get(R2, r2);
+                self.alu(pc, op, false);
+                self.put(s, rd, R1, k);
+            }
             Instr::Alu { op, r1, r2, rd } => {
                 let (x, y) = (self.int(s, pc, r1)?, self.int(s, pc, r2)?);
                 self.get(R1, r1);
@@ -1201,6 +1246,14 @@ impl<'a> Translator<'a> {
                         ValueKind::Scratch
                     }
                     Kind::Buffer(n) if self.strings_ok => ValueKind::Buffer(*n),
+                    // `stringof(p)`: the string in alloca() memory.
+                    Kind::Alloca if self.strings_ok && self.obj.rtype.is_string() => {
+                        self.alloca_string(pc, rd)?;
+                        self.put(s, rd, R1, Kind::Scratch);
+                        ValueKind::Scratch
+                    }
+                    // The pointer as the interpreter records it.
+                    Kind::Alloca => ValueKind::Int,
                     Kind::VarStr if self.strings_ok => {
                         // Recording NULL (a key, a trace() or printf() value) faults in the
                         // interpreter when the action stores it: at the expression's last
@@ -1260,7 +1313,7 @@ impl<'a> Translator<'a> {
                 rs,
             } => {
                 let id = u32::from(var);
-                self.int(s, pc, rs)?;
+                self.alloca_local_store(pc, s, op, id, rs)?;
                 let at = self.frame.reg(rs & 7);
                 let (stored, prefix) = match op {
                     Opcode::Stts => (self.ctx.emit_thread_store(&mut self.a, id, at), "self->"),
@@ -1316,6 +1369,21 @@ impl<'a> Translator<'a> {
             }
             Instr::Call { subr, rd } => match Subr::from_u16(subr) {
                 Some(Subr::Copyin) => self.copyin(pc, s, rd)?,
+                Some(Subr::Alloca) => {
+                    if !self.alloca(pc, s, rd)? {
+                        return Ok(false);
+                    }
+                }
+                Some(w @ (Subr::Bcopy | Subr::Copyinto)) => {
+                    if w == Subr::Bcopy {
+                        self.bcopy(pc, s)?;
+                    } else {
+                        self.copyinto(pc, s)?;
+                    }
+                    // Both return nothing: the interpreter's 0.
+                    self.a.mov_imm(R1, 0);
+                    self.put(s, rd, R1, Kind::Int(Some(0)));
+                }
                 Some(Subr::Speculation) => {
                     self.ctx.emit_speculation(&mut self.a).map_err(|why| {
                         Untranslatable::Value {
@@ -1435,6 +1503,13 @@ impl<'a> Translator<'a> {
                     });
                 };
                 self.arg(pc, s, i, rd)?;
+            }
+            Instr::Load { op, r1, rd } if s[(r1 & 7) as usize] == Kind::Alloca => {
+                self.alloca_load(pc, op, r1)?;
+                self.put(s, rd, R1, Kind::Int(None));
+            }
+            Instr::Store { op, r1, rd } if s[(rd & 7) as usize] == Kind::Alloca => {
+                self.alloca_store(pc, s, op, r1, rd)?;
             }
             Instr::Load { op, r1, rd } => {
                 self.int(s, pc, r1)?;
@@ -1604,7 +1679,12 @@ impl<'a> Translator<'a> {
                 name: self.var_name(id, prefix),
                 why,
             })?;
-            self.put(s, rd, R0, Kind::Int(None));
+            let k = if dop == Opcode::Ldls && self.ctx.local_holds_alloca(id) {
+                Kind::Alloca
+            } else {
+                Kind::Int(None)
+            };
+            self.put(s, rd, R0, k);
             return Ok(());
         }
         if dop == Opcode::Ldgs && id >= vars::DIF_VAR_OTHER_UBASE {
@@ -1790,8 +1870,7 @@ impl<'a> Translator<'a> {
         use Opcode::*;
         let take = match setter {
             Instr::Cmp { r1, r2 } => {
-                self.int(s, pc, r1)?;
-                self.int(s, pc, r2)?;
+                self.alloca_compare(s, pc, r1, r2)?;
                 self.get(R1, r1);
                 self.get(R2, r2);
                 match bop {
@@ -1814,7 +1893,9 @@ impl<'a> Translator<'a> {
                 }
             }
             Instr::Tst { r1 } => {
-                self.int(s, pc, r1)?;
+                if s[(r1 & 7) as usize] != Kind::Alloca {
+                    self.int(s, pc, r1)?;
+                }
                 self.get(R1, r1);
                 match bop {
                     Ba | Bge | Bgeu => Take::Always,
