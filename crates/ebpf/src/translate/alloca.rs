@@ -120,12 +120,10 @@ fn written(i: &Instr) -> Option<u8> {
 impl Translator<'_> {
     /// The context's alloca area, or why there is none.
     fn area(&self, pc: usize, what: &str) -> Result<super::AllocaArea, Untranslatable> {
-        self.ctx
-            .alloca_area()
-            .map_err(|why| Untranslatable::Value {
-                pc,
-                what: format!("{what}: {why}"),
-            })
+        self.ctx.alloca_area().map_err(|why| Untranslatable::Value {
+            pc,
+            what: format!("{what}: {why}"),
+        })
     }
 
     /// The constant pushed at position `i` of the tuple stack (a subroutine's argument), if any.
@@ -145,6 +143,8 @@ impl Translator<'_> {
         match s.tuple.as_ref().and_then(|t| t.get(i)) {
             Some(Pushed::Reg(r)) => Ok((self.frame.reg(*r), s[(r & 7) as usize].clone())),
             Some(Pushed::Saved) => Ok((self.frame.tuple(i), Kind::Int(None))),
+            // An alloca pointer whose register was written after it was pushed (see `put`).
+            Some(Pushed::Str(Kind::Alloca)) => Ok((self.frame.tuple(i), Kind::Alloca)),
             _ => Err(Untranslatable::Value {
                 pc,
                 what: "subroutine arguments the translator does not follow".into(),
@@ -201,7 +201,12 @@ impl Translator<'_> {
         a.jmp_imm(op::JGT, R1, (bound - n) as i32, no_scratch);
         // Never taken (the start is a multiple of 8 within the region): the verifier's bound
         // for the zeroing below.
-        a.jmp_imm(op::JGT, R1, (u64::from(area.size) - padded) as i32, no_scratch);
+        a.jmp_imm(
+            op::JGT,
+            R1,
+            (u64::from(area.size) - padded) as i32,
+            no_scratch,
+        );
         a.mov(R2, R1).alu_imm(op::ADD, R2, n as i32);
         a.store(Size::DW, R10, area.top_at, R2);
         a.load(Size::DW, R3, R10, buf).alu(op::ADD, R3, R1);
@@ -290,14 +295,11 @@ impl Translator<'_> {
         a.bind(size_fault);
         a.mov_imm(R2, len as i32).store(Size::DW, R10, at, R2);
         a.ja(bad_size);
-        a.bind(align_fault);
         if let Some(bad_align) = bad_align {
+            a.bind(align_fault);
             a.ld_imm64(R2, ALLOCA_BASE.wrapping_sub(ALLOCA_RESERVED));
             a.alu(op::ADD, R2, R3).store(Size::DW, R10, at, R2);
             a.ja(bad_align);
-        } else {
-            // Nothing jumps here: keep the code reachable for the verifier's sake.
-            a.ja(bad_addr);
         }
         a.bind(done);
         Ok(())

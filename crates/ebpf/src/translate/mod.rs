@@ -1109,7 +1109,13 @@ impl<'a> Translator<'a> {
                 if *p == Pushed::Reg(rd) {
                     self.a.load(Size::DW, tmp, R10, self.frame.reg(rd));
                     self.a.store(Size::DW, R10, self.frame.tuple(i), tmp);
-                    *p = Pushed::Saved;
+                    // An alloca pointer keeps its kind (only `bcopy()` and `copyinto()`
+                    // take one; see `alloca`).
+                    *p = if s.regs[rd as usize] == Kind::Alloca {
+                        Pushed::Str(Kind::Alloca)
+                    } else {
+                        Pushed::Saved
+                    };
                 }
             }
         }
@@ -1248,7 +1254,10 @@ impl<'a> Translator<'a> {
                     Kind::Buffer(n) if self.strings_ok => ValueKind::Buffer(*n),
                     // `stringof(p)`: the string in alloca() memory.
                     Kind::Alloca if self.strings_ok && self.obj.rtype.is_string() => {
-                        self.alloca_string(pc, rd)?;
+                        // Read when the action records it: a fault is the expression's last
+                        // instruction's, as the interpreter's.
+                        let last = self.code.len().saturating_sub(1);
+                        self.alloca_string(last, rd)?;
                         self.put(s, rd, R1, Kind::Scratch);
                         ValueKind::Scratch
                     }
@@ -1429,7 +1438,11 @@ impl<'a> Translator<'a> {
             },
             Instr::Flushts => s.tuple = Some(Vec::new()),
             Instr::Pushtv { rs, .. } => {
-                self.int(s, pc, rs)?;
+                // An alloca pointer is pushed as itself: only `bcopy()` and `copyinto()` take
+                // one (the others, and keys, refuse it).
+                if s[(rs & 7) as usize] != Kind::Alloca {
+                    self.int(s, pc, rs)?;
+                }
                 match &mut s.tuple {
                     Some(t) if t.len() < MAX_TUPLE => t.push(Pushed::Reg(rs & 7)),
                     _ => {

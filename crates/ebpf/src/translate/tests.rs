@@ -2118,6 +2118,7 @@ fn progenyof_stays_in_dtrace_where_the_context_has_no_task_links() {
         "{e}"
     );
 }
+mod alloca;
 mod inet;
 mod strbuild;
 mod strpaths;
