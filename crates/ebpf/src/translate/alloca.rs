@@ -66,7 +66,22 @@ enum Access {
 /// `alloca()`, moved or offset). The translator refuses a clause that stores anything else in
 /// one of them, or an alloca pointer anywhere else.
 pub fn alloca_locals<'o>(objs: impl IntoIterator<Item = &'o DifObject>) -> Vec<u32> {
+    let objs: Vec<&DifObject> = objs.into_iter().collect();
     let mut vars = Vec::new();
+    // Until nothing changes: an object may load a variable a later one stores.
+    loop {
+        let before = vars.len();
+        scan_locals(&objs, &mut vars);
+        if vars.len() == before {
+            break;
+        }
+    }
+    vars.sort_unstable();
+    vars
+}
+
+/// One pass of [`alloca_locals`] over `objs`, adding to `vars`.
+fn scan_locals(objs: &[&DifObject], vars: &mut Vec<u32>) {
     for obj in objs {
         let mut holds = [false; 8];
         let code = obj.text.iter().filter_map(|w| Instr::decode(*w).ok());
@@ -100,8 +115,6 @@ pub fn alloca_locals<'o>(objs: impl IntoIterator<Item = &'o DifObject>) -> Vec<u
             }
         }
     }
-    vars.sort_unstable();
-    vars
 }
 
 /// The register an instruction writes, for [`alloca_locals`].
@@ -246,11 +259,14 @@ impl Translator<'_> {
         let at = self.frame.fault_addr_at();
         let no_scratch = self.fault_site(pc, FaultKind::NoScratch, FaultAddr::Zero);
         let null = self.fault_site(pc, FaultKind::BadAddr, FaultAddr::Zero);
-        let bad_addr = self.fault_site(pc, FaultKind::BadAddr, FaultAddr::Stored);
-        let bad_size = self.fault_site(pc, FaultKind::BadSize, FaultAddr::Stored);
+        // The address is computed into its slot before the jump (not `Stored`, which says a
+        // user string is copied in).
+        let computed = FaultAddr::Frame(self.frame.fault_addr_at());
+        let bad_addr = self.fault_site(pc, FaultKind::BadAddr, computed);
+        let bad_size = self.fault_site(pc, FaultKind::BadSize, computed);
         let aligned = matches!(access, Access::Load(n) | Access::Store(n) if n > 1);
         let bad_align = if aligned {
-            Some(self.fault_site(pc, FaultKind::BadAlign, FaultAddr::Stored))
+            Some(self.fault_site(pc, FaultKind::BadAlign, computed))
         } else {
             None
         };
