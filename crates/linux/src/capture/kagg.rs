@@ -96,6 +96,12 @@ pub(crate) const DVAR_DROPPED: i16 = REC_OK - 8;
 /// Non-zero when the probe's kernel clauses handed the firing over to dtrace (a string they
 /// copy could not be read at the probe); the record path reads it (see [`emit_aggs`]).
 pub(crate) const HANDOVER: i16 = DVAR_DROPPED - 8;
+/// The bytes a clause running in the kernel allocated so far (`alloca()`, see
+/// `translate::AllocaArea::top_at`), zeroed at the start of each clause that allocates: below
+/// the thread-locals' cache slots of `capture::kvars` (and the pre-read arguments' slots).
+pub(crate) const ALLOCA_TOP: i16 = HANDOVER - 48;
+const _: () = assert!(ALLOCA_TOP >= -512);
+
 /// The value of [`HANDOVER`] that hands the firing over whole (dtrace runs every clause).
 pub(crate) const HANDED_OVER: i32 = 1;
 /// The value of [`HANDOVER`] that records the firing for dtrace's clauses whatever their filter
@@ -208,6 +214,62 @@ pub fn computes(kind: ActionKind) -> bool {
 }
 
 fn translate_clause(
+    ctx: &ShapeContext<'_>,
+    c: &KernelAggClause,
+    strsize: usize,
+) -> Result<Translated, Untranslatable> {
+    // The clause's own `this->` variables that hold alloca() pointers (alloca() memory lives
+    // for one clause: see `translate::alloca`).
+    let locals = translate::alloca_locals(clause_objects(c));
+    let ctx = &ShapeContext {
+        alloca_locals: &locals,
+        ..*ctx
+    };
+    let t = translate_clause_with(ctx, c, strsize)?;
+    let bytes: u64 = t.fragments().map(|f| f.alloca_bytes).sum();
+    if bytes > super::spec::ALLOCA_SCRATCH as u64 {
+        return Err(Untranslatable::Value {
+            pc: 0,
+            what: format!(
+                "its alloca() calls take more than the kernel's {} bytes",
+                super::spec::ALLOCA_SCRATCH
+            ),
+        });
+    }
+    Ok(t)
+}
+
+/// Whether clause `c` calls `alloca()`.
+fn calls_alloca(c: &KernelAggClause) -> bool {
+    use dtrace_dif::instr::Instr;
+    use dtrace_dif::subr::Subr;
+    clause_objects(c).flat_map(|o| &o.text).any(|w| {
+        matches!(Instr::decode(*w), Ok(Instr::Call { subr, .. })
+            if Subr::from_u16(subr) == Some(Subr::Alloca))
+    })
+}
+
+/// The DIF objects of clause `c`.
+fn clause_objects(c: &KernelAggClause) -> impl Iterator<Item = &DifObject> {
+    c.predicate
+        .iter()
+        .chain(c.stores.iter().map(|(_, _, o)| o))
+        .chain(
+            c.record
+                .iter()
+                .flat_map(|r| &r.actions)
+                .flat_map(|r| &r.difo),
+        )
+        .chain(c.aggs.iter().flat_map(|g| {
+            g.keys
+                .iter()
+                .flat_map(|(o, _)| o)
+                .chain(g.value.iter())
+                .chain(g.incr.iter())
+        }))
+}
+
+fn translate_clause_with(
     ctx: &ShapeContext<'_>,
     c: &KernelAggClause,
     strsize: usize,
@@ -329,7 +391,7 @@ pub fn check_clause(
     opaque_args: u16,
     vars: &super::spec::KernelVars,
     c: &KernelAggClause,
-    strsize: u32,
+    (strsize, scratchsize): (u32, Option<u64>),
     specs: Option<super::spec::KernelSpecs>,
 ) -> Result<bool, Untranslatable> {
     let ctx = ShapeContext {
@@ -350,6 +412,8 @@ pub fn check_clause(
         }),
         pre_read: Default::default(),
         specs,
+        scratchsize,
+        alloca_locals: &[],
     };
     translate_clause(&ctx, c, strsize as usize).map(|t| t.can_fault())
 }
@@ -448,6 +512,8 @@ pub fn emit_aggs(
             values: Some(PRE_READ_ARGS),
         },
         specs: k.specs,
+        scratchsize: k.scratchsize,
+        alloca_locals: &[],
     };
     let mut results: Vec<Result<Translated, Untranslatable>> = k
         .clauses
@@ -598,6 +664,10 @@ pub fn emit_aggs(
     let mut exited_before = false;
     for (n, (c, t)) in k.clauses.iter().zip(&results).enumerate() {
         let Ok(t) = t else { continue };
+        if calls_alloca(c) {
+            // Its alloca() memory starts empty (see `translate::alloca`).
+            a.store_imm(Size::DW, R10, ALLOCA_TOP, 0);
+        }
         if exited_before {
             // After exit() in an earlier clause of this firing no clause runs.
             emit_exited(a, k.exit, done);
@@ -847,7 +917,7 @@ fn reading_args<'a>(ctx: &ShapeContext<'a>) -> ShapeContext<'a> {
             values: None,
             ..ctx.pre_read
         },
-        specs: ctx.specs,
+        ..*ctx
     }
 }
 

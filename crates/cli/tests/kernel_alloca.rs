@@ -1,0 +1,107 @@
+//! `alloca()`, the loads and stores through its pointers, `bcopy()`, `copyinto()` and
+//! `stringof()` of its memory translated to eBPF (issue 13): clauses that fill alloca() memory
+//! from the kernel and from the traced process and print it run whole in the kernel (`-v` says
+//! so) and print exactly what dtrace's interpreter prints with every kernel path off, faults
+//! included (root, BPF, tracepoints, BTF for `curthread`; `dd`, `echo`).
+
+mod common;
+use common::{kernel_ok, same_with_kernel_paths_off};
+
+/// Four writes of 300 bytes to /dev/null by the traced `dd`.
+const DD: &str = "dd if=/dev/zero of=/dev/null bs=300 count=4 status=none";
+
+fn ready(t: &str) -> bool {
+    kernel_ok(t)
+        && common::have_btf(t)
+        && dtrace_testkit::skip_unless(dtrace_testkit::have_program("dd"), t, "no dd")
+}
+
+#[test]
+fn alloca_memory_filled_from_the_kernel_prints_as_in_dtrace() {
+    let t = "alloca_memory_filled_from_the_kernel_prints_as_in_dtrace";
+    if !ready(t) {
+        return;
+    }
+    // `dd`'s comm, copied into alloca() memory and read back as a string, bytes and words; the
+    // pointers print as DTrace for Linux records them (offsets past its 8 reserved bytes).
+    let out = same_with_kernel_paths_off(
+        r#"syscall::write:entry /pid == $target/ {
+             this->p = (char *)alloca(16);
+             this->q = (int *)alloca(8);
+             bcopy((void *)&curthread->comm[0], this->p, 16);
+             this->q[1] = this->p[0] + arg0;
+             this->p[1] = 'x';
+             printf("%s|%s|%d|%d|%d|%d\n", stringof(this->p), stringof(this->p + 1),
+                 this->q[1], this->q[0], (uint64_t)this->p, (uint64_t)this->q); }"#,
+        &[],
+        DD,
+        &[(1, "runs whole in the kernel")],
+    );
+    assert_eq!(out.matches("dx|x|101|0|8|24\n").count(), 4, "{out}");
+}
+
+#[test]
+fn copyinto_fills_alloca_memory_from_the_process_as_in_dtrace() {
+    let t = "copyinto_fills_alloca_memory_from_the_process_as_in_dtrace";
+    if !ready(t) || !dtrace_testkit::skip_unless(dtrace_testkit::have_program("echo"), t, "no echo")
+    {
+        return;
+    }
+    let out = same_with_kernel_paths_off(
+        r#"syscall::write:entry /pid == $target/ {
+             this->buf = (char *)alloca(8);
+             copyinto(arg1, 5, this->buf);
+             printf("[%s] %d\n", stringof(this->buf), this->buf[4]); }"#,
+        &[],
+        "echo hello",
+        &[(1, "runs whole in the kernel")],
+    );
+    assert!(out.contains("[hello] 111\n"), "{out}");
+}
+
+#[test]
+fn alloca_faults_at_the_probe_as_in_dtrace() {
+    let t = "alloca_faults_at_the_probe_as_in_dtrace";
+    if !ready(t) {
+        return;
+    }
+    // Past what the clause allocated (arg0 is 1: a computed offset), a misaligned store, a
+    // source that cannot be read, and past scratchsize: each write faults as the interpreter's
+    // access faults, then the clause after it runs.
+    let out = same_with_kernel_paths_off(
+        r#"syscall::write:entry /pid == $target/ {
+             this->p = (char *)alloca(4); trace(this->p[arg0 + 3]); this->p[arg0 + 7] = 1; }
+         syscall::write:entry /pid == $target/ {
+             this->p = (char *)alloca(8); *(int *)(this->p + arg0) = 1; }
+         syscall::write:entry /pid == $target/ {
+             this->p = (char *)alloca(8); bcopy((void *)arg0, this->p, 8); }
+         syscall::write:entry /pid == $target/ {
+             this->p = (char *)alloca(40); this->q = (char *)alloca(30); }
+         syscall::write:entry /pid == $target/ { printf("after %d\n", arg2); }"#,
+        &["-x", "scratchsize=64"],
+        DD,
+        &[
+            (1, "runs whole in the kernel"),
+            (2, "runs whole in the kernel"),
+            (3, "runs whole in the kernel"),
+            (4, "runs whole in the kernel"),
+        ],
+    );
+    assert_eq!(out.matches("after 300\n").count(), 4, "{out}");
+}
+
+#[test]
+fn alloca_the_kernel_does_not_follow_stays_in_dtrace_with_its_reason() {
+    let t = "alloca_the_kernel_does_not_follow_stays_in_dtrace_with_its_reason";
+    if !ready(t) {
+        return;
+    }
+    let out = same_with_kernel_paths_off(
+        r#"syscall::write:entry /pid == $target/ {
+             this->p = (char *)alloca(arg2); this->p[0] = 'a'; printf("%s\n", stringof(this->p)); }"#,
+        &[],
+        DD,
+        &[(1, "alloca() of a size computed at run time")],
+    );
+    assert_eq!(out.matches("a\n").count(), 4, "{out}");
+}
