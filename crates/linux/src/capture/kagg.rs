@@ -1955,6 +1955,7 @@ mod tests {
                 keys: 10,
                 exit: 8,
                 strsize: 257,
+                scratchsize: None,
                 names: Default::default(),
                 opaque_args: 0,
                 others,
