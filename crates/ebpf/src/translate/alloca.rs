@@ -534,4 +534,39 @@ impl Translator<'_> {
             _ => self.int(s, pc, rs).map(|_| ()),
         }
     }
+
+    /// The frame offsets of the integers pushed on the tuple stack (a subroutine's arguments),
+    /// as `int_args`, one of which may be an alloca pointer: its offset too, if one is.
+    pub(super) fn args_with_alloca(
+        &self,
+        pc: usize,
+        s: &State,
+    ) -> Result<(Vec<i16>, Option<i16>), Untranslatable> {
+        let n = s.tuple.as_ref().map_or(0, Vec::len);
+        let mut pointer = None;
+        let mut at = Vec::with_capacity(n);
+        for i in 0..n {
+            match self.pushed_arg(pc, s, i) {
+                Ok((o, Kind::Alloca)) if pointer.is_none() => {
+                    pointer = Some(o);
+                    at.push(o);
+                }
+                Ok((o, Kind::Int(_))) => at.push(o),
+                // Anything else: `int_args`' refusal.
+                _ => return self.int_args(pc, s).map(|a| (a, None)),
+            }
+        }
+        Ok((at, pointer))
+    }
+
+    /// Checks a read of `n` bytes through the alloca pointer at `fp + ptr_at` as the
+    /// interpreter's reads check it (bounds only), leaving their address in R1.
+    pub(super) fn alloca_bytes_at(
+        &mut self,
+        pc: usize,
+        ptr_at: i16,
+        n: u32,
+    ) -> Result<(), Untranslatable> {
+        self.alloca_access(pc, ptr_at, Access::Copy(n))
+    }
 }

@@ -330,3 +330,20 @@ fn what_the_translator_does_not_follow_stays_in_dtrace_with_a_reason() {
     let e = translate_value(&objs[0], &p, 257, FRAME).unwrap_err();
     assert!(e.to_string().contains("alloca() runs in dtrace"), "{e}");
 }
+
+#[test]
+fn inet_text_of_alloca_memory() {
+    let p = memory_probe();
+    for body in [
+        "this->p = (char *)alloca(16); bcopy((void *)0xffff800000001000, this->p, 16); \
+         trace(inet_ntoa((ipaddr_t *)this->p)); trace(inet_ntop(AF_INET6, (void *)this->p)); \
+         trace(inet_ntoa6((void *)(this->p)));",
+        "this->p = (char *)alloca(8); this->p[3] = 9; \
+         trace(inet_ntop(AF_INET, (void *)(this->p + 4 * arg3 - 28)));",
+        // Past the allocation: its size, or its address.
+        "this->p = (char *)alloca(8); trace(inet_ntop(AF_INET6, (void *)this->p));",
+        "this->p = (char *)alloca(8); trace(inet_ntoa((ipaddr_t *)(this->p + 8)));",
+    ] {
+        agree_clause(body, &p, 1 << 20);
+    }
+}
