@@ -105,3 +105,38 @@ fn alloca_the_kernel_does_not_follow_stays_in_dtrace_with_its_reason() {
     );
     assert_eq!(out.matches("a\n").count(), 4, "{out}");
 }
+
+#[test]
+fn a_clause_that_allocates_and_reads_another_clauses_pointer_stays_in_dtrace() {
+    let t = "a_clause_that_allocates_and_reads_another_clauses_pointer_stays_in_dtrace";
+    if !ready(t) {
+        return;
+    }
+    // The interpreter reads the second clause's alloca() memory through the first clause's
+    // pointer (alloca() memory is per clause); the kernel would not: both clauses stay in
+    // dtrace, sharing this->p. A clause that does not allocate reads it as the interpreter does
+    // (an invalid address: nothing is allocated in it).
+    let out = same_with_kernel_paths_off(
+        r#"syscall::write:entry /pid == $target/ { this->p = (char *)alloca(16); this->p[0] = 7; }
+         syscall::write:entry /pid == $target/ {
+             this->q = (char *)alloca(16); this->q[0] = 9; printf("%d\n", this->p[0]); }"#,
+        &[],
+        DD,
+        &[(
+            2,
+            "it calls alloca() and reads this->p, which another clause stores",
+        )],
+    );
+    assert_eq!(out.matches("9\n").count(), 4, "{out}");
+    same_with_kernel_paths_off(
+        r#"syscall::write:entry /pid == $target/ { this->p = (char *)alloca(16); this->p[0] = 7; }
+         syscall::write:entry /pid == $target/ { printf("%d\n", this->p[0]); }
+         syscall::write:entry /pid == $target/ { printf("after %d\n", arg2); }"#,
+        &[],
+        DD,
+        &[
+            (1, "runs whole in the kernel"),
+            (2, "runs whole in the kernel"),
+        ],
+    );
+}

@@ -18,9 +18,14 @@
 //! invalid size (the size); 0 (a `this->` variable not stored in this firing) faults at address
 //! 0, as a NULL pointer does.
 //!
-//! Which `this->` variables hold alloca pointers is decided once for the probe's clauses
-//! ([`alloca_locals`], asked back through [`ProbeContext::local_holds_alloca`]): such a
-//! variable holds nothing else, and an alloca pointer goes in no other variable. What the
+//! Which `this->` variables hold alloca pointers is decided per clause ([`alloca_locals`] of
+//! its objects, asked back through [`ProbeContext::local_holds_alloca`]): such a variable
+//! holds nothing else, and an alloca pointer goes in no other variable. Another clause of the
+//! firing reads such a variable as an integer, which faults as the interpreter's read of a
+//! pointer into alloca() memory it has not allocated faults (the address it reports is the
+//! recorded value); one that allocates would read its own memory there in the interpreter, so
+//! the context keeps a clause that allocates and reads a `this->` variable it never stores in
+//! dtrace ([`foreign_local_in_allocating_clause`]). What the
 //! translator does not follow here stays in dtrace with its reason: a size computed at run
 //! time, a copy from alloca memory (`bcopy()` between two of its pointers), an alloca pointer
 //! used as a key or stored in another variable.
@@ -78,6 +83,52 @@ pub fn alloca_locals<'o>(objs: impl IntoIterator<Item = &'o DifObject>) -> Vec<u
     }
     vars.sort_unstable();
     vars
+}
+
+/// The first `this->` variable that `objs` (the DIF objects of one clause) read but never
+/// store, when they call `alloca()`, by its D name: another clause of the firing may have
+/// pointed it into that clause's alloca() memory, which the interpreter would read as this
+/// clause's (a pointer it follows as an integer here, see [`alloca_locals`]). The context
+/// keeps such a clause in dtrace.
+pub fn foreign_local_in_allocating_clause<'o>(
+    objs: impl IntoIterator<Item = &'o DifObject>,
+) -> Option<String> {
+    let objs: Vec<&DifObject> = objs.into_iter().collect();
+    let code = || {
+        objs.iter()
+            .flat_map(|o| o.text.iter().map(move |w| (*o, Instr::decode(*w).ok())))
+    };
+    let allocates = code().any(|(_, i)| {
+        matches!(i, Some(Instr::Call { subr, .. }) if Subr::from_u16(subr) == Some(Subr::Alloca))
+    });
+    if !allocates {
+        return None;
+    }
+    let stored: Vec<u16> = code()
+        .filter_map(|(_, i)| match i {
+            Some(Instr::StoreVar {
+                op: Opcode::Stls,
+                var,
+                ..
+            }) => Some(var),
+            _ => None,
+        })
+        .collect();
+    code().find_map(|(o, i)| match i {
+        Some(Instr::LoadVar {
+            op: Opcode::Ldls,
+            var,
+            ..
+        }) if !stored.contains(&var) => Some(
+            o.vartab
+                .iter()
+                .find(|v| v.id == u32::from(var))
+                .and_then(|v| o.string_at(v.name as usize))
+                .map(|n| format!("this->{}", String::from_utf8_lossy(n)))
+                .unwrap_or_else(|| format!("this->#{var}")),
+        ),
+        _ => None,
+    })
 }
 
 /// One pass of [`alloca_locals`] over `objs`, adding to `vars`.
@@ -387,8 +438,12 @@ impl Translator<'_> {
         if s.tuple.as_ref().map(Vec::len) != Some(3) {
             return Err(refused("arguments the translator does not follow"));
         }
-        let (src_at, src) = self.pushed_arg(pc, s, 0)?;
-        let (dst_at, dst) = self.pushed_arg(pc, s, 1)?;
+        let (src_at, src) = self
+            .pushed_arg(pc, s, 0)
+            .map_err(|_| refused("a source other than an address of kernel memory"))?;
+        let (dst_at, dst) = self
+            .pushed_arg(pc, s, 1)
+            .map_err(|_| refused("a destination other than alloca() memory"))?;
         let n = self
             .pushed_const(s, 2)
             .filter(|&n| n > 0 && n <= u64::from(u32::MAX))
@@ -527,9 +582,15 @@ impl Translator<'_> {
             }),
             (Kind::Alloca, false) => Err(Untranslatable::Value {
                 pc,
-                what: "an alloca() pointer stored in a variable the translator does not follow \
-                       it through"
-                    .into(),
+                what: format!(
+                    "an alloca() pointer stored in {} (only a this-> variable keeps one at the \
+                     probe)",
+                    match dop {
+                        Opcode::Stts => self.var_name(var, "self->"),
+                        Opcode::Stls => self.var_name(var, "this->"),
+                        _ => self.var_name(var, ""),
+                    }
+                ),
             }),
             _ => self.int(s, pc, rs).map(|_| ()),
         }

@@ -58,7 +58,7 @@ mod substr;
 #[cfg(test)]
 mod tests;
 
-pub use alloca::{alloca_locals, AllocaArea};
+pub use alloca::{alloca_locals, foreign_local_in_allocating_clause, AllocaArea};
 pub use progeny::TaskLinks;
 
 use crate::insn::{helper, op, Asm, Insn, Label, Size, R0, R1, R10, R2, R3};

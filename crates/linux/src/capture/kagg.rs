@@ -221,6 +221,12 @@ fn translate_clause(
     // The clause's own `this->` variables that hold alloca() pointers (alloca() memory lives
     // for one clause: see `translate::alloca`).
     let locals = translate::alloca_locals(clause_objects(c));
+    if let Some(name) = translate::foreign_local_in_allocating_clause(clause_objects(c)) {
+        return Err(Untranslatable::Placement(format!(
+            "it calls alloca() and reads {name}, which another clause stores (dtrace's \
+             interpreter follows a pointer of that clause's alloca() memory into this one's)"
+        )));
+    }
     let ctx = &ShapeContext {
         alloca_locals: &locals,
         ..*ctx

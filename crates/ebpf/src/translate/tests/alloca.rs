@@ -308,7 +308,18 @@ fn what_the_translator_does_not_follow_stays_in_dtrace_with_a_reason() {
             "this->p = (char *)alloca(8); this->q = (char *)alloca(8); bcopy(this->p, this->q, 4);",
             "a copy from alloca() memory",
         ),
-        ("self->p = (char *)alloca(8);", "not follow it through"),
+        (
+            "self->p = (char *)alloca(8);",
+            "stored in self->p (only a this-> variable",
+        ),
+        (
+            "p = (char *)alloca(8);",
+            "stored in p (only a this-> variable",
+        ),
+        (
+            "this->p = (char *)alloca(8); bcopy(\"abc\", this->p, 4);",
+            "a source other than an address of kernel memory",
+        ),
         ("this->p = (char *)alloca(2048);", "more than the kernel's"),
     ] {
         let src = format!("syscall::write:entry {{ {body} }}");
@@ -346,4 +357,29 @@ fn inet_text_of_alloca_memory() {
     ] {
         agree_clause(body, &p, 1 << 20);
     }
+}
+
+#[test]
+fn a_clause_that_allocates_names_the_this_variables_it_reads_from_other_clauses() {
+    let objs =
+        |body: &str| clause_objects(&format!("this char *p; syscall::write:entry {{ {body} }}"));
+    let foreign = |body: &str| foreign_local_in_allocating_clause(&objs(body));
+    assert_eq!(
+        foreign("this->q = (char *)alloca(4); this->q[0] = this->p[1];"),
+        Some("this->p".into())
+    );
+    // Its own variables, and a clause that does not allocate.
+    assert_eq!(
+        foreign("this->n = 3; this->q = (char *)alloca(4); this->q[0] = this->n;"),
+        None
+    );
+    assert_eq!(foreign("trace(this->p[1]);"), None);
+    // Pointers moved or offset into another variable hold alloca() memory too; integers not.
+    assert_eq!(
+        alloca_locals(&objs(
+            "this->q = (char *)alloca(8); this->r = this->q + 2; this->n = 1;"
+        ))
+        .len(),
+        2
+    );
 }
