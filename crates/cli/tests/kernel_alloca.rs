@@ -38,6 +38,19 @@ fn alloca_memory_filled_from_the_kernel_prints_as_in_dtrace() {
         &[(1, "runs whole in the kernel")],
     );
     assert_eq!(out.matches("dx|x|101|0|8|24\n").count(), 4, "{out}");
+    // The kernel's whole area (2048 bytes), a large copy into it.
+    let out = same_with_kernel_paths_off(
+        r#"syscall::write:entry /pid == $target/ {
+             this->p = (char *)alloca(2000);
+             bcopy((void *)curthread, this->p + 40, 1000);
+             this->q = (char *)alloca(40);
+             this->q[39] = 5;
+             printf("%d %d %d\n", this->p[1999], this->q[39], (uint64_t)this->q); }"#,
+        &[],
+        DD,
+        &[(1, "runs whole in the kernel")],
+    );
+    assert_eq!(out.matches("0 5 2008\n").count(), 4, "{out}");
 }
 
 #[test]
@@ -104,6 +117,17 @@ fn alloca_the_kernel_does_not_follow_stays_in_dtrace_with_its_reason() {
         &[(1, "alloca() of a size computed at run time")],
     );
     assert_eq!(out.matches("a\n").count(), 4, "{out}");
+    let out = same_with_kernel_paths_off(
+        r#"syscall::write:entry /pid == $target/ {
+             this->p = (char *)alloca(2000); this->q = (char *)alloca(49); trace(this->q); }"#,
+        &[],
+        DD,
+        &[(
+            1,
+            "its alloca() calls take more than the kernel's 2048 bytes",
+        )],
+    );
+    assert_eq!(out.matches("2008").count(), 4, "{out}");
 }
 
 #[test]
