@@ -249,16 +249,8 @@ impl Translator<'_> {
         }
         let padded = n.next_multiple_of(8);
         self.alloca_bytes += padded;
-        let buf = self.frame.load_buf();
-        self.ctx
-            .emit_alloca_base(&mut self.a)
-            .map_err(|why| Untranslatable::Value {
-                pc,
-                what: format!("alloca(): {why}"),
-            })?;
+        let buf = self.alloca_base(pc, "alloca()", no_scratch)?;
         let a = &mut self.a;
-        a.jmp_imm(op::JEQ, R0, 0, no_scratch);
-        a.store(Size::DW, R10, buf, R0);
         // R1: where the bytes start (the top, rounded up to 8).
         a.load(Size::DW, R1, R10, area.top_at);
         a.alu_imm(op::ADD, R1, 7).alu_imm(op::AND, R1, -8);
@@ -280,6 +272,27 @@ impl Translator<'_> {
         a.alu_imm(op::ADD, R1, ALLOCA_RESERVED as i32);
         self.put(s, rd, R1, Kind::Alloca);
         Ok(true)
+    }
+
+    /// Emits code that keeps the alloca region's address in the load buffer (whose frame
+    /// offset it returns), jumping to `no_scratch` when the context could not have it; `what`
+    /// names the use in a refusal.
+    fn alloca_base(
+        &mut self,
+        pc: usize,
+        what: &str,
+        no_scratch: crate::insn::Label,
+    ) -> Result<i16, Untranslatable> {
+        self.ctx
+            .emit_alloca_base(&mut self.a)
+            .map_err(|why| Untranslatable::Value {
+                pc,
+                what: format!("{what}: {why}"),
+            })?;
+        let buf = self.frame.load_buf();
+        self.a.jmp_imm(op::JEQ, R0, 0, no_scratch);
+        self.a.store(Size::DW, R10, buf, R0);
+        Ok(buf)
     }
 
     /// Emits the interpreter's checks of an access through the alloca pointer at `fp + ptr_at`
@@ -321,15 +334,8 @@ impl Translator<'_> {
         } else {
             None
         };
-        self.ctx
-            .emit_alloca_base(&mut self.a)
-            .map_err(|why| Untranslatable::Value {
-                pc,
-                what: format!("alloca() memory: {why}"),
-            })?;
+        self.alloca_base(pc, "alloca() memory", no_scratch)?;
         let a = &mut self.a;
-        a.jmp_imm(op::JEQ, R0, 0, no_scratch);
-        a.store(Size::DW, R10, buf, R0);
         // The interpreter's address of the pointer (R3, in its alloca region) at the fault
         // address's slot, for the faults that report it.
         let (addr_fault, size_fault, align_fault) = (a.label(), a.label(), a.label());
