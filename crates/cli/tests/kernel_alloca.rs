@@ -128,6 +128,25 @@ fn alloca_the_kernel_does_not_follow_stays_in_dtrace_with_its_reason() {
         )],
     );
     assert_eq!(out.matches("2008").count(), 4, "{out}");
+    // Where the interpreter takes its own address of alloca() memory, not the value it
+    // records: tracemem()'s address, an aggregated value.
+    for (script, why) in [
+        (
+            "this->p = (char *)alloca(16); this->p[0] = 65; tracemem(this->p, 16);",
+            "an alloca() pointer as tracemem()'s address",
+        ),
+        (
+            "this->p = (char *)alloca(16); @ = sum((uint64_t)this->p);",
+            "an alloca() pointer as an aggregated value",
+        ),
+    ] {
+        same_with_kernel_paths_off(
+            &format!("syscall::write:entry /pid == $target/ {{ {script} }}"),
+            &[],
+            DD,
+            &[(1, why)],
+        );
+    }
 }
 
 #[test]

@@ -615,6 +615,10 @@ pub struct Fragment {
     /// The most bytes its `alloca()` calls take, padding included (the context refuses a clause
     /// whose fragments may take more than its [`AllocaArea::size`]).
     pub alloca_bytes: u64,
+    /// Its value may be an `alloca()` pointer, as the interpreter records one (see `alloca`):
+    /// right where the value is recorded or keys an aggregation, not where the interpreter
+    /// takes it as it is (an aggregated value, `tracemem()`'s address, a speculation's id).
+    pub alloca_value: bool,
 }
 
 /// What a translated value is (see [`translate_value`]).
@@ -805,6 +809,8 @@ struct Translator<'a> {
     flow: stringof::FlowRegs,
     /// Bytes the `alloca()` calls translated so far take (see [`Fragment::alloca_bytes`]).
     alloca_bytes: u64,
+    /// A `ret` returns an alloca pointer (see [`Fragment::alloca_value`]).
+    alloca_value: bool,
 }
 
 impl<'a> Translator<'a> {
@@ -912,6 +918,7 @@ impl<'a> Translator<'a> {
             scratch_slots: 0,
             flow: stringof::flow_regs(obj),
             alloca_bytes: 0,
+            alloca_value: false,
         })
     }
 
@@ -1000,6 +1007,7 @@ impl<'a> Translator<'a> {
                 can_drop: self.can_drop,
                 fault_sites: self.sites.iter().map(|(_, s)| *s).collect(),
                 alloca_bytes: self.alloca_bytes,
+                alloca_value: self.alloca_value,
             },
             result,
         ))
@@ -1262,7 +1270,10 @@ impl<'a> Translator<'a> {
                         ValueKind::Scratch
                     }
                     // The pointer as the interpreter records it.
-                    Kind::Alloca => ValueKind::Int,
+                    Kind::Alloca => {
+                        self.alloca_value = true;
+                        ValueKind::Int
+                    }
                     Kind::VarStr if self.strings_ok => {
                         // Recording NULL (a key, a trace() or printf() value) faults in the
                         // interpreter when the action stores it: at the expression's last

@@ -245,6 +245,15 @@ fn translate_clause(
     Ok(t)
 }
 
+/// Why a clause using an alloca() pointer as `what` stays in dtrace: the interpreter takes its
+/// own address there, not the value it records (`translate::Fragment::alloca_value`).
+fn alloca_value(what: &str) -> Untranslatable {
+    Untranslatable::Value {
+        pc: 0,
+        what: format!("an alloca() pointer as {what} (not yet at the probe)"),
+    }
+}
+
 /// Whether clause `c` calls `alloca()`.
 fn calls_alloca(c: &KernelAggClause) -> bool {
     use dtrace_dif::instr::Instr;
@@ -317,11 +326,14 @@ fn translate_clause_with(
             }
             keys.push(Some(v));
         }
-        aggs.push(TranslatedAgg {
-            keys,
-            value: agg.value.as_ref().map(int).transpose()?,
-            incr: agg.incr.as_ref().map(int).transpose()?,
-        });
+        let (value, incr) = (
+            agg.value.as_ref().map(int).transpose()?,
+            agg.incr.as_ref().map(int).transpose()?,
+        );
+        if value.iter().chain(&incr).any(|f| f.alloca_value) {
+            return Err(alloca_value("an aggregated value"));
+        }
+        aggs.push(TranslatedAgg { keys, value, incr });
     }
     let stores = c
         .stores
@@ -336,6 +348,13 @@ fn translate_clause_with(
             continue;
         };
         let v = translate::translate_value(o, ctx, strsize, FRAME)?;
+        if v.fragment.alloca_value && (r.spec.is_some() || r.memory) {
+            return Err(alloca_value(if r.memory {
+                "tracemem()'s address"
+            } else {
+                "a speculation's id"
+            }));
+        }
         if let Some(op) = r.spec {
             if ctx.specs.is_none() {
                 return Err(Untranslatable::Value {

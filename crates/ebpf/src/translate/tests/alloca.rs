@@ -383,3 +383,26 @@ fn a_clause_that_allocates_names_the_this_variables_it_reads_from_other_clauses(
         2
     );
 }
+
+#[test]
+fn a_fragment_returning_an_alloca_pointer_says_so() {
+    let src = "syscall::write:entry { this->p = (char *)alloca(8); trace(this->p); \
+               trace(*this->p); trace(this->p - this->p); }";
+    let objs = clause_objects(src);
+    let ctx = AllocaProbe {
+        p: Probe::new(),
+        locals: alloca_locals(&objs),
+        limit: 1 << 20,
+    };
+    let flags: Vec<bool> = objs
+        .iter()
+        .map(|o| {
+            translate_value(o, &ctx, 257, FRAME)
+                .unwrap()
+                .fragment
+                .alloca_value
+        })
+        .collect();
+    // The store's value is the pointer too.
+    assert_eq!(flags, [true, true, false, false]);
+}
