@@ -1137,7 +1137,10 @@ impl<'a> Translator<'a> {
             Kind::Int(v) => Ok(*v),
             Kind::Mixed => Err(Untranslatable::Value {
                 pc,
-                what: format!("%r{r} holds a string on one path and an integer on another"),
+                what: format!(
+                    "%r{r} holds values of different kinds on different paths (a string, an \
+                     alloca() pointer, an integer)"
+                ),
             }),
             Kind::Alloca => Err(Untranslatable::Value {
                 pc,
