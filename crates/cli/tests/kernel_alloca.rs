@@ -51,6 +51,19 @@ fn alloca_memory_filled_from_the_kernel_prints_as_in_dtrace() {
         &[(1, "runs whole in the kernel")],
     );
     assert_eq!(out.matches("0 5 2008\n").count(), 4, "{out}");
+    // Its string compared, measured, joined and as a key.
+    let out = same_with_kernel_paths_off(
+        r#"syscall::write:entry /pid == $target/ {
+             this->p = (char *)alloca(16);
+             bcopy((void *)&curthread->comm[0], this->p, 16);
+             printf("%d %d %d %s\n", stringof(this->p) == "dd", strlen(stringof(this->p)),
+                 "dd" < stringof(this->p), strjoin(stringof(this->p), "!"));
+             @[stringof(this->p)] = count(); }"#,
+        &[],
+        DD,
+        &[(1, "runs whole in the kernel")],
+    );
+    assert_eq!(out.matches("1 2 0 dd!\n").count(), 4, "{out}");
 }
 
 #[test]

@@ -636,4 +636,43 @@ impl Translator<'_> {
     ) -> Result<(), Untranslatable> {
         self.alloca_access(pc, ptr_at, Access::Copy(n))
     }
+
+    /// [`Translator::alloca_string`], its address kept at `fp + at` (a compare's operand, a
+    /// tuple slot).
+    pub(super) fn alloca_string_at(
+        &mut self,
+        pc: usize,
+        r: u8,
+        at: i16,
+    ) -> Result<(), Untranslatable> {
+        self.alloca_string(pc, r)?;
+        self.a.store(Size::DW, R10, at, R1);
+        Ok(())
+    }
+
+    /// Refuses a string compare whose right operand is in alloca() memory when its left one is
+    /// read into the scratch too: reading the right one takes the load buffer, where the left
+    /// one's address is kept.
+    pub(super) fn alloca_compare_operands(
+        &self,
+        pc: usize,
+        s: &State,
+        r1: u8,
+        r2: u8,
+    ) -> Result<(), Untranslatable> {
+        let (x, y) = (&s[(r1 & 7) as usize], &s[(r2 & 7) as usize]);
+        match (x, y) {
+            (Kind::Alloca, Kind::Alloca) | (Kind::Int(_), Kind::Alloca)
+                if *x != Kind::Int(Some(0)) =>
+            {
+                Err(Untranslatable::Value {
+                    pc,
+                    what: "a string compare of two strings read at the probe, the right one in \
+                           alloca() memory"
+                        .into(),
+                })
+            }
+            _ => Ok(()),
+        }
+    }
 }

@@ -1488,6 +1488,19 @@ impl<'a> Translator<'a> {
                         return Ok(true);
                     }
                 }
+                // A string in alloca() memory: read into the scratch likewise.
+                if let (true, Kind::Alloca, Some(t)) =
+                    (string, &s[(rs & 7) as usize], s.tuple.as_ref())
+                {
+                    if t.len() < MAX_TUPLE {
+                        let at = self.frame.tuple(t.len());
+                        self.alloca_string_at(pc, rs, at)?;
+                        if let Some(t) = &mut s.tuple {
+                            t.push(Pushed::Str(Kind::Scratch));
+                        }
+                        return Ok(true);
+                    }
+                }
                 let string = string
                     && matches!(
                         s[(rs & 7) as usize],
@@ -1935,12 +1948,15 @@ impl<'a> Translator<'a> {
                 // An address compared as a string (`stringof(p) == "x"`) is read into the
                 // scratch first, its address kept in the load buffer (left) or the fault
                 // address's slot (right: no fault site of the compare stores there).
+                // A string in alloca() memory likewise (see `alloca`).
                 let operand = |t: &mut Self, r: u8, at: i16| match s[(r & 7) as usize] {
                     Kind::Int(v) if v != Some(0) => {
                         t.kernel_string(pc, s, r, at).map(|_| (Kind::Scratch, at))
                     }
+                    Kind::Alloca => t.alloca_string_at(pc, r, at).map(|_| (Kind::Scratch, at)),
                     ref k => Ok((k.clone(), t.frame.reg(r & 7))),
                 };
+                self.alloca_compare_operands(pc, s, r1, r2)?;
                 let (x, y) = (
                     operand(self, r1, self.frame.load_buf())?,
                     operand(self, r2, self.frame.fault_addr_at())?,
