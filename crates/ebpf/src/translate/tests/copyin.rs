@@ -114,7 +114,11 @@ fn a_copy_sized_at_run_time_is_the_interpreters_string() {
             } else {
                 pattern((addr - A) as usize, (size as usize).min(strsize))
             };
-            assert_eq!(got, Ok(want), "{addr:#x}, {size} bytes at strsize {strsize}");
+            assert_eq!(
+                got,
+                Ok(want),
+                "{addr:#x}, {size} bytes at strsize {strsize}"
+            );
         }
     }
 }
@@ -206,10 +210,7 @@ fn a_copy_sized_at_run_time_compares_and_measures_as_a_string() {
 #[test]
 fn a_context_that_does_not_follow_the_scratch_keeps_sized_copies_in_dtrace() {
     let p = copy_probe(A, 10, 1 << 20).0;
-    for src in [
-        "stringof(copyin(arg0, arg3))",
-        "stringof(copyin(arg0, 10))",
-    ] {
+    for src in ["stringof(copyin(arg0, arg3))", "stringof(copyin(arg0, 10))"] {
         let e = translate_value(&key(src), &p, 257, FRAME).unwrap_err();
         assert!(e.to_string().contains("copyin()"), "{src}: {e}");
     }
