@@ -192,6 +192,13 @@ pub trait ProbeContext {
     fn reads_user_memory(&self) -> Result<(), String> {
         Ok(())
     }
+    /// The most bytes a `copyin()` whose size is known only at the probe may take: the
+    /// interpreter's alloca area (`scratchsize`), of which such a copy is the clause's only
+    /// allocation; a larger size faults `DTRACEFLT_NOSCRATCH` (see `copyin`). `Err` says why
+    /// such a copy is made in dtrace (by default it is).
+    fn copy_scratch(&self) -> Result<u64, String> {
+        Err("copies sized at run time are made in dtrace".into())
+    }
     /// Whether the user memory of the thread that fired the probe can be written here
     /// (`copyout()`: the kernel's `bpf_probe_write_user`, which a locked-down kernel refuses).
     /// `Err` says why not (by default: nothing is written at the probe).
@@ -1198,6 +1205,11 @@ impl<'a> Translator<'a> {
                     // An address returned as a string (`stringof(p)`, `(string)p`).
                     Kind::Int(_) if self.strings_ok && self.obj.rtype.is_string() => {
                         self.kernel_string(pc, s, rd, self.frame.reg(rd & 7))?;
+                        ValueKind::Scratch
+                    }
+                    // A copy read as a string (`stringof(copyin(addr, 10))`).
+                    Kind::Buffer(n) if self.strings_ok && self.obj.rtype.is_string() => {
+                        self.buffer_string(pc, rd, *n)?;
                         ValueKind::Scratch
                     }
                     Kind::Buffer(n) if self.strings_ok => ValueKind::Buffer(*n),

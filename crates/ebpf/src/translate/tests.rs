@@ -1974,11 +1974,11 @@ fn copyin_copies_user_memory_into_scratch_and_faults_as_the_interpreter() {
     for (obj, what) in [
         (
             tracemem_addr("copyin(arg1, arg0)", 8),
-            "a size other than a constant",
+            "a size known only at the probe",
         ),
         (
             tracemem_addr("copyin(arg1, 2000)", 8),
-            "a size other than a constant",
+            "a size known only at the probe",
         ),
         (key("copyin(arg1, 8)"), ""),
     ] {
@@ -2118,6 +2118,7 @@ fn progenyof_stays_in_dtrace_where_the_context_has_no_task_links() {
         "{e}"
     );
 }
+mod copyin;
 mod inet;
 mod strbuild;
 mod strpaths;

@@ -45,6 +45,9 @@ pub(crate) struct ShapeContext<'a> {
     pub(crate) pre_read: PreRead<'a>,
     /// The speculations, when they live in the kernel (`None`: in dtrace).
     pub(crate) specs: Option<super::spec::KernelSpecs>,
+    /// The bytes a `copyin()` sized at the probe may take in the clause being translated
+    /// (`KernelAggClause::copy_scratch`; `None`: such a copy is made in dtrace).
+    pub(crate) copy_scratch: Option<u64>,
 }
 
 /// See [`ShapeContext::pre_read`].
@@ -262,6 +265,13 @@ impl ProbeContext for ShapeContext<'_> {
         self.current("user memory")
     }
 
+    fn copy_scratch(&self) -> Result<u64, String> {
+        self.copy_scratch.ok_or_else(|| {
+            "the clause's other copyin() or alloca() calls share its scratch, or it runs in dtrace"
+                .to_string()
+        })
+    }
+
     fn writes_user_memory(&self) -> Result<(), String> {
         self.current("user memory")?;
         crate::bpf::prog::write_user_allowed()
@@ -460,6 +470,7 @@ pub fn translate_filter(
         clocks: None,
         pre_read: PreRead::default(),
         specs: None,
+        copy_scratch: None,
     };
     let results: Vec<Result<translate::Fragment, Untranslatable>> = filter
         .predicates

@@ -212,6 +212,11 @@ fn translate_clause(
     c: &KernelAggClause,
     strsize: usize,
 ) -> Result<Translated, Untranslatable> {
+    // The scratch a copy sized at the probe may take is the clause's own.
+    let ctx = &ShapeContext {
+        copy_scratch: c.copy_scratch,
+        ..*ctx
+    };
     let int = |o: &DifObject| translate::translate(o, ctx, strsize, FRAME);
     let predicate = c.predicate.as_ref().map(int).transpose()?;
     let mut aggs = Vec::with_capacity(c.aggs.len());
@@ -350,6 +355,7 @@ pub fn check_clause(
         }),
         pre_read: Default::default(),
         specs,
+        copy_scratch: None,
     };
     translate_clause(&ctx, c, strsize as usize).map(|t| t.can_fault())
 }
@@ -448,6 +454,7 @@ pub fn emit_aggs(
             values: Some(PRE_READ_ARGS),
         },
         specs: k.specs,
+        copy_scratch: None,
     };
     let mut results: Vec<Result<Translated, Untranslatable>> = k
         .clauses
@@ -848,6 +855,7 @@ fn reading_args<'a>(ctx: &ShapeContext<'a>) -> ShapeContext<'a> {
             ..ctx.pre_read
         },
         specs: ctx.specs,
+        copy_scratch: ctx.copy_scratch,
     }
 }
 
@@ -1925,6 +1933,7 @@ mod tests {
             after_dtrace: false,
             string_args,
             keeps_vars: false,
+            copy_scratch: None,
         };
         // Read at the start: a string that cannot be read sets the hand-over flag, and the
         // record path (none otherwise here) then records the firing with the flag.
@@ -1990,6 +1999,7 @@ mod tests {
             after_dtrace: false,
             string_args: Ok(Vec::new()),
             keeps_vars: false,
+            copy_scratch: None,
         };
         let announce = one(|a| {
             a.store_imm(Size::DW, R10, HANDOVER, ANNOUNCE);
@@ -2060,6 +2070,7 @@ mod tests {
             after_dtrace: false,
             string_args: Ok(Vec::new()),
             keeps_vars: false,
+            copy_scratch: None,
         };
         let uses = |insns: &[crate::bpf::Insn], f: &dyn Fn(&mut Asm)| {
             let want = one(|a| f(a));
@@ -2138,6 +2149,7 @@ mod tests {
                 after_dtrace: false,
                 string_args: Ok(Vec::new()),
                 keeps_vars: false,
+                copy_scratch: None,
             };
             let (insns, report) = program(clause, None);
             assert_eq!(report, vec![Ok(())]);
@@ -2197,6 +2209,7 @@ mod tests {
             after_dtrace: false,
             string_args: Ok(Vec::new()),
             keeps_vars: false,
+            copy_scratch: None,
         };
         let (insns, report) = program(clause.clone(), None);
         assert_eq!(report, vec![Ok(())]);
@@ -2292,6 +2305,7 @@ mod tests {
             after_dtrace: false,
             string_args: Ok(Vec::new()),
             keeps_vars: true,
+            copy_scratch: None,
         };
         let specs = KernelSpecs {
             states: 13,

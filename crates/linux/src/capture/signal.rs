@@ -63,6 +63,7 @@ pub fn emit_signals(a: &mut Asm, shape: &ProbeShape, s: &KernelSignals) -> Signa
         clocks: None,
         pre_read: Default::default(),
         specs: None,
+        copy_scratch: None,
     };
     let results: Vec<Result<Translated, Untranslatable>> = s
         .clauses

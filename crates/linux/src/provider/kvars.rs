@@ -613,6 +613,7 @@ pub fn runs_whole(
         // in never hands a firing over to dtrace, so it builds its strings at the probe, like
         // one keeping variables.
         keeps_vars: !vars.is_empty() || (super::exits_at_kernel_probe(e) && !calls_copyinstr(e)),
+        copy_scratch: plan.copy_scratch,
     };
     let arrays: BTreeMap<VarKey, usize> = vars
         .iter()
@@ -678,6 +679,21 @@ pub fn calls_copyinstr(e: &EcbDesc) -> bool {
         matches!(Instr::decode(*w), Ok(Instr::Call { subr, .. })
             if Subr::from_u16(subr) == Some(Subr::Copyinstr))
     })
+}
+
+/// How many `copyin()` and `alloca()` calls clause `e`'s code makes: the interpreter takes
+/// each from the clause's alloca area, so a copy sized at the probe is exact there only as the
+/// clause's one allocation (see `ClausePlan::copy_scratch`).
+pub fn scratch_allocations(e: &EcbDesc) -> usize {
+    use dtrace_dif::instr::Instr;
+    use dtrace_dif::subr::Subr;
+    clause_objects(e)
+        .flat_map(|o| &o.text)
+        .filter(|w| {
+            matches!(Instr::decode(**w), Ok(Instr::Call { subr, .. })
+                if matches!(Subr::from_u16(subr), Some(Subr::Copyin | Subr::Alloca)))
+        })
+        .count()
 }
 
 /// Whether clause `e` reads `probeprov`, `probemod`, `probefunc` or `probename`.

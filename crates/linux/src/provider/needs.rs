@@ -30,8 +30,9 @@ mod spec;
 pub use clause::{ClauseNeeds, ALL_ARGS};
 pub use fuzz::fuzz_entry;
 pub use policy::{
-    program_strsize, stack_frames, ustack_frames, CALLER_FRAMES, DEFAULT_STACKFRAMES,
-    DEFAULT_STRING_STORAGE, DEFAULT_STRSIZE, DEFAULT_USTACKFRAMES, UCALLER_FRAMES,
+    program_scratchsize, program_strsize, stack_frames, ustack_frames, CALLER_FRAMES,
+    DEFAULT_STACKFRAMES, DEFAULT_STRING_STORAGE, DEFAULT_STRSIZE, DEFAULT_USTACKFRAMES,
+    UCALLER_FRAMES,
 };
 pub use program::{mirror_context, program_needs, program_needs_in, MirrorContext, ProgramNeeds};
 pub use spec::spec_for;

@@ -58,6 +58,12 @@ pub fn program_strsize(program: &Program) -> u32 {
 /// [`MAX_SIZED_COPY`]. A longer copy faults in the interpreter (out of scratch space) before it
 /// reads a byte, so the probe need take no more.
 pub fn sized_copy_limit(program: &Program) -> u32 {
+    program_scratchsize(program).min(u64::from(MAX_SIZED_COPY)) as u32
+}
+
+/// The program's `scratchsize` as the framework sizes the interpreter's alloca area with it:
+/// rounded up to 8 bytes, the framework's default where the program sets none.
+pub fn program_scratchsize(program: &Program) -> u64 {
     program
         .options
         .iter()
@@ -68,7 +74,6 @@ pub fn sized_copy_limit(program: &Program) -> u32 {
         .unwrap_or(dtrace_framework::Options::default().scratchsize)
         .div_ceil(8)
         .saturating_mul(8)
-        .min(u64::from(MAX_SIZED_COPY)) as u32
 }
 
 /// The sizes the needs of a program's clauses are computed with.
