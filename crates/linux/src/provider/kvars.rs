@@ -151,6 +151,18 @@ pub fn thread_vars(e: &EcbDesc, strsize: u32) -> Vec<ThreadVar> {
             }
         }
     }
+    if calls_strtok(e) {
+        // The firing's strtok() state, a clause-local string no one named (see
+        // `capture::kvars::STRTOK_STATE`): every clause calling strtok() shares it, so they run
+        // on one path, never some in the kernel and some in dtrace.
+        out.push(ThreadVar {
+            key: (Scope::Clause, crate::capture::kvars::STRTOK_STATE),
+            name: STRTOK_STATE_NAME.into(),
+            integer: false,
+            string: true,
+            array: None,
+        });
+    }
     if super::speculation::uses_speculations(e) {
         out.push(ThreadVar {
             key: (Scope::Speculations, 0),
@@ -677,6 +689,19 @@ pub fn calls_copyinstr(e: &EcbDesc) -> bool {
     clause_objects(e).flat_map(|o| &o.text).any(|w| {
         matches!(Instr::decode(*w), Ok(Instr::Call { subr, .. })
             if Subr::from_u16(subr) == Some(Subr::Copyinstr))
+    })
+}
+
+/// How `-v` names the firing's `strtok()` state among a clause's variables.
+pub const STRTOK_STATE_NAME: &str = "strtok()'s state";
+
+/// Whether clause `e` calls `strtok()`.
+pub fn calls_strtok(e: &EcbDesc) -> bool {
+    use dtrace_dif::instr::Instr;
+    use dtrace_dif::subr::Subr;
+    clause_objects(e).flat_map(|o| &o.text).any(|w| {
+        matches!(Instr::decode(*w), Ok(Instr::Call { subr, .. })
+            if Subr::from_u16(subr) == Some(Subr::Strtok))
     })
 }
 
