@@ -11,12 +11,21 @@ use common::same_with_kernel_paths_off as same_both_ways;
 use common::{have_gcc, kernel_ok};
 
 /// The traced program (`kstrtok`): opens, three times over, paths that do not exist, copied to
-/// the stack first (a string on a page not yet read in would fault at the probe, as in DTrace).
+/// the stack first (a string on a page not yet read in would fault at the probe, as in DTrace),
+/// on one CPU (a line is printed by two firings, and the errors are compared in order: records
+/// of several CPUs' buffers would interleave differently from run to run).
 const OPENER: &str = r#"
+#define _GNU_SOURCE
 #include <fcntl.h>
+#include <sched.h>
 #include <string.h>
 #include <unistd.h>
 int main(void) {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(sched_getcpu(), &one);
+    if (sched_setaffinity(0, sizeof one, &one) != 0)
+        return 1;
     static const char *paths[] = {
         "//nonexistent/kstrtok//a-b.c/",
         "kstrtok",

@@ -16,10 +16,13 @@
 //!
 //! The delimiters become a 256-bit set in the scratch (built at translation for a constant, else
 //! by a loop over their bytes that sets one bit per byte without a branch); the NUL is added to
-//! the set, so the scan for the token's end stops at the string's end too. The scans are loops
-//! bounded by the position itself (each compares it with `strsize - 1`, so the verifier walks
-//! them once per position); the positions they find leave through the scratch (a word the
-//! verifier knows nothing of), so the code after them is verified once, not once per position.
+//! the set, so the token's end is found at the string's end too. One loop then looks at every
+//! position of the copy, the same number of times whatever the string (a constant count the
+//! verifier follows exactly), without a branch per byte: the token's first byte (the first at or
+//! after the start that is not in the set) and its end (the first in the set after it) are kept
+//! as arithmetic on the comparisons' sign bits. The verifier keeps a pending state for each branch
+//! it cannot decide and gives up past 8192 of them: a branch per byte would refuse a few calls at
+//! a large `strsize`.
 //! The token is copied into a zeroed result slot of the string scratch: a string variable's kind,
 //! whose register holds 0 for NULL.
 
@@ -27,10 +30,26 @@ use super::{FaultAddr, Kind, Pushed, State, Translator, Untranslatable};
 use crate::insn::{helper, op, Size, R0, R1, R10, R2, R3, R4, R5};
 use dtrace_dif::vm::FaultKind;
 
-/// Bytes of the delimiter set (a bit per byte value) and of the two words after it (the token's
-/// first byte and its end, see the module notes).
+/// Bytes of the delimiter set (a bit per byte value).
 const SET_BYTES: usize = 32;
-const WORDS_BYTES: usize = 16;
+
+/// A position not found yet (more than any `strsize`).
+const UNSET: i32 = 1 << 30;
+
+/// Where a `strtok()` keeps its state in the frame: the tuple slots past its two arguments, free
+/// while the subroutine runs.
+struct Slots {
+    /// The string scratch taken (its address).
+    scratch: i16,
+    /// The firing's copy (its address).
+    copy: i16,
+    /// The position the scan starts from, the position scanned, the token's first byte and its
+    /// end ([`UNSET`] until found).
+    from: i16,
+    k: i16,
+    first: i16,
+    end: i16,
+}
 
 /// The first argument of a `strtok()`: a string to tokenize, or the `NULL` pointer.
 enum Source {
@@ -39,6 +58,18 @@ enum Source {
 }
 
 impl Translator<'_> {
+    fn strtok_slots(&self) -> Slots {
+        let f = self.frame;
+        Slots {
+            scratch: f.tuple(2),
+            copy: f.tuple(3),
+            from: f.tuple(4),
+            k: f.tuple(5),
+            first: f.tuple(6),
+            end: f.tuple(7),
+        }
+    }
+
     /// `strtok()` of the arguments on the tuple stack into `rd` (see the module notes).
     pub(super) fn strtok(
         &mut self,
@@ -66,22 +97,23 @@ impl Translator<'_> {
         };
         let (most, most32) = self.string_bound().map_err(refused)?;
         let width = super::string_scratch_width(self.strsize);
-        // The result slot, the work slot (two wide, see `strjoin`), the set and the words.
-        let extra = (SET_BYTES + WORDS_BYTES).div_ceil(width);
-        let widths = 3 + extra;
+        // The result slot, the work slot (two wide, see `strjoin`), and the set: in the work
+        // slot's second width, which only the verifier's bound of a copy into the work slot
+        // needs (no string there is longer than one width), when it fits there.
+        let set = if width >= SET_BYTES {
+            2 * width
+        } else {
+            3 * width
+        };
+        let widths = (set + SET_BYTES).div_ceil(width).max(3);
         let offset = self.scratch_slots * width;
         self.scratch_slots += widths;
         let no_scratch = self.fault_site(pc, FaultKind::NoScratch, FaultAddr::Zero);
         let null = (matches!(&source, Source::String(Kind::VarStr)) || delims == Kind::VarStr)
             .then(|| self.fault_site(pc, FaultKind::BadAddr, FaultAddr::Zero));
-        // Frame slots free while the subroutine runs (past its two arguments).
-        let (scratch_at, copy_at) = (self.frame.tuple(3), self.frame.tuple(4));
+        let t = self.strtok_slots();
+        let (scratch_at, copy_at) = (t.scratch, t.copy);
         let buf = self.frame.load_buf();
-        let (set, first, end) = (
-            3 * width,
-            (3 * width + SET_BYTES) as i16,
-            (3 * width + SET_BYTES + 8) as i16,
-        );
         let set16 = set as i16;
         self.ctx
             .emit_string_scratch(&mut self.a, offset, widths * width)
@@ -145,7 +177,7 @@ impl Translator<'_> {
                 for w in (0..SET_BYTES as i16).step_by(8) {
                     a.store_imm(Size::DW, R1, set16 + w, 0);
                 }
-                // The work slot is free again: the delimiters go there.
+                // The work slot is free again: the delimiters go there (its first width).
                 a.alu_imm(op::ADD, R1, width as i32);
                 for w in (0..width as i16).step_by(8) {
                     a.store_imm(Size::DW, R1, w, 0);
@@ -184,39 +216,54 @@ impl Translator<'_> {
         a.mov_imm(R1, 0).ja(done);
         a.bind(saved);
         a.alu_imm(op::SUB, R1, 1);
-        // Skip the delimiters: R1 the position, R2 its byte's address, R3 the byte, R4 its bit.
-        let (skip, start) = (a.label(), a.label());
-        a.bind(skip);
         a.jmp_imm(op::JGT, R1, most32, none);
-        a.load(Size::DW, R2, R10, copy_at).alu(op::ADD, R2, R1);
-        a.load(Size::B, R3, R2, 0);
-        a.jmp_imm(op::JEQ, R3, 0, none);
-        emit_in_set(a, scratch_at, set16);
-        a.jmp_imm(op::JEQ, R4, 0, start);
-        a.alu_imm(op::ADD, R1, 1).ja(skip);
-        // The token's first byte, through the scratch (see the module notes).
-        a.bind(start);
-        a.load(Size::DW, R2, R10, scratch_at);
-        a.store(Size::DW, R2, first, R1);
-        a.load(Size::DW, R1, R2, first);
-        // Its end: the next byte in the set (the NUL among them).
-        let (scan, stop) = (a.label(), a.label());
-        a.bind(scan);
-        a.jmp_imm(op::JGT, R1, most32, stop);
-        a.load(Size::DW, R2, R10, copy_at).alu(op::ADD, R2, R1);
-        a.load(Size::B, R3, R2, 0);
-        emit_in_set(a, scratch_at, set16);
-        a.jmp_imm(op::JNE, R4, 0, stop);
-        a.alu_imm(op::ADD, R1, 1).ja(scan);
-        a.bind(stop);
-        a.load(Size::DW, R2, R10, scratch_at);
-        a.store(Size::DW, R2, end, R1);
-        // The position after the token, then the token into the result slot.
-        a.load(Size::DW, R1, R2, end);
-        a.mov(R3, R1).alu_imm(op::ADD, R3, 1);
-        a.store(Size::DW, R10, position, R3);
-        a.load(Size::DW, R3, R2, first);
+        a.store(Size::DW, R10, t.from, R1);
+        a.store_imm(Size::DW, R10, t.k, 0);
+        a.store_imm(Size::DW, R10, t.first, UNSET);
+        a.store_imm(Size::DW, R10, t.end, UNSET);
+        // Every position k of the copy, the NUL's included: the token's first byte is the first
+        // at or after the start not in the set, its end the first in the set after it (see the
+        // module notes). R1: the byte's address; R5: whether it is in the set.
+        let top = a.label();
+        a.load(Size::DW, R1, R10, copy_at);
+        a.bind(top);
+        a.load(Size::B, R0, R1, 0);
+        a.mov(R2, R0).alu_imm(op::RSH, R2, 3);
+        a.load(Size::DW, R5, R10, scratch_at).alu(op::ADD, R5, R2);
+        a.load(Size::B, R5, R5, set16);
+        a.alu_imm(op::AND, R0, 7)
+            .alu(op::RSH, R5, R0)
+            .alu_imm(op::AND, R5, 1);
+        a.load(Size::DW, R4, R10, t.k);
+        // found = (from <= k) & !in_set & (k < first); first += found * (k - first).
+        a.load(Size::DW, R2, R10, t.from);
+        a.alu(op::SUB, R2, R4)
+            .alu_imm(op::SUB, R2, 1)
+            .alu_imm(op::RSH, R2, 63);
+        a.mov(R0, R5).alu_imm(op::XOR, R0, 1).alu(op::AND, R2, R0);
+        a.load(Size::DW, R3, R10, t.first);
+        a.mov(R0, R4).alu(op::SUB, R0, R3).alu_imm(op::RSH, R0, 63);
+        a.alu(op::AND, R2, R0);
+        a.mov(R0, R4).alu(op::SUB, R0, R3).alu(op::MUL, R0, R2);
+        a.alu(op::ADD, R3, R0).store(Size::DW, R10, t.first, R3);
+        // ended = (first <= k) & in_set & (k < end); end += ended * (k - end).
+        a.mov(R0, R3).alu(op::SUB, R0, R4).alu_imm(op::SUB, R0, 1);
+        a.alu_imm(op::RSH, R0, 63).alu(op::AND, R5, R0);
+        a.load(Size::DW, R3, R10, t.end);
+        a.mov(R0, R4).alu(op::SUB, R0, R3).alu_imm(op::RSH, R0, 63);
+        a.alu(op::AND, R5, R0);
+        a.mov(R0, R4).alu(op::SUB, R0, R3).alu(op::MUL, R0, R5);
+        a.alu(op::ADD, R3, R0).store(Size::DW, R10, t.end, R3);
+        a.alu_imm(op::ADD, R4, 1).store(Size::DW, R10, t.k, R4);
+        a.alu_imm(op::ADD, R1, 1);
+        a.jmp_imm(op::JLE, R4, most32, top);
+        // No token: NULL. Else the position after it, and the token into the result slot.
+        a.load(Size::DW, R3, R10, t.first);
         a.jmp_imm(op::JGT, R3, most32, none);
+        a.load(Size::DW, R1, R10, t.end);
+        a.jmp_imm(op::JGT, R1, most32, none);
+        a.mov(R2, R1).alu_imm(op::ADD, R2, 1);
+        a.store(Size::DW, R10, position, R2);
         a.alu(op::SUB, R1, R3);
         a.jmp_imm(op::JGT, R1, most32, none);
         a.load(Size::DW, R0, R10, copy_at).alu(op::ADD, R0, R3);
@@ -243,14 +290,4 @@ impl Translator<'_> {
         }
         .min(self.strsize - 1)
     }
-}
-
-/// R4 = 1 when byte R3 is in the set at `set` of the scratch whose address the frame holds at
-/// `scratch_at`, else 0. Uses R5.
-fn emit_in_set(a: &mut crate::insn::Asm, scratch_at: i16, set: i16) {
-    a.mov(R4, R3).alu_imm(op::RSH, R4, 3);
-    a.load(Size::DW, R5, R10, scratch_at).alu(op::ADD, R5, R4);
-    a.load(Size::B, R4, R5, set);
-    a.mov(R5, R3).alu_imm(op::AND, R5, 7);
-    a.alu(op::RSH, R4, R5).alu_imm(op::AND, R4, 1);
 }
