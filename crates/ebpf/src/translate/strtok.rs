@@ -23,6 +23,7 @@
 //! as arithmetic on the comparisons' sign bits. The verifier keeps a pending state for each branch
 //! it cannot decide and gives up past 8192 of them: a branch per byte would refuse a few calls at
 //! a large `strsize`.
+//!
 //! The token is copied into a zeroed result slot of the string scratch: a string variable's kind,
 //! whose register holds 0 for NULL.
 
@@ -130,7 +131,6 @@ impl Translator<'_> {
         a.jmp_imm(op::JEQ, R0, 0, no_scratch);
         a.store(Size::DW, R10, copy_at, R0);
         let (none, done) = (a.label(), a.label());
-        // R1 ends as the position the scan starts at.
         match &source {
             Source::String(k) => {
                 // Into the work slot, then the firing's copy, from the first byte.
