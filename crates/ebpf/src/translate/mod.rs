@@ -52,6 +52,7 @@ mod strings;
 mod strjoin;
 mod strlen;
 mod strsearch;
+mod strtok;
 mod strvars;
 mod substr;
 #[cfg(test)]
@@ -300,6 +301,15 @@ pub trait ProbeContext {
     fn emit_speculation(&self, a: &mut Asm) -> Result<(), String> {
         let _ = a;
         Err("speculations live in dtrace".into())
+    }
+    /// Emits code that leaves in r0 the address of the firing's `strtok()` copy (one
+    /// [`string_scratch_width`] slot, per CPU; 0 when it could not be had), and returns the frame
+    /// offset of the firing's `strtok()` position word (8 bytes, zero when the firing starts), as
+    /// `strtok` keeps them. Uses r0-r5. `Err` says why not here (by default: `strtok()`'s state
+    /// lives in dtrace).
+    fn emit_strtok_state(&self, a: &mut Asm) -> Result<i16, String> {
+        let _ = a;
+        Err("strtok()'s state lives in dtrace".into())
     }
     /// Where `progenyof()` finds the current task's ancestors (see `progeny`). `Err` says why
     /// not here (by default: `progenyof()` runs in dtrace).
@@ -843,6 +853,7 @@ impl<'a> Translator<'a> {
                             | Subr::InetNtoa
                             | Subr::InetNtoa6
                             | Subr::InetNtop
+                            | Subr::Strtok
                     )
                 ) {
                     continue;
@@ -1362,6 +1373,7 @@ impl<'a> Translator<'a> {
                 Some(Subr::InetNtoa6) => self.inet(pc, s, Subr::InetNtoa6, rd)?,
                 Some(Subr::InetNtop) => self.inet(pc, s, Subr::InetNtop, rd)?,
                 Some(w @ (Subr::Copyout | Subr::Copyoutstr)) => self.copyout(pc, s, w, rd)?,
+                Some(Subr::Strtok) => self.strtok(pc, s, rd)?,
                 other => {
                     return Err(Untranslatable::Subroutine {
                         pc,

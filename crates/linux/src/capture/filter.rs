@@ -357,6 +357,13 @@ impl ProbeContext for ShapeContext<'_> {
         Ok(())
     }
 
+    fn emit_strtok_state(&self, a: &mut Asm) -> Result<i16, String> {
+        let kv = self
+            .vars
+            .ok_or("strtok()'s state lives in dtrace at this probe")?;
+        super::kvars::emit_strtok_state(a, kv)
+    }
+
     fn task_links(&self) -> Result<translate::TaskLinks, String> {
         self.current("progenyof()")?;
         let t = self
