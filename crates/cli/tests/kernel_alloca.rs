@@ -152,6 +152,11 @@ fn alloca_the_kernel_does_not_follow_stays_in_dtrace_with_its_reason() {
             "this->p = (char *)alloca(16); @ = sum((uint64_t)this->p);",
             "an alloca() pointer as an aggregated value",
         ),
+        // copyin() takes the interpreter's alloca area too.
+        (
+            "this->b = (char *)copyin(arg1, 4); this->p = (char *)alloca(4); trace(this->p);",
+            "it calls alloca() and copyin(), which share the interpreter's alloca area",
+        ),
     ] {
         same_with_kernel_paths_off(
             &format!("syscall::write:entry /pid == $target/ {{ {script} }}"),

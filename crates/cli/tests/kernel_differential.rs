@@ -178,6 +178,15 @@ const SYSCALL_CASES: &[Case] = &[
                  syscall::write:return /self->s/ { discard(self->s); self->s = 0; }",
         said: &[(1, "speculations live in the kernel")],
     },
+    // strtok() across the clauses of one firing: a path from the process tokenized on "/" and
+    // "-", the tokens a key and a record.
+    Case {
+        script: "syscall::openat:entry /pid == $target/ { @[strtok(copyinstr(arg1), \"/\")] =
+                 count(); }
+                 syscall::openat:entry /pid == $target/ { printf(\"%s %s\\n\",
+                 strtok(NULL, \"-\"), strtok(NULL, \"/-\")); }",
+        said: &[(1, WHOLE), (2, WHOLE)],
+    },
     // Aggregations printed, normalized and truncated at END.
     Case {
         script: "syscall::write:entry /pid == $target/ { @[arg2 % 3] = avg(arg2);

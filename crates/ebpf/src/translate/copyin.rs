@@ -1,4 +1,7 @@
-//! `copyin(addr, size)` and `copyinstr(addr [, maxlen])` in translated code; `copyinstr()` as
+//! `copyin(addr, size)` and `copyinstr(addr [, maxlen])` in translated code. `copyin()` of a
+//! constant size up to [`MAX_COPYIN`] is copied whole (for `tracemem()`, or read as a string);
+//! one sized at run time is exact where it is the clause's only allocation of scratch, and only
+//! a string reads it (see `Translator::copyin_sized`). `copyinstr()` as
 //! the interpreter's: at most `strsize`
 //! bytes (D's option; `maxlen` if less, at least 1), the NUL among them, read from the user
 //! memory of the thread that fired the probe with `bpf_probe_read_user_str` into a slot of the
@@ -13,7 +16,7 @@
 //! DTrace does.)
 
 use super::{FaultAddr, Kind, Pushed, State, Translator, Untranslatable};
-use crate::insn::{helper, op, Size, R0, R1, R10, R2, R3};
+use crate::insn::{helper, op, Size, R0, R1, R10, R2, R3, R8, R9};
 use dtrace_dif::vm::FaultKind;
 
 /// User memory is readable or not by pages of this many bytes.
@@ -170,16 +173,27 @@ impl Translator<'_> {
     }
 }
 
-/// The most bytes one `copyin()` copies at the probe (a larger copy stays in dtrace).
+/// The most bytes one `copyin()` of a constant size copies whole at the probe, where
+/// `tracemem()` can record them (a larger constant size is copied as one sized at run time).
 pub const MAX_COPYIN: u64 = 1024;
+
+/// The most bytes a `copyin()` sized at run time may take (the scratch a context gives,
+/// [`ProbeContext::copy_scratch`](super::ProbeContext::copy_scratch), at most this: the pages
+/// past the string are checked one by one, in a loop the verifier walks once per page).
+pub const MAX_SIZED_COPYIN: u64 = 1 << 20;
+
+/// The address the interpreter reports for a `copyin()` of no bytes when it is the clause's only
+/// allocation: the start of its empty alloca area, which DTrace for Linux records as its offset
+/// in the scratch past 8 reserved bytes.
+const EMPTY_COPY_ADDR: i32 = 8;
 
 impl Translator<'_> {
     /// `copyin(addr, size)` of the arguments on the tuple stack into `rd`, as the interpreter's:
-    /// `size` bytes of the user memory of the thread that fired the probe, read whole with
-    /// `bpf_probe_read_user` into the context's scratch (slots of the string scratch, as many as
-    /// it takes), a read that fails faulting `DTRACEFLT_BADADDR` at `addr`. Only a constant
-    /// `size` of 1 to [`MAX_COPYIN`] bytes is copied at the probe (the interpreter's scratch
-    /// bounds any other, which the kernel's cannot follow).
+    /// `size` bytes of the user memory of the thread that fired the probe, a read that fails
+    /// faulting `DTRACEFLT_BADADDR` at `addr`. A constant `size` of 1 to [`MAX_COPYIN`] bytes is
+    /// read whole with `bpf_probe_read_user` into the context's scratch (slots of the string
+    /// scratch, as many as it takes), for `tracemem()` or a string; any other is a copy sized at
+    /// run time, which only a string can read ([`Translator::copyin_sized`]).
     pub(super) fn copyin(
         &mut self,
         pc: usize,
@@ -204,9 +218,16 @@ impl Translator<'_> {
                 _ => None,
             },
             _ => None,
+        };
+        let Some(size) = size.filter(|n| (1..=MAX_COPYIN).contains(n)) else {
+            return self.copyin_sized(pc, s, rd, &args);
+        };
+        // A size past the scratch faults in the interpreter before it reads: left to it.
+        if let Ok(most) = self.ctx.copy_scratch() {
+            if size > most {
+                return Err(refused(format!("a size larger than scratchsize ({most})")));
+            }
         }
-        .filter(|n| (1..=MAX_COPYIN).contains(n))
-        .ok_or_else(|| refused(format!("a size other than a constant of 1 to {MAX_COPYIN}")))?;
         let n32 = size as u32;
         // Whole string slots, so later slots stay where string_slot() puts them.
         let width = super::string_scratch_width(self.strsize);
@@ -228,6 +249,140 @@ impl Translator<'_> {
         a.jmp_imm(op::JNE, R0, 0, bad);
         a.load(Size::DW, R1, R10, buf);
         self.put(s, rd, R1, Kind::Buffer(n32));
+        Ok(())
+    }
+
+    /// `copyin(addr, size)` (`args`: the frame offsets of the two) whose size is known only at
+    /// the probe, as the interpreter's when it is the clause's only allocation of scratch (the
+    /// context says how much that is): a size past it faults `DTRACEFLT_NOSCRATCH` (at 0), a
+    /// size of 0 `DTRACEFLT_BADADDR` at the empty area's address ([`EMPTY_COPY_ADDR`]), and
+    /// every byte of `size` is read, the first unreadable one faulting `DTRACEFLT_BADADDR` at
+    /// `addr`. Only a string reads the copy (`stringof()`): its first `strsize` bytes (D's) are
+    /// read with `bpf_probe_read_user` into a slot of the string scratch, the pages past them
+    /// checked a byte each (a page reads whole or not at all), and the string, up to the first
+    /// NUL, copied from there into the next slot, zeroed first: `rd` holds its address, a
+    /// string as `copyinstr()` builds it.
+    fn copyin_sized(
+        &mut self,
+        pc: usize,
+        s: &mut State,
+        rd: u8,
+        args: &[i16],
+    ) -> Result<(), Untranslatable> {
+        let refused = |why: String| Untranslatable::Value {
+            pc,
+            what: format!("copyin(): a size known only at the probe: {why}"),
+        };
+        let most = self.ctx.copy_scratch().map_err(refused)?;
+        if most > MAX_SIZED_COPYIN {
+            return Err(refused(format!(
+                "scratchsize above {MAX_SIZED_COPYIN} bytes"
+            )));
+        }
+        let most32 = most as i32;
+        let (chars, chars32) = self.string_bound().map_err(refused)?;
+        let width = super::string_scratch_width(self.strsize);
+        let w16 = i16::try_from(width).map_err(|_| refused("strsize too large".into()))?;
+        // The pages past the string's bytes: at most one per page of the rest, and one more
+        // for a rest that starts and ends part way into pages.
+        let pages = (most.saturating_sub(chars as u64) / PAGE as u64 + 2) as i32;
+        let (addr, size) = (args[0], args[1]);
+        let offset = self.scratch_slots * width;
+        self.scratch_slots += 2;
+        let buf = self.frame.load_buf();
+        let no_scratch = self.fault_site(pc, FaultKind::NoScratch, FaultAddr::Zero);
+        // The empty area's address is kept at the fault address's own slot (not `Stored`,
+        // which says a string copy faulted, see `FaultAddr::Stored`).
+        let at = self.frame.fault_addr_at();
+        let empty = self.fault_site(pc, FaultKind::BadAddr, FaultAddr::Frame(at));
+        let bad = self.fault_site(pc, FaultKind::BadAddr, FaultAddr::Frame(addr));
+        let a = &mut self.a;
+        let some = a.label();
+        a.load(Size::DW, R2, R10, size);
+        a.jmp_imm(op::JGT, R2, most32, no_scratch);
+        a.jmp_imm(op::JNE, R2, 0, some);
+        a.store_imm(Size::DW, R10, at, EMPTY_COPY_ADDR);
+        a.ja(empty);
+        a.bind(some);
+        self.ctx
+            .emit_string_scratch(&mut self.a, offset, 2 * width)
+            .map_err(refused)?;
+        let a = &mut self.a;
+        a.jmp_imm(op::JEQ, R0, 0, no_scratch);
+        a.store(Size::DW, R10, buf, R0);
+        // The string's bytes (at most D's strsize), into the first slot.
+        let fits = a.label();
+        a.mov(R1, R0);
+        a.load(Size::DW, R2, R10, size);
+        a.jmp_imm(op::JLE, R2, chars32, fits).mov_imm(R2, chars32);
+        a.bind(fits);
+        a.load(Size::DW, R3, R10, addr);
+        a.call(helper::PROBE_READ_USER);
+        a.jmp_imm(op::JNE, R0, 0, bad);
+        // The rest, a byte of each page (into the second slot, zeroed after): r9 the next
+        // byte to check, r8 the pages left to the bound.
+        let (checked, page) = (a.label(), a.label());
+        a.load(Size::DW, R2, R10, size);
+        a.jmp_imm(op::JLE, R2, chars32, checked);
+        a.load(Size::DW, R9, R10, addr)
+            .alu_imm(op::ADD, R9, chars32);
+        a.mov_imm(R8, pages);
+        a.bind(page);
+        a.load(Size::DW, R1, R10, buf)
+            .alu_imm(op::ADD, R1, i32::from(w16));
+        a.mov_imm(R2, 1).mov(R3, R9);
+        a.call(helper::PROBE_READ_USER);
+        a.jmp_imm(op::JNE, R0, 0, bad);
+        a.alu_imm(op::OR, R9, PAGE - 1).alu_imm(op::ADD, R9, 1);
+        a.load(Size::DW, R1, R10, addr)
+            .load(Size::DW, R2, R10, size);
+        a.alu(op::ADD, R1, R2);
+        a.jmp_reg(op::JGE, R9, R1, checked);
+        a.alu_imm(op::SUB, R8, 1).jmp_imm(op::JNE, R8, 0, page);
+        a.bind(checked);
+        // The string: up to the first NUL of those bytes, zero-padded.
+        a.load(Size::DW, R1, R10, buf)
+            .alu_imm(op::ADD, R1, i32::from(w16));
+        for w in (0..w16).step_by(8) {
+            a.store_imm(Size::DW, R1, w, 0);
+        }
+        let cut = a.label();
+        a.load(Size::DW, R2, R10, size);
+        a.jmp_imm(op::JLE, R2, chars32, cut).mov_imm(R2, chars32);
+        a.bind(cut).alu_imm(op::ADD, R2, 1);
+        a.load(Size::DW, R3, R10, buf);
+        a.call(helper::PROBE_READ_KERNEL_STR);
+        a.load(Size::DW, R1, R10, buf)
+            .alu_imm(op::ADD, R1, i32::from(w16));
+        self.put(s, rd, R1, Kind::Scratch);
+        Ok(())
+    }
+
+    /// `stringof()` of a copy of `n` bytes (`Kind::Buffer`) in DIF register `rd`, as the
+    /// interpreter reads it when the copy is the clause's only allocation of scratch: its bytes
+    /// up to the first NUL, at most D's `strsize` of them, copied into a fresh slot of the
+    /// string scratch, zeroed first, whose address replaces the copy's in `rd`'s slot.
+    pub(super) fn buffer_string(
+        &mut self,
+        pc: usize,
+        rd: u8,
+        n: u32,
+    ) -> Result<(), Untranslatable> {
+        let refused = |why: String| Untranslatable::Value {
+            pc,
+            what: format!("copyin()'s copy as a string: {why}"),
+        };
+        self.ctx.copy_scratch().map_err(refused)?;
+        let (chars, _) = self.string_bound().map_err(refused)?;
+        let len = chars.min(n as usize) as i32 + 1;
+        let at = self.frame.fault_addr_at();
+        self.string_slot(pc, at, true).map_err(refused)?;
+        let reg = self.frame.reg(rd & 7);
+        let a = &mut self.a;
+        a.mov(R1, R0).mov_imm(R2, len);
+        a.load(Size::DW, R3, R10, reg);
+        a.call(helper::PROBE_READ_KERNEL_STR);
+        a.load(Size::DW, R1, R10, at).store(Size::DW, R10, reg, R1);
         Ok(())
     }
 }

@@ -53,6 +53,7 @@ mod strings;
 mod strjoin;
 mod strlen;
 mod strsearch;
+mod strtok;
 mod strvars;
 mod substr;
 #[cfg(test)]
@@ -194,6 +195,13 @@ pub trait ProbeContext {
     fn reads_user_memory(&self) -> Result<(), String> {
         Ok(())
     }
+    /// The most bytes a `copyin()` whose size is known only at the probe may take: the
+    /// interpreter's alloca area (`scratchsize`), of which such a copy is the clause's only
+    /// allocation; a larger size faults `DTRACEFLT_NOSCRATCH` (see `copyin`). `Err` says why
+    /// such a copy is made in dtrace (by default it is).
+    fn copy_scratch(&self) -> Result<u64, String> {
+        Err("copies sized at run time are made in dtrace".into())
+    }
     /// Whether the user memory of the thread that fired the probe can be written here
     /// (`copyout()`: the kernel's `bpf_probe_write_user`, which a locked-down kernel refuses).
     /// `Err` says why not (by default: nothing is written at the probe).
@@ -295,6 +303,15 @@ pub trait ProbeContext {
     fn emit_speculation(&self, a: &mut Asm) -> Result<(), String> {
         let _ = a;
         Err("speculations live in dtrace".into())
+    }
+    /// Emits code that leaves in r0 the address of the firing's `strtok()` copy (one
+    /// [`string_scratch_width`] slot, per CPU; 0 when it could not be had), and returns the frame
+    /// offset of the firing's `strtok()` position word (8 bytes, zero when the firing starts), as
+    /// `strtok` keeps them. Uses r0-r5. `Err` says why not here (by default: `strtok()`'s state
+    /// lives in dtrace).
+    fn emit_strtok_state(&self, a: &mut Asm) -> Result<i16, String> {
+        let _ = a;
+        Err("strtok()'s state lives in dtrace".into())
     }
     /// Where `progenyof()` finds the current task's ancestors (see `progeny`). `Err` says why
     /// not here (by default: `progenyof()` runs in dtrace).
@@ -871,6 +888,7 @@ impl<'a> Translator<'a> {
                             | Subr::Alloca
                             | Subr::Bcopy
                             | Subr::Copyinto
+                            | Subr::Strtok
                     )
                 ) {
                     continue;
@@ -1262,6 +1280,11 @@ impl<'a> Translator<'a> {
                         self.kernel_string(pc, s, rd, self.frame.reg(rd & 7))?;
                         ValueKind::Scratch
                     }
+                    // A copy read as a string (`stringof(copyin(addr, 10))`).
+                    Kind::Buffer(n) if self.strings_ok && self.obj.rtype.is_string() => {
+                        self.buffer_string(pc, rd, *n)?;
+                        ValueKind::Scratch
+                    }
                     Kind::Buffer(n) if self.strings_ok => ValueKind::Buffer(*n),
                     // `stringof(p)`: the string in alloca() memory.
                     Kind::Alloca if self.strings_ok && self.obj.rtype.is_string() => {
@@ -1441,6 +1464,7 @@ impl<'a> Translator<'a> {
                 Some(Subr::InetNtoa6) => self.inet(pc, s, Subr::InetNtoa6, rd)?,
                 Some(Subr::InetNtop) => self.inet(pc, s, Subr::InetNtop, rd)?,
                 Some(w @ (Subr::Copyout | Subr::Copyoutstr)) => self.copyout(pc, s, w, rd)?,
+                Some(Subr::Strtok) => self.strtok(pc, s, rd)?,
                 other => {
                     return Err(Untranslatable::Subroutine {
                         pc,

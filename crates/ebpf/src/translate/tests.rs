@@ -89,14 +89,26 @@ impl ProbeContext for Probe {
     }
 
     fn emit_string_scratch(&self, a: &mut Asm, offset: usize, len: usize) -> Result<(), String> {
-        if offset + len > SCRATCH_LEN {
+        if offset + len > STRING_SCRATCH_LEN {
             return Err("out of string scratch".into());
         }
         a.mov_imm(R1, -1).mov_imm(R2, -1);
         a.ld_imm64(R0, SCRATCH_ADDR + offset as u64);
         Ok(())
     }
+
+    fn emit_strtok_state(&self, a: &mut Asm) -> Result<i16, String> {
+        a.mov_imm(R1, -1).mov_imm(R2, -1);
+        a.ld_imm64(R0, SCRATCH_ADDR + STRING_SCRATCH_LEN as u64);
+        Ok(STRTOK_POSITION)
+    }
 }
+
+/// Where [`Probe`] keeps `strtok()`'s position: a stack slot above the fragments' frame, zero
+/// when the emulator starts (a firing); its copy is the last [`STRTOK_COPY_LEN`] bytes of the
+/// scratch, past the string scratch.
+const STRTOK_POSITION: i16 = -8;
+const STRTOK_COPY_LEN: usize = 512;
 
 thread_local! {
     /// What the emulated `bpf_probe_write_user` wrote: (address, bytes).
@@ -119,7 +131,9 @@ const PRANDOM: u32 = 0x9abc_def1;
 
 /// Where the emulator keeps the contexts' string scratch, and its size.
 const SCRATCH_ADDR: u64 = 0x2000_0000;
-const SCRATCH_LEN: usize = 4096;
+const SCRATCH_LEN: usize = STRING_SCRATCH_LEN + STRTOK_COPY_LEN;
+/// The part of it [`ProbeContext::emit_string_scratch`] hands out.
+const STRING_SCRATCH_LEN: usize = 4096;
 
 /// Runs eBPF over [`Probe`]'s memory: the instructions and helpers fragments use.
 fn emulate(insns: &[Insn], p: &Probe) -> u64 {
@@ -1983,11 +1997,11 @@ fn copyin_copies_user_memory_into_scratch_and_faults_as_the_interpreter() {
     for (obj, what) in [
         (
             tracemem_addr("copyin(arg1, arg0)", 8),
-            "a size other than a constant",
+            "a size known only at the probe",
         ),
         (
             tracemem_addr("copyin(arg1, 2000)", 8),
-            "a size other than a constant",
+            "a size known only at the probe",
         ),
         (key("copyin(arg1, 8)"), ""),
     ] {
@@ -2128,7 +2142,9 @@ fn progenyof_stays_in_dtrace_where_the_context_has_no_task_links() {
     );
 }
 mod alloca;
+mod copyin;
 mod inet;
 mod strbuild;
 mod strpaths;
 mod strsearch;
+mod strtok;

@@ -52,6 +52,9 @@ pub(crate) struct ShapeContext<'a> {
     /// The clause-locals of the clause being translated that hold `alloca()` pointers
     /// (`dtrace_ebpf::translate::alloca_locals`).
     pub(crate) alloca_locals: &'a [u32],
+    /// The bytes a `copyin()` sized at the probe may take in the clause being translated
+    /// (`KernelAggClause::copy_scratch`; `None`: such a copy is made in dtrace).
+    pub(crate) copy_scratch: Option<u64>,
 }
 
 /// See [`ShapeContext::pre_read`].
@@ -290,6 +293,13 @@ impl ProbeContext for ShapeContext<'_> {
         self.current("user memory")
     }
 
+    fn copy_scratch(&self) -> Result<u64, String> {
+        self.copy_scratch.ok_or_else(|| {
+            "the clause's other copyin() or alloca() calls share its scratch, or it runs in dtrace"
+                .to_string()
+        })
+    }
+
     fn writes_user_memory(&self) -> Result<(), String> {
         self.current("user memory")?;
         crate::bpf::prog::write_user_allowed()
@@ -373,6 +383,13 @@ impl ProbeContext for ShapeContext<'_> {
             .ok_or("speculations live in dtrace at this probe")?;
         super::speculation::emit_speculation(a, specs);
         Ok(())
+    }
+
+    fn emit_strtok_state(&self, a: &mut Asm) -> Result<i16, String> {
+        let kv = self
+            .vars
+            .ok_or("strtok()'s state lives in dtrace at this probe")?;
+        super::kvars::emit_strtok_state(a, kv)
     }
 
     fn task_links(&self) -> Result<translate::TaskLinks, String> {
@@ -490,6 +507,7 @@ pub fn translate_filter(
         specs: None,
         scratchsize: None,
         alloca_locals: &[],
+        copy_scratch: None,
     };
     let results: Vec<Result<translate::Fragment, Untranslatable>> = filter
         .predicates

@@ -221,14 +221,26 @@ fn translate_clause(
     // The clause's own `this->` variables that hold alloca() pointers (alloca() memory lives
     // for one clause: see `translate::alloca`).
     let locals = translate::alloca_locals(clause_objects(c));
+    if calls_alloca(c) && calls(c, dtrace_dif::subr::Subr::Copyin) {
+        // The interpreter takes both from the clause's alloca area; the kernel's copies are
+        // elsewhere, so its alloca() pointers would not be the interpreter's.
+        return Err(Untranslatable::Value {
+            pc: 0,
+            what: "it calls alloca() and copyin(), which share the interpreter's alloca area \
+                   (not yet at the probe)"
+                .into(),
+        });
+    }
     if let Some(name) = translate::foreign_local_in_allocating_clause(clause_objects(c)) {
         return Err(Untranslatable::Placement(format!(
             "it calls alloca() and reads {name}, which another clause stores (dtrace's \
              interpreter follows a pointer of that clause's alloca() memory into this one's)"
         )));
     }
+    // The scratch a copy sized at the probe may take is the clause's own.
     let ctx = &ShapeContext {
         alloca_locals: &locals,
+        copy_scratch: c.copy_scratch,
         ..*ctx
     };
     let t = translate_clause_with(ctx, c, strsize)?;
@@ -256,11 +268,16 @@ fn alloca_value(what: &str) -> Untranslatable {
 
 /// Whether clause `c` calls `alloca()`.
 fn calls_alloca(c: &KernelAggClause) -> bool {
+    calls(c, dtrace_dif::subr::Subr::Alloca)
+}
+
+/// Whether clause `c` calls subroutine `which`.
+fn calls(c: &KernelAggClause, which: dtrace_dif::subr::Subr) -> bool {
     use dtrace_dif::instr::Instr;
     use dtrace_dif::subr::Subr;
     clause_objects(c).flat_map(|o| &o.text).any(|w| {
         matches!(Instr::decode(*w), Ok(Instr::Call { subr, .. })
-            if Subr::from_u16(subr) == Some(Subr::Alloca))
+            if Subr::from_u16(subr) == Some(which))
     })
 }
 
@@ -439,6 +456,7 @@ pub fn check_clause(
         specs,
         scratchsize,
         alloca_locals: &[],
+        copy_scratch: None,
     };
     translate_clause(&ctx, c, strsize as usize).map(|t| t.can_fault())
 }
@@ -539,6 +557,7 @@ pub fn emit_aggs(
         specs: k.specs,
         scratchsize: k.scratchsize,
         alloca_locals: &[],
+        copy_scratch: None,
     };
     let mut results: Vec<Result<Translated, Untranslatable>> = k
         .clauses
@@ -2021,6 +2040,7 @@ mod tests {
             after_dtrace: false,
             string_args,
             keeps_vars: false,
+            copy_scratch: None,
         };
         // Read at the start: a string that cannot be read sets the hand-over flag, and the
         // record path (none otherwise here) then records the firing with the flag.
@@ -2086,6 +2106,7 @@ mod tests {
             after_dtrace: false,
             string_args: Ok(Vec::new()),
             keeps_vars: false,
+            copy_scratch: None,
         };
         let announce = one(|a| {
             a.store_imm(Size::DW, R10, HANDOVER, ANNOUNCE);
@@ -2156,6 +2177,7 @@ mod tests {
             after_dtrace: false,
             string_args: Ok(Vec::new()),
             keeps_vars: false,
+            copy_scratch: None,
         };
         let uses = |insns: &[crate::bpf::Insn], f: &dyn Fn(&mut Asm)| {
             let want = one(|a| f(a));
@@ -2234,6 +2256,7 @@ mod tests {
                 after_dtrace: false,
                 string_args: Ok(Vec::new()),
                 keeps_vars: false,
+                copy_scratch: None,
             };
             let (insns, report) = program(clause, None);
             assert_eq!(report, vec![Ok(())]);
@@ -2293,6 +2316,7 @@ mod tests {
             after_dtrace: false,
             string_args: Ok(Vec::new()),
             keeps_vars: false,
+            copy_scratch: None,
         };
         let (insns, report) = program(clause.clone(), None);
         assert_eq!(report, vec![Ok(())]);
@@ -2388,6 +2412,7 @@ mod tests {
             after_dtrace: false,
             string_args: Ok(Vec::new()),
             keeps_vars: true,
+            copy_scratch: None,
         };
         let specs = KernelSpecs {
             states: 13,

@@ -518,6 +518,28 @@ fn string_place<'k>(kv: &KernelVars, var: StringVar<'k>) -> Result<StringPlace<'
     })
 }
 
+/// The id of the clause-local string that holds the firing's `strtok()` state (no compiler id is
+/// this high): its string is the copy being tokenized, its flag slot the position plus one (0:
+/// none saved), zeroed when the firing starts with the other clause-locals, so the state lives
+/// for the firing and is shared by the probe's kernel clauses, as the interpreter's.
+pub const STRTOK_STATE: u32 = u32::MAX;
+
+/// r0 = the address of this CPU's copy of the firing's `strtok()` string (0 when the value is
+/// missing: it never is); returns the stack slot of its position (see [`STRTOK_STATE`] and
+/// `dtrace_ebpf::translate::ProbeContext::emit_strtok_state`). Uses r0-r5.
+pub fn emit_strtok_state(a: &mut Asm, kv: &KernelVars) -> Result<i16, String> {
+    match string_place(kv, StringVar::Local(STRTOK_STATE)) {
+        Ok(StringPlace::Local(position, off)) => {
+            let none = a.label();
+            emit_local_strings(a, kv, none);
+            a.alu_imm(op::ADD, R0, i32::from(off));
+            a.bind(none);
+            Ok(position)
+        }
+        _ => Err("strtok()'s state lives in dtrace at this probe".into()),
+    }
+}
+
 /// Copies `width` bytes from `src + from` to `dst + 0`, word by word; uses r2.
 fn emit_copy_words(
     a: &mut Asm,

@@ -356,6 +356,9 @@ pub struct KernelAggClause {
     /// are read as it runs, and one that cannot be read faults, as DTrace's `copyinstr()` does
     /// at the probe (see `capture::kagg`).
     pub keeps_vars: bool,
+    /// The bytes a `copyin()` sized at the probe may take, when it is the clause's only
+    /// allocation of scratch (`provider::kagg::ClausePlan::copy_scratch`).
+    pub copy_scratch: Option<u64>,
 }
 
 /// The record a clause builds at the probe (see `capture::kagg`): the ECB's record as the

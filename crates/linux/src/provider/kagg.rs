@@ -126,6 +126,10 @@ pub struct ClausePlan {
     /// A store action calls `copyout()` or `copyoutstr()`: the clause writes into the traced
     /// process's memory, which only means something at the probe, so it runs there or nowhere.
     pub writes_user: bool,
+    /// The bytes a `copyin()` sized at the probe may take (the program's `scratchsize`), when it
+    /// is the clause's only allocation of the interpreter's alloca area (`None`: such a copy is
+    /// made in dtrace).
+    pub copy_scratch: Option<u64>,
 }
 
 impl ClausePlan {
@@ -428,6 +432,7 @@ pub fn plan_clause(
         stores,
         record,
         writes_user,
+        copy_scratch: None,
     })
 }
 

@@ -14,6 +14,9 @@
 //! order). Integer and string scalars (thread-locals, globals and clause-locals) and associative
 //! arrays of integers or strings, keyed by integers and strings the translator follows
 //! (constants, `execname`, `copyinstr()`, string variables), qualify; structs stay in dtrace.
+//! The firing's `strtok()` state counts as a clause-local string every clause calling `strtok()`
+//! uses ([`STRTOK_STATE_NAME`], `capture::kvars::STRTOK_STATE`), so those clauses all run in the
+//! kernel or all in dtrace: one firing's tokenizing never continues on the other path.
 //! `BEGIN` and `END` clauses run in dtrace, before the kernel's clauses start and after they
 //! stop: the global scalars and associative arrays they share with kernel clauses live in the
 //! kernel all the same, copied from dtrace's variables after `BEGIN` and back before `END`
@@ -150,6 +153,18 @@ pub fn thread_vars(e: &EcbDesc, strsize: u32) -> Vec<ThreadVar> {
                 }),
             }
         }
+    }
+    if calls_strtok(e) {
+        // The firing's strtok() state, a clause-local string no one named (see
+        // `capture::kvars::STRTOK_STATE`): every clause calling strtok() shares it, so they run
+        // on one path, never some in the kernel and some in dtrace.
+        out.push(ThreadVar {
+            key: (Scope::Clause, crate::capture::kvars::STRTOK_STATE),
+            name: STRTOK_STATE_NAME.into(),
+            integer: false,
+            string: true,
+            array: None,
+        });
     }
     if super::speculation::uses_speculations(e) {
         out.push(ThreadVar {
@@ -613,6 +628,7 @@ pub fn runs_whole(
         // in never hands a firing over to dtrace, so it builds its strings at the probe, like
         // one keeping variables.
         keeps_vars: !vars.is_empty() || (super::exits_at_kernel_probe(e) && !calls_copyinstr(e)),
+        copy_scratch: plan.copy_scratch,
     };
     let arrays: BTreeMap<VarKey, usize> = vars
         .iter()
@@ -676,14 +692,39 @@ pub fn runs_whole(
 pub const COPYINSTR_AT_PROBE: &str = "; copyinstr() reads at the probe, where a string on a \
     page not yet read in faults, as in DTrace";
 
-/// Whether clause `e` calls `copyinstr()`.
-pub fn calls_copyinstr(e: &EcbDesc) -> bool {
+/// The subroutines clause `e`'s code calls, once per call site.
+fn subr_calls(e: &EcbDesc) -> impl Iterator<Item = dtrace_dif::subr::Subr> + '_ {
     use dtrace_dif::instr::Instr;
     use dtrace_dif::subr::Subr;
-    clause_objects(e).flat_map(|o| &o.text).any(|w| {
-        matches!(Instr::decode(*w), Ok(Instr::Call { subr, .. })
-            if Subr::from_u16(subr) == Some(Subr::Copyinstr))
-    })
+    clause_objects(e)
+        .flat_map(|o| &o.text)
+        .filter_map(|w| match Instr::decode(*w) {
+            Ok(Instr::Call { subr, .. }) => Subr::from_u16(subr),
+            _ => None,
+        })
+}
+
+/// Whether clause `e` calls `copyinstr()`.
+pub fn calls_copyinstr(e: &EcbDesc) -> bool {
+    subr_calls(e).any(|s| s == dtrace_dif::subr::Subr::Copyinstr)
+}
+
+/// How many `copyin()` and `alloca()` calls clause `e`'s code makes: the interpreter takes
+/// each from the clause's alloca area, so a copy sized at the probe is exact there only as the
+/// clause's one allocation (see `ClausePlan::copy_scratch`).
+pub fn scratch_allocations(e: &EcbDesc) -> usize {
+    use dtrace_dif::subr::Subr;
+    subr_calls(e)
+        .filter(|s| matches!(s, Subr::Copyin | Subr::Alloca))
+        .count()
+}
+
+/// How `-v` names the firing's `strtok()` state among a clause's variables.
+pub const STRTOK_STATE_NAME: &str = "strtok()'s state";
+
+/// Whether clause `e` calls `strtok()`.
+pub fn calls_strtok(e: &EcbDesc) -> bool {
+    subr_calls(e).any(|s| s == dtrace_dif::subr::Subr::Strtok)
 }
 
 /// Whether clause `e` reads `probeprov`, `probemod`, `probefunc` or `probename`.
@@ -1288,6 +1329,49 @@ mod tests {
             ],
         ] {
             assert_eq!(place(&facts).kernel, BTreeSet::from([(Scope::Thread, 1)]));
+        }
+    }
+
+    #[test]
+    fn every_clause_calling_strtok_shares_the_firings_state_and_runs_on_one_path() {
+        let src = "syscall::read:entry { trace(strtok(\"a,b\", \",\")); } \
+            syscall::read:entry { trace(strtok(NULL, \",\")); } \
+            syscall::write:entry { trace(strtok(NULL, \",\")); } \
+            syscall::read:entry { trace(arg0); }";
+        let p = dtrace_compiler::compile(src, &dtrace_compiler::CompileOptions::default())
+            .expect("compiles");
+        let vars: Vec<Vec<ThreadVar>> = p.ecbs.iter().map(|e| thread_vars(e, 256)).collect();
+        let state = (Scope::Clause, crate::capture::kvars::STRTOK_STATE);
+        for v in &vars[..3] {
+            assert_eq!(v.len(), 1, "{v:?}");
+            assert_eq!((v[0].key, v[0].string), (state, true));
+            assert_eq!(v[0].name, STRTOK_STATE_NAME);
+        }
+        assert!(vars[3].is_empty());
+        // All run whole: the state lives in the kernel, a clause-local string of the firing.
+        let all = place(
+            &vars
+                .iter()
+                .map(|v| facts(v.clone(), Ok(())))
+                .collect::<Vec<_>>(),
+        );
+        assert!(all.kernel.contains(&state) && all.strings.contains(&state));
+        assert!((0..3).all(|i| all.in_kernel(i)), "{all:?}");
+        // One in dtrace keeps every other there, saying which clause keeps them.
+        let mut f: Vec<ClauseFacts> = vars.iter().map(|v| facts(v.clone(), Ok(()))).collect();
+        f[1].whole = Err("subroutine strtoll() not yet translated to eBPF".into());
+        f[1].desc = "syscall::read:entry #2".into();
+        let one = place(&f);
+        assert!(!one.kernel.contains(&state));
+        for i in [0, 2] {
+            let Some(Some(Err(why))) = one.clauses.get(i) else {
+                panic!("clause {i}: {:?}", one.clauses.get(i));
+            };
+            assert_eq!(
+                why,
+                "clause syscall::read:entry #2 runs in dtrace: subroutine strtoll() not yet \
+                 translated to eBPF"
+            );
         }
     }
 

@@ -855,6 +855,7 @@ impl Shared {
                 after_dtrace: r_idx.iter().any(|&r| r < i),
                 string_args: kagg::string_args(&self.clauses[i].1),
                 keeps_vars: self.placement.in_kernel(i),
+                copy_scratch: plan.copy_scratch,
             });
         }
         // The speculations, when a clause here keeps them in the kernel.
@@ -1040,7 +1041,9 @@ impl Shared {
         program: &Program,
     ) -> std::result::Result<kagg::ClausePlan, String> {
         let strsize = needs::program_strsize(program).saturating_sub(1);
-        let plan = kagg::plan_clause(e, strsize, self.kernel_ustacks)?;
+        let mut plan = kagg::plan_clause(e, strsize, self.kernel_ustacks)?;
+        plan.copy_scratch =
+            (kvars::scratch_allocations(e) <= 1).then(|| needs::program_scratchsize(program));
         if plan.records() && !self.kernel_records {
             return Err(format!("kernel records are off ({KERNEL_RECORDS_ENV}=0)"));
         }

@@ -61,9 +61,9 @@ pub fn sized_copy_limit(program: &Program) -> u32 {
     program_scratchsize(program).min(u64::from(MAX_SIZED_COPY)) as u32
 }
 
-/// The program's `scratchsize` as the framework keeps it (rounded up to 8 bytes; the
-/// framework's default where the program sets none): the interpreter's scratch, past which
-/// `alloca()` and `copyin()` fault.
+/// The program's `scratchsize` as the framework sizes the interpreter's alloca area with it:
+/// rounded up to 8 bytes, the framework's default where the program sets none (past it
+/// `alloca()` and `copyin()` fault).
 pub fn program_scratchsize(program: &Program) -> u64 {
     program
         .options
