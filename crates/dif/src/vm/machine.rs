@@ -30,7 +30,7 @@ pub const SCRATCH_BASE: u64 = 0x5ca7_0000_0000_0000;
 /// Address of the first byte of the alloca area.
 pub const ALLOCA_BASE: u64 = 0xa11c_0000_0000_0000;
 /// Bytes DTrace for Linux reserves at the start of its scratch area, before the alloca area.
-const ALLOCA_RESERVED: u64 = 8;
+pub const ALLOCA_RESERVED: u64 = 8;
 /// Least room for temporaries in scratch, whatever `scratchsize` is.
 pub const TEMP_MIN: usize = 1 << 20;
 /// Address of the first byte of the running object's string table.

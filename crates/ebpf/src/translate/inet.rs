@@ -67,7 +67,8 @@ impl Translator<'_> {
             pc,
             what: format!("{name}(): {why}"),
         };
-        let args = self.int_args(pc, s)?;
+        // The address may be an alloca() pointer (see `alloca`).
+        let (args, pointer) = self.args_with_alloca(pc, s)?;
         let constant = |i: usize| match s.tuple.as_deref().and_then(|t| t.get(i)) {
             Some(Pushed::Reg(r)) => match &s[(r & 7) as usize] {
                 Kind::Int(v) => *v,
@@ -99,6 +100,19 @@ impl Translator<'_> {
             }
         };
         let (_, most32) = self.string_bound().map_err(refused)?;
+        let n = if form == Form::V4 { 4 } else { 16 };
+        // Where the address to read is: its argument, or the checked address in alloca()
+        // memory its pointer names (kept in the fault address's slot meanwhile).
+        let src = match pointer {
+            Some(at) if at == addr => {
+                self.alloca_bytes_at(pc, addr, n as u32)?;
+                let src = self.frame.fault_addr_at();
+                self.a.store(Size::DW, R10, src, R1);
+                src
+            }
+            Some(_) => return Err(refused("an alloca() pointer where an integer goes".into())),
+            None => addr,
+        };
         let width = super::string_scratch_width(self.strsize);
         let slots = 1 + WORK.div_ceil(width);
         let offset = self.scratch_slots * width;
@@ -117,10 +131,9 @@ impl Translator<'_> {
             a.store_imm(Size::DW, R0, w as i16, 0);
         }
         // The address's bytes into the work area.
-        let n = if form == Form::V4 { 4 } else { 16 };
         a.mov(R1, R0).alu_imm(op::ADD, R1, work + i32::from(BYTES));
         a.mov_imm(R2, n);
-        a.load(Size::DW, R3, R10, addr);
+        a.load(Size::DW, R3, R10, src);
         a.call(helper::PROBE_READ_KERNEL);
         a.jmp_imm(op::JNE, R0, 0, bad);
         // R5: the work area; R3: the text's write pointer.

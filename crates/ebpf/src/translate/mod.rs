@@ -35,6 +35,7 @@
 //! 0 (NULL) when the variable holds none, as the interpreter's loads give; compares take NULL as
 //! the empty string, a record or key of NULL faults, a store of NULL frees the variable.
 
+mod alloca;
 mod byteorder;
 mod cleanpath;
 mod copyin;
@@ -58,6 +59,7 @@ mod substr;
 #[cfg(test)]
 mod tests;
 
+pub use alloca::{alloca_locals, foreign_local_in_allocating_clause, AllocaArea};
 pub use progeny::TaskLinks;
 
 use crate::insn::{helper, op, Asm, Insn, Label, Size, R0, R1, R10, R2, R3};
@@ -315,6 +317,22 @@ pub trait ProbeContext {
     /// not here (by default: `progenyof()` runs in dtrace).
     fn task_links(&self) -> Result<TaskLinks, String> {
         Err("progenyof() runs in dtrace".into())
+    }
+    /// Where a clause's `alloca()` memory lives at this probe (see `alloca`). `Err` says why
+    /// not here (by default: `alloca()` runs in dtrace).
+    fn alloca_area(&self) -> Result<AllocaArea, String> {
+        Err("alloca() runs in dtrace".into())
+    }
+    /// Emits code that leaves in r0 the address of the [`AllocaArea::size`] bytes of the
+    /// per-CPU alloca region (0 when it could not be had). Uses r0-r5.
+    fn emit_alloca_base(&self, a: &mut Asm) -> Result<(), String> {
+        let _ = a;
+        Err("alloca() runs in dtrace".into())
+    }
+    /// Whether clause-local `var` holds alloca pointers (see [`alloca_locals`]).
+    fn local_holds_alloca(&self, var: u32) -> bool {
+        let _ = var;
+        false
     }
 }
 
@@ -611,6 +629,13 @@ pub struct Fragment {
     pub can_drop: bool,
     /// Every place the code faults, in code order (empty when it cannot fault).
     pub fault_sites: Vec<FaultSite>,
+    /// The most bytes its `alloca()` calls take, padding included (the context refuses a clause
+    /// whose fragments may take more than its [`AllocaArea::size`]).
+    pub alloca_bytes: u64,
+    /// Its value may be an `alloca()` pointer, as the interpreter records one (see `alloca`):
+    /// right where the value is recorded or keys an aggregation, not where the interpreter
+    /// takes it as it is (an aggregated value, `tracemem()`'s address, a speculation's id).
+    pub alloca_value: bool,
 }
 
 /// What a translated value is (see [`translate_value`]).
@@ -669,6 +694,9 @@ enum Kind {
     /// Bytes `copyin()` copied into the context's scratch, this many: the register holds their
     /// address there (which only `tracemem()` reads: see [`ValueKind::Buffer`]).
     Buffer(u32),
+    /// A pointer into the clause's `alloca()` memory, as the interpreter records one (see
+    /// `alloca`).
+    Alloca,
     /// Different kinds on different paths: usable by nothing.
     Mixed,
 }
@@ -796,6 +824,10 @@ struct Translator<'a> {
     /// What the data-flow knows the registers hold before each instruction (where a string
     /// at an integer address comes from, see `stringof`).
     flow: stringof::FlowRegs,
+    /// Bytes the `alloca()` calls translated so far take (see [`Fragment::alloca_bytes`]).
+    alloca_bytes: u64,
+    /// A `ret` returns an alloca pointer (see [`Fragment::alloca_value`]).
+    alloca_value: bool,
 }
 
 impl<'a> Translator<'a> {
@@ -853,6 +885,9 @@ impl<'a> Translator<'a> {
                             | Subr::InetNtoa
                             | Subr::InetNtoa6
                             | Subr::InetNtop
+                            | Subr::Alloca
+                            | Subr::Bcopy
+                            | Subr::Copyinto
                             | Subr::Strtok
                     )
                 ) {
@@ -900,6 +935,8 @@ impl<'a> Translator<'a> {
             sites: Vec::new(),
             scratch_slots: 0,
             flow: stringof::flow_regs(obj),
+            alloca_bytes: 0,
+            alloca_value: false,
         })
     }
 
@@ -987,6 +1024,8 @@ impl<'a> Translator<'a> {
                 can_fault,
                 can_drop: self.can_drop,
                 fault_sites: self.sites.iter().map(|(_, s)| *s).collect(),
+                alloca_bytes: self.alloca_bytes,
+                alloca_value: self.alloca_value,
             },
             result,
         ))
@@ -1096,7 +1135,13 @@ impl<'a> Translator<'a> {
                 if *p == Pushed::Reg(rd) {
                     self.a.load(Size::DW, tmp, R10, self.frame.reg(rd));
                     self.a.store(Size::DW, R10, self.frame.tuple(i), tmp);
-                    *p = Pushed::Saved;
+                    // An alloca pointer keeps its kind (only `bcopy()` and `copyinto()`
+                    // take one; see `alloca`).
+                    *p = if s.regs[rd as usize] == Kind::Alloca {
+                        Pushed::Str(Kind::Alloca)
+                    } else {
+                        Pushed::Saved
+                    };
                 }
             }
         }
@@ -1110,7 +1155,17 @@ impl<'a> Translator<'a> {
             Kind::Int(v) => Ok(*v),
             Kind::Mixed => Err(Untranslatable::Value {
                 pc,
-                what: format!("%r{r} holds a string on one path and an integer on another"),
+                what: format!(
+                    "%r{r} holds values of different kinds on different paths (a string, an \
+                     alloca() pointer, an integer)"
+                ),
+            }),
+            Kind::Alloca => Err(Untranslatable::Value {
+                pc,
+                what: format!(
+                    "the alloca() pointer in %r{r} used where the translator follows only \
+                     integers"
+                ),
             }),
             Kind::Buffer(_) => Err(Untranslatable::Value {
                 pc,
@@ -1131,6 +1186,13 @@ impl<'a> Translator<'a> {
         let ins = self.code[pc];
         match ins {
             Instr::Nop => {}
+            Instr::Alu { op, r1, r2, rd } if self.alloca_arith(s, op, r1, r2).is_some() => {
+                let k = self.alloca_arith(s, op, r1, r2).unwrap_or(Kind::Int(None));
+                self.get(R1, r1);
+                self.get(R2, r2);
+                self.alu(pc, op, false);
+                self.put(s, rd, R1, k);
+            }
             Instr::Alu { op, r1, r2, rd } => {
                 let (x, y) = (self.int(s, pc, r1)?, self.int(s, pc, r2)?);
                 self.get(R1, r1);
@@ -1224,6 +1286,20 @@ impl<'a> Translator<'a> {
                         ValueKind::Scratch
                     }
                     Kind::Buffer(n) if self.strings_ok => ValueKind::Buffer(*n),
+                    // `stringof(p)`: the string in alloca() memory.
+                    Kind::Alloca if self.strings_ok && self.obj.rtype.is_string() => {
+                        // Read when the action records it: a fault is the expression's last
+                        // instruction's, as the interpreter's.
+                        let last = self.code.len().saturating_sub(1);
+                        self.alloca_string(last, rd)?;
+                        self.put(s, rd, R1, Kind::Scratch);
+                        ValueKind::Scratch
+                    }
+                    // The pointer as the interpreter records it.
+                    Kind::Alloca => {
+                        self.alloca_value = true;
+                        ValueKind::Int
+                    }
                     Kind::VarStr if self.strings_ok => {
                         // Recording NULL (a key, a trace() or printf() value) faults in the
                         // interpreter when the action stores it: at the expression's last
@@ -1283,7 +1359,7 @@ impl<'a> Translator<'a> {
                 rs,
             } => {
                 let id = u32::from(var);
-                self.int(s, pc, rs)?;
+                self.alloca_local_store(pc, s, op, id, rs)?;
                 let at = self.frame.reg(rs & 7);
                 let (stored, prefix) = match op {
                     Opcode::Stts => (self.ctx.emit_thread_store(&mut self.a, id, at), "self->"),
@@ -1339,6 +1415,21 @@ impl<'a> Translator<'a> {
             }
             Instr::Call { subr, rd } => match Subr::from_u16(subr) {
                 Some(Subr::Copyin) => self.copyin(pc, s, rd)?,
+                Some(Subr::Alloca) => {
+                    if !self.alloca(pc, s, rd)? {
+                        return Ok(false);
+                    }
+                }
+                Some(w @ (Subr::Bcopy | Subr::Copyinto)) => {
+                    if w == Subr::Bcopy {
+                        self.bcopy(pc, s)?;
+                    } else {
+                        self.copyinto(pc, s)?;
+                    }
+                    // Both return nothing: the interpreter's 0.
+                    self.a.mov_imm(R1, 0);
+                    self.put(s, rd, R1, Kind::Int(Some(0)));
+                }
                 Some(Subr::Speculation) => {
                     self.ctx.emit_speculation(&mut self.a).map_err(|why| {
                         Untranslatable::Value {
@@ -1385,7 +1476,11 @@ impl<'a> Translator<'a> {
             },
             Instr::Flushts => s.tuple = Some(Vec::new()),
             Instr::Pushtv { rs, .. } => {
-                self.int(s, pc, rs)?;
+                // An alloca pointer is pushed as itself: only `bcopy()` and `copyinto()` take
+                // one (the others, and keys, refuse it).
+                if s[(rs & 7) as usize] != Kind::Alloca {
+                    self.int(s, pc, rs)?;
+                }
                 match &mut s.tuple {
                     Some(t) if t.len() < MAX_TUPLE => t.push(Pushed::Reg(rs & 7)),
                     _ => {
@@ -1411,6 +1506,19 @@ impl<'a> Translator<'a> {
                     if *v != Some(0) && t.len() < MAX_TUPLE {
                         let at = self.frame.tuple(t.len());
                         self.kernel_string(pc, s, rs, at)?;
+                        if let Some(t) = &mut s.tuple {
+                            t.push(Pushed::Str(Kind::Scratch));
+                        }
+                        return Ok(true);
+                    }
+                }
+                // A string in alloca() memory: read into the scratch likewise.
+                if let (true, Kind::Alloca, Some(t)) =
+                    (string, &s[(rs & 7) as usize], s.tuple.as_ref())
+                {
+                    if t.len() < MAX_TUPLE {
+                        let at = self.frame.tuple(t.len());
+                        self.alloca_string_at(pc, rs, at)?;
                         if let Some(t) = &mut s.tuple {
                             t.push(Pushed::Str(Kind::Scratch));
                         }
@@ -1459,6 +1567,13 @@ impl<'a> Translator<'a> {
                     });
                 };
                 self.arg(pc, s, i, rd)?;
+            }
+            Instr::Load { op, r1, rd } if s[(r1 & 7) as usize] == Kind::Alloca => {
+                self.alloca_load(pc, op, r1)?;
+                self.put(s, rd, R1, Kind::Int(None));
+            }
+            Instr::Store { op, r1, rd } if s[(rd & 7) as usize] == Kind::Alloca => {
+                self.alloca_store(pc, s, op, r1, rd)?;
             }
             Instr::Load { op, r1, rd } => {
                 self.int(s, pc, r1)?;
@@ -1628,7 +1743,12 @@ impl<'a> Translator<'a> {
                 name: self.var_name(id, prefix),
                 why,
             })?;
-            self.put(s, rd, R0, Kind::Int(None));
+            let k = if dop == Opcode::Ldls && self.ctx.local_holds_alloca(id) {
+                Kind::Alloca
+            } else {
+                Kind::Int(None)
+            };
+            self.put(s, rd, R0, k);
             return Ok(());
         }
         if dop == Opcode::Ldgs && id >= vars::DIF_VAR_OTHER_UBASE {
@@ -1814,8 +1934,7 @@ impl<'a> Translator<'a> {
         use Opcode::*;
         let take = match setter {
             Instr::Cmp { r1, r2 } => {
-                self.int(s, pc, r1)?;
-                self.int(s, pc, r2)?;
+                self.alloca_compare(s, pc, r1, r2)?;
                 self.get(R1, r1);
                 self.get(R2, r2);
                 match bop {
@@ -1838,7 +1957,9 @@ impl<'a> Translator<'a> {
                 }
             }
             Instr::Tst { r1 } => {
-                self.int(s, pc, r1)?;
+                if s[(r1 & 7) as usize] != Kind::Alloca {
+                    self.int(s, pc, r1)?;
+                }
                 self.get(R1, r1);
                 match bop {
                     Ba | Bge | Bgeu => Take::Always,
@@ -1851,12 +1972,15 @@ impl<'a> Translator<'a> {
                 // An address compared as a string (`stringof(p) == "x"`) is read into the
                 // scratch first, its address kept in the load buffer (left) or the fault
                 // address's slot (right: no fault site of the compare stores there).
+                // A string in alloca() memory likewise (see `alloca`).
                 let operand = |t: &mut Self, r: u8, at: i16| match s[(r & 7) as usize] {
                     Kind::Int(v) if v != Some(0) => {
                         t.kernel_string(pc, s, r, at).map(|_| (Kind::Scratch, at))
                     }
+                    Kind::Alloca => t.alloca_string_at(pc, r, at).map(|_| (Kind::Scratch, at)),
                     ref k => Ok((k.clone(), t.frame.reg(r & 7))),
                 };
+                self.alloca_compare_operands(pc, s, r1, r2)?;
                 let (x, y) = (
                     operand(self, r1, self.frame.load_buf())?,
                     operand(self, r2, self.frame.fault_addr_at())?,

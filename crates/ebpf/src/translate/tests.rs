@@ -355,6 +355,15 @@ fn emulate_all(insns: &[Insn], p: &Probe) -> (u64, [u8; 512], Vec<u8>) {
                     op::CALL => {
                         let (dst_at, len) = (r[1], r[2] as usize);
                         let bytes = match i.imm {
+                            // Kernel memory: the probe's, or the scratch itself (alloca()
+                            // memory read as an address's bytes).
+                            helper::PROBE_READ_KERNEL
+                                if r[3].wrapping_sub(SCRATCH_ADDR) < SCRATCH_LEN as u64 =>
+                            {
+                                let at = (r[3] - SCRATCH_ADDR) as usize;
+                                assert!(at + len <= SCRATCH_LEN, "scratch read past its end");
+                                Some(scratch[at..at + len].to_vec())
+                            }
                             helper::PROBE_READ_KERNEL => read(&p.kernel, r[3], len),
                             helper::PROBE_READ_USER => read(&p.user, r[3], len),
                             helper::GET_CURRENT_COMM => {
@@ -2132,6 +2141,7 @@ fn progenyof_stays_in_dtrace_where_the_context_has_no_task_links() {
         "{e}"
     );
 }
+mod alloca;
 mod copyin;
 mod inet;
 mod strbuild;

@@ -45,6 +45,13 @@ pub(crate) struct ShapeContext<'a> {
     pub(crate) pre_read: PreRead<'a>,
     /// The speculations, when they live in the kernel (`None`: in dtrace).
     pub(crate) specs: Option<super::spec::KernelSpecs>,
+    /// `scratchsize` for a clause that runs whole at the probe, whose `alloca()` memory is
+    /// after the strings in the scratch of [`ShapeContext::strings`] (`None`: `alloca()` runs
+    /// in dtrace).
+    pub(crate) scratchsize: Option<u64>,
+    /// The clause-locals of the clause being translated that hold `alloca()` pointers
+    /// (`dtrace_ebpf::translate::alloca_locals`).
+    pub(crate) alloca_locals: &'a [u32],
     /// The bytes a `copyin()` sized at the probe may take in the clause being translated
     /// (`KernelAggClause::copy_scratch`; `None`: such a copy is made in dtrace).
     pub(crate) copy_scratch: Option<u64>,
@@ -233,6 +240,27 @@ impl ProbeContext for ShapeContext<'_> {
 
     fn names(&self) -> &ProbeNames {
         self.names
+    }
+
+    fn alloca_area(&self) -> Result<translate::AllocaArea, String> {
+        match (self.scratchsize, self.strings) {
+            (Some(limit), Some(_)) => Ok(translate::AllocaArea {
+                top_at: super::kagg::ALLOCA_TOP,
+                size: super::spec::ALLOCA_SCRATCH as u32,
+                limit,
+            }),
+            (None, Some(_)) => Err("the session's programs differ in scratchsize".into()),
+            _ => Err("alloca() runs at the probe only in clauses that run whole there".into()),
+        }
+    }
+
+    fn emit_alloca_base(&self, a: &mut Asm) -> Result<(), String> {
+        self.alloca_area()?;
+        self.emit_scratch_at(a, super::spec::STRING_SCRATCH)
+    }
+
+    fn local_holds_alloca(&self, var: u32) -> bool {
+        self.alloca_locals.contains(&var)
     }
 
     fn emit_string_scratch(&self, a: &mut Asm, offset: usize, len: usize) -> Result<(), String> {
@@ -477,6 +505,8 @@ pub fn translate_filter(
         clocks: None,
         pre_read: PreRead::default(),
         specs: None,
+        scratchsize: None,
+        alloca_locals: &[],
         copy_scratch: None,
     };
     let results: Vec<Result<translate::Fragment, Untranslatable>> = filter

@@ -96,6 +96,12 @@ pub(crate) const DVAR_DROPPED: i16 = REC_OK - 8;
 /// Non-zero when the probe's kernel clauses handed the firing over to dtrace (a string they
 /// copy could not be read at the probe); the record path reads it (see [`emit_aggs`]).
 pub(crate) const HANDOVER: i16 = DVAR_DROPPED - 8;
+/// The bytes a clause running in the kernel allocated so far (`alloca()`, see
+/// `translate::AllocaArea::top_at`), zeroed at the start of each clause that allocates: below
+/// the thread-locals' cache slots of `capture::kvars` (and the pre-read arguments' slots).
+pub(crate) const ALLOCA_TOP: i16 = HANDOVER - 48;
+const _: () = assert!(ALLOCA_TOP >= -512);
+
 /// The value of [`HANDOVER`] that hands the firing over whole (dtrace runs every clause).
 pub(crate) const HANDED_OVER: i32 = 1;
 /// The value of [`HANDOVER`] that records the firing for dtrace's clauses whatever their filter
@@ -212,11 +218,94 @@ fn translate_clause(
     c: &KernelAggClause,
     strsize: usize,
 ) -> Result<Translated, Untranslatable> {
+    // The clause's own `this->` variables that hold alloca() pointers (alloca() memory lives
+    // for one clause: see `translate::alloca`).
+    let locals = translate::alloca_locals(clause_objects(c));
+    if calls_alloca(c) && calls(c, dtrace_dif::subr::Subr::Copyin) {
+        // The interpreter takes both from the clause's alloca area; the kernel's copies are
+        // elsewhere, so its alloca() pointers would not be the interpreter's.
+        return Err(Untranslatable::Value {
+            pc: 0,
+            what: "it calls alloca() and copyin(), which share the interpreter's alloca area \
+                   (not yet at the probe)"
+                .into(),
+        });
+    }
+    if let Some(name) = translate::foreign_local_in_allocating_clause(clause_objects(c)) {
+        return Err(Untranslatable::Placement(format!(
+            "it calls alloca() and reads {name}, which another clause stores (dtrace's \
+             interpreter follows a pointer of that clause's alloca() memory into this one's)"
+        )));
+    }
     // The scratch a copy sized at the probe may take is the clause's own.
     let ctx = &ShapeContext {
+        alloca_locals: &locals,
         copy_scratch: c.copy_scratch,
         ..*ctx
     };
+    let t = translate_clause_with(ctx, c, strsize)?;
+    let bytes: u64 = t.fragments().map(|f| f.alloca_bytes).sum();
+    if bytes > super::spec::ALLOCA_SCRATCH as u64 {
+        return Err(Untranslatable::Value {
+            pc: 0,
+            what: format!(
+                "its alloca() calls take more than the kernel's {} bytes",
+                super::spec::ALLOCA_SCRATCH
+            ),
+        });
+    }
+    Ok(t)
+}
+
+/// Why a clause using an alloca() pointer as `what` stays in dtrace: the interpreter takes its
+/// own address there, not the value it records (`translate::Fragment::alloca_value`).
+fn alloca_value(what: &str) -> Untranslatable {
+    Untranslatable::Value {
+        pc: 0,
+        what: format!("an alloca() pointer as {what} (not yet at the probe)"),
+    }
+}
+
+/// Whether clause `c` calls `alloca()`.
+fn calls_alloca(c: &KernelAggClause) -> bool {
+    calls(c, dtrace_dif::subr::Subr::Alloca)
+}
+
+/// Whether clause `c` calls subroutine `which`.
+fn calls(c: &KernelAggClause, which: dtrace_dif::subr::Subr) -> bool {
+    use dtrace_dif::instr::Instr;
+    use dtrace_dif::subr::Subr;
+    clause_objects(c).flat_map(|o| &o.text).any(|w| {
+        matches!(Instr::decode(*w), Ok(Instr::Call { subr, .. })
+            if Subr::from_u16(subr) == Some(which))
+    })
+}
+
+/// The DIF objects of clause `c`.
+fn clause_objects(c: &KernelAggClause) -> impl Iterator<Item = &DifObject> {
+    c.predicate
+        .iter()
+        .chain(c.stores.iter().map(|(_, _, o)| o))
+        .chain(
+            c.record
+                .iter()
+                .flat_map(|r| &r.actions)
+                .flat_map(|r| &r.difo),
+        )
+        .chain(c.aggs.iter().flat_map(|g| {
+            g.keys
+                .iter()
+                .flat_map(|(o, _)| o)
+                .chain(g.value.iter())
+                .chain(g.incr.iter())
+        }))
+}
+
+fn translate_clause_with(
+    ctx: &ShapeContext<'_>,
+    c: &KernelAggClause,
+    strsize: usize,
+) -> Result<Translated, Untranslatable> {
     let int = |o: &DifObject| translate::translate(o, ctx, strsize, FRAME);
     let predicate = c.predicate.as_ref().map(int).transpose()?;
     let mut aggs = Vec::with_capacity(c.aggs.len());
@@ -254,11 +343,14 @@ fn translate_clause(
             }
             keys.push(Some(v));
         }
-        aggs.push(TranslatedAgg {
-            keys,
-            value: agg.value.as_ref().map(int).transpose()?,
-            incr: agg.incr.as_ref().map(int).transpose()?,
-        });
+        let (value, incr) = (
+            agg.value.as_ref().map(int).transpose()?,
+            agg.incr.as_ref().map(int).transpose()?,
+        );
+        if value.iter().chain(&incr).any(|f| f.alloca_value) {
+            return Err(alloca_value("an aggregated value"));
+        }
+        aggs.push(TranslatedAgg { keys, value, incr });
     }
     let stores = c
         .stores
@@ -273,6 +365,13 @@ fn translate_clause(
             continue;
         };
         let v = translate::translate_value(o, ctx, strsize, FRAME)?;
+        if v.fragment.alloca_value && (r.spec.is_some() || r.memory) {
+            return Err(alloca_value(if r.memory {
+                "tracemem()'s address"
+            } else {
+                "a speculation's id"
+            }));
+        }
         if let Some(op) = r.spec {
             if ctx.specs.is_none() {
                 return Err(Untranslatable::Value {
@@ -334,7 +433,7 @@ pub fn check_clause(
     opaque_args: u16,
     vars: &super::spec::KernelVars,
     c: &KernelAggClause,
-    strsize: u32,
+    (strsize, scratchsize): (u32, Option<u64>),
     specs: Option<super::spec::KernelSpecs>,
 ) -> Result<bool, Untranslatable> {
     let ctx = ShapeContext {
@@ -355,6 +454,8 @@ pub fn check_clause(
         }),
         pre_read: Default::default(),
         specs,
+        scratchsize,
+        alloca_locals: &[],
         copy_scratch: None,
     };
     translate_clause(&ctx, c, strsize as usize).map(|t| t.can_fault())
@@ -454,6 +555,8 @@ pub fn emit_aggs(
             values: Some(PRE_READ_ARGS),
         },
         specs: k.specs,
+        scratchsize: k.scratchsize,
+        alloca_locals: &[],
         copy_scratch: None,
     };
     let mut results: Vec<Result<Translated, Untranslatable>> = k
@@ -605,6 +708,10 @@ pub fn emit_aggs(
     let mut exited_before = false;
     for (n, (c, t)) in k.clauses.iter().zip(&results).enumerate() {
         let Ok(t) = t else { continue };
+        if calls_alloca(c) {
+            // Its alloca() memory starts empty (see `translate::alloca`).
+            a.store_imm(Size::DW, R10, ALLOCA_TOP, 0);
+        }
         if exited_before {
             // After exit() in an earlier clause of this firing no clause runs.
             emit_exited(a, k.exit, done);
@@ -854,8 +961,7 @@ fn reading_args<'a>(ctx: &ShapeContext<'a>) -> ShapeContext<'a> {
             values: None,
             ..ctx.pre_read
         },
-        specs: ctx.specs,
-        copy_scratch: ctx.copy_scratch,
+        ..*ctx
     }
 }
 
@@ -1893,6 +1999,7 @@ mod tests {
                 keys: 10,
                 exit: 8,
                 strsize: 257,
+                scratchsize: None,
                 names: Default::default(),
                 opaque_args: 0,
                 others,

@@ -63,6 +63,8 @@ pub fn emit_signals(a: &mut Asm, shape: &ProbeShape, s: &KernelSignals) -> Signa
         clocks: None,
         pre_read: Default::default(),
         specs: None,
+        scratchsize: None,
+        alloca_locals: &[],
         copy_scratch: None,
     };
     let results: Vec<Result<Translated, Untranslatable>> = s

@@ -204,8 +204,9 @@ pub struct KernelAggs {
     /// A per-CPU array of one u64: updates lost because a map was full.
     pub drops: i32,
     /// A per-CPU array of [`KEY_SCRATCH_SLOTS`] values of [`KEY_SCRATCH_SIZE`] bytes, where keys
-    /// are built (the first [`MAX_KAGG_KEY`] bytes) and strings (`copyinstr()`, the
-    /// [`STRING_SCRATCH`] bytes after): slot 1 for programs of perf events (which may interrupt
+    /// are built (the first [`MAX_KAGG_KEY`] bytes), strings (`copyinstr()`, the
+    /// [`STRING_SCRATCH`] bytes after) and a clause's `alloca()` memory (the [`ALLOCA_SCRATCH`]
+    /// bytes after those): slot 1 for programs of perf events (which may interrupt
     /// another program on the CPU), slot 0 for the others.
     pub keys: i32,
     /// An array map of one [`EXIT_SIZE`]-byte value: a u64 set when a clause called `exit()`
@@ -214,6 +215,9 @@ pub struct KernelAggs {
     pub exit: i32,
     /// `strsize`, for string compares.
     pub strsize: u32,
+    /// `scratchsize` (the interpreter's, past which `alloca()` faults), when the session's
+    /// programs agree on it (`None`: `alloca()` runs in dtrace).
+    pub scratchsize: Option<u64>,
     /// The probe's names.
     pub names: dtrace_ebpf::translate::ProbeNames,
     /// Arguments whose value delivery replaces (see [`KernelFilter::opaque_args`]).
@@ -252,8 +256,11 @@ pub const KEY_SCRATCH_SLOTS: u32 = 2;
 /// Bytes of the strings a clause's fragment builds (`copyinstr()`), after the key in each value of
 /// [`KernelAggs::keys`]: one `dtrace_ebpf::translate::string_scratch_width` per call site.
 pub const STRING_SCRATCH: usize = 4096;
+/// Bytes of a clause's `alloca()` memory at the probe, after the strings in each value of
+/// [`KernelAggs::keys`] (a clause whose `alloca()` calls may take more runs in dtrace).
+pub const ALLOCA_SCRATCH: usize = 2048;
 /// Bytes of each value of [`KernelAggs::keys`].
-pub const KEY_SCRATCH_SIZE: usize = MAX_KAGG_KEY + STRING_SCRATCH;
+pub const KEY_SCRATCH_SIZE: usize = MAX_KAGG_KEY + STRING_SCRATCH + ALLOCA_SCRATCH;
 
 /// Bytes of the value of [`KernelAggs::exit`].
 pub const EXIT_SIZE: usize = 16;

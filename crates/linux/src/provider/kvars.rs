@@ -594,7 +594,7 @@ pub fn runs_whole(
     plan: &std::result::Result<ClausePlan, String>,
     probes: &[Probe],
     vars: &[ThreadVar],
-    strsize: u32,
+    (strsize, scratchsize): (u32, Option<u64>),
     (nspec, specsize): (u32, u64),
 ) -> std::result::Result<bool, String> {
     let plan = plan.as_ref().map_err(Clone::clone)?;
@@ -672,7 +672,13 @@ pub fn runs_whole(
                 continue;
             }
             faults |= crate::capture::kagg::check_clause(
-                &shape, &names, opaque, &kv, &clause, strsize, specs,
+                &shape,
+                &names,
+                opaque,
+                &kv,
+                &clause,
+                (strsize, scratchsize),
+                specs,
             )
             .map_err(|why| format!("at {}: {why}", p.desc))?;
         }

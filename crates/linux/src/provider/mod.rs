@@ -49,6 +49,9 @@ pub(crate) struct Shared {
     session_opts: SessionOptions,
     clauses: Vec<(DifProbeDesc, ClauseNeeds)>,
     strsize: u32,
+    /// The programs' `scratchsize` (the interpreter's limit for `alloca()`), when they agree
+    /// on it (`None`: `alloca()` runs in dtrace).
+    scratchsize: Option<u64>,
     /// Tags enabled in the session (a session cannot take a tag back).
     in_session: HashSet<u32>,
     /// Tags whose events are delivered.
@@ -885,6 +888,7 @@ impl Shared {
             keys,
             exit,
             strsize: self.strsize,
+            scratchsize: self.scratchsize,
             names: names.clone(),
             opaque_args,
             others: (!r_idx.is_empty()).then_some(others),
@@ -1108,7 +1112,7 @@ impl Shared {
                         plan,
                         probes,
                         &vars,
-                        self.strsize,
+                        (self.strsize, self.scratchsize),
                         (self.nspec, self.specsize),
                     ),
                     (None, None, _) => Err("not planned".into()),
@@ -1346,6 +1350,7 @@ impl LinuxTracing {
                 session_opts: opts,
                 clauses: Vec::new(),
                 strsize: needs::DEFAULT_STRING_STORAGE,
+                scratchsize: None,
                 in_session: HashSet::new(),
                 active: Default::default(),
                 arg_copies: Default::default(),
@@ -1554,10 +1559,14 @@ impl LinuxTracing {
         sh.note_processes |= user_symbols;
         // The largest of the programs' (the default is a program's until one is planned).
         let strsize = needs::program_strsize(program);
-        sh.strsize = if sh.clauses.is_empty() {
-            strsize
+        let scratchsize = needs::program_scratchsize(program);
+        (sh.strsize, sh.scratchsize) = if sh.clauses.is_empty() {
+            (strsize, Some(scratchsize))
         } else {
-            sh.strsize.max(strsize)
+            (
+                sh.strsize.max(strsize),
+                sh.scratchsize.filter(|&s| s == scratchsize),
+            )
         };
         let base = sh.clauses.len();
         if sh.exit_at_kernel_probe.is_none() {
@@ -1627,6 +1636,14 @@ impl LinuxTracing {
             .map(|(j, (p, _))| needs::program_strsize(if j == at { program } else { p }))
             .max()
             .unwrap_or(before);
+        // Likewise its scratchsize: alloca() runs at the probe while the programs agree on it.
+        let sizes: Vec<u64> = (sh.planned.iter().enumerate())
+            .map(|(j, (p, _))| needs::program_scratchsize(if j == at { program } else { p }))
+            .collect();
+        sh.scratchsize = sizes
+            .first()
+            .copied()
+            .filter(|s| sizes.iter().all(|t| t == s));
         let strsize = sh.strsize;
         for (k, ((d, c), e)) in n.clauses.into_iter().zip(&program.ecbs).enumerate() {
             let i = base + k;

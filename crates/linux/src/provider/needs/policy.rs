@@ -62,7 +62,8 @@ pub fn sized_copy_limit(program: &Program) -> u32 {
 }
 
 /// The program's `scratchsize` as the framework sizes the interpreter's alloca area with it:
-/// rounded up to 8 bytes, the framework's default where the program sets none.
+/// rounded up to 8 bytes, the framework's default where the program sets none (past it
+/// `alloca()` and `copyin()` fault).
 pub fn program_scratchsize(program: &Program) -> u64 {
     program
         .options

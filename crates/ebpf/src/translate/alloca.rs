@@ -1,0 +1,678 @@
+//! `alloca(n)` in translated code, and what reads and writes its memory: the loads and stores
+//! of DIF (`ld*`, `st*`) through its pointers, `bcopy(src, dst, n)`, `copyinto(uaddr, n, dst)`
+//! and its memory taken as a string (`stringof(p)`, a `trace()` or `printf("%s")` of one).
+//!
+//! As the interpreter's (`dtrace_dif::vm::machine`), a clause's alloca area starts empty at
+//! each clause; `alloca(n)` takes `n` zeroed bytes at the next 8-byte boundary, and faults "out
+//! of scratch space" past `scratchsize`. The area lives in a per-CPU region the context provides
+//! ([`ProbeContext::alloca_area`]), the bytes allocated so far in a stack slot the context zeroes
+//! at each clause's start, so the pointers survive from one DIF object of the clause to the next
+//! (the usual `this->p = alloca(n); bcopy(src, this->p, n); trace(stringof(this->p))`).
+//!
+//! A DIF register holding an alloca pointer ([`Kind::Alloca`]) holds the value the interpreter
+//! records for one (DTrace for Linux's: its offset in the scratch area, whose first
+//! [`ALLOCA_RESERVED`] bytes are reserved, so never 0), so that value can be recorded, compared
+//! and stored in a `this->` variable as it is. An access checks it as the interpreter checks its
+//! own address (`ALLOCA_BASE` plus the offset): one that starts at or past what the clause
+//! allocated faults with an invalid address (that address), one that runs past it with an
+//! invalid size (the size); 0 (a `this->` variable not stored in this firing) faults at address
+//! 0, as a NULL pointer does.
+//!
+//! Which `this->` variables hold alloca pointers is decided per clause ([`alloca_locals`] of
+//! its objects, asked back through [`ProbeContext::local_holds_alloca`]): such a variable
+//! holds nothing else, and an alloca pointer goes in no other variable. Another clause of the
+//! firing reads such a variable as an integer, which faults as the interpreter's read of a
+//! pointer into alloca() memory it has not allocated faults (the address it reports is the
+//! recorded value); one that allocates would read its own memory there in the interpreter, so
+//! the context keeps a clause that allocates and reads a `this->` variable it never stores in
+//! dtrace ([`foreign_local_in_allocating_clause`]). What the
+//! translator does not follow here stays in dtrace with its reason: a size computed at run
+//! time, a copy from alloca memory (`bcopy()` between two of its pointers), an alloca pointer
+//! used as a key or stored in another variable.
+
+use super::{FaultAddr, Kind, Pushed, State, Translator, Untranslatable};
+use crate::insn::{helper, op, Size, R0, R1, R10, R2, R3, R4, R5};
+use dtrace_dif::instr::Instr;
+use dtrace_dif::object::DifObject;
+use dtrace_dif::opcode::Opcode;
+use dtrace_dif::subr::Subr;
+use dtrace_dif::vm::machine::ALLOCA_RESERVED;
+use dtrace_dif::vm::{FaultKind, ALLOCA_BASE};
+
+/// Where a clause's alloca area lives at a probe (see the module notes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AllocaArea {
+    /// The frame offset of the 8-byte word holding the bytes allocated so far in this clause,
+    /// which the context zeroes at each clause's start.
+    pub top_at: i16,
+    /// Bytes of the region ([`ProbeContext::emit_alloca_base`]), a multiple of 8: the most a
+    /// clause allocates here (the context refuses a clause whose fragments may take more, see
+    /// [`super::Fragment::alloca_bytes`]).
+    pub size: u32,
+    /// D's `scratchsize`: the interpreter's limit, past which `alloca()` faults.
+    pub limit: u64,
+}
+
+/// How the interpreter checks an access through an alloca pointer (the order of its faults).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Access {
+    /// A kernel load (`ld*`) of this many bytes: alignment, then bounds.
+    Load(u32),
+    /// A store (`st*`) of this many bytes: bounds, then alignment.
+    Store(u32),
+    /// A copy into this many bytes (`bcopy()`, `copyinto()`): bounds.
+    Copy(u32),
+    /// A string read from the pointer: its start only.
+    String,
+}
+
+/// The `this->` variables of `objs` (the DIF objects of a probe's clauses) that the translator
+/// keeps alloca pointers in: those some object stores an alloca pointer into (the result of
+/// `alloca()`, moved or offset). The translator refuses a clause that stores anything else in
+/// one of them, or an alloca pointer anywhere else.
+pub fn alloca_locals<'o>(objs: impl IntoIterator<Item = &'o DifObject>) -> Vec<u32> {
+    let objs: Vec<&DifObject> = objs.into_iter().collect();
+    let mut vars = Vec::new();
+    // Until nothing changes: an object may load a variable a later one stores.
+    loop {
+        let before = vars.len();
+        scan_locals(&objs, &mut vars);
+        if vars.len() == before {
+            break;
+        }
+    }
+    vars.sort_unstable();
+    vars
+}
+
+/// The first `this->` variable that `objs` (the DIF objects of one clause) read but never
+/// store, when they call `alloca()`, by its D name: another clause of the firing may have
+/// pointed it into that clause's alloca() memory, which the interpreter would read as this
+/// clause's (a pointer it follows as an integer here, see [`alloca_locals`]). The context
+/// keeps such a clause in dtrace.
+pub fn foreign_local_in_allocating_clause<'o>(
+    objs: impl IntoIterator<Item = &'o DifObject>,
+) -> Option<String> {
+    let objs: Vec<&DifObject> = objs.into_iter().collect();
+    let code = || {
+        objs.iter()
+            .flat_map(|o| o.text.iter().map(move |w| (*o, Instr::decode(*w).ok())))
+    };
+    let allocates = code().any(|(_, i)| {
+        matches!(i, Some(Instr::Call { subr, .. }) if Subr::from_u16(subr) == Some(Subr::Alloca))
+    });
+    if !allocates {
+        return None;
+    }
+    let stored: Vec<u16> = code()
+        .filter_map(|(_, i)| match i {
+            Some(Instr::StoreVar {
+                op: Opcode::Stls,
+                var,
+                ..
+            }) => Some(var),
+            _ => None,
+        })
+        .collect();
+    code().find_map(|(o, i)| match i {
+        Some(Instr::LoadVar {
+            op: Opcode::Ldls,
+            var,
+            ..
+        }) if !stored.contains(&var) => Some(
+            o.vartab
+                .iter()
+                .find(|v| v.id == u32::from(var))
+                .and_then(|v| o.string_at(v.name as usize))
+                .map(|n| format!("this->{}", String::from_utf8_lossy(n)))
+                .unwrap_or_else(|| format!("this->#{var}")),
+        ),
+        _ => None,
+    })
+}
+
+/// One pass of [`alloca_locals`] over `objs`, adding to `vars`.
+fn scan_locals(objs: &[&DifObject], vars: &mut Vec<u32>) {
+    for obj in objs {
+        let mut holds = [false; 8];
+        let code = obj.text.iter().filter_map(|w| Instr::decode(*w).ok());
+        for i in code {
+            match i {
+                Instr::Call { subr, rd } => {
+                    holds[(rd & 7) as usize] = Subr::from_u16(subr) == Some(Subr::Alloca);
+                }
+                Instr::Mov { r1, rd } => holds[(rd & 7) as usize] = holds[(r1 & 7) as usize],
+                Instr::Alu { op, r1, r2, rd } => {
+                    holds[(rd & 7) as usize] = matches!(op, Opcode::Add | Opcode::Sub)
+                        && (holds[(r1 & 7) as usize] || holds[(r2 & 7) as usize]);
+                }
+                Instr::LoadVar {
+                    op: Opcode::Ldls,
+                    var,
+                    rd,
+                } => holds[(rd & 7) as usize] = vars.contains(&u32::from(var)),
+                Instr::StoreVar {
+                    op: Opcode::Stls,
+                    var,
+                    rs,
+                } if holds[(rs & 7) as usize] && !vars.contains(&u32::from(var)) => {
+                    vars.push(u32::from(var));
+                }
+                other => {
+                    if let Some(rd) = written(&other) {
+                        holds[(rd & 7) as usize] = false;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The register an instruction writes, for [`alloca_locals`].
+fn written(i: &Instr) -> Option<u8> {
+    match *i {
+        Instr::Not { rd, .. }
+        | Instr::Setx { rd, .. }
+        | Instr::Sets { rd, .. }
+        | Instr::LoadVar { rd, .. }
+        | Instr::LoadArray { rd, .. }
+        | Instr::Load { rd, .. } => Some(rd),
+        _ => None,
+    }
+}
+
+impl Translator<'_> {
+    /// The context's alloca area, or why there is none.
+    fn area(&self, pc: usize, what: &str) -> Result<super::AllocaArea, Untranslatable> {
+        self.ctx.alloca_area().map_err(|why| Untranslatable::Value {
+            pc,
+            what: format!("{what}: {why}"),
+        })
+    }
+
+    /// The constant pushed at position `i` of the tuple stack (a subroutine's argument), if any.
+    fn pushed_const(&self, s: &State, i: usize) -> Option<u64> {
+        match s.tuple.as_ref()?.get(i)? {
+            Pushed::Reg(r) => match s[(r & 7) as usize] {
+                Kind::Int(v) => v,
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// The frame offset of the argument pushed at position `i` and its kind (a register's, or
+    /// an integer kept in its tuple slot).
+    fn pushed_arg(&self, pc: usize, s: &State, i: usize) -> Result<(i16, Kind), Untranslatable> {
+        match s.tuple.as_ref().and_then(|t| t.get(i)) {
+            Some(Pushed::Reg(r)) => Ok((self.frame.reg(*r), s[(r & 7) as usize].clone())),
+            Some(Pushed::Saved) => Ok((self.frame.tuple(i), Kind::Int(None))),
+            // An alloca pointer whose register was written after it was pushed (see `put`).
+            Some(Pushed::Str(Kind::Alloca)) => Ok((self.frame.tuple(i), Kind::Alloca)),
+            _ => Err(Untranslatable::Value {
+                pc,
+                what: "subroutine arguments the translator does not follow".into(),
+            }),
+        }
+    }
+
+    /// `alloca(n)` into `rd` (see the module notes): a constant `n` only. Returns whether control
+    /// falls through (a size past `scratchsize` always faults).
+    pub(super) fn alloca(
+        &mut self,
+        pc: usize,
+        s: &mut State,
+        rd: u8,
+    ) -> Result<bool, Untranslatable> {
+        let area = self.area(pc, "alloca()")?;
+        let n = match (s.tuple.as_ref().map(Vec::len), self.pushed_const(s, 0)) {
+            (Some(1), Some(n)) => n,
+            _ => {
+                return Err(Untranslatable::Value {
+                    pc,
+                    what: "alloca() of a size computed at run time".into(),
+                })
+            }
+        };
+        let bound = area.limit.min(u64::from(area.size));
+        let no_scratch = self.fault_site(pc, FaultKind::NoScratch, FaultAddr::Zero);
+        if n > bound {
+            if n <= area.limit {
+                return Err(Untranslatable::Value {
+                    pc,
+                    what: format!("alloca() of more than the kernel's {} bytes", area.size),
+                });
+            }
+            // Past scratchsize whatever was allocated before: the interpreter's fault.
+            self.a.ja(no_scratch);
+            return Ok(false);
+        }
+        let padded = n.next_multiple_of(8);
+        self.alloca_bytes += padded;
+        let buf = self.alloca_base(pc, "alloca()", no_scratch)?;
+        let a = &mut self.a;
+        // R1: where the bytes start (the top, rounded up to 8).
+        a.load(Size::DW, R1, R10, area.top_at);
+        a.alu_imm(op::ADD, R1, 7).alu_imm(op::AND, R1, -8);
+        a.jmp_imm(op::JGT, R1, (bound - n) as i32, no_scratch);
+        // Never taken (the start is a multiple of 8 within the region): the verifier's bound
+        // for the zeroing below.
+        a.jmp_imm(
+            op::JGT,
+            R1,
+            (u64::from(area.size) - padded) as i32,
+            no_scratch,
+        );
+        a.mov(R2, R1).alu_imm(op::ADD, R2, n as i32);
+        a.store(Size::DW, R10, area.top_at, R2);
+        a.load(Size::DW, R3, R10, buf).alu(op::ADD, R3, R1);
+        for w in (0..padded).step_by(8) {
+            a.store_imm(Size::DW, R3, w as i16, 0);
+        }
+        a.alu_imm(op::ADD, R1, ALLOCA_RESERVED as i32);
+        self.put(s, rd, R1, Kind::Alloca);
+        Ok(true)
+    }
+
+    /// Emits code that keeps the alloca region's address in the load buffer (whose frame
+    /// offset it returns), jumping to `no_scratch` when the context could not have it; `what`
+    /// names the use in a refusal.
+    fn alloca_base(
+        &mut self,
+        pc: usize,
+        what: &str,
+        no_scratch: crate::insn::Label,
+    ) -> Result<i16, Untranslatable> {
+        self.ctx
+            .emit_alloca_base(&mut self.a)
+            .map_err(|why| Untranslatable::Value {
+                pc,
+                what: format!("{what}: {why}"),
+            })?;
+        let buf = self.frame.load_buf();
+        self.a.jmp_imm(op::JEQ, R0, 0, no_scratch);
+        self.a.store(Size::DW, R10, buf, R0);
+        Ok(buf)
+    }
+
+    /// Emits the interpreter's checks of an access through the alloca pointer at `fp + ptr_at`
+    /// (see [`Access`]), for DIF instruction `pc`; leaves the address of the bytes in the area
+    /// in R1, and their offset there in R4. For [`Access::String`], R5 holds the bytes
+    /// allocated after that offset.
+    fn alloca_access(
+        &mut self,
+        pc: usize,
+        ptr_at: i16,
+        access: Access,
+    ) -> Result<(), Untranslatable> {
+        let area = self.area(pc, "alloca() memory")?;
+        let len = match access {
+            Access::Load(n) | Access::Store(n) | Access::Copy(n) => n,
+            Access::String => 1,
+        };
+        if len == 0 || len > area.size {
+            return Err(Untranslatable::Value {
+                pc,
+                what: format!(
+                    "an access of {len} bytes of alloca() memory (the kernel's area holds {})",
+                    area.size
+                ),
+            });
+        }
+        let buf = self.frame.load_buf();
+        let at = self.frame.fault_addr_at();
+        let no_scratch = self.fault_site(pc, FaultKind::NoScratch, FaultAddr::Zero);
+        let null = self.fault_site(pc, FaultKind::BadAddr, FaultAddr::Zero);
+        // The address is computed into its slot before the jump (not `Stored`, which says a
+        // user string is copied in).
+        let computed = FaultAddr::Frame(self.frame.fault_addr_at());
+        let bad_addr = self.fault_site(pc, FaultKind::BadAddr, computed);
+        let bad_size = self.fault_site(pc, FaultKind::BadSize, computed);
+        let aligned = matches!(access, Access::Load(n) | Access::Store(n) if n > 1);
+        let bad_align = if aligned {
+            Some(self.fault_site(pc, FaultKind::BadAlign, computed))
+        } else {
+            None
+        };
+        self.alloca_base(pc, "alloca() memory", no_scratch)?;
+        let a = &mut self.a;
+        // The interpreter's address of the pointer (R3, in its alloca region) at the fault
+        // address's slot, for the faults that report it.
+        let (addr_fault, size_fault, align_fault) = (a.label(), a.label(), a.label());
+        a.load(Size::DW, R3, R10, ptr_at);
+        if let (Access::Load(n), true) = (access, aligned) {
+            a.jmp_imm(op::JSET, R3, n as i32 - 1, align_fault);
+        }
+        a.jmp_imm(op::JEQ, R3, 0, null);
+        a.mov(R4, R3).alu_imm(op::SUB, R4, ALLOCA_RESERVED as i32);
+        a.load(Size::DW, R5, R10, area.top_at);
+        a.jmp_reg(op::JGE, R4, R5, addr_fault);
+        if access == Access::String {
+            a.alu(op::SUB, R5, R4);
+        } else {
+            a.mov(R0, R4).alu_imm(op::ADD, R0, len as i32);
+            a.jmp_reg(op::JGT, R0, R5, size_fault);
+        }
+        if let (Access::Store(n), true) = (access, aligned) {
+            a.jmp_imm(op::JSET, R3, n as i32 - 1, align_fault);
+        }
+        // Never taken (the clause allocates within the region): the verifier's bound.
+        a.jmp_imm(op::JGT, R4, (area.size - len) as i32, size_fault);
+        a.load(Size::DW, R1, R10, buf).alu(op::ADD, R1, R4);
+        let done = a.label();
+        a.ja(done);
+        a.bind(addr_fault);
+        a.ld_imm64(R2, ALLOCA_BASE.wrapping_sub(ALLOCA_RESERVED));
+        a.alu(op::ADD, R2, R3).store(Size::DW, R10, at, R2);
+        a.ja(bad_addr);
+        a.bind(size_fault);
+        a.mov_imm(R2, len as i32).store(Size::DW, R10, at, R2);
+        a.ja(bad_size);
+        if let Some(bad_align) = bad_align {
+            a.bind(align_fault);
+            a.ld_imm64(R2, ALLOCA_BASE.wrapping_sub(ALLOCA_RESERVED));
+            a.alu(op::ADD, R2, R3).store(Size::DW, R10, at, R2);
+            a.ja(bad_align);
+        }
+        a.bind(done);
+        Ok(())
+    }
+
+    /// A kernel load (`ld*`) through the alloca pointer in `r1`, its value in R1.
+    pub(super) fn alloca_load(
+        &mut self,
+        pc: usize,
+        dop: Opcode,
+        r1: u8,
+    ) -> Result<(), Untranslatable> {
+        use Opcode::*;
+        let (size, signed) = match dop {
+            Ldsb => (1, true),
+            Ldsh => (2, true),
+            Ldsw => (4, true),
+            Ldub => (1, false),
+            Lduh => (2, false),
+            Lduw => (4, false),
+            Ldx => (8, false),
+            _ => {
+                return Err(Untranslatable::Value {
+                    pc,
+                    what: "a user-memory load through an alloca() pointer".into(),
+                })
+            }
+        };
+        self.alloca_access(pc, self.frame.reg(r1 & 7), Access::Load(size))?;
+        let sz = Size::for_bytes(size as usize).unwrap_or(Size::DW);
+        self.a.load(sz, R1, R1, 0);
+        if signed {
+            self.a.sign_extend(R1, size as usize);
+        }
+        Ok(())
+    }
+
+    /// A store (`st*`) of `r1` through the alloca pointer in `rd`.
+    pub(super) fn alloca_store(
+        &mut self,
+        pc: usize,
+        s: &State,
+        dop: Opcode,
+        r1: u8,
+        rd: u8,
+    ) -> Result<(), Untranslatable> {
+        let size = match dop {
+            Opcode::Stb => 1,
+            Opcode::Sth => 2,
+            Opcode::Stw => 4,
+            _ => 8,
+        };
+        self.int(s, pc, r1)?;
+        self.alloca_access(pc, self.frame.reg(rd & 7), Access::Store(size))?;
+        let sz = Size::for_bytes(size as usize).unwrap_or(Size::DW);
+        self.get(R2, r1);
+        self.a.store(sz, R1, 0, R2);
+        Ok(())
+    }
+
+    /// `bcopy(src, dst, n)`: `n` (a constant) bytes of kernel memory at `src` into the alloca
+    /// memory at `dst`, as the interpreter's: `dst` checked first, a failed read faulting at
+    /// `src`.
+    pub(super) fn bcopy(&mut self, pc: usize, s: &State) -> Result<(), Untranslatable> {
+        let refused = |what: &str| Untranslatable::Value {
+            pc,
+            what: format!("bcopy(): {what}"),
+        };
+        if s.tuple.as_ref().map(Vec::len) != Some(3) {
+            return Err(refused("arguments the translator does not follow"));
+        }
+        let (src_at, src) = self
+            .pushed_arg(pc, s, 0)
+            .map_err(|_| refused("a source other than an address of kernel memory"))?;
+        let (dst_at, dst) = self
+            .pushed_arg(pc, s, 1)
+            .map_err(|_| refused("a destination other than alloca() memory"))?;
+        let n = self
+            .pushed_const(s, 2)
+            .filter(|&n| n > 0 && n <= u64::from(u32::MAX))
+            .ok_or_else(|| refused("a size other than a constant above 0"))?;
+        match (src, dst) {
+            (Kind::Int(_), Kind::Alloca) => {}
+            (Kind::Alloca, _) => return Err(refused("a copy from alloca() memory")),
+            _ => return Err(refused("a destination other than alloca() memory")),
+        }
+        self.alloca_access(pc, dst_at, Access::Copy(n as u32))?;
+        let fault = self.fault_site(pc, FaultKind::BadAddr, FaultAddr::Frame(src_at));
+        let a = &mut self.a;
+        a.mov_imm(R2, n as i32).load(Size::DW, R3, R10, src_at);
+        a.call(helper::PROBE_READ_KERNEL);
+        a.jmp_imm(op::JNE, R0, 0, fault);
+        Ok(())
+    }
+
+    /// `copyinto(uaddr, n, dst)`: `n` (a constant) bytes of the user memory of the thread that
+    /// fired the probe at `uaddr` into the alloca memory at `dst`, as the interpreter's: `dst`
+    /// checked first, a failed read faulting at `uaddr`.
+    pub(super) fn copyinto(&mut self, pc: usize, s: &State) -> Result<(), Untranslatable> {
+        let refused = |what: String| Untranslatable::Value {
+            pc,
+            what: format!("copyinto(): {what}"),
+        };
+        self.ctx.reads_user_memory().map_err(refused)?;
+        if s.tuple.as_ref().map(Vec::len) != Some(3) {
+            return Err(refused("arguments the translator does not follow".into()));
+        }
+        let (src_at, src) = self.pushed_arg(pc, s, 0)?;
+        let (dst_at, dst) = self.pushed_arg(pc, s, 2)?;
+        let n = self
+            .pushed_const(s, 1)
+            .filter(|&n| n > 0 && n <= u64::from(u32::MAX))
+            .ok_or_else(|| refused("a size other than a constant above 0".into()))?;
+        if !matches!((src, dst), (Kind::Int(_), Kind::Alloca)) {
+            return Err(refused(
+                "a destination other than alloca() memory, or a source address the \
+                 translator does not follow"
+                    .into(),
+            ));
+        }
+        self.alloca_access(pc, dst_at, Access::Copy(n as u32))?;
+        let fault = self.fault_site(pc, FaultKind::BadAddr, FaultAddr::Frame(src_at));
+        let a = &mut self.a;
+        a.mov_imm(R2, n as i32).load(Size::DW, R3, R10, src_at);
+        a.call(helper::PROBE_READ_USER);
+        a.jmp_imm(op::JNE, R0, 0, fault);
+        Ok(())
+    }
+
+    /// The string at the alloca pointer in `r`, copied into a fresh string scratch slot (at
+    /// most `strsize` characters, and no byte past what the clause allocated, as the
+    /// interpreter reads it): its address in R1. Keeps the slot's address in the fault
+    /// address's slot meanwhile.
+    pub(super) fn alloca_string(&mut self, pc: usize, r: u8) -> Result<(), Untranslatable> {
+        let refused = |why: String| Untranslatable::Value {
+            pc,
+            what: format!("a string in alloca() memory: {why}"),
+        };
+        let (_, most32) = self.string_bound().map_err(refused)?;
+        let at = self.frame.fault_addr_at();
+        // The slot first, then the checks (R1, R5).
+        self.string_slot(pc, at, true).map_err(refused)?;
+        self.alloca_access(pc, self.frame.reg(r & 7), Access::String)?;
+        let a = &mut self.a;
+        let short = a.label();
+        a.jmp_imm(op::JLE, R5, most32, short);
+        a.mov_imm(R5, most32);
+        a.bind(short);
+        a.mov(R3, R1).mov(R2, R5).alu_imm(op::ADD, R2, 1);
+        a.load(Size::DW, R1, R10, at);
+        a.call(helper::PROBE_READ_KERNEL_STR);
+        a.load(Size::DW, R1, R10, at);
+        Ok(())
+    }
+}
+
+impl Translator<'_> {
+    /// The kind of `r1 op r2` when an alloca pointer is among them: a pointer offset by an
+    /// integer (`p + i`, `i + p`, `p - i`) is one, the difference of two is an integer; `None`
+    /// when neither is a pointer (an integer operation) or for any other operation (which
+    /// `int()` then refuses).
+    pub(super) fn alloca_arith(&self, s: &State, dop: Opcode, r1: u8, r2: u8) -> Option<Kind> {
+        let (x, y) = (&s[(r1 & 7) as usize], &s[(r2 & 7) as usize]);
+        match (dop, x, y) {
+            (Opcode::Add, Kind::Alloca, Kind::Int(_))
+            | (Opcode::Add, Kind::Int(_), Kind::Alloca)
+            | (Opcode::Sub, Kind::Alloca, Kind::Int(_)) => Some(Kind::Alloca),
+            (Opcode::Sub, Kind::Alloca, Kind::Alloca) => Some(Kind::Int(None)),
+            _ => None,
+        }
+    }
+
+    /// Checks that `cmp r1, r2` compares what the kernel compares as the interpreter does:
+    /// integers, two alloca pointers, or one and the constant 0 (NULL).
+    pub(super) fn alloca_compare(
+        &self,
+        s: &State,
+        pc: usize,
+        r1: u8,
+        r2: u8,
+    ) -> Result<(), Untranslatable> {
+        let (x, y) = (&s[(r1 & 7) as usize], &s[(r2 & 7) as usize]);
+        match (x, y) {
+            (Kind::Alloca, Kind::Alloca)
+            | (Kind::Alloca, Kind::Int(Some(0)))
+            | (Kind::Int(Some(0)), Kind::Alloca) => Ok(()),
+            _ => {
+                self.int(s, pc, r1)?;
+                self.int(s, pc, r2).map(|_| ())
+            }
+        }
+    }
+
+    /// Checks a store of `rs` in clause-local `var` (`op` `stls`) or another scalar: an alloca
+    /// pointer goes only in a `this->` variable that holds them, which holds nothing else but 0.
+    pub(super) fn alloca_local_store(
+        &self,
+        pc: usize,
+        s: &State,
+        dop: Opcode,
+        var: u32,
+        rs: u8,
+    ) -> Result<(), Untranslatable> {
+        let holds = dop == Opcode::Stls && self.ctx.local_holds_alloca(var);
+        match (&s[(rs & 7) as usize], holds) {
+            (Kind::Alloca, true) | (Kind::Int(Some(0)), true) => Ok(()),
+            (_, true) => Err(Untranslatable::Value {
+                pc,
+                what: format!(
+                    "{} holds alloca() pointers and another value",
+                    self.var_name(var, "this->")
+                ),
+            }),
+            (Kind::Alloca, false) => Err(Untranslatable::Value {
+                pc,
+                what: format!(
+                    "an alloca() pointer stored in {} (only a this-> variable keeps one at the \
+                     probe)",
+                    match dop {
+                        Opcode::Stts => self.var_name(var, "self->"),
+                        Opcode::Stls => self.var_name(var, "this->"),
+                        _ => self.var_name(var, ""),
+                    }
+                ),
+            }),
+            _ => self.int(s, pc, rs).map(|_| ()),
+        }
+    }
+
+    /// The frame offsets of the integers pushed on the tuple stack (a subroutine's arguments),
+    /// as `int_args`, one of which may be an alloca pointer: its offset too, if one is.
+    pub(super) fn args_with_alloca(
+        &self,
+        pc: usize,
+        s: &State,
+    ) -> Result<(Vec<i16>, Option<i16>), Untranslatable> {
+        let n = s.tuple.as_ref().map_or(0, Vec::len);
+        let mut pointer = None;
+        let mut at = Vec::with_capacity(n);
+        for i in 0..n {
+            match self.pushed_arg(pc, s, i) {
+                Ok((o, Kind::Alloca)) if pointer.is_none() => {
+                    pointer = Some(o);
+                    at.push(o);
+                }
+                Ok((o, Kind::Int(_))) => at.push(o),
+                // Anything else: `int_args`' refusal.
+                _ => return self.int_args(pc, s).map(|a| (a, None)),
+            }
+        }
+        Ok((at, pointer))
+    }
+
+    /// Checks a read of `n` bytes through the alloca pointer at `fp + ptr_at` as the
+    /// interpreter's reads check it (bounds only), leaving their address in R1.
+    pub(super) fn alloca_bytes_at(
+        &mut self,
+        pc: usize,
+        ptr_at: i16,
+        n: u32,
+    ) -> Result<(), Untranslatable> {
+        self.alloca_access(pc, ptr_at, Access::Copy(n))
+    }
+
+    /// [`Translator::alloca_string`], its address kept at `fp + at` (a compare's operand, a
+    /// tuple slot).
+    pub(super) fn alloca_string_at(
+        &mut self,
+        pc: usize,
+        r: u8,
+        at: i16,
+    ) -> Result<(), Untranslatable> {
+        self.alloca_string(pc, r)?;
+        self.a.store(Size::DW, R10, at, R1);
+        Ok(())
+    }
+
+    /// Refuses a string compare whose right operand is in alloca() memory when its left one is
+    /// read into the scratch too: reading the right one takes the load buffer, where the left
+    /// one's address is kept.
+    pub(super) fn alloca_compare_operands(
+        &self,
+        pc: usize,
+        s: &State,
+        r1: u8,
+        r2: u8,
+    ) -> Result<(), Untranslatable> {
+        let (x, y) = (&s[(r1 & 7) as usize], &s[(r2 & 7) as usize]);
+        match (x, y) {
+            (Kind::Alloca, Kind::Alloca) | (Kind::Int(_), Kind::Alloca)
+                if *x != Kind::Int(Some(0)) =>
+            {
+                Err(Untranslatable::Value {
+                    pc,
+                    what: "a string compare of two strings read at the probe, the right one in \
+                           alloca() memory"
+                        .into(),
+                })
+            }
+            _ => Ok(()),
+        }
+    }
+}

@@ -1,0 +1,428 @@
+//! `alloca()`, the loads and stores through its pointers, `bcopy()`, `copyinto()` and its
+//! memory as a string, run as a clause's DIF objects in order both ways: each object's value
+//! (the interpreter's recorded value, or its string) and the first fault must agree.
+
+use super::*;
+
+/// Where [`AllocaProbe`] keeps the alloca area: after the strings, in the emulator's scratch.
+const AREA_AT: u64 = 2048;
+/// Its size.
+const AREA_SIZE: u32 = 1024;
+/// The stack slot of the bytes allocated so far (above [`FRAME`]).
+const TOP_AT: i16 = -8;
+
+/// [`Probe`] with clause-locals in stack slots (as [`ArrayProbe`]'s) and an alloca area.
+struct AllocaProbe {
+    p: Probe,
+    locals: Vec<u32>,
+    limit: u64,
+}
+
+impl ProbeContext for AllocaProbe {
+    fn emit_builtin(&self, a: &mut Asm, b: Builtin) -> Result<(), String> {
+        self.p.emit_builtin(a, b)
+    }
+
+    fn emit_execname(&self, a: &mut Asm, at: i16) -> Result<(), String> {
+        self.p.emit_execname(a, at)
+    }
+
+    fn names(&self) -> &ProbeNames {
+        self.p.names()
+    }
+
+    fn emit_string_scratch(&self, a: &mut Asm, offset: usize, len: usize) -> Result<(), String> {
+        if offset + len > AREA_AT as usize {
+            return Err("out of string scratch".into());
+        }
+        self.p.emit_string_scratch(a, offset, len)
+    }
+
+    fn emit_local_load(&self, a: &mut Asm, var: u32) -> Result<(), String> {
+        a.load(Size::DW, R0, R10, local_slot(var)?);
+        Ok(())
+    }
+
+    fn emit_local_store(&self, a: &mut Asm, var: u32, value_at: i16) -> Result<(), String> {
+        a.load(Size::DW, R1, R10, value_at)
+            .store(Size::DW, R10, local_slot(var)?, R1);
+        Ok(())
+    }
+
+    fn alloca_area(&self) -> Result<AllocaArea, String> {
+        Ok(AllocaArea {
+            top_at: TOP_AT,
+            size: AREA_SIZE,
+            limit: self.limit,
+        })
+    }
+
+    fn emit_alloca_base(&self, a: &mut Asm) -> Result<(), String> {
+        a.mov_imm(R1, -1).mov_imm(R2, -1);
+        a.ld_imm64(R0, SCRATCH_ADDR + AREA_AT);
+        Ok(())
+    }
+
+    fn local_holds_alloca(&self, var: u32) -> bool {
+        self.locals.contains(&var)
+    }
+}
+
+/// What one DIF object of a clause gave: its recorded value, its string, or a fault (kind,
+/// instruction, address).
+#[derive(Debug, PartialEq, Eq)]
+enum Outcome {
+    Int(u64),
+    Str(Vec<u8>),
+    Fault(u32, u32, u64),
+}
+
+/// The DIF objects of the first clause of `src`: its predicate, then its actions'.
+fn clause_objects(src: &str) -> Vec<DifObject> {
+    let p = dtrace_compiler::compile(src, &dtrace_compiler::CompileOptions::default())
+        .unwrap_or_else(|e| panic!("{src}: {e:?}"));
+    let e = &p.ecbs[0];
+    e.predicate
+        .iter()
+        .cloned()
+        .chain(e.actions.iter().filter_map(|a| a.difo.clone()))
+        .collect()
+}
+
+/// The interpreter's outcomes, object by object, up to the first fault.
+fn interpreted(objs: &[DifObject], p: &Probe, limit: u64) -> Vec<Outcome> {
+    let (mut ctx, mut mem) = fake_env(p);
+    let mut state = VarState::new(VmOptions {
+        scratch_size: limit as usize,
+        ..VmOptions::default()
+    });
+    let mut m = Machine::new();
+    m.begin_firing();
+    m.begin_clause();
+    let mut out = Vec::new();
+    for o in objs {
+        match m.run(o, &mut state, &mut ctx, &mut mem) {
+            // A string is read as the action records it: a fault there is the expression's
+            // last instruction's.
+            Ok(v) if o.rtype.is_string() => match m.read_string_result(o, &mut mem, v) {
+                Ok(s) => out.push(Outcome::Str(s)),
+                Err(f) => {
+                    let last = o.text.len() as u32 - 1;
+                    out.push(Outcome::Fault(f.kind.code(), last, f.addr));
+                    break;
+                }
+            },
+            Ok(v) => out.push(Outcome::Int(m.export_value(v))),
+            Err(f) => {
+                out.push(Outcome::Fault(f.kind.code(), f.pc, f.addr));
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// The translated objects' outcomes: for each object, the objects up to it run in one program
+/// (the alloca top and the clause-locals zeroed first, as at a clause's start).
+fn translated(objs: &[DifObject], ctx: &AllocaProbe) -> Vec<Outcome> {
+    let frags = objs
+        .iter()
+        .map(|o| translate_value(o, ctx, 257, FRAME).unwrap_or_else(|e| panic!("{e}")))
+        .collect::<Vec<_>>();
+    let mut out = Vec::new();
+    for i in 0..frags.len() {
+        let mut a = Asm::new();
+        a.store_imm(Size::DW, R10, TOP_AT, 0);
+        for v in 0..16 {
+            a.store_imm(Size::DW, R10, local_slot(0x500 + v).unwrap(), 0);
+        }
+        let stop = a.label();
+        for f in &frags[..i] {
+            f.fragment.emit(&mut a);
+            // Stops at a fault (its word set), not at a value of 2.
+            a.load(Size::DW, R1, R10, FRAME.fault_at());
+            a.jmp_imm(op::JNE, R1, 0, stop);
+        }
+        frags[i].fragment.emit(&mut a);
+        a.bind(stop);
+        let insns = a.finish().unwrap();
+        assert_reachable(&frags[i].fragment.insns);
+        let (r0, stack, scratch) = emulate_all(&insns, &ctx.p);
+        // A fault leaves FAULTED and its word (a value of 2 leaves no word).
+        if let (true, Some((k, pc, addr))) = (r0 == FAULTED as u64, frame_fault(&stack)) {
+            out.push(Outcome::Fault(k, pc, addr));
+            break;
+        }
+        out.push(match frags[i].kind {
+            ValueKind::Scratch => {
+                let at = (r0 - SCRATCH_ADDR) as usize;
+                let s = &scratch[at..];
+                Outcome::Str(s[..s.iter().position(|&c| c == 0).unwrap()].to_vec())
+            }
+            _ => Outcome::Int(r0),
+        });
+    }
+    out
+}
+
+/// Runs the clause `body` at `syscall::write:entry` both ways and checks that they agree; the
+/// outcomes.
+fn agree_clause(body: &str, p: &Probe, limit: u64) -> Vec<Outcome> {
+    let src = format!("#pragma D option scratchsize={limit}\nsyscall::write:entry {{ {body} }}");
+    let objs = clause_objects(&src);
+    let ctx = AllocaProbe {
+        p: clone_probe(p),
+        locals: alloca_locals(&objs),
+        limit,
+    };
+    let want = interpreted(&objs, p, limit);
+    assert_eq!(translated(&objs, &ctx), want, "{body}");
+    want
+}
+
+fn clone_probe(p: &Probe) -> Probe {
+    Probe {
+        args: p.args.clone(),
+        pid: p.pid,
+        tid: p.tid,
+        uid: p.uid,
+        execname: p.execname.clone(),
+        names: p.names.clone(),
+        kernel: p.kernel.clone(),
+        user: p.user.clone(),
+    }
+}
+
+/// A probe whose `arg0` is the kernel bytes' address and `arg1` the user string's.
+fn memory_probe() -> Probe {
+    let mut p = Probe::new();
+    p.args[0] = 0xffff_8000_0000_1000;
+    p.args[1] = 0x7fff_0000_1000;
+    p.kernel
+        .push((0xffff_8000_0000_2000, b"kernel\0string".to_vec()));
+    p
+}
+
+#[test]
+fn alloca_memory_is_zeroed_and_its_pointer_recorded_as_the_interpreters() {
+    let p = memory_probe();
+    let out = agree_clause(
+        "this->p = (char *)alloca(3); this->q = (char *)alloca(12); trace(this->p); \
+         trace(this->q); trace(this->q - this->p); trace(*(uint64_t *)this->q); \
+         trace(this->q[11]); trace(this->p != NULL);",
+        &p,
+        1 << 20,
+    );
+    assert_eq!(out[2], Outcome::Int(8), "the first alloca() is 8: {out:?}");
+    assert_eq!(out[3], Outcome::Int(16), "{out:?}");
+    assert_eq!(out[5], Outcome::Int(0), "zeroed: {out:?}");
+}
+
+#[test]
+fn stores_and_loads_through_alloca_pointers_at_constant_and_computed_offsets() {
+    let p = memory_probe();
+    for body in [
+        "this->p = (int *)alloca(16); this->p[1] = -5; this->p[3] = 7; trace(this->p[1]); \
+         trace(this->p[3]); trace(this->p[0]);",
+        "this->p = (char *)alloca(16); this->p[arg3] = 200; trace(this->p[arg3]); \
+         trace(((unsigned char *)this->p)[arg3]); trace(*(short *)(this->p + 6));",
+        "this->p = (uint64_t *)alloca(8); *this->p = arg1; trace(*this->p); \
+         trace(*(int *)(this->p));",
+    ] {
+        agree_clause(body, &p, 1 << 20);
+    }
+}
+
+#[test]
+fn accesses_outside_the_allocation_fault_as_the_interpreters() {
+    let p = memory_probe();
+    for body in [
+        // Past the top: an invalid address (the interpreter's); running past it: its size.
+        "this->p = (char *)alloca(5); trace(this->p[arg3]);",
+        "this->p = (char *)alloca(5); trace(*(int *)(this->p + 4));",
+        "this->p = (char *)alloca(16); trace(*(int *)(this->p + 14));",
+        "this->p = (char *)alloca(5); this->p[arg3] = 1;",
+        "this->p = (char *)alloca(16); *(int *)(this->p + 14) = 1;",
+        // Misaligned: the load checks alignment first, the store last.
+        "this->p = (char *)alloca(16); trace(*(int *)(this->p + 2));",
+        "this->p = (char *)alloca(16); *(int *)(this->p + 2) = 1;",
+        "this->p = (char *)alloca(16); *(int *)(this->p + 15) = 1;",
+        // Below the area, and a pointer never stored (NULL).
+        "this->p = (char *)alloca(16); trace(*(this->p - 9));",
+        "this->p = (char *)alloca(16); trace(*(this->p - arg0));",
+        "this->q = (char *)alloca(4); this->p = this->q; trace(this->p[2]);",
+    ] {
+        let out = agree_clause(body, &p, 1 << 20);
+        assert!(
+            body.contains("trace(this->p[2])") || matches!(out.last(), Some(Outcome::Fault(..))),
+            "{body}: {out:?}"
+        );
+    }
+}
+
+#[test]
+fn alloca_past_scratchsize_is_out_of_scratch_space() {
+    let p = memory_probe();
+    let out = agree_clause(
+        "this->p = (char *)alloca(40); this->q = (char *)alloca(30); trace(this->q);",
+        &p,
+        64,
+    );
+    assert!(
+        matches!(out.last(), Some(Outcome::Fault(k, _, 0)) if *k == FaultKind::NoScratch.code())
+    );
+}
+
+#[test]
+fn bcopy_copyinto_and_the_string_of_alloca_memory() {
+    let p = memory_probe();
+    for body in [
+        "this->p = (char *)alloca(16); bcopy((void *)0xffff800000002000, this->p, 6); \
+         trace(stringof(this->p)); trace(this->p[5]);",
+        "this->p = (char *)alloca(16); bcopy((void *)0xffff800000002000, this->p, 13); \
+         trace(stringof(this->p + 7));",
+        // No NUL before the end of the allocation: the string stops there.
+        "this->p = (char *)alloca(4); bcopy((void *)0xffff800000002000, this->p, 4); \
+         trace(stringof(this->p)); trace(stringof(this->p + 2));",
+        "this->p = (char *)alloca(8); copyinto(arg1, 5, this->p); trace(stringof(this->p));",
+        "this->p = (char *)alloca(16); copyinto(arg1, 11, this->p); \
+         printf(\"%s %s\", stringof(this->p), stringof(this->p + 6));",
+        // Faults: a source that cannot be read, a destination too small or not allocated.
+        "this->p = (char *)alloca(16); bcopy((void *)0xffff800000009000, this->p, 6);",
+        "this->p = (char *)alloca(4); bcopy((void *)0xffff800000002000, this->p, 6);",
+        "this->p = (char *)alloca(4); copyinto(arg1, 8, this->p);",
+        "this->p = (char *)alloca(16); copyinto(arg1 + 4096, 8, this->p);",
+        "this->p = (char *)alloca(4); trace(stringof(this->p + 4));",
+    ] {
+        agree_clause(body, &p, 1 << 20);
+    }
+}
+
+#[test]
+fn what_the_translator_does_not_follow_stays_in_dtrace_with_a_reason() {
+    let p = memory_probe();
+    for (body, why) in [
+        (
+            "this->p = (char *)alloca(arg3); trace(this->p);",
+            "computed at run time",
+        ),
+        (
+            "this->p = (char *)alloca(8); this->q = (char *)alloca(8); bcopy(this->p, this->q, 4);",
+            "a copy from alloca() memory",
+        ),
+        (
+            "self->p = (char *)alloca(8);",
+            "stored in self->p (only a this-> variable",
+        ),
+        (
+            "p = (char *)alloca(8);",
+            "stored in p (only a this-> variable",
+        ),
+        (
+            "this->p = (char *)alloca(8); bcopy(\"abc\", this->p, 4);",
+            "a source other than an address of kernel memory",
+        ),
+        ("this->p = (char *)alloca(2048);", "more than the kernel's"),
+    ] {
+        let src = format!("syscall::write:entry {{ {body} }}");
+        let objs = clause_objects(&src);
+        let ctx = AllocaProbe {
+            p: clone_probe(&p),
+            locals: alloca_locals(&objs),
+            limit: 1 << 20,
+        };
+        let errs: Vec<String> = objs
+            .iter()
+            .filter_map(|o| translate_value(o, &ctx, 257, FRAME).err())
+            .map(|e| e.to_string())
+            .collect();
+        assert!(errs.iter().any(|e| e.contains(why)), "{body}: {errs:?}");
+    }
+    // Without an area (the default context), alloca() stays in dtrace.
+    let objs = clause_objects("syscall::write:entry { this->p = alloca(8); }");
+    let e = translate_value(&objs[0], &p, 257, FRAME).unwrap_err();
+    assert!(e.to_string().contains("alloca() runs in dtrace"), "{e}");
+}
+
+#[test]
+fn inet_text_of_alloca_memory() {
+    let p = memory_probe();
+    for body in [
+        "this->p = (char *)alloca(16); bcopy((void *)0xffff800000001000, this->p, 16); \
+         trace(inet_ntoa((ipaddr_t *)this->p)); trace(inet_ntop(AF_INET6, (void *)this->p)); \
+         trace(inet_ntoa6((void *)(this->p)));",
+        "this->p = (char *)alloca(8); this->p[3] = 9; \
+         trace(inet_ntop(AF_INET, (void *)(this->p + 4 * arg3 - 28)));",
+        // Past the allocation: its size, or its address.
+        "this->p = (char *)alloca(8); trace(inet_ntop(AF_INET6, (void *)this->p));",
+        "this->p = (char *)alloca(8); trace(inet_ntoa((ipaddr_t *)(this->p + 8)));",
+    ] {
+        agree_clause(body, &p, 1 << 20);
+    }
+}
+
+#[test]
+fn a_clause_that_allocates_names_the_this_variables_it_reads_from_other_clauses() {
+    let objs =
+        |body: &str| clause_objects(&format!("this char *p; syscall::write:entry {{ {body} }}"));
+    let foreign = |body: &str| foreign_local_in_allocating_clause(&objs(body));
+    assert_eq!(
+        foreign("this->q = (char *)alloca(4); this->q[0] = this->p[1];"),
+        Some("this->p".into())
+    );
+    // Its own variables, and a clause that does not allocate.
+    assert_eq!(
+        foreign("this->n = 3; this->q = (char *)alloca(4); this->q[0] = this->n;"),
+        None
+    );
+    assert_eq!(foreign("trace(this->p[1]);"), None);
+    // Pointers moved or offset into another variable hold alloca() memory too; integers not.
+    assert_eq!(
+        alloca_locals(&objs(
+            "this->q = (char *)alloca(8); this->r = this->q + 2; this->n = 1;"
+        ))
+        .len(),
+        2
+    );
+}
+
+#[test]
+fn a_fragment_returning_an_alloca_pointer_says_so() {
+    let src = "syscall::write:entry { this->p = (char *)alloca(8); trace(this->p); \
+               trace(*this->p); trace(this->p - this->p); }";
+    let objs = clause_objects(src);
+    let ctx = AllocaProbe {
+        p: Probe::new(),
+        locals: alloca_locals(&objs),
+        limit: 1 << 20,
+    };
+    let flags: Vec<bool> = objs
+        .iter()
+        .map(|o| {
+            translate_value(o, &ctx, 257, FRAME)
+                .unwrap()
+                .fragment
+                .alloca_value
+        })
+        .collect();
+    // The store's value is the pointer too.
+    assert_eq!(flags, [true, true, false, false]);
+}
+
+#[test]
+fn strings_in_alloca_memory_compare_and_go_to_string_functions() {
+    let p = memory_probe();
+    for body in [
+        "this->p = (char *)alloca(8); this->p[0] = 'h'; this->p[1] = 'i'; \
+         trace(stringof(this->p) == \"hi\"); trace(\"hi\" == stringof(this->p)); \
+         trace(stringof(this->p) < \"ha\"); trace(strlen(stringof(this->p)));",
+        "this->p = (char *)alloca(4); bcopy((void *)0xffff800000002000, this->p, 4); \
+         trace(strlen(stringof(this->p))); trace(stringof(this->p) == \"kern\"); \
+         trace(strjoin(stringof(this->p), \"!\"));",
+        // Past the allocation: the compare's, and the push's, fault.
+        "this->p = (char *)alloca(4); trace(stringof(this->p + 4) == \"\");",
+        "this->p = (char *)alloca(4); trace(strlen(stringof(this->p + 4)));",
+    ] {
+        agree_clause(body, &p, 1 << 20);
+    }
+}
