@@ -343,15 +343,7 @@ fn check_macro_args(ast: &ast::Program, opts: &CompileOptions) -> CResult<()> {
 /// Destructive actions not allowed`); consumers call this before starting.
 pub fn destructive(p: &Program) -> bool {
     use dtrace_dif::subr::Subr;
-    let calls_destructive = |o: &dtrace_dif::DifObject| {
-        o.text.iter().any(|w| {
-            matches!(
-                dtrace_dif::Instr::decode(*w),
-                Ok(dtrace_dif::Instr::Call { subr, .. })
-                    if subr == Subr::Copyout as u16 || subr == Subr::Copyoutstr as u16
-            )
-        })
-    };
+    let calls_destructive = |o: &dtrace_dif::DifObject| o.subrs_called().any(Subr::is_destructive);
     p.ecbs.iter().any(|e| {
         e.predicate.as_ref().is_some_and(calls_destructive)
             || e.actions

@@ -135,6 +135,18 @@ pub struct DifObject {
 }
 
 impl DifObject {
+    /// The subroutines the object's code calls, once per `call` instruction, in code order
+    /// (words that do not decode, and unknown subroutine numbers, are skipped: the verifier
+    /// refuses those).
+    pub fn subrs_called(&self) -> impl Iterator<Item = crate::subr::Subr> + '_ {
+        self.text
+            .iter()
+            .filter_map(|w| match crate::instr::Instr::decode(*w) {
+                Ok(crate::instr::Instr::Call { subr, .. }) => crate::subr::Subr::from_u16(subr),
+                _ => None,
+            })
+    }
+
     /// The NUL-terminated string at `offset` in the string table, if it is there and terminated.
     pub fn string_at(&self, offset: usize) -> Option<&[u8]> {
         let rest = self.strtab.get(offset..)?;

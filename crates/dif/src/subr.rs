@@ -29,6 +29,14 @@ macro_rules! subrs {
     };
 }
 
+impl Subr {
+    /// Whether the subroutine writes into the traced process's memory (`copyout`,
+    /// `copyoutstr`): a program calling it is destructive (it needs `-w`).
+    pub fn is_destructive(self) -> bool {
+        matches!(self, Subr::Copyout | Subr::Copyoutstr)
+    }
+}
+
 subrs! {
     Rand = 0, "rand";
     MutexOwned = 1, "mutex_owned";

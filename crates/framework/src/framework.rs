@@ -279,10 +279,7 @@ pub struct Framework {
 /// Whether a DIF object calls a destructive subroutine (`copyout`, `copyoutstr`): it writes into
 /// the traced process's memory.
 pub fn calls_destructive(d: &DifObject) -> bool {
-    d.text.iter().any(|&w| {
-        matches!(Instr::decode(w), Ok(Instr::Call { subr, .. })
-            if subr == Subr::Copyout as u16 || subr == Subr::Copyoutstr as u16)
-    })
+    d.subrs_called().any(Subr::is_destructive)
 }
 
 /// Whether running a DIF object changes anything beyond its result: it stores to a variable
@@ -296,9 +293,7 @@ pub fn has_side_effects(d: &DifObject) -> bool {
     d.text.iter().any(|&w| match Instr::decode(w) {
         Ok(Instr::Store { .. } | Instr::StoreVar { .. }) => true,
         Ok(Instr::Call { subr, .. }) => {
-            subr == Subr::Speculation as u16
-                || subr == Subr::Copyout as u16
-                || subr == Subr::Copyoutstr as u16
+            Subr::from_u16(subr).is_some_and(|s| s == Subr::Speculation || s.is_destructive())
         }
         _ => false,
     })

@@ -98,9 +98,9 @@ pub fn foreign_local_in_allocating_clause<'o>(
         objs.iter()
             .flat_map(|o| o.text.iter().map(move |w| (*o, Instr::decode(*w).ok())))
     };
-    let allocates = code().any(|(_, i)| {
-        matches!(i, Some(Instr::Call { subr, .. }) if Subr::from_u16(subr) == Some(Subr::Alloca))
-    });
+    let allocates = objs
+        .iter()
+        .any(|o| o.subrs_called().any(|s| s == Subr::Alloca));
     if !allocates {
         return None;
     }

@@ -273,12 +273,9 @@ fn calls_alloca(c: &KernelAggClause) -> bool {
 
 /// Whether clause `c` calls subroutine `which`.
 fn calls(c: &KernelAggClause, which: dtrace_dif::subr::Subr) -> bool {
-    use dtrace_dif::instr::Instr;
-    use dtrace_dif::subr::Subr;
-    clause_objects(c).flat_map(|o| &o.text).any(|w| {
-        matches!(Instr::decode(*w), Ok(Instr::Call { subr, .. })
-            if Subr::from_u16(subr) == Some(which))
-    })
+    clause_objects(c)
+        .flat_map(DifObject::subrs_called)
+        .any(|s| s == which)
 }
 
 /// The DIF objects of clause `c`.

@@ -692,16 +692,30 @@ pub fn runs_whole(
 pub const COPYINSTR_AT_PROBE: &str = "; copyinstr() reads at the probe, where a string on a \
     page not yet read in faults, as in DTrace";
 
+/// What `-v` adds to the variables of a clause kept whole in the kernel that reads user memory
+/// (`copyin()`, `copyinto()`, `copyinstr()`): like a string, the bytes are read at the probe,
+/// where a page not yet read in faults, as in DTrace (dtrace's own capture retries a syscall
+/// entry's copies at its return; a clause run whole at the probe does not wait for it).
+pub fn reads_at_probe_note(e: &EcbDesc) -> Option<&'static str> {
+    use dtrace_dif::subr::Subr;
+    let copies = subr_calls(e).any(|s| matches!(s, Subr::Copyin | Subr::Copyinto));
+    match (copies, calls_copyinstr(e)) {
+        (false, false) => None,
+        (false, true) => Some(COPYINSTR_AT_PROBE),
+        (true, false) => Some(
+            "; copyin() reads at the probe, where memory on a page not yet read in faults, \
+             as in DTrace",
+        ),
+        (true, true) => Some(
+            "; copyin() and copyinstr() read at the probe, where memory on a page not yet read \
+             in faults, as in DTrace",
+        ),
+    }
+}
+
 /// The subroutines clause `e`'s code calls, once per call site.
 fn subr_calls(e: &EcbDesc) -> impl Iterator<Item = dtrace_dif::subr::Subr> + '_ {
-    use dtrace_dif::instr::Instr;
-    use dtrace_dif::subr::Subr;
-    clause_objects(e)
-        .flat_map(|o| &o.text)
-        .filter_map(|w| match Instr::decode(*w) {
-            Ok(Instr::Call { subr, .. }) => Subr::from_u16(subr),
-            _ => None,
-        })
+    clause_objects(e).flat_map(DifObject::subrs_called)
 }
 
 /// Whether clause `e` calls `copyinstr()`.

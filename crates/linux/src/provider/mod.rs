@@ -273,7 +273,7 @@ impl ClauseKernel {
             None => {}
             Some(Ok(names)) => {
                 let mut line = placement("runs whole", self.aggs_in_kernel, &self.aggs_in_dtrace);
-                // A note after the names (`kvars::COPYINSTR_AT_PROBE`) follows them.
+                // A note after the names (`kvars::reads_at_probe_note`) follows them.
                 let (names, note) = names.split_once("; ").unwrap_or((names, ""));
                 let sep = if note.is_empty() { "" } else { "; " };
                 line.push_str(&format!(
@@ -1140,8 +1140,8 @@ impl Shared {
         for (program, base) in &self.planned {
             for (k, e) in program.ecbs.iter().enumerate() {
                 if let Some(Some(Ok(names))) = self.placement.clauses.get_mut(base + k) {
-                    if kvars::calls_copyinstr(e) {
-                        names.push_str(kvars::COPYINSTR_AT_PROBE);
+                    if let Some(note) = kvars::reads_at_probe_note(e) {
+                        names.push_str(note);
                     }
                 }
             }

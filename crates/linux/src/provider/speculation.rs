@@ -19,17 +19,13 @@ pub const SPECULATIONS: &str = "speculations";
 /// Whether clause `e` uses speculations: calls `speculation()`, or `speculate()`, `commit()` or
 /// `discard()`.
 pub fn uses_speculations(e: &EcbDesc) -> bool {
-    use dtrace_dif::instr::Instr;
     use dtrace_dif::subr::Subr;
     let calls = e
         .predicate
         .iter()
         .chain(e.actions.iter().filter_map(|a| a.difo.as_ref()))
-        .flat_map(|o| &o.text)
-        .any(|w| {
-            matches!(Instr::decode(*w), Ok(Instr::Call { subr, .. })
-                if Subr::from_u16(subr) == Some(Subr::Speculation))
-        });
+        .flat_map(|o| o.subrs_called())
+        .any(|s| s == Subr::Speculation);
     calls
         || e.actions.iter().any(|a| {
             matches!(
