@@ -770,11 +770,12 @@ impl Handle {
         // what printa() shows is as fresh as the records it comes with, unless `aggrate` was
         // set: then, as DTrace's, a snapshot is taken with the buffers read once `aggrate` has
         // passed (printa() shows the last one), and with the next read after BEGIN's records.
+        // The last read once tracing stopped is no exception (DTrace's dtrace_work() takes its
+        // rate-limited snapshot then too): the printa() of the firing that called exit() shows
+        // the snapshot its earlier ones showed, however soon the stop was noticed.
         let stopped = self.state == State::Stopped;
         let consume = stopped || self.is_due(self.last_switch, "switchrate");
-        if !self.aggrate_explicit()
-            || (consume && (stopped || self.is_due(self.last_agg, "aggrate")))
-        {
+        if !self.aggrate_explicit() || (consume && self.is_due(self.last_agg, "aggrate")) {
             self.aggregate_snap()?;
         }
         if consume {
