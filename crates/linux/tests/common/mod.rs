@@ -28,9 +28,16 @@ pub fn gcc_ok(test: &str) -> bool {
     dtrace_testkit::skip_unless(dtrace_testkit::have_program("gcc"), test, "needs gcc")
 }
 
-/// Compiles `src` into an executable named `name` in a per-test temporary directory.
+/// Compiles `src` into an executable named `name` in a temporary directory of its own: tests of
+/// one binary run in parallel, and two compiling the same program into one path raced (gcc
+/// rewriting the file while the other test executed it: "Permission denied").
 pub fn compile(name: &str, src: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("dtrace-linux-test-{}-{name}", std::process::id()));
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!(
+        "dtrace-linux-test-{}-{n}-{name}",
+        std::process::id()
+    ));
     dtrace_testkit::compile_c(
         dtrace_testkit::CSource::Text(src),
         &dir.join(name),
