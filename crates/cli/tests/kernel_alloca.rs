@@ -7,13 +7,10 @@
 mod common;
 use common::{kernel_ok, same_with_kernel_paths_off};
 
-/// Four writes of 300 bytes to /dev/null by the traced `dd`.
-const DD: &str = "dd if=/dev/zero of=/dev/null bs=300 count=4 status=none";
+use common::DD_WRITES as DD;
 
 fn ready(t: &str) -> bool {
-    kernel_ok(t)
-        && common::have_btf(t)
-        && dtrace_testkit::skip_unless(dtrace_testkit::have_program("dd"), t, "no dd")
+    kernel_ok(t) && common::have_btf(t) && common::have_dd(t)
 }
 
 #[test]

@@ -6,14 +6,12 @@
 mod common;
 use common::{kernel_ok, same_with_kernel_paths_off};
 
-/// Four writes of 300 bytes to /dev/null by the traced `dd`.
-const DD: &str = "dd if=/dev/zero of=/dev/null bs=300 count=4 status=none";
+use common::DD_WRITES as DD;
 
 #[test]
 fn byte_order_and_rand_run_at_the_probe_as_in_dtrace() {
     let t = "byte_order_and_rand_run_at_the_probe_as_in_dtrace";
-    if !kernel_ok(t) || !dtrace_testkit::skip_unless(dtrace_testkit::have_program("dd"), t, "no dd")
-    {
+    if !kernel_ok(t) || !common::have_dd(t) {
         return;
     }
     let out = same_with_kernel_paths_off(
@@ -44,10 +42,7 @@ fn byte_order_and_rand_run_at_the_probe_as_in_dtrace() {
 #[test]
 fn progenyof_runs_at_the_probe_as_in_dtrace() {
     let t = "progenyof_runs_at_the_probe_as_in_dtrace";
-    if !kernel_ok(t)
-        || !common::have_btf(t)
-        || !dtrace_testkit::skip_unless(dtrace_testkit::have_program("dd"), t, "no dd")
-    {
+    if !kernel_ok(t) || !common::have_btf(t) || !common::have_dd(t) {
         return;
     }
     // dd is dtrace's child (-c): the progeny of dtrace ($pid), of itself and of init, not of a

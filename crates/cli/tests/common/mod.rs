@@ -20,6 +20,14 @@ pub fn kernel_ok(test: &str) -> bool {
         )
 }
 
+/// Four writes of 300 bytes to /dev/null, the traced program of the subroutine tests.
+pub const DD_WRITES: &str = "dd if=/dev/zero of=/dev/null bs=300 count=4 status=none";
+
+/// Whether `dd` (of [`DD_WRITES`]) is there; prints SKIP (or fails as [`kernel_ok`]) if not.
+pub fn have_dd(test: &str) -> bool {
+    dtrace_testkit::skip_unless(dtrace_testkit::have_program("dd"), test, "no dd")
+}
+
 /// Whether the kernel publishes its BTF (the kernel's types for `curthread->...`).
 pub fn have_btf(test: &str) -> bool {
     dtrace_testkit::skip_unless(
