@@ -507,10 +507,7 @@ impl Translator<'_> {
     /// interpreter reads it): its address in R1. Keeps the slot's address in the fault
     /// address's slot meanwhile.
     pub(super) fn alloca_string(&mut self, pc: usize, r: u8) -> Result<(), Untranslatable> {
-        let refused = |why: String| Untranslatable::Value {
-            pc,
-            what: format!("a string in alloca() memory: {why}"),
-        };
+        let refused = super::refusal(pc, "a string in alloca() memory");
         let (_, most32) = self.string_bound().map_err(refused)?;
         let at = self.frame.fault_addr_at();
         // The slot first, then the checks (R1, R5).

@@ -53,10 +53,7 @@ impl Translator<'_> {
         s: &mut State,
         rd: u8,
     ) -> Result<(), Untranslatable> {
-        let refused = |why: String| Untranslatable::Value {
-            pc,
-            what: format!("copyinstr(): {why}"),
-        };
+        let refused = super::refusal(pc, "copyinstr()");
         self.ctx.reads_user_memory().map_err(refused)?;
         let args = self.int_args(pc, s)?;
         if args.is_empty() || args.len() > 2 {
@@ -151,10 +148,7 @@ impl Translator<'_> {
         let no_scratch = self.fault_site(pc, FaultKind::NoScratch, FaultAddr::Zero);
         // A Stored fault site: the clause copies a string in, as the planner sees it.
         let bad = self.fault_site(pc, FaultKind::BadAddr, FaultAddr::Stored);
-        let refused = |why: String| Untranslatable::Value {
-            pc,
-            what: format!("copyinstr(): {why}"),
-        };
+        let refused = super::refusal(pc, "copyinstr()");
         let (a, at) = (&mut self.a, self.frame.fault_addr_at());
         let read = a.label();
         a.load(Size::DW, R3, R10, args[0]);
@@ -200,10 +194,7 @@ impl Translator<'_> {
         s: &mut State,
         rd: u8,
     ) -> Result<(), Untranslatable> {
-        let refused = |why: String| Untranslatable::Value {
-            pc,
-            what: format!("copyin(): {why}"),
-        };
+        let refused = super::refusal(pc, "copyin()");
         self.ctx.reads_user_memory().map_err(refused)?;
         let args = self.int_args(pc, s)?;
         if args.len() != 2 {
@@ -269,10 +260,7 @@ impl Translator<'_> {
         rd: u8,
         args: &[i16],
     ) -> Result<(), Untranslatable> {
-        let refused = |why: String| Untranslatable::Value {
-            pc,
-            what: format!("copyin(): a size known only at the probe: {why}"),
-        };
+        let refused = super::refusal(pc, "copyin(): a size known only at the probe");
         let most = self.ctx.copy_scratch().map_err(refused)?;
         if most > MAX_SIZED_COPYIN {
             return Err(refused(format!(
@@ -368,10 +356,7 @@ impl Translator<'_> {
         rd: u8,
         n: u32,
     ) -> Result<(), Untranslatable> {
-        let refused = |why: String| Untranslatable::Value {
-            pc,
-            what: format!("copyin()'s copy as a string: {why}"),
-        };
+        let refused = super::refusal(pc, "copyin()'s copy as a string");
         self.ctx.copy_scratch().map_err(refused)?;
         let (chars, _) = self.string_bound().map_err(refused)?;
         let len = chars.min(n as usize) as i32 + 1;

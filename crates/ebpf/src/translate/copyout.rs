@@ -30,10 +30,8 @@ impl Translator<'_> {
         rd: u8,
     ) -> Result<(), Untranslatable> {
         let name = which.name();
-        let refused = |why: String| Untranslatable::Value {
-            pc,
-            what: format!("{name}(): {why}"),
-        };
+        let named = format!("{name}()");
+        let refused = super::refusal(pc, &named);
         self.ctx.reads_user_memory().map_err(refused)?;
         self.ctx.writes_user_memory().map_err(refused)?;
         let pushed = s.tuple.clone().ok_or_else(|| Untranslatable::Value {

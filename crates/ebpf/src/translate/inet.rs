@@ -63,10 +63,8 @@ impl Translator<'_> {
         rd: u8,
     ) -> Result<(), Untranslatable> {
         let name = which.name();
-        let refused = |why: String| Untranslatable::Value {
-            pc,
-            what: format!("{name}(): {why}"),
-        };
+        let named = format!("{name}()");
+        let refused = super::refusal(pc, &named);
         // The address may be an alloca() pointer (see `alloca`).
         let (args, pointer) = self.args_with_alloca(pc, s)?;
         let constant = |i: usize| match s.tuple.as_deref().and_then(|t| t.get(i)) {

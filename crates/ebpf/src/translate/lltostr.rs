@@ -36,10 +36,7 @@ impl Translator<'_> {
         s: &mut State,
         rd: u8,
     ) -> Result<(), Untranslatable> {
-        let refused = |why: String| Untranslatable::Value {
-            pc,
-            what: format!("lltostr(): {why}"),
-        };
+        let refused = super::refusal(pc, "lltostr()");
         let args = self.int_args(pc, s)?;
         let base = match (args.len(), s.tuple.as_deref()) {
             (1, _) => Base::Const(10),

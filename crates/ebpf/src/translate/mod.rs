@@ -548,6 +548,15 @@ pub enum FaultAddr {
     Frame(i16),
 }
 
+/// A refusal at DIF instruction `pc` whose text is `"{what}: {why}"` (`what` names the
+/// subroutine or value refused, as `"strtok()"`), for `map_err` at each reason the caller finds.
+fn refusal(pc: usize, what: &str) -> impl Fn(String) -> Untranslatable + Copy + '_ {
+    move |why| Untranslatable::Value {
+        pc,
+        what: format!("{what}: {why}"),
+    }
+}
+
 /// Why a DIF object cannot run in the kernel (yet): the clause keeps running in the interpreter.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum Untranslatable {

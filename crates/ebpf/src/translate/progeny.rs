@@ -28,10 +28,7 @@ impl Translator<'_> {
         s: &mut State,
         rd: u8,
     ) -> Result<(), Untranslatable> {
-        let refused = |why: String| Untranslatable::Value {
-            pc,
-            what: format!("progenyof(): {why}"),
-        };
+        let refused = super::refusal(pc, "progenyof()");
         let links = self.ctx.task_links().map_err(refused)?;
         let (parent, tgid) = match (i32::try_from(links.real_parent), i32::try_from(links.tgid)) {
             (Ok(p), Ok(t)) => (p, t),

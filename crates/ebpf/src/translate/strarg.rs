@@ -37,10 +37,8 @@ impl Translator<'_> {
         result_slots: usize,
         extra: usize,
     ) -> Result<Work, Untranslatable> {
-        let refused = |why: String| Untranslatable::Value {
-            pc,
-            what: format!("{name}(): {why}"),
-        };
+        let named = format!("{name}()");
+        let refused = super::refusal(pc, &named);
         let string = match s.tuple.as_deref() {
             Some([Pushed::Str(k)]) if super::strjoin::followed(k) => k.clone(),
             _ => return Err(refused("a string the translator does not follow".into())),

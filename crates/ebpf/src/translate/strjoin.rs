@@ -33,10 +33,7 @@ impl Translator<'_> {
                 })
             }
         };
-        let refused = |why: String| Untranslatable::Value {
-            pc,
-            what: format!("strjoin(): {why}"),
-        };
+        let refused = super::refusal(pc, "strjoin()");
         // D's strsize: the most characters the result holds.
         self.string_bound().map_err(refused)?;
         let width = super::string_scratch_width(self.strsize);

@@ -129,10 +129,8 @@ impl Translator<'_> {
         rd: u8,
     ) -> Result<(), Untranslatable> {
         let name = which.name();
-        let refused = |why: String| Untranslatable::Value {
-            pc,
-            what: format!("{name}(): {why}"),
-        };
+        let named = format!("{name}()");
+        let refused = super::refusal(pc, &named);
         let pushed = s.tuple.clone().unwrap_or_default();
         let most_args = if which == Subr::Strstr { 2 } else { 3 };
         let (hay, needle) = match pushed.as_slice() {
@@ -394,10 +392,8 @@ impl Translator<'_> {
         rd: u8,
     ) -> Result<(), Untranslatable> {
         let name = which.name();
-        let refused = |why: String| Untranslatable::Value {
-            pc,
-            what: format!("{name}(): {why}"),
-        };
+        let named = format!("{name}()");
+        let refused = super::refusal(pc, &named);
         let pushed = s.tuple.clone().unwrap_or_default();
         let (hay, c) = match pushed.as_slice() {
             [Pushed::Str(h), Pushed::Reg(r)] if super::strjoin::followed(h) => {

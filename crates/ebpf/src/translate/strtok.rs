@@ -78,10 +78,7 @@ impl Translator<'_> {
         s: &mut State,
         rd: u8,
     ) -> Result<(), Untranslatable> {
-        let refused = |why: String| Untranslatable::Value {
-            pc,
-            what: format!("strtok(): {why}"),
-        };
+        let refused = super::refusal(pc, "strtok()");
         let pushed = s.tuple.clone().unwrap_or_default();
         let (source, delims) = match pushed.as_slice() {
             [Pushed::Str(k), Pushed::Str(d)]

@@ -24,10 +24,7 @@ impl Translator<'_> {
         s: &mut State,
         rd: u8,
     ) -> Result<(), Untranslatable> {
-        let refused = |why: String| Untranslatable::Value {
-            pc,
-            what: format!("substr(): {why}"),
-        };
+        let refused = super::refusal(pc, "substr()");
         let pushed = s.tuple.clone().unwrap_or_default();
         let (string, ints) = match pushed.split_first() {
             Some((Pushed::Str(k), rest))
