@@ -195,6 +195,44 @@ fn exit_at_the_probe_stops_at_that_firing() {
 }
 
 #[test]
+fn the_consumers_actions_are_recorded_at_the_probe() {
+    let t = "the_consumers_actions_are_recorded_at_the_probe";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let w = common::sized_writer("krec-libact");
+    let cmd = format!("{} 6", w.display());
+    // clear(), normalize(), denormalize(), trunc() and setopt() record values (an aggregation's
+    // id, a factor, an option's name) the consumer acts on: built at the probe, with an exit() in
+    // the same clause, they leave the aggregating clause in the kernel too. (What trunc() and
+    // clear() find depends on when the kernel's counts were last drained, in DTrace too: the
+    // aggregations they act on here are BEGIN's, complete before.)
+    let script = "BEGIN { @t[1] = count(); @t[2] = count(); @t[2] = count(); @c = count(); } \
+        syscall::write:entry /pid == $target/ { @s = sum(arg2); @n = sum(arg2); } \
+        syscall::write:entry /pid == $target && arg2 == 74/ { normalize(@s, 3); \
+        normalize(@n, 2); denormalize(@n); trunc(@t, 1); clear(@c); setopt(\"aggsortrev\"); \
+        exit(0); }";
+    let out = same_both_ways(
+        script,
+        &[],
+        &cmd,
+        &[
+            (1, "aggregations run in the kernel at 1 probe"),
+            (
+                2,
+                "runs whole in the kernel at 1 probe (records built at the probe)",
+            ),
+        ],
+    );
+    // @s and @n as normalized and denormalized, @c cleared, @t cut to its largest, in the
+    // reverse of the usual order.
+    assert!(
+        out.ends_with("\n              111\n               37\n                0\n        2                2\n"),
+        "{out:?}"
+    );
+}
+
+#[test]
 fn exit_in_a_timer_clause_leaves_kernel_clauses_alone() {
     if !kernel_ok("exit_in_a_timer_clause_leaves_kernel_clauses_alone") {
         return;

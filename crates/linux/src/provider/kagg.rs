@@ -144,24 +144,33 @@ impl ClausePlan {
     }
 }
 
-/// Whether a data-recording action of kind `kind` can be built at the probe: `trace()`, the
-/// arguments of `printf()`-like actions (the value itself then decides, at translation: an
-/// integer, a string constant or `execname`) and `tracemem()` (the memory at an address).
-fn records_at_probe(kind: ActionKind) -> bool {
-    matches!(
-        kind,
+/// Whether data-recording action `a` can be built at the probe: `trace()`, the arguments of
+/// `printf()`-like actions (the value itself then decides, at translation), `tracemem()` (the
+/// memory at an address), `exit()`, signals, speculation actions and the consumer's actions but
+/// `print()`.
+fn records_at_probe(a: &dtrace_dif::program::ActionDesc) -> bool {
+    use dtrace_dif::program::{split_libact_arg, LibAction};
+    match a.kind {
         ActionKind::DifExpr
-            | ActionKind::Printf
-            | ActionKind::Exit
-            | ActionKind::Raise
-            | ActionKind::Stop
-            | ActionKind::Tracemem
-            | ActionKind::TracememDynsize
-            | ActionKind::Printa
-            | ActionKind::Speculate
-            | ActionKind::Commit
-            | ActionKind::Discard
-    )
+        | ActionKind::Printf
+        | ActionKind::Exit
+        | ActionKind::Raise
+        | ActionKind::Stop
+        | ActionKind::Tracemem
+        | ActionKind::TracememDynsize
+        | ActionKind::Printa
+        | ActionKind::Speculate
+        | ActionKind::Commit
+        | ActionKind::Discard => true,
+        // The consumer's actions (`clear()`, `trunc()`, `normalize()`, `setopt()`...) record
+        // values (an aggregation's id, a factor, an option's name) as `trace()` does; `print()`
+        // records the object its pointer points to, which is not read at the probe.
+        ActionKind::LibAct => {
+            let n = split_libact_arg(a.arg).0;
+            n != LibAction::Print as u32 && n != LibAction::PrintObject as u32
+        }
+        _ => false,
+    }
 }
 
 /// The probe arguments whose user strings clause `n`'s `copyinstr()` calls read, or why they are
@@ -365,7 +374,7 @@ pub fn plan_clause(
     let recording: Vec<usize> = (0..acts.len())
         .filter(|&i| !used[i] && !is_store(&acts[i]))
         .collect();
-    if let Some(&i) = recording.iter().find(|&&i| !records_at_probe(acts[i].kind)) {
+    if let Some(&i) = recording.iter().find(|&&i| !records_at_probe(&acts[i])) {
         return Err(format!(
             "{} is not yet built at the probe",
             action_name(acts[i].kind)
@@ -473,6 +482,7 @@ fn action_name(kind: ActionKind) -> String {
         K::Jstack => "jstack()".into(),
         K::Tracemem | K::TracememDynsize => "tracemem()".into(),
         K::Speculate | K::Commit | K::Discard => "a speculation action".into(),
+        K::LibAct => "print()".into(),
         other => format!("the {other:?} action"),
     }
 }
