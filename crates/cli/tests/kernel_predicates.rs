@@ -235,3 +235,36 @@ fn curthread_chains_and_ppid_in_kernel_predicates() {
         assert_eq!(kout, iout, "{p}");
     }
 }
+
+#[test]
+fn errno_at_a_syscall_return_is_read_at_the_probe() {
+    if !kernel_ok("errno_at_a_syscall_return_is_read_at_the_probe") {
+        return;
+    }
+    // The idiom `/errno != 0/` at a return: errno is the negated result from -4095 to -1 (the
+    // interpreter's rule), 0 at a success and at every entry probe; it is read at the probe,
+    // in predicates, records and keys, and prints the same as in dtrace.
+    let script = "syscall::openat:return /pid == $target && errno != 0/ { printf(\"e %d %d\\n\", \
+        errno, (int)arg0); @[errno] = count(); } \
+        syscall::openat:return /pid == $target && errno == 0/ { @ok = count(); } \
+        syscall::openat:entry /pid == $target && errno == 0/ { @entries = count(); }";
+    let cmd = "cat /nonexistent/a /etc/hostname /nonexistent/b";
+    let said = |err: &str| {
+        (1..=3).all(|n| {
+            common::clause_lines(err, n)
+                .iter()
+                .any(|l| l.contains("in the kernel at 1 probe"))
+        }) && !err.contains("errno is not available")
+    };
+    // (With predicates off, nothing runs in the kernel.)
+    {
+        let out = common::same_both_ways("DTRACE_KERNEL_PREDICATES", script, &[], cmd, &said);
+        assert!(out.contains("e 2 -2\n"), "{out}");
+        // (The loader's own failed opens count too.)
+        let enoent = out.lines().find_map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            (w.len() == 2 && w[0] == "2").then(|| w[1].parse::<u64>().unwrap_or(0))
+        });
+        assert!(enoent.is_some_and(|n| n >= 2), "{out}");
+    }
+}

@@ -149,6 +149,9 @@ pub struct ProbeNames {
     pub function: String,
     /// `probename`.
     pub name: String,
+    /// The probe is a system call's return, whose `errno` comes from its `arg0` (the call's
+    /// result: its negation when it is from -4095 to -1, else 0); elsewhere `errno` is 0.
+    pub syscall_return: bool,
 }
 
 /// What a probe's attachment knows how to read at the probe.
@@ -1810,6 +1813,9 @@ impl<'a> Translator<'a> {
             self.put(s, rd, R1, Kind::Execname);
             return Ok(());
         }
+        if id == vars::DIF_VAR_ERRNO {
+            return self.errno(pc, s, rd);
+        }
         let b = match id {
             vars::DIF_VAR_PID => Builtin::Pid,
             vars::DIF_VAR_TID => Builtin::Tid,
@@ -1850,6 +1856,33 @@ impl<'a> Translator<'a> {
         if let (Builtin::Arg(n), Some(a)) = (b, s.args.get_mut((rd & 7) as usize)) {
             *a = (rd & 7 != 0).then_some(n);
         }
+        Ok(())
+    }
+
+    /// `errno` into `rd`, as the interpreter's firing context has it: at a system call's return
+    /// the negation of a result from -4095 to -1 (else 0), read from `arg0`; 0 at other probes.
+    fn errno(&mut self, pc: usize, s: &mut State, rd: u8) -> Result<(), Untranslatable> {
+        if !self.ctx.names().syscall_return {
+            self.a.mov_imm(R1, 0);
+            self.put(s, rd, R1, Kind::Int(Some(0)));
+            return Ok(());
+        }
+        self.ctx
+            .emit_builtin(&mut self.a, Builtin::Arg(0))
+            .map_err(|why| Untranslatable::Variable {
+                pc,
+                name: "errno".into(),
+                why,
+            })?;
+        let a = &mut self.a;
+        let done = a.label();
+        // r1 = -arg0; kept when r1 - 1 < 4095 (unsigned), that is r1 from 1 to 4095.
+        a.mov_imm(R1, 0).alu(op::SUB, R1, R0);
+        a.mov(R2, R1).alu_imm(op::ADD, R2, -1);
+        a.jmp_imm(op::JLT, R2, 4095, done);
+        a.mov_imm(R1, 0);
+        a.bind(done);
+        self.put(s, rd, R1, Kind::Int(None));
         Ok(())
     }
 

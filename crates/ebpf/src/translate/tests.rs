@@ -40,6 +40,7 @@ impl Probe {
                 module: "vmlinux".into(),
                 function: "write".into(),
                 name: "entry".into(),
+                syscall_return: false,
             },
             kernel: vec![(0xffff_8000_0000_1000, (0u8..64).collect())],
             user: vec![(0x7fff_0000_1000, b"hello\0world".to_vec())],
@@ -469,6 +470,12 @@ fn fake_env(p: &Probe) -> (FakeContext, FakeMemory) {
     ctx.strings
         .insert(vars::DIF_VAR_EXECNAME, p.execname.clone());
     let n = &p.names;
+    // As the Linux session fills the firing's errno: from a system call's result at its return.
+    let errno = match p.args[0] as i64 {
+        r @ -4095..=-1 if n.syscall_return => -r as u64,
+        _ => 0,
+    };
+    ctx.ints.insert(vars::DIF_VAR_ERRNO, errno);
     for (id, s) in [
         (vars::DIF_VAR_PROBEPROV, &n.provider),
         (vars::DIF_VAR_PROBEMOD, &n.module),
@@ -601,6 +608,28 @@ fn clock_builtins_are_read_from_the_context() {
     ] {
         assert_eq!(both_ways(&clause(pred), &p), want, "{pred}");
     }
+}
+
+#[test]
+fn errno_is_a_syscall_returns_negated_result() {
+    for ret in [0u64, 3, (-1i64) as u64, (-2i64) as u64, (-4095i64) as u64, (-4096i64) as u64] {
+        for syscall_return in [false, true] {
+            let mut p = Probe::new();
+            p.args[0] = ret;
+            p.names.name = if syscall_return { "return" } else { "entry" }.into();
+            p.names.syscall_return = syscall_return;
+            for pred in ["errno == 0", "errno == 2", "errno == 4095", "errno + arg0 == 0"] {
+                let r = both_ways(&clause(pred), &p);
+                assert!(r.is_some(), "{pred} at {ret:#x}");
+            }
+        }
+    }
+    // The values themselves: -2 gives 2 at a return, 0 at an entry.
+    let mut p = Probe::new();
+    p.args[0] = (-2i64) as u64;
+    assert_eq!(both_ways(&clause("errno == 0"), &p), Some(true));
+    p.names.syscall_return = true;
+    assert_eq!(both_ways(&clause("errno == 2"), &p), Some(true));
 }
 
 #[test]

@@ -193,6 +193,31 @@ pub struct Probe {
     pub attach: AttachPoint,
 }
 
+impl Probe {
+    /// Whether the probe is a system call's return, whose `errno` comes from `arg0`.
+    pub fn syscall_return(&self) -> bool {
+        matches!(
+            self.attach,
+            AttachPoint::Tracepoint {
+                syscall_return: true,
+                ..
+            }
+        )
+    }
+
+    /// The constants of the probe's code in the kernel: its names, and whether `errno` is read
+    /// from `arg0`.
+    pub fn names(&self) -> dtrace_ebpf::translate::ProbeNames {
+        dtrace_ebpf::translate::ProbeNames {
+            provider: self.desc.provider.clone(),
+            module: self.desc.module.clone(),
+            function: self.desc.function.clone(),
+            name: self.desc.name.clone(),
+            syscall_return: self.syscall_return(),
+        }
+    }
+}
+
 /// How a listed probe is built when first asked for.
 #[derive(Debug)]
 enum Source {

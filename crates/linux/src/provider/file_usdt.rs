@@ -493,6 +493,7 @@ impl super::Shared {
             module: d.module.clone(),
             function: d.function.clone(),
             name: d.name.clone(),
+            syscall_return: false,
         };
         let opaque_args = super::opaque_args(&f.probe);
         if let Some(k) = &mut spec.filter {

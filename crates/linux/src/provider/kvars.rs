@@ -650,12 +650,7 @@ pub fn runs_whole(
     let mut checked = std::collections::HashSet::new();
     let mut faults = false;
     for p in probes {
-        let names = dtrace_ebpf::translate::ProbeNames {
-            provider: p.desc.provider.clone(),
-            module: p.desc.module.clone(),
-            function: p.desc.function.clone(),
-            name: p.desc.name.clone(),
-        };
+        let names = p.names();
         let opaque = super::opaque_args(p);
         let shapes = crate::session::planning_shapes(&p.attach)
             .map_err(|why| format!("at {}: {why}", p.desc))?;
@@ -741,16 +736,17 @@ pub fn calls_strtok(e: &EcbDesc) -> bool {
     subr_calls(e).any(|s| s == dtrace_dif::subr::Subr::Strtok)
 }
 
-/// Whether clause `e` reads `probeprov`, `probemod`, `probefunc` or `probename`.
+/// Whether clause `e` reads `probeprov`, `probemod`, `probefunc`, `probename` or `errno`.
 fn reads_probe_names(e: &EcbDesc) -> bool {
     use dtrace_dif::instr::Instr;
     use dtrace_dif::vars::{
-        DIF_VAR_PROBEFUNC, DIF_VAR_PROBEMOD, DIF_VAR_PROBENAME, DIF_VAR_PROBEPROV,
+        DIF_VAR_ERRNO, DIF_VAR_PROBEFUNC, DIF_VAR_PROBEMOD, DIF_VAR_PROBENAME, DIF_VAR_PROBEPROV,
     };
+    // (`errno` is read as the probe's `ProbeNames::syscall_return` says.)
     clause_objects(e).flat_map(|o| &o.text).any(|w| {
         matches!(Instr::decode(*w), Ok(Instr::LoadVar { var, .. })
             if matches!(u32::from(var), DIF_VAR_PROBEPROV | DIF_VAR_PROBEMOD
-                | DIF_VAR_PROBEFUNC | DIF_VAR_PROBENAME))
+                | DIF_VAR_PROBEFUNC | DIF_VAR_PROBENAME | DIF_VAR_ERRNO))
     })
 }
 

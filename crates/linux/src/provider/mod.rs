@@ -462,6 +462,7 @@ impl Shared {
             module: info.module.clone(),
             function: info.function.clone(),
             name: info.name.clone(),
+            syscall_return: probe.syscall_return(),
         };
         let opaque_args = opaque_args(&probe);
         if let Some(f) = &mut spec.filter {
