@@ -233,6 +233,46 @@ fn the_consumers_actions_are_recorded_at_the_probe() {
 }
 
 #[test]
+fn system_and_freopen_are_recorded_at_the_probe() {
+    let t = "system_and_freopen_are_recorded_at_the_probe";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let w = common::sized_writer("krec-system");
+    let cmd = format!("{} 3", w.display());
+    let file = common::test_dir("krec-system-out").join("freopened");
+    // system()'s and freopen()'s records hold their arguments, as printf()'s: built at the probe,
+    // dtrace runs the command and switches the output when it reads them.
+    let script = format!(
+        "syscall::write:entry /pid == $target/ {{ system(\"echo sys %d %s\", arg2, execname); \
+         freopen(\"{}\"); printf(\"w %d\\n\", arg2); freopen(\"\"); }}",
+        file.display()
+    );
+    let mut written = Vec::new();
+    for kernel in [true, false] {
+        let _ = std::fs::remove_file(&file);
+        let args = ["-qwv", "-n", &script, "-c", &cmd];
+        let (rc, out, err) = common::dtrace_way(SWITCH, kernel, &args);
+        assert_eq!(rc, 0, "{err}");
+        assert_eq!(
+            clause_lines(&err, 1)
+                .iter()
+                .any(|l| l.contains("runs whole in the kernel at 1 probe")),
+            kernel,
+            "{err}"
+        );
+        // (After -v's stability report.)
+        assert!(
+            out.ends_with("\n\nsys 0 writer\nsys 37 writer\nsys 74 writer\n\n"),
+            "{out:?}"
+        );
+        written.push(std::fs::read_to_string(&file).unwrap_or_default());
+    }
+    assert_eq!(written[0], "w 0\nw 37\nw 74\n");
+    assert_eq!(written[0], written[1]);
+}
+
+#[test]
 fn exit_in_a_timer_clause_leaves_kernel_clauses_alone() {
     if !kernel_ok("exit_in_a_timer_clause_leaves_kernel_clauses_alone") {
         return;

@@ -612,13 +612,25 @@ fn clock_builtins_are_read_from_the_context() {
 
 #[test]
 fn errno_is_a_syscall_returns_negated_result() {
-    for ret in [0u64, 3, (-1i64) as u64, (-2i64) as u64, (-4095i64) as u64, (-4096i64) as u64] {
+    for ret in [
+        0u64,
+        3,
+        (-1i64) as u64,
+        (-2i64) as u64,
+        (-4095i64) as u64,
+        (-4096i64) as u64,
+    ] {
         for syscall_return in [false, true] {
             let mut p = Probe::new();
             p.args[0] = ret;
             p.names.name = if syscall_return { "return" } else { "entry" }.into();
             p.names.syscall_return = syscall_return;
-            for pred in ["errno == 0", "errno == 2", "errno == 4095", "errno + arg0 == 0"] {
+            for pred in [
+                "errno == 0",
+                "errno == 2",
+                "errno == 4095",
+                "errno + arg0 == 0",
+            ] {
                 let r = both_ways(&clause(pred), &p);
                 assert!(r.is_some(), "{pred} at {ret:#x}");
             }

@@ -145,7 +145,8 @@ impl ClausePlan {
 }
 
 /// Whether data-recording action `a` can be built at the probe: `trace()`, the arguments of
-/// `printf()`-like actions (the value itself then decides, at translation), `tracemem()` (the
+/// `printf()`-like actions (`system()` and `freopen()` among them: dtrace acts on their records;
+/// the value itself then decides, at translation), `tracemem()` (the
 /// memory at an address), `exit()`, signals, speculation actions and the consumer's actions but
 /// `print()`.
 fn records_at_probe(a: &dtrace_dif::program::ActionDesc) -> bool {
@@ -153,6 +154,8 @@ fn records_at_probe(a: &dtrace_dif::program::ActionDesc) -> bool {
     match a.kind {
         ActionKind::DifExpr
         | ActionKind::Printf
+        | ActionKind::System
+        | ActionKind::Freopen
         | ActionKind::Exit
         | ActionKind::Raise
         | ActionKind::Stop
