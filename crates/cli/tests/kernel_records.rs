@@ -273,6 +273,32 @@ fn system_and_freopen_are_recorded_at_the_probe() {
 }
 
 #[test]
+fn stack_is_recorded_at_the_probe() {
+    let t = "stack_is_recorded_at_the_probe";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let w = common::sized_writer("krec-stack");
+    let cmd = format!("{} 3", w.display());
+    // The kernel takes the frames wanted and the tracing machinery's past the record; dtrace
+    // cuts the machinery's as it cuts a captured stack's: the same frames both ways.
+    let script = "syscall::write:entry /pid == $target/ { printf(\"w %d\\n\", arg2); stack(); \
+        stack(2); trace(arg2); }";
+    let at = "runs whole in the kernel at 1 probe (records built at the probe)";
+    let out = same_both_ways(script, &[], &cmd, &[(1, at)]);
+    assert!(out.contains("w 37\n\n"), "{out}");
+    let frames: Vec<&str> = out
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.contains('`'))
+        .collect();
+    // Each write: the whole stack, then its first two frames, from the system call's entry.
+    assert!(frames.len() >= 3 * 3, "{out}");
+    assert!(frames.iter().all(|f| f.starts_with("vmlinux`")), "{out}");
+    assert!(!frames.iter().any(|f| f.contains("bpf")), "{out}");
+}
+
+#[test]
 fn exit_in_a_timer_clause_leaves_kernel_clauses_alone() {
     if !kernel_ok("exit_in_a_timer_clause_leaves_kernel_clauses_alone") {
         return;

@@ -357,6 +357,9 @@ fn translate_clause_with(
     let mut records = Vec::new();
     let (mut settles, mut speculates) = (false, false);
     for r in c.record.iter().flat_map(|r| &r.actions) {
+        if let Some(frames) = r.stack {
+            check_probe_stack(ctx.shape, KeyKind::KernelStack(frames))?;
+        }
         let Some(o) = &r.difo else {
             records.push((r.step, r.memory, None));
             continue;
@@ -798,6 +801,9 @@ pub fn emit_aggs(
                             super::signal::emit_raise(a);
                         }
                     }
+                    if let (Some(r), Some(x)) = (&c.record, action.filter(|x| x.stack.is_some())) {
+                        emit_record_stack(a, r, x)?;
+                    }
                     if action.is_some_and(|x| x.signal == Some(SignalAction::Stop)) {
                         super::signal::emit_stop(a);
                     }
@@ -1040,7 +1046,8 @@ fn emit_reserve(
         a.store_imm(Size::DW, R10, REC_OK, 0);
         return Ok(());
     }
-    let total = built::SIZE + (r.size as usize).next_multiple_of(8);
+    // The framework's record, then the frames its stack() actions take (see `StackTail`).
+    let total = built::SIZE + r.ring_bytes();
     let total32 = i32::try_from(total)
         .map_err(|_| crate::error::LinuxError::Asm("record too large".into()))?;
     let needed = i32::try_from((r.size as usize).next_multiple_of(8))
@@ -1316,6 +1323,35 @@ fn emit_record_value(
             ))
         }
     }
+    a.bind(skip);
+    Ok(())
+}
+
+/// Takes the kernel stack of `stack()` action `action` of record `r` at [`REC`] (nothing when the
+/// ring was full) into its frames past the framework's record (see `StackTail`), which the
+/// helper zero-fills after the last frame (all of them when it fails, as the capture's stack
+/// reads then). Uses r0-r5 and r7.
+fn emit_record_stack(
+    a: &mut Asm,
+    r: &super::spec::KernelRecord,
+    action: &super::spec::RecordAction,
+) -> crate::error::Result<()> {
+    use super::layout::built;
+    let t = r
+        .stack_tails()
+        .into_iter()
+        .find(|t| t.offset == action.offset)
+        .ok_or_else(|| crate::error::LinuxError::Asm("a stack() without its frames".into()))?;
+    let at = i32::try_from(built::SIZE + t.tail as usize)
+        .map_err(|_| crate::error::LinuxError::Asm("record too large".into()))?;
+    let skip = a.label();
+    a.load(Size::DW, R7, R10, REC);
+    a.jmp_imm(op::JEQ, R7, 0, skip);
+    a.mov(R1, R6);
+    a.mov(R2, R7).alu_imm(op::ADD, R2, at);
+    a.mov_imm(R3, 8 * t.room as i32)
+        .mov_imm(R4, 0)
+        .call(helper::GET_STACK);
     a.bind(skip);
     Ok(())
 }
@@ -2234,6 +2270,7 @@ mod tests {
                 exit: false,
                 signal: None,
                 memory: false,
+                stack: None,
                 spec: None,
                 base: 4,
             }],
@@ -2289,6 +2326,7 @@ mod tests {
                     exit: false,
                     signal: None,
                     memory: false,
+                    stack: None,
                     spec: None,
                     base: 0,
                 },
@@ -2300,6 +2338,7 @@ mod tests {
                     exit: false,
                     signal: None,
                     memory: false,
+                    stack: None,
                     spec: None,
                     base: 0,
                 },
@@ -2394,6 +2433,7 @@ mod tests {
             exit: false,
             signal: None,
             memory: false,
+            stack: None,
             spec: op,
             base: 0,
         };

@@ -395,8 +395,60 @@ pub struct RecordAction {
     /// It is `speculate()`, `commit()` or `discard()` of the speculation its value names (see
     /// [`super::speculation`]).
     pub spec: Option<SpecOp>,
+    /// It is `stack()`: the record holds this many frames of the kernel stack (see
+    /// [`KernelRecord::stack_tails`]).
+    pub stack: Option<u32>,
     /// Where its code starts in the clause's.
     pub base: CodeBase,
+}
+
+/// Where a `stack()` of a record built at the probe is taken: the frames wanted and the
+/// tracing machinery's (the BPF program, the tracepoint's or kprobe's dispatch, see
+/// [`kernel_stack_room`]) go past the framework's record, in the ring's copy only; dtrace cuts the
+/// machinery's frames as it cuts a captured stack's and moves the rest into the record when it
+/// commits it (`provider::deliver`), so the record is the one the interpreter writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StackTail {
+    /// Offset of the stack's data in the framework's record.
+    pub offset: u32,
+    /// Frames the record holds.
+    pub frames: u32,
+    /// Offset of the frames taken, from the start of the framework's record.
+    pub tail: u32,
+    /// Frames taken there (zeros after the last).
+    pub room: u32,
+}
+
+impl KernelRecord {
+    /// Where each `stack()` action's frames are taken, in the actions' order.
+    pub fn stack_tails(&self) -> Vec<StackTail> {
+        let mut tail = (self.size as usize).next_multiple_of(8) as u32;
+        let mut out = Vec::new();
+        for a in &self.actions {
+            if let Some(frames) = a.stack {
+                let room = kernel_stack_room(frames);
+                out.push(StackTail {
+                    offset: a.offset,
+                    frames,
+                    tail,
+                    room,
+                });
+                tail += 8 * room;
+            }
+        }
+        out
+    }
+
+    /// Bytes of the record in the ring (after its header there): the framework's record,
+    /// rounded up to 8 bytes, then the frames of its `stack()` actions.
+    pub fn ring_bytes(&self) -> usize {
+        let tails = self.stack_tails();
+        tails
+            .last()
+            .map_or((self.size as usize).next_multiple_of(8), |t| {
+                (t.tail + 8 * t.room) as usize
+            })
+    }
 }
 
 /// Where a DIF object's code starts in its clause's code taken as one sequence (predicate, then
@@ -843,4 +895,61 @@ pub enum Identity {
     /// The task whose `struct task_struct *` is raw tracepoint argument `n` (sched_switch's `next`
     /// for `on-cpu`): every identity value and `curthread` describe it, read from the task itself.
     RawTask(u8),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stack_frames_are_taken_past_the_record_in_the_actions_order() {
+        let action = |offset, stack: Option<u32>| RecordAction {
+            step: 0,
+            difo: None,
+            offset,
+            size: stack.map_or(8, |f| 8 * f),
+            exit: false,
+            signal: None,
+            memory: false,
+            spec: None,
+            stack,
+            base: 0,
+        };
+        let r = KernelRecord {
+            size: 12 + 4 + 8 * 20 + 8 + 8 * 2,
+            recs: vec![],
+            actions: vec![
+                action(16, Some(20)),
+                action(176, None),
+                action(184, Some(2)),
+            ],
+        };
+        let t = r.stack_tails();
+        let first = 200;
+        assert_eq!(
+            t,
+            vec![
+                StackTail {
+                    offset: 16,
+                    frames: 20,
+                    tail: first,
+                    room: 36
+                },
+                StackTail {
+                    offset: 184,
+                    frames: 2,
+                    tail: first + 8 * 36,
+                    room: 18
+                },
+            ]
+        );
+        assert_eq!(r.ring_bytes(), (first + 8 * 54) as usize);
+        let plain = KernelRecord {
+            actions: vec![action(16, None)],
+            size: 20,
+            recs: vec![],
+        };
+        assert!(plain.stack_tails().is_empty());
+        assert_eq!(plain.ring_bytes(), 24);
+    }
 }

@@ -508,9 +508,19 @@ impl LinuxTracing {
                         unknown.push((b.tag, b.pid, Delivery::Built(b)));
                         continue;
                     };
-                    if let Some(&epid) = built.get(&(probe, b.clause)) {
+                    if let Some(at) = built.get(&(probe, b.clause)) {
                         if active.contains(&probe) {
-                            commit_built(fw, &mut b, epid);
+                            // A sampled stack starts at the interrupted PC, as a captured one.
+                            let kernel = syms.kernel_symbols();
+                            let is_sampled = sampled.contains(&b.tag);
+                            let cut = |pcs: &[u64]| {
+                                if is_sampled {
+                                    0
+                                } else {
+                                    kernel.tracing_prefix(pcs)
+                                }
+                            };
+                            commit_built(fw, &mut b, at, cut);
                             n += 1;
                         }
                     }
@@ -533,9 +543,9 @@ impl LinuxTracing {
                         unknown.push((k.tag, k.pid, Delivery::Fault(k)));
                         continue;
                     };
-                    if let Some(&epid) = built.get(&(probe, k.clause)) {
+                    if let Some(at) = built.get(&(probe, k.clause)) {
                         if active.contains(&probe) {
-                            report_fault(fw, &k, epid, offset);
+                            report_fault(fw, &k, at.epid, offset);
                             n += 1;
                         }
                     }
@@ -636,11 +646,29 @@ fn report_fault(
     fw.fault_elsewhere(epid, k.cpu, u64::from(k.pc), k.kind, k.addr, &ctx, &mut mem);
 }
 
-/// Commits record `b`, built at the probe for the ECB `epid`, to its CPU's principal buffer,
-/// or to its speculation's buffer when the clause speculated.
-fn commit_built(fw: &mut Framework, b: &mut crate::capture::record::BuiltRecord, epid: u32) {
+/// What dtrace needs to commit a record built at the probe (see `LinuxTracing::bind_record`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct BuiltAt {
+    /// The ECB's EPID.
+    pub(crate) epid: u32,
+    /// Bytes of the framework's record.
+    pub(crate) size: u32,
+    /// Where its `stack()` actions' frames were taken.
+    pub(crate) stacks: Vec<crate::capture::spec::StackTail>,
+}
+
+/// Commits record `b`, built at the probe for the ECB `at` describes, to its CPU's principal
+/// buffer (or to the speculation it was built for), with its EPID and its stacks in place (see
+/// [`place_stacks`]).
+fn commit_built(
+    fw: &mut Framework,
+    b: &mut crate::capture::record::BuiltRecord,
+    at: &BuiltAt,
+    cut: impl Fn(&[u64]) -> usize,
+) {
+    place_stacks(&mut b.data, at, cut);
     if let Some(head) = b.data.get_mut(..4) {
-        head.copy_from_slice(&epid.to_ne_bytes());
+        head.copy_from_slice(&at.epid.to_ne_bytes());
         if b.spec != 0 {
             fw.speculate_elsewhere(b.cpu, u64::from(b.spec), &b.data);
         } else {
@@ -649,9 +677,86 @@ fn commit_built(fw: &mut Framework, b: &mut crate::capture::record::BuiltRecord,
     }
 }
 
+/// Records each `stack()` of built record `data` as a captured stack is recorded: of the frames
+/// taken past the record, the tracing machinery's (`cut` counts them) go, the next ones move into
+/// the record, zeros after them; then what was past the record goes.
+fn place_stacks(data: &mut Vec<u8>, at: &BuiltAt, cut: impl Fn(&[u64]) -> usize) {
+    if at.stacks.is_empty() {
+        return;
+    }
+    for t in &at.stacks {
+        let pcs: Vec<u64> = (0..t.room as usize)
+            .map_while(|i| {
+                let o = t.tail as usize + 8 * i;
+                let w = data.get(o..o + 8)?;
+                Some(u64::from_ne_bytes(w.try_into().ok()?))
+            })
+            .take_while(|pc| *pc != 0)
+            .collect();
+        let skip = cut(&pcs).min(pcs.len());
+        let o = t.offset as usize;
+        let Some(dst) = data.get_mut(o..o + 8 * t.frames as usize) else {
+            continue;
+        };
+        for (i, w) in dst.chunks_exact_mut(8).enumerate() {
+            let pc = pcs.get(skip + i).copied().unwrap_or(0);
+            w.copy_from_slice(&pc.to_ne_bytes());
+        }
+    }
+    data.truncate((at.size as usize).next_multiple_of(8));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn built_stacks_are_cut_and_moved_into_the_record() {
+        use crate::capture::spec::StackTail;
+        // A 12-byte header, a 3-frame stack at 16 (size 40), its 6 frames taken at 40.
+        let at = BuiltAt {
+            epid: 9,
+            size: 40,
+            stacks: vec![StackTail {
+                offset: 16,
+                frames: 3,
+                tail: 40,
+                room: 6,
+            }],
+        };
+        let mut data = vec![0u8; 40 + 48];
+        data[12] = 0xaa;
+        for (i, pc) in [0xb1u64, 0xb2, 0xf1, 0xf2, 0].iter().enumerate() {
+            data[40 + 8 * i..48 + 8 * i].copy_from_slice(&pc.to_ne_bytes());
+        }
+        let word = |d: &[u8], o: usize| u64::from_ne_bytes(d[o..o + 8].try_into().unwrap());
+        // Two machinery frames cut: the other two, then a zero.
+        let mut cut = data.clone();
+        place_stacks(&mut cut, &at, |pcs| {
+            assert_eq!(pcs, [0xb1, 0xb2, 0xf1, 0xf2]);
+            2
+        });
+        assert_eq!(cut.len(), 40);
+        assert_eq!(cut[12], 0xaa);
+        assert_eq!(
+            [word(&cut, 16), word(&cut, 24), word(&cut, 32)],
+            [0xf1, 0xf2, 0]
+        );
+        // Sampled: nothing cut, the first three kept.
+        place_stacks(&mut data, &at, |_| 0);
+        assert_eq!(
+            [word(&data, 16), word(&data, 24), word(&data, 32)],
+            [0xb1, 0xb2, 0xf1]
+        );
+        // A cut past the frames leaves zeros; a record without stacks is left whole.
+        let mut none = vec![1u8; 48];
+        let plain = BuiltAt {
+            stacks: vec![],
+            ..at.clone()
+        };
+        place_stacks(&mut none, &plain, |_| 99);
+        assert_eq!(none, vec![1u8; 48]);
+    }
     use crate::capture::{CapturedMemory as Copy, CopySource, MemKind};
     use dtrace_dif::vm::Memory;
 

@@ -162,6 +162,7 @@ fn records_at_probe(a: &dtrace_dif::program::ActionDesc) -> bool {
         | ActionKind::Tracemem
         | ActionKind::TracememDynsize
         | ActionKind::Printa
+        | ActionKind::Stack
         | ActionKind::Speculate
         | ActionKind::Commit
         | ActionKind::Discard => true,
@@ -412,6 +413,7 @@ pub fn plan_clause(
                     _ => None,
                 },
                 memory: acts[i].kind == ActionKind::Tracemem,
+                stack: (acts[i].kind == ActionKind::Stack).then_some(rec.size / 8),
                 spec: match acts[i].kind {
                     ActionKind::Speculate => Some(crate::capture::spec::SpecOp::Speculate),
                     ActionKind::Commit => Some(crate::capture::spec::SpecOp::Commit),

@@ -159,9 +159,9 @@ pub(crate) struct Shared {
     /// record: the ring is then read at least every [`SIGNAL_POLL`].
     signals_polled: bool,
     /// (probe id, the clause's number among the probe's kernel clauses) to the EPID of the
-    /// records it builds and the faults it reports at the probe (see
-    /// [`LinuxTracing::bind_record`]).
-    pub(crate) built_epids: std::collections::HashMap<(u32, u16), u32>,
+    /// records it builds and the faults it reports at the probe, and what dtrace completes in
+    /// those records (see [`LinuxTracing::bind_record`]).
+    pub(crate) built_epids: std::collections::HashMap<(u32, u16), deliver::BuiltAt>,
     /// The (file probe, process) pairs whose probes dtrace knows, for the kernel clauses of
     /// file probes (see `file_usdt`), made with the first.
     known_processes: Option<crate::bpf::Map>,
@@ -1720,7 +1720,12 @@ impl LinuxTracing {
                 sh.kernel.get(clause).map_or("?", |c| c.desc.as_str())
             )));
         }
-        sh.built_epids.insert((probe, n), epid);
+        let at = deliver::BuiltAt {
+            epid,
+            size,
+            stacks: planned.map(|r| r.stack_tails()).unwrap_or_default(),
+        };
+        sh.built_epids.insert((probe, n), at);
         Ok(())
     }
 
