@@ -51,6 +51,19 @@ pub struct AllocaArea {
     pub size: u32,
     /// D's `scratchsize`: the interpreter's limit, past which `alloca()` faults.
     pub limit: u64,
+    /// Bytes from the region's start that the program may address, at least `size`: a
+    /// `copyin()` sized at run time in a clause that allocates needs twice `size` (the
+    /// verifier bounds its start and its size apart, see [`Translator::alloca_copyin`]).
+    pub room: u32,
+}
+
+/// The size of an allocation (`alloca()`'s, `copyin()`'s).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Amount {
+    /// A constant.
+    Const(u64),
+    /// Computed at the probe: at this frame offset, with the most it can be where known.
+    Run(i16, Option<u64>),
 }
 
 /// How the interpreter checks an access through an alloca pointer (the order of its faults).
@@ -73,10 +86,14 @@ enum Access {
 pub fn alloca_locals<'o>(objs: impl IntoIterator<Item = &'o DifObject>) -> Vec<u32> {
     let objs: Vec<&DifObject> = objs.into_iter().collect();
     let mut vars = Vec::new();
+    // copyin() takes from the alloca area too where the clause calls alloca().
+    let copyin_allocates = objs
+        .iter()
+        .any(|o| o.subrs_called().any(|s| s == Subr::Alloca));
     // Until nothing changes: an object may load a variable a later one stores.
     loop {
         let before = vars.len();
-        scan_locals(&objs, &mut vars);
+        scan_locals(&objs, copyin_allocates, &mut vars);
         if vars.len() == before {
             break;
         }
@@ -131,15 +148,20 @@ pub fn foreign_local_in_allocating_clause<'o>(
     })
 }
 
-/// One pass of [`alloca_locals`] over `objs`, adding to `vars`.
-fn scan_locals(objs: &[&DifObject], vars: &mut Vec<u32>) {
+/// One pass of [`alloca_locals`] over `objs`, adding to `vars` (`copyin()` returns an alloca
+/// pointer where `copyin_allocates`).
+fn scan_locals(objs: &[&DifObject], copyin_allocates: bool, vars: &mut Vec<u32>) {
     for obj in objs {
         let mut holds = [false; 8];
         let code = obj.text.iter().filter_map(|w| Instr::decode(*w).ok());
         for i in code {
             match i {
                 Instr::Call { subr, rd } => {
-                    holds[(rd & 7) as usize] = Subr::from_u16(subr) == Some(Subr::Alloca);
+                    holds[(rd & 7) as usize] = match Subr::from_u16(subr) {
+                        Some(Subr::Alloca) => true,
+                        Some(Subr::Copyin) => copyin_allocates,
+                        _ => false,
+                    };
                 }
                 Instr::Mov { r1, rd } => holds[(rd & 7) as usize] = holds[(r1 & 7) as usize],
                 Instr::Alu { op, r1, r2, rd } => {
@@ -216,61 +238,229 @@ impl Translator<'_> {
         }
     }
 
-    /// `alloca(n)` into `rd` (see the module notes): a constant `n` only. Returns whether control
-    /// falls through (a size past `scratchsize` always faults).
+    /// The size pushed at position `i` of the tuple stack (`alloca()`'s or `copyin()`'s).
+    fn pushed_amount(&self, pc: usize, s: &State, i: usize) -> Result<Amount, Untranslatable> {
+        match s.tuple.as_ref().and_then(|t| t.get(i)) {
+            Some(Pushed::Reg(r)) => match self.int(s, pc, *r)? {
+                Some(n) => Ok(Amount::Const(n)),
+                None => Ok(Amount::Run(self.frame.reg(*r), s.most_of((r & 7) as usize))),
+            },
+            Some(Pushed::Saved) => Ok(Amount::Run(self.frame.tuple(i), None)),
+            _ => Err(Untranslatable::Value {
+                pc,
+                what: "subroutine arguments the translator does not follow".into(),
+            }),
+        }
+    }
+
+    /// `alloca(n)` into `rd` (see the module notes). Returns whether control falls through (a
+    /// size past `scratchsize` always faults).
     pub(super) fn alloca(
         &mut self,
         pc: usize,
         s: &mut State,
         rd: u8,
     ) -> Result<bool, Untranslatable> {
-        let area = self.area(pc, "alloca()")?;
-        let n = match (s.tuple.as_ref().map(Vec::len), self.pushed_const(s, 0)) {
-            (Some(1), Some(n)) => n,
-            _ => {
-                return Err(Untranslatable::Value {
-                    pc,
-                    what: "alloca() of a size computed at run time".into(),
-                })
-            }
-        };
-        let bound = area.limit.min(u64::from(area.size));
-        let no_scratch = self.fault_site(pc, FaultKind::NoScratch, FaultAddr::Zero);
-        if n > bound {
-            if n <= area.limit {
-                return Err(Untranslatable::Value {
-                    pc,
-                    what: format!("alloca() of more than the kernel's {} bytes", area.size),
-                });
-            }
-            // Past scratchsize whatever was allocated before: the interpreter's fault.
-            self.a.ja(no_scratch);
+        if s.tuple.as_ref().map(Vec::len) != Some(1) {
+            return Err(Untranslatable::Value {
+                pc,
+                what: "alloca(): arguments the translator does not follow".into(),
+            });
+        }
+        let n = self.pushed_amount(pc, s, 0)?;
+        if !self.take(pc, "alloca()", n, true)? {
             return Ok(false);
         }
-        let padded = n.next_multiple_of(8);
-        self.alloca_bytes += padded;
-        let buf = self.alloca_base(pc, "alloca()", no_scratch)?;
-        let a = &mut self.a;
-        // R1: where the bytes start (the top, rounded up to 8).
-        a.load(Size::DW, R1, R10, area.top_at);
-        a.alu_imm(op::ADD, R1, 7).alu_imm(op::AND, R1, -8);
-        a.jmp_imm(op::JGT, R1, (bound - n) as i32, no_scratch);
-        // Never taken (the start is a multiple of 8 within the region): the verifier's bound
-        // for the zeroing below.
-        a.jmp_imm(
-            op::JGT,
-            R1,
-            (u64::from(area.size) - padded) as i32,
-            no_scratch,
-        );
-        a.mov(R2, R1).alu_imm(op::ADD, R2, n as i32);
-        a.store(Size::DW, R10, area.top_at, R2);
-        a.load(Size::DW, R3, R10, buf).alu(op::ADD, R3, R1);
-        for w in (0..padded).step_by(8) {
-            a.store_imm(Size::DW, R3, w as i16, 0);
+        self.a.alu_imm(op::ADD, R1, ALLOCA_RESERVED as i32);
+        self.put(s, rd, R1, Kind::Alloca);
+        Ok(true)
+    }
+
+    /// `copyin(addr, size)` into `rd` in a clause that also calls `alloca()`
+    /// ([`ProbeContext::copyin_allocates`]), as the interpreter's: `size` bytes of the alloca
+    /// area taken as `alloca(size)` takes them ("out of scratch space" past `scratchsize`),
+    /// then `size` bytes of the user memory of the thread that fired the probe read into them,
+    /// a read that fails faulting with an invalid address at `addr`, and a size of 0 with an
+    /// invalid address at the empty allocation's own (nothing was allocated there). Its value
+    /// is an alloca pointer. Returns whether control falls through.
+    pub(super) fn alloca_copyin(
+        &mut self,
+        pc: usize,
+        s: &mut State,
+        rd: u8,
+    ) -> Result<bool, Untranslatable> {
+        let refused = super::refusal(pc, "copyin() in a clause that calls alloca()");
+        self.ctx.reads_user_memory().map_err(refused)?;
+        if s.tuple.as_ref().map(Vec::len) != Some(2) {
+            return Err(Untranslatable::Invalid {
+                pc,
+                what: "copyin() without its two arguments".into(),
+            });
         }
+        let (src_at, src) = self.pushed_arg(pc, s, 0)?;
+        if !matches!(src, Kind::Int(_)) {
+            return Err(refused("a source address the translator does not follow".into()));
+        }
+        let n = self.pushed_amount(pc, s, 1)?;
+        let area = self.area(pc, "copyin()")?;
+        if let Amount::Run(..) = n {
+            if area.room < 2 * area.size {
+                return Err(refused(format!(
+                    "a size computed at run time: the kernel's area has no room past its {} \
+                     bytes for the verifier",
+                    area.size
+                )));
+            }
+        }
+        if !self.take(pc, "copyin()", n, false)? {
+            return Ok(false);
+        }
+        // The start's offset, kept at the fault address's slot (the empty allocation's
+        // address when the size is 0).
+        let start = self.frame.fault_addr_at();
+        let buf = self.frame.load_buf();
+        self.a.store(Size::DW, R10, start, R1);
+        let sized = match n {
+            Amount::Const(0) => None,
+            Amount::Const(n) => {
+                self.a.mov_imm(R2, n as i32);
+                Some(None)
+            }
+            Amount::Run(at, _) => Some(Some(at)),
+        };
+        let some = self.a.label();
+        if let Some(Some(at)) = sized {
+            self.a.load(Size::DW, R2, R10, at);
+            self.a.jmp_imm(op::JNE, R2, 0, some);
+        }
+        if sized != Some(None) {
+            let empty = self.fault_site(pc, FaultKind::BadAddr, FaultAddr::Frame(start));
+            let a = &mut self.a;
+            a.ld_imm64(R2, ALLOCA_BASE).alu(op::ADD, R2, R1);
+            a.store(Size::DW, R10, start, R2);
+            a.ja(empty);
+        }
+        if sized.is_none() {
+            return Ok(false);
+        }
+        self.a.bind(some);
+        if let Some(Some(_)) = sized {
+            // Never taken (`take` checked both): the verifier's bounds of the copy.
+            let no_scratch = self.fault_site(pc, FaultKind::NoScratch, FaultAddr::Zero);
+            let a = &mut self.a;
+            a.jmp_imm(op::JGT, R2, area.size as i32, no_scratch);
+            a.jmp_imm(op::JGT, R1, area.size as i32, no_scratch);
+        }
+        let bad = self.fault_site(pc, FaultKind::BadAddr, FaultAddr::Frame(src_at));
+        let a = &mut self.a;
+        a.load(Size::DW, R3, R10, buf).alu(op::ADD, R1, R3);
+        a.load(Size::DW, R3, R10, src_at);
+        a.call(helper::PROBE_READ_USER);
+        a.jmp_imm(op::JNE, R0, 0, bad);
+        a.load(Size::DW, R1, R10, start);
         a.alu_imm(op::ADD, R1, ALLOCA_RESERVED as i32);
         self.put(s, rd, R1, Kind::Alloca);
+        Ok(true)
+    }
+
+    /// Emits the interpreter's allocation of `n` bytes of the alloca area for `what` (zeroed
+    /// when `zero`): the start at the next 8-byte boundary, "out of scratch space" (at 0) when
+    /// its end is past `scratchsize`; leaves the start's offset in the area in R1 and keeps the
+    /// area's address in the load buffer. A clause's allocations stay within the kernel's area
+    /// either because `scratchsize` is no larger, or because the bytes they may take, counted
+    /// in [`super::Fragment::alloca_bytes`], fit it (the context refuses a clause whose
+    /// fragments may take more): a size computed at run time counts the most it can be, so
+    /// one that may be more than the area stays in dtrace. Returns whether control falls
+    /// through.
+    fn take(
+        &mut self,
+        pc: usize,
+        what: &str,
+        n: Amount,
+        zero: bool,
+    ) -> Result<bool, Untranslatable> {
+        let area = self.area(pc, what)?;
+        let size = u64::from(area.size);
+        let counted = area.limit > size;
+        let bound = area.limit.min(size);
+        let no_scratch = self.fault_site(pc, FaultKind::NoScratch, FaultAddr::Zero);
+        match n {
+            Amount::Const(n) => {
+                if n > bound {
+                    if n <= area.limit {
+                        return Err(Untranslatable::Value {
+                            pc,
+                            what: format!("{what} of more than the kernel's {size} bytes"),
+                        });
+                    }
+                    // Past scratchsize whatever was allocated before: the interpreter's fault.
+                    self.a.ja(no_scratch);
+                    return Ok(false);
+                }
+                let padded = n.next_multiple_of(8);
+                if counted {
+                    self.alloca_bytes += padded;
+                }
+                let buf = self.alloca_base(pc, what, no_scratch)?;
+                let a = &mut self.a;
+                // R1: where the bytes start (the top, rounded up to 8).
+                a.load(Size::DW, R1, R10, area.top_at);
+                a.alu_imm(op::ADD, R1, 7).alu_imm(op::AND, R1, -8);
+                a.jmp_imm(op::JGT, R1, (bound - n) as i32, no_scratch);
+                // Never taken (the start is a multiple of 8 within the region): the
+                // verifier's bound for the zeroing below.
+                a.jmp_imm(op::JGT, R1, (size - padded) as i32, no_scratch);
+                a.mov(R2, R1).alu_imm(op::ADD, R2, n as i32);
+                a.store(Size::DW, R10, area.top_at, R2);
+                if zero {
+                    a.load(Size::DW, R3, R10, buf).alu(op::ADD, R3, R1);
+                    for w in (0..padded).step_by(8) {
+                        a.store_imm(Size::DW, R3, w as i16, 0);
+                    }
+                }
+            }
+            Amount::Run(at, most) => {
+                let limit = i32::try_from(area.limit).map_err(|_| Untranslatable::Value {
+                    pc,
+                    what: format!("{what} of a size computed at run time: scratchsize too large"),
+                })?;
+                if counted {
+                    let most = most.filter(|&m| m <= size).ok_or_else(|| Untranslatable::Value {
+                        pc,
+                        what: format!(
+                            "{what} of a size computed at run time that may be more than the \
+                             kernel's {size} bytes (scratchsize is {}: a size masked to at most \
+                             {size}, or a scratchsize of at most {size}, runs at the probe)",
+                            area.limit
+                        ),
+                    })?;
+                    self.alloca_bytes += most.next_multiple_of(8);
+                }
+                let buf = self.alloca_base(pc, what, no_scratch)?;
+                let a = &mut self.a;
+                a.load(Size::DW, R2, R10, at);
+                a.jmp_imm(op::JGT, R2, limit, no_scratch);
+                a.load(Size::DW, R1, R10, area.top_at);
+                a.alu_imm(op::ADD, R1, 7).alu_imm(op::AND, R1, -8);
+                a.mov(R3, R1).alu(op::ADD, R3, R2);
+                a.jmp_imm(op::JGT, R3, limit, no_scratch);
+                // Never taken (see above): the verifier's bound for the zeroing below.
+                a.jmp_imm(op::JGT, R3, area.size as i32, no_scratch);
+                a.store(Size::DW, R10, area.top_at, R3);
+                if zero {
+                    // The words from the start up to the end (R4 the next), one at a time.
+                    let (word, zeroed) = (a.label(), a.label());
+                    a.mov(R4, R1);
+                    a.bind(word);
+                    a.jmp_reg(op::JGE, R4, R3, zeroed);
+                    a.jmp_imm(op::JGT, R4, (size - 8) as i32, zeroed);
+                    a.load(Size::DW, R5, R10, buf).alu(op::ADD, R5, R4);
+                    a.store_imm(Size::DW, R5, 0, 0);
+                    a.alu_imm(op::ADD, R4, 8).ja(word);
+                    a.bind(zeroed);
+                }
+            }
+        }
         Ok(true)
     }
 
@@ -433,9 +623,11 @@ impl Translator<'_> {
         Ok(())
     }
 
-    /// `bcopy(src, dst, n)`: `n` (a constant) bytes of kernel memory at `src` into the alloca
-    /// memory at `dst`, as the interpreter's: `dst` checked first, a failed read faulting at
-    /// `src`.
+    /// `bcopy(src, dst, n)`: `n` (a constant) bytes of kernel memory or alloca memory at `src`
+    /// into the alloca memory at `dst`, as the interpreter's: `dst` checked first, then `src`
+    /// (alloca memory as any access, a failed kernel read faulting at `src`). The interpreter
+    /// reads the whole source before it writes, so overlapping alloca ranges copy as
+    /// `memmove()` does: through the room past the area ([`AllocaArea::room`]).
     pub(super) fn bcopy(&mut self, pc: usize, s: &State) -> Result<(), Untranslatable> {
         let refused = |what: &str| Untranslatable::Value {
             pc,
@@ -456,7 +648,7 @@ impl Translator<'_> {
             .ok_or_else(|| refused("a size other than a constant above 0"))?;
         match (src, dst) {
             (Kind::Int(_), Kind::Alloca) => {}
-            (Kind::Alloca, _) => return Err(refused("a copy from alloca() memory")),
+            (Kind::Alloca, Kind::Alloca) => return self.alloca_move(pc, src_at, dst_at, n),
             _ => return Err(refused("a destination other than alloca() memory")),
         }
         self.alloca_access(pc, dst_at, Access::Copy(n as u32))?;
@@ -465,6 +657,49 @@ impl Translator<'_> {
         a.mov_imm(R2, n as i32).load(Size::DW, R3, R10, src_at);
         a.call(helper::PROBE_READ_KERNEL);
         a.jmp_imm(op::JNE, R0, 0, fault);
+        Ok(())
+    }
+
+    /// `bcopy(src, dst, n)` between the alloca pointers at `fp + src_at` and `fp + dst_at` (see
+    /// [`Translator::bcopy`]).
+    fn alloca_move(
+        &mut self,
+        pc: usize,
+        src_at: i16,
+        dst_at: i16,
+        n: u64,
+    ) -> Result<(), Untranslatable> {
+        let area = self.area(pc, "bcopy()")?;
+        let n = u32::try_from(n)
+            .ok()
+            .filter(|&n| n <= area.size && u64::from(area.size) + u64::from(n) <= u64::from(area.room))
+            .ok_or_else(|| Untranslatable::Value {
+                pc,
+                what: format!(
+                    "bcopy(): a copy of {n} bytes of alloca() memory (the kernel's area holds {}, \
+                     with room for {} more)",
+                    area.size,
+                    area.room.saturating_sub(area.size)
+                ),
+            })?;
+        self.alloca_access(pc, dst_at, Access::Copy(n))?;
+        self.alloca_access(pc, src_at, Access::Copy(n))?;
+        let buf = self.frame.load_buf();
+        let no_scratch = self.fault_site(pc, FaultKind::NoScratch, FaultAddr::Zero);
+        let a = &mut self.a;
+        // The source (R1) past the area first, then from there to the destination.
+        let (size, n32) = (area.size as i32, n as i32);
+        a.mov(R3, R1).mov_imm(R2, n32);
+        a.load(Size::DW, R1, R10, buf).alu_imm(op::ADD, R1, size);
+        a.call(helper::PROBE_READ_KERNEL);
+        a.load(Size::DW, R4, R10, dst_at);
+        a.alu_imm(op::SUB, R4, ALLOCA_RESERVED as i32);
+        // Never taken (checked above): the verifier's bound.
+        a.jmp_imm(op::JGT, R4, size - n32, no_scratch);
+        a.load(Size::DW, R1, R10, buf).alu(op::ADD, R1, R4);
+        a.load(Size::DW, R3, R10, buf).alu_imm(op::ADD, R3, size);
+        a.mov_imm(R2, n32);
+        a.call(helper::PROBE_READ_KERNEL);
         Ok(())
     }
 

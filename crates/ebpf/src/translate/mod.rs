@@ -334,6 +334,13 @@ pub trait ProbeContext {
         let _ = var;
         false
     }
+    /// Whether `copyin()` takes its copy from the clause's alloca area, as the interpreter's
+    /// does, because the clause also calls `alloca()` (see `alloca`): its result is then an
+    /// alloca pointer. By default it is not (a clause that only copies in keeps its copy in the
+    /// string scratch, see `copyin`).
+    fn copyin_allocates(&self) -> bool {
+        false
+    }
 }
 
 /// An associative array: `self->name[...]` (`thread`) or `name[...]`, and its variable id.
@@ -729,6 +736,9 @@ struct State {
     /// `copyinstr(argN)` may take the copy the probe's program made before the clauses ran
     /// ([`ProbeContext::emit_pre_read_string`]).
     args: [Option<u8>; NREGS],
+    /// The most each register's value can be, as an unsigned integer, where an `and` with a
+    /// constant bounds it (an `alloca()` size computed at run time, see `alloca`).
+    most: [Option<u64>; NREGS],
 }
 
 /// One element of the tuple stack as the translator follows it.
@@ -744,6 +754,18 @@ enum Pushed {
     Str(Kind),
 }
 
+impl State {
+    /// The most register `r`'s value can be, as an unsigned integer, when known: a constant's
+    /// value, or the bound an `and` gave it.
+    fn most_of(&self, r: usize) -> Option<u64> {
+        match self.regs[r] {
+            Kind::Int(Some(v)) => Some(v),
+            Kind::Int(None) => self.most[r],
+            _ => None,
+        }
+    }
+}
+
 impl std::ops::Index<usize> for State {
     type Output = Kind;
     fn index(&self, i: usize) -> &Kind {
@@ -756,6 +778,7 @@ fn start_state() -> State {
         regs: std::array::from_fn(|_| Kind::Int(Some(0))),
         tuple: Some(Vec::new()),
         args: [None; NREGS],
+        most: [None; NREGS],
     }
 }
 
@@ -768,6 +791,7 @@ fn join_states(s: &State, t: &State) -> State {
             None
         },
         args: std::array::from_fn(|i| s.args[i].filter(|_| s.args[i] == t.args[i])),
+        most: std::array::from_fn(|i| s.most_of(i).zip(t.most_of(i)).map(|(x, y)| x.max(y))),
     }
 }
 
@@ -1157,6 +1181,7 @@ impl<'a> Translator<'a> {
         self.a.store(Size::DW, R10, self.frame.reg(rd), src);
         s.regs[rd as usize] = k;
         s.args[rd as usize] = None;
+        s.most[rd as usize] = None;
     }
 
     fn int(&self, s: &State, pc: usize, r: u8) -> Result<Option<u64>, Untranslatable> {
@@ -1211,7 +1236,15 @@ impl<'a> Translator<'a> {
                     (Some(x), Some(y)) => Kind::Int(fold(op, x, y)),
                     _ => Kind::Int(None),
                 };
+                let most = match op {
+                    Opcode::And => match (s.most_of((r1 & 7) as usize), s.most_of((r2 & 7) as usize)) {
+                        (Some(x), Some(y)) => Some(x.min(y)),
+                        (x, y) => x.or(y),
+                    },
+                    _ => None,
+                };
                 self.put(s, rd, R1, k);
+                s.most[(rd & 7) as usize] = most;
             }
             Instr::Not { r1, rd } => {
                 let x = self.int(s, pc, r1)?;
@@ -1221,8 +1254,10 @@ impl<'a> Translator<'a> {
             }
             Instr::Mov { r1, rd } => {
                 let k = s[(r1 & 7) as usize].clone();
+                let most = s.most[(r1 & 7) as usize];
                 self.get(R1, r1);
                 self.put(s, rd, R1, k);
+                s.most[(rd & 7) as usize] = most;
             }
             Instr::Setx { idx, rd } => {
                 let v =
@@ -1423,6 +1458,11 @@ impl<'a> Translator<'a> {
                 self.put(s, rd, R0, Kind::Int(None));
             }
             Instr::Call { subr, rd } => match Subr::from_u16(subr) {
+                Some(Subr::Copyin) if self.ctx.copyin_allocates() => {
+                    if !self.alloca_copyin(pc, s, rd)? {
+                        return Ok(false);
+                    }
+                }
                 Some(Subr::Copyin) => self.copyin(pc, s, rd)?,
                 Some(Subr::Alloca) => {
                     if !self.alloca(pc, s, rd)? {
