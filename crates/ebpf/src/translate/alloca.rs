@@ -299,7 +299,9 @@ impl Translator<'_> {
         }
         let (src_at, src) = self.pushed_arg(pc, s, 0)?;
         if !matches!(src, Kind::Int(_)) {
-            return Err(refused("a source address the translator does not follow".into()));
+            return Err(refused(
+                "a source address the translator does not follow".into(),
+            ));
         }
         let n = self.pushed_amount(pc, s, 1)?;
         let area = self.area(pc, "copyin()")?;
@@ -425,15 +427,17 @@ impl Translator<'_> {
                     what: format!("{what} of a size computed at run time: scratchsize too large"),
                 })?;
                 if counted {
-                    let most = most.filter(|&m| m <= size).ok_or_else(|| Untranslatable::Value {
-                        pc,
-                        what: format!(
+                    let most =
+                        most.filter(|&m| m <= size)
+                            .ok_or_else(|| Untranslatable::Value {
+                                pc,
+                                what: format!(
                             "{what} of a size computed at run time that may be more than the \
                              kernel's {size} bytes (scratchsize is {}: a size masked to at most \
                              {size}, or a scratchsize of at most {size}, runs at the probe)",
                             area.limit
                         ),
-                    })?;
+                            })?;
                     self.alloca_bytes += most.next_multiple_of(8);
                 }
                 let buf = self.alloca_base(pc, what, no_scratch)?;
@@ -672,7 +676,9 @@ impl Translator<'_> {
         let area = self.area(pc, "bcopy()")?;
         let n = u32::try_from(n)
             .ok()
-            .filter(|&n| n <= area.size && u64::from(area.size) + u64::from(n) <= u64::from(area.room))
+            .filter(|&n| {
+                n <= area.size && u64::from(area.size) + u64::from(n) <= u64::from(area.room)
+            })
             .ok_or_else(|| Untranslatable::Value {
                 pc,
                 what: format!(

@@ -1237,10 +1237,12 @@ impl<'a> Translator<'a> {
                     _ => Kind::Int(None),
                 };
                 let most = match op {
-                    Opcode::And => match (s.most_of((r1 & 7) as usize), s.most_of((r2 & 7) as usize)) {
-                        (Some(x), Some(y)) => Some(x.min(y)),
-                        (x, y) => x.or(y),
-                    },
+                    Opcode::And => {
+                        match (s.most_of((r1 & 7) as usize), s.most_of((r2 & 7) as usize)) {
+                            (Some(x), Some(y)) => Some(x.min(y)),
+                            (x, y) => x.or(y),
+                        }
+                    }
                     _ => None,
                 };
                 self.put(s, rd, R1, k);

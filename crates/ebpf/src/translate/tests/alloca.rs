@@ -77,8 +77,10 @@ impl ProbeContext for AllocaProbe {
 
 /// Whether the DIF objects `objs` of a clause call `alloca()`.
 fn allocates(objs: &[DifObject]) -> bool {
-    objs.iter()
-        .any(|o| o.subrs_called().any(|s| s == dtrace_dif::subr::Subr::Alloca))
+    objs.iter().any(|o| {
+        o.subrs_called()
+            .any(|s| s == dtrace_dif::subr::Subr::Alloca)
+    })
 }
 
 /// What one DIF object of a clause gave: its recorded value, its string, or a fault (kind,
@@ -450,7 +452,13 @@ fn strings_in_alloca_memory_compare_and_go_to_string_functions() {
 #[test]
 fn alloca_of_a_size_computed_at_run_time() {
     let mut p = memory_probe();
-    for (arg3, limit) in [(5, 1 << 20), (0, 1 << 20), (300, 1 << 20), (9, 24), (17, 24)] {
+    for (arg3, limit) in [
+        (5, 1 << 20),
+        (0, 1 << 20),
+        (300, 1 << 20),
+        (9, 24),
+        (17, 24),
+    ] {
         p.args[3] = arg3;
         for body in [
             // Masked: the most it can be fits the kernel's area whatever scratchsize is.
@@ -469,20 +477,35 @@ fn alloca_of_a_size_computed_at_run_time() {
         }
     }
     // Unmasked, where scratchsize is no larger than the kernel's area: its own limit.
-    for (arg3, want) in [(24, None), (25, Some(FaultKind::NoScratch)), (u64::MAX, Some(FaultKind::NoScratch))] {
+    for (arg3, want) in [
+        (24, None),
+        (25, Some(FaultKind::NoScratch)),
+        (u64::MAX, Some(FaultKind::NoScratch)),
+    ] {
         p.args[3] = arg3;
-        let out = agree_clause("this->p = (char *)alloca(arg3); trace(this->p); \
-             this->q = (char *)alloca(arg3 - 16); trace(this->q);", &p, 24);
+        let out = agree_clause(
+            "this->p = (char *)alloca(arg3); trace(this->p); \
+             this->q = (char *)alloca(arg3 - 16); trace(this->q);",
+            &p,
+            24,
+        );
         match want {
             Some(k) => assert!(
                 matches!(out.last(), Some(Outcome::Fault(c, _, 0)) if *c == k.code()),
                 "{arg3}: {out:?}"
             ),
-            None => assert!(matches!(out.last(), Some(Outcome::Fault(..))), "{arg3}: {out:?}"),
+            None => assert!(
+                matches!(out.last(), Some(Outcome::Fault(..))),
+                "{arg3}: {out:?}"
+            ),
         }
     }
     p.args[3] = 16;
-    agree_clause("this->p = (char *)alloca(arg3); this->p[15] = 7; trace(this->p[15]);", &p, 1024);
+    agree_clause(
+        "this->p = (char *)alloca(arg3); this->p[15] = 7; trace(this->p[15]);",
+        &p,
+        1024,
+    );
 }
 
 #[test]
