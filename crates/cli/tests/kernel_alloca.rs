@@ -153,6 +153,12 @@ fn alloca_the_kernel_does_not_follow_stays_in_dtrace_with_its_reason() {
             "this->p = (char *)alloca(16); @ = sum((uint64_t)this->p);",
             "an alloca() pointer as an aggregated value",
         ),
+        // A string's bytes: the interpreter reads what follows it in its own scratch.
+        (
+            "this->p = (char *)alloca(8); bcopy(copyinstr(arg1), this->p, 4); \
+             trace(this->p[0]);",
+            "bcopy(): a string as its source",
+        ),
         // copyin() takes the interpreter's alloca area too, by as much as it may.
         (
             "this->p = (char *)alloca(4); this->b = (char *)copyin(arg1, arg2); trace(this->b);",

@@ -640,9 +640,11 @@ impl Translator<'_> {
         if s.tuple.as_ref().map(Vec::len) != Some(3) {
             return Err(refused("arguments the translator does not follow"));
         }
-        let (src_at, src) = self
-            .pushed_arg(pc, s, 0)
-            .map_err(|_| refused("a source other than an address of kernel memory"))?;
+        // A string (a constant, a copy in the scratch): the interpreter reads the bytes after
+        // it as its string table or scratch holds them, which the kernel's copies do not.
+        let string = "a string as its source (the interpreter reads what follows it in its own \
+                      scratch or string table)";
+        let (src_at, src) = self.pushed_arg(pc, s, 0).map_err(|_| refused(string))?;
         let (dst_at, dst) = self
             .pushed_arg(pc, s, 1)
             .map_err(|_| refused("a destination other than alloca() memory"))?;
@@ -653,6 +655,7 @@ impl Translator<'_> {
         match (src, dst) {
             (Kind::Int(_), Kind::Alloca) => {}
             (Kind::Alloca, Kind::Alloca) => return self.alloca_move(pc, src_at, dst_at, n),
+            (_, Kind::Alloca) => return Err(refused(string)),
             _ => return Err(refused("a destination other than alloca() memory")),
         }
         self.alloca_access(pc, dst_at, Access::Copy(n as u32))?;

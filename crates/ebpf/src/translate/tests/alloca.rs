@@ -340,7 +340,11 @@ fn what_the_translator_does_not_follow_stays_in_dtrace_with_a_reason() {
         ),
         (
             "this->p = (char *)alloca(8); bcopy(\"abc\", this->p, 4);",
-            "a source other than an address of kernel memory",
+            "bcopy(): a string as its source",
+        ),
+        (
+            "this->p = (char *)alloca(8); bcopy(copyinstr(arg1), this->p, 4);",
+            "bcopy(): a string as its source",
         ),
         ("this->p = (char *)alloca(2048);", "more than the kernel's"),
     ] {
