@@ -1,6 +1,7 @@
 //! `alloca(n)` in translated code, and what reads and writes its memory: the loads and stores
-//! of DIF (`ld*`, `st*`) through its pointers, `bcopy(src, dst, n)`, `copyinto(uaddr, n, dst)`
-//! and its memory taken as a string (`stringof(p)`, a `trace()` or `printf("%s")` of one).
+//! of DIF (`ld*`, `st*`) through its pointers, `bcopy(src, dst, n)`, `copyinto(uaddr, n, dst)`,
+//! `copyin(addr, n)` in a clause that allocates, and its memory taken as a string
+//! (`stringof(p)`, a `trace()` or `printf("%s")` of one).
 //!
 //! As the interpreter's (`dtrace_dif::vm::machine`), a clause's alloca area starts empty at
 //! each clause; `alloca(n)` takes `n` zeroed bytes at the next 8-byte boundary, and faults "out
@@ -9,6 +10,23 @@
 //! at each clause's start, so the pointers survive from one DIF object of the clause to the next
 //! (the usual `this->p = alloca(n); bcopy(src, this->p, n); trace(stringof(this->p))`).
 //!
+//! `n` may be a constant or computed at run time (`alloca(arg2 & 0xff)`, `alloca(this->n)`).
+//! The kernel's region is smaller than the interpreter's area (`scratchsize`, a megabyte by
+//! default), and an allocation that fits `scratchsize` must never run past the region: so
+//! either `scratchsize` is no larger than the region (each allocation's end checked against
+//! it at run time keeps every one inside), or the clause's allocations fit the region whatever
+//! their sizes ([`super::Fragment::alloca_bytes`], which the context sums over the clause): a
+//! constant counts itself, a size computed at run time the most an `and` with a constant lets
+//! it be. One the translator cannot bound keeps the clause in dtrace, its reason naming the two
+//! ways out (a mask, a smaller `scratchsize`).
+//!
+//! In a clause that calls `alloca()` ([`super::ProbeContext::copyin_allocates`]) `copyin(addr, n)`
+//! takes its copy from the same area, as the interpreter's does: its result is an alloca
+//! pointer, later allocations come after it, and it faults as `alloca(n)` then a read into it
+//! fault (out of scratch space; an invalid address at `addr`; for `n` of 0, an invalid address
+//! at the empty allocation's own). Elsewhere `copyin()` keeps its copy in the string scratch
+//! (`copyin`).
+//!
 //! A DIF register holding an alloca pointer ([`Kind::Alloca`]) holds the value the interpreter
 //! records for one (DTrace for Linux's: its offset in the scratch area, whose first
 //! [`ALLOCA_RESERVED`] bytes are reserved, so never 0), so that value can be recorded, compared
@@ -16,7 +34,10 @@
 //! own address (`ALLOCA_BASE` plus the offset): one that starts at or past what the clause
 //! allocated faults with an invalid address (that address), one that runs past it with an
 //! invalid size (the size); 0 (a `this->` variable not stored in this firing) faults at address
-//! 0, as a NULL pointer does.
+//! 0, as a NULL pointer does. `bcopy()` between two alloca pointers checks the destination,
+//! then the source, and copies through the room the context gives past the region
+//! ([`AllocaArea::room`]): the interpreter reads the whole source before it writes, so
+//! overlapping ranges move as `memmove()` moves them.
 //!
 //! Which `this->` variables hold alloca pointers is decided per clause ([`alloca_locals`] of
 //! its objects, asked back through [`ProbeContext::local_holds_alloca`]): such a variable
@@ -25,10 +46,11 @@
 //! pointer into alloca() memory it has not allocated faults (the address it reports is the
 //! recorded value); one that allocates would read its own memory there in the interpreter, so
 //! the context keeps a clause that allocates and reads a `this->` variable it never stores in
-//! dtrace ([`foreign_local_in_allocating_clause`]). What the
-//! translator does not follow here stays in dtrace with its reason: a size computed at run
-//! time, a copy from alloca memory (`bcopy()` between two of its pointers), an alloca pointer
-//! used as a key or stored in another variable.
+//! dtrace ([`foreign_local_in_allocating_clause`]). What the translator does not follow here
+//! stays in dtrace with its reason: a size computed at run time it cannot bound (above), a
+//! `bcopy()` whose source is a string (the interpreter reads the bytes after the string as its
+//! own scratch or string table holds them, which the kernel's copies do not reproduce), an
+//! alloca pointer used as a key or stored in another variable.
 
 use super::{FaultAddr, Kind, Pushed, State, Translator, Untranslatable};
 use crate::insn::{helper, op, Size, R0, R1, R10, R2, R3, R4, R5};
@@ -277,8 +299,8 @@ impl Translator<'_> {
     }
 
     /// `copyin(addr, size)` into `rd` in a clause that also calls `alloca()`
-    /// ([`ProbeContext::copyin_allocates`]), as the interpreter's: `size` bytes of the alloca
-    /// area taken as `alloca(size)` takes them ("out of scratch space" past `scratchsize`),
+    /// ([`super::ProbeContext::copyin_allocates`]), as the interpreter's: `size` bytes of the
+    /// alloca area taken as `alloca(size)` takes them ("out of scratch space" past `scratchsize`),
     /// then `size` bytes of the user memory of the thread that fired the probe read into them,
     /// a read that fails faulting with an invalid address at `addr`, and a size of 0 with an
     /// invalid address at the empty allocation's own (nothing was allocated there). Its value

@@ -645,8 +645,10 @@ pub struct Fragment {
     pub can_drop: bool,
     /// Every place the code faults, in code order (empty when it cannot fault).
     pub fault_sites: Vec<FaultSite>,
-    /// The most bytes its `alloca()` calls take, padding included (the context refuses a clause
-    /// whose fragments may take more than its [`AllocaArea::size`]).
+    /// The most bytes its `alloca()` calls (and `copyin()` calls, in a clause that allocates)
+    /// take, padding included, where `scratchsize` is larger than the context's
+    /// [`AllocaArea::size`] (0 otherwise: each allocation is checked against `scratchsize`
+    /// then); the context refuses a clause whose fragments may take more than that size.
     pub alloca_bytes: u64,
     /// Its value may be an `alloca()` pointer, as the interpreter records one (see `alloca`):
     /// right where the value is recorded or keys an aggregation, not where the interpreter
@@ -736,8 +738,9 @@ struct State {
     /// `copyinstr(argN)` may take the copy the probe's program made before the clauses ran
     /// ([`ProbeContext::emit_pre_read_string`]).
     args: [Option<u8>; NREGS],
-    /// The most each register's value can be, as an unsigned integer, where an `and` with a
-    /// constant bounds it (an `alloca()` size computed at run time, see `alloca`).
+    /// The most each register's value can be, as an unsigned integer, where an `and`, a
+    /// logical shift right, an unsigned remainder or quotient by a constant bounds it (an
+    /// `alloca()` size computed at run time, see `alloca`).
     most: [Option<u64>; NREGS],
 }
 
@@ -779,6 +782,19 @@ fn start_state() -> State {
         tuple: Some(Vec::new()),
         args: [None; NREGS],
         most: [None; NREGS],
+    }
+}
+
+/// The most `r1 op r2` can be, as an unsigned integer, from the most `r1` can be and `r2`'s
+/// value when it is a constant (see [`State::most`]): `None` where not known.
+fn most_after(op: Opcode, x: Option<u64>, y: Option<u64>) -> Option<u64> {
+    match (op, x, y) {
+        (Opcode::And, Some(x), _) => Some(x),
+        (Opcode::And, None, Some(m)) => Some(m),
+        (Opcode::Srl, x, Some(k)) if k < 64 => Some(x.unwrap_or(u64::MAX) >> k),
+        (Opcode::Urem, x, Some(m)) if m > 0 => Some(x.map_or(m - 1, |x| x.min(m - 1))),
+        (Opcode::Udiv, Some(x), Some(m)) if m > 0 => Some(x / m),
+        _ => None,
     }
 }
 
@@ -857,7 +873,7 @@ struct Translator<'a> {
     /// What the data-flow knows the registers hold before each instruction (where a string
     /// at an integer address comes from, see `stringof`).
     flow: stringof::FlowRegs,
-    /// Bytes the `alloca()` calls translated so far take (see [`Fragment::alloca_bytes`]).
+    /// Bytes the allocations translated so far take (see [`Fragment::alloca_bytes`]).
     alloca_bytes: u64,
     /// A `ret` returns an alloca pointer (see [`Fragment::alloca_value`]).
     alloca_value: bool,
@@ -1236,14 +1252,10 @@ impl<'a> Translator<'a> {
                     (Some(x), Some(y)) => Kind::Int(fold(op, x, y)),
                     _ => Kind::Int(None),
                 };
-                let most = match op {
-                    Opcode::And => {
-                        match (s.most_of((r1 & 7) as usize), s.most_of((r2 & 7) as usize)) {
-                            (Some(x), Some(y)) => Some(x.min(y)),
-                            (x, y) => x.or(y),
-                        }
-                    }
-                    _ => None,
+                let most = most_after(op, s.most_of((r1 & 7) as usize), y);
+                let most = match (op, s.most_of((r2 & 7) as usize)) {
+                    (Opcode::And, Some(m)) => Some(most.map_or(m, |x| x.min(m))),
+                    _ => most,
                 };
                 self.put(s, rd, R1, k);
                 s.most[(rd & 7) as usize] = most;

@@ -206,8 +206,8 @@ pub struct KernelAggs {
     /// A per-CPU array of [`KEY_SCRATCH_SLOTS`] values of [`KEY_SCRATCH_SIZE`] bytes, where keys
     /// are built (the first [`MAX_KAGG_KEY`] bytes), strings (`copyinstr()`, the
     /// [`STRING_SCRATCH`] bytes after) and a clause's `alloca()` memory (the [`ALLOCA_SCRATCH`]
-    /// bytes after those, then [`ALLOCA_ROOM`]): slot 1 for programs of perf events (which may interrupt
-    /// another program on the CPU), slot 0 for the others.
+    /// bytes after those, then [`ALLOCA_ROOM`]): slot 1 for programs of perf events (which may
+    /// interrupt another program on the CPU), slot 0 for the others.
     pub keys: i32,
     /// An array map of one [`EXIT_SIZE`]-byte value: a u64 set when a clause called `exit()`
     /// in the kernel, then the status it gave. Once set, no clause runs in the kernel (as no

@@ -144,6 +144,12 @@ fn translated(objs: &[DifObject], ctx: &AllocaProbe) -> Vec<Outcome> {
         .iter()
         .map(|o| translate_value(o, ctx, 257, FRAME).unwrap_or_else(|e| panic!("{e}")))
         .collect::<Vec<_>>();
+    // What the context checks: the clause's allocations fit the area.
+    let bytes: u64 = frags.iter().map(|f| f.fragment.alloca_bytes).sum();
+    assert!(
+        bytes <= u64::from(AREA_SIZE),
+        "the context refuses {bytes} bytes"
+    );
     let mut out = Vec::new();
     for i in 0..frags.len() {
         let mut a = Asm::new();
@@ -478,6 +484,18 @@ fn alloca_of_a_size_computed_at_run_time() {
              trace(this->q[(arg3 & 0x3f) - 1]);",
         ] {
             agree_clause(body, &p, limit);
+        }
+    }
+    // Bounded by a remainder, a shift, a quotient.
+    for arg3 in [0, 99, 1000, u64::MAX] {
+        p.args[3] = arg3;
+        for body in [
+            "this->p = (char *)alloca(arg3 % 100); this->q = (char *)alloca(arg3 >> 56); \
+             trace(this->q - this->p);",
+            "this->p = (char *)alloca((arg3 & 0xfff) / 8); trace(this->p); \
+             this->q = (char *)alloca(1); trace(this->q);",
+        ] {
+            agree_clause(body, &p, 1 << 20);
         }
     }
     // Unmasked, where scratchsize is no larger than the kernel's area: its own limit.
