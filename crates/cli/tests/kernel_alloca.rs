@@ -155,8 +155,7 @@ fn alloca_the_kernel_does_not_follow_stays_in_dtrace_with_its_reason() {
         ),
         // A string's bytes: the interpreter reads what follows it in its own scratch.
         (
-            "this->p = (char *)alloca(8); bcopy(copyinstr(arg1), this->p, 4); \
-             trace(this->p[0]);",
+            "this->p = (char *)alloca(8); bcopy(execname, this->p, 4); trace(this->p[0]);",
             "bcopy(): a string as its source",
         ),
         // copyin() takes the interpreter's alloca area too, by as much as it may.
@@ -278,6 +277,19 @@ fn copyin_in_a_clause_that_allocates_takes_from_its_alloca_area_as_in_dtrace() {
         &[(1, "runs whole in the kernel")],
     );
     assert!(out.contains("8 16 24 [jello] [hello\n] 10\n"), "{out}");
+    // The string a copyinstr() just made, copied with the zeros after it.
+    let out = same_with_kernel_paths_off(
+        r#"syscall::write:entry /pid == $target/ {
+             this->p = (char *)alloca(16);
+             this->p[9] = 7;
+             bcopy(copyinstr(arg1, 4), this->p + 1, 12);
+             this->p[0] = '<';
+             printf("%s %d %d\n", stringof(this->p), this->p[5], this->p[9]); }"#,
+        &[],
+        "echo hello",
+        &[(1, "runs whole in the kernel")],
+    );
+    assert!(out.contains("<hel 0 0\n"), "{out}");
     // Faults: an unreadable source, a copy of nothing (an invalid address: its own), past
     // scratchsize; then the clause after them runs.
     let out = same_with_kernel_paths_off(

@@ -37,7 +37,10 @@
 //! 0, as a NULL pointer does. `bcopy()` between two alloca pointers checks the destination,
 //! then the source, and copies through the room the context gives past the region
 //! ([`AllocaArea::room`]): the interpreter reads the whole source before it writes, so
-//! overlapping ranges move as `memmove()` moves them.
+//! overlapping ranges move as `memmove()` moves them. `bcopy()` whose source is the string a
+//! `copyinstr()` of the same expression just made copies it, its NUL and the zeros after them
+//! (the interpreter's copy is then the last scratch it allocated, zeroed past the string, and
+//! scratch past it reads as zeros), as the kernel's zeroed string slot holds them.
 //!
 //! Which `this->` variables hold alloca pointers is decided per clause ([`alloca_locals`] of
 //! its objects, asked back through [`ProbeContext::local_holds_alloca`]): such a variable
@@ -48,9 +51,11 @@
 //! the context keeps a clause that allocates and reads a `this->` variable it never stores in
 //! dtrace ([`foreign_local_in_allocating_clause`]). What the translator does not follow here
 //! stays in dtrace with its reason: a size computed at run time it cannot bound (above), a
-//! `bcopy()` whose source is a string (the interpreter reads the bytes after the string as its
-//! own scratch or string table holds them, which the kernel's copies do not reproduce), an
-//! alloca pointer used as a key or stored in another variable.
+//! `bcopy()` whose source is another string (a constant, `execname`, a string variable, the
+//! result of another string function, or a `copyinstr()` followed by something that takes
+//! scratch: the interpreter reads the bytes after the string as its own scratch or string
+//! table holds them, which the kernel's copies do not reproduce), an alloca pointer used as a
+//! key or stored in another variable.
 
 use super::{FaultAddr, Kind, Pushed, State, Translator, Untranslatable};
 use crate::insn::{helper, op, Size, R0, R1, R10, R2, R3, R4, R5};
@@ -666,6 +671,21 @@ impl Translator<'_> {
         // it as its string table or scratch holds them, which the kernel's copies do not.
         let string = "a string as its source (the interpreter reads what follows it in its own \
                       scratch or string table)";
+        let first = s.tuple.as_ref().and_then(|t| t.first());
+        if first == Some(&Pushed::Str(Kind::Scratch)) && self.fresh_copyinstr(pc) {
+            let (dst_at, dst) = self
+                .pushed_arg(pc, s, 1)
+                .map_err(|_| refused("a destination other than alloca() memory"))?;
+            let n = self
+                .pushed_const(s, 2)
+                .filter(|&n| n > 0)
+                .ok_or_else(|| refused("a size other than a constant above 0"))?;
+            if dst != Kind::Alloca {
+                return Err(refused("a destination other than alloca() memory"));
+            }
+            // The string's address was kept in the tuple slot of its position.
+            return self.string_copy(pc, self.frame.tuple(0), dst_at, n);
+        }
         let (src_at, src) = self.pushed_arg(pc, s, 0).map_err(|_| refused(string))?;
         let (dst_at, dst) = self
             .pushed_arg(pc, s, 1)
@@ -686,6 +706,89 @@ impl Translator<'_> {
         a.mov_imm(R2, n as i32).load(Size::DW, R3, R10, src_at);
         a.call(helper::PROBE_READ_KERNEL);
         a.jmp_imm(op::JNE, R0, 0, fault);
+        Ok(())
+    }
+
+    /// Whether the string pushed first for the call at `pc` (`bcopy()`) is what a
+    /// `copyinstr()` of this object returned, with nothing between that call and `pc` that takes scratch in the
+    /// interpreter and no branch into that stretch: the interpreter's copy is then the last it
+    /// allocated, so the bytes after the string read as zeros (its allocation's, zeroed, then
+    /// scratch not allocated), as the kernel's zeroed string slot holds them.
+    fn fresh_copyinstr(&self, pc: usize) -> bool {
+        // What may come between: pushes, integers, alloca() pointers loaded (none takes
+        // scratch in the interpreter).
+        let harmless = |i: Instr, r: Option<u8>| match i {
+            Instr::Nop | Instr::Pushtr { .. } | Instr::Pushtv { .. } | Instr::Popts => true,
+            Instr::Setx { rd, .. }
+            | Instr::Mov { rd, .. }
+            | Instr::Alu { rd, .. }
+            | Instr::Not { rd, .. } => Some(rd) != r,
+            Instr::LoadVar {
+                op: Opcode::Ldls,
+                var,
+                rd,
+            } => Some(rd) != r && self.ctx.local_holds_alloca(u32::from(var)),
+            _ => false,
+        };
+        // The call's pushes back to their `flushts`: the first one pushed the string.
+        let mut at = pc;
+        let mut first = None;
+        loop {
+            let Some(prev) = at.checked_sub(1) else {
+                return false;
+            };
+            at = prev;
+            match self.code[at] {
+                Instr::Flushts => break,
+                Instr::Pushtr { r2, rs, .. } => first = Some((r2, rs)),
+                i if harmless(i, None) => {}
+                _ => return false,
+            }
+        }
+        let Some((0, r)) = first else {
+            return false;
+        };
+        while let Some(prev) = at.checked_sub(1) {
+            at = prev;
+            match self.code[at] {
+                Instr::Call { subr, rd } if rd == r => {
+                    let into = self.code.iter().any(|i| {
+                        matches!(i, Instr::Branch { label, .. }
+                            if (at + 1..=pc).contains(&(*label as usize)))
+                    });
+                    return Subr::from_u16(subr) == Some(Subr::Copyinstr) && !into;
+                }
+                i if harmless(i, Some(r)) => {}
+                _ => return false,
+            }
+        }
+        false
+    }
+
+    /// `bcopy(src, dst, n)` of the string a `copyinstr()` just made (see
+    /// [`Translator::fresh_copyinstr`]) at `fp + src_at` into the alloca memory at `fp +
+    /// dst_at`: the string, its NUL and zeros after them, at most a string's storage.
+    fn string_copy(
+        &mut self,
+        pc: usize,
+        src_at: i16,
+        dst_at: i16,
+        n: u64,
+    ) -> Result<(), Untranslatable> {
+        let n = u32::try_from(n)
+            .ok()
+            .filter(|&n| n as usize <= self.strsize)
+            .ok_or_else(|| Untranslatable::Value {
+                pc,
+                what: format!(
+                    "bcopy(): {n} bytes of a string, more than a string's {} bytes",
+                    self.strsize
+                ),
+            })?;
+        self.alloca_access(pc, dst_at, Access::Copy(n))?;
+        let a = &mut self.a;
+        a.mov_imm(R2, n as i32).load(Size::DW, R3, R10, src_at);
+        a.call(helper::PROBE_READ_KERNEL);
         Ok(())
     }
 

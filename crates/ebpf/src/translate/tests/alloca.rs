@@ -349,8 +349,16 @@ fn what_the_translator_does_not_follow_stays_in_dtrace_with_a_reason() {
             "bcopy(): a string as its source",
         ),
         (
-            "this->p = (char *)alloca(8); bcopy(copyinstr(arg1), this->p, 4);",
+            "this->p = (char *)alloca(8); bcopy(execname, this->p, 4);",
             "bcopy(): a string as its source",
+        ),
+        (
+            "this->p = (char *)alloca(8); bcopy(copyinstr(arg1), this->p + strlen(execname), 4);",
+            "bcopy(): a string as its source",
+        ),
+        (
+            "this->p = (char *)alloca(300); bcopy(copyinstr(arg1), this->p, 300);",
+            "bcopy(): 300 bytes of a string, more than a string's 257 bytes",
         ),
         ("this->p = (char *)alloca(2048);", "more than the kernel's"),
     ] {
@@ -585,5 +593,23 @@ fn bcopy_between_alloca_ranges_moves_as_the_interpreter() {
         ] {
             agree_clause(body, &p, 1 << 20);
         }
+    }
+}
+
+#[test]
+fn bcopy_of_the_string_copyinstr_made_copies_it_and_zeros_after_it() {
+    let mut p = memory_probe();
+    p.user.push((0x7fff_0000_1000, b"hello\0world".to_vec()));
+    for body in [
+        "this->p = (char *)alloca(16); bcopy(copyinstr(arg1), this->p, 16); \
+         trace(stringof(this->p)); trace(this->p[4]); trace(this->p[6]); trace(this->p[15]);",
+        "this->p = (char *)alloca(256); this->p[200] = 1; \
+         bcopy(copyinstr(arg1, 3), this->p + 1, 255); \
+         trace(stringof(this->p + 1)); trace(this->p[3]); trace(this->p[200]);",
+        // Faults: the destination first, then the string's own.
+        "this->p = (char *)alloca(4); bcopy(copyinstr(arg1), this->p, 8);",
+        "this->p = (char *)alloca(8); bcopy(copyinstr(arg1 + 8192), this->p, 8);",
+    ] {
+        agree_clause(body, &p, 1 << 20);
     }
 }
