@@ -124,7 +124,11 @@ fn alloca_the_kernel_does_not_follow_stays_in_dtrace_with_its_reason() {
              this->p = (char *)alloca(arg2); this->p[0] = 'a'; printf("%s\n", stringof(this->p)); }"#,
         &[],
         DD,
-        &[(1, "alloca() of a size computed at run time")],
+        &[(
+            1,
+            "alloca() of a size computed at run time that may be more than the kernel's 2048 \
+             bytes",
+        )],
     );
     assert_eq!(out.matches("a\n").count(), 4, "{out}");
     let out = same_with_kernel_paths_off(
@@ -149,10 +153,15 @@ fn alloca_the_kernel_does_not_follow_stays_in_dtrace_with_its_reason() {
             "this->p = (char *)alloca(16); @ = sum((uint64_t)this->p);",
             "an alloca() pointer as an aggregated value",
         ),
-        // copyin() takes the interpreter's alloca area too.
+        // A string's bytes: the interpreter reads what follows it in its own scratch.
         (
-            "this->b = (char *)copyin(arg1, 4); this->p = (char *)alloca(4); trace(this->p);",
-            "it calls alloca() and copyin(), which share the interpreter's alloca area",
+            "this->p = (char *)alloca(8); bcopy(execname, this->p, 4); trace(this->p[0]);",
+            "bcopy(): a string as its source",
+        ),
+        // copyin() takes the interpreter's alloca area too, by as much as it may.
+        (
+            "this->p = (char *)alloca(4); this->b = (char *)copyin(arg1, arg2); trace(this->b);",
+            "copyin() of a size computed at run time that may be more than the kernel's 2048",
         ),
     ] {
         same_with_kernel_paths_off(
@@ -197,4 +206,153 @@ fn a_clause_that_allocates_and_reads_another_clauses_pointer_stays_in_dtrace() {
             (2, "runs whole in the kernel"),
         ],
     );
+}
+
+#[test]
+fn alloca_of_a_size_computed_at_run_time_as_in_dtrace() {
+    let t = "alloca_of_a_size_computed_at_run_time_as_in_dtrace";
+    if !ready(t) {
+        return;
+    }
+    // Sizes masked to fit the kernel's area (arg2 is 300, arg0 1): rounded up to 8 bytes,
+    // zeroed, pointers as DTrace for Linux records them.
+    let out = same_with_kernel_paths_off(
+        r#"syscall::write:entry /pid == $target/ {
+             this->p = (char *)alloca(arg2 & 0x1ff);
+             this->q = (char *)alloca(arg0 & 0xff);
+             this->p[arg2 - 1] = 'z';
+             printf("%d %d %d %d %d\n", (uint64_t)this->p, (uint64_t)this->q,
+                 this->p[arg2 - 1], this->p[arg2 - 2], this->q[0]); }"#,
+        &[],
+        DD,
+        &[(1, "runs whole in the kernel")],
+    );
+    assert_eq!(out.matches("8 312 122 0 0\n").count(), 4, "{out}");
+    // Unmasked where scratchsize is no larger than the kernel's area: past it, out of scratch
+    // space as the interpreter's; a size in a this-> variable.
+    let out = same_with_kernel_paths_off(
+        r#"#pragma D option scratchsize=1024
+         syscall::write:entry /pid == $target/ {
+             this->n = arg2; this->p = (char *)alloca(this->n); this->p[299] = 1;
+             printf("%d %d\n", (uint64_t)this->p, this->p[299]); }
+         syscall::write:entry /pid == $target/ {
+             this->p = (char *)alloca(arg2); this->q = (char *)alloca(arg2 * 3); }
+         syscall::write:entry /pid == $target/ { printf("after %d\n", arg2); }
+         dtrace:::ERROR { printf("fault %d %d %x\n", arg3, arg4, arg5); }"#,
+        &[],
+        DD,
+        &[
+            (1, "runs whole in the kernel"),
+            (2, "runs whole in the kernel"),
+        ],
+    );
+    assert_eq!(out.matches("8 1\n").count(), 4, "{out}");
+    let no_scratch = out
+        .lines()
+        .filter(|l| l.starts_with("fault ") && l.ends_with(" 5 0"))
+        .count();
+    assert_eq!(no_scratch, 4, "{out}");
+    assert_eq!(out.matches("after 300\n").count(), 4, "{out}");
+}
+
+#[test]
+fn copyin_in_a_clause_that_allocates_takes_from_its_alloca_area_as_in_dtrace() {
+    let t = "copyin_in_a_clause_that_allocates_takes_from_its_alloca_area_as_in_dtrace";
+    if !ready(t) || !dtrace_testkit::skip_unless(dtrace_testkit::have_program("echo"), t, "no echo")
+    {
+        return;
+    }
+    // copyin()'s copies are alloca() memory: their pointers and alloca()'s follow each other,
+    // they can be written, and read as strings up to what was allocated.
+    let out = same_with_kernel_paths_off(
+        r#"syscall::write:entry /pid == $target/ {
+             this->c = (char *)copyin(arg1, 5);
+             this->p = (char *)alloca(2);
+             this->d = (char *)copyin(arg1, arg2 & 0xff);
+             this->c[0] = 'j';
+             printf("%d %d %d [%s] [%s] %d\n", (uint64_t)this->c, (uint64_t)this->p,
+                 (uint64_t)this->d, stringof(this->c), stringof(this->d), this->d[5]); }"#,
+        &[],
+        "echo hello",
+        &[(1, "runs whole in the kernel")],
+    );
+    assert!(out.contains("8 16 24 [jello] [hello\n] 10\n"), "{out}");
+    // The string a copyinstr() just made, copied with the zeros after it.
+    let out = same_with_kernel_paths_off(
+        r#"syscall::write:entry /pid == $target/ {
+             this->p = (char *)alloca(16);
+             this->p[9] = 7;
+             bcopy(copyinstr(arg1, 4), this->p + 1, 12);
+             this->p[0] = '<';
+             printf("%s %d %d\n", stringof(this->p), this->p[5], this->p[9]); }"#,
+        &[],
+        "echo hello",
+        &[(1, "runs whole in the kernel")],
+    );
+    assert!(out.contains("<hel 0 0\n"), "{out}");
+    // Faults: an unreadable source, a copy of nothing (an invalid address: its own), past
+    // scratchsize; then the clause after them runs.
+    let out = same_with_kernel_paths_off(
+        r#"#pragma D option scratchsize=64
+         syscall::write:entry /pid == $target/ {
+             this->p = (char *)alloca(8); this->c = (char *)copyin(0, arg2 & 0xf); }
+         syscall::write:entry /pid == $target/ {
+             this->p = (char *)alloca(8); this->c = (char *)copyin(arg1, (arg0 - 1) & 0xff); }
+         syscall::write:entry /pid == $target/ {
+             this->p = (char *)alloca(60); this->c = (char *)copyin(arg1, 5); }
+         syscall::write:entry /pid == $target/ { printf("after %d\n", arg2); }
+         dtrace:::ERROR { printf("fault %d %x\n", arg4, arg5); }"#,
+        &[],
+        "echo hello",
+        &[
+            (1, "runs whole in the kernel"),
+            (2, "runs whole in the kernel"),
+            (3, "runs whole in the kernel"),
+        ],
+    );
+    assert!(out.contains("after 6\n"), "{out}");
+    // An invalid address at 0, at the empty copy's own address (recorded as DTrace for Linux
+    // records an alloca() address: 8 past the 8 bytes before it), out of scratch space.
+    for fault in ["fault 1 0\n", "fault 1 10\n", "fault 5 0\n"] {
+        assert!(out.contains(fault), "{fault}: {out}");
+    }
+}
+
+#[test]
+fn bcopy_between_alloca_ranges_as_in_dtrace() {
+    let t = "bcopy_between_alloca_ranges_as_in_dtrace";
+    if !ready(t) {
+        return;
+    }
+    // Overlapping ranges copy as the interpreter's (it reads the whole source first).
+    let out = same_with_kernel_paths_off(
+        r#"syscall::write:entry /pid == $target/ {
+             this->p = (char *)alloca(16);
+             bcopy((void *)&curthread->comm[0], this->p, 16);
+             this->p[2] = 'x';
+             bcopy(this->p, this->p + arg0, 8);
+             this->q = (char *)alloca(8);
+             bcopy(this->p + arg0, this->q, 8);
+             bcopy(this->q + arg0, this->q, 4);
+             printf("%s %s\n", stringof(this->p), stringof(this->q)); }
+         syscall::write:entry /pid == $target/ {
+             this->p = (char *)alloca(16); this->q = (char *)alloca(8);
+             bcopy(this->p, this->q, 16); }
+         syscall::write:entry /pid == $target/ {
+             this->p = (char *)alloca(8); this->q = (char *)alloca(16);
+             bcopy(this->q + 8, this->q, 16); }
+         syscall::write:entry /pid == $target/ { printf("after %d\n", arg2); }
+         dtrace:::ERROR { printf("fault %d %d\n", arg4, arg5); }"#,
+        &[],
+        DD,
+        &[
+            (1, "runs whole in the kernel"),
+            (2, "runs whole in the kernel"),
+            (3, "runs whole in the kernel"),
+        ],
+    );
+    assert_eq!(out.matches("dddx dx\n").count(), 4, "{out}");
+    // The destination too small (its size), then the source.
+    assert_eq!(out.matches("fault 10 16\n").count(), 8, "{out}");
+    assert_eq!(out.matches("after 300\n").count(), 4, "{out}");
 }

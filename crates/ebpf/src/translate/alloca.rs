@@ -1,6 +1,7 @@
 //! `alloca(n)` in translated code, and what reads and writes its memory: the loads and stores
-//! of DIF (`ld*`, `st*`) through its pointers, `bcopy(src, dst, n)`, `copyinto(uaddr, n, dst)`
-//! and its memory taken as a string (`stringof(p)`, a `trace()` or `printf("%s")` of one).
+//! of DIF (`ld*`, `st*`) through its pointers, `bcopy(src, dst, n)`, `copyinto(uaddr, n, dst)`,
+//! `copyin(addr, n)` in a clause that allocates, and its memory taken as a string
+//! (`stringof(p)`, a `trace()` or `printf("%s")` of one).
 //!
 //! As the interpreter's (`dtrace_dif::vm::machine`), a clause's alloca area starts empty at
 //! each clause; `alloca(n)` takes `n` zeroed bytes at the next 8-byte boundary, and faults "out
@@ -9,6 +10,23 @@
 //! at each clause's start, so the pointers survive from one DIF object of the clause to the next
 //! (the usual `this->p = alloca(n); bcopy(src, this->p, n); trace(stringof(this->p))`).
 //!
+//! `n` may be a constant or computed at run time (`alloca(arg2 & 0xff)`, `alloca(this->n)`).
+//! The kernel's region is smaller than the interpreter's area (`scratchsize`, a megabyte by
+//! default), and an allocation that fits `scratchsize` must never run past the region: so
+//! either `scratchsize` is no larger than the region (each allocation's end checked against
+//! it at run time keeps every one inside), or the clause's allocations fit the region whatever
+//! their sizes ([`super::Fragment::alloca_bytes`], which the context sums over the clause): a
+//! constant counts itself, a size computed at run time the most an `and` with a constant lets
+//! it be. One the translator cannot bound keeps the clause in dtrace, its reason naming the two
+//! ways out (a mask, a smaller `scratchsize`).
+//!
+//! In a clause that calls `alloca()` ([`super::ProbeContext::copyin_allocates`]) `copyin(addr, n)`
+//! takes its copy from the same area, as the interpreter's does: its result is an alloca
+//! pointer, later allocations come after it, and it faults as `alloca(n)` then a read into it
+//! fault (out of scratch space; an invalid address at `addr`; for `n` of 0, an invalid address
+//! at the empty allocation's own). Elsewhere `copyin()` keeps its copy in the string scratch
+//! (`copyin`).
+//!
 //! A DIF register holding an alloca pointer ([`Kind::Alloca`]) holds the value the interpreter
 //! records for one (DTrace for Linux's: its offset in the scratch area, whose first
 //! [`ALLOCA_RESERVED`] bytes are reserved, so never 0), so that value can be recorded, compared
@@ -16,7 +34,13 @@
 //! own address (`ALLOCA_BASE` plus the offset): one that starts at or past what the clause
 //! allocated faults with an invalid address (that address), one that runs past it with an
 //! invalid size (the size); 0 (a `this->` variable not stored in this firing) faults at address
-//! 0, as a NULL pointer does.
+//! 0, as a NULL pointer does. `bcopy()` between two alloca pointers checks the destination,
+//! then the source, and copies through the room the context gives past the region
+//! ([`AllocaArea::room`]): the interpreter reads the whole source before it writes, so
+//! overlapping ranges move as `memmove()` moves them. `bcopy()` whose source is the string a
+//! `copyinstr()` of the same expression just made copies it, its NUL and the zeros after them
+//! (the interpreter's copy is then the last scratch it allocated, zeroed past the string, and
+//! scratch past it reads as zeros), as the kernel's zeroed string slot holds them.
 //!
 //! Which `this->` variables hold alloca pointers is decided per clause ([`alloca_locals`] of
 //! its objects, asked back through [`ProbeContext::local_holds_alloca`]): such a variable
@@ -25,10 +49,13 @@
 //! pointer into alloca() memory it has not allocated faults (the address it reports is the
 //! recorded value); one that allocates would read its own memory there in the interpreter, so
 //! the context keeps a clause that allocates and reads a `this->` variable it never stores in
-//! dtrace ([`foreign_local_in_allocating_clause`]). What the
-//! translator does not follow here stays in dtrace with its reason: a size computed at run
-//! time, a copy from alloca memory (`bcopy()` between two of its pointers), an alloca pointer
-//! used as a key or stored in another variable.
+//! dtrace ([`foreign_local_in_allocating_clause`]). What the translator does not follow here
+//! stays in dtrace with its reason: a size computed at run time it cannot bound (above), a
+//! `bcopy()` whose source is another string (a constant, `execname`, a string variable, the
+//! result of another string function, or a `copyinstr()` followed by something that takes
+//! scratch: the interpreter reads the bytes after the string as its own scratch or string
+//! table holds them, which the kernel's copies do not reproduce), an alloca pointer used as a
+//! key or stored in another variable.
 
 use super::{FaultAddr, Kind, Pushed, State, Translator, Untranslatable};
 use crate::insn::{helper, op, Size, R0, R1, R10, R2, R3, R4, R5};
@@ -51,6 +78,19 @@ pub struct AllocaArea {
     pub size: u32,
     /// D's `scratchsize`: the interpreter's limit, past which `alloca()` faults.
     pub limit: u64,
+    /// Bytes from the region's start that the program may address, at least `size`: a
+    /// `copyin()` sized at run time in a clause that allocates needs twice `size` (the
+    /// verifier bounds its start and its size apart, see [`Translator::alloca_copyin`]).
+    pub room: u32,
+}
+
+/// The size of an allocation (`alloca()`'s, `copyin()`'s).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Amount {
+    /// A constant.
+    Const(u64),
+    /// Computed at the probe: at this frame offset, with the most it can be where known.
+    Run(i16, Option<u64>),
 }
 
 /// How the interpreter checks an access through an alloca pointer (the order of its faults).
@@ -73,10 +113,14 @@ enum Access {
 pub fn alloca_locals<'o>(objs: impl IntoIterator<Item = &'o DifObject>) -> Vec<u32> {
     let objs: Vec<&DifObject> = objs.into_iter().collect();
     let mut vars = Vec::new();
+    // copyin() takes from the alloca area too where the clause calls alloca().
+    let copyin_allocates = objs
+        .iter()
+        .any(|o| o.subrs_called().any(|s| s == Subr::Alloca));
     // Until nothing changes: an object may load a variable a later one stores.
     loop {
         let before = vars.len();
-        scan_locals(&objs, &mut vars);
+        scan_locals(&objs, copyin_allocates, &mut vars);
         if vars.len() == before {
             break;
         }
@@ -131,15 +175,20 @@ pub fn foreign_local_in_allocating_clause<'o>(
     })
 }
 
-/// One pass of [`alloca_locals`] over `objs`, adding to `vars`.
-fn scan_locals(objs: &[&DifObject], vars: &mut Vec<u32>) {
+/// One pass of [`alloca_locals`] over `objs`, adding to `vars` (`copyin()` returns an alloca
+/// pointer where `copyin_allocates`).
+fn scan_locals(objs: &[&DifObject], copyin_allocates: bool, vars: &mut Vec<u32>) {
     for obj in objs {
         let mut holds = [false; 8];
         let code = obj.text.iter().filter_map(|w| Instr::decode(*w).ok());
         for i in code {
             match i {
                 Instr::Call { subr, rd } => {
-                    holds[(rd & 7) as usize] = Subr::from_u16(subr) == Some(Subr::Alloca);
+                    holds[(rd & 7) as usize] = match Subr::from_u16(subr) {
+                        Some(Subr::Alloca) => true,
+                        Some(Subr::Copyin) => copyin_allocates,
+                        _ => false,
+                    };
                 }
                 Instr::Mov { r1, rd } => holds[(rd & 7) as usize] = holds[(r1 & 7) as usize],
                 Instr::Alu { op, r1, r2, rd } => {
@@ -216,61 +265,233 @@ impl Translator<'_> {
         }
     }
 
-    /// `alloca(n)` into `rd` (see the module notes): a constant `n` only. Returns whether control
-    /// falls through (a size past `scratchsize` always faults).
+    /// The size pushed at position `i` of the tuple stack (`alloca()`'s or `copyin()`'s).
+    fn pushed_amount(&self, pc: usize, s: &State, i: usize) -> Result<Amount, Untranslatable> {
+        match s.tuple.as_ref().and_then(|t| t.get(i)) {
+            Some(Pushed::Reg(r)) => match self.int(s, pc, *r)? {
+                Some(n) => Ok(Amount::Const(n)),
+                None => Ok(Amount::Run(self.frame.reg(*r), s.most_of((r & 7) as usize))),
+            },
+            Some(Pushed::Saved) => Ok(Amount::Run(self.frame.tuple(i), None)),
+            _ => Err(Untranslatable::Value {
+                pc,
+                what: "subroutine arguments the translator does not follow".into(),
+            }),
+        }
+    }
+
+    /// `alloca(n)` into `rd` (see the module notes). Returns whether control falls through (a
+    /// size past `scratchsize` always faults).
     pub(super) fn alloca(
         &mut self,
         pc: usize,
         s: &mut State,
         rd: u8,
     ) -> Result<bool, Untranslatable> {
-        let area = self.area(pc, "alloca()")?;
-        let n = match (s.tuple.as_ref().map(Vec::len), self.pushed_const(s, 0)) {
-            (Some(1), Some(n)) => n,
-            _ => {
-                return Err(Untranslatable::Value {
-                    pc,
-                    what: "alloca() of a size computed at run time".into(),
-                })
-            }
-        };
-        let bound = area.limit.min(u64::from(area.size));
-        let no_scratch = self.fault_site(pc, FaultKind::NoScratch, FaultAddr::Zero);
-        if n > bound {
-            if n <= area.limit {
-                return Err(Untranslatable::Value {
-                    pc,
-                    what: format!("alloca() of more than the kernel's {} bytes", area.size),
-                });
-            }
-            // Past scratchsize whatever was allocated before: the interpreter's fault.
-            self.a.ja(no_scratch);
+        if s.tuple.as_ref().map(Vec::len) != Some(1) {
+            return Err(Untranslatable::Value {
+                pc,
+                what: "alloca(): arguments the translator does not follow".into(),
+            });
+        }
+        let n = self.pushed_amount(pc, s, 0)?;
+        if !self.take(pc, "alloca()", n, true)? {
             return Ok(false);
         }
-        let padded = n.next_multiple_of(8);
-        self.alloca_bytes += padded;
-        let buf = self.alloca_base(pc, "alloca()", no_scratch)?;
-        let a = &mut self.a;
-        // R1: where the bytes start (the top, rounded up to 8).
-        a.load(Size::DW, R1, R10, area.top_at);
-        a.alu_imm(op::ADD, R1, 7).alu_imm(op::AND, R1, -8);
-        a.jmp_imm(op::JGT, R1, (bound - n) as i32, no_scratch);
-        // Never taken (the start is a multiple of 8 within the region): the verifier's bound
-        // for the zeroing below.
-        a.jmp_imm(
-            op::JGT,
-            R1,
-            (u64::from(area.size) - padded) as i32,
-            no_scratch,
-        );
-        a.mov(R2, R1).alu_imm(op::ADD, R2, n as i32);
-        a.store(Size::DW, R10, area.top_at, R2);
-        a.load(Size::DW, R3, R10, buf).alu(op::ADD, R3, R1);
-        for w in (0..padded).step_by(8) {
-            a.store_imm(Size::DW, R3, w as i16, 0);
+        self.a.alu_imm(op::ADD, R1, ALLOCA_RESERVED as i32);
+        self.put(s, rd, R1, Kind::Alloca);
+        Ok(true)
+    }
+
+    /// `copyin(addr, size)` into `rd` in a clause that also calls `alloca()`
+    /// ([`super::ProbeContext::copyin_allocates`]), as the interpreter's: `size` bytes of the
+    /// alloca area taken as `alloca(size)` takes them ("out of scratch space" past `scratchsize`),
+    /// then `size` bytes of the user memory of the thread that fired the probe read into them,
+    /// a read that fails faulting with an invalid address at `addr`, and a size of 0 with an
+    /// invalid address at the empty allocation's own (nothing was allocated there). Its value
+    /// is an alloca pointer. Returns whether control falls through.
+    pub(super) fn alloca_copyin(
+        &mut self,
+        pc: usize,
+        s: &mut State,
+        rd: u8,
+    ) -> Result<bool, Untranslatable> {
+        let refused = super::refusal(pc, "copyin() in a clause that calls alloca()");
+        self.ctx.reads_user_memory().map_err(refused)?;
+        if s.tuple.as_ref().map(Vec::len) != Some(2) {
+            return Err(Untranslatable::Invalid {
+                pc,
+                what: "copyin() without its two arguments".into(),
+            });
         }
+        let (src_at, src) = self.pushed_arg(pc, s, 0)?;
+        if !matches!(src, Kind::Int(_)) {
+            return Err(refused(
+                "a source address the translator does not follow".into(),
+            ));
+        }
+        let n = self.pushed_amount(pc, s, 1)?;
+        let area = self.area(pc, "copyin()")?;
+        if let Amount::Run(..) = n {
+            if area.room < 2 * area.size {
+                return Err(refused(format!(
+                    "a size computed at run time: the kernel's area has no room past its {} \
+                     bytes for the verifier",
+                    area.size
+                )));
+            }
+        }
+        if !self.take(pc, "copyin()", n, false)? {
+            return Ok(false);
+        }
+        // The start's offset, kept at the fault address's slot (the empty allocation's
+        // address when the size is 0).
+        let start = self.frame.fault_addr_at();
+        let buf = self.frame.load_buf();
+        self.a.store(Size::DW, R10, start, R1);
+        let sized = match n {
+            Amount::Const(0) => None,
+            Amount::Const(n) => {
+                self.a.mov_imm(R2, n as i32);
+                Some(None)
+            }
+            Amount::Run(at, _) => Some(Some(at)),
+        };
+        let some = self.a.label();
+        if let Some(Some(at)) = sized {
+            self.a.load(Size::DW, R2, R10, at);
+            self.a.jmp_imm(op::JNE, R2, 0, some);
+        }
+        if sized != Some(None) {
+            let empty = self.fault_site(pc, FaultKind::BadAddr, FaultAddr::Frame(start));
+            let a = &mut self.a;
+            a.ld_imm64(R2, ALLOCA_BASE).alu(op::ADD, R2, R1);
+            a.store(Size::DW, R10, start, R2);
+            a.ja(empty);
+        }
+        if sized.is_none() {
+            return Ok(false);
+        }
+        self.a.bind(some);
+        if let Some(Some(_)) = sized {
+            // Never taken (`take` checked both): the verifier's bounds of the copy.
+            let no_scratch = self.fault_site(pc, FaultKind::NoScratch, FaultAddr::Zero);
+            let a = &mut self.a;
+            a.jmp_imm(op::JGT, R2, area.size as i32, no_scratch);
+            a.jmp_imm(op::JGT, R1, area.size as i32, no_scratch);
+        }
+        let bad = self.fault_site(pc, FaultKind::BadAddr, FaultAddr::Frame(src_at));
+        let a = &mut self.a;
+        a.load(Size::DW, R3, R10, buf).alu(op::ADD, R1, R3);
+        a.load(Size::DW, R3, R10, src_at);
+        a.call(helper::PROBE_READ_USER);
+        a.jmp_imm(op::JNE, R0, 0, bad);
+        a.load(Size::DW, R1, R10, start);
         a.alu_imm(op::ADD, R1, ALLOCA_RESERVED as i32);
         self.put(s, rd, R1, Kind::Alloca);
+        Ok(true)
+    }
+
+    /// Emits the interpreter's allocation of `n` bytes of the alloca area for `what` (zeroed
+    /// when `zero`): the start at the next 8-byte boundary, "out of scratch space" (at 0) when
+    /// its end is past `scratchsize`; leaves the start's offset in the area in R1 and keeps the
+    /// area's address in the load buffer. A clause's allocations stay within the kernel's area
+    /// either because `scratchsize` is no larger, or because the bytes they may take, counted
+    /// in [`super::Fragment::alloca_bytes`], fit it (the context refuses a clause whose
+    /// fragments may take more): a size computed at run time counts the most it can be, so
+    /// one that may be more than the area stays in dtrace. Returns whether control falls
+    /// through.
+    fn take(
+        &mut self,
+        pc: usize,
+        what: &str,
+        n: Amount,
+        zero: bool,
+    ) -> Result<bool, Untranslatable> {
+        let area = self.area(pc, what)?;
+        let size = u64::from(area.size);
+        let counted = area.limit > size;
+        let bound = area.limit.min(size);
+        let no_scratch = self.fault_site(pc, FaultKind::NoScratch, FaultAddr::Zero);
+        match n {
+            Amount::Const(n) => {
+                if n > bound {
+                    if n <= area.limit {
+                        return Err(Untranslatable::Value {
+                            pc,
+                            what: format!("{what} of more than the kernel's {size} bytes"),
+                        });
+                    }
+                    // Past scratchsize whatever was allocated before: the interpreter's fault.
+                    self.a.ja(no_scratch);
+                    return Ok(false);
+                }
+                let padded = n.next_multiple_of(8);
+                if counted {
+                    self.alloca_bytes += padded;
+                }
+                let buf = self.alloca_base(pc, what, no_scratch)?;
+                let a = &mut self.a;
+                // R1: where the bytes start (the top, rounded up to 8).
+                a.load(Size::DW, R1, R10, area.top_at);
+                a.alu_imm(op::ADD, R1, 7).alu_imm(op::AND, R1, -8);
+                a.jmp_imm(op::JGT, R1, (bound - n) as i32, no_scratch);
+                // Never taken (the start is a multiple of 8 within the region): the
+                // verifier's bound for the zeroing below.
+                a.jmp_imm(op::JGT, R1, (size - padded) as i32, no_scratch);
+                a.mov(R2, R1).alu_imm(op::ADD, R2, n as i32);
+                a.store(Size::DW, R10, area.top_at, R2);
+                if zero {
+                    a.load(Size::DW, R3, R10, buf).alu(op::ADD, R3, R1);
+                    for w in (0..padded).step_by(8) {
+                        a.store_imm(Size::DW, R3, w as i16, 0);
+                    }
+                }
+            }
+            Amount::Run(at, most) => {
+                let limit = i32::try_from(area.limit).map_err(|_| Untranslatable::Value {
+                    pc,
+                    what: format!("{what} of a size computed at run time: scratchsize too large"),
+                })?;
+                if counted {
+                    let most =
+                        most.filter(|&m| m <= size)
+                            .ok_or_else(|| Untranslatable::Value {
+                                pc,
+                                what: format!(
+                            "{what} of a size computed at run time that may be more than the \
+                             kernel's {size} bytes (scratchsize is {}: a size masked to at most \
+                             {size}, or a scratchsize of at most {size}, runs at the probe)",
+                            area.limit
+                        ),
+                            })?;
+                    self.alloca_bytes += most.next_multiple_of(8);
+                }
+                let buf = self.alloca_base(pc, what, no_scratch)?;
+                let a = &mut self.a;
+                a.load(Size::DW, R2, R10, at);
+                a.jmp_imm(op::JGT, R2, limit, no_scratch);
+                a.load(Size::DW, R1, R10, area.top_at);
+                a.alu_imm(op::ADD, R1, 7).alu_imm(op::AND, R1, -8);
+                a.mov(R3, R1).alu(op::ADD, R3, R2);
+                a.jmp_imm(op::JGT, R3, limit, no_scratch);
+                // Never taken (see above): the verifier's bound for the zeroing below.
+                a.jmp_imm(op::JGT, R3, area.size as i32, no_scratch);
+                a.store(Size::DW, R10, area.top_at, R3);
+                if zero {
+                    // The words from the start up to the end (R4 the next), one at a time.
+                    let (word, zeroed) = (a.label(), a.label());
+                    a.mov(R4, R1);
+                    a.bind(word);
+                    a.jmp_reg(op::JGE, R4, R3, zeroed);
+                    a.jmp_imm(op::JGT, R4, (size - 8) as i32, zeroed);
+                    a.load(Size::DW, R5, R10, buf).alu(op::ADD, R5, R4);
+                    a.store_imm(Size::DW, R5, 0, 0);
+                    a.alu_imm(op::ADD, R4, 8).ja(word);
+                    a.bind(zeroed);
+                }
+            }
+        }
         Ok(true)
     }
 
@@ -433,9 +654,11 @@ impl Translator<'_> {
         Ok(())
     }
 
-    /// `bcopy(src, dst, n)`: `n` (a constant) bytes of kernel memory at `src` into the alloca
-    /// memory at `dst`, as the interpreter's: `dst` checked first, a failed read faulting at
-    /// `src`.
+    /// `bcopy(src, dst, n)`: `n` (a constant) bytes of kernel memory or alloca memory at `src`
+    /// into the alloca memory at `dst`, as the interpreter's: `dst` checked first, then `src`
+    /// (alloca memory as any access, a failed kernel read faulting at `src`). The interpreter
+    /// reads the whole source before it writes, so overlapping alloca ranges copy as
+    /// `memmove()` does: through the room past the area ([`AllocaArea::room`]).
     pub(super) fn bcopy(&mut self, pc: usize, s: &State) -> Result<(), Untranslatable> {
         let refused = |what: &str| Untranslatable::Value {
             pc,
@@ -444,9 +667,26 @@ impl Translator<'_> {
         if s.tuple.as_ref().map(Vec::len) != Some(3) {
             return Err(refused("arguments the translator does not follow"));
         }
-        let (src_at, src) = self
-            .pushed_arg(pc, s, 0)
-            .map_err(|_| refused("a source other than an address of kernel memory"))?;
+        // A string (a constant, a copy in the scratch): the interpreter reads the bytes after
+        // it as its string table or scratch holds them, which the kernel's copies do not.
+        let string = "a string as its source (the interpreter reads what follows it in its own \
+                      scratch or string table)";
+        let first = s.tuple.as_ref().and_then(|t| t.first());
+        if first == Some(&Pushed::Str(Kind::Scratch)) && self.fresh_copyinstr(pc) {
+            let (dst_at, dst) = self
+                .pushed_arg(pc, s, 1)
+                .map_err(|_| refused("a destination other than alloca() memory"))?;
+            let n = self
+                .pushed_const(s, 2)
+                .filter(|&n| n > 0)
+                .ok_or_else(|| refused("a size other than a constant above 0"))?;
+            if dst != Kind::Alloca {
+                return Err(refused("a destination other than alloca() memory"));
+            }
+            // The string's address was kept in the tuple slot of its position.
+            return self.string_copy(pc, self.frame.tuple(0), dst_at, n);
+        }
+        let (src_at, src) = self.pushed_arg(pc, s, 0).map_err(|_| refused(string))?;
         let (dst_at, dst) = self
             .pushed_arg(pc, s, 1)
             .map_err(|_| refused("a destination other than alloca() memory"))?;
@@ -456,7 +696,8 @@ impl Translator<'_> {
             .ok_or_else(|| refused("a size other than a constant above 0"))?;
         match (src, dst) {
             (Kind::Int(_), Kind::Alloca) => {}
-            (Kind::Alloca, _) => return Err(refused("a copy from alloca() memory")),
+            (Kind::Alloca, Kind::Alloca) => return self.alloca_move(pc, src_at, dst_at, n),
+            (_, Kind::Alloca) => return Err(refused(string)),
             _ => return Err(refused("a destination other than alloca() memory")),
         }
         self.alloca_access(pc, dst_at, Access::Copy(n as u32))?;
@@ -465,6 +706,134 @@ impl Translator<'_> {
         a.mov_imm(R2, n as i32).load(Size::DW, R3, R10, src_at);
         a.call(helper::PROBE_READ_KERNEL);
         a.jmp_imm(op::JNE, R0, 0, fault);
+        Ok(())
+    }
+
+    /// Whether the string pushed first for the call at `pc` (`bcopy()`) is what a
+    /// `copyinstr()` of this object returned, with nothing between that call and `pc` that takes scratch in the
+    /// interpreter and no branch into that stretch: the interpreter's copy is then the last it
+    /// allocated, so the bytes after the string read as zeros (its allocation's, zeroed, then
+    /// scratch not allocated), as the kernel's zeroed string slot holds them.
+    fn fresh_copyinstr(&self, pc: usize) -> bool {
+        // What may come between: pushes, integers, alloca() pointers loaded (none takes
+        // scratch in the interpreter).
+        let harmless = |i: Instr, r: Option<u8>| match i {
+            Instr::Nop | Instr::Pushtr { .. } | Instr::Pushtv { .. } | Instr::Popts => true,
+            Instr::Setx { rd, .. }
+            | Instr::Mov { rd, .. }
+            | Instr::Alu { rd, .. }
+            | Instr::Not { rd, .. } => Some(rd) != r,
+            Instr::LoadVar {
+                op: Opcode::Ldls,
+                var,
+                rd,
+            } => Some(rd) != r && self.ctx.local_holds_alloca(u32::from(var)),
+            _ => false,
+        };
+        // The call's pushes back to their `flushts`: the first one pushed the string.
+        let mut at = pc;
+        let mut first = None;
+        loop {
+            let Some(prev) = at.checked_sub(1) else {
+                return false;
+            };
+            at = prev;
+            match self.code[at] {
+                Instr::Flushts => break,
+                Instr::Pushtr { r2, rs, .. } => first = Some((r2, rs)),
+                i if harmless(i, None) => {}
+                _ => return false,
+            }
+        }
+        let Some((0, r)) = first else {
+            return false;
+        };
+        while let Some(prev) = at.checked_sub(1) {
+            at = prev;
+            match self.code[at] {
+                Instr::Call { subr, rd } if rd == r => {
+                    let into = self.code.iter().any(|i| {
+                        matches!(i, Instr::Branch { label, .. }
+                            if (at + 1..=pc).contains(&(*label as usize)))
+                    });
+                    return Subr::from_u16(subr) == Some(Subr::Copyinstr) && !into;
+                }
+                i if harmless(i, Some(r)) => {}
+                _ => return false,
+            }
+        }
+        false
+    }
+
+    /// `bcopy(src, dst, n)` of the string a `copyinstr()` just made (see
+    /// [`Translator::fresh_copyinstr`]) at `fp + src_at` into the alloca memory at `fp +
+    /// dst_at`: the string, its NUL and zeros after them, at most a string's storage.
+    fn string_copy(
+        &mut self,
+        pc: usize,
+        src_at: i16,
+        dst_at: i16,
+        n: u64,
+    ) -> Result<(), Untranslatable> {
+        let n = u32::try_from(n)
+            .ok()
+            .filter(|&n| n as usize <= self.strsize)
+            .ok_or_else(|| Untranslatable::Value {
+                pc,
+                what: format!(
+                    "bcopy(): {n} bytes of a string, more than a string's {} bytes",
+                    self.strsize
+                ),
+            })?;
+        self.alloca_access(pc, dst_at, Access::Copy(n))?;
+        let a = &mut self.a;
+        a.mov_imm(R2, n as i32).load(Size::DW, R3, R10, src_at);
+        a.call(helper::PROBE_READ_KERNEL);
+        Ok(())
+    }
+
+    /// `bcopy(src, dst, n)` between the alloca pointers at `fp + src_at` and `fp + dst_at` (see
+    /// [`Translator::bcopy`]).
+    fn alloca_move(
+        &mut self,
+        pc: usize,
+        src_at: i16,
+        dst_at: i16,
+        n: u64,
+    ) -> Result<(), Untranslatable> {
+        let area = self.area(pc, "bcopy()")?;
+        let n = u32::try_from(n)
+            .ok()
+            .filter(|&n| {
+                n <= area.size && u64::from(area.size) + u64::from(n) <= u64::from(area.room)
+            })
+            .ok_or_else(|| Untranslatable::Value {
+                pc,
+                what: format!(
+                    "bcopy(): a copy of {n} bytes of alloca() memory (the kernel's area holds {}, \
+                     with room for {} more)",
+                    area.size,
+                    area.room.saturating_sub(area.size)
+                ),
+            })?;
+        self.alloca_access(pc, dst_at, Access::Copy(n))?;
+        self.alloca_access(pc, src_at, Access::Copy(n))?;
+        let buf = self.frame.load_buf();
+        let no_scratch = self.fault_site(pc, FaultKind::NoScratch, FaultAddr::Zero);
+        let a = &mut self.a;
+        // The source (R1) past the area first, then from there to the destination.
+        let (size, n32) = (area.size as i32, n as i32);
+        a.mov(R3, R1).mov_imm(R2, n32);
+        a.load(Size::DW, R1, R10, buf).alu_imm(op::ADD, R1, size);
+        a.call(helper::PROBE_READ_KERNEL);
+        a.load(Size::DW, R4, R10, dst_at);
+        a.alu_imm(op::SUB, R4, ALLOCA_RESERVED as i32);
+        // Never taken (checked above): the verifier's bound.
+        a.jmp_imm(op::JGT, R4, size - n32, no_scratch);
+        a.load(Size::DW, R1, R10, buf).alu(op::ADD, R1, R4);
+        a.load(Size::DW, R3, R10, buf).alu_imm(op::ADD, R3, size);
+        a.mov_imm(R2, n32);
+        a.call(helper::PROBE_READ_KERNEL);
         Ok(())
     }
 

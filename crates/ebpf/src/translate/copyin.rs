@@ -1,7 +1,9 @@
 //! `copyin(addr, size)` and `copyinstr(addr [, maxlen])` in translated code. `copyin()` of a
 //! constant size up to [`MAX_COPYIN`] is copied whole (for `tracemem()`, or read as a string);
 //! one sized at run time is exact where it is the clause's only allocation of scratch, and only
-//! a string reads it (see `Translator::copyin_sized`). `copyinstr()` as
+//! a string reads it (see `Translator::copyin_sized`). In a clause that calls `alloca()`, where
+//! the interpreter takes the copy from the clause's alloca area, it is taken there too (see
+//! `alloca`). `copyinstr()` as
 //! the interpreter's: at most `strsize`
 //! bytes (D's option; `maxlen` if less, at least 1), the NUL among them, read from the user
 //! memory of the thread that fired the probe with `bpf_probe_read_user_str` into a slot of the

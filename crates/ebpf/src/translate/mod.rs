@@ -337,6 +337,13 @@ pub trait ProbeContext {
         let _ = var;
         false
     }
+    /// Whether `copyin()` takes its copy from the clause's alloca area, as the interpreter's
+    /// does, because the clause also calls `alloca()` (see `alloca`): its result is then an
+    /// alloca pointer. By default it is not (a clause that only copies in keeps its copy in the
+    /// string scratch, see `copyin`).
+    fn copyin_allocates(&self) -> bool {
+        false
+    }
 }
 
 /// An associative array: `self->name[...]` (`thread`) or `name[...]`, and its variable id.
@@ -641,8 +648,10 @@ pub struct Fragment {
     pub can_drop: bool,
     /// Every place the code faults, in code order (empty when it cannot fault).
     pub fault_sites: Vec<FaultSite>,
-    /// The most bytes its `alloca()` calls take, padding included (the context refuses a clause
-    /// whose fragments may take more than its [`AllocaArea::size`]).
+    /// The most bytes its `alloca()` calls (and `copyin()` calls, in a clause that allocates)
+    /// take, padding included, where `scratchsize` is larger than the context's
+    /// [`AllocaArea::size`] (0 otherwise: each allocation is checked against `scratchsize`
+    /// then); the context refuses a clause whose fragments may take more than that size.
     pub alloca_bytes: u64,
     /// Its value may be an `alloca()` pointer, as the interpreter records one (see `alloca`):
     /// right where the value is recorded or keys an aggregation, not where the interpreter
@@ -732,6 +741,10 @@ struct State {
     /// `copyinstr(argN)` may take the copy the probe's program made before the clauses ran
     /// ([`ProbeContext::emit_pre_read_string`]).
     args: [Option<u8>; NREGS],
+    /// The most each register's value can be, as an unsigned integer, where an `and`, a
+    /// logical shift right, an unsigned remainder or quotient by a constant bounds it (an
+    /// `alloca()` size computed at run time, see `alloca`).
+    most: [Option<u64>; NREGS],
 }
 
 /// One element of the tuple stack as the translator follows it.
@@ -747,6 +760,18 @@ enum Pushed {
     Str(Kind),
 }
 
+impl State {
+    /// The most register `r`'s value can be, as an unsigned integer, when known: a constant's
+    /// value, or the bound an `and` gave it.
+    fn most_of(&self, r: usize) -> Option<u64> {
+        match self.regs[r] {
+            Kind::Int(Some(v)) => Some(v),
+            Kind::Int(None) => self.most[r],
+            _ => None,
+        }
+    }
+}
+
 impl std::ops::Index<usize> for State {
     type Output = Kind;
     fn index(&self, i: usize) -> &Kind {
@@ -759,6 +784,20 @@ fn start_state() -> State {
         regs: std::array::from_fn(|_| Kind::Int(Some(0))),
         tuple: Some(Vec::new()),
         args: [None; NREGS],
+        most: [None; NREGS],
+    }
+}
+
+/// The most `r1 op r2` can be, as an unsigned integer, from the most `r1` can be and `r2`'s
+/// value when it is a constant (see [`State::most`]): `None` where not known.
+fn most_after(op: Opcode, x: Option<u64>, y: Option<u64>) -> Option<u64> {
+    match (op, x, y) {
+        (Opcode::And, Some(x), _) => Some(x),
+        (Opcode::And, None, Some(m)) => Some(m),
+        (Opcode::Srl, x, Some(k)) if k < 64 => Some(x.unwrap_or(u64::MAX) >> k),
+        (Opcode::Urem, x, Some(m)) if m > 0 => Some(x.map_or(m - 1, |x| x.min(m - 1))),
+        (Opcode::Udiv, Some(x), Some(m)) if m > 0 => Some(x / m),
+        _ => None,
     }
 }
 
@@ -771,6 +810,7 @@ fn join_states(s: &State, t: &State) -> State {
             None
         },
         args: std::array::from_fn(|i| s.args[i].filter(|_| s.args[i] == t.args[i])),
+        most: std::array::from_fn(|i| s.most_of(i).zip(t.most_of(i)).map(|(x, y)| x.max(y))),
     }
 }
 
@@ -836,7 +876,7 @@ struct Translator<'a> {
     /// What the data-flow knows the registers hold before each instruction (where a string
     /// at an integer address comes from, see `stringof`).
     flow: stringof::FlowRegs,
-    /// Bytes the `alloca()` calls translated so far take (see [`Fragment::alloca_bytes`]).
+    /// Bytes the allocations translated so far take (see [`Fragment::alloca_bytes`]).
     alloca_bytes: u64,
     /// A `ret` returns an alloca pointer (see [`Fragment::alloca_value`]).
     alloca_value: bool,
@@ -1160,6 +1200,7 @@ impl<'a> Translator<'a> {
         self.a.store(Size::DW, R10, self.frame.reg(rd), src);
         s.regs[rd as usize] = k;
         s.args[rd as usize] = None;
+        s.most[rd as usize] = None;
     }
 
     fn int(&self, s: &State, pc: usize, r: u8) -> Result<Option<u64>, Untranslatable> {
@@ -1214,7 +1255,13 @@ impl<'a> Translator<'a> {
                     (Some(x), Some(y)) => Kind::Int(fold(op, x, y)),
                     _ => Kind::Int(None),
                 };
+                let most = most_after(op, s.most_of((r1 & 7) as usize), y);
+                let most = match (op, s.most_of((r2 & 7) as usize)) {
+                    (Opcode::And, Some(m)) => Some(most.map_or(m, |x| x.min(m))),
+                    _ => most,
+                };
                 self.put(s, rd, R1, k);
+                s.most[(rd & 7) as usize] = most;
             }
             Instr::Not { r1, rd } => {
                 let x = self.int(s, pc, r1)?;
@@ -1224,8 +1271,10 @@ impl<'a> Translator<'a> {
             }
             Instr::Mov { r1, rd } => {
                 let k = s[(r1 & 7) as usize].clone();
+                let most = s.most[(r1 & 7) as usize];
                 self.get(R1, r1);
                 self.put(s, rd, R1, k);
+                s.most[(rd & 7) as usize] = most;
             }
             Instr::Setx { idx, rd } => {
                 let v =
@@ -1426,6 +1475,11 @@ impl<'a> Translator<'a> {
                 self.put(s, rd, R0, Kind::Int(None));
             }
             Instr::Call { subr, rd } => match Subr::from_u16(subr) {
+                Some(Subr::Copyin) if self.ctx.copyin_allocates() => {
+                    if !self.alloca_copyin(pc, s, rd)? {
+                        return Ok(false);
+                    }
+                }
                 Some(Subr::Copyin) => self.copyin(pc, s, rd)?,
                 Some(Subr::Alloca) => {
                     if !self.alloca(pc, s, rd)? {

@@ -52,6 +52,9 @@ pub(crate) struct ShapeContext<'a> {
     /// The clause-locals of the clause being translated that hold `alloca()` pointers
     /// (`dtrace_ebpf::translate::alloca_locals`).
     pub(crate) alloca_locals: &'a [u32],
+    /// Whether the clause being translated calls `alloca()`: its `copyin()` calls then take
+    /// their copies from its alloca area, as the interpreter's do.
+    pub(crate) allocates: bool,
     /// The bytes a `copyin()` sized at the probe may take in the clause being translated
     /// (`KernelAggClause::copy_scratch`; `None`: such a copy is made in dtrace).
     pub(crate) copy_scratch: Option<u64>,
@@ -248,6 +251,7 @@ impl ProbeContext for ShapeContext<'_> {
                 top_at: super::kagg::ALLOCA_TOP,
                 size: super::spec::ALLOCA_SCRATCH as u32,
                 limit,
+                room: (super::spec::ALLOCA_SCRATCH + super::spec::ALLOCA_ROOM) as u32,
             }),
             (None, Some(_)) => Err("the session's programs differ in scratchsize".into()),
             _ => Err("alloca() runs at the probe only in clauses that run whole there".into()),
@@ -261,6 +265,10 @@ impl ProbeContext for ShapeContext<'_> {
 
     fn local_holds_alloca(&self, var: u32) -> bool {
         self.alloca_locals.contains(&var)
+    }
+
+    fn copyin_allocates(&self) -> bool {
+        self.allocates
     }
 
     fn emit_string_scratch(&self, a: &mut Asm, offset: usize, len: usize) -> Result<(), String> {
@@ -507,6 +515,7 @@ pub fn translate_filter(
         specs: None,
         scratchsize: None,
         alloca_locals: &[],
+        allocates: false,
         copy_scratch: None,
     };
     let results: Vec<Result<translate::Fragment, Untranslatable>> = filter

@@ -221,16 +221,6 @@ fn translate_clause(
     // The clause's own `this->` variables that hold alloca() pointers (alloca() memory lives
     // for one clause: see `translate::alloca`).
     let locals = translate::alloca_locals(clause_objects(c));
-    if calls_alloca(c) && calls(c, dtrace_dif::subr::Subr::Copyin) {
-        // The interpreter takes both from the clause's alloca area; the kernel's copies are
-        // elsewhere, so its alloca() pointers would not be the interpreter's.
-        return Err(Untranslatable::Value {
-            pc: 0,
-            what: "it calls alloca() and copyin(), which share the interpreter's alloca area \
-                   (not yet at the probe)"
-                .into(),
-        });
-    }
     if let Some(name) = translate::foreign_local_in_allocating_clause(clause_objects(c)) {
         return Err(Untranslatable::Placement(format!(
             "it calls alloca() and reads {name}, which another clause stores (dtrace's \
@@ -240,6 +230,8 @@ fn translate_clause(
     // The scratch a copy sized at the probe may take is the clause's own.
     let ctx = &ShapeContext {
         alloca_locals: &locals,
+        // Its copyin() calls take from its alloca area too, as the interpreter's.
+        allocates: calls_alloca(c),
         copy_scratch: c.copy_scratch,
         ..*ctx
     };
@@ -456,6 +448,7 @@ pub fn check_clause(
         specs,
         scratchsize,
         alloca_locals: &[],
+        allocates: false,
         copy_scratch: None,
     };
     translate_clause(&ctx, c, strsize as usize).map(|t| t.can_fault())
@@ -557,6 +550,7 @@ pub fn emit_aggs(
         specs: k.specs,
         scratchsize: k.scratchsize,
         alloca_locals: &[],
+        allocates: false,
         copy_scratch: None,
     };
     let mut results: Vec<Result<Translated, Untranslatable>> = k

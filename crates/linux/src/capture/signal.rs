@@ -65,6 +65,7 @@ pub fn emit_signals(a: &mut Asm, shape: &ProbeShape, s: &KernelSignals) -> Signa
         specs: None,
         scratchsize: None,
         alloca_locals: &[],
+        allocates: false,
         copy_scratch: None,
     };
     let results: Vec<Result<Translated, Untranslatable>> = s

@@ -206,8 +206,8 @@ pub struct KernelAggs {
     /// A per-CPU array of [`KEY_SCRATCH_SLOTS`] values of [`KEY_SCRATCH_SIZE`] bytes, where keys
     /// are built (the first [`MAX_KAGG_KEY`] bytes), strings (`copyinstr()`, the
     /// [`STRING_SCRATCH`] bytes after) and a clause's `alloca()` memory (the [`ALLOCA_SCRATCH`]
-    /// bytes after those): slot 1 for programs of perf events (which may interrupt
-    /// another program on the CPU), slot 0 for the others.
+    /// bytes after those, then [`ALLOCA_ROOM`]): slot 1 for programs of perf events (which may
+    /// interrupt another program on the CPU), slot 0 for the others.
     pub keys: i32,
     /// An array map of one [`EXIT_SIZE`]-byte value: a u64 set when a clause called `exit()`
     /// in the kernel, then the status it gave. Once set, no clause runs in the kernel (as no
@@ -259,8 +259,13 @@ pub const STRING_SCRATCH: usize = 4096;
 /// Bytes of a clause's `alloca()` memory at the probe, after the strings in each value of
 /// [`KernelAggs::keys`] (a clause whose `alloca()` calls may take more runs in dtrace).
 pub const ALLOCA_SCRATCH: usize = 2048;
+/// Bytes after a clause's `alloca()` memory in each value of [`KernelAggs::keys`]: where a
+/// `bcopy()` between two of its ranges passes, and what lets the verifier see a `copyin()`
+/// sized at run time whose start and size it bounds apart
+/// (`dtrace_ebpf::translate::AllocaArea::room`).
+pub const ALLOCA_ROOM: usize = ALLOCA_SCRATCH;
 /// Bytes of each value of [`KernelAggs::keys`].
-pub const KEY_SCRATCH_SIZE: usize = MAX_KAGG_KEY + STRING_SCRATCH + ALLOCA_SCRATCH;
+pub const KEY_SCRATCH_SIZE: usize = MAX_KAGG_KEY + STRING_SCRATCH + ALLOCA_SCRATCH + ALLOCA_ROOM;
 
 /// Bytes of the value of [`KernelAggs::exit`].
 pub const EXIT_SIZE: usize = 16;

@@ -16,6 +16,8 @@ struct AllocaProbe {
     p: Probe,
     locals: Vec<u32>,
     limit: u64,
+    /// The clause calls `alloca()` (its `copyin()` calls take from the area).
+    allocates: bool,
 }
 
 impl ProbeContext for AllocaProbe {
@@ -54,6 +56,7 @@ impl ProbeContext for AllocaProbe {
             top_at: TOP_AT,
             size: AREA_SIZE,
             limit: self.limit,
+            room: 2 * AREA_SIZE,
         })
     }
 
@@ -66,6 +69,18 @@ impl ProbeContext for AllocaProbe {
     fn local_holds_alloca(&self, var: u32) -> bool {
         self.locals.contains(&var)
     }
+
+    fn copyin_allocates(&self) -> bool {
+        self.allocates
+    }
+}
+
+/// Whether the DIF objects `objs` of a clause call `alloca()`.
+fn allocates(objs: &[DifObject]) -> bool {
+    objs.iter().any(|o| {
+        o.subrs_called()
+            .any(|s| s == dtrace_dif::subr::Subr::Alloca)
+    })
 }
 
 /// What one DIF object of a clause gave: its recorded value, its string, or a fault (kind,
@@ -129,6 +144,12 @@ fn translated(objs: &[DifObject], ctx: &AllocaProbe) -> Vec<Outcome> {
         .iter()
         .map(|o| translate_value(o, ctx, 257, FRAME).unwrap_or_else(|e| panic!("{e}")))
         .collect::<Vec<_>>();
+    // What the context checks: the clause's allocations fit the area.
+    let bytes: u64 = frags.iter().map(|f| f.fragment.alloca_bytes).sum();
+    assert!(
+        bytes <= u64::from(AREA_SIZE),
+        "the context refuses {bytes} bytes"
+    );
     let mut out = Vec::new();
     for i in 0..frags.len() {
         let mut a = Asm::new();
@@ -174,6 +195,7 @@ fn agree_clause(body: &str, p: &Probe, limit: u64) -> Vec<Outcome> {
         p: clone_probe(p),
         locals: alloca_locals(&objs),
         limit,
+        allocates: allocates(&objs),
     };
     let want = interpreted(&objs, p, limit);
     assert_eq!(translated(&objs, &ctx), want, "{body}");
@@ -304,11 +326,15 @@ fn what_the_translator_does_not_follow_stays_in_dtrace_with_a_reason() {
     for (body, why) in [
         (
             "this->p = (char *)alloca(arg3); trace(this->p);",
-            "computed at run time",
+            "computed at run time that may be more than the kernel's 1024 bytes",
         ),
         (
-            "this->p = (char *)alloca(8); this->q = (char *)alloca(8); bcopy(this->p, this->q, 4);",
-            "a copy from alloca() memory",
+            "this->p = (char *)alloca(arg3 & 0x7ff); trace(this->p);",
+            "computed at run time that may be more than the kernel's 1024 bytes",
+        ),
+        (
+            "this->p = (char *)alloca(8); this->q = copyin(arg1, arg3);",
+            "copyin() of a size computed at run time that may be more",
         ),
         (
             "self->p = (char *)alloca(8);",
@@ -320,7 +346,19 @@ fn what_the_translator_does_not_follow_stays_in_dtrace_with_a_reason() {
         ),
         (
             "this->p = (char *)alloca(8); bcopy(\"abc\", this->p, 4);",
-            "a source other than an address of kernel memory",
+            "bcopy(): a string as its source",
+        ),
+        (
+            "this->p = (char *)alloca(8); bcopy(execname, this->p, 4);",
+            "bcopy(): a string as its source",
+        ),
+        (
+            "this->p = (char *)alloca(8); bcopy(copyinstr(arg1), this->p + strlen(execname), 4);",
+            "bcopy(): a string as its source",
+        ),
+        (
+            "this->p = (char *)alloca(300); bcopy(copyinstr(arg1), this->p, 300);",
+            "bcopy(): 300 bytes of a string, more than a string's 257 bytes",
         ),
         ("this->p = (char *)alloca(2048);", "more than the kernel's"),
     ] {
@@ -330,6 +368,7 @@ fn what_the_translator_does_not_follow_stays_in_dtrace_with_a_reason() {
             p: clone_probe(&p),
             locals: alloca_locals(&objs),
             limit: 1 << 20,
+            allocates: allocates(&objs),
         };
         let errs: Vec<String> = objs
             .iter()
@@ -395,6 +434,7 @@ fn a_fragment_returning_an_alloca_pointer_says_so() {
         p: Probe::new(),
         locals: alloca_locals(&objs),
         limit: 1 << 20,
+        allocates: true,
     };
     let flags: Vec<bool> = objs
         .iter()
@@ -422,6 +462,153 @@ fn strings_in_alloca_memory_compare_and_go_to_string_functions() {
         // Past the allocation: the compare's, and the push's, fault.
         "this->p = (char *)alloca(4); trace(stringof(this->p + 4) == \"\");",
         "this->p = (char *)alloca(4); trace(strlen(stringof(this->p + 4)));",
+    ] {
+        agree_clause(body, &p, 1 << 20);
+    }
+}
+
+#[test]
+fn alloca_of_a_size_computed_at_run_time() {
+    let mut p = memory_probe();
+    for (arg3, limit) in [
+        (5, 1 << 20),
+        (0, 1 << 20),
+        (300, 1 << 20),
+        (9, 24),
+        (17, 24),
+    ] {
+        p.args[3] = arg3;
+        for body in [
+            // Masked: the most it can be fits the kernel's area whatever scratchsize is.
+            "this->p = (char *)alloca(arg3 & 0xff); this->q = (char *)alloca(arg3 & 0x7f); \
+             trace(this->p); trace(this->q); trace(this->q - this->p); \
+             trace(*(uint64_t *)this->p); this->q[arg3 & 0x7f] = 1;",
+            "this->n = arg3 & 0x1ff; this->p = (char *)alloca(this->n & 0x1ff); \
+             this->p[this->n - 1] = 'x'; trace(this->p[this->n - 1]); \
+             trace(stringof(this->p + this->n - 1));",
+            // A misaligned start rounded up, the bytes zeroed whatever was there.
+            "this->p = (char *)alloca(3); this->p[2] = 1; \
+             this->q = (char *)alloca(arg3 & 0x3f); trace(this->q); \
+             trace(this->q[(arg3 & 0x3f) - 1]);",
+        ] {
+            agree_clause(body, &p, limit);
+        }
+    }
+    // Bounded by a remainder, a shift, a quotient.
+    for arg3 in [0, 99, 1000, u64::MAX] {
+        p.args[3] = arg3;
+        for body in [
+            "this->p = (char *)alloca(arg3 % 100); this->q = (char *)alloca(arg3 >> 56); \
+             trace(this->q - this->p);",
+            "this->p = (char *)alloca((arg3 & 0xfff) / 8); trace(this->p); \
+             this->q = (char *)alloca(1); trace(this->q);",
+        ] {
+            agree_clause(body, &p, 1 << 20);
+        }
+    }
+    // Unmasked, where scratchsize is no larger than the kernel's area: its own limit.
+    for (arg3, want) in [
+        (24, None),
+        (25, Some(FaultKind::NoScratch)),
+        (u64::MAX, Some(FaultKind::NoScratch)),
+    ] {
+        p.args[3] = arg3;
+        let out = agree_clause(
+            "this->p = (char *)alloca(arg3); trace(this->p); \
+             this->q = (char *)alloca(arg3 - 16); trace(this->q);",
+            &p,
+            24,
+        );
+        match want {
+            Some(k) => assert!(
+                matches!(out.last(), Some(Outcome::Fault(c, _, 0)) if *c == k.code()),
+                "{arg3}: {out:?}"
+            ),
+            None => assert!(
+                matches!(out.last(), Some(Outcome::Fault(..))),
+                "{arg3}: {out:?}"
+            ),
+        }
+    }
+    p.args[3] = 16;
+    agree_clause(
+        "this->p = (char *)alloca(arg3); this->p[15] = 7; trace(this->p[15]);",
+        &p,
+        1024,
+    );
+}
+
+#[test]
+fn copyin_in_a_clause_that_allocates_takes_from_the_alloca_area() {
+    let mut p = memory_probe();
+    p.user.push((0x7fff_0000_1000, b"hello\0world".to_vec()));
+    for arg3 in [5, 11, 0, 12] {
+        p.args[3] = arg3;
+        for body in [
+            // copyin() first: its pointer is the first, and alloca() comes after it.
+            "this->c = (char *)copyin(arg1, 6); this->p = (char *)alloca(4); trace(this->c); \
+             trace(this->p); trace(stringof(this->c)); trace(this->c[4]);",
+            "this->p = (char *)alloca(3); this->c = (char *)copyin(arg1, 11); trace(this->c); \
+             trace(stringof(this->c + 6)); this->c[0] = 'j'; trace(stringof(this->c));",
+            // Sized at run time (masked: it fits the kernel's area).
+            "this->p = (char *)alloca(1); this->c = (char *)copyin(arg1, arg3 & 0xff); \
+             trace(this->c); trace(stringof(this->c)); this->q = (char *)alloca(2); \
+             trace(this->q);",
+            // Faults: an unreadable source, and past scratchsize.
+            "this->p = (char *)alloca(8); this->c = (char *)copyin(arg1 + 8192, 4);",
+            "this->p = (char *)alloca(8); this->c = (char *)copyin(arg1 + 8192, arg3 & 0xf);",
+            "this->p = (char *)alloca(8); this->c = (char *)copyin(arg1, 0); trace(this->c);",
+            "this->p = (char *)alloca(8); this->c = (char *)copyin(arg1, 12);",
+        ] {
+            agree_clause(body, &p, 1 << 20);
+        }
+        agree_clause(
+            "this->p = (char *)alloca(8); this->c = (char *)copyin(arg1, arg3); \
+             trace(stringof(this->c));",
+            &p,
+            16,
+        );
+    }
+}
+
+#[test]
+fn bcopy_between_alloca_ranges_moves_as_the_interpreter() {
+    let mut p = memory_probe();
+    for arg3 in [0, 2, 6] {
+        p.args[3] = arg3;
+        for body in [
+            "this->p = (char *)alloca(16); bcopy((void *)0xffff800000002000, this->p, 13); \
+             this->q = (char *)alloca(16); bcopy(this->p, this->q, 13); \
+             trace(stringof(this->q)); trace(stringof(this->q + 7));",
+            // Overlapping, both ways: the whole source is read before the destination is written.
+            "this->p = (char *)alloca(16); bcopy((void *)0xffff800000002000, this->p, 13); \
+             bcopy(this->p, this->p + arg3, 8); trace(stringof(this->p));",
+            "this->p = (char *)alloca(16); bcopy((void *)0xffff800000002000, this->p, 13); \
+             bcopy(this->p + arg3, this->p, 8); trace(stringof(this->p));",
+            // Faults: the destination checked first, then the source.
+            "this->p = (char *)alloca(8); this->q = (char *)alloca(4); bcopy(this->p, this->q, 8);",
+            "this->p = (char *)alloca(4); this->q = (char *)alloca(8); bcopy(this->p, this->q, 8);",
+            "this->p = (char *)alloca(8); bcopy(this->p + 8 + arg3, this->p, 4);",
+            "this->p = (char *)alloca(8); bcopy(this->p, this->p + arg3, 4); trace(this->p[arg3]);",
+        ] {
+            agree_clause(body, &p, 1 << 20);
+        }
+    }
+}
+
+#[test]
+fn bcopy_of_the_string_copyinstr_made_copies_it_and_zeros_after_it() {
+    let mut p = memory_probe();
+    p.user.push((0x7fff_0000_1000, b"hello\0world".to_vec()));
+    for body in [
+        "this->p = (char *)alloca(16); bcopy(copyinstr(arg1), this->p, 16); \
+         trace(stringof(this->p)); trace(this->p[4]); trace(this->p[6]); trace(this->p[15]);",
+        "this->p = (char *)alloca(256); this->p[200] = 1; \
+         bcopy(copyinstr(arg1, 3), this->p + 1, 255); \
+         trace(stringof(this->p + 1)); trace(this->p[3]); trace(this->p[200]);",
+        // Faults: the destination first, then the string's own.
+        "this->p = (char *)alloca(4); bcopy(copyinstr(arg1), this->p, 8);",
+        "this->p = (char *)alloca(8); bcopy(copyinstr(arg1 + 8192), this->p, 8);",
     ] {
         agree_clause(body, &p, 1 << 20);
     }
