@@ -3,8 +3,9 @@
 //! whole in the kernel (`-v` says so) and prints exactly what the interpreter prints with every
 //! kernel path off, NULL tokens' faults included, at D's default `strsize` and at one that cuts the
 //! paths; leading and trailing delimiters, empty tokens and a path without a delimiter among
-//! them. When one clause calling `strtok()` at a probe stays in dtrace, every one does, and `-v`
-//! says why, naming that clause: the firing's state is never split between the two paths.
+//! them. When one clause calling `strtok()` at a probe stays in dtrace, every one at that probe
+//! does, and `-v` says why, naming that clause: the firing's state is never split between the two
+//! paths. Another probe's (another program's) `strtok()` clauses run in the kernel all the same.
 
 mod common;
 use common::same_with_kernel_paths_off as same_both_ways;
@@ -137,6 +138,41 @@ fn one_strtok_clause_in_dtrace_keeps_the_probes_others_there() {
         "kstrtok 12 3",
         "kstrtok-a-longer-path 12 3",
     ] {
+        assert!(out.lines().any(|l| l.trim() == w), "{w:?} in {out}");
+    }
+}
+
+#[test]
+fn a_probes_strtok_clauses_in_dtrace_keep_no_other_probes_there() {
+    let t = "a_probes_strtok_clauses_in_dtrace_keep_no_other_probes_there";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let cmd = opener("kstrtok-probes");
+    // openat()'s entry keeps its strtok() clauses in dtrace (strtoll() is not translated); its
+    // return never shares a firing with them: its clauses, another program's, run in the
+    // kernel.
+    let entry = "syscall::openat:entry /pid == $target/ { \
+                  @a[strtok(copyinstr(arg1), \"/\")] = count(); } \
+                  syscall::openat:entry /pid == $target/ { \
+                  @b[strtok(NULL, \"/\"), strtoll(\"12\")] = count(); } \
+                  END { printa(\"%s %@d\\n\", @a); printa(\"%s %d %@d\\n\", @b); \
+                  printa(\"%s %s %@d\\n\", @c); }";
+    let ret = "syscall::openat:return /pid == $target/ { \
+               @c[strtok(execname, \"t\"), strtok(NULL, \"t\")] = count(); } \
+               syscall::openat:return /pid == $target/ { @d[strtok(NULL, \"t\")] = count(); }";
+    let out = same_both_ways(
+        entry,
+        &["-n", ret],
+        &cmd,
+        &[
+            (1, WHOLE),
+            (2, WHOLE),
+            (3, "strtok()'s state lives in dtrace at this probe"),
+            (4, "strtoll() not yet translated"),
+        ],
+    );
+    for w in ["nonexistent 6", "kstrtok 12 3", "ks r 12"] {
         assert!(out.lines().any(|l| l.trim() == w), "{w:?} in {out}");
     }
 }
