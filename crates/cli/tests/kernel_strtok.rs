@@ -6,6 +6,8 @@
 //! them. When one clause calling `strtok()` at a probe stays in dtrace, every one at that probe
 //! does, and `-v` says why, naming that clause: the firing's state is never split between the two
 //! paths. Another probe's (another program's) `strtok()` clauses run in the kernel all the same.
+//! Strings at kernel pointers (`(char *)curthread->comm`, a `(string)` cast, a NULL pointer that
+//! continues) are tokenized in the kernel; one at a user pointer stays in dtrace, saying why.
 
 mod common;
 use common::same_with_kernel_paths_off as same_both_ways;
@@ -174,5 +176,68 @@ fn a_probes_strtok_clauses_in_dtrace_keep_no_other_probes_there() {
     );
     for w in ["nonexistent 6", "kstrtok 12 3", "ks r 12"] {
         assert!(out.lines().any(|l| l.trim() == w), "{w:?} in {out}");
+    }
+}
+
+#[test]
+fn strings_at_kernel_pointers_are_tokenized_in_the_kernel() {
+    let t = "strings_at_kernel_pointers_are_tokenized_in_the_kernel";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let cmd = opener("kstrtok-pointers");
+    // The task's comm ("kstrtok") and its parent's (dtrace's) as pointers and as strings.
+    let script = "syscall::openat:entry /pid == $target/ { \
+                  @a[strtok((char *)curthread->comm, \"t\")] = count(); } \
+                  syscall::openat:entry /pid == $target/ { \
+                  @b[strtok(NULL, \"t\"), strtok((string)curthread->comm, \"k\")] = count(); } \
+                  syscall::openat:entry /pid == $target/ { \
+                  @c[strtok((char *)0, \"t\"), \
+                  strtok((char *)curthread->real_parent->comm, \"r\")] = count(); } \
+                  END { printa(\"%s %@d\\n\", @a); printa(\"%s %s %@d\\n\", @b); \
+                  printa(\"%s %s %@d\\n\", @c); }";
+    let out = same_both_ways(script, &[], &cmd, &[(1, WHOLE), (2, WHOLE), (3, WHOLE)]);
+    for w in ["ks 12", "r strto 12", "k dt 12"] {
+        assert!(out.lines().any(|l| l.trim() == w), "{w:?} in {out}");
+    }
+}
+
+#[test]
+fn a_string_at_a_user_pointer_is_read_in_dtrace() {
+    let t = "a_string_at_a_user_pointer_is_read_in_dtrace";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let cmd = opener("kstrtok-user-pointer");
+    // openat()'s path is user memory: strtok() reads kernel memory, which the interpreter
+    // reads from the probe's copy; the clause stays in dtrace and faults there, as DTrace's
+    // strtok() of a user address does.
+    let script = "syscall::openat:entry /pid == $target/ { \
+                  @[strtok((char *)arg1, \"/\")] = count(); } \
+                  syscall::openat:entry /pid == $target/ { @n = count(); }";
+    let args = ["-qv", "-n", script, "-c", &cmd];
+    let (rc, kout, kerr) = common::dtrace_with_env(&[], &args);
+    assert_eq!(rc, 0, "{kerr}");
+    let said = "strtok(): a string at probe argument arg1 is read in dtrace";
+    assert!(
+        common::clause_lines(&kerr, 1)
+            .iter()
+            .any(|l| l.contains(said)),
+        "{kerr}"
+    );
+    let (rc, iout, ierr) = common::dtrace_with_env(&common::kernel_paths_off(), &args);
+    assert_eq!(rc, 0, "{ierr}");
+    assert_eq!(common::sorted(&kout), common::sorted(&iout));
+    assert!(kout.lines().any(|l| l.trim() == "12"), "{kout}");
+    // Every firing's fault (the paths' addresses on the stack differ from run to run).
+    for err in [&kerr, &ierr] {
+        let faults = common::error_lines(err);
+        assert_eq!(faults.len(), 12, "{err}");
+        assert!(
+            faults.iter().all(|l| l.contains("dt_clause_0")
+                && l.contains("invalid address (0x7f")
+                && l.ends_with("at BPF pc 13")),
+            "{err}"
+        );
     }
 }
