@@ -170,7 +170,12 @@ fn a_probes_strtok_clauses_in_dtrace_keep_no_other_probes_there() {
         &[
             (1, WHOLE),
             (2, WHOLE),
-            (3, "strtok()'s state lives in dtrace at this probe"),
+            (
+                3,
+                "strtok()'s state lives in dtrace at this probe (one per firing, shared by \
+                 every clause calling strtok() there: they run whole in the kernel or all in \
+                 dtrace)",
+            ),
             (4, "strtoll() not yet translated"),
         ],
     );

@@ -17,7 +17,11 @@
 //! copy of the string (one [`super::string_scratch_width`] slot, NUL-terminated within
 //! `strsize`) and a word of the probe's frame, zero when the firing starts, holding the position
 //! plus one (0: no string saved). Where the context has none (a clause that does not run whole at
-//! the probe, or whose probe keeps strtok()'s state in dtrace) the clause stays in dtrace.
+//! the probe, or whose probe keeps strtok()'s state in dtrace) the clause stays in dtrace: the
+//! state is never split between the two paths. The interpreter would continue only a string in
+//! its own scratch (a firing's record would have to carry the kernel's copy and position), and
+//! dtrace runs a firing's clauses after the kernel's, so a kernel clause after a dtrace one, or a
+//! clause's predicate at the probe with its actions in dtrace, would tokenize out of order.
 //!
 //! The delimiters become a 256-bit set in the scratch (built at translation for a constant, else
 //! by a loop over their bytes that sets one bit per byte without a branch); the NUL is added to
