@@ -6,8 +6,9 @@
 //! them. When one clause calling `strtok()` at a probe stays in dtrace, every one at that probe
 //! does, and `-v` says why, naming that clause: the firing's state is never split between the two
 //! paths. Another probe's (another program's) `strtok()` clauses run in the kernel all the same.
-//! Strings at kernel pointers (`(char *)curthread->comm`, a `(string)` cast, a NULL pointer that
-//! continues) are tokenized in the kernel; one at a user pointer stays in dtrace, saying why.
+//! Strings at kernel pointers (`(char *)curthread->comm`, a `(string)` cast, the char array
+//! itself, a NULL pointer that continues) are tokenized in the kernel; one at a user pointer
+//! stays in dtrace, saying why.
 
 mod common;
 use common::same_with_kernel_paths_off as same_both_ways;
@@ -191,7 +192,8 @@ fn strings_at_kernel_pointers_are_tokenized_in_the_kernel() {
         return;
     }
     let cmd = opener("kstrtok-pointers");
-    // The task's comm ("kstrtok") and its parent's (dtrace's) as pointers and as strings.
+    // The task's comm ("kstrtok") and its parent's (dtrace's) as pointers, as strings and as
+    // char arrays.
     let script = "syscall::openat:entry /pid == $target/ { \
                   @a[strtok((char *)curthread->comm, \"t\")] = count(); } \
                   syscall::openat:entry /pid == $target/ { \
@@ -199,10 +201,17 @@ fn strings_at_kernel_pointers_are_tokenized_in_the_kernel() {
                   syscall::openat:entry /pid == $target/ { \
                   @c[strtok((char *)0, \"t\"), \
                   strtok((char *)curthread->real_parent->comm, \"r\")] = count(); } \
+                  syscall::openat:entry /pid == $target/ { \
+                  @d[strtok(curthread->comm, \"s\"), strtok(NULL, \"k\")] = count(); } \
                   END { printa(\"%s %@d\\n\", @a); printa(\"%s %s %@d\\n\", @b); \
-                  printa(\"%s %s %@d\\n\", @c); }";
-    let out = same_both_ways(script, &[], &cmd, &[(1, WHOLE), (2, WHOLE), (3, WHOLE)]);
-    for w in ["ks 12", "r strto 12", "k dt 12"] {
+                  printa(\"%s %s %@d\\n\", @c); printa(\"%s %s %@d\\n\", @d); }";
+    let out = same_both_ways(
+        script,
+        &[],
+        &cmd,
+        &[(1, WHOLE), (2, WHOLE), (3, WHOLE), (4, WHOLE)],
+    );
+    for w in ["ks 12", "r strto 12", "k dt 12", "k strto 12"] {
         assert!(out.lines().any(|l| l.trim() == w), "{w:?} in {out}");
     }
 }

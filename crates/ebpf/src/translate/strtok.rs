@@ -5,7 +5,8 @@
 //! string (a string variable holding none) faults with `DTRACEFLT_BADADDR` at 0; a `NULL`
 //! pointer as `s` continues the saved string, or gives NULL when none is saved (none yet in this
 //! firing, or the last one used up). A pointer as `s` (`(char *)curthread->comm`, `(char *)arg1`
-//! at `fbt`) is NULL when it is 0 at run time, else the string at it, read (after the
+//! at `fbt`, or a char array pushed by reference, `curthread->comm`, which only `strtok()`'s
+//! string takes so) is NULL when it is 0 at run time, else the string at it, read (after the
 //! delimiters, as the interpreter reads them) as `stringof` reads a string at a kernel address,
 //! faulting where the interpreter does; one the interpreter reads from user memory or the
 //! probe's own copy (a probe argument elsewhere) keeps the clause in dtrace, saying so. Leading

@@ -16,10 +16,14 @@ enum Tok {
     Fault(u32, u32, u64),
 }
 
-/// The value object of `trace(expr)` at D's `strsize`.
+/// A struct laid over [`kernel_probe`]'s memory: char arrays holding a path and a list.
+const KSTR: &str = "struct kstr { char pad; char path[12]; char list[30]; };";
+
+/// The value object of `trace(expr)` at D's `strsize` (the program declares [`KSTR`]).
 fn value(expr: &str, strsize: usize) -> DifObject {
-    let src =
-        format!("#pragma D option strsize={strsize}\nsyscall::write:entry {{ trace({expr}); }}");
+    let src = format!(
+        "#pragma D option strsize={strsize}\n{KSTR}\nsyscall::write:entry {{ trace({expr}); }}"
+    );
     let p = dtrace_compiler::compile(&src, &dtrace_compiler::CompileOptions::default())
         .unwrap_or_else(|e| panic!("{src}: {e:?}"));
     p.ecbs[0].actions[0].difo.clone().expect("a value")
@@ -276,6 +280,19 @@ fn strtok_without_the_firings_state_stays_in_dtrace() {
         e.contains("strtok(): a string at probe argument arg0 is read in dtrace"),
         "{e}"
     );
+    // A char array is strtok()'s string by its address, and only its string.
+    for expr in [
+        r#"strlen(((struct kstr *)curthread)->path)"#,
+        r#"strtok("a,b", ((struct kstr *)curthread)->list)"#,
+    ] {
+        let e = translate_value(&value(expr, 256), &kernel_probe(), 257, FRAME)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("a tuple the translator does not follow"),
+            "{expr}: {e}"
+        );
+    }
 }
 
 /// A probe whose `curthread` points at kernel memory holding "\0/usr/lib//x\0" then "ab,cd,"
@@ -308,6 +325,22 @@ fn a_string_at_a_kernel_address_is_tokenized_as_the_interpreter_reads_it() {
             "{first}"
         );
     }
+    // A char array (pushed by reference) is the string at its address.
+    let path = "((struct kstr *)curthread)->path";
+    let list = "((struct kstr *)curthread)->list";
+    assert_eq!(
+        firing(
+            &[
+                &format!(r#"strtok({path}, "/")"#),
+                next,
+                &format!(r#"strtok({list}, ",")"#),
+                r#"strtok(NULL, ",")"#,
+            ],
+            &p,
+            8
+        ),
+        toks(&["usr", "lib", "ab", "cd"])
+    );
     // An address of 0 at run time is NULL: the saved string continues.
     assert_eq!(
         firing(
