@@ -186,6 +186,49 @@ fn a_probes_strtok_clauses_in_dtrace_keep_no_other_probes_there() {
 }
 
 #[test]
+fn a_clause_at_two_probes_links_their_strtok_states() {
+    let t = "a_clause_at_two_probes_links_their_strtok_states";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let cmd = opener("kstrtok-two-probes");
+    // The first clause fires at openat()'s entry and return: the entry's clause in dtrace
+    // (strtoll()) keeps it there, and with it the return's; sched_setaffinity()'s runs in the
+    // kernel.
+    let script = "syscall::openat:* /pid == $target/ { \
+                  @[probename, strtok(execname, \"t\")] = count(); } \
+                  syscall::openat:return /pid == $target/ { \
+                  @[probename, strtok(NULL, \"t\")] = count(); } \
+                  syscall::openat:entry /pid == $target/ { \
+                  @[probename, strtok(NULL, \"t\")] = count(); @n[strtoll(\"1\")] = count(); } \
+                  syscall::sched_setaffinity:entry /pid == $target/ { \
+                  @[probename, strtok(execname, \"o\")] = count(); }";
+    let out = same_both_ways(
+        script,
+        &[],
+        &cmd,
+        &[
+            (
+                2,
+                "it shares strtok()'s state with clause syscall::openat:*, which stays in \
+                 dtrace",
+            ),
+            (4, WHOLE),
+        ],
+    );
+    let words = |l: &str| l.split_whitespace().collect::<Vec<_>>().join(" ");
+    for w in [
+        "entry ks 12",
+        "entry r 12",
+        "return ks 12",
+        "return r 12",
+        "entry kstrt 1",
+    ] {
+        assert!(out.lines().any(|l| words(l) == w), "{w:?} in {out}");
+    }
+}
+
+#[test]
 fn strings_at_kernel_pointers_are_tokenized_in_the_kernel() {
     let t = "strings_at_kernel_pointers_are_tokenized_in_the_kernel";
     if !kernel_ok(t) || !have_gcc(t) {
