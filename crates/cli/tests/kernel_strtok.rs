@@ -155,7 +155,10 @@ fn a_probes_strtok_clauses_in_dtrace_keep_no_other_probes_there() {
     // openat()'s entry keeps its strtok() clauses in dtrace (strtoll() is not translated); its
     // return never shares a firing with them: its clauses, another program's, run in the
     // kernel.
-    let entry = "syscall::openat:entry /pid == $target/ { \
+    // The entry's first clause keeps a variable in the kernel there: the probe's kernel
+    // clauses see the kernel's variables, which hold no strtok() state at this probe.
+    let entry = "syscall::openat:entry /pid == $target/ { this->n = 1; @e[this->n] = count(); } \
+                  syscall::openat:entry /pid == $target/ { \
                   @a[strtok(copyinstr(arg1), \"/\")] = count(); } \
                   syscall::openat:entry /pid == $target/ { \
                   @b[strtok(NULL, \"/\"), strtoll(\"12\")] = count(); } \
@@ -173,11 +176,15 @@ fn a_probes_strtok_clauses_in_dtrace_keep_no_other_probes_there() {
             (2, WHOLE),
             (
                 3,
+                "runs whole in the kernel at 1 probe (variables this->n live",
+            ),
+            (
+                4,
                 "strtok()'s state lives in dtrace at this probe (one per firing, shared by \
                  every clause calling strtok() there: they run whole in the kernel or all in \
                  dtrace)",
             ),
-            (4, "strtoll() not yet translated"),
+            (5, "strtoll() not yet translated"),
         ],
     );
     for w in ["nonexistent 6", "kstrtok 12 3", "ks r 12"] {
