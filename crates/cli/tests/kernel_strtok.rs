@@ -3,8 +3,12 @@
 //! whole in the kernel (`-v` says so) and prints exactly what the interpreter prints with every
 //! kernel path off, NULL tokens' faults included, at D's default `strsize` and at one that cuts the
 //! paths; leading and trailing delimiters, empty tokens and a path without a delimiter among
-//! them. When one clause calling `strtok()` at a probe stays in dtrace, every one does, and `-v`
-//! says why, naming that clause: the firing's state is never split between the two paths.
+//! them. When one clause calling `strtok()` at a probe stays in dtrace, every one at that probe
+//! does, and `-v` says why, naming that clause: the firing's state is never split between the two
+//! paths. Another probe's (another program's) `strtok()` clauses run in the kernel all the same.
+//! Strings at kernel pointers (`(char *)curthread->comm`, a `(string)` cast, the char array
+//! itself, a NULL pointer that continues) are tokenized in the kernel; one at a user pointer
+//! stays in dtrace, saying why.
 
 mod common;
 use common::same_with_kernel_paths_off as same_both_ways;
@@ -138,5 +142,166 @@ fn one_strtok_clause_in_dtrace_keeps_the_probes_others_there() {
         "kstrtok-a-longer-path 12 3",
     ] {
         assert!(out.lines().any(|l| l.trim() == w), "{w:?} in {out}");
+    }
+}
+
+#[test]
+fn a_probes_strtok_clauses_in_dtrace_keep_no_other_probes_there() {
+    let t = "a_probes_strtok_clauses_in_dtrace_keep_no_other_probes_there";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let cmd = opener("kstrtok-probes");
+    // openat()'s entry keeps its strtok() clauses in dtrace (strtoll() is not translated); its
+    // return never shares a firing with them: its clauses, another program's, run in the
+    // kernel.
+    // The entry's first clause keeps a variable in the kernel there: the probe's kernel
+    // clauses see the kernel's variables, which hold no strtok() state at this probe.
+    let entry = "syscall::openat:entry /pid == $target/ { this->n = 1; @e[this->n] = count(); } \
+                  syscall::openat:entry /pid == $target/ { \
+                  @a[strtok(copyinstr(arg1), \"/\")] = count(); } \
+                  syscall::openat:entry /pid == $target/ { \
+                  @b[strtok(NULL, \"/\"), strtoll(\"12\")] = count(); } \
+                  END { printa(\"%s %@d\\n\", @a); printa(\"%s %d %@d\\n\", @b); \
+                  printa(\"%s %s %@d\\n\", @c); }";
+    let ret = "syscall::openat:return /pid == $target/ { \
+               @c[strtok(execname, \"t\"), strtok(NULL, \"t\")] = count(); } \
+               syscall::openat:return /pid == $target/ { @d[strtok(NULL, \"t\")] = count(); }";
+    let out = same_both_ways(
+        entry,
+        &["-n", ret],
+        &cmd,
+        &[
+            (1, WHOLE),
+            (2, WHOLE),
+            (
+                3,
+                "runs whole in the kernel at 1 probe (variables this->n live",
+            ),
+            (
+                4,
+                "strtok()'s state lives in dtrace at this probe (one per firing, shared by \
+                 every clause calling strtok() there: they run whole in the kernel or all in \
+                 dtrace)",
+            ),
+            (5, "strtoll() not yet translated"),
+        ],
+    );
+    for w in ["nonexistent 6", "kstrtok 12 3", "ks r 12"] {
+        assert!(out.lines().any(|l| l.trim() == w), "{w:?} in {out}");
+    }
+}
+
+#[test]
+fn a_clause_at_two_probes_links_their_strtok_states() {
+    let t = "a_clause_at_two_probes_links_their_strtok_states";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let cmd = opener("kstrtok-two-probes");
+    // The first clause fires at openat()'s entry and return: the entry's clause in dtrace
+    // (strtoll()) keeps it there, and with it the return's; sched_setaffinity()'s runs in the
+    // kernel.
+    let script = "syscall::openat:* /pid == $target/ { \
+                  @[probename, strtok(execname, \"t\")] = count(); } \
+                  syscall::openat:return /pid == $target/ { \
+                  @[probename, strtok(NULL, \"t\")] = count(); } \
+                  syscall::openat:entry /pid == $target/ { \
+                  @[probename, strtok(NULL, \"t\")] = count(); @n[strtoll(\"1\")] = count(); } \
+                  syscall::sched_setaffinity:entry /pid == $target/ { \
+                  @[probename, strtok(execname, \"o\")] = count(); }";
+    let out = same_both_ways(
+        script,
+        &[],
+        &cmd,
+        &[
+            (
+                2,
+                "it shares strtok()'s state with clause syscall::openat:*, which stays in \
+                 dtrace",
+            ),
+            (4, WHOLE),
+        ],
+    );
+    let words = |l: &str| l.split_whitespace().collect::<Vec<_>>().join(" ");
+    for w in [
+        "entry ks 12",
+        "entry r 12",
+        "return ks 12",
+        "return r 12",
+        "entry kstrt 1",
+    ] {
+        assert!(out.lines().any(|l| words(l) == w), "{w:?} in {out}");
+    }
+}
+
+#[test]
+fn strings_at_kernel_pointers_are_tokenized_in_the_kernel() {
+    let t = "strings_at_kernel_pointers_are_tokenized_in_the_kernel";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let cmd = opener("kstrtok-pointers");
+    // The task's comm ("kstrtok") and its parent's (dtrace's) as pointers, as strings and as
+    // char arrays.
+    let script = "syscall::openat:entry /pid == $target/ { \
+                  @a[strtok((char *)curthread->comm, \"t\")] = count(); } \
+                  syscall::openat:entry /pid == $target/ { \
+                  @b[strtok(NULL, \"t\"), strtok((string)curthread->comm, \"k\")] = count(); } \
+                  syscall::openat:entry /pid == $target/ { \
+                  @c[strtok((char *)0, \"t\"), \
+                  strtok((char *)curthread->real_parent->comm, \"r\")] = count(); } \
+                  syscall::openat:entry /pid == $target/ { \
+                  @d[strtok(curthread->comm, \"s\"), strtok(NULL, \"k\")] = count(); } \
+                  END { printa(\"%s %@d\\n\", @a); printa(\"%s %s %@d\\n\", @b); \
+                  printa(\"%s %s %@d\\n\", @c); printa(\"%s %s %@d\\n\", @d); }";
+    let out = same_both_ways(
+        script,
+        &[],
+        &cmd,
+        &[(1, WHOLE), (2, WHOLE), (3, WHOLE), (4, WHOLE)],
+    );
+    for w in ["ks 12", "r strto 12", "k dt 12", "k strto 12"] {
+        assert!(out.lines().any(|l| l.trim() == w), "{w:?} in {out}");
+    }
+}
+
+#[test]
+fn a_string_at_a_user_pointer_is_read_in_dtrace() {
+    let t = "a_string_at_a_user_pointer_is_read_in_dtrace";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let cmd = opener("kstrtok-user-pointer");
+    // openat()'s path is user memory: strtok() reads kernel memory, which the interpreter
+    // reads from the probe's copy; the clause stays in dtrace and faults there, as DTrace's
+    // strtok() of a user address does.
+    let script = "syscall::openat:entry /pid == $target/ { \
+                  @[strtok((char *)arg1, \"/\")] = count(); } \
+                  syscall::openat:entry /pid == $target/ { @n = count(); }";
+    let args = ["-qv", "-n", script, "-c", &cmd];
+    let (rc, kout, kerr) = common::dtrace_with_env(&[], &args);
+    assert_eq!(rc, 0, "{kerr}");
+    let said = "strtok(): a string at probe argument arg1 is read in dtrace";
+    assert!(
+        common::clause_lines(&kerr, 1)
+            .iter()
+            .any(|l| l.contains(said)),
+        "{kerr}"
+    );
+    let (rc, iout, ierr) = common::dtrace_with_env(&common::kernel_paths_off(), &args);
+    assert_eq!(rc, 0, "{ierr}");
+    assert_eq!(common::sorted(&kout), common::sorted(&iout));
+    assert!(kout.lines().any(|l| l.trim() == "12"), "{kout}");
+    // Every firing's fault (the paths' addresses on the stack differ from run to run).
+    for err in [&kerr, &ierr] {
+        let faults = common::error_lines(err);
+        assert_eq!(faults.len(), 12, "{err}");
+        assert!(
+            faults.iter().all(|l| l.contains("dt_clause_0")
+                && l.contains("invalid address (0x7f")
+                && l.ends_with("at BPF pc 13")),
+            "{err}"
+        );
     }
 }

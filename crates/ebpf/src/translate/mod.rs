@@ -1140,6 +1140,21 @@ impl<'a> Translator<'a> {
         Ok(())
     }
 
+    /// Whether the subroutine the pushes at `pc` are arguments of is `strtok()`: the next
+    /// call, with only pushes and the sizes they push (constants) between.
+    fn calls_strtok_after(&self, pc: usize) -> bool {
+        self.code
+            .iter()
+            .skip(pc + 1)
+            .find(|i| {
+                !matches!(
+                    i,
+                    Instr::Pushtr { .. } | Instr::Pushtv { .. } | Instr::Setx { .. }
+                )
+            })
+            .is_some_and(|i| matches!(*i, Instr::Call { subr, .. } if subr == Subr::Strtok as u16))
+    }
+
     /// Whether the object stores a variable (a store action, whose value nothing reads).
     fn stores(&self) -> bool {
         self.code
@@ -1590,6 +1605,19 @@ impl<'a> Translator<'a> {
                         }
                         return Ok(true);
                     }
+                }
+                // A char array pushed by reference as strtok()'s string (`curthread->comm`): its
+                // address, which strtok() reads the string at (as the interpreter does).
+                let array = ty != dtrace_dif::instr::DIF_TYPE_STRING
+                    && matches!(s[(rs & 7) as usize], Kind::Int(v) if v != Some(0))
+                    && s.tuple.as_ref().is_some_and(Vec::is_empty)
+                    && self.calls_strtok_after(pc);
+                if array {
+                    self.int(s, pc, rs)?;
+                    if let Some(t) = &mut s.tuple {
+                        t.push(Pushed::Reg(rs & 7));
+                    }
+                    return Ok(true);
                 }
                 let string = string
                     && matches!(

@@ -4,15 +4,25 @@
 //! earlier clause began. `s` and `delims` are each read up to `strsize - 1` characters; a NULL
 //! string (a string variable holding none) faults with `DTRACEFLT_BADADDR` at 0; a `NULL`
 //! pointer as `s` continues the saved string, or gives NULL when none is saved (none yet in this
-//! firing, or the last one used up). Leading delimiters are skipped; the token runs to the next
-//! delimiter or the string's end, and the position is left at that delimiter; nothing left but
-//! delimiters gives NULL and forgets the string.
+//! firing, or the last one used up). A pointer as `s` (`(char *)curthread->comm`, `(char *)arg1`
+//! at `fbt`, or a char array pushed by reference, `curthread->comm`, which only `strtok()`'s
+//! string takes so) is NULL when it is 0 at run time, else the string at it, read (after the
+//! delimiters, as the interpreter reads them) as `stringof` reads a string at a kernel address,
+//! faulting where the interpreter does; one the interpreter reads from user memory or the
+//! probe's own copy (a probe argument elsewhere) keeps the clause in dtrace, saying so. Leading
+//! delimiters are skipped; the token runs to the next delimiter or the string's end, and the
+//! position is left at that delimiter; nothing left but delimiters gives NULL and forgets the
+//! string.
 //!
 //! The firing's state is the context's ([`super::ProbeContext::emit_strtok_state`]): a per-CPU
 //! copy of the string (one [`super::string_scratch_width`] slot, NUL-terminated within
 //! `strsize`) and a word of the probe's frame, zero when the firing starts, holding the position
 //! plus one (0: no string saved). Where the context has none (a clause that does not run whole at
-//! the probe, or whose probe keeps strtok()'s state in dtrace) the clause stays in dtrace.
+//! the probe, or whose probe keeps strtok()'s state in dtrace) the clause stays in dtrace: the
+//! state is never split between the two paths. The interpreter would continue only a string in
+//! its own scratch (a firing's record would have to carry the kernel's copy and position), and
+//! dtrace runs a firing's clauses after the kernel's, so a kernel clause after a dtrace one, or a
+//! clause's predicate at the probe with its actions in dtrace, would tokenize out of order.
 //!
 //! The delimiters become a 256-bit set in the scratch (built at translation for a constant, else
 //! by a loop over their bytes that sets one bit per byte without a branch); the NUL is added to
@@ -52,10 +62,12 @@ struct Slots {
     end: i16,
 }
 
-/// The first argument of a `strtok()`: a string to tokenize, or the `NULL` pointer.
+/// The first argument of a `strtok()`: a string to tokenize, the `NULL` pointer, or an address
+/// (a pointer, in DIF register `r`): NULL when it is 0, else the string there.
 enum Source {
     String(Kind),
     Continue,
+    Address(u8),
 }
 
 impl Translator<'_> {
@@ -91,9 +103,17 @@ impl Translator<'_> {
             {
                 (Source::Continue, d.clone())
             }
+            [Pushed::Reg(r), Pushed::Str(d)]
+                if matches!(s[(*r & 7) as usize], Kind::Int(_)) && super::strjoin::followed(d) =>
+            {
+                (Source::Address(*r & 7), d.clone())
+            }
             _ => return Err(refused("arguments the translator does not follow".into())),
         };
         let (most, most32) = self.string_bound().map_err(refused)?;
+        if let Source::Address(r) = source {
+            self.strtok_address(pc, s, r, &delims)?;
+        }
         let width = super::string_scratch_width(self.strsize);
         // The result slot, the work slot (two wide, see `strjoin`), and the set: in the work
         // slot's second width, which only the verifier's bound of a copy into the work slot
@@ -128,8 +148,20 @@ impl Translator<'_> {
         a.jmp_imm(op::JEQ, R0, 0, no_scratch);
         a.store(Size::DW, R10, copy_at, R0);
         let (none, done) = (a.label(), a.label());
+        // An address read into the scratch (its address in the first tuple slot, 0 for NULL)
+        // is a string there; NULL continues.
+        let (source, continues) = match source {
+            Source::Address(_) => {
+                let continues = a.label();
+                a.load(Size::DW, R1, R10, self.frame.tuple(0));
+                a.jmp_imm(op::JEQ, R1, 0, continues);
+                (Source::String(Kind::Scratch), Some(continues))
+            }
+            other => (other, None),
+        };
         match &source {
             Source::String(k) => {
+                let a = &mut self.a;
                 // Into the work slot, then the firing's copy, from the first byte.
                 a.load(Size::DW, R1, R10, scratch_at)
                     .alu_imm(op::ADD, R1, width as i32);
@@ -145,10 +177,13 @@ impl Translator<'_> {
                 }
                 a.store_imm(Size::DW, R10, position, 1);
             }
-            Source::Continue => {}
+            Source::Continue | Source::Address(_) => {}
+        }
+        let a = &mut self.a;
+        if let Some(continues) = continues {
+            a.bind(continues);
         }
         // The delimiters' set.
-        let a = &mut self.a;
         match &delims {
             Kind::StrConst(b) => {
                 let mut bits = [0u64; SET_BYTES / 8];
@@ -276,6 +311,38 @@ impl Translator<'_> {
         a.mov_imm(R1, 0);
         a.bind(done);
         self.put(s, rd, R1, Kind::VarStr);
+        Ok(())
+    }
+
+    /// For `strtok()` of the address in DIF register `r` (delimiters `delims`): reads the
+    /// string there into the scratch as the interpreter reads a string at an address (see
+    /// `stringof`), its address left in the first tuple slot; leaves 0 there when the address
+    /// is 0 (NULL: the saved string continues). As the interpreter, the delimiters are read
+    /// first: NULL ones fault before the string's read does.
+    fn strtok_address(
+        &mut self,
+        pc: usize,
+        s: &State,
+        r: u8,
+        delims: &Kind,
+    ) -> Result<(), Untranslatable> {
+        let at = self.frame.tuple(0);
+        if *delims == Kind::VarStr {
+            let null = self.fault_site(pc, FaultKind::BadAddr, FaultAddr::Zero);
+            let a = &mut self.a;
+            a.load(Size::DW, R1, R10, self.frame.tuple(1));
+            a.jmp_imm(op::JEQ, R1, 0, null);
+        }
+        let read = self.a.label();
+        let a = &mut self.a;
+        a.load(Size::DW, R1, R10, self.frame.reg(r));
+        a.store(Size::DW, R10, at, R1);
+        a.jmp_imm(op::JEQ, R1, 0, read);
+        self.kernel_string(pc, s, r, at).map_err(|e| match e {
+            Untranslatable::Value { what, .. } => super::refusal(pc, "strtok()")(what),
+            e => e,
+        })?;
+        self.a.bind(read);
         Ok(())
     }
 

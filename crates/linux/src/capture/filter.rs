@@ -394,9 +394,7 @@ impl ProbeContext for ShapeContext<'_> {
     }
 
     fn emit_strtok_state(&self, a: &mut Asm) -> Result<i16, String> {
-        let kv = self
-            .vars
-            .ok_or("strtok()'s state lives in dtrace at this probe")?;
+        let kv = self.vars.ok_or(super::kvars::STRTOK_IN_DTRACE)?;
         super::kvars::emit_strtok_state(a, kv)
     }
 

@@ -524,6 +524,14 @@ fn string_place<'k>(kv: &KernelVars, var: StringVar<'k>) -> Result<StringPlace<'
 /// for the firing and is shared by the probe's kernel clauses, as the interpreter's.
 pub const STRTOK_STATE: u32 = u32::MAX;
 
+/// Why a `strtok()` call is not translated at a probe whose firing's state lives in dtrace: the
+/// state is one per firing, shared by every clause calling `strtok()` there, and dtrace's
+/// interpreter cannot continue what the kernel began (nor the kernel, which runs its clauses
+/// first, what dtrace's would), so those clauses run whole in the kernel or all in dtrace.
+pub const STRTOK_IN_DTRACE: &str = "strtok()'s state lives in dtrace at this probe (one per \
+    firing, shared by every clause calling strtok() there: they run whole in the kernel or all \
+    in dtrace)";
+
 /// r0 = the address of this CPU's copy of the firing's `strtok()` string (0 when the value is
 /// missing: it never is); returns the stack slot of its position (see [`STRTOK_STATE`] and
 /// `dtrace_ebpf::translate::ProbeContext::emit_strtok_state`). Uses r0-r5.
@@ -536,7 +544,7 @@ pub fn emit_strtok_state(a: &mut Asm, kv: &KernelVars) -> Result<i16, String> {
             a.bind(none);
             Ok(position)
         }
-        _ => Err("strtok()'s state lives in dtrace at this probe".into()),
+        _ => Err(STRTOK_IN_DTRACE.into()),
     }
 }
 

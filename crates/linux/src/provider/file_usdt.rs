@@ -375,7 +375,9 @@ impl super::Shared {
             .copied()
             .filter(|i| !in_kernel.iter().any(|(k, _)| k == i))
             .collect();
-        self.check_in_dtrace(&in_dtrace, &desc.to_string())?;
+        // (The firing's strtok() state is looked up by the file probe's name, not the process's
+        // probe's: in the kernel at any probe, for this check.)
+        self.check_in_dtrace(&in_dtrace, &desc.to_string(), None)?;
         self.user.files.serve(tag, pid, info.id);
         self.active.insert(info.id);
         // The clauses run in the kernel at the file probe run there for this process from now
@@ -387,12 +389,19 @@ impl super::Shared {
         Ok(true)
     }
 
-    /// Clauses `idx` run in dtrace at `probe`: none may use a D variable kept in the kernel.
-    fn check_in_dtrace(&self, idx: &[usize], probe: &str) -> std::result::Result<(), String> {
+    /// Clauses `idx` run in dtrace at `probe`: none may use a D variable kept in the kernel
+    /// (the firing's `strtok()` state: at `placed`, the probe as the placement names it; at any
+    /// probe when `None`).
+    fn check_in_dtrace(
+        &self,
+        idx: &[usize],
+        probe: &str,
+        placed: Option<&str>,
+    ) -> std::result::Result<(), String> {
         for &i in idx {
             if let Some(v) = self.tvars[i]
                 .iter()
-                .find(|v| self.placement.kernel.contains(&v.key))
+                .find(|v| self.placement.keeps(v, placed))
             {
                 return Err(format!(
                     "clause {}: {} lives in the kernel, where this clause cannot run at {probe} \
@@ -455,7 +464,8 @@ impl super::Shared {
                         || p.writes_user)
         });
         // A clause that uses a kernel variable runs in the kernel, or nothing runs.
-        self.check_in_dtrace(&r_idx, &f.probe.desc.to_string())?;
+        let at = f.probe.desc.to_string();
+        self.check_in_dtrace(&r_idx, &at, Some(&at))?;
         let filter_off = prov_readers.then_some(
             "a predicate at the probe reads probeprov, the firing process's provider, which \
              only dtrace knows at a probe of every process",
@@ -511,6 +521,7 @@ impl super::Shared {
                 opaque_args,
                 bypass,
                 &[&f.kind, &d.module, &d.function, &d.name],
+                &at,
             )?;
             aggs.known = Some(self.known_processes()?);
             aggs.missed = self.missed_announcements.as_ref().map(|m| m.raw_fd());

@@ -15,8 +15,11 @@
 //! arrays of integers or strings, keyed by integers and strings the translator follows
 //! (constants, `execname`, `copyinstr()`, string variables), qualify; structs stay in dtrace.
 //! The firing's `strtok()` state counts as a clause-local string every clause calling `strtok()`
-//! uses ([`STRTOK_STATE_NAME`], `capture::kvars::STRTOK_STATE`), so those clauses all run in the
-//! kernel or all in dtrace: one firing's tokenizing never continues on the other path.
+//! uses ([`STRTOK_STATE_NAME`], `capture::kvars::STRTOK_STATE`), one per probe (clauses at
+//! different probes never share a firing; a clause at several probes links their states, and
+//! one whose probes are not known links every probe's), so the clauses calling it at a probe
+//! all run in the kernel or all in dtrace: one firing's tokenizing never continues on the other
+//! path ([`Placement::strtok`] names the probes where it lives in the kernel).
 //! `BEGIN` and `END` clauses run in dtrace, before the kernel's clauses start and after they
 //! stop: the global scalars and associative arrays they share with kernel clauses live in the
 //! kernel all the same, copied from dtrace's variables after `BEGIN` and back before `END`
@@ -72,7 +75,19 @@ pub enum Scope {
     /// The speculations (`provider::speculation`), which every clause using them shares as one
     /// variable.
     Speculations,
+    /// The firing's `strtok()` state at one probe, while [`place`] places it (its id numbers the
+    /// probe; [`STRTOK_ANY`]: a clause whose probes are not known). A [`Placement`] holds it as
+    /// the clause-local [`STRTOK_KEY`] and the probes where it lives in the kernel.
+    Strtok,
 }
+
+/// The key of the firing's `strtok()` state among a clause's variables: a clause-local string
+/// no one named (see `capture::kvars::STRTOK_STATE`).
+pub const STRTOK_KEY: VarKey = (Scope::Clause, crate::capture::kvars::STRTOK_STATE);
+
+/// The `strtok()` state of a clause whose probes are not known (they do not all fire in the
+/// kernel, or matching them failed): it may fire at any probe, and shares the state of each.
+pub const STRTOK_ANY: u32 = u32::MAX;
 
 /// A variable: its scope and its id (ids are numbered per scope).
 pub type VarKey = (Scope, u32);
@@ -159,7 +174,7 @@ pub fn thread_vars(e: &EcbDesc, strsize: u32) -> Vec<ThreadVar> {
         // `capture::kvars::STRTOK_STATE`): every clause calling strtok() shares it, so they run
         // on one path, never some in the kernel and some in dtrace.
         out.push(ThreadVar {
-            key: (Scope::Clause, crate::capture::kvars::STRTOK_STATE),
+            key: STRTOK_KEY,
             name: STRTOK_STATE_NAME.into(),
             integer: false,
             string: true,
@@ -216,7 +231,7 @@ impl ClauseFacts {
     fn shares_from_dtrace(&self, v: &ThreadVar) -> bool {
         self.bookend
             && (v.array.is_none() || v.key.0 == Scope::Global)
-            && matches!(v.key.0, Scope::Global | Scope::Clause)
+            && matches!(v.key.0, Scope::Global | Scope::Clause | Scope::Strtok)
             && v.not_kept().is_none()
     }
 }
@@ -236,6 +251,10 @@ pub struct Placement {
     /// Per `BEGIN` or `END` clause (by index) that shares globals with kernel clauses: their
     /// names (copied into the kernel after `BEGIN`, out of it before `END`).
     pub shared: BTreeMap<usize, String>,
+    /// The probes where the firing's `strtok()` state lives in the kernel (`kernel` then holds
+    /// [`STRTOK_KEY`]): every clause calling `strtok()` there runs in the kernel, at the others
+    /// every one runs in dtrace.
+    pub strtok: BTreeSet<String>,
 }
 
 impl Placement {
@@ -243,10 +262,75 @@ impl Placement {
     pub fn in_kernel(&self, i: usize) -> bool {
         matches!(self.clauses.get(i), Some(Some(Ok(_))))
     }
+
+    /// Whether variable `v` of a clause lives in the kernel at `probe` (its description as
+    /// [`ClauseFacts::probes`] names it; `None`: at some probe, where the probe is not known).
+    pub fn keeps(&self, v: &ThreadVar, probe: Option<&str>) -> bool {
+        match (v.key == STRTOK_KEY, probe) {
+            (true, Some(p)) => self.strtok.contains(p),
+            _ => self.kernel.contains(&v.key),
+        }
+    }
+}
+
+/// `facts` with each clause's `strtok()` state ([`STRTOK_KEY`]) made one variable per probe
+/// the clause matches ([`Scope::Strtok`], its id the probe's index in the names returned; one
+/// [`STRTOK_ANY`] for a clause whose probes are not known): clauses at different probes never
+/// share a firing, so the state of one probe may live in the kernel while another's stays in
+/// dtrace.
+fn strtok_per_probe(facts: &[ClauseFacts]) -> (Vec<ClauseFacts>, Vec<String>) {
+    let names: Vec<String> = facts
+        .iter()
+        .filter(|c| c.vars.iter().any(|v| v.key == STRTOK_KEY))
+        .flat_map(|c| c.probes.iter().cloned())
+        .collect::<BTreeSet<String>>()
+        .into_iter()
+        .collect();
+    let expanded = facts
+        .iter()
+        .map(|c| {
+            let mut c = c.clone();
+            if let Some(at) = c.vars.iter().position(|v| v.key == STRTOK_KEY) {
+                let state = c.vars.remove(at);
+                let ids = c
+                    .probes
+                    .iter()
+                    .filter_map(|p| names.binary_search(p).ok())
+                    .map(|i| i as u32)
+                    .collect::<BTreeSet<u32>>();
+                let ids = match ids.is_empty() {
+                    true => vec![STRTOK_ANY],
+                    false => ids.into_iter().collect(),
+                };
+                for (k, id) in ids.into_iter().enumerate() {
+                    c.vars.insert(
+                        at + k,
+                        ThreadVar {
+                            key: (Scope::Strtok, id),
+                            ..state.clone()
+                        },
+                    );
+                }
+            }
+            c
+        })
+        .collect();
+    (expanded, names)
+}
+
+/// The key a variable of [`strtok_per_probe`]'s facts has in a [`Placement`] (and among the
+/// clause-locals the limits count).
+fn placed_key(k: VarKey) -> VarKey {
+    match k.0 {
+        Scope::Strtok => STRTOK_KEY,
+        _ => k,
+    }
 }
 
 /// Places the thread-locals of `facts` (every clause of the session, in planning order).
 pub fn place(facts: &[ClauseFacts]) -> Placement {
+    let (expanded, strtok_probes) = strtok_per_probe(facts);
+    let facts = &expanded[..];
     // Variables kept in dtrace, with why.
     let mut dtrace: BTreeMap<VarKey, String> = BTreeMap::new();
     // Clause-locals of both kinds take stack slots: counted together as integers.
@@ -254,12 +338,13 @@ pub fn place(facts: &[ClauseFacts]) -> Placement {
         facts
             .iter()
             .flat_map(|c| &c.vars)
-            .filter(|v| {
-                v.key.0 == scope
+            .map(|v| (placed_key(v.key), v))
+            .filter(|(k, v)| {
+                k.0 == scope
                     && v.array.is_none()
                     && (v.string == string || (scope == Scope::Clause && !string))
             })
-            .map(|v| v.key.1)
+            .map(|(k, _)| k.1)
             .collect::<BTreeSet<u32>>()
             .len()
     };
@@ -307,10 +392,14 @@ pub fn place(facts: &[ClauseFacts]) -> Placement {
                         crate::capture::kvars::MAX_KEY_SIZE
                     )
                 });
-            } else if let Some(why) = [(v.key.0, v.string), (Scope::Clause, false)]
+            } else if let Some(why) = [(placed_key(v.key).0, v.string), (Scope::Clause, false)]
                 .iter()
                 // A clause-local string counts among the clause-locals too.
-                .take(if v.key.0 == Scope::Clause { 2 } else { 1 })
+                .take(if placed_key(v.key).0 == Scope::Clause {
+                    2
+                } else {
+                    1
+                })
                 .find_map(|k| too_many.get(k))
                 .filter(|_| v.array.is_none())
             {
@@ -350,6 +439,18 @@ pub fn place(facts: &[ClauseFacts]) -> Placement {
                 }
             }
         }
+        // A clause that may fire at any probe and stays in dtrace keeps every probe's
+        // strtok() state there.
+        if let Some(why) = dtrace.get(&(Scope::Strtok, STRTOK_ANY)).cloned() {
+            for id in 0..strtok_probes.len() as u32 {
+                if let std::collections::btree_map::Entry::Vacant(e) =
+                    dtrace.entry((Scope::Strtok, id))
+                {
+                    e.insert(why.clone());
+                    changed = true;
+                }
+            }
+        }
         if !changed {
             break;
         }
@@ -367,11 +468,14 @@ pub fn place(facts: &[ClauseFacts]) -> Placement {
                 true => c.vars.iter().filter(named).collect::<Vec<_>>(),
                 false => c.vars.iter().collect(),
             };
-            shown
-                .iter()
-                .map(|v| v.name.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
+            // (The strtok() state of each probe, named once.)
+            let mut names: Vec<&str> = Vec::new();
+            for v in shown {
+                if !names.contains(&v.name.as_str()) {
+                    names.push(&v.name);
+                }
+            }
+            names.join(", ")
         };
         let placed = match (&c.whole, c.vars.iter().find_map(|v| dtrace.get(&v.key))) {
             _ if c.vars.iter().any(|v| v.not_kept().is_some()) => Err(c
@@ -382,9 +486,19 @@ pub fn place(facts: &[ClauseFacts]) -> Placement {
             (Err(why), _) => Err(why.clone()),
             (Ok(()), Some(why)) => Err(why.clone()),
             (Ok(()), None) => {
-                out.kernel.extend(c.vars.iter().map(|v| v.key));
-                out.strings
-                    .extend(c.vars.iter().filter(|v| v.string).map(|v| v.key));
+                out.kernel.extend(c.vars.iter().map(|v| placed_key(v.key)));
+                out.strings.extend(
+                    c.vars
+                        .iter()
+                        .filter(|v| v.string)
+                        .map(|v| placed_key(v.key)),
+                );
+                out.strtok.extend(
+                    c.vars
+                        .iter()
+                        .filter(|v| v.key.0 == Scope::Strtok)
+                        .filter_map(|v| strtok_probes.get(v.key.1 as usize).cloned()),
+                );
                 for v in &c.vars {
                     if let Some(n) = v.array {
                         let most = out.arrays.entry(v.key).or_default();
@@ -437,22 +551,30 @@ fn order_blocker<'a>(
 /// Why clause `i` of `facts` (as [`place`] made `placement` of them) does not run whole in the
 /// kernel at every probe it matches; `None` when it does.
 pub fn kept_from_kernel(facts: &[ClauseFacts], i: usize, placement: &Placement) -> Option<String> {
+    let (facts, strtok_probes) = strtok_per_probe(facts);
     let Some(c) = facts.get(i) else {
         return Some("not planned".into());
     };
     if let Err(why) = &c.whole {
         return Some(why.clone());
     }
-    if let Some(v) = c.vars.iter().find(|v| !placement.kernel.contains(&v.key)) {
+    // Each probe's strtok() state lives where the placement put it.
+    let kept = |v: &ThreadVar| match v.key {
+        (Scope::Strtok, id) => strtok_probes
+            .get(id as usize)
+            .is_some_and(|p| placement.strtok.contains(p)),
+        k => placement.kernel.contains(&k),
+    };
+    if let Some(v) = c.vars.iter().find(|v| !kept(v)) {
         return Some(format!("its variable {} stays in dtrace", v.name));
     }
     let dtrace: BTreeMap<VarKey, String> = facts
         .iter()
         .flat_map(|f| &f.vars)
-        .filter(|v| !placement.kernel.contains(&v.key))
+        .filter(|v| !kept(v))
         .map(|v| (v.key, String::new()))
         .collect();
-    order_blocker(c, facts, &dtrace).map(|(d, probe)| {
+    order_blocker(c, &facts, &dtrace).map(|(d, probe)| {
         format!(
             "clause {} runs in dtrace at {probe}, where it fires too",
             d.desc
@@ -914,11 +1036,19 @@ impl KernelVarMaps {
         })
     }
 
-    /// The maps as the probe's code uses them, for the variables of `placement` (the globals
-    /// and the key size are those the maps were made for).
-    pub fn kernel_vars(&self, placement: &Placement) -> KernelVars {
+    /// The maps as the probe's code uses them at `probe` (its description as
+    /// [`ClauseFacts::probes`] names it), for the variables of `placement` (the globals and the
+    /// key size are those the maps were made for).
+    pub fn kernel_vars(&self, placement: &Placement, probe: &str) -> KernelVars {
+        let mut kernel = placement.kernel.clone();
+        // The firing's strtok() state is the kernel's only at the probes placed so: elsewhere
+        // the probe's clauses calling strtok() run in dtrace, and one translated here would
+        // find none.
+        if !placement.strtok.contains(probe) {
+            kernel.remove(&STRTOK_KEY);
+        }
         let mut kv = kernel_vars_of(
-            placement.kernel.clone(),
+            kernel,
             &placement.arrays,
             &placement.strings,
             [
@@ -1383,6 +1513,161 @@ mod tests {
                  translated to eBPF"
             );
         }
+    }
+
+    /// A clause calling strtok() (and using `more` variables besides) at `probes`, named
+    /// `desc`, that runs whole in the kernel or not.
+    fn strtok_at(
+        desc: &str,
+        probes: &[&str],
+        more: Vec<ThreadVar>,
+        whole: std::result::Result<(), String>,
+    ) -> ClauseFacts {
+        let mut vars = vec![ThreadVar {
+            key: STRTOK_KEY,
+            name: STRTOK_STATE_NAME.into(),
+            integer: false,
+            string: true,
+            array: None,
+        }];
+        vars.extend(more);
+        ClauseFacts {
+            desc: desc.into(),
+            vars,
+            whole,
+            records: false,
+            faults: false,
+            probes: probes.iter().map(|p| p.to_string()).collect(),
+            bookend: false,
+        }
+    }
+
+    #[test]
+    fn the_strtok_state_is_placed_per_probe() {
+        let no = || Err::<(), String>("subroutine strtoll() not yet translated to eBPF".into());
+        let f = vec![
+            strtok_at("a1", &["A"], vec![], Ok(())),
+            strtok_at("a2", &["A"], vec![], no()),
+            strtok_at("b1", &["B"], vec![], Ok(())),
+            strtok_at("b2", &["B"], vec![], Ok(())),
+        ];
+        let p = place(&f);
+        // A's clauses stay in dtrace with the one that cannot run there; B's run in the kernel.
+        assert!(!p.in_kernel(0) && !p.in_kernel(1), "{p:?}");
+        assert!(p.in_kernel(2) && p.in_kernel(3), "{p:?}");
+        assert_eq!(p.strtok, BTreeSet::from(["B".to_string()]));
+        assert!(p.kernel.contains(&STRTOK_KEY) && p.strings.contains(&STRTOK_KEY));
+        assert_eq!(
+            p.clauses[0],
+            Some(Err(
+                "clause a2 runs in dtrace: subroutine strtoll() not yet translated to eBPF".into()
+            ))
+        );
+        assert_eq!(p.clauses[2], Some(Ok(STRTOK_STATE_NAME.into())));
+        let state = &f[0].vars[0];
+        assert!(!p.keeps(state, Some("A")) && p.keeps(state, Some("B")));
+        // Where the probe is not known, at some probe.
+        assert!(p.keeps(state, None));
+        for i in [0, 1] {
+            assert!(kept_from_kernel(&f, i, &p).is_some());
+        }
+        for i in [2, 3] {
+            assert_eq!(kept_from_kernel(&f, i, &p), None);
+        }
+        // The state of every probe in dtrace: none in the kernel.
+        let p = place(&f[..2]);
+        assert!(
+            p.strtok.is_empty() && !p.kernel.contains(&STRTOK_KEY),
+            "{p:?}"
+        );
+    }
+
+    #[test]
+    fn a_clause_at_several_probes_joins_their_strtok_states() {
+        let no = || Err::<(), String>("ustack()".into());
+        // ab stays in dtrace: A's and B's states with it; bc fires at B too, so C's follows;
+        // d and the clauses at E alone are not touched.
+        let f = vec![
+            strtok_at("ab", &["A", "B"], vec![], no()),
+            strtok_at("bc", &["B", "C"], vec![], Ok(())),
+            strtok_at("c", &["C"], vec![], Ok(())),
+            strtok_at("d", &["D", "E"], vec![], Ok(())),
+            strtok_at("e", &["E"], vec![], Ok(())),
+        ];
+        let p = place(&f);
+        assert_eq!(
+            (0..5).map(|i| p.in_kernel(i)).collect::<Vec<_>>(),
+            [false, false, false, true, true],
+            "{p:?}"
+        );
+        assert_eq!(p.strtok, BTreeSet::from(["D".to_string(), "E".to_string()]));
+        assert_eq!(
+            p.clauses[2],
+            Some(Err(
+                "it shares strtok()'s state with clause bc, which stays in dtrace".into()
+            ))
+        );
+        // A clause at two probes names the state once.
+        assert_eq!(p.clauses[3], Some(Ok(STRTOK_STATE_NAME.into())));
+        // Another variable links probes too: c uses self->v1 with a clause at D.
+        let mut f = f;
+        f[2].vars.push(var(1, true));
+        f[4].vars.push(var(1, true));
+        let p = place(&f);
+        assert!((0..5).all(|i| !p.in_kernel(i)), "{p:?}");
+        assert!(p.strtok.is_empty());
+    }
+
+    #[test]
+    fn a_strtok_clause_whose_probes_are_not_known_keeps_every_probes_state_in_dtrace() {
+        // Its description may match any probe (a glob of providers, say): it shares the
+        // state of each.
+        let f = vec![
+            strtok_at("a", &["A"], vec![], Ok(())),
+            strtok_at(
+                ":::entry",
+                &[],
+                vec![],
+                Err("its provider is a glob".into()),
+            ),
+            strtok_at("b", &["B"], vec![], Ok(())),
+        ];
+        let p = place(&f);
+        assert!((0..3).all(|i| !p.in_kernel(i)), "{p:?}");
+        assert!(p.strtok.is_empty() && !p.kernel.contains(&STRTOK_KEY));
+        // BEGIN and END fire in dtrace before and after every kernel clause: theirs does not.
+        let mut f = f;
+        f[1].bookend = true;
+        f[1].desc = "BEGIN".into();
+        let p = place(&f);
+        assert!(p.in_kernel(0) && !p.in_kernel(1) && p.in_kernel(2), "{p:?}");
+        assert_eq!(p.strtok, BTreeSet::from(["A".to_string(), "B".to_string()]));
+    }
+
+    #[test]
+    fn the_strtok_states_of_many_probes_count_as_one_clause_local_string() {
+        use crate::capture::kvars::MAX_LOCAL_STRINGS;
+        let names: Vec<String> = (0..MAX_LOCAL_STRINGS + 2)
+            .map(|i| format!("P{i}"))
+            .collect();
+        let probes: Vec<&str> = names.iter().map(String::as_str).collect();
+        // Clause-local strings: every one the limit allows, the state among them.
+        let locals = (0..MAX_LOCAL_STRINGS as u32 - 1)
+            .map(|i| ThreadVar {
+                key: (Scope::Clause, dtrace_dif::vars::DIF_VAR_OTHER_UBASE + i),
+                name: format!("this->s{i}"),
+                integer: false,
+                string: true,
+                array: None,
+            })
+            .collect();
+        let f = vec![
+            strtok_at("all", &probes, locals, Ok(())),
+            strtok_at("one", &probes[..1], vec![], Ok(())),
+        ];
+        let p = place(&f);
+        assert!(p.in_kernel(0) && p.in_kernel(1), "{p:?}");
+        assert_eq!(p.strtok.len(), probes.len());
     }
 
     #[test]

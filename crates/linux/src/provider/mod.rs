@@ -427,11 +427,13 @@ impl Shared {
                     _ => false,
                 }
         });
-        // A clause that uses a kernel thread-local runs in the kernel, or nothing runs.
+        // A clause that uses a kernel thread-local runs in the kernel, or nothing runs (the
+        // firing's strtok() state: where it lives at this probe).
+        let at = probe.desc.to_string();
         for &i in &r_idx {
             if let Some(v) = self.tvars[i]
                 .iter()
-                .find(|v| self.placement.kernel.contains(&v.key))
+                .find(|v| self.placement.keeps(v, Some(&at)))
             {
                 return Err(format!(
                     "clause {}: {} lives in the kernel, where this clause cannot run (planned \
@@ -480,6 +482,7 @@ impl Shared {
                 opaque_args,
                 bypass,
                 &[&info.provider, &info.module, &info.function, &info.name],
+                &at,
             )?;
             for (i, n) in numbers {
                 self.built_at.insert((i, info.id), n);
@@ -779,7 +782,8 @@ impl Shared {
 
 impl Shared {
     /// The kernel side of clauses `k_idx` (run in the kernel at a probe named `names`, with
-    /// `key_names` the names its aggregation keys may hold), `r_idx` those run in dtrace there
+    /// `key_names` the names its aggregation keys may hold, `probe` its description as the
+    /// placement of variables names it), `r_idx` those run in dtrace there
     /// with `others` their filter and pid filter: the maps made, and each clause's number among
     /// the probe's kernel clauses (which names it in its records and faults).
     #[allow(clippy::too_many_arguments)]
@@ -792,6 +796,7 @@ impl Shared {
         opaque_args: u16,
         bypass: Option<i32>,
         key_names: &[&str],
+        probe: &str,
     ) -> std::result::Result<(crate::capture::KernelAggs, Vec<(usize, u16)>), String> {
         self.ensure_kaggs()?;
         let uses_vars = k_idx.iter().any(|&i| self.placement.in_kernel(i));
@@ -820,7 +825,7 @@ impl Shared {
             }
         }
         let vars = match (&self.kvar_maps, uses_vars) {
-            (Some(m), true) => Some(m.kernel_vars(&self.placement)),
+            (Some(m), true) => Some(m.kernel_vars(&self.placement, probe)),
             _ => None,
         };
         let state = self.kaggs.as_mut().ok_or("no kernel aggregations")?;
@@ -1180,6 +1185,7 @@ impl Shared {
         self.placement.kernel.clear();
         self.placement.arrays.clear();
         self.placement.shared.clear();
+        self.placement.strtok.clear();
         self.report_variables();
     }
 

@@ -3,7 +3,8 @@
 //! translated, one after the other in the emulator, sharing the firing's state as the probe's
 //! clauses do. Strings of every kind the translator follows, delimiters constant and built at the
 //! probe, leading and trailing delimiters, empty tokens, no delimiter at all, a `strsize` that
-//! cuts the string, and the NULL cases of the interpreter's rules.
+//! cuts the string, and the NULL cases of the interpreter's rules; strings at kernel addresses
+//! (pointers, `(string)` casts), an address of 0 at run time, and their faults.
 
 use super::*;
 
@@ -15,10 +16,14 @@ enum Tok {
     Fault(u32, u32, u64),
 }
 
-/// The value object of `trace(expr)` at D's `strsize`.
+/// A struct laid over [`kernel_probe`]'s memory: char arrays holding a path and a list.
+const KSTR: &str = "struct kstr { char pad; char path[12]; char list[30]; };";
+
+/// The value object of `trace(expr)` at D's `strsize` (the program declares [`KSTR`]).
 fn value(expr: &str, strsize: usize) -> DifObject {
-    let src =
-        format!("#pragma D option strsize={strsize}\nsyscall::write:entry {{ trace({expr}); }}");
+    let src = format!(
+        "#pragma D option strsize={strsize}\n{KSTR}\nsyscall::write:entry {{ trace({expr}); }}"
+    );
     let p = dtrace_compiler::compile(&src, &dtrace_compiler::CompileOptions::default())
         .unwrap_or_else(|e| panic!("{src}: {e:?}"));
     p.ecbs[0].actions[0].difo.clone().expect("a value")
@@ -261,7 +266,8 @@ fn strtok_without_the_firings_state_stays_in_dtrace() {
         e.contains("strtok(): strtok()'s state lives in dtrace"),
         "{e}"
     );
-    // A string at an address stays in dtrace too.
+    // The string at a probe argument that is user memory (or the probe's own copy) is read in
+    // dtrace, and the clause with it.
     let e = translate_value(
         &value(r#"strtok((char *)arg0, ",")"#, 256),
         &string_probe(),
@@ -271,7 +277,152 @@ fn strtok_without_the_firings_state_stays_in_dtrace() {
     .unwrap_err()
     .to_string();
     assert!(
-        e.contains("strtok(): arguments the translator does not follow"),
+        e.contains("strtok(): a string at probe argument arg0 is read in dtrace"),
         "{e}"
     );
+    // A char array is strtok()'s string by its address, and only its string.
+    for expr in [
+        r#"strlen(((struct kstr *)curthread)->path)"#,
+        r#"strtok("a,b", ((struct kstr *)curthread)->list)"#,
+    ] {
+        let e = translate_value(&value(expr, 256), &kernel_probe(), 257, FRAME)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("a tuple the translator does not follow"),
+            "{expr}: {e}"
+        );
+    }
+}
+
+/// A probe whose `curthread` points at kernel memory holding "\0/usr/lib//x\0" then "ab,cd,"
+/// over and over to the end of the region (no NUL), whose `fbt` arguments are `arg1`, the
+/// address of "/usr/lib//x", and `arg4`, 0.
+fn kernel_probe() -> Probe {
+    let mut p = string_probe();
+    let mut mem = b"\0/usr/lib//x\0".to_vec();
+    mem.extend(b"ab,cd,".iter().cycle().take(30));
+    p.kernel = vec![(0xffff_8000_0000_1000, mem)];
+    p.names.provider = "fbt".into();
+    p.args[1] = 0xffff_8000_0000_1001;
+    p.args[4] = 0;
+    p
+}
+
+#[test]
+fn a_string_at_a_kernel_address_is_tokenized_as_the_interpreter_reads_it() {
+    let p = kernel_probe();
+    let next = r#"strtok(NULL, "/")"#;
+    for first in [
+        r#"strtok((char *)curthread + 1, "/")"#,
+        r#"strtok((char *)arg1, "/")"#,
+        r#"strtok((string)((char *)curthread + 1), "/")"#,
+        r#"strtok(stringof(arg1), "/")"#,
+    ] {
+        assert_eq!(
+            firing(&[first, next, next, next], &p, 256),
+            toks(&["usr", "lib", "x", "NULL"]),
+            "{first}"
+        );
+    }
+    // A char array (pushed by reference) is the string at its address.
+    let path = "((struct kstr *)curthread)->path";
+    let list = "((struct kstr *)curthread)->list";
+    assert_eq!(
+        firing(
+            &[
+                &format!(r#"strtok({path}, "/")"#),
+                next,
+                &format!(r#"strtok({list}, ",")"#),
+                r#"strtok(NULL, ",")"#,
+            ],
+            &p,
+            8
+        ),
+        toks(&["usr", "lib", "ab", "cd"])
+    );
+    // An address of 0 at run time is NULL: the saved string continues.
+    assert_eq!(
+        firing(
+            &[
+                r#"strtok((char *)arg1, "/")"#,
+                r#"strtok((char *)arg4, "/")"#,
+                r#"strtok((char *)arg4, strjoin("/", ""))"#,
+                r#"strtok((char *)arg4, "/")"#,
+            ],
+            &p,
+            256
+        ),
+        toks(&["usr", "lib", "x", "NULL"])
+    );
+    assert_eq!(
+        firing(&[r#"strtok((char *)arg4, "/")"#], &p, 256),
+        toks(&["NULL"])
+    );
+    // At most strsize - 1 characters, those of the string at curthread + 13 all readable (the
+    // probe's copy of a string is whole or nothing: one running into memory not readable
+    // faults at its address on both paths, which this fake memory, read byte by byte, does
+    // not model).
+    assert_eq!(
+        firing(
+            &[
+                r#"strtok((char *)curthread + 13, ",")"#,
+                r#"strtok(NULL, ",")"#,
+                r#"strtok(NULL, ",")"#,
+                r#"strtok(NULL, ",")"#,
+            ],
+            &p,
+            8
+        ),
+        toks(&["ab", "cd", "ab", "NULL"])
+    );
+    for strsize in [1usize, 2, 3, 4, 8, 16, 28, 29] {
+        firing(
+            &[
+                r#"strtok((char *)curthread + 13, ",")"#,
+                r#"strtok(NULL, ",")"#,
+                r#"strtok(NULL, ",")"#,
+            ],
+            &p,
+            strsize,
+        );
+        firing(
+            &[
+                r#"strtok((char *)curthread + 1, "/")"#,
+                r#"strtok(NULL, "/")"#,
+            ],
+            &p,
+            strsize,
+        );
+    }
+}
+
+#[test]
+fn strings_at_addresses_fault_as_the_interpreters() {
+    let p = kernel_probe();
+    for (exprs, addr) in [
+        // Memory not mapped, a constant address (never copied).
+        (
+            vec![r#"strtok((char *)curthread + 4096, ",")"#],
+            0xffff_8000_0000_2000,
+        ),
+        (vec![r#"strtok((char *)1234, ",")"#], 1234),
+        // NULL delimiters fault first, as the interpreter reads them first.
+        (
+            vec![r#"strtok((char *)curthread + 4096, strtok("", ","))"#],
+            0,
+        ),
+        (vec![r#"strtok((char *)arg4, strtok("", ","))"#], 0),
+        (
+            vec![r#"strtok("a,b", ",")"#, r#"strtok((char *)1234, ",")"#],
+            1234,
+        ),
+    ] {
+        let got = firing(&exprs, &p, 256);
+        assert!(
+            matches!(got.last(), Some(Tok::Fault(k, _, a))
+                if *k == FaultKind::BadAddr.code() && *a == addr),
+            "{exprs:?}: {got:?}"
+        );
+    }
 }

@@ -260,6 +260,15 @@ impl ObjectScan<'_> {
                     n.kernel_copy(e, MemKind::KernelBytes, *size as u32);
                 }
             }
+        } else if subr == Subr::Strtok as u16 {
+            // strtok(s, d) reads the string at `s`, a pointer too (`(char *)p`, pushed by
+            // value: a string pushed by reference was asked for at its push).
+            if let Some(v) = stack.first() {
+                note_string_at_arg(n, v);
+                if let Some(e) = kernel_addr(v) {
+                    n.kernel_copy(e, MemKind::KernelString, self.strsize);
+                }
+            }
         } else if subr == Subr::Copyinstr as u16 {
             match user_addr {
                 // copyinstr(addr, maxlen) copies at most strsize bytes either way, at most

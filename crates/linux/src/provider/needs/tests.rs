@@ -294,6 +294,31 @@ fn thread_locals_holding_curthread_chains() {
 }
 
 #[test]
+fn strtok_reads_the_string_at_a_pointer() {
+    // strtok((char *)p, d): the pointer is pushed by value, the string at it read all the same.
+    let n = needs(&format!(
+        r#"{FOO} sdt:::x {{ trace(strtok((char *)((struct foo *)curthread)->name, ",")); }}
+           sdt:::x {{ trace(strtok((char *)((struct foo *)curthread)->next, ",")); }}
+           fbt::x:entry {{ trace(strtok((char *)arg2, ",")); }}"#
+    ));
+    let string = MemKind::KernelString;
+    let task = AddrBase::CurrentTask;
+    let c = &n.clauses[0].1;
+    assert!(
+        c.copies
+            .contains(&kcopy(task, 24, &[], string, DEFAULT_STRING_STORAGE)),
+        "{c:?}"
+    );
+    let c = &n.clauses[1].1;
+    assert!(
+        c.copies
+            .contains(&kcopy(task, 16, &[0], string, DEFAULT_STRING_STORAGE)),
+        "{c:?}"
+    );
+    assert_eq!(n.clauses[2].1.string_at_args, 1 << 2);
+}
+
+#[test]
 fn strings_of_plain_arguments_and_user_pointers() {
     // A plain argument used as a string is a tracepoint array delivered as its capture's address:
     // nothing to ask for.
