@@ -253,6 +253,16 @@ fn alloca_of_a_size_computed_at_run_time_as_in_dtrace() {
         .count();
     assert_eq!(no_scratch, 4, "{out}");
     assert_eq!(out.matches("after 300\n").count(), 4, "{out}");
+    // The same scratchsize from the command line: planned with it as with the pragma.
+    let out = same_with_kernel_paths_off(
+        r#"syscall::write:entry /pid == $target/ {
+             this->n = arg2; this->p = (char *)alloca(this->n); this->p[299] = 1;
+             printf("%d %d\n", (uint64_t)this->p, this->p[299]); }"#,
+        &["-x", "scratchsize=1024"],
+        DD,
+        &[(1, "runs whole in the kernel")],
+    );
+    assert_eq!(out.matches("8 1\n").count(), 4, "{out}");
 }
 
 #[test]

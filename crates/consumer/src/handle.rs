@@ -86,8 +86,10 @@ pub trait Tracer {
     /// Learns every program that will be enabled before any is: the kernel providers share their
     /// thread-locals between programs (an address one stores in `self->buf` is copied for
     /// another's `copyin(self->buf, ...)`). Tracers with nothing to plan ignore it.
-    fn plan(&mut self, programs: &[&Program]) {
-        let _ = programs;
+    /// `options` are the handle's when planning starts (each program's pragmas apply to them as
+    /// it is executed, in order).
+    fn plan(&mut self, programs: &[&Program], options: &crate::options::Options) {
+        let _ = (programs, options);
     }
     /// For `dtrace -v`: one line per clause saying where it runs (its predicate in the kernel
     /// before anything is captured, or in dtrace, and why). Tracers that run everything in
@@ -386,7 +388,7 @@ impl Handle {
     /// Tells the tracer about every program that will be enabled, before the first is (see
     /// [`Tracer::plan`]).
     pub fn plan(&mut self, programs: &[&Program]) {
-        self.tracer.plan(programs);
+        self.tracer.plan(programs, &self.decoder.options);
     }
 
     /// Where each enabled clause runs (see [`Tracer::placement_report`]), for `dtrace -v`.

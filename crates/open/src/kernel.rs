@@ -81,6 +81,25 @@ fn be<E: std::fmt::Display>(e: E) -> ConsumerError {
 
 /// The value of size option `name` a program runs with: its last `#pragma D option`, else the
 /// handle's.
+/// `prog` as the Linux side plans and enables it: it sizes the strings and sized copies it takes
+/// at the probe from the program's options, so a program that sets no strsize (scratchsize) gets
+/// the handle's (`-x strsize`, `-x scratchsize`), both when planned and when enabled.
+fn with_handle_sizes<'a>(prog: &'a Program, options: &Options) -> std::borrow::Cow<'a, Program> {
+    let inherit: Vec<&str> = ["strsize", "scratchsize"]
+        .into_iter()
+        .filter(|o| options.is_set(o) && !prog.options.iter().any(|(n, _)| n == o))
+        .collect();
+    if inherit.is_empty() {
+        return std::borrow::Cow::Borrowed(prog);
+    }
+    let mut p = prog.clone();
+    for o in inherit {
+        p.options
+            .push((o.into(), Some(options.value(o).to_string())));
+    }
+    std::borrow::Cow::Owned(p)
+}
+
 fn size_option(prog: &Program, options: &Options, name: &str) -> i64 {
     let pragma = prog
         .options
@@ -368,25 +387,8 @@ impl KernelTracer {
         } else {
             prog
         };
-        // The Linux side sizes the strings and sized copies it takes at the probe from the
-        // program's options: a program that sets no strsize (scratchsize) runs with the
-        // handle's (`-x strsize`, `-x scratchsize`).
-        let inherit: Vec<&str> = ["strsize", "scratchsize"]
-            .into_iter()
-            .filter(|o| options.is_set(o) && !prog.options.iter().any(|(n, _)| n == o))
-            .collect();
-        let sized;
-        let prog = if inherit.is_empty() {
-            prog
-        } else {
-            let mut p = prog.clone();
-            for o in inherit {
-                p.options
-                    .push((o.into(), Some(options.value(o).to_string())));
-            }
-            sized = p;
-            &sized
-        };
+        let sized = with_handle_sizes(prog, options);
+        let prog = &*sized;
         if options.is_set("cpu") || prog.options.iter().any(|(n, _)| n == "cpu") {
             // The framework fires probes of that CPU only; the kernel's maps would count every
             // CPU's.
@@ -442,8 +444,19 @@ impl KernelTracer {
 }
 
 impl Tracer for KernelTracer {
-    fn plan(&mut self, programs: &[&Program]) {
-        self.linux.plan_all(programs);
+    fn plan(&mut self, programs: &[&Program], options: &Options) {
+        // Planned as each will be executed: with the handle's options as the pragmas of the
+        // programs before it left them (see `with_handle_sizes`).
+        let mut options = options.clone();
+        let mut sized = Vec::with_capacity(programs.len());
+        for p in programs {
+            for (name, value) in &p.options {
+                let _ = options.set(name, value.as_deref(), false);
+            }
+            sized.push(with_handle_sizes(p, &options));
+        }
+        let sized: Vec<&Program> = sized.iter().map(|p| &**p).collect();
+        self.linux.plan_all(&sized);
     }
     fn placement_report(&self) -> Vec<String> {
         let report = self.linux.kernel_report();
