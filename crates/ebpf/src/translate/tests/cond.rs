@@ -253,6 +253,20 @@ fn strings_mixed_with_other_values_stay_in_dtrace_and_say_what_they_are() {
         "{why}"
     );
     assert!(!why.contains("alloca"), "{why}");
+    let e = translate(
+        &predicate(&clause(r#"(arg0 ? "a" : stringof(arg1)) == "a""#)),
+        &p,
+        257,
+        FRAME,
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string().contains(
+            "string compare of values of different kinds on different paths (a string and an \
+             integer)"
+        ),
+        "{e}"
+    );
     // A constant longer than strsize meets another string: a copy would cut what the
     // interpreter compares.
     let src = format!(
