@@ -34,6 +34,10 @@
 //! load copies the variable's string into a scratch slot and the register holds its address, or
 //! 0 (NULL) when the variable holds none, as the interpreter's loads give; compares take NULL as
 //! the empty string, a record or key of NULL faults, a store of NULL frees the variable.
+//!
+//! Where paths holding different strings meet (`x ? "big" : "small"`, a string and NULL), the
+//! edges into the join make them one string in the scratch, read as a string variable's copy
+//! is (see `cond`).
 
 mod alloca;
 mod byteorder;
