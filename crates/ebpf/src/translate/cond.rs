@@ -87,6 +87,8 @@ impl Mix {
         .collect();
         match words.as_slice() {
             [] => "nothing".into(),
+            // Kinds alike but for their sizes.
+            ["copyin()'s copy"] => "copyin() copies of different sizes".into(),
             [one] => (*one).into(),
             [init @ .., last] => format!("{} and {last}", init.join(", ")),
         }
@@ -333,6 +335,8 @@ mod tests {
             "a string, the integer 0 and an alloca() pointer"
         );
         assert_eq!(m.joined(), None);
+        let m = Mix::of(&Kind::Buffer(4)).union(Mix::of(&Kind::Buffer(8)));
+        assert_eq!(m.describe(), "copyin() copies of different sizes");
     }
 
     #[test]
