@@ -177,7 +177,7 @@ impl Joins {
     }
 }
 
-/// Whether making `from` the joined kind `to` takes code (a copy into the join's slot).
+/// Whether making `from` a joined string takes code (a copy into the join's slot).
 fn copies(from: &Kind) -> bool {
     matches!(from, Kind::StrConst(_) | Kind::Execname)
 }
@@ -239,12 +239,10 @@ impl Translator<'_> {
                 self.write_string(&from);
                 self.a.mov(R1, R0);
                 self.put(s, r, R1, k);
-            } else if from != k
-                && matches!(
-                    (&from, &k),
-                    (Kind::Scratch, Kind::VarStr) | (Kind::Int(Some(0)), Kind::VarStr)
-                )
-            {
+            } else if matches!(
+                (&from, &k),
+                (Kind::Scratch, Kind::VarStr) | (Kind::Int(Some(0)), Kind::VarStr)
+            ) {
                 // Already a string in scratch, or NULL (0): the register stays as it is.
                 if s.tuple
                     .as_ref()
