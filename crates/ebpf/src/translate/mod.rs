@@ -34,10 +34,15 @@
 //! load copies the variable's string into a scratch slot and the register holds its address, or
 //! 0 (NULL) when the variable holds none, as the interpreter's loads give; compares take NULL as
 //! the empty string, a record or key of NULL faults, a store of NULL frees the variable.
+//!
+//! Where paths holding different strings meet (`x ? "big" : "small"`, a string and NULL), the
+//! edges into the join make them one string in the scratch, read as a string variable's copy
+//! is (see `cond`).
 
 mod alloca;
 mod byteorder;
 mod cleanpath;
+mod cond;
 mod copyin;
 mod copyout;
 mod inet;
@@ -718,15 +723,16 @@ enum Kind {
     /// A pointer into the clause's `alloca()` memory, as the interpreter records one (see
     /// `alloca`).
     Alloca,
-    /// Different kinds on different paths: usable by nothing.
-    Mixed,
+    /// Different kinds on different paths, these: usable by nothing, unless they are strings
+    /// (NULL among them) that the edges into the join make one kind (see `cond`).
+    Mixed(cond::Mix),
 }
 
 fn join(a: &Kind, b: &Kind) -> Kind {
     match (a, b) {
         (Kind::Int(x), Kind::Int(y)) => Kind::Int(if x == y { *x } else { None }),
         (x, y) if x == y => x.clone(),
-        _ => Kind::Mixed,
+        (x, y) => Kind::Mixed(cond::Mix::of(x).union(cond::Mix::of(y))),
     }
 }
 
@@ -823,9 +829,7 @@ pub fn translate(
     strsize: usize,
     frame: Frame,
 ) -> Result<Fragment, Untranslatable> {
-    Translator::new(obj, ctx, strsize, frame)?
-        .run()
-        .map(|(f, _)| f)
+    translate_object(obj, ctx, strsize, frame, false).map(|(f, _)| f)
 }
 
 /// Translates a DIF object whose value may be a string (an aggregation key such as `execname` or
@@ -837,13 +841,36 @@ pub fn translate_value(
     strsize: usize,
     frame: Frame,
 ) -> Result<Value, Untranslatable> {
-    let mut t = Translator::new(obj, ctx, strsize, frame)?;
-    t.strings_ok = true;
-    let (fragment, kind) = t.run()?;
+    let (fragment, kind) = translate_object(obj, ctx, strsize, frame, true)?;
     Ok(Value {
         fragment,
         kind: kind.unwrap_or(ValueKind::Int),
     })
+}
+
+/// A translated object: its fragment, and what its `ret`s return (`None`: an integer).
+type Translated = (Fragment, Option<ValueKind>);
+
+/// Translates `obj` (`strings_ok`: its `ret` may return a string, see [`translate_value`]),
+/// again while a pass finds joins of strings its edges are to convert (see `cond`): the plan
+/// grows each time, so this ends.
+fn translate_object(
+    obj: &DifObject,
+    ctx: &dyn ProbeContext,
+    strsize: usize,
+    frame: Frame,
+    strings_ok: bool,
+) -> Result<Translated, Untranslatable> {
+    let mut plan = cond::Plan::new();
+    loop {
+        let mut t = Translator::new(obj, ctx, strsize, frame, plan.clone())?;
+        t.strings_ok = strings_ok;
+        let (out, found) = t.run()?;
+        if found.is_empty() {
+            return Ok(out);
+        }
+        plan.extend(found);
+    }
 }
 
 struct Translator<'a> {
@@ -880,6 +907,8 @@ struct Translator<'a> {
     alloca_bytes: u64,
     /// A `ret` returns an alloca pointer (see [`Fragment::alloca_value`]).
     alloca_value: bool,
+    /// The joins of strings the edges convert, and those this pass finds (see `cond`).
+    joins: cond::Joins,
 }
 
 impl<'a> Translator<'a> {
@@ -888,6 +917,7 @@ impl<'a> Translator<'a> {
         ctx: &'a dyn ProbeContext,
         strsize: usize,
         frame: Frame,
+        plan: cond::Plan,
     ) -> Result<Self, Untranslatable> {
         let code = obj
             .text
@@ -968,6 +998,7 @@ impl<'a> Translator<'a> {
             }
         }
         let (end, fault) = (a.label(), a.label());
+        let joins = cond::Joins::new(&code, plan);
         Ok(Translator {
             obj,
             incoming: vec![None; code.len() + 1],
@@ -989,10 +1020,13 @@ impl<'a> Translator<'a> {
             flow: stringof::flow_regs(obj),
             alloca_bytes: 0,
             alloca_value: false,
+            joins,
         })
     }
 
-    fn run(mut self) -> Result<(Fragment, Option<ValueKind>), Untranslatable> {
+    /// Translates the object: the fragment and what it returns, and the joins of strings this
+    /// pass found that its plan lacked (the fragment is of use only when there are none).
+    fn run(mut self) -> Result<(Translated, cond::Plan), Untranslatable> {
         // Registers start at zero, as the interpreter's do (and the verifier wants every stack slot
         // written before it is read).
         for r in 0..NREGS as u8 {
@@ -1012,11 +1046,17 @@ impl<'a> Translator<'a> {
         let mut pc = 0;
         while pc < self.code.len() {
             let label = self.labels[pc];
+            if let (true, Some(s)) = (self.targets[pc], state.as_mut()) {
+                self.fall_into(pc, s)?;
+            }
             self.a.bind(label);
             state = match (state, self.incoming[pc].take()) {
                 (Some(s), Some(t)) => Some(join_states(&s, &t)),
                 (s, t) => s.or(t),
             };
+            if let (true, Some(s)) = (self.targets[pc], state.as_mut()) {
+                self.settle_join(pc, s);
+            }
             let Some(mut s) = state.take() else {
                 // Nothing reaches this instruction.
                 pc += 1;
@@ -1070,16 +1110,20 @@ impl<'a> Translator<'a> {
         self.a.bind(end);
         let can_fault = self.faults;
         let result = self.result.take();
+        let found = self.joins.found().clone();
         Ok((
-            Fragment {
-                insns: self.a.finish()?,
-                can_fault,
-                can_drop: self.can_drop,
-                fault_sites: self.sites.iter().map(|(_, s)| *s).collect(),
-                alloca_bytes: self.alloca_bytes,
-                alloca_value: self.alloca_value,
-            },
-            result,
+            (
+                Fragment {
+                    insns: self.a.finish()?,
+                    can_fault,
+                    can_drop: self.can_drop,
+                    fault_sites: self.sites.iter().map(|(_, s)| *s).collect(),
+                    alloca_bytes: self.alloca_bytes,
+                    alloca_value: self.alloca_value,
+                },
+                result,
+            ),
+            found,
         ))
     }
 
@@ -1127,6 +1171,18 @@ impl<'a> Translator<'a> {
         let width = string_scratch_width(self.strsize);
         let offset = self.scratch_slots * width;
         self.scratch_slots += 1;
+        self.string_slot_at(pc, offset, at, zeroed)
+    }
+
+    /// [`Self::string_slot`], the slot at `offset` of the scratch (taken before).
+    fn string_slot_at(
+        &mut self,
+        pc: usize,
+        offset: usize,
+        at: i16,
+        zeroed: bool,
+    ) -> Result<(), String> {
+        let width = string_scratch_width(self.strsize);
         let no_scratch = self.fault_site(pc, FaultKind::NoScratch, FaultAddr::Zero);
         self.ctx.emit_string_scratch(&mut self.a, offset, width)?;
         let a = &mut self.a;
@@ -1221,11 +1277,11 @@ impl<'a> Translator<'a> {
     fn int(&self, s: &State, pc: usize, r: u8) -> Result<Option<u64>, Untranslatable> {
         match &s[(r & 7) as usize] {
             Kind::Int(v) => Ok(*v),
-            Kind::Mixed => Err(Untranslatable::Value {
+            Kind::Mixed(m) => Err(Untranslatable::Value {
                 pc,
                 what: format!(
-                    "%r{r} holds values of different kinds on different paths (a string, an \
-                     alloca() pointer, an integer)"
+                    "%r{r} holds values of different kinds on different paths ({})",
+                    m.describe()
                 ),
             }),
             Kind::Alloca => Err(Untranslatable::Value {
@@ -1340,10 +1396,9 @@ impl<'a> Translator<'a> {
                         what: "branch on condition codes set before a join".into(),
                     });
                 }
-                let t = label as usize;
-                self.flow_to(t, s);
-                let l = self.labels[t];
-                self.a.ja(l);
+                self.branch_edge(pc, label as usize, s, true, |a, l| {
+                    a.ja(l);
+                })?;
                 return Ok(false);
             }
             Instr::Ret { rd } => {
@@ -2130,23 +2185,20 @@ impl<'a> Translator<'a> {
             }
             _ => unreachable_setter(pc)?,
         };
-        let l = self.labels[target];
+        let always = matches!(take, Take::Always);
         match take {
             Take::Never => {}
-            Take::Always => {
-                self.a.ja(l);
-            }
-            Take::Reg(j) => {
-                self.a.jmp_reg(j, R1, R2, l);
-            }
-            Take::Zero(j) => {
-                self.a.jmp_imm(j, R1, 0, l);
-            }
+            Take::Always => self.branch_edge(pc, target, s, always, |a, l| {
+                a.ja(l);
+            })?,
+            Take::Reg(j) => self.branch_edge(pc, target, s, always, |a, l| {
+                a.jmp_reg(j, R1, R2, l);
+            })?,
+            Take::Zero(j) => self.branch_edge(pc, target, s, always, |a, l| {
+                a.jmp_imm(j, R1, 0, l);
+            })?,
         }
-        if !matches!(take, Take::Never) {
-            self.flow_to(target, s);
-        }
-        Ok(!matches!(take, Take::Always))
+        Ok(!always)
     }
 }
 

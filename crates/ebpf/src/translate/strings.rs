@@ -144,6 +144,15 @@ fn source<'k>(
         Kind::VarStr => (Src::Nullable(reg), Some(slot)),
         // NULL (`s == NULL`): the interpreter compares it as the empty string.
         Kind::Int(Some(0)) => (Src::Const(b""), None),
+        Kind::Mixed(m) => {
+            return Err(Untranslatable::Value {
+                pc,
+                what: format!(
+                    "string compare of values of different kinds on different paths ({})",
+                    m.describe()
+                ),
+            })
+        }
         _ => {
             return Err(Untranslatable::Value {
                 pc,

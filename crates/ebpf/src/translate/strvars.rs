@@ -76,40 +76,9 @@ impl Translator<'_> {
         let src = match s[(rs & 7) as usize].clone() {
             // The register holds the string's address in scratch, or 0 for NULL.
             Kind::Int(Some(0)) | Kind::Scratch | Kind::VarStr => reg,
-            Kind::StrConst(b) => {
+            k @ (Kind::StrConst(_) | Kind::Execname) => {
                 self.scratch_slot(pc, &name)?;
-                let width = string_scratch_width(self.strsize);
-                let mut bytes: Vec<u8> = b.split(|&c| c == 0).next().unwrap_or_default().into();
-                // The interpreter keeps `strsize` characters (this strsize counts the NUL).
-                bytes.truncate(self.strsize.saturating_sub(1));
-                bytes.resize(width, 0);
-                for (i, chunk) in bytes.chunks(8).enumerate() {
-                    let mut w = [0u8; 8];
-                    w.copy_from_slice(chunk);
-                    match u64::from_le_bytes(w) {
-                        0 => self.a.store_imm(Size::DW, R0, 8 * i as i16, 0),
-                        v => self.a.ld_imm64(R1, v).store(Size::DW, R0, 8 * i as i16, R1),
-                    };
-                }
-                self.frame.load_buf()
-            }
-            Kind::Execname => {
-                self.scratch_slot(pc, &name)?;
-                let width = string_scratch_width(self.strsize);
-                for i in (0..width as i16).step_by(8) {
-                    self.a.store_imm(Size::DW, R0, i, 0);
-                }
-                // `execname` is NUL-terminated in its COMM_LEN bytes; strsize may cut it.
-                let n = COMM_LEN.min(self.strsize.saturating_sub(1));
-                let comm = self.frame.comm();
-                let (step, size) = if n == COMM_LEN {
-                    (8, Size::DW)
-                } else {
-                    (1, Size::B)
-                };
-                for i in (0..n as i16).step_by(step) {
-                    self.a.load(size, R1, R10, comm + i).store(size, R0, i, R1);
-                }
+                self.write_string(&k);
                 self.frame.load_buf()
             }
             // An address stored as a string (`self->s = stringof(p)`).
@@ -132,5 +101,46 @@ impl Translator<'_> {
             self.dropped();
         }
         Ok(())
+    }
+
+    /// Writes constant or `execname` `k` into the string scratch slot whose address is in R0
+    /// (kept there): its [`string_scratch_width`] bytes, cut to `strsize` characters as the
+    /// interpreter keeps a string stored, NUL-terminated and zero-padded (any other kind: it
+    /// writes nothing). Uses R1.
+    pub(super) fn write_string(&mut self, k: &Kind) {
+        let width = string_scratch_width(self.strsize);
+        match k {
+            Kind::StrConst(b) => {
+                let mut bytes: Vec<u8> = b.split(|&c| c == 0).next().unwrap_or_default().into();
+                // The interpreter keeps `strsize` characters (this strsize counts the NUL).
+                bytes.truncate(self.strsize.saturating_sub(1));
+                bytes.resize(width, 0);
+                for (i, chunk) in bytes.chunks(8).enumerate() {
+                    let mut w = [0u8; 8];
+                    w.copy_from_slice(chunk);
+                    match u64::from_le_bytes(w) {
+                        0 => self.a.store_imm(Size::DW, R0, 8 * i as i16, 0),
+                        v => self.a.ld_imm64(R1, v).store(Size::DW, R0, 8 * i as i16, R1),
+                    };
+                }
+            }
+            Kind::Execname => {
+                for i in (0..width as i16).step_by(8) {
+                    self.a.store_imm(Size::DW, R0, i, 0);
+                }
+                // `execname` is NUL-terminated in its COMM_LEN bytes; strsize may cut it.
+                let n = COMM_LEN.min(self.strsize.saturating_sub(1));
+                let comm = self.frame.comm();
+                let (step, size) = if n == COMM_LEN {
+                    (8, Size::DW)
+                } else {
+                    (1, Size::B)
+                };
+                for i in (0..n as i16).step_by(step) {
+                    self.a.load(size, R1, R10, comm + i).store(size, R0, i, R1);
+                }
+            }
+            _ => {}
+        }
     }
 }
