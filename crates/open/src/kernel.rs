@@ -353,7 +353,8 @@ fn fbt_refusal(desc: &ProbeDesc) -> Option<ConsumerError> {
 impl KernelTracer {
     /// [`Tracer::exec`] of `prog`, the processes that provider globs match read once.
     fn exec_program(&mut self, prog: &Program, options: &Options) -> Result<ExecInfo> {
-        let original = prog;
+        // As planned (see `Tracer::plan`): with the handle's sizes.
+        let original = with_handle_sizes(prog, options);
         if let Some(e) = prog.ecbs.iter().find_map(|e| fbt_refusal(&e.probe)) {
             return Err(e);
         }
@@ -412,7 +413,7 @@ impl KernelTracer {
         } else {
             dtrace_framework::options::Options::default().specsize
         });
-        self.linux.plan_replacing(original, prog);
+        self.linux.plan_replacing(&original, prog);
         self.linux
             .set_aggsize(aggsize_of(prog, options).unwrap_or(4 << 20));
         let dynvarsize = size_option(prog, options, "dynvarsize");
