@@ -510,17 +510,16 @@ impl LinuxTracing {
                     };
                     if let Some(at) = built.get(&(probe, b.clause)) {
                         if active.contains(&probe) {
-                            // A sampled stack starts at the interrupted PC, as a captured one.
-                            let kernel = syms.kernel_symbols();
-                            let is_sampled = sampled.contains(&b.tag);
-                            let cut = |pcs: &[u64]| {
-                                if is_sampled {
-                                    0
-                                } else {
-                                    kernel.tracing_prefix(pcs)
-                                }
-                            };
-                            commit_built(fw, &mut b, at, cut);
+                            if at.stacks.is_empty() || sampled.contains(&b.tag) {
+                                // (A sampled stack starts at the interrupted PC, as a
+                                // captured one.)
+                                commit_built(fw, &mut b, at, |_| 0);
+                            } else {
+                                // The kernel's symbols only for a record with stacks: their
+                                // first read takes a while (read at planning for such clauses).
+                                let kernel = syms.kernel_symbols();
+                                commit_built(fw, &mut b, at, |pcs| kernel.tracing_prefix(pcs));
+                            }
                             n += 1;
                         }
                     }
