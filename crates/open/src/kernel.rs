@@ -79,8 +79,6 @@ fn be<E: std::fmt::Display>(e: E) -> ConsumerError {
     ConsumerError::Backend(e.to_string())
 }
 
-/// The value of size option `name` a program runs with: its last `#pragma D option`, else the
-/// handle's.
 /// `prog` as the Linux side plans and enables it: it sizes the strings and sized copies it takes
 /// at the probe from the program's options, so a program that sets no strsize (scratchsize) gets
 /// the handle's (`-x strsize`, `-x scratchsize`), both when planned and when enabled.
@@ -100,6 +98,8 @@ fn with_handle_sizes<'a>(prog: &'a Program, options: &Options) -> std::borrow::C
     std::borrow::Cow::Owned(p)
 }
 
+/// The value of size option `name` a program runs with: its last `#pragma D option`, else the
+/// handle's.
 fn size_option(prog: &Program, options: &Options, name: &str) -> i64 {
     let pragma = prog
         .options
@@ -377,19 +377,18 @@ impl KernelTracer {
                 })?;
             descs.extend(d);
         }
+        // The program sized as planned, its descriptions rewritten where they differ.
         let rewritten;
         let prog = if descs.iter().zip(&prog.ecbs).any(|(d, e)| *d != e.probe) {
-            let mut p = prog.clone();
+            let mut p = original.clone().into_owned();
             for (e, d) in p.ecbs.iter_mut().zip(descs) {
                 e.probe = d;
             }
             rewritten = p;
             &rewritten
         } else {
-            prog
+            &*original
         };
-        let sized = with_handle_sizes(prog, options);
-        let prog = &*sized;
         if options.is_set("cpu") || prog.options.iter().any(|(n, _)| n == "cpu") {
             // The framework fires probes of that CPU only; the kernel's maps would count every
             // CPU's.
