@@ -357,8 +357,13 @@ fn translate_clause_with(
             continue;
         };
         let v = translate::translate_value(o, ctx, strsize, FRAME)?;
+        // A value recorded by reference that is not `tracemem()`'s: an object (see
+        // `RecordAction::memory`).
+        let object = r.memory && o.rtype.is_by_ref();
         if v.fragment.alloca_value && (r.spec.is_some() || r.memory) {
-            return Err(alloca_value(if r.memory {
+            return Err(alloca_value(if object {
+                "the address of an object recorded by reference"
+            } else if r.memory {
                 "tracemem()'s address"
             } else {
                 "a speculation's id"
@@ -383,8 +388,12 @@ fn translate_clause_with(
             continue;
         }
         if r.memory {
-            super::tracemem::check(&v.kind, r.size)
-                .map_err(|what| Untranslatable::Value { pc: 0, what })?;
+            let checked = if object {
+                super::tracemem::check_object(&v.kind, r.size)
+            } else {
+                super::tracemem::check(&v.kind, r.size)
+            };
+            checked.map_err(|what| Untranslatable::Value { pc: 0, what })?;
             records.push((r.step, true, Some(v)));
             continue;
         }
@@ -397,9 +406,15 @@ fn translate_clause_with(
             ValueKind::Buffer(_) => false,
         };
         if !fits {
+            let what = if t.is_by_ref() && !t.is_string() {
+                // By reference and not an object the record copies: user memory.
+                "an object in user memory recorded by reference (not yet at the probe)"
+            } else {
+                "a recorded value of a kind not built at the probe"
+            };
             return Err(Untranslatable::Value {
                 pc: 0,
-                what: "a recorded value of a kind not built at the probe".into(),
+                what: what.into(),
             });
         }
         records.push((r.step, false, Some(v)));

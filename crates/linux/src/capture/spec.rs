@@ -394,8 +394,9 @@ pub struct RecordAction {
     pub exit: bool,
     /// It is `raise()` or `stop()`: it sends its signal (see [`super::signal`]).
     pub signal: Option<SignalAction>,
-    /// It is `tracemem()`: its value is an address, and the record holds the [`Self::size`]
-    /// bytes there (see [`super::tracemem`]).
+    /// It is `tracemem()`, or it records an object by reference (`trace(*p)`, `print()`'s
+    /// object: its expression's type is by reference and not a string): its value is an
+    /// address, and the record holds the [`Self::size`] bytes there (see [`super::tracemem`]).
     pub memory: bool,
     /// It is `speculate()`, `commit()` or `discard()` of the speculation its value names (see
     /// [`super::speculation`]).

@@ -7,6 +7,12 @@
 //! such a fault is placed there). `dsize` is an integer record of its own (`TracememDynsize`), built as
 //! `trace()`'s; the consumer prints only that many bytes, as it does for the interpreter's
 //! records.
+//!
+//! A value recorded by reference that is not a string (`trace(*p)` of a struct, a union or an
+//! array, `trace(curthread->comm)`, the object `print(p)` records after its pointer) is recorded
+//! the same way: the framework copies `rtype.size` bytes from the value's address
+//! (`Machine::read_result_into`), kernel memory or `copyin()`'s copy, and a failed read is the
+//! same fault at the same place ([`check_object`]).
 
 use super::filter::FRAME;
 use crate::bpf::insn::{helper, op, Asm, Label, Reg, Size, R0, R1, R10, R2, R3};
@@ -24,6 +30,24 @@ pub fn check(kind: &ValueKind, size: u32) -> Result<(), String> {
             "tracemem() of {size} bytes of the {n} copyin() copied"
         )),
         _ => Err("tracemem() of memory other than an address or copyin()'s copy".into()),
+    }
+}
+
+/// Whether an object of `size` bytes recorded by reference from a value of `kind` is built at
+/// the probe, or why not: at a kernel address (an integer), or in `copyin()`'s copy when the
+/// copy holds the object (past it the interpreter reads whatever else its scratch holds).
+pub fn check_object(kind: &ValueKind, size: u32) -> Result<(), String> {
+    match kind {
+        ValueKind::Int if size > 0 => Ok(()),
+        ValueKind::Buffer(n) if size <= *n => Ok(()),
+        ValueKind::Buffer(n) => Err(format!(
+            "an object of {size} bytes recorded from the {n} copyin() copied"
+        )),
+        _ => Err(
+            "an object recorded by reference from memory other than an address or \
+                  copyin()'s copy"
+                .into(),
+        ),
     }
 }
 

@@ -147,10 +147,9 @@ impl ClausePlan {
 /// Whether data-recording action `a` can be built at the probe: `trace()`, the arguments of
 /// `printf()`-like actions (`system()` and `freopen()` among them: dtrace acts on their records;
 /// the value itself then decides, at translation), `tracemem()` (the
-/// memory at an address), `exit()`, signals, speculation actions and the consumer's actions but
-/// `print()`.
+/// memory at an address), `exit()`, signals, speculation actions and the consumer's actions,
+/// `print()` among them (its pointer, then the object it points to, see [`records_object`]).
 fn records_at_probe(a: &dtrace_dif::program::ActionDesc) -> bool {
-    use dtrace_dif::program::{split_libact_arg, LibAction};
     match a.kind {
         ActionKind::DifExpr
         | ActionKind::Printf
@@ -168,13 +167,25 @@ fn records_at_probe(a: &dtrace_dif::program::ActionDesc) -> bool {
         | ActionKind::Discard => true,
         // The consumer's actions (`clear()`, `trunc()`, `normalize()`, `setopt()`...) record
         // values (an aggregation's id, a factor, an option's name) as `trace()` does; `print()`
-        // records the object its pointer points to, which is not read at the probe.
-        ActionKind::LibAct => {
-            let n = split_libact_arg(a.arg).0;
-            n != LibAction::Print as u32 && n != LibAction::PrintObject as u32
-        }
+        // records its pointer, then the object it points to (by reference).
+        ActionKind::LibAct => true,
         _ => false,
     }
+}
+
+/// Whether recording action `a` records the object its value points to: a value held by
+/// reference that is not a string (`trace(*p)` of a struct, a union or an array,
+/// `trace(curthread->comm)`, `print()`'s object), whose record holds the `rtype.size` bytes at
+/// that address, as the framework copies them (`Machine::read_result_into`), built at the probe
+/// as `tracemem()`'s record is (see `capture::tracemem`). An object in user memory (a type
+/// marked `DIF_TF_BYUREF`) is not: the framework reads it as user memory.
+fn records_object(a: &dtrace_dif::program::ActionDesc) -> bool {
+    use dtrace_dif::object::DIF_TF_BYUREF;
+    a.kind != ActionKind::Tracemem
+        && a.difo.as_ref().is_some_and(|o| {
+            let t = &o.rtype;
+            t.is_by_ref() && !t.is_string() && t.flags & DIF_TF_BYUREF == 0
+        })
 }
 
 /// The probe arguments whose user strings clause `n`'s `copyinstr()` calls read, or why they are
@@ -412,7 +423,7 @@ pub fn plan_clause(
                     ActionKind::Stop => Some(crate::capture::spec::SignalAction::Stop),
                     _ => None,
                 },
-                memory: acts[i].kind == ActionKind::Tracemem,
+                memory: acts[i].kind == ActionKind::Tracemem || records_object(&acts[i]),
                 stack: (acts[i].kind == ActionKind::Stack).then_some(rec.size / 8),
                 spec: match acts[i].kind {
                     ActionKind::Speculate => Some(crate::capture::spec::SpecOp::Speculate),
