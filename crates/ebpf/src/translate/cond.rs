@@ -200,6 +200,7 @@ impl Translator<'_> {
             }
             s.regs[r as usize] = k;
             s.args[r as usize] = None;
+            s.sized[r as usize] = None;
         }
     }
 
@@ -252,6 +253,7 @@ impl Translator<'_> {
                 }
                 s.regs[r as usize] = k;
                 s.args[r as usize] = None;
+                s.sized[r as usize] = None;
             }
         }
         Ok(())

@@ -1,7 +1,9 @@
 //! `copyin(addr, size)` and `copyinstr(addr [, maxlen])` in translated code. `copyin()` of a
 //! constant size up to [`MAX_COPYIN`] is copied whole (for `tracemem()`, or read as a string);
-//! one sized at run time is exact where it is the clause's only allocation of scratch, and only
-//! a string reads it (see `Translator::copyin_sized`). In a clause that calls `alloca()`, where
+//! one sized at run time is exact where it is the clause's only allocation of scratch, and a
+//! string reads it, or a recording of its first bytes (`tracemem()`, `trace()` of an object in
+//! it), which faults past the copy's size as the interpreter's (see
+//! `Translator::copyin_sized`). In a clause that calls `alloca()`, where
 //! the interpreter takes the copy from the clause's alloca area, it is taken there too (see
 //! `alloca`). `copyinstr()` as
 //! the interpreter's: at most `strsize`
@@ -250,11 +252,14 @@ impl Translator<'_> {
     /// context says how much that is): a size past it faults `DTRACEFLT_NOSCRATCH` (at 0), a
     /// size of 0 `DTRACEFLT_BADADDR` at the empty area's address ([`EMPTY_COPY_ADDR`]), and
     /// every byte of `size` is read, the first unreadable one faulting `DTRACEFLT_BADADDR` at
-    /// `addr`. Only a string reads the copy (`stringof()`): its first `strsize` bytes (D's) are
-    /// read with `bpf_probe_read_user` into a slot of the string scratch, the pages past them
-    /// checked a byte each (a page reads whole or not at all), and the string, up to the first
-    /// NUL, copied from there into the next slot, zeroed first: `rd` holds its address, a
-    /// string as `copyinstr()` builds it.
+    /// `addr`. Its first `strsize` bytes (D's) are read with `bpf_probe_read_user` into a slot
+    /// of the string scratch, zeroed first, the pages past them checked a byte each (a page
+    /// reads whole or not at all), and the string, up to the first NUL, copied from there into
+    /// the next slot, zeroed first: `rd` holds its address, a string as `copyinstr()` builds
+    /// it. The copy's size is kept in the first slot's last word (past D's `strsize` bytes at
+    /// most: the slot is `strsize` and its NUL rounded up to 8). A `ret` of the copy as memory
+    /// rather than a string takes the first slot instead ([`super::ValueKind::SizedCopy`]:
+    /// `State::sized` says which registers hold such a copy).
     fn copyin_sized(
         &mut self,
         pc: usize,
@@ -300,7 +305,11 @@ impl Translator<'_> {
         let a = &mut self.a;
         a.jmp_imm(op::JEQ, R0, 0, no_scratch);
         a.store(Size::DW, R10, buf, R0);
-        // The string's bytes (at most D's strsize), into the first slot.
+        // The string's bytes (at most D's strsize), into the first slot, zeroed first: they are
+        // the copy's as a recording of the memory reads them (`ValueKind::SizedCopy`).
+        for w in (0..w16).step_by(8) {
+            a.store_imm(Size::DW, R0, w, 0);
+        }
         let fits = a.label();
         a.mov(R1, R0);
         a.load(Size::DW, R2, R10, size);
@@ -342,9 +351,17 @@ impl Translator<'_> {
         a.bind(cut).alu_imm(op::ADD, R2, 1);
         a.load(Size::DW, R3, R10, buf);
         a.call(helper::PROBE_READ_KERNEL_STR);
+        // The copy's size in the first slot's last word, past the bytes a recording of the
+        // memory takes (`ValueKind::SizedCopy`; the string was made of them already).
+        a.load(Size::DW, R1, R10, buf)
+            .load(Size::DW, R2, R10, size)
+            .store(Size::DW, R1, w16 - 8, R2);
         a.load(Size::DW, R1, R10, buf)
             .alu_imm(op::ADD, R1, i32::from(w16));
         self.put(s, rd, R1, Kind::Scratch);
+        if let Some(r) = s.sized.get_mut((rd & 7) as usize).filter(|_| rd & 7 != 0) {
+            *r = Some(u32::from(w16.unsigned_abs()) - 8);
+        }
         Ok(())
     }
 

@@ -682,6 +682,13 @@ pub enum ValueKind {
     /// (the interpreter's value is an address of its own scratch, which only a recording of the
     /// memory, `tracemem()`, can follow).
     Buffer(u32),
+    /// A `copyin()` whose size is known only at the probe, recorded as memory
+    /// (`tracemem(copyin(arg1, arg2), 32)`): its first bytes, this many of them at most, at r0
+    /// (zeros past the copy's end), and the copy's size, a 64-bit word at r0 plus this many. The
+    /// interpreter's copy is in its alloca area, whose reads past what was allocated fault: a
+    /// recording of more bytes than the size is `DTRACEFLT_BADSIZE` with that many bytes as
+    /// the address, placed as the interpreter places a fault of the record's read.
+    SizedCopy(u32),
 }
 
 /// A translated value: its code and what it leaves.
@@ -751,6 +758,11 @@ struct State {
     /// logical shift right, an unsigned remainder or quotient by a constant bounds it (an
     /// `alloca()` size computed at run time, see `alloca`).
     most: [Option<u64>; NREGS],
+    /// The registers holding a `copyin()` sized at the probe (a string, [`Kind::Scratch`]),
+    /// with the bytes of the copy that a recording of the memory reads
+    /// ([`ValueKind::SizedCopy`], this many) and its size kept in the slot before the string's
+    /// (see `copyin`).
+    sized: [Option<u32>; NREGS],
 }
 
 /// One element of the tuple stack as the translator follows it.
@@ -791,6 +803,7 @@ fn start_state() -> State {
         tuple: Some(Vec::new()),
         args: [None; NREGS],
         most: [None; NREGS],
+        sized: [None; NREGS],
     }
 }
 
@@ -817,6 +830,7 @@ fn join_states(s: &State, t: &State) -> State {
         },
         args: std::array::from_fn(|i| s.args[i].filter(|_| s.args[i] == t.args[i])),
         most: std::array::from_fn(|i| s.most_of(i).zip(t.most_of(i)).map(|(x, y)| x.max(y))),
+        sized: std::array::from_fn(|i| s.sized[i].filter(|_| s.sized[i] == t.sized[i])),
     }
 }
 
@@ -1272,6 +1286,7 @@ impl<'a> Translator<'a> {
         s.regs[rd as usize] = k;
         s.args[rd as usize] = None;
         s.most[rd as usize] = None;
+        s.sized[rd as usize] = None;
     }
 
     fn int(&self, s: &State, pc: usize, r: u8) -> Result<Option<u64>, Untranslatable> {
@@ -1403,6 +1418,22 @@ impl<'a> Translator<'a> {
             }
             Instr::Ret { rd } => {
                 let kind = match &s[(rd & 7) as usize] {
+                    // A copy sized at the probe taken as memory, not as a string: its bytes,
+                    // in the slot before its string's (see `copyin_sized`).
+                    Kind::Scratch
+                        if self.strings_ok
+                            && !self.obj.rtype.is_string()
+                            && s.sized[(rd & 7) as usize].is_some() =>
+                    {
+                        let n = s.sized[(rd & 7) as usize].unwrap_or(0);
+                        let width = string_scratch_width(self.strsize) as i32;
+                        let reg = self.frame.reg(rd & 7);
+                        self.a
+                            .load(Size::DW, R1, R10, reg)
+                            .alu_imm(op::SUB, R1, width)
+                            .store(Size::DW, R10, reg, R1);
+                        ValueKind::SizedCopy(n)
+                    }
                     Kind::Execname if self.strings_ok => ValueKind::Execname,
                     Kind::StrConst(b) if self.strings_ok => ValueKind::Str(b.clone()),
                     Kind::Scratch if self.strings_ok => ValueKind::Scratch,

@@ -357,9 +357,7 @@ fn translate_clause_with(
             continue;
         };
         let v = translate::translate_value(o, ctx, strsize, FRAME)?;
-        // A value recorded by reference that is not `tracemem()`'s: an object (see
-        // `RecordAction::memory`).
-        let object = r.memory && o.rtype.is_by_ref();
+        let object = r.object;
         if v.fragment.alloca_value && (r.spec.is_some() || r.memory) {
             return Err(alloca_value(if object {
                 "the address of an object recorded by reference"
@@ -403,7 +401,7 @@ fn translate_clause_with(
             ValueKind::Execname | ValueKind::Str(_) | ValueKind::Scratch => {
                 t.is_string() && r.size > 0
             }
-            ValueKind::Buffer(_) => false,
+            ValueKind::Buffer(_) | ValueKind::SizedCopy(_) => false,
         };
         if !fits {
             let what = if t.is_by_ref() && !t.is_string() {
@@ -1326,7 +1324,7 @@ fn emit_record_value(
             let n = (strsize - 1).min(size.saturating_sub(1));
             emit_copy(a, R7, at, R0, n)?;
         }
-        ValueKind::Buffer(_) => {
+        ValueKind::Buffer(_) | ValueKind::SizedCopy(_) => {
             return Err(crate::error::LinuxError::Asm(
                 "copyin()'s copy recorded as a value".into(),
             ))
@@ -1429,7 +1427,7 @@ fn emit_string_bytes(
                 a.store_imm(Size::B, key, at + i as i16, i32::from(*b));
             }
         }
-        ValueKind::Int | ValueKind::Buffer(_) => {
+        ValueKind::Int | ValueKind::Buffer(_) | ValueKind::SizedCopy(_) => {
             return Err(crate::error::LinuxError::Asm(
                 "an integer as a string key".into(),
             ))
@@ -2279,6 +2277,7 @@ mod tests {
                 exit: false,
                 signal: None,
                 memory: false,
+                object: false,
                 stack: None,
                 spec: None,
                 base: 4,
@@ -2335,6 +2334,7 @@ mod tests {
                     exit: false,
                     signal: None,
                     memory: false,
+                    object: false,
                     stack: None,
                     spec: None,
                     base: 0,
@@ -2347,6 +2347,7 @@ mod tests {
                     exit: false,
                     signal: None,
                     memory: false,
+                    object: false,
                     stack: None,
                     spec: None,
                     base: 0,
@@ -2442,6 +2443,7 @@ mod tests {
             exit: false,
             signal: None,
             memory: false,
+            object: false,
             stack: None,
             spec: op,
             base: 0,

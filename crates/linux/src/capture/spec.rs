@@ -394,10 +394,13 @@ pub struct RecordAction {
     pub exit: bool,
     /// It is `raise()` or `stop()`: it sends its signal (see [`super::signal`]).
     pub signal: Option<SignalAction>,
-    /// It is `tracemem()`, or it records an object by reference (`trace(*p)`, `print()`'s
-    /// object: its expression's type is by reference and not a string): its value is an
+    /// It is `tracemem()`, or it records an object ([`Self::object`]): its value is an
     /// address, and the record holds the [`Self::size`] bytes there (see [`super::tracemem`]).
     pub memory: bool,
+    /// It records an object by reference (`trace(*p)`, `print()`'s object: its expression's
+    /// type is by reference and neither a string nor user memory), as `tracemem()` records
+    /// memory ([`Self::memory`] is set too).
+    pub object: bool,
     /// It is `speculate()`, `commit()` or `discard()` of the speculation its value names (see
     /// [`super::speculation`]).
     pub spec: Option<SpecOp>,
@@ -917,6 +920,7 @@ mod tests {
             exit: false,
             signal: None,
             memory: false,
+            object: false,
             spec: None,
             stack,
             base: 0,

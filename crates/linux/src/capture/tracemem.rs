@@ -20,14 +20,21 @@ use dtrace_dif::vm::FaultKind;
 use dtrace_ebpf::translate::{FaultWord, ValueKind};
 
 /// Whether a `tracemem()` of `size` bytes of a value of `kind` is built at the probe, or why
-/// not: an address (an integer), or `copyin()`'s copy when it holds the `size` bytes (the
-/// interpreter faults on a read past what the clause copied in).
+/// not: an address (an integer), or `copyin()`'s copy when it holds the `size` bytes (past them
+/// the interpreter reads whatever else its scratch holds), or a copy sized at the probe when
+/// `size` is no more than the bytes kept of it (the size is compared with the copy's at run
+/// time, see [`emit`]).
 pub fn check(kind: &ValueKind, size: u32) -> Result<(), String> {
     match kind {
         ValueKind::Int if size > 0 => Ok(()),
         ValueKind::Buffer(n) if size <= *n => Ok(()),
         ValueKind::Buffer(n) => Err(format!(
             "tracemem() of {size} bytes of the {n} copyin() copied"
+        )),
+        ValueKind::SizedCopy(n) if size <= *n => Ok(()),
+        ValueKind::SizedCopy(n) => Err(format!(
+            "tracemem() of {size} bytes of a copyin() sized at the probe (its first {n} are \
+             kept there: a larger strsize keeps more)"
         )),
         _ => Err("tracemem() of memory other than an address or copyin()'s copy".into()),
     }
@@ -43,6 +50,11 @@ pub fn check_object(kind: &ValueKind, size: u32) -> Result<(), String> {
         ValueKind::Buffer(n) => Err(format!(
             "an object of {size} bytes recorded from the {n} copyin() copied"
         )),
+        ValueKind::SizedCopy(n) if size <= *n => Ok(()),
+        ValueKind::SizedCopy(n) => Err(format!(
+            "an object of {size} bytes recorded from a copyin() sized at the probe (its first \
+             {n} are kept there: a larger strsize keeps more)"
+        )),
         _ => Err(
             "an object recorded by reference from memory other than an address or \
                   copyin()'s copy"
@@ -54,7 +66,9 @@ pub fn check_object(kind: &ValueKind, size: u32) -> Result<(), String> {
 /// Writes the `size` bytes at the address in r0 (of a value of `kind`) to `rec + at`, where
 /// `rec` holds the reserved record (kept). A failed read stores the fault (at instruction `pc`
 /// of the clause's code, the address kept at `fp + addr_at`) in the frame and jumps to
-/// `faulted`. Uses r0-r3.
+/// `faulted`. Of a copy sized at the probe, more bytes than its size fault as the
+/// interpreter's read past its alloca area: `DTRACEFLT_BADSIZE`, the bytes read as the address,
+/// at `pc`. Uses r0-r3.
 #[allow(clippy::too_many_arguments)]
 pub fn emit(
     a: &mut Asm,
@@ -90,7 +104,51 @@ pub fn emit(
             a.bind(ok);
         }
         ValueKind::Buffer(_) => super::kagg::emit_copy(a, rec, at, R0, size as usize)?,
+        ValueKind::SizedCopy(cap) => {
+            // More bytes than the copy holds: the interpreter's read past its alloca area.
+            let (n, cap) = (
+                i32::try_from(size).map_err(|_| asm("tracemem() too large".into()))?,
+                i16::try_from(*cap).map_err(|_| asm("strsize too large".into()))?,
+            );
+            let ok = a.label();
+            a.load(Size::DW, R1, R0, cap);
+            a.jmp_imm(op::JGE, R1, n, ok);
+            let word = FaultWord {
+                kind: FaultKind::BadSize.code(),
+                pc,
+            };
+            a.ld_imm64(R1, word.encode());
+            a.store(Size::DW, R10, FRAME.fault_at(), R1);
+            a.store_imm(Size::DW, R10, FRAME.fault_addr_at(), n);
+            a.ja(faulted);
+            a.bind(ok);
+            super::kagg::emit_copy(a, rec, at, R0, size as usize)?
+        }
         _ => return Err(asm("tracemem() of a value not built at the probe".into())),
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn objects_are_read_at_addresses_and_from_copies_that_hold_them() {
+        assert_eq!(check_object(&ValueKind::Int, 24), Ok(()));
+        assert_eq!(check_object(&ValueKind::Buffer(16), 16), Ok(()));
+        let e = check_object(&ValueKind::Buffer(8), 16).unwrap_err();
+        assert!(
+            e.contains("16 bytes") && e.contains("the 8 copyin()"),
+            "{e}"
+        );
+        assert!(check_object(&ValueKind::Scratch, 16).is_err());
+        assert!(check_object(&ValueKind::Execname, 16).is_err());
+        assert!(check_object(&ValueKind::Int, 0).is_err());
+        assert_eq!(check_object(&ValueKind::SizedCopy(256), 256), Ok(()));
+        let e = check_object(&ValueKind::SizedCopy(256), 257).unwrap_err();
+        assert!(e.contains("sized at the probe"), "{e}");
+        assert_eq!(check(&ValueKind::SizedCopy(256), 32), Ok(()));
+        assert!(check(&ValueKind::SizedCopy(256), 300).is_err());
+    }
 }

@@ -424,6 +424,7 @@ pub fn plan_clause(
                     _ => None,
                 },
                 memory: acts[i].kind == ActionKind::Tracemem || records_object(&acts[i]),
+                object: records_object(&acts[i]),
                 stack: (acts[i].kind == ActionKind::Stack).then_some(rec.size / 8),
                 spec: match acts[i].kind {
                     ActionKind::Speculate => Some(crate::capture::spec::SpecOp::Speculate),
@@ -1228,6 +1229,76 @@ mod tests {
         let e = a.expand(&a.keys, &key, &r).unwrap();
         assert_eq!(&e.bytes[..16], &words(&[0xbf, 0xa1])[..]);
         assert!(e.cuts.is_empty());
+    }
+
+    #[test]
+    fn print_and_objects_by_reference_are_recorded_as_memory() {
+        use dtrace_dif::object::{ctf_kind, DifType, DIF_TF_BYREF, DIF_TF_BYUREF, DIF_TYPE_CTF};
+        use dtrace_dif::program::{print_arg, print_object_arg, ActionDesc};
+        let obj = |rtype| DifObject {
+            rtype,
+            ..DifObject::default()
+        };
+        let act = |kind, arg, rtype| ActionDesc {
+            kind,
+            arg,
+            difo: Some(obj(rtype)),
+            uarg: 0,
+            ntuple: 0,
+        };
+        let by = |flags, size| DifType {
+            kind: DIF_TYPE_CTF,
+            ckind: ctf_kind::STRUCT,
+            flags,
+            size,
+        };
+        let clause = |actions| EcbDesc {
+            actions,
+            probe: dtrace_dif::program::ProbeDesc::default(),
+            predicate: None,
+            line: 0,
+        };
+        let flags = |actions| {
+            let plan = plan_clause(&clause(actions), 256, false)?;
+            let r = plan.record.ok_or("no record")?;
+            Ok::<_, String>(
+                r.actions
+                    .iter()
+                    .map(|a| (a.memory, a.object, a.size))
+                    .collect::<Vec<_>>(),
+            )
+        };
+        // print(p): the pointer, then the 24 bytes it points to.
+        assert_eq!(
+            flags(vec![
+                act(ActionKind::LibAct, print_arg(0), DifType::integer(8)),
+                act(
+                    ActionKind::LibAct,
+                    print_object_arg(0),
+                    by(DIF_TF_BYREF, 24)
+                ),
+            ]),
+            Ok(vec![(false, false, 8), (true, true, 24)])
+        );
+        // trace(*p) of a struct; a string and tracemem() are not objects; an object in user
+        // memory is not read as kernel memory.
+        let tracemem_size = flags(vec![act(ActionKind::Tracemem, 16, DifType::integer(8))])
+            .map(|f| f[0].2)
+            .unwrap_or(0);
+        assert_eq!(
+            flags(vec![
+                act(ActionKind::DifExpr, 0, by(DIF_TF_BYREF, 12)),
+                act(ActionKind::DifExpr, 0, DifType::string(256)),
+                act(ActionKind::Tracemem, 16, DifType::integer(8)),
+                act(ActionKind::DifExpr, 0, by(DIF_TF_BYUREF, 12)),
+            ]),
+            Ok(vec![
+                (true, true, 12),
+                (false, false, 256),
+                (true, false, tracemem_size),
+                (false, false, 12)
+            ])
+        );
     }
 
     #[test]

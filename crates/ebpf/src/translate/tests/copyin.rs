@@ -219,3 +219,82 @@ fn a_context_that_does_not_follow_the_scratch_keeps_sized_copies_in_dtrace() {
     let e = translate_value(&key("stringof(copyin(arg0, arg3))"), &big, 257, FRAME).unwrap_err();
     assert!(e.to_string().contains("scratchsize above"), "{e}");
 }
+
+/// The `n` bytes the interpreter records of the memory `copyin(arg0, arg3)` returns
+/// (`tracemem(copyin(arg0, arg3), n)`, as `Machine::read_result_into` reads them), with D's
+/// `strsize` of 256, or its fault (kind, pc, address); and the same translated and emulated,
+/// the record's read as the probe's program makes it (the bytes at r0, the size after them
+/// compared with `n`), which must agree. Returns the interpreter's.
+fn memory_both_ways(p: &CopyProbe, n: usize) -> Result<Vec<u8>, (u32, u32, u64)> {
+    let src = "copyin(arg0, arg3)";
+    let obj = key(src);
+    let (mut ctx, mut mem) = fake_env(&p.0);
+    let mut state = VarState::new(VmOptions {
+        strsize: 257,
+        scratch_size: p.1 as usize,
+        ..VmOptions::default()
+    });
+    let mut m = Machine::new();
+    let want = m
+        .run(&obj, &mut state, &mut ctx, &mut mem)
+        .and_then(|addr| {
+            let mut out = vec![0; n];
+            m.read_result_into(&obj, &mut mem, addr, &mut out)
+                .map(|_| out)
+        })
+        .map_err(|f| (f.kind.code(), f.pc, m.export_value(f.addr)));
+    let v = translate_value(&obj, p, 257, FRAME).unwrap_or_else(|e| panic!("{src}: {e}"));
+    assert_eq!(v.kind, ValueKind::SizedCopy(256), "{src}");
+    assert_reachable(&v.fragment.insns);
+    let (r0, stack, scratch) = emulate_all(&v.fragment.insns, &p.0);
+    let got = if r0 == FAULTED as u64 {
+        Err(frame_fault(&stack).expect("a fault in the frame"))
+    } else {
+        let at = (r0 - SCRATCH_ADDR) as usize;
+        let word = scratch[at + 256..at + 264].try_into().expect("8 bytes");
+        let size = u64::from_ne_bytes(word);
+        assert_eq!(size, p.0.args[3], "the copy's size after its bytes");
+        if size < n as u64 {
+            // The interpreter's read past its alloca area (a fault outside the DIF code).
+            Err((FaultKind::BadSize.code(), 0, n as u64))
+        } else {
+            Ok(scratch[at..at + n].to_vec())
+        }
+    };
+    let args = &p.0.args;
+    assert_eq!(got, want, "{n} bytes of {:#x}, {} bytes", args[0], args[3]);
+    want
+}
+
+#[test]
+fn a_copy_sized_at_run_time_records_as_the_interpreters_memory() {
+    let mb = 1u64 << 20;
+    for (addr, size) in [
+        (A, 1),
+        (A, 31),
+        (A, 32),
+        (A, 256),
+        (A, 5000),
+        (B, 5),
+        (B, 2),
+    ] {
+        for n in [1, 2, 8, 32, 256] {
+            let got = memory_both_ways(&copy_probe(addr, size, mb), n);
+            if n as u64 > size {
+                assert!(got.is_err(), "{n} bytes of {size}");
+                continue;
+            }
+            // The copy's bytes, NULs among them.
+            let want = if addr == B {
+                b"ab\0cd"[..n].to_vec()
+            } else {
+                pattern(0, n)
+            };
+            assert_eq!(got, Ok(want), "{n} bytes of {addr:#x}, {size} bytes");
+        }
+    }
+    // Faults as the copy's: no bytes, a bad address, past the scratch.
+    for (addr, size, scratch) in [(A, 0, mb), (16, 10, mb), (A, 65, 64)] {
+        assert!(memory_both_ways(&copy_probe(addr, size, scratch), 32).is_err());
+    }
+}
