@@ -4,8 +4,12 @@
 //! a `char` array print exactly what the interpreter prints with DTRACE_KERNEL_RECORDS=0 (the
 //! objects are the kernel's `init_uts_ns` names, the same at every firing and every run, and the
 //! traced process's own); an object in `copyin()`'s copy is recorded from it; a pointer that
-//! cannot be read is the interpreter's fault, to the ERROR probe's arguments; `-v` says the
-//! clauses run in the kernel.
+//! cannot be read is the interpreter's fault, to the ERROR probe's arguments; `tracemem()` and
+//! `trace()` of a copy sized at the probe (`copyin(arg1, arg2)`) record its bytes, and more
+//! bytes than it holds are the interpreter's invalid size; `tracemem()` with a size to display
+//! known at the probe prints that many; at `fbt` probes (kprobes or fentry), `print()` of a
+//! typed argument's member (/dev/null's file operations) and `trace()` of an object reached
+//! from it print the same both ways; `-v` says the clauses run in the kernel.
 
 mod common;
 use common::{clause_lines, compile_c, have_btf, have_gcc, kernel_ok, test_dir};
@@ -151,4 +155,67 @@ fn an_object_that_cannot_be_read_faults_as_in_the_interpreter() {
             && errors.iter().any(|l| l.ends_with(" 1 0x20")),
         "{out}"
     );
+}
+
+/// The ERROR clause of the fault tests: the probe's arguments DTrace gives it.
+const ERROR_CLAUSE: &str =
+    "dtrace:::ERROR { printf(\"ERROR %d %d %d %d 0x%x\\n\", arg1, arg2, arg3, arg4, arg5); }";
+
+#[test]
+fn copies_sized_at_the_probe_record_and_fault_as_in_the_interpreter() {
+    let t = "copies_sized_at_the_probe_record_and_fault_as_in_the_interpreter";
+    if !runs(t) {
+        return;
+    }
+    let cmd = writer("kprint-sized");
+    // The writes are of 32, 24 and 4 bytes: 8 bytes (or a 16-byte object) of the last are past
+    // the copy: DTRACEFLT_BADSIZE, with the bytes read as the address.
+    for (script, bytes, fault) in [
+        (
+            "syscall::write:entry /pid == $target/ { tracemem(copyin(arg1, arg2), 8); }",
+            ["abcdefgh", "ijklmnop"],
+            " 0x8",
+        ),
+        (
+            "syscall::write:entry /pid == $target/ { \
+             trace(*(struct list_head *)copyin(arg1, arg2)); }",
+            ["abcdefghijklmnop", "ijklmnopqrstuvwx"],
+            " 0x10",
+        ),
+    ] {
+        let script = format!("{script} {ERROR_CLAUSE}");
+        let out = common::same_with_kernel_paths_off(&script, &[], &cmd, &[(1, WHOLE)]);
+        for b in bytes {
+            assert!(out.contains(b), "{b}: {out}");
+        }
+        let errors: Vec<&str> = out.lines().filter(|l| l.starts_with("ERROR ")).collect();
+        assert_eq!(errors.len(), 1, "{out}");
+        let bad_size = dtrace_dif::vm::FaultKind::BadSize.code();
+        assert!(errors[0].ends_with(&format!(" {bad_size}{fault}")), "{out}");
+    }
+    // A size to display known at the probe: that many bytes of the 32 copied.
+    let script = "syscall::write:entry /pid == $target/ { tracemem(copyin(arg1, 32), 32, arg2); }";
+    let out = common::same_with_kernel_paths_off(script, &[], &cmd, &[(1, WHOLE)]);
+    assert!(out.contains("qrstuvwxyz01234."), "{out}");
+    assert!(out.lines().any(|l| l.ends_with("  abcd")), "{out}");
+}
+
+#[test]
+fn print_of_fbt_arguments_prints_the_same_both_ways() {
+    let t = "print_of_fbt_arguments_prints_the_same_both_ways";
+    if !runs(t) || !dtrace_testkit::kernel_has(dtrace_testkit::KernelFeature::Kprobes, t) {
+        return;
+    }
+    let cmd = writer("kprint-fbt");
+    // /dev/null's file operations (a static object) and the name of its dentry: the same at
+    // every write and every run.
+    let script = "fbt::vfs_write:entry /pid == $target/ { print(args[0]->f_op); \
+                  trace(args[0]->f_path.dentry->d_name); }";
+    let out = same_both_ways(script, &cmd);
+    assert_eq!(
+        out.matches("(struct file_operations) {").count(),
+        3,
+        "{out}"
+    );
+    assert!(out.contains(".write = "), "{out}");
 }
