@@ -7,7 +7,8 @@
 //! cannot be read is the interpreter's fault, to the ERROR probe's arguments; `tracemem()` and
 //! `trace()` of a copy sized at the probe (`copyin(arg1, arg2)`) record its bytes, and more
 //! bytes than it holds are the interpreter's invalid size; `tracemem()` with a size to display
-//! known at the probe prints that many; at `fbt` probes (kprobes or fentry), `print()` of a
+//! known at the probe prints that many; `tracemem()` and `trace()` of objects in `alloca()`
+//! memory record its bytes, and faults past what was allocated are the interpreter's; at `fbt` probes (kprobes or fentry), `print()` of a
 //! typed argument's member (/dev/null's file operations) and `trace()` of an object reached
 //! from it print the same both ways; `-v` says the clauses run in the kernel.
 
@@ -218,4 +219,35 @@ fn print_of_fbt_arguments_prints_the_same_both_ways() {
         "{out}"
     );
     assert!(out.contains(".write = "), "{out}");
+}
+
+#[test]
+fn objects_in_alloca_memory_record_and_fault_as_in_the_interpreter() {
+    let t = "objects_in_alloca_memory_record_and_fault_as_in_the_interpreter";
+    if !runs(t) {
+        return;
+    }
+    let cmd = writer("kprint-alloca");
+    // Four bytes of each write in 16 zeroed ones, recorded two ways; in another clause, 16
+    // bytes from the middle run past the allocation: DTRACEFLT_BADSIZE, the bytes read as the
+    // address (the clause records nothing).
+    let script = format!(
+        "syscall::write:entry /pid == $target/ {{ this->p = (char *)alloca(16); \
+         copyinto(arg1, 4, this->p); tracemem(this->p, 16); \
+         trace(*(struct list_head *)this->p); }} \
+         syscall::write:entry /pid == $target/ {{ this->p = (char *)alloca(16); \
+         tracemem(this->p + 8, 16); }} {ERROR_CLAUSE}"
+    );
+    let out = common::same_with_kernel_paths_off(&script, &[], &cmd, &[(1, WHOLE), (2, WHOLE)]);
+    assert_eq!(out.matches("abcd............").count(), 4, "{out}");
+    assert_eq!(out.matches("ijkl............").count(), 2, "{out}");
+    let errors: Vec<&str> = out.lines().filter(|l| l.starts_with("ERROR ")).collect();
+    assert_eq!(errors.len(), 3, "{out}");
+    let bad_size = dtrace_dif::vm::FaultKind::BadSize.code();
+    assert!(
+        errors
+            .iter()
+            .all(|l| l.ends_with(&format!(" {bad_size} 0x10"))),
+        "{out}"
+    );
 }

@@ -1,7 +1,9 @@
 //! `alloca(n)` in translated code, and what reads and writes its memory: the loads and stores
 //! of DIF (`ld*`, `st*`) through its pointers, `bcopy(src, dst, n)`, `copyinto(uaddr, n, dst)`,
-//! `copyin(addr, n)` in a clause that allocates, and its memory taken as a string
-//! (`stringof(p)`, a `trace()` or `printf("%s")` of one).
+//! `copyin(addr, n)` in a clause that allocates, its memory taken as a string
+//! (`stringof(p)`, a `trace()` or `printf("%s")` of one), and objects recorded from it
+//! (`trace(*p)` of a struct or an array, `tracemem(p, n)`), read as the interpreter's record
+//! step reads its alloca area, with its checks.
 //!
 //! As the interpreter's (`dtrace_dif::vm::machine`), a clause's alloca area starts empty at
 //! each clause; `alloca(n)` takes `n` zeroed bytes at the next 8-byte boundary, and faults "out
@@ -868,6 +870,17 @@ impl Translator<'_> {
         a.mov_imm(R2, n as i32).load(Size::DW, R3, R10, src_at);
         a.call(helper::PROBE_READ_USER);
         a.jmp_imm(op::JNE, R0, 0, fault);
+        Ok(())
+    }
+
+    /// The `n` bytes of an object recorded by reference (`trace(*this->p)`, `tracemem(this->p,
+    /// n)`) at the alloca pointer in DIF register `r`, as the interpreter reads them when the
+    /// action records them (its checks, faults at `pc`: the expression's last instruction): the
+    /// bytes' address in the area replaces the pointer in `r`'s slot.
+    pub(super) fn alloca_object(&mut self, pc: usize, r: u8, n: u32) -> Result<(), Untranslatable> {
+        let reg = self.frame.reg(r & 7);
+        self.alloca_access(pc, reg, Access::Copy(n))?;
+        self.a.store(Size::DW, R10, reg, R1);
         Ok(())
     }
 

@@ -680,7 +680,9 @@ pub enum ValueKind {
     Scratch,
     /// Memory `copyin()` copied into the context's scratch, this many bytes: its address in r0
     /// (the interpreter's value is an address of its own scratch, which only a recording of the
-    /// memory, `tracemem()`, can follow).
+    /// memory, `tracemem()`, can follow); or the bytes of an object recorded by reference (or
+    /// of `tracemem()`) in the clause's alloca() memory, checked as the interpreter checks its
+    /// read of them (see `alloca`).
     Buffer(u32),
     /// A `copyin()` whose size is known only at the probe, recorded as memory
     /// (`tracemem(copyin(arg1, arg2), 32)`): its first bytes, this many of them at most, at r0
@@ -1456,6 +1458,20 @@ impl<'a> Translator<'a> {
                         self.alloca_string(last, rd)?;
                         self.put(s, rd, R1, Kind::Scratch);
                         ValueKind::Scratch
+                    }
+                    // An object by reference (`trace(*this->p)`, `tracemem(this->p, 16)`) in
+                    // alloca() memory: checked and read when the action records it, its bytes'
+                    // address in the area in r0.
+                    Kind::Alloca
+                        if self.strings_ok
+                            && self.obj.rtype.is_by_ref()
+                            && !self.obj.rtype.is_string()
+                            && self.obj.rtype.flags & dtrace_dif::object::DIF_TF_BYUREF == 0 =>
+                    {
+                        let last = self.code.len().saturating_sub(1);
+                        let n = self.obj.rtype.size;
+                        self.alloca_object(last, rd, n)?;
+                        ValueKind::Buffer(n)
                     }
                     // The pointer as the interpreter records it.
                     Kind::Alloca => {

@@ -89,6 +89,8 @@ fn allocates(objs: &[DifObject]) -> bool {
 enum Outcome {
     Int(u64),
     Str(Vec<u8>),
+    /// The bytes of an object recorded by reference (or of `tracemem()`).
+    Bytes(Vec<u8>),
     Fault(u32, u32, u64),
 }
 
@@ -127,6 +129,18 @@ fn interpreted(objs: &[DifObject], p: &Probe, limit: u64) -> Vec<Outcome> {
                     break;
                 }
             },
+            // So is an object recorded by reference (`Machine::read_result_into`).
+            Ok(v) if o.rtype.is_by_ref() => {
+                let mut b = vec![0; o.rtype.size as usize];
+                match m.read_result_into(o, &mut mem, v, &mut b) {
+                    Ok(()) => out.push(Outcome::Bytes(b)),
+                    Err(f) => {
+                        let last = o.text.len() as u32 - 1;
+                        out.push(Outcome::Fault(f.kind.code(), last, f.addr));
+                        break;
+                    }
+                }
+            }
             Ok(v) => out.push(Outcome::Int(m.export_value(v))),
             Err(f) => {
                 out.push(Outcome::Fault(f.kind.code(), f.pc, f.addr));
@@ -179,6 +193,10 @@ fn translated(objs: &[DifObject], ctx: &AllocaProbe) -> Vec<Outcome> {
                 let at = (r0 - SCRATCH_ADDR) as usize;
                 let s = &scratch[at..];
                 Outcome::Str(s[..s.iter().position(|&c| c == 0).unwrap()].to_vec())
+            }
+            ValueKind::Buffer(n) => {
+                let at = (r0 - SCRATCH_ADDR) as usize;
+                Outcome::Bytes(scratch[at..at + n as usize].to_vec())
             }
             _ => Outcome::Int(r0),
         });
@@ -611,5 +629,53 @@ fn bcopy_of_the_string_copyinstr_made_copies_it_and_zeros_after_it() {
         "this->p = (char *)alloca(8); bcopy(copyinstr(arg1 + 8192), this->p, 8);",
     ] {
         agree_clause(body, &p, 1 << 20);
+    }
+}
+
+#[test]
+fn objects_in_alloca_memory_are_recorded_and_fault_as_the_interpreters() {
+    let p = memory_probe();
+    // A struct and an array recorded whole, tracemem()'s bytes, and objects past what was
+    // allocated (an invalid size), at a pointer past it (an invalid address), and at NULL.
+    for (body, faults) in [
+        (
+            "this->p = (uint64_t *)alloca(24); this->p[0] = 0x0102030405060708; \
+             this->p[2] = arg0; trace(*(struct { uint64_t a; uint64_t b; } *)this->p); \
+             trace(*(char (*)[24])this->p); tracemem(this->p, 24); tracemem(this->p + 1, 16);",
+            None,
+        ),
+        (
+            "this->p = (char *)alloca(12); this->p[0] = 65; \
+             trace(*(struct { uint64_t a; uint64_t b; } *)this->p);",
+            Some(FaultKind::BadSize),
+        ),
+        (
+            "this->p = (char *)alloca(12); tracemem(this->p + 4, 9);",
+            Some(FaultKind::BadSize),
+        ),
+        (
+            "this->p = (char *)alloca(8); tracemem(this->p + 8, 1);",
+            Some(FaultKind::BadAddr),
+        ),
+        (
+            "this->p = (char *)alloca(8); this->p = 0; tracemem(this->p, 4);",
+            Some(FaultKind::BadAddr),
+        ),
+    ] {
+        let out = agree_clause(body, &p, 1 << 20);
+        let last = out.last().expect("an outcome");
+        match faults {
+            None => assert!(
+                out.iter()
+                    .filter(|o| matches!(o, Outcome::Bytes(_)))
+                    .count()
+                    == 4,
+                "{body}: {out:?}"
+            ),
+            Some(k) => assert!(
+                matches!(last, Outcome::Fault(code, _, _) if *code == k.code()),
+                "{body}: {out:?}"
+            ),
+        }
     }
 }
