@@ -1315,6 +1315,13 @@ impl<'a> Translator<'a> {
                      the probe)"
                 ),
             }),
+            Kind::Scratch if s.sized[(r & 7) as usize].is_some() => Err(Untranslatable::Value {
+                pc,
+                what: format!(
+                    "the copyin() sized at the probe in %r{r} used as an integer (a string of \
+                     it, or a record of its memory right where it is made, is taken at the probe)"
+                ),
+            }),
             _ => Err(Untranslatable::Value {
                 pc,
                 what: format!("string in %r{r} used as an integer"),

@@ -298,3 +298,10 @@ fn a_copy_sized_at_run_time_records_as_the_interpreters_memory() {
         assert!(memory_both_ways(&copy_probe(addr, size, scratch), 32).is_err());
     }
 }
+
+#[test]
+fn a_copy_sized_at_run_time_used_as_an_integer_says_so() {
+    let p = copy_probe(A, 10, 1 << 20);
+    let e = translate_value(&key("(uint64_t)copyin(arg0, arg3) + 1"), &p, 257, FRAME).unwrap_err();
+    assert!(e.to_string().contains("copyin() sized at the probe"), "{e}");
+}
