@@ -407,6 +407,9 @@ pub struct RecordAction {
     /// It is `stack()`: the record holds this many frames of the kernel stack (see
     /// [`KernelRecord::stack_tails`]).
     pub stack: Option<u32>,
+    /// It is `usym()`, `umod()` or `uaddr()`: the record holds the process's id, then the
+    /// address (8 bytes each), which dtrace resolves with the process's mappings.
+    pub user_symbol: bool,
     /// Where its code starts in the clause's.
     pub base: CodeBase,
 }
@@ -921,6 +924,7 @@ mod tests {
             signal: None,
             memory: false,
             object: false,
+            user_symbol: false,
             spec: None,
             stack,
             base: 0,

@@ -147,8 +147,9 @@ impl ClausePlan {
 /// Whether data-recording action `a` can be built at the probe: `trace()`, the arguments of
 /// `printf()`-like actions (`system()` and `freopen()` among them: dtrace acts on their records;
 /// the value itself then decides, at translation), `tracemem()` (the
-/// memory at an address), `exit()`, signals, speculation actions and the consumer's actions,
-/// `print()` among them (its pointer, then the object it points to, see [`records_object`]).
+/// memory at an address), `exit()`, signals, speculation actions, symbols (`sym()`, `usym()`...:
+/// an address, after the process's id for a user one) and the consumer's actions, `print()`
+/// among them (its pointer, then the object it points to, see [`records_object`]).
 fn records_at_probe(a: &dtrace_dif::program::ActionDesc) -> bool {
     match a.kind {
         ActionKind::DifExpr
@@ -162,6 +163,11 @@ fn records_at_probe(a: &dtrace_dif::program::ActionDesc) -> bool {
         | ActionKind::TracememDynsize
         | ActionKind::Printa
         | ActionKind::Stack
+        | ActionKind::Sym
+        | ActionKind::Mod
+        | ActionKind::Usym
+        | ActionKind::Umod
+        | ActionKind::Uaddr
         | ActionKind::Speculate
         | ActionKind::Commit
         | ActionKind::Discard => true,
@@ -425,6 +431,10 @@ pub fn plan_clause(
                 },
                 memory: acts[i].kind == ActionKind::Tracemem || records_object(&acts[i]),
                 object: records_object(&acts[i]),
+                user_symbol: matches!(
+                    acts[i].kind,
+                    ActionKind::Usym | ActionKind::Umod | ActionKind::Uaddr
+                ),
                 stack: (acts[i].kind == ActionKind::Stack).then_some(rec.size / 8),
                 spec: match acts[i].kind {
                     ActionKind::Speculate => Some(crate::capture::spec::SpecOp::Speculate),

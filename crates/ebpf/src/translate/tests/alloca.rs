@@ -229,6 +229,7 @@ fn clone_probe(p: &Probe) -> Probe {
         execname: p.execname.clone(),
         names: p.names.clone(),
         kernel: p.kernel.clone(),
+        uregs: p.uregs.clone(),
         user: p.user.clone(),
     }
 }
