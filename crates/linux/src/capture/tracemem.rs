@@ -21,7 +21,8 @@ use dtrace_ebpf::translate::{FaultWord, ValueKind};
 
 /// Whether a `tracemem()` of `size` bytes of a value of `kind` is built at the probe, or why
 /// not: an address (an integer), or `copyin()`'s copy when it holds the `size` bytes (past them
-/// the interpreter reads whatever else its scratch holds), or a copy sized at the probe when
+/// the interpreter's read faults, as a copy taken in the clause's alloca area does: a clause
+/// whose translation fails here takes its copies there), or a copy sized at the probe when
 /// `size` is no more than the bytes kept of it (the size is compared with the copy's at run
 /// time, see [`emit`]).
 pub fn check(kind: &ValueKind, size: u32) -> Result<(), String> {
@@ -42,7 +43,7 @@ pub fn check(kind: &ValueKind, size: u32) -> Result<(), String> {
 
 /// Whether an object of `size` bytes recorded by reference from a value of `kind` is built at
 /// the probe, or why not: at a kernel address (an integer), or in `copyin()`'s copy when the
-/// copy holds the object (past it the interpreter reads whatever else its scratch holds).
+/// copy holds the object (as [`check`]), or in a copy sized at the probe.
 pub fn check_object(kind: &ValueKind, size: u32) -> Result<(), String> {
     match kind {
         ValueKind::Int if size > 0 => Ok(()),
