@@ -352,6 +352,9 @@ fn translate_clause_with(
         if let Some(frames) = r.stack {
             check_probe_stack(ctx.shape, KeyKind::KernelStack(frames))?;
         }
+        if let Some(frames) = r.ustack {
+            check_probe_stack(ctx.shape, KeyKind::UserStack(frames))?;
+        }
         let Some(o) = &r.difo else {
             records.push((r.step, r.memory, None));
             continue;
@@ -1016,7 +1019,8 @@ fn emit_string_checks(
 
 /// Reserves the ring's record for clause number `clause` of the probe and writes its headers
 /// (the ring's, then the framework's: a zero EPID that dtrace fills in, and the firing's
-/// timestamp); the rest is zeroed, as the framework's record starts. The record's address is
+/// timestamp); the rest is zeroed, as the framework's record starts, and the user stack of its
+/// `ustack()` actions is taken past it (see `super::ustack`). The record's address is
 /// kept at [`REC`]. The CPU's principal buffer (dtrace's) must have room for it too (the room
 /// map, `MapFds::room`, which dtrace sets at each switch of its buffers). When the ring is full
 /// or the buffer has no room, a drop is counted on the CPU (a DTrace drop), [`REC`]
@@ -1040,7 +1044,8 @@ fn emit_reserve(
         a.store_imm(Size::DW, R10, REC_OK, 0);
         return Ok(());
     }
-    // The framework's record, then the frames its stack() actions take (see `StackTail`).
+    // The framework's record, then the frames its stack() actions take (see `StackTail`), then
+    // the user stack of its ustack() actions (see `super::ustack`).
     let total = built::SIZE + r.ring_bytes();
     let total32 = i32::try_from(total)
         .map_err(|_| crate::error::LinuxError::Asm("record too large".into()))?;
@@ -1086,8 +1091,11 @@ fn emit_reserve(
     a.bind(have).mov(R7, R0);
     a.load(Size::DW, R1, R10, REC).store(Size::DW, R10, REC, R7);
     a.mov_imm(R2, 1).store(Size::DW, R10, REC_OK, R2);
-    for off in (0..total).step_by(8) {
-        a.store_imm(Size::DW, R7, off as i16, 0);
+    // (The user stack's tail is written whole where it is taken, below.)
+    for off in (0..built::SIZE + r.stack_bytes()).step_by(8) {
+        let off = i16::try_from(off)
+            .map_err(|_| crate::error::LinuxError::Asm("record too large".into()))?;
+        a.store_imm(Size::DW, R7, off, 0);
     }
     a.store_imm(Size::H, R7, built::KIND as i16, i32::from(KIND_BUILT));
     a.store_imm(Size::H, R7, built::CLAUSE as i16, i32::from(clause));
@@ -1101,6 +1109,11 @@ fn emit_reserve(
     a.load(Size::DW, R1, R10, TIMESTAMP);
     a.store(Size::W, R7, at + 8, R1);
     a.alu_imm(op::RSH, R1, 32).store(Size::W, R7, at + 4, R1);
+    // The user stack of its ustack() actions, taken once for them all: it does not change while
+    // the clause runs.
+    if let Some(t) = r.ustack_tail() {
+        t.emit(a, built::SIZE)?;
+    }
     Ok(())
 }
 
@@ -2256,6 +2269,7 @@ mod tests {
         let record = |difo| KernelRecord {
             size: 24,
             recs: Vec::new(),
+            ustack_walk: 0,
             actions: vec![RecordAction {
                 step: 0,
                 difo: Some(difo),
@@ -2265,6 +2279,7 @@ mod tests {
                 signal: None,
                 memory: false,
                 stack: None,
+                ustack: None,
                 spec: None,
                 base: 4,
             }],
@@ -2311,6 +2326,7 @@ mod tests {
         let record = KernelRecord {
             size: 281,
             recs: Vec::new(),
+            ustack_walk: 0,
             actions: vec![
                 RecordAction {
                     step: 0,
@@ -2321,6 +2337,7 @@ mod tests {
                     signal: None,
                     memory: false,
                     stack: None,
+                    ustack: None,
                     spec: None,
                     base: 0,
                 },
@@ -2333,6 +2350,7 @@ mod tests {
                     signal: None,
                     memory: false,
                     stack: None,
+                    ustack: None,
                     spec: None,
                     base: 0,
                 },
@@ -2428,6 +2446,7 @@ mod tests {
             signal: None,
             memory: false,
             stack: None,
+            ustack: None,
             spec: op,
             base: 0,
         };
@@ -2438,6 +2457,7 @@ mod tests {
             record: Some(KernelRecord {
                 size,
                 recs: Vec::new(),
+                ustack_walk: 0,
                 actions,
             }),
             after_dtrace: false,

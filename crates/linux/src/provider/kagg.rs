@@ -147,8 +147,9 @@ impl ClausePlan {
 /// Whether data-recording action `a` can be built at the probe: `trace()`, the arguments of
 /// `printf()`-like actions (`system()` and `freopen()` among them: dtrace acts on their records;
 /// the value itself then decides, at translation), `tracemem()` (the
-/// memory at an address), `exit()`, signals, speculation actions and the consumer's actions but
-/// `print()`.
+/// memory at an address), `stack()`, `ustack()` and `jstack()` (their frames taken past the
+/// record, completed by dtrace when it commits it), `exit()`, signals, speculation actions and
+/// the consumer's actions but `print()`.
 fn records_at_probe(a: &dtrace_dif::program::ActionDesc) -> bool {
     use dtrace_dif::program::{split_libact_arg, LibAction};
     match a.kind {
@@ -163,6 +164,8 @@ fn records_at_probe(a: &dtrace_dif::program::ActionDesc) -> bool {
         | ActionKind::TracememDynsize
         | ActionKind::Printa
         | ActionKind::Stack
+        | ActionKind::Ustack
+        | ActionKind::Jstack
         | ActionKind::Speculate
         | ActionKind::Commit
         | ActionKind::Discard => true,
@@ -414,6 +417,9 @@ pub fn plan_clause(
                 },
                 memory: acts[i].kind == ActionKind::Tracemem,
                 stack: (acts[i].kind == ActionKind::Stack).then_some(rec.size / 8),
+                // (The layout's argument: the frames, the string space in the high half.)
+                ustack: matches!(acts[i].kind, ActionKind::Ustack | ActionKind::Jstack)
+                    .then_some((rec.arg & 0xffff_ffff) as u32),
                 spec: match acts[i].kind {
                     ActionKind::Speculate => Some(crate::capture::spec::SpecOp::Speculate),
                     ActionKind::Commit => Some(crate::capture::spec::SpecOp::Commit),
@@ -423,11 +429,31 @@ pub fn plan_clause(
                 base: base(i),
             });
         }
-        Some(KernelRecord {
+        // The kernel walks as many user frames as the capture would for the clause (see
+        // `KernelRecord::walk_user_frames`, which makes it the probe's).
+        let ustack_walk = recording
+            .iter()
+            .filter(|&&i| matches!(acts[i].kind, ActionKind::Ustack | ActionKind::Jstack))
+            .map(|&i| {
+                crate::provider::needs::ustack_frames(acts[i].arg)
+                    .min(crate::capture::spec::MAX_STACK_DEPTH)
+            })
+            .max()
+            .unwrap_or(0);
+        let record = KernelRecord {
             size: layout.size,
             recs: layout.principal_recs(),
             actions,
-        })
+            ustack_walk,
+        };
+        if record.ring_bytes() > crate::capture::spec::MAX_KERNEL_RING_RECORD {
+            return Err(format!(
+                "its record and the stacks taken with it take more than the {} bytes of a \
+                 record built at the probe",
+                crate::capture::spec::MAX_KERNEL_RING_RECORD
+            ));
+        }
+        Some(record)
     };
     let mut stores = Vec::new();
     for (i, a) in acts.iter().enumerate() {
@@ -485,6 +511,11 @@ fn action_name(kind: ActionKind) -> String {
         K::Stack => "stack()".into(),
         K::Ustack => "ustack()".into(),
         K::Jstack => "jstack()".into(),
+        K::Sym => "sym()".into(),
+        K::Mod => "mod()".into(),
+        K::Usym => "usym()".into(),
+        K::Umod => "umod()".into(),
+        K::Uaddr => "uaddr()".into(),
         K::Tracemem | K::TracememDynsize => "tracemem()".into(),
         K::Speculate | K::Commit | K::Discard => "a speculation action".into(),
         K::LibAct => "print()".into(),

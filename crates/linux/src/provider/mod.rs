@@ -487,6 +487,13 @@ impl Shared {
             for (i, n) in numbers {
                 self.built_at.insert((i, info.id), n);
             }
+            let mut aggs = aggs;
+            if let Some(frames) = spec.ustack {
+                // A record's user stack is walked as deep as the probe's capture walks it.
+                for r in aggs.clauses.iter_mut().filter_map(|c| c.record.as_mut()) {
+                    r.walk_user_frames(frames);
+                }
+            }
             spec.aggs = Some(aggs);
         }
         let probe_name = format!(
@@ -1039,8 +1046,9 @@ impl Shared {
     }
 
     /// [`kagg::plan_clause`] of clause `e` of `program`, unless records are built in dtrace
-    /// only, or the program prints user symbols (resolved with the mappings of the processes
-    /// noted as their events are delivered).
+    /// only, or the program prints user addresses as symbols (resolved with the mappings of the
+    /// processes noted as their events are delivered; a record with a user stack built at the
+    /// probe notes its process itself, see `capture::ustack`).
     fn plan_clause(
         &self,
         e: &dtrace_dif::program::EcbDesc,
@@ -1053,7 +1061,7 @@ impl Shared {
         if plan.records() && !self.kernel_records {
             return Err(format!("kernel records are off ({KERNEL_RECORDS_ENV}=0)"));
         }
-        if plan.records() && prints_user_symbols(program) {
+        if plan.records() && prints_user_addresses(program) {
             return Err(
                 "the program prints user symbols, resolved with the process's mappings \
                  noted as events reach dtrace"
@@ -1278,11 +1286,24 @@ fn replaces_image(info: &ProbeInfo) -> bool {
 /// consumer will resolve user addresses, perhaps after the process is gone.
 pub fn prints_user_symbols(program: &Program) -> bool {
     use dtrace_dif::program::ActionKind as K;
+    let stacks = program
+        .ecbs
+        .iter()
+        .flat_map(|e| &e.actions)
+        .any(|a| matches!(a.kind, K::Ustack | K::Jstack));
+    stacks || prints_user_addresses(program)
+}
+
+/// Whether `program` records user addresses its consumer resolves as symbols (`usym()`,
+/// `umod()`, `uaddr()`, `%A`): unlike a user stack's record built at the probe, such a record
+/// does not tell dtrace which process to note the mappings of.
+fn prints_user_addresses(program: &Program) -> bool {
+    use dtrace_dif::program::ActionKind as K;
     let by_action = program
         .ecbs
         .iter()
         .flat_map(|e| &e.actions)
-        .any(|a| matches!(a.kind, K::Ustack | K::Jstack | K::Usym | K::Umod | K::Uaddr));
+        .any(|a| matches!(a.kind, K::Usym | K::Umod | K::Uaddr));
     by_action || program.formats.iter().any(|f| has_uaddr_conversion(f))
 }
 
@@ -1730,6 +1751,7 @@ impl LinuxTracing {
             epid,
             size,
             stacks: planned.map(|r| r.stack_tails()).unwrap_or_default(),
+            ustack: planned.and_then(|r| r.ustack_tail()),
         };
         sh.built_epids.insert((probe, n), at);
         Ok(())
