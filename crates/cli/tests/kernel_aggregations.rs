@@ -207,8 +207,8 @@ fn verbose_mode_says_why_aggregations_stay_in_dtrace() {
     let cmd = format!("{} 100", w.display());
     let cases = [
         (
-            "@ = count(); printf(\"%d\\n\", arg2); ustack();",
-            "aggregations run in dtrace (ustack() is not yet built at the probe)",
+            "@ = count(); printf(\"%d\\n\", arg2); uaddr(0);",
+            "aggregations run in dtrace (uaddr() is not yet built at the probe)",
         ),
         (
             "@[ustack()] = count();",

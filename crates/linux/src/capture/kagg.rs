@@ -27,7 +27,9 @@
 //! kernel's floor as records' are by dtrace's.
 //!
 //! A clause whose other actions record data (`trace()`, `printf()` of integers, string constants
-//! and `execname`; `exit()`; `tracemem()`, see `capture::tracemem`; `printa()`, whose record is
+//! and `execname`; `exit()`; `tracemem()`, see `capture::tracemem`; `stack()`, `ustack()` and
+//! `jstack()`, whose frames the kernel takes past the record and dtrace completes when it commits
+//! it, see `StackTail` and `capture::ustack`; `printa()`, whose record is
 //! the aggregations' ids: dtrace snapshots the kernel's maps after it drains the ring and before
 //! it reads the buffers, so the printed values hold every update made before the `printa()`
 //! fired) builds the ECB's record here, as the framework lays it out (a zero
@@ -2428,6 +2430,76 @@ mod tests {
             insns.windows(2).any(|w| w == &wide[..]),
             "the base is added"
         );
+    }
+
+    #[test]
+    fn a_ustack_record_takes_the_user_stack_past_the_record() {
+        use super::super::spec::{KernelAggClause, KernelRecord, RecordAction};
+        use super::super::ustack::UstackTail;
+        // ustack(3) at 16 (the pid, three frames), jstack(1, 8) at 48: 72 bytes; the kernel
+        // walks 5 frames (the probe's capture's).
+        let action = |step, offset, size, frames| RecordAction {
+            step,
+            difo: None,
+            offset,
+            size,
+            exit: false,
+            signal: None,
+            memory: false,
+            stack: None,
+            ustack: Some(frames),
+            spec: None,
+            base: 0,
+        };
+        let record = KernelRecord {
+            size: 72,
+            recs: Vec::new(),
+            ustack_walk: 5,
+            actions: vec![action(0, 16, 32, 3), action(1, 48, 24, 1)],
+        };
+        let clause = KernelAggClause {
+            predicate: None,
+            aggs: Vec::new(),
+            stores: Vec::new(),
+            record: Some(record),
+            after_dtrace: false,
+            string_args: Ok(Vec::new()),
+            keeps_vars: false,
+            copy_scratch: None,
+        };
+        let (insns, report) = program(clause, None);
+        assert_eq!(report, vec![Ok(())]);
+        assert_reachable(&insns);
+        let has = |i: crate::bpf::Insn| insns.contains(&i);
+        let calls = |h: i32| {
+            insns
+                .iter()
+                .filter(|i| i.code == 0x85 && i.imm == h)
+                .count()
+        };
+        // One tail for both actions, past the framework's record.
+        assert!(has(one(|a| {
+            a.mov_imm(R2, (24 + 72 + UstackTail::BYTES) as i32);
+        })));
+        // The kernel's walk of the user stack, 5 frames deep, its result at the tail's start.
+        let mut walk = Asm::new();
+        walk.mov_imm(R3, 8 * 5)
+            .mov_imm(R4, BPF_F_USER_STACK)
+            .call(helper::GET_STACK)
+            .store(Size::DW, R7, 24 + 72, R0);
+        let walk = walk.finish().unwrap();
+        assert!(insns.windows(walk.len()).any(|w| w == &walk[..]));
+        assert_eq!(calls(helper::GET_STACK), 1);
+        assert_eq!(calls(helper::GET_CURRENT_COMM), 1);
+        // The stack bytes above sp: as much as is mapped, in halves down to 512 bytes.
+        assert_eq!(calls(helper::PROBE_READ_USER), 5);
+        // The framework's record is zeroed, the tail (written whole where it is taken) is not.
+        assert!(has(one(|a| {
+            a.store_imm(Size::DW, R7, 24 + 64, 0);
+        })));
+        assert!(!has(one(|a| {
+            a.store_imm(Size::DW, R7, 24 + 72, 0);
+        })));
     }
 
     #[test]

@@ -75,16 +75,14 @@ impl UstackTail {
     /// tail still there): `None` when the record is too short to hold it.
     pub fn read(&self, data: &[u8]) -> Option<TakenUserStack> {
         let at = self.tail as usize;
-        let walked = match decode_stack(
+        // A failed walk (its -errno) holds no frame, as a captured firing's.
+        let walked = decode_stack(
             data,
             Some((at + Self::WALK, MAX_STACK_DEPTH as usize)),
             true,
         )
         .ok()??
-        {
-            Ok(frames) => frames,
-            Err(_) => Vec::new(),
-        };
+        .unwrap_or_default();
         let comm = data.get(at + Self::COMM..at + Self::COMM + COMM_BYTES)?;
         let end = comm.iter().position(|b| *b == 0).unwrap_or(COMM_BYTES);
         let unwind = decode_unwind(

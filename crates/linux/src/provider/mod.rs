@@ -72,7 +72,8 @@ pub(crate) struct Shared {
     /// belong to the new program.
     pub(crate) image_replaced: crate::fasthash::TagSet,
     /// A planned program prints user symbols (`ustack()`, `usym()`, `%A`...): the mappings of each
-    /// process an event comes from are remembered at delivery.
+    /// process an event or a record with a user stack built at the probe comes from are
+    /// remembered at delivery.
     pub(crate) note_processes: bool,
     /// Framework clock minus CLOCK_MONOTONIC, fixed at the first delivery.
     pub(crate) clock_offset: Option<i64>,
