@@ -1317,6 +1317,47 @@ mod tests {
     }
 
     #[test]
+    fn ustack_and_jstack_records_plan_for_the_probe() {
+        use dtrace_dif::program::ActionDesc;
+        let act = |kind, arg| ActionDesc {
+            kind,
+            arg,
+            difo: None,
+            uarg: 0,
+            ntuple: 0,
+        };
+        let clause = |actions| EcbDesc {
+            actions,
+            probe: dtrace_dif::program::ProbeDesc::default(),
+            predicate: None,
+            line: 0,
+        };
+        // ustack(5, 32) and jstack(2, 16): the pid, the frames, the string space, as the
+        // framework lays them out; the kernel walks as deep as the deeper.
+        let p = plan_clause(
+            &clause(vec![
+                act(ActionKind::Ustack, 5 | (32 << 32)),
+                act(ActionKind::Jstack, 2 | (16 << 32)),
+            ]),
+            256,
+            false,
+        )
+        .unwrap();
+        let r = p.record.unwrap();
+        let tail = r.ustack_tail().unwrap();
+        assert_eq!(tail.actions, vec![(16, 5), (96, 2)]);
+        assert_eq!(tail.walk, 5);
+        assert_eq!(r.size, 96 + 8 * 3 + 16);
+        // One kernel stack too many past a large record: the ring's record would be too large.
+        let mut big = vec![act(ActionKind::Ustack, 100)];
+        big.extend((0..4).map(|_| act(ActionKind::Stack, 100)));
+        let e = plan_clause(&clause(big.clone()), 256, false).unwrap_err();
+        assert!(e.contains("the stacks taken with it take more than"), "{e}");
+        big.pop();
+        assert!(plan_clause(&clause(big), 256, false).is_ok());
+    }
+
+    #[test]
     fn key_strings_take_the_probe_names_and_the_string_table() {
         let o = DifObject {
             strtab: b"foo\0bar\0".to_vec(),
