@@ -207,8 +207,8 @@ fn verbose_mode_says_why_aggregations_stay_in_dtrace() {
     let cmd = format!("{} 100", w.display());
     let cases = [
         (
-            "@ = count(); printf(\"%d\\n\", arg2); ustack();",
-            "aggregations run in dtrace (ustack() is not yet built at the probe)",
+            "@ = count(); printf(\"%d\\n\", arg2); chill(1);",
+            "aggregations run in dtrace (the Chill action is not yet built at the probe)",
         ),
         (
             "@[ustack()] = count();",
@@ -236,8 +236,9 @@ fn verbose_mode_says_why_aggregations_stay_in_dtrace() {
     );
     for (body, line) in cases {
         let script = format!("syscall::write:entry /pid == $target/ {{ {body} }}");
-        let (krc, kout, kerr) = dtrace_way(true, &["-qv", "-n", &script, "-c", &cmd]);
-        let (irc, iout, _) = dtrace_way(false, &["-qv", "-n", &script, "-c", &cmd]);
+        // (-w: chill() is destructive.)
+        let (krc, kout, kerr) = dtrace_way(true, &["-qvw", "-n", &script, "-c", &cmd]);
+        let (irc, iout, _) = dtrace_way(false, &["-qvw", "-n", &script, "-c", &cmd]);
         assert_eq!((krc, irc), (0, 0), "{body}: {kerr}");
         assert!(
             clause_lines(&kerr, 1).iter().any(|l| l.contains(line)),

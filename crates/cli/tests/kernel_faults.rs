@@ -223,9 +223,9 @@ fn faults_keep_the_clauses_order_with_clauses_run_in_dtrace() {
     if !kernel_ok(t) {
         return;
     }
-    // ustack() keeps its clause in dtrace.
+    // chill() (destructive, -w) keeps its clause in dtrace.
     let printing = "syscall::write:entry /pid == $target/ { printf(\"first %d\\n\", arg2); \
-        ustack(1); }";
+        chill(1); }";
     let faulting = "syscall::write:entry /pid == $target/ { @ = sum(arg2 / (arg0 - 1)); }";
     let error = "dtrace:::ERROR { printf(\"ERR %d\\n\", arg3); }";
     for (script, pair, kernel) in [
@@ -242,7 +242,7 @@ fn faults_keep_the_clauses_order_with_clauses_run_in_dtrace() {
             "aggregations run in the kernel at 1 probe",
         ),
     ] {
-        let (rc, out, err) = dtrace_with_env(&[], &["-qv", "-n", &script, "-c", DD]);
+        let (rc, out, err) = dtrace_with_env(&[], &["-qvw", "-n", &script, "-c", DD]);
         assert_eq!(rc, 0, "{err}");
         let n = if pair[0] == "first" { 2 } else { 1 };
         assert!(

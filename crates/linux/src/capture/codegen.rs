@@ -1135,7 +1135,7 @@ fn emit_uregs(a: &mut Asm, at: usize) -> Result<()> {
 /// The user registers (pc, sp, fp, from the task's saved user `pt_regs`) and as much of the user
 /// stack above sp as is mapped (`cap` bytes, else halves of it down to 512) at `at` of the record.
 /// A kernel thread (no user mode registers) records -EFAULT and no registers. Uses r8.
-fn emit_user_unwind(a: &mut Asm, at: usize, cap: usize) -> Result<()> {
+pub(super) fn emit_user_unwind(a: &mut Asm, at: usize, cap: usize) -> Result<()> {
     let at16 = |o: usize| off16(at + o, "user stack copy");
     let done = a.label();
     a.store_imm(Size::DW, R7, at16(0)?, -libc::EFAULT);

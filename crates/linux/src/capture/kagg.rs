@@ -27,7 +27,9 @@
 //! kernel's floor as records' are by dtrace's.
 //!
 //! A clause whose other actions record data (`trace()`, `printf()` of integers, string constants
-//! and `execname`; `exit()`; `tracemem()`, see `capture::tracemem`; `printa()`, whose record is
+//! and `execname`; `exit()`; `tracemem()`, see `capture::tracemem`; `stack()`, `ustack()` and
+//! `jstack()`, whose frames the kernel takes past the record and dtrace completes when it commits
+//! it, see `StackTail` and `capture::ustack`; `printa()`, whose record is
 //! the aggregations' ids: dtrace snapshots the kernel's maps after it drains the ring and before
 //! it reads the buffers, so the printed values hold every update made before the `printa()`
 //! fired) builds the ECB's record here, as the framework lays it out (a zero
@@ -380,6 +382,9 @@ fn translate_clause_with(
     for r in c.record.iter().flat_map(|r| &r.actions) {
         if let Some(frames) = r.stack {
             check_probe_stack(ctx.shape, KeyKind::KernelStack(frames))?;
+        }
+        if let Some(frames) = r.ustack {
+            check_probe_stack(ctx.shape, KeyKind::UserStack(frames))?;
         }
         let Some(o) = &r.difo else {
             records.push((r.step, r.memory, None));
@@ -1060,7 +1065,8 @@ fn emit_string_checks(
 
 /// Reserves the ring's record for clause number `clause` of the probe and writes its headers
 /// (the ring's, then the framework's: a zero EPID that dtrace fills in, and the firing's
-/// timestamp); the rest is zeroed, as the framework's record starts. The record's address is
+/// timestamp); the rest is zeroed, as the framework's record starts, and the user stack of its
+/// `ustack()` actions is taken past it (see `super::ustack`). The record's address is
 /// kept at [`REC`]. The CPU's principal buffer (dtrace's) must have room for it too (the room
 /// map, `MapFds::room`, which dtrace sets at each switch of its buffers). When the ring is full
 /// or the buffer has no room, a drop is counted on the CPU (a DTrace drop), [`REC`]
@@ -1084,7 +1090,8 @@ fn emit_reserve(
         a.store_imm(Size::DW, R10, REC_OK, 0);
         return Ok(());
     }
-    // The framework's record, then the frames its stack() actions take (see `StackTail`).
+    // The framework's record, then the frames its stack() actions take (see `StackTail`), then
+    // the user stack of its ustack() actions (see `super::ustack`).
     let total = built::SIZE + r.ring_bytes();
     let total32 = i32::try_from(total)
         .map_err(|_| crate::error::LinuxError::Asm("record too large".into()))?;
@@ -1130,8 +1137,11 @@ fn emit_reserve(
     a.bind(have).mov(R7, R0);
     a.load(Size::DW, R1, R10, REC).store(Size::DW, R10, REC, R7);
     a.mov_imm(R2, 1).store(Size::DW, R10, REC_OK, R2);
-    for off in (0..total).step_by(8) {
-        a.store_imm(Size::DW, R7, off as i16, 0);
+    // (The user stack's tail is written whole where it is taken, below.)
+    for off in (0..built::SIZE + r.stack_bytes()).step_by(8) {
+        let off = i16::try_from(off)
+            .map_err(|_| crate::error::LinuxError::Asm("record too large".into()))?;
+        a.store_imm(Size::DW, R7, off, 0);
     }
     a.store_imm(Size::H, R7, built::KIND as i16, i32::from(KIND_BUILT));
     a.store_imm(Size::H, R7, built::CLAUSE as i16, i32::from(clause));
@@ -1145,6 +1155,11 @@ fn emit_reserve(
     a.load(Size::DW, R1, R10, TIMESTAMP);
     a.store(Size::W, R7, at + 8, R1);
     a.alu_imm(op::RSH, R1, 32).store(Size::W, R7, at + 4, R1);
+    // The user stack of its ustack() actions, taken once for them all: it does not change while
+    // the clause runs.
+    if let Some(t) = r.ustack_tail() {
+        t.emit(a, built::SIZE)?;
+    }
     Ok(())
 }
 
@@ -2307,6 +2322,7 @@ mod tests {
         let record = |difo| KernelRecord {
             size: 24,
             recs: Vec::new(),
+            ustack_walk: 0,
             actions: vec![RecordAction {
                 step: 0,
                 difo: Some(difo),
@@ -2318,6 +2334,7 @@ mod tests {
                 object: false,
                 user_symbol: false,
                 stack: None,
+                ustack: None,
                 spec: None,
                 base: 4,
             }],
@@ -2364,6 +2381,7 @@ mod tests {
         let record = KernelRecord {
             size: 281,
             recs: Vec::new(),
+            ustack_walk: 0,
             actions: vec![
                 RecordAction {
                     step: 0,
@@ -2376,6 +2394,7 @@ mod tests {
                     object: false,
                     user_symbol: false,
                     stack: None,
+                    ustack: None,
                     spec: None,
                     base: 0,
                 },
@@ -2390,6 +2409,7 @@ mod tests {
                     object: false,
                     user_symbol: false,
                     stack: None,
+                    ustack: None,
                     spec: None,
                     base: 0,
                 },
@@ -2470,6 +2490,78 @@ mod tests {
     }
 
     #[test]
+    fn a_ustack_record_takes_the_user_stack_past_the_record() {
+        use super::super::spec::{KernelAggClause, KernelRecord, RecordAction};
+        use super::super::ustack::UstackTail;
+        // ustack(3) at 16 (the pid, three frames), jstack(1, 8) at 48: 72 bytes; the kernel
+        // walks 5 frames (the probe's capture's).
+        let action = |step, offset, size, frames| RecordAction {
+            step,
+            difo: None,
+            offset,
+            size,
+            exit: false,
+            signal: None,
+            memory: false,
+            object: false,
+            stack: None,
+            ustack: Some(frames),
+            user_symbol: false,
+            spec: None,
+            base: 0,
+        };
+        let record = KernelRecord {
+            size: 72,
+            recs: Vec::new(),
+            ustack_walk: 5,
+            actions: vec![action(0, 16, 32, 3), action(1, 48, 24, 1)],
+        };
+        let clause = KernelAggClause {
+            predicate: None,
+            aggs: Vec::new(),
+            stores: Vec::new(),
+            record: Some(record),
+            after_dtrace: false,
+            string_args: Ok(Vec::new()),
+            keeps_vars: false,
+            copy_scratch: None,
+        };
+        let (insns, report) = program(clause, None);
+        assert_eq!(report, vec![Ok(())]);
+        assert_reachable(&insns);
+        let has = |i: crate::bpf::Insn| insns.contains(&i);
+        let calls = |h: i32| {
+            insns
+                .iter()
+                .filter(|i| i.code == 0x85 && i.imm == h)
+                .count()
+        };
+        // One tail for both actions, past the framework's record.
+        assert!(has(one(|a| {
+            a.mov_imm(R2, (24 + 72 + UstackTail::BYTES) as i32);
+        })));
+        // The kernel's walk of the user stack, 5 frames deep, its result at the tail's start.
+        let mut walk = Asm::new();
+        walk.mov_imm(R3, 8 * 5)
+            .mov_imm(R4, BPF_F_USER_STACK)
+            .call(helper::GET_STACK)
+            .store(Size::DW, R7, 24 + 72, R0);
+        let walk = walk.finish().unwrap();
+        assert!(insns.windows(walk.len()).any(|w| w == &walk[..]));
+        assert_eq!(calls(helper::GET_STACK), 1);
+        assert_eq!(calls(helper::GET_CURRENT_COMM), 1);
+        // The stack bytes above sp: as much as is mapped, in halves down to 512 bytes.
+        assert_eq!(calls(helper::PROBE_READ_USER), 5);
+        // The framework's record is zeroed, the tail (written whole where it is taken) is not.
+        assert!(has(one(|a| {
+            a.store_imm(Size::DW, R7, 24 + 64, 0);
+        })));
+        assert!(!has(one(|a| {
+            a.store_imm(Size::DW, R7, 24 + 72, 0);
+        })));
+    }
+
+    #[test]
     fn speculation_actions_tag_settle_and_fault_at_the_probe() {
         use super::super::spec::{
             KernelAggClause, KernelRecord, KernelSpecs, RecordAction, SpecOp,
@@ -2487,6 +2579,7 @@ mod tests {
             object: false,
             user_symbol: false,
             stack: None,
+            ustack: None,
             spec: op,
             base: 0,
         };
@@ -2497,6 +2590,7 @@ mod tests {
             record: Some(KernelRecord {
                 size,
                 recs: Vec::new(),
+                ustack_walk: 0,
                 actions,
             }),
             after_dtrace: false,

@@ -18,6 +18,7 @@ mod sized;
 pub mod spec;
 pub mod speculation;
 pub mod tracemem;
+pub mod ustack;
 
 pub use codegen::{CtxKind, ProbeShape};
 pub use layout::RecordLayout;

@@ -144,7 +144,7 @@ pub struct UserStackCopy {
     pub stack: Vec<u8>,
 }
 
-fn decode_unwind(
+pub(super) fn decode_unwind(
     b: &[u8],
     at: Option<(usize, usize)>,
 ) -> Result<Option<std::result::Result<UserStackCopy, i64>>> {
@@ -432,7 +432,11 @@ fn decode_file_stack(b: &[u8], at: Option<(usize, usize)>) -> Result<Option<File
 /// where a binary keeps no frame pointers, and ends the stack.
 const USER_LIMIT: u64 = 0x0000_8000_0000_0000;
 
-fn decode_stack(b: &[u8], at: Option<(usize, usize)>, user: bool) -> Result<Option<StackCapture>> {
+pub(super) fn decode_stack(
+    b: &[u8],
+    at: Option<(usize, usize)>,
+    user: bool,
+) -> Result<Option<StackCapture>> {
     let Some((off, depth)) = at else {
         return Ok(None);
     };

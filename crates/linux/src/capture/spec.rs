@@ -377,6 +377,9 @@ pub struct KernelRecord {
     pub recs: Vec<dtrace_dif::program::RecDesc>,
     /// The actions that write data, in the clause's order.
     pub actions: Vec<RecordAction>,
+    /// Frames of the user stack the kernel's frame-pointer walk takes for the record's
+    /// `ustack()` and `jstack()` actions (0 without them; see `super::ustack::UstackTail`).
+    pub ustack_walk: u32,
 }
 
 /// One data-recording action of a [`KernelRecord`].
@@ -410,6 +413,9 @@ pub struct RecordAction {
     /// It is `usym()`, `umod()` or `uaddr()`: the record holds the process's id, then the
     /// address (8 bytes each), which dtrace resolves with the process's mappings.
     pub user_symbol: bool,
+    /// It is `ustack()` or `jstack()`: the record holds the pid, then this many frames of the
+    /// user stack, then zeroed string space (see [`KernelRecord::ustack_tail`]).
+    pub ustack: Option<u32>,
     /// Where its code starts in the clause's.
     pub base: CodeBase,
 }
@@ -451,15 +457,27 @@ impl KernelRecord {
         out
     }
 
-    /// Bytes of the record in the ring (after its header there): the framework's record,
-    /// rounded up to 8 bytes, then the frames of its `stack()` actions.
-    pub fn ring_bytes(&self) -> usize {
+    /// Bytes of the framework's record, rounded up to 8 bytes, and the frames of its `stack()`
+    /// actions: what the probe zeroes before it builds the record (the user stack's tail after
+    /// them is written whole where it is taken, see `super::ustack`).
+    pub fn stack_bytes(&self) -> usize {
         let tails = self.stack_tails();
         tails
             .last()
             .map_or((self.size as usize).next_multiple_of(8), |t| {
                 (t.tail + 8 * t.room) as usize
             })
+    }
+
+    /// Bytes of the record in the ring (after its header there): the framework's record,
+    /// rounded up to 8 bytes, then the frames of its `stack()` actions, then the user stack of
+    /// its `ustack()` and `jstack()` actions.
+    pub fn ring_bytes(&self) -> usize {
+        let user = match self.actions.iter().any(|a| a.ustack.is_some()) {
+            true => super::ustack::UstackTail::BYTES,
+            false => 0,
+        };
+        self.stack_bytes() + user
     }
 }
 
@@ -517,6 +535,11 @@ pub struct KernelSpecs {
 
 /// The largest record a clause builds at the probe.
 pub const MAX_KERNEL_RECORD: usize = 4096;
+/// The most bytes a record built at the probe takes in the ring with what the kernel takes past
+/// it ([`KernelRecord::ring_bytes`]: the stacks dtrace completes when it commits the record): a
+/// record of [`MAX_KERNEL_RECORD`] bytes with a user stack's tail and a few kernel stacks fits,
+/// and every offset in it is one a BPF store can name.
+pub const MAX_KERNEL_RING_RECORD: usize = 16 * 1024;
 
 /// One aggregating action run in the kernel.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -927,11 +950,13 @@ mod tests {
             user_symbol: false,
             spec: None,
             stack,
+            ustack: None,
             base: 0,
         };
         let r = KernelRecord {
             size: 12 + 4 + 8 * 20 + 8 + 8 * 2,
             recs: vec![],
+            ustack_walk: 0,
             actions: vec![
                 action(16, Some(20)),
                 action(176, None),
@@ -962,6 +987,7 @@ mod tests {
             actions: vec![action(16, None)],
             size: 20,
             recs: vec![],
+            ustack_walk: 0,
         };
         assert!(plain.stack_tails().is_empty());
         assert_eq!(plain.ring_bytes(), 24);

@@ -14,7 +14,6 @@
 
 use super::file_usdt;
 use super::LinuxTracing;
-use crate::capture::spec::MAX_STACK_DEPTH;
 use crate::capture::CapturedEvent;
 use crate::session::Delivery;
 use dtrace_dif::vm::{FaultKind, Memory};
@@ -22,6 +21,8 @@ use dtrace_framework::{CapturedMemory, FiringContext, Framework};
 use std::fs::File;
 use std::os::fd::RawFd;
 use std::os::unix::fs::FileExt;
+
+mod ustack;
 
 /// The memory a clause reads at one firing: the bytes captured at the probe, and for user addresses
 /// outside every captured range, the process's memory read through `/proc/<pid>/mem` (opened at the
@@ -286,26 +287,14 @@ pub fn execargs_string(area: &[u8]) -> String {
 
 /// Replaces the user stack the kernel walked (frame pointers) by the one unwound from the
 /// registers and stack bytes copied at the probe with the files' `.eh_frame`, when that one goes
-/// further (code without frame pointers stops the kernel's walk after a frame or two).
+/// further (see [`ustack::complete_walk`]).
 fn unwind_ustack(
     syms: &mut crate::symbols::Symbolizer,
     pid: u32,
     u: &crate::capture::UserStackCopy,
     ctx: &mut FiringContext,
 ) {
-    use crate::symbols::unwind::{StackBytes, UserRegs};
-    let regs = UserRegs {
-        pc: u.pc,
-        sp: u.sp,
-        fp: u.fp,
-    };
-    let stack = StackBytes {
-        base: u.sp,
-        bytes: &u.stack,
-    };
-    let frames = syms.unwind_user(pid, regs, stack, MAX_STACK_DEPTH as usize);
-    if frames.len() > ctx.ustack.len() {
-        ctx.ustack = frames;
+    if ustack::complete_walk(syms, pid, u, &mut ctx.ustack) {
         ctx.ucaller = ctx.ustack.get(1).copied().unwrap_or(0);
     }
 }
@@ -510,7 +499,10 @@ impl LinuxTracing {
                     };
                     if let Some(at) = built.get(&(probe, b.clause)) {
                         if active.contains(&probe) {
-                            if note && b.pid != 0 {
+                            if let Some(t) = &at.ustack {
+                                // (It notes the process, with the name it ran under.)
+                                ustack::place_ustacks(&mut syms, note, b.pid, &mut b.data, t);
+                            } else if note && b.pid != 0 {
                                 // Its user addresses resolve with the mappings the process has
                                 // now (the tracker follows its execs and maps from then on).
                                 syms.note_process(b.pid);
@@ -659,6 +651,9 @@ pub(crate) struct BuiltAt {
     pub(crate) size: u32,
     /// Where its `stack()` actions' frames were taken.
     pub(crate) stacks: Vec<crate::capture::spec::StackTail>,
+    /// Where the user stack of its `ustack()` and `jstack()` actions was taken (see
+    /// [`ustack::place_ustacks`], done before the record is committed).
+    pub(crate) ustack: Option<crate::capture::ustack::UstackTail>,
 }
 
 /// Commits record `b`, built at the probe for the ECB `at` describes, to its CPU's principal
@@ -671,6 +666,8 @@ fn commit_built(
     cut: impl Fn(&[u64]) -> usize,
 ) {
     place_stacks(&mut b.data, at, cut);
+    // What the kernel took past the record goes (a user stack's tail, see `place_ustacks`).
+    b.data.truncate((at.size as usize).next_multiple_of(8));
     if let Some(head) = b.data.get_mut(..4) {
         head.copy_from_slice(&at.epid.to_ne_bytes());
         if b.spec != 0 {
@@ -727,6 +724,7 @@ mod tests {
                 tail: 40,
                 room: 6,
             }],
+            ustack: None,
         };
         let mut data = vec![0u8; 40 + 48];
         data[12] = 0xaa;

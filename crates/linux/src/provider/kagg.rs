@@ -147,9 +147,11 @@ impl ClausePlan {
 /// Whether data-recording action `a` can be built at the probe: `trace()`, the arguments of
 /// `printf()`-like actions (`system()` and `freopen()` among them: dtrace acts on their records;
 /// the value itself then decides, at translation), `tracemem()` (the
-/// memory at an address), `exit()`, signals, speculation actions, symbols (`sym()`, `usym()`...:
-/// an address, after the process's id for a user one) and the consumer's actions, `print()`
-/// among them (its pointer, then the object it points to, see [`records_object`]).
+/// memory at an address), `stack()`, `ustack()` and `jstack()` (their frames taken past the
+/// record, completed by dtrace when it commits it), `exit()`, signals, speculation actions,
+/// symbols (`sym()`, `usym()`...: an address, after the process's id for a user one) and the
+/// consumer's actions, `print()` among them (its pointer, then the object it points to, see
+/// [`records_object`]).
 fn records_at_probe(a: &dtrace_dif::program::ActionDesc) -> bool {
     match a.kind {
         ActionKind::DifExpr
@@ -168,6 +170,8 @@ fn records_at_probe(a: &dtrace_dif::program::ActionDesc) -> bool {
         | ActionKind::Usym
         | ActionKind::Umod
         | ActionKind::Uaddr
+        | ActionKind::Ustack
+        | ActionKind::Jstack
         | ActionKind::Speculate
         | ActionKind::Commit
         | ActionKind::Discard => true,
@@ -436,6 +440,9 @@ pub fn plan_clause(
                     ActionKind::Usym | ActionKind::Umod | ActionKind::Uaddr
                 ),
                 stack: (acts[i].kind == ActionKind::Stack).then_some(rec.size / 8),
+                // (The layout's argument: the frames, the string space in the high half.)
+                ustack: matches!(acts[i].kind, ActionKind::Ustack | ActionKind::Jstack)
+                    .then_some((rec.arg & 0xffff_ffff) as u32),
                 spec: match acts[i].kind {
                     ActionKind::Speculate => Some(crate::capture::spec::SpecOp::Speculate),
                     ActionKind::Commit => Some(crate::capture::spec::SpecOp::Commit),
@@ -445,11 +452,31 @@ pub fn plan_clause(
                 base: base(i),
             });
         }
-        Some(KernelRecord {
+        // The kernel walks as many user frames as the capture would for the clause (see
+        // `KernelRecord::walk_user_frames`, which makes it the probe's).
+        let ustack_walk = recording
+            .iter()
+            .filter(|&&i| matches!(acts[i].kind, ActionKind::Ustack | ActionKind::Jstack))
+            .map(|&i| {
+                crate::provider::needs::ustack_frames(acts[i].arg)
+                    .min(crate::capture::spec::MAX_STACK_DEPTH)
+            })
+            .max()
+            .unwrap_or(0);
+        let record = KernelRecord {
             size: layout.size,
             recs: layout.principal_recs(),
             actions,
-        })
+            ustack_walk,
+        };
+        if record.ring_bytes() > crate::capture::spec::MAX_KERNEL_RING_RECORD {
+            return Err(format!(
+                "its record and the stacks taken with it take more than the {} bytes of a \
+                 record built at the probe",
+                crate::capture::spec::MAX_KERNEL_RING_RECORD
+            ));
+        }
+        Some(record)
     };
     let mut stores = Vec::new();
     for (i, a) in acts.iter().enumerate() {
@@ -507,6 +534,11 @@ fn action_name(kind: ActionKind) -> String {
         K::Stack => "stack()".into(),
         K::Ustack => "ustack()".into(),
         K::Jstack => "jstack()".into(),
+        K::Sym => "sym()".into(),
+        K::Mod => "mod()".into(),
+        K::Usym => "usym()".into(),
+        K::Umod => "umod()".into(),
+        K::Uaddr => "uaddr()".into(),
         K::Tracemem | K::TracememDynsize => "tracemem()".into(),
         K::Speculate | K::Commit | K::Discard => "a speculation action".into(),
         K::LibAct => "print()".into(),
@@ -1375,6 +1407,47 @@ mod tests {
             kind(act(ActionKind::Jstack, 0, None), true),
             Ok(KeyKind::UserStack(100))
         );
+    }
+
+    #[test]
+    fn ustack_and_jstack_records_plan_for_the_probe() {
+        use dtrace_dif::program::ActionDesc;
+        let act = |kind, arg| ActionDesc {
+            kind,
+            arg,
+            difo: None,
+            uarg: 0,
+            ntuple: 0,
+        };
+        let clause = |actions| EcbDesc {
+            actions,
+            probe: dtrace_dif::program::ProbeDesc::default(),
+            predicate: None,
+            line: 0,
+        };
+        // ustack(5, 32) and jstack(2, 16): the pid, the frames, the string space, as the
+        // framework lays them out; the kernel walks as deep as the deeper.
+        let p = plan_clause(
+            &clause(vec![
+                act(ActionKind::Ustack, 5 | (32 << 32)),
+                act(ActionKind::Jstack, 2 | (16 << 32)),
+            ]),
+            256,
+            false,
+        )
+        .unwrap();
+        let r = p.record.unwrap();
+        let tail = r.ustack_tail().unwrap();
+        assert_eq!(tail.actions, vec![(16, 5), (96, 2)]);
+        assert_eq!(tail.walk, 5);
+        assert_eq!(r.size, 96 + 8 * 3 + 16);
+        // One kernel stack too many past a large record: the ring's record would be too large.
+        let mut big = vec![act(ActionKind::Ustack, 100)];
+        big.extend((0..4).map(|_| act(ActionKind::Stack, 100)));
+        let e = plan_clause(&clause(big.clone()), 256, false).unwrap_err();
+        assert!(e.contains("the stacks taken with it take more than"), "{e}");
+        big.pop();
+        assert!(plan_clause(&clause(big), 256, false).is_ok());
     }
 
     #[test]

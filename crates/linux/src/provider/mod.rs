@@ -72,7 +72,7 @@ pub(crate) struct Shared {
     /// belong to the new program.
     pub(crate) image_replaced: crate::fasthash::TagSet,
     /// A planned program prints user symbols (`ustack()`, `usym()`, `%A`...): the mappings of each
-    /// process an event comes from are remembered at delivery.
+    /// process an event or a record built at the probe comes from are remembered at delivery.
     pub(crate) note_processes: bool,
     /// Framework clock minus CLOCK_MONOTONIC, fixed at the first delivery.
     pub(crate) clock_offset: Option<i64>,
@@ -486,6 +486,13 @@ impl Shared {
             )?;
             for (i, n) in numbers {
                 self.built_at.insert((i, info.id), n);
+            }
+            let mut aggs = aggs;
+            if let Some(frames) = spec.ustack {
+                // A record's user stack is walked as deep as the probe's capture walks it.
+                for r in aggs.clauses.iter_mut().filter_map(|c| c.record.as_mut()) {
+                    r.walk_user_frames(frames);
+                }
             }
             spec.aggs = Some(aggs);
         }
@@ -1722,6 +1729,7 @@ impl LinuxTracing {
             epid,
             size,
             stacks: planned.map(|r| r.stack_tails()).unwrap_or_default(),
+            ustack: planned.and_then(|r| r.ustack_tail()),
         };
         sh.built_epids.insert((probe, n), at);
         Ok(())
