@@ -623,6 +623,17 @@ pub enum Untranslatable {
         /// The subroutine's name.
         name: String,
     },
+    /// A use of `copyin()`'s copy that its copy in the string scratch cannot serve (used as an
+    /// integer: read through, kept as a pointer; an object recorded past its end): a context may
+    /// translate the clause again with its copies in its alloca area
+    /// ([`ProbeContext::copyin_allocates`]), where the interpreter makes them.
+    #[error("instruction {pc}: {what}")]
+    CopyUse {
+        /// Instruction index.
+        pc: usize,
+        /// What is wrong.
+        what: String,
+    },
     /// A value of a kind the translator does not follow here (a string where an integer is
     /// used, an argument index computed at run time, a string whose origin differs by path).
     #[error("instruction {pc}: {what}")]
@@ -1321,14 +1332,14 @@ impl<'a> Translator<'a> {
                      integers"
                 ),
             }),
-            Kind::Buffer(_) => Err(Untranslatable::Value {
+            Kind::Buffer(_) => Err(Untranslatable::CopyUse {
                 pc,
                 what: format!(
                     "copyin()'s copy in %r{r} used as an integer (only tracemem() records it at \
                      the probe)"
                 ),
             }),
-            Kind::Scratch if s.sized[(r & 7) as usize].is_some() => Err(Untranslatable::Value {
+            Kind::Scratch if s.sized[(r & 7) as usize].is_some() => Err(Untranslatable::CopyUse {
                 pc,
                 what: format!(
                     "the copyin() sized at the probe in %r{r} used as an integer (a string of \

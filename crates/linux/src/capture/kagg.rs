@@ -219,9 +219,9 @@ pub fn computes(kind: ActionKind) -> bool {
 
 /// Translates clause `c`. A clause that calls `alloca()` takes its `copyin()` copies from its
 /// alloca area, as the interpreter does; one that does not keeps them in the string scratch,
-/// which only `tracemem()` and the string functions read, and, where that does not translate
-/// (a load through the copy: `*(int *)copyin(arg1, 4)`, `this->p = (struct foo *)copyin(...)`
-/// then `this->p->bar`), takes them from the alloca area too.
+/// which records and the string functions read, and, where that cannot serve a use of a copy
+/// (a load through it: `*(int *)copyin(arg1, 4)`, `this->p = (struct foo *)copyin(...)` then
+/// `this->p->bar`; an object recorded past its end), takes them from the alloca area too.
 fn translate_clause(
     ctx: &ShapeContext<'_>,
     c: &KernelAggClause,
@@ -229,7 +229,7 @@ fn translate_clause(
 ) -> Result<Translated, Untranslatable> {
     let allocates = calls_alloca(c);
     match translate_clause_in(ctx, c, strsize, allocates) {
-        Err(_) if !allocates && calls(c, dtrace_dif::subr::Subr::Copyin) => {
+        Err(Untranslatable::CopyUse { .. }) if !allocates => {
             translate_clause_in(ctx, c, strsize, true)
         }
         t => t,
@@ -425,7 +425,13 @@ fn translate_clause_with(
             } else {
                 super::tracemem::check(&v.kind, r.size)
             };
-            checked.map_err(|what| Untranslatable::Value { pc: 0, what })?;
+            checked.map_err(|what| match v.kind {
+                // Its copy in the alloca area serves it (see `translate_clause`).
+                ValueKind::Buffer(_) | ValueKind::SizedCopy(_) => {
+                    Untranslatable::CopyUse { pc: 0, what }
+                }
+                _ => Untranslatable::Value { pc: 0, what },
+            })?;
             records.push((r.step, true, Some(v)));
             continue;
         }
