@@ -58,6 +58,30 @@ pub(crate) struct ShapeContext<'a> {
     /// The bytes a `copyin()` sized at the probe may take in the clause being translated
     /// (`KernelAggClause::copy_scratch`; `None`: such a copy is made in dtrace).
     pub(crate) copy_scratch: Option<u64>,
+    /// Where the clause being translated reads its EPID, or why `epid` is read in dtrace.
+    pub(crate) epid: Result<EpidAt, &'static str>,
+}
+
+/// Where a clause that runs whole at the probe reads its EPID: the framework assigns EPIDs
+/// once the probe's program is built, and dtrace writes each in a hash map when it binds the
+/// clause (`LinuxTracing::bind_record`), before the kernel's clauses run. A key not there yet
+/// reads 0, on which the translated code faults (see `translate::Builtin::Epid`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct EpidAt {
+    /// The map (`u64` key, `u64` EPID); -1 while planning, which only checks translations.
+    pub(crate) map: i32,
+    /// The clause's key there ([`epid_key`]).
+    pub(crate) key: u64,
+}
+
+/// Why `epid` is read in dtrace outside a clause that runs whole at the probe.
+pub(crate) const NO_EPID: &str = "read at the probe only by clauses that run whole there (the \
+     framework assigns EPIDs after the probe's program is built)";
+
+/// The key of the EPID of the clause numbered `n` among the kernel clauses of probe `probe`
+/// (the number its records and faults carry) in the map of [`EpidAt`].
+pub fn epid_key(probe: u32, n: u16) -> u64 {
+    (u64::from(probe) << 32) | u64::from(n)
 }
 
 /// See [`ShapeContext::pre_read`].
@@ -208,6 +232,18 @@ impl ProbeContext for ShapeContext<'_> {
             Builtin::Curthread => {
                 self.current("curthread")?;
                 a.call(helper::GET_CURRENT_TASK);
+            }
+            Builtin::Epid => {
+                let at = self.epid?;
+                let found = a.label();
+                a.ld_imm64(R1, at.key).store(Size::DW, R10, SCRATCH, R1);
+                a.ld_map_fd(R1, at.map)
+                    .mov(R2, R10)
+                    .alu_imm(op::ADD, R2, i32::from(SCRATCH))
+                    .call(helper::MAP_LOOKUP_ELEM);
+                a.jmp_imm(op::JEQ, R0, 0, found);
+                a.load(Size::DW, R0, R0, 0);
+                a.bind(found);
             }
             Builtin::Ppid => {
                 self.current("ppid")?;
@@ -515,6 +551,7 @@ pub fn translate_filter(
         alloca_locals: &[],
         allocates: false,
         copy_scratch: None,
+        epid: Err(NO_EPID),
     };
     let results: Vec<Result<translate::Fragment, Untranslatable>> = filter
         .predicates

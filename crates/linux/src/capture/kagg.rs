@@ -102,6 +102,9 @@ pub(crate) const HANDOVER: i16 = DVAR_DROPPED - 8;
 pub(crate) const ALLOCA_TOP: i16 = HANDOVER - 48;
 const _: () = assert!(ALLOCA_TOP >= -512);
 
+/// Why `epid` is read in dtrace at a probe placed for every process.
+const SHARED_EPID: &str = "one program serves the probe of every process, each with its own EPIDs";
+
 /// The value of [`HANDOVER`] that hands the firing over whole (dtrace runs every clause).
 pub(crate) const HANDED_OVER: i32 = 1;
 /// The value of [`HANDOVER`] that records the firing for dtrace's clauses whatever their filter
@@ -450,6 +453,11 @@ pub fn check_clause(
         alloca_locals: &[],
         allocates: false,
         copy_scratch: None,
+        // Nor is the map of the EPIDs.
+        epid: match names.id {
+            translate::ProbeId::Shared => Err(SHARED_EPID),
+            _ => Ok(super::filter::EpidAt { map: -1, key: 0 }),
+        },
     };
     translate_clause(&ctx, c, strsize as usize).map(|t| t.can_fault())
 }
@@ -552,11 +560,24 @@ pub fn emit_aggs(
         alloca_locals: &[],
         allocates: false,
         copy_scratch: None,
+        epid: Err(super::filter::NO_EPID),
     };
+    // A clause's EPID is keyed by its number at the probe (its index here).
     let mut results: Vec<Result<Translated, Untranslatable>> = k
         .clauses
         .iter()
-        .map(|c| translate_clause(&ctx, c, k.strsize as usize))
+        .enumerate()
+        .map(|(n, c)| {
+            let epid = match (k.epids, k.names.id, u16::try_from(n)) {
+                (Some(map), translate::ProbeId::Is(probe), Ok(n)) => Ok(super::filter::EpidAt {
+                    map,
+                    key: super::filter::epid_key(probe, n),
+                }),
+                (_, translate::ProbeId::Shared, _) => Err(SHARED_EPID),
+                _ => Err("no map of the clauses' EPIDs at this probe"),
+            };
+            translate_clause(&ShapeContext { epid, ..ctx }, c, k.strsize as usize)
+        })
         .collect();
     // The strings read before the clauses run (see above).
     let mut string_args: Vec<u8> = Vec::new();

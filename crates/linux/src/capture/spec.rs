@@ -229,6 +229,9 @@ pub struct KernelAggs {
     pub others: Option<(Option<KernelFilter>, Option<u32>)>,
     /// The switch that turns the filters off (see [`KernelFilter::bypass`]).
     pub bypass: Option<i32>,
+    /// The hash map of the EPIDs of the clauses here that read `epid` (see
+    /// `capture::filter::EpidAt`), when one does.
+    pub epids: Option<i32>,
     /// The thread-locals that live in the kernel (see `capture::kvars`), when some do.
     pub vars: Option<KernelVars>,
     /// The speculations, when they live in the kernel (see `capture::speculation`).

@@ -94,6 +94,10 @@ pub(crate) struct Shared {
     /// The switch that turns every kernel filter off (see [`crate::capture::KernelFilter::bypass`]),
     /// created with the first filter.
     bypass: Option<crate::bpf::Map>,
+    /// The EPIDs of the clauses run whole at a probe that read `epid`, by
+    /// `capture::filter::epid_key` (made with the first such clause, filled by
+    /// [`LinuxTracing::bind_record`]).
+    epids: Option<crate::bpf::Map>,
     /// The probes enabled with a kernel filter: a clause planned later that matches one turns the
     /// filters off, as that probe's program was built without it.
     filtered: Vec<ProbeInfo>,
@@ -169,6 +173,9 @@ pub(crate) struct Shared {
     /// `KernelAggs::missed`), made with `known_processes`.
     missed_announcements: Option<crate::bpf::Map>,
 }
+
+/// The most clauses run whole at their probes that read `epid` (entries of `Shared::epids`).
+const EPID_ENTRIES: u32 = 1 << 16;
 
 /// Environment variable that, set to `0`, builds every record in dtrace's interpreter (clauses
 /// that record data then run there, with the variables they use).
@@ -459,13 +466,7 @@ impl Shared {
             self.bypass = Some(map);
         }
         let bypass = self.bypass.as_ref().map(|m| m.raw_fd());
-        let names = dtrace_ebpf::translate::ProbeNames {
-            provider: info.provider.clone(),
-            module: info.module.clone(),
-            function: info.function.clone(),
-            name: info.name.clone(),
-            syscall_return: probe.syscall_return(),
-        };
+        let names = probe.names_as(info.id);
         let opaque_args = opaque_args(&probe);
         if let Some(f) = &mut spec.filter {
             f.place_at(&names, opaque_args, bypass);
@@ -828,6 +829,15 @@ impl Shared {
             (Some(m), true) => Some(m.kernel_vars(&self.placement, probe)),
             _ => None,
         };
+        // The EPIDs of the clauses reading `epid`, which dtrace learns once the program is
+        // built (see `bind_record`).
+        if self.epids.is_none() && k_idx.iter().any(|&i| self.clauses[i].1.epid) {
+            self.epids = Some(
+                crate::bpf::Map::create(crate::bpf::MapKind::Hash, "dt_epids", 8, 8, EPID_ENTRIES)
+                    .map_err(|e| e.to_string())?,
+            );
+        }
+        let epids = self.epids.as_ref().map(|m| m.raw_fd());
         let state = self.kaggs.as_mut().ok_or("no kernel aggregations")?;
         let (control, zeros, drops, exit) = state.fds();
         let keys = state.key_scratch_fd();
@@ -899,6 +909,7 @@ impl Shared {
             opaque_args,
             others: (!r_idx.is_empty()).then_some(others),
             bypass,
+            epids,
             vars,
             specs,
             known: None,
@@ -1374,6 +1385,7 @@ impl LinuxTracing {
                 planned: Vec::new(),
                 kernel_predicates: std::env::var_os(KERNEL_PREDICATES_ENV).is_none_or(|v| v != "0"),
                 bypass: None,
+                epids: None,
                 filtered: Vec::new(),
                 known_processes: None,
                 missed_announcements: None,
@@ -1726,6 +1738,16 @@ impl LinuxTracing {
                 sh.kernel.get(clause).map_or("?", |c| c.desc.as_str())
             )));
         }
+        if let Some(m) = &sh.epids {
+            let key = crate::capture::filter::epid_key(probe, n);
+            m.update(&key.to_ne_bytes(), &u64::from(epid).to_ne_bytes())
+                .map_err(|e| {
+                    LinuxError::Unavailable(format!(
+                        "clause {}: its EPID cannot be told to the probe: {e}",
+                        sh.kernel.get(clause).map_or("?", |c| c.desc.as_str())
+                    ))
+                })?;
+        }
         let at = deliver::BuiltAt {
             epid,
             size,
@@ -2069,6 +2091,7 @@ impl LinuxTracing {
         sh.built_at.clear();
         sh.signalled.clear();
         sh.built_epids.clear();
+        sh.epids = None;
         drop(sh);
         drop(watches);
         drop(rlc);

@@ -210,6 +210,7 @@ fn clone_probe(p: &Probe) -> Probe {
         uid: p.uid,
         execname: p.execname.clone(),
         names: p.names.clone(),
+        epid: p.epid,
         kernel: p.kernel.clone(),
         user: p.user.clone(),
     }
