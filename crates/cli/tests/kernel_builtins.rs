@@ -142,3 +142,38 @@ fn a_predicate_run_alone_at_the_probe_leaves_epid_to_dtrace_and_says_why() {
         "{out}"
     );
 }
+
+#[test]
+fn caller_and_stackdepth_stay_in_dtrace_and_say_why() {
+    let t = "caller_and_stackdepth_stay_in_dtrace_and_say_why";
+    if !kernel_ok(t) || !have_dd(t) {
+        return;
+    }
+    // dtrace cuts the tracing frames off the stack the probe took: the clause runs there.
+    let script = "syscall::write:entry /pid == $target/ { \
+                  @[caller != 0, stackdepth > 1] = count(); } \
+                  END { printa(\"%d %d %@d\\n\", @); }";
+    let out = same_both_ways(
+        script,
+        &[],
+        DD_WRITES,
+        &[(
+            1,
+            "variable caller is not available in the kernel: dtrace cuts the tracing \
+             machinery's frames (BPF, perf and tracepoint glue) off the kernel stack by their \
+             kernel symbols",
+        )],
+    );
+    assert!(out.lines().any(|l| l.trim() == "1 1 4"), "{out}");
+    // A sampled probe's stack is not cut, but the probe's capture takes it for dtrace.
+    let script = "profile-997 { @[stackdepth >= 0] = count(); } tick-1ms { exit(0); }";
+    let (rc, _, err) = common::dtrace(&["-qv", "-n", script]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(
+        common::clause_lines(&err, 1).iter().any(|l| l.contains(
+            "variable stackdepth is not available in the kernel: the probe's capture takes the \
+             kernel stack for dtrace"
+        )),
+        "{err}"
+    );
+}

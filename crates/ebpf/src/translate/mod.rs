@@ -128,6 +128,11 @@ pub enum Builtin {
     /// the interpreter faults on a built-in it has no value for (`DTRACEFLT_ILLOP`), which
     /// hands a predicate's firing to the interpreter.
     Epid,
+    /// `caller`: the function that called the probe site, from the kernel stack as dtrace's
+    /// capture cuts it.
+    Caller,
+    /// `stackdepth`: the kernel stack's frames, as dtrace's capture cuts it.
+    Stackdepth,
 }
 
 impl Builtin {
@@ -146,6 +151,8 @@ impl Builtin {
             Builtin::Walltimestamp => "walltimestamp".into(),
             Builtin::Vtimestamp => "vtimestamp".into(),
             Builtin::Epid => "epid".into(),
+            Builtin::Caller => "caller".into(),
+            Builtin::Stackdepth => "stackdepth".into(),
         }
     }
 }
@@ -1993,6 +2000,8 @@ impl<'a> Translator<'a> {
             vars::DIF_VAR_TIMESTAMP => Builtin::Timestamp,
             vars::DIF_VAR_WALLTIMESTAMP => Builtin::Walltimestamp,
             vars::DIF_VAR_VTIMESTAMP => Builtin::Vtimestamp,
+            vars::DIF_VAR_CALLER => Builtin::Caller,
+            vars::DIF_VAR_STACKDEPTH => Builtin::Stackdepth,
             _ => {
                 return Err(Untranslatable::Variable {
                     pc,

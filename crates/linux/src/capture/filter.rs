@@ -74,6 +74,18 @@ pub(crate) struct EpidAt {
     pub(crate) key: u64,
 }
 
+/// Why `caller` and `stackdepth` are read in dtrace at a probe whose kernel stack starts in
+/// the tracing machinery: dtrace cuts those frames off by their kernel symbols
+/// (`KernelSymbols::tracing_prefix`), how many there are depending on the path that led to
+/// the probe's program.
+pub(crate) const CUT_STACK: &str = "dtrace cuts the tracing machinery's frames (BPF, perf and \
+     tracepoint glue) off the kernel stack by their kernel symbols, which the probe's program \
+     does not have";
+
+/// Why `caller` and `stackdepth` are read in dtrace at a sampled probe, whose stack is not cut.
+pub(crate) const SAMPLED_STACK: &str = "the probe's capture takes the kernel stack for dtrace; a \
+     clause at the probe has no per-CPU room for its 127 frames";
+
 /// Why `epid` is read in dtrace outside a clause that runs whole at the probe.
 pub(crate) const NO_EPID: &str = "read at the probe only by clauses that run whole there (the \
      framework assigns EPIDs after the probe's program is built)";
@@ -232,6 +244,14 @@ impl ProbeContext for ShapeContext<'_> {
             Builtin::Curthread => {
                 self.current("curthread")?;
                 a.call(helper::GET_CURRENT_TASK);
+            }
+            Builtin::Caller | Builtin::Stackdepth => {
+                return Err(if self.shape.ctx == super::codegen::CtxKind::PerfEvent {
+                    SAMPLED_STACK
+                } else {
+                    CUT_STACK
+                }
+                .into())
             }
             Builtin::Epid => {
                 let at = self.epid?;
