@@ -2,8 +2,8 @@
 //! clauses run whole in the kernel read the clause's EPID and the probe's id there (`-v` says
 //! the clause runs in the kernel) and print exactly what the interpreter prints with every
 //! kernel path off, over several clauses and several probes, system calls' and a process's
-//! `pid` probes alike; a predicate run alone in the kernel (records built in dtrace) leaves
-//! `epid` to dtrace and `-v` says why.
+//! `pid` probes alike, and so do predicates run alone in the kernel (records built in dtrace).
+//! `caller` and `stackdepth` stay in dtrace, and `-v` says why.
 mod common;
 use common::same_with_kernel_paths_off as same_both_ways;
 use common::{have_dd, have_gcc, kernel_ok, DD_WRITES};
@@ -113,26 +113,29 @@ fn epid_and_id_at_a_processs_pid_probes_are_those_of_its_probes() {
 }
 
 #[test]
-fn a_predicate_run_alone_at_the_probe_leaves_epid_to_dtrace_and_says_why() {
-    let t = "a_predicate_run_alone_at_the_probe_leaves_epid_to_dtrace_and_says_why";
+fn predicates_run_alone_at_the_probe_read_epid_there() {
+    let t = "predicates_run_alone_at_the_probe_read_epid_there";
     if !kernel_ok(t) || !have_dd(t) {
         return;
     }
-    // With records built in dtrace, the predicate alone could run at the probe: `id` does, not
-    // `epid`, which is assigned once the program is built.
+    // With records built in dtrace, the predicates alone run at the probe, `epid` read from
+    // the map dtrace fills once the framework assigned the EPIDs: only the first clause's
+    // holds.
     let script = "syscall::write:entry /pid == $target && id > 0 && epid == 1/ { \
-                  printf(\"%d %d\\n\", epid, id); }";
+                  printf(\"%d %d\\n\", epid, id); } \
+                  syscall::write:entry /pid == $target && epid == 1/ { printf(\"two\\n\"); }";
     let args = ["-qv", "-n", script, "-c", DD_WRITES];
     let off = [("DTRACE_KERNEL_RECORDS", "0")];
     let (rc, out, err) = common::dtrace_with_env(&off, &args);
     assert_eq!(rc, 0, "{err}");
-    assert!(
-        common::clause_lines(&err, 1).iter().any(|l| l.contains(
-            "variable epid is not available in the kernel: read at the probe only by clauses \
-             that run whole there"
-        )),
-        "{err}"
-    );
+    for n in [1, 2] {
+        assert!(
+            common::clause_lines(&err, n)
+                .iter()
+                .any(|l| l.ends_with("predicate runs in the kernel at 1 probe")),
+            "{err}"
+        );
+    }
     let (rc, iout, ierr) = common::dtrace_with_env(&common::kernel_paths_off(), &args);
     assert_eq!(rc, 0, "{ierr}");
     assert_eq!(out, iout);
@@ -141,6 +144,7 @@ fn a_predicate_run_alone_at_the_probe_leaves_epid_to_dtrace_and_says_why() {
         4,
         "{out}"
     );
+    assert!(!out.contains("two"), "{out}");
 }
 
 #[test]

@@ -74,6 +74,10 @@ pub(crate) struct EpidAt {
     pub(crate) key: u64,
 }
 
+/// Why `epid` is read in dtrace at a probe placed for every process.
+pub(crate) const SHARED_EPID: &str =
+    "one program serves the probe of every process, each with its own EPIDs";
+
 /// Why `caller` and `stackdepth` are read in dtrace at a probe whose kernel stack starts in
 /// the tracing machinery: dtrace cuts those frames off by their kernel symbols
 /// (`KernelSymbols::tracing_prefix`), how many there are depending on the path that led to
@@ -86,9 +90,20 @@ pub(crate) const CUT_STACK: &str = "dtrace cuts the tracing machinery's frames (
 pub(crate) const SAMPLED_STACK: &str = "the probe's capture takes the kernel stack for dtrace; a \
      clause at the probe has no per-CPU room for its 127 frames";
 
-/// Why `epid` is read in dtrace outside a clause that runs whole at the probe.
-pub(crate) const NO_EPID: &str = "read at the probe only by clauses that run whole there (the \
-     framework assigns EPIDs after the probe's program is built)";
+/// Why `epid` is read in dtrace where no map of EPIDs serves the code (a `raise()` or
+/// `stop()` sent at the probe, a probe placed before dtrace knew of `epid` there).
+pub(crate) const NO_EPID: &str = "the framework assigns EPIDs after the probe's program is \
+     built, and no map of them serves this code";
+
+/// The key of the EPID at probe `probe` of planned clause `clause` (its number among the
+/// session's planned clauses), for a predicate run alone at the probe (the filter), in the map
+/// of [`EpidAt`]: the high bit of the low word apart from [`epid_key`]'s. A key not there yet
+/// faults the predicate, which records the firing for the interpreter: always sound.
+/// `None` past the low word's other 31 bits.
+pub fn clause_epid_key(probe: u32, clause: usize) -> Option<u64> {
+    let clause = u32::try_from(clause).ok().filter(|&c| c < 1 << 31)?;
+    Some((u64::from(probe) << 32) | 1 << 31 | u64::from(clause))
+}
 
 /// The key of the EPID of the clause numbered `n` among the kernel clauses of probe `probe`
 /// (the number its records and faults carry) in the map of [`EpidAt`].
@@ -576,7 +591,20 @@ pub fn translate_filter(
     let results: Vec<Result<translate::Fragment, Untranslatable>> = filter
         .predicates
         .iter()
-        .map(|p| translate::translate(p, &ctx, filter.strsize as usize, FRAME))
+        .enumerate()
+        .map(|(j, p)| {
+            let epid = match (&filter.epids, filter.names.id) {
+                (Some((map, clauses)), translate::ProbeId::Is(probe)) => clauses
+                    .get(j)
+                    .and_then(|&c| clause_epid_key(probe, c))
+                    .map(|key| EpidAt { map: *map, key })
+                    .ok_or(NO_EPID),
+                (_, translate::ProbeId::Shared) => Err(SHARED_EPID),
+                _ => Err(NO_EPID),
+            };
+            let ctx = ShapeContext { epid, ..ctx };
+            translate::translate(p, &ctx, filter.strsize as usize, FRAME)
+        })
         .collect();
     let report = results
         .iter()
@@ -618,4 +646,76 @@ pub fn emit_filter(
         }
     }
     report
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capture::codegen::CtxKind;
+    use crate::capture::spec::Identity;
+    use translate::ProbeId;
+
+    fn epid_filter(id: ProbeId, epids: Option<(i32, Vec<usize>)>) -> KernelFilter {
+        let p = dtrace_compiler::compile(
+            "syscall::read:entry /epid == 3/ { trace(1); }",
+            &dtrace_compiler::CompileOptions::default(),
+        )
+        .unwrap();
+        KernelFilter {
+            predicates: vec![p.ecbs[0].predicate.clone().unwrap()],
+            strsize: 256,
+            names: ProbeNames {
+                id,
+                ..Default::default()
+            },
+            epids,
+            ..Default::default()
+        }
+    }
+
+    fn pair(f: impl FnOnce(&mut Asm)) -> Vec<crate::bpf::Insn> {
+        let mut a = Asm::new();
+        f(&mut a);
+        a.finish().unwrap()
+    }
+
+    #[test]
+    fn a_predicate_reads_its_clauses_epid_at_this_probe_from_the_map() {
+        let shape = ProbeShape {
+            ctx: CtxKind::RawTracepoint,
+            args: Vec::new(),
+            conditions: Vec::new(),
+            identity: Identity::Current,
+            task: None,
+        };
+        let (frags, report) =
+            translate_filter(&shape, &epid_filter(ProbeId::Is(7), Some((11, vec![4]))));
+        assert_eq!(report, vec![Ok(())]);
+        let insns: Vec<crate::bpf::Insn> = frags.unwrap().remove(0).insns;
+        let key = pair(|a| {
+            a.ld_imm64(R1, clause_epid_key(7, 4).unwrap());
+        });
+        let map = pair(|a| {
+            a.ld_map_fd(R1, 11);
+        });
+        assert!(insns.windows(2).any(|w| w == key.as_slice()), "the key");
+        assert!(insns.windows(2).any(|w| w == map.as_slice()), "the map");
+        // Apart from the keys of the clauses run whole at a probe.
+        assert_ne!(clause_epid_key(7, 0), Some(epid_key(7, 0)));
+        // Without the map, or where one program serves every process's probe, in dtrace.
+        for (f, reason) in [
+            (epid_filter(ProbeId::Is(7), None), NO_EPID),
+            (
+                epid_filter(ProbeId::Shared, Some((11, vec![4]))),
+                SHARED_EPID,
+            ),
+        ] {
+            let (frags, report) = translate_filter(&shape, &f);
+            assert!(frags.is_none());
+            assert!(
+                matches!(&report[0], Err(Untranslatable::Variable { why, .. }) if why == reason),
+                "{report:?}"
+            );
+        }
+    }
 }

@@ -102,9 +102,6 @@ pub(crate) const HANDOVER: i16 = DVAR_DROPPED - 8;
 pub(crate) const ALLOCA_TOP: i16 = HANDOVER - 48;
 const _: () = assert!(ALLOCA_TOP >= -512);
 
-/// Why `epid` is read in dtrace at a probe placed for every process.
-const SHARED_EPID: &str = "one program serves the probe of every process, each with its own EPIDs";
-
 /// The value of [`HANDOVER`] that hands the firing over whole (dtrace runs every clause).
 pub(crate) const HANDED_OVER: i32 = 1;
 /// The value of [`HANDOVER`] that records the firing for dtrace's clauses whatever their filter
@@ -455,7 +452,7 @@ pub fn check_clause(
         copy_scratch: None,
         // Nor is the map of the EPIDs.
         epid: match names.id {
-            translate::ProbeId::Shared => Err(SHARED_EPID),
+            translate::ProbeId::Shared => Err(super::filter::SHARED_EPID),
             _ => Ok(super::filter::EpidAt { map: -1, key: 0 }),
         },
     };
@@ -573,7 +570,7 @@ pub fn emit_aggs(
                     map,
                     key: super::filter::epid_key(probe, n),
                 }),
-                (_, translate::ProbeId::Shared, _) => Err(SHARED_EPID),
+                (_, translate::ProbeId::Shared, _) => Err(super::filter::SHARED_EPID),
                 _ => Err("no map of the clauses' EPIDs at this probe"),
             };
             translate_clause(&ShapeContext { epid, ..ctx }, c, k.strsize as usize)

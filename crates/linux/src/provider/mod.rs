@@ -174,8 +174,15 @@ pub(crate) struct Shared {
     missed_announcements: Option<crate::bpf::Map>,
 }
 
-/// The most clauses run whole at their probes that read `epid` (entries of `Shared::epids`).
+/// The most (clause, probe) pairs whose code at the probe reads `epid` (entries of
+/// `Shared::epids`).
 const EPID_ENTRIES: u32 = 1 << 16;
+
+/// The map of the EPIDs the code at the probes reads (`Shared::epids`).
+fn new_epid_map() -> std::result::Result<crate::bpf::Map, String> {
+    crate::bpf::Map::create(crate::bpf::MapKind::Hash, "dt_epids", 8, 8, EPID_ENTRIES)
+        .map_err(|e| e.to_string())
+}
 
 /// Environment variable that, set to `0`, builds every record in dtrace's interpreter (clauses
 /// that record data then run there, with the variables they use).
@@ -468,12 +475,21 @@ impl Shared {
         let bypass = self.bypass.as_ref().map(|m| m.raw_fd());
         let names = probe.names_as(info.id);
         let opaque_args = opaque_args(&probe);
+        // The predicates reading `epid` read it from the map dtrace fills once the framework
+        // assigned the EPIDs (see `bind_epid`).
+        if self.epids.is_none() && matching.iter().any(|n| n.epid && n.predicate.is_some()) {
+            self.epids = Some(new_epid_map()?);
+        }
+        let epids = self.epids.as_ref().map(|m| m.raw_fd());
+        let epids_of = |clauses: &[usize]| epids.map(|fd| (fd, clauses.to_vec()));
         if let Some(f) = &mut spec.filter {
             f.place_at(&names, opaque_args, bypass);
+            f.epids = epids_of(&matching_idx);
         }
         if let Some(mut o) = others {
             if let Some(f) = &mut o.filter {
                 f.place_at(&names, opaque_args, bypass);
+                f.epids = epids_of(&r_idx);
             }
             let (aggs, numbers) = self.kernel_clauses(
                 &k_idx,
@@ -832,10 +848,7 @@ impl Shared {
         // The EPIDs of the clauses reading `epid`, which dtrace learns once the program is
         // built (see `bind_record`).
         if self.epids.is_none() && k_idx.iter().any(|&i| self.clauses[i].1.epid) {
-            self.epids = Some(
-                crate::bpf::Map::create(crate::bpf::MapKind::Hash, "dt_epids", 8, 8, EPID_ENTRIES)
-                    .map_err(|e| e.to_string())?,
-            );
+            self.epids = Some(new_epid_map()?);
         }
         let epids = self.epids.as_ref().map(|m| m.raw_fd());
         let state = self.kaggs.as_mut().ok_or("no kernel aggregations")?;
@@ -1755,6 +1768,23 @@ impl LinuxTracing {
         };
         sh.built_epids.insert((probe, n), at);
         Ok(())
+    }
+
+    /// Tells which EPID planned clause `clause` has at probe `probe`, for its predicate run at
+    /// the probe when it reads `epid` (see `capture::filter::clause_epid_key`); call for every
+    /// ECB the framework creates, before tracing starts or its probe is placed. A predicate
+    /// whose EPID the map lacks (full, or never told) faults at the probe, which records the
+    /// firing for the interpreter: what it prints is the same, so a failed update is no error.
+    pub fn bind_epid(&self, clause: usize, probe: u32, epid: u32) {
+        let sh = self.lock();
+        let reads = sh.clauses.get(clause).is_some_and(|(_, n)| n.epid);
+        if let (true, Some(m), Some(key)) = (
+            reads,
+            &sh.epids,
+            crate::capture::filter::clause_epid_key(probe, clause),
+        ) {
+            let _ = m.update(&key.to_ne_bytes(), &u64::from(epid).to_ne_bytes());
+        }
     }
 
     /// Tells which framework aggregation (id and records) aggregation `index` of planned clause
