@@ -5,7 +5,9 @@
 //! clause sharing a probe with one that runs in dtrace builds its records there too (records keep
 //! the clauses' order); `exit()` at the probe stops every kernel clause at that firing; a full
 //! ring counts drops as DTrace reports them, and what it loses after `exit()` (firings DTrace, draining,
-//! never makes) is no drop; `-v` says where.
+//! never makes) is no drop; symbol records (`usym()`, `uaddr()`, `sym()`...) hold what the
+//! interpreter's hold, their user addresses resolved with the mappings noted at commit; `-v`
+//! says where.
 
 mod common;
 use common::{clause_lines, dtrace, have_gcc, kernel_ok};
@@ -328,4 +330,35 @@ fn what_the_ring_loses_after_exit_is_no_drop() {
     assert_eq!(rc, 0, "{err}");
     assert_eq!(out.trim(), "1", "{err}");
     assert!(!err.contains("drop"), "{err}");
+}
+
+/// Calls `call` with a function pointer, three times.
+const CALLER: &str = r#"
+__attribute__((noinline)) void target(int i) { __asm__ volatile("" ::"r"(i)); }
+__attribute__((noinline)) void call(void (*f)(int), int i) { f(i); }
+int main(void) {
+    for (int i = 0; i < 3; i++)
+        call(target, i);
+    return 0;
+}
+"#;
+
+#[test]
+fn symbols_are_recorded_at_the_probe() {
+    let t = "symbols_are_recorded_at_the_probe";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let exe = common::traced_program("krec-syms", "caller", CALLER);
+    // The user symbol records hold the process's id and the address, resolved by dtrace with
+    // the process's mappings, noted when the record is committed.
+    let script = "pid$target::call:entry { usym(arg0); umod(arg0); uaddr(arg0); \
+        printf(\"\\n%A %d\\n\", arg0, arg1); sym(arg1); mod(arg1); }";
+    let at = "runs whole in the kernel at 1 probe (records built at the probe)";
+    let out = same_both_ways(script, &[], &exe, &[(1, at)]);
+    // usym(), uaddr() and %A of each call's function pointer.
+    assert_eq!(out.matches("caller`target").count(), 9, "{out}");
+    for i in 0..3 {
+        assert!(out.contains(&format!("caller`target {i}\n")), "{out}");
+    }
 }

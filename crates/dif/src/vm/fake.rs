@@ -23,6 +23,9 @@ pub struct FakeContext {
     pub ancestors: BTreeSet<u64>,
     /// State of the pseudo-random generator.
     pub seed: u64,
+    /// The thread's saved user registers (`uregs[]`); empty for a thread without (a kernel
+    /// thread), where every `uregs[]` read faults.
+    pub uregs: Vec<u64>,
 }
 
 impl FakeContext {
@@ -63,12 +66,14 @@ impl ProbeContext for FakeContext {
     }
 
     fn array_var(&mut self, id: u32, index: u64) -> Result<u64, FaultKind> {
-        if id != vars::DIF_VAR_ARGS {
-            return Err(FaultKind::IllOp);
-        }
+        let values = match id {
+            vars::DIF_VAR_ARGS => &self.args,
+            vars::DIF_VAR_UREGS => &self.uregs,
+            _ => return Err(FaultKind::IllOp),
+        };
         usize::try_from(index)
             .ok()
-            .and_then(|i| self.args.get(i).copied())
+            .and_then(|i| values.get(i).copied())
             .ok_or(FaultKind::IllOp)
     }
 

@@ -361,6 +361,16 @@ pub trait ProbeContext {
     fn alloca_area(&self) -> Result<AllocaArea, String> {
         Err("alloca() runs in dtrace".into())
     }
+    /// Emits code that leaves in r0 the current thread's saved user register `i` (`uregs[i]`,
+    /// as the session records the registers for the interpreter), with the context in r6 (which
+    /// it keeps); jumps to `none` where the interpreter faults: an `i` past the registers, a
+    /// thread without user registers (a kernel thread), registers that cannot be read (so it
+    /// always emits a jump there: the verifier refuses dead code). May use r0-r5, r8, r9. `Err`
+    /// says why they are not read at this probe.
+    fn emit_ureg(&self, a: &mut Asm, i: u64, none: Label) -> Result<(), String> {
+        let _ = (a, i, none);
+        Err("uregs[] is read in dtrace at this probe".into())
+    }
     /// Emits code that leaves in r0 the address of the [`AllocaArea::size`] bytes of the
     /// per-CPU alloca region (0 when it could not be had). Uses r0-r5.
     fn emit_alloca_base(&self, a: &mut Asm) -> Result<(), String> {
@@ -1730,13 +1740,24 @@ impl<'a> Translator<'a> {
                     t.pop();
                 }
             }
+            Instr::LoadArray { op, var, r2, rd }
+                if op == Opcode::Ldga && u32::from(var) == vars::DIF_VAR_UREGS =>
+            {
+                let Some(i) = self.int(s, pc, r2)? else {
+                    return Err(Untranslatable::Value {
+                        pc,
+                        what: "uregs[] index computed at run time".into(),
+                    });
+                };
+                self.ureg(pc, s, i, rd)?;
+            }
             Instr::LoadArray { op, var, r2, rd } => {
                 if op != Opcode::Ldga || u32::from(var) != vars::DIF_VAR_ARGS {
                     let name = vars::builtin_name(u32::from(var)).unwrap_or("array");
                     return Err(Untranslatable::Variable {
                         pc,
                         name: format!("{name}[]"),
-                        why: "only args[] is read at the probe".into(),
+                        why: "only args[] and uregs[] are read at the probe".into(),
                     });
                 }
                 let Some(i) = self.int(s, pc, r2)? else {
@@ -2108,6 +2129,21 @@ impl<'a> Translator<'a> {
                 Ok(())
             }
         }
+    }
+
+    /// `uregs[i]` into `rd`; where the interpreter has no such register, an illegal-operation
+    /// fault, as for an `args[]` index past the arguments.
+    fn ureg(&mut self, pc: usize, s: &mut State, i: u64, rd: u8) -> Result<(), Untranslatable> {
+        let f = self.fault_site(pc, FaultKind::IllOp, FaultAddr::Zero);
+        self.ctx
+            .emit_ureg(&mut self.a, i, f)
+            .map_err(|why| Untranslatable::Variable {
+                pc,
+                name: "uregs[]".into(),
+                why,
+            })?;
+        self.put(s, rd, R0, Kind::Int(None));
+        Ok(())
     }
 
     /// A load from the address in DIF register `r1` into R1: kernel memory for `ld*`, user memory

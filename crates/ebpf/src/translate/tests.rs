@@ -18,6 +18,8 @@ struct Probe {
     epid: u64,
     kernel: Vec<(u64, Vec<u8>)>,
     user: Vec<(u64, Vec<u8>)>,
+    /// The thread's saved user registers (none: a kernel thread).
+    uregs: Vec<u64>,
 }
 
 impl Probe {
@@ -48,6 +50,7 @@ impl Probe {
             epid: EPID,
             kernel: vec![(0xffff_8000_0000_1000, (0u8..64).collect())],
             user: vec![(0x7fff_0000_1000, b"hello\0world".to_vec())],
+            uregs: (0..21).map(|i| 0x40_1000 + 8 * i).collect(),
         }
     }
 }
@@ -80,6 +83,19 @@ impl ProbeContext for Probe {
         // Clobber what the contract allows, to catch a translator that keeps values there.
         a.mov_imm(R1, -1).mov_imm(R2, -1).mov_imm(R3, -1);
         a.ld_imm64(R0, v);
+        Ok(())
+    }
+
+    fn emit_ureg(&self, a: &mut Asm, i: u64, none: Label) -> Result<(), String> {
+        // Whether the thread has user registers, checked at run time as the kernel's code does.
+        a.mov_imm(R1, i32::from(!self.uregs.is_empty()));
+        a.jmp_imm(op::JEQ, R1, 0, none);
+        a.mov_imm(R1, -1).mov_imm(R2, -1).mov_imm(R3, -1);
+        let v = usize::try_from(i).ok().and_then(|i| self.uregs.get(i));
+        a.ld_imm64(R0, v.copied().unwrap_or(0));
+        if v.is_none() {
+            a.mov_imm(R1, 0).jmp_imm(op::JEQ, R1, 0, none);
+        }
         Ok(())
     }
 
@@ -485,6 +501,7 @@ fn fake_env(p: &Probe) -> (FakeContext, FakeMemory) {
     if let ProbeId::Is(id) = p.names.id {
         ctx.ints.insert(vars::DIF_VAR_ID, u64::from(id));
     }
+    ctx.uregs = p.uregs.clone();
     ctx.strings
         .insert(vars::DIF_VAR_EXECNAME, p.execname.clone());
     let n = &p.names;
@@ -569,6 +586,22 @@ fn integer_predicates_agree_with_the_interpreter() {
     for (pred, want) in cases {
         assert_eq!(both_ways(&clause(pred), &p), want, "{pred}");
     }
+}
+
+#[test]
+fn uregs_are_read_as_the_interpreter_reads_them() {
+    let mut p = Probe::new();
+    for (pred, want) in [
+        ("uregs[R_PC] == 0x401080", Some(true)),
+        ("uregs[0] == 0x401000 && uregs[20] == 0x4010a0", Some(true)),
+        // Past the registers: the interpreter faults, as for args[].
+        ("uregs[21] == 0", None),
+    ] {
+        assert_eq!(both_ways(&clause(pred), &p), want, "{pred}");
+    }
+    // A kernel thread has none.
+    p.uregs.clear();
+    assert_eq!(both_ways(&clause("uregs[R_SP] == 0"), &p), None);
 }
 
 #[test]

@@ -1103,7 +1103,7 @@ const REGS_SP: i32 = 19 * 8;
 
 /// Puts the current thread's saved user registers (`task_pt_regs`) in r8, or jumps to `none` when
 /// they are not user-mode registers (a kernel thread).
-fn emit_user_pt_regs(a: &mut Asm, none: crate::bpf::Label) {
+pub(super) fn emit_user_pt_regs(a: &mut Asm, none: crate::bpf::Label) {
     a.call(helper::GET_CURRENT_TASK_BTF)
         .mov(R1, R0)
         .call(helper::TASK_PT_REGS)

@@ -10,7 +10,7 @@
 
 use super::codegen::{read_kernel, ProbeShape};
 use super::spec::{ArgSource, Identity, KernelFilter};
-use crate::bpf::insn::{helper, op, Asm, Label, Size, R0, R1, R10, R2, R3, R6};
+use crate::bpf::insn::{helper, op, Asm, Label, Size, R0, R1, R10, R2, R3, R6, R8};
 use dtrace_ebpf::translate::{
     self, Array, Builtin, Frame, KeyPart, ProbeContext, ProbeNames, StringVar, Untranslatable,
 };
@@ -295,6 +295,27 @@ impl ProbeContext for ShapeContext<'_> {
                 a.load(Size::W, R0, R10, SCRATCH);
             }
         }
+        Ok(())
+    }
+
+    fn emit_ureg(&self, a: &mut Asm, i: u64, none: Label) -> Result<(), String> {
+        use super::layout::UREGS_COUNT;
+        self.current("uregs[]")?;
+        let Some(off) = i
+            .checked_mul(8)
+            .filter(|_| i < UREGS_COUNT as u64)
+            .and_then(|o| i32::try_from(o).ok())
+        else {
+            // No such register: a jump the verifier knows is taken (no dead code follows).
+            a.mov_imm(R0, 0).jmp_imm(op::JEQ, R0, 0, none);
+            return Ok(());
+        };
+        // The registers the capture records for `uregs[]` (its `struct pt_regs`), where it
+        // records them (a thread in user mode).
+        super::codegen::emit_user_pt_regs(a, none);
+        read_kernel(a, R10, i32::from(SCRATCH), 8, R8, off);
+        a.jmp_imm(op::JNE, R0, 0, none);
+        a.load(Size::DW, R0, R10, SCRATCH);
         Ok(())
     }
 

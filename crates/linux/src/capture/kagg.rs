@@ -390,6 +390,7 @@ fn translate_clause_with(
         }
         let t = &o.rtype;
         let fits = match &v.kind {
+            ValueKind::Int if r.user_symbol => !t.is_by_ref() && r.size == 16,
             ValueKind::Int => !t.is_by_ref() && matches!(r.size, 1 | 2 | 4 | 8),
             ValueKind::Execname | ValueKind::Str(_) | ValueKind::Scratch => {
                 t.is_string() && r.size > 0
@@ -1303,6 +1304,13 @@ fn emit_record_value(
         return Ok(());
     }
     match &v.kind {
+        ValueKind::Int if action.user_symbol => {
+            // The process's id, then the address (as the framework's `usym()` record).
+            a.store(Size::DW, R7, at + 8, R0);
+            a.call(helper::GET_CURRENT_PID_TGID)
+                .alu_imm(op::RSH, R0, 32)
+                .store(Size::DW, R7, at, R0);
+        }
         ValueKind::Int => {
             let s = Size::for_bytes(size).unwrap_or(Size::DW);
             a.store(s, R7, at, R0);
@@ -2356,6 +2364,7 @@ mod tests {
                 exit: false,
                 signal: None,
                 memory: false,
+                user_symbol: false,
                 stack: None,
                 spec: None,
                 base: 4,
@@ -2412,6 +2421,7 @@ mod tests {
                     exit: false,
                     signal: None,
                     memory: false,
+                    user_symbol: false,
                     stack: None,
                     spec: None,
                     base: 0,
@@ -2424,6 +2434,7 @@ mod tests {
                     exit: false,
                     signal: None,
                     memory: false,
+                    user_symbol: false,
                     stack: None,
                     spec: None,
                     base: 0,
@@ -2519,6 +2530,7 @@ mod tests {
             exit: false,
             signal: None,
             memory: false,
+            user_symbol: false,
             stack: None,
             spec: op,
             base: 0,

@@ -406,6 +406,9 @@ pub struct RecordAction {
     /// It is `stack()`: the record holds this many frames of the kernel stack (see
     /// [`KernelRecord::stack_tails`]).
     pub stack: Option<u32>,
+    /// It is `usym()`, `umod()` or `uaddr()`: the record holds the process's id, then the
+    /// address (8 bytes each), which dtrace resolves with the process's mappings.
+    pub user_symbol: bool,
     /// Where its code starts in the clause's.
     pub base: CodeBase,
 }
@@ -924,6 +927,7 @@ mod tests {
             exit: false,
             signal: None,
             memory: false,
+            user_symbol: false,
             spec: None,
             stack,
             base: 0,

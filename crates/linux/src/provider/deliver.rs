@@ -510,6 +510,11 @@ impl LinuxTracing {
                     };
                     if let Some(at) = built.get(&(probe, b.clause)) {
                         if active.contains(&probe) {
+                            if note && b.pid != 0 {
+                                // Its user addresses resolve with the mappings the process has
+                                // now (the tracker follows its execs and maps from then on).
+                                syms.note_process(b.pid);
+                            }
                             if at.stacks.is_empty() || sampled.contains(&b.tag) {
                                 // (A sampled stack starts at the interrupted PC, as a
                                 // captured one.)

@@ -147,8 +147,8 @@ impl ClausePlan {
 /// Whether data-recording action `a` can be built at the probe: `trace()`, the arguments of
 /// `printf()`-like actions (`system()` and `freopen()` among them: dtrace acts on their records;
 /// the value itself then decides, at translation), `tracemem()` (the
-/// memory at an address), `exit()`, signals, speculation actions and the consumer's actions but
-/// `print()`.
+/// memory at an address), `exit()`, signals, speculation actions, symbols (`sym()`, `usym()`...:
+/// an address, after the process's id for a user one) and the consumer's actions but `print()`.
 fn records_at_probe(a: &dtrace_dif::program::ActionDesc) -> bool {
     use dtrace_dif::program::{split_libact_arg, LibAction};
     match a.kind {
@@ -163,6 +163,11 @@ fn records_at_probe(a: &dtrace_dif::program::ActionDesc) -> bool {
         | ActionKind::TracememDynsize
         | ActionKind::Printa
         | ActionKind::Stack
+        | ActionKind::Sym
+        | ActionKind::Mod
+        | ActionKind::Usym
+        | ActionKind::Umod
+        | ActionKind::Uaddr
         | ActionKind::Speculate
         | ActionKind::Commit
         | ActionKind::Discard => true,
@@ -413,6 +418,10 @@ pub fn plan_clause(
                     _ => None,
                 },
                 memory: acts[i].kind == ActionKind::Tracemem,
+                user_symbol: matches!(
+                    acts[i].kind,
+                    ActionKind::Usym | ActionKind::Umod | ActionKind::Uaddr
+                ),
                 stack: (acts[i].kind == ActionKind::Stack).then_some(rec.size / 8),
                 spec: match acts[i].kind {
                     ActionKind::Speculate => Some(crate::capture::spec::SpecOp::Speculate),

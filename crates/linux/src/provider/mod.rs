@@ -1063,8 +1063,7 @@ impl Shared {
     }
 
     /// [`kagg::plan_clause`] of clause `e` of `program`, unless records are built in dtrace
-    /// only, or the program prints user symbols (resolved with the mappings of the processes
-    /// noted as their events are delivered).
+    /// only.
     fn plan_clause(
         &self,
         e: &dtrace_dif::program::EcbDesc,
@@ -1076,13 +1075,6 @@ impl Shared {
             (kvars::scratch_allocations(e) <= 1).then(|| needs::program_scratchsize(program));
         if plan.records() && !self.kernel_records {
             return Err(format!("kernel records are off ({KERNEL_RECORDS_ENV}=0)"));
-        }
-        if plan.records() && prints_user_symbols(program) {
-            return Err(
-                "the program prints user symbols, resolved with the process's mappings \
-                 noted as events reach dtrace"
-                    .into(),
-            );
         }
         Ok(plan)
     }
@@ -1114,9 +1106,9 @@ impl Shared {
         } else if let Err(why) = &self.kernel_aggregations {
             Some(why.clone())
         } else {
-            self.exit_at_kernel_probe.as_ref().map(|c| {
-                format!("clause {c} calls exit() at a kernel probe, which only dtrace sees")
-            })
+            self.exit_at_kernel_probe
+                .as_ref()
+                .map(|c| self.exit_reason(c))
         };
         let vars_off_only =
             !self.kernel_variables && self.kernel_predicates && self.kernel_aggregations.is_ok();

@@ -212,6 +212,7 @@ fn clone_probe(p: &Probe) -> Probe {
         names: p.names.clone(),
         epid: p.epid,
         kernel: p.kernel.clone(),
+        uregs: p.uregs.clone(),
         user: p.user.clone(),
     }
 }
