@@ -62,10 +62,12 @@ pub(crate) struct ShapeContext<'a> {
     pub(crate) epid: Result<EpidAt, &'static str>,
 }
 
-/// Where a clause that runs whole at the probe reads its EPID: the framework assigns EPIDs
-/// once the probe's program is built, and dtrace writes each in a hash map when it binds the
-/// clause (`LinuxTracing::bind_record`), before the kernel's clauses run. A key not there yet
-/// reads 0, on which the translated code faults (see `translate::Builtin::Epid`).
+/// Where the code at a probe reads its clause's EPID: the framework assigns EPIDs once the
+/// probe's program is built, and dtrace writes each in a hash map when it learns it, before
+/// tracing starts or the probe is placed: a clause run whole at the probe by its number there
+/// ([`epid_key`], `LinuxTracing::bind_record`), a predicate run alone there by its clause
+/// ([`clause_epid_key`], `LinuxTracing::bind_epid`). A key not there reads 0, on which the
+/// translated code faults (see `translate::Builtin::Epid`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct EpidAt {
     /// The map (`u64` key, `u64` EPID); -1 while planning, which only checks translations.
@@ -80,8 +82,7 @@ pub(crate) const SHARED_EPID: &str =
 
 /// Why `caller` and `stackdepth` are read in dtrace at a probe whose kernel stack starts in
 /// the tracing machinery: dtrace cuts those frames off by their kernel symbols
-/// (`KernelSymbols::tracing_prefix`), how many there are depending on the path that led to
-/// the probe's program.
+/// (`KernelSymbols::tracing_prefix`), which the probe's program cannot look up.
 pub(crate) const CUT_STACK: &str = "dtrace cuts the tracing machinery's frames (BPF, perf and \
      tracepoint glue) off the kernel stack by their kernel symbols, which the probe's program \
      does not have";

@@ -94,9 +94,9 @@ pub(crate) struct Shared {
     /// The switch that turns every kernel filter off (see [`crate::capture::KernelFilter::bypass`]),
     /// created with the first filter.
     bypass: Option<crate::bpf::Map>,
-    /// The EPIDs of the clauses run whole at a probe that read `epid`, by
-    /// `capture::filter::epid_key` (made with the first such clause, filled by
-    /// [`LinuxTracing::bind_record`]).
+    /// The EPIDs the code at the probes reads (`epid`, see `capture::filter::EpidAt`): made with
+    /// the first clause reading it at a probe, filled by [`LinuxTracing::bind_record`] (clauses
+    /// run whole there) and [`LinuxTracing::bind_epid`] (predicates run alone there).
     epids: Option<crate::bpf::Map>,
     /// The probes enabled with a kernel filter: a clause planned later that matches one turns the
     /// filters off, as that probe's program was built without it.
