@@ -366,3 +366,45 @@ fn bcopy_between_alloca_ranges_as_in_dtrace() {
     assert_eq!(out.matches("fault 10 16\n").count(), 8, "{out}");
     assert_eq!(out.matches("after 300\n").count(), 4, "{out}");
 }
+
+#[test]
+fn loads_through_copyin_run_at_the_probe_as_in_dtrace() {
+    let t = "loads_through_copyin_run_at_the_probe_as_in_dtrace";
+    if !ready(t) || !dtrace_testkit::skip_unless(dtrace_testkit::have_program("echo"), t, "no echo")
+    {
+        return;
+    }
+    // The idiom of reading the process's structures: a clause without alloca() whose copies
+    // are read through (a cast's load, a struct's members, a this-> pointer) takes them from its
+    // alloca area, as the interpreter takes them from its scratch; a clause that only records
+    // or compares its copy keeps it in the string scratch.
+    let out = same_with_kernel_paths_off(
+        r#"syscall::write:entry /pid == $target/ {
+             this->s = (short *)copyin(arg1, 6);
+             printf("%x %x %c %d ", *(int *)this->s, this->s[2], ((char *)this->s)[4],
+                 *(short *)copyin(arg1 + 1, 2));
+             printf("%d %d\n", (uint64_t)this->s, *(char *)copyin(arg1, 1) == 'h');
+             @[this->s[1]] = count(); }"#,
+        &[],
+        "echo hello",
+        &[(1, "runs whole in the kernel")],
+    );
+    assert!(out.contains("6c6c6568 a6f o 27749 8 1\n"), "{out}");
+    // Faults as the interpreter's: an unreadable address, a copy of nothing (at its own
+    // address, the first past the area's 8 reserved bytes).
+    let out = same_with_kernel_paths_off(
+        r#"syscall::write:entry /pid == $target/ { trace(*(int *)copyin(0, 4)); }
+         syscall::write:entry /pid == $target/ { trace(*(char *)copyin(arg1, 0)); }
+         syscall::write:entry /pid == $target/ { printf("after %d\n", arg2); }
+         dtrace:::ERROR { printf("fault %d %x\n", arg4, arg5); }"#,
+        &[],
+        "echo hello",
+        &[
+            (1, "runs whole in the kernel"),
+            (2, "runs whole in the kernel"),
+        ],
+    );
+    for want in ["after 6\n", "fault 1 0\n", "fault 1 8\n"] {
+        assert!(out.contains(want), "{want}: {out}");
+    }
+}

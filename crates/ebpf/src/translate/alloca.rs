@@ -24,8 +24,10 @@
 //! takes its copy from the same area, as the interpreter's does: its result is an alloca
 //! pointer, later allocations come after it, and it faults as `alloca(n)` then a read into it
 //! fault (out of scratch space; an invalid address at `addr`; for `n` of 0, an invalid address
-//! at the empty allocation's own). Elsewhere `copyin()` keeps its copy in the string scratch
-//! (`copyin`).
+//! at the empty allocation's own). The context may ask the same of a clause that does not
+//! allocate (the Linux one does where the clause reads through its copies: `*(int
+//! *)copyin(arg1, 4)`, a `this->` pointer to a copied structure). Elsewhere `copyin()` keeps
+//! its copy in the string scratch (`copyin`).
 //!
 //! A DIF register holding an alloca pointer ([`Kind::Alloca`]) holds the value the interpreter
 //! records for one (DTrace for Linux's: its offset in the scratch area, whose first
@@ -112,11 +114,19 @@ enum Access {
 /// one of them, or an alloca pointer anywhere else.
 pub fn alloca_locals<'o>(objs: impl IntoIterator<Item = &'o DifObject>) -> Vec<u32> {
     let objs: Vec<&DifObject> = objs.into_iter().collect();
-    let mut vars = Vec::new();
     // copyin() takes from the alloca area too where the clause calls alloca().
-    let copyin_allocates = objs
-        .iter()
-        .any(|o| o.subrs_called().any(|s| s == Subr::Alloca));
+    let copyin_allocates = calls_alloca(&objs);
+    alloca_locals_with(objs, copyin_allocates)
+}
+
+/// [`alloca_locals`] where `copyin()` takes from the alloca area when `copyin_allocates` (see
+/// [`super::ProbeContext::copyin_allocates`]), whether or not the clause calls `alloca()`.
+pub fn alloca_locals_with<'o>(
+    objs: impl IntoIterator<Item = &'o DifObject>,
+    copyin_allocates: bool,
+) -> Vec<u32> {
+    let objs: Vec<&DifObject> = objs.into_iter().collect();
+    let mut vars = Vec::new();
     // Until nothing changes: an object may load a variable a later one stores.
     loop {
         let before = vars.len();
@@ -138,13 +148,21 @@ pub fn foreign_local_in_allocating_clause<'o>(
     objs: impl IntoIterator<Item = &'o DifObject>,
 ) -> Option<String> {
     let objs: Vec<&DifObject> = objs.into_iter().collect();
+    let allocates = calls_alloca(&objs);
+    foreign_local_with(objs, allocates)
+}
+
+/// [`foreign_local_in_allocating_clause`] of a clause whose scratch is its alloca area when
+/// `allocates` (it calls `alloca()`, or its `copyin()` calls take from the area).
+pub fn foreign_local_with<'o>(
+    objs: impl IntoIterator<Item = &'o DifObject>,
+    allocates: bool,
+) -> Option<String> {
+    let objs: Vec<&DifObject> = objs.into_iter().collect();
     let code = || {
         objs.iter()
             .flat_map(|o| o.text.iter().map(move |w| (*o, Instr::decode(*w).ok())))
     };
-    let allocates = objs
-        .iter()
-        .any(|o| o.subrs_called().any(|s| s == Subr::Alloca));
     if !allocates {
         return None;
     }
@@ -173,6 +191,12 @@ pub fn foreign_local_in_allocating_clause<'o>(
         ),
         _ => None,
     })
+}
+
+/// Whether one of `objs` calls `alloca()`.
+fn calls_alloca(objs: &[&DifObject]) -> bool {
+    objs.iter()
+        .any(|o| o.subrs_called().any(|s| s == Subr::Alloca))
 }
 
 /// One pass of [`alloca_locals`] over `objs`, adding to `vars` (`copyin()` returns an alloca

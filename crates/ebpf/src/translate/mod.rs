@@ -64,7 +64,10 @@ mod substr;
 #[cfg(test)]
 mod tests;
 
-pub use alloca::{alloca_locals, foreign_local_in_allocating_clause, AllocaArea};
+pub use alloca::{
+    alloca_locals, alloca_locals_with, foreign_local_in_allocating_clause, foreign_local_with,
+    AllocaArea,
+};
 pub use progeny::TaskLinks;
 
 use crate::insn::{helper, op, Asm, Insn, Label, Size, R0, R1, R10, R2, R3};

@@ -128,6 +128,8 @@ struct Translated {
     settles: bool,
     /// It calls `speculate()`, which may abandon it.
     speculates: bool,
+    /// Its `alloca()` and `copyin()` calls take from its alloca area (see `translate_clause`).
+    allocates: bool,
 }
 
 /// Where a clause's code goes when a fragment ends it early.
@@ -213,29 +215,56 @@ pub fn computes(kind: ActionKind) -> bool {
     )
 }
 
+/// Translates clause `c`. A clause that calls `alloca()` takes its `copyin()` copies from its
+/// alloca area, as the interpreter does; one that does not keeps them in the string scratch,
+/// which only `tracemem()` and the string functions read, and, where that does not translate
+/// (a load through the copy: `*(int *)copyin(arg1, 4)`, `this->p = (struct foo *)copyin(...)`
+/// then `this->p->bar`), takes them from the alloca area too.
 fn translate_clause(
     ctx: &ShapeContext<'_>,
     c: &KernelAggClause,
     strsize: usize,
 ) -> Result<Translated, Untranslatable> {
+    let allocates = calls_alloca(c);
+    match translate_clause_in(ctx, c, strsize, allocates) {
+        Err(_) if !allocates && calls(c, dtrace_dif::subr::Subr::Copyin) => {
+            translate_clause_in(ctx, c, strsize, true)
+        }
+        t => t,
+    }
+}
+
+/// [`translate_clause`], its `copyin()` copies in its alloca area when `allocates`.
+fn translate_clause_in(
+    ctx: &ShapeContext<'_>,
+    c: &KernelAggClause,
+    strsize: usize,
+    allocates: bool,
+) -> Result<Translated, Untranslatable> {
     // The clause's own `this->` variables that hold alloca() pointers (alloca() memory lives
     // for one clause: see `translate::alloca`).
-    let locals = translate::alloca_locals(clause_objects(c));
-    if let Some(name) = translate::foreign_local_in_allocating_clause(clause_objects(c)) {
+    let locals = translate::alloca_locals_with(clause_objects(c), allocates);
+    if let Some(name) = translate::foreign_local_with(clause_objects(c), allocates) {
+        let how = if calls_alloca(c) {
+            "it calls alloca()"
+        } else {
+            "its copyin() copies are in its alloca area"
+        };
         return Err(Untranslatable::Placement(format!(
-            "it calls alloca() and reads {name}, which another clause stores (dtrace's \
-             interpreter follows a pointer of that clause's alloca() memory into this one's)"
+            "{how} and reads {name}, which another clause stores (dtrace's interpreter follows \
+             a pointer of that clause's alloca() memory into this one's)"
         )));
     }
     // The scratch a copy sized at the probe may take is the clause's own.
     let ctx = &ShapeContext {
         alloca_locals: &locals,
         // Its copyin() calls take from its alloca area too, as the interpreter's.
-        allocates: calls_alloca(c),
+        allocates,
         copy_scratch: c.copy_scratch,
         ..*ctx
     };
-    let t = translate_clause_with(ctx, c, strsize)?;
+    let mut t = translate_clause_with(ctx, c, strsize)?;
+    t.allocates = allocates;
     let bytes: u64 = t.fragments().map(|f| f.alloca_bytes).sum();
     if bytes > super::spec::ALLOCA_SCRATCH as u64 {
         return Err(Untranslatable::Value {
@@ -412,6 +441,7 @@ fn translate_clause_with(
         records,
         settles,
         speculates,
+        allocates: false,
     })
 }
 
@@ -721,7 +751,7 @@ pub fn emit_aggs(
     let mut exited_before = false;
     for (n, (c, t)) in k.clauses.iter().zip(&results).enumerate() {
         let Ok(t) = t else { continue };
-        if calls_alloca(c) {
+        if t.allocates {
             // Its alloca() memory starts empty (see `translate::alloca`).
             a.store_imm(Size::DW, R10, ALLOCA_TOP, 0);
         }
