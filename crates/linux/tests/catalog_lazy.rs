@@ -104,3 +104,31 @@ fn unknown_probes_are_still_unknown() {
         .get(&ProbeDesc::parse("profile:::profile-1234"))
         .is_some());
 }
+
+/// The names a probe's kernel code has as constants (`Probe::names`) are those the framework
+/// lists it by, so the provider builds them from the catalogue's probe alone.
+#[test]
+fn each_listed_probe_has_the_names_the_framework_lists() {
+    if !kernel_ok("each_listed_probe_has_the_names_the_framework_lists") {
+        return;
+    }
+    let cat = Catalog::load().unwrap();
+    let linux = LinuxTracing::new(Catalog::load_from(cat.root()).unwrap(), Default::default());
+    let mut fw = Framework::new(Options::default(), 1);
+    linux.register(&mut fw).unwrap();
+    let mut checked = 0;
+    for p in fw.list_probes(&DifProbeDesc::default()) {
+        let desc = ProbeDesc::new(&p.provider, &p.module, &p.function, &p.name);
+        let Some(probe) = cat.get(&desc) else {
+            continue;
+        };
+        let n = probe.names_as(p.id);
+        assert_eq!(
+            [&n.provider, &n.module, &n.function, &n.name],
+            [&p.provider, &p.module, &p.function, &p.name]
+        );
+        assert_eq!(n.id, dtrace_ebpf::translate::ProbeId::Is(p.id));
+        checked += 1;
+    }
+    assert!(checked > 100, "{checked} probes checked");
+}

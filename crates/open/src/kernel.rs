@@ -214,6 +214,7 @@ impl KernelTracer {
             }) else {
                 continue;
             };
+            self.linux.bind_epid(clause, ep.probe_id, ep.epid);
             if self.linux.signals_in_kernel(clause, ep.probe_id) {
                 self.inner.framework().signal_elsewhere(ep.epid);
             }

@@ -125,6 +125,17 @@ pub enum Builtin {
     Walltimestamp,
     /// `vtimestamp` (the current thread's on-CPU nanoseconds when the probe fired).
     Vtimestamp,
+    /// `epid`: the enabled probe's id of the clause being translated at this probe. The
+    /// context leaves 0 when it does not know it at this firing (the framework assigns EPIDs
+    /// after the probe's program is built, see the attachment); the fragment then faults as
+    /// the interpreter faults on a built-in it has no value for (`DTRACEFLT_ILLOP`), which
+    /// hands a predicate's firing to the interpreter.
+    Epid,
+    /// `caller`: the function that called the probe site, from the kernel stack as dtrace's
+    /// capture cuts it.
+    Caller,
+    /// `stackdepth`: the kernel stack's frames, as dtrace's capture cuts it.
+    Stackdepth,
 }
 
 impl Builtin {
@@ -142,8 +153,25 @@ impl Builtin {
             Builtin::Timestamp => "timestamp".into(),
             Builtin::Walltimestamp => "walltimestamp".into(),
             Builtin::Vtimestamp => "vtimestamp".into(),
+            Builtin::Epid => "epid".into(),
+            Builtin::Caller => "caller".into(),
+            Builtin::Stackdepth => "stackdepth".into(),
         }
     }
+}
+
+/// The probe's id (`id`) as the code of a probe knows it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ProbeId {
+    /// Not assigned yet: a translation made while planning, which only checks that a clause
+    /// translates (the probe's program, built when it is enabled, has its id).
+    #[default]
+    Planned,
+    /// The probe's id, a constant of its program.
+    Is(u32),
+    /// One program serves several probes (a probe placed for every process, each process's
+    /// probe with its own id): `id` is not a constant of it.
+    Shared,
 }
 
 /// The names of the probe a fragment is generated for (`probeprov`... are constants there).
@@ -160,6 +188,8 @@ pub struct ProbeNames {
     /// The probe is a system call's return, whose `errno` comes from its `arg0` (the call's
     /// result: its negation when it is from -4095 to -1, else 0); elsewhere `errno` is 0.
     pub syscall_return: bool,
+    /// `id`.
+    pub id: ProbeId,
 }
 
 /// What a probe's attachment knows how to read at the probe.
@@ -2042,6 +2072,12 @@ impl<'a> Translator<'a> {
         if id == vars::DIF_VAR_ERRNO {
             return self.errno(pc, s, rd);
         }
+        if id == vars::DIF_VAR_ID {
+            return self.probe_id(pc, s, rd);
+        }
+        if id == vars::DIF_VAR_EPID {
+            return self.epid(pc, s, rd);
+        }
         let b = match id {
             vars::DIF_VAR_PID => Builtin::Pid,
             vars::DIF_VAR_TID => Builtin::Tid,
@@ -2053,6 +2089,8 @@ impl<'a> Translator<'a> {
             vars::DIF_VAR_TIMESTAMP => Builtin::Timestamp,
             vars::DIF_VAR_WALLTIMESTAMP => Builtin::Walltimestamp,
             vars::DIF_VAR_VTIMESTAMP => Builtin::Vtimestamp,
+            vars::DIF_VAR_CALLER => Builtin::Caller,
+            vars::DIF_VAR_STACKDEPTH => Builtin::Stackdepth,
             _ => {
                 return Err(Untranslatable::Variable {
                     pc,
@@ -2082,6 +2120,42 @@ impl<'a> Translator<'a> {
         if let (Builtin::Arg(n), Some(a)) = (b, s.args.get_mut((rd & 7) as usize)) {
             *a = (rd & 7 != 0).then_some(n);
         }
+        Ok(())
+    }
+
+    /// `id` into `rd`: the probe's id, a constant of its program.
+    fn probe_id(&mut self, pc: usize, s: &mut State, rd: u8) -> Result<(), Untranslatable> {
+        let (v, known) = match self.ctx.names().id {
+            ProbeId::Is(v) => (v, true),
+            // Checked only: the program built at enable has the id.
+            ProbeId::Planned => (0, false),
+            ProbeId::Shared => {
+                return Err(Untranslatable::Variable {
+                    pc,
+                    name: "id".into(),
+                    why: "one program serves the probe of every process, each with its own id"
+                        .into(),
+                })
+            }
+        };
+        self.a.ld_imm64(R1, u64::from(v));
+        self.put(s, rd, R1, Kind::Int(known.then_some(u64::from(v))));
+        Ok(())
+    }
+
+    /// `epid` into `rd`: the context's value, a fault (`DTRACEFLT_ILLOP`, as the interpreter's
+    /// for a built-in without a value) when it leaves 0 (see [`Builtin::Epid`]).
+    fn epid(&mut self, pc: usize, s: &mut State, rd: u8) -> Result<(), Untranslatable> {
+        self.ctx
+            .emit_builtin(&mut self.a, Builtin::Epid)
+            .map_err(|why| Untranslatable::Variable {
+                pc,
+                name: "epid".into(),
+                why,
+            })?;
+        let unknown = self.fault_site(pc, FaultKind::IllOp, FaultAddr::Zero);
+        self.a.jmp_imm(op::JEQ, R0, 0, unknown);
+        self.put(s, rd, R0, Kind::Int(None));
         Ok(())
     }
 

@@ -14,6 +14,8 @@ struct Probe {
     uid: u64,
     execname: Vec<u8>,
     names: ProbeNames,
+    /// `epid` as the context leaves it (0: not known at this firing).
+    epid: u64,
     kernel: Vec<(u64, Vec<u8>)>,
     user: Vec<(u64, Vec<u8>)>,
     /// The thread's saved user registers (none: a kernel thread).
@@ -43,13 +45,19 @@ impl Probe {
                 function: "write".into(),
                 name: "entry".into(),
                 syscall_return: false,
+                id: ProbeId::Is(PROBE_ID),
             },
+            epid: EPID,
             kernel: vec![(0xffff_8000_0000_1000, (0u8..64).collect())],
             user: vec![(0x7fff_0000_1000, b"hello\0world".to_vec())],
             uregs: (0..21).map(|i| 0x40_1000 + 8 * i).collect(),
         }
     }
 }
+
+/// The fake probe's `id`, and its clause's `epid`.
+const PROBE_ID: u32 = 70_000;
+const EPID: u64 = 12;
 
 /// The fake probe's `walltimestamp` and `vtimestamp`.
 const WALLTIMESTAMP: u64 = 1_796_000_000_123_456_789;
@@ -69,6 +77,8 @@ impl ProbeContext for Probe {
             Builtin::Timestamp => return Err("no timestamp in these tests".into()),
             Builtin::Walltimestamp => WALLTIMESTAMP,
             Builtin::Vtimestamp => VTIMESTAMP,
+            Builtin::Epid => self.epid,
+            Builtin::Caller | Builtin::Stackdepth => return Err("no kernel stack here".into()),
         };
         // Clobber what the contract allows, to catch a translator that keeps values there.
         a.mov_imm(R1, -1).mov_imm(R2, -1).mov_imm(R3, -1);
@@ -483,6 +493,14 @@ fn fake_env(p: &Probe) -> (FakeContext, FakeMemory) {
         .insert(vars::DIF_VAR_CURTHREAD, 0xffff_8000_0000_1000);
     ctx.ints.insert(vars::DIF_VAR_WALLTIMESTAMP, WALLTIMESTAMP);
     ctx.ints.insert(vars::DIF_VAR_VTIMESTAMP, VTIMESTAMP);
+    // As the framework's context gives them: the ECB's EPID, the probe's id (none where the
+    // context knows neither, as `FakeContext` faults on a built-in without a value).
+    if p.epid != 0 {
+        ctx.ints.insert(vars::DIF_VAR_EPID, p.epid);
+    }
+    if let ProbeId::Is(id) = p.names.id {
+        ctx.ints.insert(vars::DIF_VAR_ID, u64::from(id));
+    }
     ctx.uregs = p.uregs.clone();
     ctx.strings
         .insert(vars::DIF_VAR_EXECNAME, p.execname.clone());
@@ -641,6 +659,46 @@ fn clock_builtins_are_read_from_the_context() {
     ] {
         assert_eq!(both_ways(&clause(pred), &p), want, "{pred}");
     }
+}
+
+#[test]
+fn epid_and_id_are_the_clauses_and_the_probes() {
+    let mut p = Probe::new();
+    for (pred, want) in [
+        ("epid == 12", Some(true)),
+        ("epid == 13", Some(false)),
+        ("id == 70000", Some(true)),
+        ("id / 1000 == 70 && epid * 2 == 24", Some(true)),
+        ("id == epid", Some(false)),
+    ] {
+        assert_eq!(both_ways(&clause(pred), &p), want, "{pred}");
+    }
+    assert_eq!(value_both_ways(&p, "epid"), 1012);
+    assert_eq!(value_both_ways(&p, "id"), 71_000);
+    // The id is a constant: a division by it cannot fault.
+    let obj = predicate(&clause("arg0 / id == 0"));
+    let f = translate(&obj, &p, 256, FRAME).unwrap();
+    assert!(f.fault_sites.is_empty(), "{:?}", f.fault_sites);
+    // An EPID the context does not know at this firing faults as the interpreter does on a
+    // built-in without a value, at the same instruction.
+    p.epid = 0;
+    let obj = predicate(&clause("arg0 == 3 && epid == 12"));
+    let fault = interpret_result(&obj, &p).expect_err("no epid, a fault");
+    assert_eq!(fault.kind, FaultKind::IllOp);
+    let f = translate(&obj, &p, 256, FRAME).unwrap();
+    let (r0, stack) = emulate_frame(&f.insns, &p);
+    assert_eq!(r0, FAULTED as u64);
+    assert_eq!(
+        frame_fault(&stack),
+        Some((fault.kind.code(), fault.pc, fault.addr))
+    );
+    // Where one program serves several probes the id is no constant: the clause says so.
+    p.names.id = ProbeId::Shared;
+    let e = translate(&predicate(&clause("id == 1")), &p, 256, FRAME).unwrap_err();
+    assert!(e.to_string().contains("every process"), "{e}");
+    // While planning, the clause translates (the program built at enable has the id).
+    p.names.id = ProbeId::Planned;
+    translate(&predicate(&clause("id == 1")), &p, 256, FRAME).unwrap();
 }
 
 #[test]

@@ -58,6 +58,58 @@ pub(crate) struct ShapeContext<'a> {
     /// The bytes a `copyin()` sized at the probe may take in the clause being translated
     /// (`KernelAggClause::copy_scratch`; `None`: such a copy is made in dtrace).
     pub(crate) copy_scratch: Option<u64>,
+    /// Where the clause being translated reads its EPID, or why `epid` is read in dtrace.
+    pub(crate) epid: Result<EpidAt, &'static str>,
+}
+
+/// Where the code at a probe reads its clause's EPID: the framework assigns EPIDs once the
+/// probe's program is built, and dtrace writes each in a hash map when it learns it, before
+/// tracing starts or the probe is placed: a clause run whole at the probe by its number there
+/// ([`epid_key`], `LinuxTracing::bind_record`), a predicate run alone there by its clause
+/// ([`clause_epid_key`], `LinuxTracing::bind_epid`). A key not there reads 0, on which the
+/// translated code faults (see `translate::Builtin::Epid`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct EpidAt {
+    /// The map (`u64` key, `u64` EPID); -1 while planning, which only checks translations.
+    pub(crate) map: i32,
+    /// The clause's key there ([`epid_key`]).
+    pub(crate) key: u64,
+}
+
+/// Why `epid` is read in dtrace at a probe placed for every process.
+pub(crate) const SHARED_EPID: &str =
+    "one program serves the probe of every process, each with its own EPIDs";
+
+/// Why `caller` and `stackdepth` are read in dtrace at a probe whose kernel stack starts in
+/// the tracing machinery: dtrace cuts those frames off by their kernel symbols
+/// (`KernelSymbols::tracing_prefix`), which the probe's program cannot look up.
+pub(crate) const CUT_STACK: &str = "dtrace cuts the tracing machinery's frames (BPF, perf and \
+     tracepoint glue) off the kernel stack by their kernel symbols, which the probe's program \
+     does not have";
+
+/// Why `caller` and `stackdepth` are read in dtrace at a sampled probe, whose stack is not cut.
+pub(crate) const SAMPLED_STACK: &str = "the probe's capture takes the kernel stack for dtrace; a \
+     clause at the probe has no per-CPU room for its 127 frames";
+
+/// Why `epid` is read in dtrace where no map of EPIDs serves the code (a `raise()` or
+/// `stop()` sent at the probe, a probe placed before dtrace knew of `epid` there).
+pub(crate) const NO_EPID: &str = "the framework assigns EPIDs after the probe's program is \
+     built, and no map of them serves this code";
+
+/// The key of the EPID at probe `probe` of planned clause `clause` (its number among the
+/// session's planned clauses), for a predicate run alone at the probe (the filter), in the map
+/// of [`EpidAt`]: the high bit of the low word apart from [`epid_key`]'s. A key not there yet
+/// faults the predicate, which records the firing for the interpreter: always sound.
+/// `None` past the low word's other 31 bits.
+pub fn clause_epid_key(probe: u32, clause: usize) -> Option<u64> {
+    let clause = u32::try_from(clause).ok().filter(|&c| c < 1 << 31)?;
+    Some((u64::from(probe) << 32) | 1 << 31 | u64::from(clause))
+}
+
+/// The key of the EPID of the clause numbered `n` among the kernel clauses of probe `probe`
+/// (the number its records and faults carry) in the map of [`EpidAt`].
+pub fn epid_key(probe: u32, n: u16) -> u64 {
+    (u64::from(probe) << 32) | u64::from(n)
 }
 
 /// See [`ShapeContext::pre_read`].
@@ -208,6 +260,26 @@ impl ProbeContext for ShapeContext<'_> {
             Builtin::Curthread => {
                 self.current("curthread")?;
                 a.call(helper::GET_CURRENT_TASK);
+            }
+            Builtin::Caller | Builtin::Stackdepth => {
+                return Err(if self.shape.ctx == super::codegen::CtxKind::PerfEvent {
+                    SAMPLED_STACK
+                } else {
+                    CUT_STACK
+                }
+                .into())
+            }
+            Builtin::Epid => {
+                let at = self.epid?;
+                let found = a.label();
+                a.ld_imm64(R1, at.key).store(Size::DW, R10, SCRATCH, R1);
+                a.ld_map_fd(R1, at.map)
+                    .mov(R2, R10)
+                    .alu_imm(op::ADD, R2, i32::from(SCRATCH))
+                    .call(helper::MAP_LOOKUP_ELEM);
+                a.jmp_imm(op::JEQ, R0, 0, found);
+                a.load(Size::DW, R0, R0, 0);
+                a.bind(found);
             }
             Builtin::Ppid => {
                 self.current("ppid")?;
@@ -536,11 +608,25 @@ pub fn translate_filter(
         alloca_locals: &[],
         allocates: false,
         copy_scratch: None,
+        epid: Err(NO_EPID),
     };
     let results: Vec<Result<translate::Fragment, Untranslatable>> = filter
         .predicates
         .iter()
-        .map(|p| translate::translate(p, &ctx, filter.strsize as usize, FRAME))
+        .enumerate()
+        .map(|(j, p)| {
+            let epid = match (&filter.epids, filter.names.id) {
+                (Some((map, clauses)), translate::ProbeId::Is(probe)) => clauses
+                    .get(j)
+                    .and_then(|&c| clause_epid_key(probe, c))
+                    .map(|key| EpidAt { map: *map, key })
+                    .ok_or(NO_EPID),
+                (_, translate::ProbeId::Shared) => Err(SHARED_EPID),
+                _ => Err(NO_EPID),
+            };
+            let ctx = ShapeContext { epid, ..ctx };
+            translate::translate(p, &ctx, filter.strsize as usize, FRAME)
+        })
         .collect();
     let report = results
         .iter()
@@ -582,4 +668,76 @@ pub fn emit_filter(
         }
     }
     report
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capture::codegen::CtxKind;
+    use crate::capture::spec::Identity;
+    use translate::ProbeId;
+
+    fn epid_filter(id: ProbeId, epids: Option<(i32, Vec<usize>)>) -> KernelFilter {
+        let p = dtrace_compiler::compile(
+            "syscall::read:entry /epid == 3/ { trace(1); }",
+            &dtrace_compiler::CompileOptions::default(),
+        )
+        .unwrap();
+        KernelFilter {
+            predicates: vec![p.ecbs[0].predicate.clone().unwrap()],
+            strsize: 256,
+            names: ProbeNames {
+                id,
+                ..Default::default()
+            },
+            epids,
+            ..Default::default()
+        }
+    }
+
+    fn pair(f: impl FnOnce(&mut Asm)) -> Vec<crate::bpf::Insn> {
+        let mut a = Asm::new();
+        f(&mut a);
+        a.finish().unwrap()
+    }
+
+    #[test]
+    fn a_predicate_reads_its_clauses_epid_at_this_probe_from_the_map() {
+        let shape = ProbeShape {
+            ctx: CtxKind::RawTracepoint,
+            args: Vec::new(),
+            conditions: Vec::new(),
+            identity: Identity::Current,
+            task: None,
+        };
+        let (frags, report) =
+            translate_filter(&shape, &epid_filter(ProbeId::Is(7), Some((11, vec![4]))));
+        assert_eq!(report, vec![Ok(())]);
+        let insns: Vec<crate::bpf::Insn> = frags.unwrap().remove(0).insns;
+        let key = pair(|a| {
+            a.ld_imm64(R1, clause_epid_key(7, 4).unwrap());
+        });
+        let map = pair(|a| {
+            a.ld_map_fd(R1, 11);
+        });
+        assert!(insns.windows(2).any(|w| w == key.as_slice()), "the key");
+        assert!(insns.windows(2).any(|w| w == map.as_slice()), "the map");
+        // Apart from the keys of the clauses run whole at a probe.
+        assert_ne!(clause_epid_key(7, 0), Some(epid_key(7, 0)));
+        // Without the map, or where one program serves every process's probe, in dtrace.
+        for (f, reason) in [
+            (epid_filter(ProbeId::Is(7), None), NO_EPID),
+            (
+                epid_filter(ProbeId::Shared, Some((11, vec![4]))),
+                SHARED_EPID,
+            ),
+        ] {
+            let (frags, report) = translate_filter(&shape, &f);
+            assert!(frags.is_none());
+            assert!(
+                matches!(&report[0], Err(Untranslatable::Variable { why, .. }) if why == reason),
+                "{report:?}"
+            );
+        }
+    }
 }

@@ -505,6 +505,11 @@ pub fn check_clause(
         alloca_locals: &[],
         allocates: false,
         copy_scratch: None,
+        // Nor is the map of the EPIDs.
+        epid: match names.id {
+            translate::ProbeId::Shared => Err(super::filter::SHARED_EPID),
+            _ => Ok(super::filter::EpidAt { map: -1, key: 0 }),
+        },
     };
     translate_clause(&ctx, c, strsize as usize).map(|t| t.can_fault())
 }
@@ -607,11 +612,24 @@ pub fn emit_aggs(
         alloca_locals: &[],
         allocates: false,
         copy_scratch: None,
+        epid: Err(super::filter::NO_EPID),
     };
+    // A clause's EPID is keyed by its number at the probe (its index here).
     let mut results: Vec<Result<Translated, Untranslatable>> = k
         .clauses
         .iter()
-        .map(|c| translate_clause(&ctx, c, k.strsize as usize))
+        .enumerate()
+        .map(|(n, c)| {
+            let epid = match (k.epids, k.names.id, u16::try_from(n)) {
+                (Some(map), translate::ProbeId::Is(probe), Ok(n)) => Ok(super::filter::EpidAt {
+                    map,
+                    key: super::filter::epid_key(probe, n),
+                }),
+                (_, translate::ProbeId::Shared, _) => Err(super::filter::SHARED_EPID),
+                _ => Err("no map of the clauses' EPIDs at this probe"),
+            };
+            translate_clause(&ShapeContext { epid, ..ctx }, c, k.strsize as usize)
+        })
         .collect();
     // The strings read before the clauses run (see above).
     let mut string_args: Vec<u8> = Vec::new();
@@ -2069,6 +2087,19 @@ mod tests {
         missed: Option<i32>,
         specs: Option<super::super::spec::KernelSpecs>,
     ) -> (Vec<crate::bpf::Insn>, AggReport) {
+        let ids = (translate::ProbeId::Planned, None);
+        program_full(clause, others, known, missed, specs, ids)
+    }
+
+    /// [`program_with`], at a probe of id `ids.0` whose clauses' EPIDs are in map `ids.1`.
+    fn program_full(
+        clause: super::super::spec::KernelAggClause,
+        others: Option<(Option<super::super::spec::KernelFilter>, Option<u32>)>,
+        known: Option<i32>,
+        missed: Option<i32>,
+        specs: Option<super::super::spec::KernelSpecs>,
+        ids: (translate::ProbeId, Option<i32>),
+    ) -> (Vec<crate::bpf::Insn>, AggReport) {
         use crate::capture::codegen::{gen_capture_reporting, CtxKind, MapFds};
         use crate::capture::spec::{ArgSource, CaptureSpec, Identity};
         let shape = ProbeShape {
@@ -2099,10 +2130,14 @@ mod tests {
                 exit: 8,
                 strsize: 257,
                 scratchsize: None,
-                names: Default::default(),
+                names: translate::ProbeNames {
+                    id: ids.0,
+                    ..Default::default()
+                },
                 opaque_args: 0,
                 others,
                 bypass: None,
+                epids: ids.1,
                 vars: None,
                 specs,
                 known,
@@ -2187,6 +2222,63 @@ mod tests {
         assert!(!insns.contains(&flag));
         let (_, report) = program(clause(Ok(Vec::new())), None);
         assert!(report[0].is_err(), "{report:?}");
+    }
+
+    #[test]
+    fn a_clause_reads_its_epid_from_the_map_by_its_number_at_the_probe() {
+        use super::super::spec::KernelAggClause;
+        use translate::ProbeId;
+        let p = dtrace_compiler::compile(
+            "syscall::read:entry /epid != id/ { @[epid, id] = count(); }",
+            &dtrace_compiler::CompileOptions::default(),
+        )
+        .unwrap();
+        let clause = KernelAggClause {
+            predicate: p.ecbs[0].predicate.clone(),
+            aggs: Vec::new(),
+            stores: Vec::new(),
+            record: None,
+            after_dtrace: false,
+            string_args: Ok(Vec::new()),
+            keeps_vars: false,
+            copy_scratch: None,
+        };
+        let with = |ids| program_full(clause.clone(), None, None, None, None, ids);
+        // The key: the probe's id (5) in the high word, the clause's number (0) in the low; the
+        // map 11; the id a constant.
+        let (insns, report) = with((ProbeId::Is(5), Some(11)));
+        assert_eq!(report, vec![Ok(())]);
+        assert_reachable(&insns);
+        let pair = |f: &dyn Fn(&mut Asm)| {
+            let mut a = Asm::new();
+            f(&mut a);
+            a.finish().unwrap()
+        };
+        let key = pair(&|a| {
+            a.ld_imm64(R1, super::super::filter::epid_key(5, 0));
+        });
+        let map = pair(&|a| {
+            a.ld_map_fd(R1, 11);
+        });
+        let id = pair(&|a| {
+            a.ld_imm64(R1, 5);
+        });
+        for (what, want) in [("the EPID's key", key), ("the map", map), ("the id", id)] {
+            assert!(insns.windows(2).any(|w| w == want.as_slice()), "{what}");
+        }
+        // No map, no EPID at the probe (the id is still read there).
+        let (_, report) = with((ProbeId::Is(5), None));
+        assert!(
+            matches!(&report[0], Err(Untranslatable::Variable { name, .. }) if name == "epid"),
+            "{report:?}"
+        );
+        // A probe whose program serves every process's probe has no one id nor EPID.
+        let (_, report) = with((ProbeId::Shared, None));
+        assert!(
+            matches!(&report[0], Err(Untranslatable::Variable { why, .. })
+                if why.contains("every process")),
+            "{report:?}"
+        );
     }
 
     #[test]

@@ -67,6 +67,7 @@ pub fn emit_signals(a: &mut Asm, shape: &ProbeShape, s: &KernelSignals) -> Signa
         alloca_locals: &[],
         allocates: false,
         copy_scratch: None,
+        epid: Err(super::filter::NO_EPID),
     };
     let results: Vec<Result<Translated, Untranslatable>> = s
         .clauses

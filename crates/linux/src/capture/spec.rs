@@ -229,6 +229,9 @@ pub struct KernelAggs {
     pub others: Option<(Option<KernelFilter>, Option<u32>)>,
     /// The switch that turns the filters off (see [`KernelFilter::bypass`]).
     pub bypass: Option<i32>,
+    /// The hash map of the EPIDs of the clauses here that read `epid` (see
+    /// `capture::filter::EpidAt`), when one does.
+    pub epids: Option<i32>,
     /// The thread-locals that live in the kernel (see `capture::kvars`), when some do.
     pub vars: Option<KernelVars>,
     /// The speculations, when they live in the kernel (see `capture::speculation`).
@@ -710,6 +713,11 @@ pub struct KernelFilter {
     /// An array map of one u64 which, when non-zero, turns the filter off (every firing records):
     /// set when a program planned after the probe was enabled has clauses on it.
     pub bypass: Option<i32>,
+    /// Where the predicates read `epid`: the map of EPIDs (see `capture::filter::EpidAt`) and,
+    /// per predicate, its clause's number among the session's planned clauses, whose EPID at
+    /// this probe dtrace writes there once the framework assigned it
+    /// (`LinuxTracing::bind_epid`). `None`: `epid` is read in dtrace.
+    pub epids: Option<(i32, Vec<usize>)>,
 }
 
 impl KernelFilter {

@@ -205,16 +205,44 @@ impl Probe {
         )
     }
 
-    /// The constants of the probe's code in the kernel: its names, and whether `errno` is read
-    /// from `arg0`.
+    /// The constants of the probe's code in the kernel: its names, whether `errno` is read
+    /// from `arg0`, and its id (`id`): [`ProbeId::Planned`] until the framework numbers the
+    /// probe (see [`Probe::names_as`]), [`ProbeId::Shared`] for a probe placed for every
+    /// process, whose program serves each process's probe.
+    ///
+    /// [`ProbeId::Planned`]: dtrace_ebpf::translate::ProbeId::Planned
+    /// [`ProbeId::Shared`]: dtrace_ebpf::translate::ProbeId::Shared
     pub fn names(&self) -> dtrace_ebpf::translate::ProbeNames {
+        use dtrace_ebpf::translate::ProbeId;
+        let shared = matches!(
+            self.attach,
+            AttachPoint::Uprobe {
+                pid: crate::uprobe::EVERY_PROCESS,
+                ..
+            }
+        );
         dtrace_ebpf::translate::ProbeNames {
             provider: self.desc.provider.clone(),
             module: self.desc.module.clone(),
             function: self.desc.function.clone(),
             name: self.desc.name.clone(),
             syscall_return: self.syscall_return(),
+            id: if shared {
+                ProbeId::Shared
+            } else {
+                ProbeId::Planned
+            },
         }
+    }
+
+    /// [`Probe::names`] of the probe the framework numbered `id`.
+    pub fn names_as(&self, id: u32) -> dtrace_ebpf::translate::ProbeNames {
+        use dtrace_ebpf::translate::ProbeId;
+        let mut names = self.names();
+        if names.id == ProbeId::Planned {
+            names.id = ProbeId::Is(id);
+        }
+        names
     }
 }
 

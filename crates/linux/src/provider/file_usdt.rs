@@ -504,6 +504,7 @@ impl super::Shared {
             function: d.function.clone(),
             name: d.name.clone(),
             syscall_return: false,
+            id: dtrace_ebpf::translate::ProbeId::Shared,
         };
         let opaque_args = super::opaque_args(&f.probe);
         if let Some(k) = &mut spec.filter {

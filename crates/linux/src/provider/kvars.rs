@@ -862,13 +862,16 @@ pub fn calls_strtok(e: &EcbDesc) -> bool {
 fn reads_probe_names(e: &EcbDesc) -> bool {
     use dtrace_dif::instr::Instr;
     use dtrace_dif::vars::{
-        DIF_VAR_ERRNO, DIF_VAR_PROBEFUNC, DIF_VAR_PROBEMOD, DIF_VAR_PROBENAME, DIF_VAR_PROBEPROV,
+        DIF_VAR_EPID, DIF_VAR_ERRNO, DIF_VAR_ID, DIF_VAR_PROBEFUNC, DIF_VAR_PROBEMOD,
+        DIF_VAR_PROBENAME, DIF_VAR_PROBEPROV,
     };
-    // (`errno` is read as the probe's `ProbeNames::syscall_return` says.)
+    // (`errno` is read as the probe's `ProbeNames::syscall_return` says, `id` and `epid` as
+    // its `ProbeNames::id` does.)
     clause_objects(e).flat_map(|o| &o.text).any(|w| {
         matches!(Instr::decode(*w), Ok(Instr::LoadVar { var, .. })
             if matches!(u32::from(var), DIF_VAR_PROBEPROV | DIF_VAR_PROBEMOD
-                | DIF_VAR_PROBEFUNC | DIF_VAR_PROBENAME | DIF_VAR_ERRNO))
+                | DIF_VAR_PROBEFUNC | DIF_VAR_PROBENAME | DIF_VAR_ERRNO | DIF_VAR_ID
+                | DIF_VAR_EPID))
     })
 }
 

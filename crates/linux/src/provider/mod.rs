@@ -94,6 +94,10 @@ pub(crate) struct Shared {
     /// The switch that turns every kernel filter off (see [`crate::capture::KernelFilter::bypass`]),
     /// created with the first filter.
     bypass: Option<crate::bpf::Map>,
+    /// The EPIDs the code at the probes reads (`epid`, see `capture::filter::EpidAt`): made with
+    /// the first clause reading it at a probe, filled by [`LinuxTracing::bind_record`] (clauses
+    /// run whole there) and [`LinuxTracing::bind_epid`] (predicates run alone there).
+    epids: Option<crate::bpf::Map>,
     /// The probes enabled with a kernel filter: a clause planned later that matches one turns the
     /// filters off, as that probe's program was built without it.
     filtered: Vec<ProbeInfo>,
@@ -168,6 +172,16 @@ pub(crate) struct Shared {
     /// The processes whose first firing at a file probe the ring had no room for (see
     /// `KernelAggs::missed`), made with `known_processes`.
     missed_announcements: Option<crate::bpf::Map>,
+}
+
+/// The most (clause, probe) pairs whose code at the probe reads `epid` (entries of
+/// `Shared::epids`).
+const EPID_ENTRIES: u32 = 1 << 16;
+
+/// The map of the EPIDs the code at the probes reads (`Shared::epids`).
+fn new_epid_map() -> std::result::Result<crate::bpf::Map, String> {
+    crate::bpf::Map::create(crate::bpf::MapKind::Hash, "dt_epids", 8, 8, EPID_ENTRIES)
+        .map_err(|e| e.to_string())
 }
 
 /// Environment variable that, set to `0`, builds every record in dtrace's interpreter (clauses
@@ -459,20 +473,23 @@ impl Shared {
             self.bypass = Some(map);
         }
         let bypass = self.bypass.as_ref().map(|m| m.raw_fd());
-        let names = dtrace_ebpf::translate::ProbeNames {
-            provider: info.provider.clone(),
-            module: info.module.clone(),
-            function: info.function.clone(),
-            name: info.name.clone(),
-            syscall_return: probe.syscall_return(),
-        };
+        let names = probe.names_as(info.id);
         let opaque_args = opaque_args(&probe);
+        // The predicates reading `epid` read it from the map dtrace fills once the framework
+        // assigned the EPIDs (see `bind_epid`).
+        if self.epids.is_none() && matching.iter().any(|n| n.epid && n.predicate.is_some()) {
+            self.epids = Some(new_epid_map()?);
+        }
+        let epids = self.epids.as_ref().map(|m| m.raw_fd());
+        let epids_of = |clauses: &[usize]| epids.map(|fd| (fd, clauses.to_vec()));
         if let Some(f) = &mut spec.filter {
             f.place_at(&names, opaque_args, bypass);
+            f.epids = epids_of(&matching_idx);
         }
         if let Some(mut o) = others {
             if let Some(f) = &mut o.filter {
                 f.place_at(&names, opaque_args, bypass);
+                f.epids = epids_of(&r_idx);
             }
             let (aggs, numbers) = self.kernel_clauses(
                 &k_idx,
@@ -835,6 +852,12 @@ impl Shared {
             (Some(m), true) => Some(m.kernel_vars(&self.placement, probe)),
             _ => None,
         };
+        // The EPIDs of the clauses reading `epid`, which dtrace learns once the program is
+        // built (see `bind_record`).
+        if self.epids.is_none() && k_idx.iter().any(|&i| self.clauses[i].1.epid) {
+            self.epids = Some(new_epid_map()?);
+        }
+        let epids = self.epids.as_ref().map(|m| m.raw_fd());
         let state = self.kaggs.as_mut().ok_or("no kernel aggregations")?;
         let (control, zeros, drops, exit) = state.fds();
         let keys = state.key_scratch_fd();
@@ -906,6 +929,7 @@ impl Shared {
             opaque_args,
             others: (!r_idx.is_empty()).then_some(others),
             bypass,
+            epids,
             vars,
             specs,
             known: None,
@@ -1373,6 +1397,7 @@ impl LinuxTracing {
                 planned: Vec::new(),
                 kernel_predicates: std::env::var_os(KERNEL_PREDICATES_ENV).is_none_or(|v| v != "0"),
                 bypass: None,
+                epids: None,
                 filtered: Vec::new(),
                 known_processes: None,
                 missed_announcements: None,
@@ -1725,6 +1750,16 @@ impl LinuxTracing {
                 sh.kernel.get(clause).map_or("?", |c| c.desc.as_str())
             )));
         }
+        if let Some(m) = &sh.epids {
+            let key = crate::capture::filter::epid_key(probe, n);
+            m.update(&key.to_ne_bytes(), &u64::from(epid).to_ne_bytes())
+                .map_err(|e| {
+                    LinuxError::Unavailable(format!(
+                        "clause {}: its EPID cannot be told to the probe: {e}",
+                        sh.kernel.get(clause).map_or("?", |c| c.desc.as_str())
+                    ))
+                })?;
+        }
         let at = deliver::BuiltAt {
             epid,
             size,
@@ -1733,6 +1768,23 @@ impl LinuxTracing {
         };
         sh.built_epids.insert((probe, n), at);
         Ok(())
+    }
+
+    /// Tells which EPID planned clause `clause` has at probe `probe`, for its predicate run at
+    /// the probe when it reads `epid` (see `capture::filter::clause_epid_key`); call for every
+    /// ECB the framework creates, before tracing starts or its probe is placed. A predicate
+    /// whose EPID the map lacks (full, or never told) faults at the probe, which records the
+    /// firing for the interpreter: what it prints is the same, so a failed update is no error.
+    pub fn bind_epid(&self, clause: usize, probe: u32, epid: u32) {
+        let sh = self.lock();
+        let reads = sh.clauses.get(clause).is_some_and(|(_, n)| n.epid);
+        if let (true, Some(m), Some(key)) = (
+            reads,
+            &sh.epids,
+            crate::capture::filter::clause_epid_key(probe, clause),
+        ) {
+            let _ = m.update(&key.to_ne_bytes(), &u64::from(epid).to_ne_bytes());
+        }
     }
 
     /// Tells which framework aggregation (id and records) aggregation `index` of planned clause
@@ -2069,6 +2121,7 @@ impl LinuxTracing {
         sh.built_at.clear();
         sh.signalled.clear();
         sh.built_epids.clear();
+        sh.epids = None;
         drop(sh);
         drop(watches);
         drop(rlc);

@@ -228,6 +228,7 @@ fn clone_probe(p: &Probe) -> Probe {
         uid: p.uid,
         execname: p.execname.clone(),
         names: p.names.clone(),
+        epid: p.epid,
         kernel: p.kernel.clone(),
         uregs: p.uregs.clone(),
         user: p.user.clone(),

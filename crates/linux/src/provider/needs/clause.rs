@@ -34,6 +34,9 @@ pub struct ClauseNeeds {
     pub unsupported: Option<String>,
     /// The clause reads `caller` (the kernel stack's first frames are captured).
     pub caller: bool,
+    /// The clause reads `epid` (run whole at the probe, it reads its EPID from the map that
+    /// [`crate::provider::LinuxTracing::bind_record`] fills, see `capture::filter::EpidAt`).
+    pub epid: bool,
     /// The clause reads `ucaller` (the user stack's first frames are captured).
     pub ucaller: bool,
     /// The clause reads `execargs` (the process's argument area is captured).

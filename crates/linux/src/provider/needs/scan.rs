@@ -184,6 +184,8 @@ impl ObjectScan<'_> {
             n.caller = true;
         } else if var == vars::DIF_VAR_UCALLER {
             n.ucaller = true;
+        } else if var == vars::DIF_VAR_EPID {
+            n.epid = true;
         } else if var == vars::DIF_VAR_EXECARGS {
             n.execargs = true;
         } else if var == vars::DIF_VAR_STACKDEPTH {

@@ -1,0 +1,183 @@
+//! The built-ins `epid` and `id` at the probe: records, aggregation keys and predicates of
+//! clauses run whole in the kernel read the clause's EPID and the probe's id there (`-v` says
+//! the clause runs in the kernel) and print exactly what the interpreter prints with every
+//! kernel path off, over several clauses and several probes, system calls' and a process's
+//! `pid` probes alike, and so do predicates run alone in the kernel (records built in dtrace).
+//! `caller` and `stackdepth` stay in dtrace, and `-v` says why.
+mod common;
+use common::same_with_kernel_paths_off as same_both_ways;
+use common::{have_dd, have_gcc, kernel_ok, DD_WRITES};
+
+const RECORDS: &str = common::RECORDS_AT_ONE_PROBE;
+const AGGS: &str = common::AGGS_AT_ONE_PROBE;
+
+/// The distinct values of the first field of `out`'s lines that end with `tail`.
+fn firsts(out: &str, tail: &str) -> Vec<String> {
+    let mut v: Vec<String> = out
+        .lines()
+        .filter(|l| l.ends_with(tail))
+        .filter_map(|l| l.split_whitespace().next().map(String::from))
+        .collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
+#[test]
+fn epid_and_id_print_as_the_interpreters_in_records_built_at_the_probe() {
+    let t = "epid_and_id_print_as_the_interpreters_in_records_built_at_the_probe";
+    if !kernel_ok(t) || !have_dd(t) {
+        return;
+    }
+    let script = "syscall::read:entry,syscall::write:entry /pid == $target/ { \
+                  printf(\"%d %d %s a\\n\", epid, id, probefunc); trace(epid); trace(id); \
+                  printf(\" b\\n\"); } \
+                  syscall::write:entry /pid == $target/ { \
+                  printf(\"%d %d %s c\\n\", epid, id, probefunc); }";
+    let out = same_both_ways(
+        script,
+        &[],
+        DD_WRITES,
+        &[(1, RECORDS), (2, RECORDS), (3, RECORDS)],
+    );
+    // Three ECBs, three EPIDs; two probes, two ids.
+    let mut epids = firsts(&out, " a");
+    epids.extend(firsts(&out, " c"));
+    epids.sort();
+    epids.dedup();
+    assert_eq!(epids.len(), 3, "{out}");
+    let ids: Vec<&str> = out
+        .lines()
+        .filter(|l| l.ends_with(" a"))
+        .filter_map(|l| l.split_whitespace().nth(1))
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    assert_eq!(ids.len(), 2, "{out}");
+    assert_eq!(
+        out.lines().filter(|l| l.ends_with("write c")).count(),
+        4,
+        "{out}"
+    );
+}
+
+#[test]
+fn epid_and_id_key_aggregations_and_choose_in_predicates_at_the_probe() {
+    let t = "epid_and_id_key_aggregations_and_choose_in_predicates_at_the_probe";
+    if !kernel_ok(t) || !have_dd(t) {
+        return;
+    }
+    let script = "syscall::read:entry,syscall::write:entry /pid == $target/ { \
+                  @[probefunc, epid, id] = count(); @s[probefunc] = sum(id * 10 + epid); } \
+                  syscall::write:entry /pid == $target && epid % 2 == 1/ { @o[epid] = count(); } \
+                  END { printa(\"%s %d %d %@d\\n\", @); printa(\"%s %@d\\n\", @s); \
+                  printa(\"odd %d %@d\\n\", @o); }";
+    let out = same_both_ways(script, &[], DD_WRITES, &[(1, AGGS), (2, AGGS), (3, AGGS)]);
+    assert_eq!(
+        out.lines()
+            .filter(|l| l.starts_with("write ") && l.split_whitespace().count() == 4)
+            .count(),
+        1,
+        "{out}"
+    );
+    assert!(out.lines().any(|l| l.starts_with("odd 3 4")), "{out}");
+}
+
+/// The traced program (`kbuiltins`): calls `work()` three times, each writing nothing.
+const WORKER: &str = r#"
+#include <unistd.h>
+__attribute__((noinline)) int work(int n) { return (int)write(1, "", 0) + n; }
+int main(void) {
+    int s = 0;
+    for (int i = 0; i < 3; i++)
+        s += work(i);
+    return s == 3 ? 0 : 1;
+}
+"#;
+
+#[test]
+fn epid_and_id_at_a_processs_pid_probes_are_those_of_its_probes() {
+    let t = "epid_and_id_at_a_processs_pid_probes_are_those_of_its_probes";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let cmd = common::traced_program("kbuiltins-pid", "kbuiltins", WORKER);
+    let script = "pid$target::work:entry,pid$target::work:return { \
+                  printf(\"%d %d %s\\n\", epid, id, probename); } \
+                  syscall::write:entry /pid == $target/ { @[epid, id] = count(); } \
+                  END { printa(\"%d %d %@d\\n\", @); }";
+    let out = same_both_ways(script, &[], &cmd, &[(1, RECORDS), (2, RECORDS), (3, AGGS)]);
+    assert_eq!(firsts(&out, " entry").len(), 1, "{out}");
+    assert_eq!(firsts(&out, " return").len(), 1, "{out}");
+    assert_ne!(firsts(&out, " entry"), firsts(&out, " return"), "{out}");
+}
+
+#[test]
+fn predicates_run_alone_at_the_probe_read_epid_there() {
+    let t = "predicates_run_alone_at_the_probe_read_epid_there";
+    if !kernel_ok(t) || !have_dd(t) {
+        return;
+    }
+    // With records built in dtrace, the predicates alone run at the probe, `epid` read from
+    // the map dtrace fills once the framework assigned the EPIDs: only the first clause's
+    // holds.
+    let script = "syscall::write:entry /pid == $target && id > 0 && epid == 1/ { \
+                  printf(\"%d %d\\n\", epid, id); } \
+                  syscall::write:entry /pid == $target && epid == 1/ { printf(\"two\\n\"); }";
+    let args = ["-qv", "-n", script, "-c", DD_WRITES];
+    let off = [("DTRACE_KERNEL_RECORDS", "0")];
+    let (rc, out, err) = common::dtrace_with_env(&off, &args);
+    assert_eq!(rc, 0, "{err}");
+    for n in [1, 2] {
+        assert!(
+            common::clause_lines(&err, n)
+                .iter()
+                .any(|l| l.ends_with("predicate runs in the kernel at 1 probe")),
+            "{err}"
+        );
+    }
+    let (rc, iout, ierr) = common::dtrace_with_env(&common::kernel_paths_off(), &args);
+    assert_eq!(rc, 0, "{ierr}");
+    assert_eq!(out, iout);
+    assert_eq!(
+        out.lines().filter(|l| l.starts_with("1 ")).count(),
+        4,
+        "{out}"
+    );
+    assert!(!out.contains("two"), "{out}");
+}
+
+#[test]
+fn caller_and_stackdepth_stay_in_dtrace_and_say_why() {
+    let t = "caller_and_stackdepth_stay_in_dtrace_and_say_why";
+    if !kernel_ok(t) || !have_dd(t) {
+        return;
+    }
+    // dtrace cuts the tracing frames off the stack the probe took: the clause runs there.
+    let script = "syscall::write:entry /pid == $target/ { \
+                  @[caller != 0, stackdepth > 1] = count(); } \
+                  END { printa(\"%d %d %@d\\n\", @); }";
+    let out = same_both_ways(
+        script,
+        &[],
+        DD_WRITES,
+        &[(
+            1,
+            "variable caller is not available in the kernel: dtrace cuts the tracing \
+             machinery's frames (BPF, perf and tracepoint glue) off the kernel stack by their \
+             kernel symbols",
+        )],
+    );
+    assert!(out.lines().any(|l| l.trim() == "1 1 4"), "{out}");
+    // A sampled probe's stack is not cut, but the probe's capture takes it for dtrace.
+    let script = "profile-997 { @[stackdepth >= 0] = count(); } tick-1ms { exit(0); }";
+    let (rc, _, err) = common::dtrace(&["-qv", "-n", script]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(
+        common::clause_lines(&err, 1).iter().any(|l| l.contains(
+            "variable stackdepth is not available in the kernel: the probe's capture takes the \
+             kernel stack for dtrace"
+        )),
+        "{err}"
+    );
+}
