@@ -50,22 +50,7 @@ fn same_both_ways(script: &str, cmd: &str, clauses: &[usize]) -> String {
     common::same_both_ways(SWITCH, script, &[], cmd, &in_kernel)
 }
 
-/// The frames of each stack printed, in order (stacks end at a line naming no frame).
-fn stacks(out: &str) -> Vec<Vec<String>> {
-    let mut all = Vec::new();
-    let mut cur = Vec::new();
-    for l in out.lines().map(str::trim) {
-        if l.contains('`') {
-            cur.push(l.to_string());
-        } else if !cur.is_empty() {
-            all.push(std::mem::take(&mut cur));
-        }
-    }
-    if !cur.is_empty() {
-        all.push(cur);
-    }
-    all
-}
+use common::stack_frames as stacks;
 
 /// Whether `frames` starts with libc's getppid, then level3, level2, level1 and main of the
 /// program `nofp`.

@@ -18,22 +18,7 @@ __attribute__((noinline)) int level1(int x) { return level2(x + 5) * 2; }
 int main(void) { return level1(1) > 0 ? 0 : 1; }
 "#;
 
-/// The frames of each stack printed (stacks separated by blank lines or counts).
-fn stacks(out: &str) -> Vec<Vec<String>> {
-    let mut all = Vec::new();
-    let mut cur = Vec::new();
-    for l in out.lines().map(str::trim) {
-        if l.contains('`') {
-            cur.push(l.to_string());
-        } else if !cur.is_empty() {
-            all.push(std::mem::take(&mut cur));
-        }
-    }
-    if !cur.is_empty() {
-        all.push(cur);
-    }
-    all
-}
+use common::stack_frames as stacks;
 
 /// Runs `actions` at each write(2) of the command `exe`: the output, and its lines that name a
 /// frame (`object`symbol...`).

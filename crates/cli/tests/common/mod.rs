@@ -262,3 +262,21 @@ pub fn same_with_kernel_paths_off(
     assert!(!kout.trim().is_empty(), "{script}");
     kout
 }
+
+/// The frames of each stack an output prints, in order: a stack is a run of lines naming a
+/// frame (`module`function`), ended by any other line (a blank line, a count, text).
+pub fn stack_frames(out: &str) -> Vec<Vec<String>> {
+    let mut all = Vec::new();
+    let mut cur = Vec::new();
+    for l in out.lines().map(str::trim) {
+        if l.contains('`') {
+            cur.push(l.to_string());
+        } else if !cur.is_empty() {
+            all.push(std::mem::take(&mut cur));
+        }
+    }
+    if !cur.is_empty() {
+        all.push(cur);
+    }
+    all
+}
