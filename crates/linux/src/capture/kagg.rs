@@ -2422,19 +2422,11 @@ mod tests {
             recs: Vec::new(),
             ustack_walk: 0,
             actions: vec![RecordAction {
-                step: 0,
                 difo: Some(difo),
                 offset: 16,
                 size: 8,
-                exit: false,
-                signal: None,
-                memory: false,
-                object: false,
-                user_symbol: false,
-                stack: None,
-                ustack: None,
-                spec: None,
                 base: 4,
+                ..Default::default()
             }],
         };
         // A predicate that faults before the record is reserved, a value that faults after, both.
@@ -2482,34 +2474,17 @@ mod tests {
             ustack_walk: 0,
             actions: vec![
                 RecordAction {
-                    step: 0,
                     difo: Some(int),
                     offset: 16,
                     size: 8,
-                    exit: false,
-                    signal: None,
-                    memory: false,
-                    object: false,
-                    user_symbol: false,
-                    stack: None,
-                    ustack: None,
-                    spec: None,
-                    base: 0,
+                    ..Default::default()
                 },
                 RecordAction {
                     step: 1,
                     difo: Some(text),
                     offset: 24,
                     size: 257,
-                    exit: false,
-                    signal: None,
-                    memory: false,
-                    object: false,
-                    user_symbol: false,
-                    stack: None,
-                    ustack: None,
-                    spec: None,
-                    base: 0,
+                    ..Default::default()
                 },
             ],
         };
@@ -2595,18 +2570,10 @@ mod tests {
         // walks 5 frames (the probe's capture's).
         let action = |step, offset, size, frames| RecordAction {
             step,
-            difo: None,
             offset,
             size,
-            exit: false,
-            signal: None,
-            memory: false,
-            object: false,
-            stack: None,
             ustack: Some(frames),
-            user_symbol: false,
-            spec: None,
-            base: 0,
+            ..Default::default()
         };
         let record = KernelRecord {
             size: 72,
@@ -2671,15 +2638,8 @@ mod tests {
             difo: Some(id.clone()),
             offset,
             size,
-            exit: false,
-            signal: None,
-            memory: false,
-            object: false,
-            user_symbol: false,
-            stack: None,
-            ustack: None,
             spec: op,
-            base: 0,
+            ..Default::default()
         };
         let clause = |actions: Vec<RecordAction>, size| KernelAggClause {
             predicate: None,

@@ -385,8 +385,8 @@ pub struct KernelRecord {
     pub ustack_walk: u32,
 }
 
-/// One data-recording action of a [`KernelRecord`].
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// One data-recording action of a [`KernelRecord`] (by default a plain value's record).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RecordAction {
     /// The aggregating and recording actions before it in the clause.
     pub step: usize,
@@ -947,19 +947,10 @@ mod tests {
     #[test]
     fn stack_frames_are_taken_past_the_record_in_the_actions_order() {
         let action = |offset, stack: Option<u32>| RecordAction {
-            step: 0,
-            difo: None,
             offset,
             size: stack.map_or(8, |f| 8 * f),
-            exit: false,
-            signal: None,
-            memory: false,
-            object: false,
-            user_symbol: false,
-            spec: None,
             stack,
-            ustack: None,
-            base: 0,
+            ..Default::default()
         };
         let r = KernelRecord {
             size: 12 + 4 + 8 * 20 + 8 + 8 * 2,

@@ -88,19 +88,11 @@ mod tests {
 
     fn action(offset: u32, size: u32, stack: Option<u32>, ustack: Option<u32>) -> RecordAction {
         RecordAction {
-            step: 0,
-            difo: None,
             offset,
             size,
-            exit: false,
-            signal: None,
-            memory: false,
-            object: false,
-            spec: None,
             stack,
             ustack,
-            user_symbol: false,
-            base: 0,
+            ..Default::default()
         }
     }
 
