@@ -3,7 +3,8 @@
 //! the clause runs in the kernel) and print exactly what the interpreter prints with every
 //! kernel path off, over several clauses and several probes, system calls' and a process's
 //! `pid` probes alike, and so do predicates run alone in the kernel (records built in dtrace).
-//! `caller` and `stackdepth` stay in dtrace, and `-v` says why.
+//! `caller` and `stackdepth` stay in dtrace, and `-v` says why. `ppid` is read at `proc` probes
+//! by clauses run whole there.
 mod common;
 use common::same_with_kernel_paths_off as same_both_ways;
 use common::{have_dd, have_gcc, kernel_ok, DD_WRITES};
@@ -179,5 +180,30 @@ fn caller_and_stackdepth_stay_in_dtrace_and_say_why() {
              kernel stack for dtrace"
         )),
         "{err}"
+    );
+}
+
+#[test]
+fn ppid_at_a_proc_probe_runs_whole_in_the_kernel() {
+    let t = "ppid_at_a_proc_probe_runs_whole_in_the_kernel";
+    if !kernel_ok(t) {
+        return;
+    }
+    // Planning checks the clauses with the task_struct offsets the probes' programs get, so a
+    // clause reading `ppid` with thread-locals runs whole at the probe (it once stayed in dtrace,
+    // and its thread-locals with it).
+    let script = "proc:::exec-success /ppid == $target/ { self->e = 1; } \
+                  syscall::exit_group:entry /self->e/ { @[ppid == $target, execname] = count(); }";
+    let whole = "runs whole in the kernel at 1 probe";
+    let out = same_both_ways(
+        script,
+        &[],
+        "sh -c /bin/true;/bin/true",
+        &[(1, whole), (2, whole)],
+    );
+    assert!(
+        out.lines()
+            .any(|l| l.split_whitespace().take(2).eq(["1", "true"])),
+        "{out}"
     );
 }
