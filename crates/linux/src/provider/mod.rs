@@ -191,6 +191,17 @@ fn new_epid_map() -> std::result::Result<crate::bpf::Map, String> {
         .map_err(|e| e.to_string())
 }
 
+/// Why clause `c`, which calls exit() at a kernel probe, keeps the session's clauses in dtrace
+/// (`why`: why it cannot run whole there, when known).
+fn exit_reason_of(c: &str, why: Option<&str>) -> String {
+    match why {
+        Some(why) => {
+            format!("clause {c} calls exit() at a kernel probe, where it cannot run whole: {why}")
+        }
+        None => format!("clause {c} calls exit() at a kernel probe"),
+    }
+}
+
 /// The maps of [`crate::capture::KernelStacks`].
 struct KernelStackMaps {
     frames: crate::bpf::Map,
@@ -821,9 +832,11 @@ impl Shared {
                         }
                         Err(why) => why.clone(),
                         Ok(()) if self.exit_at_kernel_probe.is_some() => format!(
-                            "clause {} calls exit() at a kernel probe: counting stops at that \
-                                 firing, which only dtrace sees",
-                            self.exit_at_kernel_probe.as_deref().unwrap_or("?")
+                            "{}; counting stops at that firing, which only dtrace sees",
+                            exit_reason_of(
+                                self.exit_at_kernel_probe.as_deref().unwrap_or("?"),
+                                self.exit_at_kernel_probe_why.as_deref()
+                            )
                         ),
                         Ok(()) => "the clause was planned after its probe was enabled".into(),
                     };
@@ -1047,12 +1060,7 @@ impl Shared {
     /// Why clauses do not run in the kernel when clause `c` calls `exit()` at a kernel probe
     /// where it cannot run whole, with that clause's own reason when known.
     fn exit_reason(&self, c: &str) -> String {
-        match &self.exit_at_kernel_probe_why {
-            Some(why) => format!(
-                "clause {c} calls exit() at a kernel probe, where it cannot run whole: {why}"
-            ),
-            None => format!("clause {c} calls exit() at a kernel probe"),
-        }
+        exit_reason_of(c, self.exit_at_kernel_probe_why.as_deref())
     }
 
     /// Makes the maps of the kernel clauses (their control switch, exit flag...), if not yet made.
