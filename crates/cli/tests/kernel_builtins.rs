@@ -186,23 +186,51 @@ fn caller_and_stackdepth_are_read_at_the_probe_as_dtrace_cuts_its_stacks() {
 
 #[test]
 fn caller_and_stackdepth_at_fbt_probes_are_those_of_dtrace() {
+    use dtrace_testkit::{kernel_has, KernelFeature};
     let t = "caller_and_stackdepth_at_fbt_probes_are_those_of_dtrace";
-    if !kernel_ok(t)
-        || !have_dd(t)
-        || !dtrace_testkit::kernel_has(dtrace_testkit::KernelFeature::Kprobes, t)
-    {
+    if !kernel_ok(t) || !have_dd(t) {
         return;
     }
-    // fentry's trampoline or the kprobe's handler sits above the probed function: cut alike.
-    let script = "fbt::vfs_write:entry /pid == $target/ { \
-                  @[caller, stackdepth] = count(); } \
-                  END { printa(\"%a %d %@d\\n\", @); }";
-    let out = same_both_ways(script, &[], DD_WRITES, &[(1, AGGS)]);
-    assert!(
-        out.lines()
-            .any(|l| l.contains("ksys_write") && l.ends_with(" 4")),
-        "{out}"
-    );
+    // The cut stack starts at the probed function (fentry's and fexit's trampoline returns
+    // into it; a kprobe's registers are at it), so `caller` is the function that called it, as
+    // DTrace has it at `fbt` probes; a kretprobe's stack starts in the caller already. The
+    // trampoline itself is placed after the kernel's symbols were read: a tracing frame, not
+    // part of the module before it.
+    let script = "fbt::vfs_write:entry,fbt::vfs_write:return /pid == $target/ { \
+                  @[probename, caller, stackdepth] = count(); } \
+                  END { printa(\"%s %a %d %@d\\n\", @); }";
+    for (feature, mechanism) in [
+        (KernelFeature::Fentry, "fentry"),
+        (KernelFeature::Kprobes, "kprobe"),
+    ] {
+        if !kernel_has(feature, &format!("{t} ({mechanism})")) {
+            continue;
+        }
+        let args = ["-qv", "-n", script, "-c", DD_WRITES];
+        let (rc, kout, kerr) = common::dtrace_with_env(&[("DTRACE_FBT", mechanism)], &args);
+        assert_eq!(rc, 0, "{mechanism}: {kerr}");
+        for n in [1, 2] {
+            assert!(
+                common::clause_lines(&kerr, n)
+                    .iter()
+                    .any(|l| l.contains(AGGS)),
+                "{mechanism}: {kerr}"
+            );
+        }
+        let mut off = common::kernel_paths_off();
+        off.push(("DTRACE_FBT", mechanism));
+        let (rc, iout, ierr) = common::dtrace_with_env(&off, &args);
+        assert_eq!(rc, 0, "{mechanism}: {ierr}");
+        assert_eq!(common::sorted(&kout), common::sorted(&iout), "{mechanism}");
+        for probe in ["entry", "return"] {
+            assert!(
+                kout.lines().any(|l| l.starts_with(probe)
+                    && l.contains("`ksys_write+")
+                    && l.ends_with(" 4")),
+                "{mechanism} {probe}: {kout}"
+            );
+        }
+    }
 }
 
 #[test]

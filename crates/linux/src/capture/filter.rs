@@ -262,7 +262,13 @@ impl ProbeContext for ShapeContext<'_> {
                 self.current(&b.name())?;
                 let stacks = self.stacks.as_ref().ok_or(NO_STACKS)?;
                 let what = match b {
-                    Builtin::Caller => super::kstack::StackValue::Caller,
+                    Builtin::Caller => {
+                        super::kstack::StackValue::Caller(super::kstack::starts_in_probed_function(
+                            &self.names.provider,
+                            &self.names.name,
+                            self.shape.ctx,
+                        ))
+                    }
                     _ => super::kstack::StackValue::Depth,
                 };
                 super::kstack::emit_stack_value(a, self.shape, stacks, what, SCRATCH);

@@ -8,9 +8,11 @@
 //! thread, [`CALLER_FRAMES`] frames for `caller`, [`MAX_STACK_DEPTH`] for `stackdepth`, into a
 //! per-CPU buffer ([`KernelStacks::frames`], slot 1 for programs of perf events, which may
 //! interrupt another program on the CPU). At a probe that is not sampled, `caller` is the first
-//! frame past the tracing ones (0 when there is none) and `stackdepth` the frames past them; at a
+//! frame past the tracing ones (0 when there is none; at an `fbt` probe, whose first frame is the
+//! probed function's own, the frame after it) and `stackdepth` the frames past them; at a
 //! sampled probe, whose stack starts at the interrupted PC and is not cut, `caller` is the second
-//! frame and `stackdepth` every frame. A failed walk is an empty stack, as for dtrace.
+//! frame and `stackdepth` every frame. A failed walk is an empty stack, as for dtrace
+//! (`provider::deliver::caller_of`).
 //!
 //! The search is a binary search over the ranges, padded to a power of two with empty ranges,
 //! without branches (a verifier-friendly form: each step adds its stride or 0). Kernel addresses
@@ -35,10 +37,20 @@ const RANGE_SIZE: usize = 16;
 /// Which value the code reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StackValue {
-    /// `caller`.
-    Caller,
+    /// `caller`; `true` at a probe whose stack starts at the probed function's own address
+    /// (`fbt`), where it is the frame after that one.
+    Caller(bool),
     /// `stackdepth`.
     Depth,
+}
+
+/// Whether the cut kernel stack of probe `provider`:::`name`, whose program reads its context as
+/// `ctx`, starts at the probed function's own address, so that `caller` is the frame after it:
+/// an `fbt` probe's (fentry's and fexit's trampoline returns into the function; a kprobe's
+/// registers are at the function), but for a `return` placed with a kprobe (a kretprobe's
+/// registers are at the return address, in the caller).
+pub fn starts_in_probed_function(provider: &str, name: &str, ctx: CtxKind) -> bool {
+    crate::catalog::fbt::is_provider(provider) && !(ctx == CtxKind::Kprobe && name == "return")
 }
 
 /// The value of the ranges map for `ranges` (sorted, disjoint) and its capacity (a power of two):
@@ -83,7 +95,7 @@ pub(crate) fn emit_stack_value(
     scratch: i16,
 ) {
     let depth = match what {
-        StackValue::Caller => CALLER_FRAMES,
+        StackValue::Caller(_) => CALLER_FRAMES,
         StackValue::Depth => MAX_STACK_DEPTH,
     } as i32;
     let sampled = shape.ctx == CtxKind::PerfEvent;
@@ -106,7 +118,7 @@ pub(crate) fn emit_stack_value(
         // Not cut: the second frame is the caller.
         match what {
             StackValue::Depth => {}
-            StackValue::Caller => {
+            StackValue::Caller(_) => {
                 let second = a.label();
                 a.jmp_imm(op::JGT, R0, 1, second);
                 a.mov_imm(R0, 0).ja(result);
@@ -173,8 +185,19 @@ fn emit_cut(a: &mut Asm, stacks: &KernelStacks, what: StackValue, depth: i32, re
     // A frame past the tracing ones: r1 is the caller, r0 - r4 frames remain.
     a.bind(found);
     match what {
-        StackValue::Caller => {
+        StackValue::Caller(false) => {
             a.mov(R0, R1);
+        }
+        StackValue::Caller(true) => {
+            // The frame after the probed function's own (0 when there is none).
+            let none = a.label();
+            a.alu_imm(op::ADD, R4, 1);
+            a.jmp_reg(op::JGE, R4, R0, none);
+            a.jmp_imm(op::JGE, R4, depth, none);
+            a.alu_imm(op::LSH, R4, 3).alu(op::ADD, R4, R8);
+            a.load(Size::DW, R0, R4, 0).ja(result);
+            a.bind(none);
+            a.mov_imm(R0, 0);
         }
         StackValue::Depth => {
             a.alu(op::SUB, R0, R4);

@@ -300,9 +300,10 @@ fn unwind_ustack(
 }
 
 /// `caller` from a kernel stack whose tracing frames were removed: the first frame, the function
-/// the probe site is in; for a sampled stack (which starts at the interrupted PC), the second.
-pub fn caller_of(kstack: &[u64], sampled: bool) -> u64 {
-    kstack.get(usize::from(sampled)).copied().unwrap_or(0)
+/// the probe site is in; for a stack that starts at the probe site's own address (a sampled one,
+/// at the interrupted PC; an `fbt` probe's, at the probed function), the second.
+pub fn caller_of(kstack: &[u64], own_frame: bool) -> u64 {
+    kstack.get(usize::from(own_frame)).copied().unwrap_or(0)
 }
 
 /// Gives each argument whose data was captured (`__data_loc` strings, inline arrays) the address
@@ -443,13 +444,13 @@ impl LinuxTracing {
         if deliveries.is_empty() {
             return 0;
         }
-        let (active, arg_copies, since, sampled, note, proc_args, exec, built, files) = {
+        let (active, arg_copies, since, (sampled, own_frame), note, proc_args, exec, built, files) = {
             let sh = self.lock();
             (
                 sh.active.clone(),
                 sh.arg_copies.clone(),
                 sh.live_since.unwrap_or(0),
-                sh.sampled.clone(),
+                (sh.sampled.clone(), sh.own_frame.clone()),
                 sh.note_processes,
                 sh.execargs_from_proc.clone(),
                 sh.image_replaced.clone(),
@@ -564,7 +565,7 @@ impl LinuxTracing {
                 let skip = syms.kernel_symbols().tracing_prefix(&ctx.kstack);
                 ctx.kstack.drain(..skip);
             }
-            ctx.caller = caller_of(&ctx.kstack, is_sampled);
+            ctx.caller = caller_of(&ctx.kstack, is_sampled || own_frame.contains(&ev.tag));
             if let Some(&cap) = proc_args.get(&ev.tag) {
                 // Empty when the process is gone (or is a kernel thread), as on a kernel thread.
                 if let Ok(area) = std::fs::read(format!("/proc/{}/cmdline", ev.pid)) {

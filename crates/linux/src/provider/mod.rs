@@ -64,6 +64,10 @@ pub(crate) struct Shared {
     /// Tags of perf-event probes (`profile-N`, `tick-N`): their kernel stacks start at the
     /// interrupted instruction, so nothing is trimmed off them.
     pub(crate) sampled: crate::fasthash::TagSet,
+    /// Tags of probes whose cut kernel stacks start at the probed function's own address (`fbt`'s,
+    /// see `capture::kstack::starts_in_probed_function`): `caller` is the frame after it, the
+    /// function that called it, as DTrace reads `caller` at `fbt` probes.
+    pub(crate) own_frame: crate::fasthash::TagSet,
     /// Probes whose `execargs` are read from `/proc/<pid>/cmdline` at delivery (at most this many
     /// bytes): the thread the record speaks for is not the one whose memory is mapped at the probe.
     pub(crate) execargs_from_proc: crate::fasthash::TagMap<u32>,
@@ -692,6 +696,18 @@ impl Shared {
         self.active.insert(info.id);
         if matches!(probe.attach, AttachPoint::Profile { .. }) {
             self.sampled.insert(info.id);
+        }
+        let ctx = crate::session::planning_shapes(&probe.attach)
+            .ok()
+            .and_then(|s| s.first().map(|s| s.ctx));
+        if ctx.is_some_and(|ctx| {
+            crate::capture::kstack::starts_in_probed_function(
+                &probe.desc.provider,
+                &probe.desc.name,
+                ctx,
+            )
+        }) {
+            self.own_frame.insert(info.id);
         }
         if !arg_copies.is_empty() {
             self.arg_copies.insert(info.id, arg_copies);
@@ -1475,6 +1491,7 @@ impl LinuxTracing {
                 active: Default::default(),
                 arg_copies: Default::default(),
                 sampled: Default::default(),
+                own_frame: Default::default(),
                 perf_profile: false,
                 execargs_from_proc: Default::default(),
                 image_replaced: Default::default(),
@@ -2222,6 +2239,7 @@ impl LinuxTracing {
         sh.active.clear();
         sh.arg_copies.clear();
         sh.sampled.clear();
+        sh.own_frame.clear();
         sh.execargs_from_proc.clear();
         sh.image_replaced.clear();
         // The linker hooks come out too (a process stopped in one goes on), then their

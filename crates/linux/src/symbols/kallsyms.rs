@@ -23,6 +23,10 @@ pub struct KernelSymbols {
     bases: std::collections::HashMap<String, u64>,
     /// The addresses that belong to the tracing machinery ([`KernelSymbols::tracing_ranges`]).
     tracing: Vec<TracingRange>,
+    /// Where each loaded module lies (`/proc/modules`: its first address and one past its last):
+    /// a module's symbol holds no address past its module (a BPF trampoline or program the
+    /// kernel placed after it, listed in kallsyms only after this table was read).
+    extents: std::collections::HashMap<String, (u64, u64)>,
     /// Data symbols (`d`, `D`, `b`, `B`, `r`, `R`) of the core kernel by name; the first of a
     /// name wins.
     data: std::collections::HashMap<String, u64>,
@@ -53,7 +57,9 @@ impl KernelSymbols {
     pub fn load() -> Result<KernelSymbols> {
         let text = std::fs::read_to_string("/proc/kallsyms")
             .map_err(|e| LinuxError::from_io("/proc/kallsyms", e))?;
-        let k = Self::parse(&text);
+        // Without module support there is no such file: no module, no extent.
+        let modules = std::fs::read_to_string("/proc/modules").unwrap_or_default();
+        let k = Self::parse_with_modules(&text, &modules);
         if k.syms.is_empty() {
             return Err(LinuxError::BadFile {
                 path: "/proc/kallsyms".into(),
@@ -67,6 +73,13 @@ impl KernelSymbols {
     /// Parses kallsyms text, keeping text symbols (`t`, `T`, `w`, `W`) with non-zero addresses,
     /// and the core kernel's data symbols apart.
     pub fn parse(text: &str) -> KernelSymbols {
+        Self::parse_with_modules(text, "")
+    }
+
+    /// [`KernelSymbols::parse`], with the modules' extents from `/proc/modules` text (`name size
+    /// refcount users state address` lines; bad ones skipped).
+    pub fn parse_with_modules(text: &str, modules: &str) -> KernelSymbols {
+        let extents = parse_extents(modules);
         let mut syms = Vec::new();
         let mut data = std::collections::HashMap::new();
         for line in text.lines().take(MAX_LINES) {
@@ -107,12 +120,13 @@ impl KernelSymbols {
         for s in &syms {
             bases.entry(s.module.clone()).or_insert(s.addr);
         }
-        let tracing = tracing_ranges_of(&syms);
+        let tracing = tracing_ranges_of(&syms, &extents);
         KernelSymbols {
             syms,
             bases,
             data,
             tracing,
+            extents,
         }
     }
 
@@ -127,13 +141,14 @@ impl KernelSymbols {
     }
 
     /// The symbol containing `addr` (the last one at or below it) and the offset into it; none
-    /// when that would put `addr` further than [`MAX_SYMBOL_SIZE`] into it (past the last symbol of
-    /// the kernel or a module: a BPF program's JIT image, which kallsyms may not list).
+    /// when that would put `addr` further than [`MAX_SYMBOL_SIZE`] into it or past the end of its
+    /// module (past the last symbol of the kernel or a module: a BPF program's JIT image or a
+    /// trampoline, which kallsyms may not list).
     pub fn lookup(&self, addr: u64) -> Option<(&KernelSym, u64)> {
         let i = self.syms.partition_point(|s| s.addr <= addr);
         let s = self.syms.get(i.checked_sub(1)?)?;
         let off = addr - s.addr;
-        (off < MAX_SYMBOL_SIZE).then_some((s, off))
+        (addr <= symbol_last(s, &self.extents)).then_some((s, off))
     }
 
     /// How many frames at the top of a kernel stack captured by a BPF program belong to the
@@ -197,6 +212,31 @@ impl KernelSymbols {
 /// program when it tops a stack).
 const BPF_JIT_REGION: u64 = 0xffff_ffff_a000_0000;
 
+/// The last address symbol `s` may hold: [`MAX_SYMBOL_SIZE`] bytes at most, and not past its
+/// module's extent (when known).
+fn symbol_last(s: &KernelSym, extents: &std::collections::HashMap<String, (u64, u64)>) -> u64 {
+    let last = s.addr.saturating_add(MAX_SYMBOL_SIZE - 1);
+    match extents.get(&s.module) {
+        Some(&(first, end)) if (first..end).contains(&s.addr) => last.min(end - 1),
+        _ => last,
+    }
+}
+
+/// The modules' extents in `/proc/modules` text: name to (first address, one past the last).
+fn parse_extents(text: &str) -> std::collections::HashMap<String, (u64, u64)> {
+    text.lines()
+        .take(MAX_LINES)
+        .filter_map(|line| {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            let (name, size, addr) = (f.first()?, f.get(1)?, f.get(5)?);
+            let size: u64 = size.parse().ok()?;
+            let addr = u64::from_str_radix(addr.strip_prefix("0x")?, 16).ok()?;
+            let end = addr.checked_add(size)?;
+            (addr != 0 && size != 0).then(|| (name.to_string(), (addr, end)))
+        })
+        .collect()
+}
+
 /// Kernel addresses `first..=last`, all of the tracing machinery.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TracingRange {
@@ -210,7 +250,10 @@ pub struct TracingRange {
 /// [`KernelSymbols::lookup`] would find it (the last symbol at or below it, within
 /// [`MAX_SYMBOL_SIZE`]; none below the first symbol or past that size), adjacent tracing
 /// addresses merged.
-fn tracing_ranges_of(syms: &[KernelSym]) -> Vec<TracingRange> {
+fn tracing_ranges_of(
+    syms: &[KernelSym],
+    extents: &std::collections::HashMap<String, (u64, u64)>,
+) -> Vec<TracingRange> {
     let mut out: Vec<TracingRange> = Vec::new();
     let mut push = |first: u64, last: u64| {
         if first > last {
@@ -237,7 +280,7 @@ fn tracing_ranges_of(syms: &[KernelSym]) -> Vec<TracingRange> {
             continue;
         }
         let end = next.map_or(u64::MAX, |n| n - 1);
-        let named_end = s.addr.saturating_add(MAX_SYMBOL_SIZE - 1).min(end);
+        let named_end = symbol_last(s, extents).min(end);
         if is_tracing_symbol(&s.module, &s.name) {
             push(s.addr, named_end);
         }
@@ -348,6 +391,22 @@ mod tests {
                 last: u64::MAX
             }]
         );
+    }
+
+    #[test]
+    fn a_modules_symbols_end_with_the_module() {
+        let k = KernelSymbols::parse_with_modules(
+            "ffffffff81000000 T vfs_write\nffffffffc0001000 t probe.cold\t[virtio]\n",
+            "virtio 8192 0 - Live 0xffffffffc0000000\nbad line\nzero 0 0 - Live 0x0\n",
+        );
+        assert!(k.lookup(0xffff_ffff_c000_1fff).is_some());
+        // Past the module: a trampoline placed after it, a tracing address.
+        assert!(k.lookup(0xffff_ffff_c000_2000).is_none());
+        assert!(k.is_tracing(0xffff_ffff_c000_2000));
+        assert!(!k.is_tracing(0xffff_ffff_c000_1fff));
+        // Without extents, a megabyte as before.
+        let k = KernelSymbols::parse("ffffffffc0001000 t probe.cold\t[virtio]\n");
+        assert!(k.lookup(0xffff_ffff_c000_2000).is_some());
     }
 
     #[test]
