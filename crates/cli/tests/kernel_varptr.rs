@@ -148,3 +148,65 @@ fn a_pointer_begin_kept_in_a_global_reaches_the_kernel_as_dtraces() {
     assert_eq!(out.matches("8\n").count(), 4, "{out}");
     assert_eq!(out.matches("fault 1 8\n").count(), 4, "{out}");
 }
+
+#[test]
+fn a_copy_sized_at_the_probe_kept_in_a_variable_runs_there_when_bounded() {
+    let t = "a_copy_sized_at_the_probe_kept_in_a_variable_runs_there_when_bounded";
+    if !ready(t) || !have_echo(t) {
+        return;
+    }
+    // A clause without alloca() keeping copyin(arg1, arg2) in this-> (or self->): its copy
+    // is in its alloca area, exact where scratchsize is no larger than the kernel's area (the
+    // interpreter's faults past it: out of scratch space), or where a mask bounds the size;
+    // a copy of nothing, an unreadable source and a read past the copy fault as the
+    // interpreter's; the clause after them runs.
+    let out = same_with_kernel_paths_off(
+        r#"#pragma D option scratchsize=2048
+         syscall::write:entry /pid == $target/ {
+             this->b = (char *)copyin(arg1, arg2);
+             printf("%d [%s] %c %d\n", arg2, stringof(this->b), this->b[1], (uint64_t)this->b); }
+         syscall::write:entry /pid == $target/ {
+             self->c = (char *)copyin(arg1 + 1, arg2 & 0x7ff); self->c[0] = 'a';
+             printf("[%s]\n", stringof(self->c)); }
+         syscall::write:entry /pid == $target/ {
+             this->z = (char *)copyin(arg1, arg2 - arg2); trace(this->z[0]); }
+         syscall::write:entry /pid == $target/ { this->u = (char *)copyin(0, arg2); }
+         syscall::write:entry /pid == $target/ {
+             this->n = (char *)copyin(arg1, arg2 * 1000); trace(this->n[0]); }
+         syscall::write:entry /pid == $target/ {
+             this->s = (char *)copyin(arg1, arg2); trace(this->s[arg2]); }
+         syscall::write:entry /pid == $target/ { printf("after %d\n", arg2); }
+         dtrace:::ERROR { printf("fault %d %x\n", arg4, arg5); }"#,
+        &[],
+        "echo hello",
+        &[
+            (1, "runs whole in the kernel"),
+            (2, "runs whole in the kernel"),
+            (3, "runs whole in the kernel"),
+            (4, "runs whole in the kernel"),
+            (5, "runs whole in the kernel"),
+            (6, "runs whole in the kernel"),
+        ],
+    );
+    assert!(out.contains("6 [hello\n] e 8\n"), "{out}");
+    assert!(out.contains("[allo\n]\n"), "{out}");
+    // A copy of nothing (at its own address), an unreadable source, past scratchsize, past
+    // the copy (the byte after it: 8 reserved, then 6 copied).
+    for fault in ["fault 1 8\n", "fault 1 0\n", "fault 5 0\n", "fault 1 e\n"] {
+        assert!(out.contains(fault), "{fault}: {out}");
+    }
+    assert!(out.contains("after 6\n"), "{out}");
+    // Unbounded where scratchsize is larger than the kernel's area: dtrace's, with the way out.
+    same_with_kernel_paths_off(
+        r#"syscall::write:entry /pid == $target/ {
+             this->b = (char *)copyin(arg1, arg2); printf("%c\n", this->b[1]); }"#,
+        &[],
+        "echo hello",
+        &[(
+            1,
+            "copyin() of a size computed at run time that may be more than the kernel's 2048 \
+             bytes (scratchsize is 1048576: a size masked to at most 2048, or a scratchsize of \
+             at most 2048, runs at the probe)",
+        )],
+    );
+}
