@@ -46,6 +46,16 @@
 //! (the interpreter's copy is then the last scratch it allocated, zeroed past the string, and
 //! scratch past it reads as zeros), as the kernel's zeroed string slot holds them.
 //!
+//! A `self->` or global scalar may hold alloca pointers too: those a program's clauses store
+//! one into ([`alloca_vars`], over every clause: the compiler keeps such a variable to them,
+//! `D_ALLOCA_INCOMPAT`), which the context names ([`super::ProbeContext::var_holds_alloca`]). There a
+//! pointer is kept as the interpreter keeps it, its own address of the memory (`ALLOCA_BASE`
+//! plus the offset; NULL stays 0), so dtrace's interpreter reads the same value (a global
+//! copied between the two, `BEGIN`'s); a load makes it an alloca pointer again, checked against
+//! what the loading clause allocated as the interpreter checks the address: a pointer another
+//! clause or an earlier firing kept faults with an invalid address (that address) past this
+//! clause's allocations, and reads this clause's own memory below them, as in the interpreter.
+//!
 //! Which `this->` variables hold alloca pointers is decided per clause ([`alloca_locals`] of
 //! its objects, asked back through [`ProbeContext::local_holds_alloca`]): such a variable
 //! holds nothing else, and an alloca pointer goes in no other variable. Another clause of the
@@ -59,7 +69,7 @@
 //! result of another string function, or a `copyinstr()` followed by something that takes
 //! scratch: the interpreter reads the bytes after the string as its own scratch or string
 //! table holds them, which the kernel's copies do not reproduce), an alloca pointer used as a
-//! key or stored in another variable.
+//! key or stored in an associative array.
 
 use super::{FaultAddr, Kind, Pushed, State, Translator, Untranslatable};
 use crate::insn::{helper, op, Size, R0, R1, R10, R2, R3, R4, R5};

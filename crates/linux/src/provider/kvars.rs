@@ -14,6 +14,9 @@
 //! order). Integer and string scalars (thread-locals, globals and clause-locals) and associative
 //! arrays of integers or strings, keyed by integers and strings the translator follows
 //! (constants, `execname`, `copyinstr()`, string variables), qualify; structs stay in dtrace.
+//! Scalars that hold `alloca()` or `copyin()` pointers ([`alloca_vars`], [`Placement::alloca`])
+//! keep them as the interpreter does, its own addresses of that memory, so the two paths agree
+//! on them (`dtrace_ebpf::translate`'s `alloca` notes).
 //! The firing's `strtok()` state counts as a clause-local string every clause calling `strtok()`
 //! uses ([`STRTOK_STATE_NAME`], `capture::kvars::STRTOK_STATE`), one per probe (clauses at
 //! different probes never share a firing; a clause at several probes links their states, and
