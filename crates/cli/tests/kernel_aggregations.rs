@@ -231,7 +231,8 @@ fn verbose_mode_says_why_aggregations_stay_in_dtrace() {
     assert_eq!(kout, iout);
     assert!(kout.contains(" 3\n"), "{kout}");
     assert!(
-        kerr.contains("calls exit() at a kernel probe: counting stops at that firing"),
+        kerr.contains("calls exit() at a kernel probe, where it cannot run whole: ")
+            && kerr.contains("; counting stops at that firing"),
         "{kerr}"
     );
     for (body, line) in cases {

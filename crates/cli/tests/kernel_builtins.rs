@@ -3,7 +3,8 @@
 //! the clause runs in the kernel) and print exactly what the interpreter prints with every
 //! kernel path off, over several clauses and several probes, system calls' and a process's
 //! `pid` probes alike, and so do predicates run alone in the kernel (records built in dtrace).
-//! `caller` and `stackdepth` stay in dtrace, and `-v` says why.
+//! `caller` and `stackdepth` are read at the probe as dtrace reads them from the stacks it
+//! captures. `ppid` is read at `proc` probes by clauses run whole there.
 mod common;
 use common::same_with_kernel_paths_off as same_both_ways;
 use common::{have_dd, have_gcc, kernel_ok, DD_WRITES};
@@ -148,36 +149,83 @@ fn predicates_run_alone_at_the_probe_read_epid_there() {
 }
 
 #[test]
-fn caller_and_stackdepth_stay_in_dtrace_and_say_why() {
-    let t = "caller_and_stackdepth_stay_in_dtrace_and_say_why";
+fn caller_and_stackdepth_are_read_at_the_probe_as_dtrace_cuts_its_stacks() {
+    let t = "caller_and_stackdepth_are_read_at_the_probe_as_dtrace_cuts_its_stacks";
     if !kernel_ok(t) || !have_dd(t) {
         return;
     }
-    // dtrace cuts the tracing frames off the stack the probe took: the clause runs there.
-    let script = "syscall::write:entry /pid == $target/ { \
-                  @[caller != 0, stackdepth > 1] = count(); } \
-                  END { printa(\"%d %d %@d\\n\", @); }";
-    let out = same_both_ways(
-        script,
-        &[],
-        DD_WRITES,
-        &[(
-            1,
-            "variable caller is not available in the kernel: dtrace cuts the tracing \
-             machinery's frames (BPF, perf and tracepoint glue) off the kernel stack by their \
-             kernel symbols",
-        )],
+    // The probe's code takes the stack and cuts the tracing frames by the address ranges of
+    // the symbol table dtrace cuts captured stacks with: the same caller (by name) and depth,
+    // in a key, a record and a predicate, several times in one clause.
+    let script = "syscall::write:entry /pid == $target && stackdepth > 0/ { \
+                  @[caller, stackdepth] = count(); printf(\"%a %d\\n\", caller, stackdepth); } \
+                  END { printa(\"%a %d %@d\\n\", @); }";
+    let out = same_both_ways(script, &[], DD_WRITES, &[(1, RECORDS), (1, AGGS)]);
+    let printed: Vec<&str> = out.lines().filter(|l| l.contains('`')).collect();
+    assert_eq!(printed.len(), 5, "{out}");
+    // The caller is the probed code, not the tracing machinery.
+    assert!(
+        printed
+            .iter()
+            .all(|l| !l.contains("bpf") && !l.contains("perf_")),
+        "{out}"
     );
-    assert!(out.lines().any(|l| l.trim() == "1 1 4"), "{out}");
-    // A sampled probe's stack is not cut, but the probe's capture takes it for dtrace.
-    let script = "profile-997 { @[stackdepth >= 0] = count(); } tick-1ms { exit(0); }";
+    assert!(out.lines().any(|l| l.ends_with(" 4")), "{out}");
+    // A sampled probe's stack is not cut: its second frame is the caller.
+    let script = "profile-997 /stackdepth > 0/ { @[caller != 0] = count(); } \
+                  tick-200ms { exit(0); }";
     let (rc, _, err) = common::dtrace(&["-qv", "-n", script]);
     assert_eq!(rc, 0, "{err}");
     assert!(
-        common::clause_lines(&err, 1).iter().any(|l| l.contains(
-            "variable stackdepth is not available in the kernel: the probe's capture takes the \
-             kernel stack for dtrace"
-        )),
+        common::clause_lines(&err, 1)
+            .iter()
+            .any(|l| l.contains(AGGS)),
         "{err}"
+    );
+}
+
+#[test]
+fn caller_and_stackdepth_at_fbt_probes_are_those_of_dtrace() {
+    let t = "caller_and_stackdepth_at_fbt_probes_are_those_of_dtrace";
+    if !kernel_ok(t)
+        || !have_dd(t)
+        || !dtrace_testkit::kernel_has(dtrace_testkit::KernelFeature::Kprobes, t)
+    {
+        return;
+    }
+    // fentry's trampoline or the kprobe's handler sits above the probed function: cut alike.
+    let script = "fbt::vfs_write:entry /pid == $target/ { \
+                  @[caller, stackdepth] = count(); } \
+                  END { printa(\"%a %d %@d\\n\", @); }";
+    let out = same_both_ways(script, &[], DD_WRITES, &[(1, AGGS)]);
+    assert!(
+        out.lines()
+            .any(|l| l.contains("ksys_write") && l.ends_with(" 4")),
+        "{out}"
+    );
+}
+
+#[test]
+fn ppid_at_a_proc_probe_runs_whole_in_the_kernel() {
+    let t = "ppid_at_a_proc_probe_runs_whole_in_the_kernel";
+    if !kernel_ok(t) {
+        return;
+    }
+    // Planning checks the clauses with the task_struct offsets the probes' programs get, so a
+    // clause reading `ppid` with thread-locals runs whole at the probe (it once stayed in dtrace,
+    // and its thread-locals with it).
+    let script = "proc:::exec-success /ppid == $target/ { self->e = 1; } \
+                  syscall::exit_group:entry /self->e/ { @[ppid == $target, execname] = count(); }";
+    let whole = "runs whole in the kernel at 1 probe";
+    let out = same_both_ways(
+        script,
+        &[],
+        "sh -c /bin/true;/bin/true",
+        &[(1, whole), (2, whole)],
+    );
+    assert!(
+        out.lines()
+            .any(|l| l.split_whitespace().take(2).eq(["1", "true"])),
+        "{out}"
     );
 }

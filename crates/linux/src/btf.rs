@@ -503,6 +503,13 @@ pub struct ArgsAreaOffsets {
 }
 
 impl TaskOffsets {
+    /// The running kernel's, read from its BTF once per process: planning and enabling a probe
+    /// then agree on what the probe's program can read (`ppid`, `vtimestamp`, ...).
+    pub fn of_running_kernel() -> Option<TaskOffsets> {
+        static OFFSETS: std::sync::OnceLock<Option<TaskOffsets>> = std::sync::OnceLock::new();
+        *OFFSETS.get_or_init(|| Self::from_vmlinux().ok())
+    }
+
     /// From the running kernel's BTF.
     pub fn from_vmlinux() -> Result<TaskOffsets> {
         let btf = Btf::load_vmlinux()?;

@@ -230,16 +230,18 @@ fn profile_shape(task: Option<crate::btf::TaskOffsets>) -> ProbeShape {
 /// The shapes the programs of a probe attached at `at` read their context with, as
 /// [`Session::enable`] builds them (one per site of a user probe; a syscall tracepoint's raw
 /// form reads the same values as its tracefs record; `fbt` by this kernel's mechanism), for
-/// planning what translates there before anything is enabled. Without `task_struct` offsets:
-/// what needs them is refused here, never accepted here and refused at the probe.
+/// planning what translates there before anything is enabled. With the `task_struct` offsets
+/// the session's programs get ([`crate::btf::TaskOffsets::of_running_kernel`]), so what needs
+/// them (`ppid`) is accepted here exactly where it is at the probe.
 pub(crate) fn planning_shapes(at: &AttachPoint) -> std::result::Result<Vec<ProbeShape>, String> {
+    let task = crate::btf::TaskOffsets::of_running_kernel();
     let shape =
         |ctx, args: &Vec<ArgSource>, conditions: &Vec<Condition>, identity: &Identity| ProbeShape {
             ctx,
             args: args.clone(),
             conditions: conditions.clone(),
             identity: *identity,
-            task: None,
+            task,
         };
     Ok(match at {
         AttachPoint::Tracepoint {
@@ -254,7 +256,7 @@ pub(crate) fn planning_shapes(at: &AttachPoint) -> std::result::Result<Vec<Probe
             identity,
             ..
         } => vec![shape(CtxKind::RawTracepoint, args, conditions, identity)],
-        AttachPoint::Uprobe { sites, .. } => sites.iter().map(|s| uprobe_shape(s, None)).collect(),
+        AttachPoint::Uprobe { sites, .. } => sites.iter().map(|s| uprobe_shape(s, task)).collect(),
         AttachPoint::Fbt {
             btf_id,
             args,
@@ -267,7 +269,7 @@ pub(crate) fn planning_shapes(at: &AttachPoint) -> std::result::Result<Vec<Probe
             };
             vec![shape(ctx, args, conditions, &Identity::Current)]
         }
-        AttachPoint::Profile { .. } => vec![profile_shape(None)],
+        AttachPoint::Profile { .. } => vec![profile_shape(task)],
     })
 }
 
@@ -352,7 +354,7 @@ impl Session {
             scratch: Vec::new(),
             tp_btf: HashMap::new(),
             bad_records: 0,
-            task: crate::btf::TaskOffsets::from_vmlinux().ok(),
+            task: crate::btf::TaskOffsets::of_running_kernel(),
             wall_offset_ns: wall_offset_ns(),
             opts,
             vclock: None,

@@ -60,6 +60,8 @@ pub(crate) struct ShapeContext<'a> {
     pub(crate) copy_scratch: Option<u64>,
     /// Where the clause being translated reads its EPID, or why `epid` is read in dtrace.
     pub(crate) epid: Result<EpidAt, &'static str>,
+    /// Where `caller` and `stackdepth` are read (`None`: in dtrace).
+    pub(crate) stacks: Option<super::spec::KernelStacks>,
 }
 
 /// Where the code at a probe reads its clause's EPID: the framework assigns EPIDs once the
@@ -80,16 +82,11 @@ pub(crate) struct EpidAt {
 pub(crate) const SHARED_EPID: &str =
     "one program serves the probe of every process, each with its own EPIDs";
 
-/// Why `caller` and `stackdepth` are read in dtrace at a probe whose kernel stack starts in
-/// the tracing machinery: dtrace cuts those frames off by their kernel symbols
-/// (`KernelSymbols::tracing_prefix`), which the probe's program cannot look up.
-pub(crate) const CUT_STACK: &str = "dtrace cuts the tracing machinery's frames (BPF, perf and \
-     tracepoint glue) off the kernel stack by their kernel symbols, which the probe's program \
-     does not have";
-
-/// Why `caller` and `stackdepth` are read in dtrace at a sampled probe, whose stack is not cut.
-pub(crate) const SAMPLED_STACK: &str = "the probe's capture takes the kernel stack for dtrace; a \
-     clause at the probe has no per-CPU room for its 127 frames";
+/// Why `caller` and `stackdepth` are read in dtrace where no map of the kernel's tracing
+/// address ranges serves the code (a `raise()` or `stop()` sent at the probe).
+pub(crate) const NO_STACKS: &str = "dtrace cuts the tracing machinery's frames (BPF, perf and \
+     tracepoint glue) off the kernel stack by their kernel symbols, and no map of their address \
+     ranges serves this code";
 
 /// Why `epid` is read in dtrace where no map of EPIDs serves the code (a `raise()` or
 /// `stop()` sent at the probe, a probe placed before dtrace knew of `epid` there).
@@ -262,12 +259,13 @@ impl ProbeContext for ShapeContext<'_> {
                 a.call(helper::GET_CURRENT_TASK);
             }
             Builtin::Caller | Builtin::Stackdepth => {
-                return Err(if self.shape.ctx == super::codegen::CtxKind::PerfEvent {
-                    SAMPLED_STACK
-                } else {
-                    CUT_STACK
-                }
-                .into())
+                self.current(&b.name())?;
+                let stacks = self.stacks.as_ref().ok_or(NO_STACKS)?;
+                let what = match b {
+                    Builtin::Caller => super::kstack::StackValue::Caller,
+                    _ => super::kstack::StackValue::Depth,
+                };
+                super::kstack::emit_stack_value(a, self.shape, stacks, what, SCRATCH);
             }
             Builtin::Epid => {
                 let at = self.epid?;
@@ -619,6 +617,7 @@ pub fn translate_filter(
         allocates: false,
         copy_scratch: None,
         epid: Err(NO_EPID),
+        stacks: filter.stacks,
     };
     let results: Vec<Result<translate::Fragment, Untranslatable>> = filter
         .predicates

@@ -513,11 +513,16 @@ pub fn check_clause(
         alloca_locals: &[],
         allocates: false,
         copy_scratch: None,
-        // Nor is the map of the EPIDs.
+        // Nor is the map of the EPIDs, nor are those of the stacks.
         epid: match names.id {
             translate::ProbeId::Shared => Err(super::filter::SHARED_EPID),
             _ => Ok(super::filter::EpidAt { map: -1, key: 0 }),
         },
+        stacks: Some(super::spec::KernelStacks {
+            frames: -1,
+            ranges: -1,
+            capacity: 1,
+        }),
     };
     translate_clause(&ctx, c, strsize as usize).map(|t| t.can_fault())
 }
@@ -621,6 +626,7 @@ pub fn emit_aggs(
         allocates: false,
         copy_scratch: None,
         epid: Err(super::filter::NO_EPID),
+        stacks: k.stacks,
     };
     // A clause's EPID is keyed by its number at the probe (its index here).
     let mut results: Vec<Result<Translated, Untranslatable>> = k
@@ -2145,6 +2151,7 @@ mod tests {
                 others,
                 bypass: None,
                 epids: ids.1,
+                stacks: None,
                 vars: None,
                 specs,
                 known,

@@ -7,6 +7,7 @@ pub mod codegen;
 pub mod fault;
 pub mod filter;
 pub mod kagg;
+pub mod kstack;
 pub mod kvars;
 pub mod layout;
 pub mod mirror;
@@ -29,6 +30,6 @@ pub use record::{
 };
 pub use spec::{
     AddrBase, AddrExpr, ArgSource, CaptureSpec, Condition, CopyRequest, Identity, KernelAgg,
-    KernelAggClause, KernelAggs, KernelFilter, KernelSignal, KernelSignals, KernelVars, KeyKind,
-    MemKind, MirrorOp,
+    KernelAggClause, KernelAggs, KernelFilter, KernelSignal, KernelSignals, KernelStacks,
+    KernelVars, KeyKind, MemKind, MirrorOp,
 };

@@ -68,6 +68,7 @@ pub fn emit_signals(a: &mut Asm, shape: &ProbeShape, s: &KernelSignals) -> Signa
         allocates: false,
         copy_scratch: None,
         epid: Err(super::filter::NO_EPID),
+        stacks: None,
     };
     let results: Vec<Result<Translated, Untranslatable>> = s
         .clauses

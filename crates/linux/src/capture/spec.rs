@@ -232,6 +232,8 @@ pub struct KernelAggs {
     /// The hash map of the EPIDs of the clauses here that read `epid` (see
     /// `capture::filter::EpidAt`), when one does.
     pub epids: Option<i32>,
+    /// Where the clauses read `caller` and `stackdepth` (`None`: in dtrace).
+    pub stacks: Option<KernelStacks>,
     /// The thread-locals that live in the kernel (see `capture::kvars`), when some do.
     pub vars: Option<KernelVars>,
     /// The speculations, when they live in the kernel (see `capture::speculation`).
@@ -724,6 +726,22 @@ pub struct KernelFilter {
     /// this probe dtrace writes there once the framework assigned it
     /// (`LinuxTracing::bind_epid`). `None`: `epid` is read in dtrace.
     pub epids: Option<(i32, Vec<usize>)>,
+    /// Where the predicates read `caller` and `stackdepth` (`None`: in dtrace).
+    pub stacks: Option<KernelStacks>,
+}
+
+/// Where the code at a probe takes its kernel stack and finds the tracing frames to cut, for
+/// `caller` and `stackdepth` (see `capture::kstack`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KernelStacks {
+    /// A per-CPU array of [`KEY_SCRATCH_SLOTS`] values of [`MAX_STACK_DEPTH`] frames, where the
+    /// stack is taken (slot 1 for programs of perf events, as [`KernelAggs::keys`]).
+    pub frames: i32,
+    /// An array map of one value: the kernel's tracing address ranges, sorted, as
+    /// `capture::kstack::ranges_value` lays them out.
+    pub ranges: i32,
+    /// The ranges the value holds (a power of two).
+    pub capacity: u32,
 }
 
 impl KernelFilter {

@@ -98,6 +98,13 @@ pub(crate) struct Shared {
     /// the first clause reading it at a probe, filled by [`LinuxTracing::bind_record`] (clauses
     /// run whole there) and [`LinuxTracing::bind_epid`] (predicates run alone there).
     epids: Option<crate::bpf::Map>,
+    /// The kernel's tracing address ranges, from the symbol table dtrace cuts captured stacks
+    /// with, read when a planned clause reads `caller` or `stackdepth`
+    /// ([`LinuxTracing::plan`]).
+    tracing_ranges: Option<Vec<crate::symbols::kallsyms::TracingRange>>,
+    /// The maps the code at the probes reads `caller` and `stackdepth` with (see
+    /// `capture::kstack`): made with the first clause reading them at a probe.
+    kstacks: Option<KernelStackMaps>,
     /// The probes enabled with a kernel filter: a clause planned later that matches one turns the
     /// filters off, as that probe's program was built without it.
     filtered: Vec<ProbeInfo>,
@@ -182,6 +189,60 @@ const EPID_ENTRIES: u32 = 1 << 16;
 fn new_epid_map() -> std::result::Result<crate::bpf::Map, String> {
     crate::bpf::Map::create(crate::bpf::MapKind::Hash, "dt_epids", 8, 8, EPID_ENTRIES)
         .map_err(|e| e.to_string())
+}
+
+/// Why clause `c`, which calls exit() at a kernel probe, keeps the session's clauses in dtrace
+/// (`why`: why it cannot run whole there, when known).
+fn exit_reason_of(c: &str, why: Option<&str>) -> String {
+    match why {
+        Some(why) => {
+            format!("clause {c} calls exit() at a kernel probe, where it cannot run whole: {why}")
+        }
+        None => format!("clause {c} calls exit() at a kernel probe"),
+    }
+}
+
+/// The maps of [`crate::capture::KernelStacks`].
+struct KernelStackMaps {
+    frames: crate::bpf::Map,
+    ranges: crate::bpf::Map,
+    capacity: u32,
+}
+
+impl KernelStackMaps {
+    /// The maps for `ranges`, the ranges written.
+    fn new(
+        ranges: &[crate::symbols::kallsyms::TracingRange],
+    ) -> std::result::Result<KernelStackMaps, String> {
+        use crate::capture::spec::{KEY_SCRATCH_SLOTS, MAX_STACK_DEPTH};
+        let (value, capacity) = crate::capture::kstack::ranges_value(ranges)?;
+        let size = u32::try_from(value.len()).map_err(|_| "too many tracing ranges")?;
+        let e = |e: crate::error::LinuxError| e.to_string();
+        let frames = crate::bpf::Map::create(
+            crate::bpf::MapKind::PerCpuArray,
+            "dt_kstack",
+            4,
+            8 * MAX_STACK_DEPTH,
+            KEY_SCRATCH_SLOTS,
+        )
+        .map_err(e)?;
+        let map = crate::bpf::Map::create(crate::bpf::MapKind::Array, "dt_tracing", 4, size, 1)
+            .map_err(e)?;
+        map.update(&0u32.to_ne_bytes(), &value).map_err(e)?;
+        Ok(KernelStackMaps {
+            frames,
+            ranges: map,
+            capacity,
+        })
+    }
+
+    fn stacks(&self) -> crate::capture::KernelStacks {
+        crate::capture::KernelStacks {
+            frames: self.frames.raw_fd(),
+            ranges: self.ranges.raw_fd(),
+            capacity: self.capacity,
+        }
+    }
 }
 
 /// Environment variable that, set to `0`, builds every record in dtrace's interpreter (clauses
@@ -482,14 +543,22 @@ impl Shared {
         }
         let epids = self.epids.as_ref().map(|m| m.raw_fd());
         let epids_of = |clauses: &[usize]| epids.map(|fd| (fd, clauses.to_vec()));
+        // So do those reading `caller` or `stackdepth`, with the kernel's tracing ranges.
+        let stacks = self.kernel_stacks(
+            matching
+                .iter()
+                .any(|n| (n.caller || n.stackdepth) && n.predicate.is_some()),
+        )?;
         if let Some(f) = &mut spec.filter {
             f.place_at(&names, opaque_args, bypass);
             f.epids = epids_of(&matching_idx);
+            f.stacks = stacks;
         }
         if let Some(mut o) = others {
             if let Some(f) = &mut o.filter {
                 f.place_at(&names, opaque_args, bypass);
                 f.epids = epids_of(&r_idx);
+                f.stacks = stacks;
             }
             let (aggs, numbers) = self.kernel_clauses(
                 &k_idx,
@@ -763,9 +832,11 @@ impl Shared {
                         }
                         Err(why) => why.clone(),
                         Ok(()) if self.exit_at_kernel_probe.is_some() => format!(
-                            "clause {} calls exit() at a kernel probe: counting stops at that \
-                                 firing, which only dtrace sees",
-                            self.exit_at_kernel_probe.as_deref().unwrap_or("?")
+                            "{}; counting stops at that firing, which only dtrace sees",
+                            exit_reason_of(
+                                self.exit_at_kernel_probe.as_deref().unwrap_or("?"),
+                                self.exit_at_kernel_probe_why.as_deref()
+                            )
                         ),
                         Ok(()) => "the clause was planned after its probe was enabled".into(),
                     };
@@ -858,6 +929,10 @@ impl Shared {
             self.epids = Some(new_epid_map()?);
         }
         let epids = self.epids.as_ref().map(|m| m.raw_fd());
+        let stacks = self.kernel_stacks(k_idx.iter().any(|&i| {
+            let n = &self.clauses[i].1;
+            n.caller || n.stackdepth
+        }))?;
         let state = self.kaggs.as_mut().ok_or("no kernel aggregations")?;
         let (control, zeros, drops, exit) = state.fds();
         let keys = state.key_scratch_fd();
@@ -930,6 +1005,7 @@ impl Shared {
             others: (!r_idx.is_empty()).then_some(others),
             bypass,
             epids,
+            stacks,
             vars,
             specs,
             known: None,
@@ -984,12 +1060,7 @@ impl Shared {
     /// Why clauses do not run in the kernel when clause `c` calls `exit()` at a kernel probe
     /// where it cannot run whole, with that clause's own reason when known.
     fn exit_reason(&self, c: &str) -> String {
-        match &self.exit_at_kernel_probe_why {
-            Some(why) => format!(
-                "clause {c} calls exit() at a kernel probe, where it cannot run whole: {why}"
-            ),
-            None => format!("clause {c} calls exit() at a kernel probe"),
-        }
+        exit_reason_of(c, self.exit_at_kernel_probe_why.as_deref())
     }
 
     /// Makes the maps of the kernel clauses (their control switch, exit flag...), if not yet made.
@@ -1211,6 +1282,25 @@ impl Shared {
         self.report_variables();
     }
 
+    /// The maps the code at a probe reads `caller` and `stackdepth` with, made when `wanted` and
+    /// not made yet; `None` when not wanted or no tracing ranges were read (the clauses then
+    /// read them in dtrace).
+    fn kernel_stacks(
+        &mut self,
+        wanted: bool,
+    ) -> std::result::Result<Option<crate::capture::KernelStacks>, String> {
+        if !wanted {
+            return Ok(None);
+        }
+        if self.kstacks.is_none() {
+            let Some(ranges) = &self.tracing_ranges else {
+                return Ok(None);
+            };
+            self.kstacks = Some(KernelStackMaps::new(ranges)?);
+        }
+        Ok(self.kstacks.as_ref().map(KernelStackMaps::stacks))
+    }
+
     /// Keeps every thread-local in dtrace, saying `why`.
     fn demote_variables(&mut self, why: &str) {
         for c in self.placement.clauses.iter_mut().flatten() {
@@ -1409,6 +1499,8 @@ impl LinuxTracing {
                 kernel_predicates: std::env::var_os(KERNEL_PREDICATES_ENV).is_none_or(|v| v != "0"),
                 bypass: None,
                 epids: None,
+                tracing_ranges: None,
+                kstacks: None,
                 filtered: Vec::new(),
                 known_processes: None,
                 missed_announcements: None,
@@ -1503,6 +1595,20 @@ impl LinuxTracing {
         self.symbols.clone()
     }
 
+    /// Reads the kernel's symbols (once) and keeps their tracing ranges for the probes' code
+    /// (`Shared::tracing_ranges`). Takes one lock at a time.
+    fn note_tracing_ranges(&self) {
+        if self.lock().tracing_ranges.is_some() {
+            return;
+        }
+        let ranges = self
+            .lock_symbols()
+            .kernel_symbols()
+            .tracing_ranges()
+            .to_vec();
+        self.lock().tracing_ranges = Some(ranges);
+    }
+
     pub(crate) fn lock_symbols(&self) -> MutexGuard<'_, Symbolizer> {
         self.symbols.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -1569,8 +1675,8 @@ impl LinuxTracing {
             .any(|(_, c)| c.kstack.is_some() || c.caller)
         {
             // Kernel stacks are trimmed at delivery with the kernel's symbols: read them now,
-            // not while events wait in the ring.
-            self.lock_symbols().kernel_symbols();
+            // not while events wait in the ring; the probes' code cuts its own with the same.
+            self.note_tracing_ranges();
         }
         let user_symbols = prints_user_symbols(program);
         if user_symbols {
@@ -1662,6 +1768,9 @@ impl LinuxTracing {
         }
         let ctx = self.lock().mirror_ctx.clone();
         let n = needs::program_needs_in(program, &ctx);
+        if n.clauses.iter().any(|(_, c)| c.caller || c.stackdepth) {
+            self.note_tracing_ranges();
+        }
         let mut sh = self.lock();
         let Some(at) = sh.planned.iter().rposition(|(p, _)| p == original) else {
             drop(sh);

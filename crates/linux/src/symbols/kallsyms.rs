@@ -16,11 +16,13 @@ pub struct KernelSym {
 }
 
 /// The kernel's symbol table.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct KernelSymbols {
     syms: Vec<KernelSym>,
     /// Lowest symbol address of each module.
     bases: std::collections::HashMap<String, u64>,
+    /// The addresses that belong to the tracing machinery ([`KernelSymbols::tracing_ranges`]).
+    tracing: Vec<TracingRange>,
     /// Data symbols (`d`, `D`, `b`, `B`, `r`, `R`) of the core kernel by name; the first of a
     /// name wins.
     data: std::collections::HashMap<String, u64>,
@@ -37,6 +39,13 @@ pub const MAX_SYMBOL_SIZE: u64 = 1 << 20;
 
 /// The most lines we read (the running kernel has a few hundred thousand).
 pub const MAX_LINES: usize = 4_000_000;
+
+impl Default for KernelSymbols {
+    /// No symbols: every address is unnamed.
+    fn default() -> Self {
+        KernelSymbols::parse("")
+    }
+}
 
 impl KernelSymbols {
     /// Reads `/proc/kallsyms`. Without privileges the kernel shows zero addresses; that yields an
@@ -98,7 +107,13 @@ impl KernelSymbols {
         for s in &syms {
             bases.entry(s.module.clone()).or_insert(s.addr);
         }
-        KernelSymbols { syms, bases, data }
+        let tracing = tracing_ranges_of(&syms);
+        KernelSymbols {
+            syms,
+            bases,
+            data,
+            tracing,
+        }
     }
 
     /// Number of symbols.
@@ -126,13 +141,24 @@ impl KernelSymbols {
     /// dispatch) rather than to the code that hit the probe. They are cut so the first frame shown
     /// is the probed code, as DTrace shows it.
     pub fn tracing_prefix(&self, pcs: &[u64]) -> usize {
-        pcs.iter()
-            .take_while(|&&pc| match self.lookup(pc) {
-                Some((s, _)) => is_tracing_symbol(&s.module, &s.name),
-                // BPF programs' JIT images are listed in kallsyms only with bpf_jit_kallsyms.
-                None => pc >= BPF_JIT_REGION,
-            })
-            .count()
+        pcs.iter().take_while(|&&pc| self.is_tracing(pc)).count()
+    }
+
+    /// Whether kernel address `pc` belongs to the tracing machinery: its symbol's
+    /// ([`is_tracing_symbol`]), or, where no symbol holds it ([`KernelSymbols::lookup`]), the JIT
+    /// area (BPF programs' images are listed in kallsyms only with `bpf_jit_kallsyms`).
+    pub fn is_tracing(&self, pc: u64) -> bool {
+        let i = self.tracing.partition_point(|r| r.first <= pc);
+        i.checked_sub(1)
+            .and_then(|i| self.tracing.get(i))
+            .is_some_and(|r| pc <= r.last)
+    }
+
+    /// The addresses [`KernelSymbols::is_tracing`] holds, as sorted, disjoint, non-adjacent
+    /// ranges: what a probe's program searches to cut the same frames off its own stack
+    /// (`caller`, `stackdepth`).
+    pub fn tracing_ranges(&self) -> &[TracingRange] {
+        &self.tracing
     }
 
     /// The lowest symbol address of the module holding `addr`.
@@ -170,6 +196,57 @@ impl KernelSymbols {
 /// Start of the module and BPF JIT area on x86-64 (an unnamed address there is taken for a BPF
 /// program when it tops a stack).
 const BPF_JIT_REGION: u64 = 0xffff_ffff_a000_0000;
+
+/// Kernel addresses `first..=last`, all of the tracing machinery.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TracingRange {
+    /// The first address.
+    pub first: u64,
+    /// The last address (inclusive: a range may end at the top of the address space).
+    pub last: u64,
+}
+
+/// The tracing ranges of symbols sorted by address: each address is classified as
+/// [`KernelSymbols::lookup`] would find it (the last symbol at or below it, within
+/// [`MAX_SYMBOL_SIZE`]; none below the first symbol or past that size), adjacent tracing
+/// addresses merged.
+fn tracing_ranges_of(syms: &[KernelSym]) -> Vec<TracingRange> {
+    let mut out: Vec<TracingRange> = Vec::new();
+    let mut push = |first: u64, last: u64| {
+        if first > last {
+            return;
+        }
+        match out.last_mut() {
+            Some(r) if r.last.checked_add(1) == Some(first) => r.last = last,
+            _ => out.push(TracingRange { first, last }),
+        }
+    };
+    // Addresses no symbol holds: tracing in the JIT area only.
+    let unnamed = |first: u64, last: u64, push: &mut dyn FnMut(u64, u64)| {
+        push(first.max(BPF_JIT_REGION), last);
+    };
+    match syms.first() {
+        None => unnamed(0, u64::MAX, &mut push),
+        Some(s) if s.addr > 0 => unnamed(0, s.addr - 1, &mut push),
+        Some(_) => {}
+    }
+    for (i, s) in syms.iter().enumerate() {
+        // Several symbols at one address: lookup finds the last of them.
+        let next = syms.get(i + 1).map(|n| n.addr);
+        if next == Some(s.addr) {
+            continue;
+        }
+        let end = next.map_or(u64::MAX, |n| n - 1);
+        let named_end = s.addr.saturating_add(MAX_SYMBOL_SIZE - 1).min(end);
+        if is_tracing_symbol(&s.module, &s.name) {
+            push(s.addr, named_end);
+        }
+        if named_end < end {
+            unnamed(named_end + 1, end, &mut push);
+        }
+    }
+    out
+}
 
 /// Whether a kernel function belongs to the machinery that runs a BPF program at a probe.
 pub fn is_tracing_symbol(module: &str, name: &str) -> bool {
@@ -226,6 +303,51 @@ mod tests {
         assert_eq!(k.tracing_prefix(&[0xffff_ffff_c020_0000, pcs[3]]), 1);
         assert!(is_tracing_symbol("vmlinux", "perf_trace_sched_switch"));
         assert!(!is_tracing_symbol("vmlinux", "ksys_write"));
+    }
+
+    #[test]
+    fn tracing_ranges_classify_every_address_as_its_symbol() {
+        let k = KernelSymbols::parse(
+            "ffffffff81000000 T bpf_trace_run2\nffffffff81000100 t __bpf_trace_sys_enter\n\
+             ffffffff81000200 T syscall_trace_enter\nffffffff81000300 T do_syscall_64\n\
+             ffffffff81000300 T perf_trace_alias\nffffffff81000400 T bpf_alias_first\n\
+             ffffffff81000400 T ksys_write\nffffffffc0000000 t ext4_write\t[ext4]\n\
+             ffffffffc0100000 t bpf_prog_abc_dt\t[bpf]\nffffffffc0100100 t cleanup\t[xfs]\n",
+        );
+        // The definition the ranges stand for: the symbol lookup finds, or the JIT area.
+        let reference = |pc: u64| match k.lookup(pc) {
+            Some((s, _)) => is_tracing_symbol(&s.module, &s.name),
+            None => pc >= BPF_JIT_REGION,
+        };
+        let mut edges = vec![0, 1, BPF_JIT_REGION, u64::MAX];
+        for s in &k.syms {
+            for a in [s.addr, s.addr + MAX_SYMBOL_SIZE] {
+                edges.extend([a.wrapping_sub(1), a, a.wrapping_add(1), a + 0x10]);
+            }
+        }
+        for pc in edges {
+            assert_eq!(k.is_tracing(pc), reference(pc), "{pc:#x}");
+        }
+        let r = k.tracing_ranges();
+        assert!(r.windows(2).all(|w| w[0].last + 1 < w[1].first), "{r:x?}");
+        // Merged: the two bpf symbols, then perf_trace_alias (the last of its address).
+        assert_eq!(
+            (r[0].first, r[0].last),
+            (0xffff_ffff_8100_0000, 0xffff_ffff_8100_01ff)
+        );
+        assert_eq!(
+            (r[1].first, r[1].last),
+            (0xffff_ffff_8100_0300, 0xffff_ffff_8100_03ff)
+        );
+        // No symbol at all: the JIT area only.
+        let none = KernelSymbols::default();
+        assert_eq!(
+            none.tracing_ranges(),
+            [TracingRange {
+                first: BPF_JIT_REGION,
+                last: u64::MAX
+            }]
+        );
     }
 
     #[test]

@@ -34,6 +34,8 @@ pub struct ClauseNeeds {
     pub unsupported: Option<String>,
     /// The clause reads `caller` (the kernel stack's first frames are captured).
     pub caller: bool,
+    /// The clause reads `stackdepth` (the whole kernel stack is captured).
+    pub stackdepth: bool,
     /// The clause reads `epid` (run whole at the probe, it reads its EPID from the map that
     /// [`crate::provider::LinuxTracing::bind_record`] fills, see `capture::filter::EpidAt`).
     pub epid: bool,

@@ -191,6 +191,7 @@ impl ObjectScan<'_> {
         } else if var == vars::DIF_VAR_STACKDEPTH {
             // The depth of the whole stack, not of what a stack() action would print.
             n.kstack = Some(MAX_STACK_DEPTH);
+            n.stackdepth = true;
         } else if var == vars::DIF_VAR_USTACKDEPTH {
             n.ustack = Some(MAX_STACK_DEPTH);
         } else if var == vars::DIF_VAR_VTIMESTAMP {
