@@ -46,6 +46,16 @@
 //! (the interpreter's copy is then the last scratch it allocated, zeroed past the string, and
 //! scratch past it reads as zeros), as the kernel's zeroed string slot holds them.
 //!
+//! A `self->` or global scalar may hold alloca pointers too: those a program's clauses store
+//! one into ([`alloca_vars`], over every clause: the compiler keeps such a variable to them,
+//! `D_ALLOCA_INCOMPAT`), which the context names ([`super::ProbeContext::var_holds_alloca`]). There a
+//! pointer is kept as the interpreter keeps it, its own address of the memory (`ALLOCA_BASE`
+//! plus the offset; NULL stays 0), so dtrace's interpreter reads the same value (a global
+//! copied between the two, `BEGIN`'s); a load makes it an alloca pointer again, checked against
+//! what the loading clause allocated as the interpreter checks the address: a pointer another
+//! clause or an earlier firing kept faults with an invalid address (that address) past this
+//! clause's allocations, and reads this clause's own memory below them, as in the interpreter.
+//!
 //! Which `this->` variables hold alloca pointers is decided per clause ([`alloca_locals`] of
 //! its objects, asked back through [`ProbeContext::local_holds_alloca`]): such a variable
 //! holds nothing else, and an alloca pointer goes in no other variable. Another clause of the
@@ -59,7 +69,7 @@
 //! result of another string function, or a `copyinstr()` followed by something that takes
 //! scratch: the interpreter reads the bytes after the string as its own scratch or string
 //! table holds them, which the kernel's copies do not reproduce), an alloca pointer used as a
-//! key or stored in another variable.
+//! key or stored in an associative array.
 
 use super::{FaultAddr, Kind, Pushed, State, Translator, Untranslatable};
 use crate::insn::{helper, op, Size, R0, R1, R10, R2, R3, R4, R5};
@@ -127,17 +137,55 @@ pub fn alloca_locals_with<'o>(
     objs: impl IntoIterator<Item = &'o DifObject>,
     copyin_allocates: bool,
 ) -> Vec<u32> {
+    alloca_locals_in(objs, copyin_allocates, &[])
+}
+
+/// [`alloca_locals_with`] where the `self->` and global scalars `vars` (as [`alloca_vars`]
+/// names them) hold alloca pointers: a `this->` variable stored from one holds them too.
+pub fn alloca_locals_in<'o>(
+    objs: impl IntoIterator<Item = &'o DifObject>,
+    copyin_allocates: bool,
+    vars: &[(bool, u32)],
+) -> Vec<u32> {
     let objs: Vec<&DifObject> = objs.into_iter().collect();
-    let mut vars = Vec::new();
+    let mut locals = Vec::new();
+    let mut vars = vars.to_vec();
     // Until nothing changes: an object may load a variable a later one stores.
     loop {
-        let before = vars.len();
-        scan_locals(&objs, copyin_allocates, &mut vars);
-        if vars.len() == before {
+        let before = locals.len() + vars.len();
+        scan_locals(&objs, copyin_allocates, &mut locals, &mut vars);
+        if locals.len() + vars.len() == before {
+            break;
+        }
+    }
+    locals.sort_unstable();
+    locals
+}
+
+/// The `self->` (`(true, id)`) and global (`(false, id)`) scalars that `objs` (the DIF objects
+/// of one clause) store an alloca pointer into: the result of `alloca()` or of `copyin()`
+/// (whose copy is alloca() memory wherever the clause keeps it in a variable), moved, offset,
+/// or read back from a `this->` variable or from one of `known` (the variables other clauses
+/// point into alloca() memory); `known` among them, sorted. A caller that has every clause of
+/// a program calls it again with what it returned until nothing changes. The translator keeps
+/// such a variable's pointers as the interpreter keeps them, refusing a clause that stores
+/// anything else in it but 0 (see [`super::ProbeContext::var_holds_alloca`]).
+pub fn alloca_vars<'o>(
+    objs: impl IntoIterator<Item = &'o DifObject>,
+    known: &[(bool, u32)],
+) -> Vec<(bool, u32)> {
+    let objs: Vec<&DifObject> = objs.into_iter().collect();
+    let mut locals = Vec::new();
+    let mut vars = known.to_vec();
+    loop {
+        let before = locals.len() + vars.len();
+        scan_locals(&objs, true, &mut locals, &mut vars);
+        if locals.len() + vars.len() == before {
             break;
         }
     }
     vars.sort_unstable();
+    vars.dedup();
     vars
 }
 
@@ -201,9 +249,15 @@ fn calls_alloca(objs: &[&DifObject]) -> bool {
         .any(|o| o.subrs_called().any(|s| s == Subr::Alloca))
 }
 
-/// One pass of [`alloca_locals`] over `objs`, adding to `vars` (`copyin()` returns an alloca
-/// pointer where `copyin_allocates`).
-fn scan_locals(objs: &[&DifObject], copyin_allocates: bool, vars: &mut Vec<u32>) {
+/// One pass of [`alloca_locals`] over `objs`, adding the `this->` variables to `locals` and
+/// the `self->` and global scalars to `vars` (see [`alloca_vars`]); `copyin()` returns an
+/// alloca pointer where `copyin_allocates`.
+fn scan_locals(
+    objs: &[&DifObject],
+    copyin_allocates: bool,
+    locals: &mut Vec<u32>,
+    vars: &mut Vec<(bool, u32)>,
+) {
     for obj in objs {
         let mut holds = [false; 8];
         let code = obj.text.iter().filter_map(|w| Instr::decode(*w).ok());
@@ -218,20 +272,41 @@ fn scan_locals(objs: &[&DifObject], copyin_allocates: bool, vars: &mut Vec<u32>)
                 }
                 Instr::Mov { r1, rd } => holds[(rd & 7) as usize] = holds[(r1 & 7) as usize],
                 Instr::Alu { op, r1, r2, rd } => {
-                    holds[(rd & 7) as usize] = matches!(op, Opcode::Add | Opcode::Sub)
-                        && (holds[(r1 & 7) as usize] || holds[(r2 & 7) as usize]);
+                    // A pointer offset by an integer (the difference of two is an integer).
+                    let (x, y) = (holds[(r1 & 7) as usize], holds[(r2 & 7) as usize]);
+                    holds[(rd & 7) as usize] = match op {
+                        Opcode::Add => x || y,
+                        Opcode::Sub => x && !y,
+                        _ => false,
+                    };
                 }
                 Instr::LoadVar {
                     op: Opcode::Ldls,
                     var,
                     rd,
-                } => holds[(rd & 7) as usize] = vars.contains(&u32::from(var)),
+                } => holds[(rd & 7) as usize] = locals.contains(&u32::from(var)),
+                Instr::LoadVar {
+                    op: op @ (Opcode::Ldts | Opcode::Ldgs),
+                    var,
+                    rd,
+                } => {
+                    holds[(rd & 7) as usize] = vars.contains(&(op == Opcode::Ldts, u32::from(var)));
+                }
                 Instr::StoreVar {
                     op: Opcode::Stls,
                     var,
                     rs,
-                } if holds[(rs & 7) as usize] && !vars.contains(&u32::from(var)) => {
-                    vars.push(u32::from(var));
+                } if holds[(rs & 7) as usize] && !locals.contains(&u32::from(var)) => {
+                    locals.push(u32::from(var));
+                }
+                Instr::StoreVar {
+                    op: op @ (Opcode::Stts | Opcode::Stgs),
+                    var,
+                    rs,
+                } if holds[(rs & 7) as usize]
+                    && !vars.contains(&(op == Opcode::Stts, u32::from(var))) =>
+                {
+                    vars.push((op == Opcode::Stts, u32::from(var)));
                 }
                 other => {
                     if let Some(rd) = written(&other) {
@@ -970,7 +1045,9 @@ impl Translator<'_> {
     }
 
     /// Checks a store of `rs` in clause-local `var` (`op` `stls`) or another scalar: an alloca
-    /// pointer goes only in a `this->` variable that holds them, which holds nothing else but 0.
+    /// pointer goes only in a `this->` variable that holds them, or a `self->` or global scalar
+    /// that holds them ([`super::ProbeContext::var_holds_alloca`]); either holds nothing else
+    /// but 0.
     pub(super) fn alloca_local_store(
         &self,
         pc: usize,
@@ -979,30 +1056,80 @@ impl Translator<'_> {
         var: u32,
         rs: u8,
     ) -> Result<(), Untranslatable> {
-        let holds = dop == Opcode::Stls && self.ctx.local_holds_alloca(var);
+        let name = || match dop {
+            Opcode::Stts => self.var_name(var, "self->"),
+            Opcode::Stls => self.var_name(var, "this->"),
+            _ => self.var_name(var, ""),
+        };
+        let holds = match dop {
+            Opcode::Stls => self.ctx.local_holds_alloca(var),
+            Opcode::Stts => self.ctx.var_holds_alloca(true, var),
+            Opcode::Stgs => self.ctx.var_holds_alloca(false, var),
+            _ => false,
+        };
         match (&s[(rs & 7) as usize], holds) {
             (Kind::Alloca, true) | (Kind::Int(Some(0)), true) => Ok(()),
-            (_, true) => Err(Untranslatable::Value {
+            // A copy in the string scratch says so first (its copy in the alloca area serves).
+            (_, true) => Err(self.int(s, pc, rs).err().unwrap_or(Untranslatable::Value {
                 pc,
-                what: format!(
-                    "{} holds alloca() pointers and another value",
-                    self.var_name(var, "this->")
-                ),
-            }),
+                what: format!("{} holds alloca() pointers and another value", name()),
+            })),
             (Kind::Alloca, false) => Err(Untranslatable::Value {
                 pc,
                 what: format!(
-                    "an alloca() pointer stored in {} (only a this-> variable keeps one at the \
-                     probe)",
-                    match dop {
-                        Opcode::Stts => self.var_name(var, "self->"),
-                        Opcode::Stls => self.var_name(var, "this->"),
-                        _ => self.var_name(var, ""),
-                    }
+                    "an alloca() pointer stored in {} (a this-> variable, or a self-> or global \
+                     scalar kept in the kernel, keeps one at the probe)",
+                    name()
                 ),
             }),
             _ => self.int(s, pc, rs).map(|_| ()),
         }
+    }
+
+    /// The frame offset of the value a store of `rs` in the `self->` or global scalar `var`
+    /// (`op` `stts` or `stgs`) stores: `rs`'s slot, or, for an alloca pointer, the load
+    /// buffer, where it is made the interpreter's own address of the memory
+    /// (`ALLOCA_BASE` plus its offset in the area; NULL stays 0), so another clause, a later
+    /// firing or dtrace's interpreter (a global copied out of the kernel) reads it as the
+    /// interpreter would (see [`Translator::alloca_var_load`]).
+    pub(super) fn alloca_var_value(&mut self, s: &State, dop: Opcode, var: u32, rs: u8) -> i16 {
+        let reg = self.frame.reg(rs & 7);
+        let thread = dop == Opcode::Stts;
+        if !matches!(dop, Opcode::Stts | Opcode::Stgs)
+            || s[(rs & 7) as usize] != Kind::Alloca
+            || !self.ctx.var_holds_alloca(thread, var)
+        {
+            return reg;
+        }
+        let buf = self.frame.load_buf();
+        let a = &mut self.a;
+        let null = a.label();
+        a.load(Size::DW, R1, R10, reg);
+        a.jmp_imm(op::JEQ, R1, 0, null);
+        a.ld_imm64(R2, ALLOCA_BASE.wrapping_sub(ALLOCA_RESERVED));
+        a.alu(op::ADD, R1, R2);
+        a.bind(null);
+        a.store(Size::DW, R10, buf, R1);
+        buf
+    }
+
+    /// After a load of the `self->` or global scalar `var` (`thread`) into r0: when it holds
+    /// alloca pointers, makes the interpreter's address the value it records (its offset past
+    /// the area's reserved bytes; 0 stays NULL) and returns [`Kind::Alloca`]: an access through
+    /// it is checked against what this clause allocated, as the interpreter checks an address
+    /// another clause or firing left (a pointer into memory this clause has not allocated
+    /// faults with an invalid address, that address).
+    pub(super) fn alloca_var_load(&mut self, thread: bool, var: u32) -> Option<Kind> {
+        if !self.ctx.var_holds_alloca(thread, var) {
+            return None;
+        }
+        let a = &mut self.a;
+        let null = a.label();
+        a.jmp_imm(op::JEQ, R0, 0, null);
+        a.ld_imm64(R1, ALLOCA_BASE.wrapping_sub(ALLOCA_RESERVED));
+        a.alu(op::SUB, R0, R1);
+        a.bind(null);
+        Some(Kind::Alloca)
     }
 
     /// The frame offsets of the integers pushed on the tuple stack (a subroutine's arguments),

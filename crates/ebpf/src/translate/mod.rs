@@ -65,8 +65,8 @@ mod substr;
 mod tests;
 
 pub use alloca::{
-    alloca_locals, alloca_locals_with, foreign_local_in_allocating_clause, foreign_local_with,
-    AllocaArea,
+    alloca_locals, alloca_locals_in, alloca_locals_with, alloca_vars,
+    foreign_local_in_allocating_clause, foreign_local_with, AllocaArea,
 };
 pub use progeny::TaskLinks;
 
@@ -383,6 +383,13 @@ pub trait ProbeContext {
     /// Whether clause-local `var` holds alloca pointers (see [`alloca_locals`]).
     fn local_holds_alloca(&self, var: u32) -> bool {
         let _ = var;
+        false
+    }
+    /// Whether thread-local (`thread`) or global scalar `var` holds alloca pointers (see
+    /// [`alloca_vars`]): it then holds nothing else but 0 in the program's clauses, keeps each
+    /// as the interpreter's own address, and is read back as one (see `alloca`).
+    fn var_holds_alloca(&self, thread: bool, var: u32) -> bool {
+        let _ = (thread, var);
         false
     }
     /// Whether `copyin()` takes its copy from the clause's alloca area, as the interpreter's
@@ -1599,7 +1606,7 @@ impl<'a> Translator<'a> {
             } => {
                 let id = u32::from(var);
                 self.alloca_local_store(pc, s, op, id, rs)?;
-                let at = self.frame.reg(rs & 7);
+                let at = self.alloca_var_value(s, op, id, rs);
                 let (stored, prefix) = match op {
                     Opcode::Stts => (self.ctx.emit_thread_store(&mut self.a, id, at), "self->"),
                     Opcode::Stls => (self.ctx.emit_local_store(&mut self.a, id, at), "this->"),
@@ -2013,6 +2020,8 @@ impl<'a> Translator<'a> {
             })?;
             let k = if dop == Opcode::Ldls && self.ctx.local_holds_alloca(id) {
                 Kind::Alloca
+            } else if dop == Opcode::Ldts {
+                self.alloca_var_load(true, id).unwrap_or(Kind::Int(None))
             } else {
                 Kind::Int(None)
             };
@@ -2027,7 +2036,8 @@ impl<'a> Translator<'a> {
                     name: self.var_name(id, ""),
                     why,
                 })?;
-            self.put(s, rd, R0, Kind::Int(None));
+            let k = self.alloca_var_load(false, id).unwrap_or(Kind::Int(None));
+            self.put(s, rd, R0, k);
             return Ok(());
         }
         if dop != Opcode::Ldgs || id >= vars::DIF_VAR_OTHER_UBASE {

@@ -364,6 +364,16 @@ impl ProbeContext for ShapeContext<'_> {
         self.alloca_locals.contains(&var)
     }
 
+    fn var_holds_alloca(&self, thread: bool, var: u32) -> bool {
+        self.vars.is_some_and(|kv| {
+            if thread {
+                kv.alloca_ids.contains(&var)
+            } else {
+                kv.alloca_global_ids.contains(&var)
+            }
+        })
+    }
+
     fn copyin_allocates(&self) -> bool {
         self.allocates
     }

@@ -99,7 +99,8 @@ pub(crate) const DVAR_DROPPED: i16 = REC_OK - 8;
 /// copy could not be read at the probe); the record path reads it (see [`emit_aggs`]).
 pub(crate) const HANDOVER: i16 = DVAR_DROPPED - 8;
 /// The bytes a clause running in the kernel allocated so far (`alloca()`, see
-/// `translate::AllocaArea::top_at`), zeroed at the start of each clause that allocates: below
+/// `translate::AllocaArea::top_at`), zeroed at the start of each clause (one that does not
+/// allocate may follow a `self->` or global pointer into its empty area, which faults): below
 /// the thread-locals' cache slots of `capture::kvars` (and the pre-read arguments' slots).
 pub(crate) const ALLOCA_TOP: i16 = HANDOVER - 48;
 const _: () = assert!(ALLOCA_TOP >= -512);
@@ -245,7 +246,14 @@ fn translate_clause_in(
 ) -> Result<Translated, Untranslatable> {
     // The clause's own `this->` variables that hold alloca() pointers (alloca() memory lives
     // for one clause: see `translate::alloca`).
-    let locals = translate::alloca_locals_with(clause_objects(c), allocates);
+    // A this-> variable stored from a self-> or global pointer holds them too.
+    let vars: Vec<(bool, u32)> = ctx.vars.map_or_else(Vec::new, |kv| {
+        let thread = kv.alloca_ids.iter().map(|&id| (true, id));
+        thread
+            .chain(kv.alloca_global_ids.iter().map(|&id| (false, id)))
+            .collect()
+    });
+    let locals = translate::alloca_locals_in(clause_objects(c), allocates, &vars);
     if let Some(name) = translate::foreign_local_with(clause_objects(c), allocates) {
         let how = if calls_alloca(c) {
             "it calls alloca()"
@@ -781,10 +789,9 @@ pub fn emit_aggs(
     let mut exited_before = false;
     for (n, (c, t)) in k.clauses.iter().zip(&results).enumerate() {
         let Ok(t) = t else { continue };
-        if t.allocates {
-            // Its alloca() memory starts empty (see `translate::alloca`).
-            a.store_imm(Size::DW, R10, ALLOCA_TOP, 0);
-        }
+        // Its alloca() memory starts empty (see `translate::alloca`), whether it allocates or
+        // follows a pointer another clause or firing kept in a variable.
+        a.store_imm(Size::DW, R10, ALLOCA_TOP, 0);
         if exited_before {
             // After exit() in an earlier clause of this firing no clause runs.
             emit_exited(a, k.exit, done);

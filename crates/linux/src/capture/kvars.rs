@@ -742,6 +742,8 @@ mod tests {
                 local_ids: vec![0x505],
                 locals: 8,
             },
+            alloca_ids: Vec::new(),
+            alloca_global_ids: Vec::new(),
         }
     }
 

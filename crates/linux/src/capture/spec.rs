@@ -311,6 +311,12 @@ pub struct KernelVars {
     pub strsize: u32,
     /// The string-valued variables that live in the kernel (see `capture::kvars`).
     pub strings: StringVars,
+    /// The thread-locals among `ids` that hold `alloca()` or `copyin()` pointers
+    /// (`dtrace_ebpf::translate::alloca_vars`), kept as the interpreter keeps them (its own
+    /// addresses of the memory) and read back as pointers into the clause's alloca area.
+    pub alloca_ids: Vec<u32>,
+    /// The globals among `global_ids` that hold them.
+    pub alloca_global_ids: Vec<u32>,
 }
 
 /// The string-valued D variables kept in the kernel: thread-locals and array elements in a hash

@@ -14,6 +14,9 @@
 //! order). Integer and string scalars (thread-locals, globals and clause-locals) and associative
 //! arrays of integers or strings, keyed by integers and strings the translator follows
 //! (constants, `execname`, `copyinstr()`, string variables), qualify; structs stay in dtrace.
+//! Scalars that hold `alloca()` or `copyin()` pointers ([`alloca_vars`], [`Placement::alloca`])
+//! keep them as the interpreter does, its own addresses of that memory, so the two paths agree
+//! on them (`dtrace_ebpf::translate`'s `alloca` notes).
 //! The firing's `strtok()` state counts as a clause-local string every clause calling `strtok()`
 //! uses ([`STRTOK_STATE_NAME`], `capture::kvars::STRTOK_STATE`), one per probe (clauses at
 //! different probes never share a firing; a clause at several probes links their states, and
@@ -245,6 +248,9 @@ pub struct Placement {
     pub arrays: BTreeMap<VarKey, usize>,
     /// Those of them that hold strings.
     pub strings: BTreeSet<VarKey>,
+    /// The thread-locals and global scalars of every planned clause that hold `alloca()` or
+    /// `copyin()` pointers ([`alloca_vars`]).
+    pub alloca: BTreeSet<VarKey>,
     /// Per clause: `None` when it uses no thread-local; `Ok` with the names of its variables
     /// when they live in the kernel (it runs there whole); else why they stay in dtrace.
     pub clauses: Vec<Option<std::result::Result<String, String>>>,
@@ -716,6 +722,7 @@ pub fn runs_whole(
     plan: &std::result::Result<ClausePlan, String>,
     probes: &[Probe],
     vars: &[ThreadVar],
+    alloca: &BTreeSet<VarKey>,
     (strsize, scratchsize): (u32, Option<u64>),
     (nspec, specsize): (u32, u64),
 ) -> std::result::Result<bool, String> {
@@ -757,13 +764,16 @@ pub fn runs_whole(
         .filter_map(|v| Some((v.key, v.array?)))
         .collect();
     let strings: BTreeSet<VarKey> = vars.iter().filter(|v| v.string).map(|v| v.key).collect();
-    let kv = kernel_vars_of(
-        vars.iter().map(|v| v.key).collect(),
-        &arrays,
-        &strings,
-        [-1; 6],
-        crate::capture::kvars::key_size(arrays.values().copied().max().unwrap_or(0)),
-        strsize,
+    let kv = with_alloca(
+        kernel_vars_of(
+            vars.iter().map(|v| v.key).collect(),
+            &arrays,
+            &strings,
+            [-1; 6],
+            crate::capture::kvars::key_size(arrays.values().copied().max().unwrap_or(0)),
+            strsize,
+        ),
+        alloca,
     );
     // Probes that read their context alike translate alike (a glob over a library's functions
     // or the kernel's has thousands): each shape is checked once, with the probe's names when
@@ -916,7 +926,46 @@ fn kernel_vars_of(
             local_ids: ids_of(of(true, false), Scope::Clause),
             locals: fds[5],
         },
+        // See `with_alloca`.
+        alloca_ids: Vec::new(),
+        alloca_global_ids: Vec::new(),
     }
+}
+
+/// `kv` with the variables among `alloca` (those holding alloca() pointers, see
+/// [`alloca_vars`]) that it keeps, marked so.
+fn with_alloca(mut kv: KernelVars, alloca: &BTreeSet<VarKey>) -> KernelVars {
+    let of = |scope: Scope, kept: &[u32]| {
+        ids_of(alloca.iter().copied(), scope)
+            .into_iter()
+            .filter(|id| kept.contains(id))
+            .collect::<Vec<u32>>()
+    };
+    kv.alloca_ids = of(Scope::Thread, &kv.ids);
+    kv.alloca_global_ids = of(Scope::Global, &kv.global_ids);
+    kv
+}
+
+/// The thread-locals and global scalars that the clauses `clauses` (each its DIF objects)
+/// point into `alloca()` or `copyin()` memory (`dtrace_ebpf::translate::alloca_vars`, until
+/// nothing changes: a clause may copy a pointer another stores). The compiler keeps such a
+/// variable to those pointers (`D_ALLOCA_INCOMPAT`), which the kernel keeps as the interpreter
+/// does, so the two paths share them.
+pub fn alloca_vars<'o>(clauses: impl IntoIterator<Item = Vec<&'o DifObject>>) -> BTreeSet<VarKey> {
+    let clauses: Vec<Vec<&DifObject>> = clauses.into_iter().collect();
+    let mut vars: Vec<(bool, u32)> = Vec::new();
+    loop {
+        let before = vars.len();
+        for c in &clauses {
+            vars = dtrace_ebpf::translate::alloca_vars(c.iter().copied(), &vars);
+        }
+        if vars.len() == before {
+            break;
+        }
+    }
+    vars.into_iter()
+        .map(|(thread, id)| (if thread { Scope::Thread } else { Scope::Global }, id))
+        .collect()
 }
 
 /// Bytes of a string variable's value in the kernel, for strings of `strsize` bytes (their
@@ -1067,7 +1116,7 @@ impl KernelVarMaps {
         );
         kv.global_ids = self.global_ids.clone();
         kv.strings.global_ids = self.string_global_ids.clone();
-        kv
+        with_alloca(kv, &placement.alloca)
     }
 
     /// Writes dtrace's values of the global scalars kept in the kernel into the kernel's: after

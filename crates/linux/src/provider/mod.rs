@@ -1206,6 +1206,15 @@ impl Shared {
         };
         let vars_off_only =
             !self.kernel_variables && self.kernel_predicates && self.kernel_aggregations.is_ok();
+        // The variables pointing into alloca() memory, across every planned clause.
+        let alloca = kvars::alloca_vars(self.planned.iter().flat_map(|(program, _)| {
+            program.ecbs.iter().map(|e| {
+                e.predicate
+                    .iter()
+                    .chain(e.actions.iter().filter_map(|a| a.difo.as_ref()))
+                    .collect::<Vec<_>>()
+            })
+        }));
         let mut facts = Vec::with_capacity(self.clauses.len());
         for (program, base) in &self.planned {
             for (k, e) in program.ecbs.iter().enumerate() {
@@ -1228,6 +1237,7 @@ impl Shared {
                         plan,
                         probes,
                         &vars,
+                        &alloca,
                         (self.strsize, self.scratchsize),
                         (self.nspec, self.specsize),
                     ),
@@ -1252,6 +1262,7 @@ impl Shared {
             }
         }
         self.placement = kvars::place(&facts);
+        self.placement.alloca = alloca;
         // A clause kept whole in the kernel reads its strings there, as DTrace does: -v says so.
         for (program, base) in &self.planned {
             for (k, e) in program.ecbs.iter().enumerate() {

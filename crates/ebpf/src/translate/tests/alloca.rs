@@ -358,11 +358,11 @@ fn what_the_translator_does_not_follow_stays_in_dtrace_with_a_reason() {
         ),
         (
             "self->p = (char *)alloca(8);",
-            "stored in self->p (only a this-> variable",
+            "stored in self->p (a this-> variable, or a self-> or global scalar kept in the kernel",
         ),
         (
             "p = (char *)alloca(8);",
-            "stored in p (only a this-> variable",
+            "stored in p (a this-> variable, or a self-> or global scalar kept in the kernel",
         ),
         (
             "this->p = (char *)alloca(8); bcopy(\"abc\", this->p, 4);",
