@@ -2285,3 +2285,4 @@ mod strbuild;
 mod strpaths;
 mod strsearch;
 mod strtok;
+mod structvars;
