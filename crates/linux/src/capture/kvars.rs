@@ -34,6 +34,13 @@
 //! firing starts: the empty string until stored in the firing, as in the interpreter; or NULL,
 //! or set) and their strings in the one per-CPU value of a map of their own.
 //!
+//! Struct, union and array variables (`spec::RefVars`): thread-locals, global scalars and
+//! array elements live in a third hash map, keyed as the first (a global scalar by its id with
+//! [`GLOBAL_REF`]), whose values are the largest such variable's bytes; the translated code
+//! reaches a member through a pointer into the value ([`emit_ref_var`]). A load that finds
+//! none creates it zero-filled (from an array map's zero value), as the interpreter's loads
+//! do; a creation that finds the map full is a drop, as a store's. Nothing frees them.
+//!
 //! A key's string element may be a string in the translator's scratch (`a[copyinstr(arg1)]`,
 //! `a[self->p]`, [`KeyPart::Scratch`]): its first key-wide bytes are copied, zero-padded there
 //! after the NUL, so keys compare as DTrace compares strings.
@@ -680,6 +687,66 @@ pub fn emit_string_store(
     Ok(())
 }
 
+/// Marks the variable id of a struct global scalar in a key of the struct variables' map.
+pub const GLOBAL_REF: u32 = 3 << 16;
+
+/// `BPF_NOEXIST`: create only.
+const BPF_NOEXIST: i32 = 1;
+/// `-EEXIST`: another CPU created the element first.
+const EEXIST: i32 = -17;
+
+/// r0 = the address of struct variable `var`'s storage in the struct variables' value (see
+/// `spec::RefVars`): looked up, or created from the zeros when there is none; 0 when the
+/// map is full, a dynamic variable drop counted as a store's (the clause's drop flag set).
+/// Uses r0-r5 and r9.
+pub fn emit_ref_var(
+    a: &mut Asm,
+    kv: &KernelVars,
+    var: StringVar<'_>,
+    size: u32,
+) -> Result<(), String> {
+    let r = &kv.refs;
+    if size > r.size {
+        return Err(format!(
+            "a struct of {size} bytes, larger than the kernel's"
+        ));
+    }
+    let (thread, tag, tuple) = match var {
+        StringVar::Thread(id) if r.ids.contains(&id) => (true, id, &[][..]),
+        StringVar::Global(id) if r.global_ids.contains(&id) => (false, id | GLOBAL_REF, &[][..]),
+        StringVar::Array(array, key)
+            if (array.thread && r.thread_arrays.contains(&array.var))
+                || (!array.thread && r.global_arrays.contains(&array.var)) =>
+        {
+            (array.thread, array_tag(array), key)
+        }
+        _ => return Err("this struct variable lives in dtrace".into()),
+    };
+    let (created, done) = (a.label(), a.label());
+    emit_key(a, kv, thread, tag, tuple, done)?;
+    a.ld_map_fd(R1, r.map).mov(R2, R9);
+    a.call(helper::MAP_LOOKUP_ELEM);
+    a.jmp_imm(op::JNE, R0, 0, done);
+    a.ld_map_fd(R1, r.map).mov(R2, R9);
+    a.ld_map_value(R3, r.zeros, 0);
+    a.mov_imm(R4, BPF_NOEXIST);
+    a.call(helper::MAP_UPDATE_ELEM);
+    a.jmp_imm(op::JEQ, R0, 0, created);
+    a.jmp_imm(op::JEQ, R0, EEXIST, created);
+    // The map is full: a dynamic variable drop, which ends the clause.
+    a.store_imm(Size::DW, R10, super::kagg::DVAR_DROPPED, 1);
+    let counted = a.label();
+    super::kagg::emit_count_drop(a, kv.drops, KEY, counted);
+    a.bind(counted);
+    a.mov_imm(R0, 0);
+    a.ja(done);
+    a.bind(created);
+    a.ld_map_fd(R1, r.map).mov(R2, R9);
+    a.call(helper::MAP_LOOKUP_ELEM);
+    a.bind(done);
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -742,6 +809,7 @@ mod tests {
                 local_ids: vec![0x505],
                 locals: 8,
             },
+            refs: Default::default(),
         }
     }
 

@@ -309,6 +309,31 @@ pub struct KernelVars {
     pub strsize: u32,
     /// The string-valued variables that live in the kernel (see `capture::kvars`).
     pub strings: StringVars,
+    /// The struct, union and array variables that live in the kernel (see `capture::kvars`).
+    pub refs: RefVars,
+}
+
+/// The struct, union and array D variables kept in the kernel (stored by reference, not
+/// strings): thread-locals, global scalars and associative array elements in one hash map
+/// keyed as the integers' map (a global scalar by its id with `capture::kvars::GLOBAL_REF`),
+/// whose values are [`RefVars::size`] bytes, each variable the first bytes of its value; a
+/// load that finds none creates it from the zeros of `zeros`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RefVars {
+    /// The hash map.
+    pub map: i32,
+    /// An array map of one value of [`RefVars::size`] zero bytes, never written.
+    pub zeros: i32,
+    /// Bytes of a value: the largest variable's, rounded up to 8.
+    pub size: u32,
+    /// The ids of the thread-locals.
+    pub ids: Vec<u32>,
+    /// The ids of the global scalars.
+    pub global_ids: Vec<u32>,
+    /// The ids of the thread-local associative arrays.
+    pub thread_arrays: Vec<u32>,
+    /// The ids of the global associative arrays.
+    pub global_arrays: Vec<u32>,
 }
 
 /// The string-valued D variables kept in the kernel: thread-locals and array elements in a hash

@@ -13,7 +13,10 @@
 //! records runs there only when every clause at its probes does (records keep the clauses'
 //! order). Integer and string scalars (thread-locals, globals and clause-locals) and associative
 //! arrays of integers or strings, keyed by integers and strings the translator follows
-//! (constants, `execname`, `copyinstr()`, string variables), qualify; structs stay in dtrace.
+//! (constants, `execname`, `copyinstr()`, string variables), qualify, and so do struct, union
+//! and array variables (thread-locals, globals and associative arrays of them, in a map of their
+//! own: `capture::kvars::emit_ref_var`) that no `BEGIN` or `END` clause uses (they are not
+//! copied between dtrace and the kernel); struct clause-locals stay in dtrace.
 //! The firing's `strtok()` state counts as a clause-local string every clause calling `strtok()`
 //! uses ([`STRTOK_STATE_NAME`], `capture::kvars::STRTOK_STATE`), one per probe (clauses at
 //! different probes never share a firing; a clause at several probes links their states, and
@@ -105,6 +108,8 @@ pub struct ThreadVar {
     pub string: bool,
     /// An associative array, and the most bytes its tuples take in the clause.
     pub array: Option<usize>,
+    /// A struct, union or array variable (stored by reference, not a string), and its size.
+    pub by_ref: Option<u32>,
 }
 
 impl ThreadVar {
@@ -113,6 +118,11 @@ impl ThreadVar {
         match (self.integer, self.string, self.key.0) {
             (true, _, _) => None,
             (_, true, _) => None,
+            _ if self.by_ref.is_some() && self.key.0 == Scope::Clause => Some(format!(
+                "{} is a struct clause-local (those are not yet kept in the kernel)",
+                self.name
+            )),
+            _ if self.by_ref.is_some() => None,
             _ => Some(format!(
                 "{} is neither an integer nor a string (structs are not yet kept in the kernel)",
                 self.name
@@ -148,6 +158,12 @@ pub fn thread_vars(e: &EcbDesc, strsize: u32) -> Vec<ThreadVar> {
                 && !v.ty.is_by_ref()
                 && matches!(v.ty.size, 1 | 2 | 4 | 8);
             let string = (v.kind == DIFV_KIND_SCALAR || array.is_some()) && v.ty.is_string();
+            let by_ref = ((v.kind == DIFV_KIND_SCALAR || array.is_some())
+                && v.ty.is_by_ref()
+                && !v.ty.is_string()
+                && v.ty.size > 0
+                && v.ty.size <= MAX_REF_SIZE)
+                .then_some(v.ty.size);
             let name = o
                 .string_at(v.name as usize)
                 .map(|n| format!("{prefix}{}", String::from_utf8_lossy(n)))
@@ -158,6 +174,7 @@ pub fn thread_vars(e: &EcbDesc, strsize: u32) -> Vec<ThreadVar> {
                     t.integer &= integer;
                     t.string &= string;
                     t.array = t.array.max(array);
+                    t.by_ref = t.by_ref.filter(|n| by_ref == Some(*n));
                 }
                 None => out.push(ThreadVar {
                     key,
@@ -165,6 +182,7 @@ pub fn thread_vars(e: &EcbDesc, strsize: u32) -> Vec<ThreadVar> {
                     integer,
                     string,
                     array,
+                    by_ref,
                 }),
             }
         }
@@ -179,6 +197,7 @@ pub fn thread_vars(e: &EcbDesc, strsize: u32) -> Vec<ThreadVar> {
             integer: false,
             string: true,
             array: None,
+            by_ref: None,
         });
     }
     if super::speculation::uses_speculations(e) {
@@ -188,6 +207,7 @@ pub fn thread_vars(e: &EcbDesc, strsize: u32) -> Vec<ThreadVar> {
             integer: true,
             string: false,
             array: None,
+            by_ref: None,
         });
     }
     out
@@ -233,6 +253,8 @@ impl ClauseFacts {
             && (v.array.is_none() || v.key.0 == Scope::Global)
             && matches!(v.key.0, Scope::Global | Scope::Clause | Scope::Strtok)
             && v.not_kept().is_none()
+            // Struct variables are not copied between dtrace and the kernel.
+            && v.by_ref.is_none()
     }
 }
 
@@ -245,6 +267,8 @@ pub struct Placement {
     pub arrays: BTreeMap<VarKey, usize>,
     /// Those of them that hold strings.
     pub strings: BTreeSet<VarKey>,
+    /// Those of them that are structs, unions or arrays, with their sizes.
+    pub refs: BTreeMap<VarKey, u32>,
     /// Per clause: `None` when it uses no thread-local; `Ok` with the names of its variables
     /// when they live in the kernel (it runs there whole); else why they stay in dtrace.
     pub clauses: Vec<Option<std::result::Result<String, String>>>,
@@ -500,6 +524,9 @@ pub fn place(facts: &[ClauseFacts]) -> Placement {
                         .filter_map(|v| strtok_probes.get(v.key.1 as usize).cloned()),
                 );
                 for v in &c.vars {
+                    if let Some(n) = v.by_ref {
+                        out.refs.insert(v.key, n);
+                    }
                     if let Some(n) = v.array {
                         let most = out.arrays.entry(v.key).or_default();
                         *most = (*most).max(n);
@@ -757,11 +784,14 @@ pub fn runs_whole(
         .filter_map(|v| Some((v.key, v.array?)))
         .collect();
     let strings: BTreeSet<VarKey> = vars.iter().filter(|v| v.string).map(|v| v.key).collect();
+    let refs: BTreeMap<VarKey, u32> = vars
+        .iter()
+        .filter_map(|v| Some((v.key, v.by_ref?)))
+        .collect();
     let kv = kernel_vars_of(
         vars.iter().map(|v| v.key).collect(),
-        &arrays,
-        &strings,
-        [-1; 6],
+        (&arrays, &strings, &refs),
+        [-1; 8],
         crate::capture::kvars::key_size(arrays.values().copied().max().unwrap_or(0)),
         strsize,
     );
@@ -881,17 +911,27 @@ fn reads_probe_names(e: &EcbDesc) -> bool {
 /// `strsize` bytes (their storage, D's `strsize` and the NUL).
 fn kernel_vars_of(
     kernel: BTreeSet<VarKey>,
-    arrays: &BTreeMap<VarKey, usize>,
-    strings: &BTreeSet<VarKey>,
-    fds: [i32; 6],
+    (arrays, strings, refs): (
+        &BTreeMap<VarKey, usize>,
+        &BTreeSet<VarKey>,
+        &BTreeMap<VarKey, u32>,
+    ),
+    fds: [i32; 8],
     key_size: u32,
     strsize: u32,
 ) -> KernelVars {
     let of = |string: bool, array: bool| {
+        kernel.iter().copied().filter(move |k| {
+            !refs.contains_key(k)
+                && strings.contains(k) == string
+                && arrays.contains_key(k) == array
+        })
+    };
+    let refs_of = |array: bool| {
         kernel
             .iter()
             .copied()
-            .filter(move |k| strings.contains(k) == string && arrays.contains_key(k) == array)
+            .filter(move |k| refs.contains_key(k) && arrays.contains_key(k) == array)
     };
     KernelVars {
         map: fds[0],
@@ -916,7 +956,28 @@ fn kernel_vars_of(
             local_ids: ids_of(of(true, false), Scope::Clause),
             locals: fds[5],
         },
+        refs: crate::capture::spec::RefVars {
+            map: fds[6],
+            zeros: fds[7],
+            size: ref_value_size(refs),
+            ids: ids_of(refs_of(false), Scope::Thread),
+            global_ids: ids_of(refs_of(false), Scope::Global),
+            thread_arrays: ids_of(refs_of(true), Scope::Thread),
+            global_arrays: ids_of(refs_of(true), Scope::Global),
+        },
     }
+}
+
+/// The most bytes of a struct variable kept in the kernel (a map value's).
+pub const MAX_REF_SIZE: u32 = 4096;
+
+/// Bytes of a value of the struct variables' map: the largest of `refs`, rounded up to 8.
+fn ref_value_size(refs: &BTreeMap<VarKey, u32>) -> u32 {
+    refs.values()
+        .copied()
+        .max()
+        .unwrap_or(8)
+        .next_multiple_of(8)
 }
 
 /// Bytes of a string variable's value in the kernel, for strings of `strsize` bytes (their
@@ -944,6 +1005,8 @@ pub struct KernelVarMaps {
     strings: Option<Map>,
     /// The clause-local strings' per-CPU value, when there are any.
     local_strings: Option<Map>,
+    /// The struct variables' hash map and its array of zeros, when there are any.
+    refs: Option<(Map, Map)>,
     key_size: u32,
     strsize: u32,
     global_ids: Vec<u32>,
@@ -979,9 +1042,8 @@ impl KernelVarMaps {
     ) -> Result<KernelVarMaps> {
         let kv = kernel_vars_of(
             placement.kernel.clone(),
-            &placement.arrays,
-            &placement.strings,
-            [-1; 6],
+            (&placement.arrays, &placement.strings, &placement.refs),
+            [-1; 8],
             0,
             strsize,
         );
@@ -1020,6 +1082,18 @@ impl KernelVarMaps {
                 )?),
                 false => None,
             },
+            refs: match placement.refs.is_empty() {
+                true => None,
+                false => {
+                    let r = &kv.refs;
+                    // Each global scalar takes an entry of its own, never freed.
+                    let n = entries.saturating_add(r.global_ids.len() as u32);
+                    Some((
+                        Map::create(MapKind::Hash, "dt_dvars_ref", key_size, r.size, n)?,
+                        Map::create(MapKind::Array, "dt_dvars_zero", 4, r.size, 1)?,
+                    ))
+                }
+            },
             local_strings: match s.local_ids.len() {
                 0 => None,
                 n => Some(Map::create(
@@ -1052,8 +1126,7 @@ impl KernelVarMaps {
         }
         let mut kv = kernel_vars_of(
             kernel,
-            &placement.arrays,
-            &placement.strings,
+            (&placement.arrays, &placement.strings, &placement.refs),
             [
                 self.map.raw_fd(),
                 self.drops.raw_fd(),
@@ -1061,6 +1134,8 @@ impl KernelVarMaps {
                 self.keys.raw_fd(),
                 self.strings.as_ref().map_or(-1, Map::raw_fd),
                 self.local_strings.as_ref().map_or(-1, Map::raw_fd),
+                self.refs.as_ref().map_or(-1, |(m, _)| m.raw_fd()),
+                self.refs.as_ref().map_or(-1, |(_, z)| z.raw_fd()),
             ],
             self.key_size,
             self.strsize,
@@ -1264,6 +1339,7 @@ mod tests {
             integer,
             string: false,
             array: None,
+            by_ref: None,
         }
     }
 
@@ -1312,6 +1388,7 @@ mod tests {
             integer: !string,
             string,
             array: None,
+            by_ref: None,
         };
         let at = |desc: &str, bookend: bool, vars: Vec<ThreadVar>| ClauseFacts {
             desc: desc.into(),
@@ -1359,6 +1436,7 @@ mod tests {
             integer: true,
             string: false,
             array: Some(16),
+            by_ref: None,
         };
         let p = place(&[
             at(
@@ -1532,6 +1610,7 @@ mod tests {
             integer: false,
             string: true,
             array: None,
+            by_ref: None,
         }];
         vars.extend(more);
         ClauseFacts {
@@ -1662,6 +1741,7 @@ mod tests {
                 integer: false,
                 string: true,
                 array: None,
+                by_ref: None,
             })
             .collect();
         let f = vec![
@@ -1707,9 +1787,8 @@ mod tests {
         );
         let kv = kernel_vars_of(
             placed.kernel.clone(),
-            &placed.arrays,
-            &placed.strings,
-            [-1; 6],
+            (&placed.arrays, &placed.strings, &placed.refs),
+            [-1; 8],
             24,
             257,
         );
@@ -1751,9 +1830,8 @@ mod string_tests {
         assert_eq!(placed.strings.len(), 4, "{placed:?}");
         let kv = kernel_vars_of(
             placed.kernel.clone(),
-            &placed.arrays,
-            &placed.strings,
-            [-1; 6],
+            (&placed.arrays, &placed.strings, &placed.refs),
+            [-1; 8],
             24,
             257,
         );
@@ -1958,5 +2036,86 @@ mod glob_tests {
         assert!(why.contains("BEGIN, END or ERROR"), "{why}");
         let why = fires_elsewhere(&desc("p*", "", "", "profile-97"), true).unwrap();
         assert!(why.contains("profile or tick"), "{why}");
+    }
+}
+
+#[cfg(test)]
+mod struct_tests {
+    use super::*;
+
+    fn facts(src: &str, bookend: bool) -> Vec<ClauseFacts> {
+        let p = dtrace_compiler::compile(src, &dtrace_compiler::CompileOptions::default())
+            .expect("compiles");
+        p.ecbs
+            .iter()
+            .enumerate()
+            .map(|(i, e)| ClauseFacts {
+                desc: format!("clause {i}"),
+                vars: thread_vars(e, 256),
+                whole: match bookend && i == 1 {
+                    true => Err("END fires in dtrace".into()),
+                    false => Ok(()),
+                },
+                records: false,
+                faults: false,
+                probes: vec!["syscall:vmlinux:read:entry".into()],
+                bookend: bookend && i == 1,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn struct_variables_are_placed_in_their_own_map() {
+        let src = "struct s { int a; long b[2]; }; struct s g; self struct s v; \
+            struct s c[int]; this struct s t; \
+            syscall::read:entry { g.a = 1; self->v.a = 2; c[1].b[1] = 3; } \
+            syscall::read:entry { this->t.a = 4; }";
+        let f = facts(src, false);
+        let by_name = |n: &str| {
+            f.iter()
+                .flat_map(|c| &c.vars)
+                .find(|v| v.name == n)
+                .cloned()
+                .expect(n)
+        };
+        for n in ["g", "self->v", "c"] {
+            let v = by_name(n);
+            assert_eq!(v.by_ref, Some(24), "{v:?}");
+            assert!(v.not_kept().is_none() && !v.integer && !v.string, "{v:?}");
+        }
+        // Struct clause-locals stay in dtrace, with their reason.
+        assert!(by_name("this->t")
+            .not_kept()
+            .is_some_and(|w| w.contains("struct clause-local")));
+        let placed = place(&f);
+        assert!(placed.in_kernel(0) && !placed.in_kernel(1), "{placed:?}");
+        assert_eq!(placed.refs.len(), 3, "{placed:?}");
+        let kv = kernel_vars_of(
+            placed.kernel.clone(),
+            (&placed.arrays, &placed.strings, &placed.refs),
+            [-1; 8],
+            24,
+            257,
+        );
+        // Not among the integers: the struct map holds them, each value 24 bytes.
+        assert!(kv.ids.is_empty() && kv.global_ids.is_empty() && kv.global_arrays.is_empty());
+        assert_eq!(kv.refs.size, 24);
+        assert_eq!(
+            (
+                kv.refs.ids.len(),
+                kv.refs.global_ids.len(),
+                kv.refs.global_arrays.len()
+            ),
+            (1, 1, 1)
+        );
+    }
+
+    #[test]
+    fn a_struct_global_an_end_clause_uses_stays_in_dtrace() {
+        let src = "struct s { int a; }; struct s g; \
+            syscall::read:entry { g.a = 1; } END { trace(g.a); }";
+        let placed = place(&facts(src, true));
+        assert!(!placed.in_kernel(0), "{placed:?}");
+        assert!(placed.refs.is_empty(), "{placed:?}");
     }
 }
