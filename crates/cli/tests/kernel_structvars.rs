@@ -1,6 +1,7 @@
-//! Struct-typed D variables in the kernel: a thread-local struct, a global struct and a global
-//! associative array of structs, their integer, array and string members stored and read back
-//! at other probes, run whole in the kernel (`-v` says so) and print exactly what the
+//! Struct-typed D variables in the kernel: a thread-local struct, a global struct, a global
+//! associative array of structs and a thread-local one, their integer, pointer, array and string
+//! members stored and read back at other probes (in predicates, as aggregation keys and values,
+//! in `printf()`), run whole in the kernel (`-v` says so) and print exactly what the
 //! interpreter prints with every kernel path off. A struct variable a `BEGIN` or `END` clause
 //! uses stays in dtrace with the clauses that use it, and `-v` says why.
 
@@ -39,6 +40,62 @@ fn struct_members_stored_at_entry_are_read_at_return_in_the_kernel() {
     assert!(out.contains("dd-write 7 1200"), "{out}");
     assert!(out.contains("g 4"), "{out}");
     assert!(out.contains("c 1200"), "{out}");
+}
+
+#[test]
+fn string_members_key_aggregations_and_are_printed_from_the_kernel() {
+    let t = "string_members_key_aggregations_and_are_printed_from_the_kernel";
+    if !kernel_ok(t) || !have_dd(t) {
+        return;
+    }
+    let script = format!(
+        "{DECLS} \
+         syscall::write:entry /pid == $target/ {{ c[arg2].str = \"big\"; c[1].str = \"one\"; \
+             c[2].str = c[1].str; }} \
+         syscall::write:return /pid == $target/ {{ @[c[300].str, c[2].str] = count(); \
+             printf(\"%s-%s\\n\", c[1].str, c[7].str); }} \
+         END {{ printa(\"%s %s %@d\\n\", @); }}"
+    );
+    let out = same_both_ways(
+        &script,
+        &[],
+        DD_WRITES,
+        &[
+            (1, "runs whole in the kernel"),
+            (2, "runs whole in the kernel"),
+        ],
+    );
+    assert!(out.contains("big one 4"), "{out}");
+    assert_eq!(out.matches("one-\n").count(), 4, "{out}");
+}
+
+#[test]
+fn a_thread_local_array_of_structs_keeps_a_pointer_and_the_pid() {
+    let t = "a_thread_local_array_of_structs_keeps_a_pointer_and_the_pid";
+    if !kernel_ok(t) || !have_dd(t) {
+        return;
+    }
+    // As the suite's scalars/tst.selfarray2.d does it, at one process.
+    let script = "struct bar { int pid; struct task_struct *curthread; }; \
+        self struct bar foo[int]; \
+        syscall::write:entry /pid == $target && !self->foo[0].pid/ { \
+            self->foo[0].pid = pid; self->foo[0].curthread = curthread; } \
+        syscall::write:entry /pid == $target && self->foo[0].pid == pid \
+            && self->foo[0].curthread == curthread/ { @ok = count(); } \
+        syscall::write:entry /pid == $target && self->foo[0].pid != pid/ { @bad = count(); } \
+        END { printa(\"ok %@d\\n\", @ok); printa(\"bad %@d\\n\", @bad); }";
+    let out = same_both_ways(
+        script,
+        &[],
+        DD_WRITES,
+        &[
+            (1, "runs whole in the kernel"),
+            (2, "runs whole in the kernel"),
+            (3, "runs whole in the kernel"),
+        ],
+    );
+    assert!(out.contains("ok 4"), "{out}");
+    assert!(!out.contains("bad"), "{out}");
 }
 
 #[test]

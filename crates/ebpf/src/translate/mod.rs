@@ -1542,15 +1542,13 @@ impl<'a> Translator<'a> {
                             .store(Size::DW, R10, reg, R1);
                         ValueKind::SizedCopy(n)
                     }
-                    // A string member recorded or used as a key (`printf("%s", g.name)`):
-                    // not yet (the kernel refused the copy's code where a record takes it).
+                    // A string member recorded (`printf("%s", g.name)`).
                     Kind::Ref { .. } if self.strings_ok && self.obj.rtype.is_string() => {
-                        return Err(Untranslatable::Value {
-                            pc,
-                            what: "a string member of a struct variable recorded or used as a \
-                                   key is read in dtrace"
-                                .into(),
-                        });
+                        let last = self.code.len().saturating_sub(1);
+                        self.ref_string_at(last, s, rd, self.frame.load_buf())?;
+                        self.a.load(Size::DW, R1, R10, self.frame.load_buf());
+                        self.put(s, rd, R1, Kind::Scratch);
+                        ValueKind::Scratch
                     }
                     // A store action's value (a member assigned), which nothing reads.
                     Kind::Ref { .. } if !self.strings_ok && self.stores_members() => ValueKind::Int,

@@ -722,8 +722,9 @@ pub fn emit_ref_var(
         }
         _ => return Err("this struct variable lives in dtrace".into()),
     };
-    let (created, done) = (a.label(), a.label());
-    emit_key(a, kv, thread, tag, tuple, done)?;
+    let (created, full, done) = (a.label(), a.label(), a.label());
+    // (No key scratch, which never happens, is taken as a full map: the clause ends.)
+    emit_key(a, kv, thread, tag, tuple, full)?;
     a.ld_map_fd(R1, r.map).mov(R2, R9);
     a.call(helper::MAP_LOOKUP_ELEM);
     a.jmp_imm(op::JNE, R0, 0, done);
@@ -732,17 +733,19 @@ pub fn emit_ref_var(
     a.mov_imm(R4, BPF_NOEXIST);
     a.call(helper::MAP_UPDATE_ELEM);
     a.jmp_imm(op::JEQ, R0, 0, created);
-    a.jmp_imm(op::JEQ, R0, EEXIST, created);
-    // The map is full: a dynamic variable drop, which ends the clause.
+    a.jmp_imm(op::JNE, R0, EEXIST, full);
+    a.bind(created);
+    a.ld_map_fd(R1, r.map).mov(R2, R9);
+    a.call(helper::MAP_LOOKUP_ELEM);
+    a.jmp_imm(op::JNE, R0, 0, done);
+    // The map is full (or the element went between the two): a dynamic variable drop, which
+    // ends the clause.
+    a.bind(full);
     a.store_imm(Size::DW, R10, super::kagg::DVAR_DROPPED, 1);
     let counted = a.label();
     super::kagg::emit_count_drop(a, kv.drops, KEY, counted);
     a.bind(counted);
     a.mov_imm(R0, 0);
-    a.ja(done);
-    a.bind(created);
-    a.ld_map_fd(R1, r.map).mov(R2, R9);
-    a.call(helper::MAP_LOOKUP_ELEM);
     a.bind(done);
     Ok(())
 }

@@ -290,3 +290,22 @@ fn what_the_translator_cannot_bound_stays_in_dtrace_with_its_reason() {
         "{e}"
     );
 }
+
+#[test]
+fn a_string_member_recorded_is_read_into_the_scratch() {
+    let ctxp = RefProbe::new();
+    let src = format!("{DECLS} syscall::write:entry {{ @[g.str] = count(); }}");
+    let prog = dtrace_compiler::compile(&src, &dtrace_compiler::CompileOptions::default())
+        .unwrap_or_else(|e| panic!("{src}: {e:?}"));
+    let key = prog.ecbs[0].actions[0].difo.as_ref().expect("a key");
+    let v = translate_value(key, &ctxp, 257, FRAME).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(v.kind, ValueKind::Scratch);
+    assert_reachable(&v.fragment.insns);
+    // The empty string of a global never stored, in the scratch where r0 says.
+    let mut insns = RefProbe::prologue();
+    insns.extend(v.fragment.insns);
+    let (r0, _, scratch) = emulate_all(&insns, &ctxp.p);
+    let at = (r0 - SCRATCH_ADDR) as usize;
+    assert!(at < STRING_ROOM, "{r0:#x}");
+    assert_eq!(scratch[at], 0);
+}
