@@ -99,6 +99,35 @@ fn a_thread_local_array_of_structs_keeps_a_pointer_and_the_pid() {
 }
 
 #[test]
+fn a_struct_clause_local_lives_for_the_firing_in_the_kernel() {
+    let t = "a_struct_clause_local_lives_for_the_firing_in_the_kernel";
+    if !kernel_ok(t) || !have_dd(t) {
+        return;
+    }
+    // Stored by one clause and read by the next at the same firing; zero again at the next
+    // firing before the first clause stores it.
+    let script = format!(
+        "{DECLS} this struct s t; \
+         syscall::write:entry /pid == $target/ {{ @before = max(this->t.n + this->t.arr[2]); \
+             this->t.n = arg2; this->t.arr[2] = 5; this->t.str = \"local\"; }} \
+         syscall::write:entry /pid == $target && this->t.str == \"local\"/ {{ \
+             @[this->t.str] = sum(this->t.n + this->t.arr[2]); }} \
+         END {{ printa(\"%s %@d\\n\", @); printa(\"before %@d\\n\", @before); }}"
+    );
+    let out = same_both_ways(
+        &script,
+        &[],
+        DD_WRITES,
+        &[
+            (1, "runs whole in the kernel"),
+            (2, "runs whole in the kernel"),
+        ],
+    );
+    assert!(out.contains("local 1220"), "{out}");
+    assert!(out.contains("before 0"), "{out}");
+}
+
+#[test]
 fn a_struct_variable_an_end_clause_reads_stays_in_dtrace() {
     let t = "a_struct_variable_an_end_clause_reads_stays_in_dtrace";
     if !kernel_ok(t) || !have_dd(t) {

@@ -317,7 +317,8 @@ pub struct KernelVars {
 /// strings): thread-locals, global scalars and associative array elements in one hash map
 /// keyed as the integers' map (a global scalar by its id with `capture::kvars::GLOBAL_REF`),
 /// whose values are [`RefVars::size`] bytes, each variable the first bytes of its value; a
-/// load that finds none creates it from the zeros of `zeros`.
+/// load that finds none creates it from the zeros of `zeros`. Clause-locals are in a per-CPU
+/// value of their own, for one firing.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RefVars {
     /// The hash map.
@@ -334,6 +335,12 @@ pub struct RefVars {
     pub thread_arrays: Vec<u32>,
     /// The ids of the global associative arrays.
     pub global_arrays: Vec<u32>,
+    /// The clause-locals (`this->t`), each its id and size, in order: each a flag in a stack
+    /// slot after the clause-local strings' (zeroed when a firing starts: its storage is zeroed
+    /// by the firing's first use) and its storage in the per-CPU value of `locals`, 8-aligned.
+    pub locals_of: Vec<(u32, u32)>,
+    /// The per-CPU array whose one value holds the clause-locals' storage (-1: none).
+    pub locals: i32,
 }
 
 /// The string-valued D variables kept in the kernel: thread-locals and array elements in a hash

@@ -16,7 +16,8 @@
 //! (constants, `execname`, `copyinstr()`, string variables), qualify, and so do struct, union
 //! and array variables (thread-locals, globals and associative arrays of them, in a map of their
 //! own: `capture::kvars::emit_ref_var`) that no `BEGIN` or `END` clause uses (they are not
-//! copied between dtrace and the kernel); struct clause-locals stay in dtrace.
+//! copied between dtrace and the kernel), and struct clause-locals (for the firing, as the
+//! integers').
 //! The firing's `strtok()` state counts as a clause-local string every clause calling `strtok()`
 //! uses ([`STRTOK_STATE_NAME`], `capture::kvars::STRTOK_STATE`), one per probe (clauses at
 //! different probes never share a firing; a clause at several probes links their states, and
@@ -118,10 +119,6 @@ impl ThreadVar {
         match (self.integer, self.string, self.key.0) {
             (true, _, _) => None,
             (_, true, _) => None,
-            _ if self.by_ref.is_some() && self.key.0 == Scope::Clause => Some(format!(
-                "{} is a struct clause-local (those are not yet kept in the kernel)",
-                self.name
-            )),
             _ if self.by_ref.is_some() => None,
             _ => Some(format!(
                 "{} is neither an integer nor a string (structs are not yet kept in the kernel)",
@@ -253,8 +250,9 @@ impl ClauseFacts {
             && (v.array.is_none() || v.key.0 == Scope::Global)
             && matches!(v.key.0, Scope::Global | Scope::Clause | Scope::Strtok)
             && v.not_kept().is_none()
-            // Struct variables are not copied between dtrace and the kernel.
-            && v.by_ref.is_none()
+            // Struct globals are not copied between dtrace and the kernel (a clause-local
+            // lives for one firing).
+            && (v.by_ref.is_none() || v.key.0 == Scope::Clause)
     }
 }
 
@@ -791,7 +789,7 @@ pub fn runs_whole(
     let kv = kernel_vars_of(
         vars.iter().map(|v| v.key).collect(),
         (&arrays, &strings, &refs),
-        [-1; 8],
+        [-1; 9],
         crate::capture::kvars::key_size(arrays.values().copied().max().unwrap_or(0)),
         strsize,
     );
@@ -916,7 +914,7 @@ fn kernel_vars_of(
         &BTreeSet<VarKey>,
         &BTreeMap<VarKey, u32>,
     ),
-    fds: [i32; 8],
+    fds: [i32; 9],
     key_size: u32,
     strsize: u32,
 ) -> KernelVars {
@@ -964,6 +962,11 @@ fn kernel_vars_of(
             global_ids: ids_of(refs_of(false), Scope::Global),
             thread_arrays: ids_of(refs_of(true), Scope::Thread),
             global_arrays: ids_of(refs_of(true), Scope::Global),
+            locals_of: ids_of(refs_of(false), Scope::Clause)
+                .into_iter()
+                .map(|id| (id, refs.get(&(Scope::Clause, id)).copied().unwrap_or(8)))
+                .collect(),
+            locals: fds[8],
         },
     }
 }
@@ -1007,6 +1010,8 @@ pub struct KernelVarMaps {
     local_strings: Option<Map>,
     /// The struct variables' hash map and its array of zeros, when there are any.
     refs: Option<(Map, Map)>,
+    /// The struct clause-locals' per-CPU value, when there are any.
+    ref_locals: Option<Map>,
     key_size: u32,
     strsize: u32,
     global_ids: Vec<u32>,
@@ -1043,7 +1048,7 @@ impl KernelVarMaps {
         let kv = kernel_vars_of(
             placement.kernel.clone(),
             (&placement.arrays, &placement.strings, &placement.refs),
-            [-1; 8],
+            [-1; 9],
             0,
             strsize,
         );
@@ -1094,6 +1099,10 @@ impl KernelVarMaps {
                     ))
                 }
             },
+            ref_locals: match crate::capture::kvars::ref_locals_size(&kv.refs) {
+                0 => None,
+                n => Some(Map::create(MapKind::PerCpuArray, "dt_locals_ref", 4, n, 1)?),
+            },
             local_strings: match s.local_ids.len() {
                 0 => None,
                 n => Some(Map::create(
@@ -1136,6 +1145,7 @@ impl KernelVarMaps {
                 self.local_strings.as_ref().map_or(-1, Map::raw_fd),
                 self.refs.as_ref().map_or(-1, |(m, _)| m.raw_fd()),
                 self.refs.as_ref().map_or(-1, |(_, z)| z.raw_fd()),
+                self.ref_locals.as_ref().map_or(-1, Map::raw_fd),
             ],
             self.key_size,
             self.strsize,
@@ -1788,7 +1798,7 @@ mod tests {
         let kv = kernel_vars_of(
             placed.kernel.clone(),
             (&placed.arrays, &placed.strings, &placed.refs),
-            [-1; 8],
+            [-1; 9],
             24,
             257,
         );
@@ -1831,7 +1841,7 @@ mod string_tests {
         let kv = kernel_vars_of(
             placed.kernel.clone(),
             (&placed.arrays, &placed.strings, &placed.refs),
-            [-1; 8],
+            [-1; 9],
             24,
             257,
         );
@@ -2083,23 +2093,21 @@ mod struct_tests {
             assert_eq!(v.by_ref, Some(24), "{v:?}");
             assert!(v.not_kept().is_none() && !v.integer && !v.string, "{v:?}");
         }
-        // Struct clause-locals stay in dtrace, with their reason.
-        assert!(by_name("this->t")
-            .not_kept()
-            .is_some_and(|w| w.contains("struct clause-local")));
+        assert!(by_name("this->t").not_kept().is_none());
         let placed = place(&f);
-        assert!(placed.in_kernel(0) && !placed.in_kernel(1), "{placed:?}");
-        assert_eq!(placed.refs.len(), 3, "{placed:?}");
+        assert!(placed.in_kernel(0) && placed.in_kernel(1), "{placed:?}");
+        assert_eq!(placed.refs.len(), 4, "{placed:?}");
         let kv = kernel_vars_of(
             placed.kernel.clone(),
             (&placed.arrays, &placed.strings, &placed.refs),
-            [-1; 8],
+            [-1; 9],
             24,
             257,
         );
         // Not among the integers: the struct map holds them, each value 24 bytes.
         assert!(kv.ids.is_empty() && kv.global_ids.is_empty() && kv.global_arrays.is_empty());
         assert_eq!(kv.refs.size, 24);
+        assert_eq!(kv.refs.locals_of, [(0x500, 24)]);
         assert_eq!(
             (
                 kv.refs.ids.len(),
