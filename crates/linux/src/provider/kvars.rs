@@ -15,9 +15,9 @@
 //! arrays of integers or strings, keyed by integers and strings the translator follows
 //! (constants, `execname`, `copyinstr()`, string variables), qualify, and so do struct, union
 //! and array variables (thread-locals, globals and associative arrays of them, in a map of their
-//! own: `capture::kvars::emit_ref_var`) that no `BEGIN` or `END` clause uses (they are not
-//! copied between dtrace and the kernel), and struct clause-locals (for the firing, as the
-//! integers').
+//! own: `capture::kvars::emit_ref_var`; a global struct or array of structs is copied between
+//! dtrace and the kernel for `BEGIN` and `END` as the integers are, its bytes whole), and struct
+//! clause-locals (for the firing, as the integers').
 //! The firing's `strtok()` state counts as a clause-local string every clause calling `strtok()`
 //! uses ([`STRTOK_STATE_NAME`], `capture::kvars::STRTOK_STATE`), one per probe (clauses at
 //! different probes never share a firing; a clause at several probes links their states, and
@@ -250,9 +250,6 @@ impl ClauseFacts {
             && (v.array.is_none() || v.key.0 == Scope::Global)
             && matches!(v.key.0, Scope::Global | Scope::Clause | Scope::Strtok)
             && v.not_kept().is_none()
-            // Struct globals are not copied between dtrace and the kernel (a clause-local
-            // lives for one firing).
-            && (v.by_ref.is_none() || v.key.0 == Scope::Clause)
     }
 }
 
@@ -971,6 +968,13 @@ fn kernel_vars_of(
     }
 }
 
+/// The sizes of the global struct variables `ids` among `refs`.
+fn ref_sizes(refs: &BTreeMap<VarKey, u32>, ids: &[u32]) -> BTreeMap<u32, u32> {
+    ids.iter()
+        .filter_map(|&id| Some((id, *refs.get(&(Scope::Global, id))?)))
+        .collect()
+}
+
 /// The most bytes of a struct variable kept in the kernel (a map value's).
 pub const MAX_REF_SIZE: u32 = 4096;
 
@@ -1012,6 +1016,12 @@ pub struct KernelVarMaps {
     refs: Option<(Map, Map)>,
     /// The struct clause-locals' per-CPU value, when there are any.
     ref_locals: Option<Map>,
+    /// The struct global scalars and global arrays, by id, with their sizes (copied between
+    /// dtrace and the kernel as the integers are).
+    ref_globals: BTreeMap<u32, u32>,
+    ref_arrays: BTreeMap<u32, u32>,
+    /// Bytes of a value of the struct variables' map.
+    ref_size: u32,
     key_size: u32,
     strsize: u32,
     global_ids: Vec<u32>,
@@ -1118,6 +1128,9 @@ impl KernelVarMaps {
             global_ids: kv.global_ids.clone(),
             string_global_ids: s.global_ids.clone(),
             int_arrays: kv.global_arrays.clone(),
+            ref_globals: ref_sizes(&placement.refs, &kv.refs.global_ids),
+            ref_arrays: ref_sizes(&placement.refs, &kv.refs.global_arrays),
+            ref_size: kv.refs.size,
             string_arrays: s.global_arrays.clone(),
         })
     }
@@ -1155,6 +1168,22 @@ impl KernelVarMaps {
         kv
     }
 
+    /// The key of struct global `id` in the struct variables' map (see
+    /// `capture::kvars::GLOBAL_REF`).
+    fn ref_global_key(&self, id: u32) -> Vec<u8> {
+        let mut key = vec![0u8; self.key_size as usize];
+        key[4..8].copy_from_slice(&(id | crate::capture::kvars::GLOBAL_REF).to_ne_bytes());
+        key
+    }
+
+    /// A struct variable's bytes `b` as a value of the struct variables' map.
+    fn ref_value(&self, b: &[u8]) -> Vec<u8> {
+        let size = self.ref_size as usize;
+        let mut v = b[..b.len().min(size)].to_vec();
+        v.resize(size, 0);
+        v
+    }
+
     /// Writes dtrace's values of the global scalars kept in the kernel into the kernel's: after
     /// `BEGIN` (which runs in dtrace) and before any clause runs in the kernel. A global never
     /// stored is zero or the empty string, as in the kernel; a string stored NULL sets its NULL
@@ -1164,6 +1193,13 @@ impl KernelVarMaps {
         value_of: impl Fn(u32) -> Option<dtrace_dif::vm::Stored>,
     ) -> Result<()> {
         use dtrace_dif::vm::Stored;
+        if let Some((map, _)) = &self.refs {
+            for &id in self.ref_globals.keys() {
+                if let Some(Stored::Bytes(b)) = value_of(id) {
+                    map.update(&self.ref_global_key(id), &self.ref_value(&b))?;
+                }
+            }
+        }
         if self.global_ids.is_empty() && self.string_global_ids.is_empty() {
             return Ok(());
         }
@@ -1199,6 +1235,15 @@ impl KernelVarMaps {
     /// before `END` (which runs in dtrace).
     pub fn pull_globals(&self, vars: &mut dtrace_dif::vm::VarState) -> Result<()> {
         use dtrace_dif::vm::Stored;
+        if let Some((map, _)) = &self.refs {
+            // A struct global the kernel never used keeps dtrace's value.
+            for (&id, &size) in &self.ref_globals {
+                if let Some(v) = map.lookup(&self.ref_global_key(id))? {
+                    let n = (size as usize).min(v.len());
+                    vars.set_global(id, Stored::Bytes(v[..n].into()));
+                }
+            }
+        }
         if self.global_ids.is_empty() && self.string_global_ids.is_empty() {
             return Ok(());
         }
@@ -1240,6 +1285,16 @@ impl KernelVarMaps {
         let most = self.strsize.saturating_sub(1);
         let width = string_width(self.strsize) as usize;
         for (id, tuple, value) in elems {
+            if let (Some((map, _)), true, Stored::Bytes(b)) =
+                (&self.refs, self.ref_arrays.contains_key(id), value)
+            {
+                if let Some(key) =
+                    crate::capture::kvars::global_array_key(self.key_size, most, *id, tuple)
+                {
+                    map.update(&key, &self.ref_value(b))?;
+                }
+                continue;
+            }
             let string = self.string_arrays.contains(id);
             if !string && !self.int_arrays.contains(id) {
                 continue;
@@ -1274,12 +1329,14 @@ impl KernelVarMaps {
     ) -> Result<()> {
         use dtrace_dif::vm::{DynKey, DynScope, KeyElem, Stored};
         let most = self.strsize.saturating_sub(1);
-        let arrays: Vec<(u32, &Vec<bool>, bool)> = self
+        // (The third: the array's values are strings; the fourth, structs of this size.)
+        let arrays: Vec<(u32, &Vec<bool>, bool, Option<u32>)> = self
             .int_arrays
             .iter()
-            .map(|&id| (id, false))
-            .chain(self.string_arrays.iter().map(|&id| (id, true)))
-            .filter_map(|(id, string)| Some((id, shapes.get(&id)?, string)))
+            .map(|&id| (id, false, None))
+            .chain(self.string_arrays.iter().map(|&id| (id, true, None)))
+            .chain(self.ref_arrays.iter().map(|(&id, &n)| (id, false, Some(n))))
+            .filter_map(|(id, string, r)| Some((id, shapes.get(&id)?, string, r)))
             .collect();
         if arrays.is_empty() {
             return Ok(());
@@ -1295,24 +1352,29 @@ impl KernelVarMaps {
         for k in &stale {
             vars.dynvars.remove(k);
         }
-        for (map, string) in [(Some(&self.map), false), (self.strings.as_ref(), true)] {
+        for (map, string, refs) in [
+            (Some(&self.map), false, false),
+            (self.strings.as_ref(), true, false),
+            (self.refs.as_ref().map(|(m, _)| m), false, true),
+        ] {
             let Some(map) = map else { continue };
             for key in map.keys()? {
-                let Some((id, elems)) =
-                    arrays
-                        .iter()
-                        .filter(|a| a.2 == string)
-                        .find_map(|&(id, shape, _)| {
-                            crate::capture::kvars::global_array_elems(&key, most, id, shape)
-                                .map(|e| (id, e))
-                        })
+                let Some((id, elems, size)) = arrays
+                    .iter()
+                    .filter(|a| a.2 == string && a.3.is_some() == refs)
+                    .find_map(|&(id, shape, _, size)| {
+                        crate::capture::kvars::global_array_elems(&key, most, id, shape)
+                            .map(|e| (id, e, size))
+                    })
                 else {
                     continue;
                 };
                 let Some(value) = map.lookup(&key)? else {
                     continue;
                 };
-                let stored = if string {
+                let stored = if let Some(n) = size {
+                    Stored::Bytes(value[..(n as usize).min(value.len())].into())
+                } else if string {
                     let s = value.split(|&c| c == 0).next().unwrap_or_default();
                     Stored::Bytes(s[..s.len().min(most as usize)].into())
                 } else {
@@ -2119,11 +2181,16 @@ mod struct_tests {
     }
 
     #[test]
-    fn a_struct_global_an_end_clause_uses_stays_in_dtrace() {
+    fn a_struct_global_an_end_clause_uses_is_shared_with_it() {
         let src = "struct s { int a; }; struct s g; \
             syscall::read:entry { g.a = 1; } END { trace(g.a); }";
         let placed = place(&facts(src, true));
-        assert!(!placed.in_kernel(0), "{placed:?}");
-        assert!(placed.refs.is_empty(), "{placed:?}");
+        assert!(placed.in_kernel(0), "{placed:?}");
+        assert_eq!(placed.refs.len(), 1, "{placed:?}");
+        assert_eq!(
+            placed.shared.get(&1).map(String::as_str),
+            Some("g"),
+            "{placed:?}"
+        );
     }
 }
