@@ -35,6 +35,11 @@
 //! 0 (NULL) when the variable holds none, as the interpreter's loads give; compares take NULL as
 //! the empty string, a record or key of NULL faults, a store of NULL frees the variable.
 //!
+//! Struct, union and array variables (stored by reference) are asked of the context as the
+//! address of their storage ([`ProbeContext::emit_ref_var`], see `structvars`): a pointer into
+//! a map value that members are loaded, stored and copied through, at offsets known at
+//! translation.
+//!
 //! Where paths holding different strings meet (`x ? "big" : "small"`, a string and NULL), the
 //! edges into the join make them one string in the scratch, read as a string variable's copy
 //! is (see `cond`).
