@@ -7,7 +7,7 @@
 
 mod common;
 use common::same_with_kernel_paths_off as same_both_ways;
-use common::{have_dd, kernel_ok, DD_WRITES};
+use common::{clause_lines, have_dd, have_gcc, kernel_ok, DD_WRITES};
 
 const DECLS: &str = "struct s { string str; int n; long arr[3]; }; \
     struct s g; self struct s v; struct s c[int];";
@@ -143,4 +143,52 @@ fn struct_globals_are_copied_for_begin_and_end() {
     );
     let out = same_both_ways(&script, &[], DD_WRITES, &[(1, "runs whole in the kernel")]);
     assert!(out.contains("g 14 begun c 54 2 begun"), "{out}");
+}
+
+/// The dynamic variable drops `err` reports, summed over its lines.
+fn dynvar_drops(err: &str) -> u64 {
+    err.lines()
+        .filter_map(|l| {
+            l.strip_prefix("dtrace: ")?
+                .strip_suffix(" dynamic variable drops")
+        })
+        .filter_map(|n| n.trim().parse::<u64>().ok())
+        .sum()
+}
+
+#[test]
+fn a_full_space_drops_the_creation_and_ends_the_clause_the_same_both_ways() {
+    let t = "a_full_space_drops_the_creation_and_ends_the_clause_the_same_both_ways";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let w = common::sized_writer("kstructvars-drops");
+    let cmd = format!("{} 300", w.display());
+    // A few structs fit: an element loaded for a new key past them is not created, the clause
+    // ends before its count; an element created before the space filled is updated in place.
+    let script = format!(
+        "{DECLS} syscall::write:entry /pid == $target/ {{ c[arg2].n = arg2 + 1; @w = count(); }} \
+         syscall::read:entry /pid == $target/ {{ c[0].n = c[0].n + 1; @r = count(); }} \
+         syscall::read:return /pid == $target/ {{ @z = max(c[0].n); }}"
+    );
+    let args = ["-q", "-x", "dynvarsize=2048", "-n", &script, "-c", &cmd];
+    let (rc, kout, kerr) = common::dtrace_way("DTRACE_KERNEL_VARIABLES", true, &args);
+    assert_eq!(rc, 0, "{kerr}");
+    let (rc, iout, ierr) = common::dtrace_way("DTRACE_KERNEL_VARIABLES", false, &args);
+    assert_eq!(rc, 0, "{ierr}");
+    assert_eq!(kout, iout);
+    let drops = dynvar_drops(&kerr);
+    assert!(drops > 0, "{kerr}");
+    assert_eq!(drops, dynvar_drops(&ierr), "{kerr}\n{ierr}");
+    let mut v = vec!["-qv"];
+    v.extend_from_slice(&args[1..]);
+    let (_, _, err) = common::dtrace_way("DTRACE_KERNEL_VARIABLES", true, &v);
+    for n in 1..=3 {
+        assert!(
+            clause_lines(&err, n)
+                .iter()
+                .any(|l| l.contains("runs whole in the kernel")),
+            "{err}"
+        );
+    }
 }
