@@ -39,6 +39,7 @@ impl Mix {
     const INT: u8 = 8;
     const ALLOCA: u8 = 16;
     const BUFFER: u8 = 32;
+    const REF: u8 = 64;
 
     /// What `k` is, as a set of one (or of a mix's own).
     pub(super) fn of(k: &Kind) -> Mix {
@@ -49,6 +50,7 @@ impl Mix {
             Kind::VarStr => Mix::STRING | Mix::NULLABLE,
             Kind::Buffer(_) => Mix::BUFFER,
             Kind::Alloca => Mix::ALLOCA,
+            Kind::Ref { .. } => Mix::REF,
             Kind::Mixed(m) => m.0,
         })
     }
@@ -80,6 +82,7 @@ impl Mix {
             (Mix::INT, "an integer"),
             (Mix::ALLOCA, "an alloca() pointer"),
             (Mix::BUFFER, "copyin()'s copy"),
+            (Mix::REF, "a struct variable's address"),
         ]
         .iter()
         .filter(|(bit, _)| self.0 & bit != 0)

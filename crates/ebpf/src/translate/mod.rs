@@ -35,6 +35,11 @@
 //! 0 (NULL) when the variable holds none, as the interpreter's loads give; compares take NULL as
 //! the empty string, a record or key of NULL faults, a store of NULL frees the variable.
 //!
+//! Struct, union and array variables (stored by reference) are asked of the context as the
+//! address of their storage ([`ProbeContext::emit_ref_var`], see `structvars`): a pointer into
+//! a map value that members are loaded, stored and copied through, at offsets known at
+//! translation.
+//!
 //! Where paths holding different strings meet (`x ? "big" : "small"`, a string and NULL), the
 //! edges into the join make them one string in the scratch, read as a string variable's copy
 //! is (see `cond`).
@@ -59,6 +64,7 @@ mod strjoin;
 mod strlen;
 mod strsearch;
 mod strtok;
+mod structvars;
 mod strvars;
 mod substr;
 #[cfg(test)]
@@ -329,6 +335,19 @@ pub trait ProbeContext {
     ) -> Result<(), String> {
         let _ = (a, var, src_at);
         Err("string variables live in dtrace".into())
+    }
+    /// Emits code that leaves in r0 the address of the `size` bytes of storage of by-reference
+    /// variable `var` (a struct, a union or an array: not a string), a pointer into a map value
+    /// the verifier bounds, the same storage at every probe and clause that uses the variable
+    /// (see `structvars`). A dynamic variable (a thread-local, an array element) that does not
+    /// exist is created zero-filled, as the interpreter's loads create it; when the space is
+    /// full the creation is dropped as a store is ([`ProbeContext::emit_dropped`] then says so)
+    /// and r0 is 0. A global or a clause-local is zero until stored (a clause-local for each
+    /// firing). Same registers and stack as [`ProbeContext::emit_builtin`]. `Err` says why the
+    /// variable cannot be had here (by default: struct variables live in dtrace).
+    fn emit_ref_var(&self, a: &mut Asm, var: StringVar<'_>, size: u32) -> Result<(), String> {
+        let _ = (a, var, size);
+        Err("struct variables live in dtrace".into())
     }
     /// Emits, after a store to a dynamic variable (a thread-local or an array element), code that
     /// jumps to `abandon` when the store was dropped (the space was full): as in the
@@ -793,6 +812,15 @@ enum Kind {
     /// A pointer into the clause's `alloca()` memory, as the interpreter records one (see
     /// `alloca`).
     Alloca,
+    /// The address of a by-reference variable's storage (a struct, a union, an array), `off`
+    /// bytes into its `size`: the register holds a pointer into the context's map value (see
+    /// `structvars`).
+    Ref {
+        /// Bytes of the variable.
+        size: u32,
+        /// The offset of the address in it.
+        off: u32,
+    },
     /// Different kinds on different paths, these: usable by nothing, unless they are strings
     /// (NULL among them) that the edges into the join make one kind (see `cond`).
     Mixed(cond::Mix),
@@ -1295,6 +1323,13 @@ impl<'a> Translator<'a> {
             .any(|i| matches!(i, Instr::StoreVar { .. }))
     }
 
+    /// Whether the object stores through an address (a member of a struct variable assigned).
+    fn stores_members(&self) -> bool {
+        self.code
+            .iter()
+            .any(|i| matches!(i, Instr::Store { .. } | Instr::Copys { .. }))
+    }
+
     fn reads_execname(&self) -> bool {
         self.code.iter().any(|i| {
             matches!(*i, Instr::LoadVar { op: Opcode::Ldgs, var, .. }
@@ -1376,6 +1411,13 @@ impl<'a> Translator<'a> {
                      the probe)"
                 ),
             }),
+            Kind::Ref { .. } => Err(Untranslatable::Value {
+                pc,
+                what: format!(
+                    "the address of a struct variable in %r{r} used where the translator follows \
+                     only integers"
+                ),
+            }),
             Kind::Scratch if s.sized[(r & 7) as usize].is_some() => Err(Untranslatable::CopyUse {
                 pc,
                 what: format!(
@@ -1395,6 +1437,14 @@ impl<'a> Translator<'a> {
         let ins = self.code[pc];
         match ins {
             Instr::Nop => {}
+            Instr::Alu { op, r1, r2, rd }
+                if matches!(s[(r1 & 7) as usize], Kind::Ref { .. })
+                    || matches!(s[(r2 & 7) as usize], Kind::Ref { .. }) =>
+            {
+                if let Some(r) = self.ref_arith(pc, s, op, r1, r2, rd) {
+                    r?;
+                }
+            }
             Instr::Alu { op, r1, r2, rd } if self.alloca_arith(s, op, r1, r2).is_some() => {
                 let k = self.alloca_arith(s, op, r1, r2).unwrap_or(Kind::Int(None));
                 self.get(R1, r1);
@@ -1504,6 +1554,16 @@ impl<'a> Translator<'a> {
                             .store(Size::DW, R10, reg, R1);
                         ValueKind::SizedCopy(n)
                     }
+                    // A string member recorded (`printf("%s", g.name)`).
+                    Kind::Ref { .. } if self.strings_ok && self.obj.rtype.is_string() => {
+                        let last = self.code.len().saturating_sub(1);
+                        self.ref_string_at(last, s, rd, self.frame.load_buf())?;
+                        self.a.load(Size::DW, R1, R10, self.frame.load_buf());
+                        self.put(s, rd, R1, Kind::Scratch);
+                        ValueKind::Scratch
+                    }
+                    // A store action's value (a member assigned), which nothing reads.
+                    Kind::Ref { .. } if !self.strings_ok && self.stores_members() => ValueKind::Int,
                     Kind::Execname if self.strings_ok => ValueKind::Execname,
                     Kind::StrConst(b) if self.strings_ok => ValueKind::Str(b.clone()),
                     Kind::Scratch if self.strings_ok => ValueKind::Scratch,
@@ -1585,6 +1645,21 @@ impl<'a> Translator<'a> {
             Instr::LoadVar { op, var, rd } if !matches!(op, Opcode::Ldgaa | Opcode::Ldtaa) => {
                 self.load_var(pc, s, op, var, rd)?
             }
+            Instr::StoreVar { op, var, .. } if self.ref_var_size(op, var).is_some() => {
+                let id = u32::from(var);
+                let prefix = if matches!(op, Opcode::Stts | Opcode::Sttaa) {
+                    "self->"
+                } else if op == Opcode::Stls {
+                    "this->"
+                } else {
+                    ""
+                };
+                return Err(Untranslatable::Variable {
+                    pc,
+                    name: self.var_name(id, prefix),
+                    why: "a struct variable assigned whole is assigned in dtrace".into(),
+                });
+            }
             Instr::StoreVar {
                 op: op @ (Opcode::Stts | Opcode::Stgs | Opcode::Stls),
                 var,
@@ -1649,6 +1724,11 @@ impl<'a> Translator<'a> {
                 rd,
             } => {
                 let (array, key) = self.array(pc, s, op == Opcode::Ldtaa, var)?;
+                if let Some(size) = self.ref_var_size(op, var) {
+                    let name = self.array_name(array);
+                    self.load_ref(pc, s, StringVar::Array(array, &key), size, rd, name)?;
+                    return Ok(true);
+                }
                 if self.is_string_var(op, var) {
                     let name = self.array_name(array);
                     self.load_string(pc, s, StringVar::Array(array, &key), rd, name)?;
@@ -1763,6 +1843,19 @@ impl<'a> Translator<'a> {
                         return Ok(true);
                     }
                 }
+                // A string member of a struct variable: read into the scratch likewise.
+                if let (true, Kind::Ref { .. }, Some(t)) =
+                    (string, &s[(rs & 7) as usize], s.tuple.as_ref())
+                {
+                    if t.len() < MAX_TUPLE {
+                        let at = self.frame.tuple(t.len());
+                        self.ref_string_at(pc, s, rs, at)?;
+                        if let Some(t) = &mut s.tuple {
+                            t.push(Pushed::Str(Kind::Scratch));
+                        }
+                        return Ok(true);
+                    }
+                }
                 // A string in alloca() memory: read into the scratch likewise.
                 if let (true, Kind::Alloca, Some(t)) =
                     (string, &s[(rs & 7) as usize], s.tuple.as_ref())
@@ -1842,6 +1935,15 @@ impl<'a> Translator<'a> {
                     });
                 };
                 self.arg(pc, s, i, rd)?;
+            }
+            Instr::Load { op, r1, rd } if matches!(s[(r1 & 7) as usize], Kind::Ref { .. }) => {
+                self.ref_load(pc, s, op, r1, rd)?;
+            }
+            Instr::Store { op, r1, rd } if matches!(s[(rd & 7) as usize], Kind::Ref { .. }) => {
+                self.ref_store(pc, s, op, r1, rd)?;
+            }
+            Instr::Copys { r1, r2, rd } if matches!(s[(rd & 7) as usize], Kind::Ref { .. }) => {
+                self.ref_copys(pc, s, r1, r2, rd)?;
             }
             Instr::Load { op, r1, rd } if s[(r1 & 7) as usize] == Kind::Alloca => {
                 self.alloca_load(pc, op, r1)?;
@@ -1994,6 +2096,15 @@ impl<'a> Translator<'a> {
         let id = u32::from(var);
         let name =
             || vars::builtin_name(id).map_or_else(|| format!("variable #{id}"), String::from);
+        if let Some(size) = self.ref_var_size(dop, var) {
+            let (v, prefix) = match dop {
+                Opcode::Ldts => (StringVar::Thread(id), "self->"),
+                Opcode::Ldls => (StringVar::Local(id), "this->"),
+                _ => (StringVar::Global(id), ""),
+            };
+            let name = self.var_name(id, prefix);
+            return self.load_ref(pc, s, v, size, rd, name);
+        }
         if (dop == Opcode::Ldts
             || dop == Opcode::Ldls
             || (dop == Opcode::Ldgs && id >= vars::DIF_VAR_OTHER_UBASE))
@@ -2323,6 +2434,18 @@ impl<'a> Translator<'a> {
                     }
                 }
             }
+            // A variable's address is never NULL (see `structvars`): the compiler's test
+            // before it creates a dynamic variable.
+            Instr::Tst { r1 } if matches!(s[(r1 & 7) as usize], Kind::Ref { .. }) => match bop {
+                Be => Take::Never,
+                Bne => Take::Always,
+                _ => {
+                    return Err(Untranslatable::Value {
+                        pc,
+                        what: "a struct variable's address compared".into(),
+                    })
+                }
+            },
             Instr::Tst { r1 } => {
                 if s[(r1 & 7) as usize] != Kind::Alloca {
                     self.int(s, pc, r1)?;
@@ -2345,6 +2468,7 @@ impl<'a> Translator<'a> {
                         t.kernel_string(pc, s, r, at).map(|_| (Kind::Scratch, at))
                     }
                     Kind::Alloca => t.alloca_string_at(pc, r, at).map(|_| (Kind::Scratch, at)),
+                    Kind::Ref { .. } => t.ref_string_at(pc, s, r, at).map(|_| (Kind::Scratch, at)),
                     ref k => Ok((k.clone(), t.frame.reg(r & 7))),
                 };
                 self.alloca_compare_operands(pc, s, r1, r2)?;

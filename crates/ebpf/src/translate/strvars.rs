@@ -81,6 +81,12 @@ impl Translator<'_> {
                 self.write_string(&k);
                 self.frame.load_buf()
             }
+            // A string member of a struct variable (`self->s = g.name`).
+            Kind::Ref { .. } => {
+                let buf = self.frame.load_buf();
+                self.ref_string_at(pc, s, rs, buf)?;
+                buf
+            }
             // An address stored as a string (`self->s = stringof(p)`).
             Kind::Int(_) => {
                 let buf = self.frame.load_buf();

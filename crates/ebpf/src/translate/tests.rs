@@ -2286,3 +2286,4 @@ mod strpaths;
 mod strsearch;
 mod strtok;
 mod varptr;
+mod structvars;

@@ -483,6 +483,16 @@ impl ProbeContext for ShapeContext<'_> {
         super::kvars::emit_string_store(a, kv, var, src_at)
     }
 
+    fn emit_ref_var(&self, a: &mut Asm, var: StringVar<'_>, size: u32) -> Result<(), String> {
+        let kv = self.vars.ok_or("struct variables live in dtrace")?;
+        if matches!(var, StringVar::Thread(_))
+            || matches!(var, StringVar::Array(array, _) if array.thread)
+        {
+            self.current("a thread-local")?;
+        }
+        super::kvars::emit_ref_var(a, kv, var, size)
+    }
+
     fn emit_dropped(&self, a: &mut Asm, abandon: Label) -> bool {
         if self.vars.is_none() {
             return false;

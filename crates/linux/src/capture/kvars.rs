@@ -34,6 +34,17 @@
 //! firing starts: the empty string until stored in the firing, as in the interpreter; or NULL,
 //! or set) and their strings in the one per-CPU value of a map of their own.
 //!
+//! Struct, union and array variables (`spec::RefVars`): thread-locals, global scalars and
+//! array elements live in a third hash map, keyed as the first (a global scalar by its id with
+//! [`GLOBAL_REF`]), whose values are the largest such variable's bytes; the translated code
+//! reaches a member through a pointer into the value ([`emit_ref_var`]). A load that finds
+//! none creates it zero-filled (from an array map's zero value), as the interpreter's loads
+//! do; a creation that finds the map full is a drop, as a store's. Nothing frees them. Struct
+//! clause-locals are in the one per-CPU value of a map of their own, each with a flag in a
+//! clause-local stack slot (after the strings'), zeroed when a firing starts: the firing's
+//! first use zeroes its storage, so it lives for the firing, shared by the probe's kernel
+//! clauses.
+//!
 //! A key's string element may be a string in the translator's scratch (`a[copyinstr(arg1)]`,
 //! `a[self->p]`, [`KeyPart::Scratch`]): its first key-wide bytes are copied, zero-padded there
 //! after the NUL, so keys compare as DTrace compares strings.
@@ -353,7 +364,7 @@ fn local_slot(index: usize) -> i16 {
 /// the thread's id and the thread-locals kept by the firing ([`TID`], [`cache_slots`]): none
 /// read yet.
 pub fn emit_zero_locals(a: &mut Asm, kv: &KernelVars) {
-    let n = kv.local_ids.len() + kv.strings.local_ids.len();
+    let n = kv.local_ids.len() + kv.strings.local_ids.len() + kv.refs.locals_of.len();
     for i in 0..n.min(MAX_LOCALS) {
         a.store_imm(Size::DW, R10, local_slot(i), 0);
     }
@@ -680,6 +691,130 @@ pub fn emit_string_store(
     Ok(())
 }
 
+/// Marks the variable id of a struct global scalar in a key of the struct variables' map.
+pub const GLOBAL_REF: u32 = 3 << 16;
+
+/// `BPF_NOEXIST`: create only.
+const BPF_NOEXIST: i32 = 1;
+/// `-EEXIST`: another CPU created the element first.
+const EEXIST: i32 = -17;
+
+/// r0 = the address of struct variable `var`'s storage in the struct variables' value (see
+/// `spec::RefVars`): looked up, or created from the zeros when there is none; 0 when the
+/// map is full, a dynamic variable drop counted as a store's (the clause's drop flag set).
+/// Uses r0-r5 and r9.
+pub fn emit_ref_var(
+    a: &mut Asm,
+    kv: &KernelVars,
+    var: StringVar<'_>,
+    size: u32,
+) -> Result<(), String> {
+    let r = &kv.refs;
+    if size > r.size {
+        return Err(format!(
+            "a struct of {size} bytes, larger than the kernel's"
+        ));
+    }
+    if let StringVar::Local(id) = var {
+        return emit_ref_local(a, kv, id, size);
+    }
+    let (thread, tag, tuple) = match var {
+        StringVar::Thread(id) if r.ids.contains(&id) => (true, id, &[][..]),
+        StringVar::Global(id) if r.global_ids.contains(&id) => (false, id | GLOBAL_REF, &[][..]),
+        StringVar::Array(array, key)
+            if (array.thread && r.thread_arrays.contains(&array.var))
+                || (!array.thread && r.global_arrays.contains(&array.var)) =>
+        {
+            (array.thread, array_tag(array), key)
+        }
+        _ => return Err("this struct variable lives in dtrace".into()),
+    };
+    let (created, full, done) = (a.label(), a.label(), a.label());
+    // (No key scratch, which never happens, is taken as a full map: the clause ends.)
+    emit_key(a, kv, thread, tag, tuple, full)?;
+    a.ld_map_fd(R1, r.map).mov(R2, R9);
+    a.call(helper::MAP_LOOKUP_ELEM);
+    a.jmp_imm(op::JNE, R0, 0, done);
+    a.ld_map_fd(R1, r.map).mov(R2, R9);
+    a.ld_map_value(R3, r.zeros, 0);
+    a.mov_imm(R4, BPF_NOEXIST);
+    a.call(helper::MAP_UPDATE_ELEM);
+    a.jmp_imm(op::JEQ, R0, 0, created);
+    a.jmp_imm(op::JNE, R0, EEXIST, full);
+    a.bind(created);
+    a.ld_map_fd(R1, r.map).mov(R2, R9);
+    a.call(helper::MAP_LOOKUP_ELEM);
+    a.jmp_imm(op::JNE, R0, 0, done);
+    // The map is full (or the element went between the two): a dynamic variable drop, which
+    // ends the clause.
+    a.bind(full);
+    a.store_imm(Size::DW, R10, super::kagg::DVAR_DROPPED, 1);
+    let counted = a.label();
+    super::kagg::emit_count_drop(a, kv.drops, KEY, counted);
+    a.bind(counted);
+    a.mov_imm(R0, 0);
+    a.bind(done);
+    Ok(())
+}
+
+/// Bytes of the per-CPU value of the struct clause-locals of `refs`: each one's storage,
+/// 8-aligned.
+pub fn ref_locals_size(refs: &crate::capture::spec::RefVars) -> u32 {
+    refs.locals_of
+        .iter()
+        .map(|&(_, n)| n.next_multiple_of(8))
+        .sum()
+}
+
+/// r0 = the address of struct clause-local `id`'s storage in this CPU's value of the
+/// clause-locals, zeroed by the firing's first use (its flag slot says whether it was used);
+/// 0 when the value is missing (it never is), as a drop. Uses r0-r5.
+fn emit_ref_local(a: &mut Asm, kv: &KernelVars, id: u32, size: u32) -> Result<(), String> {
+    let r = &kv.refs;
+    let k = r
+        .locals_of
+        .iter()
+        .position(|&(l, _)| l == id)
+        .ok_or("this clause-local lives in dtrace")?;
+    let slot = kv.local_ids.len() + kv.strings.local_ids.len() + k;
+    if slot >= MAX_LOCALS {
+        return Err(format!("more than {MAX_LOCALS} clause-locals"));
+    }
+    let n = r.locals_of[k].1.next_multiple_of(8);
+    if size > n {
+        return Err(format!(
+            "a struct of {size} bytes, larger than the kernel's"
+        ));
+    }
+    let off: u32 = r.locals_of[..k]
+        .iter()
+        .map(|&(_, n)| n.next_multiple_of(8))
+        .sum();
+    let off = i32::try_from(off).map_err(|_| "clause-locals too large".to_string())?;
+    let (used, missing, done) = (a.label(), a.label(), a.label());
+    a.store_imm(Size::DW, R10, KEY, 0);
+    a.ld_map_fd(R1, r.locals)
+        .mov(R2, R10)
+        .alu_imm(op::ADD, R2, i32::from(KEY));
+    a.call(helper::MAP_LOOKUP_ELEM);
+    a.jmp_imm(op::JEQ, R0, 0, missing);
+    a.alu_imm(op::ADD, R0, off);
+    a.load(Size::DW, R1, R10, local_slot(slot));
+    a.jmp_imm(op::JNE, R1, 0, used);
+    for w in (0..n as i16).step_by(8) {
+        a.store_imm(Size::DW, R0, w, 0);
+    }
+    a.store_imm(Size::DW, R10, local_slot(slot), 1);
+    a.ja(used);
+    a.bind(missing);
+    a.store_imm(Size::DW, R10, super::kagg::DVAR_DROPPED, 1);
+    a.mov_imm(R0, 0);
+    a.ja(done);
+    a.bind(used);
+    a.bind(done);
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -744,6 +879,7 @@ mod tests {
             },
             alloca_ids: Vec::new(),
             alloca_global_ids: Vec::new(),
+            refs: Default::default(),
         }
     }
 

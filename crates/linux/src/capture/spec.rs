@@ -317,6 +317,38 @@ pub struct KernelVars {
     pub alloca_ids: Vec<u32>,
     /// The globals among `global_ids` that hold them.
     pub alloca_global_ids: Vec<u32>,
+    /// The struct, union and array variables that live in the kernel (see `capture::kvars`).
+    pub refs: RefVars,
+}
+
+/// The struct, union and array D variables kept in the kernel (stored by reference, not
+/// strings): thread-locals, global scalars and associative array elements in one hash map
+/// keyed as the integers' map (a global scalar by its id with `capture::kvars::GLOBAL_REF`),
+/// whose values are [`RefVars::size`] bytes, each variable the first bytes of its value; a
+/// load that finds none creates it from the zeros of `zeros`. Clause-locals are in a per-CPU
+/// value of their own, for one firing.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RefVars {
+    /// The hash map.
+    pub map: i32,
+    /// An array map of one value of [`RefVars::size`] zero bytes, never written.
+    pub zeros: i32,
+    /// Bytes of a value: the largest variable's, rounded up to 8.
+    pub size: u32,
+    /// The ids of the thread-locals.
+    pub ids: Vec<u32>,
+    /// The ids of the global scalars.
+    pub global_ids: Vec<u32>,
+    /// The ids of the thread-local associative arrays.
+    pub thread_arrays: Vec<u32>,
+    /// The ids of the global associative arrays.
+    pub global_arrays: Vec<u32>,
+    /// The clause-locals (`this->t`), each its id and size, in order: each a flag in a stack
+    /// slot after the clause-local strings' (zeroed when a firing starts: its storage is zeroed
+    /// by the firing's first use) and its storage in the per-CPU value of `locals`, 8-aligned.
+    pub locals_of: Vec<(u32, u32)>,
+    /// The per-CPU array whose one value holds the clause-locals' storage (-1: none).
+    pub locals: i32,
 }
 
 /// The string-valued D variables kept in the kernel: thread-locals and array elements in a hash

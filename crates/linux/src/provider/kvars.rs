@@ -13,7 +13,11 @@
 //! records runs there only when every clause at its probes does (records keep the clauses'
 //! order). Integer and string scalars (thread-locals, globals and clause-locals) and associative
 //! arrays of integers or strings, keyed by integers and strings the translator follows
-//! (constants, `execname`, `copyinstr()`, string variables), qualify; structs stay in dtrace.
+//! (constants, `execname`, `copyinstr()`, string variables), qualify, and so do struct, union
+//! and array variables (thread-locals, globals and associative arrays of them, in a map of their
+//! own: `capture::kvars::emit_ref_var`; a global struct or array of structs is copied between
+//! dtrace and the kernel for `BEGIN` and `END` as the integers are, its bytes whole), and struct
+//! clause-locals (for the firing, as the integers').
 //! Scalars that hold `alloca()` or `copyin()` pointers ([`alloca_vars`], [`Placement::alloca`])
 //! keep them as the interpreter does, its own addresses of that memory, so the two paths agree
 //! on them (`dtrace_ebpf::translate`'s `alloca` notes).
@@ -108,6 +112,8 @@ pub struct ThreadVar {
     pub string: bool,
     /// An associative array, and the most bytes its tuples take in the clause.
     pub array: Option<usize>,
+    /// A struct, union or array variable (stored by reference, not a string), and its size.
+    pub by_ref: Option<u32>,
 }
 
 impl ThreadVar {
@@ -116,6 +122,7 @@ impl ThreadVar {
         match (self.integer, self.string, self.key.0) {
             (true, _, _) => None,
             (_, true, _) => None,
+            _ if self.by_ref.is_some() => None,
             _ => Some(format!(
                 "{} is neither an integer nor a string (structs are not yet kept in the kernel)",
                 self.name
@@ -151,6 +158,12 @@ pub fn thread_vars(e: &EcbDesc, strsize: u32) -> Vec<ThreadVar> {
                 && !v.ty.is_by_ref()
                 && matches!(v.ty.size, 1 | 2 | 4 | 8);
             let string = (v.kind == DIFV_KIND_SCALAR || array.is_some()) && v.ty.is_string();
+            let by_ref = ((v.kind == DIFV_KIND_SCALAR || array.is_some())
+                && v.ty.is_by_ref()
+                && !v.ty.is_string()
+                && v.ty.size > 0
+                && v.ty.size <= MAX_REF_SIZE)
+                .then_some(v.ty.size);
             let name = o
                 .string_at(v.name as usize)
                 .map(|n| format!("{prefix}{}", String::from_utf8_lossy(n)))
@@ -161,6 +174,7 @@ pub fn thread_vars(e: &EcbDesc, strsize: u32) -> Vec<ThreadVar> {
                     t.integer &= integer;
                     t.string &= string;
                     t.array = t.array.max(array);
+                    t.by_ref = t.by_ref.filter(|n| by_ref == Some(*n));
                 }
                 None => out.push(ThreadVar {
                     key,
@@ -168,6 +182,7 @@ pub fn thread_vars(e: &EcbDesc, strsize: u32) -> Vec<ThreadVar> {
                     integer,
                     string,
                     array,
+                    by_ref,
                 }),
             }
         }
@@ -182,6 +197,7 @@ pub fn thread_vars(e: &EcbDesc, strsize: u32) -> Vec<ThreadVar> {
             integer: false,
             string: true,
             array: None,
+            by_ref: None,
         });
     }
     if super::speculation::uses_speculations(e) {
@@ -191,6 +207,7 @@ pub fn thread_vars(e: &EcbDesc, strsize: u32) -> Vec<ThreadVar> {
             integer: true,
             string: false,
             array: None,
+            by_ref: None,
         });
     }
     out
@@ -251,6 +268,8 @@ pub struct Placement {
     /// The thread-locals and global scalars of every planned clause that hold `alloca()` or
     /// `copyin()` pointers ([`alloca_vars`]).
     pub alloca: BTreeSet<VarKey>,
+    /// Those of them that are structs, unions or arrays, with their sizes.
+    pub refs: BTreeMap<VarKey, u32>,
     /// Per clause: `None` when it uses no thread-local; `Ok` with the names of its variables
     /// when they live in the kernel (it runs there whole); else why they stay in dtrace.
     pub clauses: Vec<Option<std::result::Result<String, String>>>,
@@ -506,6 +525,9 @@ pub fn place(facts: &[ClauseFacts]) -> Placement {
                         .filter_map(|v| strtok_probes.get(v.key.1 as usize).cloned()),
                 );
                 for v in &c.vars {
+                    if let Some(n) = v.by_ref {
+                        out.refs.insert(v.key, n);
+                    }
                     if let Some(n) = v.array {
                         let most = out.arrays.entry(v.key).or_default();
                         *most = (*most).max(n);
@@ -764,12 +786,15 @@ pub fn runs_whole(
         .filter_map(|v| Some((v.key, v.array?)))
         .collect();
     let strings: BTreeSet<VarKey> = vars.iter().filter(|v| v.string).map(|v| v.key).collect();
+    let refs: BTreeMap<VarKey, u32> = vars
+        .iter()
+        .filter_map(|v| Some((v.key, v.by_ref?)))
+        .collect();
     let kv = with_alloca(
         kernel_vars_of(
             vars.iter().map(|v| v.key).collect(),
-            &arrays,
-            &strings,
-            [-1; 6],
+            (&arrays, &strings, &refs),
+            [-1; 9],
             crate::capture::kvars::key_size(arrays.values().copied().max().unwrap_or(0)),
             strsize,
         ),
@@ -891,17 +916,27 @@ fn reads_probe_names(e: &EcbDesc) -> bool {
 /// `strsize` bytes (their storage, D's `strsize` and the NUL).
 fn kernel_vars_of(
     kernel: BTreeSet<VarKey>,
-    arrays: &BTreeMap<VarKey, usize>,
-    strings: &BTreeSet<VarKey>,
-    fds: [i32; 6],
+    (arrays, strings, refs): (
+        &BTreeMap<VarKey, usize>,
+        &BTreeSet<VarKey>,
+        &BTreeMap<VarKey, u32>,
+    ),
+    fds: [i32; 9],
     key_size: u32,
     strsize: u32,
 ) -> KernelVars {
     let of = |string: bool, array: bool| {
+        kernel.iter().copied().filter(move |k| {
+            !refs.contains_key(k)
+                && strings.contains(k) == string
+                && arrays.contains_key(k) == array
+        })
+    };
+    let refs_of = |array: bool| {
         kernel
             .iter()
             .copied()
-            .filter(move |k| strings.contains(k) == string && arrays.contains_key(k) == array)
+            .filter(move |k| refs.contains_key(k) && arrays.contains_key(k) == array)
     };
     KernelVars {
         map: fds[0],
@@ -929,6 +964,20 @@ fn kernel_vars_of(
         // See `with_alloca`.
         alloca_ids: Vec::new(),
         alloca_global_ids: Vec::new(),
+        refs: crate::capture::spec::RefVars {
+            map: fds[6],
+            zeros: fds[7],
+            size: ref_value_size(refs),
+            ids: ids_of(refs_of(false), Scope::Thread),
+            global_ids: ids_of(refs_of(false), Scope::Global),
+            thread_arrays: ids_of(refs_of(true), Scope::Thread),
+            global_arrays: ids_of(refs_of(true), Scope::Global),
+            locals_of: ids_of(refs_of(false), Scope::Clause)
+                .into_iter()
+                .map(|id| (id, refs.get(&(Scope::Clause, id)).copied().unwrap_or(8)))
+                .collect(),
+            locals: fds[8],
+        },
     }
 }
 
@@ -968,6 +1017,25 @@ pub fn alloca_vars<'o>(clauses: impl IntoIterator<Item = Vec<&'o DifObject>>) ->
         .collect()
 }
 
+/// The sizes of the global struct variables `ids` among `refs`.
+fn ref_sizes(refs: &BTreeMap<VarKey, u32>, ids: &[u32]) -> BTreeMap<u32, u32> {
+    ids.iter()
+        .filter_map(|&id| Some((id, *refs.get(&(Scope::Global, id))?)))
+        .collect()
+}
+
+/// The most bytes of a struct variable kept in the kernel (a map value's).
+pub const MAX_REF_SIZE: u32 = 4096;
+
+/// Bytes of a value of the struct variables' map: the largest of `refs`, rounded up to 8.
+fn ref_value_size(refs: &BTreeMap<VarKey, u32>) -> u32 {
+    refs.values()
+        .copied()
+        .max()
+        .unwrap_or(8)
+        .next_multiple_of(8)
+}
+
 /// Bytes of a string variable's value in the kernel, for strings of `strsize` bytes (their
 /// storage): the translator's string scratch slot.
 fn string_width(strsize: u32) -> u32 {
@@ -993,6 +1061,16 @@ pub struct KernelVarMaps {
     strings: Option<Map>,
     /// The clause-local strings' per-CPU value, when there are any.
     local_strings: Option<Map>,
+    /// The struct variables' hash map and its array of zeros, when there are any.
+    refs: Option<(Map, Map)>,
+    /// The struct clause-locals' per-CPU value, when there are any.
+    ref_locals: Option<Map>,
+    /// The struct global scalars and global arrays, by id, with their sizes (copied between
+    /// dtrace and the kernel as the integers are).
+    ref_globals: BTreeMap<u32, u32>,
+    ref_arrays: BTreeMap<u32, u32>,
+    /// Bytes of a value of the struct variables' map.
+    ref_size: u32,
     key_size: u32,
     strsize: u32,
     global_ids: Vec<u32>,
@@ -1028,9 +1106,8 @@ impl KernelVarMaps {
     ) -> Result<KernelVarMaps> {
         let kv = kernel_vars_of(
             placement.kernel.clone(),
-            &placement.arrays,
-            &placement.strings,
-            [-1; 6],
+            (&placement.arrays, &placement.strings, &placement.refs),
+            [-1; 9],
             0,
             strsize,
         );
@@ -1069,6 +1146,22 @@ impl KernelVarMaps {
                 )?),
                 false => None,
             },
+            refs: match placement.refs.is_empty() {
+                true => None,
+                false => {
+                    let r = &kv.refs;
+                    // Each global scalar takes an entry of its own, never freed.
+                    let n = entries.saturating_add(r.global_ids.len() as u32);
+                    Some((
+                        Map::create(MapKind::Hash, "dt_dvars_ref", key_size, r.size, n)?,
+                        Map::create(MapKind::Array, "dt_dvars_zero", 4, r.size, 1)?,
+                    ))
+                }
+            },
+            ref_locals: match crate::capture::kvars::ref_locals_size(&kv.refs) {
+                0 => None,
+                n => Some(Map::create(MapKind::PerCpuArray, "dt_locals_ref", 4, n, 1)?),
+            },
             local_strings: match s.local_ids.len() {
                 0 => None,
                 n => Some(Map::create(
@@ -1084,6 +1177,9 @@ impl KernelVarMaps {
             global_ids: kv.global_ids.clone(),
             string_global_ids: s.global_ids.clone(),
             int_arrays: kv.global_arrays.clone(),
+            ref_globals: ref_sizes(&placement.refs, &kv.refs.global_ids),
+            ref_arrays: ref_sizes(&placement.refs, &kv.refs.global_arrays),
+            ref_size: kv.refs.size,
             string_arrays: s.global_arrays.clone(),
         })
     }
@@ -1101,8 +1197,7 @@ impl KernelVarMaps {
         }
         let mut kv = kernel_vars_of(
             kernel,
-            &placement.arrays,
-            &placement.strings,
+            (&placement.arrays, &placement.strings, &placement.refs),
             [
                 self.map.raw_fd(),
                 self.drops.raw_fd(),
@@ -1110,6 +1205,9 @@ impl KernelVarMaps {
                 self.keys.raw_fd(),
                 self.strings.as_ref().map_or(-1, Map::raw_fd),
                 self.local_strings.as_ref().map_or(-1, Map::raw_fd),
+                self.refs.as_ref().map_or(-1, |(m, _)| m.raw_fd()),
+                self.refs.as_ref().map_or(-1, |(_, z)| z.raw_fd()),
+                self.ref_locals.as_ref().map_or(-1, Map::raw_fd),
             ],
             self.key_size,
             self.strsize,
@@ -1117,6 +1215,22 @@ impl KernelVarMaps {
         kv.global_ids = self.global_ids.clone();
         kv.strings.global_ids = self.string_global_ids.clone();
         with_alloca(kv, &placement.alloca)
+    }
+
+    /// The key of struct global `id` in the struct variables' map (see
+    /// `capture::kvars::GLOBAL_REF`).
+    fn ref_global_key(&self, id: u32) -> Vec<u8> {
+        let mut key = vec![0u8; self.key_size as usize];
+        key[4..8].copy_from_slice(&(id | crate::capture::kvars::GLOBAL_REF).to_ne_bytes());
+        key
+    }
+
+    /// A struct variable's bytes `b` as a value of the struct variables' map.
+    fn ref_value(&self, b: &[u8]) -> Vec<u8> {
+        let size = self.ref_size as usize;
+        let mut v = b[..b.len().min(size)].to_vec();
+        v.resize(size, 0);
+        v
     }
 
     /// Writes dtrace's values of the global scalars kept in the kernel into the kernel's: after
@@ -1128,6 +1242,13 @@ impl KernelVarMaps {
         value_of: impl Fn(u32) -> Option<dtrace_dif::vm::Stored>,
     ) -> Result<()> {
         use dtrace_dif::vm::Stored;
+        if let Some((map, _)) = &self.refs {
+            for &id in self.ref_globals.keys() {
+                if let Some(Stored::Bytes(b)) = value_of(id) {
+                    map.update(&self.ref_global_key(id), &self.ref_value(&b))?;
+                }
+            }
+        }
         if self.global_ids.is_empty() && self.string_global_ids.is_empty() {
             return Ok(());
         }
@@ -1163,6 +1284,15 @@ impl KernelVarMaps {
     /// before `END` (which runs in dtrace).
     pub fn pull_globals(&self, vars: &mut dtrace_dif::vm::VarState) -> Result<()> {
         use dtrace_dif::vm::Stored;
+        if let Some((map, _)) = &self.refs {
+            // A struct global the kernel never used keeps dtrace's value.
+            for (&id, &size) in &self.ref_globals {
+                if let Some(v) = map.lookup(&self.ref_global_key(id))? {
+                    let n = (size as usize).min(v.len());
+                    vars.set_global(id, Stored::Bytes(v[..n].into()));
+                }
+            }
+        }
         if self.global_ids.is_empty() && self.string_global_ids.is_empty() {
             return Ok(());
         }
@@ -1204,6 +1334,16 @@ impl KernelVarMaps {
         let most = self.strsize.saturating_sub(1);
         let width = string_width(self.strsize) as usize;
         for (id, tuple, value) in elems {
+            if let (Some((map, _)), true, Stored::Bytes(b)) =
+                (&self.refs, self.ref_arrays.contains_key(id), value)
+            {
+                if let Some(key) =
+                    crate::capture::kvars::global_array_key(self.key_size, most, *id, tuple)
+                {
+                    map.update(&key, &self.ref_value(b))?;
+                }
+                continue;
+            }
             let string = self.string_arrays.contains(id);
             if !string && !self.int_arrays.contains(id) {
                 continue;
@@ -1238,12 +1378,14 @@ impl KernelVarMaps {
     ) -> Result<()> {
         use dtrace_dif::vm::{DynKey, DynScope, KeyElem, Stored};
         let most = self.strsize.saturating_sub(1);
-        let arrays: Vec<(u32, &Vec<bool>, bool)> = self
+        // (The third: the array's values are strings; the fourth, structs of this size.)
+        let arrays: Vec<(u32, &Vec<bool>, bool, Option<u32>)> = self
             .int_arrays
             .iter()
-            .map(|&id| (id, false))
-            .chain(self.string_arrays.iter().map(|&id| (id, true)))
-            .filter_map(|(id, string)| Some((id, shapes.get(&id)?, string)))
+            .map(|&id| (id, false, None))
+            .chain(self.string_arrays.iter().map(|&id| (id, true, None)))
+            .chain(self.ref_arrays.iter().map(|(&id, &n)| (id, false, Some(n))))
+            .filter_map(|(id, string, r)| Some((id, shapes.get(&id)?, string, r)))
             .collect();
         if arrays.is_empty() {
             return Ok(());
@@ -1259,24 +1401,29 @@ impl KernelVarMaps {
         for k in &stale {
             vars.dynvars.remove(k);
         }
-        for (map, string) in [(Some(&self.map), false), (self.strings.as_ref(), true)] {
+        for (map, string, refs) in [
+            (Some(&self.map), false, false),
+            (self.strings.as_ref(), true, false),
+            (self.refs.as_ref().map(|(m, _)| m), false, true),
+        ] {
             let Some(map) = map else { continue };
             for key in map.keys()? {
-                let Some((id, elems)) =
-                    arrays
-                        .iter()
-                        .filter(|a| a.2 == string)
-                        .find_map(|&(id, shape, _)| {
-                            crate::capture::kvars::global_array_elems(&key, most, id, shape)
-                                .map(|e| (id, e))
-                        })
+                let Some((id, elems, size)) = arrays
+                    .iter()
+                    .filter(|a| a.2 == string && a.3.is_some() == refs)
+                    .find_map(|&(id, shape, _, size)| {
+                        crate::capture::kvars::global_array_elems(&key, most, id, shape)
+                            .map(|e| (id, e, size))
+                    })
                 else {
                     continue;
                 };
                 let Some(value) = map.lookup(&key)? else {
                     continue;
                 };
-                let stored = if string {
+                let stored = if let Some(n) = size {
+                    Stored::Bytes(value[..(n as usize).min(value.len())].into())
+                } else if string {
                     let s = value.split(|&c| c == 0).next().unwrap_or_default();
                     Stored::Bytes(s[..s.len().min(most as usize)].into())
                 } else {
@@ -1313,6 +1460,7 @@ mod tests {
             integer,
             string: false,
             array: None,
+            by_ref: None,
         }
     }
 
@@ -1361,6 +1509,7 @@ mod tests {
             integer: !string,
             string,
             array: None,
+            by_ref: None,
         };
         let at = |desc: &str, bookend: bool, vars: Vec<ThreadVar>| ClauseFacts {
             desc: desc.into(),
@@ -1408,6 +1557,7 @@ mod tests {
             integer: true,
             string: false,
             array: Some(16),
+            by_ref: None,
         };
         let p = place(&[
             at(
@@ -1581,6 +1731,7 @@ mod tests {
             integer: false,
             string: true,
             array: None,
+            by_ref: None,
         }];
         vars.extend(more);
         ClauseFacts {
@@ -1711,6 +1862,7 @@ mod tests {
                 integer: false,
                 string: true,
                 array: None,
+                by_ref: None,
             })
             .collect();
         let f = vec![
@@ -1756,9 +1908,8 @@ mod tests {
         );
         let kv = kernel_vars_of(
             placed.kernel.clone(),
-            &placed.arrays,
-            &placed.strings,
-            [-1; 6],
+            (&placed.arrays, &placed.strings, &placed.refs),
+            [-1; 9],
             24,
             257,
         );
@@ -1800,9 +1951,8 @@ mod string_tests {
         assert_eq!(placed.strings.len(), 4, "{placed:?}");
         let kv = kernel_vars_of(
             placed.kernel.clone(),
-            &placed.arrays,
-            &placed.strings,
-            [-1; 6],
+            (&placed.arrays, &placed.strings, &placed.refs),
+            [-1; 9],
             24,
             257,
         );
@@ -2007,5 +2157,89 @@ mod glob_tests {
         assert!(why.contains("BEGIN, END or ERROR"), "{why}");
         let why = fires_elsewhere(&desc("p*", "", "", "profile-97"), true).unwrap();
         assert!(why.contains("profile or tick"), "{why}");
+    }
+}
+
+#[cfg(test)]
+mod struct_tests {
+    use super::*;
+
+    fn facts(src: &str, bookend: bool) -> Vec<ClauseFacts> {
+        let p = dtrace_compiler::compile(src, &dtrace_compiler::CompileOptions::default())
+            .expect("compiles");
+        p.ecbs
+            .iter()
+            .enumerate()
+            .map(|(i, e)| ClauseFacts {
+                desc: format!("clause {i}"),
+                vars: thread_vars(e, 256),
+                whole: match bookend && i == 1 {
+                    true => Err("END fires in dtrace".into()),
+                    false => Ok(()),
+                },
+                records: false,
+                faults: false,
+                probes: vec!["syscall:vmlinux:read:entry".into()],
+                bookend: bookend && i == 1,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn struct_variables_are_placed_in_their_own_map() {
+        let src = "struct s { int a; long b[2]; }; struct s g; self struct s v; \
+            struct s c[int]; this struct s t; \
+            syscall::read:entry { g.a = 1; self->v.a = 2; c[1].b[1] = 3; } \
+            syscall::read:entry { this->t.a = 4; }";
+        let f = facts(src, false);
+        let by_name = |n: &str| {
+            f.iter()
+                .flat_map(|c| &c.vars)
+                .find(|v| v.name == n)
+                .cloned()
+                .expect(n)
+        };
+        for n in ["g", "self->v", "c"] {
+            let v = by_name(n);
+            assert_eq!(v.by_ref, Some(24), "{v:?}");
+            assert!(v.not_kept().is_none() && !v.integer && !v.string, "{v:?}");
+        }
+        assert!(by_name("this->t").not_kept().is_none());
+        let placed = place(&f);
+        assert!(placed.in_kernel(0) && placed.in_kernel(1), "{placed:?}");
+        assert_eq!(placed.refs.len(), 4, "{placed:?}");
+        let kv = kernel_vars_of(
+            placed.kernel.clone(),
+            (&placed.arrays, &placed.strings, &placed.refs),
+            [-1; 9],
+            24,
+            257,
+        );
+        // Not among the integers: the struct map holds them, each value 24 bytes.
+        assert!(kv.ids.is_empty() && kv.global_ids.is_empty() && kv.global_arrays.is_empty());
+        assert_eq!(kv.refs.size, 24);
+        assert_eq!(kv.refs.locals_of, [(0x500, 24)]);
+        assert_eq!(
+            (
+                kv.refs.ids.len(),
+                kv.refs.global_ids.len(),
+                kv.refs.global_arrays.len()
+            ),
+            (1, 1, 1)
+        );
+    }
+
+    #[test]
+    fn a_struct_global_an_end_clause_uses_is_shared_with_it() {
+        let src = "struct s { int a; }; struct s g; \
+            syscall::read:entry { g.a = 1; } END { trace(g.a); }";
+        let placed = place(&facts(src, true));
+        assert!(placed.in_kernel(0), "{placed:?}");
+        assert_eq!(placed.refs.len(), 1, "{placed:?}");
+        assert_eq!(
+            placed.shared.get(&1).map(String::as_str),
+            Some("g"),
+            "{placed:?}"
+        );
     }
 }
