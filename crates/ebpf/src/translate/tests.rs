@@ -2282,6 +2282,7 @@ mod cond;
 mod copyin;
 mod inet;
 mod strbuild;
+mod strindex;
 mod strpaths;
 mod strsearch;
 mod strtok;
