@@ -38,6 +38,11 @@
 //! Where paths holding different strings meet (`x ? "big" : "small"`, a string and NULL), the
 //! edges into the join make them one string in the scratch, read as a string variable's copy
 //! is (see `cond`).
+//!
+//! A string indexed as characters (`s[i]`: an `add` of the string and an integer, then a
+//! one-byte load) reads the string's byte where it is at the probe, when the index lies within
+//! the bytes the interpreter's storage of the string holds as the kernel's does (see
+//! `strindex`).
 
 mod alloca;
 mod byteorder;
@@ -1684,7 +1689,7 @@ impl<'a> Translator<'a> {
                 if !self.call(pc, s, subr, rd)? {
                     return Ok(false);
                 }
-                if let Some(w) = window {
+                if let (Some(w), true) = (window, rd & 7 != 0) {
                     s.window[(rd & 7) as usize] = Some(w);
                 }
             }
