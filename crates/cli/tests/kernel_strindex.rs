@@ -132,3 +132,36 @@ fn an_index_past_what_the_kernel_holds_alike_stays_in_dtrace_saying_why() {
         assert!(!out.is_empty(), "{out}");
     }
 }
+
+#[test]
+fn bcopy_of_a_string_into_alloca_memory_runs_in_the_kernel() {
+    let t = "bcopy_of_a_string_into_alloca_memory_runs_in_the_kernel";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let cmd = writer("ksi-bcopy");
+    let script = "syscall::write:entry /pid == $target/ { this->p = (char *)alloca(16); \
+                  bcopy(substr(copyinstr(arg1), 1), this->p, 16); bcopy(\"yo\", this->p + 8, 3); \
+                  printf(\"%s|%s|%d\\n\", stringof(this->p), stringof(this->p + 8), \
+                  this->p[15]); }";
+    let out = same_both_ways(script, &[], &cmd, &[(1, WHOLE)]);
+    assert_eq!(out.matches("ey yes|yo|0").count(), 3, "{out}");
+    assert_eq!(out.matches("b|yo|0").count(), 3, "{out}");
+    // A string variable's first byte; a NULL one faults at address 0, both ways.
+    let script = "self string never; syscall::write:entry /pid == $target/ { \
+                  self->s = copyinstr(arg1); this->p = (char *)alloca(2); \
+                  bcopy(self->s, this->p, 1); printf(\"%s|\\n\", stringof(this->p)); } \
+                  syscall::write:return /pid == $target/ { this->q = (char *)alloca(2); \
+                  bcopy(self->never, this->q, 1); }";
+    let out = same_both_ways(script, &[], &cmd, &[(1, WHOLE), (2, WHOLE)]);
+    assert_eq!(out.matches("h|").count(), 3, "{out}");
+    let (_, _, err) = common::dtrace(&["-q", "-n", script, "-c", &cmd]);
+    assert!(
+        err.contains("(syscall:vmlinux:write:return): invalid address (0x0)"),
+        "{err}"
+    );
+    // Past the bytes both sides hold alike: in dtrace, saying why.
+    let script = "syscall::write:entry /pid == $target/ { this->p = (char *)alloca(8); \
+                  bcopy(\"yo\", this->p, 4); printf(\"%s|\\n\", stringof(this->p)); }";
+    same_both_ways(script, &[], &cmd, &[(1, "4 bytes past the 3")]);
+}

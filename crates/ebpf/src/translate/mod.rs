@@ -45,6 +45,7 @@
 //! `strindex`).
 
 mod alloca;
+mod bcopystr;
 mod byteorder;
 mod cleanpath;
 mod cond;
@@ -829,6 +830,9 @@ struct State {
     /// of it holds as the kernel's does, whatever the string (see `strindex`); `None`: one, its
     /// first.
     window: [Option<u64>; NREGS],
+    /// The window of each string pushed on the tuple stack, by position (see `bcopystr`);
+    /// `None`: one byte.
+    pushed_window: [Option<u64>; MAX_TUPLE],
 }
 
 /// One element of the tuple stack as the translator follows it.
@@ -871,6 +875,7 @@ fn start_state() -> State {
         most: [None; NREGS],
         sized: [None; NREGS],
         window: [None; NREGS],
+        pushed_window: [None; MAX_TUPLE],
     }
 }
 
@@ -899,6 +904,10 @@ fn join_states(s: &State, t: &State) -> State {
         most: std::array::from_fn(|i| s.most_of(i).zip(t.most_of(i)).map(|(x, y)| x.max(y))),
         sized: std::array::from_fn(|i| s.sized[i].filter(|_| s.sized[i] == t.sized[i])),
         window: std::array::from_fn(|i| match (s.window[i], t.window[i]) {
+            (Some(x), Some(y)) => Some(x.min(y)),
+            _ => None,
+        }),
+        pushed_window: std::array::from_fn(|i| match (s.pushed_window[i], t.pushed_window[i]) {
             (Some(x), Some(y)) => Some(x.min(y)),
             _ => None,
         }),
@@ -1717,6 +1726,11 @@ impl<'a> Translator<'a> {
                 // slots otherwise), its size strsize.
                 let string = ty == dtrace_dif::instr::DIF_TYPE_STRING
                     && matches!(s[(r2 & 7) as usize], Kind::Int(Some(0)));
+                // No byte of a string read here (from an address, from alloca() memory) is
+                // known alike: its pushed window is none, unless it is a string followed below.
+                if let Some(n) = s.tuple.as_ref().map(Vec::len).filter(|&n| n < MAX_TUPLE) {
+                    s.pushed_window[n] = Some(0);
+                }
                 // An address pushed as a string (`a[stringof(p)]`, `strlen((string)p)`): the
                 // string read into the scratch, its address in the tuple slot.
                 if let (true, Kind::Int(v), Some(t)) =
@@ -1768,6 +1782,11 @@ impl<'a> Translator<'a> {
                             self.a.load(Size::DW, R1, R10, self.frame.reg(rs & 7));
                             self.a.store(Size::DW, R10, self.frame.tuple(t.len()), R1);
                         }
+                        // A copy sized at the probe holds its bytes elsewhere (see `copyin`).
+                        s.pushed_window[t.len()] = match s.sized[(rs & 7) as usize] {
+                            Some(_) => Some(0),
+                            None => s.window[(rs & 7) as usize],
+                        };
                         t.push(Pushed::Str(s.regs[(rs & 7) as usize].clone()))
                     }
                     _ => {

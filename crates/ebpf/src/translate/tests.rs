@@ -2278,6 +2278,7 @@ fn progenyof_stays_in_dtrace_where_the_context_has_no_task_links() {
     );
 }
 mod alloca;
+mod bcopystr;
 mod cond;
 mod copyin;
 mod inet;
