@@ -147,6 +147,7 @@ impl Translator<'_> {
         };
         let window = match &bytes {
             Bytes::Const(b) => b.len() as u64 + 1,
+            Bytes::Execname => 1,
             _ => s.window[sr as usize].unwrap_or(1),
         };
         let index = match s[ir as usize] {
@@ -216,10 +217,10 @@ impl Translator<'_> {
                 self.a.bind(done);
             }
             Bytes::Execname => {
-                // The interpreter keeps `strsize - 1` characters of it.
-                if index.is_some_and(|i| i + 1 < self.strsize as u64) {
-                    let at = self.frame.comm() + index.unwrap_or(0) as i16;
-                    self.a.load(Size::B, R1, R10, at);
+                // Its window is one byte: the index is 0 (a constant, or bounded to it). The
+                // interpreter keeps `strsize - 1` characters of it.
+                if self.strsize > 1 {
+                    self.a.load(Size::B, R1, R10, self.frame.comm());
                     if signed {
                         self.a.sign_extend(R1, 1);
                     }

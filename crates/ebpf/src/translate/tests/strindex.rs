@@ -127,6 +127,8 @@ fn a_bounded_index_computed_at_run_time_reads_the_interpreters_byte() {
             "probefunc[arg0 & 3]",
             "substr(copyinstr(arg1), 1)[arg0 & 0xff]",
             "(unsigned char)copyinstr(arg1)[arg0 & 1]",
+            "execname[arg0 & 0]",
+            "lltostr(arg0)[arg0 & 0]",
         ] {
             agree(expr, &p, 256);
         }
