@@ -109,7 +109,7 @@ enum Amount {
 
 /// How the interpreter checks an access through an alloca pointer (the order of its faults).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Access {
+pub(super) enum Access {
     /// A kernel load (`ld*`) of this many bytes: alignment, then bounds.
     Load(u32),
     /// A store (`st*`) of this many bytes: bounds, then alignment.
@@ -621,7 +621,7 @@ impl Translator<'_> {
     /// (see [`Access`]), for DIF instruction `pc`; leaves the address of the bytes in the area
     /// in R1, and their offset there in R4. For [`Access::String`], R5 holds the bytes
     /// allocated after that offset.
-    fn alloca_access(
+    pub(super) fn alloca_access(
         &mut self,
         pc: usize,
         ptr_at: i16,
@@ -786,6 +786,10 @@ impl Translator<'_> {
             }
             // The string's address was kept in the tuple slot of its position.
             return self.string_copy(pc, self.frame.tuple(0), dst_at, n);
+        }
+        // Another string: the bytes of it both sides hold alike (see `bcopystr`).
+        if let Some(Pushed::Str(k)) = first.filter(|p| **p != Pushed::Str(Kind::Alloca)) {
+            return self.string_bcopy(pc, s, k.clone());
         }
         let (src_at, src) = self.pushed_arg(pc, s, 0).map_err(|_| refused(string))?;
         let (dst_at, dst) = self

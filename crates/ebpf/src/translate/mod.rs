@@ -43,8 +43,14 @@
 //! Where paths holding different strings meet (`x ? "big" : "small"`, a string and NULL), the
 //! edges into the join make them one string in the scratch, read as a string variable's copy
 //! is (see `cond`).
+//!
+//! A string indexed as characters (`s[i]`: an `add` of the string and an integer, then a
+//! one-byte load) reads the string's byte where it is at the probe, when the index lies within
+//! the bytes the interpreter's storage of the string holds as the kernel's does (see
+//! `strindex`).
 
 mod alloca;
+mod bcopystr;
 mod byteorder;
 mod cleanpath;
 mod cond;
@@ -58,6 +64,7 @@ mod rand;
 mod random;
 mod strarg;
 mod strcase;
+mod strindex;
 mod stringof;
 mod strings;
 mod strjoin;
@@ -854,6 +861,13 @@ struct State {
     /// ([`ValueKind::SizedCopy`], this many) and its size kept in the slot before the string's
     /// (see `copyin`).
     sized: [Option<u32>; NREGS],
+    /// The bytes from the start of the string in each register that the interpreter's storage
+    /// of it holds as the kernel's does, whatever the string (see `strindex`); `None`: one, its
+    /// first.
+    window: [Option<u64>; NREGS],
+    /// The window of each string pushed on the tuple stack, by position (see `bcopystr`);
+    /// `None`: one byte.
+    pushed_window: [Option<u64>; MAX_TUPLE],
 }
 
 /// One element of the tuple stack as the translator follows it.
@@ -895,6 +909,8 @@ fn start_state() -> State {
         args: [None; NREGS],
         most: [None; NREGS],
         sized: [None; NREGS],
+        window: [None; NREGS],
+        pushed_window: [None; MAX_TUPLE],
     }
 }
 
@@ -922,6 +938,14 @@ fn join_states(s: &State, t: &State) -> State {
         args: std::array::from_fn(|i| s.args[i].filter(|_| s.args[i] == t.args[i])),
         most: std::array::from_fn(|i| s.most_of(i).zip(t.most_of(i)).map(|(x, y)| x.max(y))),
         sized: std::array::from_fn(|i| s.sized[i].filter(|_| s.sized[i] == t.sized[i])),
+        window: std::array::from_fn(|i| match (s.window[i], t.window[i]) {
+            (Some(x), Some(y)) => Some(x.min(y)),
+            _ => None,
+        }),
+        pushed_window: std::array::from_fn(|i| match (s.pushed_window[i], t.pushed_window[i]) {
+            (Some(x), Some(y)) => Some(x.min(y)),
+            _ => None,
+        }),
     }
 }
 
@@ -1014,6 +1038,9 @@ struct Translator<'a> {
     alloca_value: bool,
     /// The joins of strings the edges convert, and those this pass finds (see `cond`).
     joins: cond::Joins,
+    /// The instruction just translated took the next one with it (a string index and its
+    /// load, see `strindex`).
+    fused_load: bool,
 }
 
 impl<'a> Translator<'a> {
@@ -1126,6 +1153,7 @@ impl<'a> Translator<'a> {
             alloca_bytes: 0,
             alloca_value: false,
             joins,
+            fused_load: false,
         })
     }
 
@@ -1169,7 +1197,8 @@ impl<'a> Translator<'a> {
             };
             let next = self.step(pc, &mut s)?;
             state = next.then_some(s);
-            pc += if next && self.fused_branch(pc) { 2 } else { 1 };
+            let fused = self.fused_branch(pc) || std::mem::take(&mut self.fused_load);
+            pc += if next && fused { 2 } else { 1 };
         }
         // Off the end without `ret`: the interpreter faults.
         let end_label = self.labels[self.code.len()];
@@ -1385,6 +1414,7 @@ impl<'a> Translator<'a> {
         s.args[rd as usize] = None;
         s.most[rd as usize] = None;
         s.sized[rd as usize] = None;
+        s.window[rd as usize] = None;
     }
 
     fn int(&self, s: &State, pc: usize, r: u8) -> Result<Option<u64>, Untranslatable> {
@@ -1452,6 +1482,15 @@ impl<'a> Translator<'a> {
                 self.alu(pc, op, false);
                 self.put(s, rd, R1, k);
             }
+            Instr::Alu {
+                op: Opcode::Add,
+                r1,
+                r2,
+                rd,
+            } if strindex::indexes(s, r1, r2) => {
+                self.string_index(pc, s, r1, r2, rd)?;
+                self.fused_load = true;
+            }
             Instr::Alu { op, r1, r2, rd } => {
                 let (x, y) = (self.int(s, pc, r1)?, self.int(s, pc, r2)?);
                 self.get(R1, r1);
@@ -1478,9 +1517,11 @@ impl<'a> Translator<'a> {
             Instr::Mov { r1, rd } => {
                 let k = s[(r1 & 7) as usize].clone();
                 let most = s.most[(r1 & 7) as usize];
+                let window = s.window[(r1 & 7) as usize];
                 self.get(R1, r1);
                 self.put(s, rd, R1, k);
                 s.most[(rd & 7) as usize] = most;
+                s.window[(rd & 7) as usize] = window;
             }
             Instr::Setx { idx, rd } => {
                 let v =
@@ -1739,72 +1780,15 @@ impl<'a> Translator<'a> {
                     .map_err(|why| self.array_refused(pc, array, why))?;
                 self.put(s, rd, R0, Kind::Int(None));
             }
-            Instr::Call { subr, rd } => match Subr::from_u16(subr) {
-                Some(Subr::Copyin) if self.ctx.copyin_allocates() => {
-                    if !self.alloca_copyin(pc, s, rd)? {
-                        return Ok(false);
-                    }
+            Instr::Call { subr, rd } => {
+                let window = self.call_window(s, subr);
+                if !self.call(pc, s, subr, rd)? {
+                    return Ok(false);
                 }
-                Some(Subr::Copyin) => self.copyin(pc, s, rd)?,
-                Some(Subr::Alloca) => {
-                    if !self.alloca(pc, s, rd)? {
-                        return Ok(false);
-                    }
+                if let (Some(w), true) = (window, rd & 7 != 0) {
+                    s.window[(rd & 7) as usize] = Some(w);
                 }
-                Some(w @ (Subr::Bcopy | Subr::Copyinto)) => {
-                    if w == Subr::Bcopy {
-                        self.bcopy(pc, s)?;
-                    } else {
-                        self.copyinto(pc, s)?;
-                    }
-                    // Both return nothing: the interpreter's 0.
-                    self.a.mov_imm(R1, 0);
-                    self.put(s, rd, R1, Kind::Int(Some(0)));
-                }
-                Some(Subr::Speculation) => {
-                    self.ctx.emit_speculation(&mut self.a).map_err(|why| {
-                        Untranslatable::Value {
-                            pc,
-                            what: format!("speculation(): {why}"),
-                        }
-                    })?;
-                    self.put(s, rd, R0, Kind::Int(None));
-                }
-                Some(Subr::Copyinstr) => self.copyinstr(pc, s, rd)?,
-                Some(Subr::Strlen) => self.strlen(pc, s, rd)?,
-                Some(w @ (Subr::Htons | Subr::Htonl | Subr::Htonll)) => {
-                    self.byteorder(pc, s, w, rd)?
-                }
-                Some(w @ (Subr::Ntohs | Subr::Ntohl | Subr::Ntohll)) => {
-                    self.byteorder(pc, s, w, rd)?
-                }
-                Some(Subr::Rand) => self.rand(s, rd),
-                Some(Subr::Progenyof) => self.progenyof(pc, s, rd)?,
-                Some(Subr::Strjoin) => self.strjoin(pc, s, rd)?,
-                Some(Subr::Lltostr) => self.lltostr(pc, s, rd)?,
-                Some(Subr::Substr) => self.substr(pc, s, rd)?,
-                Some(w @ (Subr::Toupper | Subr::Tolower)) => self.strcase(pc, s, w, rd)?,
-                Some(w @ (Subr::Basename | Subr::Dirname)) => self.base_or_dir(pc, s, w, rd)?,
-                Some(Subr::Cleanpath) => self.cleanpath(pc, s, rd)?,
-                Some(w @ (Subr::Index | Subr::Rindex | Subr::Strstr)) => {
-                    self.strsearch(pc, s, w, rd)?
-                }
-                Some(w @ (Subr::Strchr | Subr::Strrchr)) => self.strchr(pc, s, w, rd)?,
-                Some(Subr::Random) => self.random(s, rd),
-                Some(Subr::InetNtoa) => self.inet(pc, s, Subr::InetNtoa, rd)?,
-                Some(Subr::InetNtoa6) => self.inet(pc, s, Subr::InetNtoa6, rd)?,
-                Some(Subr::InetNtop) => self.inet(pc, s, Subr::InetNtop, rd)?,
-                Some(w @ (Subr::Copyout | Subr::Copyoutstr)) => self.copyout(pc, s, w, rd)?,
-                Some(Subr::Strtok) => self.strtok(pc, s, rd)?,
-                other => {
-                    return Err(Untranslatable::Subroutine {
-                        pc,
-                        name: other
-                            .map(|s| s.name().to_string())
-                            .unwrap_or_else(|| format!("#{subr}")),
-                    })
-                }
-            },
+            }
             Instr::Flushts => s.tuple = Some(Vec::new()),
             Instr::Pushtv { rs, .. } => {
                 // An alloca pointer is pushed as itself: only `bcopy()` and `copyinto()` take
@@ -1829,6 +1813,11 @@ impl<'a> Translator<'a> {
                 // slots otherwise), its size strsize.
                 let string = ty == dtrace_dif::instr::DIF_TYPE_STRING
                     && matches!(s[(r2 & 7) as usize], Kind::Int(Some(0)));
+                // No byte of a string read here (from an address, from alloca() memory) is
+                // known alike: its pushed window is none, unless it is a string followed below.
+                if let Some(n) = s.tuple.as_ref().map(Vec::len).filter(|&n| n < MAX_TUPLE) {
+                    s.pushed_window[n] = Some(0);
+                }
                 // An address pushed as a string (`a[stringof(p)]`, `strlen((string)p)`): the
                 // string read into the scratch, its address in the tuple slot.
                 if let (true, Kind::Int(v), Some(t)) =
@@ -1893,6 +1882,11 @@ impl<'a> Translator<'a> {
                             self.a.load(Size::DW, R1, R10, self.frame.reg(rs & 7));
                             self.a.store(Size::DW, R10, self.frame.tuple(t.len()), R1);
                         }
+                        // A copy sized at the probe holds its bytes elsewhere (see `copyin`).
+                        s.pushed_window[t.len()] = match s.sized[(rs & 7) as usize] {
+                            Some(_) => Some(0),
+                            None => s.window[(rs & 7) as usize],
+                        };
                         t.push(Pushed::Str(s.regs[(rs & 7) as usize].clone()))
                     }
                     _ => {
@@ -1961,6 +1955,79 @@ impl<'a> Translator<'a> {
                 return Err(Untranslatable::Instruction {
                     pc,
                     what: format!("{:?}", other.opcode()).to_lowercase(),
+                })
+            }
+        }
+        Ok(true)
+    }
+
+    /// Subroutine call `subr` into `rd`; false when nothing follows it (it always faults).
+    fn call(
+        &mut self,
+        pc: usize,
+        s: &mut State,
+        subr: u16,
+        rd: u8,
+    ) -> Result<bool, Untranslatable> {
+        match Subr::from_u16(subr) {
+            Some(Subr::Copyin) if self.ctx.copyin_allocates() => {
+                if !self.alloca_copyin(pc, s, rd)? {
+                    return Ok(false);
+                }
+            }
+            Some(Subr::Copyin) => self.copyin(pc, s, rd)?,
+            Some(Subr::Alloca) => {
+                if !self.alloca(pc, s, rd)? {
+                    return Ok(false);
+                }
+            }
+            Some(w @ (Subr::Bcopy | Subr::Copyinto)) => {
+                if w == Subr::Bcopy {
+                    self.bcopy(pc, s)?;
+                } else {
+                    self.copyinto(pc, s)?;
+                }
+                // Both return nothing: the interpreter's 0.
+                self.a.mov_imm(R1, 0);
+                self.put(s, rd, R1, Kind::Int(Some(0)));
+            }
+            Some(Subr::Speculation) => {
+                self.ctx
+                    .emit_speculation(&mut self.a)
+                    .map_err(|why| Untranslatable::Value {
+                        pc,
+                        what: format!("speculation(): {why}"),
+                    })?;
+                self.put(s, rd, R0, Kind::Int(None));
+            }
+            Some(Subr::Copyinstr) => self.copyinstr(pc, s, rd)?,
+            Some(Subr::Strlen) => self.strlen(pc, s, rd)?,
+            Some(w @ (Subr::Htons | Subr::Htonl | Subr::Htonll)) => self.byteorder(pc, s, w, rd)?,
+            Some(w @ (Subr::Ntohs | Subr::Ntohl | Subr::Ntohll)) => self.byteorder(pc, s, w, rd)?,
+            Some(Subr::Rand) => self.rand(s, rd),
+            Some(Subr::Progenyof) => self.progenyof(pc, s, rd)?,
+            Some(Subr::Strjoin) => self.strjoin(pc, s, rd)?,
+            Some(Subr::Lltostr) => self.lltostr(pc, s, rd)?,
+            Some(Subr::Substr) => self.substr(pc, s, rd)?,
+            Some(w @ (Subr::Toupper | Subr::Tolower)) => self.strcase(pc, s, w, rd)?,
+            Some(w @ (Subr::Basename | Subr::Dirname)) => self.base_or_dir(pc, s, w, rd)?,
+            Some(Subr::Cleanpath) => self.cleanpath(pc, s, rd)?,
+            Some(w @ (Subr::Index | Subr::Rindex | Subr::Strstr)) => {
+                self.strsearch(pc, s, w, rd)?
+            }
+            Some(w @ (Subr::Strchr | Subr::Strrchr)) => self.strchr(pc, s, w, rd)?,
+            Some(Subr::Random) => self.random(s, rd),
+            Some(Subr::InetNtoa) => self.inet(pc, s, Subr::InetNtoa, rd)?,
+            Some(Subr::InetNtoa6) => self.inet(pc, s, Subr::InetNtoa6, rd)?,
+            Some(Subr::InetNtop) => self.inet(pc, s, Subr::InetNtop, rd)?,
+            Some(w @ (Subr::Copyout | Subr::Copyoutstr)) => self.copyout(pc, s, w, rd)?,
+            Some(Subr::Strtok) => self.strtok(pc, s, rd)?,
+            other => {
+                return Err(Untranslatable::Subroutine {
+                    pc,
+                    name: other
+                        .map(|s| s.name().to_string())
+                        .unwrap_or_else(|| format!("#{subr}")),
                 })
             }
         }

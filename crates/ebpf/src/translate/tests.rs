@@ -2278,10 +2278,12 @@ fn progenyof_stays_in_dtrace_where_the_context_has_no_task_links() {
     );
 }
 mod alloca;
+mod bcopystr;
 mod cond;
 mod copyin;
 mod inet;
 mod strbuild;
+mod strindex;
 mod strpaths;
 mod strsearch;
 mod strtok;

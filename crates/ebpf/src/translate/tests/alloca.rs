@@ -86,7 +86,7 @@ fn allocates(objs: &[DifObject]) -> bool {
 /// What one DIF object of a clause gave: its recorded value, its string, or a fault (kind,
 /// instruction, address).
 #[derive(Debug, PartialEq, Eq)]
-enum Outcome {
+pub(super) enum Outcome {
     Int(u64),
     Str(Vec<u8>),
     /// The bytes of an object recorded by reference (or of `tracemem()`).
@@ -206,7 +206,7 @@ fn translated(objs: &[DifObject], ctx: &AllocaProbe) -> Vec<Outcome> {
 
 /// Runs the clause `body` at `syscall::write:entry` both ways and checks that they agree; the
 /// outcomes.
-fn agree_clause(body: &str, p: &Probe, limit: u64) -> Vec<Outcome> {
+pub(super) fn agree_clause(body: &str, p: &Probe, limit: u64) -> Vec<Outcome> {
     let src = format!("#pragma D option scratchsize={limit}\nsyscall::write:entry {{ {body} }}");
     let objs = clause_objects(&src);
     let ctx = AllocaProbe {
@@ -365,16 +365,16 @@ fn what_the_translator_does_not_follow_stays_in_dtrace_with_a_reason() {
             "stored in p (a this-> variable, or a self-> or global scalar kept in the kernel",
         ),
         (
-            "this->p = (char *)alloca(8); bcopy(\"abc\", this->p, 4);",
-            "bcopy(): a string as its source",
+            "this->p = (char *)alloca(8); bcopy(\"abc\", this->p, 5);",
+            "bcopy(): a string as its source, 5 bytes past the 4",
         ),
         (
             "this->p = (char *)alloca(8); bcopy(execname, this->p, 4);",
-            "bcopy(): a string as its source",
+            "bcopy(): a string as its source, 4 bytes past the 1",
         ),
         (
-            "this->p = (char *)alloca(8); bcopy(copyinstr(arg1), this->p + strlen(execname), 4);",
-            "bcopy(): a string as its source",
+            "this->p = (char *)alloca(300); bcopy(copyinstr(arg1), this->p + strlen(execname), 260);",
+            "bcopy(): a string as its source, 260 bytes past the 256",
         ),
         (
             "this->p = (char *)alloca(300); bcopy(copyinstr(arg1), this->p, 300);",
