@@ -2287,5 +2287,5 @@ mod strindex;
 mod strpaths;
 mod strsearch;
 mod strtok;
-mod varptr;
 mod structvars;
+mod varptr;
