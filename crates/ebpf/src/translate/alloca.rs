@@ -707,15 +707,8 @@ impl Translator<'_> {
         dop: Opcode,
         r1: u8,
     ) -> Result<(), Untranslatable> {
-        use Opcode::*;
-        let (size, signed) = match dop {
-            Ldsb => (1, true),
-            Ldsh => (2, true),
-            Ldsw => (4, true),
-            Ldub => (1, false),
-            Lduh => (2, false),
-            Lduw => (4, false),
-            Ldx => (8, false),
+        let (size, signed) = match super::LoadShape::of(dop) {
+            Some(l) if !l.user => (u32::from(l.size), l.signed),
             _ => {
                 return Err(Untranslatable::Value {
                     pc,

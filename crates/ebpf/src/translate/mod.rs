@@ -2405,29 +2405,13 @@ impl<'a> Translator<'a> {
     /// A load from the address in DIF register `r1` into R1: kernel memory for `ld*`, user memory
     /// for `uld*`; a failed read is a fault.
     fn load(&mut self, pc: usize, dop: Opcode, r1: u8) -> Result<(), Untranslatable> {
-        use Opcode::*;
-        let (size, signed, user) = match dop {
-            Ldsb => (1, true, false),
-            Ldsh => (2, true, false),
-            Ldsw => (4, true, false),
-            Ldub => (1, false, false),
-            Lduh => (2, false, false),
-            Lduw => (4, false, false),
-            Ldx => (8, false, false),
-            Uldsb => (1, true, true),
-            Uldsh => (2, true, true),
-            Uldsw => (4, true, true),
-            Uldub => (1, false, true),
-            Ulduh => (2, false, true),
-            Ulduw => (4, false, true),
-            Uldx => (8, false, true),
-            _ => {
-                return Err(Untranslatable::Instruction {
-                    pc,
-                    what: format!("{dop:?}").to_lowercase(),
-                })
-            }
+        let Some(LoadShape { size, signed, user }) = LoadShape::of(dop) else {
+            return Err(Untranslatable::Instruction {
+                pc,
+                what: format!("{dop:?}").to_lowercase(),
+            });
         };
+        let size = i32::from(size);
         let buf = self.frame.load_buf();
         let misaligned = if !user && size > 1 {
             Some(self.fault_site(pc, FaultKind::BadAlign, FaultAddr::Reg(r1 & 7)))
@@ -2643,4 +2627,38 @@ fn fold(dop: Opcode, x: u64, y: u64) -> Option<u64> {
         Opcode::Mul => x.wrapping_mul(y),
         _ => return None,
     })
+}
+
+/// What a DIF load instruction reads: its width in bytes, whether it sign-extends, and whether
+/// from user memory (`uld*`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct LoadShape {
+    pub(crate) size: u8,
+    pub(crate) signed: bool,
+    pub(crate) user: bool,
+}
+
+impl LoadShape {
+    /// The shape of `dop`, when it is a load.
+    pub(crate) fn of(dop: Opcode) -> Option<LoadShape> {
+        use Opcode::*;
+        let (size, signed, user) = match dop {
+            Ldsb => (1, true, false),
+            Ldsh => (2, true, false),
+            Ldsw => (4, true, false),
+            Ldub => (1, false, false),
+            Lduh => (2, false, false),
+            Lduw => (4, false, false),
+            Ldx => (8, false, false),
+            Uldsb => (1, true, true),
+            Uldsh => (2, true, true),
+            Uldsw => (4, true, true),
+            Uldub => (1, false, true),
+            Ulduh => (2, false, true),
+            Ulduw => (4, false, true),
+            Uldx => (8, false, true),
+            _ => return None,
+        };
+        Some(LoadShape { size, signed, user })
+    }
 }

@@ -167,15 +167,8 @@ impl Translator<'_> {
         r1: u8,
         rd: u8,
     ) -> Result<(), Untranslatable> {
-        use Opcode::*;
-        let (n, signed) = match dop {
-            Ldsb => (1, true),
-            Ldsh => (2, true),
-            Ldsw => (4, true),
-            Ldub => (1, false),
-            Lduh => (2, false),
-            Lduw => (4, false),
-            Ldx => (8, false),
+        let (n, signed) = match super::LoadShape::of(dop) {
+            Some(l) if !l.user => (u32::from(l.size), l.signed),
             _ => {
                 return Err(Untranslatable::Value {
                     pc,

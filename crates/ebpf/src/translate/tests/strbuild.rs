@@ -24,7 +24,7 @@ pub(super) fn agree(expr: &str, p: &Probe, strsize: usize) -> Option<u64> {
     match want {
         Ok(v) => {
             assert_eq!(r0, v, "{expr} (strsize {strsize})");
-            Some(v - 1000)
+            Some(v.wrapping_sub(1000))
         }
         Err(fault) => {
             assert_eq!(r0, FAULTED as u64, "{expr}");
