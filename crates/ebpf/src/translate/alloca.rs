@@ -65,11 +65,10 @@
 //! the context keeps a clause that allocates and reads a `this->` variable it never stores in
 //! dtrace ([`foreign_local_in_allocating_clause`]). What the translator does not follow here
 //! stays in dtrace with its reason: a size computed at run time it cannot bound (above), a
-//! `bcopy()` whose source is another string (a constant, `execname`, a string variable, the
-//! result of another string function, or a `copyinstr()` followed by something that takes
-//! scratch: the interpreter reads the bytes after the string as its own scratch or string
-//! table holds them, which the kernel's copies do not reproduce), an alloca pointer used as a
-//! key or stored in an associative array.
+//! `bcopy()` from another string (a constant, `execname`, a string variable, the result of
+//! another string function) of more bytes than both sides hold alike (its window, see
+//! `bcopystr`: past it the interpreter reads whatever its scratch or string table holds next),
+//! an alloca pointer used as a key or stored in an associative array.
 
 use super::{FaultAddr, Kind, Pushed, State, Translator, Untranslatable};
 use crate::insn::{helper, op, Size, R0, R1, R10, R2, R3, R4, R5};
