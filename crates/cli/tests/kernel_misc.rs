@@ -1,7 +1,7 @@
 //! Clauses that run whole at the probe for reasons small but common (issue 13): `walltimestamp`
 //! and `vtimestamp` read there, stack keys of `-x stackframes` frames, clauses whose provider is
 //! a glob or empty, strings cut at `-x strsize` as the interpreter cuts them, and `this->`
-//! variables in long key lists. Each script prints the same with the kernel path on and off
+//! variables in long key lists, expression statements. Each script prints the same with the kernel path on and off
 //! (root, BPF, tracefs; gcc for the traced program; skipped otherwise).
 
 mod common;
@@ -302,4 +302,21 @@ fn an_exit_that_reads_a_variable_kept_in_dtrace_keeps_every_clause_there() {
         .map(|k| format!("{:4}{:4} hello", 8 * k + 1, 8 * k + 2))
         .collect();
     assert_eq!(got, want, "{out}");
+}
+
+#[test]
+fn an_expression_statement_runs_at_the_probe_with_exit() {
+    let t = "an_expression_statement_runs_at_the_probe_with_exit";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let w = common::sized_writer("kmisc-exprstmt");
+    let cmd = format!("{} 3", w.display());
+    // A statement that only evaluates (no variable, no record) next to exit(): the clause runs
+    // whole at the probe (it once failed to enable: its store action kept it from the probe's
+    // kernel clauses, which its exit() needs it among).
+    let script = "syscall::write:entry /pid == $target/ { \
+        ((uint8_t *)copyin(arg1, 4))[0]; printf(\"%d\\n\", arg2); exit(0); }";
+    let (out, _) = same_both_ways("DTRACE_KERNEL_RECORDS", script, &[], &cmd, &[1]);
+    assert_eq!(numbers(&out).len(), 1, "{out}");
 }

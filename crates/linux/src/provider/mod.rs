@@ -499,10 +499,17 @@ impl Shared {
             spec.filter = None;
         }
         let placement = &self.placement;
+        // A clause's store actions run at the probe when its variables live there, or when it
+        // has none (an expression statement: `((uint8_t *)copyin(arg1, 32))[0];`).
         let (k_idx, r_idx): (Vec<usize>, Vec<usize>) = matching_idx.iter().partition(|&&i| {
             kernel_aggs
                 && match self.kplans.get(i) {
-                    Some(Ok(p)) => p.stores.is_empty() || placement.in_kernel(i) || p.writes_user,
+                    Some(Ok(p)) => {
+                        p.stores.is_empty()
+                            || placement.in_kernel(i)
+                            || p.writes_user
+                            || self.tvars.get(i).is_some_and(|v| v.is_empty())
+                    }
                     _ => false,
                 }
         });
