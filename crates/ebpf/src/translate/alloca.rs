@@ -733,12 +733,7 @@ impl Translator<'_> {
         r1: u8,
         rd: u8,
     ) -> Result<(), Untranslatable> {
-        let size = match dop {
-            Opcode::Stb => 1,
-            Opcode::Sth => 2,
-            Opcode::Stw => 4,
-            _ => 8,
-        };
+        let size = super::store_size(dop);
         self.int(s, pc, r1)?;
         self.alloca_access(pc, self.frame.reg(rd & 7), Access::Store(size))?;
         let sz = Size::for_bytes(size as usize).unwrap_or(Size::DW);

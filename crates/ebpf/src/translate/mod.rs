@@ -2629,6 +2629,16 @@ fn fold(dop: Opcode, x: u64, y: u64) -> Option<u64> {
     })
 }
 
+/// Bytes a DIF store instruction (`stb`, `sth`, `stw`, `stx`) writes.
+pub(crate) fn store_size(dop: Opcode) -> u32 {
+    match dop {
+        Opcode::Stb => 1,
+        Opcode::Sth => 2,
+        Opcode::Stw => 4,
+        _ => 8,
+    }
+}
+
 /// What a DIF load instruction reads: its width in bytes, whether it sign-extends, and whether
 /// from user memory (`uld*`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

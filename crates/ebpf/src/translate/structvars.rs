@@ -196,12 +196,7 @@ impl Translator<'_> {
         r1: u8,
         rd: u8,
     ) -> Result<(), Untranslatable> {
-        let n = match dop {
-            Opcode::Stb => 1,
-            Opcode::Sth => 2,
-            Opcode::Stw => 4,
-            _ => 8,
-        };
+        let n = super::store_size(dop);
         self.int(s, pc, r1)?;
         self.ref_access(pc, s, rd, n)?;
         let sz = Size::for_bytes(n as usize).unwrap_or(Size::DW);

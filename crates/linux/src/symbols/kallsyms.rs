@@ -264,13 +264,10 @@ fn tracing_ranges_of(
             _ => out.push(TracingRange { first, last }),
         }
     };
-    // Addresses no symbol holds: tracing in the JIT area only.
-    let unnamed = |first: u64, last: u64, push: &mut dyn FnMut(u64, u64)| {
-        push(first.max(BPF_JIT_REGION), last);
-    };
+    // Addresses no symbol holds are tracing ones in the JIT area only: from BPF_JIT_REGION on.
     match syms.first() {
-        None => unnamed(0, u64::MAX, &mut push),
-        Some(s) if s.addr > 0 => unnamed(0, s.addr - 1, &mut push),
+        None => push(BPF_JIT_REGION, u64::MAX),
+        Some(s) if s.addr > 0 => push(BPF_JIT_REGION, s.addr - 1),
         Some(_) => {}
     }
     for (i, s) in syms.iter().enumerate() {
@@ -285,7 +282,7 @@ fn tracing_ranges_of(
             push(s.addr, named_end);
         }
         if named_end < end {
-            unnamed(named_end + 1, end, &mut push);
+            push((named_end + 1).max(BPF_JIT_REGION), end);
         }
     }
     out
