@@ -297,28 +297,36 @@ fn a_full_map_counts_aggregation_drops_as_the_framework_does() {
 }
 
 #[test]
-fn the_cpu_option_keeps_aggregations_in_dtrace() {
-    let t = "the_cpu_option_keeps_aggregations_in_dtrace";
+fn the_cpu_option_keeps_kernel_clauses_to_that_cpu() {
+    let t = "the_cpu_option_keeps_kernel_clauses_to_that_cpu";
     if !kernel_ok(t) || !have_gcc(t) {
         return;
     }
     if !dtrace_testkit::skip_unless(dtrace_testkit::have_program("taskset"), t, "needs taskset") {
         return;
     }
-    // Only dtrace knows which CPU a firing comes from before it counts it: with -x cpu the
-    // clause stays there, and the writes of another CPU are not counted.
+    // DTrace traces the CPU the cpu option names only: the code at the probe returns at once
+    // on the others, so the clause aggregates in the kernel and counts the writes made on that
+    // CPU, not those of another.
     let w = writer("kagg-cpu");
-    let cmd = format!("taskset -c 1 {} 100", w.display());
     let script = "syscall::write:entry /pid == $target/ { @ = count(); }";
-    let (rc, out, err) = dtrace(&["-qv", "-x", "cpu=0", "-n", script, "-c", &cmd]);
-    if rc != 0 && err.contains("taskset") {
-        // A machine with one CPU.
-        return;
+    for (cpu, counted) in [(1, false), (0, true)] {
+        let cmd = format!("taskset -c {cpu} {} 100", w.display());
+        let (rc, out, err) = dtrace(&["-qv", "-x", "cpu=0", "-n", script, "-c", &cmd]);
+        if rc != 0 && err.contains("taskset") {
+            // A machine with one CPU.
+            return;
+        }
+        assert_eq!(rc, 0, "{err}");
+        assert!(err.contains("aggregations run in the kernel"), "{err}");
+        assert_eq!(out.contains("100"), counted, "writes on CPU {cpu}: {out}");
+        // A variable kept in the kernel counts that CPU's firings only, too.
+        let vars = "syscall::write:entry /pid == $target/ { x++; } END { printf(\"%d\\n\", x); }";
+        let (rc, out, err) = dtrace(&["-qv", "-x", "cpu=0", "-n", vars, "-c", &cmd]);
+        assert_eq!(rc, 0, "{err}");
+        assert!(err.contains("variables x live in the kernel"), "{err}");
+        let want = if counted { "100" } else { "0" };
+        let last = out.trim_end().lines().last().unwrap_or("");
+        assert_eq!(last.trim(), want, "writes on CPU {cpu}: {out}");
     }
-    assert_eq!(rc, 0, "{err}");
-    assert!(
-        err.contains("the cpu option keeps tracing to one CPU, which only dtrace filters on"),
-        "{err}"
-    );
-    assert!(!out.contains("100"), "{out}");
 }

@@ -36,6 +36,9 @@ pub struct SessionOptions {
     /// sized at the probe hold at most a page there, as on kernels before 5.19 (see
     /// `capture::sized`; for tests of that path).
     pub capped_sized_copies: bool,
+    /// The CPU the `cpu` option keeps tracing to: every probe's code returns at once on the
+    /// others, so nothing of theirs is recorded, aggregated or stored.
+    pub only_cpu: Option<u32>,
 }
 
 impl Default for SessionOptions {
@@ -46,6 +49,7 @@ impl Default for SessionOptions {
             retry_wait_ns: 2_000_000_000,
             wakeup_divisor: 8,
             capped_sized_copies: false,
+            only_cpu: None,
         }
     }
 }
@@ -404,8 +408,14 @@ impl Session {
         let mut capture_report = CaptureReport::default();
         // Every capture program of this probe loads the same way; only its kind, shape and maps
         // differ.
-        let load = |kind: ProgKind, shape: &ProbeShape, fds: &MapFds| {
-            load_capture(kind, shape, spec, &layout, tag, fds, &obj, &name)
+        let only_cpu = self.opts.only_cpu;
+        let load = |kind: ProgKind, shape: &ProbeShape, fds: &MapFds| match only_cpu {
+            Some(cpu) => {
+                let mut on_cpu = shape.clone();
+                on_cpu.conditions.insert(0, Condition::OnCpu(cpu));
+                load_capture(kind, &on_cpu, spec, &layout, tag, fds, &obj, &name)
+            }
+            None => load_capture(kind, shape, spec, &layout, tag, fds, &obj, &name),
         };
         let (syscall_return, identity_from_fields) = match &probe.attach {
             AttachPoint::Tracepoint {

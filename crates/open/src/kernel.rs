@@ -112,6 +112,13 @@ fn size_option(prog: &Program, options: &Options, name: &str) -> i64 {
     pragma.unwrap_or_else(|| options.value(name))
 }
 
+/// The CPU the `cpu` option keeps tracing to: the program's last `#pragma D option cpu`, else
+/// the handle's (`None`: every CPU).
+fn cpu_of(prog: &Program, options: &Options) -> Option<u32> {
+    let v = size_option(prog, options, "cpu");
+    u32::try_from(v).ok()
+}
+
 /// The `aggsize` a program runs with: its last `#pragma D option aggsize`, else the handle's.
 fn aggsize_of(prog: &Program, options: &Options) -> Option<u64> {
     let v = size_option(prog, options, "aggsize");
@@ -390,11 +397,11 @@ impl KernelTracer {
         } else {
             &*original
         };
-        if options.is_set("cpu") || prog.options.iter().any(|(n, _)| n == "cpu") {
-            // The framework fires probes of that CPU only; the kernel's maps would count every
-            // CPU's.
+        // The framework fires probes of that CPU only, and so does the code at every probe.
+        if !self.linux.set_only_cpu(cpu_of(prog, options)) {
+            // (A session already tracing every CPU, or another one, does not change.)
             self.linux.set_kernel_aggregations(Err(
-                "the cpu option keeps tracing to one CPU, which only dtrace filters on".into(),
+                "the cpu option differs from the one tracing started with".into(),
             ));
         }
         if let Some(log) = verifier_log_of(prog, options) {

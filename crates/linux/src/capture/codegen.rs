@@ -413,6 +413,10 @@ fn emit_conditions(a: &mut Asm, shape: &ProbeShape, out: Label) -> Result<()> {
                 let at = |n: u8| off16(8 * n as usize, "raw argument");
                 super::fault::emit_condition(a, at(sig)?, at(info)?, at(task)?, SCRATCH, out);
             }
+            Condition::OnCpu(cpu) => {
+                a.call(helper::GET_SMP_PROCESSOR_ID);
+                a.jmp_imm(op::JNE, R0, cpu as i32, out);
+            }
             Condition::ForkChild { .. } => {}
         }
     }

@@ -975,6 +975,8 @@ pub enum Condition {
         /// Only the first thread of a process.
         process_only: bool,
     },
+    /// The probe fires on CPU `.0` (the `cpu` option: DTrace traces that CPU only).
+    OnCpu(u32),
 }
 
 /// Whose identity (tid, comm) the record carries.

@@ -2227,6 +2227,17 @@ impl LinuxTracing {
         }
     }
 
+    /// Keeps tracing to one CPU (the `cpu` option), before the session starts; `false` once it
+    /// has started with another choice.
+    pub fn set_only_cpu(&self, cpu: Option<u32>) -> bool {
+        let mut sh = self.lock();
+        if sh.session.is_some() {
+            return sh.session_opts.only_cpu == cpu;
+        }
+        sh.session_opts.only_cpu = cpu;
+        true
+    }
+
     /// Sets the size of the ring buffer the kernel probes write to (rounded up to a power of two of
     /// at least a page). Takes effect when the session is created, at the first enabling; returns
     /// `false` when the session already exists.
