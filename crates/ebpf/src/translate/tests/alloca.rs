@@ -9,15 +9,30 @@ const AREA_AT: u64 = 2048;
 /// Its size.
 const AREA_SIZE: u32 = 1024;
 /// The stack slot of the bytes allocated so far (above [`FRAME`]).
-const TOP_AT: i16 = -8;
+pub(super) const TOP_AT: i16 = -8;
 
-/// [`Probe`] with clause-locals in stack slots (as [`ArrayProbe`]'s) and an alloca area.
-struct AllocaProbe {
-    p: Probe,
-    locals: Vec<u32>,
-    limit: u64,
+/// The stack slot of thread-local (`thread`) or global scalar `var`: below the clause-locals'.
+pub(super) fn var_slot(thread: bool, var: u32) -> Result<i16, String> {
+    let i = var
+        .checked_sub(0x500)
+        .filter(|i| *i < 4)
+        .ok_or("too many variables")?;
+    let i = i as i16 + if thread { 0 } else { 4 };
+    Ok(FRAME.base - Frame::SIZE - 8 * 16 - 8 * (i + 1))
+}
+
+/// [`Probe`] with an alloca area, and clause-locals (as [`ArrayProbe`]'s), thread-locals and
+/// global scalars in stack slots.
+pub(super) struct AllocaProbe {
+    pub(super) p: Probe,
+    /// The clause-locals that hold alloca pointers.
+    pub(super) locals: Vec<u32>,
+    /// The thread-locals (`true`) and globals that hold alloca pointers.
+    pub(super) vars: Vec<(bool, u32)>,
+    /// The scratch the clause may allocate (`scratchsize`).
+    pub(super) limit: u64,
     /// The clause calls `alloca()` (its `copyin()` calls take from the area).
-    allocates: bool,
+    pub(super) allocates: bool,
 }
 
 impl ProbeContext for AllocaProbe {
@@ -51,6 +66,28 @@ impl ProbeContext for AllocaProbe {
         Ok(())
     }
 
+    fn emit_thread_load(&self, a: &mut Asm, var: u32) -> Result<(), String> {
+        a.load(Size::DW, R0, R10, var_slot(true, var)?);
+        Ok(())
+    }
+
+    fn emit_thread_store(&self, a: &mut Asm, var: u32, value_at: i16) -> Result<(), String> {
+        a.load(Size::DW, R1, R10, value_at)
+            .store(Size::DW, R10, var_slot(true, var)?, R1);
+        Ok(())
+    }
+
+    fn emit_global_load(&self, a: &mut Asm, var: u32) -> Result<(), String> {
+        a.load(Size::DW, R0, R10, var_slot(false, var)?);
+        Ok(())
+    }
+
+    fn emit_global_store(&self, a: &mut Asm, var: u32, value_at: i16) -> Result<(), String> {
+        a.load(Size::DW, R1, R10, value_at)
+            .store(Size::DW, R10, var_slot(false, var)?, R1);
+        Ok(())
+    }
+
     fn alloca_area(&self) -> Result<AllocaArea, String> {
         Ok(AllocaArea {
             top_at: TOP_AT,
@@ -68,6 +105,10 @@ impl ProbeContext for AllocaProbe {
 
     fn local_holds_alloca(&self, var: u32) -> bool {
         self.locals.contains(&var)
+    }
+
+    fn var_holds_alloca(&self, thread: bool, var: u32) -> bool {
+        self.vars.contains(&(thread, var))
     }
 
     fn copyin_allocates(&self) -> bool {
@@ -212,6 +253,7 @@ pub(super) fn agree_clause(body: &str, p: &Probe, limit: u64) -> Vec<Outcome> {
     let ctx = AllocaProbe {
         p: clone_probe(p),
         locals: alloca_locals(&objs),
+        vars: Vec::new(),
         limit,
         allocates: allocates(&objs),
     };
@@ -387,6 +429,7 @@ fn what_the_translator_does_not_follow_stays_in_dtrace_with_a_reason() {
         let ctx = AllocaProbe {
             p: clone_probe(&p),
             locals: alloca_locals(&objs),
+            vars: Vec::new(),
             limit: 1 << 20,
             allocates: allocates(&objs),
         };
@@ -453,6 +496,7 @@ fn a_fragment_returning_an_alloca_pointer_says_so() {
     let ctx = AllocaProbe {
         p: Probe::new(),
         locals: alloca_locals(&objs),
+        vars: Vec::new(),
         limit: 1 << 20,
         allocates: true,
     };

@@ -6,111 +6,7 @@
 use super::*;
 use dtrace_dif::vm::ALLOCA_BASE;
 
-/// Where [`VarProbe`] keeps the alloca area: after the strings, in the emulator's scratch.
-const AREA_AT: u64 = 2048;
-/// Its size.
-const AREA_SIZE: u32 = 1024;
-/// The stack slot of the bytes allocated so far (above [`FRAME`]).
-const TOP_AT: i16 = -8;
-
-/// The stack slot of thread-local (`thread`) or global scalar `var`: below the clause-locals'.
-fn var_slot(thread: bool, var: u32) -> Result<i16, String> {
-    let i = var
-        .checked_sub(0x500)
-        .filter(|i| *i < 4)
-        .ok_or("too many variables")?;
-    let i = i as i16 + if thread { 0 } else { 4 };
-    Ok(FRAME.base - Frame::SIZE - 8 * 16 - 8 * (i + 1))
-}
-
-/// [`Probe`] with clause-locals, thread-locals and globals in stack slots and an alloca area.
-struct VarProbe {
-    p: Probe,
-    locals: Vec<u32>,
-    vars: Vec<(bool, u32)>,
-    allocates: bool,
-}
-
-impl ProbeContext for VarProbe {
-    fn emit_builtin(&self, a: &mut Asm, b: Builtin) -> Result<(), String> {
-        self.p.emit_builtin(a, b)
-    }
-
-    fn emit_execname(&self, a: &mut Asm, at: i16) -> Result<(), String> {
-        self.p.emit_execname(a, at)
-    }
-
-    fn names(&self) -> &ProbeNames {
-        self.p.names()
-    }
-
-    fn emit_string_scratch(&self, a: &mut Asm, offset: usize, len: usize) -> Result<(), String> {
-        if offset + len > AREA_AT as usize {
-            return Err("out of string scratch".into());
-        }
-        self.p.emit_string_scratch(a, offset, len)
-    }
-
-    fn emit_local_load(&self, a: &mut Asm, var: u32) -> Result<(), String> {
-        a.load(Size::DW, R0, R10, local_slot(var)?);
-        Ok(())
-    }
-
-    fn emit_local_store(&self, a: &mut Asm, var: u32, value_at: i16) -> Result<(), String> {
-        a.load(Size::DW, R1, R10, value_at)
-            .store(Size::DW, R10, local_slot(var)?, R1);
-        Ok(())
-    }
-
-    fn emit_thread_load(&self, a: &mut Asm, var: u32) -> Result<(), String> {
-        a.load(Size::DW, R0, R10, var_slot(true, var)?);
-        Ok(())
-    }
-
-    fn emit_thread_store(&self, a: &mut Asm, var: u32, value_at: i16) -> Result<(), String> {
-        a.load(Size::DW, R1, R10, value_at)
-            .store(Size::DW, R10, var_slot(true, var)?, R1);
-        Ok(())
-    }
-
-    fn emit_global_load(&self, a: &mut Asm, var: u32) -> Result<(), String> {
-        a.load(Size::DW, R0, R10, var_slot(false, var)?);
-        Ok(())
-    }
-
-    fn emit_global_store(&self, a: &mut Asm, var: u32, value_at: i16) -> Result<(), String> {
-        a.load(Size::DW, R1, R10, value_at)
-            .store(Size::DW, R10, var_slot(false, var)?, R1);
-        Ok(())
-    }
-
-    fn alloca_area(&self) -> Result<AllocaArea, String> {
-        Ok(AllocaArea {
-            top_at: TOP_AT,
-            size: AREA_SIZE,
-            limit: 1 << 20,
-            room: 2 * AREA_SIZE,
-        })
-    }
-
-    fn emit_alloca_base(&self, a: &mut Asm) -> Result<(), String> {
-        a.mov_imm(R1, -1).mov_imm(R2, -1);
-        a.ld_imm64(R0, SCRATCH_ADDR + AREA_AT);
-        Ok(())
-    }
-
-    fn local_holds_alloca(&self, var: u32) -> bool {
-        self.locals.contains(&var)
-    }
-
-    fn var_holds_alloca(&self, thread: bool, var: u32) -> bool {
-        self.vars.contains(&(thread, var))
-    }
-
-    fn copyin_allocates(&self) -> bool {
-        self.allocates
-    }
-}
+use super::alloca::{var_slot, AllocaProbe, TOP_AT};
 
 /// What one DIF object gave: its recorded value, its string, or a fault (kind, instruction,
 /// address) that ends its clause.
@@ -199,10 +95,11 @@ fn translate_clauses(
                     .any(|s| s == dtrace_dif::subr::Subr::Alloca)
             });
             let with = |allocates: bool| {
-                let ctx = VarProbe {
+                let ctx = AllocaProbe {
                     p: clone_probe(p),
                     locals: alloca_locals_in(objs, allocates, &vars),
                     vars: vars.clone(),
+                    limit: 1 << 20,
                     allocates,
                 };
                 objs.iter()
@@ -386,10 +283,11 @@ fn a_variable_holding_pointers_and_other_values_stays_in_dtrace_with_a_reason() 
     // The compiler keeps an identifier to alloca() pointers or to other values
     // (D_ALLOCA_INCOMPAT): a context that says otherwise gets a reason, not wrong code.
     let objs = &program_clauses("syscall::write:entry { self->n = arg0; }")[0];
-    let ctx = VarProbe {
+    let ctx = AllocaProbe {
         p: user_probe(),
         locals: Vec::new(),
         vars: vec![(true, 0x500)],
+        limit: 1 << 20,
         allocates: false,
     };
     let e = translate_value(&objs[0], &ctx, 257, FRAME).unwrap_err();
@@ -400,10 +298,11 @@ fn a_variable_holding_pointers_and_other_values_stays_in_dtrace_with_a_reason() 
     );
     // Without the program's knowledge (a context that keeps no such variable): the old reason.
     let objs = &program_clauses("syscall::write:entry { self->p = (char *)alloca(8); }")[0];
-    let ctx = VarProbe {
+    let ctx = AllocaProbe {
         p: user_probe(),
         locals: Vec::new(),
         vars: Vec::new(),
+        limit: 1 << 20,
         allocates: true,
     };
     let e = translate_value(&objs[0], &ctx, 257, FRAME).unwrap_err();
