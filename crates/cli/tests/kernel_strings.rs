@@ -362,3 +362,63 @@ fn strings_at_kernel_addresses_are_read_at_the_probe_as_in_dtrace() {
         "{err}"
     );
 }
+
+#[test]
+fn strings_a_tracepoint_record_holds_are_read_at_the_probe_as_in_dtrace() {
+    let t = "strings_a_tracepoint_record_holds_are_read_at_the_probe_as_in_dtrace";
+    if !kernel_ok(t) {
+        return;
+    }
+    // sched_process_exec's filename (a __data_loc string) and sched_process_fork's comms
+    // (char[16] fields): the interpreter's argN is the address of the probe's copy, the code at
+    // the probe reads the string where the copy does.
+    let script = common::test_dir("kstr-record").join("execs.sh");
+    std::fs::write(&script, "/bin/true\n/bin/true\n/bin/echo -n\nexit 0\n").expect("script");
+    let cmd = format!("sh {}", script.display());
+    let cmd = cmd.as_str();
+    for extra in [&[][..], &["-x", "strsize=6"][..]] {
+        let out = same_both_ways(
+            "sdt:::sched_process_exec /ppid == $target && args[0] != \"/nonexistent\"/ \
+             { @[args[0], strlen(args[0])] = count(); } \
+             END { printa(\"%s %d %@d\\n\", @); }",
+            extra,
+            cmd,
+            &[(1, AGGS)],
+        );
+        assert!(out.lines().any(|l| l.ends_with(" 2")), "{out}");
+    }
+    let out = same_both_ways(
+        "sdt:::sched_process_fork /args[1] == $target/ \
+         { @[stringof(args[0]), args[2]] = count(); } \
+         END { printa(\"%s %s %@d\\n\", @); }",
+        &[],
+        cmd,
+        &[(1, AGGS)],
+    );
+    assert!(out.lines().any(|l| l.starts_with("sh sh ")), "{out}");
+    let out = same_both_ways(
+        "sdt:::sched_process_exec /ppid == $target/ { printf(\"[%s]\\n\", args[0]); }",
+        &[],
+        cmd,
+        &[(1, RECORDS)],
+    );
+    assert!(out.contains("[/bin/true]"), "{out}");
+    // The interpreter's value of such an argument is its copy's address, which the probe does
+    // not have: read as an integer, the clause stays in dtrace, and -v says why.
+    let (_, _, err) = dtrace_with_env(
+        &[],
+        &[
+            "-qv",
+            "-n",
+            "sdt:::sched_process_exec /ppid == $target/ { @[arg0 != 0] = count(); }",
+            "-c",
+            cmd,
+        ],
+    );
+    assert!(
+        clause_lines(&err, 1)
+            .iter()
+            .any(|l| l.contains("used as an integer")),
+        "{err}"
+    );
+}

@@ -244,6 +244,21 @@ pub trait ProbeContext {
         let _ = (a, n);
         Err("no string is read before the clauses run".into())
     }
+    /// The most bytes (its NUL included) of the string the probe copies from kernel memory for
+    /// probe argument `n`, where the interpreter's `argN` is the address of that copy (a
+    /// tracepoint's `__data_loc` or `char[]` field): the code reads the string itself, from
+    /// where the probe copies it ([`ProbeContext::emit_copied_string_address`]), and `argN` is
+    /// then a string only. `None` (the default): no such argument.
+    fn copied_string_arg(&self, n: u8) -> Option<u32> {
+        let _ = n;
+        None
+    }
+    /// Emits code that leaves in r0 the kernel address the probe copies the string of argument
+    /// `n` from ([`ProbeContext::copied_string_arg`]). Uses r0-r5.
+    fn emit_copied_string_address(&self, a: &mut Asm, n: u8) -> Result<(), String> {
+        let _ = (a, n);
+        Err("no string is copied for this argument".into())
+    }
     /// Whether the user memory of the thread that fired the probe can be read here (`copyinstr()`
     /// at a probe whose record speaks for another thread cannot). `Err` says why not.
     fn reads_user_memory(&self) -> Result<(), String> {
@@ -2297,6 +2312,11 @@ impl<'a> Translator<'a> {
         b: Builtin,
         rd: u8,
     ) -> Result<(), Untranslatable> {
+        if let Builtin::Arg(n) = b {
+            if let Some(size) = self.ctx.copied_string_arg(n) {
+                return self.copied_string_arg(pc, s, n, size, rd);
+            }
+        }
         self.ctx
             .emit_builtin(&mut self.a, b)
             .map_err(|why| Untranslatable::Variable {

@@ -12,8 +12,14 @@
 //! kernel values (`fbt`), where the capture planner copies the string at it too; anywhere else
 //! (its string is user memory or the probe's own copy), and for an address kept in a variable,
 //! the clause is left to the interpreter: it stays in dtrace.
+//!
+//! A probe argument whose value is the probe's own copy of a string in kernel memory (a
+//! tracepoint's `__data_loc` or `char[]` field, `ProbeContext::copied_string_arg`) is read as a
+//! string where it is loaded, from where the probe copies it and no further than the copy
+//! reaches: the interpreter's `argN` is the copy's address, which the code at the probe does
+//! not have, so such an argument used as an integer keeps its clause in dtrace.
 
-use super::{FaultAddr, Translator, Untranslatable, NREGS};
+use super::{FaultAddr, Kind, State, Translator, Untranslatable, NREGS};
 use crate::insn::{helper, op, Size, R0, R1, R10, R2, R3};
 use dtrace_dif::flow::{self, AddrBase, Value};
 use dtrace_dif::instr::Instr;
@@ -140,6 +146,50 @@ impl Translator<'_> {
                 a.jmp_imm(op::JSLT, R0, 0, bad);
             }
         }
+        Ok(())
+    }
+}
+
+impl Translator<'_> {
+    /// Probe argument `n` into `rd` where the probe copies its string from kernel memory (at
+    /// most `size` bytes, the NUL included; see the module notes): the string, read into a
+    /// fresh slot of the string scratch; a read that fails faults `DTRACEFLT_BADADDR` at the
+    /// address read.
+    pub(super) fn copied_string_arg(
+        &mut self,
+        pc: usize,
+        s: &mut State,
+        n: u8,
+        size: u32,
+        rd: u8,
+    ) -> Result<(), Untranslatable> {
+        let refused = |why: String| Untranslatable::Variable {
+            pc,
+            name: format!("arg{n}"),
+            why,
+        };
+        let storage = i32::try_from(self.strsize.min(size as usize).max(1))
+            .map_err(|_| refused("strsize too large".into()))?;
+        let (buf, at) = (self.frame.load_buf(), self.frame.fault_addr_at());
+        self.ctx
+            .emit_copied_string_address(&mut self.a, n)
+            .map_err(refused)?;
+        self.a.store(Size::DW, R10, at, R0);
+        // Not `FaultAddr::Stored`, which tells a string copied in from user memory (its firing
+        // may go to dtrace: see `capture::kagg`).
+        let bad = self.fault_site(pc, FaultKind::BadAddr, FaultAddr::Frame(at));
+        self.string_slot(pc, buf, true)
+            .map_err(|why| Untranslatable::Value {
+                pc,
+                what: format!("the string of arg{n}: {why}"),
+            })?;
+        let a = &mut self.a;
+        a.mov(R1, R0).mov_imm(R2, storage);
+        a.load(Size::DW, R3, R10, at);
+        a.call(helper::PROBE_READ_KERNEL_STR);
+        a.jmp_imm(op::JSLT, R0, 0, bad);
+        a.load(Size::DW, R1, R10, buf);
+        self.put(s, rd, R1, Kind::Scratch);
         Ok(())
     }
 }

@@ -8,6 +8,7 @@
 //! reports the fault exactly as it always has. When one predicate of the probe cannot be translated,
 //! the probe records every firing (no filter), and [`FilterReport`] says why.
 
+use super::address::Slot;
 use super::codegen::{read_kernel, ProbeShape};
 use super::spec::{ArgSource, Identity, KernelFilter};
 use crate::bpf::insn::{helper, op, Asm, Label, Size, R0, R1, R10, R2, R3, R6, R8};
@@ -29,7 +30,7 @@ pub(crate) const FRAME: Frame = Frame { base: -16 };
 pub(crate) struct ShapeContext<'a> {
     pub(crate) shape: &'a ProbeShape,
     pub(crate) names: &'a ProbeNames,
-    pub(crate) opaque_args: u16,
+    pub(crate) opaque_args: super::spec::OpaqueArgs,
     /// The thread-locals kept in the kernel (`None`: all live in dtrace).
     pub(crate) vars: Option<&'a super::spec::KernelVars>,
     /// The per-CPU scratch map (`KernelAggs::keys`) whose values hold, after the key being
@@ -163,7 +164,7 @@ impl ProbeContext for ShapeContext<'_> {
     fn emit_builtin(&self, a: &mut Asm, b: Builtin) -> Result<(), String> {
         match b {
             Builtin::Arg(n) => {
-                if self.opaque_args & (1 << n) != 0 {
+                if self.opaque_args.has(n) {
                     return Err("its value is the address of data copied at the probe".into());
                 }
                 let kept = self.pre_read.args.iter().position(|&m| m == n);
@@ -388,6 +389,41 @@ impl ProbeContext for ShapeContext<'_> {
             ));
         }
         self.emit_scratch_at(a, offset)
+    }
+
+    fn copied_string_arg(&self, n: u8) -> Option<u32> {
+        // The record is in r6 at a tracepoint's program only.
+        let at_tracepoint = self.shape.ctx == super::codegen::CtxKind::Tracepoint;
+        let s = self
+            .opaque_args
+            .record_strings
+            .get(usize::from(n))
+            .copied()??;
+        at_tracepoint.then_some(s.size)
+    }
+
+    fn emit_copied_string_address(&self, a: &mut Asm, n: u8) -> Result<(), String> {
+        let s = self
+            .opaque_args
+            .record_strings
+            .get(usize::from(n))
+            .copied()
+            .flatten()
+            .ok_or("no string of the record is copied for this argument")?;
+        // Reached as the probe's copy reaches it.
+        let e = super::AddrExpr {
+            base: s.base,
+            offset: 0,
+            derefs: Vec::new(),
+            user_derefs: Vec::new(),
+            index: None,
+        };
+        super::address::Evaluator::new("a copied string argument", Slot::stack(SCRATCH))
+            .with_context(self.shape.ctx)
+            .emit_kernel(a, &e)
+            .map_err(|e| e.to_string())?;
+        a.mov(R0, R3);
+        Ok(())
     }
 
     fn pre_reads_string(&self, n: u8) -> bool {

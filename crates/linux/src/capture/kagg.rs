@@ -485,7 +485,7 @@ fn translate_clause_with(
 pub fn check_clause(
     shape: &ProbeShape,
     names: &translate::ProbeNames,
-    opaque_args: u16,
+    opaque_args: super::spec::OpaqueArgs,
     vars: &super::spec::KernelVars,
     c: &KernelAggClause,
     (strsize, scratchsize): (u32, Option<u64>),
@@ -2147,7 +2147,7 @@ mod tests {
                     id: ids.0,
                     ..Default::default()
                 },
-                opaque_args: 0,
+                opaque_args: Default::default(),
                 others,
                 bypass: None,
                 epids: ids.1,

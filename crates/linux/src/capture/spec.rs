@@ -69,6 +69,34 @@ impl CopyRequest {
     }
 }
 
+/// The probe arguments whose value delivery replaces with the address of data copied at the
+/// probe (the argument's [`CopyRequest`]): the code at the probe cannot read them as the
+/// interpreter does, except the strings a tracepoint's own record holds, which it reads there.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct OpaqueArgs {
+    /// The arguments (bit n: argument n).
+    pub mask: u16,
+    /// For each argument whose copy is a string of the tracepoint's record (a `__data_loc` or
+    /// `char[]` field), where the copy reads it.
+    pub record_strings: [Option<RecordString>; 16],
+}
+
+/// A string a probe copies from its tracepoint's record for an argument (see [`OpaqueArgs`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct RecordString {
+    /// Where in the record: [`AddrBase::Context`] or [`AddrBase::DataLoc`].
+    pub base: AddrBase,
+    /// The most bytes the copy takes, its NUL included.
+    pub size: u32,
+}
+
+impl OpaqueArgs {
+    /// Whether argument `n` is one of them.
+    pub fn has(&self, n: u8) -> bool {
+        n < 16 && self.mask & (1 << n) != 0
+    }
+}
+
 /// The most copies one probe may request.
 pub const MAX_COPIES: usize = 8;
 /// The most bytes one copy may take (a distribution kernel's `task_struct`, ~10 KB, fits).
@@ -170,8 +198,8 @@ pub struct KernelSignals {
     pub strsize: u32,
     /// The probe's names (constants there).
     pub names: dtrace_ebpf::translate::ProbeNames,
-    /// Arguments whose value delivery replaces (bit n: argument n).
-    pub opaque_args: u16,
+    /// Arguments whose value delivery replaces.
+    pub opaque_args: OpaqueArgs,
 }
 
 /// One clause's `raise()` or `stop()`.
@@ -221,7 +249,7 @@ pub struct KernelAggs {
     /// The probe's names.
     pub names: dtrace_ebpf::translate::ProbeNames,
     /// Arguments whose value delivery replaces (see [`KernelFilter::opaque_args`]).
-    pub opaque_args: u16,
+    pub opaque_args: OpaqueArgs,
     /// The record path when every clause here runs in the kernel: `None` when no other clause
     /// is enabled on the probe (nothing is recorded), else the other clauses' filter (`None`:
     /// every firing records) and `pid` filter. When one clause here cannot run in the kernel,
@@ -748,8 +776,8 @@ pub struct KernelFilter {
     /// The probe's names (constants there).
     pub names: dtrace_ebpf::translate::ProbeNames,
     /// Arguments whose value delivery replaces (with the address of a capture): a predicate
-    /// reading them stays in the interpreter (bit n: argument n).
-    pub opaque_args: u16,
+    /// reading them stays in the interpreter, but for the strings the record holds.
+    pub opaque_args: OpaqueArgs,
     /// An array map of one u64 which, when non-zero, turns the filter off (every firing records):
     /// set when a program planned after the probe was enabled has clauses on it.
     pub bypass: Option<i32>,
@@ -782,7 +810,7 @@ impl KernelFilter {
     pub fn place_at(
         &mut self,
         names: &dtrace_ebpf::translate::ProbeNames,
-        opaque_args: u16,
+        opaque_args: OpaqueArgs,
         bypass: Option<i32>,
     ) {
         self.names = names.clone();

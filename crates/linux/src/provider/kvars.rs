@@ -813,7 +813,7 @@ pub fn runs_whole(
             .map_err(|why| format!("at {}: {why}", p.desc))?;
         for shape in shapes {
             let seen = format!(
-                "{shape:?} {opaque} {}",
+                "{shape:?} {opaque:?} {}",
                 if named {
                     p.desc.to_string()
                 } else {

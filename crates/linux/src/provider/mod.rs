@@ -911,7 +911,7 @@ impl Shared {
         r_idx: &[usize],
         others: (Option<crate::capture::KernelFilter>, Option<u32>),
         names: &dtrace_ebpf::translate::ProbeNames,
-        opaque_args: u16,
+        opaque_args: crate::capture::spec::OpaqueArgs,
         bypass: Option<i32>,
         key_names: &[&str],
         probe: &str,
@@ -1121,7 +1121,7 @@ impl Shared {
         clauses: &[usize],
         probe_name: &str,
         names: &dtrace_ebpf::translate::ProbeNames,
-        opaque_args: u16,
+        opaque_args: crate::capture::spec::OpaqueArgs,
     ) -> std::result::Result<(Vec<usize>, Option<crate::capture::KernelSignals>), String> {
         let mut idx = Vec::new();
         let mut out = Vec::new();
@@ -1381,15 +1381,31 @@ fn copies_of_args(
 }
 
 /// The arguments of `probe` whose value delivery replaces (the address of data copied at the
-/// probe), as a mask: the kernel cannot read them as the interpreter does.
-pub(crate) fn opaque_args(probe: &Probe) -> u16 {
-    probe
-        .args
-        .iter()
-        .enumerate()
-        .take(16)
-        .filter(|(_, a)| a.copy.is_some())
-        .fold(0u16, |m, (i, _)| m | (1 << i))
+/// probe): the kernel cannot read them as the interpreter does, but for the strings of the
+/// tracepoint's own record.
+pub(crate) fn opaque_args(probe: &Probe) -> crate::capture::spec::OpaqueArgs {
+    use crate::capture::spec::{OpaqueArgs, RecordString};
+    use crate::capture::{AddrBase, MemKind};
+    let mut o = OpaqueArgs::default();
+    for (i, a) in probe.args.iter().enumerate().take(16) {
+        let Some(c) = &a.copy else { continue };
+        o.mask |= 1 << i;
+        let plain = c.addr.offset == 0
+            && c.addr.derefs.is_empty()
+            && c.addr.user_derefs.is_empty()
+            && c.addr.index.is_none()
+            && c.size_arg.is_none();
+        if plain
+            && c.kind == MemKind::KernelString
+            && matches!(c.addr.base, AddrBase::Context(_) | AddrBase::DataLoc(_))
+        {
+            o.record_strings[i] = Some(RecordString {
+                base: c.addr.base,
+                size: c.size,
+            });
+        }
+    }
+    o
 }
 
 /// `provider:module:function:name` of clause `e`.
