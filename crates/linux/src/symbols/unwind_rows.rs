@@ -208,11 +208,9 @@ pub fn last_at_or_below<T>(
     addr: u64,
     steps: u32,
 ) -> Option<usize> {
+    // Every step runs (a step on one item changes nothing), as a BPF program's unrolled steps.
     let (mut base, mut len) = (0usize, items.len());
     for _ in 0..steps {
-        if len <= 1 {
-            break;
-        }
         let half = len / 2;
         if key(items.get(base + half)?) <= addr {
             base += half;
