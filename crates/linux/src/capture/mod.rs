@@ -20,6 +20,7 @@ pub mod spec;
 pub mod speculation;
 pub mod tracemem;
 pub mod ustack;
+pub mod uunwind;
 
 pub use codegen::{CtxKind, ProbeShape};
 pub use layout::RecordLayout;

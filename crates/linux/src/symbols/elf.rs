@@ -106,6 +106,43 @@ impl ElfSymbols {
             .map(|(vaddr, foff, _)| vaddr.wrapping_add(off - foff))
     }
 
+    /// The file offsets `[off, off + len)` split where [`ElfSymbols::vaddr_of_file_offset`]
+    /// changes segment: `(first offset, end offset, symbol address of the first)` for each piece,
+    /// in order, with `None` for a piece no segment holds.
+    pub fn file_offset_pieces(&self, off: u64, len: u64) -> Vec<(u64, u64, Option<u64>)> {
+        let end = off.saturating_add(len);
+        let mut cuts: Vec<u64> = vec![off, end];
+        for (_, foff, fsize) in &self.segments {
+            for c in [*foff, foff.saturating_add(*fsize)] {
+                if c > off && c < end {
+                    cuts.push(c);
+                }
+            }
+        }
+        cuts.sort_unstable();
+        cuts.dedup();
+        let mut out: Vec<(u64, u64, Option<u64>)> = Vec::new();
+        for w in cuts.windows(2) {
+            let (lo, hi) = (w[0], w[1]);
+            let vaddr = self.vaddr_of_file_offset(lo);
+            // Two pieces through the same segment make one.
+            match out.last_mut() {
+                Some(last)
+                    if last.1 == lo
+                        && match (last.2, vaddr) {
+                            (None, None) => true,
+                            (Some(a), Some(b)) => a.wrapping_add(lo - last.0) == b,
+                            _ => false,
+                        } =>
+                {
+                    last.1 = hi
+                }
+                _ => out.push((lo, hi, vaddr)),
+            }
+        }
+        out
+    }
+
     /// The function containing `vaddr` and the offset into it.
     pub fn lookup(&self, vaddr: u64) -> Option<(&str, u64)> {
         let i = self.syms.partition_point(|s| s.0 <= vaddr);

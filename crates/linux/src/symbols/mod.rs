@@ -12,6 +12,7 @@ pub mod mmaptrack;
 pub mod prefer;
 pub mod procmaps;
 pub mod unwind;
+pub mod unwind_rows;
 
 pub use elf::{read_build_id, ElfSymbols};
 pub use kallsyms::KernelSymbols;
@@ -472,12 +473,39 @@ impl Symbolizer {
         }
         let elf = self.elf(&map.path)?;
         let vaddr = elf.vaddr_of_file_offset((pc - map.start).wrapping_add(map.offset))?;
-        let table = self
-            .unwind_tables
-            .entry(map.path.clone())
-            .or_insert_with(|| unwind::UnwindTable::load(&map.path).map(Arc::new))
-            .clone()?;
+        let table = self.unwind_table(&map.path)?;
         Some((table, pc.wrapping_sub(vaddr)))
+    }
+
+    /// The unwind table of the file at `path`, read once.
+    fn unwind_table(&mut self, path: &str) -> Option<Arc<unwind::UnwindTable>> {
+        self.unwind_tables
+            .entry(path.to_string())
+            .or_insert_with(|| unwind::UnwindTable::load(path).map(Arc::new))
+            .clone()
+    }
+
+    /// The mappings of `pid` as the kernel's walk holds them (see [`unwind_rows`]), the rows of
+    /// their files added to `arena`: every address placed as [`Symbolizer::unwind_user`] places
+    /// it. Empty for a process never noted.
+    pub fn unwind_ranges(
+        &mut self,
+        pid: u32,
+        arena: &mut unwind_rows::RowArena,
+    ) -> std::result::Result<Vec<unwind_rows::Range>, unwind_rows::RowsError> {
+        self.sync_tracker();
+        let maps = self
+            .maps
+            .get(&pid)
+            .map(|p| p.maps.clone())
+            .unwrap_or_default();
+        unwind_rows::process_ranges(&maps, |path| {
+            let Some(elf) = self.elf(path) else {
+                return Ok(None);
+            };
+            let rows = arena.file_rows(path, || self.unwind_table(path))?;
+            Ok(Some((elf, rows)))
+        })
     }
 
     /// `module`function+0xoff` for a user address of `pid`.

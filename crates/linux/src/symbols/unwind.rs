@@ -141,6 +141,46 @@ impl UnwindTable {
         r
     }
 
+    /// Every address range an entry of the table covers, in address order, with the rule
+    /// [`UnwindTable::rule_at`] gives at each of its addresses (`None` where the rules are beyond
+    /// what we follow, or the entry's instructions do not reach the address). An address in no range
+    /// has no entry. Entries are taken as `rule_at` takes them: the one with the greatest start at
+    /// or below the address, which ends where the next one starts.
+    pub fn ranges(&self) -> Vec<(u64, u64, Option<Rule>)> {
+        let mut out = Vec::new();
+        let mut ctx = UnwindContext::<usize>::new();
+        for (i, (start, end, fde)) in self.fdes.iter().enumerate() {
+            let next = self.fdes.get(i + 1).map_or(u64::MAX, |f| f.0);
+            let end = (*end).min(next);
+            if *start >= end {
+                continue;
+            }
+            // The first row holding an address gives its rule: rows are walked in order, each
+            // taking what earlier ones left; what no row reaches (or a row after an error) has none.
+            let mut at = *start;
+            if let Ok(mut rows) = fde.rows(&self.eh_frame, &self.bases, &mut ctx) {
+                while let Ok(Some(row)) = rows.next_row() {
+                    let (lo, hi) = (row.start_address().max(at), row.end_address().min(end));
+                    if lo >= hi {
+                        continue;
+                    }
+                    if lo > at {
+                        out.push((at, lo, None));
+                    }
+                    out.push((lo, hi, Rule::of_row(row)));
+                    at = hi;
+                    if at >= end {
+                        break;
+                    }
+                }
+            }
+            if at < end {
+                out.push((at, end, None));
+            }
+        }
+        out
+    }
+
     fn fde_for(&self, addr: u64) -> Option<&Fde> {
         let i = self.fdes.partition_point(|f| f.0 <= addr);
         let (start, end, fde) = self.fdes.get(i.checked_sub(1)?)?;
@@ -202,15 +242,20 @@ fn image_with_eh_frame(file: &(impl Source + ?Sized), len: u64) -> std::io::Resu
 /// an offset; the frame pointer is kept, saved at the CFA plus an offset, or undefined.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Rule {
-    cfa_from_fp: bool,
-    cfa_offset: i64,
-    ra_offset: i64,
-    fp: FpRule,
+    /// Whether the CFA is `rbp` plus the offset (else `rsp` plus it).
+    pub(crate) cfa_from_fp: bool,
+    pub(crate) cfa_offset: i64,
+    /// The return address is saved at the CFA plus this.
+    pub(crate) ra_offset: i64,
+    pub(crate) fp: FpRule,
 }
 
+/// Where the caller's frame pointer is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum FpRule {
+pub(crate) enum FpRule {
+    /// Unchanged.
     Same,
+    /// Saved at the CFA plus the offset.
     Saved(i64),
 }
 
@@ -296,16 +341,27 @@ pub fn unwind(
     max: usize,
     mut table_of: impl FnMut(u64) -> Option<(Arc<UnwindTable>, u64)>,
 ) -> Vec<u64> {
+    unwind_with(regs, stack, max, |pc| {
+        table_of(pc).and_then(|(t, bias)| t.rule_at(pc.wrapping_sub(bias)))
+    })
+}
+
+/// The walk of [`unwind`] with the rule at each PC given by `rule_of(pc)`, as
+/// [`UnwindTable::rule_at`] gives it (`None`: no entry, one frame-pointer step; `Some(None)`: the
+/// walk stops there). The compiled rows of `unwind_rows` walk through here too.
+pub fn unwind_with(
+    regs: UserRegs,
+    stack: StackBytes<'_>,
+    max: usize,
+    mut rule_of: impl FnMut(u64) -> Option<Option<Rule>>,
+) -> Vec<u64> {
     let mut out = Vec::new();
     let (mut pc, mut sp, mut fp) = (regs.pc, regs.sp, regs.fp);
     while pc != 0 && out.len() < max {
         out.push(pc);
         // A return address points after the call: look up the call itself.
         let lookup = if out.len() == 1 { pc } else { pc - 1 };
-        let step = table_of(lookup).and_then(|(t, bias)| {
-            t.rule_at(lookup.wrapping_sub(bias))
-                .map(|rule| rule.and_then(|r| r.apply(sp, fp, &stack)))
-        });
+        let step = rule_of(lookup).map(|rule| rule.and_then(|r| r.apply(sp, fp, &stack)));
         let next = match step {
             Some(s) => s,
             // No unwind information for this PC: one frame-pointer step.

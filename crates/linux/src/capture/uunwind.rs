@@ -1,0 +1,352 @@
+//! The `.eh_frame` walk of a user stack at the probe: the code of [`emit_walk`] walks the frames
+//! from the registers and the stack bytes the probe copied (`codegen::emit_user_unwind`) with the
+//! rules dtrace compiled into rows (`symbols::unwind_rows`: the rows of every file in one array
+//! map, the process's mapped ranges in another), as `unwind_rows::walk`, the reference, walks the
+//! same layout: for each frame, a search of the ranges and then of the file's rows, each a fixed
+//! count of halving steps without branches (each step adds its half or 0, as `capture::kstack`
+//! searches); the CFA, return address and saved `rbp` from the row, or one frame-pointer step
+//! where no row describes the PC; saved values read only from the copied bytes; the walk stops
+//! where the reference stops (a stop row, a value past the copy, the stack pointer not moving up,
+//! a zero PC, the frame limit). A PC no range holds ends the walk *unplaced*: dtrace must walk
+//! that stack itself.
+//!
+//! The frame loop keeps the walk's state in the output (every register cleared at its head but
+//! the frame count, a constant to the verifier), so the states of every way through one frame
+//! meet there and the verifier follows each frame once.
+
+use super::layout::UNWIND_HDR;
+use crate::bpf::insn::{helper, op, Asm, Label, Reg, Size, R0, R1, R10, R2, R3, R4, R5, R6, R7};
+use crate::bpf::insn::{R8, R9};
+use crate::error::{LinuxError, Result};
+use crate::symbols::unwind_rows::{
+    Range, Row, FLAG_FP_SAVED, KIND_CFA_FP, KIND_CFA_SP, KIND_NO_ENTRY, RANGE_BYTES, ROW_BYTES,
+};
+
+/// Where the walk finds its maps and how far its searches go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WalkMaps {
+    /// The array of rows (4-byte keys, [`ROW_BYTES`] values).
+    pub rows: i32,
+    /// The ranges: one value, the count (u64) then `range_capacity` ranges of [`RANGE_BYTES`].
+    pub ranges: i32,
+    /// Ranges the value holds (a power of two).
+    pub range_capacity: u32,
+    /// Halving steps of a file's rows search: enough for the file with the most rows.
+    pub row_steps: u32,
+}
+
+/// The walk's result, as the code leaves it in its output.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Walked {
+    /// The frames.
+    Frames(Vec<u64>),
+    /// A PC no range holds: dtrace walks this stack.
+    Unplaced,
+    /// No stack was copied (no user registers): nothing to walk.
+    NoCopy,
+}
+
+/// The output's status words.
+const STATUS_DONE: i32 = 0;
+const STATUS_UNPLACED: i32 = 1;
+const STATUS_NO_COPY: i32 = 2;
+
+/// The output, at its offset in the value r7 points to: status, frame count, the walk's pc, sp
+/// and fp, then the frames.
+const OUT_STATUS: usize = 0;
+const OUT_COUNT: usize = 8;
+const OUT_PC: usize = 16;
+const OUT_SP: usize = 24;
+const OUT_FP: usize = 32;
+const OUT_FRAMES: usize = 40;
+
+/// Stack slots of the walk (clear of the capture's slots at -8 and -16).
+const SLOT_FIRST: i16 = -24;
+const SLOT_LEN: i16 = -32;
+const SLOT_HALF: i16 = -40;
+const SLOT_KEY: i16 = -48;
+const SLOT_LOOKUP: i16 = -56;
+
+/// Bytes of the output for a walk of `max` frames.
+pub fn out_bytes(max: u32) -> usize {
+    OUT_FRAMES + 8 * max as usize
+}
+
+/// The value of the ranges map for `ranges` (sorted, disjoint) and its capacity (a power of two,
+/// at least `ranges.len()`): the count, then the ranges, then zeros.
+pub fn ranges_value(ranges: &[Range]) -> (Vec<u8>, u32) {
+    let capacity = ranges.len().max(1).next_power_of_two();
+    let mut v = Vec::with_capacity(8 + capacity * RANGE_BYTES);
+    v.extend_from_slice(&(ranges.len() as u64).to_le_bytes());
+    for r in ranges {
+        v.extend_from_slice(&r.to_bytes());
+    }
+    v.resize(8 + capacity * RANGE_BYTES, 0);
+    (v, capacity as u32)
+}
+
+/// Halving steps that search `n` sorted items.
+pub fn steps_for(n: usize) -> u32 {
+    n.max(1).next_power_of_two().trailing_zeros()
+}
+
+/// Reads back what the code left at `data` (the output, `max` frames).
+pub fn read_walk(data: &[u8], max: u32) -> Option<Walked> {
+    let word = |o: usize| {
+        data.get(o..o + 8)
+            .and_then(|b| b.try_into().ok())
+            .map(u64::from_le_bytes)
+    };
+    match word(OUT_STATUS)? {
+        s if s == STATUS_DONE as u64 => {
+            let n = usize::try_from(word(OUT_COUNT)?).ok()?.min(max as usize);
+            (0..n)
+                .map(|i| word(OUT_FRAMES + 8 * i))
+                .collect::<Option<Vec<u64>>>()
+                .map(Walked::Frames)
+        }
+        s if s == STATUS_UNPLACED as u64 => Some(Walked::Unplaced),
+        _ => Some(Walked::NoCopy),
+    }
+}
+
+fn imm(v: usize) -> Result<i32> {
+    i32::try_from(v).map_err(|_| LinuxError::Asm(format!("user unwind offset {v} out of range")))
+}
+
+fn off(v: usize) -> Result<i16> {
+    i16::try_from(v).map_err(|_| LinuxError::Asm(format!("user unwind offset {v} out of range")))
+}
+
+/// Emits the walk of up to `max` frames over the copy at `copy` of the value r7 points to
+/// (`UNWIND_HDR` then `window` bytes, as `emit_user_unwind` writes them), leaving the result at
+/// `out` of it (see [`read_walk`]). Uses r0-r9 but r7, and the stack slots -24 to -56.
+pub fn emit_walk(
+    a: &mut Asm,
+    maps: &WalkMaps,
+    copy: usize,
+    window: usize,
+    out: usize,
+    max: u32,
+) -> Result<()> {
+    if !maps.range_capacity.is_power_of_two() || window < 8 {
+        return Err(LinuxError::Asm("user unwind: bad layout".into()));
+    }
+    let o = |f: usize| off(out + f);
+    let (head, done, unplaced, no_copy) = (a.label(), a.label(), a.label(), a.label());
+    // No copy (no user registers, or an unreadable stack): nothing to walk.
+    a.load(Size::DW, R1, R7, off(copy)?);
+    a.jmp_imm(op::JSLE, R1, 0, no_copy);
+    for (from, to) in [(8, OUT_PC), (16, OUT_SP), (24, OUT_FP)] {
+        a.load(Size::DW, R1, R7, off(copy + from)?)
+            .store(Size::DW, R7, o(to)?, R1);
+    }
+    a.mov_imm(R9, 0);
+    a.bind(head);
+    for r in [R0, R1, R2, R3, R4, R5, R6, R8] {
+        a.mov_imm(r, 0);
+    }
+    for slot in [SLOT_FIRST, SLOT_LEN, SLOT_HALF, SLOT_KEY, SLOT_LOOKUP] {
+        a.store_imm(Size::DW, R10, slot, 0);
+    }
+    a.jmp_imm(op::JGE, R9, imm(max as usize)?, done);
+    a.load(Size::DW, R1, R7, o(OUT_PC)?);
+    a.jmp_imm(op::JEQ, R1, 0, done);
+    // The frame, then the address looked up: a return address points after its call.
+    a.mov(R2, R9).alu_imm(op::LSH, R2, 3).alu(op::ADD, R2, R7);
+    a.store(Size::DW, R2, o(OUT_FRAMES)?, R1);
+    let first = a.label();
+    a.jmp_imm(op::JEQ, R9, 0, first);
+    a.alu_imm(op::SUB, R1, 1);
+    a.bind(first);
+    a.alu_imm(op::ADD, R9, 1);
+    a.store(Size::DW, R10, SLOT_LOOKUP, R1);
+    let (fp_step, rule) = (a.label(), a.label());
+    emit_range_search(a, maps, unplaced, fp_step)?;
+    // r6: the address in the file's terms; r2: the first row, r3: their count.
+    emit_row_search(a, maps, unplaced, fp_step)?;
+    // r0: the row.
+    a.load(Size::W, R1, R0, 8);
+    a.mov(R2, R1).alu_imm(op::AND, R2, !(FLAG_FP_SAVED as i32));
+    a.jmp_imm(op::JEQ, R2, KIND_NO_ENTRY as i32, fp_step);
+    a.jmp_imm(op::JEQ, R2, KIND_CFA_SP as i32, rule);
+    a.jmp_imm(op::JEQ, R2, KIND_CFA_FP as i32, rule);
+    a.ja(done);
+    a.bind(rule);
+    // r8: the CFA, from sp or fp.
+    let from_sp = a.label();
+    a.load(Size::DW, R8, R7, o(OUT_SP)?);
+    a.jmp_imm(op::JEQ, R2, KIND_CFA_SP as i32, from_sp);
+    a.load(Size::DW, R8, R7, o(OUT_FP)?);
+    a.bind(from_sp);
+    sign_extended(a, R3, R0, 12);
+    a.alu(op::ADD, R8, R3);
+    // r6: the caller's fp (saved, or this one).
+    let same_fp = a.label();
+    a.load(Size::DW, R6, R7, o(OUT_FP)?);
+    a.mov(R3, R1).alu_imm(op::AND, R3, FLAG_FP_SAVED as i32);
+    a.jmp_imm(op::JEQ, R3, 0, same_fp);
+    sign_extended(a, R3, R0, 20);
+    a.mov(R1, R8).alu(op::ADD, R1, R3);
+    emit_window_read(a, copy, window, R1, done)?;
+    a.mov(R6, R1);
+    a.bind(same_fp);
+    // The return address (r0 is still the row: window reads keep it).
+    sign_extended(a, R3, R0, 16);
+    a.mov(R1, R8).alu(op::ADD, R1, R3);
+    emit_window_read(a, copy, window, R1, done)?;
+    let step = a.label();
+    a.ja(step);
+    // No row: the caller's fp and return address saved where fp points; sp past them.
+    a.bind(fp_step);
+    a.load(Size::DW, R8, R7, o(OUT_FP)?);
+    a.mov(R1, R8);
+    emit_window_read(a, copy, window, R1, done)?;
+    a.mov(R6, R1);
+    a.mov(R1, R8).alu_imm(op::ADD, R1, 8);
+    emit_window_read(a, copy, window, R1, done)?;
+    a.alu_imm(op::ADD, R8, 16);
+    // r1: the return address, r8: the new sp, r6: the new fp; sp must move up.
+    a.bind(step);
+    a.load(Size::DW, R2, R7, o(OUT_SP)?);
+    a.jmp_reg(op::JLE, R8, R2, done);
+    a.store(Size::DW, R7, o(OUT_PC)?, R1);
+    a.store(Size::DW, R7, o(OUT_SP)?, R8);
+    a.store(Size::DW, R7, o(OUT_FP)?, R6);
+    a.ja(head);
+
+    let end = a.label();
+    a.bind(done);
+    a.store_imm(Size::DW, R7, o(OUT_STATUS)?, STATUS_DONE);
+    a.store(Size::DW, R7, o(OUT_COUNT)?, R9);
+    a.ja(end);
+    a.bind(unplaced);
+    a.store_imm(Size::DW, R7, o(OUT_STATUS)?, STATUS_UNPLACED);
+    a.ja(end);
+    a.bind(no_copy);
+    a.store_imm(Size::DW, R7, o(OUT_STATUS)?, STATUS_NO_COPY);
+    a.bind(end);
+    Ok(())
+}
+
+/// `dst` = the i32 at `off` of `src`, sign-extended.
+fn sign_extended(a: &mut Asm, dst: Reg, src: Reg, off: i16) {
+    a.load(Size::W, dst, src, off)
+        .alu_imm(op::LSH, dst, 32)
+        .alu_imm(op::ARSH, dst, 32);
+}
+
+/// `ge` = 1 when `x` >= `y` (unsigned), else 0, without a branch: the borrow of `x - y` is the
+/// top bit of `(!x & y) | (!(x ^ y) & (x - y))`. Uses `t`.
+fn emit_at_or_above(a: &mut Asm, ge: Reg, x: Reg, y: Reg, t: Reg) {
+    a.mov(ge, x).alu(op::XOR, ge, y).alu_imm(op::XOR, ge, -1);
+    a.mov(t, x).alu(op::SUB, t, y).alu(op::AND, ge, t);
+    a.mov(t, x).alu_imm(op::XOR, t, -1).alu(op::AND, t, y);
+    a.alu(op::OR, ge, t)
+        .alu_imm(op::RSH, ge, 63)
+        .alu_imm(op::XOR, ge, 1);
+}
+
+/// The search of the ranges for the address in the lookup slot: jumps to `unplaced` when no
+/// range holds it, to `fp_step` when its range has no rows; else leaves the address in the file's
+/// terms in r6, the file's first row in r2 and their count in r3.
+fn emit_range_search(a: &mut Asm, maps: &WalkMaps, unplaced: Label, fp_step: Label) -> Result<()> {
+    let cap = maps.range_capacity;
+    let mask = imm(cap as usize - 1)?;
+    a.ld_map_value(R8, maps.ranges, 0);
+    a.load(Size::DW, R1, R10, SLOT_LOOKUP);
+    // r4: base, r5: len.
+    a.load(Size::DW, R5, R8, 0);
+    a.jmp_imm(op::JEQ, R5, 0, unplaced);
+    a.jmp_imm(op::JGT, R5, imm(cap as usize)?, unplaced);
+    a.mov_imm(R4, 0);
+    for _ in 0..cap.trailing_zeros() {
+        // r0: half; r2: the range at base + half's start.
+        a.mov(R0, R5).alu_imm(op::RSH, R0, 1);
+        a.mov(R2, R4)
+            .alu(op::ADD, R2, R0)
+            .alu_imm(op::AND, R2, mask);
+        a.alu_imm(op::MUL, R2, RANGE_BYTES as i32)
+            .alu(op::ADD, R2, R8);
+        a.load(Size::DW, R2, R2, 8);
+        emit_at_or_above(a, R3, R1, R2, R6);
+        a.alu(op::MUL, R3, R0).alu(op::ADD, R4, R3);
+        a.alu(op::SUB, R5, R0);
+    }
+    a.jmp_imm(op::JNE, R5, 1, unplaced);
+    a.alu_imm(op::AND, R4, mask)
+        .alu_imm(op::MUL, R4, RANGE_BYTES as i32)
+        .alu(op::ADD, R4, R8);
+    a.load(Size::DW, R2, R4, 8);
+    a.jmp_reg(op::JLT, R1, R2, unplaced);
+    a.load(Size::DW, R2, R4, 16);
+    a.jmp_reg(op::JGE, R1, R2, unplaced);
+    a.load(Size::W, R3, R4, 8 + 28);
+    a.jmp_imm(op::JEQ, R3, 0, fp_step);
+    a.load(Size::DW, R6, R4, 8 + 16);
+    a.mov(R0, R1).alu(op::SUB, R0, R6).mov(R6, R0);
+    a.load(Size::W, R2, R4, 8 + 24);
+    Ok(())
+}
+
+/// The search of the file's rows (first in r2, count in r3) for the address in r6: leaves the row
+/// holding it in r0, or jumps to `fp_step` when the address is before the first row.
+fn emit_row_search(a: &mut Asm, maps: &WalkMaps, unplaced: Label, fp_step: Label) -> Result<()> {
+    a.store(Size::DW, R10, SLOT_FIRST, R2);
+    a.store(Size::DW, R10, SLOT_LEN, R3);
+    // r8: base.
+    a.mov_imm(R8, 0);
+    let lookup_row = |a: &mut Asm| {
+        // r0: the row at first + r8 + r1.
+        a.load(Size::DW, R2, R10, SLOT_FIRST)
+            .alu(op::ADD, R2, R8)
+            .alu(op::ADD, R2, R1);
+        a.store(Size::W, R10, SLOT_KEY, R2);
+        a.ld_map_fd(R1, maps.rows)
+            .mov(R2, R10)
+            .alu_imm(op::ADD, R2, i32::from(SLOT_KEY))
+            .call(helper::MAP_LOOKUP_ELEM);
+        a.jmp_imm(op::JEQ, R0, 0, unplaced);
+    };
+    for _ in 0..maps.row_steps {
+        a.load(Size::DW, R1, R10, SLOT_LEN).alu_imm(op::RSH, R1, 1);
+        a.store(Size::DW, R10, SLOT_HALF, R1);
+        lookup_row(a);
+        a.load(Size::DW, R2, R0, 0);
+        emit_at_or_above(a, R3, R6, R2, R4);
+        a.load(Size::DW, R1, R10, SLOT_HALF);
+        a.alu(op::MUL, R3, R1).alu(op::ADD, R8, R3);
+        a.load(Size::DW, R2, R10, SLOT_LEN).alu(op::SUB, R2, R1);
+        a.store(Size::DW, R10, SLOT_LEN, R2);
+    }
+    a.load(Size::DW, R2, R10, SLOT_LEN);
+    a.jmp_imm(op::JNE, R2, 1, unplaced);
+    a.mov_imm(R1, 0);
+    lookup_row(a);
+    a.load(Size::DW, R2, R0, 0);
+    a.jmp_reg(op::JLT, R6, R2, fp_step);
+    Ok(())
+}
+
+/// Replaces the address in `reg` (r1) by the u64 the copy holds there, or jumps to `fail` when
+/// the copy does not hold all 8 bytes. Uses r2-r5 (r0 kept).
+fn emit_window_read(a: &mut Asm, copy: usize, window: usize, reg: Reg, fail: Label) -> Result<()> {
+    // r2: the offset in the copy (an address below it wraps far above it).
+    a.load(Size::DW, R2, R7, off(copy + 16)?);
+    a.mov(R3, reg).alu(op::SUB, R3, R2);
+    a.jmp_imm(op::JGT, R3, imm(window - 8)?, fail);
+    a.load(Size::DW, R4, R7, off(copy)?);
+    a.mov(R5, R3).alu_imm(op::ADD, R5, 8);
+    a.jmp_reg(op::JGT, R5, R4, fail);
+    a.alu(op::ADD, R3, R7);
+    a.load(Size::DW, reg, R3, off(copy + UNWIND_HDR)?);
+    Ok(())
+}
+
+/// The rows as the rows map holds them, one value a row.
+pub fn row_values(rows: &[Row]) -> impl Iterator<Item = [u8; ROW_BYTES]> + '_ {
+    rows.iter().map(Row::to_bytes)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,212 @@
+//! The walk at the probe against the reference: a raw tracepoint program run in this thread
+//! (`BPF_PROG_TEST_RUN`) copies this thread's user stack as a probe copies it and walks it with
+//! the rows of this process's files; the frames are those `unwind_rows::walk` and
+//! `Symbolizer::unwind_user` give from the same copy (this test binary is built without frame
+//! pointers, so they come from `.eh_frame`).
+
+use super::*;
+use crate::bpf::{Map, MapKind, ProgKind, Program};
+use crate::capture::codegen::emit_user_unwind;
+use crate::capture::spec::{MAX_STACK_DEPTH, USTACK_UNWIND_BYTES};
+use crate::symbols::unwind::{StackBytes, UserRegs};
+use crate::symbols::unwind_rows::{self, Range, Row, RowArena};
+use crate::symbols::Symbolizer;
+
+const WINDOW: usize = USTACK_UNWIND_BYTES as usize;
+const COPY: usize = 0;
+const OUT: usize = COPY + UNWIND_HDR + WINDOW;
+const KEY: i16 = -64;
+
+fn program(maps: &WalkMaps, value: i32, max: u32) -> Vec<crate::bpf::Insn> {
+    let mut a = Asm::new();
+    let out = a.label();
+    a.mov(R6, R1);
+    a.store_imm(Size::W, R10, KEY, 0);
+    a.ld_map_fd(R1, value)
+        .mov(R2, R10)
+        .alu_imm(op::ADD, R2, i32::from(KEY))
+        .call(helper::MAP_LOOKUP_ELEM);
+    a.jmp_imm(op::JEQ, R0, 0, out).mov(R7, R0);
+    emit_user_unwind(&mut a, COPY, WINDOW).unwrap();
+    emit_walk(&mut a, maps, COPY, WINDOW, OUT, max).unwrap();
+    a.bind(out).mov_imm(R0, 0).exit();
+    a.finish().unwrap()
+}
+
+fn word(v: &[u8], o: usize) -> u64 {
+    u64::from_le_bytes(v[o..o + 8].try_into().unwrap())
+}
+
+/// The stack the kernel copied in `v` (registers and bytes).
+fn copied(v: &[u8]) -> (UserRegs, &[u8]) {
+    let len = word(v, COPY) as usize;
+    assert!((512..=WINDOW).contains(&len), "copied {len}");
+    let regs = UserRegs {
+        pc: word(v, COPY + 8),
+        sp: word(v, COPY + 16),
+        fp: word(v, COPY + 24),
+    };
+    (regs, &v[COPY + UNWIND_HDR..COPY + UNWIND_HDR + len])
+}
+
+/// Runs the walk of up to `max` frames in this thread over the layout `rows` and `ranges`;
+/// returns the program's value (the copy, then the output) and what the reference walk gives
+/// from the same copy.
+fn walk_here(rows: &[Row], ranges: &[Range], max: u32) -> (Vec<u8>, Walked) {
+    let rmap = Map::create(
+        MapKind::Array,
+        "dt_urows",
+        4,
+        ROW_BYTES as u32,
+        rows.len().max(1) as u32,
+    )
+    .unwrap();
+    for (i, v) in row_values(rows).enumerate() {
+        rmap.update(&(i as u32).to_ne_bytes(), &v).unwrap();
+    }
+    let (rv, capacity) = ranges_value(ranges);
+    let gmap = Map::create(MapKind::Array, "dt_uranges", 4, rv.len() as u32, 1).unwrap();
+    gmap.update(&0u32.to_ne_bytes(), &rv).unwrap();
+    let most = ranges.iter().map(|r| r.count as usize).max().unwrap_or(1);
+    let maps = WalkMaps {
+        rows: rmap.raw_fd(),
+        ranges: gmap.raw_fd(),
+        range_capacity: capacity,
+        row_steps: steps_for(most),
+    };
+    let value = Map::create(
+        MapKind::Array,
+        "dt_uwalk",
+        4,
+        (OUT + out_bytes(max)) as u32,
+        1,
+    )
+    .unwrap();
+    let prog = Program::load(
+        ProgKind::RawTracepoint,
+        &program(&maps, value.raw_fd(), max),
+        "dt_uwalk",
+        "the user stack walk",
+    )
+    .unwrap();
+    prog.test_run_raw_tp(&[0]).unwrap();
+    let v = value.lookup(&0u32.to_ne_bytes()).unwrap().unwrap();
+    let (regs, bytes) = copied(&v);
+    let stack = StackBytes {
+        base: regs.sp,
+        bytes,
+    };
+    let want = match unwind_rows::walk(regs, stack, max as usize, rows, ranges) {
+        Ok(f) => Walked::Frames(f),
+        Err(_) => Walked::Unplaced,
+    };
+    (v, want)
+}
+
+#[test]
+fn the_walk_at_the_probe_gives_the_unwinders_frames() {
+    let t = "the_walk_at_the_probe_gives_the_unwinders_frames";
+    if !dtrace_testkit::skip_unless(crate::bpf_available(), t, "needs bpf(2)") {
+        return;
+    }
+    let pid = std::process::id();
+    let mut syms = Symbolizer::new();
+    syms.note_process(pid);
+    let mut arena = RowArena::new();
+    let ranges = syms.unwind_ranges(pid, &mut arena).unwrap();
+    for max in [MAX_STACK_DEPTH, 2] {
+        let (v, reference) = walk_here(arena.rows(), &ranges, max);
+        // The reference walk is the unwinder's.
+        let (regs, bytes) = copied(&v);
+        let stack = StackBytes {
+            base: regs.sp,
+            bytes,
+        };
+        let want = syms.unwind_user(pid, regs, stack, max as usize);
+        assert_eq!(reference, Walked::Frames(want.clone()));
+        if max == MAX_STACK_DEPTH {
+            // Through libc's bpf() and this test's frames, by `.eh_frame`.
+            assert!(want.len() >= 4, "{want:x?}");
+        }
+        assert_eq!(read_walk(&v[OUT..], max), Some(Walked::Frames(want)));
+    }
+}
+
+/// Every way through a frame, over a layout made for them and a frame chain this test lays out in
+/// its own stack frame (inside the copied bytes): the first PC's rule (CFA from sp, rbp saved)
+/// leads into the chain, then a frame-pointer step (no rows), a rule with an `rbp`-based CFA, and
+/// a frame-pointer step that would move sp down (or read outside the copy), where the walk stops. The reference walk over the
+/// same layout gives the same; and with no range at all the walk is unplaced.
+#[test]
+fn the_walk_at_the_probe_takes_every_kind_of_step_as_the_reference() {
+    let t = "the_walk_at_the_probe_takes_every_kind_of_step_as_the_reference";
+    if !dtrace_testkit::skip_unless(crate::bpf_available(), t, "needs bpf(2)") {
+        return;
+    }
+    let mut chain = [0u64; 16];
+    let at = |chain: &[u64; 16], i: usize| chain.as_ptr() as u64 + 8 * i as u64;
+    chain[0] = at(&chain, 4);
+    chain[1] = 0x5000;
+    chain[4] = at(&chain, 8);
+    chain[5] = 0x6000;
+    chain[8] = at(&chain, 12);
+    chain[9] = 0x7000;
+    chain[12] = at(&chain, 2);
+    chain[13] = 0x7800;
+    chain[2] = at(&chain, 14);
+    chain[3] = 0x9000;
+    let rule = |kind: u32, cfa_offset: i32| Row {
+        start: 0,
+        kind: kind | FLAG_FP_SAVED,
+        cfa_offset,
+        ra_offset: -8,
+        fp_offset: -16,
+    };
+    let range = |start: u64, end: u64, rows: Option<u32>| Range {
+        start,
+        end,
+        bias: 0,
+        first: rows.unwrap_or(0),
+        count: u32::from(rows.is_some()),
+    };
+    let ranges = [
+        range(0, 0x5000, None),
+        range(0x5000, 0x7000, Some(1)),
+        range(0x7000, 0x8000, None),
+        range(0x10000, u64::MAX, Some(0)),
+    ];
+    // The first run finds sp; the next, from the same call, walk from it into the chain; the
+    // last with the chain's last frame pointer outside the copied bytes (the walk stops as well).
+    let mut sp = None;
+    for round in 0..3 {
+        if round == 2 {
+            chain[12] = 0x10;
+        }
+        let cfa = sp.map_or(0, |sp: u64| (at(&chain, 2) - sp) as i32);
+        let rows = [rule(KIND_CFA_SP, cfa), rule(KIND_CFA_FP, 16)];
+        let (v, reference) = walk_here(&rows, &ranges, MAX_STACK_DEPTH);
+        std::hint::black_box(&chain);
+        let (regs, _) = copied(&v);
+        if sp.replace(regs.sp).is_some() {
+            assert_eq!(
+                reference,
+                Walked::Frames(vec![regs.pc, 0x5000, 0x6000, 0x7000, 0x7800])
+            );
+            assert_eq!(read_walk(&v[OUT..], MAX_STACK_DEPTH), Some(reference));
+        }
+    }
+    // A stop row at the first PC: one frame.
+    let stop = [Row {
+        kind: crate::symbols::unwind_rows::KIND_STOP,
+        ..rule(0, 0)
+    }];
+    let (v, reference) = walk_here(&stop, &ranges, MAX_STACK_DEPTH);
+    assert_eq!(reference, Walked::Frames(vec![copied(&v).0.pc]));
+    assert_eq!(read_walk(&v[OUT..], MAX_STACK_DEPTH), Some(reference));
+    let (v, reference) = walk_here(&stop, &[], MAX_STACK_DEPTH);
+    assert_eq!(reference, Walked::Unplaced);
+    assert_eq!(
+        read_walk(&v[OUT..], MAX_STACK_DEPTH),
+        Some(Walked::Unplaced)
+    );
+}
