@@ -56,6 +56,7 @@ mod cleanpath;
 mod cond;
 mod copyin;
 mod copyout;
+mod devnum;
 mod inet;
 mod lltostr;
 mod paths;
@@ -71,6 +72,7 @@ mod strjoin;
 mod strlen;
 mod strsearch;
 mod strtok;
+mod strtoll;
 mod structvars;
 mod strvars;
 mod substr;
@@ -1103,6 +1105,9 @@ impl<'a> Translator<'a> {
                             | Subr::Bcopy
                             | Subr::Copyinto
                             | Subr::Strtok
+                            | Subr::Getmajor
+                            | Subr::Getminor
+                            | Subr::Strtoll
                     )
                 ) {
                     continue;
@@ -2022,6 +2027,8 @@ impl<'a> Translator<'a> {
             Some(Subr::InetNtop) => self.inet(pc, s, Subr::InetNtop, rd)?,
             Some(w @ (Subr::Copyout | Subr::Copyoutstr)) => self.copyout(pc, s, w, rd)?,
             Some(Subr::Strtok) => self.strtok(pc, s, rd)?,
+            Some(w @ (Subr::Getmajor | Subr::Getminor)) => self.devnum(pc, s, w, rd)?,
+            Some(Subr::Strtoll) => self.strtoll(pc, s, rd)?,
             other => {
                 return Err(Untranslatable::Subroutine {
                     pc,
