@@ -374,7 +374,7 @@ fn raise_at_the_probe_reaches_the_thread_before_it_returns_to_user_space() {
     assert_eq!(lines.count(), 1, "{out}");
     // A predicate only dtrace decides keeps the signal there: it arrives, later.
     let d =
-        "syscall::ioctl:entry /pid == $target && strtoll(lltostr(arg1)) == 21505 && !self->done/ \
+        "syscall::ioctl:entry /pid == $target && strtoll(json(lltostr(arg1), \"\")) == 21505 && !self->done/ \
         { raise(SIGUSR1); self->done = 1; }";
     let (rc, out, err) = dtrace(&["-wv", "-n", d, "-c", &exe]);
     assert_eq!(rc, 0, "{err}");

@@ -216,7 +216,7 @@ fn verbose_mode_says_why_aggregations_stay_in_dtrace() {
              (the kernel walks frame pointers only; DTRACE_KERNEL_USTACKS=1 keeps them there))",
         ),
         (
-            "@[strtoll(execname)] = count();",
+            "@[json(lltostr(arg2), \"\")] = count();",
             "aggregations run in the kernel at 0 probes, in dtrace at 1 probe (at \
              syscall:vmlinux:write:entry: instruction",
         ),
@@ -224,7 +224,7 @@ fn verbose_mode_says_why_aggregations_stay_in_dtrace() {
     // exit() in a clause that runs in dtrace at a kernel probe stops the counting at that
     // firing: only dtrace knows which (kernel_records.rs has it in the kernel).
     let script = "syscall::write:entry /pid == $target/ { @ = count(); } \
-        syscall::write:entry /pid == $target && arg2 == 74/ { trace(lltostr(strtoll(lltostr(arg2)))); exit(0); }";
+        syscall::write:entry /pid == $target && arg2 == 74/ { trace(json(lltostr(arg2), \"\")); exit(0); }";
     let (krc, kout, kerr) = dtrace_way(true, &["-qv", "-n", script, "-c", &cmd]);
     let (irc, iout, _) = dtrace_way(false, &["-qv", "-n", script, "-c", &cmd]);
     assert_eq!((krc, irc), (0, 0), "{kerr}");

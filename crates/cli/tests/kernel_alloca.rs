@@ -5,13 +5,11 @@
 //! included (root, BPF, tracepoints, BTF for `curthread`; `dd`, `echo`).
 
 mod common;
-use common::{kernel_ok, same_with_kernel_paths_off};
+use common::same_with_kernel_paths_off;
 
 use common::DD_WRITES as DD;
 
-fn ready(t: &str) -> bool {
-    kernel_ok(t) && common::have_btf(t) && common::have_dd(t)
-}
+use common::kernel_btf_dd as ready;
 
 #[test]
 fn alloca_memory_filled_from_the_kernel_prints_as_in_dtrace() {

@@ -1,5 +1,6 @@
 //! The integer subroutines translated to eBPF (issue 13): the byte-order family (`htons`,
-//! `htonl`, `htonll`, `ntohs`, `ntohl`, `ntohll`), `rand()` and `progenyof()` run at the probe
+//! `htonl`, `htonll`, `ntohs`, `ntohl`, `ntohll`), `rand()`, `progenyof()`, `getmajor()`,
+//! `getminor()` and `strtoll()` (its illegal-operation fault included) run at the probe
 //! and print what dtrace's interpreter prints with the kernel paths off; `-v` says the clauses
 //! run in the kernel (root, BPF, tracepoints; `dd`).
 
@@ -61,4 +62,71 @@ fn progenyof_runs_at_the_probe_as_in_dtrace() {
         out.contains("        1        1        1        0                4\n"),
         "{out}"
     );
+}
+
+#[test]
+fn getmajor_and_getminor_run_at_the_probe_as_in_dtrace() {
+    let t = "getmajor_and_getminor_run_at_the_probe_as_in_dtrace";
+    if !kernel_ok(t) || !common::have_dd(t) {
+        return;
+    }
+    let out = same_with_kernel_paths_off(
+        "syscall::write:entry /pid == $target && getminor(arg2) == 300/ {
+         printf(\"%d %d %d %d\\n\", getmajor(arg2 << 20 | 7), getminor(arg2 << 20 | 7),
+             getmajor(0xfffffffffff00001), getminor(0xfffffffffff00001));
+         @[getmajor(arg2 << 24), getminor(arg2 << 12)] = count(); }",
+        &[],
+        DD,
+        &[(1, "runs whole in the kernel")],
+    );
+    // 300 << 20 | 7: major 300, minor 7; the 32 bits of a wider value only.
+    assert_eq!(out.matches("300 7 4095 1\n").count(), 4, "{out}");
+    assert!(
+        out.lines()
+            .any(|l| l.split_whitespace().eq(["704", "180224", "4"])),
+        "{out}"
+    );
+}
+
+#[test]
+fn strtoll_runs_at_the_probe_as_in_dtrace() {
+    let t = "strtoll_runs_at_the_probe_as_in_dtrace";
+    if !kernel_ok(t) || !common::have_dd(t) {
+        return;
+    }
+    let out = same_with_kernel_paths_off(
+        "syscall::write:entry /pid == $target && arg2 == 300/ {
+         printf(\"%d %d %d %d\\n\", strtoll(lltostr(arg2, 16), 16), strtoll(execname, 36),
+             strtoll(\" -0x12c\", 16), strtoll(\"777\", arg2 / 100 + 5));
+         @[strtoll(lltostr(arg2, 2), 2), strtoll(execname)] = count(); }",
+        &[],
+        DD,
+        &[(1, "runs whole in the kernel")],
+    );
+    // dd in base 36 is 13 * 36 + 13; 777 in base 8 is 511.
+    assert_eq!(out.matches("300 481 -300 511\n").count(), 4, "{out}");
+    assert!(
+        out.lines()
+            .any(|l| l.split_whitespace().eq(["300", "0", "4"])),
+        "{out}"
+    );
+}
+
+#[test]
+fn strtoll_of_a_base_out_of_range_faults_at_the_probe_as_in_dtrace() {
+    let t = "strtoll_of_a_base_out_of_range_faults_at_the_probe_as_in_dtrace";
+    if !kernel_ok(t) || !common::have_dd(t) {
+        return;
+    }
+    // arg2 / 10 is 30; less 29 is 1: an illegal operation, then the next clause runs.
+    let out = same_with_kernel_paths_off(
+        "syscall::write:entry /pid == $target/ { printf(\"%d\\n\", strtoll(\"12\", arg2 / 10 - 29)); }
+         syscall::write:entry /pid == $target/ { printf(\"after %d\\n\", strtoll(\"12\", arg2 / 10)); }",
+        &[],
+        DD,
+        &[(1, "runs whole in the kernel"), (2, "runs whole in the kernel")],
+    );
+    // 12 in base 30.
+    assert_eq!(out.matches("after 32\n").count(), 4, "{out}");
+    assert!(!out.contains("\n12\n"), "{out}");
 }

@@ -9,9 +9,7 @@ use common::{kernel_ok, same_with_kernel_paths_off};
 
 use common::DD_WRITES as DD;
 
-fn ready(t: &str) -> bool {
-    kernel_ok(t) && common::have_btf(t) && common::have_dd(t)
-}
+use common::kernel_btf_dd as ready;
 
 #[test]
 fn inet_text_of_kernel_memory_runs_at_the_probe_as_in_dtrace() {

@@ -114,7 +114,7 @@ fn verbose_mode_says_where_each_predicate_runs() {
         "-n",
         r#"syscall::write:entry /pid == $target && execname == "dd"/ { @a = count(); }"#,
         "-n",
-        r#"syscall::read:entry /strtoll(execname) == 1/ { @b = count(); }"#,
+        r#"syscall::read:entry /strtoll(json(lltostr(pid), "")) == 1/ { @b = count(); }"#,
         "-n",
         "syscall::close:entry { @c = count(); }",
         "-c",
@@ -128,11 +128,11 @@ fn verbose_mode_says_where_each_predicate_runs() {
             "dtrace: clause 1 (syscall::write:entry): predicate runs in the kernel at 1 probe",
             "dtrace: clause 1 (syscall::write:entry): aggregations run in the kernel at 1 probe",
             "dtrace: clause 2 (syscall::read:entry): predicate runs in the kernel at 0 probes, in \
-             dtrace at 1 probe (at syscall:vmlinux:read:entry: instruction 3: subroutine \
-             strtoll() not yet translated to eBPF)",
+             dtrace at 1 probe (at syscall:vmlinux:read:entry: instruction 8: subroutine \
+             json() not yet translated to eBPF)",
             "dtrace: clause 2 (syscall::read:entry): aggregations run in the kernel at 0 probes, \
-             in dtrace at 1 probe (at syscall:vmlinux:read:entry: instruction 3: subroutine \
-             strtoll() not yet translated to eBPF)",
+             in dtrace at 1 probe (at syscall:vmlinux:read:entry: instruction 8: subroutine \
+             json() not yet translated to eBPF)",
             "dtrace: clause 3 (syscall::close:entry): aggregations run in the kernel at 1 probe",
         ],
         "{err}"

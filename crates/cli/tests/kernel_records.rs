@@ -104,7 +104,7 @@ fn records_keep_the_clauses_order_at_a_shared_probe() {
     // Clause 1 prints what only dtrace computes: clause 2, at the same probe, prints there too,
     // after it; clause 3, alone at its probe, builds its records in the kernel.
     let script =
-        "syscall::write:entry /pid == $target/ { printf(\"A %s\\n\", lltostr(strtoll(lltostr(arg2)))); } \
+        "syscall::write:entry /pid == $target/ { printf(\"A %s\\n\", json(lltostr(arg2), \"\")); } \
         syscall::write:entry /pid == $target/ { printf(\"B %d\\n\", arg2); } \
         syscall::read:entry /pid == $target/ { printf(\"C %d\\n\", arg2); }";
     let out = same_both_ways(
@@ -127,7 +127,7 @@ fn records_keep_the_clauses_order_at_a_shared_probe() {
     assert!(out.contains("A 296\nB 296\n"), "{out}");
     // A variable such a clause uses stays in dtrace with it, and says why.
     let shared = "syscall::write:entry /pid == $target/ { self->n = arg2; \
-        printf(\"A %s\\n\", lltostr(strtoll(lltostr(arg2)))); } \
+        printf(\"A %s\\n\", json(lltostr(arg2), \"\")); } \
         syscall::write:entry /self->n/ { printf(\"B %d\\n\", self->n); }";
     let (rc, out, err) = dtrace(&["-qv", "-n", shared, "-c", &cmd]);
     assert_eq!(rc, 0, "{err}");

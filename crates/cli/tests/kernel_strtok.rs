@@ -115,11 +115,11 @@ fn one_strtok_clause_in_dtrace_keeps_the_probes_others_there() {
         return;
     }
     let cmd = opener("kstrtok-placed");
-    // strtoll() is not translated: the second clause stays in dtrace, and with it the first.
+    // json() is not translated: the second clause stays in dtrace, and with it the first.
     let script = "syscall::openat:entry /pid == $target/ { \
                   @a[strtok(copyinstr(arg1), \"/\")] = count(); } \
                   syscall::openat:entry /pid == $target/ { \
-                  @b[strtok(NULL, \"/\"), strtoll(\"12\")] = count(); } \
+                  @b[strtok(NULL, \"/\"), strtoll(json(\"12\", \"\"))] = count(); } \
                   END { printa(\"%s %@d\\n\", @a); printa(\"%s %d %@d\\n\", @b); }";
     let out = same_both_ways(
         script,
@@ -129,10 +129,10 @@ fn one_strtok_clause_in_dtrace_keeps_the_probes_others_there() {
             (
                 1,
                 "variables stay in dtrace (clause syscall::openat:entry runs in dtrace: at \
-                 syscall:vmlinux:openat:entry: instruction 3: subroutine strtoll() not yet \
+                 syscall:vmlinux:openat:entry: instruction 5: subroutine json() not yet \
                  translated to eBPF)",
             ),
-            (2, "strtoll() not yet translated"),
+            (2, "json() not yet translated"),
         ],
     );
     for w in [
@@ -152,7 +152,7 @@ fn a_probes_strtok_clauses_in_dtrace_keep_no_other_probes_there() {
         return;
     }
     let cmd = opener("kstrtok-probes");
-    // openat()'s entry keeps its strtok() clauses in dtrace (strtoll() is not translated); its
+    // openat()'s entry keeps its strtok() clauses in dtrace (json() is not translated); its
     // return never shares a firing with them: its clauses, another program's, run in the
     // kernel.
     // The entry's first clause keeps a variable in the kernel there: the probe's kernel
@@ -161,7 +161,7 @@ fn a_probes_strtok_clauses_in_dtrace_keep_no_other_probes_there() {
                   syscall::openat:entry /pid == $target/ { \
                   @a[strtok(copyinstr(arg1), \"/\")] = count(); } \
                   syscall::openat:entry /pid == $target/ { \
-                  @b[strtok(NULL, \"/\"), strtoll(\"12\")] = count(); } \
+                  @b[strtok(NULL, \"/\"), strtoll(json(\"12\", \"\"))] = count(); } \
                   END { printa(\"%s %@d\\n\", @a); printa(\"%s %d %@d\\n\", @b); \
                   printa(\"%s %s %@d\\n\", @c); }";
     let ret = "syscall::openat:return /pid == $target/ { \
@@ -184,7 +184,7 @@ fn a_probes_strtok_clauses_in_dtrace_keep_no_other_probes_there() {
                  every clause calling strtok() there: they run whole in the kernel or all in \
                  dtrace)",
             ),
-            (5, "strtoll() not yet translated"),
+            (5, "json() not yet translated"),
         ],
     );
     for w in ["nonexistent 6", "kstrtok 12 3", "ks r 12"] {
@@ -200,14 +200,14 @@ fn a_clause_at_two_probes_links_their_strtok_states() {
     }
     let cmd = opener("kstrtok-two-probes");
     // The first clause fires at openat()'s entry and return: the entry's clause in dtrace
-    // (strtoll()) keeps it there, and with it the return's; sched_setaffinity()'s runs in the
+    // (json()) keeps it there, and with it the return's; sched_setaffinity()'s runs in the
     // kernel.
     let script = "syscall::openat:* /pid == $target/ { \
                   @[probename, strtok(execname, \"t\")] = count(); } \
                   syscall::openat:return /pid == $target/ { \
                   @[probename, strtok(NULL, \"t\")] = count(); } \
                   syscall::openat:entry /pid == $target/ { \
-                  @[probename, strtok(NULL, \"t\")] = count(); @n[strtoll(\"1\")] = count(); } \
+                  @[probename, strtok(NULL, \"t\")] = count(); @n[strtoll(json(\"1\", \"\"))] = count(); } \
                   syscall::sched_setaffinity:entry /pid == $target/ { \
                   @[probename, strtok(execname, \"o\")] = count(); }";
     let out = same_both_ways(

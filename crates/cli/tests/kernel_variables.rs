@@ -78,13 +78,13 @@ fn a_thread_local_used_in_dtrace_keeps_all_its_clauses_there() {
     }
     let w = common::sized_writer("kvars-mixed");
     let cmd = format!("{} 300", w.display());
-    // Clause 3 prints what only dtrace computes (strtoll()): it runs in dtrace, so self->size
+    // Clause 3 prints what only dtrace computes (json()): it runs in dtrace, so self->size
     // lives there, and clauses 1, 2 and 4 with it; self->k, used by clause 5 only, still lives
     // in the kernel.
     let script = "syscall::write:entry /pid == $target/ { self->size = arg2; } \
         syscall::write:return /self->size/ { @s = sum(self->size); } \
         syscall::write:return /self->size == 296/ { printf(\"big %d\\n\", \
-        strtoll(lltostr(self->size))); } \
+        strtoll(json(lltostr(self->size), \"\"))); } \
         syscall::write:return { self->size = 0; } \
         syscall::read:entry /pid == $target/ { self->k = 1; @r = count(); self->k = 0; }";
     let out = same_both_ways(script, &[], &cmd, &[5]);
@@ -94,7 +94,7 @@ fn a_thread_local_used_in_dtrace_keeps_all_its_clauses_there() {
         assert!(
             clause_lines(&err, n).iter().any(|l| l.contains(
                 "variables stay in dtrace (clause syscall::write:return runs in dtrace: at \
-                 syscall:vmlinux:write:return: instruction 6: subroutine strtoll() not yet \
+                 syscall:vmlinux:write:return: instruction 8: subroutine json() not yet \
                  translated to eBPF)"
             ) || l.contains("which stays in dtrace)")),
             "clause {n}: {err}"

@@ -37,6 +37,12 @@ pub fn have_btf(test: &str) -> bool {
     )
 }
 
+/// Whether a test of `curthread` memory over [`DD_WRITES`] can run: the kernel
+/// ([`kernel_ok`]), its BTF and `dd`; prints SKIP (or fails) if not.
+pub fn kernel_btf_dd(test: &str) -> bool {
+    kernel_ok(test) && have_btf(test) && have_dd(test)
+}
+
 /// Whether gcc is here to build the traced programs.
 pub fn have_gcc(test: &str) -> bool {
     dtrace_testkit::skip_unless(dtrace_testkit::have_program("gcc"), test, "needs gcc")

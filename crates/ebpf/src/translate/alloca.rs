@@ -97,9 +97,10 @@ pub struct AllocaArea {
     pub room: u32,
 }
 
-/// The size of an allocation (`alloca()`'s, `copyin()`'s).
+/// The size of an allocation (`alloca()`'s, `copyin()`'s), or another subroutine's size
+/// argument (`memstr()`'s).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Amount {
+pub(super) enum Amount {
     /// A constant.
     Const(u64),
     /// Computed at the probe: at this frame offset, with the most it can be where known.
@@ -352,12 +353,19 @@ impl Translator<'_> {
 
     /// The frame offset of the argument pushed at position `i` and its kind (a register's, or
     /// an integer kept in its tuple slot).
-    fn pushed_arg(&self, pc: usize, s: &State, i: usize) -> Result<(i16, Kind), Untranslatable> {
+    pub(super) fn pushed_arg(
+        &self,
+        pc: usize,
+        s: &State,
+        i: usize,
+    ) -> Result<(i16, Kind), Untranslatable> {
         match s.tuple.as_ref().and_then(|t| t.get(i)) {
             Some(Pushed::Reg(r)) => Ok((self.frame.reg(*r), s[(r & 7) as usize].clone())),
             Some(Pushed::Saved) => Ok((self.frame.tuple(i), Kind::Int(None))),
             // An alloca pointer whose register was written after it was pushed (see `put`).
             Some(Pushed::Str(Kind::Alloca)) => Ok((self.frame.tuple(i), Kind::Alloca)),
+            // A copyin()'s copy, likewise (`memstr()`).
+            Some(Pushed::Str(Kind::Buffer(n))) => Ok((self.frame.tuple(i), Kind::Buffer(*n))),
             _ => Err(Untranslatable::Value {
                 pc,
                 what: "subroutine arguments the translator does not follow".into(),
@@ -365,8 +373,14 @@ impl Translator<'_> {
         }
     }
 
-    /// The size pushed at position `i` of the tuple stack (`alloca()`'s or `copyin()`'s).
-    fn pushed_amount(&self, pc: usize, s: &State, i: usize) -> Result<Amount, Untranslatable> {
+    /// The size pushed at position `i` of the tuple stack (`alloca()`'s, `copyin()`'s,
+    /// `memstr()`'s).
+    pub(super) fn pushed_amount(
+        &self,
+        pc: usize,
+        s: &State,
+        i: usize,
+    ) -> Result<Amount, Untranslatable> {
         match s.tuple.as_ref().and_then(|t| t.get(i)) {
             Some(Pushed::Reg(r)) => match self.int(s, pc, *r)? {
                 Some(n) => Ok(Amount::Const(n)),

@@ -29,6 +29,17 @@ const PAGE: i32 = 4096;
 impl Translator<'_> {
     /// The frame offsets of the integers pushed on the tuple stack (a subroutine's arguments).
     pub(super) fn int_args(&self, pc: usize, s: &State) -> Result<Vec<i16>, Untranslatable> {
+        self.int_args_from(pc, s, 0)
+    }
+
+    /// [`Self::int_args`] of the arguments from the `first`th on (those before it, strings,
+    /// are the caller's).
+    pub(super) fn int_args_from(
+        &self,
+        pc: usize,
+        s: &State,
+        first: usize,
+    ) -> Result<Vec<i16>, Untranslatable> {
         let pushed = s.tuple.as_ref().ok_or_else(|| Untranslatable::Value {
             pc,
             what: "subroutine arguments the translator does not follow".into(),
@@ -36,6 +47,7 @@ impl Translator<'_> {
         pushed
             .iter()
             .enumerate()
+            .skip(first)
             .map(|(i, p)| match p {
                 Pushed::Reg(r) => {
                     self.int(s, pc, *r)?;
@@ -44,7 +56,7 @@ impl Translator<'_> {
                 Pushed::Saved => Ok(self.frame.tuple(i)),
                 Pushed::Str(_) => Err(Untranslatable::Value {
                     pc,
-                    what: "a string where copyinstr() takes an integer".into(),
+                    what: "a string where an integer argument goes".into(),
                 }),
             })
             .collect()

@@ -113,21 +113,11 @@ impl Translator<'_> {
         };
         let width = super::string_scratch_width(self.strsize);
         let slots = 1 + WORK.div_ceil(width);
-        let offset = self.scratch_slots * width;
-        self.scratch_slots += slots;
         let buf = self.frame.load_buf();
-        let no_scratch = self.fault_site(pc, FaultKind::NoScratch, FaultAddr::Zero);
         let bad = self.fault_site(pc, FaultKind::BadAddr, FaultAddr::Frame(addr));
-        self.ctx
-            .emit_string_scratch(&mut self.a, offset, slots * width)
-            .map_err(refused)?;
         let work = i32::try_from(width).map_err(|_| refused("strsize too large".into()))?;
+        self.scratch_area(pc, slots, buf, width).map_err(refused)?;
         let a = &mut self.a;
-        a.jmp_imm(op::JEQ, R0, 0, no_scratch);
-        a.store(Size::DW, R10, buf, R0);
-        for w in (0..width).step_by(8) {
-            a.store_imm(Size::DW, R0, w as i16, 0);
-        }
         // The address's bytes into the work area.
         a.mov(R1, R0).alu_imm(op::ADD, R1, work + i32::from(BYTES));
         a.mov_imm(R2, n);

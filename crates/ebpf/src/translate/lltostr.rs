@@ -55,25 +55,15 @@ impl Translator<'_> {
         let (_, most32) = self.string_bound().map_err(refused)?;
         let width = super::string_scratch_width(self.strsize);
         let slots = 1 + WORK.div_ceil(width);
-        let offset = self.scratch_slots * width;
-        self.scratch_slots += slots;
         let buf = self.frame.load_buf();
-        let no_scratch = self.fault_site(pc, FaultKind::NoScratch, FaultAddr::Zero);
         if let Base::At(at) = base {
             let bad = self.fault_site(pc, FaultKind::IllOp, FaultAddr::Zero);
             self.a.load(Size::DW, R5, R10, at);
             self.a.jmp_imm(op::JLT, R5, 2, bad);
             self.a.jmp_imm(op::JGT, R5, 36, bad);
         }
-        self.ctx
-            .emit_string_scratch(&mut self.a, offset, slots * width)
-            .map_err(refused)?;
+        self.scratch_area(pc, slots, buf, width).map_err(refused)?;
         let a = &mut self.a;
-        a.jmp_imm(op::JEQ, R0, 0, no_scratch);
-        a.store(Size::DW, R10, buf, R0);
-        for w in (0..width).step_by(8) {
-            a.store_imm(Size::DW, R0, w as i16, 0);
-        }
         // R3: the work area's write pointer, from its end (the NUL) leftwards.
         let end = (width + WORK - 1) as i32;
         a.mov(R3, R0).alu_imm(op::ADD, R3, end);

@@ -56,8 +56,10 @@ mod cleanpath;
 mod cond;
 mod copyin;
 mod copyout;
+mod devnum;
 mod inet;
 mod lltostr;
+mod memstr;
 mod paths;
 mod progeny;
 mod rand;
@@ -71,6 +73,7 @@ mod strjoin;
 mod strlen;
 mod strsearch;
 mod strtok;
+mod strtoll;
 mod structvars;
 mod strvars;
 mod substr;
@@ -1118,6 +1121,10 @@ impl<'a> Translator<'a> {
                             | Subr::Bcopy
                             | Subr::Copyinto
                             | Subr::Strtok
+                            | Subr::Getmajor
+                            | Subr::Getminor
+                            | Subr::Strtoll
+                            | Subr::Memstr
                     )
                 ) {
                     continue;
@@ -1332,15 +1339,42 @@ impl<'a> Translator<'a> {
         zeroed: bool,
     ) -> Result<(), String> {
         let width = string_scratch_width(self.strsize);
+        self.scratch_at(pc, offset, width, at, if zeroed { width } else { 0 })
+    }
+
+    /// `slots` fresh slots of the context's string scratch, one area (a subroutine's result and
+    /// its work): as [`Self::string_slot`], its first `zero` bytes zeroed.
+    fn scratch_area(
+        &mut self,
+        pc: usize,
+        slots: usize,
+        at: i16,
+        zero: usize,
+    ) -> Result<(), String> {
+        let width = string_scratch_width(self.strsize);
+        let offset = self.scratch_slots * width;
+        self.scratch_slots += slots;
+        self.scratch_at(pc, offset, slots * width, at, zero)
+    }
+
+    /// The `len` bytes at `offset` of the scratch (taken before): their address in r0 and at
+    /// the stack slot `at`, the first `zero` of them zeroed; a `NoScratch` fault at `pc` when
+    /// the scratch could not be had.
+    fn scratch_at(
+        &mut self,
+        pc: usize,
+        offset: usize,
+        len: usize,
+        at: i16,
+        zero: usize,
+    ) -> Result<(), String> {
         let no_scratch = self.fault_site(pc, FaultKind::NoScratch, FaultAddr::Zero);
-        self.ctx.emit_string_scratch(&mut self.a, offset, width)?;
+        self.ctx.emit_string_scratch(&mut self.a, offset, len)?;
         let a = &mut self.a;
         a.jmp_imm(op::JEQ, R0, 0, no_scratch);
         a.store(Size::DW, R10, at, R0);
-        if zeroed {
-            for w in (0..width).step_by(8) {
-                a.store_imm(Size::DW, R0, w as i16, 0);
-            }
+        for w in (0..zero).step_by(8) {
+            a.store_imm(Size::DW, R0, w as i16, 0);
         }
         Ok(())
     }
@@ -1415,11 +1449,11 @@ impl<'a> Translator<'a> {
                     self.a.load(Size::DW, tmp, R10, self.frame.reg(rd));
                     self.a.store(Size::DW, R10, self.frame.tuple(i), tmp);
                     // An alloca pointer keeps its kind (only `bcopy()` and `copyinto()`
-                    // take one; see `alloca`).
-                    *p = if s.regs[rd as usize] == Kind::Alloca {
-                        Pushed::Str(Kind::Alloca)
-                    } else {
-                        Pushed::Saved
+                    // take one; see `alloca`), and so does a copyin()'s copy (`memstr()`).
+                    *p = match s.regs[rd as usize] {
+                        Kind::Alloca => Pushed::Str(Kind::Alloca),
+                        Kind::Buffer(n) => Pushed::Str(Kind::Buffer(n)),
+                        _ => Pushed::Saved,
                     };
                 }
             }
@@ -1807,8 +1841,9 @@ impl<'a> Translator<'a> {
             Instr::Flushts => s.tuple = Some(Vec::new()),
             Instr::Pushtv { rs, .. } => {
                 // An alloca pointer is pushed as itself: only `bcopy()` and `copyinto()` take
-                // one (the others, and keys, refuse it).
-                if s[(rs & 7) as usize] != Kind::Alloca {
+                // one (the others, and keys, refuse it); so is a copyin()'s copy, which only
+                // `memstr()` takes.
+                if !matches!(s[(rs & 7) as usize], Kind::Alloca | Kind::Buffer(_)) {
                     self.int(s, pc, rs)?;
                 }
                 match &mut s.tuple {
@@ -2037,6 +2072,9 @@ impl<'a> Translator<'a> {
             Some(Subr::InetNtop) => self.inet(pc, s, Subr::InetNtop, rd)?,
             Some(w @ (Subr::Copyout | Subr::Copyoutstr)) => self.copyout(pc, s, w, rd)?,
             Some(Subr::Strtok) => self.strtok(pc, s, rd)?,
+            Some(w @ (Subr::Getmajor | Subr::Getminor)) => self.devnum(pc, s, w, rd)?,
+            Some(Subr::Strtoll) => self.strtoll(pc, s, rd)?,
+            Some(Subr::Memstr) => self.memstr(pc, s, rd)?,
             other => {
                 return Err(Untranslatable::Subroutine {
                     pc,

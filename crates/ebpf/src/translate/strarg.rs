@@ -1,5 +1,6 @@
-//! The one string argument of a subroutine that rewrites a string (`toupper()`, `tolower()`,
-//! `basename()`, `dirname()`, `cleanpath()`), read as the interpreter reads it (`arg_str`): at
+//! The string argument of a subroutine that rewrites or reads a string (`toupper()`,
+//! `tolower()`, `basename()`, `dirname()`, `cleanpath()`, `strtoll()`: the first argument, any
+//! after it integers the subroutine reads itself), read as the interpreter reads it (`arg_str`): at
 //! most `strsize - 1` characters, NULL (a string variable holding none) faulting with
 //! `DTRACEFLT_BADADDR` at address 0. It is copied (as `strjoin()` appends a part) into a zeroed
 //! work slot of the context's per-CPU string scratch, where the subroutine rewrites it or reads
@@ -25,7 +26,8 @@ pub(super) struct Work {
 }
 
 impl Translator<'_> {
-    /// For subroutine `name`, whose argument on the tuple stack is one string: takes
+    /// For subroutine `name`, whose first argument on the tuple stack is a string (any others
+    /// integers): takes
     /// `result_slots` zeroed slots, the work slot and `extra` bytes of the scratch (see the
     /// module notes) and copies the string into the work slot. The work slot's address is then
     /// in the frame's load buffer and the string's length (at most `strsize - 1`) in R4.
@@ -40,7 +42,12 @@ impl Translator<'_> {
         let named = format!("{name}()");
         let refused = super::refusal(pc, &named);
         let string = match s.tuple.as_deref() {
-            Some([Pushed::Str(k)]) if super::strjoin::followed(k) => k.clone(),
+            Some([Pushed::Str(k), rest @ ..])
+                if super::strjoin::followed(k)
+                    && !rest.iter().any(|p| matches!(p, Pushed::Str(_))) =>
+            {
+                k.clone()
+            }
             _ => return Err(refused("a string the translator does not follow".into())),
         };
         self.string_bound().map_err(refused)?;

@@ -26,26 +26,16 @@ impl Translator<'_> {
     ) -> Result<(), Untranslatable> {
         let refused = super::refusal(pc, "substr()");
         let pushed = s.tuple.clone().unwrap_or_default();
-        let (string, ints) = match pushed.split_first() {
+        let string = match pushed.split_first() {
             Some((Pushed::Str(k), rest))
                 if super::strjoin::followed(k) && (1..=2).contains(&rest.len()) =>
             {
-                (k.clone(), rest.to_vec())
+                k.clone()
             }
             _ => return Err(refused("arguments the translator does not follow".into())),
         };
         // The integers' frame offsets: a register's own slot, or the tuple slot it was saved to.
-        let mut at = Vec::new();
-        for (i, p) in ints.iter().enumerate() {
-            match p {
-                Pushed::Reg(r) => {
-                    self.int(s, pc, *r)?;
-                    at.push(self.frame.reg(*r));
-                }
-                Pushed::Saved => at.push(self.frame.tuple(i + 1)),
-                Pushed::Str(_) => return Err(refused("a string where an integer goes".into())),
-            }
-        }
+        let at = self.int_args_from(pc, s, 1)?;
         let size = self.strsize;
         let (_, most32) = self.string_bound().map_err(refused)?;
         let width = super::string_scratch_width(size);

@@ -248,7 +248,7 @@ impl ObjectScan<'_> {
             n.ancestors = true;
         } else if subr == Subr::DPath as u16 {
             n.d_path(stack.first());
-        } else if let Some((at, size)) = inet_bytes(subr, stack) {
+        } else if let Some((at, size)) = subr_bytes(subr, stack) {
             // The address's bytes, which the subroutine reads from kernel memory (as a load
             // reads them: a probe argument's too).
             if let Value::Addr(e) = at {
@@ -422,21 +422,37 @@ impl Visitor for ObjectScan<'_> {
 /// one read from user memory a `copyin` of the same probe captured (`this->argv[1]`). Addresses
 /// computed otherwise (`arg1 + arg2`) are not: they fall back on the string arguments or the
 /// process's memory.
-/// The argument `inet_ntoa()`, `inet_ntoa6()` or `inet_ntop()` reads its address from, and the
-/// bytes it reads there (16 when `inet_ntop`'s family is not a constant `AF_INET`).
-fn inet_bytes(subr: u16, stack: &[Value]) -> Option<(&Value, u32)> {
-    if subr == Subr::InetNtoa as u16 {
-        Some((stack.first()?, 4))
-    } else if subr == Subr::InetNtoa6 as u16 {
-        Some((stack.first()?, 16))
-    } else if subr == Subr::InetNtop as u16 {
-        let size = match stack.first() {
-            Some(Value::Const(af)) if *af == dtrace_dif::vm::subr::AF_INET => 4,
-            _ => 16,
-        };
-        Some((stack.get(1)?, size))
-    } else {
-        None
+/// The argument a subroutine that shows memory as text reads its address from, and the bytes
+/// it reads there: `inet_ntoa()`, `inet_ntoa6()`, `inet_ntop()` (16 when its family is not a
+/// constant `AF_INET`), `uuidstr()`, `link_ntop()` (20 when its type is not a constant
+/// `ARPHRD_ETHER`) and `memstr()` (`size - 1`, when `size` is a constant the capture can hold).
+fn subr_bytes(subr: u16, stack: &[Value]) -> Option<(&Value, u32)> {
+    use dtrace_dif::vm::subr::{AF_INET, ARPHRD_ETHER};
+    let s = Subr::from_u16(subr)?;
+    let constant = |i: usize| match stack.get(i) {
+        Some(Value::Const(v)) => Some(*v),
+        _ => None,
+    };
+    match s {
+        Subr::InetNtoa => Some((stack.first()?, 4)),
+        Subr::InetNtoa6 | Subr::Uuidstr => Some((stack.first()?, 16)),
+        Subr::InetNtop => Some((
+            stack.get(1)?,
+            if constant(0) == Some(AF_INET) { 4 } else { 16 },
+        )),
+        Subr::LinkNtop => Some((
+            stack.get(1)?,
+            if constant(0) == Some(ARPHRD_ETHER) {
+                6
+            } else {
+                20
+            },
+        )),
+        Subr::Memstr => match constant(2)? {
+            n @ 2.. if n - 1 <= u64::from(MAX_COPY_SIZE) => Some((stack.first()?, (n - 1) as u32)),
+            _ => None,
+        },
+        _ => None,
     }
 }
 

@@ -1,0 +1,121 @@
+//! `memstr(addr, c, size)` in translated code, as the interpreter's: the `size - 1` bytes at
+//! `addr`, read as the interpreter reads a subroutine's argument bytes (kernel memory with
+//! `bpf_probe_read_kernel`, alloca() memory checked as its reads check it, or a `copyin()`'s
+//! copy that holds them all (past it the interpreter reads its scratch); a read that fails
+//! faults `DTRACEFLT_BADADDR` at `addr`), each NUL among them made `c`, as a string. `size` must
+//! be a constant here (the bytes read are the scratch taken); another keeps the clause in
+//! dtrace, as do 0 (D's NULL string), 1 (no bytes read, yet the interpreter checks the address)
+//! and a size above 4096 (always `DTRACEFLT_ILLOP` at 0 in the interpreter).
+//!
+//! The bytes are read whole into a work area of the context's string scratch (so a read the
+//! interpreter would fault faults here too, past `strsize` as well), then the first `strsize`
+//! of them are copied into the zeroed result slot before it, each NUL replaced without a
+//! branch (a loop of a constant count the verifier walks once). As `lltostr()`'s, the string
+//! keeps `strsize` characters where the interpreter's readers may read them (a compare), a zero
+//! word after the slot ending it when it is full.
+
+use super::alloca::Amount;
+use super::{FaultAddr, Kind, State, Translator, Untranslatable};
+use crate::insn::{helper, op, Size, R0, R1, R10, R2, R3, R4, R5};
+use dtrace_dif::vm::subr::MEMSTR_MAX;
+use dtrace_dif::vm::FaultKind;
+
+impl Translator<'_> {
+    /// `memstr()` of the arguments on the tuple stack into `rd` (see the module notes).
+    pub(super) fn memstr(
+        &mut self,
+        pc: usize,
+        s: &mut State,
+        rd: u8,
+    ) -> Result<(), Untranslatable> {
+        let refused = super::refusal(pc, "memstr()");
+        if s.tuple.as_ref().map_or(0, Vec::len) != 3 {
+            return Err(Untranslatable::Invalid {
+                pc,
+                what: "memstr() without 3 arguments".into(),
+            });
+        }
+        let (addr, from) = self.pushed_arg(pc, s, 0)?;
+        let c = match self.pushed_arg(pc, s, 1)? {
+            (at, Kind::Int(_)) => at,
+            _ => return Err(refused("a character other than an integer".into())),
+        };
+        let size = match self.pushed_amount(pc, s, 2)? {
+            Amount::Const(n) => n,
+            Amount::Run(..) => return Err(refused("a size other than a constant".into())),
+        };
+        if size == 0 {
+            // D's NULL string: the interpreter returns 0 without reading.
+            return Err(refused("a size of 0 (a NULL string)".into()));
+        }
+        if size > MEMSTR_MAX {
+            // Always an illegal operation: the interpreter's, where the clause's value kind
+            // needs no following.
+            return Err(refused(format!(
+                "a size above {MEMSTR_MAX} (an illegal operation)"
+            )));
+        }
+        if size == 1 {
+            // No bytes: the interpreter still checks the address as its reads do.
+            return Err(refused("a size of 1 (no bytes read)".into()));
+        }
+        let n = (size - 1) as usize;
+        let (most, _) = self.string_bound().map_err(refused)?;
+        let copied = n.min(most + 1);
+        let width = super::string_scratch_width(self.strsize);
+        // The result's slot, a zero word, the bytes read.
+        let work = width + 8;
+        let slots = (work + n).div_ceil(width);
+        let buf = self.frame.load_buf();
+        // Where the bytes are: the argument (kernel memory, or a copyin()'s copy holding them
+        // all), or the checked address in alloca() memory its pointer names (kept in the
+        // fault address's slot meanwhile).
+        let src = match from {
+            Kind::Alloca => {
+                self.alloca_bytes_at(pc, addr, n as u32)?;
+                let src = self.frame.fault_addr_at();
+                self.a.store(Size::DW, R10, src, R1);
+                src
+            }
+            Kind::Buffer(m) if n <= m as usize => addr,
+            Kind::Buffer(m) => {
+                return Err(refused(format!(
+                    "{n} bytes of a copyin() copy of {m} (past it the interpreter reads its \
+                     scratch)"
+                )))
+            }
+            Kind::Int(_) => addr,
+            _ => return Err(refused("an address the translator does not follow".into())),
+        };
+        let bad = self.fault_site(pc, FaultKind::BadAddr, FaultAddr::Frame(addr));
+        self.scratch_area(pc, slots, buf, work).map_err(refused)?;
+        let a = &mut self.a;
+        a.mov(R1, R0).alu_imm(op::ADD, R1, work as i32);
+        a.mov_imm(R2, n as i32);
+        a.load(Size::DW, R3, R10, src);
+        a.call(helper::PROBE_READ_KERNEL);
+        a.jmp_imm(op::JNE, R0, 0, bad);
+        {
+            // R1: the byte read, R2: where it goes, R3: the bytes left, R5: `c`.
+            a.load(Size::DW, R2, R10, buf);
+            a.mov(R1, R2).alu_imm(op::ADD, R1, work as i32);
+            a.mov_imm(R3, copied as i32);
+            a.load(Size::DW, R5, R10, c).alu_imm(op::AND, R5, 0xff);
+            let top = a.label();
+            a.bind(top);
+            a.load(Size::B, R4, R1, 0);
+            // 1 when the byte is NUL (0 - 1 has the top bit), times `c`, added.
+            a.mov(R0, R4)
+                .alu_imm(op::SUB, R0, 1)
+                .alu_imm(op::RSH, R0, 63);
+            a.alu(op::MUL, R0, R5).alu(op::ADD, R4, R0);
+            a.store(Size::B, R2, 0, R4);
+            a.alu_imm(op::ADD, R1, 1).alu_imm(op::ADD, R2, 1);
+            a.alu_imm(op::SUB, R3, 1);
+            a.jmp_imm(op::JNE, R3, 0, top);
+        }
+        a.load(Size::DW, R1, R10, buf);
+        self.put(s, rd, R1, Kind::Scratch);
+        Ok(())
+    }
+}
