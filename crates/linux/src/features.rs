@@ -1,4 +1,5 @@
-//! Run-time detection of kernel features: kprobes and fentry (for `fbt`), BTF, BPF itself.
+//! Run-time detection of kernel features: kprobes and fentry (for `fbt`), BTF, BPF itself, the
+//! helpers some actions need at the probe (`bpf_loop`, ring-buffer dynptrs).
 
 use crate::error::{LinuxError, Result};
 
@@ -143,6 +144,37 @@ pub fn have_ringbuf_dynptr() -> bool {
             &insns,
             "dt_dynptr",
             "ring-buffer dynptr probe",
+        )
+        .is_ok()
+    })
+}
+
+/// Whether a probe's program may loop with `bpf_loop` (Linux 5.17), calling back a subprogram
+/// of its own (what `chill()` spins with, see `capture::chill`). Found once by loading a
+/// program that calls it, with the BTF function records such a program needs.
+pub fn have_bpf_loop() -> bool {
+    static HAVE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *HAVE.get_or_init(|| {
+        use crate::bpf::insn::{helper, op, Size, R0, R1, R10, R2, R3, R4};
+        let mut a = crate::bpf::Asm::new();
+        a.store_imm(Size::DW, R10, -8, 0);
+        a.mov_imm(R1, 1);
+        a.ld_callback(R2, "dt_loop_probe", |a| {
+            a.mov_imm(R0, 1).exit();
+        });
+        a.mov(R3, R10)
+            .alu_imm(op::ADD, R3, -8)
+            .mov_imm(R4, 0)
+            .call(helper::LOOP);
+        a.mov_imm(R0, 0).exit();
+        let Ok(insns) = a.finish() else {
+            return false;
+        };
+        crate::bpf::Program::load(
+            crate::bpf::ProgKind::RawTracepoint,
+            &insns,
+            "dt_loop",
+            "bpf_loop probe",
         )
         .is_ok()
     })

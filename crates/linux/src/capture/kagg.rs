@@ -1455,6 +1455,21 @@ fn emit_record_stack(
 
 /// Where a fault of action `action` outside its DIF code is reported: at its expression's last
 /// instruction in the clause's code, as the interpreter places such faults.
+/// An illegal operation outside DIF, as the interpreter reports one of an action (an id beyond
+/// `nspec`, `chill()` past its budget): kind `DTRACEFLT_ILLOP` at instruction `pc` of the
+/// clause's code (its expression's last), address 0, into the frame; then to `faulted`. Uses
+/// r1.
+pub(crate) fn emit_illegal_op(a: &mut Asm, pc: u32, faulted: Label) {
+    let word = translate::FaultWord {
+        kind: dtrace_dif::vm::FaultKind::IllOp.code(),
+        pc,
+    };
+    a.ld_imm64(R1, word.encode());
+    a.store(Size::DW, R10, FRAME.fault_at(), R1);
+    a.store_imm(Size::DW, R10, FRAME.fault_addr_at(), 0);
+    a.ja(faulted);
+}
+
 fn last_pc(action: &super::spec::RecordAction) -> crate::error::Result<u32> {
     let len = action.difo.as_ref().map_or(1, |o| o.text.len().max(1));
     u32::try_from(len - 1)
