@@ -213,6 +213,9 @@ pub struct KernelAggs {
     /// in the kernel, then the status it gave. Once set, no clause runs in the kernel (as no
     /// clause fires after `exit()` in the framework), and dtrace ends tracing.
     pub exit: i32,
+    /// A per-CPU array of one [`super::chill::STATE_SIZE`]-byte value: `chill()`'s budget (see
+    /// [`super::chill`]).
+    pub chill: i32,
     /// `strsize`, for string compares.
     pub strsize: u32,
     /// `scratchsize` (the interpreter's, past which `alloca()` faults), when the session's
@@ -450,6 +453,9 @@ pub struct RecordAction {
     /// It is `speculate()`, `commit()` or `discard()` of the speculation its value names (see
     /// [`super::speculation`]).
     pub spec: Option<SpecOp>,
+    /// It is `chill()` of the nanoseconds its value gives (see [`super::chill`]); it records
+    /// nothing.
+    pub chill: bool,
     /// It is `stack()`: the record holds this many frames of the kernel stack (see
     /// [`KernelRecord::stack_tails`]).
     pub stack: Option<u32>,

@@ -959,6 +959,7 @@ impl Shared {
         let state = self.kaggs.as_mut().ok_or("no kernel aggregations")?;
         let (control, zeros, drops, exit) = state.fds();
         let keys = state.key_scratch_fd();
+        let chill = state.chill_fd();
         let mut clauses = Vec::with_capacity(k_idx.len());
         let mut numbers = Vec::with_capacity(k_idx.len());
         for &i in k_idx {
@@ -1021,6 +1022,7 @@ impl Shared {
             drops,
             keys,
             exit,
+            chill,
             strsize: self.strsize,
             scratchsize: self.scratchsize,
             names: names.clone(),
