@@ -14,7 +14,9 @@
 //! not reach a fraction of the budget. The loop's bound, [`LOOPS`] calls of [`BURST`] reads, is
 //! far past the budget (each read takes some nanoseconds), and the budget, checked before the
 //! spin, bounds it to half a second per second of each CPU whatever the clause asks. A kernel
-//! without `bpf_loop` keeps such a clause in dtrace ([`crate::features::have_bpf_loop`]).
+//! without `bpf_loop`, or whose verifier counts the callback's frame on top of the probe code's
+//! whole stack (Linux 6.1), keeps such a clause in dtrace with the reason
+//! ([`crate::features::chill_at_probe`]).
 
 use crate::bpf::insn::{helper, op, Asm, Label, Size, R0, R1, R10, R2, R3, R4, R6, R7, R8};
 use dtrace_framework::exec::CHILL_MAX;

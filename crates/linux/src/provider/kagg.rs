@@ -407,12 +407,8 @@ pub fn plan_clause(
             action_name(acts[i].kind)
         ));
     }
-    if recording.iter().any(|&i| acts[i].kind == ActionKind::Chill)
-        && !crate::features::have_bpf_loop()
-    {
-        return Err(
-            "chill() spins at the probe with bpf_loop (Linux 5.17), which this kernel lacks".into(),
-        );
+    if recording.iter().any(|&i| acts[i].kind == ActionKind::Chill) {
+        crate::features::chill_at_probe()?;
     }
     let record = if recording.is_empty() {
         None
