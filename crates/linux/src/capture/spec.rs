@@ -172,6 +172,8 @@ pub struct KernelSignals {
     pub names: dtrace_ebpf::translate::ProbeNames,
     /// Arguments whose value delivery replaces (bit n: argument n).
     pub opaque_args: u16,
+    /// Where the clauses read `epid`, as [`KernelFilter::epids`] (a number per clause here).
+    pub epids: Option<(i32, Vec<usize>)>,
 }
 
 /// One clause's `raise()` or `stop()`.

@@ -1152,6 +1152,15 @@ impl Shared {
         }
         self.ensure_kaggs()?;
         let (control, _, _, exit) = self.kaggs.as_ref().ok_or("no kernel clauses")?.fds();
+        // The clauses reading `epid` read it from the map dtrace fills (see `bind_epid`).
+        if self.epids.is_none()
+            && idx
+                .iter()
+                .any(|&i| self.clauses.get(i).is_some_and(|(_, n)| n.epid))
+        {
+            self.epids = Some(new_epid_map()?);
+        }
+        let epids = self.epids.as_ref().map(|m| (m.raw_fd(), idx.clone()));
         Ok((
             idx,
             Some(crate::capture::KernelSignals {
@@ -1161,6 +1170,7 @@ impl Shared {
                 strsize: self.strsize,
                 names: names.clone(),
                 opaque_args,
+                epids,
             }),
         ))
     }
