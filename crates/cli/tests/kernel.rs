@@ -519,3 +519,41 @@ fn a_clause_of_stop_alone_stops_at_the_probe() {
     let state = state.rsplit(") ").next().and_then(|r| r.chars().next());
     assert_eq!(state, Some('T'), "{pid}");
 }
+
+/// A clause run in dtrace whose `raise()` the probe sends reads `epid` there from the map of
+/// EPIDs (`capture::filter::EpidAt`): predicated on its own EPID (2: the clauses' order), its
+/// SIGUSR2 ends `dd` at its first write, before it writes again (dtrace sending it would be
+/// late); predicated on another's, nothing is sent.
+#[test]
+fn raise_predicated_on_epid_is_sent_at_the_probe() {
+    let t = "raise_predicated_on_epid_is_sent_at_the_probe";
+    if !kernel_ok(t) || !common::have_dd(t) {
+        return;
+    }
+    for (epid, writes) in [(2, "writes 1"), (3, "writes 5")] {
+        let script = format!(
+            "syscall::write:entry /pid == $target/ {{ @w = count(); }} \
+             syscall::write:entry /pid == $target && epid == {epid}/ {{ raise(12); }} \
+             END {{ printa(\"writes %@d\\n\", @w); }}"
+        );
+        let (rc, out, err) = common::dtrace_with_env(
+            &[("DTRACE_KERNEL_RECORDS", "0")],
+            &[
+                "-qvw",
+                "-n",
+                &script,
+                "-c",
+                "dd if=/dev/zero of=/dev/null bs=1 count=5 status=none",
+            ],
+        );
+        assert_eq!(rc, 0, "{err}");
+        assert!(
+            err.contains(
+                "clause 2 (syscall::write:entry): raise() and stop() are sent in the kernel \
+                 at 1 probe"
+            ),
+            "{err}"
+        );
+        assert!(out.contains(writes), "{epid}: {out}");
+    }
+}

@@ -223,9 +223,9 @@ fn faults_keep_the_clauses_order_with_clauses_run_in_dtrace() {
     if !kernel_ok(t) {
         return;
     }
-    // chill() (destructive, -w) keeps its clause in dtrace.
-    let printing = "syscall::write:entry /pid == $target/ { printf(\"first %d\\n\", arg2); \
-        chill(1); }";
+    // ustackdepth (unwound in dtrace) keeps its clause in dtrace.
+    let printing = "syscall::write:entry /pid == $target/ { printf(\"first %d\\n\", arg2 + \
+        0 * ustackdepth); }";
     let faulting = "syscall::write:entry /pid == $target/ { @ = sum(arg2 / (arg0 - 1)); }";
     let error = "dtrace:::ERROR { printf(\"ERR %d\\n\", arg3); }";
     for (script, pair, kernel) in [

@@ -1,5 +1,11 @@
 //! eBPF instructions and a small assembler with forward labels, so capture programs are generated at run
 //! time by our own code (no clang, no LLVM). Encoding follows the kernel's `struct bpf_insn`.
+//!
+//! A program may hand a subprogram of its own to a helper that calls it back (`bpf_loop`): the
+//! subprogram's address is a `BPF_PSEUDO_FUNC` load ([`Asm::ld_callback`]), and its code is laid
+//! out after the main program's when the program is finished, each body once however many times
+//! it is loaded. The kernel then wants BTF function information for each subprogram
+//! ([`subprograms`] finds where they start; the loader supplies it).
 
 /// An instruction sequence the assembler cannot finish (a label never bound, a jump out of range, a
 /// program too long).
@@ -171,6 +177,13 @@ pub fn check_flow(insns: &[Insn]) -> Result<()> {
         if i.code == (op::LD | op::DW | op::IMM) {
             seen[pc + 1] = true;
             work.push(pc + 2);
+            if i.src == PSEUDO_FUNC {
+                let t = pc as i64 + 1 + i64::from(i.imm);
+                if t < 0 || t as usize >= insns.len() {
+                    return Err(AsmError(format!("callback out of the code at {pc}")));
+                }
+                work.push(t as usize);
+            }
             continue;
         }
         if i.code & 7 == op::JMP && !matches!(i.code & 0xf0, op::CALL | op::EXIT) {
@@ -193,6 +206,25 @@ pub fn check_flow(insns: &[Insn]) -> Result<()> {
     } else {
         Err(AsmError(format!("unreachable instructions {dead:?}")))
     }
+}
+
+/// The source register of an `ld_imm64` that loads the address of a subprogram
+/// (`BPF_PSEUDO_FUNC`): its immediate is the subprogram's first instruction relative to the next
+/// one.
+pub const PSEUDO_FUNC: u8 = 4;
+
+/// The first instruction of each subprogram of `insns` (every `BPF_PSEUDO_FUNC` target), in
+/// order, without the main program's 0: where the kernel splits the program into functions.
+pub fn subprograms(insns: &[Insn]) -> Vec<usize> {
+    let mut starts: Vec<usize> = insns
+        .iter()
+        .enumerate()
+        .filter(|(_, i)| i.code == (op::LD | op::DW | op::IMM) && i.src == PSEUDO_FUNC)
+        .filter_map(|(pc, i)| usize::try_from(pc as i64 + 1 + i64::from(i.imm)).ok())
+        .collect();
+    starts.sort_unstable();
+    starts.dedup();
+    starts
 }
 
 /// Helper function numbers (`enum bpf_func_id`).
@@ -234,6 +266,7 @@ pub mod helper {
     pub const GET_CURRENT_TASK_BTF: i32 = 158;
     pub const TASK_PT_REGS: i32 = 175;
     pub const GET_ATTACH_COOKIE: i32 = 174;
+    pub const LOOP: i32 = 181;
 }
 
 /// A jump target, bound later with [`Asm::bind`].
@@ -246,6 +279,20 @@ pub struct Asm {
     insns: Vec<Insn>,
     labels: Vec<Option<usize>>,
     fixups: Vec<(usize, Label)>,
+    /// `BPF_PSEUDO_FUNC` loads to resolve: the instruction and its subprogram's label.
+    func_fixups: Vec<(usize, Label)>,
+    /// The subprograms loaded so far: name, body, label of its first instruction, and whether
+    /// its code was laid out.
+    callbacks: Vec<Callback>,
+}
+
+/// A subprogram of a program (see [`Asm::ld_callback`]).
+#[derive(Debug)]
+struct Callback {
+    name: &'static str,
+    body: fn(&mut Asm),
+    start: Label,
+    laid_out: bool,
 }
 
 /// The most instructions a program may have (the kernel's limit for privileged loaders is higher, but
@@ -332,6 +379,29 @@ impl Asm {
     pub fn ld_map_value(&mut self, dst: Reg, fd: i32, off: i32) -> &mut Self {
         self.emit(op::LD | op::DW | op::IMM, dst, Reg(2), 0, fd);
         self.emit(0, R0, R0, 0, off)
+    }
+
+    /// `dst = &subprogram` (two slots, `BPF_PSEUDO_FUNC`): the address of the subprogram named
+    /// `name`, whose code `body` emits (as a function: its arguments in r1-r5, its result in r0,
+    /// its own stack frame at r10, ending in `exit`) after the main program when the program is
+    /// finished, once per name. What a helper such as `bpf_loop` calls back.
+    pub fn ld_callback(&mut self, dst: Reg, name: &'static str, body: fn(&mut Asm)) -> &mut Self {
+        let start = match self.callbacks.iter().find(|c| c.name == name) {
+            Some(c) => c.start,
+            None => {
+                let start = self.label();
+                self.callbacks.push(Callback {
+                    name,
+                    body,
+                    start,
+                    laid_out: false,
+                });
+                start
+            }
+        };
+        self.func_fixups.push((self.insns.len(), start));
+        self.emit(op::LD | op::DW | op::IMM, dst, Reg(PSEUDO_FUNC), 0, 0);
+        self.emit(0, R0, R0, 0, 0)
     }
 
     /// 64-bit ALU with an immediate: `dst op= imm`.
@@ -427,8 +497,35 @@ impl Asm {
         self
     }
 
-    /// Resolves every label and returns the instructions.
+    /// Lays out the subprograms' code after the main program's (a body may load another).
+    fn lay_out_callbacks(&mut self) {
+        while let Some(n) = self.callbacks.iter().position(|c| !c.laid_out) {
+            self.callbacks[n].laid_out = true;
+            let (start, body) = (self.callbacks[n].start, self.callbacks[n].body);
+            self.bind(start);
+            body(self);
+        }
+    }
+
+    /// Where `label` was bound.
+    fn target(&self, label: Label) -> Result<usize> {
+        self.labels
+            .get(label.0)
+            .copied()
+            .flatten()
+            .ok_or_else(|| AsmError(format!("label {} used but never bound", label.0)))
+    }
+
+    /// Resolves every label, lays out the subprograms after the main program, and returns the
+    /// instructions.
     pub fn finish(mut self) -> Result<Vec<Insn>> {
+        self.lay_out_callbacks();
+        for &(at, label) in &self.func_fixups {
+            let target = self.target(label)?;
+            let off = i32::try_from(target as i64 - at as i64 - 1)
+                .map_err(|_| AsmError(format!("callback from {at} out of range")))?;
+            self.insns[at].imm = off;
+        }
         if self.insns.len() > MAX_INSNS {
             return Err(AsmError(format!(
                 "program of {} instructions is too long",
@@ -436,12 +533,7 @@ impl Asm {
             )));
         }
         for &(at, label) in &self.fixups {
-            let target = self
-                .labels
-                .get(label.0)
-                .copied()
-                .flatten()
-                .ok_or_else(|| AsmError(format!("label {} used but never bound", label.0)))?;
+            let target = self.target(label)?;
             let off = target as i64 - at as i64 - 1;
             let off = i16::try_from(off)
                 .map_err(|_| AsmError(format!("jump from {at} to {target} is out of range")))?;
@@ -486,6 +578,28 @@ mod tests {
         let never = b.label();
         b.ja(never);
         assert!(matches!(b.finish(), Err(AsmError(_))));
+    }
+
+    fn spin(a: &mut Asm) {
+        a.mov_imm(R0, 1).exit();
+    }
+
+    #[test]
+    fn callbacks_are_laid_out_once_after_the_main_program() {
+        let mut a = Asm::new();
+        a.ld_callback(R2, "spin", spin);
+        a.ld_callback(R3, "spin", spin);
+        a.mov_imm(R0, 0).exit();
+        let p = a.finish().unwrap();
+        // Main: two loads (4 slots), mov, exit; then the callback's mov and exit.
+        assert_eq!(p.len(), 8);
+        assert_eq!((p[0].src, p[0].imm), (PSEUDO_FUNC, 5));
+        assert_eq!((p[2].src, p[2].imm), (PSEUDO_FUNC, 3));
+        assert_eq!(p[6].imm, 1);
+        assert_eq!(subprograms(&p), vec![6]);
+        check_flow(&p).unwrap();
+        // Without the load, the callback's code would be unreachable.
+        assert!(check_flow(&p[4..]).is_err());
     }
 
     #[test]

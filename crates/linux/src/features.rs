@@ -1,4 +1,5 @@
-//! Run-time detection of kernel features: kprobes and fentry (for `fbt`), BTF, BPF itself.
+//! Run-time detection of kernel features: kprobes and fentry (for `fbt`), BTF, BPF itself, the
+//! helpers some actions need at the probe (`bpf_loop`, ring-buffer dynptrs).
 
 use crate::error::{LinuxError, Result};
 
@@ -146,4 +147,62 @@ pub fn have_ringbuf_dynptr() -> bool {
         )
         .is_ok()
     })
+}
+
+/// Whether a probe's program may loop with `bpf_loop` (Linux 5.17), calling back a subprogram
+/// of its own (what `chill()` spins with, see `capture::chill`). Found once by loading a
+/// program that calls it, with the BTF function records such a program needs.
+pub fn have_bpf_loop() -> bool {
+    static HAVE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *HAVE.get_or_init(|| loads_bpf_loop(8))
+}
+
+/// `Ok` when a clause's `chill()` can spin at the probe: `bpf_loop` is there and the verifier
+/// lets its callback run beside a program whose stack is full, as the clauses' code at a probe
+/// fills it (Linux 6.1's verifier counts the callback's frame on top of the program's whole
+/// stack at the load of its address, and refuses the 512 bytes they would then take); otherwise
+/// why not, as `-v` says it. Found once by loading such a program.
+pub fn chill_at_probe() -> std::result::Result<(), &'static str> {
+    static OK: std::sync::OnceLock<std::result::Result<(), &'static str>> =
+        std::sync::OnceLock::new();
+    *OK.get_or_init(|| {
+        if !have_bpf_loop() {
+            Err("chill() spins at the probe with bpf_loop (Linux 5.17), which this kernel lacks")
+        } else if !loads_bpf_loop(512) {
+            Err(
+                "chill() spins at the probe with bpf_loop, whose callback this kernel's \
+                 verifier counts on top of the probe code's whole stack, which is full",
+            )
+        } else {
+            Ok(())
+        }
+    })
+}
+
+/// Whether the kernel loads a program using `depth` bytes of its stack (8 to 512) that calls
+/// `bpf_loop` with a callback of its own.
+fn loads_bpf_loop(depth: i16) -> bool {
+    use crate::bpf::insn::{helper, op, Size, R0, R1, R10, R2, R3, R4};
+    let mut a = crate::bpf::Asm::new();
+    a.store_imm(Size::DW, R10, -8, 0);
+    a.store_imm(Size::DW, R10, -depth, 0);
+    a.mov_imm(R1, 1);
+    a.ld_callback(R2, "dt_loop_probe", |a| {
+        a.mov_imm(R0, 1).exit();
+    });
+    a.mov(R3, R10)
+        .alu_imm(op::ADD, R3, -8)
+        .mov_imm(R4, 0)
+        .call(helper::LOOP);
+    a.mov_imm(R0, 0).exit();
+    let Ok(insns) = a.finish() else {
+        return false;
+    };
+    crate::bpf::Program::load(
+        crate::bpf::ProgKind::RawTracepoint,
+        &insns,
+        "dt_loop",
+        "bpf_loop probe",
+    )
+    .is_ok()
 }

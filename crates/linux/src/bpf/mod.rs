@@ -3,6 +3,7 @@
 
 pub use dtrace_ebpf::insn;
 pub mod btf_obj;
+pub mod funcinfo;
 pub mod map;
 pub mod prog;
 pub mod ringbuf;

@@ -95,9 +95,13 @@ pub fn write_user_allowed() -> std::result::Result<(), String> {
                 .map(|i| i.to_u64())
                 .collect();
             let mut log = vec![0u8; 1 << 16];
+            let code = Code {
+                words: &words,
+                funcs: &[],
+            };
             match Program::try_load(
                 ProgKind::Tracepoint,
-                &words,
+                code,
                 "dt_write_probe",
                 Some((&mut log, 1)),
             ) {
@@ -215,6 +219,14 @@ fn print_incomplete(size: usize) {
     );
 }
 
+/// A program's instructions as the kernel reads them, and its functions' BTF records (none
+/// without subprograms, see `bpf::funcinfo`).
+#[derive(Clone, Copy)]
+struct Code<'a> {
+    words: &'a [u64],
+    funcs: &'a [super::funcinfo::FuncInfo],
+}
+
 impl Program {
     /// Loads a program of `kind` that does nothing (returns 0): what a feature probe attaches to
     /// find out whether the kernel accepts an attachment.
@@ -228,10 +240,15 @@ impl Program {
     /// `name` is the kernel object name (15 characters at most are kept).
     pub fn load(kind: ProgKind, insns: &[Insn], name: &str, probe: &str) -> Result<Program> {
         let words: Vec<u64> = insns.iter().map(|i| i.to_u64()).collect();
+        let funcs = super::funcinfo::func_infos(insns);
+        let code = Code {
+            words: &words,
+            funcs: &funcs,
+        };
         if let Some(v) = verifier_log() {
-            return Self::load_logged(kind, &words, name, probe, v);
+            return Self::load_logged(kind, code, name, probe, v);
         }
-        match Self::try_load(kind, &words, name, None) {
+        match Self::try_load(kind, code, name, None) {
             Ok(fd) => Ok(Program {
                 fd,
                 kind,
@@ -242,7 +259,7 @@ impl Program {
                 let mut size = FIRST_LOG;
                 loop {
                     let mut log = vec![0u8; size];
-                    match Self::try_load(kind, &words, name, Some((&mut log, 1))) {
+                    match Self::try_load(kind, code, name, Some((&mut log, 1))) {
                         Ok(fd) => {
                             return Ok(Program {
                                 fd,
@@ -280,7 +297,7 @@ impl Program {
     /// kernel accepts the program or not.
     fn load_logged(
         kind: ProgKind,
-        words: &[u64],
+        code: Code<'_>,
         name: &str,
         probe: &str,
         v: VerifierLog,
@@ -288,13 +305,13 @@ impl Program {
         // The kernel refuses a log buffer under 128 bytes (EINVAL on 6.1).
         let size = v.size.clamp(MIN_LOG_SIZE, MAX_LOG_SIZE);
         let mut log = vec![0u8; size];
-        match Self::try_load(kind, words, name, Some((&mut log, v.level))) {
+        match Self::try_load(kind, code, name, Some((&mut log, v.level))) {
             Ok(fd) => {
                 print_log(&log_text(&log));
                 Ok(Program {
                     fd,
                     kind,
-                    insn_count: words.len(),
+                    insn_count: code.words.len(),
                 })
             }
             Err(e) => {
@@ -321,18 +338,25 @@ impl Program {
 
     fn try_load(
         kind: ProgKind,
-        words: &[u64],
+        code: Code<'_>,
         name: &str,
         log: Option<(&mut Vec<u8>, u32)>,
     ) -> std::io::Result<OwnedFd> {
         let mut attr = ProgLoadAttr {
             prog_type: kind.code(),
-            insn_cnt: words.len() as u32,
-            insns: words.as_ptr() as u64,
+            insn_cnt: code.words.len() as u32,
+            insns: code.words.as_ptr() as u64,
             license: LICENSE.as_ptr() as u64,
             prog_name: sys::object_name(name),
             ..Default::default()
         };
+        if !code.funcs.is_empty() {
+            attr.prog_btf_fd =
+                super::funcinfo::btf_fd().map_err(|e| std::io::Error::other(e.to_string()))? as u32;
+            attr.func_info_rec_size = std::mem::size_of::<super::funcinfo::FuncInfo>() as u32;
+            attr.func_info = code.funcs.as_ptr() as u64;
+            attr.func_info_cnt = code.funcs.len() as u32;
+        }
         let traced = match kind {
             ProgKind::TpBtf { btf_id } => Some((attach_type::TRACE_RAW_TP, btf_id, 0)),
             ProgKind::Fentry { btf_id, btf_obj_fd } => {
@@ -358,7 +382,8 @@ impl Program {
             attr.log_size = log.len() as u32;
             attr.log_buf = log.as_mut_ptr() as u64;
         }
-        // SAFETY: insns, license and log buffers are valid for the call and sized as declared.
+        // SAFETY: insns, license, function records and log buffers are valid for the call and
+        // sized as declared.
         let fd = unsafe { sys::bpf(cmd::PROG_LOAD, &mut attr) }?;
         // SAFETY: a fresh descriptor returned by the kernel.
         Ok(unsafe { std::os::fd::FromRawFd::from_raw_fd(fd as i32) })

@@ -16,6 +16,7 @@ pub mod cmd {
     pub const PROG_TEST_RUN: u32 = 10;
     pub const OBJ_GET_INFO_BY_FD: u32 = 15;
     pub const RAW_TRACEPOINT_OPEN: u32 = 17;
+    pub const BTF_LOAD: u32 = 18;
     pub const BTF_GET_FD_BY_ID: u32 = 19;
     pub const BTF_GET_NEXT_ID: u32 = 23;
     pub const LINK_CREATE: u32 = 28;
@@ -198,6 +199,18 @@ pub struct InfoAttr {
 }
 
 /// `union bpf_attr` for `BPF_BTF_GET_NEXT_ID` (`id`: the id to start after) and
+/// `union bpf_attr` for `BPF_BTF_LOAD` (the prefix we fill).
+#[repr(C)]
+#[derive(Default)]
+pub struct BtfLoadAttr {
+    pub btf: u64,
+    pub btf_log_buf: u64,
+    pub btf_size: u32,
+    pub btf_log_size: u32,
+    pub btf_log_level: u32,
+    pub pad: u32,
+}
+
 /// `BPF_BTF_GET_FD_BY_ID` (`id`: the object's).
 #[repr(C)]
 #[derive(Default)]

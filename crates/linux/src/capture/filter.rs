@@ -89,10 +89,29 @@ pub(crate) const NO_STACKS: &str = "dtrace cuts the tracing machinery's frames (
      tracepoint glue) off the kernel stack by their kernel symbols, and no map of their address \
      ranges serves this code";
 
-/// Why `epid` is read in dtrace where no map of EPIDs serves the code (a `raise()` or
-/// `stop()` sent at the probe, a probe placed before dtrace knew of `epid` there).
+/// Why `epid` is read in dtrace where no map of EPIDs serves the code (a probe placed before
+/// dtrace knew of `epid` there).
 pub(crate) const NO_EPID: &str = "the framework assigns EPIDs after the probe's program is \
      built, and no map of them serves this code";
+
+/// Where the code of the `j`th of a probe's clauses (`epids`: the map and each clause's number
+/// among the session's planned clauses, see `KernelFilter::epids`) reads its EPID at the probe
+/// `id`, or why `epid` is read in dtrace.
+pub(crate) fn epid_at(
+    epids: Option<&(i32, Vec<usize>)>,
+    id: translate::ProbeId,
+    j: usize,
+) -> Result<EpidAt, &'static str> {
+    match (epids, id) {
+        (Some((map, clauses)), translate::ProbeId::Is(probe)) => clauses
+            .get(j)
+            .and_then(|&c| clause_epid_key(probe, c))
+            .map(|key| EpidAt { map: *map, key })
+            .ok_or(NO_EPID),
+        (_, translate::ProbeId::Shared) => Err(SHARED_EPID),
+        _ => Err(NO_EPID),
+    }
+}
 
 /// The key of the EPID at probe `probe` of planned clause `clause` (its number among the
 /// session's planned clauses), for a predicate run alone at the probe (the filter), in the map
@@ -676,15 +695,7 @@ pub fn translate_filter(
         .iter()
         .enumerate()
         .map(|(j, p)| {
-            let epid = match (&filter.epids, filter.names.id) {
-                (Some((map, clauses)), translate::ProbeId::Is(probe)) => clauses
-                    .get(j)
-                    .and_then(|&c| clause_epid_key(probe, c))
-                    .map(|key| EpidAt { map: *map, key })
-                    .ok_or(NO_EPID),
-                (_, translate::ProbeId::Shared) => Err(SHARED_EPID),
-                _ => Err(NO_EPID),
-            };
+            let epid = epid_at(filter.epids.as_ref(), filter.names.id, j);
             let ctx = ShapeContext { epid, ..ctx };
             translate::translate(p, &ctx, filter.strsize as usize, FRAME)
         })

@@ -131,6 +131,8 @@ struct Translated {
     settles: bool,
     /// It calls `speculate()`, which may abandon it.
     speculates: bool,
+    /// It calls `chill()`, which faults past its budget.
+    chills: bool,
     /// Its `alloca()` and `copyin()` calls take from its alloca area (see `translate_clause`).
     allocates: bool,
 }
@@ -147,7 +149,7 @@ struct Exits {
 impl Translated {
     /// Whether some fragment of the clause can fault, or its `tracemem()` of kernel memory.
     fn can_fault(&self) -> bool {
-        self.fragments().any(|f| f.can_fault) || self.reads_memory() || self.settles
+        self.fragments().any(|f| f.can_fault) || self.reads_memory() || self.settles || self.chills
     }
 
     /// Whether the clause records kernel memory (`tracemem()` of an address), a read that can
@@ -386,7 +388,7 @@ fn translate_clause_with(
         .map(|(before, base, o)| Ok((*before, *base, int(o)?)))
         .collect::<Result<Vec<_>, Untranslatable>>()?;
     let mut records = Vec::new();
-    let (mut settles, mut speculates) = (false, false);
+    let (mut settles, mut speculates, mut chills) = (false, false, false);
     for r in c.record.iter().flat_map(|r| &r.actions) {
         if let Some(frames) = r.stack {
             check_probe_stack(ctx.shape, KeyKind::KernelStack(frames))?;
@@ -424,6 +426,17 @@ fn translate_clause_with(
             }
             settles |= op != super::spec::SpecOp::Speculate;
             speculates |= op == super::spec::SpecOp::Speculate;
+            records.push((r.step, false, Some(v)));
+            continue;
+        }
+        if r.chill {
+            if v.kind != ValueKind::Int {
+                return Err(Untranslatable::Value {
+                    pc: 0,
+                    what: "a chill() time that is not an integer".into(),
+                });
+            }
+            chills = true;
             records.push((r.step, false, Some(v)));
             continue;
         }
@@ -473,6 +486,7 @@ fn translate_clause_with(
         records,
         settles,
         speculates,
+        chills,
         allocates: false,
     })
 }
@@ -871,6 +885,10 @@ pub fn emit_aggs(
                             last_pc(action)?,
                             spec_exits,
                         );
+                    } else if let (Some(v), Some(action)) = (v, action.filter(|x| x.chill)) {
+                        emit_fragment(a, &v.fragment, action.base, exits);
+                        let pc = last_pc(action)?;
+                        super::chill::emit(a, k.chill, pc, (INCR, VAL), exits.faulted);
                     } else if let (Some(v), Some(action)) = (v, action) {
                         emit_record_value(a, v, action, exits, k.strsize.max(1) as usize)?;
                         if action.exit {
@@ -934,6 +952,7 @@ pub fn emit_aggs(
         if c.record.is_some()
             && (t.reads_memory()
                 || t.settles
+                || t.chills
                 || t.fragments()
                     .skip(usize::from(t.predicate.is_some() && !reserve_first))
                     .any(|f| f.can_fault))
@@ -1455,6 +1474,21 @@ fn emit_record_stack(
 
 /// Where a fault of action `action` outside its DIF code is reported: at its expression's last
 /// instruction in the clause's code, as the interpreter places such faults.
+/// An illegal operation outside DIF, as the interpreter reports one of an action (an id beyond
+/// `nspec`, `chill()` past its budget): kind `DTRACEFLT_ILLOP` at instruction `pc` of the
+/// clause's code (its expression's last), address 0, into the frame; then to `faulted`. Uses
+/// r1.
+pub(crate) fn emit_illegal_op(a: &mut Asm, pc: u32, faulted: Label) {
+    let word = translate::FaultWord {
+        kind: dtrace_dif::vm::FaultKind::IllOp.code(),
+        pc,
+    };
+    a.ld_imm64(R1, word.encode());
+    a.store(Size::DW, R10, FRAME.fault_at(), R1);
+    a.store_imm(Size::DW, R10, FRAME.fault_addr_at(), 0);
+    a.ja(faulted);
+}
+
 fn last_pc(action: &super::spec::RecordAction) -> crate::error::Result<u32> {
     let len = action.difo.as_ref().map_or(1, |o| o.text.len().max(1));
     u32::try_from(len - 1)
@@ -2141,6 +2175,7 @@ mod tests {
                 drops: 7,
                 keys: 10,
                 exit: 8,
+                chill: 11,
                 strsize: 257,
                 scratchsize: None,
                 names: translate::ProbeNames {

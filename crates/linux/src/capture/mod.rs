@@ -3,6 +3,7 @@
 //! [`address`]) and the decoder back to Rust values ([`record`]).
 
 mod address;
+pub mod chill;
 pub mod codegen;
 pub mod fault;
 pub mod filter;

@@ -11,7 +11,9 @@
 //! sends nothing (`Framework::signal_elsewhere`). Nothing is sent before tracing starts, after it
 //! stops or after an `exit()` in the kernel (the control map and exit flag of `capture::kagg`).
 //! A predicate or signal number that faults at the probe sends nothing (the clause ends at the
-//! fault, which dtrace reports when it runs the clause). A clause whose predicate, signal or
+//! fault, which dtrace reports when it runs the clause). `epid` is read from the map of EPIDs
+//! dtrace fills before tracing starts (`capture::filter::EpidAt`), as a predicate run alone
+//! at the probe reads it. A clause whose predicate, signal or
 //! earlier actions do not translate, or whose earlier actions could fault (the clause would end
 //! there in dtrace), keeps dtrace sending it, with the reason in the report.
 
@@ -73,7 +75,11 @@ pub fn emit_signals(a: &mut Asm, shape: &ProbeShape, s: &KernelSignals) -> Signa
     let results: Vec<Result<Translated, Untranslatable>> = s
         .clauses
         .iter()
-        .map(|c| translate_clause(&ctx, c, s.strsize as usize))
+        .enumerate()
+        .map(|(j, c)| {
+            let epid = super::filter::epid_at(s.epids.as_ref(), s.names.id, j);
+            translate_clause(&ShapeContext { epid, ..ctx }, c, s.strsize as usize)
+        })
         .collect();
     let report = results
         .iter()

@@ -200,6 +200,8 @@ pub struct KernelSignals {
     pub names: dtrace_ebpf::translate::ProbeNames,
     /// Arguments whose value delivery replaces.
     pub opaque_args: OpaqueArgs,
+    /// Where the clauses read `epid`, as [`KernelFilter::epids`] (a number per clause here).
+    pub epids: Option<(i32, Vec<usize>)>,
 }
 
 /// One clause's `raise()` or `stop()`.
@@ -241,6 +243,9 @@ pub struct KernelAggs {
     /// in the kernel, then the status it gave. Once set, no clause runs in the kernel (as no
     /// clause fires after `exit()` in the framework), and dtrace ends tracing.
     pub exit: i32,
+    /// A per-CPU array of one [`super::chill::STATE_SIZE`]-byte value: `chill()`'s budget (see
+    /// [`super::chill`]).
+    pub chill: i32,
     /// `strsize`, for string compares.
     pub strsize: u32,
     /// `scratchsize` (the interpreter's, past which `alloca()` faults), when the session's
@@ -478,6 +483,9 @@ pub struct RecordAction {
     /// It is `speculate()`, `commit()` or `discard()` of the speculation its value names (see
     /// [`super::speculation`]).
     pub spec: Option<SpecOp>,
+    /// It is `chill()` of the nanoseconds its value gives (see [`super::chill`]); it records
+    /// nothing.
+    pub chill: bool,
     /// It is `stack()`: the record holds this many frames of the kernel stack (see
     /// [`KernelRecord::stack_tails`]).
     pub stack: Option<u32>,

@@ -41,8 +41,6 @@
 
 use super::spec::{KernelSpecs, SpecOp};
 use crate::bpf::insn::{helper, op, Asm, Label, Size, R0, R1, R10, R2, R3, R7, R8, R9};
-use dtrace_dif::vm::FaultKind;
-use dtrace_ebpf::translate::FaultWord;
 
 /// A speculation's state: free.
 pub const INACTIVE: u64 = 0;
@@ -193,7 +191,6 @@ pub fn emit_action(
     pc: u32,
     exits: SpecExits,
 ) {
-    use super::filter::FRAME;
     use super::layout::{built, kspec, KIND_SPEC};
     let nspec = specs.nspec.min(MAX_KERNEL_NSPEC) as i32;
     let done = a.label();
@@ -310,14 +307,7 @@ pub fn emit_action(
     // As the interpreter's: an illegal operation outside DIF, at the expression's last
     // instruction, address 0.
     a.bind(illegal);
-    let word = FaultWord {
-        kind: FaultKind::IllOp.code(),
-        pc,
-    };
-    a.ld_imm64(R1, word.encode());
-    a.store(Size::DW, R10, FRAME.fault_at(), R1);
-    a.store_imm(Size::DW, R10, FRAME.fault_addr_at(), 0);
-    a.ja(exits.faulted);
+    super::kagg::emit_illegal_op(a, pc, exits.faulted);
     a.bind(done);
 }
 

@@ -149,7 +149,8 @@ impl ClausePlan {
 /// the value itself then decides, at translation), `tracemem()` (the
 /// memory at an address), `stack()`, `ustack()` and `jstack()` (their frames taken past the
 /// record, completed by dtrace when it commits it), `exit()`, signals, speculation actions,
-/// symbols (`sym()`, `usym()`...: an address, after the process's id for a user one) and the
+/// symbols (`sym()`, `usym()`...: an address, after the process's id for a user one),
+/// `chill()` (it records nothing; it spins at the probe, see `capture::chill`) and the
 /// consumer's actions, `print()` among them (its pointer, then the object it points to, see
 /// [`records_object`]).
 fn records_at_probe(a: &dtrace_dif::program::ActionDesc) -> bool {
@@ -174,7 +175,8 @@ fn records_at_probe(a: &dtrace_dif::program::ActionDesc) -> bool {
         | ActionKind::Jstack
         | ActionKind::Speculate
         | ActionKind::Commit
-        | ActionKind::Discard => true,
+        | ActionKind::Discard
+        | ActionKind::Chill => true,
         // The consumer's actions (`clear()`, `trunc()`, `normalize()`, `setopt()`...) record
         // values (an aggregation's id, a factor, an option's name) as `trace()` does; `print()`
         // records its pointer, then the object it points to (by reference).
@@ -405,6 +407,9 @@ pub fn plan_clause(
             action_name(acts[i].kind)
         ));
     }
+    if recording.iter().any(|&i| acts[i].kind == ActionKind::Chill) {
+        crate::features::chill_at_probe()?;
+    }
     let record = if recording.is_empty() {
         None
     } else {
@@ -449,6 +454,7 @@ pub fn plan_clause(
                     ActionKind::Discard => Some(crate::capture::spec::SpecOp::Discard),
                     _ => None,
                 },
+                chill: acts[i].kind == ActionKind::Chill,
                 base: base(i),
             });
         }
@@ -621,6 +627,8 @@ pub struct KernelAggState {
     /// Set by the first `exit()` of a clause run in the kernel (see `KernelAggs::exit`).
     exit: Map,
     drops: Map,
+    /// `chill()`'s budget per CPU (see `KernelAggs::chill`).
+    chill: Map,
     /// Where the probes' programs build keys (see `KernelAggs::keys`).
     key_scratch: Map,
     reported_drops: Vec<u64>,
@@ -635,7 +643,8 @@ pub struct KernelAggState {
 }
 
 impl KernelAggState {
-    /// Creates the switch, the barrier, the zeroed value and the drop counter.
+    /// Creates the switch, the barrier, the zeroed value, the drop counter and `chill()`'s
+    /// budget.
     pub fn new(aggsize: u64) -> Result<KernelAggState> {
         let barrier_template = Map::create(MapKind::Array, "dt_agg_tmpl", 4, 8, 1)?;
         let barrier = Map::create_array_of_maps("dt_agg_sync", &barrier_template, 1)?;
@@ -656,6 +665,13 @@ impl KernelAggState {
                 1,
             )?,
             drops: Map::create(MapKind::PerCpuArray, "dt_agg_drops", 4, 8, 1)?,
+            chill: Map::create(
+                MapKind::PerCpuArray,
+                "dt_chill",
+                4,
+                crate::capture::chill::STATE_SIZE,
+                1,
+            )?,
             key_scratch: Map::create(
                 MapKind::PerCpuArray,
                 "dt_agg_keys",
@@ -700,6 +716,11 @@ impl KernelAggState {
             self.drops.raw_fd(),
             self.exit.raw_fd(),
         )
+    }
+
+    /// The descriptor of `chill()`'s per-CPU budget.
+    pub fn chill_fd(&self) -> i32 {
+        self.chill.raw_fd()
     }
 
     /// The descriptor of the per-CPU scratch value where programs build keys.

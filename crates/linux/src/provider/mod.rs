@@ -959,6 +959,7 @@ impl Shared {
         let state = self.kaggs.as_mut().ok_or("no kernel aggregations")?;
         let (control, zeros, drops, exit) = state.fds();
         let keys = state.key_scratch_fd();
+        let chill = state.chill_fd();
         let mut clauses = Vec::with_capacity(k_idx.len());
         let mut numbers = Vec::with_capacity(k_idx.len());
         for &i in k_idx {
@@ -1021,6 +1022,7 @@ impl Shared {
             drops,
             keys,
             exit,
+            chill,
             strsize: self.strsize,
             scratchsize: self.scratchsize,
             names: names.clone(),
@@ -1150,6 +1152,15 @@ impl Shared {
         }
         self.ensure_kaggs()?;
         let (control, _, _, exit) = self.kaggs.as_ref().ok_or("no kernel clauses")?.fds();
+        // The clauses reading `epid` read it from the map dtrace fills (see `bind_epid`).
+        if self.epids.is_none()
+            && idx
+                .iter()
+                .any(|&i| self.clauses.get(i).is_some_and(|(_, n)| n.epid))
+        {
+            self.epids = Some(new_epid_map()?);
+        }
+        let epids = self.epids.as_ref().map(|m| (m.raw_fd(), idx.clone()));
         Ok((
             idx,
             Some(crate::capture::KernelSignals {
@@ -1159,6 +1170,7 @@ impl Shared {
                 strsize: self.strsize,
                 names: names.clone(),
                 opaque_args,
+                epids,
             }),
         ))
     }
