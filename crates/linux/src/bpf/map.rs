@@ -70,6 +70,27 @@ impl Map {
         Map::create_inner(kind, name, key_size, value_size, max_entries, None, 0)
     }
 
+    /// Creates a [`MapKind::Hash`] whose entries are allocated as they are first updated
+    /// (`BPF_F_NO_PREALLOC`): for large values few of whose keys are used at once.
+    pub fn create_hash_on_demand(
+        name: &str,
+        key_size: u32,
+        value_size: u32,
+        max_entries: u32,
+    ) -> Result<Map> {
+        /// `BPF_F_NO_PREALLOC`.
+        const NO_PREALLOC: u32 = 1;
+        Map::create_inner(
+            MapKind::Hash,
+            name,
+            key_size,
+            value_size,
+            max_entries,
+            None,
+            NO_PREALLOC,
+        )
+    }
+
     /// Creates a [`MapKind::Array`] of `max_entries` values of `value_size` bytes that user space
     /// may map into its memory (`BPF_F_MMAPABLE`): its values are then read and written there
     /// with no system call, while programs look them up as any array's.

@@ -751,7 +751,18 @@ pub fn emit_aggs(
             })
         })
         .collect();
-    let handover = !string_args.is_empty() || k.known.is_some();
+    // The user stack of the ustack() keys, walked once before any clause runs.
+    let uwalk = k.uwalk.filter(|_| {
+        k.clauses.iter().zip(&results).any(|(c, r)| {
+            r.is_ok()
+                && c.aggs.iter().any(|g| {
+                    g.keys
+                        .iter()
+                        .any(|(_, kind)| matches!(kind, KeyKind::UserStack(_)))
+                })
+        })
+    });
+    let handover = !string_args.is_empty() || k.known.is_some() || uwalk.is_some();
     if handover {
         a.store_imm(Size::DW, R10, HANDOVER, 0);
     }
@@ -781,6 +792,16 @@ pub fn emit_aggs(
             .map_err(crate::error::LinuxError::Asm)?;
             a.store(Size::DW, R10, pre_read_slot(i), R0);
         }
+    }
+    if let Some(w) = &uwalk {
+        // A PC no loaded range holds: every clause runs in dtrace on the captured firing.
+        let (walked, unplaced) = (a.label(), a.label());
+        super::ustack_keys::emit_walk_once(a, shape, w, unplaced)?;
+        a.ja(walked);
+        a.bind(unplaced);
+        a.store_imm(Size::DW, R10, HANDOVER, HANDED_OVER);
+        a.ja(done);
+        a.bind(walked);
     }
     let stamps = k
         .clauses
@@ -1689,7 +1710,17 @@ fn emit_agg(
             }
             (None, KeyKind::UserStack(n)) => {
                 emit_key_pid(a, at);
-                emit_key_stack(a, at + 8, *n, BPF_F_USER_STACK)?;
+                match &k.uwalk {
+                    Some(w) => super::ustack_keys::emit_key_frames(
+                        a,
+                        shape,
+                        w,
+                        (KEYPTR, at + 8),
+                        *n,
+                        |a| emit_key_stack(a, at + 8, *n, BPF_F_USER_STACK),
+                    )?,
+                    None => emit_key_stack(a, at + 8, *n, BPF_F_USER_STACK)?,
+                }
             }
             _ => {
                 return Err(crate::error::LinuxError::Asm(
@@ -2191,6 +2222,7 @@ mod tests {
                 specs,
                 known,
                 missed,
+                uwalk: None,
             }),
             ..CaptureSpec::new()
         };

@@ -21,6 +21,7 @@ pub mod spec;
 pub mod speculation;
 pub mod tracemem;
 pub mod ustack;
+pub mod ustack_keys;
 pub mod uunwind;
 
 pub use codegen::{CtxKind, ProbeShape};

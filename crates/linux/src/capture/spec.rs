@@ -282,6 +282,22 @@ pub struct KernelAggs {
     /// kernel's clauses counted for it is then not lost); the record is no drop when no clause
     /// runs in dtrace at the probe (it only named the process).
     pub missed: Option<i32>,
+    /// Where `ustack()` and `jstack()` keys are walked with `.eh_frame` (see
+    /// `capture::ustack_keys`; `None`: the kernel's frame-pointer walk).
+    pub uwalk: Option<super::ustack_keys::UserWalk>,
+}
+
+impl KernelAggs {
+    /// Sets the depth of the frame-pointer walk of the `ustack()` keys walked with `.eh_frame`
+    /// to `frames`, the probe's capture's (see [`KernelRecord::walk_user_frames`]): dtrace
+    /// keeps the longer of the two walks. `None` (dtrace does not complete the walk with
+    /// `.eh_frame`): the keys take the kernel's frame-pointer walk only, as dtrace does.
+    pub fn walk_key_frames(&mut self, frames: Option<u32>) {
+        self.uwalk = match (self.uwalk, frames) {
+            (Some(w), Some(fp_frames)) => Some(super::ustack_keys::UserWalk { fp_frames, ..w }),
+            _ => None,
+        };
+    }
 }
 
 /// The key of [`KernelAggs::known`] for probe tag `tag` in process `pid`.

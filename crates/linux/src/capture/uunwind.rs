@@ -29,6 +29,9 @@ pub struct WalkMaps {
     pub rows: i32,
     /// The ranges: one value, the count (u64) then `range_capacity` ranges of [`RANGE_BYTES`].
     pub ranges: i32,
+    /// Whether [`WalkMaps::ranges`] is a hash map of such values keyed by the process's id
+    /// (`tgid`, 4 bytes): a process without one is unplaced. Else an array of one value.
+    pub by_process: bool,
     /// Ranges the value holds (a power of two).
     pub range_capacity: u32,
     /// Halving steps of a file's rows search: enough for the file with the most rows.
@@ -47,18 +50,18 @@ pub enum Walked {
 }
 
 /// The output's status words.
-const STATUS_DONE: i32 = 0;
-const STATUS_UNPLACED: i32 = 1;
+pub(crate) const STATUS_DONE: i32 = 0;
+pub(crate) const STATUS_UNPLACED: i32 = 1;
 const STATUS_NO_COPY: i32 = 2;
 
 /// The output, at its offset in the value r7 points to: status, frame count, the walk's pc, sp
 /// and fp, then the frames.
-const OUT_STATUS: usize = 0;
-const OUT_COUNT: usize = 8;
+pub(crate) const OUT_STATUS: usize = 0;
+pub(crate) const OUT_COUNT: usize = 8;
 const OUT_PC: usize = 16;
 const OUT_SP: usize = 24;
 const OUT_FP: usize = 32;
-const OUT_FRAMES: usize = 40;
+pub(crate) const OUT_FRAMES: usize = 40;
 
 /// Stack slots of the walk (clear of the capture's slots at -8 and -16).
 const SLOT_FIRST: i16 = -24;
@@ -253,7 +256,19 @@ fn emit_at_or_above(a: &mut Asm, ge: Reg, x: Reg, y: Reg, t: Reg) {
 fn emit_range_search(a: &mut Asm, maps: &WalkMaps, unplaced: Label, fp_step: Label) -> Result<()> {
     let cap = maps.range_capacity;
     let mask = imm(cap as usize - 1)?;
-    a.ld_map_value(R8, maps.ranges, 0);
+    if maps.by_process {
+        a.call(helper::GET_CURRENT_PID_TGID)
+            .alu_imm(op::RSH, R0, 32)
+            .store(Size::W, R10, SLOT_KEY, R0);
+        a.ld_map_fd(R1, maps.ranges)
+            .mov(R2, R10)
+            .alu_imm(op::ADD, R2, i32::from(SLOT_KEY))
+            .call(helper::MAP_LOOKUP_ELEM);
+        a.jmp_imm(op::JEQ, R0, 0, unplaced);
+        a.mov(R8, R0);
+    } else {
+        a.ld_map_value(R8, maps.ranges, 0);
+    }
     a.load(Size::DW, R1, R10, SLOT_LOOKUP);
     // r4: base, r5: len.
     a.load(Size::DW, R5, R8, 0);

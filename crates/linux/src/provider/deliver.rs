@@ -559,6 +559,14 @@ impl LinuxTracing {
             }
             if let Some(Ok(u)) = &ev.ustack_regs {
                 unwind_ustack(&mut syms, ev.pid, u, &mut ctx);
+                if ev.handed_over && ev.pid != 0 {
+                    // The probe may have found a PC of the process it could not place: its
+                    // ranges as dtrace knows them now, for its later firings.
+                    if let Some(m) = self.lock().ustack_maps.as_mut() {
+                        // A process whose ranges cannot be loaded stays with dtrace.
+                        let _ = m.load(&mut syms, ev.pid, ev.ktime_ns);
+                    }
+                }
             }
             let is_sampled = sampled.contains(&ev.tag);
             if !ctx.kstack.is_empty() && !is_sampled {

@@ -524,6 +524,7 @@ impl super::Shared {
                 &[&f.kind, &d.module, &d.function, &d.name],
                 &at,
             )?;
+            aggs.walk_key_frames(spec.ustack.filter(|_| !spec.ustack_build_id));
             aggs.known = Some(self.known_processes()?);
             aggs.missed = self.missed_announcements.as_ref().map(|m| m.raw_fd());
             self.user.files.kernel.insert(f.tag, numbers);

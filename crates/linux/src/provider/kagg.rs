@@ -256,14 +256,14 @@ fn names_a_known_string(o: &dtrace_dif::object::DifObject) -> bool {
     })
 }
 
-/// Environment variable that, set to `1`, keeps `ustack()` aggregation keys in the kernel: the
-/// user stack is then the kernel's frame-pointer walk (as DTrace for Linux and bpftrace take
-/// it), not the walk dtrace completes with the files' `.eh_frame` from the stack bytes copied at
-/// each firing, so stacks through code without frame pointers end early.
+/// Environment variable that, set to `0`, keeps `ustack()` and `jstack()` aggregation keys in
+/// dtrace. Else the kernel walks them as dtrace does: the longer of its frame-pointer walk and
+/// the walk with the files' `.eh_frame` (see `capture::ustack_keys`), a firing whose stack it
+/// cannot place handed over to dtrace.
 pub const KERNEL_USTACKS_ENV: &str = "DTRACE_KERNEL_USTACKS";
 
 /// The kind of key the kernel keeps for the stack or symbol key action `key` (`ustacks`:
-/// `ustack()` keys may be kept, see [`KERNEL_USTACKS_ENV`]), or why none.
+/// `ustack()` keys may be walked there, see [`KERNEL_USTACKS_ENV`]), or why none.
 fn key_kind(
     key: &dtrace_dif::program::ActionDesc,
     ustacks: bool,
@@ -281,8 +281,7 @@ fn key_kind(
         // cut to `jstackframes` when the key is expanded).
         ActionKind::Ustack | ActionKind::Jstack if !ustacks => {
             return Err(format!(
-                "{} keys are unwound in dtrace with .eh_frame (the kernel walks frame \
-                 pointers only; {KERNEL_USTACKS_ENV}=1 keeps them there)",
+                "{} keys are walked in dtrace ({KERNEL_USTACKS_ENV}=0)",
                 action_name(key.kind)
             ))
         }
@@ -1407,7 +1406,7 @@ mod tests {
             kind(act(ActionKind::Mod, 0, Some(&addr)), false),
             Ok(KeyKind::Int(8))
         );
-        // ustack() keys only when asked for (the kernel walks frame pointers only).
+        // ustack() keys unless kept in dtrace.
         let e = kind(act(ActionKind::Ustack, 3, None), false).unwrap_err();
         assert!(e.contains(KERNEL_USTACKS_ENV), "{e}");
         assert_eq!(

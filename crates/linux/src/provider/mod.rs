@@ -20,6 +20,7 @@ pub mod profile;
 pub mod signal;
 pub mod speculation;
 pub mod user;
+pub mod ustack_maps;
 
 use crate::capture::spec::MAX_COPIES;
 use crate::capture::Identity;
@@ -163,8 +164,10 @@ pub(crate) struct Shared {
     /// Destructive actions are allowed (`-w`): without, a clause that writes user memory is
     /// left for the framework to refuse when tracing starts, as DTrace refuses it.
     destructive: bool,
-    /// `ustack()` keys may stay in the kernel ([`kagg::KERNEL_USTACKS_ENV`] is `1`).
+    /// `ustack()` keys may be walked in the kernel (off: [`kagg::KERNEL_USTACKS_ENV`] is `0`).
     kernel_ustacks: bool,
+    /// The maps of `ustack()` keys walked in the kernel, made with the first such key.
+    ustack_maps: Option<ustack_maps::UstackMaps>,
     /// (clause of `clauses`, probe id) to the clause's number among the probe's kernel clauses
     /// (which names it in the records it builds and the faults it reports there).
     built_at: std::collections::HashMap<(usize, u32), u16>,
@@ -591,6 +594,7 @@ impl Shared {
                     r.walk_user_frames(frames);
                 }
             }
+            aggs.walk_key_frames(spec.ustack.filter(|_| !spec.ustack_build_id));
             spec.aggs = Some(aggs);
         }
         let probe_name = format!(
@@ -956,6 +960,21 @@ impl Shared {
             let n = &self.clauses[i].1;
             n.caller || n.stackdepth
         }))?;
+        // The maps of ustack() keys walked here (the walk's depth is set with the probe's).
+        let walks = k_idx.iter().any(|&i| {
+            matches!(self.kplans.get(i), Some(Ok(p)) if p.aggs.iter().any(|g| g
+                .keys
+                .iter()
+                .any(|(_, k)| matches!(k, crate::capture::spec::KeyKind::UserStack(_)))))
+        });
+        if walks && self.ustack_maps.is_none() {
+            self.ustack_maps = Some(ustack_maps::UstackMaps::new().map_err(|e| e.to_string())?);
+        }
+        let uwalk = self
+            .ustack_maps
+            .as_ref()
+            .filter(|_| walks)
+            .map(|m| m.walk(0));
         let state = self.kaggs.as_mut().ok_or("no kernel aggregations")?;
         let (control, zeros, drops, exit) = state.fds();
         let keys = state.key_scratch_fd();
@@ -1035,6 +1054,7 @@ impl Shared {
             specs,
             known: None,
             missed: None,
+            uwalk,
         };
         Ok((aggs, numbers))
     }
@@ -1579,8 +1599,8 @@ impl LinuxTracing {
                 exit_at_kernel_probe_why: None,
                 kernel_records: std::env::var_os(KERNEL_RECORDS_ENV).is_none_or(|v| v != "0"),
                 destructive: false,
-                kernel_ustacks: std::env::var_os(kagg::KERNEL_USTACKS_ENV)
-                    .is_some_and(|v| v == "1"),
+                kernel_ustacks: std::env::var_os(kagg::KERNEL_USTACKS_ENV).is_none_or(|v| v != "0"),
+                ustack_maps: None,
                 built_at: Default::default(),
                 signalled: HashSet::new(),
                 signals_polled: false,

@@ -71,6 +71,7 @@ fn walk_here(rows: &[Row], ranges: &[Range], max: u32) -> (Vec<u8>, Walked) {
     let maps = WalkMaps {
         rows: rmap.raw_fd(),
         ranges: gmap.raw_fd(),
+        by_process: false,
         range_capacity: capacity,
         row_steps: steps_for(most),
     };

@@ -1,0 +1,189 @@
+//! `ustack()` and `jstack()` aggregation keys walked at the probe as dtrace walks them: once per
+//! firing, before any clause runs ([`emit_walk_once`]), the probe copies the user registers and
+//! stack (`codegen::emit_user_unwind`), takes the kernel's frame-pointer walk as deep as the
+//! probe's capture takes it, and walks the copy with the files' `.eh_frame` rows
+//! (`capture::uunwind`, the process's ranges found by its id); the key's frames are then those
+//! of the longer walk, as `provider::deliver::ustack::complete_walk` chooses for a captured
+//! firing ([`emit_key_frames`]). A PC no range of the process holds (a process or a library
+//! dtrace has not loaded yet) hands the firing over to dtrace whole (`kagg::HANDED_OVER`): every
+//! clause of the probe runs there on the captured firing, its aggregations merged with the
+//! kernel's, and dtrace loads the process's ranges (`provider::ustack_maps`) so later firings
+//! are walked here.
+//!
+//! Everything lives in one per-CPU scratch value (slot 1 for programs of perf events, as the key
+//! scratch): the choice, the frame-pointer walk's result, the copy, the walk's output.
+
+use super::codegen::{emit_user_unwind, ProbeShape};
+use super::layout::UNWIND_HDR;
+use super::spec::{MAX_STACK_DEPTH, USTACK_UNWIND_BYTES};
+use super::uunwind::{self, WalkMaps};
+use crate::bpf::insn::{helper, op, Asm, Label, Size, R0, R1, R10, R2, R3, R4, R6, R7};
+use crate::bpf::Insn;
+use crate::error::{LinuxError, Result};
+use crate::symbols::unwind_rows::ROW_SEARCH_STEPS;
+
+/// Ranges of one process the walk searches (a process with more is never placed: its firings
+/// go to dtrace).
+pub const RANGE_CAPACITY: u32 = 1 << 10;
+
+/// Where the walk at a probe finds its maps (see `provider::ustack_maps`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UserWalk {
+    /// The array of every file's rows.
+    pub rows: i32,
+    /// The hash map of each process's ranges, by its id.
+    pub ranges: i32,
+    /// The per-CPU array of two [`SCRATCH_BYTES`] values.
+    pub scratch: i32,
+    /// Frames the kernel's frame-pointer walk takes: as many as the probe's capture takes.
+    pub fp_frames: u32,
+}
+
+/// The scratch value: 1 when the keys take the `.eh_frame` walk's frames, else 0.
+const CHOICE: usize = 0;
+/// The frame-pointer walk: its result (bytes or -errno), then its frames.
+const FP: usize = 8;
+/// The copied registers and stack.
+const COPY: usize = FP + 8 + 8 * MAX_STACK_DEPTH as usize;
+const WINDOW: usize = USTACK_UNWIND_BYTES as usize;
+/// The walk's output (`uunwind::read_walk`).
+const OUT: usize = COPY + UNWIND_HDR + WINDOW;
+/// Bytes of a scratch value.
+pub const SCRATCH_BYTES: usize = OUT + 40 + 8 * MAX_STACK_DEPTH as usize;
+
+/// A stack slot the walk leaves alone (inside the fragments' frame, free before any clause
+/// runs), where the probe's context waits while the walk uses r6.
+const SAVED_CTX: i16 = -64;
+/// The lookup key of the scratch value.
+const SCRATCH_KEY: i16 = -72;
+
+fn off(v: usize) -> Result<i16> {
+    i16::try_from(v).map_err(|_| LinuxError::Asm(format!("user walk offset {v} out of range")))
+}
+
+/// Points r0 at this program's scratch value, or jumps to `missing` (it is always there).
+fn emit_scratch(a: &mut Asm, shape: &ProbeShape, w: &UserWalk, missing: Label) {
+    let slot = i32::from(shape.ctx == super::codegen::CtxKind::PerfEvent);
+    a.store_imm(Size::W, R10, SCRATCH_KEY, slot);
+    a.ld_map_fd(R1, w.scratch)
+        .mov(R2, R10)
+        .alu_imm(op::ADD, R2, i32::from(SCRATCH_KEY))
+        .call(helper::MAP_LOOKUP_ELEM);
+    a.jmp_imm(op::JEQ, R0, 0, missing);
+}
+
+/// Emits the firing's walk (the probe's context in r6, kept): jumps to `handover` when a PC is
+/// unplaced (or the scratch is missing), else falls through with the choice made. Uses r0-r9.
+pub fn emit_walk_once(
+    a: &mut Asm,
+    shape: &ProbeShape,
+    w: &UserWalk,
+    handover: Label,
+) -> Result<()> {
+    let fp_frames = w.fp_frames.clamp(1, MAX_STACK_DEPTH);
+    emit_scratch(a, shape, w, handover);
+    a.mov(R7, R0);
+    emit_user_unwind(a, COPY, WINDOW)?;
+    a.mov(R1, R6);
+    a.mov(R2, R7).alu_imm(op::ADD, R2, i32::from(off(FP + 8)?));
+    a.mov_imm(R3, 8 * fp_frames as i32)
+        .mov_imm(R4, 1 << 8)
+        .call(helper::GET_STACK);
+    a.store(Size::DW, R7, off(FP)?, R0);
+    a.store(Size::DW, R10, SAVED_CTX, R6);
+    // Zeros past the walk's frames (the output keeps an earlier firing's): the walk writes
+    // exactly the frames it counts.
+    for i in 0..MAX_STACK_DEPTH as usize {
+        a.store_imm(Size::DW, R7, off(OUT + uunwind::OUT_FRAMES + 8 * i)?, 0);
+    }
+    let maps = WalkMaps {
+        rows: w.rows,
+        ranges: w.ranges,
+        by_process: true,
+        range_capacity: RANGE_CAPACITY,
+        row_steps: ROW_SEARCH_STEPS,
+    };
+    uunwind::emit_walk(a, &maps, COPY, WINDOW, OUT, MAX_STACK_DEPTH)?;
+    a.load(Size::DW, R6, R10, SAVED_CTX);
+    // The choice: the walk's frames when it went further than the frame pointers.
+    let fp_walk = a.label();
+    a.store_imm(Size::DW, R7, off(CHOICE)?, 0);
+    a.load(Size::DW, R1, R7, off(OUT + uunwind::OUT_STATUS)?);
+    a.jmp_imm(op::JEQ, R1, uunwind::STATUS_UNPLACED, handover);
+    a.jmp_imm(op::JNE, R1, uunwind::STATUS_DONE, fp_walk);
+    a.load(Size::DW, R1, R7, off(OUT + uunwind::OUT_COUNT)?);
+    a.load(Size::DW, R2, R7, off(FP)?);
+    let counted = a.label();
+    a.jmp_imm(op::JSGE, R2, 0, counted);
+    a.mov_imm(R2, 0);
+    a.bind(counted);
+    a.alu_imm(op::RSH, R2, 3);
+    a.jmp_reg(op::JLE, R1, R2, fp_walk);
+    a.store_imm(Size::DW, R7, off(CHOICE)?, 1);
+    a.bind(fp_walk);
+    Ok(())
+}
+
+/// Writes `frames` program counters of the firing's user stack at `at` of the key the stack slot
+/// `keyptr` points to: the `.eh_frame` walk's when it was chosen (see [`emit_walk_once`]), else
+/// the kernel's frame-pointer walk of `frames` (`fp_walk` emits it). Uses r0-r5.
+pub fn emit_key_frames(
+    a: &mut Asm,
+    shape: &ProbeShape,
+    w: &UserWalk,
+    (keyptr, at): (i16, i16),
+    frames: u32,
+    fp_walk: impl FnOnce(&mut Asm) -> Result<()>,
+) -> Result<()> {
+    let (fp, done) = (a.label(), a.label());
+    emit_scratch(a, shape, w, fp);
+    a.load(Size::DW, R1, R0, off(CHOICE)?);
+    a.jmp_imm(op::JEQ, R1, 0, fp);
+    a.load(Size::DW, R2, R10, keyptr);
+    for i in 0..frames.min(MAX_STACK_DEPTH) as usize {
+        a.load(Size::DW, R1, R0, off(OUT + uunwind::OUT_FRAMES + 8 * i)?);
+        let to = i16::try_from(i32::from(at) + 8 * i as i32)
+            .map_err(|_| LinuxError::Asm("user stack key out of range".into()))?;
+        a.store(Size::DW, R2, to, R1);
+    }
+    a.ja(done);
+    a.bind(fp);
+    fp_walk(a)?;
+    a.bind(done);
+    Ok(())
+}
+
+/// The program run at each exec and at each process's end (its main thread's exit): forgets the
+/// process's ranges (its mappings are no longer those dtrace loaded) and notes when, in `ends`
+/// (by process id, the time of `bpf_ktime_get_ns()`), so dtrace does not load ranges it read
+/// before then (see `provider::ustack_maps`). Exits of other threads change nothing.
+pub fn forget_program(ranges: i32, ends: i32, exits: bool) -> Result<Vec<Insn>> {
+    let mut a = Asm::new();
+    let out = a.label();
+    a.call(helper::GET_CURRENT_PID_TGID);
+    a.mov(R1, R0).alu_imm(op::RSH, R1, 32);
+    a.store(Size::W, R10, -8, R1);
+    if exits {
+        a.mov(R2, R0)
+            .alu_imm(op::LSH, R2, 32)
+            .alu_imm(op::RSH, R2, 32);
+        a.jmp_reg(op::JNE, R1, R2, out);
+    }
+    a.ld_map_fd(R1, ranges)
+        .mov(R2, R10)
+        .alu_imm(op::ADD, R2, -8)
+        .call(helper::MAP_DELETE_ELEM);
+    a.call(helper::KTIME_GET_NS).store(Size::DW, R10, -16, R0);
+    a.ld_map_fd(R1, ends)
+        .mov(R2, R10)
+        .alu_imm(op::ADD, R2, -8)
+        .mov(R3, R10)
+        .alu_imm(op::ADD, R3, -16)
+        .mov_imm(R4, 0)
+        .call(helper::MAP_UPDATE_ELEM);
+    a.bind(out).mov_imm(R0, 0).exit();
+    Ok(a.finish()?)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,168 @@
+//! The maps of `ustack()` and `jstack()` keys walked at the probe (`capture::ustack_keys`), the
+//! consumer's side: every file's `.eh_frame` rows in one array, each process's mapped ranges by
+//! its id, the per-CPU scratch, and the programs that forget a process's ranges when it execs or
+//! ends. dtrace loads a process's ranges ([`UstackMaps::load`]) from the mappings it knows
+//! (`Symbolizer::unwind_ranges`) when a firing of it is handed over (the probe found a PC no
+//! loaded range holds): later firings of the process are then walked at the probe. Ranges read
+//! before the process last exec'd or ended are not kept: the forgetting program notes when that
+//! happened.
+
+use crate::attach::Attachment;
+use crate::bpf::{Map, MapKind, ProgKind, Program};
+use crate::capture::spec::KEY_SCRATCH_SLOTS;
+use crate::capture::ustack_keys::{self, UserWalk, RANGE_CAPACITY, SCRATCH_BYTES};
+use crate::error::LinuxError;
+use crate::symbols::unwind_rows::{Range, RowArena, RowsError, RANGE_BYTES};
+use crate::symbols::Symbolizer;
+
+/// Rows the kernel's array holds (of every file loaded).
+pub const ROWS_CAPACITY: u32 = 1 << 18;
+/// Processes whose ranges are loaded at once.
+pub const PROCESSES: u32 = 4096;
+
+/// Why a process's ranges could not be loaded (its firings then stay with dtrace).
+#[derive(Debug, thiserror::Error)]
+pub enum UstackMapsError {
+    /// A map or program failed.
+    #[error("{0}")]
+    Bpf(#[from] LinuxError),
+    /// The rows of a file could not be laid out.
+    #[error("{0}")]
+    Rows(#[from] RowsError),
+    /// The process maps more ranges than the walk searches.
+    #[error("{0} mapped ranges (the walk at the probe searches {RANGE_CAPACITY})")]
+    TooManyRanges(usize),
+    /// The rows of every file loaded fill the kernel's array.
+    #[error("the unwind rows of the files loaded are more than {ROWS_CAPACITY}")]
+    RowsFull,
+}
+
+/// The maps and programs of the walk at the probe, with the rows written so far.
+pub struct UstackMaps {
+    rows: Map,
+    ranges: Map,
+    ends: Map,
+    scratch: Map,
+    /// The programs forgetting processes' ranges, attached.
+    _forget: Vec<(Program, Attachment)>,
+    arena: RowArena,
+    written: usize,
+}
+
+impl UstackMaps {
+    /// Makes the maps and attaches the programs that forget a process's ranges.
+    pub fn new() -> Result<UstackMaps, UstackMapsError> {
+        let rows = Map::create(
+            MapKind::Array,
+            "dt_urows",
+            4,
+            crate::symbols::unwind_rows::ROW_BYTES as u32,
+            ROWS_CAPACITY,
+        )?;
+        let ranges = Map::create_hash_on_demand("dt_uranges", 4, range_value_bytes(), PROCESSES)?;
+        let ends = Map::create(MapKind::LruHash, "dt_uends", 4, 8, PROCESSES)?;
+        let scratch = Map::create(
+            MapKind::PerCpuArray,
+            "dt_uwalk",
+            4,
+            SCRATCH_BYTES as u32,
+            KEY_SCRATCH_SLOTS,
+        )?;
+        let mut forget = Vec::new();
+        for (tp, exits) in [("sched_process_exec", false), ("sched_process_exit", true)] {
+            let insns = ustack_keys::forget_program(ranges.raw_fd(), ends.raw_fd(), exits)?;
+            let what = format!("forgetting user stack ranges at {tp}");
+            let prog = Program::load(ProgKind::RawTracepoint, &insns, "dt_uforget", &what)?;
+            let at = Attachment::raw_tracepoint(&prog, tp)?;
+            forget.push((prog, at));
+        }
+        Ok(UstackMaps {
+            rows,
+            ranges,
+            ends,
+            scratch,
+            _forget: forget,
+            arena: RowArena::new(),
+            written: 0,
+        })
+    }
+
+    /// Where a probe's walk finds the maps, its frame-pointer walk taking `fp_frames`.
+    pub fn walk(&self, fp_frames: u32) -> UserWalk {
+        UserWalk {
+            rows: self.rows.raw_fd(),
+            ranges: self.ranges.raw_fd(),
+            scratch: self.scratch.raw_fd(),
+            fp_frames,
+        }
+    }
+
+    /// Loads the ranges of process `pid` as `syms` knows its mappings, for a firing of it at
+    /// `since` (`bpf_ktime_get_ns()`): not kept when the process exec'd or ended after that
+    /// (dtrace may have read the mappings of the image before). Returns whether they were
+    /// loaded (a process dtrace knows no mapping of is not).
+    pub fn load(
+        &mut self,
+        syms: &mut Symbolizer,
+        pid: u32,
+        since: u64,
+    ) -> Result<bool, UstackMapsError> {
+        syms.note_process(pid);
+        let ranges = syms.unwind_ranges(pid, &mut self.arena)?;
+        if ranges.is_empty() {
+            return Ok(false);
+        }
+        let value = range_value(&ranges)?;
+        let rows = self.arena.rows();
+        if rows.len() > ROWS_CAPACITY as usize {
+            return Err(UstackMapsError::RowsFull);
+        }
+        for (i, row) in rows.iter().enumerate().skip(self.written) {
+            let key = u32::try_from(i).map_err(|_| UstackMapsError::RowsFull)?;
+            self.rows.update(&key.to_ne_bytes(), &row.to_bytes())?;
+        }
+        self.written = rows.len();
+        let key = pid.to_ne_bytes();
+        self.ranges.update(&key, &value)?;
+        // Forgotten since the firing: what was read may be the image before.
+        let ended = self.ends.lookup(&key)?.and_then(|v| {
+            v.get(..8)
+                .and_then(|b| b.try_into().ok())
+                .map(u64::from_ne_bytes)
+        });
+        if ended.is_some_and(|t| t >= since) {
+            self.ranges.delete(&key)?;
+            return Ok(false);
+        }
+        Ok(true)
+    }
+}
+
+#[cfg(test)]
+impl UstackMaps {
+    /// What the forgetting program does for the process of `key` at time `at`: returns `at`.
+    pub(crate) fn forget_for_test(&self, key: &[u8], at: u64) -> u64 {
+        let _ = self.ranges.delete(key);
+        self.ends.update(key, &at.to_ne_bytes()).ok();
+        at
+    }
+}
+
+/// Bytes of a process's ranges value: the count, then [`RANGE_CAPACITY`] ranges.
+fn range_value_bytes() -> u32 {
+    8 + RANGE_CAPACITY * RANGE_BYTES as u32
+}
+
+/// The value of `ranges` (sorted) as the walk reads it.
+fn range_value(ranges: &[Range]) -> Result<Vec<u8>, UstackMapsError> {
+    if ranges.len() > RANGE_CAPACITY as usize {
+        return Err(UstackMapsError::TooManyRanges(ranges.len()));
+    }
+    let mut v = Vec::with_capacity(range_value_bytes() as usize);
+    v.extend_from_slice(&(ranges.len() as u64).to_le_bytes());
+    for r in ranges {
+        v.extend_from_slice(&r.to_bytes());
+    }
+    v.resize(range_value_bytes() as usize, 0);
+    Ok(v)
+}
