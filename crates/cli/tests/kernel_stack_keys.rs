@@ -1,9 +1,11 @@
 //! Stack and symbol keys of aggregations kept in the kernel: `@[stack()]`, `@[sym(arg0)]`,
 //! `@[usym(arg1)]`, `@[ufunc(arg0)]`... key per-CPU maps at the probe and print exactly what the
 //! interpreter prints when the clause runs in dtrace (DTRACE_KERNEL_AGGREGATIONS=0), on a program
-//! with known call chains; `ustack()` keys stay in dtrace (unwound with `.eh_frame`) unless
-//! DTRACE_KERNEL_USTACKS=1 asks for the kernel's frame-pointer walk, which then prints what
-//! dtrace prints where frame pointers are complete (root, BPF, uprobes; gcc).
+//! with known call chains; `ustack()` and `jstack()` keys are walked at the probe as dtrace
+//! walks them (the longer of the frame-pointer walk and the `.eh_frame` walk), in programs
+//! built without frame pointers too, a firing in code whose ranges are not loaded yet (a `-c`
+//! command's first, a library opened after tracing started) handed over to dtrace
+//! (DTRACE_KERNEL_USTACKS=0 keeps the keys in dtrace) (root, BPF, uprobes; gcc).
 
 mod common;
 use common::{clause_lines, compile_c, dtrace_with_env, have_gcc, kernel_ok, test_dir};
@@ -112,43 +114,179 @@ fn kernel_stack_and_symbol_keys_print_as_in_dtrace() {
     }
 }
 
+/// The chain program built without frame pointers (`-O2 -fomit-frame-pointer`): the kernel's
+/// frame-pointer walk stops early in it, the `.eh_frame` walk does not.
+fn chain_without_frame_pointers(tag: &str) -> PathBuf {
+    compile_c(
+        &test_dir(tag),
+        "chain",
+        CHAIN,
+        &["-O2", "-g", "-fomit-frame-pointer", "-fcf-protection=none"],
+    )
+}
+
+/// Whether `out` holds a stack whose frames start with `chain` (in order, as prefixes).
+fn has_stack(out: &str, chain: &[&str]) -> bool {
+    out.split("\n\n").any(|s| {
+        let frames: Vec<&str> = s.lines().map(str::trim).collect();
+        frames.len() >= chain.len() && frames.iter().zip(chain).all(|(f, c)| f.starts_with(c))
+    })
+}
+
 #[test]
-fn ustack_keys_in_the_kernel_are_the_frame_pointer_walk() {
-    let t = "ustack_keys_in_the_kernel_are_the_frame_pointer_walk";
+fn ustack_keys_in_the_kernel_are_walked_as_in_dtrace() {
+    let t = "ustack_keys_in_the_kernel_are_walked_as_in_dtrace";
     if !kernel_ok(t) || !have_gcc(t) {
         return;
     }
-    let exe = chain("kstack-ustack");
+    // Built without frame pointers: only .eh_frame finds level3's callers at write(), in the
+    // kernel as in dtrace (the -c command's first firing is handed over: its ranges are loaded
+    // then).
+    let exe = chain_without_frame_pointers("kstack-ustack-nofp");
     let cmd = exe.display().to_string();
-    // By default the keys stay in dtrace, which unwinds them with .eh_frame.
-    let script = "pid$target::level3:entry { @[ustack()] = count(); }";
-    let (rc, _, err) = dtrace_with_env(&[], &["-qv", "-n", script, "-c", &cmd]);
+    let script = "syscall::write:entry /pid == $target/ { @[ustack()] = count(); \
+        @e[execname, ustack(4)] = count(); @n = count(); } \
+        pid$target::level3:entry { @l[ustack(3)] = count(); }";
+    let out = same_both_ways(&[], script, &cmd, &[1, 2]);
+    // (-O2 makes level1's and call's calls tail calls: they leave no frame.)
+    for chain in [
+        &[
+            "libc.so.6`write+",
+            "chain`level3+",
+            "chain`level2+",
+            "chain`main+",
+        ][..],
+        &["libc.so.6`write+", "chain`level3+", "chain`main+"],
+        &["chain`level3", "chain`level2+", "chain`main+"],
+    ] {
+        assert!(has_stack(&out, chain), "{chain:?}: {out}");
+    }
+    // The walk comes after the first kernel clause's predicate, before it does anything that
+    // lasts (a firing the walk cannot place goes to dtrace whole): a later clause's ustack()
+    // keys stay in dtrace, saying why, and print the same.
+    let script = "syscall::write:entry /pid == $target/ { @[ustack(3)] = count(); } \
+        syscall::write:entry /pid == $target/ { @b[ustack(2)] = count(); }";
+    let (rc, kout, err) = dtrace_with_env(&[], &["-qv", "-n", script, "-c", &cmd]);
     assert_eq!(rc, 0, "{err}");
     assert!(
-        clause_lines(&err, 1).iter().any(|l| l.contains(
-            "aggregations run in dtrace (ustack() keys are unwound in dtrace with .eh_frame"
+        clause_lines(&err, 1)
+            .iter()
+            .any(|l| l.ends_with("aggregations run in the kernel at 1 probe")),
+        "{err}"
+    );
+    assert!(
+        clause_lines(&err, 2).iter().any(|l| l.contains(
+            "its ustack() keys may hand the firing over to dtrace, and another clause before \
+             it at the probe runs in the kernel"
         )),
         "{err}"
     );
-    // Inside level3's body (past its frame's set-up: push %rbp, mov %rsp,%rbp) the
-    // frame-pointer walk finds every caller of the program: frames of it print the same
-    // either way.
-    let env = [("DTRACE_KERNEL_USTACKS", "1")];
-    let body = "pid$target::level3:4";
-    let script = format!(
-        "{body} {{ @[ustack(3)] = count(); @e[execname, ustack(4)] = count(); @n = count(); }}"
+    let off = [("DTRACE_KERNEL_AGGREGATIONS", "0")];
+    let (rc, iout, err) = dtrace_with_env(&off, &["-qv", "-n", script, "-c", &cmd]);
+    assert_eq!(rc, 0, "{err}");
+    assert_eq!(kout, iout);
+    // With frame pointers, inside level3's body, as well.
+    let exe = chain("kstack-ustack");
+    let cmd = exe.display().to_string();
+    let script =
+        "pid$target::level3:4 { @[ustack(3)] = count(); @e[execname, ustack(4)] = count(); }";
+    let out = same_both_ways(&[], script, &cmd, &[1]);
+    assert!(
+        has_stack(
+            &out,
+            &["chain`level3+0x4", "chain`level2+", "chain`level1+"]
+        ),
+        "{out}"
     );
-    let out = same_both_ways(&env, &script, &cmd, &[1]);
-    for chain in [
-        ["chain`level3+0x4", "chain`level2+", "chain`level1+"],
-        ["chain`level3+0x4", "chain`level2+", "chain`call+"],
-    ] {
-        let found = out.split("\n\n").any(|s| {
-            let frames: Vec<&str> = s.lines().map(str::trim).collect();
-            frames.len() >= 4 && frames.iter().zip(chain).all(|(f, c)| f.starts_with(c))
-        });
-        assert!(found, "{chain:?}: {out}");
+    // Kept in dtrace when asked, saying why.
+    let script = "pid$target::level3:entry { @[ustack()] = count(); }";
+    let env = [("DTRACE_KERNEL_USTACKS", "0")];
+    let (rc, _, err) = dtrace_with_env(&env, &["-qv", "-n", script, "-c", &cmd]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(
+        clause_lines(&err, 1).iter().any(|l| l
+            .contains("aggregations run in dtrace (ustack() keys are walked in dtrace (DTRACE_KERNEL_USTACKS=0))")),
+        "{err}"
+    );
+}
+
+/// A library the program opens after tracing started (built without frame pointers): the
+/// probe finds PCs no loaded range holds, hands those firings over to dtrace, which loads the
+/// process's ranges again; the counts of every stack are those dtrace alone counts.
+#[test]
+fn ustack_keys_through_a_library_opened_later_print_as_in_dtrace() {
+    let t = "ustack_keys_through_a_library_opened_later_print_as_in_dtrace";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
     }
+    let dir = test_dir("kstack-ustack-dlopen");
+    let lib = compile_c(
+        &dir,
+        "libhop.so",
+        r#"
+#include <unistd.h>
+__attribute__((noinline)) void hop2(int fd, int i) {
+    if (write(fd, "x", i % 3) < 0)
+        _exit(1);
+}
+__attribute__((noinline)) void hop1(int fd, int i) { hop2(fd, i); hop2(fd, i + 1); }
+"#,
+        &["-O2", "-g", "-shared", "-fPIC", "-fomit-frame-pointer"],
+    );
+    let src = format!(
+        r#"
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <unistd.h>
+__attribute__((noinline)) void before(int fd, int i) {{
+    if (write(fd, "y", i % 2) < 0)
+        _exit(1);
+}}
+int main(void) {{
+    int fd = open("/dev/null", O_WRONLY);
+    for (int i = 0; i < 50; i++)
+        before(fd, i);
+    usleep(100000);
+    void *h = dlopen("{}", RTLD_NOW);
+    if (!h)
+        return 2;
+    void (*hop1)(int, int) = (void (*)(int, int))dlsym(h, "hop1");
+    for (int i = 0; i < 50; i++)
+        hop1(fd, i);
+    return 0;
+}}
+"#,
+        lib.display()
+    );
+    let exe = compile_c(
+        &dir,
+        "opener",
+        &src,
+        &["-O2", "-g", "-fomit-frame-pointer", "-ldl"],
+    );
+    let cmd = exe.display().to_string();
+    let script = "syscall::write:entry /pid == $target/ { @[ustack()] = count(); \
+        @j[jstack(4)] = sum(arg2); }";
+    let out = same_both_ways(&[], script, &cmd, &[1]);
+    assert!(
+        has_stack(
+            &out,
+            &[
+                "libc.so.6`write+",
+                "libhop.so`hop2+",
+                "libhop.so`hop1+",
+                "opener`main+"
+            ]
+        ),
+        "{out}"
+    );
+    assert!(
+        has_stack(
+            &out,
+            &["libc.so.6`write+", "opener`before+", "opener`main+"]
+        ),
+        "{out}"
+    );
 }
 
 /// The distinct stacks an output of stack records prints.
@@ -163,8 +301,8 @@ fn stacks(out: &str) -> std::collections::BTreeSet<String> {
 /// `jstack()` is `ustack()` where no Java helper annotates the frames (DTrace for Linux has
 /// none): its frames default to `jstackframes` (50), `jstack(n)` and `jstack(n, strsize)` print
 /// what `ustack(n)` and `ustack(n, strsize)` print, and its aggregation keys follow ustack()'s:
-/// unwound in dtrace by default, the kernel's frame-pointer walk with DTRACE_KERNEL_USTACKS=1,
-/// printing the same either way.
+/// walked at the probe by default, in dtrace with DTRACE_KERNEL_USTACKS=0, printing the same
+/// either way.
 #[test]
 fn jstack_prints_as_ustack_where_no_java_helper_exists() {
     let t = "jstack_prints_as_ustack_where_no_java_helper_exists";
@@ -202,18 +340,18 @@ fn jstack_prints_as_ustack_where_no_java_helper_exists() {
     for s in &three {
         assert_eq!(s.lines().count(), 3, "{s}");
     }
-    // Aggregation keys: in dtrace by default, saying why.
+    // Aggregation keys: in dtrace when asked, saying why.
     let script = format!("{body} {{ @[jstack(3)] = count(); }}");
-    let (rc, _, err) = dtrace_with_env(&[], &["-qv", "-n", &script, "-c", &cmd]);
+    let off = [("DTRACE_KERNEL_USTACKS", "0")];
+    let (rc, _, err) = dtrace_with_env(&off, &["-qv", "-n", &script, "-c", &cmd]);
     assert_eq!(rc, 0, "{err}");
     assert!(
-        clause_lines(&err, 1).iter().any(|l| l.contains(
-            "aggregations run in dtrace (jstack() keys are unwound in dtrace with .eh_frame"
-        )),
+        clause_lines(&err, 1).iter().any(|l| l
+            .contains("aggregations run in dtrace (jstack() keys are walked in dtrace (DTRACE_KERNEL_USTACKS=0))")),
         "{err}"
     );
-    // In the kernel when asked, as ustack()'s: the same output both ways, and as ustack()'s.
-    let env = [("DTRACE_KERNEL_USTACKS", "1")];
+    // In the kernel by default, as ustack()'s: the same output both ways, and as ustack()'s.
+    let env: [(&str, &str); 0] = [];
     let out = same_both_ways(&env, &script, &cmd, &[1]);
     let ustack = same_both_ways(
         &env,
@@ -223,8 +361,7 @@ fn jstack_prints_as_ustack_where_no_java_helper_exists() {
     );
     assert_eq!(out, ustack);
     assert!(out.contains("chain`level2+"), "{out}");
-    // jstack() keys: the kernel walks as many frames as ustack() would, cut to jstackframes
-    // (the walk stops where frame pointers do, in libc here, as ustack()'s does).
+    // jstack() keys: the kernel walks as many frames as ustack() would, cut to jstackframes.
     let kernel_keys = |extra: &[&str], action: &str| {
         let script = format!("{body} {{ @[{action}] = count(); }}");
         let mut args = vec!["-qv"];

@@ -706,6 +706,37 @@ pub fn emit_aggs(
             }
         }
     }
+    // ustack() keys: the firing's user stack is walked after the predicate of the first clause
+    // running here, before it does anything that lasts, so a firing whose stack the walk cannot
+    // place can still go to dtrace whole (see `super::ustack_keys`).
+    if k.uwalk.is_some() {
+        let mut first = true;
+        for (c, r) in k.clauses.iter().zip(results.iter_mut()) {
+            if r.is_err() {
+                continue;
+            }
+            let why = if !walks_user_stack(c) {
+                None
+            } else if !first {
+                Some("another clause before it at the probe runs in the kernel")
+            } else if c
+                .predicate
+                .as_ref()
+                .is_some_and(dtrace_framework::framework::has_side_effects)
+            {
+                Some("its predicate has side effects")
+            } else {
+                None
+            };
+            if let Some(why) = why {
+                *r = Err(Untranslatable::Placement(format!(
+                    "its ustack() keys may hand the firing over to dtrace, and {why}"
+                )));
+            } else {
+                first = false;
+            }
+        }
+    }
     // Records are built here only when every clause of the probe runs here: the records of one
     // firing then reach the buffer in the clauses' order.
     let all_here = k.others.is_none() && results.iter().all(|r| r.is_ok());
@@ -751,18 +782,14 @@ pub fn emit_aggs(
             })
         })
         .collect();
-    // The user stack of the ustack() keys, walked once before any clause runs.
-    let uwalk = k.uwalk.filter(|_| {
-        k.clauses.iter().zip(&results).any(|(c, r)| {
-            r.is_ok()
-                && c.aggs.iter().any(|g| {
-                    g.keys
-                        .iter()
-                        .any(|(_, kind)| matches!(kind, KeyKind::UserStack(_)))
-                })
-        })
-    });
-    let handover = !string_args.is_empty() || k.known.is_some() || uwalk.is_some();
+    // The clause after whose predicate the user stack of the ustack() keys is walked.
+    let walk_at = k
+        .clauses
+        .iter()
+        .zip(&results)
+        .position(|(c, r)| r.is_ok() && walks_user_stack(c))
+        .and_then(|n| Some((n, k.uwalk?)));
+    let handover = !string_args.is_empty() || k.known.is_some() || walk_at.is_some();
     if handover {
         a.store_imm(Size::DW, R10, HANDOVER, 0);
     }
@@ -792,16 +819,6 @@ pub fn emit_aggs(
             .map_err(crate::error::LinuxError::Asm)?;
             a.store(Size::DW, R10, pre_read_slot(i), R0);
         }
-    }
-    if let Some(w) = &uwalk {
-        // A PC no loaded range holds: every clause runs in dtrace on the captured firing.
-        let (walked, unplaced) = (a.label(), a.label());
-        super::ustack_keys::emit_walk_once(a, shape, w, unplaced)?;
-        a.ja(walked);
-        a.bind(unplaced);
-        a.store_imm(Size::DW, R10, HANDOVER, HANDED_OVER);
-        a.ja(done);
-        a.bind(walked);
     }
     let stamps = k
         .clauses
@@ -866,6 +883,17 @@ pub fn emit_aggs(
             } else {
                 a.jmp_imm(op::JEQ, R0, 0, next);
             }
+        }
+        if let Some((_, w)) = walk_at.filter(|(at, _)| *at == n) {
+            // A PC no loaded range holds: every clause runs in dtrace on the captured firing
+            // (nothing lasting was done yet).
+            let (walked, unplaced) = (a.label(), a.label());
+            super::ustack_keys::emit_walk_once(a, shape, &w, unplaced)?;
+            a.ja(walked);
+            a.bind(unplaced);
+            a.store_imm(Size::DW, R10, HANDOVER, HANDED_OVER);
+            a.ja(done);
+            a.bind(walked);
         }
         if let (false, Some(r)) = (reserve_first, &c.record) {
             emit_reserve(a, r, ring, tag, clause, next)?;
@@ -994,6 +1022,15 @@ pub fn emit_aggs(
     }
     a.bind(done);
     Ok((report, handover))
+}
+
+/// Whether clause `c` has `ustack()` or `jstack()` keys.
+fn walks_user_stack(c: &KernelAggClause) -> bool {
+    c.aggs.iter().any(|g| {
+        g.keys
+            .iter()
+            .any(|(_, kind)| matches!(kind, KeyKind::UserStack(_)))
+    })
 }
 
 /// Stores the key of the current process at probe `tag` (tag << 32 | pid) in VAL. Uses r0-r1.
