@@ -223,7 +223,7 @@ fn faults_keep_the_clauses_order_with_clauses_run_in_dtrace() {
     if !kernel_ok(t) {
         return;
     }
-    // ustackdepth (unwound in dtrace) keeps its clause in dtrace.
+    // ustackdepth keeps its clause in dtrace when user stacks are walked there.
     let printing = "syscall::write:entry /pid == $target/ { printf(\"first %d\\n\", arg2 + \
         0 * ustackdepth); }";
     let faulting = "syscall::write:entry /pid == $target/ { @ = sum(arg2 / (arg0 - 1)); }";
@@ -242,7 +242,8 @@ fn faults_keep_the_clauses_order_with_clauses_run_in_dtrace() {
             "aggregations run in the kernel at 1 probe",
         ),
     ] {
-        let (rc, out, err) = dtrace_with_env(&[], &["-qvw", "-n", &script, "-c", DD]);
+        let env = [("DTRACE_KERNEL_USTACKS", "0")];
+        let (rc, out, err) = dtrace_with_env(&env, &["-qvw", "-n", &script, "-c", DD]);
         assert_eq!(rc, 0, "{err}");
         let n = if pair[0] == "first" { 2 } else { 1 };
         assert!(

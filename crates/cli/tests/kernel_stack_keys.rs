@@ -176,8 +176,8 @@ fn ustack_keys_in_the_kernel_are_walked_as_in_dtrace() {
     );
     assert!(
         clause_lines(&err, 2).iter().any(|l| l.contains(
-            "its ustack() keys may hand the firing over to dtrace, and another clause before \
-             it at the probe runs in the kernel"
+            "it walks the user stack (ustack() keys, ucaller, ustackdepth), which may hand the \
+             firing over to dtrace, and another clause before it at the probe runs in the kernel"
         )),
         "{err}"
     );
@@ -383,4 +383,53 @@ fn jstack_prints_as_ustack_where_no_java_helper_exists() {
     let two = kernel_keys(&["-x", "jstackframes=2"], "jstack()");
     assert_eq!(two, kernel_keys(&[], "ustack(2)"));
     assert_ne!(out, two);
+}
+
+/// `ucaller` and `ustackdepth` are read at the probe from the same walk as `ustack()` keys
+/// (the longer of the frame-pointer walk and the `.eh_frame` walk), in the actions of the first
+/// clause running there, printing what dtrace prints; in a predicate, or with
+/// DTRACE_KERNEL_USTACKS=0, the clause stays in dtrace, saying why.
+#[test]
+fn ucaller_and_ustackdepth_at_the_probe_print_as_in_dtrace() {
+    let t = "ucaller_and_ustackdepth_at_the_probe_print_as_in_dtrace";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let exe = chain_without_frame_pointers("kstack-ucaller");
+    let cmd = exe.display().to_string();
+    let script = "pid$target::level3:entry { @[usym(ucaller)] = count(); \
+        @d[ustackdepth] = count(); @s = sum(ustackdepth); } \
+        syscall::write:entry /pid == $target/ { @w[ufunc(ucaller), ustackdepth] = count(); }";
+    let out = same_both_ways(&[], script, &cmd, &[1, 2]);
+    // level3's callers (level1's and call's calls are tail calls at -O2), found by .eh_frame.
+    for caller in ["chain`level2", "chain`main"] {
+        assert!(
+            out.lines()
+                .any(|l| l.split_whitespace().collect::<Vec<_>>() == [caller, "200"]),
+            "{caller}: {out}"
+        );
+    }
+    // write()'s caller is level3, 6 or 7 frames deep (past main, to _start).
+    assert!(out.contains("chain`level3"), "{out}");
+    // In a predicate: in dtrace.
+    let script = "pid$target::level3:entry /ustackdepth > 1/ { @ = count(); }";
+    let (rc, out, err) = dtrace_with_env(&[], &["-qv", "-n", script, "-c", &cmd]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(
+        clause_lines(&err, 1)
+            .iter()
+            .any(|l| l.contains("ustackdepth") && l.contains("in dtrace")),
+        "{err}"
+    );
+    assert!(out.contains("400"), "{out}");
+    let env = [("DTRACE_KERNEL_USTACKS", "0")];
+    let script = "pid$target::level3:entry { @ = sum(ustackdepth); }";
+    let (rc, _, err) = dtrace_with_env(&env, &["-qv", "-n", script, "-c", &cmd]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(
+        clause_lines(&err, 1)
+            .iter()
+            .any(|l| l.contains("DTRACE_KERNEL_USTACKS=0")),
+        "{err}"
+    );
 }

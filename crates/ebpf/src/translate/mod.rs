@@ -152,6 +152,10 @@ pub enum Builtin {
     Caller,
     /// `stackdepth`: the kernel stack's frames, as dtrace's capture cuts it.
     Stackdepth,
+    /// `ucaller`: the user stack's second frame, as dtrace walks the stack.
+    Ucaller,
+    /// `ustackdepth`: the user stack's frames, as dtrace walks the stack.
+    Ustackdepth,
 }
 
 impl Builtin {
@@ -172,6 +176,8 @@ impl Builtin {
             Builtin::Epid => "epid".into(),
             Builtin::Caller => "caller".into(),
             Builtin::Stackdepth => "stackdepth".into(),
+            Builtin::Ucaller => "ucaller".into(),
+            Builtin::Ustackdepth => "ustackdepth".into(),
         }
     }
 }
@@ -2332,6 +2338,8 @@ impl<'a> Translator<'a> {
             vars::DIF_VAR_VTIMESTAMP => Builtin::Vtimestamp,
             vars::DIF_VAR_CALLER => Builtin::Caller,
             vars::DIF_VAR_STACKDEPTH => Builtin::Stackdepth,
+            vars::DIF_VAR_UCALLER => Builtin::Ucaller,
+            vars::DIF_VAR_USTACKDEPTH => Builtin::Ustackdepth,
             _ => {
                 return Err(Untranslatable::Variable {
                     pc,

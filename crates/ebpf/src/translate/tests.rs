@@ -79,6 +79,7 @@ impl ProbeContext for Probe {
             Builtin::Vtimestamp => VTIMESTAMP,
             Builtin::Epid => self.epid,
             Builtin::Caller | Builtin::Stackdepth => return Err("no kernel stack here".into()),
+            Builtin::Ucaller | Builtin::Ustackdepth => return Err("no user stack here".into()),
         };
         // Clobber what the contract allows, to catch a translator that keeps values there.
         a.mov_imm(R1, -1).mov_imm(R2, -1).mov_imm(R3, -1);

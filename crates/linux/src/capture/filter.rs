@@ -63,6 +63,9 @@ pub(crate) struct ShapeContext<'a> {
     pub(crate) epid: Result<EpidAt, &'static str>,
     /// Where `caller` and `stackdepth` are read (`None`: in dtrace).
     pub(crate) stacks: Option<super::spec::KernelStacks>,
+    /// Where `ucaller` and `ustackdepth` are read, after the firing's user stack was walked
+    /// (`capture::ustack_keys`; `None`: in dtrace).
+    pub(crate) ustack: Option<super::ustack_keys::UserWalk>,
 }
 
 /// Where the code at a probe reads its clause's EPID: the framework assigns EPIDs once the
@@ -82,6 +85,11 @@ pub(crate) struct EpidAt {
 /// Why `epid` is read in dtrace at a probe placed for every process.
 pub(crate) const SHARED_EPID: &str =
     "one program serves the probe of every process, each with its own EPIDs";
+
+/// Why `ucaller` and `ustackdepth` are not read at the probe where no walk of the user stack
+/// comes before (see `capture::ustack_keys`).
+pub(crate) const NO_USTACK: &str = "read at the probe only in the actions of the first clause \
+    running there, after the user stack is walked (DTRACE_KERNEL_USTACKS=0 keeps them in dtrace)";
 
 /// Why `caller` and `stackdepth` are read in dtrace where no map of the kernel's tracing
 /// address ranges serves the code (a `raise()` or `stop()` sent at the probe).
@@ -292,6 +300,13 @@ impl ProbeContext for ShapeContext<'_> {
                     _ => super::kstack::StackValue::Depth,
                 };
                 super::kstack::emit_stack_value(a, self.shape, stacks, what, SCRATCH);
+            }
+            Builtin::Ucaller | Builtin::Ustackdepth => {
+                self.current(&b.name())?;
+                let w = self.ustack.as_ref().ok_or(NO_USTACK)?;
+                let depth = b == Builtin::Ustackdepth;
+                super::ustack_keys::emit_stack_value(a, self.shape, w, depth, SCRATCH)
+                    .map_err(|e| e.to_string())?;
             }
             Builtin::Epid => {
                 let at = self.epid?;
@@ -689,6 +704,7 @@ pub fn translate_filter(
         copy_scratch: None,
         epid: Err(NO_EPID),
         stacks: filter.stacks,
+        ustack: None,
     };
     let results: Vec<Result<translate::Fragment, Untranslatable>> = filter
         .predicates

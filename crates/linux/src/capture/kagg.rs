@@ -337,7 +337,17 @@ fn translate_clause_with(
     strsize: usize,
 ) -> Result<Translated, Untranslatable> {
     let int = |o: &DifObject| translate::translate(o, ctx, strsize, FRAME);
-    let predicate = c.predicate.as_ref().map(int).transpose()?;
+    // The user stack is walked after the predicate (see `emit_aggs`): ucaller and ustackdepth
+    // are not read there.
+    let before_walk = ShapeContext {
+        ustack: None,
+        ..*ctx
+    };
+    let predicate = c
+        .predicate
+        .as_ref()
+        .map(|o| translate::translate(o, &before_walk, strsize, FRAME))
+        .transpose()?;
     let mut aggs = Vec::with_capacity(c.aggs.len());
     for agg in &c.aggs {
         let mut keys = Vec::with_capacity(agg.keys.len());
@@ -537,6 +547,9 @@ pub fn check_clause(
             ranges: -1,
             capacity: 1,
         }),
+        // A clause keeping variables in the kernel reads ucaller and ustackdepth in dtrace: it
+        // may run after another clause at the probe (see `emit_aggs`).
+        ustack: None,
     };
     translate_clause(&ctx, c, strsize as usize).map(|t| t.can_fault())
 }
@@ -641,6 +654,7 @@ pub fn emit_aggs(
         copy_scratch: None,
         epid: Err(super::filter::NO_EPID),
         stacks: k.stacks,
+        ustack: k.uwalk,
     };
     // A clause's EPID is keyed by its number at the probe (its index here).
     let mut results: Vec<Result<Translated, Untranslatable>> = k
@@ -730,7 +744,8 @@ pub fn emit_aggs(
             };
             if let Some(why) = why {
                 *r = Err(Untranslatable::Placement(format!(
-                    "its ustack() keys may hand the firing over to dtrace, and {why}"
+                    "it walks the user stack (ustack() keys, ucaller, ustackdepth), which may \
+                     hand the firing over to dtrace, and {why}"
                 )));
             } else {
                 first = false;
@@ -1024,12 +1039,22 @@ pub fn emit_aggs(
     Ok((report, handover))
 }
 
-/// Whether clause `c` has `ustack()` or `jstack()` keys.
+/// Whether clause `c` walks the user stack: it has `ustack()` or `jstack()` keys, or reads
+/// `ucaller` or `ustackdepth`.
 fn walks_user_stack(c: &KernelAggClause) -> bool {
-    c.aggs.iter().any(|g| {
+    use dtrace_dif::instr::Instr;
+    use dtrace_dif::opcode::Opcode;
+    use dtrace_dif::vars;
+    let keys = c.aggs.iter().any(|g| {
         g.keys
             .iter()
             .any(|(_, kind)| matches!(kind, KeyKind::UserStack(_)))
+    });
+    keys || clause_objects(c).any(|o| {
+        o.text.iter().any(|w| {
+            matches!(Instr::decode(*w), Ok(Instr::LoadVar { op: Opcode::Ldgs, var, .. })
+                if matches!(u32::from(var), vars::DIF_VAR_UCALLER | vars::DIF_VAR_USTACKDEPTH))
+        })
     })
 }
 

@@ -71,6 +71,7 @@ pub fn emit_signals(a: &mut Asm, shape: &ProbeShape, s: &KernelSignals) -> Signa
         copy_scratch: None,
         epid: Err(super::filter::NO_EPID),
         stacks: None,
+        ustack: None,
     };
     let results: Vec<Result<Translated, Untranslatable>> = s
         .clauses

@@ -63,15 +63,60 @@ fn off(v: usize) -> Result<i16> {
     i16::try_from(v).map_err(|_| LinuxError::Asm(format!("user walk offset {v} out of range")))
 }
 
-/// Points r0 at this program's scratch value, or jumps to `missing` (it is always there).
-fn emit_scratch(a: &mut Asm, shape: &ProbeShape, w: &UserWalk, missing: Label) {
+/// Points r0 at this program's scratch value (its key built at stack slot `key`), or jumps to
+/// `missing` (it is always there). Uses r0-r5.
+fn emit_scratch_at(a: &mut Asm, shape: &ProbeShape, w: &UserWalk, key: i16, missing: Label) {
     let slot = i32::from(shape.ctx == super::codegen::CtxKind::PerfEvent);
-    a.store_imm(Size::W, R10, SCRATCH_KEY, slot);
+    a.store_imm(Size::W, R10, key, slot);
     a.ld_map_fd(R1, w.scratch)
         .mov(R2, R10)
-        .alu_imm(op::ADD, R2, i32::from(SCRATCH_KEY))
+        .alu_imm(op::ADD, R2, i32::from(key))
         .call(helper::MAP_LOOKUP_ELEM);
     a.jmp_imm(op::JEQ, R0, 0, missing);
+}
+
+fn emit_scratch(a: &mut Asm, shape: &ProbeShape, w: &UserWalk, missing: Label) {
+    emit_scratch_at(a, shape, w, SCRATCH_KEY, missing);
+}
+
+/// Leaves in r0 the firing's `ustackdepth` (`depth`) or `ucaller`, from the walk
+/// [`emit_walk_once`] made: the frames of the walk chosen, the second of them (0 when there is
+/// none), as dtrace takes them from the stack it completed. The scratch's key is built at stack
+/// slot `key`. Uses r0-r5.
+pub fn emit_stack_value(
+    a: &mut Asm,
+    shape: &ProbeShape,
+    w: &UserWalk,
+    depth: bool,
+    key: i16,
+) -> Result<()> {
+    let (none, fp, done) = (a.label(), a.label(), a.label());
+    emit_scratch_at(a, shape, w, key, none);
+    a.load(Size::DW, R1, R0, off(CHOICE)?);
+    a.jmp_imm(op::JEQ, R1, 0, fp);
+    // Past their count, both walks' frames are zero.
+    if depth {
+        a.load(Size::DW, R0, R0, off(OUT + uunwind::OUT_COUNT)?);
+    } else {
+        a.load(Size::DW, R0, R0, off(OUT + uunwind::OUT_FRAMES + 8)?);
+    }
+    a.ja(done);
+    a.bind(fp);
+    if depth {
+        let counted = a.label();
+        a.load(Size::DW, R0, R0, off(FP)?);
+        a.jmp_imm(op::JSGE, R0, 0, counted);
+        a.mov_imm(R0, 0);
+        a.bind(counted);
+        a.alu_imm(op::RSH, R0, 3);
+    } else {
+        a.load(Size::DW, R0, R0, off(FP + 16)?);
+    }
+    a.ja(done);
+    a.bind(none);
+    a.mov_imm(R0, 0);
+    a.bind(done);
+    Ok(())
 }
 
 /// Emits the firing's walk (the probe's context in r6, kept): jumps to `handover` when a PC is

@@ -961,12 +961,16 @@ impl Shared {
             n.caller || n.stackdepth
         }))?;
         // The maps of ustack() keys walked here (the walk's depth is set with the probe's).
-        let walks = k_idx.iter().any(|&i| {
-            matches!(self.kplans.get(i), Some(Ok(p)) if p.aggs.iter().any(|g| g
-                .keys
-                .iter()
-                .any(|(_, k)| matches!(k, crate::capture::spec::KeyKind::UserStack(_)))))
-        });
+        let walks = self.kernel_ustacks
+            && k_idx.iter().any(|&i| {
+                let n = &self.clauses[i].1;
+                n.ucaller
+                    || n.ustack.is_some()
+                    || matches!(self.kplans.get(i), Some(Ok(p)) if p.aggs.iter().any(|g| g
+                    .keys
+                    .iter()
+                    .any(|(_, k)| matches!(k, crate::capture::spec::KeyKind::UserStack(_)))))
+            });
         if walks && self.ustack_maps.is_none() {
             self.ustack_maps = Some(ustack_maps::UstackMaps::new().map_err(|e| e.to_string())?);
         }
