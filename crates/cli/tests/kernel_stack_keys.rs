@@ -185,6 +185,25 @@ fn ustack_keys_in_the_kernel_are_walked_as_in_dtrace() {
     let (rc, iout, err) = dtrace_with_env(&off, &["-qv", "-n", script, "-c", &cmd]);
     assert_eq!(rc, 0, "{err}");
     assert_eq!(kout, iout);
+    // A clause with variables that could live in the kernel keeps them in dtrace (a firing
+    // handed over would run it there without them), and prints the same.
+    let script = "pid$target::level3:entry { self->n++; @[ustack(2), self->n > 100] = count(); }";
+    let (rc, kout, err) = dtrace_with_env(&[], &["-qv", "-n", script, "-c", &cmd]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(
+        clause_lines(&err, 1)
+            .iter()
+            .any(|l| l.contains("variables stay in dtrace (at pid")
+                && l.contains(
+                    "which may hand the firing over to dtrace, where variables kept in the \
+             kernel are not)"
+                )),
+        "{err}"
+    );
+    let (rc, iout, err) = dtrace_with_env(&off, &["-qv", "-n", script, "-c", &cmd]);
+    assert_eq!(rc, 0, "{err}");
+    assert_eq!(kout, iout);
+    assert!(kout.contains("chain`level2+"), "{kout}");
     // With frame pointers, inside level3's body, as well.
     let exe = chain("kstack-ustack");
     let cmd = exe.display().to_string();

@@ -515,6 +515,15 @@ pub fn check_clause(
     (strsize, scratchsize): (u32, Option<u64>),
     specs: Option<super::spec::KernelSpecs>,
 ) -> Result<bool, Untranslatable> {
+    if walks_user_stack(c) {
+        // A firing whose user stack the walk cannot place goes to dtrace whole, where variables
+        // kept in the kernel are not (see `emit_aggs`).
+        return Err(Untranslatable::Placement(
+            "it walks the user stack (ustack() keys, ucaller, ustackdepth), which may hand the \
+             firing over to dtrace, where variables kept in the kernel are not"
+                .into(),
+        ));
+    }
     let ctx = ShapeContext {
         shape,
         names,
@@ -731,6 +740,10 @@ pub fn emit_aggs(
             }
             let why = if !walks_user_stack(c) {
                 None
+            } else if k.vars.is_some() {
+                // A firing handed over would run the clauses keeping them in dtrace, without
+                // them.
+                Some("D variables live in the kernel at the probe")
             } else if !first {
                 Some("another clause before it at the probe runs in the kernel")
             } else if c
