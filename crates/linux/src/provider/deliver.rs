@@ -462,6 +462,7 @@ impl LinuxTracing {
         let mut unknown = Vec::new();
         let mut n = 0;
         let mut syms = self.lock_symbols();
+        self.forget_remapped(&mut syms);
         // One context for the batch: its strings and stacks keep their buffers from firing to
         // firing.
         let mut ctx = FiringContext::default();

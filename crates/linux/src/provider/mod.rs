@@ -2015,9 +2015,22 @@ impl LinuxTracing {
         }
     }
 
+    /// Forgets, in the kernel, the mappings of the user stack walks of the processes whose
+    /// mappings `syms` saw replaced (see `Symbolizer::take_remapped`): their next firings go to
+    /// dtrace, which loads them again. (Holds `syms`, then the shared state.)
+    pub(crate) fn forget_remapped(&self, syms: &mut Symbolizer) {
+        let mut sh = self.lock();
+        if let Some(m) = sh.ustack_maps.as_mut() {
+            // A process whose ranges cannot be deleted is left as it is: the next remap or
+            // exec tries again.
+            let _ = m.forget(&syms.take_remapped());
+        }
+    }
+
     /// What the kernel aggregated since the previous call, as the framework's records, and the
     /// updates it lost per CPU (a map was full).
     pub fn kernel_aggregations(&self) -> Result<(Vec<AggRecord>, kagg::CpuDrops)> {
+        self.forget_remapped(&mut self.lock_symbols());
         let (mut snap, drops) = match self.lock().kaggs.as_mut() {
             Some(k) => (k.snapshot()?, k.take_drops()?),
             None => return Ok((Vec::new(), Vec::new())),

@@ -138,6 +138,17 @@ impl UstackMaps {
     }
 }
 
+impl UstackMaps {
+    /// Forgets what was loaded of each of `pids` (its mappings changed under what was loaded):
+    /// its next firing goes to dtrace, which loads it again.
+    pub fn forget(&self, pids: &[u32]) -> Result<(), UstackMapsError> {
+        for pid in pids {
+            self.ranges.delete(&pid.to_ne_bytes())?;
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 impl UstackMaps {
     /// What the forgetting program does for the process of `key` at time `at`: returns `at`.

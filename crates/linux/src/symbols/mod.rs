@@ -114,7 +114,14 @@ pub struct Symbolizer {
     missing: HashSet<Vec<u8>>,
     unwind_tables: HashMap<String, Option<Arc<unwind::UnwindTable>>>,
     tracker: Option<mmaptrack::MmapTracker>,
+    /// Processes a new mapping replaced part of whose mappings since [`Symbolizer::take_remapped`]
+    /// (at most [`MAX_REMAPPED`]).
+    remapped: Vec<u32>,
 }
+
+/// The most processes [`Symbolizer::take_remapped`] gives at once (more between two calls are
+/// not noted).
+pub const MAX_REMAPPED: usize = 1024;
 
 impl Symbolizer {
     /// A symbolizer; the kernel table is read on first use.
@@ -145,6 +152,21 @@ impl Symbolizer {
             return;
         };
         for e in t.read() {
+            self.apply(e);
+        }
+    }
+
+    /// The processes a new mapping replaced part of whose mappings (a library mapped where
+    /// another was) since the last call: what a walk at the probe loaded of them is stale (see
+    /// `provider::ustack_maps`).
+    pub fn take_remapped(&mut self) -> Vec<u32> {
+        self.sync_tracker();
+        std::mem::take(&mut self.remapped)
+    }
+
+    /// Applies one mapping record.
+    fn apply(&mut self, e: mmaptrack::MapEvent) {
+        {
             match e {
                 mmaptrack::MapEvent::Map { pid, mapping } => {
                     if !self.maps.contains_key(&pid) {
@@ -152,9 +174,20 @@ impl Symbolizer {
                         self.read_process(pid, Vec::new());
                     }
                     let p = self.tracked(pid);
+                    // (A mapping the process's maps file showed already is no replacement.)
+                    let replaced = p
+                        .maps
+                        .iter()
+                        .any(|m| m.end > mapping.start && m.start < mapping.end && *m != mapping);
                     p.maps
                         .retain(|m| m.end <= mapping.start || m.start >= mapping.end);
                     p.maps.push(mapping);
+                    if replaced
+                        && !self.remapped.contains(&pid)
+                        && self.remapped.len() < MAX_REMAPPED
+                    {
+                        self.remapped.push(pid);
+                    }
                 }
                 mmaptrack::MapEvent::Exec { pid } => {
                     let p = self.tracked(pid);
@@ -520,6 +553,32 @@ impl Symbolizer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A mapping that replaces part of another (a library mapped where one was) notes its
+    /// process once; the same mapping again, or one beside the others, does not.
+    #[test]
+    fn a_replaced_mapping_notes_its_process() {
+        let mut syms = Symbolizer::new();
+        let pid = u32::MAX - 7;
+        let map = |start: u64, end: u64, path: &str| mmaptrack::MapEvent::Map {
+            pid,
+            mapping: Mapping {
+                start,
+                end,
+                offset: 0,
+                exec: true,
+                path: path.into(),
+            },
+        };
+        syms.apply(map(0x1000, 0x3000, "/lib/a.so"));
+        syms.apply(map(0x3000, 0x4000, "/lib/b.so"));
+        syms.apply(map(0x3000, 0x4000, "/lib/b.so"));
+        assert!(syms.take_remapped().is_empty());
+        syms.apply(map(0x2000, 0x2800, "/lib/c.so"));
+        syms.apply(map(0x2800, 0x3000, "/lib/d.so"));
+        assert_eq!(syms.take_remapped(), vec![pid]);
+        assert!(syms.take_remapped().is_empty());
+    }
 
     #[test]
     fn frames_format_like_dtrace() {

@@ -148,4 +148,9 @@ fn ustack_keys_are_the_longer_walk_once_the_process_is_loaded() {
     assert_eq!(word(&run(&prog, &out), 0), 2);
     assert!(maps.load(&mut syms, pid, exec_at + 1).unwrap());
     assert_eq!(word(&run(&prog, &out), 0), 1);
+    // Forgotten by dtrace (its mappings were replaced): handed over until loaded again.
+    maps.forget(&[pid]).unwrap();
+    assert_eq!(word(&run(&prog, &out), 0), 2);
+    assert!(maps.load(&mut syms, pid, exec_at + 2).unwrap());
+    assert_eq!(word(&run(&prog, &out), 0), 1);
 }
