@@ -166,8 +166,11 @@ pub(crate) struct Shared {
     destructive: bool,
     /// `ustack()` keys may be walked in the kernel (off: [`kagg::KERNEL_USTACKS_ENV`] is `0`).
     kernel_ustacks: bool,
-    /// The maps of `ustack()` keys walked in the kernel, made with the first such key.
+    /// The maps of `ustack()` keys walked in the kernel, made when the first program that
+    /// walks user stacks is planned.
     ustack_maps: Option<ustack_maps::UstackMaps>,
+    /// Why user stacks cannot be walked in the kernel (its maps or programs failed).
+    ustack_walk_failed: Option<String>,
     /// (clause of `clauses`, probe id) to the clause's number among the probe's kernel clauses
     /// (which names it in the records it builds and the faults it reports there).
     built_at: std::collections::HashMap<(usize, u32), u16>,
@@ -1207,7 +1210,15 @@ impl Shared {
         program: &Program,
     ) -> std::result::Result<kagg::ClausePlan, String> {
         let strsize = needs::program_strsize(program).saturating_sub(1);
-        let mut plan = kagg::plan_clause(e, strsize, self.kernel_ustacks)?;
+        let mut plan =
+            kagg::plan_clause(e, strsize, self.kernel_ustacks).map_err(|why| {
+                match &self.ustack_walk_failed {
+                    Some(w) if why.contains(kagg::KERNEL_USTACKS_ENV) => {
+                        format!("user stacks are walked in dtrace (not at the probe: {w})")
+                    }
+                    _ => why,
+                }
+            })?;
         plan.copy_scratch =
             (kvars::scratch_allocations(e) <= 1).then(|| needs::program_scratchsize(program));
         if plan.records() && !self.kernel_records {
@@ -1605,6 +1616,7 @@ impl LinuxTracing {
                 destructive: false,
                 kernel_ustacks: std::env::var_os(kagg::KERNEL_USTACKS_ENV).is_none_or(|v| v != "0"),
                 ustack_maps: None,
+                ustack_walk_failed: None,
                 built_at: Default::default(),
                 signalled: HashSet::new(),
                 signals_polled: false,
@@ -1761,6 +1773,21 @@ impl LinuxTracing {
             let _ = self.lock_symbols().track_mappings();
         }
         let mut sh = self.lock();
+        if sh.kernel_ustacks
+            && sh.ustack_maps.is_none()
+            && n.clauses
+                .iter()
+                .any(|(_, c)| c.ustack.is_some() || c.ucaller)
+        {
+            // The walk's maps, made now: when they cannot be, user stacks are walked in dtrace.
+            match ustack_maps::UstackMaps::new() {
+                Ok(m) => sh.ustack_maps = Some(m),
+                Err(e) => {
+                    sh.kernel_ustacks = false;
+                    sh.ustack_walk_failed = Some(e.to_string());
+                }
+            }
+        }
         let late = n.clauses.iter().any(|(d, _)| {
             sh.filtered.iter().any(|p| {
                 dtrace_framework::glob::desc_matches(
