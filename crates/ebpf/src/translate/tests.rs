@@ -2305,6 +2305,7 @@ mod bcopystr;
 mod cond;
 mod copyin;
 mod inet;
+mod link_ntop;
 mod memstr;
 mod strbuild;
 mod strindex;
