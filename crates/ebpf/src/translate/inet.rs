@@ -44,6 +44,15 @@ const TEXT: i16 = 56;
 /// Bytes of the work area.
 const WORK: usize = TEXT as usize + 64;
 
+/// The bytes a subroutine shows as text: the frame slot of its address argument, the slot of
+/// the alloca() pointer it is where it is one, and how many.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct ShownBytes {
+    pub addr: i16,
+    pub pointer: Option<i16>,
+    pub n: i32,
+}
+
 /// What the address is shown as.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Form {
@@ -99,29 +108,26 @@ impl Translator<'_> {
             }
         };
         let n = if form == Form::V4 { 4 } else { 16 };
-        self.bytes_as_text(pc, s, rd, &named, (addr, pointer), n, |a| match form {
+        let shown = ShownBytes { addr, pointer, n };
+        self.bytes_as_text((pc, s, rd), &named, shown, |a| match form {
             Form::V4 => emit_quad(a, BYTES),
             Form::V6 { strict } => emit_v6(a, strict),
         })
     }
 
-    /// For subroutine `named`: the `n` bytes at the address argument (its frame slot, and
-    /// whether it is an alloca() pointer's: `addr`), read as the interpreter reads a
+    /// For subroutine `named`: the bytes `shown` names, read as the interpreter reads a
     /// subroutine's argument bytes, into the work area (see the module notes); `text` writes
     /// their text at R3 from the work area at R5 (moving R3 past it; R0-R2 free), and the text,
     /// cut to `strsize` characters, is the string in `rd`.
     pub(super) fn bytes_as_text(
         &mut self,
-        pc: usize,
-        s: &mut State,
-        rd: u8,
+        (pc, s, rd): (usize, &mut State, u8),
         named: &str,
-        addr: (i16, Option<i16>),
-        n: i32,
+        shown: ShownBytes,
         text: impl FnOnce(&mut Asm),
     ) -> Result<(), Untranslatable> {
         let refused = super::refusal(pc, named);
-        let (addr, pointer) = addr;
+        let ShownBytes { addr, pointer, n } = shown;
         let (_, most32) = self.string_bound().map_err(refused)?;
         // Where the address to read is: its argument, or the checked address in alloca()
         // memory its pointer names (kept in the fault address's slot meanwhile).

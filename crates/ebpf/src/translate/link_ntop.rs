@@ -7,7 +7,7 @@
 //! a branch. `link_ntop()`'s type must be a constant `ARPHRD_ETHER` or `ARPHRD_INFINIBAND`:
 //! another faults in the interpreter, which then runs the clause.
 
-use super::inet::{put_byte, BYTES};
+use super::inet::{put_byte, ShownBytes, BYTES};
 use super::{Kind, Pushed, State, Translator, Untranslatable};
 use crate::insn::{op, Asm, Size, R1, R2, R3, R5};
 use dtrace_dif::vm::subr::{ARPHRD_ETHER, ARPHRD_INFINIBAND};
@@ -46,7 +46,8 @@ impl Translator<'_> {
                 ))
             }
         };
-        self.bytes_as_text(pc, s, rd, named, (addr, pointer), n, |a| {
+        let shown = ShownBytes { addr, pointer, n };
+        self.bytes_as_text((pc, s, rd), named, shown, |a| {
             for i in 0..n as i16 {
                 if i > 0 {
                     put_byte(a, b':');
