@@ -758,13 +758,13 @@ fn records_built_at_the_probe_and_in_dtrace_share_one_buffer() {
     if !kernel_ok(t) {
         return;
     }
-    // One CPU's writes, two clauses: entry's record is built in dtrace (getmajor() is not
+    // One CPU's writes, two clauses: entry's record is built in dtrace (json() is not
     // translated), return's at the probe. Both go to CPU 0's one 4k principal buffer, as in
     // DTrace, so together they never pass it: records of 24 bytes (EPID, timestamp, an
     // integer), 170 at most, however the two sides' records interleave; the rest are drops,
     // under `fill` and `switch` alike (a switch interval of 10 s: one interval).
     let script =
-        "syscall::write:entry /pid == $target/ { printf(\"d %d\\n\", arg2 + getmajor(0)); } \
+        "syscall::write:entry /pid == $target/ { printf(\"d %d\\n\", arg2 + strtoll(json(\"0\", \"\"))); } \
         syscall::write:return /pid == $target/ { printf(\"k %d\\n\", arg1); }";
     // Few writes (a burst of them still overflows the buffer), so that the other tests' runs
     // with the kernel paths off, which capture every write, do not lose theirs to these.

@@ -1,4 +1,4 @@
-//! `inet_ntoa()`, `inet_ntoa6()`, `inet_ntop()` and `random()` translated to eBPF (issue 13):
+//! `inet_ntoa()`, `inet_ntoa6()`, `inet_ntop()`, `link_ntop()` and `random()` translated to eBPF (issue 13):
 //! clauses that show kernel memory as IPv4 and IPv6 addresses, in records built at the probe and
 //! as aggregation keys, run in the kernel (`-v` says so) and print exactly what dtrace's
 //! interpreter prints with every kernel path off, faults included (root, BPF, tracepoints,
@@ -31,6 +31,30 @@ fn inet_text_of_kernel_memory_runs_at_the_probe_as_in_dtrace() {
     assert_eq!(
         out.matches("100.100.0.0|100.0.0.0|6464::|6464::|6464::\n")
             .count(),
+        4,
+        "{out}"
+    );
+}
+
+#[test]
+fn link_ntop_of_kernel_memory_runs_at_the_probe_as_in_dtrace() {
+    let t = "link_ntop_of_kernel_memory_runs_at_the_probe_as_in_dtrace";
+    if !ready(t) {
+        return;
+    }
+    // `dd`'s comm as a hardware address: 'd' (0x64) twice, then zeros (the 20 bytes from
+    // comm[1] end in the task's `nameidata`, NULL in a write).
+    let out = same_with_kernel_paths_off(
+        r#"syscall::write:entry /pid == $target/ {
+         printf("%s|%s\n", link_ntop(ARPHRD_ETHER, (void *)&curthread->comm[0]),
+             link_ntop(ARPHRD_INFINIBAND, (void *)&curthread->comm[1])); }"#,
+        &[],
+        DD,
+        &[(1, "runs whole in the kernel")],
+    );
+    let ib = format!("64{}", ":00".repeat(19));
+    assert_eq!(
+        out.matches(&format!("64:64:00:00:00:00|{ib}\n")).count(),
         4,
         "{out}"
     );

@@ -27,21 +27,31 @@ const AF_INET: u64 = 2;
 /// Linux `AF_INET6`.
 const AF_INET6: u64 = 10;
 
-/// Work area offsets (from its start, R5): the address's bytes, the state of the analysis (one
-/// 8-byte word each), the text.
-const BYTES: i16 = 0;
+/// Work area offsets (from its start, R5): the address's bytes (up to 24: `link_ntop()`'s 20
+/// too), the state of the analysis (one 8-byte word each), the text.
+pub(super) const BYTES: i16 = 0;
 /// Whether the address ends in an embedded IPv4 address.
-const V4_TAIL: i16 = 16;
+const V4_TAIL: i16 = 24;
 /// The first group of the longest run of zero groups (past the last group when none).
-const BEST: i16 = 24;
+const BEST: i16 = 32;
 /// The groups in that run.
-const BEST_LEN: i16 = 32;
+const BEST_LEN: i16 = 40;
 /// Whether the text is empty or ends with `:` (no `:` before the next group).
-const AFTER_COLON: i16 = 40;
-/// The text: at most 45 characters (`ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255`) and a NUL.
-const TEXT: i16 = 48;
+const AFTER_COLON: i16 = 48;
+/// The text: at most 59 characters (`link_ntop()` of 20 bytes; IPv6 text is at most 45,
+/// `ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255`) and a NUL.
+const TEXT: i16 = 56;
 /// Bytes of the work area.
-const WORK: usize = TEXT as usize + 48;
+const WORK: usize = TEXT as usize + 64;
+
+/// The bytes a subroutine shows as text: the frame slot of its address argument, the slot of
+/// the alloca() pointer it is where it is one, and how many.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct ShownBytes {
+    pub addr: i16,
+    pub pointer: Option<i16>,
+    pub n: i32,
+}
 
 /// What the address is shown as.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -97,8 +107,28 @@ impl Translator<'_> {
                 })
             }
         };
-        let (_, most32) = self.string_bound().map_err(refused)?;
         let n = if form == Form::V4 { 4 } else { 16 };
+        let shown = ShownBytes { addr, pointer, n };
+        self.bytes_as_text((pc, s, rd), &named, shown, |a| match form {
+            Form::V4 => emit_quad(a, BYTES),
+            Form::V6 { strict } => emit_v6(a, strict),
+        })
+    }
+
+    /// For subroutine `named`: the bytes `shown` names, read as the interpreter reads a
+    /// subroutine's argument bytes, into the work area (see the module notes); `text` writes
+    /// their text at R3 from the work area at R5 (moving R3 past it; R0-R2 free), and the text,
+    /// cut to `strsize` characters, is the string in `rd`.
+    pub(super) fn bytes_as_text(
+        &mut self,
+        (pc, s, rd): (usize, &mut State, u8),
+        named: &str,
+        shown: ShownBytes,
+        text: impl FnOnce(&mut Asm),
+    ) -> Result<(), Untranslatable> {
+        let refused = super::refusal(pc, named);
+        let ShownBytes { addr, pointer, n } = shown;
+        let (_, most32) = self.string_bound().map_err(refused)?;
         // Where the address to read is: its argument, or the checked address in alloca()
         // memory its pointer names (kept in the fault address's slot meanwhile).
         let src = match pointer {
@@ -128,10 +158,7 @@ impl Translator<'_> {
         a.load(Size::DW, R5, R10, buf);
         a.alu_imm(op::ADD, R5, work);
         a.mov(R3, R5).alu_imm(op::ADD, R3, i32::from(TEXT));
-        match form {
-            Form::V4 => emit_quad(a, BYTES),
-            Form::V6 { strict } => emit_v6(a, strict),
-        }
+        text(a);
         a.store_imm(Size::B, R3, 0, 0);
         // Into the slot, cut to strsize characters.
         a.load(Size::DW, R1, R10, buf);
@@ -145,7 +172,7 @@ impl Translator<'_> {
 }
 
 /// Writes `c` at R3 and moves R3 past it.
-fn put_byte(a: &mut Asm, c: u8) {
+pub(super) fn put_byte(a: &mut Asm, c: u8) {
     a.store_imm(Size::B, R3, 0, i32::from(c));
     a.alu_imm(op::ADD, R3, 1);
 }

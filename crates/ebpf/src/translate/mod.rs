@@ -58,6 +58,7 @@ mod copyin;
 mod copyout;
 mod devnum;
 mod inet;
+mod link_ntop;
 mod lltostr;
 mod memstr;
 mod paths;
@@ -1131,6 +1132,7 @@ impl<'a> Translator<'a> {
                             | Subr::Getminor
                             | Subr::Strtoll
                             | Subr::Memstr
+                            | Subr::LinkNtop
                     )
                 ) {
                     continue;
@@ -2081,6 +2083,7 @@ impl<'a> Translator<'a> {
             Some(w @ (Subr::Getmajor | Subr::Getminor)) => self.devnum(pc, s, w, rd)?,
             Some(Subr::Strtoll) => self.strtoll(pc, s, rd)?,
             Some(Subr::Memstr) => self.memstr(pc, s, rd)?,
+            Some(Subr::LinkNtop) => self.link_ntop(pc, s, rd)?,
             other => {
                 return Err(Untranslatable::Subroutine {
                     pc,

@@ -2306,6 +2306,7 @@ mod bcopystr;
 mod cond;
 mod copyin;
 mod inet;
+mod link_ntop;
 mod memstr;
 mod strbuild;
 mod strindex;
