@@ -47,6 +47,7 @@ pub struct UstackMaps {
     _forget: Vec<(Program, Attachment)>,
     arena: RowArena,
     written: usize,
+    retries: Retries,
 }
 
 impl UstackMaps {
@@ -84,6 +85,7 @@ impl UstackMaps {
             _forget: forget,
             arena: RowArena::new(),
             written: 0,
+            retries: Retries::default(),
         })
     }
 
@@ -101,7 +103,27 @@ impl UstackMaps {
     /// `since` (`bpf_ktime_get_ns()`): not kept when the process exec'd or ended after that
     /// (dtrace may have read the mappings of the image before). Returns whether they were
     /// loaded (a process dtrace knows no mapping of is not).
+    /// A process whose ranges failed to load is not tried again for [`RETRY_NS`] of firing
+    /// time (its firings meanwhile stay with dtrace, as they would anyway).
     pub fn load(
+        &mut self,
+        syms: &mut Symbolizer,
+        pid: u32,
+        since: u64,
+    ) -> Result<bool, UstackMapsError> {
+        if self.retries.waits(pid, since) {
+            return Ok(false);
+        }
+        let loaded = self.try_load(syms, pid, since);
+        match loaded {
+            Ok(true) => self.retries.loaded(pid),
+            Ok(false) => {}
+            Err(_) => self.retries.failed(pid, since),
+        }
+        loaded
+    }
+
+    fn try_load(
         &mut self,
         syms: &mut Symbolizer,
         pid: u32,
@@ -159,6 +181,38 @@ impl UstackMaps {
     }
 }
 
+/// Firing time (ns) after a process's ranges failed to load before dtrace tries again: a
+/// process the walk cannot take (more ranges than it searches, the rows array full) would
+/// otherwise have its mappings read and laid out again at every firing handed over.
+pub const RETRY_NS: u64 = 1_000_000_000;
+
+/// The processes whose ranges failed to load, each with the firing time before which they are
+/// not tried again.
+#[derive(Debug, Default)]
+struct Retries {
+    after: std::collections::HashMap<u32, u64>,
+}
+
+impl Retries {
+    /// Whether a firing of `pid` at `at` waits for its next try.
+    fn waits(&self, pid: u32, at: u64) -> bool {
+        self.after.get(&pid).is_some_and(|t| at < *t)
+    }
+
+    /// The ranges of `pid` failed to load for its firing at `at`.
+    fn failed(&mut self, pid: u32, at: u64) {
+        if self.after.len() >= PROCESSES as usize {
+            self.after.retain(|_, t| *t > at);
+        }
+        self.after.insert(pid, at.saturating_add(RETRY_NS));
+    }
+
+    /// The ranges of `pid` loaded.
+    fn loaded(&mut self, pid: u32) {
+        self.after.remove(&pid);
+    }
+}
+
 /// Bytes of a process's ranges value: the count, then [`RANGE_CAPACITY`] ranges.
 fn range_value_bytes() -> u32 {
     8 + RANGE_CAPACITY * RANGE_BYTES as u32
@@ -176,4 +230,30 @@ fn range_value(ranges: &[Range]) -> Result<Vec<u8>, UstackMapsError> {
     }
     v.resize(range_value_bytes() as usize, 0);
     Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Retries, PROCESSES, RETRY_NS};
+
+    /// A failed load waits [`RETRY_NS`] of firing time for its process only; a load clears
+    /// it; the entries past their time go when the table is full.
+    #[test]
+    fn a_failed_load_is_tried_again_after_its_wait() {
+        let mut r = Retries::default();
+        assert!(!r.waits(7, 100));
+        r.failed(7, 100);
+        assert!(r.waits(7, 100));
+        assert!(r.waits(7, 100 + RETRY_NS - 1));
+        assert!(!r.waits(7, 100 + RETRY_NS));
+        assert!(!r.waits(8, 101));
+        r.loaded(7);
+        assert!(!r.waits(7, 101));
+        for pid in 0..PROCESSES {
+            r.failed(pid, 0);
+        }
+        r.failed(PROCESSES, RETRY_NS + 1);
+        assert_eq!(r.after.len(), 1);
+        assert!(r.waits(PROCESSES, RETRY_NS + 1));
+    }
 }
