@@ -136,17 +136,17 @@ pub fn have_ringbuf_dynptr() -> bool {
             .mov_imm(R2, 0)
             .call(helper::RINGBUF_DISCARD_DYNPTR);
         a.mov_imm(R0, 0).exit();
-        let Ok(insns) = a.finish() else {
-            return false;
-        };
-        crate::bpf::Program::load(
-            crate::bpf::ProgKind::RawTracepoint,
-            &insns,
-            "dt_dynptr",
-            "ring-buffer dynptr probe",
-        )
-        .is_ok()
+        loads(a, "dt_dynptr", "ring-buffer dynptr probe")
     })
+}
+
+/// Whether the kernel loads the program `a` assembled (a raw tracepoint program named `name`),
+/// the test of each feature probed by loading.
+fn loads(a: crate::bpf::Asm, name: &str, what: &str) -> bool {
+    let Ok(insns) = a.finish() else {
+        return false;
+    };
+    crate::bpf::Program::load(crate::bpf::ProgKind::RawTracepoint, &insns, name, what).is_ok()
 }
 
 /// Whether a probe's program may loop with `bpf_loop` (Linux 5.17), calling back a subprogram
@@ -195,14 +195,5 @@ fn loads_bpf_loop(depth: i16) -> bool {
         .mov_imm(R4, 0)
         .call(helper::LOOP);
     a.mov_imm(R0, 0).exit();
-    let Ok(insns) = a.finish() else {
-        return false;
-    };
-    crate::bpf::Program::load(
-        crate::bpf::ProgKind::RawTracepoint,
-        &insns,
-        "dt_loop",
-        "bpf_loop probe",
-    )
-    .is_ok()
+    loads(a, "dt_loop", "bpf_loop probe")
 }
