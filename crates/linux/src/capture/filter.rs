@@ -87,9 +87,9 @@ pub(crate) const SHARED_EPID: &str =
     "one program serves the probe of every process, each with its own EPIDs";
 
 /// Why `ucaller` and `ustackdepth` are not read at the probe where no walk of the user stack
-/// comes before (see `capture::ustack_keys`).
-pub(crate) const NO_USTACK: &str = "read at the probe only in the actions of the first clause \
-    running there, after the user stack is walked (DTRACE_KERNEL_USTACKS=0 keeps them in dtrace)";
+/// comes before (a predicate, a filter) (see `capture::ustack_keys`).
+pub(crate) const NO_USTACK: &str = "read at the probe only in a clause's actions, after the \
+    user stack is walked (DTRACE_KERNEL_USTACKS=0 keeps them in dtrace)";
 
 /// Why `caller` and `stackdepth` are read in dtrace where no map of the kernel's tracing
 /// address ranges serves the code (a `raise()` or `stop()` sent at the probe).

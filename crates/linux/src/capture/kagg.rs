@@ -729,39 +729,22 @@ pub fn emit_aggs(
             }
         }
     }
-    // ustack() keys: the firing's user stack is walked after the predicate of the first clause
-    // running here, before it does anything that lasts, so a firing whose stack the walk cannot
-    // place can still go to dtrace whole (see `super::ustack_keys`).
-    if k.uwalk.is_some() {
-        let mut first = true;
+    // ustack() keys: the firing's user stack is walked once, before any clause running here does
+    // anything that lasts, so a firing whose stack the walk cannot place can still go to dtrace
+    // whole (see `super::ustack_keys`): after the predicate of the first clause running here
+    // when that clause is the only one that walks (a false predicate then costs no walk), else
+    // before the first clause (see `WalkAt`).
+    if k.uwalk.is_some() && k.vars.is_some() {
         for (c, r) in k.clauses.iter().zip(results.iter_mut()) {
-            if r.is_err() {
-                continue;
-            }
-            let why = if !walks_user_stack(c) {
-                None
-            } else if k.vars.is_some() {
+            if r.is_ok() && walks_user_stack(c) {
                 // A firing handed over would run the clauses keeping them in dtrace, without
                 // them.
-                Some("D variables live in the kernel at the probe")
-            } else if !first {
-                Some("another clause before it at the probe runs in the kernel")
-            } else if c
-                .predicate
-                .as_ref()
-                .is_some_and(dtrace_framework::framework::has_side_effects)
-            {
-                Some("its predicate has side effects")
-            } else {
-                None
-            };
-            if let Some(why) = why {
-                *r = Err(Untranslatable::Placement(format!(
+                *r = Err(Untranslatable::Placement(
                     "it walks the user stack (ustack() keys, ucaller, ustackdepth), which may \
-                     hand the firing over to dtrace, and {why}"
-                )));
-            } else {
-                first = false;
+                     hand the firing over to dtrace, and D variables live in the kernel at the \
+                     probe"
+                        .into(),
+                ));
             }
         }
     }
@@ -810,13 +793,10 @@ pub fn emit_aggs(
             })
         })
         .collect();
-    // The clause after whose predicate the user stack of the ustack() keys is walked.
+    // Where the user stack of the ustack() keys is walked.
     let walk_at = k
-        .clauses
-        .iter()
-        .zip(&results)
-        .position(|(c, r)| r.is_ok() && walks_user_stack(c))
-        .and_then(|n| Some((n, k.uwalk?)));
+        .uwalk
+        .and_then(|w| Some((WalkAt::of(&k.clauses, &results)?, w)));
     let handover = !string_args.is_empty() || k.known.is_some() || walk_at.is_some();
     if handover {
         a.store_imm(Size::DW, R10, HANDOVER, 0);
@@ -866,6 +846,21 @@ pub fn emit_aggs(
         super::kvars::emit_zero_locals(a, kv);
         a.store_imm(Size::DW, R10, DVAR_DROPPED, 0);
     }
+    let emit_walk = |a: &mut Asm, w: &super::ustack_keys::UserWalk| -> crate::error::Result<()> {
+        // A PC no loaded range holds: every clause runs in dtrace on the captured firing
+        // (nothing lasting was done yet).
+        let (walked, unplaced) = (a.label(), a.label());
+        super::ustack_keys::emit_walk_once(a, shape, w, unplaced)?;
+        a.ja(walked);
+        a.bind(unplaced);
+        a.store_imm(Size::DW, R10, HANDOVER, HANDED_OVER);
+        a.ja(done);
+        a.bind(walked);
+        Ok(())
+    };
+    if let Some((WalkAt::Start, w)) = &walk_at {
+        emit_walk(a, w)?;
+    }
     let mut exited_before = false;
     for (n, (c, t)) in k.clauses.iter().zip(&results).enumerate() {
         let Ok(t) = t else { continue };
@@ -912,16 +907,8 @@ pub fn emit_aggs(
                 a.jmp_imm(op::JEQ, R0, 0, next);
             }
         }
-        if let Some((_, w)) = walk_at.filter(|(at, _)| *at == n) {
-            // A PC no loaded range holds: every clause runs in dtrace on the captured firing
-            // (nothing lasting was done yet).
-            let (walked, unplaced) = (a.label(), a.label());
-            super::ustack_keys::emit_walk_once(a, shape, &w, unplaced)?;
-            a.ja(walked);
-            a.bind(unplaced);
-            a.store_imm(Size::DW, R10, HANDOVER, HANDED_OVER);
-            a.ja(done);
-            a.bind(walked);
+        if let Some((_, w)) = walk_at.filter(|(at, _)| *at == WalkAt::AfterPredicate(n)) {
+            emit_walk(a, &w)?;
         }
         if let (false, Some(r)) = (reserve_first, &c.record) {
             emit_reserve(a, r, ring, tag, clause, next)?;
@@ -1050,6 +1037,49 @@ pub fn emit_aggs(
     }
     a.bind(done);
     Ok((report, handover))
+}
+
+/// Where a probe's code walks the user stack, once a firing, before any clause running there
+/// does anything that lasts: a firing whose stack the walk cannot place goes to dtrace whole.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum WalkAt {
+    /// After the predicate of clause `n`, the first running here and the only one that walks,
+    /// whose predicate has no side effects (a false predicate costs no walk).
+    AfterPredicate(usize),
+    /// Before the first clause running here: another runs before the first that walks (it
+    /// would run twice, in the kernel and in dtrace, were the firing handed over after it), or
+    /// several walk (each reads the one walk, which a false predicate must not skip), or the
+    /// walking clause's predicate has side effects (it would run twice).
+    Start,
+}
+
+impl WalkAt {
+    /// Where the probe's code walks, `None` when no clause running there walks.
+    fn of(
+        clauses: &[KernelAggClause],
+        results: &[Result<Translated, Untranslatable>],
+    ) -> Option<WalkAt> {
+        let here: Vec<(usize, &KernelAggClause)> = clauses
+            .iter()
+            .zip(results)
+            .enumerate()
+            .filter(|(_, (_, r))| r.is_ok())
+            .map(|(n, (c, _))| (n, c))
+            .collect();
+        let mut walking = here.iter().filter(|(_, c)| walks_user_stack(c));
+        let &(n, c) = walking.next()?;
+        let alone = walking.next().is_none();
+        let first = here.first().is_some_and(|(f, _)| *f == n);
+        let pure = !c
+            .predicate
+            .as_ref()
+            .is_some_and(dtrace_framework::framework::has_side_effects);
+        Some(if alone && first && pure {
+            WalkAt::AfterPredicate(n)
+        } else {
+            WalkAt::Start
+        })
+    }
 }
 
 /// Whether clause `c` walks the user stack: it has `ustack()` or `jstack()` keys, or reads

@@ -1,6 +1,7 @@
 //! `ustack()` and `jstack()` aggregation keys walked at the probe as dtrace walks them: once per
-//! firing, after the predicate of the first clause running at the probe, before it does anything
-//! that lasts (`kagg::emit_aggs` keeps the keys of later clauses in dtrace) ([`emit_walk_once`]),
+//! firing, before any clause running at the probe does anything that lasts (after the first
+//! clause's predicate when it is the only one that walks, else before it: `kagg::WalkAt`)
+//! ([`emit_walk_once`]),
 //! the probe copies the user registers and
 //! stack (`codegen::emit_user_unwind`), takes the kernel's frame-pointer walk as deep as the
 //! probe's capture takes it, and walks the copy with the files' `.eh_frame` rows
