@@ -181,26 +181,37 @@ fn ustack_keys_in_the_kernel_are_walked_as_in_dtrace() {
             "{script}: {out}"
         );
     }
-    // A clause with variables that could live in the kernel keeps them in dtrace (a firing
-    // handed over would run it there without them), and prints the same.
+    // A clause keeping variables in the kernel runs there too (an update whose stack the probe
+    // cannot place goes to dtrace alone, which walks it), and prints the same; one reading
+    // ucaller keeps them in dtrace, saying why.
     let script = "pid$target::level3:entry { self->n++; @[ustack(2), self->n > 100] = count(); }";
     let off = [("DTRACE_KERNEL_AGGREGATIONS", "0")];
     let (rc, kout, err) = dtrace_with_env(&[], &["-qv", "-n", script, "-c", &cmd]);
     assert_eq!(rc, 0, "{err}");
     assert!(
-        clause_lines(&err, 1)
-            .iter()
-            .any(|l| l.contains("variables stay in dtrace (at pid")
-                && l.contains(
-                    "which may hand the firing over to dtrace, where variables kept in the \
-             kernel are not)"
-                )),
+        clause_lines(&err, 1).iter().any(|l| l.ends_with(
+            "runs whole in the kernel at 1 probe (variables self->n live in the kernel)"
+        )),
         "{err}"
     );
     let (rc, iout, err) = dtrace_with_env(&off, &["-qv", "-n", script, "-c", &cmd]);
     assert_eq!(rc, 0, "{err}");
     assert_eq!(kout, iout);
     assert!(kout.contains("chain`level2+"), "{kout}");
+    let script =
+        "pid$target::level3:entry { self->n++; @[ufunc(ucaller), self->n > 100] = count(); }";
+    let (rc, kout, err) = dtrace_with_env(&[], &["-qv", "-n", script, "-c", &cmd]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(
+        clause_lines(&err, 1)
+            .iter()
+            .any(|l| l.contains("variables stay in dtrace (at pid")
+                && l.contains("it reads ucaller or ustackdepth")),
+        "{err}"
+    );
+    let (rc, iout, err) = dtrace_with_env(&off, &["-qv", "-n", script, "-c", &cmd]);
+    assert_eq!(rc, 0, "{err}");
+    assert_eq!(kout, iout);
     // With frame pointers, inside level3's body, as well.
     let exe = chain("kstack-ustack");
     let cmd = exe.display().to_string();
@@ -302,6 +313,82 @@ int main(void) {{
             &["libc.so.6`write+", "opener`before+", "opener`main+"]
         ),
         "{out}"
+    );
+}
+
+/// Writes through w2 -> w3 -> write in three rounds of 40 writes, 200 ms apart: the probe cannot
+/// place the first round's stacks (dtrace loads the ranges once it sees one), it places the
+/// later rounds'.
+const ROUNDS: &str = r#"
+#include <fcntl.h>
+#include <unistd.h>
+__attribute__((noinline)) void w3(int fd, int i) {
+    if (write(fd, "x", i % 3) < 0)
+        _exit(1);
+}
+__attribute__((noinline)) void w2(int fd, int i) { w3(fd, i); w3(fd, i + 1); }
+int main(void) {
+    int fd = open("/dev/null", O_WRONLY);
+    for (int r = 0; r < 3; r++) {
+        for (int i = 0; i < 20; i++)
+            w2(fd, i);
+        usleep(200000);
+    }
+    return 0;
+}
+"#;
+
+/// The latency-by-stack idiom: a thread-local kept in the kernel from entry to return, and
+/// `ustack()` keys at the return. The firing cannot go to dtrace whole there (its clauses keep
+/// variables in the kernel): an update whose stack the probe cannot place (the first round's,
+/// before dtrace loaded the process's ranges) goes to dtrace alone, which walks the stack and
+/// aggregates it with the kernel's; the totals and stacks are dtrace's own.
+#[test]
+fn ustack_keys_where_variables_live_in_the_kernel_print_as_in_dtrace() {
+    let t = "ustack_keys_where_variables_live_in_the_kernel_print_as_in_dtrace";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let exe = compile_c(
+        &test_dir("kstack-ustack-vars"),
+        "rounds",
+        ROUNDS,
+        &["-O2", "-g", "-fomit-frame-pointer", "-fcf-protection=none"],
+    );
+    let cmd = exe.display().to_string();
+    let script = "syscall::write:entry /pid == $target/ { self->ts = timestamp; } \
+        syscall::write:return /self->ts/ { @[ustack()] = count(); @n = count(); \
+        @q[ustack(2)] = quantize(timestamp - self->ts > 0 ? 1 : 0); self->ts = 0; }";
+    let args = ["-qv", "-n", script, "-c", &cmd];
+    let (rc, kout, err) = dtrace_with_env(&[], &args);
+    assert_eq!(rc, 0, "{err}");
+    for n in [1, 2] {
+        assert!(
+            clause_lines(&err, n).iter().any(|l| l.ends_with(
+                "runs whole in the kernel at 1 probe (variables self->ts live in the kernel)"
+            )),
+            "clause {n}: {err}"
+        );
+    }
+    assert!(!err.contains("drop"), "{err}");
+    let off = [("DTRACE_KERNEL_AGGREGATIONS", "0")];
+    let (rc, iout, err) = dtrace_with_env(&off, &args);
+    assert_eq!(rc, 0, "{err}");
+    assert_eq!(kout, iout);
+    // 120 writes, each counted once, under stacks walked through the code without frame
+    // pointers.
+    assert!(kout.lines().any(|l| l.trim() == "120"), "{kout}");
+    assert!(
+        has_stack(
+            &kout,
+            &[
+                "libc.so.6`write+",
+                "rounds`w3+",
+                "rounds`w2+",
+                "rounds`main+"
+            ]
+        ),
+        "{kout}"
     );
 }
 

@@ -1052,6 +1052,10 @@ impl Session {
                     f(Delivery::Settle(k));
                     n += 1;
                 }
+                Record::Update(u) => {
+                    f(Delivery::Update(u));
+                    n += 1;
+                }
                 Record::Fault(mut k) => {
                     self.finish_fault(&mut k);
                     f(Delivery::Fault(k));
@@ -1205,6 +1209,8 @@ pub enum Delivery {
     Fault(crate::capture::record::KernelFault),
     /// `commit()` or `discard()` of a speculation kept in the kernel.
     Settle(crate::capture::record::SpecSettle),
+    /// An aggregation update whose user stack key dtrace walks.
+    Update(Box<crate::capture::record::DeferredUpdate>),
 }
 
 /// Generates and loads the capture program of a probe. When the kernel refuses the program with its

@@ -515,14 +515,11 @@ pub fn check_clause(
     (strsize, scratchsize): (u32, Option<u64>),
     specs: Option<super::spec::KernelSpecs>,
 ) -> Result<bool, Untranslatable> {
-    if walks_user_stack(c) {
-        // A firing whose user stack the walk cannot place goes to dtrace whole, where variables
-        // kept in the kernel are not (see `emit_aggs`).
-        return Err(Untranslatable::Placement(
-            "it walks the user stack (ustack() keys, ucaller, ustackdepth), which may hand the \
-             firing over to dtrace, where variables kept in the kernel are not"
-                .into(),
-        ));
+    if reads_user_stack_values(c) {
+        // A firing whose user stack the walk cannot place goes to dtrace whole for these,
+        // where variables kept in the kernel are not (see `emit_aggs`); an update with a user
+        // stack key alone goes to dtrace.
+        return Err(Untranslatable::Placement(UCALLER_WITH_VARS.into()));
     }
     let ctx = ShapeContext {
         shape,
@@ -734,17 +731,15 @@ pub fn emit_aggs(
     // whole (see `super::ustack_keys`): after the predicate of the first clause running here
     // when that clause is the only one that walks (a false predicate then costs no walk), else
     // before the first clause (see `WalkAt`).
-    if k.uwalk.is_some() && k.vars.is_some() {
+    // Where D variables live in the kernel the firing cannot go to dtrace whole (the clauses
+    // keeping them would run there without them): an aggregation update whose user stack key the
+    // walk cannot place goes to dtrace alone, which walks it (`layout::KIND_AGG_UPDATE`), and
+    // clauses reading ucaller or ustackdepth stay in dtrace.
+    let deferred = k.uwalk.is_some() && k.vars.is_some();
+    if deferred {
         for (c, r) in k.clauses.iter().zip(results.iter_mut()) {
-            if r.is_ok() && walks_user_stack(c) {
-                // A firing handed over would run the clauses keeping them in dtrace, without
-                // them.
-                *r = Err(Untranslatable::Placement(
-                    "it walks the user stack (ustack() keys, ucaller, ustackdepth), which may \
-                     hand the firing over to dtrace, and D variables live in the kernel at the \
-                     probe"
-                        .into(),
-                ));
+            if r.is_ok() && reads_user_stack_values(c) {
+                *r = Err(Untranslatable::Placement(UCALLER_WITH_VARS.into()));
             }
         }
     }
@@ -797,7 +792,7 @@ pub fn emit_aggs(
     let walk_at = k
         .uwalk
         .and_then(|w| Some((WalkAt::of(&k.clauses, &results)?, w)));
-    let handover = !string_args.is_empty() || k.known.is_some() || walk_at.is_some();
+    let handover = !string_args.is_empty() || k.known.is_some() || (walk_at.is_some() && !deferred);
     if handover {
         a.store_imm(Size::DW, R10, HANDOVER, 0);
     }
@@ -853,8 +848,14 @@ pub fn emit_aggs(
         super::ustack_keys::emit_walk_once(a, shape, w, unplaced)?;
         a.ja(walked);
         a.bind(unplaced);
-        a.store_imm(Size::DW, R10, HANDOVER, HANDED_OVER);
-        a.ja(done);
+        if deferred {
+            // The updates with user stack keys go to dtrace (see `emit_agg`).
+            super::ustack_keys::emit_mark_unplaced(a, shape, w, done)?;
+            a.ja(walked);
+        } else {
+            a.store_imm(Size::DW, R10, HANDOVER, HANDED_OVER);
+            a.ja(done);
+        }
         a.bind(walked);
         Ok(())
     };
@@ -972,7 +973,7 @@ pub fn emit_aggs(
                 }
                 None => {
                     if let Some((agg, ta)) = aggs.next() {
-                        emit_agg(a, shape, k, agg, ta, exits)?;
+                        emit_agg(a, shape, (k, ring), agg, ta, exits)?;
                     }
                 }
             }
@@ -1039,6 +1040,12 @@ pub fn emit_aggs(
     Ok((report, handover))
 }
 
+/// Why a clause reading `ucaller` or `ustackdepth` stays in dtrace where D variables live in the
+/// kernel at its probe.
+const UCALLER_WITH_VARS: &str = "it reads ucaller or ustackdepth, which the probe cannot always \
+    walk there (a PC of code dtrace has not loaded yet hands the firing over to dtrace), where \
+    variables kept in the kernel are not";
+
 /// Where a probe's code walks the user stack, once a firing, before any clause running there
 /// does anything that lasts: a firing whose stack the walk cannot place goes to dtrace whole.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -1085,15 +1092,22 @@ impl WalkAt {
 /// Whether clause `c` walks the user stack: it has `ustack()` or `jstack()` keys, or reads
 /// `ucaller` or `ustackdepth`.
 fn walks_user_stack(c: &KernelAggClause) -> bool {
-    use dtrace_dif::instr::Instr;
-    use dtrace_dif::opcode::Opcode;
-    use dtrace_dif::vars;
     let keys = c.aggs.iter().any(|g| {
         g.keys
             .iter()
             .any(|(_, kind)| matches!(kind, KeyKind::UserStack(_)))
     });
-    keys || clause_objects(c).any(|o| {
+    keys || reads_user_stack_values(c)
+}
+
+/// Whether clause `c` reads `ucaller` or `ustackdepth`: values of the walk that only a firing
+/// handed over to dtrace whole has when the probe cannot place the stack (where an aggregation
+/// update with a user stack key goes to dtrace alone, see `ustack_keys::emit_mark_unplaced`).
+fn reads_user_stack_values(c: &KernelAggClause) -> bool {
+    use dtrace_dif::instr::Instr;
+    use dtrace_dif::opcode::Opcode;
+    use dtrace_dif::vars;
+    clause_objects(c).any(|o| {
         o.text.iter().any(|w| {
             matches!(Instr::decode(*w), Ok(Instr::LoadVar { op: Opcode::Ldgs, var, .. })
                 if matches!(u32::from(var), vars::DIF_VAR_UCALLER | vars::DIF_VAR_USTACKDEPTH))
@@ -1727,7 +1741,7 @@ fn emit_lookup(a: &mut Asm, maps: [i32; 2]) {
 fn emit_agg(
     a: &mut Asm,
     shape: &ProbeShape,
-    k: &KernelAggs,
+    (k, ring): (&KernelAggs, &super::codegen::MapFds),
     agg: &KernelAgg,
     t: &TranslatedAgg,
     exits: Exits,
@@ -1835,6 +1849,19 @@ fn emit_agg(
         }
     }
     emit_value_and_weight(a, agg, t, exits);
+    if let (Some(w), true, true) = (
+        &k.uwalk,
+        k.vars.is_some(),
+        kinds
+            .iter()
+            .any(|kind| matches!(kind, KeyKind::UserStack(_))),
+    ) {
+        // A walk the probe could not place: the update goes to dtrace, which walks the stack.
+        let placed = a.label();
+        super::ustack_keys::emit_unplaced_check(a, shape, w, placed)?;
+        emit_deferred_update(a, shape, (k, ring), w, (maps[0], ksize), skip)?;
+        a.bind(placed);
+    }
     let found = a.label();
     if let (Some(short), Some(maps)) = (short_string_keys(&kinds), short_maps) {
         // The last part is a string: one whose NUL is within the short maps' bytes of it is
@@ -1859,6 +1886,75 @@ fn emit_agg(
     a.bind(found).mov(R7, R0);
     emit_apply(a, agg, skip)?;
     a.bind(skip);
+    Ok(())
+}
+
+/// Sends the update of the aggregation whose first map is `agg` (its key of `ksize` bytes built
+/// at [`KEYPTR`], its value and weight in [`VAL`] and [`INCR`]) to dtrace in a
+/// `KIND_AGG_UPDATE` record with the user stack the probe took, then jumps to `done`; a full ring
+/// is an aggregation drop. The probe's context in r6. Uses r0-r5, r7.
+fn emit_deferred_update(
+    a: &mut Asm,
+    shape: &ProbeShape,
+    (k, ring): (&KernelAggs, &super::codegen::MapFds),
+    w: &super::ustack_keys::UserWalk,
+    (agg, ksize): (i32, usize),
+    done: Label,
+) -> crate::error::Result<()> {
+    use super::layout::{kupdate, KIND_AGG_UPDATE};
+    let key_at = kupdate::STACK + super::ustack_keys::TAKEN_BYTES;
+    let size = (key_at + ksize).next_multiple_of(8);
+    let imm = |v: usize| {
+        i32::try_from(v)
+            .map_err(|_| crate::error::LinuxError::Asm("update record too large".into()))
+    };
+    let (have, missing) = (a.label(), a.label());
+    a.ld_map_fd(R1, ring.ring)
+        .mov_imm(R2, imm(size)?)
+        .mov_imm(R3, 0)
+        .call(helper::RINGBUF_RESERVE);
+    a.jmp_imm(op::JNE, R0, 0, have);
+    emit_count_drop(a, k.drops, INCR, done);
+    a.bind(have).mov(R7, R0);
+    a.store_imm(
+        Size::H,
+        R7,
+        kupdate::KIND as i16,
+        i32::from(KIND_AGG_UPDATE),
+    );
+    a.store_imm(Size::H, R7, kupdate::KIND as i16 + 2, 0);
+    a.store_imm(Size::W, R7, kupdate::TAG as i16, 0);
+    a.call(helper::GET_SMP_PROCESSOR_ID)
+        .store(Size::W, R7, kupdate::CPU as i16, R0);
+    a.call(helper::GET_CURRENT_PID_TGID)
+        .alu_imm(op::RSH, R0, 32)
+        .store(Size::W, R7, kupdate::PID as i16, R0);
+    a.store_imm(Size::W, R7, kupdate::AGG as i16, agg);
+    a.store_imm(Size::W, R7, kupdate::PAD as i16, 0);
+    a.load(Size::DW, R1, R10, VAL)
+        .store(Size::DW, R7, kupdate::VAL as i16, R1);
+    a.load(Size::DW, R1, R10, INCR)
+        .store(Size::DW, R7, kupdate::INCR as i16, R1);
+    a.call(helper::KTIME_GET_NS)
+        .store(Size::DW, R7, kupdate::KTIME as i16, R0);
+    a.mov(R1, R7)
+        .alu_imm(op::ADD, R1, kupdate::COMM as i32)
+        .mov_imm(R2, 16)
+        .call(helper::GET_CURRENT_COMM);
+    super::ustack_keys::emit_copy_taken(a, shape, w, (R7, kupdate::STACK), missing)?;
+    a.mov(R1, R7).alu_imm(op::ADD, R1, imm(key_at)?);
+    a.mov_imm(R2, imm(ksize)?);
+    a.load(Size::DW, R3, R10, KEYPTR)
+        .call(helper::PROBE_READ_KERNEL);
+    // The padding past the key.
+    for at in key_at + ksize..size {
+        a.store_imm(Size::B, R7, imm(at)? as i16, 0);
+    }
+    super::codegen::emit_submit(a, ring);
+    a.ja(done);
+    a.bind(missing);
+    a.mov(R1, R7).mov_imm(R2, 0).call(helper::RINGBUF_DISCARD);
+    a.ja(done);
     Ok(())
 }
 

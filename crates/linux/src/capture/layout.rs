@@ -61,6 +61,38 @@ pub mod kspec {
     pub const DISCARD: u16 = 2;
 }
 
+/// Record kind: an aggregation update whose `ustack()` or `jstack()` key the probe could not walk
+/// (a PC no loaded range holds) at a probe where D variables live in the kernel, so the firing
+/// could not go to dtrace whole (see `capture::ustack_keys`): the [`kupdate`] fields, the user
+/// stack as the probe took it for dtrace's walk, then the kernel key with the stack's frames
+/// still to fill. dtrace walks the stack as it walks a captured firing's and aggregates the update.
+pub const KIND_AGG_UPDATE: u16 = 6;
+
+/// Field offsets of a [`KIND_AGG_UPDATE`] record (kind, tag, CPU and pid where a [`built`]
+/// record's are).
+#[allow(missing_docs)]
+pub mod kupdate {
+    pub const KIND: usize = 0;
+    pub const TAG: usize = 4;
+    pub const CPU: usize = 8;
+    pub const PID: usize = 12;
+    /// The descriptor of the aggregation's first map, which names the aggregation (an i32).
+    pub const AGG: usize = 16;
+    pub const PAD: usize = 20;
+    /// The aggregating function's value (0 for `count()`).
+    pub const VAL: usize = 24;
+    /// Its weight (1 when it has none).
+    pub const INCR: usize = 32;
+    /// The kernel's clock of the firing.
+    pub const KTIME: usize = 40;
+    /// The thread's `comm` (which tells dtrace whether the process exec'd since it noted its
+    /// mappings).
+    pub const COMM: usize = 48;
+    /// The kernel's frame-pointer walk (its result, then its frames) and the registers and stack
+    /// bytes for unwinding (`super::super::ustack_keys::TAKEN_BYTES`).
+    pub const STACK: usize = 64;
+}
+
 /// Record kind: a fault of a clause that runs whole at the probe (see `capture::kagg`): the
 /// [`kfault`] fields, which dtrace reports as the interpreter reports its faults.
 pub const KIND_FAULT: u16 = 4;
@@ -478,6 +510,52 @@ mod tests {
         // Shorter than the framework's header: a bad record, not a panic.
         assert!(decode_record(&b[..built::SIZE + 8], |_| None).is_err());
         assert!(decode_record(&b[..3], |_| None).is_err());
+    }
+
+    #[test]
+    fn update_records_decode_to_the_update_its_stack_and_key() {
+        use super::super::record::{decode_record, Record};
+        use super::super::ustack_keys::{TAKEN_BYTES, TAKEN_WALK};
+        let key_at = kupdate::STACK + TAKEN_BYTES;
+        let mut b = vec![0u8; key_at + 24];
+        b[..2].copy_from_slice(&KIND_AGG_UPDATE.to_le_bytes());
+        b[kupdate::TAG..kupdate::TAG + 4].copy_from_slice(&9u32.to_le_bytes());
+        b[kupdate::CPU..kupdate::CPU + 4].copy_from_slice(&1u32.to_le_bytes());
+        b[kupdate::PID..kupdate::PID + 4].copy_from_slice(&300u32.to_le_bytes());
+        b[kupdate::AGG..kupdate::AGG + 4].copy_from_slice(&17i32.to_le_bytes());
+        b[kupdate::VAL..kupdate::VAL + 8].copy_from_slice(&(-4i64).to_le_bytes());
+        b[kupdate::INCR..kupdate::INCR + 8].copy_from_slice(&2u64.to_le_bytes());
+        b[kupdate::KTIME..kupdate::KTIME + 8].copy_from_slice(&77u64.to_le_bytes());
+        b[kupdate::COMM..kupdate::COMM + 2].copy_from_slice(b"dd");
+        // The frame-pointer walk: two frames (16 bytes).
+        let walk = kupdate::STACK;
+        b[walk..walk + 8].copy_from_slice(&16u64.to_le_bytes());
+        b[walk + 8..walk + 16].copy_from_slice(&0x401000u64.to_le_bytes());
+        b[walk + 16..walk + 24].copy_from_slice(&0x401100u64.to_le_bytes());
+        // The copy: 8 bytes of stack, pc, sp, fp.
+        let copy = walk + TAKEN_WALK;
+        b[copy..copy + 8].copy_from_slice(&8u64.to_le_bytes());
+        b[copy + 8..copy + 16].copy_from_slice(&0x401000u64.to_le_bytes());
+        b[copy + 16..copy + 24].copy_from_slice(&0x7ff0u64.to_le_bytes());
+        b[copy + UNWIND_HDR..copy + UNWIND_HDR + 8].copy_from_slice(&5u64.to_le_bytes());
+        b[key_at] = 3;
+        let Record::Update(u) = decode_record(&b, |_| None).unwrap() else {
+            panic!("an update");
+        };
+        assert_eq!(
+            (u.tag, u.cpu, u.pid, u.agg, u.val as i64, u.incr, u.ktime_ns),
+            (9, 1, 300, 17, -4, 2, 77)
+        );
+        assert_eq!(u.execname, "dd");
+        assert_eq!(u.walked, vec![0x401000, 0x401100]);
+        let c = u.unwind.as_ref().unwrap();
+        assert_eq!((c.pc, c.sp, c.fp), (0x401000, 0x7ff0, 0));
+        assert_eq!(c.stack, 5u64.to_le_bytes());
+        assert_eq!(u.key.len(), 24);
+        assert_eq!(u.key[0], 3);
+        // Shorter than its stack: a bad record, not a panic.
+        assert!(decode_record(&b[..key_at - 1], |_| None).is_err());
+        assert!(decode_record(&b[..kupdate::STACK], |_| None).is_err());
     }
 
     #[test]

@@ -28,8 +28,8 @@ pub use codegen::{CtxKind, ProbeShape};
 pub use layout::RecordLayout;
 pub use path::{CapturedPath, PathError};
 pub use record::{
-    decode_record, CapturedEvent, CapturedMemory, CopySource, FileStackCapture, Record,
-    StackCapture, UserFrame, UserStackCopy,
+    decode_record, CapturedEvent, CapturedMemory, CopySource, DeferredUpdate, FileStackCapture,
+    Record, StackCapture, UserFrame, UserStackCopy,
 };
 pub use spec::{
     AddrBase, AddrExpr, ArgSource, CaptureSpec, Condition, CopyRequest, Identity, KernelAgg,

@@ -209,6 +209,34 @@ pub struct SpecSettle {
     pub release: bool,
 }
 
+/// An aggregation update whose user stack key the probe could not walk (see
+/// `layout::KIND_AGG_UPDATE`): dtrace walks the stack and aggregates it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeferredUpdate {
+    /// The tag of the probe.
+    pub tag: u32,
+    /// The CPU it fired on.
+    pub cpu: u32,
+    /// The process that fired.
+    pub pid: u32,
+    /// The descriptor of the aggregation's first map, which names it.
+    pub agg: i32,
+    /// The aggregating function's value and weight.
+    pub val: u64,
+    /// See [`DeferredUpdate::val`].
+    pub incr: u64,
+    /// The kernel's clock of the firing.
+    pub ktime_ns: u64,
+    /// The thread's `execname`.
+    pub execname: String,
+    /// The kernel's frame-pointer walk of the user stack (empty when it failed).
+    pub walked: Vec<u64>,
+    /// The registers and stack bytes for unwinding (`None` when they could not be read).
+    pub unwind: Option<UserStackCopy>,
+    /// The kernel key, its user stacks' frames still to fill (see `kernel_key_layout`).
+    pub key: Vec<u8>,
+}
+
 /// A fault of a clause that runs whole at the probe (see `capture::kagg`), and the thread it
 /// faulted in.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -262,6 +290,8 @@ pub enum Record {
     Fault(KernelFault),
     /// `commit()` or `discard()` of a speculation kept in the kernel.
     Settle(SpecSettle),
+    /// An aggregation update whose user stack key dtrace walks.
+    Update(Box<DeferredUpdate>),
     /// Copies re-read at a syscall's return for the entry event of `tid` at `ktime_ns`.
     Retry {
         /// Tag of the entry probe.
@@ -456,6 +486,40 @@ pub(super) fn decode_stack(
     Ok(Some(Ok(v)))
 }
 
+fn decode_update(b: &[u8], tag: u32) -> Result<DeferredUpdate> {
+    use super::layout::kupdate;
+    use super::spec::{MAX_STACK_DEPTH, USTACK_UNWIND_BYTES};
+    let walk = super::ustack_keys::TAKEN_WALK;
+    let key_at = kupdate::STACK + super::ustack_keys::TAKEN_BYTES;
+    let key = b
+        .get(key_at..)
+        .ok_or_else(|| bad("aggregation update shorter than its stack"))?;
+    let comm = &b[kupdate::COMM..kupdate::COMM + 16];
+    let end = comm.iter().position(|c| *c == 0).unwrap_or(16);
+    // A failed walk (its -errno) holds no frame, as a captured firing's.
+    let walked = decode_stack(b, Some((kupdate::STACK, MAX_STACK_DEPTH as usize)), true)?
+        .and_then(|w| w.ok())
+        .unwrap_or_default();
+    let unwind = decode_unwind(
+        b,
+        Some((kupdate::STACK + walk, USTACK_UNWIND_BYTES as usize)),
+    )?
+    .and_then(|u| u.ok());
+    Ok(DeferredUpdate {
+        tag,
+        cpu: u32_at(b, kupdate::CPU)?,
+        pid: u32_at(b, kupdate::PID)?,
+        agg: u32_at(b, kupdate::AGG)? as i32,
+        val: u64_at(b, kupdate::VAL)?,
+        incr: u64_at(b, kupdate::INCR)?,
+        ktime_ns: u64_at(b, kupdate::KTIME)?,
+        execname: String::from_utf8_lossy(&comm[..end]).into_owned(),
+        walked,
+        unwind,
+        key: key.to_vec(),
+    })
+}
+
 /// Decodes one record; `layout_of` gives the layout of the probe a tag was enabled with.
 pub fn decode_record<'a>(
     b: &[u8],
@@ -490,6 +554,9 @@ pub fn decode_record<'a>(
             commit: op == kspec::COMMIT,
             release: u32_at(b, kspec::RELEASE)? != 0,
         }));
+    }
+    if kind == super::layout::KIND_AGG_UPDATE {
+        return decode_update(b, tag).map(|u| Record::Update(Box::new(u)));
     }
     if kind == KIND_FAULT {
         use super::layout::kfault;

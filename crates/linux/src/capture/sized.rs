@@ -338,7 +338,7 @@ mod decode_tests {
         let copy = |b: &[u8]| match decode_record(b, |_| Some(&l)).unwrap() {
             Record::Event(ev) => ev.copies[0].clone(),
             Record::Retry { copies, .. } => copies[0].clone(),
-            Record::Built(_) | Record::Fault(_) | Record::Settle(_) => {
+            Record::Built(_) | Record::Fault(_) | Record::Settle(_) | Record::Update(_) => {
                 unreachable!("an event or a retry")
             }
         };

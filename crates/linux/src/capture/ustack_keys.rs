@@ -11,7 +11,12 @@
 //! dtrace has not loaded yet) hands the firing over to dtrace whole (`kagg::HANDED_OVER`): every
 //! clause of the probe runs there on the captured firing, its aggregations merged with the
 //! kernel's, and dtrace loads the process's ranges (`provider::ustack_maps`) so later firings
-//! are walked here.
+//! are walked here. Where D variables live in the kernel at the probe the firing cannot go to
+//! dtrace whole (its clauses would run there without them): the walk is marked unplaced
+//! ([`emit_mark_unplaced`]), the clauses run here, and each aggregation update with a user stack
+//! key goes to dtrace alone with the stack the probe took (`layout::KIND_AGG_UPDATE`,
+//! [`emit_copy_taken`]), which walks it as it walks a captured firing's and aggregates it with
+//! the kernel's (`provider::kagg::KernelAggState::defer`).
 //!
 //! Everything lives in one per-CPU scratch value (slot 1 for programs of perf events, as the key
 //! scratch): the choice, the frame-pointer walk's result, the copy, the walk's output.
@@ -53,6 +58,16 @@ const WINDOW: usize = USTACK_UNWIND_BYTES as usize;
 const OUT: usize = COPY + UNWIND_HDR + WINDOW;
 /// Bytes of a scratch value.
 pub const SCRATCH_BYTES: usize = OUT + 40 + 8 * MAX_STACK_DEPTH as usize;
+
+/// Bytes of the frame-pointer walk and the copy together, as an aggregation update the probe
+/// defers to dtrace carries them (`layout::kupdate::STACK`, see [`emit_copy_taken`]).
+pub const TAKEN_BYTES: usize = OUT - FP;
+/// Where the copy starts in those bytes.
+pub const TAKEN_WALK: usize = COPY - FP;
+/// The value of the choice that marks a walk the probe could not place, where the firing cannot
+/// go to dtrace whole (D variables live in the kernel at the probe): its aggregation updates with
+/// user stack keys go to dtrace, which walks the stack ([`emit_mark_unplaced`]).
+const CHOICE_UNPLACED: i32 = 2;
 
 /// A stack slot the walk leaves alone (inside the fragments' frame, free before any clause
 /// runs), where the probe's context waits while the walk uses r6.
@@ -169,6 +184,54 @@ pub fn emit_walk_once(
     a.jmp_reg(op::JLE, R1, R2, fp_walk);
     a.store_imm(Size::DW, R7, off(CHOICE)?, 1);
     a.bind(fp_walk);
+    Ok(())
+}
+
+/// Marks this firing's walk unplaced (see [`CHOICE_UNPLACED`]); jumps to `missing` when the
+/// scratch is missing (it never is). Uses r0-r5.
+pub fn emit_mark_unplaced(
+    a: &mut Asm,
+    shape: &ProbeShape,
+    w: &UserWalk,
+    missing: Label,
+) -> Result<()> {
+    emit_scratch(a, shape, w, missing);
+    a.store_imm(Size::DW, R0, off(CHOICE)?, CHOICE_UNPLACED);
+    Ok(())
+}
+
+/// Jumps to `placed` unless this firing's walk was marked unplaced ([`emit_mark_unplaced`]).
+/// Uses r0-r5.
+pub fn emit_unplaced_check(
+    a: &mut Asm,
+    shape: &ProbeShape,
+    w: &UserWalk,
+    placed: Label,
+) -> Result<()> {
+    emit_scratch(a, shape, w, placed);
+    a.load(Size::DW, R1, R0, off(CHOICE)?);
+    a.jmp_imm(op::JNE, R1, CHOICE_UNPLACED, placed);
+    Ok(())
+}
+
+/// Copies the frame-pointer walk and the copy of the user stack ([`TAKEN_BYTES`]) to `at` of the
+/// memory `dst` points to (a record in the ring); jumps to `missing` when the scratch is missing
+/// (it never is). Uses r0-r5.
+pub fn emit_copy_taken(
+    a: &mut Asm,
+    shape: &ProbeShape,
+    w: &UserWalk,
+    (dst, at): (crate::bpf::insn::Reg, usize),
+    missing: Label,
+) -> Result<()> {
+    emit_scratch(a, shape, w, missing);
+    let imm = |v: usize| {
+        i32::try_from(v).map_err(|_| LinuxError::Asm("user stack copy out of range".into()))
+    };
+    a.mov(R3, R0).alu_imm(op::ADD, R3, imm(FP)?);
+    a.mov(R1, dst).alu_imm(op::ADD, R1, imm(at)?);
+    a.mov_imm(R2, imm(TAKEN_BYTES)?)
+        .call(helper::PROBE_READ_KERNEL);
     Ok(())
 }
 

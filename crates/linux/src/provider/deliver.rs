@@ -14,7 +14,7 @@
 
 use super::file_usdt;
 use super::LinuxTracing;
-use crate::capture::CapturedEvent;
+use crate::capture::{CapturedEvent, DeferredUpdate};
 use crate::session::Delivery;
 use dtrace_dif::vm::{FaultKind, Memory};
 use dtrace_framework::{CapturedMemory, FiringContext, Framework};
@@ -299,6 +299,33 @@ fn unwind_ustack(
     }
 }
 
+impl LinuxTracing {
+    /// Walks the user stack of aggregation update `u`, which a probe could not place (see
+    /// `layout::KIND_AGG_UPDATE`), as a captured firing's is walked (the process's mappings noted
+    /// with the name it ran under), loads the process's ranges for its later firings, and
+    /// aggregates the update for the next snapshot of the kernel's aggregations. (Holds `syms`,
+    /// then the shared state.)
+    fn aggregate_deferred(&self, syms: &mut crate::symbols::Symbolizer, u: &DeferredUpdate) {
+        let mut pcs = u.walked.clone();
+        if u.pid != 0 {
+            syms.note_process_as(u.pid, &u.execname);
+        }
+        if let Some(c) = &u.unwind {
+            ustack::complete_walk(syms, u.pid, c, &mut pcs);
+        }
+        let mut sh = self.lock();
+        if u.pid != 0 {
+            if let Some(m) = sh.ustack_maps.as_mut() {
+                // A process whose ranges cannot be loaded has its updates walked here.
+                let _ = m.load(syms, u.pid, u.ktime_ns);
+            }
+        }
+        if let Some(k) = sh.kaggs.as_mut() {
+            k.defer(u, &pcs);
+        }
+    }
+}
+
 /// `caller` from a kernel stack whose tracing frames were removed: the first frame, the function
 /// the probe site is in; for a stack that starts at the probe site's own address (a sampled one,
 /// at the interrupted PC; an `fbt` probe's, at the probed function), the second.
@@ -533,6 +560,11 @@ impl LinuxTracing {
                         // as such by later speculation() calls).
                         let _ = m.release(k.id);
                     }
+                    n += 1;
+                    continue;
+                }
+                Delivery::Update(u) => {
+                    self.aggregate_deferred(&mut syms, &u);
                     n += 1;
                     continue;
                 }

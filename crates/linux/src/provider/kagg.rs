@@ -578,6 +578,10 @@ fn agg_name(kind: ActionKind) -> &'static str {
 struct AggMaps {
     clause: usize,
     index: usize,
+    /// The aggregating function and its parameters (for the updates dtrace aggregates, see
+    /// [`KernelAggState::defer`]).
+    kind: ActionKind,
+    arg: u64,
     value_words: usize,
     maps: Storage,
     /// The framework's aggregation id and its key records, once the clause is enabled.
@@ -639,6 +643,9 @@ pub struct KernelAggState {
     aggsize: u64,
     /// The framework's clock less the kernel's (`timestamp` in the kernel).
     clock_offset: i64,
+    /// Updates the probes sent to dtrace, aggregated here, for the next snapshot (see
+    /// [`KernelAggState::defer`]).
+    pending: Snapshot,
 }
 
 impl KernelAggState {
@@ -686,6 +693,7 @@ impl KernelAggState {
             aggs: Vec::new(),
             aggsize,
             clock_offset: 0,
+            pending: Snapshot::default(),
         })
     }
 
@@ -795,6 +803,8 @@ impl KernelAggState {
                 self.aggs.push(AggMaps {
                     clause,
                     index,
+                    kind: p.kind,
+                    arg: p.arg,
                     value_words: p.value_words,
                     maps,
                     bound: None,
@@ -845,9 +855,51 @@ impl KernelAggState {
         self.barrier.update(&0u32.to_ne_bytes(), &fd.to_ne_bytes())
     }
 
-    /// What the kernel aggregated since the previous snapshot (see [`Snapshot`]).
+    /// Aggregates update `u`, which a probe sent to dtrace because it could not walk the user
+    /// stack of its key, with that stack as dtrace walked it (`pcs`): its key's user stacks take
+    /// those frames (zeros past them, as the probe's keys), and the update is in the next
+    /// snapshot, as a CPU's value the probe's maps would have held. An update of an aggregation
+    /// not bound or no longer here, or whose key is short, is dropped (it cannot be).
+    pub fn defer(&mut self, u: &crate::capture::DeferredUpdate, pcs: &[u64]) {
+        let Some(a) = self.aggs.iter().find(|a| match &a.maps {
+            Storage::Keyed { maps, .. } => maps[0].raw_fd() == u.agg,
+            Storage::Keyless(_) => false,
+        }) else {
+            return;
+        };
+        let Some((aggid, recs)) = &a.bound else {
+            return;
+        };
+        let kinds = &a.keys.keys;
+        let (ksize, offs) = kernel_key_layout(kinds);
+        let Some(key) = u.key.get(..ksize) else {
+            return;
+        };
+        let mut key = key.to_vec();
+        for (kind, off) in kinds.iter().zip(offs) {
+            if let KeyKind::UserStack(n) = kind {
+                for i in 0..*n as usize {
+                    let pc = pcs.get(i).copied().unwrap_or(0);
+                    if let Some(b) = key.get_mut(off + 8 + 8 * i..off + 16 + 8 * i) {
+                        b.copy_from_slice(&pc.to_ne_bytes());
+                    }
+                }
+            }
+        }
+        let Some(fw_key) = a.keys.expand(kinds, &key, recs) else {
+            return;
+        };
+        let mut data = dtrace_framework::aggregate::initial_value(a.kind, a.arg, a.value_words);
+        dtrace_framework::aggregate::apply(a.kind, &mut data, u.val, u.incr);
+        let value = data.iter().flat_map(|w| w.to_ne_bytes()).collect();
+        self.pending.pids.extend(&fw_key.pids);
+        push_value(&mut self.pending, *aggid, &fw_key, value, u.cpu);
+    }
+
+    /// What the kernel aggregated since the previous snapshot (see [`Snapshot`]), with the
+    /// updates dtrace aggregated for it ([`KernelAggState::defer`]).
     pub fn snapshot(&mut self) -> Result<Snapshot> {
-        let mut snap = Snapshot::default();
+        let mut snap = std::mem::take(&mut self.pending);
         if self.aggs.is_empty() {
             return Ok(snap);
         }
@@ -936,19 +988,24 @@ fn push_values(
         if flag.iter().all(|b| *b == 0) {
             continue;
         }
-        let r = snap.records.len();
-        snap.cuts.extend(
-            key.cuts
-                .iter()
-                .map(|(off, frames, pcs)| (r, *off, *frames, pcs.clone())),
-        );
-        snap.records.push(AggRecord {
-            aggid,
-            key: key.bytes.clone(),
-            value: value.to_vec(),
-            cpu: cpu as u32,
-        });
+        push_value(snap, aggid, key, value.to_vec(), cpu as u32);
     }
+}
+
+/// Adds CPU `cpu`'s `value` of aggregation `aggid` under `key` to `snap`.
+fn push_value(snap: &mut Snapshot, aggid: u32, key: &ExpandedKey, value: Vec<u8>, cpu: u32) {
+    let r = snap.records.len();
+    snap.cuts.extend(
+        key.cuts
+            .iter()
+            .map(|(off, frames, pcs)| (r, *off, *frames, pcs.clone())),
+    );
+    snap.records.push(AggRecord {
+        aggid,
+        key: key.bytes.clone(),
+        value,
+        cpu,
+    });
 }
 
 /// A kernel key expanded to the framework's key bytes.
