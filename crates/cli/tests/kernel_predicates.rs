@@ -174,10 +174,19 @@ fn every_kind_of_probe_takes_a_kernel_predicate_or_says_why_not() {
         ("profile-997", true),
         // In the new thread itself, as it returns from the call that made it.
         ("proc:::lwp-start", true),
-        // The record speaks for a thread other than the one running.
+        // The record speaks for the thread going on CPU, not the one running: its ids, name
+        // and credentials are read from its task.
+        ("sched:::on-cpu", true),
+        // A predicate on what the probe reads of the running thread only (its ancestry) stays in
+        // dtrace.
         ("sched:::on-cpu", false),
     ];
-    for (probe, in_kernel) in cases {
+    for (n, (probe, in_kernel)) in cases.into_iter().enumerate() {
+        let pred = if n + 1 == cases.len() {
+            "progenyof(1) && pid == 0"
+        } else {
+            pred
+        };
         let script = format!("{probe} /{pred}/ {{ @ = count(); }}");
         let (rc, _, err) = dtrace(&["-qv", "-n", &script, "-c", "sleep 0.2"]);
         assert_eq!(rc, 0, "{probe}: {err}");

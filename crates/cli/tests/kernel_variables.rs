@@ -338,3 +338,39 @@ fn a_firing_keeps_the_thread_locals_it_loaded_and_stored_as_dtrace_sees_them() {
         = count(); self->a = self->a + 1; @g[self->a % 6] = sum(self->a); }";
     same_both_ways(script, &[], &cmd, &[1, 2, 3]);
 }
+
+/// `sched:::on-cpu` speaks for the thread going on CPU (its `curthread`, as DTrace's): its
+/// `self->` variables, ids, name and credentials are that thread's in the kernel too (read from
+/// its task), so the
+/// on-cpu/off-cpu idiom runs whole in the kernel and a thread reads at off-cpu what it stored at
+/// its own on-cpu, as in dtrace.
+#[test]
+fn on_cpu_thread_locals_are_the_incoming_threads_in_the_kernel() {
+    let t = "on_cpu_thread_locals_are_the_incoming_threads_in_the_kernel";
+    if !kernel_ok(t) || !common::have_btf(t) {
+        return;
+    }
+    let script = "sched:::on-cpu /pid == $target && execname == \"sh\" && uid == $uid && \
+        curthread->tgid == pid/ { self->t = tid; self->on = timestamp; } \
+        sched:::off-cpu /pid == $target && self->on/ { @n[self->t == tid] = count(); \
+        @late = sum(timestamp < self->on); self->on = 0; } \
+        END { printa(\"%d %@d\\n\", @n); printa(\"late %@d\\n\", @late); }";
+    let sh = common::test_dir("kvars-oncpu").join("naps.sh");
+    std::fs::write(&sh, "for i in 1 2 3 4 5; do sleep 0.02; done\n").unwrap();
+    let cmd = format!("sh {}", sh.display());
+    for kernel in [true, false] {
+        let (rc, out, err) = dtrace_way(kernel, &["-qv", "-n", script, "-c", &cmd]);
+        assert_eq!(rc, 0, "{err}");
+        if kernel {
+            assert!(ran_whole(&err, &[1, 2]), "{err}");
+        }
+        // Every off-cpu of the shell after its on-cpu, each reading its own thread's variables.
+        let ones: u64 = out
+            .lines()
+            .find_map(|l| l.strip_prefix("1 ")?.trim().parse().ok())
+            .unwrap_or(0);
+        assert!(ones >= 5, "{out}");
+        assert!(!out.lines().any(|l| l.starts_with("0 ")), "{out}");
+        assert!(out.contains("late 0"), "{out}");
+    }
+}

@@ -177,6 +177,32 @@ impl ShapeContext<'_> {
         })
     }
 
+    /// r0 = the task the probe's record speaks for: the running thread's, or (`on-cpu`) the
+    /// incoming one's, a raw tracepoint's argument (the probe's context in r6). Uses r0.
+    fn emit_record_task(&self, a: &mut Asm, what: &str) -> Result<(), String> {
+        match self.shape.identity {
+            Identity::RawTask(n) => {
+                a.load(Size::DW, R0, R6, 8 * i16::from(n));
+                Ok(())
+            }
+            _ => {
+                self.current(what)?;
+                a.call(helper::GET_CURRENT_TASK);
+                Ok(())
+            }
+        }
+    }
+
+    /// Whether the probe's code keys the thread-locals of the thread its record speaks for: the
+    /// running thread's, or (`on-cpu`) the incoming one's, whose id its task holds (see
+    /// `kvars::emit_zero_locals`).
+    fn thread_locals(&self) -> Result<(), String> {
+        match self.shape.identity {
+            Identity::RawTask(_) if self.shape.task.is_some_and(|t| t.other.is_some()) => Ok(()),
+            _ => self.current("a thread-local"),
+        }
+    }
+
     fn current(&self, what: &str) -> Result<(), String> {
         match self.shape.identity {
             Identity::Current => Ok(()),
@@ -221,6 +247,25 @@ impl ProbeContext for ShapeContext<'_> {
                     }
                 }
             }
+            Builtin::Pid | Builtin::Tid if matches!(self.shape.identity, Identity::RawTask(_)) => {
+                // The incoming thread's ids, from its task, as its record has them.
+                let t = self
+                    .shape
+                    .task
+                    .ok_or("task_struct offsets are not in the kernel's BTF")?;
+                let off = match b {
+                    Builtin::Pid => t.tgid,
+                    _ => {
+                        t.other
+                            .ok_or("task_struct.pid is not in the kernel's BTF")?
+                            .pid
+                    }
+                };
+                self.emit_record_task(a, &b.name())?;
+                a.store_imm(Size::DW, R10, SCRATCH, 0);
+                read_kernel(a, R10, i32::from(SCRATCH), 4, R0, off as i32);
+                a.load(Size::W, R0, R10, SCRATCH);
+            }
             Builtin::Pid | Builtin::Tid => {
                 self.current(&b.name())?;
                 a.call(helper::GET_CURRENT_PID_TGID);
@@ -229,6 +274,22 @@ impl ProbeContext for ShapeContext<'_> {
                 } else {
                     a.alu_imm(op::LSH, R0, 32).alu_imm(op::RSH, R0, 32);
                 }
+            }
+            Builtin::Uid | Builtin::Gid if matches!(self.shape.identity, Identity::RawTask(_)) => {
+                // The incoming thread's credentials, as its record has them.
+                let o = self
+                    .shape
+                    .task
+                    .and_then(|t| t.other)
+                    .ok_or("task_struct.cred is not in the kernel's BTF")?;
+                let off = if b == Builtin::Uid { o.uid } else { o.gid };
+                self.emit_record_task(a, &b.name())?;
+                a.store_imm(Size::DW, R10, SCRATCH, 0);
+                read_kernel(a, R10, i32::from(SCRATCH), 8, R0, o.cred as i32);
+                a.load(Size::DW, R0, R10, SCRATCH);
+                a.store_imm(Size::DW, R10, SCRATCH, 0);
+                read_kernel(a, R10, i32::from(SCRATCH), 4, R0, off as i32);
+                a.load(Size::W, R0, R10, SCRATCH);
             }
             Builtin::Uid | Builtin::Gid => {
                 self.current(&b.name())?;
@@ -283,8 +344,7 @@ impl ProbeContext for ShapeContext<'_> {
                 }
             }
             Builtin::Curthread => {
-                self.current("curthread")?;
-                a.call(helper::GET_CURRENT_TASK);
+                self.emit_record_task(a, "curthread")?;
             }
             Builtin::Caller | Builtin::Stackdepth => {
                 self.current(&b.name())?;
@@ -321,13 +381,12 @@ impl ProbeContext for ShapeContext<'_> {
                 a.bind(found);
             }
             Builtin::Ppid => {
-                self.current("ppid")?;
                 let t = self
                     .shape
                     .task
                     .ok_or("task_struct offsets are not in the kernel's BTF")?;
-                // current->real_parent->tgid, as the record's header has it.
-                a.call(helper::GET_CURRENT_TASK);
+                // curthread->real_parent->tgid, as the record's header has it.
+                self.emit_record_task(a, "ppid")?;
                 read_kernel(a, R10, i32::from(SCRATCH), 8, R0, t.real_parent as i32);
                 a.load(Size::DW, R0, R10, SCRATCH);
                 a.store_imm(Size::DW, R10, SCRATCH, 0);
@@ -360,11 +419,32 @@ impl ProbeContext for ShapeContext<'_> {
     }
 
     fn emit_execname(&self, a: &mut Asm, at: i16) -> Result<(), String> {
-        self.current("execname")?;
+        let incoming = match self.shape.identity {
+            Identity::RawTask(_) => Some(
+                self.shape
+                    .task
+                    .and_then(|t| t.other)
+                    .ok_or("task_struct.comm is not in the kernel's BTF")?,
+            ),
+            _ => {
+                self.current("execname")?;
+                None
+            }
+        };
         // Zeroed first: kernels before 6.12 copy the name with strscpy, which leaves the bytes
         // after its NUL as they were, and a key or compare takes all of them.
         for i in (0..translate::COMM_LEN as i16).step_by(8) {
             a.store_imm(Size::DW, R10, at + i, 0);
+        }
+        if let Some(o) = incoming {
+            // The incoming thread's name, up to its NUL (zeros after it, as above).
+            self.emit_record_task(a, "execname")?;
+            a.mov(R3, R0).alu_imm(op::ADD, R3, o.comm as i32);
+            a.mov(R1, R10)
+                .alu_imm(op::ADD, R1, i32::from(at))
+                .mov_imm(R2, translate::COMM_LEN as i32)
+                .call(helper::PROBE_READ_KERNEL_STR);
+            return Ok(());
         }
         a.mov(R1, R10)
             .alu_imm(op::ADD, R1, i32::from(at))
@@ -558,7 +638,7 @@ impl ProbeContext for ShapeContext<'_> {
         if matches!(var, StringVar::Thread(_))
             || matches!(var, StringVar::Array(array, _) if array.thread)
         {
-            self.current("a thread-local")?;
+            self.thread_locals()?;
         }
         super::kvars::emit_ref_var(a, kv, var, size)
     }
@@ -644,7 +724,7 @@ impl ShapeContext<'_> {
             })
             .ok_or("this associative array lives in dtrace")?;
         if array.thread {
-            self.current("a thread-local")?;
+            self.thread_locals()?;
         }
         Ok(kv)
     }
@@ -667,7 +747,7 @@ impl ShapeContext<'_> {
             return Err("this string variable lives in dtrace".into());
         }
         if thread {
-            self.current("a thread-local")?;
+            self.thread_locals()?;
         }
         Ok(kv)
     }
@@ -678,7 +758,7 @@ impl ShapeContext<'_> {
             .vars
             .filter(|kv| kv.ids.contains(&var))
             .ok_or("this thread-local lives in dtrace")?;
-        self.current("a thread-local")?;
+        self.thread_locals()?;
         Ok(kv)
     }
 }

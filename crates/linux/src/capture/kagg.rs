@@ -838,7 +838,7 @@ pub fn emit_aggs(
         a.store_imm(Size::DW, R10, TIMESTAMP, 0);
     }
     if let Some(kv) = &k.vars {
-        super::kvars::emit_zero_locals(a, kv);
+        super::kvars::emit_zero_locals(a, kv, shape);
         a.store_imm(Size::DW, R10, DVAR_DROPPED, 0);
     }
     let emit_walk = |a: &mut Asm, w: &super::ustack_keys::UserWalk| -> crate::error::Result<()> {
