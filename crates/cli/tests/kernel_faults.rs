@@ -366,3 +366,39 @@ fn error_clauses_run_in_the_faulting_threads_context() {
         assert_eq!(counts, vec!["2"; 5], "kernel paths on: {kernel}\n{out}");
     }
 }
+
+/// A fault at `sched:::on-cpu`, whose record speaks for the thread going on CPU: the ERROR probe
+/// runs in that thread's context (its pid, execname, uid), as the interpreter runs it for the
+/// faulting firing, not in the thread still running when the probe fires.
+#[test]
+fn a_fault_at_on_cpu_is_the_incoming_threads() {
+    let t = "a_fault_at_on_cpu_is_the_incoming_threads";
+    if !kernel_ok(t) || !common::have_btf(t) {
+        return;
+    }
+    let sh = common::test_dir("kfault-oncpu").join("naps.sh");
+    std::fs::write(&sh, "for i in 1 2 3; do sleep 0.02; done\n").unwrap();
+    let cmd = format!("sh {}", sh.display());
+    let script = "sched:::on-cpu /pid == $target/ { @[*(int *)8] = count(); } \
+        dtrace:::ERROR { @e[execname, pid == $target, uid == $uid] = max(1); } \
+        END { printa(\"%s %d %d %@d\\n\", @e); }";
+    let args = ["-qv", "-n", script, "-c", &cmd];
+    let (rc, kout, kerr) = dtrace_with_env(&[], &args);
+    assert_eq!(rc, 0, "{kerr}");
+    assert!(
+        clause_lines(&kerr, 1)
+            .iter()
+            .any(|l| l.contains("aggregations run in the kernel at 1 probe")),
+        "{kerr}"
+    );
+    let (rc, iout, ierr) = dtrace_with_env(&kernel_paths_off(), &args);
+    assert_eq!(rc, 0, "{ierr}");
+    assert_eq!(kout, iout);
+    assert_eq!(
+        kout.lines()
+            .filter(|l| l.contains(" 1 "))
+            .collect::<Vec<_>>(),
+        ["sh 1 1 1"],
+        "{kout}"
+    );
+}

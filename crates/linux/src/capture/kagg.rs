@@ -1483,16 +1483,50 @@ fn emit_fault(
             a.store_imm(Size::DW, R7, at as i16, 0);
         }
     }
-    a.call(helper::GET_CURRENT_PID_TGID)
-        .store(Size::DW, R7, kfault::PID_TGID as i16, R0);
-    a.call(helper::GET_CURRENT_UID_GID)
-        .store(Size::DW, R7, kfault::UID_GID as i16, R0);
-    a.mov(R1, R7)
-        .alu_imm(op::ADD, R1, kfault::COMM as i32)
-        .mov_imm(R2, 16)
-        .call(helper::GET_CURRENT_COMM);
-    a.call(helper::GET_CURRENT_TASK)
-        .store(Size::DW, R7, kfault::TASK as i16, R0);
+    if matches!(ctx.shape.identity, super::spec::Identity::Current) {
+        a.call(helper::GET_CURRENT_PID_TGID)
+            .store(Size::DW, R7, kfault::PID_TGID as i16, R0);
+        a.call(helper::GET_CURRENT_UID_GID)
+            .store(Size::DW, R7, kfault::UID_GID as i16, R0);
+        a.mov(R1, R7)
+            .alu_imm(op::ADD, R1, kfault::COMM as i32)
+            .mov_imm(R2, 16)
+            .call(helper::GET_CURRENT_COMM);
+        a.call(helper::GET_CURRENT_TASK)
+            .store(Size::DW, R7, kfault::TASK as i16, R0);
+    } else {
+        // The thread the probe's record speaks for (`on-cpu`'s incoming one), as the
+        // interpreter's ERROR probe sees its faulting firing's; what the probe cannot read of it
+        // is 0.
+        for (b, at, size) in [
+            (Builtin::Tid, kfault::PID_TGID, Size::W),
+            (Builtin::Pid, kfault::PID_TGID + 4, Size::W),
+            (Builtin::Uid, kfault::UID_GID, Size::W),
+            (Builtin::Gid, kfault::UID_GID + 4, Size::W),
+            (Builtin::Curthread, kfault::TASK, Size::DW),
+        ] {
+            if ctx.emit_builtin(&mut Asm::new(), b).is_ok() && ctx.emit_builtin(a, b).is_ok() {
+                a.store(size, R7, at as i16, R0);
+            } else {
+                a.store_imm(size, R7, at as i16, 0);
+            }
+        }
+        a.store_imm(Size::DW, R7, kfault::COMM as i16, 0).store_imm(
+            Size::DW,
+            R7,
+            kfault::COMM as i16 + 8,
+            0,
+        );
+        let comm = ctx.shape.task.and_then(|t| t.other).map(|o| o.comm);
+        if let (Some(off), Ok(())) = (comm, ctx.emit_builtin(&mut Asm::new(), Builtin::Curthread)) {
+            let _ = ctx.emit_builtin(a, Builtin::Curthread);
+            a.mov(R3, R0).alu_imm(op::ADD, R3, off as i32);
+            a.mov(R1, R7)
+                .alu_imm(op::ADD, R1, kfault::COMM as i32)
+                .mov_imm(R2, 16)
+                .call(helper::PROBE_READ_KERNEL_STR);
+        }
+    }
     super::codegen::emit_submit(a, ring);
     a.bind(done);
 }
