@@ -422,3 +422,34 @@ fn strings_a_tracepoint_record_holds_are_read_at_the_probe_as_in_dtrace() {
         "{err}"
     );
 }
+
+/// The D library's translators join a constant with a kernel string (`fileinfo_t`'s `fi_name`:
+/// `F == 0 ? "<none>" : stringof(F->f_path.dentry->d_name.name)`): `fds[fd].fi_name` as a key,
+/// in a predicate and in a record runs at the probe, each path's string read where the value is
+/// used, and prints what the interpreter prints.
+#[test]
+fn translator_strings_joined_with_kernel_strings_run_at_the_probe() {
+    let t = "translator_strings_joined_with_kernel_strings_run_at_the_probe";
+    if !kernel_ok(t) || !common::have_btf(t) {
+        return;
+    }
+    let dd = "dd if=/dev/zero of=/dev/null bs=1 count=3 status=none";
+    let out = same_both_ways(
+        "syscall::read:entry /pid == $target/ { @[fds[arg0].fi_name] = count(); }",
+        &[],
+        dd,
+        &[(1, "aggregations run in the kernel at 1 probe")],
+    );
+    assert!(
+        out.lines().any(|l| l.split_whitespace().eq(["zero", "3"])),
+        "{out}"
+    );
+    let out = same_both_ways(
+        "syscall::write:entry /pid == $target && fds[arg0].fi_name == \"null\"/ \
+         { printf(\"%s\\n\", fds[arg0].fi_name); }",
+        &[],
+        dd,
+        &[(1, "runs whole in the kernel at 1 probe")],
+    );
+    assert_eq!(out.lines().filter(|l| *l == "null").count(), 3, "{out}");
+}

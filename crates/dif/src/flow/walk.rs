@@ -62,6 +62,13 @@ pub trait Visitor {
     /// moves, ALU operations, loads through addresses, `argN`, `args[N]`, `curthread` and string
     /// constants, and takes everything else as unknown.
     fn visit(&mut self, pc: usize, ins: &Instr, state: &State) -> Option<Value>;
+
+    /// Sees the registers one path carries into instruction `to`, where paths join, before
+    /// they are joined: from the branch at `from`, or falling through from `from` (after it).
+    /// The default ignores them.
+    fn edge(&mut self, from: usize, to: usize, regs: &[Value; NREGS]) {
+        let _ = (from, to, regs);
+    }
 }
 
 /// Limits of a walk.
@@ -80,12 +87,16 @@ pub fn walk(obj: &DifObject, limits: Limits, visitor: &mut impl Visitor) {
     let mut state = State::default();
     // Register states carried by branches to each later instruction; whether the previous
     // instruction falls through.
-    let mut incoming: HashMap<usize, Vec<[Value; NREGS]>> = HashMap::new();
+    let mut incoming: HashMap<usize, Vec<(usize, [Value; NREGS])>> = HashMap::new();
     let mut falls_through = true;
     for (pc, &word) in obj.text.iter().enumerate() {
         if let Some(states) = incoming.remove(&pc) {
+            if falls_through {
+                visitor.edge(pc.saturating_sub(1), pc, &state.regs);
+            }
             let mut joined = falls_through.then(|| state.regs.clone());
-            for regs in states {
+            for (from, regs) in states {
+                visitor.edge(from, pc, &regs);
                 joined = Some(match joined {
                     None => regs,
                     Some(a) => join(a, regs),
@@ -106,7 +117,7 @@ pub fn walk(obj: &DifObject, limits: Limits, visitor: &mut impl Visitor) {
                     incoming
                         .entry(label as usize)
                         .or_default()
-                        .push(state.regs.clone());
+                        .push((pc, state.regs.clone()));
                 }
                 falls_through = op != Opcode::Ba;
             }

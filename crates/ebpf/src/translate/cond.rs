@@ -15,8 +15,13 @@
 //! there already, so the code after it is what the second pass translates), and the object is
 //! translated again with the edges converting ([`Plan`]). Only a register read after the join
 //! (live there, as DIF's data-flow says) is joined, so a stale string in a register nothing reads
-//! costs nothing. A string meeting any other integer, an `alloca()` pointer or `copyin()`'s copy
-//! stays mixed ([`Mix`]): what uses it says why the clause stays in dtrace.
+//! costs nothing. A string meeting an integer (the address of a string in kernel memory, as in
+//! the D library's translators: `F == 0 ? "<none>" : stringof(F->...->name)`) is joined as an
+//! address on every path: each string made one in the join's scratch slot (a constant copied,
+//! `execname` read), its address in the register, which the value's use reads as it reads any
+//! address as a string (a fault at the use, as the interpreter's). A string meeting an `alloca()`
+//! pointer or `copyin()`'s copy stays mixed ([`Mix`]): what uses it says why the clause stays in
+//! dtrace.
 
 use super::{string_scratch_width, Kind, State, Translator, Untranslatable, NREGS};
 use crate::insn::{Asm, Label, R0, R1};
@@ -51,6 +56,7 @@ impl Mix {
             Kind::Buffer(_) => Mix::BUFFER,
             Kind::Alloca => Mix::ALLOCA,
             Kind::Ref { .. } => Mix::REF,
+            Kind::KernelStr => Mix::STRING | Mix::INT,
             Kind::Mixed(m) => m.0,
         })
     }
@@ -61,11 +67,20 @@ impl Mix {
     }
 
     /// The one string kind that can stand for every path: strings only (NULL, the constant 0,
-    /// among them), at least one of them a string.
+    /// among them), at least one of them a string; or, where an integer meets them (the
+    /// address of a string in kernel memory: `p ? stringof(p->name) : "<none>"`, as D's types
+    /// say a value meeting a string is), an address on every path ([`Kind::KernelStr`]: each
+    /// string made one in scratch), read as the interpreter reads its register's address where
+    /// the value is used.
     fn joined(self) -> Option<Kind> {
         let strings = Mix::STRING | Mix::NULLABLE | Mix::ZERO;
-        if self.0 & Mix::STRING == 0 || self.0 & !strings != 0 {
+        if self.0 & Mix::STRING == 0 || self.0 & !(strings | Mix::INT) != 0 {
             return None;
+        }
+        if self.0 & Mix::INT != 0 {
+            // (Not with NULL: the interpreter compares NULL as the empty string, where a read
+            // of the address faults.)
+            return (self.0 & (Mix::NULLABLE | Mix::ZERO) == 0).then_some(Kind::KernelStr);
         }
         Some(if self.0 & (Mix::NULLABLE | Mix::ZERO) != 0 {
             Kind::VarStr
@@ -243,9 +258,26 @@ impl Translator<'_> {
                 self.write_string(&from);
                 self.a.mov(R1, R0);
                 self.put(s, r, R1, k);
+            } else if let (Kind::Int(_), Kind::KernelStr) = (&from, &k) {
+                // An address the interpreter reads as a string from the kernel memory the probe
+                // copied for it, nothing else.
+                if !self.kernel_string_on_edge((pc, target), r) {
+                    return Err(Untranslatable::Value {
+                        pc,
+                        what: format!(
+                            "a string at an address the translator does not follow joined \
+                             with other strings in %r{r}"
+                        ),
+                    });
+                }
+                s.regs[r as usize] = k;
+                s.args[r as usize] = None;
+                s.sized[r as usize] = None;
             } else if matches!(
                 (&from, &k),
-                (Kind::Scratch, Kind::VarStr) | (Kind::Int(Some(0)), Kind::VarStr)
+                (Kind::Scratch, Kind::VarStr)
+                    | (Kind::Int(Some(0)), Kind::VarStr)
+                    | (Kind::Scratch, Kind::KernelStr)
             ) {
                 // Already a string in scratch, or NULL (0): the register stays as it is.
                 if s.tuple
@@ -355,7 +387,19 @@ mod tests {
             Some(Kind::VarStr)
         );
         assert_eq!(Mix::of(&Kind::Int(Some(0))).joined(), None);
-        assert_eq!(a.union(Mix::of(&Kind::Int(Some(1)))).joined(), None);
+        // A string and an address: an address on every path.
+        assert_eq!(
+            a.union(Mix::of(&Kind::Int(Some(1)))).joined(),
+            Some(Kind::KernelStr)
+        );
+        // With NULL too: mixed (the interpreter compares NULL as the empty string).
+        assert_eq!(
+            a.union(Mix::of(&Kind::Int(None)))
+                .union(Mix::of(&Kind::Int(Some(0))))
+                .joined(),
+            None
+        );
+        assert_eq!(a.union(Mix::of(&Kind::Alloca)).joined(), None);
         assert_eq!(a.union(Mix::of(&Kind::Buffer(4))).joined(), None);
     }
 

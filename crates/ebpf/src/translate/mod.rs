@@ -853,6 +853,11 @@ enum Kind {
         /// The offset of the address in it.
         off: u32,
     },
+    /// The address of a string in kernel memory, where strings meet the address of a kernel
+    /// string at a join (`F == 0 ? "<none>" : stringof(F->...->name)`, see `cond`): each
+    /// string was copied into scratch on its edge, and the register holds an address on every
+    /// path, read as a kernel string where the value is used (see `stringof`).
+    KernelStr,
     /// Different kinds on different paths, these: usable by nothing, unless they are strings
     /// (NULL among them) that the edges into the join make one kind (see `cond`).
     Mixed(cond::Mix),
@@ -1477,6 +1482,13 @@ impl<'a> Translator<'a> {
     fn int(&self, s: &State, pc: usize, r: u8) -> Result<Option<u64>, Untranslatable> {
         match &s[(r & 7) as usize] {
             Kind::Int(v) => Ok(*v),
+            Kind::KernelStr => Err(Untranslatable::Value {
+                pc,
+                what: format!(
+                    "%r{r} holds a string's address (strings and a kernel string's address \
+                     joined) used as an integer"
+                ),
+            }),
             Kind::Mixed(m) => Err(Untranslatable::Value {
                 pc,
                 what: format!(
@@ -1665,8 +1677,11 @@ impl<'a> Translator<'a> {
                     Kind::Execname if self.strings_ok => ValueKind::Execname,
                     Kind::StrConst(b) if self.strings_ok => ValueKind::Str(b.clone()),
                     Kind::Scratch if self.strings_ok => ValueKind::Scratch,
-                    // An address returned as a string (`stringof(p)`, `(string)p`).
-                    Kind::Int(_) if self.strings_ok && self.obj.rtype.is_string() => {
+                    // An address returned as a string (`stringof(p)`, `(string)p`), or strings
+                    // joined with one.
+                    Kind::Int(_) | Kind::KernelStr
+                        if self.strings_ok && self.obj.rtype.is_string() =>
+                    {
                         self.kernel_string(pc, s, rd, self.frame.reg(rd & 7))?;
                         ValueKind::Scratch
                     }
@@ -1878,10 +1893,10 @@ impl<'a> Translator<'a> {
                 }
                 // An address pushed as a string (`a[stringof(p)]`, `strlen((string)p)`): the
                 // string read into the scratch, its address in the tuple slot.
-                if let (true, Kind::Int(v), Some(t)) =
+                if let (true, Kind::Int(_) | Kind::KernelStr, Some(t)) =
                     (string, &s[(rs & 7) as usize], s.tuple.as_ref())
                 {
-                    if *v != Some(0) && t.len() < MAX_TUPLE {
+                    if s[(rs & 7) as usize] != Kind::Int(Some(0)) && t.len() < MAX_TUPLE {
                         let at = self.frame.tuple(t.len());
                         self.kernel_string(pc, s, rs, at)?;
                         if let Some(t) = &mut s.tuple {
@@ -2587,6 +2602,7 @@ impl<'a> Translator<'a> {
                     Kind::Int(v) if v != Some(0) => {
                         t.kernel_string(pc, s, r, at).map(|_| (Kind::Scratch, at))
                     }
+                    Kind::KernelStr => t.kernel_string(pc, s, r, at).map(|_| (Kind::Scratch, at)),
                     Kind::Alloca => t.alloca_string_at(pc, r, at).map(|_| (Kind::Scratch, at)),
                     Kind::Ref { .. } => t.ref_string_at(pc, s, r, at).map(|_| (Kind::Scratch, at)),
                     ref k => Ok((k.clone(), t.frame.reg(r & 7))),

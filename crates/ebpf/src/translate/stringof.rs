@@ -31,21 +31,33 @@ const CAPTURED_ARGS: usize = 8;
 /// The most kernel pointer hops the capture planner follows to an address.
 const MAX_DEREFS: usize = 8;
 
-/// What the data-flow knows each register holds before each instruction (`None`: not reached).
-pub(super) type FlowRegs = Vec<Option<Vec<Value>>>;
+/// What the data-flow knows each register holds before each instruction (`None`: not reached),
+/// and on each edge into a join: (from, to) and the registers that path carries.
+#[derive(Debug, Default)]
+pub(super) struct FlowRegs {
+    before: Vec<Option<Vec<Value>>>,
+    edges: std::collections::HashMap<(usize, usize), Vec<Value>>,
+}
 
-/// The data-flow's register values before each instruction of `obj`.
+/// The data-flow's register values before each instruction of `obj`, and on its joins' edges.
 pub(super) fn flow_regs(obj: &DifObject) -> FlowRegs {
     struct Record(FlowRegs);
     impl flow::Visitor for Record {
         fn visit(&mut self, pc: usize, _: &Instr, s: &flow::State) -> Option<Value> {
-            if let Some(slot) = self.0.get_mut(pc) {
+            if let Some(slot) = self.0.before.get_mut(pc) {
                 *slot = Some((0..NREGS as u8).map(|r| s.reg(r)).collect());
             }
             None
         }
+
+        fn edge(&mut self, from: usize, to: usize, regs: &[Value; flow::NREGS]) {
+            self.0.edges.insert((from, to), regs.to_vec());
+        }
     }
-    let mut r = Record(vec![None; obj.text.len()]);
+    let mut r = Record(FlowRegs {
+        before: vec![None; obj.text.len()],
+        edges: Default::default(),
+    });
     flow::walk(obj, flow::Limits { user_hops: 0 }, &mut r);
     r.0
 }
@@ -83,6 +95,31 @@ fn source(v: &Value, kernel_args: bool) -> Option<Source> {
 }
 
 impl Translator<'_> {
+    /// What the data-flow knows register `r` holds before instruction `pc`.
+    fn flow_value(&self, pc: usize, r: u8) -> Value {
+        self.flow
+            .before
+            .get(pc)
+            .and_then(|regs| regs.as_ref())
+            .and_then(|regs| regs.get(usize::from(r & 7)))
+            .cloned()
+            .unwrap_or(Value::Unknown)
+    }
+
+    /// Whether register `r` on the edge from instruction `from` into the join at `to` holds an
+    /// address whose string the interpreter reads from the kernel memory the probe copied for
+    /// it.
+    pub(super) fn kernel_string_on_edge(&self, (from, to): (usize, usize), r: u8) -> bool {
+        let v = self
+            .flow
+            .edges
+            .get(&(from, to))
+            .and_then(|regs| regs.get(usize::from(r & 7)))
+            .cloned()
+            .unwrap_or(Value::Unknown);
+        matches!(source(&v, self.ctx.args_are_kernel()), Some(Source::Kernel))
+    }
+
     /// DIF register `r`, an integer, used as a string at `pc`: reads the string at its address
     /// into a fresh slot of the string scratch, whose address is left at frame offset `at` (the
     /// register's own slot, the load buffer, the fault address's slot or a tuple slot; see the
@@ -95,22 +132,24 @@ impl Translator<'_> {
         at: i16,
     ) -> Result<(), Untranslatable> {
         let r = r & 7;
-        self.int(s, pc, r)?;
+        let joined = s.regs[usize::from(r)] == Kind::KernelStr;
+        if !joined {
+            self.int(s, pc, r)?;
+        }
         let refused = |what: &str| Untranslatable::Value {
             pc,
             what: format!("a string at {what} is read in dtrace"),
         };
-        let v = self
-            .flow
-            .get(pc)
-            .and_then(|regs| regs.as_ref())
-            .and_then(|regs| regs.get(usize::from(r)))
-            .cloned()
-            .unwrap_or(Value::Unknown);
-        let how = source(&v, self.ctx.args_are_kernel()).ok_or_else(|| match v.plain_arg() {
-            Some(n) => refused(&format!("probe argument arg{n}")),
-            None => refused("an address the translator does not follow"),
-        })?;
+        let v = self.flow_value(pc, r);
+        let how = match joined {
+            // Strings joined with a kernel string's address (see `cond`): kernel memory on
+            // every path.
+            true => Source::Kernel,
+            false => source(&v, self.ctx.args_are_kernel()).ok_or_else(|| match v.plain_arg() {
+                Some(n) => refused(&format!("probe argument arg{n}")),
+                None => refused("an address the translator does not follow"),
+            })?,
+        };
         // Where the address is read from: the register, or the load buffer when the string's
         // address is to replace the register's value (a `ret`).
         let mut reg = self.frame.reg(r);

@@ -87,8 +87,9 @@ impl Translator<'_> {
                 self.ref_string_at(pc, s, rs, buf)?;
                 buf
             }
-            // An address stored as a string (`self->s = stringof(p)`).
-            Kind::Int(_) => {
+            // An address stored as a string (`self->s = stringof(p)`), or strings joined
+            // with one.
+            Kind::Int(_) | Kind::KernelStr => {
                 let buf = self.frame.load_buf();
                 self.kernel_string(pc, s, rs, buf)?;
                 buf

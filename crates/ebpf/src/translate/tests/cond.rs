@@ -241,20 +241,81 @@ fn a_join_copies_its_strings_into_one_slot() {
 }
 
 #[test]
+fn strings_meeting_kernel_addresses_join_as_addresses() {
+    // The D library's translators: `F == 0 ? "<none>" : stringof(F->...->name)`. Each path's
+    // string is an address, read where the value is used, as the interpreter reads it.
+    let mut p = kernel_string_probe();
+    for arg0 in [0, 3, 4] {
+        p.args[0] = arg0;
+        let name = |yes: bool, s: &str| Some(if yes { s } else { "kthread" }.as_bytes().to_vec());
+        for (src, want) in [
+            (
+                r#"arg0 ? "<none>" : stringof((char *)curthread + 1)"#,
+                name(arg0 != 0, "<none>"),
+            ),
+            (
+                r#"arg0 == 0 ? stringof((char *)curthread + 1) : arg0 == 3 ? execname : "four""#,
+                match arg0 {
+                    0 => name(false, ""),
+                    3 => Some(p.execname.clone()),
+                    _ => Some(b"four".to_vec()),
+                },
+            ),
+        ] {
+            assert_eq!(key_value(src, &p), want, "{src} at arg0 {arg0}");
+        }
+        // With NULL on a path too: mixed (the interpreter compares NULL as the empty string).
+        let src = r#"arg0 == 3 ? "x" : arg0 ? (string)((char *)curthread + 1) : NULL"#;
+        let e = translate_value(&key(src), &p, 257, FRAME).unwrap_err();
+        assert!(
+            e.to_string().contains("different kinds on different paths"),
+            "{e}"
+        );
+        // An address the interpreter does not read from the probe's copy: in dtrace.
+        let src = r#"arg0 ? "x" : stringof((char *)(arg3 * 2))"#;
+        let e = translate_value(&key(src), &p, 257, FRAME).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("a string at an address the translator does not follow joined"),
+            "{e}"
+        );
+        for strsize in [256usize, 8] {
+            for expr in [
+                r#"(arg0 ? "<none>" : stringof((char *)curthread + 1)) == "kthread""#,
+                r#"(arg0 ? stringof((char *)curthread + 1) : "k") < "kz""#,
+                // A fault on one path only: at the use, as the interpreter's.
+                r#"(arg0 ? "x" : stringof((char *)curthread + 0x4000)) == "x""#,
+            ] {
+                agree(expr, &p, strsize);
+            }
+        }
+    }
+}
+
+#[test]
 fn strings_mixed_with_other_values_stay_in_dtrace_and_say_what_they_are() {
     let p = string_probe();
-    // A string on one path, an address read as a string on the other.
-    let e = translate_value(&key(r#"arg0 ? "a" : stringof(arg1)"#), &p, 257, FRAME).unwrap_err();
+    // A string on one path, a string and NULL on the other.
+    let e = translate_value(
+        &key(r#"arg0 ? "a" : arg3 ? stringof(curthread) : NULL"#),
+        &p,
+        257,
+        FRAME,
+    )
+    .unwrap_err();
     let why = e.to_string();
     assert!(
         why.contains(
-            "holds values of different kinds on different paths (a string and an integer)"
+            "holds values of different kinds on different paths (a string, the integer 0 and \
+             an integer)"
         ),
         "{why}"
     );
     assert!(!why.contains("alloca"), "{why}");
     let e = translate(
-        &predicate(&clause(r#"(arg0 ? "a" : stringof(arg1)) == "a""#)),
+        &predicate(&clause(
+            r#"(arg0 ? "a" : arg3 ? stringof(curthread) : NULL) == "a""#,
+        )),
         &p,
         257,
         FRAME,
@@ -262,8 +323,8 @@ fn strings_mixed_with_other_values_stay_in_dtrace_and_say_what_they_are() {
     .unwrap_err();
     assert!(
         e.to_string().contains(
-            "string compare of values of different kinds on different paths (a string and an \
-             integer)"
+            "string compare of values of different kinds on different paths (a string, the \
+             integer 0 and an integer)"
         ),
         "{e}"
     );
