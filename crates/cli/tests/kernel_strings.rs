@@ -453,3 +453,59 @@ fn translator_strings_joined_with_kernel_strings_run_at_the_probe() {
     );
     assert_eq!(out.lines().filter(|l| *l == "null").count(), 3, "{out}");
 }
+
+/// The file system type of the mount holding `path`, as `/proc/self/mounts` names it (the
+/// kernel's `file_system_type` name, which `fileinfo_t`'s `fi_fs` reads).
+fn fs_type_of(path: &str) -> Option<String> {
+    let mounts = std::fs::read_to_string("/proc/self/mounts").ok()?;
+    mounts
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            Some((*f.get(1)?, *f.get(2)?))
+        })
+        .filter(|(at, _)| {
+            path.starts_with(at) && (at.ends_with('/') || path[at.len()..].starts_with('/'))
+        })
+        .max_by_key(|(at, _)| at.len())
+        .map(|(_, t)| t.to_string())
+}
+
+/// `fds[fd].fi_fs` follows nine kernel pointers, more than a probe's capture copies for dtrace:
+/// where every clause runs whole in the kernel, whose code reads the memory itself, the probe is
+/// enabled all the same and its clauses print the mount's type; with the kernel paths off it
+/// is refused with that reason (as it was everywhere).
+#[test]
+fn clauses_reading_more_than_the_capture_copies_run_in_the_kernel() {
+    let t = "clauses_reading_more_than_the_capture_copies_run_in_the_kernel";
+    if !kernel_ok(t) || !common::have_btf(t) {
+        return;
+    }
+    let Some(fs) = fs_type_of("/dev/zero") else {
+        eprintln!("skipped: /proc/self/mounts does not say what /dev/zero is on");
+        return;
+    };
+    let dd = "dd if=/dev/zero of=/dev/null bs=1 count=3 status=none";
+    let script = "syscall::read:entry /pid == $target && fds[arg0].fi_fs != \"\"/ \
+        { @[fds[arg0].fi_fs, fds[arg0].fi_name] = count(); }";
+    let args = ["-qv", "-n", script, "-c", dd];
+    let (rc, out, err) = dtrace_with_env(&[], &args);
+    assert_eq!(rc, 0, "{err}");
+    assert!(
+        clause_lines(&err, 1)
+            .iter()
+            .any(|l| l.ends_with("aggregations run in the kernel at 1 probe")),
+        "{err}"
+    );
+    assert!(
+        out.lines()
+            .any(|l| l.split_whitespace().eq([fs.as_str(), "zero", "3"])),
+        "{fs}: {out}"
+    );
+    let (rc, _, err) = dtrace_with_env(&common::kernel_paths_off(), &args);
+    assert_ne!(rc, 0);
+    assert!(
+        err.contains("not yet supported: more than 8 distinct memory copies at one probe"),
+        "{err}"
+    );
+}

@@ -1237,6 +1237,12 @@ fn load_capture(
         dtrace_ebpf::translate::Untranslatable::Refused(why.lines().next().unwrap_or("").into())
     };
     match Program::load(kind, &insns, obj, name) {
+        // Without its kernel code no clause is served (see `CaptureSpec::record_path_lacks`).
+        Err(e) if spec.record_path_lacks.is_some() => Err(LinuxError::NotYetSupported(format!(
+            "{} (the kernel refused the clauses' code: {})",
+            spec.record_path_lacks.as_deref().unwrap_or_default(),
+            e.to_string().lines().next().unwrap_or_default()
+        ))),
         Err(e) if aggregates => {
             let plain = CaptureSpec {
                 aggs: None,

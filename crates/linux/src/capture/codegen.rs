@@ -717,6 +717,12 @@ pub fn gen_capture_reporting(
     // When every aggregation-only clause aggregates in the kernel, the record path serves the
     // other clauses only (perhaps none); else every clause, as without kernel aggregations.
     let all_in_kernel = !aggs.is_empty() && aggs.iter().all(|r| r.is_ok());
+    if let Some(why) = &spec.record_path_lacks {
+        // The record path has none of the copies the clauses read: no firing may take it.
+        if !all_in_kernel || handover {
+            return Err(LinuxError::NotYetSupported(why.clone()));
+        }
+    }
     let (filter, filter_pid, records) = match (&spec.aggs, all_in_kernel) {
         (Some(k), true) => match &k.others {
             None => (None, None, false),

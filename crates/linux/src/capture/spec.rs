@@ -133,6 +133,11 @@ pub const MAX_SIZED_COPY: u32 = 1 << 20;
 pub struct CaptureSpec {
     /// Memory copies, in the order the clause wants them.
     pub copies: Vec<CopyRequest>,
+    /// Why the record path cannot serve the probe's clauses (their copies are more than a
+    /// probe takes, and were left out): the probe's program is made only when every clause runs
+    /// whole in the kernel and no firing is handed over to dtrace, and is not made without its
+    /// kernel code (see `codegen::gen_capture_reporting`).
+    pub record_path_lacks: Option<String>,
     /// Kernel stack frames to capture (`stack()`), if any.
     pub kstack: Option<u32>,
     /// User stack frames to capture (`ustack()`), if any.

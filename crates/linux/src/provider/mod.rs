@@ -495,7 +495,7 @@ impl Shared {
         }
         let matching: Vec<&ClauseNeeds> =
             matching_idx.iter().map(|&i| &self.clauses[i].1).collect();
-        let mut spec = needs::spec_for(
+        let (mut spec, lacks) = needs::spec_or_kernel_only(
             &matching,
             (&string_args(&probe), kernel_args(&probe)),
             self.strsize,
@@ -534,6 +534,13 @@ impl Shared {
                     v.name
                 ));
             }
+        }
+        if let Some(why) = lacks {
+            // Only the kernel's code can serve these clauses (see `record_path_lacks`).
+            if k_idx.is_empty() || !r_idx.is_empty() {
+                return Err(format!("not yet supported: {why}"));
+            }
+            spec.record_path_lacks = Some(why);
         }
         let others = if k_idx.is_empty() {
             None

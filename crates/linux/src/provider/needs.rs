@@ -35,7 +35,7 @@ pub use policy::{
     UCALLER_FRAMES,
 };
 pub use program::{mirror_context, program_needs, program_needs_in, MirrorContext, ProgramNeeds};
-pub use spec::spec_for;
+pub use spec::{spec_for, spec_or_kernel_only};
 
 #[cfg(test)]
 mod mirror_tests;

@@ -18,9 +18,24 @@ use std::collections::HashMap;
 /// probe copies, as `stringof` of any kernel address.
 pub fn spec_for(
     clauses: &[&ClauseNeeds],
-    (string_args, kernel_args): (&[usize], bool),
+    args: (&[usize], bool),
     strsize: u32,
 ) -> Result<CaptureSpec, String> {
+    match spec_or_kernel_only(clauses, args, strsize)? {
+        (spec, None) => Ok(spec),
+        (_, Some(why)) => Err(format!("not yet supported: {why}")),
+    }
+}
+
+/// [`spec_for`], but a spec whose copies are more than a probe takes comes back without them,
+/// with why (`more than 8 distinct memory copies at one probe`): its record path then serves no
+/// clause, and the probe works only where every clause runs whole in the kernel, whose code
+/// reads memory itself (see `CaptureSpec::record_path_lacks`).
+pub fn spec_or_kernel_only(
+    clauses: &[&ClauseNeeds],
+    (string_args, kernel_args): (&[usize], bool),
+    strsize: u32,
+) -> Result<(CaptureSpec, Option<String>), String> {
     let mut spec = CaptureSpec::new();
     let push = |spec: &mut CaptureSpec, c: CopyRequest| {
         if let Some(old) = spec
@@ -102,10 +117,9 @@ pub fn spec_for(
     }
     spec.copies = merge_kernel_copies(std::mem::take(&mut spec.copies));
     if spec.copies.len() > MAX_COPIES {
-        return Err(format!(
-            "not yet supported: more than {} distinct memory copies at one probe",
-            MAX_COPIES
-        ));
+        spec.copies.clear();
+        let why = format!("more than {MAX_COPIES} distinct memory copies at one probe");
+        return Ok((spec, Some(why)));
     }
-    Ok(spec)
+    Ok((spec, None))
 }
