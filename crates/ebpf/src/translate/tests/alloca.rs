@@ -725,3 +725,69 @@ fn objects_in_alloca_memory_are_recorded_and_fault_as_the_interpreters() {
         }
     }
 }
+
+#[test]
+fn copyinto_of_a_size_known_only_at_the_probe_checks_it_as_the_interpreter() {
+    let mut p = memory_probe();
+    p.user
+        .push((0x7fff_0000_1000, b"hello\0world, and more".to_vec()));
+    // Within the allocation, none of it, all of it, one byte past it, far past it, negative.
+    for arg3 in [5, 0, 8, 9, 16, 4096, u64::MAX, (-8i64) as u64] {
+        p.args[3] = arg3;
+        for body in [
+            "this->p = (char *)alloca(8); this->p[7] = 'z'; copyinto(arg1, arg3, this->p); \
+             trace(stringof(this->p)); trace(this->p[7]);",
+            "this->p = (char *)alloca(16); copyinto(arg1 + 6, arg3, this->p + 8); \
+             trace(stringof(this->p + 8)); trace(this->p[15]);",
+            // Its destination checked first: past what was allocated (whatever the size), NULL.
+            "this->p = (char *)alloca(8); copyinto(arg1, arg3, this->p + 8);",
+            "this->p = (char *)alloca(8); this->p = 0; copyinto(arg1, arg3, this->p);",
+            // A size computed from another (the conformance test's, tst.copyinto_arg_order.d).
+            "this->p = (char *)alloca(16); this->n = 2; \
+             copyinto(arg1 + this->n++, this->n++, (void *)(this->p + this->n++)); \
+             trace(stringof(this->p + 4));",
+        ] {
+            agree_clause(body, &p, 1 << 20);
+        }
+        // An unreadable source faults at it (a size of 0 reads nothing: the fake memory has
+        // no bytes there to read none of).
+        if arg3 != 0 {
+            agree_clause(
+                "this->p = (char *)alloca(16); copyinto(arg1 + 8192, arg3 & 0xf, this->p);",
+                &p,
+                1 << 20,
+            );
+        }
+    }
+    // The faults, and the size reported: an invalid size (the size), an invalid address.
+    p.args[3] = 9;
+    let out = agree_clause(
+        "this->p = (char *)alloca(8); copyinto(arg1, arg3, this->p);",
+        &p,
+        1 << 20,
+    );
+    assert!(
+        matches!(out.last(), Some(Outcome::Fault(k, _, 9)) if *k == FaultKind::BadSize.code()),
+        "{out:?}"
+    );
+    p.args[3] = u64::MAX;
+    let out = agree_clause(
+        "this->p = (char *)alloca(8); copyinto(arg1, arg3, this->p);",
+        &p,
+        1 << 20,
+    );
+    assert!(
+        matches!(out.last(), Some(Outcome::Fault(k, _, u64::MAX)) if *k == FaultKind::BadSize.code()),
+        "{out:?}"
+    );
+    // Constants the kernel's area does not hold are checked at the probe too.
+    for n in ["0", "-1", "4096"] {
+        agree_clause(
+            &format!(
+                "this->p = (char *)alloca(8); copyinto(arg1, {n}, this->p); trace(this->p[0]);"
+            ),
+            &p,
+            1 << 20,
+        );
+    }
+}
