@@ -791,3 +791,57 @@ fn copyinto_of_a_size_known_only_at_the_probe_checks_it_as_the_interpreter() {
         );
     }
 }
+
+#[test]
+fn bcopy_of_a_size_known_only_at_the_probe_checks_it_as_the_interpreter() {
+    let mut p = memory_probe();
+    // Within, none, all, past the allocation, past the interpreter's copy limit, negative.
+    for arg3 in [6, 0, 13, 16, 17, 4096, (1 << 20) + 1, u64::MAX] {
+        p.args[3] = arg3;
+        for body in [
+            // From the kernel.
+            "this->p = (char *)alloca(16); this->p[0] = 'z'; \
+             bcopy((void *)0xffff800000002000, this->p, arg3); \
+             trace(stringof(this->p)); trace(stringof(this->p + 7));",
+            "this->p = (char *)alloca(16); bcopy((void *)0xffff800000002000, this->p + 3, arg3);",
+            // Between alloca ranges, overlapping both ways.
+            "this->p = (char *)alloca(16); bcopy((void *)0xffff800000002000, this->p, 13); \
+             this->q = (char *)alloca(16); bcopy(this->p, this->q, arg3); \
+             trace(stringof(this->q)); trace(this->q[15]);",
+            "this->p = (char *)alloca(16); bcopy((void *)0xffff800000002000, this->p, 13); \
+             bcopy(this->p, this->p + 2, arg3 & 0xf); trace(stringof(this->p));",
+            "this->p = (char *)alloca(16); bcopy((void *)0xffff800000002000, this->p, 13); \
+             bcopy(this->p + 2, this->p, arg3 - 2); trace(stringof(this->p));",
+            // The destination checked first, then the source; both before the copy limit.
+            "this->p = (char *)alloca(8); bcopy((void *)0xffff800000002000, this->p + 8, arg3);",
+            "this->p = (char *)alloca(8); this->p = 0; \
+             bcopy((void *)0xffff800000002000, this->p, arg3);",
+            "this->p = (char *)alloca(8); bcopy(this->p + 8, this->p, arg3);",
+        ] {
+            agree_clause(body, &p, 1 << 20);
+        }
+        // An unreadable source faults at it (a size of 0 reads nothing: the fake memory has
+        // no bytes there to read none of).
+        if arg3 != 0 {
+            agree_clause(
+                "this->p = (char *)alloca(16); bcopy((void *)0xffff800000009000, this->p, \
+                 arg3 & 0xf);",
+                &p,
+                1 << 20,
+            );
+        }
+    }
+    // The faults reported: past the allocation and past the copy limit, the size.
+    for (arg3, body) in [
+        (17, "this->p = (char *)alloca(16); bcopy((void *)0xffff800000002000, this->p, arg3);"),
+        (17, "this->p = (char *)alloca(32); this->q = (char *)alloca(16); bcopy(this->q, this->p, arg3);"),
+        ((1 << 20) + 1, "this->p = (char *)alloca(8); bcopy((void *)0xffff800000002000, this->p + 8, arg3);"),
+    ] {
+        p.args[3] = arg3;
+        let out = agree_clause(body, &p, 1 << 20);
+        assert!(
+            matches!(out.last(), Some(Outcome::Fault(k, _, a)) if *k == FaultKind::BadSize.code() && *a == arg3),
+            "{body}: {out:?}"
+        );
+    }
+}
