@@ -576,6 +576,11 @@ impl Translator<'_> {
                     for w in (0..padded).step_by(8) {
                         a.store_imm(Size::DW, R3, w as i16, 0);
                     }
+                } else if n % 8 != 0 {
+                    // The bytes up to the next 8-byte boundary, which the caller does not write:
+                    // zeros in the interpreter's area, as the next allocation's start skips them.
+                    a.load(Size::DW, R3, R10, buf).alu(op::ADD, R3, R1);
+                    a.store_imm(Size::DW, R3, (padded - 8) as i16, 0);
                 }
             }
             Amount::Run(at, most) => {
@@ -619,6 +624,18 @@ impl Translator<'_> {
                     a.store_imm(Size::DW, R5, 0, 0);
                     a.alu_imm(op::ADD, R4, 8).ja(word);
                     a.bind(zeroed);
+                } else {
+                    // The word the end falls in, when it is not on a boundary (see above): the
+                    // caller writes the bytes before the end.
+                    let aligned = a.label();
+                    a.mov(R4, R3).alu_imm(op::AND, R4, 7);
+                    a.jmp_imm(op::JEQ, R4, 0, aligned);
+                    a.mov(R4, R3).alu_imm(op::AND, R4, -8);
+                    // Never taken (the end is within the region): the verifier's bound.
+                    a.jmp_imm(op::JGT, R4, (size - 8) as i32, aligned);
+                    a.load(Size::DW, R5, R10, buf).alu(op::ADD, R5, R4);
+                    a.store_imm(Size::DW, R5, 0, 0);
+                    a.bind(aligned);
                 }
             }
         }

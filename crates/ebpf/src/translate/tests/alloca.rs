@@ -845,3 +845,21 @@ fn bcopy_of_a_size_known_only_at_the_probe_checks_it_as_the_interpreter() {
         );
     }
 }
+
+#[test]
+fn the_bytes_after_a_copyin_up_to_the_next_allocation_read_as_zeros() {
+    let mut p = memory_probe();
+    p.user.push((0x7fff_0000_1000, b"hello\0world\0!".to_vec()));
+    for arg3 in [12, 13, 15, 9] {
+        p.args[3] = arg3;
+        for body in [
+            "this->p = (char *)copyin(arg1, 12); this->a = alloca(1); trace(this->p[13]); \
+             trace(*(uint64_t *)(this->p + 8));",
+            "this->p = (char *)copyin(arg1, 13); this->a = alloca(1); trace(this->p[15]);",
+            "this->a = alloca(1); this->p = (char *)copyin(arg1, arg3 & 0xf); \
+             this->q = (char *)alloca(1); trace(*(uint64_t *)(this->p + 8));",
+        ] {
+            agree_clause(body, &p, 1 << 20);
+        }
+    }
+}
