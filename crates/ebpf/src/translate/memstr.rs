@@ -18,7 +18,7 @@
 
 use super::alloca::{Access, Amount};
 use super::{FaultAddr, Kind, State, Translator, Untranslatable};
-use crate::insn::{helper, op, Size, R0, R1, R10, R2, R3, R4, R5};
+use crate::insn::{helper, op, Size, R0, R1, R10, R2, R3, R4, R5, R9};
 use dtrace_dif::vm::subr::MEMSTR_MAX;
 use dtrace_dif::vm::FaultKind;
 
@@ -202,18 +202,17 @@ impl Translator<'_> {
         a.call(helper::PROBE_READ_KERNEL);
         a.jmp_imm(op::JNE, R0, 0, bad);
         {
-            // R1: the byte read, R2: where it goes, R3: the bytes left (those read, at most
-            // `copied`), R5: `c`.
-            let (fits, top) = (a.label(), a.label());
+            // R1: the byte read, R2: where it goes, R3: the bytes left of `copied` (a constant
+            // count, which older verifiers see end where a count read at run time would not),
+            // R9: the bytes left of those read, R5: `c`.
+            let top = a.label();
             a.load(Size::DW, R2, R10, buf);
             a.mov(R1, R2).alu_imm(op::ADD, R1, work as i32);
-            a.load(Size::DW, R3, R10, n_at);
-            a.jmp_imm(op::JLE, R3, copied as i32, fits);
             a.mov_imm(R3, copied as i32);
-            a.bind(fits);
-            a.jmp_imm(op::JEQ, R3, 0, done);
+            a.load(Size::DW, R9, R10, n_at);
             a.load(Size::DW, R5, R10, c).alu_imm(op::AND, R5, 0xff);
             a.bind(top);
+            a.jmp_imm(op::JEQ, R9, 0, done);
             a.load(Size::B, R4, R1, 0);
             // 1 when the byte is NUL (0 - 1 has the top bit), times `c`, added.
             a.mov(R0, R4)
@@ -222,7 +221,7 @@ impl Translator<'_> {
             a.alu(op::MUL, R0, R5).alu(op::ADD, R4, R0);
             a.store(Size::B, R2, 0, R4);
             a.alu_imm(op::ADD, R1, 1).alu_imm(op::ADD, R2, 1);
-            a.alu_imm(op::SUB, R3, 1);
+            a.alu_imm(op::SUB, R3, 1).alu_imm(op::SUB, R9, 1);
             a.jmp_imm(op::JNE, R3, 0, top);
         }
         a.ja(done);
