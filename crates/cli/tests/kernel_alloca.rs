@@ -1,4 +1,5 @@
-//! `alloca()`, the loads and stores through its pointers, `bcopy()`, `copyinto()` and
+//! `alloca()`, the loads and stores through its pointers, `bcopy()`, `copyinto()` (of constant
+//! sizes and of sizes known only at the probe) and
 //! `stringof()` of its memory translated to eBPF (issue 13): clauses that fill alloca() memory
 //! from the kernel and from the traced process and print it run whole in the kernel (`-v` says
 //! so) and print exactly what dtrace's interpreter prints with every kernel path off, faults
@@ -401,4 +402,102 @@ fn loads_through_copyin_run_at_the_probe_as_in_dtrace() {
     for want in ["after 6\n", "fault 1 0\n", "fault 1 8\n"] {
         assert!(out.contains(want), "{want}: {out}");
     }
+}
+
+#[test]
+fn copies_of_a_size_known_only_at_the_probe_run_there_as_in_dtrace() {
+    let t = "copies_of_a_size_known_only_at_the_probe_run_there_as_in_dtrace";
+    if !ready(t) || !dtrace_testkit::skip_unless(dtrace_testkit::have_program("echo"), t, "no echo")
+    {
+        return;
+    }
+    // `echo hello` writes 6 bytes: copyinto() and bcopy() of arg2 bytes and less, and of none.
+    let out = same_with_kernel_paths_off(
+        r#"syscall::write:entry /pid == $target/ {
+             this->buf = (char *)alloca(16);
+             copyinto(arg1, arg2, this->buf);
+             this->k = (char *)alloca(16);
+             bcopy(this->buf, this->k, arg2 - 1);
+             this->z = (char *)alloca(8);
+             copyinto(arg1, arg2 - 6, this->z);
+             bcopy(this->buf, this->z, arg2 - 6);
+             printf("[%s] [%s] %d %d\n", stringof(this->buf), stringof(this->k), this->buf[5],
+                 this->z[0]); }"#,
+        &[],
+        "echo hello",
+        &[(1, "runs whole in the kernel")],
+    );
+    assert!(out.contains("[hello\n] [hello] 10 0\n"), "{out}");
+    // The conformance test tst.copyinto_arg_order.d: a global pointer, a size computed from a
+    // global (dtrace's interpreter has the bytes its second, constant, copy captures: a copy of
+    // a size known only at the probe alone is not captured for it).
+    let out = same_with_kernel_paths_off(
+        r#"syscall::write:entry /pid == $target/ {
+             ptr = (char *)alloca(16);
+             ptr[0] = ptr[1] = ptr[2] = ptr[3] = ptr[4] = ptr[5] = ptr[6] = ptr[7] = ptr[8] =
+             ptr[9] = ptr[10] = ptr[11] = ptr[12] = ptr[13] = ptr[14] = ptr[15] = '.';
+             n = 2;
+             copyinto(arg1 + (n++), (n++), (void *)(ptr + (n++)));
+             printf("%c%c%c%c%c%c%c%c%c%c%c%c%c%c%c%c\n", ptr[0], ptr[1], ptr[2], ptr[3],
+                 ptr[4], ptr[5], ptr[6], ptr[7], ptr[8], ptr[9], ptr[10], ptr[11], ptr[12],
+                 ptr[13], ptr[14], ptr[15]);
+             ptr[0] = ptr[1] = ptr[2] = ptr[3] = ptr[4] = ptr[5] = ptr[6] = ptr[7] = ptr[8] =
+             ptr[9] = ptr[10] = ptr[11] = ptr[12] = ptr[13] = ptr[14] = ptr[15] = '.';
+             copyinto(arg1 + 2, 3, (void *)(ptr + 4));
+             printf("%c%c%c%c%c%c%c%c%c%c%c%c%c%c%c%c\n", ptr[0], ptr[1], ptr[2], ptr[3],
+                 ptr[4], ptr[5], ptr[6], ptr[7], ptr[8], ptr[9], ptr[10], ptr[11], ptr[12],
+                 ptr[13], ptr[14], ptr[15]);
+             exit(0); }
+         ERROR { exit(1); }"#,
+        &[],
+        "echo Delay",
+        &[(1, "runs whole in the kernel")],
+    );
+    assert_eq!(out.matches("....lay.........\n").count(), 2, "{out}");
+}
+
+#[test]
+fn copies_of_a_size_known_only_at_the_probe_fault_as_in_dtrace() {
+    let t = "copies_of_a_size_known_only_at_the_probe_fault_as_in_dtrace";
+    if !ready(t) || !dtrace_testkit::skip_unless(dtrace_testkit::have_program("echo"), t, "no echo")
+    {
+        return;
+    }
+    // `echo hello` writes 6 bytes: more than an allocation of 4 (an invalid size: 6), a
+    // negative size (its own), a destination past what was allocated (an invalid address), an
+    // unreadable source, bcopy() past its allocation; the same error lines, then the clause
+    // after them runs.
+    let clauses = r#"syscall::write:entry /pid == $target/ {
+             this->p = (char *)alloca(4); copyinto(arg1, arg2, this->p); }
+         syscall::write:entry /pid == $target/ {
+             this->p = (char *)alloca(8); copyinto(arg1, arg2 - 7, this->p); }
+         syscall::write:entry /pid == $target/ {
+             this->p = (char *)alloca(8); copyinto(arg1, arg2, this->p + 8); }
+         syscall::write:entry /pid == $target/ {
+             this->p = (char *)alloca(8); copyinto(0, arg2, this->p); }
+         syscall::write:entry /pid == $target/ {
+             this->p = (char *)alloca(8); bcopy(this->p, this->p + 4, arg2); }
+         syscall::write:entry /pid == $target/ { printf("after %d\n", arg2); }"#;
+    let said = [
+        (1, "runs whole in the kernel"),
+        (2, "runs whole in the kernel"),
+        (3, "runs whole in the kernel"),
+        (4, "runs whole in the kernel"),
+        (5, "runs whole in the kernel"),
+    ];
+    let out = same_with_kernel_paths_off(clauses, &[], "echo hello", &said);
+    assert!(out.contains("after 6\n"), "{out}");
+    let out = same_with_kernel_paths_off(
+        &format!("{clauses}\n dtrace:::ERROR {{ printf(\"fault %d %x\\n\", arg4, arg5); }}"),
+        &[],
+        "echo hello",
+        &said,
+    );
+    // An invalid size (6, then -1), an invalid address past the allocation (its address as the
+    // interpreter's alloca region has it), at 0, and bcopy()'s invalid size.
+    for fault in ["fault 10 6\n", "fault 10 ffffffffffffffff\n", "fault 1 0\n"] {
+        assert!(out.contains(fault), "{fault}: {out}");
+    }
+    assert_eq!(out.matches("fault 10 6\n").count(), 2, "{out}");
+    assert_eq!(out.matches("fault 1 ").count(), 2, "{out}");
 }

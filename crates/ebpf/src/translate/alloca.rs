@@ -46,6 +46,15 @@
 //! (the interpreter's copy is then the last scratch it allocated, zeroed past the string, and
 //! scratch past it reads as zeros), as the kernel's zeroed string slot holds them.
 //!
+//! The size of a copy into alloca() memory (`copyinto()`'s, `bcopy()`'s from the kernel or
+//! between alloca ranges) may be known only at the probe (`copyinto(arg1, arg2, p)`), or be a
+//! constant the kernel's area does not hold: it is checked there as the interpreter checks it
+//! ([`Access::CopySized`]: an invalid address at a destination, then a source, past what the
+//! clause allocated, whatever the size; an invalid size, that size, for one that runs past it,
+//! a negative one too, and for `bcopy()` first of all past its copy limit; 0 bytes copy
+//! nothing), the verifier bounding the start and the size apart within the room past the area.
+//! `bcopy()` from a string keeps a constant size (see `bcopystr`).
+//!
 //! A `self->` or global scalar may hold alloca pointers too: those a program's clauses store
 //! one into ([`alloca_vars`], over every clause: the compiler keeps such a variable to them,
 //! `D_ALLOCA_INCOMPAT`), which the context names ([`super::ProbeContext::var_holds_alloca`]). There a
@@ -77,6 +86,7 @@ use dtrace_dif::object::DifObject;
 use dtrace_dif::opcode::Opcode;
 use dtrace_dif::subr::Subr;
 use dtrace_dif::vm::machine::ALLOCA_RESERVED;
+use dtrace_dif::vm::subr::COPY_MAX;
 use dtrace_dif::vm::{FaultKind, ALLOCA_BASE};
 
 /// Where a clause's alloca area lives at a probe (see the module notes).
@@ -116,6 +126,12 @@ pub(super) enum Access {
     Store(u32),
     /// A copy into this many bytes (`bcopy()`, `copyinto()`): bounds.
     Copy(u32),
+    /// A copy of as many bytes as the 8 at this frame offset say, known only at the probe
+    /// (`bcopy()`, `copyinto()`): bounds, as [`Access::Copy`], a size past the allocation (a
+    /// negative one too) faulting with an invalid size, that size; 0 bytes at an allocated
+    /// address pass. Leaves R1 bounded for the verifier below the area's `size`, the size
+    /// itself not (the caller bounds it, see [`Translator::alloca_sized_copy`]).
+    CopySized(i16),
     /// A string read from the pointer: its start only.
     String,
 }
@@ -560,6 +576,11 @@ impl Translator<'_> {
                     for w in (0..padded).step_by(8) {
                         a.store_imm(Size::DW, R3, w as i16, 0);
                     }
+                } else if n % 8 != 0 {
+                    // The bytes up to the next 8-byte boundary, which the caller does not write:
+                    // zeros in the interpreter's area, as the next allocation's start skips them.
+                    a.load(Size::DW, R3, R10, buf).alu(op::ADD, R3, R1);
+                    a.store_imm(Size::DW, R3, (padded - 8) as i16, 0);
                 }
             }
             Amount::Run(at, most) => {
@@ -603,6 +624,18 @@ impl Translator<'_> {
                     a.store_imm(Size::DW, R5, 0, 0);
                     a.alu_imm(op::ADD, R4, 8).ja(word);
                     a.bind(zeroed);
+                } else {
+                    // The word the end falls in, when it is not on a boundary (see above): the
+                    // caller writes the bytes before the end.
+                    let aligned = a.label();
+                    a.mov(R4, R3).alu_imm(op::AND, R4, 7);
+                    a.jmp_imm(op::JEQ, R4, 0, aligned);
+                    a.mov(R4, R3).alu_imm(op::AND, R4, -8);
+                    // Never taken (the end is within the region): the verifier's bound.
+                    a.jmp_imm(op::JGT, R4, (size - 8) as i32, aligned);
+                    a.load(Size::DW, R5, R10, buf).alu(op::ADD, R5, R4);
+                    a.store_imm(Size::DW, R5, 0, 0);
+                    a.bind(aligned);
                 }
             }
         }
@@ -643,7 +676,7 @@ impl Translator<'_> {
         let area = self.area(pc, "alloca() memory")?;
         let len = match access {
             Access::Load(n) | Access::Store(n) | Access::Copy(n) => n,
-            Access::String => 1,
+            Access::String | Access::CopySized(_) => 1,
         };
         if len == 0 || len > area.size {
             return Err(Untranslatable::Value {
@@ -684,6 +717,12 @@ impl Translator<'_> {
         a.jmp_reg(op::JGE, R4, R5, addr_fault);
         if access == Access::String {
             a.alu(op::SUB, R5, R4);
+        } else if let Access::CopySized(n_at) = access {
+            // The bytes allocated from the start (above 0), against the size as unsigned: a
+            // negative size runs past them too, with no sum to wrap.
+            a.alu(op::SUB, R5, R4);
+            a.load(Size::DW, R0, R10, n_at);
+            a.jmp_reg(op::JGT, R0, R5, size_fault);
         } else {
             a.mov(R0, R4).alu_imm(op::ADD, R0, len as i32);
             a.jmp_reg(op::JGT, R0, R5, size_fault);
@@ -701,7 +740,11 @@ impl Translator<'_> {
         a.alu(op::ADD, R2, R3).store(Size::DW, R10, at, R2);
         a.ja(bad_addr);
         a.bind(size_fault);
-        a.mov_imm(R2, len as i32).store(Size::DW, R10, at, R2);
+        match access {
+            Access::CopySized(n_at) => a.load(Size::DW, R2, R10, n_at),
+            _ => a.mov_imm(R2, len as i32),
+        };
+        a.store(Size::DW, R10, at, R2);
         a.ja(bad_size);
         if let Some(bad_align) = bad_align {
             a.bind(align_fault);
@@ -796,15 +839,29 @@ impl Translator<'_> {
         let (dst_at, dst) = self
             .pushed_arg(pc, s, 1)
             .map_err(|_| refused("a destination other than alloca() memory"))?;
-        let n = self
-            .pushed_const(s, 2)
-            .filter(|&n| n > 0 && n <= u64::from(u32::MAX))
-            .ok_or_else(|| refused("a size other than a constant above 0"))?;
+        let (n_at, _) = self.pushed_arg(pc, s, 2)?;
+        let amount = self.pushed_amount(pc, s, 2)?;
+        let moved = src == Kind::Alloca;
         match (src, dst) {
-            (Kind::Int(_), Kind::Alloca) => {}
-            (Kind::Alloca, Kind::Alloca) => return self.alloca_move(pc, src_at, dst_at, n),
+            (Kind::Int(_) | Kind::Alloca, Kind::Alloca) => {}
             (_, Kind::Alloca) => return Err(refused(string)),
             _ => return Err(refused("a destination other than alloca() memory")),
+        }
+        let area = self.area(pc, "bcopy()")?;
+        // A constant the kernel's area holds (with the room a move passes through) is checked
+        // as such; any other size at the probe.
+        let n = match amount {
+            Amount::Const(n)
+                if n > 0
+                    && n <= u64::from(area.size)
+                    && (!moved || u64::from(area.size) + n <= u64::from(area.room)) =>
+            {
+                n
+            }
+            _ => return self.bcopy_sized(pc, (src_at, moved), dst_at, n_at),
+        };
+        if moved {
+            return self.alloca_move(pc, src_at, dst_at, n);
         }
         self.alloca_access(pc, dst_at, Access::Copy(n as u32))?;
         let fault = self.fault_site(pc, FaultKind::BadAddr, FaultAddr::Frame(src_at));
@@ -898,6 +955,75 @@ impl Translator<'_> {
         Ok(())
     }
 
+    /// `bcopy(src, dst, n)` of as many bytes as the 8 at `fp + n_at` say, known only at the
+    /// probe, from the kernel memory or (`src.1`) the alloca memory at `fp + src.0` into the
+    /// alloca memory at `fp + dst_at`, as the interpreter's: a size past its copy limit (a
+    /// negative one too) faults with an invalid size (that size) before anything is checked,
+    /// then the destination and the source are checked as [`Translator::alloca_sized_copy`]
+    /// checks them, and a move between alloca ranges passes through the room past the area as
+    /// [`Translator::alloca_move`]'s.
+    fn bcopy_sized(
+        &mut self,
+        pc: usize,
+        src: (i16, bool),
+        dst_at: i16,
+        n_at: i16,
+    ) -> Result<(), Untranslatable> {
+        let (src_at, moved) = src;
+        let area = self.sized_area(pc, "bcopy()")?;
+        let too_large = self.fault_site(pc, FaultKind::BadSize, FaultAddr::Frame(n_at));
+        self.a.load(Size::DW, R0, R10, n_at);
+        self.a.jmp_imm(op::JGT, R0, COPY_MAX as i32, too_large);
+        if !moved {
+            return self.alloca_sized_copy(
+                pc,
+                "bcopy()",
+                (src_at, helper::PROBE_READ_KERNEL),
+                dst_at,
+                n_at,
+            );
+        }
+        self.alloca_access(pc, dst_at, Access::CopySized(n_at))?;
+        self.alloca_access(pc, src_at, Access::CopySized(n_at))?;
+        let buf = self.frame.load_buf();
+        let no_scratch = self.fault_site(pc, FaultKind::NoScratch, FaultAddr::Zero);
+        let a = &mut self.a;
+        let size = area.size as i32;
+        // The source (R1) past the area first, then from there to the destination; never
+        // taken (checked above), the verifier's bounds of the sizes and the destination.
+        a.mov(R3, R1).load(Size::DW, R2, R10, n_at);
+        a.jmp_imm(op::JGT, R2, size, no_scratch);
+        a.load(Size::DW, R1, R10, buf).alu_imm(op::ADD, R1, size);
+        a.call(helper::PROBE_READ_KERNEL);
+        a.load(Size::DW, R4, R10, dst_at);
+        a.alu_imm(op::SUB, R4, ALLOCA_RESERVED as i32);
+        a.jmp_imm(op::JGT, R4, size - 1, no_scratch);
+        a.load(Size::DW, R1, R10, buf).alu(op::ADD, R1, R4);
+        a.load(Size::DW, R3, R10, buf).alu_imm(op::ADD, R3, size);
+        a.load(Size::DW, R2, R10, n_at);
+        a.jmp_imm(op::JGT, R2, size, no_scratch);
+        a.call(helper::PROBE_READ_KERNEL);
+        Ok(())
+    }
+
+    /// The context's alloca area for a copy into it of a size known only at the probe (`what`
+    /// names it): the verifier sees the start and the size bounded apart, each by the area's
+    /// size, so the room past the area must hold a second area ([`AllocaArea::room`]).
+    fn sized_area(&self, pc: usize, what: &str) -> Result<AllocaArea, Untranslatable> {
+        let area = self.area(pc, what)?;
+        if u64::from(area.room) < 2 * u64::from(area.size) {
+            return Err(Untranslatable::Value {
+                pc,
+                what: format!(
+                    "{what}: a size other than a constant the kernel's area holds: the area has \
+                     no room past its {} bytes for the verifier",
+                    area.size
+                ),
+            });
+        }
+        Ok(area)
+    }
+
     /// `bcopy(src, dst, n)` between the alloca pointers at `fp + src_at` and `fp + dst_at` (see
     /// [`Translator::bcopy`]).
     fn alloca_move(
@@ -943,9 +1069,11 @@ impl Translator<'_> {
         Ok(())
     }
 
-    /// `copyinto(uaddr, n, dst)`: `n` (a constant) bytes of the user memory of the thread that
-    /// fired the probe at `uaddr` into the alloca memory at `dst`, as the interpreter's: `dst`
-    /// checked first, a failed read faulting at `uaddr`.
+    /// `copyinto(uaddr, n, dst)`: `n` bytes of the user memory of the thread that fired the
+    /// probe at `uaddr` into the alloca memory at `dst`, as the interpreter's: `dst` checked
+    /// first, a failed read faulting at `uaddr`. A constant `n` the kernel's area holds is
+    /// checked as such; any other (0, negative, larger, or computed at run time) is checked at
+    /// the probe ([`Translator::alloca_sized_copy`]).
     pub(super) fn copyinto(&mut self, pc: usize, s: &State) -> Result<(), Untranslatable> {
         let refused = |what: String| Untranslatable::Value {
             pc,
@@ -957,10 +1085,8 @@ impl Translator<'_> {
         }
         let (src_at, src) = self.pushed_arg(pc, s, 0)?;
         let (dst_at, dst) = self.pushed_arg(pc, s, 2)?;
-        let n = self
-            .pushed_const(s, 1)
-            .filter(|&n| n > 0 && n <= u64::from(u32::MAX))
-            .ok_or_else(|| refused("a size other than a constant above 0".into()))?;
+        let (n_at, _) = self.pushed_arg(pc, s, 1)?;
+        let n = self.pushed_amount(pc, s, 1)?;
         if !matches!((src, dst), (Kind::Int(_), Kind::Alloca)) {
             return Err(refused(
                 "a destination other than alloca() memory, or a source address the \
@@ -968,11 +1094,54 @@ impl Translator<'_> {
                     .into(),
             ));
         }
-        self.alloca_access(pc, dst_at, Access::Copy(n as u32))?;
+        let area = self.area(pc, "copyinto()")?;
+        let n = match n {
+            Amount::Const(n) if n > 0 && n <= u64::from(area.size) => n as u32,
+            _ => {
+                return self.alloca_sized_copy(
+                    pc,
+                    "copyinto()",
+                    (src_at, helper::PROBE_READ_USER),
+                    dst_at,
+                    n_at,
+                )
+            }
+        };
+        self.alloca_access(pc, dst_at, Access::Copy(n))?;
         let fault = self.fault_site(pc, FaultKind::BadAddr, FaultAddr::Frame(src_at));
         let a = &mut self.a;
         a.mov_imm(R2, n as i32).load(Size::DW, R3, R10, src_at);
         a.call(helper::PROBE_READ_USER);
+        a.jmp_imm(op::JNE, R0, 0, fault);
+        Ok(())
+    }
+
+    /// A copy (`copyinto()`'s, `bcopy()`'s, named by `what`) of as many bytes as the 8 at
+    /// `fp + n_at` say, known only at the probe, from the address at `fp + src.0` (read with
+    /// helper `src.1`: user or kernel memory) into the alloca memory at `fp + dst_at`, as the
+    /// interpreter's: the destination checked first ([`Access::CopySized`]: past what the
+    /// clause allocated, or negative, an invalid size, that size), then the bytes read, a
+    /// failed read faulting with an invalid address at the source; 0 bytes read nothing (see
+    /// [`Translator::sized_area`] for the room it needs).
+    pub(super) fn alloca_sized_copy(
+        &mut self,
+        pc: usize,
+        what: &str,
+        src: (i16, i32),
+        dst_at: i16,
+        n_at: i16,
+    ) -> Result<(), Untranslatable> {
+        let area = self.sized_area(pc, what)?;
+        let (src_at, read) = src;
+        self.alloca_access(pc, dst_at, Access::CopySized(n_at))?;
+        let no_scratch = self.fault_site(pc, FaultKind::NoScratch, FaultAddr::Zero);
+        let fault = self.fault_site(pc, FaultKind::BadAddr, FaultAddr::Frame(src_at));
+        let a = &mut self.a;
+        a.load(Size::DW, R2, R10, n_at);
+        // Never taken (the size is within what the clause allocated): the verifier's bound.
+        a.jmp_imm(op::JGT, R2, area.size as i32, no_scratch);
+        a.load(Size::DW, R3, R10, src_at);
+        a.call(read);
         a.jmp_imm(op::JNE, R0, 0, fault);
         Ok(())
     }

@@ -725,3 +725,141 @@ fn objects_in_alloca_memory_are_recorded_and_fault_as_the_interpreters() {
         }
     }
 }
+
+#[test]
+fn copyinto_of_a_size_known_only_at_the_probe_checks_it_as_the_interpreter() {
+    let mut p = memory_probe();
+    p.user
+        .push((0x7fff_0000_1000, b"hello\0world, and more".to_vec()));
+    // Within the allocation, none of it, all of it, one byte past it, far past it, negative.
+    for arg3 in [5, 0, 8, 9, 16, 4096, u64::MAX, (-8i64) as u64] {
+        p.args[3] = arg3;
+        for body in [
+            "this->p = (char *)alloca(8); this->p[7] = 'z'; copyinto(arg1, arg3, this->p); \
+             trace(stringof(this->p)); trace(this->p[7]);",
+            "this->p = (char *)alloca(16); copyinto(arg1 + 6, arg3, this->p + 8); \
+             trace(stringof(this->p + 8)); trace(this->p[15]);",
+            // Its destination checked first: past what was allocated (whatever the size), NULL.
+            "this->p = (char *)alloca(8); copyinto(arg1, arg3, this->p + 8);",
+            "this->p = (char *)alloca(8); this->p = 0; copyinto(arg1, arg3, this->p);",
+            // A size computed from another (the conformance test's, tst.copyinto_arg_order.d).
+            "this->p = (char *)alloca(16); this->n = 2; \
+             copyinto(arg1 + this->n++, this->n++, (void *)(this->p + this->n++)); \
+             trace(stringof(this->p + 4));",
+        ] {
+            agree_clause(body, &p, 1 << 20);
+        }
+        // An unreadable source faults at it (a size of 0 reads nothing: the fake memory has
+        // no bytes there to read none of).
+        if arg3 != 0 {
+            agree_clause(
+                "this->p = (char *)alloca(16); copyinto(arg1 + 8192, arg3 & 0xf, this->p);",
+                &p,
+                1 << 20,
+            );
+        }
+    }
+    // The faults, and the size reported: an invalid size (the size), an invalid address.
+    p.args[3] = 9;
+    let out = agree_clause(
+        "this->p = (char *)alloca(8); copyinto(arg1, arg3, this->p);",
+        &p,
+        1 << 20,
+    );
+    assert!(
+        matches!(out.last(), Some(Outcome::Fault(k, _, 9)) if *k == FaultKind::BadSize.code()),
+        "{out:?}"
+    );
+    p.args[3] = u64::MAX;
+    let out = agree_clause(
+        "this->p = (char *)alloca(8); copyinto(arg1, arg3, this->p);",
+        &p,
+        1 << 20,
+    );
+    assert!(
+        matches!(out.last(), Some(Outcome::Fault(k, _, u64::MAX)) if *k == FaultKind::BadSize.code()),
+        "{out:?}"
+    );
+    // Constants the kernel's area does not hold are checked at the probe too.
+    for n in ["0", "-1", "4096"] {
+        agree_clause(
+            &format!(
+                "this->p = (char *)alloca(8); copyinto(arg1, {n}, this->p); trace(this->p[0]);"
+            ),
+            &p,
+            1 << 20,
+        );
+    }
+}
+
+#[test]
+fn bcopy_of_a_size_known_only_at_the_probe_checks_it_as_the_interpreter() {
+    let mut p = memory_probe();
+    // Within, none, all, past the allocation, past the interpreter's copy limit, negative.
+    for arg3 in [6, 0, 13, 16, 17, 4096, (1 << 20) + 1, u64::MAX] {
+        p.args[3] = arg3;
+        for body in [
+            // From the kernel.
+            "this->p = (char *)alloca(16); this->p[0] = 'z'; \
+             bcopy((void *)0xffff800000002000, this->p, arg3); \
+             trace(stringof(this->p)); trace(stringof(this->p + 7));",
+            "this->p = (char *)alloca(16); bcopy((void *)0xffff800000002000, this->p + 3, arg3);",
+            // Between alloca ranges, overlapping both ways.
+            "this->p = (char *)alloca(16); bcopy((void *)0xffff800000002000, this->p, 13); \
+             this->q = (char *)alloca(16); bcopy(this->p, this->q, arg3); \
+             trace(stringof(this->q)); trace(this->q[15]);",
+            "this->p = (char *)alloca(16); bcopy((void *)0xffff800000002000, this->p, 13); \
+             bcopy(this->p, this->p + 2, arg3 & 0xf); trace(stringof(this->p));",
+            "this->p = (char *)alloca(16); bcopy((void *)0xffff800000002000, this->p, 13); \
+             bcopy(this->p + 2, this->p, arg3 - 2); trace(stringof(this->p));",
+            // The destination checked first, then the source; both before the copy limit.
+            "this->p = (char *)alloca(8); bcopy((void *)0xffff800000002000, this->p + 8, arg3);",
+            "this->p = (char *)alloca(8); this->p = 0; \
+             bcopy((void *)0xffff800000002000, this->p, arg3);",
+            "this->p = (char *)alloca(8); bcopy(this->p + 8, this->p, arg3);",
+        ] {
+            agree_clause(body, &p, 1 << 20);
+        }
+        // An unreadable source faults at it (a size of 0 reads nothing: the fake memory has
+        // no bytes there to read none of).
+        if arg3 != 0 {
+            agree_clause(
+                "this->p = (char *)alloca(16); bcopy((void *)0xffff800000009000, this->p, \
+                 arg3 & 0xf);",
+                &p,
+                1 << 20,
+            );
+        }
+    }
+    // The faults reported: past the allocation and past the copy limit, the size.
+    for (arg3, body) in [
+        (17, "this->p = (char *)alloca(16); bcopy((void *)0xffff800000002000, this->p, arg3);"),
+        (17, "this->p = (char *)alloca(32); this->q = (char *)alloca(16); bcopy(this->q, this->p, arg3);"),
+        ((1 << 20) + 1, "this->p = (char *)alloca(8); bcopy((void *)0xffff800000002000, this->p + 8, arg3);"),
+    ] {
+        p.args[3] = arg3;
+        let out = agree_clause(body, &p, 1 << 20);
+        assert!(
+            matches!(out.last(), Some(Outcome::Fault(k, _, a)) if *k == FaultKind::BadSize.code() && *a == arg3),
+            "{body}: {out:?}"
+        );
+    }
+}
+
+#[test]
+fn the_bytes_after_a_copyin_up_to_the_next_allocation_read_as_zeros() {
+    let mut p = memory_probe();
+    p.user.push((0x7fff_0000_1000, b"hello\0world\0!".to_vec()));
+    for arg3 in [12, 13, 15, 9] {
+        p.args[3] = arg3;
+        for body in [
+            "this->p = (char *)copyin(arg1, 12); this->a = alloca(1); trace(this->p[13]); \
+             trace(*(uint64_t *)(this->p + 8));",
+            "this->p = (char *)copyin(arg1, 13); this->a = alloca(1); trace(this->p[15]);",
+            "this->a = alloca(1); this->p = (char *)copyin(arg1, arg3 & 0xf); \
+             this->q = (char *)alloca(1); trace(*(uint64_t *)(this->p + 8));",
+        ] {
+            agree_clause(body, &p, 1 << 20);
+        }
+    }
+}

@@ -88,7 +88,15 @@ fn memstr_stays_in_dtrace_for_a_size_it_cannot_take() {
     for (m, why) in [
         (
             "memstr((void *)arg0, ' ', arg2)",
-            "a size other than a constant",
+            "a size computed at run time of up to 4096 bytes",
+        ),
+        (
+            "memstr((void *)arg0, ' ', arg2 & 0xfff)",
+            "a size computed at run time of up to 4095 bytes",
+        ),
+        (
+            "memstr((void *)arg0, ' ', arg2 & 1)",
+            "a size of at most 1 computed at run time",
         ),
         ("memstr((void *)arg0, ' ', 0)", "a size of 0"),
         ("memstr((void *)arg0, ' ', 1)", "a size of 1"),
@@ -123,5 +131,67 @@ fn memstr_of_alloca_memory_builds_the_interpreters_string() {
         "this->p = (char *)alloca(1); trace(memstr(copyin(arg1, 12), ' ', 12));",
     ] {
         agree_clause(body, &p, 1 << 20);
+    }
+}
+
+#[test]
+fn memstr_of_a_size_known_only_at_the_probe_builds_the_interpreters_string() {
+    let mut p = probe();
+    // 0 (NULL), 1 (no bytes), within the bytes, all of them, past them (a fault at the
+    // address), and sizes the mask cuts.
+    for size in [0, 1, 2, 7, 8, 16, 17, 18, 30, 63, 64, 65, u64::MAX] {
+        p.args[2] = size;
+        for c in ["' '", "0", "arg3"] {
+            let m = format!("memstr((void *){KADDR:#x}, {c}, arg2 & 0x3f)");
+            for strsize in [255, 8, 3, 1] {
+                agree(&format!("strlen({m})"), &p, strsize);
+                agree(&format!("{m} == NULL"), &p, strsize);
+                for want in ["kernel string  x", "kernel-string--x", "kernel", "", "ker"] {
+                    agree(&format!(r#"{m} == "{want}""#), &p, strsize);
+                }
+            }
+        }
+    }
+    p.args[2] = 17;
+    assert_eq!(
+        agree(
+            &format!(r#"memstr((void *){KADDR:#x}, arg3, arg2 & 0xff) == "kernel-string--x""#),
+            &p,
+            255
+        ),
+        Some(1)
+    );
+    // NULL at 0, whose string faults where it is read.
+    p.args[2] = 0;
+    assert_eq!(
+        agree(
+            &format!("memstr((void *){KADDR:#x}, ' ', arg2 & 0xff) == NULL"),
+            &p,
+            255
+        ),
+        Some(1)
+    );
+    assert_eq!(
+        agree(
+            &format!("strlen(memstr((void *){KADDR:#x}, ' ', arg2 & 0xff))"),
+            &p,
+            255
+        ),
+        None
+    );
+    // Of alloca() memory: checked as a copy of the bytes read (an invalid size past what was
+    // allocated, that many bytes; an invalid address past it, whatever the size).
+    p.user.push((0x7fff_0000_1000, b"hello\0world\0".to_vec()));
+    for size in [0, 1, 5, 12, 13, 14, 40] {
+        p.args[2] = size;
+        for body in [
+            "this->p = (char *)copyin(arg1, 12); this->a = alloca(1); \
+             trace(memstr(this->p, ' ', arg2 & 0xff));",
+            "this->p = (char *)copyin(arg1, 12); this->a = alloca(1); \
+             trace(memstr(this->p + 4, '_', arg2 & 0x3f));",
+            "this->p = (char *)alloca(8); trace(memstr(this->p + 8, '_', arg2 & 0x3f));",
+        ] {
+            agree_clause(body, &p, 1 << 20);
+        }
     }
 }
