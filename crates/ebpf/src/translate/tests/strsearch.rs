@@ -296,3 +296,30 @@ fn searches_past_the_walk_budget_loop_at_the_probe_as_the_interpreter_searches()
     assert!(!loops("index(copyinstr(arg0), copyinstr(arg1))", &p, 64));
     assert!(!loops("index(copyinstr(arg0), \"abd\")", &p, 256));
 }
+
+#[test]
+fn a_looped_searchs_callback_is_laid_out_once_after_the_program_holding_it() {
+    let p = string_probe();
+    let obj = predicate(&clause("index(copyinstr(arg1), copyinstr(arg2))"));
+    let f = translate(&obj, &p, 257, FRAME).unwrap();
+    let code = f.code_len();
+    assert!(code < f.insns.len(), "the fragment holds its callback");
+    let mut a = Asm::new();
+    f.emit(&mut a);
+    f.emit(&mut a);
+    a.mov_imm(R0, 0).exit();
+    let insns = a.finish().unwrap();
+    let subs = crate::insn::subprograms(&insns);
+    assert_eq!(subs, vec![2 * code + 2]);
+    assert_eq!(&insns[subs[0]..], &f.insns[code..]);
+    // Each copy's code is the fragment's but for where its load of the callback points.
+    for copy in [0, code] {
+        for (k, (x, y)) in insns[copy..copy + code].iter().zip(&f.insns).enumerate() {
+            if y.src == crate::insn::PSEUDO_FUNC && y.code == (op::LD | op::DW | op::IMM) {
+                assert_eq!(copy + k + 1 + x.imm as usize, subs[0], "{copy} {k} {x:?}");
+            } else {
+                assert_eq!(x, y);
+            }
+        }
+    }
+}
