@@ -296,7 +296,7 @@ impl Translator<'_> {
                 needle: t.needle - ctx,
                 first: first - ctx,
                 result: result - ctx,
-                needle_most: needle_most.max(1),
+                needle_most,
                 most32,
                 reverse,
             };
@@ -339,20 +339,9 @@ impl Translator<'_> {
                     for (slot, r) in t.spill.iter().zip([R2, R3, R4]) {
                         a.store(Size::DW, R10, *slot, r);
                     }
-                    // Each byte of `sub` before its NUL against the byte of `s` under it.
-                    let (inner, miss) = (a.label(), a.label());
+                    let miss = a.label();
                     a.load(Size::DW, R1, R10, t.needle);
-                    a.mov_imm(R2, needle_most as i32);
-                    a.bind(inner);
-                    a.load(Size::B, R3, R1, 0).load(Size::B, R4, R5, 0);
-                    a.alu(op::XOR, R4, R3);
-                    // All ones when the byte of `sub` is not the NUL, else 0.
-                    a.alu_imm(op::NEG, R3, 0).alu_imm(op::RSH, R3, 63);
-                    a.alu_imm(op::NEG, R3, 0);
-                    a.alu(op::AND, R4, R3).alu(op::OR, R0, R4);
-                    a.alu_imm(op::ADD, R1, 1).alu_imm(op::ADD, R5, 1);
-                    a.alu_imm(op::SUB, R2, 1);
-                    a.jmp_imm(op::JNE, R2, 0, inner);
+                    or_differences(a, needle_most);
                     a.jmp_imm(op::JNE, R0, 0, miss);
                     a.load(Size::DW, R3, R10, t.spill[1]);
                     a.load(Size::DW, R5, R10, t.hay).alu(op::ADD, R5, R3);
@@ -386,18 +375,37 @@ impl Translator<'_> {
     }
 }
 
+/// Or-s into R0 the differences between the bytes of `sub` at R1 before its NUL (`most` bytes
+/// read, at least 1) and the bytes of `s` at R5 under them: a bounded loop without a branch per
+/// byte. Uses R2-R4; advances R1 and R5.
+fn or_differences(a: &mut Asm, most: usize) {
+    let inner = a.label();
+    a.mov_imm(R2, most.max(1) as i32);
+    a.bind(inner);
+    a.load(Size::B, R3, R1, 0).load(Size::B, R4, R5, 0);
+    a.alu(op::XOR, R4, R3);
+    // All ones when the byte of `sub` is not the NUL, else 0.
+    a.alu_imm(op::NEG, R3, 0).alu_imm(op::RSH, R3, 63);
+    a.alu_imm(op::NEG, R3, 0);
+    a.alu(op::AND, R4, R3).alu(op::OR, R0, R4);
+    a.alu_imm(op::ADD, R1, 1).alu_imm(op::ADD, R5, 1);
+    a.alu_imm(op::SUB, R2, 1);
+    a.jmp_imm(op::JNE, R2, 0, inner);
+}
+
 /// The callback of a search looped with `bpf_loop`: tries the position its index gives (from
 /// the first, backwards for `rindex()`), as the unrolled search tries each. Its context points
-/// at the probe code's frame, where the search's slots are (their offsets from the context).
+/// at the probe code's frame, where the search's slots are (the fields are their offsets from
+/// the context).
 #[derive(Clone, Copy, Debug)]
 struct Seek {
-    /// The address of the work slot of `s`.
+    /// The slot holding the address of the work slot of `s`.
     hay: i16,
-    /// The address of the work slot of `sub`.
+    /// The slot holding the address of the work slot of `sub`.
     needle: i16,
-    /// The first position to try.
+    /// The slot holding the first position to try.
     first: i16,
-    /// Where a match leaves its position (the probe code leaves -1 there first).
+    /// The slot where a match leaves its position (the probe code leaves -1 there first).
     result: i16,
     /// The bytes of `sub` compared at each position (those past its NUL count for nothing).
     needle_most: usize,
@@ -417,7 +425,7 @@ impl Seek {
     /// The callback (`long (*)(u64 index, void *ctx)`): 1 (stop) at a match, its position
     /// stored, else 0. Compares without a branch per byte, as the unrolled search.
     fn emit(&self, a: &mut Asm) {
-        let (miss, inner) = (a.label(), a.label());
+        let miss = a.label();
         a.mov(R6, R2);
         a.load(Size::DW, R7, R6, self.first);
         a.alu(if self.reverse { op::SUB } else { op::ADD }, R7, R1);
@@ -425,17 +433,7 @@ impl Seek {
         a.load(Size::DW, R5, R6, self.hay).alu(op::ADD, R5, R7);
         a.load(Size::DW, R1, R6, self.needle);
         a.mov_imm(R0, 0);
-        a.mov_imm(R2, self.needle_most as i32);
-        a.bind(inner);
-        a.load(Size::B, R3, R1, 0).load(Size::B, R4, R5, 0);
-        a.alu(op::XOR, R4, R3);
-        // All ones when the byte of `sub` is not the NUL, else 0.
-        a.alu_imm(op::NEG, R3, 0).alu_imm(op::RSH, R3, 63);
-        a.alu_imm(op::NEG, R3, 0);
-        a.alu(op::AND, R4, R3).alu(op::OR, R0, R4);
-        a.alu_imm(op::ADD, R1, 1).alu_imm(op::ADD, R5, 1);
-        a.alu_imm(op::SUB, R2, 1);
-        a.jmp_imm(op::JNE, R2, 0, inner);
+        or_differences(a, self.needle_most);
         a.jmp_imm(op::JNE, R0, 0, miss);
         a.store(Size::DW, R6, self.result, R7);
         a.mov_imm(R0, 1).exit();
