@@ -254,4 +254,17 @@ fn searches_for_strings_known_at_run_time_loop_in_the_kernel() {
         3,
         "{out}"
     );
+    // In a predicate.
+    let script = "syscall::openat:entry /pid == $target && \
+         rindex(copyinstr(arg1), substr(copyinstr(arg1), 13, 2)) == 13/ { \
+         @[copyinstr(arg1)] = count(); } END { printa(\"%s %@d\\n\", @); }";
+    let said = looped_or_why(t, "predicate runs in the kernel");
+    let out = same_both_ways(script, &[], &cmd, &[(1, &said)]);
+    for w in [
+        "/nonexistent/ksb 3",
+        "/nonexistent/kstrsearch-a-long-path 3",
+    ] {
+        assert!(out.lines().any(|l| l.trim() == w), "{w:?} in {out}");
+    }
+    assert!(!out.contains("/nonexistent/aaa"), "{out}");
 }
