@@ -323,3 +323,25 @@ fn a_looped_searchs_callback_is_laid_out_once_after_the_program_holding_it() {
         }
     }
 }
+
+#[test]
+fn a_constant_past_the_walk_budget_is_searched_for_from_its_work_slot_in_the_loop() {
+    let p = long_probe();
+    // 200 characters of the long string from 50 (its first `abd` at 50 of them).
+    let mut hay: Vec<u8> = b"ab".iter().copied().cycle().take(297).collect();
+    hay[100..103].copy_from_slice(b"abd");
+    let sub = String::from_utf8(hay[50..250].to_vec()).unwrap();
+    let index = format!(r#"index(copyinstr(arg0), "{sub}")"#);
+    let rindex = format!(r#"rindex(copyinstr(arg0), "{sub}")"#);
+    assert!(loops(&index, &p, 600));
+    assert_eq!(agree(&index, &p, 600), Some(50));
+    assert_eq!(agree(&rindex, &p, 600), Some(50));
+    let from = |f: &str, at: &str| format!(r#"{f}(copyinstr(arg0), "{sub}", {at})"#);
+    assert_eq!(agree(&from("index", "50"), &p, 600), Some(50));
+    assert_eq!(agree(&from("index", "51"), &p, 600), Some(u64::MAX));
+    assert_eq!(agree(&from("rindex", "49"), &p, 600), Some(u64::MAX));
+    assert_eq!(agree(&from("rindex", "1000"), &p, 600), Some(50));
+    // Under the budget at D's default strsize: compared in place, unrolled.
+    assert!(!loops(&index, &p, 256));
+    assert_eq!(agree(&index, &p, 256), Some(50));
+}
