@@ -287,12 +287,21 @@ pub struct Asm {
 }
 
 /// A subprogram of a program (see [`Asm::ld_callback`]).
-#[derive(Debug)]
 struct Callback {
-    name: &'static str,
-    body: fn(&mut Asm),
+    name: String,
+    body: std::sync::Arc<dyn Fn(&mut Asm) + Send + Sync>,
     start: Label,
     laid_out: bool,
+}
+
+impl std::fmt::Debug for Callback {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Callback")
+            .field("name", &self.name)
+            .field("start", &self.start)
+            .field("laid_out", &self.laid_out)
+            .finish_non_exhaustive()
+    }
 }
 
 /// The most instructions a program may have (the kernel's limit for privileged loaders is higher, but
@@ -384,15 +393,22 @@ impl Asm {
     /// `dst = &subprogram` (two slots, `BPF_PSEUDO_FUNC`): the address of the subprogram named
     /// `name`, whose code `body` emits (as a function: its arguments in r1-r5, its result in r0,
     /// its own stack frame at r10, ending in `exit`) after the main program when the program is
-    /// finished, once per name. What a helper such as `bpf_loop` calls back.
-    pub fn ld_callback(&mut self, dst: Reg, name: &'static str, body: fn(&mut Asm)) -> &mut Self {
+    /// finished, once per name (a body that depends on parameters names them in `name`). What a
+    /// helper such as `bpf_loop` calls back.
+    pub fn ld_callback(
+        &mut self,
+        dst: Reg,
+        name: impl Into<String>,
+        body: impl Fn(&mut Asm) + Send + Sync + 'static,
+    ) -> &mut Self {
+        let name = name.into();
         let start = match self.callbacks.iter().find(|c| c.name == name) {
             Some(c) => c.start,
             None => {
                 let start = self.label();
                 self.callbacks.push(Callback {
                     name,
-                    body,
+                    body: std::sync::Arc::new(body),
                     start,
                     laid_out: false,
                 });
@@ -501,7 +517,7 @@ impl Asm {
     fn lay_out_callbacks(&mut self) {
         while let Some(n) = self.callbacks.iter().position(|c| !c.laid_out) {
             self.callbacks[n].laid_out = true;
-            let (start, body) = (self.callbacks[n].start, self.callbacks[n].body);
+            let (start, body) = (self.callbacks[n].start, self.callbacks[n].body.clone());
             self.bind(start);
             body(self);
         }

@@ -157,24 +157,52 @@ pub fn have_bpf_loop() -> bool {
     *HAVE.get_or_init(|| loads_bpf_loop(8))
 }
 
-/// `Ok` when a clause's `chill()` can spin at the probe: `bpf_loop` is there and the verifier
-/// lets its callback run beside a program whose stack is full, as the clauses' code at a probe
-/// fills it (Linux 6.1's verifier counts the callback's frame on top of the program's whole
-/// stack at the load of its address, and refuses the 512 bytes they would then take); otherwise
-/// why not, as `-v` says it. Found once by loading such a program.
-pub fn chill_at_probe() -> std::result::Result<(), &'static str> {
-    static OK: std::sync::OnceLock<std::result::Result<(), &'static str>> =
+/// Why a probe's code cannot loop with `bpf_loop` calling back a subprogram of its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum LoopUnusable {
+    /// The kernel has no `bpf_loop` (Linux 5.17), or refuses its callbacks.
+    #[error("this kernel lacks bpf_loop (Linux 5.17)")]
+    Missing,
+    /// The verifier counts the callback's frame on top of the probe code's whole stack at the
+    /// load of its address (Linux 6.1), and the clauses' code at a probe fills that stack.
+    #[error(
+        "this kernel's verifier counts bpf_loop's callback on top of the probe code's whole \
+         stack, which is full"
+    )]
+    StackCounted,
+}
+
+/// `Ok` when the clauses' code at a probe may loop with `bpf_loop` calling back a subprogram
+/// of its own: `bpf_loop` is there and the verifier lets its callback run beside a program whose
+/// stack is full, as the clauses' code at a probe fills it (Linux 6.1's verifier counts the
+/// callback's frame on top of the program's whole stack at the load of its address, and refuses
+/// the 512 bytes they would then take); otherwise why not. Found once by loading such a program.
+/// What `chill()` spins with ([`chill_at_probe`]) and long string searches loop with
+/// (`dtrace_ebpf::translate::ProbeContext::loops`).
+pub fn loop_at_probe() -> std::result::Result<(), LoopUnusable> {
+    static OK: std::sync::OnceLock<std::result::Result<(), LoopUnusable>> =
         std::sync::OnceLock::new();
     *OK.get_or_init(|| {
         if !have_bpf_loop() {
-            Err("chill() spins at the probe with bpf_loop (Linux 5.17), which this kernel lacks")
+            Err(LoopUnusable::Missing)
         } else if !loads_bpf_loop(512) {
-            Err(
-                "chill() spins at the probe with bpf_loop, whose callback this kernel's \
-                 verifier counts on top of the probe code's whole stack, which is full",
-            )
+            Err(LoopUnusable::StackCounted)
         } else {
             Ok(())
+        }
+    })
+}
+
+/// `Ok` when a clause's `chill()` can spin at the probe ([`loop_at_probe`]); otherwise why not,
+/// as `-v` says it.
+pub fn chill_at_probe() -> std::result::Result<(), &'static str> {
+    loop_at_probe().map_err(|why| match why {
+        LoopUnusable::Missing => {
+            "chill() spins at the probe with bpf_loop (Linux 5.17), which this kernel lacks"
+        }
+        LoopUnusable::StackCounted => {
+            "chill() spins at the probe with bpf_loop, whose callback this kernel's verifier \
+             counts on top of the probe code's whole stack, which is full"
         }
     })
 }

@@ -240,6 +240,13 @@ pub trait ProbeContext {
         let _ = (a, offset, len);
         Err("strings are built in dtrace".into())
     }
+    /// `Ok` when the code may loop with `bpf_loop` (helper `insn::helper::LOOP`) calling back a
+    /// subprogram of the program's own (`Asm::ld_callback`), whose frame holds nothing: the
+    /// verifier then walks the callback once however many times it runs (see `strsearch`).
+    /// `Err` says why not (by default: no loop is run at this probe).
+    fn loops(&self) -> Result<(), String> {
+        Err("bpf_loop is not used at this probe".into())
+    }
     /// Whether the probe's program reads the user string at probe argument `n` at each firing
     /// before the clauses run, as `copyinstr(argN)` reads it (by default it does not): a
     /// `copyinstr(argN)` then takes that copy ([`ProbeContext::emit_pre_read_string`]).
@@ -815,12 +822,55 @@ pub struct Value {
 }
 
 impl Fragment {
-    /// Appends the fragment to `a`.
+    /// Appends the fragment to `a`. Its subprograms (the callbacks its code hands `bpf_loop`,
+    /// laid out after its code, see `Asm::ld_callback`) become `a`'s, laid out after `a`'s
+    /// program, each once however many fragments hold it.
     pub fn emit(&self, a: &mut Asm) {
-        for i in &self.insns {
-            a.raw(*i);
+        let subs = crate::insn::subprograms(&self.insns);
+        let code = self.code_len();
+        let mut at = 0;
+        while let Some(i) = self.insns.get(at).filter(|_| at < code) {
+            if i.code == (crate::insn::op::LD | crate::insn::op::DW | crate::insn::op::IMM)
+                && i.src == crate::insn::PSEUDO_FUNC
+            {
+                let start = (at as i64 + 1 + i64::from(i.imm)) as usize;
+                let end = subs
+                    .iter()
+                    .copied()
+                    .find(|&s| s > start)
+                    .unwrap_or(self.insns.len());
+                let body = self.insns.get(start..end).unwrap_or_default().to_vec();
+                let name = format!("dt_fragment_sub_{:016x}", insns_hash(&body));
+                a.ld_callback(crate::insn::Reg(i.dst), name, move |a| {
+                    for i in &body {
+                        a.raw(*i);
+                    }
+                });
+                at += 2;
+            } else {
+                a.raw(*i);
+                at += 1;
+            }
         }
     }
+
+    /// The instructions of the fragment's own code, before its subprograms.
+    pub fn code_len(&self) -> usize {
+        crate::insn::subprograms(&self.insns)
+            .first()
+            .copied()
+            .unwrap_or(self.insns.len())
+    }
+}
+
+/// A hash of instructions, naming a subprogram by its code.
+fn insns_hash(insns: &[Insn]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    for i in insns {
+        (i.code, i.dst, i.src, i.off, i.imm).hash(&mut h);
+    }
+    h.finish()
 }
 
 /// What the translator knows a DIF register holds.

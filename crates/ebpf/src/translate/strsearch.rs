@@ -9,8 +9,12 @@
 //! of the context's string scratch, two slots wide (see `strjoin`), so its bytes end with a NUL
 //! at its length and the search reads nothing but the scratch. A constant `sub` is compared in
 //! place, unrolled. The searches are bounded loops the verifier walks once per position (and,
-//! for a `sub` not constant, once per byte `sub` can hold at each position): a search whose walk
-//! would be more than [`WALK_BUDGET`] instructions stays in dtrace, with that reason. The bytes
+//! for a `sub` not constant, once per byte `sub` can hold at each position). A search whose walk
+//! would be more than [`WALK_BUDGET`] instructions is a `bpf_loop` over its positions where the
+//! probe may loop (`ProbeContext::loops`), `sub` then always in its work slot: the callback
+//! ([`Seek`]) compares at the position its index gives, reading the work slots' addresses from
+//! the probe code's frame through its context, so the verifier walks it once (a bounded loop
+//! over the bytes of `sub`); elsewhere such a search stays in dtrace, with that reason. The bytes
 //! at a position are compared without a branch per byte (their differences or-ed), as the
 //! verifier keeps a state for each branch it cannot decide, and gives up past 8192. A position
 //! found leaves the loop as the difference of two pointers, a number the verifier knows nothing
@@ -22,7 +26,7 @@
 //! stays in dtrace).
 
 use super::{FaultAddr, Kind, Pushed, State, Translator, Untranslatable, COMM_LEN};
-use crate::insn::{helper, op, Label, Size, R0, R1, R10, R2, R3, R4, R5};
+use crate::insn::{helper, op, Asm, Label, Size, R0, R1, R10, R2, R3, R4, R5, R6, R7};
 use dtrace_dif::subr::Subr;
 use dtrace_dif::vm::FaultKind;
 
@@ -163,7 +167,7 @@ impl Translator<'_> {
         };
         let (hay_most, needle_most) = (self.most_chars(&hay), self.most_chars(&needle));
         // Positions tried at most, and what the verifier walks for each.
-        let positions = match &constant {
+        let positions = |constant: &Option<Vec<u8>>| match constant {
             // The empty string is found before any search.
             Some(c) if c.is_empty() => 0,
             Some(c) => (hay_most + 1).saturating_sub(c.len()),
@@ -173,13 +177,21 @@ impl Translator<'_> {
             Some(c) => 3 * c.len() + 14,
             None => 11 * needle_most + 24,
         };
-        if positions * per_position > WALK_BUDGET {
-            return Err(refused(format!(
-                "a search of up to {hay_most} characters for a string of up to {needle_most} is \
-                 more than the eBPF verifier walks (a smaller strsize, or a constant to search \
-                 for, runs it at the probe)"
-            )));
+        // Past the budget, the positions are a `bpf_loop` whose callback compares at one
+        // (a constant `sub` copied into its work slot as any other), where the probe has it.
+        let looped = positions(&constant) * per_position > WALK_BUDGET;
+        if looped {
+            self.ctx.loops().map_err(|why| {
+                refused(format!(
+                    "a search of up to {hay_most} characters for a string of up to \
+                     {needle_most} is more than the eBPF verifier walks (a smaller strsize, or \
+                     a constant to search for, runs it at the probe), and it cannot loop at the \
+                     probe: {why}"
+                ))
+            })?;
         }
+        let constant = constant.filter(|_| !looped);
+        let positions = positions(&constant);
         let reverse = which == Subr::Rindex;
         let result = which == Subr::Strstr;
         if result {
@@ -277,7 +289,32 @@ impl Translator<'_> {
         // R2: positions left to try (any number); R3: the position; R4: the verifier's bound.
         let step = if reverse { -1 } else { 1 };
         let found = a.label();
-        if positions == 0 {
+        if looped {
+            let (ctx, first, result) = (t.spill[2], t.spill[0], t.spill[2]);
+            let seek = Seek {
+                hay: t.hay - ctx,
+                needle: t.needle - ctx,
+                first: first - ctx,
+                result: result - ctx,
+                needle_most,
+                most32,
+                reverse,
+            };
+            a.jmp_imm(op::JSLE, R2, 0, notfound);
+            let within = a.label();
+            a.jmp_imm(op::JLE, R2, positions as i32, within);
+            a.mov_imm(R2, positions as i32);
+            a.bind(within);
+            a.store(Size::DW, R10, first, R3);
+            a.store_imm(Size::DW, R10, result, -1);
+            a.mov(R1, R2);
+            a.ld_callback(R2, seek.name(), move |a| seek.emit(a));
+            a.mov(R3, R10).alu_imm(op::ADD, R3, i32::from(ctx));
+            a.mov_imm(R4, 0).call(helper::LOOP);
+            a.load(Size::DW, R0, R10, result);
+            a.jmp_imm(op::JSLT, R0, 0, notfound);
+            a.ja(done);
+        } else if positions == 0 {
             a.ja(notfound);
         } else {
             let (top, next) = (a.label(), a.label());
@@ -302,20 +339,9 @@ impl Translator<'_> {
                     for (slot, r) in t.spill.iter().zip([R2, R3, R4]) {
                         a.store(Size::DW, R10, *slot, r);
                     }
-                    // Each byte of `sub` before its NUL against the byte of `s` under it.
-                    let (inner, miss) = (a.label(), a.label());
+                    let miss = a.label();
                     a.load(Size::DW, R1, R10, t.needle);
-                    a.mov_imm(R2, needle_most as i32);
-                    a.bind(inner);
-                    a.load(Size::B, R3, R1, 0).load(Size::B, R4, R5, 0);
-                    a.alu(op::XOR, R4, R3);
-                    // All ones when the byte of `sub` is not the NUL, else 0.
-                    a.alu_imm(op::NEG, R3, 0).alu_imm(op::RSH, R3, 63);
-                    a.alu_imm(op::NEG, R3, 0);
-                    a.alu(op::AND, R4, R3).alu(op::OR, R0, R4);
-                    a.alu_imm(op::ADD, R1, 1).alu_imm(op::ADD, R5, 1);
-                    a.alu_imm(op::SUB, R2, 1);
-                    a.jmp_imm(op::JNE, R2, 0, inner);
+                    or_differences(a, needle_most);
                     a.jmp_imm(op::JNE, R0, 0, miss);
                     a.load(Size::DW, R3, R10, t.spill[1]);
                     a.load(Size::DW, R5, R10, t.hay).alu(op::ADD, R5, R3);
@@ -347,7 +373,76 @@ impl Translator<'_> {
         self.rest_of(s, rd, t.hay, width, most32);
         Ok(())
     }
+}
 
+/// Or-s into R0 the differences between the bytes of `sub` at R1 before its NUL (`most` bytes
+/// read, at least 1) and the bytes of `s` at R5 under them: a bounded loop without a branch per
+/// byte. Uses R2-R4; advances R1 and R5.
+fn or_differences(a: &mut Asm, most: usize) {
+    let inner = a.label();
+    a.mov_imm(R2, most.max(1) as i32);
+    a.bind(inner);
+    a.load(Size::B, R3, R1, 0).load(Size::B, R4, R5, 0);
+    a.alu(op::XOR, R4, R3);
+    // All ones when the byte of `sub` is not the NUL, else 0.
+    a.alu_imm(op::NEG, R3, 0).alu_imm(op::RSH, R3, 63);
+    a.alu_imm(op::NEG, R3, 0);
+    a.alu(op::AND, R4, R3).alu(op::OR, R0, R4);
+    a.alu_imm(op::ADD, R1, 1).alu_imm(op::ADD, R5, 1);
+    a.alu_imm(op::SUB, R2, 1);
+    a.jmp_imm(op::JNE, R2, 0, inner);
+}
+
+/// The callback of a search looped with `bpf_loop`: tries the position its index gives (from
+/// the first, backwards for `rindex()`), as the unrolled search tries each. Its context points
+/// at the probe code's frame, where the search's slots are (the fields are their offsets from
+/// the context).
+#[derive(Clone, Copy, Debug)]
+struct Seek {
+    /// The slot holding the address of the work slot of `s`.
+    hay: i16,
+    /// The slot holding the address of the work slot of `sub`.
+    needle: i16,
+    /// The slot holding the first position to try.
+    first: i16,
+    /// The slot where a match leaves its position (the probe code leaves -1 there first).
+    result: i16,
+    /// The bytes of `sub` compared at each position (those past its NUL count for nothing).
+    needle_most: usize,
+    /// The last position `s` may hold (`strsize - 1`).
+    most32: i32,
+    /// `rindex()`: the positions go down from the first.
+    reverse: bool,
+}
+
+impl Seek {
+    /// The callback's name: one per shape of its code.
+    fn name(&self) -> String {
+        let dir = if self.reverse { "r" } else { "f" };
+        format!("dt_strsearch_{dir}{}_{}", self.needle_most, self.most32)
+    }
+
+    /// The callback (`long (*)(u64 index, void *ctx)`): 1 (stop) at a match, its position
+    /// stored, else 0. Compares without a branch per byte, as the unrolled search.
+    fn emit(&self, a: &mut Asm) {
+        let miss = a.label();
+        a.mov(R6, R2);
+        a.load(Size::DW, R7, R6, self.first);
+        a.alu(if self.reverse { op::SUB } else { op::ADD }, R7, R1);
+        a.jmp_imm(op::JGT, R7, self.most32, miss);
+        a.load(Size::DW, R5, R6, self.hay).alu(op::ADD, R5, R7);
+        a.load(Size::DW, R1, R6, self.needle);
+        a.mov_imm(R0, 0);
+        or_differences(a, self.needle_most);
+        a.jmp_imm(op::JNE, R0, 0, miss);
+        a.store(Size::DW, R6, self.result, R7);
+        a.mov_imm(R0, 1).exit();
+        a.bind(miss);
+        a.mov_imm(R0, 0).exit();
+    }
+}
+
+impl Translator<'_> {
     /// Refuses a string result in a constant longer than D's `strsize`: the interpreter's is
     /// the rest of the whole constant (its address there), which the work slot does not hold.
     /// (Every other string the translator follows already holds `strsize` characters at most.)

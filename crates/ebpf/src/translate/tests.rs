@@ -20,6 +20,8 @@ struct Probe {
     user: Vec<(u64, Vec<u8>)>,
     /// The thread's saved user registers (none: a kernel thread).
     uregs: Vec<u64>,
+    /// Why the code may not loop with `bpf_loop` here (none: it may).
+    no_loops: Option<&'static str>,
 }
 
 impl Probe {
@@ -51,6 +53,7 @@ impl Probe {
             kernel: vec![(0xffff_8000_0000_1000, (0u8..64).collect())],
             user: vec![(0x7fff_0000_1000, b"hello\0world".to_vec())],
             uregs: (0..21).map(|i| 0x40_1000 + 8 * i).collect(),
+            no_loops: None,
         }
     }
 }
@@ -64,6 +67,10 @@ const WALLTIMESTAMP: u64 = 1_796_000_000_123_456_789;
 const VTIMESTAMP: u64 = 8_765_432;
 
 impl ProbeContext for Probe {
+    fn loops(&self) -> Result<(), String> {
+        self.no_loops.map_or(Ok(()), |why| Err(why.into()))
+    }
+
     fn emit_builtin(&self, a: &mut Asm, b: Builtin) -> Result<(), String> {
         let v = match b {
             Builtin::Arg(n) => self.args.get(n as usize).copied().unwrap_or(0),
@@ -163,6 +170,27 @@ const SCRATCH_LEN: usize = STRING_SCRATCH_LEN + STRTOK_COPY_LEN;
 /// The part of it [`ProbeContext::emit_string_scratch`] hands out.
 const STRING_SCRATCH_LEN: usize = 4096;
 
+/// A subprogram's address as the emulator keeps it: its first instruction plus this.
+const CALLBACK_TAG: u64 = 0x7000_0000_0000_0000;
+/// A callback's frame pointer in the emulator: no stack there.
+const CALLBACK_FP: u64 = 0x3000_0000;
+
+/// A `bpf_loop` call the emulator runs.
+struct LoopCall {
+    /// The instruction after the call.
+    ret: usize,
+    /// The caller's r6-r10.
+    saved: [u64; 5],
+    /// The callback's first instruction.
+    callback: usize,
+    /// The callback's context (r3 of the call).
+    ctx: u64,
+    /// The calls made so far.
+    index: u64,
+    /// The calls asked for.
+    nr: u64,
+}
+
 /// Runs eBPF over [`Probe`]'s memory: the instructions and helpers fragments use.
 fn emulate(insns: &[Insn], p: &Probe) -> u64 {
     emulate_frame(insns, p).0
@@ -183,6 +211,12 @@ fn emulate_all(insns: &[Insn], p: &Probe) -> (u64, [u8; 512], Vec<u8>) {
     r[10] = FP;
     let mut pc = 0usize;
     let mut steps = 0;
+    let code = crate::insn::subprograms(insns)
+        .first()
+        .copied()
+        .unwrap_or(insns.len());
+    // The `bpf_loop` calls running (their callback's frames).
+    let mut loops: Vec<LoopCall> = Vec::new();
     let read = |regions: &[(u64, Vec<u8>)], addr: u64, len: usize| -> Option<Vec<u8>> {
         regions.iter().find_map(|(base, bytes)| {
             let off = usize::try_from(addr.checked_sub(*base)?).ok()?;
@@ -199,8 +233,13 @@ fn emulate_all(insns: &[Insn], p: &Probe) -> (u64, [u8; 512], Vec<u8>) {
     };
     loop {
         steps += 1;
-        assert!(steps < 100_000, "runaway program");
-        let Some(i) = insns.get(pc).copied() else {
+        assert!(steps < 5_000_000, "runaway program");
+        // The fragment's code ends where its subprograms start.
+        let Some(i) = insns
+            .get(pc)
+            .copied()
+            .filter(|_| pc < code || !loops.is_empty())
+        else {
             return (r[0], stack, scratch);
         };
         pc += 1;
@@ -239,6 +278,11 @@ fn emulate_all(insns: &[Insn], p: &Probe) -> (u64, [u8; 512], Vec<u8>) {
                     64 => r[dst].swap_bytes(),
                     w => panic!("byte swap of {w} bits"),
                 };
+            }
+            // A subprogram's address (`BPF_PSEUDO_FUNC`): its first instruction, tagged.
+            0x00 if i.src == crate::insn::PSEUDO_FUNC => {
+                r[dst] = CALLBACK_TAG + (pc as i64 + i64::from(i.imm)) as u64;
+                pc += 1;
             }
             0x00 => {
                 let hi = insns[pc].imm as u32 as u64;
@@ -279,7 +323,57 @@ fn emulate_all(insns: &[Insn], p: &Probe) -> (u64, [u8; 512], Vec<u8>) {
             0x05 => {
                 let jop = i.code & 0xf0;
                 match jop {
+                    // A callback's return: the next call, or the end of the loop (1 stops it).
+                    op::EXIT if !loops.is_empty() => {
+                        let l = loops.last_mut().expect("a loop runs");
+                        assert!(r[0] <= 1, "a bpf_loop callback returns 0 or 1");
+                        l.index += 1;
+                        if r[0] == 1 || l.index == l.nr {
+                            let l = loops.pop().expect("a loop runs");
+                            r[0] = l.index;
+                            r[6..=10].copy_from_slice(&l.saved);
+                            for x in &mut r[1..=5] {
+                                *x = 0xdead;
+                            }
+                            pc = l.ret;
+                        } else {
+                            r = [0xdead; 11];
+                            (r[1], r[2], r[10]) = (l.index, l.ctx, CALLBACK_FP);
+                            pc = l.callback;
+                        }
+                    }
                     op::EXIT => return (r[0], stack, scratch),
+                    // `bpf_loop(nr, callback, ctx, 0)`: the callback runs with no stack of its
+                    // own (any access to one fails), every other register unknown.
+                    op::CALL if i.imm == helper::LOOP => {
+                        assert_eq!(r[4], 0, "bpf_loop's flags");
+                        assert!(r[1] <= 1 << 23, "bpf_loop's bound");
+                        let callback = r[2]
+                            .checked_sub(CALLBACK_TAG)
+                            .expect("bpf_loop calls back a subprogram")
+                            as usize;
+                        if r[1] == 0 {
+                            r[0] = 0;
+                            for x in &mut r[1..=5] {
+                                *x = 0xdead;
+                            }
+                        } else {
+                            let mut saved = [0; 5];
+                            saved.copy_from_slice(&r[6..=10]);
+                            loops.push(LoopCall {
+                                ret: pc,
+                                saved,
+                                callback,
+                                ctx: r[3],
+                                index: 0,
+                                nr: r[1],
+                            });
+                            let ctx = r[3];
+                            r = [0xdead; 11];
+                            (r[1], r[2], r[10]) = (0, ctx, CALLBACK_FP);
+                            pc = callback;
+                        }
+                    }
                     op::CALL
                         if i.imm == helper::PROBE_READ_USER_STR
                             || (i.imm == helper::PROBE_READ_KERNEL_STR

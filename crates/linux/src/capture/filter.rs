@@ -214,6 +214,10 @@ impl ShapeContext<'_> {
 }
 
 impl ProbeContext for ShapeContext<'_> {
+    fn loops(&self) -> Result<(), String> {
+        crate::features::loop_at_probe().map_err(|why| why.to_string())
+    }
+
     fn emit_builtin(&self, a: &mut Asm, b: Builtin) -> Result<(), String> {
         match b {
             Builtin::Arg(n) => {

@@ -274,6 +274,7 @@ fn clone_probe(p: &Probe) -> Probe {
         kernel: p.kernel.clone(),
         uregs: p.uregs.clone(),
         user: p.user.clone(),
+        no_loops: p.no_loops,
     }
 }
 
