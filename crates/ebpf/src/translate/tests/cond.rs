@@ -2,7 +2,8 @@
 //! the probe's names, copied user strings, string variables and NULL meeting at a join, nested
 //! joins, used by compares, `strlen()` and the other string subroutines, returned as a value (an
 //! aggregation key, a recorded string) and stored in string variables, at D's default `strsize`
-//! and at one the strings fill; what stays mixed (a string and an integer) says so.
+//! and at one the strings fill; strings meeting a kernel string's address joined as addresses;
+//! what stays mixed (strings, NULL and an address) says so.
 
 use super::strbuild::agree;
 use super::*;
