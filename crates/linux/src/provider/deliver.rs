@@ -495,9 +495,14 @@ impl LinuxTracing {
         let mut ctx = FiringContext::default();
         for d in deliveries {
             // After exit() nothing fires: the rest of the batch is of no use (and the ring's
-            // drops from now on are of firings DTrace would not have made).
+            // drops from now on are of firings DTrace would not have made), but for the
+            // aggregation updates the kernel made before it stopped (its clauses run no more
+            // after exit(), see `kagg::emit_exited`), which count as its maps' do.
             if fw.draining() {
-                break;
+                if let Delivery::Update(u) = &d {
+                    self.aggregate_deferred(&mut syms, u);
+                }
+                continue;
             }
             // The probe fired: the event's own, or for a file probe the process's probe it serves.
             let (fire, mut ev) = match d {
