@@ -11,7 +11,7 @@
 use super::address::Slot;
 use super::codegen::{read_kernel, ProbeShape};
 use super::spec::{ArgSource, Identity, KernelFilter};
-use crate::bpf::insn::{helper, op, Asm, Label, Size, R0, R1, R10, R2, R3, R6, R8};
+use crate::bpf::insn::{helper, op, Asm, Label, Reg, Size, R0, R1, R10, R2, R3, R6, R8};
 use dtrace_ebpf::translate::{
     self, Array, Builtin, Frame, KeyPart, ProbeContext, ProbeNames, StringVar, Untranslatable,
 };
@@ -191,6 +191,44 @@ impl ShapeContext<'_> {
                 Ok(())
             }
         }
+    }
+
+    /// Writes the name (`execname`, `COMM_LEN` bytes, zeros after its NUL) of the thread the
+    /// probe's record speaks for at `at` of the memory `dst` points to: the running thread's, or
+    /// (`on-cpu`) the incoming one's, read from its task. Emits nothing when it cannot. Uses
+    /// r0-r5.
+    pub(crate) fn emit_comm_into(&self, a: &mut Asm, (dst, at): (Reg, i16)) -> Result<(), String> {
+        let incoming = match self.shape.identity {
+            Identity::RawTask(_) => Some(
+                self.shape
+                    .task
+                    .and_then(|t| t.other)
+                    .ok_or("task_struct.comm is not in the kernel's BTF")?,
+            ),
+            _ => {
+                self.current("execname")?;
+                None
+            }
+        };
+        // Zeroed first: kernels before 6.12 copy the name with strscpy, which leaves the bytes
+        // after its NUL as they were, and a key or compare takes all of them.
+        for i in (0..translate::COMM_LEN as i16).step_by(8) {
+            a.store_imm(Size::DW, dst, at + i, 0);
+        }
+        let read = match incoming {
+            Some(o) => {
+                // The incoming thread's name, up to its NUL (zeros after it, as above).
+                self.emit_record_task(a, "execname")?;
+                a.mov(R3, R0).alu_imm(op::ADD, R3, o.comm as i32);
+                helper::PROBE_READ_KERNEL_STR
+            }
+            None => helper::GET_CURRENT_COMM,
+        };
+        a.mov(R1, dst)
+            .alu_imm(op::ADD, R1, i32::from(at))
+            .mov_imm(R2, translate::COMM_LEN as i32)
+            .call(read);
+        Ok(())
     }
 
     /// Whether the probe's code keys the thread-locals of the thread its record speaks for: the
@@ -423,38 +461,7 @@ impl ProbeContext for ShapeContext<'_> {
     }
 
     fn emit_execname(&self, a: &mut Asm, at: i16) -> Result<(), String> {
-        let incoming = match self.shape.identity {
-            Identity::RawTask(_) => Some(
-                self.shape
-                    .task
-                    .and_then(|t| t.other)
-                    .ok_or("task_struct.comm is not in the kernel's BTF")?,
-            ),
-            _ => {
-                self.current("execname")?;
-                None
-            }
-        };
-        // Zeroed first: kernels before 6.12 copy the name with strscpy, which leaves the bytes
-        // after its NUL as they were, and a key or compare takes all of them.
-        for i in (0..translate::COMM_LEN as i16).step_by(8) {
-            a.store_imm(Size::DW, R10, at + i, 0);
-        }
-        if let Some(o) = incoming {
-            // The incoming thread's name, up to its NUL (zeros after it, as above).
-            self.emit_record_task(a, "execname")?;
-            a.mov(R3, R0).alu_imm(op::ADD, R3, o.comm as i32);
-            a.mov(R1, R10)
-                .alu_imm(op::ADD, R1, i32::from(at))
-                .mov_imm(R2, translate::COMM_LEN as i32)
-                .call(helper::PROBE_READ_KERNEL_STR);
-            return Ok(());
-        }
-        a.mov(R1, R10)
-            .alu_imm(op::ADD, R1, i32::from(at))
-            .mov_imm(R2, translate::COMM_LEN as i32)
-            .call(helper::GET_CURRENT_COMM);
-        Ok(())
+        self.emit_comm_into(a, (R10, at))
     }
 
     fn names(&self) -> &ProbeNames {

@@ -1488,10 +1488,6 @@ fn emit_fault(
             .store(Size::DW, R7, kfault::PID_TGID as i16, R0);
         a.call(helper::GET_CURRENT_UID_GID)
             .store(Size::DW, R7, kfault::UID_GID as i16, R0);
-        a.mov(R1, R7)
-            .alu_imm(op::ADD, R1, kfault::COMM as i32)
-            .mov_imm(R2, 16)
-            .call(helper::GET_CURRENT_COMM);
         a.call(helper::GET_CURRENT_TASK)
             .store(Size::DW, R7, kfault::TASK as i16, R0);
     } else {
@@ -1511,21 +1507,20 @@ fn emit_fault(
                 a.store_imm(size, R7, at as i16, 0);
             }
         }
+    }
+    // The thread's name, as the probe's record has it (zeros where the probe cannot read it).
+    if ctx
+        .emit_comm_into(&mut Asm::new(), (R7, kfault::COMM as i16))
+        .is_err()
+    {
         a.store_imm(Size::DW, R7, kfault::COMM as i16, 0).store_imm(
             Size::DW,
             R7,
             kfault::COMM as i16 + 8,
             0,
         );
-        let comm = ctx.shape.task.and_then(|t| t.other).map(|o| o.comm);
-        if let (Some(off), Ok(())) = (comm, ctx.emit_builtin(&mut Asm::new(), Builtin::Curthread)) {
-            let _ = ctx.emit_builtin(a, Builtin::Curthread);
-            a.mov(R3, R0).alu_imm(op::ADD, R3, off as i32);
-            a.mov(R1, R7)
-                .alu_imm(op::ADD, R1, kfault::COMM as i32)
-                .mov_imm(R2, 16)
-                .call(helper::PROBE_READ_KERNEL_STR);
-        }
+    } else {
+        let _ = ctx.emit_comm_into(a, (R7, kfault::COMM as i16));
     }
     super::codegen::emit_submit(a, ring);
     a.bind(done);
