@@ -838,7 +838,18 @@ pub fn emit_aggs(
         a.store_imm(Size::DW, R10, TIMESTAMP, 0);
     }
     if let Some(kv) = &k.vars {
-        super::kvars::emit_zero_locals(a, kv, shape);
+        super::kvars::emit_zero_locals(a, kv);
+        if matches!(shape.identity, super::spec::Identity::RawTask(_)) {
+            // The thread-locals of the thread the record speaks for (`on-cpu`'s incoming one),
+            // when the probe can read its id.
+            use translate::ProbeContext;
+            let tid = translate::Builtin::Tid;
+            if ctx.emit_builtin(&mut Asm::new(), tid).is_ok() {
+                ctx.emit_builtin(a, tid)
+                    .map_err(crate::error::LinuxError::Asm)?;
+                super::kvars::emit_record_thread(a);
+            }
+        }
         a.store_imm(Size::DW, R10, DVAR_DROPPED, 0);
     }
     let emit_walk = |a: &mut Asm, w: &super::ustack_keys::UserWalk| -> crate::error::Result<()> {

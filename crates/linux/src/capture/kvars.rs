@@ -49,9 +49,8 @@
 //! `a[self->p]`, [`KeyPart::Scratch`]): its first key-wide bytes are copied, zero-padded there
 //! after the NUL, so keys compare as DTrace compares strings.
 
-use super::codegen::ProbeShape;
-use super::spec::{Identity, KernelVars};
-use crate::bpf::insn::{helper, op, Asm, Label, Size, R0, R1, R10, R2, R3, R4, R6, R9};
+use super::spec::KernelVars;
+use crate::bpf::insn::{helper, op, Asm, Label, Size, R0, R1, R10, R2, R3, R4, R9};
 use dtrace_dif::vm::KeyElem;
 use dtrace_ebpf::translate::{string_key_width, Array, KeyPart, StringVar, COMM_LEN};
 
@@ -364,34 +363,28 @@ fn local_slot(index: usize) -> i16 {
 /// starts with none stored (and the verifier wants every slot written before it is read); and
 /// the thread's id and the thread-locals kept by the firing ([`TID`], [`cache_slots`]): none
 /// read yet.
-///
-/// At a probe whose record speaks for the thread going on CPU (`on-cpu`, whose clauses see that
-/// thread as `curthread`, as DTrace's do), the thread-locals are that thread's: its id is read
-/// from its task now (the raw tracepoint's argument, the probe's context in r6), with bit 32
-/// set, so the slot never reads as "not read yet" (the idle thread's id is 0). Uses r0-r3.
-pub fn emit_zero_locals(a: &mut Asm, kv: &KernelVars, shape: &ProbeShape) {
+pub fn emit_zero_locals(a: &mut Asm, kv: &KernelVars) {
     let n = kv.local_ids.len() + kv.strings.local_ids.len() + kv.refs.locals_of.len();
     for i in 0..n.min(MAX_LOCALS) {
         a.store_imm(Size::DW, R10, local_slot(i), 0);
     }
     a.store_imm(Size::DW, R10, TID, 0);
-    if let (Identity::RawTask(arg), Some(o)) = (shape.identity, shape.task.and_then(|t| t.other)) {
-        a.load(Size::DW, R3, R6, 8 * i16::from(arg));
-        a.alu_imm(op::ADD, R3, o.pid as i32);
-        a.mov(R1, R10)
-            .alu_imm(op::ADD, R1, i32::from(TID))
-            .mov_imm(R2, 4)
-            .call(helper::PROBE_READ_KERNEL);
-        a.load(Size::DW, R1, R10, TID);
-        a.ld_imm64(R2, 1 << 32);
-        a.alu(op::OR, R1, R2).store(Size::DW, R10, TID, R1);
-    }
     for &id in kv.ids.iter().take(CACHED_THREAD_VARS) {
         if let Some((value, valid)) = cache_slots(kv, id) {
             a.store_imm(Size::DW, R10, value, 0)
                 .store_imm(Size::DW, R10, valid, 0);
         }
     }
+}
+
+/// Makes the thread id in r0 the firing's (after [`emit_zero_locals`]): its thread-locals are
+/// that thread's, where the probe's record speaks for another thread than the running one
+/// (`on-cpu`'s incoming thread, whose clauses see it as `curthread`, as DTrace's do). Bit 32 is
+/// set, so the slot never reads as "not read yet" (the idle thread's id is 0). Uses r1, r2.
+pub fn emit_record_thread(a: &mut Asm) {
+    a.mov(R1, R0);
+    a.ld_imm64(R2, 1 << 32);
+    a.alu(op::OR, R1, R2).store(Size::DW, R10, TID, R1);
 }
 
 /// The stack slot of the firing's `bpf_get_current_pid_tgid()` (zero until a key of a
@@ -914,14 +907,7 @@ mod tests {
         // Two loads and a store of a kept variable: the thread's id once (lazily, after the
         // firing zeroed it), one lookup for the two loads, the store's update.
         let mut a = Asm::new();
-        let shape = ProbeShape {
-            ctx: super::super::codegen::CtxKind::Kprobe,
-            args: Vec::new(),
-            conditions: Vec::new(),
-            identity: Identity::Current,
-            task: None,
-        };
-        emit_zero_locals(&mut a, &kv, &shape);
+        emit_zero_locals(&mut a, &kv);
         emit_load(&mut a, &kv, 0x500).unwrap();
         emit_load(&mut a, &kv, 0x500).unwrap();
         emit_store(&mut a, &kv, 0x500, -16).unwrap();
