@@ -99,25 +99,7 @@ impl Translator<'_> {
         a.load(Size::DW, R3, R10, src);
         a.call(helper::PROBE_READ_KERNEL);
         a.jmp_imm(op::JNE, R0, 0, bad);
-        {
-            // R1: the byte read, R2: where it goes, R3: the bytes left, R5: `c`.
-            a.load(Size::DW, R2, R10, buf);
-            a.mov(R1, R2).alu_imm(op::ADD, R1, work as i32);
-            a.mov_imm(R3, copied as i32);
-            a.load(Size::DW, R5, R10, c).alu_imm(op::AND, R5, 0xff);
-            let top = a.label();
-            a.bind(top);
-            a.load(Size::B, R4, R1, 0);
-            // 1 when the byte is NUL (0 - 1 has the top bit), times `c`, added.
-            a.mov(R0, R4)
-                .alu_imm(op::SUB, R0, 1)
-                .alu_imm(op::RSH, R0, 63);
-            a.alu(op::MUL, R0, R5).alu(op::ADD, R4, R0);
-            a.store(Size::B, R2, 0, R4);
-            a.alu_imm(op::ADD, R1, 1).alu_imm(op::ADD, R2, 1);
-            a.alu_imm(op::SUB, R3, 1);
-            a.jmp_imm(op::JNE, R3, 0, top);
-        }
+        emit_nuls_made_c(a, (buf, work), copied, c, None);
         a.load(Size::DW, R1, R10, buf);
         self.put(s, rd, R1, Kind::Scratch);
         Ok(())
@@ -201,29 +183,7 @@ impl Translator<'_> {
         a.load(Size::DW, R3, R10, src);
         a.call(helper::PROBE_READ_KERNEL);
         a.jmp_imm(op::JNE, R0, 0, bad);
-        {
-            // R1: the byte read, R2: where it goes, R3: the bytes left of `copied` (a constant
-            // count, which older verifiers see end where a count read at run time would not),
-            // R9: the bytes left of those read, R5: `c`.
-            let top = a.label();
-            a.load(Size::DW, R2, R10, buf);
-            a.mov(R1, R2).alu_imm(op::ADD, R1, work as i32);
-            a.mov_imm(R3, copied as i32);
-            a.load(Size::DW, R9, R10, n_at);
-            a.load(Size::DW, R5, R10, c).alu_imm(op::AND, R5, 0xff);
-            a.bind(top);
-            a.jmp_imm(op::JEQ, R9, 0, done);
-            a.load(Size::B, R4, R1, 0);
-            // 1 when the byte is NUL (0 - 1 has the top bit), times `c`, added.
-            a.mov(R0, R4)
-                .alu_imm(op::SUB, R0, 1)
-                .alu_imm(op::RSH, R0, 63);
-            a.alu(op::MUL, R0, R5).alu(op::ADD, R4, R0);
-            a.store(Size::B, R2, 0, R4);
-            a.alu_imm(op::ADD, R1, 1).alu_imm(op::ADD, R2, 1);
-            a.alu_imm(op::SUB, R3, 1).alu_imm(op::SUB, R9, 1);
-            a.jmp_imm(op::JNE, R3, 0, top);
-        }
+        emit_nuls_made_c(a, (buf, work), copied, c, Some((n_at, done)));
         a.ja(done);
         a.bind(null);
         a.store_imm(Size::DW, R10, buf, 0);
@@ -232,4 +192,46 @@ impl Translator<'_> {
         self.put(s, rd, R1, Kind::VarStr);
         Ok(())
     }
+}
+
+/// Copies `copied` bytes from `work` bytes past the result's slot (its address at `fp + buf`)
+/// into the slot, each NUL made `c` (at `fp + c`) without a branch, in a loop of that constant
+/// count the verifier walks once; with `read`, it ends too once the bytes read (their count at
+/// `fp + read.0`, known only at the probe) are copied, jumping to `read.1`. Uses r0-r5, and r9
+/// with `read`.
+fn emit_nuls_made_c(
+    a: &mut crate::insn::Asm,
+    (buf, work): (i16, usize),
+    copied: usize,
+    c: i16,
+    read: Option<(i16, crate::insn::Label)>,
+) {
+    // R1: the byte read, R2: where it goes, R3: the bytes left of `copied` (a constant count,
+    // which older verifiers see end where a count read at run time would not), R9: the bytes
+    // left of those read, R5: `c`.
+    let top = a.label();
+    a.load(Size::DW, R2, R10, buf);
+    a.mov(R1, R2).alu_imm(op::ADD, R1, work as i32);
+    a.mov_imm(R3, copied as i32);
+    if let Some((n_at, _)) = read {
+        a.load(Size::DW, R9, R10, n_at);
+    }
+    a.load(Size::DW, R5, R10, c).alu_imm(op::AND, R5, 0xff);
+    a.bind(top);
+    if let Some((_, done)) = read {
+        a.jmp_imm(op::JEQ, R9, 0, done);
+    }
+    a.load(Size::B, R4, R1, 0);
+    // 1 when the byte is NUL (0 - 1 has the top bit), times `c`, added.
+    a.mov(R0, R4)
+        .alu_imm(op::SUB, R0, 1)
+        .alu_imm(op::RSH, R0, 63);
+    a.alu(op::MUL, R0, R5).alu(op::ADD, R4, R0);
+    a.store(Size::B, R2, 0, R4);
+    a.alu_imm(op::ADD, R1, 1).alu_imm(op::ADD, R2, 1);
+    a.alu_imm(op::SUB, R3, 1);
+    if read.is_some() {
+        a.alu_imm(op::SUB, R9, 1);
+    }
+    a.jmp_imm(op::JNE, R3, 0, top);
 }

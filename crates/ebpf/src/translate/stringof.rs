@@ -62,6 +62,13 @@ pub(super) fn flow_regs(obj: &DifObject) -> FlowRegs {
     r.0
 }
 
+/// Register `r` of the data-flow's registers `regs` (unknown where the flow has none).
+fn register(regs: Option<&Vec<Value>>, r: u8) -> Value {
+    regs.and_then(|regs| regs.get(usize::from(r & 7)))
+        .cloned()
+        .unwrap_or(Value::Unknown)
+}
+
 /// How the interpreter reads a string at an address the data-flow describes as `v`.
 enum Source {
     /// From the kernel memory the probe copied.
@@ -97,26 +104,14 @@ fn source(v: &Value, kernel_args: bool) -> Option<Source> {
 impl Translator<'_> {
     /// What the data-flow knows register `r` holds before instruction `pc`.
     fn flow_value(&self, pc: usize, r: u8) -> Value {
-        self.flow
-            .before
-            .get(pc)
-            .and_then(|regs| regs.as_ref())
-            .and_then(|regs| regs.get(usize::from(r & 7)))
-            .cloned()
-            .unwrap_or(Value::Unknown)
+        register(self.flow.before.get(pc).and_then(Option::as_ref), r)
     }
 
     /// Whether register `r` on the edge from instruction `from` into the join at `to` holds an
     /// address whose string the interpreter reads from the kernel memory the probe copied for
     /// it.
     pub(super) fn kernel_string_on_edge(&self, (from, to): (usize, usize), r: u8) -> bool {
-        let v = self
-            .flow
-            .edges
-            .get(&(from, to))
-            .and_then(|regs| regs.get(usize::from(r & 7)))
-            .cloned()
-            .unwrap_or(Value::Unknown);
+        let v = register(self.flow.edges.get(&(from, to)), r);
         matches!(source(&v, self.ctx.args_are_kernel()), Some(Source::Kernel))
     }
 
