@@ -474,7 +474,8 @@ fn fs_type_of(path: &str) -> Option<String> {
 /// `fds[fd].fi_fs` follows nine kernel pointers, more than a probe's capture copies for dtrace:
 /// where every clause runs whole in the kernel, whose code reads the memory itself, the probe is
 /// enabled all the same and its clauses print the mount's type; with the kernel paths off it
-/// is refused with that reason (as it was everywhere).
+/// is refused with that reason (as it was everywhere). So does `fds[self->fd]`, an index the
+/// probe could not copy for at all.
 #[test]
 fn clauses_reading_more_than_the_capture_copies_run_in_the_kernel() {
     let t = "clauses_reading_more_than_the_capture_copies_run_in_the_kernel";
@@ -507,5 +508,27 @@ fn clauses_reading_more_than_the_capture_copies_run_in_the_kernel() {
     assert!(
         err.contains("not yet supported: more than 8 distinct memory copies at one probe"),
         "{err}"
+    );
+    // The descriptor kept in a thread-local until the read returns (the latency idiom): the
+    // probe copies nothing for dtrace at an index only the kernel knows, and the kernel reads
+    // the strings itself, as DTrace does (no fault).
+    let script = "syscall::read:entry /pid == $target/ { self->in = 1; self->fd = arg0; } \
+        syscall::read:return /self->in/ \
+        { @[fds[self->fd].fi_fs, fds[self->fd].fi_name] = count(); self->in = 0; }";
+    let (rc, out, err) = dtrace_with_env(&[], &["-qv", "-n", script, "-c", dd]);
+    assert_eq!(rc, 0, "{err}");
+    for c in [1, 2] {
+        assert!(
+            clause_lines(&err, c)
+                .iter()
+                .any(|l| l.contains("runs whole in the kernel at 1 probe")),
+            "{err}"
+        );
+    }
+    assert!(!err.contains("error"), "{err}");
+    assert!(
+        out.lines()
+            .any(|l| l.split_whitespace().eq([fs.as_str(), "zero", "3"])),
+        "{fs}: {out}"
     );
 }

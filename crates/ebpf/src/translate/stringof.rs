@@ -1,17 +1,20 @@
 //! Strings at kernel addresses in translated code: an integer used where D wants a string
 //! (`stringof(p)`, `(string)p`, a `char *` or `char[]` member such as `curthread->comm`), read
-//! as the interpreter reads it. The interpreter reads such a string from the kernel memory the
-//! probe copied for it, which the capture planner copies only for an address computed from
-//! `curthread` or a probe argument through constant offsets and kernel pointer hops (DIF's
-//! data-flow, `dtrace_dif::flow`, says which): that string is read here with
-//! `bpf_probe_read_kernel_str` (a string's storage at most, the NUL included, into a zeroed slot
-//! of the string scratch), and a read that fails faults `DTRACEFLT_BADADDR` at the address, as
-//! the interpreter faults when the copy failed (the probe's copy is whole or nothing, so a string
-//! running into unreadable memory faults at its address on both paths). A constant address is never copied, so it faults
-//! at its value. A probe argument itself is kernel memory only at a probe whose arguments are
-//! kernel values (`fbt`), where the capture planner copies the string at it too; anywhere else
-//! (its string is user memory or the probe's own copy), and for an address kept in a variable,
-//! the clause is left to the interpreter: it stays in dtrace.
+//! as DTrace reads it: from kernel memory at the address, with `bpf_probe_read_kernel_str` (a
+//! string's storage at most, the NUL included, into a zeroed slot of the string scratch); a read
+//! that fails faults `DTRACEFLT_BADADDR` at the address (a user address among them: the kernel
+//! never reads user memory as its own). The interpreter reads the same string from the kernel
+//! memory the probe copied for it, which the capture planner copies for an address computed
+//! from `curthread` or a probe argument through constant offsets and kernel pointer hops (DIF's
+//! data-flow, `dtrace_dif::flow`, says which): both paths print the same there (the probe's
+//! copy is whole or nothing, so a string running into unreadable memory faults at its address on
+//! both). Where the probe copies nothing (an address computed from a variable, an array index
+//! kept in one: `fds[self->fd].fi_fs`), the interpreter faults where DTrace reads the string;
+//! the code here reads it, as DTrace does. A constant address is never copied, so it faults at
+//! its value on both paths. A probe argument itself is kernel memory only at a probe whose
+//! arguments are kernel values (`fbt`); anywhere else (its string is user memory or the probe's
+//! own copy), and for an address reached through user pointers or the probe's own record, the
+//! clause is left to the interpreter: it stays in dtrace.
 //!
 //! A probe argument whose value is the probe's own copy of a string in kernel memory (a
 //! tracepoint's `__data_loc` or `char[]` field, `ProbeContext::copied_string_arg`) is read as a
@@ -28,8 +31,6 @@ use dtrace_dif::vm::FaultKind;
 
 /// Probe arguments a capture carries (the interpreter's copies index nothing past them).
 const CAPTURED_ARGS: usize = 8;
-/// The most kernel pointer hops the capture planner follows to an address.
-const MAX_DEREFS: usize = 8;
 
 /// What the data-flow knows each register holds before each instruction (`None`: not reached),
 /// and on each edge into a join: (from, to) and the registers that path carries.
@@ -80,24 +81,26 @@ enum Source {
 fn source(v: &Value, kernel_args: bool) -> Option<Source> {
     match v {
         Value::Const(_) => Some(Source::Nothing),
-        // At a probe whose arguments are kernel values, the string at one is kernel memory.
-        v if kernel_args && v.plain_arg().is_some_and(|n| n < CAPTURED_ARGS) => {
+        // At a probe whose arguments are kernel values, the string at one is kernel memory;
+        // anywhere else a plain argument is left to the interpreter (see the module notes).
+        v if v.plain_arg().is_some() => v
+            .plain_arg()
+            .filter(|&n| kernel_args && n < CAPTURED_ARGS)
+            .map(|_| Source::Kernel),
+        Value::Addr(e) => match e.base {
+            // The probe's own copy of its record, and what user pointers lead to: the
+            // interpreter reads them from copies the code here does not have.
+            AddrBase::Context(_) | AddrBase::DataLoc(_) => None,
+            _ if !e.user_derefs.is_empty() => None,
+            AddrBase::Arg(n) if n >= CAPTURED_ARGS => None,
+            _ => Some(Source::Kernel),
+        },
+        Value::Scratch(_) | Value::StrConst => None,
+        // Any other integer (computed from variables, array indexes that are not arguments,
+        // longer pointer chains) is an address in kernel memory, as DTrace reads it.
+        Value::Unknown | Value::ArgHigh(_) | Value::Index { .. } | Value::ArgAtMost { .. } => {
             Some(Source::Kernel)
         }
-        Value::Addr(e)
-            if e.plain_arg().is_none()
-                && e.user_derefs.is_empty()
-                && e.derefs.len() <= MAX_DEREFS
-                && match e.base {
-                    AddrBase::CurrentTask => true,
-                    AddrBase::Arg(n) => n < CAPTURED_ARGS,
-                    _ => false,
-                }
-                && e.index.is_none_or(|i| usize::from(i.arg) < CAPTURED_ARGS) =>
-        {
-            Some(Source::Kernel)
-        }
-        _ => None,
     }
 }
 
