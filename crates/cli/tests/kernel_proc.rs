@@ -256,3 +256,41 @@ fn fault_fires_for_machine_faults_only() {
         "{out}"
     );
 }
+
+/// A description naming a kernel provider's probe this kernel does not have matches nothing, and
+/// DTrace says so before it compiles the clause: the clause's `args[]` are never typed, so a
+/// body using them as pointers must not fail first with a type error. `-Z` lets the
+/// description match nothing; the body is then compiled with `args[]` untyped, as DTrace does.
+#[test]
+fn a_missing_probe_is_said_before_its_body_is_compiled() {
+    if !common::kernel_ok("a_missing_probe_is_said_before_its_body_is_compiled") {
+        return;
+    }
+    let script = "proc:::no-such-probe { trace(args[0]->pr_pid); }";
+    let (rc, out, err) = dtrace(&["-n", script]);
+    assert_eq!(
+        (rc, out.as_str(), err.as_str()),
+        (
+            1,
+            "",
+            "dtrace: invalid probe specifier proc:::no-such-probe { trace(args[0]->pr_pid); }: \
+             probe description proc:::no-such-probe does not match any probes\n"
+        )
+    );
+    let (rc, _, err) = dtrace(&[
+        "-xerrtags",
+        "-n",
+        "proc:::exit, sched:::no-such-probe { trace(args[0]->pr_pid); }",
+    ]);
+    assert_eq!(rc, 1);
+    assert!(
+        err.contains("[D_PDESC_ZERO] probe description sched:::no-such-probe does not match"),
+        "{err}"
+    );
+    let (rc, _, err) = dtrace(&["-Z", "-n", script]);
+    assert_eq!(rc, 1);
+    assert!(
+        err.contains("operator -> must be applied to a pointer"),
+        "{err}"
+    );
+}

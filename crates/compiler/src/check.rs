@@ -390,6 +390,20 @@ impl<'o> Checker<'o> {
         let Some(info) = self.probe_info else {
             return Ok(());
         };
+        let zdefs = self.opts.zdefs || self.options.iter().any(|(n, _)| n == "zdefs");
+        for (spec, line) in &c.probes {
+            let d = crate::lower::probe_desc(spec, *line)?;
+            if !zdefs && info.matches_nothing(&d) {
+                return Err(CompileError::new(
+                    ErrTag::D_PDESC_ZERO,
+                    *line,
+                    format!(
+                        "probe description {}:{}:{}:{} does not match any probes",
+                        d.provider, d.module, d.function, d.name
+                    ),
+                ));
+            }
+        }
         let mut common: Option<Vec<String>> = None;
         let mut natives: Option<Option<Vec<String>>> = None;
         for (spec, line) in &c.probes {

@@ -86,6 +86,14 @@ pub trait ProbeInfo: Sync {
         None
     }
 
+    /// Whether `desc` can match no probe on this system at all (it names a provider whose probes
+    /// are all known, and none of them matches): without `-Z` its clause is an error
+    /// (`D_PDESC_ZERO`), said before the clause's body is compiled, as DTrace says it.
+    fn matches_nothing(&self, desc: &ProbeDesc) -> bool {
+        let _ = desc;
+        false
+    }
+
     /// Address and type of symbol `name` (in `module`, or any module; `user` for ``` `` ```).
     fn symbol(&self, module: Option<&str>, name: &str, user: bool) -> Option<(u64, String)> {
         let _ = (module, name, user);

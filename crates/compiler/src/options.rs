@@ -93,6 +93,8 @@ pub struct CompileOptions {
     pub stdc: StdcMode,
     /// How the source was given.
     pub source: SourceKind,
+    /// `-Z` (`-x zdefs`): a probe description may match no probes.
+    pub zdefs: bool,
 }
 
 impl Default for CompileOptions {
@@ -122,6 +124,7 @@ impl Default for CompileOptions {
             pspec: false,
             stdc: StdcMode::default(),
             source: SourceKind::File,
+            zdefs: false,
         }
     }
 }

@@ -145,6 +145,7 @@ impl Compiler for DCompiler {
                 _ => 1 << 20,
             },
             destructive: o.is_set("destructive"),
+            zdefs: flags.zero_defs || o.is_set("zdefs"),
             stackframes: frames(o, "stackframes", 20),
             ustackframes: frames(o, "ustackframes", 100),
             jstackframes: num(o, "jstackframes", 50),

@@ -189,6 +189,12 @@ impl ProbeInfo for LinuxProbeArgs {
         Some(types)
     }
 
+    fn matches_nothing(&self, desc: &ProbeDesc) -> bool {
+        let d =
+            dtrace_linux::ProbeDesc::new(&desc.provider, &desc.module, &desc.function, &desc.name);
+        self.0.matches_no_kernel_probe(&d)
+    }
+
     fn arg_native_types(&self, desc: &ProbeDesc) -> Option<Vec<String>> {
         let d =
             dtrace_linux::ProbeDesc::new(&desc.provider, &desc.module, &desc.function, &desc.name);

@@ -1658,6 +1658,23 @@ impl LinuxTracing {
         common
     }
 
+    /// Whether `desc` names one of the kernel's providers (exactly, not a per-process one) and
+    /// matches none of its probes: a kernel's probes are all known, so such a description never
+    /// matches (`sched:::enqueue` where the kernel offers no run-queue probe).
+    pub fn matches_no_kernel_probe(&self, desc: &crate::ProbeDesc) -> bool {
+        if crate::catalog::glob::has_meta(&desc.provider)
+            || crate::catalog::pid::split_provider(&desc.provider).is_some()
+        {
+            return false;
+        }
+        let sh = self.lock();
+        sh.catalog.descs().any(|d| d.provider == desc.provider)
+            && matches!(
+                sh.catalog.matching(desc),
+                Err(crate::LinuxError::NoSuchProbe(_))
+            )
+    }
+
     /// The probes `desc` matches, of the kernel's catalog or of a per-process provider
     /// (`myprov1234`, whose USDT probes type their arguments).
     fn probes_for_types(&self, desc: &crate::ProbeDesc) -> Option<Vec<crate::catalog::Probe>> {
