@@ -240,6 +240,23 @@ fn kernel_speculations_fail_drop_and_fault_as_the_interpreters() {
         said.iter().any(|l| l == "dtrace: 6 speculative drops"),
         "{said:?}"
     );
+    // A clause faulting after speculate() gives the room its record took in the principal
+    // buffer back once (twice, the principal buffer's account went below zero and every record
+    // after the first fault was a drop, the exit() record among them).
+    let (out, said) = both(
+        "syscall::write:entry /pid == $target/ { self->s = speculation(); \
+         speculate(self->s); trace(arg2); tracemem(8 + arg2 % 2, 4); } \
+         syscall::write:return /self->s/ { commit(self->s); self->s = 0; } \
+         syscall::write:return /pid == $target/ { printf(\"%d\\n\", arg1); }",
+        &[],
+    );
+    assert_eq!(
+        out.lines().filter(|l| l.parse::<u64>().is_ok()).count(),
+        6,
+        "{out}"
+    );
+    assert!(!said.iter().any(|l| l.contains("drop")), "{said:?}");
+    assert_eq!(said.len(), 6, "{said:?}");
     // commit() of an id beyond nspec is an illegal operation; discard(0) does nothing.
     let (out, said) = both(
         "syscall::write:entry /pid == $target && arg2 == 37/ { commit(arg2); } \

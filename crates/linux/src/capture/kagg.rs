@@ -990,11 +990,22 @@ pub fn emit_aggs(
             }
         }
         stores_before(a, steps);
-        if c.record.is_some() {
+        if let Some(r) = &c.record {
             let none = a.label();
             a.load(Size::DW, R1, R10, REC_OK);
             a.jmp_imm(op::JEQ, R1, 0, none);
             a.load(Size::DW, R7, R10, REC);
+            if t.speculates {
+                // A speculated record goes to its speculation's buffer, not the principal one:
+                // the room it took there comes back now, once it is sure to be submitted (a
+                // clause abandoned or faulting after `speculate()` gives it back as it
+                // discards the record).
+                let principal = a.label();
+                a.load(Size::W, R1, R7, super::layout::built::SPEC as i16);
+                a.jmp_imm(op::JEQ, R1, 0, principal);
+                emit_give_room(a, ring.room, r.size, REC);
+                a.bind(principal);
+            }
             super::codegen::emit_submit(a, ring);
             a.bind(none);
         }

@@ -247,9 +247,10 @@ pub fn emit_action(
         a.load(Size::DW, R7, R10, rec);
         a.jmp_imm(op::JEQ, R7, 0, done);
         a.load(Size::DW, R1, R10, id_at);
+        // Its data goes to the speculation's buffer: the principal buffer's room comes back
+        // when the record is submitted (`kagg`), not here, where the clause may still fault
+        // and discard it (which gives the room back too).
         a.store(Size::W, R7, built::SPEC as i16, R1);
-        // Its data goes to the speculation's buffer: the principal buffer's room comes back.
-        super::kagg::emit_give_room(a, ring.room, record_size, id_at);
         a.bind(done);
         return;
     }
