@@ -138,6 +138,20 @@ fn psargs_of_the_target_show_its_arguments() {
         assert_eq!(rc, 0, "{err}");
         assert_eq!(out, format!("<{want}>\n\n"), "{err}");
     }
+    // printf() and trace() of the member build their records at the probe, byte for byte what
+    // dtrace builds (trace() of a char array prints its bytes, zeros past the string).
+    let out = common::same_with_kernel_paths_off(
+        r#"syscall::write:entry /pid == $target/ { printf("<%s>\n", curpsinfo->pr_psargs);
+            trace(curpsinfo->pr_psargs); }"#,
+        &[],
+        "dd if=/dev/zero of=/dev/null bs=1 count=1 status=none",
+        &[(1, common::RECORDS_AT_ONE_PROBE)],
+    );
+    assert!(out.contains("<dd if=/dev/zero of=/dev/null"), "{out}");
+    assert!(
+        out.contains("0: 64 64 20 69 66 3d 2f 64 65 76 2f 7a 65 72 6f 20  dd if=/dev/zero "),
+        "{out}"
+    );
     // A kernel thread has no arguments.
     let (rc, out, err) = dtrace(&[
         "-qn",

@@ -452,7 +452,11 @@ fn translate_clause_with(
         }
         if r.memory {
             let checked = if object {
-                super::tracemem::check_object(&v.kind, r.size)
+                super::tracemem::check_object(
+                    &v.kind,
+                    r.size,
+                    translate::string_scratch_width(strsize),
+                )
             } else {
                 super::tracemem::check(&v.kind, r.size)
             };

@@ -43,10 +43,18 @@ pub fn check(kind: &ValueKind, size: u32) -> Result<(), String> {
 
 /// Whether an object of `size` bytes recorded by reference from a value of `kind` is built at
 /// the probe, or why not: at a kernel address (an integer), or in `copyin()`'s copy when the
-/// copy holds the object (as [`check`]), or in a copy sized at the probe.
-pub fn check_object(kind: &ValueKind, size: u32) -> Result<(), String> {
+/// copy holds the object (as [`check`]), or in a copy sized at the probe, or in a string the
+/// code built (a translator's `char[]` member made by a subroutine, `curpsinfo->pr_psargs`)
+/// when its slot of the string scratch, `scratch_width` bytes zero-padded past the NUL, holds
+/// the object: the interpreter reads the same bytes from its scratch, zeros past the string.
+pub fn check_object(kind: &ValueKind, size: u32, scratch_width: usize) -> Result<(), String> {
     match kind {
         ValueKind::Int if size > 0 => Ok(()),
+        ValueKind::Scratch if size as usize <= scratch_width => Ok(()),
+        ValueKind::Scratch => Err(format!(
+            "an object of {size} bytes recorded from a string of {scratch_width} (a larger \
+             strsize holds it)"
+        )),
         ValueKind::Buffer(n) if size <= *n => Ok(()),
         ValueKind::Buffer(n) => Err(format!(
             "an object of {size} bytes recorded from the {n} copyin() copied"
@@ -104,7 +112,10 @@ pub fn emit(
             a.ja(faulted);
             a.bind(ok);
         }
-        ValueKind::Buffer(_) => super::kagg::emit_copy(a, rec, at, R0, size as usize)?,
+        // A string built at the probe, zero-padded in its slot (see `check_object`).
+        ValueKind::Buffer(_) | ValueKind::Scratch => {
+            super::kagg::emit_copy(a, rec, at, R0, size as usize)?
+        }
         ValueKind::SizedCopy(cap) => {
             // More bytes than the copy holds: the interpreter's read past its alloca area.
             let (n, cap) = (
@@ -136,18 +147,21 @@ mod tests {
 
     #[test]
     fn objects_are_read_at_addresses_and_from_copies_that_hold_them() {
-        assert_eq!(check_object(&ValueKind::Int, 24), Ok(()));
-        assert_eq!(check_object(&ValueKind::Buffer(16), 16), Ok(()));
-        let e = check_object(&ValueKind::Buffer(8), 16).unwrap_err();
+        assert_eq!(check_object(&ValueKind::Int, 24, 8), Ok(()));
+        assert_eq!(check_object(&ValueKind::Buffer(16), 16, 8), Ok(()));
+        let e = check_object(&ValueKind::Buffer(8), 16, 8).unwrap_err();
         assert!(
             e.contains("16 bytes") && e.contains("the 8 copyin()"),
             "{e}"
         );
-        assert!(check_object(&ValueKind::Scratch, 16).is_err());
-        assert!(check_object(&ValueKind::Execname, 16).is_err());
-        assert!(check_object(&ValueKind::Int, 0).is_err());
-        assert_eq!(check_object(&ValueKind::SizedCopy(256), 256), Ok(()));
-        let e = check_object(&ValueKind::SizedCopy(256), 257).unwrap_err();
+        // A string built at the probe holds as many bytes as its slot.
+        assert_eq!(check_object(&ValueKind::Scratch, 80, 256), Ok(()));
+        let e = check_object(&ValueKind::Scratch, 80, 64).unwrap_err();
+        assert!(e.contains("80 bytes") && e.contains("string of 64"), "{e}");
+        assert!(check_object(&ValueKind::Execname, 16, 256).is_err());
+        assert!(check_object(&ValueKind::Int, 0, 256).is_err());
+        assert_eq!(check_object(&ValueKind::SizedCopy(256), 256, 8), Ok(()));
+        let e = check_object(&ValueKind::SizedCopy(256), 257, 8).unwrap_err();
         assert!(e.contains("sized at the probe"), "{e}");
         assert_eq!(check(&ValueKind::SizedCopy(256), 32), Ok(()));
         assert!(check(&ValueKind::SizedCopy(256), 300).is_err());
