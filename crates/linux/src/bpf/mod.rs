@@ -7,9 +7,11 @@ pub mod funcinfo;
 pub mod map;
 pub mod prog;
 pub mod ringbuf;
+pub mod ringkeeper;
 pub mod sys;
 
 pub use insn::{Asm, Insn, Label, Reg, Size};
 pub use map::{Map, MapKind};
 pub use prog::{ProgKind, Program};
 pub use ringbuf::RingBuf;
+pub use ringkeeper::RingKeeper;

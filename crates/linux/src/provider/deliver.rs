@@ -364,6 +364,14 @@ pub(crate) fn monotonic_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// How long firing a batch of deliveries goes before the ring is read again (see
+/// [`LinuxTracing::fire_all`]).
+const READ_WHILE_FIRING: std::time::Duration = std::time::Duration::from_millis(2);
+
+/// The most deliveries a batch takes from the ring while it fires (about 80 MiB of records
+/// carrying user stacks).
+const BACKLOG_RECORDS: usize = 8192;
+
 impl LinuxTracing {
     /// Marks tracing live (call once BEGIN has fired): events captured before now (probes are
     /// attached when programs are enabled, before `go`) are discarded rather than fired after
@@ -412,14 +420,12 @@ impl LinuxTracing {
             // consumer's SLEEP_POLL). Where dtrace may send signals the ring is read on a
             // clock (see `SIGNAL_POLL`).
             let ring = ring && !sh.signals_polled;
+            let taken = sh.session.as_ref().map(|s| s.ring_taken_fd());
             let ring = sh.session.as_ref().filter(|_| ring).map(|s| s.ring_fd());
-            (ring, sh.user.doorbell())
+            // Records the ring's keeper took from a filling ring wake it in any case.
+            (ring.into_iter().chain(taken), sh.user.doorbell())
         };
-        let fds: Vec<RawFd> = ring
-            .into_iter()
-            .chain(doorbell)
-            .chain(also.iter().copied())
-            .collect();
+        let fds: Vec<RawFd> = ring.chain(doorbell).chain(also.iter().copied()).collect();
         crate::wait::readable(&fds, timeout).map(|_| ())
     }
 
@@ -493,7 +499,20 @@ impl LinuxTracing {
         // One context for the batch: its strings and stacks keep their buffers from firing to
         // firing.
         let mut ctx = FiringContext::default();
-        for d in deliveries {
+        let mut queue: std::collections::VecDeque<Delivery> = deliveries.into();
+        let mut read_at = std::time::Instant::now();
+        while let Some(d) = queue.pop_front() {
+            // A batch can take a while (the first firings of a process load its files' symbols
+            // and unwind tables) while the probes go on writing, as fast as a program runs: the
+            // ring is read on the way, what came joins the batch's end (in the ring's order),
+            // so a burst waits here rather than overflowing the ring (bounded: past
+            // `BACKLOG_RECORDS` the ring keeps it, and drops what it has no room for).
+            if read_at.elapsed() >= READ_WHILE_FIRING && queue.len() < BACKLOG_RECORDS {
+                if let Some(s) = self.lock().session.as_mut() {
+                    s.drain_boxed(&mut |e| queue.push_back(e));
+                }
+                read_at = std::time::Instant::now();
+            }
             // After exit() nothing fires: the rest of the batch is of no use (and the ring's
             // drops from now on are of firings DTrace would not have made), but for the
             // aggregation updates the kernel made before it stopped (its clauses run no more

@@ -139,10 +139,14 @@ impl UstackMaps {
         if rows.len() > ROWS_CAPACITY as usize {
             return Err(UstackMapsError::RowsFull);
         }
+        // The new rows in one batch (a C library's are tens of thousands).
+        let (mut keys, mut values) = (Vec::new(), Vec::new());
         for (i, row) in rows.iter().enumerate().skip(self.written) {
             let key = u32::try_from(i).map_err(|_| UstackMapsError::RowsFull)?;
-            self.rows.update(&key.to_ne_bytes(), &row.to_bytes())?;
+            keys.extend_from_slice(&key.to_ne_bytes());
+            values.extend_from_slice(&row.to_bytes());
         }
+        self.rows.update_batch(&keys, &values)?;
         self.written = rows.len();
         let key = pid.to_ne_bytes();
         self.ranges.update(&key, &value)?;
