@@ -231,7 +231,7 @@ impl Map {
     pub fn update_batch(&self, keys: &[u8], values: &[u8]) -> Result<()> {
         let (ks, vs) = (self.key_size as usize, self.user_value_size()?);
         let n = keys.len() / ks.max(1);
-        if ks == 0 || keys.len() % ks != 0 || values.len() != n * vs {
+        if ks == 0 || !keys.len().is_multiple_of(ks) || values.len() != n * vs {
             return Err(LinuxError::Asm(format!(
                 "a batch of {} key bytes and {} value bytes for {ks}-byte keys and {vs}-byte values",
                 keys.len(),
