@@ -1,0 +1,64 @@
+//! `d_path(&p)` in translated code: the path of the `struct path` at `p` as Linux's `d_path()`
+//! prints it, built at the probe into a D string of `strsize` bytes, as the interpreter has it
+//! from the walk the capture program records (its first `strsize - 1` characters). The walk is
+//! `crate::dpath`'s, the one the capture program makes, made here into a slot of the string
+//! scratch after the result, with the kernel offsets the context gives
+//! ([`ProbeContext::path_offsets`](super::ProbeContext::path_offsets)) and ending at the root of
+//! the thread the probe's record speaks for (`curthread`); [`crate::dpath::emit_assemble`]
+//! then writes the path into the result. A path the walk cannot give (an address it cannot
+//! read, NULL among them; a pseudo file system whose names are not made up) faults with
+//! `DTRACEFLT_BADADDR` at `p`, as the interpreter's `d_path()` faults on a path not recorded.
+
+use super::{Builtin, FaultAddr, Kind, State, Translator, Untranslatable};
+use crate::dpath::{assembly_reach, emit_assemble, slot, Walk, PATH_SLOT};
+use crate::insn::{op, Size, R0, R1, R10, R3, R8};
+use dtrace_dif::vm::FaultKind;
+
+impl Translator<'_> {
+    /// `d_path()` of the address on the tuple stack into `rd` (see the module notes).
+    pub(super) fn d_path(
+        &mut self,
+        pc: usize,
+        s: &mut State,
+        rd: u8,
+    ) -> Result<(), Untranslatable> {
+        let refused = super::refusal(pc, "d_path()");
+        let offsets = self.ctx.path_offsets().map_err(refused)?;
+        let args = self.int_args(pc, s)?;
+        let [addr] = args[..] else {
+            return Err(Untranslatable::Invalid {
+                pc,
+                what: format!("d_path() with {} arguments", args.len()),
+            });
+        };
+        let (most, most32) = self.string_bound().map_err(refused)?;
+        let width = super::string_scratch_width(self.strsize);
+        // The result's slots (as wide as the assembly's copies may reach), then the walk's.
+        let result_slots = assembly_reach(most).div_ceil(width).max(1);
+        let before = result_slots * width;
+        let before32 = i32::try_from(before)
+            .ok()
+            .filter(|b| i16::try_from(*b).is_ok())
+            .ok_or_else(|| refused("strsize too large".into()))?;
+        let slots = result_slots + PATH_SLOT.div_ceil(width);
+        let buf = self.frame.load_buf();
+        let no_path = self.fault_site(pc, FaultKind::BadAddr, FaultAddr::Frame(addr));
+        self.scratch_area(pc, slots, buf, width).map_err(refused)?;
+        // R0: the task whose root ends the walk.
+        self.ctx
+            .emit_builtin(&mut self.a, Builtin::Curthread)
+            .map_err(refused)?;
+        let a = &mut self.a;
+        a.load(Size::DW, R8, R10, buf)
+            .alu_imm(op::ADD, R8, before32);
+        let walk = Walk::begin(a);
+        a.store(Size::DW, R8, slot::TASK, R0);
+        a.load(Size::DW, R3, R10, addr);
+        a.store(Size::DW, R8, slot::ADDR, R3);
+        walk.finish(a, &offsets);
+        emit_assemble(a, most32, before32, no_path);
+        a.load(Size::DW, R1, R10, buf);
+        self.put(s, rd, R1, Kind::Scratch);
+        Ok(())
+    }
+}
