@@ -332,3 +332,41 @@ fn d_path_beside_other_copies_runs_at_the_probe() {
         assert_eq!(parts[2], "f.txt", "{l}");
     }
 }
+
+#[test]
+fn d_path_faults_at_the_probe_as_in_dtrace() {
+    if !ready("d_path_faults_at_the_probe_as_in_dtrace") {
+        return;
+    }
+    // A file descriptor is no struct path: the walk cannot read it.
+    let script = "syscall::write:entry /pid == $target/ {
+            printf(\"%s\\n\", d_path((struct path *)arg0)); }
+        syscall::write:entry /pid == $target/ { printf(\"%d\\n\", arg0); }";
+    let (_, _, err) = common::dtrace(&["-qn", script, "-c", "cat /etc/hostname"]);
+    assert!(err.contains("invalid address (0x1)"), "{err}");
+    common::same_with_kernel_paths_off(
+        script,
+        &[],
+        "cat /etc/hostname",
+        &[(1, AT_PROBE), (2, AT_PROBE)],
+    );
+}
+
+#[test]
+fn d_path_too_large_for_the_probe_stays_in_dtrace() {
+    if !ready("d_path_too_large_for_the_probe_stays_in_dtrace") {
+        return;
+    }
+    // Eight clauses of five paths each: more code than one probe's program can jump over.
+    let one = "syscall::write:entry /pid == $target/ { printf(\"%s|%s|%s|%s|%s\\n\",
+        fds[arg0].fi_pathname, fds[arg0].fi_dirname, cwd, root, fds[arg0].fi_name); }";
+    let script = [one; 8].join("\n");
+    let out = common::same_with_kernel_paths_off_as(
+        &script,
+        &[],
+        "cat /etc/hostname",
+        &[(1, "the probe's program is too large"), (8, "too large")],
+        without_inodes,
+    );
+    assert_eq!(out.matches("pipe:[").count(), 8, "{out}");
+}
