@@ -71,6 +71,18 @@ fn shm_dir(tag: &str) -> PathBuf {
     d
 }
 
+/// A file 60 directories down `top` (deeper than the walk goes): `top/d0/.../d59/leaf.txt`.
+fn deep_file(top: &Path) -> PathBuf {
+    let mut deep = top.to_path_buf();
+    for i in 0..60 {
+        deep.push(format!("d{i}"));
+    }
+    std::fs::create_dir_all(&deep).unwrap();
+    deep.push("leaf.txt");
+    std::fs::write(&deep, "x").unwrap();
+    deep
+}
+
 #[test]
 fn file_paths_cwd_and_root_of_a_command() {
     if !ready("file_paths_cwd_and_root_of_a_command") {
@@ -80,13 +92,7 @@ fn file_paths_cwd_and_root_of_a_command() {
     let exe = common::compile_c(&dir, "paths", PROG, &[]);
     std::fs::write(dir.join("known.txt"), "x").unwrap();
     let shm = shm_dir("paths");
-    let mut deep = shm.clone();
-    for i in 0..60 {
-        deep.push(format!("d{i}"));
-    }
-    std::fs::create_dir_all(&deep).unwrap();
-    deep.push("leaf.txt");
-    std::fs::write(&deep, "x").unwrap();
+    let deep = deep_file(&shm);
     let cmd = format!("{} {} {}", exe.display(), shm.display(), deep.display());
     let (st, out, err) = dtrace_in(&dir, &["-q", "-n", SCRIPT, "-c", &cmd]);
     let _ = std::fs::remove_dir_all(&shm);
@@ -221,13 +227,7 @@ fn writer(tag: &str) -> (String, PathBuf, PathBuf) {
     }
     std::fs::create_dir_all(&long).unwrap();
     let shm = shm_dir(tag);
-    let mut deep = shm.clone();
-    for i in 0..60 {
-        deep.push(format!("d{i}"));
-    }
-    std::fs::create_dir_all(&deep).unwrap();
-    deep.push("leaf.txt");
-    std::fs::write(&deep, "x").unwrap();
+    let deep = deep_file(&shm);
     let cmd = format!(
         "{} {} {} {}",
         exe.display(),
