@@ -1261,6 +1261,13 @@ fn load_capture(
                 }
                 return Ok((prog, report));
             }
+            // Without its kernel code no clause is served (see `CaptureSpec::record_path_lacks`).
+            Err(LinuxError::Asm(e)) => {
+                return Err(LinuxError::NotYetSupported(format!(
+                    "{} (the probe's program is too large: {e})",
+                    spec.record_path_lacks.as_deref().unwrap_or_default(),
+                )))
+            }
             r => r?,
         };
     let aggregates = report.aggs.iter().any(|r| r.is_ok());
