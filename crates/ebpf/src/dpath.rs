@@ -15,9 +15,10 @@
 //! Linux makes up (`d_op->d_dname`) are recorded by file system type and inode: `pipe:[ino]`,
 //! `socket:[ino]`, `anon_inode:name`. The walk keeps its state in its slot (not in registers or
 //! the stack), so that the verifier sees the same state at every step and the cost of verifying
-//! it grows linearly with the bound; the assembly likewise.
+//! it grows linearly with the bound; the assembly likewise. Both unroll their steps, or run one
+//! step in a `bpf_loop` callback ([`Steps`]), which the verifier walks once.
 
-use crate::insn::{helper, op, Asm, Label, Reg, Size, R0, R1, R2, R3, R4, R8};
+use crate::insn::{helper, op, Asm, Label, Reg, Size, R0, R1, R10, R2, R3, R4, R8, R9};
 
 /// The most steps of one walk: names recorded plus mounts crossed.
 pub const MAX_PATH_STEPS: usize = 48;
@@ -222,8 +223,8 @@ impl Walk {
     }
 
     /// The walk of the `struct path` at [`slot::ADDR`] (R8 holds the slot), ending with its
-    /// [`flag`]s set. Uses R0-R5.
-    pub fn finish(self, a: &mut Asm, o: &PathOffsets) {
+    /// [`flag`]s set, its steps as `steps` says. Uses R0-R5.
+    pub fn finish(self, a: &mut Asm, o: &PathOffsets, steps: Steps) {
         let fault = self.fault;
         let (trunc, done, out) = (a.label(), a.label(), a.label());
         // Its mount and dentry.
@@ -291,52 +292,65 @@ impl Walk {
         a.load(Size::DW, R0, R8, slot::VFSMNT);
         rk(a, slot::MNT_ROOT, 8, R0, o.mnt_root);
         let escaped = a.label();
-        for _ in 0..MAX_PATH_STEPS {
-            let (next, not_root, not_mnt_root) = (a.label(), a.label(), a.label());
-            // At the task's root: done.
-            a.load(Size::DW, R0, R8, slot::DENTRY);
-            a.load(Size::DW, R1, R8, slot::ROOT_DENTRY);
-            a.jmp_reg(op::JNE, R0, R1, not_root);
-            a.load(Size::DW, R0, R8, slot::VFSMNT);
-            a.load(Size::DW, R1, R8, slot::ROOT_MNT);
-            a.jmp_reg(op::JEQ, R0, R1, done);
-            a.bind(not_root);
-            // At the root of a mount: on to where it is mounted, or done at the global root.
-            a.load(Size::DW, R3, R8, slot::MNT_ROOT);
-            a.load(Size::DW, R0, R8, slot::DENTRY);
-            a.jmp_reg(op::JNE, R3, R0, not_mnt_root);
-            a.load(Size::DW, R0, R8, slot::VFSMNT);
-            a.alu_imm(op::SUB, R0, o.mount_mnt as i32);
-            a.store(Size::DW, R8, slot::PARENT, R0);
-            ptr(a, R0, o.mnt_parent);
-            a.load(Size::DW, R0, R8, slot::PARENT);
-            a.jmp_reg(op::JEQ, R3, R0, done);
-            a.jmp_imm(op::JEQ, R3, 0, fault);
-            a.alu_imm(op::ADD, R3, o.mount_mnt as i32);
-            a.store(Size::DW, R8, slot::VFSMNT, R3);
-            rk(a, slot::MNT_ROOT, 8, R3, o.mnt_root);
-            a.load(Size::DW, R0, R8, slot::PARENT);
-            rk(a, slot::DENTRY, 8, R0, o.mnt_mountpoint);
-            a.ja(next);
-            a.bind(not_mnt_root);
-            // A name, then up to the parent.
-            a.load(Size::DW, R0, R8, slot::DENTRY);
-            ptr(a, R0, o.d_parent);
-            a.store(Size::DW, R8, slot::PARENT, R3);
-            a.load(Size::DW, R0, R8, slot::DENTRY);
-            a.jmp_reg(op::JEQ, R3, R0, escaped);
-            a.jmp_imm(op::JEQ, R3, 0, fault);
-            ptr(a, R0, o.d_name);
-            append_name(a, trunc, fault);
-            a.load(Size::DW, R0, R8, slot::PARENT);
-            a.store(Size::DW, R8, slot::DENTRY, R0);
-            a.bind(next);
+        let exits = Exits {
+            done,
+            trunc,
+            escaped,
+            fault,
+        };
+        match steps {
+            Steps::Unrolled => {
+                for _ in 0..MAX_PATH_STEPS {
+                    step(a, o, exits);
+                }
+            }
+            Steps::Looped { ctx, to_slot } => {
+                let o = *o;
+                a.mov_imm(R1, MAX_PATH_STEPS as i32);
+                a.ld_callback(R2, format!("dt_dpath_step_{ctx}_{to_slot}"), move |a| {
+                    let exits = Exits {
+                        done: a.label(),
+                        trunc: a.label(),
+                        escaped: a.label(),
+                        fault: a.label(),
+                    };
+                    a.load(Size::DW, R8, R2, 0).alu_imm(op::ADD, R8, to_slot);
+                    step(a, &o, exits);
+                    a.mov_imm(R0, 0).exit();
+                    let stop = a.label();
+                    a.bind(exits.trunc);
+                    set_flag(a, flag::TRUNCATED);
+                    a.ja(stop);
+                    a.bind(exits.escaped);
+                    set_flag(a, flag::ESCAPED);
+                    a.bind(exits.done);
+                    set_flag(a, flag::DONE);
+                    a.ja(stop);
+                    a.bind(exits.fault);
+                    set_flag(a, flag::FAULT);
+                    a.bind(stop);
+                    a.mov_imm(R0, 1).exit();
+                });
+                a.mov(R3, R10).alu_imm(op::ADD, R3, i32::from(ctx));
+                a.mov_imm(R4, 0).call(helper::LOOP);
+                // Ended by a step, or too deep.
+                a.load(Size::W, R0, R8, slot::FLAGS);
+                a.alu_imm(
+                    op::AND,
+                    R0,
+                    (flag::DONE | flag::TRUNCATED | flag::FAULT) as i32,
+                );
+                a.jmp_imm(op::JNE, R0, 0, out);
+            }
         }
         a.bind(trunc);
         set_flag(a, flag::TRUNCATED);
         a.ja(out);
-        a.bind(escaped);
-        set_flag(a, flag::ESCAPED);
+        // Only the unrolled steps come here (the verifier refuses code nothing reaches).
+        if steps == Steps::Unrolled {
+            a.bind(escaped);
+            set_flag(a, flag::ESCAPED);
+        }
         a.bind(done);
         set_flag(a, flag::DONE);
         a.ja(out);
@@ -344,6 +358,75 @@ impl Walk {
         set_flag(a, flag::FAULT);
         a.bind(out);
     }
+}
+
+/// How a walk's steps (or an assembly's names) are emitted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Steps {
+    /// One after the other, [`MAX_PATH_STEPS`] of them.
+    Unrolled,
+    /// One, in a `bpf_loop` callback run [`MAX_PATH_STEPS`] times at most (the verifier walks it
+    /// once): the callback finds the slot `to_slot` bytes past the pointer at `ctx` in the
+    /// frame.
+    Looped {
+        /// The frame offset of the pointer.
+        ctx: i16,
+        /// The slot's offset from it.
+        to_slot: i32,
+    },
+}
+
+/// Where a step goes when the walk ends.
+#[derive(Clone, Copy)]
+struct Exits {
+    done: Label,
+    trunc: Label,
+    escaped: Label,
+    fault: Label,
+}
+
+/// One step of the walk (the slot in R8): done at the task's root or the global root, across a
+/// mount at its root, else a name recorded and up to the parent.
+fn step(a: &mut Asm, o: &PathOffsets, x: Exits) {
+    let (next, not_root, not_mnt_root) = (a.label(), a.label(), a.label());
+    // At the task's root: done.
+    a.load(Size::DW, R0, R8, slot::DENTRY);
+    a.load(Size::DW, R1, R8, slot::ROOT_DENTRY);
+    a.jmp_reg(op::JNE, R0, R1, not_root);
+    a.load(Size::DW, R0, R8, slot::VFSMNT);
+    a.load(Size::DW, R1, R8, slot::ROOT_MNT);
+    a.jmp_reg(op::JEQ, R0, R1, x.done);
+    a.bind(not_root);
+    // At the root of a mount: on to where it is mounted, or done at the global root.
+    a.load(Size::DW, R3, R8, slot::MNT_ROOT);
+    a.load(Size::DW, R0, R8, slot::DENTRY);
+    a.jmp_reg(op::JNE, R3, R0, not_mnt_root);
+    a.load(Size::DW, R0, R8, slot::VFSMNT);
+    a.alu_imm(op::SUB, R0, o.mount_mnt as i32);
+    a.store(Size::DW, R8, slot::PARENT, R0);
+    ptr(a, R0, o.mnt_parent);
+    a.load(Size::DW, R0, R8, slot::PARENT);
+    a.jmp_reg(op::JEQ, R3, R0, x.done);
+    a.jmp_imm(op::JEQ, R3, 0, x.fault);
+    a.alu_imm(op::ADD, R3, o.mount_mnt as i32);
+    a.store(Size::DW, R8, slot::VFSMNT, R3);
+    rk(a, slot::MNT_ROOT, 8, R3, o.mnt_root);
+    a.load(Size::DW, R0, R8, slot::PARENT);
+    rk(a, slot::DENTRY, 8, R0, o.mnt_mountpoint);
+    a.ja(next);
+    a.bind(not_mnt_root);
+    // A name, then up to the parent.
+    a.load(Size::DW, R0, R8, slot::DENTRY);
+    ptr(a, R0, o.d_parent);
+    a.store(Size::DW, R8, slot::PARENT, R3);
+    a.load(Size::DW, R0, R8, slot::DENTRY);
+    a.jmp_reg(op::JEQ, R3, R0, x.escaped);
+    a.jmp_imm(op::JEQ, R3, 0, x.fault);
+    ptr(a, R0, o.d_name);
+    append_name(a, x.trunc, x.fault);
+    a.load(Size::DW, R0, R8, slot::PARENT);
+    a.store(Size::DW, R8, slot::DENTRY, R0);
+    a.bind(next);
 }
 
 /// Where the assembly keeps its positions in the slot, once the walk no longer needs it: the
@@ -368,8 +451,8 @@ pub fn assembly_reach(most: usize) -> usize {
 /// pseudo file system whose names are not made up here), where the interpreter faults. The path
 /// is written back to front as `fs/d_path.c`'s `prepend` writes it, each part where it goes in
 /// the whole path and only what falls within the first `most` bytes (see [`assembly_reach`]).
-/// Uses R0-R5.
-pub fn emit_assemble(a: &mut Asm, most: i32, before: i32, no_path: Label) {
+/// The names are put as `steps` says (the callback uses R9 too). Uses R0-R5.
+pub fn emit_assemble(a: &mut Asm, most: i32, before: i32, no_path: Label, steps: Steps) {
     let (pseudo, out) = (a.label(), a.label());
     a.load(Size::W, R0, R8, slot::FLAGS);
     a.jmp_imm(op::JSET, R0, flag::FAULT as i32, no_path);
@@ -395,29 +478,42 @@ pub fn emit_assemble(a: &mut Asm, most: i32, before: i32, no_path: Label) {
     a.load(Size::W, R1, R8, slot::USED);
     a.alu(op::ADD, R0, R1).store(Size::DW, R8, END, R0);
     a.store_imm(Size::DW, R8, NEXT, 0);
-    for i in 0..MAX_PATH_STEPS {
-        a.load(Size::W, R0, R8, slot::COUNT);
-        a.jmp_imm(op::JLE, R0, i as i32, names_done);
-        // R4: the name's bytes, its NUL included; it goes (with its '/') at END - NEXT - R4.
-        a.load(Size::H, R4, R8, slot::LENS + 2 * i as i16);
-        a.load(Size::DW, R1, R8, END);
-        a.load(Size::DW, R0, R8, NEXT);
-        a.alu(op::SUB, R1, R0).alu(op::SUB, R1, R4);
-        a.store(Size::DW, R8, slot::TMP, R1);
-        put_byte(a, most, before, b'/');
-        a.load(Size::DW, R1, R8, slot::TMP).alu_imm(op::ADD, R1, 1);
-        a.load(Size::H, R2, R8, slot::LENS + 2 * i as i16)
-            .alu_imm(op::SUB, R2, 1);
-        let past = a.label();
-        a.load(Size::DW, R3, R8, NEXT);
-        a.jmp_imm(op::JGT, R3, (NAMES_CAP + NAME_MAX) as i32, past);
-        a.alu_imm(op::ADD, R3, slot::HDR as i32)
-            .alu(op::ADD, R3, R8);
-        put(a, most, before);
-        a.bind(past);
-        a.load(Size::DW, R0, R8, NEXT);
-        a.load(Size::H, R4, R8, slot::LENS + 2 * i as i16);
-        a.alu(op::ADD, R0, R4).store(Size::DW, R8, NEXT, R0);
+    match steps {
+        Steps::Unrolled => {
+            for i in 0..MAX_PATH_STEPS {
+                a.load(Size::W, R0, R8, slot::COUNT);
+                a.jmp_imm(op::JLE, R0, i as i32, names_done);
+                let len = move |a: &mut Asm, dst: Reg| {
+                    a.load(Size::H, dst, R8, slot::LENS + 2 * i as i16);
+                };
+                put_name(a, most, before, len);
+            }
+        }
+        Steps::Looped { ctx, to_slot } => {
+            a.mov_imm(R1, MAX_PATH_STEPS as i32);
+            let name = format!("dt_dpath_name_{ctx}_{to_slot}_{most}_{before}");
+            a.ld_callback(R2, name, move |a| {
+                let stop = a.label();
+                a.load(Size::DW, R8, R2, 0).alu_imm(op::ADD, R8, to_slot);
+                // R9: the name's index.
+                a.mov(R9, R1);
+                a.load(Size::W, R0, R8, slot::COUNT);
+                a.jmp_reg(op::JGE, R9, R0, stop);
+                a.jmp_imm(op::JGE, R9, MAX_PATH_STEPS as i32, stop);
+                let len = |a: &mut Asm, dst: Reg| {
+                    a.mov(dst, R9)
+                        .alu_imm(op::LSH, dst, 1)
+                        .alu(op::ADD, dst, R8);
+                    a.load(Size::H, dst, dst, slot::LENS);
+                };
+                put_name(a, most, before, len);
+                a.mov_imm(R0, 0).exit();
+                a.bind(stop);
+                a.mov_imm(R0, 1).exit();
+            });
+            a.mov(R3, R10).alu_imm(op::ADD, R3, i32::from(ctx));
+            a.mov_imm(R4, 0).call(helper::LOOP);
+        }
     }
     a.bind(names_done);
     // Nothing (the root, or a walk that escaped it): "/".
@@ -465,6 +561,31 @@ pub fn emit_assemble(a: &mut Asm, most: i32, before: i32, no_path: Label) {
     a.bind(not_pidfs);
     a.ja(no_path);
     a.bind(out);
+}
+
+/// The next name (at `NEXT` of the names; `len` loads its bytes, NUL included, into a
+/// register) with its '/', where it goes: it ends where the names after it (towards the root)
+/// start, at `END - NEXT`.
+fn put_name(a: &mut Asm, most: i32, before: i32, len: impl Fn(&mut Asm, Reg)) {
+    len(a, R4);
+    a.load(Size::DW, R1, R8, END);
+    a.load(Size::DW, R0, R8, NEXT);
+    a.alu(op::SUB, R1, R0).alu(op::SUB, R1, R4);
+    a.store(Size::DW, R8, slot::TMP, R1);
+    put_byte(a, most, before, b'/');
+    a.load(Size::DW, R1, R8, slot::TMP).alu_imm(op::ADD, R1, 1);
+    len(a, R2);
+    a.alu_imm(op::SUB, R2, 1);
+    let past = a.label();
+    a.load(Size::DW, R3, R8, NEXT);
+    a.jmp_imm(op::JGT, R3, (NAMES_CAP + NAME_MAX) as i32, past);
+    a.alu_imm(op::ADD, R3, slot::HDR as i32)
+        .alu(op::ADD, R3, R8);
+    put(a, most, before);
+    a.bind(past);
+    a.load(Size::DW, R0, R8, NEXT);
+    len(a, R4);
+    a.alu(op::ADD, R0, R4).store(Size::DW, R8, NEXT, R0);
 }
 
 /// Jumps to `no` unless the first name recorded is `name`.

@@ -5,12 +5,14 @@
 //! scratch after the result, with the kernel offsets the context gives
 //! ([`ProbeContext::path_offsets`](super::ProbeContext::path_offsets)) and ending at the root of
 //! the thread the probe's record speaks for (`curthread`); [`crate::dpath::emit_assemble`]
-//! then writes the path into the result. A path the walk cannot give (an address it cannot
+//! then writes the path into the result. Where the probe may loop, the walk's step and the
+//! assembly's name are `bpf_loop` callbacks, which the verifier walks once (and the program holds
+//! once, however many paths it builds); elsewhere they are unrolled. A path the walk cannot give (an address it cannot
 //! read, NULL among them; a pseudo file system whose names are not made up) faults with
 //! `DTRACEFLT_BADADDR` at `p`, as the interpreter's `d_path()` faults on a path not recorded.
 
 use super::{Builtin, FaultAddr, Kind, State, Translator, Untranslatable};
-use crate::dpath::{assembly_reach, emit_assemble, slot, Walk, PATH_SLOT};
+use crate::dpath::{assembly_reach, emit_assemble, slot, Steps, Walk, PATH_SLOT};
 use crate::insn::{op, Size, R0, R1, R10, R3, R8};
 use dtrace_dif::vm::FaultKind;
 
@@ -42,6 +44,15 @@ impl Translator<'_> {
             .ok_or_else(|| refused("strsize too large".into()))?;
         let slots = result_slots + PATH_SLOT.div_ceil(width);
         let buf = self.frame.load_buf();
+        // The walk's steps and the path's names in `bpf_loop` callbacks where the probe may
+        // loop (the verifier then walks one of each), else unrolled.
+        let steps = match self.ctx.loops() {
+            Ok(()) => Steps::Looped {
+                ctx: buf,
+                to_slot: before32,
+            },
+            Err(_) => Steps::Unrolled,
+        };
         let no_path = self.fault_site(pc, FaultKind::BadAddr, FaultAddr::Frame(addr));
         self.scratch_area(pc, slots, buf, width).map_err(refused)?;
         // R0: the task whose root ends the walk.
@@ -55,8 +66,8 @@ impl Translator<'_> {
         a.store(Size::DW, R8, slot::TASK, R0);
         a.load(Size::DW, R3, R10, addr);
         a.store(Size::DW, R8, slot::ADDR, R3);
-        walk.finish(a, &offsets);
-        emit_assemble(a, most32, before32, no_path);
+        walk.finish(a, &offsets, steps);
+        emit_assemble(a, most32, before32, no_path, steps);
         a.load(Size::DW, R1, R10, buf);
         self.put(s, rd, R1, Kind::Scratch);
         Ok(())

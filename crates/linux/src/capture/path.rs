@@ -16,7 +16,7 @@ use crate::bpf::insn::{op, Asm, Size, R3, R7, R8};
 use crate::btf::Btf;
 use crate::error::{LinuxError, Result};
 pub use dtrace_ebpf::dpath::{
-    flag, slot, PathOffsets, Walk, MAX_PATH_STEPS, NAMES_CAP, NAME_MAX, PATH_SLOT,
+    flag, slot, PathOffsets, Steps, Walk, MAX_PATH_STEPS, NAMES_CAP, NAME_MAX, PATH_SLOT,
 };
 
 /// The most `d_path()` paths one probe records.
@@ -123,7 +123,7 @@ pub fn emit_path_walk(a: &mut Asm, o: &PathOffsets, addr: &AddrExpr, at: usize) 
     a.store(Size::DW, R8, slot::ADDR, R3);
     a.load(Size::DW, R3, R7, hdr::TASK as i16);
     a.store(Size::DW, R8, slot::TASK, R3);
-    walk.finish(a, o);
+    walk.finish(a, o, Steps::Unrolled);
     Ok(())
 }
 

@@ -1,6 +1,6 @@
 //! `d_path()` at the probe, checked against the interpreter over a made-up kernel (dentries,
-//! mounts, the task's root, pseudo files, laid out at offsets of the test's own): the string it
-//! builds is measured and compared with the path the interpreter is given (the capture's) and
+//! mounts, the task's root, pseudo files, laid out at offsets of the test's own), its steps in
+//! `bpf_loop` callbacks and unrolled: the string it builds is measured and compared with the path the interpreter is given (the capture's) and
 //! with its prefixes, at D's default `strsize` and at sizes that cut it in each of its parts;
 //! an address the walk cannot read, or a pseudo file system whose names are not made up,
 //! faults as the interpreter's `d_path()` faults on a path it was not given.
@@ -201,8 +201,10 @@ const D_PATH: &str = "d_path((struct path *)arg0)";
 
 #[test]
 fn d_path_builds_the_path_the_interpreter_is_given() {
-    for chrooted in [false, true] {
+    // Its steps in bpf_loop callbacks, and unrolled where the probe may not loop.
+    for (chrooted, no_loops) in [(false, None), (true, None), (false, Some("unrolled"))] {
         let (mut p, paths) = world(chrooted);
+        p.no_loops = no_loops;
         for (addr, want) in paths {
             p.args[0] = addr;
             match want {
