@@ -342,6 +342,34 @@ fn d_path_beside_other_copies_runs_at_the_probe() {
         assert_eq!(parts[1], f.chars().take(256).collect::<String>(), "{l}");
         assert_eq!(parts[2], "f.txt", "{l}");
     }
+    // More paths than dtrace's capture walks at one probe (four).
+    let (cmd, long, shm) = writer("kdpath-five");
+    let script = "syscall::write:entry /pid == $target && arg0 == 3/ {
+        printf(\"%s|%s|%s|%s|%s\\n\", fds[0].fi_pathname, fds[1].fi_pathname,
+            fds[2].fi_pathname, cwd, root); }";
+    let (rc, out, err) = common::dtrace_with_env(&[], &["-qv", "-n", script, "-c", &cmd]);
+    let _ = std::fs::remove_dir_all(&shm);
+    assert_eq!(rc, 0, "{err}");
+    assert!(
+        common::clause_lines(&err, 1)
+            .iter()
+            .any(|l| l.contains(AT_PROBE)),
+        "{err}"
+    );
+    let here = std::env::current_dir().unwrap().display().to_string();
+    let lines: Vec<&str> = out.lines().filter(|l| l.contains('|')).collect();
+    assert_eq!(lines.len(), 2, "{out}");
+    // The writer's second write to its file is after its chdir().
+    let there: String = long.display().to_string().chars().take(256).collect();
+    for (l, cwd) in lines.iter().zip([here, there]) {
+        let parts: Vec<&str> = l.split('|').collect();
+        assert_eq!(parts[0], "/dev/null", "{l}");
+        assert!(
+            parts[1].starts_with("pipe:[") && parts[2].starts_with("pipe:["),
+            "{l}"
+        );
+        assert_eq!(&parts[3..], [cwd.as_str(), "/"], "{l}");
+    }
 }
 
 #[test]
