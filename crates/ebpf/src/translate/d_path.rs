@@ -7,7 +7,10 @@
 //! the thread the probe's record speaks for (`curthread`); [`crate::dpath::emit_assemble`]
 //! then writes the path into the result. Where the probe may loop, the walk's step and the
 //! assembly's name are `bpf_loop` callbacks, which the verifier walks once (and the program holds
-//! once, however many paths it builds); elsewhere they are unrolled. A path the walk cannot give (an address it cannot
+//! once, however many paths it builds); elsewhere (Linux 6.1, whose verifier counts a callback's
+//! frame on top of the probe code's full stack) they are unrolled, some 5,700 instructions a
+//! path, so that about four paths fill a probe's program (eBPF's jumps reach 32,767
+//! instructions): a probe with more keeps its clauses in dtrace. A path the walk cannot give (an address it cannot
 //! read, NULL among them; a pseudo file system whose names are not made up) faults with
 //! `DTRACEFLT_BADADDR` at `p`, as the interpreter's `d_path()` faults on a path not recorded.
 
