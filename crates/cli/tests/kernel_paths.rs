@@ -241,11 +241,12 @@ fn writer(tag: &str) -> (String, PathBuf, PathBuf) {
 const AT_PROBE: &str = "runs whole in the kernel at 1 probe (records built at the probe)";
 const AGGS_AT_PROBE: &str = "aggregations run in the kernel at 1 probe";
 
-/// `out` with the inode numbers of pipes' and sockets' names left out (they differ between runs),
+/// `out` with the inode numbers of pipes' and sockets' names left out (they differ between runs,
+/// in length too: a name cut to `strsize` may or may not reach its `]`, which goes with them),
 /// and the spaces an aggregation pads its keys with to their longest (which they change) made one.
 fn without_inodes(out: &str) -> String {
     let digits_out = out.chars().fold(String::new(), |mut s, c| {
-        if !(c.is_ascii_digit() && s.ends_with(":[")) {
+        if !((c.is_ascii_digit() || c == ']') && s.ends_with(":[")) {
             s.push(c);
         }
         s
