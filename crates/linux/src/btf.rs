@@ -554,7 +554,7 @@ impl TaskOffsets {
                     arg_end: btf.member_offset(mid, "arg_end")?,
                 })
             })(),
-            paths: crate::capture::path::PathOffsets::from_btf(btf, id),
+            paths: crate::capture::path::offsets_from_btf(btf, id),
         })
     }
 }

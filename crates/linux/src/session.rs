@@ -1238,14 +1238,50 @@ fn load_capture(
     obj: &str,
     name: &str,
 ) -> Result<(Program, CaptureReport)> {
-    let (insns, report) =
-        crate::capture::codegen::gen_capture_reporting(shape, spec, layout, tag, fds)?;
-    let aggregates = report.aggs.iter().any(|r| r.is_ok());
-    let filtered = !report.filter.is_empty() && report.filter.iter().all(|r| r.is_ok());
     let refused = |e: &LinuxError| {
         let why = e.to_string();
         dtrace_ebpf::translate::Untranslatable::Refused(why.lines().next().unwrap_or("").into())
     };
+    let (insns, report) =
+        match crate::capture::codegen::gen_capture_reporting(shape, spec, layout, tag, fds) {
+            // A program eBPF cannot express (its translated code too large for a jump's
+            // offset): the probe does without that code, as when the kernel refuses it.
+            Err(LinuxError::Asm(e)) if spec.record_path_lacks.is_none() => {
+                let why = dtrace_ebpf::translate::Untranslatable::Asm(format!(
+                    "{e}: the probe's program is too large"
+                ));
+                let refuse = |n: usize| (0..n).map(|_| Err(why.clone())).collect::<Vec<_>>();
+                let plain = match (&spec.aggs, &spec.filter) {
+                    (Some(_), _) => CaptureSpec {
+                        aggs: None,
+                        ..spec.clone()
+                    },
+                    (None, Some(_)) => CaptureSpec {
+                        filter: None,
+                        ..spec.clone()
+                    },
+                    (None, None) => return Err(LinuxError::Asm(e)),
+                };
+                let (prog, mut report) =
+                    load_capture(kind, shape, &plain, layout, tag, fds, obj, name)?;
+                match (&spec.aggs, &spec.filter) {
+                    (Some(k), _) => report.aggs = refuse(k.clauses.len()),
+                    (None, Some(f)) => report.filter = refuse(f.predicates.len()),
+                    (None, None) => {}
+                }
+                return Ok((prog, report));
+            }
+            // Without its kernel code no clause is served (see `CaptureSpec::record_path_lacks`).
+            Err(LinuxError::Asm(e)) => {
+                return Err(LinuxError::NotYetSupported(format!(
+                    "{} (the probe's program is too large: {e})",
+                    spec.record_path_lacks.as_deref().unwrap_or_default(),
+                )))
+            }
+            r => r?,
+        };
+    let aggregates = report.aggs.iter().any(|r| r.is_ok());
+    let filtered = !report.filter.is_empty() && report.filter.iter().all(|r| r.is_ok());
     match Program::load(kind, &insns, obj, name) {
         // Without its kernel code no clause is served (see `CaptureSpec::record_path_lacks`).
         Err(e) if spec.record_path_lacks.is_some() => Err(LinuxError::NotYetSupported(format!(

@@ -56,6 +56,7 @@ mod cleanpath;
 mod cond;
 mod copyin;
 mod copyout;
+mod d_path;
 mod devnum;
 mod inet;
 mod link_ntop;
@@ -416,6 +417,11 @@ pub trait ProbeContext {
     /// not here (by default: `progenyof()` runs in dtrace).
     fn task_links(&self) -> Result<TaskLinks, String> {
         Err("progenyof() runs in dtrace".into())
+    }
+    /// The kernel offsets `d_path()`'s walk reads (see `d_path`). `Err` says why not here (by
+    /// default: `d_path()` runs in dtrace).
+    fn path_offsets(&self) -> Result<crate::dpath::PathOffsets, String> {
+        Err("d_path() runs in dtrace".into())
     }
     /// Where a clause's `alloca()` memory lives at this probe (see `alloca`). `Err` says why
     /// not here (by default: `alloca()` runs in dtrace).
@@ -1188,6 +1194,7 @@ impl<'a> Translator<'a> {
                             | Subr::Strtoll
                             | Subr::Memstr
                             | Subr::LinkNtop
+                            | Subr::DPath
                     )
                 ) {
                     continue;
@@ -2149,6 +2156,7 @@ impl<'a> Translator<'a> {
             Some(Subr::Strtoll) => self.strtoll(pc, s, rd)?,
             Some(Subr::Memstr) => self.memstr(pc, s, rd)?,
             Some(Subr::LinkNtop) => self.link_ntop(pc, s, rd)?,
+            Some(Subr::DPath) => self.d_path(pc, s, rd)?,
             other => {
                 return Err(Untranslatable::Subroutine {
                     pc,

@@ -7,6 +7,7 @@ use dtrace_dif::vm::fake::{FakeContext, FakeMemory};
 use dtrace_dif::vm::{Machine, VarState, VmOptions};
 
 /// The probe's values, shared by the interpreter's fake context and the emulator.
+#[derive(Clone)]
 struct Probe {
     args: Vec<u64>,
     pid: u64,
@@ -22,6 +23,10 @@ struct Probe {
     uregs: Vec<u64>,
     /// Why the code may not loop with `bpf_loop` here (none: it may).
     no_loops: Option<&'static str>,
+    /// The offsets of `d_path()`'s walk (none: `d_path()` runs in dtrace), and the paths the
+    /// interpreter's memory gives (the capture's), by `struct path` address.
+    path_offsets: Option<crate::dpath::PathOffsets>,
+    paths: Vec<(u64, Vec<u8>)>,
 }
 
 impl Probe {
@@ -54,6 +59,8 @@ impl Probe {
             user: vec![(0x7fff_0000_1000, b"hello\0world".to_vec())],
             uregs: (0..21).map(|i| 0x40_1000 + 8 * i).collect(),
             no_loops: None,
+            path_offsets: None,
+            paths: Vec::new(),
         }
     }
 }
@@ -121,6 +128,10 @@ impl ProbeContext for Probe {
 
     fn task_links(&self) -> Result<TaskLinks, String> {
         Ok(TASK_LINKS)
+    }
+
+    fn path_offsets(&self) -> Result<crate::dpath::PathOffsets, String> {
+        self.path_offsets.ok_or_else(|| "no d_path() here".into())
     }
 
     fn emit_string_scratch(&self, a: &mut Asm, offset: usize, len: usize) -> Result<(), String> {
@@ -617,6 +628,7 @@ fn fake_env(p: &Probe) -> (FakeContext, FakeMemory) {
     let mut mem = FakeMemory::new();
     mem.kernel.extend(p.kernel.iter().cloned());
     mem.user.extend(p.user.iter().cloned());
+    mem.paths.extend(p.paths.iter().cloned());
     (ctx, mem)
 }
 
@@ -2399,6 +2411,7 @@ mod alloca;
 mod bcopystr;
 mod cond;
 mod copyin;
+mod d_path;
 mod inet;
 mod link_ntop;
 mod memstr;

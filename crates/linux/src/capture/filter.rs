@@ -689,6 +689,13 @@ impl ProbeContext for ShapeContext<'_> {
             most: super::spec::MAX_ANCESTORS,
         })
     }
+
+    fn path_offsets(&self) -> Result<dtrace_ebpf::dpath::PathOffsets, String> {
+        self.shape
+            .task
+            .and_then(|t| t.paths)
+            .ok_or_else(|| "dentry and mount offsets are not in the kernel's BTF".into())
+    }
 }
 
 impl ShapeContext<'_> {

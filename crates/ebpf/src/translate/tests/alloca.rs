@@ -251,7 +251,7 @@ pub(super) fn agree_clause(body: &str, p: &Probe, limit: u64) -> Vec<Outcome> {
     let src = format!("#pragma D option scratchsize={limit}\nsyscall::write:entry {{ {body} }}");
     let objs = clause_objects(&src);
     let ctx = AllocaProbe {
-        p: clone_probe(p),
+        p: p.clone(),
         locals: alloca_locals(&objs),
         vars: Vec::new(),
         limit,
@@ -260,22 +260,6 @@ pub(super) fn agree_clause(body: &str, p: &Probe, limit: u64) -> Vec<Outcome> {
     let want = interpreted(&objs, p, limit);
     assert_eq!(translated(&objs, &ctx), want, "{body}");
     want
-}
-
-fn clone_probe(p: &Probe) -> Probe {
-    Probe {
-        args: p.args.clone(),
-        pid: p.pid,
-        tid: p.tid,
-        uid: p.uid,
-        execname: p.execname.clone(),
-        names: p.names.clone(),
-        epid: p.epid,
-        kernel: p.kernel.clone(),
-        uregs: p.uregs.clone(),
-        user: p.user.clone(),
-        no_loops: p.no_loops,
-    }
 }
 
 /// A probe whose `arg0` is the kernel bytes' address and `arg1` the user string's.
@@ -428,7 +412,7 @@ fn what_the_translator_does_not_follow_stays_in_dtrace_with_a_reason() {
         let src = format!("syscall::write:entry {{ {body} }}");
         let objs = clause_objects(&src);
         let ctx = AllocaProbe {
-            p: clone_probe(&p),
+            p: p.clone(),
             locals: alloca_locals(&objs),
             vars: Vec::new(),
             limit: 1 << 20,

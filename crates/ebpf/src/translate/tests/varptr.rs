@@ -96,7 +96,7 @@ fn translate_clauses(
             });
             let with = |allocates: bool| {
                 let ctx = AllocaProbe {
-                    p: clone_probe(p),
+                    p: p.clone(),
                     locals: alloca_locals_in(objs, allocates, &vars),
                     vars: vars.clone(),
                     limit: 1 << 20,
@@ -172,22 +172,6 @@ fn translated(clauses: &[Vec<Value>], p: &Probe, firings: usize) -> Vec<Outcome>
         }
     }
     out
-}
-
-fn clone_probe(p: &Probe) -> Probe {
-    Probe {
-        args: p.args.clone(),
-        pid: p.pid,
-        tid: p.tid,
-        uid: p.uid,
-        execname: p.execname.clone(),
-        names: p.names.clone(),
-        epid: p.epid,
-        kernel: p.kernel.clone(),
-        uregs: p.uregs.clone(),
-        user: p.user.clone(),
-        no_loops: p.no_loops,
-    }
 }
 
 /// A probe whose `arg1` is the user string's address ("hello\0world").

@@ -27,9 +27,9 @@ pub fn spec_for(
     }
 }
 
-/// [`spec_for`], but a spec whose copies are more than a probe takes comes back without them,
-/// with why (`more than 8 distinct memory copies at one probe`): its record path then serves no
-/// clause, and the probe works only where every clause runs whole in the kernel, whose code
+/// [`spec_for`], but a spec whose copies or `d_path()` walks are more than a probe takes comes
+/// back without them, with why (`more than 8 distinct memory copies at one probe`, `more than 4
+/// d_path() paths at one probe`): its record path then serves no clause, and the probe works only where every clause runs whole in the kernel, whose code
 /// reads memory itself (see `CaptureSpec::record_path_lacks`).
 pub fn spec_or_kernel_only(
     clauses: &[&ClauseNeeds],
@@ -109,17 +109,20 @@ pub fn spec_or_kernel_only(
             return Err(why.clone());
         }
     }
+    let mut lacks = Vec::new();
     if spec.paths.len() > crate::capture::path::MAX_PATHS {
-        return Err(format!(
-            "not yet supported: more than {} d_path() paths at one probe",
+        spec.paths.clear();
+        lacks.push(format!(
+            "more than {} d_path() paths at one probe",
             crate::capture::path::MAX_PATHS
         ));
     }
     spec.copies = merge_kernel_copies(std::mem::take(&mut spec.copies));
     if spec.copies.len() > MAX_COPIES {
         spec.copies.clear();
-        let why = format!("more than {MAX_COPIES} distinct memory copies at one probe");
-        return Ok((spec, Some(why)));
+        lacks.push(format!(
+            "more than {MAX_COPIES} distinct memory copies at one probe"
+        ));
     }
-    Ok((spec, None))
+    Ok((spec, (!lacks.is_empty()).then(|| lacks.join("; "))))
 }
