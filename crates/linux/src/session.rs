@@ -4,7 +4,7 @@
 //! failing that, are completed from `/proc/<pid>/mem`). Dropping the session detaches everything.
 
 use crate::attach::Attachment;
-use crate::bpf::{Map, MapKind, ProgKind, Program, RingBuf, RingKeeper};
+use crate::bpf::{Map, MapKind, ProgKind, Program, RingBuf};
 use crate::capture::codegen::{
     gen_cookie_dispatcher, gen_retry, gen_syscall_dispatcher, CaptureReport, MapFds,
     MAX_SYSCALL_NR, PENDING_VALUE_SIZE,
@@ -160,8 +160,7 @@ pub struct Session {
     room: std::sync::Arc<crate::room::RoomMap>,
     /// The thread-variable mirror, created with the first probe that uses it.
     mirror: Option<Map>,
-    /// The ring buffer, kept from filling by its own thread (see [`RingKeeper`]).
-    ring: RingKeeper,
+    ring: RingBuf,
 }
 
 /// Every enabled probe holds a program descriptor (and a perf event or link): enabling all syscalls
@@ -331,9 +330,6 @@ impl Session {
     pub fn new(opts: SessionOptions) -> Result<Session> {
         raise_fd_limit();
         let ring = RingBuf::create(&format!("{}_ring", opts.name_prefix), opts.ring_bytes)?;
-        // What the keeper may hold for the reader: four rings' worth, at least 64 MiB.
-        let cap = (4 * ring.size()).max(64 << 20);
-        let ring = RingKeeper::start(ring, cap)?;
         let drops = Map::create(
             MapKind::PerCpuArray,
             &format!("{}_drops", opts.name_prefix),
@@ -389,7 +385,7 @@ impl Session {
         let layout = RecordLayout::for_spec_sized(spec, &name, self.sized_copies(spec))?;
         let obj = format!("{}_{tag}", self.opts.name_prefix);
         let mut fds = MapFds {
-            ring: self.ring.map_fd(),
+            ring: self.ring.map().raw_fd(),
             drops: self.drops.raw_fd(),
             room: self.room.raw_fd(),
             pending: None,
@@ -952,13 +948,7 @@ impl Session {
     /// ([`crate::wait::readable`]); its programs wake its waiters once it is
     /// 1/[`SessionOptions::wakeup_divisor`] full.
     pub fn ring_fd(&self) -> std::os::fd::RawFd {
-        self.ring.map_fd()
-    }
-
-    /// Readable once the ring's keeper took records from it that wait to be read (see
-    /// [`RingKeeper`]): a wait on [`Session::ring_fd`] watches it too.
-    pub fn ring_taken_fd(&self) -> std::os::fd::RawFd {
-        self.ring.taken_fd()
+        self.ring.map().raw_fd()
     }
 
     /// Waits up to `timeout_ms` (-1: forever) for a wake-up raised by the ring's programs (records
@@ -1020,7 +1010,7 @@ impl Session {
         let mut records = std::mem::take(&mut self.scratch);
         let info = &self.info;
         let mut bad = 0;
-        self.ring.drain(
+        self.ring.consume(
             |b| match decode_record(b, |t| info.get(&t).map(|i| &i.layout)) {
                 Ok(r) => records.push(r),
                 Err(_) => bad += 1,

@@ -7,11 +7,9 @@ pub mod funcinfo;
 pub mod map;
 pub mod prog;
 pub mod ringbuf;
-pub mod ringkeeper;
 pub mod sys;
 
 pub use insn::{Asm, Insn, Label, Reg, Size};
 pub use map::{Map, MapKind};
 pub use prog::{ProgKind, Program};
 pub use ringbuf::RingBuf;
-pub use ringkeeper::RingKeeper;

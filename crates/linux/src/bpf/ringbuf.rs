@@ -78,12 +78,6 @@ impl RingBuf {
         self.size
     }
 
-    /// The epoll descriptor [`RingBuf::wait`] waits on (for a keeper's reader, see
-    /// [`super::ringkeeper`]).
-    pub fn epoll_fd(&self) -> std::os::fd::RawFd {
-        self.epoll.as_raw_fd()
-    }
-
     fn consumer_pos(&self) -> Option<&AtomicU64> {
         // The consumer page starts with the consumer position.
         self.consumer.u64_at(0)

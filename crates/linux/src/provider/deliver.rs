@@ -420,12 +420,14 @@ impl LinuxTracing {
             // consumer's SLEEP_POLL). Where dtrace may send signals the ring is read on a
             // clock (see `SIGNAL_POLL`).
             let ring = ring && !sh.signals_polled;
-            let taken = sh.session.as_ref().map(|s| s.ring_taken_fd());
             let ring = sh.session.as_ref().filter(|_| ring).map(|s| s.ring_fd());
-            // Records the ring's keeper took from a filling ring wake it in any case.
-            (ring.into_iter().chain(taken), sh.user.doorbell())
+            (ring, sh.user.doorbell())
         };
-        let fds: Vec<RawFd> = ring.chain(doorbell).chain(also.iter().copied()).collect();
+        let fds: Vec<RawFd> = ring
+            .into_iter()
+            .chain(doorbell)
+            .chain(also.iter().copied())
+            .collect();
         crate::wait::readable(&fds, timeout).map(|_| ())
     }
 
