@@ -163,6 +163,15 @@ fn read_path(a: &mut Asm, o: &PathOffsets, dst: i16, at: u32, fail: Label) {
 }
 
 /// `flags |= f`.
+/// Jumps to `to` when the slot's dentry is (`op::JEQ`) or is not (`op::JNE`) its own parent
+/// (a root). Uses r0-r3.
+fn own_parent(a: &mut Asm, o: &PathOffsets, jump: u8, to: Label) {
+    a.load(Size::DW, R0, R8, slot::DENTRY);
+    ptr(a, R0, o.d_parent);
+    a.load(Size::DW, R0, R8, slot::DENTRY);
+    a.jmp_reg(jump, R3, R0, to);
+}
+
 fn set_flag(a: &mut Asm, f: u32) {
     a.load(Size::W, R0, R8, slot::FLAGS)
         .alu_imm(op::OR, R0, f as i32)
@@ -241,10 +250,7 @@ impl Walk {
         a.jmp_imm(op::JEQ, R3, 0, plain);
         ptr(a, R3, o.d_dname);
         a.jmp_imm(op::JEQ, R3, 0, plain);
-        a.load(Size::DW, R0, R8, slot::DENTRY);
-        ptr(a, R0, o.d_parent);
-        a.load(Size::DW, R0, R8, slot::DENTRY);
-        a.jmp_reg(op::JNE, R3, R0, pseudo);
+        own_parent(a, o, op::JNE, pseudo);
         a.load(Size::DW, R0, R8, slot::VFSMNT);
         ptr(a, R0, o.mnt_root);
         a.load(Size::DW, R0, R8, slot::DENTRY);
@@ -274,10 +280,7 @@ impl Walk {
         a.load(Size::DW, R0, R8, slot::DENTRY);
         ptr(a, R0, o.d_hash_pprev);
         a.jmp_imm(op::JNE, R3, 0, linked);
-        a.load(Size::DW, R0, R8, slot::DENTRY);
-        ptr(a, R0, o.d_parent);
-        a.load(Size::DW, R0, R8, slot::DENTRY);
-        a.jmp_reg(op::JEQ, R3, R0, linked);
+        own_parent(a, o, op::JEQ, linked);
         set_flag(a, flag::DELETED);
         a.bind(linked);
         // The task's root (none for a task without an fs_struct: the walk goes to the global
