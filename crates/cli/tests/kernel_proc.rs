@@ -294,3 +294,76 @@ fn a_missing_probe_is_said_before_its_body_is_compiled() {
         "{err}"
     );
 }
+
+/// `proc:::exec`'s `args[0]`, the path the process asked to run (a user string the probe
+/// copies), is read at the probe wherever it is used as a string: in a predicate, a record, an
+/// aggregation's key, a thread-local kept until `exec-success` or `exec-failure`; `arg0` stays
+/// its address. Each prints what the interpreter prints.
+#[test]
+fn exec_paths_are_read_in_the_kernel() {
+    let test = "exec_paths_are_read_in_the_kernel";
+    if !common::kernel_ok(test) {
+        return;
+    }
+    let dir = common::test_dir("kernel_proc_exec");
+    let script = dir.join("execs.sh");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\n/bin/true\n/bin/true again\n./no-such-program 2>/dev/null\nexit 0\n",
+    )
+    .unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let cmd = script.display().to_string();
+    let out = common::same_with_kernel_paths_off(
+        "proc:::exec /progenyof($target) && args[0] != \"/nowhere\"/ \
+         { printf(\"exec %s %d %d\\n\", args[0], strlen(args[0]), arg0 != 0); \
+           @[basename(args[0])] = count(); }",
+        &[],
+        &cmd,
+        &[(1, "runs whole in the kernel")],
+    );
+    // `-v` prints the clauses' stability attributes on stdout first.
+    let printed = |out: &str| -> Vec<String> {
+        let mut v: Vec<String> = out
+            .lines()
+            .filter(|l| l.starts_with("exec") || l.starts_with("  "))
+            .map(String::from)
+            .collect();
+        v.sort_unstable();
+        v
+    };
+    assert_eq!(
+        printed(&out),
+        [
+            "  no-such-program                                                   1",
+            "  true                                                              2",
+            "exec ./no-such-program 17 1",
+            "exec /bin/true 9 1",
+            "exec /bin/true 9 1",
+        ],
+        "{out}"
+    );
+    let out = common::same_with_kernel_paths_off(
+        "proc:::exec /progenyof($target)/ { self->path = args[0]; } \
+         proc:::exec-success, proc:::exec-failure /self->path != NULL/ \
+         { printf(\"%s %s\\n\", probename, self->path); self->path = 0; }",
+        &[],
+        &cmd,
+        &[
+            (1, "runs whole in the kernel"),
+            (2, "runs whole in the kernel"),
+        ],
+    );
+    assert_eq!(
+        printed(&out),
+        [
+            "exec-failure ./no-such-program",
+            "exec-success /bin/true",
+            "exec-success /bin/true",
+        ],
+        "{out}"
+    );
+}

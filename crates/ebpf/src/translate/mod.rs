@@ -271,6 +271,16 @@ pub trait ProbeContext {
         let _ = n;
         None
     }
+    /// The most bytes (its NUL included) of the user string the probe copies for probe argument
+    /// `n`, where the interpreter reads `argN` used as a string from that copy (`proc:::exec`'s
+    /// path, a USDT argument of D type `string`): `argN` is the string's user address, and the
+    /// code reads the string there, as `copyinstr(argN)` does (taking the copy
+    /// [`ProbeContext::pre_reads_string`] speaks of where there is one). `None` (the default):
+    /// no such argument.
+    fn user_string_arg(&self, n: u8) -> Option<u32> {
+        let _ = n;
+        None
+    }
     /// Emits code that leaves in r0 the kernel address the probe copies the string of argument
     /// `n` from ([`ProbeContext::copied_string_arg`]). Uses r0-r5.
     fn emit_copied_string_address(&self, a: &mut Asm, n: u8) -> Result<(), String> {

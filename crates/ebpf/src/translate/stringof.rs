@@ -22,7 +22,7 @@
 //! reaches: the interpreter's `argN` is the copy's address, which the code at the probe does
 //! not have, so such an argument used as an integer keeps its clause in dtrace.
 
-use super::{FaultAddr, Kind, State, Translator, Untranslatable, NREGS};
+use super::{FaultAddr, Kind, ProbeContext, State, Translator, Untranslatable, NREGS};
 use crate::insn::{helper, op, Size, R0, R1, R10, R2, R3};
 use dtrace_dif::flow::{self, AddrBase, Value};
 use dtrace_dif::instr::Instr;
@@ -74,19 +74,28 @@ fn register(regs: Option<&Vec<Value>>, r: u8) -> Value {
 enum Source {
     /// From the kernel memory the probe copied.
     Kernel,
+    /// From the user string the probe copies for probe argument `arg`, at most `size` bytes
+    /// (see [`ProbeContext::user_string_arg`]).
+    User { arg: u8, size: u32 },
     /// Nowhere: a constant is never copied.
     Nothing,
 }
 
-fn source(v: &Value, kernel_args: bool) -> Option<Source> {
+fn source(v: &Value, ctx: &dyn ProbeContext) -> Option<Source> {
     match v {
         Value::Const(_) => Some(Source::Nothing),
-        // At a probe whose arguments are kernel values, the string at one is kernel memory;
-        // anywhere else a plain argument is left to the interpreter (see the module notes).
-        v if v.plain_arg().is_some() => v
-            .plain_arg()
-            .filter(|&n| kernel_args && n < CAPTURED_ARGS)
-            .map(|_| Source::Kernel),
+        // At a probe whose arguments are kernel values, the string at one is kernel memory; an
+        // argument whose user string the probe copies is read as that string; anywhere else a
+        // plain argument is left to the interpreter (see the module notes).
+        v if v.plain_arg().is_some() => {
+            v.plain_arg().filter(|&n| n < CAPTURED_ARGS).and_then(|n| {
+                let arg = u8::try_from(n).ok()?;
+                match ctx.user_string_arg(arg) {
+                    Some(size) => Some(Source::User { arg, size }),
+                    None => ctx.args_are_kernel().then_some(Source::Kernel),
+                }
+            })
+        }
         Value::Addr(e) => match e.base {
             // The probe's own copy of its record, and what user pointers lead to: the
             // interpreter reads them from copies the code here does not have.
@@ -115,7 +124,7 @@ impl Translator<'_> {
     /// it.
     pub(super) fn kernel_string_on_edge(&self, (from, to): (usize, usize), r: u8) -> bool {
         let v = register(self.flow.edges.get(&(from, to)), r);
-        matches!(source(&v, self.ctx.args_are_kernel()), Some(Source::Kernel))
+        matches!(source(&v, self.ctx), Some(Source::Kernel))
     }
 
     /// DIF register `r`, an integer, used as a string at `pc`: reads the string at its address
@@ -143,7 +152,7 @@ impl Translator<'_> {
             // Strings joined with a kernel string's address (see `cond`): kernel memory on
             // every path.
             true => Source::Kernel,
-            false => source(&v, self.ctx.args_are_kernel()).ok_or_else(|| match v.plain_arg() {
+            false => source(&v, self.ctx).ok_or_else(|| match v.plain_arg() {
                 Some(n) => refused(&format!("probe argument arg{n}")),
                 None => refused("an address the translator does not follow"),
             })?,
@@ -158,6 +167,9 @@ impl Translator<'_> {
                 .store(Size::DW, R10, buf, R1);
             reg = buf;
         }
+        if let Source::User { arg, size } = how {
+            return self.user_string_arg(pc, arg, size, reg, at);
+        }
         let storage = i32::try_from(self.strsize).map_err(|_| Untranslatable::Value {
             pc,
             what: "a string at a kernel address: strsize too large".into(),
@@ -170,7 +182,7 @@ impl Translator<'_> {
             })?;
         let a = &mut self.a;
         match how {
-            Source::Nothing => {
+            Source::User { .. } | Source::Nothing => {
                 // Always taken; a conditional jump keeps what follows reachable as the
                 // verifier sees the code's shape.
                 a.load(Size::DW, R1, R10, reg);
@@ -188,6 +200,56 @@ impl Translator<'_> {
 }
 
 impl Translator<'_> {
+    /// The user string at the address at frame offset `reg`, probe argument `arg`'s, whose
+    /// string the probe copies (at most `size` bytes, the NUL included; see
+    /// `ProbeContext::user_string_arg`): the address of its copy is left at `at`. The copy the
+    /// probe's program made before the clauses ran where there is one as long as the probe's
+    /// (`ProbeContext::pre_reads_string`), else one read here, into a fresh slot of the string
+    /// scratch. Address 0, or one that cannot be read, faults `DTRACEFLT_BADADDR` at it, as the
+    /// interpreter faults reading a copy the probe could not make (a [`FaultAddr::Stored`] site:
+    /// the clause copies a string in, which decides where its firing may run).
+    fn user_string_arg(
+        &mut self,
+        pc: usize,
+        arg: u8,
+        size: u32,
+        reg: i16,
+        at: i16,
+    ) -> Result<(), Untranslatable> {
+        let what = format!("the string of arg{arg}");
+        let refused = super::refusal(pc, &what);
+        self.ctx.reads_user_memory().map_err(refused)?;
+        let most = self.strsize.min(size as usize).max(1);
+        let storage = i32::try_from(most).map_err(|_| refused("strsize too large".into()))?;
+        let bad = self.fault_site(pc, FaultKind::BadAddr, FaultAddr::Stored);
+        let fault_at = self.frame.fault_addr_at();
+        self.a.load(Size::DW, R1, R10, reg);
+        self.a.store(Size::DW, R10, fault_at, R1);
+        self.a.jmp_imm(op::JEQ, R1, 0, bad);
+        if self.strsize <= size as usize && self.ctx.pre_reads_string(arg) {
+            let no_scratch = self.fault_site(pc, FaultKind::NoScratch, FaultAddr::Zero);
+            self.ctx
+                .emit_pre_read_string(&mut self.a, arg)
+                .map_err(refused)?;
+            self.a.jmp_imm(op::JEQ, R0, 0, no_scratch);
+            self.a.store(Size::DW, R10, at, R0);
+            return Ok(());
+        }
+        self.string_slot(pc, at, true).map_err(refused)?;
+        let read = self.a.label();
+        let a = &mut self.a;
+        a.mov(R1, R0).mov_imm(R2, storage);
+        a.load(Size::DW, R3, R10, reg);
+        a.call(helper::PROBE_READ_USER_STR);
+        a.jmp_imm(op::JSGE, R0, 0, read);
+        // The slot's address may have taken the fault address's place (`at`).
+        a.load(Size::DW, R1, R10, reg);
+        a.store(Size::DW, R10, fault_at, R1);
+        a.ja(bad);
+        a.bind(read);
+        Ok(())
+    }
+
     /// Probe argument `n` into `rd` where the probe copies its string from kernel memory (at
     /// most `size` bytes, the NUL included; see the module notes): the string, read into a
     /// fresh slot of the string scratch; a read that fails faults `DTRACEFLT_BADADDR` at the

@@ -1767,6 +1767,91 @@ fn copyinstr_of_an_argument_read_before_the_clauses_takes_that_copy() {
     );
 }
 
+/// [`PreReadProbe`] whose argument's value is a user string the probe copies
+/// (`ProbeContext::user_string_arg`, as `proc:::exec`'s path), read before the clauses ran or
+/// not (the second field).
+struct UserArgProbe(PreReadProbe, bool);
+
+impl ProbeContext for UserArgProbe {
+    fn emit_builtin(&self, a: &mut Asm, b: Builtin) -> Result<(), String> {
+        self.0.emit_builtin(a, b)
+    }
+
+    fn emit_execname(&self, a: &mut Asm, at: i16) -> Result<(), String> {
+        self.0.emit_execname(a, at)
+    }
+
+    fn names(&self) -> &ProbeNames {
+        self.0.names()
+    }
+
+    fn emit_string_scratch(&self, a: &mut Asm, offset: usize, len: usize) -> Result<(), String> {
+        self.0.emit_string_scratch(a, offset, len)
+    }
+
+    fn pre_reads_string(&self, n: u8) -> bool {
+        self.1 && self.0.pre_reads_string(n)
+    }
+
+    fn emit_pre_read_string(&self, a: &mut Asm, n: u8) -> Result<(), String> {
+        self.0.emit_pre_read_string(a, n)
+    }
+
+    fn user_string_arg(&self, n: u8) -> Option<u32> {
+        (n == self.0 .1).then_some(257)
+    }
+}
+
+#[test]
+fn an_argument_whose_user_string_the_probe_copies_is_read_as_that_string() {
+    let reads = |insns: &[Insn]| {
+        insns
+            .iter()
+            .filter(|i| i.code == 0x85 && i.imm == helper::PROBE_READ_USER_STR)
+            .count()
+    };
+    for pre_read in [true, false] {
+        let p = UserArgProbe(PreReadProbe(string_probe(), 1), pre_read);
+        for (pred, want) in [
+            (r#"stringof(arg1) == "hello""#, 1),
+            (r#"stringof(arg1) == "hellx""#, 0),
+            ("strlen(stringof(arg1)) == 5 && arg1 == 0x7fff00001000", 1),
+        ] {
+            let obj = predicate(&clause(pred));
+            let f = translate(&obj, &p, 257, FRAME).unwrap_or_else(|e| panic!("{pred}: {e}"));
+            assert_reachable(&f.insns);
+            // Read here only without the probe's copy; a clause copying a string in either way.
+            assert_eq!(reads(&f.insns), usize::from(!pre_read), "{pred}");
+            assert!(f.fault_sites.iter().any(|s| s.addr == FaultAddr::Stored));
+            let mut insns = PreReadProbe::prologue();
+            insns.extend(f.insns.iter().copied());
+            let (r0, stack) = emulate_frame(&insns, &p.0 .0);
+            assert_eq!(frame_fault(&stack), None, "{pred}");
+            assert_eq!(r0, want, "{pred} (read before: {pre_read})");
+        }
+        // Another argument is not such a string: left to the interpreter.
+        let obj = predicate(&clause(r#"stringof(arg2) == "world""#));
+        let e = translate(&obj, &p, 257, FRAME).unwrap_err();
+        assert!(e.to_string().contains("probe argument arg2"), "{e}");
+    }
+    // Address 0 faults at 0, and an unreadable one at itself, both ways.
+    for (arg, addr) in [(6u8, 0u64), (5, 0x7fff_0000_5000)] {
+        for pre_read in [true, false] {
+            let p = UserArgProbe(PreReadProbe(string_probe(), arg), pre_read);
+            let obj = predicate(&clause(&format!(r#"stringof(arg{arg}) == "x""#)));
+            let f = translate(&obj, &p, 257, FRAME).unwrap();
+            let (r0, stack) = emulate_frame(&f.insns, &p.0 .0);
+            if pre_read && arg == 5 {
+                // The probe's program would have handed the firing over: not run here.
+                continue;
+            }
+            assert_eq!(r0, FAULTED as u64);
+            let (kind, _, at) = frame_fault(&stack).unwrap();
+            assert_eq!((kind, at), (FaultKind::BadAddr.code(), addr), "arg{arg}");
+        }
+    }
+}
+
 /// [`Probe`] whose string variables (thread-locals and globals, by id) live in the emulator's
 /// string scratch past the translator's slots: per variable a flag word (a thread-local: set
 /// when it holds a string; a global: set when it is NULL) and its string.

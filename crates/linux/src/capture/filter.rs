@@ -259,7 +259,8 @@ impl ProbeContext for ShapeContext<'_> {
     fn emit_builtin(&self, a: &mut Asm, b: Builtin) -> Result<(), String> {
         match b {
             Builtin::Arg(n) => {
-                if self.opaque_args.has(n) {
+                // A user string's argument keeps its value (the string's address).
+                if self.opaque_args.has(n) && self.opaque_args.user_string(n).is_none() {
                     return Err("its value is the address of data copied at the probe".into());
                 }
                 let kept = self.pre_read.args.iter().position(|&m| m == n);
@@ -525,6 +526,10 @@ impl ProbeContext for ShapeContext<'_> {
             .get(usize::from(n))
             .copied()??;
         at_tracepoint.then_some(s.size)
+    }
+
+    fn user_string_arg(&self, n: u8) -> Option<u32> {
+        self.opaque_args.user_string(n)
     }
 
     fn emit_copied_string_address(&self, a: &mut Asm, n: u8) -> Result<(), String> {

@@ -71,7 +71,8 @@ impl CopyRequest {
 
 /// The probe arguments whose value delivery replaces with the address of data copied at the
 /// probe (the argument's [`CopyRequest`]): the code at the probe cannot read them as the
-/// interpreter does, except the strings a tracepoint's own record holds, which it reads there.
+/// interpreter does, except the strings a tracepoint's own record holds and the user strings at
+/// the arguments' own values, which it reads there.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct OpaqueArgs {
     /// The arguments (bit n: argument n).
@@ -79,6 +80,10 @@ pub struct OpaqueArgs {
     /// For each argument whose copy is a string of the tracepoint's record (a `__data_loc` or
     /// `char[]` field), where the copy reads it.
     pub record_strings: [Option<RecordString>; 16],
+    /// For each argument whose copy is the user string at its value (`proc:::exec`'s path, a
+    /// USDT `string` argument), the most bytes the copy takes, its NUL included: the argument's
+    /// value stays its user address, and the code at the probe reads the string there.
+    pub user_strings: [Option<u32>; 16],
 }
 
 /// A string a probe copies from its tracepoint's record for an argument (see [`OpaqueArgs`]).
@@ -94,6 +99,18 @@ impl OpaqueArgs {
     /// Whether argument `n` is one of them.
     pub fn has(&self, n: u8) -> bool {
         n < 16 && self.mask & (1 << n) != 0
+    }
+
+    /// The most bytes of the user string copied at argument `n`'s value, where it is one.
+    pub fn user_string(&self, n: u8) -> Option<u32> {
+        self.user_strings.get(usize::from(n)).copied().flatten()
+    }
+
+    /// The arguments whose user strings are copied (bit n: argument n).
+    pub fn user_string_mask(&self) -> u16 {
+        (0..16u8)
+            .filter(|&n| self.user_string(n).is_some())
+            .fold(0, |m, n| m | 1 << n)
     }
 }
 

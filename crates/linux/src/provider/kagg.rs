@@ -200,14 +200,20 @@ fn records_object(a: &dtrace_dif::program::ActionDesc) -> bool {
         })
 }
 
-/// The probe arguments whose user strings clause `n`'s `copyinstr()` calls read, or why they are
-/// not all known (see `KernelAggClause::string_args`).
-pub fn string_args(n: &super::needs::ClauseNeeds) -> std::result::Result<Vec<u8>, String> {
+/// The probe arguments whose user strings clause `n`'s `copyinstr()` calls read, with those of
+/// `user_strings` (bit n: argument n, whose string the probe copies: `proc:::exec`'s path) it
+/// reads, or why they are not all known (see `KernelAggClause::string_args`).
+pub fn string_args(
+    n: &super::needs::ClauseNeeds,
+    user_strings: u16,
+) -> std::result::Result<Vec<u8>, String> {
     use crate::capture::spec::{AddrExpr, MemKind};
     if n.any_string_arg {
         return Err("copyinstr() of an address other than a probe argument".into());
     }
-    let mut args = Vec::new();
+    let mut args: Vec<u8> = (0..16u8)
+        .filter(|&a| n.used_args & user_strings & 1 << a != 0)
+        .collect();
     for c in n.copies.iter().filter(|c| c.kind == MemKind::UserString) {
         let arg = (0..crate::capture::layout::NARGS)
             .find(|&i| c.addr == AddrExpr::arg(i))

@@ -1021,7 +1021,7 @@ impl Shared {
                 stores: plan.stores.clone(),
                 record: plan.record.clone(),
                 after_dtrace: r_idx.iter().any(|&r| r < i),
-                string_args: kagg::string_args(&self.clauses[i].1),
+                string_args: kagg::string_args(&self.clauses[i].1, opaque_args.user_string_mask()),
                 keeps_vars: self.placement.in_kernel(i),
                 copy_scratch: plan.copy_scratch,
             });
@@ -1436,7 +1436,7 @@ fn copies_of_args(
 
 /// The arguments of `probe` whose value delivery replaces (the address of data copied at the
 /// probe): the kernel cannot read them as the interpreter does, but for the strings of the
-/// tracepoint's own record.
+/// tracepoint's own record and the user strings at the arguments' values.
 pub(crate) fn opaque_args(probe: &Probe) -> crate::capture::spec::OpaqueArgs {
     use crate::capture::spec::{OpaqueArgs, RecordString};
     use crate::capture::{AddrBase, MemKind};
@@ -1457,6 +1457,9 @@ pub(crate) fn opaque_args(probe: &Probe) -> crate::capture::spec::OpaqueArgs {
                 base: c.addr.base,
                 size: c.size,
             });
+        }
+        if plain && c.kind == MemKind::UserString && c.addr.base == AddrBase::Arg(i) {
+            o.user_strings[i] = Some(c.size);
         }
     }
     o
