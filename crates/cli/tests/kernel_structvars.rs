@@ -192,3 +192,34 @@ fn a_full_space_drops_the_creation_and_ends_the_clause_the_same_both_ways() {
         );
     }
 }
+
+/// A string member after another, assigned a string that is not a constant (`execname`, a
+/// copied-in string): the copy fills the member's `strsize` bytes and no more, so the member
+/// after it keeps its value (the interpreter once wrote the NUL past the member, and faulted at
+/// a global's end), and the kernel copies the name from its frame.
+#[test]
+fn a_string_member_assigned_execname_ends_at_its_storage() {
+    let t = "a_string_member_assigned_execname_ends_at_its_storage";
+    if !kernel_ok(t) || !have_dd(t) {
+        return;
+    }
+    let script = "struct t { int n; string name; int after; }; struct t x; \
+         self struct t v; \
+         syscall::write:entry /pid == $target/ { x.after = 5; x.n = arg2; x.name = execname; \
+             self->v.after = 6; self->v.name = execname; } \
+         syscall::write:return /self->v.after/ { @[self->v.name, self->v.after] = count(); \
+             self->v.after = 0; } \
+         END { printf(\"%s %d %d\\n\", x.name, x.n, x.after); \
+             printa(\"%s %d %@d\\n\", @); }";
+    let out = same_both_ways(
+        script,
+        &[],
+        DD_WRITES,
+        &[
+            (1, "runs whole in the kernel"),
+            (2, "runs whole in the kernel"),
+        ],
+    );
+    assert!(out.contains("dd 300 5\n"), "{out}");
+    assert!(out.contains("dd 6 4\n"), "{out}");
+}

@@ -1095,7 +1095,7 @@ impl<'a> Cg<'a> {
 
     /// Stores one translated member: scalars by size, arrays and structs by copy, strings by a
     /// copy bounded by the constant's length where the value is a string constant (per arm of `?:`)
-    /// and by `strsize` otherwise.
+    /// and by a string's storage (`strsize` bytes) otherwise.
     fn store_member(&mut self, base: Reg, off: u32, v: &TExpr) -> CResult<()> {
         if !self.types.is_by_ref(v.ty) {
             let rv = self.gen(v)?;
@@ -1128,9 +1128,14 @@ impl<'a> Cg<'a> {
                 Ok(())
             }
             _ => {
+                // A string's storage holds `strsize` bytes (`sizeof (string)`): a longer string
+                // is copied without its NUL, which a read of at most `strsize` characters never
+                // needs (the NUL past it would land in the next member, or past a variable's
+                // storage, where a store faults).
+                let room = self.types.size(v.ty).min(u64::from(self.strsize));
                 let len = match &v.kind {
-                    TK::Str(s) => (s.len() as u64 + 1).min(self.strsize as u64),
-                    _ if is_string => self.strsize as u64,
+                    TK::Str(s) => (s.len() as u64 + 1).min(room),
+                    _ if is_string => room,
                     _ => self.types.size(v.ty),
                 };
                 let rv = self.gen(v)?;

@@ -149,7 +149,8 @@ impl Translator<'_> {
                 what: format!("{n} bytes at offset {off} of a struct variable of {size} bytes"),
             });
         }
-        if n > 1 && n.is_power_of_two() && off % n != 0 {
+        // A load or a store (a copy moves bytes whatever their alignment).
+        if (2..=8).contains(&n) && n.is_power_of_two() && off % n != 0 {
             return Err(Untranslatable::Value {
                 pc,
                 what: format!("a misaligned {n}-byte access into a struct variable"),
@@ -255,6 +256,24 @@ impl Translator<'_> {
                             self.a.store_imm(Size::B, R2, at + j as i16, i32::from(*c));
                         }
                     }
+                }
+                return Ok(());
+            }
+            Kind::Execname => {
+                // The name the frame holds (NUL-padded), then zeros.
+                let (comm, take) = (self.frame.comm(), n.min(super::COMM_LEN as u32));
+                self.get(R2, rd);
+                let mut at = 0u32;
+                while at < n {
+                    let whole = n - at >= 8 && (at >= take || at + 8 <= take);
+                    let (step, sz) = if whole { (8, Size::DW) } else { (1, Size::B) };
+                    if at < take {
+                        self.a.load(sz, R3, super::R10, comm + at as i16);
+                        self.a.store(sz, R2, at as i16, R3);
+                    } else {
+                        self.a.store_imm(sz, R2, at as i16, 0);
+                    }
+                    at += step;
                 }
                 return Ok(());
             }

@@ -551,14 +551,41 @@ impl LinuxTracing {
     /// [`crate::rtld`]), once per process: the libraries it loads from now on get their probes
     /// before their code runs. A process without a linker hook (a static program that cannot
     /// `dlopen`) loads nothing later.
+    /// The processes are held (`-c`, `-p`): the ranges of the objects they map are loaded for
+    /// the user stacks walked at the probe first (see [`LinuxTracing::load_walk_ranges`]).
     pub fn watch_loads(&self) -> Result<()> {
-        let mut sh = self.lock();
-        let user = &mut sh.user;
-        let pids: Vec<u32> = user.images.keys().copied().collect();
-        for pid in pids {
-            user.watch(pid)?;
-        }
+        let pids: Vec<u32> = {
+            let mut sh = self.lock();
+            let user = &mut sh.user;
+            let pids: Vec<u32> = user.images.keys().copied().collect();
+            for &pid in &pids {
+                user.watch(pid)?;
+            }
+            pids
+        };
+        self.load_walk_ranges(&pids);
         Ok(())
+    }
+
+    /// Loads the ranges of the objects processes `pids` map (each held by dtrace: stopped by
+    /// `-c`/`-p` or in its linker) for the user stacks walked at the probe (see
+    /// [`super::ustack_maps`]), so that their firings are walked there from the first on. Else
+    /// a program's first firings are handed over with their stacks until dtrace loads the ranges
+    /// at the first it reads, and a program that calls a traced function in a loop at once
+    /// fills the ring with them in milliseconds (those firings are then drops).
+    fn load_walk_ranges(&self, pids: &[u32]) {
+        if pids.is_empty() || self.lock().ustack_maps.is_none() {
+            return;
+        }
+        let mut syms = self.lock_symbols();
+        let mut sh = self.lock();
+        let now = super::deliver::monotonic_ns();
+        if let Some(m) = sh.ustack_maps.as_mut() {
+            for &pid in pids {
+                // A process whose ranges cannot be loaded has its firings handed over.
+                let _ = m.load(&mut syms, pid, now);
+            }
+        }
     }
 
     /// Registers with `fw` the USDT providers of processes `pids` that an enabled provider glob
@@ -614,8 +641,11 @@ impl LinuxTracing {
         changed
     }
 
-    /// Lets the processes [`LinuxTracing::loads_changed`] returned go on.
+    /// Lets the processes [`LinuxTracing::loads_changed`] returned go on, once the ranges of
+    /// the objects they now map are loaded for the user stacks walked at the probe (see
+    /// [`LinuxTracing::load_walk_ranges`]).
     pub fn resume_loads(&self, pids: &[u32]) {
+        self.load_walk_ranges(pids);
         let sh = self.lock();
         for &pid in pids {
             match &sh.user.rlc {
