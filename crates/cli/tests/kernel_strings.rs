@@ -262,6 +262,56 @@ fn a_clause_keeping_variables_in_the_kernel_reads_its_strings_at_the_probe_and_s
     assert_eq!(count_of(&out, "/kstr/"), Some(1), "{out}");
 }
 
+/// `this->path = copyinstr(arg1)`, the idiom: a clause whose variables live for the firing
+/// only reads its strings before it runs, as one without variables, and a string the probe
+/// cannot read hands the firing to dtrace, which runs it there with clause-locals of its own
+/// (the two last paths; before, they faulted at the probe). Across two clauses, with
+/// `strtok()`'s state, and beside a clause keeping a thread-local (which cannot hand a firing
+/// over, so the strings fault at the probe as before).
+#[test]
+fn a_clause_with_clause_locals_hands_firings_over_as_one_without_variables() {
+    let t = "a_clause_with_clause_locals_hands_firings_over_as_one_without_variables";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let cmd = opener("kstr-locals");
+    let out = same_both_ways(
+        "syscall::openat:entry /pid == $target/ { this->path = copyinstr(arg1); \
+             @[this->path] = count(); printf(\"open %s %d\\n\", this->path, strlen(this->path)); } \
+         END { printa(\"%s %@d\\n\", @); }",
+        &[],
+        &cmd,
+        &[(1, "runs whole in the kernel")],
+    );
+    assert_eq!(count_of(&out, "/kstr/"), Some(1), "{out}");
+    assert_eq!(count_of(&out, "/nonexistent/kstr-a"), Some(6), "{out}");
+    assert!(out.contains("open /kstr/ 6\n"), "{out}");
+    let out = same_both_ways(
+        "syscall::openat:entry /pid == $target/ { this->path = copyinstr(arg1); } \
+         syscall::openat:entry /pid == $target/ \
+         { @[this->path, strtok(this->path, \"/\")] = count(); } \
+         END { printa(\"%s %s %@d\\n\", @); }",
+        &[],
+        &cmd,
+        &[
+            (1, "runs whole in the kernel"),
+            (2, "runs whole in the kernel"),
+        ],
+    );
+    assert!(out.contains("/kstr/ kstr 1\n"), "{out}");
+    assert!(
+        out.contains("/nonexistent/kstr-bb nonexistent 3\n"),
+        "{out}"
+    );
+    let script = "syscall::openat:entry /pid == $target/ { self->n++; } \
+         syscall::openat:entry /pid == $target/ { this->path = copyinstr(arg1); \
+             @[this->path] = count(); } END { printa(\"%s %@d\\n\", @); }";
+    let (rc, out, err) = dtrace_with_env(&[], &["-qv", "-n", script, "-c", &cmd]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(out.contains("/nonexistent/kstr-bb 3\n"), "{out}");
+    assert!((2..=3).contains(&error_lines(&err).len()), "{err}");
+}
+
 #[test]
 fn a_kernel_clause_copying_strings_beside_one_run_in_dtrace_prints_as_in_dtrace() {
     let t = "a_kernel_clause_copying_strings_beside_one_run_in_dtrace_prints_as_in_dtrace";

@@ -631,8 +631,13 @@ pub fn emit_aggs(
     // The arguments whose strings may be read before the clauses run (see below), each once:
     // a clause's `copyinstr(argN)` takes that copy.
     let mut pre_read: Vec<u8> = Vec::new();
-    if k.vars.is_none() {
-        for c in k.clauses.iter().filter(|c| !c.keeps_vars) {
+    if !k.lasting_vars {
+        // (Not those of a clause that reads them as it runs: see below.)
+        for c in k
+            .clauses
+            .iter()
+            .filter(|c| !(c.keeps_vars || c.firing_vars && writes(c)))
+        {
             for &n in c.string_args.as_deref().unwrap_or_default() {
                 if !pre_read.contains(&n) && pre_read.len() < MAX_PRE_READ {
                     pre_read.push(n);
@@ -689,7 +694,17 @@ pub fn emit_aggs(
         if !r.as_ref().is_ok_and(Translated::copies_strings) || c.keeps_vars {
             continue;
         }
-        if k.vars.is_some() {
+        // A clause whose variables live for the firing reads its strings first where it can;
+        // else as it runs, as one keeping variables (a firing another clause hands over is
+        // still run whole in dtrace, this clause with it).
+        let first = match &c.string_args {
+            Ok(args) => !args.is_empty(),
+            Err(_) => false,
+        };
+        if c.firing_vars && (k.lasting_vars || !first || writes(c)) {
+            continue;
+        }
+        if k.lasting_vars {
             *r = Err(Untranslatable::Placement(
                 "it copies strings, and a clause at the probe keeps D variables in the kernel (a \
                  firing whose string cannot be read at the probe could not go to dtrace)"
@@ -697,10 +712,7 @@ pub fn emit_aggs(
             ));
             continue;
         }
-        if c.stores
-            .iter()
-            .any(|(_, _, o)| dtrace_framework::framework::calls_destructive(o))
-        {
+        if writes(c) {
             // A string not readable at the probe hands the firing over to dtrace, where
             // copyout() would write too late.
             *r = Err(Untranslatable::Placement(
@@ -739,7 +751,7 @@ pub fn emit_aggs(
     // keeping them would run there without them): an aggregation update whose user stack key the
     // walk cannot place goes to dtrace alone, which walks it (`layout::KIND_AGG_UPDATE`), and
     // clauses reading ucaller or ustackdepth stay in dtrace.
-    let deferred = k.uwalk.is_some() && k.vars.is_some();
+    let deferred = k.uwalk.is_some() && k.lasting_vars;
     if deferred {
         for (c, r) in k.clauses.iter().zip(results.iter_mut()) {
             if r.is_ok() && reads_user_stack_values(c) {
@@ -811,6 +823,23 @@ pub fn emit_aggs(
     if let Some(known) = k.known {
         emit_known_check(a, known, tag);
     }
+    // The variables' slots first: the thread id's is the first pre-read argument's (never
+    // both: strings are read first only where no variable outlives the firing).
+    if let Some(kv) = &k.vars {
+        super::kvars::emit_zero_locals(a, kv);
+        if matches!(shape.identity, super::spec::Identity::RawTask(_)) {
+            // The thread-locals of the thread the record speaks for (`on-cpu`'s incoming one),
+            // when the probe can read its id.
+            use translate::ProbeContext;
+            let tid = translate::Builtin::Tid;
+            if ctx.emit_builtin(&mut Asm::new(), tid).is_ok() {
+                ctx.emit_builtin(a, tid)
+                    .map_err(crate::error::LinuxError::Asm)?;
+                super::kvars::emit_record_thread(a);
+            }
+        }
+        a.store_imm(Size::DW, R10, DVAR_DROPPED, 0);
+    }
     if !string_args.is_empty() {
         emit_string_checks(a, &ctx, &string_args, k.strsize as usize, done)?;
     }
@@ -840,21 +869,6 @@ pub fn emit_aggs(
     {
         // Not stamped yet: the first fault of the firing stamps it (see `emit_fault`).
         a.store_imm(Size::DW, R10, TIMESTAMP, 0);
-    }
-    if let Some(kv) = &k.vars {
-        super::kvars::emit_zero_locals(a, kv);
-        if matches!(shape.identity, super::spec::Identity::RawTask(_)) {
-            // The thread-locals of the thread the record speaks for (`on-cpu`'s incoming one),
-            // when the probe can read its id.
-            use translate::ProbeContext;
-            let tid = translate::Builtin::Tid;
-            if ctx.emit_builtin(&mut Asm::new(), tid).is_ok() {
-                ctx.emit_builtin(a, tid)
-                    .map_err(crate::error::LinuxError::Asm)?;
-                super::kvars::emit_record_thread(a);
-            }
-        }
-        a.store_imm(Size::DW, R10, DVAR_DROPPED, 0);
     }
     let emit_walk = |a: &mut Asm, w: &super::ustack_keys::UserWalk| -> crate::error::Result<()> {
         // A PC no loaded range holds: every clause runs in dtrace on the captured firing
@@ -1201,6 +1215,14 @@ pub(crate) fn emit_missed_announcement(a: &mut Asm, missed: i32, tag: u32, no_dr
 
 /// Most probe arguments whose strings are read before the clauses run.
 const MAX_PRE_READ: usize = 4;
+
+/// Whether clause `c` calls a destructive subroutine (`copyout()`), which must write at the
+/// probe: a firing handed over to dtrace would write too late.
+fn writes(c: &KernelAggClause) -> bool {
+    c.stores
+        .iter()
+        .any(|(_, _, o)| dtrace_framework::framework::calls_destructive(o))
+}
 
 /// The stack slot of the value of the first argument whose string is read before the clauses
 /// run (`PreRead::values`), the next ones' below it. A probe reads strings first only when no D
@@ -1906,7 +1928,7 @@ fn emit_agg(
     emit_value_and_weight(a, agg, t, exits);
     if let (Some(w), true, true) = (
         &k.uwalk,
-        k.vars.is_some(),
+        k.lasting_vars,
         kinds
             .iter()
             .any(|kind| matches!(kind, KeyKind::UserStack(_))),
@@ -2475,6 +2497,7 @@ mod tests {
                 epids: ids.1,
                 stacks: None,
                 vars: None,
+                lasting_vars: false,
                 specs,
                 known,
                 missed,
@@ -2511,6 +2534,7 @@ mod tests {
             after_dtrace: false,
             string_args,
             keeps_vars: false,
+            firing_vars: false,
             copy_scratch: None,
         };
         // Read at the start: a string that cannot be read sets the hand-over flag, and the
@@ -2578,6 +2602,7 @@ mod tests {
             after_dtrace: false,
             string_args: Ok(Vec::new()),
             keeps_vars: false,
+            firing_vars: false,
             copy_scratch: None,
         };
         let with = |ids| program_full(clause.clone(), None, None, None, None, ids);
@@ -2634,6 +2659,7 @@ mod tests {
             after_dtrace: false,
             string_args: Ok(Vec::new()),
             keeps_vars: false,
+            firing_vars: false,
             copy_scratch: None,
         };
         let announce = one(|a| {
@@ -2705,6 +2731,7 @@ mod tests {
             after_dtrace: false,
             string_args: Ok(Vec::new()),
             keeps_vars: false,
+            firing_vars: false,
             copy_scratch: None,
         };
         let uses = |insns: &[crate::bpf::Insn], f: &dyn Fn(&mut Asm)| {
@@ -2781,6 +2808,7 @@ mod tests {
                 after_dtrace: false,
                 string_args: Ok(Vec::new()),
                 keeps_vars: false,
+                firing_vars: false,
                 copy_scratch: None,
             };
             let (insns, report) = program(clause, None);
@@ -2833,6 +2861,7 @@ mod tests {
             after_dtrace: false,
             string_args: Ok(Vec::new()),
             keeps_vars: false,
+            firing_vars: false,
             copy_scratch: None,
         };
         let (insns, report) = program(clause.clone(), None);
@@ -2926,6 +2955,7 @@ mod tests {
             after_dtrace: false,
             string_args: Ok(Vec::new()),
             keeps_vars: false,
+            firing_vars: false,
             copy_scratch: None,
         };
         let (insns, report) = program(clause, None);
@@ -2991,6 +3021,7 @@ mod tests {
             after_dtrace: false,
             string_args: Ok(Vec::new()),
             keeps_vars: true,
+            firing_vars: false,
             copy_scratch: None,
         };
         let specs = KernelSpecs {

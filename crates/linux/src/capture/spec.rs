@@ -291,6 +291,9 @@ pub struct KernelAggs {
     pub stacks: Option<KernelStacks>,
     /// The thread-locals that live in the kernel (see `capture::kvars`), when some do.
     pub vars: Option<KernelVars>,
+    /// Some of those outlive the firing (a clause keeps them: `KernelAggClause::keeps_vars`):
+    /// a firing can then not be handed over to dtrace whole.
+    pub lasting_vars: bool,
     /// The speculations, when they live in the kernel (see `capture::speculation`).
     pub specs: Option<KernelSpecs>,
     /// At a probe placed for every process (a file probe, `provider::file_usdt`): a hash map
@@ -471,10 +474,16 @@ pub struct KernelAggClause {
     /// start of the probe's kernel clauses, a firing whose string cannot be read there handed
     /// to dtrace, see `capture::kagg`), or why they cannot be known before it runs.
     pub string_args: Result<Vec<u8>, String>,
-    /// It keeps D variables in the kernel: it cannot be handed over to dtrace, so its strings
-    /// are read as it runs, and one that cannot be read faults, as DTrace's `copyinstr()` does
-    /// at the probe (see `capture::kagg`).
+    /// It keeps D variables in the kernel that outlive the firing (thread-locals, globals,
+    /// arrays, speculations): it cannot be handed over to dtrace, so its strings are read as it
+    /// runs, and one that cannot be read faults, as DTrace's `copyinstr()` does at the probe
+    /// (see `capture::kagg`).
     pub keeps_vars: bool,
+    /// Its D variables in the kernel all live for the firing (`this->`, the `strtok()` state):
+    /// a firing handed over to dtrace runs it there as well (with its own clause-locals), so it
+    /// reads its strings before it runs, as a clause without variables does, where the probe
+    /// allows it (else as one keeping variables).
+    pub firing_vars: bool,
     /// The bytes a `copyin()` sized at the probe may take, when it is the clause's only
     /// allocation of scratch (`provider::kagg::ClausePlan::copy_scratch`).
     pub copy_scratch: Option<u64>,

@@ -280,12 +280,22 @@ pub struct Placement {
     /// [`STRTOK_KEY`]): every clause calling `strtok()` there runs in the kernel, at the others
     /// every one runs in dtrace.
     pub strtok: BTreeSet<String>,
+    /// The clauses running whole in the kernel whose variables there all live for the firing
+    /// (`this->`, the `strtok()` state) and that do not stop tracing: a firing may be handed
+    /// over to dtrace whole past them (see `KernelAggClause::firing_vars`).
+    pub firing_only: BTreeSet<usize>,
 }
 
 impl Placement {
     /// Whether clause `i` runs whole in the kernel for its variables.
     pub fn in_kernel(&self, i: usize) -> bool {
         matches!(self.clauses.get(i), Some(Some(Ok(_))))
+    }
+
+    /// Whether clause `i` keeps variables in the kernel that outlive a firing (see
+    /// [`Placement::firing_only`]).
+    pub fn keeps_lasting(&self, i: usize) -> bool {
+        self.in_kernel(i) && !self.firing_only.contains(&i)
     }
 
     /// Whether variable `v` of a clause lives in the kernel at `probe` (its description as
@@ -779,6 +789,7 @@ pub fn runs_whole(
         // in never hands a firing over to dtrace, so it builds its strings at the probe, like
         // one keeping variables.
         keeps_vars: !vars.is_empty() || (super::exits_at_kernel_probe(e) && !calls_copyinstr(e)),
+        firing_vars: false,
         copy_scratch: plan.copy_scratch,
     };
     let arrays: BTreeMap<VarKey, usize> = vars

@@ -1022,7 +1022,8 @@ impl Shared {
                 record: plan.record.clone(),
                 after_dtrace: r_idx.iter().any(|&r| r < i),
                 string_args: kagg::string_args(&self.clauses[i].1, opaque_args.user_string_mask()),
-                keeps_vars: self.placement.in_kernel(i),
+                keeps_vars: self.placement.keeps_lasting(i),
+                firing_vars: self.placement.firing_only.contains(&i),
                 copy_scratch: plan.copy_scratch,
             });
         }
@@ -1065,6 +1066,7 @@ impl Shared {
             epids,
             stacks,
             vars,
+            lasting_vars: k_idx.iter().any(|&i| self.placement.keeps_lasting(i)),
             specs,
             known: None,
             missed: None,
@@ -1324,9 +1326,24 @@ impl Shared {
         }
         self.placement = kvars::place(&facts);
         self.placement.alloca = alloca;
-        // A clause kept whole in the kernel reads its strings there, as DTrace does: -v says so.
         for (program, base) in &self.planned {
             for (k, e) in program.ecbs.iter().enumerate() {
+                let i = base + k;
+                let firing_only = self.tvars.get(i).is_some_and(|vs| {
+                    !vs.is_empty() && vs.iter().all(|v| v.key.0 == kvars::Scope::Clause)
+                });
+                if firing_only && self.placement.in_kernel(i) && !exits_at_kernel_probe(e) {
+                    self.placement.firing_only.insert(i);
+                }
+            }
+        }
+        // A clause kept whole in the kernel reads its strings there, as DTrace does: -v says so
+        // (one whose variables live for the firing only reads them first, as one without).
+        for (program, base) in &self.planned {
+            for (k, e) in program.ecbs.iter().enumerate() {
+                if self.placement.firing_only.contains(&(base + k)) {
+                    continue;
+                }
                 if let Some(Some(Ok(names))) = self.placement.clauses.get_mut(base + k) {
                     if let Some(note) = kvars::reads_at_probe_note(e) {
                         names.push_str(note);
