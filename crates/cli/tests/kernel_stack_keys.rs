@@ -514,9 +514,18 @@ fn ucaller_and_ustackdepth_at_the_probe_print_as_in_dtrace() {
     }
     // write()'s caller is level3, 6 or 7 frames deep (past main, to _start).
     assert!(out.contains("chain`level3"), "{out}");
-    // In a predicate: in dtrace.
-    let script = "pid$target::level3:entry /ustackdepth > 1/ { @ = count(); }";
-    let (rc, out, err) = dtrace_with_env(&[], &["-qv", "-n", script, "-c", &cmd]);
+    // In a predicate: the walk comes before it, alone or beside other clauses.
+    let script = "pid$target::level3:entry /ustackdepth > 1/ { @ = count(); } \
+        syscall::write:entry /pid == $target && ucaller != 0 && ustackdepth > 2/ \
+        { @w[ustackdepth > 4] = count(); }";
+    let out = same_both_ways(&[], script, &cmd, &[1, 2]);
+    assert!(out.contains("400"), "{out}");
+    let script = "pid$target::level3:entry { @n = count(); } \
+        pid$target::level3:entry /ucaller != 0 && ustackdepth < 2/ { @few = count(); }";
+    same_both_ways(&[], script, &cmd, &[1, 2]);
+    // Where no clause of the probe runs whole in the kernel, the predicate stays in dtrace.
+    let script = "pid$target::level3:entry /ustackdepth > 1/ { @ = count(); json(\"{}\", \"x\"); }";
+    let (rc, _, err) = dtrace_with_env(&[], &["-qv", "-n", script, "-c", &cmd]);
     assert_eq!(rc, 0, "{err}");
     assert!(
         clause_lines(&err, 1)
@@ -524,7 +533,6 @@ fn ucaller_and_ustackdepth_at_the_probe_print_as_in_dtrace() {
             .any(|l| l.contains("ustackdepth") && l.contains("in dtrace")),
         "{err}"
     );
-    assert!(out.contains("400"), "{out}");
     let env = [("DTRACE_KERNEL_USTACKS", "0")];
     let script = "pid$target::level3:entry { @ = sum(ustackdepth); }";
     let (rc, _, err) = dtrace_with_env(&env, &["-qv", "-n", script, "-c", &cmd]);

@@ -337,16 +337,20 @@ fn translate_clause_with(
     strsize: usize,
 ) -> Result<Translated, Untranslatable> {
     let int = |o: &DifObject| translate::translate(o, ctx, strsize, FRAME);
-    // The user stack is walked after the predicate (see `emit_aggs`): ucaller and ustackdepth
-    // are not read there.
+    // The user stack may be walked after the predicate (see `WalkAt`): ucaller and ustackdepth
+    // are read there only where the predicate reads them (the walk then comes first).
     let before_walk = ShapeContext {
         ustack: None,
         ..*ctx
     };
+    let pctx = match predicate_reads_user_stack(c) {
+        true => ctx,
+        false => &before_walk,
+    };
     let predicate = c
         .predicate
         .as_ref()
-        .map(|o| translate::translate(o, &before_walk, strsize, FRAME))
+        .map(|o| translate::translate(o, pctx, strsize, FRAME))
         .transpose()?;
     let mut aggs = Vec::with_capacity(c.aggs.len());
     for agg in &c.aggs {
@@ -1096,7 +1100,8 @@ enum WalkAt {
     /// Before the first clause running here: another runs before the first that walks (it
     /// would run twice, in the kernel and in dtrace, were the firing handed over after it), or
     /// several walk (each reads the one walk, which a false predicate must not skip), or the
-    /// walking clause's predicate has side effects (it would run twice).
+    /// walking clause's predicate has side effects (it would run twice) or reads the walk
+    /// (`/ustackdepth > 3/`).
     Start,
 }
 
@@ -1121,11 +1126,13 @@ impl WalkAt {
             .predicate
             .as_ref()
             .is_some_and(dtrace_framework::framework::has_side_effects);
-        Some(if alone && first && pure {
-            WalkAt::AfterPredicate(n)
-        } else {
-            WalkAt::Start
-        })
+        Some(
+            if alone && first && pure && !predicate_reads_user_stack(c) {
+                WalkAt::AfterPredicate(n)
+            } else {
+                WalkAt::Start
+            },
+        )
     }
 }
 
@@ -1144,14 +1151,22 @@ fn walks_user_stack(c: &KernelAggClause) -> bool {
 /// handed over to dtrace whole has when the probe cannot place the stack (where an aggregation
 /// update with a user stack key goes to dtrace alone, see `ustack_keys::emit_mark_unplaced`).
 fn reads_user_stack_values(c: &KernelAggClause) -> bool {
+    clause_objects(c).any(reads_walk)
+}
+
+/// Whether the predicate of clause `c` reads `ucaller` or `ustackdepth`.
+fn predicate_reads_user_stack(c: &KernelAggClause) -> bool {
+    c.predicate.as_ref().is_some_and(reads_walk)
+}
+
+/// Whether `o` reads `ucaller` or `ustackdepth`.
+fn reads_walk(o: &DifObject) -> bool {
     use dtrace_dif::instr::Instr;
     use dtrace_dif::opcode::Opcode;
     use dtrace_dif::vars;
-    clause_objects(c).any(|o| {
-        o.text.iter().any(|w| {
-            matches!(Instr::decode(*w), Ok(Instr::LoadVar { op: Opcode::Ldgs, var, .. })
-                if matches!(u32::from(var), vars::DIF_VAR_UCALLER | vars::DIF_VAR_USTACKDEPTH))
-        })
+    o.text.iter().any(|w| {
+        matches!(Instr::decode(*w), Ok(Instr::LoadVar { op: Opcode::Ldgs, var, .. })
+            if matches!(u32::from(var), vars::DIF_VAR_UCALLER | vars::DIF_VAR_USTACKDEPTH))
     })
 }
 
