@@ -137,13 +137,18 @@ fn d_path_errors() {
     if !ready("d_path_errors") {
         return;
     }
-    // The address of the struct path must be computable at the probe.
-    let (st, _, err) = common::dtrace(&[
-        "-n",
-        "syscall::close:entry { trace(d_path((struct path *)(arg0 + arg1))); }",
-        "-c",
-        "/bin/true",
-    ]);
+    // A struct path at an address computed from the probe's arguments: the kernel's code walks
+    // it (and faults at a bad one, as DTrace does); dtrace's capture cannot copy it, so with
+    // the kernel paths off the clause cannot be enabled.
+    let script = "syscall::close:entry /pid == $target/ \
+        { trace(d_path((struct path *)(arg0 + arg1))); }";
+    let (st, _, err) = common::dtrace(&["-n", script, "-c", "cat /etc/hostname"]);
+    assert_eq!(st, 0, "{err}");
+    assert!(err.contains("invalid address (0x"), "{err}");
+    let (st, _, err) = common::dtrace_with_env(
+        &common::kernel_paths_off(),
+        &["-n", script, "-c", "/bin/true"],
+    );
     assert_ne!(st, 0);
     assert!(
         err.contains("not yet supported: d_path() of a struct path whose address"),
@@ -421,4 +426,35 @@ fn d_path_too_large_for_the_probe_stays_in_dtrace() {
         without_inodes,
     );
     assert_eq!(out.matches("pipe:[").count(), 8, "{out}");
+}
+
+/// `fds[self->fd].fi_pathname` at a syscall's return, the descriptor kept in a thread-local at
+/// its entry: the path of a `struct file` reached through an index only the kernel knows is
+/// walked there, as DTrace does (dtrace's capture cannot copy it: the probe's enabling once
+/// failed with "not yet supported" even where the clause could run whole at the probe). With
+/// the variables in dtrace it still cannot, and says so.
+#[test]
+fn a_path_at_a_descriptor_kept_in_a_thread_local_is_walked_in_the_kernel() {
+    let test = "a_path_at_a_descriptor_kept_in_a_thread_local_is_walked_in_the_kernel";
+    if !(ready(test) && common::have_dd(test)) {
+        return;
+    }
+    let script = "syscall::write:entry /pid == $target/ { self->fd = arg0; } \
+        syscall::write:return /self->fd/ { printf(\"%s %s %d\\n\", fds[self->fd].fi_pathname, \
+        basename(fds[self->fd].fi_pathname), arg0); self->fd = 0; }";
+    let (rc, out, err) = common::dtrace(&["-qv", "-n", script, "-c", common::DD_WRITES]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(
+        common::clause_lines(&err, 2)
+            .iter()
+            .any(|l| l.contains("runs whole in the kernel")),
+        "{err}"
+    );
+    assert_eq!(out.matches("/dev/null null 300\n").count(), 4, "{out}");
+    let (rc, _, err) = common::dtrace_with_env(
+        &[("DTRACE_KERNEL_VARIABLES", "0")],
+        &["-qn", script, "-c", common::DD_WRITES],
+    );
+    assert_ne!(rc, 0);
+    assert!(err.contains("not yet supported: d_path()"), "{err}");
 }

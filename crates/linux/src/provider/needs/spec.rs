@@ -27,8 +27,9 @@ pub fn spec_for(
     }
 }
 
-/// [`spec_for`], but a spec whose copies or `d_path()` walks are more than a probe takes comes
-/// back without them, with why (`more than 8 distinct memory copies at one probe`, `more than 4
+/// [`spec_for`], but a spec whose copies or `d_path()` walks are more than a probe takes, or
+/// that a clause reads where the capture cannot copy (`ClauseNeeds::unsupported`), comes back
+/// without them, with why (`more than 8 distinct memory copies at one probe`, `more than 4
 /// d_path() paths at one probe`): its record path then serves no clause, and the probe works only where every clause runs whole in the kernel, whose code
 /// reads memory itself (see `CaptureSpec::record_path_lacks`).
 pub fn spec_or_kernel_only(
@@ -105,11 +106,16 @@ pub fn spec_or_kernel_only(
             }
         }
         spec.exact_vtime |= n.vtimestamp;
-        if let Some(why) = &n.unsupported {
-            return Err(why.clone());
+    }
+    // What a clause reads that the capture cannot copy (`fds[self->fd].fi_pathname`): only the
+    // kernel's code, which reads memory itself, can serve it.
+    let mut lacks: Vec<String> = Vec::new();
+    for why in clauses.iter().filter_map(|n| n.unsupported.as_deref()) {
+        let why = why.strip_prefix("not yet supported: ").unwrap_or(why);
+        if !lacks.iter().any(|l| l == why) {
+            lacks.push(why.to_string());
         }
     }
-    let mut lacks = Vec::new();
     if spec.paths.len() > crate::capture::path::MAX_PATHS {
         spec.paths.clear();
         lacks.push(format!(
