@@ -223,3 +223,31 @@ fn a_string_member_assigned_execname_ends_at_its_storage() {
     assert!(out.contains("dd 300 5\n"), "{out}");
     assert!(out.contains("dd 6 4\n"), "{out}");
 }
+
+/// A struct variable assigned whole (`y = x`, `g = self->v`): its bytes are copied in the
+/// kernel, string members with them, and read back at another probe and in `END`.
+#[test]
+fn a_struct_assigned_whole_is_copied_in_the_kernel() {
+    let t = "a_struct_assigned_whole_is_copied_in_the_kernel";
+    if !kernel_ok(t) || !have_dd(t) {
+        return;
+    }
+    let script = format!(
+        "{DECLS} \
+         syscall::write:entry /pid == $target/ {{ self->v.n = arg2; self->v.str = execname; \
+             self->v.arr[2] = 3; g = self->v; self->v.n = 1; }} \
+         syscall::write:return /pid == $target/ {{ @[g.str, g.n, g.arr[2], self->v.n] = count(); }} \
+         END {{ printa(\"%s %d %d %d %@d\\n\", @); printf(\"end %s %d\\n\", g.str, g.n); }}"
+    );
+    let out = same_both_ways(
+        &script,
+        &[],
+        DD_WRITES,
+        &[
+            (1, "runs whole in the kernel"),
+            (2, "runs whole in the kernel"),
+        ],
+    );
+    assert!(out.contains("dd 300 3 1 4\n"), "{out}");
+    assert!(out.contains("end dd 300\n"), "{out}");
+}

@@ -1481,11 +1481,15 @@ impl<'a> Translator<'a> {
             .any(|i| matches!(i, Instr::StoreVar { .. }))
     }
 
-    /// Whether the object stores through an address (a member of a struct variable assigned).
+    /// Whether the object stores through an address (a member of a struct variable assigned) or
+    /// a struct variable whole.
     fn stores_members(&self) -> bool {
-        self.code
-            .iter()
-            .any(|i| matches!(i, Instr::Store { .. } | Instr::Copys { .. }))
+        self.code.iter().any(|i| match *i {
+            Instr::Store { .. } | Instr::Copys { .. } => true,
+            // A struct variable assigned whole.
+            Instr::StoreVar { op, var, .. } => self.ref_var_size(op, var).is_some(),
+            _ => false,
+        })
     }
 
     fn reads_execname(&self) -> bool {
@@ -1825,19 +1829,28 @@ impl<'a> Translator<'a> {
             Instr::LoadVar { op, var, rd } if !matches!(op, Opcode::Ldgaa | Opcode::Ldtaa) => {
                 self.load_var(pc, s, op, var, rd)?
             }
+            Instr::StoreVar {
+                op: op @ (Opcode::Stts | Opcode::Stgs | Opcode::Stls),
+                var,
+                rs,
+            } if self.ref_var_size(op, var).is_some() => {
+                let id = u32::from(var);
+                let size = self.ref_var_size(op, var).unwrap_or_default();
+                let (v, prefix) = match op {
+                    Opcode::Stts => (StringVar::Thread(id), "self->"),
+                    Opcode::Stls => (StringVar::Local(id), "this->"),
+                    _ => (StringVar::Global(id), ""),
+                };
+                let name = self.var_name(id, prefix);
+                self.store_ref_whole(pc, s, v, size, rs, name)?;
+            }
             Instr::StoreVar { op, var, .. } if self.ref_var_size(op, var).is_some() => {
                 let id = u32::from(var);
-                let prefix = if matches!(op, Opcode::Stts | Opcode::Sttaa) {
-                    "self->"
-                } else if op == Opcode::Stls {
-                    "this->"
-                } else {
-                    ""
-                };
+                let prefix = if op == Opcode::Sttaa { "self->" } else { "" };
                 return Err(Untranslatable::Variable {
                     pc,
                     name: self.var_name(id, prefix),
-                    why: "a struct variable assigned whole is assigned in dtrace".into(),
+                    why: "an array element of structs assigned whole is assigned in dtrace".into(),
                 });
             }
             Instr::StoreVar {

@@ -77,6 +77,63 @@ impl Translator<'_> {
         Ok(())
     }
 
+    /// Stores by-reference variable `var` (D name `name`, `size` bytes) whole from the storage
+    /// of another (`y = x`, `self->t = g`, a member of the same type): register `rs` holds its
+    /// address. Its bytes are copied over the variable's, as the interpreter copies them; a
+    /// dynamic variable is created first, and a creation dropped (the space is full) ends the
+    /// clause, as a store's drop does. A value from anywhere else (kernel memory, `alloca()`)
+    /// keeps the clause in dtrace.
+    pub(super) fn store_ref_whole(
+        &mut self,
+        pc: usize,
+        s: &mut State,
+        var: StringVar<'_>,
+        size: u32,
+        rs: u8,
+        name: String,
+    ) -> Result<(), Untranslatable> {
+        if !matches!(s[(rs & 7) as usize], Kind::Ref { .. }) {
+            return Err(Untranslatable::Variable {
+                pc,
+                name,
+                why: "a struct variable assigned whole from other than a struct variable is \
+                      assigned in dtrace"
+                    .into(),
+            });
+        }
+        self.ref_access(pc, s, rs, size)?;
+        if size > i16::MAX as u32 {
+            return Err(Untranslatable::Variable {
+                pc,
+                name,
+                why: format!("a variable of {size} bytes"),
+            });
+        }
+        self.ctx
+            .emit_ref_var(&mut self.a, var, size)
+            .map_err(|why| Untranslatable::Variable { pc, name, why })?;
+        let (have, end) = (self.a.label(), self.end);
+        self.a.jmp_imm(op::JNE, R0, 0, have);
+        self.can_drop = true;
+        self.a.ja(end);
+        self.a.bind(have);
+        self.a.mov(R2, R0);
+        self.get(R1, rs);
+        let mut at = 0u32;
+        while at < size {
+            let (step, sz) = match size - at {
+                8.. => (8, Size::DW),
+                4..=7 => (4, Size::W),
+                2..=3 => (2, Size::H),
+                _ => (1, Size::B),
+            };
+            self.a.load(sz, R3, R1, at as i16);
+            self.a.store(sz, R2, at as i16, R3);
+            at += step;
+        }
+        Ok(())
+    }
+
     /// `rd = r1 + r2` (or `r1 - r2`) where one is a variable's address and the other a
     /// constant: the address of a member or an element, within the variable. `None` when
     /// neither register is an address.

@@ -200,6 +200,18 @@ fn members_stored_and_loaded_through_struct_variables_agree() {
         ),
         ("un.i = 0x01020304;", "un.b[0] * 100 + un.b[3]", 401),
         ("g.a = 1; g2.a = 2;", "g.a * 10 + g2.a", 12),
+        // Assigned whole: every byte, a string member's too.
+        (
+            r#"g.a = 7; g.l = 9; g.str = "ab"; g2 = g; g.a = 1;"#,
+            r#"g2.a * 100 + g2.l * 10 + g.a + (g2.str == "ab")"#,
+            792,
+        ),
+        (
+            "g.arr[3] = 4; self->v = g; this->t = self->v; command[1].a = 2;",
+            "self->v.arr[3] * 10 + this->t.arr[3] + command[1].a * 100",
+            244,
+        ),
+        ("g2.a = 5; g2 = g;", "g2.a", 0),
     ];
     for &(setup, expr, want) in cases {
         assert_eq!(agree(setup, expr), Some(want), "{setup} / {expr}");
@@ -260,8 +272,8 @@ fn what_the_translator_cannot_bound_stays_in_dtrace_with_its_reason() {
             "syscall::write:entry { trace(g); }",
             "used where the translator follows only integers",
         ),
-        // A struct assigned whole.
-        ("syscall::write:entry { g2 = g; }", "assigned whole"),
+        // An array element assigned whole.
+        ("syscall::write:entry { command[1] = g; }", "assigned whole"),
     ] {
         let prog = dtrace_compiler::compile(
             &format!("{DECLS} {src}"),
