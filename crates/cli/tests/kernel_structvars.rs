@@ -224,8 +224,9 @@ fn a_string_member_assigned_execname_ends_at_its_storage() {
     assert!(out.contains("dd 6 4\n"), "{out}");
 }
 
-/// A struct variable assigned whole (`y = x`, `g = self->v`): its bytes are copied in the
-/// kernel, string members with them, and read back at another probe and in `END`.
+/// A struct variable assigned whole (`y = x`, `g = self->v`, an array element `c[7] = g`): its
+/// bytes are copied in the kernel, string members with them, and read back at another probe
+/// and in `END`.
 #[test]
 fn a_struct_assigned_whole_is_copied_in_the_kernel() {
     let t = "a_struct_assigned_whole_is_copied_in_the_kernel";
@@ -235,9 +236,10 @@ fn a_struct_assigned_whole_is_copied_in_the_kernel() {
     let script = format!(
         "{DECLS} \
          syscall::write:entry /pid == $target/ {{ self->v.n = arg2; self->v.str = execname; \
-             self->v.arr[2] = 3; g = self->v; self->v.n = 1; }} \
+             self->v.arr[2] = 3; g = self->v; self->v.n = 1; c[7] = g; c[7].n++; }} \
          syscall::write:return /pid == $target/ {{ @[g.str, g.n, g.arr[2], self->v.n] = count(); }} \
-         END {{ printa(\"%s %d %d %d %@d\\n\", @); printf(\"end %s %d\\n\", g.str, g.n); }}"
+         END {{ printa(\"%s %d %d %d %@d\\n\", @); printf(\"end %s %d %s %d\\n\", g.str, g.n, \
+             c[7].str, c[7].n); }}"
     );
     let out = same_both_ways(
         &script,
@@ -249,5 +251,5 @@ fn a_struct_assigned_whole_is_copied_in_the_kernel() {
         ],
     );
     assert!(out.contains("dd 300 3 1 4\n"), "{out}");
-    assert!(out.contains("end dd 300\n"), "{out}");
+    assert!(out.contains("end dd 300 dd 301\n"), "{out}");
 }

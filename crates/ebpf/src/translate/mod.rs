@@ -1844,14 +1844,15 @@ impl<'a> Translator<'a> {
                 let name = self.var_name(id, prefix);
                 self.store_ref_whole(pc, s, v, size, rs, name)?;
             }
-            Instr::StoreVar { op, var, .. } if self.ref_var_size(op, var).is_some() => {
-                let id = u32::from(var);
-                let prefix = if op == Opcode::Sttaa { "self->" } else { "" };
-                return Err(Untranslatable::Variable {
-                    pc,
-                    name: self.var_name(id, prefix),
-                    why: "an array element of structs assigned whole is assigned in dtrace".into(),
-                });
+            Instr::StoreVar {
+                op: op @ (Opcode::Stgaa | Opcode::Sttaa),
+                var,
+                rs,
+            } if self.ref_var_size(op, var).is_some() => {
+                let size = self.ref_var_size(op, var).unwrap_or_default();
+                let (array, key) = self.array(pc, s, op == Opcode::Sttaa, var)?;
+                let name = self.array_name(array);
+                self.store_ref_whole(pc, s, StringVar::Array(array, &key), size, rs, name)?;
             }
             Instr::StoreVar {
                 op: op @ (Opcode::Stts | Opcode::Stgs | Opcode::Stls),

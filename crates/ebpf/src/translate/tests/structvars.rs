@@ -212,6 +212,11 @@ fn members_stored_and_loaded_through_struct_variables_agree() {
             244,
         ),
         ("g2.a = 5; g2 = g;", "g2.a", 0),
+        (
+            "g.a = 3; command[1] = g; command[2] = command[1]; command[2].l = 5;",
+            "command[1].a * 100 + command[2].a * 10 + command[2].l + command[1].l",
+            335,
+        ),
     ];
     for &(setup, expr, want) in cases {
         assert_eq!(agree(setup, expr), Some(want), "{setup} / {expr}");
@@ -272,8 +277,11 @@ fn what_the_translator_cannot_bound_stays_in_dtrace_with_its_reason() {
             "syscall::write:entry { trace(g); }",
             "used where the translator follows only integers",
         ),
-        // An array element assigned whole.
-        ("syscall::write:entry { command[1] = g; }", "assigned whole"),
+        // A struct assigned whole from kernel memory.
+        (
+            "syscall::write:entry { g = *(struct s *)arg0; }",
+            "assigned whole from other than a struct variable",
+        ),
     ] {
         let prog = dtrace_compiler::compile(
             &format!("{DECLS} {src}"),
