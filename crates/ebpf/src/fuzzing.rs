@@ -86,6 +86,11 @@ impl ProbeContext for Fixed {
         a.ja(abandon);
         true
     }
+
+    // arg1 is a user string the probe copies (as `proc:::exec`'s path).
+    fn user_string_arg(&self, n: u8) -> Option<u32> {
+        (n == 1).then_some(256)
+    }
 }
 
 /// Checks what a fragment must be: jumps land inside it or at its end, stack accesses through the
