@@ -143,6 +143,35 @@ impl Translator<'_> {
 }
 
 impl Translator<'_> {
+    /// Leaves in r0 the address of the copy of probe argument `n`'s user string that the
+    /// probe's program read before the clauses ran (`ProbeContext::pre_reads_string`), the
+    /// argument's value at frame offset `value` (`what` names the reader in a refusal). As the
+    /// interpreter, address 0 faults `DTRACEFLT_BADADDR` at 0, at a [`FaultAddr::Stored`] site
+    /// (the clause copies a string in, as the planner sees it); no scratch faults
+    /// `DTRACEFLT_NOSCRATCH`.
+    pub(super) fn pre_read_copy(
+        &mut self,
+        pc: usize,
+        n: u8,
+        value: i16,
+        what: &str,
+    ) -> Result<(), Untranslatable> {
+        let no_scratch = self.fault_site(pc, FaultKind::NoScratch, FaultAddr::Zero);
+        let bad = self.fault_site(pc, FaultKind::BadAddr, FaultAddr::Stored);
+        let (a, at) = (&mut self.a, self.frame.fault_addr_at());
+        let read = a.label();
+        a.load(Size::DW, R3, R10, value);
+        a.jmp_imm(op::JNE, R3, 0, read);
+        a.store_imm(Size::DW, R10, at, 0);
+        a.ja(bad);
+        a.bind(read);
+        self.ctx
+            .emit_pre_read_string(&mut self.a, n)
+            .map_err(super::refusal(pc, what))?;
+        self.a.jmp_imm(op::JEQ, R0, 0, no_scratch);
+        Ok(())
+    }
+
     /// `copyinstr(argN)` (`args`, the frame offsets of the pushed arguments) of a string the
     /// probe's program read before the clauses ran: its copy into `rd`, read once per firing.
     /// As the interpreter, address 0 faults there. False when there is no such copy.
@@ -161,21 +190,7 @@ impl Translator<'_> {
             return Ok(false);
         };
         let buf = self.frame.load_buf();
-        let no_scratch = self.fault_site(pc, FaultKind::NoScratch, FaultAddr::Zero);
-        // A Stored fault site: the clause copies a string in, as the planner sees it.
-        let bad = self.fault_site(pc, FaultKind::BadAddr, FaultAddr::Stored);
-        let refused = super::refusal(pc, "copyinstr()");
-        let (a, at) = (&mut self.a, self.frame.fault_addr_at());
-        let read = a.label();
-        a.load(Size::DW, R3, R10, args[0]);
-        a.jmp_imm(op::JNE, R3, 0, read);
-        a.store_imm(Size::DW, R10, at, 0);
-        a.ja(bad);
-        a.bind(read);
-        self.ctx
-            .emit_pre_read_string(&mut self.a, n)
-            .map_err(refused)?;
-        self.a.jmp_imm(op::JEQ, R0, 0, no_scratch);
+        self.pre_read_copy(pc, n, args[0], "copyinstr()")?;
         self.a.store(Size::DW, R10, buf, R0);
         self.a.mov(R1, R0);
         self.put(s, rd, R1, Kind::Scratch);

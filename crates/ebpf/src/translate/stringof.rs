@@ -219,6 +219,11 @@ impl Translator<'_> {
         let what = format!("the string of arg{arg}");
         let refused = super::refusal(pc, &what);
         self.ctx.reads_user_memory().map_err(refused)?;
+        if self.strsize <= size as usize && self.ctx.pre_reads_string(arg) {
+            self.pre_read_copy(pc, arg, reg, &what)?;
+            self.a.store(Size::DW, R10, at, R0);
+            return Ok(());
+        }
         let most = self.strsize.min(size as usize).max(1);
         let storage = i32::try_from(most).map_err(|_| refused("strsize too large".into()))?;
         let bad = self.fault_site(pc, FaultKind::BadAddr, FaultAddr::Stored);
@@ -226,15 +231,6 @@ impl Translator<'_> {
         self.a.load(Size::DW, R1, R10, reg);
         self.a.store(Size::DW, R10, fault_at, R1);
         self.a.jmp_imm(op::JEQ, R1, 0, bad);
-        if self.strsize <= size as usize && self.ctx.pre_reads_string(arg) {
-            let no_scratch = self.fault_site(pc, FaultKind::NoScratch, FaultAddr::Zero);
-            self.ctx
-                .emit_pre_read_string(&mut self.a, arg)
-                .map_err(refused)?;
-            self.a.jmp_imm(op::JEQ, R0, 0, no_scratch);
-            self.a.store(Size::DW, R10, at, R0);
-            return Ok(());
-        }
         self.string_slot(pc, at, true).map_err(refused)?;
         let read = self.a.label();
         let a = &mut self.a;

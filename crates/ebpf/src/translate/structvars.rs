@@ -57,6 +57,21 @@ impl Translator<'_> {
         rd: u8,
         name: String,
     ) -> Result<(), Untranslatable> {
+        self.ref_var_address(pc, var, size, name)?;
+        self.put(s, rd, R0, Kind::Ref { size, off: 0 });
+        Ok(())
+    }
+
+    /// Leaves in r0 the address of by-reference variable `var` (D name `name`, `size` bytes),
+    /// created zero-filled when it is a dynamic variable that does not exist; the clause ends
+    /// when that creation is dropped (see the module notes).
+    fn ref_var_address(
+        &mut self,
+        pc: usize,
+        var: StringVar<'_>,
+        size: u32,
+        name: String,
+    ) -> Result<(), Untranslatable> {
         if size == 0 || size > i16::MAX as u32 {
             return Err(Untranslatable::Variable {
                 pc,
@@ -73,8 +88,23 @@ impl Translator<'_> {
         self.can_drop = true;
         self.a.ja(end);
         self.a.bind(have);
-        self.put(s, rd, R0, Kind::Ref { size, off: 0 });
         Ok(())
+    }
+
+    /// Copies `n` bytes from the address in r1 to the one in r2 (through r3), widest first.
+    fn emit_copy(&mut self, n: u32) {
+        let mut at = 0u32;
+        while at < n {
+            let (step, sz) = match n - at {
+                8.. => (8, Size::DW),
+                4..=7 => (4, Size::W),
+                2..=3 => (2, Size::H),
+                _ => (1, Size::B),
+            };
+            self.a.load(sz, R3, R1, at as i16);
+            self.a.store(sz, R2, at as i16, R3);
+            at += step;
+        }
     }
 
     /// Stores by-reference variable `var` (D name `name`, `size` bytes) whole from the storage
@@ -102,35 +132,10 @@ impl Translator<'_> {
             });
         }
         self.ref_access(pc, s, rs, size)?;
-        if size > i16::MAX as u32 {
-            return Err(Untranslatable::Variable {
-                pc,
-                name,
-                why: format!("a variable of {size} bytes"),
-            });
-        }
-        self.ctx
-            .emit_ref_var(&mut self.a, var, size)
-            .map_err(|why| Untranslatable::Variable { pc, name, why })?;
-        let (have, end) = (self.a.label(), self.end);
-        self.a.jmp_imm(op::JNE, R0, 0, have);
-        self.can_drop = true;
-        self.a.ja(end);
-        self.a.bind(have);
+        self.ref_var_address(pc, var, size, name)?;
         self.a.mov(R2, R0);
         self.get(R1, rs);
-        let mut at = 0u32;
-        while at < size {
-            let (step, sz) = match size - at {
-                8.. => (8, Size::DW),
-                4..=7 => (4, Size::W),
-                2..=3 => (2, Size::H),
-                _ => (1, Size::B),
-            };
-            self.a.load(sz, R3, R1, at as i16);
-            self.a.store(sz, R2, at as i16, R3);
-            at += step;
-        }
+        self.emit_copy(size);
         Ok(())
     }
 
@@ -355,18 +360,7 @@ impl Translator<'_> {
         }
         // R1: the source; R2: the destination.
         self.get(R2, rd);
-        let mut at = 0u32;
-        while at < n {
-            let (step, sz) = match n - at {
-                8.. => (8, Size::DW),
-                4..=7 => (4, Size::W),
-                2..=3 => (2, Size::H),
-                _ => (1, Size::B),
-            };
-            self.a.load(sz, R3, R1, at as i16);
-            self.a.store(sz, R2, at as i16, R3);
-            at += step;
-        }
+        self.emit_copy(n);
         Ok(())
     }
 

@@ -1326,6 +1326,8 @@ impl Shared {
         }
         self.placement = kvars::place(&facts);
         self.placement.alloca = alloca;
+        // A clause kept whole in the kernel reads its strings there, as DTrace does: -v says so
+        // (one whose variables live for the firing only reads them first, as one without).
         for (program, base) in &self.planned {
             for (k, e) in program.ecbs.iter().enumerate() {
                 let i = base + k;
@@ -1334,17 +1336,9 @@ impl Shared {
                 });
                 if firing_only && self.placement.in_kernel(i) && !exits_at_kernel_probe(e) {
                     self.placement.firing_only.insert(i);
-                }
-            }
-        }
-        // A clause kept whole in the kernel reads its strings there, as DTrace does: -v says so
-        // (one whose variables live for the firing only reads them first, as one without).
-        for (program, base) in &self.planned {
-            for (k, e) in program.ecbs.iter().enumerate() {
-                if self.placement.firing_only.contains(&(base + k)) {
                     continue;
                 }
-                if let Some(Some(Ok(names))) = self.placement.clauses.get_mut(base + k) {
+                if let Some(Some(Ok(names))) = self.placement.clauses.get_mut(i) {
                     if let Some(note) = kvars::reads_at_probe_note(e) {
                         names.push_str(note);
                     }
