@@ -4,8 +4,10 @@
 //! probe, and freed by `= 0`, run whole in the kernel (`-v` says so) and print exactly what the
 //! interpreter prints with every kernel path off: NULL compares as the empty string, a global
 //! never stored is the empty string, recording NULL faults at the same DIF offset, a small
-//! `strsize` cuts alike. Such a clause cannot hand a firing over to dtrace: a string on a page
-//! not yet read in faults at the probe, as DTrace's `copyinstr()` does there (`-v` says so).
+//! `strsize` cuts alike. Such a clause cannot hand a firing over to dtrace: at a syscall's
+//! entry, a firing whose string is on a page not yet read in is kept and runs at the syscall's
+//! return, where the kernel has read it in (`-v` says so); elsewhere the string faults at the
+//! probe, as DTrace's `copyinstr()` does there.
 
 mod common;
 use common::same_with_kernel_paths_off as same_both_ways;
@@ -15,7 +17,8 @@ use common::{
 
 /// The traced program: opens a few paths (copied to its stack first, so every string is on a
 /// page read in) three times over; `openat`'s `arg2` is the flags (0), `arg3` the mode (0).
-/// With an argument, it then opens a path on a page never touched.
+/// With an argument, it then opens a path on a page never touched; with a second (a file it
+/// writes a path into), the path on its page of that file, mapped and not touched either.
 const OPENER: &str = r#"
 #include <fcntl.h>
 #include <string.h>
@@ -37,6 +40,16 @@ int main(int argc, char **argv) {
         if (fresh == MAP_FAILED)
             return 1;
         openat(AT_FDCWD, fresh, O_RDONLY);
+    }
+    if (argc > 2) {
+        static const char path[] = "/nonexistent/kstrvar-mapped";
+        int fd = open(argv[2], O_RDWR | O_CREAT | O_TRUNC, 0600);
+        if (fd < 0 || write(fd, path, sizeof path) != sizeof path)
+            return 1;
+        char *mapped = mmap(0, 4096, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (mapped == MAP_FAILED)
+            return 1;
+        openat(AT_FDCWD, mapped, O_RDONLY);
     }
     return 0;
 }
@@ -123,8 +136,8 @@ fn the_entry_return_string_idioms_run_whole_in_the_kernel() {
     );
     assert!(
         clause_lines(&err, 1).iter().any(|l| l.contains(
-            "copyinstr() reads at the probe, where a string on a page not yet read in faults, \
-             as in DTrace"
+            "copyinstr() reads at the probe, and a firing whose string is on a page not yet \
+             read in runs at the syscall's return instead"
         )),
         "{err}"
     );
@@ -213,8 +226,8 @@ fn recording_a_null_string_faults_in_the_kernel_as_in_dtrace() {
 }
 
 #[test]
-fn a_string_on_a_page_not_read_in_faults_at_the_probe_as_in_dtrace() {
-    let t = "a_string_on_a_page_not_read_in_faults_at_the_probe_as_in_dtrace";
+fn a_string_on_a_page_not_read_in_at_the_entry_is_read_at_the_return() {
+    let t = "a_string_on_a_page_not_read_in_at_the_entry_is_read_at_the_return";
     if !kernel_ok(t) || !have_gcc(t) {
         return;
     }
@@ -224,15 +237,11 @@ fn a_string_on_a_page_not_read_in_faults_at_the_probe_as_in_dtrace() {
         END { printa(\"%s %@d\\n\", @); }";
     let (rc, out, err) = dtrace_with_env(&[], &["-q", "-n", script, "-c", &cmd]);
     assert_eq!(rc, 0, "{err}");
-    // The empty path on a page never touched: the kernel cannot read it at the entry, and
-    // reports DTrace's fault there, as DTrace does; the readable ones count as in dtrace (the
+    // The empty path on a page never touched: the kernel cannot read it at the entry (DTrace
+    // faults there), so the entry's firing is kept and runs at the syscall's return, where the
+    // kernel has read the page in: no fault, and the readable ones count as in dtrace (the
     // empty string is not counted either way: it compares equal to NULL).
-    let faults = error_lines(&err);
-    assert_eq!(faults.len(), 1, "{err}");
-    assert!(
-        faults[0].contains("syscall:vmlinux:openat:entry): invalid address (0x"),
-        "{err}"
-    );
+    assert!(error_lines(&err).is_empty(), "{err}");
     assert_eq!(count_of(&out, "/nonexistent/kstrvar-a"), Some(6), "{out}");
     // In dtrace, the capture reads it again at the syscall's return: no fault.
     let off = kernel_paths_off();
@@ -254,6 +263,78 @@ fn a_string_on_a_page_not_read_in_faults_at_the_probe_as_in_dtrace() {
     assert!(
         out.lines().any(|l| l.trim() == "1"),
         "the empty path: {out}"
+    );
+}
+
+/// The firing a syscall's entry keeps for its return (its string not readable at the entry)
+/// runs the entry's clauses there as the entry: its records and variables, its `timestamp`,
+/// before the return's clauses (whichever the program enables first), so both ways print the
+/// same.
+#[test]
+fn a_kept_entry_firing_runs_at_the_return_as_the_entry() {
+    let t = "a_kept_entry_firing_runs_at_the_return_as_the_entry";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let dir = common::test_dir("kstrvar-kept");
+    let cmd = format!(
+        "{} fresh {}",
+        opener("kstrvar-kept"),
+        dir.join("mapped").display()
+    );
+    let note = "copyinstr() reads at the probe, and a firing whose string is on a page not yet \
+                read in runs at the syscall's return instead";
+    // The return's clause first: its program is in place before the entry's replay.
+    let out = same_both_ways(
+        "self string p; self uint64_t ts, prev; self int n; \
+         syscall::openat:return /self->p != NULL/ { printf(\"return %s %d %d\\n\", self->p, \
+             self->n, timestamp > self->ts && self->ts > self->prev); self->p = 0; } \
+         syscall::openat:entry /pid == $target/ { self->n++; self->prev = self->ts; \
+             self->p = copyinstr(arg1); self->ts = timestamp; \
+             printf(\"entry %s %d\\n\", self->p, self->n); }",
+        &[],
+        &cmd,
+        &[(2, note)],
+    );
+    assert!(out.contains("entry /nonexistent/kstrvar-mapped "), "{out}");
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("return /nonexistent/kstrvar-mapped ") && l.ends_with(" 1")),
+        "{out}"
+    );
+    // A speculation at the entry, committed at the return for failed opens.
+    let out = same_both_ways(
+        "syscall::openat:entry /pid == $target/ { self->spec = speculation(); \
+             speculate(self->spec); printf(\"%s\\n\", copyinstr(arg1)); } \
+         syscall::openat:return /self->spec && (int)arg0 < 0/ { commit(self->spec); \
+             self->spec = 0; } \
+         syscall::openat:return /self->spec/ { discard(self->spec); self->spec = 0; }",
+        &[],
+        &cmd,
+        &[(1, note)],
+    );
+    assert!(out.contains("/nonexistent/kstrvar-mapped\n"), "{out}");
+    assert!(!out.contains("/etc/hostname"), "{out}");
+    // What the return could read otherwise (vtimestamp: the syscall's own time) is not kept:
+    // the string faults at the entry, as in DTrace, and -v says so.
+    let script = "syscall::openat:entry /pid == $target/ { self->v = vtimestamp; \
+         self->p = copyinstr(arg1); } \
+         syscall::openat:return /self->p != NULL/ { @[self->p] = count(); self->p = 0; }";
+    let (rc, _, err) = dtrace_with_env(&[], &["-qv", "-n", script, "-c", &cmd]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(
+        clause_lines(&err, 1).iter().any(|l| l.contains(
+            "copyinstr() reads at the probe, where a string on a page not yet read in faults, \
+             as in DTrace"
+        )),
+        "{err}"
+    );
+    let faults = error_lines(&err);
+    assert!(
+        faults
+            .iter()
+            .any(|l| l.contains("syscall:vmlinux:openat:entry): invalid address (0x")),
+        "{err}"
     );
 }
 

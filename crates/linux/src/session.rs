@@ -59,6 +59,8 @@ struct Enabled {
     _attachments: Vec<Attachment>,
     _programs: Vec<Program>,
     _pending: Option<(Map, Map)>,
+    /// The maps of the firings a syscall entry keeps for its return (`capture::spec::Replay`).
+    _replay: Option<(Map, Map)>,
 }
 
 /// A uprobe site enabled but not yet placed: its capture program, loaded for a uprobe-multi link.
@@ -107,12 +109,44 @@ fn group_name(first: &str, n: usize) -> String {
     }
 }
 
+/// Where [`Session::set_up_replay`] sets a replay up: the syscall, and the entry's program's
+/// shape, layout, tag, maps and names.
+struct ReplayAt<'a> {
+    nr: u32,
+    entry_shape: &'a ProbeShape,
+    layout: &'a RecordLayout,
+    tag: u32,
+    fds: &'a MapFds,
+    obj: &'a str,
+    name: &'a str,
+}
+
+/// A replay set up by [`Session::set_up_replay`].
+struct KeptFirings {
+    /// The entry's spec, in the mode that keeps firings.
+    keep: CaptureSpec,
+    /// The program at the return, in its slot.
+    replay: Program,
+    /// Its maps: the kept firings and the flag saying one was.
+    maps: (Map, Map),
+}
+
 /// One raw syscall tracepoint with its dispatcher and the per-syscall tail-call slots.
 struct Dispatch {
     _link: Attachment,
     _prog: Program,
     slots: Map,
     used: std::collections::HashSet<u32>,
+    /// The program in each used slot.
+    fds: std::collections::HashMap<u32, i32>,
+    /// `sys_exit` only: the slots holding the replay of a syscall entry's kept firings
+    /// (`capture::spec::Replay`), which tail-calls the same slot of [`Dispatch::next`], where
+    /// the return's own program then goes.
+    replays: std::collections::HashSet<u32>,
+    /// The prog array the replays tail-call (created with the first).
+    next: Option<Map>,
+    /// The used slots of [`Dispatch::next`].
+    next_used: std::collections::HashSet<u32>,
 }
 
 struct ProbeInfo {
@@ -405,6 +439,7 @@ impl Session {
         let mut programs = Vec::new();
         let mut attachments = Vec::new();
         let mut pending = None;
+        let mut replay_maps = None;
         let mut capture_report = CaptureReport::default();
         // Every capture program of this probe loads the same way; only its kind, shape and maps
         // differ.
@@ -466,30 +501,76 @@ impl Session {
                     }
                     pending = Some((map, armed));
                 }
+                // A firing at the entry whose strings are not readable yet is kept for the
+                // syscall's return (see `capture::spec::Replay`).
+                let entry_shape = match raw {
+                    Some(route) => ProbeShape {
+                        ctx: CtxKind::RawTracepoint,
+                        args: route.args.clone(),
+                        conditions: Vec::new(),
+                        identity: *identity,
+                        task: self.task,
+                    },
+                    None => ProbeShape {
+                        ctx: CtxKind::Tracepoint,
+                        args: args.clone(),
+                        conditions: conditions.clone(),
+                        identity: *identity,
+                        task: self.task,
+                    },
+                };
+                let exec = matches!(probe.desc.function.as_str(), "execve" | "execveat");
+                let kept = match syscall.as_ref().filter(|_| !*syscall_return && !exec) {
+                    Some(r) => {
+                        let at = ReplayAt {
+                            nr: r.nr,
+                            entry_shape: &entry_shape,
+                            layout: &layout,
+                            tag,
+                            fds: &fds,
+                            obj: &obj,
+                            name: &name,
+                        };
+                        self.set_up_replay(spec, at)?
+                    }
+                    None => None,
+                };
+                let kept_spec;
+                let spec = match kept {
+                    Some(k) => {
+                        programs.push(k.replay);
+                        replay_maps = Some(k.maps);
+                        kept_spec = k.keep;
+                        &kept_spec
+                    }
+                    None => spec,
+                };
+                let load = |kind: ProgKind, shape: &ProbeShape, fds: &MapFds| match only_cpu {
+                    Some(cpu) => {
+                        let mut on_cpu = shape.clone();
+                        on_cpu.conditions.insert(0, Condition::OnCpu(cpu));
+                        load_capture(kind, &on_cpu, spec, &layout, tag, fds, &obj, &name)
+                    }
+                    None => load_capture(kind, shape, spec, &layout, tag, fds, &obj, &name),
+                };
                 match raw {
                     Some(route) => {
-                        let shape = ProbeShape {
-                            ctx: CtxKind::RawTracepoint,
-                            args: route.args.clone(),
-                            conditions: Vec::new(),
-                            identity: *identity,
-                            task: self.task,
-                        };
+                        let shape = entry_shape;
                         let (prog, report) = load(ProgKind::RawTracepoint, &shape, &fds)?;
-                        capture_report = report;
+                        capture_report = CaptureReport {
+                            replay: replay_maps.is_some(),
+                            ..report
+                        };
                         self.install(*syscall_return, route.nr, &prog)?;
                         programs.push(prog);
                     }
                     None => {
-                        let shape = ProbeShape {
-                            ctx: CtxKind::Tracepoint,
-                            args: args.clone(),
-                            conditions: conditions.clone(),
-                            identity: *identity,
-                            task: self.task,
-                        };
+                        let shape = entry_shape;
                         let (prog, report) = load(ProgKind::Tracepoint, &shape, &fds)?;
-                        capture_report = report;
+                        capture_report = CaptureReport {
+                            replay: replay_maps.is_some(),
+                            ..report
+                        };
                         attachments.push(Attachment::tracepoint(&prog, *id, &name)?);
                         programs.push(prog);
                     }
@@ -677,6 +758,7 @@ impl Session {
             _attachments: attachments,
             _programs: programs,
             _pending: pending,
+            _replay: replay_maps,
         });
         self.info.insert(
             tag,
@@ -840,14 +922,171 @@ impl Session {
 
     fn slot_free(&self, exit: bool, nr: u32) -> bool {
         nr < MAX_SYSCALL_NR
-            && self.dispatch[usize::from(exit)]
-                .as_ref()
-                .is_none_or(|d| !d.used.contains(&nr))
+            && self.dispatch[usize::from(exit)].as_ref().is_none_or(|d| {
+                !d.used.contains(&nr) || d.replays.contains(&nr) && !d.next_used.contains(&nr)
+            })
     }
 
     /// Puts `prog` in the dispatcher slot of syscall `nr`, creating and attaching the dispatcher on
-    /// first use.
+    /// first use (behind the slot's replay, where it has one: see [`Dispatch::replays`]).
     fn install(&mut self, exit: bool, nr: u32, prog: &Program) -> Result<()> {
+        let d = self.syscall_dispatch(exit)?;
+        let fd = prog.raw_fd() as u32;
+        if d.replays.contains(&nr) {
+            let next = d
+                .next
+                .as_ref()
+                .ok_or_else(|| LinuxError::Unavailable("syscall replay slots".into()))?;
+            next.update(&nr.to_le_bytes(), &fd.to_le_bytes())?;
+            d.next_used.insert(nr);
+            return Ok(());
+        }
+        d.slots.update(&nr.to_le_bytes(), &fd.to_le_bytes())?;
+        d.used.insert(nr);
+        d.fds.insert(nr, prog.raw_fd());
+        Ok(())
+    }
+
+    /// The prog array the replays at syscall returns tail-call (see [`Dispatch::next`]), its
+    /// file descriptor; `None` when syscall `nr`'s return cannot take a replay (it has one, or
+    /// its slot and the one behind it are taken).
+    fn replay_next(&mut self, nr: u32) -> Result<Option<i32>> {
+        if nr >= MAX_SYSCALL_NR {
+            return Ok(None);
+        }
+        let prefix = self.opts.name_prefix.clone();
+        let d = self.syscall_dispatch(true)?;
+        if d.replays.contains(&nr) || d.used.contains(&nr) && d.next_used.contains(&nr) {
+            return Ok(None);
+        }
+        if d.next.is_none() {
+            d.next = Some(Map::create(
+                MapKind::ProgArray,
+                &format!("{prefix}_sxn"),
+                4,
+                4,
+                MAX_SYSCALL_NR,
+            )?);
+        }
+        Ok(d.next.as_ref().map(Map::raw_fd))
+    }
+
+    /// Puts the replay `prog` in the `sys_exit` slot of syscall `nr` (see
+    /// [`Session::replay_next`], which must have said it can), the program there moving to the
+    /// slot behind it.
+    fn install_replay(&mut self, nr: u32, prog: &Program) -> Result<()> {
+        let d = self.syscall_dispatch(true)?;
+        let next = d
+            .next
+            .as_ref()
+            .ok_or_else(|| LinuxError::Unavailable("syscall replay slots".into()))?;
+        if let Some(&held) = d.fds.get(&nr).filter(|_| d.used.contains(&nr)) {
+            next.update(&nr.to_le_bytes(), &(held as u32).to_le_bytes())?;
+            d.next_used.insert(nr);
+        }
+        d.slots
+            .update(&nr.to_le_bytes(), &(prog.raw_fd() as u32).to_le_bytes())?;
+        d.used.insert(nr);
+        d.fds.insert(nr, prog.raw_fd());
+        d.replays.insert(nr);
+        Ok(())
+    }
+
+    /// Sets up the replay at syscall `at.nr`'s return of the firings its entry keeps (see
+    /// `capture::spec::Replay`), when the entry's kernel clauses in `spec` call for one
+    /// (`capture::kagg::replayable`) and the return can take it: loads the program that runs
+    /// them there and puts it in the return's slot. Returns the entry's spec in the mode that
+    /// keeps such firings, the program, and the maps; `None` where the clauses run without a
+    /// replay (a string not readable at the entry then faults there, as in DTrace): the
+    /// return holds another's, or the replay would not run the clauses the entry runs, or the
+    /// kernel refuses its code.
+    fn set_up_replay(
+        &mut self,
+        spec: &CaptureSpec,
+        at: ReplayAt<'_>,
+    ) -> Result<Option<KeptFirings>> {
+        use crate::capture::spec::{Replay, ReplayMaps, REPLAY_ARGS, REPLAY_VALUE_SIZE};
+        let Some(k) = spec
+            .aggs
+            .as_ref()
+            .filter(|k| crate::capture::kagg::replayable(k))
+        else {
+            return Ok(None);
+        };
+        let Some(next) = self.replay_next(at.nr)? else {
+            return Ok(None);
+        };
+        let pending = Map::create(
+            MapKind::Hash,
+            &format!("{}_k", at.obj),
+            4,
+            REPLAY_VALUE_SIZE as u32,
+            16_384,
+        )?;
+        let armed = Map::create(MapKind::Array, &format!("{}_kn", at.obj), 4, 8, 1)?;
+        let m = ReplayMaps {
+            pending: pending.raw_fd(),
+            armed: armed.raw_fd(),
+            zeros: k.zeros,
+        };
+        let with = |replay| CaptureSpec {
+            aggs: Some(crate::capture::KernelAggs {
+                replay: Some(replay),
+                ..k.clone()
+            }),
+            ..spec.clone()
+        };
+        let (keep, run) = (with(Replay::Keep(m)), with(Replay::Run(m)));
+        let shape = ProbeShape {
+            ctx: CtxKind::RawTracepoint,
+            args: (0..REPLAY_ARGS as u8)
+                .map(|n| ArgSource::Kept { map: m.pending, n })
+                .collect(),
+            conditions: Vec::new(),
+            identity: at.entry_shape.identity,
+            task: self.task,
+        };
+        let Ok((insns, ran)) =
+            crate::capture::codegen::gen_replay(&shape, &run, at.tag, at.fds, (next, at.nr))
+        else {
+            return Ok(None);
+        };
+        let Ok((_, kept)) = crate::capture::codegen::gen_capture_reporting(
+            at.entry_shape,
+            &keep,
+            at.layout,
+            at.tag,
+            at.fds,
+        ) else {
+            return Ok(None);
+        };
+        let same = kept.aggs.len() == ran.len()
+            && kept
+                .aggs
+                .iter()
+                .zip(&ran)
+                .all(|(a, b)| a.is_ok() == b.is_ok());
+        if !same || !kept.aggs.iter().any(|r| r.is_ok()) {
+            return Ok(None);
+        }
+        let Ok(prog) = Program::load(
+            ProgKind::RawTracepoint,
+            &insns,
+            &format!("{}_x", at.obj),
+            at.name,
+        ) else {
+            return Ok(None);
+        };
+        self.install_replay(at.nr, &prog)?;
+        Ok(Some(KeptFirings {
+            keep,
+            replay: prog,
+            maps: (pending, armed),
+        }))
+    }
+
+    /// The `sys_enter` or `sys_exit` dispatcher, created and attached on first use.
+    fn syscall_dispatch(&mut self, exit: bool) -> Result<&mut Dispatch> {
         let i = usize::from(exit);
         if self.dispatch[i].is_none() {
             let which = if exit { "sys_exit" } else { "sys_enter" };
@@ -876,15 +1115,15 @@ impl Session {
                 _prog: dprog,
                 slots,
                 used: Default::default(),
+                fds: Default::default(),
+                replays: Default::default(),
+                next: None,
+                next_used: Default::default(),
             });
         }
-        let d = self.dispatch[i]
+        self.dispatch[i]
             .as_mut()
-            .ok_or_else(|| LinuxError::Unavailable("syscall dispatcher".into()))?;
-        d.slots
-            .update(&nr.to_le_bytes(), &(prog.raw_fd() as u32).to_le_bytes())?;
-        d.used.insert(nr);
-        Ok(())
+            .ok_or_else(|| LinuxError::Unavailable("syscall dispatcher".into()))
     }
 
     /// What the capture program of the probe enabled with `tag` runs in the kernel: which

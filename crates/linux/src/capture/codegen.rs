@@ -530,6 +530,26 @@ pub(crate) fn emit_arg(a: &mut Asm, shape: &ProbeShape, src: ArgSource) -> Resul
         ArgSource::Const(v) => {
             a.mov_imm(R0, v);
         }
+        ArgSource::Kept { map, n } if usize::from(n) < super::spec::REPLAY_ARGS => {
+            let none = a.label();
+            a.call(helper::GET_CURRENT_PID_TGID)
+                .store(Size::W, R10, SCRATCH, R0);
+            a.ld_map_fd(R1, map)
+                .mov(R2, R10)
+                .alu_imm(op::ADD, R2, SCRATCH as i32)
+                .call(helper::MAP_LOOKUP_ELEM);
+            a.jmp_imm(op::JEQ, R0, 0, none);
+            a.load(
+                Size::DW,
+                R0,
+                R0,
+                off16(8 + 8 * n as usize, "kept argument")?,
+            );
+            a.bind(none);
+        }
+        ArgSource::Kept { .. } => {
+            a.mov_imm(R0, 0);
+        }
         ArgSource::UserReg {
             offset,
             size,
@@ -683,6 +703,9 @@ pub struct CaptureReport {
     pub aggs: super::kagg::AggReport,
     /// Per clause of the spec's signals sent at the probe.
     pub signals: super::signal::SignalReport,
+    /// A firing of the probe (a syscall's entry) whose strings cannot be read there yet runs at
+    /// the syscall's return instead (`spec::Replay`).
+    pub replay: bool,
 }
 
 /// [`gen_capture`], with the report of what runs in the kernel.
@@ -740,6 +763,7 @@ pub fn gen_capture_reporting(
         filter_over_others: all_in_kernel,
         aggs,
         signals,
+        replay: false,
     };
     if !records && bypass.is_none() && !handover {
         // Nothing at this probe records.
@@ -1301,6 +1325,54 @@ pub fn gen_syscall_dispatcher(slots: i32, exit: bool) -> Result<Vec<Insn>> {
     a.mov(R1, R6).ld_map_fd(R2, slots).call(helper::TAIL_CALL);
     a.bind(out).mov_imm(R0, 0).exit();
     Ok(a.finish()?)
+}
+
+/// Generates the program at a syscall's return that runs the kernel clauses of the syscall's
+/// entry on a firing the entry kept for it (`spec::Replay`; `spec`'s aggregations are the
+/// entry's, in [`Replay::Run`](super::spec::Replay) mode), then tail-calls slot `nr` of prog
+/// array `next`, where the return's own program is (when it has one). `shape` reads the kept
+/// arguments ([`ArgSource::Kept`]). Returns the program and what runs of the clauses, which
+/// must be what runs at the entry.
+pub fn gen_replay(
+    shape: &ProbeShape,
+    spec: &CaptureSpec,
+    tag: u32,
+    maps: &MapFds,
+    (next, nr): (i32, u32),
+) -> Result<(Vec<Insn>, super::kagg::AggReport)> {
+    let k = spec
+        .aggs
+        .as_ref()
+        .ok_or_else(|| LinuxError::Asm("a replay without clauses".into()))?;
+    let Some(super::spec::Replay::Run(m)) = k.replay else {
+        return Err(LinuxError::Asm("a replay of clauses not kept".into()));
+    };
+    let nr = i32::try_from(nr).map_err(|_| LinuxError::Asm("syscall number".into()))?;
+    let mut a = Asm::new();
+    let out = a.label();
+    a.mov(R6, R1);
+    // No entry kept a firing yet: nothing to look up.
+    a.ld_map_value(R1, m.armed, 0).load(Size::DW, R1, R1, 0);
+    a.jmp_imm(op::JEQ, R1, 0, out);
+    let kept = |a: &mut Asm, call: i32| {
+        a.call(helper::GET_CURRENT_PID_TGID)
+            .store(Size::W, R10, SCRATCH, R0);
+        a.ld_map_fd(R1, m.pending)
+            .mov(R2, R10)
+            .alu_imm(op::ADD, R2, SCRATCH as i32)
+            .call(call);
+    };
+    kept(&mut a, helper::MAP_LOOKUP_ELEM);
+    a.jmp_imm(op::JEQ, R0, 0, out);
+    let (report, _) = super::kagg::emit_aggs(&mut a, shape, k, maps, tag)?;
+    kept(&mut a, helper::MAP_DELETE_ELEM);
+    a.bind(out);
+    a.mov(R1, R6)
+        .ld_map_fd(R2, next)
+        .mov_imm(R3, nr)
+        .call(helper::TAIL_CALL);
+    a.mov_imm(R0, 0).exit();
+    Ok((a.finish()?, report))
 }
 
 /// The program of a uprobe-multi link: tail-calls the capture program in slot

@@ -61,7 +61,8 @@ use super::codegen::ProbeShape;
 use super::filter::{Clocks, ShapeContext, FRAME};
 use super::spec::{
     kernel_key_layout, short_string_keys, string_key_hash, AggStore, CodeBase, KernelAgg,
-    KernelAggClause, KernelAggs, KeyKind, SignalAction, MAX_KAGG_KEY, STRING_CONST_MARK,
+    KernelAggClause, KernelAggs, KeyKind, Replay, ReplayMaps, SignalAction, MAX_KAGG_KEY,
+    REPLAY_ARGS, STRING_CONST_MARK,
 };
 use crate::bpf::insn::{helper, op, Asm, Label, Reg, Size, R0, R1, R10, R2, R3, R4, R5, R6, R7};
 use crate::room::{GRANTED, REFUSALS, USED};
@@ -635,12 +636,17 @@ pub fn emit_aggs(
     // The arguments whose strings may be read before the clauses run (see below), each once:
     // a clause's `copyinstr(argN)` takes that copy.
     let mut pre_read: Vec<u8> = Vec::new();
-    if !k.lasting_vars {
+    // A firing kept for a syscall's return (`spec::Replay`): the entry reads every clause's
+    // strings first (`keep`); the return runs the clauses on the kept firing, reading them as
+    // they run; both place the clauses alike (`replay`).
+    let keep = matches!(k.replay, Some(Replay::Keep(_)));
+    let replay = k.replay.is_some();
+    if !k.lasting_vars || keep {
         // (Not those of a clause that reads them as it runs: see below.)
         for c in k
             .clauses
             .iter()
-            .filter(|c| !(c.keeps_vars || c.firing_vars && writes(c)))
+            .filter(|c| keep || !(c.keeps_vars || c.firing_vars && writes(c)))
         {
             for &n in c.string_args.as_deref().unwrap_or_default() {
                 if !pre_read.contains(&n) && pre_read.len() < MAX_PRE_READ {
@@ -664,7 +670,8 @@ pub fn emit_aggs(
         pre_read: super::filter::PreRead {
             args: &pre_read,
             width,
-            values: Some(PRE_READ_ARGS),
+            // Where variables live in the kernel, their slots are these.
+            values: (!keep).then_some(PRE_READ_ARGS),
         },
         specs: k.specs,
         scratchsize: k.scratchsize,
@@ -695,7 +702,16 @@ pub fn emit_aggs(
     // The strings read before the clauses run (see above).
     let mut string_args: Vec<u8> = Vec::new();
     for (c, r) in k.clauses.iter().zip(results.iter_mut()) {
-        if !r.as_ref().is_ok_and(Translated::copies_strings) || c.keeps_vars {
+        if !r.as_ref().is_ok_and(Translated::copies_strings) {
+            continue;
+        }
+        if c.keeps_vars {
+            // Read first only where a firing that cannot read them is kept for the return.
+            for n in c.string_args.as_deref().unwrap_or_default() {
+                if keep && !string_args.contains(n) {
+                    string_args.push(*n);
+                }
+            }
             continue;
         }
         // A clause whose variables live for the firing reads its strings first where it can;
@@ -705,10 +721,10 @@ pub fn emit_aggs(
             Ok(args) => !args.is_empty(),
             Err(_) => false,
         };
-        if c.firing_vars && (k.lasting_vars || !first || writes(c)) {
+        if c.firing_vars && (k.lasting_vars && !replay || !first || writes(c)) {
             continue;
         }
-        if k.lasting_vars {
+        if k.lasting_vars && !replay {
             *r = Err(Untranslatable::Placement(
                 "it copies strings, and a clause at the probe keeps D variables in the kernel (a \
                  firing whose string cannot be read at the probe could not go to dtrace)"
@@ -812,7 +828,14 @@ pub fn emit_aggs(
     let walk_at = k
         .uwalk
         .and_then(|w| Some((WalkAt::of(&k.clauses, &results)?, w)));
-    let handover = !string_args.is_empty() || k.known.is_some() || (walk_at.is_some() && !deferred);
+    // The return's side reads its strings as its clauses run (a firing kept at the entry).
+    let string_args = if keep || !replay {
+        string_args
+    } else {
+        Vec::new()
+    };
+    let handover =
+        !string_args.is_empty() && !keep || k.known.is_some() || (walk_at.is_some() && !deferred);
     if handover {
         a.store_imm(Size::DW, R10, HANDOVER, 0);
     }
@@ -845,12 +868,16 @@ pub fn emit_aggs(
         a.store_imm(Size::DW, R10, DVAR_DROPPED, 0);
     }
     if !string_args.is_empty() {
-        emit_string_checks(a, &ctx, &string_args, k.strsize as usize, done)?;
+        let kept = match k.replay {
+            Some(Replay::Keep(m)) => Some(m),
+            _ => None,
+        };
+        emit_string_checks(a, &ctx, &string_args, (k.strsize as usize, kept), done)?;
     }
     // The other arguments a clause's code takes from PRE_READ_ARGS (those of clauses that do
     // not run here need no string).
     for (i, &n) in pre_read.iter().enumerate() {
-        if !string_args.contains(&n) {
+        if !string_args.contains(&n) && ctx.pre_read.values.is_some() {
             translate::ProbeContext::emit_builtin(
                 &reading_args(&ctx),
                 a,
@@ -865,7 +892,10 @@ pub fn emit_aggs(
         .iter()
         .zip(&results)
         .any(|(c, t)| t.is_ok() && (reads_timestamp(c) || c.record.is_some()));
-    if stamps {
+    if let Some(Replay::Run(m)) = k.replay {
+        // The kept firing's time.
+        emit_kept_stamp(a, k.control, m);
+    } else if stamps {
         emit_stamp(a, k.control);
     } else if results
         .iter()
@@ -1279,7 +1309,7 @@ fn emit_string_checks(
     a: &mut Asm,
     ctx: &ShapeContext<'_>,
     args: &[u8],
-    strsize: usize,
+    (strsize, kept): (usize, Option<ReplayMaps>),
     done: Label,
 ) -> crate::error::Result<()> {
     use dtrace_ebpf::translate::{Builtin, ProbeContext};
@@ -1293,8 +1323,11 @@ fn emit_string_checks(
         let next = a.label();
         reading.emit_builtin(a, Builtin::Arg(n)).map_err(asm)?;
         // Kept for the clauses' code (see `PreRead::values`).
-        if let Some(i) = ctx.pre_read.args.iter().position(|&m| m == n) {
-            a.store(Size::DW, R10, pre_read_slot(i), R0);
+        match ctx.pre_read.args.iter().position(|&m| m == n) {
+            Some(i) if ctx.pre_read.values.is_some() => {
+                a.store(Size::DW, R10, pre_read_slot(i), R0);
+            }
+            _ => {}
         }
         a.jmp_imm(op::JEQ, R0, 0, next);
         a.store(Size::DW, R10, VAL, R0);
@@ -1316,10 +1349,114 @@ fn emit_string_checks(
     }
     a.ja(checked);
     a.bind(handover);
-    a.store_imm(Size::DW, R10, HANDOVER, HANDED_OVER);
+    match kept {
+        Some(m) => emit_keep_firing(a, &reading, m, done)?,
+        None => {
+            a.store_imm(Size::DW, R10, HANDOVER, HANDED_OVER);
+        }
+    }
     a.ja(done);
     a.bind(checked);
     Ok(())
+}
+
+/// Keeps the firing for the syscall's return (`spec::Replay`), where it runs no clause: its
+/// `bpf_ktime_get_ns()` and arguments (as `ctx` reads them at the probe) in `m.pending` under
+/// the thread's id, and `m.armed` set. Nothing is kept when the map is full (the clauses then
+/// do not run, as a dynamic variable drop). Uses r0-r5, INCR and KEYPTR (no clause runs after
+/// it).
+fn emit_keep_firing(
+    a: &mut Asm,
+    ctx: &ShapeContext<'_>,
+    m: ReplayMaps,
+    done: Label,
+) -> crate::error::Result<()> {
+    use dtrace_ebpf::translate::{Builtin, ProbeContext};
+    let asm = |e: String| crate::error::LinuxError::Asm(e);
+    a.call(helper::GET_CURRENT_PID_TGID)
+        .store(Size::W, R10, INCR, R0);
+    // A zeroed value (the aggregations' zeros), then its fields.
+    a.ld_map_fd(R1, m.pending)
+        .mov(R2, R10)
+        .alu_imm(op::ADD, R2, i32::from(INCR));
+    a.ld_map_value(R3, m.zeros, 0)
+        .mov_imm(R4, 0)
+        .call(helper::MAP_UPDATE_ELEM);
+    a.ld_map_fd(R1, m.pending)
+        .mov(R2, R10)
+        .alu_imm(op::ADD, R2, i32::from(INCR))
+        .call(helper::MAP_LOOKUP_ELEM);
+    a.jmp_imm(op::JEQ, R0, 0, done);
+    a.store(Size::DW, R10, KEYPTR, R0);
+    a.call(helper::KTIME_GET_NS);
+    a.load(Size::DW, R1, R10, KEYPTR).store(Size::DW, R1, 0, R0);
+    for n in 0..ctx.shape.args.len().min(REPLAY_ARGS) {
+        let n8 = u8::try_from(n).map_err(|_| asm("argument number".into()))?;
+        ctx.emit_builtin(a, Builtin::Arg(n8)).map_err(asm)?;
+        a.load(Size::DW, R1, R10, KEYPTR)
+            .store(Size::DW, R1, (8 + 8 * n) as i16, R0);
+    }
+    a.ld_map_value(R1, m.armed, 0).store_imm(Size::DW, R1, 0, 1);
+    Ok(())
+}
+
+/// Stamps the firing with the time the kept firing of `m` was taken at (see [`emit_stamp`]);
+/// a thread holding none (never: the return's side looks it up first) stamps 0.
+fn emit_kept_stamp(a: &mut Asm, control: i32, m: ReplayMaps) {
+    let none = a.label();
+    a.store_imm(Size::DW, R10, TIMESTAMP, 0);
+    a.call(helper::GET_CURRENT_PID_TGID)
+        .store(Size::W, R10, INCR, R0);
+    a.ld_map_fd(R1, m.pending)
+        .mov(R2, R10)
+        .alu_imm(op::ADD, R2, i32::from(INCR))
+        .call(helper::MAP_LOOKUP_ELEM);
+    a.jmp_imm(op::JEQ, R0, 0, none);
+    a.load(Size::DW, R0, R0, 0);
+    a.ld_map_value(R1, control, 0);
+    a.load(Size::DW, R1, R1, super::spec::CONTROL_CLOCK as i16);
+    a.alu(op::ADD, R0, R1);
+    a.store(Size::DW, R10, TIMESTAMP, R0);
+    a.bind(none);
+}
+
+/// Whether a firing of `k`'s clauses at a syscall's entry may be kept for the syscall's return
+/// when a string they copy cannot be read yet (`spec::Replay`): their variables outlive the
+/// firing (else a firing is handed over to dtrace), a clause copies the user string of a probe
+/// argument, and nothing they read or do differs at the return but the arguments and the time
+/// the replay restores: no kernel stack (`stack()`, `caller`, `stackdepth`), no `vtimestamp`,
+/// `errno` or `uregs[]`, no `copyout()` (which would write after the call).
+pub fn replayable(k: &KernelAggs) -> bool {
+    use dtrace_dif::instr::Instr;
+    use dtrace_dif::vars;
+    let differs = |o: &DifObject| {
+        o.text.iter().any(|w| {
+            matches!(Instr::decode(*w), Ok(Instr::LoadVar { var, .. })
+                if matches!(u32::from(var), vars::DIF_VAR_VTIMESTAMP | vars::DIF_VAR_CALLER
+                    | vars::DIF_VAR_STACKDEPTH | vars::DIF_VAR_ERRNO | vars::DIF_VAR_UREGS))
+        })
+    };
+    let kernel_stack = |c: &KernelAggClause| {
+        c.record
+            .iter()
+            .flat_map(|r| &r.actions)
+            .any(|x| x.stack.is_some())
+            || c.aggs
+                .iter()
+                .flat_map(|g| &g.keys)
+                .any(|(_, kind)| matches!(kind, KeyKind::KernelStack(_)))
+    };
+    let copies = k
+        .clauses
+        .iter()
+        .any(|c| c.string_args.as_ref().is_ok_and(|a| !a.is_empty()));
+    k.lasting_vars
+        && copies
+        && k.known.is_none()
+        && !k
+            .clauses
+            .iter()
+            .any(|c| writes(c) || kernel_stack(c) || clause_objects(c).any(differs))
 }
 
 /// Reserves the ring's record for clause number `clause` of the probe and writes its headers
@@ -2517,6 +2654,7 @@ mod tests {
                 known,
                 missed,
                 uwalk: None,
+                replay: None,
             }),
             ..CaptureSpec::new()
         };

@@ -310,7 +310,46 @@ pub struct KernelAggs {
     /// Where `ustack()` and `jstack()` keys are walked with `.eh_frame` (see
     /// `capture::ustack_keys`; `None`: the kernel's frame-pointer walk).
     pub uwalk: Option<super::ustack_keys::UserWalk>,
+    /// At a syscall's entry whose clauses keep D variables in the kernel and copy user strings:
+    /// how a firing whose string is not readable yet runs again at the syscall's return (see
+    /// [`Replay`]); `None` (the default): such a string faults at the probe, as in DTrace.
+    pub replay: Option<Replay>,
 }
+
+/// The replay of a syscall entry's firing at its return (`capture::kagg`): a string the
+/// syscall's caller passes is often on a page not read in yet at the entry (the dynamic loader's
+/// first opens), and the kernel reads it in while serving the call. A firing at the entry whose
+/// strings cannot all be read before its kernel clauses run runs none of them there: its
+/// arguments and time are kept per thread, and the program at the syscall's return runs the
+/// entry's clauses on them first (as the entry, with the entry's `timestamp`), before the
+/// return's own clauses. Where the string still cannot be read there, the clause faults as it
+/// would have at the entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Replay {
+    /// The entry's side: the strings are read first, and a firing with one not readable is kept.
+    Keep(ReplayMaps),
+    /// The return's side: a kept firing's clauses run on its arguments.
+    Run(ReplayMaps),
+}
+
+/// The maps of a [`Replay`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReplayMaps {
+    /// A hash map of thread ids to the kept firing: its `bpf_ktime_get_ns()`, then its
+    /// [`REPLAY_ARGS`] arguments ([`REPLAY_VALUE_SIZE`] bytes).
+    pub pending: i32,
+    /// An array map of one u64, set once a firing was kept: the return's side looks no firing
+    /// up before.
+    pub armed: i32,
+    /// An array map of one zeroed value of at least [`REPLAY_VALUE_SIZE`] bytes, a kept
+    /// firing's start ([`KernelAggs::zeros`]).
+    pub zeros: i32,
+}
+
+/// Arguments a kept firing holds (a syscall's).
+pub const REPLAY_ARGS: usize = 6;
+/// Bytes of a value of [`ReplayMaps::pending`].
+pub const REPLAY_VALUE_SIZE: usize = 8 * (1 + REPLAY_ARGS);
 
 impl KernelAggs {
     /// Sets the depth of the frame-pointer walk of the `ustack()` keys walked with `.eh_frame`
@@ -945,6 +984,14 @@ pub enum ArgSource {
     /// Syscall argument `n` (0-5) read from the user registers saved at syscall entry (the
     /// `sys_enter` raw tracepoint's `struct pt_regs *`).
     SyscallArg(u8),
+    /// Argument `n` of the entry's firing the current thread's syscall kept for its return
+    /// (see [`Replay`]): the hash map `map`'s value for the thread (0 when it holds none).
+    Kept {
+        /// The [`ReplayMaps::pending`] map.
+        map: i32,
+        /// The argument.
+        n: u8,
+    },
     /// The priority a task gets when a priority-inheritance donor changes (`sched_pi_setprio`'s
     /// `newprio`): the `normal_prio` of the task in raw argument `task`, or the donor's (raw
     /// argument `donor`, when not NULL) `prio` when that is lower (more urgent).

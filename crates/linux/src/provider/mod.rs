@@ -282,6 +282,10 @@ pub struct ClauseKernel {
     pub aggs_in_kernel: usize,
     /// Probes where they run in dtrace, with the reason.
     pub aggs_in_dtrace: Vec<(String, String)>,
+    /// Of the probes where it runs whole in the kernel, those (syscall entries) where a firing
+    /// whose strings cannot be read yet runs at the syscall's return instead
+    /// (`capture::spec::Replay`).
+    pub replayed: usize,
     /// The clause uses D variables: `Ok` with their names when they live in the kernel (the
     /// clause then runs whole there, counted in `aggs_in_kernel`), else why they stay in dtrace.
     pub variables: Option<std::result::Result<String, String>>,
@@ -360,6 +364,17 @@ impl ClauseKernel {
                 let mut line = placement("runs whole", self.aggs_in_kernel, &self.aggs_in_dtrace);
                 // A note after the names (`kvars::reads_at_probe_note`) follows them.
                 let (names, note) = names.split_once("; ").unwrap_or((names, ""));
+                let replayed = match self.replayed {
+                    n if n == self.aggs_in_kernel => String::new(),
+                    n => format!(" at {}", probes(n)),
+                };
+                let note = match note.strip_prefix(&kvars::COPYINSTR_AT_PROBE[2..]) {
+                    Some(rest) if self.replayed > 0 => format!(
+                        "copyinstr() reads at the probe, and a firing whose string is on a \
+                         page not yet read in runs at the syscall's return instead{replayed}{rest}"
+                    ),
+                    _ => note.to_string(),
+                };
                 let sep = if note.is_empty() { "" } else { "; " };
                 line.push_str(&format!(
                     " (variables {names} live in the kernel{sep}{note})"
@@ -839,7 +854,10 @@ impl Shared {
             };
             c.probes += 1;
             match (&in_kernel, &c.aggregates) {
-                (Some(Ok(())), _) => c.aggs_in_kernel += 1,
+                (Some(Ok(())), _) => {
+                    c.aggs_in_kernel += 1;
+                    c.replayed += usize::from(report.replay);
+                }
                 (Some(Err(e)), _) => {
                     c.aggs_in_dtrace
                         .push((probe_name.to_string(), e.to_string()));
@@ -1071,6 +1089,7 @@ impl Shared {
             known: None,
             missed: None,
             uwalk,
+            replay: None,
         };
         Ok((aggs, numbers))
     }
