@@ -59,8 +59,6 @@ struct Enabled {
     _attachments: Vec<Attachment>,
     _programs: Vec<Program>,
     _pending: Option<(Map, Map)>,
-    /// The maps of the firings a syscall entry keeps for its return (`capture::spec::Replay`).
-    _replay: Option<(Map, Map)>,
 }
 
 /// A uprobe site enabled but not yet placed: its capture program, loaded for a uprobe-multi link.
@@ -127,8 +125,6 @@ struct KeptFirings {
     keep: CaptureSpec,
     /// The program at the return, in its slot.
     replay: Program,
-    /// Its maps: the kept firings and the flag saying one was.
-    maps: (Map, Map),
 }
 
 /// One raw syscall tracepoint with its dispatcher and the per-syscall tail-call slots.
@@ -171,6 +167,13 @@ pub struct Session {
     groups: Vec<ProbeGroup>,
     /// The `sys_enter` and `sys_exit` dispatchers, created with the first syscall probe.
     dispatch: [Option<Dispatch>; 2],
+    /// The firings syscall entries keep for their returns (`capture::spec::Replay`), by thread
+    /// (a thread is in one syscall at a time), and the flag set once one was: created with the
+    /// first replay.
+    kept: Option<(Map, Map)>,
+    /// The syscalls whose return has a program of a probe on the return's own tracepoint (its
+    /// dispatcher slot was taken), which may run before the dispatcher's.
+    exits_elsewhere: std::collections::HashSet<u32>,
     info: crate::fasthash::TagMap<ProbeInfo>,
     /// Per enabled tag: which predicates of its spec's kernel filter run in the kernel.
     reports: crate::fasthash::TagMap<CaptureReport>,
@@ -384,6 +387,8 @@ impl Session {
             pending_kprobes: Vec::new(),
             groups: Vec::new(),
             dispatch: [None, None],
+            kept: None,
+            exits_elsewhere: Default::default(),
             info: Default::default(),
             reports: Default::default(),
             held: Default::default(),
@@ -439,7 +444,7 @@ impl Session {
         let mut programs = Vec::new();
         let mut attachments = Vec::new();
         let mut pending = None;
-        let mut replay_maps = None;
+        let mut replayed = false;
         let mut capture_report = CaptureReport::default();
         // Every capture program of this probe loads the same way; only its kind, shape and maps
         // differ.
@@ -463,43 +468,13 @@ impl Session {
                 syscall,
                 ..
             } => {
-                let wants_retry = spec.retry_at_return
-                    && !*syscall_return
-                    && spec.copies.iter().any(|c| c.kind.is_user());
                 let raw = syscall
                     .as_ref()
                     .filter(|r| self.slot_free(*syscall_return, r.nr));
-                let can_retry =
-                    raw.is_some_and(|r| self.slot_free(true, r.nr)) || return_event.is_some();
-                if wants_retry && can_retry {
-                    let map = Map::create(
-                        MapKind::LruHash,
-                        &format!("{obj}_p"),
-                        4,
-                        PENDING_VALUE_SIZE,
-                        16_384,
-                    )?;
-                    let armed = Map::create(MapKind::Array, &format!("{obj}_pn"), 4, 8, 1)?;
-                    fds.pending = Some(map.raw_fd());
-                    fds.pending_armed = Some(armed.raw_fd());
-                    // The return-side program goes in first, so no entry can arm a retry nobody serves.
-                    let insns = gen_retry(spec, &layout, tag, &fds)?;
-                    let rname = format!("{obj}_r");
-                    match (raw, return_event) {
-                        (Some(r), _) if self.slot_free(true, r.nr) => {
-                            let prog =
-                                Program::load(ProgKind::RawTracepoint, &insns, &rname, &name)?;
-                            self.install(true, r.nr, &prog)?;
-                            programs.push(prog);
-                        }
-                        (_, Some(ret_id)) => {
-                            let prog = Program::load(ProgKind::Tracepoint, &insns, &rname, &name)?;
-                            attachments.push(Attachment::tracepoint(&prog, *ret_id, &name)?);
-                            programs.push(prog);
-                        }
-                        _ => {}
-                    }
-                    pending = Some((map, armed));
+                if let (true, Some(r), None) = (*syscall_return, syscall, raw) {
+                    // Its order beside the dispatcher's programs is not known: no replay runs
+                    // there (see `Session::set_up_replay`).
+                    self.exits_elsewhere.insert(r.nr);
                 }
                 // A firing at the entry whose strings are not readable yet is kept for the
                 // syscall's return (see `capture::spec::Replay`).
@@ -519,8 +494,13 @@ impl Session {
                         task: self.task,
                     },
                 };
-                let exec = matches!(probe.desc.function.as_str(), "execve" | "execveat");
-                let kept = match syscall.as_ref().filter(|_| !*syscall_return && !exec) {
+                // (Not where the entry's firing cannot be run at the return: an exec's replaces
+                // the memory its strings were in; an exit never returns.)
+                let returns = !matches!(
+                    probe.desc.function.as_str(),
+                    "execve" | "execveat" | "exit" | "exit_group"
+                );
+                let kept = match syscall.as_ref().filter(|_| !*syscall_return && returns) {
                     Some(r) => {
                         let at = ReplayAt {
                             nr: r.nr,
@@ -539,12 +519,49 @@ impl Session {
                 let spec = match kept {
                     Some(k) => {
                         programs.push(k.replay);
-                        replay_maps = Some(k.maps);
+                        replayed = true;
                         kept_spec = k.keep;
                         &kept_spec
                     }
                     None => spec,
                 };
+                let wants_retry = spec.retry_at_return
+                    && !*syscall_return
+                    && spec.copies.iter().any(|c| c.kind.is_user());
+                // Behind a replay, the slot of the return is the return's own program's: the
+                // retry (whose order there does not matter) goes to the return's tracepoint.
+                let can_retry = raw.is_some_and(|r| !replayed && self.slot_free(true, r.nr))
+                    || return_event.is_some();
+                if wants_retry && can_retry {
+                    let map = Map::create(
+                        MapKind::LruHash,
+                        &format!("{obj}_p"),
+                        4,
+                        PENDING_VALUE_SIZE,
+                        16_384,
+                    )?;
+                    let armed = Map::create(MapKind::Array, &format!("{obj}_pn"), 4, 8, 1)?;
+                    fds.pending = Some(map.raw_fd());
+                    fds.pending_armed = Some(armed.raw_fd());
+                    // The return-side program goes in first, so no entry can arm a retry nobody serves.
+                    let insns = gen_retry(spec, &layout, tag, &fds)?;
+                    let rname = format!("{obj}_r");
+                    match (raw, return_event) {
+                        (Some(r), _) if !replayed && self.slot_free(true, r.nr) => {
+                            let prog =
+                                Program::load(ProgKind::RawTracepoint, &insns, &rname, &name)?;
+                            self.install(true, r.nr, &prog)?;
+                            programs.push(prog);
+                        }
+                        (_, Some(ret_id)) => {
+                            let prog = Program::load(ProgKind::Tracepoint, &insns, &rname, &name)?;
+                            attachments.push(Attachment::tracepoint(&prog, *ret_id, &name)?);
+                            programs.push(prog);
+                        }
+                        _ => {}
+                    }
+                    pending = Some((map, armed));
+                }
                 let load = |kind: ProgKind, shape: &ProbeShape, fds: &MapFds| match only_cpu {
                     Some(cpu) => {
                         let mut on_cpu = shape.clone();
@@ -558,7 +575,7 @@ impl Session {
                         let shape = entry_shape;
                         let (prog, report) = load(ProgKind::RawTracepoint, &shape, &fds)?;
                         capture_report = CaptureReport {
-                            replay: replay_maps.is_some(),
+                            replay: replayed,
                             ..report
                         };
                         self.install(*syscall_return, route.nr, &prog)?;
@@ -568,7 +585,7 @@ impl Session {
                         let shape = entry_shape;
                         let (prog, report) = load(ProgKind::Tracepoint, &shape, &fds)?;
                         capture_report = CaptureReport {
-                            replay: replay_maps.is_some(),
+                            replay: replayed,
                             ..report
                         };
                         attachments.push(Attachment::tracepoint(&prog, *id, &name)?);
@@ -758,7 +775,6 @@ impl Session {
             _attachments: attachments,
             _programs: programs,
             _pending: pending,
-            _replay: replay_maps,
         });
         self.info.insert(
             tag,
@@ -998,8 +1014,11 @@ impl Session {
     /// them there and puts it in the return's slot. Returns the entry's spec in the mode that
     /// keeps such firings, the program, and the maps; `None` where the clauses run without a
     /// replay (a string not readable at the entry then faults there, as in DTrace): the
-    /// return holds another's, or the replay would not run the clauses the entry runs, or the
-    /// kernel refuses its code.
+    /// return holds another's, or a program of the return is not in the dispatcher's slots (it
+    /// could run first), or the replay would not run the clauses the entry runs, or the kernel
+    /// refuses its code. (A second program for the return, enabled after the replay, goes to
+    /// the return's tracepoint and may run before it: two programs of one session tracing one
+    /// syscall's return, each with its own clauses, which `-n` and `-s` together can give.)
     fn set_up_replay(
         &mut self,
         spec: &CaptureSpec,
@@ -1013,21 +1032,35 @@ impl Session {
         else {
             return Ok(None);
         };
+        if self.exits_elsewhere.contains(&at.nr) {
+            return Ok(None);
+        }
         let Some(next) = self.replay_next(at.nr)? else {
             return Ok(None);
         };
-        let pending = Map::create(
-            MapKind::Hash,
-            &format!("{}_k", at.obj),
-            4,
-            REPLAY_VALUE_SIZE as u32,
-            16_384,
-        )?;
-        let armed = Map::create(MapKind::Array, &format!("{}_kn", at.obj), 4, 8, 1)?;
+        if self.kept.is_none() {
+            let prefix = &self.opts.name_prefix;
+            self.kept = Some((
+                Map::create(
+                    MapKind::Hash,
+                    &format!("{prefix}_kept"),
+                    4,
+                    REPLAY_VALUE_SIZE as u32,
+                    16_384,
+                )?,
+                Map::create(MapKind::Array, &format!("{prefix}_keptn"), 4, 8, 1)?,
+            ));
+        }
+        let (pending, armed) = self
+            .kept
+            .as_ref()
+            .map(|(p, a)| (p.raw_fd(), a.raw_fd()))
+            .ok_or_else(|| LinuxError::Unavailable("kept firings".into()))?;
         let m = ReplayMaps {
-            pending: pending.raw_fd(),
-            armed: armed.raw_fd(),
+            pending,
+            armed,
             zeros: k.zeros,
+            nr: at.nr,
         };
         let with = |replay| CaptureSpec {
             aggs: Some(crate::capture::KernelAggs {
@@ -1078,11 +1111,7 @@ impl Session {
             return Ok(None);
         };
         self.install_replay(at.nr, &prog)?;
-        Ok(Some(KeptFirings {
-            keep,
-            replay: prog,
-            maps: (pending, armed),
-        }))
+        Ok(Some(KeptFirings { keep, replay: prog }))
     }
 
     /// The `sys_enter` or `sys_exit` dispatcher, created and attached on first use.

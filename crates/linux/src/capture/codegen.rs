@@ -539,12 +539,8 @@ pub(crate) fn emit_arg(a: &mut Asm, shape: &ProbeShape, src: ArgSource) -> Resul
                 .alu_imm(op::ADD, R2, SCRATCH as i32)
                 .call(helper::MAP_LOOKUP_ELEM);
             a.jmp_imm(op::JEQ, R0, 0, none);
-            a.load(
-                Size::DW,
-                R0,
-                R0,
-                off16(8 + 8 * n as usize, "kept argument")?,
-            );
+            let at = super::spec::REPLAY_ARGS_AT + 8 * n as usize;
+            a.load(Size::DW, R0, R0, off16(at, "kept argument")?);
             a.bind(none);
         }
         ArgSource::Kept { .. } => {
@@ -1364,7 +1360,13 @@ pub fn gen_replay(
     };
     kept(&mut a, helper::MAP_LOOKUP_ELEM);
     a.jmp_imm(op::JEQ, R0, 0, out);
+    // Another syscall's (one that never returned): dropped.
+    let (ours, done) = (a.label(), a.label());
+    a.load(Size::DW, R1, R0, 8).jmp_imm(op::JEQ, R1, nr, ours);
+    a.ja(done);
+    a.bind(ours);
     let (report, _) = super::kagg::emit_aggs(&mut a, shape, k, maps, tag)?;
+    a.bind(done);
     kept(&mut a, helper::MAP_DELETE_ELEM);
     a.bind(out);
     a.mov(R1, R6)

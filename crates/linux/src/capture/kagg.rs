@@ -62,7 +62,7 @@ use super::filter::{Clocks, ShapeContext, FRAME};
 use super::spec::{
     kernel_key_layout, short_string_keys, string_key_hash, AggStore, CodeBase, KernelAgg,
     KernelAggClause, KernelAggs, KeyKind, Replay, ReplayMaps, SignalAction, MAX_KAGG_KEY,
-    REPLAY_ARGS, STRING_CONST_MARK,
+    REPLAY_ARGS, REPLAY_ARGS_AT, STRING_CONST_MARK,
 };
 use crate::bpf::insn::{helper, op, Asm, Label, Reg, Size, R0, R1, R10, R2, R3, R4, R5, R6, R7};
 use crate::room::{GRANTED, REFUSALS, USED};
@@ -872,7 +872,14 @@ pub fn emit_aggs(
             Some(Replay::Keep(m)) => Some(m),
             _ => None,
         };
-        emit_string_checks(a, &ctx, &string_args, (k.strsize as usize, kept), done)?;
+        let drops = k.vars.as_ref().map(|kv| kv.drops);
+        emit_string_checks(
+            a,
+            &ctx,
+            &string_args,
+            (k.strsize as usize, kept, drops),
+            done,
+        )?;
     }
     // The other arguments a clause's code takes from PRE_READ_ARGS (those of clauses that do
     // not run here need no string).
@@ -1309,7 +1316,7 @@ fn emit_string_checks(
     a: &mut Asm,
     ctx: &ShapeContext<'_>,
     args: &[u8],
-    (strsize, kept): (usize, Option<ReplayMaps>),
+    (strsize, kept, drops): (usize, Option<ReplayMaps>, Option<i32>),
     done: Label,
 ) -> crate::error::Result<()> {
     use dtrace_ebpf::translate::{Builtin, ProbeContext};
@@ -1350,7 +1357,7 @@ fn emit_string_checks(
     a.ja(checked);
     a.bind(handover);
     match kept {
-        Some(m) => emit_keep_firing(a, &reading, m, done)?,
+        Some(m) => emit_keep_firing(a, &reading, (m, drops), done)?,
         None => {
             a.store_imm(Size::DW, R10, HANDOVER, HANDED_OVER);
         }
@@ -1361,14 +1368,14 @@ fn emit_string_checks(
 }
 
 /// Keeps the firing for the syscall's return (`spec::Replay`), where it runs no clause: its
-/// `bpf_ktime_get_ns()` and arguments (as `ctx` reads them at the probe) in `m.pending` under
-/// the thread's id, and `m.armed` set. Nothing is kept when the map is full (the clauses then
-/// do not run, as a dynamic variable drop). Uses r0-r5, INCR and KEYPTR (no clause runs after
-/// it).
+/// `bpf_ktime_get_ns()`, syscall number and arguments (as `ctx` reads them at the probe) in
+/// `m.pending` under the thread's id, and `m.armed` set. When the map is full nothing is kept:
+/// the clauses do not run, a dynamic variable drop (`drops`, the kernel variables' count).
+/// Uses r0-r5, INCR and KEYPTR (no clause runs after it).
 fn emit_keep_firing(
     a: &mut Asm,
     ctx: &ShapeContext<'_>,
-    m: ReplayMaps,
+    (m, drops): (ReplayMaps, Option<i32>),
     done: Label,
 ) -> crate::error::Result<()> {
     use dtrace_ebpf::translate::{Builtin, ProbeContext};
@@ -1386,15 +1393,26 @@ fn emit_keep_firing(
         .mov(R2, R10)
         .alu_imm(op::ADD, R2, i32::from(INCR))
         .call(helper::MAP_LOOKUP_ELEM);
-    a.jmp_imm(op::JEQ, R0, 0, done);
+    let kept = a.label();
+    a.jmp_imm(op::JNE, R0, 0, kept);
+    match drops {
+        Some(d) => emit_count_drop(a, d, INCR, done),
+        None => {
+            a.ja(done);
+        }
+    }
+    a.bind(kept);
     a.store(Size::DW, R10, KEYPTR, R0);
+    let nr = i32::try_from(m.nr).map_err(|_| asm("syscall number".into()))?;
+    a.store_imm(Size::DW, R0, 8, nr);
     a.call(helper::KTIME_GET_NS);
     a.load(Size::DW, R1, R10, KEYPTR).store(Size::DW, R1, 0, R0);
     for n in 0..ctx.shape.args.len().min(REPLAY_ARGS) {
         let n8 = u8::try_from(n).map_err(|_| asm("argument number".into()))?;
         ctx.emit_builtin(a, Builtin::Arg(n8)).map_err(asm)?;
+        let at = i16::try_from(REPLAY_ARGS_AT + 8 * n).map_err(|_| asm("argument".into()))?;
         a.load(Size::DW, R1, R10, KEYPTR)
-            .store(Size::DW, R1, (8 + 8 * n) as i16, R0);
+            .store(Size::DW, R1, at, R0);
     }
     a.ld_map_value(R1, m.armed, 0).store_imm(Size::DW, R1, 0, 1);
     Ok(())

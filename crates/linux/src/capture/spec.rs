@@ -335,8 +335,9 @@ pub enum Replay {
 /// The maps of a [`Replay`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ReplayMaps {
-    /// A hash map of thread ids to the kept firing: its `bpf_ktime_get_ns()`, then its
-    /// [`REPLAY_ARGS`] arguments ([`REPLAY_VALUE_SIZE`] bytes).
+    /// A hash map of thread ids to the kept firing (one per thread: a thread is in one syscall
+    /// at a time): its `bpf_ktime_get_ns()`, its syscall's number, then its [`REPLAY_ARGS`]
+    /// arguments ([`REPLAY_VALUE_SIZE`] bytes).
     pub pending: i32,
     /// An array map of one u64, set once a firing was kept: the return's side looks no firing
     /// up before.
@@ -344,12 +345,16 @@ pub struct ReplayMaps {
     /// An array map of one zeroed value of at least [`REPLAY_VALUE_SIZE`] bytes, a kept
     /// firing's start ([`KernelAggs::zeros`]).
     pub zeros: i32,
+    /// The syscall's number: a return runs only the firings its entry kept.
+    pub nr: u32,
 }
 
 /// Arguments a kept firing holds (a syscall's).
 pub const REPLAY_ARGS: usize = 6;
 /// Bytes of a value of [`ReplayMaps::pending`].
-pub const REPLAY_VALUE_SIZE: usize = 8 * (1 + REPLAY_ARGS);
+pub const REPLAY_VALUE_SIZE: usize = 8 * (2 + REPLAY_ARGS);
+/// Offset of the first argument in a value of [`ReplayMaps::pending`].
+pub const REPLAY_ARGS_AT: usize = 16;
 
 impl KernelAggs {
     /// Sets the depth of the frame-pointer walk of the `ustack()` keys walked with `.eh_frame`
