@@ -621,11 +621,13 @@ fn reads_timestamp(c: &KernelAggClause) -> bool {
 /// capture reads it again at a syscall's return, or from the process at delivery), no clause
 /// runs here and the firing goes to dtrace, where every clause of the probe runs on the
 /// captured memory as it would with the kernel paths off. So both paths print the same. A clause
-/// keeping D variables in the kernel cannot run in dtrace: it reads its strings as it runs, and
-/// one it cannot read faults there, as DTrace's `copyinstr()` does at the probe; at a probe
-/// where such a clause runs, a clause copying strings without variables stays in dtrace; so does
-/// one copying from an address other than a probe argument (it cannot be read before the clause
-/// runs).
+/// keeping D variables in the kernel cannot run in dtrace: at a syscall's entry whose clauses
+/// allow it ([`replayable`], `KernelAggs::replay`) the strings are read first all the same, and a
+/// firing with one not readable is kept for the syscall's return, which runs the clauses on it
+/// ([`Replay`]); elsewhere it reads its strings as it runs, and one it cannot read faults there,
+/// as DTrace's `copyinstr()` does at the probe, and at a probe where such a clause runs, a clause
+/// copying strings without variables stays in dtrace; so does one copying from an address other
+/// than a probe argument (it cannot be read before the clause runs).
 pub fn emit_aggs(
     a: &mut Asm,
     shape: &ProbeShape,
@@ -1448,10 +1450,16 @@ pub fn replayable(k: &KernelAggs) -> bool {
     use dtrace_dif::instr::Instr;
     use dtrace_dif::vars;
     let differs = |o: &DifObject| {
-        o.text.iter().any(|w| {
-            matches!(Instr::decode(*w), Ok(Instr::LoadVar { var, .. })
-                if matches!(u32::from(var), vars::DIF_VAR_VTIMESTAMP | vars::DIF_VAR_CALLER
-                    | vars::DIF_VAR_STACKDEPTH | vars::DIF_VAR_ERRNO | vars::DIF_VAR_UREGS))
+        o.text.iter().any(|w| match Instr::decode(*w) {
+            Ok(Instr::LoadVar { var, .. }) => matches!(
+                u32::from(var),
+                vars::DIF_VAR_VTIMESTAMP
+                    | vars::DIF_VAR_CALLER
+                    | vars::DIF_VAR_STACKDEPTH
+                    | vars::DIF_VAR_ERRNO
+            ),
+            Ok(Instr::LoadArray { var, .. }) => u32::from(var) == vars::DIF_VAR_UREGS,
+            _ => false,
         })
     };
     let kernel_stack = |c: &KernelAggClause| {
@@ -2754,6 +2762,70 @@ mod tests {
         assert!(!insns.contains(&flag));
         let (_, report) = program(clause(Ok(Vec::new())), None);
         assert!(report[0].is_err(), "{report:?}");
+    }
+
+    #[test]
+    fn a_firing_is_kept_for_the_return_only_where_the_return_reads_what_the_entry_would() {
+        use super::super::spec::KernelAggClause;
+        // The clause of `src` (its actions' code as stores), copying argument 1's string.
+        let clause = |src: &str| {
+            let p =
+                dtrace_compiler::compile(src, &dtrace_compiler::CompileOptions::default()).unwrap();
+            KernelAggClause {
+                predicate: p.ecbs[0].predicate.clone(),
+                aggs: Vec::new(),
+                stores: p.ecbs[0]
+                    .actions
+                    .iter()
+                    .filter_map(|a| a.difo.clone())
+                    .map(|o| (0, 0, o))
+                    .collect(),
+                record: None,
+                after_dtrace: false,
+                string_args: Ok(vec![1]),
+                keeps_vars: true,
+                firing_vars: false,
+                copy_scratch: None,
+            }
+        };
+        let aggs = |c: KernelAggClause, lasting_vars: bool| KernelAggs {
+            clauses: vec![c],
+            control: 5,
+            zeros: 6,
+            drops: 7,
+            keys: 10,
+            exit: 8,
+            chill: 11,
+            strsize: 257,
+            scratchsize: None,
+            names: Default::default(),
+            opaque_args: Default::default(),
+            others: None,
+            bypass: None,
+            epids: None,
+            stacks: None,
+            vars: None,
+            lasting_vars,
+            specs: None,
+            known: None,
+            missed: None,
+            uwalk: None,
+            replay: None,
+        };
+        let idiom = "syscall::openat:entry { self->p = copyinstr(arg1); self->t = timestamp; }";
+        assert!(replayable(&aggs(clause(idiom), true)));
+        // Without lasting variables a firing is handed over to dtrace instead.
+        assert!(!replayable(&aggs(clause(idiom), false)));
+        // Nor where no string of an argument is copied.
+        let mut c = clause(idiom);
+        c.string_args = Ok(Vec::new());
+        assert!(!replayable(&aggs(c, true)));
+        // What differs at the return: the thread's virtual time, the kernel stack, errno.
+        for read in ["vtimestamp", "caller", "stackdepth", "errno", "uregs[0]"] {
+            let src =
+                format!("syscall::openat:entry {{ self->p = copyinstr(arg1); self->v = {read}; }}");
+            assert!(!replayable(&aggs(clause(&src), true)), "{read}");
+        }
     }
 
     #[test]

@@ -521,7 +521,8 @@ pub struct KernelAggClause {
     /// It keeps D variables in the kernel that outlive the firing (thread-locals, globals,
     /// arrays, speculations): it cannot be handed over to dtrace, so its strings are read as it
     /// runs, and one that cannot be read faults, as DTrace's `copyinstr()` does at the probe
-    /// (see `capture::kagg`).
+    /// (see `capture::kagg`), unless the firing is kept for a syscall's return
+    /// ([`KernelAggs::replay`]).
     pub keeps_vars: bool,
     /// Its D variables in the kernel all live for the firing (`this->`, the `strtok()` state):
     /// a firing handed over to dtrace runs it there as well (with its own clause-locals), so it

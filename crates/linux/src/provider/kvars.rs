@@ -35,8 +35,10 @@
 //! keyed as the probe keys them, its tuple's shape read from the clauses' DIF); their
 //! thread-locals (dtrace's own thread's) keep what they share in dtrace. A clause that keeps
 //! variables in the kernel cannot hand a firing over to dtrace: its `copyinstr()` reads at the
-//! probe, where a string on a page not yet read in faults, as DTrace's does (dtrace's own capture
-//! of a syscall's entry would read it again at the return), and `-v` says so. A clause whose
+//! probe, where a string on a page not yet read in faults, as DTrace's does (dtrace's own
+//! capture of a syscall's entry would read it again at the return; at a syscall's entry the
+//! kernel keeps such a firing and runs it at the return instead: `capture::spec::Replay`), and
+//! `-v` says so. A clause whose
 //! variables live in the kernel runs there at every probe or the enabling fails with a one-line reason (a verifier limit no translation
 //! foresees); a clause that uses one and runs in dtrace (a program planned after the placement)
 //! fails alike.
