@@ -133,16 +133,15 @@ struct Dispatch {
     _prog: Program,
     slots: Map,
     used: std::collections::HashSet<u32>,
-    /// The program in each used slot.
-    fds: std::collections::HashMap<u32, i32>,
-    /// `sys_exit` only: the slots holding the replay of a syscall entry's kept firings
-    /// (`capture::spec::Replay`), which tail-calls the same slot of [`Dispatch::next`], where
-    /// the return's own program then goes.
+    /// `sys_exit`'s only (empty at `sys_enter`): the replays of the firings syscall entries
+    /// keep (`capture::spec::Replay`), by syscall, each of which tail-calls the syscall's slot of
+    /// [`Dispatch::slots`] when done. The dispatcher tail-calls a syscall's replay first only
+    /// while some firing is kept ([`Dispatch::kept_count`]).
+    replay_slots: Map,
+    /// The syscalls of [`Dispatch::replay_slots`] that hold one.
     replays: std::collections::HashSet<u32>,
-    /// The prog array the replays tail-call (created with the first).
-    next: Option<Map>,
-    /// The used slots of [`Dispatch::next`].
-    next_used: std::collections::HashSet<u32>,
+    /// An array map of one u64: the firings kept (`capture::spec::ReplayMaps::armed`).
+    kept_count: Map,
 }
 
 struct ProbeInfo {
@@ -168,9 +167,8 @@ pub struct Session {
     /// The `sys_enter` and `sys_exit` dispatchers, created with the first syscall probe.
     dispatch: [Option<Dispatch>; 2],
     /// The firings syscall entries keep for their returns (`capture::spec::Replay`), by thread
-    /// (a thread is in one syscall at a time), and the flag set once one was: created with the
-    /// first replay.
-    kept: Option<(Map, Map)>,
+    /// (a thread is in one syscall at a time): created with the first replay.
+    kept: Option<Map>,
     /// The syscalls whose return has a program of a probe on the return's own tracepoint (its
     /// dispatcher slot was taken), which may run before the dispatcher's.
     exits_elsewhere: std::collections::HashSet<u32>,
@@ -938,73 +936,18 @@ impl Session {
 
     fn slot_free(&self, exit: bool, nr: u32) -> bool {
         nr < MAX_SYSCALL_NR
-            && self.dispatch[usize::from(exit)].as_ref().is_none_or(|d| {
-                !d.used.contains(&nr) || d.replays.contains(&nr) && !d.next_used.contains(&nr)
-            })
+            && self.dispatch[usize::from(exit)]
+                .as_ref()
+                .is_none_or(|d| !d.used.contains(&nr))
     }
 
     /// Puts `prog` in the dispatcher slot of syscall `nr`, creating and attaching the dispatcher on
-    /// first use (behind the slot's replay, where it has one: see [`Dispatch::replays`]).
+    /// first use.
     fn install(&mut self, exit: bool, nr: u32, prog: &Program) -> Result<()> {
         let d = self.syscall_dispatch(exit)?;
-        let fd = prog.raw_fd() as u32;
-        if d.replays.contains(&nr) {
-            let next = d
-                .next
-                .as_ref()
-                .ok_or_else(|| LinuxError::Unavailable("syscall replay slots".into()))?;
-            next.update(&nr.to_le_bytes(), &fd.to_le_bytes())?;
-            d.next_used.insert(nr);
-            return Ok(());
-        }
-        d.slots.update(&nr.to_le_bytes(), &fd.to_le_bytes())?;
-        d.used.insert(nr);
-        d.fds.insert(nr, prog.raw_fd());
-        Ok(())
-    }
-
-    /// The prog array the replays at syscall returns tail-call (see [`Dispatch::next`]), its
-    /// file descriptor; `None` when syscall `nr`'s return cannot take a replay (it has one, or
-    /// its slot and the one behind it are taken).
-    fn replay_next(&mut self, nr: u32) -> Result<Option<i32>> {
-        if nr >= MAX_SYSCALL_NR {
-            return Ok(None);
-        }
-        let prefix = self.opts.name_prefix.clone();
-        let d = self.syscall_dispatch(true)?;
-        if d.replays.contains(&nr) || d.used.contains(&nr) && d.next_used.contains(&nr) {
-            return Ok(None);
-        }
-        if d.next.is_none() {
-            d.next = Some(Map::create(
-                MapKind::ProgArray,
-                &format!("{prefix}_sxn"),
-                4,
-                4,
-                MAX_SYSCALL_NR,
-            )?);
-        }
-        Ok(d.next.as_ref().map(Map::raw_fd))
-    }
-
-    /// Puts the replay `prog` in the `sys_exit` slot of syscall `nr` (see
-    /// [`Session::replay_next`], which must have said it can), the program there moving to the
-    /// slot behind it.
-    fn install_replay(&mut self, nr: u32, prog: &Program) -> Result<()> {
-        let d = self.syscall_dispatch(true)?;
-        let next = d
-            .next
-            .as_ref()
-            .ok_or_else(|| LinuxError::Unavailable("syscall replay slots".into()))?;
-        if let Some(&held) = d.fds.get(&nr).filter(|_| d.used.contains(&nr)) {
-            next.update(&nr.to_le_bytes(), &(held as u32).to_le_bytes())?;
-            d.next_used.insert(nr);
-        }
         d.slots
             .update(&nr.to_le_bytes(), &(prog.raw_fd() as u32).to_le_bytes())?;
         d.used.insert(nr);
-        d.fds.insert(nr, prog.raw_fd());
-        d.replays.insert(nr);
         Ok(())
     }
 
@@ -1032,29 +975,27 @@ impl Session {
         else {
             return Ok(None);
         };
-        if self.exits_elsewhere.contains(&at.nr) {
+        if at.nr >= MAX_SYSCALL_NR || self.exits_elsewhere.contains(&at.nr) {
             return Ok(None);
         }
-        let Some(next) = self.replay_next(at.nr)? else {
+        let prefix = self.opts.name_prefix.clone();
+        let d = self.syscall_dispatch(true)?;
+        if d.replays.contains(&at.nr) {
             return Ok(None);
-        };
+        }
+        let (slots, armed) = (d.slots.raw_fd(), d.kept_count.raw_fd());
         if self.kept.is_none() {
-            let prefix = &self.opts.name_prefix;
-            self.kept = Some((
-                Map::create(
-                    MapKind::Hash,
-                    &format!("{prefix}_kept"),
-                    4,
-                    REPLAY_VALUE_SIZE as u32,
-                    16_384,
-                )?,
-                Map::create(MapKind::Array, &format!("{prefix}_keptn"), 4, 8, 1)?,
-            ));
+            self.kept = Some(Map::create_hash_on_demand(
+                &format!("{prefix}_kept"),
+                4,
+                REPLAY_VALUE_SIZE as u32,
+                16_384,
+            )?);
         }
-        let (pending, armed) = self
+        let pending = self
             .kept
             .as_ref()
-            .map(|(p, a)| (p.raw_fd(), a.raw_fd()))
+            .map(Map::raw_fd)
             .ok_or_else(|| LinuxError::Unavailable("kept firings".into()))?;
         let m = ReplayMaps {
             pending,
@@ -1080,7 +1021,7 @@ impl Session {
             task: self.task,
         };
         let Ok((insns, ran)) =
-            crate::capture::codegen::gen_replay(&shape, &run, at.tag, at.fds, (next, at.nr))
+            crate::capture::codegen::gen_replay(&shape, &run, at.tag, at.fds, (slots, at.nr))
         else {
             return Ok(None);
         };
@@ -1110,7 +1051,10 @@ impl Session {
         ) else {
             return Ok(None);
         };
-        self.install_replay(at.nr, &prog)?;
+        let d = self.syscall_dispatch(true)?;
+        d.replay_slots
+            .update(&at.nr.to_le_bytes(), &(prog.raw_fd() as u32).to_le_bytes())?;
+        d.replays.insert(at.nr);
         Ok(Some(KeptFirings { keep, replay: prog }))
     }
 
@@ -1126,12 +1070,19 @@ impl Session {
                 4,
                 MAX_SYSCALL_NR,
             )?;
-            let insns = gen_syscall_dispatcher(slots.raw_fd(), exit)?;
-            let obj = format!(
-                "{}_{}",
-                self.opts.name_prefix,
-                if exit { "sx" } else { "se" }
-            );
+            let prefix = &self.opts.name_prefix;
+            // (A program array of one slot and an unused counter at `sys_enter`.)
+            let replay_slots = Map::create(
+                MapKind::ProgArray,
+                &format!("{prefix}_{which}_k"),
+                4,
+                4,
+                if exit { MAX_SYSCALL_NR } else { 1 },
+            )?;
+            let kept_count = Map::create(MapKind::Array, &format!("{prefix}_keptn"), 4, 8, 1)?;
+            let replay = exit.then(|| (replay_slots.raw_fd(), kept_count.raw_fd()));
+            let insns = gen_syscall_dispatcher(slots.raw_fd(), exit, replay)?;
+            let obj = format!("{prefix}_{}", if exit { "sx" } else { "se" });
             let dprog = Program::load(
                 ProgKind::RawTracepoint,
                 &insns,
@@ -1144,10 +1095,9 @@ impl Session {
                 _prog: dprog,
                 slots,
                 used: Default::default(),
-                fds: Default::default(),
+                replay_slots,
                 replays: Default::default(),
-                next: None,
-                next_used: Default::default(),
+                kept_count,
             });
         }
         self.dispatch[i]

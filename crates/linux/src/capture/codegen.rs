@@ -1307,7 +1307,11 @@ pub fn gen_retry(
 /// Generates the dispatcher attached to the `sys_enter` or `sys_exit` raw tracepoint: it tail-calls
 /// the program in `slots` at the syscall's number (`ctx[1]` at entry is the number; at exit the
 /// number is read from the saved registers' `orig_ax`), and does nothing for syscalls nobody traces.
-pub fn gen_syscall_dispatcher(slots: i32, exit: bool) -> Result<Vec<Insn>> {
+pub fn gen_syscall_dispatcher(
+    slots: i32,
+    exit: bool,
+    replay: Option<(i32, i32)>,
+) -> Result<Vec<Insn>> {
     let mut a = Asm::new();
     let out = a.label();
     a.mov(R6, R1);
@@ -1318,6 +1322,17 @@ pub fn gen_syscall_dispatcher(slots: i32, exit: bool) -> Result<Vec<Insn>> {
         a.load(Size::DW, R3, R6, 8);
     }
     a.jmp_imm(op::JGE, R3, MAX_SYSCALL_NR as i32, out);
+    if let Some((replays, kept)) = replay {
+        // While some firing is kept, the syscall's replay first (which tail-calls its slot
+        // when done); none there, or none kept: the slot.
+        let slot = a.label();
+        a.ld_map_value(R1, kept, 0).load(Size::DW, R1, R1, 0);
+        a.jmp_imm(op::JEQ, R1, 0, slot);
+        a.store(Size::DW, R10, SCRATCH, R3);
+        a.mov(R1, R6).ld_map_fd(R2, replays).call(helper::TAIL_CALL);
+        a.load(Size::DW, R3, R10, SCRATCH);
+        a.bind(slot);
+    }
     a.mov(R1, R6).ld_map_fd(R2, slots).call(helper::TAIL_CALL);
     a.bind(out).mov_imm(R0, 0).exit();
     Ok(a.finish()?)
@@ -1326,7 +1341,8 @@ pub fn gen_syscall_dispatcher(slots: i32, exit: bool) -> Result<Vec<Insn>> {
 /// Generates the program at a syscall's return that runs the kernel clauses of the syscall's
 /// entry on a firing the entry kept for it (`spec::Replay`; `spec`'s aggregations are the
 /// entry's, in [`Replay::Run`](super::spec::Replay) mode), then tail-calls slot `nr` of prog
-/// array `next`, where the return's own program is (when it has one). `shape` reads the kept
+/// array `next` (the dispatcher's), where the return's own program is (when it has one). The
+/// dispatcher runs it only while some firing is kept. `shape` reads the kept
 /// arguments ([`ArgSource::Kept`]). Returns the program and what runs of the clauses, which
 /// must be what runs at the entry.
 pub fn gen_replay(
@@ -1347,9 +1363,6 @@ pub fn gen_replay(
     let mut a = Asm::new();
     let out = a.label();
     a.mov(R6, R1);
-    // No entry kept a firing yet: nothing to look up.
-    a.ld_map_value(R1, m.armed, 0).load(Size::DW, R1, R1, 0);
-    a.jmp_imm(op::JEQ, R1, 0, out);
     let kept = |a: &mut Asm, call: i32| {
         a.call(helper::GET_CURRENT_PID_TGID)
             .store(Size::W, R10, SCRATCH, R0);
@@ -1368,6 +1381,11 @@ pub fn gen_replay(
     let (report, _) = super::kagg::emit_aggs(&mut a, shape, k, maps, tag)?;
     a.bind(done);
     kept(&mut a, helper::MAP_DELETE_ELEM);
+    let gone = a.label();
+    a.jmp_imm(op::JNE, R0, 0, gone);
+    a.ld_map_value(R2, m.armed, 0).mov_imm(R1, -1);
+    a.atomic_add64(R2, 0, R1);
+    a.bind(gone);
     a.bind(out);
     a.mov(R1, R6)
         .ld_map_fd(R2, next)

@@ -672,8 +672,15 @@ pub fn emit_aggs(
         pre_read: super::filter::PreRead {
             args: &pre_read,
             width,
-            // Where variables live in the kernel, their slots are these.
-            values: (!keep).then_some(PRE_READ_ARGS),
+            // Where variables live in the kernel, their slots are these: the values go in the
+            // slots they leave free, if there are enough (else each read reads its argument).
+            values: match (&k.vars, keep) {
+                (_, false) => Some(PRE_READ_ARGS),
+                (None, true) => Some(PRE_READ_ARGS),
+                (Some(kv), true) => super::kvars::free_slots(kv)
+                    .filter(|&(_, n)| pre_read.len() <= n)
+                    .map(|(base, _)| base),
+            },
         },
         specs: k.specs,
         scratchsize: k.scratchsize,
@@ -893,7 +900,9 @@ pub fn emit_aggs(
                 translate::Builtin::Arg(n),
             )
             .map_err(crate::error::LinuxError::Asm)?;
-            a.store(Size::DW, R10, pre_read_slot(i), R0);
+            if let Some(base) = ctx.pre_read.values {
+                a.store(Size::DW, R10, pre_read_slot(base, i), R0);
+            }
         }
     }
     let stamps = k
@@ -1284,9 +1293,10 @@ fn writes(c: &KernelAggClause) -> bool {
 /// the thread's id and thread-locals in otherwise.
 const PRE_READ_ARGS: i16 = HANDOVER - 8;
 
-/// The slot of pre-read argument number `i` (below [`MAX_PRE_READ`]).
-fn pre_read_slot(i: usize) -> i16 {
-    PRE_READ_ARGS - 8 * i.min(MAX_PRE_READ - 1) as i16
+/// The slot of pre-read argument number `i` (below [`MAX_PRE_READ`]) of the slots from `base`
+/// down ([`PRE_READ_ARGS`], or `kvars::free_slots` where variables live in the kernel).
+fn pre_read_slot(base: i16, i: usize) -> i16 {
+    base - 8 * i.min(MAX_PRE_READ - 1) as i16
 }
 
 const _: () = assert!(PRE_READ_ARGS - 8 * (MAX_PRE_READ as i16 - 1) >= -512);
@@ -1332,11 +1342,11 @@ fn emit_string_checks(
         let next = a.label();
         reading.emit_builtin(a, Builtin::Arg(n)).map_err(asm)?;
         // Kept for the clauses' code (see `PreRead::values`).
-        match ctx.pre_read.args.iter().position(|&m| m == n) {
-            Some(i) if ctx.pre_read.values.is_some() => {
-                a.store(Size::DW, R10, pre_read_slot(i), R0);
-            }
-            _ => {}
+        if let (Some(i), Some(base)) = (
+            ctx.pre_read.args.iter().position(|&m| m == n),
+            ctx.pre_read.values,
+        ) {
+            a.store(Size::DW, R10, pre_read_slot(base, i), R0);
         }
         a.jmp_imm(op::JEQ, R0, 0, next);
         a.store(Size::DW, R10, VAL, R0);
@@ -1371,7 +1381,7 @@ fn emit_string_checks(
 
 /// Keeps the firing for the syscall's return (`spec::Replay`), where it runs no clause: its
 /// `bpf_ktime_get_ns()`, syscall number and arguments (as `ctx` reads them at the probe) in
-/// `m.pending` under the thread's id, and `m.armed` set. When the map is full nothing is kept:
+/// `m.pending` under the thread's id, counted in `m.armed`. When the map is full nothing is kept:
 /// the clauses do not run, a dynamic variable drop (`drops`, the kernel variables' count).
 /// Uses r0-r5, INCR and KEYPTR (no clause runs after it).
 fn emit_keep_firing(
@@ -1416,7 +1426,9 @@ fn emit_keep_firing(
         a.load(Size::DW, R1, R10, KEYPTR)
             .store(Size::DW, R1, at, R0);
     }
-    a.ld_map_value(R1, m.armed, 0).store_imm(Size::DW, R1, 0, 1);
+    // One more firing kept (the return's side counts it off).
+    a.ld_map_value(R2, m.armed, 0).mov_imm(R1, 1);
+    a.atomic_add64(R2, 0, R1);
     Ok(())
 }
 
@@ -2737,10 +2749,10 @@ mod tests {
         // The argument's value is kept when its string is read, and the clause's code takes
         // it there (one read of the argument a firing).
         let keep = one(|a| {
-            a.store(Size::DW, R10, pre_read_slot(0), R0);
+            a.store(Size::DW, R10, pre_read_slot(PRE_READ_ARGS, 0), R0);
         });
         let take = one(|a| {
-            a.load(Size::DW, R0, R10, pre_read_slot(0));
+            a.load(Size::DW, R0, R10, pre_read_slot(PRE_READ_ARGS, 0));
         });
         assert!(insns.contains(&keep) && insns.contains(&take));
         let reads_ctx = insns

@@ -411,6 +411,17 @@ fn cache_slots(kv: &KernelVars, var: u32) -> Option<(i16, i16)> {
 // The lowest cache slot is on the eBPF stack.
 const _: () = assert!(TID - 16 * CACHED_THREAD_VARS as i16 >= -512);
 
+/// The stack slots below the thread-locals' cache of `kv` ([`cache_slots`]) that no variable
+/// of the firing takes, above `kagg::ALLOCA_TOP`: the first's offset and how many (the next
+/// ones below it), or `None` when there are none (a syscall entry keeping its firing for the
+/// return keeps the arguments it pre-reads there: `kagg::emit_aggs`).
+pub fn free_slots(kv: &KernelVars) -> Option<(i16, usize)> {
+    let cached = kv.ids.len().min(CACHED_THREAD_VARS) as i16;
+    let first = TID - 16 * cached - 8;
+    let n = (first - super::kagg::ALLOCA_TOP) / 8;
+    (n > 0).then_some((first, n as usize))
+}
+
 /// Most clause-local strings kept in the kernel (their flags are clause-local slots too).
 pub const MAX_LOCAL_STRINGS: usize = 8;
 

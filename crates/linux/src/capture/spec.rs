@@ -339,8 +339,8 @@ pub struct ReplayMaps {
     /// at a time): its `bpf_ktime_get_ns()`, its syscall's number, then its [`REPLAY_ARGS`]
     /// arguments ([`REPLAY_VALUE_SIZE`] bytes).
     pub pending: i32,
-    /// An array map of one u64, set once a firing was kept: the return's side looks no firing
-    /// up before.
+    /// An array map of one u64, the number of firings kept (its thread's return not reached
+    /// yet): the return's side looks no firing up while it is 0.
     pub armed: i32,
     /// An array map of one zeroed value of at least [`REPLAY_VALUE_SIZE`] bytes, a kept
     /// firing's start ([`KernelAggs::zeros`]).
