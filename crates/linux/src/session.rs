@@ -6,7 +6,7 @@
 use crate::attach::Attachment;
 use crate::bpf::{Map, MapKind, ProgKind, Program, RingBuf};
 use crate::capture::codegen::{
-    gen_cookie_dispatcher, gen_retry, gen_syscall_dispatcher, CaptureReport, MapFds,
+    gen_cookie_dispatcher, gen_retry, gen_syscall_dispatcher, CaptureReport, ExitStages, MapFds,
     MAX_SYSCALL_NR, PENDING_VALUE_SIZE,
 };
 use crate::capture::layout::SizedCopies;
@@ -142,6 +142,16 @@ struct Dispatch {
     replays: std::collections::HashSet<u32>,
     /// An array map of one u64: the firings kept (`capture::spec::ReplayMaps::armed`).
     kept_count: Map,
+    /// `sys_exit`'s only: the retries of syscall entries' copies (`capture::codegen::gen_retry`),
+    /// by syscall, each of which tail-calls the syscall's slot of [`Dispatch::slots`] when
+    /// done; the dispatcher (or a replay) tail-calls a syscall's retry first while some retry is
+    /// armed ([`Dispatch::retries_armed`]).
+    retry_slots: Map,
+    /// The syscalls of [`Dispatch::retry_slots`] that hold one.
+    retries: std::collections::HashSet<u32>,
+    /// An array map of one u64: the retries armed by the entries of [`Dispatch::retry_slots`]'s
+    /// programs and not yet served (`MapFds::pending_armed`).
+    retries_armed: Map,
 }
 
 struct ProbeInfo {
@@ -526,11 +536,20 @@ impl Session {
                 let wants_retry = spec.retry_at_return
                     && !*syscall_return
                     && spec.copies.iter().any(|c| c.kind.is_user());
-                // Behind a replay, the slot of the return is the return's own program's: the
-                // retry (whose order there does not matter) goes to the return's tracepoint.
-                let can_retry = raw.is_some_and(|r| !replayed && self.slot_free(true, r.nr))
-                    || return_event.is_some();
-                if wants_retry && can_retry {
+                // The retry goes in the `sys_exit` dispatcher's chain, before the return's own
+                // program (a tracepoint of its own costs a grace period to detach); else on the
+                // return's tracepoint.
+                let chained = match syscall.as_ref().filter(|r| r.nr < MAX_SYSCALL_NR) {
+                    Some(r) if wants_retry => {
+                        let d = self.syscall_dispatch(true)?;
+                        (!d.retries.contains(&r.nr)).then(|| {
+                            let chain = (d.slots.raw_fd(), r.nr);
+                            (chain, d.retries_armed.raw_fd())
+                        })
+                    }
+                    _ => None,
+                };
+                if wants_retry && (chained.is_some() || return_event.is_some()) {
                     let map = Map::create(
                         MapKind::LruHash,
                         &format!("{obj}_p"),
@@ -540,18 +559,21 @@ impl Session {
                     )?;
                     let armed = Map::create(MapKind::Array, &format!("{obj}_pn"), 4, 8, 1)?;
                     fds.pending = Some(map.raw_fd());
-                    fds.pending_armed = Some(armed.raw_fd());
+                    fds.pending_armed = Some(chained.map_or(armed.raw_fd(), |(_, a)| a));
                     // The return-side program goes in first, so no entry can arm a retry nobody serves.
-                    let insns = gen_retry(spec, &layout, tag, &fds)?;
+                    let insns = gen_retry(spec, &layout, tag, &fds, chained.map(|(c, _)| c))?;
                     let rname = format!("{obj}_r");
-                    match (raw, return_event) {
-                        (Some(r), _) if !replayed && self.slot_free(true, r.nr) => {
+                    match (chained, return_event) {
+                        (Some(((_, nr), _)), _) => {
                             let prog =
                                 Program::load(ProgKind::RawTracepoint, &insns, &rname, &name)?;
-                            self.install(true, r.nr, &prog)?;
+                            let d = self.syscall_dispatch(true)?;
+                            d.retry_slots
+                                .update(&nr.to_le_bytes(), &(prog.raw_fd() as u32).to_le_bytes())?;
+                            d.retries.insert(nr);
                             programs.push(prog);
                         }
-                        (_, Some(ret_id)) => {
+                        (None, Some(ret_id)) => {
                             let prog = Program::load(ProgKind::Tracepoint, &insns, &rname, &name)?;
                             attachments.push(Attachment::tracepoint(&prog, *ret_id, &name)?);
                             programs.push(prog);
@@ -984,6 +1006,7 @@ impl Session {
             return Ok(None);
         }
         let (slots, armed) = (d.slots.raw_fd(), d.kept_count.raw_fd());
+        let retries = d.retry_slots.raw_fd();
         if self.kept.is_none() {
             self.kept = Some(Map::create_hash_on_demand(
                 &format!("{prefix}_kept"),
@@ -1020,9 +1043,13 @@ impl Session {
             identity: at.entry_shape.identity,
             task: self.task,
         };
-        let Ok((insns, ran)) =
-            crate::capture::codegen::gen_replay(&shape, &run, at.tag, at.fds, (slots, at.nr))
-        else {
+        let Ok((insns, ran)) = crate::capture::codegen::gen_replay(
+            &shape,
+            &run,
+            at.tag,
+            at.fds,
+            (retries, slots, at.nr),
+        ) else {
             return Ok(None);
         };
         let Ok((_, kept)) = crate::capture::codegen::gen_capture_reporting(
@@ -1080,8 +1107,21 @@ impl Session {
                 if exit { MAX_SYSCALL_NR } else { 1 },
             )?;
             let kept_count = Map::create(MapKind::Array, &format!("{prefix}_keptn"), 4, 8, 1)?;
-            let replay = exit.then(|| (replay_slots.raw_fd(), kept_count.raw_fd()));
-            let insns = gen_syscall_dispatcher(slots.raw_fd(), exit, replay)?;
+            let retry_slots = Map::create(
+                MapKind::ProgArray,
+                &format!("{prefix}_{which}_r"),
+                4,
+                4,
+                if exit { MAX_SYSCALL_NR } else { 1 },
+            )?;
+            let retries_armed = Map::create(MapKind::Array, &format!("{prefix}_retryn"), 4, 8, 1)?;
+            let stages = exit.then(|| ExitStages {
+                replays: replay_slots.raw_fd(),
+                kept: kept_count.raw_fd(),
+                retries: retry_slots.raw_fd(),
+                armed: retries_armed.raw_fd(),
+            });
+            let insns = gen_syscall_dispatcher(slots.raw_fd(), exit, stages)?;
             let obj = format!("{prefix}_{}", if exit { "sx" } else { "se" });
             let dprog = Program::load(
                 ProgKind::RawTracepoint,
@@ -1098,6 +1138,9 @@ impl Session {
                 replay_slots,
                 replays: Default::default(),
                 kept_count,
+                retry_slots,
+                retries: Default::default(),
+                retries_armed,
             });
         }
         self.dispatch[i]

@@ -1193,13 +1193,16 @@ pub(super) fn emit_user_unwind(a: &mut Asm, at: usize, cap: usize) -> Result<()>
     Ok(())
 }
 
-/// Generates the program attached to a syscall's exit tracepoint that re-reads the user copies of an
-/// entry event whose reads faulted, and emits them as a retry record.
+/// Generates the program at a syscall's exit that re-reads the user copies of an entry event
+/// whose reads faulted, and emits them as a retry record. In the `sys_exit` dispatcher's chain
+/// (`then`: its slots and the syscall's number) it tail-calls the syscall's slot when done;
+/// else it is attached to the syscall's exit tracepoint alone.
 pub fn gen_retry(
     spec: &CaptureSpec,
     layout: &RecordLayout,
     tag: u32,
     maps: &MapFds,
+    then: Option<(i32, u32)>,
 ) -> Result<Vec<Insn>> {
     let pending = maps
         .pending
@@ -1300,8 +1303,31 @@ pub fn gen_retry(
             .mov_imm(R2, -1)
             .atomic_add64(R1, 0, R2);
     }
-    a.bind(out).mov_imm(R0, 0).exit();
+    a.bind(out);
+    if let Some((slots, nr)) = then {
+        let nr = i32::try_from(nr).map_err(|_| LinuxError::Asm("syscall number".into()))?;
+        a.mov(R1, R6)
+            .ld_map_fd(R2, slots)
+            .mov_imm(R3, nr)
+            .call(helper::TAIL_CALL);
+    }
+    a.mov_imm(R0, 0).exit();
     Ok(a.finish()?)
+}
+
+/// The stages the `sys_exit` dispatcher runs before a syscall's slot, each a prog array by
+/// syscall number gated by a counter (an array map of one u64): the replays of kept entry
+/// firings ([`gen_replay`]), then the retries of entry copies ([`gen_retry`]).
+#[derive(Clone, Copy, Debug)]
+pub struct ExitStages {
+    /// The replays.
+    pub replays: i32,
+    /// The firings kept (`spec::ReplayMaps::armed`).
+    pub kept: i32,
+    /// The retries.
+    pub retries: i32,
+    /// The retries armed ([`MapFds::pending_armed`] of the retries in the chain).
+    pub armed: i32,
 }
 
 /// Generates the dispatcher attached to the `sys_enter` or `sys_exit` raw tracepoint: it tail-calls
@@ -1310,7 +1336,7 @@ pub fn gen_retry(
 pub fn gen_syscall_dispatcher(
     slots: i32,
     exit: bool,
-    replay: Option<(i32, i32)>,
+    stages: Option<ExitStages>,
 ) -> Result<Vec<Insn>> {
     let mut a = Asm::new();
     let out = a.label();
@@ -1322,16 +1348,19 @@ pub fn gen_syscall_dispatcher(
         a.load(Size::DW, R3, R6, 8);
     }
     a.jmp_imm(op::JGE, R3, MAX_SYSCALL_NR as i32, out);
-    if let Some((replays, kept)) = replay {
-        // While some firing is kept, the syscall's replay first (which tail-calls its slot
-        // when done); none there, or none kept: the slot.
-        let slot = a.label();
-        a.ld_map_value(R1, kept, 0).load(Size::DW, R1, R1, 0);
-        a.jmp_imm(op::JEQ, R1, 0, slot);
-        a.store(Size::DW, R10, SCRATCH, R3);
-        a.mov(R1, R6).ld_map_fd(R2, replays).call(helper::TAIL_CALL);
-        a.load(Size::DW, R3, R10, SCRATCH);
-        a.bind(slot);
+    if let Some(s) = stages {
+        // While some firing is kept, the syscall's replay first; while some retry is armed,
+        // its retry; each tail-calls the next stage when done. None there, or nothing kept or
+        // armed: the slot.
+        for (stage, count) in [(s.replays, s.kept), (s.retries, s.armed)] {
+            let next = a.label();
+            a.ld_map_value(R1, count, 0).load(Size::DW, R1, R1, 0);
+            a.jmp_imm(op::JEQ, R1, 0, next);
+            a.store(Size::DW, R10, SCRATCH, R3);
+            a.mov(R1, R6).ld_map_fd(R2, stage).call(helper::TAIL_CALL);
+            a.load(Size::DW, R3, R10, SCRATCH);
+            a.bind(next);
+        }
     }
     a.mov(R1, R6).ld_map_fd(R2, slots).call(helper::TAIL_CALL);
     a.bind(out).mov_imm(R0, 0).exit();
@@ -1341,8 +1370,9 @@ pub fn gen_syscall_dispatcher(
 /// Generates the program at a syscall's return that runs the kernel clauses of the syscall's
 /// entry on a firing the entry kept for it (`spec::Replay`; `spec`'s aggregations are the
 /// entry's, in [`Replay::Run`](super::spec::Replay) mode), then tail-calls slot `nr` of prog
-/// array `next` (the dispatcher's), where the return's own program is (when it has one). The
-/// dispatcher runs it only while some firing is kept. `shape` reads the kept
+/// array `next` (the dispatcher's), where the return's own program is (when it has one), after
+/// the syscall's retry in `retries` (see [`gen_retry`]), if there is one. The dispatcher runs
+/// it only while some firing is kept. `shape` reads the kept
 /// arguments ([`ArgSource::Kept`]). Returns the program and what runs of the clauses, which
 /// must be what runs at the entry.
 pub fn gen_replay(
@@ -1350,7 +1380,7 @@ pub fn gen_replay(
     spec: &CaptureSpec,
     tag: u32,
     maps: &MapFds,
-    (next, nr): (i32, u32),
+    (retries, next, nr): (i32, i32, u32),
 ) -> Result<(Vec<Insn>, super::kagg::AggReport)> {
     let k = spec
         .aggs
@@ -1387,10 +1417,12 @@ pub fn gen_replay(
     a.atomic_add64(R2, 0, R1);
     a.bind(gone);
     a.bind(out);
-    a.mov(R1, R6)
-        .ld_map_fd(R2, next)
-        .mov_imm(R3, nr)
-        .call(helper::TAIL_CALL);
+    for stage in [retries, next] {
+        a.mov(R1, R6)
+            .ld_map_fd(R2, stage)
+            .mov_imm(R3, nr)
+            .call(helper::TAIL_CALL);
+    }
     a.mov_imm(R0, 0).exit();
     Ok((a.finish()?, report))
 }
@@ -1471,9 +1503,9 @@ mod tests {
                 .filter(|i| i.code == op::STX | op::ATOMIC | op::DW)
                 .count()
         };
-        let plain = gen_retry(&spec, &layout, 1, &maps).unwrap();
+        let plain = gen_retry(&spec, &layout, 1, &maps, None).unwrap();
         maps.pending_armed = Some(6);
-        let gated = gen_retry(&spec, &layout, 1, &maps).unwrap();
+        let gated = gen_retry(&spec, &layout, 1, &maps, None).unwrap();
         // The count of armed entries is read (a map value, no helper) and tested before the
         // first helper call; a served entry takes one off it.
         assert_eq!((gated[1].src, gated[1].imm), (2, 6));

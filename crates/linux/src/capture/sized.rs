@@ -483,7 +483,7 @@ mod tail_tests {
         for (layout, dynptr) in [(&tailed, true), (&capped, false)] {
             for insns in [
                 gen_capture(&shape, &s, layout, 1, &maps).unwrap(),
-                gen_retry(&s, layout, 1, &maps).unwrap(),
+                gen_retry(&s, layout, 1, &maps, None).unwrap(),
             ] {
                 let n = usize::from(dynptr);
                 assert_eq!(calls(&insns, helper::RINGBUF_RESERVE_DYNPTR), n);
