@@ -177,6 +177,63 @@ fn openat_path_is_captured_even_from_an_untouched_page() {
     assert_eq!(s.held_count(), 0);
 }
 
+/// The entry's retry and the return's own program share the syscall's exit (the `sys_exit`
+/// dispatcher runs the retry first, which then runs the return's program): both report,
+/// whichever is enabled first.
+#[test]
+fn an_entry_retried_at_the_return_and_the_return_probe_both_report() {
+    let t = "an_entry_retried_at_the_return_and_the_return_probe_both_report";
+    if !kernel_ok(t) || !gcc_ok("openat_both") {
+        return;
+    }
+    let exe = compile("opener", OPENER);
+    let cat = catalog();
+    let (entry, ret) = (
+        probe(&cat, "syscall::openat:entry"),
+        probe(&cat, "syscall::openat:return"),
+    );
+    let copy = CaptureSpec {
+        copies: vec![CopyRequest {
+            addr: AddrExpr::arg(1),
+            kind: MemKind::UserString,
+            size: 256,
+            size_arg: None,
+        }],
+        ..CaptureSpec::new()
+    };
+    for return_first in [false, true] {
+        let mut s = session("b");
+        let (pid, st, events) = run_traced(&mut s, &[exe.display().to_string()], |s, pid| {
+            let entry_spec = CaptureSpec {
+                filter_pid: Some(pid),
+                ..copy.clone()
+            };
+            let ret_spec = CaptureSpec {
+                filter_pid: Some(pid),
+                ..CaptureSpec::new()
+            };
+            if return_first {
+                s.enable(&ret, 8, &ret_spec).unwrap();
+            }
+            s.enable(&entry, 7, &entry_spec).unwrap();
+            if !return_first {
+                s.enable(&ret, 8, &ret_spec).unwrap();
+            }
+        });
+        assert_eq!(st, ExitStatus::Exited(0));
+        let ev = events
+            .iter()
+            .filter(|e| e.pid == pid && e.tag == 7)
+            .find(|e| e.copies[0].data.as_deref() == Ok(b"/etc/hostname".as_slice()))
+            .unwrap_or_else(|| panic!("no openat of /etc/hostname among {events:#?}"));
+        assert_eq!(ev.copies[0].source, CopySource::AtReturn, "{ev:#?}");
+        let returns = events.iter().filter(|e| e.pid == pid && e.tag == 8).count();
+        let entries = events.iter().filter(|e| e.pid == pid && e.tag == 7).count();
+        assert_eq!(returns, entries, "{events:#?}");
+        assert_eq!(s.held_count(), 0);
+    }
+}
+
 #[test]
 fn syscall_return_carries_value_and_errno() {
     if !kernel_ok("syscall_return_carries_value_and_errno") {
