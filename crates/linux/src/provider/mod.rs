@@ -2571,6 +2571,41 @@ mod tests {
         assert!(!has_uaddr_conversion(b"%%A"));
         assert!(!has_uaddr_conversion(b"%"));
     }
+
+    #[test]
+    fn v_says_where_a_firing_with_an_unread_string_runs() {
+        let clause = |replayed: usize| ClauseKernel {
+            desc: "syscall::open*:entry".into(),
+            probes: 2,
+            aggs_in_kernel: 2,
+            replayed,
+            variables: Some(Ok(format!("self->p{}", kvars::COPYINSTR_AT_PROBE))),
+            ..ClauseKernel::default()
+        };
+        let line = |replayed| clause(replayed).describe(1).join("\n");
+        assert!(
+            line(0).ends_with(
+                "(variables self->p live in the kernel; copyinstr() reads at the probe, where a \
+                 string on a page not yet read in faults, as in DTrace)"
+            ),
+            "{}",
+            line(0)
+        );
+        assert!(
+            line(2).ends_with(
+                "(variables self->p live in the kernel; copyinstr() reads at the probe, and a \
+                 firing whose string is on a page not yet read in runs at the syscall's return \
+                 instead)"
+            ),
+            "{}",
+            line(2)
+        );
+        assert!(
+            line(1).ends_with("runs at the syscall's return instead at 1 probe)"),
+            "{}",
+            line(1)
+        );
+    }
 }
 
 #[cfg(test)]
