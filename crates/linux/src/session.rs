@@ -976,14 +976,14 @@ impl Session {
     /// Sets up the replay at syscall `at.nr`'s return of the firings its entry keeps (see
     /// `capture::spec::Replay`), when the entry's kernel clauses in `spec` call for one
     /// (`capture::kagg::replayable`) and the return can take it: loads the program that runs
-    /// them there and puts it in the return's slot. Returns the entry's spec in the mode that
-    /// keeps such firings, the program, and the maps; `None` where the clauses run without a
-    /// replay (a string not readable at the entry then faults there, as in DTrace): the
-    /// return holds another's, or a program of the return is not in the dispatcher's slots (it
-    /// could run first), or the replay would not run the clauses the entry runs, or the kernel
-    /// refuses its code. (A second program for the return, enabled after the replay, goes to
-    /// the return's tracepoint and may run before it: two programs of one session tracing one
-    /// syscall's return, each with its own clauses, which `-n` and `-s` together can give.)
+    /// them there and puts it in the `sys_exit` dispatcher's replay stage
+    /// ([`Dispatch::replay_slots`]). Returns the entry's spec in the mode that keeps such
+    /// firings, and the program; `None` where the clauses run without a replay (a string not
+    /// readable at the entry then faults there, as in DTrace): the syscall has one, or a
+    /// program of its return is on the return's own tracepoint (which could run before the
+    /// dispatcher), or the replay would not run the clauses the entry runs, or the kernel
+    /// refuses its code. (A return's program enabled after the replay goes to that tracepoint
+    /// only when the syscall's slot is taken, which one probe per syscall return never does.)
     fn set_up_replay(
         &mut self,
         spec: &CaptureSpec,

@@ -1372,9 +1372,8 @@ pub fn gen_syscall_dispatcher(
 /// entry's, in [`Replay::Run`](super::spec::Replay) mode), then tail-calls slot `nr` of prog
 /// array `next` (the dispatcher's), where the return's own program is (when it has one), after
 /// the syscall's retry in `retries` (see [`gen_retry`]), if there is one. The dispatcher runs
-/// it only while some firing is kept. `shape` reads the kept
-/// arguments ([`ArgSource::Kept`]). Returns the program and what runs of the clauses, which
-/// must be what runs at the entry.
+/// it only while some firing is kept. `shape` reads the kept arguments ([`ArgSource::Kept`]).
+/// Returns the program and what runs of the clauses, which must be what runs at the entry.
 pub fn gen_replay(
     shape: &ProbeShape,
     spec: &CaptureSpec,
