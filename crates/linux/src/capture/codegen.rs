@@ -1482,6 +1482,45 @@ mod tests {
     }
 
     #[test]
+    fn the_exit_dispatcher_runs_a_stage_only_while_its_count_says_one_waits() {
+        let tail_calls = |insns: &[Insn]| {
+            insns
+                .iter()
+                .filter(|i| i.code == op::JMP | op::CALL && i.imm == helper::TAIL_CALL)
+                .count()
+        };
+        let plain = gen_syscall_dispatcher(3, true, None).unwrap();
+        assert_eq!(tail_calls(&plain), 1);
+        let stages = ExitStages {
+            replays: 4,
+            kept: 5,
+            retries: 6,
+            armed: 7,
+        };
+        let staged = gen_syscall_dispatcher(3, true, Some(stages)).unwrap();
+        assert_eq!(tail_calls(&staged), 3);
+        // Each stage's count is read (a map value, no helper) and tested before its tail
+        // call, the replay's first; the slot's tail call comes last.
+        let value_at = |fd: i32| {
+            staged
+                .iter()
+                .position(|i| i.code == op::LD | op::IMM | op::DW && i.src == 2 && i.imm == fd)
+                .unwrap()
+        };
+        let prog_array_at = |fd: i32| {
+            staged
+                .iter()
+                .position(|i| i.code == op::LD | op::IMM | op::DW && i.src == 1 && i.imm == fd)
+                .unwrap()
+        };
+        assert!(value_at(5) < prog_array_at(4));
+        assert!(prog_array_at(4) < value_at(7));
+        assert!(value_at(7) < prog_array_at(6));
+        assert!(prog_array_at(6) < prog_array_at(3));
+        assert!(staged[value_at(5) + 3].code == op::JMP | op::JEQ | op::K);
+    }
+
+    #[test]
     fn a_retry_is_looked_up_at_the_return_only_while_an_entry_armed_one() {
         let spec = CaptureSpec::new();
         let layout = RecordLayout::for_spec(&spec, "p").unwrap();
