@@ -658,6 +658,10 @@ pub fn emit_aggs(
         }
     }
     let width = translate::string_scratch_width(k.strsize as usize);
+    // The strings are read after the first clause's predicate where it is the only clause
+    // copying them and its predicate reads neither them nor the arguments (a false one then
+    // costs no read): the arguments' values are not kept for it then.
+    let after_predicate = !pre_read.is_empty() && checks_after_first_predicate(&k.clauses);
     let ctx = ShapeContext {
         shape,
         names: &k.names,
@@ -675,6 +679,7 @@ pub fn emit_aggs(
             // Where variables live in the kernel, their slots are these: the values go in the
             // slots they leave free, if there are enough (else each read reads its argument).
             values: match (&k.vars, keep) {
+                _ if after_predicate => None,
                 (_, false) => Some(PRE_READ_ARGS),
                 (None, true) => Some(PRE_READ_ARGS),
                 (Some(kv), true) => super::kvars::free_slots(kv)
@@ -876,19 +881,22 @@ pub fn emit_aggs(
         }
         a.store_imm(Size::DW, R10, DVAR_DROPPED, 0);
     }
-    if !string_args.is_empty() {
-        let kept = match k.replay {
-            Some(Replay::Keep(m)) => Some(m),
-            _ => None,
-        };
-        let drops = k.vars.as_ref().map(|kv| kv.drops);
+    let kept = match k.replay {
+        Some(Replay::Keep(m)) => Some(m),
+        _ => None,
+    };
+    let drops = k.vars.as_ref().map(|kv| kv.drops);
+    let checks = |a: &mut Asm| {
         emit_string_checks(
             a,
             &ctx,
             &string_args,
             (k.strsize as usize, kept, drops),
             done,
-        )?;
+        )
+    };
+    if !string_args.is_empty() && !after_predicate {
+        checks(a)?;
     }
     // The other arguments a clause's code takes from PRE_READ_ARGS (those of clauses that do
     // not run here need no string).
@@ -988,6 +996,10 @@ pub fn emit_aggs(
             } else {
                 a.jmp_imm(op::JEQ, R0, 0, next);
             }
+        }
+        if n == 0 && after_predicate && !string_args.is_empty() {
+            // (Nothing lasting was done yet: this is the first clause, its predicate pure.)
+            checks(a)?;
         }
         if let Some((_, w)) = walk_at.filter(|(at, _)| *at == WalkAt::AfterPredicate(n)) {
             emit_walk(a, &w)?;
@@ -1182,6 +1194,42 @@ impl WalkAt {
             },
         )
     }
+}
+
+/// Whether the probe's strings may be read after the predicate of its first clause, not before
+/// any clause runs (`emit_aggs`): that clause is the only one copying the user strings of
+/// probe arguments, and its predicate has no side effects and reads no argument and no user
+/// memory (it could read the strings' copies or their arguments' kept values before they are
+/// made). Then a firing its predicate rejects reads no string.
+fn checks_after_first_predicate(clauses: &[KernelAggClause]) -> bool {
+    use dtrace_dif::instr::Instr;
+    use dtrace_dif::subr::Subr;
+    use dtrace_dif::vars;
+    let copies = |c: &KernelAggClause| c.string_args.as_ref().is_ok_and(|a| !a.is_empty());
+    let Some((first, rest)) = clauses.split_first() else {
+        return false;
+    };
+    let Some(p) = first.predicate.as_ref() else {
+        return false;
+    };
+    let reads_args = p.text.iter().any(|w| match Instr::decode(*w) {
+        Ok(Instr::LoadVar { var, .. }) => {
+            (vars::DIF_VAR_ARG0..=vars::DIF_VAR_ARG9).contains(&u32::from(var))
+        }
+        Ok(Instr::LoadArray { var, .. }) => u32::from(var) == vars::DIF_VAR_ARGS,
+        _ => false,
+    });
+    let reads_user = p.subrs_called().any(|s| {
+        matches!(
+            s,
+            Subr::Copyinstr | Subr::Copyin | Subr::Copyinto | Subr::Copyout | Subr::Copyoutstr
+        )
+    });
+    copies(first)
+        && !rest.iter().any(copies)
+        && !reads_args
+        && !reads_user
+        && !dtrace_framework::framework::has_side_effects(p)
 }
 
 /// Whether clause `c` walks the user stack: it has `ustack()` or `jstack()` keys, or reads
@@ -2838,6 +2886,67 @@ mod tests {
                 format!("syscall::openat:entry {{ self->p = copyinstr(arg1); self->v = {read}; }}");
             assert!(!replayable(&aggs(clause(&src), true)), "{read}");
         }
+    }
+
+    #[test]
+    fn strings_are_read_after_a_predicate_that_needs_none_of_them() {
+        use super::super::spec::KernelAggClause;
+        let clause = |src: &str| {
+            let p =
+                dtrace_compiler::compile(src, &dtrace_compiler::CompileOptions::default()).unwrap();
+            // The action's code (its string copied, its value unused) as the clause's.
+            KernelAggClause {
+                predicate: p.ecbs[0].predicate.clone(),
+                aggs: Vec::new(),
+                stores: p.ecbs[0]
+                    .actions
+                    .iter()
+                    .filter_map(|a| a.difo.clone())
+                    .map(|o| (0, 0, o))
+                    .collect(),
+                record: None,
+                after_dtrace: false,
+                string_args: Ok(vec![1]),
+                keeps_vars: false,
+                firing_vars: false,
+                copy_scratch: None,
+            }
+        };
+        let first = |insns: &[crate::bpf::Insn], helper: i32| {
+            insns
+                .iter()
+                .position(|i| i.code == op::JMP | op::CALL && i.imm == helper)
+                .unwrap()
+        };
+        // `pid` (bpf_get_current_pid_tgid) is tested before the string is read: a firing the
+        // predicate rejects reads none.
+        let (insns, report) = program(
+            clause("syscall::openat:entry /pid == 1234/ { trace(strlen(copyinstr(arg1))); }"),
+            None,
+        );
+        assert_eq!(report, vec![Ok(())]);
+        assert_reachable(&insns);
+        assert!(
+            first(&insns, helper::GET_CURRENT_PID_TGID)
+                < first(&insns, helper::PROBE_READ_USER_STR)
+        );
+        // A predicate reading the arguments runs after the strings are read (it could read
+        // their copies).
+        let (insns, _) = program(
+            clause("syscall::openat:entry /arg2 == 0/ { trace(strlen(copyinstr(arg1))); }"),
+            None,
+        );
+        assert!(!checks_after_first_predicate(&[]));
+        let reads = first(&insns, helper::PROBE_READ_USER_STR);
+        assert!(insns[..reads]
+            .iter()
+            .all(|i| i.code != op::JMP | op::CALL || i.imm != helper::GET_CURRENT_PID_TGID));
+        assert!(!checks_after_first_predicate(&[clause(
+            "syscall::openat:entry /arg2 == 0/ {}"
+        )]));
+        assert!(checks_after_first_predicate(&[clause(
+            "syscall::openat:entry /pid == 1234/ {}"
+        )]));
     }
 
     #[test]
