@@ -133,25 +133,43 @@ struct Dispatch {
     _prog: Program,
     slots: Map,
     used: std::collections::HashSet<u32>,
-    /// `sys_exit`'s only (empty at `sys_enter`): the replays of the firings syscall entries
-    /// keep (`capture::spec::Replay`), by syscall, each of which tail-calls the syscall's slot of
-    /// [`Dispatch::slots`] when done. The dispatcher tail-calls a syscall's replay first only
-    /// while some firing is kept ([`Dispatch::kept_count`]).
-    replay_slots: Map,
-    /// The syscalls of [`Dispatch::replay_slots`] that hold one.
-    replays: std::collections::HashSet<u32>,
-    /// An array map of one u64: the firings kept (`capture::spec::ReplayMaps::armed`).
-    kept_count: Map,
-    /// `sys_exit`'s only: the retries of syscall entries' copies (`capture::codegen::gen_retry`),
-    /// by syscall, each of which tail-calls the syscall's slot of [`Dispatch::slots`] when
-    /// done; the dispatcher (or a replay) tail-calls a syscall's retry first while some retry is
-    /// armed ([`Dispatch::retries_armed`]).
-    retry_slots: Map,
-    /// The syscalls of [`Dispatch::retry_slots`] that hold one.
-    retries: std::collections::HashSet<u32>,
-    /// An array map of one u64: the retries armed by the entries of [`Dispatch::retry_slots`]'s
-    /// programs and not yet served (`MapFds::pending_armed`).
-    retries_armed: Map,
+    /// `sys_exit`'s only: the stages the dispatcher runs before a syscall's slot.
+    chain: Option<ExitChain>,
+}
+
+/// The stages of the `sys_exit` dispatcher (`capture::codegen::ExitStages`): the replays of the
+/// firings syscall entries keep (`capture::spec::Replay`, `gen_replay`), then the retries of
+/// entries' copies (`gen_retry`), each tail-calling the next when done (a replay the retry,
+/// a retry the syscall's slot of [`Dispatch::slots`]).
+struct ExitChain {
+    replays: Stage,
+    retries: Stage,
+}
+
+/// One stage of an [`ExitChain`]: a program by syscall, which the dispatcher tail-calls only
+/// while `count` (an array map of one u64: the firings kept, the retries armed) is not zero.
+struct Stage {
+    slots: Map,
+    used: std::collections::HashSet<u32>,
+    count: Map,
+}
+
+impl Stage {
+    fn create(slots_name: &str, count_name: &str) -> Result<Stage> {
+        Ok(Stage {
+            slots: Map::create(MapKind::ProgArray, slots_name, 4, 4, MAX_SYSCALL_NR)?,
+            used: Default::default(),
+            count: Map::create(MapKind::Array, count_name, 4, 8, 1)?,
+        })
+    }
+
+    /// Puts `prog` in syscall `nr`'s slot.
+    fn install(&mut self, nr: u32, prog: &Program) -> Result<()> {
+        self.slots
+            .update(&nr.to_le_bytes(), &(prog.raw_fd() as u32).to_le_bytes())?;
+        self.used.insert(nr);
+        Ok(())
+    }
 }
 
 struct ProbeInfo {
@@ -455,16 +473,17 @@ impl Session {
         let mut replayed = false;
         let mut capture_report = CaptureReport::default();
         // Every capture program of this probe loads the same way; only its kind, shape and maps
-        // differ.
+        // differ (and, at a syscall's entry keeping firings for the return, its spec).
         let only_cpu = self.opts.only_cpu;
-        let load = |kind: ProgKind, shape: &ProbeShape, fds: &MapFds| match only_cpu {
-            Some(cpu) => {
-                let mut on_cpu = shape.clone();
-                on_cpu.conditions.insert(0, Condition::OnCpu(cpu));
-                load_capture(kind, &on_cpu, spec, &layout, tag, fds, &obj, &name)
-            }
-            None => load_capture(kind, shape, spec, &layout, tag, fds, &obj, &name),
-        };
+        let load =
+            |kind: ProgKind, shape: &ProbeShape, spec: &CaptureSpec, fds: &MapFds| match only_cpu {
+                Some(cpu) => {
+                    let mut on_cpu = shape.clone();
+                    on_cpu.conditions.insert(0, Condition::OnCpu(cpu));
+                    load_capture(kind, &on_cpu, spec, &layout, tag, fds, &obj, &name)
+                }
+                None => load_capture(kind, shape, spec, &layout, tag, fds, &obj, &name),
+            };
         let (syscall_return, identity_from_fields) = match &probe.attach {
             AttachPoint::Tracepoint {
                 id,
@@ -541,11 +560,10 @@ impl Session {
                 // return's tracepoint.
                 let chained = match syscall.as_ref().filter(|r| r.nr < MAX_SYSCALL_NR) {
                     Some(r) if wants_retry => {
-                        let d = self.syscall_dispatch(true)?;
-                        (!d.retries.contains(&r.nr)).then(|| {
-                            let chain = (d.slots.raw_fd(), r.nr);
-                            (chain, d.retries_armed.raw_fd())
-                        })
+                        let (slots, chain) = self.exit_chain()?;
+                        let retries = &chain.retries;
+                        (!retries.used.contains(&r.nr))
+                            .then(|| ((slots, r.nr), retries.count.raw_fd()))
                     }
                     _ => None,
                 };
@@ -567,10 +585,7 @@ impl Session {
                         (Some(((_, nr), _)), _) => {
                             let prog =
                                 Program::load(ProgKind::RawTracepoint, &insns, &rname, &name)?;
-                            let d = self.syscall_dispatch(true)?;
-                            d.retry_slots
-                                .update(&nr.to_le_bytes(), &(prog.raw_fd() as u32).to_le_bytes())?;
-                            d.retries.insert(nr);
+                            self.exit_chain()?.1.retries.install(nr, &prog)?;
                             programs.push(prog);
                         }
                         (None, Some(ret_id)) => {
@@ -582,36 +597,20 @@ impl Session {
                     }
                     pending = Some((map, armed));
                 }
-                let load = |kind: ProgKind, shape: &ProbeShape, fds: &MapFds| match only_cpu {
-                    Some(cpu) => {
-                        let mut on_cpu = shape.clone();
-                        on_cpu.conditions.insert(0, Condition::OnCpu(cpu));
-                        load_capture(kind, &on_cpu, spec, &layout, tag, fds, &obj, &name)
-                    }
-                    None => load_capture(kind, shape, spec, &layout, tag, fds, &obj, &name),
+                let kind = match raw {
+                    Some(_) => ProgKind::RawTracepoint,
+                    None => ProgKind::Tracepoint,
+                };
+                let (prog, report) = load(kind, &entry_shape, spec, &fds)?;
+                capture_report = CaptureReport {
+                    replay: replayed,
+                    ..report
                 };
                 match raw {
-                    Some(route) => {
-                        let shape = entry_shape;
-                        let (prog, report) = load(ProgKind::RawTracepoint, &shape, &fds)?;
-                        capture_report = CaptureReport {
-                            replay: replayed,
-                            ..report
-                        };
-                        self.install(*syscall_return, route.nr, &prog)?;
-                        programs.push(prog);
-                    }
-                    None => {
-                        let shape = entry_shape;
-                        let (prog, report) = load(ProgKind::Tracepoint, &shape, &fds)?;
-                        capture_report = CaptureReport {
-                            replay: replayed,
-                            ..report
-                        };
-                        attachments.push(Attachment::tracepoint(&prog, *id, &name)?);
-                        programs.push(prog);
-                    }
+                    Some(route) => self.install(*syscall_return, route.nr, &prog)?,
+                    None => attachments.push(Attachment::tracepoint(&prog, *id, &name)?),
                 }
+                programs.push(prog);
                 (
                     *syscall_return,
                     matches!(identity, Identity::FromFields { .. }),
@@ -633,7 +632,8 @@ impl Session {
                 // Typed (tp_btf) where the kernel's BTF names the tracepoint, so the stack of the
                 // task an argument points at can be taken; plain otherwise.
                 let typed = self.tp_btf_id(tp).and_then(|btf_id| {
-                    let (prog, report) = load(ProgKind::TpBtf { btf_id }, &shape, &fds).ok()?;
+                    let (prog, report) =
+                        load(ProgKind::TpBtf { btf_id }, &shape, spec, &fds).ok()?;
                     capture_report = report;
                     Some(prog)
                 });
@@ -644,7 +644,7 @@ impl Session {
                     }
                     None => {
                         shape.ctx = CtxKind::RawTracepoint;
-                        let (prog, report) = load(ProgKind::RawTracepoint, &shape, &fds)?;
+                        let (prog, report) = load(ProgKind::RawTracepoint, &shape, spec, &fds)?;
                         capture_report = report;
                         let at = Attachment::raw_tracepoint(&prog, tp)?;
                         (prog, at)
@@ -668,7 +668,7 @@ impl Session {
                         true => ProgKind::UprobeMulti,
                         false => ProgKind::Kprobe,
                     };
-                    let (prog, report) = load(kind, &shape, &fds)?;
+                    let (prog, report) = load(kind, &shape, spec, &fds)?;
                     capture_report = report;
                     if multi {
                         self.pending_uprobes.push(PendingUprobe {
@@ -737,7 +737,7 @@ impl Session {
                                     btf_obj_fd,
                                 },
                             };
-                            let (prog, report) = load(kind, &shape, &fds)?;
+                            let (prog, report) = load(kind, &shape, spec, &fds)?;
                             capture_report = report;
                             attachments.push(Attachment::tp_btf(&prog, &name)?);
                             programs.push(prog);
@@ -753,7 +753,7 @@ impl Session {
                             true => ProgKind::KprobeMulti,
                             false => ProgKind::Kprobe,
                         };
-                        let (prog, report) = load(kind, &shape, &fds)?;
+                        let (prog, report) = load(kind, &shape, spec, &fds)?;
                         capture_report = report;
                         if multi {
                             self.pending_kprobes.push(PendingKprobe {
@@ -777,7 +777,7 @@ impl Session {
                 all_cpus,
             } => {
                 let shape = profile_shape(self.task);
-                let (prog, report) = load(ProgKind::PerfEvent, &shape, &fds)?;
+                let (prog, report) = load(ProgKind::PerfEvent, &shape, spec, &fds)?;
                 capture_report = report;
                 let online = crate::bpf::map::online_cpus()?;
                 let cpus: Vec<u32> = if *all_cpus {
@@ -977,7 +977,7 @@ impl Session {
     /// `capture::spec::Replay`), when the entry's kernel clauses in `spec` call for one
     /// (`capture::kagg::replayable`) and the return can take it: loads the program that runs
     /// them there and puts it in the `sys_exit` dispatcher's replay stage
-    /// ([`Dispatch::replay_slots`]). Returns the entry's spec in the mode that keeps such
+    /// ([`ExitChain::replays`]). Returns the entry's spec in the mode that keeps such
     /// firings, and the program; `None` where the clauses run without a replay (a string not
     /// readable at the entry then faults there, as in DTrace): the syscall has one, or a
     /// program of its return is on the return's own tracepoint (which could run before the
@@ -1001,12 +1001,11 @@ impl Session {
             return Ok(None);
         }
         let prefix = self.opts.name_prefix.clone();
-        let d = self.syscall_dispatch(true)?;
-        if d.replays.contains(&at.nr) {
+        let (slots, chain) = self.exit_chain()?;
+        if chain.replays.used.contains(&at.nr) {
             return Ok(None);
         }
-        let (slots, armed) = (d.slots.raw_fd(), d.kept_count.raw_fd());
-        let retries = d.retry_slots.raw_fd();
+        let (armed, retries) = (chain.replays.count.raw_fd(), chain.retries.slots.raw_fd());
         if self.kept.is_none() {
             self.kept = Some(Map::create_hash_on_demand(
                 &format!("{prefix}_kept"),
@@ -1078,11 +1077,20 @@ impl Session {
         ) else {
             return Ok(None);
         };
-        let d = self.syscall_dispatch(true)?;
-        d.replay_slots
-            .update(&at.nr.to_le_bytes(), &(prog.raw_fd() as u32).to_le_bytes())?;
-        d.replays.insert(at.nr);
+        self.exit_chain()?.1.replays.install(at.nr, &prog)?;
         Ok(Some(KeptFirings { keep, replay: prog }))
+    }
+
+    /// The `sys_exit` dispatcher's slots (their file descriptor) and stages, created and
+    /// attached on first use.
+    fn exit_chain(&mut self) -> Result<(i32, &mut ExitChain)> {
+        let d = self.syscall_dispatch(true)?;
+        let slots = d.slots.raw_fd();
+        let chain = d
+            .chain
+            .as_mut()
+            .ok_or_else(|| LinuxError::Unavailable("sys_exit dispatcher stages".into()))?;
+        Ok((slots, chain))
     }
 
     /// The `sys_enter` or `sys_exit` dispatcher, created and attached on first use.
@@ -1098,28 +1106,24 @@ impl Session {
                 MAX_SYSCALL_NR,
             )?;
             let prefix = &self.opts.name_prefix;
-            // (A program array of one slot and an unused counter at `sys_enter`.)
-            let replay_slots = Map::create(
-                MapKind::ProgArray,
-                &format!("{prefix}_{which}_k"),
-                4,
-                4,
-                if exit { MAX_SYSCALL_NR } else { 1 },
-            )?;
-            let kept_count = Map::create(MapKind::Array, &format!("{prefix}_keptn"), 4, 8, 1)?;
-            let retry_slots = Map::create(
-                MapKind::ProgArray,
-                &format!("{prefix}_{which}_r"),
-                4,
-                4,
-                if exit { MAX_SYSCALL_NR } else { 1 },
-            )?;
-            let retries_armed = Map::create(MapKind::Array, &format!("{prefix}_retryn"), 4, 8, 1)?;
-            let stages = exit.then(|| ExitStages {
-                replays: replay_slots.raw_fd(),
-                kept: kept_count.raw_fd(),
-                retries: retry_slots.raw_fd(),
-                armed: retries_armed.raw_fd(),
+            let chain = match exit {
+                true => Some(ExitChain {
+                    replays: Stage::create(
+                        &format!("{prefix}_{which}_k"),
+                        &format!("{prefix}_keptn"),
+                    )?,
+                    retries: Stage::create(
+                        &format!("{prefix}_{which}_r"),
+                        &format!("{prefix}_retryn"),
+                    )?,
+                }),
+                false => None,
+            };
+            let stages = chain.as_ref().map(|c| ExitStages {
+                replays: c.replays.slots.raw_fd(),
+                kept: c.replays.count.raw_fd(),
+                retries: c.retries.slots.raw_fd(),
+                armed: c.retries.count.raw_fd(),
             });
             let insns = gen_syscall_dispatcher(slots.raw_fd(), exit, stages)?;
             let obj = format!("{prefix}_{}", if exit { "sx" } else { "se" });
@@ -1135,12 +1139,7 @@ impl Session {
                 _prog: dprog,
                 slots,
                 used: Default::default(),
-                replay_slots,
-                replays: Default::default(),
-                kept_count,
-                retry_slots,
-                retries: Default::default(),
-                retries_armed,
+                chain,
             });
         }
         self.dispatch[i]

@@ -136,6 +136,19 @@ int main(void) {
 }
 "#;
 
+/// A capture of `openat`'s path (the user string at argument 1).
+fn path_copy() -> CaptureSpec {
+    CaptureSpec {
+        copies: vec![CopyRequest {
+            addr: AddrExpr::arg(1),
+            kind: MemKind::UserString,
+            size: 256,
+            size_arg: None,
+        }],
+        ..CaptureSpec::new()
+    }
+}
+
 #[test]
 fn openat_path_is_captured_even_from_an_untouched_page() {
     if !kernel_ok("openat_path_is_captured_even_from_an_untouched_page") || !gcc_ok("openat_path") {
@@ -145,15 +158,7 @@ fn openat_path_is_captured_even_from_an_untouched_page() {
     let cat = catalog();
     let p = probe(&cat, "syscall::openat:entry");
     let mut s = session("o");
-    let spec = CaptureSpec {
-        copies: vec![CopyRequest {
-            addr: AddrExpr::arg(1),
-            kind: MemKind::UserString,
-            size: 256,
-            size_arg: None,
-        }],
-        ..CaptureSpec::new()
-    };
+    let spec = path_copy();
     let (pid, st, events) = run_traced(&mut s, &[exe.display().to_string()], |s, pid| {
         s.enable(
             &p,
@@ -192,15 +197,7 @@ fn an_entry_retried_at_the_return_and_the_return_probe_both_report() {
         probe(&cat, "syscall::openat:entry"),
         probe(&cat, "syscall::openat:return"),
     );
-    let copy = CaptureSpec {
-        copies: vec![CopyRequest {
-            addr: AddrExpr::arg(1),
-            kind: MemKind::UserString,
-            size: 256,
-            size_arg: None,
-        }],
-        ..CaptureSpec::new()
-    };
+    let copy = path_copy();
     for return_first in [false, true] {
         let mut s = session("b");
         let (pid, st, events) = run_traced(&mut s, &[exe.display().to_string()], |s, pid| {

@@ -458,6 +458,22 @@ fn cond_load(a: &mut Asm, shape: &ProbeShape, offset: u16, size: u8, signed: boo
 
 /// Leaves the value of argument source `src` in r0 (the context in r6; uses r0-r5, r8 and the
 /// scratch and key slots).
+/// Calls map helper `call` on map `map` with the key at `fp + slot`: r1 the map, r2 the key
+/// (a caller of `bpf_map_update_elem` sets r3 and r4 first); r0 the result. Uses r0-r5.
+pub(crate) fn emit_keyed_call(a: &mut Asm, map: i32, slot: i16, call: i32) {
+    a.ld_map_fd(R1, map)
+        .mov(R2, R10)
+        .alu_imm(op::ADD, R2, i32::from(slot))
+        .call(call);
+}
+
+/// Stores the current thread's id at `fp + slot`: the 4-byte key of the maps kept by thread
+/// (pending retries, kept firings). Uses r0-r5.
+pub(crate) fn emit_thread_key(a: &mut Asm, slot: i16) {
+    a.call(helper::GET_CURRENT_PID_TGID)
+        .store(Size::W, R10, slot, R0);
+}
+
 pub(crate) fn emit_arg(a: &mut Asm, shape: &ProbeShape, src: ArgSource) -> Result<()> {
     match src {
         ArgSource::Field {
@@ -532,12 +548,8 @@ pub(crate) fn emit_arg(a: &mut Asm, shape: &ProbeShape, src: ArgSource) -> Resul
         }
         ArgSource::Kept { map, n } if usize::from(n) < super::spec::REPLAY_ARGS => {
             let none = a.label();
-            a.call(helper::GET_CURRENT_PID_TGID)
-                .store(Size::W, R10, SCRATCH, R0);
-            a.ld_map_fd(R1, map)
-                .mov(R2, R10)
-                .alu_imm(op::ADD, R2, SCRATCH as i32)
-                .call(helper::MAP_LOOKUP_ELEM);
+            emit_thread_key(a, SCRATCH);
+            emit_keyed_call(a, map, SCRATCH, helper::MAP_LOOKUP_ELEM);
             a.jmp_imm(op::JEQ, R0, 0, none);
             let at = super::spec::REPLAY_ARGS_AT + 8 * n as usize;
             a.load(Size::DW, R0, R0, off16(at, "kept argument")?);
@@ -1215,12 +1227,8 @@ pub fn gen_retry(
         a.ld_map_value(R1, armed, 0).load(Size::DW, R1, R1, 0);
         a.jmp_imm(op::JEQ, R1, 0, out);
     }
-    a.call(helper::GET_CURRENT_PID_TGID)
-        .store(Size::W, R10, KEY, R0);
-    a.ld_map_fd(R1, pending)
-        .mov(R2, R10)
-        .alu_imm(op::ADD, R2, KEY as i32)
-        .call(helper::MAP_LOOKUP_ELEM);
+    emit_thread_key(&mut a, KEY);
+    emit_keyed_call(&mut a, pending, KEY, helper::MAP_LOOKUP_ELEM);
     a.jmp_imm(op::JEQ, R0, 0, out).mov(R8, R0);
     let tails = layout.has_tails();
     let have = a.label();
@@ -1392,15 +1400,8 @@ pub fn gen_replay(
     let mut a = Asm::new();
     let out = a.label();
     a.mov(R6, R1);
-    let kept = |a: &mut Asm, call: i32| {
-        a.call(helper::GET_CURRENT_PID_TGID)
-            .store(Size::W, R10, SCRATCH, R0);
-        a.ld_map_fd(R1, m.pending)
-            .mov(R2, R10)
-            .alu_imm(op::ADD, R2, SCRATCH as i32)
-            .call(call);
-    };
-    kept(&mut a, helper::MAP_LOOKUP_ELEM);
+    emit_thread_key(&mut a, SCRATCH);
+    emit_keyed_call(&mut a, m.pending, SCRATCH, helper::MAP_LOOKUP_ELEM);
     a.jmp_imm(op::JEQ, R0, 0, out);
     // Another syscall's (one that never returned): dropped.
     let (ours, done) = (a.label(), a.label());
@@ -1409,7 +1410,9 @@ pub fn gen_replay(
     a.bind(ours);
     let (report, _) = super::kagg::emit_aggs(&mut a, shape, k, maps, tag)?;
     a.bind(done);
-    kept(&mut a, helper::MAP_DELETE_ELEM);
+    // (The clauses' code used the stack: the key again.)
+    emit_thread_key(&mut a, SCRATCH);
+    emit_keyed_call(&mut a, m.pending, SCRATCH, helper::MAP_DELETE_ELEM);
     let gone = a.label();
     a.jmp_imm(op::JNE, R0, 0, gone);
     a.ld_map_value(R2, m.armed, 0).mov_imm(R1, -1);

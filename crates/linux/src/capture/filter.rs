@@ -415,10 +415,7 @@ impl ProbeContext for ShapeContext<'_> {
                 let at = self.epid?;
                 let found = a.label();
                 a.ld_imm64(R1, at.key).store(Size::DW, R10, SCRATCH, R1);
-                a.ld_map_fd(R1, at.map)
-                    .mov(R2, R10)
-                    .alu_imm(op::ADD, R2, i32::from(SCRATCH))
-                    .call(helper::MAP_LOOKUP_ELEM);
+                super::codegen::emit_keyed_call(a, at.map, SCRATCH, helper::MAP_LOOKUP_ELEM);
                 a.jmp_imm(op::JEQ, R0, 0, found);
                 a.load(Size::DW, R0, R0, 0);
                 a.bind(found);

@@ -641,7 +641,11 @@ pub fn emit_aggs(
     // A firing kept for a syscall's return (`spec::Replay`): the entry reads every clause's
     // strings first (`keep`); the return runs the clauses on the kept firing, reading them as
     // they run; both place the clauses alike (`replay`).
-    let keep = matches!(k.replay, Some(Replay::Keep(_)));
+    let kept = match k.replay {
+        Some(Replay::Keep(m)) => Some(m),
+        _ => None,
+    };
+    let keep = kept.is_some();
     let replay = k.replay.is_some();
     if !k.lasting_vars || keep {
         // (Not those of a clause that reads them as it runs: see below.)
@@ -881,10 +885,6 @@ pub fn emit_aggs(
         }
         a.store_imm(Size::DW, R10, DVAR_DROPPED, 0);
     }
-    let kept = match k.replay {
-        Some(Replay::Keep(m)) => Some(m),
-        _ => None,
-    };
     let drops = k.vars.as_ref().map(|kv| kv.drops);
     let checks = |a: &mut Asm| {
         emit_string_checks(
@@ -1440,19 +1440,12 @@ fn emit_keep_firing(
 ) -> crate::error::Result<()> {
     use dtrace_ebpf::translate::{Builtin, ProbeContext};
     let asm = |e: String| crate::error::LinuxError::Asm(e);
-    a.call(helper::GET_CURRENT_PID_TGID)
-        .store(Size::W, R10, INCR, R0);
+    use super::codegen::{emit_keyed_call, emit_thread_key};
+    emit_thread_key(a, INCR);
     // A zeroed value (the aggregations' zeros), then its fields.
-    a.ld_map_fd(R1, m.pending)
-        .mov(R2, R10)
-        .alu_imm(op::ADD, R2, i32::from(INCR));
-    a.ld_map_value(R3, m.zeros, 0)
-        .mov_imm(R4, 0)
-        .call(helper::MAP_UPDATE_ELEM);
-    a.ld_map_fd(R1, m.pending)
-        .mov(R2, R10)
-        .alu_imm(op::ADD, R2, i32::from(INCR))
-        .call(helper::MAP_LOOKUP_ELEM);
+    a.ld_map_value(R3, m.zeros, 0).mov_imm(R4, 0);
+    emit_keyed_call(a, m.pending, INCR, helper::MAP_UPDATE_ELEM);
+    emit_keyed_call(a, m.pending, INCR, helper::MAP_LOOKUP_ELEM);
     let kept = a.label();
     a.jmp_imm(op::JNE, R0, 0, kept);
     match drops {
@@ -1485,12 +1478,8 @@ fn emit_keep_firing(
 fn emit_kept_stamp(a: &mut Asm, control: i32, m: ReplayMaps) {
     let none = a.label();
     a.store_imm(Size::DW, R10, TIMESTAMP, 0);
-    a.call(helper::GET_CURRENT_PID_TGID)
-        .store(Size::W, R10, INCR, R0);
-    a.ld_map_fd(R1, m.pending)
-        .mov(R2, R10)
-        .alu_imm(op::ADD, R2, i32::from(INCR))
-        .call(helper::MAP_LOOKUP_ELEM);
+    super::codegen::emit_thread_key(a, INCR);
+    super::codegen::emit_keyed_call(a, m.pending, INCR, helper::MAP_LOOKUP_ELEM);
     a.jmp_imm(op::JEQ, R0, 0, none);
     a.load(Size::DW, R0, R0, 0);
     a.ld_map_value(R1, control, 0);
@@ -2824,30 +2813,32 @@ mod tests {
         assert!(report[0].is_err(), "{report:?}");
     }
 
+    /// The kernel clause of D clause `src`, its actions' code as stores (their values unused),
+    /// copying argument 1's string; `keeps_vars`: it keeps variables that outlive the firing.
+    fn copying_arg1(src: &str, keeps_vars: bool) -> super::super::spec::KernelAggClause {
+        let p = dtrace_compiler::compile(src, &dtrace_compiler::CompileOptions::default()).unwrap();
+        super::super::spec::KernelAggClause {
+            predicate: p.ecbs[0].predicate.clone(),
+            aggs: Vec::new(),
+            stores: p.ecbs[0]
+                .actions
+                .iter()
+                .filter_map(|a| a.difo.clone())
+                .map(|o| (0, 0, o))
+                .collect(),
+            record: None,
+            after_dtrace: false,
+            string_args: Ok(vec![1]),
+            keeps_vars,
+            firing_vars: false,
+            copy_scratch: None,
+        }
+    }
+
     #[test]
     fn a_firing_is_kept_for_the_return_only_where_the_return_reads_what_the_entry_would() {
         use super::super::spec::KernelAggClause;
-        // The clause of `src` (its actions' code as stores), copying argument 1's string.
-        let clause = |src: &str| {
-            let p =
-                dtrace_compiler::compile(src, &dtrace_compiler::CompileOptions::default()).unwrap();
-            KernelAggClause {
-                predicate: p.ecbs[0].predicate.clone(),
-                aggs: Vec::new(),
-                stores: p.ecbs[0]
-                    .actions
-                    .iter()
-                    .filter_map(|a| a.difo.clone())
-                    .map(|o| (0, 0, o))
-                    .collect(),
-                record: None,
-                after_dtrace: false,
-                string_args: Ok(vec![1]),
-                keeps_vars: true,
-                firing_vars: false,
-                copy_scratch: None,
-            }
-        };
+        let clause = |src: &str| copying_arg1(src, true);
         let aggs = |c: KernelAggClause, lasting_vars: bool| KernelAggs {
             clauses: vec![c],
             control: 5,
@@ -2890,28 +2881,7 @@ mod tests {
 
     #[test]
     fn strings_are_read_after_a_predicate_that_needs_none_of_them() {
-        use super::super::spec::KernelAggClause;
-        let clause = |src: &str| {
-            let p =
-                dtrace_compiler::compile(src, &dtrace_compiler::CompileOptions::default()).unwrap();
-            // The action's code (its string copied, its value unused) as the clause's.
-            KernelAggClause {
-                predicate: p.ecbs[0].predicate.clone(),
-                aggs: Vec::new(),
-                stores: p.ecbs[0]
-                    .actions
-                    .iter()
-                    .filter_map(|a| a.difo.clone())
-                    .map(|o| (0, 0, o))
-                    .collect(),
-                record: None,
-                after_dtrace: false,
-                string_args: Ok(vec![1]),
-                keeps_vars: false,
-                firing_vars: false,
-                copy_scratch: None,
-            }
-        };
+        let clause = |src: &str| copying_arg1(src, false);
         let first = |insns: &[crate::bpf::Insn], helper: i32| {
             insns
                 .iter()

@@ -260,10 +260,7 @@ fn emit_range_search(a: &mut Asm, maps: &WalkMaps, unplaced: Label, fp_step: Lab
         a.call(helper::GET_CURRENT_PID_TGID)
             .alu_imm(op::RSH, R0, 32)
             .store(Size::W, R10, SLOT_KEY, R0);
-        a.ld_map_fd(R1, maps.ranges)
-            .mov(R2, R10)
-            .alu_imm(op::ADD, R2, i32::from(SLOT_KEY))
-            .call(helper::MAP_LOOKUP_ELEM);
+        super::codegen::emit_keyed_call(a, maps.ranges, SLOT_KEY, helper::MAP_LOOKUP_ELEM);
         a.jmp_imm(op::JEQ, R0, 0, unplaced);
         a.mov(R8, R0);
     } else {
