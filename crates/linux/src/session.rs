@@ -135,6 +135,11 @@ struct Dispatch {
     used: std::collections::HashSet<u32>,
     /// `sys_exit`'s only: the stages the dispatcher runs before a syscall's slot.
     chain: Option<ExitChain>,
+    /// The kind of the dispatcher's program, which every program its prog arrays take shares
+    /// (a tail call joins programs of one kind), and their context: BTF-typed (`tp_btf`) where
+    /// the kernel's BTF names the tracepoint, so the saved registers are read by plain loads.
+    kind: ProgKind,
+    ctx: CtxKind,
 }
 
 /// The stages of the `sys_exit` dispatcher (`capture::codegen::ExitStages`): the replays of the
@@ -144,6 +149,9 @@ struct Dispatch {
 struct ExitChain {
     replays: Stage,
     retries: Stage,
+    /// The syscalls whose return has a program in [`Dispatch::slots`] (an array map of one
+    /// u64): while it and the stages' counts are zero the dispatcher does nothing.
+    returns: Map,
 }
 
 /// One stage of an [`ExitChain`]: a program by syscall, which the dispatcher tail-calls only
@@ -505,9 +513,16 @@ impl Session {
                 }
                 // A firing at the entry whose strings are not readable yet is kept for the
                 // syscall's return (see `capture::spec::Replay`).
+                let routed = match raw {
+                    Some(_) => {
+                        let d = self.syscall_dispatch(*syscall_return)?;
+                        Some((d.kind, d.ctx))
+                    }
+                    None => None,
+                };
                 let entry_shape = match raw {
                     Some(route) => ProbeShape {
-                        ctx: CtxKind::RawTracepoint,
+                        ctx: routed.map_or(CtxKind::RawTracepoint, |(_, ctx)| ctx),
                         args: route.args.clone(),
                         conditions: Vec::new(),
                         identity: *identity,
@@ -583,8 +598,8 @@ impl Session {
                     let rname = format!("{obj}_r");
                     match (chained, return_event) {
                         (Some(((_, nr), _)), _) => {
-                            let prog =
-                                Program::load(ProgKind::RawTracepoint, &insns, &rname, &name)?;
+                            let kind = self.syscall_dispatch(true)?.kind;
+                            let prog = Program::load(kind, &insns, &rname, &name)?;
                             self.exit_chain()?.1.retries.install(nr, &prog)?;
                             programs.push(prog);
                         }
@@ -597,10 +612,7 @@ impl Session {
                     }
                     pending = Some((map, armed));
                 }
-                let kind = match raw {
-                    Some(_) => ProgKind::RawTracepoint,
-                    None => ProgKind::Tracepoint,
-                };
+                let kind = routed.map_or(ProgKind::Tracepoint, |(kind, _)| kind);
                 let (prog, report) = load(kind, &entry_shape, spec, &fds)?;
                 capture_report = CaptureReport {
                     replay: replayed,
@@ -970,6 +982,10 @@ impl Session {
         d.slots
             .update(&nr.to_le_bytes(), &(prog.raw_fd() as u32).to_le_bytes())?;
         d.used.insert(nr);
+        if let Some(c) = &d.chain {
+            let n = d.used.len() as u64;
+            c.returns.update(&0u32.to_le_bytes(), &n.to_le_bytes())?;
+        }
         Ok(())
     }
 
@@ -1033,8 +1049,12 @@ impl Session {
             ..spec.clone()
         };
         let (keep, run) = (with(Replay::Keep(m)), with(Replay::Run(m)));
+        let (kind, ctx) = {
+            let d = self.syscall_dispatch(true)?;
+            (d.kind, d.ctx)
+        };
         let shape = ProbeShape {
-            ctx: CtxKind::RawTracepoint,
+            ctx,
             args: (0..REPLAY_ARGS as u8)
                 .map(|n| ArgSource::Kept { map: m.pending, n })
                 .collect(),
@@ -1069,12 +1089,7 @@ impl Session {
         if !same || !kept.aggs.iter().any(|r| r.is_ok()) {
             return Ok(None);
         }
-        let Ok(prog) = Program::load(
-            ProgKind::RawTracepoint,
-            &insns,
-            &format!("{}_x", at.obj),
-            at.name,
-        ) else {
+        let Ok(prog) = Program::load(kind, &insns, &format!("{}_x", at.obj), at.name) else {
             return Ok(None);
         };
         self.exit_chain()?.1.replays.install(at.nr, &prog)?;
@@ -1116,30 +1131,45 @@ impl Session {
                         &format!("{prefix}_{which}_r"),
                         &format!("{prefix}_retryn"),
                     )?,
+                    returns: Map::create(MapKind::Array, &format!("{prefix}_retn"), 4, 8, 1)?,
                 }),
                 false => None,
             };
             let stages = chain.as_ref().map(|c| ExitStages {
+                returns: c.returns.raw_fd(),
                 replays: c.replays.slots.raw_fd(),
                 kept: c.replays.count.raw_fd(),
                 retries: c.retries.slots.raw_fd(),
                 armed: c.retries.count.raw_fd(),
             });
-            let insns = gen_syscall_dispatcher(slots.raw_fd(), exit, stages)?;
             let obj = format!("{prefix}_{}", if exit { "sx" } else { "se" });
-            let dprog = Program::load(
-                ProgKind::RawTracepoint,
-                &insns,
-                &obj,
-                &format!("{which} dispatcher"),
-            )?;
-            let link = Attachment::raw_tracepoint(&dprog, which)?;
+            let what = format!("{which} dispatcher");
+            let typed = self.tp_btf_id(which).and_then(|btf_id| {
+                let ctx = CtxKind::TypedRawTracepoint;
+                let insns = gen_syscall_dispatcher(slots.raw_fd(), exit, stages, ctx).ok()?;
+                let kind = ProgKind::TpBtf { btf_id };
+                let prog = Program::load(kind, &insns, &obj, &what).ok()?;
+                let link = Attachment::tp_btf(&prog, &what).ok()?;
+                Some((prog, link, kind, ctx))
+            });
+            let (dprog, link, kind, ctx) = match typed {
+                Some(t) => t,
+                None => {
+                    let ctx = CtxKind::RawTracepoint;
+                    let insns = gen_syscall_dispatcher(slots.raw_fd(), exit, stages, ctx)?;
+                    let dprog = Program::load(ProgKind::RawTracepoint, &insns, &obj, &what)?;
+                    let link = Attachment::raw_tracepoint(&dprog, which)?;
+                    (dprog, link, ProgKind::RawTracepoint, ctx)
+                }
+            };
             self.dispatch[i] = Some(Dispatch {
                 _link: link,
                 _prog: dprog,
                 slots,
                 used: Default::default(),
                 chain,
+                kind,
+                ctx,
             });
         }
         self.dispatch[i]

@@ -151,13 +151,46 @@ const REGS_COPY: i16 = PENDING - REGS_SPAN as i16;
 /// The lowest stack slot a record's body uses (see [`super::sized::DYNPTR`], below it).
 pub(super) const BODY_STACK_END: i16 = REGS_COPY;
 
-/// Copies the saved argument registers (`ctx[0]`, a `struct pt_regs *`) to the stack with one read.
-fn emit_syscall_regs(a: &mut Asm) {
-    a.load(Size::DW, R3, R6, 0).alu_imm(op::ADD, R3, REGS_FIRST);
-    a.mov(R1, R10)
-        .alu_imm(op::ADD, R1, REGS_COPY as i32)
-        .mov_imm(R2, REGS_SPAN)
-        .call(helper::PROBE_READ_KERNEL);
+/// Copies the saved argument registers (`ctx[0]`, a `struct pt_regs *`) to the stack.
+fn emit_syscall_regs(a: &mut Asm, shape: &ProbeShape) {
+    emit_saved_regs(a, shape.ctx, REGS_FIRST, REGS_SPAN / 8, REGS_COPY);
+}
+
+/// `-EFAULT`.
+const EFAULT: i32 = -14;
+
+/// Copies `words` words of the saved registers (`ctx[0]`, a `struct pt_regs *`, of a raw
+/// tracepoint's program, context in r6) from their offset `from` to the stack at `to`: loads
+/// where the context is BTF-typed (the verifier knows the pointer's type and checks each load:
+/// no helper call), else one `bpf_probe_read_kernel()`. Leaves 0 in r0, or a negative errno
+/// when the registers could not be read (the stack slots then hold zeros). Uses r0-r5.
+pub(super) fn emit_saved_regs(a: &mut Asm, ctx: CtxKind, from: i32, words: i32, to: i16) {
+    if ctx == CtxKind::TypedRawTracepoint {
+        let (null, done) = (a.label(), a.label());
+        a.load(Size::DW, R3, R6, 0);
+        a.jmp_imm(op::JEQ, R3, 0, null);
+        for w in 0..words {
+            a.load(Size::DW, R1, R3, (from + 8 * w) as i16).store(
+                Size::DW,
+                R10,
+                to + 8 * w as i16,
+                R1,
+            );
+        }
+        a.mov_imm(R0, 0).ja(done);
+        a.bind(null);
+        for w in 0..words {
+            a.store_imm(Size::DW, R10, to + 8 * w as i16, 0);
+        }
+        a.mov_imm(R0, EFAULT);
+        a.bind(done);
+    } else {
+        a.load(Size::DW, R3, R6, 0).alu_imm(op::ADD, R3, from);
+        a.mov(R1, R10)
+            .alu_imm(op::ADD, R1, i32::from(to))
+            .mov_imm(R2, 8 * words)
+            .call(helper::PROBE_READ_KERNEL);
+    }
 }
 
 /// Highest syscall number the dispatcher accepts (exclusive).
@@ -331,15 +364,11 @@ fn need_ctx(shape: &ProbeShape, want: CtxKind, what: &str) -> Result<()> {
 /// Where `struct pt_regs` keeps a system call's number (`orig_ax` on x86-64).
 const ORIG_AX: i32 = 15 * 8;
 
-/// At the `sys_exit` raw tracepoint (context in r6; its first argument the saved registers):
-/// reads the system call's number from the registers' `orig_ax` into [`SCRATCH`], the helper's
-/// result (0, or a negative errno) in r0. Uses r0-r5.
-fn emit_exit_syscall_nr(a: &mut Asm) {
-    a.load(Size::DW, R3, R6, 0).alu_imm(op::ADD, R3, ORIG_AX);
-    a.mov(R1, R10)
-        .alu_imm(op::ADD, R1, SCRATCH as i32)
-        .mov_imm(R2, 8)
-        .call(helper::PROBE_READ_KERNEL);
+/// At the `sys_exit` raw tracepoint (context of kind `ctx` in r6; its first argument the saved
+/// registers): reads the system call's number from the registers' `orig_ax` into [`SCRATCH`],
+/// 0 in r0 (or a negative errno when it could not be read). Uses r0-r5.
+fn emit_exit_syscall_nr(a: &mut Asm, ctx: CtxKind) {
+    emit_saved_regs(a, ctx, ORIG_AX, 1, SCRATCH);
 }
 
 /// Skips to `out` unless the running task returns 0 from one of the system calls `nrs` at the
@@ -357,7 +386,7 @@ fn emit_fork_child(
     need_ctx(shape, CtxKind::RawTracepoint, "a new task's return")?;
     a.load(Size::DW, R0, R6, 8);
     a.jmp_imm(op::JNE, R0, 0, out);
-    emit_exit_syscall_nr(a);
+    emit_exit_syscall_nr(a, shape.ctx);
     a.jmp_imm(op::JNE, R0, 0, out);
     a.load(Size::DW, R0, R10, SCRATCH);
     let made = a.label();
@@ -825,7 +854,7 @@ pub fn gen_capture_reporting(
         // The record's size is the fixed part's and the copies' the firing asks for (see
         // `capture::sized`): the lengths are read before it is reserved.
         if syscall_regs {
-            emit_syscall_regs(&mut a);
+            emit_syscall_regs(&mut a, shape);
         }
         super::sized::emit_tail_plan(&mut a, layout, layout.size, |a, _, slot| {
             match slot.size_arg.and_then(|n| shape.args.get(n)) {
@@ -908,7 +937,7 @@ pub fn gen_capture_reporting(
         emit_current_ids(&mut a, shape, maps.vclock.as_ref());
     }
     if syscall_regs && !tails {
-        emit_syscall_regs(&mut a);
+        emit_syscall_regs(&mut a, shape);
     }
     let mirror = match (super::mirror::uses_mirror(spec), maps.mirror) {
         (false, _) => None,
@@ -1325,9 +1354,13 @@ pub fn gen_retry(
 
 /// The stages the `sys_exit` dispatcher runs before a syscall's slot, each a prog array by
 /// syscall number gated by a counter (an array map of one u64): the replays of kept entry
-/// firings ([`gen_replay`]), then the retries of entry copies ([`gen_retry`]).
+/// firings ([`gen_replay`]), then the retries of entry copies ([`gen_retry`]). While no
+/// counter says a stage or a syscall's slot has work, the dispatcher returns at once, without
+/// reading the syscall's number (a helper call at every syscall's return in the system).
 #[derive(Clone, Copy, Debug)]
 pub struct ExitStages {
+    /// The syscalls' own return programs in the dispatcher's slots (a count like the stages').
+    pub returns: i32,
     /// The replays.
     pub replays: i32,
     /// The firings kept (`spec::ReplayMaps::armed`).
@@ -1345,12 +1378,22 @@ pub fn gen_syscall_dispatcher(
     slots: i32,
     exit: bool,
     stages: Option<ExitStages>,
+    ctx: CtxKind,
 ) -> Result<Vec<Insn>> {
     let mut a = Asm::new();
     let out = a.label();
     a.mov(R6, R1);
+    if let (true, Some(s)) = (exit, stages) {
+        let busy = a.label();
+        for count in [s.returns, s.kept, s.armed] {
+            a.ld_map_value(R1, count, 0).load(Size::DW, R1, R1, 0);
+            a.jmp_imm(op::JNE, R1, 0, busy);
+        }
+        a.ja(out);
+        a.bind(busy);
+    }
     if exit {
-        emit_exit_syscall_nr(&mut a);
+        emit_exit_syscall_nr(&mut a, ctx);
         a.load(Size::DW, R3, R10, SCRATCH);
     } else {
         a.load(Size::DW, R3, R6, 8);
@@ -1492,35 +1535,76 @@ mod tests {
                 .filter(|i| i.code == op::JMP | op::CALL && i.imm == helper::TAIL_CALL)
                 .count()
         };
-        let plain = gen_syscall_dispatcher(3, true, None).unwrap();
+        let plain = gen_syscall_dispatcher(3, true, None, CtxKind::RawTracepoint).unwrap();
         assert_eq!(tail_calls(&plain), 1);
         let stages = ExitStages {
+            returns: 8,
             replays: 4,
             kept: 5,
             retries: 6,
             armed: 7,
         };
-        let staged = gen_syscall_dispatcher(3, true, Some(stages)).unwrap();
+        let staged = gen_syscall_dispatcher(3, true, Some(stages), CtxKind::RawTracepoint).unwrap();
         assert_eq!(tail_calls(&staged), 3);
-        // Each stage's count is read (a map value, no helper) and tested before its tail
-        // call, the replay's first; the slot's tail call comes last.
+        // The three counts are read (map values, no helper) before the syscall's number:
+        // all zero, the dispatcher returns.
+        let values: Vec<i32> = staged
+            .iter()
+            .filter(|i| i.code == op::LD | op::IMM | op::DW && i.src == 2)
+            .map(|i| i.imm)
+            .collect();
+        assert_eq!(values[..3], [8, 5, 7]);
+        let first_helper = staged
+            .iter()
+            .position(|i| i.code == op::JMP | op::CALL)
+            .unwrap();
+        assert_eq!(staged[first_helper].imm, helper::PROBE_READ_KERNEL);
         let value_at = |fd: i32| {
             staged
                 .iter()
-                .position(|i| i.code == op::LD | op::IMM | op::DW && i.src == 2 && i.imm == fd)
+                .rposition(|i| i.code == op::LD | op::IMM | op::DW && i.src == 2 && i.imm == fd)
                 .unwrap()
         };
+        assert!(value_at(8) < first_helper);
+        // Each stage's count is read again and tested before its tail call, the replay's
+        // first; the slot's tail call comes last.
         let prog_array_at = |fd: i32| {
             staged
                 .iter()
                 .position(|i| i.code == op::LD | op::IMM | op::DW && i.src == 1 && i.imm == fd)
                 .unwrap()
         };
+        assert!(first_helper < value_at(5));
         assert!(value_at(5) < prog_array_at(4));
         assert!(prog_array_at(4) < value_at(7));
         assert!(value_at(7) < prog_array_at(6));
         assert!(prog_array_at(6) < prog_array_at(3));
         assert!(staged[value_at(5) + 3].code == op::JMP | op::JEQ | op::K);
+    }
+
+    #[test]
+    fn a_typed_dispatcher_reads_the_syscall_number_without_a_helper() {
+        let calls = |insns: &[Insn], h: i32| {
+            insns
+                .iter()
+                .filter(|i| i.code == op::JMP | op::CALL && i.imm == h)
+                .count()
+        };
+        let raw = gen_syscall_dispatcher(3, true, None, CtxKind::RawTracepoint).unwrap();
+        assert_eq!(calls(&raw, helper::PROBE_READ_KERNEL), 1);
+        let typed = gen_syscall_dispatcher(3, true, None, CtxKind::TypedRawTracepoint).unwrap();
+        assert_eq!(calls(&typed, helper::PROBE_READ_KERNEL), 0);
+        // ctx[0] (the registers), then orig_ax from it.
+        let regs = typed
+            .iter()
+            .position(|i| i.code == op::LDX | op::MEM | op::DW && i.src == 6 && i.off == 0)
+            .unwrap();
+        let nr = typed
+            .iter()
+            .position(|i| i.code == op::LDX | op::MEM | op::DW && i.off == ORIG_AX as i16)
+            .unwrap();
+        assert!(regs < nr);
+        assert_eq!(typed[nr].src, typed[regs].dst);
     }
 
     #[test]

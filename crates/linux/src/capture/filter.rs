@@ -278,11 +278,7 @@ impl ProbeContext for ShapeContext<'_> {
                             .map(|&r| i32::from(r))
                             .ok_or_else(|| format!("syscall argument {i}"))?;
                         // ctx[0] is the saved `struct pt_regs *`.
-                        a.load(Size::DW, R3, R6, 0).alu_imm(op::ADD, R3, off);
-                        a.mov(R1, R10)
-                            .alu_imm(op::ADD, R1, i32::from(SCRATCH))
-                            .mov_imm(R2, 8)
-                            .call(helper::PROBE_READ_KERNEL);
+                        super::codegen::emit_saved_regs(a, self.shape.ctx, off, 1, SCRATCH);
                         a.load(Size::DW, R0, R10, SCRATCH);
                     }
                     Some(src) => {

@@ -62,7 +62,7 @@ use super::filter::{Clocks, ShapeContext, FRAME};
 use super::spec::{
     kernel_key_layout, short_string_keys, string_key_hash, AggStore, CodeBase, KernelAgg,
     KernelAggClause, KernelAggs, KeyKind, Replay, ReplayMaps, SignalAction, MAX_KAGG_KEY,
-    REPLAY_ARGS, REPLAY_ARGS_AT, STRING_CONST_MARK,
+    REPLAY_ARGS, REPLAY_ARGS_AT, SHORT_STRING_KEY, STRING_CONST_MARK,
 };
 use crate::bpf::insn::{helper, op, Asm, Label, Reg, Size, R0, R1, R10, R2, R3, R4, R5, R6, R7};
 use crate::room::{GRANTED, REFUSALS, USED};
@@ -2070,13 +2070,40 @@ fn emit_agg(
     }
     let skip = a.label();
     emit_key_scratch(a, shape, k.keys, skip);
-    // Zero what no key part writes whole (stacks are zero-filled by bpf_get_stack()).
+    let scratch = translate::string_scratch_width(k.strsize as usize);
+    let short = short_string_keys(&kinds).zip(short_maps);
+    // A last string in the scratch that is short is kept in the short maps, whose keys are the
+    // built key's first bytes: only its first bytes are copied then (the rest of the built key
+    // is left as it was: nothing reads it), unless a deferred update sends the whole key.
+    let short_copy = match (&short, t.keys.last(), offs.last()) {
+        (Some(_), Some(Some(v)), Some(&last))
+            if v.kind == ValueKind::Scratch
+                && scratch > SHORT_STRING_KEY as usize
+                && !kinds.iter().any(|k| matches!(k, KeyKind::UserStack(_))) =>
+        {
+            Some(last)
+        }
+        _ => None,
+    };
+    // Zero what no key part writes whole (stacks are zero-filled by bpf_get_stack(); a string
+    // from the scratch is copied zero-padded over the scratch's width).
     let mut zeroed = vec![true; ksize / 8];
-    for (kind, off) in kinds.iter().zip(&offs) {
-        if !kind.has_value() {
-            zeroed[off / 8 + 1..(off + kind.kernel_size()) / 8].fill(false);
+    for ((kind, off), v) in kinds.iter().zip(&offs).zip(&t.keys) {
+        let scratch_string = v.as_ref().is_some_and(|v| v.kind == ValueKind::Scratch);
+        match kind {
+            _ if !kind.has_value() => {
+                zeroed[off / 8 + 1..(off + kind.kernel_size()) / 8].fill(false)
+            }
+            KeyKind::StringBytes(n) if scratch_string && scratch <= *n as usize => {
+                zeroed[off / 8..(off + scratch) / 8].fill(false)
+            }
+            _ => {}
         }
     }
+    let late_zeroed = match short_copy {
+        Some(last) => zeroed.split_off(last / 8),
+        None => Vec::new(),
+    };
     for (i, z) in zeroed.iter().enumerate() {
         if *z {
             a.store_imm(Size::DW, R0, (i * 8) as i16, 0);
@@ -2105,8 +2132,25 @@ fn emit_agg(
                 a.store(Size::DW, R2, at + 8, R0);
                 emit_key_pid(a, at);
             }
+            (Some(kind), KeyKind::StringBytes(n)) if short_copy == Some(off) => {
+                // The string's first bytes; the whole of it (and the zeros the whole key needs)
+                // only when it is not short.
+                let (whole, built) = (a.label(), a.label());
+                let short_len = SHORT_STRING_KEY as usize;
+                a.load(Size::B, R1, R0, (short_len - 1) as i16);
+                a.jmp_imm(op::JNE, R1, 0, whole);
+                emit_copy(a, R2, at, R0, short_len)?;
+                a.ja(built);
+                a.bind(whole);
+                for (j, z) in late_zeroed.iter().enumerate() {
+                    if *z {
+                        a.store_imm(Size::DW, R2, at + 8 * j as i16, 0);
+                    }
+                }
+                emit_string_bytes(a, kind, R2, at, *n as usize, scratch)?;
+                a.bind(built);
+            }
             (Some(kind), KeyKind::StringBytes(n)) => {
-                let scratch = translate::string_scratch_width(k.strsize as usize);
                 emit_string_bytes(a, kind, R2, at, *n as usize, scratch)?;
             }
             (Some(ValueKind::Execname), _) => {
@@ -2167,7 +2211,7 @@ fn emit_agg(
         a.bind(placed);
     }
     let found = a.label();
-    if let (Some(short), Some(maps)) = (short_string_keys(&kinds), short_maps) {
+    if let Some((short, maps)) = short {
         // The last part is a string: one whose NUL is within the short maps' bytes of it is
         // kept there (its bytes past the NUL are zero), where its key is the first bytes of
         // the one built.
