@@ -30,6 +30,8 @@
 //! a string thread-local (`self->p = copyinstr(arg1)`, `@[self->p]` at return), against
 //! bpftrace's map of strings keyed by `tid`. With `DTBENCH_BASELINE=/path/to/dtrace`, that binary
 //! (an earlier build) runs every case too, in the same rounds, for before/after figures.
+//! The `untraced` case measures what tracing `openat(2)` adds to a syscall nobody traces
+//! (getppid(2)): DTrace's disabled-probe effect, against bpftrace's.
 //! The `idle` case measures the CPU a tracer spends a second while nothing it traces happens
 //! (`dtrace`'s main loop sleeps until something is due, against bpftrace's).
 //! `cargo bench -p dtrace-cli --bench write_overhead [-- N [CASE]]`: with CASE, only the cases whose
@@ -128,6 +130,57 @@ const OPENAT_ENV: &str = "DTBENCH_OPENAT";
 /// Environment variable naming another `dtrace` binary the `copyinstr` case also runs (an
 /// earlier build, for before/after figures in one run).
 const BASELINE_ENV: &str = "DTBENCH_BASELINE";
+
+/// Set for the writer: it calls getppid(2), a syscall no case traces, instead of writing.
+const UNTRACED_ENV: &str = "DTBENCH_GETPPID";
+
+/// The `untraced` case: the CPU ns tracing `openat(2)` adds to each call of a syscall nobody
+/// traces (getppid(2); the writer and the tracer), DTrace's disabled-probe effect: with the
+/// entry alone enabled, and with a string copy at the entry (whose faults are served at the
+/// return, so the return's side is hooked too), against bpftrace's tracepoints; each the best
+/// of `runs`.
+fn untraced_case(dtrace: &str, n: u64, runs: usize, have_bpftrace: bool) {
+    let env = [(UNTRACED_ENV, "1")];
+    let (Some(base), Some(base1)) = (best(None, &env, n, runs), best(None, &env, 1, runs)) else {
+        println!("  the caller did not run");
+        return;
+    };
+    let untraced = base.total_ns.saturating_sub(base1.total_ns) as f64;
+    println!(
+        "getppid(2) while openat(2) is traced, {n} calls, best of {runs}: alone {:.1} ns/call",
+        untraced / (n - 1) as f64
+    );
+    let added = |argv: &[&str]| -> Option<f64> {
+        let big = best(Some(argv), &env, n, runs)?;
+        let one = best(Some(argv), &env, 1, runs)?;
+        let traced = big.total_ns as f64 - one.total_ns as f64;
+        Some((traced - untraced) / (n - 1) as f64)
+    };
+    let cases = [
+        (
+            "dtrace syscall::openat:entry { @ = count(); }",
+            "syscall::openat:entry { @ = count(); }",
+            "bpftrace sys_enter_openat { @ = count(); }",
+            "tracepoint:syscalls:sys_enter_openat { @ = count(); }",
+        ),
+        (
+            "dtrace ... { @[copyinstr(arg1)] = count(); }",
+            "syscall::openat:entry { @[copyinstr(arg1)] = count(); }",
+            "bpftrace ... { @[str(args->filename)] = count(); }",
+            "tracepoint:syscalls:sys_enter_openat { @[str(args->filename)] = count(); }",
+        ),
+    ];
+    let show = |what: &str, r: Option<f64>| match r {
+        Some(t) => println!("  {what:<48} {t:>8.1} added CPU ns per untraced call"),
+        None => println!("  {what:<48} {:>8}", "-"),
+    };
+    for (name, script, bname, bscript) in cases {
+        show(name, added(&[dtrace, "-q", "-n", script]));
+        if have_bpftrace {
+            show(bname, added(&["bpftrace", "-e", bscript]));
+        }
+    }
+}
 
 /// The path the writer opens in the `copyinstr` case.
 const OPENAT_PATH: &std::ffi::CStr = c"/nonexistent/dtbench-openat-path";
@@ -369,6 +422,7 @@ fn writer(n: u64, rate: u64, out: &str, threads: u64) {
 /// One thread's `n` writes (or opens) at `rate` a second (0: unpaced) from `start`.
 fn write_loop(fd: i32, n: u64, rate: u64, start: Instant) {
     let opens = std::env::var_os(OPENAT_ENV).is_some();
+    let untraced = std::env::var_os(UNTRACED_ENV).is_some();
     for i in 0..n {
         if rate > 0 && i % 256 == 0 {
             let due = start + Duration::from_nanos(i * 1_000_000_000 / rate);
@@ -376,7 +430,10 @@ fn write_loop(fd: i32, n: u64, rate: u64, start: Instant) {
                 std::thread::sleep(wait);
             }
         }
-        if opens {
+        if untraced {
+            // SAFETY: getppid has no preconditions.
+            unsafe { libc::getppid() };
+        } else if opens {
             // SAFETY: a NUL-terminated path; the call fails (ENOENT), nothing to close.
             unsafe { libc::openat(libc::AT_FDCWD, OPENAT_PATH.as_ptr(), libc::O_RDONLY) };
         } else {
@@ -751,6 +808,12 @@ fn main() {
         .is_none_or(|o| "copyinstr".contains(o.as_str()))
     {
         copyinstr_case(dtrace, n.min(1_000_000), runs, have_bpftrace);
+    }
+    if only
+        .as_ref()
+        .is_none_or(|o| "untraced".contains(o.as_str()))
+    {
+        untraced_case(dtrace, n.min(2_000_000), runs, have_bpftrace);
     }
     if only.is_some() {
         return;

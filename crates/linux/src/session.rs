@@ -7,7 +7,7 @@ use crate::attach::Attachment;
 use crate::bpf::{Map, MapKind, ProgKind, Program, RingBuf};
 use crate::capture::codegen::{
     gen_cookie_dispatcher, gen_retry, gen_syscall_dispatcher, CaptureReport, ExitStages, MapFds,
-    MAX_SYSCALL_NR, PENDING_VALUE_SIZE,
+    MAX_SYSCALL_NR, PENDING_KEY_SIZE, PENDING_VALUE_SIZE,
 };
 use crate::capture::layout::SizedCopies;
 use crate::capture::{
@@ -58,7 +58,9 @@ struct Enabled {
     // Field order is drop order: detach before closing programs and maps.
     _attachments: Vec<Attachment>,
     _programs: Vec<Program>,
-    _pending: Option<(Map, Map)>,
+    /// The count of retries the probe's entry armed, where its retry is on the return's own
+    /// tracepoint (in the `sys_exit` chain the chain's count serves).
+    _armed: Option<Map>,
 }
 
 /// A uprobe site enabled but not yet placed: its capture program, loaded for a uprobe-multi link.
@@ -205,6 +207,9 @@ pub struct Session {
     /// The firings syscall entries keep for their returns (`capture::spec::Replay`), by thread
     /// (a thread is in one syscall at a time): created with the first replay.
     kept: Option<Map>,
+    /// The entries' copies waiting for their retry at the syscall's return (`gen_retry`), by
+    /// thread and probe (`capture::codegen::PENDING_KEY_SIZE`): created with the first retry.
+    pending_retries: Option<Map>,
     /// The syscalls whose return has a program of a probe on the return's own tracepoint (its
     /// dispatcher slot was taken), which may run before the dispatcher's.
     exits_elsewhere: std::collections::HashSet<u32>,
@@ -422,6 +427,7 @@ impl Session {
             groups: Vec::new(),
             dispatch: [None, None],
             kept: None,
+            pending_retries: None,
             exits_elsewhere: Default::default(),
             info: Default::default(),
             reports: Default::default(),
@@ -583,16 +589,16 @@ impl Session {
                     _ => None,
                 };
                 if wants_retry && (chained.is_some() || return_event.is_some()) {
-                    let map = Map::create(
-                        MapKind::LruHash,
-                        &format!("{obj}_p"),
-                        4,
-                        PENDING_VALUE_SIZE,
-                        16_384,
-                    )?;
-                    let armed = Map::create(MapKind::Array, &format!("{obj}_pn"), 4, 8, 1)?;
-                    fds.pending = Some(map.raw_fd());
-                    fds.pending_armed = Some(chained.map_or(armed.raw_fd(), |(_, a)| a));
+                    fds.pending = Some(self.retry_pending()?);
+                    fds.pending_armed = Some(match chained {
+                        Some((_, a)) => a,
+                        None => {
+                            let armed = Map::create(MapKind::Array, &format!("{obj}_pn"), 4, 8, 1)?;
+                            let fd = armed.raw_fd();
+                            pending = Some(armed);
+                            fd
+                        }
+                    });
                     // The return-side program goes in first, so no entry can arm a retry nobody serves.
                     let insns = gen_retry(spec, &layout, tag, &fds, chained.map(|(c, _)| c))?;
                     let rname = format!("{obj}_r");
@@ -610,7 +616,6 @@ impl Session {
                         }
                         _ => {}
                     }
-                    pending = Some((map, armed));
                 }
                 let kind = routed.map_or(ProgKind::Tracepoint, |(kind, _)| kind);
                 let (prog, report) = load(kind, &entry_shape, spec, &fds)?;
@@ -806,7 +811,7 @@ impl Session {
         self.enabled.push(Enabled {
             _attachments: attachments,
             _programs: programs,
-            _pending: pending,
+            _armed: pending,
         });
         self.info.insert(
             tag,
@@ -1094,6 +1099,25 @@ impl Session {
         };
         self.exit_chain()?.1.replays.install(at.nr, &prog)?;
         Ok(Some(KeptFirings { keep, replay: prog }))
+    }
+
+    /// The map of pending retries (`pending_retries`), created on first use: its file
+    /// descriptor. One map serves every probe: a thread is in one syscall at a time,
+    /// and the key names the probe too.
+    fn retry_pending(&mut self) -> Result<i32> {
+        if self.pending_retries.is_none() {
+            self.pending_retries = Some(Map::create(
+                MapKind::LruHash,
+                &format!("{}_pending", self.opts.name_prefix),
+                PENDING_KEY_SIZE,
+                PENDING_VALUE_SIZE,
+                16_384,
+            )?);
+        }
+        self.pending_retries
+            .as_ref()
+            .map(Map::raw_fd)
+            .ok_or_else(|| LinuxError::Unavailable("pending retries".into()))
     }
 
     /// The `sys_exit` dispatcher's slots (their file descriptor) and stages, created and

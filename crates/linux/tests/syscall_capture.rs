@@ -231,6 +231,92 @@ fn an_entry_retried_at_the_return_and_the_return_probe_both_report() {
     }
 }
 
+/// An opener that checks a path with faccessat(2) before opening another with openat(2), each
+/// in a mapping of its own of a file the process wrote and has not read since (a page the
+/// kernel has and the process's page tables have not: the probe cannot read it; two mappings,
+/// so the fault of one maps nothing of the other, as a large folio's might in one mapping).
+const CHECKER: &str = r#"
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+static const char *mapped(const char *s) {
+    char name[] = "/tmp/dtrace-checker-XXXXXX";
+    int fd = mkstemp(name);
+    if (fd < 0)
+        exit(3);
+    unlink(name);
+    if (write(fd, s, strlen(s) + 1) < 0)
+        exit(3);
+    const char *p = mmap(0, 4096, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED)
+        exit(3);
+    return p;
+}
+int main(void) {
+    const char *checked = mapped("/etc/passwd"), *path = mapped("/etc/hostname");
+    if (syscall(SYS_faccessat, AT_FDCWD, checked, R_OK) != 0)
+        return 2;
+    int fd = openat(AT_FDCWD, path, O_RDONLY);
+    return fd < 0;
+}
+"#;
+
+/// The LRU hash maps this process holds (`BPF_MAP_TYPE_LRU_HASH` in its descriptors' fdinfo).
+fn lru_maps() -> usize {
+    std::fs::read_dir("/proc/self/fdinfo")
+        .map(|d| {
+            d.filter_map(|e| std::fs::read_to_string(e.ok()?.path()).ok())
+                .filter(|info| info.lines().any(|l| l == "map_type:\t9"))
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+/// Retries of several syscalls' entries share one map of pending copies (keyed by thread and
+/// probe), not one each: `syscall:::entry { self->p = copyinstr(arg0); }` once created ~370
+/// maps of 3 MB. Each probe's retry still serves its own entry only.
+#[test]
+fn the_entries_retries_share_one_map_and_each_serves_its_own() {
+    let t = "the_entries_retries_share_one_map_and_each_serves_its_own";
+    if !kernel_ok(t) || !gcc_ok("checker") {
+        return;
+    }
+    let exe = compile("checker", CHECKER);
+    let cat = catalog();
+    let (access, open) = (
+        probe(&cat, "syscall::faccessat:entry"),
+        probe(&cat, "syscall::openat:entry"),
+    );
+    let mut s = session("m");
+    let before = lru_maps();
+    let (mut one, mut two) = (0, 0);
+    let (pid, st, events) = run_traced(&mut s, &[exe.display().to_string()], |s, pid| {
+        let spec = CaptureSpec {
+            filter_pid: Some(pid),
+            ..path_copy()
+        };
+        s.enable(&access, 5, &spec).unwrap();
+        one = lru_maps();
+        s.enable(&open, 6, &spec).unwrap();
+        two = lru_maps();
+    });
+    assert_eq!(st, ExitStatus::Exited(0));
+    assert!(one > before, "no map of pending retries: {before} -> {one}");
+    assert_eq!(one, two, "a second probe's retries took another map");
+    for (tag, path) in [(5, "/etc/passwd"), (6, "/etc/hostname")] {
+        let ev = events
+            .iter()
+            .filter(|e| e.pid == pid && e.tag == tag)
+            .find(|e| e.copies[0].data.as_deref() == Ok(path.as_bytes()))
+            .unwrap_or_else(|| panic!("no {path} of probe {tag} among {events:#?}"));
+        assert_eq!(ev.copies[0].source, CopySource::AtReturn, "{ev:#?}");
+    }
+    assert_eq!(s.held_count(), 0);
+}
+
 #[test]
 fn syscall_return_carries_value_and_errno() {
     if !kernel_ok("syscall_return_carries_value_and_errno") {

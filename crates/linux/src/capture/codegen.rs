@@ -129,6 +129,9 @@ fn emit_submit_record(a: &mut Asm, maps: &MapFds, tails: bool) {
 /// Stack slots.
 const SCRATCH: i16 = -8;
 const KEY: i16 = -16;
+/// Bytes of a pending retry's key: the thread id and the probe's tag (one map serves a session's
+/// probes; a thread is in one syscall at a time).
+pub const PENDING_KEY_SIZE: u32 = 8;
 /// The pending value: ktime, one address per copy (before its user pointer hops), then one length
 /// per copy (the sizing argument's value, for copies sized at the probe).
 pub const PENDING_VALUE_SIZE: u32 = 8 * (1 + 2 * MAX_COPIES as u32);
@@ -496,8 +499,15 @@ pub(crate) fn emit_keyed_call(a: &mut Asm, map: i32, slot: i16, call: i32) {
         .call(call);
 }
 
+/// The key of the current thread's pending retry of probe `tag` at [`KEY`] (see
+/// [`PENDING_KEY_SIZE`]). Uses r0-r5.
+fn emit_pending_key(a: &mut Asm, tag: u32) {
+    emit_thread_key(a, KEY);
+    a.store_imm(Size::W, R10, KEY + 4, tag as i32);
+}
+
 /// Stores the current thread's id at `fp + slot`: the 4-byte key of the maps kept by thread
-/// (pending retries, kept firings). Uses r0-r5.
+/// (kept firings; with the probe's tag, pending retries). Uses r0-r5.
 pub(crate) fn emit_thread_key(a: &mut Asm, slot: i16) {
     a.call(helper::GET_CURRENT_PID_TGID)
         .store(Size::W, R10, slot, R0);
@@ -962,6 +972,7 @@ pub fn gen_capture_reporting(
             .store(Size::DW, R10, PENDING, R1);
         a.load(Size::W, R1, R7, hdr::TID as i16)
             .store(Size::W, R10, KEY, R1);
+        a.store_imm(Size::W, R10, KEY + 4, tag as i32);
         a.ld_map_fd(R1, pending)
             .mov(R2, R10)
             .alu_imm(op::ADD, R2, KEY as i32);
@@ -1256,7 +1267,7 @@ pub fn gen_retry(
         a.ld_map_value(R1, armed, 0).load(Size::DW, R1, R1, 0);
         a.jmp_imm(op::JEQ, R1, 0, out);
     }
-    emit_thread_key(&mut a, KEY);
+    emit_pending_key(&mut a, tag);
     emit_keyed_call(&mut a, pending, KEY, helper::MAP_LOOKUP_ELEM);
     a.jmp_imm(op::JEQ, R0, 0, out).mov(R8, R0);
     let tails = layout.has_tails();
@@ -1329,10 +1340,9 @@ pub fn gen_retry(
     }
     emit_submit_record(&mut a, maps, tails);
     a.bind(del);
-    a.ld_map_fd(R1, pending)
-        .mov(R2, R10)
-        .alu_imm(op::ADD, R2, KEY as i32)
-        .call(helper::MAP_DELETE_ELEM);
+    // (A drop's count used the key's slot: the key again.)
+    emit_pending_key(&mut a, tag);
+    emit_keyed_call(&mut a, pending, KEY, helper::MAP_DELETE_ELEM);
     if let Some(armed) = maps.pending_armed {
         // Served: one fewer armed (this thread's entry counted when it was armed).
         a.jmp_imm(op::JNE, R0, 0, out);
