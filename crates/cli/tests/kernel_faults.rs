@@ -402,3 +402,45 @@ fn a_fault_at_on_cpu_is_the_incoming_threads() {
         "{kout}"
     );
 }
+
+/// A firing of dtrace's own process whose string its kernel clause cannot read is a bad address
+/// there, as any process's is: dtrace reads none of its own memory for it (an open and reads of
+/// /proc/self/mem, each a syscall its own probes would hand over again, and so on without end:
+/// `syscall:::entry { @[copyinstr(arg0)] = count(); }` once ran away and ignored Ctrl-C).
+#[test]
+fn dtraces_own_faulting_firings_do_not_feed_themselves() {
+    let t = "dtraces_own_faulting_firings_do_not_feed_themselves";
+    if !kernel_ok(t) {
+        return;
+    }
+    let dir = common::test_dir("kfault-self");
+    let (out, err) = (dir.join("out"), dir.join("err"));
+    // Not write(2): each error message dtrace writes would fault again, as in DTrace.
+    let script = "syscall:::entry /pid == $pid && probefunc != \"write\"/ { \
+        @[probefunc, copyinstr(arg0)] = count(); } tick-1s { exit(0); }";
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_dtrace"))
+        .args(["-q", "-n", script])
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(std::fs::File::create(&err).unwrap())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if start.elapsed() > std::time::Duration::from_secs(120) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("dtrace did not exit: its own firings fed themselves");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let err = std::fs::read_to_string(&err).unwrap();
+    assert!(status.success(), "{err}");
+    // Its own syscalls between the start and exit(): their arg0 is no string (a descriptor, a
+    // clock), each one error; a few hundred at most, not a growing stream.
+    let faults = err.matches("invalid address").count();
+    assert!(faults > 0, "{err}");
+    assert!(faults < 5_000, "{faults} faults");
+}

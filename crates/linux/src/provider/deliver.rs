@@ -119,7 +119,10 @@ impl EventMemory {
     }
 
     fn read_process(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), FaultKind> {
-        if self.pid == 0 {
+        // dtrace's own memory is read in (what its probe could not read is a bad address), and
+        // reading it here would fire the syscall probes again (the open and reads of
+        // /proc/self/mem): each firing of dtrace's own process would feed the next.
+        if self.pid == 0 || self.pid == std::process::id() {
             return Err(FaultKind::BadAddr);
         }
         let pid = self.pid;
