@@ -483,7 +483,7 @@ impl Session {
         let exact_vtime = spec.exact_vtime && vtime_of_a_task(&probe.attach);
         let mut programs = Vec::new();
         let mut attachments = Vec::new();
-        let mut pending = None;
+        let mut armed = None;
         let mut replayed = false;
         let mut capture_report = CaptureReport::default();
         // Every capture program of this probe loads the same way; only its kind, shape and maps
@@ -526,9 +526,9 @@ impl Session {
                     }
                     None => None,
                 };
-                let entry_shape = match raw {
-                    Some(route) => ProbeShape {
-                        ctx: routed.map_or(CtxKind::RawTracepoint, |(_, ctx)| ctx),
+                let entry_shape = match raw.zip(routed) {
+                    Some((route, (_, ctx))) => ProbeShape {
+                        ctx,
                         args: route.args.clone(),
                         conditions: Vec::new(),
                         identity: *identity,
@@ -593,9 +593,9 @@ impl Session {
                     fds.pending_armed = Some(match chained {
                         Some((_, a)) => a,
                         None => {
-                            let armed = Map::create(MapKind::Array, &format!("{obj}_pn"), 4, 8, 1)?;
-                            let fd = armed.raw_fd();
-                            pending = Some(armed);
+                            let count = Map::create(MapKind::Array, &format!("{obj}_pn"), 4, 8, 1)?;
+                            let fd = count.raw_fd();
+                            armed = Some(count);
                             fd
                         }
                     });
@@ -811,7 +811,7 @@ impl Session {
         self.enabled.push(Enabled {
             _attachments: attachments,
             _programs: programs,
-            _armed: pending,
+            _armed: armed,
         });
         self.info.insert(
             tag,
