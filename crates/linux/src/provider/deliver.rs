@@ -42,6 +42,19 @@ pub struct EventMemory {
     arg_copy_addrs: Vec<(u64, u64)>,
 }
 
+/// The process whose memory completes what a firing of process `pid` did not capture (see
+/// [`EventMemory::new`]): none after an exec (`exec`: the memory is the new program's), nor for
+/// dtrace's own firings: its memory is read in (what its probe could not read is a bad
+/// address), and reading it would fire the syscall probes again (the open and reads of
+/// /proc/self/mem), so each firing of dtrace's own process would feed the next.
+fn memory_pid(pid: u32, exec: bool) -> u32 {
+    if exec || pid == std::process::id() {
+        0
+    } else {
+        pid
+    }
+}
+
 impl EventMemory {
     /// Captured memory of an event of process `pid` (0: no process memory to fall back on).
     pub fn new(captured: CapturedMemory, pid: u32) -> EventMemory {
@@ -119,10 +132,7 @@ impl EventMemory {
     }
 
     fn read_process(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), FaultKind> {
-        // dtrace's own memory is read in (what its probe could not read is a bad address), and
-        // reading it here would fire the syscall probes again (the open and reads of
-        // /proc/self/mem): each firing of dtrace's own process would feed the next.
-        if self.pid == 0 || self.pid == std::process::id() {
+        if self.pid == 0 {
             return Err(FaultKind::BadAddr);
         }
         let pid = self.pid;
@@ -649,8 +659,7 @@ impl LinuxTracing {
             let prefixes = sized_prefixes(&ev);
             let paths = std::mem::take(&mut ev.paths);
             let mem = captured_memory_of(&mut ev);
-            // After an exec the process's memory is the new program's: nothing to fall back on.
-            let mem_pid = if exec.contains(&ev.tag) { 0 } else { ev.pid };
+            let mem_pid = memory_pid(ev.pid, exec.contains(&ev.tag));
             let mut mem = EventMemory::new(mem, mem_pid)
                 .with_prefixes(prefixes)
                 .with_arg_copies(user_copies)
@@ -709,7 +718,7 @@ fn report_fault(
         timestamp: Some((k.ktime_ns as i64).saturating_add(clock_offset).max(0) as u64),
         ..FiringContext::default()
     };
-    let mut mem = EventMemory::new(CapturedMemory::new(), k.pid);
+    let mut mem = EventMemory::new(CapturedMemory::new(), memory_pid(k.pid, false));
     fw.fault_elsewhere(epid, k.cpu, u64::from(k.pc), k.kind, k.addr, &ctx, &mut mem);
 }
 
