@@ -141,21 +141,15 @@ const UNTRACED_ENV: &str = "DTBENCH_GETPPID";
 /// of `runs`.
 fn untraced_case(dtrace: &str, n: u64, runs: usize, have_bpftrace: bool) {
     let env = [(UNTRACED_ENV, "1")];
-    let (Some(base), Some(base1)) = (best(None, &env, n, runs), best(None, &env, 1, runs)) else {
+    let Some(untraced) = alone_ns(&env, n, runs) else {
         println!("  the caller did not run");
         return;
     };
-    let untraced = base.total_ns.saturating_sub(base1.total_ns) as f64;
     println!(
         "getppid(2) while openat(2) is traced, {n} calls, best of {runs}: alone {:.1} ns/call",
         untraced / (n - 1) as f64
     );
-    let added = |argv: &[&str]| -> Option<f64> {
-        let big = best(Some(argv), &env, n, runs)?;
-        let one = best(Some(argv), &env, 1, runs)?;
-        let traced = big.total_ns as f64 - one.total_ns as f64;
-        Some((traced - untraced) / (n - 1) as f64)
-    };
+    let added = |argv: &[&str]| added_per_call(argv, &env, n, runs, untraced).map(|(t, _)| t);
     let cases = [
         (
             "dtrace syscall::openat:entry { @ = count(); }",
@@ -182,6 +176,29 @@ fn untraced_case(dtrace: &str, n: u64, runs: usize, have_bpftrace: bool) {
     }
 }
 
+/// The CPU ns of `n` untraced calls of the writer (with `env`) less one call's (its start-up),
+/// each the best of `runs`; `None` when it did not run.
+fn alone_ns(env: &[(&str, &str)], n: u64, runs: usize) -> Option<f64> {
+    let (base, base1) = (best(None, env, n, runs)?, best(None, env, 1, runs)?);
+    Some(base.total_ns.saturating_sub(base1.total_ns) as f64)
+}
+
+/// The CPU ns tracer `argv` adds per call of the writer (with `env`) over `alone` ([`alone_ns`]),
+/// the tracer's start-up subtracted (a run of one call), and its run of `n`; each the best of
+/// `runs`.
+fn added_per_call(
+    argv: &[&str],
+    env: &[(&str, &str)],
+    n: u64,
+    runs: usize,
+    alone: f64,
+) -> Option<(f64, Run)> {
+    let big = best(Some(argv), env, n, runs)?;
+    let one = best(Some(argv), env, 1, runs)?;
+    let traced = big.total_ns as f64 - one.total_ns as f64;
+    Some(((traced - alone) / (n - 1) as f64, big))
+}
+
 /// The path the writer opens in the `copyinstr` case.
 const OPENAT_PATH: &std::ffi::CStr = c"/nonexistent/dtbench-openat-path";
 
@@ -189,17 +206,11 @@ const OPENAT_PATH: &std::ffi::CStr = c"/nonexistent/dtbench-openat-path";
 /// dtrace with the kernel paths on and off and for bpftrace, each the best of `runs`.
 fn copyinstr_case(dtrace: &str, n: u64, runs: usize, have_bpftrace: bool) {
     let env = [(OPENAT_ENV, "1")];
-    let (Some(base), Some(base1)) = (best(None, &env, n, runs), best(None, &env, 1, runs)) else {
+    let Some(untraced) = alone_ns(&env, n, runs) else {
         println!("  the opener did not run");
         return;
     };
-    let untraced = base.total_ns.saturating_sub(base1.total_ns) as f64;
-    let added = |argv: &[&str], env: &[(&str, &str)]| -> Option<(f64, Run)> {
-        let big = best(Some(argv), env, n, runs)?;
-        let one = best(Some(argv), env, 1, runs)?;
-        let traced = big.total_ns as f64 - one.total_ns as f64;
-        Some(((traced - untraced) / (n - 1) as f64, big))
-    };
+    let added = |argv: &[&str], env: &[(&str, &str)]| added_per_call(argv, env, n, runs, untraced);
     let script = "syscall::openat:entry { @[copyinstr(arg1)] = count(); }";
     let off = [
         (OPENAT_ENV, "1"),
