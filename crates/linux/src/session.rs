@@ -164,12 +164,17 @@ struct Stage {
     count: Map,
 }
 
+/// A count the programs keep and test (`ld_map_value` of key 0): an array map of one u64.
+fn count_map(name: &str) -> Result<Map> {
+    Map::create(MapKind::Array, name, 4, 8, 1)
+}
+
 impl Stage {
     fn create(slots_name: &str, count_name: &str) -> Result<Stage> {
         Ok(Stage {
             slots: Map::create(MapKind::ProgArray, slots_name, 4, 4, MAX_SYSCALL_NR)?,
             used: Default::default(),
-            count: Map::create(MapKind::Array, count_name, 4, 8, 1)?,
+            count: count_map(count_name)?,
         })
     }
 
@@ -593,7 +598,7 @@ impl Session {
                     fds.pending_armed = Some(match chained {
                         Some((_, a)) => a,
                         None => {
-                            let count = Map::create(MapKind::Array, &format!("{obj}_pn"), 4, 8, 1)?;
+                            let count = count_map(&format!("{obj}_pn"))?;
                             let fd = count.raw_fd();
                             armed = Some(count);
                             fd
@@ -1155,7 +1160,7 @@ impl Session {
                         &format!("{prefix}_{which}_r"),
                         &format!("{prefix}_retryn"),
                     )?,
-                    returns: Map::create(MapKind::Array, &format!("{prefix}_retn"), 4, 8, 1)?,
+                    returns: count_map(&format!("{prefix}_retn"))?,
                 }),
                 false => None,
             };
