@@ -1,6 +1,7 @@
 //! Syscall numbers of the running architecture by tracefs syscall name, so syscall probes can be
 //! dispatched from the `sys_enter`/`sys_exit` raw tracepoints by number. Names missing here (newer
-//! syscalls than the `libc` crate knows) keep the per-syscall tracepoint route.
+//! syscalls than this table knows) keep the per-syscall tracepoint route, whose detach costs an
+//! RCU grace period each.
 
 /// The syscall number of `name` (as tracefs spells it: `sys_enter_<name>`).
 #[cfg(target_arch = "x86_64")]
@@ -12,6 +13,8 @@ pub fn syscall_nr(name: &str) -> Option<u32> {
         "newlstat" => libc::SYS_lstat,
         "newuname" => libc::SYS_uname,
         "sendfile64" => libc::SYS_sendfile,
+        // x86-64's `umount2` is the kernel's `sys_umount`.
+        "umount" => libc::SYS_umount2,
         "accept" => libc::SYS_accept,
         "accept4" => libc::SYS_accept4,
         "access" => libc::SYS_access,
@@ -347,9 +350,39 @@ pub fn syscall_nr(name: &str) -> Option<u32> {
         "waitid" => libc::SYS_waitid,
         "write" => libc::SYS_write,
         "writev" => libc::SYS_writev,
-        _ => return None,
+        _ => return newer_than_libc(name),
     };
     u32::try_from(nr).ok()
+}
+
+/// Syscalls newer than the `libc` crate's table, numbered as in the kernel's x86-64 table
+/// (`arch/x86/entry/syscalls/syscall_64.tbl`; numbers are ABI and never change). Each was checked
+/// on Linux 6.18 by making the call and seeing its own `sys_enter_<name>` event fire.
+#[cfg(target_arch = "x86_64")]
+fn newer_than_libc(name: &str) -> Option<u32> {
+    Some(match name {
+        "io_pgetevents" => 333,
+        "uretprobe" => 335,
+        "uprobe" => 336,
+        "cachestat" => 451,
+        "map_shadow_stack" => 453,
+        "futex_wake" => 454,
+        "futex_wait" => 455,
+        "futex_requeue" => 456,
+        "statmount" => 457,
+        "listmount" => 458,
+        "lsm_get_self_attr" => 459,
+        "lsm_set_self_attr" => 460,
+        "lsm_list_modules" => 461,
+        "setxattrat" => 463,
+        "getxattrat" => 464,
+        "listxattrat" => 465,
+        "removexattrat" => 466,
+        "open_tree_attr" => 467,
+        "file_getattr" => 468,
+        "file_setattr" => 469,
+        _ => return None,
+    })
 }
 
 /// Syscall numbers are only tabulated for x86-64; elsewhere every syscall probe uses its own
@@ -368,5 +401,8 @@ mod tests {
         assert_eq!(super::syscall_nr("openat"), Some(257));
         assert_eq!(super::syscall_nr("newfstat"), Some(5));
         assert_eq!(super::syscall_nr("no_such_call"), None);
+        assert_eq!(super::syscall_nr("umount"), Some(166));
+        assert_eq!(super::syscall_nr("io_pgetevents"), Some(333));
+        assert_eq!(super::syscall_nr("file_setattr"), Some(469));
     }
 }
