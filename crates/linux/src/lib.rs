@@ -54,6 +54,7 @@ pub mod rtld;
 pub mod session;
 pub mod signals;
 pub mod symbols;
+pub mod syscall_fentry;
 pub mod topology;
 pub mod tracefs;
 pub mod uprobe;

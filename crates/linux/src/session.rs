@@ -228,6 +228,10 @@ pub struct Session {
     scratch: Vec<Record>,
     /// BTF ids of typed raw tracepoints, by tracepoint name (`None`: not typed on this kernel).
     tp_btf: HashMap<String, Option<u32>>,
+    /// The syscall functions entry probes can go on trampolines of, read with the first.
+    syscall_funcs: Option<crate::syscall_fentry::SyscallFuncs>,
+    /// The BTF ids of the syscall functions entry probes are on.
+    syscall_trampolines: std::collections::HashSet<u32>,
     bad_records: u64,
     task: Option<crate::btf::TaskOffsets>,
     wall_offset_ns: i64,
@@ -441,6 +445,8 @@ impl Session {
             ppid_of: Default::default(),
             scratch: Vec::new(),
             tp_btf: HashMap::new(),
+            syscall_funcs: None,
+            syscall_trampolines: Default::default(),
             bad_records: 0,
             task: crate::btf::TaskOffsets::of_running_kernel(),
             wall_offset_ns: wall_offset_ns(),
@@ -514,9 +520,15 @@ impl Session {
                 syscall,
                 ..
             } => {
+                // An entry goes on its syscall's own function's trampoline where the kernel has
+                // them (see `crate::syscall_fentry`), else in the `sys_enter` dispatcher's slot.
+                let fentry = match syscall {
+                    Some(_) if !*syscall_return => self.syscall_fentry_id(&probe.desc.function),
+                    _ => None,
+                };
                 let raw = syscall
                     .as_ref()
-                    .filter(|r| self.slot_free(*syscall_return, r.nr));
+                    .filter(|r| fentry.is_none() && self.slot_free(*syscall_return, r.nr));
                 if let (true, Some(r), None) = (*syscall_return, syscall, raw) {
                     // Its order beside the dispatcher's programs is not known: no replay runs
                     // there (see `Session::set_up_replay`).
@@ -524,14 +536,21 @@ impl Session {
                 }
                 // A firing at the entry whose strings are not readable yet is kept for the
                 // syscall's return (see `capture::spec::Replay`).
-                let routed = match raw {
-                    Some(_) => {
+                let routed = match (fentry, raw) {
+                    (Some(btf_id), _) => Some((
+                        ProgKind::Fentry {
+                            btf_id,
+                            btf_obj_fd: 0,
+                        },
+                        CtxKind::TypedRawTracepoint,
+                    )),
+                    (None, Some(_)) => {
                         let d = self.syscall_dispatch(*syscall_return)?;
                         Some((d.kind, d.ctx))
                     }
-                    None => None,
+                    (None, None) => None,
                 };
-                let entry_shape = match raw.zip(routed) {
+                let entry_shape = match syscall.as_ref().zip(routed) {
                     Some((route, (_, ctx))) => ProbeShape {
                         ctx,
                         args: route.args.clone(),
@@ -628,9 +647,10 @@ impl Session {
                     replay: replayed,
                     ..report
                 };
-                match raw {
-                    Some(route) => self.install(*syscall_return, route.nr, &prog)?,
-                    None => attachments.push(Attachment::tracepoint(&prog, *id, &name)?),
+                match (fentry, raw) {
+                    (Some(_), _) => attachments.push(Attachment::tp_btf(&prog, &name)?),
+                    (None, Some(route)) => self.install(*syscall_return, route.nr, &prog)?,
+                    (None, None) => attachments.push(Attachment::tracepoint(&prog, *id, &name)?),
                 }
                 programs.push(prog);
                 (
@@ -976,6 +996,26 @@ impl Session {
             self.tp_btf.insert(name.to_string(), id);
         }
         self.tp_btf.get(name).copied().flatten()
+    }
+
+    /// The BTF id of syscall `name`'s own function, where its entry probe goes on a trampoline
+    /// (see [`crate::syscall_fentry`]): the first [`MAX_SYSCALL_TRAMPOLINES`] syscalls' (and
+    /// every further probe of those, each running in the order enabled).
+    ///
+    /// [`MAX_SYSCALL_TRAMPOLINES`]: crate::syscall_fentry::MAX_SYSCALL_TRAMPOLINES
+    fn syscall_fentry_id(&mut self, name: &str) -> Option<u32> {
+        let id = self
+            .syscall_funcs
+            .get_or_insert_with(crate::syscall_fentry::SyscallFuncs::of_running_kernel)
+            .btf_id(name)?;
+        let on = &mut self.syscall_trampolines;
+        if !on.contains(&id) {
+            if on.len() >= crate::syscall_fentry::MAX_SYSCALL_TRAMPOLINES {
+                return None;
+            }
+            on.insert(id);
+        }
+        Some(id)
     }
 
     fn slot_free(&self, exit: bool, nr: u32) -> bool {

@@ -264,15 +264,14 @@ int main(void) {
 }
 "#;
 
-/// The LRU hash maps this process holds (`BPF_MAP_TYPE_LRU_HASH` in its descriptors' fdinfo).
-fn lru_maps() -> usize {
-    std::fs::read_dir("/proc/self/fdinfo")
-        .map(|d| {
-            d.filter_map(|e| std::fs::read_to_string(e.ok()?.path()).ok())
-                .filter(|info| info.lines().any(|l| l == "map_type:\t9"))
-                .count()
-        })
-        .unwrap_or(0)
+/// The maps of pending retries of the session named `prefix` (those bpftool lists as
+/// `<prefix>_pending`; other tests' sessions run beside this one in the process).
+fn pending_maps(prefix: &str) -> usize {
+    let name = format!("{prefix}_pending");
+    bpftool_show("map")
+        .iter()
+        .filter(|o| field(o, "name").is_some_and(|n| n == name))
+        .count()
 }
 
 /// Retries of several syscalls' entries share one map of pending copies (keyed by thread and
@@ -291,7 +290,8 @@ fn the_entries_retries_share_one_map_and_each_serves_its_own() {
         probe(&cat, "syscall::openat:entry"),
     );
     let mut s = session("m");
-    let before = lru_maps();
+    let prefix = format!("dt{}m", std::process::id() % 10000);
+    let before = pending_maps(&prefix);
     let (mut one, mut two) = (0, 0);
     let (pid, st, events) = run_traced(&mut s, &[exe.display().to_string()], |s, pid| {
         let spec = CaptureSpec {
@@ -299,9 +299,9 @@ fn the_entries_retries_share_one_map_and_each_serves_its_own() {
             ..path_copy()
         };
         s.enable(&access, 5, &spec).unwrap();
-        one = lru_maps();
+        one = pending_maps(&prefix);
         s.enable(&open, 6, &spec).unwrap();
-        two = lru_maps();
+        two = pending_maps(&prefix);
     });
     assert_eq!(st, ExitStatus::Exited(0));
     assert!(one > before, "no map of pending retries: {before} -> {one}");
@@ -386,4 +386,91 @@ fn full_ring_buffer_counts_every_lost_record() {
         N,
         "every write is either delivered or counted as dropped"
     );
+}
+
+/// The objects bpftool lists of kind `what` (`prog`, `map`, `link`), each as its JSON text.
+fn bpftool_show(what: &str) -> Vec<String> {
+    let out = std::process::Command::new("bpftool")
+        .args(["-j", what, "show"])
+        .output()
+        .expect("bpftool");
+    String::from_utf8_lossy(&out.stdout)
+        .split("},{")
+        .map(str::to_string)
+        .collect()
+}
+
+/// Field `name` of a bpftool object (a number or string, as text).
+fn field(obj: &str, name: &str) -> Option<String> {
+    let at = obj.find(&format!("\"{name}\":"))? + name.len() + 3;
+    let v = obj[at..].split([',', '}']).next()?;
+    Some(v.trim_matches(['"', ']', '[']).to_string())
+}
+
+/// The links of the programs of the session named `prefix`: each link's type and, for a raw
+/// tracepoint's, the tracepoint's name.
+fn links_of(prefix: &str) -> Vec<(String, String)> {
+    let ours: Vec<String> = bpftool_show("prog")
+        .iter()
+        .filter(|o| field(o, "name").is_some_and(|n| n.starts_with(prefix)))
+        .filter_map(|o| field(o, "id"))
+        .collect();
+    bpftool_show("link")
+        .iter()
+        .filter(|o| field(o, "prog_id").is_some_and(|id| ours.contains(&id)))
+        .map(|o| {
+            let text = |f| field(o, f).unwrap_or_default();
+            (text("type"), text("tp_name"))
+        })
+        .collect()
+}
+
+/// Where the kernel has BPF trampolines, the entries of a session's first few syscalls go on
+/// their own functions' trampolines (fentry of `__x64_sys_<name>`), so the syscalls nobody traces
+/// run no program; the ones after those share the `sys_enter` dispatcher.
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn a_few_syscalls_entries_go_on_their_own_functions() {
+    let test = "a_few_syscalls_entries_go_on_their_own_functions";
+    if !kernel_ok(test)
+        || !dtrace_testkit::kernel_has(dtrace_testkit::KernelFeature::Fentry, test)
+        || !gcc_ok(test)
+    {
+        return;
+    }
+    let exe = compile("writer", WRITER);
+    let cat = catalog();
+    let first = [
+        "write", "getppid", "getpid", "getuid", "getgid", "geteuid", "getegid", "gettid",
+    ];
+    let mut s = session("fe");
+    let prefix = format!("dt{}fe", std::process::id() % 10000);
+    const N: usize = 41;
+    let argv = vec![exe.display().to_string(), N.to_string()];
+    let (pid, st, events) = run_traced(&mut s, &argv, |s, pid| {
+        for (i, name) in first.iter().enumerate() {
+            let p = probe(&cat, &format!("syscall::{name}:entry"));
+            let spec = CaptureSpec {
+                filter_pid: Some(pid),
+                ..CaptureSpec::new()
+            };
+            s.enable(&p, i as u32 + 1, &spec).unwrap();
+        }
+        let links = links_of(&prefix);
+        assert_eq!(links.len(), first.len(), "{links:?}");
+        assert!(links.iter().all(|(ty, _)| ty == "tracing"), "{links:?}");
+    });
+    assert_eq!(st, ExitStatus::Exited(0));
+    let writes: Vec<_> = events.iter().filter(|e| e.tag == 1).collect();
+    assert_eq!(writes.len(), N);
+    assert!(writes.iter().all(|e| e.pid == pid && e.args[2] == 3));
+    // A ninth syscall's entry goes in the dispatcher's slot.
+    s.enable(
+        &probe(&cat, "syscall::getpgrp:entry"),
+        9,
+        &CaptureSpec::new(),
+    )
+    .unwrap();
+    let links = links_of(&prefix);
+    assert!(links.iter().any(|(_, tp)| tp == "sys_enter"), "{links:?}");
 }
