@@ -440,8 +440,17 @@ fn a_few_syscalls_entries_go_on_their_own_functions() {
     }
     let exe = compile("writer", WRITER);
     let cat = catalog();
+    // (Syscalls with arguments: Debian's 6.1 has no BTF or ftrace entry for argument-less
+    // ones such as `__x64_sys_getppid`, whose entries stay in the dispatcher.)
     let first = [
-        "write", "getppid", "getpid", "getuid", "getgid", "geteuid", "getegid", "gettid",
+        "write",
+        "read",
+        "openat",
+        "close",
+        "lseek",
+        "dup",
+        "umask",
+        "faccessat",
     ];
     let mut s = session("fe");
     let prefix = format!("dt{}fe", std::process::id() % 10000);

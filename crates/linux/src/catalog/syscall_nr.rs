@@ -13,6 +13,11 @@ pub fn syscall_nr(name: &str) -> Option<u32> {
         "newlstat" => libc::SYS_lstat,
         "newuname" => libc::SYS_uname,
         "sendfile64" => libc::SYS_sendfile,
+        "delete_module" => libc::SYS_delete_module,
+        "finit_module" => libc::SYS_finit_module,
+        "init_module" => libc::SYS_init_module,
+        "kexec_file_load" => libc::SYS_kexec_file_load,
+        "kexec_load" => libc::SYS_kexec_load,
         // x86-64's `umount2` is the kernel's `sys_umount`.
         "umount" => libc::SYS_umount2,
         "accept" => libc::SYS_accept,
