@@ -146,7 +146,7 @@ fn loads(a: crate::bpf::Asm, name: &str, what: &str) -> bool {
     let Ok(insns) = a.finish() else {
         return false;
     };
-    crate::bpf::Program::load(crate::bpf::ProgKind::RawTracepoint, &insns, name, what).is_ok()
+    crate::bpf::Program::load_check(crate::bpf::ProgKind::RawTracepoint, &insns, name, what).is_ok()
 }
 
 /// Whether a probe's program may loop with `bpf_loop` (Linux 5.17), calling back a subprogram

@@ -531,7 +531,7 @@ fn direct_task_loads(o: &VclockOffsets, switch_btf: Option<u32>) -> bool {
     };
     program_kinds(switch_btf)
         .into_iter()
-        .all(|k| Program::load(k, &insns, "dt_vclk_probe", "a direct task read").is_ok())
+        .all(|k| Program::load_check(k, &insns, "dt_vclk_probe", "a direct task read").is_ok())
 }
 
 /// Loads and attaches the `sched_switch` program: BTF-typed where the kernel's BTF names the
@@ -583,7 +583,7 @@ fn steal_reads(steal: &StealClock, switch_btf: Option<u32>) -> bool {
     };
     program_kinds(switch_btf)
         .into_iter()
-        .all(|k| Program::load(k, &insns, "dt_vclk_steal", "a steal clock read").is_ok())
+        .all(|k| Program::load_check(k, &insns, "dt_vclk_steal", "a steal clock read").is_ok())
 }
 
 /// Runs a short-lived thread on each online CPU in turn (where this process's affinity allows):

@@ -229,23 +229,41 @@ struct Code<'a> {
 
 impl Program {
     /// Loads a program of `kind` that does nothing (returns 0): what a feature probe attaches to
-    /// find out whether the kernel accepts an attachment.
+    /// find out whether the kernel accepts an attachment. It is not the user's program, so
+    /// `bpflog` does not print its log.
     pub fn load_empty(kind: ProgKind, name: &str, probe: &str) -> Result<Program> {
         let mut a = super::Asm::new();
         a.mov_imm(super::insn::R0, 0).exit();
-        Self::load(kind, &a.finish()?, name, probe)
+        Self::load_check(kind, &a.finish()?, name, probe)
+    }
+
+    /// Loads `insns` to learn whether the kernel takes them (a feature check, dropped after):
+    /// as [`Program::load`], but never with `bpflog`'s log, which is for the user's programs.
+    pub fn load_check(kind: ProgKind, insns: &[Insn], name: &str, what: &str) -> Result<Program> {
+        Self::load_as(kind, insns, name, what, None)
     }
 
     /// Loads `insns` as a program of `kind`. `probe` names what it is for (used in errors) and
     /// `name` is the kernel object name (15 characters at most are kept).
     pub fn load(kind: ProgKind, insns: &[Insn], name: &str, probe: &str) -> Result<Program> {
+        Self::load_as(kind, insns, name, probe, verifier_log())
+    }
+
+    /// [`Program::load`] with the verifier log `logged` (`bpflog`) or none.
+    fn load_as(
+        kind: ProgKind,
+        insns: &[Insn],
+        name: &str,
+        probe: &str,
+        logged: Option<VerifierLog>,
+    ) -> Result<Program> {
         let words: Vec<u64> = insns.iter().map(|i| i.to_u64()).collect();
         let funcs = super::funcinfo::func_infos(insns);
         let code = Code {
             words: &words,
             funcs: &funcs,
         };
-        if let Some(v) = verifier_log() {
+        if let Some(v) = logged {
             return Self::load_logged(kind, code, name, probe, v);
         }
         match Self::try_load(kind, code, name, None) {
