@@ -63,6 +63,18 @@ struct Enabled {
     _armed: Option<Map>,
 }
 
+/// A syscall return's program on the exit side of its function's trampoline (see
+/// [`Session::return_goes_on_trampoline`]), kept with its code to move it into the `sys_exit`
+/// dispatcher's slot should the syscall's entry come to run something at the return.
+struct TrampolineReturn {
+    // Field order is drop order: detach before closing the program.
+    _link: Attachment,
+    _prog: Program,
+    insns: Vec<crate::bpf::Insn>,
+    obj: String,
+    name: String,
+}
+
 /// A uprobe site enabled but not yet placed: its capture program, loaded for a uprobe-multi link.
 struct PendingUprobe {
     path: String,
@@ -230,8 +242,10 @@ pub struct Session {
     tp_btf: HashMap<String, Option<u32>>,
     /// The syscall functions entry probes can go on trampolines of, read with the first.
     syscall_funcs: Option<crate::syscall_fentry::SyscallFuncs>,
-    /// The BTF ids of the syscall functions entry probes are on.
+    /// The BTF ids of the syscall functions entry or return probes are on.
     syscall_trampolines: std::collections::HashSet<u32>,
+    /// The syscall returns on their functions' trampolines, by syscall number.
+    returns_on_trampolines: HashMap<u32, TrampolineReturn>,
     bad_records: u64,
     task: Option<crate::btf::TaskOffsets>,
     wall_offset_ns: i64,
@@ -447,6 +461,7 @@ impl Session {
             tp_btf: HashMap::new(),
             syscall_funcs: None,
             syscall_trampolines: Default::default(),
+            returns_on_trampolines: HashMap::new(),
             bad_records: 0,
             task: crate::btf::TaskOffsets::of_running_kernel(),
             wall_offset_ns: wall_offset_ns(),
@@ -521,15 +536,34 @@ impl Session {
                 ..
             } => {
                 // An entry goes on its syscall's own function's trampoline where the kernel has
-                // them (see `crate::syscall_fentry`), else in the `sys_enter` dispatcher's slot.
+                // them (see `crate::syscall_fentry`), else in the `sys_enter` dispatcher's slot;
+                // a return on the trampoline's exit side where nothing of the entry's runs at
+                // the return (see `Session::return_goes_on_trampoline`), else in the `sys_exit`
+                // dispatcher's slot.
                 let fentry = match syscall {
                     Some(_) if !*syscall_return => self.syscall_fentry_id(&probe.desc.function),
+                    Some(r) if self.return_goes_on_trampoline(r.nr, &probe.desc.function) => {
+                        self.syscall_fentry_id(&probe.desc.function)
+                    }
                     _ => None,
                 };
+                if let (false, Some(r)) = (*syscall_return, syscall) {
+                    // The entry's replay or retry runs in the `sys_exit` dispatcher before the
+                    // return's program, which must then be in its slot.
+                    let at_return = spec.retry_at_return
+                        && spec.copies.iter().any(|c| c.kind.is_user())
+                        || spec
+                            .aggs
+                            .as_ref()
+                            .is_some_and(crate::capture::kagg::replayable);
+                    if at_return {
+                        self.return_to_dispatcher(r.nr)?;
+                    }
+                }
                 let raw = syscall
                     .as_ref()
                     .filter(|r| fentry.is_none() && self.slot_free(*syscall_return, r.nr));
-                if let (true, Some(r), None) = (*syscall_return, syscall, raw) {
+                if let (true, Some(r), None, None) = (*syscall_return, syscall, raw, fentry) {
                     // Its order beside the dispatcher's programs is not known: no replay runs
                     // there (see `Session::set_up_replay`).
                     self.exits_elsewhere.insert(r.nr);
@@ -537,6 +571,13 @@ impl Session {
                 // A firing at the entry whose strings are not readable yet is kept for the
                 // syscall's return (see `capture::spec::Replay`).
                 let routed = match (fentry, raw) {
+                    (Some(btf_id), _) if *syscall_return => Some((
+                        ProgKind::Fexit {
+                            btf_id,
+                            btf_obj_fd: 0,
+                        },
+                        CtxKind::TypedRawTracepoint,
+                    )),
                     (Some(btf_id), _) => Some((
                         ProgKind::Fentry {
                             btf_id,
@@ -599,7 +640,10 @@ impl Session {
                 };
                 let wants_retry = spec.retry_at_return
                     && !*syscall_return
-                    && spec.copies.iter().any(|c| c.kind.is_user());
+                    && spec.copies.iter().any(|c| c.kind.is_user())
+                    && syscall
+                        .as_ref()
+                        .is_none_or(|r| !self.returns_on_trampolines.contains_key(&r.nr));
                 // The retry goes in the `sys_exit` dispatcher's chain, before the return's own
                 // program (a tracepoint of its own costs a grace period to detach); else on the
                 // return's tracepoint.
@@ -642,17 +686,38 @@ impl Session {
                     }
                 }
                 let kind = routed.map_or(ProgKind::Tracepoint, |(kind, _)| kind);
-                let (prog, report) = load(kind, &entry_shape, spec, &fds)?;
+                let (prog, report, insns) = load(kind, &entry_shape, spec, &fds)?;
                 capture_report = CaptureReport {
                     replay: replayed,
                     ..report
                 };
-                match (fentry, raw) {
-                    (Some(_), _) => attachments.push(Attachment::tp_btf(&prog, &name)?),
-                    (None, Some(route)) => self.install(*syscall_return, route.nr, &prog)?,
-                    (None, None) => attachments.push(Attachment::tracepoint(&prog, *id, &name)?),
+                match (fentry, raw, syscall) {
+                    (Some(_), _, Some(r)) if *syscall_return => {
+                        let link = Attachment::tp_btf(&prog, &name)?;
+                        self.returns_on_trampolines.insert(
+                            r.nr,
+                            TrampolineReturn {
+                                _link: link,
+                                _prog: prog,
+                                insns,
+                                obj: obj.clone(),
+                                name: name.clone(),
+                            },
+                        );
+                    }
+                    (Some(_), _, _) => {
+                        attachments.push(Attachment::tp_btf(&prog, &name)?);
+                        programs.push(prog);
+                    }
+                    (None, Some(route), _) => {
+                        self.install(*syscall_return, route.nr, &prog)?;
+                        programs.push(prog);
+                    }
+                    (None, None, _) => {
+                        attachments.push(Attachment::tracepoint(&prog, *id, &name)?);
+                        programs.push(prog);
+                    }
                 }
-                programs.push(prog);
                 (
                     *syscall_return,
                     matches!(identity, Identity::FromFields { .. }),
@@ -674,7 +739,7 @@ impl Session {
                 // Typed (tp_btf) where the kernel's BTF names the tracepoint, so the stack of the
                 // task an argument points at can be taken; plain otherwise.
                 let typed = self.tp_btf_id(tp).and_then(|btf_id| {
-                    let (prog, report) =
+                    let (prog, report, _) =
                         load(ProgKind::TpBtf { btf_id }, &shape, spec, &fds).ok()?;
                     capture_report = report;
                     Some(prog)
@@ -686,7 +751,7 @@ impl Session {
                     }
                     None => {
                         shape.ctx = CtxKind::RawTracepoint;
-                        let (prog, report) = load(ProgKind::RawTracepoint, &shape, spec, &fds)?;
+                        let (prog, report, _) = load(ProgKind::RawTracepoint, &shape, spec, &fds)?;
                         capture_report = report;
                         let at = Attachment::raw_tracepoint(&prog, tp)?;
                         (prog, at)
@@ -710,7 +775,7 @@ impl Session {
                         true => ProgKind::UprobeMulti,
                         false => ProgKind::Kprobe,
                     };
-                    let (prog, report) = load(kind, &shape, spec, &fds)?;
+                    let (prog, report, _) = load(kind, &shape, spec, &fds)?;
                     capture_report = report;
                     if multi {
                         self.pending_uprobes.push(PendingUprobe {
@@ -779,7 +844,7 @@ impl Session {
                                     btf_obj_fd,
                                 },
                             };
-                            let (prog, report) = load(kind, &shape, spec, &fds)?;
+                            let (prog, report, _) = load(kind, &shape, spec, &fds)?;
                             capture_report = report;
                             attachments.push(Attachment::tp_btf(&prog, &name)?);
                             programs.push(prog);
@@ -795,7 +860,7 @@ impl Session {
                             true => ProgKind::KprobeMulti,
                             false => ProgKind::Kprobe,
                         };
-                        let (prog, report) = load(kind, &shape, spec, &fds)?;
+                        let (prog, report, _) = load(kind, &shape, spec, &fds)?;
                         capture_report = report;
                         if multi {
                             self.pending_kprobes.push(PendingKprobe {
@@ -819,7 +884,7 @@ impl Session {
                 all_cpus,
             } => {
                 let shape = profile_shape(self.task);
-                let (prog, report) = load(ProgKind::PerfEvent, &shape, spec, &fds)?;
+                let (prog, report, _) = load(ProgKind::PerfEvent, &shape, spec, &fds)?;
                 capture_report = report;
                 let online = crate::bpf::map::online_cpus()?;
                 let cpus: Vec<u32> = if *all_cpus {
@@ -1016,6 +1081,62 @@ impl Session {
             on.insert(id);
         }
         Some(id)
+    }
+
+    /// Whether the return probe of syscall `nr` (named `name`) goes on the exit side of its
+    /// function's trampoline (fexit of `__x64_sys_<name>`: the same `struct pt_regs *` first
+    /// and the syscall's value second that the typed `sys_exit` tracepoint has): where nothing
+    /// of its entry's runs at the return (a replay or retry, in the `sys_exit` dispatcher's
+    /// stages before the syscall's slot) and its slot is free. Not the syscalls that return in a
+    /// new task too (the child of `fork`, `vfork`, `clone` and `clone3` returns from
+    /// `ret_from_fork`, past the function's end, where the tracepoint fires and fexit does
+    /// not).
+    fn return_goes_on_trampoline(&self, nr: u32, name: &str) -> bool {
+        let exit_side_used = self.dispatch[1]
+            .as_ref()
+            .and_then(|d| d.chain.as_ref())
+            .is_some_and(|c| c.replays.used.contains(&nr) || c.retries.used.contains(&nr));
+        !matches!(name, "fork" | "vfork" | "clone" | "clone3")
+            && !exit_side_used
+            && !self.returns_on_trampolines.contains_key(&nr)
+            && self.slot_free(true, nr)
+    }
+
+    /// Moves syscall `nr`'s return from its function's trampoline (if it is there) into the
+    /// `sys_exit` dispatcher's slot, where a replay or retry of its entry can run before it. The
+    /// same code runs there (the typed dispatcher's context is the trampoline's); it is
+    /// detached first, so the return misses a firing or two while moving rather than reporting
+    /// one twice. Where the dispatcher is not typed, the return stays, and the entry runs
+    /// nothing at the return (see [`Session::set_up_replay`]).
+    fn return_to_dispatcher(&mut self, nr: u32) -> Result<()> {
+        let Some(t) = self.returns_on_trampolines.remove(&nr) else {
+            return Ok(());
+        };
+        let (kind, ctx) = {
+            let d = self.syscall_dispatch(true)?;
+            (d.kind, d.ctx)
+        };
+        if ctx != CtxKind::TypedRawTracepoint {
+            self.exits_elsewhere.insert(nr);
+            self.returns_on_trampolines.insert(nr, t);
+            return Ok(());
+        }
+        let TrampolineReturn {
+            _link: link,
+            _prog: old,
+            insns,
+            obj,
+            name,
+        } = t;
+        drop(link);
+        let prog = Program::load(kind, &insns, &obj, &name)?;
+        self.install(true, nr, &prog)?;
+        self.enabled.push(Enabled {
+            _attachments: Vec::new(),
+            _programs: vec![prog, old],
+            _armed: None,
+        });
+        Ok(())
     }
 
     fn slot_free(&self, exit: bool, nr: u32) -> bool {
@@ -1586,7 +1707,7 @@ fn load_capture(
     fds: &MapFds,
     obj: &str,
     name: &str,
-) -> Result<(Program, CaptureReport)> {
+) -> Result<(Program, CaptureReport, Vec<crate::bpf::Insn>)> {
     let refused = |e: &LinuxError| {
         let why = e.to_string();
         dtrace_ebpf::translate::Untranslatable::Refused(why.lines().next().unwrap_or("").into())
@@ -1611,14 +1732,14 @@ fn load_capture(
                     },
                     (None, None) => return Err(LinuxError::Asm(e)),
                 };
-                let (prog, mut report) =
+                let (prog, mut report, insns) =
                     load_capture(kind, shape, &plain, layout, tag, fds, obj, name)?;
                 match (&spec.aggs, &spec.filter) {
                     (Some(k), _) => report.aggs = refuse(k.clauses.len()),
                     (None, Some(f)) => report.filter = refuse(f.predicates.len()),
                     (None, None) => {}
                 }
-                return Ok((prog, report));
+                return Ok((prog, report, insns));
             }
             // Without its kernel code no clause is served (see `CaptureSpec::record_path_lacks`).
             Err(LinuxError::Asm(e)) => {
@@ -1643,11 +1764,11 @@ fn load_capture(
                 aggs: None,
                 ..spec.clone()
             };
-            let (prog, mut plain_report) =
+            let (prog, mut plain_report, insns) =
                 load_capture(kind, shape, &plain, layout, tag, fds, obj, name)?;
             let why = refused(&e);
             plain_report.aggs = report.aggs.iter().map(|_| Err(why.clone())).collect();
-            Ok((prog, plain_report))
+            Ok((prog, plain_report, insns))
         }
         Err(e) if filtered => {
             let plain = CaptureSpec {
@@ -1666,8 +1787,9 @@ fn load_capture(
                     filter,
                     ..CaptureReport::default()
                 },
+                insns,
             ))
         }
-        r => Ok((r?, report)),
+        r => Ok((r?, report, insns)),
     }
 }

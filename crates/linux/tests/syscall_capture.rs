@@ -483,3 +483,94 @@ fn a_few_syscalls_entries_go_on_their_own_functions() {
     let links = links_of(&prefix);
     assert!(links.iter().any(|(_, tp)| tp == "sys_enter"), "{links:?}");
 }
+
+/// Where the kernel has BPF trampolines, a syscall's return goes on the exit side of its
+/// function's (fexit of `__x64_sys_<name>`, whose second argument is the syscall's value) while
+/// nothing of its entry's runs at the return; once its entry needs the return (a copy retried
+/// there), the return moves into the `sys_exit` dispatcher's slot, where the retry runs first.
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn a_return_goes_on_its_functions_exit_until_its_entry_needs_the_return() {
+    let test = "a_return_goes_on_its_functions_exit_until_its_entry_needs_the_return";
+    if !kernel_ok(test)
+        || !dtrace_testkit::kernel_has(dtrace_testkit::KernelFeature::Fentry, test)
+        || !gcc_ok(test)
+    {
+        return;
+    }
+    let cat = catalog();
+    let writer = compile("writer", WRITER);
+    let mut s = session("fx");
+    let prefix = format!("dt{}fx", std::process::id() % 10000);
+    const N: usize = 23;
+    let argv = vec![writer.display().to_string(), N.to_string()];
+    let (pid, st, events) = run_traced(&mut s, &argv, |s, pid| {
+        let spec = CaptureSpec {
+            filter_pid: Some(pid),
+            ..CaptureSpec::new()
+        };
+        s.enable(&probe(&cat, "syscall::write:return"), 1, &spec)
+            .unwrap();
+        s.enable(&probe(&cat, "syscall::write:entry"), 2, &spec)
+            .unwrap();
+        let links = links_of(&prefix);
+        assert_eq!(links.len(), 2, "{links:?}");
+        assert!(links.iter().all(|(ty, _)| ty == "tracing"), "{links:?}");
+    });
+    assert_eq!(st, ExitStatus::Exited(0));
+    let returns: Vec<_> = events.iter().filter(|e| e.tag == 1).collect();
+    assert_eq!(returns.len(), N, "{events:#?}");
+    assert!(returns
+        .iter()
+        .all(|e| e.pid == pid && e.args[0] == 3 && e.args[1] == 3 && e.errno == 0));
+    assert_eq!(events.iter().filter(|e| e.tag == 2).count(), N);
+
+    // openat's return first, on its function's exit; then its entry, whose copy of the path
+    // (not resident at entry) is retried at the return: the return moves to the dispatcher.
+    let opener = compile("opener", OPENER);
+    let (pid, st, events) = run_traced(&mut s, &[opener.display().to_string()], |s, pid| {
+        let ret = CaptureSpec {
+            filter_pid: Some(pid),
+            ..CaptureSpec::new()
+        };
+        s.enable(&probe(&cat, "syscall::openat:return"), 3, &ret)
+            .unwrap();
+        assert!(
+            !links_of(&prefix).iter().any(|(_, tp)| tp == "sys_exit"),
+            "{:?}",
+            links_of(&prefix)
+        );
+        let entry = CaptureSpec {
+            filter_pid: Some(pid),
+            ..path_copy()
+        };
+        s.enable(&probe(&cat, "syscall::openat:entry"), 4, &entry)
+            .unwrap();
+        // write's entry and return, openat's entry: the return left its trampoline. (Its link
+        // goes with the last descriptor, which a child another test forked and holds before
+        // its exec may share for a while.)
+        let tracing =
+            |links: &[(String, String)]| links.iter().filter(|(ty, _)| ty == "tracing").count();
+        let mut links = links_of(&prefix);
+        for _ in 0..200 {
+            if tracing(&links) == 3 {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            links = links_of(&prefix);
+        }
+        assert!(links.iter().any(|(_, tp)| tp == "sys_exit"), "{links:?}");
+        assert_eq!(tracing(&links), 3, "{links:?}");
+    });
+    assert_eq!(st, ExitStatus::Exited(0));
+    let ev = events
+        .iter()
+        .filter(|e| e.pid == pid && e.tag == 4)
+        .find(|e| e.copies[0].data.as_deref() == Ok(b"/etc/hostname".as_slice()))
+        .unwrap_or_else(|| panic!("no openat of /etc/hostname among {events:#?}"));
+    assert_eq!(ev.copies[0].source, CopySource::AtReturn, "{ev:#?}");
+    let returns = events.iter().filter(|e| e.pid == pid && e.tag == 3).count();
+    let entries = events.iter().filter(|e| e.pid == pid && e.tag == 4).count();
+    assert_eq!(returns, entries, "{events:#?}");
+    assert_eq!(s.held_count(), 0);
+}
