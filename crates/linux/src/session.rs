@@ -246,6 +246,9 @@ pub struct Session {
     syscall_trampolines: std::collections::HashSet<u32>,
     /// The syscall returns on their functions' trampolines, by syscall number.
     returns_on_trampolines: HashMap<u32, TrampolineReturn>,
+    /// The kernel's BTF, held while probes are enabled so that its users share one parse (see
+    /// `Btf::load_vmlinux`); let go by [`Session::attach_pending`].
+    enabling_btf: Option<std::sync::Arc<crate::btf::Btf>>,
     bad_records: u64,
     task: Option<crate::btf::TaskOffsets>,
     wall_offset_ns: i64,
@@ -462,6 +465,7 @@ impl Session {
             syscall_funcs: None,
             syscall_trampolines: Default::default(),
             returns_on_trampolines: HashMap::new(),
+            enabling_btf: crate::btf::Btf::load_vmlinux().ok(),
             bad_records: 0,
             task: crate::btf::TaskOffsets::of_running_kernel(),
             wall_offset_ns: wall_offset_ns(),
@@ -932,8 +936,10 @@ impl Session {
 
     /// Places the probes enabled since the last call that attach by the group: one uprobe-multi
     /// link per object, process and kind, and one kprobe-multi link per kind of kernel-function
-    /// probe. On an error the probes not yet placed are dropped.
+    /// probe. On an error the probes not yet placed are dropped. Enabling is then over: the
+    /// kernel's BTF is let go (a later enabling reads it again).
     pub fn attach_pending(&mut self) -> Result<()> {
+        self.enabling_btf = None;
         let mut groups: Vec<Vec<PendingUprobe>> = Vec::new();
         let mut index: HashMap<(String, u32, bool), usize> = HashMap::new();
         for p in std::mem::take(&mut self.pending_uprobes) {

@@ -91,7 +91,7 @@ impl VclockOffsets {
 
     /// From the running kernel's BTF.
     pub fn from_vmlinux() -> Result<VclockOffsets> {
-        Self::from_btf(&Btf::load_vmlinux()?)
+        Self::from_btf(&*Btf::load_vmlinux()?)
     }
 }
 

@@ -216,7 +216,7 @@ impl FbtCatalog {
     fn types(&self) -> std::result::Result<&FbtTypes, String> {
         self.types
             .get_or_init(|| {
-                let btf = std::sync::Arc::new(Btf::load_vmlinux().map_err(|e| e.to_string())?);
+                let btf = Btf::load_vmlinux().map_err(|e| e.to_string())?;
                 Ok(FbtTypes::of(btf))
             })
             .as_ref()
