@@ -269,8 +269,9 @@ int main(void) {
 fn pending_maps(prefix: &str) -> usize {
     let name = format!("{prefix}_pending");
     bpftool_show("map")
+        .expect("bpftool")
         .iter()
-        .filter(|o| field(o, "name").is_some_and(|n| n == name))
+        .filter(|o| bpftool_field(o, "name").is_some_and(|n| n == name))
         .count()
 }
 
@@ -388,38 +389,21 @@ fn full_ring_buffer_counts_every_lost_record() {
     );
 }
 
-/// The objects bpftool lists of kind `what` (`prog`, `map`, `link`), each as its JSON text.
-fn bpftool_show(what: &str) -> Vec<String> {
-    let out = std::process::Command::new("bpftool")
-        .args(["-j", what, "show"])
-        .output()
-        .expect("bpftool");
-    String::from_utf8_lossy(&out.stdout)
-        .split("},{")
-        .map(str::to_string)
-        .collect()
-}
-
-/// Field `name` of a bpftool object (a number or string, as text).
-fn field(obj: &str, name: &str) -> Option<String> {
-    let at = obj.find(&format!("\"{name}\":"))? + name.len() + 3;
-    let v = obj[at..].split([',', '}']).next()?;
-    Some(v.trim_matches(['"', ']', '[']).to_string())
-}
-
 /// The links of the programs of the session named `prefix`: each link's type and, for a raw
 /// tracepoint's, the tracepoint's name.
 fn links_of(prefix: &str) -> Vec<(String, String)> {
     let ours: Vec<String> = bpftool_show("prog")
+        .expect("bpftool")
         .iter()
-        .filter(|o| field(o, "name").is_some_and(|n| n.starts_with(prefix)))
-        .filter_map(|o| field(o, "id"))
+        .filter(|o| bpftool_field(o, "name").is_some_and(|n| n.starts_with(prefix)))
+        .filter_map(|o| bpftool_field(o, "id"))
         .collect();
     bpftool_show("link")
+        .expect("bpftool")
         .iter()
-        .filter(|o| field(o, "prog_id").is_some_and(|id| ours.contains(&id)))
+        .filter(|o| bpftool_field(o, "prog_id").is_some_and(|id| ours.contains(&id)))
         .map(|o| {
-            let text = |f| field(o, f).unwrap_or_default();
+            let text = |f| bpftool_field(o, f).unwrap_or_default();
             (text("type"), text("tp_name"))
         })
         .collect()

@@ -92,19 +92,34 @@ pub fn run_traced(
     (pid, status, events)
 }
 
-/// Names of loaded BPF programs (from bpftool), for teardown checks.
-pub fn bpf_prog_names() -> Option<Vec<String>> {
+/// The objects `bpftool -j <what> show` lists (`prog`, `link`, `map`), each as the text of its
+/// JSON object; `None` without bpftool.
+pub fn bpftool_show(what: &str) -> Option<Vec<String>> {
     let out = std::process::Command::new("bpftool")
-        .args(["prog", "show"])
+        .args(["-j", what, "show"])
         .output()
         .ok()?;
-    let text = String::from_utf8_lossy(&out.stdout);
     Some(
-        text.split_whitespace()
-            .collect::<Vec<_>>()
-            .windows(2)
-            .filter(|w| w[0] == "name")
-            .map(|w| w[1].to_string())
+        String::from_utf8_lossy(&out.stdout)
+            .split("},{")
+            .map(str::to_string)
+            .collect(),
+    )
+}
+
+/// Field `name` of a bpftool object (a number or string, as text).
+pub fn bpftool_field(obj: &str, name: &str) -> Option<String> {
+    let at = obj.find(&format!("\"{name}\":"))? + name.len() + 3;
+    let v = obj[at..].split([',', '}']).next()?;
+    Some(v.trim_matches(['"', ']', '[']).to_string())
+}
+
+/// Names of loaded BPF programs (from bpftool), for teardown checks.
+pub fn bpf_prog_names() -> Option<Vec<String>> {
+    Some(
+        bpftool_show("prog")?
+            .iter()
+            .filter_map(|o| bpftool_field(o, "name"))
             .collect(),
     )
 }
