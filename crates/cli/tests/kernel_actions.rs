@@ -728,8 +728,10 @@ fn a_record_the_ring_loses_does_not_fill_a_fill_buffer() {
         }
         let (ones, twos, err) = fill_run(&dir, script, target, kernel);
         let drops = drops_reported(&err);
+        // (With the kernel paths off, every process's writes take room in the ring, and other
+        // tests' may take all of it before dd's first: then none of dd's is traced.)
         assert!(
-            ones > 0 && drops > 0,
+            drops > 0 && (ones > 0 || !kernel),
             "kernel {kernel}: {ones} traced\n{err}"
         );
         assert_eq!(twos, 5, "kernel {kernel}: {ones} traced\n{err}");
