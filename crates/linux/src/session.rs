@@ -63,13 +63,30 @@ struct Enabled {
     _armed: Option<Map>,
 }
 
-/// A syscall return's program on the exit side of its function's trampoline (see
-/// [`Session::return_goes_on_trampoline`]), kept with its code to move it into the `sys_exit`
-/// dispatcher's slot should the syscall's entry come to run something at the return.
-struct TrampolineReturn {
+/// The exit side of a syscall on its function's trampoline (fexit of `__x64_sys_<name>`, see
+/// [`Session::exit_on_trampoline`]): its programs in the order they run, as in the `sys_exit`
+/// dispatcher's chain (the replay of its entry's kept firings, the retry of its entry's copies,
+/// its return probes').
+struct TrampolineExit {
+    btf_id: u32,
+    progs: Vec<ExitProg>,
+}
+
+/// Which of a syscall's exit programs one is: they run in this order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum ExitStage {
+    Replay,
+    Retry,
+    Return,
+}
+
+/// A program on the exit of a syscall's trampoline, kept with its code to load and attach it
+/// again (see [`Session::attach_on_exit`]).
+struct ExitProg {
     // Field order is drop order: detach before closing the program.
-    _link: Attachment,
-    _prog: Program,
+    link: Option<Attachment>,
+    prog: Program,
+    stage: ExitStage,
     insns: Vec<crate::bpf::Insn>,
     obj: String,
     name: String,
@@ -131,14 +148,16 @@ struct ReplayAt<'a> {
     fds: &'a MapFds,
     obj: &'a str,
     name: &'a str,
+    /// The syscall's name.
+    func: &'a str,
 }
 
 /// A replay set up by [`Session::set_up_replay`].
 struct KeptFirings {
     /// The entry's spec, in the mode that keeps firings.
     keep: CaptureSpec,
-    /// The program at the return, in its slot.
-    replay: Program,
+    /// The program at the return, in its slot (on the syscall's trampoline, the trampoline's).
+    replay: Option<Program>,
 }
 
 /// One raw syscall tracepoint with its dispatcher and the per-syscall tail-call slots.
@@ -244,8 +263,11 @@ pub struct Session {
     syscall_funcs: Option<crate::syscall_fentry::SyscallFuncs>,
     /// The BTF ids of the syscall functions entry or return probes are on.
     syscall_trampolines: std::collections::HashSet<u32>,
-    /// The syscall returns on their functions' trampolines, by syscall number.
-    returns_on_trampolines: HashMap<u32, TrampolineReturn>,
+    /// The syscalls whose exit side is on their functions' trampolines, by number.
+    exits_on_trampolines: HashMap<u32, TrampolineExit>,
+    /// The count of the firings entries keep for their returns on trampolines (the dispatcher's
+    /// replay stage has its own), created with the first.
+    trampoline_kept: Option<Map>,
     /// The kernel's BTF, held while probes are enabled so that its users share one parse (see
     /// `Btf::load_vmlinux`); let go by [`Session::attach_pending`].
     enabling_btf: Option<std::sync::Arc<crate::btf::Btf>>,
@@ -464,7 +486,8 @@ impl Session {
             tp_btf: HashMap::new(),
             syscall_funcs: None,
             syscall_trampolines: Default::default(),
-            returns_on_trampolines: HashMap::new(),
+            exits_on_trampolines: HashMap::new(),
+            trampoline_kept: None,
             enabling_btf: crate::btf::Btf::load_vmlinux().ok(),
             bad_records: 0,
             task: crate::btf::TaskOffsets::of_running_kernel(),
@@ -541,29 +564,13 @@ impl Session {
             } => {
                 // An entry goes on its syscall's own function's trampoline where the kernel has
                 // them (see `crate::syscall_fentry`), else in the `sys_enter` dispatcher's slot;
-                // a return on the trampoline's exit side where nothing of the entry's runs at
-                // the return (see `Session::return_goes_on_trampoline`), else in the `sys_exit`
-                // dispatcher's slot.
+                // a return on the trampoline's exit side where the syscall's exit side is there
+                // (see `Session::exit_on_trampoline`), else in the `sys_exit` dispatcher's slot.
                 let fentry = match syscall {
                     Some(_) if !*syscall_return => self.syscall_fentry_id(&probe.desc.function),
-                    Some(r) if self.return_goes_on_trampoline(r.nr, &probe.desc.function) => {
-                        self.syscall_fentry_id(&probe.desc.function)
-                    }
+                    Some(r) => self.exit_on_trampoline(r.nr, &probe.desc.function),
                     _ => None,
                 };
-                if let (false, Some(r)) = (*syscall_return, syscall) {
-                    // The entry's replay or retry runs in the `sys_exit` dispatcher before the
-                    // return's program, which must then be in its slot.
-                    let at_return = spec.retry_at_return
-                        && spec.copies.iter().any(|c| c.kind.is_user())
-                        || spec
-                            .aggs
-                            .as_ref()
-                            .is_some_and(crate::capture::kagg::replayable);
-                    if at_return {
-                        self.return_to_dispatcher(r.nr)?;
-                    }
-                }
                 let raw = syscall
                     .as_ref()
                     .filter(|r| fentry.is_none() && self.slot_free(*syscall_return, r.nr));
@@ -619,6 +626,7 @@ impl Session {
                 );
                 let kept = match syscall.as_ref().filter(|_| !*syscall_return && returns) {
                     Some(r) => {
+                        let func = probe.desc.function.as_str();
                         let at = ReplayAt {
                             nr: r.nr,
                             entry_shape: &entry_shape,
@@ -627,6 +635,7 @@ impl Session {
                             fds: &fds,
                             obj: &obj,
                             name: &name,
+                            func,
                         };
                         self.set_up_replay(spec, at)?
                     }
@@ -635,7 +644,7 @@ impl Session {
                 let kept_spec;
                 let spec = match kept {
                     Some(k) => {
-                        programs.push(k.replay);
+                        programs.extend(k.replay);
                         replayed = true;
                         kept_spec = k.keep;
                         &kept_spec
@@ -644,15 +653,17 @@ impl Session {
                 };
                 let wants_retry = spec.retry_at_return
                     && !*syscall_return
-                    && spec.copies.iter().any(|c| c.kind.is_user())
-                    && syscall
-                        .as_ref()
-                        .is_none_or(|r| !self.returns_on_trampolines.contains_key(&r.nr));
-                // The retry goes in the `sys_exit` dispatcher's chain, before the return's own
-                // program (a tracepoint of its own costs a grace period to detach); else on the
-                // return's tracepoint.
+                    && spec.copies.iter().any(|c| c.kind.is_user());
+                // The retry goes on the exit of the syscall's function's trampoline where its
+                // exit side is there, before the return's program; else in the `sys_exit`
+                // dispatcher's chain, before the return's own program (a tracepoint of its own
+                // costs a grace period to detach); else on the return's tracepoint.
+                let on_exit = match syscall.as_ref() {
+                    Some(r) if wants_retry => self.exit_on_trampoline(r.nr, &probe.desc.function),
+                    _ => None,
+                };
                 let chained = match syscall.as_ref().filter(|r| r.nr < MAX_SYSCALL_NR) {
-                    Some(r) if wants_retry => {
+                    Some(r) if wants_retry && on_exit.is_none() => {
                         let (slots, chain) = self.exit_chain()?;
                         let retries = &chain.retries;
                         (!retries.used.contains(&r.nr))
@@ -660,7 +671,8 @@ impl Session {
                     }
                     _ => None,
                 };
-                if wants_retry && (chained.is_some() || return_event.is_some()) {
+                if wants_retry && (chained.is_some() || on_exit.is_some() || return_event.is_some())
+                {
                     fds.pending = Some(self.retry_pending()?);
                     fds.pending_armed = Some(match chained {
                         Some((_, a)) => a,
@@ -674,14 +686,23 @@ impl Session {
                     // The return-side program goes in first, so no entry can arm a retry nobody serves.
                     let insns = gen_retry(spec, &layout, tag, &fds, chained.map(|(c, _)| c))?;
                     let rname = format!("{obj}_r");
-                    match (chained, return_event) {
-                        (Some(((_, nr), _)), _) => {
+                    match (chained, on_exit.zip(syscall.as_ref()), return_event) {
+                        (Some(((_, nr), _)), _, _) => {
                             let kind = self.syscall_dispatch(true)?.kind;
                             let prog = Program::load(kind, &insns, &rname, &name)?;
                             self.exit_chain()?.1.retries.install(nr, &prog)?;
                             programs.push(prog);
                         }
-                        (None, Some(ret_id)) => {
+                        (None, Some((btf_id, r)), _) => {
+                            let kind = ProgKind::Fexit {
+                                btf_id,
+                                btf_obj_fd: 0,
+                            };
+                            let prog = Program::load(kind, &insns, &rname, &name)?;
+                            let at = (r.nr, ExitStage::Retry);
+                            self.attach_on_exit(at, prog, insns, &rname, &name)?;
+                        }
+                        (None, None, Some(ret_id)) => {
                             let prog = Program::load(ProgKind::Tracepoint, &insns, &rname, &name)?;
                             attachments.push(Attachment::tracepoint(&prog, *ret_id, &name)?);
                             programs.push(prog);
@@ -697,17 +718,7 @@ impl Session {
                 };
                 match (fentry, raw, syscall) {
                     (Some(_), _, Some(r)) if *syscall_return => {
-                        let link = Attachment::tp_btf(&prog, &name)?;
-                        self.returns_on_trampolines.insert(
-                            r.nr,
-                            TrampolineReturn {
-                                _link: link,
-                                _prog: prog,
-                                insns,
-                                obj: obj.clone(),
-                                name: name.clone(),
-                            },
-                        );
+                        self.attach_on_exit((r.nr, ExitStage::Return), prog, insns, &obj, &name)?;
                     }
                     (Some(_), _, _) => {
                         attachments.push(Attachment::tp_btf(&prog, &name)?);
@@ -1089,59 +1100,81 @@ impl Session {
         Some(id)
     }
 
-    /// Whether the return probe of syscall `nr` (named `name`) goes on the exit side of its
-    /// function's trampoline (fexit of `__x64_sys_<name>`: the same `struct pt_regs *` first
-    /// and the syscall's value second that the typed `sys_exit` tracepoint has): where nothing
-    /// of its entry's runs at the return (a replay or retry, in the `sys_exit` dispatcher's
-    /// stages before the syscall's slot) and its slot is free. Not the syscalls that return in a
-    /// new task too (the child of `fork`, `vfork`, `clone` and `clone3` returns from
-    /// `ret_from_fork`, past the function's end, where the tracepoint fires and fexit does
-    /// not).
-    fn return_goes_on_trampoline(&self, nr: u32, name: &str) -> bool {
-        let exit_side_used = self.dispatch[1]
-            .as_ref()
-            .and_then(|d| d.chain.as_ref())
-            .is_some_and(|c| c.replays.used.contains(&nr) || c.retries.used.contains(&nr));
-        !matches!(name, "fork" | "vfork" | "clone" | "clone3")
-            && !exit_side_used
-            && !self.returns_on_trampolines.contains_key(&nr)
-            && self.slot_free(true, nr)
+    /// The BTF id of syscall `nr`'s function (named `name`) where its exit side (its return
+    /// probes, its entry's replay and retry) goes on the exit of the function's trampoline
+    /// (fexit of `__x64_sys_<name>`: the same `struct pt_regs *` first and the syscall's value
+    /// second that the typed `sys_exit` tracepoint has), decided with the first of them: where
+    /// the function has a trampoline (see [`Session::syscall_fentry_id`]) and nothing of the
+    /// syscall's is in the `sys_exit` dispatcher. Not the syscalls that return in a new task
+    /// too (the child of `fork`, `vfork`, `clone` and `clone3` returns from `ret_from_fork`,
+    /// past the function's end, where the tracepoint fires and fexit does not).
+    fn exit_on_trampoline(&mut self, nr: u32, name: &str) -> Option<u32> {
+        if let Some(t) = self.exits_on_trampolines.get(&nr) {
+            return Some(t.btf_id);
+        }
+        let in_dispatcher = self.dispatch[1].as_ref().is_some_and(|d| {
+            d.used.contains(&nr)
+                || d.chain
+                    .as_ref()
+                    .is_some_and(|c| c.replays.used.contains(&nr) || c.retries.used.contains(&nr))
+        });
+        if matches!(name, "fork" | "vfork" | "clone" | "clone3")
+            || in_dispatcher
+            || self.exits_elsewhere.contains(&nr)
+        {
+            return None;
+        }
+        let btf_id = self.syscall_fentry_id(name)?;
+        self.exits_on_trampolines.insert(
+            nr,
+            TrampolineExit {
+                btf_id,
+                progs: Vec::new(),
+            },
+        );
+        Some(btf_id)
     }
 
-    /// Moves syscall `nr`'s return from its function's trampoline (if it is there) into the
-    /// `sys_exit` dispatcher's slot, where a replay or retry of its entry can run before it. The
-    /// same code runs there (the typed dispatcher's context is the trampoline's); it is
-    /// detached first, so the return misses a firing or two while moving rather than reporting
-    /// one twice. Where the dispatcher is not typed, the return stays, and the entry runs
-    /// nothing at the return (see [`Session::set_up_replay`]).
-    fn return_to_dispatcher(&mut self, nr: u32) -> Result<()> {
-        let Some(t) = self.returns_on_trampolines.remove(&nr) else {
-            return Ok(());
+    /// Attaches `prog` (loaded from `insns` as fexit of the function of syscall `nr`, whose
+    /// exit side is on its trampoline) as the exit's `stage` program. A trampoline runs the
+    /// program attached last first: those to run before it are loaded and attached again
+    /// after it, the first last. Each is detached first, so it misses a firing or two rather
+    /// than running twice; loaded again, as a program stays linked while any descriptor of
+    /// its link lives (a child forked meanwhile holds one until its exec).
+    fn attach_on_exit(
+        &mut self,
+        (nr, stage): (u32, ExitStage),
+        prog: Program,
+        insns: Vec<crate::bpf::Insn>,
+        obj: &str,
+        name: &str,
+    ) -> Result<()> {
+        let t = self
+            .exits_on_trampolines
+            .get_mut(&nr)
+            .ok_or_else(|| LinuxError::Unavailable(format!("{name}: its syscall's exit")))?;
+        let kind = ProgKind::Fexit {
+            btf_id: t.btf_id,
+            btf_obj_fd: 0,
         };
-        let (kind, ctx) = {
-            let d = self.syscall_dispatch(true)?;
-            (d.kind, d.ctx)
-        };
-        if ctx != CtxKind::TypedRawTracepoint {
-            self.exits_elsewhere.insert(nr);
-            self.returns_on_trampolines.insert(nr, t);
-            return Ok(());
+        let link = Some(Attachment::tp_btf(&prog, name)?);
+        let at = t.progs.partition_point(|p| p.stage < stage);
+        t.progs.insert(
+            at,
+            ExitProg {
+                link,
+                prog,
+                stage,
+                insns,
+                obj: obj.to_string(),
+                name: name.to_string(),
+            },
+        );
+        for p in t.progs[..at].iter_mut().rev() {
+            drop(p.link.take());
+            p.prog = Program::load(kind, &p.insns, &p.obj, &p.name)?;
+            p.link = Some(Attachment::tp_btf(&p.prog, &p.name)?);
         }
-        let TrampolineReturn {
-            _link: link,
-            _prog: old,
-            insns,
-            obj,
-            name,
-        } = t;
-        drop(link);
-        let prog = Program::load(kind, &insns, &obj, &name)?;
-        self.install(true, nr, &prog)?;
-        self.enabled.push(Enabled {
-            _attachments: Vec::new(),
-            _programs: vec![prog, old],
-            _armed: None,
-        });
         Ok(())
     }
 
@@ -1194,11 +1227,37 @@ impl Session {
             return Ok(None);
         }
         let prefix = self.opts.name_prefix.clone();
-        let (slots, chain) = self.exit_chain()?;
-        if chain.replays.used.contains(&at.nr) {
-            return Ok(None);
-        }
-        let (armed, retries) = (chain.replays.count.raw_fd(), chain.retries.slots.raw_fd());
+        // On the syscall's trampoline, the replay runs first of its exit's programs and
+        // tail-calls nothing; in the dispatcher's replay stage, it tail-calls the retry stage
+        // and the syscall's slot.
+        let on_exit = self.exit_on_trampoline(at.nr, at.func);
+        let (armed, tails, kind, ctx) = match on_exit {
+            Some(btf_id) => {
+                if self.trampoline_kept.is_none() {
+                    self.trampoline_kept = Some(count_map(&format!("{prefix}_tkeptn"))?);
+                }
+                let armed = self
+                    .trampoline_kept
+                    .as_ref()
+                    .map(Map::raw_fd)
+                    .ok_or_else(|| LinuxError::Unavailable("kept firings' count".into()))?;
+                let kind = ProgKind::Fexit {
+                    btf_id,
+                    btf_obj_fd: 0,
+                };
+                (armed, None, kind, CtxKind::TypedRawTracepoint)
+            }
+            None => {
+                let (slots, chain) = self.exit_chain()?;
+                if chain.replays.used.contains(&at.nr) {
+                    return Ok(None);
+                }
+                let armed = chain.replays.count.raw_fd();
+                let tails = (chain.retries.slots.raw_fd(), slots);
+                let d = self.syscall_dispatch(true)?;
+                (armed, Some(tails), d.kind, d.ctx)
+            }
+        };
         if self.kept.is_none() {
             self.kept = Some(Map::create_hash_on_demand(
                 &format!("{prefix}_kept"),
@@ -1226,10 +1285,6 @@ impl Session {
             ..spec.clone()
         };
         let (keep, run) = (with(Replay::Keep(m)), with(Replay::Run(m)));
-        let (kind, ctx) = {
-            let d = self.syscall_dispatch(true)?;
-            (d.kind, d.ctx)
-        };
         let shape = ProbeShape {
             ctx,
             args: (0..REPLAY_ARGS as u8)
@@ -1239,13 +1294,9 @@ impl Session {
             identity: at.entry_shape.identity,
             task: self.task,
         };
-        let Ok((insns, ran)) = crate::capture::codegen::gen_replay(
-            &shape,
-            &run,
-            at.tag,
-            at.fds,
-            (retries, slots, at.nr),
-        ) else {
+        let Ok((insns, ran)) =
+            crate::capture::codegen::gen_replay(&shape, &run, at.tag, at.fds, at.nr, tails)
+        else {
             return Ok(None);
         };
         let Ok((_, kept)) = crate::capture::codegen::gen_capture_reporting(
@@ -1266,11 +1317,21 @@ impl Session {
         if !same || !kept.aggs.iter().any(|r| r.is_ok()) {
             return Ok(None);
         }
-        let Ok(prog) = Program::load(kind, &insns, &format!("{}_x", at.obj), at.name) else {
+        let obj = format!("{}_x", at.obj);
+        let Ok(prog) = Program::load(kind, &insns, &obj, at.name) else {
             return Ok(None);
         };
-        self.exit_chain()?.1.replays.install(at.nr, &prog)?;
-        Ok(Some(KeptFirings { keep, replay: prog }))
+        let replay = match on_exit {
+            Some(_) => {
+                self.attach_on_exit((at.nr, ExitStage::Replay), prog, insns, &obj, at.name)?;
+                None
+            }
+            None => {
+                self.exit_chain()?.1.replays.install(at.nr, &prog)?;
+                Some(prog)
+            }
+        };
+        Ok(Some(KeptFirings { keep, replay }))
     }
 
     /// The map of pending retries (`pending_retries`), created on first use: its file

@@ -1,14 +1,16 @@
-//! Syscall entry probes on BPF trampolines. A program on the fentry of the syscall's own function
-//! (`__x64_sys_<name>`) runs for that syscall alone, where one in a slot of the `sys_enter`
-//! dispatcher costs every syscall in the system a program run: the cost tracing one syscall adds to
-//! all the others (DTrace's disabled-probe effect). The function's only argument is the
-//! `struct pt_regs *` of the syscall's registers, as the typed `sys_enter` tracepoint's first is,
-//! so an entry's program is the same code either way. A trampoline's detach waits out an RCU
-//! tasks grace period, so only the first [`MAX_SYSCALL_TRAMPOLINES`] syscalls a session traces go
-//! on them (a one-liner's few); the others share the dispatcher (`syscall:::entry`'s hundreds of
-//! detaches took 28 s more on an emulated 6.1 than the dispatcher's one).
+//! Syscall probes on BPF trampolines. A program on the fentry or fexit of the syscall's own
+//! function (`__x64_sys_<name>`) runs for that syscall alone, where one in a slot of the
+//! `sys_enter` or `sys_exit` dispatcher costs every syscall in the system a program run: the cost
+//! tracing one syscall adds to all the others (DTrace's disabled-probe effect). The function's
+//! only argument is the `struct pt_regs *` of the syscall's registers, as the typed `sys_enter`
+//! and `sys_exit` tracepoints' first is, and fexit's second is the syscall's value, as
+//! `sys_exit`'s is: a probe's program is the same code either way. A trampoline's detach waits
+//! out an RCU tasks grace period, so only the first [`MAX_SYSCALL_TRAMPOLINES`] syscalls a
+//! session traces go on them (a one-liner's few); the others share the dispatchers
+//! (`syscall:::entry`'s hundreds of detaches took 28 s more on an emulated 6.1 than the
+//! dispatcher's one).
 
-/// How many syscalls' entries a session puts on trampolines.
+/// How many syscalls' functions a session puts trampolines on.
 pub const MAX_SYSCALL_TRAMPOLINES: usize = 8;
 
 use crate::bpf::{ProgKind, Program};

@@ -191,10 +191,14 @@ fn sched_on_cpu_fires_for_the_thread_switched_in() {
     assert!(!ons.is_empty(), "no on-cpu for the sleeping child");
     assert!(ons.iter().any(|e| e.execname() == "sleep"));
     assert!(ons.iter().all(|e| e.pid == pid));
-    // Every identity value is the incoming thread's, read from its task: its parent is this test.
+    // Every identity value is the incoming thread's, read from its task: its parent is this test,
+    // and its CPU time (zero at its first switch-in when it had not run before the probes were
+    // in place) grows.
     assert!(ons
         .iter()
-        .all(|e| e.ppid == std::process::id() && e.task != 0 && e.vtime_ns > 0));
+        .all(|e| e.ppid == std::process::id() && e.task != 0));
+    assert!(ons.windows(2).all(|w| w[0].vtime_ns <= w[1].vtime_ns));
+    assert!(ons.last().is_some_and(|e| e.vtime_ns > 0), "{ons:#?}");
     // SAFETY: getuid has no preconditions.
     let uid = unsafe { libc::getuid() };
     assert!(ons.iter().all(|e| e.uid == uid));

@@ -86,11 +86,10 @@ fn dropping_a_session_detaches_everything() {
         },
     )
     .unwrap();
-    // openat has its entry program and its return-side re-read program, the entry on its
-    // function's trampoline where the kernel has them, else in a slot of the sys_enter
-    // dispatcher, the re-read in one of the sys_exit dispatcher's (one or two more programs);
-    // exec-success and profile one each.
-    let dispatchers = if on_trampolines() { 1 } else { 2 };
+    // openat has its entry program and its return-side re-read program, on its function's
+    // trampoline (fentry and fexit) where the kernel has them, else in slots of the sys_enter
+    // and sys_exit dispatchers (two more programs); exec-success and profile one each.
+    let dispatchers = if on_trampolines() { 0 } else { 2 };
     assert_eq!(ours(&prefix), 4 + dispatchers);
     let cpus = dtrace_linux::bpf::map::online_cpus().unwrap().len();
     assert_eq!(

@@ -1433,14 +1433,17 @@ pub fn gen_syscall_dispatcher(
 /// entry's, in [`Replay::Run`](super::spec::Replay) mode), then tail-calls slot `nr` of prog
 /// array `next` (the dispatcher's), where the return's own program is (when it has one), after
 /// the syscall's retry in `retries` (see [`gen_retry`]), if there is one. The dispatcher runs
-/// it only while some firing is kept. `shape` reads the kept arguments ([`ArgSource::Kept`]).
+/// it only while some firing is kept. Without `tails` (`(retries, next)`) it tail-calls
+/// nothing: on the exit of the syscall's function's trampoline, whose next programs are the
+/// retry and the return's. `shape` reads the kept arguments ([`ArgSource::Kept`]).
 /// Returns the program and what runs of the clauses, which must be what runs at the entry.
 pub fn gen_replay(
     shape: &ProbeShape,
     spec: &CaptureSpec,
     tag: u32,
     maps: &MapFds,
-    (retries, next, nr): (i32, i32, u32),
+    nr: u32,
+    tails: Option<(i32, i32)>,
 ) -> Result<(Vec<Insn>, super::kagg::AggReport)> {
     let k = spec
         .aggs
@@ -1472,7 +1475,7 @@ pub fn gen_replay(
     a.atomic_add64(R2, 0, R1);
     a.bind(gone);
     a.bind(out);
-    for stage in [retries, next] {
+    for stage in tails.iter().flat_map(|&(retries, next)| [retries, next]) {
         a.mov(R1, R6)
             .ld_map_fd(R2, stage)
             .mov_imm(R3, nr)
