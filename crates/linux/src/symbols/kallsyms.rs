@@ -288,7 +288,9 @@ fn tracing_ranges_of(
     out
 }
 
-/// Whether a kernel function belongs to the machinery that runs a BPF program at a probe.
+/// Whether a kernel function belongs to the machinery that runs a BPF program at a probe. A BPF
+/// trampoline is listed in module `bpf`; the ftrace trampoline that calls it where the function
+/// has other ftrace users too (a kprobe-multi link, another tracer) in `__builtin__ftrace`.
 pub fn is_tracing_symbol(module: &str, name: &str) -> bool {
     const PREFIXES: &[&str] = &[
         "bpf_",
@@ -312,7 +314,7 @@ pub fn is_tracing_symbol(module: &str, name: &str) -> bool {
         "do_trace_",
         "__probestub_",
     ];
-    module == "bpf" || PREFIXES.iter().any(|p| name.starts_with(p))
+    module == "bpf" || module == "__builtin__ftrace" || PREFIXES.iter().any(|p| name.starts_with(p))
 }
 
 #[cfg(test)]
@@ -343,6 +345,9 @@ mod tests {
         assert_eq!(k.tracing_prefix(&[0xffff_ffff_c020_0000, pcs[3]]), 1);
         assert!(is_tracing_symbol("vmlinux", "perf_trace_sched_switch"));
         assert!(!is_tracing_symbol("vmlinux", "ksys_write"));
+        // The trampolines before a syscall's function at its fentry probe.
+        assert!(is_tracing_symbol("bpf", "bpf_trampoline_6442452417"));
+        assert!(is_tracing_symbol("__builtin__ftrace", "ftrace_trampoline"));
     }
 
     #[test]
