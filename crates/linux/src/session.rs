@@ -72,6 +72,15 @@ struct TrampolineExit {
     progs: Vec<ExitProg>,
 }
 
+/// The kind of an fexit program of vmlinux function `btf_id` (a syscall's, see
+/// [`Session::exit_on_trampoline`]).
+fn vmlinux_fexit(btf_id: u32) -> ProgKind {
+    ProgKind::Fexit {
+        btf_id,
+        btf_obj_fd: 0,
+    }
+}
+
 /// Which of a syscall's exit programs one is: they run in this order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum ExitStage {
@@ -268,8 +277,9 @@ pub struct Session {
     /// The count of the firings entries keep for their returns on trampolines (the dispatcher's
     /// replay stage has its own), created with the first.
     trampoline_kept: Option<Map>,
-    /// The kernel's BTF, held while probes are enabled so that its users share one parse (see
-    /// `Btf::load_vmlinux`); let go by [`Session::attach_pending`].
+    /// The kernel's BTF, held from the first probe that reads it (a syscall's, a raw
+    /// tracepoint's, an fbt probe's) while probes are enabled, so that its users share one parse
+    /// (see `Btf::load_vmlinux`); let go by [`Session::attach_pending`].
     enabling_btf: Option<std::sync::Arc<crate::btf::Btf>>,
     bad_records: u64,
     task: Option<crate::btf::TaskOffsets>,
@@ -488,7 +498,7 @@ impl Session {
             syscall_trampolines: Default::default(),
             exits_on_trampolines: HashMap::new(),
             trampoline_kept: None,
-            enabling_btf: crate::btf::Btf::load_vmlinux().ok(),
+            enabling_btf: None,
             bad_records: 0,
             task: crate::btf::TaskOffsets::of_running_kernel(),
             wall_offset_ns: wall_offset_ns(),
@@ -507,6 +517,17 @@ impl Session {
     /// uprobe-multi links by [`Session::attach_pending`], all of one object at once (polling does
     /// it too); elsewhere at once.
     pub fn enable(&mut self, probe: &Probe, tag: u32, spec: &CaptureSpec) -> Result<()> {
+        let reads_btf = matches!(
+            probe.attach,
+            AttachPoint::Tracepoint {
+                syscall: Some(_),
+                ..
+            } | AttachPoint::RawTracepoint { .. }
+                | AttachPoint::Fbt { .. }
+        );
+        if reads_btf && self.enabling_btf.is_none() {
+            self.enabling_btf = crate::btf::Btf::load_vmlinux().ok();
+        }
         let name = probe.desc.to_string();
         if self.info.contains_key(&tag) {
             return Err(LinuxError::BadCapture {
@@ -582,13 +603,9 @@ impl Session {
                 // A firing at the entry whose strings are not readable yet is kept for the
                 // syscall's return (see `capture::spec::Replay`).
                 let routed = match (fentry, raw) {
-                    (Some(btf_id), _) if *syscall_return => Some((
-                        ProgKind::Fexit {
-                            btf_id,
-                            btf_obj_fd: 0,
-                        },
-                        CtxKind::TypedRawTracepoint,
-                    )),
+                    (Some(btf_id), _) if *syscall_return => {
+                        Some((vmlinux_fexit(btf_id), CtxKind::TypedRawTracepoint))
+                    }
                     (Some(btf_id), _) => Some((
                         ProgKind::Fentry {
                             btf_id,
@@ -694,11 +711,7 @@ impl Session {
                             programs.push(prog);
                         }
                         (None, Some((btf_id, r)), _) => {
-                            let kind = ProgKind::Fexit {
-                                btf_id,
-                                btf_obj_fd: 0,
-                            };
-                            let prog = Program::load(kind, &insns, &rname, &name)?;
+                            let prog = Program::load(vmlinux_fexit(btf_id), &insns, &rname, &name)?;
                             let at = (r.nr, ExitStage::Retry);
                             self.attach_on_exit(at, prog, insns, &rname, &name)?;
                         }
@@ -1080,9 +1093,10 @@ impl Session {
         self.tp_btf.get(name).copied().flatten()
     }
 
-    /// The BTF id of syscall `name`'s own function, where its entry probe goes on a trampoline
-    /// (see [`crate::syscall_fentry`]): the first [`MAX_SYSCALL_TRAMPOLINES`] syscalls' (and
-    /// every further probe of those, each running in the order enabled).
+    /// The BTF id of syscall `name`'s own function, where its probes go on a trampoline (see
+    /// [`crate::syscall_fentry`]): the first [`MAX_SYSCALL_TRAMPOLINES`] syscalls' (and every
+    /// further probe of those; a trampoline runs the program attached last first, see
+    /// [`Session::attach_on_exit`]).
     ///
     /// [`MAX_SYSCALL_TRAMPOLINES`]: crate::syscall_fentry::MAX_SYSCALL_TRAMPOLINES
     fn syscall_fentry_id(&mut self, name: &str) -> Option<u32> {
@@ -1153,10 +1167,7 @@ impl Session {
             .exits_on_trampolines
             .get_mut(&nr)
             .ok_or_else(|| LinuxError::Unavailable(format!("{name}: its syscall's exit")))?;
-        let kind = ProgKind::Fexit {
-            btf_id: t.btf_id,
-            btf_obj_fd: 0,
-        };
+        let kind = vmlinux_fexit(t.btf_id);
         let link = Some(Attachment::tp_btf(&prog, name)?);
         let at = t.progs.partition_point(|p| p.stage < stage);
         t.progs.insert(
@@ -1241,11 +1252,12 @@ impl Session {
                     .as_ref()
                     .map(Map::raw_fd)
                     .ok_or_else(|| LinuxError::Unavailable("kept firings' count".into()))?;
-                let kind = ProgKind::Fexit {
-                    btf_id,
-                    btf_obj_fd: 0,
-                };
-                (armed, None, kind, CtxKind::TypedRawTracepoint)
+                (
+                    armed,
+                    None,
+                    vmlinux_fexit(btf_id),
+                    CtxKind::TypedRawTracepoint,
+                )
             }
             None => {
                 let (slots, chain) = self.exit_chain()?;
