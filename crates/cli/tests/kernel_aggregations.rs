@@ -72,7 +72,9 @@ fn every_aggregating_function_prints_the_same_in_the_kernel_or_in_dtrace() {
         @lw = lquantize((int)arg2 - 100, -50, 50, 10, arg0); @lbig = lquantize(arg2 << 31, 2, 10, 2); @k[(int)arg2 % 7, (char)arg2] = sum(1); \
         @nmi = min(-(int)arg2); @nma = max(-(long)arg2); @nsd = stddev(100 - (int)arg2); \
         @ll = llquantize(arg2, 10, 0, 3, 10); @ll2 = llquantize(arg2 * 1000, 4, 1, 12, 16, arg0); \
-        @lln = llquantize(100 - (int)arg2, 10, 0, 2, 10); }";
+        @lln = llquantize(100 - (int)arg2, 10, 0, 2, 10); \
+        @qhi = quantize(((long long)arg2 << 54) | 1); @qtop = quantize(0x7fffffffffffffff - arg2); \
+        @qmin = quantize(-0x7fffffffffffffff - 1 + arg2); }";
     let out = same_both_ways(all, &[], &cmd);
     // The sizes written: (i * 37) % 300 for i < 2000.
     let sum: u64 = (0..2000u64).map(|i| (i * 37) % 300).sum();

@@ -94,13 +94,40 @@ pub const RECORDS_AT_ONE_PROBE: &str =
     "runs whole in the kernel at 1 probe (records built at the probe)";
 
 /// Runs `dtrace args` as it runs by default (`kernel`), or with the environment variable
-/// `switch` set to `0` (which keeps some kind of work in dtrace's interpreter).
+/// `switch` set to `0` (which keeps some kind of work in dtrace's interpreter). dtrace, and so
+/// its `-c` command, runs on one CPU: records print CPU buffer by CPU buffer (as DTrace prints
+/// them), so a traced process that moved between CPUs could print its firings in another order
+/// one of the two ways.
 pub fn dtrace_way(switch: &str, kernel: bool, args: &[&str]) -> (i32, String, String) {
-    if kernel {
-        dtrace(args)
-    } else {
-        dtrace_with_env(&[(switch, "0")], args)
-    }
+    let env: &[(&str, &str)] = if kernel { &[] } else { &[(switch, "0")] };
+    let cpu = one_cpu();
+    let o = Command::new("taskset")
+        .args(["-c", &cpu, env!("CARGO_BIN_EXE_dtrace")])
+        .envs(env.iter().copied())
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// The first CPU this process may run on (of `Cpus_allowed_list`), `0` if unknown.
+fn one_cpu() -> String {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .map(|list| {
+            list.trim()
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect::<String>()
+        })
+        .filter(|cpu| !cpu.is_empty())
+        .unwrap_or_else(|| "0".to_string())
 }
 
 /// The `-v` lines about where clause `n` runs.
