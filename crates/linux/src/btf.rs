@@ -67,6 +67,9 @@ fn u32_at(b: &[u8], off: usize) -> Result<u32> {
         .ok_or_else(|| bad(format!("truncated at {off}")))
 }
 
+/// Parses of the kernel's BTF so far (see [`Btf::vmlinux_parses`]).
+static VMLINUX_PARSES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
 impl Btf {
     /// The running kernel's BTF, read and parsed once while anyone holds it (about 35 ms and
     /// 16 MiB for a distribution kernel's): a session holds it while it enables probes (see
@@ -83,8 +86,14 @@ impl Btf {
             LinuxError::Unavailable(format!("kernel BTF (/sys/kernel/btf/vmlinux): {e}"))
         })?;
         let btf = Arc::new(Self::parse(&data)?);
+        VMLINUX_PARSES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         *shared = Arc::downgrade(&btf);
         Ok(btf)
+    }
+
+    /// How many times this process has parsed the kernel's BTF ([`Btf::load_vmlinux`]).
+    pub fn vmlinux_parses() -> usize {
+        VMLINUX_PARSES.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Reads module `module`'s split BTF (`/sys/kernel/btf/<module>`) on top of the kernel's.

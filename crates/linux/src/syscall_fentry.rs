@@ -59,11 +59,11 @@ impl SyscallFuncs {
         }
         let (ids, several) = crate::btf::Btf::load_vmlinux().ok()?.func_index();
         let root = crate::tracefs::find_tracefs()?;
-        let text = std::fs::read_to_string(root.join("available_filter_functions")).ok()?;
-        let (funcs, twice) = crate::catalog::fbt::parse_functions(&text);
-        let traceable: std::collections::HashSet<&str> = funcs
+        let listed = crate::catalog::fbt::filter_functions(&root).ok()?;
+        let traceable: std::collections::HashSet<&str> = listed
+            .funcs
             .iter()
-            .filter(|f| f.0 == crate::catalog::fbt::KERNEL_MODULE && !twice.contains(*f))
+            .filter(|f| f.0 == crate::catalog::fbt::KERNEL_MODULE && !listed.twice.contains(*f))
             .filter_map(|(_, f)| f.strip_prefix(prefix))
             .collect();
         Some(

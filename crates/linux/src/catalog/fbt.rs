@@ -84,12 +84,11 @@ impl std::fmt::Debug for FbtTypes {
 /// Every traceable function of the running kernel.
 #[derive(Debug, Default)]
 pub struct FbtCatalog {
-    /// `(module, function)` in the kernel's order, each once.
-    funcs: Vec<(String, String)>,
-    /// The same pairs, to look one up.
+    /// The functions ftrace lists: `(module, function)` in the kernel's order, each once, and
+    /// the pairs that name several functions (a trampoline attaches by name, so to only one).
+    listed: std::sync::Arc<FilterFunctions>,
+    /// The pairs, to look one up.
     index: HashSet<(String, String)>,
-    /// Pairs that name several functions (a trampoline attaches by name, so to only one of them).
-    ambiguous: HashSet<(String, String)>,
     types: OnceLock<std::result::Result<FbtTypes, String>>,
     /// Each module's BTF (`None` where it has none), read the first time one of its probes is
     /// built.
@@ -101,6 +100,39 @@ pub struct FbtCatalog {
 
 /// A function's module and name.
 pub type ModFunc = (String, String);
+
+/// ftrace's traceable functions (`available_filter_functions`), parsed.
+#[derive(Debug, Default)]
+pub struct FilterFunctions {
+    /// Each `(module, function)` once, in the kernel's order.
+    pub funcs: Vec<ModFunc>,
+    /// Those listed more than once (several static functions of one name).
+    pub twice: HashSet<ModFunc>,
+}
+
+/// The traceable functions of the tracefs at `root`, read and parsed once while anyone holds
+/// them (the list is a few MB on a distribution kernel): the fbt catalogue holds them, and the
+/// syscall functions' trampolines (`crate::syscall_fentry`) read them too.
+pub fn filter_functions(root: &Path) -> Result<std::sync::Arc<FilterFunctions>> {
+    use std::sync::{Arc, Mutex, Weak};
+    type Cached = Option<(std::path::PathBuf, Weak<FilterFunctions>)>;
+    static SHARED: Mutex<Cached> = Mutex::new(None);
+    let mut shared = SHARED.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(listed) = shared
+        .as_ref()
+        .filter(|(r, _)| r == root)
+        .and_then(|(_, w)| w.upgrade())
+    {
+        return Ok(listed);
+    }
+    let p = root.join("available_filter_functions");
+    let text =
+        std::fs::read_to_string(&p).map_err(|e| LinuxError::from_io(p.display().to_string(), e))?;
+    let (funcs, twice) = parse_functions(&text);
+    let listed = Arc::new(FilterFunctions { funcs, twice });
+    *shared = Some((root.to_path_buf(), Arc::downgrade(&listed)));
+    Ok(listed)
+}
 
 /// The `(module, function)` pairs of an `available_filter_functions` text (`name` or
 /// `name [module]` per line), each once, in the text's order, and those listed more than once
@@ -134,21 +166,21 @@ pub fn parse_functions(text: &str) -> (Vec<ModFunc>, HashSet<ModFunc>) {
 impl FbtCatalog {
     /// Reads the functions ftrace can trace from the tracefs at `root`.
     pub fn load(root: &Path) -> Result<FbtCatalog> {
-        let p = root.join("available_filter_functions");
-        let text = std::fs::read_to_string(&p)
-            .map_err(|e| LinuxError::from_io(p.display().to_string(), e))?;
-        let (funcs, ambiguous) = parse_functions(&text);
-        let mut c = Self::from_functions(funcs);
-        c.ambiguous = ambiguous;
-        Ok(c)
+        Ok(Self::of(filter_functions(root)?))
     }
 
     /// A catalogue of these `(module, function)` pairs.
     pub fn from_functions(funcs: Vec<(String, String)>) -> FbtCatalog {
-        FbtCatalog {
-            index: funcs.iter().cloned().collect(),
+        Self::of(std::sync::Arc::new(FilterFunctions {
             funcs,
-            ambiguous: HashSet::new(),
+            twice: HashSet::new(),
+        }))
+    }
+
+    fn of(listed: std::sync::Arc<FilterFunctions>) -> FbtCatalog {
+        FbtCatalog {
+            index: listed.funcs.iter().cloned().collect(),
+            listed,
             types: OnceLock::new(),
             module_types: Default::default(),
             several_symbols: OnceLock::new(),
@@ -157,7 +189,7 @@ impl FbtCatalog {
 
     /// How many functions are listed (each has an entry and a return probe).
     pub fn function_count(&self) -> usize {
-        self.funcs.len()
+        self.listed.funcs.len()
     }
 
     /// The names of the probes of `provider` (`fbt` or `rawfbt`) matching `pattern` (its provider
@@ -172,7 +204,7 @@ impl FbtCatalog {
         if names.is_empty() {
             return out;
         }
-        for (m, f) in &self.funcs {
+        for (m, f) in &self.listed.funcs {
             if (raw || !synthetic(f))
                 && glob::matches(&pattern.module, m)
                 && glob::matches(&pattern.function, f)
@@ -194,7 +226,8 @@ impl FbtCatalog {
     /// The traceable functions of `module` whose names start with `prefix`, in the kernel's
     /// order.
     pub fn functions_starting_with(&self, module: &str, prefix: &str) -> Vec<String> {
-        self.funcs
+        self.listed
+            .funcs
             .iter()
             .filter(|(m, f)| m == module && f.starts_with(prefix))
             .map(|(_, f)| f.clone())
@@ -261,7 +294,8 @@ impl FbtCatalog {
             ));
         }
         if self
-            .ambiguous
+            .listed
+            .twice
             .contains(&(desc.module.clone(), desc.function.clone()))
         {
             return Err(format!(

@@ -115,6 +115,10 @@ pub(crate) struct Shared {
     filtered: Vec<ProbeInfo>,
     /// The filters were turned off.
     bypassed: bool,
+    /// The kernel's BTF, held from the first program planned with a clause outside the `dtrace`
+    /// provider until its probes are attached, so that planning (the task offsets, the probes'
+    /// shapes) and enabling share one parse (see `crate::btf::Btf::load_vmlinux`).
+    btf_hold: Option<Arc<crate::btf::Btf>>,
     /// Per clause of `clauses`: its aggregations as the kernel would compute them, or why it
     /// cannot (see [`kagg::plan_clause`]).
     kplans: Vec<std::result::Result<kagg::ClausePlan, String>>,
@@ -1632,6 +1636,7 @@ impl LinuxTracing {
                 known_processes: None,
                 missed_announcements: None,
                 bypassed: false,
+                btf_hold: None,
                 kplans: Vec::new(),
                 tvars: Vec::new(),
                 placement: kvars::Placement::default(),
@@ -1830,6 +1835,15 @@ impl LinuxTracing {
             let _ = self.lock_symbols().track_mappings();
         }
         let mut sh = self.lock();
+        let beyond_dtrace = |d: &DifProbeDesc| {
+            let core = d.module.is_empty()
+                && d.function.is_empty()
+                && matches!(d.name.as_str(), "BEGIN" | "END" | "ERROR");
+            !(d.provider == "dtrace" || d.provider.is_empty() && core)
+        };
+        if sh.btf_hold.is_none() && n.clauses.iter().any(|(d, _)| beyond_dtrace(d)) {
+            sh.btf_hold = crate::btf::Btf::load_vmlinux().ok();
+        }
         if sh.kernel_ustacks
             && sh.ustack_maps.is_none()
             && n.clauses
@@ -2436,7 +2450,9 @@ impl LinuxTracing {
     /// Places the uprobes and kprobes enabled so far (see [`Session::attach_pending`]); call once a program's
     /// probes are enabled, before the traced process goes on.
     pub fn attach_pending(&self) -> Result<()> {
-        match self.lock().session.as_mut() {
+        let mut sh = self.lock();
+        sh.btf_hold = None;
+        match sh.session.as_mut() {
             Some(s) => s.attach_pending(),
             None => Ok(()),
         }
