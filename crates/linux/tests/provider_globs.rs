@@ -15,34 +15,38 @@ use std::io::Write;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
-/// Fires `zzglob:tick` once, then waits for a line on stdin.
+/// Fires `zzglob:tick` once, says `ready`, then waits for a line on stdin.
 const PROG: &str = r#"
 #include <stdio.h>
 #include <sys/sdt.h>
 int main(void) {
     DTRACE_PROBE(zzglob, tick);
+    puts("ready");
+    fflush(stdout);
     char line[8];
     return fgets(line, sizeof line, stdin) ? 0 : 1;
 }
 "#;
 
-/// Starts `exe`, waiting on stdin, once it runs `exe` (its objects mapped).
+/// Starts `exe`, waiting on stdin, once it runs `main` (its objects mapped: `/proc/<pid>/exe`
+/// names the new program before the kernel has mapped it, so a scan made then can miss it).
 fn start(exe: &Path) -> Child {
+    use std::io::BufRead;
     let mut child = Command::new(exe)
         .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
         .spawn()
         .expect("spawn");
-    let link = format!("/proc/{}/exe", child.id());
-    for _ in 0..500 {
-        if std::fs::read_link(&link).ok().as_deref() == Some(exe) {
-            return child;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
+    let mut line = String::new();
+    let out = child.stdout.take().expect("stdout piped");
+    let _ = std::io::BufReader::new(out).read_line(&mut line);
+    if line.trim() != "ready" {
+        let pid = child.id();
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("{pid} never ran {}", exe.display());
     }
-    let pid = child.id();
-    let _ = child.kill();
-    let _ = child.wait();
-    panic!("{pid} never ran {}", exe.display());
+    child
 }
 
 /// Lets `child` exit.
