@@ -94,6 +94,9 @@ pub struct Btf<'a> {
     /// Size of the base's string table for split BTF (string offsets below it are the base's).
     base_str_len: u32,
     base: Option<&'a Btf<'a>>,
+    /// A split blob parsed without its base ([`Btf::parse_over`]): its references into the base
+    /// (ids below `first_id`, string offsets below `base_str_len`) are the caller's to check.
+    base_elsewhere: bool,
 }
 
 impl<'a> Btf<'a> {
@@ -104,6 +107,32 @@ impl<'a> Btf<'a> {
 
     /// Parses a blob whose types and strings continue those of `base` (module BTF on top of vmlinux).
     pub fn parse_split(b: &'a [u8], base: Option<&'a Btf<'a>>) -> Result<Btf<'a>> {
+        let (first_id, base_str_len) = match base {
+            Some(bb) => (
+                bb.first_id + bb.types.len() as u32,
+                bb.base_str_len + bb.strings.len() as u32,
+            ),
+            None => (1, 0),
+        };
+        Self::parse_with(b, base, (first_id, base_str_len), false)
+    }
+
+    /// Parses a split blob whose base (of `base_types` types, void included, and a string table
+    /// of `base_str_len` bytes) the caller holds in another form: the blob's own records are
+    /// validated; its references into the base are the caller's to check.
+    pub fn parse_over(b: &'a [u8], base_types: u32, base_str_len: u32) -> Result<Btf<'a>> {
+        if base_types == 0 {
+            return Err(CtfError::BadHeader("a base of no types".into()));
+        }
+        Self::parse_with(b, None, (base_types, base_str_len), true)
+    }
+
+    fn parse_with(
+        b: &'a [u8],
+        base: Option<&'a Btf<'a>>,
+        (first_id, base_str_len): (u32, u32),
+        base_elsewhere: bool,
+    ) -> Result<Btf<'a>> {
         let magic = u16_at(b, 0, "BTF header")?;
         if magic == BTF_MAGIC.swap_bytes() {
             return Err(CtfError::Unsupported("BTF of the other byte order".into()));
@@ -139,16 +168,11 @@ impl<'a> Btf<'a> {
         }
         let types_bytes = slice(body, type_off, type_len, "BTF type section")?;
         let strings = slice(body, str_off, str_len, "BTF string section")?;
-        if base.is_none() && (strings.is_empty() || strings[0] != 0) {
+        if base.is_none() && !base_elsewhere && (strings.is_empty() || strings[0] != 0) {
             return Err(CtfError::BadHeader(
                 "BTF string table does not start with an empty string".into(),
             ));
         }
-        let first_id = match base {
-            Some(bb) => bb.first_id + bb.types.len() as u32,
-            None => 1,
-        };
-        let base_str_len = base.map_or(0, |bb| bb.base_str_len + bb.strings.len() as u32);
         let mut btf = Btf {
             types_bytes,
             strings,
@@ -157,6 +181,7 @@ impl<'a> Btf<'a> {
             first_id,
             base_str_len,
             base,
+            base_elsewhere,
         };
         btf.scan()?;
         btf.validate()?;
@@ -237,6 +262,11 @@ impl<'a> Btf<'a> {
         }
     }
 
+    /// This blob's own string section (a split blob's continues its base's).
+    pub fn string_section(&self) -> &'a [u8] {
+        self.strings
+    }
+
     /// The string at offset `off` (offsets continue the base's table in split BTF).
     pub fn string(&self, off: u32) -> Result<&'a str> {
         if off < self.base_str_len {
@@ -262,6 +292,9 @@ impl<'a> Btf<'a> {
     /// Checks that [`Btf::string`] finds a string at offset `off`, without looking for its end
     /// where the section is all UTF-8 and ends with a NUL (every character boundary then starts one).
     fn check_string(&self, off: u32) -> Result<()> {
+        if off < self.base_str_len && self.base_elsewhere {
+            return Ok(());
+        }
         if off >= self.base_str_len {
             let local = (off - self.base_str_len) as usize;
             if let Some(t) = self.strings_text.filter(|t| t.ends_with('\0')) {
@@ -289,6 +322,9 @@ impl<'a> Btf<'a> {
                 why: "refers to void where a type is needed".into(),
             });
         }
+        if r < self.first_id && self.base_elsewhere {
+            return Ok(());
+        }
         if r > self.max_id() || self.get(r).is_none() {
             return Err(CtfError::BadType {
                 id: owner,
@@ -311,7 +347,10 @@ impl<'a> Btf<'a> {
                 | kind::TYPE_TAG => self.check_ref(id, t.size_or_type, true)?,
                 kind::FUNC => {
                     self.check_ref(id, t.size_or_type, false)?;
-                    if self.get(t.size_or_type).map(|p| p.kind) != Some(kind::FUNC_PROTO) {
+                    let elsewhere = t.size_or_type < self.first_id && self.base_elsewhere;
+                    if !elsewhere
+                        && self.get(t.size_or_type).map(|p| p.kind) != Some(kind::FUNC_PROTO)
+                    {
                         return Err(CtfError::BadType {
                             id,
                             why: "FUNC does not refer to a FUNC_PROTO".into(),

@@ -1,11 +1,11 @@
 //! A minimal reader of the kernel's BTF (`/sys/kernel/btf/vmlinux`): enough to find a struct member's
 //! byte offset (e.g. `task_struct.real_parent`, `task_struct.tgid`) so capture programs can read the
 //! probe context the kernel does not hand to tracepoints (ppid). Full BTF-to-CTF conversion belongs to
-//! the `ctf` crate; this is only what capture needs. BTF is outside data: every bound is checked.
+//! the `ctf` crate, whose parser reads and validates the blob's framing here too; this keeps only
+//! what capture needs. BTF is outside data: every bound is checked.
 
 use crate::error::{LinuxError, Result};
 
-const MAGIC: u16 = 0xeb9f;
 const KIND_STRUCT: u32 = 4;
 const KIND_UNION: u32 = 5;
 const KIND_TYPEDEF: u32 = 8;
@@ -60,13 +60,6 @@ fn bad(reason: impl Into<String>) -> LinuxError {
     }
 }
 
-fn u32_at(b: &[u8], off: usize) -> Result<u32> {
-    b.get(off..off.checked_add(4).ok_or_else(|| bad("offset overflow"))?)
-        .and_then(|s| s.try_into().ok())
-        .map(u32::from_le_bytes)
-        .ok_or_else(|| bad(format!("truncated at {off}")))
-}
-
 /// Parses of the kernel's BTF so far (see [`Btf::vmlinux_parses`]).
 static VMLINUX_PARSES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
@@ -115,91 +108,66 @@ impl Btf {
     /// Parses BTF bytes (little-endian) whose type ids and string offsets continue those of
     /// `base` when given (a module's split BTF over the kernel's).
     pub fn parse_split(b: &[u8], base: Option<std::sync::Arc<Btf>>) -> Result<Btf> {
-        if b.len() < 24 || u16::from_le_bytes([b[0], b[1]]) != MAGIC {
-            return Err(bad("not little-endian BTF (bad magic)"));
+        use dtrace_ctf::btf::Btf as Raw;
+        // The framing (header, sections, each kind's record) is the ctf crate's, which validates
+        // it; a split blob's references into its base are checked here, as they are used.
+        let raw = match &base {
+            None => Raw::parse(b),
+            Some(bb) => {
+                let types = u32::try_from(bb.len()).map_err(|_| bad("too many types"))?;
+                let strings =
+                    u32::try_from(bb.strings.len()).map_err(|_| bad("string table too large"))?;
+                Raw::parse_over(b, types, strings)
+            }
         }
-        let hdr_len = u32_at(b, 4)? as usize;
-        let (type_off, type_len) = (u32_at(b, 8)? as usize, u32_at(b, 12)? as usize);
-        let (str_off, str_len) = (u32_at(b, 16)? as usize, u32_at(b, 20)? as usize);
-        let section = |off: usize, len: usize| {
-            hdr_len
-                .checked_add(off)
-                .and_then(|s| s.checked_add(len).map(|e| (s, e)))
-                .and_then(|(s, e)| b.get(s..e))
-                .ok_or_else(|| bad("section outside the data"))
-        };
-        let tsec = section(type_off, type_len)?;
-        let strings = section(str_off, str_len)?.to_vec();
+        .map_err(|e| bad(e.to_string()))?;
+        if raw.types.len() > MAX_TYPES {
+            return Err(bad("too many types"));
+        }
+        let strings = raw.string_section().to_vec();
         // A split blob's types start after its base's (whose void type 0 it shares).
-        let mut types = match base {
-            Some(_) => Vec::new(),
-            None => vec![TypeRec {
+        let mut types = Vec::with_capacity(raw.types.len() + 1);
+        if base.is_none() {
+            types.push(TypeRec {
                 name_off: 0,
                 kind: 0,
                 size: 0,
                 members: Vec::new(),
                 params: Vec::new(),
-            }],
-        };
+            });
+        }
         let base_strings = base.as_ref().map_or(0, |b| b.strings.len());
-        let mut at = 0usize;
-        while at < tsec.len() {
-            if types.len() > MAX_TYPES {
-                return Err(bad("too many types"));
-            }
-            let name_off = u32_at(tsec, at)?;
-            let info = u32_at(tsec, at + 4)?;
-            let size = u32_at(tsec, at + 8)?;
-            at += 12;
-            let kind = (info >> 24) & 0x1f;
-            let vlen = (info & 0xffff) as usize;
-            let kflag = info >> 31 == 1;
-            let extra = match kind {
-                1 | 14 | 17 => 4,
-                3 => 12,
-                4 | 5 | 15 | 19 => 12 * vlen,
-                6 | 13 => 8 * vlen,
-                2 | 7 | 8 | 9 | 10 | 11 | 12 | 16 | 18 => 0,
-                k => return Err(bad(format!("unknown BTF kind {k}"))),
-            };
+        for (i, t) in raw.types.iter().enumerate() {
+            let id = raw.first_id + i as u32;
+            let vlen = t.vlen as usize;
+            let word = |i: usize| raw.word(t, i, id);
             let mut members = Vec::new();
             let mut params = Vec::new();
-            if kind == KIND_FUNC_PROTO {
-                for m in 0..vlen {
-                    params.push(u32_at(tsec, at + 8 * m + 4)?);
+            match t.kind {
+                KIND_FUNC_PROTO => params.extend((0..vlen).map(|m| word(2 * m + 1))),
+                KIND_INT => params.push(word(0)),
+                KIND_FWD => params.push(u32::from(t.kind_flag)),
+                KIND_STRUCT | KIND_UNION => {
+                    for m in 0..vlen {
+                        let (name_off, off) = (word(3 * m), word(3 * m + 2));
+                        let name = match (&base, name_off.checked_sub(base_strings as u32)) {
+                            (Some(_), Some(own)) => str_at(&strings, own),
+                            (Some(b), None) => b.name(name_off),
+                            (None, _) => str_at(&strings, name_off),
+                        };
+                        members.push(Member {
+                            name: name.to_string(),
+                            type_id: word(3 * m + 1),
+                            bit_offset: if t.kind_flag { off & 0x00ff_ffff } else { off },
+                        });
+                    }
                 }
-            } else if kind == KIND_INT {
-                params.push(u32_at(tsec, at)?);
-            } else if kind == KIND_FWD {
-                params.push(u32::from(kflag));
-            }
-            if kind == KIND_STRUCT || kind == KIND_UNION {
-                for m in 0..vlen {
-                    let mo = at + 12 * m;
-                    let off = u32_at(tsec, mo + 8)?;
-                    let name_off = u32_at(tsec, mo)?;
-                    let name = match (&base, name_off.checked_sub(base_strings as u32)) {
-                        (Some(_), Some(own)) => str_at(&strings, own),
-                        (Some(b), None) => b.name(name_off),
-                        (None, _) => str_at(&strings, name_off),
-                    };
-                    members.push(Member {
-                        name: name.to_string(),
-                        type_id: u32_at(tsec, mo + 4)?,
-                        bit_offset: if kflag { off & 0x00ff_ffff } else { off },
-                    });
-                }
-            }
-            at = at
-                .checked_add(extra)
-                .ok_or_else(|| bad("offset overflow"))?;
-            if at > tsec.len() {
-                return Err(bad("type runs past the type section"));
+                _ => {}
             }
             types.push(TypeRec {
-                name_off,
-                kind,
-                size,
+                name_off: t.name_off,
+                kind: t.kind,
+                size: t.size_or_type,
                 members,
                 params,
             });
@@ -670,11 +638,11 @@ mod tests {
         assert_eq!(m.struct_id("base_s"), Some(2));
         assert_eq!(m.member_offset(3, "c"), Some(8));
         assert_eq!(m.type_name(4, 0), "struct base_s *");
-        // A split blob's string offsets past its own table name nothing, without a panic.
+        // A split blob's string offsets past its own table are refused, without a panic.
         let bad = blob(&[o + 99, (4 << 24), 0], b"x\0");
         let b2 = std::sync::Arc::new(Btf::parse(&blob(&[], b"\0")).unwrap());
-        let m2 = Btf::parse_split(&bad, Some(b2)).unwrap();
-        assert!(m2.struct_id("x").is_none());
+        let err = Btf::parse_split(&bad, Some(b2)).unwrap_err();
+        assert!(err.to_string().contains("string"), "{err}");
     }
 
     #[test]
