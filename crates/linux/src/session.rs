@@ -274,9 +274,6 @@ pub struct Session {
     syscall_trampolines: std::collections::HashSet<u32>,
     /// The syscalls whose exit side is on their functions' trampolines, by number.
     exits_on_trampolines: HashMap<u32, TrampolineExit>,
-    /// The count of the firings entries keep for their returns on trampolines (the dispatcher's
-    /// replay stage has its own), created with the first.
-    trampoline_kept: Option<Map>,
     /// The kernel's BTF, held from the first probe that reads it (a syscall's, a raw
     /// tracepoint's, an fbt probe's) while probes are enabled, so that its users share one parse
     /// (see `Btf::load_vmlinux`); let go by [`Session::attach_pending`].
@@ -497,7 +494,6 @@ impl Session {
             syscall_funcs: None,
             syscall_trampolines: Default::default(),
             exits_on_trampolines: HashMap::new(),
-            trampoline_kept: None,
             enabling_btf: None,
             bad_records: 0,
             task: crate::btf::TaskOffsets::of_running_kernel(),
@@ -1243,28 +1239,18 @@ impl Session {
         // and the syscall's slot.
         let on_exit = self.exit_on_trampoline(at.nr, at.func);
         let (armed, tails, kind, ctx) = match on_exit {
-            Some(btf_id) => {
-                if self.trampoline_kept.is_none() {
-                    self.trampoline_kept = Some(count_map(&format!("{prefix}_tkeptn"))?);
-                }
-                let armed = self
-                    .trampoline_kept
-                    .as_ref()
-                    .map(Map::raw_fd)
-                    .ok_or_else(|| LinuxError::Unavailable("kept firings' count".into()))?;
-                (
-                    armed,
-                    None,
-                    vmlinux_fexit(btf_id),
-                    CtxKind::TypedRawTracepoint,
-                )
-            }
+            Some(btf_id) => (
+                None,
+                None,
+                vmlinux_fexit(btf_id),
+                CtxKind::TypedRawTracepoint,
+            ),
             None => {
                 let (slots, chain) = self.exit_chain()?;
                 if chain.replays.used.contains(&at.nr) {
                     return Ok(None);
                 }
-                let armed = chain.replays.count.raw_fd();
+                let armed = Some(chain.replays.count.raw_fd());
                 let tails = (chain.retries.slots.raw_fd(), slots);
                 let d = self.syscall_dispatch(true)?;
                 (armed, Some(tails), d.kind, d.ctx)

@@ -1469,11 +1469,13 @@ pub fn gen_replay(
     // (The clauses' code used the stack: the key again.)
     emit_thread_key(&mut a, SCRATCH);
     emit_keyed_call(&mut a, m.pending, SCRATCH, helper::MAP_DELETE_ELEM);
-    let gone = a.label();
-    a.jmp_imm(op::JNE, R0, 0, gone);
-    a.ld_map_value(R2, m.armed, 0).mov_imm(R1, -1);
-    a.atomic_add64(R2, 0, R1);
-    a.bind(gone);
+    if let Some(armed) = m.armed {
+        let gone = a.label();
+        a.jmp_imm(op::JNE, R0, 0, gone);
+        a.ld_map_value(R2, armed, 0).mov_imm(R1, -1);
+        a.atomic_add64(R2, 0, R1);
+        a.bind(gone);
+    }
     a.bind(out);
     for stage in tails.iter().flat_map(|&(retries, next)| [retries, next]) {
         a.mov(R1, R6)

@@ -1429,8 +1429,9 @@ fn emit_string_checks(
 
 /// Keeps the firing for the syscall's return (`spec::Replay`), where it runs no clause: its
 /// `bpf_ktime_get_ns()`, syscall number and arguments (as `ctx` reads them at the probe) in
-/// `m.pending` under the thread's id, counted in `m.armed`. When the map is full nothing is kept:
-/// the clauses do not run, a dynamic variable drop (`drops`, the kernel variables' count).
+/// `m.pending` under the thread's id, counted in `m.armed` (where there is one). When the map
+/// is full nothing is kept: the clauses do not run, a dynamic variable drop (`drops`, the kernel
+/// variables' count).
 /// Uses r0-r5, INCR and KEYPTR (no clause runs after it).
 fn emit_keep_firing(
     a: &mut Asm,
@@ -1468,8 +1469,10 @@ fn emit_keep_firing(
             .store(Size::DW, R1, at, R0);
     }
     // One more firing kept (the return's side counts it off).
-    a.ld_map_value(R2, m.armed, 0).mov_imm(R1, 1);
-    a.atomic_add64(R2, 0, R1);
+    if let Some(armed) = m.armed {
+        a.ld_map_value(R2, armed, 0).mov_imm(R1, 1);
+        a.atomic_add64(R2, 0, R1);
+    }
     Ok(())
 }
 

@@ -340,8 +340,10 @@ pub struct ReplayMaps {
     /// arguments ([`REPLAY_VALUE_SIZE`] bytes).
     pub pending: i32,
     /// An array map of one u64, the number of firings kept (its thread's return not reached
-    /// yet): the return's side looks no firing up while it is 0.
-    pub armed: i32,
+    /// yet): the `sys_exit` dispatcher's replay stage looks no firing up while it is 0. `None`
+    /// where the return's side runs for its syscall alone (on its function's trampoline) and
+    /// looks its thread's firing up every time.
+    pub armed: Option<i32>,
     /// An array map of one zeroed value of at least [`REPLAY_VALUE_SIZE`] bytes, a kept
     /// firing's start ([`KernelAggs::zeros`]).
     pub zeros: i32,
