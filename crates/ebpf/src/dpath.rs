@@ -18,7 +18,7 @@
 //! it grows linearly with the bound; the assembly likewise. Both unroll their steps, or run one
 //! step in a `bpf_loop` callback ([`Steps`]), which the verifier walks once.
 
-use crate::insn::{helper, op, Asm, Label, Reg, Size, R0, R1, R10, R2, R3, R4, R8, R9};
+use crate::insn::{helper, op, Asm, Label, Reg, Size, R0, R1, R2, R3, R4, R8, R9};
 
 /// The most steps of one walk: names recorded plus mounts crossed.
 pub const MAX_PATH_STEPS: usize = 48;
@@ -334,7 +334,7 @@ impl Walk {
                     a.bind(stop);
                     a.mov_imm(R0, 1).exit();
                 });
-                a.mov(R3, R10).alu_imm(op::ADD, R3, i32::from(ctx));
+                a.frame_addr(R3, i32::from(ctx));
                 a.mov_imm(R4, 0).call(helper::LOOP);
                 // Ended by a step, or too deep.
                 a.load(Size::W, R0, R8, slot::FLAGS);
@@ -514,7 +514,7 @@ pub fn emit_assemble(a: &mut Asm, most: i32, before: i32, no_path: Label, steps:
                 a.bind(stop);
                 a.mov_imm(R0, 1).exit();
             });
-            a.mov(R3, R10).alu_imm(op::ADD, R3, i32::from(ctx));
+            a.frame_addr(R3, i32::from(ctx));
             a.mov_imm(R4, 0).call(helper::LOOP);
         }
     }

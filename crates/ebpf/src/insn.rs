@@ -364,6 +364,11 @@ impl Asm {
         self.emit(op::ALU64 | op::MOV | op::X, dst, src, 0, 0)
     }
 
+    /// `dst = fp + off`: the address of a slot of the stack (a helper's key, value or buffer).
+    pub fn frame_addr(&mut self, dst: Reg, off: i32) -> &mut Self {
+        self.mov(dst, R10).alu_imm(op::ADD, dst, off)
+    }
+
     /// `dst = imm64` (two slots).
     pub fn ld_imm64(&mut self, dst: Reg, imm: u64) -> &mut Self {
         self.emit(op::LD | op::DW | op::IMM, dst, R0, 0, imm as u32 as i32);

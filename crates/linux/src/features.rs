@@ -115,7 +115,7 @@ pub fn rawfbt_support() -> Result<()> {
 pub fn have_ringbuf_dynptr() -> bool {
     static HAVE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *HAVE.get_or_init(|| {
-        use crate::bpf::insn::{helper, op, R0, R1, R10, R2, R3, R4};
+        use crate::bpf::insn::{helper, R0, R1, R2, R3, R4};
         let Ok(ring) = crate::bpf::RingBuf::create("dt_dynptr", 4096) else {
             return false;
         };
@@ -123,16 +123,13 @@ pub fn have_ringbuf_dynptr() -> bool {
         a.ld_map_fd(R1, ring.map().raw_fd())
             .mov_imm(R2, 64)
             .mov_imm(R3, 0)
-            .mov(R4, R10)
-            .alu_imm(op::ADD, R4, -16)
+            .frame_addr(R4, -16)
             .call(helper::RINGBUF_RESERVE_DYNPTR);
-        a.mov(R1, R10)
-            .alu_imm(op::ADD, R1, -16)
+        a.frame_addr(R1, -16)
             .mov_imm(R2, 8)
             .mov_imm(R3, 8)
             .call(helper::DYNPTR_DATA);
-        a.mov(R1, R10)
-            .alu_imm(op::ADD, R1, -16)
+        a.frame_addr(R1, -16)
             .mov_imm(R2, 0)
             .call(helper::RINGBUF_DISCARD_DYNPTR);
         a.mov_imm(R0, 0).exit();
@@ -210,7 +207,7 @@ pub fn chill_at_probe() -> std::result::Result<(), &'static str> {
 /// Whether the kernel loads a program using `depth` bytes of its stack (8 to 512) that calls
 /// `bpf_loop` with a callback of its own.
 fn loads_bpf_loop(depth: i16) -> bool {
-    use crate::bpf::insn::{helper, op, Size, R0, R1, R10, R2, R3, R4};
+    use crate::bpf::insn::{helper, Size, R0, R1, R10, R2, R3, R4};
     let mut a = crate::bpf::Asm::new();
     a.store_imm(Size::DW, R10, -8, 0);
     a.store_imm(Size::DW, R10, -depth, 0);
@@ -218,10 +215,7 @@ fn loads_bpf_loop(depth: i16) -> bool {
     a.ld_callback(R2, "dt_loop_probe", |a| {
         a.mov_imm(R0, 1).exit();
     });
-    a.mov(R3, R10)
-        .alu_imm(op::ADD, R3, -8)
-        .mov_imm(R4, 0)
-        .call(helper::LOOP);
+    a.frame_addr(R3, -8).mov_imm(R4, 0).call(helper::LOOP);
     a.mov_imm(R0, 0).exit();
     loads(a, "dt_loop", "bpf_loop probe")
 }

@@ -37,8 +37,7 @@ fn reader_program(map_fd: i32) -> Result<Vec<crate::bpf::insn::Insn>> {
     a.mov(R6, R1);
     a.store_imm(Size::W, R10, KEY, 0);
     a.ld_map_fd(R1, map_fd)
-        .mov(R2, R10)
-        .alu_imm(op::ADD, R2, i32::from(KEY))
+        .frame_addr(R2, i32::from(KEY))
         .call(helper::MAP_LOOKUP_ELEM);
     a.jmp_imm(op::JEQ, R0, 0, out).mov(R7, R0);
     a.call(helper::GET_CURRENT_TASK).store(Size::DW, R7, 8, R0);

@@ -102,10 +102,8 @@ impl RunOnClose {
             .alu_imm(op::RSH, R0, 32)
             .store(Size::W, R10, key, R0)
             .ld_map_fd(R1, self.held.raw_fd())
-            .mov(R2, R10)
-            .alu_imm(op::ADD, R2, i32::from(key))
-            .mov(R3, R10)
-            .alu_imm(op::ADD, R3, i32::from(value))
+            .frame_addr(R2, i32::from(key))
+            .frame_addr(R3, i32::from(value))
             .mov_imm(R4, 0)
             .call(helper::MAP_UPDATE_ELEM)
             .mov_imm(R1, libc::SIGSTOP)
@@ -120,8 +118,7 @@ impl RunOnClose {
         let slot = stack_off - 8;
         a.store_imm(Size::DW, R10, slot, 0)
             .ld_map_fd(R1, self.doorbell.map().raw_fd())
-            .mov(R2, R10)
-            .alu_imm(op::ADD, R2, i32::from(slot))
+            .frame_addr(R2, i32::from(slot))
             .mov_imm(R3, 8)
             .mov_imm(R4, BPF_RB_FORCE_WAKEUP)
             .call(helper::RINGBUF_OUTPUT);

@@ -187,8 +187,7 @@ impl StealClock {
                         a.load(Size::DW, R3, R10, slot);
                     }
                     a.alu_imm(op::ADD, R3, off as i32);
-                    a.mov(R1, R10)
-                        .alu_imm(op::ADD, R1, slot as i32)
+                    a.frame_addr(R1, slot as i32)
                         .mov_imm(R2, 8)
                         .call(helper::PROBE_READ_KERNEL);
                 }
@@ -233,16 +232,14 @@ pub fn gen_switch(v: &VclockRef, typed: bool) -> Result<Vec<Insn>> {
     a.load(Size::DW, R6, R1, SWITCH_NEXT);
     a.store_imm(Size::W, R10, -4, 0);
     a.ld_map_fd(R1, v.map)
-        .mov(R2, R10)
-        .alu_imm(op::ADD, R2, -4)
+        .frame_addr(R2, -4)
         .call(helper::MAP_LOOKUP_ELEM);
     a.jmp_imm(op::JEQ, R0, 0, out).mov(R7, R0);
     if typed {
         a.load(Size::DW, R1, R6, off16(v.offsets.exec_start)?);
         a.store(Size::DW, R10, -16, R1);
     } else {
-        a.mov(R1, R10)
-            .alu_imm(op::ADD, R1, -16)
+        a.frame_addr(R1, -16)
             .mov_imm(R2, 8)
             .mov(R3, R6)
             .alu_imm(op::ADD, R3, v.offsets.exec_start as i32)
@@ -301,8 +298,7 @@ fn emit_floor(a: &mut Asm, v: &VclockRef) {
     a.alu(op::XOR, R0, R8);
     a.store(Size::DW, R10, READ_AT, R0);
     a.ld_map_fd(R1, v.floor)
-        .mov(R2, R10)
-        .alu_imm(op::ADD, R2, READ_AT as i32)
+        .frame_addr(R2, READ_AT as i32)
         .call(helper::MAP_LOOKUP_ELEM);
     a.jmp_imm(op::JEQ, R0, 0, keep);
     a.load(Size::DW, R1, R0, 0);
@@ -315,10 +311,8 @@ fn emit_floor(a: &mut Asm, v: &VclockRef) {
     // A thread not seen yet (or forgotten): remembered from this value.
     a.bind(keep);
     a.ld_map_fd(R1, v.floor)
-        .mov(R2, R10)
-        .alu_imm(op::ADD, R2, READ_AT as i32)
-        .mov(R3, R10)
-        .alu_imm(op::ADD, R3, (READ_AT + 8) as i32)
+        .frame_addr(R2, READ_AT as i32)
+        .frame_addr(R3, (READ_AT + 8) as i32)
         .mov_imm(R4, 0)
         .call(helper::MAP_UPDATE_ELEM);
     a.bind(done).load(Size::DW, R0, R10, READ_AT + 8);
@@ -350,8 +344,7 @@ pub fn emit_vtime(a: &mut Asm, v: &VclockRef, at: VtimeAt) {
     }
     a.store_imm(Size::W, R10, READ_AT, 0);
     a.ld_map_fd(R1, v.map)
-        .mov(R2, R10)
-        .alu_imm(op::ADD, R2, READ_AT as i32)
+        .frame_addr(R2, READ_AT as i32)
         .call(helper::MAP_LOOKUP_ELEM);
     a.mov(R8, R0);
     // exec_start at READ_AT, sum_exec_runtime at READ_AT + 8: direct loads where allowed, else
@@ -370,8 +363,7 @@ pub fn emit_vtime(a: &mut Asm, v: &VclockRef, at: VtimeAt) {
             }
         }
         a.alu_imm(op::ADD, R3, off as i32);
-        a.mov(R1, R10)
-            .alu_imm(op::ADD, R1, to as i32)
+        a.frame_addr(R1, to as i32)
             .mov_imm(R2, len)
             .call(helper::PROBE_READ_KERNEL);
     };

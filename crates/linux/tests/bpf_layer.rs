@@ -48,8 +48,7 @@ fn raw_tracepoint_program_counts_and_stops_when_dropped() {
     let out = a.label();
     a.store_imm(Size::W, R10, -4, 0);
     a.ld_map_fd(R1, counter.raw_fd())
-        .mov(R2, R10)
-        .alu_imm(op::ADD, R2, -4)
+        .frame_addr(R2, -4)
         .call(helper::MAP_LOOKUP_ELEM);
     a.jmp_imm(op::JEQ, R0, 0, out)
         .mov_imm(R1, 1)

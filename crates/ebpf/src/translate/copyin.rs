@@ -420,8 +420,7 @@ impl Translator<'_> {
 
 /// Reads the user byte at r3 into the load buffer at `buf`; r0 is the helper's result.
 fn emit_read_byte(a: &mut crate::insn::Asm, buf: i16) {
-    a.mov(R1, R10)
-        .alu_imm(op::ADD, R1, i32::from(buf))
+    a.frame_addr(R1, i32::from(buf))
         .mov_imm(R2, 1)
         .call(helper::PROBE_READ_USER);
 }

@@ -2591,8 +2591,7 @@ impl<'a> Translator<'a> {
             // The interpreter faults on a misaligned kernel load (DTrace's bad alignment).
             a.jmp_imm(op::JSET, R3, size - 1, misaligned);
         }
-        a.mov(R1, R10)
-            .alu_imm(op::ADD, R1, i32::from(buf))
+        a.frame_addr(R1, i32::from(buf))
             .mov_imm(R2, size)
             .call(if user {
                 helper::PROBE_READ_USER

@@ -52,17 +52,13 @@ impl Translator<'_> {
         a.call(helper::GET_CURRENT_TASK).mov(R8, R0);
         for _ in 0..links.most {
             // r8 = r8->real_parent (0 when unreadable: the helper zeroes what it cannot read).
-            a.mov(R1, R10)
-                .alu_imm(op::ADD, R1, i32::from(buf))
-                .mov_imm(R2, 8);
+            a.frame_addr(R1, i32::from(buf)).mov_imm(R2, 8);
             a.mov(R3, R8).alu_imm(op::ADD, R3, parent);
             a.call(helper::PROBE_READ_KERNEL);
             a.load(Size::DW, R8, R10, buf);
             a.jmp_imm(op::JEQ, R8, 0, no);
             // r0 = r8->tgid
-            a.mov(R1, R10)
-                .alu_imm(op::ADD, R1, i32::from(buf))
-                .mov_imm(R2, 4);
+            a.frame_addr(R1, i32::from(buf)).mov_imm(R2, 4);
             a.mov(R3, R8).alu_imm(op::ADD, R3, tgid);
             a.call(helper::PROBE_READ_KERNEL);
             a.load(Size::W, R0, R10, buf);

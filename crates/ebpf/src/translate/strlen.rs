@@ -39,9 +39,9 @@ impl Translator<'_> {
             }
             Kind::Execname => {
                 let comm = self.frame.comm();
-                self.a.mov(R1, R10).alu_imm(op::ADD, R1, i32::from(comm));
+                self.a.frame_addr(R1, i32::from(comm));
                 emit_measure(&mut self.a, R1, most.min(COMM_LEN));
-                self.a.mov(R3, R10).alu_imm(op::ADD, R3, i32::from(comm));
+                self.a.frame_addr(R3, i32::from(comm));
             }
             Kind::Scratch | Kind::VarStr => {
                 // The string's address (0: NULL), kept in the tuple slot when it was pushed.

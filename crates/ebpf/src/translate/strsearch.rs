@@ -309,7 +309,7 @@ impl Translator<'_> {
             a.store_imm(Size::DW, R10, result, -1);
             a.mov(R1, R2);
             a.ld_callback(R2, seek.name(), move |a| seek.emit(a));
-            a.mov(R3, R10).alu_imm(op::ADD, R3, i32::from(ctx));
+            a.frame_addr(R3, i32::from(ctx));
             a.mov_imm(R4, 0).call(helper::LOOP);
             a.load(Size::DW, R0, R10, result);
             a.jmp_imm(op::JSLT, R0, 0, notfound);

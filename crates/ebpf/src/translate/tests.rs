@@ -115,8 +115,7 @@ impl ProbeContext for Probe {
     }
 
     fn emit_execname(&self, a: &mut Asm, at: i16) -> Result<(), String> {
-        a.mov(R1, R10)
-            .alu_imm(op::ADD, R1, i32::from(at))
+        a.frame_addr(R1, i32::from(at))
             .mov_imm(R2, COMM_LEN as i32)
             .call(helper::GET_CURRENT_COMM);
         Ok(())

@@ -82,8 +82,7 @@ pub fn write_user_allowed() -> std::result::Result<(), String> {
             let mut a = super::Asm::new();
             a.store_imm(Size::DW, R10, -8, 0)
                 .mov_imm(R1, 0)
-                .mov(R2, R10)
-                .alu_imm(super::insn::op::ADD, R2, -8)
+                .frame_addr(R2, -8)
                 .mov_imm(R3, 1)
                 .call(helper::PROBE_WRITE_USER)
                 .mov_imm(R0, 0)

@@ -40,8 +40,7 @@ pub fn emit(a: &mut Asm, state: i32, pc: u32, (key_at, deadline_at): (i16, i16),
     a.store(Size::DW, R10, deadline_at, R0);
     a.store_imm(Size::W, R10, key_at, 0);
     a.ld_map_fd(R1, state)
-        .mov(R2, R10)
-        .alu_imm(op::ADD, R2, i32::from(key_at))
+        .frame_addr(R2, i32::from(key_at))
         .call(helper::MAP_LOOKUP_ELEM);
     a.jmp_imm(op::JEQ, R0, 0, done);
     a.mov(R8, R0);
@@ -69,8 +68,7 @@ pub fn emit(a: &mut Asm, state: i32, pc: u32, (key_at, deadline_at): (i16, i16),
     a.store(Size::DW, R10, deadline_at, R1);
     a.mov_imm(R1, LOOPS);
     a.ld_callback(R2, "dt_chill_spin", spin);
-    a.mov(R3, R10)
-        .alu_imm(op::ADD, R3, i32::from(deadline_at))
+    a.frame_addr(R3, i32::from(deadline_at))
         .mov_imm(R4, 0)
         .call(helper::LOOP);
     a.ja(done);

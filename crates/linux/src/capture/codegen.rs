@@ -189,8 +189,7 @@ pub(super) fn emit_saved_regs(a: &mut Asm, ctx: CtxKind, from: i32, words: i32, 
         a.bind(done);
     } else {
         a.load(Size::DW, R3, R6, 0).alu_imm(op::ADD, R3, from);
-        a.mov(R1, R10)
-            .alu_imm(op::ADD, R1, i32::from(to))
+        a.frame_addr(R1, i32::from(to))
             .mov_imm(R2, 8 * words)
             .call(helper::PROBE_READ_KERNEL);
     }
@@ -494,8 +493,7 @@ fn cond_load(a: &mut Asm, shape: &ProbeShape, offset: u16, size: u8, signed: boo
 /// (a caller of `bpf_map_update_elem` sets r3 and r4 first); r0 the result. Uses r0-r5.
 pub(crate) fn emit_keyed_call(a: &mut Asm, map: i32, slot: i16, call: i32) {
     a.ld_map_fd(R1, map)
-        .mov(R2, R10)
-        .alu_imm(op::ADD, R2, i32::from(slot))
+        .frame_addr(R2, i32::from(slot))
         .call(call);
 }
 
@@ -541,10 +539,10 @@ pub(crate) fn emit_arg(a: &mut Asm, shape: &ProbeShape, src: ArgSource) -> Resul
             a.mov(R1, R6);
             if let ArgSource::FuncArg(n) = src {
                 a.mov_imm(R2, i32::from(n));
-                a.mov(R3, R10).alu_imm(op::ADD, R3, SCRATCH as i32);
+                a.frame_addr(R3, SCRATCH as i32);
                 a.call(helper::GET_FUNC_ARG);
             } else {
-                a.mov(R2, R10).alu_imm(op::ADD, R2, SCRATCH as i32);
+                a.frame_addr(R2, SCRATCH as i32);
                 a.call(helper::GET_FUNC_RET);
             }
             a.load(Size::DW, R0, R10, SCRATCH);
@@ -615,8 +613,7 @@ pub(crate) fn emit_arg(a: &mut Asm, shape: &ProbeShape, src: ArgSource) -> Resul
             a.store_imm(Size::DW, R10, SCRATCH, 0);
             a.load(Size::DW, R3, R6, off16(reg as usize, "register")?)
                 .alu_imm(op::ADD, R3, disp);
-            a.mov(R1, R10)
-                .alu_imm(op::ADD, R1, SCRATCH as i32)
+            a.frame_addr(R1, SCRATCH as i32)
                 .mov_imm(R2, i32::from(size.clamp(1, 8)))
                 .call(helper::PROBE_READ_USER);
             let sz = Size::for_bytes(size as usize)
@@ -711,9 +708,7 @@ fn emit_ring_reserve(a: &mut Asm, maps: &MapFds, size: usize) -> Result<()> {
 
 fn emit_count_drop(a: &mut Asm, maps: &MapFds, out: Label) {
     a.store_imm(Size::W, R10, KEY, 0);
-    a.ld_map_fd(R1, maps.drops)
-        .mov(R2, R10)
-        .alu_imm(op::ADD, R2, KEY as i32);
+    a.ld_map_fd(R1, maps.drops).frame_addr(R2, KEY as i32);
     a.call(helper::MAP_LOOKUP_ELEM);
     a.jmp_imm(op::JEQ, R0, 0, out);
     a.mov_imm(R1, 1).atomic_add64(R0, 0, R1);
@@ -973,11 +968,8 @@ pub fn gen_capture_reporting(
         a.load(Size::W, R1, R7, hdr::TID as i16)
             .store(Size::W, R10, KEY, R1);
         a.store_imm(Size::W, R10, KEY + 4, tag as i32);
-        a.ld_map_fd(R1, pending)
-            .mov(R2, R10)
-            .alu_imm(op::ADD, R2, KEY as i32);
-        a.mov(R3, R10)
-            .alu_imm(op::ADD, R3, PENDING as i32)
+        a.ld_map_fd(R1, pending).frame_addr(R2, KEY as i32);
+        a.frame_addr(R3, PENDING as i32)
             .mov_imm(R4, 0)
             .call(helper::MAP_UPDATE_ELEM);
         if let Some(armed) = maps.pending_armed {
@@ -1006,8 +998,7 @@ fn emit_current_ids(a: &mut Asm, shape: &ProbeShape, vclock: Option<&crate::vtim
     if let (Some(t), Identity::Current) = (shape.task, shape.identity) {
         // ppid = current->real_parent->tgid
         a.mov(R3, R0).alu_imm(op::ADD, R3, t.real_parent as i32);
-        a.mov(R1, R10)
-            .alu_imm(op::ADD, R1, SCRATCH as i32)
+        a.frame_addr(R1, SCRATCH as i32)
             .mov_imm(R2, 8)
             .call(helper::PROBE_READ_KERNEL);
         a.load(Size::DW, R3, R10, SCRATCH)

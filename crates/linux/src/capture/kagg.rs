@@ -1281,10 +1281,8 @@ fn emit_process_key(a: &mut Asm, tag: u32) {
 fn emit_note_process(a: &mut Asm, map: i32) {
     a.store_imm(Size::DW, R10, INCR, 1);
     a.ld_map_fd(R1, map)
-        .mov(R2, R10)
-        .alu_imm(op::ADD, R2, i32::from(VAL))
-        .mov(R3, R10)
-        .alu_imm(op::ADD, R3, i32::from(INCR))
+        .frame_addr(R2, i32::from(VAL))
+        .frame_addr(R3, i32::from(INCR))
         .mov_imm(R4, 0)
         .call(helper::MAP_UPDATE_ELEM);
 }
@@ -1299,8 +1297,7 @@ fn emit_known_check(a: &mut Asm, known: i32, tag: u32) {
     // The key and the value in VAL and INCR, free until the clauses run.
     emit_process_key(a, tag);
     a.ld_map_fd(R1, known)
-        .mov(R2, R10)
-        .alu_imm(op::ADD, R2, i32::from(VAL))
+        .frame_addr(R2, i32::from(VAL))
         .call(helper::MAP_LOOKUP_ELEM);
     a.jmp_imm(op::JNE, R0, 0, found);
     emit_note_process(a, known);
@@ -1655,9 +1652,7 @@ fn emit_discard(a: &mut Asm, room: i32, size: u32) {
 fn emit_room_account(a: &mut Asm, room: i32, slot: i16, missing: crate::bpf::Label) {
     a.call(helper::GET_SMP_PROCESSOR_ID)
         .store(Size::W, R10, slot, R0);
-    a.ld_map_fd(R1, room)
-        .mov(R2, R10)
-        .alu_imm(op::ADD, R2, i32::from(slot));
+    a.ld_map_fd(R1, room).frame_addr(R2, i32::from(slot));
     a.call(helper::MAP_LOOKUP_ELEM);
     a.jmp_imm(op::JEQ, R0, 0, missing);
 }
@@ -2344,9 +2339,7 @@ fn emit_keyless_agg(
     emit_value_and_weight(a, agg, t, exits);
     a.load(Size::DW, R2, R10, GEN).alu_imm(op::SUB, R2, 1);
     a.store(Size::W, R10, KEYPTR, R2);
-    a.ld_map_fd(R1, slots)
-        .mov(R2, R10)
-        .alu_imm(op::ADD, R2, i32::from(KEYPTR));
+    a.ld_map_fd(R1, slots).frame_addr(R2, i32::from(KEYPTR));
     a.call(helper::MAP_LOOKUP_ELEM);
     a.jmp_imm(op::JEQ, R0, 0, skip);
     a.mov(R7, R0);
@@ -2395,9 +2388,7 @@ pub(crate) fn emit_key_scratch_lookup(
     missing: Label,
 ) {
     a.store_imm(Size::W, R10, at, key_scratch_slot(shape));
-    a.ld_map_fd(R1, keys)
-        .mov(R2, R10)
-        .alu_imm(op::ADD, R2, i32::from(at));
+    a.ld_map_fd(R1, keys).frame_addr(R2, i32::from(at));
     a.call(helper::MAP_LOOKUP_ELEM);
     a.jmp_imm(op::JEQ, R0, 0, missing);
 }
@@ -2429,9 +2420,7 @@ fn emit_key_stack(a: &mut Asm, at: i16, frames: u32, flags: i32) -> crate::error
 /// the stack slot `slot`), then jumps to `done`. Uses r0-r5.
 pub(crate) fn emit_count_drop(a: &mut Asm, drops: i32, slot: i16, done: Label) {
     a.store_imm(Size::DW, R10, slot, 0);
-    a.ld_map_fd(R1, drops)
-        .mov(R2, R10)
-        .alu_imm(op::ADD, R2, i32::from(slot));
+    a.ld_map_fd(R1, drops).frame_addr(R2, i32::from(slot));
     a.call(helper::MAP_LOOKUP_ELEM);
     a.jmp_imm(op::JEQ, R0, 0, done);
     a.mov_imm(R1, 1).atomic_add64(R0, 0, R1);

@@ -99,9 +99,7 @@ fn emit_key(
         ));
     }
     a.store_imm(Size::DW, R10, KEY, 0);
-    a.ld_map_fd(R1, kv.keys)
-        .mov(R2, R10)
-        .alu_imm(op::ADD, R2, i32::from(KEY));
+    a.ld_map_fd(R1, kv.keys).frame_addr(R2, i32::from(KEY));
     a.call(helper::MAP_LOOKUP_ELEM);
     a.jmp_imm(op::JEQ, R0, 0, none);
     a.mov(R9, R0);
@@ -277,8 +275,7 @@ fn emit_update(
     a.jmp_imm(op::JEQ, R1, 0, free);
     a.ld_map_fd(R1, kv.map)
         .mov(R2, R9)
-        .mov(R3, R10)
-        .alu_imm(op::ADD, R3, i32::from(value_at))
+        .frame_addr(R3, i32::from(value_at))
         .mov_imm(R4, BPF_ANY);
     a.call(helper::MAP_UPDATE_ELEM);
     a.jmp_imm(op::JEQ, R0, 0, done);
@@ -650,8 +647,7 @@ pub fn emit_string_load(
 fn emit_local_strings(a: &mut Asm, kv: &KernelVars, none: Label) {
     a.store_imm(Size::DW, R10, KEY, 0);
     a.ld_map_fd(R1, kv.strings.locals)
-        .mov(R2, R10)
-        .alu_imm(op::ADD, R2, i32::from(KEY));
+        .frame_addr(R2, i32::from(KEY));
     a.call(helper::MAP_LOOKUP_ELEM);
     a.jmp_imm(op::JEQ, R0, 0, none);
 }
@@ -814,9 +810,7 @@ fn emit_ref_local(a: &mut Asm, kv: &KernelVars, id: u32, size: u32) -> Result<()
     let off = i32::try_from(off).map_err(|_| "clause-locals too large".to_string())?;
     let (used, missing, done) = (a.label(), a.label(), a.label());
     a.store_imm(Size::DW, R10, KEY, 0);
-    a.ld_map_fd(R1, r.locals)
-        .mov(R2, R10)
-        .alu_imm(op::ADD, R2, i32::from(KEY));
+    a.ld_map_fd(R1, r.locals).frame_addr(R2, i32::from(KEY));
     a.call(helper::MAP_LOOKUP_ELEM);
     a.jmp_imm(op::JEQ, R0, 0, missing);
     a.alu_imm(op::ADD, R0, off);

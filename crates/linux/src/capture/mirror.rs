@@ -68,8 +68,7 @@ fn emit_key(a: &mut Asm, var: u32, key: i16) {
 pub(super) fn emit_lookup(a: &mut Asm, map: i32, var: u32, key: i16, missing: Label) {
     emit_key(a, var, key);
     a.ld_map_fd(R1, map)
-        .mov(R2, R10)
-        .alu_imm(op::ADD, R2, i32::from(key))
+        .frame_addr(R2, i32::from(key))
         .call(helper::MAP_LOOKUP_ELEM);
     a.jmp_imm(op::JEQ, R0, 0, missing);
     a.load(Size::DW, R3, R0, 0);
@@ -94,18 +93,15 @@ pub(super) fn emit_ops(
                 a.store(Size::DW, R10, scratch, R3);
                 emit_key(a, m.var, key);
                 a.ld_map_fd(R1, map)
-                    .mov(R2, R10)
-                    .alu_imm(op::ADD, R2, i32::from(key))
-                    .mov(R3, R10)
-                    .alu_imm(op::ADD, R3, i32::from(scratch))
+                    .frame_addr(R2, i32::from(key))
+                    .frame_addr(R3, i32::from(scratch))
                     .mov_imm(R4, 0)
                     .call(helper::MAP_UPDATE_ELEM);
             }
             None => {
                 emit_key(a, m.var, key);
                 a.ld_map_fd(R1, map)
-                    .mov(R2, R10)
-                    .alu_imm(op::ADD, R2, i32::from(key))
+                    .frame_addr(R2, i32::from(key))
                     .call(helper::MAP_DELETE_ELEM);
             }
         }

@@ -100,8 +100,7 @@ pub(super) fn emit_tail_reserve(a: &mut Asm, ring: i32, fixed: usize, failed: La
     let have = a.label();
     a.ld_map_fd(R1, ring)
         .mov_imm(R3, 0)
-        .mov(R4, R10)
-        .alu_imm(op::ADD, R4, i32::from(DYNPTR))
+        .frame_addr(R4, i32::from(DYNPTR))
         .call(helper::RINGBUF_RESERVE_DYNPTR);
     emit_dynptr(a);
     a.mov_imm(R2, 0)
@@ -117,7 +116,7 @@ pub(super) fn emit_tail_reserve(a: &mut Asm, ring: i32, fixed: usize, failed: La
 
 /// r1 = the record's dynptr.
 fn emit_dynptr(a: &mut Asm) {
-    a.mov(R1, R10).alu_imm(op::ADD, R1, i32::from(DYNPTR));
+    a.frame_addr(R1, i32::from(DYNPTR));
 }
 
 /// Submits the record reserved by [`emit_tail_reserve`] with the flags in r2.

@@ -108,8 +108,7 @@ const KEY: i16 = -8;
 fn emit_state(a: &mut Asm, specs: &KernelSpecs, none: Label) {
     a.store(Size::W, R10, KEY, R2);
     a.ld_map_fd(R1, specs.states)
-        .mov(R2, R10)
-        .alu_imm(op::ADD, R2, i32::from(KEY))
+        .frame_addr(R2, i32::from(KEY))
         .call(helper::MAP_LOOKUP_ELEM);
     a.jmp_imm(op::JEQ, R0, 0, none);
 }
@@ -120,8 +119,7 @@ fn emit_state(a: &mut Asm, specs: &KernelSpecs, none: Label) {
 fn emit_fails(a: &mut Asm, specs: &KernelSpecs, none: Label) {
     a.store_imm(Size::W, R10, KEY, 0);
     a.ld_map_fd(R1, specs.fails)
-        .mov(R2, R10)
-        .alu_imm(op::ADD, R2, i32::from(KEY))
+        .frame_addr(R2, i32::from(KEY))
         .call(helper::MAP_LOOKUP_ELEM);
     a.jmp_imm(op::JEQ, R0, 0, none);
 }

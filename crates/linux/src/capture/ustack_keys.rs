@@ -85,8 +85,7 @@ fn emit_scratch_at(a: &mut Asm, shape: &ProbeShape, w: &UserWalk, key: i16, miss
     let slot = i32::from(shape.ctx == super::codegen::CtxKind::PerfEvent);
     a.store_imm(Size::W, R10, key, slot);
     a.ld_map_fd(R1, w.scratch)
-        .mov(R2, R10)
-        .alu_imm(op::ADD, R2, i32::from(key))
+        .frame_addr(R2, i32::from(key))
         .call(helper::MAP_LOOKUP_ELEM);
     a.jmp_imm(op::JEQ, R0, 0, missing);
 }
@@ -281,15 +280,12 @@ pub fn forget_program(ranges: i32, ends: i32, exits: bool) -> Result<Vec<Insn>> 
         a.jmp_reg(op::JNE, R1, R2, out);
     }
     a.ld_map_fd(R1, ranges)
-        .mov(R2, R10)
-        .alu_imm(op::ADD, R2, -8)
+        .frame_addr(R2, -8)
         .call(helper::MAP_DELETE_ELEM);
     a.call(helper::KTIME_GET_NS).store(Size::DW, R10, -16, R0);
     a.ld_map_fd(R1, ends)
-        .mov(R2, R10)
-        .alu_imm(op::ADD, R2, -8)
-        .mov(R3, R10)
-        .alu_imm(op::ADD, R3, -16)
+        .frame_addr(R2, -8)
+        .frame_addr(R3, -16)
         .mov_imm(R4, 0)
         .call(helper::MAP_UPDATE_ELEM);
     a.bind(out).mov_imm(R0, 0).exit();

@@ -315,8 +315,7 @@ fn emit_row_search(a: &mut Asm, maps: &WalkMaps, unplaced: Label, fp_step: Label
             .alu(op::ADD, R2, R1);
         a.store(Size::W, R10, SLOT_KEY, R2);
         a.ld_map_fd(R1, maps.rows)
-            .mov(R2, R10)
-            .alu_imm(op::ADD, R2, i32::from(SLOT_KEY))
+            .frame_addr(R2, i32::from(SLOT_KEY))
             .call(helper::MAP_LOOKUP_ELEM);
         a.jmp_imm(op::JEQ, R0, 0, unplaced);
     };

@@ -34,8 +34,7 @@ fn shape() -> ProbeShape {
 fn lookup_out(a: &mut Asm, out: i32, end: Label) {
     a.store_imm(Size::W, R10, OUT_KEY, 0);
     a.ld_map_fd(R1, out)
-        .mov(R2, R10)
-        .alu_imm(op::ADD, R2, i32::from(OUT_KEY))
+        .frame_addr(R2, i32::from(OUT_KEY))
         .call(helper::MAP_LOOKUP_ELEM);
     a.jmp_imm(op::JEQ, R0, 0, end);
 }

@@ -23,8 +23,7 @@ fn program(maps: &WalkMaps, value: i32, max: u32) -> Vec<crate::bpf::Insn> {
     a.mov(R6, R1);
     a.store_imm(Size::W, R10, KEY, 0);
     a.ld_map_fd(R1, value)
-        .mov(R2, R10)
-        .alu_imm(op::ADD, R2, i32::from(KEY))
+        .frame_addr(R2, i32::from(KEY))
         .call(helper::MAP_LOOKUP_ELEM);
     a.jmp_imm(op::JEQ, R0, 0, out).mov(R7, R0);
     emit_user_unwind(&mut a, COPY, WINDOW).unwrap();
