@@ -709,6 +709,13 @@ fn signalled(ok: bool, call: &str) -> Result<()> {
     }
 }
 
+/// dtrace's own process id, asked of the kernel once: a per-record `getpid()` fires the
+/// syscall probes again when dtrace traces itself (`-P syscall`), each record feeding the next.
+pub fn own_pid() -> u32 {
+    static PID: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *PID.get_or_init(std::process::id)
+}
+
 /// The thread-group id (process id) of thread `tid`, from `/proc/<tid>/status`.
 pub fn tgid_of(tid: u32) -> Option<u32> {
     let s = std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?;

@@ -404,13 +404,19 @@ fn cpu_list(path: &str) -> Result<Vec<u32>> {
     })
 }
 
-/// Number of possible CPUs (per-CPU map slots).
+/// Number of possible CPUs (per-CPU map slots). Fixed at boot: read once (every read of a
+/// per-CPU map asks).
 pub fn possible_cpus() -> Result<usize> {
-    Ok(cpu_list("/sys/devices/system/cpu/possible")?
+    static POSSIBLE: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    if let Some(&n) = POSSIBLE.get() {
+        return Ok(n);
+    }
+    let n = cpu_list("/sys/devices/system/cpu/possible")?
         .iter()
         .max()
         .map(|m| *m as usize + 1)
-        .unwrap_or(1))
+        .unwrap_or(1);
+    Ok(*POSSIBLE.get_or_init(|| n))
 }
 
 /// The online CPUs (where per-CPU perf events are opened).

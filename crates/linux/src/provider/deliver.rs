@@ -48,7 +48,7 @@ pub struct EventMemory {
 /// address), and reading it would fire the syscall probes again (the open and reads of
 /// /proc/self/mem), so each firing of dtrace's own process would feed the next.
 fn memory_pid(pid: u32, exec: bool) -> u32 {
-    if exec || pid == std::process::id() {
+    if exec || pid == crate::process::own_pid() {
         0
     } else {
         pid
@@ -382,7 +382,8 @@ pub(crate) fn monotonic_ns() -> u64 {
 const READ_WHILE_FIRING: std::time::Duration = std::time::Duration::from_millis(2);
 
 /// The most deliveries a batch takes from the ring while it fires (about 80 MiB of records
-/// carrying user stacks).
+/// carrying user stacks), and the most it takes in all: firing one may make records (dtrace's own
+/// syscalls, traced by `-P syscall`), and a batch that read them as it went would never end.
 const BACKLOG_RECORDS: usize = 8192;
 
 impl LinuxTracing {
@@ -514,6 +515,7 @@ impl LinuxTracing {
         // One context for the batch: its strings and stacks keep their buffers from firing to
         // firing.
         let mut ctx = FiringContext::default();
+        let mut taken = deliveries.len();
         let mut queue: std::collections::VecDeque<Delivery> = deliveries.into();
         let mut read_at = std::time::Instant::now();
         while let Some(d) = queue.pop_front() {
@@ -521,10 +523,11 @@ impl LinuxTracing {
             // and unwind tables) while the probes go on writing, as fast as a program runs: the
             // ring is read on the way, what came joins the batch's end (in the ring's order),
             // so a burst waits here rather than overflowing the ring (bounded: past
-            // `BACKLOG_RECORDS` the ring keeps it, and drops what it has no room for).
-            if read_at.elapsed() >= READ_WHILE_FIRING && queue.len() < BACKLOG_RECORDS {
+            // `BACKLOG_RECORDS` the ring keeps it, and drops what it has no room for; the next
+            // pump reads it).
+            if read_at.elapsed() >= READ_WHILE_FIRING && taken < BACKLOG_RECORDS {
                 if let Some(s) = self.lock().session.as_mut() {
-                    s.drain_boxed(&mut |e| queue.push_back(e));
+                    taken += s.drain_boxed(&mut |e| queue.push_back(e));
                 }
                 read_at = std::time::Instant::now();
             }
