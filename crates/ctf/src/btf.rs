@@ -312,6 +312,11 @@ impl<'a> Btf<'a> {
         u32_at(self.data(id), t.data_off + 4 * i, "BTF type data").unwrap_or(0)
     }
 
+    /// Whether type `r` is in a base parsed elsewhere (see [`Btf::parse_over`]).
+    fn in_base_elsewhere(&self, r: u32) -> bool {
+        self.base_elsewhere && r < self.first_id
+    }
+
     fn check_ref(&self, owner: u32, r: u32, allow_void: bool) -> Result<()> {
         if r == 0 {
             if allow_void {
@@ -322,7 +327,7 @@ impl<'a> Btf<'a> {
                 why: "refers to void where a type is needed".into(),
             });
         }
-        if r < self.first_id && self.base_elsewhere {
+        if self.in_base_elsewhere(r) {
             return Ok(());
         }
         if r > self.max_id() || self.get(r).is_none() {
@@ -347,8 +352,7 @@ impl<'a> Btf<'a> {
                 | kind::TYPE_TAG => self.check_ref(id, t.size_or_type, true)?,
                 kind::FUNC => {
                     self.check_ref(id, t.size_or_type, false)?;
-                    let elsewhere = t.size_or_type < self.first_id && self.base_elsewhere;
-                    if !elsewhere
+                    if !self.in_base_elsewhere(t.size_or_type)
                         && self.get(t.size_or_type).map(|p| p.kind) != Some(kind::FUNC_PROTO)
                     {
                         return Err(CtfError::BadType {

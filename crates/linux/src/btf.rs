@@ -69,19 +69,15 @@ impl Btf {
     /// `Session::attach_pending`), so the users of one enabling share one parse (the syscall
     /// functions, typed tracepoints, task and clock offsets, the fbt catalog).
     pub fn load_vmlinux() -> Result<std::sync::Arc<Btf>> {
-        use std::sync::{Arc, Mutex, Weak};
-        static SHARED: Mutex<Weak<Btf>> = Mutex::new(Weak::new());
-        let mut shared = SHARED.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(btf) = shared.upgrade() {
-            return Ok(btf);
-        }
-        let data = std::fs::read("/sys/kernel/btf/vmlinux").map_err(|e| {
-            LinuxError::Unavailable(format!("kernel BTF (/sys/kernel/btf/vmlinux): {e}"))
-        })?;
-        let btf = Arc::new(Self::parse(&data)?);
-        VMLINUX_PARSES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        *shared = Arc::downgrade(&btf);
-        Ok(btf)
+        static SHARED: crate::held::HeldOnce<(), Btf> = crate::held::HeldOnce::new();
+        SHARED.get_or_load((), |_| {
+            let data = std::fs::read("/sys/kernel/btf/vmlinux").map_err(|e| {
+                LinuxError::Unavailable(format!("kernel BTF (/sys/kernel/btf/vmlinux): {e}"))
+            })?;
+            let btf = Self::parse(&data)?;
+            VMLINUX_PARSES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            Ok(btf)
+        })
     }
 
     /// How many times this process has parsed the kernel's BTF ([`Btf::load_vmlinux`]).

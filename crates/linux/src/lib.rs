@@ -42,6 +42,7 @@ pub mod catalog;
 pub mod error;
 mod fasthash;
 pub mod features;
+mod held;
 pub mod kconfig;
 pub mod kprobe;
 pub mod live;

@@ -114,24 +114,15 @@ pub struct FilterFunctions {
 /// them (the list is a few MB on a distribution kernel): the fbt catalogue holds them, and the
 /// syscall functions' trampolines (`crate::syscall_fentry`) read them too.
 pub fn filter_functions(root: &Path) -> Result<std::sync::Arc<FilterFunctions>> {
-    use std::sync::{Arc, Mutex, Weak};
-    type Cached = Option<(std::path::PathBuf, Weak<FilterFunctions>)>;
-    static SHARED: Mutex<Cached> = Mutex::new(None);
-    let mut shared = SHARED.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(listed) = shared
-        .as_ref()
-        .filter(|(r, _)| r == root)
-        .and_then(|(_, w)| w.upgrade())
-    {
-        return Ok(listed);
-    }
-    let p = root.join("available_filter_functions");
-    let text =
-        std::fs::read_to_string(&p).map_err(|e| LinuxError::from_io(p.display().to_string(), e))?;
-    let (funcs, twice) = parse_functions(&text);
-    let listed = Arc::new(FilterFunctions { funcs, twice });
-    *shared = Some((root.to_path_buf(), Arc::downgrade(&listed)));
-    Ok(listed)
+    static SHARED: crate::held::HeldOnce<std::path::PathBuf, FilterFunctions> =
+        crate::held::HeldOnce::new();
+    SHARED.get_or_load(root.to_path_buf(), |root| {
+        let p = root.join("available_filter_functions");
+        let text = std::fs::read_to_string(&p)
+            .map_err(|e| LinuxError::from_io(p.display().to_string(), e))?;
+        let (funcs, twice) = parse_functions(&text);
+        Ok(FilterFunctions { funcs, twice })
+    })
 }
 
 /// The `(module, function)` pairs of an `available_filter_functions` text (`name` or

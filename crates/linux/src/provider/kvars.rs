@@ -631,6 +631,16 @@ pub fn is_bookend(d: &dtrace_dif::program::ProbeDesc) -> bool {
         && matches!(d.name.as_str(), "BEGIN" | "END")
 }
 
+/// Whether `d` names probes of the `dtrace` provider alone (`dtrace:::...`, or `BEGIN`, `END`,
+/// `ERROR` alone): none of them reads the kernel's types.
+pub fn names_dtrace_probes_only(d: &dtrace_dif::program::ProbeDesc) -> bool {
+    d.provider == "dtrace"
+        || d.provider.is_empty()
+            && d.module.is_empty()
+            && d.function.is_empty()
+            && matches!(d.name.as_str(), "BEGIN" | "END" | "ERROR")
+}
+
 /// Why a clause of `e`'s description runs in dtrace whatever it does: its probes fire there
 /// (`BEGIN`, `END`, `ERROR`, timers without perf events), or it may match some that do (a glob
 /// or empty provider matching the `dtrace` provider's probes or a timer's). `None` for a

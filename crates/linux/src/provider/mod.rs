@@ -1835,13 +1835,11 @@ impl LinuxTracing {
             let _ = self.lock_symbols().track_mappings();
         }
         let mut sh = self.lock();
-        let beyond_dtrace = |d: &DifProbeDesc| {
-            let core = d.module.is_empty()
-                && d.function.is_empty()
-                && matches!(d.name.as_str(), "BEGIN" | "END" | "ERROR");
-            !(d.provider == "dtrace" || d.provider.is_empty() && core)
-        };
-        if sh.btf_hold.is_none() && n.clauses.iter().any(|(d, _)| beyond_dtrace(d)) {
+        let beyond_dtrace = n
+            .clauses
+            .iter()
+            .any(|(d, _)| !kvars::names_dtrace_probes_only(d));
+        if sh.btf_hold.is_none() && beyond_dtrace {
             sh.btf_hold = crate::btf::Btf::load_vmlinux().ok();
         }
         if sh.kernel_ustacks
