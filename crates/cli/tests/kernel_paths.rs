@@ -17,15 +17,12 @@ fn ready(test: &str) -> bool {
 
 /// Runs `dtrace args` in directory `cwd`: (exit status, stdout, stderr).
 fn dtrace_in(cwd: &Path, args: &[&str]) -> (i32, String, String) {
-    let o = Command::new(env!("CARGO_BIN_EXE_dtrace"))
-        .args(args)
-        .current_dir(cwd)
-        .output()
-        .unwrap();
-    (
-        o.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
+    common::outcome(
+        &Command::new(env!("CARGO_BIN_EXE_dtrace"))
+            .args(args)
+            .current_dir(cwd)
+            .output()
+            .unwrap(),
     )
 }
 

@@ -30,12 +30,8 @@ fn dtrace_in_time(env: &[(&str, &str)], args: &[&str]) -> (Option<i32>, String, 
         }
         std::thread::sleep(Duration::from_millis(50));
     };
-    let o = child.wait_with_output().unwrap();
-    (
-        status,
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
+    let (_, out, err) = common::outcome(&child.wait_with_output().unwrap());
+    (status, out, err)
 }
 
 #[test]

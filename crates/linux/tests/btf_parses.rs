@@ -7,10 +7,7 @@ mod common;
 
 use common::kernel_ok;
 use dtrace_compiler::{compile as compile_d, CompileOptions};
-use dtrace_framework::{Framework, Options};
 use dtrace_linux::btf::Btf;
-use dtrace_linux::provider::framework_ncpus;
-use dtrace_linux::{Catalog, LinuxTracing, SessionOptions};
 
 #[test]
 fn planning_and_enabling_parse_the_kernels_btf_once() {
@@ -24,15 +21,7 @@ fn planning_and_enabling_parse_the_kernels_btf_once() {
     {
         return;
     }
-    let linux = LinuxTracing::new(
-        Catalog::load().unwrap(),
-        SessionOptions {
-            name_prefix: format!("dt{}bp", std::process::id() % 10000),
-            ..Default::default()
-        },
-    );
-    let mut fw = Framework::new(Options::default(), framework_ncpus().unwrap());
-    linux.register(&mut fw).unwrap();
+    let (linux, mut fw) = common::registered("bp");
     let program = compile_d(
         "syscall::read:entry /ppid == 1/ { self->ts = timestamp; } \
          syscall::read:return /self->ts/ { @[probefunc] = quantize(timestamp - self->ts); \

@@ -9,7 +9,7 @@ use dtrace_framework::records::RecordIter;
 use dtrace_framework::{Enabling, Framework, Options};
 use dtrace_linux::process::{spawn_held, ExitStatus};
 use dtrace_linux::provider::framework_ncpus;
-use dtrace_linux::{Catalog, LinuxTracing, SessionOptions};
+use dtrace_linux::LinuxTracing;
 
 const WRITER: &str = r#"
 #include <stdlib.h>
@@ -29,13 +29,7 @@ int main(int argc, char **argv) {
 "#;
 
 fn tracing(tag: &str) -> LinuxTracing {
-    LinuxTracing::new(
-        Catalog::load().unwrap(),
-        SessionOptions {
-            name_prefix: format!("dt{}{tag}", std::process::id() % 10000),
-            ..Default::default()
-        },
-    )
+    common::linux_tracing(tag)
 }
 
 /// Compiles `src` (with `PID` replaced by the held child's pid, which is also `$target`), runs `argv` under it and returns the

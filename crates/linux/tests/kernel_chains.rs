@@ -14,7 +14,6 @@ use dtrace_ctf::{KernelTypes, SYS_KERNEL_BTF};
 use dtrace_framework::{Enabling, Framework, Options};
 use dtrace_linux::process::{spawn_held, ExitStatus};
 use dtrace_linux::provider::framework_ncpus;
-use dtrace_linux::{Catalog, LinuxTracing, SessionOptions};
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
@@ -42,13 +41,7 @@ fn ready(test: &str) -> bool {
 /// it, calling `during` once the child runs, and returns the framework after `stop`.
 fn run(tag: &str, argv: &[&str], src: &str, during: impl FnOnce()) -> (Framework, Enabling) {
     let types = kernel_types().expect("kernel types");
-    let linux = LinuxTracing::new(
-        Catalog::load().unwrap(),
-        SessionOptions {
-            name_prefix: format!("dt{}{tag}", std::process::id() % 10000),
-            ..Default::default()
-        },
-    );
+    let linux = common::linux_tracing(tag);
     let mut fw = Framework::new(Options::default(), framework_ncpus().unwrap());
     fw.set_option("bufsize", Some("1m")).unwrap();
     fw.set_option("aggsize", Some("1m")).unwrap();

@@ -7,10 +7,7 @@ mod common;
 
 use common::{compile, gcc_ok, kernel_ok};
 use dtrace_compiler::{compile as compile_d, CompileOptions};
-use dtrace_framework::{Framework, Options};
 use dtrace_linux::process::{spawn_held, ExitStatus};
-use dtrace_linux::provider::framework_ncpus;
-use dtrace_linux::{Catalog, LinuxTracing, SessionOptions};
 
 const WRITER: &str = r#"
 #include <stdlib.h>
@@ -33,15 +30,7 @@ fn a_later_program_on_a_filtered_probe_sees_its_firings() {
         return;
     }
     let exe = compile("lateprog", WRITER);
-    let linux = LinuxTracing::new(
-        Catalog::load().unwrap(),
-        SessionOptions {
-            name_prefix: format!("dt{}lp", std::process::id() % 10000),
-            ..Default::default()
-        },
-    );
-    let mut fw = Framework::new(Options::default(), framework_ncpus().unwrap());
-    linux.register(&mut fw).unwrap();
+    let (linux, mut fw) = common::registered("lp");
     let n = 23u64;
     let mut child = spawn_held(&[exe.display().to_string(), n.to_string()]).unwrap();
     let opts = CompileOptions {

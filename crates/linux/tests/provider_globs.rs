@@ -8,9 +8,6 @@ mod common;
 
 use common::{compile, gcc_ok, kernel_ok};
 use dtrace_compiler::{compile as compile_d, CompileOptions};
-use dtrace_framework::{Framework, Options};
-use dtrace_linux::provider::framework_ncpus;
-use dtrace_linux::{Catalog, LinuxTracing, SessionOptions};
 use std::io::Write;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -72,15 +69,7 @@ fn provider_globs_read_the_processes_once_per_enabling() {
     }
     let exe = compile("zzglob", PROG).canonicalize().expect("the program");
     let first = start(&exe);
-    let linux = LinuxTracing::new(
-        Catalog::load().unwrap(),
-        SessionOptions {
-            name_prefix: format!("dt{}pg", std::process::id() % 10000),
-            ..Default::default()
-        },
-    );
-    let mut fw = Framework::new(Options::default(), framework_ncpus().unwrap());
-    linux.register(&mut fw).unwrap();
+    let (linux, mut fw) = common::registered("pg");
     let program = compile_d(
         "zzglob*:::tick { @a = count(); } zzglob*:::tick { n++; } zzglob*:::tick { @c = sum(n); }",
         &CompileOptions::default(),

@@ -55,11 +55,17 @@ pub fn dtrace(args: &[&str]) -> (i32, String, String) {
 
 /// Runs `dtrace args` with the variables `env` set: (exit status, stdout, stderr).
 pub fn dtrace_with_env(env: &[(&str, &str)], args: &[&str]) -> (i32, String, String) {
-    let o = Command::new(env!("CARGO_BIN_EXE_dtrace"))
-        .envs(env.iter().copied())
-        .args(args)
-        .output()
-        .unwrap();
+    outcome(
+        &Command::new(env!("CARGO_BIN_EXE_dtrace"))
+            .envs(env.iter().copied())
+            .args(args)
+            .output()
+            .unwrap(),
+    )
+}
+
+/// A finished command's exit status (-1 when a signal ended it), stdout and stderr.
+pub fn outcome(o: &std::process::Output) -> (i32, String, String) {
     (
         o.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&o.stdout).into_owned(),
@@ -100,17 +106,13 @@ pub const RECORDS_AT_ONE_PROBE: &str =
 /// one of the two ways.
 pub fn dtrace_way(switch: &str, kernel: bool, args: &[&str]) -> (i32, String, String) {
     let env: &[(&str, &str)] = if kernel { &[] } else { &[(switch, "0")] };
-    let cpu = one_cpu();
-    let o = Command::new("taskset")
-        .args(["-c", &cpu, env!("CARGO_BIN_EXE_dtrace")])
-        .envs(env.iter().copied())
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        o.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
+    outcome(
+        &Command::new("taskset")
+            .args(["-c", &one_cpu(), env!("CARGO_BIN_EXE_dtrace")])
+            .envs(env.iter().copied())
+            .args(args)
+            .output()
+            .unwrap(),
     )
 }
 

@@ -3,9 +3,11 @@
 
 #![allow(dead_code)]
 
+use dtrace_framework::{Framework, Options};
 use dtrace_linux::capture::CapturedEvent;
 use dtrace_linux::process::{spawn_held, ExitStatus};
-use dtrace_linux::{Catalog, Probe, ProbeDesc, Session, SessionOptions};
+use dtrace_linux::provider::framework_ncpus;
+use dtrace_linux::{Catalog, LinuxTracing, Probe, ProbeDesc, Session, SessionOptions};
 use std::path::PathBuf;
 
 /// Whether kernel tests can run; prints SKIP (or panics under DTRACE_TEST_REQUIRE_KERNEL=1) if not.
@@ -60,13 +62,31 @@ pub fn probe(cat: &Catalog, desc: &str) -> Probe {
     m.remove(0)
 }
 
-/// A session whose kernel objects carry a prefix unique to this test.
-pub fn session(tag: &str) -> Session {
-    Session::new(SessionOptions {
+/// Session options whose kernel objects carry a prefix unique to this test.
+pub fn session_opts(tag: &str) -> SessionOptions {
+    SessionOptions {
         name_prefix: format!("dt{}{tag}", std::process::id() % 10000),
         ..Default::default()
-    })
-    .unwrap()
+    }
+}
+
+/// A session whose kernel objects carry a prefix unique to this test.
+pub fn session(tag: &str) -> Session {
+    Session::new(session_opts(tag)).unwrap()
+}
+
+/// The Linux providers over the running kernel's catalogue, their kernel objects named as
+/// [`session`]'s.
+pub fn linux_tracing(tag: &str) -> LinuxTracing {
+    LinuxTracing::new(Catalog::load().unwrap(), session_opts(tag))
+}
+
+/// [`linux_tracing`]'s providers registered in a framework of the machine's CPUs.
+pub fn registered(tag: &str) -> (LinuxTracing, Framework) {
+    let linux = linux_tracing(tag);
+    let mut fw = Framework::new(Options::default(), framework_ncpus().unwrap());
+    linux.register(&mut fw).unwrap();
+    (linux, fw)
 }
 
 /// Starts `argv` held, runs `enable` (which enables probes for the child's pid), releases it, and
