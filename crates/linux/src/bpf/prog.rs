@@ -141,6 +141,8 @@ pub struct Program {
 const LICENSE: &[u8] = b"GPL\0";
 const FIRST_LOG: usize = 1 << 20;
 const MAX_LOG: usize = 64 << 20;
+/// Loads tried again after the verifier gave up on a signal (EAGAIN).
+const LOAD_TRIES: u32 = 5;
 
 /// DTrace for Linux's log level for `bpflog`: `BPF_LOG_LEVEL1 | BPF_LOG_LEVEL2 | BPF_LOG_STATS`.
 pub const DEFAULT_LOG_LEVEL: u32 = 4 | 2 | 1;
@@ -399,9 +401,19 @@ impl Program {
             attr.log_size = log.len() as u32;
             attr.log_buf = log.as_mut_ptr() as u64;
         }
-        // SAFETY: insns, license, function records and log buffers are valid for the call and
-        // sized as declared.
-        let fd = unsafe { sys::bpf(cmd::PROG_LOAD, &mut attr) }?;
+        // The verifier gives up with EAGAIN when a signal arrives while it works (a child's
+        // SIGCHLD, say); the load is tried again, a few times, as libbpf does.
+        let mut tries = 0;
+        let fd = loop {
+            // SAFETY: insns, license, function records and log buffers are valid for the call
+            // and sized as declared.
+            match unsafe { sys::bpf(cmd::PROG_LOAD, &mut attr) } {
+                Err(e) if e.raw_os_error() == Some(libc::EAGAIN) && tries < LOAD_TRIES => {
+                    tries += 1
+                }
+                r => break r?,
+            }
+        };
         // SAFETY: a fresh descriptor returned by the kernel.
         Ok(unsafe { std::os::fd::FromRawFd::from_raw_fd(fd as i32) })
     }

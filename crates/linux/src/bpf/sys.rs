@@ -103,7 +103,10 @@ pub struct MapBatchAttr {
     pub flags: u64,
 }
 
-/// `union bpf_attr` for `BPF_PROG_LOAD` (the prefix we fill).
+/// `union bpf_attr` for `BPF_PROG_LOAD` (the prefix we fill). It ends at a field's end, not
+/// in padding: the kernel reads every byte it is given, and `Default` zeroes fields, not the
+/// holes between them (a hole after `attach_btf_obj_fd` was the kernel's `core_relo_cnt`, so a
+/// load was refused, EINVAL and no log, whenever the stack there held a non-zero byte).
 #[repr(C)]
 #[derive(Default)]
 pub struct ProgLoadAttr {
@@ -129,6 +132,8 @@ pub struct ProgLoadAttr {
     pub attach_btf_id: u32,
     /// The BTF object `attach_btf_id` is in (a module's); 0 for the kernel's.
     pub attach_btf_obj_fd: u32,
+    /// CO-RE relocations given (none: we relocate nothing).
+    pub core_relo_cnt: u32,
 }
 
 /// `union bpf_attr` for `BPF_RAW_TRACEPOINT_OPEN`.
@@ -303,6 +308,18 @@ mod tests {
         assert_eq!(std::mem::size_of::<MapElemAttr>(), 32);
         assert_eq!(std::mem::offset_of!(ProgLoadAttr, prog_name), 48);
         assert_eq!(std::mem::offset_of!(ProgLoadAttr, expected_attach_type), 68);
+        // No attribute structure ends in padding the kernel would read as a field.
+        assert_eq!(std::mem::offset_of!(ProgLoadAttr, core_relo_cnt), 116);
+        assert_eq!(std::mem::size_of::<ProgLoadAttr>(), 120);
+        assert_eq!(std::mem::size_of::<MapCreateAttr>(), 72);
+        assert_eq!(std::mem::size_of::<MapBatchAttr>(), 56);
+        assert_eq!(std::mem::size_of::<RawTpAttr>(), 16);
+        assert_eq!(std::mem::size_of::<UprobeMultiAttr>(), 64);
+        assert_eq!(std::mem::size_of::<KprobeMultiAttr>(), 48);
+        assert_eq!(std::mem::size_of::<TestRunAttr>(), 80);
+        assert_eq!(std::mem::size_of::<InfoAttr>(), 16);
+        assert_eq!(std::mem::size_of::<BtfLoadAttr>(), 32);
+        assert_eq!(std::mem::size_of::<IdAttr>(), 12);
         assert_eq!(std::mem::offset_of!(MapCreateAttr, map_name), 28);
         assert_eq!(std::mem::offset_of!(MapCreateAttr, map_extra), 64);
         assert_eq!(std::mem::offset_of!(TestRunAttr, ctx_in), 48);
