@@ -35,7 +35,10 @@
 //! The `idle` case measures the CPU a tracer spends a second while nothing it traces happens
 //! (`dtrace`'s main loop sleeps until something is due, against bpftrace's).
 //! `cargo bench -p dtrace-cli --bench write_overhead [-- N [CASE]]`: with CASE, only the cases whose
-//! name contains it run, and not the rate ladder.
+//! name contains it (or one of its `|`-separated parts) run, and not the rate ladder.
+//! `DTBENCH_WRITERS=2,4,16` gives the writer counts of the many-writer count (2 by default), and
+//! `DTBENCH_DTRACE` another dtrace binary to measure (the bench and dtrace copied to a machine
+//! without the build tree).
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -569,6 +572,11 @@ fn run_threads(
     })
 }
 
+/// Environment variable: the dtrace binary to measure (by default the one built with the bench).
+const DTRACE_ENV: &str = "DTBENCH_DTRACE";
+/// Environment variable: the writer counts of the many-writer case, `,`-separated (2 by default).
+const WRITERS_ENV: &str = "DTBENCH_WRITERS";
+
 /// Environment variable: rounds of the per-case figures (5 by default).
 const ROUNDS_ENV: &str = "DTBENCH_ROUNDS";
 
@@ -668,10 +676,29 @@ fn main() {
         .skip(1)
         .find_map(|a| a.parse().ok())
         .unwrap_or(2_000_000);
+    // CASE: `|`-separated parts of case names.
     let only: Option<String> = std::env::args()
         .skip(1)
         .find(|a| a.parse::<u64>().is_err() && !a.starts_with('-'));
-    let dtrace = env!("CARGO_BIN_EXE_dtrace");
+    let wanted = |name: &str| {
+        only.as_ref()
+            .is_none_or(|o| o.split('|').any(|part| name.contains(part)))
+    };
+    // The writer counts of the many-writer case (one CPU each where the machine has them).
+    let writers: Vec<u64> = std::env::var(WRITERS_ENV)
+        .ok()
+        .map(|v| v.split(',').filter_map(|w| w.trim().parse().ok()).collect())
+        .unwrap_or_else(|| vec![2]);
+    let writer_names: Vec<String> = writers
+        .iter()
+        .map(|w| format!("count, {w} writers ({w} CPUs)"))
+        .collect();
+    // The dtrace built with this bench, or another (`DTBENCH_DTRACE`: a copy of the bench and
+    // the binary run on a machine without the build tree).
+    let dtrace_env = std::env::var(DTRACE_ENV).ok();
+    let dtrace = dtrace_env
+        .as_deref()
+        .unwrap_or(env!("CARGO_BIN_EXE_dtrace"));
     let dt_argv = [dtrace, "-q", "-n", SCRIPT];
     let runs = 3;
     // Rounds of the per-case figures (medians of interleaved runs: this machine is shared).
@@ -717,16 +744,15 @@ fn main() {
     let cases = CASES
         .iter()
         .map(|&(n, d, b)| (n, None, d, b, 1))
-        .chain(std::iter::once((
-            "count, 2 writers (2 CPUs)",
-            None,
-            SCRIPT,
-            CASES[0].2,
-            2,
-        )))
+        .chain(
+            writers
+                .iter()
+                .zip(&writer_names)
+                .map(|(&w, name)| (name.as_str(), None, SCRIPT, CASES[0].2, w)),
+        )
         .chain(pid_case)
         .chain(fbt_cases.map(|&(n, m, d, b)| (n, Some(m), d, b, 1)));
-    let cases = cases.filter(|(name, ..)| only.as_ref().is_none_or(|o| name.contains(o.as_str())));
+    let cases = cases.filter(|(name, ..)| wanted(name));
     // The untraced writer's figures, per number of writer threads.
     let mut untraced: Vec<(u64, Figures)> = Vec::new();
     for (name, mechanism, dscript, bscript, threads) in cases {
@@ -805,25 +831,16 @@ fn main() {
         }
     }
 
-    if only
-        .as_ref()
-        .is_none_or(|o| "libc placement".contains(o.as_str()))
-    {
+    if wanted("libc placement") {
         libc_placement(dtrace);
     }
-    if only.as_ref().is_none_or(|o| "idle".contains(o.as_str())) {
+    if wanted("idle") {
         idle_case(dtrace, baseline.as_deref(), have_bpftrace, runs);
     }
-    if only
-        .as_ref()
-        .is_none_or(|o| "copyinstr".contains(o.as_str()))
-    {
+    if wanted("copyinstr") {
         copyinstr_case(dtrace, n.min(1_000_000), runs, have_bpftrace);
     }
-    if only
-        .as_ref()
-        .is_none_or(|o| "untraced".contains(o.as_str()))
-    {
+    if wanted("untraced") {
         untraced_case(dtrace, n.min(2_000_000), runs, have_bpftrace);
     }
     if only.is_some() {
