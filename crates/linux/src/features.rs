@@ -79,16 +79,20 @@ fn choose_fbt_mechanism() -> std::result::Result<FbtMechanism, Option<String>> {
     Err(None)
 }
 
-/// Whether ftrace's list of traceable functions can be read.
+/// Whether ftrace's list of traceable functions can be read (found once a run: the fbt and
+/// rawfbt checks and the syscall trampolines' each ask).
 fn have_function_list() -> bool {
-    use std::io::Read;
-    let Some(root) = crate::tracefs::find_tracefs() else {
-        return false;
-    };
-    let mut buf = [0u8; 64];
-    std::fs::File::open(root.join("available_filter_functions"))
-        .and_then(|mut f| f.read(&mut buf))
-        .is_ok_and(|n| n > 0)
+    static HAVE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *HAVE.get_or_init(|| {
+        use std::io::Read;
+        let Some(root) = crate::tracefs::find_tracefs() else {
+            return false;
+        };
+        let mut buf = [0u8; 64];
+        std::fs::File::open(root.join("available_filter_functions"))
+            .and_then(|mut f| f.read(&mut buf))
+            .is_ok_and(|n| n > 0)
+    })
 }
 
 /// `Ok` when this kernel has the `fbt` provider (BPF trampolines or kprobes); otherwise why not,
