@@ -5,16 +5,20 @@
 //! what comes before the slashes in front of it ("/" when only slashes do). `s` is read up to
 //! `strsize - 1` characters; NULL faults with `DTRACEFLT_BADADDR` at 0.
 //!
-//! The string is copied into a work slot (`strarg`); one loop over its bytes, bounded by
-//! `strsize - 1`, finds the last character that is not a slash (`lastbase`), the start of the
+//! The string is copied into a work slot (`strarg`); one loop over its bytes, bounded by the
+//! most characters the string can hold (`strsize - 1`, fewer for `execname` or a constant),
+//! finds the last character that is not a slash (`lastbase`), the start of the
 //! component it ends (`firstbase`, where a slash comes before a character that is not) and the
 //! last such character before that slash (`lastdir`). They are kept in the scratch, not in
 //! registers: the verifier would otherwise walk the loop once per combination of their values.
+//! Where the probe may loop, a long string's loop is a `bpf_loop` (`strarg`): the verifier walks
+//! one byte's code, not each byte's (`basename()` of a 255-character string: 15,000
+//! instructions walked unrolled, about 1,000 looped).
 //! The result, a part of the string or ".", is copied into the zeroed result slot with
 //! `bpf_probe_read_kernel_str`.
 
 use super::{Kind, State, Translator, Untranslatable};
-use crate::insn::{helper, op, Size, R0, R1, R10, R2, R3, R4, R5};
+use crate::insn::{helper, op, Size, R0, R1, R10, R2, R3, R4, R5, R6};
 use dtrace_dif::subr::Subr;
 
 /// Offsets of the integers kept in the scratch: the last character that is not a slash, the
@@ -35,9 +39,13 @@ impl Translator<'_> {
         rd: u8,
     ) -> Result<(), Untranslatable> {
         let dir = which == Subr::Dirname;
+        let held = self.work_most(s);
         let work = self.string_into_work(pc, s, which.name(), 1, 24)?;
         let most = (self.strsize - 1) as i32;
+        let scan_most = i32::try_from(held).unwrap_or(most).min(most);
+        let looped = self.loops_over_work(held);
         let buf = self.frame.load_buf();
+        let length = self.frame.tuple(5);
         let (before, after) = (work.result_before as i32, work.extra_after as i32);
         let a = &mut self.a;
         // R5: the integers.
@@ -45,28 +53,50 @@ impl Translator<'_> {
         for at in [LASTBASE, FIRSTBASE, LASTDIR] {
             a.store_imm(Size::DW, R5, at, -1);
         }
-        // R1: the byte's address; R2: its index.
-        let (top, next, out, same) = (a.label(), a.label(), a.label(), a.label());
-        a.load(Size::DW, R1, R10, buf);
-        a.mov_imm(R2, 0);
-        a.bind(top);
-        a.load(Size::B, R3, R1, 0);
-        a.jmp_imm(op::JEQ, R3, 0, out);
-        a.jmp_imm(op::JEQ, R3, i32::from(b'/'), next);
-        a.load(Size::DW, R5, R10, buf).alu_imm(op::ADD, R5, after);
-        // A character after a slash starts a component: the one before the slashes ends the
-        // directory.
-        a.load(Size::DW, R4, R5, LASTBASE);
-        a.mov(R0, R2).alu_imm(op::SUB, R0, 1);
-        a.jmp_reg(op::JEQ, R4, R0, same);
-        a.store(Size::DW, R5, FIRSTBASE, R2);
-        a.store(Size::DW, R5, LASTDIR, R4);
-        a.bind(same);
-        a.store(Size::DW, R5, LASTBASE, R2);
-        a.bind(next);
-        a.alu_imm(op::ADD, R1, 1).alu_imm(op::ADD, R2, 1);
-        a.jmp_imm(op::JLE, R2, most, top);
-        a.bind(out);
+        if looped {
+            // The callback's byte (R3) updates the integers as the unrolled loop's does; the
+            // scan ends at the string's length (R4 from the copy), kept for after it.
+            a.store(Size::DW, R10, length, R4);
+            self.loop_over_work(format!("dt_pathscan_{after}_{held}"), held, move |a| {
+                let (next, same) = (a.label(), a.label());
+                a.load(Size::B, R3, R3, 0);
+                a.jmp_imm(op::JEQ, R3, i32::from(b'/'), next);
+                a.load(Size::DW, R5, R6, 0).alu_imm(op::ADD, R5, after);
+                a.load(Size::DW, R4, R5, LASTBASE);
+                a.mov(R0, R1).alu_imm(op::SUB, R0, 1);
+                a.jmp_reg(op::JEQ, R4, R0, same);
+                a.store(Size::DW, R5, FIRSTBASE, R1);
+                a.store(Size::DW, R5, LASTDIR, R4);
+                a.bind(same);
+                a.store(Size::DW, R5, LASTBASE, R1);
+                a.bind(next);
+            });
+            self.a.load(Size::DW, R2, R10, length);
+        } else {
+            // R1: the byte's address; R2: its index.
+            let (top, next, out, same) = (a.label(), a.label(), a.label(), a.label());
+            a.load(Size::DW, R1, R10, buf);
+            a.mov_imm(R2, 0);
+            a.bind(top);
+            a.load(Size::B, R3, R1, 0);
+            a.jmp_imm(op::JEQ, R3, 0, out);
+            a.jmp_imm(op::JEQ, R3, i32::from(b'/'), next);
+            a.load(Size::DW, R5, R10, buf).alu_imm(op::ADD, R5, after);
+            // A character after a slash starts a component: the one before the slashes ends
+            // the directory.
+            a.load(Size::DW, R4, R5, LASTBASE);
+            a.mov(R0, R2).alu_imm(op::SUB, R0, 1);
+            a.jmp_reg(op::JEQ, R4, R0, same);
+            a.store(Size::DW, R5, FIRSTBASE, R2);
+            a.store(Size::DW, R5, LASTDIR, R4);
+            a.bind(same);
+            a.store(Size::DW, R5, LASTBASE, R2);
+            a.bind(next);
+            a.alu_imm(op::ADD, R1, 1).alu_imm(op::ADD, R2, 1);
+            a.jmp_imm(op::JLE, R2, scan_most, top);
+            a.bind(out);
+        }
+        let a = &mut self.a;
         // R2: the length. R3: where the result starts; R2: its length.
         let (dot, copy) = (a.label(), a.label());
         a.jmp_imm(op::JEQ, R2, 0, dot);

@@ -11,10 +11,19 @@
 //! largest offset plus its largest size, see `strjoin`), and the bytes `extra` asks for after it
 //! (integers kept in memory, where the verifier does not follow their values: a loop whose
 //! values it followed would be walked once per combination of them).
+//!
+//! A loop over the work slot's bytes is walked by the verifier once per byte. Where the probe may
+//! loop (`ProbeContext::loops`) and the string can hold more than [`UNROLLED_MOST`] characters,
+//! it is a `bpf_loop` over the string's length ([`Translator::loop_over_work`]) whose callback
+//! looks at one byte, so the verifier walks one.
 
 use super::{FaultAddr, Pushed, State, Translator, Untranslatable};
-use crate::insn::{op, Size, R0, R10, R4};
+use crate::insn::{helper, op, Asm, Size, R0, R1, R10, R2, R3, R4, R6};
 use dtrace_dif::vm::FaultKind;
+
+/// The most characters a loop over a work slot walks unrolled where the probe may loop: past
+/// them it is a `bpf_loop`.
+const UNROLLED_MOST: usize = 32;
 
 /// Where a subroutine's work lies in the scratch, relative to the work slot.
 #[derive(Clone, Copy, Debug)]
@@ -76,5 +85,50 @@ impl Translator<'_> {
             result_before: result_slots * width,
             extra_after: 2 * width,
         })
+    }
+
+    /// The most characters the string argument on the tuple stack can hold (`strsize - 1`,
+    /// fewer for `execname` or a constant): the bound of a loop over its work slot. Asked
+    /// before [`Translator::string_into_work`] takes the argument.
+    pub(super) fn work_most(&self, s: &State) -> usize {
+        match s.tuple.as_deref() {
+            Some([Pushed::Str(k), ..]) => self.most_chars(k),
+            _ => self.strsize - 1,
+        }
+    }
+
+    /// Whether a loop over a work slot of up to `most` characters is a `bpf_loop`
+    /// ([`Translator::loop_over_work`]) rather than unrolled.
+    pub(super) fn loops_over_work(&self, most: usize) -> bool {
+        most > UNROLLED_MOST && self.ctx.loops().is_ok()
+    }
+
+    /// A `bpf_loop` over the work slot's string, whose length (at most `most`) is in R4: the
+    /// callback `name` (one name per shape of `body`) runs `body` for each byte with R1 its
+    /// index, R3 its address and R6 the context (the frame slot holding the work slot's
+    /// address); `body` may use R0-R5 and ends by falling through. Clobbers R0-R5.
+    pub(super) fn loop_over_work(
+        &mut self,
+        name: String,
+        most: usize,
+        body: impl Fn(&mut Asm) + Send + Sync + 'static,
+    ) {
+        let most = i32::try_from(most).unwrap_or(i32::MAX);
+        let buf = self.frame.load_buf();
+        let a = &mut self.a;
+        a.mov(R1, R4);
+        a.ld_callback(R2, name, move |a| {
+            let stop = a.label();
+            // Never past the string (the loop runs its length): a bound for the verifier.
+            a.jmp_imm(op::JGT, R1, most, stop);
+            a.mov(R6, R2);
+            a.load(Size::DW, R3, R6, 0).alu(op::ADD, R3, R1);
+            body(a);
+            a.mov_imm(R0, 0).exit();
+            a.bind(stop);
+            a.mov_imm(R0, 1).exit();
+        });
+        a.frame_addr(R3, i32::from(buf));
+        a.mov_imm(R4, 0).call(helper::LOOP);
     }
 }

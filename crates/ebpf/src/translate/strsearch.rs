@@ -59,7 +59,7 @@ impl Translator<'_> {
     }
 
     /// The most characters string `k` holds after the interpreter reads it.
-    fn most_chars(&self, k: &Kind) -> usize {
+    pub(super) fn most_chars(&self, k: &Kind) -> usize {
         let most = self.strsize - 1;
         match k {
             Kind::StrConst(b) => b.split(|&c| c == 0).next().unwrap_or_default().len(),

@@ -81,6 +81,29 @@ fn paths_build_the_interpreters_strings() {
 }
 
 #[test]
+fn strings_are_rewritten_alike_looped_and_unrolled() {
+    // `basename()`, `dirname()`, `toupper()` and `tolower()` of a copied string go over it
+    // with `bpf_loop` where the probe may loop, unrolled elsewhere: the same strings either way.
+    for &path in PATHS {
+        let mut p = path_probe(path);
+        let b = path.as_bytes();
+        let base = text(strfn::base_or_dir(b, false, 255));
+        let dir = text(strfn::base_or_dir(b, true, 255));
+        for no_loops in [None, Some("no bpf_loop in this test")] {
+            p.no_loops = no_loops;
+            for strsize in [256usize, 40, 5] {
+                builds("basename(copyinstr(arg1))", &base, &p, strsize);
+                builds("dirname(copyinstr(arg1))", &dir, &p, strsize);
+                let upper = path.to_ascii_uppercase();
+                builds("toupper(copyinstr(arg1))", &upper, &p, strsize);
+                let lower = path.to_ascii_lowercase();
+                builds("tolower(copyinstr(arg1))", &lower, &p, strsize);
+            }
+        }
+    }
+}
+
+#[test]
 fn the_rules_give_dtraces_paths() {
     let p = path_probe("/usr//lib/./x/../libc.so.6/");
     for (s, want) in [
