@@ -57,20 +57,25 @@ impl Translator<'_> {
             // The callback's byte (R3) updates the integers as the unrolled loop's does; the
             // scan ends at the string's length (R4 from the copy), kept for after it.
             a.store(Size::DW, R10, length, R4);
-            self.loop_over_work(format!("dt_pathscan_{after}_{held}"), held, move |a| {
-                let (next, same) = (a.label(), a.label());
-                a.load(Size::B, R3, R3, 0);
-                a.jmp_imm(op::JEQ, R3, i32::from(b'/'), next);
-                a.load(Size::DW, R5, R6, 0).alu_imm(op::ADD, R5, after);
-                a.load(Size::DW, R4, R5, LASTBASE);
-                a.mov(R0, R1).alu_imm(op::SUB, R0, 1);
-                a.jmp_reg(op::JEQ, R4, R0, same);
-                a.store(Size::DW, R5, FIRSTBASE, R1);
-                a.store(Size::DW, R5, LASTDIR, R4);
-                a.bind(same);
-                a.store(Size::DW, R5, LASTBASE, R1);
-                a.bind(next);
-            });
+            self.loop_over_work(
+                format!("dt_pathscan_{after}_{held}"),
+                held,
+                move |a, end| {
+                    let (next, same) = (a.label(), a.label());
+                    a.load(Size::B, R3, R3, 0);
+                    a.jmp_imm(op::JEQ, R3, 0, end);
+                    a.jmp_imm(op::JEQ, R3, i32::from(b'/'), next);
+                    a.load(Size::DW, R5, R6, 0).alu_imm(op::ADD, R5, after);
+                    a.load(Size::DW, R4, R5, LASTBASE);
+                    a.mov(R0, R1).alu_imm(op::SUB, R0, 1);
+                    a.jmp_reg(op::JEQ, R4, R0, same);
+                    a.store(Size::DW, R5, FIRSTBASE, R1);
+                    a.store(Size::DW, R5, LASTDIR, R4);
+                    a.bind(same);
+                    a.store(Size::DW, R5, LASTBASE, R1);
+                    a.bind(next);
+                },
+            );
             self.a.load(Size::DW, R2, R10, length);
         } else {
             // R1: the byte's address; R2: its index.

@@ -18,12 +18,15 @@
 //! looks at one byte, so the verifier walks one.
 
 use super::{FaultAddr, Pushed, State, Translator, Untranslatable};
-use crate::insn::{helper, op, Asm, Size, R0, R1, R10, R2, R3, R4, R6};
+use crate::insn::{helper, op, Asm, Label, Size, R0, R1, R10, R2, R3, R4, R6, R7};
 use dtrace_dif::vm::FaultKind;
 
 /// The most characters a loop over a work slot walks unrolled where the probe may loop: past
 /// them it is a `bpf_loop`.
 const UNROLLED_MOST: usize = 32;
+
+/// The bytes a call of a loop's callback takes (a power of two).
+const LOOP_CHUNK: i32 = 8;
 
 /// Where a subroutine's work lies in the scratch, relative to the work slot.
 #[derive(Clone, Copy, Debug)]
@@ -104,26 +107,38 @@ impl Translator<'_> {
     }
 
     /// A `bpf_loop` over the work slot's string, whose length (at most `most`) is in R4: the
-    /// callback `name` (one name per shape of `body`) runs `body` for each byte with R1 its
-    /// index, R3 its address and R6 the context (the frame slot holding the work slot's
-    /// address); `body` may use R0-R5 and ends by falling through. Clobbers R0-R5.
+    /// callback `name` (one name per shape of `body`) takes [`LOOP_CHUNK`] bytes a call (the
+    /// helper's call costs more than a byte's code), running `body` for each with R1 its index,
+    /// R3 its address and R6 the context (the frame slot holding the work slot's address), and
+    /// the label that ends the loop; `body` may use R0-R5 and ends by falling through. Bytes
+    /// past the string (the last call's) are the slot's zeroes, up to `most`. Clobbers R0-R5.
     pub(super) fn loop_over_work(
         &mut self,
         name: String,
         most: usize,
-        body: impl Fn(&mut Asm) + Send + Sync + 'static,
+        body: impl Fn(&mut Asm, Label) + Send + Sync + 'static,
     ) {
         let most = i32::try_from(most).unwrap_or(i32::MAX);
         let buf = self.frame.load_buf();
         let a = &mut self.a;
-        a.mov(R1, R4);
+        // Calls: the length over LOOP_CHUNK, rounded up.
+        a.mov(R1, R4).alu_imm(op::ADD, R1, LOOP_CHUNK - 1).alu_imm(
+            op::RSH,
+            R1,
+            LOOP_CHUNK.trailing_zeros() as i32,
+        );
         a.ld_callback(R2, name, move |a| {
             let stop = a.label();
-            // Never past the string (the loop runs its length): a bound for the verifier.
-            a.jmp_imm(op::JGT, R1, most, stop);
             a.mov(R6, R2);
-            a.load(Size::DW, R3, R6, 0).alu(op::ADD, R3, R1);
-            body(a);
+            a.mov(R7, R1)
+                .alu_imm(op::LSH, R7, LOOP_CHUNK.trailing_zeros() as i32);
+            for k in 0..LOOP_CHUNK {
+                a.mov(R1, R7).alu_imm(op::ADD, R1, k);
+                // Never past the string's room: a bound for the verifier.
+                a.jmp_imm(op::JGT, R1, most, stop);
+                a.load(Size::DW, R3, R6, 0).alu(op::ADD, R3, R1);
+                body(a, stop);
+            }
             a.mov_imm(R0, 0).exit();
             a.bind(stop);
             a.mov_imm(R0, 1).exit();

@@ -43,7 +43,7 @@ impl Translator<'_> {
         };
         if self.loops_over_work(most) {
             let name = format!("dt_strcase_{}_{most}", if upper { "u" } else { "l" });
-            self.loop_over_work(name, most, move |a| change(a, R3));
+            self.loop_over_work(name, most, move |a, _| change(a, R3));
         } else if most > 0 {
             let a = &mut self.a;
             let (top, out) = (a.label(), a.label());
