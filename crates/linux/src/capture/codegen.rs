@@ -960,9 +960,6 @@ pub fn gen_capture_reporting(
     if let Some(pending) = retry {
         let submit = a.label();
         a.jmp_imm(op::JEQ, R9, 0, submit);
-        a.load(Size::H, R1, R7, hdr::FLAGS as i16)
-            .alu_imm(op::OR, R1, i32::from(FLAG_RETRY_ARMED))
-            .store(Size::H, R7, hdr::FLAGS as i16, R1);
         a.load(Size::DW, R1, R7, hdr::KTIME as i16)
             .store(Size::DW, R10, PENDING, R1);
         a.load(Size::W, R1, R7, hdr::TID as i16)
@@ -972,8 +969,13 @@ pub fn gen_capture_reporting(
         a.frame_addr(R3, PENDING as i32)
             .mov_imm(R4, 0)
             .call(helper::MAP_UPDATE_ELEM);
+        // Armed only when the retry is: a record saying one comes when none will would be held
+        // for it, and delivered late, after the records that follow it.
+        a.jmp_imm(op::JNE, R0, 0, submit);
+        a.load(Size::H, R1, R7, hdr::FLAGS as i16)
+            .alu_imm(op::OR, R1, i32::from(FLAG_RETRY_ARMED))
+            .store(Size::H, R7, hdr::FLAGS as i16, R1);
         if let Some(armed) = maps.pending_armed {
-            a.jmp_imm(op::JNE, R0, 0, submit);
             a.ld_map_value(R1, armed, 0)
                 .mov_imm(R2, 1)
                 .atomic_add64(R1, 0, R2);
