@@ -18,7 +18,7 @@
 //! `bpf_probe_read_kernel_str`.
 
 use super::{Kind, State, Translator, Untranslatable};
-use crate::insn::{helper, op, Size, R0, R1, R10, R2, R3, R4, R5, R6};
+use crate::insn::{helper, op, Asm, Label, Reg, Size, R0, R1, R10, R2, R3, R4, R5, R6};
 use dtrace_dif::subr::Subr;
 
 /// Offsets of the integers kept in the scratch: the last character that is not a slash, the
@@ -42,7 +42,7 @@ impl Translator<'_> {
         let held = self.work_most(s);
         let work = self.string_into_work(pc, s, which.name(), 1, 24)?;
         let most = (self.strsize - 1) as i32;
-        let scan_most = i32::try_from(held).unwrap_or(most).min(most);
+        let scan_most = i32::try_from(held).unwrap_or(most);
         let looped = self.loops_over_work(held);
         let buf = self.frame.load_buf();
         let length = self.frame.tuple(5);
@@ -54,49 +54,25 @@ impl Translator<'_> {
             a.store_imm(Size::DW, R5, at, -1);
         }
         if looped {
-            // The callback's byte (R3) updates the integers as the unrolled loop's does; the
-            // scan ends at the string's length (R4 from the copy), kept for after it.
+            // The scan ends at the string's length (R4 from the copy), kept for after it.
             a.store(Size::DW, R10, length, R4);
             self.loop_over_work(
                 format!("dt_pathscan_{after}_{held}"),
                 held,
                 move |a, end| {
-                    let (next, same) = (a.label(), a.label());
                     a.load(Size::B, R3, R3, 0);
-                    a.jmp_imm(op::JEQ, R3, 0, end);
-                    a.jmp_imm(op::JEQ, R3, i32::from(b'/'), next);
-                    a.load(Size::DW, R5, R6, 0).alu_imm(op::ADD, R5, after);
-                    a.load(Size::DW, R4, R5, LASTBASE);
-                    a.mov(R0, R1).alu_imm(op::SUB, R0, 1);
-                    a.jmp_reg(op::JEQ, R4, R0, same);
-                    a.store(Size::DW, R5, FIRSTBASE, R1);
-                    a.store(Size::DW, R5, LASTDIR, R4);
-                    a.bind(same);
-                    a.store(Size::DW, R5, LASTBASE, R1);
-                    a.bind(next);
+                    emit_step(a, R1, (R6, 0), after, end);
                 },
             );
             self.a.load(Size::DW, R2, R10, length);
         } else {
             // R1: the byte's address; R2: its index.
-            let (top, next, out, same) = (a.label(), a.label(), a.label(), a.label());
+            let (top, out) = (a.label(), a.label());
             a.load(Size::DW, R1, R10, buf);
             a.mov_imm(R2, 0);
             a.bind(top);
             a.load(Size::B, R3, R1, 0);
-            a.jmp_imm(op::JEQ, R3, 0, out);
-            a.jmp_imm(op::JEQ, R3, i32::from(b'/'), next);
-            a.load(Size::DW, R5, R10, buf).alu_imm(op::ADD, R5, after);
-            // A character after a slash starts a component: the one before the slashes ends
-            // the directory.
-            a.load(Size::DW, R4, R5, LASTBASE);
-            a.mov(R0, R2).alu_imm(op::SUB, R0, 1);
-            a.jmp_reg(op::JEQ, R4, R0, same);
-            a.store(Size::DW, R5, FIRSTBASE, R2);
-            a.store(Size::DW, R5, LASTDIR, R4);
-            a.bind(same);
-            a.store(Size::DW, R5, LASTBASE, R2);
-            a.bind(next);
+            emit_step(a, R2, (R10, buf), after, out);
             a.alu_imm(op::ADD, R1, 1).alu_imm(op::ADD, R2, 1);
             a.jmp_imm(op::JLE, R2, scan_most, top);
             a.bind(out);
@@ -161,4 +137,25 @@ impl Translator<'_> {
         self.put(s, rd, R1, Kind::Scratch);
         Ok(())
     }
+}
+
+/// One step of the scan, looped or unrolled: the byte in R3 at index `i` updates the integers,
+/// `after` bytes past the work slot whose address is at `slot` (a register and an offset); the
+/// NUL jumps to `end`. Uses R0, R4 and R5.
+fn emit_step(a: &mut Asm, i: Reg, slot: (Reg, i16), after: i32, end: Label) {
+    let (next, same) = (a.label(), a.label());
+    a.jmp_imm(op::JEQ, R3, 0, end);
+    a.jmp_imm(op::JEQ, R3, i32::from(b'/'), next);
+    a.load(Size::DW, R5, slot.0, slot.1)
+        .alu_imm(op::ADD, R5, after);
+    // A character after a slash starts a component: the one before the slashes ends the
+    // directory.
+    a.load(Size::DW, R4, R5, LASTBASE);
+    a.mov(R0, i).alu_imm(op::SUB, R0, 1);
+    a.jmp_reg(op::JEQ, R4, R0, same);
+    a.store(Size::DW, R5, FIRSTBASE, i);
+    a.store(Size::DW, R5, LASTDIR, R4);
+    a.bind(same);
+    a.store(Size::DW, R5, LASTBASE, i);
+    a.bind(next);
 }
