@@ -12,11 +12,19 @@ mod common;
 use common::{compile_c, dtrace, error_lines, have_gcc, kernel_ok, test_dir};
 
 const WRITER: &str = r#"
+#define _GNU_SOURCE
+#include <sched.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 int main(int argc, char **argv) {
+    /* One CPU: records print in per-CPU buffer order (as DTrace's), so the expected order
+       holds only for a process that stays on one. */
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(sched_getcpu(), &one);
+    sched_setaffinity(0, sizeof one, &one);
     int fd = open(argv[1], O_WRONLY | O_CREAT | O_TRUNC, 0600);
     if (fd < 0) return 1;
     write(fd, "hello, world\n", 13);

@@ -881,9 +881,14 @@ impl Framework {
             return Err(FrameworkError::NotActive);
         }
         self.process_events();
+        // A speculation committed on a CPU other than the one(s) it speculated on waits for
+        // the cleaner (`cleanrate`); tracing stops before its next round, so it runs now, and
+        // again after END (whose clauses may commit too), or the committed data would be lost.
+        self.clean_speculations();
         self.firing_end = true;
         self.fire_consumer_probe(END);
         self.firing_end = false;
+        self.clean_speculations();
         self.activity = Activity::Stopped;
         for id in std::mem::take(&mut self.enabled) {
             self.registry.disable(id);

@@ -533,6 +533,59 @@ fn speculation_commit_and_discard() {
 }
 
 #[test]
+fn a_speculation_committed_on_another_cpu_is_not_lost_when_tracing_stops() {
+    // Speculated on CPU 1 by a tick, committed on CPU 0 by another: the cleaner (cleanrate)
+    // has not run when tracing stops, so stop() commits it, into CPU 1's buffer.
+    let (mut fw, _c) = new_fw();
+    let spec_var = ".var spec 1280 scl glb r/w int 8\n";
+    let p = program(vec![
+        ecb(
+            "dtrace:::BEGIN",
+            None,
+            vec![act(
+                ActionKind::DifExpr,
+                Some(asm(&format!(
+                    "{spec_var}call speculation, %r1\nstgs %r1, spec\nret %r0\n.rtype int 0\n"
+                ))),
+            )],
+        ),
+        ecb(
+            "profile:::tick-1",
+            Some(asm(
+                "ldgs cpu, %r1\nsetx 1, %r2\ncmp %r1, %r2\nbe yes\nret %r0\nyes:\nret %r2\n",
+            )),
+            vec![
+                act(
+                    ActionKind::Speculate,
+                    Some(asm(&format!("{spec_var}ldgs spec, %r1\nret %r1\n"))),
+                ),
+                trace_int(11),
+            ],
+        ),
+        ecb(
+            "profile:::tick-1",
+            Some(asm(
+                "ldgs cpu, %r1\ntst %r1\nbe yes\nret %r0\nyes:\nsetx 1, %r2\nret %r2\n",
+            )),
+            vec![act(
+                ActionKind::Commit,
+                Some(asm(&format!("{spec_var}ldgs spec, %r1\nret %r1\n"))),
+            )],
+        ),
+    ]);
+    fw.enable(&p, false).unwrap();
+    fw.go().unwrap();
+    let tick = fw.list_probes(&pd("profile:::tick-1"))[0].id;
+    fw.fire(tick, 1, &FiringContext::default());
+    fw.fire(tick, 0, &FiringContext::default());
+    assert!(fw.switch_buffer(1).unwrap().data.is_empty());
+    fw.stop().unwrap();
+    let data = fw.switch_buffer(1).unwrap().data;
+    assert_eq!(data.len(), 24, "the committed record is in CPU 1's buffer");
+    assert_eq!(u64_at(&data, 16), 11);
+}
+
+#[test]
 fn destructive_actions_need_the_option() {
     let (mut fw, _c) = new_fw();
     let p = program(vec![ecb(
