@@ -25,7 +25,8 @@ pub struct SessionOptions {
     pub ring_bytes: usize,
     /// Prefix of the kernel object names (`bpftool prog` shows `<prefix>_<tag>`).
     pub name_prefix: String,
-    /// How long an entry event may wait for its return-time re-read, in nanoseconds.
+    /// How long an entry event may wait for its return-time re-read once dtrace read it, in
+    /// nanoseconds.
     pub retry_wait_ns: u64,
     /// Wake the consumer when 1/n of the ring is filled; between wake-ups it reads at its poll
     /// timeout (DTrace's switchrate), so a record raises no wake-up (whose interrupt costs the
@@ -261,7 +262,10 @@ pub struct Session {
     info: crate::fasthash::TagMap<ProbeInfo>,
     /// Per enabled tag: which predicates of its spec's kernel filter run in the kernel.
     reports: crate::fasthash::TagMap<CaptureReport>,
-    held: HashMap<(u32, u64), Box<CapturedEvent>, crate::fasthash::Fast>,
+    /// Entry events waiting for their return-time re-read, by thread and capture time, with
+    /// when dtrace read each (monotonic ns): the wait for the re-read counts from then, so a
+    /// consumer that fell behind does not give up on re-reads still in the ring.
+    held: HashMap<(u32, u64), (u64, Box<CapturedEvent>), crate::fasthash::Fast>,
     tgid_of: crate::fasthash::TagMap<u32>,
     ppid_of: crate::fasthash::TagMap<u32>,
     /// The decoded records of one drain, kept for its capacity.
@@ -1515,7 +1519,7 @@ impl Session {
 
     /// The capture time (`bpf_ktime_get_ns`) of the oldest entry event held for its re-read.
     pub fn oldest_held_ns(&self) -> Option<u64> {
-        self.held.values().map(|e| e.ktime_ns).min()
+        self.held.values().map(|(_, e)| e.ktime_ns).min()
     }
 
     /// Waits up to `timeout_ms` for records, then delivers every available event to `f`. Returns the
@@ -1562,6 +1566,7 @@ impl Session {
             },
         );
         self.bad_records += bad;
+        let read_at = monotonic_ns();
         let mut n = 0;
         for mut r in records.drain(..) {
             if let Record::Event(ev) = &mut r {
@@ -1571,7 +1576,7 @@ impl Session {
             }
             match r {
                 Record::Event(ev) if ev.retry_armed => {
-                    self.held.insert((ev.tid, ev.ktime_ns), ev);
+                    self.held.insert((ev.tid, ev.ktime_ns), (read_at, ev));
                 }
                 Record::Event(mut ev) => {
                     // A user probe has no return-time re-read: its process (held at most
@@ -1612,7 +1617,7 @@ impl Session {
                     copies,
                     ..
                 } => {
-                    if let Some(mut ev) = self.held.remove(&(tid, ktime_ns)) {
+                    if let Some((_, mut ev)) = self.held.remove(&(tid, ktime_ns)) {
                         for (orig, again) in ev.copies.iter_mut().zip(copies) {
                             if orig.data.is_err() && again.data.is_ok() {
                                 *orig = again;
@@ -1647,14 +1652,14 @@ impl Session {
         let wait = self.opts.retry_wait_ns;
         let mut keys: Vec<(u32, u64)> = self
             .held
-            .keys()
-            .filter(|(_, t)| all || now.saturating_sub(*t) > wait)
-            .copied()
+            .iter()
+            .filter(|(_, (read_at, _))| all || now.saturating_sub(*read_at) > wait)
+            .map(|(k, _)| *k)
             .collect();
         keys.sort_by_key(|k| k.1);
         let mut n = 0;
         for k in keys {
-            if let Some(mut ev) = self.held.remove(&k) {
+            if let Some((_, mut ev)) = self.held.remove(&k) {
                 self.complete_from_process(&mut ev);
                 f(self.finish(ev));
                 n += 1;

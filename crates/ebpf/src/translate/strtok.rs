@@ -27,8 +27,9 @@
 //! The delimiters become a 256-bit set in the scratch (built at translation for a constant, else
 //! by a loop over their bytes that sets one bit per byte without a branch); the NUL is added to
 //! the set, so the token's end is found at the string's end too. One loop then looks at every
-//! position of the copy, the same number of times whatever the string (a constant count the
-//! verifier follows exactly), without a branch per byte: the token's first byte (the first at or
+//! position of the copy (up to the most characters the string begun can hold: `execname`'s 15,
+//! a constant's length; every one for a string continued), the same number of times whatever
+//! the string (a constant count the verifier follows exactly), without a branch per byte: the token's first byte (the first at or
 //! after the start that is not in the set) and its end (the first in the set after it) are kept
 //! as arithmetic on the comparisons' sign bits. The verifier keeps a pending state for each branch
 //! it cannot decide and gives up past 8192 of them: a branch per byte would refuse a few calls at
@@ -111,6 +112,12 @@ impl Translator<'_> {
             _ => return Err(refused("arguments the translator does not follow".into())),
         };
         let (most, most32) = self.string_bound().map_err(refused)?;
+        // The positions the scan looks at: a string begun here ends within the most characters
+        // it can hold (`execname`'s 15, a constant's length); one continued may be any.
+        let scan_most = match &source {
+            Source::String(k) => i32::try_from(self.most_chars(k)).unwrap_or(most32),
+            Source::Continue | Source::Address(_) => most32,
+        };
         if let Source::Address(r) = source {
             self.strtok_address(pc, s, r, &delims)?;
         }
@@ -288,7 +295,7 @@ impl Translator<'_> {
         a.alu(op::ADD, R3, R0).store(Size::DW, R10, t.end, R3);
         a.alu_imm(op::ADD, R4, 1).store(Size::DW, R10, t.k, R4);
         a.alu_imm(op::ADD, R1, 1);
-        a.jmp_imm(op::JLE, R4, most32, top);
+        a.jmp_imm(op::JLE, R4, scan_most, top);
         // No token: NULL. Else the position after it, and the token into the result slot.
         a.load(Size::DW, R3, R10, t.first);
         a.jmp_imm(op::JGT, R3, most32, none);

@@ -8,14 +8,14 @@
 //!
 //! The string is copied into a zeroed work slot (`strarg`), with a table of each character's
 //! class (digit value, blank, neither) written after it, so each character costs the verifier
-//! one branch; the blanks are skipped by a loop bounded by `strsize - 1`, whose stopping point
-//! is made a number the verifier knows only the range of (the stopped pointer less the slot's
-//! start, as `strlen()`'s length), so what follows is not verified once per count of blanks; the
-//! digits are read by a second loop bounded by `strsize - 1`. The base, the sign and where the
-//! digits start are kept in the work area and read back before that loop, so the verifier walks
-//! it once, not once per base, sign and prefix it could tell apart; each loop's way out is its
-//! fall-through, which the verifier follows first, so it keeps one pending state, not one per
-//! character. Every read stops at the string's NUL, inside the work slot; the verifier's bound
+//! one branch; the blanks are skipped by a loop bounded by the most characters the string can
+//! hold (`strsize - 1`, fewer for `execname` or a constant), whose stopping point is made a
+//! number the verifier knows only the range of (the stopped pointer less the slot's start, as
+//! `strlen()`'s length), so what follows is not verified once per count of blanks; the digits
+//! are read by a second loop bounded alike. The base, the sign and where the digits start are
+//! kept in the work area and read back before that loop, so the verifier walks it once, not
+//! once per base, sign and prefix it could tell apart; each loop's way out is its fall-through,
+//! which the verifier follows first, so it keeps one pending state, not one per character. Every read stops at the string's NUL, inside the work slot; the verifier's bound
 //! on the second loop's reads is the work area (two slots wide).
 
 use super::{FaultAddr, Kind, Pushed, State, Translator, Untranslatable};
@@ -59,8 +59,10 @@ impl Translator<'_> {
                 })
             }
         };
+        // The loops' bound: the most characters the string can hold (`execname`'s 15, a
+        // constant's length), at least one (a loop looks at a byte before it counts).
+        let most = i32::try_from(self.work_most(s).max(1)).unwrap_or(i32::MAX);
         let work = self.string_into_work(pc, s, "strtoll", 0, EXTRA)?;
-        let most = i32::try_from(self.strsize - 1).unwrap_or(i32::MAX);
         let extra = |at: usize| i16::try_from(work.extra_after + at);
         let (base_at, neg_at, pos_at, table_at) =
             match (extra(BASE), extra(NEG), extra(POS), extra(TABLE)) {
