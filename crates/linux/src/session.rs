@@ -250,9 +250,6 @@ pub struct Session {
     groups: Vec<ProbeGroup>,
     /// The `sys_enter` and `sys_exit` dispatchers, created with the first syscall probe.
     dispatch: [Option<Dispatch>; 2],
-    /// Syscall entries the kernel has no trampoline for go on their own tracepoints, not in
-    /// the `sys_enter` dispatcher (see [`Session::set_entries_on_own_tracepoints`]).
-    entries_on_own_tracepoints: bool,
     /// The firings syscall entries keep for their returns (`capture::spec::Replay`), by thread
     /// (a thread is in one syscall at a time): created with the first replay.
     kept: Option<Map>,
@@ -488,7 +485,6 @@ impl Session {
             pending_kprobes: Vec::new(),
             groups: Vec::new(),
             dispatch: [None, None],
-            entries_on_own_tracepoints: false,
             kept: None,
             pending_retries: None,
             exits_elsewhere: Default::default(),
@@ -514,18 +510,6 @@ impl Session {
             mirror: None,
             ring,
         })
-    }
-
-    /// Where the syscall entries enabled from now on go when the kernel has no trampoline for
-    /// their functions: on their own tracepoints (`on_own`), or in the `sys_enter` dispatcher.
-    /// The dispatcher runs a program at every syscall's entry in the system, traced or not
-    /// (~45 ns each on a 6.18 VM with retpolines); a syscall's own tracepoint costs nothing to
-    /// the others, and some 70 ns more per traced entry (the perf tracepoint builds its record
-    /// before the program runs). So a session tracing a few syscalls by name puts them on
-    /// their tracepoints, one tracing many the dispatcher. Entries already enabled stay where
-    /// they are (each entry's program is independent of the others').
-    pub fn set_entries_on_own_tracepoints(&mut self, on_own: bool) {
-        self.entries_on_own_tracepoints = on_own;
     }
 
     /// Enables `probe`, tagging its records with `tag` (the framework's probe id), capturing what
@@ -600,19 +584,17 @@ impl Session {
                 ..
             } => {
                 // An entry goes on its syscall's own function's trampoline where the kernel has
-                // them (see `crate::syscall_fentry`), else on its own tracepoint where the session
-                // says so (`set_entries_on_own_tracepoints`), else in the `sys_enter` dispatcher's
-                // slot; a return on the trampoline's exit side where the syscall's exit side is there
+                // them (see `crate::syscall_fentry`), else in the `sys_enter` dispatcher's slot;
+                // a return on the trampoline's exit side where the syscall's exit side is there
                 // (see `Session::exit_on_trampoline`), else in the `sys_exit` dispatcher's slot.
                 let fentry = match syscall {
                     Some(_) if !*syscall_return => self.syscall_fentry_id(&probe.desc.function),
                     Some(r) => self.exit_on_trampoline(r.nr, &probe.desc.function),
                     _ => None,
                 };
-                let own_tracepoint = !*syscall_return && self.entries_on_own_tracepoints;
-                let raw = syscall.as_ref().filter(|r| {
-                    fentry.is_none() && !own_tracepoint && self.slot_free(*syscall_return, r.nr)
-                });
+                let raw = syscall
+                    .as_ref()
+                    .filter(|r| fentry.is_none() && self.slot_free(*syscall_return, r.nr));
                 if let (true, Some(r), None, None) = (*syscall_return, syscall, raw, fentry) {
                     // Its order beside the dispatcher's programs is not known: no replay runs
                     // there (see `Session::set_up_replay`).

@@ -468,60 +468,6 @@ fn a_few_syscalls_entries_go_on_their_own_functions() {
     assert!(links.iter().any(|(_, tp)| tp == "sys_enter"), "{links:?}");
 }
 
-/// Calls getppid(2) `argv[1]` times.
-const GETPPID: &str = r#"
-#include <stdlib.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-int main(int argc, char **argv) {
-    int n = atoi(argv[1]);
-    for (int i = 0; i < n; i++) syscall(SYS_getppid);
-    return 0;
-}
-"#;
-
-/// A syscall entry with no trampoline of its own (every one where the kernel has none; an
-/// argument-less one such as getppid on Debian's 6.1) goes on its own tracepoint when the
-/// session says so (it traces a few syscalls by name): no `sys_enter` dispatcher then runs at
-/// the syscalls nobody traces. Otherwise it goes in the dispatcher (or on its trampoline). Every
-/// call is counted both ways.
-#[test]
-fn an_entry_goes_on_its_own_tracepoint_when_the_session_says_so() {
-    let test = "an_entry_goes_on_its_own_tracepoint_when_the_session_says_so";
-    if !kernel_ok(test) || !gcc_ok(test) {
-        return;
-    }
-    let exe = compile("getppid", GETPPID);
-    let cat = catalog();
-    const N: usize = 57;
-    for own in [true, false] {
-        let tag = if own { "ot" } else { "od" };
-        let mut s = session(tag);
-        s.set_entries_on_own_tracepoints(own);
-        let prefix = format!("dt{}{tag}", std::process::id() % 10000);
-        let argv = vec![exe.display().to_string(), N.to_string()];
-        let (pid, st, events) = run_traced(&mut s, &argv, |s, pid| {
-            let spec = CaptureSpec {
-                filter_pid: Some(pid),
-                ..CaptureSpec::new()
-            };
-            s.enable(&probe(&cat, "syscall::getppid:entry"), 1, &spec)
-                .unwrap();
-            let links = links_of(&prefix);
-            let dispatcher = links.iter().any(|(_, tp)| tp == "sys_enter");
-            if own {
-                assert!(!dispatcher, "{links:?}");
-            } else {
-                let trampoline = links.iter().any(|(ty, _)| ty == "tracing");
-                assert!(dispatcher || trampoline, "{links:?}");
-            }
-        });
-        assert_eq!(st, ExitStatus::Exited(0));
-        let calls = events.iter().filter(|e| e.tag == 1 && e.pid == pid).count();
-        assert_eq!(calls, N, "own tracepoint: {own}");
-    }
-}
-
 /// Where the kernel has BPF trampolines, a syscall's exit side goes on the exit of its
 /// function's (fexit of `__x64_sys_<name>`, whose second argument is the syscall's value): its
 /// return probes and its entry's retried copies, the retry first whichever is enabled first;

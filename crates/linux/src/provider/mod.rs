@@ -199,33 +199,6 @@ pub(crate) struct Shared {
 /// `Shared::epids`).
 const EPID_ENTRIES: u32 = 1 << 16;
 
-/// The most syscalls a session traces by name at their entries on their own tracepoints, where
-/// the kernel has no trampolines (see [`few_syscall_entries`]): each such entry costs a
-/// traced call some 70 ns more than the dispatcher, which costs every untraced syscall ~45 ns.
-const FEW_SYSCALLS: usize = 8;
-
-/// Whether probe descriptions `descs` (the planned clauses') name syscall entries only by their
-/// functions, [`FEW_SYSCALLS`] of them at most: those then go on their own tracepoints where the
-/// kernel has no trampolines (see [`Session::set_entries_on_own_tracepoints`]); a glob over
-/// syscall entries, or more names, keeps the `sys_enter` dispatcher.
-fn few_syscall_entries<'a>(descs: impl IntoIterator<Item = &'a DifProbeDesc>) -> bool {
-    use dtrace_framework::glob::{field_matches, is_glob};
-    let mut names = std::collections::HashSet::new();
-    for d in descs {
-        let syscall_entries = field_matches(&d.provider, "syscall")
-            && field_matches(&d.module, "vmlinux")
-            && field_matches(&d.name, "entry");
-        if !syscall_entries {
-            continue;
-        }
-        if d.function.is_empty() || is_glob(&d.function) {
-            return false;
-        }
-        names.insert(d.function.as_str());
-    }
-    names.len() <= FEW_SYSCALLS
-}
-
 /// The map of the EPIDs the code at the probes reads (`Shared::epids`).
 fn new_epid_map() -> std::result::Result<crate::bpf::Map, String> {
     crate::bpf::Map::create(crate::bpf::MapKind::Hash, "dt_epids", 8, 8, EPID_ENTRIES)
@@ -715,12 +688,10 @@ impl Shared {
                 Some(Session::new(self.session_opts.clone()).map_err(|e| e.to_string())?);
         }
         let arg_copies = copies_of_args(&probe, used, &mut spec)?;
-        let few = few_syscall_entries(self.clauses.iter().map(|(d, _)| d));
         let session = self
             .session
             .as_mut()
             .ok_or_else(|| "no capture session".to_string())?;
-        session.set_entries_on_own_tracepoints(few);
         session
             .enable(&probe, info.id, &spec)
             .map_err(|e| e.to_string())?;
@@ -2605,46 +2576,6 @@ impl Provider for LinuxProvider {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn syscall_entries_named_few_go_on_their_own_tracepoints() {
-        let d = |p: &str, m: &str, f: &str, n: &str| DifProbeDesc {
-            provider: p.into(),
-            module: m.into(),
-            function: f.into(),
-            name: n.into(),
-        };
-        let few = |ds: &[DifProbeDesc]| few_syscall_entries(ds);
-        assert!(few(&[]));
-        assert!(few(&[
-            d("syscall", "", "openat", "entry"),
-            d("syscall", "", "openat", "return"),
-            d("syscall", "vmlinux", "read", ""),
-            d("profile", "", "", "tick-1s"),
-            d("syscall", "", "", "return"),
-        ]));
-        assert!(few(&[d("", "", "write", "entry")]));
-        // A glob over entries, or any function, keeps the dispatcher.
-        assert!(!few(&[d("syscall", "", "open*", "entry")]));
-        assert!(!few(&[d("syscall", "", "", "entry")]));
-        assert!(!few(&[d("sys*", "", "", "")]));
-        assert!(!few(&[d("", "", "", "")]));
-        // Only the kernel's syscalls: another module's are not syscall entries.
-        assert!(few(&[d("syscall", "other", "", "entry")]));
-        // More names than FEW_SYSCALLS: the dispatcher.
-        let names: Vec<DifProbeDesc> = (0..=FEW_SYSCALLS)
-            .map(|i| d("syscall", "", &format!("s{i}"), "entry"))
-            .collect();
-        assert!(few(&names[..FEW_SYSCALLS]));
-        assert!(!few(&names));
-        // A name counted once however many clauses name it.
-        let again: Vec<DifProbeDesc> = names[..FEW_SYSCALLS]
-            .iter()
-            .chain(&names[..1])
-            .cloned()
-            .collect();
-        assert!(few(&again));
-    }
 
     #[test]
     fn uaddr_conversions_are_found() {
