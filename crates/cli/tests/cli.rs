@@ -1,17 +1,16 @@
 //! Runs the built `dtrace` binary: usage, version, option errors and exit statuses.
 
+mod common;
+
 use std::process::Command;
 
 fn dtrace(args: &[&str]) -> (i32, String, String) {
-    let o = Command::new(env!("CARGO_BIN_EXE_dtrace"))
-        .args(args)
-        .env_remove("DTRACE_OPT_QUIET")
-        .output()
-        .unwrap();
-    (
-        o.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
+    common::outcome(
+        &Command::new(env!("CARGO_BIN_EXE_dtrace"))
+            .args(args)
+            .env_remove("DTRACE_OPT_QUIET")
+            .output()
+            .unwrap(),
     )
 }
 

@@ -16,22 +16,8 @@ struct Out {
 
 /// Runs `dtrace` with a clean slate of DTrace variables plus `env`.
 fn dtrace(env: &[(&str, &str)], args: &[&str]) -> Out {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_dtrace"));
-    c.args(args).env_remove("_DTRACE_TESTING");
-    for (k, _) in std::env::vars() {
-        if k.starts_with("DTRACE_OPT_") {
-            c.env_remove(k);
-        }
-    }
-    for (k, v) in env {
-        c.env(k, v);
-    }
-    let o = c.output().unwrap();
-    Out {
-        rc: o.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-    }
+    let (rc, stdout, stderr) = common::dtrace_plain(env, args);
+    Out { rc, stdout, stderr }
 }
 
 fn script(name: &str, text: &str) -> std::path::PathBuf {

@@ -1,6 +1,8 @@
 //! `dtrace` end to end on the probes that need no kernel help (BEGIN, END, ERROR, tick-N): golden
 //! stdout, stderr and exit statuses, written from DTrace's documented output formats.
 
+mod common;
+
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 
@@ -11,15 +13,13 @@ struct Out {
 }
 
 fn dtrace(args: &[&str]) -> Out {
-    let o = Command::new(env!("CARGO_BIN_EXE_dtrace"))
-        .args(args)
-        .output()
-        .unwrap();
-    Out {
-        rc: o.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-    }
+    let (rc, stdout, stderr) = common::outcome(
+        &Command::new(env!("CARGO_BIN_EXE_dtrace"))
+            .args(args)
+            .output()
+            .unwrap(),
+    );
+    Out { rc, stdout, stderr }
 }
 
 fn script(name: &str, text: &str) -> std::path::PathBuf {

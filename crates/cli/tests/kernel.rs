@@ -93,11 +93,7 @@ fn ring_buffer_drops_are_reported_per_cpu() {
         ])
         .output()
         .unwrap();
-    let (rc, out, err) = (
-        o.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    );
+    let (rc, out, err) = common::outcome(&o);
     assert_eq!(rc, 0, "{err}");
     let counted: u64 = out.trim().parse().unwrap_or_else(|_| panic!("{out:?}"));
     let mut dropped = 0;

@@ -1,6 +1,8 @@
 //! `dtrace -G`: the ELF object it writes (named as DTrace names it) links with `gcc` and `ld -r`,
 //! `dofdump` shows its DOF sections, and the DOF read back is the compiled program.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -32,16 +34,15 @@ fn scratch(name: &str) -> PathBuf {
 }
 
 fn dtrace(dir: &Path, args: &[&str]) -> (i32, String) {
-    let o = Command::new(env!("CARGO_BIN_EXE_dtrace"))
-        .args(args)
-        .current_dir(dir)
-        .env_remove("DTRACE_OPT_QUIET")
-        .output()
-        .unwrap();
-    (
-        o.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
+    let (rc, _, err) = common::outcome(
+        &Command::new(env!("CARGO_BIN_EXE_dtrace"))
+            .args(args)
+            .current_dir(dir)
+            .env_remove("DTRACE_OPT_QUIET")
+            .output()
+            .unwrap(),
+    );
+    (rc, err)
 }
 
 #[test]

@@ -3,6 +3,8 @@
 //! first, and the context timer probes fire in when they run on the framework's timers (the `dtrace`
 //! process itself; on perf events see `tests/profile.rs`).
 
+mod common;
+
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
@@ -13,15 +15,13 @@ struct Out {
 }
 
 fn dtrace(args: &[&str]) -> Out {
-    let o = Command::new(env!("CARGO_BIN_EXE_dtrace"))
-        .args(args)
-        .output()
-        .unwrap();
-    Out {
-        rc: o.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-    }
+    let (rc, stdout, stderr) = common::outcome(
+        &Command::new(env!("CARGO_BIN_EXE_dtrace"))
+            .args(args)
+            .output()
+            .unwrap(),
+    );
+    Out { rc, stdout, stderr }
 }
 
 #[test]

@@ -2,22 +2,10 @@
 //! identifier for `-i` and `-n` alike, descriptions fill from the field their option names and more
 //! fields are an error, and the messages of each failure.
 
-use std::process::Command;
+mod common;
 
 fn dtrace(args: &[&str]) -> (i32, String, String) {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_dtrace"));
-    c.args(args).env_remove("_DTRACE_TESTING");
-    for (k, _) in std::env::vars() {
-        if k.starts_with("DTRACE_OPT_") {
-            c.env_remove(k);
-        }
-    }
-    let o = c.output().unwrap();
-    (
-        o.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
+    common::dtrace_plain(&[], args)
 }
 
 fn fails(args: &[&str], msg: &str) {

@@ -64,6 +64,21 @@ pub fn dtrace_with_env(env: &[(&str, &str)], args: &[&str]) -> (i32, String, Str
     )
 }
 
+/// Runs `dtrace args` as a plain shell would: with none of the environment's `DTRACE_OPT_*`
+/// variables nor `_DTRACE_TESTING` (each sets an option; the harness may export them), and with
+/// `env` set.
+pub fn dtrace_plain(env: &[(&str, &str)], args: &[&str]) -> (i32, String, String) {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_dtrace"));
+    c.args(args).env_remove("_DTRACE_TESTING");
+    for (k, _) in std::env::vars() {
+        if k.starts_with("DTRACE_OPT_") {
+            c.env_remove(k);
+        }
+    }
+    c.envs(env.iter().copied());
+    outcome(&c.output().unwrap())
+}
+
 /// A finished command's exit status (-1 when a signal ended it), stdout and stderr.
 pub fn outcome(o: &std::process::Output) -> (i32, String, String) {
     (
