@@ -7,17 +7,11 @@ use std::io::Write;
 use std::process::Command;
 
 mod common;
-
-struct Out {
-    rc: i32,
-    stdout: String,
-    stderr: String,
-}
+use common::Out;
 
 /// Runs `dtrace` with a clean slate of DTrace variables plus `env`.
 fn dtrace(env: &[(&str, &str)], args: &[&str]) -> Out {
-    let (rc, stdout, stderr) = common::dtrace_plain(env, args);
-    Out { rc, stdout, stderr }
+    common::dtrace_plain(env, args).into()
 }
 
 fn script(name: &str, text: &str) -> std::path::PathBuf {

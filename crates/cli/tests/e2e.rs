@@ -2,24 +2,13 @@
 //! stdout, stderr and exit statuses, written from DTrace's documented output formats.
 
 mod common;
+use common::Out;
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 
-struct Out {
-    rc: i32,
-    stdout: String,
-    stderr: String,
-}
-
 fn dtrace(args: &[&str]) -> Out {
-    let (rc, stdout, stderr) = common::outcome(
-        &Command::new(env!("CARGO_BIN_EXE_dtrace"))
-            .args(args)
-            .output()
-            .unwrap(),
-    );
-    Out { rc, stdout, stderr }
+    common::dtrace(args).into()
 }
 
 fn script(name: &str, text: &str) -> std::path::PathBuf {

@@ -4,24 +4,13 @@
 //! process itself; on perf events see `tests/profile.rs`).
 
 mod common;
+use common::Out;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
-struct Out {
-    rc: i32,
-    stdout: String,
-    stderr: String,
-}
-
 fn dtrace(args: &[&str]) -> Out {
-    let (rc, stdout, stderr) = common::outcome(
-        &Command::new(env!("CARGO_BIN_EXE_dtrace"))
-            .args(args)
-            .output()
-            .unwrap(),
-    );
-    Out { rc, stdout, stderr }
+    common::dtrace(args).into()
 }
 
 #[test]

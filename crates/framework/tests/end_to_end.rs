@@ -50,6 +50,31 @@ fn ecb(probe: &str, pred: Option<DifObject>, actions: Vec<ActionDesc>) -> EcbDes
     }
 }
 
+/// The global the speculation tests keep a speculation's id in.
+const SPEC_VAR: &str = ".var spec 1280 scl glb r/w int 8\n";
+
+/// A BEGIN clause storing a new speculation's id in `spec`.
+fn begin_speculation() -> EcbDesc {
+    ecb(
+        "dtrace:::BEGIN",
+        None,
+        vec![act(
+            ActionKind::DifExpr,
+            Some(asm(&format!(
+                "{SPEC_VAR}call speculation, %r1\nstgs %r1, spec\nret %r0\n.rtype int 0\n"
+            ))),
+        )],
+    )
+}
+
+/// An action of `kind` (`speculate()`, `commit()`, `discard()`) on the speculation in `spec`.
+fn on_spec(kind: ActionKind) -> ActionDesc {
+    act(
+        kind,
+        Some(asm(&format!("{SPEC_VAR}ldgs spec, %r1\nret %r1\n"))),
+    )
+}
+
 fn program(ecbs: Vec<EcbDesc>) -> Program {
     Program {
         ecbs,
@@ -451,37 +476,14 @@ fn speculation_commit_and_discard() {
     let (mut fw, _c) = new_fw();
     // BEGIN: spec = speculation(); speculate(spec); trace(11)
     // END:   commit(spec) when arg... (two clauses: one discards a second speculation)
-    let spec_var = ".var spec 1280 scl glb r/w int 8\n";
     let p = program(vec![
+        begin_speculation(),
         ecb(
             "dtrace:::BEGIN",
             None,
-            vec![act(
-                ActionKind::DifExpr,
-                Some(asm(&format!(
-                    "{spec_var}call speculation, %r1\nstgs %r1, spec\nret %r0\n.rtype int 0\n"
-                ))),
-            )],
+            vec![on_spec(ActionKind::Speculate), trace_int(11)],
         ),
-        ecb(
-            "dtrace:::BEGIN",
-            None,
-            vec![
-                act(
-                    ActionKind::Speculate,
-                    Some(asm(&format!("{spec_var}ldgs spec, %r1\nret %r1\n"))),
-                ),
-                trace_int(11),
-            ],
-        ),
-        ecb(
-            "dtrace:::END",
-            None,
-            vec![act(
-                ActionKind::Commit,
-                Some(asm(&format!("{spec_var}ldgs spec, %r1\nret %r1\n"))),
-            )],
-        ),
+        ecb("dtrace:::END", None, vec![on_spec(ActionKind::Commit)]),
     ]);
     let en = fw.enable(&p, false).unwrap();
     assert_eq!(en.eprobes[0].size, 0);
@@ -537,40 +539,21 @@ fn a_speculation_committed_on_another_cpu_is_not_lost_when_tracing_stops() {
     // Speculated on CPU 1 by a tick, committed on CPU 0 by another: the cleaner (cleanrate)
     // has not run when tracing stops, so stop() commits it, into CPU 1's buffer.
     let (mut fw, _c) = new_fw();
-    let spec_var = ".var spec 1280 scl glb r/w int 8\n";
     let p = program(vec![
-        ecb(
-            "dtrace:::BEGIN",
-            None,
-            vec![act(
-                ActionKind::DifExpr,
-                Some(asm(&format!(
-                    "{spec_var}call speculation, %r1\nstgs %r1, spec\nret %r0\n.rtype int 0\n"
-                ))),
-            )],
-        ),
+        begin_speculation(),
         ecb(
             "profile:::tick-1",
             Some(asm(
                 "ldgs cpu, %r1\nsetx 1, %r2\ncmp %r1, %r2\nbe yes\nret %r0\nyes:\nret %r2\n",
             )),
-            vec![
-                act(
-                    ActionKind::Speculate,
-                    Some(asm(&format!("{spec_var}ldgs spec, %r1\nret %r1\n"))),
-                ),
-                trace_int(11),
-            ],
+            vec![on_spec(ActionKind::Speculate), trace_int(11)],
         ),
         ecb(
             "profile:::tick-1",
             Some(asm(
                 "ldgs cpu, %r1\ntst %r1\nbe yes\nret %r0\nyes:\nsetx 1, %r2\nret %r2\n",
             )),
-            vec![act(
-                ActionKind::Commit,
-                Some(asm(&format!("{spec_var}ldgs spec, %r1\nret %r1\n"))),
-            )],
+            vec![on_spec(ActionKind::Commit)],
         ),
     ]);
     fw.enable(&p, false).unwrap();
@@ -1318,27 +1301,14 @@ fn a_speculative_clause_larger_than_specsize_is_abandoned() {
         ..Options::default()
     };
     let mut fw = Framework::new(opts, 1);
-    let spec_var = ".var spec 1280 scl glb r/w int 8\n";
     let n_var = ".var n 1281 scl glb r/w int 8\n";
     let p = program(vec![
-        ecb(
-            "dtrace:::BEGIN",
-            None,
-            vec![act(
-                ActionKind::DifExpr,
-                Some(asm(&format!(
-                    "{spec_var}call speculation, %r1\nstgs %r1, spec\nret %r0\n.rtype int 0\n"
-                ))),
-            )],
-        ),
+        begin_speculation(),
         ecb(
             "dtrace:::BEGIN",
             None,
             vec![
-                act(
-                    ActionKind::Speculate,
-                    Some(asm(&format!("{spec_var}ldgs spec, %r1\nret %r1\n"))),
-                ),
+                on_spec(ActionKind::Speculate),
                 trace_int(11),
                 act(
                     ActionKind::DifExpr,
@@ -1348,14 +1318,7 @@ fn a_speculative_clause_larger_than_specsize_is_abandoned() {
                 ),
             ],
         ),
-        ecb(
-            "dtrace:::BEGIN",
-            None,
-            vec![act(
-                ActionKind::Commit,
-                Some(asm(&format!("{spec_var}ldgs spec, %r1\nret %r1\n"))),
-            )],
-        ),
+        ecb("dtrace:::BEGIN", None, vec![on_spec(ActionKind::Commit)]),
         ecb(
             "dtrace:::BEGIN",
             None,

@@ -79,6 +79,19 @@ pub fn dtrace_plain(env: &[(&str, &str)], args: &[&str]) -> (i32, String, String
     outcome(&c.output().unwrap())
 }
 
+/// A finished `dtrace`'s exit status, stdout and stderr, named (from [`outcome`]'s triple).
+pub struct Out {
+    pub rc: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl From<(i32, String, String)> for Out {
+    fn from((rc, stdout, stderr): (i32, String, String)) -> Out {
+        Out { rc, stdout, stderr }
+    }
+}
+
 /// A finished command's exit status (-1 when a signal ended it), stdout and stderr.
 pub fn outcome(o: &std::process::Output) -> (i32, String, String) {
     (

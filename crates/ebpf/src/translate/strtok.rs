@@ -29,11 +29,11 @@
 //! the set, so the token's end is found at the string's end too. One loop then looks at every
 //! position of the copy (up to the most characters the string begun can hold: `execname`'s 15,
 //! a constant's length; every one for a string continued), the same number of times whatever
-//! the string (a constant count the verifier follows exactly), without a branch per byte: the token's first byte (the first at or
-//! after the start that is not in the set) and its end (the first in the set after it) are kept
-//! as arithmetic on the comparisons' sign bits. The verifier keeps a pending state for each branch
-//! it cannot decide and gives up past 8192 of them: a branch per byte would refuse a few calls at
-//! a large `strsize`.
+//! the string (a constant count the verifier follows exactly), without a branch per byte: the
+//! token's first byte (the first at or after the start that is not in the set) and its end (the
+//! first in the set after it) are kept as arithmetic on the comparisons' sign bits. The verifier
+//! keeps a pending state for each branch it cannot decide and gives up past 8192 of them: a
+//! branch per byte would refuse a few calls at a large `strsize`.
 //!
 //! The token is copied into a zeroed result slot of the string scratch: a string variable's kind,
 //! whose register holds 0 for NULL.

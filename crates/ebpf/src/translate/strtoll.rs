@@ -15,8 +15,9 @@
 //! are read by a second loop bounded alike. The base, the sign and where the digits start are
 //! kept in the work area and read back before that loop, so the verifier walks it once, not
 //! once per base, sign and prefix it could tell apart; each loop's way out is its fall-through,
-//! which the verifier follows first, so it keeps one pending state, not one per character. Every read stops at the string's NUL, inside the work slot; the verifier's bound
-//! on the second loop's reads is the work area (two slots wide).
+//! which the verifier follows first, so it keeps one pending state, not one per character. Every
+//! read stops at the string's NUL, inside the work slot; the verifier's bound on the second
+//! loop's reads is the work area (two slots wide).
 
 use super::{FaultAddr, Kind, Pushed, State, Translator, Untranslatable};
 use crate::insn::{op, Asm, Reg, Size, R0, R1, R10, R2, R3, R4, R5};
