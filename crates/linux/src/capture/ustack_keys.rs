@@ -57,7 +57,7 @@ const WINDOW: usize = USTACK_UNWIND_BYTES as usize;
 /// The walk's output (`uunwind::read_walk`).
 const OUT: usize = COPY + UNWIND_HDR + WINDOW;
 /// Bytes of a scratch value.
-pub const SCRATCH_BYTES: usize = OUT + 40 + 8 * MAX_STACK_DEPTH as usize;
+pub const SCRATCH_BYTES: usize = OUT + uunwind::out_bytes(MAX_STACK_DEPTH);
 
 /// Bytes of the frame-pointer walk and the copy together, as an aggregation update the probe
 /// defers to dtrace carries them (`layout::kupdate::STACK`, see [`emit_copy_taken`]).
@@ -165,7 +165,15 @@ pub fn emit_walk_once(
         range_capacity: RANGE_CAPACITY,
         row_steps: ROW_SEARCH_STEPS,
     };
-    uunwind::emit_walk(a, &maps, COPY, WINDOW, OUT, MAX_STACK_DEPTH)?;
+    uunwind::emit_walk(
+        a,
+        &maps,
+        COPY,
+        WINDOW,
+        OUT,
+        MAX_STACK_DEPTH,
+        uunwind::FrameLoop::at_probe(),
+    )?;
     a.load(Size::DW, R6, R10, SAVED_CTX);
     // The choice: the walk's frames when it went further than the frame pointers.
     let fp_walk = a.label();

@@ -10,9 +10,13 @@
 //! a zero PC, the frame limit). A PC no range holds ends the walk *unplaced*: dtrace must walk
 //! that stack itself.
 //!
-//! The frame loop keeps the walk's state in the output (every register cleared at its head but
-//! the frame count, a constant to the verifier), so the states of every way through one frame
-//! meet there and the verifier follows each frame once.
+//! Where the kernel lets a probe's program loop with `bpf_loop`, each frame is a call of one
+//! callback, whose code the verifier follows once ([`FrameLoop::Callback`]); elsewhere the frame
+//! loop is a bounded loop ([`FrameLoop::Bounded`]) that keeps the walk's state in the output
+//! (every register cleared at its head but the frame count, a constant to the verifier), so the
+//! states of every way through one frame meet there and the verifier follows each frame once:
+//! 127 times the frame's code, a quarter of a second a program, which a glob of hundreds of
+//! probes (`syscall:::entry`) pays for each.
 
 use super::layout::UNWIND_HDR;
 use crate::bpf::insn::{helper, op, Asm, Label, Reg, Size, R0, R1, R10, R2, R3, R4, R5, R6, R7};
@@ -55,23 +59,32 @@ pub(crate) const STATUS_UNPLACED: i32 = 1;
 const STATUS_NO_COPY: i32 = 2;
 
 /// The output, at its offset in the value r7 points to: status, frame count, the walk's pc, sp
-/// and fp, then the frames.
+/// and fp, the walk's own words, then the frames.
 pub(crate) const OUT_STATUS: usize = 0;
 pub(crate) const OUT_COUNT: usize = 8;
 const OUT_PC: usize = 16;
 const OUT_SP: usize = 24;
 const OUT_FP: usize = 32;
-pub(crate) const OUT_FRAMES: usize = 40;
+/// The words the searches keep between their steps (in the value, not the stack: a callback of
+/// `bpf_loop` with a stack of its own is refused beside a probe's full one).
+const OUT_WORDS: usize = 40;
+pub(crate) const OUT_FRAMES: usize = OUT_WORDS + 8 * WORDS;
 
-/// Stack slots of the walk (clear of the capture's slots at -8 and -16).
-const SLOT_FIRST: i16 = -24;
-const SLOT_LEN: i16 = -32;
-const SLOT_HALF: i16 = -40;
-const SLOT_KEY: i16 = -48;
-const SLOT_LOOKUP: i16 = -56;
+/// The walk's words, by index from [`OUT_WORDS`]: a file's first row and the rows left to
+/// search, half of them, a map key, the address looked up.
+const WORD_FIRST: usize = 0;
+const WORD_LEN: usize = 1;
+const WORD_HALF: usize = 2;
+const WORD_KEY: usize = 3;
+const WORD_LOOKUP: usize = 4;
+const WORDS: usize = 5;
+
+/// The stack slot where the walk on callbacks keeps r7 for them (clear of the capture's slots at
+/// -8 and -16).
+const SLOT_VALUE: i16 = -24;
 
 /// Bytes of the output for a walk of `max` frames.
-pub fn out_bytes(max: u32) -> usize {
+pub const fn out_bytes(max: u32) -> usize {
     OUT_FRAMES + 8 * max as usize
 }
 
@@ -121,9 +134,85 @@ fn off(v: usize) -> Result<i16> {
     i16::try_from(v).map_err(|_| LinuxError::Asm(format!("user unwind offset {v} out of range")))
 }
 
+/// How the walk goes from one frame to the next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FrameLoop {
+    /// A loop the verifier follows frame by frame (any kernel; a walk of 127 frames costs it
+    /// some 300,000 instructions, a quarter of a second a program).
+    Bounded,
+    /// `bpf_loop` calling back one frame's code, which the verifier follows once (Linux 5.17,
+    /// where its callback may run beside the probe's stack: `features::loop_at_probe`).
+    Callback,
+}
+
+impl FrameLoop {
+    /// The loop a probe's program walks with on the running kernel.
+    pub fn at_probe() -> FrameLoop {
+        if crate::features::loop_at_probe().is_ok() {
+            FrameLoop::Callback
+        } else {
+            FrameLoop::Bounded
+        }
+    }
+}
+
+/// The walk's offsets in the value r7 points to, checked once (the frame's code is emitted
+/// where it cannot fail: inside a callback's body).
+#[derive(Clone, Copy, Debug)]
+struct Offsets {
+    /// The copy: its length word, then pc, sp and fp, then the stack bytes.
+    copy: i16,
+    copy_bytes: i16,
+    /// The last offset in the copied bytes an 8-byte read may start at.
+    window_last: i32,
+    out_status: i16,
+    out_count: i16,
+    out_pc: i16,
+    out_sp: i16,
+    out_fp: i16,
+    /// The walk's words.
+    words: [i16; WORDS],
+    out_frames: i16,
+    max: i32,
+    range_capacity: i32,
+    range_mask: i32,
+}
+
+impl Offsets {
+    fn new(maps: &WalkMaps, copy: usize, window: usize, out: usize, max: u32) -> Result<Offsets> {
+        if !maps.range_capacity.is_power_of_two() || window < 8 {
+            return Err(LinuxError::Asm("user unwind: bad layout".into()));
+        }
+        // The copy's words (at 8 to 24) fit when its bytes' start does.
+        off(copy + 24)?;
+        Ok(Offsets {
+            copy: off(copy)?,
+            copy_bytes: off(copy + UNWIND_HDR)?,
+            window_last: imm(window - 8)?,
+            out_status: off(out + OUT_STATUS)?,
+            out_count: off(out + OUT_COUNT)?,
+            out_pc: off(out + OUT_PC)?,
+            out_sp: off(out + OUT_SP)?,
+            out_fp: off(out + OUT_FP)?,
+            words: [
+                off(out + OUT_WORDS)?,
+                off(out + OUT_WORDS + 8)?,
+                off(out + OUT_WORDS + 16)?,
+                off(out + OUT_WORDS + 24)?,
+                off(out + OUT_WORDS + 32)?,
+            ],
+            out_frames: off(out + OUT_FRAMES)?,
+            max: imm(max as usize)?,
+            range_capacity: imm(maps.range_capacity as usize)?,
+            range_mask: imm(maps.range_capacity as usize - 1)?,
+        })
+    }
+}
+
 /// Emits the walk of up to `max` frames over the copy at `copy` of the value r7 points to
 /// (`UNWIND_HDR` then `window` bytes, as `emit_user_unwind` writes them), leaving the result at
-/// `out` of it (see [`read_walk`]). Uses r0-r9 but r7, and the stack slots -24 to -56.
+/// `out` of it (see [`read_walk`]), going from frame to frame as `frames` says. Uses r0-r9 but
+/// r7, and the stack slot -24.
 pub fn emit_walk(
     a: &mut Asm,
     maps: &WalkMaps,
@@ -131,43 +220,109 @@ pub fn emit_walk(
     window: usize,
     out: usize,
     max: u32,
+    frames: FrameLoop,
 ) -> Result<()> {
-    if !maps.range_capacity.is_power_of_two() || window < 8 {
-        return Err(LinuxError::Asm("user unwind: bad layout".into()));
-    }
-    let o = |f: usize| off(out + f);
-    let (head, done, unplaced, no_copy) = (a.label(), a.label(), a.label(), a.label());
+    let o = Offsets::new(maps, copy, window, out, max)?;
+    let (no_copy, end) = (a.label(), a.label());
     // No copy (no user registers, or an unreadable stack): nothing to walk.
-    a.load(Size::DW, R1, R7, off(copy)?);
+    a.load(Size::DW, R1, R7, o.copy);
     a.jmp_imm(op::JSLE, R1, 0, no_copy);
-    for (from, to) in [(8, OUT_PC), (16, OUT_SP), (24, OUT_FP)] {
-        a.load(Size::DW, R1, R7, off(copy + from)?)
-            .store(Size::DW, R7, o(to)?, R1);
+    for (from, to) in [(8, o.out_pc), (16, o.out_sp), (24, o.out_fp)] {
+        a.load(Size::DW, R1, R7, o.copy + from)
+            .store(Size::DW, R7, to, R1);
     }
-    a.mov_imm(R9, 0);
-    a.bind(head);
+    match frames {
+        FrameLoop::Bounded => {
+            let (head, done, unplaced) = (a.label(), a.label(), a.label());
+            a.mov_imm(R9, 0);
+            a.bind(head);
+            emit_frame(a, maps, &o, head, done, unplaced);
+            a.bind(done);
+            emit_done(a, &o);
+            a.ja(end);
+            a.bind(unplaced);
+            a.store_imm(Size::DW, R7, o.out_status, STATUS_UNPLACED);
+            a.ja(end);
+        }
+        FrameLoop::Callback => {
+            // One call a frame, and one more that finds the walk at its limit; the callback
+            // finds the value through the slot holding r7. Its name tells its maps and layout.
+            let maps = *maps;
+            let name = format!(
+                "dt_uwalk_{}_{}_{}_{}_{}_{}_{}",
+                maps.rows,
+                maps.ranges,
+                u8::from(maps.by_process),
+                maps.range_capacity,
+                maps.row_steps,
+                o.copy,
+                o.out_status,
+            );
+            a.store(Size::DW, R10, SLOT_VALUE, R7);
+            a.mov_imm(R1, o.max + 1);
+            a.ld_callback(R2, name, move |a| {
+                let (next, done, unplaced) = (a.label(), a.label(), a.label());
+                a.mov(R9, R1);
+                a.load(Size::DW, R7, R2, 0);
+                emit_frame(a, &maps, &o, next, done, unplaced);
+                a.bind(next);
+                a.mov_imm(R0, 0).exit();
+                a.bind(done);
+                emit_done(a, &o);
+                a.mov_imm(R0, 1).exit();
+                a.bind(unplaced);
+                a.store_imm(Size::DW, R7, o.out_status, STATUS_UNPLACED);
+                a.mov_imm(R0, 1).exit();
+            });
+            a.frame_addr(R3, i32::from(SLOT_VALUE));
+            a.mov_imm(R4, 0).call(helper::LOOP);
+            a.ja(end);
+        }
+    }
+    a.bind(no_copy);
+    a.store_imm(Size::DW, R7, o.out_status, STATUS_NO_COPY);
+    a.bind(end);
+    Ok(())
+}
+
+/// The walk's end: done, with the frames counted in r9.
+fn emit_done(a: &mut Asm, o: &Offsets) {
+    a.store_imm(Size::DW, R7, o.out_status, STATUS_DONE);
+    a.store(Size::DW, R7, o.out_count, R9);
+}
+
+/// One frame of the walk, r9 the frames walked so far: it records the frame and jumps to `next`
+/// with the walk's pc, sp and fp those of the caller, or to `done` (no further frame) or
+/// `unplaced`. Every register but r7 and r9 is cleared first, so the states of every way through
+/// a frame meet at its head and a verifier following the loop follows each frame once. It uses
+/// no stack.
+fn emit_frame(
+    a: &mut Asm,
+    maps: &WalkMaps,
+    o: &Offsets,
+    next: Label,
+    done: Label,
+    unplaced: Label,
+) {
     for r in [R0, R1, R2, R3, R4, R5, R6, R8] {
         a.mov_imm(r, 0);
     }
-    for slot in [SLOT_FIRST, SLOT_LEN, SLOT_HALF, SLOT_KEY, SLOT_LOOKUP] {
-        a.store_imm(Size::DW, R10, slot, 0);
-    }
-    a.jmp_imm(op::JGE, R9, imm(max as usize)?, done);
-    a.load(Size::DW, R1, R7, o(OUT_PC)?);
+    a.jmp_imm(op::JGE, R9, o.max, done);
+    a.load(Size::DW, R1, R7, o.out_pc);
     a.jmp_imm(op::JEQ, R1, 0, done);
     // The frame, then the address looked up: a return address points after its call.
     a.mov(R2, R9).alu_imm(op::LSH, R2, 3).alu(op::ADD, R2, R7);
-    a.store(Size::DW, R2, o(OUT_FRAMES)?, R1);
+    a.store(Size::DW, R2, o.out_frames, R1);
     let first = a.label();
     a.jmp_imm(op::JEQ, R9, 0, first);
     a.alu_imm(op::SUB, R1, 1);
     a.bind(first);
     a.alu_imm(op::ADD, R9, 1);
-    a.store(Size::DW, R10, SLOT_LOOKUP, R1);
+    a.store(Size::DW, R7, o.words[WORD_LOOKUP], R1);
     let (fp_step, rule) = (a.label(), a.label());
-    emit_range_search(a, maps, unplaced, fp_step)?;
+    emit_range_search(a, maps, o, unplaced, fp_step);
     // r6: the address in the file's terms; r2: the first row, r3: their count.
-    emit_row_search(a, maps, unplaced, fp_step)?;
+    emit_row_search(a, maps, o, unplaced, fp_step);
     // r0: the row.
     a.load(Size::W, R1, R0, 8);
     a.mov(R2, R1).alu_imm(op::AND, R2, !(FLAG_FP_SAVED as i32));
@@ -178,58 +333,45 @@ pub fn emit_walk(
     a.bind(rule);
     // r8: the CFA, from sp or fp.
     let from_sp = a.label();
-    a.load(Size::DW, R8, R7, o(OUT_SP)?);
+    a.load(Size::DW, R8, R7, o.out_sp);
     a.jmp_imm(op::JEQ, R2, KIND_CFA_SP as i32, from_sp);
-    a.load(Size::DW, R8, R7, o(OUT_FP)?);
+    a.load(Size::DW, R8, R7, o.out_fp);
     a.bind(from_sp);
     sign_extended(a, R3, R0, 12);
     a.alu(op::ADD, R8, R3);
     // r6: the caller's fp (saved, or this one).
     let same_fp = a.label();
-    a.load(Size::DW, R6, R7, o(OUT_FP)?);
+    a.load(Size::DW, R6, R7, o.out_fp);
     a.mov(R3, R1).alu_imm(op::AND, R3, FLAG_FP_SAVED as i32);
     a.jmp_imm(op::JEQ, R3, 0, same_fp);
     sign_extended(a, R3, R0, 20);
     a.mov(R1, R8).alu(op::ADD, R1, R3);
-    emit_window_read(a, copy, window, R1, done)?;
+    emit_window_read(a, o, R1, done);
     a.mov(R6, R1);
     a.bind(same_fp);
     // The return address (r0 is still the row: window reads keep it).
     sign_extended(a, R3, R0, 16);
     a.mov(R1, R8).alu(op::ADD, R1, R3);
-    emit_window_read(a, copy, window, R1, done)?;
+    emit_window_read(a, o, R1, done);
     let step = a.label();
     a.ja(step);
     // No row: the caller's fp and return address saved where fp points; sp past them.
     a.bind(fp_step);
-    a.load(Size::DW, R8, R7, o(OUT_FP)?);
+    a.load(Size::DW, R8, R7, o.out_fp);
     a.mov(R1, R8);
-    emit_window_read(a, copy, window, R1, done)?;
+    emit_window_read(a, o, R1, done);
     a.mov(R6, R1);
     a.mov(R1, R8).alu_imm(op::ADD, R1, 8);
-    emit_window_read(a, copy, window, R1, done)?;
+    emit_window_read(a, o, R1, done);
     a.alu_imm(op::ADD, R8, 16);
     // r1: the return address, r8: the new sp, r6: the new fp; sp must move up.
     a.bind(step);
-    a.load(Size::DW, R2, R7, o(OUT_SP)?);
+    a.load(Size::DW, R2, R7, o.out_sp);
     a.jmp_reg(op::JLE, R8, R2, done);
-    a.store(Size::DW, R7, o(OUT_PC)?, R1);
-    a.store(Size::DW, R7, o(OUT_SP)?, R8);
-    a.store(Size::DW, R7, o(OUT_FP)?, R6);
-    a.ja(head);
-
-    let end = a.label();
-    a.bind(done);
-    a.store_imm(Size::DW, R7, o(OUT_STATUS)?, STATUS_DONE);
-    a.store(Size::DW, R7, o(OUT_COUNT)?, R9);
-    a.ja(end);
-    a.bind(unplaced);
-    a.store_imm(Size::DW, R7, o(OUT_STATUS)?, STATUS_UNPLACED);
-    a.ja(end);
-    a.bind(no_copy);
-    a.store_imm(Size::DW, R7, o(OUT_STATUS)?, STATUS_NO_COPY);
-    a.bind(end);
-    Ok(())
+    a.store(Size::DW, R7, o.out_pc, R1);
+    a.store(Size::DW, R7, o.out_sp, R8);
+    a.store(Size::DW, R7, o.out_fp, R6);
+    a.ja(next);
 }
 
 /// `dst` = the i32 at `off` of `src`, sign-extended.
@@ -253,26 +395,25 @@ fn emit_at_or_above(a: &mut Asm, ge: Reg, x: Reg, y: Reg, t: Reg) {
 /// The search of the ranges for the address in the lookup slot: jumps to `unplaced` when no
 /// range holds it, to `fp_step` when its range has no rows; else leaves the address in the file's
 /// terms in r6, the file's first row in r2 and their count in r3.
-fn emit_range_search(a: &mut Asm, maps: &WalkMaps, unplaced: Label, fp_step: Label) -> Result<()> {
-    let cap = maps.range_capacity;
-    let mask = imm(cap as usize - 1)?;
+fn emit_range_search(a: &mut Asm, maps: &WalkMaps, o: &Offsets, unplaced: Label, fp_step: Label) {
+    let mask = o.range_mask;
     if maps.by_process {
         a.call(helper::GET_CURRENT_PID_TGID)
             .alu_imm(op::RSH, R0, 32)
-            .store(Size::W, R10, SLOT_KEY, R0);
-        super::codegen::emit_keyed_call(a, maps.ranges, SLOT_KEY, helper::MAP_LOOKUP_ELEM);
+            .store(Size::W, R7, o.words[WORD_KEY], R0);
+        emit_keyed_lookup(a, maps.ranges, o.words[WORD_KEY]);
         a.jmp_imm(op::JEQ, R0, 0, unplaced);
         a.mov(R8, R0);
     } else {
         a.ld_map_value(R8, maps.ranges, 0);
     }
-    a.load(Size::DW, R1, R10, SLOT_LOOKUP);
+    a.load(Size::DW, R1, R7, o.words[WORD_LOOKUP]);
     // r4: base, r5: len.
     a.load(Size::DW, R5, R8, 0);
     a.jmp_imm(op::JEQ, R5, 0, unplaced);
-    a.jmp_imm(op::JGT, R5, imm(cap as usize)?, unplaced);
+    a.jmp_imm(op::JGT, R5, o.range_capacity, unplaced);
     a.mov_imm(R4, 0);
-    for _ in 0..cap.trailing_zeros() {
+    for _ in 0..maps.range_capacity.trailing_zeros() {
         // r0: half; r2: the range at base + half's start.
         a.mov(R0, R5).alu_imm(op::RSH, R0, 1);
         a.mov(R2, R4)
@@ -298,60 +439,65 @@ fn emit_range_search(a: &mut Asm, maps: &WalkMaps, unplaced: Label, fp_step: Lab
     a.load(Size::DW, R6, R4, 8 + 16);
     a.mov(R0, R1).alu(op::SUB, R0, R6).mov(R6, R0);
     a.load(Size::W, R2, R4, 8 + 24);
-    Ok(())
 }
 
 /// The search of the file's rows (first in r2, count in r3) for the address in r6: leaves the row
 /// holding it in r0, or jumps to `fp_step` when the address is before the first row.
-fn emit_row_search(a: &mut Asm, maps: &WalkMaps, unplaced: Label, fp_step: Label) -> Result<()> {
-    a.store(Size::DW, R10, SLOT_FIRST, R2);
-    a.store(Size::DW, R10, SLOT_LEN, R3);
+fn emit_row_search(a: &mut Asm, maps: &WalkMaps, o: &Offsets, unplaced: Label, fp_step: Label) {
+    let w = |i: usize| o.words[i];
+    let (first, len, half, key) = (w(WORD_FIRST), w(WORD_LEN), w(WORD_HALF), w(WORD_KEY));
+    a.store(Size::DW, R7, first, R2);
+    a.store(Size::DW, R7, len, R3);
     // r8: base.
     a.mov_imm(R8, 0);
     let lookup_row = |a: &mut Asm| {
         // r0: the row at first + r8 + r1.
-        a.load(Size::DW, R2, R10, SLOT_FIRST)
+        a.load(Size::DW, R2, R7, first)
             .alu(op::ADD, R2, R8)
             .alu(op::ADD, R2, R1);
-        a.store(Size::W, R10, SLOT_KEY, R2);
-        a.ld_map_fd(R1, maps.rows)
-            .frame_addr(R2, i32::from(SLOT_KEY))
-            .call(helper::MAP_LOOKUP_ELEM);
+        a.store(Size::W, R7, key, R2);
+        emit_keyed_lookup(a, maps.rows, key);
         a.jmp_imm(op::JEQ, R0, 0, unplaced);
     };
     for _ in 0..maps.row_steps {
-        a.load(Size::DW, R1, R10, SLOT_LEN).alu_imm(op::RSH, R1, 1);
-        a.store(Size::DW, R10, SLOT_HALF, R1);
+        a.load(Size::DW, R1, R7, len).alu_imm(op::RSH, R1, 1);
+        a.store(Size::DW, R7, half, R1);
         lookup_row(a);
         a.load(Size::DW, R2, R0, 0);
         emit_at_or_above(a, R3, R6, R2, R4);
-        a.load(Size::DW, R1, R10, SLOT_HALF);
+        a.load(Size::DW, R1, R7, half);
         a.alu(op::MUL, R3, R1).alu(op::ADD, R8, R3);
-        a.load(Size::DW, R2, R10, SLOT_LEN).alu(op::SUB, R2, R1);
-        a.store(Size::DW, R10, SLOT_LEN, R2);
+        a.load(Size::DW, R2, R7, len).alu(op::SUB, R2, R1);
+        a.store(Size::DW, R7, len, R2);
     }
-    a.load(Size::DW, R2, R10, SLOT_LEN);
+    a.load(Size::DW, R2, R7, len);
     a.jmp_imm(op::JNE, R2, 1, unplaced);
     a.mov_imm(R1, 0);
     lookup_row(a);
     a.load(Size::DW, R2, R0, 0);
     a.jmp_reg(op::JLT, R6, R2, fp_step);
-    Ok(())
+}
+
+/// r0 = the value of `map` under the key at offset `key` of the value r7 points to.
+fn emit_keyed_lookup(a: &mut Asm, map: i32, key: i16) {
+    a.ld_map_fd(R1, map)
+        .mov(R2, R7)
+        .alu_imm(op::ADD, R2, i32::from(key))
+        .call(helper::MAP_LOOKUP_ELEM);
 }
 
 /// Replaces the address in `reg` (r1) by the u64 the copy holds there, or jumps to `fail` when
 /// the copy does not hold all 8 bytes. Uses r2-r5 (r0 kept).
-fn emit_window_read(a: &mut Asm, copy: usize, window: usize, reg: Reg, fail: Label) -> Result<()> {
+fn emit_window_read(a: &mut Asm, o: &Offsets, reg: Reg, fail: Label) {
     // r2: the offset in the copy (an address below it wraps far above it).
-    a.load(Size::DW, R2, R7, off(copy + 16)?);
+    a.load(Size::DW, R2, R7, o.copy + 16);
     a.mov(R3, reg).alu(op::SUB, R3, R2);
-    a.jmp_imm(op::JGT, R3, imm(window - 8)?, fail);
-    a.load(Size::DW, R4, R7, off(copy)?);
+    a.jmp_imm(op::JGT, R3, o.window_last, fail);
+    a.load(Size::DW, R4, R7, o.copy);
     a.mov(R5, R3).alu_imm(op::ADD, R5, 8);
     a.jmp_reg(op::JGT, R5, R4, fail);
     a.alu(op::ADD, R3, R7);
-    a.load(Size::DW, reg, R3, off(copy + UNWIND_HDR)?);
-    Ok(())
+    a.load(Size::DW, reg, R3, o.copy_bytes);
 }
 
 /// The rows as the rows map holds them, one value a row.

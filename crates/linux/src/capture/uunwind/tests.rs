@@ -17,7 +17,7 @@ const COPY: usize = 0;
 const OUT: usize = COPY + UNWIND_HDR + WINDOW;
 const KEY: i16 = -64;
 
-fn program(maps: &WalkMaps, value: i32, max: u32) -> Vec<crate::bpf::Insn> {
+fn program(maps: &WalkMaps, value: i32, max: u32, frames: FrameLoop) -> Vec<crate::bpf::Insn> {
     let mut a = Asm::new();
     let out = a.label();
     a.mov(R6, R1);
@@ -27,7 +27,7 @@ fn program(maps: &WalkMaps, value: i32, max: u32) -> Vec<crate::bpf::Insn> {
         .call(helper::MAP_LOOKUP_ELEM);
     a.jmp_imm(op::JEQ, R0, 0, out).mov(R7, R0);
     emit_user_unwind(&mut a, COPY, WINDOW).unwrap();
-    emit_walk(&mut a, maps, COPY, WINDOW, OUT, max).unwrap();
+    emit_walk(&mut a, maps, COPY, WINDOW, OUT, max, frames).unwrap();
     a.bind(out).mov_imm(R0, 0).exit();
     a.finish().unwrap()
 }
@@ -48,10 +48,21 @@ fn copied(v: &[u8]) -> (UserRegs, &[u8]) {
     (regs, &v[COPY + UNWIND_HDR..COPY + UNWIND_HDR + len])
 }
 
-/// Runs the walk of up to `max` frames in this thread over the layout `rows` and `ranges`;
-/// returns the program's value (the copy, then the output) and what the reference walk gives
-/// from the same copy.
-fn walk_here(rows: &[Row], ranges: &[Range], max: u32) -> (Vec<u8>, Walked) {
+/// The ways from frame to frame this kernel has: a bounded loop everywhere, callbacks of
+/// `bpf_loop` where it is (Linux 5.17; these tests' programs have small stacks, so Linux 6.1's
+/// count of the callback's frame on top of theirs does not refuse them).
+fn frame_loops() -> Vec<FrameLoop> {
+    let mut v = vec![FrameLoop::Bounded];
+    if crate::features::have_bpf_loop() {
+        v.push(FrameLoop::Callback);
+    }
+    v
+}
+
+/// Runs the walk of up to `max` frames in this thread over the layout `rows` and `ranges`,
+/// frame to frame as `frames` says; returns the program's value (the copy, then the output) and
+/// what the reference walk gives from the same copy.
+fn walk_here(rows: &[Row], ranges: &[Range], max: u32, frames: FrameLoop) -> (Vec<u8>, Walked) {
     let rmap = Map::create(
         MapKind::Array,
         "dt_urows",
@@ -84,7 +95,7 @@ fn walk_here(rows: &[Row], ranges: &[Range], max: u32) -> (Vec<u8>, Walked) {
     .unwrap();
     let prog = Program::load(
         ProgKind::RawTracepoint,
-        &program(&maps, value.raw_fd(), max),
+        &program(&maps, value.raw_fd(), max, frames),
         "dt_uwalk",
         "the user stack walk",
     )
@@ -114,8 +125,11 @@ fn the_walk_at_the_probe_gives_the_unwinders_frames() {
     syms.note_process(pid);
     let mut arena = RowArena::new();
     let ranges = syms.unwind_ranges(pid, &mut arena).unwrap();
-    for max in [MAX_STACK_DEPTH, 2] {
-        let (v, reference) = walk_here(arena.rows(), &ranges, max);
+    for (max, frames) in [MAX_STACK_DEPTH, 2]
+        .into_iter()
+        .flat_map(|max| frame_loops().into_iter().map(move |f| (max, f)))
+    {
+        let (v, reference) = walk_here(arena.rows(), &ranges, max, frames);
         // The reference walk is the unwinder's.
         let (regs, bytes) = copied(&v);
         let stack = StackBytes {
@@ -126,17 +140,22 @@ fn the_walk_at_the_probe_gives_the_unwinders_frames() {
         assert_eq!(reference, Walked::Frames(want.clone()));
         if max == MAX_STACK_DEPTH {
             // Through libc's bpf() and this test's frames, by `.eh_frame`.
-            assert!(want.len() >= 4, "{want:x?}");
+            assert!(want.len() >= 4, "{frames:?}: {want:x?}");
         }
-        assert_eq!(read_walk(&v[OUT..], max), Some(Walked::Frames(want)));
+        assert_eq!(
+            read_walk(&v[OUT..], max),
+            Some(Walked::Frames(want)),
+            "{frames:?}"
+        );
     }
 }
 
 /// Every way through a frame, over a layout made for them and a frame chain this test lays out in
 /// its own stack frame (inside the copied bytes): the first PC's rule (CFA from sp, rbp saved)
 /// leads into the chain, then a frame-pointer step (no rows), a rule with an `rbp`-based CFA, and
-/// a frame-pointer step that would move sp down (or read outside the copy), where the walk stops. The reference walk over the
-/// same layout gives the same; and with no range at all the walk is unplaced.
+/// a frame-pointer step that would move sp down (or read outside the copy), where the walk stops.
+/// The reference walk over the same layout gives the same; and with no range at all the walk is
+/// unplaced. Both ways from frame to frame.
 #[test]
 fn the_walk_at_the_probe_takes_every_kind_of_step_as_the_reference() {
     let t = "the_walk_at_the_probe_takes_every_kind_of_step_as_the_reference";
@@ -175,38 +194,42 @@ fn the_walk_at_the_probe_takes_every_kind_of_step_as_the_reference() {
         range(0x7000, 0x8000, None),
         range(0x10000, u64::MAX, Some(0)),
     ];
-    // The first run finds sp; the next, from the same call, walk from it into the chain; the
-    // last with the chain's last frame pointer outside the copied bytes (the walk stops as well).
-    let mut sp = None;
-    for round in 0..3 {
-        if round == 2 {
-            chain[12] = 0x10;
+    for frames in frame_loops() {
+        chain[12] = at(&chain, 2);
+        // The first run finds sp; the next, from the same call, walk from it into the chain;
+        // the last with the chain's last frame pointer outside the copied bytes (the walk
+        // stops as well).
+        let mut sp = None;
+        for round in 0..3 {
+            if round == 2 {
+                chain[12] = 0x10;
+            }
+            let cfa = sp.map_or(0, |sp: u64| (at(&chain, 2) - sp) as i32);
+            let rows = [rule(KIND_CFA_SP, cfa), rule(KIND_CFA_FP, 16)];
+            let (v, reference) = walk_here(&rows, &ranges, MAX_STACK_DEPTH, frames);
+            std::hint::black_box(&chain);
+            let (regs, _) = copied(&v);
+            if sp.replace(regs.sp).is_some() {
+                assert_eq!(
+                    reference,
+                    Walked::Frames(vec![regs.pc, 0x5000, 0x6000, 0x7000, 0x7800])
+                );
+                assert_eq!(read_walk(&v[OUT..], MAX_STACK_DEPTH), Some(reference));
+            }
         }
-        let cfa = sp.map_or(0, |sp: u64| (at(&chain, 2) - sp) as i32);
-        let rows = [rule(KIND_CFA_SP, cfa), rule(KIND_CFA_FP, 16)];
-        let (v, reference) = walk_here(&rows, &ranges, MAX_STACK_DEPTH);
-        std::hint::black_box(&chain);
-        let (regs, _) = copied(&v);
-        if sp.replace(regs.sp).is_some() {
-            assert_eq!(
-                reference,
-                Walked::Frames(vec![regs.pc, 0x5000, 0x6000, 0x7000, 0x7800])
-            );
-            assert_eq!(read_walk(&v[OUT..], MAX_STACK_DEPTH), Some(reference));
-        }
+        // A stop row at the first PC: one frame.
+        let stop = [Row {
+            kind: crate::symbols::unwind_rows::KIND_STOP,
+            ..rule(0, 0)
+        }];
+        let (v, reference) = walk_here(&stop, &ranges, MAX_STACK_DEPTH, frames);
+        assert_eq!(reference, Walked::Frames(vec![copied(&v).0.pc]));
+        assert_eq!(read_walk(&v[OUT..], MAX_STACK_DEPTH), Some(reference));
+        let (v, reference) = walk_here(&stop, &[], MAX_STACK_DEPTH, frames);
+        assert_eq!(reference, Walked::Unplaced);
+        assert_eq!(
+            read_walk(&v[OUT..], MAX_STACK_DEPTH),
+            Some(Walked::Unplaced)
+        );
     }
-    // A stop row at the first PC: one frame.
-    let stop = [Row {
-        kind: crate::symbols::unwind_rows::KIND_STOP,
-        ..rule(0, 0)
-    }];
-    let (v, reference) = walk_here(&stop, &ranges, MAX_STACK_DEPTH);
-    assert_eq!(reference, Walked::Frames(vec![copied(&v).0.pc]));
-    assert_eq!(read_walk(&v[OUT..], MAX_STACK_DEPTH), Some(reference));
-    let (v, reference) = walk_here(&stop, &[], MAX_STACK_DEPTH);
-    assert_eq!(reference, Walked::Unplaced);
-    assert_eq!(
-        read_walk(&v[OUT..], MAX_STACK_DEPTH),
-        Some(Walked::Unplaced)
-    );
 }
