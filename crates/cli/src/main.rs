@@ -295,6 +295,7 @@ fn run(pname: &str, cfg: args::Config) -> ExitCode {
     for pid in &pids {
         h.decoder.symbols.note_process(u64::from(*pid));
     }
+    h.hold_processes(&pids);
     h.plan(&progs.iter().collect::<Vec<_>>());
     let mut total = 0;
     for (cmd, prog) in cfg.cmds.iter().zip(&progs) {

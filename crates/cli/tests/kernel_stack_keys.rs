@@ -598,3 +598,42 @@ fn a_burst_of_firings_at_a_programs_start_loses_none() {
     assert_eq!(summed, total, "{out}");
     assert!(total == 5000 && !err.contains("drop"), "{total}: {err}");
 }
+
+/// The same burst at a syscall probe, which names no process: `syscall::write:entry /pid ==
+/// $target/ { @[ustack()] = count(); }` over `dd bs=1` (a write a microsecond from its first
+/// instruction). The ranges of what `-c` holds are loaded before it goes, whatever the probes
+/// (before, only processes a provider named were: dd's first firings were handed over with
+/// their stacks until dtrace loaded its ranges, and a few thousand were drops).
+#[test]
+fn a_burst_of_syscalls_at_a_commands_start_loses_none() {
+    let t = "a_burst_of_syscalls_at_a_commands_start_loses_none";
+    if !kernel_ok(t) {
+        return;
+    }
+    const WRITES: u64 = 100_000;
+    let cmd = format!("dd if=/dev/zero of=/dev/null bs=1 count={WRITES} status=none");
+    let (rc, out, err) = dtrace_with_env(
+        &[],
+        &[
+            "-q",
+            "-n",
+            "syscall::write:entry /pid == $target/ { @[ustack()] = count(); @n = count(); } \
+             END { printa(\"total %@d\\n\", @n); }",
+            "-c",
+            &cmd,
+        ],
+    );
+    assert_eq!(rc, 0, "{err}");
+    let total: u64 = out
+        .lines()
+        .find_map(|l| l.strip_prefix("total "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0);
+    let summed: u64 = out
+        .lines()
+        .filter(|l| !l.starts_with("total"))
+        .filter_map(|l| l.trim().parse::<u64>().ok())
+        .sum();
+    assert_eq!(summed, total, "{out}");
+    assert!(total == WRITES && !err.contains("drop"), "{total}: {err}");
+}

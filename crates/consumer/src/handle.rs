@@ -97,6 +97,13 @@ pub trait Tracer {
     fn placement_report(&self) -> Vec<String> {
         Vec::new()
     }
+    /// Learns the processes `-c` and `-p` hold until tracing goes and they are let go
+    /// (`dtrace_proc_create`, `dtrace_proc_grab`): a tracer may prepare for their first events
+    /// by [`Tracer::go`], while their mappings are those they start with. Tracers with nothing to
+    /// prepare ignore it.
+    fn hold_processes(&mut self, pids: &[u32]) {
+        let _ = pids;
+    }
     /// Enables a program's ECBs.
     fn exec(&mut self, prog: &Program, options: &crate::options::Options) -> Result<ExecInfo>;
     /// Starts tracing (fires BEGIN).
@@ -456,6 +463,13 @@ impl Handle {
     /// `dtrace_handle_drop`.
     pub fn handle_drop(&mut self, f: Box<DropFn<'static>>) {
         self.drop_handler = Some(f);
+    }
+
+    /// Tells the tracer the processes the caller holds until after [`Handle::go`] (created or
+    /// grabbed, as `dtrace_proc_create` and `dtrace_proc_grab` hold them): see
+    /// [`Tracer::hold_processes`].
+    pub fn hold_processes(&mut self, pids: &[u32]) {
+        self.tracer.hold_processes(pids);
     }
 
     /// `dtrace_go`.

@@ -61,6 +61,8 @@ pub struct KernelTracer {
     /// An exit() or a settle the ring had no room for waits for a pump a slack later: the
     /// consumer wakes for it.
     settling: bool,
+    /// The processes `-c` and `-p` hold until tracing goes (see [`Tracer::hold_processes`]).
+    held: Vec<u32>,
 }
 
 /// What the last poll found in the capture ring.
@@ -206,6 +208,7 @@ impl KernelTracer {
             new_probes: None,
             ring: RingState::Quiet,
             settling: false,
+            held: Vec::new(),
         })
     }
 
@@ -482,7 +485,13 @@ impl Tracer for KernelTracer {
         self.linux.end_enabling();
         r
     }
+    fn hold_processes(&mut self, pids: &[u32]) {
+        self.held.extend_from_slice(pids);
+    }
+
     fn go(&mut self) -> Result<()> {
+        // The held processes' user stacks are walked at the probe from their first firing on.
+        self.linux.prepare_held(&self.held);
         // Probes fire from the moment they are attached, DTrace's only once tracing goes: what the
         // ring caught meanwhile is emptied now (the framework, not active yet, fires none of it),
         // so that it leaves room for the first firings, and what it lost is no drop of DTrace's.

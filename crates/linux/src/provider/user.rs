@@ -567,6 +567,15 @@ impl LinuxTracing {
         Ok(())
     }
 
+    /// Prepares for the first firings of processes `pids`, which `-c` or `-p` hold until
+    /// tracing goes: the ranges of the objects they map are loaded for the user stacks walked
+    /// at the probe (see [`LinuxTracing::load_walk_ranges`]), as for the processes a provider
+    /// names, whatever the probes (`syscall::write:entry /pid == $target/ { @[ustack()] =
+    /// count(); }` lost its first firings, handed over until dtrace loaded the ranges).
+    pub fn prepare_held(&self, pids: &[u32]) {
+        self.load_walk_ranges(pids);
+    }
+
     /// Loads the ranges of the objects processes `pids` map (each held by dtrace: stopped by
     /// `-c`/`-p` or in its linker) for the user stacks walked at the probe (see
     /// [`super::ustack_maps`]), so that their firings are walked there from the first on. Else
