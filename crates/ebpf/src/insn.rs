@@ -266,6 +266,7 @@ pub mod helper {
     pub const GET_CURRENT_TASK_BTF: i32 = 158;
     pub const TASK_PT_REGS: i32 = 175;
     pub const GET_ATTACH_COOKIE: i32 = 174;
+    pub const FIND_VMA: i32 = 180;
     pub const LOOP: i32 = 181;
 }
 

@@ -543,6 +543,52 @@ impl TaskOffsets {
     }
 }
 
+/// Offsets that name the file a `struct vm_area_struct` maps, as `bpf_find_vma()`'s callback
+/// reads them (the user stack walk's files, see `capture::uunwind`): its start and page offset,
+/// and its file's device and inode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct VmaFileOffsets {
+    /// `vm_area_struct.vm_start`.
+    pub vm_start: u32,
+    /// `vm_area_struct.vm_pgoff`.
+    pub vm_pgoff: u32,
+    /// `vm_area_struct.vm_file` (a `struct file *`).
+    pub vm_file: u32,
+    /// `file.f_inode`.
+    pub f_inode: u32,
+    /// `inode.i_ino`.
+    pub i_ino: u32,
+    /// `inode.i_sb` (a `struct super_block *`).
+    pub i_sb: u32,
+    /// `super_block.s_dev`.
+    pub s_dev: u32,
+}
+
+impl VmaFileOffsets {
+    /// The running kernel's, read from its BTF once per process.
+    pub fn of_running_kernel() -> Option<VmaFileOffsets> {
+        static OFFSETS: std::sync::OnceLock<Option<VmaFileOffsets>> = std::sync::OnceLock::new();
+        *OFFSETS.get_or_init(|| Self::from_btf(&*Btf::load_vmlinux().ok()?))
+    }
+
+    /// From parsed BTF.
+    pub fn from_btf(btf: &Btf) -> Option<VmaFileOffsets> {
+        let vma = btf.struct_id("vm_area_struct")?;
+        let file = btf.struct_id("file")?;
+        let inode = btf.struct_id("inode")?;
+        let sb = btf.struct_id("super_block")?;
+        Some(VmaFileOffsets {
+            vm_start: btf.member_offset(vma, "vm_start")?,
+            vm_pgoff: btf.member_offset(vma, "vm_pgoff")?,
+            vm_file: btf.member_offset(vma, "vm_file")?,
+            f_inode: btf.member_offset(file, "f_inode")?,
+            i_ino: btf.member_offset(inode, "i_ino")?,
+            i_sb: btf.member_offset(inode, "i_sb")?,
+            s_dev: btf.member_offset(sb, "s_dev")?,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -208,6 +208,52 @@ pub fn chill_at_probe() -> std::result::Result<(), &'static str> {
     })
 }
 
+/// Whether the user stack walk at the probe may find a PC by its file
+/// (`capture::uunwind::FileRoute`): `bpf_find_vma()` (Linux 5.17) called from the walk's
+/// `bpf_loop` callback, with a callback of its own reading the mapping's fields, beside a
+/// probe's full stack, and the kernel's BTF naming those fields. Found once by loading such a
+/// program.
+pub fn file_route_at_probe() -> bool {
+    static OK: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *OK.get_or_init(|| {
+        let Some(v) = crate::btf::VmaFileOffsets::of_running_kernel() else {
+            return false;
+        };
+        if loop_at_probe().is_err() {
+            return false;
+        }
+        use crate::bpf::insn::{helper, Size, R0, R1, R10, R2, R3, R4, R5, R6};
+        let mut a = crate::bpf::Asm::new();
+        a.store_imm(Size::DW, R10, -8, 0);
+        a.store_imm(Size::DW, R10, -512, 0);
+        a.mov_imm(R1, 1);
+        a.ld_callback(R2, "dt_vma_loop_probe", move |a| {
+            a.call(helper::GET_CURRENT_TASK_BTF).mov(R1, R0);
+            a.mov_imm(R2, 0x1000);
+            a.ld_callback(R3, "dt_vma_probe", move |a| {
+                let out = a.label();
+                a.load(Size::DW, R6, R2, v.vm_file as i16);
+                a.load(Size::DW, R0, R2, v.vm_start as i16);
+                a.load(Size::DW, R0, R2, v.vm_pgoff as i16);
+                a.jmp_imm(crate::bpf::insn::op::JEQ, R6, 0, out);
+                a.load(Size::DW, R6, R6, v.f_inode as i16);
+                a.jmp_imm(crate::bpf::insn::op::JEQ, R6, 0, out);
+                a.load(Size::DW, R0, R6, v.i_ino as i16);
+                a.load(Size::DW, R6, R6, v.i_sb as i16);
+                a.jmp_imm(crate::bpf::insn::op::JEQ, R6, 0, out);
+                a.load(Size::W, R0, R6, v.s_dev as i16);
+                a.bind(out);
+                a.mov_imm(R0, 0).exit();
+            });
+            a.mov_imm(R4, 0).mov_imm(R5, 0).call(helper::FIND_VMA);
+            a.mov_imm(R0, 1).exit();
+        });
+        a.frame_addr(R3, -8).mov_imm(R4, 0).call(helper::LOOP);
+        a.mov_imm(R0, 0).exit();
+        loads(a, "dt_vma", "bpf_find_vma probe")
+    })
+}
+
 /// Whether the kernel loads a program using `depth` bytes of its stack (8 to 512) that calls
 /// `bpf_loop` with a callback of its own.
 fn loads_bpf_loop(depth: i16) -> bool {

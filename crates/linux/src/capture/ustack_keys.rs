@@ -45,6 +45,9 @@ pub struct UserWalk {
     pub scratch: i32,
     /// Frames the kernel's frame-pointer walk takes: as many as the probe's capture takes.
     pub fp_frames: u32,
+    /// The files map and the array holding the scratch's keys, where the walk finds a PC by
+    /// its file (`uunwind::FileRoute`), if it does.
+    pub files: Option<(i32, i32)>,
 }
 
 /// The scratch value: 1 when the keys take the `.eh_frame` walk's frames, else 0.
@@ -79,11 +82,16 @@ fn off(v: usize) -> Result<i16> {
     i16::try_from(v).map_err(|_| LinuxError::Asm(format!("user walk offset {v} out of range")))
 }
 
+/// The scratch value a program of `shape` uses (its key): 1 for programs of perf events, which
+/// may interrupt the others, else 0.
+fn scratch_slot(shape: &ProbeShape) -> i32 {
+    i32::from(shape.ctx == super::codegen::CtxKind::PerfEvent)
+}
+
 /// Points r0 at this program's scratch value (its key built at stack slot `key`), or jumps to
 /// `missing` (it is always there). Uses r0-r5.
 fn emit_scratch_at(a: &mut Asm, shape: &ProbeShape, w: &UserWalk, key: i16, missing: Label) {
-    let slot = i32::from(shape.ctx == super::codegen::CtxKind::PerfEvent);
-    a.store_imm(Size::W, R10, key, slot);
+    a.store_imm(Size::W, R10, key, scratch_slot(shape));
     a.ld_map_fd(R1, w.scratch)
         .frame_addr(R2, i32::from(key))
         .call(helper::MAP_LOOKUP_ELEM);
@@ -158,22 +166,29 @@ pub fn emit_walk_once(
     for i in 0..MAX_STACK_DEPTH as usize {
         a.store_imm(Size::DW, R7, off(OUT + uunwind::OUT_FRAMES + 8 * i)?, 0);
     }
+    let frames = uunwind::FrameLoop::at_probe();
+    // By the file only where the frames are callbacks (see `features::file_route_at_probe`).
+    let files = w
+        .files
+        .filter(|_| frames == uunwind::FrameLoop::Callback)
+        .zip(crate::btf::VmaFileOffsets::of_running_kernel())
+        .map(|((files, keys), vma)| uunwind::FileRoute {
+            files,
+            scratch: w.scratch,
+            keys,
+            key_at: 4 * scratch_slot(shape),
+            vma,
+            page_shift: crate::mapping::page_size().trailing_zeros() as i32,
+        });
     let maps = WalkMaps {
         rows: w.rows,
         ranges: w.ranges,
         by_process: true,
         range_capacity: RANGE_CAPACITY,
         row_steps: ROW_SEARCH_STEPS,
+        files,
     };
-    uunwind::emit_walk(
-        a,
-        &maps,
-        COPY,
-        WINDOW,
-        OUT,
-        MAX_STACK_DEPTH,
-        uunwind::FrameLoop::at_probe(),
-    )?;
+    uunwind::emit_walk(a, &maps, COPY, WINDOW, OUT, MAX_STACK_DEPTH, frames)?;
     a.load(Size::DW, R6, R10, SAVED_CTX);
     // The choice: the walk's frames when it went further than the frame pointers.
     let fp_walk = a.label();

@@ -7,8 +7,10 @@
 //! searches); the CFA, return address and saved `rbp` from the row, or one frame-pointer step
 //! where no row describes the PC; saved values read only from the copied bytes; the walk stops
 //! where the reference stops (a stop row, a value past the copy, the stack pointer not moving up,
-//! a zero PC, the frame limit). A PC no range holds ends the walk *unplaced*: dtrace must walk
-//! that stack itself.
+//! a zero PC, the frame limit). A PC no range of the process holds (or any PC of a process
+//! dtrace has not loaded) is looked up by the file it is in where the kernel can
+//! ([`FileRoute`]); one no known file holds ends the walk *unplaced*: dtrace must walk that stack
+//! itself.
 //!
 //! Where the kernel lets a probe's program loop with `bpf_loop`, each frame is a call of one
 //! callback, whose code the verifier follows once ([`FrameLoop::Callback`]); elsewhere the frame
@@ -23,7 +25,8 @@ use crate::bpf::insn::{helper, op, Asm, Label, Reg, Size, R0, R1, R10, R2, R3, R
 use crate::bpf::insn::{R8, R9};
 use crate::error::{LinuxError, Result};
 use crate::symbols::unwind_rows::{
-    Range, Row, FLAG_FP_SAVED, KIND_CFA_FP, KIND_CFA_SP, KIND_NO_ENTRY, RANGE_BYTES, ROW_BYTES,
+    Range, Row, FILE_PIECES, FLAG_FP_SAVED, KIND_CFA_FP, KIND_CFA_SP, KIND_NO_ENTRY, PIECE_BYTES,
+    RANGE_BYTES, ROW_BYTES,
 };
 
 /// Where the walk finds its maps and how far its searches go.
@@ -40,6 +43,33 @@ pub struct WalkMaps {
     pub range_capacity: u32,
     /// Halving steps of a file's rows search: enough for the file with the most rows.
     pub row_steps: u32,
+    /// Where a PC no range of the process holds (or of a process without ranges) is looked up
+    /// by its file, if anywhere.
+    pub files: Option<FileRoute>,
+}
+
+/// The way to a PC's rows by the file it is in, without the process's ranges: `bpf_find_vma()`
+/// finds the mapping holding the PC, whose file (device and inode) keys the files map, each
+/// file's pieces turning the PC's offset in it into the address its rows are searched with
+/// (`unwind_rows::file_value`). A process dtrace has not loaded yet is then walked at the probe
+/// when the files it maps are known from other processes (a shell loop's commands, a build's
+/// compilers).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileRoute {
+    /// The files map (`unwind_rows::FILE_KEY_BYTES` keys, `FILE_VALUE_BYTES` values).
+    pub files: i32,
+    /// The map of the value r7 points to, and where its key is: the callback of
+    /// `bpf_find_vma()`, which has no stack to spare (the probe's code fills it), finds the
+    /// value again with a key in an array map's value (`keys`, at byte `key_at`).
+    pub scratch: i32,
+    /// The array map whose first value holds the key (see [`FileRoute::scratch`]).
+    pub keys: i32,
+    /// The key's byte offset in that value.
+    pub key_at: i32,
+    /// The kernel's offsets of what a mapping says of its file.
+    pub vma: crate::btf::VmaFileOffsets,
+    /// log2 of the page size (`vm_pgoff` counts pages).
+    pub page_shift: i32,
 }
 
 /// The walk's result, as the code leaves it in its output.
@@ -71,13 +101,18 @@ const OUT_WORDS: usize = 40;
 pub(crate) const OUT_FRAMES: usize = OUT_WORDS + 8 * WORDS;
 
 /// The walk's words, by index from [`OUT_WORDS`]: a file's first row and the rows left to
-/// search, half of them, a map key, the address looked up.
+/// search, half of them, a map key, the address looked up; the start and page offset of the
+/// mapping holding it, and its file's key in the files map (two words: see [`FileRoute`]).
 const WORD_FIRST: usize = 0;
 const WORD_LEN: usize = 1;
 const WORD_HALF: usize = 2;
 const WORD_KEY: usize = 3;
 const WORD_LOOKUP: usize = 4;
-const WORDS: usize = 5;
+const WORD_VM_START: usize = 5;
+const WORD_VM_PGOFF: usize = 6;
+const WORD_FILE_DEV: usize = 7;
+const WORD_FILE_INO: usize = 8;
+const WORDS: usize = 9;
 
 /// The stack slot where the walk on callbacks keeps r7 for them (clear of the capture's slots at
 /// -8 and -16).
@@ -194,13 +229,13 @@ impl Offsets {
             out_pc: off(out + OUT_PC)?,
             out_sp: off(out + OUT_SP)?,
             out_fp: off(out + OUT_FP)?,
-            words: [
-                off(out + OUT_WORDS)?,
-                off(out + OUT_WORDS + 8)?,
-                off(out + OUT_WORDS + 16)?,
-                off(out + OUT_WORDS + 24)?,
-                off(out + OUT_WORDS + 32)?,
-            ],
+            words: {
+                let mut w = [0i16; WORDS];
+                for (i, slot) in w.iter_mut().enumerate() {
+                    *slot = off(out + OUT_WORDS + 8 * i)?;
+                }
+                w
+            },
             out_frames: off(out + OUT_FRAMES)?,
             max: imm(max as usize)?,
             range_capacity: imm(maps.range_capacity as usize)?,
@@ -249,7 +284,7 @@ pub fn emit_walk(
             // finds the value through the slot holding r7. Its name tells its maps and layout.
             let maps = *maps;
             let name = format!(
-                "dt_uwalk_{}_{}_{}_{}_{}_{}_{}",
+                "dt_uwalk_{}_{}_{}_{}_{}_{}_{}_{}",
                 maps.rows,
                 maps.ranges,
                 u8::from(maps.by_process),
@@ -257,6 +292,7 @@ pub fn emit_walk(
                 maps.row_steps,
                 o.copy,
                 o.out_status,
+                maps.files.map_or(0, |f| f.files),
             );
             a.store(Size::DW, R10, SLOT_VALUE, R7);
             a.mov_imm(R1, o.max + 1);
@@ -320,7 +356,17 @@ fn emit_frame(
     a.alu_imm(op::ADD, R9, 1);
     a.store(Size::DW, R7, o.words[WORD_LOOKUP], R1);
     let (fp_step, rule) = (a.label(), a.label());
-    emit_range_search(a, maps, o, unplaced, fp_step);
+    match &maps.files {
+        None => emit_range_search(a, maps, o, unplaced, fp_step),
+        Some(route) => {
+            let (by_file, placed) = (a.label(), a.label());
+            emit_range_search(a, maps, o, by_file, fp_step);
+            a.ja(placed);
+            a.bind(by_file);
+            emit_file_search(a, route, o, unplaced, fp_step);
+            a.bind(placed);
+        }
+    }
     // r6: the address in the file's terms; r2: the first row, r3: their count.
     emit_row_search(a, maps, o, unplaced, fp_step);
     // r0: the row.
@@ -439,6 +485,95 @@ fn emit_range_search(a: &mut Asm, maps: &WalkMaps, o: &Offsets, unplaced: Label,
     a.load(Size::DW, R6, R4, 8 + 16);
     a.mov(R0, R1).alu(op::SUB, R0, R6).mov(R6, R0);
     a.load(Size::W, R2, R4, 8 + 24);
+}
+
+/// The search of the address in the lookup word by its file (see [`FileRoute`]): jumps to
+/// `unplaced` when no mapping holds it, its file is not known, or no piece of the file holds
+/// its offset; to `fp_step` when the file has no rows; else leaves what the range search
+/// leaves (the address in the file's terms in r6, the file's first row in r2 and their count in
+/// r3). Uses r0-r8 but r7.
+fn emit_file_search(a: &mut Asm, route: &FileRoute, o: &Offsets, unplaced: Label, fp_step: Label) {
+    let w = |i: usize| o.words[i];
+    let route = *route;
+    let words = o.words;
+    a.call(helper::GET_CURRENT_TASK_BTF).mov(R1, R0);
+    a.load(Size::DW, R2, R7, w(WORD_LOOKUP));
+    a.ld_callback(
+        R3,
+        format!(
+            "dt_uvma_{}_{}_{}_{}",
+            route.scratch, route.keys, route.key_at, words[WORD_VM_START]
+        ),
+        move |a| emit_vma_callback(a, &route, &words),
+    );
+    a.mov_imm(R4, 0).mov_imm(R5, 0).call(helper::FIND_VMA);
+    a.jmp_imm(op::JNE, R0, 0, unplaced);
+    a.load(Size::DW, R1, R7, w(WORD_FILE_INO));
+    a.jmp_imm(op::JEQ, R1, 0, unplaced);
+    // r6: the offset in the file.
+    a.load(Size::DW, R6, R7, w(WORD_LOOKUP));
+    a.load(Size::DW, R1, R7, w(WORD_VM_START));
+    a.alu(op::SUB, R6, R1);
+    a.load(Size::DW, R1, R7, w(WORD_VM_PGOFF));
+    a.alu_imm(op::LSH, R1, route.page_shift)
+        .alu(op::ADD, R6, R1);
+    a.ld_map_fd(R1, route.files)
+        .mov(R2, R7)
+        .alu_imm(op::ADD, R2, i32::from(w(WORD_FILE_DEV)))
+        .call(helper::MAP_LOOKUP_ELEM);
+    a.jmp_imm(op::JEQ, R0, 0, unplaced);
+    a.mov(R8, R0);
+    a.load(Size::DW, R5, R8, 0);
+    let found = a.label();
+    for i in 0..FILE_PIECES {
+        let p = (8 + i * PIECE_BYTES) as i16;
+        let next = a.label();
+        a.jmp_imm(op::JLE, R5, i as i32, unplaced);
+        a.load(Size::DW, R1, R8, p);
+        a.jmp_reg(op::JLT, R6, R1, next);
+        a.load(Size::DW, R1, R8, p + 8);
+        a.jmp_reg(op::JGE, R6, R1, next);
+        a.load(Size::DW, R1, R8, p + 16).alu(op::ADD, R6, R1);
+        a.load(Size::W, R2, R8, p + 24);
+        a.load(Size::W, R3, R8, p + 28);
+        a.ja(found);
+        a.bind(next);
+    }
+    a.ja(unplaced);
+    a.bind(found);
+    a.jmp_imm(op::JEQ, R3, 0, fp_step);
+}
+
+/// `bpf_find_vma()`'s callback (the task in r1, the mapping in r2): finds the walk's value again
+/// (see [`FileRoute::scratch`]) and writes there the mapping's start and page offset and its
+/// file's key (zero for a mapping of no file).
+fn emit_vma_callback(a: &mut Asm, route: &FileRoute, words: &[i16; WORDS]) {
+    let out = a.label();
+    let v = &route.vma;
+    let m = |x: u32| x as i16;
+    a.mov(R6, R2);
+    a.ld_map_value(R2, route.keys, route.key_at)
+        .ld_map_fd(R1, route.scratch)
+        .call(helper::MAP_LOOKUP_ELEM);
+    a.jmp_imm(op::JEQ, R0, 0, out).mov(R7, R0);
+    a.store_imm(Size::DW, R7, words[WORD_FILE_DEV], 0);
+    a.store_imm(Size::DW, R7, words[WORD_FILE_INO], 0);
+    a.load(Size::DW, R1, R6, m(v.vm_start))
+        .store(Size::DW, R7, words[WORD_VM_START], R1);
+    a.load(Size::DW, R1, R6, m(v.vm_pgoff))
+        .store(Size::DW, R7, words[WORD_VM_PGOFF], R1);
+    a.load(Size::DW, R1, R6, m(v.vm_file));
+    a.jmp_imm(op::JEQ, R1, 0, out);
+    a.load(Size::DW, R1, R1, m(v.f_inode));
+    a.jmp_imm(op::JEQ, R1, 0, out);
+    a.load(Size::DW, R2, R1, m(v.i_sb));
+    a.jmp_imm(op::JEQ, R2, 0, out);
+    a.load(Size::W, R2, R2, m(v.s_dev))
+        .store(Size::W, R7, words[WORD_FILE_DEV], R2);
+    a.load(Size::DW, R2, R1, m(v.i_ino))
+        .store(Size::DW, R7, words[WORD_FILE_INO], R2);
+    a.bind(out);
+    a.mov_imm(R0, 0).exit();
 }
 
 /// The search of the file's rows (first in r2, count in r3) for the address in r6: leaves the row

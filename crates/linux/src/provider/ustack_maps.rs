@@ -5,20 +5,27 @@
 //! (`Symbolizer::unwind_ranges`) when a firing of it is handed over (the probe found a PC no
 //! loaded range holds): later firings of the process are then walked at the probe. Ranges read
 //! before the process last exec'd or ended are not kept: the forgetting program notes when that
-//! happened.
+//! happened. Where the kernel can find a PC's mapping at the probe (`bpf_find_vma()`), each file
+//! a loaded process maps is also kept by its device and inode (`Symbolizer::unwind_files`), so
+//! the processes dtrace has not loaded (a shell loop's commands) are walked there by the files
+//! they map (`capture::uunwind::FileRoute`) rather than handed over.
 
 use crate::attach::Attachment;
 use crate::bpf::{Map, MapKind, ProgKind, Program};
 use crate::capture::spec::KEY_SCRATCH_SLOTS;
 use crate::capture::ustack_keys::{self, UserWalk, RANGE_CAPACITY, SCRATCH_BYTES};
 use crate::error::LinuxError;
-use crate::symbols::unwind_rows::{Range, RowArena, RowsError, RANGE_BYTES};
+use crate::symbols::unwind_rows::{
+    file_key, Range, RowArena, RowsError, FILE_KEY_BYTES, FILE_VALUE_BYTES, RANGE_BYTES,
+};
 use crate::symbols::Symbolizer;
 
 /// Rows the kernel's array holds (of every file loaded).
 pub const ROWS_CAPACITY: u32 = 1 << 18;
 /// Processes whose ranges are loaded at once.
 pub const PROCESSES: u32 = 4096;
+/// Files the walk finds by their device and inode (see `capture::uunwind::FileRoute`).
+pub const FILES: u32 = 4096;
 
 /// Why a process's ranges could not be loaded (its firings then stay with dtrace).
 #[derive(Debug, thiserror::Error)]
@@ -43,6 +50,9 @@ pub struct UstackMaps {
     ranges: Map,
     ends: Map,
     scratch: Map,
+    /// The files map and the array of the scratch's keys, where the walk at the probe finds a
+    /// PC by its file (`features::file_route_at_probe`).
+    files: Option<(Map, Map)>,
     /// The programs forgetting processes' ranges, attached.
     _forget: Vec<(Program, Attachment)>,
     arena: RowArena,
@@ -77,11 +87,27 @@ impl UstackMaps {
             let at = Attachment::raw_tracepoint(&prog, tp)?;
             forget.push((prog, at));
         }
+        let files = match crate::features::file_route_at_probe() {
+            true => {
+                let files = Map::create_hash_on_demand(
+                    "dt_ufiles",
+                    FILE_KEY_BYTES as u32,
+                    FILE_VALUE_BYTES as u32,
+                    FILES,
+                )?;
+                let keys = Map::create(MapKind::Array, "dt_ukeys", 4, 4 * KEY_SCRATCH_SLOTS, 1)?;
+                let value: Vec<u8> = (0..KEY_SCRATCH_SLOTS).flat_map(u32::to_ne_bytes).collect();
+                keys.update(&0u32.to_ne_bytes(), &value)?;
+                Some((files, keys))
+            }
+            false => None,
+        };
         Ok(UstackMaps {
             rows,
             ranges,
             ends,
             scratch,
+            files,
             _forget: forget,
             arena: RowArena::new(),
             written: 0,
@@ -96,6 +122,10 @@ impl UstackMaps {
             ranges: self.ranges.raw_fd(),
             scratch: self.scratch.raw_fd(),
             fp_frames,
+            files: self
+                .files
+                .as_ref()
+                .map(|(files, keys)| (files.raw_fd(), keys.raw_fd())),
         }
     }
 
@@ -135,6 +165,11 @@ impl UstackMaps {
             return Ok(false);
         }
         let value = range_value(&ranges)?;
+        // The files it maps, for the walks of other processes that map them.
+        let files = match self.files {
+            Some(_) => syms.unwind_files(pid, &mut self.arena),
+            None => Vec::new(),
+        };
         let rows = self.arena.rows();
         if rows.len() > ROWS_CAPACITY as usize {
             return Err(UstackMapsError::RowsFull);
@@ -148,6 +183,12 @@ impl UstackMaps {
         }
         self.rows.update_batch(&keys, &values)?;
         self.written = rows.len();
+        if let Some((map, _)) = &self.files {
+            for (id, v) in &files {
+                // A full map leaves the file to the process's ranges.
+                let _ = map.update(&file_key(*id), v);
+            }
+        }
         let key = pid.to_ne_bytes();
         self.ranges.update(&key, &value)?;
         // Forgotten since the firing: what was read may be the image before.

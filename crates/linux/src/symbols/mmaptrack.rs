@@ -6,7 +6,7 @@
 //! started. Records are outside bytes: every length is checked, a bad record ends the read of
 //! that ring.
 
-use super::procmaps::Mapping;
+use super::procmaps::{FileId, Mapping};
 use crate::attach::{open_perf_event, ATTR_SIZE, PERF_ATTR_WORDS};
 use crate::error::Result;
 use crate::mapping::{page_size, Mapping as Shared};
@@ -28,6 +28,7 @@ const RECORD_COMM: u32 = 3;
 const RECORD_FORK: u32 = 7;
 const RECORD_MMAP2: u32 = 10;
 const MISC_COMM_EXEC: u16 = 1 << 13;
+const MISC_MMAP_BUILD_ID: u16 = 1 << 14;
 const PROT_EXEC: u32 = 4;
 /// Data pages per CPU ring (a power of two).
 const DATA_PAGES: usize = 64;
@@ -141,6 +142,12 @@ pub fn parse_record(b: &[u8]) -> Option<MapEvent> {
         RECORD_MMAP2 => {
             let pid = u32_at(b, 8)?;
             let (addr, len, pgoff) = (u64_at(b, 16)?, u64_at(b, 24)?, u64_at(b, 32)?);
+            // The file's device and inode (a record with a build id instead, which dtrace does
+            // not ask for, leaves it unknown).
+            let file = match misc & MISC_MMAP_BUILD_ID {
+                0 => FileId::from_parts(u32_at(b, 40)?, u32_at(b, 44)?, u64_at(b, 48)?),
+                _ => FileId::default(),
+            };
             let prot = u32_at(b, 64)?;
             let name = b.get(72..)?;
             let name = &name[..name.iter().position(|c| *c == 0)?];
@@ -155,6 +162,7 @@ pub fn parse_record(b: &[u8]) -> Option<MapEvent> {
                     offset: pgoff,
                     exec: true,
                     path: String::from_utf8_lossy(name).into_owned(),
+                    file,
                 },
             })
         }
@@ -242,8 +250,24 @@ mod tests {
                     offset: 0x3000,
                     exec: true,
                     path: "/bin/x".into(),
+                    file: FileId::default(),
                 },
             })
+        );
+        // The file's device and inode, in the kernel's encoding of the device.
+        let mut r = mmap2(42, 0x1000, 0x2000, 0x3000, 5, "/bin/x");
+        r[40..44].copy_from_slice(&8u32.to_ne_bytes());
+        r[44..48].copy_from_slice(&1u32.to_ne_bytes());
+        r[48..56].copy_from_slice(&77u64.to_ne_bytes());
+        let Some(MapEvent::Map { mapping, .. }) = parse_record(&r) else {
+            panic!("not a mapping");
+        };
+        assert_eq!(
+            mapping.file,
+            FileId {
+                dev: (8 << 20) | 1,
+                ino: 77
+            }
         );
         // Data mappings and anonymous ones are not kept.
         assert_eq!(

@@ -541,6 +541,42 @@ impl Symbolizer {
         })
     }
 
+    /// The files process `pid` maps that the kernel can know by their device and inode, each
+    /// with its value in the kernel's files map (see [`unwind_rows::file_value`]), their rows
+    /// laid out in `arena`: what a walk at the probe needs to find a PC's rows without the
+    /// process's ranges (another process mapping the same files).
+    pub fn unwind_files(
+        &mut self,
+        pid: u32,
+        arena: &mut unwind_rows::RowArena,
+    ) -> Vec<(procmaps::FileId, [u8; unwind_rows::FILE_VALUE_BYTES])> {
+        let maps = self
+            .maps
+            .get(&pid)
+            .map(|p| p.maps.clone())
+            .unwrap_or_default();
+        let mut out: Vec<(procmaps::FileId, [u8; unwind_rows::FILE_VALUE_BYTES])> = Vec::new();
+        for m in maps.iter().filter(|m| m.exec && m.file.is_known()) {
+            if !m.path.starts_with('/') || out.iter().any(|(f, _)| *f == m.file) {
+                continue;
+            }
+            // The rows are read from the path: only when it is still the file mapped.
+            if procmaps::file_id_of(&m.path) != Some(m.file) {
+                continue;
+            }
+            let Some(elf) = self.elf(&m.path) else {
+                continue;
+            };
+            let Ok(rows) = arena.file_rows(&m.path, || self.unwind_table(&m.path)) else {
+                continue;
+            };
+            if let Some(v) = unwind_rows::file_value(&elf, rows) {
+                out.push((m.file, v));
+            }
+        }
+        out
+    }
+
     /// `module`function+0xoff` for a user address of `pid`.
     pub fn user_frame(&mut self, pid: u32, addr: u64) -> String {
         match self.resolve_user(pid, addr) {
@@ -568,6 +604,7 @@ mod tests {
                 offset: 0,
                 exec: true,
                 path: path.into(),
+                file: Default::default(),
             },
         };
         syms.apply(map(0x1000, 0x3000, "/lib/a.so"));

@@ -302,6 +302,52 @@ impl Range {
 /// What the walk needs of one mapped file: its symbols (segments) and rows.
 pub type MappedFile = (Arc<ElfSymbols>, Option<(u32, u32)>);
 
+/// Pieces of a file the kernel's files map holds (a file with more is left out of it).
+pub const FILE_PIECES: usize = 8;
+/// Bytes of a piece: its first and end file offsets, what turns a file offset in it into the
+/// address the rows are searched with, the file's first row and their count.
+pub const PIECE_BYTES: usize = 32;
+/// Bytes of a file's value in the kernel's files map: the count of pieces, then the pieces.
+pub const FILE_VALUE_BYTES: usize = 8 + FILE_PIECES * PIECE_BYTES;
+/// Bytes of a key of the kernel's files map: the device (u32), 4 zero bytes, the inode (u64).
+pub const FILE_KEY_BYTES: usize = 16;
+
+/// The key of file `id` in the kernel's files map.
+pub fn file_key(id: crate::symbols::procmaps::FileId) -> [u8; FILE_KEY_BYTES] {
+    let mut k = [0u8; FILE_KEY_BYTES];
+    k[..4].copy_from_slice(&id.dev.to_le_bytes());
+    k[8..].copy_from_slice(&id.ino.to_le_bytes());
+    k
+}
+
+/// The value of a file in the kernel's files map, for a walk that finds a PC's file (and its
+/// offset there) without the process's ranges: each piece of the file through a segment, with
+/// what turns an offset in it into the address its rows are searched with (as
+/// [`process_ranges`] places an address of a mapping of it); `None` for a file with more
+/// pieces than the value holds or without rows.
+pub fn file_value(elf: &ElfSymbols, rows: Option<(u32, u32)>) -> Option<[u8; FILE_VALUE_BYTES]> {
+    let (first, count) = rows?;
+    let pieces: Vec<(u64, u64, u64)> = elf
+        .file_offset_pieces(0, u64::MAX)
+        .into_iter()
+        .filter_map(|(lo, hi, vaddr)| Some((lo, hi, vaddr?.wrapping_sub(lo))))
+        .collect();
+    if pieces.is_empty() || pieces.len() > FILE_PIECES {
+        return None;
+    }
+    let mut v = [0u8; FILE_VALUE_BYTES];
+    v[..8].copy_from_slice(&(pieces.len() as u64).to_le_bytes());
+    for (i, (lo, hi, delta)) in pieces.iter().enumerate() {
+        let p = 8 + i * PIECE_BYTES;
+        v[p..p + 8].copy_from_slice(&lo.to_le_bytes());
+        v[p + 8..p + 16].copy_from_slice(&hi.to_le_bytes());
+        v[p + 16..p + 24].copy_from_slice(&delta.to_le_bytes());
+        v[p + 24..p + 28].copy_from_slice(&first.to_le_bytes());
+        v[p + 28..p + 32].copy_from_slice(&count.to_le_bytes());
+    }
+    Some(v)
+}
+
 /// The ranges of a process with mappings `maps`, each address placed as the symbolizer places it
 /// for [`unwind::unwind`]: a file's (`file(path)`, `None` when it cannot be read) rows and the bias
 /// of the segment holding the address's file offset; no rows for anything else.

@@ -8,8 +8,11 @@ use super::*;
 use crate::bpf::{Map, MapKind, ProgKind, Program};
 use crate::capture::codegen::emit_user_unwind;
 use crate::capture::spec::{MAX_STACK_DEPTH, USTACK_UNWIND_BYTES};
+use crate::symbols::procmaps::FileId;
 use crate::symbols::unwind::{StackBytes, UserRegs};
-use crate::symbols::unwind_rows::{self, Range, Row, RowArena};
+use crate::symbols::unwind_rows::{
+    self, file_key, Range, Row, RowArena, FILE_KEY_BYTES, FILE_VALUE_BYTES,
+};
 use crate::symbols::Symbolizer;
 
 const WINDOW: usize = USTACK_UNWIND_BYTES as usize;
@@ -59,10 +62,21 @@ fn frame_loops() -> Vec<FrameLoop> {
     v
 }
 
+/// The files map's entries of a walk by file (see [`FileRoute`]).
+type Files = [(FileId, [u8; FILE_VALUE_BYTES])];
+
 /// Runs the walk of up to `max` frames in this thread over the layout `rows` and `ranges`,
 /// frame to frame as `frames` says; returns the program's value (the copy, then the output) and
-/// what the reference walk gives from the same copy.
-fn walk_here(rows: &[Row], ranges: &[Range], max: u32, frames: FrameLoop) -> (Vec<u8>, Walked) {
+/// what the reference walk gives from the same copy. With `files`, the kernel holds no ranges
+/// for this process (the reference still walks `ranges`) and finds each PC by its file in
+/// them.
+fn walk_here(
+    rows: &[Row],
+    ranges: &[Range],
+    max: u32,
+    frames: FrameLoop,
+    files: Option<&Files>,
+) -> (Vec<u8>, Walked) {
     let rmap = Map::create(
         MapKind::Array,
         "dt_urows",
@@ -75,16 +89,16 @@ fn walk_here(rows: &[Row], ranges: &[Range], max: u32, frames: FrameLoop) -> (Ve
         rmap.update(&(i as u32).to_ne_bytes(), &v).unwrap();
     }
     let (rv, capacity) = ranges_value(ranges);
-    let gmap = Map::create(MapKind::Array, "dt_uranges", 4, rv.len() as u32, 1).unwrap();
-    gmap.update(&0u32.to_ne_bytes(), &rv).unwrap();
-    let most = ranges.iter().map(|r| r.count as usize).max().unwrap_or(1);
-    let maps = WalkMaps {
-        rows: rmap.raw_fd(),
-        ranges: gmap.raw_fd(),
-        by_process: false,
-        range_capacity: capacity,
-        row_steps: steps_for(most),
+    let gmap = match files {
+        // This process has no ranges there.
+        Some(_) => Map::create(MapKind::Hash, "dt_uranges", 4, rv.len() as u32, 1).unwrap(),
+        None => {
+            let m = Map::create(MapKind::Array, "dt_uranges", 4, rv.len() as u32, 1).unwrap();
+            m.update(&0u32.to_ne_bytes(), &rv).unwrap();
+            m
+        }
     };
+    let most = ranges.iter().map(|r| r.count as usize).max().unwrap_or(1);
     let value = Map::create(
         MapKind::Array,
         "dt_uwalk",
@@ -93,6 +107,37 @@ fn walk_here(rows: &[Row], ranges: &[Range], max: u32, frames: FrameLoop) -> (Ve
         1,
     )
     .unwrap();
+    let fmaps = files.map(|files| {
+        let fmap = Map::create(
+            MapKind::Hash,
+            "dt_ufiles",
+            FILE_KEY_BYTES as u32,
+            FILE_VALUE_BYTES as u32,
+            files.len().max(1) as u32,
+        )
+        .unwrap();
+        for (id, v) in files {
+            fmap.update(&file_key(*id), v).unwrap();
+        }
+        let keys = Map::create(MapKind::Array, "dt_ukeys", 4, 8, 1).unwrap();
+        keys.update(&0u32.to_ne_bytes(), &[0; 8]).unwrap();
+        (fmap, keys)
+    });
+    let maps = WalkMaps {
+        rows: rmap.raw_fd(),
+        ranges: gmap.raw_fd(),
+        by_process: files.is_some(),
+        range_capacity: capacity,
+        row_steps: steps_for(most),
+        files: fmaps.as_ref().map(|(fmap, keys)| FileRoute {
+            files: fmap.raw_fd(),
+            scratch: value.raw_fd(),
+            keys: keys.raw_fd(),
+            key_at: 0,
+            vma: crate::btf::VmaFileOffsets::of_running_kernel().unwrap(),
+            page_shift: crate::mapping::page_size().trailing_zeros() as i32,
+        }),
+    };
     let prog = Program::load(
         ProgKind::RawTracepoint,
         &program(&maps, value.raw_fd(), max, frames),
@@ -129,7 +174,7 @@ fn the_walk_at_the_probe_gives_the_unwinders_frames() {
         .into_iter()
         .flat_map(|max| frame_loops().into_iter().map(move |f| (max, f)))
     {
-        let (v, reference) = walk_here(arena.rows(), &ranges, max, frames);
+        let (v, reference) = walk_here(arena.rows(), &ranges, max, frames, None);
         // The reference walk is the unwinder's.
         let (regs, bytes) = copied(&v);
         let stack = StackBytes {
@@ -206,7 +251,7 @@ fn the_walk_at_the_probe_takes_every_kind_of_step_as_the_reference() {
             }
             let cfa = sp.map_or(0, |sp: u64| (at(&chain, 2) - sp) as i32);
             let rows = [rule(KIND_CFA_SP, cfa), rule(KIND_CFA_FP, 16)];
-            let (v, reference) = walk_here(&rows, &ranges, MAX_STACK_DEPTH, frames);
+            let (v, reference) = walk_here(&rows, &ranges, MAX_STACK_DEPTH, frames, None);
             std::hint::black_box(&chain);
             let (regs, _) = copied(&v);
             if sp.replace(regs.sp).is_some() {
@@ -222,14 +267,70 @@ fn the_walk_at_the_probe_takes_every_kind_of_step_as_the_reference() {
             kind: crate::symbols::unwind_rows::KIND_STOP,
             ..rule(0, 0)
         }];
-        let (v, reference) = walk_here(&stop, &ranges, MAX_STACK_DEPTH, frames);
+        let (v, reference) = walk_here(&stop, &ranges, MAX_STACK_DEPTH, frames, None);
         assert_eq!(reference, Walked::Frames(vec![copied(&v).0.pc]));
         assert_eq!(read_walk(&v[OUT..], MAX_STACK_DEPTH), Some(reference));
-        let (v, reference) = walk_here(&stop, &[], MAX_STACK_DEPTH, frames);
+        let (v, reference) = walk_here(&stop, &[], MAX_STACK_DEPTH, frames, None);
         assert_eq!(reference, Walked::Unplaced);
         assert_eq!(
             read_walk(&v[OUT..], MAX_STACK_DEPTH),
             Some(Walked::Unplaced)
         );
     }
+}
+
+/// A process whose ranges the kernel does not hold is walked by the files it maps, when they are
+/// known (`FileRoute`): the frames are the unwinder's, as with its ranges; with its files
+/// unknown the walk is unplaced, as without ranges before.
+#[test]
+fn a_process_without_ranges_is_walked_by_the_files_it_maps() {
+    let t = "a_process_without_ranges_is_walked_by_the_files_it_maps";
+    if !dtrace_testkit::skip_unless(crate::bpf_available(), t, "needs bpf(2)")
+        || !dtrace_testkit::skip_unless(
+            crate::features::file_route_at_probe(),
+            t,
+            "needs bpf_find_vma() beside bpf_loop (Linux 5.17)",
+        )
+    {
+        return;
+    }
+    let pid = std::process::id();
+    let mut syms = Symbolizer::new();
+    syms.note_process(pid);
+    let mut arena = RowArena::new();
+    let ranges = syms.unwind_ranges(pid, &mut arena).unwrap();
+    let files = syms.unwind_files(pid, &mut arena);
+    // This test binary and libc at least.
+    assert!(files.len() >= 2, "{}", files.len());
+    let (v, reference) = walk_here(
+        arena.rows(),
+        &ranges,
+        MAX_STACK_DEPTH,
+        FrameLoop::Callback,
+        Some(&files),
+    );
+    let (regs, bytes) = copied(&v);
+    let stack = StackBytes {
+        base: regs.sp,
+        bytes,
+    };
+    let want = syms.unwind_user(pid, regs, stack, MAX_STACK_DEPTH as usize);
+    assert_eq!(reference, Walked::Frames(want.clone()));
+    assert!(want.len() >= 4, "{want:x?}");
+    assert_eq!(
+        read_walk(&v[OUT..], MAX_STACK_DEPTH),
+        Some(Walked::Frames(want))
+    );
+    // No file known: unplaced.
+    let (v, _) = walk_here(
+        arena.rows(),
+        &ranges,
+        MAX_STACK_DEPTH,
+        FrameLoop::Callback,
+        Some(&[]),
+    );
+    assert_eq!(
+        read_walk(&v[OUT..], MAX_STACK_DEPTH),
+        Some(Walked::Unplaced)
+    );
 }
