@@ -643,17 +643,12 @@ fn a_burst_of_syscalls_at_a_commands_start_loses_none() {
 /// known from the other processes that map it (the shell's libc and loader, the first
 /// command's program), so the commands' firings are walked at the probe, not handed over with
 /// their stacks: none is lost (before, a few hundred of a loop of 400 commands were drops).
+/// Where the kernel cannot take that route (Linux 6.1), the firings handed over may be drops,
+/// reported, and what was counted adds up.
 #[test]
 fn a_churn_of_new_processes_loses_no_firing() {
     let t = "a_churn_of_new_processes_loses_no_firing";
-    if !kernel_ok(t)
-        || !dtrace_testkit::skip_unless(
-            dtrace_linux::features::file_route_at_probe(),
-            t,
-            "the walk at the probe cannot find a PC by its file here (bpf_find_vma() beside \
-             bpf_loop, Linux 5.17)",
-        )
-    {
+    if !kernel_ok(t) {
         return;
     }
     let dir = test_dir("kstack-churn");
@@ -686,6 +681,9 @@ fn a_churn_of_new_processes_loses_no_firing() {
         .filter_map(|l| l.trim().parse::<u64>().ok())
         .sum();
     assert_eq!(summed, total, "{err}");
+    if !dtrace_linux::features::file_route_at_probe() {
+        return;
+    }
     // Every command makes a few dozen syscalls.
     assert!(total >= 400 * 10 && !err.contains("drop"), "{total}: {err}");
 }
