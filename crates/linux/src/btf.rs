@@ -543,6 +543,32 @@ impl TaskOffsets {
     }
 }
 
+/// Where the current process's initial stack pointer is (`task_struct.mm`, then
+/// `mm_struct.start_stack`): the stack above it holds the arguments and the environment, not
+/// frames, so a copy of the main thread's stack need not go further (see
+/// `capture::codegen::emit_user_unwind`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StackTopOffsets {
+    /// `task_struct.mm`.
+    pub mm: u32,
+    /// `mm_struct.start_stack`.
+    pub start_stack: u32,
+}
+
+impl StackTopOffsets {
+    /// The running kernel's, read from its BTF once per process.
+    pub fn of_running_kernel() -> Option<StackTopOffsets> {
+        static OFFSETS: std::sync::OnceLock<Option<StackTopOffsets>> = std::sync::OnceLock::new();
+        *OFFSETS.get_or_init(|| {
+            let btf = Btf::load_vmlinux().ok()?;
+            Some(StackTopOffsets {
+                mm: btf.member_offset(btf.struct_id("task_struct")?, "mm")?,
+                start_stack: btf.member_offset(btf.struct_id("mm_struct")?, "start_stack")?,
+            })
+        })
+    }
+}
+
 /// Offsets that name the file a `struct vm_area_struct` maps, as `bpf_find_vma()`'s callback
 /// reads them (the user stack walk's files, see `capture::uunwind`): its start and page offset,
 /// and its file's device and inode.
