@@ -559,6 +559,22 @@ int main(void) {
 }
 "#;
 
+/// The `total N` line a burst test's END prints (its `@n = count()`), and the sum of the stack
+/// aggregation's counts printed beside it.
+fn total_and_summed(out: &str) -> (u64, u64) {
+    let total = out
+        .lines()
+        .find_map(|l| l.strip_prefix("total "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0);
+    let summed = out
+        .lines()
+        .filter(|l| !l.starts_with("total"))
+        .filter_map(|l| l.trim().parse::<u64>().ok())
+        .sum();
+    (total, summed)
+}
+
 /// `pid$target::malloc:entry { @[ustack()] = count(); }`, the classic, on a program that
 /// allocates in a burst at its start: not one firing is lost, since the ranges of what the
 /// process maps are loaded while `-c` holds it, so every firing is walked at the probe (before,
@@ -585,16 +601,7 @@ fn a_burst_of_firings_at_a_programs_start_loses_none() {
         ],
     );
     assert_eq!(rc, 0, "{err}");
-    let total: u64 = out
-        .lines()
-        .find_map(|l| l.strip_prefix("total "))
-        .and_then(|n| n.trim().parse().ok())
-        .unwrap_or(0);
-    let summed: u64 = out
-        .lines()
-        .filter(|l| !l.starts_with("total"))
-        .filter_map(|l| l.trim().parse::<u64>().ok())
-        .sum();
+    let (total, summed) = total_and_summed(&out);
     assert_eq!(summed, total, "{out}");
     assert!(total == 5000 && !err.contains("drop"), "{total}: {err}");
 }
@@ -624,16 +631,7 @@ fn a_burst_of_syscalls_at_a_commands_start_loses_none() {
         ],
     );
     assert_eq!(rc, 0, "{err}");
-    let total: u64 = out
-        .lines()
-        .find_map(|l| l.strip_prefix("total "))
-        .and_then(|n| n.trim().parse().ok())
-        .unwrap_or(0);
-    let summed: u64 = out
-        .lines()
-        .filter(|l| !l.starts_with("total"))
-        .filter_map(|l| l.trim().parse::<u64>().ok())
-        .sum();
+    let (total, summed) = total_and_summed(&out);
     assert_eq!(summed, total, "{out}");
     assert!(total == WRITES && !err.contains("drop"), "{total}: {err}");
 }
@@ -670,16 +668,7 @@ fn a_churn_of_new_processes_loses_no_firing() {
         ],
     );
     assert_eq!(rc, 0, "{err}");
-    let total: u64 = out
-        .lines()
-        .find_map(|l| l.strip_prefix("total "))
-        .and_then(|n| n.trim().parse().ok())
-        .unwrap_or(0);
-    let summed: u64 = out
-        .lines()
-        .filter(|l| !l.starts_with("total"))
-        .filter_map(|l| l.trim().parse::<u64>().ok())
-        .sum();
+    let (total, summed) = total_and_summed(&out);
     assert_eq!(summed, total, "{err}");
     if !dtrace_linux::features::file_route_at_probe() {
         return;

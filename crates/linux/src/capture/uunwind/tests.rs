@@ -159,6 +159,16 @@ fn walk_here(
     (v, want)
 }
 
+/// The frames `Symbolizer::unwind_user` gives for process `pid` from the copy in value `v`.
+fn unwound(syms: &mut Symbolizer, pid: u32, v: &[u8], max: u32) -> Vec<u64> {
+    let (regs, bytes) = copied(v);
+    let stack = StackBytes {
+        base: regs.sp,
+        bytes,
+    };
+    syms.unwind_user(pid, regs, stack, max as usize)
+}
+
 #[test]
 fn the_walk_at_the_probe_gives_the_unwinders_frames() {
     let t = "the_walk_at_the_probe_gives_the_unwinders_frames";
@@ -176,12 +186,7 @@ fn the_walk_at_the_probe_gives_the_unwinders_frames() {
     {
         let (v, reference) = walk_here(arena.rows(), &ranges, max, frames, None);
         // The reference walk is the unwinder's.
-        let (regs, bytes) = copied(&v);
-        let stack = StackBytes {
-            base: regs.sp,
-            bytes,
-        };
-        let want = syms.unwind_user(pid, regs, stack, max as usize);
+        let want = unwound(&mut syms, pid, &v, max);
         assert_eq!(reference, Walked::Frames(want.clone()));
         if max == MAX_STACK_DEPTH {
             // Through libc's bpf() and this test's frames, by `.eh_frame`.
@@ -309,12 +314,7 @@ fn a_process_without_ranges_is_walked_by_the_files_it_maps() {
         FrameLoop::Callback,
         Some(&files),
     );
-    let (regs, bytes) = copied(&v);
-    let stack = StackBytes {
-        base: regs.sp,
-        bytes,
-    };
-    let want = syms.unwind_user(pid, regs, stack, MAX_STACK_DEPTH as usize);
+    let want = unwound(&mut syms, pid, &v, MAX_STACK_DEPTH);
     assert_eq!(reference, Walked::Frames(want.clone()));
     assert!(want.len() >= 4, "{want:x?}");
     assert_eq!(
