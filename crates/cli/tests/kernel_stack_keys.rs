@@ -392,6 +392,58 @@ fn ustack_keys_where_variables_live_in_the_kernel_print_as_in_dtrace() {
     );
 }
 
+/// A clause whose clause-locals take much of the probe's stack: its `ustack()` keys are walked
+/// at the probe all the same, as dtrace walks them. Where the kernel counts the walk's callbacks
+/// on top of that stack (Linux 6.1), the program is generated again with a walk that fits:
+/// callbacks without the file route (12 locals), or the bounded loop (24, the most).
+#[test]
+fn ustack_keys_beside_many_clause_locals_print_as_in_dtrace() {
+    let t = "ustack_keys_beside_many_clause_locals_print_as_in_dtrace";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let exe = compile_c(
+        &test_dir("kstack-ustack-locals"),
+        "rounds",
+        ROUNDS,
+        &["-O2", "-g", "-fomit-frame-pointer", "-fcf-protection=none"],
+    );
+    let cmd = exe.display().to_string();
+    for n in [12, 24] {
+        let sets: String = (0..n)
+            .map(|i| format!("this->v{i} = arg0 + {i}; "))
+            .collect();
+        let sum: Vec<String> = (0..n).map(|i| format!("this->v{i}")).collect();
+        let script = format!(
+            "syscall::write:entry /pid == $target/ {{ {sets}@[ustack(), {}] = count(); \
+             @n = count(); }}",
+            sum.join(" + ")
+        );
+        let (rc, _, err) = dtrace_with_env(&[], &["-qv", "-n", &script, "-c", &cmd]);
+        assert_eq!(rc, 0, "{err}");
+        assert!(
+            clause_lines(&err, 1)
+                .iter()
+                .any(|l| l.contains("runs whole in the kernel at 1 probe")),
+            "{n}: {err}"
+        );
+        let out = same_both_ways(&[], &script, &cmd, &[]);
+        assert!(out.lines().any(|l| l.trim() == "120"), "{n}: {out}");
+        assert!(
+            has_stack(
+                &out,
+                &[
+                    "libc.so.6`write+",
+                    "rounds`w3+",
+                    "rounds`w2+",
+                    "rounds`main+"
+                ]
+            ),
+            "{n}: {out}"
+        );
+    }
+}
+
 /// The distinct stacks an output of stack records prints.
 fn stacks(out: &str) -> std::collections::BTreeSet<String> {
     out.split("\n\n")

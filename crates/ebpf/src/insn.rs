@@ -227,6 +227,66 @@ pub fn subprograms(insns: &[Insn]) -> Vec<usize> {
     starts
 }
 
+/// The bytes of stack the main program of `insns` (before its first subprogram) takes, as a
+/// verifier counts them: the deepest byte a load or store through r10 reaches, or through a
+/// register holding an address in the stack, as [`Asm::frame_addr`] forms them (`mov rX, r10`
+/// then adds of constants; the code is followed in order, each register's address forgotten
+/// when it is written otherwise). A kernel before Linux 6.2 or so counts a `bpf_loop`
+/// callback's frame on top of it (`dtrace_linux::features::loop_beside`).
+pub fn stack_depth(insns: &[Insn]) -> u32 {
+    let end = subprograms(insns).first().copied().unwrap_or(insns.len());
+    let mut at: [Option<i64>; 11] = [None; 11];
+    at[10] = Some(0);
+    let mut deepest = 0i64;
+    let mut pc = 0;
+    while pc < end.min(insns.len()) {
+        let i = insns[pc];
+        let (dst, src) = (usize::from(i.dst & 0xf), usize::from(i.src & 0xf));
+        let class = i.code & 7;
+        match class {
+            op::LDX => {
+                if let Some(k) = at.get(src).copied().flatten() {
+                    deepest = deepest.max(-(k + i64::from(i.off)));
+                }
+                if dst < 10 {
+                    at[dst] = None;
+                }
+            }
+            op::ST | op::STX => {
+                if let Some(k) = at.get(dst).copied().flatten() {
+                    deepest = deepest.max(-(k + i64::from(i.off)));
+                }
+                // An atomic fetch writes its source register.
+                if i.code & 0xe0 == op::ATOMIC && src < 10 {
+                    at[src] = None;
+                    at[0] = None;
+                }
+            }
+            op::ALU64 if dst < 10 => {
+                let x = i.code & op::X != 0;
+                at[dst] = match (i.code & 0xf0, x, at[dst]) {
+                    (op::MOV, true, _) => at.get(src).copied().flatten(),
+                    (op::ADD, false, Some(k)) => Some(k + i64::from(i.imm)),
+                    (op::SUB, false, Some(k)) => Some(k - i64::from(i.imm)),
+                    _ => None,
+                };
+                if let Some(k) = at[dst] {
+                    deepest = deepest.max(-k);
+                }
+            }
+            op::ALU | op::LD if dst < 10 => at[dst] = None,
+            op::JMP if i.code & 0xf0 == op::CALL => at[..6].fill(None),
+            _ => {}
+        }
+        pc += if i.code == (op::LD | op::DW | op::IMM) {
+            2
+        } else {
+            1
+        };
+    }
+    deepest.clamp(0, i64::from(u32::MAX)) as u32
+}
+
 /// Helper function numbers (`enum bpf_func_id`).
 #[allow(missing_docs)]
 pub mod helper {
@@ -583,6 +643,58 @@ mod tests {
         assert_eq!(
             a.finish().unwrap()[0].to_bytes(),
             [0x79, 0x61, 0x10, 0, 0, 0, 0, 0]
+        );
+    }
+
+    #[test]
+    fn the_stack_depth_is_the_deepest_slot_the_main_program_reaches() {
+        let depth = |f: &dyn Fn(&mut Asm)| {
+            let mut a = Asm::new();
+            f(&mut a);
+            a.mov_imm(R0, 0).exit();
+            stack_depth(&a.finish().unwrap())
+        };
+        assert_eq!(depth(&|_| {}), 0);
+        assert_eq!(
+            depth(&|a| {
+                a.store_imm(Size::DW, R10, -16, 0);
+                a.load(Size::DW, R1, R10, -40);
+            }),
+            40
+        );
+        // An address formed and handed to a helper, then moved further down and stored
+        // through; a register written otherwise forgets its address.
+        assert_eq!(
+            depth(&|a| {
+                a.frame_addr(R2, -64).call(helper::KTIME_GET_NS);
+            }),
+            64
+        );
+        assert_eq!(
+            depth(&|a| {
+                a.frame_addr(R6, -64).mov(R3, R6).alu_imm(op::ADD, R3, -32);
+                a.store_imm(Size::W, R3, -8, 0);
+            }),
+            104
+        );
+        assert_eq!(
+            depth(&|a| {
+                a.frame_addr(R3, -64)
+                    .mov_imm(R3, 0)
+                    .store_imm(Size::W, R3, -100, 0);
+            }),
+            64
+        );
+        // A callback's own stack is its frame's, not the main program's.
+        assert_eq!(
+            depth(&|a| {
+                a.store_imm(Size::DW, R10, -24, 0);
+                a.ld_callback(R2, "cb", |a| {
+                    a.store_imm(Size::DW, R10, -200, 0);
+                    a.mov_imm(R0, 0).exit();
+                });
+            }),
+            24
         );
     }
 

@@ -174,19 +174,36 @@ pub enum LoopUnusable {
 }
 
 /// `Ok` when the clauses' code at a probe may loop with `bpf_loop` calling back a subprogram
-/// of its own: `bpf_loop` is there and the verifier lets its callback run beside a program whose
-/// stack is full, as the clauses' code at a probe fills it (Linux 6.1's verifier counts the
-/// callback's frame on top of the program's whole stack at the load of its address, and refuses
-/// the 512 bytes they would then take); otherwise why not. Found once by loading such a program.
-/// What `chill()` spins with ([`chill_at_probe`]) and long string searches loop with
+/// of its own whatever stack it takes: `bpf_loop` is there and the verifier lets its callback
+/// run beside a program whose stack is full (Linux 6.1's verifier counts the callback's frame
+/// on top of the program's whole stack at the load of its address, and refuses the 512 bytes
+/// they would then take); otherwise why not ([`loop_beside`] says it for a program of a given
+/// stack). What `chill()` spins with ([`chill_at_probe`]) and long string searches loop with
 /// (`dtrace_ebpf::translate::ProbeContext::loops`).
 pub fn loop_at_probe() -> std::result::Result<(), LoopUnusable> {
-    static OK: std::sync::OnceLock<std::result::Result<(), LoopUnusable>> =
-        std::sync::OnceLock::new();
-    *OK.get_or_init(|| {
+    loop_beside(512)
+}
+
+/// The steps of 32 bytes the verifier counts a program's stack in, up to 512.
+const STACK_STEPS: usize = 16;
+
+/// `depth` (bytes of a program's stack) in the verifier's steps of 32 bytes, from 1 (a stack
+/// of 0 takes one too) to [`STACK_STEPS`] (a depth past 512 counts as 512).
+fn stack_step(depth: u32) -> usize {
+    (depth.clamp(1, 512) as usize).div_ceil(32)
+}
+
+/// `Ok` when a probe's program whose own code takes `depth` bytes of stack (as
+/// `insn::stack_depth` counts them) may loop with `bpf_loop` calling back a subprogram of its
+/// own; otherwise why not. Found once per 32 bytes of stack by loading such a program.
+pub fn loop_beside(depth: u32) -> std::result::Result<(), LoopUnusable> {
+    static OK: [std::sync::OnceLock<std::result::Result<(), LoopUnusable>>; STACK_STEPS] =
+        [const { std::sync::OnceLock::new() }; STACK_STEPS];
+    let step = stack_step(depth);
+    *OK[step - 1].get_or_init(|| {
         if !have_bpf_loop() {
             Err(LoopUnusable::Missing)
-        } else if !loads_bpf_loop(512) {
+        } else if !loads_bpf_loop(32 * step as i16) {
             Err(LoopUnusable::StackCounted)
         } else {
             Ok(())
@@ -209,23 +226,33 @@ pub fn chill_at_probe() -> std::result::Result<(), &'static str> {
 }
 
 /// Whether the user stack walk at the probe may find a PC by its file
-/// (`capture::uunwind::FileRoute`): `bpf_find_vma()` (Linux 5.17) called from the walk's
-/// `bpf_loop` callback, with a callback of its own reading the mapping's fields, beside a
-/// probe's full stack, and the kernel's BTF naming those fields. Found once by loading such a
-/// program.
+/// (`capture::uunwind::FileRoute`) in some probe's program: [`file_route_beside`] a program of
+/// the least stack.
 pub fn file_route_at_probe() -> bool {
-    static OK: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *OK.get_or_init(|| {
+    file_route_beside(8)
+}
+
+/// Whether the user stack walk in a probe's program whose own code takes `depth` bytes of
+/// stack may find a PC by its file (`capture::uunwind::FileRoute`): `bpf_find_vma()` (Linux
+/// 5.17) called from the walk's `bpf_loop` callback, with a callback of its own reading the
+/// mapping's fields (a third frame Linux 6.1 counts on top of the program's stack), and the
+/// kernel's BTF naming those fields. Found once per 32 bytes of stack by loading such a
+/// program.
+pub fn file_route_beside(depth: u32) -> bool {
+    static OK: [std::sync::OnceLock<bool>; STACK_STEPS] =
+        [const { std::sync::OnceLock::new() }; STACK_STEPS];
+    let step = stack_step(depth);
+    *OK[step - 1].get_or_init(|| {
         let Some(v) = crate::btf::VmaFileOffsets::of_running_kernel() else {
             return false;
         };
-        if loop_at_probe().is_err() {
+        if loop_beside(depth).is_err() {
             return false;
         }
         use crate::bpf::insn::{helper, Size, R0, R1, R10, R2, R3, R4, R5, R6};
         let mut a = crate::bpf::Asm::new();
         a.store_imm(Size::DW, R10, -8, 0);
-        a.store_imm(Size::DW, R10, -512, 0);
+        a.store_imm(Size::DW, R10, -32 * step as i16, 0);
         a.mov_imm(R1, 1);
         a.ld_callback(R2, "dt_vma_loop_probe", move |a| {
             a.call(helper::GET_CURRENT_TASK_BTF).mov(R1, R0);

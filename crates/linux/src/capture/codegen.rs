@@ -758,6 +758,38 @@ pub fn gen_capture_reporting(
     tag: u32,
     maps: &MapFds,
 ) -> Result<(Vec<Insn>, CaptureReport)> {
+    let got = gen_capture_once(shape, spec, layout, tag, maps)?;
+    match walk_beside(spec, &got.0) {
+        Some(spec) => gen_capture_once(shape, &spec, layout, tag, maps),
+        None => Ok(got),
+    }
+}
+
+/// `spec` again with the user stack walk its program `insns` can load with, when its walk's
+/// frames are callbacks the kernel refuses beside that program's stack
+/// (`ustack_keys::UserWalk::beside`): the same walk, with the bounded loop or without the file
+/// route, so the program is generated again.
+fn walk_beside(spec: &CaptureSpec, insns: &[Insn]) -> Option<CaptureSpec> {
+    let w = spec
+        .aggs
+        .as_ref()?
+        .uwalk?
+        .beside(crate::bpf::insn::stack_depth(insns))?;
+    let mut spec = spec.clone();
+    if let Some(k) = spec.aggs.as_mut() {
+        k.uwalk = Some(w);
+    }
+    Some(spec)
+}
+
+/// [`gen_capture_reporting`] with the walk `spec` says.
+fn gen_capture_once(
+    shape: &ProbeShape,
+    spec: &CaptureSpec,
+    layout: &RecordLayout,
+    tag: u32,
+    maps: &MapFds,
+) -> Result<(Vec<Insn>, CaptureReport)> {
     if shape.args.len() > NARGS {
         return Err(LinuxError::Asm(format!(
             "{} arguments, records carry {NARGS}",
@@ -1457,6 +1489,22 @@ pub fn gen_syscall_dispatcher(
 /// retry and the return's. `shape` reads the kept arguments ([`ArgSource::Kept`]).
 /// Returns the program and what runs of the clauses, which must be what runs at the entry.
 pub fn gen_replay(
+    shape: &ProbeShape,
+    spec: &CaptureSpec,
+    tag: u32,
+    maps: &MapFds,
+    nr: u32,
+    tails: Option<(i32, i32)>,
+) -> Result<(Vec<Insn>, super::kagg::AggReport)> {
+    let got = gen_replay_once(shape, spec, tag, maps, nr, tails)?;
+    match walk_beside(spec, &got.0) {
+        Some(spec) => gen_replay_once(shape, &spec, tag, maps, nr, tails),
+        None => Ok(got),
+    }
+}
+
+/// [`gen_replay`] with the walk `spec` says.
+fn gen_replay_once(
     shape: &ProbeShape,
     spec: &CaptureSpec,
     tag: u32,

@@ -85,9 +85,13 @@ const KEYPTR: i16 = INCR - 8;
 const TIMESTAMP: i16 = KEYPTR - 8;
 /// The key of a kernel thread-local (see `capture::kvars`).
 pub(crate) const VARS_KEY: i16 = TIMESTAMP - 8;
-/// The address of the clause's record in the ring (zero when the ring was full), below the
-/// clause-locals of `capture::kvars`.
-const REC: i16 = VARS_KEY - 8 * (super::kvars::MAX_LOCALS as i16 + 1);
+/// The address of the clause's record in the ring (zero when the ring was full). The fixed
+/// slots come first and the slots a probe may use more or fewer of (thread-locals kept, the
+/// clause-locals of `capture::kvars`) below them, so that a program uses the stack it needs: a
+/// kernel before Linux 6.2 or so counts a `bpf_loop` callback's frame on top of the probe's
+/// stack, so a walk of a user stack by callbacks (and `chill()`) needs the probe's code under
+/// 480 bytes there (`features::loop_beside`).
+const REC: i16 = VARS_KEY - 8;
 /// 1 when [`REC`] holds a reserved record, 0 when the ring was full. The record is submitted on
 /// this flag, a constant the verifier tracks exactly, not on the reloaded pointer: a verifier
 /// before Linux 6.2 or so follows the null branch of a test of a reloaded ring pointer too, and
@@ -96,15 +100,18 @@ const REC_OK: i16 = REC - 8;
 /// Non-zero once a store to a dynamic variable was dropped (`capture::kvars`): the clause ends
 /// there, without its record, as in the interpreter.
 pub(crate) const DVAR_DROPPED: i16 = REC_OK - 8;
-/// Non-zero when the probe's kernel clauses handed the firing over to dtrace (a string they
-/// copy could not be read at the probe); the record path reads it (see [`emit_aggs`]).
-pub(crate) const HANDOVER: i16 = DVAR_DROPPED - 8;
 /// The bytes a clause running in the kernel allocated so far (`alloca()`, see
 /// `translate::AllocaArea::top_at`), zeroed at the start of each clause (one that does not
-/// allocate may follow a `self->` or global pointer into its empty area, which faults): below
-/// the thread-locals' cache slots of `capture::kvars` (and the pre-read arguments' slots).
-pub(crate) const ALLOCA_TOP: i16 = HANDOVER - 48;
-const _: () = assert!(ALLOCA_TOP >= -512);
+/// allocate may follow a `self->` or global pointer into its empty area, which faults). Below
+/// it: the thread's id and the thread-locals' cache slots of `capture::kvars` (or the pre-read
+/// arguments' slots), then the clause-locals, around [`HANDOVER`].
+pub(crate) const ALLOCA_TOP: i16 = DVAR_DROPPED - 8;
+/// Non-zero when the probe's kernel clauses handed the firing over to dtrace (a string they
+/// copy could not be read at the probe); the record path reads it (see [`emit_aggs`]) after it
+/// reserved its record, so it is below the slots of the record's body (`capture::sized`), the
+/// clauses' other slots being dead by then.
+pub(crate) const HANDOVER: i16 = super::sized::LOWEST_SLOT - 8;
+const _: () = assert!(HANDOVER < ALLOCA_TOP && HANDOVER >= -512);
 
 /// The value of [`HANDOVER`] that hands the firing over whole (dtrace runs every clause).
 pub(crate) const HANDED_OVER: i32 = 1;
@@ -1336,7 +1343,7 @@ fn writes(c: &KernelAggClause) -> bool {
 /// run (`PreRead::values`), the next ones' below it. A probe reads strings first only when no D
 /// variable of its clauses lives in the kernel, so these are the slots `capture::kvars` keeps
 /// the thread's id and thread-locals in otherwise.
-const PRE_READ_ARGS: i16 = HANDOVER - 8;
+const PRE_READ_ARGS: i16 = super::kvars::TID;
 
 /// The slot of pre-read argument number `i` (below [`MAX_PRE_READ`]) of the slots from `base`
 /// down ([`PRE_READ_ARGS`], or `kvars::free_slots` where variables live in the kernel).

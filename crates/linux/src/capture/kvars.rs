@@ -348,12 +348,19 @@ pub(crate) fn global_offset(index: usize) -> i16 {
 /// Most global scalars kept in the kernel.
 pub const MAX_GLOBALS: usize = 512;
 
-/// Most clause-locals kept in the kernel (each a stack slot below [`KEY`]).
+/// Most clause-locals kept in the kernel (each a stack slot, the first at [`LOCALS`], around
+/// `kagg::HANDOVER`).
 pub const MAX_LOCALS: usize = 24;
 
 /// The stack slot of clause-local number `index` (below `MAX_LOCALS`).
 fn local_slot(index: usize) -> i16 {
-    KEY - 8 * (index.min(MAX_LOCALS - 1) as i16 + 1)
+    let at = LOCALS - 8 * index.min(MAX_LOCALS - 1) as i16;
+    // Around the handover flag.
+    if at <= super::kagg::HANDOVER {
+        at - 8
+    } else {
+        at
+    }
 }
 
 /// Zeroes the clause-locals' slots of `kv` (the integers', then the string flags'): a firing
@@ -386,7 +393,11 @@ pub fn emit_record_thread(a: &mut Asm) {
 
 /// The stack slot of the firing's `bpf_get_current_pid_tgid()` (zero until a key of a
 /// thread-local needs it: one helper call a firing, not one per load and store).
-const TID: i16 = super::kagg::HANDOVER - 8;
+pub(crate) const TID: i16 = super::kagg::ALLOCA_TOP - 8;
+
+/// The first clause-local's slot (the next ones' below it), below the thread's id and the
+/// thread-locals' cache slots ([`cache_slots`]).
+const LOCALS: i16 = TID - 16 * CACHED_THREAD_VARS as i16 - 8;
 
 /// How many of a probe's integer thread-locals (the first of `KernelVars::ids`) a firing
 /// keeps once it loaded or stored one ([`cache_slots`]).
@@ -409,13 +420,13 @@ fn cache_slots(kv: &KernelVars, var: u32) -> Option<(i16, i16)> {
 const _: () = assert!(TID - 16 * CACHED_THREAD_VARS as i16 >= -512);
 
 /// The stack slots below the thread-locals' cache of `kv` ([`cache_slots`]) that no variable
-/// of the firing takes, above `kagg::ALLOCA_TOP`: the first's offset and how many (the next
+/// of the firing takes, above the clause-locals' slots: the first's offset and how many (the next
 /// ones below it), or `None` when there are none (a syscall entry keeping its firing for the
 /// return keeps the arguments it pre-reads there: `kagg::emit_aggs`).
 pub fn free_slots(kv: &KernelVars) -> Option<(i16, usize)> {
     let cached = kv.ids.len().min(CACHED_THREAD_VARS) as i16;
     let first = TID - 16 * cached - 8;
-    let n = (first - super::kagg::ALLOCA_TOP) / 8;
+    let n = (first - LOCALS) / 8;
     (n > 0).then_some((first, n as usize))
 }
 
@@ -441,7 +452,11 @@ pub fn emit_local_store(a: &mut Asm, index: usize, value_at: i16) {
 }
 
 // The lowest clause-local's slot is on the eBPF stack.
-const _: () = assert!(KEY - 8 * MAX_LOCALS as i16 >= -512);
+const _: () = assert!(
+    LOCALS - 8 * MAX_LOCALS as i16 >= -512
+        && LOCALS > super::kagg::HANDOVER
+        && LOCALS - 8 * (MAX_LOCALS as i16 - 1) < super::kagg::HANDOVER
+);
 
 /// r0 = the current thread's `var` (0 when it has none); a second load in a firing takes the
 /// value the first found ([`cache_slots`]).
@@ -944,7 +959,7 @@ mod tests {
         // variable is not kept: it is looked up at each load.
         let (v2, f2) = cache_slots(&kv, 0x506).unwrap();
         assert!(v2 < valid && f2 < v2 && f2 >= -512);
-        assert!(value < TID && TID < super::super::kagg::HANDOVER);
+        assert!(value < TID && TID < super::super::kagg::ALLOCA_TOP);
         assert_eq!(cache_slots(&kv, 0x507), None);
         let mut a = Asm::new();
         emit_load(&mut a, &kv, 0x507).unwrap();

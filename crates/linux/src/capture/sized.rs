@@ -38,8 +38,9 @@ const fn tail_len(i: usize) -> i16 {
 const fn tail_at(i: usize) -> i16 {
     tail_len(i) - 8
 }
-// The kernel clauses' handover flag is read after the record is reserved: the slots stay above it.
-const _: () = assert!(tail_at(MAX_COPIES - 1) > super::kagg::HANDOVER);
+/// The lowest stack slot of a record's body and its copies: the kernel clauses' handover flag,
+/// read after the record is reserved, is below it (`kagg::HANDOVER`).
+pub(super) const LOWEST_SLOT: i16 = tail_at(MAX_COPIES - 1);
 const _: () = assert!(DYNPTR % 8 == 0);
 
 /// The least region a copy of up to `size` bytes is read into: powers of two from 8.

@@ -46,8 +46,30 @@ pub struct UserWalk {
     /// Frames the kernel's frame-pointer walk takes: as many as the probe's capture takes.
     pub fp_frames: u32,
     /// The files map and the array holding the scratch's keys, where the walk finds a PC by
-    /// its file (`uunwind::FileRoute`), if it does.
+    /// its file (`uunwind::FileRoute`), if it does (only where its frames are callbacks).
     pub files: Option<(i32, i32)>,
+    /// How the walk goes from frame to frame.
+    pub frames: uunwind::FrameLoop,
+}
+
+impl UserWalk {
+    /// The walk a probe's program whose own code takes `depth` bytes of stack can load with on
+    /// the running kernel, if not this one: by callbacks without the file route, or by the
+    /// bounded loop (`features::loop_beside`, `features::file_route_beside`).
+    pub fn beside(&self, depth: u32) -> Option<UserWalk> {
+        let mut w = *self;
+        if w.frames == uunwind::FrameLoop::Callback && crate::features::loop_beside(depth).is_err()
+        {
+            w.frames = uunwind::FrameLoop::Bounded;
+        }
+        if w.files.is_some()
+            && (w.frames != uunwind::FrameLoop::Callback
+                || !crate::features::file_route_beside(depth))
+        {
+            w.files = None;
+        }
+        (w != *self).then_some(w)
+    }
 }
 
 /// The scratch value: 1 when the keys take the `.eh_frame` walk's frames, else 0.
@@ -166,8 +188,8 @@ pub fn emit_walk_once(
     for i in 0..MAX_STACK_DEPTH as usize {
         a.store_imm(Size::DW, R7, off(OUT + uunwind::OUT_FRAMES + 8 * i)?, 0);
     }
-    let frames = uunwind::FrameLoop::at_probe();
-    // By the file only where the frames are callbacks (see `features::file_route_at_probe`).
+    let frames = w.frames;
+    // By the file only where the frames are callbacks (see `features::file_route_beside`).
     let files = w
         .files
         .filter(|_| frames == uunwind::FrameLoop::Callback)

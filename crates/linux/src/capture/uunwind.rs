@@ -100,19 +100,25 @@ const OUT_FP: usize = 32;
 const OUT_WORDS: usize = 40;
 pub(crate) const OUT_FRAMES: usize = OUT_WORDS + 8 * WORDS;
 
-/// The walk's words, by index from [`OUT_WORDS`]: a file's first row and the rows left to
-/// search, half of them, a map key, the address looked up; the start and page offset of the
-/// mapping holding it, and its file's key in the files map (two words: see [`FileRoute`]).
-const WORD_FIRST: usize = 0;
-const WORD_LEN: usize = 1;
-const WORD_HALF: usize = 2;
-const WORD_KEY: usize = 3;
-const WORD_LOOKUP: usize = 4;
-const WORD_VM_START: usize = 5;
-const WORD_VM_PGOFF: usize = 6;
-const WORD_FILE_DEV: usize = 7;
-const WORD_FILE_INO: usize = 8;
-const WORDS: usize = 9;
+/// The walk's words, by index from [`OUT_WORDS`]: the rows left to search and half of them, a
+/// map key, the address looked up; the start and page offset of the mapping holding it, and
+/// its file's key in the files map (two words: see [`FileRoute`]); the range the last frame's
+/// PC was found in (see [`emit_range_search`]): its start and end, what turns an address into
+/// its file's terms, its file's first row and their count.
+const WORD_LEN: usize = 0;
+const WORD_HALF: usize = 1;
+const WORD_KEY: usize = 2;
+const WORD_LOOKUP: usize = 3;
+const WORD_VM_START: usize = 4;
+const WORD_VM_PGOFF: usize = 5;
+const WORD_FILE_DEV: usize = 6;
+const WORD_FILE_INO: usize = 7;
+const WORD_LAST_START: usize = 8;
+const WORD_LAST_END: usize = 9;
+const WORD_LAST_BIAS: usize = 10;
+const WORD_LAST_FIRST: usize = 11;
+const WORD_LAST_COUNT: usize = 12;
+const WORDS: usize = 13;
 
 /// The stack slot where the walk on callbacks keeps r7 for them (clear of the capture's slots at
 /// -8 and -16).
@@ -181,9 +187,12 @@ pub enum FrameLoop {
 }
 
 impl FrameLoop {
-    /// The loop a probe's program walks with on the running kernel.
+    /// The loop a probe's program walks with first on the running kernel: callbacks where it
+    /// has `bpf_loop`. A kernel that counts their frame on top of the probe's stack (Linux
+    /// 6.1) may refuse them beside a program's whole stack: the program is then generated again
+    /// with the bounded loop (`codegen::gen_capture_reporting`, `features::loop_beside`).
     pub fn at_probe() -> FrameLoop {
-        if crate::features::loop_at_probe().is_ok() {
+        if crate::features::have_bpf_loop() {
             FrameLoop::Callback
         } else {
             FrameLoop::Bounded
@@ -266,6 +275,9 @@ pub fn emit_walk(
         a.load(Size::DW, R1, R7, o.copy + from)
             .store(Size::DW, R7, to, R1);
     }
+    // No range found yet (the value keeps an earlier firing's).
+    a.store_imm(Size::DW, R7, o.words[WORD_LAST_START], 0);
+    a.store_imm(Size::DW, R7, o.words[WORD_LAST_END], 0);
     match frames {
         FrameLoop::Bounded => {
             let (head, done, unplaced) = (a.label(), a.label(), a.label());
@@ -440,20 +452,31 @@ fn emit_at_or_above(a: &mut Asm, ge: Reg, x: Reg, y: Reg, t: Reg) {
 
 /// The search of the ranges for the address in the lookup slot: jumps to `unplaced` when no
 /// range holds it, to `fp_step` when its range has no rows; else leaves the address in the file's
-/// terms in r6, the file's first row in r2 and their count in r3.
+/// terms in r6, the file's first row in r2 and their count in r3. The range found is kept in
+/// the walk's words, and an address in the last one found (the next frame's, in the same file,
+/// most often) takes it without a search.
 fn emit_range_search(a: &mut Asm, maps: &WalkMaps, o: &Offsets, unplaced: Label, fp_step: Label) {
+    let w = |i: usize| o.words[i];
     let mask = o.range_mask;
+    let (search, found) = (a.label(), a.label());
+    a.load(Size::DW, R1, R7, w(WORD_LOOKUP));
+    a.load(Size::DW, R2, R7, w(WORD_LAST_START));
+    a.jmp_reg(op::JLT, R1, R2, search);
+    a.load(Size::DW, R2, R7, w(WORD_LAST_END));
+    a.jmp_reg(op::JGE, R1, R2, search);
+    a.ja(found);
+    a.bind(search);
     if maps.by_process {
         a.call(helper::GET_CURRENT_PID_TGID)
             .alu_imm(op::RSH, R0, 32)
-            .store(Size::W, R7, o.words[WORD_KEY], R0);
-        emit_keyed_lookup(a, maps.ranges, o.words[WORD_KEY]);
+            .store(Size::W, R7, w(WORD_KEY), R0);
+        emit_keyed_lookup(a, maps.ranges, w(WORD_KEY));
         a.jmp_imm(op::JEQ, R0, 0, unplaced);
         a.mov(R8, R0);
     } else {
         a.ld_map_value(R8, maps.ranges, 0);
     }
-    a.load(Size::DW, R1, R7, o.words[WORD_LOOKUP]);
+    a.load(Size::DW, R1, R7, w(WORD_LOOKUP));
     // r4: base, r5: len.
     a.load(Size::DW, R5, R8, 0);
     a.jmp_imm(op::JEQ, R5, 0, unplaced);
@@ -478,13 +501,23 @@ fn emit_range_search(a: &mut Asm, maps: &WalkMaps, o: &Offsets, unplaced: Label,
         .alu(op::ADD, R4, R8);
     a.load(Size::DW, R2, R4, 8);
     a.jmp_reg(op::JLT, R1, R2, unplaced);
-    a.load(Size::DW, R2, R4, 16);
-    a.jmp_reg(op::JGE, R1, R2, unplaced);
-    a.load(Size::W, R3, R4, 8 + 28);
+    a.load(Size::DW, R3, R4, 16);
+    a.jmp_reg(op::JGE, R1, R3, unplaced);
+    // The range found, kept for the next frame.
+    a.store(Size::DW, R7, w(WORD_LAST_START), R2);
+    a.store(Size::DW, R7, w(WORD_LAST_END), R3);
+    a.load(Size::DW, R2, R4, 8 + 16)
+        .store(Size::DW, R7, w(WORD_LAST_BIAS), R2);
+    a.load(Size::W, R2, R4, 8 + 24)
+        .store(Size::DW, R7, w(WORD_LAST_FIRST), R2);
+    a.load(Size::W, R3, R4, 8 + 28)
+        .store(Size::DW, R7, w(WORD_LAST_COUNT), R3);
+    a.bind(found);
+    a.load(Size::DW, R3, R7, w(WORD_LAST_COUNT));
     a.jmp_imm(op::JEQ, R3, 0, fp_step);
-    a.load(Size::DW, R6, R4, 8 + 16);
+    a.load(Size::DW, R6, R7, w(WORD_LAST_BIAS));
     a.mov(R0, R1).alu(op::SUB, R0, R6).mov(R6, R0);
-    a.load(Size::W, R2, R4, 8 + 24);
+    a.load(Size::DW, R2, R7, w(WORD_LAST_FIRST));
 }
 
 /// The search of the address in the lookup word by its file (see [`FileRoute`]): jumps to
@@ -577,25 +610,27 @@ fn emit_vma_callback(a: &mut Asm, route: &FileRoute, words: &[i16; WORDS]) {
 }
 
 /// The search of the file's rows (first in r2, count in r3) for the address in r6: leaves the row
-/// holding it in r0, or jumps to `fp_step` when the address is before the first row.
+/// holding it in r0, or jumps to `fp_step` when the address is before the first row. Its steps
+/// stop once one row is left: as many as the file's rows take (a dozen for a C library), not
+/// the most any file takes.
 fn emit_row_search(a: &mut Asm, maps: &WalkMaps, o: &Offsets, unplaced: Label, fp_step: Label) {
     let w = |i: usize| o.words[i];
-    let (first, len, half, key) = (w(WORD_FIRST), w(WORD_LEN), w(WORD_HALF), w(WORD_KEY));
-    a.store(Size::DW, R7, first, R2);
+    let (len, half, key) = (w(WORD_LEN), w(WORD_HALF), w(WORD_KEY));
     a.store(Size::DW, R7, len, R3);
-    // r8: base.
-    a.mov_imm(R8, 0);
+    // r8: the first row of those left.
+    a.mov(R8, R2);
     let lookup_row = |a: &mut Asm| {
-        // r0: the row at first + r8 + r1.
-        a.load(Size::DW, R2, R7, first)
-            .alu(op::ADD, R2, R8)
-            .alu(op::ADD, R2, R1);
+        // r0: the row at r8 + r1.
+        a.mov(R2, R8).alu(op::ADD, R2, R1);
         a.store(Size::W, R7, key, R2);
         emit_keyed_lookup(a, maps.rows, key);
         a.jmp_imm(op::JEQ, R0, 0, unplaced);
     };
+    let searched = a.label();
     for _ in 0..maps.row_steps {
-        a.load(Size::DW, R1, R7, len).alu_imm(op::RSH, R1, 1);
+        a.load(Size::DW, R1, R7, len);
+        a.jmp_imm(op::JLE, R1, 1, searched);
+        a.alu_imm(op::RSH, R1, 1);
         a.store(Size::DW, R7, half, R1);
         lookup_row(a);
         a.load(Size::DW, R2, R0, 0);
@@ -605,6 +640,7 @@ fn emit_row_search(a: &mut Asm, maps: &WalkMaps, o: &Offsets, unplaced: Label, f
         a.load(Size::DW, R2, R7, len).alu(op::SUB, R2, R1);
         a.store(Size::DW, R7, len, R2);
     }
+    a.bind(searched);
     a.load(Size::DW, R2, R7, len);
     a.jmp_imm(op::JNE, R2, 1, unplaced);
     a.mov_imm(R1, 0);

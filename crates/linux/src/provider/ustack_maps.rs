@@ -126,6 +126,7 @@ impl UstackMaps {
                 .files
                 .as_ref()
                 .map(|(files, keys)| (files.raw_fd(), keys.raw_fd())),
+            frames: crate::capture::uunwind::FrameLoop::at_probe(),
         }
     }
 
