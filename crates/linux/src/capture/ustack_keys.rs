@@ -45,9 +45,9 @@ pub struct UserWalk {
     pub scratch: i32,
     /// Frames the kernel's frame-pointer walk takes: as many as the probe's capture takes.
     pub fp_frames: u32,
-    /// The files map and the array holding the scratch's keys, where the walk finds a PC by
-    /// its file (`uunwind::FileRoute`), if it does (only where its frames are callbacks).
-    pub files: Option<(i32, i32)>,
+    /// The maps of the walk's way to a PC by its file (`uunwind::FileRoute`), if it takes it
+    /// (only where its frames are callbacks).
+    pub files: Option<RouteMaps>,
     /// How the walk goes from frame to frame.
     pub frames: uunwind::FrameLoop,
 }
@@ -70,6 +70,17 @@ impl UserWalk {
         }
         (w != *self).then_some(w)
     }
+}
+
+/// The maps of the walk's way to a PC by its file (see `uunwind::FileRoute`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RouteMaps {
+    /// The files map.
+    pub files: i32,
+    /// The array holding the scratch's keys.
+    pub keys: i32,
+    /// Where a walk that took the route notes its process.
+    pub routed: i32,
 }
 
 /// The scratch value: 1 when the keys take the `.eh_frame` walk's frames, else 0.
@@ -194,10 +205,11 @@ pub fn emit_walk_once(
         .files
         .filter(|_| frames == uunwind::FrameLoop::Callback)
         .zip(crate::btf::VmaFileOffsets::of_running_kernel())
-        .map(|((files, keys), vma)| uunwind::FileRoute {
-            files,
+        .map(|(m, vma)| uunwind::FileRoute {
+            files: m.files,
             scratch: w.scratch,
-            keys,
+            keys: m.keys,
+            routed: m.routed,
             key_at: 4 * scratch_slot(shape),
             vma,
             page_shift: crate::mapping::page_size().trailing_zeros() as i32,

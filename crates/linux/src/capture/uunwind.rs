@@ -66,6 +66,9 @@ pub struct FileRoute {
     pub keys: i32,
     /// The key's byte offset in that value.
     pub key_at: i32,
+    /// The hash map where a walk that took this route notes its process (its id, 4 bytes, to
+    /// an 8-byte value; dtrace then loads the process's ranges, the cheaper way).
+    pub routed: i32,
     /// The kernel's offsets of what a mapping says of its file.
     pub vma: crate::btf::VmaFileOffsets,
     /// log2 of the page size (`vm_pgoff` counts pages).
@@ -104,7 +107,8 @@ pub(crate) const OUT_FRAMES: usize = OUT_WORDS + 8 * WORDS;
 /// map key, the address looked up; the start and page offset of the mapping holding it, and
 /// its file's key in the files map (two words: see [`FileRoute`]); the range the last frame's
 /// PC was found in (see [`emit_range_search`]): its start and end, what turns an address into
-/// its file's terms, its file's first row and their count.
+/// its file's terms, its file's first row and their count; whether the walk took the file
+/// route.
 const WORD_LEN: usize = 0;
 const WORD_HALF: usize = 1;
 const WORD_KEY: usize = 2;
@@ -118,7 +122,9 @@ const WORD_LAST_END: usize = 9;
 const WORD_LAST_BIAS: usize = 10;
 const WORD_LAST_FIRST: usize = 11;
 const WORD_LAST_COUNT: usize = 12;
-const WORDS: usize = 13;
+/// Non-zero once a PC was found by its file ([`FileRoute`]).
+const WORD_ROUTED: usize = 13;
+const WORDS: usize = 14;
 
 /// The stack slot where the walk on callbacks keeps r7 for them (clear of the capture's slots at
 /// -8 and -16).
@@ -267,7 +273,7 @@ pub fn emit_walk(
     frames: FrameLoop,
 ) -> Result<()> {
     let o = Offsets::new(maps, copy, window, out, max)?;
-    let (no_copy, end) = (a.label(), a.label());
+    let (no_copy, walked, end) = (a.label(), a.label(), a.label());
     // No copy (no user registers, or an unreadable stack): nothing to walk.
     a.load(Size::DW, R1, R7, o.copy);
     a.jmp_imm(op::JSLE, R1, 0, no_copy);
@@ -278,6 +284,7 @@ pub fn emit_walk(
     // No range found yet (the value keeps an earlier firing's).
     a.store_imm(Size::DW, R7, o.words[WORD_LAST_START], 0);
     a.store_imm(Size::DW, R7, o.words[WORD_LAST_END], 0);
+    a.store_imm(Size::DW, R7, o.words[WORD_ROUTED], 0);
     match frames {
         FrameLoop::Bounded => {
             let (head, done, unplaced) = (a.label(), a.label(), a.label());
@@ -286,10 +293,10 @@ pub fn emit_walk(
             emit_frame(a, maps, &o, head, done, unplaced);
             a.bind(done);
             emit_done(a, &o);
-            a.ja(end);
+            a.ja(walked);
             a.bind(unplaced);
             a.store_imm(Size::DW, R7, o.out_status, STATUS_UNPLACED);
-            a.ja(end);
+            a.ja(walked);
         }
         FrameLoop::Callback => {
             // One call a frame, and one more that finds the walk at its limit; the callback
@@ -324,14 +331,43 @@ pub fn emit_walk(
             });
             a.frame_addr(R3, i32::from(SLOT_VALUE));
             a.mov_imm(R4, 0).call(helper::LOOP);
-            a.ja(end);
+            a.ja(walked);
         }
     }
+    a.bind(walked);
+    if let Some(route) = &maps.files {
+        emit_note_routed(a, route, &o);
+    }
+    a.ja(end);
     a.bind(no_copy);
     a.store_imm(Size::DW, R7, o.out_status, STATUS_NO_COPY);
     a.bind(end);
     Ok(())
 }
+
+/// After a walk that found a PC by its file: notes its process in [`FileRoute::routed`] (once:
+/// an update that would replace is refused), for dtrace to load its ranges.
+fn emit_note_routed(a: &mut Asm, route: &FileRoute, o: &Offsets) {
+    let skip = a.label();
+    a.load(Size::DW, R1, R7, o.words[WORD_ROUTED]);
+    a.jmp_imm(op::JEQ, R1, 0, skip);
+    a.call(helper::GET_CURRENT_PID_TGID)
+        .alu_imm(op::RSH, R0, 32)
+        .store(Size::W, R7, o.words[WORD_KEY], R0);
+    // The value: zero (the word, cleared).
+    a.store_imm(Size::DW, R7, o.words[WORD_ROUTED], 0);
+    a.ld_map_fd(R1, route.routed)
+        .mov(R2, R7)
+        .alu_imm(op::ADD, R2, i32::from(o.words[WORD_KEY]))
+        .mov(R3, R7)
+        .alu_imm(op::ADD, R3, i32::from(o.words[WORD_ROUTED]))
+        .mov_imm(R4, BPF_NOEXIST)
+        .call(helper::MAP_UPDATE_ELEM);
+    a.bind(skip);
+}
+
+/// `BPF_NOEXIST`: create only.
+const BPF_NOEXIST: i32 = 1;
 
 /// The walk's end: done, with the frames counted in r9.
 fn emit_done(a: &mut Asm, o: &Offsets) {
@@ -574,6 +610,7 @@ fn emit_file_search(a: &mut Asm, route: &FileRoute, o: &Offsets, unplaced: Label
     }
     a.ja(unplaced);
     a.bind(found);
+    a.store_imm(Size::DW, R7, o.words[WORD_ROUTED], 1);
     a.jmp_imm(op::JEQ, R3, 0, fp_step);
 }
 

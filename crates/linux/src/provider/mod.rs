@@ -2123,10 +2123,22 @@ impl LinuxTracing {
         }
     }
 
+    /// Loads the ranges of the processes the user stack walks at the probe took by their files
+    /// (see `UstackMaps::load_routed`). (Holds the symbols, then the shared state.)
+    fn load_routed(&self, syms: &mut Symbolizer) {
+        let mut sh = self.lock();
+        if let Some(m) = sh.ustack_maps.as_mut() {
+            // A map that fails to read leaves the processes to their files until the next
+            // snapshot.
+            let _ = m.load_routed(syms, deliver::monotonic_ns());
+        }
+    }
+
     /// What the kernel aggregated since the previous call, as the framework's records, and the
     /// updates it lost per CPU (a map was full).
     pub fn kernel_aggregations(&self) -> Result<(Vec<AggRecord>, kagg::CpuDrops)> {
         self.forget_remapped(&mut self.lock_symbols());
+        self.load_routed(&mut self.lock_symbols());
         let (mut snap, drops) = match self.lock().kaggs.as_mut() {
             Some(k) => (k.snapshot()?, k.take_drops()?),
             None => return Ok((Vec::new(), Vec::new())),

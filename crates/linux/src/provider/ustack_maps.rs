@@ -44,15 +44,25 @@ pub enum UstackMapsError {
     RowsFull,
 }
 
+/// The maps of the walk's way to a PC by its file (`capture::uunwind::FileRoute`).
+struct Route {
+    /// Each file's rows, by its device and inode.
+    files: Map,
+    /// The array of the scratch's keys.
+    keys: Map,
+    /// The processes whose walks took the route (dtrace loads their ranges:
+    /// [`UstackMaps::load_routed`]).
+    routed: Map,
+}
+
 /// The maps and programs of the walk at the probe, with the rows written so far.
 pub struct UstackMaps {
     rows: Map,
     ranges: Map,
     ends: Map,
     scratch: Map,
-    /// The files map and the array of the scratch's keys, where the walk at the probe finds a
-    /// PC by its file (`features::file_route_at_probe`).
-    files: Option<(Map, Map)>,
+    /// Where the walk at the probe finds a PC by its file (`features::file_route_at_probe`).
+    files: Option<Route>,
     /// The programs forgetting processes' ranges, attached.
     _forget: Vec<(Program, Attachment)>,
     arena: RowArena,
@@ -98,7 +108,12 @@ impl UstackMaps {
                 let keys = Map::create(MapKind::Array, "dt_ukeys", 4, 4 * KEY_SCRATCH_SLOTS, 1)?;
                 let value: Vec<u8> = (0..KEY_SCRATCH_SLOTS).flat_map(u32::to_ne_bytes).collect();
                 keys.update(&0u32.to_ne_bytes(), &value)?;
-                Some((files, keys))
+                let routed = Map::create(MapKind::LruHash, "dt_urouted", 4, 8, PROCESSES)?;
+                Some(Route {
+                    files,
+                    keys,
+                    routed,
+                })
             }
             false => None,
         };
@@ -122,10 +137,11 @@ impl UstackMaps {
             ranges: self.ranges.raw_fd(),
             scratch: self.scratch.raw_fd(),
             fp_frames,
-            files: self
-                .files
-                .as_ref()
-                .map(|(files, keys)| (files.raw_fd(), keys.raw_fd())),
+            files: self.files.as_ref().map(|r| ustack_keys::RouteMaps {
+                files: r.files.raw_fd(),
+                keys: r.keys.raw_fd(),
+                routed: r.routed.raw_fd(),
+            }),
             frames: crate::capture::uunwind::FrameLoop::at_probe(),
         }
     }
@@ -184,10 +200,10 @@ impl UstackMaps {
         }
         self.rows.update_batch(&keys, &values)?;
         self.written = rows.len();
-        if let Some((map, _)) = &self.files {
+        if let Some(route) = &self.files {
             for (id, v) in &files {
                 // A full map leaves the file to the process's ranges.
-                let _ = map.update(&file_key(*id), v);
+                let _ = route.files.update(&file_key(*id), v);
             }
         }
         let key = pid.to_ne_bytes();
@@ -207,6 +223,35 @@ impl UstackMaps {
 }
 
 impl UstackMaps {
+    /// Loads the ranges of the processes whose walks at the probe found a PC by its file since
+    /// the last call (processes dtrace had not loaded, their files known from others'), as of
+    /// firing time `now`: their later walks take the ranges, which cost less (no search of the
+    /// mapping and the files map at each frame). Returns those loaded. A process that fails to
+    /// load is tried again once its walks note it again, after [`RETRY_NS`].
+    pub fn load_routed(
+        &mut self,
+        syms: &mut Symbolizer,
+        now: u64,
+    ) -> Result<Vec<u32>, UstackMapsError> {
+        let Some(route) = &self.files else {
+            return Ok(Vec::new());
+        };
+        let mut pids = Vec::new();
+        for key in route.routed.keys()? {
+            route.routed.delete(&key)?;
+            if let Some(pid) = key.get(..4).and_then(|b| b.try_into().ok()) {
+                pids.push(u32::from_ne_bytes(pid));
+            }
+        }
+        let mut loaded = Vec::new();
+        for pid in pids {
+            if let Ok(true) = self.load(syms, pid, now) {
+                loaded.push(pid);
+            }
+        }
+        Ok(loaded)
+    }
+
     /// Forgets what was loaded of each of `pids` (its mappings changed under what was loaded):
     /// its next firing goes to dtrace, which loads it again.
     pub fn forget(&self, pids: &[u32]) -> Result<(), UstackMapsError> {

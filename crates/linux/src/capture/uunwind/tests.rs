@@ -121,7 +121,8 @@ fn walk_here(
         }
         let keys = Map::create(MapKind::Array, "dt_ukeys", 4, 8, 1).unwrap();
         keys.update(&0u32.to_ne_bytes(), &[0; 8]).unwrap();
-        (fmap, keys)
+        let routed = Map::create(MapKind::Hash, "dt_urouted", 4, 8, 4).unwrap();
+        (fmap, keys, routed)
     });
     let maps = WalkMaps {
         rows: rmap.raw_fd(),
@@ -129,10 +130,11 @@ fn walk_here(
         by_process: files.is_some(),
         range_capacity: capacity,
         row_steps: steps_for(most),
-        files: fmaps.as_ref().map(|(fmap, keys)| FileRoute {
+        files: fmaps.as_ref().map(|(fmap, keys, routed)| FileRoute {
             files: fmap.raw_fd(),
             scratch: value.raw_fd(),
             keys: keys.raw_fd(),
+            routed: routed.raw_fd(),
             key_at: 0,
             vma: crate::btf::VmaFileOffsets::of_running_kernel().unwrap(),
             page_shift: crate::mapping::page_size().trailing_zeros() as i32,
@@ -146,6 +148,16 @@ fn walk_here(
     )
     .unwrap();
     prog.test_run_raw_tp(&[0]).unwrap();
+    if let Some((_, _, routed)) = &fmaps {
+        // A walk that found a PC by its file notes its process, once; else none.
+        let noted = routed.keys().unwrap();
+        let by_file = files.is_some_and(|f| !f.is_empty());
+        let want: Vec<Vec<u8>> = match by_file {
+            true => vec![std::process::id().to_ne_bytes().to_vec()],
+            false => Vec::new(),
+        };
+        assert_eq!(noted, want);
+    }
     let v = value.lookup(&0u32.to_ne_bytes()).unwrap().unwrap();
     let (regs, bytes) = copied(&v);
     let stack = StackBytes {
