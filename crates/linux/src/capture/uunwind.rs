@@ -2,9 +2,10 @@
 //! from the registers and the stack bytes the probe copied (`codegen::emit_user_unwind`) with the
 //! rules dtrace compiled into rows (`symbols::unwind_rows`: the rows of every file in one array
 //! map, the process's mapped ranges in another), as `unwind_rows::walk`, the reference, walks the
-//! same layout: for each frame, a search of the ranges and then of the file's rows, each a fixed
-//! count of halving steps without branches (each step adds its half or 0, as `capture::kstack`
-//! searches); the CFA, return address and saved `rbp` from the row, or one frame-pointer step
+//! same layout: for each frame, a search of the ranges (skipped where the last frame's range
+//! holds the PC) and then of the file's rows, halving steps up to a fixed count (in the bounded
+//! loop without branches: each step adds its half or 0, as `capture::kstack` searches); the
+//! CFA, return address and saved `rbp` from the row, or one frame-pointer step
 //! where no row describes the PC; saved values read only from the copied bytes; the walk stops
 //! where the reference stops (a stop row, a value past the copy, the stack pointer not moving up,
 //! a zero PC, the frame limit). A PC no range of the process holds (or any PC of a process
@@ -210,6 +211,9 @@ impl FrameLoop {
 /// where it cannot fail: inside a callback's body).
 #[derive(Clone, Copy, Debug)]
 struct Offsets {
+    /// Whether the searches' steps branch (on callbacks, whose code the verifier follows once)
+    /// rather than add a half or 0 (the bounded loop, whose frames' states must meet).
+    branches: bool,
     /// The copy: its length word, then pc, sp and fp, then the stack bytes.
     copy: i16,
     copy_bytes: i16,
@@ -229,13 +233,21 @@ struct Offsets {
 }
 
 impl Offsets {
-    fn new(maps: &WalkMaps, copy: usize, window: usize, out: usize, max: u32) -> Result<Offsets> {
+    fn new(
+        maps: &WalkMaps,
+        frames: FrameLoop,
+        copy: usize,
+        window: usize,
+        out: usize,
+        max: u32,
+    ) -> Result<Offsets> {
         if !maps.range_capacity.is_power_of_two() || window < 8 {
             return Err(LinuxError::Asm("user unwind: bad layout".into()));
         }
         // The copy's words (at 8 to 24) fit when its bytes' start does.
         off(copy + 24)?;
         Ok(Offsets {
+            branches: frames == FrameLoop::Callback,
             copy: off(copy)?,
             copy_bytes: off(copy + UNWIND_HDR)?,
             window_last: imm(window - 8)?,
@@ -272,7 +284,7 @@ pub fn emit_walk(
     max: u32,
     frames: FrameLoop,
 ) -> Result<()> {
-    let o = Offsets::new(maps, copy, window, out, max)?;
+    let o = Offsets::new(maps, frames, copy, window, out, max)?;
     let (no_copy, walked, end) = (a.label(), a.label(), a.label());
     // No copy (no user registers, or an unreadable stack): nothing to walk.
     a.load(Size::DW, R1, R7, o.copy);
@@ -671,9 +683,17 @@ fn emit_row_search(a: &mut Asm, maps: &WalkMaps, o: &Offsets, unplaced: Label, f
         a.store(Size::DW, R7, half, R1);
         lookup_row(a);
         a.load(Size::DW, R2, R0, 0);
-        emit_at_or_above(a, R3, R6, R2, R4);
         a.load(Size::DW, R1, R7, half);
-        a.alu(op::MUL, R3, R1).alu(op::ADD, R8, R3);
+        // Past the half's first row when the address is at or above it.
+        if o.branches {
+            let below = a.label();
+            a.jmp_reg(op::JGT, R2, R6, below);
+            a.alu(op::ADD, R8, R1);
+            a.bind(below);
+        } else {
+            emit_at_or_above(a, R3, R6, R2, R4);
+            a.alu(op::MUL, R3, R1).alu(op::ADD, R8, R3);
+        }
         a.load(Size::DW, R2, R7, len).alu(op::SUB, R2, R1);
         a.store(Size::DW, R7, len, R2);
     }
