@@ -57,14 +57,26 @@ fn chain(tag: &str) -> PathBuf {
 /// ways); asserts both succeed without drops and print the same non-empty output, and that
 /// clause `n`'s aggregations ran in the kernel for each of `clauses`. Returns the output.
 fn same_both_ways(env: &[(&str, &str)], script: &str, cmd: &str, clauses: &[usize]) -> String {
+    same_both_ways_where(env, script, cmd, clauses, |l| {
+        l.ends_with("aggregations run in the kernel at 1 probe")
+    })
+}
+
+/// [`same_both_ways`], where a line of `-v` that `in_kernel` accepts tells that a clause ran
+/// in the kernel.
+fn same_both_ways_where(
+    env: &[(&str, &str)],
+    script: &str,
+    cmd: &str,
+    clauses: &[usize],
+    in_kernel: impl Fn(&str) -> bool,
+) -> String {
     let args = ["-qv", "-n", script, "-c", cmd];
     let (rc, kout, kerr) = dtrace_with_env(env, &args);
     assert_eq!(rc, 0, "{script}: {kerr}");
     for &n in clauses {
         assert!(
-            clause_lines(&kerr, n)
-                .iter()
-                .any(|l| l.ends_with("aggregations run in the kernel at 1 probe")),
+            clause_lines(&kerr, n).iter().any(|l| in_kernel(l)),
             "clause {n} of {script}: {kerr}"
         );
     }
@@ -349,48 +361,37 @@ fn ustack_keys_where_variables_live_in_the_kernel_print_as_in_dtrace() {
     if !kernel_ok(t) || !have_gcc(t) {
         return;
     }
-    let exe = compile_c(
-        &test_dir("kstack-ustack-vars"),
-        "rounds",
-        ROUNDS,
-        &["-O2", "-g", "-fomit-frame-pointer", "-fcf-protection=none"],
-    );
+    let exe = rounds_without_frame_pointers("kstack-ustack-vars");
     let cmd = exe.display().to_string();
     let script = "syscall::write:entry /pid == $target/ { self->ts = timestamp; } \
         syscall::write:return /self->ts/ { @[ustack()] = count(); @n = count(); \
         @q[ustack(2)] = quantize(timestamp - self->ts > 0 ? 1 : 0); self->ts = 0; }";
-    let args = ["-qv", "-n", script, "-c", &cmd];
-    let (rc, kout, err) = dtrace_with_env(&[], &args);
-    assert_eq!(rc, 0, "{err}");
-    for n in [1, 2] {
-        assert!(
-            clause_lines(&err, n).iter().any(|l| l.ends_with(
-                "runs whole in the kernel at 1 probe (variables self->ts live in the kernel)"
-            )),
-            "clause {n}: {err}"
-        );
-    }
-    assert!(!err.contains("drop"), "{err}");
-    let off = [("DTRACE_KERNEL_AGGREGATIONS", "0")];
-    let (rc, iout, err) = dtrace_with_env(&off, &args);
-    assert_eq!(rc, 0, "{err}");
-    assert_eq!(kout, iout);
+    let kout = same_both_ways_where(&[], script, &cmd, &[1, 2], |l| {
+        l.ends_with("runs whole in the kernel at 1 probe (variables self->ts live in the kernel)")
+    });
     // 120 writes, each counted once, under stacks walked through the code without frame
     // pointers.
     assert!(kout.lines().any(|l| l.trim() == "120"), "{kout}");
-    assert!(
-        has_stack(
-            &kout,
-            &[
-                "libc.so.6`write+",
-                "rounds`w3+",
-                "rounds`w2+",
-                "rounds`main+"
-            ]
-        ),
-        "{kout}"
-    );
+    assert!(has_stack(&kout, &ROUNDS_WRITE), "{kout}");
 }
+
+/// The rounds program built without frame pointers (see [`ROUNDS`]).
+fn rounds_without_frame_pointers(tag: &str) -> PathBuf {
+    compile_c(
+        &test_dir(tag),
+        "rounds",
+        ROUNDS,
+        &["-O2", "-g", "-fomit-frame-pointer", "-fcf-protection=none"],
+    )
+}
+
+/// The frames of the rounds program's writes, innermost first (as prefixes).
+const ROUNDS_WRITE: [&str; 4] = [
+    "libc.so.6`write+",
+    "rounds`w3+",
+    "rounds`w2+",
+    "rounds`main+",
+];
 
 /// A clause whose clause-locals take much of the probe's stack: its `ustack()` keys are walked
 /// at the probe all the same, as dtrace walks them. Where the kernel counts the walk's callbacks
@@ -403,12 +404,7 @@ fn ustack_keys_beside_many_clause_locals_print_as_in_dtrace() {
     if !kernel_ok(t) || !have_gcc(t) {
         return;
     }
-    let exe = compile_c(
-        &test_dir("kstack-ustack-locals"),
-        "rounds",
-        ROUNDS,
-        &["-O2", "-g", "-fomit-frame-pointer", "-fcf-protection=none"],
-    );
+    let exe = rounds_without_frame_pointers("kstack-ustack-locals");
     let cmd = exe.display().to_string();
     for n in [12, 20, 24] {
         let sets: String = (0..n)
@@ -420,28 +416,11 @@ fn ustack_keys_beside_many_clause_locals_print_as_in_dtrace() {
              @n = count(); }}",
             sum.join(" + ")
         );
-        let (rc, _, err) = dtrace_with_env(&[], &["-qv", "-n", &script, "-c", &cmd]);
-        assert_eq!(rc, 0, "{err}");
-        assert!(
-            clause_lines(&err, 1)
-                .iter()
-                .any(|l| l.contains("runs whole in the kernel at 1 probe")),
-            "{n}: {err}"
-        );
-        let out = same_both_ways(&[], &script, &cmd, &[]);
+        let out = same_both_ways_where(&[], &script, &cmd, &[1], |l| {
+            l.contains("runs whole in the kernel at 1 probe")
+        });
         assert!(out.lines().any(|l| l.trim() == "120"), "{n}: {out}");
-        assert!(
-            has_stack(
-                &out,
-                &[
-                    "libc.so.6`write+",
-                    "rounds`w3+",
-                    "rounds`w2+",
-                    "rounds`main+"
-                ]
-            ),
-            "{n}: {out}"
-        );
+        assert!(has_stack(&out, &ROUNDS_WRITE), "{n}: {out}");
     }
 }
 

@@ -287,6 +287,14 @@ pub fn stack_depth(insns: &[Insn]) -> u32 {
     deepest.clamp(0, i64::from(u32::MAX)) as u32
 }
 
+/// The flags of `bpf_map_update_elem()` (the helper's fourth argument).
+pub mod update_flag {
+    /// `BPF_ANY`: create or replace.
+    pub const ANY: i32 = 0;
+    /// `BPF_NOEXIST`: create only.
+    pub const NOEXIST: i32 = 1;
+}
+
 /// Helper function numbers (`enum bpf_func_id`).
 #[allow(missing_docs)]
 pub mod helper {

@@ -758,28 +758,28 @@ pub fn gen_capture_reporting(
     tag: u32,
     maps: &MapFds,
 ) -> Result<(Vec<Insn>, CaptureReport)> {
-    let got = gen_capture_once(shape, spec, layout, tag, maps)?;
-    match walk_beside(spec, &got.0) {
-        Some(spec) => gen_capture_once(shape, &spec, layout, tag, maps),
-        None => Ok(got),
-    }
+    with_walk_that_fits(spec, |spec| {
+        gen_capture_once(shape, spec, layout, tag, maps)
+    })
 }
 
-/// `spec` again with the user stack walk its program `insns` can load with, when its walk's
-/// frames are callbacks the kernel refuses beside that program's stack
-/// (`ustack_keys::UserWalk::beside`): the same walk, with the bounded loop or without the file
-/// route, so the program is generated again.
-fn walk_beside(spec: &CaptureSpec, insns: &[Insn]) -> Option<CaptureSpec> {
-    let w = spec
-        .aggs
-        .as_ref()?
-        .uwalk?
-        .beside(crate::bpf::insn::stack_depth(insns))?;
+/// The program `generate` makes of `spec`, made again when its user stack walk's frames are
+/// callbacks the kernel refuses beside that program's stack (`ustack_keys::UserWalk::beside`):
+/// with the same walk by the bounded loop or without the file route.
+fn with_walk_that_fits<T>(
+    spec: &CaptureSpec,
+    generate: impl Fn(&CaptureSpec) -> Result<(Vec<Insn>, T)>,
+) -> Result<(Vec<Insn>, T)> {
+    let got = generate(spec)?;
+    let fits = |w: super::ustack_keys::UserWalk| w.beside(crate::bpf::insn::stack_depth(&got.0));
+    let Some(w) = spec.aggs.as_ref().and_then(|k| fits(k.uwalk?)) else {
+        return Ok(got);
+    };
     let mut spec = spec.clone();
     if let Some(k) = spec.aggs.as_mut() {
         k.uwalk = Some(w);
     }
-    Some(spec)
+    generate(&spec)
 }
 
 /// [`gen_capture_reporting`] with the walk `spec` says.
@@ -1496,11 +1496,9 @@ pub fn gen_replay(
     nr: u32,
     tails: Option<(i32, i32)>,
 ) -> Result<(Vec<Insn>, super::kagg::AggReport)> {
-    let got = gen_replay_once(shape, spec, tag, maps, nr, tails)?;
-    match walk_beside(spec, &got.0) {
-        Some(spec) => gen_replay_once(shape, &spec, tag, maps, nr, tails),
-        None => Ok(got),
-    }
+    with_walk_that_fits(spec, |spec| {
+        gen_replay_once(shape, spec, tag, maps, nr, tails)
+    })
 }
 
 /// [`gen_replay`] with the walk `spec` says.

@@ -64,7 +64,9 @@ use super::spec::{
     KernelAggClause, KernelAggs, KeyKind, Replay, ReplayMaps, SignalAction, MAX_KAGG_KEY,
     REPLAY_ARGS, REPLAY_ARGS_AT, SHORT_STRING_KEY, STRING_CONST_MARK,
 };
-use crate::bpf::insn::{helper, op, Asm, Label, Reg, Size, R0, R1, R10, R2, R3, R4, R5, R6, R7};
+use crate::bpf::insn::{
+    helper, op, update_flag, Asm, Label, Reg, Size, R0, R1, R10, R2, R3, R4, R5, R6, R7,
+};
 use crate::room::{GRANTED, REFUSALS, USED};
 use dtrace_dif::object::DifObject;
 use dtrace_dif::program::ActionKind;
@@ -120,8 +122,6 @@ pub(crate) const HANDED_OVER: i32 = 1;
 /// every process, see `KernelAggs::known`).
 pub(crate) const ANNOUNCE: i32 = 2;
 
-/// `BPF_NOEXIST`: create only.
-const BPF_NOEXIST: i32 = 1;
 /// `bpf_get_stack()`'s flag for the user stack.
 const BPF_F_USER_STACK: i32 = 1 << 8;
 
@@ -2364,7 +2364,8 @@ fn emit_find(a: &mut Asm, k: &KernelAggs, maps: [i32; 2], found: Label, skip: La
     emit_map(a, maps);
     a.load(Size::DW, R2, R10, KEYPTR);
     a.ld_map_value(R3, k.zeros, 0);
-    a.mov_imm(R4, BPF_NOEXIST).call(helper::MAP_UPDATE_ELEM);
+    a.mov_imm(R4, update_flag::NOEXIST)
+        .call(helper::MAP_UPDATE_ELEM);
     emit_lookup(a, maps);
     a.jmp_imm(op::JNE, R0, 0, found);
     // The map is full: the update is an aggregation drop.

@@ -50,7 +50,7 @@
 //! after the NUL, so keys compare as DTrace compares strings.
 
 use super::spec::KernelVars;
-use crate::bpf::insn::{helper, op, Asm, Label, Size, R0, R1, R10, R2, R3, R4, R9};
+use crate::bpf::insn::{helper, op, update_flag, Asm, Label, Size, R0, R1, R10, R2, R3, R4, R9};
 use dtrace_dif::vm::KeyElem;
 use dtrace_ebpf::translate::{string_key_width, Array, KeyPart, StringVar, COMM_LEN};
 
@@ -70,9 +70,6 @@ pub fn key_size(tuple: usize) -> u32 {
 
 /// The largest key of a BPF hash map (the kernel's limit).
 pub const MAX_KEY_SIZE: u32 = 512;
-
-/// `BPF_ANY`: create or replace.
-const BPF_ANY: i32 = 0;
 
 /// Builds the key of variable `tag` (its id and kind) of the current thread (`thread`) or of
 /// none, with `tuple`, in the per-CPU scratch, and leaves its address in r9; jumps to `none`
@@ -276,7 +273,7 @@ fn emit_update(
     a.ld_map_fd(R1, kv.map)
         .mov(R2, R9)
         .frame_addr(R3, i32::from(value_at))
-        .mov_imm(R4, BPF_ANY);
+        .mov_imm(R4, update_flag::ANY);
     a.call(helper::MAP_UPDATE_ELEM);
     a.jmp_imm(op::JEQ, R0, 0, done);
     // The map is full: a dynamic variable drop, which ends the clause.
@@ -685,7 +682,7 @@ pub fn emit_string_store(
             a.jmp_imm(op::JEQ, R3, 0, null);
             a.ld_map_fd(R1, kv.strings.map)
                 .mov(R2, R9)
-                .mov_imm(R4, BPF_ANY);
+                .mov_imm(R4, update_flag::ANY);
             a.call(helper::MAP_UPDATE_ELEM);
             a.jmp_imm(op::JEQ, R0, 0, done);
             // The map is full: a dynamic variable drop, which ends the clause.
@@ -726,8 +723,6 @@ pub fn emit_string_store(
 /// Marks the variable id of a struct global scalar in a key of the struct variables' map.
 pub const GLOBAL_REF: u32 = 3 << 16;
 
-/// `BPF_NOEXIST`: create only.
-const BPF_NOEXIST: i32 = 1;
 /// `-EEXIST`: another CPU created the element first.
 const EEXIST: i32 = -17;
 
@@ -769,7 +764,7 @@ pub fn emit_ref_var(
     a.jmp_imm(op::JNE, R0, 0, done);
     a.ld_map_fd(R1, r.map).mov(R2, R9);
     a.ld_map_value(R3, r.zeros, 0);
-    a.mov_imm(R4, BPF_NOEXIST);
+    a.mov_imm(R4, update_flag::NOEXIST);
     a.call(helper::MAP_UPDATE_ELEM);
     a.jmp_imm(op::JEQ, R0, 0, created);
     a.jmp_imm(op::JNE, R0, EEXIST, full);

@@ -23,7 +23,7 @@
 
 use super::layout::UNWIND_HDR;
 use crate::bpf::insn::{helper, op, Asm, Label, Reg, Size, R0, R1, R10, R2, R3, R4, R5, R6, R7};
-use crate::bpf::insn::{R8, R9};
+use crate::bpf::insn::{update_flag, R8, R9};
 use crate::error::{LinuxError, Result};
 use crate::symbols::unwind_rows::{
     Range, Row, FILE_PIECES, FLAG_FP_SAVED, KIND_CFA_FP, KIND_CFA_SP, KIND_NO_ENTRY, PIECE_BYTES,
@@ -363,9 +363,7 @@ fn emit_note_routed(a: &mut Asm, route: &FileRoute, o: &Offsets) {
     let skip = a.label();
     a.load(Size::DW, R1, R7, o.words[WORD_ROUTED]);
     a.jmp_imm(op::JEQ, R1, 0, skip);
-    a.call(helper::GET_CURRENT_PID_TGID)
-        .alu_imm(op::RSH, R0, 32)
-        .store(Size::W, R7, o.words[WORD_KEY], R0);
+    emit_process_key(a, o);
     // The value: zero (the word, cleared).
     a.store_imm(Size::DW, R7, o.words[WORD_ROUTED], 0);
     a.ld_map_fd(R1, route.routed)
@@ -373,13 +371,10 @@ fn emit_note_routed(a: &mut Asm, route: &FileRoute, o: &Offsets) {
         .alu_imm(op::ADD, R2, i32::from(o.words[WORD_KEY]))
         .mov(R3, R7)
         .alu_imm(op::ADD, R3, i32::from(o.words[WORD_ROUTED]))
-        .mov_imm(R4, BPF_NOEXIST)
+        .mov_imm(R4, update_flag::NOEXIST)
         .call(helper::MAP_UPDATE_ELEM);
     a.bind(skip);
 }
-
-/// `BPF_NOEXIST`: create only.
-const BPF_NOEXIST: i32 = 1;
 
 /// The walk's end: done, with the frames counted in r9.
 fn emit_done(a: &mut Asm, o: &Offsets) {
@@ -515,9 +510,7 @@ fn emit_range_search(a: &mut Asm, maps: &WalkMaps, o: &Offsets, unplaced: Label,
     a.ja(found);
     a.bind(search);
     if maps.by_process {
-        a.call(helper::GET_CURRENT_PID_TGID)
-            .alu_imm(op::RSH, R0, 32)
-            .store(Size::W, R7, w(WORD_KEY), R0);
+        emit_process_key(a, o);
         emit_keyed_lookup(a, maps.ranges, w(WORD_KEY));
         a.jmp_imm(op::JEQ, R0, 0, unplaced);
         a.mov(R8, R0);
@@ -704,6 +697,14 @@ fn emit_row_search(a: &mut Asm, maps: &WalkMaps, o: &Offsets, unplaced: Label, f
     lookup_row(a);
     a.load(Size::DW, R2, R0, 0);
     a.jmp_reg(op::JLT, R6, R2, fp_step);
+}
+
+/// The map key word = the current process's id (`tgid`, 4 bytes), the key of the ranges and
+/// of the routed processes. Uses r0-r5 (a helper call).
+fn emit_process_key(a: &mut Asm, o: &Offsets) {
+    a.call(helper::GET_CURRENT_PID_TGID)
+        .alu_imm(op::RSH, R0, 32)
+        .store(Size::W, R7, o.words[WORD_KEY], R0);
 }
 
 /// r0 = the value of `map` under the key at offset `key` of the value r7 points to.

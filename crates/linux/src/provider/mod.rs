@@ -2137,8 +2137,11 @@ impl LinuxTracing {
     /// What the kernel aggregated since the previous call, as the framework's records, and the
     /// updates it lost per CPU (a map was full).
     pub fn kernel_aggregations(&self) -> Result<(Vec<AggRecord>, kagg::CpuDrops)> {
-        self.forget_remapped(&mut self.lock_symbols());
-        self.load_routed(&mut self.lock_symbols());
+        {
+            let mut syms = self.lock_symbols();
+            self.forget_remapped(&mut syms);
+            self.load_routed(&mut syms);
+        }
         let (mut snap, drops) = match self.lock().kaggs.as_mut() {
             Some(k) => (k.snapshot()?, k.take_drops()?),
             None => return Ok((Vec::new(), Vec::new())),
