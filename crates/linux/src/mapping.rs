@@ -1,8 +1,8 @@
 //! Memory dtrace shares with the kernel through `mmap(2)` of a descriptor: a BPF ring buffer's
-//! pages, an mmap-able array's values (the room accounts), a perf event's ring. One owner of the
-//! mapping calls, and bounds-checked access to what lies in it: aligned words read and written
-//! atomically (the positions and counters both sides update) and bytes the kernel has published.
-
+//! pages, an mmap-able array's values (the room accounts, the unwind rows), a perf event's ring.
+//! One owner of the mapping calls, and bounds-checked access to what lies in it: aligned words
+//! read and written atomically (the positions and counters both sides update), bytes the kernel
+//! has published, and bytes dtrace writes before it publishes them.
 use crate::error::{LinuxError, Result};
 use std::os::fd::RawFd;
 use std::ptr::NonNull;
@@ -110,6 +110,20 @@ impl Mapping {
     }
 }
 
+impl Mapping {
+    /// Writes `bytes` at `off`, when they lie inside the mapping. Only for bytes no program
+    /// reads until the caller publishes them by a later system call (the rows of an mmap-able
+    /// array that no map entry points at yet): `&mut self`, so no [`Mapping::bytes`] borrow is
+    /// alive meanwhile.
+    pub fn write(&mut self, off: usize, bytes: &[u8]) -> Option<()> {
+        let p = self.at(off, bytes.len(), 1)?;
+        // SAFETY: in bounds (checked by `at`); no reference into the mapping is alive (`&mut
+        // self`), and the kernel does not read these bytes until the caller publishes them.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), p, bytes.len()) };
+        Some(())
+    }
+}
+
 impl Drop for Mapping {
     fn drop(&mut self) {
         // SAFETY: unmapping, once, exactly the mapping `shared` made.
@@ -148,7 +162,17 @@ mod tests {
         assert!(m.u32_at(4).is_some());
         assert!(m.bytes(page, 1).is_none());
         assert!(m.bytes(usize::MAX, 2).is_none(), "overflow");
+        let mut m = m;
+        assert_eq!(m.write(page - 3, b"end"), Some(()));
+        assert_eq!(m.bytes(page - 3, 3), Some(&b"end"[..]));
+        assert!(m.write(page - 2, b"end").is_none(), "past the end");
+        assert!(m.write(usize::MAX, b"xy").is_none(), "overflow");
         drop(m);
+        assert_eq!(
+            &std::fs::read(&path).unwrap()[page - 3..],
+            b"end",
+            "written to the file"
+        );
         let err = Mapping::shared(-1, page, 0, false, "nothing").unwrap_err();
         assert!(err.to_string().contains("mmap of nothing"), "{err}");
         std::fs::remove_file(&path).unwrap();

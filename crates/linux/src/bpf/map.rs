@@ -1,7 +1,7 @@
 //! BPF maps: creation (array, per-CPU array, hash, ring buffer, stack trace) and element access from
 //! user space. A [`Map`] owns its file descriptor; dropping it releases the map.
 
-use super::sys::{self, cmd, map_type, MapBatchAttr, MapCreateAttr, MapElemAttr};
+use super::sys::{self, cmd, map_type, MapCreateAttr, MapElemAttr};
 use crate::error::{LinuxError, Result};
 use std::os::fd::{AsRawFd, OwnedFd};
 
@@ -222,46 +222,6 @@ impl Map {
             Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(None),
             Err(e) => Err(LinuxError::from_io("bpf(BPF_MAP_LOOKUP_ELEM)", e)),
         }
-    }
-
-    /// Inserts or replaces each key of `keys` (the map's keys one after the other) with the value
-    /// at the same place of `values`, in one call where the kernel takes batches (5.6 on), else
-    /// one by one: loading many entries (a file's unwind rows) costs one system call, not one
-    /// per entry.
-    pub fn update_batch(&self, keys: &[u8], values: &[u8]) -> Result<()> {
-        let (ks, vs) = (self.key_size as usize, self.user_value_size()?);
-        let n = keys.len() / ks.max(1);
-        if ks == 0 || !keys.len().is_multiple_of(ks) || values.len() != n * vs {
-            return Err(LinuxError::Asm(format!(
-                "a batch of {} key bytes and {} value bytes for {ks}-byte keys and {vs}-byte values",
-                keys.len(),
-                values.len()
-            )));
-        }
-        let mut done = 0;
-        while done < n {
-            let mut attr = MapBatchAttr {
-                keys: keys[done * ks..].as_ptr() as u64,
-                values: values[done * vs..].as_ptr() as u64,
-                count: u32::try_from(n - done).unwrap_or(u32::MAX),
-                map_fd: self.raw_fd() as u32,
-                ..Default::default()
-            };
-            // SAFETY: `keys` and `values` hold `count` keys and values of the map's sizes past
-            // the offsets given, alive for the call; the kernel reads them and writes `count`.
-            match unsafe { sys::bpf(cmd::MAP_UPDATE_BATCH, &mut attr) } {
-                Ok(_) if attr.count > 0 => done += attr.count as usize,
-                Ok(_) => break,
-                // No batches here (or for this kind of map): one by one.
-                // (ENOTSUPP, the kernel's 524, says the map kind has none.)
-                Err(e) if matches!(e.raw_os_error(), Some(libc::EINVAL | 524)) => break,
-                Err(e) => return Err(LinuxError::from_io("bpf(BPF_MAP_UPDATE_BATCH)", e)),
-            }
-        }
-        for i in done..n {
-            self.update(&keys[i * ks..(i + 1) * ks], &values[i * vs..(i + 1) * vs])?;
-        }
-        Ok(())
     }
 
     /// Inserts or replaces `key` with `value` (for per-CPU maps `value` holds every CPU's slot).

@@ -19,7 +19,6 @@ pub mod cmd {
     pub const BTF_LOAD: u32 = 18;
     pub const BTF_GET_FD_BY_ID: u32 = 19;
     pub const BTF_GET_NEXT_ID: u32 = 23;
-    pub const MAP_UPDATE_BATCH: u32 = 26;
     pub const LINK_CREATE: u32 = 28;
 }
 
@@ -85,21 +84,6 @@ pub struct MapElemAttr {
     pub pad: u32,
     pub key: u64,
     pub value: u64,
-    pub flags: u64,
-}
-
-/// `union bpf_attr` for the batch commands (`BPF_MAP_UPDATE_BATCH`).
-#[repr(C)]
-#[derive(Default)]
-pub struct MapBatchAttr {
-    pub in_batch: u64,
-    pub out_batch: u64,
-    pub keys: u64,
-    pub values: u64,
-    /// Elements given; on return, elements done.
-    pub count: u32,
-    pub map_fd: u32,
-    pub elem_flags: u64,
     pub flags: u64,
 }
 
@@ -312,7 +296,6 @@ mod tests {
         assert_eq!(std::mem::offset_of!(ProgLoadAttr, core_relo_cnt), 116);
         assert_eq!(std::mem::size_of::<ProgLoadAttr>(), 120);
         assert_eq!(std::mem::size_of::<MapCreateAttr>(), 72);
-        assert_eq!(std::mem::size_of::<MapBatchAttr>(), 56);
         assert_eq!(std::mem::size_of::<RawTpAttr>(), 16);
         assert_eq!(std::mem::size_of::<UprobeMultiAttr>(), 64);
         assert_eq!(std::mem::size_of::<KprobeMultiAttr>(), 48);

@@ -315,24 +315,23 @@ fn unwind_ustack(
 impl LinuxTracing {
     /// Walks the user stack of aggregation update `u`, which a probe could not place (see
     /// `layout::KIND_AGG_UPDATE`), as a captured firing's is walked (the process's mappings noted
-    /// with the name it ran under), loads the process's ranges for its later firings, and
+    /// with the name it ran under; its ranges loaded first, for its later firings), and
     /// aggregates the update for the next snapshot of the kernel's aggregations. (Holds `syms`,
     /// then the shared state.)
     fn aggregate_deferred(&self, syms: &mut crate::symbols::Symbolizer, u: &DeferredUpdate) {
         let mut pcs = u.walked.clone();
         if u.pid != 0 {
             syms.note_process_as(u.pid, &u.execname);
+            // Loaded before this update is walked, as a handed-over firing's process is.
+            if let Some(m) = self.lock().ustack_maps.as_mut() {
+                // A process whose ranges cannot be loaded has its updates walked here.
+                let _ = m.load(syms, u.pid, u.ktime_ns);
+            }
         }
         if let Some(c) = &u.unwind {
             ustack::complete_walk(syms, u.pid, c, &mut pcs);
         }
         let mut sh = self.lock();
-        if u.pid != 0 {
-            if let Some(m) = sh.ustack_maps.as_mut() {
-                // A process whose ranges cannot be loaded has its updates walked here.
-                let _ = m.load(syms, u.pid, u.ktime_ns);
-            }
-        }
         if let Some(k) = sh.kaggs.as_mut() {
             k.defer(u, &pcs);
         }
@@ -633,15 +632,17 @@ impl LinuxTracing {
                 ctx.uregs = Some(r);
             }
             if let Some(Ok(u)) = &ev.ustack_regs {
-                unwind_ustack(&mut syms, ev.pid, u, &mut ctx);
                 if ev.handed_over && ev.pid != 0 {
                     // The probe may have found a PC of the process it could not place: its
-                    // ranges as dtrace knows them now, for its later firings.
+                    // ranges as dtrace knows them now, for its later firings, loaded before
+                    // this one is walked (its files' first walk here reads them at length,
+                    // while the process goes on firing into the ring).
                     if let Some(m) = self.lock().ustack_maps.as_mut() {
                         // A process whose ranges cannot be loaded stays with dtrace.
                         let _ = m.load(&mut syms, ev.pid, ev.ktime_ns);
                     }
                 }
+                unwind_ustack(&mut syms, ev.pid, u, &mut ctx);
             }
             let is_sampled = sampled.contains(&ev.tag);
             if !ctx.kstack.is_empty() && !is_sampled {

@@ -15,8 +15,9 @@ use crate::bpf::{Map, MapKind, ProgKind, Program};
 use crate::capture::spec::KEY_SCRATCH_SLOTS;
 use crate::capture::ustack_keys::{self, UserWalk, RANGE_CAPACITY, SCRATCH_BYTES};
 use crate::error::LinuxError;
+use crate::mapping::{page_size, Mapping};
 use crate::symbols::unwind_rows::{
-    file_key, Range, RowArena, RowsError, FILE_KEY_BYTES, FILE_VALUE_BYTES, RANGE_BYTES,
+    file_key, Range, RowArena, RowsError, FILE_KEY_BYTES, FILE_VALUE_BYTES, RANGE_BYTES, ROW_BYTES,
 };
 use crate::symbols::Symbolizer;
 
@@ -58,6 +59,10 @@ struct Route {
 /// The maps and programs of the walk at the probe, with the rows written so far.
 pub struct UstackMaps {
     rows: Map,
+    /// The rows array's values, mapped read-write (`BPF_F_MMAPABLE`): a file's rows are written
+    /// there with no system call (tens of thousands for a C library: a batch update took
+    /// milliseconds, while the process's firings went to dtrace).
+    rows_mem: Mapping,
     ranges: Map,
     ends: Map,
     scratch: Map,
@@ -73,13 +78,11 @@ pub struct UstackMaps {
 impl UstackMaps {
     /// Makes the maps and attaches the programs that forget a process's ranges.
     pub fn new() -> Result<UstackMaps, UstackMapsError> {
-        let rows = Map::create(
-            MapKind::Array,
-            "dt_urows",
-            4,
-            crate::symbols::unwind_rows::ROW_BYTES as u32,
-            ROWS_CAPACITY,
-        )?;
+        let rows = Map::create_mmapable("dt_urows", ROW_BYTES as u32, ROWS_CAPACITY)?;
+        // An mmap-able array's values lie end to end (ROW_BYTES is a multiple of 8, the
+        // kernel's element size for it), from the mapping's start.
+        let rows_len = (ROW_BYTES * ROWS_CAPACITY as usize).next_multiple_of(page_size());
+        let rows_mem = Mapping::shared(rows.raw_fd(), rows_len, 0, true, "the unwind rows")?;
         let ranges = Map::create_hash_on_demand("dt_uranges", 4, range_value_bytes(), PROCESSES)?;
         let ends = Map::create(MapKind::LruHash, "dt_uends", 4, 8, PROCESSES)?;
         let scratch = Map::create(
@@ -119,6 +122,7 @@ impl UstackMaps {
         };
         Ok(UstackMaps {
             rows,
+            rows_mem,
             ranges,
             ends,
             scratch,
@@ -191,14 +195,15 @@ impl UstackMaps {
         if rows.len() > ROWS_CAPACITY as usize {
             return Err(UstackMapsError::RowsFull);
         }
-        // The new rows in one batch (a C library's are tens of thousands).
-        let (mut keys, mut values) = (Vec::new(), Vec::new());
-        for (i, row) in rows.iter().enumerate().skip(self.written) {
-            let key = u32::try_from(i).map_err(|_| UstackMapsError::RowsFull)?;
-            keys.extend_from_slice(&key.to_ne_bytes());
-            values.extend_from_slice(&row.to_bytes());
-        }
-        self.rows.update_batch(&keys, &values)?;
+        // The new rows, where no range the walk reads points yet (the ranges' update below
+        // publishes them).
+        let new: Vec<u8> = rows[self.written..]
+            .iter()
+            .flat_map(|row| row.to_bytes())
+            .collect();
+        self.rows_mem
+            .write(self.written * ROW_BYTES, &new)
+            .ok_or(UstackMapsError::RowsFull)?;
         self.written = rows.len();
         if let Some(route) = &self.files {
             for (id, v) in &files {
