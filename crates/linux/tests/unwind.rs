@@ -5,7 +5,7 @@
 //! every address of the program and of libc, and the reference walk over the kernel's layout the
 //! same frames, however much of the stack was copied.
 
-use dtrace_linux::symbols::unwind::{StackBytes, UnwindTable, UserRegs};
+use dtrace_linux::symbols::unwind::{self, StackBytes, UnwindTable, UserRegs};
 use dtrace_linux::symbols::unwind_rows::{self, RowArena, UnwindRows};
 use dtrace_linux::symbols::Symbolizer;
 use std::io::Write;
@@ -129,7 +129,11 @@ fn eh_frame_unwinding_walks_code_without_frame_pointers() {
         },
         32,
     );
-    let names: Vec<String> = frames.iter().map(|pc| syms.user_frame(pid, *pc)).collect();
+    let names: Vec<String> = frames
+        .frames
+        .iter()
+        .map(|pc| syms.user_frame(pid, *pc))
+        .collect();
     child.stdin.take().unwrap().write_all(b"x").unwrap();
     assert!(child.wait().unwrap().success());
     let _ = std::fs::remove_dir_all(&dir);
@@ -145,8 +149,11 @@ fn eh_frame_unwinding_walks_code_without_frame_pointers() {
     assert!(l3 < l2 && l2 < l1 && l1 < m, "{names:#?}");
     assert_eq!(l2, l3 + 1, "{names:#?}");
     assert_eq!(m, l1 + 1, "{names:#?}");
-    // main's caller is libc's start code; the walk ends at the outermost frame, never in garbage.
+    // main's caller is libc's start code; the walk ends at the outermost frame (`_start`, whose
+    // return address is undefined), never in garbage.
     assert!(names.len() > m + 1 && names.len() < 12, "{names:#?}");
+    assert!(frames.outermost, "{names:#?}");
+    assert!(names[names.len() - 1].contains("`_start+"), "{names:#?}");
 }
 
 /// Every address an entry of `path`'s `.eh_frame` covers (and those just outside each range):
@@ -220,7 +227,7 @@ fn compiled_rows_walk_as_the_unwinder_walks() {
                 .iter()
                 .any(|r| r.kind == unwind_rows::KIND_CFA_FP | unwind_rows::FLAG_FP_SAVED));
         }
-        let mut full = Vec::new();
+        let mut full = Default::default();
         for len in (0..=stack.len()).step_by(8) {
             let bytes = StackBytes {
                 base: regs.sp,
@@ -239,7 +246,9 @@ fn compiled_rows_walk_as_the_unwinder_walks() {
                 }
             }
         }
-        let names: Vec<String> = full.iter().map(|pc| syms.user_frame(pid, *pc)).collect();
+        let unwind::Unwound { frames, outermost } = full;
+        assert!(outermost, "program {i}");
+        let names: Vec<String> = frames.iter().map(|pc| syms.user_frame(pid, *pc)).collect();
         for f in ["level3", "level2", "level1", "main"] {
             assert!(
                 names.iter().any(|n| n.starts_with(&format!("nofp`{f}+"))),

@@ -1,13 +1,13 @@
 //! `ustack()` and `jstack()` aggregation keys walked at the probe as dtrace walks them: once per
 //! firing, before any clause running at the probe does anything that lasts (after the first
 //! clause's predicate when it is the only one that walks, else before it: `kagg::WalkAt`)
-//! ([`emit_walk_once`]),
-//! the probe copies the user registers and
-//! stack (`codegen::emit_user_unwind`), takes the kernel's frame-pointer walk as deep as the
-//! probe's capture takes it, and walks the copy with the files' `.eh_frame` rows
-//! (`capture::uunwind`, the process's ranges found by its id); the key's frames are then those
-//! of the longer walk, as `provider::deliver::ustack::complete_walk` chooses for a captured
-//! firing ([`emit_key_frames`]). A PC no range of the process holds (a process or a library
+//! ([`emit_walk_once`]), the probe copies the user registers and stack
+//! (`codegen::emit_user_unwind`) and walks the copy with the files' `.eh_frame` rows
+//! (`capture::uunwind`, the process's ranges found by its id); unless that walk reached the
+//! outermost frame, it takes the kernel's frame-pointer walk as deep as the probe's capture
+//! takes it too. The key's frames are then those of the walk that reached the outermost frame,
+//! or else of the longer walk, as `provider::deliver::ustack::complete_walk` chooses for a
+//! captured firing ([`emit_key_frames`]). A PC no range of the process holds (a process or a library
 //! dtrace has not loaded yet) hands the firing over to dtrace whole (`kagg::HANDED_OVER`): every
 //! clause of the probe runs there on the captured firing, its aggregations merged with the
 //! kernel's, and dtrace loads the process's ranges (`provider::ustack_maps`) so later firings
@@ -187,12 +187,6 @@ pub fn emit_walk_once(
     emit_scratch(a, shape, w, handover);
     a.mov(R7, R0);
     emit_user_unwind(a, COPY, WINDOW)?;
-    a.mov(R1, R6);
-    a.mov(R2, R7).alu_imm(op::ADD, R2, i32::from(off(FP + 8)?));
-    a.mov_imm(R3, 8 * fp_frames as i32)
-        .mov_imm(R4, 1 << 8)
-        .call(helper::GET_STACK);
-    a.store(Size::DW, R7, off(FP)?, R0);
     a.store(Size::DW, R10, SAVED_CTX, R6);
     // Zeros past the walk's frames (the output keeps an earlier firing's): the walk writes
     // exactly the frames it counts.
@@ -224,8 +218,19 @@ pub fn emit_walk_once(
     };
     uunwind::emit_walk(a, &maps, COPY, WINDOW, OUT, MAX_STACK_DEPTH, frames)?;
     a.load(Size::DW, R6, R10, SAVED_CTX);
-    // The choice: the walk's frames when it went further than the frame pointers.
+    // The choice: the walk's frames when it reached the outermost frame (no frame-pointer walk
+    // is taken then: in code without frame pointers it only follows what `rbp` holds, often
+    // into a fault), or went further than the frame pointers.
     let fp_walk = a.label();
+    a.store_imm(Size::DW, R7, off(CHOICE)?, 1);
+    a.load(Size::DW, R1, R7, off(OUT + uunwind::OUT_STATUS)?);
+    a.jmp_imm(op::JEQ, R1, uunwind::STATUS_OUTERMOST, fp_walk);
+    a.mov(R1, R6);
+    a.mov(R2, R7).alu_imm(op::ADD, R2, i32::from(off(FP + 8)?));
+    a.mov_imm(R3, 8 * fp_frames as i32)
+        .mov_imm(R4, 1 << 8)
+        .call(helper::GET_STACK);
+    a.store(Size::DW, R7, off(FP)?, R0);
     a.store_imm(Size::DW, R7, off(CHOICE)?, 0);
     a.load(Size::DW, R1, R7, off(OUT + uunwind::OUT_STATUS)?);
     a.jmp_imm(op::JEQ, R1, uunwind::STATUS_UNPLACED, handover);

@@ -25,9 +25,10 @@ use super::layout::UNWIND_HDR;
 use crate::bpf::insn::{helper, op, Asm, Label, Reg, Size, R0, R1, R10, R2, R3, R4, R5, R6, R7};
 use crate::bpf::insn::{update_flag, R8, R9};
 use crate::error::{LinuxError, Result};
+use crate::symbols::unwind::Unwound;
 use crate::symbols::unwind_rows::{
-    Range, Row, FILE_PIECES, FLAG_FP_SAVED, KIND_CFA_FP, KIND_CFA_SP, KIND_NO_ENTRY, PIECE_BYTES,
-    RANGE_BYTES, ROW_BYTES,
+    Range, Row, FILE_PIECES, FLAG_FP_SAVED, KIND_CFA_FP, KIND_CFA_SP, KIND_NO_ENTRY,
+    KIND_OUTERMOST, PIECE_BYTES, RANGE_BYTES, ROW_BYTES,
 };
 
 /// Where the walk finds its maps and how far its searches go.
@@ -79,8 +80,8 @@ pub struct FileRoute {
 /// The walk's result, as the code leaves it in its output.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Walked {
-    /// The frames.
-    Frames(Vec<u64>),
+    /// The frames, and whether they end at the outermost frame.
+    Frames(Unwound),
     /// A PC no range holds: dtrace walks this stack.
     Unplaced,
     /// No stack was copied (no user registers): nothing to walk.
@@ -91,6 +92,8 @@ pub enum Walked {
 pub(crate) const STATUS_DONE: i32 = 0;
 pub(crate) const STATUS_UNPLACED: i32 = 1;
 const STATUS_NO_COPY: i32 = 2;
+/// Done at the outermost frame (`unwind::Step::Outermost`).
+pub(crate) const STATUS_OUTERMOST: i32 = 3;
 
 /// The output, at its offset in the value r7 points to: status, frame count, the walk's pc, sp
 /// and fp, the walk's own words, then the frames.
@@ -162,12 +165,15 @@ pub fn read_walk(data: &[u8], max: u32) -> Option<Walked> {
             .map(u64::from_le_bytes)
     };
     match word(OUT_STATUS)? {
-        s if s == STATUS_DONE as u64 => {
+        s if s == STATUS_DONE as u64 || s == STATUS_OUTERMOST as u64 => {
             let n = usize::try_from(word(OUT_COUNT)?).ok()?.min(max as usize);
-            (0..n)
+            let frames = (0..n)
                 .map(|i| word(OUT_FRAMES + 8 * i))
-                .collect::<Option<Vec<u64>>>()
-                .map(Walked::Frames)
+                .collect::<Option<Vec<u64>>>()?;
+            Some(Walked::Frames(Unwound {
+                frames,
+                outermost: s == STATUS_OUTERMOST as u64,
+            }))
         }
         s if s == STATUS_UNPLACED as u64 => Some(Walked::Unplaced),
         _ => Some(Walked::NoCopy),
@@ -299,14 +305,22 @@ pub fn emit_walk(
     a.store_imm(Size::DW, R7, o.words[WORD_ROUTED], 0);
     match frames {
         FrameLoop::Bounded => {
-            let (head, done, unplaced) = (a.label(), a.label(), a.label());
+            let ends = Ends {
+                done: a.label(),
+                outermost: a.label(),
+                unplaced: a.label(),
+            };
+            let head = a.label();
             a.mov_imm(R9, 0);
             a.bind(head);
-            emit_frame(a, maps, &o, head, done, unplaced);
-            a.bind(done);
-            emit_done(a, &o);
+            emit_frame(a, maps, &o, head, ends);
+            a.bind(ends.outermost);
+            emit_done(a, &o, STATUS_OUTERMOST);
             a.ja(walked);
-            a.bind(unplaced);
+            a.bind(ends.done);
+            emit_done(a, &o, STATUS_DONE);
+            a.ja(walked);
+            a.bind(ends.unplaced);
             a.store_imm(Size::DW, R7, o.out_status, STATUS_UNPLACED);
             a.ja(walked);
         }
@@ -328,16 +342,24 @@ pub fn emit_walk(
             a.store(Size::DW, R10, SLOT_VALUE, R7);
             a.mov_imm(R1, o.max + 1);
             a.ld_callback(R2, name, move |a| {
-                let (next, done, unplaced) = (a.label(), a.label(), a.label());
+                let ends = Ends {
+                    done: a.label(),
+                    outermost: a.label(),
+                    unplaced: a.label(),
+                };
+                let next = a.label();
                 a.mov(R9, R1);
                 a.load(Size::DW, R7, R2, 0);
-                emit_frame(a, &maps, &o, next, done, unplaced);
+                emit_frame(a, &maps, &o, next, ends);
                 a.bind(next);
                 a.mov_imm(R0, 0).exit();
-                a.bind(done);
-                emit_done(a, &o);
+                a.bind(ends.outermost);
+                emit_done(a, &o, STATUS_OUTERMOST);
                 a.mov_imm(R0, 1).exit();
-                a.bind(unplaced);
+                a.bind(ends.done);
+                emit_done(a, &o, STATUS_DONE);
+                a.mov_imm(R0, 1).exit();
+                a.bind(ends.unplaced);
                 a.store_imm(Size::DW, R7, o.out_status, STATUS_UNPLACED);
                 a.mov_imm(R0, 1).exit();
             });
@@ -376,25 +398,34 @@ fn emit_note_routed(a: &mut Asm, route: &FileRoute, o: &Offsets) {
     a.bind(skip);
 }
 
-/// The walk's end: done, with the frames counted in r9.
-fn emit_done(a: &mut Asm, o: &Offsets) {
-    a.store_imm(Size::DW, R7, o.out_status, STATUS_DONE);
+/// The walk's end with `status` (done, or done at the outermost frame), the frames counted in
+/// r9.
+fn emit_done(a: &mut Asm, o: &Offsets, status: i32) {
+    a.store_imm(Size::DW, R7, o.out_status, status);
     a.store(Size::DW, R7, o.out_count, R9);
 }
 
+/// Where a frame of the walk goes when there is no further frame: `done` (the rules stop, or
+/// the stack pointer does not move up), `outermost` (the row of the outermost frame), or
+/// `unplaced` (a PC no range holds).
+#[derive(Clone, Copy)]
+struct Ends {
+    done: Label,
+    outermost: Label,
+    unplaced: Label,
+}
+
 /// One frame of the walk, r9 the frames walked so far: it records the frame and jumps to `next`
-/// with the walk's pc, sp and fp those of the caller, or to `done` (no further frame) or
-/// `unplaced`. Every register but r7 and r9 is cleared first, so the states of every way through
+/// with the walk's pc, sp and fp those of the caller, or to one of `ends` (no further frame).
+/// Every register but r7 and r9 is cleared first, so the states of every way through
 /// a frame meet at its head and a verifier following the loop follows each frame once. It uses
 /// no stack.
-fn emit_frame(
-    a: &mut Asm,
-    maps: &WalkMaps,
-    o: &Offsets,
-    next: Label,
-    done: Label,
-    unplaced: Label,
-) {
+fn emit_frame(a: &mut Asm, maps: &WalkMaps, o: &Offsets, next: Label, ends: Ends) {
+    let Ends {
+        done,
+        outermost,
+        unplaced,
+    } = ends;
     for r in [R0, R1, R2, R3, R4, R5, R6, R8] {
         a.mov_imm(r, 0);
     }
@@ -430,6 +461,7 @@ fn emit_frame(
     a.jmp_imm(op::JEQ, R2, KIND_NO_ENTRY as i32, fp_step);
     a.jmp_imm(op::JEQ, R2, KIND_CFA_SP as i32, rule);
     a.jmp_imm(op::JEQ, R2, KIND_CFA_FP as i32, rule);
+    a.jmp_imm(op::JEQ, R2, KIND_OUTERMOST as i32, outermost);
     a.ja(done);
     a.bind(rule);
     // r8: the CFA, from sp or fp.

@@ -487,14 +487,15 @@ impl Symbolizer {
     }
 
     /// The user stack of `pid` unwound from `regs` through the stack bytes copied at the probe
-    /// with the `.eh_frame` information of the files mapped (see [`unwind`]): up to `max` PCs.
+    /// with the `.eh_frame` information of the files mapped (see [`unwind`]): up to `max` PCs,
+    /// and whether they end at the outermost frame.
     pub fn unwind_user(
         &mut self,
         pid: u32,
         regs: unwind::UserRegs,
         stack: unwind::StackBytes<'_>,
         max: usize,
-    ) -> Vec<u64> {
+    ) -> unwind::Unwound {
         unwind::unwind(regs, stack, max, |pc| self.unwind_table_at(pid, pc))
     }
 

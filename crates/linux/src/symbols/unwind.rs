@@ -30,7 +30,7 @@ pub struct UnwindTable {
     /// `(start, end, entry)`, sorted by start.
     fdes: Vec<(u64, u64, Fde)>,
     /// Rules already evaluated, by address.
-    memo: Mutex<HashMap<u64, Option<Option<Rule>>>>,
+    memo: Mutex<HashMap<u64, Option<Step>>>,
 }
 
 impl std::fmt::Debug for UnwindTable {
@@ -116,11 +116,10 @@ impl UnwindTable {
         self.fdes.is_empty()
     }
 
-    /// The rule at `addr` (in the file's addresses): `None` when no entry covers it,
-    /// `Some(None)` when one does but its rules are beyond what we follow (expressions, other
-    /// registers). Evaluating a row runs the entry's instructions from its start, so results
-    /// are remembered per address.
-    pub fn rule_at(&self, addr: u64) -> Option<Option<Rule>> {
+    /// The step at `addr` (in the file's addresses): `None` when no entry covers it. Evaluating
+    /// a row runs the entry's instructions from its start, so results are remembered per
+    /// address.
+    pub fn rule_at(&self, addr: u64) -> Option<Step> {
         if let Ok(memo) = self.memo.lock() {
             if let Some(r) = memo.get(&addr) {
                 return *r;
@@ -129,8 +128,7 @@ impl UnwindTable {
         let r = self.fde_for(addr).map(|fde| {
             let mut ctx = UnwindContext::<usize>::new();
             fde.unwind_info_for_address(&self.eh_frame, &self.bases, &mut ctx, addr)
-                .ok()
-                .and_then(Rule::of_row)
+                .map_or(Step::Stop, Step::of_row)
         });
         if let Ok(mut memo) = self.memo.lock() {
             if memo.len() >= MAX_MEMO {
@@ -141,12 +139,12 @@ impl UnwindTable {
         r
     }
 
-    /// Every address range an entry of the table covers, in address order, with the rule
-    /// [`UnwindTable::rule_at`] gives at each of its addresses (`None` where the rules are beyond
-    /// what we follow, or the entry's instructions do not reach the address). An address in no range
-    /// has no entry. Entries are taken as `rule_at` takes them: the one with the greatest start at
-    /// or below the address, which ends where the next one starts.
-    pub fn ranges(&self) -> Vec<(u64, u64, Option<Rule>)> {
+    /// Every address range an entry of the table covers, in address order, with the step
+    /// [`UnwindTable::rule_at`] gives at each of its addresses ([`Step::Stop`] where the entry's
+    /// instructions do not reach the address). An address in no range has no entry. Entries are
+    /// taken as `rule_at` takes them: the one with the greatest start at or below the address,
+    /// which ends where the next one starts.
+    pub fn ranges(&self) -> Vec<(u64, u64, Step)> {
         let mut out = Vec::new();
         let mut ctx = UnwindContext::<usize>::new();
         for (i, (start, end, fde)) in self.fdes.iter().enumerate() {
@@ -165,9 +163,9 @@ impl UnwindTable {
                         continue;
                     }
                     if lo > at {
-                        out.push((at, lo, None));
+                        out.push((at, lo, Step::Stop));
                     }
-                    out.push((lo, hi, Rule::of_row(row)));
+                    out.push((lo, hi, Step::of_row(row)));
                     at = hi;
                     if at >= end {
                         break;
@@ -175,7 +173,7 @@ impl UnwindTable {
                 }
             }
             if at < end {
-                out.push((at, end, None));
+                out.push((at, end, Step::Stop));
             }
         }
         out
@@ -235,6 +233,27 @@ fn image_with_eh_frame(file: &(impl Source + ?Sized), len: u64) -> std::io::Resu
         }
     }
     Ok(img)
+}
+
+/// What the unwind row at one address says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// How to find the caller's frame.
+    Caller(Rule),
+    /// The outermost frame: the return address is undefined (`_start`, a thread's first
+    /// function), so the stack has no frame further out.
+    Outermost,
+    /// Rules beyond what we follow (expressions, other registers): the walk stops here.
+    Stop,
+}
+
+impl Step {
+    fn of_row(row: &gimli::UnwindTableRow<usize>) -> Step {
+        match row.register(X86_64::RA) {
+            RegisterRule::Undefined => Step::Outermost,
+            _ => Rule::of_row(row).map_or(Step::Stop, Step::Caller),
+        }
+    }
 }
 
 /// How to find the caller's frame at one address, from the unwind row there: the canonical
@@ -332,6 +351,16 @@ impl StackBytes<'_> {
     }
 }
 
+/// The frames of a walk, and whether it ended at the outermost frame ([`Step::Outermost`]): a
+/// stack walked whole, which no other walk (the kernel's by frame pointers) rightly goes past.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Unwound {
+    /// The PCs, the first the probe's.
+    pub frames: Vec<u64>,
+    /// Whether the last frame is the outermost.
+    pub outermost: bool,
+}
+
 /// Walks the stack: the PCs of up to `max` frames, the first being `regs.pc`. `table_of(pc)`
 /// gives the unwind table of the file mapped at `pc` and the load bias (`pc - bias` is the
 /// address in the file's terms).
@@ -340,30 +369,34 @@ pub fn unwind(
     stack: StackBytes<'_>,
     max: usize,
     mut table_of: impl FnMut(u64) -> Option<(Arc<UnwindTable>, u64)>,
-) -> Vec<u64> {
+) -> Unwound {
     unwind_with(regs, stack, max, |pc| {
         table_of(pc).and_then(|(t, bias)| t.rule_at(pc.wrapping_sub(bias)))
     })
 }
 
-/// The walk of [`unwind`] with the rule at each PC given by `rule_of(pc)`, as
-/// [`UnwindTable::rule_at`] gives it (`None`: no entry, one frame-pointer step; `Some(None)`: the
-/// walk stops there). The compiled rows of `unwind_rows` walk through here too.
+/// The walk of [`unwind`] with the step at each PC given by `rule_of(pc)`, as
+/// [`UnwindTable::rule_at`] gives it (`None`: no entry, one frame-pointer step). The compiled
+/// rows of `unwind_rows` walk through here too.
 pub fn unwind_with(
     regs: UserRegs,
     stack: StackBytes<'_>,
     max: usize,
-    mut rule_of: impl FnMut(u64) -> Option<Option<Rule>>,
-) -> Vec<u64> {
-    let mut out = Vec::new();
+    mut rule_of: impl FnMut(u64) -> Option<Step>,
+) -> Unwound {
+    let mut out = Unwound::default();
     let (mut pc, mut sp, mut fp) = (regs.pc, regs.sp, regs.fp);
-    while pc != 0 && out.len() < max {
-        out.push(pc);
+    while pc != 0 && out.frames.len() < max {
+        out.frames.push(pc);
         // A return address points after the call: look up the call itself.
-        let lookup = if out.len() == 1 { pc } else { pc - 1 };
-        let step = rule_of(lookup).map(|rule| rule.and_then(|r| r.apply(sp, fp, &stack)));
-        let next = match step {
-            Some(s) => s,
+        let lookup = if out.frames.len() == 1 { pc } else { pc - 1 };
+        let next = match rule_of(lookup) {
+            Some(Step::Caller(r)) => r.apply(sp, fp, &stack),
+            Some(Step::Stop) => None,
+            Some(Step::Outermost) => {
+                out.outermost = true;
+                None
+            }
             // No unwind information for this PC: one frame-pointer step.
             None => {
                 let ra = fp.checked_add(8).and_then(|a| stack.u64_at(a));
@@ -405,4 +438,5 @@ pub fn fuzz_unwind(data: &[u8]) -> Vec<u64> {
     unwind(regs, StackBytes { base, bytes: stack }, 64, |_| {
         Some((table.clone(), 0))
     })
+    .frames
 }

@@ -1,15 +1,15 @@
 //! The `.eh_frame` rules of [`unwind`](super::unwind) compiled for a walk at the probe: each
 //! file's [`UnwindTable`] becomes a sorted array of fixed-size [`Row`]s (from an address on: the
 //! CFA from `rsp` or `rbp` plus an offset, the return address and the saved `rbp` at offsets from
-//! the CFA; a *stop* where dtrace's unwinder stops; *no entry* where it takes one frame-pointer
-//! step), all files' rows in one [`RowArena`], and each process's mappings as sorted [`Range`]s
+//! the CFA; the *outermost* frame; a *stop* where dtrace's unwinder stops otherwise; *no entry*
+//! where it takes one frame-pointer step), all files' rows in one [`RowArena`], and each process's mappings as sorted [`Range`]s
 //! (addresses, load bias, the file's rows). [`walk`] is the reference walk over exactly that
 //! layout, with the bounded binary searches a BPF program can do ([`last_at_or_below`]); it gives
 //! the frames [`unwind::unwind`] gives, or says which PC the layout cannot place.
 
 use super::elf::ElfSymbols;
 use super::procmaps::Mapping;
-use super::unwind::{self, FpRule, Rule, StackBytes, UnwindTable, UserRegs};
+use super::unwind::{self, FpRule, Rule, StackBytes, Step, UnwindTable, Unwound, UserRegs};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -31,12 +31,14 @@ pub const RANGE_SEARCH_STEPS: u32 = 13;
 
 /// Row kinds: no entry here (one frame-pointer step).
 pub const KIND_NO_ENTRY: u32 = 0;
-/// The walk stops here (a DWARF expression, another register, an undefined return address...).
+/// The walk stops here (a DWARF expression, another register...).
 pub const KIND_STOP: u32 = 1;
 /// The CFA is `rsp` plus the offset.
 pub const KIND_CFA_SP: u32 = 2;
 /// The CFA is `rbp` plus the offset.
 pub const KIND_CFA_FP: u32 = 3;
+/// The outermost frame (an undefined return address): the walk ends here, whole.
+pub const KIND_OUTERMOST: u32 = 4;
 /// With a CFA kind: the caller's `rbp` is saved at the CFA plus `fp_offset` (else unchanged).
 pub const FLAG_FP_SAVED: u32 = 0x10;
 
@@ -77,7 +79,7 @@ pub struct Row {
 
 impl Row {
     /// The row for `rule` (as [`UnwindTable::rule_at`] gives it) from `start`.
-    fn of(start: u64, rule: Option<Option<Rule>>) -> Result<Row, RowsError> {
+    fn of(start: u64, rule: Option<Step>) -> Result<Row, RowsError> {
         let fit = |v: i64| i32::try_from(v).map_err(|_| RowsError::OffsetTooLarge(v));
         let mut row = Row {
             start,
@@ -88,8 +90,9 @@ impl Row {
         };
         match rule {
             None => {}
-            Some(None) => row.kind = KIND_STOP,
-            Some(Some(r)) => {
+            Some(Step::Stop) => row.kind = KIND_STOP,
+            Some(Step::Outermost) => row.kind = KIND_OUTERMOST,
+            Some(Step::Caller(r)) => {
                 row.kind = if r.cfa_from_fp {
                     KIND_CFA_FP
                 } else {
@@ -106,20 +109,21 @@ impl Row {
         Ok(row)
     }
 
-    /// The rule the row stands for, as [`UnwindTable::rule_at`] gives it.
-    pub fn rule(&self) -> Option<Option<Rule>> {
+    /// The step the row stands for, as [`UnwindTable::rule_at`] gives it.
+    pub fn rule(&self) -> Option<Step> {
         let cfa_from_fp = match self.kind & !FLAG_FP_SAVED {
             KIND_NO_ENTRY => return None,
             KIND_CFA_SP => false,
             KIND_CFA_FP => true,
-            _ => return Some(None),
+            KIND_OUTERMOST => return Some(Step::Outermost),
+            _ => return Some(Step::Stop),
         };
         let fp = if self.kind & FLAG_FP_SAVED != 0 {
             FpRule::Saved(i64::from(self.fp_offset))
         } else {
             FpRule::Same
         };
-        Some(Some(Rule {
+        Some(Step::Caller(Rule {
             cfa_from_fp,
             cfa_offset: i64::from(self.cfa_offset),
             ra_offset: i64::from(self.ra_offset),
@@ -187,14 +191,14 @@ impl UnwindRows {
         &self.rows
     }
 
-    /// The rule at `addr` (in the file's terms), as [`UnwindTable::rule_at`] gives it.
-    pub fn rule_at(&self, addr: u64) -> Option<Option<Rule>> {
+    /// The step at `addr` (in the file's terms), as [`UnwindTable::rule_at`] gives it.
+    pub fn rule_at(&self, addr: u64) -> Option<Step> {
         rule_in(&self.rows, addr)
     }
 }
 
-/// The rule at `addr` in the sorted rows of one file.
-fn rule_in(rows: &[Row], addr: u64) -> Option<Option<Rule>> {
+/// The step at `addr` in the sorted rows of one file.
+fn rule_in(rows: &[Row], addr: u64) -> Option<Step> {
     let i = last_at_or_below(rows, |r| r.start, addr, ROW_SEARCH_STEPS)?;
     rows.get(i)?.rule()
 }
@@ -411,7 +415,7 @@ pub fn walk(
     max: usize,
     rows: &[Row],
     ranges: &[Range],
-) -> Result<Vec<u64>, Unplaced> {
+) -> Result<Unwound, Unplaced> {
     let mut unplaced = None;
     let frames = unwind::unwind_with(regs, stack, max, |pc| {
         let range = last_at_or_below(ranges, |r| r.start, pc, RANGE_SEARCH_STEPS)
@@ -419,7 +423,7 @@ pub fn walk(
             .filter(|r| pc < r.end);
         let Some(r) = range else {
             unplaced = Some(pc);
-            return Some(None);
+            return Some(Step::Stop);
         };
         if r.count == 0 {
             return None;
@@ -429,7 +433,7 @@ pub fn walk(
             Some(file) => rule_in(file, pc.wrapping_sub(r.bias)),
             None => {
                 unplaced = Some(pc);
-                Some(None)
+                Some(Step::Stop)
             }
         }
     });
@@ -459,14 +463,15 @@ mod tests {
     fn rows_round_trip_their_rules() {
         let rules = [
             None,
-            Some(None),
-            Some(Some(Rule {
+            Some(Step::Stop),
+            Some(Step::Outermost),
+            Some(Step::Caller(Rule {
                 cfa_from_fp: false,
                 cfa_offset: 8,
                 ra_offset: -8,
                 fp: FpRule::Same,
             })),
-            Some(Some(Rule {
+            Some(Step::Caller(Rule {
                 cfa_from_fp: true,
                 cfa_offset: 16,
                 ra_offset: -8,
@@ -476,14 +481,14 @@ mod tests {
         for r in rules {
             assert_eq!(Row::of(0x1000, r).unwrap().rule(), r);
         }
-        let big = Some(Some(Rule {
+        let big = Some(Step::Caller(Rule {
             cfa_from_fp: false,
             cfa_offset: 1 << 40,
             ra_offset: -8,
             fp: FpRule::Same,
         }));
         assert_eq!(Row::of(0, big), Err(RowsError::OffsetTooLarge(1 << 40)));
-        let row = Row::of(0x1122, rules[3]).unwrap();
+        let row = Row::of(0x1122, rules[4]).unwrap();
         let b = row.to_bytes();
         assert_eq!(u64::from_le_bytes(b[..8].try_into().unwrap()), 0x1122);
         assert_eq!(
@@ -525,7 +530,8 @@ mod tests {
             bytes: &stack,
         };
         let want = unwind::unwind(regs, bytes, 32, |_| None);
-        assert_eq!(want, vec![0x40_1000, 0x40_2000, 0x40_3000]);
+        assert_eq!(want.frames, vec![0x40_1000, 0x40_2000, 0x40_3000]);
+        assert!(!want.outermost);
         assert_eq!(walk(regs, bytes, 32, &[], &ranges), Ok(want));
         // The second saved pair past the copy: two frames.
         let short = StackBytes {
@@ -533,10 +539,14 @@ mod tests {
             bytes: &stack[..0x48],
         };
         let want = unwind::unwind(regs, short, 32, |_| None);
-        assert_eq!(want.len(), 2);
+        assert_eq!(want.frames.len(), 2);
         assert_eq!(walk(regs, short, 32, &[], &ranges), Ok(want));
         // The frame limit.
-        assert_eq!(walk(regs, bytes, 1, &[], &ranges), Ok(vec![0x40_1000]));
+        let first = Unwound {
+            frames: vec![0x40_1000],
+            outermost: false,
+        };
+        assert_eq!(walk(regs, bytes, 1, &[], &ranges), Ok(first));
         // A return address no range holds (the call before 0x40_3000 is looked up).
         let ranges = [Range {
             end: 0x40_2000,

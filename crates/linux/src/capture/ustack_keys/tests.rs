@@ -127,7 +127,9 @@ fn ustack_keys_are_the_longer_walk_once_the_process_is_loaded() {
         base: regs.sp,
         bytes: &s[COPY + UNWIND_HDR..COPY + UNWIND_HDR + len],
     };
-    let unwound = syms.unwind_user(pid, regs, stack, MAX_STACK_DEPTH as usize);
+    let unwound = syms
+        .unwind_user(pid, regs, stack, MAX_STACK_DEPTH as usize)
+        .frames;
     // Without frame pointers the .eh_frame walk goes further (through libc's bpf() and this
     // test's frames).
     assert!(unwound.len() > fp.len(), "{unwound:x?} {fp:x?}");

@@ -9,9 +9,10 @@ use crate::bpf::{Map, MapKind, ProgKind, Program};
 use crate::capture::codegen::emit_user_unwind;
 use crate::capture::spec::{MAX_STACK_DEPTH, USTACK_UNWIND_BYTES};
 use crate::symbols::procmaps::FileId;
-use crate::symbols::unwind::{StackBytes, UserRegs};
+use crate::symbols::unwind::{StackBytes, Unwound, UserRegs};
 use crate::symbols::unwind_rows::{
-    self, file_key, Range, Row, RowArena, FILE_KEY_BYTES, FILE_VALUE_BYTES,
+    self, file_key, Range, Row, RowArena, FILE_KEY_BYTES, FILE_VALUE_BYTES, KIND_OUTERMOST,
+    KIND_STOP,
 };
 use crate::symbols::Symbolizer;
 
@@ -172,7 +173,7 @@ fn walk_here(
 }
 
 /// The frames `Symbolizer::unwind_user` gives for process `pid` from the copy in value `v`.
-fn unwound(syms: &mut Symbolizer, pid: u32, v: &[u8], max: u32) -> Vec<u64> {
+fn unwound(syms: &mut Symbolizer, pid: u32, v: &[u8], max: u32) -> Unwound {
     let (regs, bytes) = copied(v);
     let stack = StackBytes {
         base: regs.sp,
@@ -202,7 +203,7 @@ fn the_walk_at_the_probe_gives_the_unwinders_frames() {
         assert_eq!(reference, Walked::Frames(want.clone()));
         if max == MAX_STACK_DEPTH {
             // Through libc's bpf() and this test's frames, by `.eh_frame`.
-            assert!(want.len() >= 4, "{frames:?}: {want:x?}");
+            assert!(want.frames.len() >= 4, "{frames:?}: {want:x?}");
         }
         assert_eq!(
             read_walk(&v[OUT..], max),
@@ -272,21 +273,30 @@ fn the_walk_at_the_probe_takes_every_kind_of_step_as_the_reference() {
             std::hint::black_box(&chain);
             let (regs, _) = copied(&v);
             if sp.replace(regs.sp).is_some() {
+                let frames = vec![regs.pc, 0x5000, 0x6000, 0x7000, 0x7800];
                 assert_eq!(
                     reference,
-                    Walked::Frames(vec![regs.pc, 0x5000, 0x6000, 0x7000, 0x7800])
+                    Walked::Frames(Unwound {
+                        frames,
+                        outermost: false
+                    })
                 );
                 assert_eq!(read_walk(&v[OUT..], MAX_STACK_DEPTH), Some(reference));
             }
         }
-        // A stop row at the first PC: one frame.
+        // A stop row at the first PC: one frame; the outermost frame's row: one frame, the
+        // stack whole.
+        for (kind, outermost) in [(KIND_STOP, false), (KIND_OUTERMOST, true)] {
+            let stop = [Row { kind, ..rule(0, 0) }];
+            let (v, reference) = walk_here(&stop, &ranges, MAX_STACK_DEPTH, frames, None);
+            let frames = vec![copied(&v).0.pc];
+            assert_eq!(reference, Walked::Frames(Unwound { frames, outermost }));
+            assert_eq!(read_walk(&v[OUT..], MAX_STACK_DEPTH), Some(reference));
+        }
         let stop = [Row {
-            kind: crate::symbols::unwind_rows::KIND_STOP,
+            kind: KIND_STOP,
             ..rule(0, 0)
         }];
-        let (v, reference) = walk_here(&stop, &ranges, MAX_STACK_DEPTH, frames, None);
-        assert_eq!(reference, Walked::Frames(vec![copied(&v).0.pc]));
-        assert_eq!(read_walk(&v[OUT..], MAX_STACK_DEPTH), Some(reference));
         let (v, reference) = walk_here(&stop, &[], MAX_STACK_DEPTH, frames, None);
         assert_eq!(reference, Walked::Unplaced);
         assert_eq!(
@@ -328,7 +338,7 @@ fn a_process_without_ranges_is_walked_by_the_files_it_maps() {
     );
     let want = unwound(&mut syms, pid, &v, MAX_STACK_DEPTH);
     assert_eq!(reference, Walked::Frames(want.clone()));
-    assert!(want.len() >= 4, "{want:x?}");
+    assert!(want.frames.len() >= 4, "{want:x?}");
     assert_eq!(
         read_walk(&v[OUT..], MAX_STACK_DEPTH),
         Some(Walked::Frames(want))

@@ -11,8 +11,10 @@ use crate::symbols::Symbolizer;
 
 /// Replaces `walked`, the user stack the kernel walked (frame pointers), by the one unwound from
 /// the registers and stack bytes `u` copied at the probe with the files' `.eh_frame` when that
-/// one goes further (code without frame pointers stops the kernel's walk after a frame or two).
-/// Returns whether it did.
+/// one goes further (code without frame pointers stops the kernel's walk after a frame or two),
+/// or reaches the outermost frame (past which a frame-pointer walk only follows what code
+/// without frame pointers left in `rbp`; the walk at the probe then takes no frame-pointer
+/// walk: `capture::ustack_keys::emit_walk_once`). Returns whether it did.
 pub(super) fn complete_walk(
     syms: &mut Symbolizer,
     pid: u32,
@@ -29,11 +31,11 @@ pub(super) fn complete_walk(
         base: u.sp,
         bytes: &u.stack,
     };
-    let frames = syms.unwind_user(pid, regs, stack, MAX_STACK_DEPTH as usize);
-    if frames.len() <= walked.len() {
+    let unwound = syms.unwind_user(pid, regs, stack, MAX_STACK_DEPTH as usize);
+    if unwound.frames == *walked || (unwound.frames.len() <= walked.len() && !unwound.outermost) {
         return false;
     }
-    *walked = frames;
+    *walked = unwound.frames;
     true
 }
 
