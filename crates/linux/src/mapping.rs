@@ -3,6 +3,7 @@
 //! One owner of the mapping calls, and bounds-checked access to what lies in it: aligned words
 //! read and written atomically (the positions and counters both sides update), bytes the kernel
 //! has published, and bytes dtrace writes before it publishes them.
+
 use crate::error::{LinuxError, Result};
 use std::os::fd::RawFd;
 use std::ptr::NonNull;

@@ -92,8 +92,8 @@ fn run(prog: &Program, out: &Map) -> Vec<u8> {
 }
 
 #[test]
-fn ustack_keys_are_the_longer_walk_once_the_process_is_loaded() {
-    let t = "ustack_keys_are_the_longer_walk_once_the_process_is_loaded";
+fn ustack_keys_are_the_unwinders_walk_once_the_process_is_loaded() {
+    let t = "ustack_keys_are_the_unwinders_walk_once_the_process_is_loaded";
     if !dtrace_testkit::skip_unless(crate::bpf_available(), t, "needs bpf(2)") {
         return;
     }
@@ -127,9 +127,12 @@ fn ustack_keys_are_the_longer_walk_once_the_process_is_loaded() {
         base: regs.sp,
         bytes: &s[COPY + UNWIND_HDR..COPY + UNWIND_HDR + len],
     };
-    let unwound = syms
-        .unwind_user(pid, regs, stack, MAX_STACK_DEPTH as usize)
-        .frames;
+    let unwound = syms.unwind_user(pid, regs, stack, MAX_STACK_DEPTH as usize);
+    // A test thread's stack ends at its first function's outermost frame: the walk at the probe
+    // takes it whole, with no frame-pointer walk (the scratch keeps the first run's, which was
+    // handed over).
+    assert!(unwound.outermost, "{unwound:x?}");
+    let unwound = unwound.frames;
     // Without frame pointers the .eh_frame walk goes further (through libc's bpf() and this
     // test's frames).
     assert!(unwound.len() > fp.len(), "{unwound:x?} {fp:x?}");
