@@ -79,8 +79,9 @@ impl UstackMaps {
     /// Makes the maps and attaches the programs that forget a process's ranges.
     pub fn new() -> Result<UstackMaps, UstackMapsError> {
         let rows = Map::create_mmapable("dt_urows", ROW_BYTES as u32, ROWS_CAPACITY)?;
-        // An mmap-able array's values lie end to end (ROW_BYTES is a multiple of 8, the
-        // kernel's element size for it), from the mapping's start.
+        // An mmap-able array's values lie end to end from the mapping's start, each in a
+        // multiple of 8 bytes (the kernel's element size for it), as a row is.
+        const _: () = assert!(ROW_BYTES.is_multiple_of(8));
         let rows_len = (ROW_BYTES * ROWS_CAPACITY as usize).next_multiple_of(page_size());
         let rows_mem = Mapping::shared(rows.raw_fd(), rows_len, 0, true, "the unwind rows")?;
         let ranges = Map::create_hash_on_demand("dt_uranges", 4, range_value_bytes(), PROCESSES)?;
