@@ -1,8 +1,10 @@
 //! Benchmark of `dtrace(1)` itself (the built binary): the CPU time tracing adds to each write(2),
 //! counting both the traced writer's CPU and the tracer's own (dtrace's, or bpftrace's), for the
 //! paper's first example (`syscall::write:entry { @[execname] = count(); }`), for a count without
-//! keys (`@ = count()`), for predicates that are always false (on `pid`, on `execname`, on an argument), for `quantize(arg2)` and for the
-//! entry/return latency idiom (`self->ts`, thread-locals in the kernel; and printing each
+//! keys (`@ = count()`), for predicates that are always false (on `pid`, on `execname`, on an
+//! argument), for `quantize(arg2)`, for a count by `ustack()` (the writer has no frame pointers:
+//! dtrace walks its `.eh_frame` at the probe, while bpftrace's `ustack` follows frame pointers and
+//! stops after a frame or two), and for the entry/return latency idiom (`self->ts`, thread-locals in the kernel; and printing each
 //! latency, its records built at the probe), for a key copied by the write's count
 //! (`copyin(arg1, arg2)`, a record per write to dtrace), for the count with two writer threads on two CPUs,
 //! each
@@ -46,7 +48,7 @@ use std::time::{Duration, Instant};
 const SCRIPT: &str = "syscall::write:entry { @[execname] = count(); }";
 
 /// The cases compared: name, dtrace's script, bpftrace's.
-const CASES: [(&str, &str, &str); 9] = [
+const CASES: [(&str, &str, &str); 10] = [
     (
         "count by execname",
         SCRIPT,
@@ -93,6 +95,11 @@ const CASES: [(&str, &str, &str); 9] = [
         "tracepoint:syscalls:sys_enter_write /comm == \"dtbenchw\"/ { @s[tid] = nsecs; } \
          tracepoint:syscalls:sys_exit_write /@s[tid]/ { printf(\"%d %d\\n\", pid, \
          nsecs - @s[tid]); delete(@s[tid]); }",
+    ),
+    (
+        "count by ustack()",
+        "syscall::write:entry /execname == \"dtbenchw\"/ { @[ustack()] = count(); }",
+        "tracepoint:syscalls:sys_enter_write /comm == \"dtbenchw\"/ { @[ustack] = count(); }",
     ),
     (
         "sized copyin key",
@@ -551,7 +558,19 @@ fn run_threads(
             w.len() == 2 && w.iter().all(|v| v.parse::<u64>().is_ok())
         })
         .count() as u64;
-    let counted = counted.or((printed > 0).then_some(printed));
+    // A count keyed by a stack (or by nothing): dtrace prints it alone on its line, bpftrace
+    // after `]: ` (`@: ` with no key); the sum over the stacks.
+    let alone: Vec<u64> = stdout
+        .lines()
+        .filter_map(|l| {
+            let l = l.trim();
+            let bpftrace = l.strip_prefix("@:").or_else(|| l.rsplit_once("]:").map(|(_, n)| n));
+            l.parse().ok().or_else(|| bpftrace?.trim().parse().ok())
+        })
+        .collect();
+    let counted = counted
+        .or((printed > 0).then_some(printed))
+        .or((!alone.is_empty()).then(|| alone.iter().sum()));
     // `dtrace: 12 drops on CPU 0`
     let drops = stderr
         .lines()
