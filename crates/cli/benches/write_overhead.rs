@@ -564,7 +564,9 @@ fn run_threads(
         .lines()
         .filter_map(|l| {
             let l = l.trim();
-            let bpftrace = l.strip_prefix("@:").or_else(|| l.rsplit_once("]:").map(|(_, n)| n));
+            let bpftrace = l
+                .strip_prefix("@:")
+                .or_else(|| l.rsplit_once("]:").map(|(_, n)| n));
             l.parse().ok().or_else(|| bpftrace?.trim().parse().ok())
         })
         .collect();

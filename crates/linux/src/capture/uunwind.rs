@@ -128,7 +128,17 @@ const WORD_LAST_FIRST: usize = 11;
 const WORD_LAST_COUNT: usize = 12;
 /// Non-zero once a PC was found by its file ([`FileRoute`]).
 const WORD_ROUTED: usize = 13;
-const WORDS: usize = 14;
+/// The row cache's slot of the address looked up, and its file's first row (see
+/// [`emit_row_cache_lookup`]).
+const WORD_CACHE_SLOT: usize = 14;
+const WORD_CACHE_FIRST: usize = 15;
+const WORDS: usize = 16;
+
+/// Slots of the row cache (a power of two), after the frames: each the address looked up (in
+/// its file's terms), its file's first row plus one (0: empty), then the row found.
+const CACHE_SLOTS: usize = 64;
+const CACHE_ENTRY: usize = 16 + ROW_BYTES;
+const CACHE_BYTES: usize = CACHE_SLOTS * CACHE_ENTRY;
 
 /// The stack slot where the walk on callbacks keeps r7 for them (clear of the capture's slots at
 /// -8 and -16).
@@ -136,7 +146,7 @@ const SLOT_VALUE: i16 = -24;
 
 /// Bytes of the output for a walk of `max` frames.
 pub const fn out_bytes(max: u32) -> usize {
-    OUT_FRAMES + 8 * max as usize
+    OUT_FRAMES + 8 * max as usize + CACHE_BYTES
 }
 
 /// The value of the ranges map for `ranges` (sorted, disjoint) and its capacity (a power of two,
@@ -233,6 +243,8 @@ struct Offsets {
     /// The walk's words.
     words: [i16; WORDS],
     out_frames: i16,
+    /// The row cache (walks on callbacks only: see [`emit_row_cache_lookup`]).
+    cache: i16,
     max: i32,
     range_capacity: i32,
     range_mask: i32,
@@ -270,6 +282,10 @@ impl Offsets {
                 w
             },
             out_frames: off(out + OUT_FRAMES)?,
+            cache: {
+                off(out + out_bytes(max))?;
+                off(out + OUT_FRAMES + 8 * max as usize)?
+            },
             max: imm(max as usize)?,
             range_capacity: imm(maps.range_capacity as usize)?,
             range_mask: imm(maps.range_capacity as usize - 1)?,
@@ -454,7 +470,15 @@ fn emit_frame(a: &mut Asm, maps: &WalkMaps, o: &Offsets, next: Label, ends: Ends
         }
     }
     // r6: the address in the file's terms; r2: the first row, r3: their count.
+    let found = a.label();
+    if o.branches {
+        emit_row_cache_lookup(a, o, found);
+    }
     emit_row_search(a, maps, o, unplaced, fp_step);
+    if o.branches {
+        emit_row_cache_fill(a, o);
+    }
+    a.bind(found);
     // r0: the row.
     a.load(Size::W, R1, R0, 8);
     a.mov(R2, R1).alu_imm(op::AND, R2, !(FLAG_FP_SAVED as i32));
@@ -729,6 +753,53 @@ fn emit_row_search(a: &mut Asm, maps: &WalkMaps, o: &Offsets, unplaced: Label, f
     lookup_row(a);
     a.load(Size::DW, R2, R0, 0);
     a.jmp_reg(op::JLT, R6, R2, fp_step);
+}
+
+/// Jumps to `found` with r0 pointing at the row the cache holds for the address in r6 of the
+/// file whose rows start at r2, else falls through (r2, r3 and r6 kept). The cache: a slot per
+/// address's hash, in the value r7 points to (per CPU, kept from firing to firing), holding the
+/// address, the file's first row and the row the search found. A file's rows never change once
+/// written (the rows array only grows), so what the cache holds stays true; the frames of a
+/// stack walked again and again (a syscall's callers) then take no search. Only on callbacks,
+/// where the verifier follows a frame's code once. Uses r0, r4 and r5.
+fn emit_row_cache_lookup(a: &mut Asm, o: &Offsets, found: Label) {
+    let miss = a.label();
+    // r4: the slot, middle bits of the address's multiplicative hash (the multiplier a
+    // positive immediate: a negative one is sign-extended, and the high bits of the product of
+    // a small address then hardly vary).
+    a.mov(R4, R6)
+        .alu_imm(op::MUL, R4, 0x61c8_8647)
+        .alu_imm(op::RSH, R4, 24)
+        .alu_imm(op::AND, R4, CACHE_SLOTS as i32 - 1);
+    a.store(Size::DW, R7, o.words[WORD_CACHE_SLOT], R4);
+    a.store(Size::DW, R7, o.words[WORD_CACHE_FIRST], R2);
+    a.alu_imm(op::MUL, R4, CACHE_ENTRY as i32)
+        .alu(op::ADD, R4, R7);
+    a.load(Size::DW, R5, R4, o.cache);
+    a.jmp_reg(op::JNE, R5, R6, miss);
+    a.load(Size::DW, R5, R4, o.cache + 8);
+    a.mov(R0, R2).alu_imm(op::ADD, R0, 1);
+    a.jmp_reg(op::JNE, R5, R0, miss);
+    a.mov(R0, R4).alu_imm(op::ADD, R0, i32::from(o.cache) + 16);
+    a.ja(found);
+    a.bind(miss);
+}
+
+/// Keeps the row r0 points to (the search's) in the cache slot [`emit_row_cache_lookup`] chose
+/// for the address in r6. Uses r4 and r5 (r0 kept).
+fn emit_row_cache_fill(a: &mut Asm, o: &Offsets) {
+    a.load(Size::DW, R4, R7, o.words[WORD_CACHE_SLOT])
+        .alu_imm(op::AND, R4, CACHE_SLOTS as i32 - 1)
+        .alu_imm(op::MUL, R4, CACHE_ENTRY as i32)
+        .alu(op::ADD, R4, R7);
+    a.store(Size::DW, R4, o.cache, R6);
+    a.load(Size::DW, R5, R7, o.words[WORD_CACHE_FIRST])
+        .alu_imm(op::ADD, R5, 1);
+    a.store(Size::DW, R4, o.cache + 8, R5);
+    for k in (0..ROW_BYTES as i16).step_by(8) {
+        a.load(Size::DW, R5, R0, k)
+            .store(Size::DW, R4, o.cache + 16 + k, R5);
+    }
 }
 
 /// The map key word = the current process's id (`tgid`, 4 bytes), the key of the ranges and

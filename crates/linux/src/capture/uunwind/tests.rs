@@ -148,7 +148,19 @@ fn walk_here(
         "the user stack walk",
     )
     .unwrap();
-    prog.test_run_raw_tp(&[0]).unwrap();
+    let run = || {
+        prog.test_run_raw_tp(&[0]).unwrap();
+        value.lookup(&0u32.to_ne_bytes()).unwrap().unwrap()
+    };
+    // Twice: on callbacks, the second walk takes the rows the first found from its row cache
+    // (kept in the value); each walks as the reference walks its copy (the callers check the
+    // second's).
+    let first = run();
+    let v = run();
+    if files.is_none() {
+        let want = reference(&first, max, rows, ranges);
+        assert_eq!(read_walk(&first[OUT..], max), Some(want));
+    }
     if let Some((_, _, routed)) = &fmaps {
         // A walk that found a PC by its file notes its process, once; else none.
         let noted = routed.keys().unwrap();
@@ -159,17 +171,32 @@ fn walk_here(
         };
         assert_eq!(noted, want);
     }
-    let v = value.lookup(&0u32.to_ne_bytes()).unwrap().unwrap();
-    let (regs, bytes) = copied(&v);
+    let want = reference(&v, max, rows, ranges);
+    (v, want)
+}
+
+/// What the reference walk gives from the copy in value `v` over `rows` and `ranges`.
+fn reference(v: &[u8], max: u32, rows: &[Row], ranges: &[Range]) -> Walked {
+    let (regs, bytes) = copied(v);
     let stack = StackBytes {
         base: regs.sp,
         bytes,
     };
-    let want = match unwind_rows::walk(regs, stack, max as usize, rows, ranges) {
+    match unwind_rows::walk(regs, stack, max as usize, rows, ranges) {
         Ok(f) => Walked::Frames(f),
         Err(_) => Walked::Unplaced,
-    };
-    (v, want)
+    }
+}
+
+/// The rows the walk's row cache in value `v` holds (of a walk of up to `max` frames).
+fn cached_rows(v: &[u8], max: u32) -> usize {
+    let cache = OUT + out_bytes(max) - CACHE_BYTES;
+    (0..CACHE_SLOTS)
+        .filter(|i| {
+            let at = cache + i * CACHE_ENTRY + 8;
+            v[at..at + 8] != [0; 8]
+        })
+        .count()
 }
 
 /// The frames `Symbolizer::unwind_user` gives for process `pid` from the copy in value `v`.
@@ -204,6 +231,12 @@ fn the_walk_at_the_probe_gives_the_unwinders_frames() {
         if max == MAX_STACK_DEPTH {
             // Through libc's bpf() and this test's frames, by `.eh_frame`.
             assert!(want.frames.len() >= 4, "{frames:?}: {want:x?}");
+            // Their rows in the cache, where the walk has one.
+            let cached = cached_rows(&v, max);
+            match frames {
+                FrameLoop::Callback => assert!(cached >= 4, "{cached} rows cached"),
+                FrameLoop::Bounded => assert_eq!(cached, 0),
+            }
         }
         assert_eq!(
             read_walk(&v[OUT..], max),
