@@ -345,7 +345,7 @@ pub fn emit_walk(
             // finds the value through the slot holding r7. Its name tells its maps and layout.
             let maps = *maps;
             let name = format!(
-                "dt_uwalk_{}_{}_{}_{}_{}_{}_{}_{}",
+                "dt_uwalk_{}_{}_{}_{}_{}_{}_{}_{}_{}",
                 maps.rows,
                 maps.ranges,
                 u8::from(maps.by_process),
@@ -353,6 +353,7 @@ pub fn emit_walk(
                 maps.row_steps,
                 o.copy,
                 o.out_status,
+                o.max,
                 maps.files.map_or(0, |f| f.files),
             );
             a.store(Size::DW, R10, SLOT_VALUE, R7);
