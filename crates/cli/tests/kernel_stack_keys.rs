@@ -126,13 +126,13 @@ fn kernel_stack_and_symbol_keys_print_as_in_dtrace() {
     }
 }
 
-/// The chain program built without frame pointers (`-O2 -fomit-frame-pointer`): the kernel's
-/// frame-pointer walk stops early in it, the `.eh_frame` walk does not.
-fn chain_without_frame_pointers(tag: &str) -> PathBuf {
+/// Program `name` (C source `src`) built without frame pointers (`-O2 -fomit-frame-pointer`):
+/// the kernel's frame-pointer walk stops early in it, the `.eh_frame` walk does not.
+fn without_frame_pointers(tag: &str, name: &str, src: &str) -> PathBuf {
     compile_c(
         &test_dir(tag),
-        "chain",
-        CHAIN,
+        name,
+        src,
         &["-O2", "-g", "-fomit-frame-pointer", "-fcf-protection=none"],
     )
 }
@@ -154,7 +154,7 @@ fn ustack_keys_in_the_kernel_are_walked_as_in_dtrace() {
     // Built without frame pointers: only .eh_frame finds level3's callers at write(), in the
     // kernel as in dtrace (the -c command's first firing is handed over: its ranges are loaded
     // then).
-    let exe = chain_without_frame_pointers("kstack-ustack-nofp");
+    let exe = without_frame_pointers("kstack-ustack-nofp", "chain", CHAIN);
     let cmd = exe.display().to_string();
     let script = "syscall::write:entry /pid == $target/ { @[ustack()] = count(); \
         @e[execname, ustack(4)] = count(); @n = count(); } \
@@ -361,7 +361,7 @@ fn ustack_keys_where_variables_live_in_the_kernel_print_as_in_dtrace() {
     if !kernel_ok(t) || !have_gcc(t) {
         return;
     }
-    let exe = rounds_without_frame_pointers("kstack-ustack-vars");
+    let exe = without_frame_pointers("kstack-ustack-vars", "rounds", ROUNDS);
     let cmd = exe.display().to_string();
     let script = "syscall::write:entry /pid == $target/ { self->ts = timestamp; } \
         syscall::write:return /self->ts/ { @[ustack()] = count(); @n = count(); \
@@ -373,16 +373,6 @@ fn ustack_keys_where_variables_live_in_the_kernel_print_as_in_dtrace() {
     // pointers.
     assert!(kout.lines().any(|l| l.trim() == "120"), "{kout}");
     assert!(has_stack(&kout, &ROUNDS_WRITE), "{kout}");
-}
-
-/// The rounds program built without frame pointers (see [`ROUNDS`]).
-fn rounds_without_frame_pointers(tag: &str) -> PathBuf {
-    compile_c(
-        &test_dir(tag),
-        "rounds",
-        ROUNDS,
-        &["-O2", "-g", "-fomit-frame-pointer", "-fcf-protection=none"],
-    )
 }
 
 /// The frames of the rounds program's writes, innermost first (as prefixes).
@@ -404,7 +394,7 @@ fn ustack_keys_beside_many_clause_locals_print_as_in_dtrace() {
     if !kernel_ok(t) || !have_gcc(t) {
         return;
     }
-    let exe = rounds_without_frame_pointers("kstack-ustack-locals");
+    let exe = without_frame_pointers("kstack-ustack-locals", "rounds", ROUNDS);
     let cmd = exe.display().to_string();
     for n in [12, 20, 24] {
         let sets: String = (0..n)
@@ -530,7 +520,7 @@ fn ucaller_and_ustackdepth_at_the_probe_print_as_in_dtrace() {
     if !kernel_ok(t) || !have_gcc(t) {
         return;
     }
-    let exe = chain_without_frame_pointers("kstack-ucaller");
+    let exe = without_frame_pointers("kstack-ucaller", "chain", CHAIN);
     let cmd = exe.display().to_string();
     let script = "pid$target::level3:entry { @[usym(ucaller)] = count(); \
         @d[ustackdepth] = count(); @s = sum(ustackdepth); } \
