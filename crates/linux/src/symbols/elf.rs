@@ -60,15 +60,17 @@ impl ElfSymbols {
         }
     }
 
-    /// Reads the segments of the file at `path`; its symbols (with its separate debuginfo's,
-    /// when that is installed) are read when first looked up.
+    /// Reads the segments of the file at `path` (its headers and notes: a few small reads,
+    /// as [`read_build_id`] reads); its symbols (with its separate debuginfo's, when that is
+    /// installed) are read when first looked up.
     pub fn load(path: &str) -> Result<ElfSymbols> {
         let bad = |e: object::Error| LinuxError::BadFile {
             path: path.into(),
             reason: e.to_string(),
         };
-        let image = read_elf_image(path)?;
-        let file = object::File::parse(&*image).map_err(bad)?;
+        let (f, _) = open_elf(path)?;
+        let cache = object::ReadCache::new(f);
+        let file = object::File::parse(&cache).map_err(bad)?;
         Ok(ElfSymbols {
             source: Some(path.to_string()),
             ..Self::layout(&file)
@@ -229,16 +231,24 @@ fn text_symbols<'d, R: object::ReadRef<'d>>(file: &object::File<'d, R>) -> Vec<S
 
 /// The parts of the ELF file at `path` that symbolization reads (see [`super::elfimage`]).
 fn read_elf_image(path: &str) -> Result<Vec<u8>> {
-    let meta = std::fs::metadata(path).map_err(|e| LinuxError::from_io(path, e))?;
-    if meta.len() > MAX_ELF {
+    let (f, len) = open_elf(path)?;
+    super::elfimage::read_image(&f, len).map_err(|e| LinuxError::from_io(path, e))
+}
+
+/// The ELF file at `path`, open, and its length: an error for one larger than [`MAX_ELF`].
+fn open_elf(path: &str) -> Result<(std::fs::File, u64)> {
+    let f = std::fs::File::open(path).map_err(|e| LinuxError::from_io(path, e))?;
+    let len = f
+        .metadata()
+        .map_err(|e| LinuxError::from_io(path, e))?
+        .len();
+    if len > MAX_ELF {
         return Err(LinuxError::BadFile {
             path: path.into(),
             reason: "too large".into(),
         });
     }
-    std::fs::File::open(path)
-        .and_then(|f| super::elfimage::read_image(&f, meta.len()))
-        .map_err(|e| LinuxError::from_io(path, e))
+    Ok((f, len))
 }
 
 /// The separate debuginfo file of a build-id, when installed.
