@@ -249,6 +249,84 @@ fn ustack_keys_in_the_kernel_are_walked_as_in_dtrace() {
     );
 }
 
+/// Calls down a recursion `d` deep, for each `d` from 0 to 39, and writes at its bottom: user
+/// stacks of every depth from a few frames to more than forty.
+const DEEP: &str = r#"
+#include <fcntl.h>
+#include <unistd.h>
+static char buf[8];
+static int fd;
+__attribute__((noipa)) int descend(int d) {
+    if (d == 0) {
+        if (write(fd, buf, 1) < 0)
+            _exit(1);
+        return 0;
+    }
+    return descend(d - 1) + 1;
+}
+int main(void) {
+    fd = open("/dev/null", O_WRONLY);
+    for (int d = 0; d < 40; d++)
+        descend(d);
+    return 0;
+}
+"#;
+
+/// Stacks as deep as the short maps keep (`capture::spec::SHORT_STACK_WORDS`, 24 frame words)
+/// and deeper under one aggregation: a stack is kept in the short maps or in the whole ones by
+/// the frames the probe took, and each prints once, with its count, as in dtrace; with frame
+/// pointers and without, and as the last key part beside another.
+#[test]
+fn stacks_deeper_than_the_short_maps_print_as_in_dtrace() {
+    let t = "stacks_deeper_than_the_short_maps_print_as_in_dtrace";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let common = ["-O1", "-g", "-fno-optimize-sibling-calls", "-fcf-protection=none"];
+    for (tag, fp) in [
+        ("kstack-deep-fp", "-fno-omit-frame-pointer"),
+        ("kstack-deep-nofp", "-fomit-frame-pointer"),
+    ] {
+        let mut flags = common.to_vec();
+        flags.push(fp);
+        let exe = compile_c(&test_dir(tag), "deep", DEEP, &flags);
+        let cmd = exe.display().to_string();
+        let script = "syscall::write:entry /pid == $target/ { @u[ustack()] = count(); \
+            @e[execname, ustack(30)] = count(); @k[stack()] = count(); }";
+        let out = same_both_ways(&[], script, &cmd, &[1]);
+        // @u: forty stacks, one per depth, each counted once, from write, descend()'s frames,
+        // main and the start's frames (six) to 39 frames more.
+        // @u's entries: frame lines up to a count (@e's start with execname, @k's are the
+        // kernel's).
+        let mut user = Vec::new();
+        let (mut frames, mut named) = (0, false);
+        for l in out.lines().map(str::trim) {
+            if l.parse::<u64>().is_ok() {
+                if !named && frames > 0 {
+                    user.push(frames);
+                }
+                (frames, named) = (0, false);
+            } else if l.starts_with("vmlinux`") {
+                named = true;
+            } else if l.contains('`') {
+                frames += 1;
+            } else if l == "deep" {
+                named = true;
+            }
+        }
+        let (least, most) = (user.iter().min(), user.iter().max());
+        assert!(
+            least.zip(most).is_some_and(|(l, m)| m - l == 39 && *l < 10),
+            "{tag}: {user:?} {out}"
+        );
+        // @u's forty, and @e's (ustack(30)): the stacks of depths 0 to 27 differ in their
+        // first thirty frames, the deeper twelve do not.
+        let ones = out.lines().filter(|l| l.trim() == "1").count();
+        assert_eq!(ones, 40 + 28, "{tag}: {out}");
+        assert!(out.lines().any(|l| l.trim() == "12"), "{tag}: {out}");
+    }
+}
+
 /// A library the program opens after tracing started (built without frame pointers): the
 /// probe finds PCs no loaded range holds, hands those firings over to dtrace, which loads the
 /// process's ranges again; the counts of every stack are those dtrace alone counts.

@@ -60,9 +60,10 @@
 use super::codegen::ProbeShape;
 use super::filter::{Clocks, ShapeContext, FRAME};
 use super::spec::{
-    kernel_key_layout, short_string_keys, string_key_hash, AggStore, CodeBase, KernelAgg,
-    KernelAggClause, KernelAggs, KeyKind, Replay, ReplayMaps, SignalAction, MAX_KAGG_KEY,
-    REPLAY_ARGS, REPLAY_ARGS_AT, SHORT_STRING_KEY, STRING_CONST_MARK,
+    deep_stack_flag_at, kernel_key_layout, short_keys, string_key_hash, AggStore, CodeBase,
+    KernelAgg, KernelAggClause, KernelAggs, KeyKind, Replay, ReplayMaps, SignalAction,
+    MAX_KAGG_KEY, REPLAY_ARGS, REPLAY_ARGS_AT, SHORT_STACK_WORDS, SHORT_STRING_KEY,
+    STRING_CONST_MARK,
 };
 use crate::bpf::insn::{
     helper, op, update_flag, Asm, Label, Reg, Size, R0, R1, R10, R2, R3, R4, R5, R6, R7,
@@ -2076,7 +2077,16 @@ fn emit_agg(
     let skip = a.label();
     emit_key_scratch(a, shape, k.keys, skip);
     let scratch = translate::string_scratch_width(k.strsize as usize);
-    let short = short_string_keys(&kinds).zip(short_maps);
+    let short = short_keys(&kinds).zip(short_maps);
+    // Where the probe notes that the last part, a stack, is too deep for the short maps.
+    let deep_flag = match (&short, deep_stack_flag_at(&kinds)) {
+        (Some(_), Some(at)) => Some(
+            i16::try_from(at)
+                .map_err(|_| crate::error::LinuxError::Asm("aggregation key too large".into()))?,
+        ),
+        _ => None,
+    };
+    let last_part = kinds.len().checked_sub(1);
     // A last string in the scratch that is short is kept in the short maps, whose keys are the
     // built key's first bytes: only its first bytes are copied then (the rest of the built key
     // is left as it was: nothing reads it), unless a deferred update sends the whole key.
@@ -2179,19 +2189,30 @@ fn emit_agg(
                     a.store_imm(Size::DW, R2, at + 8 + 8 * i as i16, 0);
                 }
                 emit_key_stack(a, at + 8, take as u32, 0)?;
+                if let (Some(flag), true) = (deep_flag, last_part == Some(i)) {
+                    emit_deep_flag(a, (KEYPTR, flag), R0, 8 * SHORT_STACK_WORDS as i32);
+                }
             }
             (None, KeyKind::UserStack(n)) => {
                 emit_key_pid(a, at);
+                let deep = deep_flag.filter(|_| last_part == Some(i));
+                let fp_walk = |a: &mut Asm| {
+                    emit_key_stack(a, at + 8, *n, BPF_F_USER_STACK)?;
+                    if let Some(flag) = deep {
+                        emit_deep_flag(a, (KEYPTR, flag), R0, 8 * SHORT_STACK_WORDS as i32);
+                    }
+                    Ok(())
+                };
                 match &k.uwalk {
                     Some(w) => super::ustack_keys::emit_key_frames(
                         a,
                         shape,
                         w,
                         (KEYPTR, at + 8),
-                        *n,
-                        |a| emit_key_stack(a, at + 8, *n, BPF_F_USER_STACK),
+                        (*n, deep),
+                        fp_walk,
                     )?,
-                    None => emit_key_stack(a, at + 8, *n, BPF_F_USER_STACK)?,
+                    None => fp_walk(a)?,
                 }
             }
             _ => {
@@ -2217,9 +2238,10 @@ fn emit_agg(
     }
     let found = a.label();
     if let Some((short, maps)) = short {
-        // The last part is a string: one whose NUL is within the short maps' bytes of it is
-        // kept there (its bytes past the NUL are zero), where its key is the first bytes of
-        // the one built.
+        // The last part is a string or a stack: a string whose NUL is within the short maps'
+        // bytes of it is kept there (its bytes past the NUL are zero), where its key is the
+        // first bytes of the one built; a stack, when the probe took no more frames than they
+        // hold (the flag it noted is clear).
         let (last, whole) = (offs.last().copied(), a.label());
         let short_len = short.last().map(|k| k.kernel_size());
         let (Some(last), Some(short_len)) = (last, short_len) else {
@@ -2227,10 +2249,17 @@ fn emit_agg(
                 "a short key without parts".into(),
             ));
         };
-        let at = i16::try_from(last + short_len - 1)
-            .map_err(|_| crate::error::LinuxError::Asm("aggregation key too large".into()))?;
+        let (at, size) = match deep_flag {
+            Some(flag) => (flag, Size::DW),
+            None => (
+                i16::try_from(last + short_len - 1).map_err(|_| {
+                    crate::error::LinuxError::Asm("aggregation key too large".into())
+                })?,
+                Size::B,
+            ),
+        };
         a.load(Size::DW, R2, R10, KEYPTR);
-        a.load(Size::B, R1, R2, at);
+        a.load(size, R1, R2, at);
         a.jmp_imm(op::JNE, R1, 0, whole);
         emit_find(a, k, maps, found, skip);
         a.bind(whole);
@@ -2422,6 +2451,19 @@ fn emit_key_stack(a: &mut Asm, at: i16, frames: u32, flags: i32) -> crate::error
         .mov_imm(R4, flags)
         .call(helper::GET_STACK);
     Ok(())
+}
+
+/// Notes at `flag` in the key scratch (whose address is at the stack slot `keyptr`) whether the
+/// stack just taken is too deep for an aggregation's short maps: 1 when `taken` (the bytes
+/// `bpf_get_stack()` returned, negative on failure, or the frames a walk took) is above `limit`,
+/// else 0 (see [`deep_stack_flag_at`]). Uses r2.
+pub(crate) fn emit_deep_flag(a: &mut Asm, (keyptr, flag): (i16, i16), taken: Reg, limit: i32) {
+    let shallow = a.label();
+    a.load(Size::DW, R2, R10, keyptr);
+    a.store_imm(Size::DW, R2, flag, 0);
+    a.jmp_imm(op::JSLE, taken, limit, shallow);
+    a.store_imm(Size::DW, R2, flag, 1);
+    a.bind(shallow);
 }
 
 /// Adds one to this CPU's count in the per-CPU array `drops` (of one u64; its index is built at

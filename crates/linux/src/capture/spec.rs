@@ -745,9 +745,8 @@ pub enum AggStore {
     Keyed {
         /// The maps of the two generations.
         maps: [i32; 2],
-        /// When the keys' last part is a long string ([`short_string_keys`]): the maps of the
-        /// two generations for the keys whose string is short, kept in [`SHORT_STRING_KEY`]
-        /// bytes.
+        /// When the keys' last part is a long string or a deep stack ([`short_keys`]): the maps
+        /// of the two generations for the keys whose string or stack is short.
         short: Option<[i32; 2]>,
     },
     /// An aggregation without keys (`@ = count()`): a per-CPU array of [`KEYLESS_SLOTS`]
@@ -782,19 +781,50 @@ pub const KEYLESS_SLOTS: u32 = 2;
 /// keys are still compared exactly as DTrace compares strings.
 pub const SHORT_STRING_KEY: u32 = 64;
 
-/// The key kinds of an aggregation's short maps (see [`AggStore::Keyed`]): `keys` with
-/// its last part, when a string of more than [`SHORT_STRING_KEY`] bytes, cut to that many
-/// (the short key is the first bytes of the whole key, whose string bytes past its NUL are
-/// zero). `None` when the last part is no such string.
-pub fn short_string_keys(keys: &[KeyKind]) -> Option<Vec<KeyKind>> {
-    match keys.last() {
-        Some(KeyKind::StringBytes(n)) if *n > SHORT_STRING_KEY => {
-            let mut short = keys.to_vec();
-            *short.last_mut()? = KeyKind::StringBytes(SHORT_STRING_KEY);
-            Some(short)
+/// Frame words of the last part of a key kept in the short maps of an aggregation
+/// ([`AggStore::Keyed`]) when that part is a stack: a stack of at most this many frames taken
+/// (a kernel stack's tracing frames included) is kept there, a deeper one in the maps of the
+/// whole width. `@[ustack()]` would otherwise hash and compare `ustackframes` frames (808 bytes
+/// by default) at every update however shallow the stack; the probe says which map a stack
+/// belongs in by the frames it took ([`deep_stack_flag_at`]), so a stack is in one map only and
+/// the two maps' keys are still compared exactly.
+pub const SHORT_STACK_WORDS: u32 = 24;
+
+/// The key kinds of an aggregation's short maps (see [`AggStore::Keyed`]): `keys` with its last
+/// part cut, when it is a string of more than [`SHORT_STRING_KEY`] bytes, to that many, or, when
+/// it is a stack of more than [`SHORT_STACK_WORDS`] frame words, to that many (the short key is
+/// the first bytes of the whole key, whose string bytes past its NUL, or stack words past its
+/// frames, are zero). `None` when the last part is no such string or stack, or a stack whose
+/// key leaves no room for the probe's flag ([`deep_stack_flag_at`]).
+pub fn short_keys(keys: &[KeyKind]) -> Option<Vec<KeyKind>> {
+    let short = match *keys.last()? {
+        KeyKind::StringBytes(n) if n > SHORT_STRING_KEY => KeyKind::StringBytes(SHORT_STRING_KEY),
+        KeyKind::UserStack(n) if n > SHORT_STACK_WORDS => KeyKind::UserStack(SHORT_STACK_WORDS),
+        KeyKind::KernelStack(n) if kernel_stack_room(n) > SHORT_STACK_WORDS => {
+            KeyKind::KernelStack(SHORT_STACK_WORDS - TRACING_FRAMES)
         }
-        _ => None,
+        _ => return None,
+    };
+    if deep_stack_flag_at(keys).is_some_and(|at| at + 8 > MAX_KAGG_KEY) {
+        return None;
     }
+    let mut out = keys.to_vec();
+    *out.last_mut()? = short;
+    Some(out)
+}
+
+/// Where, in the key scratch past the key built (`KernelAggs::keys`), the probe notes whether the
+/// stack that is the key's last part is deep: more frame words taken than
+/// [`SHORT_STACK_WORDS`] (1; else 0). A stack's frames end at its first zero word only where
+/// the kernel's walk never takes a zero program counter, which a frame-pointer walk of user code
+/// can (a saved `rbp` that is no frame pointer), so the probe decides by the count it took.
+/// `None` when the last part is no stack.
+pub fn deep_stack_flag_at(keys: &[KeyKind]) -> Option<usize> {
+    matches!(
+        keys.last()?,
+        KeyKind::UserStack(_) | KeyKind::KernelStack(_)
+    )
+    .then(|| kernel_key_layout(keys).0.next_multiple_of(8))
 }
 
 /// The kind of an aggregation key as the kernel's map keeps it.

@@ -298,13 +298,15 @@ pub fn emit_copy_taken(
 
 /// Writes `frames` program counters of the firing's user stack at `at` of the key the stack slot
 /// `keyptr` points to: the `.eh_frame` walk's when it was chosen (see [`emit_walk_once`]), else
-/// the kernel's frame-pointer walk of `frames` (`fp_walk` emits it). Uses r0-r5.
+/// the kernel's frame-pointer walk of `frames` (`fp_walk` emits it). With `deep`, the walk's
+/// frames are noted there as deep or not for an aggregation's short maps
+/// (`kagg::emit_deep_flag`; `fp_walk` notes its own). Uses r0-r5.
 pub fn emit_key_frames(
     a: &mut Asm,
     shape: &ProbeShape,
     w: &UserWalk,
     (keyptr, at): (i16, i16),
-    frames: u32,
+    (frames, deep): (u32, Option<i16>),
     fp_walk: impl FnOnce(&mut Asm) -> Result<()>,
 ) -> Result<()> {
     let (fp, done) = (a.label(), a.label());
@@ -317,6 +319,15 @@ pub fn emit_key_frames(
         let to = i16::try_from(i32::from(at) + 8 * i as i32)
             .map_err(|_| LinuxError::Asm("user stack key out of range".into()))?;
         a.store(Size::DW, R2, to, R1);
+    }
+    if let Some(flag) = deep {
+        a.load(Size::DW, R1, R0, off(OUT + uunwind::OUT_COUNT)?);
+        super::kagg::emit_deep_flag(
+            a,
+            (keyptr, flag),
+            R1,
+            crate::capture::spec::SHORT_STACK_WORDS as i32,
+        );
     }
     a.ja(done);
     a.bind(fp);

@@ -598,7 +598,7 @@ struct AggMaps {
 /// The maps of an aggregating action (see [`AggStore`]).
 enum Storage {
     /// With keys: the hash maps of the two generations, and those of the keys whose last
-    /// string is short, with their key kinds (see [`crate::capture::spec::short_string_keys`]).
+    /// string or stack is short, with their key kinds (see [`crate::capture::spec::short_keys`]).
     Keyed {
         maps: [Map; 2],
         short: Option<([Map; 2], Vec<KeyKind>)>,
@@ -798,7 +798,7 @@ impl KernelAggState {
                     )?)
                 } else {
                     let maps = [make(&kinds, 0, "")?, make(&kinds, 1, "")?];
-                    let short = match crate::capture::spec::short_string_keys(&kinds) {
+                    let short = match crate::capture::spec::short_keys(&kinds) {
                         Some(short) => {
                             Some(([make(&short, 0, "s")?, make(&short, 1, "s")?], short))
                         }
@@ -1029,7 +1029,7 @@ impl KeyDecoder {
     /// The framework's key bytes (laid out by `recs`, whose last record is the value's) of a
     /// kernel key; `None` for a key that does not decode (a constant never seen).
     /// `kinds`: the key's parts as its map keeps them (the decoder's, or those of the short
-    /// strings' map, see [`crate::capture::spec::short_string_keys`]).
+    /// strings' or stacks' map, see [`crate::capture::spec::short_keys`]).
     fn expand(&self, kinds: &[KeyKind], key: &[u8], recs: &[RecDesc]) -> Option<ExpandedKey> {
         let key_recs = recs.get(..recs.len().checked_sub(1)?)?;
         if key_recs.len() != kinds.len() {
@@ -1270,12 +1270,12 @@ mod tests {
 
     #[test]
     fn a_string_key_expands_alike_from_the_whole_and_the_short_maps() {
-        use crate::capture::spec::{short_string_keys, SHORT_STRING_KEY};
+        use crate::capture::spec::{short_keys, SHORT_STRING_KEY};
         let a = KeyDecoder {
             keys: vec![KeyKind::Int(8), KeyKind::StringBytes(264)],
             strings: HashMap::new(),
         };
-        let short = short_string_keys(&a.keys).unwrap();
+        let short = short_keys(&a.keys).unwrap();
         assert_eq!(
             short,
             vec![KeyKind::Int(8), KeyKind::StringBytes(SHORT_STRING_KEY)]
@@ -1300,9 +1300,64 @@ mod tests {
         assert_eq!(&e[8..8 + 63], &long[..]);
         assert_eq!(e[8 + 63], 0);
         // Other keys have no short maps.
-        assert!(short_string_keys(&[KeyKind::StringBytes(264), KeyKind::Int(8)]).is_none());
-        assert!(short_string_keys(&[KeyKind::StringBytes(SHORT_STRING_KEY)]).is_none());
-        assert!(short_string_keys(&[KeyKind::String]).is_none());
+        assert!(short_keys(&[KeyKind::StringBytes(264), KeyKind::Int(8)]).is_none());
+        assert!(short_keys(&[KeyKind::StringBytes(SHORT_STRING_KEY)]).is_none());
+        assert!(short_keys(&[KeyKind::String]).is_none());
+    }
+
+    #[test]
+    fn a_stack_key_expands_alike_from_the_whole_and_the_short_maps() {
+        use crate::capture::spec::{deep_stack_flag_at, short_keys, SHORT_STACK_WORDS};
+        let words = |w: &[u64]| -> Vec<u8> { w.iter().flat_map(|x| x.to_ne_bytes()).collect() };
+        let short_words = SHORT_STACK_WORDS as usize;
+        // @[execname, ustack()] with ustackframes=100: the short maps keep 24 frames.
+        let a = KeyDecoder {
+            keys: vec![KeyKind::String, KeyKind::UserStack(100)],
+            strings: HashMap::new(),
+        };
+        let short = short_keys(&a.keys).unwrap();
+        assert_eq!(
+            short,
+            vec![KeyKind::String, KeyKind::UserStack(SHORT_STACK_WORDS)]
+        );
+        assert_eq!(kernel_key_layout(&short).0, 16 + 8 + 8 * short_words);
+        // The flag lies past the whole key.
+        assert_eq!(deep_stack_flag_at(&a.keys), Some(16 + 808));
+        let r = recs(&[(0, 16), (16, 808)], 824);
+        let key = |frames: usize, pcs: &[u64]| {
+            let mut k = b"perl\0\0\0\0\0\0\0\0\0\0\0\0".to_vec();
+            let mut w = vec![7u64];
+            w.extend(pcs);
+            w.resize(1 + frames, 0);
+            k.extend(words(&w));
+            k
+        };
+        // A stack of 24 frames, the deepest the short maps keep, as they keep it and as the
+        // whole maps would.
+        let pcs: Vec<u64> = (1..=short_words as u64).map(|i| 0x40_0000 + i).collect();
+        let from_short = a.expand(&short, &key(short_words, &pcs), &r).unwrap();
+        let from_whole = a.expand(&a.keys, &key(100, &pcs), &r).unwrap();
+        assert_eq!(from_short.bytes, from_whole.bytes);
+        assert_eq!(from_short.pids, vec![7]);
+        assert_eq!(
+            &from_short.bytes[24..24 + 8 * short_words],
+            &words(&pcs)[..]
+        );
+        assert!(from_short.bytes[24 + 8 * short_words..]
+            .iter()
+            .all(|b| *b == 0));
+        // A kernel stack's short maps take its tracing frames too; a sampled one or a stack
+        // of few frames has none.
+        let short = short_keys(&[KeyKind::Int(8), KeyKind::KernelStack(20)]).unwrap();
+        assert_eq!(short[1].kernel_size(), 8 + 8 * short_words);
+        assert!(short_keys(&[KeyKind::UserStack(SHORT_STACK_WORDS)]).is_none());
+        assert!(short_keys(&[KeyKind::KernelStack(8)]).is_none());
+        // A stack that is not the last part has none; a key too large for the flag has none.
+        assert!(short_keys(&[KeyKind::UserStack(100), KeyKind::Int(8)]).is_none());
+        assert!(deep_stack_flag_at(&[KeyKind::UserStack(100), KeyKind::Int(8)]).is_none());
+        let wide = [KeyKind::StringBytes(1240), KeyKind::UserStack(100)];
+        assert_eq!(kernel_key_layout(&wide).0, 2048);
+        assert!(short_keys(&wide).is_none());
     }
 
     #[test]

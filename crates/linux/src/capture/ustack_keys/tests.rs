@@ -14,8 +14,10 @@ use crate::provider::ustack_maps::UstackMaps;
 use crate::symbols::unwind::{StackBytes, UserRegs};
 use crate::symbols::Symbolizer;
 
-/// Output value: the status (1 walked, 2 handed over), the key's frames, then the scratch.
-const KEY_AT: usize = 8;
+/// Output value: the status (1 walked, 2 handed over), the deep flag (`kagg::emit_deep_flag`),
+/// the key's frames, then the scratch.
+const DEEP_AT: usize = 8;
+const KEY_AT: usize = 16;
 const SCRATCH_AT: usize = KEY_AT + 8 * MAX_STACK_DEPTH as usize;
 const OUT_BYTES: usize = SCRATCH_AT + SCRATCH_BYTES;
 const OUT_PTR: i16 = -200;
@@ -52,7 +54,7 @@ fn program(w: &UserWalk, out: i32) -> Vec<Insn> {
         &shape(),
         w,
         (OUT_PTR, KEY_AT as i16),
-        MAX_STACK_DEPTH,
+        (MAX_STACK_DEPTH, Some(DEEP_AT as i16)),
         |a| {
             a.mov(R1, R6);
             a.load(Size::DW, R2, R10, OUT_PTR)
@@ -85,8 +87,10 @@ fn word(v: &[u8], o: usize) -> u64 {
 
 /// Runs the program in this thread: the output value.
 fn run(prog: &Program, out: &Map) -> Vec<u8> {
-    out.update(&0u32.to_ne_bytes(), &vec![0u8; OUT_BYTES])
-        .unwrap();
+    // The deep flag set, so that the walk is seen to write it either way.
+    let mut v = vec![0u8; OUT_BYTES];
+    v[DEEP_AT..DEEP_AT + 8].fill(0xff);
+    out.update(&0u32.to_ne_bytes(), &v).unwrap();
     prog.test_run_raw_tp(&[0]).unwrap();
     out.lookup(&0u32.to_ne_bytes()).unwrap().unwrap()
 }
@@ -144,6 +148,9 @@ fn ustack_keys_are_the_unwinders_walk_once_the_process_is_loaded() {
     let mut want = unwound.clone();
     want.resize(MAX_STACK_DEPTH as usize, 0);
     assert_eq!(key, want);
+    // Deep for an aggregation's short maps by the frames it took.
+    let deep = unwound.len() > crate::capture::spec::SHORT_STACK_WORDS as usize;
+    assert_eq!(word(&v, DEEP_AT), u64::from(deep), "{unwound:x?}");
     // Forgotten (as at an exec): ranges read before the exec are not kept; read after it, they
     // are. Meanwhile the walk goes by the files the process maps, which its load made known
     // (`uunwind::FileRoute`), or, where the kernel cannot, it is handed over again.
