@@ -282,7 +282,12 @@ fn stacks_deeper_than_the_short_maps_print_as_in_dtrace() {
     if !kernel_ok(t) || !have_gcc(t) {
         return;
     }
-    let common = ["-O1", "-g", "-fno-optimize-sibling-calls", "-fcf-protection=none"];
+    let common = [
+        "-O1",
+        "-g",
+        "-fno-optimize-sibling-calls",
+        "-fcf-protection=none",
+    ];
     for (tag, fp) in [
         ("kstack-deep-fp", "-fno-omit-frame-pointer"),
         ("kstack-deep-nofp", "-fomit-frame-pointer"),
