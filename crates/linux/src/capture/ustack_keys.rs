@@ -300,7 +300,8 @@ pub fn emit_copy_taken(
 /// `keyptr` points to: the `.eh_frame` walk's when it was chosen (see [`emit_walk_once`]), else
 /// the kernel's frame-pointer walk of `frames` (`fp_walk` emits it). With `deep`, the walk's
 /// frames are noted there as deep or not for an aggregation's short maps
-/// (`kagg::emit_deep_flag`; `fp_walk` notes its own). Uses r0-r5.
+/// (`kagg::emit_deep_flag`; `fp_walk` notes its own), and a walk found shallow writes only the
+/// frames those maps' keys hold. Uses r0-r5.
 pub fn emit_key_frames(
     a: &mut Asm,
     shape: &ProbeShape,
@@ -313,21 +314,31 @@ pub fn emit_key_frames(
     emit_scratch(a, shape, w, fp);
     a.load(Size::DW, R1, R0, off(CHOICE)?);
     a.jmp_imm(op::JEQ, R1, 0, fp);
+    let copy = |a: &mut Asm, words: std::ops::Range<usize>| -> Result<()> {
+        for i in words {
+            a.load(Size::DW, R1, R0, off(OUT + uunwind::OUT_FRAMES + 8 * i)?);
+            let to = i16::try_from(i32::from(at) + 8 * i as i32)
+                .map_err(|_| LinuxError::Asm("user stack key out of range".into()))?;
+            a.store(Size::DW, R2, to, R1);
+        }
+        Ok(())
+    };
+    let frames = frames.min(MAX_STACK_DEPTH) as usize;
     a.load(Size::DW, R2, R10, keyptr);
-    for i in 0..frames.min(MAX_STACK_DEPTH) as usize {
-        a.load(Size::DW, R1, R0, off(OUT + uunwind::OUT_FRAMES + 8 * i)?);
-        let to = i16::try_from(i32::from(at) + 8 * i as i32)
-            .map_err(|_| LinuxError::Asm("user stack key out of range".into()))?;
-        a.store(Size::DW, R2, to, R1);
-    }
-    if let Some(flag) = deep {
-        a.load(Size::DW, R1, R0, off(OUT + uunwind::OUT_COUNT)?);
-        super::kagg::emit_deep_flag(
-            a,
-            (keyptr, flag),
-            R1,
-            crate::capture::spec::SHORT_STACK_WORDS as i32,
-        );
+    match deep {
+        None => copy(a, 0..frames)?,
+        Some(flag) => {
+            // A walk no deeper than the short maps' frames leaves the rest of the key as it
+            // was: those maps' keys end before it (and a deferred update's frames are
+            // dtrace's).
+            let short = crate::capture::spec::SHORT_STACK_WORDS;
+            let head = frames.min(short as usize);
+            copy(a, 0..head)?;
+            a.load(Size::DW, R1, R0, off(OUT + uunwind::OUT_COUNT)?);
+            super::kagg::emit_deep_flag(a, (keyptr, flag), R1, short as i32);
+            a.jmp_imm(op::JSLE, R1, short as i32, done);
+            copy(a, head..frames)?;
+        }
     }
     a.ja(done);
     a.bind(fp);
