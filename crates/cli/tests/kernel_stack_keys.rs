@@ -304,19 +304,19 @@ fn stacks_deeper_than_the_short_maps_print_as_in_dtrace() {
         // @u's entries: frame lines up to a count (@e's start with execname, @k's are the
         // kernel's).
         let mut user = Vec::new();
-        let (mut frames, mut named) = (0, false);
+        let (mut frames, mut other) = (0, false);
         for l in out.lines().map(str::trim) {
             if l.parse::<u64>().is_ok() {
-                if !named && frames > 0 {
+                if !other && frames > 0 {
                     user.push(frames);
                 }
-                (frames, named) = (0, false);
+                (frames, other) = (0, false);
             } else if l.starts_with("vmlinux`") {
-                named = true;
+                other = true;
             } else if l.contains('`') {
                 frames += 1;
             } else if l == "deep" {
-                named = true;
+                other = true;
             }
         }
         let (least, most) = (user.iter().min(), user.iter().max());

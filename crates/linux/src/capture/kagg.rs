@@ -2138,6 +2138,8 @@ fn emit_agg(
             emit_fragment(a, &v.fragment, base, exits);
         }
         a.load(Size::DW, R2, R10, KEYPTR);
+        // The last part, a stack, notes whether it is too deep for the short maps.
+        let deep = deep_flag.filter(|_| last_part == Some(i));
         match (v.as_ref().map(|v| &v.kind), kind) {
             (Some(ValueKind::Int), KeyKind::Int(n)) => {
                 let size = Size::for_bytes(usize::from(*n)).unwrap_or(Size::DW);
@@ -2188,21 +2190,11 @@ fn emit_agg(
                 for i in take..room {
                     a.store_imm(Size::DW, R2, at + 8 + 8 * i as i16, 0);
                 }
-                emit_key_stack(a, at + 8, take as u32, 0)?;
-                if let (Some(flag), true) = (deep_flag, last_part == Some(i)) {
-                    emit_deep_flag(a, (KEYPTR, flag), R0, 8 * SHORT_STACK_WORDS as i32);
-                }
+                emit_key_stack(a, at + 8, take as u32, 0, deep)?;
             }
             (None, KeyKind::UserStack(n)) => {
                 emit_key_pid(a, at);
-                let deep = deep_flag.filter(|_| last_part == Some(i));
-                let fp_walk = |a: &mut Asm| {
-                    emit_key_stack(a, at + 8, *n, BPF_F_USER_STACK)?;
-                    if let Some(flag) = deep {
-                        emit_deep_flag(a, (KEYPTR, flag), R0, 8 * SHORT_STACK_WORDS as i32);
-                    }
-                    Ok(())
-                };
+                let fp_walk = |a: &mut Asm| emit_key_stack(a, at + 8, *n, BPF_F_USER_STACK, deep);
                 match &k.uwalk {
                     Some(w) => super::ustack_keys::emit_key_frames(
                         a,
@@ -2440,8 +2432,15 @@ fn emit_key_pid(a: &mut Asm, at: i16) {
 
 /// Writes `frames` program counters of the current stack (`flags`: kernel or user) at `at` in
 /// the key, zero-filled past the last (and all zero when the walk fails, as a stack the record
-/// path could not take); uses r0-r5.
-fn emit_key_stack(a: &mut Asm, at: i16, frames: u32, flags: i32) -> crate::error::Result<()> {
+/// path could not take), and with `deep` notes there whether it took more frames than the short
+/// maps hold ([`emit_deep_flag`]); uses r0-r5.
+fn emit_key_stack(
+    a: &mut Asm,
+    at: i16,
+    frames: u32,
+    flags: i32,
+    deep: Option<i16>,
+) -> crate::error::Result<()> {
     let bytes = i32::try_from(frames as usize * 8)
         .map_err(|_| crate::error::LinuxError::Asm("stack too deep".into()))?;
     a.mov(R1, R6);
@@ -2450,6 +2449,9 @@ fn emit_key_stack(a: &mut Asm, at: i16, frames: u32, flags: i32) -> crate::error
     a.mov_imm(R3, bytes)
         .mov_imm(R4, flags)
         .call(helper::GET_STACK);
+    if let Some(flag) = deep {
+        emit_deep_flag(a, (KEYPTR, flag), R0, 8 * SHORT_STACK_WORDS as i32);
+    }
     Ok(())
 }
 
