@@ -1,9 +1,8 @@
-//! `ustack()` and `jstack()` records built at the probe: the kernel takes the user stack as the
-//! capture does (its frame-pointer walk, the registers and stack bytes above sp) past the
-//! record, and dtrace completes the walk with the files' `.eh_frame` when it commits the record,
-//! so code without frame pointers (most of a distribution's binaries) shows whole, and the
-//! output is the one the interpreter prints with DTRACE_KERNEL_RECORDS=0 (root, BPF, tracefs;
-//! gcc).
+//! `ustack()` and `jstack()` records built at the probe: the probe walks the user stack with the
+//! files' `.eh_frame` (or, beside D variables kept in the kernel, takes it as the capture does for
+//! dtrace to complete the walk when it commits the record), so code without frame pointers (most
+//! of a distribution's binaries) shows whole, and the output is the one the interpreter prints
+//! with DTRACE_KERNEL_RECORDS=0 (root, BPF, tracefs; gcc).
 
 mod common;
 use common::{clause_lines, have_gcc, kernel_ok, RECORDS_AT_ONE_PROBE};
@@ -90,6 +89,33 @@ fn ustack_and_jstack_are_recorded_at_the_probe() {
         assert_eq!(s[1][..], s[0][..2], "{out}");
         assert_eq!(s[2][..], s[0][..3], "{out}");
     }
+}
+
+/// Where D variables live in the kernel at the probe, a firing whose stack the probe's walk cannot
+/// place cannot go to dtrace whole: the record takes the stack's bytes for dtrace to walk, not the
+/// probe's walk (`capture::ustack::TailForm`), and prints the same.
+#[test]
+fn a_record_beside_kernel_variables_takes_the_stack_for_dtrace_to_walk() {
+    let t = "a_record_beside_kernel_variables_takes_the_stack_for_dtrace_to_walk";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let cmd = nofp("kustack-vars");
+    let script = "syscall::getppid:entry /pid == $target/ { self->n++; \
+        printf(\"n %d\\n\", self->n); ustack(); }";
+    // (Its -v line names the variables where others say its records are built at the probe.)
+    let in_kernel = |err: &str| {
+        clause_lines(err, 1)
+            .iter()
+            .any(|l| l.contains("runs whole in the kernel at 1 probe (variables self->n"))
+    };
+    let out = common::same_both_ways(SWITCH, script, &[], &cmd, &in_kernel);
+    for n in 1..=3 {
+        assert!(out.contains(&format!("n {n}\n")), "{out}");
+    }
+    let all = stacks(&out);
+    assert_eq!(all.len(), 3, "{out}");
+    assert!(all.iter().all(|s| whole_chain(s)), "{out}");
 }
 
 #[test]

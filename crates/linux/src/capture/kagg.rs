@@ -853,7 +853,7 @@ pub fn emit_aggs(
     // Where the user stack of the ustack() keys is walked.
     let walk_at = k
         .uwalk
-        .and_then(|w| Some((WalkAt::of(&k.clauses, &results)?, w)));
+        .and_then(|w| Some((WalkAt::of(&k.clauses, &results, deferred)?, w)));
     // The return's side reads its strings as its clauses run (a firing kept at the entry).
     let string_args = if keep || !replay {
         string_args
@@ -984,8 +984,16 @@ pub fn emit_aggs(
             && c.predicate
                 .as_ref()
                 .is_some_and(dtrace_framework::framework::has_side_effects);
+        // Its user stacks are the probe's walk where it walked before the reservation.
+        let walked = walk_at
+            .filter(|(at, _)| {
+                !deferred
+                    && (*at == WalkAt::Start || *at == WalkAt::AfterPredicate(n) && !reserve_first)
+            })
+            .map(|(_, w)| (shape, w));
+        let walked = walked.as_ref().map(|(s, w)| (*s, w));
         if let (true, Some(r)) = (reserve_first, &c.record) {
-            emit_reserve(a, r, ring, tag, clause, next)?;
+            emit_reserve(a, r, ring, (tag, clause), walked, next)?;
         }
         if let Some(p) = &t.predicate {
             // The predicate's code starts the clause's; no record is reserved yet when it
@@ -1013,7 +1021,7 @@ pub fn emit_aggs(
             emit_walk(a, &w)?;
         }
         if let (false, Some(r)) = (reserve_first, &c.record) {
-            emit_reserve(a, r, ring, tag, clause, next)?;
+            emit_reserve(a, r, ring, (tag, clause), walked, next)?;
         }
         let stores_before = |a: &mut Asm, j: usize| {
             for (_, base, f) in t.stores.iter().filter(|(b, _, _)| *b == j) {
@@ -1178,6 +1186,7 @@ impl WalkAt {
     fn of(
         clauses: &[KernelAggClause],
         results: &[Result<Translated, Untranslatable>],
+        deferred: bool,
     ) -> Option<WalkAt> {
         let here: Vec<(usize, &KernelAggClause)> = clauses
             .iter()
@@ -1186,7 +1195,7 @@ impl WalkAt {
             .filter(|(_, (_, r))| r.is_ok())
             .map(|(n, (c, _))| (n, c))
             .collect();
-        let mut walking = here.iter().filter(|(_, c)| walks_user_stack(c));
+        let mut walking = here.iter().filter(|(_, c)| walks_user_stack(c, deferred));
         let &(n, c) = walking.next()?;
         let alone = walking.next().is_none();
         let first = here.first().is_some_and(|(f, _)| *f == n);
@@ -1240,15 +1249,24 @@ fn checks_after_first_predicate(clauses: &[KernelAggClause]) -> bool {
         && !dtrace_framework::framework::has_side_effects(p)
 }
 
-/// Whether clause `c` walks the user stack: it has `ustack()` or `jstack()` keys, or reads
-/// `ucaller` or `ustackdepth`.
-fn walks_user_stack(c: &KernelAggClause) -> bool {
+/// Whether clause `c` walks the user stack: it has `ustack()` or `jstack()` keys, reads
+/// `ucaller` or `ustackdepth`, or records a user stack its probe walks (unless `deferred`, see
+/// [`records_user_stack`]).
+fn walks_user_stack(c: &KernelAggClause, deferred: bool) -> bool {
     let keys = c.aggs.iter().any(|g| {
         g.keys
             .iter()
             .any(|(_, kind)| matches!(kind, KeyKind::UserStack(_)))
     });
-    keys || reads_user_stack_values(c)
+    keys || reads_user_stack_values(c) || !deferred && records_user_stack(c)
+}
+
+/// Whether clause `c`'s record holds `ustack()` or `jstack()` actions. Its user stack is the
+/// probe's walk ([`super::ustack::TailForm::Walked`]) unless D variables live in the kernel at
+/// the probe (`deferred`: a firing whose stack the walk cannot place cannot go to dtrace whole,
+/// and its record takes the stack for dtrace to walk).
+fn records_user_stack(c: &KernelAggClause) -> bool {
+    c.record.as_ref().is_some_and(|r| r.ustack_tail().is_some())
 }
 
 /// Whether clause `c` reads `ucaller` or `ustackdepth`: values of the walk that only a firing
@@ -1553,13 +1571,14 @@ pub fn replayable(k: &KernelAggs) -> bool {
 /// no signal), as DTrace's `dtrace_probe()` skips an ECB whose `dte_needed` bytes it cannot
 /// reserve in the principal buffer. A refusal for the buffer's room is also counted at
 /// the account's [`REFUSALS`] (it fills a `fill` buffer); a refusal of the ring's gives the room back.
-/// A record of no size (`stop()` alone) reserves nothing.
+/// A record of no size (`stop()` alone) reserves nothing. `walked`: the probe walked the user
+/// stack before (`ustack_keys::emit_walk_once`), and the record takes that walk's frames.
 fn emit_reserve(
     a: &mut Asm,
     r: &super::spec::KernelRecord,
     ring: &super::codegen::MapFds,
-    tag: u32,
-    clause: u16,
+    (tag, clause): (u32, u16),
+    walked: Option<(&ProbeShape, &super::ustack_keys::UserWalk)>,
     skip: Label,
 ) -> crate::error::Result<()> {
     use super::layout::{built, KIND_BUILT};
@@ -1571,7 +1590,11 @@ fn emit_reserve(
     }
     // The framework's record, then the frames its stack() actions take (see `StackTail`), then
     // the user stack of its ustack() actions (see `super::ustack`).
-    let total = built::SIZE + r.ring_bytes();
+    let form = match walked {
+        Some(_) => super::ustack::TailForm::Walked,
+        None => super::ustack::TailForm::Copied,
+    };
+    let total = built::SIZE + r.ring_bytes_as(form);
     let total32 = i32::try_from(total)
         .map_err(|_| crate::error::LinuxError::Asm("record too large".into()))?;
     let needed = i32::try_from((r.size as usize).next_multiple_of(8))
@@ -1637,7 +1660,7 @@ fn emit_reserve(
     // The user stack of its ustack() actions, taken once for them all: it does not change while
     // the clause runs.
     if let Some(t) = r.ustack_tail() {
-        t.emit(a, built::SIZE)?;
+        t.emit(a, built::SIZE, walked)?;
     }
     Ok(())
 }
@@ -2776,6 +2799,22 @@ mod tests {
         specs: Option<super::super::spec::KernelSpecs>,
         ids: (translate::ProbeId, Option<i32>),
     ) -> (Vec<crate::bpf::Insn>, AggReport) {
+        program_edited(clause, (others, known, missed, specs, ids), |_| {})
+    }
+
+    /// [`program_full`], its aggregations' spec edited by `edit` first.
+    #[allow(clippy::type_complexity)]
+    fn program_edited(
+        clause: super::super::spec::KernelAggClause,
+        (others, known, missed, specs, ids): (
+            Option<(Option<super::super::spec::KernelFilter>, Option<u32>)>,
+            Option<i32>,
+            Option<i32>,
+            Option<super::super::spec::KernelSpecs>,
+            (translate::ProbeId, Option<i32>),
+        ),
+        edit: impl FnOnce(&mut KernelAggs),
+    ) -> (Vec<crate::bpf::Insn>, AggReport) {
         use crate::capture::codegen::{gen_capture_reporting, CtxKind, MapFds};
         use crate::capture::spec::{ArgSource, CaptureSpec, Identity};
         let shape = ProbeShape {
@@ -2796,7 +2835,7 @@ mod tests {
             mirror: None,
             vclock: None,
         };
-        let spec = CaptureSpec {
+        let mut spec = CaptureSpec {
             aggs: Some(KernelAggs {
                 clauses: vec![clause],
                 control: 5,
@@ -2826,6 +2865,9 @@ mod tests {
             }),
             ..CaptureSpec::new()
         };
+        if let Some(k) = spec.aggs.as_mut() {
+            edit(k);
+        }
         let layout = crate::capture::RecordLayout::for_spec(&spec, "p").unwrap();
         let (insns, report) = gen_capture_reporting(&shape, &spec, &layout, 9, &maps).unwrap();
         (insns, report.aggs)
@@ -3358,7 +3400,7 @@ mod tests {
     #[test]
     fn a_ustack_record_takes_the_user_stack_past_the_record() {
         use super::super::spec::{KernelAggClause, KernelRecord, RecordAction};
-        use super::super::ustack::UstackTail;
+        use super::super::ustack::{TailForm, UstackTail};
         // ustack(3) at 16 (the pid, three frames), jstack(1, 8) at 48: 72 bytes; the kernel
         // walks 5 frames (the probe's capture's).
         let action = |step, offset, size, frames| RecordAction {
@@ -3385,7 +3427,7 @@ mod tests {
             firing_vars: false,
             copy_scratch: None,
         };
-        let (insns, report) = program(clause, None);
+        let (insns, report) = program(clause.clone(), None);
         assert_eq!(report, vec![Ok(())]);
         assert_reachable(&insns);
         let has = |i: crate::bpf::Insn| insns.contains(&i);
@@ -3404,7 +3446,7 @@ mod tests {
         walk.mov_imm(R3, 8 * 5)
             .mov_imm(R4, BPF_F_USER_STACK)
             .call(helper::GET_STACK)
-            .store(Size::DW, R7, 24 + 72, R0);
+            .store(Size::DW, R7, 24 + 72 + 24, R0);
         let walk = walk.finish().unwrap();
         assert!(insns.windows(walk.len()).any(|w| w == &walk[..]));
         assert_eq!(calls(helper::GET_STACK), 1);
@@ -3420,6 +3462,49 @@ mod tests {
         assert!(!has(one(|a| {
             a.store_imm(Size::DW, R7, 24 + 72, 0);
         })));
+        // Its form: copied, as the capture path takes a user stack (no walk at this probe).
+        assert!(has(one(|a| {
+            a.store_imm(Size::DW, R7, 24 + 72, TailForm::Copied as i32);
+        })));
+        // Where the probe walks the user stack, the tail takes that walk's frames: a smaller
+        // reservation, the one walk, no second copy of the stack; unless D variables live in
+        // the kernel there (a firing the walk cannot place cannot go to dtrace whole).
+        for lasting in [false, true] {
+            let (insns, report) = program_edited(
+                clause.clone(),
+                (None, None, None, None, (translate::ProbeId::Planned, None)),
+                |k| {
+                    k.uwalk = Some(super::super::ustack_keys::UserWalk {
+                        rows: 12,
+                        ranges: 13,
+                        scratch: 14,
+                        fp_frames: 5,
+                        files: None,
+                        frames: super::super::uunwind::FrameLoop::Bounded,
+                    });
+                    k.lasting_vars = lasting;
+                },
+            );
+            assert_eq!(report, vec![Ok(())]);
+            assert_reachable(&insns);
+            let has = |i: crate::bpf::Insn| insns.contains(&i);
+            let (form, bytes) = match lasting {
+                false => (TailForm::Walked, UstackTail::WALKED_BYTES),
+                true => (TailForm::Copied, UstackTail::BYTES),
+            };
+            assert!(has(one(|a| {
+                a.mov_imm(R2, (24 + 72 + bytes) as i32);
+            })));
+            assert!(has(one(|a| {
+                a.store_imm(Size::DW, R7, 24 + 72, form as i32);
+            })));
+            let walks = insns
+                .iter()
+                .filter(|i| i.code == 0x85 && i.imm == helper::GET_STACK)
+                .count();
+            // (The probe's walk's, or the tail's where the probe does not walk.)
+            assert_eq!(walks, 1, "lasting {lasting}");
+        }
     }
 
     #[test]

@@ -642,12 +642,17 @@ impl KernelRecord {
             })
     }
 
-    /// Bytes of the record in the ring (after its header there): the framework's record,
-    /// rounded up to 8 bytes, then the frames of its `stack()` actions, then the user stack of
-    /// its `ustack()` and `jstack()` actions.
+    /// Bytes of the record in the ring (after its header there) at most: the framework's
+    /// record, rounded up to 8 bytes, then the frames of its `stack()` actions, then the user
+    /// stack of its `ustack()` and `jstack()` actions as the capture path takes it.
     pub fn ring_bytes(&self) -> usize {
+        self.ring_bytes_as(super::ustack::TailForm::Copied)
+    }
+
+    /// [`Self::ring_bytes`] with the user stack's tail of form `form`.
+    pub fn ring_bytes_as(&self, form: super::ustack::TailForm) -> usize {
         let user = match self.actions.iter().any(|a| a.ustack.is_some()) {
-            true => super::ustack::UstackTail::BYTES,
+            true => super::ustack::UstackTail::bytes(form),
             false => 0,
         };
         self.stack_bytes() + user

@@ -296,6 +296,46 @@ pub fn emit_copy_taken(
     Ok(())
 }
 
+/// Copies the firing's user stack as its walk chose it ([`emit_walk_once`]) to `at` of the memory
+/// `dst` points to (a record in the ring), as a stack is taken (`layout::STACK_HDR`): its bytes
+/// (-errno of a failed frame-pointer walk), at most `frames` frames', then `frames` program
+/// counters: the `.eh_frame` walk's when it was chosen, else the frame-pointer walk's. Jumps to
+/// `missing` when the scratch is missing (it never is). Uses r0-r5.
+pub fn emit_copy_walk(
+    a: &mut Asm,
+    shape: &ProbeShape,
+    w: &UserWalk,
+    (dst, at): (crate::bpf::insn::Reg, usize),
+    frames: u32,
+    missing: Label,
+) -> Result<()> {
+    let frames = frames.clamp(1, MAX_STACK_DEPTH) as i32;
+    let imm = |v: usize| {
+        i32::try_from(v).map_err(|_| LinuxError::Asm("user stack copy out of range".into()))
+    };
+    let (fp, copy, within) = (a.label(), a.label(), a.label());
+    emit_scratch(a, shape, w, missing);
+    a.load(Size::DW, R1, R0, off(CHOICE)?);
+    a.jmp_imm(op::JEQ, R1, 0, fp);
+    a.load(Size::DW, R1, R0, off(OUT + uunwind::OUT_COUNT)?)
+        .alu_imm(op::LSH, R1, 3);
+    a.mov(R3, R0)
+        .alu_imm(op::ADD, R3, imm(OUT + uunwind::OUT_FRAMES)?);
+    a.ja(copy);
+    a.bind(fp);
+    a.load(Size::DW, R1, R0, off(FP)?);
+    a.mov(R3, R0).alu_imm(op::ADD, R3, imm(FP + 8)?);
+    a.bind(copy);
+    // Past `frames`, the tail holds what the ring held before.
+    a.jmp_imm(op::JSLE, R1, 8 * frames, within);
+    a.mov_imm(R1, 8 * frames);
+    a.bind(within);
+    a.store(Size::DW, dst, off(at)?, R1);
+    a.mov(R1, dst).alu_imm(op::ADD, R1, imm(at + 8)?);
+    a.mov_imm(R2, 8 * frames).call(helper::PROBE_READ_KERNEL);
+    Ok(())
+}
+
 /// Writes `frames` program counters of the firing's user stack at `at` of the key the stack slot
 /// `keyptr` points to: the `.eh_frame` walk's when it was chosen (see [`emit_walk_once`]), else
 /// the kernel's frame-pointer walk of `frames` (`fp_walk` emits it). With `deep`, the walk's

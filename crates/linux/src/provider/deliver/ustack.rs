@@ -1,8 +1,9 @@
 //! The user stacks of a record built at the probe (`capture::ustack`), completed when dtrace
-//! commits the record: the process's mappings noted as for a captured firing, the kernel's
-//! frame-pointer walk completed with the files' `.eh_frame` by the unwinder a captured firing's
-//! goes through ([`complete_walk`]), and each `ustack()` or `jstack()` record filled as the
-//! interpreter fills it (the pid, the frames, zeros after them and in the string space).
+//! commits the record: the process's mappings noted as for a captured firing; the probe's own
+//! walk taken as it is, or the kernel's frame-pointer walk completed with the files'
+//! `.eh_frame` by the unwinder a captured firing's goes through ([`complete_walk`]); and each
+//! `ustack()` or `jstack()` record filled as the interpreter fills it (the pid, the frames,
+//! zeros after them and in the string space).
 
 use crate::capture::record::UserStackCopy;
 use crate::capture::spec::MAX_STACK_DEPTH;
@@ -87,6 +88,7 @@ fn fill_ustacks(data: &mut [u8], pid: u64, pcs: &[u64], t: &UstackTail) {
 mod tests {
     use super::*;
     use crate::capture::spec::{KernelRecord, RecordAction};
+    use crate::capture::ustack::TailForm;
 
     fn action(offset: u32, size: u32, stack: Option<u32>, ustack: Option<u32>) -> RecordAction {
         RecordAction {
@@ -141,8 +143,15 @@ mod tests {
         assert_eq!(plain.ring_bytes(), 112 + 8 * 18);
     }
 
-    /// The ring's copy of `record()` with the user stack's tail as the kernel fills it: the walk
-    /// (`walked`, its result in bytes), `comm`, then the registers and `stack` bytes.
+    /// Offsets in a tail: its form, `comm`, the walk, the registers and stack bytes.
+    const FORM: usize = 0;
+    const COMM: usize = 8;
+    const WALK: usize = 24;
+    const UNWIND: usize = WALK + 8 + 8 * MAX_STACK_DEPTH as usize;
+
+    /// The ring's copy of `record()` with the user stack's tail of form copied as the kernel
+    /// fills it: `comm`, the walk (`walked`, its result in bytes), then the registers and `stack`
+    /// bytes.
     fn ring_copy(
         walked: &[u64],
         comm: &str,
@@ -155,14 +164,15 @@ mod tests {
         data[16..24].copy_from_slice(&7u64.to_ne_bytes());
         let at = t.tail as usize;
         let put = |d: &mut Vec<u8>, o: usize, v: u64| d[o..o + 8].copy_from_slice(&v.to_ne_bytes());
-        put(&mut data, at, 8 * walked.len() as u64);
+        put(&mut data, at + FORM, TailForm::Copied as u64);
+        put(&mut data, at + WALK, 8 * walked.len() as u64);
         for (i, pc) in walked.iter().enumerate() {
-            put(&mut data, at + 8 + 8 * i, *pc);
+            put(&mut data, at + WALK + 8 + 8 * i, *pc);
         }
-        let comm_at = at + 8 + 8 * MAX_STACK_DEPTH as usize;
+        let comm_at = at + COMM;
         data[comm_at..comm_at + 16].fill(0);
         data[comm_at..comm_at + comm.len()].copy_from_slice(comm.as_bytes());
-        let unwind = comm_at + 16;
+        let unwind = at + UNWIND;
         put(&mut data, unwind, stack.len() as u64);
         for (i, r) in regs.iter().enumerate() {
             put(&mut data, unwind + 8 + 8 * i, *r);
@@ -188,13 +198,16 @@ mod tests {
         // A failed walk and a thread without user registers: nothing of either.
         let mut bad = data.clone();
         let at = t.tail as usize;
-        bad[at..at + 8].copy_from_slice(&(-14i64).to_ne_bytes());
-        let unwind = at + 8 + 8 * MAX_STACK_DEPTH as usize + 16;
+        bad[at + WALK..at + WALK + 8].copy_from_slice(&(-14i64).to_ne_bytes());
+        let unwind = at + UNWIND;
         bad[unwind..unwind + 8].copy_from_slice(&(-14i64).to_ne_bytes());
         let got = t.read(&bad).unwrap();
         assert!(got.walked.is_empty() && got.unwind.is_none());
-        // A record cut short holds no tail.
+        // A record cut short holds no tail, nor one of no known form.
         assert!(t.read(&data[..at + 16]).is_none());
+        let mut unknown = data.clone();
+        unknown[at..at + 8].fill(0xee);
+        assert!(t.read(&unknown).is_none());
     }
 
     #[test]
@@ -233,12 +246,42 @@ mod tests {
             [0x50_1000, 0x50_2000, 0x50_3000]
         );
         let (mut data, t) = ring_copy(&[0x50_1000], "prog", [0, 0, 0], &[]);
-        let unwind = t.tail as usize + 8 + 8 * MAX_STACK_DEPTH as usize + 16;
+        let unwind = t.tail as usize + UNWIND;
         data[unwind..unwind + 8].copy_from_slice(&(-14i64).to_ne_bytes());
         place_ustacks(&mut syms, false, pid, &mut data, &t);
         assert_eq!(
             [word(&data, 32), word(&data, 40), word(&data, 48)],
             [0x50_1000, 0, 0]
         );
+    }
+
+    #[test]
+    fn a_walked_tail_holds_the_frames_the_probe_chose() {
+        let word = |d: &[u8], o: usize| u64::from_ne_bytes(d[o..o + 8].try_into().unwrap());
+        // Registers and stack bytes that would unwind further: a walked tail has none, and its
+        // frames are the record's as they are.
+        let (mut data, t) = ring_copy(
+            &[0x60_1000, 0x60_2000],
+            "walked",
+            [0x40_1000, 1, 2],
+            &[0; 64],
+        );
+        let at = t.tail as usize;
+        data[at + FORM..at + FORM + 8].copy_from_slice(&(TailForm::Walked as u64).to_ne_bytes());
+        data.truncate(at + UstackTail::WALKED_BYTES);
+        let got = t.read(&data).unwrap();
+        assert_eq!(got.walked, vec![0x60_1000, 0x60_2000]);
+        assert_eq!(got.execname, "walked");
+        assert!(got.unwind.is_none());
+        let mut syms = Symbolizer::new();
+        place_ustacks(&mut syms, false, 42, &mut data, &t);
+        assert_eq!(word(&data, 24), 42);
+        assert_eq!(
+            [word(&data, 32), word(&data, 40), word(&data, 48)],
+            [0x60_1000, 0x60_2000, 0]
+        );
+        assert_eq!([word(&data, 80), word(&data, 88)], [0x60_1000, 0x60_2000]);
+        // A walked tail is a ninth of a copied one, or less.
+        const { assert!(UstackTail::WALKED_BYTES < UstackTail::BYTES / 8) };
     }
 }
