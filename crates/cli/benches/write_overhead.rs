@@ -4,7 +4,8 @@
 //! keys (`@ = count()`), for predicates that are always false (on `pid`, on `execname`, on an
 //! argument), for `quantize(arg2)`, for a count by `ustack()` (the writer has no frame pointers:
 //! dtrace walks its `.eh_frame` at the probe, while bpftrace's `ustack` follows frame pointers and
-//! stops after a frame or two), and for the entry/return latency idiom (`self->ts`, thread-locals in the kernel; and printing each
+//! stops after a frame or two), for each write's `ustack()` printed (a record built at the probe,
+//! its stack walked there), and for the entry/return latency idiom (`self->ts`, thread-locals in the kernel; and printing each
 //! latency, its records built at the probe), for a key copied by the write's count
 //! (`copyin(arg1, arg2)`, a record per write to dtrace), for the count with two writer threads on two CPUs,
 //! each
@@ -48,7 +49,7 @@ use std::time::{Duration, Instant};
 const SCRIPT: &str = "syscall::write:entry { @[execname] = count(); }";
 
 /// The cases compared: name, dtrace's script, bpftrace's.
-const CASES: [(&str, &str, &str); 10] = [
+const CASES: [(&str, &str, &str); 11] = [
     (
         "count by execname",
         SCRIPT,
@@ -100,6 +101,11 @@ const CASES: [(&str, &str, &str); 10] = [
         "count by ustack()",
         "syscall::write:entry /execname == \"dtbenchw\"/ { @[ustack()] = count(); }",
         "tracepoint:syscalls:sys_enter_write /comm == \"dtbenchw\"/ { @[ustack] = count(); }",
+    ),
+    (
+        "printed ustack()",
+        "syscall::write:entry /execname == \"dtbenchw\"/ { ustack(); }",
+        "tracepoint:syscalls:sys_enter_write /comm == \"dtbenchw\"/ { printf(\"%s\\n\", ustack); }",
     ),
     (
         "sized copyin key",
