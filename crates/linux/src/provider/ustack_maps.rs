@@ -209,11 +209,11 @@ impl UstackMaps {
         if let Some(route) = &self.files {
             for (id, v) in &files {
                 // A full map leaves the file to the process's ranges.
-                let _ = route.files.update(&file_key(*id), v);
+                let _ = update_if_changed(&route.files, &file_key(*id), v);
             }
         }
         let key = pid.to_ne_bytes();
-        self.ranges.update(&key, &value)?;
+        update_if_changed(&self.ranges, &key, &value)?;
         // Forgotten since the firing: what was read may be the image before.
         let ended = self.ends.lookup(&key)?.and_then(|v| {
             v.get(..8)
@@ -310,6 +310,18 @@ impl Retries {
     }
 }
 
+/// Writes `value` under `key` of hash map `map` unless the map holds it already; returns whether
+/// it wrote. A process's ranges are loaded again at each of its firings handed over before the
+/// first load reached the kernel, most often the same ranges: each was a 40 KB update (and one
+/// per file it maps) replacing the element the walks at the probes read, for nothing.
+fn update_if_changed(map: &Map, key: &[u8], value: &[u8]) -> Result<bool, LinuxError> {
+    if map.lookup(key)?.as_deref() == Some(value) {
+        return Ok(false);
+    }
+    map.update(key, value)?;
+    Ok(true)
+}
+
 /// Bytes of a process's ranges value: the count, then [`RANGE_CAPACITY`] ranges.
 fn range_value_bytes() -> u32 {
     8 + RANGE_CAPACITY * RANGE_BYTES as u32
@@ -331,7 +343,28 @@ fn range_value(ranges: &[Range]) -> Result<Vec<u8>, UstackMapsError> {
 
 #[cfg(test)]
 mod tests {
-    use super::{Retries, PROCESSES, RETRY_NS};
+    use super::{update_if_changed, Retries, PROCESSES, RETRY_NS};
+    use crate::bpf::{Map, MapKind};
+
+    /// A value already there is not written again (its element stays the one the probes read);
+    /// a new one, or one the map lost, is.
+    #[test]
+    fn a_value_the_map_holds_is_not_written_again() {
+        let t = "a_value_the_map_holds_is_not_written_again";
+        if !dtrace_testkit::skip_unless(crate::bpf_available(), t, "needs bpf(2)") {
+            return;
+        }
+        let map = Map::create(MapKind::Hash, "dt_utest", 4, 16, 2).unwrap();
+        let key = 7u32.to_ne_bytes();
+        let (a, b) = ([1u8; 16], [2u8; 16]);
+        assert!(update_if_changed(&map, &key, &a).unwrap());
+        assert!(!update_if_changed(&map, &key, &a).unwrap());
+        assert!(update_if_changed(&map, &key, &b).unwrap());
+        assert_eq!(map.lookup(&key).unwrap().as_deref(), Some(&b[..]));
+        map.delete(&key).unwrap();
+        assert!(update_if_changed(&map, &key, &b).unwrap());
+        assert_eq!(map.lookup(&key).unwrap().as_deref(), Some(&b[..]));
+    }
 
     /// A failed load waits [`RETRY_NS`] of firing time for its process only; a load clears
     /// it; the entries past their time go when the table is full.
