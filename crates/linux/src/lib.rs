@@ -39,6 +39,7 @@ pub mod bpf;
 pub mod btf;
 pub mod capture;
 pub mod catalog;
+pub mod debug;
 pub mod error;
 mod fasthash;
 pub mod features;

@@ -167,6 +167,9 @@ impl UstackMaps {
             return Ok(false);
         }
         let loaded = self.try_load(syms, pid, since);
+        if let Err(e) = &loaded {
+            crate::debug::dprintf(|| format!("user stack walk: pid {pid} not loaded: {e}"));
+        }
         match loaded {
             Ok(true) => self.retries.loaded(pid),
             Ok(false) => {}
@@ -213,7 +216,24 @@ impl UstackMaps {
             }
         }
         let key = pid.to_ne_bytes();
-        update_if_changed(&self.ranges, &key, &value)?;
+        let wrote = update_if_changed(&self.ranges, &key, &value)?;
+        crate::debug::dprintf(|| {
+            let list: Vec<String> = ranges
+                .iter()
+                .map(|r| {
+                    format!(
+                        "{:#x}-{:#x} bias {:#x} rows {}+{}",
+                        r.start, r.end, r.bias, r.first, r.count
+                    )
+                })
+                .collect();
+            format!(
+                "user stack walk: pid {pid} ranges {} at {since} ({}): {}",
+                if wrote { "loaded" } else { "unchanged" },
+                ranges.len(),
+                list.join(", ")
+            )
+        });
         // Forgotten since the firing: what was read may be the image before.
         let ended = self.ends.lookup(&key)?.and_then(|v| {
             v.get(..8)
@@ -222,6 +242,7 @@ impl UstackMaps {
         });
         if ended.is_some_and(|t| t >= since) {
             self.ranges.delete(&key)?;
+            crate::debug::dprintf(|| format!("user stack walk: pid {pid} exec'd or ended since"));
             return Ok(false);
         }
         Ok(true)
