@@ -985,13 +985,13 @@ pub fn emit_aggs(
                 .as_ref()
                 .is_some_and(dtrace_framework::framework::has_side_effects);
         // Its user stacks are the probe's walk where it walked before the reservation.
-        let walked = walk_at
+        let walk = walk_at
             .filter(|(at, _)| {
                 !deferred
                     && (*at == WalkAt::Start || *at == WalkAt::AfterPredicate(n) && !reserve_first)
             })
-            .map(|(_, w)| (shape, w));
-        let walked = walked.as_ref().map(|(s, w)| (*s, w));
+            .map(|(_, w)| w);
+        let walked = walk.as_ref().map(|w| (shape, w));
         if let (true, Some(r)) = (reserve_first, &c.record) {
             emit_reserve(a, r, ring, (tag, clause), walked, next)?;
         }
@@ -1266,7 +1266,9 @@ fn walks_user_stack(c: &KernelAggClause, deferred: bool) -> bool {
 /// the probe (`deferred`: a firing whose stack the walk cannot place cannot go to dtrace whole,
 /// and its record takes the stack for dtrace to walk).
 fn records_user_stack(c: &KernelAggClause) -> bool {
-    c.record.as_ref().is_some_and(|r| r.ustack_tail().is_some())
+    c.record
+        .as_ref()
+        .is_some_and(super::spec::KernelRecord::records_user_stack)
 }
 
 /// Whether clause `c` reads `ucaller` or `ustackdepth`: values of the walk that only a firing
@@ -1590,10 +1592,7 @@ fn emit_reserve(
     }
     // The framework's record, then the frames its stack() actions take (see `StackTail`), then
     // the user stack of its ustack() actions (see `super::ustack`).
-    let form = match walked {
-        Some(_) => super::ustack::TailForm::Walked,
-        None => super::ustack::TailForm::Copied,
-    };
+    let form = super::ustack::TailForm::of(walked.is_some());
     let total = built::SIZE + r.ring_bytes_as(form);
     let total32 = i32::try_from(total)
         .map_err(|_| crate::error::LinuxError::Asm("record too large".into()))?;

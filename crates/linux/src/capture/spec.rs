@@ -651,7 +651,7 @@ impl KernelRecord {
 
     /// [`Self::ring_bytes`] with the user stack's tail of form `form`.
     pub fn ring_bytes_as(&self, form: super::ustack::TailForm) -> usize {
-        let user = match self.actions.iter().any(|a| a.ustack.is_some()) {
+        let user = match self.records_user_stack() {
             true => super::ustack::UstackTail::bytes(form),
             false => 0,
         };

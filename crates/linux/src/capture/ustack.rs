@@ -41,6 +41,16 @@ pub enum TailForm {
     Walked = 2,
 }
 
+impl TailForm {
+    /// The form of a tail whose probe `walked` the user stack before the record.
+    pub fn of(walked: bool) -> TailForm {
+        match walked {
+            true => TailForm::Walked,
+            false => TailForm::Copied,
+        }
+    }
+}
+
 /// Where the user stack of a record's `ustack()` and `jstack()` actions is taken, past the
 /// framework's record (after the frames of its `stack()` actions, see `StackTail`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -97,10 +107,7 @@ impl UstackTail {
             i16::try_from(v).map_err(|_| LinuxError::Asm("user stack tail out of range".into()))
         };
         let walk = self.walk.clamp(1, MAX_STACK_DEPTH);
-        let form = match walked {
-            Some(_) => TailForm::Walked,
-            None => TailForm::Copied,
-        };
+        let form = TailForm::of(walked.is_some());
         a.store_imm(Size::DW, R7, off(at + Self::FORM)?, form as i32);
         a.mov(R1, R7).alu_imm(op::ADD, R1, imm(at + Self::COMM)?);
         a.mov_imm(R2, COMM_BYTES as i32)
@@ -108,7 +115,7 @@ impl UstackTail {
         if let Some((shape, w)) = walked {
             // (The scratch is always there: a failed walk else.)
             let missing = a.label();
-            a.store_imm(Size::DW, R7, off(at + Self::WALK)?, -14);
+            a.store_imm(Size::DW, R7, off(at + Self::WALK)?, -libc::EFAULT);
             super::ustack_keys::emit_copy_walk(a, shape, w, (R7, at + Self::WALK), walk, missing)?;
             a.bind(missing);
             return Ok(());
@@ -198,8 +205,13 @@ impl KernelRecord {
     /// probe's capture's, so the walk is the one dtrace completes for a captured firing), at least
     /// as many as its actions record.
     pub fn walk_user_frames(&mut self, frames: u32) {
-        if self.actions.iter().any(|a| a.ustack.is_some()) {
+        if self.records_user_stack() {
             self.ustack_walk = self.ustack_walk.max(frames).min(MAX_STACK_DEPTH);
         }
+    }
+
+    /// Whether the record holds `ustack()` or `jstack()` actions (a user stack's tail).
+    pub fn records_user_stack(&self) -> bool {
+        self.actions.iter().any(|a| a.ustack.is_some())
     }
 }
