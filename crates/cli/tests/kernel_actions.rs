@@ -297,16 +297,9 @@ fn dtrace_messages(err: &str) -> Vec<String> {
         .filter(|l| l.starts_with("dtrace: ") && !l.starts_with("dtrace: clause"))
         .filter(|l| !l.contains("matched") && !l.contains("has exited"))
         .filter(|l| {
-            let n = l
-                .strip_prefix("dtrace: ")
-                .and_then(|r| r.strip_suffix(" speculative drops"))
-                .or_else(|| {
-                    l.strip_prefix("dtrace: ")?
-                        .strip_suffix(" speculative drop")
-                })
-                .and_then(|n| n.parse::<u64>().ok());
-            spec_drops += n.unwrap_or(0);
-            n.is_none()
+            let n = common::reported_drops(l, "speculative");
+            spec_drops += n;
+            n == 0
         })
         .map(String::from)
         .collect();

@@ -19,17 +19,6 @@ fn ran_whole(err: &str, whole: &[usize]) -> bool {
     })
 }
 
-/// The dynamic variable drops `err` reports, summed over its lines.
-fn dynvar_drops(err: &str) -> u64 {
-    err.lines()
-        .filter_map(|l| {
-            l.strip_prefix("dtrace: ")?
-                .strip_suffix(" dynamic variable drops")
-        })
-        .filter_map(|n| n.trim().parse::<u64>().ok())
-        .sum()
-}
-
 #[test]
 fn associative_arrays_of_integers_run_in_the_kernel_as_in_dtrace() {
     let t = "associative_arrays_of_integers_run_in_the_kernel_as_in_dtrace";
@@ -121,9 +110,13 @@ fn a_full_space_drops_the_store_and_ends_the_clause_the_same_both_ways() {
     let (rc, iout, ierr) = common::dtrace_way(SWITCH, false, &args);
     assert_eq!(rc, 0, "{ierr}");
     assert_eq!(kout, iout);
-    let drops = dynvar_drops(&kerr);
+    let drops = common::reported_drops(&kerr, "dynamic variable");
     assert!(drops > 0, "{kerr}");
-    assert_eq!(drops, dynvar_drops(&ierr), "{kerr}\n{ierr}");
+    assert_eq!(
+        drops,
+        common::reported_drops(&ierr, "dynamic variable"),
+        "{kerr}\n{ierr}"
+    );
     let mut v = vec!["-qv"];
     v.extend_from_slice(&args[1..]);
     let (_, _, err) = common::dtrace_way(SWITCH, true, &v);

@@ -288,6 +288,22 @@ pub fn sorted(out: &str) -> Vec<&str> {
     v
 }
 
+/// The drops of one kind (`"dynamic variable"`, `"speculative"`, ...) that `err` reports,
+/// summed over its lines: dtrace says them as they happen, in one status interval or several,
+/// "1 ... drop" or "N ... drops".
+pub fn reported_drops(err: &str, kind: &str) -> u64 {
+    err.lines()
+        .filter_map(|l| {
+            let rest = l.strip_prefix("dtrace: ")?;
+            let rest = rest
+                .strip_suffix(" drops")
+                .or_else(|| rest.strip_suffix(" drop"))?;
+            let n = rest.strip_suffix(kind)?.strip_suffix(' ')?;
+            n.parse::<u64>().ok()
+        })
+        .sum()
+}
+
 /// The `dtrace: error` lines of `err`.
 pub fn error_lines(err: &str) -> Vec<&str> {
     err.lines()
