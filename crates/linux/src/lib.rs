@@ -62,6 +62,7 @@ pub mod tracefs;
 pub mod uprobe;
 pub mod vtime;
 pub mod wait;
+pub mod wakeup;
 
 pub use catalog::{Catalog, Probe, ProbeDesc};
 pub use error::{LinuxError, Result};

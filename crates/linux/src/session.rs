@@ -293,6 +293,9 @@ pub struct Session {
     /// The room each CPU's principal buffer has for records built at the probe (see
     /// [`Session::set_record_room`]).
     room: std::sync::Arc<crate::room::RoomMap>,
+    /// Says when dtrace sleeps on the ring, so that the programs wake it only then (see
+    /// [`crate::wakeup`]).
+    sleep_word: crate::wakeup::SleepWord,
     /// The thread-variable mirror, created with the first probe that uses it.
     mirror: Option<Map>,
     ring: RingBuf,
@@ -479,6 +482,7 @@ impl Session {
             n,
         )?);
         let session_room = room;
+        let sleep_word = crate::wakeup::SleepWord::create(&format!("{}_sleep", opts.name_prefix))?;
         Ok(Session {
             enabled: Vec::new(),
             pending_uprobes: Vec::new(),
@@ -507,6 +511,7 @@ impl Session {
             vfloor: crate::vtime::VtimeFloor::new(),
             drops,
             room: session_room,
+            sleep_word,
             mirror: None,
             ring,
         })
@@ -544,9 +549,12 @@ impl Session {
             pending: None,
             pending_armed: None,
             mirror: self.mirror_fd(spec)?,
-            wakeup_bytes: match self.opts.wakeup_divisor {
-                0 => 0,
-                d => (self.ring.size() / d as usize).max(1) as u32,
+            wakeup: match self.opts.wakeup_divisor {
+                0 => None,
+                d => Some(crate::capture::codegen::Wakeup {
+                    bytes: (self.ring.size() / d as usize).max(1) as u32,
+                    sleep_word: self.sleep_word.raw_fd(),
+                }),
             },
             wake_at_once: spec.wake_at_once,
             vclock: None,
@@ -1493,10 +1501,12 @@ impl Session {
         Ok(())
     }
 
-    /// The ring's descriptor, readable once records wait in it, for a wait on it among others
-    /// ([`crate::wait::readable`]); its programs wake its waiters once it is
-    /// 1/[`SessionOptions::wakeup_divisor`] full.
-    pub fn ring_fd(&self) -> std::os::fd::RawFd {
+    /// The ring's descriptor to sleep on among others ([`crate::wait::readable`]), readable at
+    /// once when records wait in it; its programs wake its sleeper once it is
+    /// 1/[`SessionOptions::wakeup_divisor`] full. Says dtrace sleeps (see [`crate::wakeup`]):
+    /// call it just before each sleep.
+    pub fn ring_fd_to_sleep_on(&self) -> std::os::fd::RawFd {
+        self.sleep_word.set();
         self.ring.map().raw_fd()
     }
 
@@ -1504,7 +1514,15 @@ impl Session {
     /// alone raise none until the ring is 1/[`SessionOptions::wakeup_divisor`] full). Returns
     /// whether one came.
     pub fn wait_woken(&self, timeout_ms: i32) -> Result<bool> {
+        self.sleep_word.set();
         self.ring.wait(timeout_ms)
+    }
+
+    /// Whether the ring's programs would wake dtrace now: it said it sleeps
+    /// ([`Session::wait_woken`], [`Session::ring_fd_to_sleep_on`]) and no record has woken it
+    /// since.
+    pub fn sleeping(&self) -> bool {
+        self.sleep_word.is_set()
     }
 
     /// Records that could not be decoded (should stay 0).
@@ -1537,8 +1555,8 @@ impl Session {
     pub fn poll_boxed(&mut self, timeout_ms: i32, f: &mut dyn FnMut(Delivery)) -> Result<usize> {
         self.attach_pending()?;
         let mut n = self.drain_boxed(f);
-        if n == 0 {
-            self.ring.wait(timeout_ms)?;
+        if n == 0 && timeout_ms != 0 {
+            self.wait_woken(timeout_ms)?;
             n = self.drain_boxed(f);
         }
         Ok(n)

@@ -15,7 +15,7 @@ fn the_ring_wakes_its_reader_only_once_it_fills_up() {
     }
     let cat = catalog();
     let p = probe(&cat, "syscall::getppid:entry");
-    const RING: usize = 1 << 20;
+    const RING: usize = 16 << 20;
     let mut s = Session::new(SessionOptions {
         name_prefix: format!("dt{}wak", std::process::id() % 10000),
         ring_bytes: RING,
@@ -39,10 +39,11 @@ fn the_ring_wakes_its_reader_only_once_it_fills_up() {
             unsafe { libc::getppid() };
         }
     };
-    // A few records (far below an eighth of the ring) raise no wake-up.
+    // A few records (far below an eighth of the ring) raise no wake-up: the reader still sleeps.
     const FEW: usize = 100;
     calls(FEW);
     assert!(!s.wait_woken(0).unwrap(), "{FEW} records woke the reader");
+    assert!(s.sleeping());
     // More, a batch at a time, until the ring wakes its reader: it does before the ring is full
     // (a record is at least 8 bytes, so RING / 8 calls would fill it).
     let mut made = FEW;
@@ -59,9 +60,55 @@ fn the_ring_wakes_its_reader_only_once_it_fills_up() {
     // The wake-up is raised from an interrupt work item: it may land just after the last call.
     woken = woken || s.wait_woken(1000).unwrap();
     assert!(woken, "{made} records and no wake-up");
+    // The wait said the reader sleeps again: the next record past the mark wakes it, and says
+    // it is awake; the records after it, while the reader reads, wake no one and raise no
+    // interrupt work (they raised one each before the sleep word).
+    assert!(s.sleeping());
+    calls(1);
+    made += 1;
+    assert!(
+        !s.sleeping(),
+        "a record past the mark did not wake the sleeping reader"
+    );
+    const AWAKE: usize = 20_000;
+    let before = irq_work_interrupts();
+    calls(AWAKE);
+    let after = irq_work_interrupts();
+    made += AWAKE;
+    match (before, after) {
+        (Some(b), Some(a)) => assert!(
+            a - b < AWAKE as u64 / 4,
+            "{AWAKE} records past the mark with the reader awake raised {} interrupt works",
+            a - b
+        ),
+        _ => println!("SKIP the interrupt count: /proc/interrupts has no IWI line here"),
+    }
+    assert!(!s.sleeping());
+    // Once it sleeps again (on its descriptor, among others), the next record wakes it.
+    let _ = s.ring_fd_to_sleep_on();
+    assert!(s.sleeping());
+    calls(1);
+    made += 1;
+    assert!(
+        !s.sleeping(),
+        "a record past the mark did not wake the reader"
+    );
     assert_eq!(s.drops().unwrap(), 0);
     let mut events = Vec::new();
     s.drain(&mut |e| events.push(e));
     assert_eq!(events.len(), made);
     assert!(events.iter().all(|e| e.pid == me && e.tag == 1));
+}
+
+/// The interrupt work items raised on every CPU so far (the `IWI` line of `/proc/interrupts`: a
+/// ring's wake-up is one), if the kernel counts them.
+fn irq_work_interrupts() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/interrupts").ok()?;
+    let line = text.lines().find(|l| l.trim_start().starts_with("IWI:"))?;
+    Some(
+        line.split_whitespace()
+            .skip(1)
+            .map_while(|w| w.parse::<u64>().ok())
+            .sum(),
+    )
 }

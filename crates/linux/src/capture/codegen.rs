@@ -68,11 +68,12 @@ pub struct MapFds {
     /// side of a syscall whose entries never arm a retry (their strings were readable) costs a
     /// load, not a hash lookup, per return.
     pub pending_armed: Option<i32>,
-    /// Wake the consumer only once this many bytes wait in the ring (0: at every record). Between
-    /// wake-ups the consumer reads at its own rate (its poll timeout), as DTrace's switchrate does;
-    /// sparing a wake-up per record is most of the cost of a capture.
-    pub wakeup_bytes: u32,
-    /// Wake the consumer at every record, whatever [`MapFds::wakeup_bytes`] says (see
+    /// When the consumer is woken (`None`: at every record, as the kernel wakes a reader that
+    /// had read everything). Between wake-ups the consumer reads at its own rate (its poll
+    /// timeout), as DTrace's switchrate does; sparing a wake-up per record is most of the cost of
+    /// a capture.
+    pub wakeup: Option<Wakeup>,
+    /// Wake the consumer at every record, whatever [`MapFds::wakeup`] says (see
     /// [`crate::capture::CaptureSpec::wake_at_once`]).
     pub wake_at_once: bool,
     /// The thread-variable mirror (`(tid, variable) -> address`), when a probe saves or copies
@@ -83,15 +84,26 @@ pub struct MapFds {
     pub vclock: Option<crate::vtime::VclockRef>,
 }
 
+/// When a record wakes the consumer: once this many bytes wait in the ring, and only while the
+/// consumer sleeps on it (see [`crate::wakeup`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Wakeup {
+    /// The bytes waiting in the ring that make a record wake the consumer.
+    pub bytes: u32,
+    /// The consumer's sleep word (an array of one u64, [`crate::wakeup::SleepWord`]).
+    pub sleep_word: i32,
+}
+
 const BPF_RB_NO_WAKEUP: i32 = 1;
 const BPF_RB_FORCE_WAKEUP: i32 = 2;
 const BPF_RB_AVAIL_DATA: i32 = 0;
 
-/// Submits the record in r7, waking the consumer only when enough data waits: it sleeps until
-/// then, or until its own next deadline, and drains the ring whenever it wakes. A probe whose
-/// records dtrace must act on at once wakes it at every record (forced: the adaptive wake-up of
-/// flags 0 wakes only a consumer that had read everything, and records batched before this one
-/// may still wait).
+/// Submits the record in r7, waking the consumer only when enough data waits and it sleeps: it
+/// sleeps until then, or until its own next deadline, and drains the ring whenever it wakes. The
+/// record that wakes it clears its sleep word, so the records after it, while it reads, raise no
+/// wake-up of their own. A probe whose records dtrace must act on at once wakes it at every
+/// record (forced: the adaptive wake-up of flags 0 wakes only a consumer that had read
+/// everything, and records batched before this one may still wait).
 pub(crate) fn emit_submit(a: &mut Asm, maps: &MapFds) {
     emit_submit_record(a, maps, false);
 }
@@ -110,17 +122,21 @@ fn emit_submit_record(a: &mut Asm, maps: &MapFds, tails: bool) {
         submit(a);
         return;
     }
-    if maps.wakeup_bytes == 0 {
+    let Some(wakeup) = maps.wakeup else {
         a.mov_imm(R2, 0);
         submit(a);
         return;
-    }
+    };
     let quiet = a.label();
     a.ld_map_fd(R1, maps.ring)
         .mov_imm(R2, BPF_RB_AVAIL_DATA)
         .call(helper::RINGBUF_QUERY);
     a.mov_imm(R2, BPF_RB_NO_WAKEUP);
-    a.jmp_imm(op::JLT, R0, maps.wakeup_bytes as i32, quiet);
+    a.jmp_imm(op::JLT, R0, wakeup.bytes as i32, quiet);
+    a.ld_map_value(R1, wakeup.sleep_word, crate::wakeup::ASLEEP);
+    a.load(Size::DW, R0, R1, 0);
+    a.jmp_imm(op::JEQ, R0, 0, quiet);
+    a.store_imm(Size::DW, R1, 0, 0);
     a.mov_imm(R2, BPF_RB_FORCE_WAKEUP);
     a.bind(quiet);
     submit(a);
@@ -1697,7 +1713,7 @@ mod tests {
             room: 9,
             pending: Some(5),
             pending_armed: None,
-            wakeup_bytes: 0,
+            wakeup: None,
             wake_at_once: false,
             mirror: None,
             vclock: None,

@@ -2829,7 +2829,7 @@ mod tests {
             room: 9,
             pending: None,
             pending_armed: None,
-            wakeup_bytes: 0,
+            wakeup: None,
             wake_at_once: false,
             mirror: None,
             vclock: None,

@@ -158,7 +158,7 @@ mod tests {
             room: 9,
             pending: None,
             pending_armed: None,
-            wakeup_bytes: 0,
+            wakeup: None,
             wake_at_once: false,
             mirror: Some(5),
             vclock: None,

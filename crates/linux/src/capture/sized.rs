@@ -472,7 +472,10 @@ mod tail_tests {
             room: 9,
             pending: Some(5),
             pending_armed: Some(6),
-            wakeup_bytes: 4096,
+            wakeup: Some(crate::capture::codegen::Wakeup {
+                bytes: 4096,
+                sleep_word: 10,
+            }),
             wake_at_once: false,
             mirror: None,
             vclock: None,

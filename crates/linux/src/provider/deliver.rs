@@ -433,7 +433,11 @@ impl LinuxTracing {
             // consumer's SLEEP_POLL). Where dtrace may send signals the ring is read on a
             // clock (see `SIGNAL_POLL`).
             let ring = ring && !sh.signals_polled;
-            let ring = sh.session.as_ref().filter(|_| ring).map(|s| s.ring_fd());
+            let ring = sh
+                .session
+                .as_ref()
+                .filter(|_| ring)
+                .map(|s| s.ring_fd_to_sleep_on());
             (ring, sh.user.doorbell())
         };
         let fds: Vec<RawFd> = ring
