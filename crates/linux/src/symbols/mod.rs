@@ -100,6 +100,9 @@ struct ProcessMaps {
     /// Read again once since, for an address outside every mapping.
     refreshed: bool,
     seq: u64,
+    /// Changes whenever `maps` may have (from [`Symbolizer::versions`]): what was resolved
+    /// against another version is stale.
+    version: u64,
 }
 
 /// Resolves kernel and user addresses; caches process mappings and ELF tables.
@@ -117,7 +120,17 @@ pub struct Symbolizer {
     /// Processes a new mapping replaced part of whose mappings since [`Symbolizer::take_remapped`]
     /// (at most [`MAX_REMAPPED`]).
     remapped: Vec<u32>,
+    /// The last version given to a process's mappings ([`ProcessMaps::version`]).
+    versions: u64,
+    /// User addresses resolved (a stack's frames, printed record after record), each with the
+    /// version of its process's mappings it was resolved against (at most
+    /// [`MAX_RESOLVED_USER`]).
+    resolved_user: HashMap<(u32, u64), (u64, Option<Resolved>), crate::fasthash::Fast>,
 }
+
+/// The most user addresses [`Symbolizer::resolve_user`] keeps resolved (all are forgotten when
+/// there would be more).
+const MAX_RESOLVED_USER: usize = 1 << 16;
 
 /// The most processes [`Symbolizer::take_remapped`] gives at once (more between two calls are
 /// not noted).
@@ -210,13 +223,18 @@ impl Symbolizer {
             self.forget_oldest();
         }
         self.seq += 1;
-        let seq = self.seq;
-        self.maps.entry(pid).or_insert_with(|| ProcessMaps {
+        self.versions += 1;
+        let (seq, version) = (self.seq, self.versions);
+        let p = self.maps.entry(pid).or_insert_with(|| ProcessMaps {
             comms: Vec::new(),
             maps: Vec::new(),
             refreshed: false,
             seq,
-        })
+            version,
+        });
+        // The caller changes its mappings.
+        p.version = version;
+        p
     }
 
     /// Records the mappings of `pid` now (call at first sight of a process, while it is alive), so
@@ -268,6 +286,7 @@ impl Symbolizer {
             self.forget_oldest();
         }
         self.seq += 1;
+        self.versions += 1;
         self.maps.insert(
             pid,
             ProcessMaps {
@@ -275,6 +294,7 @@ impl Symbolizer {
                 maps,
                 refreshed: gone,
                 seq: self.seq,
+                version: self.versions,
             },
         );
     }
@@ -315,6 +335,8 @@ impl Symbolizer {
                 if p.refreshed {
                     return None;
                 }
+                self.versions += 1;
+                let version = self.versions;
                 if let Ok(maps) = read_maps(pid) {
                     if let Some(p) = self.maps.get_mut(&pid).filter(|_| !maps.is_empty()) {
                         p.maps = maps;
@@ -322,6 +344,7 @@ impl Symbolizer {
                 }
                 if let Some(p) = self.maps.get_mut(&pid) {
                     p.refreshed = true;
+                    p.version = version;
                 }
             }
         }
@@ -440,6 +463,26 @@ impl Symbolizer {
 
     /// What holds user address `addr` of process `pid`.
     pub fn resolve_user(&mut self, pid: u32, addr: u64) -> Option<Resolved> {
+        self.sync_tracker();
+        let version = self.maps.get(&pid).map(|p| p.version);
+        if let Some((v, r)) = self.resolved_user.get(&(pid, addr)) {
+            if Some(*v) == version {
+                return r.clone();
+            }
+        }
+        let r = self.resolve_user_afresh(pid, addr);
+        // Resolving may have read the mappings (first sight, or an address outside them all).
+        if let Some(version) = self.maps.get(&pid).map(|p| p.version) {
+            if self.resolved_user.len() >= MAX_RESOLVED_USER {
+                self.resolved_user.clear();
+            }
+            self.resolved_user.insert((pid, addr), (version, r.clone()));
+        }
+        r
+    }
+
+    /// [`Symbolizer::resolve_user`] without what it keeps.
+    fn resolve_user_afresh(&mut self, pid: u32, addr: u64) -> Option<Resolved> {
         let map = self.mapping_of(pid, addr)?;
         let object = object_name(&map.path)?;
         let sym = if map.path.starts_with('/') || map.path == VDSO {
@@ -685,5 +728,44 @@ mod tests {
         let f = s.user_frame(std::process::id(), pc);
         assert!(f.contains("frames_format_like_dtrace"), "{f}");
         assert!(f.starts_with("dtrace_linux-"), "{f}");
+    }
+
+    /// A user address resolves once while its process's mappings stay as they were, and afresh
+    /// once a mapping replaced the one holding it.
+    #[test]
+    fn user_addresses_resolve_again_once_their_mapping_changed() {
+        let mut s = Symbolizer::new();
+        let me = std::process::id();
+        let pc = frames_format_like_dtrace as *const () as usize as u64;
+        let first = s.resolve_user(me, pc).expect("own address");
+        assert!(first.object.starts_with("dtrace_linux-"), "{first:?}");
+        assert_eq!(s.resolved_user.len(), 1);
+        assert_eq!(s.resolve_user(me, pc), Some(first.clone()));
+        // Kept, not resolved again: an entry changed behind the symbolizer's back is what it
+        // gives while the mappings stay.
+        let kept = Resolved {
+            object: "kept".into(),
+            symbol: None,
+        };
+        if let Some(e) = s.resolved_user.get_mut(&(me, pc)) {
+            e.1 = Some(kept.clone());
+        }
+        assert_eq!(s.resolve_user(me, pc), Some(kept));
+        // A file mapped over it: the address is resolved against the new mapping.
+        let page = pc & !0xfff;
+        s.apply(mmaptrack::MapEvent::Map {
+            pid: me,
+            mapping: Mapping {
+                start: page,
+                end: page + 0x1000,
+                offset: 0,
+                exec: true,
+                path: "/nonexistent/over.so".into(),
+                file: Default::default(),
+            },
+        });
+        let over = s.resolve_user(me, pc).expect("mapped over");
+        assert_eq!(over.object, "over.so");
+        assert_eq!(over.symbol, None);
     }
 }
