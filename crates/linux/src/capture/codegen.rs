@@ -1258,10 +1258,14 @@ fn emit_uregs(a: &mut Asm, at: usize) -> Result<()> {
 /// The user registers (pc, sp, fp, from the task's saved user `pt_regs`) and as much of the user
 /// stack above sp as is mapped (`cap` bytes, else halves of it down to 512) at `at` of the record;
 /// on the main thread's stack, only up to 512 bytes past the process's initial stack pointer
-/// (`mm->start_stack`: above it are the arguments and the environment, no frame), when that is
-/// less, in one read (a first try of `cap` bytes past the stack's top faults, and costs the
-/// fault and the zeroing of `cap` bytes at every firing). A kernel thread (no user mode
-/// registers) records -EFAULT and no registers. Uses r8.
+/// (`mm->start_stack`: above it are the arguments and the environment, no frame) and no further
+/// than the end of its page, when that is less, in one read (a first try of `cap` bytes past the
+/// stack's top faults, and costs the fault and the zeroing of `cap` bytes at every firing). The
+/// page after `start_stack`'s may never have been touched (the random gap the kernel leaves
+/// below the strings of the environment): a read reaching into it faults, and a copy of halves
+/// then misses the outermost frames of stacks whose depth puts them past the half (a few
+/// processes in a hundred lost their last frames so). A kernel thread (no user mode registers)
+/// records -EFAULT and no registers. Uses r8.
 pub(super) fn emit_user_unwind(a: &mut Asm, at: usize, cap: usize) -> Result<()> {
     let at16 = |o: usize| off16(at + o, "user stack copy");
     let done = a.label();
@@ -1280,15 +1284,25 @@ pub(super) fn emit_user_unwind(a: &mut Asm, at: usize, cap: usize) -> Result<()>
         a.call(helper::GET_CURRENT_TASK_BTF);
         a.load(Size::DW, R1, R0, t.mm as i16);
         a.jmp_imm(op::JEQ, R1, 0, halves);
-        // r2: the bytes from sp to 512 past the initial stack pointer, when no more than cap.
+        // r2: the bytes from sp to 512 past the initial stack pointer or the end of its page
+        // (r4), whichever comes first, when no more than cap.
+        let page = i32::try_from(crate::mapping::page_size())
+            .map_err(|_| LinuxError::Asm("page size".into()))?;
+        let within = a.label();
         a.load(Size::DW, R2, R1, t.start_stack as i16);
-        a.load(Size::DW, R3, R7, at16(16)?);
+        a.mov(R4, R2)
+            .alu_imm(op::AND, R4, -page)
+            .alu_imm(op::ADD, R4, page);
         a.alu_imm(op::ADD, R2, 512);
+        a.jmp_reg(op::JLE, R2, R4, within);
+        a.mov(R2, R4);
+        a.bind(within);
+        a.load(Size::DW, R3, R7, at16(16)?);
         a.jmp_reg(op::JLE, R2, R3, halves);
         a.alu(op::SUB, R2, R3);
         a.jmp_imm(op::JGT, R2, cap32, halves);
         a.alu_imm(op::AND, R2, !7);
-        a.jmp_imm(op::JLT, R2, 512, halves);
+        a.jmp_imm(op::JLT, R2, 16, halves);
         a.store(Size::DW, R7, at16(0)?, R2);
         a.mov(R1, R7).alu_imm(op::ADD, R1, (at + UNWIND_HDR) as i32);
         a.call(helper::PROBE_READ_USER);
