@@ -1256,16 +1256,16 @@ fn emit_uregs(a: &mut Asm, at: usize) -> Result<()> {
 }
 
 /// The user registers (pc, sp, fp, from the task's saved user `pt_regs`) and as much of the user
-/// stack above sp as is mapped (`cap` bytes, else halves of it down to 512) at `at` of the record;
-/// on the main thread's stack, only up to 512 bytes past the process's initial stack pointer
-/// (`mm->start_stack`: above it are the arguments and the environment, no frame) and no further
-/// than the end of its page, when that is less, in one read (a first try of `cap` bytes past the
-/// stack's top faults, and costs the fault and the zeroing of `cap` bytes at every firing). The
-/// page after `start_stack`'s may never have been touched (the random gap the kernel leaves
-/// below the strings of the environment): a read reaching into it faults, and a copy of halves
-/// then misses the outermost frames of stacks whose depth puts them past the half (a few
-/// processes in a hundred lost their last frames so). A kernel thread (no user mode registers)
-/// records -EFAULT and no registers. Uses r8.
+/// stack above sp as is present, up to `cap` bytes, at `at` of the record. On the main thread's
+/// stack, up to 512 bytes past the process's initial stack pointer (`mm->start_stack`: above it
+/// are the arguments and the environment, no frame) but no further than the end of its page, in
+/// one read: the page after it may never have been touched (the random gap the kernel leaves
+/// below the environment's strings), and a read reaching into a page not present faults; a
+/// first try of `cap` bytes past the stack's top would cost the fault and the zeroing of `cap`
+/// bytes at every firing. Elsewhere (a thread's stack), from sp to the end of a page, the
+/// furthest first, so that the copy ends at the last page present (halves of `cap`, as tried
+/// once, stopped up to half short of it and lost the outermost frames of some stack depths). A
+/// kernel thread (no user mode registers) records -EFAULT and no registers. Uses r8.
 pub(super) fn emit_user_unwind(a: &mut Asm, at: usize, cap: usize) -> Result<()> {
     let at16 = |o: usize| off16(at + o, "user stack copy");
     let done = a.label();
@@ -1277,17 +1277,17 @@ pub(super) fn emit_user_unwind(a: &mut Asm, at: usize, cap: usize) -> Result<()>
     for (o, reg) in [(8usize, REGS_IP as i32), (16, REGS_SP), (24, REGS_BP)] {
         read_kernel(a, R7, (at + o) as i32, 8, R8, reg);
     }
+    let page = i32::try_from(crate::mapping::page_size())
+        .map_err(|_| LinuxError::Asm("page size".into()))?;
+    let cap32 = i32::try_from(cap)
+        .map_err(|_| LinuxError::Asm(format!("user stack copy of {cap} bytes")))?;
     if let Some(t) = crate::btf::StackTopOffsets::of_running_kernel() {
-        let halves = a.label();
-        let cap32 = i32::try_from(cap)
-            .map_err(|_| LinuxError::Asm(format!("user stack copy of {cap} bytes")))?;
+        let to_page_ends = a.label();
         a.call(helper::GET_CURRENT_TASK_BTF);
         a.load(Size::DW, R1, R0, t.mm as i16);
-        a.jmp_imm(op::JEQ, R1, 0, halves);
+        a.jmp_imm(op::JEQ, R1, 0, to_page_ends);
         // r2: the bytes from sp to 512 past the initial stack pointer or the end of its page
         // (r4), whichever comes first, when no more than cap.
-        let page = i32::try_from(crate::mapping::page_size())
-            .map_err(|_| LinuxError::Asm("page size".into()))?;
         let within = a.label();
         a.load(Size::DW, R2, R1, t.start_stack as i16);
         a.mov(R4, R2)
@@ -1298,29 +1298,36 @@ pub(super) fn emit_user_unwind(a: &mut Asm, at: usize, cap: usize) -> Result<()>
         a.mov(R2, R4);
         a.bind(within);
         a.load(Size::DW, R3, R7, at16(16)?);
-        a.jmp_reg(op::JLE, R2, R3, halves);
+        a.jmp_reg(op::JLE, R2, R3, to_page_ends);
         a.alu(op::SUB, R2, R3);
-        a.jmp_imm(op::JGT, R2, cap32, halves);
+        a.jmp_imm(op::JGT, R2, cap32, to_page_ends);
         a.alu_imm(op::AND, R2, !7);
-        a.jmp_imm(op::JLT, R2, 16, halves);
+        a.jmp_imm(op::JLT, R2, 16, to_page_ends);
         a.store(Size::DW, R7, at16(0)?, R2);
         a.mov(R1, R7).alu_imm(op::ADD, R1, (at + UNWIND_HDR) as i32);
         a.call(helper::PROBE_READ_USER);
         a.jmp_imm(op::JEQ, R0, 0, done);
-        a.bind(halves);
+        a.bind(to_page_ends);
     }
-    let mut size = cap;
-    while size >= 512 {
+    // Else from sp to the end of a page, the furthest first: a read fails at the first page
+    // not present, so the copy ends at the last one that is.
+    let pages = (cap + page as usize - 1).div_ceil(page as usize);
+    for n in (1..=pages as i32).rev() {
+        let (fits, failed) = (a.label(), a.label());
+        // r8: the bytes from sp to the end of the n-th page from sp's, at most cap.
         a.load(Size::DW, R3, R7, at16(16)?);
+        a.mov(R2, R3).alu_imm(op::AND, R2, page - 1);
+        a.mov_imm(R8, n * page).alu(op::SUB, R8, R2);
+        a.jmp_imm(op::JLE, R8, cap32, fits);
+        a.mov_imm(R8, cap32);
+        a.bind(fits);
         a.mov(R1, R7)
             .alu_imm(op::ADD, R1, (at + UNWIND_HDR) as i32)
-            .mov_imm(R2, size as i32)
+            .mov(R2, R8)
             .call(helper::PROBE_READ_USER);
-        let failed = a.label();
         a.jmp_imm(op::JNE, R0, 0, failed);
-        a.store_imm(Size::DW, R7, at16(0)?, size as i32).ja(done);
+        a.store(Size::DW, R7, at16(0)?, R8).ja(done);
         a.bind(failed).store(Size::DW, R7, at16(0)?, R0);
-        size /= 2;
     }
     a.bind(done);
     Ok(())
