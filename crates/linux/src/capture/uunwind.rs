@@ -132,7 +132,12 @@ const WORD_ROUTED: usize = 13;
 /// [`emit_row_cache_lookup`]).
 const WORD_CACHE_SLOT: usize = 14;
 const WORD_CACHE_FIRST: usize = 15;
-const WORDS: usize = 16;
+/// The range found before the last one, as the last one's five words (a stack goes back and
+/// forth between two files most often: a program and its C library).
+const WORD_PREV_START: usize = 16;
+const WORDS: usize = 21;
+/// The words of a range found, from its start's: start, end, bias, first row, count.
+const RANGE_WORDS: usize = 5;
 
 /// Slots of the row cache (a power of two), after the frames: each the address looked up (in
 /// its file's terms), its file's first row plus one (0: empty), then the row found.
@@ -316,8 +321,10 @@ pub fn emit_walk(
             .store(Size::DW, R7, to, R1);
     }
     // No range found yet (the value keeps an earlier firing's).
-    a.store_imm(Size::DW, R7, o.words[WORD_LAST_START], 0);
-    a.store_imm(Size::DW, R7, o.words[WORD_LAST_END], 0);
+    for start in [WORD_LAST_START, WORD_PREV_START] {
+        a.store_imm(Size::DW, R7, o.words[start], 0);
+        a.store_imm(Size::DW, R7, o.words[start + 1], 0);
+    }
     a.store_imm(Size::DW, R7, o.words[WORD_ROUTED], 0);
     match frames {
         FrameLoop::Bounded => {
@@ -552,18 +559,31 @@ fn emit_at_or_above(a: &mut Asm, ge: Reg, x: Reg, y: Reg, t: Reg) {
 
 /// The search of the ranges for the address in the lookup slot: jumps to `unplaced` when no
 /// range holds it, to `fp_step` when its range has no rows; else leaves the address in the file's
-/// terms in r6, the file's first row in r2 and their count in r3. The range found is kept in
-/// the walk's words, and an address in the last one found (the next frame's, in the same file,
-/// most often) takes it without a search.
+/// terms in r6, the file's first row in r2 and their count in r3. The last two ranges found are
+/// kept in the walk's words, and an address in one of them (the next frame's, in the same file
+/// or back in the one before, most often) takes it without a search.
 fn emit_range_search(a: &mut Asm, maps: &WalkMaps, o: &Offsets, unplaced: Label, fp_step: Label) {
     let w = |i: usize| o.words[i];
     let mask = o.range_mask;
-    let (search, found) = (a.label(), a.label());
+    let (prev, search, found) = (a.label(), a.label(), a.label());
     a.load(Size::DW, R1, R7, w(WORD_LOOKUP));
     a.load(Size::DW, R2, R7, w(WORD_LAST_START));
-    a.jmp_reg(op::JLT, R1, R2, search);
+    a.jmp_reg(op::JLT, R1, R2, prev);
     a.load(Size::DW, R2, R7, w(WORD_LAST_END));
+    a.jmp_reg(op::JGE, R1, R2, prev);
+    a.ja(found);
+    // In the range before: it becomes the last, the last the one before.
+    a.bind(prev);
+    a.load(Size::DW, R2, R7, w(WORD_PREV_START));
+    a.jmp_reg(op::JLT, R1, R2, search);
+    a.load(Size::DW, R2, R7, w(WORD_PREV_START + 1));
     a.jmp_reg(op::JGE, R1, R2, search);
+    for k in 0..RANGE_WORDS {
+        a.load(Size::DW, R2, R7, w(WORD_LAST_START + k));
+        a.load(Size::DW, R3, R7, w(WORD_PREV_START + k));
+        a.store(Size::DW, R7, w(WORD_LAST_START + k), R3);
+        a.store(Size::DW, R7, w(WORD_PREV_START + k), R2);
+    }
     a.ja(found);
     a.bind(search);
     if maps.by_process {
@@ -601,7 +621,11 @@ fn emit_range_search(a: &mut Asm, maps: &WalkMaps, o: &Offsets, unplaced: Label,
     a.jmp_reg(op::JLT, R1, R2, unplaced);
     a.load(Size::DW, R3, R4, 16);
     a.jmp_reg(op::JGE, R1, R3, unplaced);
-    // The range found, kept for the next frame.
+    // The range found, kept for the next frame; the last one becomes the one before.
+    for k in 0..RANGE_WORDS {
+        a.load(Size::DW, R5, R7, w(WORD_LAST_START + k));
+        a.store(Size::DW, R7, w(WORD_PREV_START + k), R5);
+    }
     a.store(Size::DW, R7, w(WORD_LAST_START), R2);
     a.store(Size::DW, R7, w(WORD_LAST_END), R3);
     a.load(Size::DW, R2, R4, 8 + 16)
