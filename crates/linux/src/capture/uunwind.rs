@@ -441,17 +441,20 @@ struct Ends {
 
 /// One frame of the walk, r9 the frames walked so far: it records the frame and jumps to `next`
 /// with the walk's pc, sp and fp those of the caller, or to one of `ends` (no further frame).
-/// Every register but r7 and r9 is cleared first, so the states of every way through
-/// a frame meet at its head and a verifier following the loop follows each frame once. It uses
-/// no stack.
+/// In the bounded loop every register but r7 and r9 is cleared first, so the states of every way
+/// through a frame meet at its head and a verifier following the loop follows each frame once. It
+/// uses no stack.
 fn emit_frame(a: &mut Asm, maps: &WalkMaps, o: &Offsets, next: Label, ends: Ends) {
     let Ends {
         done,
         outermost,
         unplaced,
     } = ends;
-    for r in [R0, R1, R2, R3, R4, R5, R6, R8] {
-        a.mov_imm(r, 0);
+    if !o.branches {
+        // (A callback's code is followed once: nothing to meet.)
+        for r in [R0, R1, R2, R3, R4, R5, R6, R8] {
+            a.mov_imm(r, 0);
+        }
     }
     a.jmp_imm(op::JGE, R9, o.max, done);
     a.load(Size::DW, R1, R7, o.out_pc);
