@@ -1221,18 +1221,18 @@ fn emit_body(
 }
 
 // x86-64 pt_regs offsets of the frame pointer and stack pointer.
-const REGS_BP: i32 = 4 * 8;
-const REGS_SP: i32 = 19 * 8;
+const REGS_BP: i16 = 4 * 8;
+const REGS_SP: i16 = 19 * 8;
 
 /// Puts the current thread's saved user registers (`task_pt_regs`) in r8, or jumps to `none` when
-/// they are not user-mode registers (a kernel thread).
+/// they are not user-mode registers (a kernel thread). r8 is typed by the kernel's BTF (`struct
+/// pt_regs`): a register is one load from it, no helper call.
 pub(super) fn emit_user_pt_regs(a: &mut Asm, none: crate::bpf::Label) {
     a.call(helper::GET_CURRENT_TASK_BTF)
         .mov(R1, R0)
         .call(helper::TASK_PT_REGS)
         .mov(R8, R0);
-    read_kernel(a, R10, SCRATCH as i32, 8, R8, REGS_CS as i32);
-    a.load(Size::DW, R0, R10, SCRATCH).alu_imm(op::AND, R0, 3);
+    a.load(Size::DW, R0, R8, REGS_CS).alu_imm(op::AND, R0, 3);
     a.jmp_imm(op::JNE, R0, 3, none);
 }
 
@@ -1274,8 +1274,9 @@ pub(super) fn emit_user_unwind(a: &mut Asm, at: usize, cap: usize) -> Result<()>
         a.store_imm(Size::DW, R7, at16(o)?, 0);
     }
     emit_user_pt_regs(a, done);
-    for (o, reg) in [(8usize, REGS_IP as i32), (16, REGS_SP), (24, REGS_BP)] {
-        read_kernel(a, R7, (at + o) as i32, 8, R8, reg);
+    for (o, reg) in [(8usize, REGS_IP), (16, REGS_SP), (24, REGS_BP)] {
+        a.load(Size::DW, R0, R8, reg)
+            .store(Size::DW, R7, at16(o)?, R0);
     }
     let page = i32::try_from(crate::mapping::page_size())
         .map_err(|_| LinuxError::Asm("page size".into()))?;
