@@ -635,8 +635,8 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 /// The figures of each of `tracers` (None: the writer alone), with `env` set, for a writer of
 /// `threads` threads of `n` writes: each round runs every tracer with `n` writes and with one
-/// (interleaved, so the machine's load falls alike on all), and each figure is the median over
-/// the rounds. The figures stop at the first tracer whose runs all failed.
+/// (interleaved, so the machine's load falls alike on all, each round starting with the next
+/// tracer), and each figure is the median over the rounds. The figures stop at the first tracer whose runs all failed.
 fn figures(
     tracers: &[Option<&[&str]>],
     env: &[(&str, &str)],
@@ -646,8 +646,11 @@ fn figures(
 ) -> Vec<Figures> {
     let mut big: Vec<Vec<Run>> = tracers.iter().map(|_| Vec::new()).collect();
     let mut one: Vec<Vec<Run>> = tracers.iter().map(|_| Vec::new()).collect();
-    for _ in 0..rounds {
-        for (i, t) in tracers.iter().enumerate() {
+    for round in 0..rounds {
+        // Each round starts with the next tracer, so that none always runs in the same slot.
+        for k in 0..tracers.len() {
+            let i = (k + round) % tracers.len();
+            let t = &tracers[i];
             if let Some(r) = run_threads(*t, env, n, 0, threads) {
                 big[i].push(r);
             }
