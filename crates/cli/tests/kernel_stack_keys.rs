@@ -249,11 +249,11 @@ fn ustack_keys_in_the_kernel_are_walked_as_in_dtrace() {
     );
 }
 
-/// Calls down a recursion `d` deep, for each `d` from 0 to 39, and writes at its bottom: user
-/// stacks of every depth from a few frames to more than forty.
-const DEEP: &str = r#"
-#include <fcntl.h>
-#include <unistd.h>
+/// A C function of the traced programs below: `descend(d)` calls itself down `d` deep and writes
+/// one byte to `fd` at the bottom (the recursion the deep stacks come from).
+macro_rules! descend {
+    () => {
+        r#"
 static char buf[8];
 static int fd;
 __attribute__((noipa)) int descend(int d) {
@@ -264,13 +264,23 @@ __attribute__((noipa)) int descend(int d) {
     }
     return descend(d - 1) + 1;
 }
-int main(void) {
+"#
+    };
+}
+
+/// Calls down a recursion `d` deep, for each `d` from 0 to 39, and writes at its bottom: user
+/// stacks of every depth from a few frames to more than forty.
+const DEEP: &str = concat!(
+    "#include <fcntl.h>\n#include <unistd.h>\n",
+    descend!(),
+    r#"int main(void) {
     fd = open("/dev/null", O_WRONLY);
     for (int d = 0; d < 40; d++)
         descend(d);
     return 0;
 }
-"#;
+"#
+);
 
 /// Stacks as deep as the short maps keep (`capture::spec::SHORT_STACK_WORDS`, 24 frame words)
 /// and deeper under one aggregation: a stack is kept in the short maps or in the whole ones by
@@ -787,24 +797,11 @@ fn a_churn_of_new_processes_loses_no_firing() {
 /// when that pointer lies in the last 512 bytes of its page, as the random gap the kernel leaves
 /// below the environment's strings may leave that page untouched, says `walked` and writes one
 /// byte from each depth of a recursion 0 to 63 calls deep; else says `retry`.
-const LAST_PAGE: &str = r#"
-#include <fcntl.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
-static char buf[8];
-static int fd;
-__attribute__((noipa)) int descend(int d) {
-    if (d == 0) {
-        if (write(fd, buf, 1) < 0)
-            _exit(1);
-        return 0;
-    }
-    return descend(d - 1) + 1;
-}
-int main(void) {
+const LAST_PAGE: &str = concat!(
+    "#include <fcntl.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n",
+    "#include <sys/mman.h>\n#include <unistd.h>\n",
+    descend!(),
+    r#"int main(void) {
     static char stat[2048];
     int f = open("/proc/self/stat", O_RDONLY);
     ssize_t n = f < 0 ? -1 : read(f, stat, sizeof stat - 1);
@@ -833,7 +830,8 @@ int main(void) {
         descend(d);
     return 0;
 }
-"#;
+"#
+);
 
 /// Processes whose initial stack pointer lies in the last bytes of its page, the page after it
 /// not present: the probe's copy of the stack stops at the end of that page (a copy reaching

@@ -18,7 +18,7 @@
 
 use crate::bpf::Map;
 use crate::error::{LinuxError, Result};
-use crate::mapping::{page_size, Mapping};
+use crate::mapping::Mapping;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Bytes between two CPUs' accounts (a cache line).
@@ -50,9 +50,7 @@ impl RoomMap {
         let entries = u32::try_from(ncpus)
             .map_err(|_| LinuxError::Unavailable(format!("{ncpus} CPUs for the room map")))?;
         let map = Map::create_mmapable(name, SLOT as u32, entries)?;
-        let len = (SLOT * ncpus).next_multiple_of(page_size());
-        // The array's values, shared and read-write, as a `BPF_F_MMAPABLE` array allows.
-        let mapping = Mapping::shared(map.raw_fd(), len, 0, true, "the room map")?;
+        let mapping = map.map_values("the room map")?;
         let room = RoomMap {
             map,
             mapping,

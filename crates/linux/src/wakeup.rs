@@ -16,7 +16,7 @@
 
 use crate::bpf::Map;
 use crate::error::Result;
-use crate::mapping::{page_size, Mapping};
+use crate::mapping::Mapping;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Offset in the map's one value of the word (non-zero: dtrace sleeps on the ring).
@@ -33,8 +33,7 @@ impl SleepWord {
     /// Creates the word, clear (dtrace is not asleep yet).
     pub fn create(name: &str) -> Result<SleepWord> {
         let map = Map::create_mmapable(name, 8, 1)?;
-        // The array's value, shared and read-write, as a `BPF_F_MMAPABLE` array allows.
-        let mapping = Mapping::shared(map.raw_fd(), page_size(), 0, true, "the sleep word")?;
+        let mapping = map.map_values("the sleep word")?;
         Ok(SleepWord { map, mapping })
     }
 

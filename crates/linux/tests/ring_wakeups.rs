@@ -60,16 +60,17 @@ fn the_ring_wakes_its_reader_only_once_it_fills_up() {
     // The wake-up is raised from an interrupt work item: it may land just after the last call.
     woken = woken || s.wait_woken(1000).unwrap();
     assert!(woken, "{made} records and no wake-up");
-    // The wait said the reader sleeps again: the next record past the mark wakes it, and says
-    // it is awake; the records after it, while the reader reads, wake no one and raise no
-    // interrupt work (they raised one each before the sleep word).
-    assert!(s.sleeping());
-    calls(1);
+    // A record past the mark wakes a reader that said it sleeps, and says it is awake.
+    let one_wakes = |s: &Session, how: &str| {
+        assert!(s.sleeping());
+        calls(1);
+        assert!(!s.sleeping(), "a record past the mark did not wake {how}");
+    };
+    // The wait said the reader sleeps again: the next record wakes it; the records after it,
+    // while the reader reads, wake no one and raise no interrupt work (they raised one each
+    // before the sleep word).
+    one_wakes(&s, "the sleeping reader");
     made += 1;
-    assert!(
-        !s.sleeping(),
-        "a record past the mark did not wake the sleeping reader"
-    );
     const AWAKE: usize = 20_000;
     let before = irq_work_interrupts();
     calls(AWAKE);
@@ -86,13 +87,8 @@ fn the_ring_wakes_its_reader_only_once_it_fills_up() {
     assert!(!s.sleeping());
     // Once it sleeps again (on its descriptor, among others), the next record wakes it.
     let _ = s.ring_fd_to_sleep_on();
-    assert!(s.sleeping());
-    calls(1);
+    one_wakes(&s, "a reader sleeping on its descriptor");
     made += 1;
-    assert!(
-        !s.sleeping(),
-        "a record past the mark did not wake the reader"
-    );
     assert_eq!(s.drops().unwrap(), 0);
     let mut events = Vec::new();
     s.drain(&mut |e| events.push(e));

@@ -195,6 +195,15 @@ impl Map {
         self.max_entries
     }
 
+    /// The values of an array made by [`Map::create_mmapable`], mapped shared and read-write
+    /// into this process: value `i` at byte `i` times the value size rounded up to 8 (the
+    /// kernel's element size for it). `what` names it in the error.
+    pub fn map_values(&self, what: &str) -> Result<crate::mapping::Mapping> {
+        let len = (round8(self.value_size as usize) * self.max_entries as usize)
+            .next_multiple_of(crate::mapping::page_size());
+        crate::mapping::Mapping::shared(self.raw_fd(), len, 0, true, what)
+    }
+
     fn check_key(&self, key: &[u8]) -> Result<()> {
         if key.len() != self.key_size as usize {
             return Err(LinuxError::Asm(format!(

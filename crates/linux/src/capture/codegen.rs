@@ -1311,7 +1311,8 @@ pub(super) fn emit_user_unwind(a: &mut Asm, at: usize, cap: usize) -> Result<()>
         a.bind(to_page_ends);
     }
     // Else from sp to the end of a page, the furthest first: a read fails at the first page
-    // not present, so the copy ends at the last one that is.
+    // not present, so the copy ends at the last one that is. The furthest page end tried is the
+    // first past `cap` wherever sp lies in its page (those beyond would copy `cap` again).
     let pages = (cap + page as usize - 1).div_ceil(page as usize);
     for n in (1..=pages as i32).rev() {
         let (fits, failed) = (a.label(), a.label());

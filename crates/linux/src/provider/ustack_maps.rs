@@ -15,7 +15,7 @@ use crate::bpf::{Map, MapKind, ProgKind, Program};
 use crate::capture::spec::KEY_SCRATCH_SLOTS;
 use crate::capture::ustack_keys::{self, UserWalk, RANGE_CAPACITY, SCRATCH_BYTES};
 use crate::error::LinuxError;
-use crate::mapping::{page_size, Mapping};
+use crate::mapping::Mapping;
 use crate::symbols::unwind_rows::{
     file_key, Range, RowArena, RowsError, FILE_KEY_BYTES, FILE_VALUE_BYTES, RANGE_BYTES, ROW_BYTES,
 };
@@ -82,8 +82,7 @@ impl UstackMaps {
         // An mmap-able array's values lie end to end from the mapping's start, each in a
         // multiple of 8 bytes (the kernel's element size for it), as a row is.
         const _: () = assert!(ROW_BYTES.is_multiple_of(8));
-        let rows_len = (ROW_BYTES * ROWS_CAPACITY as usize).next_multiple_of(page_size());
-        let rows_mem = Mapping::shared(rows.raw_fd(), rows_len, 0, true, "the unwind rows")?;
+        let rows_mem = rows.map_values("the unwind rows")?;
         let ranges = Map::create_hash_on_demand("dt_uranges", 4, range_value_bytes(), PROCESSES)?;
         let ends = Map::create(MapKind::LruHash, "dt_uends", 4, 8, PROCESSES)?;
         let scratch = Map::create(
