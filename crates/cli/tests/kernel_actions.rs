@@ -450,8 +450,11 @@ fn speculate_and_commit_in_one_clause_run_at_the_probe() {
 /// later reads 7 bytes from /dev/zero (static: no loader reads first).
 const WRITE_THEN_READ: &str = r#"
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
 int main(void) {
     cpu_set_t set;
@@ -459,10 +462,23 @@ int main(void) {
     CPU_SET(0, &set);
     if (sched_setaffinity(0, sizeof set, &set) != 0)
         return 1;
+    /* dtrace (the parent, which ran this with -c), every thread of it, on the same CPU: it
+       must not drain the ring while the write's clauses run, and on another CPU it could
+       (woken by the records past the ring's wake-up mark). */
+    char tasks[64];
+    snprintf(tasks, sizeof tasks, "/proc/%d/task", (int)getppid());
+    DIR *dir = opendir(tasks);
+    if (dir == NULL)
+        return 1;
+    for (struct dirent *e; (e = readdir(dir)) != NULL;)
+        if (e->d_name[0] != '.' && sched_setaffinity(atoi(e->d_name), sizeof set, &set) != 0)
+            return 1;
+    closedir(dir);
     /* Not preempted by dtrace or other work while the write's clauses run (their programs are
-       preemptible where syscall tracepoints may fault): dtrace must not drain the ring then. */
+       preemptible where syscall tracepoints may fault). */
     struct sched_param fifo = { .sched_priority = 1 };
-    sched_setscheduler(0, SCHED_FIFO, &fifo);
+    if (sched_setscheduler(0, SCHED_FIFO, &fifo) != 0)
+        return 1;
     static char buf[64];
     if (write(open("/dev/null", O_WRONLY), buf, 37) != 37)
         return 1;
