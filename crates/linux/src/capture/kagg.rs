@@ -2275,10 +2275,11 @@ fn emit_agg(
         a.load(Size::DW, R2, R10, KEYPTR);
         a.load(size, R1, R2, at);
         a.jmp_imm(op::JNE, R1, 0, whole);
-        emit_find(a, k, maps, found, skip);
+        let short_size = kernel_key_layout(&short).0;
+        emit_find(a, (k, ring), (maps, short_size), found, skip)?;
         a.bind(whole);
     }
-    emit_find(a, k, maps, found, skip);
+    emit_find(a, (k, ring), (maps, ksize), found, skip)?;
     a.bind(found).mov(R7, R0);
     emit_apply(a, agg, skip)?;
     a.bind(skip);
@@ -2297,16 +2298,57 @@ fn emit_deferred_update(
     (agg, ksize): (i32, usize),
     done: Label,
 ) -> crate::error::Result<()> {
+    use super::layout::kupdate;
+    let missing = a.label();
+    let key_at = emit_update_fields(
+        a,
+        (k, ring),
+        (agg, ksize),
+        (kupdate::TO_WALK, super::ustack_keys::TAKEN_BYTES),
+        done,
+    )?;
+    super::ustack_keys::emit_copy_taken(a, shape, w, (R7, kupdate::STACK), missing)?;
+    emit_update_key(a, ring, key_at, ksize, done)?;
+    a.bind(missing);
+    a.mov(R1, R7).mov_imm(R2, 0).call(helper::RINGBUF_DISCARD);
+    a.ja(done);
+    Ok(())
+}
+
+/// Sends the update of the aggregation whose map of the key's tier is `map` (its whole key of
+/// `ksize` bytes built at [`KEYPTR`], its value and weight in [`VAL`] and [`INCR`]), which the
+/// map could not take, to dtrace in a `KIND_AGG_UPDATE` record of the form
+/// [`super::layout::kupdate::WHOLE`], then jumps to `done`; a full ring is an aggregation drop.
+/// Uses r0-r5, r7.
+fn emit_whole_update(
+    a: &mut Asm,
+    (k, ring): (&KernelAggs, &super::codegen::MapFds),
+    (map, ksize): (i32, usize),
+    done: Label,
+) -> crate::error::Result<()> {
+    use super::layout::kupdate;
+    let key_at = emit_update_fields(a, (k, ring), (map, ksize), (kupdate::WHOLE, 0), done)?;
+    emit_update_key(a, ring, key_at, ksize, done)
+}
+
+/// Reserves a `KIND_AGG_UPDATE` record of form `form` for the update of the aggregation whose
+/// map is `agg` (its key of `ksize` bytes, `taken` bytes of user stack before it) in r7 and
+/// writes its fields; returns where its key goes. When the ring is full, counts an aggregation
+/// drop and jumps to `done`. Uses r0-r5, r7.
+fn emit_update_fields(
+    a: &mut Asm,
+    (k, ring): (&KernelAggs, &super::codegen::MapFds),
+    (agg, ksize): (i32, usize),
+    (form, taken): (u16, usize),
+    done: Label,
+) -> crate::error::Result<usize> {
     use super::layout::{kupdate, KIND_AGG_UPDATE};
-    let key_at = kupdate::STACK + super::ustack_keys::TAKEN_BYTES;
-    let size = (key_at + ksize).next_multiple_of(8);
-    let imm = |v: usize| {
-        i32::try_from(v)
-            .map_err(|_| crate::error::LinuxError::Asm("update record too large".into()))
-    };
-    let (have, missing) = (a.label(), a.label());
+    let key_at = kupdate::STACK + taken;
+    let size = i32::try_from((key_at + ksize).next_multiple_of(8))
+        .map_err(|_| crate::error::LinuxError::Asm("update record too large".into()))?;
+    let have = a.label();
     a.ld_map_fd(R1, ring.ring)
-        .mov_imm(R2, imm(size)?)
+        .mov_imm(R2, size)
         .mov_imm(R3, 0)
         .call(helper::RINGBUF_RESERVE);
     a.jmp_imm(op::JNE, R0, 0, have);
@@ -2318,7 +2360,7 @@ fn emit_deferred_update(
         kupdate::KIND as i16,
         i32::from(KIND_AGG_UPDATE),
     );
-    a.store_imm(Size::H, R7, kupdate::KIND as i16 + 2, 0);
+    a.store_imm(Size::H, R7, kupdate::FORM as i16, i32::from(form));
     a.store_imm(Size::W, R7, kupdate::TAG as i16, 0);
     a.call(helper::GET_SMP_PROCESSOR_ID)
         .store(Size::W, R7, kupdate::CPU as i16, R0);
@@ -2337,19 +2379,30 @@ fn emit_deferred_update(
         .alu_imm(op::ADD, R1, kupdate::COMM as i32)
         .mov_imm(R2, 16)
         .call(helper::GET_CURRENT_COMM);
-    super::ustack_keys::emit_copy_taken(a, shape, w, (R7, kupdate::STACK), missing)?;
+    Ok(key_at)
+}
+
+/// Copies the key of `ksize` bytes at [`KEYPTR`] to `key_at` of the update record in r7, zeroes
+/// the padding past it, submits the record and jumps to `done`. Uses r0-r5.
+fn emit_update_key(
+    a: &mut Asm,
+    ring: &super::codegen::MapFds,
+    key_at: usize,
+    ksize: usize,
+    done: Label,
+) -> crate::error::Result<()> {
+    let imm = |v: usize| {
+        i32::try_from(v)
+            .map_err(|_| crate::error::LinuxError::Asm("update record too large".into()))
+    };
     a.mov(R1, R7).alu_imm(op::ADD, R1, imm(key_at)?);
     a.mov_imm(R2, imm(ksize)?);
     a.load(Size::DW, R3, R10, KEYPTR)
         .call(helper::PROBE_READ_KERNEL);
-    // The padding past the key.
-    for at in key_at + ksize..size {
+    for at in key_at + ksize..(key_at + ksize).next_multiple_of(8) {
         a.store_imm(Size::B, R7, imm(at)? as i16, 0);
     }
     super::codegen::emit_submit(a, ring);
-    a.ja(done);
-    a.bind(missing);
-    a.mov(R1, R7).mov_imm(R2, 0).call(helper::RINGBUF_DISCARD);
     a.ja(done);
     Ok(())
 }
@@ -2398,10 +2451,22 @@ fn emit_keyless_agg(
     Ok(())
 }
 
-/// Points r0 at the CPU's value of the key at [`KEYPTR`] in the current generation's map of
-/// `maps` (created zero when missing) and jumps to `found`; when the map is full, counts an
-/// aggregation drop and jumps to `skip`.
-fn emit_find(a: &mut Asm, k: &KernelAggs, maps: [i32; 2], found: Label, skip: Label) {
+/// Points r0 at the CPU's value of the key at [`KEYPTR`] (of `ksize` bytes) in the current
+/// generation's map of `maps` (created zero when missing) and jumps to `found`; when the map is
+/// full, counts an aggregation drop and jumps to `skip`, as DTrace drops an update its full
+/// aggregation buffer cannot take. When the map is not full but the entry could not be made
+/// (the kernel allocates it at the probe, and may find no memory at once), the update goes to
+/// dtrace ([`emit_whole_update`]), which aggregates it. Uses r0-r5, r7.
+fn emit_find(
+    a: &mut Asm,
+    (k, ring): (&KernelAggs, &super::codegen::MapFds),
+    (maps, ksize): ([i32; 2], usize),
+    found: Label,
+    skip: Label,
+) -> crate::error::Result<()> {
+    /// `E2BIG`, which an update of a full hash map returns.
+    const E2BIG: i32 = 7;
+    let full = a.label();
     emit_lookup(a, maps);
     a.jmp_imm(op::JNE, R0, 0, found);
     emit_map(a, maps);
@@ -2409,10 +2474,15 @@ fn emit_find(a: &mut Asm, k: &KernelAggs, maps: [i32; 2], found: Label, skip: La
     a.ld_map_value(R3, k.zeros, 0);
     a.mov_imm(R4, update_flag::NOEXIST)
         .call(helper::MAP_UPDATE_ELEM);
+    a.mov(R7, R0);
+    // Found after all when another CPU made the entry first (the update's -EEXIST).
     emit_lookup(a, maps);
     a.jmp_imm(op::JNE, R0, 0, found);
-    // The map is full: the update is an aggregation drop.
+    a.jmp_imm(op::JEQ, R7, -E2BIG, full);
+    emit_whole_update(a, (k, ring), (maps[0], ksize), skip)?;
+    a.bind(full);
     emit_count_drop(a, k.drops, INCR, skip);
+    Ok(())
 }
 
 /// Points r0 and [`KEYPTR`] at this program's key scratch value (see `KernelAggs::keys`);

@@ -66,6 +66,10 @@ pub mod kspec {
 /// could not go to dtrace whole (see `capture::ustack_keys`): the [`kupdate`] fields, the user
 /// stack as the probe took it for dtrace's walk, then the kernel key with the stack's frames
 /// still to fill. dtrace walks the stack as it walks a captured firing's and aggregates the update.
+/// The same kind, of the form [`kupdate::WHOLE`], carries an update whose whole key the probe
+/// built but whose map could not take it (an entry the kernel could not allocate at the probe,
+/// under memory pressure, in a map not full): its key follows the fields, and dtrace
+/// aggregates it as the kernel would have.
 pub const KIND_AGG_UPDATE: u16 = 6;
 
 /// Field offsets of a [`KIND_AGG_UPDATE`] record (kind, tag, CPU and pid where a [`built`]
@@ -73,6 +77,12 @@ pub const KIND_AGG_UPDATE: u16 = 6;
 #[allow(missing_docs)]
 pub mod kupdate {
     pub const KIND: usize = 0;
+    /// The record's form (a u16): [`TO_WALK`] or [`WHOLE`].
+    pub const FORM: usize = 2;
+    /// The user stack as the probe took it, then the key with its user stacks' frames to fill.
+    pub const TO_WALK: u16 = 0;
+    /// The key whole at [`STACK`], no stack.
+    pub const WHOLE: u16 = 1;
     pub const TAG: usize = 4;
     pub const CPU: usize = 8;
     pub const PID: usize = 12;
@@ -556,6 +566,21 @@ mod tests {
         // Shorter than its stack: a bad record, not a panic.
         assert!(decode_record(&b[..key_at - 1], |_| None).is_err());
         assert!(decode_record(&b[..kupdate::STACK], |_| None).is_err());
+        assert!(!u.whole);
+        // The whole form: the key right after the fields, no stack.
+        let mut w = b[..kupdate::STACK + 24].to_vec();
+        w[kupdate::FORM..kupdate::FORM + 2].copy_from_slice(&kupdate::WHOLE.to_le_bytes());
+        w[kupdate::STACK] = 4;
+        let Record::Update(u) = decode_record(&w, |_| None).unwrap() else {
+            panic!("an update");
+        };
+        assert!(u.whole && u.walked.is_empty() && u.unwind.is_none());
+        assert_eq!((u.agg, u.val as i64, u.incr, u.pid), (17, -4, 2, 300));
+        assert_eq!((u.key.len(), u.key[0]), (24, 4));
+        // A form not known: a bad record.
+        w[kupdate::FORM] = 7;
+        assert!(decode_record(&w, |_| None).is_err());
+        assert!(decode_record(&w[..kupdate::COMM], |_| None).is_err());
     }
 
     #[test]

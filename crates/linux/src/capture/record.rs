@@ -209,8 +209,9 @@ pub struct SpecSettle {
     pub release: bool,
 }
 
-/// An aggregation update whose user stack key the probe could not walk (see
-/// `layout::KIND_AGG_UPDATE`): dtrace walks the stack and aggregates it.
+/// An aggregation update the probe could not make (see `layout::KIND_AGG_UPDATE`): one whose
+/// user stack key it could not walk, which dtrace walks, or one whose key its map could not take
+/// ([`DeferredUpdate::whole`]); dtrace aggregates it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DeferredUpdate {
     /// The tag of the probe.
@@ -233,8 +234,12 @@ pub struct DeferredUpdate {
     pub walked: Vec<u64>,
     /// The registers and stack bytes for unwinding (`None` when they could not be read).
     pub unwind: Option<UserStackCopy>,
-    /// The kernel key, its user stacks' frames still to fill (see `kernel_key_layout`).
+    /// The kernel key, its user stacks' frames still to fill (see `kernel_key_layout`) unless
+    /// [`DeferredUpdate::whole`].
     pub key: Vec<u8>,
+    /// The key is whole, stacks and all (`layout::kupdate::WHOLE`): its map had no room the
+    /// kernel could allocate; nothing is walked (`walked` and `unwind` are empty).
+    pub whole: bool,
 }
 
 /// A fault of a clause that runs whole at the probe (see `capture::kagg`), and the thread it
@@ -490,12 +495,41 @@ fn decode_update(b: &[u8], tag: u32) -> Result<DeferredUpdate> {
     use super::layout::kupdate;
     use super::spec::{MAX_STACK_DEPTH, USTACK_UNWIND_BYTES};
     let walk = super::ustack_keys::TAKEN_WALK;
-    let key_at = kupdate::STACK + super::ustack_keys::TAKEN_BYTES;
+    let whole = match u16_at(b, kupdate::FORM)? {
+        kupdate::TO_WALK => false,
+        kupdate::WHOLE => true,
+        _ => return Err(bad("aggregation update of an unknown form")),
+    };
+    let key_at = match whole {
+        true => kupdate::STACK,
+        false => kupdate::STACK + super::ustack_keys::TAKEN_BYTES,
+    };
     let key = b
         .get(key_at..)
         .ok_or_else(|| bad("aggregation update shorter than its stack"))?;
-    let comm = &b[kupdate::COMM..kupdate::COMM + 16];
+    let comm = b
+        .get(kupdate::COMM..kupdate::COMM + 16)
+        .ok_or_else(|| bad("aggregation update shorter than its fields"))?;
     let end = comm.iter().position(|c| *c == 0).unwrap_or(16);
+    let update = |walked, unwind| -> Result<DeferredUpdate> {
+        Ok(DeferredUpdate {
+            tag,
+            cpu: u32_at(b, kupdate::CPU)?,
+            pid: u32_at(b, kupdate::PID)?,
+            agg: u32_at(b, kupdate::AGG)? as i32,
+            val: u64_at(b, kupdate::VAL)?,
+            incr: u64_at(b, kupdate::INCR)?,
+            ktime_ns: u64_at(b, kupdate::KTIME)?,
+            execname: String::from_utf8_lossy(&comm[..end]).into_owned(),
+            walked,
+            unwind,
+            key: key.to_vec(),
+            whole,
+        })
+    };
+    if whole {
+        return update(Vec::new(), None);
+    }
     // A failed walk (its -errno) holds no frame, as a captured firing's.
     let walked = decode_stack(b, Some((kupdate::STACK, MAX_STACK_DEPTH as usize)), true)?
         .and_then(|w| w.ok())
@@ -505,19 +539,7 @@ fn decode_update(b: &[u8], tag: u32) -> Result<DeferredUpdate> {
         Some((kupdate::STACK + walk, USTACK_UNWIND_BYTES as usize)),
     )?
     .and_then(|u| u.ok());
-    Ok(DeferredUpdate {
-        tag,
-        cpu: u32_at(b, kupdate::CPU)?,
-        pid: u32_at(b, kupdate::PID)?,
-        agg: u32_at(b, kupdate::AGG)? as i32,
-        val: u64_at(b, kupdate::VAL)?,
-        incr: u64_at(b, kupdate::INCR)?,
-        ktime_ns: u64_at(b, kupdate::KTIME)?,
-        execname: String::from_utf8_lossy(&comm[..end]).into_owned(),
-        walked,
-        unwind,
-        key: key.to_vec(),
-    })
+    update(walked, unwind)
 }
 
 /// Decodes one record; `layout_of` gives the layout of the probe a tag was enabled with.

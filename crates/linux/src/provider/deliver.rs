@@ -313,12 +313,18 @@ fn unwind_ustack(
 }
 
 impl LinuxTracing {
-    /// Walks the user stack of aggregation update `u`, which a probe could not place (see
-    /// `layout::KIND_AGG_UPDATE`), as a captured firing's is walked (the process's mappings noted
-    /// with the name it ran under; its ranges loaded first, for its later firings), and
-    /// aggregates the update for the next snapshot of the kernel's aggregations. (Holds `syms`,
-    /// then the shared state.)
+    /// Aggregates update `u`, which a probe could not make (see `layout::KIND_AGG_UPDATE`), for
+    /// the next snapshot of the kernel's aggregations: a whole key as it is; else the user stack
+    /// of its key walked first, as a captured firing's is walked (the process's mappings noted
+    /// with the name it ran under; its ranges loaded first, for its later firings). (Holds
+    /// `syms`, then the shared state.)
     fn aggregate_deferred(&self, syms: &mut crate::symbols::Symbolizer, u: &DeferredUpdate) {
+        if u.whole {
+            if let Some(k) = self.lock().kaggs.as_mut() {
+                k.defer(u, None);
+            }
+            return;
+        }
         let mut pcs = u.walked.clone();
         if u.pid != 0 {
             syms.note_process_as(u.pid, &u.execname);
@@ -333,7 +339,7 @@ impl LinuxTracing {
         }
         let mut sh = self.lock();
         if let Some(k) = sh.kaggs.as_mut() {
-            k.defer(u, &pcs);
+            k.defer(u, Some(&pcs));
         }
     }
 }

@@ -861,29 +861,35 @@ impl KernelAggState {
         self.barrier.update(&0u32.to_ne_bytes(), &fd.to_ne_bytes())
     }
 
-    /// Aggregates update `u`, which a probe sent to dtrace because it could not walk the user
-    /// stack of its key, with that stack as dtrace walked it (`pcs`): its key's user stacks take
-    /// those frames (zeros past them, as the probe's keys), and the update is in the next
-    /// snapshot, as a CPU's value the probe's maps would have held. An update of an aggregation
-    /// not bound or no longer here, or whose key is short, is dropped (it cannot be).
-    pub fn defer(&mut self, u: &crate::capture::DeferredUpdate, pcs: &[u64]) {
-        let Some(a) = self.aggs.iter().find(|a| match &a.maps {
-            Storage::Keyed { maps, .. } => maps[0].raw_fd() == u.agg,
-            Storage::Keyless(_) => false,
+    /// Aggregates update `u`, which a probe sent to dtrace because it could not make it: with
+    /// `pcs`, the user stack of its key as dtrace walked it (the probe could not), which its key's
+    /// user stacks take (zeros past them, as the probe's keys); without, its key whole, which
+    /// the map the probe named (the whole keys' or the short ones', see [`Storage::Keyed`])
+    /// could not take. The update is in the next snapshot, as a CPU's value the probe's maps
+    /// would have held. An update of an aggregation not bound or no longer here, or whose key is
+    /// short, is dropped (it cannot be).
+    pub fn defer(&mut self, u: &crate::capture::DeferredUpdate, pcs: Option<&[u64]>) {
+        // The aggregation, and the kinds of the keys of the map named.
+        let Some((a, kinds)) = self.aggs.iter().find_map(|a| match &a.maps {
+            Storage::Keyed { maps, .. } if maps[0].raw_fd() == u.agg => Some((a, &a.keys.keys)),
+            Storage::Keyed {
+                short: Some((maps, kinds)),
+                ..
+            } if maps[0].raw_fd() == u.agg => Some((a, kinds)),
+            _ => None,
         }) else {
             return;
         };
         let Some((aggid, recs)) = &a.bound else {
             return;
         };
-        let kinds = &a.keys.keys;
         let (ksize, offs) = kernel_key_layout(kinds);
         let Some(key) = u.key.get(..ksize) else {
             return;
         };
         let mut key = key.to_vec();
         for (kind, off) in kinds.iter().zip(offs) {
-            if let KeyKind::UserStack(n) = kind {
+            if let (KeyKind::UserStack(n), Some(pcs)) = (kind, pcs) {
                 for i in 0..*n as usize {
                     let pc = pcs.get(i).copied().unwrap_or(0);
                     if let Some(b) = key.get_mut(off + 8 + 8 * i..off + 16 + 8 * i) {
