@@ -1929,6 +1929,21 @@ impl LinuxTracing {
         }
         sh.clauses.extend(n.clauses);
         sh.planned.push((program.clone(), base));
+        drop(sh);
+        self.warm_user_walks();
+    }
+
+    /// Lays out the rows of dtrace's own libraries for the user stack walks at the probe, when
+    /// some clause walks there (see `UstackMaps::warm`). (Holds the symbols, then the shared
+    /// state.)
+    fn warm_user_walks(&self) {
+        if self.lock().ustack_maps.is_none() {
+            return;
+        }
+        let mut syms = self.lock_symbols();
+        if let Some(m) = self.lock().ustack_maps.as_mut() {
+            m.warm(&mut syms);
+        }
     }
 
     /// Plans `program` in place of `original` (the same program with its probe descriptions

@@ -73,6 +73,8 @@ pub struct UstackMaps {
     arena: RowArena,
     written: usize,
     retries: Retries,
+    /// Whether [`UstackMaps::warm`] ran.
+    warmed: bool,
 }
 
 impl UstackMaps {
@@ -131,6 +133,7 @@ impl UstackMaps {
             arena: RowArena::new(),
             written: 0,
             retries: Retries::default(),
+            warmed: false,
         })
     }
 
@@ -165,16 +168,30 @@ impl UstackMaps {
         if self.retries.waits(pid, since) {
             return Ok(false);
         }
+        // Before the mappings are read: a firing before this saw no later mapping.
+        let started = super::deliver::monotonic_ns();
         let loaded = self.try_load(syms, pid, since);
         if let Err(e) = &loaded {
             crate::debug::dprintf(|| format!("user stack walk: pid {pid} not loaded: {e}"));
         }
         match loaded {
-            Ok(true) => self.retries.loaded(pid),
+            Ok(true) => self.retries.loaded(pid, started),
             Ok(false) => {}
             Err(_) => self.retries.failed(pid, since),
         }
         loaded
+    }
+
+    /// Lays out the rows of the libraries dtrace maps itself (the C library and the dynamic
+    /// loader, which nearly every process maps), once: a new process's first firings then wait
+    /// for its own files only. The C library's rows take about 6 ms to read and compile, while a
+    /// new process firing at full speed fills the ring with firings handed over to dtrace (each
+    /// with its stack) until its ranges are loaded.
+    pub fn warm(&mut self, syms: &mut Symbolizer) {
+        if !self.warmed {
+            self.warmed = true;
+            syms.warm_library_rows(std::process::id(), &mut self.arena);
+        }
     }
 
     fn try_load(
@@ -227,8 +244,9 @@ impl UstackMaps {
                 })
                 .collect();
             format!(
-                "user stack walk: pid {pid} ranges {} at {since} ({}): {}",
+                "user stack walk: pid {pid} ranges {} at {since}, published at {} ({}): {}",
                 if wrote { "loaded" } else { "unchanged" },
+                super::deliver::monotonic_ns(),
                 ranges.len(),
                 list.join(", ")
             )
@@ -280,8 +298,9 @@ impl UstackMaps {
 
     /// Forgets what was loaded of each of `pids` (its mappings changed under what was loaded):
     /// its next firing goes to dtrace, which loads it again.
-    pub fn forget(&self, pids: &[u32]) -> Result<(), UstackMapsError> {
+    pub fn forget(&mut self, pids: &[u32]) -> Result<(), UstackMapsError> {
         for pid in pids {
+            self.retries.forgot(*pid);
             self.ranges.delete(&pid.to_ne_bytes())?;
         }
         Ok(())
@@ -303,17 +322,23 @@ impl UstackMaps {
 /// otherwise have its mappings read and laid out again at every firing handed over.
 pub const RETRY_NS: u64 = 1_000_000_000;
 
-/// The processes whose ranges failed to load, each with the firing time before which they are
-/// not tried again.
+/// When to load a process's ranges again: the processes whose ranges failed to load, each with
+/// the firing time before which they are not tried again, and those loaded, each with the time
+/// its mappings were read.
 #[derive(Debug, Default)]
 struct Retries {
     after: std::collections::HashMap<u32, u64>,
+    loaded: std::collections::HashMap<u32, u64>,
 }
 
 impl Retries {
-    /// Whether a firing of `pid` at `at` waits for its next try.
+    /// Whether a firing of `pid` at `at` waits for its next try, or needs none: it fired before
+    /// the process's mappings were read for the ranges loaded (a new process's firings handed
+    /// over while dtrace loaded it: each would read them again, and compare the ranges with the
+    /// kernel's, while the ring fills).
     fn waits(&self, pid: u32, at: u64) -> bool {
         self.after.get(&pid).is_some_and(|t| at < *t)
+            || self.loaded.get(&pid).is_some_and(|t| at < *t)
     }
 
     /// The ranges of `pid` failed to load for its firing at `at`.
@@ -324,9 +349,22 @@ impl Retries {
         self.after.insert(pid, at.saturating_add(RETRY_NS));
     }
 
-    /// The ranges of `pid` loaded.
-    fn loaded(&mut self, pid: u32) {
+    /// The ranges of `pid` loaded, from its mappings read at `at`.
+    fn loaded(&mut self, pid: u32, at: u64) {
         self.after.remove(&pid);
+        if self.loaded.len() >= PROCESSES as usize {
+            // The oldest half: their firings since are past them.
+            let mut times: Vec<u64> = self.loaded.values().copied().collect();
+            let (_, mid, _) = times.select_nth_unstable(PROCESSES as usize / 2);
+            let mid = *mid;
+            self.loaded.retain(|_, t| *t > mid);
+        }
+        self.loaded.insert(pid, at);
+    }
+
+    /// `pid`'s mappings changed under its ranges: its next firing loads them again.
+    fn forgot(&mut self, pid: u32) {
+        self.loaded.remove(&pid);
     }
 }
 
@@ -397,7 +435,7 @@ mod tests {
         assert!(r.waits(7, 100 + RETRY_NS - 1));
         assert!(!r.waits(7, 100 + RETRY_NS));
         assert!(!r.waits(8, 101));
-        r.loaded(7);
+        r.loaded(7, 50);
         assert!(!r.waits(7, 101));
         for pid in 0..PROCESSES {
             r.failed(pid, 0);
@@ -405,5 +443,62 @@ mod tests {
         r.failed(PROCESSES, RETRY_NS + 1);
         assert_eq!(r.after.len(), 1);
         assert!(r.waits(PROCESSES, RETRY_NS + 1));
+    }
+
+    /// A firing from before a process's mappings were read for its ranges loads nothing again;
+    /// one after does, and after a forget every firing does; the table keeps the newer half
+    /// when full.
+    #[test]
+    fn firings_before_a_load_do_not_load_again() {
+        let mut r = Retries::default();
+        r.loaded(7, 1_000);
+        assert!(r.waits(7, 999));
+        assert!(!r.waits(7, 1_000));
+        assert!(!r.waits(8, 999));
+        r.forgot(7);
+        assert!(!r.waits(7, 999));
+        for pid in 0..PROCESSES {
+            r.loaded(pid, u64::from(pid));
+        }
+        r.loaded(PROCESSES, u64::from(PROCESSES));
+        assert!(r.loaded.len() <= PROCESSES as usize / 2 + 1);
+        assert!(r.waits(PROCESSES, u64::from(PROCESSES) - 1));
+        assert!(r.waits(PROCESSES - 1, u64::from(PROCESSES) - 2));
+        assert!(!r.waits(0, 0));
+    }
+
+    /// `warm()` lays out the rows of the libraries dtrace maps, once: the C library's are then
+    /// in the arena, not made again when a process mapping it loads.
+    #[test]
+    fn warming_lays_out_dtraces_own_libraries_once() {
+        let t = "warming_lays_out_dtraces_own_libraries_once";
+        if !dtrace_testkit::skip_unless(crate::bpf_available(), t, "needs bpf(2)") {
+            return;
+        }
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        let Some(libc) = maps
+            .lines()
+            .filter(|l| l.split_whitespace().nth(1).is_some_and(|p| p.contains('x')))
+            .filter_map(|l| l.split_whitespace().nth(5))
+            .find(|p| {
+                p.rsplit('/')
+                    .next()
+                    .is_some_and(|n| n.starts_with("libc.so"))
+            })
+        else {
+            dtrace_testkit::skip_unless(false, t, "this process maps no libc.so");
+            return;
+        };
+        let mut m = super::UstackMaps::new().unwrap();
+        let mut syms = crate::symbols::Symbolizer::new();
+        m.warm(&mut syms);
+        let n = m.arena.rows().len();
+        assert!(n > 1000, "{n} rows");
+        m.warm(&mut syms);
+        assert_eq!(m.arena.rows().len(), n);
+        let rows = m
+            .arena
+            .file_rows(libc, || panic!("{libc}'s rows made again"));
+        assert!(rows.unwrap().is_some_and(|(_, count)| count > 1000));
     }
 }

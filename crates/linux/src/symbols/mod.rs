@@ -621,6 +621,25 @@ impl Symbolizer {
         out
     }
 
+    /// Lays out in `arena` the rows of the shared libraries process `pid` maps (a file whose name
+    /// has `.so`), so that a later process mapping them finds them there.
+    pub fn warm_library_rows(&mut self, pid: u32, arena: &mut unwind_rows::RowArena) {
+        self.note_process(pid);
+        let maps = self
+            .maps
+            .get(&pid)
+            .map(|p| p.maps.clone())
+            .unwrap_or_default();
+        for m in maps.iter().filter(|m| m.exec && m.path.starts_with('/')) {
+            let name = m.path.rsplit('/').next().unwrap_or_default();
+            if !name.contains(".so") || self.elf(&m.path).is_none() {
+                continue;
+            }
+            // A file whose rows cannot be made is left to the process that maps it.
+            let _ = arena.file_rows(&m.path, || self.unwind_table(&m.path));
+        }
+    }
+
     /// `module`function+0xoff` for a user address of `pid`.
     pub fn user_frame(&mut self, pid: u32, addr: u64) -> String {
         match self.resolve_user(pid, addr) {
