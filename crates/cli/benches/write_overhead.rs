@@ -22,9 +22,11 @@
 //! `dtbenchw`, makes `n` one-byte writes to /dev/null (paced at `rate` a second, or as fast as it can
 //! at 0) and records its own CPU time per write. The total (writer and tracer) is the CPU time of
 //! this bench's children over the run (`getrusage(RUSAGE_CHILDREN)`: the tracer, and the writer it
-//! waited for); a run of one write is subtracted, so the tracers' start-up (compiling, loading
-//! programs) is not counted per event, and so is the untraced writer's. Needs root; prints figures
-//! and never asserts them.
+//! waited for), less the tracer's CPU time when the writer began to write (read by the writer, its
+//! child, through its parent's CPU clock), so the tracers' start-up (compiling, loading programs,
+//! which varies by tens of ms from run to run) is not counted; a run of one write is subtracted, so
+//! neither is the tracer's exit nor the untraced writer's start-up. Needs root; prints figures and
+//! never asserts them.
 //! The `pid` case puts an entry probe on the writer's libc `write` (against bpftrace's `uprobe:`),
 //! and the time to place an entry probe on every libc function follows the table.
 //! The `copyinstr` case counts `openat(2)` calls by path (`@[copyinstr(arg1)] = count()`; the
@@ -421,9 +423,27 @@ fn process_cpu_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// CPU time of process `pid` so far, in ns (0 when it cannot be read).
+fn cpu_ns_of(pid: i32) -> u64 {
+    let mut clock: libc::clockid_t = 0;
+    // SAFETY: valid out-parameter.
+    if unsafe { libc::clock_getcpuclockid(pid, &mut clock) } != 0 {
+        return 0;
+    }
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: valid timespec out-parameter.
+    if unsafe { libc::clock_gettime(clock, &mut ts) } != 0 {
+        return 0;
+    }
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
 /// The writer: `threads` threads (named alike) of `n` writes each at `rate` a second (0:
-/// unpaced); its CPU ns per write, the seconds it took and its whole CPU time (its start-up
-/// included) go to `out`.
+/// unpaced); its CPU ns per write, the seconds it took, its whole CPU time (its start-up
+/// included) and its parent's (the tracer's) CPU time when it began to write go to `out`.
 fn writer(n: u64, rate: u64, out: &str, threads: u64) {
     // SAFETY: PR_SET_NAME with a NUL-terminated name (threads made after it inherit it).
     unsafe { libc::prctl(libc::PR_SET_NAME, c"dtbenchw".as_ptr(), 0, 0, 0) };
@@ -432,6 +452,8 @@ fn writer(n: u64, rate: u64, out: &str, threads: u64) {
         .open("/dev/null")
         .expect("/dev/null");
     let fd = std::os::fd::AsRawFd::as_raw_fd(&f);
+    // SAFETY: getppid has no preconditions.
+    let parent_before = cpu_ns_of(unsafe { libc::getppid() });
     let start = Instant::now();
     let t0 = process_cpu_ns();
     std::thread::scope(|s| {
@@ -443,7 +465,7 @@ fn writer(n: u64, rate: u64, out: &str, threads: u64) {
     let end = process_cpu_ns();
     let per = (end - t0) as f64 / (n * threads.max(1)) as f64;
     let secs = start.elapsed().as_secs_f64();
-    std::fs::write(out, format!("{per} {secs} {end}\n")).expect("result file");
+    std::fs::write(out, format!("{per} {secs} {end} {parent_before}\n")).expect("result file");
 }
 
 /// One thread's `n` writes (or opens) at `rate` a second (0: unpaced) from `start`.
@@ -473,7 +495,9 @@ fn write_loop(fd: i32, n: u64, rate: u64, start: Instant) {
 /// One run's figures.
 struct Run {
     ns_per_write: f64,
-    /// CPU time of the tracer and the writer together (the children's), in ns.
+    /// CPU time of the tracer and the writer together (the children's), in ns, less the
+    /// tracer's before the writer began to write (its start-up, which varies by tens of ms from
+    /// run to run, and which the tracing of the writes does not cost).
     total_ns: u64,
     /// CPU time of the writer alone (its start-up included), in ns.
     writer_ns: u64,
@@ -538,9 +562,9 @@ fn run_threads(
     let total_ns = children_cpu_ns().saturating_sub(cpu0);
     let figures = std::fs::read_to_string(&out).ok().and_then(|s| {
         let mut w = s.split_whitespace().map(|v| v.parse::<f64>().ok());
-        Some((w.next()??, w.next()??, w.next()??))
+        Some((w.next()??, w.next()??, w.next()??, w.next()??))
     });
-    let (ns_per_write, secs, writer_ns) = match figures {
+    let (ns_per_write, secs, writer_ns, parent_before) = match figures {
         Some(v) => v,
         None => {
             eprintln!("run failed: {stderr}");
@@ -589,6 +613,11 @@ fn run_threads(
                 .flatten()
         })
         .sum();
+    // The writer's parent is the tracer (when there is one): its start-up is not counted.
+    let total_ns = match tracer {
+        Some(_) => total_ns.saturating_sub(parent_before as u64),
+        None => total_ns,
+    };
     Some(Run {
         ns_per_write,
         total_ns,
@@ -614,7 +643,8 @@ struct Figures {
     ns_per_write: f64,
     /// CPU ns of writer and tracer together, less a run of one write's.
     total_ns: f64,
-    /// The tracer's own CPU ns (less a run of one write's: its start-up and exit).
+    /// The tracer's own CPU ns from the writer's first write to its exit (less a run of one
+    /// write's: its exit).
     tracer_ns: f64,
     /// The writer's CPU ns.
     writer_ns: f64,
