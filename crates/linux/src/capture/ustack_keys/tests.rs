@@ -159,7 +159,10 @@ fn ustack_keys_are_the_unwinders_walk_once_the_process_is_loaded() {
     } else {
         2
     };
-    let exec_at = maps.forget_for_test(&pid.to_ne_bytes(), 1_000);
+    // On the kernel's clock, as dtrace's loads are: a firing from before a load does not load
+    // again.
+    let exec_at =
+        maps.forget_for_test(&pid.to_ne_bytes(), crate::provider::deliver::monotonic_ns());
     assert_eq!(word(&run(&prog, &out), 0), forgotten);
     assert!(!maps.load(&mut syms, pid, exec_at - 1).unwrap());
     assert_eq!(word(&run(&prog, &out), 0), forgotten);
