@@ -23,8 +23,9 @@
 //! at 0) and records its own CPU time per write. The total (writer and tracer) is the CPU time of
 //! this bench's children over the run (`getrusage(RUSAGE_CHILDREN)`: the tracer, and the writer it
 //! waited for), less the tracer's CPU time when the writer began to write (read by the writer, its
-//! child, through its parent's CPU clock), so the tracers' start-up (compiling, loading programs,
-//! which varies by tens of ms from run to run) is not counted; a run of one write is subtracted, so
+//! child, through its parent's CPU clock, once the tracer is idle), so the tracers' start-up
+//! (compiling, loading programs, converting types on another thread while the writer starts: tens
+//! of ms that vary from run to run) is not counted; a run of one write is subtracted, so
 //! neither is the tracer's exit nor the untraced writer's start-up. Needs root; prints figures and
 //! never asserts them.
 //! The `pid` case puts an entry probe on the writer's libc `write` (against bpftrace's `uprobe:`),
@@ -453,7 +454,20 @@ fn writer(n: u64, rate: u64, out: &str, threads: u64) {
         .expect("/dev/null");
     let fd = std::os::fd::AsRawFd::as_raw_fd(&f);
     // SAFETY: getppid has no preconditions.
-    let parent_before = cpu_ns_of(unsafe { libc::getppid() });
+    let parent = unsafe { libc::getppid() };
+    // The tracer (the parent) idle first: what it still does of its start-up once the writer
+    // runs (dtrace converts the kernel's types on a thread of its own) is not counted against
+    // the writes (a run of one write would not count it at all: it exits first).
+    let mut last = cpu_ns_of(parent);
+    for _ in 0..300 {
+        std::thread::sleep(Duration::from_millis(10));
+        let now = cpu_ns_of(parent);
+        if now.saturating_sub(last) < 500_000 {
+            break;
+        }
+        last = now;
+    }
+    let parent_before = cpu_ns_of(parent);
     let start = Instant::now();
     let t0 = process_cpu_ns();
     std::thread::scope(|s| {
