@@ -100,6 +100,8 @@ impl<'o> Checker<'o> {
             // The value in its register is already right; but a memory read's own type says how
             // many bytes it loads (and a conversion's or bit-field's how it extends), so it keeps
             // it under a change of type.
+            // Widened, an integer computed in 64 bits is first its own type's value.
+            let e = if size >= 8 { self.settled(e) } else { e };
             let sized_by_type = match &e.kind {
                 TK::Read(p) => matches!(p.as_ref(), Place::Mem(..) | Place::Bits(..)),
                 TK::Convert(_) => true,
@@ -122,6 +124,27 @@ impl<'o> Checker<'o> {
         TExpr {
             kind: TK::Convert(bx(e)),
             ty: to,
+            line,
+        }
+    }
+
+    /// `e`, an integer of a type narrower than 64 bits computed by arithmetic, narrowed to its
+    /// type: as in DTrace for Linux, arithmetic runs in 64 bits and its result is narrowed only
+    /// where its type's value is read (stored, widened, compared), so that an int `x + x` of
+    /// 1 << 30 is INT_MIN as a long, while `i * i / i` of an int i keeps the product's bits.
+    fn settled(&self, e: TExpr) -> TExpr {
+        let arithmetic = matches!(
+            e.kind,
+            TK::Binary(..) | TK::Unary(UnOp::Neg | UnOp::BitNot, _)
+        );
+        let size = self.types.size(e.ty);
+        if !arithmetic || !self.types.is_integer(e.ty) || size == 0 || size >= 8 {
+            return e;
+        }
+        let (ty, line) = (e.ty, e.line);
+        TExpr {
+            kind: TK::Convert(bx(e)),
+            ty,
             line,
         }
     }
@@ -971,6 +994,10 @@ impl<'o> Checker<'o> {
                     };
                     return Ok(TExpr::int(v as u64, self.basic.int, line));
                 }
+                let (lv, rv) = match kind {
+                    CmpKind::Signed | CmpKind::Unsigned => (self.settled(lv), self.settled(rv)),
+                    _ => (lv, rv),
+                };
                 Ok(TExpr {
                     kind: TK::Cmp(op, bx(lv), bx(rv), kind),
                     ty: self.basic.int,
@@ -1072,6 +1099,12 @@ impl<'o> Checker<'o> {
                 "expression contains division by zero",
             );
         }
+        // An operand widened to the result's type is first its own type's value.
+        let widened = |e: TExpr| match self.types.size(e.ty) < self.types.size(ty) {
+            true => self.settled(e),
+            false => e,
+        };
+        let (lv, rv) = (widened(lv), widened(rv));
         if let (Some(a), Some(b)) = (lv.as_const(), rv.as_const()) {
             let signed = self.types.is_signed(ty);
             let v = match op {

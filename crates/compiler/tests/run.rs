@@ -807,6 +807,34 @@ fn int_variables_hold_only_their_size() {
 }
 
 #[test]
+fn int_arithmetic_is_its_types_value_where_widened_or_compared() {
+    // Computed in 64 bits, an int result is narrowed where its type's value is read: widened to
+    // a long (by assignment, a cast or the other operand), or compared.
+    let v = run(r#"
+        int x, y; long long z;
+        BEGIN { x = 1 << 30; z = x + x; trace(z); }
+        BEGIN { trace((long long)(x + x)); }
+        BEGIN { z = 1; z <<= 32; trace((x + x) & z); }
+        BEGIN { trace((long long)(x << 5)); }
+        BEGIN { x = 1; y = 1; trace((x ^ (y << 31)) > 0); }
+        BEGIN { x = -1; trace((x ^ (y << 31)) > 0); }
+        BEGIN { trace((long long)(unsigned int)(x + 0)); }
+    "#);
+    assert_eq!(
+        v,
+        [
+            "-2147483648",
+            "-2147483648",
+            "4294967296",
+            "0",
+            "0",
+            "1",
+            "4294967295"
+        ]
+    );
+}
+
+#[test]
 fn folded_constants_keep_64_bits() {
     // As at run time, a folded integer expression is not narrowed to its type until it is stored.
     assert_eq!(val("(long)((1 << 63) - 1)"), i64::MAX.to_string());
