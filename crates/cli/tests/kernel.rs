@@ -497,7 +497,12 @@ fn a_clause_of_stop_alone_stops_at_the_probe() {
     let (rc, out, err) = dtrace(&[
         "-wv",
         "-n",
-        &format!("syscall::write:entry /pid == {pid}/ {{ stop(); }} tick-200ms {{ exit(0); }}"),
+        // dtrace exits once the stopping write returns (the stop is sent as it returns to user
+        // mode), not after a fixed time: in a slow guest `yes` may not write within it.
+        &format!(
+            "syscall::write:entry /pid == {pid}/ {{ stop(); }} \
+             syscall::write:return /pid == {pid}/ {{ exit(0); }} tick-30s {{ exit(0); }}"
+        ),
     ]);
     let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
     let _ = child.kill();
