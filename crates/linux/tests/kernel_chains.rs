@@ -79,22 +79,25 @@ fn run(tag: &str, argv: &[&str], src: &str, during: impl FnOnce()) -> (Framework
     (fw, en)
 }
 
-/// `(key, count)` of every record, per aggregation of `en` (one snapshot).
+/// `(key, count)` of every key, its records summed over the CPUs, per aggregation of `en` (one
+/// snapshot).
 fn aggs(fw: &mut Framework, en: &Enabling) -> Vec<Vec<(Vec<u8>, u64)>> {
     let snap = fw.snapshot_aggregations();
     en.aggs
         .iter()
         .map(|d| {
-            snap.iter()
-                .flat_map(|a| a.records.iter())
-                .filter(|r| r.aggid == d.aggid)
-                .map(|r| {
-                    (
-                        r.key.clone(),
-                        u64::from_ne_bytes(r.value[..8].try_into().unwrap()),
-                    )
-                })
-                .collect()
+            // Each key once, its counts summed over the CPUs (the traced program may move from
+            // one to another between its writes): in the key's first order.
+            let mut merged: Vec<(Vec<u8>, u64)> = Vec::new();
+            let records = snap.iter().flat_map(|a| a.records.iter());
+            for r in records.filter(|r| r.aggid == d.aggid) {
+                let n = u64::from_ne_bytes(r.value[..8].try_into().unwrap());
+                match merged.iter_mut().find(|(k, _)| *k == r.key) {
+                    Some((_, total)) => *total += n,
+                    None => merged.push((r.key.clone(), n)),
+                }
+            }
+            merged
         })
         .collect()
 }
