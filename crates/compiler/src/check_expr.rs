@@ -1083,7 +1083,10 @@ impl<'o> Checker<'o> {
                         format!("operator {optext} requires operands of integral type"),
                     );
                 }
-                let ty = self.types.promote_one(lv.ty, &self.basic);
+                // As DTrace types every integer operator's result, a shift's is both operands'
+                // promoted type (C's is the left operand's): `1 << shift` of an int64_t shift is
+                // an int64_t, never narrowed to an int.
+                let ty = self.types.promote(lv.ty, rv.ty, &self.basic);
                 self.arith(op, lv, rv, ty, line)
             }
         }
