@@ -414,17 +414,7 @@ fn children_cpu_ns() -> u64 {
     ns(ru.ru_utime) + ns(ru.ru_stime)
 }
 
-fn process_cpu_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: valid timespec out-parameter.
-    unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
-/// CPU time of process `pid` so far, in ns (0 when it cannot be read).
+/// CPU time of process `pid` (0: this process) so far, in ns (0 when it cannot be read).
 fn cpu_ns_of(pid: i32) -> u64 {
     let mut clock: libc::clockid_t = 0;
     // SAFETY: valid out-parameter.
@@ -469,14 +459,14 @@ fn writer(n: u64, rate: u64, out: &str, threads: u64) {
     }
     let parent_before = cpu_ns_of(parent);
     let start = Instant::now();
-    let t0 = process_cpu_ns();
+    let t0 = cpu_ns_of(0);
     std::thread::scope(|s| {
         for _ in 1..threads {
             s.spawn(|| write_loop(fd, n, rate, start));
         }
         write_loop(fd, n, rate, start);
     });
-    let end = process_cpu_ns();
+    let end = cpu_ns_of(0);
     let per = (end - t0) as f64 / (n * threads.max(1)) as f64;
     let secs = start.elapsed().as_secs_f64();
     std::fs::write(out, format!("{per} {secs} {end} {parent_before}\n")).expect("result file");

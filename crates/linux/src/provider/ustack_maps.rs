@@ -475,11 +475,11 @@ mod tests {
         if !dtrace_testkit::skip_unless(crate::bpf_available(), t, "needs bpf(2)") {
             return;
         }
-        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        let maps = crate::symbols::read_maps(std::process::id()).unwrap();
         let Some(libc) = maps
-            .lines()
-            .filter(|l| l.split_whitespace().nth(1).is_some_and(|p| p.contains('x')))
-            .filter_map(|l| l.split_whitespace().nth(5))
+            .iter()
+            .filter(|m| m.exec)
+            .map(|m| m.path.as_str())
             .find(|p| {
                 p.rsplit('/')
                     .next()

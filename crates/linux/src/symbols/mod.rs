@@ -274,13 +274,7 @@ impl Symbolizer {
             // (A process that has exited but is not reaped yet has an empty maps file.)
             Ok(m) if !m.is_empty() => (m, false),
             // Gone: keep what the tracker recorded of it.
-            _ => (
-                self.maps
-                    .get(&pid)
-                    .map(|p| p.maps.clone())
-                    .unwrap_or_default(),
-                true,
-            ),
+            _ => (self.maps_of(pid), true),
         };
         if self.maps.len() >= MAX_PROCESSES && !self.maps.contains_key(&pid) {
             self.forget_oldest();
@@ -571,11 +565,7 @@ impl Symbolizer {
         arena: &mut unwind_rows::RowArena,
     ) -> std::result::Result<Vec<unwind_rows::Range>, unwind_rows::RowsError> {
         self.sync_tracker();
-        let maps = self
-            .maps
-            .get(&pid)
-            .map(|p| p.maps.clone())
-            .unwrap_or_default();
+        let maps = self.maps_of(pid);
         unwind_rows::process_ranges(&maps, |path| {
             let Some(elf) = self.elf(path) else {
                 return Ok(None);
@@ -594,11 +584,7 @@ impl Symbolizer {
         pid: u32,
         arena: &mut unwind_rows::RowArena,
     ) -> Vec<(procmaps::FileId, [u8; unwind_rows::FILE_VALUE_BYTES])> {
-        let maps = self
-            .maps
-            .get(&pid)
-            .map(|p| p.maps.clone())
-            .unwrap_or_default();
+        let maps = self.maps_of(pid);
         let mut out: Vec<(procmaps::FileId, [u8; unwind_rows::FILE_VALUE_BYTES])> = Vec::new();
         for m in maps.iter().filter(|m| m.exec && m.file.is_known()) {
             if !m.path.starts_with('/') || out.iter().any(|(f, _)| *f == m.file) {
@@ -621,15 +607,19 @@ impl Symbolizer {
         out
     }
 
+    /// The mappings noted of process `pid` (none when it was not noted).
+    fn maps_of(&self, pid: u32) -> Vec<Mapping> {
+        self.maps
+            .get(&pid)
+            .map(|p| p.maps.clone())
+            .unwrap_or_default()
+    }
+
     /// Lays out in `arena` the rows of the shared libraries process `pid` maps (a file whose name
     /// has `.so`), so that a later process mapping them finds them there.
     pub fn warm_library_rows(&mut self, pid: u32, arena: &mut unwind_rows::RowArena) {
         self.note_process(pid);
-        let maps = self
-            .maps
-            .get(&pid)
-            .map(|p| p.maps.clone())
-            .unwrap_or_default();
+        let maps = self.maps_of(pid);
         for m in maps.iter().filter(|m| m.exec && m.path.starts_with('/')) {
             let name = m.path.rsplit('/').next().unwrap_or_default();
             if !name.contains(".so") || self.elf(&m.path).is_none() {
