@@ -338,7 +338,9 @@ fn a_syscalls_entry_to_return_delta_is_positive() {
     let (rc, out, err) = dtrace(&[
         "-q",
         "-n",
-        "syscall::getppid:entry /pid == $target/ { self->v = vtimestamp; }",
+        "syscall::getppid:entry /pid == $target/ { self->v = vtimestamp; @entries = count(); }",
+        "-n",
+        "syscall::getppid:return /pid == $target/ { @returns = count(); }",
         "-n",
         r#"syscall::getppid:return /pid == $target && self->v && vtimestamp > self->v/ {
             @pos = count(); @ns = avg(vtimestamp - self->v); }"#,
@@ -352,13 +354,20 @@ fn a_syscalls_entry_to_return_delta_is_positive() {
         "syscall::getppid:return /pid == $target/ { self->v = 0; }",
         "-n",
         r#"END { printa("pos %@d\n", @pos); printa("zero %@d\n", @zero);
-            printa("back %@d\n", @back); printa("avg %@d\n", @ns); }"#,
+            printa("back %@d\n", @back); printa("avg %@d\n", @ns);
+            printa("entries %@d\n", @entries); printa("returns %@d\n", @returns); }"#,
         "-c",
         &cmd,
     ]);
     assert_eq!(rc, 0, "{err}");
     let count = |tag: &str| numbers(&out, tag).first().copied().unwrap_or(0);
     let (pos, zero, back) = (count("pos "), count("zero "), count("back "));
+    assert_eq!(
+        (count("entries "), count("returns ")),
+        (2000, 2000),
+        "{out}{err}"
+    );
+    // The three clauses read one value at a return: exactly one of them counts it.
     assert_eq!(pos + zero + back, 2000, "{out}{err}");
     // A thread's values never go backwards.
     assert_eq!(back, 0, "{out}");
@@ -379,6 +388,46 @@ fn a_syscalls_entry_to_return_delta_is_positive() {
     let avg = numbers(&out, "avg ")[0];
     // A getppid(2) takes well under a millisecond of CPU.
     assert!(avg > 0 && avg < 1_000_000, "{out}");
+}
+
+/// getppid(2) 400 times.
+const CALLS_400: &str = r#"
+#include <unistd.h>
+#include <sys/syscall.h>
+int main(void) {
+    for (int i = 0; i < 400; i++)
+        syscall(SYS_getppid);
+    return 0;
+}
+"#;
+
+#[test]
+fn every_clause_of_a_firing_reads_one_vtimestamp() {
+    if !ready("every_clause_of_a_firing_reads_one_vtimestamp") {
+        return;
+    }
+    // As DTrace's, the value does not advance while the probe's clauses run: here a clause
+    // between the two reads spins for half a millisecond (the scheduler may account the thread
+    // meanwhile, and steal time be counted).
+    let exe = compile("calls400", CALLS_400);
+    let cmd = exe.display().to_string();
+    let (rc, out, err) = dtrace(&[
+        "-qw",
+        "-n",
+        "syscall::getppid:entry /pid == $target/ { self->a = vtimestamp; }",
+        "-n",
+        "syscall::getppid:entry /pid == $target/ { chill(500000); }",
+        "-n",
+        r#"syscall::getppid:entry /pid == $target/ {
+            @n = count(); @differ = sum(vtimestamp != self->a); self->a = 0; }"#,
+        "-n",
+        r#"END { printa("n %@d\n", @n); printa("differ %@d\n", @differ); }"#,
+        "-c",
+        &cmd,
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    assert_eq!(numbers(&out, "n "), vec![400], "{out}{err}");
+    assert_eq!(numbers(&out, "differ "), vec![0], "{out}{err}");
 }
 
 #[test]

@@ -103,8 +103,14 @@ pub mod slot {
     pub const SWITCH_NS: i16 = 8;
     /// This CPU's steal-time total at the last switch (when steal is subtracted).
     pub const STEAL: i16 = 16;
+    /// The `bpf_ktime_get_ns()` time of the firing whose clauses last read `vtimestamp` at the
+    /// probe on this CPU (`VtimeAt::R0`), and the value they read ([`FIRING_VTIME`]): the
+    /// firing's later clauses read it again rather than compute it anew.
+    pub const FIRING: i16 = 24;
+    /// The `vtimestamp` of the firing at [`FIRING`].
+    pub const FIRING_VTIME: i16 = 32;
     /// Bytes per value.
-    pub const SIZE: u32 = 24;
+    pub const SIZE: u32 = 40;
 }
 
 /// Where a program reads this CPU's steal-time total.
@@ -276,9 +282,12 @@ pub enum VtimeAt {
     /// In a clause's code at the probe (`vtimestamp` translated, see `capture::filter`): the
     /// current task is read there and then, the firing's time from the stack slot `timestamp`
     /// (the framework's clock, read once per firing) less the offset in the control map's value
-    /// at `clock` (so every clause of a firing reads one value, as DTrace's `vtimestamp` does not
-    /// advance within a firing), and the value is left in r0. Clobbers r1-r5, r8 and r9 (the
-    /// steal total meanwhile).
+    /// at `clock`, and the value is left in r0. Every clause of a firing reads one value, as
+    /// DTrace's `vtimestamp` does not advance within a firing: the first computes it and keeps
+    /// it in this CPU's switch record ([`slot::FIRING`]), the others read it there (the
+    /// scheduler's fields and the steal total a computation reads may move between two
+    /// clauses: a tick, another CPU's wake-up on this run queue). Clobbers r1-r5, r8 and r9
+    /// (the steal total meanwhile).
     R0 {
         /// The stack slot of the firing's `timestamp`.
         timestamp: i16,
@@ -292,10 +301,11 @@ pub enum VtimeAt {
 fn emit_floor(a: &mut Asm, v: &VclockRef) {
     let (keep, done) = (a.label(), a.label());
     a.store(Size::DW, R10, READ_AT + 8, R0);
-    a.call(helper::GET_CURRENT_TASK).mov(R8, R0);
+    a.call(helper::GET_CURRENT_TASK)
+        .store(Size::DW, R10, READ_AT, R0);
     a.call(helper::GET_CURRENT_PID_TGID);
     a.alu_imm(op::LSH, R0, 32).alu_imm(op::RSH, R0, 32);
-    a.alu(op::XOR, R0, R8);
+    a.load(Size::DW, R1, R10, READ_AT).alu(op::XOR, R0, R1);
     a.store(Size::DW, R10, READ_AT, R0);
     a.ld_map_fd(R1, v.floor)
         .frame_addr(R2, READ_AT as i32)
@@ -347,6 +357,18 @@ pub fn emit_vtime(a: &mut Asm, v: &VclockRef, at: VtimeAt) {
         .frame_addr(R2, READ_AT as i32)
         .call(helper::MAP_LOOKUP_ELEM);
     a.mov(R8, R0);
+    // A clause at the probe reads the value an earlier clause of the firing computed, if any.
+    let computed = a.label();
+    if let VtimeAt::R0 { timestamp, control } = at {
+        let compute = a.label();
+        a.jmp_imm(op::JEQ, R8, 0, compute);
+        emit_firing_ktime(a, R3, timestamp, control);
+        a.load(Size::DW, R1, R8, slot::FIRING);
+        a.jmp_reg(op::JNE, R1, R3, compute);
+        a.load(Size::DW, R0, R8, slot::FIRING_VTIME);
+        a.ja(computed);
+        a.bind(compute);
+    }
     // exec_start at READ_AT, sum_exec_runtime at READ_AT + 8: direct loads where allowed, else
     // one read when the fields are adjacent.
     let direct = v
@@ -386,12 +408,7 @@ pub fn emit_vtime(a: &mut Asm, v: &VclockRef, at: VtimeAt) {
         VtimeAt::Record => {
             a.load(Size::DW, R3, R7, hdr::KTIME as i16);
         }
-        VtimeAt::R0 { timestamp, control } => {
-            a.load(Size::DW, R3, R10, timestamp);
-            a.ld_map_value(R1, control, 0);
-            a.load(Size::DW, R1, R1, crate::capture::spec::CONTROL_CLOCK as i16);
-            a.alu(op::SUB, R3, R1);
-        }
+        VtimeAt::R0 { timestamp, control } => emit_firing_ktime(a, R3, timestamp, control),
     }
     a.load(Size::DW, R2, R8, slot::SWITCH_NS);
     a.jmp_imm(op::JEQ, R2, 0, store);
@@ -432,9 +449,27 @@ pub fn emit_vtime(a: &mut Asm, v: &VclockRef, at: VtimeAt) {
             a.store(Size::DW, R7, hdr::VTIME as i16, R0);
         }
         // dtrace keeps records' values from going backwards ([`VtimeFloor`]); the kernel does
-        // for the values clauses read there.
-        VtimeAt::R0 { .. } => emit_floor(a, v),
+        // for the values clauses read there, and keeps the firing's for its later clauses.
+        VtimeAt::R0 { timestamp, control } => {
+            emit_floor(a, v);
+            let kept = a.label();
+            a.jmp_imm(op::JEQ, R8, 0, kept);
+            emit_firing_ktime(a, R3, timestamp, control);
+            a.store(Size::DW, R8, slot::FIRING, R3);
+            a.store(Size::DW, R8, slot::FIRING_VTIME, R0);
+            a.bind(kept);
+        }
     }
+    a.bind(computed);
+}
+
+/// `dst` = the firing's `bpf_ktime_get_ns()` time: its `timestamp` (in the stack slot
+/// `timestamp`) less the offset in the control map's value. Uses r1.
+fn emit_firing_ktime(a: &mut Asm, dst: crate::bpf::insn::Reg, timestamp: i16, control: i32) {
+    a.load(Size::DW, dst, R10, timestamp);
+    a.ld_map_value(R1, control, 0);
+    a.load(Size::DW, R1, R1, crate::capture::spec::CONTROL_CLOCK as i16);
+    a.alu(op::SUB, dst, R1);
 }
 
 /// The kernel side of an exact `vtimestamp`: the per-CPU switch records and the `sched_switch`
