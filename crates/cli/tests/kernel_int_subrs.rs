@@ -1,8 +1,8 @@
 //! The integer subroutines translated to eBPF (issue 13): the byte-order family (`htons`,
 //! `htonl`, `htonll`, `ntohs`, `ntohl`, `ntohll`), `rand()`, `progenyof()`, `getmajor()`,
-//! `getminor()` and `strtoll()` (its illegal-operation fault included) run at the probe
-//! and print what dtrace's interpreter prints with the kernel paths off; `-v` says the clauses
-//! run in the kernel (root, BPF, tracepoints; `dd`).
+//! `getminor()`, `strtoll()` (its illegal-operation fault included) and the lock queries
+//! (`mutex_owned()`...) run at the probe and print what dtrace's interpreter prints with the
+//! kernel paths off; `-v` says the clauses run in the kernel (root, BPF, tracepoints; `dd`).
 
 mod common;
 use common::{kernel_ok, same_with_kernel_paths_off};
@@ -129,4 +129,38 @@ fn strtoll_of_a_base_out_of_range_faults_at_the_probe_as_in_dtrace() {
     // 12 in base 30.
     assert_eq!(out.matches("after 32\n").count(), 4, "{out}");
     assert!(!out.contains("\n12\n"), "{out}");
+}
+
+#[test]
+fn lock_queries_run_at_the_probe_as_in_dtrace() {
+    let t = "lock_queries_run_at_the_probe_as_in_dtrace";
+    if !kernel_ok(t) || !common::have_btf(t) {
+        return;
+    }
+    // env execs true in the traced process: the exec renames it holding the process's
+    // cred_guard_mutex, which is free again at its exit; the network namespace's IPv6 walker
+    // lock (an rwlock) is free.
+    let m = "&curthread->signal->cred_guard_mutex";
+    let rw = "&curthread->nsproxy->net_ns->ipv6.fib6_walker_lock";
+    let script = format!(
+        "sdt:task::task_rename /pid == $target/ {{
+             printf(\"rename %d %d %d %d\\n\", mutex_owned({m}), mutex_owner({m}) == curthread,
+                 mutex_type_adaptive({m}), mutex_type_spin({m})); }}
+         syscall::exit_group:entry /pid == $target/ {{
+             printf(\"exit %d %d\\n\", mutex_owned({m}), mutex_owner({m}) != NULL);
+             printf(\"rw %d %d %d\\n\", rw_read_held({rw}), rw_write_held({rw}),
+                 rw_iswriter({rw})); }}"
+    );
+    let out = same_with_kernel_paths_off(
+        &script,
+        &[],
+        "env true",
+        &[
+            (1, "runs whole in the kernel"),
+            (2, "runs whole in the kernel"),
+        ],
+    );
+    assert_eq!(out.matches("rename 1 1 1 0\n").count(), 1, "{out}");
+    assert_eq!(out.matches("exit 0 0\n").count(), 1, "{out}");
+    assert_eq!(out.matches("rw 0 0 0\n").count(), 1, "{out}");
 }

@@ -352,15 +352,40 @@ fn json_selects() {
 }
 
 #[test]
+fn lock_queries_read_linuxs_mutex_and_rwlock_words() {
+    let mut h = H::new();
+    let task = 0xffff_8880_0bad_cafe_u64 & !7;
+    // A held mutex (its owner word: the task with the waiters flag), a free one.
+    h.mem
+        .kernel
+        .insert(0x1000, (task | 1).to_le_bytes().to_vec());
+    h.mem.kernel.insert(0x2000, 0u64.to_le_bytes().to_vec());
+    // An rwlock held by three readers, one held by a writer.
+    h.mem
+        .kernel
+        .insert(0x3000, (3u32 << 9).to_le_bytes().to_vec());
+    h.mem.kernel.insert(0x4000, 0xffu32.to_le_bytes().to_vec());
+    assert_eq!(int(&mut h, "mutex_owned", &[I(0x1000)]), Ok(1));
+    assert_eq!(int(&mut h, "mutex_owner", &[I(0x1000)]), Ok(task));
+    assert_eq!(int(&mut h, "mutex_owned", &[I(0x2000)]), Ok(0));
+    assert_eq!(int(&mut h, "mutex_owner", &[I(0x2000)]), Ok(0));
+    assert_eq!(int(&mut h, "mutex_type_adaptive", &[I(0x2000)]), Ok(1));
+    assert_eq!(int(&mut h, "mutex_type_spin", &[I(0x1000)]), Ok(0));
+    assert_eq!(int(&mut h, "rw_read_held", &[I(0x3000)]), Ok(1));
+    assert_eq!(int(&mut h, "rw_write_held", &[I(0x3000)]), Ok(0));
+    assert_eq!(int(&mut h, "rw_read_held", &[I(0x4000)]), Ok(0));
+    assert_eq!(int(&mut h, "rw_write_held", &[I(0x4000)]), Ok(1));
+    assert_eq!(int(&mut h, "rw_iswriter", &[I(0x4000)]), Ok(1));
+    // A lock that cannot be read faults at its address, as a load does.
+    for name in ["mutex_owned", "mutex_type_spin", "rw_read_held"] {
+        let f = int(&mut h, name, &[I(0x9000)]).unwrap_err();
+        assert_eq!((f.kind, f.addr), (FaultKind::BadAddr, 0x9000), "{name}");
+    }
+}
+
+#[test]
 fn solaris_and_freebsd_subroutines_are_unavailable() {
     for name in [
-        "mutex_owned",
-        "mutex_owner",
-        "mutex_type_adaptive",
-        "mutex_type_spin",
-        "rw_read_held",
-        "rw_write_held",
-        "rw_iswriter",
         "msgdsize",
         "msgsize",
         "ddi_pathname",

@@ -82,7 +82,7 @@ pub struct Fault {
     /// Index of the faulting instruction in the object's text; the DIF offset DTrace prints is `pc * 4`
     /// ([`Fault::dif_offset`]).
     pub pc: u32,
-    /// A short explanation for logs and tests (e.g. "mutex_owned is not available on Linux"); DTrace's
+    /// A short explanation for logs and tests (e.g. "msgsize is not available on Linux"); DTrace's
     /// ERROR output does not print it.
     pub detail: &'static str,
 }

@@ -61,6 +61,7 @@ mod devnum;
 mod inet;
 mod link_ntop;
 mod lltostr;
+mod locks;
 mod memstr;
 mod paths;
 mod progeny;
@@ -1205,6 +1206,13 @@ impl<'a> Translator<'a> {
                             | Subr::Memstr
                             | Subr::LinkNtop
                             | Subr::DPath
+                            | Subr::MutexOwned
+                            | Subr::MutexOwner
+                            | Subr::MutexTypeAdaptive
+                            | Subr::MutexTypeSpin
+                            | Subr::RwReadHeld
+                            | Subr::RwWriteHeld
+                            | Subr::RwIswriter
                     )
                 ) {
                     continue;
@@ -2181,6 +2189,15 @@ impl<'a> Translator<'a> {
             Some(Subr::Memstr) => self.memstr(pc, s, rd)?,
             Some(Subr::LinkNtop) => self.link_ntop(pc, s, rd)?,
             Some(Subr::DPath) => self.d_path(pc, s, rd)?,
+            Some(
+                w @ (Subr::MutexOwned
+                | Subr::MutexOwner
+                | Subr::MutexTypeAdaptive
+                | Subr::MutexTypeSpin
+                | Subr::RwReadHeld
+                | Subr::RwWriteHeld
+                | Subr::RwIswriter),
+            ) => self.lock_query(pc, s, w, rd)?,
             other => {
                 return Err(Untranslatable::Subroutine {
                     pc,

@@ -2498,6 +2498,7 @@ mod copyin;
 mod d_path;
 mod inet;
 mod link_ntop;
+mod locks;
 mod memstr;
 mod strbuild;
 mod strindex;

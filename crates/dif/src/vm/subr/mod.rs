@@ -1,8 +1,10 @@
 //! The `call` instruction: DIF subroutines (spec ch.10, Tables 10.1-10.2) with DTrace's semantics.
 //! Arguments come from the tuple stack; string results are built in scratch. Subroutines tied to
-//! Solaris or FreeBSD kernel objects fault with an illegal operation.
+//! Solaris or FreeBSD kernel objects fault with an illegal operation; the lock queries answer for
+//! Linux's locks ([`locks`]).
 
 pub mod json;
+pub mod locks;
 pub mod strfn;
 
 use crate::subr::Subr;
@@ -46,13 +48,6 @@ fn min_args(s: Subr) -> usize {
 fn unavailable(s: Subr) -> Option<&'static str> {
     use Subr::*;
     Some(match s {
-        MutexOwned => "mutex_owned is not available on Linux",
-        MutexOwner => "mutex_owner is not available on Linux",
-        MutexTypeAdaptive => "mutex_type_adaptive is not available on Linux",
-        MutexTypeSpin => "mutex_type_spin is not available on Linux",
-        RwReadHeld => "rw_read_held is not available on Linux",
-        RwWriteHeld => "rw_write_held is not available on Linux",
-        RwIswriter => "rw_iswriter is not available on Linux",
         Msgdsize => "msgdsize is not available on Linux",
         Msgsize => "msgsize is not available on Linux",
         DdiPathname => "ddi_pathname is not available on Linux",
@@ -115,6 +110,14 @@ impl Machine {
             Bounds => Err(Fault::new(FaultKind::BadIndex, arg(0))),
             Speculation => Ok(env.ctx.speculation()),
             Progenyof => Ok(env.ctx.progenyof(arg(0)) as u64),
+            MutexOwned | MutexOwner | MutexTypeAdaptive | MutexTypeSpin => {
+                let word = u64::from_le_bytes(self.arg_bytes::<8>(env, arg(0))?);
+                Ok(locks::answer(s, word))
+            }
+            RwReadHeld | RwWriteHeld | RwIswriter => {
+                let word = u32::from_le_bytes(self.arg_bytes::<4>(env, arg(0))?);
+                Ok(locks::answer(s, u64::from(word)))
+            }
             // DTrace for Linux faults on strlen(NULL) as on any other bad address
             Strlen if arg(0) == 0 => Err(Fault::new(FaultKind::BadAddr, 0)),
             Strlen => self.strlen(env, arg(0), strsize - 1).map(|n| n as u64),

@@ -425,10 +425,14 @@ impl Visitor for ObjectScan<'_> {
 /// The argument a subroutine that shows memory as text reads its address from, and the bytes
 /// it reads there: `inet_ntoa()`, `inet_ntoa6()`, `inet_ntop()` (16 when its family is not a
 /// constant `AF_INET`), `uuidstr()`, `link_ntop()` (20 when its type is not a constant
-/// `ARPHRD_ETHER`) and `memstr()` (`size - 1`, when `size` is a constant the capture can hold).
+/// `ARPHRD_ETHER`) and `memstr()` (`size - 1`, when `size` is a constant the capture can hold);
+/// the lock queries read their lock's first word (`mutex_owned()`, `rw_read_held()`...).
 fn subr_bytes(subr: u16, stack: &[Value]) -> Option<(&Value, u32)> {
-    use dtrace_dif::vm::subr::{AF_INET, ARPHRD_ETHER};
+    use dtrace_dif::vm::subr::{locks, AF_INET, ARPHRD_ETHER};
     let s = Subr::from_u16(subr)?;
+    if let Some(n) = locks::word_bytes(s) {
+        return Some((stack.first()?, n as u32));
+    }
     let constant = |i: usize| match stack.get(i) {
         Some(Value::Const(v)) => Some(*v),
         _ => None,
