@@ -1,6 +1,6 @@
 //! The integer subroutines translated to eBPF (issue 13): the byte-order family (`htons`,
 //! `htonl`, `htonll`, `ntohs`, `ntohl`, `ntohll`), `rand()`, `progenyof()`, `getmajor()`,
-//! `getminor()`, `strtoll()` (its illegal-operation fault included) and the lock queries
+//! `getminor()`, `strtoll()` (its illegal-operation fault included), `getf()` and the lock queries
 //! (`mutex_owned()`...) run at the probe and print what dtrace's interpreter prints with the
 //! kernel paths off; `-v` says the clauses run in the kernel (root, BPF, tracepoints; `dd`).
 
@@ -163,4 +163,23 @@ fn lock_queries_run_at_the_probe_as_in_dtrace() {
     assert_eq!(out.matches("rename 1 1 1 0\n").count(), 1, "{out}");
     assert_eq!(out.matches("exit 0 0\n").count(), 1, "{out}");
     assert_eq!(out.matches("rw 0 0 0\n").count(), 1, "{out}");
+}
+
+#[test]
+fn getf_is_the_open_file_of_a_descriptor_as_in_dtrace() {
+    let t = "getf_is_the_open_file_of_a_descriptor_as_in_dtrace";
+    if !kernel_ok(t) || !common::have_btf(t) || !common::have_dd(t) {
+        return;
+    }
+    // dd writes to /dev/null: getf() of the write's descriptor is that file; a descriptor that
+    // cannot be open gives NULL.
+    let out = same_with_kernel_paths_off(
+        "syscall::write:entry /pid == $target/ {
+         printf(\"%s %d\\n\", stringof(getf(arg0)->f_path.dentry->d_name.name),
+             getf(-1) == NULL); }",
+        &[],
+        DD,
+        &[(1, "runs whole in the kernel")],
+    );
+    assert_eq!(out.matches("null 1\n").count(), 4, "{out}");
 }

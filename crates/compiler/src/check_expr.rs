@@ -15,6 +15,11 @@ use dtrace_dif::subr::Subr;
 /// The highest `uregs[]` index on x86-64 (`R_TRAPNO` of the D library's `regs.d`).
 const UREGS_MAX: u64 = 25;
 
+/// The D library's inline array that `getf(fd)` expands to (`dlib/io.d`): the current process's
+/// `struct file *` of a descriptor, NULL when it is not open, as DTrace's `getf()` gives its
+/// `file_t *`.
+const GETF_INLINE: &str = "__getf";
+
 fn bx<T>(t: T) -> Box<T> {
     Box::new(t)
 }
@@ -1271,6 +1276,23 @@ impl<'o> Checker<'o> {
                 v
             };
             targs.push(v);
+        }
+        // getf(fd) is the D library's expansion, declared where the kernel's types give it (see
+        // GETF_INLINE); without it the compilation fails (the consumer compiles again with the
+        // kernel's types loaded).
+        if p.subr == Subr::Getf {
+            if !self.inline_arrays.contains_key(GETF_INLINE) {
+                return err(
+                    ErrTag::D_FUNC_UNDEF,
+                    line,
+                    "getf( ) needs the kernel's types (struct file), which this system lacks",
+                );
+            }
+            let b = Expr {
+                kind: ExprKind::Ident(GETF_INLINE.into()),
+                line,
+            };
+            return self.cook_inline_array(&b, args, line);
         }
         // a constant size that cannot fit in the scratch space is refused here
         let size_arg = match p.subr {

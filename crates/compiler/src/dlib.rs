@@ -33,6 +33,10 @@ const FILES: &[(&str, &str, &str)] = &[
     ("", "sched.d", include_str!("dlib/sched.d")),
 ];
 
+/// Subroutines the library expands (the compiler calls the expansion instead, where it is
+/// declared): a program calling one needs the file declaring its expansion.
+const EXPANDED: &[(&str, &str)] = &[("getf", "__getf")];
+
 /// Kernel typedef names the library files use (with the built-in ones, enough to parse them without
 /// the kernel's types, to learn what they declare).
 const KERNEL_TYPEDEFS: &[&str] = &["loff_t", "caddr_t", "sector_t", "blkcnt_t"];
@@ -73,6 +77,11 @@ pub fn load(
     let mut mentioned = identifiers(program);
     for t in also {
         mentioned.extend(identifiers(t));
+    }
+    for (subr, expansion) in EXPANDED {
+        if mentioned.contains(subr) {
+            mentioned.insert(expansion);
+        }
     }
     for ((needs, name, text), declared) in FILES.iter().zip(file_names()) {
         if loaded.contains(name) {
@@ -186,7 +195,7 @@ mod tests {
             );
         }
         let io = names_of("io.d");
-        for n in ["fileinfo_t", "fds", "O_RDONLY"] {
+        for n in ["fileinfo_t", "fds", "O_RDONLY", "__getf"] {
             assert!(io.iter().any(|d| d == n), "io.d declares {n}: {io:?}");
         }
         let regs = names_of("regs.d");

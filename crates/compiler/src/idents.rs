@@ -210,7 +210,8 @@ pub const SUBR_PROTOS: &[SubrProto] = &[
     sp(Subr::SxExclusiveHeld, "int", &["void *"]),
     sp(Subr::SxIsexclusive, "int", &["void *"]),
     sp(Subr::Memstr, "string", &["void *", "char", "size_t"]),
-    sp(Subr::Getf, "void *", &["int"]),
+    // expanded by the D library where the kernel's types allow (check_expr::GETF_INLINE)
+    sp(Subr::Getf, "struct file *", &["int"]),
     sp(Subr::Json, "string", &["string", "string"]),
     spo(Subr::Strtoll, "int64_t", &["string", "int"], 1),
     sp(Subr::Random, "uint64_t", &[]),

@@ -50,10 +50,16 @@ translator fileinfo_t < struct file *F > {
 	fi_oflags = F == 0 ? 0 : F->f_flags;
 };
 
-/* fds[fd]: the fileinfo_t of the current process's file descriptor fd ("<none>" when not open) */
-inline fileinfo_t fds[int fd] = xlate <fileinfo_t> (
+/*
+ * __getf[fd]: the current process's struct file of file descriptor fd, NULL when fd is not
+ * open (what getf(fd) gives: the compiler expands a call of getf() to it).
+ */
+inline struct file *__getf[int fd] =
     fd >= 0 && fd < curthread->files->fdt->max_fds ?
-    curthread->files->fdt->fd[fd] : (struct file *)0);
+    curthread->files->fdt->fd[fd] : (struct file *)0;
+
+/* fds[fd]: the fileinfo_t of the current process's file descriptor fd ("<none>" when not open) */
+inline fileinfo_t fds[int fd] = xlate <fileinfo_t> (__getf[fd]);
 
 /* the current process's working directory and root directory */
 inline string cwd = d_path(&curthread->fs->pwd);
