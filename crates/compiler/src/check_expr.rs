@@ -1184,6 +1184,36 @@ impl<'o> Checker<'o> {
         })
     }
 
+    /// Why a lock query (`dtrace_dif::vm::subr::locks`) cannot answer on the lock type the
+    /// program's types give, if they give one unlike Linux's usual layout: a `struct mutex`
+    /// beginning with its 8-byte `owner` word (not so under `PREEMPT_RT`), an `rwlock_t`
+    /// beginning with a queued lock's 4-byte count word (`raw_lock.cnts`). Types this system
+    /// lacks (no kernel BTF) leave the pointer unchecked, as the prototype does.
+    fn lock_layout_unlike_linuxs(&mut self, subr: Subr) -> Option<&'static str> {
+        let first_word = |ck: &Self, ty: TypeId, path: &[&str], size: u64| {
+            let mut at = ty;
+            let mut offset = 0;
+            for name in path {
+                let m = ck.types.member(at, name)?;
+                offset += m.offset;
+                at = m.ty;
+            }
+            Some(offset == 0 && ck.types.size(at) == size)
+        };
+        match dtrace_dif::vm::subr::locks::word_bytes(subr)? {
+            8 => {
+                let t = self.types.lookup("struct mutex")?;
+                (first_word(self, t, &["owner"], 8) != Some(true))
+                    .then_some("its struct mutex does not begin with an owner word (PREEMPT_RT?)")
+            }
+            _ => {
+                let t = self.types.lookup("rwlock_t")?;
+                (first_word(self, t, &["raw_lock", "cnts"], 4) != Some(true))
+                    .then_some("its rwlock_t is not a queued rwlock (PREEMPT_RT?)")
+            }
+        }
+    }
+
     fn cook_call(&mut self, n: &str, args: &[Expr], line: u32) -> CResult<TExpr> {
         let Some(p) = subr_proto(n) else {
             if is_action_name(n) {
@@ -1276,6 +1306,13 @@ impl<'o> Checker<'o> {
                 v
             };
             targs.push(v);
+        }
+        if let Some(why) = self.lock_layout_unlike_linuxs(p.subr) {
+            return err(
+                ErrTag::D_NOT_SUPPORTED,
+                line,
+                format!("not yet supported: {n}( ) on this kernel: {why}"),
+            );
         }
         // getf(fd) is the D library's expansion, declared where the kernel's types give it (see
         // GETF_INLINE); without it the compilation fails (the consumer compiles again with the

@@ -298,6 +298,34 @@ fn char_pointer_prototypes() {
 }
 
 #[test]
+fn lock_queries_refuse_locks_laid_out_unlike_linuxs() {
+    // A mutex whose owner is not its first word (as under PREEMPT_RT), an rwlock that is not
+    // a queued one: refused at compile time rather than answered wrong.
+    tag(
+        "struct mutex { long wait_lock; long owner; };
+         BEGIN { trace(mutex_owned((struct mutex *)0)); }",
+        ErrTag::D_NOT_SUPPORTED,
+    );
+    tag(
+        "typedef struct { long lock; } rwlock_t;
+         BEGIN { trace(rw_read_held((rwlock_t *)0)); }",
+        ErrTag::D_NOT_SUPPORTED,
+    );
+    // Linux's usual layouts are accepted.
+    for src in [
+        "struct mutex { long owner; int wait_lock; };
+         BEGIN { trace(mutex_owner((struct mutex *)0)); }",
+        "struct qrwlock { int cnts; int wait_lock; };
+         typedef struct { struct qrwlock raw_lock; } rwlock_t;
+         BEGIN { trace(rw_iswriter((rwlock_t *)0)); }",
+    ] {
+        if let Err(e) = compile(src, &CompileOptions::default()) {
+            panic!("{src}: {e}");
+        }
+    }
+}
+
+#[test]
 fn action_prototypes_from_the_table() {
     for (src, msg) in [
         (
