@@ -472,12 +472,10 @@ fn raise_and_stop_reach_the_thread_that_fired() {
         "-n",
         &format!("syscall::write:entry /pid == {pid}/ {{ stop(); exit(0); }}"),
     ]);
-    let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let state = common::process_state(child.id());
     let _ = child.kill();
     let _ = child.wait();
     assert_eq!(rc, 0, "{err}");
-    // The state follows the command name in parentheses.
-    let state = state.rsplit(") ").next().and_then(|r| r.chars().next());
     assert_eq!(state, Some('T'), "{pid}");
 }
 
@@ -501,15 +499,10 @@ fn a_clause_of_stop_alone_stops_at_the_probe() {
     ]);
     // The stop takes effect as the write returns to user mode, which on a slow machine (the
     // 6.1 guest) may come after dtrace has gone: the state is looked at for a while.
-    let stat = format!("/proc/{pid}/stat");
-    let mut state = String::new();
+    let mut state = None;
     for _ in 0..100 {
-        state = std::fs::read_to_string(&stat).unwrap_or_default();
-        if state
-            .rsplit(") ")
-            .next()
-            .is_some_and(|r| r.starts_with('T'))
-        {
+        state = common::process_state(child.id());
+        if state == Some('T') {
             break;
         }
         std::thread::sleep(std::time::Duration::from_millis(50));
@@ -529,7 +522,6 @@ fn a_clause_of_stop_alone_stops_at_the_probe() {
         !out.lines().any(|l| l.trim_end().ends_with("write:entry")),
         "{out}"
     );
-    let state = state.rsplit(") ").next().and_then(|r| r.chars().next());
     assert_eq!(state, Some('T'), "{pid}");
 }
 

@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::dtrace;
+use common::{dtrace, process_state};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -509,12 +509,6 @@ int main(void) {
 }
 "#;
 
-/// The state letter of process `pid` (`T` stopped, `Z` zombie), `None` once it is gone.
-fn state_of(pid: u32) -> Option<char> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    s[s.rfind(')')? + 2..].chars().next()
-}
-
 /// Waits (a hang guard, not a measure) until `done` holds.
 fn wait_until(what: &str, done: impl Fn() -> bool) {
     let t0 = std::time::Instant::now();
@@ -569,10 +563,10 @@ fn a_process_stopped_in_the_linker_runs_on_when_dtrace_is_killed() {
     assert!(line.contains("matched 1 probe"), "{line}");
     // Once dtrace has let the process go (it waits for its line, no longer held by ptrace),
     // dtrace cannot answer the linker's stop: it is stopped itself, then killed.
-    wait_until("the release", || state_of(pid) == Some('S'));
+    wait_until("the release", || process_state(pid) == Some('S'));
     signal(dt.id(), libc::SIGSTOP);
     child.stdin.take().unwrap().write_all(b"go\n").unwrap();
-    wait_until("the stop in the linker", || state_of(pid) == Some('T'));
+    wait_until("the stop in the linker", || process_state(pid) == Some('T'));
     signal(dt.id(), libc::SIGKILL);
     dt.wait().unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
@@ -582,7 +576,7 @@ fn a_process_stopped_in_the_linker_runs_on_when_dtrace_is_killed() {
     let o = match rx.recv_timeout(std::time::Duration::from_secs(60)) {
         Ok(o) => o.unwrap(),
         Err(_) => {
-            let state = state_of(pid);
+            let state = process_state(pid);
             signal(pid, libc::SIGKILL);
             panic!("the process was left in state {state:?}");
         }
@@ -615,7 +609,7 @@ fn a_process_stopped_by_stop_stays_stopped_when_dtrace_exits() {
     let o = dt.wait_with_output().unwrap();
     assert_eq!(o.status.code(), Some(0), "{o:?}");
     // DTrace leaves a process its stop() stopped as it is, dtrace gone.
-    assert_eq!(state_of(pid), Some('T'));
+    assert_eq!(process_state(pid), Some('T'));
     signal(pid, libc::SIGCONT);
     let o = child.wait_with_output().unwrap();
     assert!(o.status.success(), "{o:?}");
@@ -687,7 +681,7 @@ fn a_process_stopped_by_stop_after_a_linker_stop_stays_stopped_when_dtrace_is_ki
         "dtrace ended without the firing of between()"
     );
     stdin.write_all(b"go\n").unwrap();
-    wait_until("the stop() in after()", || state_of(pid) == Some('T'));
+    wait_until("the stop() in after()", || process_state(pid) == Some('T'));
     signal(dt.id(), libc::SIGKILL);
     dt.wait().unwrap();
     // Once the helper has done its work and gone, the process is still stopped: the linker's
@@ -695,9 +689,9 @@ fn a_process_stopped_by_stop_after_a_linker_stop_stays_stopped_when_dtrace_is_ki
     wait_until("the helper's end", || {
         helpers
             .iter()
-            .all(|&h| matches!(state_of(h), None | Some('Z')))
+            .all(|&h| matches!(process_state(h), None | Some('Z')))
     });
-    assert_eq!(state_of(pid), Some('T'));
+    assert_eq!(process_state(pid), Some('T'));
     signal(pid, libc::SIGCONT);
     drop(stdin);
     assert!(child.wait().unwrap().success());
@@ -733,7 +727,7 @@ fn a_command_dies_with_a_killed_dtrace() {
     dt.wait().unwrap();
     // As DTrace kills what it created: gone (or a zombie for its new parent to reap).
     wait_until("the command's end", || {
-        matches!(state_of(pid), None | Some('Z'))
+        matches!(process_state(pid), None | Some('Z'))
     });
 }
 

@@ -1190,10 +1190,12 @@ impl<'o> Checker<'o> {
     /// beginning with a queued lock's 4-byte count word (`raw_lock.cnts`). Types this system
     /// lacks (no kernel BTF) leave the pointer unchecked, as the prototype does.
     fn lock_layout_unlike_linuxs(&mut self, subr: Subr) -> Option<&'static str> {
-        let first_word = |ck: &Self, ty: TypeId, path: &[&str], size: u64| {
+        let first_word = |ck: &mut Self, ty: TypeId, path: &[&str], size: u64| {
             let mut at = ty;
             let mut offset = 0;
             for name in path {
+                // a kernel struct first named as a pointer's target is only forward-declared
+                ck.types.complete(at);
                 let m = ck.types.member(at, name)?;
                 offset += m.offset;
                 at = m.ty;

@@ -23,6 +23,14 @@ pub fn kernel_ok(test: &str) -> bool {
 /// Four writes of 300 bytes to /dev/null, the traced program of the subroutine tests.
 pub const DD_WRITES: &str = "dd if=/dev/zero of=/dev/null bs=300 count=4 status=none";
 
+/// The state letter of process `pid` in `/proc/<pid>/stat` (`T` stopped, `Z` zombie), `None`
+/// once it is gone.
+pub fn process_state(pid: u32) -> Option<char> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The state follows the command name in parentheses.
+    s.get(s.rfind(')')? + 2..)?.chars().next()
+}
+
 /// Whether `dd` (of [`DD_WRITES`]) is there; prints SKIP (or fails as [`kernel_ok`]) if not.
 pub fn have_dd(test: &str) -> bool {
     dtrace_testkit::skip_unless(dtrace_testkit::have_program("dd"), test, "no dd")

@@ -1206,15 +1206,11 @@ impl<'a> Translator<'a> {
                             | Subr::Memstr
                             | Subr::LinkNtop
                             | Subr::DPath
-                            | Subr::MutexOwned
-                            | Subr::MutexOwner
-                            | Subr::MutexTypeAdaptive
-                            | Subr::MutexTypeSpin
-                            | Subr::RwReadHeld
-                            | Subr::RwWriteHeld
-                            | Subr::RwIswriter
                     )
-                ) {
+                ) || Subr::from_u16(subr)
+                    .and_then(dtrace_dif::vm::subr::locks::word_bytes)
+                    .is_some()
+                {
                     continue;
                 }
                 let name = Subr::from_u16(subr)
@@ -2189,15 +2185,9 @@ impl<'a> Translator<'a> {
             Some(Subr::Memstr) => self.memstr(pc, s, rd)?,
             Some(Subr::LinkNtop) => self.link_ntop(pc, s, rd)?,
             Some(Subr::DPath) => self.d_path(pc, s, rd)?,
-            Some(
-                w @ (Subr::MutexOwned
-                | Subr::MutexOwner
-                | Subr::MutexTypeAdaptive
-                | Subr::MutexTypeSpin
-                | Subr::RwReadHeld
-                | Subr::RwWriteHeld
-                | Subr::RwIswriter),
-            ) => self.lock_query(pc, s, w, rd)?,
+            Some(w) if dtrace_dif::vm::subr::locks::word_bytes(w).is_some() => {
+                self.lock_query(pc, s, w, rd)?
+            }
             other => {
                 return Err(Untranslatable::Subroutine {
                     pc,

@@ -110,13 +110,13 @@ impl Machine {
             Bounds => Err(Fault::new(FaultKind::BadIndex, arg(0))),
             Speculation => Ok(env.ctx.speculation()),
             Progenyof => Ok(env.ctx.progenyof(arg(0)) as u64),
-            MutexOwned | MutexOwner | MutexTypeAdaptive | MutexTypeSpin => {
-                let word = u64::from_le_bytes(self.arg_bytes::<8>(env, arg(0))?);
-                Ok(locks::answer(s, word))
-            }
-            RwReadHeld | RwWriteHeld | RwIswriter => {
-                let word = u32::from_le_bytes(self.arg_bytes::<4>(env, arg(0))?);
-                Ok(locks::answer(s, u64::from(word)))
+            MutexOwned | MutexOwner | MutexTypeAdaptive | MutexTypeSpin | RwReadHeld
+            | RwWriteHeld | RwIswriter => {
+                // The lock's first word, as many bytes as the query reads, zero-extended.
+                let mut word = [0u8; 8];
+                let n = locks::word_bytes(s).unwrap_or(word.len());
+                self.read(env.obj, env.mem, arg(0), &mut word[..n])?;
+                Ok(locks::answer(s, u64::from_le_bytes(word)))
             }
             // DTrace for Linux faults on strlen(NULL) as on any other bad address
             Strlen if arg(0) == 0 => Err(Fault::new(FaultKind::BadAddr, 0)),
