@@ -606,3 +606,43 @@ fn global_arrays_set_in_begin_reach_the_kernel_and_end_reads_them_back() {
         assert!(err.contains(line), "{line}: {err}");
     }
 }
+
+/// A clause whose variables live for the firing only (`this->` strings, the firing's
+/// `strtok()` state), placed whole in the kernel, whose probe's program turns out too large
+/// for eBPF: the probe runs it in dtrace with its other clauses, printing what the interpreter
+/// prints, and `-v` says why; dtrace once refused to start, its variables "living in the
+/// kernel". A second clause at the probe shares the firing's `this->s` from dtrace too.
+#[test]
+fn a_firing_only_clause_too_large_for_the_probe_runs_in_dtrace() {
+    let t = "a_firing_only_clause_too_large_for_the_probe_runs_in_dtrace";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let cmd = opener("kstrvar-large");
+    let step = "this->s = strjoin(substr(this->s, 1), toupper(basename(this->s))); \
+        this->i += index(this->s, \"A\") + strlen(dirname(this->s)) \
+        + rindex(this->s, strtok(this->s, \"/\"));";
+    let script = format!(
+        "syscall::openat:entry /pid == $target/ {{ this->s = copyinstr(arg1); this->i = 0; {} }} \
+         syscall::openat:entry /pid == $target/ {{ printf(\"open %s %d\\n\", this->s, this->i); }}",
+        step.repeat(40)
+    );
+    let out = same_both_ways(
+        &script,
+        &["-x", "strsize=16"],
+        &cmd,
+        &[
+            (1, "predicate runs in the kernel at 1 probe"),
+            (
+                1,
+                "runs whole in the kernel at 0 probes, in dtrace at 1 probe",
+            ),
+            (1, "the probe's program is too large"),
+        ],
+    );
+    assert_eq!(
+        out.lines().filter(|l| l.starts_with("open ")).count(),
+        12,
+        "{out}"
+    );
+}

@@ -344,7 +344,10 @@ impl ClauseKernel {
             line
         };
         let mut out = Vec::new();
-        if self.has_predicate && !matches!(self.variables, Some(Ok(_))) {
+        // A clause run whole in the kernel runs its predicate there too; one whose probes all
+        // run it in dtrace (the kernel refused their programs) says where its predicate runs.
+        let whole_somewhere = matches!(self.variables, Some(Ok(_))) && self.aggs_in_kernel > 0;
+        if self.has_predicate && !whole_somewhere {
             out.push(placement("predicate runs", self.in_kernel, &self.in_dtrace));
         } else if self.aggs_in_kernel == 0 {
             out.push(format!(
@@ -364,6 +367,11 @@ impl ClauseKernel {
         }
         match &self.variables {
             None => {}
+            // Run in dtrace at every probe (the kernel refused their programs): its variables
+            // live nowhere else.
+            Some(Ok(_)) if self.aggs_in_kernel == 0 => {
+                out.push(placement("runs whole", 0, &self.aggs_in_dtrace))
+            }
             Some(Ok(names)) => {
                 let mut line = placement("runs whole", self.aggs_in_kernel, &self.aggs_in_dtrace);
                 // A note after the names (`kvars::reads_at_probe_note`) follows them.
@@ -825,7 +833,17 @@ impl Shared {
                     c.signals_in_kernel += 1;
                 }
             }
-            if let (Some(Err(e)), true) = (&in_kernel, self.placement.in_kernel(i)) {
+            // A clause whose variables live for the firing only (`this->`, the firing's
+            // `strtok()` state) runs in dtrace with the rest of the probe when the kernel refused
+            // the probe's whole program: no clause of its firings runs in the kernel there, so
+            // none shares those variables from there.
+            let whole_probe_refused = report.aggs.iter().all(|r| r.is_err());
+            let firing_only = self.placement.firing_only.contains(&i);
+            if let (Some(Err(e)), true, false) = (
+                &in_kernel,
+                self.placement.in_kernel(i),
+                firing_only && whole_probe_refused,
+            ) {
                 return Err(format!(
                     "clause {}: its variables live in the kernel, which refused it at \
                          {probe_name} ({e})",
