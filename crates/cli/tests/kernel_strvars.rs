@@ -646,3 +646,46 @@ fn a_firing_only_clause_too_large_for_the_probe_runs_in_dtrace() {
         "{out}"
     );
 }
+
+/// The same with a thread-local (`self->s`, which outlives the firing): dtrace cannot move it
+/// out of the kernel once placed there, so it refuses to start, in one line naming the clause,
+/// why, and the way to run it (the variables in dtrace), which runs it as the interpreter does.
+#[test]
+fn a_lasting_variable_clause_too_large_for_the_probe_says_how_to_run_it() {
+    let t = "a_lasting_variable_clause_too_large_for_the_probe_says_how_to_run_it";
+    if !kernel_ok(t) || !have_gcc(t) {
+        return;
+    }
+    let cmd = opener("kstrvar-large-self");
+    let step = "self->s = strjoin(substr(self->s, 1), toupper(basename(self->s))); \
+        self->i += index(self->s, \"A\") + strlen(dirname(self->s)) \
+        + rindex(self->s, strtok(self->s, \"/\"));";
+    let script = format!(
+        "syscall::openat:entry /pid == $target/ {{ self->s = copyinstr(arg1); self->i = 0; {} }} \
+         syscall::openat:return /self->s != NULL/ {{ printf(\"open %s %d\\n\", self->s, self->i); \
+         self->s = 0; }}",
+        step.repeat(40)
+    );
+    let args = ["-q", "-x", "strsize=16", "-n", &script, "-c", &cmd];
+    let (rc, _, err) = dtrace_with_env(&[], &args);
+    assert_ne!(rc, 0, "{err}");
+    let line = err
+        .lines()
+        .find(|l| l.contains("its variables live in the kernel"))
+        .unwrap_or_else(|| panic!("{err}"));
+    assert!(line.contains("clause syscall::openat:entry"), "{line}");
+    assert!(line.contains("the probe's program is too large"), "{line}");
+    assert!(
+        line.ends_with("DTRACE_KERNEL_VARIABLES=0 keeps the variables in dtrace"),
+        "{line}"
+    );
+    let (rc, out, err) = dtrace_with_env(&[("DTRACE_KERNEL_VARIABLES", "0")], &args);
+    assert_eq!(rc, 0, "{err}");
+    let (_, all_off, _) = dtrace_with_env(&kernel_paths_off(), &args);
+    assert_eq!(
+        out.lines().filter(|l| l.starts_with("open ")).count(),
+        12,
+        "{out}"
+    );
+    assert_eq!(sorted(&out), sorted(&all_off));
+}

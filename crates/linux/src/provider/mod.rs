@@ -846,8 +846,9 @@ impl Shared {
             ) {
                 return Err(format!(
                     "clause {}: its variables live in the kernel, which refused it at \
-                         {probe_name} ({e})",
-                    self.kernel.get(i).map_or("?", |c| c.desc.as_str())
+                         {probe_name} ({e}); {}=0 keeps the variables in dtrace",
+                    self.kernel.get(i).map_or("?", |c| c.desc.as_str()),
+                    kvars::KERNEL_VARIABLES_ENV
                 ));
             }
             if !matches!(in_kernel, Some(Ok(()))) {
