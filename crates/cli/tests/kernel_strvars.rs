@@ -607,6 +607,17 @@ fn global_arrays_set_in_begin_reach_the_kernel_and_end_reads_them_back() {
     }
 }
 
+/// Forty chained string steps on `{scope}->s` and `{scope}->i` (`this`, `self`): more code than
+/// one probe's program can jump over at a small `strsize`.
+fn string_steps(scope: &str) -> String {
+    format!(
+        "{scope}->s = strjoin(substr({scope}->s, 1), toupper(basename({scope}->s))); \
+         {scope}->i += index({scope}->s, \"A\") + strlen(dirname({scope}->s)) \
+         + rindex({scope}->s, strtok({scope}->s, \"/\")); "
+    )
+    .repeat(40)
+}
+
 /// A clause whose variables live for the firing only (`this->` strings, the firing's
 /// `strtok()` state), placed whole in the kernel, whose probe's program turns out too large
 /// for eBPF: the probe runs it in dtrace with its other clauses, printing what the interpreter
@@ -619,13 +630,10 @@ fn a_firing_only_clause_too_large_for_the_probe_runs_in_dtrace() {
         return;
     }
     let cmd = opener("kstrvar-large");
-    let step = "this->s = strjoin(substr(this->s, 1), toupper(basename(this->s))); \
-        this->i += index(this->s, \"A\") + strlen(dirname(this->s)) \
-        + rindex(this->s, strtok(this->s, \"/\"));";
     let script = format!(
         "syscall::openat:entry /pid == $target/ {{ this->s = copyinstr(arg1); this->i = 0; {} }} \
          syscall::openat:entry /pid == $target/ {{ printf(\"open %s %d\\n\", this->s, this->i); }}",
-        step.repeat(40)
+        string_steps("this")
     );
     let out = same_both_ways(
         &script,
@@ -657,14 +665,11 @@ fn a_lasting_variable_clause_too_large_for_the_probe_says_how_to_run_it() {
         return;
     }
     let cmd = opener("kstrvar-large-self");
-    let step = "self->s = strjoin(substr(self->s, 1), toupper(basename(self->s))); \
-        self->i += index(self->s, \"A\") + strlen(dirname(self->s)) \
-        + rindex(self->s, strtok(self->s, \"/\"));";
     let script = format!(
         "syscall::openat:entry /pid == $target/ {{ self->s = copyinstr(arg1); self->i = 0; {} }} \
          syscall::openat:return /self->s != NULL/ {{ printf(\"open %s %d\\n\", self->s, self->i); \
          self->s = 0; }}",
-        step.repeat(40)
+        string_steps("self")
     );
     let args = ["-q", "-x", "strsize=16", "-n", &script, "-c", &cmd];
     let (rc, _, err) = dtrace_with_env(&[], &args);

@@ -60,6 +60,14 @@ fn last_number(r: &[String]) -> u64 {
     r.last().and_then(|c| c.parse().ok()).unwrap_or(0)
 }
 
+/// Runs `dtrace args`; asserts it succeeds and reports no drop: (stdout, stderr).
+fn traced(args: &[&str]) -> (String, String) {
+    let (rc, out, err) = dtrace(args);
+    assert_eq!(rc, 0, "{err}");
+    assert!(!err.contains("drop"), "{err}");
+    (out, err)
+}
+
 /// Asserts that `-v`'s stderr says `what` of clause `n` (`runs whole in the kernel`,
 /// `aggregations run in the kernel`).
 fn in_kernel(err: &str, n: usize, what: &str) {
@@ -80,7 +88,7 @@ fn sixteen_threads_writing_at_once_are_counted_exactly_on_every_cpu() {
     }
     let writes = 20_000u64;
     let cmd = sixteen_threads("cpus-count", writes);
-    let (rc, out, err) = dtrace(&[
+    let (out, err) = traced(&[
         "-qv",
         "-n",
         "syscall::write:entry /pid == $target/ { @ = count(); @n[execname] = count(); \
@@ -91,8 +99,6 @@ fn sixteen_threads_writing_at_once_are_counted_exactly_on_every_cpu() {
         "-c",
         &cmd,
     ]);
-    assert_eq!(rc, 0, "{err}");
-    assert!(!err.contains("drop"), "{err}");
     in_kernel(&err, 1, "aggregations run in the kernel");
     let total = THREAD_COUNT * writes;
     assert_eq!(rows(&out, "all "), vec![vec![total.to_string()]], "{out}");
@@ -126,7 +132,7 @@ fn sixteen_threads_writing_at_once_have_every_record_built_at_the_probe() {
     }
     let writes = 2_000u64;
     let cmd = sixteen_threads("cpus-records", writes);
-    let (rc, out, err) = dtrace(&[
+    let (out, err) = traced(&[
         "-qv",
         "-b",
         "16m",
@@ -137,8 +143,6 @@ fn sixteen_threads_writing_at_once_have_every_record_built_at_the_probe() {
         "-c",
         &cmd,
     ]);
-    assert_eq!(rc, 0, "{err}");
-    assert!(!err.contains("drop"), "{err}");
     in_kernel(&err, 1, "runs whole in the kernel");
     let mut per_tid = std::collections::BTreeMap::<String, u64>::new();
     for r in rows(&out, "rec ") {
@@ -158,7 +162,7 @@ fn sixteen_threads_writing_at_once_keep_their_own_variables() {
     }
     let writes = 2_000u64;
     let cmd = sixteen_threads("cpus-vars", writes);
-    let (rc, out, err) = dtrace(&[
+    let (out, err) = traced(&[
         "-qv",
         "-n",
         "syscall::write:entry /pid == $target/ { self->n++; x[tid]++; }",
@@ -170,8 +174,6 @@ fn sixteen_threads_writing_at_once_keep_their_own_variables() {
         "-c",
         &cmd,
     ]);
-    assert_eq!(rc, 0, "{err}");
-    assert!(!err.contains("drop"), "{err}");
     in_kernel(&err, 1, "runs whole in the kernel");
     in_kernel(&err, 2, "runs whole in the kernel");
     for tag in ["self ", "assoc "] {

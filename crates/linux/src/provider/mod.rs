@@ -820,6 +820,8 @@ impl Shared {
         } else {
             matching_idx
         };
+        // The kernel refused the probe's whole program: no clause runs there (see below).
+        let whole_probe_refused = report.aggs.iter().all(|r| r.is_err());
         for &i in matching_idx {
             let in_kernel = k_idx
                 .iter()
@@ -837,13 +839,9 @@ impl Shared {
             // `strtok()` state) runs in dtrace with the rest of the probe when the kernel refused
             // the probe's whole program: no clause of its firings runs in the kernel there, so
             // none shares those variables from there.
-            let whole_probe_refused = report.aggs.iter().all(|r| r.is_err());
-            let firing_only = self.placement.firing_only.contains(&i);
-            if let (Some(Err(e)), true, false) = (
-                &in_kernel,
-                self.placement.in_kernel(i),
-                firing_only && whole_probe_refused,
-            ) {
+            let vars_stuck_in_kernel = self.placement.in_kernel(i)
+                && !(whole_probe_refused && self.placement.firing_only.contains(&i));
+            if let (Some(Err(e)), true) = (&in_kernel, vars_stuck_in_kernel) {
                 return Err(format!(
                     "clause {}: its variables live in the kernel, which refused it at \
                          {probe_name} ({e}); {}=0 keeps the variables in dtrace",
